@@ -1,0 +1,2 @@
+DROP TABLE IF EXISTS audit_log;
+DROP FUNCTION IF EXISTS audit_log_immutable();

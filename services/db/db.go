@@ -1,0 +1,99 @@
+// Package db owns the PostgreSQL connection: the pgx pool, transactions, the embedded
+// cluster used when no DATABASE_URL is given, and the migration runner.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Querier is what services take when a caller may compose their SQL into a larger
+// transaction: both *pgxpool.Pool and pgx.Tx satisfy it.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// TxBeginner starts transactions; *pgxpool.Pool and pgx.Tx (savepoints) satisfy it.
+type TxBeginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// WithTx runs fn in a transaction that commits when fn returns nil and rolls back
+// otherwise (including on panic, which is re-raised).
+func WithTx(ctx context.Context, b TxBeginner, fn func(tx pgx.Tx) error) (err error) {
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("db: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(ctx); err != nil {
+		return fmt.Errorf("db: commit: %w", err)
+	}
+	return nil
+}
+
+// journalLockKey is the advisory lock that orders the audit chain and the event ids.
+// One lock for both means they can never deadlock against each other.
+const journalLockKey = 0x746f6f6c77617264 // "toolward"
+
+// LockJournal takes the transaction-scoped journal lock. Audit appends and event
+// publishes take it before they draw an id, so ids are handed out in commit order:
+// the audit chain links rows in id order and a websocket client resuming from event id
+// N cannot miss an event that commits later with a smaller id.
+func LockJournal(ctx context.Context, q Querier) error {
+	if _, err := q.Exec(ctx, `/* db.LockJournal */ SELECT pg_advisory_xact_lock($1)`, int64(journalLockKey)); err != nil {
+		return fmt.Errorf("db: journal lock: %w", err)
+	}
+	return nil
+}
+
+// IsUniqueViolation reports whether err is a unique_violation, optionally on the named
+// constraint or index.
+func IsUniqueViolation(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return false
+	}
+	return constraint == "" || pgErr.ConstraintName == constraint
+}
+
+// NewPool opens a pgx pool for url and checks it answers.
+func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("db: parse database url: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "toolwarden"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("db: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("db: connect to %s: %w", redact(cfg.ConnConfig), err)
+	}
+	return pool, nil
+}
+
+// redact describes a connection without its password, for error messages.
+func redact(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s", c.Host, c.Port, c.User, c.Database)
+}

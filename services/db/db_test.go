@@ -1,0 +1,290 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+func TestClusterLifecycle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dataDir := dbtest.TempDir(t)
+
+	// First start: initdb, start, create the database.
+	c, err := db.StartCluster(ctx, dataDir, &db.ClusterOptions{Fast: true})
+	if err != nil {
+		t.Fatalf("first start: %v", err)
+	}
+	if !c.Owned() {
+		t.Fatalf("first start: got Owned()=false, want true")
+	}
+	pid := postmasterPID(t, c)
+	if _, err := os.Stat(filepath.Join(c.SocketDir(), ".s.PGSQL.5432")); err != nil {
+		t.Fatalf("socket not inside the data dir: %v", err)
+	}
+	// Unix socket only: no TCP listener configured.
+	conn := connect(t, c.URL())
+	var listen string
+	if err := conn.QueryRow(ctx, "SHOW listen_addresses").Scan(&listen); err != nil || listen != "" {
+		t.Fatalf("listen_addresses = %q (err %v), want empty", listen, err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE keep (v int); INSERT INTO keep VALUES (42)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	// A second process on the same data dir attaches instead of starting another.
+	attached, err := db.StartCluster(ctx, dataDir, nil)
+	if err != nil {
+		t.Fatalf("attach: %v", err)
+	}
+	if attached.Owned() {
+		t.Fatalf("attach: got Owned()=true, want false (cluster was already running)")
+	}
+	attached.Stop() // must not stop the owner's postgres
+	if !alive(pid) {
+		t.Fatalf("a non-owner's Stop killed postgres")
+	}
+
+	// Stop: postgres exits cleanly.
+	c.Stop()
+	if alive(pid) {
+		t.Fatalf("postgres (pid %d) still running after Stop", pid)
+	}
+	c.Stop() // idempotent
+
+	// Reuse: no initdb, data kept.
+	c2, err := db.StartCluster(ctx, dataDir, &db.ClusterOptions{Fast: true})
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	defer c2.Stop()
+	conn = connect(t, c2.URL())
+	defer conn.Close(ctx)
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM keep").Scan(&v); err != nil || v != 42 {
+		t.Fatalf("after restart: got %d (err %v), want 42", v, err)
+	}
+}
+
+// TestOrphanedPostgresStops checks that killing the process that started postgres
+// (SIGKILL, no clean-up) does not leave postgres running.
+func TestOrphanedPostgresStops(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("TW_DB_CHILD") != "" {
+		t.Skip("child mode")
+	}
+	dataDir := dbtest.TempDir(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStartAndHang$")
+	cmd.Env = append(os.Environ(), "TW_DB_CHILD="+dataDir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	var got strings.Builder
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(got.String(), "READY") && time.Now().Before(deadline) {
+		n, err := out.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	if !strings.Contains(got.String(), "READY") {
+		_ = cmd.Process.Kill()
+		t.Fatalf("child never became ready: %s", got.String())
+	}
+	c := &db.Cluster{Dir: filepath.Join(dataDir, "pg")}
+	pid := postmasterPID(t, c)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	for stopBy := time.Now().Add(30 * time.Second); alive(pid) && time.Now().Before(stopBy); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("postgres (pid %d) outlived its killed parent", pid)
+	}
+}
+
+func TestHelperStartAndHang(t *testing.T) {
+	dataDir := os.Getenv("TW_DB_CHILD")
+	if dataDir == "" {
+		t.Skip("only run as a child of TestOrphanedPostgresStops")
+	}
+	if _, err := db.StartCluster(context.Background(), dataDir, &db.ClusterOptions{Fast: true}); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("READY\n")
+	select {}
+}
+
+func TestExternalURL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewEmpty(t)
+	d, err := db.Open(ctx, db.Config{URL: url, Migrate: true})
+	if err != nil {
+		t.Fatalf("open external: %v", err)
+	}
+	defer d.Close()
+	if d.Cluster != nil {
+		t.Fatalf("external URL started an embedded cluster")
+	}
+	mg, err := db.NewMigrator(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	st, err := mg.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Current() || st.Version != db.LatestMigration() {
+		t.Fatalf("status after Open: got %+v, want version %d clean", st, db.LatestMigration())
+	}
+}
+
+func TestMigrationsUpDown(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewEmpty(t)
+	mg, err := db.NewMigrator(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	versions := db.MigrationVersions()
+	if len(versions) == 0 {
+		t.Fatal("no embedded migrations")
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatalf("second up (no change) failed: %v", err)
+	}
+	// Walk all the way down one step at a time, checking the version each time, then back up.
+	for i := len(versions) - 1; i >= 0; i-- {
+		if err := mg.Down(1); err != nil {
+			t.Fatalf("down from %d: %v", versions[i], err)
+		}
+		st, err := mg.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := uint(0)
+		if i > 0 {
+			want = versions[i-1]
+		}
+		if st.Version != want || st.Dirty {
+			t.Fatalf("after down from %d: got %+v, want version %d", versions[i], st, want)
+		}
+	}
+	conn := connect(t, url)
+	defer conn.Close(ctx)
+	var tables int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Fatalf("after migrating all the way down: %d tables remain, want 0", tables)
+	}
+	if err := mg.Up(); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if err := mg.Down(0); err == nil {
+		t.Fatalf("Down(0): got nil error, want one")
+	}
+}
+
+func TestWithTx(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	if _, err := pool.Exec(ctx, "CREATE TABLE tx_probe (v int)"); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO tx_probe VALUES (1)"); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want boom", err)
+	}
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "INSERT INTO tx_probe VALUES (2)")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var sum int
+	if err := pool.QueryRow(ctx, "SELECT coalesce(sum(v), 0) FROM tx_probe").Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum != 2 {
+		t.Fatalf("got sum %d, want 2 (the failed transaction must roll back)", sum)
+	}
+}
+
+func TestFindBinDir(t *testing.T) {
+	t.Parallel()
+	dir, err := db.FindBinDir()
+	if err != nil {
+		t.Fatalf("FindBinDir: %v", err)
+	}
+	for _, b := range []string{"postgres", "initdb"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			t.Errorf("%s missing from %s", b, dir)
+		}
+	}
+}
+
+func postmasterPID(t *testing.T, c *db.Cluster) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(c.DataDir(), "postmaster.pid"))
+	if err != nil {
+		t.Fatalf("read postmaster.pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatalf("connect %s: %v", url, err)
+	}
+	return conn
+}

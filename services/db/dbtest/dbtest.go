@@ -1,0 +1,155 @@
+// Package dbtest gives each test its own PostgreSQL database, cloned from a migrated
+// template in one embedded cluster per test process (DESIGN §9).
+//
+// A package that uses it must run its tests through Main:
+//
+//	func TestMain(m *testing.M) { dbtest.Main(m) }
+package dbtest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+const templateDB = "tw_template"
+
+var (
+	once    sync.Once
+	cluster *db.Cluster
+	dir     string
+	initErr error
+	seq     atomic.Int64
+	started atomic.Bool
+)
+
+// Main runs the package's tests and then stops the cluster and removes its files.
+func Main(m *testing.M) {
+	code := m.Run()
+	if started.Load() {
+		cluster.Stop()
+	}
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+func setup() {
+	// A short path under the system temp dir: the unix socket path limit is 107 bytes.
+	dir, initErr = os.MkdirTemp("", "twdb-")
+	if initErr != nil {
+		return
+	}
+	// postgres may run as another user (we are root): let it through this folder.
+	if initErr = os.Chmod(dir, 0o755); initErr != nil {
+		return
+	}
+	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, initErr = db.StartCluster(ctx, dir, &db.ClusterOptions{Fast: true, Logger: quiet})
+	if initErr != nil {
+		return
+	}
+	started.Store(true)
+	initErr = createTemplate(ctx)
+}
+
+func createTemplate(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, cluster.URLFor("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+templateDB); err != nil {
+		return fmt.Errorf("dbtest: create template: %w", err)
+	}
+	if err := db.Migrate(cluster.URLFor(templateDB)); err != nil {
+		return fmt.Errorf("dbtest: migrate template: %w", err)
+	}
+	return nil
+}
+
+// Cluster returns the process's embedded cluster, starting it on first use.
+func Cluster(t testing.TB) *db.Cluster {
+	t.Helper()
+	once.Do(setup)
+	if initErr != nil {
+		t.Fatalf("dbtest: embedded PostgreSQL: %v", initErr)
+	}
+	return cluster
+}
+
+// NewURL creates a fresh, migrated database for this test and returns its URL.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	c := Cluster(t)
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), seq.Add(1))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.URLFor("postgres"))
+	if err != nil {
+		t.Fatalf("dbtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, templateDB)); err != nil {
+		t.Fatalf("dbtest: create database %s: %v", name, err)
+	}
+	return c.URLFor(name)
+}
+
+// New creates a fresh, migrated database for this test and returns a pool on it that
+// is closed when the test ends.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := db.NewPool(context.Background(), NewURL(t))
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// NewEmpty creates a database with no migrations applied (for migration tests).
+func NewEmpty(t testing.TB) string {
+	t.Helper()
+	c := Cluster(t)
+	name := fmt.Sprintf("e%d_%d", os.Getpid(), seq.Add(1))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, c.URLFor("postgres"))
+	if err != nil {
+		t.Fatalf("dbtest: connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("dbtest: create database %s: %v", name, err)
+	}
+	return c.URLFor(name)
+}
+
+// TempDir returns a short temporary directory (socket paths are limited to 107 bytes,
+// and t.TempDir's paths can exceed that), reachable by the postgres user, removed when
+// the test ends.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "twt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(d) })
+	return filepath.Clean(d)
+}

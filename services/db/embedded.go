@@ -1,0 +1,393 @@
+package db
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrNoPostgres means no PostgreSQL server binaries were found for the embedded cluster.
+var ErrNoPostgres = errors.New("db: PostgreSQL server binaries (initdb, postgres) not found: " +
+	"install the Debian package 'postgresql' (apt-get install postgresql) or set DATABASE_URL to an external PostgreSQL ≥ 14")
+
+// Embedded cluster names. The superuser is the only role: the socket directory is
+// private to the cluster's owner, so trust authentication over it is safe.
+const (
+	embeddedUser     = "toolwarden"
+	embeddedDatabase = "toolwarden"
+	// maxSocketPath is sun_path's size on Linux minus the terminating NUL.
+	maxSocketPath = 107
+)
+
+// ClusterOptions tune the embedded cluster. The zero value is right for production.
+type ClusterOptions struct {
+	// Fast trades durability for speed (fsync off); only tests want it.
+	Fast bool
+	// Logger receives progress messages; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Cluster is a private PostgreSQL cluster under <data-dir>/pg that listens only on a
+// unix socket inside that folder.
+type Cluster struct {
+	Dir    string // <data-dir>/pg
+	binDir string
+	opts   ClusterOptions
+	log    *slog.Logger
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd // nil when this process did not start postgres
+	done  chan struct{}
+	owned bool
+}
+
+// DataDir is where the cluster's files live.
+func (c *Cluster) DataDir() string { return filepath.Join(c.Dir, "data") }
+
+// SocketDir is the directory holding the cluster's unix socket.
+func (c *Cluster) SocketDir() string { return filepath.Join(c.Dir, "run") }
+
+// URL is a connection string for the cluster's toolwarden database.
+func (c *Cluster) URL() string { return c.URLFor(embeddedDatabase) }
+
+// URLFor is a connection string for database name on the cluster.
+func (c *Cluster) URLFor(name string) string {
+	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", c.SocketDir(), embeddedUser, name)
+}
+
+// Owned reports whether this process started postgres (and so stops it).
+func (c *Cluster) Owned() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.owned
+}
+
+// FindBinDir returns the directory holding initdb and postgres: `pg_config --bindir`
+// first, then the newest /usr/lib/postgresql/*/bin.
+func FindBinDir() (string, error) {
+	var candidates []string
+	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
+		candidates = append(candidates, strings.TrimSpace(string(out)))
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return pgMajor(b) - pgMajor(a) })
+	candidates = append(candidates, dirs...)
+	for _, d := range candidates {
+		if isExecutable(filepath.Join(d, "postgres")) && isExecutable(filepath.Join(d, "initdb")) {
+			return d, nil
+		}
+	}
+	return "", ErrNoPostgres
+}
+
+func pgMajor(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// StartCluster creates the cluster under dataDir/pg on first use (initdb), then starts
+// postgres, or attaches to one already running there (another toolwarden process on
+// the same data dir). It returns once the database accepts connections.
+func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*Cluster, error) {
+	if opts == nil {
+		opts = &ClusterOptions{}
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("db: data dir: %w", err)
+	}
+	c := &Cluster{Dir: filepath.Join(abs, "pg"), opts: *opts, log: opts.Logger}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if sock := filepath.Join(c.SocketDir(), ".s.PGSQL.5432"); len(sock) > maxSocketPath {
+		return nil, fmt.Errorf("db: data dir %q is too deep: the socket path %q is %d bytes, the limit is %d; choose a shorter --data-dir", abs, sock, len(sock), maxSocketPath)
+	}
+
+	if c.running(ctx) {
+		c.log.Info("database: using the embedded PostgreSQL already running", "dir", c.Dir)
+		return c, nil
+	}
+
+	c.binDir, err = FindBinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := clusterCredential()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.prepareDirs(cred); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); errors.Is(err, fs.ErrNotExist) {
+		if err := c.initdb(ctx, cred); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.start(ctx, cred); err != nil {
+		return nil, err
+	}
+	if err := c.ensureDatabase(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// clusterCredential is the unprivileged user postgres runs as when we are root
+// (initdb and postgres refuse to run as root), or nil to run as ourselves.
+func clusterCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	for _, name := range []string{"postgres", "nobody"} {
+		u, err := user.Lookup(name)
+		if err != nil {
+			continue
+		}
+		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+		return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+	}
+	return nil, errors.New("db: running as root, but neither a 'postgres' nor a 'nobody' user exists to run PostgreSQL as; create one (useradd --system postgres) or run toolwarden as a normal user")
+}
+
+// prepareDirs creates the cluster folders with owner-only permissions and, when we run
+// postgres as another user, hands them over and makes sure that user can reach them.
+func (c *Cluster) prepareDirs(cred *syscall.Credential) error {
+	for _, d := range []string{c.Dir, c.SocketDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("db: create %s: %w", d, err)
+		}
+	}
+	if cred == nil {
+		return nil
+	}
+	err := filepath.WalkDir(c.Dir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, int(cred.Uid), int(cred.Gid))
+	})
+	if err != nil {
+		return fmt.Errorf("db: hand %s to uid %d: %w", c.Dir, cred.Uid, err)
+	}
+	// Every ancestor must be searchable by the postgres user. Where one is not (a
+	// checkout under /root, say), add only the search bit for others: it lets a process
+	// pass through by exact name but not list the folder.
+	for dir := filepath.Dir(c.Dir); ; dir = filepath.Dir(dir) {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("db: stat %s: %w", dir, err)
+		}
+		if !searchableBy(st, cred) {
+			if err := os.Chmod(dir, st.Mode().Perm()|0o001); err != nil {
+				return fmt.Errorf("db: %s is not reachable by uid %d and cannot be made so: %w", dir, cred.Uid, err)
+			}
+			c.log.Warn("database: added search permission for others so PostgreSQL can reach its folder", "dir", dir)
+		}
+		if dir == "/" || dir == "." {
+			return nil
+		}
+	}
+}
+
+func searchableBy(st fs.FileInfo, cred *syscall.Credential) bool {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return true
+	}
+	mode := st.Mode().Perm()
+	switch {
+	case sys.Uid == cred.Uid:
+		return mode&0o100 != 0
+	case sys.Gid == cred.Gid:
+		return mode&0o010 != 0
+	default:
+		return mode&0o001 != 0
+	}
+}
+
+func (c *Cluster) command(ctx context.Context, cred *syscall.Credential, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, name), args...)
+	cmd.Dir = c.Dir
+	// A fixed, minimal environment: no PG* variables of ours leak into the cluster.
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LC_ALL=C", "TZ=UTC"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Own process group: a Ctrl-C in the terminal reaches toolwarden, which then
+		// stops postgres cleanly, instead of killing postgres under it.
+		Setpgid:    true,
+		Credential: cred,
+		// If toolwarden dies without stopping it (SIGKILL), postgres gets a fast
+		// shutdown instead of lingering as an orphan.
+		Pdeathsig: syscall.SIGINT,
+	}
+	return cmd
+}
+
+func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential) error {
+	start := time.Now()
+	args := []string{"-D", c.DataDir(), "-U", embeddedUser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-instructions"}
+	if c.opts.Fast {
+		args = append(args, "--no-sync")
+	}
+	out, err := c.command(ctx, cred, "initdb", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("db: initdb %s: %w\n%s", c.DataDir(), err, lastLines(out, 20))
+	}
+	c.log.Info("database: created embedded PostgreSQL cluster", "dir", c.DataDir(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+func (c *Cluster) start(ctx context.Context, cred *syscall.Credential) error {
+	startAt := time.Now()
+	args := []string{"-D", c.DataDir(),
+		"-c", "listen_addresses=",
+		"-c", "unix_socket_directories=" + c.SocketDir(),
+		"-c", "unix_socket_permissions=0700",
+		"-c", "max_connections=200",
+	}
+	if c.opts.Fast {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	logPath := filepath.Join(c.Dir, "postgres.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("db: open %s: %w", logPath, err)
+	}
+	defer logFile.Close()
+	if cred != nil {
+		_ = logFile.Chown(int(cred.Uid), int(cred.Gid))
+	}
+	// Not CommandContext: postgres must outlive the start-up context.
+	cmd := c.command(context.Background(), cred, "postgres", args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("db: start postgres: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+
+	c.mu.Lock()
+	c.cmd, c.done, c.owned = cmd, done, true
+	c.mu.Unlock()
+
+	deadline := time.NewTimer(60 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c.ping(ctx) == nil {
+			c.log.Info("database: embedded PostgreSQL started", "socket", c.SocketDir(), "took", time.Since(startAt).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-done:
+			c.mu.Lock()
+			c.cmd, c.owned = nil, false
+			c.mu.Unlock()
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("db: postgres exited during start-up (log %s):\n%s", logPath, lastLines(log, 20))
+		case <-ctx.Done():
+			c.Stop()
+			return fmt.Errorf("db: waiting for postgres: %w", ctx.Err())
+		case <-deadline.C:
+			c.Stop()
+			return fmt.Errorf("db: postgres did not accept connections within 60s (log %s)", logPath)
+		case <-tick.C:
+		}
+	}
+}
+
+// running reports whether a postgres of this data dir is already up and answering.
+func (c *Cluster) running(ctx context.Context) bool {
+	raw, err := os.ReadFile(filepath.Join(c.DataDir(), "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
+	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil && !errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+		return false
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return c.ping(pctx) == nil
+}
+
+func (c *Cluster) ping(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, c.URLFor("postgres"))
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+func (c *Cluster) ensureDatabase(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, c.URLFor("postgres"))
+	if err != nil {
+		return fmt.Errorf("db: connect to embedded cluster: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, embeddedDatabase).Scan(&exists); err != nil {
+		return fmt.Errorf("db: look for database: %w", err)
+	}
+	if exists {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{embeddedDatabase}.Sanitize()); err != nil && !IsUniqueViolation(err, "") {
+		return fmt.Errorf("db: create database: %w", err)
+	}
+	return nil
+}
+
+// Stop shuts postgres down (fast shutdown: open transactions roll back) if this process
+// started it, and waits for it to exit. It is safe to call more than once.
+func (c *Cluster) Stop() {
+	c.mu.Lock()
+	cmd, done := c.cmd, c.done
+	c.cmd, c.owned = nil, false
+	c.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+		c.log.Info("database: embedded PostgreSQL stopped")
+		return
+	case <-time.After(30 * time.Second):
+	}
+	c.log.Warn("database: postgres did not stop in 30s; killing it")
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}
+
+func lastLines(b []byte, n int) string {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

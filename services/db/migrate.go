@@ -1,0 +1,134 @@
+package db
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/toolwarden/toolwarden/migrations"
+)
+
+// MigrationStatus is where a database stands against the embedded migrations.
+type MigrationStatus struct {
+	Version uint // 0 when no migration has run
+	Dirty   bool // a migration failed half way; fix by hand, then `migrate force`
+	Latest  uint // newest embedded migration
+}
+
+// Current reports whether the database is at the newest migration and clean.
+func (s MigrationStatus) Current() bool { return !s.Dirty && s.Version == s.Latest }
+
+// Migrator applies the embedded migrations to one database.
+type Migrator struct {
+	m  *migrate.Migrate
+	db *sql.DB
+}
+
+// NewMigrator connects a golang-migrate instance to url. Close it when done.
+func NewMigrator(url string) (*Migrator, error) {
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("db: migrate: parse url: %w", err)
+	}
+	sqlDB := stdlib.OpenDB(*cc)
+	drv, err := migratepgx.WithInstance(sqlDB, &migratepgx.Config{})
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("db: migrate: %w", err)
+	}
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("db: migrate: source: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
+	if err != nil {
+		sqlDB.Close()
+		return nil, fmt.Errorf("db: migrate: %w", err)
+	}
+	return &Migrator{m: m, db: sqlDB}, nil
+}
+
+// Close releases the migrator's connection.
+func (mg *Migrator) Close() error {
+	srcErr, dbErr := mg.m.Close()
+	return errors.Join(srcErr, dbErr, mg.db.Close())
+}
+
+// Up applies every pending migration.
+func (mg *Migrator) Up() error {
+	if err := mg.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("db: migrate up: %w", err)
+	}
+	return nil
+}
+
+// Down rolls back n migrations.
+func (mg *Migrator) Down(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("db: migrate down: need a positive number of steps, got %d", n)
+	}
+	if err := mg.m.Steps(-n); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("db: migrate down %d: %w", n, err)
+	}
+	return nil
+}
+
+// Status reports the current and newest versions.
+func (mg *Migrator) Status() (MigrationStatus, error) {
+	st := MigrationStatus{Latest: LatestMigration()}
+	v, dirty, err := mg.m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("db: migrate status: %w", err)
+	}
+	st.Version, st.Dirty = v, dirty
+	return st, nil
+}
+
+// Migrate applies every pending migration to url.
+func Migrate(url string) error {
+	mg, err := NewMigrator(url)
+	if err != nil {
+		return err
+	}
+	defer mg.Close()
+	return mg.Up()
+}
+
+var migrationName = regexp.MustCompile(`^(\d+)_.*\.up\.sql$`)
+
+// LatestMigration is the version of the newest embedded migration.
+func LatestMigration() uint {
+	versions := MigrationVersions()
+	if len(versions) == 0 {
+		return 0
+	}
+	return versions[len(versions)-1]
+}
+
+// MigrationVersions lists the embedded migration versions in order.
+func MigrationVersions() []uint {
+	entries, _ := fs.ReadDir(migrations.FS, ".")
+	var out []uint
+	for _, e := range entries {
+		if m := migrationName.FindStringSubmatch(e.Name()); m != nil {
+			v, _ := strconv.ParseUint(m[1], 10, 64)
+			out = append(out, uint(v))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
