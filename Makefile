@@ -1,0 +1,70 @@
+# Toolwarden. `make` (or `make help`) lists the targets.
+#
+# Variables:
+#   VERSION    version stamped into the binary (default: git describe, else "dev")
+#   ARGS       extra arguments for `toolwarden serve` in `make run`
+#   TESTFLAGS  extra flags for `go test` in `make test` (e.g. TESTFLAGS='-run TestLogin -v')
+#   BENCH      benchmark regexp for `make bench` (default: all)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+# Targets list their steps as prerequisites (run: setup-run build); keep them in order under -j.
+.NOTPARALLEL:
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+ARGS ?=
+TESTFLAGS ?=
+BENCH ?= .
+
+BIN := bin/toolwarden
+
+.PHONY: help setup-run setup-test generate build run test lint vendor bench clean
+
+help: ## Show this list of targets
+	@echo "Usage: make <target> [VAR=value]"
+	@echo
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup-run: ## Check Go and templ; install PostgreSQL if missing (apt-get, as root)
+	@bash scripts/setup.sh run
+
+setup-test: ## As setup-run, plus Chromium for the browser tests
+	@bash scripts/setup.sh test
+
+generate: ## Generate Go code from templ templates (go tool templ generate)
+	go tool templ generate
+
+build: generate ## Build bin/toolwarden
+	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/toolwarden
+
+run: setup-run build ## Build and start the server: bin/toolwarden serve (ARGS for extra flags)
+	./$(BIN) serve $(ARGS)
+
+test: setup-test generate ## Run all tests: unit, database, MCP, browser (TESTFLAGS for extra flags)
+	go test -count=1 -timeout 30m $(TESTFLAGS) ./...
+	@if [ "$${CI:-}" = "true" ] && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		if [ -n "$$(git status --porcelain -- '*_templ.go')" ]; then \
+			git status --porcelain -- '*_templ.go' >&2; \
+			echo "generated templ code is stale; run make generate and commit" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+lint: ## Check formatting (gofmt) of non-generated Go files and run go vet
+	@files=$$(find . \( -path ./node_modules -o -path ./.git -o -path ./data -o -path ./bin \) -prune \
+		-o -name '*.go' ! -name '*_templ.go' -print | xargs -r grep -L '^// Code generated .* DO NOT EDIT\.$$' || true); \
+	if [ -n "$$files" ]; then \
+		bad=$$(gofmt -l $$files); \
+		if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (gofmt -w):" >&2; echo "$$bad" >&2; exit 1; fi; \
+	fi
+	go vet ./...
+
+vendor: ## Copy the front-end libraries pinned in package.json into static/vendor/
+	bash scripts/vendor.sh
+
+bench: ## Run the benchmarks (BENCH=regexp to pick some)
+	go test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 ./...
+
+clean: ## Remove build output (bin/)
+	rm -rf bin

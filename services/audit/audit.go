@@ -1,0 +1,224 @@
+// Package audit is the append-only, hash-chained audit log (DESIGN §8). Entries are
+// written in the transaction of the action they record: if the entry cannot be
+// written, the action does not happen.
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// Actor kinds.
+const (
+	ActorUser      = "user"
+	ActorToken     = "token"
+	ActorSystem    = "system"
+	ActorAnonymous = "anonymous"
+)
+
+// Topic is the event topic on which every appended entry is announced.
+const Topic = "audit"
+
+// Actor is who did something, and from where.
+type Actor struct {
+	Kind      string // ActorUser, ActorToken, ActorSystem, ActorAnonymous
+	ID        string // user id, empty for system and anonymous
+	Name      string // username (or "system")
+	IP        string
+	RequestID string
+}
+
+// System is the actor for what Toolwarden does on its own (bootstrap, expiry).
+var System = Actor{Kind: ActorSystem, Name: "system"}
+
+// Entry is one action to record. Payload must not contain secrets.
+type Entry struct {
+	Actor      Actor
+	Action     string // dotted verb: "user.login", "token.revoke"
+	TargetType string
+	TargetID   string
+	Payload    any
+}
+
+// Record is a stored entry.
+type Record struct {
+	ID         int64           `db:"id" json:"id"`
+	At         time.Time       `db:"at" json:"at"`
+	ActorKind  string          `db:"actor_kind" json:"actor_kind"`
+	ActorID    *string         `db:"actor_id" json:"actor_id"`
+	ActorName  string          `db:"actor_name" json:"actor_name"`
+	Action     string          `db:"action" json:"action"`
+	TargetType string          `db:"target_type" json:"target_type"`
+	TargetID   string          `db:"target_id" json:"target_id"`
+	IP         string          `db:"ip" json:"ip"`
+	RequestID  string          `db:"request_id" json:"request_id"`
+	Payload    json.RawMessage `db:"payload" json:"payload"`
+	PrevHash   []byte          `db:"prev_hash" json:"-"`
+	Hash       []byte          `db:"hash" json:"-"`
+}
+
+var genesis = make([]byte, sha256.Size)
+
+// Append writes e to the chain inside q's transaction and announces it on Topic. It
+// takes the journal lock, which it holds until the transaction ends.
+func Append(ctx context.Context, q db.Querier, e Entry) (Record, error) {
+	if e.Action == "" {
+		return Record{}, errors.New("audit: entry without an action")
+	}
+	kind := e.Actor.Kind
+	if kind == "" {
+		kind = ActorAnonymous
+	}
+	payload := []byte("{}")
+	if e.Payload != nil {
+		var err error
+		if payload, err = json.Marshal(e.Payload); err != nil {
+			return Record{}, fmt.Errorf("audit: marshal %s payload: %w", e.Action, err)
+		}
+	}
+	if err := db.LockJournal(ctx, q); err != nil {
+		return Record{}, err
+	}
+	r := Record{
+		At: time.Now().UTC().Truncate(time.Microsecond), ActorKind: kind, ActorName: e.Actor.Name,
+		Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID, IP: e.Actor.IP,
+		RequestID: e.Actor.RequestID, Payload: payload,
+	}
+	if e.Actor.ID != "" {
+		id := e.Actor.ID
+		r.ActorID = &id
+	}
+	err := q.QueryRow(ctx, `/* audit.Append.head */
+		SELECT nextval('audit_log_id_seq'),
+		       coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), $1)`, genesis).Scan(&r.ID, &r.PrevHash)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit: chain head: %w", err)
+	}
+	r.Hash = r.computeHash()
+	_, err = q.Exec(ctx, `/* audit.Append */
+		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, ip, request_id, payload, prev_hash, hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		r.ID, r.At, r.ActorKind, r.ActorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.IP, r.RequestID, string(r.Payload), r.PrevHash, r.Hash)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
+	}
+	if _, err := events.Publish(ctx, q, Topic, "audit.appended", r.Summary()); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// computeHash is SHA-256 over the previous hash, the row's fields as a JSON array in a
+// fixed order, and the payload's exact bytes.
+func (r *Record) computeHash() []byte {
+	actorID := ""
+	if r.ActorID != nil {
+		actorID = *r.ActorID
+	}
+	head, _ := json.Marshal([]any{r.ID, r.At.UnixMicro(), r.ActorKind, actorID, r.ActorName, r.Action,
+		r.TargetType, r.TargetID, r.IP, r.RequestID})
+	h := sha256.New()
+	h.Write(r.PrevHash)
+	h.Write(head)
+	h.Write([]byte{'\n'})
+	h.Write(r.Payload)
+	return h.Sum(nil)
+}
+
+// Summary is what the audit.appended event carries: enough to render a row.
+type Summary struct {
+	ID         int64     `json:"id"`
+	At         time.Time `json:"at"`
+	ActorKind  string    `json:"actor_kind"`
+	ActorName  string    `json:"actor_name"`
+	Action     string    `json:"action"`
+	TargetType string    `json:"target_type"`
+	TargetID   string    `json:"target_id"`
+}
+
+// Summary returns the entry's event summary.
+func (r Record) Summary() Summary {
+	return Summary{ID: r.ID, At: r.At, ActorKind: r.ActorKind, ActorName: r.ActorName, Action: r.Action,
+		TargetType: r.TargetType, TargetID: r.TargetID}
+}
+
+const recordColumns = `id, at, actor_kind, actor_id::text, actor_name, action, target_type, target_id, ip, request_id, convert_to(payload::text, 'UTF8') AS payload, prev_hash, hash`
+
+// Recent returns the newest entries, newest first.
+func Recent(ctx context.Context, q db.Querier, limit int) ([]Record, error) {
+	rows, err := q.Query(ctx, `/* audit.Recent */ SELECT `+recordColumns+` FROM audit_log ORDER BY id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("audit: recent: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Record])
+	if err != nil {
+		return nil, fmt.Errorf("audit: recent: %w", err)
+	}
+	return recs, nil
+}
+
+// Count is the number of entries.
+func Count(ctx context.Context, q db.Querier) (int64, error) {
+	var n int64
+	if err := q.QueryRow(ctx, `/* audit.Count */ SELECT count(*) FROM audit_log`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("audit: count: %w", err)
+	}
+	return n, nil
+}
+
+// VerifyResult is the outcome of walking the chain.
+type VerifyResult struct {
+	Checked int64 // entries checked, up to and including the first bad one
+	// BadID is the first entry whose hash or link does not match (0 when all is well).
+	BadID  int64
+	Reason string
+}
+
+// OK reports whether the whole chain verified.
+func (v VerifyResult) OK() bool { return v.BadID == 0 }
+
+// Verify walks the whole chain in id order, recomputing every hash, and stops at the
+// first entry that does not match.
+func Verify(ctx context.Context, q db.Querier) (VerifyResult, error) {
+	rows, err := q.Query(ctx, `/* audit.Verify */ SELECT `+recordColumns+` FROM audit_log ORDER BY id`)
+	if err != nil {
+		return VerifyResult{}, fmt.Errorf("audit: verify: %w", err)
+	}
+	defer rows.Close()
+	var res VerifyResult
+	prev := genesis
+	var r Record
+	scan := pgx.RowToAddrOfStructByName[Record]
+	for rows.Next() {
+		rp, err := scan(rows)
+		if err != nil {
+			return res, fmt.Errorf("audit: verify: %w", err)
+		}
+		r = *rp
+		res.Checked++
+		switch {
+		case !bytes.Equal(r.PrevHash, prev):
+			res.BadID, res.Reason = r.ID, "its prev_hash does not match the hash of the entry before it (an entry was removed, inserted or reordered)"
+		case !bytes.Equal(r.Hash, r.computeHash()):
+			res.BadID, res.Reason = r.ID, "its contents do not match its hash (the entry was altered)"
+		}
+		if res.BadID != 0 {
+			return res, nil
+		}
+		prev = r.Hash
+	}
+	if err := rows.Err(); err != nil {
+		return res, fmt.Errorf("audit: verify: %w", err)
+	}
+	return res, nil
+}

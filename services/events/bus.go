@@ -1,0 +1,218 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BusOptions tune a Bus. nil means defaults.
+type BusOptions struct {
+	Logger *slog.Logger
+	// Buffer is each subscription's queue length; a subscriber that falls this far
+	// behind is dropped (its channel closed) rather than blocking everyone.
+	Buffer int
+}
+
+// Bus listens for NOTIFY on Channel and fans committed events out to subscribers.
+type Bus struct {
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+	buffer int
+
+	mu     sync.Mutex
+	subs   map[*Subscription]struct{}
+	lastID int64
+	ready  chan struct{}
+}
+
+// NewBus creates a Bus; call Run to start it.
+func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
+	if opts == nil {
+		opts = &BusOptions{}
+	}
+	b := &Bus{pool: pool, log: opts.Logger, buffer: opts.Buffer, subs: map[*Subscription]struct{}{}, ready: make(chan struct{})}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	if b.buffer <= 0 {
+		b.buffer = 256
+	}
+	return b
+}
+
+// Subscription receives the events of its topics in id order on C. C is closed when the
+// subscription is closed or dropped for falling behind (Dropped then reports true); the
+// subscriber then resumes from the last id it saw with Since.
+type Subscription struct {
+	C       <-chan Event
+	c       chan Event
+	topics  []string
+	bus     *Bus
+	dropped bool
+	closed  bool
+}
+
+// Subscribe starts delivering events on the given topics (all topics when empty).
+func (b *Bus) Subscribe(topics ...string) *Subscription {
+	ch := make(chan Event, b.buffer)
+	s := &Subscription{C: ch, c: ch, topics: slices.Clone(topics), bus: b}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Close stops delivery and closes C.
+func (s *Subscription) Close() {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	s.closeLocked()
+}
+
+func (s *Subscription) closeLocked() {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	delete(s.bus.subs, s)
+	close(s.c)
+}
+
+// Dropped reports whether the bus dropped the subscription for falling behind.
+func (s *Subscription) Dropped() bool {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	return s.dropped
+}
+
+func (s *Subscription) wants(topic string) bool {
+	return len(s.topics) == 0 || slices.Contains(s.topics, topic)
+}
+
+// Subscribers is the number of live subscriptions.
+func (b *Bus) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
+}
+
+// Ready is closed once the bus listens, so events committed after it are delivered.
+func (b *Bus) Ready() <-chan struct{} { return b.ready }
+
+// Run listens until ctx ends, reconnecting with backoff after errors and catching up on
+// the events committed while it was away.
+func (b *Bus) Run(ctx context.Context) error {
+	var readyOnce sync.Once
+	backoff := 100 * time.Millisecond
+	for {
+		err := b.listen(ctx, func() { readyOnce.Do(func() { close(b.ready) }) })
+		if ctx.Err() != nil {
+			b.closeAll()
+			return nil
+		}
+		b.log.Warn("events: listener lost; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			b.closeAll()
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (b *Bus) listen(ctx context.Context, onReady func()) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The listening connection is ours for good; don't hand it back to the pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.WithoutCancel(ctx))
+	if _, err := pc.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return fmt.Errorf("events: listen: %w", err)
+	}
+	b.mu.Lock()
+	first := b.lastID == 0
+	b.mu.Unlock()
+	if first {
+		id, err := LatestID(ctx, b.pool)
+		if err != nil {
+			return err
+		}
+		b.mu.Lock()
+		if b.lastID == 0 {
+			b.lastID = id
+		}
+		b.mu.Unlock()
+	} else if err := b.catchUp(ctx); err != nil {
+		return err
+	}
+	onReady()
+	for {
+		if _, err := pc.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		if err := b.catchUp(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// catchUp fetches every event after the last one dispatched and fans them out. Several
+// notifications that arrive together are served by one query.
+func (b *Bus) catchUp(ctx context.Context) error {
+	for {
+		b.mu.Lock()
+		after := b.lastID
+		b.mu.Unlock()
+		evs, err := Since(ctx, b.pool, after, nil, 500)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return nil
+		}
+		b.dispatch(evs)
+		if len(evs) < 500 {
+			return nil
+		}
+	}
+}
+
+func (b *Bus) dispatch(evs []Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ev := range evs {
+		if ev.ID <= b.lastID {
+			continue
+		}
+		b.lastID = ev.ID
+		for s := range b.subs {
+			if !s.wants(ev.Topic) {
+				continue
+			}
+			select {
+			case s.c <- ev:
+			default:
+				s.dropped = true
+				s.closeLocked()
+				b.log.Warn("events: dropped a subscriber that fell behind", "topics", s.topics)
+			}
+		}
+	}
+}
+
+func (b *Bus) closeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs {
+		s.closeLocked()
+	}
+}

@@ -1,0 +1,88 @@
+// Package events publishes domain events (DESIGN §6): a row in the events table written
+// in the transaction of the change it describes, announced with NOTIFY on commit, and
+// fanned out to subscribers by a Bus in every replica.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+// Channel is the PostgreSQL NOTIFY channel that announces new event ids.
+const Channel = "tw_events"
+
+// Event is one domain event.
+type Event struct {
+	ID        int64           `json:"id" db:"id"`
+	Topic     string          `json:"topic" db:"topic"`
+	Kind      string          `json:"kind" db:"kind"`
+	Payload   json.RawMessage `json:"payload" db:"payload"`
+	CreatedAt time.Time       `json:"created_at" db:"created_at"`
+}
+
+// Decode unmarshals the event's payload into v.
+func (e Event) Decode(v any) error {
+	if err := json.Unmarshal(e.Payload, v); err != nil {
+		return fmt.Errorf("events: decode %s payload: %w", e.Kind, err)
+	}
+	return nil
+}
+
+// Publish records an event in q's transaction. It takes the journal lock so that ids
+// are handed out in commit order (see db.LockJournal); call it late in the transaction.
+func Publish(ctx context.Context, q db.Querier, topic, kind string, payload any) (int64, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return 0, fmt.Errorf("events: marshal %s payload: %w", kind, err)
+	}
+	if err := db.LockJournal(ctx, q); err != nil {
+		return 0, err
+	}
+	var id int64
+	err = q.QueryRow(ctx, `/* events.Publish */
+		WITH ins AS (
+			INSERT INTO events (id, topic, kind, payload)
+			VALUES (nextval('events_id_seq'), $1, $2, $3)
+			RETURNING id
+		)
+		SELECT id, pg_notify('`+Channel+`', id::text) FROM ins`, topic, kind, raw).Scan(&id, nil)
+	if err != nil {
+		return 0, fmt.Errorf("events: publish %s on %s: %w", kind, topic, err)
+	}
+	return id, nil
+}
+
+// Since returns up to limit events after id afterID on the given topics, oldest first.
+// An empty topics list means every topic.
+func Since(ctx context.Context, q db.Querier, afterID int64, topics []string, limit int) ([]Event, error) {
+	if topics == nil {
+		topics = []string{} // nil would be a NULL array, which matches nothing
+	}
+	rows, err := q.Query(ctx, `/* events.Since */
+		SELECT id, topic, kind, payload, created_at FROM events
+		WHERE id > $1 AND (cardinality($2::text[]) = 0 OR topic = ANY($2))
+		ORDER BY id LIMIT $3`, afterID, topics, limit)
+	if err != nil {
+		return nil, fmt.Errorf("events: since %d: %w", afterID, err)
+	}
+	evs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
+	if err != nil {
+		return nil, fmt.Errorf("events: since %d: %w", afterID, err)
+	}
+	return evs, nil
+}
+
+// LatestID is the id of the newest committed event (0 when there is none).
+func LatestID(ctx context.Context, q db.Querier) (int64, error) {
+	var id int64
+	if err := q.QueryRow(ctx, `/* events.LatestID */ SELECT coalesce(max(id), 0) FROM events`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("events: latest id: %w", err)
+	}
+	return id, nil
+}

@@ -1,0 +1,193 @@
+package events_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+func startBus(t *testing.T, pool *pgxpool.Pool, opts *events.BusOptions) (*events.Bus, func()) {
+	t.Helper()
+	bus := events.NewBus(pool, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = bus.Run(ctx); close(done) }()
+	select {
+	case <-bus.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("bus never became ready")
+	}
+	return bus, func() { cancel(); <-done }
+}
+
+func publish(t *testing.T, q db.TxBeginner, topic, kind string, payload any) int64 {
+	t.Helper()
+	var id int64
+	err := db.WithTx(context.Background(), q, func(tx pgx.Tx) error {
+		var err error
+		id, err = events.Publish(context.Background(), tx, topic, kind, payload)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func receive(t *testing.T, s *events.Subscription) events.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-s.C:
+		if !ok {
+			t.Fatal("subscription closed")
+		}
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10s")
+	}
+	return events.Event{}
+}
+
+func TestPublishSinceAndFanOut(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	bus, stop := startBus(t, pool, nil)
+	defer stop()
+	ctx := context.Background()
+
+	a := bus.Subscribe("a")
+	defer a.Close()
+	all := bus.Subscribe()
+	defer all.Close()
+
+	id1 := publish(t, pool, "a", "thing.created", map[string]string{"name": "one"})
+	id2 := publish(t, pool, "b", "thing.created", map[string]string{"name": "two"})
+	id3 := publish(t, pool, "a", "thing.deleted", map[string]string{"name": "one"})
+
+	for _, want := range []int64{id1, id3} {
+		if ev := receive(t, a); ev.ID != want || ev.Topic != "a" {
+			t.Fatalf("topic a: got event %d on %q, want %d", ev.ID, ev.Topic, want)
+		}
+	}
+	for _, want := range []int64{id1, id2, id3} {
+		if ev := receive(t, all); ev.ID != want {
+			t.Fatalf("all topics: got event %d, want %d", ev.ID, want)
+		}
+	}
+	var p struct{ Name string }
+	evs, err := events.Since(ctx, pool, id1, []string{"a"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].ID != id3 || evs[0].Decode(&p) != nil || p.Name != "one" {
+		t.Fatalf("Since(%d, a): got %+v, want only event %d", id1, evs, id3)
+	}
+	if latest, _ := events.LatestID(ctx, pool); latest != id3 {
+		t.Fatalf("LatestID: got %d, want %d", latest, id3)
+	}
+}
+
+func TestRolledBackEventIsNeverDelivered(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	bus, stop := startBus(t, pool, nil)
+	defer stop()
+	s := bus.Subscribe("r")
+	defer s.Close()
+	ctx := context.Background()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.Publish(ctx, tx, "r", "ghost", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	id := publish(t, pool, "r", "real", nil)
+	if ev := receive(t, s); ev.ID != id || ev.Kind != "real" {
+		t.Fatalf("got %s (%d), want only the committed event %d", ev.Kind, ev.ID, id)
+	}
+}
+
+func TestSlowSubscriberIsDropped(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	bus, stop := startBus(t, pool, &events.BusOptions{Buffer: 2})
+	defer stop()
+	slow := bus.Subscribe("x")
+	fast := bus.Subscribe("x")
+	var last int64
+	for i := range 5 {
+		last = publish(t, pool, "x", "tick", map[string]int{"i": i})
+	}
+	// The fast one keeps up and sees everything, in order.
+	var got []int64
+	for len(got) < 5 {
+		got = append(got, receive(t, fast).ID)
+	}
+	if got[4] != last {
+		t.Fatalf("fast subscriber: got %v, want last %d", got, last)
+	}
+	// The slow one, never read, was dropped: its channel drains then closes.
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-slow.C:
+			if !ok {
+				if !slow.Dropped() {
+					t.Fatal("channel closed but Dropped() is false")
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("slow subscriber was not dropped")
+		}
+	}
+}
+
+func TestIDsFollowCommitOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	// tx1 draws its id first and commits last; tx2 must wait for it (journal lock), so
+	// a reader that saw tx2's id can never later find tx1's smaller id appear.
+	tx1, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id1, err := events.Publish(ctx, tx1, "t", "first", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int64)
+	go func() {
+		var id int64
+		_ = db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			id, err = events.Publish(ctx, tx, "t", "second", nil)
+			return err
+		})
+		done <- id
+	}()
+	select {
+	case id := <-done:
+		t.Fatalf("second publish (id %d) committed while the first transaction was open", id)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := tx1.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if id2 := <-done; id2 <= id1 {
+		t.Fatalf("got ids %d then %d, want increasing in commit order", id1, id2)
+	}
+}
