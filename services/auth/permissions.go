@@ -1,0 +1,106 @@
+package auth
+
+import "slices"
+
+// Role is one of the five roles of DESIGN §8 (seed 004 §9).
+type Role string
+
+// The roles.
+const (
+	RoleAdmin       Role = "admin"
+	RoleToolManager Role = "tool_manager"
+	RoleToolUser    Role = "tool_user"
+	RoleAuditor     Role = "auditor"
+	RoleGuest       Role = "guest"
+)
+
+// Roles lists every role, most powerful first.
+var Roles = []Role{RoleAdmin, RoleToolManager, RoleToolUser, RoleAuditor, RoleGuest}
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return slices.Contains(Roles, r) }
+
+// Label is the role's human name.
+func (r Role) Label() string {
+	switch r {
+	case RoleAdmin:
+		return "Administrator"
+	case RoleToolManager:
+		return "Tool manager"
+	case RoleToolUser:
+		return "Tool user"
+	case RoleAuditor:
+		return "Auditor"
+	case RoleGuest:
+		return "Guest"
+	}
+	return string(r)
+}
+
+// Permission is something a route or action requires.
+type Permission string
+
+// The permissions. Routes name one each; PermPublic needs no sign-in at all.
+const (
+	PermPublic    Permission = "public"
+	PermDashboard Permission = "dashboard.view" // the dashboard and system status
+	PermOwnTokens Permission = "tokens.own"     // create, list and revoke one's own API tokens
+	PermUsers     Permission = "users.manage"   // create users, change roles, disable, reset passwords
+
+	PermServerView   Permission = "server.view"
+	PermServerCreate Permission = "server.create"
+	PermServerEdit   Permission = "server.edit"
+	PermServerDelete Permission = "server.delete"
+
+	PermToolView      Permission = "tool.view"
+	PermToolUse       Permission = "tool.use"
+	PermToolConfigure Permission = "tool.configure"
+	PermToolEnable    Permission = "tool.enable"
+
+	PermExecutionCreate  Permission = "execution.create"
+	PermExecutionApprove Permission = "execution.approve"
+
+	PermLogView     Permission = "log.view" // tool usage logs
+	PermAuditView   Permission = "audit.view"
+	PermAuditExport Permission = "audit.export"
+)
+
+// AllPermissions lists every permission except PermPublic.
+var AllPermissions = []Permission{
+	PermDashboard, PermOwnTokens, PermUsers,
+	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
+	PermToolView, PermToolUse, PermToolConfigure, PermToolEnable,
+	PermExecutionCreate, PermExecutionApprove,
+	PermLogView, PermAuditView, PermAuditExport,
+}
+
+// rolePermissions is the one permission table (DESIGN §8). Seed 004 §9: administrators
+// can do everything; tool managers manage servers and tools; tool users use tools and
+// view configurations; auditors view logs and configurations without changing
+// anything; guests see which tools exist.
+var rolePermissions = map[Role][]Permission{
+	RoleAdmin: AllPermissions,
+	RoleToolManager: {
+		PermDashboard, PermOwnTokens,
+		PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
+		PermToolView, PermToolUse, PermToolConfigure, PermToolEnable,
+		PermExecutionCreate, PermExecutionApprove, PermLogView,
+	},
+	RoleToolUser: {
+		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolUse,
+		PermExecutionCreate, PermExecutionApprove,
+	},
+	RoleAuditor: {
+		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermLogView,
+		PermAuditView, PermAuditExport,
+	},
+	RoleGuest: {PermDashboard, PermToolView},
+}
+
+// Can reports whether the role grants p.
+func (r Role) Can(p Permission) bool {
+	return p == PermPublic || slices.Contains(rolePermissions[r], p)
+}
+
+// Permissions lists what the role grants.
+func (r Role) Permissions() []Permission { return slices.Clone(rolePermissions[r]) }

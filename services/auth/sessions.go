@@ -1,0 +1,288 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// SessionsTopic is the event topic of sign-ins and sign-outs.
+const SessionsTopic = "sessions"
+
+// sessionTokenPrefix marks session cookies, so one is never mistaken for an API token.
+const sessionTokenPrefix = "tws_"
+
+// LoginRequest is a sign-in attempt.
+type LoginRequest struct {
+	Username, Password string
+	IP, UserAgent      string
+	RequestID          string
+	// OldSession is the session cookie the browser still sent, if any: it is ended, so
+	// every sign-in gets a fresh session id (no session fixation).
+	OldSession string
+}
+
+// Session is a new session; Token goes into the cookie and is never stored.
+type Session struct {
+	Token     string
+	User      User
+	ExpiresAt time.Time
+}
+
+// SessionEvent is the payload of session.started and session.ended.
+type SessionEvent struct {
+	UserID   string `json:"user_id"`
+	Username string `json:"username"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Login checks a username and password and starts a session. Failures are recorded for
+// throttling and audited; after too many, it returns *ThrottledError without checking.
+func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) {
+	username := NormalizeUsername(req.Username)
+	actor := audit.Actor{Kind: audit.ActorAnonymous, Name: username, IP: req.IP, RequestID: req.RequestID}
+	var sess Session
+	var loginErr error
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		// One attempt per account at a time, so parallel guesses cannot all slip in
+		// before the first failure is counted.
+		if _, err := tx.Exec(ctx, `/* auth.Login.lock */ SELECT pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`, username); err != nil {
+			return err
+		}
+		if terr, err := s.throttled(ctx, tx, username, req.IP); err != nil {
+			return err
+		} else if terr != nil {
+			loginErr = terr
+			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: username,
+				Payload: map[string]any{"username": username, "reason": "throttled", "scope": terr.Scope}})
+			return err
+		}
+		u, err := getUser(ctx, tx, "username = $1", username, "")
+		found := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		hash := dummyHash
+		if found {
+			hash = u.PasswordHash
+		}
+		ok, herr := VerifyPassword(hash, req.Password)
+		if herr != nil {
+			s.log.Error("auth: stored password hash is malformed", "user", username, "err", herr)
+		}
+		reason := ""
+		switch {
+		case !found:
+			reason = "unknown user"
+		case !ok:
+			reason = "wrong password"
+		case u.Disabled():
+			reason = "user disabled"
+		}
+		if reason != "" {
+			loginErr = ErrInvalidCredentials
+			if _, err := tx.Exec(ctx, `/* auth.Login.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, username, req.IP); err != nil {
+				return err
+			}
+			targetID := username
+			if found {
+				targetID = u.ID
+				actor.ID = u.ID
+			}
+			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: targetID,
+				Payload: map[string]any{"username": username, "reason": reason}})
+			return err
+		}
+
+		if req.OldSession != "" {
+			if _, err := tx.Exec(ctx, `/* auth.Login.rotate */ DELETE FROM sessions WHERE token_hash = $1`, hashToken(req.OldSession)); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures WHERE username = $1`, username); err != nil {
+			return err
+		}
+		token, hash2 := randomToken(sessionTokenPrefix)
+		expires := time.Now().Add(s.opts.SessionTTL)
+		if _, err := tx.Exec(ctx, `/* auth.Login.session */
+			INSERT INTO sessions (token_hash, user_id, expires_at, ip, user_agent) VALUES ($1, $2, $3, $4, $5)`,
+			hash2, u.ID, expires, req.IP, truncate(req.UserAgent, 300)); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `/* auth.Login.last */ UPDATE users SET last_login_at = now() WHERE id = $1 RETURNING last_login_at`, u.ID).Scan(&u.LastLoginAt); err != nil {
+			return err
+		}
+		actor.Kind, actor.ID = audit.ActorUser, u.ID
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login", TargetType: "user", TargetID: u.ID,
+			Payload: map[string]any{"username": u.Username, "user_agent": truncate(req.UserAgent, 300)}}); err != nil {
+			return err
+		}
+		if _, err := events.Publish(ctx, tx, SessionsTopic, "session.started", SessionEvent{UserID: u.ID, Username: u.Username}); err != nil {
+			return err
+		}
+		sess = Session{Token: token, User: u, ExpiresAt: expires}
+		return nil
+	})
+	if err != nil {
+		return Session{}, fmt.Errorf("auth: login: %w", err)
+	}
+	if loginErr != nil {
+		return Session{}, loginErr
+	}
+	return sess, nil
+}
+
+// throttled returns a *ThrottledError when the account or the address has too many
+// recent failures.
+func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip string) (*ThrottledError, error) {
+	var userN, ipN int
+	var userOldest, ipOldest *time.Time
+	err := q.QueryRow(ctx, `/* auth.throttled */
+		SELECT count(*) FILTER (WHERE username = $1), min(at) FILTER (WHERE username = $1),
+		       count(*) FILTER (WHERE ip = $2),       min(at) FILTER (WHERE ip = $2)
+		FROM login_failures WHERE at > now() - $3::interval AND (username = $1 OR ip = $2)`,
+		username, ip, s.opts.ThrottleWindow).Scan(&userN, &userOldest, &ipN, &ipOldest)
+	if err != nil {
+		return nil, fmt.Errorf("auth: throttle check: %w", err)
+	}
+	retry := func(oldest *time.Time) time.Duration {
+		if oldest == nil {
+			return s.opts.ThrottleWindow
+		}
+		return max(time.Until(oldest.Add(s.opts.ThrottleWindow)), time.Second)
+	}
+	switch {
+	case userN >= s.opts.MaxAccountFailures:
+		return &ThrottledError{RetryAfter: retry(userOldest), Scope: "account"}, nil
+	case ip != "" && ipN >= s.opts.MaxIPFailures:
+		return &ThrottledError{RetryAfter: retry(ipOldest), Scope: "address"}, nil
+	}
+	return nil, nil
+}
+
+// Authenticate returns the principal of a session cookie, or ErrUnauthenticated when the
+// session does not exist, has expired, sat idle too long, or its user is disabled.
+func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, error) {
+	if len(token) < len(sessionTokenPrefix) || token[:len(sessionTokenPrefix)] != sessionTokenPrefix {
+		return nil, ErrUnauthenticated
+	}
+	h := hashToken(token)
+	rows, err := s.pool.Query(ctx, `/* auth.Authenticate */
+		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
+		       u.created_at, u.updated_at, s.last_seen_at
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - $2::interval AND u.disabled_at IS NULL`,
+		h, s.opts.IdleTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("auth: authenticate: %w", err)
+	}
+	type row struct {
+		User
+		LastSeenAt time.Time `db:"last_seen_at"`
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrUnauthenticated
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: authenticate: %w", err)
+	}
+	// Refresh the idle clock at most once a minute: one write per active user-minute,
+	// not one per request.
+	if time.Since(r.LastSeenAt) > time.Minute {
+		if _, err := s.pool.Exec(ctx, `/* auth.Authenticate.touch */ UPDATE sessions SET last_seen_at = now() WHERE token_hash = $1`, h); err != nil {
+			s.log.Warn("auth: touch session", "err", err)
+		}
+	}
+	return &Principal{User: r.User, Kind: audit.ActorUser, SessionID: h}, nil
+}
+
+// Logout ends the principal's session.
+func (s *Service) Logout(ctx context.Context, p *Principal, actor audit.Actor) error {
+	if p == nil || p.SessionID == nil {
+		return ErrUnauthenticated
+	}
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `/* auth.Logout */ DELETE FROM sessions WHERE token_hash = $1`, p.SessionID)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.logout", TargetType: "user", TargetID: p.User.ID,
+			Payload: map[string]any{"username": p.User.Username}}); err != nil {
+			return err
+		}
+		_, err = events.Publish(ctx, tx, SessionsTopic, "session.ended", SessionEvent{UserID: p.User.ID, Username: p.User.Username, Reason: "signed out"})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("auth: logout: %w", err)
+	}
+	return nil
+}
+
+// endUserSessions deletes every session of u inside tx and announces it.
+func endUserSessions(ctx context.Context, tx pgx.Tx, u User, reason string) error {
+	tag, err := tx.Exec(ctx, `/* auth.endUserSessions */ DELETE FROM sessions WHERE user_id = $1`, u.ID)
+	if err != nil {
+		return fmt.Errorf("auth: end sessions: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil
+	}
+	_, err = events.Publish(ctx, tx, SessionsTopic, "session.ended", SessionEvent{UserID: u.ID, Username: u.Username, Reason: reason})
+	return err
+}
+
+// ActiveUser is a user with at least one live session.
+type ActiveUser struct {
+	UserID      string    `db:"user_id" json:"user_id"`
+	Username    string    `db:"username" json:"username"`
+	DisplayName string    `db:"display_name" json:"display_name"`
+	Role        Role      `db:"role" json:"role"`
+	Sessions    int       `db:"sessions" json:"sessions"`
+	LastSeenAt  time.Time `db:"last_seen_at" json:"last_seen_at"`
+}
+
+// ActiveUsers lists who is signed in now, most recently active first.
+func (s *Service) ActiveUsers(ctx context.Context) ([]ActiveUser, error) {
+	rows, err := s.pool.Query(ctx, `/* auth.ActiveUsers */
+		SELECT u.id::text AS user_id, u.username, u.display_name, u.role, count(*)::int AS sessions, max(s.last_seen_at) AS last_seen_at
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.expires_at > now() AND s.last_seen_at > now() - $1::interval AND u.disabled_at IS NULL
+		GROUP BY u.id ORDER BY max(s.last_seen_at) DESC, u.username LIMIT 100`, s.opts.IdleTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("auth: active users: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[ActiveUser])
+	if err != nil {
+		return nil, fmt.Errorf("auth: active users: %w", err)
+	}
+	return out, nil
+}
+
+// Prune deletes ended sessions and failures older than the throttle window.
+func (s *Service) Prune(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `/* auth.Prune */
+		DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - $1::interval`, s.opts.IdleTimeout)
+	if err == nil {
+		_, err = s.pool.Exec(ctx, `/* auth.Prune.failures */ DELETE FROM login_failures WHERE at <= now() - $1::interval`, s.opts.ThrottleWindow)
+	}
+	if err != nil {
+		return fmt.Errorf("auth: prune: %w", err)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

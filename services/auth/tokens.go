@@ -1,0 +1,194 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// apiTokenPrefix marks API tokens ("tw_" + 43 base64url characters), which makes them
+// easy for secret scanners to find.
+const apiTokenPrefix = "tw_"
+
+// Token is an API token's stored record; the token itself is never stored.
+type Token struct {
+	ID         string     `db:"id" json:"id"`
+	UserID     string     `db:"user_id" json:"user_id"`
+	Name       string     `db:"name" json:"name"`
+	Prefix     string     `db:"prefix" json:"prefix"`
+	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
+	LastUsedAt *time.Time `db:"last_used_at" json:"last_used_at"`
+	ExpiresAt  *time.Time `db:"expires_at" json:"expires_at"`
+	RevokedAt  *time.Time `db:"revoked_at" json:"revoked_at"`
+}
+
+// Status is "active", "revoked" or "expired".
+func (t Token) Status() string {
+	switch {
+	case t.RevokedAt != nil:
+		return "revoked"
+	case t.ExpiresAt != nil && !t.ExpiresAt.After(time.Now()):
+		return "expired"
+	}
+	return "active"
+}
+
+const tokenColumns = `id::text AS id, user_id::text AS user_id, name, prefix, created_at, last_used_at, expires_at, revoked_at`
+
+// NewToken is the input for CreateToken.
+type NewToken struct {
+	Name string `json:"name"`
+	// ExpiresInDays: 0 means the token does not expire.
+	ExpiresInDays int `json:"expires_in_days"`
+}
+
+// CreateToken issues an API token for userID. The returned string is the token: show it
+// once, it cannot be recovered.
+func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID string, in NewToken) (string, Token, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	var ve verr.Error
+	if in.Name == "" || len([]rune(in.Name)) > 64 {
+		ve.Add("name", "must be 1–64 characters")
+	}
+	if in.ExpiresInDays < 0 || in.ExpiresInDays > 3650 {
+		ve.Add("expires_in_days", "must be between 0 (never) and 3650 days")
+	}
+	if err := ve.Err(); err != nil {
+		return "", Token{}, err
+	}
+	var expires *time.Time
+	if in.ExpiresInDays > 0 {
+		t := time.Now().Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)
+		expires = &t
+	}
+	plain, hash := randomToken(apiTokenPrefix)
+	var tok Token
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		u, err := lockUser(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		if u.Disabled() {
+			return &ConflictError{Message: "the user " + u.Username + " is disabled"}
+		}
+		rows, err := tx.Query(ctx, `/* auth.CreateToken */
+			INSERT INTO api_tokens (user_id, name, prefix, token_hash, expires_at) VALUES ($1, $2, $3, $4, $5)
+			RETURNING `+tokenColumns, userID, in.Name, plain[:12], hash, expires)
+		if err != nil {
+			return err
+		}
+		if tok, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token]); err != nil {
+			if db.IsUniqueViolation(err, "api_tokens_user_name_live_key") {
+				return verr.New("name", fmt.Sprintf("you already have an active token named %q", in.Name))
+			}
+			return err
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.create", TargetType: "token", TargetID: tok.ID,
+			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix, "user": u.Username, "expires_at": expires}})
+		return err
+	})
+	if err != nil {
+		return "", Token{}, wrapUserErr("create token", err)
+	}
+	return plain, tok, nil
+}
+
+// ListTokens returns userID's tokens, newest first.
+func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error) {
+	rows, err := s.pool.Query(ctx, `/* auth.ListTokens */ SELECT `+tokenColumns+` FROM api_tokens WHERE user_id::text = $1 ORDER BY created_at DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("auth: list tokens: %w", err)
+	}
+	toks, err := pgx.CollectRows(rows, pgx.RowToStructByName[Token])
+	if err != nil {
+		return nil, fmt.Errorf("auth: list tokens: %w", err)
+	}
+	return toks, nil
+}
+
+// RevokeToken revokes a token. ownerID limits it to that user's tokens; an empty ownerID
+// (an administrator) may revoke any. Revoking twice is not an error.
+func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, ownerID string) (Token, error) {
+	var tok Token
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `/* auth.RevokeToken.get */ SELECT `+tokenColumns+` FROM api_tokens
+			WHERE id::text = $1 AND ($2 = '' OR user_id::text = $2) FOR UPDATE`, tokenID, ownerID)
+		if err != nil {
+			return err
+		}
+		if tok, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token]); errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		if tok.RevokedAt != nil {
+			return nil
+		}
+		if err := tx.QueryRow(ctx, `/* auth.RevokeToken */ UPDATE api_tokens SET revoked_at = now() WHERE id::text = $1 RETURNING revoked_at`,
+			tokenID).Scan(&tok.RevokedAt); err != nil {
+			return err
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID,
+			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix}})
+		return err
+	})
+	if err != nil {
+		return Token{}, wrapUserErr("revoke token", err)
+	}
+	return tok, nil
+}
+
+// AuthenticateToken returns the principal for a bearer token, or ErrUnauthenticated when
+// it is unknown, revoked, expired, or its user is disabled.
+func (s *Service) AuthenticateToken(ctx context.Context, plain string) (*Principal, error) {
+	if !strings.HasPrefix(plain, apiTokenPrefix) {
+		return nil, ErrUnauthenticated
+	}
+	rows, err := s.pool.Query(ctx, `/* auth.AuthenticateToken */
+		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
+		       u.created_at, u.updated_at, t.id::text AS token_id, t.last_used_at
+		FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+		  AND u.disabled_at IS NULL`, hashToken(plain))
+	if err != nil {
+		return nil, fmt.Errorf("auth: authenticate token: %w", err)
+	}
+	type row struct {
+		User
+		TokenID    string     `db:"token_id"`
+		LastUsedAt *time.Time `db:"last_used_at"`
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrUnauthenticated
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: authenticate token: %w", err)
+	}
+	// last_used_at to the minute: one write per token-minute, not one per call.
+	if r.LastUsedAt == nil || time.Since(*r.LastUsedAt) > time.Minute {
+		if _, err := s.pool.Exec(ctx, `/* auth.AuthenticateToken.touch */ UPDATE api_tokens SET last_used_at = now() WHERE id::text = $1`, r.TokenID); err != nil {
+			s.log.Warn("auth: touch token", "err", err)
+		}
+	}
+	return &Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID}, nil
+}
+
+// CountTokens returns the number of active tokens.
+func (s *Service) CountTokens(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `/* auth.CountTokens */
+		SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("auth: count tokens: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,336 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// User is a person or agent that can sign in.
+type User struct {
+	ID           string     `db:"id" json:"id"`
+	Username     string     `db:"username" json:"username"`
+	DisplayName  string     `db:"display_name" json:"display_name"`
+	Role         Role       `db:"role" json:"role"`
+	PasswordHash string     `db:"password_hash" json:"-"`
+	DisabledAt   *time.Time `db:"disabled_at" json:"disabled_at"`
+	LastLoginAt  *time.Time `db:"last_login_at" json:"last_login_at"`
+	CreatedAt    time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt    time.Time  `db:"updated_at" json:"updated_at"`
+}
+
+// Disabled reports whether the user may not sign in.
+func (u User) Disabled() bool { return u.DisabledAt != nil }
+
+// Name is the display name, or the username when there is none.
+func (u User) Name() string {
+	if u.DisplayName != "" {
+		return u.DisplayName
+	}
+	return u.Username
+}
+
+const userColumns = `id::text AS id, username, display_name, role, password_hash, disabled_at, last_login_at, created_at, updated_at`
+
+var usernamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,47}$`)
+
+// NormalizeUsername trims and lower-cases a username as typed.
+func NormalizeUsername(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// NewUser is the input for CreateUser.
+type NewUser struct {
+	Username    string `json:"username"`
+	DisplayName string `json:"display_name"`
+	Role        Role   `json:"role"`
+	Password    string `json:"password"` // empty: generate one, returned by CreateUser
+}
+
+// CreateUser adds a user. When in.Password is empty a random one is generated and
+// returned (to be shown once). Problems with the input come back as *verr.Error.
+func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser) (User, string, error) {
+	in.Username = NormalizeUsername(in.Username)
+	in.DisplayName = strings.TrimSpace(in.DisplayName)
+	generated := ""
+	if in.Password == "" {
+		generated = GeneratePassword()
+		in.Password = generated
+	}
+	var ve verr.Error
+	if !usernamePattern.MatchString(in.Username) {
+		ve.Add("username", "must be 1–48 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	if len(in.DisplayName) > 100 {
+		ve.Add("display_name", "must be at most 100 characters")
+	}
+	if !in.Role.Valid() {
+		ve.Add("role", "must be one of "+roleList())
+	}
+	if msg := checkPassword(in.Username, in.Password); msg != "" {
+		ve.Add("password", msg)
+	}
+	if err := ve.Err(); err != nil {
+		return User{}, "", err
+	}
+	hash, err := HashPassword(in.Password)
+	if err != nil {
+		return User{}, "", err
+	}
+	var u User
+	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `/* auth.CreateUser */
+			INSERT INTO users (username, display_name, role, password_hash) VALUES ($1, $2, $3, $4)
+			RETURNING `+userColumns, in.Username, in.DisplayName, in.Role, hash)
+		if err != nil {
+			return err
+		}
+		if u, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User]); err != nil {
+			if db.IsUniqueViolation(err, "users_username_key") {
+				return verr.New("username", fmt.Sprintf("%q is already taken", in.Username))
+			}
+			return err
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.create", TargetType: "user", TargetID: u.ID,
+			Payload: map[string]any{"username": u.Username, "role": u.Role, "display_name": u.DisplayName}})
+		return err
+	})
+	if err != nil {
+		return User{}, "", wrapUserErr("create user", err)
+	}
+	return u, generated, nil
+}
+
+func roleList() string {
+	names := make([]string, len(Roles))
+	for i, r := range Roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// ListUsers returns every user, by username.
+func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
+	rows, err := s.pool.Query(ctx, `/* auth.ListUsers */ SELECT `+userColumns+` FROM users ORDER BY username`)
+	if err != nil {
+		return nil, fmt.Errorf("auth: list users: %w", err)
+	}
+	users, err := pgx.CollectRows(rows, pgx.RowToStructByName[User])
+	if err != nil {
+		return nil, fmt.Errorf("auth: list users: %w", err)
+	}
+	return users, nil
+}
+
+// GetUser returns the user with id, or ErrNotFound.
+func (s *Service) GetUser(ctx context.Context, id string) (User, error) {
+	return getUser(ctx, s.pool, "id::text = $1", id, "")
+}
+
+// GetUserByName returns the user with username, or ErrNotFound.
+func (s *Service) GetUserByName(ctx context.Context, username string) (User, error) {
+	return getUser(ctx, s.pool, "username = $1", NormalizeUsername(username), "")
+}
+
+func getUser(ctx context.Context, q db.Querier, where string, arg any, suffix string) (User, error) {
+	rows, err := q.Query(ctx, `/* auth.getUser */ SELECT `+userColumns+` FROM users WHERE `+where+suffix, arg)
+	if err != nil {
+		return User{}, fmt.Errorf("auth: get user: %w", err)
+	}
+	u, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return User{}, ErrNotFound
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("auth: get user: %w", err)
+	}
+	return u, nil
+}
+
+// lockUser loads the user FOR UPDATE inside tx.
+func lockUser(ctx context.Context, tx pgx.Tx, id string) (User, error) {
+	return getUser(ctx, tx, "id::text = $1", id, " FOR UPDATE")
+}
+
+// otherActiveAdmins counts enabled admins other than id, locking their rows so two
+// concurrent demotions cannot both leave none.
+func otherActiveAdmins(ctx context.Context, tx pgx.Tx, id string) (int, error) {
+	rows, err := tx.Query(ctx, `/* auth.otherActiveAdmins */
+		SELECT id::text FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id::text <> $1 FOR UPDATE`, id)
+	if err != nil {
+		return 0, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return len(ids), err
+}
+
+var errLastAdmin = &ConflictError{Message: "this is the last active administrator: make another user an administrator first"}
+
+// SetRole changes a user's role.
+func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, role Role) (User, error) {
+	if !role.Valid() {
+		return User{}, verr.New("role", "must be one of "+roleList())
+	}
+	var u User
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if u, err = lockUser(ctx, tx, id); err != nil {
+			return err
+		}
+		if u.Role == role {
+			return nil
+		}
+		if u.Role == RoleAdmin && !u.Disabled() {
+			if n, err := otherActiveAdmins(ctx, tx, id); err != nil {
+				return err
+			} else if n == 0 {
+				return errLastAdmin
+			}
+		}
+		old := u.Role
+		if err := tx.QueryRow(ctx, `/* auth.SetRole */ UPDATE users SET role = $2, updated_at = now() WHERE id::text = $1 RETURNING updated_at`,
+			id, role).Scan(&u.UpdatedAt); err != nil {
+			return err
+		}
+		u.Role = role
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.role_change", TargetType: "user", TargetID: id,
+			Payload: map[string]any{"username": u.Username, "from": old, "to": role}})
+		return err
+	})
+	if err != nil {
+		return User{}, wrapUserErr("set role", err)
+	}
+	return u, nil
+}
+
+// SetDisabled disables or re-enables a user. Disabling ends all their sessions at once;
+// their API tokens stop working while they stay disabled.
+func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string, disabled bool) (User, error) {
+	var u User
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if u, err = lockUser(ctx, tx, id); err != nil {
+			return err
+		}
+		if u.Disabled() == disabled {
+			return nil
+		}
+		if disabled {
+			if actor.ID == id {
+				return &ConflictError{Message: "you cannot disable your own account"}
+			}
+			if u.Role == RoleAdmin {
+				if n, err := otherActiveAdmins(ctx, tx, id); err != nil {
+					return err
+				} else if n == 0 {
+					return errLastAdmin
+				}
+			}
+		}
+		if err := tx.QueryRow(ctx, `/* auth.SetDisabled */
+			UPDATE users SET disabled_at = CASE WHEN $2 THEN now() END, updated_at = now() WHERE id::text = $1
+			RETURNING disabled_at, updated_at`, id, disabled).Scan(&u.DisabledAt, &u.UpdatedAt); err != nil {
+			return err
+		}
+		action := "user.enable"
+		if disabled {
+			action = "user.disable"
+			if err := endUserSessions(ctx, tx, u, "user disabled"); err != nil {
+				return err
+			}
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id,
+			Payload: map[string]any{"username": u.Username}})
+		return err
+	})
+	if err != nil {
+		return User{}, wrapUserErr("set disabled", err)
+	}
+	return u, nil
+}
+
+// ResetPassword sets a new password for a user (a random one, returned, when pw is
+// empty) and ends their sessions.
+func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw string) (string, error) {
+	generated := ""
+	if pw == "" {
+		generated = GeneratePassword()
+		pw = generated
+	}
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		u, err := lockUser(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if msg := checkPassword(u.Username, pw); msg != "" {
+			return verr.New("password", msg)
+		}
+		hash, err := HashPassword(pw)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `/* auth.ResetPassword */ UPDATE users SET password_hash = $2, updated_at = now() WHERE id::text = $1`, id, hash); err != nil {
+			return err
+		}
+		if err := endUserSessions(ctx, tx, u, "password reset"); err != nil {
+			return err
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_reset", TargetType: "user", TargetID: id,
+			Payload: map[string]any{"username": u.Username, "generated": generated != ""}})
+		return err
+	})
+	if err != nil {
+		return "", wrapUserErr("reset password", err)
+	}
+	return generated, nil
+}
+
+func wrapUserErr(op string, err error) error {
+	var ve *verr.Error
+	var ce *ConflictError
+	if errors.Is(err, ErrNotFound) || errors.As(err, &ve) || errors.As(err, &ce) {
+		return err
+	}
+	return fmt.Errorf("auth: %s: %w", op, err)
+}
+
+// CountUsers returns the number of users and of enabled users.
+func (s *Service) CountUsers(ctx context.Context) (total, active int, err error) {
+	err = s.pool.QueryRow(ctx, `/* auth.CountUsers */ SELECT count(*), count(*) FILTER (WHERE disabled_at IS NULL) FROM users`).Scan(&total, &active)
+	if err != nil {
+		err = fmt.Errorf("auth: count users: %w", err)
+	}
+	return total, active, err
+}
+
+// Bootstrap creates the first administrator, `admin`, when there are no users at all.
+// An empty password means a random one. It returns the password to show once, or ""
+// when users already existed.
+func (s *Service) Bootstrap(ctx context.Context, password string) (string, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `/* auth.Bootstrap */ SELECT count(*) FROM users`).Scan(&n); err != nil {
+		return "", fmt.Errorf("auth: bootstrap: %w", err)
+	}
+	if n > 0 {
+		return "", nil
+	}
+	_, generated, err := s.CreateUser(ctx, audit.System, NewUser{Username: "admin", DisplayName: "Administrator", Role: RoleAdmin, Password: password})
+	var ve *verr.Error
+	if errors.As(err, &ve) && ve.For("username") != "" {
+		return "", nil // another replica created it first
+	}
+	if err != nil {
+		return "", fmt.Errorf("auth: bootstrap admin: %w", err)
+	}
+	if generated != "" {
+		return generated, nil
+	}
+	return password, nil
+}

@@ -1,0 +1,55 @@
+// Package verr carries input errors that name the field at fault, so a form can show
+// each message next to its field and the API can return them as details.
+package verr
+
+import "strings"
+
+// Field is one problem with one input field.
+type Field struct {
+	Field   string `json:"path"`
+	Message string `json:"message"`
+}
+
+// Error is a set of field problems. A nil *Error means the input was fine.
+type Error struct {
+	Fields []Field
+}
+
+// Add records a problem with field.
+func (e *Error) Add(field, message string) {
+	e.Fields = append(e.Fields, Field{Field: field, Message: message})
+}
+
+// Err returns e as an error when it holds problems, and nil otherwise.
+func (e *Error) Err() error {
+	if e == nil || len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}
+
+// For returns the message for field, or "".
+func (e *Error) For(field string) string {
+	if e == nil {
+		return ""
+	}
+	for _, f := range e.Fields {
+		if f.Field == field {
+			return f.Message
+		}
+	}
+	return ""
+}
+
+func (e *Error) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// New is an Error with a single problem.
+func New(field, message string) error {
+	return &Error{Fields: []Field{{Field: field, Message: message}}}
+}
