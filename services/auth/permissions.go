@@ -43,6 +43,7 @@ type Permission string
 // The permissions. Routes name one each; PermPublic needs no sign-in at all.
 const (
 	PermPublic    Permission = "public"
+	PermSignedIn  Permission = "signed_in"      // any signed-in user, whatever the role
 	PermDashboard Permission = "dashboard.view" // the dashboard and system status
 	PermOwnTokens Permission = "tokens.own"     // create, list and revoke one's own API tokens
 	PermUsers     Permission = "users.manage"   // create users, change roles, disable, reset passwords
@@ -65,7 +66,7 @@ const (
 	PermAuditExport Permission = "audit.export"
 )
 
-// AllPermissions lists every permission except PermPublic.
+// AllPermissions lists every permission except PermPublic and PermSignedIn.
 var AllPermissions = []Permission{
 	PermDashboard, PermOwnTokens, PermUsers,
 	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
@@ -99,7 +100,13 @@ var rolePermissions = map[Role][]Permission{
 
 // Can reports whether the role grants p.
 func (r Role) Can(p Permission) bool {
-	return p == PermPublic || slices.Contains(rolePermissions[r], p)
+	switch p {
+	case PermPublic:
+		return true
+	case PermSignedIn:
+		return r.Valid()
+	}
+	return slices.Contains(rolePermissions[r], p)
 }
 
 // Permissions lists what the role grants.

@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -131,4 +132,29 @@ func MigrationVersions() []uint {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// CurrentMigration reads the migration state straight from golang-migrate's table,
+// cheaply enough for a readiness probe.
+func CurrentMigration(ctx context.Context, q Querier) (MigrationStatus, error) {
+	st := MigrationStatus{Latest: LatestMigration()}
+	var v int64
+	err := q.QueryRow(ctx, `/* db.CurrentMigration */ SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&v, &st.Dirty)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("db: migration state: %w", err)
+	}
+	st.Version = uint(v)
+	return st, nil
+}
+
+// ServerVersion is the PostgreSQL server's version string ("15.18 (Debian ...)").
+func ServerVersion(ctx context.Context, q Querier) (string, error) {
+	var v string
+	if err := q.QueryRow(ctx, `/* db.ServerVersion */ SHOW server_version`).Scan(&v); err != nil {
+		return "", fmt.Errorf("db: server version: %w", err)
+	}
+	return v, nil
 }

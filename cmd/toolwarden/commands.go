@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// openDB opens the configured database for a one-off command: it attaches to the
+// embedded cluster when `serve` is running on the same data dir, else starts it for the
+// duration of the command.
+func openDB(ctx context.Context, c config, migrate bool, stderr io.Writer) (*db.DB, error) {
+	log := newLogger(stderr, "warn")
+	if c.LogLevel != "info" {
+		log = newLogger(stderr, c.LogLevel)
+	}
+	return db.Open(ctx, db.Config{URL: c.DatabaseURL, DataDir: c.DataDir, Migrate: migrate,
+		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}})
+}
+
+func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := newFlagSet("migrate", stderr)
+	commonFlags(fs, &c)
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: toolwarden migrate up|down N|status [flags]"); fs.PrintDefaults() }
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	steps := 0
+	switch rest[0] {
+	case "up", "status":
+	case "down":
+		if len(rest) != 2 {
+			fmt.Fprintln(stderr, "usage: toolwarden migrate down N (N = how many migrations to roll back)")
+			return errUsage
+		}
+		n, err := strconv.Atoi(rest[1])
+		if err != nil || n <= 0 {
+			fmt.Fprintf(stderr, "toolwarden migrate down: N must be a positive number, got %q\n", rest[1])
+			return errUsage
+		}
+		steps = n
+	default:
+		fs.Usage()
+		return errUsage
+	}
+	d, err := openDB(ctx, c, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	mg, err := db.NewMigrator(d.URL)
+	if err != nil {
+		return err
+	}
+	defer mg.Close()
+	switch rest[0] {
+	case "up":
+		if err := mg.Up(); err != nil {
+			return err
+		}
+	case "down":
+		if err := mg.Down(steps); err != nil {
+			return err
+		}
+	}
+	st, err := mg.Status()
+	if err != nil {
+		return err
+	}
+	state := "current"
+	switch {
+	case st.Dirty:
+		state = "dirty: a migration failed half way; fix the database by hand"
+	case st.Version < st.Latest:
+		state = fmt.Sprintf("%d pending", len(pending(st.Version)))
+	}
+	fmt.Fprintf(stdout, "version %d of %d (%s)\n", st.Version, st.Latest, state)
+	return nil
+}
+
+func pending(v uint) []uint {
+	var out []uint
+	for _, m := range db.MigrationVersions() {
+		if m > v {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func cmdUserCreate(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c config
+	var name, role, display string
+	var pwStdin bool
+	fs := newFlagSet("user create", stderr)
+	commonFlags(fs, &c)
+	fs.StringVar(&name, "name", "", "username (required)")
+	fs.StringVar(&role, "role", "", "role: admin, tool_manager, tool_user, auditor, guest (required)")
+	fs.StringVar(&display, "display-name", "", "display name")
+	fs.BoolVar(&pwStdin, "password-stdin", false, "read the password from the first line of standard input; otherwise a random one is printed")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if name == "" || role == "" {
+		fmt.Fprintln(stderr, "toolwarden user create: --name and --role are required")
+		return errUsage
+	}
+	var pw string
+	if pwStdin {
+		line, err := bufio.NewReader(stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read password: %w", err)
+		}
+		pw = strings.TrimRight(line, "\r\n")
+		if pw == "" {
+			return errors.New("--password-stdin: standard input held no password")
+		}
+	}
+	d, err := openDB(ctx, c, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	svc := auth.New(d.Pool, nil)
+	u, generated, err := svc.CreateUser(ctx, cliActor(), auth.NewUser{Username: name, DisplayName: display, Role: auth.Role(role), Password: pw})
+	if err != nil {
+		return explain(err)
+	}
+	fmt.Fprintf(stdout, "created user %s (%s)\n", u.Username, u.Role)
+	if generated != "" {
+		fmt.Fprintf(stdout, "password: %s\n", generated)
+	}
+	return nil
+}
+
+func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	var user, name string
+	var days int
+	fs := newFlagSet("token create", stderr)
+	commonFlags(fs, &c)
+	fs.StringVar(&user, "user", "", "username the token acts for (required)")
+	fs.StringVar(&name, "name", "", "token name (required)")
+	fs.IntVar(&days, "expires-in-days", 0, "days until the token expires; 0 never")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if user == "" || name == "" {
+		fmt.Fprintln(stderr, "toolwarden token create: --user and --name are required")
+		return errUsage
+	}
+	d, err := openDB(ctx, c, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	svc := auth.New(d.Pool, nil)
+	u, err := svc.GetUserByName(ctx, user)
+	if errors.Is(err, auth.ErrNotFound) {
+		return fmt.Errorf("no user named %q", user)
+	}
+	if err != nil {
+		return err
+	}
+	plain, tok, err := svc.CreateToken(ctx, cliActor(), u.ID, auth.NewToken{Name: name, ExpiresInDays: days})
+	if err != nil {
+		return explain(err)
+	}
+	fmt.Fprintf(stderr, "created token %q (%s…) for %s; it is shown only now:\n", tok.Name, tok.Prefix, u.Username)
+	// The token is the last line of standard output (DESIGN §1).
+	fmt.Fprintln(stdout, plain)
+	return nil
+}
+
+func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := newFlagSet("audit verify", stderr)
+	commonFlags(fs, &c)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	d, err := openDB(ctx, c, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	res, err := audit.Verify(ctx, d.Pool)
+	if err != nil {
+		return err
+	}
+	if !res.OK() {
+		fmt.Fprintf(stdout, "audit chain BROKEN at entry %d: %s\n(%d entries checked)\n", res.BadID, res.Reason, res.Checked)
+		return exitError{1}
+	}
+	fmt.Fprintf(stdout, "audit chain OK: %d entries verified\n", res.Checked)
+	return nil
+}
+
+// cliActor is who the audit log records for a command run at the terminal.
+func cliActor() audit.Actor {
+	name := "cli"
+	if u := os.Getenv("USER"); u != "" {
+		name = "cli:" + u
+	}
+	return audit.Actor{Kind: audit.ActorSystem, Name: name}
+}
+
+// explain turns field errors into a message that names the flag to fix.
+func explain(err error) error {
+	var ve *verr.Error
+	var ce *auth.ConflictError
+	switch {
+	case errors.As(err, &ve):
+		parts := make([]string, len(ve.Fields))
+		for i, f := range ve.Fields {
+			parts[i] = f.Field + " " + f.Message
+		}
+		return errors.New(strings.Join(parts, "; "))
+	case errors.As(err, &ce):
+		return errors.New(ce.Message)
+	}
+	return err
+}
+
+// ensureSecretKey creates the key used to encrypt secrets at rest on first run: 32
+// random bytes, base64, in a file only the owner can read.
+func ensureSecretKey(path string) error {
+	st, err := os.Stat(path)
+	if err == nil {
+		if st.Mode().Perm()&0o077 != 0 {
+			return fmt.Errorf("secret key file %s is readable by others (mode %o): chmod 600 it", path, st.Mode().Perm())
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("secret key file: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("create secret key file: %w", err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
+		return fmt.Errorf("write secret key file: %w", err)
+	}
+	return f.Sync()
+}

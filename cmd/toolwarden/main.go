@@ -1,0 +1,154 @@
+// Command toolwarden is the Toolwarden control plane: `toolwarden serve` runs the web
+// UI, API and websocket; other subcommands manage the database, users, tokens and the
+// audit log (DESIGN §1). This is the only package that reads flags or the environment.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// errUsage means the command line was wrong; the message has been printed.
+var errUsage = errors.New("usage")
+
+// exitError carries a specific exit code.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	var ee exitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		os.Exit(ee.code)
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "toolwarden:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `Toolwarden — a control plane for MCP tools.
+
+Usage:
+  toolwarden serve                        run the web UI, API and websocket
+  toolwarden migrate up|down N|status     database migrations
+  toolwarden user create --name N --role R [--password-stdin]
+  toolwarden token create --user N --name T
+  toolwarden audit verify                 check the audit log's hash chain
+  toolwarden version
+
+Every command takes --data-dir and --database-url; run 'toolwarden <command> -h' for its flags.
+`
+
+// run dispatches a command line; main and the tests call it.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return cmdServe(ctx, rest, stdout, stderr)
+	case "migrate":
+		return cmdMigrate(ctx, rest, stdout, stderr)
+	case "user":
+		if len(rest) == 0 || rest[0] != "create" {
+			fmt.Fprintln(stderr, "usage: toolwarden user create --name N --role R [--password-stdin]")
+			return errUsage
+		}
+		return cmdUserCreate(ctx, rest[1:], stdin, stdout, stderr)
+	case "token":
+		if len(rest) == 0 || rest[0] != "create" {
+			fmt.Fprintln(stderr, "usage: toolwarden token create --user N --name T")
+			return errUsage
+		}
+		return cmdTokenCreate(ctx, rest[1:], stdout, stderr)
+	case "audit":
+		if len(rest) == 0 || rest[0] != "verify" {
+			fmt.Fprintln(stderr, "usage: toolwarden audit verify")
+			return errUsage
+		}
+		return cmdAuditVerify(ctx, rest[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "toolwarden", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "toolwarden: unknown command %q\n\n%s", cmd, usage)
+	return errUsage
+}
+
+// config is every setting, from flags that default from the environment (flag wins).
+type config struct {
+	Addr          string
+	DatabaseURL   string
+	DataDir       string
+	SecretKeyFile string
+	AdminPassword string
+	LLMURL        string
+	LLMModel      string
+	LLMAPIKey     string
+	LogLevel      string
+	SecureCookies bool
+	fastDB        bool // tests only: fsync off
+	readyFile     string
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+// commonFlags registers what every command takes.
+func commonFlags(fs *flag.FlagSet, c *config) {
+	fs.StringVar(&c.DatabaseURL, "database-url", envOr("DATABASE_URL", ""), "external PostgreSQL URL (env DATABASE_URL); empty runs the embedded PostgreSQL")
+	fs.StringVar(&c.DataDir, "data-dir", envOr("TOOLWARDEN_DATA_DIR", "./data"), "data directory: embedded database, secret key, workspaces (env TOOLWARDEN_DATA_DIR)")
+	fs.StringVar(&c.LogLevel, "log-level", envOr("TOOLWARDEN_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env TOOLWARDEN_LOG_LEVEL)")
+	c.fastDB = os.Getenv("TOOLWARDEN_TEST_FAST_DB") == "1"
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitError{0}
+		}
+		return errUsage
+	}
+	return nil
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/web"
+)
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	start := time.Now()
+	var c config
+	fs := newFlagSet("serve", stderr)
+	commonFlags(fs, &c)
+	fs.StringVar(&c.Addr, "addr", envOr("TOOLWARDEN_ADDR", "127.0.0.1:8080"), "listen address (env TOOLWARDEN_ADDR)")
+	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key, created 0600 on first run (env TOOLWARDEN_SECRET_KEY_FILE)")
+	fs.StringVar(&c.AdminPassword, "admin-password", envOr("TOOLWARDEN_ADMIN_PASSWORD", ""), "password for the first-start admin user; empty: random, printed once (env TOOLWARDEN_ADMIN_PASSWORD)")
+	fs.StringVar(&c.LLMURL, "llm-url", envOr("TOOLWARDEN_LLM_URL", ""), "OpenAI-compatible chat completions base URL for the planner (env TOOLWARDEN_LLM_URL)")
+	fs.StringVar(&c.LLMModel, "llm-model", envOr("TOOLWARDEN_LLM_MODEL", ""), "model name for --llm-url (env TOOLWARDEN_LLM_MODEL)")
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", envOr("TOOLWARDEN_SECURE_COOKIES", "") == "1", "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
+	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c.LLMAPIKey = os.Getenv("TOOLWARDEN_LLM_API_KEY")
+	log := newLogger(stderr, c.LogLevel)
+
+	if err := os.MkdirAll(c.DataDir, 0o711); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	if err := ensureSecretKey(secretKeyPath(c)); err != nil {
+		return err
+	}
+	d, err := db.Open(ctx, db.Config{URL: c.DatabaseURL, DataDir: c.DataDir, Migrate: true,
+		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}})
+	if err != nil {
+		return err
+	}
+	// Stop the embedded PostgreSQL on every way out of here.
+	defer d.Close()
+
+	authSvc := auth.New(d.Pool, &auth.Options{Logger: log})
+	pw, err := authSvc.Bootstrap(ctx, c.AdminPassword)
+	if err != nil {
+		return err
+	}
+	if pw != "" && c.AdminPassword == "" {
+		fmt.Fprintf(stdout, "\n  Created the first administrator.\n    username: admin\n    password: %s\n  This password is shown only now.\n\n", pw)
+	} else if pw != "" {
+		log.Info("created the first administrator 'admin' with the password from --admin-password")
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	bus := events.NewBus(d.Pool, &events.BusOptions{Logger: log})
+	busDone := make(chan struct{})
+	go func() { _ = bus.Run(runCtx); close(busDone) }()
+	defer func() { cancel(); <-busDone }()
+
+	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
+		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies}
+	srv := web.New(deps, bus)
+
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another toolwarden running? set --addr)", c.Addr, err)
+	}
+	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+
+	go pruneLoop(runCtx, authSvc, log)
+
+	select {
+	case <-bus.Ready():
+	case <-ctx.Done():
+	}
+	url := "http://" + ln.Addr().String()
+	log.Info("toolwarden ready", "url", url, "version", version, "took", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "Toolwarden is ready at %s\n", url)
+	if c.readyFile != "" {
+		_ = os.WriteFile(c.readyFile, []byte(ln.Addr().String()), 0o600)
+	}
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
+	srv.Shutdown()
+	shCtx, shCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer shCancel()
+	if err := httpSrv.Shutdown(shCtx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	return nil
+}
+
+// pruneLoop removes ended sessions and old sign-in failures every few minutes.
+func pruneLoop(ctx context.Context, a *auth.Service, log interface{ Warn(string, ...any) }) {
+	t := time.NewTicker(5 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := a.Prune(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("prune sessions", "err", err)
+			}
+		}
+	}
+}
+
+func secretKeyPath(c config) string {
+	if c.SecretKeyFile != "" {
+		return c.SecretKeyFile
+	}
+	return filepath.Join(c.DataDir, "secret.key")
+}

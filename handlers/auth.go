@@ -1,0 +1,80 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// SessionHandler serves sign-in and sign-out.
+type SessionHandler struct{ *Deps }
+
+// LoginForm shows the sign-in page (or goes home when already signed in).
+func (h SessionHandler) LoginForm(c echo.Context) error {
+	next := safeNext(c.QueryParam("next"))
+	if PrincipalOf(c) != nil {
+		return c.Redirect(http.StatusSeeOther, next)
+	}
+	p := views.LoginPage{Next: next}
+	if c.QueryParam("signed_out") != "" {
+		p.Notice = "You are signed out."
+	}
+	return render(c, http.StatusOK, views.Login(p))
+}
+
+// Login checks the form fields username and password and starts a session.
+func (h SessionHandler) Login(c echo.Context) error {
+	username, password := c.FormValue("username"), c.FormValue("password")
+	next := safeNext(c.FormValue("next"))
+	req := auth.LoginRequest{Username: username, Password: password, IP: c.RealIP(),
+		UserAgent: c.Request().UserAgent(), RequestID: RequestID(c)}
+	if old, err := c.Cookie(SessionCookie); err == nil {
+		req.OldSession = old.Value
+	}
+	sess, err := h.Auth.Login(c.Request().Context(), req)
+	var throttled *auth.ThrottledError
+	switch {
+	case errors.As(err, &throttled):
+		c.Response().Header().Set("Retry-After", retryAfter(throttled.RetryAfter))
+		return render(c, http.StatusTooManyRequests, views.Login(views.LoginPage{Username: username, Next: next,
+			Error: "Too many failed sign-ins. Try again in " + throttled.RetryAfter.Round(time.Second).String() + "."}))
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		return render(c, http.StatusUnauthorized, views.Login(views.LoginPage{Username: username, Next: next,
+			Error: "Wrong username or password."}))
+	case err != nil:
+		return err
+	}
+	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: sess.Token, Path: "/", HttpOnly: true,
+		Secure: h.SecureCookies, SameSite: http.SameSiteLaxMode, Expires: sess.ExpiresAt})
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// Logout ends the session.
+func (h SessionHandler) Logout(c echo.Context) error {
+	if err := h.Auth.Logout(c.Request().Context(), PrincipalOf(c), ActorOf(c)); err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+		return err
+	}
+	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: h.SecureCookies,
+		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	return c.Redirect(http.StatusSeeOther, "/login?signed_out=1")
+}
+
+// safeNext keeps post-login redirects on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+		return "/"
+	}
+	return next
+}
+
+// retryAfter formats a wait as whole seconds, rounded up, for the Retry-After header.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(int((d+time.Second-1)/time.Second), 1))
+}

@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// DashboardHandler serves the home page.
+type DashboardHandler struct{ *Deps }
+
+// Show renders the dashboard.
+func (h DashboardHandler) Show(c echo.Context) error {
+	ctx := c.Request().Context()
+	p := PrincipalOf(c)
+	// The cursor is read before the data, so an event that lands in between is replayed
+	// rather than lost.
+	last, err := events.LatestID(ctx, h.Pool)
+	if err != nil {
+		return err
+	}
+	page := views.DashboardPage{Layout: h.withLastEvent(ctx, h.layout(c, "Dashboard", auth.SessionsTopic, audit.Topic), last)}
+	page.Status = h.status(c)
+	active, err := h.Auth.ActiveUsers(ctx)
+	if err != nil {
+		return err
+	}
+	page.SignedIn = signedInRows(active)
+	if p.Can(auth.PermAuditView) {
+		page.ShowActivity = true
+		recs, err := audit.Recent(ctx, h.Pool, 15)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			page.Activity = append(page.Activity, activityRow(r.Summary()))
+		}
+	}
+	return render(c, http.StatusOK, views.Dashboard(page))
+}
+
+func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
+	ctx := c.Request().Context()
+	st := views.SystemStatus{Version: h.Version, GoVersion: runtime.Version(), StartedAt: h.StartedAt,
+		Uptime: humanDuration(time.Since(h.StartedAt))}
+	if v, err := db.ServerVersion(ctx, h.Pool); err == nil {
+		st.DatabaseOK = true
+		kind := "external"
+		if h.Embedded {
+			kind = "embedded"
+		}
+		st.DatabaseDetail = fmt.Sprintf("PostgreSQL %s · %s", v, kind)
+	} else {
+		st.DatabaseDetail = err.Error()
+	}
+	if m, err := db.CurrentMigration(ctx, h.Pool); err == nil {
+		st.MigrationOK = m.Current()
+		st.Migration = fmt.Sprintf("version %d of %d", m.Version, m.Latest)
+		if m.Dirty {
+			st.Migration += " (dirty)"
+		}
+	}
+	st.Users, st.ActiveUsers, _ = h.Auth.CountUsers(ctx)
+	st.Tokens, _ = h.Auth.CountTokens(ctx)
+	st.AuditEntries, _ = audit.Count(ctx, h.Pool)
+	if h.LiveClients != nil {
+		st.LiveClients = h.LiveClients()
+	}
+	return st
+}
+
+func signedInRows(active []auth.ActiveUser) []views.SignedInUser {
+	out := make([]views.SignedInUser, len(active))
+	for i, a := range active {
+		name := a.DisplayName
+		if name == "" {
+			name = a.Username
+		}
+		out[i] = views.SignedInUser{Username: a.Username, Name: name, RoleLabel: a.Role.Label(), Sessions: a.Sessions, LastSeen: a.LastSeenAt}
+	}
+	return out
+}
+
+func activityRow(s audit.Summary) views.ActivityRow {
+	target := s.TargetType
+	if s.TargetID != "" {
+		target += " " + s.TargetID
+	}
+	actor := s.ActorName
+	if actor == "" {
+		actor = s.ActorKind
+	}
+	return views.ActivityRow{ID: s.ID, At: s.At, Actor: actor, Action: s.Action, Target: target,
+		Failed: len(s.Action) > 7 && s.Action[len(s.Action)-7:] == "_failed"}
+}
+
+func humanDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm %ds", int(d.Minutes()), int(d.Seconds())%60)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%dd %dh", int(d.Hours())/24, int(d.Hours())%24)
+}

@@ -1,0 +1,50 @@
+package handlers
+
+import (
+	"errors"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// formErrors turns a *verr.Error into per-field messages; ok is false for other errors.
+func formErrors(err error) (views.FormErrors, bool) {
+	var ve *verr.Error
+	if !errors.As(err, &ve) {
+		return nil, false
+	}
+	fe := views.FormErrors{}
+	for _, f := range ve.Fields {
+		if _, dup := fe[f.Field]; !dup {
+			fe[f.Field] = f.Message
+		}
+	}
+	return fe, true
+}
+
+// userMessage is the text to show a person for an error that is theirs to fix
+// (a conflict or bad input), and false for anything else.
+func userMessage(err error) (string, bool) {
+	var ce *auth.ConflictError
+	var ve *verr.Error
+	switch {
+	case errors.As(err, &ce):
+		return ce.Message, true
+	case errors.As(err, &ve):
+		return ve.Error(), true
+	case errors.Is(err, auth.ErrNotFound):
+		return "That no longer exists; it may have been deleted.", true
+	}
+	return "", false
+}
+
+// bindJSON decodes the request body, turning a malformed body into a field error.
+func bindJSON(c echo.Context, v any) error {
+	if err := (&echo.DefaultBinder{}).BindBody(c, v); err != nil {
+		return verr.New("body", "must be a JSON object matching the documented shape: "+err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+// Package handlers turns HTTP requests into service calls and view models: parse, call a
+// service, build the view model, render. No SQL and no business rules live here.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// Deps are what the handlers need. Build it once in cmd and share it.
+type Deps struct {
+	Pool      *pgxpool.Pool
+	Auth      *auth.Service
+	Logger    *slog.Logger
+	Version   string
+	StartedAt time.Time
+	// Embedded reports whether the database is the embedded cluster (for the dashboard).
+	Embedded bool
+	// LiveClients counts open websocket connections (for the dashboard).
+	LiveClients func() int
+	// SecureCookies sets the Secure flag on cookies (behind TLS).
+	SecureCookies bool
+}
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = "tw_session"
+
+const (
+	principalKey = "tw.principal"
+	flashCookie  = "tw_flash"
+)
+
+// SetPrincipal stores the authenticated caller on the request.
+func SetPrincipal(c echo.Context, p *auth.Principal) { c.Set(principalKey, p) }
+
+// PrincipalOf returns the authenticated caller, or nil.
+func PrincipalOf(c echo.Context) *auth.Principal {
+	p, _ := c.Get(principalKey).(*auth.Principal)
+	return p
+}
+
+// ActorOf describes the caller for the audit log.
+func ActorOf(c echo.Context) audit.Actor {
+	return PrincipalOf(c).Actor(c.RealIP(), RequestID(c))
+}
+
+// RequestID is the request's id (set by the request-id middleware).
+func RequestID(c echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
+
+// IsAPI reports whether the request is for the JSON API (errors as JSON, no redirects).
+func IsAPI(c echo.Context) bool {
+	return strings.HasPrefix(c.Request().URL.Path, "/api/")
+}
+
+// render writes a templ component as a full HTML response. Pages are never cached:
+// they can show secrets once.
+func render(c echo.Context, status int, comp templ.Component) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	h.Set("Cache-Control", "no-store")
+	c.Response().WriteHeader(status)
+	return comp.Render(c.Request().Context(), c.Response())
+}
+
+// setFlash leaves a message for the next page the browser loads (post/redirect/get).
+func setFlash(c echo.Context, kind, msg string, secure bool) {
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + ":" + msg), Path: "/",
+		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: 60})
+}
+
+// takeFlash reads and clears the flash message.
+func takeFlash(c echo.Context, secure bool) *views.Flash {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil || ck.Value == "" {
+		return nil
+	}
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	raw, err := url.QueryUnescape(ck.Value)
+	if err != nil {
+		return nil
+	}
+	kind, msg, ok := strings.Cut(raw, ":")
+	if !ok || (kind != "success" && kind != "error" && kind != "info") || msg == "" {
+		return nil
+	}
+	return &views.Flash{Kind: kind, Message: msg}
+}
+
+// navArea is a top-level area and the permission that shows it.
+type navArea struct {
+	label, href string
+	perm        auth.Permission
+}
+
+// navAreas lists the areas that exist; later areas join as they are built.
+var navAreas = []navArea{
+	{"Dashboard", "/", auth.PermDashboard},
+	{"Users", "/users", auth.PermUsers},
+	{"API tokens", "/tokens", auth.PermOwnTokens},
+}
+
+// layout builds the shared page frame for the signed-in user.
+func (d *Deps) layout(c echo.Context, title string, topics ...string) views.Layout {
+	p := PrincipalOf(c)
+	l := views.Layout{Title: title, Flash: takeFlash(c, d.SecureCookies)}
+	if p == nil {
+		return l
+	}
+	l.User = &views.CurrentUser{Username: p.User.Username, Name: p.User.Name(), RoleLabel: p.User.Role.Label()}
+	path := c.Request().URL.Path
+	for _, a := range navAreas {
+		if p.Can(a.perm) {
+			active := path == a.href || (a.href != "/" && strings.HasPrefix(path, a.href+"/"))
+			l.Nav = append(l.Nav, views.NavItem{Label: a.label, Href: a.href, Active: active})
+		}
+	}
+	var allowed []string
+	for _, t := range topics {
+		if p.Can(TopicPermission(t)) {
+			allowed = append(allowed, t)
+		}
+	}
+	l.Live.Topics = allowed
+	return l
+}
+
+// withLastEvent sets the page's websocket cursor to the newest event, so the socket
+// replays only what happens after the page was rendered.
+func (d *Deps) withLastEvent(ctx context.Context, l views.Layout, last int64) views.Layout {
+	l.Live.LastEventID = last
+	return l
+}
+
+// TopicPermission is what a subscriber needs to receive a topic's events.
+func TopicPermission(topic string) auth.Permission {
+	switch topic {
+	case auth.SessionsTopic:
+		return auth.PermDashboard
+	case audit.Topic:
+		return auth.PermAuditView
+	}
+	return auth.Permission("topic:" + topic) // unknown topics: nobody
+}
+
+// ErrForbidden is returned when the caller lacks the permission for an action.
+var ErrForbidden = errors.New("you do not have permission to do that")
+
+// RenderError renders the error page, inside the shell when someone is signed in.
+func (d *Deps) RenderError(c echo.Context, status int, title, message string) error {
+	l := d.layout(c, title)
+	return render(c, status, views.Error(views.ErrorPage{Layout: l, Status: status, Title: title, Message: message, RequestID: RequestID(c)}))
+}

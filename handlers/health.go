@@ -1,0 +1,35 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+// HealthHandler serves the liveness and readiness probes.
+type HealthHandler struct{ *Deps }
+
+// Healthz answers while the process is up.
+func (h HealthHandler) Healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Readyz answers 200 when the database is reachable and its migrations are current.
+func (h HealthHandler) Readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	st, err := db.CurrentMigration(ctx, h.Pool)
+	if err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": err.Error()})
+	}
+	body := map[string]any{"status": "ok", "database": "ok", "migration": st.Version, "latest_migration": st.Latest, "dirty": st.Dirty}
+	if !st.Current() {
+		body["status"] = "migrations pending"
+		return c.JSON(http.StatusServiceUnavailable, body)
+	}
+	return c.JSON(http.StatusOK, body)
+}

@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// TokensHandler serves each user's own API tokens (pages and API).
+type TokensHandler struct{ *Deps }
+
+func (h TokensHandler) page(c echo.Context, status int, form views.NewTokenForm, revealed *views.Secret) error {
+	toks, err := h.Auth.ListTokens(c.Request().Context(), PrincipalOf(c).User.ID)
+	if err != nil {
+		return err
+	}
+	p := views.TokensPage{Layout: h.layout(c, "API tokens"), Form: form, Revealed: revealed}
+	for _, t := range toks {
+		p.Tokens = append(p.Tokens, views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Status: t.Status(),
+			CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt})
+	}
+	return render(c, status, views.Tokens(p))
+}
+
+// List renders the tokens page.
+func (h TokensHandler) List(c echo.Context) error {
+	return h.page(c, http.StatusOK, views.NewTokenForm{}, nil)
+}
+
+// Create issues a token from the form and shows it once.
+func (h TokensHandler) Create(c echo.Context) error {
+	name, days := c.FormValue("name"), strings.TrimSpace(c.FormValue("expires_in_days"))
+	in := auth.NewToken{Name: name}
+	var err error
+	if days != "" {
+		if in.ExpiresInDays, err = strconv.Atoi(days); err != nil {
+			err = verr.New("expires_in_days", "must be a whole number of days")
+		}
+	}
+	var plain string
+	var tok auth.Token
+	if err == nil {
+		plain, tok, err = h.Auth.CreateToken(c.Request().Context(), ActorOf(c), PrincipalOf(c).User.ID, in)
+	}
+	if fe, ok := formErrors(err); ok {
+		return h.page(c, http.StatusUnprocessableEntity, views.NewTokenForm{Name: name, ExpiresInDays: days, Errors: fe}, nil)
+	}
+	if err != nil {
+		return err
+	}
+	return h.page(c, http.StatusCreated, views.NewTokenForm{}, &views.Secret{Title: "Token " + tok.Name + " created",
+		Value: plain, Note: "Copy it now: it is shown only this once. Use it as Authorization: Bearer <token>."})
+}
+
+// Revoke revokes one of the user's tokens.
+func (h TokensHandler) Revoke(c echo.Context) error {
+	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), PrincipalOf(c).User.ID)
+	if err != nil {
+		msg, mine := userMessage(err)
+		if !mine {
+			return err
+		}
+		setFlash(c, "error", msg, h.SecureCookies)
+	} else {
+		setFlash(c, "success", "Token "+tok.Name+" revoked.", h.SecureCookies)
+	}
+	return c.Redirect(http.StatusSeeOther, "/tokens")
+}
+
+// APIList returns the caller's tokens.
+func (h TokensHandler) APIList(c echo.Context) error {
+	toks, err := h.Auth.ListTokens(c.Request().Context(), PrincipalOf(c).User.ID)
+	if err != nil {
+		return err
+	}
+	if toks == nil {
+		toks = []auth.Token{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tokens": toks})
+}
+
+// APICreate issues a token for the caller: {"name": "...", "expires_in_days": N}. The
+// response's "token" is shown once.
+func (h TokensHandler) APICreate(c echo.Context) error {
+	var in auth.NewToken
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	plain, tok, err := h.Auth.CreateToken(c.Request().Context(), ActorOf(c), PrincipalOf(c).User.ID, in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"token": plain, "info": tok})
+}
+
+// APIRevoke revokes a token: the caller's own, or anyone's for an administrator.
+func (h TokensHandler) APIRevoke(c echo.Context) error {
+	p := PrincipalOf(c)
+	owner := p.User.ID
+	if p.Can(auth.PermUsers) {
+		owner = ""
+	}
+	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), owner)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, tok)
+}

@@ -1,0 +1,119 @@
+// Toolwarden page behaviour. No inline handlers anywhere (CSP): everything is wired
+// here through data attributes.
+(function () {
+  "use strict";
+
+  // Theme toggle: cycles system → light → dark.
+  function applyTheme(t) {
+    if (t === "light" || t === "dark") document.documentElement.dataset.theme = t;
+    else delete document.documentElement.dataset.theme;
+    var btn = document.querySelector("[data-theme-toggle]");
+    if (btn) btn.setAttribute("aria-label", "Theme: " + (t || "system"));
+  }
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest("[data-theme-toggle]");
+    if (!btn) return;
+    var cur = localStorage.getItem("tw-theme") || "";
+    var next = cur === "" ? "light" : cur === "light" ? "dark" : "";
+    if (next) localStorage.setItem("tw-theme", next); else localStorage.removeItem("tw-theme");
+    applyTheme(next);
+  });
+
+  // Mobile navigation toggle.
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest("[data-nav-toggle]");
+    if (!btn) return;
+    var nav = document.getElementById("app-nav");
+    var open = nav.classList.toggle("open");
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+
+  // Dialogs: [data-dialog-open="id"] opens <dialog id>, [data-dialog-close] closes its dialog.
+  document.addEventListener("click", function (e) {
+    var opener = e.target.closest("[data-dialog-open]");
+    if (opener) {
+      var d = document.getElementById(opener.dataset.dialogOpen);
+      if (d && d.showModal) d.showModal();
+      return;
+    }
+    var closer = e.target.closest("[data-dialog-close]");
+    if (closer) {
+      var dlg = closer.closest("dialog");
+      if (dlg) dlg.close();
+    }
+  });
+  // Dialogs marked data-open-on-load (a secret shown once) open immediately.
+  function openMarkedDialogs(root) {
+    (root || document).querySelectorAll("dialog[data-open-on-load]").forEach(function (d) {
+      if (!d.open && d.showModal) d.showModal();
+    });
+  }
+
+  // Forms with data-confirm ask first, in a real <dialog>.
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form.dataset.confirm || form.dataset.confirmed === "yes") return;
+    e.preventDefault();
+    var d = document.getElementById("confirm-dialog");
+    d.querySelector("[data-confirm-text]").textContent = form.dataset.confirm;
+    var ok = d.querySelector("[data-confirm-ok]");
+    ok.onclick = function () { form.dataset.confirmed = "yes"; d.close(); form.requestSubmit ? form.requestSubmit() : form.submit(); };
+    d.showModal();
+  });
+
+  // Copy buttons: [data-copy="element-id"].
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest("[data-copy]");
+    if (!btn) return;
+    var el = document.getElementById(btn.dataset.copy);
+    if (!el || !navigator.clipboard) return;
+    navigator.clipboard.writeText(el.textContent.trim()).then(function () {
+      var old = btn.textContent; btn.textContent = "Copied"; setTimeout(function () { btn.textContent = old; }, 1500);
+    });
+  });
+
+  // Toasts remove themselves after a while; they stay while hovered or focused.
+  function scheduleToasts(root) {
+    (root || document).querySelectorAll(".toast:not([data-scheduled])").forEach(function (t) {
+      t.dataset.scheduled = "1";
+      setTimeout(function remove() {
+        if (t.matches(":hover, :focus-within")) { setTimeout(remove, 2000); return; }
+        t.remove();
+      }, 6000);
+    });
+  }
+
+  // Live updates over the websocket (htmx ws extension). On every (re)connect we send
+  // the topics this page wants and the id of the last event it has, so the server
+  // replays whatever we missed while disconnected.
+  function liveStatus(state) {
+    var s = document.getElementById("live-status");
+    if (!s) return;
+    s.dataset.state = state;
+    var label = s.querySelector("[data-live-label]");
+    if (label) label.textContent = state === "open" ? "Live" : state === "connecting" ? "Connecting…" : "Offline — retrying";
+  }
+  document.addEventListener("htmx:wsConnecting", function () { liveStatus("connecting"); });
+  document.addEventListener("htmx:wsOpen", function (e) {
+    var root = document.querySelector("[ws-connect]");
+    var cursor = document.getElementById("ws-cursor");
+    var topics = (root.dataset.topics || "").split(",").filter(Boolean);
+    e.detail.socketWrapper.send(JSON.stringify({
+      subscribe: topics,
+      last_id: cursor ? Number(cursor.dataset.lastEventId || 0) : 0
+    }));
+    liveStatus("open");
+  });
+  document.addEventListener("htmx:wsClose", function (e) {
+    liveStatus("closed");
+    // 4401: the session ended (signed out elsewhere, or disabled): go to the login page.
+    if (e.detail && e.detail.event && e.detail.event.code === 4401) window.location.assign("/login");
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    applyTheme(localStorage.getItem("tw-theme") || "");
+    scheduleToasts();
+    openMarkedDialogs();
+  });
+})();

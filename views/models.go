@@ -1,0 +1,101 @@
+// Package views holds the templ components and the view models they render. Views do
+// no I/O: handlers fill a view model and pass it in.
+package views
+
+import (
+	"fmt"
+	"time"
+)
+
+// Layout is what every signed-in page shares.
+type Layout struct {
+	Title  string
+	User   *CurrentUser // nil on pages outside the shell
+	Nav    []NavItem
+	Flash  *Flash
+	Live   Live
+}
+
+// CurrentUser is the signed-in user as the header shows them.
+type CurrentUser struct {
+	Username  string
+	Name      string
+	RoleLabel string
+}
+
+// NavItem is one entry of the navigation; only areas the user may open are listed.
+type NavItem struct {
+	Label  string
+	Href   string
+	Active bool
+}
+
+// Flash is a one-off message shown at the top of a page.
+type Flash struct {
+	Kind    string // "success", "error", "info"
+	Message string
+}
+
+// Live says what the page subscribes to over the websocket.
+type Live struct {
+	Topics []string
+	// LastEventID is the newest event the page was rendered with; the socket replays
+	// anything after it.
+	LastEventID int64
+}
+
+// FormErrors maps a field name to its message.
+type FormErrors map[string]string
+
+// Secret is a value shown exactly once (a new token, a generated password).
+type Secret struct {
+	Title string
+	Value string
+	Note  string
+}
+
+// ago formats a time relative to now, for tables.
+func ago(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case d < 0:
+		return "in " + short(-d)
+	case d < 10*time.Second:
+		return "just now"
+	}
+	return short(d) + " ago"
+}
+
+func short(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func agoPtr(t *time.Time, never string) string {
+	if t == nil {
+		return never
+	}
+	return ago(*t)
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+func joinTopics(ts []string) string {
+	out := ""
+	for i, t := range ts {
+		if i > 0 {
+			out += ","
+		}
+		out += t
+	}
+	return out
+}
+
+func i64(n int64) string { return fmt.Sprint(n) }

@@ -1,0 +1,128 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// apiError is DESIGN §1's error shape: {"error":{"code","message","details"}}.
+type apiError struct {
+	Error apiErrorBody `json:"error"`
+}
+
+type apiErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details any    `json:"details,omitempty"`
+}
+
+// classify maps an error to a status, a stable code, a message for people, and details.
+func classify(err error) (int, string, string, any) {
+	var ve *verr.Error
+	var ce *auth.ConflictError
+	var te *auth.ThrottledError
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ve):
+		return http.StatusBadRequest, "invalid_input", ve.Error(), ve.Fields
+	case errors.Is(err, auth.ErrNotFound):
+		return http.StatusNotFound, "not_found", "Not found.", nil
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return http.StatusUnauthorized, "unauthenticated", "Sign in, or send an API token as 'Authorization: Bearer <token>'.", nil
+	case errors.Is(err, handlers.ErrForbidden):
+		return http.StatusForbidden, "forbidden", "Your role does not allow this.", nil
+	case errors.As(err, &ce):
+		return http.StatusConflict, "conflict", ce.Message, nil
+	case errors.As(err, &te):
+		return http.StatusTooManyRequests, "rate_limited", te.Error(), map[string]any{"retry_after_seconds": int(te.RetryAfter.Seconds())}
+	case errors.As(err, &he):
+		msg := fmt.Sprint(he.Message)
+		if he.Internal != nil && he.Code >= 500 {
+			msg = http.StatusText(he.Code)
+		}
+		return he.Code, codeFor(he.Code), msg, nil
+	}
+	return http.StatusInternalServerError, "internal", "Something went wrong on our side; it has been logged.", nil
+}
+
+func codeFor(status int) string {
+	switch status {
+	case http.StatusNotFound:
+		return "not_found"
+	case http.StatusMethodNotAllowed:
+		return "method_not_allowed"
+	case http.StatusUnauthorized:
+		return "unauthenticated"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusRequestEntityTooLarge:
+		return "too_large"
+	case http.StatusBadRequest:
+		return "bad_request"
+	case http.StatusTooManyRequests:
+		return "rate_limited"
+	}
+	if status >= 500 {
+		return "internal"
+	}
+	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
+}
+
+var pageTitles = map[int]string{
+	http.StatusBadRequest:       "That request was not valid",
+	http.StatusForbidden:        "You do not have access",
+	http.StatusNotFound:         "Page not found",
+	http.StatusMethodNotAllowed: "Not allowed",
+	http.StatusConflict:         "That cannot be done right now",
+	http.StatusTooManyRequests:  "Slow down",
+}
+
+// handleError is the one error handler: JSON for the API, an error page (or a
+// redirect to sign in) for pages.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, code, msg, details := classify(err)
+	if status >= 500 {
+		s.log.Error("request failed", "err", err, "method", c.Request().Method, "path", c.Request().URL.Path,
+			"request_id", handlers.RequestID(c))
+	}
+	var te *auth.ThrottledError
+	if errors.As(err, &te) {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(max(int(te.RetryAfter.Seconds()), 1)))
+	}
+	req := c.Request()
+	if handlers.IsAPI(c) || req.URL.Path == "/ws" || strings.Contains(req.Header.Get("Accept"), "application/json") {
+		if status == http.StatusUnauthorized {
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="toolwarden"`)
+		}
+		_ = c.JSON(status, apiError{Error: apiErrorBody{Code: code, Message: msg, Details: details}})
+		return
+	}
+	if status == http.StatusUnauthorized {
+		next := "/"
+		if req.Method == http.MethodGet {
+			next = req.URL.RequestURI()
+		}
+		_ = c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(next))
+		return
+	}
+	title := pageTitles[status]
+	if title == "" {
+		title = "Something went wrong"
+	}
+	if rerr := s.deps.RenderError(c, status, title, msg); rerr != nil {
+		s.log.Error("render error page", "err", rerr)
+	}
+}

@@ -1,0 +1,67 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/auth"
+)
+
+// Route is one entry of the route table: every route names the permission it needs.
+type Route struct {
+	Method  string
+	Path    string
+	Perm    auth.Permission
+	Handler echo.HandlerFunc
+}
+
+// routes is the one route table (DESIGN §2, §8).
+func (s *Server) routes() []Route {
+	d := s.deps
+	session := handlers.SessionHandler{Deps: d}
+	dash := handlers.DashboardHandler{Deps: d}
+	users := handlers.UsersHandler{Deps: d}
+	tokens := handlers.TokensHandler{Deps: d}
+	health := handlers.HealthHandler{Deps: d}
+	return []Route{
+		// Probes and metrics.
+		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
+		{http.MethodGet, "/readyz", auth.PermPublic, health.Readyz},
+		{http.MethodGet, "/metrics", auth.PermPublic, s.metrics.handler},
+
+		// Sign-in.
+		{http.MethodGet, "/login", auth.PermPublic, session.LoginForm},
+		{http.MethodPost, "/login", auth.PermPublic, session.Login},
+		{http.MethodPost, "/logout", auth.PermSignedIn, session.Logout},
+
+		// Pages.
+		{http.MethodGet, "/", auth.PermDashboard, dash.Show},
+		{http.MethodGet, "/users", auth.PermUsers, users.List},
+		{http.MethodPost, "/users", auth.PermUsers, users.Create},
+		{http.MethodPost, "/users/:id/role", auth.PermUsers, users.SetRole},
+		{http.MethodPost, "/users/:id/disable", auth.PermUsers, users.Disable},
+		{http.MethodPost, "/users/:id/enable", auth.PermUsers, users.Enable},
+		{http.MethodPost, "/users/:id/password", auth.PermUsers, users.ResetPassword},
+		{http.MethodGet, "/tokens", auth.PermOwnTokens, tokens.List},
+		{http.MethodPost, "/tokens", auth.PermOwnTokens, tokens.Create},
+		{http.MethodPost, "/tokens/:id/revoke", auth.PermOwnTokens, tokens.Revoke},
+
+		// Live updates.
+		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
+
+		// JSON API.
+		{http.MethodGet, "/api/v1/users", auth.PermUsers, users.APIList},
+		{http.MethodPost, "/api/v1/users", auth.PermUsers, users.APICreate},
+		{http.MethodGet, "/api/v1/users/:id", auth.PermUsers, users.APIGet},
+		{http.MethodPatch, "/api/v1/users/:id", auth.PermUsers, users.APIUpdate},
+		{http.MethodPost, "/api/v1/users/:id/password", auth.PermUsers, users.APIResetPassword},
+		{http.MethodGet, "/api/v1/tokens", auth.PermOwnTokens, tokens.APIList},
+		{http.MethodPost, "/api/v1/tokens", auth.PermOwnTokens, tokens.APICreate},
+		{http.MethodDelete, "/api/v1/tokens/:id", auth.PermOwnTokens, tokens.APIRevoke},
+	}
+}
+
+// Routes returns the route table (for tests that walk it).
+func (s *Server) Routes() []Route { return s.table }

@@ -1,0 +1,97 @@
+// Package web builds the HTTP server: middleware, the route table, the error handler,
+// the websocket hub and the static files.
+package web
+
+import (
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/static"
+)
+
+// Server is the HTTP side of Toolwarden.
+type Server struct {
+	e       *echo.Echo
+	deps    *handlers.Deps
+	log     *slog.Logger
+	hub     *hub
+	metrics *metrics
+	table   []Route
+}
+
+// New builds the server. bus delivers events to websocket clients.
+func New(deps *handlers.Deps, bus *events.Bus) *Server {
+	log := deps.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{e: echo.New(), deps: deps, log: log}
+	s.hub = newHub(deps, bus, log)
+	if deps.LiveClients == nil {
+		deps.LiveClients = s.hub.count
+	}
+	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) })
+	e := s.e
+	e.HideBanner, e.HidePort = true, true
+	// Take the peer address as the client IP: X-Forwarded-For is set by whoever sends
+	// the request, and sign-in throttling per address must not be that easy to dodge.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.HTTPErrorHandler = s.handleError
+
+	e.Use(middleware.RequestID())
+	e.Use(s.observe)
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.Error("panic", "err", err, "request_id", handlers.RequestID(c), "stack", string(stack))
+			return err
+		}}))
+	e.Use(securityHeaders)
+	e.Use(crossOriginProtection())
+	e.Use(s.authenticate)
+
+	staticFiles, _ := fs.Sub(static.FS, ".")
+	e.GET(static.Prefix+"*", echo.WrapHandler(staticHandler(staticFiles)))
+
+	s.table = s.routes()
+	for _, r := range s.table {
+		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm))
+		if r.Method == http.MethodGet && r.Path != "/ws" {
+			e.Add(http.MethodHead, r.Path, r.Handler, requirePermission(r.Perm))
+		}
+	}
+	return s
+}
+
+// ServeHTTP makes the server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
+
+// Shutdown closes the websocket connections, telling clients to reconnect later.
+func (s *Server) Shutdown() { s.hub.shutdown() }
+
+// LiveClients is the number of open websocket connections.
+func (s *Server) LiveClients() int { return s.hub.count() }
+
+// staticHandler serves the embedded files. Versioned URLs (?v=hash, see static.URL)
+// never change content, so browsers may keep them for a year.
+func staticHandler(files fs.FS) http.Handler {
+	fsrv := http.StripPrefix(strings.TrimSuffix(static.Prefix, "/"), http.FileServerFS(files))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // no directory listings
+			return
+		}
+		if r.URL.Query().Get("v") != "" {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		} else {
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		fsrv.ServeHTTP(w, r)
+	})
+}

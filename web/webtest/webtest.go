@@ -1,0 +1,138 @@
+// Package webtest starts a complete Toolwarden web server on a fresh test database, for
+// tests that drive it over HTTP, websockets or a real browser.
+package webtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/web"
+)
+
+// AdminPassword is the password of the bootstrap user "admin".
+const AdminPassword = "admin-password-for-tests"
+
+// Server is a running test server.
+type Server struct {
+	*httptest.Server
+	Pool *pgxpool.Pool
+	Auth *auth.Service
+	Bus  *events.Bus
+	Web  *web.Server
+}
+
+// Options tune Start.
+type Options struct {
+	Auth *auth.Options
+}
+
+// Start runs a server until the test ends. Its users: admin/AdminPassword.
+func Start(t testing.TB, opts *Options) *Server {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	pool := dbtest.New(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ao := opts.Auth
+	if ao == nil {
+		ao = &auth.Options{}
+	}
+	ao.Logger = log
+	a := auth.New(pool, ao)
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := a.Bootstrap(ctx, AdminPassword); err != nil {
+		t.Fatal(err)
+	}
+	bus := events.NewBus(pool, &events.BusOptions{Logger: log})
+	done := make(chan struct{})
+	go func() { _ = bus.Run(ctx); close(done) }()
+	select {
+	case <-bus.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("event bus not ready")
+	}
+	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now()}
+	w := web.New(deps, bus)
+	hs := httptest.NewServer(w)
+	t.Cleanup(func() {
+		w.Shutdown()
+		hs.Close()
+		cancel()
+		<-done
+	})
+	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w}
+}
+
+// CreateUser adds a user with the given role and password.
+func (s *Server) CreateUser(t testing.TB, username string, role auth.Role, password string) auth.User {
+	t.Helper()
+	u, _, err := s.Auth.CreateUser(context.Background(), audit.System, auth.NewUser{Username: username, Role: role, Password: password})
+	if err != nil {
+		t.Fatalf("create user %s: %v", username, err)
+	}
+	return u
+}
+
+// Client is an HTTP client with a cookie jar that does not follow redirects.
+func (s *Server) Client(t testing.TB) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Login signs in through the login form and returns a client holding the session.
+func (s *Server) Login(t testing.TB, username, password string) *http.Client {
+	t.Helper()
+	c := s.Client(t)
+	res := s.PostForm(t, c, "/login", url.Values{"username": {username}, "password": {password}})
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		body, _ := io.ReadAll(res.Body)
+		t.Fatalf("login as %s: got status %d, want 303: %s", username, res.StatusCode, body)
+	}
+	return c
+}
+
+// PostForm posts a same-origin form (as a browser on this site would).
+func (s *Server) PostForm(t testing.TB, c *http.Client, path string, form url.Values) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", s.URL)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Get fetches path with c.
+func (s *Server) Get(t testing.TB, c *http.Client, path string) *http.Response {
+	t.Helper()
+	res, err := c.Get(s.URL + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

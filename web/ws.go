@@ -1,0 +1,281 @@
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// Websocket timing and limits.
+const (
+	wsWriteWait    = 10 * time.Second
+	wsPongWait     = 60 * time.Second
+	wsPingEvery    = 25 * time.Second
+	wsRecheckEvery = 30 * time.Second // how often the session is checked again
+	wsMaxReplay    = 1000             // more missed events than this: ask the page to reload
+	wsRenderCache  = 512
+)
+
+// Close codes. 1012/1013 make the htmx ws extension reconnect; 4401 tells our script
+// the session is gone.
+const (
+	closeServiceRestart = 1012
+	closeTryAgainLater  = 1013
+	closeSessionEnded   = 4401
+)
+
+// subscribeMsg is the first message a client sends: its topics and the id of the last
+// event it has seen.
+type subscribeMsg struct {
+	Subscribe []string `json:"subscribe"`
+	LastID    int64    `json:"last_id"`
+}
+
+// hub serves /ws: it subscribes each connection to the event bus and pushes
+// server-rendered fragments (DESIGN §6).
+type hub struct {
+	deps     *handlers.Deps
+	bus      *events.Bus
+	live     handlers.Live
+	log      *slog.Logger
+	upgrader websocket.Upgrader
+	clients  atomic.Int64
+
+	mu     sync.Mutex
+	cache  map[int64][]byte // rendered fragment by event id: rendered once, sent to all
+	order  []int64
+	conns  map[*websocket.Conn]struct{}
+	closed bool
+}
+
+func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
+	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
+		cache: map[int64][]byte{}, conns: map[*websocket.Conn]struct{}{}}
+	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
+		EnableCompression: true}
+	return h
+}
+
+func (h *hub) count() int { return int(h.clients.Load()) }
+
+// sameOrigin accepts a handshake whose Origin is this host. Browsers always send Origin
+// on websocket handshakes, so a missing one is refused too (unless a bearer token, which
+// a cross-site page cannot attach, authenticated the request: see serve).
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return r.Header.Get("Authorization") != ""
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+func (h *hub) serve(c echo.Context) error {
+	p := handlers.PrincipalOf(c)
+	if !sameOrigin(c.Request()) {
+		return echo.NewHTTPError(http.StatusForbidden, "websocket origin refused: connect from this site's own pages")
+	}
+	h.mu.Lock()
+	closed := h.closed
+	h.mu.Unlock()
+	if closed {
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "shutting down")
+	}
+	conn, err := h.upgrader.Upgrade(c.Response(), c.Request(), nil)
+	if err != nil {
+		return nil // the upgrader already answered
+	}
+	h.track(conn, true)
+	defer h.track(conn, false)
+	h.run(c.Request().Context(), conn, p)
+	return nil
+}
+
+func (h *hub) track(conn *websocket.Conn, add bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if add {
+		h.conns[conn] = struct{}{}
+		h.clients.Add(1)
+	} else {
+		delete(h.conns, conn)
+		h.clients.Add(-1)
+	}
+}
+
+// run is one connection's life: read the subscription, replay what was missed, then
+// stream live events until the client leaves, falls behind, or its session ends.
+func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principal) {
+	// The request context ends when the handler returns; the connection is hijacked so
+	// it lives on its own context.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	defer cancel()
+	defer conn.Close()
+	conn.SetReadLimit(4096)
+
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	var sub subscribeMsg
+	if err := conn.ReadJSON(&sub); err != nil {
+		return
+	}
+	var topics []string
+	for _, t := range sub.Subscribe {
+		if p.Can(handlers.TopicPermission(t)) && !slices.Contains(topics, t) {
+			topics = append(topics, t)
+		}
+	}
+	if len(topics) == 0 {
+		h.closeWith(conn, websocket.CloseNormalClosure, "nothing to subscribe to")
+		return
+	}
+
+	// Subscribe before replaying, so nothing falls between the two; duplicates are
+	// skipped by id.
+	s := h.bus.Subscribe(topics...)
+	defer s.Close()
+
+	// Reader: answers pings, notices the client leaving.
+	go func() {
+		defer cancel()
+		_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
+		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+		for {
+			if _, _, err := conn.NextReader(); err != nil {
+				return
+			}
+		}
+	}()
+
+	last := sub.LastID
+	missed, err := events.Since(ctx, h.deps.Pool, last, topics, wsMaxReplay+1)
+	if err != nil {
+		h.log.Warn("ws: replay", "err", err)
+		h.closeWith(conn, closeTryAgainLater, "try again")
+		return
+	}
+	if len(missed) > wsMaxReplay {
+		latest, _ := events.LatestID(ctx, h.deps.Pool)
+		frag, err := h.live.Reload(ctx, latest)
+		if err != nil || h.write(conn, frag) != nil {
+			return
+		}
+		last = latest
+		missed = nil
+	}
+	for _, ev := range missed {
+		if !h.send(ctx, conn, ev) {
+			return
+		}
+		last = ev.ID
+	}
+
+	ping := time.NewTicker(wsPingEvery)
+	defer ping.Stop()
+	recheck := time.NewTicker(wsRecheckEvery)
+	defer recheck.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-s.C:
+			if !ok {
+				// Dropped for falling behind (or the bus stopped): the client reconnects
+				// and resumes from its cursor, so nothing is lost.
+				h.closeWith(conn, closeTryAgainLater, "fell behind; reconnect")
+				return
+			}
+			if ev.ID <= last {
+				continue
+			}
+			if ev.Topic == auth.SessionsTopic && ev.Kind == "session.ended" && !h.deps.Auth.StillValid(ctx, p) {
+				h.closeWith(conn, closeSessionEnded, "session ended")
+				return
+			}
+			if !h.send(ctx, conn, ev) {
+				return
+			}
+			last = ev.ID
+		case <-ping.C:
+			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
+				return
+			}
+		case <-recheck.C:
+			if !h.deps.Auth.StillValid(ctx, p) {
+				h.closeWith(conn, closeSessionEnded, "session ended")
+				return
+			}
+		}
+	}
+}
+
+// send renders (once per event, shared by every client) and writes one event.
+func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) bool {
+	frag, err := h.fragment(ctx, ev)
+	if err != nil {
+		h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
+		return true // skip it; the cursor moves on with the next one
+	}
+	return h.write(conn, frag) == nil
+}
+
+func (h *hub) fragment(ctx context.Context, ev events.Event) ([]byte, error) {
+	h.mu.Lock()
+	b, ok := h.cache[ev.ID]
+	h.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := h.live.Render(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if _, dup := h.cache[ev.ID]; !dup {
+		h.cache[ev.ID] = b
+		h.order = append(h.order, ev.ID)
+		if len(h.order) > wsRenderCache {
+			delete(h.cache, h.order[0])
+			h.order = h.order[1:]
+		}
+	}
+	h.mu.Unlock()
+	return b, nil
+}
+
+func (h *hub) write(conn *websocket.Conn, msg []byte) error {
+	_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+	return conn.WriteMessage(websocket.TextMessage, msg)
+}
+
+func (h *hub) closeWith(conn *websocket.Conn, code int, reason string) {
+	_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+}
+
+// shutdown tells every client the service is restarting (they reconnect and resume).
+func (h *hub) shutdown() {
+	h.mu.Lock()
+	h.closed = true
+	conns := make([]*websocket.Conn, 0, len(h.conns))
+	for c := range h.conns {
+		conns = append(conns, c)
+	}
+	h.mu.Unlock()
+	for _, c := range conns {
+		h.closeWith(c, closeServiceRestart, "restarting")
+		_ = c.Close()
+	}
+}
+
