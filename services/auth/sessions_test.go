@@ -533,3 +533,16 @@ func TestPrune(t *testing.T) {
 		t.Errorf("login_failures after Prune: got %q, want only the recent one", got)
 	}
 }
+
+func TestLoginTruncatesUserAgent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.createUser("alice", auth.RoleToolUser)
+	f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, UserAgent: strings.Repeat("Mozilla/5.0 ", 40)})
+	if n := f.count(`SELECT length(user_agent) FROM sessions`); n != 300 {
+		t.Errorf("stored user agent: got %d characters, want 300", n)
+	}
+	if ua, _ := f.oneAudit("user.login").Payload["user_agent"].(string); len(ua) != 300 {
+		t.Errorf("audited user agent: got %d characters, want 300", len(ua))
+	}
+}

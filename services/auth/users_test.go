@@ -3,6 +3,7 @@ package auth_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -523,4 +524,49 @@ func TestAuditTrail(t *testing.T) {
 		t.Errorf("audit actions: got %s, want %s", got, want)
 	}
 	f.verifyAudit(6)
+}
+
+func TestBootstrapConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	const pw = "the first admin password"
+	var wg sync.WaitGroup
+	got := make([]string, 2)
+	errs := make([]error, 2)
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = f.svc.Bootstrap(f.ctx, pw) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Bootstrap %d: %v", i, err)
+		}
+	}
+	if n := f.count(`SELECT count(*) FROM users`); n != 1 {
+		t.Fatalf("users after two concurrent Bootstraps: got %d, want 1", n)
+	}
+	if (got[0] == pw) == (got[1] == pw) || got[0]+got[1] != pw {
+		t.Errorf("concurrent Bootstraps: got %q and %q, want the password from one and \"\" from the other", got[0], got[1])
+	}
+}
+
+// Two administrators demoting each other at once must not leave none.
+func TestLastAdminConcurrent(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	a := f.createUser("a", auth.RoleAdmin)
+	b := f.createUser("b", auth.RoleAdmin)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, u := range []auth.User{a, b} {
+		wg.Go(func() { _, errs[i] = f.svc.SetRole(f.ctx, audit.System, u.ID, auth.RoleGuest) })
+	}
+	wg.Wait()
+	if n := f.count(`SELECT count(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL`); n != 1 {
+		t.Fatalf("active admins after concurrent demotions: got %d, want 1", n)
+	}
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("concurrent demotions: got errors %v and %v, want exactly one refused", errs[0], errs[1])
+	}
+	f.verifyAudit(3)
 }

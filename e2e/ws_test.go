@@ -1,0 +1,290 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/web/webtest"
+)
+
+// wsRead bounds every read in these tests; a message that does not come in time is a failure.
+const wsRead = 15 * time.Second
+
+// cursorRE finds the page cursor that ends every pushed fragment (views.LiveCursor).
+var cursorRE = regexp.MustCompile(`id="ws-cursor"[^>]*\sdata-last-event-id="(\d+)"`)
+
+// wsURL is the websocket address of srv's /ws.
+func wsURL(srv *webtest.Server) string {
+	return "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
+}
+
+// sessionHeader signs in as username and returns handshake headers that carry the
+// session cookie, with the given Origin ("" for none).
+func sessionHeader(t *testing.T, srv *webtest.Server, username, password, origin string) http.Header {
+	t.Helper()
+	c := srv.Login(t, username, password)
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []string
+	for _, ck := range c.Jar.Cookies(u) {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	if len(parts) == 0 {
+		t.Fatalf("login as %s left no cookie for %s", username, srv.URL)
+	}
+	h := http.Header{}
+	h.Set("Cookie", strings.Join(parts, "; "))
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	return h
+}
+
+// dialStatus dials /ws and expects the handshake to be refused with status want.
+func dialStatus(t *testing.T, srv *webtest.Server, h http.Header, want int) {
+	t.Helper()
+	conn, res, err := websocket.DefaultDialer.Dial(wsURL(srv), h)
+	if err == nil {
+		conn.Close()
+		t.Fatalf("handshake accepted, want HTTP %d", want)
+	}
+	if !errors.Is(err, websocket.ErrBadHandshake) || res == nil {
+		t.Fatalf("dial: %v (want a refused handshake with HTTP %d)", err, want)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != want {
+		t.Fatalf("handshake refused with HTTP %d, want %d", res.StatusCode, want)
+	}
+}
+
+// subscribe dials /ws and sends the subscription message.
+func subscribe(t *testing.T, srv *webtest.Server, h http.Header, topics []string, lastID int64) *websocket.Conn {
+	t.Helper()
+	conn, res, err := websocket.DefaultDialer.Dial(wsURL(srv), h)
+	if err != nil {
+		status := 0
+		if res != nil {
+			status = res.StatusCode
+			res.Body.Close()
+		}
+		t.Fatalf("dial /ws: %v (HTTP %d)", err, status)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetWriteDeadline(time.Now().Add(wsRead))
+	if err := conn.WriteJSON(map[string]any{"subscribe": topics, "last_id": lastID}); err != nil {
+		t.Fatalf("send subscription: %v", err)
+	}
+	return conn
+}
+
+// readCursor reads one message and returns its cursor (the id of the event it carries).
+func readCursor(t *testing.T, conn *websocket.Conn) (int64, string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(wsRead))
+	typ, msg, err := conn.ReadMessage()
+	if err != nil {
+		t.Fatalf("read message: %v", err)
+	}
+	if typ != websocket.TextMessage {
+		t.Fatalf("message type %d, want text", typ)
+	}
+	m := cursorRE.FindSubmatch(msg)
+	if m == nil {
+		t.Fatalf("message has no ws-cursor element: %s", msg)
+	}
+	id, err := strconv.ParseInt(string(m[1]), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, string(msg)
+}
+
+// readCursors reads n messages and returns their cursors.
+func readCursors(t *testing.T, conn *websocket.Conn, n int) []int64 {
+	t.Helper()
+	out := make([]int64, 0, n)
+	for range n {
+		id, _ := readCursor(t, conn)
+		out = append(out, id)
+	}
+	return out
+}
+
+func maxEventID(t *testing.T, srv *webtest.Server) int64 {
+	t.Helper()
+	var id int64
+	if err := srv.Pool.QueryRow(context.Background(), `SELECT coalesce(max(id), 0) FROM events`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// eventIDs lists the ids of the events after afterID on topics, oldest first.
+func eventIDs(t *testing.T, srv *webtest.Server, afterID int64, topics ...string) []int64 {
+	t.Helper()
+	rows, err := srv.Pool.Query(context.Background(),
+		`SELECT id FROM events WHERE id > $1 AND topic = ANY($2) ORDER BY id`, afterID, topics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestWebsocketRefusesUnauthenticated(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	h := http.Header{}
+	h.Set("Origin", srv.URL)
+	dialStatus(t, srv, h, http.StatusUnauthorized)
+	dialStatus(t, srv, nil, http.StatusUnauthorized)
+}
+
+func TestWebsocketRefusesForeignOrigin(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	dialStatus(t, srv, sessionHeader(t, srv, "admin", webtest.AdminPassword, "http://evil.example"), http.StatusForbidden)
+	// Browsers always send Origin on a websocket handshake; a cookie without one is refused too.
+	dialStatus(t, srv, sessionHeader(t, srv, "admin", webtest.AdminPassword, ""), http.StatusForbidden)
+}
+
+func TestWebsocketStreamsAndResumes(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	h := sessionHeader(t, srv, "admin", webtest.AdminPassword, srv.URL)
+	topics := []string{"audit", "sessions"}
+
+	start := maxEventID(t, srv)
+	conn := subscribe(t, srv, h, topics, start)
+
+	// Live: each change arrives with a strictly increasing cursor, exactly the events
+	// of the subscribed topics.
+	srv.CreateUser(t, "carol", auth.RoleToolUser, "carol-password-1234")
+	srv.CreateUser(t, "dave", auth.RoleAuditor, "dave-password-1234")
+	srv.Login(t, "carol", "carol-password-1234") // an audit and a sessions event
+	want := eventIDs(t, srv, start, topics...)
+	if len(want) < 4 {
+		t.Fatalf("expected at least 4 audit/sessions events after %d, got %v", start, want)
+	}
+	got := readCursors(t, conn, len(want))
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("cursors not strictly increasing: %v", got)
+		}
+	}
+	if !equalIDs(got, want) {
+		t.Fatalf("live cursors %v, want the events %v", got, want)
+	}
+	last := got[len(got)-1]
+
+	// Disconnect, miss three changes, reconnect from the last cursor seen.
+	if err := conn.WriteControl(websocket.CloseMessage,
+		websocket.FormatCloseMessage(websocket.CloseNormalClosure, "bye"), time.Now().Add(time.Second)); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	conn.Close()
+	srv.CreateUser(t, "erin", auth.RoleGuest, "erin-password-1234")
+	srv.CreateUser(t, "frank", auth.RoleGuest, "frank-password-1234")
+	srv.CreateUser(t, "grace", auth.RoleGuest, "grace-password-1234")
+	missed := eventIDs(t, srv, last, topics...)
+	if len(missed) != 3 {
+		t.Fatalf("expected 3 events while disconnected, got %v", missed)
+	}
+
+	conn2 := subscribe(t, srv, h, topics, last)
+	replayed := readCursors(t, conn2, len(missed))
+	if !equalIDs(replayed, missed) {
+		t.Fatalf("replayed cursors %v, want exactly the missed events %v", replayed, missed)
+	}
+	// Nothing else was replayed: the next message is the next change, not an older event.
+	srv.CreateUser(t, "heidi", auth.RoleGuest, "heidi-password-1234")
+	next := eventIDs(t, srv, missed[len(missed)-1], topics...)
+	if len(next) != 1 {
+		t.Fatalf("expected one new event, got %v", next)
+	}
+	if id, _ := readCursor(t, conn2); id != next[0] {
+		t.Fatalf("after the replay got cursor %d, want the new event %d", id, next[0])
+	}
+}
+
+func TestWebsocketFiltersTopicsByPermission(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.CreateUser(t, "gina", auth.RoleGuest, "gina-password-1234")
+	h := sessionHeader(t, srv, "gina", "gina-password-1234", srv.URL)
+
+	// Only a topic the guest may not see: nothing to subscribe to, a normal close.
+	conn := subscribe(t, srv, h, []string{"audit"}, maxEventID(t, srv))
+	_ = conn.SetReadDeadline(time.Now().Add(wsRead))
+	_, msg, err := conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) {
+		t.Fatalf("guest subscribed to audit only: got message %q, err %v; want a close frame", msg, err)
+	}
+	if ce.Code != websocket.CloseNormalClosure {
+		t.Fatalf("close code %d (%q), want %d", ce.Code, ce.Text, websocket.CloseNormalClosure)
+	}
+
+	// Audit and sessions: the audit topic is dropped, sessions still arrive.
+	start := maxEventID(t, srv)
+	conn2 := subscribe(t, srv, h, []string{"audit", "sessions"}, start)
+	srv.CreateUser(t, "hank", auth.RoleToolUser, "hank-password-1234") // audit only
+	srv.Login(t, "hank", "hank-password-1234")                         // audit + sessions
+	sessions := eventIDs(t, srv, start, "sessions")
+	audits := eventIDs(t, srv, start, "audit")
+	if len(sessions) != 1 || len(audits) < 2 {
+		t.Fatalf("unexpected events after %d: sessions %v, audit %v", start, sessions, audits)
+	}
+	got := readCursors(t, conn2, len(sessions))
+	if !equalIDs(got, sessions) {
+		t.Fatalf("guest got cursors %v, want only the sessions events %v (audit events: %v)", got, sessions, audits)
+	}
+	// No audit event follows: the next message is the next sessions event.
+	srv.Login(t, "admin", webtest.AdminPassword)
+	more := eventIDs(t, srv, sessions[0], "sessions")
+	if len(more) != 1 {
+		t.Fatalf("expected one more sessions event, got %v", more)
+	}
+	id, msg2 := readCursor(t, conn2)
+	if id != more[0] {
+		t.Fatalf("guest got cursor %d, want the sessions event %d (audit events %v)", id, more[0], eventIDs(t, srv, start, "audit"))
+	}
+	if strings.Contains(msg2, "activity-rows") {
+		t.Fatalf("guest received an audit fragment: %s", msg2)
+	}
+}

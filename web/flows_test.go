@@ -1,0 +1,222 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/web/webtest"
+)
+
+func page(t *testing.T, res *http.Response) *goquery.Document {
+	t.Helper()
+	defer res.Body.Close()
+	doc, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func sessionCookie(c *http.Client, base string) string {
+	u, _ := url.Parse(base)
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == "tw_session" {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+func TestLoginLogoutAndRotation(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+
+	// Wrong password: the form comes back with an error and the username kept.
+	c := srv.Client(t)
+	res := srv.PostForm(t, c, "/login", url.Values{"username": {"admin"}, "password": {"nope"}})
+	doc := page(t, res)
+	if res.StatusCode != http.StatusUnauthorized || doc.Find("[data-testid=login-error]").Length() != 1 ||
+		doc.Find("#username").AttrOr("value", "") != "admin" {
+		t.Fatalf("wrong password: got %d, want 401 with an error and the username kept", res.StatusCode)
+	}
+
+	// Sign in; the cookie is HttpOnly and SameSite.
+	res = srv.PostForm(t, c, "/login", url.Values{"username": {"admin"}, "password": {webtest.AdminPassword}, "next": {"/tokens"}})
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/tokens" {
+		t.Fatalf("login: got %d to %q, want 303 to /tokens", res.StatusCode, res.Header.Get("Location"))
+	}
+	setCookie := res.Header.Get("Set-Cookie")
+	if !strings.Contains(setCookie, "HttpOnly") || !strings.Contains(setCookie, "SameSite=Lax") {
+		t.Errorf("session cookie %q: want HttpOnly and SameSite=Lax", setCookie)
+	}
+	first := sessionCookie(c, srv.URL)
+
+	// An open redirect is refused.
+	c2 := srv.Client(t)
+	res = srv.PostForm(t, c2, "/login", url.Values{"username": {"admin"}, "password": {webtest.AdminPassword}, "next": {"//evil.example/"}})
+	res.Body.Close()
+	if res.Header.Get("Location") != "/" {
+		t.Errorf("next=//evil.example: redirected to %q, want /", res.Header.Get("Location"))
+	}
+
+	// Signing in again with the old cookie rotates the session: the old id is dead.
+	res = srv.PostForm(t, c, "/login", url.Values{"username": {"admin"}, "password": {webtest.AdminPassword}})
+	res.Body.Close()
+	second := sessionCookie(c, srv.URL)
+	if second == "" || second == first {
+		t.Fatalf("re-login: session cookie did not change")
+	}
+	if _, err := srv.Auth.Authenticate(context.Background(), first); err == nil {
+		t.Errorf("the pre-login session still authenticates after re-login")
+	}
+
+	// Sign out: the cookie is cleared and the session dead.
+	res = srv.PostForm(t, c, "/logout", nil)
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/login") {
+		t.Fatalf("logout: got %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if _, err := srv.Auth.Authenticate(context.Background(), second); err == nil {
+		t.Errorf("session still valid after logout")
+	}
+	res = srv.Get(t, c, "/")
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Errorf("dashboard after logout: got %d, want 303 to /login", res.StatusCode)
+	}
+}
+
+func TestLoginThrottled(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Auth: &auth.Options{MaxAccountFailures: 2}})
+	c := srv.Client(t)
+	for range 2 {
+		res := srv.PostForm(t, c, "/login", url.Values{"username": {"admin"}, "password": {"wrong"}})
+		res.Body.Close()
+	}
+	res := srv.PostForm(t, c, "/login", url.Values{"username": {"admin"}, "password": {webtest.AdminPassword}})
+	doc := page(t, res)
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" ||
+		!strings.Contains(doc.Find("[data-testid=login-error]").Text(), "Too many") {
+		t.Fatalf("after 2 failures: got %d (Retry-After %q), want 429 with a message", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+}
+
+func TestUserManagementPages(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+
+	// Bad input: 422, each field's message next to it, nothing created.
+	res := srv.PostForm(t, admin, "/users", url.Values{"username": {"Not Valid"}, "role": {"tool_user"}, "password": {"short"}})
+	doc := page(t, res)
+	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-username]").Length() != 1 ||
+		doc.Find("[data-testid=error-password]").Length() != 1 {
+		t.Fatalf("invalid user form: got %d, want 422 with username and password errors", res.StatusCode)
+	}
+	if v := doc.Find("#new-username").AttrOr("aria-invalid", ""); v != "true" {
+		t.Errorf("invalid username field: aria-invalid=%q, want true", v)
+	}
+
+	// A generated password is shown once, and works.
+	res = srv.PostForm(t, admin, "/users", url.Values{"username": {"carol"}, "role": {"auditor"}})
+	doc = page(t, res)
+	pw := strings.TrimSpace(doc.Find("[data-testid=secret-value]").Text())
+	if res.StatusCode != http.StatusCreated || len(pw) < 20 {
+		t.Fatalf("create carol: got %d, password %q", res.StatusCode, pw)
+	}
+	if doc.Find("[data-testid=user-row][data-username=carol]").Length() != 1 {
+		t.Errorf("carol not listed after creation")
+	}
+	carol := srv.Login(t, "carol", pw)
+	u, _ := srv.Auth.GetUserByName(context.Background(), "carol")
+
+	// Disable: carol's session ends at once.
+	res = srv.PostForm(t, admin, "/users/"+u.ID+"/disable", nil)
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("disable: got %d", res.StatusCode)
+	}
+	res = srv.Get(t, carol, "/")
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Errorf("disabled user's page load: got %d, want 303 to /login", res.StatusCode)
+	}
+	doc = page(t, srv.Get(t, admin, "/users"))
+	if !strings.Contains(doc.Find("[data-testid=flash]").Text(), "disabled") {
+		t.Errorf("no flash after disabling: %q", doc.Find("[data-testid=flash]").Text())
+	}
+
+	// The last admin cannot be demoted; the reason is shown.
+	me, _ := srv.Auth.GetUserByName(context.Background(), "admin")
+	res = srv.PostForm(t, admin, "/users/"+me.ID+"/role", url.Values{"role": {"guest"}})
+	res.Body.Close()
+	doc = page(t, srv.Get(t, admin, "/users"))
+	if !strings.Contains(doc.Find("[data-testid=flash]").Text(), "last active administrator") {
+		t.Errorf("demoting the last admin: flash %q", doc.Find("[data-testid=flash]").Text())
+	}
+
+	// Role change and password reset.
+	res = srv.PostForm(t, admin, "/users/"+u.ID+"/role", url.Values{"role": {"tool_manager"}})
+	res.Body.Close()
+	if got, _ := srv.Auth.GetUser(context.Background(), u.ID); got.Role != auth.RoleToolManager {
+		t.Errorf("role after change: got %s", got.Role)
+	}
+	res = srv.PostForm(t, admin, "/users/"+u.ID+"/enable", nil)
+	res.Body.Close()
+	doc = page(t, srv.PostForm(t, admin, "/users/"+u.ID+"/password", nil))
+	newPW := strings.TrimSpace(doc.Find("[data-testid=secret-value]").Text())
+	if newPW == "" || newPW == pw {
+		t.Fatalf("reset password: got %q", newPW)
+	}
+	srv.Login(t, "carol", newPW)
+}
+
+func TestTokenPagesAndBearer(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	res := srv.PostForm(t, admin, "/tokens", url.Values{"name": {""}})
+	doc := page(t, res)
+	if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-name]").Length() != 1 {
+		t.Fatalf("empty token name: got %d, want 422 with a name error", res.StatusCode)
+	}
+	doc = page(t, srv.PostForm(t, admin, "/tokens", url.Values{"name": {"ci"}, "expires_in_days": {"30"}}))
+	tok := strings.TrimSpace(doc.Find("[data-testid=secret-value]").Text())
+	if !strings.HasPrefix(tok, "tw_") {
+		t.Fatalf("new token: got %q", tok)
+	}
+	bearer := func() int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/tokens", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := bearer(); got != 200 {
+		t.Fatalf("bearer: got %d, want 200", got)
+	}
+	// The list shows it once more, but only by prefix.
+	doc = page(t, srv.Get(t, admin, "/tokens"))
+	if strings.Contains(doc.Text(), tok) {
+		t.Fatalf("the tokens page shows the full token again")
+	}
+	id, _ := doc.Find("[data-testid=token-row][data-token-name=ci] form").Attr("action")
+	res = srv.PostForm(t, admin, id, nil)
+	res.Body.Close()
+	if got := bearer(); got != http.StatusUnauthorized {
+		t.Fatalf("bearer after revoke: got %d, want 401", got)
+	}
+}
