@@ -289,3 +289,31 @@ func TestProbesAndStatic(t *testing.T) {
 		t.Errorf("readyz with pending migrations: got %d, want 503", res.StatusCode)
 	}
 }
+
+// TestRouteTableDeclarations pins the permissions that matter most, so a route cannot
+// quietly be declared with a weaker one.
+func TestRouteTableDeclarations(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	for _, r := range srv.Web.Routes() {
+		switch {
+		case strings.HasPrefix(r.Path, "/users") || strings.HasPrefix(r.Path, "/api/v1/users"):
+			if r.Perm != auth.PermUsers {
+				t.Errorf("%s %s: declared %s, want %s", r.Method, r.Path, r.Perm, auth.PermUsers)
+			}
+		case strings.HasPrefix(r.Path, "/tokens") || strings.HasPrefix(r.Path, "/api/v1/tokens"):
+			if r.Perm != auth.PermOwnTokens {
+				t.Errorf("%s %s: declared %s, want %s", r.Method, r.Path, r.Perm, auth.PermOwnTokens)
+			}
+		}
+		if r.Perm == auth.PermPublic && r.Method != http.MethodGet && r.Path != "/login" {
+			t.Errorf("%s %s: a public route that changes state", r.Method, r.Path)
+		}
+	}
+	// Guests must not see user management or the audit log.
+	for _, p := range []auth.Permission{auth.PermUsers, auth.PermAuditView, auth.PermToolUse} {
+		if auth.RoleGuest.Can(p) {
+			t.Errorf("guest can %s", p)
+		}
+	}
+}
