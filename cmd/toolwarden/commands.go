@@ -36,10 +36,16 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("migrate", stderr)
 	commonFlags(fs, &c)
 	fs.Usage = func() { fmt.Fprintln(stderr, "usage: toolwarden migrate up|down N|status [flags]"); fs.PrintDefaults() }
+	// Accept flags before or after the action: `migrate status --data-dir d` and
+	// `migrate --data-dir d status` both work.
+	var rest []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		rest, args = append(rest, args[0]), args[1:]
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	rest := fs.Args()
+	rest = append(rest, fs.Args()...)
 	if len(rest) == 0 {
 		fs.Usage()
 		return errUsage

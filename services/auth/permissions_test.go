@@ -184,3 +184,27 @@ func TestPermissionsIsACopy(t *testing.T) {
 		t.Fatalf("admin permissions: got %v, want %v", admin, auth.AllPermissions)
 	}
 }
+
+func TestSignedIn(t *testing.T) {
+	t.Parallel()
+	if slices.Contains(auth.AllPermissions, auth.PermSignedIn) {
+		t.Errorf("AllPermissions contains %q, want it left out", auth.PermSignedIn)
+	}
+	for _, r := range auth.Roles {
+		if !r.Can(auth.PermSignedIn) {
+			t.Errorf("%s: got Can(%s) false, want true", r, auth.PermSignedIn)
+		}
+		if p := (&auth.Principal{User: auth.User{Role: r}}); !p.Can(auth.PermSignedIn) {
+			t.Errorf("principal with role %s: got Can(%s) false, want true", r, auth.PermSignedIn)
+		}
+	}
+	for _, r := range []auth.Role{"", "root"} {
+		if r.Can(auth.PermSignedIn) {
+			t.Errorf("unknown role %q: got Can(%s) true, want false", r, auth.PermSignedIn)
+		}
+	}
+	var nobody *auth.Principal
+	if nobody.Can(auth.PermSignedIn) {
+		t.Errorf("nil principal: got Can(%s) true, want false", auth.PermSignedIn)
+	}
+}

@@ -546,3 +546,47 @@ func TestLoginTruncatesUserAgent(t *testing.T) {
 		t.Errorf("audited user agent: got %d characters, want 300", len(ua))
 	}
 }
+
+func TestStillValid(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	root := f.createUser("root", auth.RoleAdmin)
+	alice := f.createUser("alice", auth.RoleToolUser)
+	s := f.login("alice", testPassword)
+	plain, tok := f.createToken(alice, "ci")
+	sp := f.mustAuth(s.Token, alice)
+	tp := f.mustAuthToken(plain, alice)
+	check := func(what string, p *auth.Principal, want bool) {
+		t.Helper()
+		if got := f.svc.StillValid(f.ctx, p); got != want {
+			t.Errorf("StillValid(%s): got %v, want %v", what, got, want)
+		}
+	}
+	check("nil", nil, false)
+	check("session", sp, true)
+	check("token", tp, true)
+
+	// Disabling alice ends both; re-enabling brings back only the token.
+	if _, err := f.svc.SetDisabled(f.ctx, actorOf(root), alice.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	check("session of a disabled user", sp, false)
+	check("token of a disabled user", tp, false)
+	if _, err := f.svc.SetDisabled(f.ctx, actorOf(root), alice.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	check("ended session after re-enabling", sp, false)
+	check("token after re-enabling", tp, true)
+
+	if _, err := f.svc.RevokeToken(f.ctx, actorOf(alice), tok.ID, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("revoked token", tp, false)
+
+	s2 := f.login("alice", testPassword)
+	sp2 := f.mustAuth(s2.Token, alice)
+	f.exec(`UPDATE sessions SET last_seen_at = now() - interval '5 hours'`)
+	check("idle session", sp2, false)
+	f.exec(`UPDATE sessions SET last_seen_at = now(), expires_at = now() - interval '1 second'`)
+	check("expired session", sp2, false)
+}

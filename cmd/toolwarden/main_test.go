@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+func TestMain(m *testing.M) {
+	// Tests create throwaway clusters: durability does not matter.
+	os.Setenv("TOOLWARDEN_TEST_FAST_DB", "1")
+	dbtest.Main(m)
+}
+
+func runCmd(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// TestServeAndCommands runs `serve` on a fresh data dir, then the other commands against
+// the same data dir while it runs (they attach to its cluster), then stops it.
+func TestServeAndCommands(t *testing.T) {
+	dataDir := dbtest.TempDir(t)
+	readyFile := filepath.Join(dataDir, "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--data-dir", dataDir, "--addr", "127.0.0.1:0", "--ready-file", readyFile}, nil, &out, &errb)
+	}()
+	var addr string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(readyFile); err == nil && len(b) > 0 {
+			addr = string(b)
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited early: %v\n%s", err, errb.String())
+		default:
+		}
+	}
+	if addr == "" {
+		t.Fatalf("serve never became ready:\n%s", errb.String())
+	}
+	if !strings.Contains(out.String(), "username: admin") || !strings.Contains(out.String(), "password: ") {
+		t.Fatalf("first start did not print the admin password:\n%s", out.String())
+	}
+	if st, err := os.Stat(filepath.Join(dataDir, "secret.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("secret.key: %v, mode %v; want created 0600", err, st)
+	}
+
+	// user create with --password-stdin, then token create for that user.
+	stdout, stderr, err := runCmd(t, "a-long-enough-password\n", "user", "create", "--data-dir", dataDir, "--name", "robot", "--role", "tool_user", "--password-stdin")
+	if err != nil || !strings.Contains(stdout, "created user robot") {
+		t.Fatalf("user create: %v\n%s%s", err, stdout, stderr)
+	}
+	stdout, stderr, err = runCmd(t, "", "token", "create", "--data-dir", dataDir, "--user", "robot", "--name", "agent")
+	if err != nil {
+		t.Fatalf("token create: %v\n%s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	token := lines[len(lines)-1]
+	if !strings.HasPrefix(token, "tw_") {
+		t.Fatalf("token create: last line of stdout is %q, want the token", token)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/v1/tokens", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"agent"`) {
+		t.Fatalf("the CLI-made token against the running server: got %d %s", res.StatusCode, body)
+	}
+
+	// Bad input names the problem.
+	if _, _, err := runCmd(t, "", "user", "create", "--data-dir", dataDir, "--name", "x", "--role", "wizard"); err == nil || !strings.Contains(err.Error(), "role") {
+		t.Errorf("user create with a bad role: got %v, want an error naming role", err)
+	}
+	if _, _, err := runCmd(t, "", "token", "create", "--data-dir", dataDir, "--user", "nobody", "--name", "x"); err == nil || !strings.Contains(err.Error(), "nobody") {
+		t.Errorf("token create for a missing user: got %v", err)
+	}
+
+	stdout, _, err = runCmd(t, "", "audit", "verify", "--data-dir", dataDir)
+	if err != nil || !strings.Contains(stdout, "audit chain OK") {
+		t.Fatalf("audit verify: %v %s", err, stdout)
+	}
+	stdout, _, err = runCmd(t, "", "migrate", "status", "--data-dir", dataDir)
+	if err != nil || !strings.Contains(stdout, "(current)") {
+		t.Fatalf("migrate status: %v %s", err, stdout)
+	}
+
+	pid := postmasterPID(t, dataDir)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatalf("postgres (pid %d) still running after serve stopped", pid)
+	}
+
+	// Commands also work with nothing running: they start the cluster themselves.
+	stdout, _, err = runCmd(t, "", "audit", "verify", "--data-dir", dataDir)
+	if err != nil {
+		t.Fatalf("audit verify on a stopped server's data dir: %v %s", err, stdout)
+	}
+	stdout, _, err = runCmd(t, "", "migrate", "down", "1", "--data-dir", dataDir)
+	if err != nil || !strings.Contains(stdout, "(1 pending)") {
+		t.Fatalf("migrate down 1: %v %s", err, stdout)
+	}
+	stdout, _, err = runCmd(t, "", "migrate", "--data-dir", dataDir, "up")
+	if err != nil || !strings.Contains(stdout, "(current)") {
+		t.Fatalf("migrate up: %v %s", err, stdout)
+	}
+
+	// Tampering (by someone able to disable the triggers) makes `audit verify` exit 1
+	// and name the entry.
+	c, err := db.StartCluster(context.Background(), dataDir, &db.ClusterOptions{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	conn, err := pgx.Connect(context.Background(), c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var victim int64
+	if _, err := conn.Exec(context.Background(), `ALTER TABLE audit_log DISABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(context.Background(), `UPDATE audit_log SET actor_name = 'mallory' WHERE id = (SELECT min(id) + 1 FROM audit_log) RETURNING id`).Scan(&victim); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, err = runCmd(t, "", "audit", "verify", "--data-dir", dataDir)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(stdout, "BROKEN at entry "+strconv.FormatInt(victim, 10)) {
+		t.Fatalf("audit verify after tampering: got %v %q, want exit 1 naming entry %d", err, stdout, victim)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{}, {"bogus"}, {"user"}, {"token", "list"}, {"migrate", "down"}, {"migrate", "down", "zero"}} {
+		if _, _, err := runCmd(t, "", args...); !errors.Is(err, errUsage) {
+			t.Errorf("%q: got %v, want a usage error", args, err)
+		}
+	}
+	out, _, err := runCmd(t, "", "version")
+	if err != nil || !strings.HasPrefix(out, "toolwarden ") {
+		t.Errorf("version: %q %v", out, err)
+	}
+}
+
+func postmasterPID(t *testing.T, dataDir string) int {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dataDir, "pg", "data", "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
+	return pid
+}
