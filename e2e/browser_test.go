@@ -92,7 +92,7 @@ func newBrowser(t *testing.T) *browser {
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(root, opts...)
 	t.Cleanup(cancelAlloc) // waits for the browser to exit
-	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	ctx, cancelTab := chromedp.NewContext(allocCtx)
 	t.Cleanup(cancelTab)
 
 	b := &browser{t: t, ctx: ctx, flushed: map[string]chan struct{}{}}
@@ -262,12 +262,12 @@ func TestBrowserDashboardLive(t *testing.T) {
 		t.Errorf("#live-status is %q after the updates, want open", st)
 	}
 
-	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(90))
+	// Quality 100 is what makes FullScreenshot encode a PNG; below it gives a JPEG.
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	// Quality 90 makes chromium encode a JPEG (only 100 gives a PNG).
-	path := filepath.Join(t.TempDir(), "dashboard.jpg")
+	path := filepath.Join(t.TempDir(), "dashboard.png")
 	if err := os.WriteFile(path, shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestBrowserDashboardLive(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		keep := filepath.Join(dir, "dashboard.jpg")
+		keep := filepath.Join(dir, "dashboard.png")
 		if err := os.WriteFile(keep, shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
