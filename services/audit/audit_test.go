@@ -115,7 +115,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name, tamper, reason string
-		wantBad          int // index (1-based position) of the first bad entry
+		wantBad              int // index (1-based position) of the first bad entry
 	}{
 		{"altered field", "UPDATE audit_log SET actor_name = 'mallory' WHERE id = (SELECT id FROM audit_log ORDER BY id OFFSET 3 LIMIT 1)", "altered", 4},
 		{"altered payload", `UPDATE audit_log SET payload = '{"i":99}' WHERE id = (SELECT id FROM audit_log ORDER BY id OFFSET 5 LIMIT 1)`, "altered", 6},
