@@ -50,13 +50,6 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// knownProblem tolerates the one error every page has today: the site serves no
-// /favicon.ico, so chromium's automatic request for it logs a 404. Drop this once the
-// app serves a favicon (or links one from views/layout.templ).
-func knownProblem(m chromedp.ConsoleMessage) bool {
-	return m.Source == "network" && strings.HasSuffix(m.URL, "/favicon.ico")
-}
-
 // browser is one headless chromium with one tab, and what its console reported.
 type browser struct {
 	t   *testing.T
@@ -64,7 +57,6 @@ type browser struct {
 
 	mu       sync.Mutex
 	problems []string
-	known    []string // tolerated, see knownProblem
 	flushed  map[string]chan struct{}
 	flushSeq int
 }
@@ -113,8 +105,6 @@ func newBrowser(t *testing.T) *browser {
 			if ch, ok := b.flushed[m.Text]; ok {
 				close(ch)
 				delete(b.flushed, m.Text)
-			} else if knownProblem(m) {
-				b.known = append(b.known, m.String()+" ("+m.URL+")")
 			} else if m.Type == chromedp.ConsoleError || m.IsException() {
 				where := m.URL
 				if where != "" {
@@ -173,10 +163,6 @@ func (b *browser) checkConsole() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, k := range b.known {
-		b.t.Logf("tolerated known console error: %s", k)
-	}
-	b.known = nil
 	if len(b.problems) > 0 {
 		b.t.Fatalf("the page reported %d console error(s), exception(s) or CSP violation(s):\n  %s",
 			len(b.problems), strings.Join(b.problems, "\n  "))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -91,16 +92,19 @@ func signedInRows(active []auth.ActiveUser) []views.SignedInUser {
 }
 
 func activityRow(s audit.Summary) views.ActivityRow {
-	target := s.TargetType
-	if s.TargetID != "" {
-		target += " " + s.TargetID
+	target, name := s.TargetType, s.TargetName
+	if name == "" {
+		name = s.TargetID
+	}
+	if name != "" {
+		target += " " + name
 	}
 	actor := s.ActorName
 	if actor == "" {
 		actor = s.ActorKind
 	}
 	return views.ActivityRow{ID: s.ID, At: s.At, Actor: actor, Action: s.Action, Target: target,
-		Failed: len(s.Action) > 7 && s.Action[len(s.Action)-7:] == "_failed"}
+		Failed: strings.HasSuffix(s.Action, "_failed")}
 }
 
 func humanDuration(d time.Duration) string {

@@ -11,6 +11,7 @@ CREATE TABLE audit_log (
     action      text NOT NULL,
     target_type text NOT NULL DEFAULT '',
     target_id   text NOT NULL DEFAULT '',
+    target_name text NOT NULL DEFAULT '', -- what people call the target (a username), for display
     ip          text NOT NULL DEFAULT '',
     request_id  text NOT NULL DEFAULT '',
     payload     json NOT NULL DEFAULT '{}',

@@ -12,7 +12,7 @@ import (
 
 // FS holds the static files.
 //
-//go:embed css js vendor
+//go:embed css js img vendor
 var FS embed.FS
 
 // hashes maps a file's path to the first 12 hex digits of its SHA-256. It is derived

@@ -48,6 +48,7 @@ type Entry struct {
 	Action     string // dotted verb: "user.login", "token.revoke"
 	TargetType string
 	TargetID   string
+	TargetName string // what people call the target ("alice"), shown beside the id
 	Payload    any
 }
 
@@ -61,6 +62,7 @@ type Record struct {
 	Action     string          `db:"action" json:"action"`
 	TargetType string          `db:"target_type" json:"target_type"`
 	TargetID   string          `db:"target_id" json:"target_id"`
+	TargetName string          `db:"target_name" json:"target_name"`
 	IP         string          `db:"ip" json:"ip"`
 	RequestID  string          `db:"request_id" json:"request_id"`
 	Payload    json.RawMessage `db:"payload" json:"payload"`
@@ -92,7 +94,7 @@ func Append(ctx context.Context, q db.Querier, e Entry) (Record, error) {
 	}
 	r := Record{
 		At: time.Now().UTC().Truncate(time.Microsecond), ActorKind: kind, ActorName: e.Actor.Name,
-		Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID, IP: e.Actor.IP,
+		Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID, TargetName: e.TargetName, IP: e.Actor.IP,
 		RequestID: e.Actor.RequestID, Payload: payload,
 	}
 	if e.Actor.ID != "" {
@@ -107,9 +109,9 @@ func Append(ctx context.Context, q db.Querier, e Entry) (Record, error) {
 	}
 	r.Hash = r.computeHash()
 	_, err = q.Exec(ctx, `/* audit.Append */
-		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, ip, request_id, payload, prev_hash, hash)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-		r.ID, r.At, r.ActorKind, r.ActorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.IP, r.RequestID, string(r.Payload), r.PrevHash, r.Hash)
+		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		r.ID, r.At, r.ActorKind, r.ActorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName, r.IP, r.RequestID, string(r.Payload), r.PrevHash, r.Hash)
 	if err != nil {
 		return Record{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
 	}
@@ -131,7 +133,7 @@ func (r *Record) computeHash() []byte {
 	buf = append(buf, r.PrevHash...)
 	buf = netstring(buf, strconv.AppendInt(nil, r.ID, 10))
 	buf = netstring(buf, strconv.AppendInt(nil, r.At.UnixMicro(), 10))
-	for _, f := range [...]string{r.ActorKind, actorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.IP, r.RequestID} {
+	for _, f := range [...]string{r.ActorKind, actorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName, r.IP, r.RequestID} {
 		buf = netstring(buf, []byte(f))
 	}
 	buf = netstring(buf, r.Payload)
@@ -155,15 +157,16 @@ type Summary struct {
 	Action     string    `json:"action"`
 	TargetType string    `json:"target_type"`
 	TargetID   string    `json:"target_id"`
+	TargetName string    `json:"target_name,omitempty"`
 }
 
 // Summary returns the entry's event summary.
 func (r Record) Summary() Summary {
 	return Summary{ID: r.ID, At: r.At, ActorKind: r.ActorKind, ActorName: r.ActorName, Action: r.Action,
-		TargetType: r.TargetType, TargetID: r.TargetID}
+		TargetType: r.TargetType, TargetID: r.TargetID, TargetName: r.TargetName}
 }
 
-const recordColumns = `id, at, actor_kind, actor_id::text, actor_name, action, target_type, target_id, ip, request_id, payload, prev_hash, hash`
+const recordColumns = `id, at, actor_kind, actor_id::text, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash`
 
 // Recent returns the newest entries, newest first.
 func Recent(ctx context.Context, q db.Querier, limit int) ([]Record, error) {
@@ -212,7 +215,7 @@ func Verify(ctx context.Context, q db.Querier) (VerifyResult, error) {
 	for rows.Next() {
 		// Scanned by hand into one reused Record: reflection per row would halve the rate.
 		if err := rows.Scan(&r.ID, &r.At, &r.ActorKind, &r.ActorID, &r.ActorName, &r.Action, &r.TargetType,
-			&r.TargetID, &r.IP, &r.RequestID, &r.Payload, &r.PrevHash, &r.Hash); err != nil {
+			&r.TargetID, &r.TargetName, &r.IP, &r.RequestID, &r.Payload, &r.PrevHash, &r.Hash); err != nil {
 			return res, fmt.Errorf("audit: verify: %w", err)
 		}
 		res.Checked++

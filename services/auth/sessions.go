@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -51,16 +53,19 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	var sess Session
 	var loginErr error
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		// One attempt per account at a time, so parallel guesses cannot all slip in
-		// before the first failure is counted.
-		if _, err := tx.Exec(ctx, `/* auth.Login.lock */ SELECT pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`, username); err != nil {
+		// One attempt per address and per account at a time, so parallel guesses cannot
+		// all slip in before the first failure is counted. The address lock comes first,
+		// always, so the two cannot deadlock.
+		if _, err := tx.Exec(ctx, `/* auth.Login.lock */
+			SELECT pg_advisory_xact_lock(hashtextextended('login-ip:' || $2, 0)), pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`,
+			username, req.IP); err != nil {
 			return err
 		}
 		if terr, err := s.throttled(ctx, tx, username, req.IP); err != nil {
 			return err
 		} else if terr != nil {
 			loginErr = terr
-			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: username,
+			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: username, TargetName: username,
 				Payload: map[string]any{"username": username, "reason": "throttled", "scope": terr.Scope}})
 			return err
 		}
@@ -96,7 +101,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 				targetID = u.ID
 				actor.ID = u.ID
 			}
-			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: targetID,
+			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: targetID, TargetName: username,
 				Payload: map[string]any{"username": username, "reason": reason}})
 			return err
 		}
@@ -120,7 +125,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			return err
 		}
 		actor.Kind, actor.ID = audit.ActorUser, u.ID
-		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login", TargetType: "user", TargetID: u.ID,
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username, "user_agent": truncate(req.UserAgent, 300)}}); err != nil {
 			return err
 		}
@@ -214,7 +219,7 @@ func (s *Service) Logout(ctx context.Context, p *Principal, actor audit.Actor) e
 		if err != nil || tag.RowsAffected() == 0 {
 			return err
 		}
-		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.logout", TargetType: "user", TargetID: p.User.ID,
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.logout", TargetType: "user", TargetID: p.User.ID, TargetName: p.User.Username,
 			Payload: map[string]any{"username": p.User.Username}}); err != nil {
 			return err
 		}
@@ -280,9 +285,15 @@ func (s *Service) Prune(ctx context.Context) error {
 	return nil
 }
 
+// truncate cuts s to at most n bytes of valid UTF-8 (PostgreSQL refuses invalid text,
+// and headers like User-Agent are whatever the client sends).
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

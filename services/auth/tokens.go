@@ -91,7 +91,7 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 			}
 			return err
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.create", TargetType: "token", TargetID: tok.ID,
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.create", TargetType: "token", TargetID: tok.ID, TargetName: tok.Name,
 			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix, "user": u.Username, "expires_at": expires}})
 		return err
 	})
@@ -136,7 +136,7 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 			tokenID).Scan(&tok.RevokedAt); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID,
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID, TargetName: tok.Name,
 			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix}})
 		return err
 	})

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -68,7 +69,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser)
 	if !usernamePattern.MatchString(in.Username) {
 		ve.Add("username", "must be 1–48 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
-	if len(in.DisplayName) > 100 {
+	if utf8.RuneCountInString(in.DisplayName) > 100 {
 		ve.Add("display_name", "must be at most 100 characters")
 	}
 	if !in.Role.Valid() {
@@ -98,7 +99,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser)
 			}
 			return err
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.create", TargetType: "user", TargetID: u.ID,
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.create", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username, "role": u.Role, "display_name": u.DisplayName}})
 		return err
 	})
@@ -159,11 +160,17 @@ func lockUser(ctx context.Context, tx pgx.Tx, id string) (User, error) {
 	return getUser(ctx, tx, "id::text = $1", id, " FOR UPDATE")
 }
 
-// otherActiveAdmins counts enabled admins other than id, locking their rows so two
-// concurrent demotions cannot both leave none.
+// lockAdmins serializes the changes that could leave no active admin (demote, disable),
+// so two of them on different admins neither both succeed nor deadlock.
+func lockAdmins(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, `/* auth.lockAdmins */ SELECT pg_advisory_xact_lock(hashtextextended('auth:admins', 0))`)
+	return err
+}
+
+// otherActiveAdmins counts enabled admins other than id (under lockAdmins).
 func otherActiveAdmins(ctx context.Context, tx pgx.Tx, id string) (int, error) {
 	rows, err := tx.Query(ctx, `/* auth.otherActiveAdmins */
-		SELECT id::text FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id::text <> $1 FOR UPDATE`, id)
+		SELECT id::text FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id::text <> $1`, id)
 	if err != nil {
 		return 0, err
 	}
@@ -180,6 +187,9 @@ func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, rol
 	}
 	var u User
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockAdmins(ctx, tx); err != nil {
+			return err
+		}
 		var err error
 		if u, err = lockUser(ctx, tx, id); err != nil {
 			return err
@@ -200,7 +210,7 @@ func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, rol
 			return err
 		}
 		u.Role = role
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.role_change", TargetType: "user", TargetID: id,
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.role_change", TargetType: "user", TargetID: id, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username, "from": old, "to": role}})
 		return err
 	})
@@ -215,6 +225,9 @@ func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, rol
 func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string, disabled bool) (User, error) {
 	var u User
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := lockAdmins(ctx, tx); err != nil {
+			return err
+		}
 		var err error
 		if u, err = lockUser(ctx, tx, id); err != nil {
 			return err
@@ -246,7 +259,7 @@ func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string,
 				return err
 			}
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id,
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username}})
 		return err
 	})
@@ -282,7 +295,7 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw s
 		if err := endUserSessions(ctx, tx, u, "password reset"); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_reset", TargetType: "user", TargetID: id,
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_reset", TargetType: "user", TargetID: id, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username, "generated": generated != ""}})
 		return err
 	})
@@ -321,7 +334,7 @@ func (s *Service) Bootstrap(ctx context.Context, password string) (string, error
 	if n > 0 {
 		return "", nil
 	}
-	_, generated, err := s.CreateUser(ctx, audit.System, NewUser{Username: "admin", DisplayName: "Administrator", Role: RoleAdmin, Password: password})
+	_, generated, err := s.CreateUser(ctx, audit.System, NewUser{Username: "admin", Role: RoleAdmin, Password: password})
 	var ve *verr.Error
 	if errors.As(err, &ve) && ve.For("username") != "" {
 		return "", nil // another replica created it first

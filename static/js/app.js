@@ -109,7 +109,16 @@
     // 4401: the session ended (signed out elsewhere, or disabled): go to the login page.
     if (e.detail && e.detail.event && e.detail.event.code === 4401) window.location.assign("/login");
   });
-  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); });
+  // An audit entry written while the page was being rendered is both on the page and
+  // replayed by the socket: keep the first copy of each row.
+  function dedupeActivity() {
+    var seen = {};
+    document.querySelectorAll("#activity-rows [data-audit-id]").forEach(function (row) {
+      var id = row.dataset.auditId;
+      if (seen[id]) row.remove(); else seen[id] = true;
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeActivity(); });
 
   document.addEventListener("DOMContentLoaded", function () {
     applyTheme(localStorage.getItem("tw-theme") || "");
