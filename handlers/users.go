@@ -184,4 +184,3 @@ func (h UsersHandler) APIResetPassword(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, out)
 }
-

@@ -9,11 +9,11 @@ import (
 
 // Layout is what every signed-in page shares.
 type Layout struct {
-	Title  string
-	User   *CurrentUser // nil on pages outside the shell
-	Nav    []NavItem
-	Flash  *Flash
-	Live   Live
+	Title string
+	User  *CurrentUser // nil on pages outside the shell
+	Nav   []NavItem
+	Flash *Flash
+	Live  Live
 }
 
 // CurrentUser is the signed-in user as the header shows them.

@@ -5,8 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
-	"strings"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"

@@ -278,4 +278,3 @@ func (h *hub) shutdown() {
 		_ = c.Close()
 	}
 }
-
