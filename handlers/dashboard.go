@@ -29,7 +29,8 @@ func (h DashboardHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := views.DashboardPage{Layout: h.withLastEvent(ctx, h.layout(c, "Dashboard", auth.SessionsTopic, audit.Topic), last)}
+	page := views.DashboardPage{Layout: h.layout(c, "Dashboard", auth.SessionsTopic, audit.Topic)}
+	page.Live.LastEventID = last
 	page.Status = h.status(c)
 	active, err := h.Auth.ActiveUsers(ctx)
 	if err != nil {

@@ -3,7 +3,6 @@
 package handlers
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -136,13 +135,6 @@ func (d *Deps) layout(c echo.Context, title string, topics ...string) views.Layo
 		}
 	}
 	l.Live.Topics = allowed
-	return l
-}
-
-// withLastEvent sets the page's websocket cursor to the newest event, so the socket
-// replays only what happens after the page was rendered.
-func (d *Deps) withLastEvent(ctx context.Context, l views.Layout, last int64) views.Layout {
-	l.Live.LastEventID = last
 	return l
 }
 
