@@ -160,22 +160,30 @@ func lockUser(ctx context.Context, tx pgx.Tx, id string) (User, error) {
 	return getUser(ctx, tx, "id::text = $1", id, " FOR UPDATE")
 }
 
-// lockAdmins serializes the changes that could leave no active admin (demote, disable),
-// so two of them on different admins neither both succeed nor deadlock.
-func lockAdmins(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `/* auth.lockAdmins */ SELECT pg_advisory_xact_lock(hashtextextended('auth:admins', 0))`)
-	return err
+// lockForAdminChange loads the user FOR UPDATE after taking the lock that serializes
+// every change which could leave no active admin (demote, disable), so two of them on
+// different admins neither both succeed nor deadlock.
+func lockForAdminChange(ctx context.Context, tx pgx.Tx, id string) (User, error) {
+	if _, err := tx.Exec(ctx, `/* auth.lockAdmins */ SELECT pg_advisory_xact_lock(hashtextextended('auth:admins', 0))`); err != nil {
+		return User{}, err
+	}
+	return lockUser(ctx, tx, id)
 }
 
-// otherActiveAdmins counts enabled admins other than id (under lockAdmins).
-func otherActiveAdmins(ctx context.Context, tx pgx.Tx, id string) (int, error) {
-	rows, err := tx.Query(ctx, `/* auth.otherActiveAdmins */
-		SELECT id::text FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id::text <> $1`, id)
-	if err != nil {
-		return 0, err
+// keepAnAdmin refuses to take u out of the active admins when no other is left.
+func keepAnAdmin(ctx context.Context, tx pgx.Tx, u User) error {
+	if u.Role != RoleAdmin || u.Disabled() {
+		return nil
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return len(ids), err
+	var others int
+	if err := tx.QueryRow(ctx, `/* auth.keepAnAdmin */
+		SELECT count(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id <> $1`, u.ID).Scan(&others); err != nil {
+		return err
+	}
+	if others == 0 {
+		return errLastAdmin
+	}
+	return nil
 }
 
 var errLastAdmin = &ConflictError{Message: "this is the last active administrator: make another user an administrator first"}
@@ -187,22 +195,15 @@ func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, rol
 	}
 	var u User
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockAdmins(ctx, tx); err != nil {
-			return err
-		}
 		var err error
-		if u, err = lockUser(ctx, tx, id); err != nil {
+		if u, err = lockForAdminChange(ctx, tx, id); err != nil {
 			return err
 		}
 		if u.Role == role {
 			return nil
 		}
-		if u.Role == RoleAdmin && !u.Disabled() {
-			if n, err := otherActiveAdmins(ctx, tx, id); err != nil {
-				return err
-			} else if n == 0 {
-				return errLastAdmin
-			}
+		if err := keepAnAdmin(ctx, tx, u); err != nil {
+			return err
 		}
 		old := u.Role
 		if err := tx.QueryRow(ctx, `/* auth.SetRole */ UPDATE users SET role = $2, updated_at = now() WHERE id::text = $1 RETURNING updated_at`,
@@ -225,11 +226,8 @@ func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, rol
 func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string, disabled bool) (User, error) {
 	var u User
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := lockAdmins(ctx, tx); err != nil {
-			return err
-		}
 		var err error
-		if u, err = lockUser(ctx, tx, id); err != nil {
+		if u, err = lockForAdminChange(ctx, tx, id); err != nil {
 			return err
 		}
 		if u.Disabled() == disabled {
@@ -239,12 +237,8 @@ func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string,
 			if actor.ID == id {
 				return &ConflictError{Message: "you cannot disable your own account"}
 			}
-			if u.Role == RoleAdmin {
-				if n, err := otherActiveAdmins(ctx, tx, id); err != nil {
-					return err
-				} else if n == 0 {
-					return errLastAdmin
-				}
+			if err := keepAnAdmin(ctx, tx, u); err != nil {
+				return err
 			}
 		}
 		if err := tx.QueryRow(ctx, `/* auth.SetDisabled */
