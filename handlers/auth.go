@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -66,9 +67,20 @@ func (h SessionHandler) Logout(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/login?signed_out=1")
 }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: a path only, with none of the
+// characters browsers strip or reinterpret (tabs, newlines, backslashes) that would let
+// "/\t/evil.example" become "//evil.example".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.HasPrefix(next, "/login") {
+	if next == "" || len(next) > 2048 || next[0] != '/' || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/login") {
+		return "/"
+	}
+	for _, r := range next {
+		if r < 0x21 || r == 0x7f || r == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return next

@@ -46,6 +46,31 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// dropForeignRequestID keeps a client's X-Request-ID only when it looks like an id (at
+// most 64 of [A-Za-z0-9._-]): the id is written to every audit entry of the request,
+// and the audit log is append-only, so it must not carry arbitrary client data.
+func dropForeignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Request().Header
+		if id := h.Get(echo.HeaderXRequestID); id != "" && !validRequestID(id) {
+			h.Del(echo.HeaderXRequestID)
+		}
+		return next(c)
+	}
+}
+
+func validRequestID(id string) bool {
+	if len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // securityHeaders sets the CSP with a fresh nonce per request (templ renders it on our
 // script tags) and the other hardening headers.
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {

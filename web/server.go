@@ -45,7 +45,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.handleError
 
-	e.Use(middleware.RequestID())
+	e.Use(dropForeignRequestID, middleware.RequestID())
 	e.Use(s.observe)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
 		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {

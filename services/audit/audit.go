@@ -72,9 +72,10 @@ type Record struct {
 
 var genesis = make([]byte, sha256.Size)
 
-// Append writes e to the chain inside q's transaction and announces it on Topic. It
-// takes the journal lock, which it holds until the transaction ends.
-func Append(ctx context.Context, q db.Querier, e Entry) (Record, error) {
+// Append writes e to the chain inside tx and announces it on Topic. It takes the
+// journal lock, held until tx ends; that is why it needs a transaction, not any Querier
+// (on a pool the lock would end with the statement and two appends could share a head).
+func Append(ctx context.Context, q pgx.Tx, e Entry) (Record, error) {
 	if e.Action == "" {
 		return Record{}, errors.New("audit: entry without an action")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
@@ -57,7 +58,11 @@ func BenchmarkAppend(b *testing.B) {
 	pool := dbtest.New(b)
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := Append(ctx, pool, Entry{Actor: System, Action: "bench.append", Payload: map[string]int{"n": 1}}); err != nil {
+		err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			_, err := Append(ctx, tx, Entry{Actor: System, Action: "bench.append", Payload: map[string]int{"n": 1}})
+			return err
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

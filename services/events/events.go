@@ -34,9 +34,10 @@ func (e Event) Decode(v any) error {
 	return nil
 }
 
-// Publish records an event in q's transaction. It takes the journal lock so that ids
-// are handed out in commit order (see db.LockJournal); call it late in the transaction.
-func Publish(ctx context.Context, q db.Querier, topic, kind string, payload any) (int64, error) {
+// Publish records an event in tx. It takes the journal lock so that ids are handed out
+// in commit order (see db.LockJournal), which needs a transaction to hold it until
+// commit; call it late in the transaction.
+func Publish(ctx context.Context, q pgx.Tx, topic, kind string, payload any) (int64, error) {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return 0, fmt.Errorf("events: marshal %s payload: %w", kind, err)
