@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/web/webtest"
 )
@@ -286,5 +287,40 @@ func TestWebsocketFiltersTopicsByPermission(t *testing.T) {
 	}
 	if strings.Contains(msg2, "activity-rows") {
 		t.Fatalf("guest received an audit fragment: %s", msg2)
+	}
+}
+
+// TestWebsocketDemotionStopsAudit: an auditor following the audit log who is demoted
+// to guest is disconnected (1012, so the page resubscribes with what the new role
+// allows) before any further audit entry reaches them.
+func TestWebsocketDemotionStopsAudit(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	aud := srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1234")
+	h := sessionHeader(t, srv, "audrey", "audrey-password-1234", srv.URL)
+	conn := subscribe(t, srv, h, []string{"audit", "sessions"}, maxEventID(t, srv))
+
+	if _, err := srv.Auth.SetRole(context.Background(), audit.System, aud.ID, auth.RoleGuest); err != nil {
+		t.Fatal(err)
+	}
+	srv.CreateUser(t, "after", auth.RoleToolUser, "after-password-1234")
+	after := eventIDs(t, srv, 0, "audit")
+	lastAudit := after[len(after)-1]
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(wsRead))
+		_, msg, err := conn.ReadMessage()
+		var ce *websocket.CloseError
+		if errors.As(err, &ce) {
+			if ce.Code != 1012 {
+				t.Fatalf("close code %d, want 1012 (resubscribe)", ce.Code)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		if m := cursorRE.FindSubmatch(msg); m != nil && string(m[1]) == strconv.FormatInt(lastAudit, 10) {
+			t.Fatalf("the demoted user received the audit entry written after the demotion: %s", msg)
+		}
 	}
 }

@@ -24,7 +24,9 @@ func (h HealthHandler) Readyz(c echo.Context) error {
 	defer cancel()
 	st, err := db.CurrentMigration(ctx, h.Pool)
 	if err != nil {
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": err.Error()})
+		// The detail (socket paths, role names) is for the log, not for anonymous callers.
+		h.Logger.Warn("readyz: database unreachable", "err", err)
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "database": "unreachable"})
 	}
 	body := map[string]any{"status": "ok", "database": "ok", "migration": st.Version, "latest_migration": st.Latest, "dirty": st.Dirty}
 	if !st.Current() {

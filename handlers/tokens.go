@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -73,6 +74,8 @@ func (h TokensHandler) Revoke(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/tokens")
 }
 
+var errTokenMintsToken = echo.NewHTTPError(http.StatusForbidden, "an API token cannot create API tokens: sign in to create one")
+
 // APIList returns the caller's tokens.
 func (h TokensHandler) APIList(c echo.Context) error {
 	toks, err := h.Auth.ListTokens(c.Request().Context(), PrincipalOf(c).User.ID)
@@ -88,6 +91,11 @@ func (h TokensHandler) APIList(c echo.Context) error {
 // APICreate issues a token for the caller: {"name": "...", "expires_in_days": N}. The
 // response's "token" is shown once.
 func (h TokensHandler) APICreate(c echo.Context) error {
+	if PrincipalOf(c).Kind == audit.ActorToken {
+		// Otherwise a leaked short-lived token could mint itself a permanent successor
+		// that outlives its revocation.
+		return errTokenMintsToken
+	}
 	var in auth.NewToken
 	if err := bindJSON(c, &in); err != nil {
 		return err

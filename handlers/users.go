@@ -140,23 +140,14 @@ func (h UsersHandler) APICreate(c echo.Context) error {
 	return c.JSON(http.StatusCreated, out)
 }
 
-// APIUpdate changes a user's role and/or disabled flag: {"role": "...", "disabled": bool}.
+// APIUpdate changes a user's role and/or disabled flag, all or nothing:
+// {"role": "...", "disabled": bool}.
 func (h UsersHandler) APIUpdate(c echo.Context) error {
-	var in struct {
-		Role     *auth.Role `json:"role"`
-		Disabled *bool      `json:"disabled"`
-	}
+	var in auth.UserChange
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	ctx, id, actor := c.Request().Context(), c.Param("id"), ActorOf(c)
-	u, err := h.Auth.GetUser(ctx, id)
-	if err == nil && in.Role != nil {
-		u, err = h.Auth.SetRole(ctx, actor, id, *in.Role)
-	}
-	if err == nil && in.Disabled != nil {
-		u, err = h.Auth.SetDisabled(ctx, actor, id, *in.Disabled)
-	}
+	u, err := h.Auth.UpdateUser(c.Request().Context(), ActorOf(c), c.Param("id"), in)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -218,5 +219,71 @@ func TestTokenPagesAndBearer(t *testing.T) {
 	res.Body.Close()
 	if got := bearer(); got != http.StatusUnauthorized {
 		t.Fatalf("bearer after revoke: got %d, want 401", got)
+	}
+}
+
+func TestReviewHardening(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	api := func(c *http.Client, method, path, body, bearer string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode, string(b)
+	}
+
+	// An API token cannot mint tokens.
+	status, body := api(admin, http.MethodPost, "/api/v1/tokens", `{"name":"first","expires_in_days":1}`, "", nil)
+	if status != http.StatusCreated {
+		t.Fatalf("create token with a session: %d %s", status, body)
+	}
+	tok := body[strings.Index(body, `"token":"`)+9:]
+	tok = tok[:strings.Index(tok, `"`)]
+	if status, body := api(http.DefaultClient, http.MethodPost, "/api/v1/tokens", `{"name":"forever"}`, tok, nil); status != http.StatusForbidden {
+		t.Fatalf("a token creating a token: got %d %s, want 403", status, body)
+	}
+
+	// PATCH is all or nothing: disabling oneself fails, so the role change with it
+	// does not happen either.
+	srv.CreateUser(t, "second-admin", auth.RoleAdmin, "second-admin-password")
+	me, _ := srv.Auth.GetUserByName(context.Background(), "admin")
+	if status, body := api(admin, http.MethodPatch, "/api/v1/users/"+me.ID, `{"role":"guest","disabled":true}`, "", nil); status != http.StatusConflict {
+		t.Fatalf("self-disable with a role change: got %d %s, want 409", status, body)
+	}
+	if u, _ := srv.Auth.GetUser(context.Background(), me.ID); u.Role != auth.RoleAdmin {
+		t.Fatalf("the refused PATCH still changed the role to %s", u.Role)
+	}
+
+	// A client's request id is kept only when it is id-shaped; the audit log never
+	// stores arbitrary client text from that header.
+	huge := strings.Repeat("x", 5000)
+	for id, kept := range map[string]bool{"req-123.abc_DEF": true, huge: false, "has space": false} {
+		api(admin, http.MethodPost, "/api/v1/users", `{"username":"rid-`+strconv.Itoa(len(id))+`","role":"guest"}`, "", map[string]string{"X-Request-ID": id})
+		var got string
+		if err := srv.Pool.QueryRow(context.Background(), `SELECT request_id FROM audit_log WHERE action = 'user.create' ORDER BY id DESC LIMIT 1`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if (got == id) != kept || len(got) > 64 || got == "" {
+			t.Errorf("X-Request-ID of %d bytes: audit stored %q (kept=%v)", len(id), got, got == id)
+		}
+	}
+
+	// A very long username on sign-in: an ordinary failure, not a server error.
+	res := srv.PostForm(t, srv.Client(t), "/login", url.Values{"username": {strings.Repeat("a", 5000)}, "password": {"x"}})
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a 5000-byte username: got %d, want 401", res.StatusCode)
 	}
 }

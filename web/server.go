@@ -52,6 +52,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 			s.log.Error("panic", "err", err, "request_id", handlers.RequestID(c), "stack", string(stack))
 			return err
 		}}))
+	e.Use(middleware.BodyLimit("4M"))
 	e.Use(securityHeaders)
 	e.Use(crossOriginProtection())
 	e.Use(s.authenticate)

@@ -174,11 +174,28 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		last = latest
 		missed = nil
 	}
-	for _, ev := range missed {
+	// deliver sends one event, after re-checking the caller when the event is about
+	// them (role changed, disabled, signed out); false ends the connection.
+	deliver := func(ev events.Event) bool {
+		if ev.ID <= last {
+			return true
+		}
+		if ev.Topic == auth.SessionsTopic && ev.Kind != "session.started" && aboutUser(ev, p.User.ID) {
+			var ok bool
+			if p, ok = h.recheck(ctx, conn, p, topics); !ok {
+				return false
+			}
+		}
 		if !h.send(ctx, conn, ev) {
-			return
+			return false
 		}
 		last = ev.ID
+		return true
+	}
+	for _, ev := range missed {
+		if !deliver(ev) {
+			return
+		}
 	}
 
 	ping := time.NewTicker(wsPingEvery)
@@ -196,29 +213,51 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 				h.closeWith(conn, closeTryAgainLater, "fell behind; reconnect")
 				return
 			}
-			if ev.ID <= last {
-				continue
-			}
-			if ev.Topic == auth.SessionsTopic && ev.Kind == "session.ended" && !h.deps.Auth.StillValid(ctx, p) {
-				h.closeWith(conn, closeSessionEnded, "session ended")
+			if !deliver(ev) {
 				return
 			}
-			if !h.send(ctx, conn, ev) {
-				return
-			}
-			last = ev.ID
 		case <-ping.C:
 			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
 			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
 				return
 			}
 		case <-recheck.C:
-			if !h.deps.Auth.StillValid(ctx, p) {
-				h.closeWith(conn, closeSessionEnded, "session ended")
+			var ok bool
+			if p, ok = h.recheck(ctx, conn, p, topics); !ok {
 				return
 			}
 		}
 	}
+}
+
+// recheck re-reads the caller's session and role. A session that ended closes the
+// socket for good (4401: the page goes to sign-in); a role that no longer allows one of
+// the topics closes it with 1012, so the page reconnects and subscribes again, and the
+// server grants only what the new role allows. It returns the refreshed principal.
+func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string) (*auth.Principal, bool) {
+	role, ok := h.deps.Auth.CurrentRole(ctx, p)
+	if !ok {
+		h.closeWith(conn, closeSessionEnded, "session ended")
+		return p, false
+	}
+	if role == p.User.Role {
+		return p, true
+	}
+	for _, t := range topics {
+		if !role.Can(handlers.TopicPermission(t)) {
+			h.closeWith(conn, closeServiceRestart, "permissions changed; resubscribe")
+			return p, false
+		}
+	}
+	np := *p
+	np.User.Role = role
+	return &np, true
+}
+
+// aboutUser reports whether a sessions-topic event concerns the given user.
+func aboutUser(ev events.Event, userID string) bool {
+	var se auth.SessionEvent
+	return ev.Decode(&se) == nil && se.UserID == userID
 }
 
 // send renders (once per event, shared by every client) and writes one event.

@@ -204,11 +204,17 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	d, err := openDB(ctx, c, true, stderr)
+	// Read-only: an auditor's check must never migrate the schema.
+	d, err := openDB(ctx, c, false, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	if st, err := db.CurrentMigration(ctx, d.Pool); err != nil {
+		return err
+	} else if st.Version == 0 {
+		return errors.New("this database has no Toolwarden schema yet: nothing to verify")
+	}
 	res, err := audit.Verify(ctx, d.Pool)
 	if err != nil {
 		return err

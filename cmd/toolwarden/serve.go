@@ -72,11 +72,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies}
 	srv := web.New(deps, bus)
 
+	if d.Cluster != nil && !d.Cluster.Owned() {
+		log.Warn("database: another toolwarden process started this data dir's PostgreSQL; when it exits, the database stops under this server")
+	}
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another toolwarden running? set --addr)", c.Addr, err)
 	}
-	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 

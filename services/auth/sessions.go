@@ -305,21 +305,28 @@ func truncate(s string, n int) string {
 // StillValid reports whether the principal's session or token would still
 // authenticate now (long-lived connections re-check it periodically).
 func (s *Service) StillValid(ctx context.Context, p *Principal) bool {
+	_, ok := s.CurrentRole(ctx, p)
+	return ok
+}
+
+// CurrentRole re-reads the principal's role, and reports false when its session or
+// token would no longer authenticate (ended, expired, revoked, user disabled).
+func (s *Service) CurrentRole(ctx context.Context, p *Principal) (Role, bool) {
 	if p == nil {
-		return false
+		return "", false
 	}
-	var ok bool
+	var role Role
 	var err error
 	if p.Kind == audit.ActorToken {
-		err = s.pool.QueryRow(ctx, `/* auth.StillValid.token */
-			SELECT EXISTS (SELECT 1 FROM api_tokens t JOIN users u ON u.id = t.user_id
-			WHERE t.id::text = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.disabled_at IS NULL)`,
-			p.TokenID).Scan(&ok)
+		err = s.pool.QueryRow(ctx, `/* auth.CurrentRole.token */
+			SELECT u.role FROM api_tokens t JOIN users u ON u.id = t.user_id
+			WHERE t.id::text = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.disabled_at IS NULL`,
+			p.TokenID).Scan(&role)
 	} else {
-		err = s.pool.QueryRow(ctx, `/* auth.StillValid.session */
-			SELECT EXISTS (SELECT 1 FROM sessions s JOIN users u ON u.id = s.user_id
-			WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - $2::interval AND u.disabled_at IS NULL)`,
-			p.SessionID, s.opts.IdleTimeout).Scan(&ok)
+		err = s.pool.QueryRow(ctx, `/* auth.CurrentRole.session */
+			SELECT u.role FROM sessions s JOIN users u ON u.id = s.user_id
+			WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - $2::interval AND u.disabled_at IS NULL`,
+			p.SessionID, s.opts.IdleTimeout).Scan(&role)
 	}
-	return err == nil && ok
+	return role, err == nil
 }

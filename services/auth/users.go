@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -188,9 +189,28 @@ func keepAnAdmin(ctx context.Context, tx pgx.Tx, u User) error {
 
 var errLastAdmin = &ConflictError{Message: "this is the last active administrator: make another user an administrator first"}
 
+// UserChange is a change to a user; nil fields stay as they are.
+type UserChange struct {
+	Role     *Role `json:"role"`
+	Disabled *bool `json:"disabled"`
+}
+
 // SetRole changes a user's role.
 func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, role Role) (User, error) {
-	if !role.Valid() {
+	return s.UpdateUser(ctx, actor, id, UserChange{Role: &role})
+}
+
+// SetDisabled disables or re-enables a user. Disabling ends all their sessions at once;
+// their API tokens stop working while they stay disabled.
+func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string, disabled bool) (User, error) {
+	return s.UpdateUser(ctx, actor, id, UserChange{Disabled: &disabled})
+}
+
+// UpdateUser applies a role change and/or a disable in one transaction: either all of
+// it happens or none of it. It refuses to leave no active administrator, and refuses
+// to let anyone disable themselves.
+func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, ch UserChange) (User, error) {
+	if ch.Role != nil && !ch.Role.Valid() {
 		return User{}, verr.New("role", "must be one of "+roleList())
 	}
 	var u User
@@ -199,66 +219,60 @@ func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, rol
 		if u, err = lockForAdminChange(ctx, tx, id); err != nil {
 			return err
 		}
-		if u.Role == role {
-			return nil
-		}
-		if err := keepAnAdmin(ctx, tx, u); err != nil {
-			return err
-		}
-		old := u.Role
-		if err := tx.QueryRow(ctx, `/* auth.SetRole */ UPDATE users SET role = $2, updated_at = now() WHERE id::text = $1 RETURNING updated_at`,
-			id, role).Scan(&u.UpdatedAt); err != nil {
-			return err
-		}
-		u.Role = role
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.role_change", TargetType: "user", TargetID: id, TargetName: u.Username,
-			Payload: map[string]any{"username": u.Username, "from": old, "to": role}})
-		return err
-	})
-	if err != nil {
-		return User{}, wrapUserErr("set role", err)
-	}
-	return u, nil
-}
-
-// SetDisabled disables or re-enables a user. Disabling ends all their sessions at once;
-// their API tokens stop working while they stay disabled.
-func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string, disabled bool) (User, error) {
-	var u User
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if u, err = lockForAdminChange(ctx, tx, id); err != nil {
-			return err
-		}
-		if u.Disabled() == disabled {
-			return nil
-		}
-		if disabled {
-			if actor.ID == id {
-				return &ConflictError{Message: "you cannot disable your own account"}
-			}
+		changed := false
+		if ch.Role != nil && *ch.Role != u.Role {
 			if err := keepAnAdmin(ctx, tx, u); err != nil {
 				return err
 			}
-		}
-		if err := tx.QueryRow(ctx, `/* auth.SetDisabled */
-			UPDATE users SET disabled_at = CASE WHEN $2 THEN now() END, updated_at = now() WHERE id::text = $1
-			RETURNING disabled_at, updated_at`, id, disabled).Scan(&u.DisabledAt, &u.UpdatedAt); err != nil {
-			return err
-		}
-		action := "user.enable"
-		if disabled {
-			action = "user.disable"
-			if err := endUserSessions(ctx, tx, u, "user disabled"); err != nil {
+			old := u.Role
+			if err := tx.QueryRow(ctx, `/* auth.SetRole */ UPDATE users SET role = $2, updated_at = now() WHERE id::text = $1 RETURNING updated_at`,
+				id, *ch.Role).Scan(&u.UpdatedAt); err != nil {
 				return err
 			}
+			u.Role = *ch.Role
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.role_change", TargetType: "user", TargetID: id, TargetName: u.Username,
+				Payload: map[string]any{"username": u.Username, "from": old, "to": u.Role}}); err != nil {
+				return err
+			}
+			changed = true
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id, TargetName: u.Username,
-			Payload: map[string]any{"username": u.Username}})
+		if ch.Disabled != nil && *ch.Disabled != u.Disabled() {
+			disable := *ch.Disabled
+			if disable {
+				if actor.ID == id {
+					return &ConflictError{Message: "you cannot disable your own account"}
+				}
+				if err := keepAnAdmin(ctx, tx, u); err != nil {
+					return err
+				}
+			}
+			if err := tx.QueryRow(ctx, `/* auth.SetDisabled */
+				UPDATE users SET disabled_at = CASE WHEN $2 THEN now() END, updated_at = now() WHERE id::text = $1
+				RETURNING disabled_at, updated_at`, id, disable).Scan(&u.DisabledAt, &u.UpdatedAt); err != nil {
+				return err
+			}
+			action := "user.enable"
+			if disable {
+				action = "user.disable"
+				if err := endUserSessions(ctx, tx, u, "user disabled"); err != nil {
+					return err
+				}
+			}
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id, TargetName: u.Username,
+				Payload: map[string]any{"username": u.Username}}); err != nil {
+				return err
+			}
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+		// Live connections of this user re-check what they may still see.
+		_, err = events.Publish(ctx, tx, SessionsTopic, "user.changed", SessionEvent{UserID: u.ID, Username: u.Username, Reason: "account changed"})
 		return err
 	})
 	if err != nil {
-		return User{}, wrapUserErr("set disabled", err)
+		return User{}, wrapUserErr("update user", err)
 	}
 	return u, nil
 }
