@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -67,8 +68,12 @@ func VerifyPassword(hash, pw string) (bool, error) {
 }
 
 // dummyHash is verified against when a username does not exist, so a failed sign-in
-// takes as long whether or not the account exists.
-var dummyHash, _ = HashPassword("toolwarden-dummy-password")
+// takes as long whether or not the account exists. Made on first use: hashing costs
+// ~30 ms, which every command and test binary would otherwise pay at start-up.
+var dummyHash = sync.OnceValue(func() string {
+	h, _ := HashPassword("toolwarden-dummy-password")
+	return h
+})
 
 // Password rules.
 const (

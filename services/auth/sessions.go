@@ -78,7 +78,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		hash := dummyHash
+		hash := dummyHash()
 		if found {
 			hash = u.PasswordHash
 		}
