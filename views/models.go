@@ -87,15 +87,4 @@ func agoPtr(t *time.Time, never string) string {
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
 
-func joinTopics(ts []string) string {
-	out := ""
-	for i, t := range ts {
-		if i > 0 {
-			out += ","
-		}
-		out += t
-	}
-	return out
-}
-
 func i64(n int64) string { return fmt.Sprint(n) }

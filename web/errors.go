@@ -41,6 +41,8 @@ func classify(err error) (int, string, string, any) {
 		return http.StatusUnauthorized, "unauthenticated", "Sign in, or send an API token as 'Authorization: Bearer <token>'.", nil
 	case errors.Is(err, handlers.ErrForbidden):
 		return http.StatusForbidden, "forbidden", "Your role does not allow this.", nil
+	case errors.Is(err, auth.ErrTokenMintsToken):
+		return http.StatusForbidden, "forbidden", err.Error(), nil
 	case errors.As(err, &ce):
 		return http.StatusConflict, "conflict", ce.Message, nil
 	case errors.As(err, &te):

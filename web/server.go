@@ -76,9 +76,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 // Shutdown closes the websocket connections, telling clients to reconnect later.
 func (s *Server) Shutdown() { s.hub.shutdown() }
 
-// LiveClients is the number of open websocket connections.
-func (s *Server) LiveClients() int { return s.hub.count() }
-
 // staticHandler serves the embedded files. Versioned URLs (?v=hash, see static.URL)
 // never change content, so browsers may keep them for a year.
 func staticHandler(files fs.FS) http.Handler {

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -51,7 +50,6 @@ type hub struct {
 	live     handlers.Live
 	log      *slog.Logger
 	upgrader websocket.Upgrader
-	clients  atomic.Int64
 
 	mu     sync.Mutex
 	cache  map[int64][]byte // rendered fragment by event id: rendered once, sent to all
@@ -68,7 +66,11 @@ func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	return h
 }
 
-func (h *hub) count() int { return int(h.clients.Load()) }
+func (h *hub) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
 
 // sameOrigin accepts a handshake whose Origin is this host. Browsers always send Origin
 // on websocket handshakes, so a missing one is refused too (unless a bearer token, which
@@ -108,10 +110,8 @@ func (h *hub) track(conn *websocket.Conn, add bool) {
 	defer h.mu.Unlock()
 	if add {
 		h.conns[conn] = struct{}{}
-		h.clients.Add(1)
 	} else {
 		delete(h.conns, conn)
-		h.clients.Add(-1)
 	}
 }
 

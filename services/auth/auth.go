@@ -21,6 +21,9 @@ var (
 	ErrNotFound           = errors.New("auth: not found")
 	ErrInvalidCredentials = errors.New("auth: wrong username or password")
 	ErrUnauthenticated    = errors.New("auth: not signed in")
+	// ErrTokenMintsToken: otherwise a leaked short-lived token could mint itself a
+	// permanent successor that outlives its revocation.
+	ErrTokenMintsToken = errors.New("an API token cannot create API tokens: sign in to create one")
 )
 
 // ThrottledError says sign-in is refused for a while after too many failures.

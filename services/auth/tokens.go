@@ -53,6 +53,9 @@ type NewToken struct {
 // CreateToken issues an API token for userID. The returned string is the token: show it
 // once, it cannot be recovered.
 func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID string, in NewToken) (string, Token, error) {
+	if actor.Kind == audit.ActorToken {
+		return "", Token{}, ErrTokenMintsToken
+	}
 	in.Name = strings.TrimSpace(in.Name)
 	var ve verr.Error
 	if in.Name == "" || len([]rune(in.Name)) > 64 {

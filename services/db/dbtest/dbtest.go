@@ -95,18 +95,7 @@ func Cluster(t testing.TB) *db.Cluster {
 // NewURL creates a fresh, migrated database for this test and returns its URL.
 func NewURL(t testing.TB) string {
 	t.Helper()
-	c := Cluster(t)
-	name := fmt.Sprintf("t%d_%d", os.Getpid(), seq.Add(1))
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, c.URLFor("postgres"))
-	if err != nil {
-		t.Fatalf("dbtest: connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, templateDB)); err != nil {
-		t.Fatalf("dbtest: create database %s: %v", name, err)
-	}
-	return c.URLFor(name)
+	return createDatabase(t, "t", "TEMPLATE "+templateDB)
 }
 
 // New creates a fresh, migrated database for this test and returns a pool on it that
@@ -124,15 +113,22 @@ func New(t testing.TB) *pgxpool.Pool {
 // NewEmpty creates a database with no migrations applied (for migration tests).
 func NewEmpty(t testing.TB) string {
 	t.Helper()
+	return createDatabase(t, "e", "")
+}
+
+// createDatabase creates a uniquely named database (with the given CREATE DATABASE
+// options) on the process's cluster and returns its URL.
+func createDatabase(t testing.TB, prefix, options string) string {
+	t.Helper()
 	c := Cluster(t)
-	name := fmt.Sprintf("e%d_%d", os.Getpid(), seq.Add(1))
+	name := fmt.Sprintf("%s%d_%d", prefix, os.Getpid(), seq.Add(1))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, c.URLFor("postgres"))
 	if err != nil {
 		t.Fatalf("dbtest: connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name+" "+options); err != nil {
 		t.Fatalf("dbtest: create database %s: %v", name, err)
 	}
 	return c.URLFor(name)
