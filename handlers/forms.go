@@ -6,6 +6,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -35,8 +37,10 @@ func userMessage(err error) (string, bool) {
 		return ce.Message, true
 	case errors.As(err, &ve):
 		return ve.Error(), true
-	case errors.Is(err, auth.ErrNotFound):
+	case errors.Is(err, auth.ErrNotFound), errors.Is(err, registry.ErrNotFound):
 		return "That no longer exists; it may have been deleted.", true
+	case errors.Is(err, mcpclient.ErrNotConnected):
+		return "This " + err.Error() + ".", true
 	}
 	return "", false
 }

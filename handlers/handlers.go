@@ -16,6 +16,8 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -32,6 +34,9 @@ type Deps struct {
 	LiveClients func() int
 	// SecureCookies sets the Secure flag on cookies (behind TLS).
 	SecureCookies bool
+	// Registry holds the MCP servers and their tools; MCP keeps their live sessions.
+	Registry *registry.Service
+	MCP      *mcpclient.Manager
 }
 
 // SessionCookie is the name of the session cookie.
@@ -125,6 +130,7 @@ type navArea struct {
 // navAreas lists the areas that exist; later areas join as they are built.
 var navAreas = []navArea{
 	{"Dashboard", "/", auth.PermDashboard},
+	{"Servers", "/servers", auth.PermServerView},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},
 }
@@ -135,6 +141,11 @@ func (d *Deps) layout(c echo.Context, title string, topics ...string) views.Layo
 	l := views.Layout{Title: title, Flash: takeFlash(c, d.SecureCookies)}
 	if p == nil {
 		return l
+	}
+	for _, perm := range auth.AllPermissions {
+		if p.Can(perm) {
+			l.Perms = append(l.Perms, string(perm))
+		}
 	}
 	l.User = &views.CurrentUser{Username: p.User.Username, Name: p.User.Name(), RoleLabel: p.User.Role.Label()}
 	path := c.Request().URL.Path
@@ -161,6 +172,10 @@ func TopicPermission(topic string) auth.Permission {
 		return auth.PermDashboard
 	case audit.Topic:
 		return auth.PermAuditView
+	case registry.ServersTopic:
+		return auth.PermServerView
+	case registry.ToolsTopic:
+		return auth.PermToolView
 	}
 	return auth.Permission("topic:" + topic) // unknown topics: nobody
 }

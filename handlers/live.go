@@ -3,6 +3,7 @@ package handlers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/a-h/templ"
@@ -10,6 +11,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -41,6 +43,12 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 			return nil, err
 		}
 		parts = append(parts, views.LiveActivity(activityRow(s)))
+	case registry.ServersTopic:
+		more, err := l.serverParts(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, more...)
 	}
 	parts = append(parts, views.LiveCursor(ev.ID))
 	var buf bytes.Buffer
@@ -50,6 +58,72 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// serverParts renders a server event: the card and head of the server, its tools and
+// discovery runs after a discovery, progress while one runs, and toasts for changes of
+// connection status that people want to notice.
+func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Component, error) {
+	var p struct {
+		ID       string `json:"id"`
+		ServerID string `json:"server_id"`
+		Name     string `json:"name"`
+		Server   string `json:"server"`
+		Status   string `json:"status"`
+		Previous string `json:"previous"`
+		Error    string `json:"last_error"`
+		RunError string `json:"error"`
+		Pages    int    `json:"pages"`
+		Tools    int    `json:"tools"`
+		Added    int    `json:"added"`
+		Updated  int    `json:"updated"`
+		Removed  int    `json:"removed"`
+		Total    int    `json:"total"`
+	}
+	if err := ev.Decode(&p); err != nil {
+		return nil, err
+	}
+	id := p.ID
+	if id == "" {
+		id = p.ServerID
+	}
+	switch ev.Kind {
+	case "server.deleted":
+		return []templ.Component{views.LiveServerGone(id), views.LiveToast("info", "Server "+p.Name+" was deleted.")}, nil
+	case "discovery.progress":
+		return []templ.Component{views.LiveDiscoveryProgress(id, fmt.Sprintf("Discovering… %d tools from %d pages so far", p.Tools, p.Pages))}, nil
+	}
+	sv, err := l.Registry.GetServer(ctx, id)
+	if errors.Is(err, registry.ErrNotFound) {
+		return nil, nil // deleted since; its own event removes it
+	}
+	if err != nil {
+		return nil, err
+	}
+	parts := []templ.Component{views.LiveServer(serverCard(sv, true, true))}
+	switch ev.Kind {
+	case "server.status":
+		switch {
+		case p.Status == registry.StatusConnected && p.Previous != registry.StatusConnected:
+			parts = append(parts, views.LiveToast("success", sv.Name+" connected"))
+		case p.Status == registry.StatusError && p.Previous == registry.StatusConnected:
+			parts = append(parts, views.LiveToast("error", sv.Name+" lost its connection: "+p.Error))
+		}
+	case "discovery.completed", "discovery.failed":
+		tools, runs, err := serverToolsAndRuns(ctx, l.Registry, id)
+		if err != nil {
+			return nil, err
+		}
+		msg := fmt.Sprintf("Last discovery: %d tools (+%d added, ~%d updated, −%d removed)", p.Total, p.Added, p.Updated, p.Removed)
+		if ev.Kind == "discovery.failed" {
+			msg = "Last discovery failed: " + p.RunError
+		}
+		parts = append(parts, views.LiveDiscovery(id, msg, tools, runs))
+		if ev.Kind == "discovery.completed" && p.Added+p.Updated+p.Removed > 0 {
+			parts = append(parts, views.LiveToast("info", fmt.Sprintf("%s: %d tools added, %d updated, %d removed", sv.Name, p.Added, p.Updated, p.Removed)))
+		}
+	}
+	return parts, nil
 }
 
 // Reload renders the fragment that tells a page it fell too far behind.

@@ -14,6 +14,10 @@ type Layout struct {
 	Nav   []NavItem
 	Flash *Flash
 	Live  Live
+	// Perms are the signed-in user's permissions. Live fragments are rendered once for
+	// every viewer, so role-specific controls carry data-perm and CSS shows them only
+	// when the page's user has that permission (the routes still enforce it).
+	Perms []string
 }
 
 // CurrentUser is the signed-in user as the header shows them.

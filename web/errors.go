@@ -12,6 +12,8 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -35,8 +37,10 @@ func classify(err error) (int, string, string, any) {
 	switch {
 	case errors.As(err, &ve):
 		return http.StatusBadRequest, "invalid_input", ve.Error(), ve.Fields
-	case errors.Is(err, auth.ErrNotFound):
+	case errors.Is(err, auth.ErrNotFound), errors.Is(err, registry.ErrNotFound):
 		return http.StatusNotFound, "not_found", "Not found.", nil
+	case errors.Is(err, mcpclient.ErrNotConnected):
+		return http.StatusConflict, "not_connected", err.Error(), nil
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return http.StatusUnauthorized, "unauthenticated", "Sign in, or send an API token as 'Authorization: Bearer <token>'.", nil
 	case errors.Is(err, handlers.ErrForbidden):

@@ -25,6 +25,7 @@ func (s *Server) routes() []Route {
 	users := handlers.UsersHandler{Deps: d}
 	tokens := handlers.TokensHandler{Deps: d}
 	health := handlers.HealthHandler{Deps: d}
+	servers := handlers.ServersHandler{Deps: d}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -47,6 +48,19 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/tokens", auth.PermOwnTokens, tokens.List},
 		{http.MethodPost, "/tokens", auth.PermOwnTokens, tokens.Create},
 		{http.MethodPost, "/tokens/:id/revoke", auth.PermOwnTokens, tokens.Revoke},
+		{http.MethodGet, "/servers", auth.PermServerView, servers.List},
+		{http.MethodPost, "/servers", auth.PermServerCreate, servers.Create},
+		{http.MethodGet, "/servers/new", auth.PermServerCreate, servers.New},
+		{http.MethodPost, "/servers/test", auth.PermServerCreate, servers.Test},
+		{http.MethodGet, "/servers/:id", auth.PermServerView, servers.Show},
+		{http.MethodPost, "/servers/:id", auth.PermServerEdit, servers.Update},
+		{http.MethodGet, "/servers/:id/edit", auth.PermServerEdit, servers.Edit},
+		{http.MethodPost, "/servers/:id/test", auth.PermServerEdit, servers.Test},
+		{http.MethodPost, "/servers/:id/enable", auth.PermServerEdit, servers.SetEnabled(true)},
+		{http.MethodPost, "/servers/:id/disable", auth.PermServerEdit, servers.SetEnabled(false)},
+		{http.MethodPost, "/servers/:id/reconnect", auth.PermServerEdit, servers.Reconnect},
+		{http.MethodPost, "/servers/:id/discover", auth.PermServerEdit, servers.Discover},
+		{http.MethodPost, "/servers/:id/delete", auth.PermServerDelete, servers.Delete},
 
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
@@ -60,6 +74,19 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/api/v1/tokens", auth.PermOwnTokens, tokens.APIList},
 		{http.MethodPost, "/api/v1/tokens", auth.PermOwnTokens, tokens.APICreate},
 		{http.MethodDelete, "/api/v1/tokens/:id", auth.PermOwnTokens, tokens.APIRevoke},
+		{http.MethodGet, "/api/v1/servers", auth.PermServerView, servers.APIList},
+		{http.MethodPost, "/api/v1/servers", auth.PermServerCreate, servers.APICreate},
+		{http.MethodPost, "/api/v1/servers/test", auth.PermServerCreate, servers.APITest},
+		{http.MethodGet, "/api/v1/servers/:id", auth.PermServerView, servers.APIGet},
+		{http.MethodPatch, "/api/v1/servers/:id", auth.PermServerEdit, servers.APIUpdate},
+		{http.MethodDelete, "/api/v1/servers/:id", auth.PermServerDelete, servers.APIDelete},
+		{http.MethodPost, "/api/v1/servers/:id/test", auth.PermServerEdit, servers.APITest},
+		{http.MethodPost, "/api/v1/servers/:id/enable", auth.PermServerEdit, servers.APISetEnabled(true)},
+		{http.MethodPost, "/api/v1/servers/:id/disable", auth.PermServerEdit, servers.APISetEnabled(false)},
+		{http.MethodPost, "/api/v1/servers/:id/reconnect", auth.PermServerEdit, servers.APIReconnect},
+		{http.MethodPost, "/api/v1/servers/:id/discover", auth.PermServerEdit, servers.APIDiscover},
+		{http.MethodGet, "/api/v1/servers/:id/tools", auth.PermServerView, servers.APITools},
+		{http.MethodGet, "/api/v1/servers/:id/health", auth.PermServerView, servers.APIHealth},
 	}
 }
 

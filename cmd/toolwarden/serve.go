@@ -15,6 +15,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/web"
 )
 
@@ -40,6 +43,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	if err := ensureSecretKey(secretKeyPath(c)); err != nil {
+		return err
+	}
+	keys, err := secrets.LoadKeyring(secretKeyPath(c))
+	if err != nil {
 		return err
 	}
 	d, err := db.Open(ctx, db.Config{URL: c.DatabaseURL, DataDir: c.DataDir, Migrate: true,
@@ -68,8 +75,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { _ = bus.Run(runCtx); close(busDone) }()
 	defer func() { cancel(); <-busDone }()
 
+	reg := registry.New(d.Pool, keys, &registry.Options{Logger: log})
+	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version})
+	// Sessions stop before the bus and the database (deferred in reverse order), so
+	// every server is marked disconnected and every stdio process is gone on exit.
+	mcpCtx, mcpCancel := context.WithCancel(ctx)
+	mcpDone := make(chan struct{})
+	defer func() { mcpCancel(); <-mcpDone }()
+
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
-		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies}
+		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp}
 	srv := web.New(deps, bus)
 
 	if d.Cluster != nil && !d.Cluster.Owned() {
@@ -83,12 +98,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 
-	go pruneLoop(runCtx, authSvc, log)
+	go pruneLoop(runCtx, authSvc, reg, log)
 
 	select {
 	case <-bus.Ready():
 	case <-ctx.Done():
 	}
+	go func() { _ = mcp.Run(mcpCtx); close(mcpDone) }()
 	url := "http://" + ln.Addr().String()
 	log.Info("toolwarden ready", "url", url, "version", version, "took", time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(stdout, "Toolwarden is ready at %s\n", url)
@@ -113,8 +129,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// pruneLoop removes ended sessions and old sign-in failures every few minutes.
-func pruneLoop(ctx context.Context, a *auth.Service, log interface{ Warn(string, ...any) }) {
+// healthRetention is how long server health checks are kept.
+const healthRetention = 7 * 24 * time.Hour
+
+// pruneLoop removes ended sessions, old sign-in failures and old health checks every
+// few minutes.
+func pruneLoop(ctx context.Context, a *auth.Service, reg *registry.Service, log interface{ Warn(string, ...any) }) {
 	t := time.NewTicker(5 * time.Minute)
 	defer t.Stop()
 	for {
@@ -124,6 +144,9 @@ func pruneLoop(ctx context.Context, a *auth.Service, log interface{ Warn(string,
 		case <-t.C:
 			if err := a.Prune(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("prune sessions", "err", err)
+			}
+			if _, err := reg.PruneHealth(ctx, healthRetention); err != nil && ctx.Err() == nil {
+				log.Warn("prune health checks", "err", err)
 			}
 		}
 	}

@@ -118,10 +118,69 @@
       if (seen[id]) row.remove(); else seen[id] = true;
     });
   }
+  // One event is rendered once for every page that follows its topic (the hub's render
+  // cache), so a fragment may carry parts for elements only some pages have (a server's
+  // card on the list, its health table on the detail page). Drop the parts whose target
+  // is not on this page before htmx swaps, instead of letting htmx report each one.
+  if (window.htmx) {
+    htmx.defineExtension("tw-live", {
+      transformResponse: function (text) {
+        var tpl = document.createElement("template");
+        tpl.innerHTML = text;
+        var dropped = false;
+        Array.prototype.slice.call(tpl.content.children).forEach(function (el) {
+          if (el.id && !document.getElementById(el.id)) { el.remove(); dropped = true; }
+        });
+        return dropped ? tpl.innerHTML : text;
+      }
+    });
+  }
   document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeActivity(); });
+
+  // Server form: show the fields of the chosen type; add and remove env/header rows.
+  function showForType() {
+    var sel = document.querySelector("[data-type-select]");
+    if (!sel) return;
+    document.querySelectorAll("[data-for-type]").forEach(function (fs) {
+      var on = fs.dataset.forType.split(" ").indexOf(sel.value) >= 0;
+      fs.hidden = !on;
+      fs.disabled = !on;
+    });
+  }
+  document.addEventListener("change", function (e) {
+    if (e.target.matches("[data-type-select]")) showForType();
+  });
+  document.addEventListener("click", function (e) {
+    var add = e.target.closest("[data-add-row]");
+    if (add) {
+      var field = add.dataset.addRow;
+      var tpl = document.getElementById(field + "-row-template");
+      var rows = document.getElementById(field + "-rows");
+      if (!tpl || !rows) return;
+      var row = tpl.content.firstElementChild.cloneNode(true);
+      var n = rows.children.length + Date.now();
+      row.querySelectorAll("input").forEach(function (input, i) {
+        input.id = field + "-new-" + n + "-" + i;
+        var label = input.closest(".field").querySelector("label");
+        if (label) label.htmlFor = input.id;
+      });
+      rows.appendChild(row);
+      row.querySelector("input").focus();
+      return;
+    }
+    var remove = e.target.closest("[data-remove-row]");
+    if (remove) {
+      var r = remove.closest(".secret-row");
+      var next = r.nextElementSibling || r.previousElementSibling;
+      r.remove();
+      var focusTarget = next ? next.querySelector("input") : document.querySelector("[data-add-row]");
+      if (focusTarget) focusTarget.focus();
+    }
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     applyTheme(localStorage.getItem("tw-theme") || "");
+    showForType();
     scheduleToasts();
     openMarkedDialogs();
   });

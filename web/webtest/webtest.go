@@ -3,6 +3,7 @@
 package webtest
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +23,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/web"
 )
 
@@ -30,15 +35,42 @@ const AdminPassword = "admin-password-for-tests"
 // Server is a running test server.
 type Server struct {
 	*httptest.Server
-	Pool *pgxpool.Pool
-	Auth *auth.Service
-	Bus  *events.Bus
-	Web  *web.Server
+	Pool     *pgxpool.Pool
+	Auth     *auth.Service
+	Bus      *events.Bus
+	Web      *web.Server
+	Keys     *secrets.Keyring
+	Registry *registry.Service
+	MCP      *mcpclient.Manager
+	// Logs holds everything the server logged, so tests can check what never appears in logs.
+	Logs *SyncBuffer
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Options tune Start.
 type Options struct {
 	Auth *auth.Options
+	// MCP tunes the session manager; nil uses fast settings for tests (short backoff).
+	MCP *mcpclient.Options
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -48,7 +80,8 @@ func Start(t testing.TB, opts *Options) *Server {
 		opts = &Options{}
 	}
 	pool := dbtest.New(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &SyncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ao := opts.Auth
 	if ao == nil {
 		ao = &auth.Options{}
@@ -67,16 +100,35 @@ func Start(t testing.TB, opts *Options) *Server {
 	case <-time.After(30 * time.Second):
 		t.Fatal("event bus not ready")
 	}
-	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now()}
+	key, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(pool, keys, &registry.Options{Logger: log})
+	mo := opts.MCP
+	if mo == nil {
+		mo = &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
+			Debounce: 100 * time.Millisecond, BreakerCooldown: 2 * time.Second}
+	}
+	mo.Logger, mo.Bus = log, bus
+	mgr := mcpclient.New(reg, mo)
+	mcpDone := make(chan struct{})
+	go func() { _ = mgr.Run(ctx); close(mcpDone) }()
+	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {
 		w.Shutdown()
 		hs.Close()
 		cancel()
+		<-mcpDone
 		<-done
 	})
-	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w}
+	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Logs: logs}
 }
 
 // CreateUser adds a user with the given role and password.

@@ -1,0 +1,269 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// serverInput is the JSON body of POST /api/v1/servers and PATCH /api/v1/servers/:id
+// (DESIGN §1). On PATCH, absent fields stay as they are; in env and headers a null
+// value removes that name and names not mentioned are kept.
+type serverInput struct {
+	Name             *string            `json:"name"`
+	Type             *string            `json:"type"`
+	Description      *string            `json:"description"`
+	Command          *string            `json:"command"`
+	Args             *[]string          `json:"args"`
+	WorkingDir       *string            `json:"working_dir"`
+	Env              map[string]*string `json:"env"`
+	URL              *string            `json:"url"`
+	Headers          map[string]*string `json:"headers"`
+	AuthType         *string            `json:"auth_type"`
+	AuthHeader       *string            `json:"auth_header"`
+	AuthToken        *string            `json:"auth_token"`
+	TimeoutMS        *int               `json:"timeout_ms"`
+	Retries          *int               `json:"retries"`
+	HealthIntervalMS *int               `json:"health_interval_ms"`
+	Enabled          *bool              `json:"enabled"`
+	Trusted          *bool              `json:"trusted"`
+}
+
+func (in serverInput) patch() registry.Patch {
+	return registry.Patch{Name: in.Name, Type: in.Type, Description: in.Description, Command: in.Command, Args: in.Args,
+		WorkingDir: in.WorkingDir, Env: in.Env, URL: in.URL, Headers: in.Headers, AuthType: in.AuthType,
+		AuthHeader: in.AuthHeader, AuthToken: in.AuthToken, TimeoutMS: in.TimeoutMS, Retries: in.Retries,
+		HealthIntervalMS: in.HealthIntervalMS, Enabled: in.Enabled, Trusted: in.Trusted}
+}
+
+func (in serverInput) spec() registry.Spec {
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	sp := registry.Spec{Name: str(in.Name), Type: str(in.Type), Description: str(in.Description), Command: str(in.Command),
+		WorkingDir: str(in.WorkingDir), URL: str(in.URL), AuthType: str(in.AuthType), AuthHeader: str(in.AuthHeader),
+		AuthToken: str(in.AuthToken), Retries: in.Retries, Enabled: in.Enabled == nil || *in.Enabled,
+		Trusted: in.Trusted != nil && *in.Trusted, Env: map[string]string{}, Headers: map[string]string{}}
+	if in.Args != nil {
+		sp.Args = *in.Args
+	}
+	if in.TimeoutMS != nil {
+		sp.TimeoutMS = *in.TimeoutMS
+	}
+	if in.HealthIntervalMS != nil {
+		sp.HealthIntervalMS = *in.HealthIntervalMS
+	}
+	for k, v := range in.Env {
+		sp.Env[k] = str(v)
+	}
+	for k, v := range in.Headers {
+		sp.Headers[k] = str(v)
+	}
+	return sp
+}
+
+// APIList returns servers: ?q=&status=&type=&limit=&offset=.
+func (h ServersHandler) APIList(c echo.Context) error {
+	var ve verr.Error
+	limit, offset := intParam(c, "limit", 100, &ve), intParam(c, "offset", 0, &ve)
+	if err := ve.Err(); err != nil {
+		return err
+	}
+	list, total, err := h.Registry.ListServers(c.Request().Context(), registry.ListQuery{Q: c.QueryParam("q"),
+		Status: c.QueryParam("status"), Type: c.QueryParam("type"), Limit: limit, Offset: offset})
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []registry.Server{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"servers": list, "total": total})
+}
+
+func intParam(c echo.Context, name string, def int, ve *verr.Error) int {
+	raw := c.QueryParam(name)
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		ve.Add(name, "must be a whole number, 0 or more")
+		return def
+	}
+	return n
+}
+
+// apiServer is a server as the API returns it: the stored registration plus the live
+// state of its session.
+type apiServer struct {
+	registry.Server
+	Live *liveState `json:"live,omitempty"`
+}
+
+type liveState struct {
+	Failures    int      `json:"consecutive_failures"`
+	BreakerOpen bool     `json:"circuit_open"`
+	NextAttempt *string  `json:"next_attempt"`
+	Stderr      []string `json:"stderr,omitempty"`
+}
+
+func (h ServersHandler) withLive(s registry.Server) apiServer {
+	snap := h.MCP.Snapshot(s.ID)
+	ls := &liveState{Failures: snap.Failures, BreakerOpen: snap.BreakerOpen, Stderr: snap.Stderr}
+	if !snap.NextAttempt.IsZero() {
+		t := snap.NextAttempt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		ls.NextAttempt = &t
+	}
+	return apiServer{Server: s, Live: ls}
+}
+
+// APIGet returns one server with its live state.
+func (h ServersHandler) APIGet(c echo.Context) error {
+	s, err := h.Registry.GetServer(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, h.withLive(s))
+}
+
+// APICreate registers a server and starts its session: 201 with the server.
+func (h ServersHandler) APICreate(c echo.Context) error {
+	var in serverInput
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sv, err := h.Registry.CreateServer(ctx, ActorOf(c), in.spec())
+	if err != nil {
+		return err
+	}
+	h.MCP.Refresh(ctx, sv.ID)
+	return c.JSON(http.StatusCreated, sv)
+}
+
+// APIUpdate changes some fields of a server.
+func (h ServersHandler) APIUpdate(c echo.Context) error {
+	var in serverInput
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), c.Param("id"), in.patch())
+	if err != nil {
+		return err
+	}
+	h.MCP.Refresh(ctx, sv.ID)
+	return c.JSON(http.StatusOK, sv)
+}
+
+// APIDelete removes a server: 204.
+func (h ServersHandler) APIDelete(c echo.Context) error {
+	ctx := c.Request().Context()
+	if err := h.Registry.DeleteServer(ctx, ActorOf(c), c.Param("id")); err != nil {
+		return err
+	}
+	h.MCP.Refresh(ctx, c.Param("id"))
+	return c.NoContent(http.StatusNoContent)
+}
+
+// APISetEnabled returns the handler of POST /api/v1/servers/:id/enable and /disable.
+func (h ServersHandler) APISetEnabled(enabled bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := c.Request().Context()
+		sv, err := h.Registry.SetEnabled(ctx, ActorOf(c), c.Param("id"), enabled)
+		if err != nil {
+			return err
+		}
+		h.MCP.Refresh(ctx, sv.ID)
+		return c.JSON(http.StatusOK, sv)
+	}
+}
+
+// APIDiscover lists the server's tools now: {"added","updated","unchanged","removed",...}.
+func (h ServersHandler) APIDiscover(c echo.Context) error {
+	res, err := h.MCP.Discover(c.Request().Context(), c.Param("id"), ActorOf(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// APIReconnect closes the session and opens a new one.
+func (h ServersHandler) APIReconnect(c echo.Context) error {
+	if err := h.MCP.Reconnect(c.Request().Context(), c.Param("id")); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "reconnecting"})
+}
+
+// APITest tries a registration without saving it (the body of POST /api/v1/servers, or
+// for /api/v1/servers/:id/test a patch over the stored server).
+func (h ServersHandler) APITest(c echo.Context) error {
+	var in serverInput
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	p := in.patch()
+	id := c.Param("id")
+	if id == "" {
+		p = registry.PatchFromSpec(in.spec())
+	}
+	conn, err := h.Registry.PreviewConnection(ctx, id, p)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, h.MCP.Test(ctx, conn))
+}
+
+// APITools lists the tools discovered on a server.
+func (h ServersHandler) APITools(c echo.Context) error {
+	ctx := c.Request().Context()
+	s, err := h.Registry.GetServer(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	tools, err := h.Registry.ServerTools(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	out := make([]map[string]any, 0, len(tools))
+	for _, t := range tools {
+		out = append(out, map[string]any{"id": t.ID, "name": t.Name, "qualified_name": t.QualifiedName(), "server": t.ServerName,
+			"title": t.Title, "description": t.Description, "status": t.Status, "available": t.Available, "version": t.Version(),
+			"definition_hash": t.DefinitionHash, "annotations": t.Annotations, "input_schema": t.InputSchema,
+			"output_schema": t.OutputSchema})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"tools": out})
+}
+
+// APIHealth returns the latest health checks and discovery runs of a server.
+func (h ServersHandler) APIHealth(c echo.Context) error {
+	ctx := c.Request().Context()
+	s, err := h.Registry.GetServer(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	health, err := h.Registry.HealthHistory(ctx, s.ID, 100)
+	if err != nil {
+		return err
+	}
+	runs, err := h.Registry.DiscoveryRuns(ctx, s.ID, 20)
+	if err != nil {
+		return err
+	}
+	if health == nil {
+		health = []registry.Health{}
+	}
+	if runs == nil {
+		runs = []registry.DiscoveryRun{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"health": health, "discovery_runs": runs})
+}

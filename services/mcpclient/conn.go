@@ -1,0 +1,335 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// conn supervises the session of one server: connect, watch, reconnect, until stopped.
+type conn struct {
+	m      *Manager
+	cfg    registry.Connection
+	stderr *lineBuffer
+	cancel context.CancelFunc
+	ctx    context.Context
+	done   chan struct{}
+
+	breaker *gobreaker.CircuitBreaker[*session]
+
+	mu          sync.Mutex
+	sess        *session
+	status      string
+	errText     string
+	since       time.Time
+	failures    int
+	nextAttempt time.Time
+
+	// Discovery: one at a time per server; requests while one is pending coalesce.
+	discoverMu   sync.Mutex
+	debounceMu   sync.Mutex
+	debounce     *time.Timer
+	debounceTrig string
+}
+
+// session is one open MCP session and what to clean up after it.
+type session struct {
+	cs     *mcp.ClientSession
+	ep     *endpoint
+	cancel context.CancelFunc
+	caps   *mcp.ServerCapabilities
+}
+
+func (s *session) close() {
+	_ = s.cs.Close()
+	s.cancel()
+	s.ep.cleanup()
+}
+
+// newConn prepares the supervisor of one server; its context derives from parent (Run's).
+func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr *lineBuffer) *conn {
+	ctx, cancel := context.WithCancel(parent)
+	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now()}
+	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
+		Name:        cfg.Name,
+		MaxRequests: 1,
+		Timeout:     m.opts.BreakerCooldown,
+		ReadyToTrip: func(counts gobreaker.Counts) bool {
+			return int(counts.ConsecutiveFailures) >= m.opts.BreakerFailures
+		},
+	})
+	return c
+}
+
+func (c *conn) stop() {
+	c.cancel()
+	<-c.done
+}
+
+func (c *conn) snapshot() Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Snapshot{Status: c.status, Error: c.errText, Since: c.since, Failures: c.failures,
+		BreakerOpen: c.breaker.State() == gobreaker.StateOpen, NextAttempt: c.nextAttempt}
+}
+
+func (c *conn) current() (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		if c.errText != "" {
+			return nil, fmt.Errorf("%w: %s", ErrNotConnected, c.errText)
+		}
+		return nil, ErrNotConnected
+	}
+	return c.sess.cs, nil
+}
+
+// setStatus records a status in memory and in the registry (which announces it).
+func (c *conn) setStatus(ctx context.Context, status, errText string, info *registry.ServerInfo) {
+	c.mu.Lock()
+	if c.status != status {
+		c.since = time.Now()
+	}
+	c.status, c.errText = status, errText
+	c.mu.Unlock()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := c.m.reg.SetStatus(wctx, c.cfg.ServerID, registry.StatusUpdate{Status: status, Error: errText, Info: info}); err != nil && !errors.Is(err, registry.ErrNotFound) {
+		c.m.log.Warn("mcpclient: record status", "server", c.cfg.Name, "status", status, "err", err)
+	}
+}
+
+// run is the supervisor loop. It owns every session it opens and closes them all
+// before it returns.
+func (c *conn) run() {
+	ctx := c.ctx
+	defer close(c.done)
+	defer c.cancel()
+	bo := &backoff.ExponentialBackOff{InitialInterval: c.m.opts.BackoffInitial, RandomizationFactor: 0.5,
+		Multiplier: 2, MaxInterval: c.m.opts.BackoffMax}
+	bo.Reset()
+	for ctx.Err() == nil {
+		if c.breaker.State() == gobreaker.StateOpen {
+			wait := c.m.opts.BreakerCooldown
+			c.mu.Lock()
+			c.nextAttempt = time.Now().Add(wait)
+			msg := fmt.Sprintf("circuit open after %d failed attempts (last: %s); next attempt at %s",
+				c.failures, c.errText, c.nextAttempt.Format("15:04:05"))
+			c.mu.Unlock()
+			c.setStatus(ctx, registry.StatusError, msg, nil)
+			if !sleep(ctx, wait) {
+				break
+			}
+		}
+		c.setStatus(ctx, registry.StatusConnecting, "", nil)
+		s, err := c.breaker.Execute(func() (*session, error) { return c.open(ctx) })
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+				continue
+			}
+			c.mu.Lock()
+			c.failures++
+			wait := bo.NextBackOff()
+			c.nextAttempt = time.Now().Add(wait)
+			c.mu.Unlock()
+			c.setStatus(ctx, registry.StatusError, err.Error(), nil)
+			c.m.log.Warn("mcpclient: connect failed", "server", c.cfg.Name, "err", err, "retry_in", wait)
+			if !sleep(ctx, wait) {
+				break
+			}
+			continue
+		}
+		bo.Reset()
+		c.mu.Lock()
+		c.sess, c.failures, c.nextAttempt = s, 0, time.Time{}
+		c.mu.Unlock()
+		c.setStatus(ctx, registry.StatusConnected, "", serverInfo(s.cs))
+		c.m.log.Info("mcpclient: connected", "server", c.cfg.Name)
+		c.requestDiscovery("connect")
+		reason := c.watch(ctx, s)
+		c.mu.Lock()
+		c.sess = nil
+		c.mu.Unlock()
+		c.cancelDebounce()
+		s.close()
+		if ctx.Err() != nil {
+			break
+		}
+		if exit := s.ep.exitDescription(); exit != "" {
+			reason += " (process " + exit + ")"
+		}
+		if last := c.stderr.Last(); s.ep.cmd != nil && last != "" {
+			reason += "; last stderr line: " + last
+		}
+		c.mu.Lock()
+		c.failures++
+		wait := bo.NextBackOff()
+		c.nextAttempt = time.Now().Add(wait)
+		c.mu.Unlock()
+		c.setStatus(ctx, registry.StatusError, reason, nil)
+		c.m.log.Warn("mcpclient: connection lost", "server", c.cfg.Name, "reason", reason, "retry_in", wait)
+		if !sleep(ctx, wait) {
+			break
+		}
+	}
+	c.mu.Lock()
+	if c.sess != nil {
+		c.sess.close()
+		c.sess = nil
+	}
+	c.mu.Unlock()
+	c.cancelDebounce()
+	// Wait for a discovery in flight, so nothing writes about this server after stop.
+	c.discoverMu.Lock()
+	//nolint:staticcheck // empty critical section: waiting is the point
+	c.discoverMu.Unlock()
+}
+
+// open starts one session.
+func (c *conn) open(ctx context.Context) (*session, error) {
+	ep, err := newEndpoint(c.cfg, c.stderr)
+	if err != nil {
+		return nil, err
+	}
+	client := c.m.newClient(func() { c.requestDiscovery("list_changed") })
+	cs, cancel, err := connect(ctx, client, ep, c.cfg.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{cs: cs, ep: ep, cancel: cancel}
+	if ir := cs.InitializeResult(); ir != nil {
+		s.caps = ir.Capabilities
+	}
+	return s, nil
+}
+
+// watch returns why the session must be replaced: the connection ended or a health
+// check failed. It returns "" when ctx ends.
+func (c *conn) watch(ctx context.Context, s *session) string {
+	ended := make(chan error, 1)
+	go func() { ended <- s.cs.Wait() }()
+	tick := time.NewTicker(c.cfg.HealthInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ""
+		case err := <-ended:
+			if err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+				return "connection closed: " + err.Error()
+			}
+			return "connection closed by the server"
+		case <-tick.C:
+			lat, err := probe(ctx, s.cs, c.cfg.Timeout)
+			if ctx.Err() != nil {
+				return ""
+			}
+			errText := ""
+			if err != nil {
+				errText = err.Error()
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if rerr := c.m.reg.RecordHealth(rctx, c.cfg.ServerID, err == nil, lat, errText); rerr != nil && ctx.Err() == nil {
+				c.m.log.Warn("mcpclient: record health", "server", c.cfg.Name, "err", rerr)
+			}
+			cancel()
+			if err != nil {
+				return "health check failed: " + errText
+			}
+		}
+	}
+}
+
+// probe is the health check, shared with Test: one ping round trip within timeout.
+func probe(ctx context.Context, cs *mcp.ClientSession, timeout time.Duration) (time.Duration, error) {
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	err := cs.Ping(pctx, nil)
+	lat := time.Since(start)
+	if err != nil {
+		if errors.Is(pctx.Err(), context.DeadlineExceeded) {
+			return lat, fmt.Errorf("no answer to ping within %s: %w", timeout, ErrTimeout)
+		}
+		return lat, fmt.Errorf("ping: %w", err)
+	}
+	return lat, nil
+}
+
+func serverInfo(cs *mcp.ClientSession) *registry.ServerInfo {
+	ir := cs.InitializeResult()
+	if ir == nil {
+		return &registry.ServerInfo{}
+	}
+	info := &registry.ServerInfo{ProtocolVersion: ir.ProtocolVersion, Instructions: ir.Instructions}
+	if ir.ServerInfo != nil {
+		info.Name, info.Title, info.Version = ir.ServerInfo.Name, ir.ServerInfo.Title, ir.ServerInfo.Version
+	}
+	if ir.Capabilities != nil {
+		info.Capabilities = mustJSON(ir.Capabilities)
+	}
+	return info
+}
+
+// requestDiscovery schedules a discovery after the debounce delay; requests arriving
+// meanwhile join it. The first trigger names the run (connect wins over list_changed).
+func (c *conn) requestDiscovery(trigger string) {
+	c.debounceMu.Lock()
+	defer c.debounceMu.Unlock()
+	if c.debounce != nil {
+		// A notification sent while the session was initializing arrives before the
+		// connect request; the run is still the one that follows the connection.
+		if trigger == "connect" {
+			c.debounceTrig = trigger
+		}
+		c.debounce.Reset(c.m.opts.Debounce)
+		return
+	}
+	c.debounceTrig = trigger
+	c.debounce = time.AfterFunc(c.m.opts.Debounce, func() {
+		c.debounceMu.Lock()
+		trig := c.debounceTrig
+		c.debounce = nil
+		c.debounceMu.Unlock()
+		ctx := c.ctx
+		if ctx.Err() != nil {
+			return
+		}
+		if _, err := c.discoverNow(ctx, trig, audit.System); err != nil && ctx.Err() == nil {
+			c.m.log.Warn("mcpclient: discovery failed", "server", c.cfg.Name, "trigger", trig, "err", err)
+		}
+	})
+}
+
+func (c *conn) cancelDebounce() {
+	c.debounceMu.Lock()
+	defer c.debounceMu.Unlock()
+	if c.debounce != nil {
+		c.debounce.Stop()
+		c.debounce = nil
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,163 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// progressEvery throttles discovery.progress events of a long, many-page discovery.
+const progressEvery = 500 * time.Millisecond
+
+// discoverNow lists every tool (and resource and prompt) of the live session and stores
+// the result. Discoveries of one server run one at a time.
+func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Actor) (registry.DiscoveryResult, error) {
+	c.discoverMu.Lock()
+	defer c.discoverMu.Unlock()
+	c.mu.Lock()
+	s := c.sess
+	errText := c.errText
+	c.mu.Unlock()
+	if s == nil {
+		if errText != "" {
+			return registry.DiscoveryResult{}, fmt.Errorf("%w (%s)", ErrNotConnected, errText)
+		}
+		return registry.DiscoveryResult{}, ErrNotConnected
+	}
+	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now()}
+	lastProgress := time.Now()
+	tools, pages, err := listTools(ctx, s.cs, c.m.opts.MaxPages, func(pages, n int) {
+		if time.Since(lastProgress) >= progressEvery {
+			lastProgress = time.Now()
+			if perr := c.m.reg.DiscoveryProgress(ctx, c.cfg.ServerID, trigger, pages, n); perr != nil {
+				c.m.log.Warn("mcpclient: discovery progress", "server", c.cfg.Name, "err", perr)
+			}
+		}
+	})
+	d.Pages = pages
+	if err != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := c.m.reg.RecordDiscoveryFailure(wctx, c.cfg.ServerID, d, err); rerr != nil {
+			c.m.log.Warn("mcpclient: record failed discovery", "server", c.cfg.Name, "err", rerr)
+		}
+		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: %w", c.cfg.Name, err)
+	}
+	d.Tools = tools
+	if s.caps != nil && s.caps.Resources != nil {
+		d.Resources = listResources(ctx, s.cs)
+	}
+	if s.caps != nil && s.caps.Prompts != nil {
+		d.Prompts = listPrompts(ctx, s.cs)
+	}
+	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
+	if err != nil {
+		return registry.DiscoveryResult{}, err
+	}
+	c.m.log.Info("mcpclient: discovery", "server", c.cfg.Name, "trigger", trigger, "tools", res.Total,
+		"added", res.Added, "updated", res.Updated, "removed", res.Removed, "pages", res.Pages)
+	return res, nil
+}
+
+// listTools follows nextCursor to the end. It fails rather than return a partial list:
+// a repeated cursor, too many pages or any error means no list at all.
+func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progress func(pages, tools int)) ([]registry.ToolDef, int, error) {
+	var out []registry.ToolDef
+	seen := map[string]bool{}
+	cursor := ""
+	pages := 0
+	for {
+		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, pages, fmt.Errorf("tools/list page %d: %w", pages+1, err)
+		}
+		pages++
+		for _, t := range res.Tools {
+			if t == nil {
+				continue
+			}
+			out = append(out, toolDef(t))
+		}
+		if progress != nil {
+			progress(pages, len(out))
+		}
+		if res.NextCursor == "" {
+			return out, pages, nil
+		}
+		if seen[res.NextCursor] {
+			return nil, pages, fmt.Errorf("tools/list repeated cursor %q after %d pages: stopped to avoid an endless loop, no tools changed", res.NextCursor, pages)
+		}
+		if pages >= maxPages {
+			return nil, pages, fmt.Errorf("tools/list still paging after %d pages: stopped, no tools changed", pages)
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+}
+
+func toolDef(t *mcp.Tool) registry.ToolDef {
+	d := registry.ToolDef{Name: t.Name, Title: t.Title, Description: t.Description, Raw: mustJSON(t)}
+	if d.Title == "" && t.Annotations != nil {
+		d.Title = t.Annotations.Title
+	}
+	if t.InputSchema != nil {
+		d.InputSchema = mustJSON(t.InputSchema)
+	}
+	if t.OutputSchema != nil {
+		d.OutputSchema = mustJSON(t.OutputSchema)
+	}
+	if t.Annotations != nil {
+		d.Annotations = mustJSON(t.Annotations)
+	}
+	return d
+}
+
+// listResources returns the server's resources, or nil when listing fails (recorded
+// as "not listed", never as "no resources").
+func listResources(ctx context.Context, cs *mcp.ClientSession) []registry.Resource {
+	out := []registry.Resource{}
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			return nil
+		}
+		out = append(out, registry.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
+		if len(out) >= 1000 {
+			break
+		}
+	}
+	return out
+}
+
+func listPrompts(ctx context.Context, cs *mcp.ClientSession) []registry.Prompt {
+	out := []registry.Prompt{}
+	for p, err := range cs.Prompts(ctx, nil) {
+		if err != nil {
+			return nil
+		}
+		pr := registry.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
+		for _, a := range p.Arguments {
+			if a != nil {
+				pr.Arguments = append(pr.Arguments, a.Name)
+			}
+		}
+		out = append(out, pr)
+		if len(out) >= 1000 {
+			break
+		}
+	}
+	return out
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}

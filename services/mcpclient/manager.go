@@ -1,0 +1,346 @@
+// Package mcpclient keeps one live MCP session per enabled server (DESIGN §2) over stdio,
+// SSE or streamable HTTP with the official Go SDK: it connects and records what the
+// server says about itself, checks health on an interval, reconnects with exponential
+// backoff and jitter behind a circuit breaker, supervises stdio processes, and runs
+// discovery on connect, on demand and on notifications/tools/list_changed.
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// Options tunes a Manager; zero fields take the defaults shown.
+type Options struct {
+	Logger *slog.Logger
+	// Bus, when set, lets changes made by other processes (toolwarden import, another
+	// replica's API) reach this manager through server.changed events.
+	Bus *events.Bus
+	// Debounce coalesces list_changed notifications (and the discovery after connect):
+	// server-everything sends two right after connecting. Default 250 ms.
+	Debounce time.Duration
+	// BackoffInitial and BackoffMax bound the wait between reconnect attempts
+	// (exponential, with jitter). Defaults 500 ms and 30 s.
+	BackoffInitial, BackoffMax time.Duration
+	// BreakerFailures consecutive failed connects open the circuit for BreakerCooldown,
+	// during which the server is not contacted at all. Defaults 5 and 60 s.
+	BreakerFailures int
+	BreakerCooldown time.Duration
+	// StderrLines bounds the standard error kept per stdio server. Default 200.
+	StderrLines int
+	// MaxPages stops a discovery whose server keeps paging. Default 10,000.
+	MaxPages int
+	// Version is reported to servers as the client version.
+	Version string
+}
+
+func (o *Options) withDefaults() Options {
+	out := Options{}
+	if o != nil {
+		out = *o
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.Debounce <= 0 {
+		out.Debounce = 250 * time.Millisecond
+	}
+	if out.BackoffInitial <= 0 {
+		out.BackoffInitial = 500 * time.Millisecond
+	}
+	if out.BackoffMax <= 0 {
+		out.BackoffMax = 30 * time.Second
+	}
+	if out.BreakerFailures <= 0 {
+		out.BreakerFailures = 5
+	}
+	if out.BreakerCooldown <= 0 {
+		out.BreakerCooldown = time.Minute
+	}
+	if out.StderrLines <= 0 {
+		out.StderrLines = 200
+	}
+	if out.MaxPages <= 0 {
+		out.MaxPages = 10_000
+	}
+	if out.Version == "" {
+		out.Version = "dev"
+	}
+	return out
+}
+
+// Errors callers can test for.
+var (
+	// ErrNotConnected: the server has no live session right now.
+	ErrNotConnected = errors.New("server is not connected")
+	// ErrStopped: the manager is not running.
+	ErrStopped = errors.New("mcpclient: manager is not running")
+)
+
+// Manager owns the sessions. Create it with New, start it with Run.
+type Manager struct {
+	reg  *registry.Service
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	ctx     context.Context // Run's context; nil before Run and after it returns
+	conns   map[string]*conn
+	stderrs map[string]*lineBuffer // kept across reconnects and restarts of one server
+}
+
+// New returns a manager over the registry.
+func New(reg *registry.Service, opts *Options) *Manager {
+	o := opts.withDefaults()
+	return &Manager{reg: reg, opts: o, log: o.Logger, conns: map[string]*conn{}, stderrs: map[string]*lineBuffer{}}
+}
+
+// Run starts a session for every enabled server and keeps them until ctx ends; then it
+// closes every session, stops every stdio process and marks the servers disconnected.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	var sub *events.Subscription
+	if m.opts.Bus != nil {
+		sub = m.opts.Bus.Subscribe(registry.ServersTopic)
+		defer sub.Close()
+	}
+	if err := m.reconcileAll(ctx); err != nil {
+		m.log.Error("mcpclient: start sessions", "err", err)
+	}
+	var evs <-chan events.Event
+	if sub != nil {
+		evs = sub.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			m.stopAll()
+			return nil
+		case ev, ok := <-evs:
+			if !ok {
+				// Dropped as a slow subscriber: subscribe again and look at everything.
+				sub = m.opts.Bus.Subscribe(registry.ServersTopic)
+				evs = sub.C
+				_ = m.reconcileAll(ctx)
+				continue
+			}
+			if ev.Kind == "server.changed" || ev.Kind == "server.deleted" {
+				var p struct {
+					ID string `json:"id"`
+				}
+				if err := ev.Decode(&p); err == nil && p.ID != "" {
+					m.Refresh(ctx, p.ID)
+				}
+			}
+		}
+	}
+}
+
+func (m *Manager) reconcileAll(ctx context.Context) error {
+	ids, err := m.reg.EnabledServerIDs(ctx)
+	if err != nil {
+		return err
+	}
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+		m.Refresh(ctx, id)
+	}
+	m.mu.Lock()
+	var stale []string
+	for id := range m.conns {
+		if !want[id] {
+			stale = append(stale, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range stale {
+		m.Refresh(ctx, id)
+	}
+	return nil
+}
+
+// Refresh brings the session of server id in line with its registration: it starts one
+// for a newly enabled server, restarts it when connection settings changed, and tears
+// it down (stopping a stdio process) when the server was disabled or deleted.
+// Call it after every change; it is cheap when nothing changed.
+func (m *Manager) Refresh(ctx context.Context, id string) {
+	m.mu.Lock()
+	runCtx := m.ctx
+	m.mu.Unlock()
+	if runCtx == nil || runCtx.Err() != nil {
+		return
+	}
+	sv, err := m.reg.GetServer(ctx, id)
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		m.stop(id, "")
+		m.mu.Lock()
+		delete(m.stderrs, id)
+		m.mu.Unlock()
+		return
+	case err != nil:
+		m.log.Error("mcpclient: refresh", "server", id, "err", err)
+		return
+	case !sv.Enabled:
+		m.stop(id, registry.StatusDisconnected)
+		return
+	}
+	cfg, err := m.reg.Connection(ctx, id)
+	if err != nil {
+		m.stop(id, "")
+		_, _ = m.reg.SetStatus(ctx, id, registry.StatusUpdate{Status: registry.StatusError, Error: err.Error()})
+		return
+	}
+	m.mu.Lock()
+	cur := m.conns[id]
+	if cur != nil && cur.cfg.Fingerprint == cfg.Fingerprint && cur.cfg.Name == cfg.Name {
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	if cur != nil {
+		m.stop(id, "")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.conns[id] != nil || m.ctx == nil || m.ctx.Err() != nil {
+		return // a concurrent Refresh got here first, or Run ended meanwhile
+	}
+	sb := m.stderrs[id]
+	if sb == nil {
+		sb = newLineBuffer(m.opts.StderrLines, 2048)
+		m.stderrs[id] = sb
+	}
+	c := newConn(m.ctx, m, cfg, sb)
+	m.conns[id] = c
+	go c.run()
+}
+
+// stop ends the session of id and waits until its process is gone. final, when not
+// empty, is the status recorded afterwards.
+func (m *Manager) stop(id, final string) {
+	m.mu.Lock()
+	c := m.conns[id]
+	delete(m.conns, id)
+	m.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.stop()
+	if final != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := m.reg.SetStatus(ctx, id, registry.StatusUpdate{Status: final}); err != nil && !errors.Is(err, registry.ErrNotFound) {
+			m.log.Warn("mcpclient: record status", "server", c.cfg.Name, "err", err)
+		}
+	}
+}
+
+func (m *Manager) stopAll() {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.conns))
+	for id := range m.conns {
+		ids = append(ids, id)
+	}
+	m.ctx = nil
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() { m.stop(id, registry.StatusDisconnected) })
+	}
+	wg.Wait()
+}
+
+// Reconnect closes the session of server id and opens a new one at once (backoff and an
+// open circuit are reset: a person asked for it).
+func (m *Manager) Reconnect(ctx context.Context, id string) error {
+	m.stop(id, "")
+	sv, err := m.reg.GetServer(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !sv.Enabled {
+		return fmt.Errorf("%w: it is disabled", ErrNotConnected)
+	}
+	m.Refresh(ctx, id)
+	return nil
+}
+
+// Snapshot is the live state of one server's session.
+type Snapshot struct {
+	Status      string
+	Error       string
+	Since       time.Time
+	Failures    int       // consecutive failed connects
+	BreakerOpen bool      // the circuit is open: no attempts until NextAttempt
+	NextAttempt time.Time // when the next reconnect happens (zero when connected)
+	Stderr      []string  // last lines of a stdio server's standard error
+}
+
+// Snapshot returns the live state of server id (Status "" when it has no session).
+func (m *Manager) Snapshot(id string) Snapshot {
+	m.mu.Lock()
+	c := m.conns[id]
+	sb := m.stderrs[id]
+	m.mu.Unlock()
+	var s Snapshot
+	if c != nil {
+		s = c.snapshot()
+	}
+	if sb != nil {
+		s.Stderr = sb.Lines()
+	}
+	return s
+}
+
+// Session returns the live session of server id, for callers such as the router.
+func (m *Manager) Session(id string) (*mcp.ClientSession, error) {
+	m.mu.Lock()
+	c := m.conns[id]
+	m.mu.Unlock()
+	if c == nil {
+		return nil, ErrNotConnected
+	}
+	return c.current()
+}
+
+// Discover lists the tools of server id now and stores them (the Discover button and
+// POST /api/v1/servers/:id/discover).
+func (m *Manager) Discover(ctx context.Context, id string, actor audit.Actor) (registry.DiscoveryResult, error) {
+	m.mu.Lock()
+	c := m.conns[id]
+	m.mu.Unlock()
+	if c == nil {
+		if _, err := m.reg.GetServer(ctx, id); err != nil {
+			return registry.DiscoveryResult{}, err
+		}
+		return registry.DiscoveryResult{}, fmt.Errorf("%w: enable it first", ErrNotConnected)
+	}
+	return c.discoverNow(ctx, "manual", actor)
+}
+
+func (m *Manager) newClient(onListChanged func()) *mcp.Client {
+	var h func(context.Context, *mcp.ToolListChangedRequest)
+	var hr func(context.Context, *mcp.ResourceListChangedRequest)
+	var hp func(context.Context, *mcp.PromptListChangedRequest)
+	if onListChanged != nil {
+		h = func(context.Context, *mcp.ToolListChangedRequest) { onListChanged() }
+		hr = func(context.Context, *mcp.ResourceListChangedRequest) { onListChanged() }
+		hp = func(context.Context, *mcp.PromptListChangedRequest) { onListChanged() }
+	}
+	return mcp.NewClient(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: m.opts.Version},
+		&mcp.ClientOptions{ToolListChangedHandler: h, ResourceListChangedHandler: hr, PromptListChangedHandler: hp})
+}

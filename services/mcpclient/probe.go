@@ -1,0 +1,69 @@
+package mcpclient
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// TestResult is what "Test connection" reports.
+type TestResult struct {
+	OK        bool                `json:"ok"`
+	Error     string              `json:"error,omitempty"`
+	ConnectMS float64             `json:"connect_ms"` // start to initialized
+	LatencyMS float64             `json:"latency_ms"` // one ping round trip, the health probe
+	Info      registry.ServerInfo `json:"server_info"`
+	ToolCount int                 `json:"tool_count"`
+	Tools     []string            `json:"tools,omitempty"` // the first few names
+	Stderr    []string            `json:"stderr,omitempty"`
+}
+
+// Test opens a throwaway session with cfg, runs the health probe and lists the tools,
+// then closes it. Nothing is stored: this is "Test connection" before Save.
+func (m *Manager) Test(ctx context.Context, cfg registry.Connection) TestResult {
+	stderr := newLineBuffer(50, 2048)
+	var res TestResult
+	fail := func(err error) TestResult {
+		res.OK = false
+		res.Error = err.Error()
+		res.Stderr = stderr.Lines()
+		return res
+	}
+	ep, err := newEndpoint(cfg, stderr)
+	if err != nil {
+		return fail(err)
+	}
+	start := time.Now()
+	cs, cancel, err := connect(ctx, m.newClient(nil), ep, cfg.Timeout)
+	if err != nil {
+		return fail(err)
+	}
+	s := &session{cs: cs, ep: ep, cancel: cancel}
+	defer s.close()
+	res.ConnectMS = ms(time.Since(start))
+	res.Info = *serverInfo(cs)
+	lat, err := probe(ctx, cs, cfg.Timeout)
+	if err != nil {
+		return fail(err)
+	}
+	res.LatencyMS = ms(lat)
+	lctx, lcancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer lcancel()
+	tools, _, err := listTools(lctx, cs, m.opts.MaxPages, nil)
+	if err != nil {
+		return fail(err)
+	}
+	res.ToolCount = len(tools)
+	for i, t := range tools {
+		if i == 12 {
+			break
+		}
+		res.Tools = append(res.Tools, t.Name)
+	}
+	res.OK = true
+	res.Stderr = stderr.Lines()
+	return res
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,246 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// passEnv are the variables of Toolwarden's own environment a stdio server inherits:
+// enough to find programs and a home directory, never DATABASE_URL, the admin
+// password or anything else Toolwarden itself was given.
+var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL"}
+
+// endpoint is one way of reaching a server: a transport plus what must be cleaned up
+// when the session ends.
+type endpoint struct {
+	transport mcp.Transport
+	cmd       *exec.Cmd     // stdio only
+	stderr    *lineBuffer   // stdio only
+	http      *http.Client  // HTTP only
+	closeOnce sync.Once
+}
+
+// newEndpoint builds the transport for c. stderr receives a stdio server's standard error.
+func newEndpoint(c registry.Connection, stderr *lineBuffer) (*endpoint, error) {
+	switch c.Type {
+	case registry.TypeStdio:
+		cmd := exec.Command(c.Command, c.Args...)
+		cmd.Dir = c.WorkingDir
+		cmd.Env = childEnv(c.Env)
+		cmd.Stderr = stderr
+		// Its own process group, so stopping the server also stops whatever it started;
+		// Pdeathsig, so a crash of Toolwarden does not leave servers running.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		// A grandchild holding stderr open must not make Wait hang.
+		cmd.WaitDelay = 2 * time.Second
+		return &endpoint{transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second},
+			cmd: cmd, stderr: stderr}, nil
+	case registry.TypeSSE, registry.TypeStreamableHTTP:
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		hc := &http.Client{Transport: &headerTransport{base: base, headers: c.Headers}}
+		if c.Type == registry.TypeSSE {
+			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, http: hc}, nil
+		}
+		// MaxRetries < 0: the SDK must not retry a broken stream on its own; the session
+		// supervisor reconnects with backoff and reports the outage.
+		return &endpoint{transport: &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1}, http: hc}, nil
+	}
+	return nil, fmt.Errorf("mcpclient: unknown server type %q", c.Type)
+}
+
+func childEnv(extra map[string]string) []string {
+	var env []string
+	for _, k := range passEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			if _, override := extra[k]; !override {
+				env = append(env, k+"="+v)
+			}
+		}
+	}
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	slices.Sort(env)
+	return env
+}
+
+// cleanup releases what the session left behind: the stdio server's process group
+// (anything it started that outlived it) and idle HTTP connections.
+func (e *endpoint) cleanup() {
+	e.closeOnce.Do(func() {
+		if e.cmd != nil && e.cmd.Process != nil {
+			// Negative pid: the whole process group. ESRCH (already gone) is fine.
+			// The SDK reaps the server itself when the session closes (CommandTransport).
+			_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		if e.http != nil {
+			e.http.CloseIdleConnections()
+		}
+	})
+}
+
+// exitDescription says how a stdio server ended, for the status message.
+func (e *endpoint) exitDescription() string {
+	if e.cmd == nil || e.cmd.ProcessState == nil {
+		return ""
+	}
+	return e.cmd.ProcessState.String()
+}
+
+// headerTransport adds the configured headers (and authentication) to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the base transport.
+func (t *headerTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// lineBuffer keeps the last lines a stdio server wrote to standard error, bounded in
+// lines and in line length, so a chatty server cannot grow Toolwarden's memory.
+type lineBuffer struct {
+	mu       sync.Mutex
+	lines    []string
+	partial  []byte
+	maxLines int
+	maxLine  int
+	total    int64
+}
+
+func newLineBuffer(maxLines, maxLine int) *lineBuffer {
+	return &lineBuffer{maxLines: maxLines, maxLine: maxLine}
+}
+
+// Write implements io.Writer.
+func (b *lineBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total += int64(len(p))
+	rest := p
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			room := b.maxLine - len(b.partial)
+			if room > 0 {
+				b.partial = append(b.partial, rest[:min(room, len(rest))]...)
+			}
+			break
+		}
+		room := b.maxLine - len(b.partial)
+		if room > 0 {
+			b.partial = append(b.partial, rest[:min(room, i)]...)
+		}
+		b.push(string(b.partial))
+		b.partial = b.partial[:0]
+		rest = rest[i+1:]
+	}
+	return len(p), nil
+}
+
+func (b *lineBuffer) push(line string) {
+	line = strings.TrimRight(line, "\r")
+	if len(b.lines) == b.maxLines {
+		copy(b.lines, b.lines[1:])
+		b.lines = b.lines[:len(b.lines)-1]
+	}
+	b.lines = append(b.lines, strings.ToValidUTF8(line, "\uFFFD"))
+}
+
+// Lines returns the kept lines, oldest first, including an unfinished last line.
+func (b *lineBuffer) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := slices.Clone(b.lines)
+	if len(b.partial) > 0 {
+		out = append(out, strings.ToValidUTF8(string(b.partial), "\uFFFD"))
+	}
+	return out
+}
+
+// Last returns the last non-empty line, or "".
+func (b *lineBuffer) Last() string {
+	lines := b.Lines()
+	for i := len(lines) - 1; i >= 0; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// connect opens a session over ep within timeout. The context given to the SDK lives as
+// long as the session (the SSE transport ties its stream to it); the timeout cancels it
+// only if initialization has not finished in time.
+func connect(ctx context.Context, client *mcp.Client, ep *endpoint, timeout time.Duration) (*mcp.ClientSession, context.CancelFunc, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	timedOut := false
+	var mu sync.Mutex
+	timer := time.AfterFunc(timeout, func() {
+		mu.Lock()
+		timedOut = true
+		mu.Unlock()
+		cancel()
+	})
+	sess, err := client.Connect(sctx, ep.transport, nil)
+	timer.Stop()
+	mu.Lock()
+	expired := timedOut
+	mu.Unlock()
+	if err != nil {
+		cancel()
+		ep.cleanup()
+		if expired {
+			return nil, nil, fmt.Errorf("no answer to initialize within %s: %w", timeout, ErrTimeout)
+		}
+		return nil, nil, describeConnectError(err, ep)
+	}
+	return sess, cancel, nil
+}
+
+// ErrTimeout marks a server that did not answer in time.
+var ErrTimeout = errors.New("timed out")
+
+// describeConnectError turns transport errors into messages that say what to fix.
+func describeConnectError(err error, ep *endpoint) error {
+	msg := err.Error()
+	var execErr *exec.Error
+	switch {
+	case errors.As(err, &execErr):
+		return fmt.Errorf("cannot start %q: %v (check the command and PATH)", execErr.Name, execErr.Err)
+	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
+		return fmt.Errorf("connection refused: nothing is listening at that address (%w)", err)
+	case ep.stderr != nil:
+		if last := ep.stderr.Last(); last != "" {
+			return fmt.Errorf("%w (last stderr line: %s)", err, last)
+		}
+	}
+	return err
+}

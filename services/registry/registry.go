@@ -1,0 +1,50 @@
+// Package registry owns the MCP servers Toolwarden knows and the tools discovered on them
+// (DESIGN §2): registrations with their encrypted secrets, connection status and health
+// history, discovery upserts with definition pinning (DESIGN §4), and configuration as code.
+package registry
+
+import (
+	"errors"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// Topics on which the registry announces changes (DESIGN §6).
+const (
+	// ServersTopic carries server.changed, server.deleted, server.status and discovery.* events.
+	ServersTopic = "servers"
+	// ToolsTopic carries tools.changed events (a discovery added, changed or removed tools).
+	ToolsTopic = "tools"
+)
+
+// Errors callers can test for.
+var (
+	ErrNotFound = errors.New("registry: not found")
+)
+
+// Options tunes a Service; nil means defaults.
+type Options struct {
+	Logger *slog.Logger
+}
+
+// Service is the registry. It is safe for concurrent use.
+type Service struct {
+	pool *pgxpool.Pool
+	keys *secrets.Keyring
+	log  *slog.Logger
+}
+
+// New returns a registry over pool; keys encrypt and decrypt server secrets.
+func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
+	if opts == nil {
+		opts = &Options{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{pool: pool, keys: keys, log: log}
+}

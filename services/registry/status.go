@@ -1,0 +1,257 @@
+package registry
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// Connection is everything needed to open a session to a server, secrets decrypted.
+// It exists only in memory (services/mcpclient); it is never logged or rendered.
+type Connection struct {
+	ServerID       string
+	Name           string
+	Type           string
+	Command        string
+	Args           []string
+	WorkingDir     string
+	Env            map[string]string
+	URL            string
+	Headers        map[string]string // including the authentication header
+	Timeout        time.Duration
+	Retries        int
+	HealthInterval time.Duration
+	// Fingerprint changes whenever anything above changes, so a session knows when to reconnect.
+	Fingerprint string
+}
+
+// String hides the secrets if a Connection is ever formatted by mistake.
+func (c Connection) String() string {
+	return fmt.Sprintf("Connection{%s %s}", c.Name, c.Type)
+}
+
+// GoString hides the secrets from %#v too.
+func (c Connection) GoString() string { return c.String() }
+
+// Connection returns the decrypted connection settings of server id.
+func (s *Service) Connection(ctx context.Context, id string) (Connection, error) {
+	sv, err := s.GetServer(ctx, id)
+	if err != nil {
+		return Connection{}, err
+	}
+	return s.open(draftOf(sv))
+}
+
+// PreviewConnection validates a registration that is not saved (id "" for a new server,
+// or an existing server with p applied) and returns its connection settings, so "Test
+// connection" tries exactly what Save would store.
+func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Connection, error) {
+	d := newDraft("00000000-0000-0000-0000-000000000000")
+	if id != "" {
+		cur, err := s.GetServer(ctx, id)
+		if err != nil {
+			return Connection{}, err
+		}
+		d = draftOf(cur)
+	}
+	d.apply(p)
+	if err := d.validate(); err != nil {
+		return Connection{}, err
+	}
+	return s.open(d)
+}
+
+func (s *Service) open(d draft) (Connection, error) {
+	c := Connection{ServerID: d.id, Name: d.name, Type: d.typ, Command: d.command, Args: slices.Clone(d.args),
+		WorkingDir: d.workingDir, URL: d.url, Env: map[string]string{}, Headers: map[string]string{},
+		Timeout: time.Duration(d.timeoutMS) * time.Millisecond, Retries: d.retries,
+		HealthInterval: time.Duration(d.healthIntervalMS) * time.Millisecond}
+	var err error
+	if c.Env, err = s.openMap(d.id, "env", d.env); err != nil {
+		return Connection{}, err
+	}
+	if c.Headers, err = s.openMap(d.id, "headers", d.headers); err != nil {
+		return Connection{}, err
+	}
+	token, err := s.openValue(d.id, "auth_token", "", d.authToken)
+	if err != nil {
+		return Connection{}, err
+	}
+	switch d.authType {
+	case AuthBearer:
+		c.Headers["Authorization"] = "Bearer " + token
+	case AuthHeader:
+		c.Headers[d.authHeader] = token
+	}
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode([]any{c.Type, c.Command, c.Args, c.WorkingDir, c.URL, c.Timeout, c.Retries, c.HealthInterval})
+	for _, m := range []map[string]string{c.Env, c.Headers} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			_ = enc.Encode([]string{k, m[k]})
+		}
+		_ = enc.Encode("|")
+	}
+	c.Fingerprint = hex.EncodeToString(h.Sum(nil))
+	return c, nil
+}
+
+func (s *Service) openMap(id, field string, m map[string]secretValue) (map[string]string, error) {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		plain, err := s.openValue(id, field, k, v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = plain
+	}
+	return out, nil
+}
+
+func (s *Service) openValue(id, field, name string, v secretValue) (string, error) {
+	if v.plain != nil {
+		return *v.plain, nil
+	}
+	if v.cipher == "" {
+		return "", nil
+	}
+	plain, err := s.keys.DecryptString(v.cipher, aad(id, field, name))
+	if err != nil {
+		what := field
+		if name != "" {
+			what += " " + name
+		}
+		return "", fmt.Errorf("registry: cannot decrypt %s of server %s (re-enter it, or restore the secret key it was saved with): %w", what, id, err)
+	}
+	return plain, nil
+}
+
+// StatusEvent is the payload of server.status and server.changed events.
+type StatusEvent struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Previous  string `json:"previous,omitempty"`
+	Enabled   bool   `json:"enabled"`
+	ToolCount int    `json:"tool_count"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// StatusUpdate is a change of a server's connection status.
+type StatusUpdate struct {
+	Status string
+	Error  string      // the reason, for StatusError
+	Info   *ServerInfo // set on connect
+}
+
+// SetStatus records a connection status and announces it on ServersTopic as
+// server.status. It reports whether the status actually changed; an unchanged status
+// (and error) writes nothing, so a flapping health check does not flood the events table.
+func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (bool, error) {
+	changed := false
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var prev string
+		var prevErr *string
+		err := tx.QueryRow(ctx, `/* registry.SetStatus.lock */ SELECT connection_status, last_error FROM mcp_servers WHERE id = $1 FOR UPDATE`, id).Scan(&prev, &prevErr)
+		if err == pgx.ErrNoRows {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		var errText *string
+		if u.Status == StatusError {
+			errText = &u.Error
+		}
+		if prev == u.Status && deref(prevErr) == deref(errText) && u.Info == nil {
+			return nil
+		}
+		changed = true
+		var info any
+		if u.Info != nil {
+			info = u.Info
+		}
+		rows, err := tx.Query(ctx, `/* registry.SetStatus */
+			UPDATE mcp_servers s SET connection_status = $2,
+				last_error = CASE WHEN $2 = 'connected' THEN NULL WHEN $3::text IS NULL THEN s.last_error ELSE $3 END,
+				last_connected = CASE WHEN $2 = 'connected' THEN now() ELSE s.last_connected END,
+				server_info = COALESCE($4::jsonb, s.server_info),
+				status_changed_at = CASE WHEN s.connection_status = $2 THEN s.status_changed_at ELSE now() END
+			WHERE s.id = $1
+			RETURNING `+serverColumns, id, u.Status, errText, info)
+		if err != nil {
+			return err
+		}
+		list, err := collectServers(rows)
+		if err != nil || len(list) == 0 {
+			return fmt.Errorf("registry: set status: %w", err)
+		}
+		sv := list[0]
+		_, err = events.Publish(ctx, tx, ServersTopic, "server.status", StatusEvent{ID: sv.ID, Name: sv.Name,
+			Status: sv.Status, Previous: prev, Enabled: sv.Enabled, ToolCount: sv.ToolCount, LastError: deref(errText)})
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("registry: set status of %s: %w", id, err)
+	}
+	return changed, nil
+}
+
+// Health is one health check.
+type Health struct {
+	CheckedAt time.Time `db:"checked_at" json:"checked_at"`
+	OK        bool      `db:"ok" json:"ok"`
+	LatencyMS *float64  `db:"latency_ms" json:"latency_ms"`
+	Error     *string   `db:"error" json:"error"`
+}
+
+// RecordHealth stores one health-check result.
+func (s *Service) RecordHealth(ctx context.Context, id string, ok bool, latency time.Duration, errText string) error {
+	var lat *float64
+	if ok {
+		v := float64(latency.Microseconds()) / 1000
+		lat = &v
+	}
+	var e *string
+	if errText != "" {
+		e = &errText
+	}
+	_, err := s.pool.Exec(ctx, `/* registry.RecordHealth */ INSERT INTO server_health (server_id, ok, latency_ms, error) VALUES ($1, $2, $3, $4)`, id, ok, lat, e)
+	if err != nil {
+		return fmt.Errorf("registry: record health: %w", err)
+	}
+	return nil
+}
+
+// HealthHistory returns the latest health checks of a server, newest first.
+func (s *Service) HealthHistory(ctx context.Context, id string, limit int) ([]Health, error) {
+	rows, err := s.pool.Query(ctx, `/* registry.HealthHistory */
+		SELECT checked_at, ok, latency_ms, error FROM server_health WHERE server_id = $1 ORDER BY checked_at DESC LIMIT $2`, id, limit)
+	if err != nil {
+		return nil, fmt.Errorf("registry: health history: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Health])
+	if err != nil {
+		return nil, fmt.Errorf("registry: health history: %w", err)
+	}
+	return list, nil
+}
+
+// PruneHealth deletes health checks older than keep.
+func (s *Service) PruneHealth(ctx context.Context, keep time.Duration) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `/* registry.PruneHealth */ DELETE FROM server_health WHERE checked_at < now() - $1::interval`, keep)
+	if err != nil {
+		return 0, fmt.Errorf("registry: prune health: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,591 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// Tool states (DESIGN §4, seed 004 §5). services/toolstate owns the transitions; discovery
+// only creates tools (discovered) and moves changed ones to updating.
+const (
+	ToolDiscovered = "discovered"
+	ToolUpdating   = "updating"
+)
+
+// ToolDef is a tool as a server lists it.
+type ToolDef struct {
+	Name         string
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage // nil when the tool declares none
+	Annotations  json.RawMessage // nil when the tool has none
+	Raw          json.RawMessage // the whole tool object as received
+}
+
+// Tool is a stored tool.
+type Tool struct {
+	ID             string          `db:"id" json:"id"`
+	ServerID       string          `db:"server_id" json:"server_id"`
+	ServerName     string          `db:"server_name" json:"server"`
+	Name           string          `db:"name" json:"name"`
+	Title          string          `db:"title" json:"title,omitempty"`
+	Description    string          `db:"description" json:"description"`
+	InputSchema    json.RawMessage `db:"input_schema" json:"input_schema"`
+	OutputSchema   json.RawMessage `db:"output_schema" json:"output_schema,omitempty"`
+	Annotations    json.RawMessage `db:"annotations" json:"annotations"`
+	DefinitionHash string          `db:"definition_hash" json:"definition_hash"`
+	VersionMajor   int             `db:"version_major" json:"-"`
+	VersionMinor   int             `db:"version_minor" json:"-"`
+	Status         string          `db:"status" json:"status"`
+	Available      bool            `db:"available" json:"available"`
+	FirstSeen      time.Time       `db:"first_seen" json:"first_seen"`
+	LastSeen       time.Time       `db:"last_seen" json:"last_seen"`
+	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
+}
+
+// Version is the tool's version as people read it ("2.1").
+func (t Tool) Version() string { return fmt.Sprintf("%d.%d", t.VersionMajor, t.VersionMinor) }
+
+// QualifiedName is the name the API, plans and the gateway use (DESIGN §1).
+func (t Tool) QualifiedName() string { return t.ServerName + "__" + t.Name }
+
+const toolColumns = `t.id, t.server_id, s.name AS server_name, t.name, t.title, t.description, t.input_schema,
+	t.output_schema, t.annotations, t.definition_hash, t.version_major, t.version_minor, t.status, t.available,
+	t.first_seen, t.last_seen, t.updated_at`
+
+// DefinitionHash is the pin of a tool definition (DESIGN §4): SHA-256 over the canonical
+// JSON of its name, title, description, input and output schema and annotations. Key
+// order and whitespace do not change it; any change of meaning does.
+func DefinitionHash(d ToolDef) string {
+	v := map[string]any{"name": d.Name, "title": d.Title, "description": d.Description,
+		"inputSchema": canonical(d.InputSchema), "outputSchema": canonical(d.OutputSchema),
+		"annotations": canonical(d.Annotations)}
+	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// canonical decodes raw JSON keeping numbers exact, so re-encoding sorts keys only.
+func canonical(raw json.RawMessage) any {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	return v
+}
+
+// Change is one difference between two versions of a tool definition.
+type Change struct {
+	Kind     string `json:"kind"` // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, description, title, input_schema, output_schema, annotations
+	Path     string `json:"path,omitempty"`
+	Message  string `json:"message"`
+	Breaking bool   `json:"breaking"`
+}
+
+// Diff lists what changed from old to new; a change is breaking when a caller that
+// worked with old could fail with new (removed or retyped parameter, newly required one).
+func Diff(old, new ToolDef) []Change {
+	var out []Change
+	if old.Title != new.Title {
+		out = append(out, Change{Kind: "title", Message: fmt.Sprintf("title changed from %q to %q", old.Title, new.Title)})
+	}
+	if old.Description != new.Description {
+		out = append(out, Change{Kind: "description", Message: "description changed"})
+	}
+	op, or := schemaProps(old.InputSchema)
+	np, nr := schemaProps(new.InputSchema)
+	for _, name := range slices.Sorted(maps.Keys(op)) {
+		n, ok := np[name]
+		switch {
+		case !ok:
+			out = append(out, Change{Kind: "parameter_removed", Path: "/" + name, Breaking: true,
+				Message: fmt.Sprintf("parameter %q was removed", name)})
+		case typeOf(op[name]) != typeOf(n):
+			out = append(out, Change{Kind: "parameter_retyped", Path: "/" + name, Breaking: true,
+				Message: fmt.Sprintf("parameter %q changed type from %s to %s", name, typeOf(op[name]), typeOf(n))})
+		case !jsonEqual(op[name], n):
+			out = append(out, Change{Kind: "parameter_changed", Path: "/" + name,
+				Message: fmt.Sprintf("parameter %q changed", name)})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(np)) {
+		if _, ok := op[name]; !ok {
+			c := Change{Kind: "parameter_added", Path: "/" + name, Message: fmt.Sprintf("parameter %q was added", name)}
+			if nr[name] {
+				c.Breaking = true
+				c.Message = fmt.Sprintf("required parameter %q was added", name)
+			}
+			out = append(out, c)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(nr)) {
+		if _, existed := op[name]; existed && !or[name] {
+			out = append(out, Change{Kind: "parameter_required", Path: "/" + name, Breaking: true,
+				Message: fmt.Sprintf("parameter %q is now required", name)})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(or)) {
+		if _, still := np[name]; still && !nr[name] {
+			out = append(out, Change{Kind: "parameter_optional", Path: "/" + name,
+				Message: fmt.Sprintf("parameter %q is now optional", name)})
+		}
+	}
+	if len(out) == 0 || !slices.ContainsFunc(out, func(c Change) bool { return strings.HasPrefix(c.Kind, "parameter_") }) {
+		if !jsonEqual(old.InputSchema, new.InputSchema) {
+			out = append(out, Change{Kind: "input_schema", Message: "input schema changed"})
+		}
+	}
+	if !jsonEqual(old.OutputSchema, new.OutputSchema) {
+		out = append(out, Change{Kind: "output_schema", Message: "output schema changed"})
+	}
+	if !jsonEqual(old.Annotations, new.Annotations) {
+		out = append(out, Change{Kind: "annotations", Message: "annotations changed"})
+	}
+	return out
+}
+
+// schemaProps returns the top-level properties of an object schema and its required set.
+func schemaProps(raw json.RawMessage) (map[string]json.RawMessage, map[string]bool) {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	_ = json.Unmarshal(raw, &s)
+	req := map[string]bool{}
+	for _, r := range s.Required {
+		req[r] = true
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]json.RawMessage{}
+	}
+	return s.Properties, req
+}
+
+// typeOf is a property's declared type as text ("string", "[integer null]", "any").
+func typeOf(raw json.RawMessage) string {
+	var p struct {
+		Type any `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &p)
+	switch t := p.Type.(type) {
+	case string:
+		return t
+	case []any:
+		parts := make([]string, len(t))
+		for i, x := range t {
+			parts[i] = fmt.Sprint(x)
+		}
+		slices.Sort(parts)
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return "any"
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	ca, _ := json.Marshal(canonical(a))
+	cb, _ := json.Marshal(canonical(b))
+	return bytes.Equal(ca, cb)
+}
+
+// Discovery is one completed tools/list sweep to store.
+type Discovery struct {
+	Trigger   string // connect, manual, list_changed, import
+	Actor     audit.Actor
+	StartedAt time.Time
+	Pages     int
+	Tools     []ToolDef
+	Resources []Resource // nil: not listed (no capability or the list failed)
+	Prompts   []Prompt
+}
+
+// DiscoveryResult counts what a discovery changed (DESIGN §1: POST .../discover).
+type DiscoveryResult struct {
+	RunID     int64    `json:"run_id"`
+	Added     int      `json:"added"`
+	Updated   int      `json:"updated"`
+	Unchanged int      `json:"unchanged"`
+	Removed   int      `json:"removed"`
+	Total     int      `json:"total"`
+	Pages     int      `json:"pages"`
+	Changed   []string `json:"changed,omitempty"` // names of added, updated and removed tools (first 50)
+}
+
+type storedTool struct {
+	ID           string          `db:"id"`
+	Name         string          `db:"name"`
+	Title        string          `db:"title"`
+	Description  string          `db:"description"`
+	InputSchema  json.RawMessage `db:"input_schema"`
+	OutputSchema json.RawMessage `db:"output_schema"`
+	Annotations  json.RawMessage `db:"annotations"`
+	Hash         string          `db:"definition_hash"`
+	Major        int             `db:"version_major"`
+	Minor        int             `db:"version_minor"`
+	Status       string          `db:"status"`
+	Available    bool            `db:"available"`
+}
+
+func (t storedTool) def() ToolDef {
+	return ToolDef{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+}
+
+// ApplyDiscovery stores the complete tool list of a server in one transaction: new tools
+// are inserted as discovered, changed ones get a new version and move to updating,
+// missing ones are marked unavailable (never deleted), and the run, its audit entry
+// and events commit with them. Callers pass only complete lists; a failed or partial
+// fetch goes to RecordDiscoveryFailure and changes no tool.
+func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
+	var res DiscoveryResult
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var name string
+		// The row lock serializes discoveries of one server across sessions and replicas.
+		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.lock */ SELECT name FROM mcp_servers WHERE id = $1 FOR UPDATE`, serverID).Scan(&name); err != nil {
+			if err == pgx.ErrNoRows {
+				return ErrNotFound
+			}
+			return err
+		}
+		rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.load */
+			SELECT id, name, title, description, input_schema, output_schema, annotations, definition_hash,
+				version_major, version_minor, status, available
+			FROM mcp_tools WHERE server_id = $1`, serverID)
+		if err != nil {
+			return err
+		}
+		existing, err := pgx.CollectRows(rows, pgx.RowToStructByName[storedTool])
+		if err != nil {
+			return err
+		}
+		byName := make(map[string]storedTool, len(existing))
+		for _, t := range existing {
+			byName[t.Name] = t
+		}
+		res, err = s.applyTools(ctx, tx, serverID, d, byName)
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.run */
+			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, added, updated, unchanged, removed, started_at)
+			VALUES ($1, $2, $3, 'succeeded', $4, $5, $6, $7, $8, $9) RETURNING id`,
+			serverID, d.Trigger, d.Actor.Name, d.Pages, res.Added, res.Updated, res.Unchanged, res.Removed, d.StartedAt).Scan(&res.RunID); err != nil {
+			return err
+		}
+		if d.Resources != nil || d.Prompts != nil {
+			if _, err := tx.Exec(ctx, `/* registry.ApplyDiscovery.lists */
+				UPDATE mcp_servers SET resources = COALESCE($2::jsonb, resources), prompts = COALESCE($3::jsonb, prompts) WHERE id = $1`,
+				serverID, nilIfNil(d.Resources), nilIfNil(d.Prompts)); err != nil {
+				return err
+			}
+		}
+		changedAny := res.Added+res.Updated+res.Removed > 0
+		if changedAny || d.Trigger == "manual" || d.Trigger == "import" {
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: d.Actor, Action: "server.discover", TargetType: "server",
+				TargetID: serverID, TargetName: name, Payload: map[string]any{"trigger": d.Trigger, "added": res.Added,
+					"updated": res.Updated, "unchanged": res.Unchanged, "removed": res.Removed, "changed": res.Changed}}); err != nil {
+				return err
+			}
+		}
+		payload := map[string]any{"server_id": serverID, "server": name, "trigger": d.Trigger, "run_id": res.RunID,
+			"added": res.Added, "updated": res.Updated, "unchanged": res.Unchanged, "removed": res.Removed, "total": res.Total}
+		if _, err := events.Publish(ctx, tx, ServersTopic, "discovery.completed", payload); err != nil {
+			return err
+		}
+		if changedAny {
+			if _, err := events.Publish(ctx, tx, ToolsTopic, "tools.changed", payload); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return DiscoveryResult{}, fmt.Errorf("registry: discovery of %s: %w", serverID, err)
+	}
+	return res, nil
+}
+
+func nilIfNil[T any](v []T) any {
+	if v == nil {
+		return nil
+	}
+	return v
+}
+
+// applyTools computes the difference and writes it with as few round trips as the
+// change needs: one COPY per table for new tools, one UPDATE for the unchanged ones.
+func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d Discovery, byName map[string]storedTool) (DiscoveryResult, error) {
+	res := DiscoveryResult{Total: len(d.Tools), Pages: d.Pages}
+	note := func(name string) {
+		if len(res.Changed) < 50 {
+			res.Changed = append(res.Changed, name)
+		}
+	}
+	actor := d.Actor.Name
+	var newRows, schemaRows, historyRows [][]any
+	var unchanged []string
+	batch := &pgx.Batch{}
+	seen := make(map[string]bool, len(d.Tools))
+	for _, def := range d.Tools {
+		if seen[def.Name] {
+			continue // a server listing one name twice: the first definition wins
+		}
+		seen[def.Name] = true
+		hash := DefinitionHash(def)
+		raw := def.Raw
+		if len(raw) == 0 {
+			raw, _ = json.Marshal(map[string]any{"name": def.Name})
+		}
+		in := def.InputSchema
+		if len(in) == 0 {
+			in = json.RawMessage(`{}`)
+		}
+		cur, ok := byName[def.Name]
+		switch {
+		case !ok:
+			id := uuid.NewString()
+			newRows = append(newRows, []any{id, serverID, def.Name, def.Title, def.Description, in,
+				nullJSON(def.OutputSchema), nullJSON(def.Annotations), raw, hash})
+			schemaRows = append(schemaRows, []any{id, 1, 0, hash, raw, false, json.RawMessage(`[]`)})
+			historyRows = append(historyRows, []any{id, nil, ToolDiscovered, "discovered by " + d.Trigger + " discovery", actor, json.RawMessage(`{}`)})
+			res.Added++
+			note(def.Name)
+		case cur.Hash == hash && cur.Available:
+			unchanged = append(unchanged, def.Name)
+			res.Unchanged++
+		case cur.Hash == hash:
+			// Listed again after being missing: the same definition, available again.
+			batch.Queue(`/* registry.ToolRestore */ UPDATE mcp_tools SET available = true, last_seen = now(), updated_at = now() WHERE id = $1`, cur.ID)
+			res.Updated++
+			note(def.Name)
+		default:
+			changes := Diff(cur.def(), def)
+			breaking := slices.ContainsFunc(changes, func(c Change) bool { return c.Breaking })
+			major, minor := cur.Major, cur.Minor+1
+			if breaking {
+				major, minor = cur.Major+1, 0
+			}
+			changesJSON, _ := json.Marshal(changes)
+			batch.Queue(`/* registry.ToolUpsert */
+				UPDATE mcp_tools SET title = $2, description = $3, input_schema = $4, output_schema = $5,
+					annotations = $6, definition = $7, definition_hash = $8, version_major = $9, version_minor = $10,
+					status = $11, available = true, last_seen = now(), updated_at = now()
+				WHERE id = $1`, cur.ID, def.Title, def.Description, in, nullJSON(def.OutputSchema),
+				nullJSON(def.Annotations), raw, hash, major, minor, ToolUpdating)
+			schemaRows = append(schemaRows, []any{cur.ID, major, minor, hash, raw, breaking, json.RawMessage(changesJSON)})
+			if cur.Status != ToolUpdating {
+				reason := fmt.Sprintf("definition changed (v%d.%d → v%d.%d)", cur.Major, cur.Minor, major, minor)
+				if breaking {
+					reason += ", breaking"
+				}
+				historyRows = append(historyRows, []any{cur.ID, cur.Status, ToolUpdating, reason, actor,
+					mustJSON(map[string]any{"from_hash": cur.Hash, "to_hash": hash, "changes": changes})})
+			}
+			res.Updated++
+			note(def.Name)
+		}
+	}
+	var gone []string
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		if !seen[name] && byName[name].Available {
+			gone = append(gone, byName[name].ID)
+			res.Removed++
+			note(name)
+		}
+	}
+	if len(gone) > 0 {
+		batch.Queue(`/* registry.ToolsUnavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, gone)
+	}
+	if len(unchanged) > 0 {
+		batch.Queue(`/* registry.ToolsSeen */ UPDATE mcp_tools SET last_seen = now() WHERE server_id = $1 AND name = ANY($2)`, serverID, unchanged)
+	}
+	if len(newRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"id", "server_id", "name", "title",
+			"description", "input_schema", "output_schema", "annotations", "definition", "definition_hash"},
+			pgx.CopyFromRows(newRows)); err != nil {
+			return res, fmt.Errorf("insert tools: %w", err)
+		}
+	}
+	if batch.Len() > 0 {
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return res, fmt.Errorf("update tools: %w", err)
+		}
+	}
+	if len(schemaRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_schemas"}, []string{"tool_id", "version_major",
+			"version_minor", "definition_hash", "definition", "breaking", "changes"}, pgx.CopyFromRows(schemaRows)); err != nil {
+			return res, fmt.Errorf("insert tool versions: %w", err)
+		}
+	}
+	if len(historyRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_state_history"}, []string{"tool_id", "from_status",
+			"to_status", "reason", "actor", "metadata"}, pgx.CopyFromRows(historyRows)); err != nil {
+			return res, fmt.Errorf("insert tool history: %w", err)
+		}
+	}
+	return res, nil
+}
+
+func nullJSON(raw json.RawMessage) any {
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	return raw
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// RecordDiscoveryFailure stores a discovery that could not complete. No tool changes:
+// a partial list must never make tools look removed.
+func (s *Service) RecordDiscoveryFailure(ctx context.Context, serverID string, d Discovery, cause error) (int64, error) {
+	var id int64
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var name string
+		if err := tx.QueryRow(ctx, `/* registry.RecordDiscoveryFailure */
+			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
+			VALUES ($1, $2, $3, 'failed', $4, $5, $6) RETURNING id, (SELECT name FROM mcp_servers WHERE id = $1)`,
+			serverID, d.Trigger, d.Actor.Name, d.Pages, cause.Error(), d.StartedAt).Scan(&id, &name); err != nil {
+			return err
+		}
+		_, err := events.Publish(ctx, tx, ServersTopic, "discovery.failed", map[string]any{"server_id": serverID,
+			"server": name, "trigger": d.Trigger, "run_id": id, "error": cause.Error()})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("registry: record failed discovery of %s: %w", serverID, err)
+	}
+	return id, nil
+}
+
+// DiscoveryRun is a stored discovery.
+type DiscoveryRun struct {
+	ID         int64     `db:"id" json:"id"`
+	Trigger    string    `db:"trigger" json:"trigger"`
+	Actor      string    `db:"actor" json:"actor"`
+	Status     string    `db:"status" json:"status"`
+	Pages      int       `db:"pages" json:"pages"`
+	Added      int       `db:"added" json:"added"`
+	Updated    int       `db:"updated" json:"updated"`
+	Unchanged  int       `db:"unchanged" json:"unchanged"`
+	Removed    int       `db:"removed" json:"removed"`
+	Error      *string   `db:"error" json:"error"`
+	StartedAt  time.Time `db:"started_at" json:"started_at"`
+	FinishedAt time.Time `db:"finished_at" json:"finished_at"`
+}
+
+// Duration is how long the run took.
+func (r DiscoveryRun) Duration() time.Duration { return r.FinishedAt.Sub(r.StartedAt) }
+
+// DiscoveryRuns returns the latest discovery runs of a server, newest first.
+func (s *Service) DiscoveryRuns(ctx context.Context, serverID string, limit int) ([]DiscoveryRun, error) {
+	rows, err := s.pool.Query(ctx, `/* registry.DiscoveryRuns */
+		SELECT id, trigger, actor, status, pages, added, updated, unchanged, removed, error, started_at, finished_at
+		FROM discovery_runs WHERE server_id = $1 ORDER BY id DESC LIMIT $2`, serverID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("registry: discovery runs: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[DiscoveryRun])
+	if err != nil {
+		return nil, fmt.Errorf("registry: discovery runs: %w", err)
+	}
+	return list, nil
+}
+
+// ServerTools returns the tools of one server by name, available ones first.
+func (s *Service) ServerTools(ctx context.Context, serverID string) ([]Tool, error) {
+	rows, err := s.pool.Query(ctx, `/* registry.ServerTools */ SELECT `+toolColumns+`
+		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+		WHERE t.server_id = $1 ORDER BY NOT t.available, t.name`, serverID)
+	if err != nil {
+		return nil, fmt.Errorf("registry: server tools: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Tool])
+	if err != nil {
+		return nil, fmt.Errorf("registry: server tools: %w", err)
+	}
+	return list, nil
+}
+
+// ToolVersion is one stored definition of a tool.
+type ToolVersion struct {
+	VersionMajor   int             `db:"version_major" json:"-"`
+	VersionMinor   int             `db:"version_minor" json:"-"`
+	DefinitionHash string          `db:"definition_hash" json:"definition_hash"`
+	Breaking       bool            `db:"breaking" json:"breaking"`
+	Changes        []Change        `db:"changes" json:"changes"`
+	Definition     json.RawMessage `db:"definition" json:"definition"`
+	CreatedAt      time.Time       `db:"created_at" json:"created_at"`
+}
+
+// ToolVersions returns every stored definition of a tool, newest first.
+func (s *Service) ToolVersions(ctx context.Context, toolID string) ([]ToolVersion, error) {
+	rows, err := s.pool.Query(ctx, `/* registry.ToolVersions */
+		SELECT version_major, version_minor, definition_hash, breaking, changes, definition, created_at
+		FROM tool_schemas WHERE tool_id = $1 ORDER BY version_major DESC, version_minor DESC`, toolID)
+	if err != nil {
+		return nil, fmt.Errorf("registry: tool versions: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[ToolVersion])
+	if err != nil {
+		return nil, fmt.Errorf("registry: tool versions: %w", err)
+	}
+	return list, nil
+}
+
+// ToolStateChange is one row of a tool's state history.
+type ToolStateChange struct {
+	From      *string         `db:"from_status" json:"from"`
+	To        string          `db:"to_status" json:"to"`
+	Reason    string          `db:"reason" json:"reason"`
+	Actor     string          `db:"actor" json:"actor"`
+	Metadata  json.RawMessage `db:"metadata" json:"metadata"`
+	CreatedAt time.Time       `db:"created_at" json:"created_at"`
+}
+
+// ToolHistory returns a tool's state transitions, newest first.
+func (s *Service) ToolHistory(ctx context.Context, toolID string) ([]ToolStateChange, error) {
+	rows, err := s.pool.Query(ctx, `/* registry.ToolHistory */
+		SELECT from_status, to_status, reason, actor, metadata, created_at FROM tool_state_history
+		WHERE tool_id = $1 ORDER BY id DESC`, toolID)
+	if err != nil {
+		return nil, fmt.Errorf("registry: tool history: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[ToolStateChange])
+	if err != nil {
+		return nil, fmt.Errorf("registry: tool history: %w", err)
+	}
+	return list, nil
+}
+
+// DiscoveryProgress announces how far a running discovery has got (pages and tools
+// fetched so far), so a long one shows progress live. Nothing is stored.
+func (s *Service) DiscoveryProgress(ctx context.Context, serverID, trigger string, pages, tools int) error {
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := events.Publish(ctx, tx, ServersTopic, "discovery.progress", map[string]any{"server_id": serverID,
+			"trigger": trigger, "pages": pages, "tools": tools})
+		return err
+	})
+}

@@ -1,0 +1,249 @@
+package views
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ServerCard is one server as the list, the live updates and the detail header show it.
+type ServerCard struct {
+	ID            string
+	Name          string
+	Description   string
+	Type          string // stdio, sse, streamable_http
+	Target        string // the command line or the URL
+	Status        string // connecting, connected, error, disconnected
+	LastError     string
+	Enabled       bool
+	Trusted       bool
+	ToolCount     int
+	LastConnected *time.Time
+	StatusSince   time.Time
+	CanEdit       bool
+	CanDelete     bool
+}
+
+// ServerFilter is the search and filters of the server list.
+type ServerFilter struct {
+	Q      string
+	Status string
+	Type   string
+}
+
+// Option is one choice of a select.
+type Option struct {
+	Value string
+	Label string
+}
+
+// ServersPage is the server list.
+type ServersPage struct {
+	Layout
+	Servers      []ServerCard
+	Filter       ServerFilter
+	Total        int // matching the filter
+	All          int // registered in all
+	Counts       map[string]int
+	Page, Pages  int
+	PrevURL      string
+	NextURL      string
+	StatusOpts   []Option
+	TypeOpts     []Option
+	CanCreate    bool
+	CanImportExp bool
+}
+
+// SecretRow is one env variable or header of the form. Values are never sent to the
+// browser: a stored one shows as configured, with a box to replace it.
+type SecretRow struct {
+	Name       string
+	Configured bool
+}
+
+// ServerForm is the add/edit form.
+type ServerForm struct {
+	Name             string
+	Description      string
+	Type             string
+	Command          string
+	Args             string // one per line
+	WorkingDir       string
+	URL              string
+	Env              []SecretRow
+	Headers          []SecretRow
+	AuthType         string
+	AuthHeader       string
+	AuthConfigured   bool
+	TimeoutMS        int
+	Retries          int
+	HealthIntervalMS int
+	Enabled          bool
+	Trusted          bool
+	Errors           FormErrors
+	// SecretsDropped: the form came back with an error and had new secret values,
+	// which are not sent back; the person must enter them again.
+	SecretsDropped bool
+}
+
+// ServerFormPage is /servers/new and /servers/:id/edit.
+type ServerFormPage struct {
+	Layout
+	ID     string // "" when adding
+	Form   ServerForm
+	Types  []Option
+	Test   *ServerTest
+	Action string
+}
+
+// ServerTest is the result of "Test connection".
+type ServerTest struct {
+	OK         bool
+	Error      string
+	ConnectMS  float64
+	LatencyMS  float64
+	ServerName string
+	Version    string
+	Protocol   string
+	ToolCount  int
+	Tools      []string
+	Stderr     []string
+}
+
+// HealthRow is one health check.
+type HealthRow struct {
+	At        time.Time
+	OK        bool
+	LatencyMS *float64
+	Error     string
+}
+
+// RunRow is one discovery run.
+type RunRow struct {
+	ID         int64
+	Trigger    string
+	Actor      string
+	OK         bool
+	Error      string
+	Added      int
+	Updated    int
+	Unchanged  int
+	Removed    int
+	Pages      int
+	DurationMS float64
+	At         time.Time
+}
+
+// ToolRow is one tool on the server page.
+type ToolRow struct {
+	ID          string
+	Name        string
+	Title       string
+	Description string
+	Status      string
+	Version     string
+	Available   bool
+	ReadOnly    bool
+	Destructive bool
+}
+
+// KV is a labelled value.
+type KV struct {
+	Key   string
+	Value string
+}
+
+// ServerPage is the server detail page.
+type ServerPage struct {
+	Layout
+	Server        ServerCard
+	Info          []KV
+	Capabilities  []string
+	Instructions  string
+	Connection    []KV
+	Health        []HealthRow
+	HealthSummary string
+	Runs          []RunRow
+	Tools         []ToolRow
+	Resources     []KV
+	Prompts       []KV
+	Stderr        []string
+	IsStdio       bool
+	NextAttempt   *time.Time
+	BreakerOpen   bool
+	CanDiscover   bool
+}
+
+// DiscoveryProgress is the live progress of a running discovery.
+type DiscoveryProgress struct {
+	ServerID string
+	Pages    int
+	Tools    int
+}
+
+func statusLabel(s string) string {
+	switch s {
+	case "connected":
+		return "Connected"
+	case "connecting":
+		return "Connecting"
+	case "error":
+		return "Error"
+	case "disconnected":
+		return "Disconnected"
+	}
+	return s
+}
+
+func statusClass(s string) string {
+	switch s {
+	case "connected":
+		return "badge ok"
+	case "connecting":
+		return "badge warn"
+	case "error":
+		return "badge danger"
+	}
+	return "badge"
+}
+
+func typeLabel(t string) string {
+	switch t {
+	case "stdio":
+		return "stdio"
+	case "sse":
+		return "SSE"
+	case "streamable_http":
+		return "Streamable HTTP"
+	}
+	return t
+}
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+func msf(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f ms", v)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func joinLines(lines []string) string { return strings.Join(lines, "\n") }
+
+// joinNames lists the first names and says how many more there are.
+func joinNames(names []string, total int) string {
+	s := strings.Join(names, ", ")
+	if total > len(names) {
+		s += fmt.Sprintf(" and %d more", total-len(names))
+	}
+	return s
+}
+
+func lower(s string) string { return strings.ToLower(s) }
