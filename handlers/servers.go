@@ -187,7 +187,7 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		Args: &args, WorkingDir: str("working_dir"), URL: str("url"), AuthType: str("auth_type"), AuthHeader: str("auth_header"),
 		TimeoutMS: num("timeout_ms", registry.DefaultTimeoutMS), Retries: num("retries", registry.DefaultRetries),
 		HealthIntervalMS: num("health_interval_ms", registry.DefaultHealthIntervalMS),
-		Enabled: checked("enabled"), Trusted: checked("trusted")}
+		Enabled:          checked("enabled"), Trusted: checked("trusted")}
 	// Only the fields of the chosen type count: switching an edited server from stdio to
 	// HTTP drops its command and env instead of failing on them.
 	if *p.Type != registry.TypeStdio {
@@ -220,7 +220,7 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		Args: c.FormValue("args"), WorkingDir: c.FormValue("working_dir"), URL: c.FormValue("url"),
 		AuthType: c.FormValue("auth_type"), AuthHeader: c.FormValue("auth_header"),
 		AuthConfigured: cur != nil && cur.AuthConfigured && c.FormValue("auth_token_clear") != "true",
-		TimeoutMS: valueOr(p.TimeoutMS, registry.DefaultTimeoutMS), Retries: valueOr(p.Retries, registry.DefaultRetries),
+		TimeoutMS:      valueOr(p.TimeoutMS, registry.DefaultTimeoutMS), Retries: valueOr(p.Retries, registry.DefaultRetries),
 		HealthIntervalMS: valueOr(p.HealthIntervalMS, registry.DefaultHealthIntervalMS), Enabled: *p.Enabled,
 		Trusted: *p.Trusted, Env: pf.view.Env, Headers: pf.view.Headers, SecretsDropped: dropped || d2}
 	return pf

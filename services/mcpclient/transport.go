@@ -28,9 +28,9 @@ var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_
 // when the session ends.
 type endpoint struct {
 	transport mcp.Transport
-	cmd       *exec.Cmd     // stdio only
-	stderr    *lineBuffer   // stdio only
-	http      *http.Client  // HTTP only
+	cmd       *exec.Cmd    // stdio only
+	stderr    *lineBuffer  // stdio only
+	http      *http.Client // HTTP only
 	closeOnce sync.Once
 }
 
