@@ -4,7 +4,8 @@
 # Idempotent, and quiet and fast when everything is already there.
 #
 #   scripts/setup.sh run    Go >= 1.26, the templ tool, PostgreSQL server binaries
-#   scripts/setup.sh test   the same, plus chromium (browser tests)
+#   scripts/setup.sh test   the same, plus chromium (browser tests), Node.js and the npm
+#                           packages of package-lock.json (MCP reference server)
 set -euo pipefail
 
 mode="${1:-}"
@@ -161,6 +162,31 @@ if [[ "$mode" == test ]] && ! have_chromium; then
 		have_chromium || die "installed 'chromium' but /usr/bin/chromium is still missing"
 	else
 		die "Chromium not found (needed by the browser tests): install the Debian package 'chromium' (sudo apt-get install chromium)"
+	fi
+fi
+
+# Node.js and the MCP reference server (@modelcontextprotocol/server-everything,
+# pinned in package.json) for the MCP integration tests.
+min_node_major=18
+node_major() { node -e 'process.stdout.write(process.versions.node.split(".")[0])' 2>/dev/null || echo 0; }
+if [[ "$mode" == test ]]; then
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		if is_root; then
+			extra_install_opts=(--no-install-recommends)
+			apt_install nodejs npm
+		else
+			die "Node.js and npm not found (needed by the MCP integration tests): install the Debian packages 'nodejs' and 'npm'"
+		fi
+	fi
+	if (($(node_major) < min_node_major)); then
+		die "Node.js ${min_node_major} or newer is required by the MCP integration tests, found $(node --version)"
+	fi
+	pinned="$(node -e 'process.stdout.write(require("./package.json").dependencies["@modelcontextprotocol/server-everything"])')"
+	installed="$(node -e 'try{process.stdout.write(require("./node_modules/@modelcontextprotocol/server-everything/package.json").version)}catch(e){}' 2>/dev/null || true)"
+	if [[ "$installed" != "$pinned" ]]; then
+		say "installing the npm packages pinned in package-lock.json (server-everything $pinned)"
+		npm ci --no-audit --no-fund --loglevel=error >/dev/null ||
+			die "npm ci failed: check the npm registry settings (npm config get registry)"
 	fi
 fi
 

@@ -172,6 +172,13 @@ func (m *Manager) reconcileAll(ctx context.Context) error {
 	return nil
 }
 
+// Running reports whether Run is running.
+func (m *Manager) Running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ctx != nil && m.ctx.Err() == nil
+}
+
 // Refresh brings the session of server id in line with its registration: it starts one
 // for a newly enabled server, restarts it when connection settings changed, and tears
 // it down (stopping a stdio process) when the server was disabled or deleted.

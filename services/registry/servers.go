@@ -341,6 +341,9 @@ func (d *draft) validate() error {
 	d.url = strings.TrimSpace(d.url)
 	d.workingDir = strings.TrimSpace(d.workingDir)
 	d.authHeader = strings.TrimSpace(d.authHeader)
+	if d.args == nil {
+		d.args = []string{} // a JSON array in the row, never NULL
+	}
 	switch {
 	case d.name == "":
 		ve.Add("name", "is required: a short slug such as \"github\" or \"files-prod\"")

@@ -1,0 +1,412 @@
+// Package mcptest is an in-repo MCP server for Toolwarden's tests.
+//
+// It is built on the official Go SDK and serves the same small tool set over
+// stdio, legacy SSE and streamable HTTP, so gateway code can be tested against
+// every transport without Node. On top of the default tools it can change its
+// tool list at run time (which makes the SDK send
+// notifications/tools/list_changed), serve thousands of generated tools across
+// many pages, hang without answering, and die on command, because those are
+// the upstream behaviours a gateway must survive.
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Options configures a test server. The zero value (or a nil *Options) is a
+// server named "mcptest" with only the default tools.
+type Options struct {
+	// Name and Version are reported in serverInfo so tests can tell servers apart.
+	Name, Version string
+	// Instructions are returned from initialize, for tests of instruction handling.
+	Instructions string
+	// Generated adds tools gen-00001..gen-N, each with its own small input schema
+	// (one required string parameter and one optional integer), a description and
+	// readOnlyHint, so that large catalogues and pagination can be tested.
+	Generated int
+	// PageSize is the tools/list page size; 0 keeps the SDK default (1000).
+	PageSize int
+	// Hang makes the server accept connections but never answer anything, not
+	// even initialize, to test timeouts.
+	Hang bool
+	// Stderr receives the stdio start line; nil means os.Stderr. It exists so
+	// tests can check that a gateway captures a server's stderr.
+	Stderr io.Writer
+}
+
+// ToolSpec describes a tool added at run time. It is JSON-tagged because it is
+// also the body of the subprocess control API's POST /tools.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// InputSchema must be a JSON object schema with "type": "object"; nil means
+	// {"type":"object"}.
+	InputSchema json.RawMessage      `json:"inputSchema,omitempty"`
+	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
+	// Reply is the text content returned when the tool is called; empty means "ok".
+	Reply string `json:"reply,omitempty"`
+}
+
+// Server is a test MCP server. Its tool set may be changed while clients are
+// connected; all methods are safe for concurrent use.
+type Server struct {
+	opts Options
+	mcp  *mcp.Server
+
+	// mu serialises tool changes so that names always matches the SDK's set,
+	// which the SDK offers no way to read back.
+	mu    sync.Mutex
+	names map[string]struct{}
+}
+
+// New builds a server with the default tools (echo, add, fail, sleep,
+// write-note), opts.Generated generated tools, the resource test://readme and
+// the prompt greet. opts may be nil.
+func New(opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "mcptest"
+	}
+	if o.Version == "" {
+		o.Version = "1.0.0"
+	}
+	s := &Server{
+		opts:  o,
+		names: make(map[string]struct{}),
+		mcp: mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
+			Instructions: o.Instructions,
+			PageSize:     o.PageSize,
+		}),
+	}
+	s.addDefaultTools()
+	for i := 1; i <= o.Generated; i++ {
+		s.addGeneratedTool(i, o.Generated)
+	}
+	s.mcp.AddResource(&mcp.Resource{
+		URI:         readmeURI,
+		Name:        "readme",
+		Title:       "Read me",
+		Description: "A static text resource, so resource listing and reading can be tested.",
+		MIMEType:    "text/plain",
+	}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+			URI: readmeURI, MIMEType: "text/plain", Text: readmeText,
+		}}}, nil
+	})
+	s.mcp.AddPrompt(&mcp.Prompt{
+		Name:        "greet",
+		Title:       "Greet",
+		Description: "Greets someone by name, so prompt listing and getting can be tested.",
+		Arguments:   []*mcp.PromptArgument{{Name: "name", Description: "Who to greet", Required: true}},
+	}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		name := req.Params.Arguments["name"]
+		if name == "" {
+			name = "stranger"
+		}
+		return &mcp.GetPromptResult{
+			Description: "A greeting",
+			Messages: []*mcp.PromptMessage{{
+				Role:    "user",
+				Content: &mcp.TextContent{Text: "Hello, " + name + "!"},
+			}},
+		}, nil
+	})
+	return s
+}
+
+const (
+	readmeURI  = "test://readme"
+	readmeText = "This is the Toolwarden MCP test server.\n"
+)
+
+// MCP exposes the underlying SDK server, for tests that need more than this
+// package offers.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Name is the server name reported in serverInfo.
+func (s *Server) Name() string { return s.opts.Name }
+
+type echoIn struct {
+	Message string `json:"message" jsonschema:"the text to echo back"`
+}
+
+type addIn struct {
+	A float64 `json:"a" jsonschema:"the first addend"`
+	B float64 `json:"b" jsonschema:"the second addend"`
+}
+
+type addOut struct {
+	Sum float64 `json:"sum" jsonschema:"a + b"`
+}
+
+type failIn struct {
+	Message string `json:"message,omitempty" jsonschema:"the error text to return"`
+}
+
+type sleepIn struct {
+	MS int `json:"ms,omitempty" jsonschema:"how long to sleep, in milliseconds"`
+}
+
+type writeNoteIn struct {
+	Text string `json:"text" jsonschema:"the note to write"`
+}
+
+func (s *Server) addDefaultTools() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "echo",
+		Description: "Echoes back the message.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, Title: "Echo"},
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return textResult("Echo: " + in.Message), nil, nil
+	})
+
+	// The typed Out makes the SDK publish an output schema and fill
+	// structuredContent, plus the JSON text fallback older clients read.
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "add",
+		Description: "Adds two numbers and returns the sum as structured content.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+		return nil, addOut{Sum: in.A + in.B}, nil
+	})
+
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "fail",
+		Description: "Always fails with a tool error (isError true) carrying the message.",
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {
+		msg := in.Message
+		if msg == "" {
+			msg = "failed as requested"
+		}
+		res := textResult(msg)
+		res.IsError = true
+		return res, nil, nil
+	})
+
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "sleep",
+		Description: "Sleeps for ms milliseconds, or until the call is cancelled.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+		t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return textResult("slept"), nil, nil
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	})
+
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "write-note",
+		Description: "Pretends to write a note; marked destructive so approval rules can be tested.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true)},
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in writeNoteIn) (*mcp.CallToolResult, any, error) {
+		return textResult("ok"), nil, nil
+	})
+
+	for _, n := range []string{"echo", "add", "fail", "sleep", "write-note"} {
+		s.names[n] = struct{}{}
+	}
+}
+
+// addGeneratedTool registers gen-<i> through the SDK's untyped AddTool with a
+// raw schema: inferring and resolving thousands of schemas by reflection
+// would make big catalogues slow to build.
+func (s *Server) addGeneratedTool(i, total int) {
+	name := fmt.Sprintf("gen-%05d", i)
+	param := fmt.Sprintf("q%05d", i)
+	schema := fmt.Sprintf(`{"type":"object","properties":{%q:{"type":"string","description":"query for tool %d"},"limit":{"type":"integer","description":"optional limit"}},"required":[%q]}`,
+		param, i, param)
+	tool := &mcp.Tool{
+		Name:        name,
+		Description: fmt.Sprintf("Generated test tool %d of %d; replies with its arguments.", i, total),
+		InputSchema: json.RawMessage(schema),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mcp.AddTool(tool, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args map[string]any
+		if len(req.Params.Arguments) > 0 {
+			if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+				return errorResult("invalid arguments: " + err.Error()), nil
+			}
+		}
+		if _, ok := args[param].(string); !ok {
+			return errorResult(fmt.Sprintf("missing required string argument %q", param)), nil
+		}
+		return textResult(name + ": " + string(req.Params.Arguments)), nil
+	})
+	s.names[name] = struct{}{}
+}
+
+// SetTool adds the tool, or replaces the tool of the same name, and so makes
+// the SDK notify connected clients that the tool list changed. The SDK sends
+// that notification 10 ms after the last of a burst of changes, and only if
+// a session was connected when the change was made. Like the SDK's
+// AddTool it panics if the input schema is not an object schema; use the
+// control API (which answers 400) when the spec comes from elsewhere.
+func (s *Server) SetTool(spec ToolSpec) {
+	if err := spec.validate(); err != nil {
+		panic(err)
+	}
+	schema := json.RawMessage(`{"type":"object"}`)
+	if len(spec.InputSchema) > 0 {
+		schema = slices.Clone(spec.InputSchema)
+	}
+	var ann *mcp.ToolAnnotations
+	if spec.Annotations != nil {
+		a := *spec.Annotations
+		ann = &a
+	}
+	reply := spec.Reply
+	if reply == "" {
+		reply = "ok"
+	}
+	tool := &mcp.Tool{
+		Name:        spec.Name,
+		Title:       spec.Title,
+		Description: spec.Description,
+		InputSchema: schema,
+		Annotations: ann,
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mcp.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult(reply), nil
+	})
+	s.names[spec.Name] = struct{}{}
+}
+
+// validate reports what the SDK's AddTool would panic about, so the control
+// API can refuse a bad spec instead of crashing the child.
+func (spec ToolSpec) validate() error {
+	if spec.Name == "" {
+		return errors.New("mcptest: tool name is empty")
+	}
+	if len(spec.InputSchema) == 0 {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(spec.InputSchema, &m); err != nil {
+		return fmt.Errorf("mcptest: tool %q: input schema is not a JSON object: %w", spec.Name, err)
+	}
+	if m["type"] != "object" {
+		return fmt.Errorf(`mcptest: tool %q: input schema must have "type": "object"`, spec.Name)
+	}
+	return nil
+}
+
+// RemoveTool removes the named tools; unknown names are ignored. The SDK
+// notifies clients only if something was actually removed.
+func (s *Server) RemoveTool(names ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mcp.RemoveTools(names...)
+	for _, n := range names {
+		delete(s.names, n)
+	}
+}
+
+// Tools returns the names of the current tools, sorted (the order in which
+// tools/list returns them).
+func (s *Server) Tools() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.names))
+	for n := range s.names {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	res := textResult(text)
+	res.IsError = true
+	return res
+}
+
+// ServeStdio serves one session on os.Stdin and os.Stdout until stdin is
+// closed or ctx ends. It first writes "mcptest: <name> started pid <pid>" to
+// Options.Stderr (or os.Stderr), so stderr capture can be tested.
+//
+// In Hang mode it reads and discards stdin without ever writing; it still
+// returns when stdin is closed, so a client closing the pipe does not have to
+// fall back to signals.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	stderr := s.opts.Stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	fmt.Fprintf(stderr, "mcptest: %s started pid %d\n", s.opts.Name, os.Getpid())
+	if s.opts.Hang {
+		done := make(chan error, 1)
+		go func() {
+			_, err := io.Copy(io.Discard, os.Stdin)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	err := s.mcp.Run(ctx, &mcp.StdioTransport{})
+	if errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil // the client closed stdin: a normal shutdown
+	}
+	if err != nil {
+		return fmt.Errorf("mcptest: serve stdio: %w", err)
+	}
+	return nil
+}
+
+// Handler serves streamable HTTP at /mcp and legacy SSE at /sse, the layout of
+// @modelcontextprotocol/server-everything. SSE clients are told to POST their
+// messages to /sse?sessionid=..., the SDK's message endpoint. Each call
+// returns a handler with its own session table, so a fresh handler behaves
+// like a restarted server: old session IDs are unknown to it.
+//
+// In Hang mode every request blocks until its context ends.
+func (s *Server) Handler() http.Handler {
+	if s.opts.Hang {
+		return http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			// net/http only notices a closed connection (and cancels the
+			// context) once the body has been read; without this the
+			// handler would outlive both the client and Stop.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		})
+	}
+	get := func(*http.Request) *mcp.Server { return s.mcp }
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(get, nil))
+	mux.Handle("/sse", mcp.NewSSEHandler(get, nil))
+	return mux
+}

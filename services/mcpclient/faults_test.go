@@ -1,0 +1,239 @@
+package mcpclient_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// stdioSpec registers the in-repo test server as a stdio server with a control file.
+func stdioSpec(t *testing.T, name string, opts *mcptest.Options) (registry.Spec, string) {
+	t.Helper()
+	control := filepath.Join(t.TempDir(), "control")
+	cmd, args, envm := mcptest.StdioCommand(opts, control)
+	return registry.Spec{Name: name, Type: registry.TypeStdio, Command: cmd, Args: args, Env: envm, Enabled: true,
+		HealthIntervalMS: 200}, control
+}
+
+func pidAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// TestStdioProcessDiesAndComesBack: the process dies → error with the exit status →
+// restarted and connected again without restarting anything else; stderr is kept.
+func TestStdioProcessDiesAndComesBack(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	spec, control := stdioSpec(t, "dies", &mcptest.Options{Name: "dies"})
+	sv := e.create(t, spec)
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	ctl := mcptest.WaitControl(t, control)
+	pid, err := ctl.PID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(control); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Die(); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitStatus(t, sv.ID, registry.StatusError)
+	if got.LastError == nil || !strings.Contains(*got.LastError, "exit status 3") {
+		t.Fatalf("last error: got %v, want it to mention the exit status", got.LastError)
+	}
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	ctl2 := mcptest.WaitControl(t, control)
+	pid2, err := ctl2.PID()
+	if err != nil || pid2 == pid {
+		t.Fatalf("new process: got pid %d (%v), want a new one (old %d)", pid2, err, pid)
+	}
+	if pidAlive(pid) {
+		t.Fatalf("old process %d is still there (zombie or orphan)", pid)
+	}
+	stderr := strings.Join(e.mgr.Snapshot(sv.ID).Stderr, "\n")
+	if strings.Count(stderr, "mcptest: dies started pid") < 2 {
+		t.Fatalf("stderr of both runs should be kept, got:\n%s", stderr)
+	}
+	// Disabling tears the session down and stops the process.
+	if _, err := e.reg.SetEnabled(context.Background(), audit.System, sv.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	e.mgr.Refresh(context.Background(), sv.ID)
+	e.waitStatus(t, sv.ID, registry.StatusDisconnected)
+	if pidAlive(pid2) {
+		t.Fatalf("process %d still runs after the server was disabled", pid2)
+	}
+	if _, err := e.mgr.Session(sv.ID); !errors.Is(err, mcpclient.ErrNotConnected) {
+		t.Fatalf("session after disable: got %v, want ErrNotConnected", err)
+	}
+}
+
+// TestHTTPOutageAndReconnect: the HTTP server goes away → error within a health
+// interval → it comes back on the same address → connected again.
+func TestHTTPOutageAndReconnect(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []string{registry.TypeStreamableHTTP, registry.TypeSSE} {
+		t.Run(typ, func(t *testing.T) {
+			t.Parallel()
+			e := start(t, nil)
+			hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "outage"})
+			url := hs.URL()
+			if typ == registry.TypeSSE {
+				url = hs.SSEURL()
+			}
+			sv := e.create(t, registry.Spec{Name: "outage", Type: typ, URL: url, Enabled: true, HealthIntervalMS: 200, TimeoutMS: 1000})
+			e.waitStatus(t, sv.ID, registry.StatusConnected)
+			hs.Stop()
+			e.waitStatus(t, sv.ID, registry.StatusError)
+			hs.Restart()
+			e.waitStatus(t, sv.ID, registry.StatusConnected)
+			// Health checks run on the new session (the outage itself was seen at once,
+			// when the stream broke).
+			waitFor(t, 10*time.Second, func() bool {
+				h, err := e.reg.HealthHistory(context.Background(), sv.ID, 1)
+				return err == nil && len(h) == 1 && h[0].OK
+			}, "no passing health check recorded after the reconnect")
+		})
+	}
+}
+
+// TestServerThatNeverAnswers: initialize gets no answer → error naming the timeout;
+// the manager keeps serving other calls meanwhile.
+func TestServerThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	spec, _ := stdioSpec(t, "hangs", &mcptest.Options{Name: "hangs", Hang: true})
+	spec.TimeoutMS = 300
+	sv := e.create(t, spec)
+	got := e.waitStatus(t, sv.ID, registry.StatusError)
+	if got.LastError == nil || !strings.Contains(*got.LastError, "no answer to initialize within 300ms") {
+		t.Fatalf("last error: got %v, want the initialize timeout", got.LastError)
+	}
+	start := time.Now()
+	if _, err := e.mgr.Discover(context.Background(), sv.ID, audit.System); !errors.Is(err, mcpclient.ErrNotConnected) {
+		t.Fatalf("discover on a hung server: got %v, want ErrNotConnected at once", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("discover on a hung server blocked for %s", d)
+	}
+}
+
+// TestManyPages: 5,000 tools in pages of 10 are all discovered.
+func TestManyPages(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "big", Generated: 4995, PageSize: 10})
+	sv := e.create(t, registry.Spec{Name: "big", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	runs := e.waitRuns(t, sv.ID, 1)
+	if runs[0].Status != "succeeded" || runs[0].Added != 5000 || runs[0].Pages != 500 {
+		t.Fatalf("got %+v, want 5000 tools added over 500 pages", runs[0])
+	}
+	if got := e.server(t, sv.ID).ToolCount; got != 5000 {
+		t.Fatalf("tool count: got %d, want 5000", got)
+	}
+}
+
+// TestToolChangesAtRunTime: a changed definition → list_changed → new hash, version
+// and the updating state; a breaking change bumps the major version; a removed tool is
+// kept, unavailable.
+func TestToolChangesAtRunTime(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "changes"})
+	sv := e.create(t, registry.Spec{Name: "changes", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	echo := func() registry.Tool {
+		tools, err := e.reg.ServerTools(context.Background(), sv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools {
+			if tl.Name == "echo" {
+				return tl
+			}
+		}
+		t.Fatal("echo not found")
+		return registry.Tool{}
+	}
+	before := echo()
+	schema := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what to echo"}},"required":["message"]}`)
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "echo", Description: "Echoes, now described differently", InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
+	e.waitRuns(t, sv.ID, 2)
+	after := echo()
+	if after.DefinitionHash == before.DefinitionHash || after.Status != registry.ToolUpdating || after.Version() != "1.1" {
+		t.Fatalf("after a description change: got hash changed=%v status %s version %s, want changed, updating, 1.1",
+			after.DefinitionHash != before.DefinitionHash, after.Status, after.Version())
+	}
+	// Breaking: message becomes an integer.
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "echo", Description: "Echoes, now described differently",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"integer"}},"required":["message"]}`)})
+	e.waitRuns(t, sv.ID, 3)
+	if v := echo().Version(); v != "2.0" {
+		t.Fatalf("after a breaking change: got version %s, want 2.0", v)
+	}
+	versions, err := e.reg.ToolVersions(context.Background(), after.ID)
+	if err != nil || len(versions) != 3 || !versions[0].Breaking {
+		t.Fatalf("versions: got %d (%v), newest breaking=%v; want 3, breaking", len(versions), err, len(versions) > 0 && versions[0].Breaking)
+	}
+	hs.Server().RemoveTool("echo")
+	e.waitRuns(t, sv.ID, 4)
+	if gone := echo(); gone.Available {
+		t.Fatal("a tool the server stopped listing is still available")
+	}
+}
+
+// TestRepeatedCursor: a server that keeps returning the same cursor fails discovery
+// without touching the stored tools.
+func TestRepeatedCursor(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.New(&mcptest.Options{Name: "loops"})
+	var looping atomic.Bool
+	srv.MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if lr, ok := req.(*mcp.ListToolsRequest); ok && looping.Load() && lr.Params != nil {
+				lr.Params.Cursor = ""
+			}
+			res, err := next(ctx, method, req)
+			if method == "tools/list" && looping.Load() && err == nil {
+				r := res.(*mcp.ListToolsResult)
+				r.NextCursor = "again"
+				r.Tools = r.Tools[:1]
+			}
+			return res, err
+		}
+	})
+	hts := httptest.NewServer(srv.Handler())
+	t.Cleanup(hts.Close) // registered before start: runs after the sessions are closed
+	e := start(t, nil)
+	sv := e.create(t, registry.Spec{Name: "loops", Type: registry.TypeStreamableHTTP, URL: hts.URL + "/mcp", Enabled: true})
+	first := e.waitRuns(t, sv.ID, 1)[0]
+	looping.Store(true)
+	if _, err := e.mgr.Discover(context.Background(), sv.ID, audit.System); err == nil || !strings.Contains(err.Error(), "repeated cursor") {
+		t.Fatalf("discover: got %v, want a repeated-cursor error", err)
+	}
+	runs := e.runs(t, sv.ID)
+	if runs[0].Status != "failed" {
+		t.Fatalf("last run: got %s, want failed", runs[0].Status)
+	}
+	if got := e.server(t, sv.ID).ToolCount; got != first.Added {
+		t.Fatalf("tools after a failed discovery: got %d available, want %d (nothing removed)", got, first.Added)
+	}
+}

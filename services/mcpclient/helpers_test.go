@@ -1,0 +1,129 @@
+package mcpclient_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.Main()
+	dbtest.Main(m)
+}
+
+// env is a registry and a running session manager on a fresh database.
+type env struct {
+	reg  *registry.Service
+	mgr  *mcpclient.Manager
+	opts mcpclient.Options
+}
+
+// fast are the manager settings for tests: short backoff and debounce.
+func fast() *mcpclient.Options {
+	return &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
+		Debounce: 150 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second}
+}
+
+func start(t testing.TB, opts *mcpclient.Options) *env {
+	t.Helper()
+	pool := dbtest.New(t)
+	key, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts == nil {
+		opts = fast()
+	}
+	reg := registry.New(pool, keys, nil)
+	mgr := mcpclient.New(reg, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = mgr.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	// Run must have started before Refresh does anything.
+	waitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
+	return &env{reg: reg, mgr: mgr, opts: *opts}
+}
+
+func (e *env) create(t testing.TB, sp registry.Spec) registry.Server {
+	t.Helper()
+	sv, err := e.reg.CreateServer(context.Background(), audit.System, sp)
+	if err != nil {
+		t.Fatalf("create server: %v", err)
+	}
+	e.mgr.Refresh(context.Background(), sv.ID)
+	return sv
+}
+
+func (e *env) server(t testing.TB, id string) registry.Server {
+	t.Helper()
+	sv, err := e.reg.GetServer(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sv
+}
+
+func (e *env) waitStatus(t testing.TB, id, status string) registry.Server {
+	t.Helper()
+	var sv registry.Server
+	waitFor(t, 30*time.Second, func() bool { sv = e.server(t, id); return sv.Status == status },
+		"server never reached status "+status)
+	return sv
+}
+
+func (e *env) runs(t testing.TB, id string) []registry.DiscoveryRun {
+	t.Helper()
+	runs, err := e.reg.DiscoveryRuns(context.Background(), id, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}
+
+// waitRuns waits for at least n discovery runs and returns them, oldest first.
+func (e *env) waitRuns(t testing.TB, id string, n int) []registry.DiscoveryRun {
+	t.Helper()
+	var runs []registry.DiscoveryRun
+	waitFor(t, 30*time.Second, func() bool { runs = e.runs(t, id); return len(runs) >= n }, "discovery did not run")
+	for i, j := 0, len(runs)-1; i < j; i, j = i+1, j-1 {
+		runs[i], runs[j] = runs[j], runs[i]
+	}
+	return runs
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, d time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", d, msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// never checks that cond stays false for d: the only way to see that something
+// (a second discovery) does not happen.
+func never(t testing.TB, d time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if cond() {
+			t.Fatal(msg)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
