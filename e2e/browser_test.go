@@ -18,12 +18,16 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
-func TestMain(m *testing.M) { dbtest.Main(m) }
+func TestMain(m *testing.M) {
+	mcptest.Main() // stdio MCP servers in these tests are this binary, re-executed
+	dbtest.Main(m)
+}
 
 // browserTimeout bounds each browser test as a whole, browser start included.
 const browserTimeout = 90 * time.Second

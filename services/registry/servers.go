@@ -166,6 +166,12 @@ func (s *Server) fill() {
 	if s.Args == nil {
 		s.Args = []string{}
 	}
+	if s.EnvNames == nil {
+		s.EnvNames = []string{}
+	}
+	if s.HeaderNames == nil {
+		s.HeaderNames = []string{}
+	}
 }
 
 // Spec is a server registration as a person or a file states it, with plain secret values.

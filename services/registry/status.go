@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/services/db"
@@ -158,6 +159,9 @@ type StatusUpdate struct {
 // server.status. It reports whether the status actually changed; an unchanged status
 // (and error) writes nothing, so a flapping health check does not flood the events table.
 func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (bool, error) {
+	if uuid.Validate(id) != nil {
+		return false, ErrNotFound
+	}
 	changed := false
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var prev string
@@ -173,7 +177,9 @@ func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (boo
 		if u.Status == StatusError {
 			errText = &u.Error
 		}
-		if prev == u.Status && deref(prevErr) == deref(errText) && u.Info == nil {
+		// The stored last_error outlives the error status (it says what went wrong last),
+		// so errors are compared only while the status is error.
+		if prev == u.Status && (u.Status != StatusError || deref(prevErr) == deref(errText)) && u.Info == nil {
 			return nil
 		}
 		changed = true
@@ -198,7 +204,7 @@ func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (boo
 		}
 		sv := list[0]
 		_, err = events.Publish(ctx, tx, ServersTopic, "server.status", StatusEvent{ID: sv.ID, Name: sv.Name,
-			Status: sv.Status, Previous: prev, Enabled: sv.Enabled, ToolCount: sv.ToolCount, LastError: deref(errText)})
+			Status: sv.Status, Previous: prev, Enabled: sv.Enabled, ToolCount: sv.ToolCount, LastError: deref(sv.LastError)})
 		return err
 	})
 	if err != nil {

@@ -257,6 +257,9 @@ func (t storedTool) def() ToolDef {
 // and events commit with them. Callers pass only complete lists; a failed or partial
 // fetch goes to RecordDiscoveryFailure and changes no tool.
 func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
+	if uuid.Validate(serverID) != nil {
+		return DiscoveryResult{}, ErrNotFound
+	}
 	var res DiscoveryResult
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var name string
@@ -351,14 +354,16 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 			continue // a server listing one name twice: the first definition wins
 		}
 		seen[def.Name] = true
+		// A tool listed without an input schema is stored with {}; hash and compare
+		// the same value, or it would look changed on every run.
+		if len(bytes.TrimSpace(def.InputSchema)) == 0 || string(bytes.TrimSpace(def.InputSchema)) == "null" {
+			def.InputSchema = json.RawMessage(`{}`)
+		}
+		in := def.InputSchema
 		hash := DefinitionHash(def)
 		raw := def.Raw
 		if len(raw) == 0 {
 			raw, _ = json.Marshal(map[string]any{"name": def.Name})
-		}
-		in := def.InputSchema
-		if len(in) == 0 {
-			in = json.RawMessage(`{}`)
 		}
 		cur, ok := byName[def.Name]
 		switch {
@@ -405,6 +410,7 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 			note(def.Name)
 		}
 	}
+	res.Total = len(seen)
 	var gone []string
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		if !seen[name] && byName[name].Available {
@@ -461,6 +467,9 @@ func mustJSON(v any) json.RawMessage {
 // RecordDiscoveryFailure stores a discovery that could not complete. No tool changes:
 // a partial list must never make tools look removed.
 func (s *Service) RecordDiscoveryFailure(ctx context.Context, serverID string, d Discovery, cause error) (int64, error) {
+	if uuid.Validate(serverID) != nil {
+		return 0, ErrNotFound
+	}
 	var id int64
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var name string

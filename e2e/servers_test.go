@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/web/webtest"
+)
+
+// TestBrowserAddStdioServer adds a stdio server through the form (with environment
+// variables, one of them a secret canary), tests the connection before saving, saves,
+// and watches the server page go connected and list its tools live, without a reload.
+func TestBrowserAddStdioServer(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+
+	const canary = "canary-browser-7731"
+	cmd, args, env := mcptest.StdioCommand(&mcptest.Options{Name: "browser"}, "")
+	env["API_TOKEN"] = canary
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+
+	b.do("open the server list", chromedp.Navigate(srv.URL+"/servers"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=no-servers]`)))
+	b.do("open the form", chromedp.Click(chromedp.CSS(`[data-testid=add-server]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-form]`)))
+	if eval[bool](b, `!document.querySelector("[data-for-type=sse\\ streamable_http]").hidden`) {
+		t.Fatal("the HTTP fields are shown for a stdio server")
+	}
+	b.do("fill name and command",
+		chromedp.SendKeys(chromedp.ID("name"), "browser"),
+		chromedp.SendKeys(chromedp.ID("command"), cmd),
+		chromedp.SendKeys(chromedp.ID("args"), strings.Join(args, "\n")),
+		chromedp.Click(chromedp.CSS(`details.advanced > summary`)),
+	)
+	for i, k := range names {
+		b.do("add variable "+k, chromedp.Click(chromedp.CSS(`[data-testid=add-env]`)))
+		row := `#env-rows .secret-row:nth-child(` + itoa(i+1) + `)`
+		b.do("fill variable "+k,
+			chromedp.SendKeys(chromedp.CSS(row+` input[name=env_name]`), k),
+			chromedp.SendKeys(chromedp.CSS(row+` input[name=env_value]`), env[k]),
+		)
+	}
+
+	b.do("test the connection", chromedp.Click(chromedp.CSS(`[data-testid=test-connection]`)))
+	b.waitJS("the test reports a connection", `!!document.querySelector("[data-testid=test-ok]")`)
+	if txt := eval[string](b, `document.querySelector("[data-testid=test-ok]").textContent`); !strings.Contains(txt, "5 tools") {
+		t.Fatalf("test result %q does not report the 5 tools", strings.Join(strings.Fields(txt), " "))
+	}
+	// The test kept what was typed (it replaced only the result panel).
+	if v := eval[string](b, `document.getElementById("name").value`); v != "browser" {
+		t.Fatalf("after the test, name is %q", v)
+	}
+	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__beforeSave = 1`))
+	b.do("save", chromedp.Click(chromedp.CSS(`[data-testid=save-server]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-head]`)))
+	b.do("mark the detail page", chromedp.Evaluate[chromedp.Void](`window.__noReload = 42`))
+	b.waitJS("the server goes connected live", `document.querySelector("[data-testid=server-head]").dataset.status === "connected"`)
+	b.waitJS("its tools are listed live", `document.querySelector("[data-testid=server-tools]").dataset.count === "5"`)
+	b.waitJS("a toast says it connected",
+		`[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("browser connected"))`)
+	if v := eval[int](b, `window.__noReload ?? -1`); v != 42 {
+		t.Fatal("the server page was reloaded; the updates should arrive over the websocket")
+	}
+	b.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid=stderr]`)))
+	if txt := eval[string](b, `document.querySelector("[data-testid=stderr]").textContent`); !strings.Contains(txt, "mcptest: browser started") {
+		t.Fatalf("stderr panel %q lacks the server's start line", txt)
+	}
+	html := eval[string](b, `document.documentElement.outerHTML`)
+	if strings.Contains(html, canary) {
+		t.Fatal("the secret env value appears in the server page")
+	}
+
+	b.do("open the list", chromedp.Navigate(srv.URL+"/servers"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-card][data-server=browser]`)))
+	card := eval[string](b, `document.querySelector("[data-testid=server-card][data-server=browser]").textContent`)
+	if !strings.Contains(card, "5 tools") || !strings.Contains(card, "Connected") {
+		t.Fatalf("card %q should say Connected and 5 tools", strings.Join(strings.Fields(card), " "))
+	}
+	b.do("edit", chromedp.Navigate(srv.URL+"/servers"), chromedp.Click(chromedp.CSS(`[data-testid=server-card] summary`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=server-card] .menu-items a[href$="/edit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-form]`)))
+	html = eval[string](b, `document.documentElement.outerHTML`)
+	if strings.Contains(html, canary) {
+		t.Fatal("the secret env value appears in the edit form")
+	}
+	if !strings.Contains(html, "API_TOKEN") {
+		t.Fatal("the edit form does not list the stored variable names")
+	}
+	screenshot(t, b, "server-edit.png")
+	b.do("back to the list", chromedp.Navigate(srv.URL+"/servers"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-card][data-status=connected]`)))
+	screenshot(t, b, "servers.png")
+	b.checkConsole()
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// screenshot saves the page to TOOLWARDEN_SCREENSHOT_DIR when it is set.
+func screenshot(t *testing.T, b *browser, name string) {
+	t.Helper()
+	dir := os.Getenv("TOOLWARDEN_SCREENSHOT_DIR")
+	if dir == "" {
+		return
+	}
+	shot, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

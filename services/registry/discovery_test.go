@@ -1,0 +1,451 @@
+package registry_test
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+var (
+	strProp = `{"type":"string"}`
+	intProp = `{"type":"integer"}`
+)
+
+// threeTools is the first listing of the discovery tests.
+func threeTools() []registry.ToolDef {
+	return []registry.ToolDef{
+		tool("echo", "Echoes a message", map[string]string{"message": strProp}, "message"),
+		tool("add", "Adds two numbers", map[string]string{"a": intProp, "b": intProp}, "a", "b"),
+		tool("ping", "Pings", nil),
+	}
+}
+
+func wantResult(t *testing.T, what string, got registry.DiscoveryResult, added, updated, unchanged, removed int) {
+	t.Helper()
+	if got.Added != added || got.Updated != updated || got.Unchanged != unchanged || got.Removed != removed {
+		t.Fatalf("%s: got added %d updated %d unchanged %d removed %d, want %d %d %d %d",
+			what, got.Added, got.Updated, got.Unchanged, got.Removed, added, updated, unchanged, removed)
+	}
+}
+
+func TestApplyDiscoveryFirstAndRepeat(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("disc"))
+
+	res := f.discover(sv.ID, discovery("connect", threeTools()...))
+	wantResult(t, "first run", res, 3, 0, 0, 0)
+	if res.Total != 3 || res.RunID == 0 || len(res.Changed) != 3 {
+		t.Fatalf("first run: got total %d run %d changed %v, want 3, a run id, 3 names", res.Total, res.RunID, res.Changed)
+	}
+	tools := f.toolsByName(sv.ID)
+	if len(tools) != 3 {
+		t.Fatalf("got %d tools, want 3", len(tools))
+	}
+	for _, def := range threeTools() {
+		tl := tools[def.Name]
+		if tl.Status != registry.ToolDiscovered || tl.Version() != "1.0" || !tl.Available {
+			t.Fatalf("%s: got status %q version %s available %v, want discovered 1.0 true", def.Name, tl.Status, tl.Version(), tl.Available)
+		}
+		if tl.DefinitionHash != registry.DefinitionHash(def) || tl.Description != def.Description || tl.ServerName != "disc" {
+			t.Fatalf("%s: got hash %s description %q server %q, want the definition's", def.Name, tl.DefinitionHash, tl.Description, tl.ServerName)
+		}
+		if tl.QualifiedName() != "disc__"+def.Name {
+			t.Fatalf("qualified name: got %q, want %q", tl.QualifiedName(), "disc__"+def.Name)
+		}
+		vs, err := f.reg.ToolVersions(f.ctx, tl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(vs) != 1 || vs[0].VersionMajor != 1 || vs[0].VersionMinor != 0 || vs[0].Breaking || len(vs[0].Changes) != 0 || vs[0].DefinitionHash != tl.DefinitionHash {
+			t.Fatalf("%s versions: got %+v, want one 1.0 row with the tool's hash", def.Name, vs)
+		}
+		hist, err := f.reg.ToolHistory(f.ctx, tl.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 1 || hist[0].From != nil || hist[0].To != registry.ToolDiscovered || hist[0].Actor != "system" || hist[0].Reason == "" {
+			t.Fatalf("%s history: got %+v, want one row from NULL to discovered by system", def.Name, hist)
+		}
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(tools["echo"].InputSchema, &schema); err != nil || schema["type"] != "object" {
+		t.Fatalf("input schema: got %s, %v", tools["echo"].InputSchema, err)
+	}
+	if string(tools["ping"].Annotations) != "" && string(tools["ping"].Annotations) != "null" {
+		t.Fatalf("annotations: got %s, want none", tools["ping"].Annotations)
+	}
+
+	res2 := f.discover(sv.ID, discovery("connect", threeTools()...))
+	wantResult(t, "second run", res2, 0, 0, 3, 0)
+	if len(res2.Changed) != 0 {
+		t.Fatalf("second run: got changed %v, want none", res2.Changed)
+	}
+	for table, want := range map[string]int{"mcp_tools": 3, "tool_schemas": 3, "tool_state_history": 3, "discovery_runs": 2} {
+		if n := f.count(`SELECT count(*) FROM ` + table); n != want {
+			t.Fatalf("after the second run: got %d %s rows, want %d", n, table, want)
+		}
+	}
+	// Only the first run changed anything, so only it is audited.
+	if got := f.auditPayloads("server.discover"); len(got) != 1 || got[0]["added"] != float64(3) || got[0]["trigger"] != "connect" {
+		t.Fatalf("server.discover audit: got %v, want one entry with 3 added", got)
+	}
+	if n := len(f.eventPayloads("discovery.completed")); n != 2 {
+		t.Fatalf("got %d discovery.completed events, want 2", n)
+	}
+	changed := f.eventPayloads("tools.changed")
+	if len(changed) != 1 || changed[0]["added"] != float64(3) || changed[0]["server"] != "disc" {
+		t.Fatalf("tools.changed events: got %v, want one with 3 added", changed)
+	}
+
+	// A manual run is audited even when nothing changed.
+	res3 := f.discover(sv.ID, discovery("manual", threeTools()...))
+	wantResult(t, "manual run", res3, 0, 0, 3, 0)
+	if n := len(f.auditPayloads("server.discover")); n != 2 {
+		t.Fatalf("after a manual run: got %d server.discover audit rows, want 2", n)
+	}
+	if n := len(f.eventPayloads("tools.changed")); n != 1 {
+		t.Fatalf("after a manual run: got %d tools.changed events, want 1", n)
+	}
+
+	runs, err := f.reg.DiscoveryRuns(f.ctx, sv.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 {
+		t.Fatalf("got %d runs, want 3", len(runs))
+	}
+	if r := runs[2]; r.Status != "succeeded" || r.Trigger != "connect" || r.Added != 3 || r.Pages != 1 || r.Actor != "system" || r.Error != nil {
+		t.Fatalf("first run row: got %+v", r)
+	}
+	if r := runs[0]; r.Trigger != "manual" || r.Unchanged != 3 || r.Added != 0 || r.ID != res3.RunID {
+		t.Fatalf("manual run row: got %+v, want manual with 3 unchanged and id %d", r, res3.RunID)
+	}
+}
+
+func TestApplyDiscoveryDefinitionChanges(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	base := tool("t", "Does things", map[string]string{"path": strProp, "depth": intProp}, "path")
+	cases := []struct {
+		name         string
+		next         registry.ToolDef
+		wantVersion  string
+		wantBreaking bool
+		wantKinds    []string
+	}{
+		{"description", tool("t", "Does other things", map[string]string{"path": strProp, "depth": intProp}, "path"),
+			"1.1", false, []string{"description"}},
+		{"optional parameter added", tool("t", "Does things", map[string]string{"path": strProp, "depth": intProp, "x": strProp}, "path"),
+			"1.1", false, []string{"parameter_added"}},
+		{"required parameter made optional", tool("t", "Does things", map[string]string{"path": strProp, "depth": intProp}),
+			"1.1", false, []string{"parameter_optional"}},
+		{"title", func() registry.ToolDef { d := base; d.Title = "Thing doer"; return d }(),
+			"1.1", false, []string{"title"}},
+		{"annotations", func() registry.ToolDef { d := base; d.Annotations = json.RawMessage(`{"readOnlyHint":true}`); return d }(),
+			"1.1", false, []string{"annotations"}},
+		{"output schema", func() registry.ToolDef { d := base; d.OutputSchema = json.RawMessage(`{"type":"object"}`); return d }(),
+			"1.1", false, []string{"output_schema"}},
+		{"required parameter removed", tool("t", "Does things", map[string]string{"depth": intProp}),
+			"2.0", true, []string{"parameter_removed"}},
+		{"optional parameter removed", tool("t", "Does things", map[string]string{"path": strProp}, "path"),
+			"2.0", true, []string{"parameter_removed"}},
+		{"parameter retyped", tool("t", "Does things", map[string]string{"path": strProp, "depth": strProp}, "path"),
+			"2.0", true, []string{"parameter_retyped"}},
+		{"required parameter added", tool("t", "Does things", map[string]string{"path": strProp, "depth": intProp, "mode": strProp}, "path", "mode"),
+			"2.0", true, []string{"parameter_added"}},
+		{"existing parameter made required", tool("t", "Does things", map[string]string{"path": strProp, "depth": intProp}, "path", "depth"),
+			"2.0", true, []string{"parameter_required"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sv := f.create(stdioSpec("chg-" + string(rune('a'+i))))
+			f.discover(sv.ID, discovery("connect", base, tool("other", "Other", nil)))
+			res := f.discover(sv.ID, discovery("list_changed", tc.next, tool("other", "Other", nil)))
+			wantResult(t, "change", res, 0, 1, 1, 0)
+			if !slices.Equal(res.Changed, []string{"t"}) {
+				t.Fatalf("changed: got %v, want [t]", res.Changed)
+			}
+			tl := f.toolsByName(sv.ID)["t"]
+			if tl.Version() != tc.wantVersion || tl.Status != registry.ToolUpdating || !tl.Available {
+				t.Fatalf("got version %s status %q available %v, want %s updating true", tl.Version(), tl.Status, tl.Available, tc.wantVersion)
+			}
+			if tl.DefinitionHash != registry.DefinitionHash(tc.next) || tl.Description != tc.next.Description {
+				t.Fatalf("got hash %s description %q, want the new definition's", tl.DefinitionHash, tl.Description)
+			}
+			vs, err := f.reg.ToolVersions(f.ctx, tl.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vs) != 2 {
+				t.Fatalf("got %d versions, want 2", len(vs))
+			}
+			newest, oldest := vs[0], vs[1]
+			if got := registryVersion(newest); got != tc.wantVersion || newest.Breaking != tc.wantBreaking || newest.DefinitionHash != tl.DefinitionHash {
+				t.Fatalf("newest version: got %s breaking %v, want %s %v", got, newest.Breaking, tc.wantVersion, tc.wantBreaking)
+			}
+			if oldest.DefinitionHash != registry.DefinitionHash(base) || registryVersion(oldest) != "1.0" {
+				t.Fatalf("old version: got %s %s, want 1.0 with the old hash kept", registryVersion(oldest), oldest.DefinitionHash)
+			}
+			var kinds []string
+			for _, c := range newest.Changes {
+				kinds = append(kinds, c.Kind)
+			}
+			if !slices.Equal(kinds, tc.wantKinds) {
+				t.Fatalf("changes: got %v, want %v", kinds, tc.wantKinds)
+			}
+			hist, err := f.reg.ToolHistory(f.ctx, tl.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hist) != 2 || hist[0].From == nil || *hist[0].From != registry.ToolDiscovered || hist[0].To != registry.ToolUpdating {
+				t.Fatalf("history: got %+v, want discovered → updating on top", hist)
+			}
+			wantReason := "v1.0 → v" + tc.wantVersion
+			if !strings.Contains(hist[0].Reason, wantReason) || strings.Contains(hist[0].Reason, "breaking") != tc.wantBreaking {
+				t.Fatalf("history reason: got %q, want it to mention %q and breaking=%v", hist[0].Reason, wantReason, tc.wantBreaking)
+			}
+			var meta struct {
+				FromHash string `json:"from_hash"`
+				ToHash   string `json:"to_hash"`
+			}
+			if err := json.Unmarshal(hist[0].Metadata, &meta); err != nil || meta.FromHash != registry.DefinitionHash(base) || meta.ToHash != tl.DefinitionHash {
+				t.Fatalf("history metadata: got %s, %v", hist[0].Metadata, err)
+			}
+			var breaking bool
+			if err := f.pool.QueryRow(f.ctx, `SELECT breaking FROM tool_schemas WHERE tool_id = $1 AND definition_hash = $2`, tl.ID, tl.DefinitionHash).Scan(&breaking); err != nil || breaking != tc.wantBreaking {
+				t.Fatalf("tool_schemas.breaking: got %v, %v; want %v", breaking, err, tc.wantBreaking)
+			}
+
+			// The same new definition again changes nothing.
+			res = f.discover(sv.ID, discovery("connect", tc.next, tool("other", "Other", nil)))
+			wantResult(t, "repeat", res, 0, 0, 2, 0)
+		})
+	}
+}
+
+func registryVersion(v registry.ToolVersion) string {
+	return registry.Tool{VersionMajor: v.VersionMajor, VersionMinor: v.VersionMinor}.Version()
+}
+
+// TestApplyDiscoveryVersionSequence follows one tool through several changes.
+func TestApplyDiscoveryVersionSequence(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("seq"))
+	steps := []struct {
+		def         registry.ToolDef
+		wantVersion string
+		wantHistory int // rows of tool_state_history
+	}{
+		{tool("t", "v1", map[string]string{"a": strProp}), "1.0", 1},
+		{tool("t", "v2", map[string]string{"a": strProp}), "1.1", 2},
+		// Already updating: a further change is a new version but no new transition.
+		{tool("t", "v3", map[string]string{"a": strProp}), "1.2", 2},
+		{tool("t", "v3", map[string]string{"a": intProp}), "2.0", 2},
+		{tool("t", "v1", map[string]string{"a": intProp}), "2.1", 2},
+	}
+	for i, st := range steps {
+		f.discover(sv.ID, discovery("connect", st.def))
+		tl := f.toolsByName(sv.ID)["t"]
+		if tl.Version() != st.wantVersion {
+			t.Fatalf("step %d: got version %s, want %s", i, tl.Version(), st.wantVersion)
+		}
+		if n := f.count(`SELECT count(*) FROM tool_state_history WHERE tool_id = $1`, tl.ID); n != st.wantHistory {
+			t.Fatalf("step %d: got %d history rows, want %d", i, n, st.wantHistory)
+		}
+		if n := f.count(`SELECT count(*) FROM tool_schemas WHERE tool_id = $1`, tl.ID); n != i+1 {
+			t.Fatalf("step %d: got %d versions, want %d", i, n, i+1)
+		}
+	}
+	// Once a person has moved the tool on (toolstate), the next change is a transition again.
+	f.exec(`UPDATE mcp_tools SET status = 'enabled'`)
+	f.discover(sv.ID, discovery("connect", tool("t", "v4", map[string]string{"a": intProp})))
+	tl := f.toolsByName(sv.ID)["t"]
+	hist, err := f.reg.ToolHistory(f.ctx, tl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Status != registry.ToolUpdating || len(hist) != 3 || *hist[0].From != "enabled" || hist[0].To != registry.ToolUpdating {
+		t.Fatalf("got status %q history %+v, want enabled → updating", tl.Status, hist)
+	}
+}
+
+func TestApplyDiscoveryRemovalAndReturn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("gone"))
+	all := threeTools()
+	f.discover(sv.ID, discovery("connect", all...))
+	before := f.toolsByName(sv.ID)
+
+	res := f.discover(sv.ID, discovery("connect", all[0], all[1]))
+	wantResult(t, "without ping", res, 0, 0, 2, 1)
+	if !slices.Equal(res.Changed, []string{"ping"}) {
+		t.Fatalf("changed: got %v, want [ping]", res.Changed)
+	}
+	tools := f.toolsByName(sv.ID)
+	if len(tools) != 3 {
+		t.Fatalf("got %d tools, want 3 (a missing tool is kept)", len(tools))
+	}
+	if p := tools["ping"]; p.Available || p.Status != registry.ToolDiscovered || p.ID != before["ping"].ID {
+		t.Fatalf("ping: got available %v status %q, want unavailable, status kept", p.Available, p.Status)
+	}
+	if got := mustGet(t, f, sv.ID); got.ToolCount != 2 {
+		t.Fatalf("tool_count: got %d, want 2", got.ToolCount)
+	}
+	list, err := f.reg.ServerTools(f.ctx, sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := list[len(list)-1]; last.Name != "ping" {
+		t.Fatalf("server tools: got %s last, want the unavailable ping last", last.Name)
+	}
+	if n := len(f.eventPayloads("tools.changed")); n != 2 {
+		t.Fatalf("got %d tools.changed events, want 2", n)
+	}
+
+	// Missing again: already unavailable, so not removed twice.
+	res = f.discover(sv.ID, discovery("connect", all[0], all[1]))
+	wantResult(t, "still without ping", res, 0, 0, 2, 0)
+
+	res = f.discover(sv.ID, discovery("connect", all...))
+	wantResult(t, "ping back", res, 0, 1, 2, 0)
+	if !slices.Equal(res.Changed, []string{"ping"}) {
+		t.Fatalf("changed: got %v, want [ping]", res.Changed)
+	}
+	p := f.toolsByName(sv.ID)["ping"]
+	if !p.Available || p.Version() != "1.0" || p.Status != registry.ToolDiscovered || p.ID != before["ping"].ID {
+		t.Fatalf("ping back: got available %v version %s status %q, want available 1.0 discovered, same id", p.Available, p.Version(), p.Status)
+	}
+	if n := f.count(`SELECT count(*) FROM tool_schemas WHERE tool_id = $1`, p.ID); n != 1 {
+		t.Fatalf("ping versions: got %d, want 1 (same definition)", n)
+	}
+
+	// Gone and back with a new definition: a new version, available again.
+	f.discover(sv.ID, discovery("connect", all[0], all[1]))
+	res = f.discover(sv.ID, discovery("connect", all[0], all[1], tool("ping", "Pings harder", nil)))
+	wantResult(t, "ping back changed", res, 0, 1, 2, 0)
+	p = f.toolsByName(sv.ID)["ping"]
+	if !p.Available || p.Version() != "1.1" || p.Status != registry.ToolUpdating {
+		t.Fatalf("ping back changed: got available %v version %s status %q, want true 1.1 updating", p.Available, p.Version(), p.Status)
+	}
+
+	// An empty but complete list marks everything unavailable.
+	res = f.discover(sv.ID, discovery("connect"))
+	wantResult(t, "empty list", res, 0, 0, 0, 3)
+	if got := mustGet(t, f, sv.ID); got.ToolCount != 0 {
+		t.Fatalf("tool_count: got %d, want 0", got.ToolCount)
+	}
+	if n := f.count(`SELECT count(*) FROM mcp_tools`); n != 3 {
+		t.Fatalf("got %d tool rows, want 3", n)
+	}
+}
+
+func TestApplyDiscoveryDuplicateNames(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("dups"))
+	first := tool("dup", "first", nil)
+	second := tool("dup", "second", map[string]string{"x": strProp})
+	res := f.discover(sv.ID, discovery("connect", first, second, tool("solo", "", nil)))
+	wantResult(t, "duplicates", res, 2, 0, 0, 0)
+	tools := f.toolsByName(sv.ID)
+	if len(tools) != 2 || tools["dup"].Description != "first" || tools["dup"].DefinitionHash != registry.DefinitionHash(first) {
+		t.Fatalf("got %d tools, dup %q, want 2 with the first definition", len(tools), tools["dup"].Description)
+	}
+	// The same list again: the duplicate is still ignored, nothing changes.
+	res = f.discover(sv.ID, discovery("connect", first, second, tool("solo", "", nil)))
+	wantResult(t, "duplicates again", res, 0, 0, 2, 0)
+}
+
+func TestApplyDiscoveryListsAndErrors(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("lists"))
+	d := discovery("import", tool("a", "", nil))
+	d.Resources = []registry.Resource{{URI: "file:///a", Name: "a"}}
+	d.Prompts = []registry.Prompt{{Name: "greet", Arguments: []string{"name"}}}
+	f.discover(sv.ID, d)
+	got := mustGet(t, f, sv.ID)
+	if len(got.Resources) != 1 || got.Resources[0].URI != "file:///a" || len(got.Prompts) != 1 || got.Prompts[0].Name != "greet" {
+		t.Fatalf("got resources %+v prompts %+v", got.Resources, got.Prompts)
+	}
+	// nil lists keep what is stored.
+	f.discover(sv.ID, discovery("connect", tool("a", "", nil)))
+	if got := mustGet(t, f, sv.ID); len(got.Resources) != 1 || len(got.Prompts) != 1 {
+		t.Fatalf("after a run without lists: got resources %+v prompts %+v, want them kept", got.Resources, got.Prompts)
+	}
+	// Import runs are audited even with nothing changed.
+	f.discover(sv.ID, discovery("import", tool("a", "", nil)))
+	if n := len(f.auditPayloads("server.discover")); n != 2 {
+		t.Fatalf("got %d server.discover audit rows, want 2 (first import, second import)", n)
+	}
+	if _, err := f.reg.ApplyDiscovery(f.ctx, "00000000-0000-0000-0000-0000000000ff", discovery("connect")); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("unknown server: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestRecordDiscoveryFailure(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("fail"))
+	f.discover(sv.ID, discovery("connect", threeTools()...))
+	snapshot := f.strings(`SELECT t::text FROM mcp_tools t ORDER BY name`)
+	auditBefore := f.count(`SELECT count(*) FROM audit_log`)
+
+	d := discovery("list_changed")
+	d.Pages = 2
+	id, err := f.reg.RecordDiscoveryFailure(f.ctx, sv.ID, d, errors.New("page 3: connection reset"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.strings(`SELECT t::text FROM mcp_tools t ORDER BY name`); !slices.Equal(got, snapshot) {
+		t.Fatalf("tools changed after a failed discovery:\ngot  %v\nwant %v", got, snapshot)
+	}
+	if n := f.count(`SELECT count(*) FROM tool_schemas`) + f.count(`SELECT count(*) FROM tool_state_history`); n != 6 {
+		t.Fatalf("got %d version and history rows, want 6 (none new)", n)
+	}
+	runs, err := f.reg.DiscoveryRuns(f.ctx, sv.ID, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 || runs[0].ID != id || runs[0].Status != "failed" || runs[0].Trigger != "list_changed" || runs[0].Pages != 2 ||
+		runs[0].Error == nil || *runs[0].Error != "page 3: connection reset" || runs[0].Added+runs[0].Updated+runs[0].Removed != 0 {
+		t.Fatalf("failed run: got %+v", runs)
+	}
+	ev := f.eventPayloads("discovery.failed")
+	if len(ev) != 1 || ev[0]["server"] != "fail" || ev[0]["error"] != "page 3: connection reset" {
+		t.Fatalf("discovery.failed events: got %v", ev)
+	}
+	if n := len(f.eventPayloads("tools.changed")); n != 1 {
+		t.Fatalf("got %d tools.changed events, want 1 (the first run only)", n)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log`); n != auditBefore {
+		t.Fatalf("got %d audit rows, want %d", n, auditBefore)
+	}
+	if got := mustGet(t, f, sv.ID); got.ToolCount != 3 {
+		t.Fatalf("tool_count: got %d, want 3", got.ToolCount)
+	}
+}
+
+func TestDiscoveryActor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("actor"))
+	d := discovery("manual", tool("a", "", nil))
+	d.Actor = audit.Actor{Kind: audit.ActorUser, ID: "00000000-0000-0000-0000-000000000007", Name: "alice"}
+	f.discover(sv.ID, d)
+	if got := f.strings(`SELECT actor || '|' || reason FROM tool_state_history`); len(got) != 1 || !strings.HasPrefix(got[0], "alice|") || !strings.Contains(got[0], "manual") {
+		t.Fatalf("history: got %v, want one row by alice mentioning manual", got)
+	}
+	if got := f.strings(`SELECT actor_name || '|' || target_id FROM audit_log WHERE action = 'server.discover'`); len(got) != 1 || got[0] != "alice|"+sv.ID {
+		t.Fatalf("audit: got %v, want alice on %s", got, sv.ID)
+	}
+}
