@@ -247,3 +247,47 @@ func joinNames(names []string, total int) string {
 }
 
 func lower(s string) string { return strings.ToLower(s) }
+
+// ImportPage is /servers/import: upload, then a preview of the plan, then apply.
+type ImportPage struct {
+	Layout
+	FileName string
+	Error    string
+	Problems []string
+	Plan     *ImportPlan
+	// Sealed is the uploaded file encrypted for the apply step (it may hold secrets).
+	Sealed string
+	Prune  bool
+}
+
+// ImportPlan is what an import would change.
+type ImportPlan struct {
+	Format   string
+	Items    []ImportItem
+	Warnings []string
+	Errors   []string
+	Summary  string
+	CanApply bool
+}
+
+// ImportItem is what happens to one server.
+type ImportItem struct {
+	Action  string // create, update, unchanged, keep, delete
+	Name    string
+	Type    string
+	Changes []string
+}
+
+func importSign(action string) string {
+	switch action {
+	case "create":
+		return "+"
+	case "update":
+		return "~"
+	case "delete":
+		return "−"
+	case "unchanged":
+		return "="
+	}
+	return "·"
+}

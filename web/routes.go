@@ -26,6 +26,7 @@ func (s *Server) routes() []Route {
 	tokens := handlers.TokensHandler{Deps: d}
 	health := handlers.HealthHandler{Deps: d}
 	servers := handlers.ServersHandler{Deps: d}
+	config := handlers.ConfigHandler{Deps: d}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -51,6 +52,10 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/servers", auth.PermServerView, servers.List},
 		{http.MethodPost, "/servers", auth.PermServerCreate, servers.Create},
 		{http.MethodGet, "/servers/new", auth.PermServerCreate, servers.New},
+		{http.MethodGet, "/servers/export", auth.PermServerView, config.Export},
+		{http.MethodGet, "/servers/import", auth.PermServerCreate, config.ImportForm},
+		{http.MethodPost, "/servers/import", auth.PermServerCreate, config.ImportPreview},
+		{http.MethodPost, "/servers/import/apply", auth.PermServerCreate, config.ImportApply},
 		{http.MethodPost, "/servers/test", auth.PermServerCreate, servers.Test},
 		{http.MethodGet, "/servers/:id", auth.PermServerView, servers.Show},
 		{http.MethodPost, "/servers/:id", auth.PermServerEdit, servers.Update},
@@ -77,6 +82,8 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/api/v1/servers", auth.PermServerView, servers.APIList},
 		{http.MethodPost, "/api/v1/servers", auth.PermServerCreate, servers.APICreate},
 		{http.MethodPost, "/api/v1/servers/test", auth.PermServerCreate, servers.APITest},
+		{http.MethodGet, "/api/v1/servers/export", auth.PermServerView, config.APIExport},
+		{http.MethodPost, "/api/v1/servers/import", auth.PermServerCreate, config.APIImport},
 		{http.MethodGet, "/api/v1/servers/:id", auth.PermServerView, servers.APIGet},
 		{http.MethodPatch, "/api/v1/servers/:id", auth.PermServerEdit, servers.APIUpdate},
 		{http.MethodDelete, "/api/v1/servers/:id", auth.PermServerDelete, servers.APIDelete},

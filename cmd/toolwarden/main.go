@@ -51,6 +51,10 @@ Usage:
   toolwarden migrate up|down N|status     database migrations
   toolwarden user create --name N --role R [--password-stdin]
   toolwarden token create --user N --name T
+  toolwarden export [--out F]             write the MCP server registrations as YAML (no secrets)
+  toolwarden import [--dry-run] [--prune] F
+                                          import servers from Toolwarden YAML, claude_desktop_config.json,
+                                          .mcp.json or VS Code mcp.json (F "-" reads standard input)
   toolwarden audit verify                 check the audit log's hash chain
   toolwarden version
 
@@ -81,6 +85,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return errUsage
 		}
 		return cmdTokenCreate(ctx, rest[1:], stdout, stderr)
+	case "export":
+		return cmdExport(ctx, rest, stdout, stderr)
+	case "import":
+		return cmdImport(ctx, rest, stdin, stdout, stderr)
 	case "audit":
 		if len(rest) == 0 || rest[0] != "verify" {
 			fmt.Fprintln(stderr, "usage: toolwarden audit verify")

@@ -109,6 +109,16 @@ func (c *conn) setStatus(ctx context.Context, status, errText string, info *regi
 	}
 }
 
+// resync writes the live status to the registry again (a no-op when it already says so).
+func (c *conn) resync(ctx context.Context) {
+	c.mu.Lock()
+	status, errText := c.status, c.errText
+	c.mu.Unlock()
+	if status != "" {
+		c.setStatus(ctx, status, errText, nil)
+	}
+}
+
 // run is the supervisor loop. It owns every session it opens and closes them all
 // before it returns.
 func (c *conn) run() {

@@ -2,6 +2,7 @@ package mcpclient_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -127,3 +128,5 @@ func never(t testing.TB, d time.Duration, cond func() bool, msg string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -215,6 +215,9 @@ func (m *Manager) Refresh(ctx context.Context, id string) {
 	cur := m.conns[id]
 	if cur != nil && cur.cfg.Fingerprint == cfg.Fingerprint && cur.cfg.Name == cfg.Name {
 		m.mu.Unlock()
+		// Nothing to reconnect for (say, a token saved again with the same value), but
+		// the registry may have marked the server connecting: record the live status.
+		cur.resync(ctx)
 		return
 	}
 	m.mu.Unlock()

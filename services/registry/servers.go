@@ -659,10 +659,12 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, cur Server, d draft) (S
 		return Server{}, err
 	}
 	status := cur.Status
-	if d.enabled && !cur.Enabled {
-		status = StatusConnecting
-	} else if !d.enabled {
+	switch {
+	case !d.enabled:
 		status = StatusDisconnected
+	case !cur.Enabled || connectionChanged(draftOf(cur), d):
+		// The session is about to be replaced: say so now, not after the old one is gone.
+		status = StatusConnecting
 	}
 	_, err = tx.Exec(ctx, `/* registry.UpdateServer */
 		UPDATE mcp_servers SET name = $2, description = $3, server_type = $4, command = $5, args = $6,
@@ -681,6 +683,28 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, cur Server, d draft) (S
 		return Server{}, fmt.Errorf("registry: update server %q: %w", d.name, err)
 	}
 	return getServer(ctx, tx, d.id, false)
+}
+
+// connectionChanged reports whether next connects differently from cur (so the live
+// session must be replaced).
+func connectionChanged(cur, next draft) bool {
+	if cur.typ != next.typ || cur.command != next.command || !slices.Equal(cur.args, next.args) ||
+		cur.workingDir != next.workingDir || cur.url != next.url || cur.authType != next.authType ||
+		cur.authHeader != next.authHeader || cur.timeoutMS != next.timeoutMS || cur.retries != next.retries ||
+		cur.healthIntervalMS != next.healthIntervalMS || next.authToken.plain != nil {
+		return true
+	}
+	for _, pair := range [][2]map[string]secretValue{{cur.env, next.env}, {cur.headers, next.headers}} {
+		if len(pair[0]) != len(pair[1]) {
+			return true
+		}
+		for k, v := range pair[1] {
+			if _, ok := pair[0][k]; !ok || v.plain != nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // SetEnabled enables or disables a server (a disabled server has no session).

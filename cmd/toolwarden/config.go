@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// maxImportSize bounds what `import` reads; real configuration files are kilobytes.
+const maxImportSize = 4 << 20
+
+// cmdExport writes every server registration as YAML (configuration as code, seed 004
+// scenario 4). It needs no secret key: secret values are never exported, so nothing is
+// decrypted.
+func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	var out string
+	fs := newFlagSet("export", stderr)
+	commonFlags(fs, &c)
+	fs.StringVar(&out, "out", "", "write to this file (mode 0600, replaced atomically) instead of standard output")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolwarden export [--out F] [flags]\n\nWrites every MCP server registration as YAML, without secret values.")
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "toolwarden export: unexpected argument %q (write to a file with --out)\n", fs.Arg(0))
+		return errUsage
+	}
+	// Read-only, like `audit verify`: exporting must not migrate the schema.
+	d, err := openDB(ctx, c, false, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if st, err := db.CurrentMigration(ctx, d.Pool); err != nil {
+		return err
+	} else if st.Version == 0 {
+		return errors.New("this database has no Toolwarden schema yet: nothing to export")
+	}
+	data, err := registry.New(d.Pool, nil, nil).Export(ctx)
+	if err != nil {
+		return err
+	}
+	if out == "" || out == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	if err := writeFileAtomic(out, data); err != nil {
+		return fmt.Errorf("export: write %s: %w", out, err)
+	}
+	fmt.Fprintf(stderr, "exported the server configuration to %s\n", out)
+	return nil
+}
+
+// cmdImport reads a configuration file (Toolwarden YAML, claude_desktop_config.json,
+// .mcp.json or VS Code's mcp.json), prints the plan, and applies it in one transaction
+// unless --dry-run. ${env:NAME} and ${NAME} in the file are expanded from this
+// process's environment.
+func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var c config
+	var dryRun, prune bool
+	fs := newFlagSet("import", stderr)
+	commonFlags(fs, &c)
+	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key, created 0600 if missing (env TOOLWARDEN_SECRET_KEY_FILE)")
+	fs.BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing")
+	fs.BoolVar(&prune, "prune", false, "delete registered servers the file does not list (by default they are kept)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolwarden import [--dry-run] [--prune] [flags] F\n\n"+
+			"Imports MCP server registrations from F (\"-\" for standard input): Toolwarden YAML from\n"+
+			"'toolwarden export', claude_desktop_config.json, .mcp.json or VS Code's mcp.json.")
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after the file: `import f --dry-run` works too.
+	var files []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(files) != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	name, data, err := readImport(files[0], stdin)
+	if err != nil {
+		return err
+	}
+	cfg, err := registry.ParseConfig(name, data, registry.ParseOptions{ExpandEnv: true})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, "nothing was imported")
+		return exitError{1}
+	}
+
+	// Secrets in the file are encrypted, and stored ones decrypted to compare them,
+	// with the key `serve` uses; a first run creates it as `serve` would.
+	if c.DatabaseURL == "" || c.SecretKeyFile == "" {
+		if err := os.MkdirAll(c.DataDir, 0o711); err != nil {
+			return fmt.Errorf("create data dir: %w", err)
+		}
+	}
+	if err := ensureSecretKey(secretKeyPath(c)); err != nil {
+		return err
+	}
+	keys, err := secrets.LoadKeyring(secretKeyPath(c))
+	if err != nil {
+		return err
+	}
+	d, err := openDB(ctx, c, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	reg := registry.New(d.Pool, keys, nil)
+	plan, err := reg.PlanImport(ctx, cfg, registry.ImportOptions{Prune: prune})
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, plan)
+	switch {
+	case plan.HasErrors():
+		fmt.Fprintln(stderr, "toolwarden import: the plan has errors; nothing was imported")
+		return exitError{1}
+	case dryRun:
+		fmt.Fprintln(stdout, "Dry run: nothing was changed.")
+		return nil
+	}
+	res, err := reg.ApplyImport(ctx, cliActor(), plan)
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was imported", err)
+	}
+	fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res)
+	return nil
+}
+
+// readImport reads the file to import, or standard input for "-".
+func readImport(path string, stdin io.Reader) (string, []byte, error) {
+	r, name := stdin, "stdin"
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return "", nil, fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		r, name = f, path
+	}
+	data, err := io.ReadAll(io.LimitReader(r, maxImportSize+1))
+	if err != nil {
+		return "", nil, fmt.Errorf("import: read %s: %w", name, err)
+	}
+	if len(data) > maxImportSize {
+		return "", nil, fmt.Errorf("import: %s is larger than %d bytes; is it the right file?", name, maxImportSize)
+	}
+	return name, data, nil
+}
+
+// writeFileAtomic replaces path with data (mode 0600), so a reader never sees half a file
+// and a failed write leaves the old one.
+func writeFileAtomic(path string, data []byte) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

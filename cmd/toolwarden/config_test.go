@@ -1,0 +1,162 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// importCanary is a secret value that must never be printed or exported.
+const importCanary = "ghp_canary_6b1f"
+
+const claudeConfig = `{
+  "mcpServers": {
+    "filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+    "GitHub": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/github/github-mcp-server"],
+               "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "` + importCanary + `"}},
+    "remote": {"type": "sse", "url": "http://127.0.0.1:9/sse"}
+  }
+}`
+
+func writeFile(t *testing.T, dir, name, data string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func wantOutput(t *testing.T, what, got string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: output\n%s\nwant it to contain %q", what, got, w)
+		}
+	}
+	if strings.Contains(got, importCanary) {
+		t.Fatalf("%s printed a secret value:\n%s", what, got)
+	}
+}
+
+// TestImportExportDataDir imports a claude_desktop_config.json into a fresh data dir
+// (the embedded cluster starts for each command), exports it, and imports the export
+// with --dry-run: everything is unchanged and nothing is written.
+func TestImportExportDataDir(t *testing.T) {
+	t.Parallel()
+	dataDir := dbtest.TempDir(t)
+	files := t.TempDir()
+	claude := writeFile(t, files, "claude_desktop_config.json", claudeConfig)
+
+	stdout, stderr, err := runCmd(t, "", "import", "--data-dir", dataDir, claude)
+	if err != nil {
+		t.Fatalf("import: %v\n%s%s", err, stdout, stderr)
+	}
+	wantOutput(t, "import", stdout,
+		"+ create filesystem (stdio)\n", "+ create github (stdio)\n", "+ create remote (sse)\n",
+		"    env GITHUB_PERSONAL_ACCESS_TOKEN: set\n",
+		`server "GitHub": name: is not a valid server name: "GitHub" → "github"`,
+		"Imported "+claude+": 3 created, 0 updated, 0 deleted, 0 unchanged, 0 kept.")
+	if st, err := os.Stat(filepath.Join(dataDir, "secret.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("import on a fresh data dir: secret.key %v %v; want it created 0600", st, err)
+	}
+
+	out := filepath.Join(files, "servers.yaml")
+	if _, stderr, err := runCmd(t, "", "export", "--data-dir", dataDir, "--out", out); err != nil {
+		t.Fatalf("export --out: %v\n%s", err, stderr)
+	}
+	st, err := os.Stat(out)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("export --out: %v %v; want a 0600 file", st, err)
+	}
+	exported, _ := os.ReadFile(out)
+	wantOutput(t, "export", string(exported), "version: 1\n", "  - name: github\n", "      GITHUB_PERSONAL_ACCESS_TOKEN: null\n",
+		"Secret values are never exported")
+	stdout, _, err = runCmd(t, "", "export", "--data-dir", dataDir)
+	if err != nil || stdout != string(exported) {
+		t.Fatalf("export to stdout: %v; got\n%s\nwant the same bytes as --out:\n%s", err, stdout, exported)
+	}
+
+	before, _, err := runCmd(t, "", "audit", "verify", "--data-dir", dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err = runCmd(t, "", "import", "--dry-run", "--data-dir", dataDir, out)
+	if err != nil {
+		t.Fatalf("import --dry-run: %v\n%s%s", err, stdout, stderr)
+	}
+	wantOutput(t, "import --dry-run", stdout, "= unchanged filesystem\n", "= unchanged github\n", "= unchanged remote\n",
+		"0 to create, 0 to update, 0 to delete, 3 unchanged, 0 kept.", "Dry run: nothing was changed.")
+
+	// A changed file with --dry-run shows the change and still writes nothing.
+	edited := strings.Replace(string(exported), "url: http://127.0.0.1:9/sse", "url: http://127.0.0.1:10/sse", 1)
+	stdout, _, err = runCmd(t, edited, "import", "--data-dir", dataDir, "--dry-run", "--prune", "-")
+	if err != nil {
+		t.Fatalf("import --dry-run - (stdin): %v\n%s", err, stdout)
+	}
+	wantOutput(t, "import --dry-run of an edited file", stdout, "Import plan for stdin (Toolwarden YAML)",
+		"~ update remote (sse)\n    url: \"http://127.0.0.1:9/sse\" → \"http://127.0.0.1:10/sse\"\n", "Dry run: nothing was changed.")
+	after, _, err := runCmd(t, "", "audit", "verify", "--data-dir", dataDir)
+	if err != nil || after != before {
+		t.Fatalf("audit after dry runs: got %q (%v), want %q: a dry run must write nothing", after, err, before)
+	}
+	if stdout, _, _ := runCmd(t, "", "export", "--data-dir", dataDir); stdout != string(exported) {
+		t.Fatalf("export after dry runs changed:\n%s", stdout)
+	}
+}
+
+// TestImportCommand covers the command's other paths against a test database.
+func TestImportCommand(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		stdin    string
+		file     string // written to a file named by args' "FILE"
+		args     []string
+		wantCode int // 0 ok, 1 exitError{1}, 2 usage
+		want     []string
+	}{
+		{name: "claude from stdin", stdin: claudeConfig, args: []string{"import", "-"},
+			want: []string{"Import plan for stdin (Claude Desktop / .mcp.json)", "3 created"}},
+		{name: "flags after the file", file: claudeConfig, args: []string{"import", "FILE", "--dry-run"},
+			want: []string{"+ create remote (sse)", "Dry run: nothing was changed."}},
+		{name: "plan with errors", file: "version: 1\nservers:\n  - {name: a, type: sse, url: 'ftp://x'}\n  - {name: b, type: stdio}\n",
+			args: []string{"import", "--dry-run", "FILE"}, wantCode: 1,
+			want: []string{`server "a": url: must start with http://`, `server "b": command: is required`, "2 errors."}},
+		{name: "bad file", file: "{\"mcpServers\": {", args: []string{"import", "FILE"}, wantCode: 1},
+		{name: "missing file", args: []string{"import", "/nonexistent/servers.yaml"}, wantCode: 3},
+		{name: "no file", args: []string{"import", "--dry-run"}, wantCode: 2},
+		{name: "two files", args: []string{"import", "a", "b"}, wantCode: 2},
+		{name: "export with an argument", args: []string{"export", "out.yaml"}, wantCode: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := dbtest.TempDir(t)
+			args := []string{tt.args[0], "--database-url", dbtest.NewURL(t), "--data-dir", dir}
+			for _, a := range tt.args[1:] {
+				if a == "FILE" {
+					a = writeFile(t, dir, "config.json", tt.file)
+				}
+				args = append(args, a)
+			}
+			stdout, stderr, err := runCmd(t, tt.stdin, args...)
+			var ee exitError
+			switch {
+			case tt.wantCode == 0 && err != nil:
+				t.Fatalf("got %v, want success\n%s%s", err, stdout, stderr)
+			case tt.wantCode == 1 && !(errors.As(err, &ee) && ee.code == 1):
+				t.Fatalf("got %v, want exit 1\n%s%s", err, stdout, stderr)
+			case tt.wantCode == 2 && !errors.Is(err, errUsage):
+				t.Fatalf("got %v, want a usage error", err)
+			case tt.wantCode == 3 && (err == nil || !strings.Contains(err.Error(), "/nonexistent/servers.yaml")):
+				t.Fatalf("got %v, want an error naming the file", err)
+			}
+			wantOutput(t, tt.name, stdout+stderr, tt.want...)
+		})
+	}
+}

@@ -1,0 +1,218 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// maxImportBytes bounds an uploaded configuration file.
+const maxImportBytes = 1 << 20
+
+// ConfigHandler serves configuration as code in the browser and the API: export as
+// YAML, import (native YAML, claude_desktop_config.json, .mcp.json, VS Code mcp.json)
+// with a preview of what would change.
+type ConfigHandler struct{ *Deps }
+
+// Export downloads every server registration as YAML, without secret values.
+func (h ConfigHandler) Export(c echo.Context) error {
+	out, err := h.Registry.Export(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="toolwarden-servers.yaml"`)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, "application/yaml; charset=utf-8", out)
+}
+
+// ImportForm renders the upload form.
+func (h ConfigHandler) ImportForm(c echo.Context) error {
+	return render(c, http.StatusOK, views.Import(views.ImportPage{Layout: h.layout(c, "Import servers")}))
+}
+
+// ImportPreview parses the uploaded (or pasted) file and shows the plan; nothing changes.
+func (h ConfigHandler) ImportPreview(c echo.Context) error {
+	name, data, err := uploaded(c)
+	page := views.ImportPage{Layout: h.layout(c, "Import servers"), Prune: c.FormValue("prune") == "true", FileName: name}
+	if err != nil {
+		page.Error = err.Error()
+		return render(c, http.StatusUnprocessableEntity, views.Import(page))
+	}
+	plan, err := h.plan(c, name, data, page.Prune)
+	if err != nil {
+		var ce *registry.ConfigError
+		if errors.As(err, &ce) {
+			page.Error = "The file could not be read:"
+			for _, p := range ce.Problems {
+				page.Problems = append(page.Problems, p.String())
+			}
+			return render(c, http.StatusUnprocessableEntity, views.Import(page))
+		}
+		return err
+	}
+	page.Plan = planView(plan)
+	if !plan.HasErrors() {
+		if page.Sealed, err = h.Registry.SealUpload(PrincipalOf(c).User.ID, name, data); err != nil {
+			return err
+		}
+	}
+	status := http.StatusOK
+	if plan.HasErrors() {
+		status = http.StatusUnprocessableEntity
+	}
+	return render(c, status, views.Import(page))
+}
+
+// ImportApply applies a previewed import. The plan is made again against the current
+// registrations, so what is applied is what the database holds now.
+func (h ConfigHandler) ImportApply(c echo.Context) error {
+	ctx := c.Request().Context()
+	name, data, err := h.Registry.OpenUpload(PrincipalOf(c).User.ID, c.FormValue("sealed"))
+	if err != nil {
+		setFlash(c, "error", err.Error(), h.SecureCookies)
+		return c.Redirect(http.StatusSeeOther, "/servers/import")
+	}
+	plan, err := h.plan(c, name, data, c.FormValue("prune") == "true")
+	if err != nil {
+		return err
+	}
+	if plan.HasErrors() {
+		page := views.ImportPage{Layout: h.layout(c, "Import servers"), FileName: name, Plan: planView(plan)}
+		return render(c, http.StatusUnprocessableEntity, views.Import(page))
+	}
+	res, err := h.Registry.ApplyImport(ctx, ActorOf(c), plan)
+	if err != nil {
+		return err
+	}
+	h.refreshImported(c, res)
+	setFlash(c, "success", "Imported "+filepath.Base(name)+": "+res.String(), h.SecureCookies)
+	return c.Redirect(http.StatusSeeOther, "/servers")
+}
+
+func (h ConfigHandler) refreshImported(c echo.Context, res registry.ImportResult) {
+	ctx := c.Request().Context()
+	for _, list := range [][]registry.ServerRef{res.Created, res.Updated, res.Deleted} {
+		for _, r := range list {
+			h.MCP.Refresh(ctx, r.ID)
+		}
+	}
+}
+
+func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool) (*registry.Plan, error) {
+	// No ${VAR} expansion from the browser: it would read Toolwarden's own environment.
+	cfg, err := registry.ParseConfig(name, data, registry.ParseOptions{ExpandEnv: false})
+	if err != nil {
+		return nil, err
+	}
+	return h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune})
+}
+
+// uploaded returns the file from the "file" field, or the "content" textarea.
+func uploaded(c echo.Context) (string, []byte, error) {
+	if fh, err := c.FormFile("file"); err == nil && fh.Size > 0 {
+		if fh.Size > maxImportBytes {
+			return "", nil, fmt.Errorf("the file is %d bytes; at most %d are accepted", fh.Size, maxImportBytes)
+		}
+		f, err := fh.Open()
+		if err != nil {
+			return "", nil, err
+		}
+		defer f.Close()
+		data, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+		return filepath.Base(fh.Filename), data, err
+	}
+	content := c.FormValue("content")
+	if strings.TrimSpace(content) == "" {
+		return "", nil, errors.New("choose a file, or paste its content")
+	}
+	if len(content) > maxImportBytes {
+		return "", nil, fmt.Errorf("the pasted text is over %d bytes", maxImportBytes)
+	}
+	name := strings.TrimSpace(c.FormValue("filename"))
+	if name == "" {
+		name = "pasted"
+	}
+	return filepath.Base(name), []byte(content), nil
+}
+
+func planView(p *registry.Plan) *views.ImportPlan {
+	v := &views.ImportPlan{Format: p.Format, CanApply: !p.HasErrors(),
+		Summary: fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged, %d kept",
+			p.Count(registry.PlanCreate), p.Count(registry.PlanUpdate), p.Count(registry.PlanDelete),
+			p.Count(registry.PlanUnchanged), p.Count(registry.PlanKeep))}
+	for _, it := range p.Items {
+		iv := views.ImportItem{Action: it.Action, Name: it.Name, Type: it.Type}
+		for _, ch := range it.Changes {
+			iv.Changes = append(iv.Changes, ch.String())
+		}
+		v.Items = append(v.Items, iv)
+	}
+	for _, w := range p.Warnings {
+		v.Warnings = append(v.Warnings, w.String())
+	}
+	for _, e := range p.Errors {
+		v.Errors = append(v.Errors, e.String())
+	}
+	return v
+}
+
+// APIExport returns the YAML export.
+func (h ConfigHandler) APIExport(c echo.Context) error { return h.Export(c) }
+
+// APIImport plans (and unless ?dry_run=true, applies) the request body as a
+// configuration file named by ?filename= (the format is detected from the content).
+// A plan with errors is 400 invalid_input with each problem in details.
+func (h ConfigHandler) APIImport(c echo.Context) error {
+	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxImportBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(data) > maxImportBytes {
+		return verr.New("body", fmt.Sprintf("must be at most %d bytes", maxImportBytes))
+	}
+	name := c.QueryParam("filename")
+	if name == "" {
+		name = "body"
+	}
+	plan, err := h.plan(c, filepath.Base(name), data, c.QueryParam("prune") == "true")
+	var ce *registry.ConfigError
+	if errors.As(err, &ce) {
+		return problemsError(ce.Problems)
+	}
+	if err != nil {
+		return err
+	}
+	if plan.HasErrors() {
+		return problemsError(plan.Errors)
+	}
+	if c.QueryParam("dry_run") == "true" {
+		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "plan": plan})
+	}
+	res, err := h.Registry.ApplyImport(c.Request().Context(), ActorOf(c), plan)
+	if err != nil {
+		return err
+	}
+	h.refreshImported(c, res)
+	return c.JSON(http.StatusOK, map[string]any{"dry_run": false, "plan": plan, "result": res})
+}
+
+func problemsError(ps []registry.Problem) error {
+	var ve verr.Error
+	for _, p := range ps {
+		field := p.Field
+		if p.Server != "" {
+			field = "servers/" + p.Server + "/" + p.Field
+		}
+		ve.Add(strings.TrimSuffix(field, "/"), p.Message)
+	}
+	return ve.Err()
+}
