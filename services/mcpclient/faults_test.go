@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -30,9 +31,21 @@ func stdioSpec(t *testing.T, name string, opts *mcptest.Options) (registry.Spec,
 		HealthIntervalMS: 200}, control
 }
 
+// pidAlive reports whether pid runs; a zombie (dead, waiting for its parent or init to
+// reap it) does not count.
 func pidAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // TestStdioProcessDiesAndComesBack: the process dies → error with the exit status →
@@ -236,4 +249,91 @@ func TestRepeatedCursor(t *testing.T) {
 	if got := e.server(t, sv.ID).ToolCount; got != first.Added {
 		t.Fatalf("tools after a failed discovery: got %d available, want %d (nothing removed)", got, first.Added)
 	}
+}
+
+// TestCircuitBreaker: after BreakerFailures failed connects in a row the server is left
+// alone for the cooldown, and the status says so.
+func TestCircuitBreaker(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.BreakerFailures, opts.BreakerCooldown = 3, time.Hour
+	e := start(t, opts)
+	sv := e.create(t, registry.Spec{Name: "absent", Type: registry.TypeStdio, Command: "/nonexistent/mcp-server", Enabled: true})
+	var got registry.Server
+	waitFor(t, 20*time.Second, func() bool {
+		got = e.server(t, sv.ID)
+		return got.LastError != nil && strings.Contains(*got.LastError, "circuit open after 3 failed attempts")
+	}, "the circuit never opened")
+	if !strings.Contains(*got.LastError, "cannot start") {
+		t.Fatalf("last error %q should keep the cause", *got.LastError)
+	}
+	snap := e.mgr.Snapshot(sv.ID)
+	if !snap.BreakerOpen || snap.NextAttempt.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("snapshot: got open=%v next=%s, want open with the next attempt an hour away", snap.BreakerOpen, snap.NextAttempt)
+	}
+	never(t, 500*time.Millisecond, func() bool { return e.server(t, sv.ID).Status != registry.StatusError },
+		"the server was contacted again while the circuit was open")
+	// A person asking to reconnect is not held back by the breaker.
+	if err := e.mgr.Reconnect(context.Background(), sv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s := e.mgr.Snapshot(sv.ID); s.BreakerOpen {
+		t.Fatal("reconnect kept the open circuit")
+	}
+}
+
+// TestProcessGroupKilled: whatever a stdio server started dies with it, on disable and
+// on shutdown.
+func TestProcessGroupKilled(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	pidFile := filepath.Join(t.TempDir(), "sleep.pid")
+	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "parent"}, "")
+	// sh starts a background sleep (a grandchild of Toolwarden), then becomes the server.
+	script := `sleep 300 & echo $! > "$PIDFILE"; exec "$0" "$@"`
+	envm["PIDFILE"] = pidFile
+	sv := e.create(t, registry.Spec{Name: "parent", Type: registry.TypeStdio, Command: "sh",
+		Args: append([]string{"-c", script, cmd}, args...), Env: envm, Enabled: true})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	sleepPID := readPID(t, pidFile)
+	if !pidAlive(sleepPID) {
+		t.Fatal("the background sleep is not running")
+	}
+	if _, err := e.reg.SetEnabled(context.Background(), audit.System, sv.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	e.mgr.Refresh(context.Background(), sv.ID)
+	waitFor(t, 10*time.Second, func() bool { return !pidAlive(sleepPID) }, "the grandchild outlived its disabled server")
+
+	// Shutdown: enable again, then stop the manager.
+	if err := os.Remove(pidFile); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.reg.SetEnabled(context.Background(), audit.System, sv.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	e.mgr.Refresh(context.Background(), sv.ID)
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	sleepPID = readPID(t, pidFile)
+	e.stop()
+	if pidAlive(sleepPID) {
+		t.Fatal("the grandchild outlived the shutdown")
+	}
+	if got := e.server(t, sv.ID).Status; got != registry.StatusDisconnected {
+		t.Fatalf("after shutdown: got status %s, want disconnected", got)
+	}
+}
+
+func readPID(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	waitFor(t, 10*time.Second, func() bool {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	}, "no pid in "+file)
+	return pid
 }

@@ -24,6 +24,8 @@ type env struct {
 	reg  *registry.Service
 	mgr  *mcpclient.Manager
 	opts mcpclient.Options
+	// stop ends the manager (as a shutdown of Toolwarden does) and waits for it.
+	stop func()
 }
 
 // fast are the manager settings for tests: short backoff and debounce.
@@ -51,10 +53,11 @@ func start(t testing.TB, opts *mcpclient.Options) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = mgr.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop := func() { cancel(); <-done }
+	t.Cleanup(stop)
 	// Run must have started before Refresh does anything.
 	waitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
-	return &env{reg: reg, mgr: mgr, opts: *opts}
+	return &env{reg: reg, mgr: mgr, opts: *opts, stop: stop}
 }
 
 func (e *env) create(t testing.TB, sp registry.Spec) registry.Server {

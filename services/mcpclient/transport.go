@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -232,9 +233,12 @@ var ErrTimeout = errors.New("timed out")
 func describeConnectError(err error, ep *endpoint) error {
 	msg := err.Error()
 	var execErr *exec.Error
+	var pathErr *fs.PathError
 	switch {
 	case errors.As(err, &execErr):
 		return fmt.Errorf("cannot start %q: %v (check the command and PATH)", execErr.Name, execErr.Err)
+	case errors.As(err, &pathErr) && strings.HasPrefix(pathErr.Op, "fork/exec"):
+		return fmt.Errorf("cannot start %q: %v (check the command, its permissions and the working directory)", pathErr.Path, pathErr.Err)
 	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
 		return fmt.Errorf("connection refused: nothing is listening at that address (%w)", err)
 	case ep.stderr != nil:
