@@ -86,6 +86,7 @@ func TestBrowserAddStdioServer(t *testing.T) {
 	if strings.Contains(html, canary) {
 		t.Fatal("the secret env value appears in the server page")
 	}
+	screenshot(t, b, "server.png")
 
 	b.do("open the list", chromedp.Navigate(srv.URL+"/servers"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-card][data-server=browser]`)))
