@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -74,6 +75,16 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	st.Users, st.ActiveUsers, _ = h.Auth.CountUsers(ctx)
 	st.Tokens, _ = h.Auth.CountTokens(ctx)
 	st.AuditEntries, _ = audit.Count(ctx, h.Pool)
+	if h.Registry != nil {
+		if counts, err := h.Registry.CountServers(ctx); err == nil {
+			for status, n := range counts {
+				st.Servers += n
+				if status == registry.StatusConnected {
+					st.ServersConnected = n
+				}
+			}
+		}
+	}
 	if h.LiveClients != nil {
 		st.LiveClients = h.LiveClients()
 	}

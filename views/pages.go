@@ -30,19 +30,21 @@ type DashboardPage struct {
 
 // SystemStatus is the dashboard's health and size summary.
 type SystemStatus struct {
-	DatabaseOK     bool
-	DatabaseDetail string
-	MigrationOK    bool
-	Migration      string
-	Version        string
-	GoVersion      string
-	StartedAt      time.Time
-	Uptime         string
-	Users          int
-	ActiveUsers    int
-	Tokens         int
-	AuditEntries   int64
-	LiveClients    int
+	DatabaseOK       bool
+	DatabaseDetail   string
+	MigrationOK      bool
+	Migration        string
+	Version          string
+	GoVersion        string
+	StartedAt        time.Time
+	Uptime           string
+	Users            int
+	ActiveUsers      int
+	Tokens           int
+	AuditEntries     int64
+	LiveClients      int
+	Servers          int // registered MCP servers
+	ServersConnected int
 }
 
 // SignedInUser is one row of "Signed in now".
