@@ -81,6 +81,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// every server is marked disconnected and every stdio process is gone on exit.
 	mcpCtx, mcpCancel := context.WithCancel(ctx)
 	mcpDone := make(chan struct{})
+	go func() { _ = mcp.Run(mcpCtx); close(mcpDone) }()
 	defer func() { mcpCancel(); <-mcpDone }()
 
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
@@ -104,7 +105,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case <-bus.Ready():
 	case <-ctx.Done():
 	}
-	go func() { _ = mcp.Run(mcpCtx); close(mcpDone) }()
 	url := "http://" + ln.Addr().String()
 	log.Info("toolwarden ready", "url", url, "version", version, "took", time.Since(start).Round(time.Millisecond))
 	fmt.Fprintf(stdout, "Toolwarden is ready at %s\n", url)

@@ -25,6 +25,7 @@ type conn struct {
 	done   chan struct{}
 
 	breaker *gobreaker.CircuitBreaker[*session]
+	redact  func(string) string
 
 	mu          sync.Mutex
 	sess        *session
@@ -58,7 +59,8 @@ func (s *session) close() {
 // newConn prepares the supervisor of one server; its context derives from parent (Run's).
 func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr *lineBuffer) *conn {
 	ctx, cancel := context.WithCancel(parent)
-	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now()}
+	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(),
+		redact: redactor(cfg)}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
 		Name:        cfg.Name,
 		MaxRequests: 1,
@@ -96,6 +98,7 @@ func (c *conn) current() (*mcp.ClientSession, error) {
 
 // setStatus records a status in memory and in the registry (which announces it).
 func (c *conn) setStatus(ctx context.Context, status, errText string, info *registry.ServerInfo) {
+	errText = c.redact(errText)
 	c.mu.Lock()
 	if c.status != status {
 		c.since = time.Now()
@@ -133,8 +136,9 @@ func (c *conn) run() {
 			wait := c.m.opts.BreakerCooldown
 			c.mu.Lock()
 			c.nextAttempt = time.Now().Add(wait)
-			msg := fmt.Sprintf("circuit open after %d failed attempts (last: %s); next attempt at %s",
-				c.failures, c.errText, c.nextAttempt.Format("15:04:05"))
+			// No clock time in the message: an unchanged status writes nothing.
+			msg := fmt.Sprintf("circuit open after %d failed attempts (last: %s); next attempt in %s",
+				c.failures, c.errText, wait.Round(time.Second))
 			c.mu.Unlock()
 			c.setStatus(ctx, registry.StatusError, msg, nil)
 			if !sleep(ctx, wait) {
@@ -162,16 +166,22 @@ func (c *conn) run() {
 			}
 			continue
 		}
-		bo.Reset()
+		connectedAt := time.Now()
 		c.mu.Lock()
-		c.sess, c.failures, c.nextAttempt = s, 0, time.Time{}
+		c.sess, c.nextAttempt = s, time.Time{}
 		c.mu.Unlock()
 		c.setStatus(ctx, registry.StatusConnected, "", serverInfo(s.cs))
 		c.m.log.Info("mcpclient: connected", "server", c.cfg.Name)
 		c.requestDiscovery("connect")
 		reason := c.watch(ctx, s)
+		// Only a session that lived a while resets the backoff: a server that dies right
+		// after initializing must not be restarted at the shortest delay forever.
 		c.mu.Lock()
 		c.sess = nil
+		if time.Since(connectedAt) >= stableAfter(c.cfg.HealthInterval) {
+			bo.Reset()
+			c.failures = 0
+		}
 		c.mu.Unlock()
 		c.cancelDebounce()
 		s.close()
@@ -332,6 +342,9 @@ func (c *conn) cancelDebounce() {
 		c.debounce = nil
 	}
 }
+
+// stableAfter is how long a session must last for its server to count as healthy again.
+func stableAfter(health time.Duration) time.Duration { return max(2*health, 10*time.Second) }
 
 func sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)

@@ -337,3 +337,20 @@ func readPID(t *testing.T, file string) int {
 	}, "no pid in "+file)
 	return pid
 }
+
+// TestStderrRedacted: a server that prints its secret on standard error does not put it
+// on the server page.
+func TestStderrRedacted(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	const canary = "canary-redact-12345"
+	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "chatty"}, "")
+	envm["SECRET_TOKEN"] = canary
+	sv := e.create(t, registry.Spec{Name: "chatty", Type: registry.TypeStdio, Command: "sh",
+		Args: append([]string{"-c", `echo "my token is $SECRET_TOKEN" >&2; exec "$0" "$@"`, cmd}, args...), Env: envm, Enabled: true})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	stderr := strings.Join(e.mgr.Snapshot(sv.ID).Stderr, "\n")
+	if strings.Contains(stderr, canary) || !strings.Contains(stderr, "my token is ***") {
+		t.Fatalf("stderr: got %q, want the token masked", stderr)
+	}
+}

@@ -97,12 +97,16 @@ type Manager struct {
 	ctx     context.Context // Run's context; nil before Run and after it returns
 	conns   map[string]*conn
 	stderrs map[string]*lineBuffer // kept across reconnects and restarts of one server
+	// refreshing serializes Refresh per server, so a slower call holding an older
+	// registration cannot replace the session a newer one started.
+	refreshing map[string]*sync.Mutex
 }
 
 // New returns a manager over the registry.
 func New(reg *registry.Service, opts *Options) *Manager {
 	o := opts.withDefaults()
-	return &Manager{reg: reg, opts: o, log: o.Logger, conns: map[string]*conn{}, stderrs: map[string]*lineBuffer{}}
+	return &Manager{reg: reg, opts: o, log: o.Logger, conns: map[string]*conn{}, stderrs: map[string]*lineBuffer{},
+		refreshing: map[string]*sync.Mutex{}}
 }
 
 // Run starts a session for every enabled server and keeps them until ctx ends; then it
@@ -114,7 +118,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	var sub *events.Subscription
 	if m.opts.Bus != nil {
 		sub = m.opts.Bus.Subscribe(registry.ServersTopic)
-		defer sub.Close()
+		// A closure: sub is replaced after a drop, and the last one must be closed.
+		defer func() { sub.Close() }()
 	}
 	if err := m.reconcileAll(ctx); err != nil {
 		m.log.Error("mcpclient: start sessions", "err", err)
@@ -186,7 +191,14 @@ func (m *Manager) Running() bool {
 func (m *Manager) Refresh(ctx context.Context, id string) {
 	m.mu.Lock()
 	runCtx := m.ctx
+	lock := m.refreshing[id]
+	if lock == nil {
+		lock = &sync.Mutex{}
+		m.refreshing[id] = lock
+	}
 	m.mu.Unlock()
+	lock.Lock()
+	defer lock.Unlock()
 	if runCtx == nil || runCtx.Err() != nil {
 		return
 	}
@@ -234,6 +246,7 @@ func (m *Manager) Refresh(ctx context.Context, id string) {
 		sb = newLineBuffer(m.opts.StderrLines, 2048)
 		m.stderrs[id] = sb
 	}
+	sb.setRedact(redactor(cfg))
 	c := newConn(m.ctx, m, cfg, sb)
 	m.conns[id] = c
 	go c.run()

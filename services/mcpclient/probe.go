@@ -23,10 +23,12 @@ type TestResult struct {
 // then closes it. Nothing is stored: this is "Test connection" before Save.
 func (m *Manager) Test(ctx context.Context, cfg registry.Connection) TestResult {
 	stderr := newLineBuffer(50, 2048)
+	redact := redactor(cfg)
+	stderr.setRedact(redact)
 	var res TestResult
 	fail := func(err error) TestResult {
 		res.OK = false
-		res.Error = err.Error()
+		res.Error = redact(err.Error())
 		res.Stderr = stderr.Lines()
 		return res
 	}

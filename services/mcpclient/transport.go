@@ -52,7 +52,7 @@ func newEndpoint(c registry.Connection, stderr *lineBuffer) (*endpoint, error) {
 			cmd: cmd, stderr: stderr}, nil
 	case registry.TypeSSE, registry.TypeStreamableHTTP:
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		hc := &http.Client{Transport: &headerTransport{base: base, headers: c.Headers}}
+		hc := &http.Client{Transport: &headerTransport{base: base, headers: c.Headers}, CheckRedirect: sameOrigin}
 		if c.Type == registry.TypeSSE {
 			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, http: hc}, nil
 		}
@@ -102,6 +102,20 @@ func (e *endpoint) exitDescription() string {
 	return e.cmd.ProcessState.String()
 }
 
+// sameOrigin refuses redirects to another scheme, host or port: headerTransport adds the
+// stored credentials to every request, and they must only go where the admin sent them.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("mcpclient: refused a redirect from %s to %s: the server's credentials would go to another origin; register the final URL instead",
+			first.Host, req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("mcpclient: stopped after 10 redirects")
+	}
+	return nil
+}
+
 // headerTransport adds the configured headers (and authentication) to every request.
 type headerTransport struct {
 	base    http.RoundTripper
@@ -128,6 +142,9 @@ func (t *headerTransport) CloseIdleConnections() {
 // lineBuffer keeps the last lines a stdio server wrote to standard error, bounded in
 // lines and in line length, so a chatty server cannot grow Toolwarden's memory.
 type lineBuffer struct {
+	// redact hides secret values (a server echoing its token on an error must not put it
+	// on a page).
+	redact   func(string) string
 	mu       sync.Mutex
 	lines    []string
 	partial  []byte
@@ -138,6 +155,12 @@ type lineBuffer struct {
 
 func newLineBuffer(maxLines, maxLine int) *lineBuffer {
 	return &lineBuffer{maxLines: maxLines, maxLine: maxLine}
+}
+
+func (b *lineBuffer) setRedact(f func(string) string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.redact = f
 }
 
 // Write implements io.Writer.
@@ -168,6 +191,9 @@ func (b *lineBuffer) Write(p []byte) (int, error) {
 
 func (b *lineBuffer) push(line string) {
 	line = strings.TrimRight(line, "\r")
+	if b.redact != nil {
+		line = b.redact(line)
+	}
 	if len(b.lines) == b.maxLines {
 		copy(b.lines, b.lines[1:])
 		b.lines = b.lines[:len(b.lines)-1]
@@ -195,6 +221,28 @@ func (b *lineBuffer) Last() string {
 		}
 	}
 	return ""
+}
+
+// redactor returns a function that replaces every secret value of c with "***". Values
+// under 8 characters are left alone: masking "1" or "prod" everywhere would garble the
+// text without protecting anything worth a secret.
+func redactor(c registry.Connection) func(string) string {
+	var pairs []string
+	for _, m := range []map[string]string{c.Env, c.Headers} {
+		for _, v := range m {
+			if len(v) >= 8 {
+				pairs = append(pairs, v, "***")
+			}
+			if tok, ok := strings.CutPrefix(v, "Bearer "); ok && len(tok) >= 8 {
+				pairs = append(pairs, tok, "***")
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		return func(s string) string { return s }
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
 }
 
 // connect opens a session over ep within timeout. The context given to the SDK lives as
