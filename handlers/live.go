@@ -100,7 +100,7 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 	if err != nil {
 		return nil, err
 	}
-	parts := []templ.Component{views.LiveServer(serverCard(sv, true, true))}
+	parts := []templ.Component{views.LiveServer(serverCard(sv))}
 	switch ev.Kind {
 	case "server.status":
 		switch {

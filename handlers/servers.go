@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -64,7 +65,7 @@ func (h ServersHandler) List(c echo.Context) error {
 	}
 	v.TypeOpts = typeOptions()
 	for _, s := range list {
-		v.Servers = append(v.Servers, h.card(c, s))
+		v.Servers = append(v.Servers, serverCard(s))
 	}
 	pageURL := func(n int) string {
 		q := url.Values{}
@@ -90,20 +91,16 @@ func typeOptions() []views.Option {
 		{Value: registry.TypeStreamableHTTP, Label: "Streamable HTTP"}, {Value: registry.TypeSSE, Label: "SSE (legacy HTTP)"}}
 }
 
-// card is the view of one server for the principal of c.
-func (h ServersHandler) card(c echo.Context, s registry.Server) views.ServerCard {
-	p := PrincipalOf(c)
-	return serverCard(s, p.Can(auth.PermServerEdit), p.Can(auth.PermServerDelete))
-}
-
-func serverCard(s registry.Server, canEdit, canDelete bool) views.ServerCard {
+// serverCard is the view of one server. It is the same for every viewer (live updates
+// render it once); role-specific controls are shown by data-perm.
+func serverCard(s registry.Server) views.ServerCard {
 	target := s.URL
 	if s.Type == registry.TypeStdio {
 		target = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
 	}
 	return views.ServerCard{ID: s.ID, Name: s.Name, Description: s.Description, Type: s.Type, Target: target,
 		Status: s.Status, LastError: deref(s.LastError), Enabled: s.Enabled, Trusted: s.Trusted, ToolCount: s.ToolCount,
-		LastConnected: s.LastConnected, StatusSince: s.StatusChangedAt, CanEdit: canEdit, CanDelete: canDelete}
+		LastConnected: s.LastConnected, StatusSince: s.StatusChangedAt}
 }
 
 func deref(s *string) string {
@@ -393,13 +390,7 @@ func (h ServersHandler) Test(c echo.Context) error {
 
 func fieldMessages(fe views.FormErrors) []string {
 	var out []string
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range fe {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(fe)) {
 		out = append(out, k+" "+fe[k])
 	}
 	return out
@@ -431,9 +422,8 @@ func (h ServersHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := PrincipalOf(c)
-	v := views.ServerPage{Layout: h.layout(c, s.Name, registry.ServersTopic), Server: h.card(c, s),
-		IsStdio: s.Type == registry.TypeStdio, CanDiscover: p.Can(auth.PermServerEdit)}
+	v := views.ServerPage{Layout: h.layout(c, s.Name, registry.ServersTopic), Server: serverCard(s),
+		IsStdio: s.Type == registry.TypeStdio}
 	v.Live.LastEventID = last
 	if s.Info.Name != "" || s.Info.ProtocolVersion != "" {
 		v.Info = []views.KV{{Key: "Name", Value: firstNonEmpty(s.Info.Title, s.Info.Name)}, {Key: "Version", Value: s.Info.Version},
@@ -464,7 +454,7 @@ func (h ServersHandler) Show(c echo.Context) error {
 	} else {
 		v.HealthSummary = "One check every " + msDuration(s.HealthIntervalMS) + " while connected."
 	}
-	if v.Tools, v.Runs, err = h.toolsAndRuns(c, s.ID); err != nil {
+	if v.Tools, v.Runs, err = serverToolsAndRuns(ctx, h.Registry, s.ID); err != nil {
 		return err
 	}
 	for _, r := range s.Resources {
@@ -474,10 +464,6 @@ func (h ServersHandler) Show(c echo.Context) error {
 		v.Prompts = append(v.Prompts, views.KV{Key: pr.Name, Value: firstNonEmpty(pr.Description, pr.Title)})
 	}
 	return render(c, http.StatusOK, views.Server(v))
-}
-
-func (h ServersHandler) toolsAndRuns(c echo.Context, id string) ([]views.ToolRow, []views.RunRow, error) {
-	return serverToolsAndRuns(c.Request().Context(), h.Registry, id)
 }
 
 func connectionKVs(s registry.Server) []views.KV {

@@ -20,8 +20,6 @@ type ServerCard struct {
 	ToolCount     int
 	LastConnected *time.Time
 	StatusSince   time.Time
-	CanEdit       bool
-	CanDelete     bool
 }
 
 // ServerFilter is the search and filters of the server list.
@@ -171,14 +169,6 @@ type ServerPage struct {
 	IsStdio       bool
 	NextAttempt   *time.Time
 	BreakerOpen   bool
-	CanDiscover   bool
-}
-
-// DiscoveryProgress is the live progress of a running discovery.
-type DiscoveryProgress struct {
-	ServerID string
-	Pages    int
-	Tools    int
 }
 
 func statusLabel(s string) string {

@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -255,6 +256,15 @@ func explain(err error) error {
 
 // ensureSecretKey creates the key used to encrypt secrets at rest on first run: 32
 // random bytes, base64, in a file only the owner can read.
+// openKeyring loads the secret key file, creating it first on a first run.
+func openKeyring(c config) (*secrets.Keyring, error) {
+	path := secretKeyPath(c)
+	if err := ensureSecretKey(path); err != nil {
+		return nil, err
+	}
+	return secrets.LoadKeyring(path)
+}
+
 func ensureSecretKey(path string) error {
 	st, err := os.Stat(path)
 	if err == nil {

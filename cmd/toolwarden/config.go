@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
+	"github.com/toolwarden/toolwarden/internal/atomicfile"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // maxImportSize bounds what `import` reads; real configuration files are kilobytes.
@@ -55,7 +54,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, err := stdout.Write(data)
 		return err
 	}
-	if err := writeFileAtomic(out, data); err != nil {
+	if err := atomicfile.Write(out, data); err != nil {
 		return fmt.Errorf("export: write %s: %w", out, err)
 	}
 	fmt.Fprintf(stderr, "exported the server configuration to %s\n", out)
@@ -100,7 +99,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
-	cfg, err := registry.ParseConfig(name, data, registry.ParseOptions{ExpandEnv: true})
+	cfg, err := registry.ParseConfig(name, data, registry.ParseOptions{ExpandEnv: true, LookupEnv: os.LookupEnv})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		fmt.Fprintln(stderr, "nothing was imported")
@@ -114,10 +113,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return fmt.Errorf("create data dir: %w", err)
 		}
 	}
-	if err := ensureSecretKey(secretKeyPath(c)); err != nil {
-		return err
-	}
-	keys, err := secrets.LoadKeyring(secretKeyPath(c))
+	keys, err := openKeyring(c)
 	if err != nil {
 		return err
 	}
@@ -167,32 +163,4 @@ func readImport(path string, stdin io.Reader) (string, []byte, error) {
 		return "", nil, fmt.Errorf("import: %s is larger than %d bytes; is it the right file?", name, maxImportSize)
 	}
 	return name, data, nil
-}
-
-// writeFileAtomic replaces path with data (mode 0600), so a reader never sees half a file
-// and a failed write leaves the old one.
-func writeFileAtomic(path string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

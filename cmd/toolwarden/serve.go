@@ -17,7 +17,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/web"
 )
 
@@ -42,10 +41,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.MkdirAll(c.DataDir, 0o711); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	if err := ensureSecretKey(secretKeyPath(c)); err != nil {
-		return err
-	}
-	keys, err := secrets.LoadKeyring(secretKeyPath(c))
+	keys, err := openKeyring(c)
 	if err != nil {
 		return err
 	}
@@ -76,7 +72,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer func() { cancel(); <-busDone }()
 
 	reg := registry.New(d.Pool, keys, &registry.Options{Logger: log})
-	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version})
+	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version,
+		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv)})
 	// Sessions stop before the bus and the database (deferred in reverse order), so
 	// every server is marked disconnected and every stdio process is gone on exit.
 	mcpCtx, mcpCancel := context.WithCancel(ctx)

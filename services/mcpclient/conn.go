@@ -220,7 +220,7 @@ func (c *conn) run() {
 
 // open starts one session.
 func (c *conn) open(ctx context.Context) (*session, error) {
-	ep, err := newEndpoint(c.cfg, c.stderr)
+	ep, err := newEndpoint(c.cfg, c.m.opts.InheritEnv, c.stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package mcpclient_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func start(t testing.TB, opts *mcpclient.Options) *env {
 	if opts == nil {
 		opts = fast()
 	}
+	opts.InheritEnv = mcpclient.InheritedEnv(os.LookupEnv) // as cmd does
 	reg := registry.New(pool, keys, nil)
 	mgr := mcpclient.New(reg, opts)
 	ctx, cancel := context.WithCancel(context.Background())

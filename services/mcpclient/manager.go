@@ -42,6 +42,9 @@ type Options struct {
 	MaxPages int
 	// Version is reported to servers as the client version.
 	Version string
+	// InheritEnv is what every stdio server gets from Toolwarden's own environment
+	// (see InheritedEnv); the server's configured env comes on top.
+	InheritEnv map[string]string
 }
 
 func (o *Options) withDefaults() Options {

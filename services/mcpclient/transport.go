@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -25,6 +25,18 @@ import (
 // password or anything else Toolwarden itself was given.
 var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL"}
 
+// InheritedEnv picks, through lookup (os.LookupEnv in cmd), the variables every stdio
+// server inherits, as Options.InheritEnv wants them.
+func InheritedEnv(lookup func(string) (string, bool)) map[string]string {
+	out := map[string]string{}
+	for _, k := range passEnv {
+		if v, ok := lookup(k); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // endpoint is one way of reaching a server: a transport plus what must be cleaned up
 // when the session ends.
 type endpoint struct {
@@ -35,13 +47,14 @@ type endpoint struct {
 	closeOnce sync.Once
 }
 
-// newEndpoint builds the transport for c. stderr receives a stdio server's standard error.
-func newEndpoint(c registry.Connection, stderr *lineBuffer) (*endpoint, error) {
+// newEndpoint builds the transport for c. A stdio server gets the inherit variables plus
+// its own env, and its standard error goes to stderr.
+func newEndpoint(c registry.Connection, inherit map[string]string, stderr *lineBuffer) (*endpoint, error) {
 	switch c.Type {
 	case registry.TypeStdio:
 		cmd := exec.Command(c.Command, c.Args...)
 		cmd.Dir = c.WorkingDir
-		cmd.Env = childEnv(c.Env)
+		cmd.Env = childEnv(inherit, c.Env)
 		cmd.Stderr = stderr
 		// Its own process group, so stopping the server also stops whatever it started;
 		// Pdeathsig, so a crash of Toolwarden does not leave servers running.
@@ -63,16 +76,14 @@ func newEndpoint(c registry.Connection, stderr *lineBuffer) (*endpoint, error) {
 	return nil, fmt.Errorf("mcpclient: unknown server type %q", c.Type)
 }
 
-func childEnv(extra map[string]string) []string {
-	var env []string
-	for _, k := range passEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			if _, override := extra[k]; !override {
-				env = append(env, k+"="+v)
-			}
-		}
+func childEnv(inherit, own map[string]string) []string {
+	merged := maps.Clone(inherit)
+	if merged == nil {
+		merged = map[string]string{}
 	}
-	for k, v := range extra {
+	maps.Copy(merged, own) // the server's own settings win
+	env := make([]string, 0, len(merged))
+	for k, v := range merged {
 		env = append(env, k+"="+v)
 	}
 	slices.Sort(env)
@@ -150,7 +161,6 @@ type lineBuffer struct {
 	partial  []byte
 	maxLines int
 	maxLine  int
-	total    int64
 }
 
 func newLineBuffer(maxLines, maxLine int) *lineBuffer {
@@ -167,7 +177,6 @@ func (b *lineBuffer) setRedact(f func(string) string) {
 func (b *lineBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.total += int64(len(p))
 	rest := p
 	for len(rest) > 0 {
 		i := bytes.IndexByte(rest, '\n')
@@ -250,19 +259,9 @@ func redactor(c registry.Connection) func(string) string {
 // only if initialization has not finished in time.
 func connect(ctx context.Context, client *mcp.Client, ep *endpoint, timeout time.Duration) (*mcp.ClientSession, context.CancelFunc, error) {
 	sctx, cancel := context.WithCancel(ctx)
-	timedOut := false
-	var mu sync.Mutex
-	timer := time.AfterFunc(timeout, func() {
-		mu.Lock()
-		timedOut = true
-		mu.Unlock()
-		cancel()
-	})
+	timer := time.AfterFunc(timeout, cancel)
 	sess, err := client.Connect(sctx, ep.transport, nil)
-	timer.Stop()
-	mu.Lock()
-	expired := timedOut
-	mu.Unlock()
+	expired := !timer.Stop() // the timer already fired: it cancelled the attempt
 	if err != nil {
 		cancel()
 		ep.cleanup()

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -239,7 +238,7 @@ type ParseOptions struct {
 	// web UI does not: the server's environment is not the uploader's to read.
 	// Without it, references are kept literally, with a warning.
 	ExpandEnv bool
-	// LookupEnv reads a variable; nil means os.LookupEnv.
+	// LookupEnv reads a variable (the command line passes os.LookupEnv); nil finds none.
 	LookupEnv func(name string) (string, bool)
 }
 
@@ -255,7 +254,7 @@ const maxConfigSize = 4 << 20
 // *ConfigError.
 func ParseConfig(filename string, data []byte, opts ParseOptions) (*Config, error) {
 	if opts.LookupEnv == nil {
-		opts.LookupEnv = os.LookupEnv
+		opts.LookupEnv = func(string) (string, bool) { return "", false }
 	}
 	p := &parser{file: filename, opts: opts, cfg: &Config{File: filename}}
 	if len(data) > maxConfigSize {

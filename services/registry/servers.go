@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -590,10 +591,7 @@ func (s *Service) insert(ctx context.Context, tx pgx.Tx, d draft) (Server, error
 		d.id, d.name, d.description, d.typ, d.command, d.args, d.workingDir, d.url, sl.env, sl.headers,
 		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, initial)
 	if err != nil {
-		if db.IsUniqueViolation(err, "mcp_servers_name_key") {
-			return Server{}, verr.New("name", fmt.Sprintf("a server named %q already exists", d.name))
-		}
-		return Server{}, fmt.Errorf("registry: create server %q: %w", d.name, err)
+		return Server{}, writeError("create", d.name, err)
 	}
 	return getServer(ctx, tx, d.id, false)
 }
@@ -677,12 +675,17 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, cur Server, d draft) (S
 		d.id, d.name, d.description, d.typ, d.command, d.args, d.workingDir, d.url, sl.env, sl.headers,
 		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, status)
 	if err != nil {
-		if db.IsUniqueViolation(err, "mcp_servers_name_key") {
-			return Server{}, verr.New("name", fmt.Sprintf("a server named %q already exists", d.name))
-		}
-		return Server{}, fmt.Errorf("registry: update server %q: %w", d.name, err)
+		return Server{}, writeError("update", d.name, err)
 	}
 	return getServer(ctx, tx, d.id, false)
+}
+
+// writeError turns a taken name into a field error on "name".
+func writeError(verb, name string, err error) error {
+	if db.IsUniqueViolation(err, "mcp_servers_name_key") {
+		return verr.New("name", fmt.Sprintf("a server named %q already exists", name))
+	}
+	return fmt.Errorf("registry: %s server %q: %w", verb, name, err)
 }
 
 // connectionChanged reports whether next connects differently from cur (so the live
@@ -757,34 +760,26 @@ func getServer(ctx context.Context, q db.Querier, id string, forUpdate bool) (Se
 	if forUpdate {
 		lock = " FOR UPDATE"
 	}
-	rows, err := q.Query(ctx, `/* registry.GetServer */ SELECT `+serverColumns+` FROM mcp_servers s WHERE s.id = $1`+lock, id)
+	return oneServer(ctx, q, "get server", `/* registry.GetServer */ SELECT `+serverColumns+` FROM mcp_servers s WHERE s.id = $1`+lock, id)
+}
+
+// oneServer runs a query for at most one server; none is ErrNotFound.
+func oneServer(ctx context.Context, q db.Querier, what, sql string, args ...any) (Server, error) {
+	list, err := queryAll[Server](ctx, q, what, sql, args...)
 	if err != nil {
-		return Server{}, fmt.Errorf("registry: get server: %w", err)
-	}
-	list, err := collectServers(rows)
-	if err != nil {
-		return Server{}, fmt.Errorf("registry: get server: %w", err)
+		return Server{}, err
 	}
 	if len(list) == 0 {
 		return Server{}, ErrNotFound
 	}
+	list[0].fill()
 	return list[0], nil
 }
 
 // GetServerByName returns one server by its name.
 func (s *Service) GetServerByName(ctx context.Context, name string) (Server, error) {
-	rows, err := s.pool.Query(ctx, `/* registry.GetServerByName */ SELECT `+serverColumns+` FROM mcp_servers s WHERE s.name = $1`, name)
-	if err != nil {
-		return Server{}, fmt.Errorf("registry: get server %q: %w", name, err)
-	}
-	list, err := collectServers(rows)
-	if err != nil {
-		return Server{}, fmt.Errorf("registry: get server %q: %w", name, err)
-	}
-	if len(list) == 0 {
-		return Server{}, ErrNotFound
-	}
-	return list[0], nil
+	return oneServer(ctx, s.pool, "get server "+strconv.Quote(name),
+		`/* registry.GetServerByName */ SELECT `+serverColumns+` FROM mcp_servers s WHERE s.name = $1`, name)
 }
 
 // ListQuery filters and pages ListServers.

@@ -241,16 +241,8 @@ func (s *Service) RecordHealth(ctx context.Context, id string, ok bool, latency 
 
 // HealthHistory returns the latest health checks of a server, newest first.
 func (s *Service) HealthHistory(ctx context.Context, id string, limit int) ([]Health, error) {
-	rows, err := s.pool.Query(ctx, `/* registry.HealthHistory */
+	return queryAll[Health](ctx, s.pool, "health history", `/* registry.HealthHistory */
 		SELECT checked_at, ok, latency_ms, error FROM server_health WHERE server_id = $1 ORDER BY checked_at DESC LIMIT $2`, id, limit)
-	if err != nil {
-		return nil, fmt.Errorf("registry: health history: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Health])
-	if err != nil {
-		return nil, fmt.Errorf("registry: health history: %w", err)
-	}
-	return list, nil
 }
 
 // PruneHealth deletes health checks older than keep.

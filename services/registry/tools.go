@@ -510,32 +510,16 @@ func (r DiscoveryRun) Duration() time.Duration { return r.FinishedAt.Sub(r.Start
 
 // DiscoveryRuns returns the latest discovery runs of a server, newest first.
 func (s *Service) DiscoveryRuns(ctx context.Context, serverID string, limit int) ([]DiscoveryRun, error) {
-	rows, err := s.pool.Query(ctx, `/* registry.DiscoveryRuns */
+	return queryAll[DiscoveryRun](ctx, s.pool, "discovery runs", `/* registry.DiscoveryRuns */
 		SELECT id, trigger, actor, status, pages, added, updated, unchanged, removed, error, started_at, finished_at
 		FROM discovery_runs WHERE server_id = $1 ORDER BY id DESC LIMIT $2`, serverID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("registry: discovery runs: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[DiscoveryRun])
-	if err != nil {
-		return nil, fmt.Errorf("registry: discovery runs: %w", err)
-	}
-	return list, nil
 }
 
 // ServerTools returns the tools of one server by name, available ones first.
 func (s *Service) ServerTools(ctx context.Context, serverID string) ([]Tool, error) {
-	rows, err := s.pool.Query(ctx, `/* registry.ServerTools */ SELECT `+toolColumns+`
+	return queryAll[Tool](ctx, s.pool, "server tools", `/* registry.ServerTools */ SELECT `+toolColumns+`
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
 		WHERE t.server_id = $1 ORDER BY NOT t.available, t.name`, serverID)
-	if err != nil {
-		return nil, fmt.Errorf("registry: server tools: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Tool])
-	if err != nil {
-		return nil, fmt.Errorf("registry: server tools: %w", err)
-	}
-	return list, nil
 }
 
 // ToolVersion is one stored definition of a tool.
@@ -551,17 +535,9 @@ type ToolVersion struct {
 
 // ToolVersions returns every stored definition of a tool, newest first.
 func (s *Service) ToolVersions(ctx context.Context, toolID string) ([]ToolVersion, error) {
-	rows, err := s.pool.Query(ctx, `/* registry.ToolVersions */
+	return queryAll[ToolVersion](ctx, s.pool, "tool versions", `/* registry.ToolVersions */
 		SELECT version_major, version_minor, definition_hash, breaking, changes, definition, created_at
 		FROM tool_schemas WHERE tool_id = $1 ORDER BY version_major DESC, version_minor DESC`, toolID)
-	if err != nil {
-		return nil, fmt.Errorf("registry: tool versions: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[ToolVersion])
-	if err != nil {
-		return nil, fmt.Errorf("registry: tool versions: %w", err)
-	}
-	return list, nil
 }
 
 // ToolStateChange is one row of a tool's state history.
@@ -576,17 +552,9 @@ type ToolStateChange struct {
 
 // ToolHistory returns a tool's state transitions, newest first.
 func (s *Service) ToolHistory(ctx context.Context, toolID string) ([]ToolStateChange, error) {
-	rows, err := s.pool.Query(ctx, `/* registry.ToolHistory */
+	return queryAll[ToolStateChange](ctx, s.pool, "tool history", `/* registry.ToolHistory */
 		SELECT from_status, to_status, reason, actor, metadata, created_at FROM tool_state_history
 		WHERE tool_id = $1 ORDER BY id DESC`, toolID)
-	if err != nil {
-		return nil, fmt.Errorf("registry: tool history: %w", err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[ToolStateChange])
-	if err != nil {
-		return nil, fmt.Errorf("registry: tool history: %w", err)
-	}
-	return list, nil
 }
 
 // DiscoveryProgress announces how far a running discovery has got (pages and tools

@@ -34,6 +34,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/internal/atomicfile"
 )
 
 // KeySize is the length of a key in bytes: AES-256.
@@ -295,7 +297,7 @@ func AddKeyToFile(path string) (Key, error) {
 	var buf bytes.Buffer
 	buf.WriteString(k.ID + ":" + base64.StdEncoding.EncodeToString(k.Bytes) + "\n")
 	buf.Write(data)
-	if err := writeFileAtomic(real, buf.Bytes()); err != nil {
+	if err := atomicfile.Write(real, buf.Bytes()); err != nil {
 		return Key{}, fmt.Errorf("secrets: write key file %s: %w", path, err)
 	}
 	return k, nil
@@ -308,51 +310,6 @@ func hasKeyID(keys []Key, id string) bool {
 		}
 	}
 	return false
-}
-
-// writeFileAtomic replaces path with data so that a crash leaves either the old
-// or the new file, never a half-written one: losing the key file loses every secret.
-func writeFileAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// CreateTemp already uses 0600; Chmod says so explicitly and ignores umask.
-	if err = tmp.Chmod(0o600); err != nil {
-		return err
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	// Sync the directory so the rename itself survives a crash. Windows cannot
-	// open a directory for syncing, and its rename is already durable enough.
-	if runtime.GOOS != "windows" {
-		d, derr := os.Open(dir)
-		if derr != nil {
-			return derr
-		}
-		defer d.Close()
-		if derr := d.Sync(); derr != nil {
-			return derr
-		}
-	}
-	return nil
 }
 
 // Encrypt seals plaintext with the primary key and a fresh random nonce. aad is

@@ -11,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -114,7 +115,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		mo = &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
 			Debounce: 100 * time.Millisecond, BreakerCooldown: 2 * time.Second}
 	}
-	mo.Logger, mo.Bus = log, bus
+	mo.Logger, mo.Bus, mo.InheritEnv = log, bus, mcpclient.InheritedEnv(os.LookupEnv)
 	mgr := mcpclient.New(reg, mo)
 	mcpDone := make(chan struct{})
 	go func() { _ = mgr.Run(ctx); close(mcpDone) }()

@@ -1,0 +1,52 @@
+// Package atomicfile replaces files so that a crash leaves either the old or the new
+// content, never half of it: the secret key file (losing it loses every secret) and
+// exported configuration both need that.
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+)
+
+// Write replaces path with data, mode 0600: a temporary file in the same directory,
+// fsync, rename, then fsync of the directory so the rename itself survives a crash.
+func Write(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	// CreateTemp already uses 0600; Chmod says so explicitly and ignores umask.
+	if err = tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	// Windows cannot open a directory for syncing, and its rename is durable enough.
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
