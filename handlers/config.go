@@ -64,6 +64,7 @@ func (h ConfigHandler) ImportPreview(c echo.Context) error {
 		if page.Sealed, err = h.Registry.SealUpload(PrincipalOf(c).User.ID, name, data); err != nil {
 			return err
 		}
+		page.Digest = plan.Digest()
 	}
 	status := http.StatusOK
 	if plan.HasErrors() {
@@ -73,7 +74,8 @@ func (h ConfigHandler) ImportPreview(c echo.Context) error {
 }
 
 // ImportApply applies a previewed import. The plan is made again against the current
-// registrations, so what is applied is what the database holds now.
+// registrations and applied only if it is the plan that was shown: otherwise the new
+// plan is shown for another look.
 func (h ConfigHandler) ImportApply(c echo.Context) error {
 	ctx := c.Request().Context()
 	name, data, err := h.Registry.OpenUpload(PrincipalOf(c).User.ID, c.FormValue("sealed"))
@@ -81,13 +83,20 @@ func (h ConfigHandler) ImportApply(c echo.Context) error {
 		setFlash(c, "error", err.Error(), h.SecureCookies)
 		return c.Redirect(http.StatusSeeOther, "/servers/import")
 	}
-	plan, err := h.plan(c, name, data, c.FormValue("prune") == "true")
+	prune := c.FormValue("prune") == "true"
+	plan, err := h.plan(c, name, data, prune)
 	if err != nil {
 		return err
 	}
-	if plan.HasErrors() {
-		page := views.ImportPage{Layout: h.layout(c, "Import servers"), FileName: name, Plan: planView(plan)}
-		return render(c, http.StatusUnprocessableEntity, views.Import(page))
+	if plan.HasErrors() || plan.Digest() != c.FormValue("digest") {
+		page := views.ImportPage{Layout: h.layout(c, "Import servers"), FileName: name, Prune: prune, Plan: planView(plan)}
+		status := http.StatusUnprocessableEntity
+		if !plan.HasErrors() {
+			status = http.StatusConflict
+			page.Error = "The servers changed since this file was previewed. This is the plan as it stands now: apply it if it is still what you want."
+			page.Sealed, page.Digest = c.FormValue("sealed"), plan.Digest()
+		}
+		return render(c, status, views.Import(page))
 	}
 	res, err := h.Registry.ApplyImport(ctx, ActorOf(c), plan)
 	if err != nil {
@@ -113,7 +122,17 @@ func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool
 	if err != nil {
 		return nil, err
 	}
-	return h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune})
+	plan, err := h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune})
+	if err != nil {
+		return nil, err
+	}
+	if commandCheck(c, true) != nil {
+		for _, n := range plan.CommandChanges() {
+			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "command",
+				Message: "sets what this stdio server runs on the Toolwarden host (command, args, env or working directory); only administrators can import that"})
+		}
+	}
+	return plan, nil
 }
 
 // uploaded returns the file from the "file" field, or the "content" textarea.
@@ -190,6 +209,11 @@ func (h ConfigHandler) APIImport(c echo.Context) error {
 	}
 	if err != nil {
 		return err
+	}
+	if names := plan.CommandChanges(); len(names) > 0 {
+		if err := commandCheck(c, true); err != nil {
+			return &ForbiddenError{Message: err.Error() + "; this file changes " + strings.Join(names, ", ")}
+		}
 	}
 	if plan.HasErrors() {
 		return problemsError(plan.Errors)

@@ -183,6 +183,24 @@ func TopicPermission(topic string) auth.Permission {
 // ErrForbidden is returned when the caller lacks the permission for an action.
 var ErrForbidden = errors.New("you do not have permission to do that")
 
+// ForbiddenError is ErrForbidden with a message that says what the role may not do.
+type ForbiddenError struct{ Message string }
+
+func (e *ForbiddenError) Error() string        { return e.Message }
+func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
+
+// errCommandDenied: see commandCheck.
+var errCommandDenied = &ForbiddenError{Message: "only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)"}
+
+// commandCheck refuses a registration that sets what a stdio server runs unless the
+// caller holds auth.PermServerCommand: that is running a program as Toolwarden.
+func commandCheck(c echo.Context, changes bool) error {
+	if changes && !PrincipalOf(c).Can(auth.PermServerCommand) {
+		return errCommandDenied
+	}
+	return nil
+}
+
 // RenderError renders the error page, inside the shell when someone is signed in.
 func (d *Deps) RenderError(c echo.Context, status int, title, message string) error {
 	l := d.layout(c, title)

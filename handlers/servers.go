@@ -112,7 +112,11 @@ func deref(s *string) string {
 
 // New renders the empty add form.
 func (h ServersHandler) New(c echo.Context) error {
-	f := views.ServerForm{Type: registry.TypeStdio, Enabled: true, TimeoutMS: registry.DefaultTimeoutMS,
+	typ := registry.TypeStdio
+	if !PrincipalOf(c).Can(auth.PermServerCommand) {
+		typ = registry.TypeStreamableHTTP
+	}
+	f := views.ServerForm{Type: typ, Enabled: true, TimeoutMS: registry.DefaultTimeoutMS,
 		Retries: registry.DefaultRetries, HealthIntervalMS: registry.DefaultHealthIntervalMS, AuthType: registry.AuthNone}
 	return h.formPage(c, http.StatusOK, "", f, nil)
 }
@@ -123,7 +127,7 @@ func (h ServersHandler) formPage(c echo.Context, status int, id string, f views.
 		title, action = "Edit "+f.Name, "/servers/"+id
 	}
 	return render(c, status, views.ServerFormView(views.ServerFormPage{Layout: h.layout(c, title), ID: id, Form: f,
-		Types: typeOptions(), Test: test, Action: action}))
+		Types: typeOptions(), Test: test, Action: action, CommandLocked: !PrincipalOf(c).Can(auth.PermServerCommand)}))
 }
 
 // Edit renders the edit form of a server; secret values are never in it.
@@ -212,6 +216,14 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		p.AuthToken = &token
 		d2 = true
 	}
+	// Without auth.PermServerCommand the stdio fields are locked (and not submitted):
+	// what the server runs stays as stored.
+	locked := cur != nil && cur.Type == registry.TypeStdio && *p.Type == registry.TypeStdio &&
+		!PrincipalOf(c).Can(auth.PermServerCommand)
+	if locked {
+		p.Command, p.Args, p.WorkingDir, p.Env, p.ReplaceEnv = nil, nil, nil, nil, false
+		dropped = false
+	}
 	pf.patch = p
 	pf.view = views.ServerForm{Name: *p.Name, Description: *p.Description, Type: *p.Type, Command: c.FormValue("command"),
 		Args: c.FormValue("args"), WorkingDir: c.FormValue("working_dir"), URL: c.FormValue("url"),
@@ -220,6 +232,10 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		TimeoutMS:      valueOr(p.TimeoutMS, registry.DefaultTimeoutMS), Retries: valueOr(p.Retries, registry.DefaultRetries),
 		HealthIntervalMS: valueOr(p.HealthIntervalMS, registry.DefaultHealthIntervalMS), Enabled: *p.Enabled,
 		Trusted: *p.Trusted, Env: pf.view.Env, Headers: pf.view.Headers, SecretsDropped: dropped || d2}
+	if locked {
+		stored := formOf(*cur)
+		pf.view.Command, pf.view.Args, pf.view.WorkingDir, pf.view.Env = stored.Command, stored.Args, stored.WorkingDir, stored.Env
+	}
 	return pf
 }
 
@@ -283,6 +299,9 @@ func (h ServersHandler) Create(c echo.Context) error {
 	if err := pf.errs.Err(); err != nil {
 		return h.formInvalid(c, "", pf, err)
 	}
+	if err := commandCheck(c, registry.ChangesCommand(nil, pf.patch)); err != nil {
+		return h.formInvalid(c, "", pf, verr.New("command", err.Error()))
+	}
 	sv, err := h.Registry.CreateServer(c.Request().Context(), ActorOf(c), specOf(pf.patch))
 	if err != nil {
 		return h.formInvalid(c, "", pf, err)
@@ -341,6 +360,9 @@ func (h ServersHandler) Update(c echo.Context) error {
 	if err := pf.errs.Err(); err != nil {
 		return h.formInvalid(c, cur.ID, pf, err)
 	}
+	if err := commandCheck(c, registry.ChangesCommand(&cur, pf.patch)); err != nil {
+		return h.formInvalid(c, cur.ID, pf, verr.New("command", err.Error()))
+	}
 	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, pf.patch)
 	if err != nil {
 		return h.formInvalid(c, cur.ID, pf, err)
@@ -366,13 +388,18 @@ func (h ServersHandler) Test(c echo.Context) error {
 	pf := parseForm(c, cur)
 	var result *views.ServerTest
 	err := pf.errs.Err()
+	if err == nil && commandCheck(c, registry.ChangesCommand(cur, pf.patch)) != nil {
+		err = verr.New("command", errCommandDenied.Message)
+	}
 	var conn registry.Connection
 	if err == nil {
 		conn, err = h.Registry.PreviewConnection(ctx, id, pf.patch)
 	}
 	if err == nil {
-		r := h.MCP.Test(ctx, conn)
-		result = testView(r)
+		var r mcpclient.TestResult
+		if r, err = h.testConnection(c, id, conn); err == nil {
+			result = testView(r)
+		}
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
 		if fe, ok := formErrors(err); ok {

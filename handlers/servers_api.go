@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -140,6 +141,9 @@ func (h ServersHandler) APICreate(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if err := commandCheck(c, in.spec().Type == registry.TypeStdio); err != nil {
+		return err
+	}
 	sv, err := h.Registry.CreateServer(ctx, ActorOf(c), in.spec())
 	if err != nil {
 		return err
@@ -155,7 +159,14 @@ func (h ServersHandler) APIUpdate(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), c.Param("id"), in.patch())
+	cur, err := h.Registry.GetServer(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := commandCheck(c, registry.ChangesCommand(&cur, in.patch())); err != nil {
+		return err
+	}
+	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, in.patch())
 	if err != nil {
 		return err
 	}
@@ -213,14 +224,28 @@ func (h ServersHandler) APITest(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := in.patch()
 	id := c.Param("id")
+	var cur *registry.Server
 	if id == "" {
 		p = registry.PatchFromSpec(in.spec())
+	} else {
+		s, err := h.Registry.GetServer(ctx, id)
+		if err != nil {
+			return err
+		}
+		cur = &s
+	}
+	if err := commandCheck(c, registry.ChangesCommand(cur, p)); err != nil {
+		return err
 	}
 	conn, err := h.Registry.PreviewConnection(ctx, id, p)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, h.MCP.Test(ctx, conn))
+	r, err := h.testConnection(c, id, conn)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
 }
 
 // APITools lists the tools discovered on a server.
@@ -266,4 +291,14 @@ func (h ServersHandler) APIHealth(c echo.Context) error {
 		runs = []registry.DiscoveryRun{}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"health": health, "discovery_runs": runs})
+}
+
+// testConnection audits the attempt, then runs it: trying a stdio registration starts
+// its program, so the attempt is on record even if Toolwarden does not survive it.
+func (h ServersHandler) testConnection(c echo.Context, id string, conn registry.Connection) (mcpclient.TestResult, error) {
+	ctx := c.Request().Context()
+	if err := h.Registry.AuditTest(ctx, ActorOf(c), id, conn); err != nil {
+		return mcpclient.TestResult{}, err
+	}
+	return h.MCP.Test(ctx, conn), nil
 }

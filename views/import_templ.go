@@ -363,37 +363,50 @@ func Import(p ImportPage) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "\"> ")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "\"> <input type=\"hidden\" name=\"digest\" value=\"")
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					var templ_7745c5c3_Var20 string
+					templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(p.Digest)
+					if templ_7745c5c3_Err != nil {
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/import.templ`, Line: 65, Col: 57}
+					}
+					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var20))
+					if templ_7745c5c3_Err != nil {
+						return templ_7745c5c3_Err
+					}
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "\"> ")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					if p.Prune {
-						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "<input type=\"hidden\" name=\"prune\" value=\"true\"> ")
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<input type=\"hidden\" name=\"prune\" value=\"true\"> ")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<button type=\"submit\" class=\"primary\" data-testid=\"apply-import\">Apply import</button> <a class=\"button\" href=\"/servers/import\">Cancel</a></form>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<button type=\"submit\" class=\"primary\" data-testid=\"apply-import\">Apply import</button> <a class=\"button\" href=\"/servers/import\">Cancel</a></form>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "</section>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 42, "</section>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 42, " <section class=\"panel\" aria-labelledby=\"upload-h\"><h2 id=\"upload-h\">Upload a file</h2><p class=\"muted\">Toolwarden's own YAML export, Claude Desktop's <code>claude_desktop_config.json</code>, a project's <code>.mcp.json</code>, or VS Code's <code>mcp.json</code>. You see what would change before anything does.</p><form class=\"stack wide\" method=\"post\" action=\"/servers/import\" enctype=\"multipart/form-data\" data-testid=\"import-form\"><div class=\"field\"><label for=\"file\">File</label> <input id=\"file\" name=\"file\" type=\"file\" accept=\".yaml,.yml,.json,application/json,application/yaml\"></div><div class=\"field\"><label for=\"content\">…or paste its content</label> <textarea id=\"content\" name=\"content\" rows=\"8\" spellcheck=\"false\" class=\"mono\"></textarea></div><div class=\"checks\"><label><input type=\"checkbox\" name=\"prune\" value=\"true\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, " <section class=\"panel\" aria-labelledby=\"upload-h\"><h2 id=\"upload-h\">Upload a file</h2><p class=\"muted\">Toolwarden's own YAML export, Claude Desktop's <code>claude_desktop_config.json</code>, a project's <code>.mcp.json</code>, or VS Code's <code>mcp.json</code>. You see what would change before anything does.</p><form class=\"stack wide\" method=\"post\" action=\"/servers/import\" enctype=\"multipart/form-data\" data-testid=\"import-form\"><div class=\"field\"><label for=\"file\">File</label> <input id=\"file\" name=\"file\" type=\"file\" accept=\".yaml,.yml,.json,application/json,application/yaml\"></div><div class=\"field\"><label for=\"content\">…or paste its content</label> <textarea id=\"content\" name=\"content\" rows=\"8\" spellcheck=\"false\" class=\"mono\"></textarea></div><div class=\"checks\"><label><input type=\"checkbox\" name=\"prune\" value=\"true\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			if p.Prune {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, " checked")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, " checked")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "> Delete servers that are not in the file</label></div><div><button type=\"submit\" class=\"primary\" data-testid=\"preview-import\">Preview</button></div></form></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "> Delete servers that are not in the file</label></div><div><button type=\"submit\" class=\"primary\" data-testid=\"preview-import\">Preview</button></div></form></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

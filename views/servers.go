@@ -92,6 +92,9 @@ type ServerFormPage struct {
 	Types  []Option
 	Test   *ServerTest
 	Action string
+	// CommandLocked: the viewer may not set what a stdio server runs
+	// (auth.PermServerCommand), so those fields are shown but cannot be changed.
+	CommandLocked bool
 }
 
 // ServerTest is the result of "Test connection".
@@ -247,6 +250,8 @@ type ImportPage struct {
 	Plan     *ImportPlan
 	// Sealed is the uploaded file encrypted for the apply step (it may hold secrets).
 	Sealed string
+	// Digest identifies the plan shown; apply refuses a plan that has changed since.
+	Digest string
 	Prune  bool
 }
 

@@ -34,6 +34,7 @@ func classify(err error) (int, string, string, any) {
 	var ce *auth.ConflictError
 	var te *auth.ThrottledError
 	var he *echo.HTTPError
+	var fe *handlers.ForbiddenError
 	switch {
 	case errors.As(err, &ve):
 		return http.StatusBadRequest, "invalid_input", ve.Error(), ve.Fields
@@ -43,6 +44,8 @@ func classify(err error) (int, string, string, any) {
 		return http.StatusConflict, "not_connected", err.Error(), nil
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return http.StatusUnauthorized, "unauthenticated", "Sign in, or send an API token as 'Authorization: Bearer <token>'.", nil
+	case errors.As(err, &fe):
+		return http.StatusForbidden, "forbidden", fe.Message, nil
 	case errors.Is(err, handlers.ErrForbidden):
 		return http.StatusForbidden, "forbidden", "Your role does not allow this.", nil
 	case errors.Is(err, auth.ErrTokenMintsToken):

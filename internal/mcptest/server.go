@@ -19,6 +19,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,7 +70,13 @@ type Server struct {
 	// which the SDK offers no way to read back.
 	mu    sync.Mutex
 	names map[string]struct{}
+
+	failPings atomic.Int64 // FailPings: how many pings still to refuse
 }
+
+// FailPings makes the next n pings fail with an error while everything else keeps
+// working: a server that is alive but does not pass its health check.
+func (s *Server) FailPings(n int) { s.failPings.Store(int64(n)) }
 
 // New builds a server with the default tools (echo, add, fail, sleep,
 // write-note), opts.Generated generated tools, the resource test://readme and
@@ -93,6 +100,14 @@ func New(opts *Options) *Server {
 			PageSize:     o.PageSize,
 		}),
 	}
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "ping" && s.failPings.Add(-1) >= 0 {
+				return nil, errors.New("mcptest: ping refused (FailPings)")
+			}
+			return next(ctx, method, req)
+		}
+	})
 	s.addDefaultTools()
 	for i := 1; i <= o.Generated; i++ {
 		s.addGeneratedTool(i, o.Generated)

@@ -52,6 +52,10 @@ const (
 	PermServerCreate Permission = "server.create"
 	PermServerEdit   Permission = "server.edit"
 	PermServerDelete Permission = "server.delete"
+	// PermServerCommand: set what a stdio server runs on the Toolwarden host (its
+	// command, args, env and working directory) and try such a registration. Whoever
+	// holds it can run any program as Toolwarden, so only administrators do.
+	PermServerCommand Permission = "server.command"
 
 	PermToolView      Permission = "tool.view"
 	PermToolUse       Permission = "tool.use"
@@ -69,14 +73,15 @@ const (
 // AllPermissions lists every permission except PermPublic and PermSignedIn.
 var AllPermissions = []Permission{
 	PermDashboard, PermOwnTokens, PermUsers,
-	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
+	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand,
 	PermToolView, PermToolUse, PermToolConfigure, PermToolEnable,
 	PermExecutionCreate, PermExecutionApprove,
 	PermLogView, PermAuditView, PermAuditExport,
 }
 
 // rolePermissions is the one permission table (DESIGN §8). Seed 004 §9: administrators
-// can do everything; tool managers manage servers and tools; tool users use tools and
+// can do everything; tool managers manage servers and tools (but only administrators
+// decide which programs stdio servers start); tool users use tools and
 // view configurations; auditors view logs and configurations without changing
 // anything; guests see which tools exist.
 var rolePermissions = map[Role][]Permission{

@@ -96,6 +96,8 @@ func TestRolePermissions(t *testing.T) {
 
 		{auth.RoleToolManager, auth.PermServerCreate, true},
 		{auth.RoleToolManager, auth.PermServerDelete, true},
+		{auth.RoleToolManager, auth.PermServerCommand, false},
+		{auth.RoleAdmin, auth.PermServerCommand, true},
 		{auth.RoleToolManager, auth.PermToolConfigure, true},
 		{auth.RoleToolManager, auth.PermToolEnable, true},
 		{auth.RoleToolManager, auth.PermUsers, false},

@@ -253,22 +253,48 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 			}
 			return "connection closed by the server"
 		case <-tick.C:
-			lat, err := probe(ctx, s.cs, c.cfg.Timeout)
-			if ctx.Err() != nil {
-				return ""
+			if reason := c.healthCheck(ctx, s, ended); reason != "" || ctx.Err() != nil {
+				return reason
 			}
-			errText := ""
-			if err != nil {
-				errText = err.Error()
+		}
+	}
+}
+
+// healthCheck probes the session; a failed probe is tried again, up to the server's
+// retries setting, before the session is declared lost. Every probe is recorded. It
+// returns why the session must go, or "".
+func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) string {
+	for attempt := 0; ; attempt++ {
+		lat, err := probe(ctx, s.cs, c.cfg.Timeout)
+		if ctx.Err() != nil {
+			return ""
+		}
+		errText := ""
+		if err != nil {
+			errText = err.Error()
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if rerr := c.m.reg.RecordHealth(rctx, c.cfg.ServerID, err == nil, lat, errText); rerr != nil && ctx.Err() == nil {
+			c.m.log.Warn("mcpclient: record health", "server", c.cfg.Name, "err", rerr)
+		}
+		cancel()
+		if err == nil {
+			return ""
+		}
+		if attempt >= c.cfg.Retries {
+			if attempt > 0 {
+				return fmt.Sprintf("health check failed %d times in a row: %s", attempt+1, errText)
 			}
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if rerr := c.m.reg.RecordHealth(rctx, c.cfg.ServerID, err == nil, lat, errText); rerr != nil && ctx.Err() == nil {
-				c.m.log.Warn("mcpclient: record health", "server", c.cfg.Name, "err", rerr)
-			}
-			cancel()
-			if err != nil {
-				return "health check failed: " + errText
-			}
+			return "health check failed: " + errText
+		}
+		c.m.log.Warn("mcpclient: health check failed; trying again", "server", c.cfg.Name, "err", errText)
+		select {
+		case <-ctx.Done():
+			return ""
+		case err := <-ended:
+			ended <- err // watch reports it
+			return ""
+		case <-time.After(min(c.cfg.HealthInterval, time.Second)):
 		}
 	}
 }

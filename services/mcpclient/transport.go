@@ -52,7 +52,7 @@ type endpoint struct {
 func newEndpoint(c registry.Connection, inherit map[string]string, stderr *lineBuffer) (*endpoint, error) {
 	switch c.Type {
 	case registry.TypeStdio:
-		cmd := exec.Command(c.Command, c.Args...)
+		cmd := exec.Command(c.Command, registry.ExpandArgs(c.Args, c.Env)...)
 		cmd.Dir = c.WorkingDir
 		cmd.Env = childEnv(inherit, c.Env)
 		cmd.Stderr = stderr

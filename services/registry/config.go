@@ -7,6 +7,8 @@ package registry
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"context"
 	"encoding/json"
 	"errors"
@@ -719,6 +721,7 @@ type obj struct {
 	m      map[string]any
 	strict bool // unknown keys are errors (native format) rather than warnings
 	seen   map[string]bool
+	env    map[string]bool // the server's env names: args refer to them, see ExpandArgs
 }
 
 func (o *obj) used(key string) {
@@ -759,7 +762,7 @@ func (o *obj) str(key string) string {
 // be resolved is "".
 func (o *obj) expanded(key string) string {
 	s := o.str(key)
-	v, keep := o.p.expand(o.server, o.prefix+key, s)
+	v, keep := o.p.expand(o.server, o.prefix+key, s, nil)
 	if !keep {
 		return ""
 	}
@@ -785,7 +788,7 @@ func (o *obj) list(key string) []string {
 			o.p.fail(o.server, field, fmt.Sprintf("must be a string, not %s", describe(item)))
 			continue
 		}
-		if s, keep := o.p.expand(o.server, field, s); keep {
+		if s, keep := o.p.expand(o.server, field, s, o.env); keep {
 			out = append(out, s)
 		}
 	}
@@ -808,6 +811,12 @@ func (o *obj) secrets(key string) map[string]*string {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		out[k] = o.secretValue(o.prefix+key+"."+k, m[k])
 	}
+	if key == "env" {
+		o.env = map[string]bool{}
+		for k := range out {
+			o.env[k] = true
+		}
+	}
 	return out
 }
 
@@ -825,7 +834,7 @@ func (o *obj) secretValue(field string, v any) *string {
 		o.p.fail(o.server, field, fmt.Sprintf("must be a string or null, not %s", describe(v)))
 		return nil
 	}
-	s, keep := o.p.expand(o.server, field, s)
+	s, keep := o.p.expand(o.server, field, s, nil)
 	if !keep {
 		return nil
 	}
@@ -943,10 +952,24 @@ func (p *parser) envRef(inner string) (name, def string, hasDef, ok bool) {
 	return name, def, hasDef, envNamePattern.MatchString(name)
 }
 
-// expand resolves the ${...} references in v. It reports false when the value must be
+// expand resolves the ${...} references in v. References to a name in local (the
+// server's own env, for args) stay, written ${NAME}: Toolwarden substitutes them from the
+// encrypted env when it starts the server. It reports false when the value must be
 // dropped: a VS Code ${input:...} prompt has no answer outside VS Code.
-func (p *parser) expand(server, field, v string) (string, bool) {
+func (p *parser) expand(server, field, v string, local map[string]bool) (string, bool) {
+	v = refPattern.ReplaceAllStringFunc(v, func(m string) string {
+		if name, _, hasDef, ok := p.envRef(m[2 : len(m)-1]); ok && !hasDef && local[name] {
+			return "${" + name + "}"
+		}
+		return m
+	})
 	refs := refPattern.FindAllStringSubmatch(v, -1)
+	for i := 0; i < len(refs); i++ {
+		if local[refs[i][1]] {
+			refs = slices.Delete(refs, i, i+1)
+			i--
+		}
+	}
 	if len(refs) == 0 {
 		return v, true
 	}
@@ -979,7 +1002,7 @@ func (p *parser) expand(server, field, v string) (string, bool) {
 	var missing []string
 	out := refPattern.ReplaceAllStringFunc(v, func(m string) string {
 		name, def, hasDef, ok := p.envRef(m[2 : len(m)-1])
-		if !ok {
+		if !ok || local[m[2:len(m)-1]] {
 			return m
 		}
 		if val, found := p.opts.LookupEnv(name); found {
@@ -1056,6 +1079,40 @@ func (c FieldChange) String() string {
 // HasErrors reports whether the plan cannot be applied.
 func (p *Plan) HasErrors() bool { return len(p.Errors) > 0 }
 
+// CommandChanges names the servers whose stdio command, args, working directory or env
+// the plan sets (see ChangesCommand): applying it needs auth.PermServerCommand.
+func (p *Plan) CommandChanges() []string {
+	var names []string
+	for _, it := range p.Items {
+		var cur *draft
+		switch it.Action {
+		case PlanCreate:
+		case PlanUpdate:
+			d := draftOf(it.cur)
+			cur = &d
+		default:
+			continue
+		}
+		if commandChanged(cur, it.d) {
+			names = append(names, it.Name)
+		}
+	}
+	return names
+}
+
+// Digest identifies what the plan does: the same file planned against the same
+// registrations gives the same digest. The import page shows a plan and applies it
+// only while the digest of a fresh plan still matches, so nobody applies a plan they
+// did not see.
+func (p *Plan) Digest() string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, it := range p.Items {
+		_ = enc.Encode([]any{it.Action, it.Name, it.ID, it.Changes, it.cur.UpdatedAt.UnixNano()})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // Count returns how many servers get action.
 func (p *Plan) Count(action string) int {
 	n := 0
@@ -1123,7 +1180,11 @@ func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists boo
 	}
 	p := sc.patch(d, warn)
 	d.apply(p)
-	if err := d.validate(); err != nil {
+	var prev *draft
+	if exists {
+		prev = &before
+	}
+	if err := d.validateChange(prev); err != nil {
 		var ve *verr.Error
 		if !errors.As(err, &ve) {
 			return it, err

@@ -22,6 +22,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -370,6 +371,9 @@ func (d *draft) validate() error {
 		for i, a := range d.args {
 			if strings.ContainsRune(a, 0) {
 				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
+			} else if why := secretArg(d.args, i); why != "" {
+				ve.Add(fmt.Sprintf("args/%d", i), "looks like a secret ("+why+"), and arguments are stored and shown in plain text: "+
+					"put the value in an env variable, which is stored encrypted, and write ${NAME} here; Toolwarden substitutes it when it starts the server")
 			}
 		}
 		if d.workingDir != "" && !filepath.IsAbs(d.workingDir) {
@@ -393,6 +397,9 @@ func (d *draft) validate() error {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
 		} else if msg := checkURL(d.url); msg != "" {
 			ve.Add("url", msg)
+		} else if k := secretInURL(d.url); k != "" {
+			ve.Add("url", fmt.Sprintf("carries a secret in its query (%s), and URLs are stored and shown in plain text: "+
+				"send it as a header or with Authentication instead, which are stored encrypted", k))
 		}
 		if len(d.env) > 0 {
 			ve.Add("env", "applies to stdio servers only")
@@ -465,6 +472,115 @@ func (d *draft) validate() error {
 		ve.Add("health_interval_ms", fmt.Sprintf("must be between %d and %d milliseconds", MinHealthIntervalMS, MaxHealthIntervalMS))
 	}
 	return ve.Err()
+}
+
+// argRef is a ${NAME} reference in an argument to one of the server's env variables.
+var argRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// ExpandArgs replaces each ${NAME} in args with env[NAME], so a stdio server that takes
+// its token as an argument gets it from an encrypted env value rather than from an
+// argument stored (and shown) in plain text. References to names env does not have are
+// left as they are.
+func ExpandArgs(args []string, env map[string]string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = argRef.ReplaceAllStringFunc(a, func(m string) string {
+			if v, ok := env[m[2:len(m)-1]]; ok {
+				return v
+			}
+			return m
+		})
+	}
+	return out
+}
+
+// secretArg says why args[i] looks like a credential, or returns "". References to env
+// variables are what should be there instead, so they never count.
+func secretArg(args []string, i int) string {
+	a := argRef.ReplaceAllString(args[i], "")
+	if a != args[i] && strings.TrimSpace(a) == "" {
+		return ""
+	}
+	if k, v, ok := strings.Cut(a, "="); ok && !strings.ContainsAny(k, " \t") {
+		name := strings.TrimLeft(k, "-")
+		switch {
+		case v == "":
+			return ""
+		case secrets.LooksSecretName(name):
+			return "the value of " + k
+		case secrets.LooksSecretValue(v):
+			return "the value of " + k + " has the shape of a credential"
+		}
+		return ""
+	}
+	if secrets.LooksSecretValue(a) {
+		return "it has the shape of a credential"
+	}
+	if i > 0 && a != "" && !strings.HasPrefix(a, "-") {
+		prev := args[i-1]
+		if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") && secrets.LooksSecretName(strings.TrimLeft(prev, "-")) {
+			return "it follows " + prev
+		}
+	}
+	return ""
+}
+
+// secretInURL names the query parameter of raw that looks like a credential, or "".
+func secretInURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		for _, v := range q[k] {
+			if v != "" && (secrets.LooksSecretName(k) || secrets.LooksSecretValue(v)) {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// validateChange validates d as the new state of cur (nil for a new server): the rules
+// of validate, and stored secrets never follow a server to another origin. Whoever may
+// edit a server must not be able to point it at their own host and collect its stored
+// header values and token there; after such a move each must be entered again.
+func (d *draft) validateChange(cur *draft) error {
+	err := d.validate()
+	if cur == nil || cur.typ == TypeStdio || d.typ == TypeStdio || origin(cur.url) == origin(d.url) {
+		return err
+	}
+	var ve verr.Error
+	if err != nil {
+		var pve *verr.Error
+		if !errors.As(err, &pve) {
+			return err
+		}
+		ve = *pve
+	}
+	if ve.For("url") != "" {
+		return err // the URL itself is wrong: that is the one thing to fix
+	}
+	moved := fmt.Sprintf("is stored for %s; enter it again to send it to %s, or remove it", origin(cur.url), origin(d.url))
+	for _, k := range slices.Sorted(maps.Keys(d.headers)) {
+		if d.headers[k].plain == nil && ve.For("headers/"+k) == "" {
+			ve.Add("headers/"+k, moved)
+		}
+	}
+	if d.authType != AuthNone && d.authToken.plain == nil && d.authToken.cipher != "" && ve.For("auth_token") == "" {
+		ve.Add("auth_token", moved)
+	}
+	return ve.Err()
+}
+
+// origin is scheme://host[:port] of a URL, lower-cased; "" when it has none.
+func origin(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
 
 func checkURL(raw string) string {
@@ -604,20 +720,20 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 		if err != nil {
 			return err
 		}
-		d := draftOf(cur)
+		d, before := draftOf(cur), draftOf(cur)
 		d.apply(p)
-		if err := d.validate(); err != nil {
+		if err := d.validateChange(&before); err != nil {
 			return err
 		}
 		if out, err = s.update(ctx, tx, cur, d); err != nil {
 			return err
 		}
-		before := draftOf(cur).auditView()
+		beforeView := draftOf(cur).auditView()
 		after := d.auditView()
 		changed := map[string]any{}
 		for k, v := range after {
-			if fmt.Sprint(before[k]) != fmt.Sprint(v) {
-				changed[k] = map[string]any{"from": before[k], "to": v}
+			if fmt.Sprint(beforeView[k]) != fmt.Sprint(v) {
+				changed[k] = map[string]any{"from": beforeView[k], "to": v}
 			}
 		}
 		if names := changedSecrets(p); len(names) > 0 {
@@ -705,6 +821,38 @@ func connectionChanged(cur, next draft) bool {
 			if _, ok := pair[0][k]; !ok || v.plain != nil {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// ChangesCommand reports whether applying p to cur (nil for a new server) sets what a
+// stdio server runs on the host: its type becomes stdio, or its command, args, working
+// directory or env change. Such a change needs auth.PermServerCommand.
+func ChangesCommand(cur *Server, p Patch) bool {
+	next := newDraft("")
+	var before *draft
+	if cur != nil {
+		d := draftOf(*cur)
+		before, next = &d, draftOf(*cur)
+	}
+	next.apply(p)
+	return commandChanged(before, next)
+}
+
+// commandChanged: see ChangesCommand.
+func commandChanged(cur *draft, next draft) bool {
+	if next.typ != TypeStdio {
+		return false
+	}
+	if cur == nil || cur.typ != TypeStdio || cur.command != strings.TrimSpace(next.command) ||
+		!slices.Equal(cur.args, next.args) && !(len(cur.args) == 0 && len(next.args) == 0) ||
+		cur.workingDir != strings.TrimSpace(next.workingDir) || len(cur.env) != len(next.env) {
+		return true
+	}
+	for k, v := range next.env {
+		if _, ok := cur.env[k]; !ok || v.plain != nil {
+			return true
 		}
 	}
 	return false

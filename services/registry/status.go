@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 )
@@ -58,18 +59,40 @@ func (s *Service) Connection(ctx context.Context, id string) (Connection, error)
 // connection" tries exactly what Save would store.
 func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Connection, error) {
 	d := newDraft("00000000-0000-0000-0000-000000000000")
+	var before *draft
 	if id != "" {
 		cur, err := s.GetServer(ctx, id)
 		if err != nil {
 			return Connection{}, err
 		}
 		d = draftOf(cur)
+		b := draftOf(cur)
+		before = &b
 	}
 	d.apply(p)
-	if err := d.validate(); err != nil {
+	if err := d.validateChange(before); err != nil {
 		return Connection{}, err
 	}
 	return s.open(d)
+}
+
+// AuditTest records that actor tried connection c ("Test connection"; id is the saved
+// server it was tried for, "" for a new one). Names of env variables and headers are
+// recorded, never their values.
+func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c Connection) error {
+	payload := map[string]any{"name": c.Name, "type": c.Type, "saved": id != ""}
+	if c.Type == TypeStdio {
+		payload["command"], payload["args"], payload["working_dir"] = c.Command, c.Args, c.WorkingDir
+		payload["env_names"] = slices.Sorted(maps.Keys(c.Env))
+	} else {
+		payload["url"] = c.URL
+		payload["header_names"] = slices.Sorted(maps.Keys(c.Headers))
+	}
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "server.test", TargetType: "server",
+			TargetID: id, TargetName: c.Name, Payload: payload})
+		return err
+	})
 }
 
 func (s *Service) open(d draft) (Connection, error) {

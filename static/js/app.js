@@ -144,7 +144,7 @@
     document.querySelectorAll("[data-for-type]").forEach(function (fs) {
       var on = fs.dataset.forType.split(" ").indexOf(sel.value) >= 0;
       fs.hidden = !on;
-      fs.disabled = !on;
+      fs.disabled = !on || fs.hasAttribute("data-locked");
     });
   }
   document.addEventListener("change", function (e) {
