@@ -126,7 +126,7 @@ func BenchmarkReconnect(b *testing.B) {
 	e := start(b, &mcpclient.Options{})
 	hs := mcptest.StartHTTP(b, &mcptest.Options{Name: "flaky"})
 	sv := e.create(b, registry.Spec{Name: "flaky", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true,
-		HealthIntervalMS: 200, TimeoutMS: 1000})
+		HealthIntervalMS: 1000, TimeoutMS: 1000})
 	e.waitStatus(b, sv.ID, registry.StatusConnected)
 	var took []time.Duration
 	for b.Loop() {

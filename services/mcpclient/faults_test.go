@@ -28,7 +28,7 @@ func stdioSpec(t *testing.T, name string, opts *mcptest.Options) (registry.Spec,
 	control := filepath.Join(t.TempDir(), "control")
 	cmd, args, envm := mcptest.StdioCommand(opts, control)
 	return registry.Spec{Name: name, Type: registry.TypeStdio, Command: cmd, Args: args, Env: envm, Enabled: true,
-		HealthIntervalMS: 200}, control
+		HealthIntervalMS: 1000}, control
 }
 
 // pidAlive reports whether pid runs; a zombie (dead, waiting for its parent or init to
@@ -111,7 +111,7 @@ func TestHTTPOutageAndReconnect(t *testing.T) {
 			if typ == registry.TypeSSE {
 				url = hs.SSEURL()
 			}
-			sv := e.create(t, registry.Spec{Name: "outage", Type: typ, URL: url, Enabled: true, HealthIntervalMS: 200, TimeoutMS: 1000})
+			sv := e.create(t, registry.Spec{Name: "outage", Type: typ, URL: url, Enabled: true, HealthIntervalMS: 1000, TimeoutMS: 1000})
 			e.waitStatus(t, sv.ID, registry.StatusConnected)
 			hs.Stop()
 			e.waitStatus(t, sv.ID, registry.StatusError)
@@ -353,4 +353,50 @@ func TestStderrRedacted(t *testing.T) {
 	if strings.Contains(stderr, canary) || !strings.Contains(stderr, "my token is ***") {
 		t.Fatalf("stderr: got %q, want the token masked", stderr)
 	}
+}
+
+// TestHealthRetries: a failed health check is tried again up to the server's retries
+// setting; the session survives as many failures, and is replaced after one more.
+func TestHealthRetries(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "flaky"})
+	retries := 2
+	sv := e.create(t, registry.Spec{Name: "flaky", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true,
+		HealthIntervalMS: 1000, TimeoutMS: 1000, Retries: &retries})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	checks := func() (ok, failed int) {
+		h, err := e.reg.HealthHistory(context.Background(), sv.ID, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range h {
+			if c.OK {
+				ok++
+			} else {
+				failed++
+			}
+		}
+		return ok, failed
+	}
+
+	// Two failures in a row: tried again, the session stays.
+	hs.Server().FailPings(retries)
+	okBefore, _ := checks()
+	waitFor(t, 10*time.Second, func() bool { ok, failed := checks(); return failed == retries && ok > okBefore },
+		"no passing check after the failed ones")
+	if got := e.server(t, sv.ID); got.Status != registry.StatusConnected {
+		t.Fatalf("after %d failed checks within the retries: status %s (%v), want connected", retries, got.Status, got.LastError)
+	}
+	if snap := e.mgr.Snapshot(sv.ID); snap.Failures != 0 {
+		t.Fatalf("session was replaced: %d failures", snap.Failures)
+	}
+
+	// One failure more than retries allows: the session is replaced, and comes back.
+	hs.Server().FailPings(retries + 1)
+	got := e.waitStatus(t, sv.ID, registry.StatusError)
+	if got.LastError == nil || !strings.Contains(*got.LastError, "health check failed 3 times in a row") {
+		t.Fatalf("last error: got %v, want three failed health checks", got.LastError)
+	}
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
 }

@@ -62,7 +62,7 @@ const (
 	MinTimeoutMS            = 100
 	MaxTimeoutMS            = 600_000
 	MaxRetries              = 10
-	MinHealthIntervalMS     = 100
+	MinHealthIntervalMS     = 1000
 	MaxHealthIntervalMS     = 3_600_000
 )
 
