@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -122,7 +123,8 @@ func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool
 	if err != nil {
 		return nil, err
 	}
-	plan, err := h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune})
+	plan, err := h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune,
+		CompareSecrets: PrincipalOf(c).Can(auth.PermServerCommand)})
 	if err != nil {
 		return nil, err
 	}

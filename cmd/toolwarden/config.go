@@ -123,7 +123,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	defer d.Close()
 	reg := registry.New(d.Pool, keys, nil)
-	plan, err := reg.PlanImport(ctx, cfg, registry.ImportOptions{Prune: prune})
+	plan, err := reg.PlanImport(ctx, cfg, registry.ImportOptions{Prune: prune, CompareSecrets: true})
 	if err != nil {
 		return err
 	}

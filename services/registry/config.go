@@ -1027,6 +1027,11 @@ func (p *parser) expand(server, field, v string, local map[string]bool) (string,
 type ImportOptions struct {
 	// Prune deletes registered servers the file does not list; without it they are kept.
 	Prune bool
+	// CompareSecrets lets the plan say that a secret value in the file equals the stored
+	// one (and leave it alone). Without it every value given counts as replaced, so the
+	// plan cannot be used to check a guess of a stored secret: only callers who could
+	// read the secrets anyway (the command line, administrators) set it.
+	CompareSecrets bool
 }
 
 // Plan actions.
@@ -1145,7 +1150,7 @@ func (s *Service) PlanImport(ctx context.Context, cfg *Config, opts ImportOption
 	for _, sc := range cfg.Servers {
 		inFile[sc.Name] = true
 		cur, exists := byName[sc.Name]
-		it, err := s.planServer(plan, sc, cur, exists)
+		it, err := s.planServer(plan, sc, cur, exists, opts.CompareSecrets)
 		if err != nil {
 			return nil, err
 		}
@@ -1165,7 +1170,7 @@ func (s *Service) PlanImport(ctx context.Context, cfg *Config, opts ImportOption
 	return plan, nil
 }
 
-func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists bool) (PlanItem, error) {
+func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists, compare bool) (PlanItem, error) {
 	it := PlanItem{Name: sc.Name, Action: PlanCreate}
 	var d, before draft
 	if exists {
@@ -1198,7 +1203,7 @@ func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists boo
 		}
 	}
 	it.Type = d.typ
-	secretChanges, err := s.compareSecrets(&d, cur, exists)
+	secretChanges, err := s.compareSecrets(&d, cur, exists, compare)
 	if err != nil {
 		return it, err
 	}
@@ -1268,7 +1273,7 @@ func secretPatch(field string, stored map[string]secretValue, file map[string]*s
 
 // compareSecrets lists how the secrets of d differ from the stored ones. A new value
 // equal to the stored one is not a change: d keeps the stored ciphertext.
-func (s *Service) compareSecrets(d *draft, cur Server, exists bool) ([]FieldChange, error) {
+func (s *Service) compareSecrets(d *draft, cur Server, exists, compare bool) ([]FieldChange, error) {
 	var out []FieldChange
 	cmp := func(field, label, name string, v secretValue, storedCipher string, stored bool) (secretValue, error) {
 		switch {
@@ -1276,6 +1281,9 @@ func (s *Service) compareSecrets(d *draft, cur Server, exists bool) ([]FieldChan
 			return v, nil
 		case !stored:
 			out = append(out, FieldChange{Field: label, To: "set", Secret: true})
+			return v, nil
+		case !compare:
+			out = append(out, FieldChange{Field: label, To: "replaced", Secret: true})
 			return v, nil
 		}
 		if s.keys == nil {

@@ -94,7 +94,7 @@ func (f *fixture) plan(name, data string, prune bool) *registry.Plan {
 	if err != nil {
 		f.t.Fatalf("parse %s: %v", name, err)
 	}
-	plan, err := f.reg.PlanImport(f.ctx, cfg, registry.ImportOptions{Prune: prune})
+	plan, err := f.reg.PlanImport(f.ctx, cfg, registry.ImportOptions{Prune: prune, CompareSecrets: true})
 	if err != nil {
 		f.t.Fatalf("plan %s: %v", name, err)
 	}
@@ -828,5 +828,41 @@ servers:
 				t.Fatalf("a failed import wrote %d audit entries", after-before)
 			}
 		})
+	}
+}
+
+// TestPlanDoesNotConfirmGuesses: without CompareSecrets (a caller who cannot read the
+// secrets), a value in the file that equals the stored one is still "replaced", so the
+// plan cannot be used to check a guess. With it, an equal value leaves the server alone.
+func TestPlanDoesNotConfirmGuesses(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.create(registry.Spec{Name: "api", Type: registry.TypeStreamableHTTP, URL: "http://127.0.0.1:1/mcp", Enabled: true,
+		AuthType: registry.AuthBearer, AuthToken: cfgCanary + "-token", Headers: map[string]string{"X-Key": cfgCanary + "-key"}})
+	for _, guess := range []string{cfgCanary + "-key", cfgCanary + "-wrong"} {
+		file := "version: 1\nservers:\n  - name: api\n    type: streamable_http\n    url: http://127.0.0.1:1/mcp\n" +
+			"    headers:\n      X-Key: " + guess + "\n    auth:\n      type: bearer\n      token: null\n"
+		cfg, err := registry.ParseConfig("guess.yaml", []byte(file), registry.ParseOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, compare := range []bool{false, true} {
+			plan, err := f.reg.PlanImport(f.ctx, cfg, registry.ImportOptions{CompareSecrets: compare})
+			if err != nil || plan.HasErrors() {
+				t.Fatalf("plan: %v %v", err, plan.Errors)
+			}
+			it := plan.Items[0]
+			right := guess == cfgCanary+"-key"
+			want := registry.PlanUpdate
+			if compare && right {
+				want = registry.PlanUnchanged
+			}
+			if it.Action != want {
+				t.Errorf("guess right=%v, compare=%v: action %q, want %q (changes %v)", right, compare, it.Action, want, it.Changes)
+			}
+			if want == registry.PlanUpdate && (len(it.Changes) != 1 || it.Changes[0].To != "replaced") {
+				t.Errorf("guess right=%v, compare=%v: changes %+v, want only the header replaced", right, compare, it.Changes)
+			}
+		}
 	}
 }
