@@ -53,7 +53,8 @@ const (
 	PermServerEdit   Permission = "server.edit"
 	PermServerDelete Permission = "server.delete"
 	// PermServerCommand: set what a stdio server runs on the Toolwarden host (its
-	// command, args, env and working directory) and try such a registration. Whoever
+	// command, args, env and working directory), also in "Test connection" (testing a
+	// stored stdio server unchanged needs only server.edit). Whoever
 	// holds it can run any program as Toolwarden, so only administrators do.
 	PermServerCommand Permission = "server.command"
 
