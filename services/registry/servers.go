@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -494,33 +495,60 @@ func ExpandArgs(args []string, env map[string]string) []string {
 	return out
 }
 
-// secretArg says why args[i] looks like a credential, or returns "". References to env
-// variables are what should be there instead, so they never count.
+// secretArg says why args[i] looks like a credential, or returns "". An argument with a
+// ${NAME} reference takes its credential from env, so only a literal credential beside
+// the reference counts.
 func secretArg(args []string, i int) string {
-	a := argRef.ReplaceAllString(args[i], "")
-	if a != args[i] && strings.TrimSpace(a) == "" {
-		return ""
-	}
-	if k, v, ok := strings.Cut(a, "="); ok && !strings.ContainsAny(k, " \t") {
-		name := strings.TrimLeft(k, "-")
-		switch {
-		case v == "":
-			return ""
-		case secrets.LooksSecretName(name):
-			return "the value of " + k
-		case secrets.LooksSecretValue(v):
-			return "the value of " + k + " has the shape of a credential"
+	a := args[i]
+	if argRef.MatchString(a) {
+		for _, w := range strings.Fields(argRef.ReplaceAllString(a, " ")) {
+			if secrets.LooksSecretValue(strings.Trim(w, `"':=,;`)) {
+				return "it has the shape of a credential"
+			}
 		}
 		return ""
 	}
-	if secrets.LooksSecretValue(a) {
+	prev := ""
+	if i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.ContainsAny(args[i-1], "= ") {
+		prev = args[i-1]
+	}
+	return literalSecret(a, prev)
+}
+
+// literalSecret: see secretArg; prev is the flag before a, if any.
+func literalSecret(a, prev string) string {
+	a = strings.TrimSpace(a)
+	secretFlag := func(f string) bool { return secrets.LooksSecretName(strings.TrimLeft(f, "-")) }
+	switch {
+	case a == "":
+		return ""
+	case secrets.LooksSecretValue(a):
 		return "it has the shape of a credential"
 	}
-	if i > 0 && a != "" && !strings.HasPrefix(a, "-") {
-		prev := args[i-1]
-		if strings.HasPrefix(prev, "-") && !strings.Contains(prev, "=") && secrets.LooksSecretName(strings.TrimLeft(prev, "-")) {
-			return "it follows " + prev
+	if k, v, ok := strings.Cut(a, "="); ok && k != "" && !strings.ContainsAny(k, " \t:") {
+		if v == "" {
+			return ""
 		}
+		if secretFlag(k) {
+			return "the value of " + k
+		}
+		if why := literalSecret(v, ""); why != "" {
+			return "the value of " + k + ": " + why
+		}
+		return ""
+	}
+	if name, v, ok := strings.Cut(a, ":"); ok && httpguts.ValidHeaderFieldName(name) && strings.HasPrefix(v, " ") {
+		// A header such as mcp-remote's --header "Authorization: Bearer …".
+		if v = strings.TrimSpace(v); v != "" && (secrets.LooksSecretName(name) || secrets.LooksSecretValue(v)) {
+			return "the value of the " + name + " header"
+		}
+		return ""
+	}
+	if f, v, ok := strings.Cut(a, " "); ok && strings.HasPrefix(f, "-") && secretFlag(f) && strings.TrimSpace(v) != "" {
+		return "the value of " + f
+	}
+	if prev != "" && !strings.HasPrefix(a, "-") && secretFlag(prev) {
+		return "it follows " + prev
 	}
 	return ""
 }
@@ -574,13 +602,19 @@ func (d *draft) validateChange(cur *draft) error {
 	return ve.Err()
 }
 
-// origin is scheme://host[:port] of a URL, lower-cased; "" when it has none.
+// origin is scheme://host:port of a URL, lower-cased, with the scheme's default port
+// spelled out; "" when it has no host.
 func origin(raw string) string {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil || u.Host == "" {
 		return ""
 	}
-	return strings.ToLower(u.Scheme + "://" + u.Host)
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(host, port)
 }
 
 func checkURL(raw string) string {
