@@ -256,7 +256,7 @@ func TestCredentialsRefusedInArgs(t *testing.T) {
 		{"header after = with a literal token", []string{"--header=Authorization: Bearer abcdefghijklmnop1234"}, []string{"args/0"}},
 		{"API key header", []string{"--header", "X-API-Key: abc123"}, []string{"args/1"}},
 		{"flag and value in one argument", []string{"--token abc123"}, []string{"args/0"}},
-		{"literal credential beside a reference", []string{"--auth=${USER_NAME}:" + ghToken}, []string{"args/0"}},
+		{"literal credential beside a reference", []string{"--auth=${API_KEY}:" + ghToken}, []string{"args/0"}},
 
 		// Accepted.
 		{"env reference after =", []string{"--api-key=${API_KEY}"}, nil},
@@ -305,6 +305,24 @@ func TestCredentialsRefusedInArgs(t *testing.T) {
 				t.Fatalf("args: got %q, want %q", sv.Args, want)
 			}
 		})
+	}
+}
+
+// TestArgReferenceNeedsEnv: a ${NAME} in args must name one of the server's env
+// variables, or the program would get the reference text itself.
+func TestArgReferenceNeedsEnv(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, err := f.reg.CreateServer(f.ctx, audit.System, registry.Spec{Name: "refs", Type: registry.TypeStdio, Command: "npx",
+		Args: []string{"--token", "${TOKEN}"}, Env: map[string]string{"OTHER": "x"}, Enabled: true})
+	wantFields(t, err, "args/1")
+	var ve *verr.Error
+	if errors.As(err, &ve) && !strings.Contains(ve.For("args/1"), "env has no TOKEN") {
+		t.Fatalf("message %q: want it to name the missing variable", ve.For("args/1"))
+	}
+	if _, err := f.reg.CreateServer(f.ctx, audit.System, registry.Spec{Name: "refs", Type: registry.TypeStdio, Command: "npx",
+		Args: []string{"--token", "${TOKEN}"}, Env: map[string]string{"TOKEN": "x"}, Enabled: true}); err != nil {
+		t.Fatalf("with TOKEN in env: %v", err)
 	}
 }
 

@@ -372,6 +372,8 @@ func (d *draft) validate() error {
 		for i, a := range d.args {
 			if strings.ContainsRune(a, 0) {
 				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
+			} else if name := missingRef(a, d.env); name != "" {
+				ve.Add(fmt.Sprintf("args/%d", i), fmt.Sprintf("refers to ${%s}, but env has no %s: add it under environment variables, or write the value here", name, name))
 			} else if why := secretArg(d.args, i); why != "" {
 				ve.Add(fmt.Sprintf("args/%d", i), "looks like a secret ("+why+"), and arguments are stored and shown in plain text: "+
 					"put the value in an env variable, which is stored encrypted, and write ${NAME} here; Toolwarden substitutes it when it starts the server")
@@ -493,6 +495,16 @@ func ExpandArgs(args []string, env map[string]string) []string {
 		})
 	}
 	return out
+}
+
+// missingRef returns the first ${NAME} in a that env does not define, or "".
+func missingRef[V any](a string, env map[string]V) string {
+	for _, m := range argRef.FindAllStringSubmatch(a, -1) {
+		if _, ok := env[m[1]]; !ok {
+			return m[1]
+		}
+	}
+	return ""
 }
 
 // secretArg says why args[i] looks like a credential, or returns "". An argument with a
