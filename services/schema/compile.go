@@ -1,0 +1,201 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// ErrRemoteRef is wrapped by CompileSchema's error when a schema refers to
+// anything outside itself: Toolwarden never loads schemas from the network or
+// from files, because a tool definition comes from a server it does not trust.
+var ErrRemoteRef = errors.New("schema: only references inside the schema itself are allowed")
+
+// baseURL names the schema being compiled. It is hierarchical (unlike a urn),
+// so a relative "$ref": "other.json" resolves to a URL that the loader then
+// refuses, instead of resolving to something odd that silently compiles.
+const baseURL = "toolwarden:///schema.json"
+
+// refusingLoader replaces the library's default loader, which reads files.
+// The standard meta-schemas are built into the library and never reach it.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) { return nil, ErrRemoteRef }
+
+// lenientRegexp compiles patterns with Go's regexp and, when that fails,
+// returns a pattern that matches everything. Many servers build schemas with
+// JavaScript libraries (zod's email pattern uses lookahead), which RE2 cannot
+// run; refusing those schemas would make the tools unusable, and the server
+// enforces its own pattern anyway. ValidateTool reports each such pattern as
+// pattern_unsupported so nobody is misled.
+func lenientRegexp(s string) (jsonschema.Regexp, error) {
+	if re, err := regexp.Compile(s); err == nil {
+		return re, nil
+	}
+	return anything(s), nil
+}
+
+type anything string
+
+func (a anything) MatchString(string) bool { return true }
+func (a anything) String() string          { return string(a) }
+
+// CompileSchema compiles a JSON Schema. Schemas without "$schema" are read as
+// draft 2020-12 (the MCP default); draft-07 and 2019-09 schemas that say so
+// are honoured. References must stay inside the schema ("#/$defs/Name");
+// anything else fails with an error wrapping ErrRemoteRef.
+func CompileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	s, _, err := compile(raw)
+	return s, err
+}
+
+// compile is CompileSchema that also returns, on failure, a JSON pointer into
+// the schema near the fault ("" for the whole schema).
+func compile(raw json.RawMessage) (*jsonschema.Schema, string, error) {
+	if !present(raw) {
+		return nil, "", errors.New("schema: no schema given")
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, "", fmt.Errorf("schema: not valid JSON: %w", err)
+	}
+	return compileDoc(doc)
+}
+
+// compileDoc compiles a schema already decoded as jsonschema.UnmarshalJSON
+// decodes (maps, slices, json.Number).
+func compileDoc(doc any) (*jsonschema.Schema, string, error) {
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refusingLoader{})
+	c.UseRegexpEngine(lenientRegexp)
+	if err := c.AddResource(baseURL, doc); err != nil {
+		return nil, "", fmt.Errorf("schema: %w", err)
+	}
+	s, err := c.Compile(baseURL)
+	if err != nil {
+		ptr, err := compileError(err)
+		return nil, ptr, err
+	}
+	return s, "", nil
+}
+
+// compileError turns the library's long, multi-line errors into one line and
+// a pointer to the place in the schema.
+func compileError(err error) (string, error) {
+	var le *jsonschema.LoadURLError
+	if errors.As(err, &le) {
+		ref := strings.TrimPrefix(le.URL, "toolwarden:///")
+		return "", fmt.Errorf("%w: cannot resolve %q; use a local reference such as \"#/$defs/Name\" (Toolwarden never loads schemas from the network or files)", ErrRemoteRef, ref)
+	}
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			ls := leaves(ve)
+			return ptrJoin("", ls[0].InstanceLocation...), fmt.Errorf("schema: not a valid JSON Schema: %s", strings.Join(leafMessages(ls, 3), "; "))
+		}
+	}
+	msg := strings.ReplaceAll(err.Error(), baseURL, "schema")
+	return "", fmt.Errorf("schema: %s", msg)
+}
+
+// leafMessages lists up to limit "at <pointer>: <reason>" lines from the most
+// specific causes of a validation error.
+func leafMessages(ls []*jsonschema.ValidationError, limit int) []string {
+	var out, seen []string
+	for _, l := range ls {
+		loc := ptrJoin("", l.InstanceLocation...)
+		if slices.Contains(seen, loc) {
+			continue // the other branches of an anyOf say the same thing worse
+		}
+		seen = append(seen, loc)
+		where := "the root"
+		if len(l.InstanceLocation) > 0 {
+			where = strconv.Quote(loc)
+		}
+		out = append(out, fmt.Sprintf("at %s: %s", where, leafString(l)))
+		if len(out) == limit {
+			break
+		}
+	}
+	return out
+}
+
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// leafString is the English message for a leaf error without the library's
+// "jsonschema validation failed with ..." header.
+func leafString(ve *jsonschema.ValidationError) string {
+	if u := ve.BasicOutput(); u.Error != nil {
+		return u.Error.String()
+	}
+	return "is not valid"
+}
+
+// ValidateArguments checks call arguments against a compiled input schema.
+// It returns nil when they are valid and otherwise a *verr.Error with one
+// field per problem, each named by a JSON pointer into the arguments
+// ("/message"), which is the "details" shape of the API's invalid_arguments
+// error. args may be a decoded value or raw JSON (json.RawMessage or []byte).
+func ValidateArguments(s *jsonschema.Schema, args any) error {
+	switch raw := args.(type) {
+	case json.RawMessage:
+		return ValidateArguments(s, []byte(raw))
+	case []byte:
+		if !present(raw) {
+			args = map[string]any{}
+			break
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return verr.New("", "arguments are not valid JSON: "+err.Error())
+		}
+		args = v
+	case nil:
+		args = map[string]any{}
+	}
+	err := s.Validate(args)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return verr.New("", err.Error())
+	}
+	out := &verr.Error{}
+	for _, l := range leaves(ve) {
+		loc := ptrJoin("", l.InstanceLocation...)
+		if req, ok := l.ErrorKind.(*kind.Required); ok {
+			for _, name := range req.Missing {
+				out.Add(ptrJoin(loc, name), "is required")
+			}
+			continue
+		}
+		msg := leafString(l)
+		if out.For(loc) == msg {
+			continue
+		}
+		out.Add(loc, msg)
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+func TestCompileSchemaRefusesOutsideReferences(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, schema string }{
+		{"https", `{"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}`},
+		{"http fragment", `{"type": "object", "properties": {"a": {"$ref": "http://example.com/a.json#/$defs/A"}}}`},
+		{"relative file", `{"type": "object", "properties": {"a": {"$ref": "other.json"}}}`},
+		{"absolute path", `{"type": "object", "properties": {"a": {"$ref": "/etc/passwd"}}}`},
+		{"file URL", `{"type": "object", "properties": {"a": {"$ref": "file:///etc/passwd"}}}`},
+		{"unknown meta-schema", `{"$schema": "https://example.com/meta", "type": "object"}`},
+		{"relative to an $id", `{"$id": "https://example.com/tool.json", "type": "object", "properties": {"a": {"$ref": "other.json"}}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := CompileSchema(json.RawMessage(tc.schema))
+			if err == nil {
+				t.Fatalf("got a schema %v, want an error", s)
+			}
+			if !errors.Is(err, ErrRemoteRef) {
+				t.Errorf("got %v, want an error wrapping ErrRemoteRef", err)
+			}
+			if !strings.Contains(err.Error(), "#/$defs/") {
+				t.Errorf("error %q does not say how to refer locally", err)
+			}
+		})
+	}
+}
+
+func TestCompileSchema(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		schema  string
+		valid   string // arguments that must pass
+		invalid string // arguments that must fail
+	}{
+		{"local $defs ref", `{"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "string"}}}`, `{"a": "x"}`, `{"a": 1}`},
+		{"draft-07 definitions", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"$ref": "#/definitions/A"}}, "definitions": {"A": {"type": "integer"}}}`, `{"a": 1}`, `{"a": "x"}`},
+		{"ref through own $id", `{"$id": "https://example.com/t.json", "type": "object", "properties": {"a": {"$ref": "https://example.com/t.json#/$defs/A"}}, "$defs": {"A": {"type": "boolean"}}}`, `{"a": true}`, `{"a": "x"}`},
+		{"recursive ref", `{"type": "object", "properties": {"name": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#"}}}}`, `{"name": "a", "children": [{"name": "b"}]}`, `{"children": [{"name": 1}]}`},
+		{"2020-12 by default", `{"type": "object", "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}], "items": false}}}`, `{"t": ["x"]}`, `{"t": ["x", "y"]}`},
+		{"unsupported pattern is lenient", `{"type": "object", "properties": {"e": {"type": "string", "pattern": "^(?!\\.)[a-z.]+$"}}}`, `{"e": ".anything"}`, `{"e": 1}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := CompileSchema(json.RawMessage(tc.schema))
+			if err != nil {
+				t.Fatalf("got %v, want the schema to compile", err)
+			}
+			if err := ValidateArguments(s, json.RawMessage(tc.valid)); err != nil {
+				t.Errorf("%s: got %v, want valid", tc.valid, err)
+			}
+			if err := ValidateArguments(s, json.RawMessage(tc.invalid)); err == nil {
+				t.Errorf("%s: got valid, want an error", tc.invalid)
+			}
+		})
+	}
+}
+
+func TestCompileSchemaErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, schema, want string }{
+		{"empty", ``, "no schema"},
+		{"null", `null`, "no schema"},
+		{"not JSON", `{"type": `, "not valid JSON"},
+		{"trailing data", `{"type": "object"} {}`, "not valid JSON"},
+		{"bad keyword value", `{"type": "object", "minProperties": -1}`, `"/minProperties"`},
+		{"dangling ref", `{"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}`, "not found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := CompileSchema(json.RawMessage(tc.schema))
+			if err == nil {
+				t.Fatal("got nil, want an error")
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "schema: ") {
+				t.Errorf("got %q, want a \"schema: \" error containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("got a multi-line error %q", err)
+			}
+		})
+	}
+}
+
+func TestValidateArguments(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{
+		"type": "object",
+		"properties": {
+			"message": {"type": "string"},
+			"count": {"type": "integer", "minimum": 1},
+			"opts": {"type": "object", "properties": {"mode": {"enum": ["a", "b"]}}, "required": ["mode"]}
+		},
+		"required": ["message"],
+		"additionalProperties": false
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args any
+		want map[string]string // path → part of the message; nil for valid
+	}{
+		{"valid raw", json.RawMessage(`{"message": "hi", "count": 2}`), nil},
+		{"valid decoded", map[string]any{"message": "hi", "count": 2}, nil},
+		{"missing", json.RawMessage(`{}`), map[string]string{"/message": "is required"}},
+		{"nil arguments", nil, map[string]string{"/message": "is required"}},
+		{"wrong type", json.RawMessage(`{"message": 5}`), map[string]string{"/message": "want string"}},
+		{"below minimum", json.RawMessage(`{"message": "hi", "count": 0}`), map[string]string{"/count": "minimum"}},
+		{"nested", json.RawMessage(`{"message": "hi", "opts": {"mode": "c"}}`), map[string]string{"/opts/mode": "value must be"}},
+		{"nested missing", json.RawMessage(`{"message": "hi", "opts": {}}`), map[string]string{"/opts/mode": "is required"}},
+		{"unknown", json.RawMessage(`{"message": "hi", "extra": 1}`), map[string]string{"": "extra"}},
+		{"not JSON", json.RawMessage(`{"message": `), map[string]string{"": "not valid JSON"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := ValidateArguments(s, tc.args)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("got %v, want valid", err)
+				}
+				return
+			}
+			var ve *verr.Error
+			if !errors.As(err, &ve) {
+				t.Fatalf("got %v, want a *verr.Error", err)
+			}
+			for path, msg := range tc.want {
+				if got := ve.For(path); !strings.Contains(got, msg) {
+					t.Errorf("at %q: got %q, want a message containing %q (all: %v)", path, got, msg, ve.Fields)
+				}
+			}
+		})
+	}
+}

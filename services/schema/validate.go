@@ -1,0 +1,501 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits from the MCP specification and from what models handle well.
+const (
+	maxNameLen         = 128
+	minDescriptionLen  = 20
+	longDescriptionLen = 2000
+	hugeDescriptionLen = 10000
+)
+
+// paramName is the property-name rule of the major model APIs; a client that
+// forwards the tool to such an API fails on other names.
+var paramName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// checker collects findings for one tool.
+type checker struct {
+	out []Finding
+}
+
+func (c *checker) add(path, code string, sev Severity, msg string) {
+	c.out = append(c.out, Finding{Path: path, Code: code, Severity: sev, Message: msg})
+}
+
+// ValidateTool checks a tool definition against the MCP rules, JSON Schema
+// 2020-12 and Toolwarden's own rules (see the package documentation for the
+// codes). It returns every finding, sorted by SortFindings; a clean tool gets
+// an empty, non-nil slice.
+func ValidateTool(t Tool) []Finding {
+	c := &checker{out: []Finding{}}
+	c.name(t.Name)
+	c.description(t)
+	c.scanText("/title", "title", t.Title)
+	c.inputSchema(t.InputSchema)
+	c.outputSchema(t.OutputSchema)
+	c.annotations(t.Annotations)
+	SortFindings(c.out)
+	return c.out
+}
+
+func (c *checker) name(name string) {
+	switch n := utf8.RuneCountInString(name); {
+	case n == 0:
+		c.add("/name", "name_length", SeverityError, "name is empty; MCP tool names are 1 to 128 characters long.")
+		return
+	case n > maxNameLen:
+		c.add("/name", "name_length", SeverityError, fmt.Sprintf(
+			"name is %d characters long; MCP allows at most %d. Ask the server's author for a shorter name.", n, maxNameLen))
+	}
+	var bad []string
+	for _, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.'
+		if ok {
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		if r == ' ' || isHidden(r) || r > 0x7E {
+			q = fmt.Sprintf("U+%04X", r)
+		}
+		if !containsString(bad, q) {
+			bad = append(bad, q)
+		}
+	}
+	if len(bad) > 0 {
+		c.add("/name", "name_charset", SeverityError, fmt.Sprintf(
+			"name %q contains %s; MCP tool names may only use A-Z, a-z, 0-9, \"_\", \"-\" and \".\".",
+			visible(name), strings.Join(bad, ", ")))
+	}
+	if strings.Contains(name, "__") {
+		c.add("/name", "name_double_underscore", SeverityWarning, fmt.Sprintf(
+			"name %q contains \"__\", which Toolwarden uses to join server and tool (server__tool); the qualified name will be hard to read and may be ambiguous.",
+			visible(name)))
+	}
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) description(t Tool) {
+	d := strings.TrimSpace(scanHidden(t.Description).clean)
+	c.scanText("/description", "description", t.Description)
+	if d == "" {
+		c.add("/description", "description_missing", SeverityError,
+			"the tool has no description; the model chooses tools by their descriptions, so add one that says what the tool does, what it returns and when to use it.")
+		return
+	}
+	n := utf8.RuneCountInString(d)
+	switch {
+	case sameText(d, t.Name) || sameText(d, t.Title):
+		c.add("/description", "description_short", SeverityWarning,
+			"description only repeats the tool's name; say what the tool does, what it returns and when to use it.")
+	case n < minDescriptionLen || len(strings.Fields(d)) == 1:
+		c.add("/description", "description_short", SeverityWarning, fmt.Sprintf(
+			"description %q is too short to tell a model when to use the tool; say what it does, what it returns and when to use it.", visible(d)))
+	}
+	switch {
+	case n > hugeDescriptionLen:
+		c.add("/description", "description_long", SeverityError, fmt.Sprintf(
+			"description is %d characters long (more than %d); it costs every conversation that lists the tool and can hide instructions. Shorten it.", n, hugeDescriptionLen))
+	case n > longDescriptionLen:
+		c.add("/description", "description_long", SeverityWarning, fmt.Sprintf(
+			"description is %d characters long (more than %d); long descriptions cost tokens in every conversation. Consider shortening it.", n, longDescriptionLen))
+	}
+}
+
+// sameText compares ignoring case, spaces and the separators of tool names,
+// so that "get_sum", "Get Sum" and "get-sum" are the same.
+func sameText(a, b string) bool {
+	fold := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			switch r {
+			case ' ', '_', '-', '.', '\t', '\n':
+				return -1
+			}
+			return r
+		}, strings.ToLower(strings.TrimSpace(s)))
+	}
+	fa := fold(a)
+	return fa != "" && fa == fold(b)
+}
+
+func (c *checker) inputSchema(raw json.RawMessage) {
+	const at = "/inputSchema"
+	if !present(raw) {
+		c.add(at, "input_schema_missing", SeverityError,
+			`the tool has no inputSchema; MCP requires one, at least {"type": "object"} for a tool without parameters.`)
+		return
+	}
+	root, err := decode(raw)
+	if err != nil {
+		c.add(at, "input_schema_invalid", SeverityError, "inputSchema cannot be read as JSON: "+err.Error())
+		return
+	}
+	if _, ptr, err := compileDoc(schemaDoc(root)); err != nil {
+		c.add(at+ptr, "input_schema_invalid", SeverityError, fmt.Sprintf(
+			"inputSchema does not compile, so calls cannot be checked against it: %s", strings.TrimPrefix(err.Error(), "schema: ")))
+	}
+	o, ok := root.(*obj)
+	if !ok {
+		c.add(at, "input_schema_not_object", SeverityError, fmt.Sprintf(
+			`inputSchema is a JSON %s; MCP requires a schema object with "type": "object".`, jsonType(root)))
+		return
+	}
+	c.schemaTexts(root, "input", o, at, 0)
+	if typ, ok := o.get("type"); !ok || typ != "object" {
+		path := at
+		if ok {
+			path += "/type"
+		}
+		c.add(path, "input_schema_not_object", SeverityError, fmt.Sprintf(
+			`inputSchema has %s; MCP requires "type": "object" at the root, because arguments are always an object.`, describeType(typ, ok)))
+	}
+	c.params(root, o, at, false, 0)
+}
+
+func describeType(typ any, ok bool) string {
+	if !ok {
+		return "no type"
+	}
+	b, _ := json.Marshal(plain(typ))
+	return fmt.Sprintf(`"type": %s`, b)
+}
+
+func (c *checker) outputSchema(raw json.RawMessage) {
+	const at = "/outputSchema"
+	if !present(raw) {
+		return
+	}
+	root, err := decode(raw)
+	if err != nil {
+		c.add(at, "output_schema_invalid", SeverityError, "outputSchema cannot be read as JSON: "+err.Error())
+		return
+	}
+	if _, ptr, err := compileDoc(schemaDoc(root)); err != nil {
+		c.add(at+ptr, "output_schema_invalid", SeverityError, fmt.Sprintf(
+			"outputSchema does not compile, so results cannot be checked against it: %s", strings.TrimPrefix(err.Error(), "schema: ")))
+	}
+	o, ok := root.(*obj)
+	if !ok {
+		c.add(at, "output_schema_not_object", SeverityError, fmt.Sprintf(
+			`outputSchema is a JSON %s; MCP requires a schema object with "type": "object", because structured content is always an object.`, jsonType(root)))
+		return
+	}
+	c.schemaTexts(root, "output", o, at, 0)
+	if typ, ok := o.get("type"); !ok || typ != "object" {
+		path := at
+		if ok {
+			path += "/type"
+		}
+		c.add(path, "output_schema_not_object", SeverityError, fmt.Sprintf(
+			`outputSchema has %s; MCP requires "type": "object" at the root, because structured content is always an object.`, describeType(typ, ok)))
+	}
+}
+
+var hints = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+
+func (c *checker) annotations(raw json.RawMessage) {
+	const at = "/annotations"
+	if !present(raw) {
+		return
+	}
+	v, err := decode(raw)
+	if err != nil {
+		c.add(at, "annotations_invalid", SeverityWarning, "annotations are not valid JSON ("+err.Error()+"); Toolwarden ignores them and treats the tool as destructive.")
+		return
+	}
+	o, ok := v.(*obj)
+	if !ok {
+		c.add(at, "annotations_invalid", SeverityWarning, fmt.Sprintf(
+			"annotations are a JSON %s, not an object; Toolwarden ignores them and treats the tool as destructive.", jsonType(v)))
+		return
+	}
+	for _, h := range hints {
+		x, ok := o.get(h)
+		if !ok || x == nil {
+			continue
+		}
+		if _, isBool := x.(bool); !isBool {
+			b, _ := json.Marshal(plain(x))
+			c.add(ptrJoin(at, h), "annotations_invalid", SeverityWarning, fmt.Sprintf(
+				"%s is %s; hints must be true or false, so Toolwarden ignores this one.", h, b))
+		}
+	}
+	if x, ok := o.get("title"); ok && x != nil {
+		if s, isStr := x.(string); isStr {
+			c.scanText(ptrJoin(at, "title"), "annotations title", s)
+		} else {
+			c.add(ptrJoin(at, "title"), "annotations_invalid", SeverityWarning, "annotations title must be a string.")
+		}
+	}
+	if ro, _ := o.m["readOnlyHint"].(bool); ro {
+		if d, _ := o.m["destructiveHint"].(bool); d {
+			c.add(ptrJoin(at, "destructiveHint"), "annotations_contradict", SeverityWarning,
+				"readOnlyHint and destructiveHint are both true; a read-only tool cannot destroy anything, so one of them is wrong. Ask the server's author which, and set the tool's risk by hand meanwhile.")
+		}
+	}
+}
+
+// schemaTexts walks every subschema of a schema and checks the text in it
+// that a model reads: descriptions, titles, enum values, defaults, examples.
+// It also reports patterns that Go's regexp cannot run.
+func (c *checker) schemaTexts(root any, side string, o *obj, ptr string, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	where := place(side, ptr)
+	if s, ok := o.m["description"].(string); ok {
+		c.scanText(ptrJoin(ptr, "description"), "description of "+where, s)
+	}
+	if s, ok := o.m["title"].(string); ok {
+		c.scanText(ptrJoin(ptr, "title"), "title of "+where, s)
+	}
+	for i, e := range o.array("enum") {
+		c.valueTexts(ptrJoin(ptr, "enum", strconv.Itoa(i)), "enum value of "+where, e, 0)
+	}
+	for _, k := range []string{"const", "default", "examples"} {
+		if v, ok := o.get(k); ok {
+			c.valueTexts(ptrJoin(ptr, k), k+" of "+where, v, 0)
+		}
+	}
+	if p, ok := o.m["pattern"].(string); ok {
+		c.pattern(ptrJoin(ptr, "pattern"), where, p)
+	}
+	if pp := o.object("patternProperties"); pp != nil {
+		for _, k := range pp.keys {
+			c.pattern(ptrJoin(ptr, "patternProperties", k), where, k)
+		}
+	}
+	forEachSubschema(o, ptr, func(sub *obj, p string) { c.schemaTexts(root, side, sub, p, depth+1) })
+}
+
+// valueTexts checks the strings inside a JSON value (an enum entry, a default).
+func (c *checker) valueTexts(ptr, what string, v any, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	switch t := v.(type) {
+	case string:
+		c.scanText(ptr, what, t)
+	case []any:
+		for i, e := range t {
+			c.valueTexts(ptrJoin(ptr, strconv.Itoa(i)), what, e, depth+1)
+		}
+	case *obj:
+		for _, k := range t.keys {
+			c.valueTexts(ptrJoin(ptr, k), what, t.m[k], depth+1)
+		}
+	}
+}
+
+func (c *checker) pattern(ptr, where, p string) {
+	if _, err := regexp.Compile(p); err != nil {
+		c.add(ptr, "pattern_unsupported", SeverityWarning, fmt.Sprintf(
+			"pattern %q of %s cannot be compiled by Go's regexp (%v); Toolwarden does not enforce it, so only the server checks it.",
+			p, where, strings.TrimPrefix(err.Error(), "error parsing regexp: ")))
+	}
+}
+
+// forEachSubschema calls fn for each schema object directly inside o.
+func forEachSubschema(o *obj, ptr string, fn func(*obj, string)) {
+	for _, k := range []string{"items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
+		"contains", "propertyNames", "not", "if", "then", "else", "contentSchema", "additionalItems"} {
+		if sub := o.object(k); sub != nil {
+			fn(sub, ptrJoin(ptr, k))
+		}
+	}
+	for _, k := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"} {
+		if m := o.object(k); m != nil {
+			for _, name := range m.keys {
+				if sub, ok := m.m[name].(*obj); ok {
+					fn(sub, ptrJoin(ptr, k, name))
+				}
+			}
+		}
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"} {
+		for i, e := range o.array(k) {
+			if sub, ok := e.(*obj); ok {
+				fn(sub, ptrJoin(ptr, k, strconv.Itoa(i)))
+			}
+		}
+	}
+}
+
+// place names a schema location for people: `parameter "options.depth"`,
+// `output field "temperature"`, `definition "Options"`, `input schema`.
+func place(side, ptr string) string {
+	unescape := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~") }
+	quote := func(s string) string { return `"` + visible(s) + `"` }
+	toks := strings.Split(ptr, "/")[2:] // drop "" and "inputSchema"
+	var names []string
+	def := ""
+	for i := 0; i < len(toks); i++ {
+		switch tok := toks[i]; {
+		case tok == "properties" && i+1 < len(toks):
+			i++
+			names = append(names, unescape(toks[i]))
+		case tok == "items" && len(names) > 0:
+			names[len(names)-1] += "[]"
+		case (tok == "$defs" || tok == "definitions") && i+1 < len(toks):
+			i++
+			def, names = unescape(toks[i]), nil
+		}
+	}
+	noun := "parameter"
+	if side == "output" {
+		noun = "output field"
+	}
+	switch {
+	case len(names) > 0 && def != "":
+		return fmt.Sprintf("%s %s of definition %s", noun, quote(strings.Join(names, ".")), quote(def))
+	case len(names) > 0:
+		return noun + " " + quote(strings.Join(names, "."))
+	case def != "":
+		return "definition " + quote(def)
+	}
+	return side + " schema"
+}
+
+// typedKeywords are the keywords that give a property a type (or a set of
+// allowed values); a property with none of them accepts anything.
+var typedKeywords = []string{"type", "enum", "const", "$ref", "$dynamicRef", "oneOf", "anyOf", "allOf"}
+
+// params checks the properties of an object schema, and recursively those of
+// nested objects, array items, alternatives and definitions.
+func (c *checker) params(root any, o *obj, ptr string, nested bool, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	props := o.object("properties")
+	for _, name := range props.keysOrNil() {
+		pp := ptrJoin(ptr, "properties", name)
+		where := place("input", pp)
+		if !paramName.MatchString(name) {
+			c.add(pp, "param_name", SeverityWarning, fmt.Sprintf(
+				"%s does not match ^[a-zA-Z0-9_.-]{1,64}$, which model APIs require of parameter names; clients that forward the tool to them will fail.", where))
+		}
+		if h := scanHidden(name); h.first >= 0 {
+			c.add(pp, "hidden_characters", SeverityCritical, fmt.Sprintf(
+				"the name of %s contains hidden characters (%s); remove them.", where, codePoints(h.runes)))
+		}
+		switch p := props.m[name].(type) {
+		case bool:
+			if p {
+				c.add(pp, "param_untyped", SeverityWarning, fmt.Sprintf(
+					"%s is the schema true and accepts any value; give it a type so the model knows what to send.", where))
+			}
+		case *obj:
+			if !hasAny(p, typedKeywords) {
+				c.add(pp, "param_untyped", SeverityWarning, fmt.Sprintf(
+					"%s has no type (no type, enum, const, $ref or oneOf/anyOf/allOf), so any value passes validation; add a type.", where))
+			}
+			if !described(root, p, pp) {
+				sev := SeverityWarning
+				if nested {
+					sev = SeverityInfo
+				}
+				c.add(pp, "param_undescribed", sev, fmt.Sprintf(
+					"%s has no description; the model has only its name to guess what to send.", where))
+			}
+			c.params(root, p, pp, true, depth+1)
+		}
+	}
+	c.required(root, o, ptr)
+	for _, k := range []string{"items", "additionalProperties", "unevaluatedProperties"} {
+		if sub := o.object(k); sub != nil {
+			c.params(root, sub, ptrJoin(ptr, k), true, depth+1)
+		}
+	}
+	for _, k := range []string{"items", "prefixItems", "anyOf", "oneOf", "allOf"} {
+		for i, e := range o.array(k) {
+			if sub, ok := e.(*obj); ok {
+				c.params(root, sub, ptrJoin(ptr, k, strconv.Itoa(i)), nested || k == "items" || k == "prefixItems", depth+1)
+			}
+		}
+	}
+	for _, k := range []string{"$defs", "definitions"} {
+		defs := o.object(k)
+		for _, name := range defs.keysOrNil() {
+			if sub, ok := defs.m[name].(*obj); ok {
+				c.params(root, sub, ptrJoin(ptr, k, name), true, depth+1)
+			}
+		}
+	}
+}
+
+func (o *obj) keysOrNil() []string {
+	if o == nil {
+		return nil
+	}
+	return o.keys
+}
+
+func hasAny(o *obj, keys []string) bool {
+	for _, k := range keys {
+		if o.has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+// described reports whether a property has a description of its own or from
+// the definition it references.
+func described(root any, p *obj, ptr string) bool {
+	return strings.TrimSpace(resolve(root, p, ptr).str("description")) != ""
+}
+
+// required reports names in "required" that no property defines. Names that
+// patternProperties or an additionalProperties schema may cover are left alone.
+func (c *checker) required(root any, o *obj, ptr string) {
+	req := o.array("required")
+	if len(req) == 0 {
+		return
+	}
+	v := resolve(root, o, ptr)
+	if v.has("patternProperties") {
+		return
+	}
+	if ap, _ := v.object("additionalProperties"); ap != nil {
+		return
+	}
+	known := map[string]bool{}
+	addProps := func(v view) {
+		if props, _ := v.object("properties"); props != nil {
+			for _, k := range props.keys {
+				known[k] = true
+			}
+		}
+	}
+	addProps(v)
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		for i, e := range v.array(k) {
+			if sub, ok := e.(*obj); ok {
+				addProps(resolve(root, sub, ptrJoin(ptr, k, strconv.Itoa(i))))
+			}
+		}
+	}
+	for i, e := range req {
+		name, ok := e.(string)
+		if !ok || known[name] {
+			continue
+		}
+		c.add(ptrJoin(ptr, "required", strconv.Itoa(i)), "required_unknown", SeverityError, fmt.Sprintf(
+			"%q is listed in required but no property of that name is defined; define the property or remove it from required.", name))
+	}
+}

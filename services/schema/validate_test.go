@@ -1,0 +1,256 @@
+package schema
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestCleanToolHasNoFindings(t *testing.T) {
+	t.Parallel()
+	fs := ValidateTool(cleanTool())
+	if fs == nil {
+		t.Fatal("got nil, want an empty non-nil slice")
+	}
+	if len(fs) != 0 {
+		t.Fatalf("got %v, want no findings", fs)
+	}
+	if b, _ := json.Marshal(fs); string(b) != "[]" {
+		t.Errorf("got JSON %s, want []", b)
+	}
+}
+
+// TestRules holds, for every rule, a definition that breaks it and one that
+// comes close without breaking it.
+func TestRules(t *testing.T) {
+	t.Parallel()
+	with := func(f func(*Tool)) Tool {
+		tl := cleanTool()
+		f(&tl)
+		return tl
+	}
+	input := func(s string) Tool { return with(func(t *Tool) { t.InputSchema = json.RawMessage(s) }) }
+	output := func(s string) Tool { return with(func(t *Tool) { t.OutputSchema = json.RawMessage(s) }) }
+	annotations := func(s string) Tool { return with(func(t *Tool) { t.Annotations = json.RawMessage(s) }) }
+	name := func(s string) Tool { return with(func(t *Tool) { t.Name = s }) }
+	desc := func(s string) Tool { return with(func(t *Tool) { t.Description = s }) }
+	prop := func(p string) Tool {
+		return input(`{"type": "object", "properties": {"path": ` + p + `}}`)
+	}
+
+	tests := []struct {
+		name string
+		tool Tool
+		code string
+		path string
+		want Severity // "" when the finding must be absent
+	}{
+		{"name valid", name("read_file.v2-beta"), "name_charset", "/name", ""},
+		{"name 128 characters", name(strings.Repeat("a", 128)), "name_length", "/name", ""},
+		{"name empty", name(""), "name_length", "/name", SeverityError},
+		{"name 129 characters", name(strings.Repeat("a", 129)), "name_length", "/name", SeverityError},
+		{"name with space", name("read file"), "name_charset", "/name", SeverityError},
+		{"name with slash", name("fs/read"), "name_charset", "/name", SeverityError},
+		{"name with accent", name("résumé"), "name_charset", "/name", SeverityError},
+		{"name single underscores", name("read_file_now"), "name_double_underscore", "/name", ""},
+		{"name with double underscore", name("fs__read"), "name_double_underscore", "/name", SeverityWarning},
+
+		{"description present", desc("Reads a text file and returns it."), "description_missing", "/description", ""},
+		{"description empty", desc(""), "description_missing", "/description", SeverityError},
+		{"description blank", desc("  \n\t "), "description_missing", "/description", SeverityError},
+		{"description only hidden", desc("\u200b\u200b"), "description_missing", "/description", SeverityError},
+		{"description 20 characters", desc("Reads one text file."), "description_short", "/description", ""},
+		{"description short", desc("Reads a file."), "description_short", "/description", SeverityWarning},
+		{"description one word", desc("Reads-a-text-file-and-returns-it"), "description_short", "/description", SeverityWarning},
+		{"description is the name", with(func(t *Tool) { t.Name = "read_the_whole_text_file"; t.Description = "Read the whole text file" }), "description_short", "/description", SeverityWarning},
+		{"description is the title", with(func(t *Tool) { t.Title = "Read the whole text file"; t.Description = "read the whole text file" }), "description_short", "/description", SeverityWarning},
+		{"description 2000 characters", desc(strings.Repeat("word ", 400)), "description_long", "/description", ""},
+		{"description over 2000 characters", desc(strings.Repeat("word ", 401)), "description_long", "/description", SeverityWarning},
+		{"description over 10000 characters", desc(strings.Repeat("word ", 2001)), "description_long", "/description", SeverityError},
+
+		{"input schema minimal", input(`{"type": "object"}`), "input_schema_missing", "/inputSchema", ""},
+		{"input schema missing", input(``), "input_schema_missing", "/inputSchema", SeverityError},
+		{"input schema null", input(`null`), "input_schema_missing", "/inputSchema", SeverityError},
+		{"input schema not JSON", input(`{"type": "object",`), "input_schema_invalid", "/inputSchema", SeverityError},
+		{"input schema bad type name", input(`{"type": "object", "properties": {"a": {"type": "strin"}}}`), "input_schema_invalid", "/inputSchema/properties/a/type", SeverityError},
+		{"input schema dangling ref", input(`{"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}`), "input_schema_invalid", "/inputSchema", SeverityError},
+		{"input schema remote ref", input(`{"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}`), "input_schema_invalid", "/inputSchema", SeverityError},
+		{"input schema draft-07", input(`{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}`), "input_schema_invalid", "/inputSchema", ""},
+		{"input schema array", input(`{"type": "array"}`), "input_schema_not_object", "/inputSchema/type", SeverityError},
+		{"input schema no type", input(`{"properties": {}}`), "input_schema_not_object", "/inputSchema", SeverityError},
+		{"input schema type list", input(`{"type": ["object", "null"]}`), "input_schema_not_object", "/inputSchema/type", SeverityError},
+		{"input schema not an object", input(`[]`), "input_schema_not_object", "/inputSchema", SeverityError},
+		{"input schema true", input(`true`), "input_schema_not_object", "/inputSchema", SeverityError},
+
+		{"param typed", prop(`{"type": "string", "description": "Path of the file."}`), "param_untyped", "/inputSchema/properties/path", ""},
+		{"param typed by enum", prop(`{"enum": ["a", "b"], "description": "Path of the file."}`), "param_untyped", "/inputSchema/properties/path", ""},
+		{"param typed by anyOf", prop(`{"anyOf": [{"type": "string"}, {"type": "null"}], "description": "Path of the file."}`), "param_untyped", "/inputSchema/properties/path", ""},
+		{"param untyped", prop(`{"description": "Path of the file."}`), "param_untyped", "/inputSchema/properties/path", SeverityWarning},
+		{"param schema true", prop(`true`), "param_untyped", "/inputSchema/properties/path", SeverityWarning},
+		{"nested param untyped", input(`{"type": "object", "properties": {"files": {"type": "array", "description": "Files.", "items": {"type": "object", "properties": {"name": {"description": "File name."}}}}}}`), "param_untyped", "/inputSchema/properties/files/items/properties/name", SeverityWarning},
+		{"param described", prop(`{"type": "string", "description": "Path of the file."}`), "param_undescribed", "/inputSchema/properties/path", ""},
+		{"param described by its definition", input(`{"type": "object", "properties": {"path": {"$ref": "#/$defs/Path"}}, "$defs": {"Path": {"type": "string", "description": "A path."}}}`), "param_undescribed", "/inputSchema/properties/path", ""},
+		{"param undescribed", prop(`{"type": "string"}`), "param_undescribed", "/inputSchema/properties/path", SeverityWarning},
+		{"param blank description", prop(`{"type": "string", "description": " "}`), "param_undescribed", "/inputSchema/properties/path", SeverityWarning},
+		{"nested param undescribed", input(`{"type": "object", "properties": {"opts": {"type": "object", "description": "Options.", "properties": {"depth": {"type": "integer"}}}}}`), "param_undescribed", "/inputSchema/properties/opts/properties/depth", SeverityInfo},
+		{"definition param undescribed", input(`{"type": "object", "properties": {"opts": {"$ref": "#/$defs/Opts", "description": "Options."}}, "$defs": {"Opts": {"type": "object", "properties": {"depth": {"type": "integer"}}}}}`), "param_undescribed", "/inputSchema/$defs/Opts/properties/depth", SeverityInfo},
+		{"param name valid", input(`{"type": "object", "properties": {"file.path-x_1": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/file.path-x_1", ""},
+		{"param name with space", input(`{"type": "object", "properties": {"file path": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/file path", SeverityWarning},
+		{"param name with slash", input(`{"type": "object", "properties": {"a/b": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/a~1b", SeverityWarning},
+
+		{"required known", input(`{"type": "object", "properties": {"path": {"type": "string", "description": "Path."}}, "required": ["path"]}`), "required_unknown", "", ""},
+		{"required unknown", input(`{"type": "object", "properties": {"path": {"type": "string", "description": "Path."}}, "required": ["path", "mode"]}`), "required_unknown", "/inputSchema/required/1", SeverityError},
+		{"required without properties", input(`{"type": "object", "required": ["path"]}`), "required_unknown", "/inputSchema/required/0", SeverityError},
+		{"nested required unknown", input(`{"type": "object", "properties": {"opts": {"type": "object", "description": "Options.", "properties": {}, "required": ["depth"]}}}`), "required_unknown", "/inputSchema/properties/opts/required/0", SeverityError},
+		{"required defined in allOf", input(`{"type": "object", "allOf": [{"properties": {"path": {"type": "string", "description": "Path."}}}], "required": ["path"]}`), "required_unknown", "", ""},
+		{"required defined through $ref", input(`{"type": "object", "properties": {"opts": {"$ref": "#/$defs/Opts", "description": "Options.", "required": ["depth"]}}, "$defs": {"Opts": {"type": "object", "properties": {"depth": {"type": "integer", "description": "Depth."}}}}}`), "required_unknown", "", ""},
+		{"required covered by patternProperties", input(`{"type": "object", "patternProperties": {"^x-": {"type": "string"}}, "required": ["x-trace"]}`), "required_unknown", "", ""},
+
+		{"pattern supported", prop(`{"type": "string", "description": "Path.", "pattern": "^[a-z/]+$"}`), "pattern_unsupported", "", ""},
+		{"pattern with lookahead", prop(`{"type": "string", "description": "Path.", "pattern": "^(?!\\.)[a-z]+$"}`), "pattern_unsupported", "/inputSchema/properties/path/pattern", SeverityWarning},
+		{"patternProperties with backreference", input(`{"type": "object", "patternProperties": {"^(a)\\1$": {"type": "string"}}}`), "pattern_unsupported", "/inputSchema/patternProperties/^(a)\\1$", SeverityWarning},
+
+		{"output schema valid", output(`{"type": "object", "properties": {"size": {"type": "integer"}}}`), "output_schema_invalid", "", ""},
+		{"output schema absent", output(``), "output_schema_invalid", "", ""},
+		{"output schema null", output(`null`), "output_schema_not_object", "", ""},
+		{"output schema not JSON", output(`{"type": `), "output_schema_invalid", "/outputSchema", SeverityError},
+		{"output schema bad keyword", output(`{"type": "object", "properties": {"size": {"minimum": "zero"}}}`), "output_schema_invalid", "/outputSchema/properties/size/minimum", SeverityError},
+		{"output schema string", output(`{"type": "string"}`), "output_schema_not_object", "/outputSchema/type", SeverityError},
+		{"output schema array", output(`[]`), "output_schema_not_object", "/outputSchema", SeverityError},
+
+		{"annotations valid", annotations(`{"readOnlyHint": false, "destructiveHint": true, "title": "Read file"}`), "annotations_invalid", "", ""},
+		{"annotations absent", annotations(``), "annotations_invalid", "", ""},
+		{"annotations null", annotations(`null`), "annotations_invalid", "", ""},
+		{"annotations array", annotations(`[]`), "annotations_invalid", "/annotations", SeverityWarning},
+		{"annotations not JSON", annotations(`{`), "annotations_invalid", "/annotations", SeverityWarning},
+		{"annotations string hint", annotations(`{"readOnlyHint": "yes"}`), "annotations_invalid", "/annotations/readOnlyHint", SeverityWarning},
+		{"annotations numeric hint", annotations(`{"openWorldHint": 1}`), "annotations_invalid", "/annotations/openWorldHint", SeverityWarning},
+		{"annotations title not string", annotations(`{"title": 5}`), "annotations_invalid", "/annotations/title", SeverityWarning},
+		{"annotations read-only, destructive unset", annotations(`{"readOnlyHint": true}`), "annotations_contradict", "", ""},
+		{"annotations read-only and not destructive", annotations(`{"readOnlyHint": true, "destructiveHint": false}`), "annotations_contradict", "", ""},
+		{"annotations read-only and destructive", annotations(`{"readOnlyHint": true, "destructiveHint": true}`), "annotations_contradict", "/annotations/destructiveHint", SeverityWarning},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fs := ValidateTool(tc.tool)
+			f, ok := find(fs, tc.code, tc.path)
+			switch {
+			case tc.want == "" && ok:
+				t.Fatalf("got %s at %s (%s), want none", f.Code, f.Path, f.Message)
+			case tc.want != "" && !ok:
+				t.Fatalf("got no %s at %s, want one; findings: %v", tc.code, tc.path, fs)
+			case ok && f.Severity != tc.want:
+				t.Fatalf("got severity %s, want %s", f.Severity, tc.want)
+			}
+			if ok && (f.Message == "" || strings.Contains(f.Message, "%!")) {
+				t.Errorf("got message %q, want a readable one", f.Message)
+			}
+		})
+	}
+}
+
+func TestInvalidSchemaMessageGivesTheReason(t *testing.T) {
+	t.Parallel()
+	tl := cleanTool()
+	tl.InputSchema = json.RawMessage(`{"type": "object", "properties": {"a": {"type": "strin"}}}`)
+	f, ok := find(ValidateTool(tl), "input_schema_invalid", "")
+	if !ok {
+		t.Fatal("got no input_schema_invalid finding")
+	}
+	for _, want := range []string{`"/properties/a/type"`, "must be one of"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("message %q does not contain %q", f.Message, want)
+		}
+	}
+}
+
+func TestFindingsAreSorted(t *testing.T) {
+	t.Parallel()
+	tl := Tool{
+		Name:        "bad name__x",
+		Description: "x \u200b",
+		InputSchema: json.RawMessage(`{"type": "object", "properties": {"b": {"type": "string"}, "a": {}}, "required": ["zz"]}`),
+		Annotations: json.RawMessage(`{"readOnlyHint": true, "destructiveHint": true}`),
+	}
+	fs := ValidateTool(tl)
+	if len(fs) < 6 {
+		t.Fatalf("got %d findings, want at least 6: %v", len(fs), fs)
+	}
+	for i := 1; i < len(fs); i++ {
+		a, b := fs[i-1], fs[i]
+		ra, rb := a.Severity.Rank(), b.Severity.Rank()
+		if ra > rb || ra == rb && (a.Path > b.Path || a.Path == b.Path && a.Code > b.Code) {
+			t.Errorf("finding %d (%s %s %s) sorts after finding %d (%s %s %s)", i-1, a.Severity, a.Path, a.Code, i, b.Severity, b.Path, b.Code)
+		}
+	}
+	if fs[0].Severity != SeverityCritical {
+		t.Errorf("got first severity %s, want critical", fs[0].Severity)
+	}
+}
+
+func TestSortFindings(t *testing.T) {
+	t.Parallel()
+	fs := []Finding{
+		{Path: "/name", Code: "b", Severity: SeverityInfo},
+		{Path: "/name", Code: "a", Severity: SeverityWarning},
+		{Path: "/description", Code: "z", Severity: SeverityWarning},
+		{Path: "/z", Code: "a", Severity: SeverityCritical},
+		{Path: "/a", Code: "a", Severity: SeverityError},
+		{Path: "/description", Code: "y", Severity: SeverityWarning},
+	}
+	SortFindings(fs)
+	var got []string
+	for _, f := range fs {
+		got = append(got, string(f.Severity)+" "+f.Path+" "+f.Code)
+	}
+	want := []string{
+		"critical /z a",
+		"error /a a",
+		"warning /description y",
+		"warning /description z",
+		"warning /name a",
+		"info /name b",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestBlockingAndWorst(t *testing.T) {
+	t.Parallel()
+	f := func(s Severity) Finding { return Finding{Path: "/x", Code: "c", Severity: s} }
+	tests := []struct {
+		name     string
+		fs       []Finding
+		blocking bool
+		worst    Severity
+	}{
+		{"nil", nil, false, ""},
+		{"empty", []Finding{}, false, ""},
+		{"info", []Finding{f(SeverityInfo)}, false, SeverityInfo},
+		{"warning and info", []Finding{f(SeverityInfo), f(SeverityWarning)}, false, SeverityWarning},
+		{"error", []Finding{f(SeverityWarning), f(SeverityError), f(SeverityInfo)}, true, SeverityError},
+		{"critical", []Finding{f(SeverityInfo), f(SeverityCritical), f(SeverityError)}, true, SeverityCritical},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Blocking(tc.fs); got != tc.blocking {
+				t.Errorf("Blocking: got %v, want %v", got, tc.blocking)
+			}
+			if got := Worst(tc.fs); got != tc.worst {
+				t.Errorf("Worst: got %q, want %q", got, tc.worst)
+			}
+		})
+	}
+}
+
+func TestSeverityRank(t *testing.T) {
+	t.Parallel()
+	for want, s := range []Severity{SeverityCritical, SeverityError, SeverityWarning, SeverityInfo, "bogus"} {
+		if got := s.Rank(); got != want {
+			t.Errorf("%q.Rank(): got %d, want %d", s, got, want)
+		}
+	}
+}

@@ -1,0 +1,239 @@
+// Package toolstate owns the persistent tool state machine (DESIGN §4, seed 004 §5):
+// which transitions are legal, the conditional update of mcp_tools.status and the
+// tool_state_history row that goes with every transition, in the caller's transaction.
+//
+//	discovered → validating → validated | invalid
+//	validated → configured → testing → verified | failed
+//	verified → enabled ⇄ disabled
+//	(any settled state) → updating → validating | validated   when the definition changes
+//
+// An administrator may enable a validated or configured tool directly (the history says
+// testing was skipped), and an invalid or failed one only with a reason (an override).
+// Runtime states (connecting, executing, completed, error) are not stored here.
+package toolstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// The persistent tool states.
+const (
+	Discovered = "discovered"
+	Validating = "validating"
+	Validated  = "validated"
+	Invalid    = "invalid"
+	Configured = "configured"
+	Testing    = "testing"
+	Verified   = "verified"
+	Failed     = "failed"
+	Enabled    = "enabled"
+	Disabled   = "disabled"
+	Updating   = "updating"
+)
+
+// States lists every persistent state in lifecycle order.
+var States = []string{Discovered, Validating, Validated, Invalid, Configured, Testing, Verified, Failed,
+	Enabled, Disabled, Updating}
+
+// Topic is the event topic of tool changes (the same as the registry's "tools").
+const Topic = "tools"
+
+// edges are the legal transitions.
+var edges = map[string][]string{
+	Discovered: {Validating},
+	Validating: {Validated, Invalid},
+	Validated:  {Validating, Configured, Testing, Enabled, Updating},
+	Invalid:    {Validating, Enabled, Updating},
+	Configured: {Testing, Enabled, Updating},
+	Testing:    {Verified, Failed, Updating},
+	Verified:   {Testing, Enabled, Updating},
+	Failed:     {Testing, Enabled, Updating},
+	Enabled:    {Disabled, Updating},
+	Disabled:   {Enabled, Updating},
+	Updating:   {Validating, Validated},
+}
+
+// needsOverride are the transitions an administrator may make only with a reason.
+var needsOverride = map[[2]string]string{
+	{Invalid, Enabled}: "its definition has critical or error findings",
+	{Failed, Enabled}:  "its last test failed",
+}
+
+// Allowed reports whether from → to is a legal transition.
+func Allowed(from, to string) bool { return slices.Contains(edges[from], to) }
+
+// Next lists the states a tool in state from may move to.
+func Next(from string) []string { return slices.Clone(edges[from]) }
+
+// Valid reports whether s is a persistent state.
+func Valid(s string) bool { return slices.Contains(States, s) }
+
+// IllegalError is a transition the state machine does not have.
+type IllegalError struct{ From, To string }
+
+func (e *IllegalError) Error() string {
+	if !Valid(e.To) {
+		return fmt.Sprintf("%q is not a tool state (states: %s)", e.To, strings.Join(States, ", "))
+	}
+	next := edges[e.From]
+	if len(next) == 0 {
+		return fmt.Sprintf("a tool that is %s cannot become %s", e.From, e.To)
+	}
+	return fmt.Sprintf("a tool that is %s cannot become %s; from %s it can become %s", e.From, e.To, e.From, strings.Join(next, ", "))
+}
+
+// ErrOverrideRequired: the transition needs a reason from an administrator.
+var ErrOverrideRequired = errors.New("toolstate: an override reason is required")
+
+// OverrideError says why a transition needs an override.
+type OverrideError struct{ From, To, Why string }
+
+func (e *OverrideError) Error() string {
+	return fmt.Sprintf("a tool that is %s becomes %s only with an override: %s; give a reason", e.From, e.To, e.Why)
+}
+
+func (e *OverrideError) Is(target error) bool { return target == ErrOverrideRequired }
+
+// ConflictError: the tool was not in the state the caller saw (someone else moved it).
+type ConflictError struct {
+	ToolID, Expected, Actual string
+}
+
+func (e *ConflictError) Error() string {
+	if e.Actual == "" {
+		return fmt.Sprintf("tool %s no longer exists", e.ToolID)
+	}
+	return fmt.Sprintf("tool %s is %s now, not %s: it changed meanwhile; reload and try again", e.ToolID, e.Actual, e.Expected)
+}
+
+// Move is one transition. The update is conditional on From, so of two concurrent moves
+// of one tool only the first succeeds.
+type Move struct {
+	ToolID   string
+	From     string
+	To       string
+	Reason   string
+	Actor    string // "system", or the user's name
+	Override bool   // an administrator's decision (Reason says why): needed for invalid/failed → enabled
+	Metadata map[string]any
+}
+
+// Check reports whether m is legal on its own (edge and override rules).
+func (m Move) Check() error {
+	if !Allowed(m.From, m.To) {
+		return &IllegalError{From: m.From, To: m.To}
+	}
+	if why, ok := needsOverride[[2]string{m.From, m.To}]; ok && (!m.Override || strings.TrimSpace(m.Reason) == "") {
+		return &OverrideError{From: m.From, To: m.To, Why: why}
+	}
+	return nil
+}
+
+// Apply performs moves in tx: it checks each, updates the statuses (each conditional on
+// its From), writes one tool_state_history row per move and one "tool.state" event. A
+// tool may appear several times (discovered → validating, then validating → validated):
+// moves apply in order. Any failure fails the whole call (and so the transaction).
+func Apply(ctx context.Context, tx pgx.Tx, moves []Move) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	for _, m := range moves {
+		if err := m.Check(); err != nil {
+			return err
+		}
+	}
+	// A tool's moves must chain (each From is the previous To); the first one is checked
+	// against the row, the rest follow from it.
+	first := map[string]Move{}
+	last := map[string]string{}
+	var order []string
+	for _, m := range moves {
+		if prev, ok := last[m.ToolID]; ok {
+			if prev != m.From {
+				return fmt.Errorf("toolstate: moves of tool %s do not chain: %s, then %s → %s", m.ToolID, prev, m.From, m.To)
+			}
+		} else {
+			first[m.ToolID] = m
+			order = append(order, m.ToolID)
+		}
+		last[m.ToolID] = m.To
+	}
+	ids, froms, tos := make([]string, len(order)), make([]string, len(order)), make([]string, len(order))
+	for i, id := range order {
+		ids[i], froms[i], tos[i] = id, first[id].From, last[id]
+	}
+	rows, err := tx.Query(ctx, `/* toolstate.Apply */
+		UPDATE mcp_tools t SET status = u.to_status, updated_at = now()
+		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(id, from_status, to_status)
+		WHERE t.id = u.id AND t.status = u.from_status
+		RETURNING t.id::text`, ids, froms, tos)
+	if err != nil {
+		return fmt.Errorf("toolstate: update: %w", err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("toolstate: update: %w", err)
+	}
+	if len(done) != len(order) {
+		return conflict(ctx, tx, order, first, done)
+	}
+	history := make([][]any, 0, len(moves))
+	for _, m := range moves {
+		meta := m.Metadata
+		if m.Override {
+			meta = withOverride(meta)
+		}
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		history = append(history, []any{m.ToolID, m.From, m.To, m.Reason, m.Actor, meta})
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_state_history"},
+		[]string{"tool_id", "from_status", "to_status", "reason", "actor", "metadata"}, pgx.CopyFromRows(history)); err != nil {
+		return fmt.Errorf("toolstate: history: %w", err)
+	}
+	payload := map[string]any{"count": len(order)}
+	if len(order) <= 100 {
+		changes := make([]map[string]string, len(order))
+		for i, id := range order {
+			changes[i] = map[string]string{"id": id, "from": first[id].From, "to": last[id]}
+		}
+		payload["changes"] = changes
+	}
+	if _, err := events.Publish(ctx, tx, Topic, "tool.state", payload); err != nil {
+		return err
+	}
+	return nil
+}
+
+func withOverride(meta map[string]any) map[string]any {
+	out := map[string]any{"override": true}
+	for k, v := range meta {
+		out[k] = v
+	}
+	return out
+}
+
+// conflict names the first tool whose state was not what its move expected.
+func conflict(ctx context.Context, tx pgx.Tx, order []string, first map[string]Move, done []string) error {
+	for _, id := range order {
+		if slices.Contains(done, id) {
+			continue
+		}
+		var actual string
+		err := tx.QueryRow(ctx, `/* toolstate.Apply.conflict */ SELECT status FROM mcp_tools WHERE id = $1`, id).Scan(&actual)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("toolstate: %w", err)
+		}
+		return &ConflictError{ToolID: id, Expected: first[id].From, Actual: actual}
+	}
+	return errors.New("toolstate: update count mismatch")
+}
