@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -164,8 +165,8 @@ func TestManyPages(t *testing.T) {
 }
 
 // TestToolChangesAtRunTime: a changed definition → list_changed → new hash, version
-// and the updating state; a breaking change bumps the major version; a removed tool is
-// kept, unavailable.
+// and the updating state, validated in the same discovery; a breaking change bumps the
+// major version; a removed tool is kept, unavailable, its state unchanged.
 func TestToolChangesAtRunTime(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
@@ -186,21 +187,52 @@ func TestToolChangesAtRunTime(t *testing.T) {
 		return registry.Tool{}
 	}
 	before := echo()
+	if before.Status != "validated" {
+		t.Fatalf("first discovery: got echo %s, want validated", before.Status)
+	}
+	// transitions is echo's state history oldest first, one "from→to" per row.
+	transitions := func() []string {
+		hist, err := e.reg.ToolHistory(context.Background(), before.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, len(hist))
+		for i, h := range hist { // newest first
+			from := ""
+			if h.From != nil {
+				from = *h.From
+			}
+			out[len(hist)-1-i] = from + "→" + h.To
+		}
+		return out
+	}
+	want := []string{"→discovered", "discovered→validating", "validating→validated"}
+	if got := transitions(); !slices.Equal(got, want) {
+		t.Fatalf("first discovery: got history %v, want %v", got, want)
+	}
 	schema := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what to echo"}},"required":["message"]}`)
 	hs.Server().SetTool(mcptest.ToolSpec{Name: "echo", Description: "Echoes, now described differently", InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
 	e.waitRuns(t, sv.ID, 2)
 	after := echo()
-	if after.DefinitionHash == before.DefinitionHash || after.Status != registry.ToolUpdating || after.Version() != "1.1" {
-		t.Fatalf("after a description change: got hash changed=%v status %s version %s, want changed, updating, 1.1",
+	if after.DefinitionHash == before.DefinitionHash || after.Status != "validated" || after.Version() != "1.1" {
+		t.Fatalf("after a description change: got hash changed=%v status %s version %s, want changed, validated, 1.1",
 			after.DefinitionHash != before.DefinitionHash, after.Status, after.Version())
+	}
+	want = append(want, "validated→updating", "updating→validating", "validating→validated")
+	if got := transitions(); !slices.Equal(got, want) {
+		t.Fatalf("after a description change: got history %v, want %v", got, want)
 	}
 	// Breaking: message becomes an integer.
 	hs.Server().SetTool(mcptest.ToolSpec{Name: "echo", Description: "Echoes, now described differently",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"integer"}},"required":["message"]}`)})
 	e.waitRuns(t, sv.ID, 3)
-	if v := echo().Version(); v != "2.0" {
-		t.Fatalf("after a breaking change: got version %s, want 2.0", v)
+	if tl := echo(); tl.Version() != "2.0" || tl.Status != "validated" {
+		t.Fatalf("after a breaking change: got version %s status %s, want 2.0 validated", tl.Version(), tl.Status)
+	}
+	want = append(want, "validated→updating", "updating→validating", "validating→validated")
+	if got := transitions(); !slices.Equal(got, want) {
+		t.Fatalf("after a breaking change: got history %v, want %v", got, want)
 	}
 	versions, err := e.reg.ToolVersions(context.Background(), after.ID)
 	if err != nil || len(versions) != 3 || !versions[0].Breaking {
@@ -208,8 +240,11 @@ func TestToolChangesAtRunTime(t *testing.T) {
 	}
 	hs.Server().RemoveTool("echo")
 	e.waitRuns(t, sv.ID, 4)
-	if gone := echo(); gone.Available {
-		t.Fatal("a tool the server stopped listing is still available")
+	if gone := echo(); gone.Available || gone.Status != "validated" {
+		t.Fatalf("removed tool: got available %v status %s, want unavailable, still validated", gone.Available, gone.Status)
+	}
+	if got := transitions(); !slices.Equal(got, want) {
+		t.Fatalf("after removal: got history %v, want %v (no transition)", got, want)
 	}
 }
 

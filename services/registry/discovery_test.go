@@ -25,6 +25,22 @@ func threeTools() []registry.ToolDef {
 	}
 }
 
+// transitions returns a tool's state history oldest first, one "from→to" per row
+// ("→discovered" for the first).
+func (f *fixture) transitions(toolID string) []string {
+	f.t.Helper()
+	return f.strings(`SELECT coalesce(from_status, '') || '→' || to_status FROM tool_state_history WHERE tool_id = $1 ORDER BY id`, toolID)
+}
+
+// newTool is the history of a tool first listed with a definition that validates.
+var newTool = []string{"→discovered", "discovered→validating", "validating→validated"}
+
+// changedTool is what a change of definition appends to the history of a tool that was
+// in state from and whose new definition validates.
+func changedTool(from string) []string {
+	return []string{from + "→updating", "updating→validating", "validating→validated"}
+}
+
 func wantResult(t *testing.T, what string, got registry.DiscoveryResult, added, updated, unchanged, removed int) {
 	t.Helper()
 	if got.Added != added || got.Updated != updated || got.Unchanged != unchanged || got.Removed != removed {
@@ -43,14 +59,18 @@ func TestApplyDiscoveryFirstAndRepeat(t *testing.T) {
 	if res.Total != 3 || res.RunID == 0 || len(res.Changed) != 3 {
 		t.Fatalf("first run: got total %d run %d changed %v, want 3, a run id, 3 names", res.Total, res.RunID, res.Changed)
 	}
+	// All three have a description (short ones: warnings only), so all validate.
+	if res.Validated != 3 || res.Invalid != 0 {
+		t.Fatalf("first run: got validated %d invalid %d, want 3 0", res.Validated, res.Invalid)
+	}
 	tools := f.toolsByName(sv.ID)
 	if len(tools) != 3 {
 		t.Fatalf("got %d tools, want 3", len(tools))
 	}
 	for _, def := range threeTools() {
 		tl := tools[def.Name]
-		if tl.Status != registry.ToolDiscovered || tl.Version() != "1.0" || !tl.Available {
-			t.Fatalf("%s: got status %q version %s available %v, want discovered 1.0 true", def.Name, tl.Status, tl.Version(), tl.Available)
+		if tl.Status != "validated" || tl.Version() != "1.0" || !tl.Available {
+			t.Fatalf("%s: got status %q version %s available %v, want validated 1.0 true", def.Name, tl.Status, tl.Version(), tl.Available)
 		}
 		if tl.DefinitionHash != registry.DefinitionHash(def) || tl.Description != def.Description || tl.ServerName != "disc" {
 			t.Fatalf("%s: got hash %s description %q server %q, want the definition's", def.Name, tl.DefinitionHash, tl.Description, tl.ServerName)
@@ -69,8 +89,24 @@ func TestApplyDiscoveryFirstAndRepeat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(hist) != 1 || hist[0].From != nil || hist[0].To != registry.ToolDiscovered || hist[0].Actor != "system" || hist[0].Reason == "" {
-			t.Fatalf("%s history: got %+v, want one row from NULL to discovered by system", def.Name, hist)
+		// Newest first: validating → validated, discovered → validating, NULL → discovered.
+		if len(hist) != 3 || hist[2].From != nil || hist[2].To != registry.ToolDiscovered || hist[2].Reason != "discovered by connect discovery" ||
+			hist[1].From == nil || *hist[1].From != registry.ToolDiscovered || hist[1].To != "validating" ||
+			hist[1].Reason != "validating definition "+tl.DefinitionHash[:12] ||
+			hist[0].From == nil || *hist[0].From != "validating" || hist[0].To != "validated" ||
+			!strings.Contains(hist[0].Reason, "warning") || strings.Contains(hist[0].Reason, "error") {
+			t.Fatalf("%s history: got %+v, want NULL → discovered → validating → validated", def.Name, hist)
+		}
+		for _, h := range hist {
+			if h.Actor != "system" {
+				t.Fatalf("%s history: got actor %q on %+v, want system on every row", def.Name, h.Actor, h)
+			}
+		}
+		if got := f.strings(`SELECT definition_hash || '|' || success || '|' || coalesce(worst, '') || '|' || validated_by FROM tool_validations WHERE tool_id = $1`, tl.ID); !slices.Equal(got, []string{tl.DefinitionHash + "|true|warning|system"}) {
+			t.Fatalf("%s validations: got %v, want one successful validation of the hash with warnings, by system", def.Name, got)
+		}
+		if got := f.strings(`SELECT coalesce(validation_worst, '') FROM mcp_tools WHERE id = $1`, tl.ID); !slices.Equal(got, []string{"warning"}) {
+			t.Fatalf("%s validation_worst: got %v, want warning", def.Name, got)
 		}
 	}
 	var schema map[string]any
@@ -86,7 +122,11 @@ func TestApplyDiscoveryFirstAndRepeat(t *testing.T) {
 	if len(res2.Changed) != 0 {
 		t.Fatalf("second run: got changed %v, want none", res2.Changed)
 	}
-	for table, want := range map[string]int{"mcp_tools": 3, "tool_schemas": 3, "tool_state_history": 3, "discovery_runs": 2} {
+	// Nothing is new, so nothing is validated again.
+	if res2.Validated != 0 || res2.Invalid != 0 {
+		t.Fatalf("second run: got validated %d invalid %d, want 0 0", res2.Validated, res2.Invalid)
+	}
+	for table, want := range map[string]int{"mcp_tools": 3, "tool_schemas": 3, "tool_state_history": 9, "tool_validations": 3, "discovery_runs": 2} {
 		if n := f.count(`SELECT count(*) FROM ` + table); n != want {
 			t.Fatalf("after the second run: got %d %s rows, want %d", n, table, want)
 		}
@@ -106,6 +146,9 @@ func TestApplyDiscoveryFirstAndRepeat(t *testing.T) {
 	// A manual run is audited even when nothing changed.
 	res3 := f.discover(sv.ID, discovery("manual", threeTools()...))
 	wantResult(t, "manual run", res3, 0, 0, 3, 0)
+	if res3.Validated != 0 || res3.Invalid != 0 {
+		t.Fatalf("manual run: got validated %d invalid %d, want 0 0", res3.Validated, res3.Invalid)
+	}
 	if n := len(f.auditPayloads("server.discover")); n != 2 {
 		t.Fatalf("after a manual run: got %d server.discover audit rows, want 2", n)
 	}
@@ -172,9 +215,13 @@ func TestApplyDiscoveryDefinitionChanges(t *testing.T) {
 			if !slices.Equal(res.Changed, []string{"t"}) {
 				t.Fatalf("changed: got %v, want [t]", res.Changed)
 			}
+			// Only the changed tool is validated again; "other" stays validated untouched.
+			if res.Validated != 1 || res.Invalid != 0 {
+				t.Fatalf("change: got validated %d invalid %d, want 1 0", res.Validated, res.Invalid)
+			}
 			tl := f.toolsByName(sv.ID)["t"]
-			if tl.Version() != tc.wantVersion || tl.Status != registry.ToolUpdating || !tl.Available {
-				t.Fatalf("got version %s status %q available %v, want %s updating true", tl.Version(), tl.Status, tl.Available, tc.wantVersion)
+			if tl.Version() != tc.wantVersion || tl.Status != "validated" || !tl.Available {
+				t.Fatalf("got version %s status %q available %v, want %s validated true", tl.Version(), tl.Status, tl.Available, tc.wantVersion)
 			}
 			if tl.DefinitionHash != registry.DefinitionHash(tc.next) || tl.Description != tc.next.Description {
 				t.Fatalf("got hash %s description %q, want the new definition's", tl.DefinitionHash, tl.Description)
@@ -200,23 +247,33 @@ func TestApplyDiscoveryDefinitionChanges(t *testing.T) {
 			if !slices.Equal(kinds, tc.wantKinds) {
 				t.Fatalf("changes: got %v, want %v", kinds, tc.wantKinds)
 			}
+			if got, want := f.transitions(tl.ID), append(slices.Clone(newTool), changedTool("validated")...); !slices.Equal(got, want) {
+				t.Fatalf("history: got %v, want %v", got, want)
+			}
 			hist, err := f.reg.ToolHistory(f.ctx, tl.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(hist) != 2 || hist[0].From == nil || *hist[0].From != registry.ToolDiscovered || hist[0].To != registry.ToolUpdating {
-				t.Fatalf("history: got %+v, want discovered → updating on top", hist)
-			}
+			// Newest first: [0] validating → validated, [1] updating → validating, [2] validated → updating.
+			upd := hist[2]
 			wantReason := "v1.0 → v" + tc.wantVersion
-			if !strings.Contains(hist[0].Reason, wantReason) || strings.Contains(hist[0].Reason, "breaking") != tc.wantBreaking {
-				t.Fatalf("history reason: got %q, want it to mention %q and breaking=%v", hist[0].Reason, wantReason, tc.wantBreaking)
+			if !strings.Contains(upd.Reason, wantReason) || strings.Contains(upd.Reason, "breaking") != tc.wantBreaking {
+				t.Fatalf("history reason: got %q, want it to mention %q and breaking=%v", upd.Reason, wantReason, tc.wantBreaking)
 			}
 			var meta struct {
 				FromHash string `json:"from_hash"`
 				ToHash   string `json:"to_hash"`
 			}
-			if err := json.Unmarshal(hist[0].Metadata, &meta); err != nil || meta.FromHash != registry.DefinitionHash(base) || meta.ToHash != tl.DefinitionHash {
-				t.Fatalf("history metadata: got %s, %v", hist[0].Metadata, err)
+			if err := json.Unmarshal(upd.Metadata, &meta); err != nil || meta.FromHash != registry.DefinitionHash(base) || meta.ToHash != tl.DefinitionHash {
+				t.Fatalf("history metadata: got %s, %v", upd.Metadata, err)
+			}
+			if hist[1].Reason != "validating definition "+tl.DefinitionHash[:12] {
+				t.Fatalf("validating reason: got %q, want it to name the new hash", hist[1].Reason)
+			}
+			// One validation per definition, the newest of the new hash.
+			if got := f.strings(`SELECT definition_hash || '|' || success FROM tool_validations WHERE tool_id = $1 ORDER BY id`, tl.ID); !slices.Equal(got,
+				[]string{registry.DefinitionHash(base) + "|true", tl.DefinitionHash + "|true"}) {
+				t.Fatalf("validations: got %v, want one of the old and one of the new hash, both successful", got)
 			}
 			var breaking bool
 			if err := f.pool.QueryRow(f.ctx, `SELECT breaking FROM tool_schemas WHERE tool_id = $1 AND definition_hash = $2`, tl.ID, tl.DefinitionHash).Scan(&breaking); err != nil || breaking != tc.wantBreaking {
@@ -226,6 +283,9 @@ func TestApplyDiscoveryDefinitionChanges(t *testing.T) {
 			// The same new definition again changes nothing.
 			res = f.discover(sv.ID, discovery("connect", tc.next, tool("other", "Other", nil)))
 			wantResult(t, "repeat", res, 0, 0, 2, 0)
+			if res.Validated != 0 || len(f.transitions(tl.ID)) != 6 {
+				t.Fatalf("repeat: got validated %d history %v, want nothing validated or moved", res.Validated, f.transitions(tl.ID))
+			}
 		})
 	}
 }
@@ -244,36 +304,57 @@ func TestApplyDiscoveryVersionSequence(t *testing.T) {
 		wantVersion string
 		wantHistory int // rows of tool_state_history
 	}{
-		{tool("t", "v1", map[string]string{"a": strProp}), "1.0", 1},
-		{tool("t", "v2", map[string]string{"a": strProp}), "1.1", 2},
-		// Already updating: a further change is a new version but no new transition.
-		{tool("t", "v3", map[string]string{"a": strProp}), "1.2", 2},
-		{tool("t", "v3", map[string]string{"a": intProp}), "2.0", 2},
-		{tool("t", "v1", map[string]string{"a": intProp}), "2.1", 2},
+		{tool("t", "v1", map[string]string{"a": strProp}), "1.0", 3},
+		// Each change is validated at once, so the tool is validated again before the
+		// next one, and every change is a transition validated → updating → validating → validated.
+		{tool("t", "v2", map[string]string{"a": strProp}), "1.1", 6},
+		{tool("t", "v3", map[string]string{"a": strProp}), "1.2", 9},
+		{tool("t", "v3", map[string]string{"a": intProp}), "2.0", 12},
+		{tool("t", "v1", map[string]string{"a": intProp}), "2.1", 15},
 	}
+	want := slices.Clone(newTool)
 	for i, st := range steps {
-		f.discover(sv.ID, discovery("connect", st.def))
+		res := f.discover(sv.ID, discovery("connect", st.def))
 		tl := f.toolsByName(sv.ID)["t"]
-		if tl.Version() != st.wantVersion {
-			t.Fatalf("step %d: got version %s, want %s", i, tl.Version(), st.wantVersion)
+		if tl.Version() != st.wantVersion || tl.Status != "validated" {
+			t.Fatalf("step %d: got version %s status %q, want %s validated", i, tl.Version(), tl.Status, st.wantVersion)
+		}
+		if res.Validated != 1 || res.Invalid != 0 {
+			t.Fatalf("step %d: got validated %d invalid %d, want 1 0", i, res.Validated, res.Invalid)
 		}
 		if n := f.count(`SELECT count(*) FROM tool_state_history WHERE tool_id = $1`, tl.ID); n != st.wantHistory {
 			t.Fatalf("step %d: got %d history rows, want %d", i, n, st.wantHistory)
+		}
+		if i > 0 {
+			want = append(want, changedTool("validated")...)
+		}
+		if got := f.transitions(tl.ID); !slices.Equal(got, want) {
+			t.Fatalf("step %d: got history %v, want %v", i, got, want)
+		}
+		if n := f.count(`SELECT count(*) FROM tool_validations WHERE tool_id = $1`, tl.ID); n != i+1 {
+			t.Fatalf("step %d: got %d validations, want %d", i, n, i+1)
 		}
 		if n := f.count(`SELECT count(*) FROM tool_schemas WHERE tool_id = $1`, tl.ID); n != i+1 {
 			t.Fatalf("step %d: got %d versions, want %d", i, n, i+1)
 		}
 	}
-	// Once a person has moved the tool on (toolstate), the next change is a transition again.
+	// Once a person has moved the tool on (toolstate), a change takes it from there back
+	// through updating and validation.
 	f.exec(`UPDATE mcp_tools SET status = 'enabled'`)
 	f.discover(sv.ID, discovery("connect", tool("t", "v4", map[string]string{"a": intProp})))
 	tl := f.toolsByName(sv.ID)["t"]
-	hist, err := f.reg.ToolHistory(f.ctx, tl.ID)
-	if err != nil {
-		t.Fatal(err)
+	want = append(want, changedTool("enabled")...)
+	if got := f.transitions(tl.ID); tl.Status != "validated" || !slices.Equal(got, want) {
+		t.Fatalf("got status %q history %v, want validated after %v", tl.Status, got, want)
 	}
-	if tl.Status != registry.ToolUpdating || len(hist) != 3 || *hist[0].From != "enabled" || hist[0].To != registry.ToolUpdating {
-		t.Fatalf("got status %q history %+v, want enabled → updating", tl.Status, hist)
+	// A tool left in updating (no validation yet) gets no second → updating row; it is
+	// validated from updating.
+	f.exec(`UPDATE mcp_tools SET status = 'updating'`)
+	f.discover(sv.ID, discovery("connect", tool("t", "v5", map[string]string{"a": intProp})))
+	tl = f.toolsByName(sv.ID)["t"]
+	want = append(want, "updating→validating", "validating→validated")
+	if got := f.transitions(tl.ID); tl.Status != "validated" || tl.Version() != "2.3" || !slices.Equal(got, want) {
+		t.Fatalf("got status %q version %s history %v, want validated 2.3 after %v", tl.Status, tl.Version(), got, want)
 	}
 }
 
@@ -294,8 +375,11 @@ func TestApplyDiscoveryRemovalAndReturn(t *testing.T) {
 	if len(tools) != 3 {
 		t.Fatalf("got %d tools, want 3 (a missing tool is kept)", len(tools))
 	}
-	if p := tools["ping"]; p.Available || p.Status != registry.ToolDiscovered || p.ID != before["ping"].ID {
-		t.Fatalf("ping: got available %v status %q, want unavailable, status kept", p.Available, p.Status)
+	if p := tools["ping"]; p.Available || p.Status != before["ping"].Status || p.Status != "validated" || p.ID != before["ping"].ID {
+		t.Fatalf("ping: got available %v status %q, want unavailable, status kept (validated)", p.Available, p.Status)
+	}
+	if res.Validated != 0 || !slices.Equal(f.transitions(before["ping"].ID), newTool) {
+		t.Fatalf("removal: got validated %d history %v, want no validation and no transition", res.Validated, f.transitions(before["ping"].ID))
 	}
 	if got := mustGet(t, f, sv.ID); got.ToolCount != 2 {
 		t.Fatalf("tool_count: got %d, want 2", got.ToolCount)
@@ -321,8 +405,12 @@ func TestApplyDiscoveryRemovalAndReturn(t *testing.T) {
 		t.Fatalf("changed: got %v, want [ping]", res.Changed)
 	}
 	p := f.toolsByName(sv.ID)["ping"]
-	if !p.Available || p.Version() != "1.0" || p.Status != registry.ToolDiscovered || p.ID != before["ping"].ID {
-		t.Fatalf("ping back: got available %v version %s status %q, want available 1.0 discovered, same id", p.Available, p.Version(), p.Status)
+	if !p.Available || p.Version() != "1.0" || p.Status != "validated" || p.ID != before["ping"].ID {
+		t.Fatalf("ping back: got available %v version %s status %q, want available 1.0 validated, same id", p.Available, p.Version(), p.Status)
+	}
+	// The same definition back: nothing to validate, no transition.
+	if res.Validated != 0 || !slices.Equal(f.transitions(p.ID), newTool) {
+		t.Fatalf("ping back: got validated %d history %v, want none and %v", res.Validated, f.transitions(p.ID), newTool)
 	}
 	if n := f.count(`SELECT count(*) FROM tool_schemas WHERE tool_id = $1`, p.ID); n != 1 {
 		t.Fatalf("ping versions: got %d, want 1 (same definition)", n)
@@ -333,8 +421,11 @@ func TestApplyDiscoveryRemovalAndReturn(t *testing.T) {
 	res = f.discover(sv.ID, discovery("connect", all[0], all[1], tool("ping", "Pings harder", nil)))
 	wantResult(t, "ping back changed", res, 0, 1, 2, 0)
 	p = f.toolsByName(sv.ID)["ping"]
-	if !p.Available || p.Version() != "1.1" || p.Status != registry.ToolUpdating {
-		t.Fatalf("ping back changed: got available %v version %s status %q, want true 1.1 updating", p.Available, p.Version(), p.Status)
+	if !p.Available || p.Version() != "1.1" || p.Status != "validated" || res.Validated != 1 {
+		t.Fatalf("ping back changed: got available %v version %s status %q validated %d, want true 1.1 validated 1", p.Available, p.Version(), p.Status, res.Validated)
+	}
+	if got, want := f.transitions(p.ID), append(slices.Clone(newTool), changedTool("validated")...); !slices.Equal(got, want) {
+		t.Fatalf("ping back changed: got history %v, want %v", got, want)
 	}
 
 	// An empty but complete list marks everything unavailable.
@@ -345,6 +436,10 @@ func TestApplyDiscoveryRemovalAndReturn(t *testing.T) {
 	}
 	if n := f.count(`SELECT count(*) FROM mcp_tools`); n != 3 {
 		t.Fatalf("got %d tool rows, want 3", n)
+	}
+	// Removal changes no status.
+	if got := f.strings(`SELECT name || '|' || status FROM mcp_tools ORDER BY name`); !slices.Equal(got, []string{"add|validated", "echo|validated", "ping|validated"}) {
+		t.Fatalf("after the empty list: got %v, want every status kept", got)
 	}
 }
 
@@ -409,8 +504,9 @@ func TestRecordDiscoveryFailure(t *testing.T) {
 	if got := f.strings(`SELECT t::text FROM mcp_tools t ORDER BY name`); !slices.Equal(got, snapshot) {
 		t.Fatalf("tools changed after a failed discovery:\ngot  %v\nwant %v", got, snapshot)
 	}
-	if n := f.count(`SELECT count(*) FROM tool_schemas`) + f.count(`SELECT count(*) FROM tool_state_history`); n != 6 {
-		t.Fatalf("got %d version and history rows, want 6 (none new)", n)
+	// 3 versions, 3 × 3 transitions (→discovered, →validating, →validated), 3 validations.
+	if n := f.count(`SELECT count(*) FROM tool_schemas`) + f.count(`SELECT count(*) FROM tool_state_history`) + f.count(`SELECT count(*) FROM tool_validations`); n != 15 {
+		t.Fatalf("got %d version, history and validation rows, want 15 (none new)", n)
 	}
 	runs, err := f.reg.DiscoveryRuns(f.ctx, sv.ID, 1)
 	if err != nil {
@@ -441,9 +537,38 @@ func TestDiscoveryActor(t *testing.T) {
 	sv := f.create(stdioSpec("actor"))
 	d := discovery("manual", tool("a", "", nil))
 	d.Actor = audit.Actor{Kind: audit.ActorUser, ID: "00000000-0000-0000-0000-000000000007", Name: "alice"}
-	f.discover(sv.ID, d)
-	if got := f.strings(`SELECT actor || '|' || reason FROM tool_state_history`); len(got) != 1 || !strings.HasPrefix(got[0], "alice|") || !strings.Contains(got[0], "manual") {
-		t.Fatalf("history: got %v, want one row by alice mentioning manual", got)
+	res := f.discover(sv.ID, d)
+	// A tool without a description fails validation (description_missing is an error).
+	if res.Validated != 1 || res.Invalid != 1 {
+		t.Fatalf("result: got validated %d invalid %d, want 1 1", res.Validated, res.Invalid)
+	}
+	got := f.strings(`SELECT actor || '|' || coalesce(from_status, '') || '→' || to_status || '|' || reason FROM tool_state_history ORDER BY id`)
+	if len(got) != 3 || !strings.HasPrefix(got[0], "alice|→discovered|") || !strings.Contains(got[0], "manual") ||
+		!strings.HasPrefix(got[1], "alice|discovered→validating|validating definition ") ||
+		!strings.HasPrefix(got[2], "alice|validating→invalid|1 error") || !strings.Contains(got[2], "description_missing") {
+		t.Fatalf("history: got %v, want → discovered (mentioning manual), → validating, → invalid (description_missing), all by alice", got)
+	}
+	a := f.toolsByName(sv.ID)["a"]
+	if a.Status != "invalid" {
+		t.Fatalf("status: got %q, want invalid", a.Status)
+	}
+	var (
+		hash, worst, by string
+		success         bool
+		findings        []struct{ Code, Path, Severity string }
+	)
+	if err := f.pool.QueryRow(f.ctx, `SELECT definition_hash, success, coalesce(worst, ''), validated_by, findings FROM tool_validations WHERE tool_id = $1`, a.ID).
+		Scan(&hash, &success, &worst, &by, &findings); err != nil {
+		t.Fatalf("tool_validations: %v", err)
+	}
+	if hash != a.DefinitionHash || success || worst != "error" || by != "alice" ||
+		!slices.ContainsFunc(findings, func(fd struct{ Code, Path, Severity string }) bool {
+			return fd.Code == "description_missing" && fd.Path == "/description" && fd.Severity == "error"
+		}) {
+		t.Fatalf("tool_validations: got hash %s success %v worst %q by %q findings %+v, want a failed validation by alice with description_missing", hash, success, worst, by, findings)
+	}
+	if w := f.strings(`SELECT coalesce(validation_worst, '') FROM mcp_tools WHERE id = $1`, a.ID); !slices.Equal(w, []string{"error"}) {
+		t.Fatalf("validation_worst: got %v, want error", w)
 	}
 	if got := f.strings(`SELECT actor_name || '|' || target_id FROM audit_log WHERE action = 'server.discover'`); len(got) != 1 || got[0] != "alice|"+sv.ID {
 		t.Fatalf("audit: got %v, want alice on %s", got, sv.ID)

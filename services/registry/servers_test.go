@@ -280,7 +280,7 @@ func TestDeleteServer(t *testing.T) {
 	if err := f.reg.DeleteServer(f.ctx, audit.System, sv.ID); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	for table, want := range map[string]int{"mcp_tools": 1, "tool_schemas": 1, "tool_state_history": 1, "discovery_runs": 1, "server_health": 0, "mcp_servers": 1} {
+	for table, want := range map[string]int{"mcp_tools": 1, "tool_schemas": 1, "tool_state_history": 3, "tool_validations": 1, "discovery_runs": 1, "server_health": 0, "mcp_servers": 1} {
 		if n := f.count(`SELECT count(*) FROM ` + table); n != want {
 			t.Errorf("%s: got %d rows, want %d", table, n, want)
 		}

@@ -18,13 +18,15 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
 // Tool states (DESIGN §4, seed 004 §5). services/toolstate owns the transitions; discovery
-// only creates tools (discovered) and moves changed ones to updating.
+// creates tools (discovered) and moves changed ones to updating; toolstate.Validate then
+// takes both on to validated or invalid in the same transaction.
 const (
-	ToolDiscovered = "discovered"
-	ToolUpdating   = "updating"
+	ToolDiscovered = toolstate.Discovered
+	ToolUpdating   = toolstate.Updating
 )
 
 // ToolDef is a tool as a server lists it.
@@ -229,6 +231,8 @@ type DiscoveryResult struct {
 	Total     int      `json:"total"`
 	Pages     int      `json:"pages"`
 	Changed   []string `json:"changed,omitempty"` // names of added, updated and removed tools (first 50)
+	Validated int      `json:"validated"`         // tools whose new definition was validated now
+	Invalid   int      `json:"invalid"`           // of those, tools with critical or error findings
 }
 
 type storedTool struct {
@@ -253,8 +257,9 @@ func (t storedTool) def() ToolDef {
 
 // ApplyDiscovery stores the complete tool list of a server in one transaction: new tools
 // are inserted as discovered, changed ones get a new version and move to updating,
-// missing ones are marked unavailable (never deleted), and the run, its audit entry
-// and events commit with them. Callers pass only complete lists; a failed or partial
+// both are then validated (→ validated or invalid, services/toolstate), missing ones are
+// marked unavailable (never deleted), and the run, its audit entry and events commit
+// with them. Callers pass only complete lists; a failed or partial
 // fetch goes to RecordDiscoveryFailure and changes no tool.
 func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
 	if uuid.Validate(serverID) != nil {
@@ -287,6 +292,9 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 		}
 		res, err = s.applyTools(ctx, tx, serverID, d, byName)
 		if err != nil {
+			return err
+		}
+		if err := validatePending(ctx, tx, serverID, d.Actor.Name, &res); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.run */
@@ -345,6 +353,9 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		}
 	}
 	actor := d.Actor.Name
+	if actor == "" {
+		actor = "system"
+	}
 	var newRows, schemaRows, historyRows [][]any
 	var unchanged []string
 	batch := &pgx.Batch{}
@@ -391,19 +402,24 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 				major, minor = cur.Major+1, 0
 			}
 			changesJSON, _ := json.Marshal(changes)
+			// A tool never validated yet (still discovered) is simply validated anew.
+			next := ToolUpdating
+			if cur.Status == ToolDiscovered {
+				next = ToolDiscovered
+			}
 			batch.Queue(`/* registry.ToolUpsert */
 				UPDATE mcp_tools SET title = $2, description = $3, input_schema = $4, output_schema = $5,
 					annotations = $6, definition = $7, definition_hash = $8, version_major = $9, version_minor = $10,
 					status = $11, available = true, last_seen = now(), updated_at = now()
 				WHERE id = $1`, cur.ID, def.Title, def.Description, in, nullJSON(def.OutputSchema),
-				nullJSON(def.Annotations), raw, hash, major, minor, ToolUpdating)
+				nullJSON(def.Annotations), raw, hash, major, minor, next)
 			schemaRows = append(schemaRows, []any{cur.ID, major, minor, hash, raw, breaking, json.RawMessage(changesJSON)})
-			if cur.Status != ToolUpdating {
+			if cur.Status != next {
 				reason := fmt.Sprintf("definition changed (v%d.%d → v%d.%d)", cur.Major, cur.Minor, major, minor)
 				if breaking {
 					reason += ", breaking"
 				}
-				historyRows = append(historyRows, []any{cur.ID, cur.Status, ToolUpdating, reason, actor,
+				historyRows = append(historyRows, []any{cur.ID, cur.Status, next, reason, actor,
 					mustJSON(map[string]any{"from_hash": cur.Hash, "to_hash": hash, "changes": changes})})
 			}
 			res.Updated++
@@ -450,6 +466,41 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		}
 	}
 	return res, nil
+}
+
+// validatePending validates every tool of the server whose definition is new
+// (discovered, updating): the automatic path discovered → validating → validated |
+// invalid of services/toolstate, in the discovery's transaction.
+func validatePending(ctx context.Context, tx pgx.Tx, serverID, actor string, res *DiscoveryResult) error {
+	rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.pending */
+		SELECT id, status, definition_hash, name, title, description, input_schema, output_schema, annotations
+		FROM mcp_tools WHERE server_id = $1 AND status IN ('discovered', 'updating') ORDER BY name`, serverID)
+	if err != nil {
+		return err
+	}
+	pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (toolstate.Pending, error) {
+		var p toolstate.Pending
+		err := r.Scan(&p.ID, &p.Status, &p.Hash, &p.Def.Name, &p.Def.Title, &p.Def.Description,
+			&p.Def.InputSchema, &p.Def.OutputSchema, &p.Def.Annotations)
+		return p, err
+	})
+	if err != nil {
+		return err
+	}
+	if actor == "" {
+		actor = "system"
+	}
+	out, err := toolstate.Validate(ctx, tx, pending, actor)
+	if err != nil {
+		return err
+	}
+	res.Validated = len(out)
+	for _, o := range out {
+		if o.Status == toolstate.Invalid {
+			res.Invalid++
+		}
+	}
+	return nil
 }
 
 func nullJSON(raw json.RawMessage) any {
