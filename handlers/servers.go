@@ -363,6 +363,7 @@ func (h ServersHandler) Update(c echo.Context) error {
 	if err := commandCheck(c, registry.ChangesCommand(&cur, pf.patch)); err != nil {
 		return h.formInvalid(c, cur.ID, pf, verr.New("command", err.Error()))
 	}
+	pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
 	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, pf.patch)
 	if err != nil {
 		return h.formInvalid(c, cur.ID, pf, err)
@@ -393,6 +394,7 @@ func (h ServersHandler) Test(c echo.Context) error {
 	}
 	var conn registry.Connection
 	if err == nil {
+		pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
 		conn, err = h.Registry.PreviewConnection(ctx, id, pf.patch)
 	}
 	if err == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -166,7 +167,9 @@ func (h ServersHandler) APIUpdate(c echo.Context) error {
 	if err := commandCheck(c, registry.ChangesCommand(&cur, in.patch())); err != nil {
 		return err
 	}
-	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, in.patch())
+	p := in.patch()
+	p.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
+	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, p)
 	if err != nil {
 		return err
 	}
@@ -237,6 +240,7 @@ func (h ServersHandler) APITest(c echo.Context) error {
 	if err := commandCheck(c, registry.ChangesCommand(cur, p)); err != nil {
 		return err
 	}
+	p.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
 	conn, err := h.Registry.PreviewConnection(ctx, id, p)
 	if err != nil {
 		return err

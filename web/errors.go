@@ -46,6 +46,8 @@ func classify(err error) (int, string, string, any) {
 		return http.StatusUnauthorized, "unauthenticated", "Sign in, or send an API token as 'Authorization: Bearer <token>'.", nil
 	case errors.As(err, &fe):
 		return http.StatusForbidden, "forbidden", fe.Message, nil
+	case errors.Is(err, registry.ErrCommandChange):
+		return http.StatusForbidden, "forbidden", strings.TrimPrefix(err.Error(), "registry: "), nil
 	case errors.Is(err, handlers.ErrForbidden):
 		return http.StatusForbidden, "forbidden", "Your role does not allow this.", nil
 	case errors.Is(err, auth.ErrTokenMintsToken):

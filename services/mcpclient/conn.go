@@ -260,8 +260,8 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 	}
 }
 
-// healthCheck probes the session; a failed probe is tried again, up to the server's
-// retries setting, before the session is declared lost. Every probe is recorded. It
+// healthCheck probes the session; a probe that fails with an error (not a timeout) is
+// tried again, up to the server's retries setting, before the session is declared lost. Every probe is recorded. It
 // returns why the session must go, or "".
 func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) string {
 	for attempt := 0; ; attempt++ {
@@ -271,7 +271,7 @@ func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) st
 		}
 		errText := ""
 		if err != nil {
-			errText = err.Error()
+			errText = c.redact(err.Error())
 		}
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if rerr := c.m.reg.RecordHealth(rctx, c.cfg.ServerID, err == nil, lat, errText); rerr != nil && ctx.Err() == nil {
@@ -281,7 +281,9 @@ func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) st
 		if err == nil {
 			return ""
 		}
-		if attempt >= c.cfg.Retries {
+		// A ping that got no answer within the timeout is not tried again: a hung server
+		// would otherwise keep its dead session for retries × timeout.
+		if attempt >= c.cfg.Retries || errors.Is(err, ErrTimeout) {
 			if attempt > 0 {
 				return fmt.Sprintf("health check failed %d times in a row: %s", attempt+1, errText)
 			}

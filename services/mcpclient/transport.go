@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"slices"
 	"strings"
@@ -65,7 +66,12 @@ func newEndpoint(c registry.Connection, inherit map[string]string, stderr *lineB
 			cmd: cmd, stderr: stderr}, nil
 	case registry.TypeSSE, registry.TypeStreamableHTTP:
 		base := http.DefaultTransport.(*http.Transport).Clone()
-		hc := &http.Client{Transport: &headerTransport{base: base, headers: c.Headers}, CheckRedirect: sameOrigin}
+		u, err := url.Parse(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("mcpclient: server URL: %w", err)
+		}
+		hc := &http.Client{Transport: &headerTransport{base: base, headers: c.Headers, scheme: u.Scheme, host: u.Host},
+			CheckRedirect: sameOrigin}
 		if c.Type == registry.TypeSSE {
 			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, http: hc}, nil
 		}
@@ -127,13 +133,21 @@ func sameOrigin(req *http.Request, via []*http.Request) error {
 	return nil
 }
 
-// headerTransport adds the configured headers (and authentication) to every request.
+// headerTransport adds the configured headers (and authentication) to every request, and
+// sends requests only to the registered origin: an SSE server names the endpoint for its
+// messages itself, and must not be able to send the credentials and the tool calls
+// somewhere else.
 type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
+	base         http.RoundTripper
+	headers      map[string]string
+	scheme, host string
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != t.scheme || r.URL.Host != t.host {
+		return nil, fmt.Errorf("mcpclient: refused a request to %s://%s: the server asked for another origin than its registered %s://%s",
+			r.URL.Scheme, r.URL.Host, t.scheme, t.host)
+	}
 	if len(t.headers) > 0 {
 		r = r.Clone(r.Context())
 		for k, v := range t.headers {

@@ -860,3 +860,70 @@ func TestAuditTest(t *testing.T) {
 	}
 	f.assertNoCanary(t)
 }
+
+// TestKeepCommand: a patch marked KeepCommand (a caller without server.command) is
+// refused when, against the row locked for the update, it changes what a stdio server
+// runs — so two concurrent edits cannot combine into a change neither was checked for.
+func TestKeepCommand(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(registry.Spec{Name: "fs", Type: registry.TypeStdio, Command: "python3", Args: []string{"-m", "srv", "--read-only"}, Enabled: false})
+	web := f.create(registry.Spec{Name: "web", Type: registry.TypeStreamableHTTP, URL: "http://127.0.0.1:9/mcp", Enabled: false})
+	cases := []struct {
+		name    string
+		id      string
+		p       registry.Patch
+		refused bool
+	}{
+		{"description", sv.ID, registry.Patch{Description: ptr("files")}, false},
+		{"same command restated", sv.ID, registry.Patch{Command: ptr("python3"), Args: &[]string{"-m", "srv", "--read-only"}}, false},
+		{"args", sv.ID, registry.Patch{Args: &[]string{"-m", "srv"}}, true},
+		{"command", sv.ID, registry.Patch{Command: ptr("sh")}, true},
+		{"env", sv.ID, registry.Patch{Env: map[string]*string{"X": ptr("1")}}, true},
+		{"http server becomes stdio", web.ID, registry.Patch{Type: ptr(registry.TypeStdio), URL: ptr(""), Command: ptr("sh")}, true},
+	}
+	for _, tc := range cases {
+		tc.p.KeepCommand = true
+		_, err := f.reg.UpdateServer(f.ctx, audit.System, tc.id, tc.p)
+		if got := errors.Is(err, registry.ErrCommandChange); got != tc.refused {
+			t.Errorf("%s: got %v, want refused=%v", tc.name, err, tc.refused)
+		}
+		_, err = f.reg.PreviewConnection(f.ctx, tc.id, tc.p)
+		if got := errors.Is(err, registry.ErrCommandChange); got != tc.refused {
+			t.Errorf("%s (preview): got %v, want refused=%v", tc.name, err, tc.refused)
+		}
+	}
+	if got := mustGet(t, f, sv.ID); got.Command != "python3" || len(got.Args) != 3 {
+		t.Fatalf("the stdio server changed: %s %q", got.Command, got.Args)
+	}
+	if _, err := f.reg.PreviewConnection(f.ctx, "", registry.Patch{Name: ptr("new"), Type: ptr(registry.TypeStdio), Command: ptr("sh"), KeepCommand: true}); !errors.Is(err, registry.ErrCommandChange) {
+		t.Errorf("preview of a new stdio server with KeepCommand: %v", err)
+	}
+}
+
+// TestWorkingDirOnlyForStdio: an HTTP server cannot hold a working directory (it would
+// come back if the server were switched to stdio).
+func TestWorkingDirOnlyForStdio(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, err := f.reg.CreateServer(f.ctx, audit.System, registry.Spec{Name: "web", Type: registry.TypeStreamableHTTP,
+		URL: "http://127.0.0.1:9/mcp", WorkingDir: "/tmp/mine"})
+	wantFields(t, err, "working_dir")
+}
+
+// TestOldArgsStillEditable: the plain-text rules apply to what a change sets, so a
+// server stored before them (a token in its args) can still be renamed or disabled; a
+// change of its args is checked.
+func TestOldArgsStillEditable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(registry.Spec{Name: "legacy", Type: registry.TypeStdio, Command: "npx", Enabled: false})
+	if _, err := f.pool.Exec(f.ctx, `UPDATE mcp_servers SET args = '["--token", "abc123", "${HOME}"]' WHERE id = $1`, sv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.reg.UpdateServer(f.ctx, audit.System, sv.ID, registry.Patch{Description: ptr("old"), Enabled: ptr(true)}); err != nil {
+		t.Fatalf("editing a legacy server: %v", err)
+	}
+	_, err := f.reg.UpdateServer(f.ctx, audit.System, sv.ID, registry.Patch{Args: &[]string{"--token", "abc123", "${HOME}", "-v"}})
+	wantFields(t, err, "args/1", "args/2")
+}

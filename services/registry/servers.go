@@ -222,7 +222,14 @@ type Patch struct {
 	HealthIntervalMS *int
 	Enabled          *bool
 	Trusted          *bool
+	// KeepCommand refuses (ErrCommandChange) a patch that would change what a stdio
+	// server runs (see ChangesCommand): set it for callers without server.command. It is
+	// checked against the row locked for the update, so no concurrent edit slips past it.
+	KeepCommand bool
 }
+
+// ErrCommandChange: the patch changes what a stdio server runs, and the caller may not.
+var ErrCommandChange = errors.New("registry: only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)")
 
 // PatchFromSpec is the patch that turns any server into sp (secrets replaced wholesale).
 func PatchFromSpec(sp Spec) Patch {
@@ -372,11 +379,6 @@ func (d *draft) validate() error {
 		for i, a := range d.args {
 			if strings.ContainsRune(a, 0) {
 				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
-			} else if name := missingRef(a, d.env); name != "" {
-				ve.Add(fmt.Sprintf("args/%d", i), fmt.Sprintf("refers to ${%s}, but env has no %s: add it under environment variables, or write the value here", name, name))
-			} else if why := secretArg(d.args, i); why != "" {
-				ve.Add(fmt.Sprintf("args/%d", i), "looks like a secret ("+why+"), and arguments are stored and shown in plain text: "+
-					"put the value in an env variable, which is stored encrypted, and write ${NAME} here; Toolwarden substitutes it when it starts the server")
 			}
 		}
 		if d.workingDir != "" && !filepath.IsAbs(d.workingDir) {
@@ -400,12 +402,12 @@ func (d *draft) validate() error {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
 		} else if msg := checkURL(d.url); msg != "" {
 			ve.Add("url", msg)
-		} else if k := secretInURL(d.url); k != "" {
-			ve.Add("url", fmt.Sprintf("carries a secret in its query (%s), and URLs are stored and shown in plain text: "+
-				"send it as a header or with Authentication instead, which are stored encrypted", k))
 		}
 		if len(d.env) > 0 {
 			ve.Add("env", "applies to stdio servers only")
+		}
+		if d.workingDir != "" {
+			ve.Add("working_dir", "applies to stdio servers only")
 		}
 		if d.command != "" || len(d.args) > 0 {
 			ve.Add("command", "applies to stdio servers only")
@@ -588,6 +590,9 @@ func secretInURL(raw string) string {
 // header values and token there; after such a move each must be entered again.
 func (d *draft) validateChange(cur *draft) error {
 	err := d.validate()
+	if err == nil {
+		err = d.checkPlainText(cur)
+	}
 	if cur == nil || cur.typ == TypeStdio || d.typ == TypeStdio || origin(cur.url) == origin(d.url) {
 		return err
 	}
@@ -610,6 +615,30 @@ func (d *draft) validateChange(cur *draft) error {
 	}
 	if d.authType != AuthNone && d.authToken.plain == nil && d.authToken.cipher != "" && ve.For("auth_token") == "" {
 		ve.Add("auth_token", moved)
+	}
+	return ve.Err()
+}
+
+// checkPlainText refuses credentials in the fields stored in plain text (args, URL) and
+// ${NAME} references to env variables the server does not have. Only what this change
+// sets is checked, so a server registered before these rules can still be edited.
+func (d *draft) checkPlainText(cur *draft) error {
+	var ve verr.Error
+	if d.typ == TypeStdio && (cur == nil || !slices.Equal(cur.args, d.args) || !slices.Equal(slices.Sorted(maps.Keys(cur.env)), slices.Sorted(maps.Keys(d.env)))) {
+		for i, a := range d.args {
+			if name := missingRef(a, d.env); name != "" {
+				ve.Add(fmt.Sprintf("args/%d", i), fmt.Sprintf("refers to ${%s}, but env has no %s: add it under environment variables, or write the value here", name, name))
+			} else if why := secretArg(d.args, i); why != "" {
+				ve.Add(fmt.Sprintf("args/%d", i), "looks like a secret ("+why+"), and arguments are stored and shown in plain text: "+
+					"put the value in an env variable, which is stored encrypted, and write ${NAME} here; Toolwarden substitutes it when it starts the server")
+			}
+		}
+	}
+	if d.typ != TypeStdio && (cur == nil || cur.url != d.url) {
+		if k := secretInURL(d.url); k != "" {
+			ve.Add("url", fmt.Sprintf("carries a secret in its query (%s), and URLs are stored and shown in plain text: "+
+				"send it as a header or with Authentication instead, which are stored encrypted", k))
+		}
 	}
 	return ve.Err()
 }
@@ -715,7 +744,7 @@ func (d draft) auditView() map[string]any {
 func (s *Service) CreateServer(ctx context.Context, actor audit.Actor, sp Spec) (Server, error) {
 	d := newDraft(uuid.NewString())
 	d.apply(PatchFromSpec(sp))
-	if err := d.validate(); err != nil {
+	if err := d.validateChange(nil); err != nil {
 		return Server{}, err
 	}
 	var out Server
@@ -768,6 +797,9 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 		}
 		d, before := draftOf(cur), draftOf(cur)
 		d.apply(p)
+		if p.KeepCommand && commandChanged(&before, d) {
+			return ErrCommandChange
+		}
 		if err := d.validateChange(&before); err != nil {
 			return err
 		}

@@ -70,6 +70,9 @@ func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Co
 		before = &b
 	}
 	d.apply(p)
+	if p.KeepCommand && commandChanged(before, d) {
+		return Connection{}, ErrCommandChange
+	}
 	if err := d.validateChange(before); err != nil {
 		return Connection{}, err
 	}
