@@ -729,15 +729,21 @@ func aad(id, field, name string) string {
 func (d draft) auditView() map[string]any {
 	m := map[string]any{"name": d.name, "type": d.typ, "description": d.description, "enabled": d.enabled,
 		"trusted": d.trusted, "timeout_ms": d.timeoutMS, "retries": d.retries, "health_interval_ms": d.healthIntervalMS}
-	if d.typ == TypeStdio {
-		m["command"], m["args"], m["working_dir"] = d.command, d.args, d.workingDir
-		m["env_names"] = slices.Sorted(maps.Keys(d.env))
-	} else {
-		m["url"] = d.url
-		m["header_names"] = slices.Sorted(maps.Keys(d.headers))
+	addTarget(m, d.typ, d.command, d.args, d.workingDir, d.url, slices.Sorted(maps.Keys(d.env)), slices.Sorted(maps.Keys(d.headers)))
+	if d.typ != TypeStdio {
 		m["auth_type"], m["auth_header"] = d.authType, d.authHeader
 	}
 	return m
+}
+
+// addTarget adds what a registration connects to (never secret values, only their names)
+// to an audit payload.
+func addTarget(m map[string]any, typ, command string, args []string, workingDir, url string, envNames, headerNames []string) {
+	if typ == TypeStdio {
+		m["command"], m["args"], m["working_dir"], m["env_names"] = command, args, workingDir, envNames
+	} else {
+		m["url"], m["header_names"] = url, headerNames
+	}
 }
 
 // CreateServer registers a server. Bad input returns a *verr.Error naming each field.

@@ -84,13 +84,7 @@ func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Co
 // recorded, never their values.
 func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c Connection) error {
 	payload := map[string]any{"name": c.Name, "type": c.Type, "saved": id != ""}
-	if c.Type == TypeStdio {
-		payload["command"], payload["args"], payload["working_dir"] = c.Command, c.Args, c.WorkingDir
-		payload["env_names"] = slices.Sorted(maps.Keys(c.Env))
-	} else {
-		payload["url"] = c.URL
-		payload["header_names"] = slices.Sorted(maps.Keys(c.Headers))
-	}
+	addTarget(payload, c.Type, c.Command, c.Args, c.WorkingDir, c.URL, slices.Sorted(maps.Keys(c.Env)), slices.Sorted(maps.Keys(c.Headers)))
 	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "server.test", TargetType: "server",
 			TargetID: id, TargetName: c.Name, Payload: payload})
