@@ -27,6 +27,10 @@ type conn struct {
 	breaker *gobreaker.CircuitBreaker[*session]
 	redact  func(string) string
 
+	// statusMu orders status writes: the row must end with the latest status, so a
+	// resync cannot write a status read before a newer one was stored.
+	statusMu sync.Mutex
+
 	mu          sync.Mutex
 	sess        *session
 	status      string
@@ -98,6 +102,13 @@ func (c *conn) current() (*mcp.ClientSession, error) {
 
 // setStatus records a status in memory and in the registry (which announces it).
 func (c *conn) setStatus(ctx context.Context, status, errText string, info *registry.ServerInfo) {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	c.writeStatus(ctx, status, errText, info)
+}
+
+// writeStatus is setStatus with statusMu held.
+func (c *conn) writeStatus(ctx context.Context, status, errText string, info *registry.ServerInfo) {
 	errText = c.redact(errText)
 	c.mu.Lock()
 	if c.status != status {
@@ -114,11 +125,13 @@ func (c *conn) setStatus(ctx context.Context, status, errText string, info *regi
 
 // resync writes the live status to the registry again (a no-op when it already says so).
 func (c *conn) resync(ctx context.Context) {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
 	c.mu.Lock()
 	status, errText := c.status, c.errText
 	c.mu.Unlock()
 	if status != "" {
-		c.setStatus(ctx, status, errText, nil)
+		c.writeStatus(ctx, status, errText, nil)
 	}
 }
 
