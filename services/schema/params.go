@@ -340,7 +340,7 @@ func arrayType(root any, v view, depth int) string {
 // ExampleArguments builds a plausible call for an input schema: every
 // required parameter plus the optional ones that have defaults, each set to
 // its const, default, first example or first enum value, or else a typed
-// placeholder that satisfies the schema's bounds ("<path>", 0, false, []).
+// example value that satisfies the schema's bounds ("<path>", 0, false, []).
 // It returns an empty map when the schema has no parameters or is unusable.
 func ExampleArguments(inputSchema json.RawMessage) map[string]any {
 	root, err := decode(inputSchema)
@@ -392,7 +392,7 @@ func (g *generator) object(v view, depth int) map[string]any {
 
 func (g *generator) value(v view, name string, depth int) any {
 	if len(v) == 0 || v[0].o == nil {
-		return placeholder(name)
+		return nameExample(name)
 	}
 	for _, k := range []string{"const", "default"} {
 		if x, _, ok := v.get(k); ok {
@@ -478,7 +478,7 @@ func (g *generator) array(v view, name string, depth int) []any {
 	prefix, _ := x.([]any)
 	items, ip := v.object("items")
 	for i := 0; i < n; i++ {
-		var el any = placeholder(name)
+		var el any = nameExample(name)
 		switch {
 		case i < len(prefix):
 			if po, ok := prefix[i].(*obj); ok {
@@ -497,7 +497,9 @@ func (g *generator) array(v view, name string, depth int) []any {
 	return out
 }
 
-func placeholder(name string) string {
+// nameExample is the example value of a string parameter with nothing better to
+// show: its name in angle brackets, as documentation writes it ("<path>").
+func nameExample(name string) string {
 	if name == "" {
 		name = "value"
 	}
@@ -541,7 +543,7 @@ func stringExample(v view, name string) string {
 	if f, ok := formatExamples[v.str("format")]; ok {
 		return f
 	}
-	cands := []string{placeholder(name), name, "example", "abc", "a", "A", "0", "1", "123", "x"}
+	cands := []string{nameExample(name), name, "example", "abc", "a", "A", "0", "1", "123", "x"}
 	if re != nil {
 		cands = append(cands, patternExample(re.String()))
 	}
@@ -550,7 +552,7 @@ func stringExample(v view, name string) string {
 			return c
 		}
 	}
-	s := placeholder(name)
+	s := nameExample(name)
 	if hasMin && utf8.RuneCountInString(s) < minLen {
 		s += strings.Repeat("x", minLen-utf8.RuneCountInString(s))
 	}

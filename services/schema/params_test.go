@@ -205,7 +205,7 @@ func TestExampleArguments(t *testing.T) {
 		}, []string{"since", "retry", "tags"}},
 		{"echo", `{"type": "object", "properties": {"message": {"type": "string", "description": "Message to echo"}}, "required": ["message"]}`,
 			map[string]any{"message": "<message>"}, nil},
-		{"placeholders", `{"type": "object", "properties": {
+		{"typed name examples", `{"type": "object", "properties": {
 				"n": {"type": "number"}, "i": {"type": "integer"}, "b": {"type": "boolean"},
 				"a": {"type": "array"}, "o": {"type": "object"}, "z": {"type": "null"}, "any": {}
 			}, "required": ["n", "i", "b", "a", "o", "z", "any"]}`,

@@ -133,38 +133,67 @@ func sameText(a, b string) bool {
 	return fa != "" && fa == fold(b)
 }
 
+// schemaSide says how the input and the output schema differ in their checks.
+type schemaSide struct {
+	field, code, texts string // "inputSchema", "input_schema", "input"
+	use                string // what the schema is for, in messages
+	why                string // why the root must be an object
+}
+
+var (
+	inputSide = schemaSide{field: "inputSchema", code: "input_schema", texts: "input",
+		use: "calls cannot be checked against it", why: "arguments are always an object"}
+	outputSide = schemaSide{field: "outputSchema", code: "output_schema", texts: "output",
+		use: "results cannot be checked against it", why: "structured content is always an object"}
+)
+
 func (c *checker) inputSchema(raw json.RawMessage) {
-	const at = "/inputSchema"
 	if !present(raw) {
-		c.add(at, "input_schema_missing", SeverityError,
+		c.add("/inputSchema", "input_schema_missing", SeverityError,
 			`the tool has no inputSchema; MCP requires one, at least {"type": "object"} for a tool without parameters.`)
 		return
 	}
+	if root, o := c.schema(raw, inputSide); o != nil {
+		c.params(root, o, "/inputSchema", false, 0)
+	}
+}
+
+func (c *checker) outputSchema(raw json.RawMessage) {
+	if present(raw) {
+		c.schema(raw, outputSide)
+	}
+}
+
+// schema runs the checks both schemas share: it reads as JSON, compiles, is an object
+// with "type": "object" at the root, and its texts are clean. It returns the decoded
+// schema and its root object (nil when the root is not an object).
+func (c *checker) schema(raw json.RawMessage, side schemaSide) (any, *obj) {
+	at := "/" + side.field
 	root, err := decode(raw)
 	if err != nil {
-		c.add(at, "input_schema_invalid", SeverityError, "inputSchema cannot be read as JSON: "+err.Error())
-		return
+		c.add(at, side.code+"_invalid", SeverityError, side.field+" cannot be read as JSON: "+err.Error())
+		return nil, nil
 	}
 	if _, ptr, err := compileDoc(schemaDoc(root)); err != nil {
-		c.add(at+ptr, "input_schema_invalid", SeverityError, fmt.Sprintf(
-			"inputSchema does not compile, so calls cannot be checked against it: %s", strings.TrimPrefix(err.Error(), "schema: ")))
+		c.add(at+ptr, side.code+"_invalid", SeverityError, fmt.Sprintf(
+			"%s does not compile, so %s: %s", side.field, side.use, strings.TrimPrefix(err.Error(), "schema: ")))
 	}
 	o, ok := root.(*obj)
 	if !ok {
-		c.add(at, "input_schema_not_object", SeverityError, fmt.Sprintf(
-			`inputSchema is a JSON %s; MCP requires a schema object with "type": "object".`, jsonType(root)))
-		return
+		c.add(at, side.code+"_not_object", SeverityError, fmt.Sprintf(
+			`%s is a JSON %s; MCP requires a schema object with "type": "object", because %s.`, side.field, jsonType(root), side.why))
+		return root, nil
 	}
-	c.schemaTexts(root, "input", o, at, 0)
+	c.schemaTexts(root, side.texts, o, at, 0)
 	if typ, ok := o.get("type"); !ok || typ != "object" {
 		path := at
 		if ok {
 			path += "/type"
 		}
-		c.add(path, "input_schema_not_object", SeverityError, fmt.Sprintf(
-			`inputSchema has %s; MCP requires "type": "object" at the root, because arguments are always an object.`, describeType(typ, ok)))
+		c.add(path, side.code+"_not_object", SeverityError, fmt.Sprintf(
+			`%s has %s; MCP requires "type": "object" at the root, because %s.`, side.field, describeType(typ, ok), side.why))
 	}
-	c.params(root, o, at, false, 0)
+	return root, o
 }
 
 func describeType(typ any, ok bool) string {
@@ -173,37 +202,6 @@ func describeType(typ any, ok bool) string {
 	}
 	b, _ := json.Marshal(plain(typ))
 	return fmt.Sprintf(`"type": %s`, b)
-}
-
-func (c *checker) outputSchema(raw json.RawMessage) {
-	const at = "/outputSchema"
-	if !present(raw) {
-		return
-	}
-	root, err := decode(raw)
-	if err != nil {
-		c.add(at, "output_schema_invalid", SeverityError, "outputSchema cannot be read as JSON: "+err.Error())
-		return
-	}
-	if _, ptr, err := compileDoc(schemaDoc(root)); err != nil {
-		c.add(at+ptr, "output_schema_invalid", SeverityError, fmt.Sprintf(
-			"outputSchema does not compile, so results cannot be checked against it: %s", strings.TrimPrefix(err.Error(), "schema: ")))
-	}
-	o, ok := root.(*obj)
-	if !ok {
-		c.add(at, "output_schema_not_object", SeverityError, fmt.Sprintf(
-			`outputSchema is a JSON %s; MCP requires a schema object with "type": "object", because structured content is always an object.`, jsonType(root)))
-		return
-	}
-	c.schemaTexts(root, "output", o, at, 0)
-	if typ, ok := o.get("type"); !ok || typ != "object" {
-		path := at
-		if ok {
-			path += "/type"
-		}
-		c.add(path, "output_schema_not_object", SeverityError, fmt.Sprintf(
-			`outputSchema has %s; MCP requires "type": "object" at the root, because structured content is always an object.`, describeType(typ, ok)))
-	}
 }
 
 var hints = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
