@@ -48,7 +48,7 @@ func (h ConfigHandler) ImportPreview(c echo.Context) error {
 		page.Error = err.Error()
 		return render(c, http.StatusUnprocessableEntity, views.Import(page))
 	}
-	plan, err := h.plan(c, name, data, page.Prune)
+	plan, _, err := h.plan(c, name, data, page.Prune)
 	if err != nil {
 		var ce *registry.ConfigError
 		if errors.As(err, &ce) {
@@ -85,7 +85,7 @@ func (h ConfigHandler) ImportApply(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/servers/import")
 	}
 	prune := c.FormValue("prune") == "true"
-	plan, err := h.plan(c, name, data, prune)
+	plan, _, err := h.plan(c, name, data, prune)
 	if err != nil {
 		return err
 	}
@@ -117,24 +117,28 @@ func (h ConfigHandler) refreshImported(c echo.Context, res registry.ImportResult
 	}
 }
 
-func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool) (*registry.Plan, error) {
+// plan parses and plans an import. Servers whose stdio command the file changes, when
+// the caller may not (auth.PermServerCommand), are returned in denied and are errors of
+// the plan, so it cannot be applied.
+func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool) (plan *registry.Plan, denied []string, err error) {
 	// No ${VAR} expansion from the browser: it would read Toolwarden's own environment.
 	cfg, err := registry.ParseConfig(name, data, registry.ParseOptions{ExpandEnv: false})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	plan, err := h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune,
-		CompareSecrets: PrincipalOf(c).Can(auth.PermServerCommand)})
+	admin := PrincipalOf(c).Can(auth.PermServerCommand)
+	plan, err = h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune, CompareSecrets: admin})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if commandCheck(c, true) != nil {
-		for _, n := range plan.CommandChanges() {
+	if !admin {
+		denied = plan.CommandChanges()
+		for _, n := range denied {
 			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "command",
 				Message: "sets what this stdio server runs on the Toolwarden host (command, args, env or working directory); only administrators can import that"})
 		}
 	}
-	return plan, nil
+	return plan, denied, nil
 }
 
 // uploaded returns the file from the "file" field, or the "content" textarea.
@@ -204,7 +208,7 @@ func (h ConfigHandler) APIImport(c echo.Context) error {
 	if name == "" {
 		name = "body"
 	}
-	plan, err := h.plan(c, filepath.Base(name), data, c.QueryParam("prune") == "true")
+	plan, denied, err := h.plan(c, filepath.Base(name), data, c.QueryParam("prune") == "true")
 	var ce *registry.ConfigError
 	if errors.As(err, &ce) {
 		return problemsError(ce.Problems)
@@ -212,10 +216,8 @@ func (h ConfigHandler) APIImport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if names := plan.CommandChanges(); len(names) > 0 {
-		if err := commandCheck(c, true); err != nil {
-			return &ForbiddenError{Message: err.Error() + "; this file changes " + strings.Join(names, ", ")}
-		}
+	if len(denied) > 0 {
+		return &ForbiddenError{Message: errCommandDenied.Message + "; this file changes " + strings.Join(denied, ", ")}
 	}
 	if plan.HasErrors() {
 		return problemsError(plan.Errors)

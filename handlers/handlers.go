@@ -190,7 +190,7 @@ func (e *ForbiddenError) Error() string        { return e.Message }
 func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
 
 // errCommandDenied: see commandCheck.
-var errCommandDenied = &ForbiddenError{Message: "only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)"}
+var errCommandDenied = &ForbiddenError{Message: strings.TrimPrefix(registry.ErrCommandChange.Error(), "registry: ")}
 
 // commandCheck refuses a registration that sets what a stdio server runs unless the
 // caller holds auth.PermServerCommand: that is running a program as Toolwarden.
