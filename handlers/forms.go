@@ -42,7 +42,7 @@ func userMessage(err error) (string, bool) {
 	case errors.Is(err, mcpclient.ErrNotConnected):
 		return "This " + err.Error() + ".", true
 	}
-	return "", false
+	return toolErrorMessage(err)
 }
 
 // bindJSON decodes the request body, turning a malformed body into a field error.

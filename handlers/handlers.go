@@ -18,6 +18,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -37,6 +38,8 @@ type Deps struct {
 	// Registry holds the MCP servers and their tools; MCP keeps their live sessions.
 	Registry *registry.Service
 	MCP      *mcpclient.Manager
+	// Tools manages discovered tools: search, settings, lifecycle actions.
+	Tools *tools.Service
 }
 
 // SessionCookie is the name of the session cookie.
@@ -131,6 +134,7 @@ type navArea struct {
 var navAreas = []navArea{
 	{"Dashboard", "/", auth.PermDashboard},
 	{"Servers", "/servers", auth.PermServerView},
+	{"Tools", "/tools", auth.PermToolView},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},
 }

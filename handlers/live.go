@@ -12,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -45,6 +46,12 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		parts = append(parts, views.LiveActivity(activityRow(s)))
 	case registry.ServersTopic:
 		more, err := l.serverParts(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, more...)
+	case tools.Topic:
+		more, err := l.toolParts(ctx, ev)
 		if err != nil {
 			return nil, err
 		}
@@ -122,6 +129,51 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		if ev.Kind == "discovery.completed" && p.Added+p.Updated+p.Removed > 0 {
 			parts = append(parts, views.LiveToast("info", fmt.Sprintf("%s: %d tools added, %d updated, %d removed", sv.Name, p.Added, p.Updated, p.Removed)))
 		}
+	}
+	return parts, nil
+}
+
+// maxLiveTools bounds how many tools one event re-renders; a bigger change (a discovery
+// of hundreds of tools) tells the pages in a toast instead.
+const maxLiveTools = 50
+
+// toolParts renders a tool event: the card (list) of each tool that changed state or
+// settings.
+func (l Live) toolParts(ctx context.Context, ev events.Event) ([]templ.Component, error) {
+	var p struct {
+		ID      string `json:"id"`
+		Count   int    `json:"count"`
+		Changes []struct {
+			ID string `json:"id"`
+		} `json:"changes"`
+	}
+	if err := ev.Decode(&p); err != nil {
+		return nil, err
+	}
+	var ids []string
+	switch ev.Kind {
+	case "tool.changed":
+		ids = []string{p.ID}
+	case "tool.state":
+		if p.Count > maxLiveTools || len(p.Changes) == 0 {
+			return []templ.Component{views.LiveToast("info", fmt.Sprintf("%d tools changed state; reload to see them.", p.Count))}, nil
+		}
+		for _, c := range p.Changes {
+			ids = append(ids, c.ID)
+		}
+	default:
+		return nil, nil
+	}
+	var parts []templ.Component
+	for _, id := range ids {
+		it, err := l.Tools.Get(ctx, id)
+		if errors.Is(err, tools.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, views.LiveToolCard(toolCard(it)))
 	}
 	return parts, nil
 }

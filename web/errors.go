@@ -14,6 +14,8 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -35,10 +37,12 @@ func classify(err error) (int, string, string, any) {
 	var te *auth.ThrottledError
 	var he *echo.HTTPError
 	var fe *handlers.ForbiddenError
+	var ie *toolstate.IllegalError
+	var tce *toolstate.ConflictError
 	switch {
 	case errors.As(err, &ve):
 		return http.StatusBadRequest, "invalid_input", ve.Error(), ve.Fields
-	case errors.Is(err, auth.ErrNotFound), errors.Is(err, registry.ErrNotFound):
+	case errors.Is(err, auth.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, tools.ErrNotFound):
 		return http.StatusNotFound, "not_found", "Not found.", nil
 	case errors.Is(err, mcpclient.ErrNotConnected):
 		return http.StatusConflict, "not_connected", err.Error(), nil
@@ -54,6 +58,12 @@ func classify(err error) (int, string, string, any) {
 		return http.StatusForbidden, "forbidden", err.Error(), nil
 	case errors.As(err, &ce):
 		return http.StatusConflict, "conflict", ce.Message, nil
+	case errors.Is(err, toolstate.ErrOverrideRequired):
+		return http.StatusUnprocessableEntity, "override_required", err.Error(), nil
+	case errors.As(err, &ie):
+		return http.StatusConflict, "illegal_transition", err.Error(), map[string]string{"from": ie.From, "to": ie.To}
+	case errors.As(err, &tce):
+		return http.StatusConflict, "conflict", err.Error(), nil
 	case errors.As(err, &te):
 		return http.StatusTooManyRequests, "rate_limited", te.Error(), map[string]any{"retry_after_seconds": int(te.RetryAfter.Seconds())}
 	case errors.As(err, &he):

@@ -27,6 +27,7 @@ func (s *Server) routes() []Route {
 	health := handlers.HealthHandler{Deps: d}
 	servers := handlers.ServersHandler{Deps: d}
 	config := handlers.ConfigHandler{Deps: d}
+	tools := handlers.ToolsHandler{Deps: d}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -67,6 +68,12 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/servers/:id/discover", auth.PermServerEdit, servers.Discover},
 		{http.MethodPost, "/servers/:id/delete", auth.PermServerDelete, servers.Delete},
 
+		{http.MethodGet, "/tools", auth.PermToolView, tools.List},
+		{http.MethodPost, "/tools/bulk", auth.PermToolView, tools.Bulk}, // each action checks its own permission
+		{http.MethodPost, "/tools/:id/enable", auth.PermToolEnable, tools.SetEnabled(true)},
+		{http.MethodPost, "/tools/:id/disable", auth.PermToolEnable, tools.SetEnabled(false)},
+		// Tool detail pages.
+
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
 
@@ -94,6 +101,12 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/api/v1/servers/:id/discover", auth.PermServerEdit, servers.APIDiscover},
 		{http.MethodGet, "/api/v1/servers/:id/tools", auth.PermServerView, servers.APITools},
 		{http.MethodGet, "/api/v1/servers/:id/health", auth.PermServerView, servers.APIHealth},
+		{http.MethodGet, "/api/v1/tools", auth.PermToolView, tools.APIList},
+		{http.MethodPost, "/api/v1/tools/bulk", auth.PermToolView, tools.APIBulk}, // each action checks its own permission
+		{http.MethodGet, "/api/v1/tools/:id", auth.PermToolView, tools.APIGet},
+		{http.MethodPatch, "/api/v1/tools/:id", auth.PermToolConfigure, tools.APIUpdate},
+		{http.MethodPost, "/api/v1/tools/:id/enable", auth.PermToolEnable, tools.APISetEnabled(true)},
+		{http.MethodPost, "/api/v1/tools/:id/disable", auth.PermToolEnable, tools.APISetEnabled(false)},
 	}
 }
 

@@ -62,6 +62,9 @@ const (
 	PermToolUse       Permission = "tool.use"
 	PermToolConfigure Permission = "tool.configure"
 	PermToolEnable    Permission = "tool.enable"
+	// PermToolOverride: enable a tool despite critical or error findings or a failed
+	// test, with a reason (DESIGN §4). Administrators only.
+	PermToolOverride Permission = "tool.override"
 
 	PermExecutionCreate  Permission = "execution.create"
 	PermExecutionApprove Permission = "execution.approve"
@@ -75,7 +78,7 @@ const (
 var AllPermissions = []Permission{
 	PermDashboard, PermOwnTokens, PermUsers,
 	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand,
-	PermToolView, PermToolUse, PermToolConfigure, PermToolEnable,
+	PermToolView, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
 	PermExecutionCreate, PermExecutionApprove,
 	PermLogView, PermAuditView, PermAuditExport,
 }

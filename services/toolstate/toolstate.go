@@ -67,6 +67,12 @@ var needsOverride = map[[2]string]string{
 	{Failed, Enabled}:  "its last test failed",
 }
 
+// NeedsOverride reports whether from → to is made only with an override and a reason.
+func NeedsOverride(from, to string) bool {
+	_, ok := needsOverride[[2]string{from, to}]
+	return ok
+}
+
 // Allowed reports whether from → to is a legal transition.
 func Allowed(from, to string) bool { return slices.Contains(edges[from], to) }
 

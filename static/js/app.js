@@ -178,6 +178,28 @@
     }
   });
 
+  // Tool list: "/" jumps to the search box; the bulk bar says how many tools are ticked.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target;
+    if (t.closest && t.closest("input, textarea, select, [contenteditable]")) return;
+    var q = document.getElementById("tool-q");
+    if (!q) return;
+    e.preventDefault();
+    q.focus();
+    q.select();
+  });
+  function countPicked() {
+    var out = document.getElementById("bulk-count");
+    if (!out) return;
+    var n = document.querySelectorAll("input[form=bulk][name=id]:checked").length;
+    out.textContent = n === 0 ? "Tick tools to act on several at once." : n === 1 ? "1 tool selected" : n + " tools selected";
+  }
+  document.addEventListener("change", function (e) {
+    if (e.target.matches && e.target.matches("input[form=bulk][name=id]")) countPicked();
+  });
+  document.addEventListener("htmx:afterSettle", countPicked);
+
   document.addEventListener("DOMContentLoaded", function () {
     applyTheme(localStorage.getItem("tw-theme") || "");
     showForType();

@@ -27,6 +27,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/web"
 )
 
@@ -43,6 +44,7 @@ type Server struct {
 	Keys     *secrets.Keyring
 	Registry *registry.Service
 	MCP      *mcpclient.Manager
+	Tools    *tools.Service
 	// Logs holds everything the server logged, so tests can check what never appears in logs.
 	Logs *SyncBuffer
 }
@@ -119,7 +121,8 @@ func Start(t testing.TB, opts *Options) *Server {
 	mgr := mcpclient.New(reg, mo)
 	mcpDone := make(chan struct{})
 	go func() { _ = mgr.Run(ctx); close(mcpDone) }()
-	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr}
+	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
+		Tools: tools.New(pool, keys, log)}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {
@@ -129,7 +132,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		<-mcpDone
 		<-done
 	})
-	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Logs: logs}
+	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Tools: deps.Tools, Logs: logs}
 }
 
 // CreateUser adds a user with the given role and password.

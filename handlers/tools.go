@@ -1,0 +1,259 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// ToolsHandler serves tool management: the list, the detail page, actions and the JSON API.
+type ToolsHandler struct{ *Deps }
+
+// toolsPerPage is the page size of the list: the page renders this many cards at most.
+const toolsPerPage = 48
+
+// toolCard is the view of one tool.
+func toolCard(it tools.Item) views.ToolCard {
+	r := it.Risk()
+	return views.ToolCard{ID: it.ID, Name: it.Name, QualifiedName: it.QualifiedName(), Title: it.Title,
+		Description: it.Description, Server: it.Server, ServerID: it.ServerID, Status: it.Status, Available: it.Available,
+		Risk: string(r.Level), RiskWhy: r.Why, RiskSource: r.Source, Category: deref(it.Category), Tags: it.Tags,
+		Version: it.Version(), Worst: deref(it.ValidationWorst), Override: deref(it.EnableOverride)}
+}
+
+// toolQuery reads the list's search, filters, order and cursor from the query string
+// (the same names on the page and the API).
+func toolQuery(c echo.Context) tools.Query {
+	qp := c.QueryParams()
+	var status []string
+	for _, s := range qp["status"] {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				status = append(status, p)
+			}
+		}
+	}
+	var tags []string
+	for _, s := range qp["tag"] {
+		tags = append(tags, strings.Split(s, ",")...)
+	}
+	return tools.Query{Q: qp.Get("q"), Server: qp.Get("server"), Category: qp.Get("category"), Status: status,
+		Tags: tags, Risk: qp.Get("risk"), Sort: qp.Get("sort"), Cursor: qp.Get("cursor")}
+}
+
+// List renders the tool list: server-side search, filters, keyset pages.
+func (h ToolsHandler) List(c echo.Context) error {
+	ctx := c.Request().Context()
+	last, err := events.LatestID(ctx, h.Pool)
+	if err != nil {
+		return err
+	}
+	q := toolQuery(c)
+	q.Limit = toolsPerPage
+	v := views.ToolsPage{Layout: h.layout(c, "Tools", tools.Topic)}
+	v.Live.LastEventID = last
+	page, err := h.Tools.List(ctx, q)
+	var ve *verr.Error
+	if errors.As(err, &ve) {
+		// A bad filter in a hand-edited URL: say so and show the first page unfiltered.
+		v.Flash = &views.Flash{Kind: "error", Message: ve.Error()}
+		q = tools.Query{Limit: toolsPerPage}
+		page, err = h.Tools.List(ctx, q)
+	}
+	if err != nil {
+		return err
+	}
+	total, err := h.Tools.Count(ctx, q)
+	if err != nil {
+		return err
+	}
+	facets, err := h.Tools.Facets(ctx)
+	if err != nil {
+		return err
+	}
+	v.Filter = views.ToolFilter{Q: q.Q, Server: q.Server, Category: q.Category, Tags: q.Tags, Risk: q.Risk, Sort: q.Sort}
+	if len(q.Status) > 0 {
+		v.Filter.Status = q.Status[0]
+	}
+	v.HasFilter = q.Q != "" || q.Server != "" || q.Category != "" || len(q.Status) > 0 || len(q.Tags) > 0 || q.Risk != ""
+	v.Total = total
+	for _, f := range facets.Statuses {
+		v.All += f.Count
+		v.Statuses = append(v.Statuses, views.Option{Value: f.Value, Label: fmt.Sprintf("%s (%d)", f.Value, f.Count)})
+	}
+	for _, f := range facets.Servers {
+		v.Servers = append(v.Servers, views.Option{Value: f.Value, Label: fmt.Sprintf("%s (%d)", f.Value, f.Count)})
+	}
+	for _, f := range facets.Categories {
+		v.Categories = append(v.Categories, views.Option{Value: f.Value, Label: fmt.Sprintf("%s (%d)", f.Value, f.Count)})
+	}
+	for _, f := range facets.Tags {
+		v.TagOpts = append(v.TagOpts, views.Option{Value: f.Value, Label: fmt.Sprintf("%s (%d)", f.Value, f.Count)})
+	}
+	for _, l := range risk.Levels {
+		v.Risks = append(v.Risks, views.Option{Value: string(l), Label: l.Label()})
+	}
+	v.Sorts = []views.Option{{Value: tools.SortName, Label: "Name"}, {Value: tools.SortServer, Label: "Server"},
+		{Value: tools.SortUpdated, Label: "Recently changed"}}
+	if q.Q != "" {
+		v.Sorts = append([]views.Option{{Value: tools.SortRelevance, Label: "Best match"}}, v.Sorts...)
+	}
+	for _, it := range page.Items {
+		v.Tools = append(v.Tools, toolCard(it))
+	}
+	v.Back = listURL(q, "")
+	if page.NextCursor != "" {
+		v.NextURL = listURL(q, page.NextCursor)
+	}
+	if q.Cursor != "" {
+		v.FirstURL = listURL(q, "")
+	}
+	return render(c, http.StatusOK, views.Tools(v))
+}
+
+// listURL is the list with q's search and filters, at cursor.
+func listURL(q tools.Query, cursor string) string {
+	v := url.Values{}
+	for k, val := range map[string]string{"q": q.Q, "server": q.Server, "category": q.Category, "risk": q.Risk,
+		"sort": q.Sort, "cursor": cursor} {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	for _, s := range q.Status {
+		v.Add("status", s)
+	}
+	for _, t := range q.Tags {
+		v.Add("tag", t)
+	}
+	if len(v) == 0 {
+		return "/tools"
+	}
+	return "/tools?" + v.Encode()
+}
+
+// toolsBack is where a form asked to return: a tools page, else def.
+func toolsBack(c echo.Context, def string) string {
+	b := c.FormValue("back")
+	if strings.HasPrefix(b, "/tools") && !strings.HasPrefix(b, "//") && !strings.Contains(b, "\\") {
+		return b
+	}
+	return def
+}
+
+// SetEnabled enables or disables one tool from a page (the card toggle, the detail page,
+// the override form with a reason).
+func (h ToolsHandler) SetEnabled(enable bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Param("id")
+		override := c.FormValue("override") != ""
+		if err := overrideCheck(c, override); err != nil {
+			return err
+		}
+		out, err := h.Tools.SetEnabled(c.Request().Context(), ActorOf(c), []string{id}, enable, c.FormValue("reason"), override)
+		if err == nil && out[0].Err() != nil {
+			if errors.Is(out[0].Err(), tools.ErrNotFound) {
+				return tools.ErrNotFound
+			}
+			setFlash(c, "error", out[0].Error, h.SecureCookies)
+			return c.Redirect(http.StatusSeeOther, toolsBack(c, "/tools/"+id))
+		}
+		return h.redirectWithOutcome(c, err, func() string { return outcomeMessage(out, enable) },
+			toolsBack(c, "/tools/"+id))
+	}
+}
+
+// overrideCheck: only holders of tool.override may enable a tool despite its findings.
+func overrideCheck(c echo.Context, override bool) error {
+	if override && !PrincipalOf(c).Can(auth.PermToolOverride) {
+		return &ForbiddenError{Message: "only administrators may enable a tool despite its findings or a failed test"}
+	}
+	return nil
+}
+
+// outcomeMessage sums up what an enable or disable did.
+func outcomeMessage(out []tools.Outcome, enable bool) string {
+	verb, state := "Disabled", toolstate.Disabled
+	if enable {
+		verb, state = "Enabled", toolstate.Enabled
+	}
+	var moved, already []string
+	var failed []string
+	for _, o := range out {
+		switch {
+		case o.Error != "":
+			failed = append(failed, o.Error)
+		case o.From == state:
+			already = append(already, o.Name)
+		default:
+			moved = append(moved, o.Name)
+		}
+	}
+	var parts []string
+	if len(moved) > 0 {
+		parts = append(parts, fmt.Sprintf("%s %s.", verb, joinShort(moved)))
+	}
+	if len(already) > 0 {
+		parts = append(parts, fmt.Sprintf("%s already %s.", joinShort(already), state))
+	}
+	if len(failed) > 0 {
+		parts = append(parts, fmt.Sprintf("Not changed: %s.", strings.Join(failed, "; ")))
+	}
+	return strings.Join(parts, " ")
+}
+
+func joinShort(names []string) string {
+	if len(names) > 5 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Bulk applies one action to the tools ticked on the list: enable, disable, tag, untag.
+func (h ToolsHandler) Bulk(c echo.Context) error {
+	ctx := c.Request().Context()
+	form, err := c.FormParams()
+	if err != nil {
+		return verr.New("body", "could not read the form")
+	}
+	ids := form["id"]
+	back := toolsBack(c, "/tools")
+	p := PrincipalOf(c)
+	var msg string
+	switch action := c.FormValue("action"); action {
+	case "enable", "disable":
+		if !p.Can(auth.PermToolEnable) {
+			return ErrForbidden
+		}
+		var out []tools.Outcome
+		out, err = h.Tools.SetEnabled(ctx, ActorOf(c), ids, action == "enable", "", false)
+		msg = outcomeMessage(out, action == "enable")
+		if err == nil && slices.ContainsFunc(out, func(o tools.Outcome) bool { return o.Error != "" }) {
+			setFlash(c, "info", msg, h.SecureCookies)
+			return c.Redirect(http.StatusSeeOther, back)
+		}
+	case "tag", "untag":
+		if !p.Can(auth.PermToolConfigure) {
+			return ErrForbidden
+		}
+		var n int
+		n, err = h.Tools.Tag(ctx, ActorOf(c), ids, strings.Split(c.FormValue("tags"), ","), action == "untag")
+		msg = fmt.Sprintf("Tags changed on %d of %d tools.", n, len(slices.Compact(slices.Sorted(slices.Values(ids)))))
+	default:
+		err = verr.New("action", "choose enable, disable, tag or untag")
+	}
+	return h.redirectWithOutcome(c, err, func() string { return msg }, back)
+}

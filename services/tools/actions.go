@@ -1,0 +1,509 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Patch changes a tool's settings. Nil fields stay as they are.
+type Patch struct {
+	Risk      *string  // "low", "medium", "high"; "" removes the override (annotations decide)
+	TimeoutMS *int     // 100..600000; 0 removes it (the server's timeout applies)
+	Category  *string  // a category name; "" removes it
+	Tags      []string // the new tags (replacing the old ones) when SetTags
+	SetTags   bool
+	// Params replaces the whole parameter configuration when not nil (parameters left
+	// out lose their setting).
+	Params map[string]ParamInput
+	Reason string // why, for the version history
+}
+
+// Limits of tool settings.
+const (
+	MinTimeoutMS = 100
+	MaxTimeoutMS = 600000
+	MaxTags      = 20
+)
+
+var tagRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// NormalizeTags lowercases, trims, sorts and de-duplicates tags and checks each one.
+func NormalizeTags(tags []string) ([]string, error) {
+	out := []string{}
+	for _, t := range tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t == "" {
+			continue
+		}
+		if !tagRE.MatchString(t) {
+			return nil, verr.New("tags", fmt.Sprintf("%q is not a tag: use 1 to 32 lowercase letters, digits and dashes, starting with a letter or digit", t))
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > MaxTags {
+		return nil, verr.New("tags", fmt.Sprintf("a tool has at most %d tags", MaxTags))
+	}
+	return out, nil
+}
+
+// ConfigVersion is one stored version of a tool's settings.
+type ConfigVersion struct {
+	Version       int             `db:"version" json:"version"`
+	Configuration json.RawMessage `db:"configuration" json:"configuration"` // secret values masked
+	Actor         string          `db:"actor" json:"actor"`
+	Reason        string          `db:"reason" json:"reason"`
+	CreatedAt     time.Time       `db:"created_at" json:"created_at"`
+}
+
+// snapshot is what a version stores: every setting (secret values as ciphertexts).
+type snapshot struct {
+	Params    map[string]Setting `json:"params"`
+	Risk      *string            `json:"risk"`
+	TimeoutMS *int               `json:"timeout_ms"`
+	Category  *string            `json:"category"`
+	Tags      []string           `json:"tags"`
+}
+
+func snapshotOf(t Item, c Configuration) snapshot {
+	tags := t.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return snapshot{Params: c.Params, Risk: t.RiskOverride, TimeoutMS: t.TimeoutMS, Category: t.Category, Tags: tags}
+}
+
+// masked shows a snapshot with secret values masked.
+func (s snapshot) masked() map[string]any {
+	return map[string]any{"params": Configuration{Params: s.Params}.masked(), "risk": s.Risk,
+		"timeout_ms": s.TimeoutMS, "category": s.Category, "tags": s.Tags}
+}
+
+// Configuration returns a tool's current parameter configuration (secrets encrypted).
+func (s *Service) Configuration(ctx context.Context, id string) (Configuration, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `/* tools.Configuration */ SELECT configuration FROM mcp_tools WHERE id = $1`, id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Configuration{}, ErrNotFound
+	}
+	if err != nil {
+		return Configuration{}, fmt.Errorf("tools: configuration: %w", err)
+	}
+	return parseConfiguration(raw), nil
+}
+
+// Update changes a tool's settings: one new configuration version, one audit row and, when
+// a validated tool gets its first parameter settings, the move validated → configured, all
+// in one transaction. Invalid input changes nothing and names each bad field.
+func (s *Service) Update(ctx context.Context, actor audit.Actor, id string, p Patch) (Item, error) {
+	var out Item
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.update(ctx, tx, actor, id, p, "tool.configure")
+		return err
+	})
+	return out, err
+}
+
+// Reset returns a tool to its defaults: no parameter settings, no risk override, no
+// timeout. Its category and tags stay (they file the tool; they do not change calls).
+func (s *Service) Reset(ctx context.Context, actor audit.Actor, id string) (Item, error) {
+	empty, zero := "", 0
+	return s.updateAs(ctx, actor, id, Patch{Risk: &empty, TimeoutMS: &zero, Params: map[string]ParamInput{},
+		Reason: "reset to defaults"}, "tool.configure.reset")
+}
+
+func (s *Service) updateAs(ctx context.Context, actor audit.Actor, id string, p Patch, action string) (Item, error) {
+	var out Item
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.update(ctx, tx, actor, id, p, action)
+		return err
+	})
+	return out, err
+}
+
+func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, p Patch, action string) (Item, error) {
+	t, err := getItem(ctx, tx, id, true)
+	if err != nil {
+		return Item{}, err
+	}
+	var rawCfg []byte
+	if err := tx.QueryRow(ctx, `/* tools.update.configuration */ SELECT configuration FROM mcp_tools WHERE id = $1`, id).Scan(&rawCfg); err != nil {
+		return Item{}, fmt.Errorf("tools: configuration: %w", err)
+	}
+	cur := parseConfiguration(rawCfg)
+	before := snapshotOf(t, cur)
+	e := &verr.Error{}
+	next := t
+	if p.Risk != nil {
+		switch l, ok := risk.Parse(strings.ToLower(strings.TrimSpace(*p.Risk))); {
+		case strings.TrimSpace(*p.Risk) == "":
+			next.RiskOverride = nil
+		case ok:
+			v := string(l)
+			next.RiskOverride = &v
+		default:
+			e.Add("risk", "must be low, medium or high (or empty to let the annotations decide)")
+		}
+	}
+	if p.TimeoutMS != nil {
+		switch v := *p.TimeoutMS; {
+		case v == 0:
+			next.TimeoutMS = nil
+		case v < MinTimeoutMS || v > MaxTimeoutMS:
+			e.Add("timeout_ms", fmt.Sprintf("must be between %d and %d milliseconds (or 0 for the server's timeout)", MinTimeoutMS, MaxTimeoutMS))
+		default:
+			next.TimeoutMS = &v
+		}
+	}
+	var categoryID *string
+	if p.Category != nil {
+		name := strings.ToLower(strings.TrimSpace(*p.Category))
+		if name == "" {
+			next.Category = nil
+		} else {
+			var cid string
+			err := tx.QueryRow(ctx, `/* tools.update.category */ SELECT id::text FROM tool_categories WHERE name = $1`, name).Scan(&cid)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				e.Add("category", fmt.Sprintf("there is no category %q; create it first", name))
+			case err != nil:
+				return Item{}, fmt.Errorf("tools: category: %w", err)
+			default:
+				next.Category, categoryID = &name, &cid
+			}
+		}
+	}
+	if p.SetTags {
+		tags, err := NormalizeTags(p.Tags)
+		var ve *verr.Error
+		if errors.As(err, &ve) {
+			e.Fields = append(e.Fields, ve.Fields...)
+		} else {
+			next.Tags = tags
+		}
+	}
+	cfg, err := s.applyParams(t, cur, p.Params, e)
+	if err != nil {
+		return Item{}, err
+	}
+	if err := e.Err(); err != nil {
+		return Item{}, err
+	}
+	after := snapshotOf(next, cfg)
+	changed := changedFields(before, after)
+	if len(changed) == 0 {
+		return t, nil // nothing to record
+	}
+	if next.Category != nil && categoryID == nil {
+		if err := tx.QueryRow(ctx, `/* tools.update.category_id */ SELECT category_id::text FROM mcp_tools WHERE id = $1`, id).Scan(&categoryID); err != nil {
+			return Item{}, fmt.Errorf("tools: category: %w", err)
+		}
+	}
+	cfgJSON, _ := json.Marshal(cfg)
+	var version int
+	if err := tx.QueryRow(ctx, `/* tools.update */ UPDATE mcp_tools SET risk_override = $2, timeout_ms = $3,
+		category_id = $4, configuration = $5, configuration_version = configuration_version + 1, updated_at = now()
+		WHERE id = $1 RETURNING configuration_version`,
+		id, next.RiskOverride, next.TimeoutMS, categoryID, cfgJSON).Scan(&version); err != nil {
+		return Item{}, fmt.Errorf("tools: update: %w", err)
+	}
+	if slices.Contains(changed, "tags") {
+		if _, err := tx.Exec(ctx, `/* tools.update.tags */ WITH gone AS (
+				DELETE FROM tool_tags WHERE tool_id = $1 AND NOT tag = ANY($2::text[]))
+			INSERT INTO tool_tags (tool_id, tag) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, id, after.Tags); err != nil {
+			return Item{}, fmt.Errorf("tools: tags: %w", err)
+		}
+	}
+	snap, _ := json.Marshal(after)
+	if _, err := tx.Exec(ctx, `/* tools.update.version */ INSERT INTO tool_configurations (tool_id, version, configuration, actor, reason)
+		VALUES ($1, $2, $3, $4, $5)`, id, version, snap, actor.Name, strings.TrimSpace(p.Reason)); err != nil {
+		return Item{}, fmt.Errorf("tools: version: %w", err)
+	}
+	if slices.Contains(changed, "params") && len(cfg.Params) > 0 && t.Status == toolstate.Validated {
+		if err := toolstate.Apply(ctx, tx, []toolstate.Move{{ToolID: id, From: t.Status, To: toolstate.Configured,
+			Actor: actor.Name, Reason: "configuration saved"}}); err != nil {
+			return Item{}, err
+		}
+	}
+	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "tool", TargetID: id,
+		TargetName: t.QualifiedName(), Payload: map[string]any{"version": version, "changed": changed,
+			"before": before.masked(), "after": after.masked(), "reason": strings.TrimSpace(p.Reason)}}); err != nil {
+		return Item{}, err
+	}
+	if _, err := events.Publish(ctx, tx, Topic, "tool.changed", map[string]any{"id": id, "version": version}); err != nil {
+		return Item{}, err
+	}
+	return getItem(ctx, tx, id, false)
+}
+
+// changedFields names the settings that differ between two snapshots.
+func changedFields(a, b snapshot) []string {
+	var out []string
+	if deref(a.Risk) != deref(b.Risk) {
+		out = append(out, "risk")
+	}
+	if (a.TimeoutMS == nil) != (b.TimeoutMS == nil) || a.TimeoutMS != nil && *a.TimeoutMS != *b.TimeoutMS {
+		out = append(out, "timeout_ms")
+	}
+	if deref(a.Category) != deref(b.Category) {
+		out = append(out, "category")
+	}
+	if !slices.Equal(a.Tags, b.Tags) {
+		out = append(out, "tags")
+	}
+	if !maps.EqualFunc(a.Params, b.Params, func(x, y Setting) bool {
+		return x.Mode == y.Mode && x.Secret == y.Secret && jsonSame(x.Value, y.Value)
+	}) {
+		out = append(out, "params")
+	}
+	return out
+}
+
+// ConfigVersions lists a tool's configuration versions, newest first, secrets masked.
+func (s *Service) ConfigVersions(ctx context.Context, id string, limit int) ([]ConfigVersion, error) {
+	vs, err := queryAll[ConfigVersion](ctx, s.pool, "configuration versions", `/* tools.ConfigVersions */
+		SELECT version, configuration, actor, reason, created_at FROM tool_configurations
+		WHERE tool_id = $1 ORDER BY version DESC LIMIT $2`, id, limit)
+	for i, v := range vs {
+		var sn snapshot
+		if json.Unmarshal(v.Configuration, &sn) == nil {
+			vs[i].Configuration, _ = json.Marshal(sn.masked())
+		}
+	}
+	return vs, err
+}
+
+// Outcome is what an action did to one tool.
+type Outcome struct {
+	ID    string `json:"id"`
+	Name  string `json:"qualified_name"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Error string `json:"error,omitempty"` // why this tool was not changed
+	err   error
+}
+
+// Err is why the tool was not changed (nil when it was, or already was).
+func (o Outcome) Err() error { return o.err }
+
+// SetEnabled enables or disables tools. Each tool moves on its own terms: one that may
+// not be enabled (not validated yet, or invalid without an override) is reported and
+// left alone while the others move. Every move writes history and an audit row in the
+// one transaction. An override (enabling an invalid or failed tool) needs a reason.
+func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	if len(ids) == 0 {
+		return nil, verr.New("ids", "choose at least one tool")
+	}
+	if len(ids) > MaxLimit {
+		return nil, verr.New("ids", fmt.Sprintf("at most %d tools at a time", MaxLimit))
+	}
+	reason = strings.TrimSpace(reason)
+	if override && reason == "" {
+		return nil, verr.New("reason", "an override needs a reason: say why the tool may be used despite its findings")
+	}
+	var out []Outcome
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		out = out[:0]
+		var moves []toolstate.Move
+		var moved []Item
+		for _, id := range ids { // sorted: concurrent bulk actions lock in one order
+			t, err := getItem(ctx, tx, id, true)
+			if errors.Is(err, ErrNotFound) {
+				out = append(out, Outcome{ID: id, Error: "no such tool", err: ErrNotFound})
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			o := Outcome{ID: id, Name: t.QualifiedName(), From: t.Status, To: t.Status}
+			m := toolstate.Move{ToolID: id, From: t.Status, Actor: actor.Name, Reason: reason, Override: override}
+			switch {
+			case enable && t.Status == toolstate.Enabled, !enable && t.Status == toolstate.Disabled:
+				out = append(out, o)
+				continue
+			case enable:
+				m.To = toolstate.Enabled
+				if t.Status == toolstate.Validated || t.Status == toolstate.Configured {
+					m.Metadata = map[string]any{"testing_skipped": true}
+				}
+			default:
+				m.To = toolstate.Disabled
+			}
+			if !toolstate.Allowed(m.From, m.To) || !toolstate.NeedsOverride(m.From, m.To) {
+				m.Override = false // an override is recorded only where one was needed
+			}
+			if err := m.Check(); err != nil {
+				o.Error, o.err = explain(t, m, err), err
+				out = append(out, o)
+				continue
+			}
+			o.To = m.To
+			out = append(out, o)
+			moves = append(moves, m)
+			moved = append(moved, t)
+		}
+		if len(moves) == 0 {
+			return nil
+		}
+		if err := toolstate.Apply(ctx, tx, moves); err != nil {
+			return err
+		}
+		for i, m := range moves {
+			var note *string
+			if m.Override {
+				note = &m.Reason
+			}
+			if _, err := tx.Exec(ctx, `/* tools.SetEnabled.override */ UPDATE mcp_tools SET enable_override = $2 WHERE id = $1`,
+				m.ToolID, note); err != nil {
+				return fmt.Errorf("tools: override: %w", err)
+			}
+			action := "tool.disable"
+			if enable {
+				action = "tool.enable"
+			}
+			payload := map[string]any{"from": m.From, "to": m.To}
+			if m.Reason != "" {
+				payload["reason"] = m.Reason
+			}
+			if m.Override {
+				payload["override"] = true
+				payload["validation_worst"] = moved[i].ValidationWorst
+			}
+			if m.Metadata["testing_skipped"] == true {
+				payload["testing_skipped"] = true
+			}
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "tool",
+				TargetID: m.ToolID, TargetName: moved[i].QualifiedName(), Payload: payload}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// explain says in a person's words why a tool cannot move.
+func explain(t Item, m toolstate.Move, err error) string {
+	if errors.Is(err, toolstate.ErrOverrideRequired) {
+		return err.Error()
+	}
+	switch t.Status {
+	case toolstate.Discovered, toolstate.Validating:
+		return fmt.Sprintf("%s is %s: it can be enabled once it is validated", t.QualifiedName(), t.Status)
+	case toolstate.Updating:
+		return fmt.Sprintf("%s is updating: its new definition is being validated", t.QualifiedName())
+	case toolstate.Testing:
+		return fmt.Sprintf("%s is being tested; wait for the result", t.QualifiedName())
+	}
+	if m.To == toolstate.Disabled {
+		return fmt.Sprintf("%s is %s, not enabled, so there is nothing to disable", t.QualifiedName(), t.Status)
+	}
+	return err.Error()
+}
+
+// Tag adds tags to (or, with remove, removes them from) several tools: each tool gets a
+// new configuration version and an audit row, all in one transaction.
+func (s *Service) Tag(ctx context.Context, actor audit.Actor, ids, tags []string, remove bool) (int, error) {
+	tags, err := NormalizeTags(tags)
+	if err != nil {
+		return 0, err
+	}
+	if len(tags) == 0 {
+		return 0, verr.New("tags", "name at least one tag")
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	if len(ids) == 0 {
+		return 0, verr.New("ids", "choose at least one tool")
+	}
+	if len(ids) > MaxLimit {
+		return 0, verr.New("ids", fmt.Sprintf("at most %d tools at a time", MaxLimit))
+	}
+	n := 0
+	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		n = 0
+		for _, id := range ids {
+			t, err := getItem(ctx, tx, id, true)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			next := slices.Clone(t.Tags)
+			if remove {
+				next = slices.DeleteFunc(next, func(x string) bool { return slices.Contains(tags, x) })
+			} else {
+				next = append(next, tags...)
+			}
+			verb := "add"
+			if remove {
+				verb = "remove"
+			}
+			after, err := s.update(ctx, tx, actor, id, Patch{Tags: next, SetTags: true,
+				Reason: verb + " tags " + strings.Join(tags, ", ")}, "tool.configure")
+			var ve *verr.Error
+			if errors.As(err, &ve) {
+				return verr.New("tags", t.QualifiedName()+": "+ve.Fields[0].Message)
+			}
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(after.Tags, t.Tags) {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// Revalidate validates a tool's current definition again (validated or invalid tools
+// move through validating; others keep their state and get the new findings), audited.
+func (s *Service) Revalidate(ctx context.Context, actor audit.Actor, id string) (Item, error) {
+	var out Item
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		t, err := getItem(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		def := schema.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+			OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+		res, err := toolstate.Validate(ctx, tx, []toolstate.Pending{{ID: id, Status: t.Status, Hash: t.DefinitionHash, Def: def}}, actor.Name)
+		if err != nil {
+			return err
+		}
+		worst, findings := "", 0
+		if len(res) == 1 {
+			worst, findings = string(res[0].Worst), len(res[0].Findings)
+		}
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.validate", TargetType: "tool",
+			TargetID: id, TargetName: t.QualifiedName(), Payload: map[string]any{"from": t.Status,
+				"definition_hash": t.DefinitionHash, "worst": worst, "findings": findings}}); err != nil {
+			return err
+		}
+		out, err = getItem(ctx, tx, id, false)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,138 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Category files tools (seed 004 tool_categories). AutoEnable enables validated tools in
+// it without a person (off by default).
+type Category struct {
+	ID          string    `db:"id" json:"id"`
+	Name        string    `db:"name" json:"name"`
+	Description string    `db:"description" json:"description"`
+	AutoEnable  bool      `db:"auto_enable" json:"auto_enable"`
+	Tools       int       `db:"tools" json:"tools"`
+	CreatedAt   time.Time `db:"created_at" json:"created_at"`
+}
+
+// CategoryInput creates or changes a category.
+type CategoryInput struct {
+	Name        string
+	Description string
+	AutoEnable  bool
+}
+
+var categoryRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
+
+func (in *CategoryInput) check() error {
+	e := &verr.Error{}
+	in.Name = strings.ToLower(strings.TrimSpace(in.Name))
+	in.Description = strings.TrimSpace(in.Description)
+	switch {
+	case in.Name == "":
+		e.Add("name", "is required")
+	case in.Name == "none":
+		e.Add("name", `"none" is reserved (it filters tools without a category)`)
+	case !categoryRE.MatchString(in.Name):
+		e.Add("name", "use 1 to 48 lowercase letters, digits and dashes, starting with a letter or digit")
+	}
+	if len(in.Description) > 500 {
+		e.Add("description", "is too long (at most 500 characters)")
+	}
+	return e.Err()
+}
+
+// Categories lists the categories with how many tools each holds.
+func (s *Service) Categories(ctx context.Context) ([]Category, error) {
+	return queryAll[Category](ctx, s.pool, "categories", `/* tools.Categories */
+		SELECT c.id::text, c.name, c.description, c.auto_enable, c.created_at,
+			(SELECT count(*)::int FROM mcp_tools t WHERE t.category_id = c.id) AS tools
+		FROM tool_categories c ORDER BY c.name`)
+}
+
+// SaveCategory creates a category (id "") or changes one, audited.
+func (s *Service) SaveCategory(ctx context.Context, actor audit.Actor, id string, in CategoryInput) (Category, error) {
+	if err := in.check(); err != nil {
+		return Category{}, err
+	}
+	var out Category
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var rows pgx.Rows
+		var err error
+		action := "category.update"
+		if id == "" {
+			action = "category.create"
+			rows, err = tx.Query(ctx, `/* tools.SaveCategory.insert */ INSERT INTO tool_categories (id, name, description, auto_enable)
+				VALUES ($1, $2, $3, $4) RETURNING id::text, name, description, auto_enable, created_at, 0 AS tools`,
+				uuid.NewString(), in.Name, in.Description, in.AutoEnable)
+		} else {
+			if uuid.Validate(id) != nil {
+				return ErrNotFound
+			}
+			rows, err = tx.Query(ctx, `/* tools.SaveCategory.update */ UPDATE tool_categories SET name = $2, description = $3,
+				auto_enable = $4, updated_at = now() WHERE id = $1
+				RETURNING id::text, name, description, auto_enable, created_at,
+					(SELECT count(*)::int FROM mcp_tools t WHERE t.category_id = $1) AS tools`,
+				id, in.Name, in.Description, in.AutoEnable)
+		}
+		if err != nil {
+			return fmt.Errorf("tools: save category: %w", err)
+		}
+		out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Category])
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == "23505":
+			return verr.New("name", fmt.Sprintf("a category named %q exists already", in.Name))
+		case errors.Is(err, pgx.ErrNoRows):
+			return ErrNotFound
+		case err != nil:
+			return fmt.Errorf("tools: save category: %w", err)
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "category",
+			TargetID: out.ID, TargetName: out.Name, Payload: map[string]any{"name": out.Name,
+				"description": out.Description, "auto_enable": out.AutoEnable}})
+		return err
+	})
+	return out, err
+}
+
+// DeleteCategory removes a category; its tools keep working, without a category.
+func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id string) error {
+	if uuid.Validate(id) != nil {
+		return ErrNotFound
+	}
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var name string
+		var n int
+		err := tx.QueryRow(ctx, `/* tools.DeleteCategory */ WITH gone AS (DELETE FROM tool_categories WHERE id = $1 RETURNING name)
+			SELECT name, (SELECT count(*)::int FROM mcp_tools WHERE category_id = $1) FROM gone`, id).Scan(&name, &n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("tools: delete category: %w", err)
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "category.delete", TargetType: "category",
+			TargetID: id, TargetName: name, Payload: map[string]any{"tools_uncategorized": n}})
+		return err
+	})
+}
+
+// Tags lists every tag with how many tools carry it, most used first.
+func (s *Service) Tags(ctx context.Context) ([]Facet, error) {
+	return queryAll[Facet](ctx, s.pool, "tags", `/* tools.Tags */
+		SELECT tag AS value, count(*)::int AS count FROM tool_tags GROUP BY tag ORDER BY count(*) DESC, tag`)
+}

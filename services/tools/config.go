@@ -1,0 +1,427 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Parameter setting modes.
+const (
+	ModeNone    = ""        // the caller decides (the tool's own default applies)
+	ModeDefault = "default" // used when the caller gives no value
+	ModeFixed   = "fixed"   // always used; a caller may not give another value
+)
+
+// Mask stands for a stored secret value wherever configuration is shown or sent back: an
+// API client that sends it back keeps the stored value.
+const Mask = "********"
+
+// Setting is what one parameter is given by the tool's configuration.
+type Setting struct {
+	Mode   string          `json:"mode"`             // default or fixed
+	Value  json.RawMessage `json:"value,omitempty"`  // the JSON value (not secret)
+	Secret string          `json:"secret,omitempty"` // the JSON value encrypted (secret parameters)
+}
+
+// Configuration is a tool's per-parameter settings (mcp_tools.configuration).
+type Configuration struct {
+	Params map[string]Setting `json:"params,omitempty"`
+}
+
+func parseConfiguration(raw []byte) Configuration {
+	var c Configuration
+	_ = json.Unmarshal(raw, &c) // a row written by an older version may hold anything: start empty
+	if c.Params == nil {
+		c.Params = map[string]Setting{}
+	}
+	return c
+}
+
+// ParamInput is the new setting of one parameter.
+type ParamInput struct {
+	Mode string // ModeNone, ModeDefault or ModeFixed
+	// Value is the JSON value. For a secret parameter nil (or the JSON string Mask)
+	// keeps the stored value.
+	Value json.RawMessage
+	// Text is what a form field held; used when Value is nil, converted by the
+	// parameter's type ("3" is the number 3 for an integer parameter).
+	Text *string
+}
+
+// ConfigParam is one top-level parameter of a tool with its current setting, for the
+// form generated from the input schema.
+type ConfigParam struct {
+	schema.Param
+	Secret bool   // the value is encrypted and never shown
+	Mode   string // ModeNone, ModeDefault, ModeFixed
+	// Value is the configured value as JSON text ("" for none, and for secrets).
+	Value string
+	// Text is the value as a form input shows it: strings without quotes.
+	Text string
+	// Kind is the input a form should use: text, number, integer, boolean, enum, json.
+	Kind string
+	// Stored reports whether a secret value is stored.
+	Stored bool
+}
+
+// props returns the top-level properties of an input schema and the required names.
+func props(inputSchema json.RawMessage) map[string]map[string]any {
+	var s struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	_ = json.Unmarshal(inputSchema, &s)
+	return s.Properties
+}
+
+// IsSecretParam reports whether a parameter holds a secret: by its name (api_key,
+// password, token...), or because its schema says format "password" or writeOnly.
+func IsSecretParam(name string, prop map[string]any) bool {
+	if secrets.LooksSecretName(name) {
+		return true
+	}
+	if f, _ := prop["format"].(string); f == "password" {
+		return true
+	}
+	if w, _ := prop["writeOnly"].(bool); w {
+		return true
+	}
+	return false
+}
+
+// types lists a property's JSON types ("type" as a string or a list).
+func types(prop map[string]any) []string {
+	switch t := prop["type"].(type) {
+	case string:
+		return []string{t}
+	case []any:
+		var out []string
+		for _, v := range t {
+			if s, ok := v.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// kind picks the form input for a property.
+func kind(prop map[string]any) string {
+	if e, ok := prop["enum"].([]any); ok && len(e) > 0 {
+		return "enum"
+	}
+	ts := slices.DeleteFunc(types(prop), func(t string) bool { return t == "null" })
+	if len(ts) == 1 {
+		switch ts[0] {
+		case "string":
+			return "text"
+		case "number", "integer", "boolean":
+			return ts[0]
+		}
+	}
+	return "json"
+}
+
+// ConfigParams lists the tool's top-level parameters with their settings, in the order
+// of the schema, secrets masked.
+func ConfigParams(t Item, c Configuration) []ConfigParam {
+	pr := props(t.InputSchema)
+	var out []ConfigParam
+	for _, p := range schema.Parameters(t.InputSchema) {
+		prop := pr[p.Name]
+		cp := ConfigParam{Param: p, Secret: IsSecretParam(p.Name, prop), Kind: kind(prop)}
+		if st, ok := c.Params[p.Name]; ok {
+			cp.Mode = st.Mode
+			if cp.Secret || st.Secret != "" {
+				cp.Stored = st.Secret != ""
+			} else {
+				cp.Value = string(st.Value)
+				cp.Text = textOf(st.Value)
+			}
+		}
+		out = append(out, cp)
+	}
+	return out
+}
+
+// textOf shows a JSON value as a form field holds it: strings bare, the rest as JSON.
+func textOf(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
+
+// fromText converts what a form field held to the JSON value the property's type wants.
+func fromText(text string, prop map[string]any) (json.RawMessage, string) {
+	ts := types(prop)
+	has := func(t string) bool { return slices.Contains(ts, t) }
+	trimmed := strings.TrimSpace(text)
+	if e, ok := prop["enum"].([]any); ok {
+		for _, v := range e {
+			b, _ := json.Marshal(v)
+			if textOf(b) == text {
+				return b, ""
+			}
+		}
+		return nil, "must be one of the listed values"
+	}
+	switch {
+	case has("integer") && !has("string"):
+		if _, err := strconv.ParseInt(trimmed, 10, 64); err != nil {
+			return nil, "must be a whole number"
+		}
+		return json.RawMessage(trimmed), ""
+	case has("number") && !has("string"):
+		f, err := strconv.ParseFloat(trimmed, 64)
+		if err != nil {
+			return nil, "must be a number"
+		}
+		return json.RawMessage(strconv.FormatFloat(f, 'g', -1, 64)), ""
+	case has("boolean") && !has("string"):
+		switch trimmed {
+		case "true", "on", "1":
+			return json.RawMessage("true"), ""
+		case "false", "off", "0":
+			return json.RawMessage("false"), ""
+		}
+		return nil, "must be true or false"
+	case has("string") || len(ts) == 0 && prop["properties"] == nil && prop["items"] == nil:
+		if len(ts) == 0 && json.Valid([]byte(trimmed)) && trimmed != "" {
+			return json.RawMessage(trimmed), "" // an untyped parameter given JSON
+		}
+		b, _ := json.Marshal(text)
+		return b, ""
+	}
+	if !json.Valid([]byte(trimmed)) {
+		return nil, "must be JSON (for example [\"a\", \"b\"] or {\"key\": \"value\"})"
+	}
+	return json.RawMessage(trimmed), ""
+}
+
+// applyParams computes the new parameter configuration from inputs (nil: unchanged), with
+// secrets encrypted bound to the tool and parameter. Errors name "params.<name>".
+func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInput, e *verr.Error) (Configuration, error) {
+	if in == nil {
+		return cur, nil
+	}
+	pr := props(t.InputSchema)
+	next := Configuration{Params: map[string]Setting{}}
+	values := map[string]any{}
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		pi := in[name]
+		field := "params." + name
+		if pi.Mode == ModeNone || pi.Mode == "none" {
+			continue
+		}
+		if pi.Mode != ModeDefault && pi.Mode != ModeFixed {
+			e.Add(field, "mode must be default or fixed")
+			continue
+		}
+		prop, ok := pr[name]
+		if !ok {
+			e.Add(field, fmt.Sprintf("the tool has no parameter %q", name))
+			continue
+		}
+		secret := IsSecretParam(name, prop)
+		val := pi.Value
+		if val == nil && pi.Text != nil && !(secret && *pi.Text == "") {
+			v, msg := fromText(*pi.Text, prop)
+			if msg != "" {
+				e.Add(field, msg)
+				continue
+			}
+			val = v
+		}
+		if secret && (val == nil || bytes.Equal(bytes.TrimSpace(val), []byte(`"`+Mask+`"`))) {
+			old, ok := cur.Params[name]
+			if !ok || old.Secret == "" {
+				e.Add(field, "enter a value: this secret parameter has none stored")
+				continue
+			}
+			next.Params[name] = Setting{Mode: pi.Mode, Secret: old.Secret}
+			if plain, err := s.keys.Decrypt(old.Secret, configAAD(t.ID, name)); err == nil {
+				values[name] = decodeAny(plain)
+			}
+			continue
+		}
+		if val == nil || !json.Valid(val) {
+			e.Add(field, "enter a value")
+			continue
+		}
+		values[name] = decodeAny(val)
+		if secret {
+			c, err := s.keys.Encrypt(val, configAAD(t.ID, name))
+			if err != nil {
+				return cur, fmt.Errorf("tools: encrypt %s: %w", name, err)
+			}
+			next.Params[name] = Setting{Mode: pi.Mode, Secret: c}
+			continue
+		}
+		var compact bytes.Buffer
+		_ = json.Compact(&compact, val)
+		next.Params[name] = Setting{Mode: pi.Mode, Value: compact.Bytes()}
+	}
+	checkValues(t.InputSchema, values, e)
+	return next, nil
+}
+
+// checkValues validates configured values against the input schema: each must be a value
+// the parameter accepts (the call as a whole may still need other arguments).
+func checkValues(inputSchema json.RawMessage, values map[string]any, e *verr.Error) {
+	if len(values) == 0 {
+		return
+	}
+	sch, err := schema.CompileSchema(inputSchema)
+	if err != nil {
+		return // the definition's own findings say why; the values cannot be checked
+	}
+	err = schema.ValidateArguments(sch, values)
+	ve, ok := err.(*verr.Error)
+	if !ok {
+		return
+	}
+	for _, f := range ve.Fields {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f.Field, "/"), "/")
+		if _, set := values[name]; set && f.Field != "" && !(f.Message == "is required" && f.Field == "/"+name) {
+			e.Add("params."+name, strings.TrimSpace(strings.TrimPrefix(f.Field, "/"+name)+" "+f.Message))
+		}
+	}
+}
+
+func decodeAny(raw []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	_ = dec.Decode(&v)
+	return v
+}
+
+// configAAD binds a secret configuration value to its tool and parameter.
+func configAAD(toolID, param string) string { return "mcp_tools/" + toolID + "/configuration/" + param }
+
+// Resolved are a tool's configured values, decrypted, as the router merges them.
+type Resolved struct {
+	Defaults map[string]json.RawMessage
+	Fixed    map[string]json.RawMessage
+}
+
+// Resolve decrypts a tool's configuration for a call.
+func (s *Service) Resolve(toolID string, c Configuration) (Resolved, error) {
+	r := Resolved{Defaults: map[string]json.RawMessage{}, Fixed: map[string]json.RawMessage{}}
+	for name, st := range c.Params {
+		v := st.Value
+		if st.Secret != "" {
+			plain, err := s.keys.Decrypt(st.Secret, configAAD(toolID, name))
+			if err != nil {
+				return r, fmt.Errorf("tools: decrypt %s: %w", name, err)
+			}
+			v = plain
+		}
+		if st.Mode == ModeFixed {
+			r.Fixed[name] = v
+		} else {
+			r.Defaults[name] = v
+		}
+	}
+	return r, nil
+}
+
+// Merge applies configured values to a call's arguments: defaults fill parameters the
+// caller left out; fixed values are always used, and a caller that gives a different
+// value for one gets an error naming it (rather than a silently changed call).
+func (r Resolved) Merge(args map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	out := make(map[string]json.RawMessage, len(args)+len(r.Defaults)+len(r.Fixed))
+	maps.Copy(out, args)
+	e := &verr.Error{}
+	for _, name := range slices.Sorted(maps.Keys(r.Fixed)) {
+		v := r.Fixed[name]
+		if given, ok := args[name]; ok && !jsonSame(given, v) {
+			e.Add("/"+name, "is fixed by the tool's configuration and cannot be set by the caller")
+			continue
+		}
+		out[name] = v
+	}
+	for name, v := range r.Defaults {
+		if _, ok := out[name]; !ok {
+			out[name] = v
+		}
+	}
+	return out, e.Err()
+}
+
+func jsonSame(a, b json.RawMessage) bool {
+	x, _ := json.Marshal(decodeAny(a))
+	y, _ := json.Marshal(decodeAny(b))
+	return bytes.Equal(x, y)
+}
+
+// masked is a configuration as people and audit rows may see it: secret values masked.
+func (c Configuration) masked() map[string]any {
+	out := map[string]any{}
+	for name, st := range c.Params {
+		m := map[string]any{"mode": st.Mode}
+		if st.Secret != "" {
+			m["value"] = Mask
+			m["secret"] = true
+		} else {
+			m["value"] = st.Value
+		}
+		out[name] = m
+	}
+	return out
+}
+
+// APIView is the configuration in the public shape: {"defaults":{...},"fixed":{...}},
+// secret values as Mask.
+func (c Configuration) APIView() map[string]map[string]json.RawMessage {
+	out := map[string]map[string]json.RawMessage{"defaults": {}, "fixed": {}}
+	for name, st := range c.Params {
+		v := st.Value
+		if st.Secret != "" {
+			v = json.RawMessage(`"` + Mask + `"`)
+		}
+		if st.Mode == ModeFixed {
+			out["fixed"][name] = v
+		} else {
+			out["defaults"][name] = v
+		}
+	}
+	return out
+}
+
+// ParamInputs reads the public shape ({"defaults":{...},"fixed":{...}}) as the inputs of
+// an update that replaces the whole parameter configuration.
+func ParamInputs(raw json.RawMessage) (map[string]ParamInput, error) {
+	var v struct {
+		Defaults map[string]json.RawMessage `json:"defaults"`
+		Fixed    map[string]json.RawMessage `json:"fixed"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return nil, verr.New("configuration", `must be {"defaults": {...}, "fixed": {...}}: `+err.Error())
+	}
+	out := map[string]ParamInput{}
+	e := &verr.Error{}
+	for name, val := range v.Defaults {
+		out[name] = ParamInput{Mode: ModeDefault, Value: val}
+	}
+	for name, val := range v.Fixed {
+		if _, dup := out[name]; dup {
+			e.Add("params."+name, "is both a default and fixed; choose one")
+		}
+		out[name] = ParamInput{Mode: ModeFixed, Value: val}
+	}
+	return out, e.Err()
+}

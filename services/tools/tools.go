@@ -1,0 +1,475 @@
+// Package tools manages the tools Toolwarden has discovered (seed 004 §3, §5, §8; issue #4):
+// the searchable list with filters and keyset pagination, a tool's settings (risk
+// override, timeout, category, tags and its versioned configuration with encrypted
+// secret values), categories, and the administrator actions that move a tool through its
+// lifecycle (enable, disable, override) with audit rows in the same transaction.
+//
+// services/registry keeps servers and discovery (which creates and pins tools);
+// services/toolstate owns the state machine this package drives.
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Topic is the event topic of tool changes (shared with the registry and toolstate).
+const Topic = toolstate.Topic
+
+// ErrNotFound: no tool (or category) with that id.
+var ErrNotFound = errors.New("tools: not found")
+
+// Service manages tools. It is safe for concurrent use.
+type Service struct {
+	pool *pgxpool.Pool
+	keys *secrets.Keyring
+	log  *slog.Logger
+}
+
+// New returns the tool service; keys encrypt secret configuration values.
+func New(pool *pgxpool.Pool, keys *secrets.Keyring, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{pool: pool, keys: keys, log: log}
+}
+
+// Item is a tool as lists and the API show it.
+type Item struct {
+	ID              string          `db:"id" json:"id"`
+	ServerID        string          `db:"server_id" json:"server_id"`
+	Server          string          `db:"server_name" json:"server"`
+	ServerTrusted   bool            `db:"server_trusted" json:"server_trusted"`
+	Name            string          `db:"name" json:"name"`
+	Title           string          `db:"title" json:"title,omitempty"`
+	Description     string          `db:"description" json:"description"`
+	Status          string          `db:"status" json:"status"`
+	Available       bool            `db:"available" json:"available"`
+	InputSchema     json.RawMessage `db:"input_schema" json:"input_schema"`
+	OutputSchema    json.RawMessage `db:"output_schema" json:"output_schema,omitempty"`
+	Annotations     json.RawMessage `db:"annotations" json:"annotations"`
+	DefinitionHash  string          `db:"definition_hash" json:"definition_hash"`
+	VersionMajor    int             `db:"version_major" json:"-"`
+	VersionMinor    int             `db:"version_minor" json:"-"`
+	RiskOverride    *string         `db:"risk_override" json:"risk_override"`
+	Category        *string         `db:"category" json:"category"`
+	Tags            []string        `db:"tags" json:"tags"`
+	TimeoutMS       *int            `db:"timeout_ms" json:"timeout_ms"`
+	ValidationWorst *string         `db:"validation_worst" json:"validation_worst"`
+	EnableOverride  *string         `db:"enable_override" json:"enable_override,omitempty"`
+	ConfigVersion   int             `db:"configuration_version" json:"configuration_version"`
+	LastUsed        *time.Time      `db:"last_used" json:"last_used"`
+	UpdatedAt       time.Time       `db:"updated_at" json:"updated_at"`
+	// Rank is the search relevance (0 without a search); it is part of the cursor.
+	Rank float32 `db:"rank" json:"-"`
+}
+
+// QualifiedName is the name the API, plans and the gateway use (DESIGN §1).
+func (t Item) QualifiedName() string { return t.Server + "__" + t.Name }
+
+// Version is the tool's version as people read it ("2.1").
+func (t Item) Version() string { return fmt.Sprintf("%d.%d", t.VersionMajor, t.VersionMinor) }
+
+// Risk is the tool's risk and why (DESIGN §5).
+func (t Item) Risk() risk.Decision {
+	return risk.Decide(risk.Input{Override: deref(t.RiskOverride), Annotations: t.Annotations, Trusted: t.ServerTrusted})
+}
+
+// MarshalJSON adds the derived fields of the public shape (DESIGN §1).
+func (t Item) MarshalJSON() ([]byte, error) {
+	type plain Item
+	r := t.Risk()
+	return json.Marshal(struct {
+		plain
+		QualifiedName string `json:"qualified_name"`
+		Version       string `json:"version"`
+		Risk          string `json:"risk"`
+		RiskSource    string `json:"risk_source"`
+		RiskWhy       string `json:"risk_why"`
+	}{plain(t), t.QualifiedName(), t.Version(), string(r.Level), r.Source, r.Why})
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// The list's sort orders.
+const (
+	SortName      = "name"      // name, then id (the default without a search)
+	SortServer    = "server"    // server name, then tool name
+	SortUpdated   = "updated"   // most recently changed first
+	SortRelevance = "relevance" // best match first (the default with a search)
+)
+
+// Sorts lists the sort orders.
+var Sorts = []string{SortName, SortServer, SortUpdated, SortRelevance}
+
+// Query is a search of the tool list. Empty fields do not filter.
+type Query struct {
+	Q        string   // words matched against name, title and description (full-text, prefix)
+	Server   string   // server name or id
+	Category string   // category name; "none" for tools without one
+	Status   []string // any of these states
+	Tags     []string // every one of these tags
+	Risk     string   // low, medium or high
+	Sort     string
+	Limit    int    // 1..200, default 50
+	Cursor   string // next_cursor of the previous page
+}
+
+// Page is one page of the list.
+type Page struct {
+	Items      []Item
+	NextCursor string // "" on the last page
+}
+
+// MaxLimit bounds a page.
+const MaxLimit = 200
+
+// DefaultLimit is the page size when the query names none.
+const DefaultLimit = 50
+
+// cursor is the position after the last row of a page: the sort key of that row.
+type cursor struct {
+	Sort string    `json:"s"`
+	Q    string    `json:"q,omitempty"` // the search the rank belongs to
+	Rank float32   `json:"r,omitempty"`
+	Name string    `json:"n,omitempty"`
+	Srv  string    `json:"v,omitempty"`
+	At   time.Time `json:"t"`
+	ID   string    `json:"i"`
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, false
+	}
+	var c cursor
+	if json.Unmarshal(b, &c) != nil || uuid.Validate(c.ID) != nil {
+		return cursor{}, false
+	}
+	return c, true
+}
+
+// tsQuery turns what a person typed into a prefix query: every word must match the
+// start of a word of the name, title or description ("read fil" finds read_file). Only
+// letters and digits count, so no input is a tsquery syntax error.
+func tsQuery(q string) string {
+	words := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	})
+	if len(words) > 12 {
+		words = words[:12]
+	}
+	for i, w := range words {
+		words[i] = w + ":*"
+	}
+	return strings.Join(words, " & ")
+}
+
+// check validates a query and fills in defaults; errors name the parameter.
+func (q *Query) check() error {
+	e := &verr.Error{}
+	q.Q = strings.TrimSpace(q.Q)
+	if len(q.Q) > 200 {
+		e.Add("q", "is too long (at most 200 characters)")
+	}
+	if q.Sort == "" {
+		q.Sort = SortName
+		if tsQuery(q.Q) != "" {
+			q.Sort = SortRelevance
+		}
+	}
+	if !slices.Contains(Sorts, q.Sort) {
+		e.Add("sort", "must be one of "+strings.Join(Sorts, ", "))
+	} else if q.Sort == SortRelevance && tsQuery(q.Q) == "" {
+		q.Sort = SortName
+	}
+	switch {
+	case q.Limit == 0:
+		q.Limit = DefaultLimit
+	case q.Limit < 1 || q.Limit > MaxLimit:
+		e.Add("limit", fmt.Sprintf("must be between 1 and %d", MaxLimit))
+	}
+	for _, s := range q.Status {
+		if !toolstate.Valid(s) {
+			e.Add("status", fmt.Sprintf("%q is not a tool state (%s)", s, strings.Join(toolstate.States, ", ")))
+		}
+	}
+	if q.Risk != "" {
+		if _, ok := risk.Parse(q.Risk); !ok {
+			e.Add("risk", "must be low, medium or high")
+		}
+	}
+	// A copy (the caller's slice stays as it was), without blanks and repeats: the filter
+	// compares the number of matching tags with the number asked for.
+	tags := make([]string, 0, len(q.Tags))
+	for _, t := range q.Tags {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" && !slices.Contains(tags, t) {
+			tags = append(tags, t)
+		}
+	}
+	q.Tags = tags
+	if q.Cursor != "" {
+		c, ok := decodeCursor(q.Cursor)
+		if !ok || c.Sort != q.Sort || (c.Sort == SortRelevance && c.Q != tsQuery(q.Q)) {
+			e.Add("cursor", "does not belong to this search; start again from the first page")
+		}
+	}
+	return e.Err()
+}
+
+const itemColumns = `t.id, t.server_id, s.name AS server_name, s.trusted AS server_trusted, t.name, t.title,
+	t.description, t.status, t.available, t.input_schema, t.output_schema, t.annotations, t.definition_hash,
+	t.version_major, t.version_minor, t.risk_override, c.name AS category,
+	ARRAY(SELECT tg.tag FROM tool_tags tg WHERE tg.tool_id = t.id ORDER BY tg.tag) AS tags,
+	t.timeout_ms, t.validation_worst, t.enable_override, t.configuration_version, t.last_used, t.updated_at`
+
+const itemFrom = ` FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+	LEFT JOIN tool_categories c ON c.id = t.category_id`
+
+// where builds the filter of q; args are appended to.
+func (q *Query) where(args *[]any) []string {
+	arg := func(v any) string {
+		*args = append(*args, v)
+		return fmt.Sprintf("$%d", len(*args))
+	}
+	var conds []string
+	if tq := tsQuery(q.Q); tq != "" {
+		p := arg(tq)
+		conds = append(conds, "t.search @@ (to_tsquery('simple', "+p+") || to_tsquery('english', "+p+"))")
+	}
+	if q.Server != "" {
+		if uuid.Validate(q.Server) == nil {
+			conds = append(conds, "t.server_id = "+arg(q.Server))
+		} else {
+			conds = append(conds, "s.name = "+arg(q.Server))
+		}
+	}
+	switch q.Category {
+	case "":
+	case "none":
+		conds = append(conds, "t.category_id IS NULL")
+	default:
+		conds = append(conds, "c.name = "+arg(q.Category))
+	}
+	if len(q.Status) > 0 {
+		conds = append(conds, "t.status = ANY("+arg(q.Status)+"::text[])")
+	}
+	if len(q.Tags) > 0 {
+		p := arg(q.Tags)
+		conds = append(conds, "(SELECT count(*) FROM tool_tags tg WHERE tg.tool_id = t.id AND tg.tag = ANY("+p+"::text[])) = cardinality("+p+"::text[])")
+	}
+	if q.Risk != "" {
+		conds = append(conds, risk.SQL("t.risk_override", "t.annotations", "s.trusted")+" = "+arg(q.Risk))
+	}
+	return conds
+}
+
+// List returns one page of the tools matching q, in q's order. Pages are keyset pages:
+// rows inserted or removed meanwhile never make a later page repeat or skip a row that
+// was there all along.
+func (s *Service) List(ctx context.Context, q Query) (Page, error) {
+	if err := q.check(); err != nil {
+		return Page{}, err
+	}
+	var args []any
+	conds := q.where(&args)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	rank := "0::real"
+	if tq := tsQuery(q.Q); tq != "" {
+		p := arg(tq)
+		rank = "ts_rank(t.search, to_tsquery('simple', " + p + ") || to_tsquery('english', " + p + "))"
+	}
+	var order string
+	switch q.Sort {
+	case SortServer:
+		order = "s.name, t.name, t.id"
+	case SortUpdated:
+		order = "t.updated_at DESC, t.id DESC"
+	case SortRelevance:
+		order = "rank DESC, t.id"
+	default:
+		order = "t.name, t.id"
+	}
+	if q.Cursor != "" {
+		c, _ := decodeCursor(q.Cursor)
+		switch q.Sort {
+		case SortServer:
+			conds = append(conds, "(s.name, t.name, t.id) > ("+arg(c.Srv)+", "+arg(c.Name)+", "+arg(c.ID)+"::uuid)")
+		case SortUpdated:
+			conds = append(conds, "(t.updated_at, t.id) < ("+arg(c.At)+", "+arg(c.ID)+"::uuid)")
+		case SortRelevance:
+			r, id := arg(c.Rank), arg(c.ID)
+			conds = append(conds, "("+rank+" < "+r+"::real OR ("+rank+" = "+r+"::real AND t.id > "+id+"::uuid))")
+		default:
+			conds = append(conds, "(t.name, t.id) > ("+arg(c.Name)+", "+arg(c.ID)+"::uuid)")
+		}
+	}
+	sql := `/* tools.List */ SELECT ` + itemColumns + `, ` + rank + ` AS rank` + itemFrom
+	if len(conds) > 0 {
+		sql += " WHERE " + strings.Join(conds, " AND ")
+	}
+	sql += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
+	items, err := queryAll[Item](ctx, s.pool, "list", sql, args...)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: items}
+	if len(items) > q.Limit {
+		p.Items = items[:q.Limit]
+		last := p.Items[q.Limit-1]
+		p.NextCursor = cursor{Sort: q.Sort, Q: tsQuery(q.Q), Rank: last.Rank, Name: last.Name, Srv: last.Server,
+			At: last.UpdatedAt, ID: last.ID}.encode()
+	}
+	return p, nil
+}
+
+// Count returns how many tools match q (its cursor, sort and limit do not matter).
+func (s *Service) Count(ctx context.Context, q Query) (int, error) {
+	q.Cursor, q.Sort, q.Limit = "", "", 0
+	if err := q.check(); err != nil {
+		return 0, err
+	}
+	var args []any
+	conds := q.where(&args)
+	sql := `/* tools.Count */ SELECT count(*)` + itemFrom
+	if len(conds) > 0 {
+		sql += " WHERE " + strings.Join(conds, " AND ")
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("tools: count: %w", err)
+	}
+	return n, nil
+}
+
+// Get returns one tool.
+func (s *Service) Get(ctx context.Context, id string) (Item, error) {
+	return getItem(ctx, s.pool, id, false)
+}
+
+func getItem(ctx context.Context, q db.Querier, id string, forUpdate bool) (Item, error) {
+	if uuid.Validate(id) != nil {
+		return Item{}, ErrNotFound
+	}
+	sql := `/* tools.Get */ SELECT ` + itemColumns + `, 0::real AS rank` + itemFrom + ` WHERE t.id = $1`
+	if forUpdate {
+		sql += " FOR UPDATE OF t"
+	}
+	items, err := queryAll[Item](ctx, q, "get", sql, id)
+	if err != nil {
+		return Item{}, err
+	}
+	if len(items) == 0 {
+		return Item{}, ErrNotFound
+	}
+	return items[0], nil
+}
+
+// Facets are the choices the list's filters offer, with how many tools each has.
+type Facets struct {
+	Servers    []Facet
+	Categories []Facet
+	Statuses   []Facet
+	Tags       []Facet
+}
+
+// Facet is one choice of a filter.
+type Facet struct {
+	Value string `db:"value" json:"value"`
+	Count int    `db:"count" json:"count"`
+}
+
+// Facets returns the servers, categories, states and tags tools have (for the filters).
+func (s *Service) Facets(ctx context.Context) (Facets, error) {
+	var f Facets
+	var err error
+	if f.Servers, err = queryAll[Facet](ctx, s.pool, "server facets", `/* tools.Facets.servers */
+		SELECT s.name AS value, count(t.id)::int AS count FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id
+		GROUP BY s.name ORDER BY s.name`); err != nil {
+		return f, err
+	}
+	if f.Categories, err = queryAll[Facet](ctx, s.pool, "category facets", `/* tools.Facets.categories */
+		SELECT c.name AS value, count(t.id)::int AS count FROM tool_categories c LEFT JOIN mcp_tools t ON t.category_id = c.id
+		GROUP BY c.name ORDER BY c.name`); err != nil {
+		return f, err
+	}
+	if f.Statuses, err = queryAll[Facet](ctx, s.pool, "status facets", `/* tools.Facets.statuses */
+		SELECT status AS value, count(*)::int AS count FROM mcp_tools GROUP BY status`); err != nil {
+		return f, err
+	}
+	slices.SortFunc(f.Statuses, func(a, b Facet) int {
+		return slices.Index(toolstate.States, a.Value) - slices.Index(toolstate.States, b.Value)
+	})
+	if f.Tags, err = s.Tags(ctx); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// Validation is the latest validation of a tool's current definition.
+type Validation struct {
+	DefinitionHash string          `db:"definition_hash" json:"definition_hash"`
+	Success        bool            `db:"success" json:"success"`
+	Worst          *string         `db:"worst" json:"worst"`
+	Findings       json.RawMessage `db:"findings" json:"findings"`
+	ValidatedBy    string          `db:"validated_by" json:"validated_by"`
+	CreatedAt      time.Time       `db:"created_at" json:"created_at"`
+}
+
+// LatestValidation returns the newest schema validation of the tool's current
+// definition; ok is false when it has not been validated yet.
+func (s *Service) LatestValidation(ctx context.Context, t Item) (Validation, bool, error) {
+	vs, err := queryAll[Validation](ctx, s.pool, "validation", `/* tools.LatestValidation */
+		SELECT definition_hash, success, worst, findings, validated_by, created_at FROM tool_validations
+		WHERE tool_id = $1 AND definition_hash = $2 AND validation_type = 'schema' ORDER BY id DESC LIMIT 1`,
+		t.ID, t.DefinitionHash)
+	if err != nil || len(vs) == 0 {
+		return Validation{}, false, err
+	}
+	return vs[0], true, nil
+}
+
+// queryAll runs a query and scans every row into T by column name.
+func queryAll[T any](ctx context.Context, q db.Querier, what, sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("tools: %s: %w", what, err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, fmt.Errorf("tools: %s: %w", what, err)
+	}
+	return list, nil
+}

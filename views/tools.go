@@ -1,0 +1,152 @@
+package views
+
+import "strings"
+
+// ToolCard is one tool as the list, live updates and the detail header show it. It is
+// the same for every viewer; role-specific controls carry data-perm.
+type ToolCard struct {
+	ID            string
+	Name          string
+	QualifiedName string
+	Title         string
+	Description   string
+	Server        string
+	ServerID      string
+	Status        string // persistent tool state (DESIGN §4)
+	Available     bool   // the server still lists it
+	Risk          string // low, medium, high
+	RiskWhy       string
+	RiskSource    string // override, annotations
+	Category      string
+	Tags          []string
+	Version       string
+	Worst         string // worst validation finding: critical, error, warning, info, or ""
+	Override      string // why an administrator enabled it despite its findings
+}
+
+// Enabled reports whether the tool can be called.
+func (t ToolCard) Enabled() bool { return t.Status == "enabled" }
+
+// ToolFilter is the search, filters and order of the tool list.
+type ToolFilter struct {
+	Q        string
+	Server   string
+	Category string
+	Status   string
+	Tags     []string
+	Risk     string
+	Sort     string
+}
+
+// ToolsPage is the tool list: one page of cards, never more.
+type ToolsPage struct {
+	Layout
+	Tools      []ToolCard
+	Filter     ToolFilter
+	Total      int // matching the filter
+	All        int // in all
+	Servers    []Option
+	Categories []Option
+	Statuses   []Option
+	TagOpts    []Option
+	Risks      []Option
+	Sorts      []Option
+	NextURL    string // the next page ("" on the last)
+	FirstURL   string // the first page, when this is not it
+	Back       string // this page's URL, for actions to return to
+	HasFilter  bool
+}
+
+// toolStatusClass is the badge class of a tool state.
+func toolStatusClass(s string) string {
+	switch s {
+	case "enabled":
+		return "badge ok"
+	case "invalid", "failed":
+		return "badge danger"
+	case "discovered", "validating", "updating", "testing":
+		return "badge warn"
+	case "validated", "configured", "verified":
+		return "badge info"
+	}
+	return "badge"
+}
+
+// toolStatusLabel is a tool state as people read it.
+func toolStatusLabel(s string) string {
+	if s == "" {
+		return ""
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// riskClass is the badge class of a risk level.
+func riskClass(r string) string {
+	switch r {
+	case "low":
+		return "badge ok risk"
+	case "medium":
+		return "badge warn risk"
+	case "high":
+		return "badge danger risk"
+	}
+	return "badge risk"
+}
+
+// riskLabel is a risk level as badges show it.
+func riskLabel(r string) string {
+	switch r {
+	case "low", "medium", "high":
+		return strings.ToUpper(r[:1]) + r[1:] + " risk"
+	}
+	return "Unknown risk"
+}
+
+// severityClass is the badge class of a validation finding's severity.
+func severityClass(s string) string {
+	switch s {
+	case "critical", "error":
+		return "badge danger"
+	case "warning":
+		return "badge warn"
+	case "info":
+		return "badge info"
+	}
+	return "badge"
+}
+
+// toolEnableAction is where the card's toggle posts.
+func toolEnableAction(t ToolCard) string {
+	if t.Enabled() {
+		return "/tools/" + t.ID + "/disable"
+	}
+	return "/tools/" + t.ID + "/enable"
+}
+
+// canToggle reports whether the toggle can do anything: a tool that is still being
+// validated or tested cannot be enabled yet, and an invalid or failed one needs the
+// override on its page.
+func canToggle(t ToolCard) bool {
+	switch t.Status {
+	case "enabled", "disabled", "validated", "configured", "verified":
+		return true
+	}
+	return false
+}
+
+// toggleHint says why a card has no enable toggle.
+func toggleHint(t ToolCard) string {
+	switch t.Status {
+	case "invalid":
+		return "Invalid: open to review its findings"
+	case "failed":
+		return "Its test failed: open to review"
+	case "discovered", "validating":
+		return "Being validated"
+	case "updating":
+		return "Definition changed: being validated"
+	case "testing":
+		return "Being tested"
+	}
+	return ""
+}
