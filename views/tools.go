@@ -150,3 +150,57 @@ func toggleHint(t ToolCard) string {
 	}
 	return ""
 }
+
+// CategoryRow is one category of the categories page.
+type CategoryRow struct {
+	ID          string
+	Name        string
+	Description string
+	AutoEnable  bool
+	Tools       int
+}
+
+// CategoryForm is the add (or, with EditID, the edit) form of a category.
+type CategoryForm struct {
+	Name        string
+	Description string
+	AutoEnable  bool
+}
+
+// CategoriesPage lists the tool categories.
+type CategoriesPage struct {
+	Layout
+	Categories []CategoryRow
+	Form       CategoryForm // the add form, or the failed edit
+	EditID     string       // the category whose edit failed ("" for the add form)
+	Errors     FormErrors
+	CanEdit    bool
+}
+
+func categoryFormOf(c CategoryRow, p CategoriesPage) CategoryForm {
+	if p.EditID == c.ID {
+		return p.Form
+	}
+	return CategoryForm{Name: c.Name, Description: c.Description, AutoEnable: c.AutoEnable}
+}
+
+func errsFor(id string, p CategoriesPage) FormErrors {
+	if p.EditID == id {
+		return p.Errors
+	}
+	return nil
+}
+
+func addForm(p CategoriesPage) CategoryForm {
+	if p.EditID == "" {
+		return p.Form
+	}
+	return CategoryForm{}
+}
+
+func addErrs(p CategoriesPage) FormErrors {
+	if p.EditID == "" {
+		return p.Errors
+	}
+	return nil
+}

@@ -28,6 +28,7 @@ func (s *Server) routes() []Route {
 	servers := handlers.ServersHandler{Deps: d}
 	config := handlers.ConfigHandler{Deps: d}
 	tools := handlers.ToolsHandler{Deps: d}
+	categories := handlers.CategoriesHandler{Deps: d}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -69,10 +70,18 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/servers/:id/delete", auth.PermServerDelete, servers.Delete},
 
 		{http.MethodGet, "/tools", auth.PermToolView, tools.List},
+		{http.MethodGet, "/tools/categories", auth.PermToolView, categories.List},
+		{http.MethodPost, "/tools/categories", auth.PermToolConfigure, categories.Save},
+		{http.MethodPost, "/tools/categories/:id", auth.PermToolConfigure, categories.Save},
+		{http.MethodPost, "/tools/categories/:id/delete", auth.PermToolConfigure, categories.Delete},
 		{http.MethodPost, "/tools/bulk", auth.PermToolView, tools.Bulk}, // each action checks its own permission
 		{http.MethodPost, "/tools/:id/enable", auth.PermToolEnable, tools.SetEnabled(true)},
 		{http.MethodPost, "/tools/:id/disable", auth.PermToolEnable, tools.SetEnabled(false)},
 		// Tool detail pages.
+		{http.MethodGet, "/tools/:id", auth.PermToolView, tools.Show},
+		{http.MethodPost, "/tools/:id/configure", auth.PermToolConfigure, tools.Configure},
+		{http.MethodPost, "/tools/:id/reset", auth.PermToolConfigure, tools.Reset},
+		{http.MethodPost, "/tools/:id/validate", auth.PermToolConfigure, tools.Validate},
 
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
@@ -102,6 +111,10 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/api/v1/servers/:id/tools", auth.PermServerView, servers.APITools},
 		{http.MethodGet, "/api/v1/servers/:id/health", auth.PermServerView, servers.APIHealth},
 		{http.MethodGet, "/api/v1/tools", auth.PermToolView, tools.APIList},
+		{http.MethodGet, "/api/v1/categories", auth.PermToolView, categories.APIList},
+		{http.MethodPost, "/api/v1/categories", auth.PermToolConfigure, categories.APISave},
+		{http.MethodPatch, "/api/v1/categories/:id", auth.PermToolConfigure, categories.APISave},
+		{http.MethodDelete, "/api/v1/categories/:id", auth.PermToolConfigure, categories.APIDelete},
 		{http.MethodPost, "/api/v1/tools/bulk", auth.PermToolView, tools.APIBulk}, // each action checks its own permission
 		{http.MethodGet, "/api/v1/tools/:id", auth.PermToolView, tools.APIGet},
 		{http.MethodPatch, "/api/v1/tools/:id", auth.PermToolConfigure, tools.APIUpdate},

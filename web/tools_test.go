@@ -303,3 +303,63 @@ func TestToolListPage(t *testing.T) {
 		t.Errorf("after toggle: %s", doc.Find("[data-testid=tool-card]").AttrOr("data-status", ""))
 	}
 }
+
+func TestToolCategories(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	post := func(path string, form url.Values) *http.Response {
+		t.Helper()
+		res := srv.PostForm(t, c, path, form)
+		return res
+	}
+	res := post("/tools/categories", url.Values{"name": {"filesystem"}, "description": {"Files and folders"}, "auto_enable": {"1"}})
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("create: %d", res.StatusCode)
+	}
+	// Duplicate and bad names: 422, the message next to the field, nothing added.
+	for _, name := range []string{"filesystem", "Bad Name!", "none"} {
+		res = post("/tools/categories", url.Values{"name": {name}})
+		doc := page(t, res)
+		if res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=category-form] .error").Length() == 0 {
+			t.Errorf("name %q: %d", name, res.StatusCode)
+		}
+	}
+	a := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
+	var list struct {
+		Categories []struct {
+			ID         string `json:"id"`
+			Name       string `json:"name"`
+			AutoEnable bool   `json:"auto_enable"`
+			Tools      int    `json:"tools"`
+		} `json:"categories"`
+	}
+	a.json(http.MethodGet, "/api/v1/categories", nil, http.StatusOK, &list)
+	if len(list.Categories) != 1 || list.Categories[0].Name != "filesystem" || !list.Categories[0].AutoEnable {
+		t.Fatalf("categories: %+v", list)
+	}
+	id := list.Categories[0].ID
+	a.json(http.MethodPatch, "/api/v1/categories/"+id, map[string]any{"name": "files", "auto_enable": false}, http.StatusOK, nil)
+	a.json(http.MethodPost, "/api/v1/categories", map[string]any{"name": "search"}, http.StatusCreated, nil)
+	doc := page(t, func() *http.Response {
+		r, err := c.Get(srv.URL + "/tools/categories")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}())
+	if got := doc.Find("[data-testid=category-row]").Length(); got != 2 {
+		t.Errorf("page rows: %d", got)
+	}
+	res = post("/tools/categories/"+id+"/delete", nil)
+	res.Body.Close()
+	a.json(http.MethodGet, "/api/v1/categories", nil, http.StatusOK, &list)
+	if len(list.Categories) != 1 || list.Categories[0].Name != "search" {
+		t.Errorf("after delete: %+v", list)
+	}
+	var n int
+	if err := srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_log WHERE target_type = 'category'`).Scan(&n); err != nil || n != 4 {
+		t.Errorf("category audit rows: %d (%v), want 4", n, err)
+	}
+}
