@@ -1,0 +1,495 @@
+// Package usage owns tool_usage_logs, the one row the router writes for every tool call
+// (migration 000014), and the read side behind a tool's Usage and Logs tabs: a summary
+// of a period (calls, success rate, latency percentiles), a time series of equal buckets
+// for the charts, and the newest calls page by page.
+//
+// The table is built for millions of rows. Every read filters by tool_id and, where it
+// has one, a used_at range, so it is served by the (tool_id, used_at DESC) index and
+// never scans other tools' rows. Logs are redacted again when they are read (secret
+// keys and credential-shaped strings become "********") in case a writer missed one,
+// and oversized JSON is cut before it reaches a page.
+package usage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// Mask replaces a redacted value.
+const Mask = "********"
+
+// MaxJSONBytes is how much of a log's request, response or error JSON Recent returns.
+const MaxJSONBytes = 8 << 10
+
+// Limits of the read functions' arguments.
+const (
+	MaxRecent  = 200
+	MaxBuckets = 1000
+)
+
+// Copier writes rows with COPY; *pgxpool.Pool, *pgx.Conn and pgx.Tx satisfy it.
+type Copier interface {
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// Entry is one tool call to record. The JSON fields should already be redacted and the
+// response truncated by the writer (the router); nil JSON is stored as {} (Request,
+// Metadata) or NULL (Response, Error).
+type Entry struct {
+	ToolID     string
+	UserID     string // "" when no user (a system call)
+	Actor      string
+	Source     string // test_panel, api, execution, gateway
+	UsedAt     time.Time
+	DurationMS *float64 // nil when the call never ran (rejected arguments, say)
+	Success    bool
+	ErrorCode  string // "" when none
+	Request    json.RawMessage
+	Response   json.RawMessage
+	Error      json.RawMessage
+	Metadata   json.RawMessage
+}
+
+var insertColumns = []string{"tool_id", "user_id", "actor", "source", "used_at", "duration_ms", "success",
+	"error_code", "request", "response", "error", "metadata"}
+
+// Insert writes entries with one COPY. An entry without UsedAt is stamped now.
+func Insert(ctx context.Context, q Copier, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	now := time.Now()
+	rows := make([][]any, len(entries))
+	for i, e := range entries {
+		tool, err := uuid.Parse(e.ToolID)
+		if err != nil {
+			return fmt.Errorf("usage: entry %d: tool id %q: %w", i, e.ToolID, err)
+		}
+		var user any
+		if e.UserID != "" {
+			u, err := uuid.Parse(e.UserID)
+			if err != nil {
+				return fmt.Errorf("usage: entry %d: user id %q: %w", i, e.UserID, err)
+			}
+			user = u
+		}
+		used := e.UsedAt
+		if used.IsZero() {
+			used = now
+		}
+		var code any
+		if e.ErrorCode != "" {
+			code = e.ErrorCode
+		}
+		rows[i] = []any{tool, user, e.Actor, e.Source, used, e.DurationMS, e.Success, code,
+			jsonOr(e.Request, "{}"), jsonOr(e.Response, ""), jsonOr(e.Error, ""), jsonOr(e.Metadata, "{}")}
+	}
+	if _, err := q.CopyFrom(ctx, pgx.Identifier{"tool_usage_logs"}, insertColumns, pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("usage: insert %d logs: %w", len(entries), err)
+	}
+	return nil
+}
+
+// jsonOr returns raw, or def when raw is empty (nil when def is "": SQL NULL).
+func jsonOr(raw json.RawMessage, def string) any {
+	if len(bytes.TrimSpace(raw)) > 0 {
+		return raw
+	}
+	if def == "" {
+		return nil
+	}
+	return json.RawMessage(def)
+}
+
+// ErrRange: the period is empty or reversed.
+var ErrRange = errors.New("usage: the period must end after it starts")
+
+// period checks [from, to) and rounds both to PostgreSQL's microseconds.
+func period(from, to time.Time) (time.Time, time.Time, error) {
+	from, to = from.Truncate(time.Microsecond), to.Truncate(time.Microsecond)
+	if !to.After(from) {
+		return from, to, ErrRange
+	}
+	return from, to, nil
+}
+
+// Stats describes a tool's calls in a period.
+type Stats struct {
+	Calls     int64
+	Successes int64
+	Failures  int64
+	// SuccessRate is Successes/Calls in 0..1; 0 when there were no calls.
+	SuccessRate float64
+	// Latency percentiles (percentile_cont) and mean in milliseconds over the calls
+	// that have a duration; nil when there were none.
+	P50MS, P95MS, AvgMS *float64
+	// LastUsed is the tool's newest call at all, inside the period or not; nil: never.
+	LastUsed *time.Time
+}
+
+// statsRow is Summary's result row.
+type statsRow struct {
+	Calls     int64      `db:"calls"`
+	Successes int64      `db:"successes"`
+	P50       *float64   `db:"p50"`
+	P95       *float64   `db:"p95"`
+	Avg       *float64   `db:"avg"`
+	LastUsed  *time.Time `db:"last_used"`
+}
+
+// Summary sums up toolID's calls in [from, to).
+func Summary(ctx context.Context, q db.Querier, toolID string, from, to time.Time) (Stats, error) {
+	from, to, err := period(from, to)
+	if err != nil {
+		return Stats{}, err
+	}
+	rows, err := q.Query(ctx, `/* usage.Summary */
+		SELECT count(*) AS calls,
+		       count(*) FILTER (WHERE success) AS successes,
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
+		       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95,
+		       avg(duration_ms) AS avg,
+		       (SELECT max(used_at) FROM tool_usage_logs WHERE tool_id = $1) AS last_used
+		FROM tool_usage_logs
+		WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3`, toolID, from, to)
+	if err != nil {
+		return Stats{}, fmt.Errorf("usage: summary: %w", err)
+	}
+	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[statsRow])
+	if err != nil {
+		return Stats{}, fmt.Errorf("usage: summary: %w", err)
+	}
+	s := Stats{Calls: r.Calls, Successes: r.Successes, Failures: r.Calls - r.Successes,
+		P50MS: r.P50, P95MS: r.P95, AvgMS: r.Avg, LastUsed: r.LastUsed}
+	if s.Calls > 0 {
+		s.SuccessRate = float64(s.Successes) / float64(s.Calls)
+	}
+	return s, nil
+}
+
+// Bucket is one interval of a Series. The percentiles are nil when no call in the
+// bucket has a duration (always so when Calls is 0).
+type Bucket struct {
+	Start, End time.Time
+	Calls      int64
+	Failures   int64
+	P50MS      *float64
+	P95MS      *float64
+}
+
+// seriesRow is one of Series's result rows.
+type seriesRow struct {
+	Idx      int64    `db:"idx"`
+	Calls    int64    `db:"calls"`
+	Failures int64    `db:"failures"`
+	P50      *float64 `db:"p50"`
+	P95      *float64 `db:"p95"`
+}
+
+// Series splits [from, to) into buckets equal intervals (clamped to 1..MaxBuckets) and
+// returns every one of them, oldest first, empty ones included, so a chart has a
+// continuous x axis. A call at used_at falls into the bucket whose [Start, End) holds it.
+func Series(ctx context.Context, q db.Querier, toolID string, from, to time.Time, buckets int) ([]Bucket, error) {
+	from, to, err := period(from, to)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(min(max(buckets, 1), MaxBuckets))
+	total := to.Sub(from).Microseconds()
+	// width_bucket on exact numeric microseconds: bucket k (1-based) holds the offsets
+	// x with (k-1)*total/n <= x < k*total/n, the same arithmetic as bound below.
+	rows, err := q.Query(ctx, `/* usage.Series */
+		WITH agg AS (
+			SELECT width_bucket(extract(epoch FROM used_at - $2::timestamptz) * 1000000, 0, $4::numeric, $5::int) AS idx,
+			       count(*) AS calls,
+			       count(*) FILTER (WHERE NOT success) AS failures,
+			       percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
+			       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
+			FROM tool_usage_logs
+			WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3
+			GROUP BY 1
+		)
+		SELECT g.idx::bigint AS idx, coalesce(a.calls, 0) AS calls, coalesce(a.failures, 0) AS failures, a.p50, a.p95
+		FROM generate_series(1, $5::int) AS g(idx)
+		LEFT JOIN agg a ON a.idx = g.idx
+		ORDER BY g.idx`, toolID, from, to, total, n)
+	if err != nil {
+		return nil, fmt.Errorf("usage: series: %w", err)
+	}
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[seriesRow])
+	if err != nil {
+		return nil, fmt.Errorf("usage: series: %w", err)
+	}
+	// bound is the first microsecond of 0-based bucket k: ceil(k*total/n).
+	bound := func(k int64) time.Time {
+		return from.Add(time.Duration((k*total+n-1)/n) * time.Microsecond)
+	}
+	out := make([]Bucket, len(rs))
+	for i, r := range rs {
+		k := r.Idx - 1
+		out[i] = Bucket{Start: bound(k), End: bound(k + 1), Calls: r.Calls, Failures: r.Failures, P50MS: r.P50, P95MS: r.P95}
+	}
+	return out, nil
+}
+
+// logRow is one of Recent's result rows.
+type logRow struct {
+	ID         int64           `db:"id"`
+	ToolID     string          `db:"tool_id"`
+	UserID     string          `db:"user_id"`
+	Actor      string          `db:"actor"`
+	Source     string          `db:"source"`
+	UsedAt     time.Time       `db:"used_at"`
+	DurationMS *float64        `db:"duration_ms"`
+	Success    bool            `db:"success"`
+	ErrorCode  string          `db:"error_code"`
+	Request    json.RawMessage `db:"request"`
+	Response   json.RawMessage `db:"response"`
+	Error      json.RawMessage `db:"error"`
+	Metadata   json.RawMessage `db:"metadata"`
+}
+
+const recentColumns = `l.id, l.tool_id::text AS tool_id, coalesce(l.user_id::text, '') AS user_id, l.actor, l.source,
+	l.used_at, l.duration_ms, l.success, coalesce(l.error_code, '') AS error_code,
+	l.request, l.response, l.error, l.metadata`
+
+// Recent returns up to limit (clamped to 1..MaxRecent) of toolID's calls, newest first
+// (by used_at, then id), starting after the call beforeID (0: from the newest), and the
+// id to pass as beforeID for the next page (0: this is the last page). A beforeID that
+// is not one of toolID's calls (pruned meanwhile, say) gives an empty last page.
+func Recent(ctx context.Context, q db.Querier, toolID string, beforeID int64, limit int) ([]Log, int64, error) {
+	limit = min(max(limit, 1), MaxRecent)
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if beforeID <= 0 {
+		rows, err = q.Query(ctx, `/* usage.Recent */
+			SELECT `+recentColumns+`
+			FROM tool_usage_logs l
+			WHERE l.tool_id = $1
+			ORDER BY l.used_at DESC, l.id DESC
+			LIMIT $2`, toolID, limit+1)
+	} else {
+		// The cursor row's used_at (an InitPlan, so an index condition) bounds the
+		// index scan, however deep the page; id breaks ties.
+		rows, err = q.Query(ctx, `/* usage.Recent */
+			SELECT `+recentColumns+`
+			FROM tool_usage_logs l
+			WHERE l.tool_id = $1
+			  AND l.used_at <= (SELECT c.used_at FROM tool_usage_logs c WHERE c.id = $2 AND c.tool_id = $1)
+			  AND (l.used_at < (SELECT c.used_at FROM tool_usage_logs c WHERE c.id = $2 AND c.tool_id = $1) OR l.id < $2)
+			ORDER BY l.used_at DESC, l.id DESC
+			LIMIT $3`, toolID, beforeID, limit+1)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("usage: recent: %w", err)
+	}
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[logRow])
+	if err != nil {
+		return nil, 0, fmt.Errorf("usage: recent: %w", err)
+	}
+	var next int64
+	if len(rs) > limit {
+		rs = rs[:limit]
+		next = rs[limit-1].ID
+	}
+	out := make([]Log, len(rs))
+	for i, r := range rs {
+		l := Log{ID: r.ID, ToolID: r.ToolID, UserID: r.UserID, Actor: r.Actor, Source: r.Source, UsedAt: r.UsedAt,
+			DurationMS: r.DurationMS, Success: r.Success, ErrorCode: r.ErrorCode, ResponseBytes: len(r.Response)}
+		l.Request, l.RequestTruncated = capJSON(Redact(r.Request), MaxJSONBytes)
+		l.Response, l.Truncated = capJSON(Redact(r.Response), MaxJSONBytes)
+		l.Error, l.ErrorTruncated = capJSON(Redact(r.Error), MaxJSONBytes)
+		l.Metadata, _ = capJSON(Redact(r.Metadata), MaxJSONBytes)
+		out[i] = l
+	}
+	return out, next, nil
+}
+
+// Log is one recorded call as the Logs tab shows it, redacted and size-capped.
+type Log struct {
+	ID         int64
+	ToolID     string
+	UserID     string // "" when none
+	Actor      string
+	Source     string
+	UsedAt     time.Time
+	DurationMS *float64
+	Success    bool
+	ErrorCode  string
+	// Request, Response, Error and Metadata are valid JSON (nil when NULL). One longer
+	// than MaxJSONBytes after redaction is replaced by a JSON string holding its first
+	// MaxJSONBytes bytes, and its *Truncated flag is set.
+	Request          json.RawMessage
+	Response         json.RawMessage
+	Error            json.RawMessage
+	Metadata         json.RawMessage
+	RequestTruncated bool
+	Truncated        bool // the response was cut
+	ErrorTruncated   bool
+	// ResponseBytes is the size of the stored response JSON before any cut.
+	ResponseBytes int
+}
+
+// Redact returns raw with every value under a secret-looking key (secrets.LooksSecretName)
+// and every credential-shaped string (secrets.LooksSecretValue) replaced by Mask, at any
+// depth. JSON null stays null. Invalid JSON is replaced by a JSON string saying so,
+// since it cannot be inspected.
+func Redact(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return json.RawMessage(`"(unreadable JSON withheld)"`)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return json.RawMessage(`"(unreadable JSON withheld)"`)
+	}
+	v = redactValue(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return json.RawMessage(`"(unreadable JSON withheld)"`)
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+func redactValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if val != nil && secrets.LooksSecretName(k) {
+				x[k] = Mask
+				continue
+			}
+			x[k] = redactValue(val)
+		}
+		return x
+	case []any:
+		for i, val := range x {
+			x[i] = redactValue(val)
+		}
+		return x
+	case string:
+		if secrets.LooksSecretValue(x) {
+			return Mask
+		}
+		return redactWords(x)
+	}
+	return v
+}
+
+// minSecretWord is the length of the shortest credential LooksSecretValue recognises
+// without an auth scheme in front (a Slack token); shorter words are not checked.
+const minSecretWord = 15
+
+// redactWords masks the credentials inside prose ("auth failed for ghp_…", "use
+// Authorization: Bearer …"): each whitespace-separated word, without surrounding
+// punctuation, is judged by LooksSecretValue, as is the value after a "=" or ":" in it
+// ("token=sk-…"); a credential-like word of 8+ characters after the word Bearer or
+// Basic is masked too.
+func redactWords(s string) string {
+	if len(s) < 8 {
+		return s
+	}
+	var b strings.Builder
+	changed, prev := false, ""
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && isSpace(s[j]) {
+			j++
+		}
+		b.WriteString(s[i:j])
+		i = j
+		for j < len(s) && !isSpace(s[j]) {
+			j++
+		}
+		word := s[i:j]
+		i = j
+		lead := len(word) - len(strings.TrimLeft(word, wordPunct))
+		core := strings.TrimRight(word[lead:], wordPunct)
+		masked := ""
+		switch {
+		case core == "":
+		case len(core) >= 8 && authScheme(prev) && credentialLike(core):
+			masked = Mask
+		case len(core) >= minSecretWord && secrets.LooksSecretValue(core):
+			masked = Mask
+		default:
+			if k := strings.LastIndexAny(core, "=:"); k >= 0 && len(core)-k-1 >= minSecretWord && secrets.LooksSecretValue(core[k+1:]) {
+				masked = core[:k+1] + Mask
+			}
+		}
+		if masked == "" {
+			b.WriteString(word)
+		} else {
+			changed = true
+			b.WriteString(word[:lead] + masked + word[lead+len(core):])
+		}
+		prev = core
+	}
+	if !changed {
+		return s
+	}
+	return b.String()
+}
+
+// wordPunct is what may wrap a credential in prose.
+const wordPunct = "\"'`()[]{}<>,;.!?"
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
+
+func authScheme(w string) bool {
+	w = strings.ToLower(w)
+	return w == "bearer" || w == "basic"
+}
+
+// credentialLike tells a token ("dXNlcjpwYXNz", "abc123def") from a word
+// ("authentication", "Settings"): it has a digit, a symbol or an upper-case letter
+// after the first character.
+func credentialLike(w string) bool {
+	for i, c := range w {
+		switch {
+		case c >= '0' && c <= '9', strings.ContainsRune("-_.+/=~", c), i > 0 && c >= 'A' && c <= 'Z':
+			return true
+		}
+	}
+	return false
+}
+
+// capJSON returns raw when it fits in max bytes; otherwise a JSON string holding its
+// first max bytes (cut at a character boundary) and true.
+func capJSON(raw json.RawMessage, max int) (json.RawMessage, bool) {
+	if len(raw) <= max {
+		return raw, false
+	}
+	cut := raw[:max]
+	for i := 0; i < utf8.UTFMax && len(cut) > 0; i++ {
+		if r, size := utf8.DecodeLastRune(cut); r != utf8.RuneError || size > 1 {
+			break
+		}
+		cut = cut[:len(cut)-1]
+	}
+	s, _ := json.Marshal(string(cut))
+	return s, true
+}
