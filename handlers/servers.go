@@ -143,7 +143,7 @@ func formOf(s registry.Server) views.ServerForm {
 	f := views.ServerForm{Name: s.Name, Description: s.Description, Type: s.Type, Command: s.Command,
 		Args: strings.Join(s.Args, "\n"), WorkingDir: s.WorkingDir, URL: s.URL, AuthType: s.AuthType,
 		AuthHeader: s.AuthHeader, AuthConfigured: s.AuthConfigured, TimeoutMS: s.TimeoutMS, Retries: s.Retries,
-		HealthIntervalMS: s.HealthIntervalMS, Enabled: s.Enabled, Trusted: s.Trusted}
+		HealthIntervalMS: s.HealthIntervalMS, Enabled: s.Enabled, Trusted: s.Trusted, AutoEnable: s.AutoEnable}
 	for _, n := range s.EnvNames {
 		f.Env = append(f.Env, views.SecretRow{Name: n, Configured: true})
 	}
@@ -188,7 +188,7 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		Args: &args, WorkingDir: str("working_dir"), URL: str("url"), AuthType: str("auth_type"), AuthHeader: str("auth_header"),
 		TimeoutMS: num("timeout_ms", registry.DefaultTimeoutMS), Retries: num("retries", registry.DefaultRetries),
 		HealthIntervalMS: num("health_interval_ms", registry.DefaultHealthIntervalMS),
-		Enabled:          checked("enabled"), Trusted: checked("trusted")}
+		Enabled:          checked("enabled"), Trusted: checked("trusted"), AutoEnable: checked("auto_enable")}
 	// Only the fields of the chosen type count: switching an edited server from stdio to
 	// HTTP drops its command and env instead of failing on them.
 	if *p.Type != registry.TypeStdio {
@@ -231,7 +231,7 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		AuthConfigured: cur != nil && cur.AuthConfigured && c.FormValue("auth_token_clear") != "true",
 		TimeoutMS:      valueOr(p.TimeoutMS, registry.DefaultTimeoutMS), Retries: valueOr(p.Retries, registry.DefaultRetries),
 		HealthIntervalMS: valueOr(p.HealthIntervalMS, registry.DefaultHealthIntervalMS), Enabled: *p.Enabled,
-		Trusted: *p.Trusted, Env: pf.view.Env, Headers: pf.view.Headers, SecretsDropped: dropped || d2}
+		Trusted: *p.Trusted, AutoEnable: *p.AutoEnable, Env: pf.view.Env, Headers: pf.view.Headers, SecretsDropped: dropped || d2}
 	if locked {
 		stored := formOf(*cur)
 		pf.view.Command, pf.view.Args, pf.view.WorkingDir, pf.view.Env = stored.Command, stored.Args, stored.WorkingDir, stored.Env
@@ -332,7 +332,7 @@ func specOf(p registry.Patch) registry.Spec {
 	sp := registry.Spec{Name: *p.Name, Description: *p.Description, Type: *p.Type, Command: *p.Command, Args: *p.Args,
 		WorkingDir: *p.WorkingDir, URL: *p.URL, AuthType: *p.AuthType, AuthHeader: *p.AuthHeader,
 		TimeoutMS: valueOr(p.TimeoutMS, 0), Retries: p.Retries, HealthIntervalMS: valueOr(p.HealthIntervalMS, 0),
-		Enabled: *p.Enabled, Trusted: *p.Trusted, Env: map[string]string{}, Headers: map[string]string{}}
+		Enabled: *p.Enabled, Trusted: *p.Trusted, AutoEnable: *p.AutoEnable, Env: map[string]string{}, Headers: map[string]string{}}
 	if p.AuthToken != nil {
 		sp.AuthToken = *p.AuthToken
 	}
@@ -521,8 +521,17 @@ func connectionKVs(s registry.Server) []views.KV {
 		}
 	}
 	kv = append(kv, views.KV{Key: "Timeout", Value: msDuration(s.TimeoutMS)}, views.KV{Key: "Retries", Value: strconv.Itoa(s.Retries)},
-		views.KV{Key: "Health check", Value: "every " + msDuration(s.HealthIntervalMS)})
+		views.KV{Key: "Health check", Value: "every " + msDuration(s.HealthIntervalMS)},
+		views.KV{Key: "Auto-enable", Value: onOff(s.AutoEnable)})
 	return kv
+}
+
+// onOff spells a policy switch.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 func msDuration(ms int) string {

@@ -33,13 +33,15 @@ type serverInput struct {
 	HealthIntervalMS *int               `json:"health_interval_ms"`
 	Enabled          *bool              `json:"enabled"`
 	Trusted          *bool              `json:"trusted"`
+	AutoEnable       *bool              `json:"auto_enable"`
 }
 
 func (in serverInput) patch() registry.Patch {
 	return registry.Patch{Name: in.Name, Type: in.Type, Description: in.Description, Command: in.Command, Args: in.Args,
 		WorkingDir: in.WorkingDir, Env: in.Env, URL: in.URL, Headers: in.Headers, AuthType: in.AuthType,
 		AuthHeader: in.AuthHeader, AuthToken: in.AuthToken, TimeoutMS: in.TimeoutMS, Retries: in.Retries,
-		HealthIntervalMS: in.HealthIntervalMS, Enabled: in.Enabled, Trusted: in.Trusted}
+		HealthIntervalMS: in.HealthIntervalMS, Enabled: in.Enabled, Trusted: in.Trusted,
+		AutoEnable: in.AutoEnable}
 }
 
 func (in serverInput) spec() registry.Spec {
@@ -52,7 +54,7 @@ func (in serverInput) spec() registry.Spec {
 	sp := registry.Spec{Name: str(in.Name), Type: str(in.Type), Description: str(in.Description), Command: str(in.Command),
 		WorkingDir: str(in.WorkingDir), URL: str(in.URL), AuthType: str(in.AuthType), AuthHeader: str(in.AuthHeader),
 		AuthToken: str(in.AuthToken), Retries: in.Retries, Enabled: in.Enabled == nil || *in.Enabled,
-		Trusted: in.Trusted != nil && *in.Trusted, Env: map[string]string{}, Headers: map[string]string{}}
+		Trusted: in.Trusted != nil && *in.Trusted, AutoEnable: in.AutoEnable != nil && *in.AutoEnable, Env: map[string]string{}, Headers: map[string]string{}}
 	if in.Args != nil {
 		sp.Args = *in.Args
 	}

@@ -78,6 +78,7 @@ type ServerForm struct {
 	HealthIntervalMS int
 	Enabled          bool
 	Trusted          bool
+	AutoEnable       bool
 	Errors           FormErrors
 	// SecretsDropped: the form came back with an error and had new secret values,
 	// which are not sent back; the person must enter them again.

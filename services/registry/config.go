@@ -78,6 +78,7 @@ type ServerConfig struct {
 	HealthIntervalMS *int
 	Enabled          *bool
 	Trusted          *bool
+	AutoEnable       *bool
 }
 
 // AuthConfig is the authentication of an HTTP server. Token nil keeps the stored token.
@@ -162,6 +163,7 @@ type configServer struct {
 	HealthIntervalMS int                `yaml:"health_interval_ms"`
 	Enabled          bool               `yaml:"enabled"`
 	Trusted          bool               `yaml:"trusted"`
+	AutoEnable       bool               `yaml:"auto_enable,omitempty"` // written only when on
 }
 
 type configAuth struct {
@@ -182,7 +184,7 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 	for _, sv := range list {
 		cs := configServer{Name: sv.Name, Type: sv.Type, Description: sv.Description,
 			TimeoutMS: sv.TimeoutMS, Retries: sv.Retries, HealthIntervalMS: sv.HealthIntervalMS,
-			Enabled: sv.Enabled, Trusted: sv.Trusted}
+			Enabled: sv.Enabled, Trusted: sv.Trusted, AutoEnable: sv.AutoEnable}
 		if sv.Type == TypeStdio {
 			cs.Command, cs.Args, cs.WorkingDir = sv.Command, sv.Args, sv.WorkingDir
 		} else {
@@ -577,6 +579,7 @@ func (p *parser) native(m map[string]any) {
 			HealthIntervalMS: ptr(o.integer("health_interval_ms", DefaultHealthIntervalMS)),
 			Enabled:          ptr(o.boolean("enabled", true)),
 			Trusted:          ptr(o.boolean("trusted", false)),
+			AutoEnable:       ptr(o.boolean("auto_enable", false)),
 			Auth:             &AuthConfig{Type: AuthNone},
 		}
 		sc.Type, sc.Command, sc.Args, sc.URL = o.transport()
@@ -1231,7 +1234,8 @@ func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists, co
 func (sc ServerConfig) patch(d draft, warn func(field, msg string)) Patch {
 	p := Patch{Name: &sc.Name, Type: &sc.Type, Command: &sc.Command, Args: &sc.Args, URL: &sc.URL,
 		Description: sc.Description, WorkingDir: sc.WorkingDir, TimeoutMS: sc.TimeoutMS, Retries: sc.Retries,
-		HealthIntervalMS: sc.HealthIntervalMS, Enabled: sc.Enabled, Trusted: sc.Trusted}
+		HealthIntervalMS: sc.HealthIntervalMS, Enabled: sc.Enabled, Trusted: sc.Trusted,
+		AutoEnable: sc.AutoEnable}
 	if p.Args == nil || *p.Args == nil {
 		p.Args = &[]string{}
 	}
@@ -1356,6 +1360,7 @@ func fieldChanges(a, b draft) []FieldChange {
 	add("health_interval_ms", a.healthIntervalMS, b.healthIntervalMS)
 	add("enabled", a.enabled, b.enabled)
 	add("trusted", a.trusted, b.trusted)
+	add("auto_enable", a.autoEnable, b.autoEnable)
 	return out
 }
 

@@ -110,7 +110,9 @@ type Prompt struct {
 
 // Server is a registered MCP server. Secret values are never in it: Env and Headers map
 // names to ciphertexts and are not serialized; EnvNames, HeaderNames and AuthConfigured
-// say what is configured.
+// say what is configured. AutoEnable: tools of the server that pass validation are
+// enabled without review (services/toolstate); it applies to tools validated from then
+// on, not to those already validated.
 type Server struct {
 	ID               string            `db:"id" json:"id"`
 	Name             string            `db:"name" json:"name"`
@@ -130,6 +132,7 @@ type Server struct {
 	HealthIntervalMS int               `db:"health_interval_ms" json:"health_interval_ms"`
 	Enabled          bool              `db:"enabled" json:"enabled"`
 	Trusted          bool              `db:"trusted" json:"trusted"`
+	AutoEnable       bool              `db:"auto_enable" json:"auto_enable"`
 	Status           string            `db:"connection_status" json:"status"`
 	LastError        *string           `db:"last_error" json:"last_error"`
 	LastConnected    *time.Time        `db:"last_connected" json:"last_connected"`
@@ -149,7 +152,7 @@ type Server struct {
 // serverColumns selects a Server; tool_count counts the tools the server still lists.
 const serverColumns = `s.id, s.name, s.description, s.server_type, s.command, s.args, s.working_dir, s.url,
 	s.env, s.headers, s.auth_type, s.auth_header, s.auth_token, s.timeout_ms, s.retries, s.health_interval_ms,
-	s.enabled, s.trusted, s.connection_status, s.last_error, s.last_connected, s.status_changed_at,
+	s.enabled, s.trusted, s.auto_enable, s.connection_status, s.last_error, s.last_connected, s.status_changed_at,
 	s.server_info, s.resources, s.prompts, s.created_at, s.updated_at,
 	(SELECT count(*) FROM mcp_tools t WHERE t.server_id = s.id AND t.available)::int AS tool_count`
 
@@ -197,6 +200,7 @@ type Spec struct {
 	HealthIntervalMS int // 0: default
 	Enabled          bool
 	Trusted          bool
+	AutoEnable       bool // validated tools are enabled without review
 }
 
 // Patch changes some fields of a server; nil fields stay as they are. Secret maps
@@ -222,6 +226,7 @@ type Patch struct {
 	HealthIntervalMS *int
 	Enabled          *bool
 	Trusted          *bool
+	AutoEnable       *bool
 	// KeepCommand refuses (ErrCommandChange) a patch that would change what a stdio
 	// server runs (see ChangesCommand): set it for callers without server.command. It is
 	// checked against the row locked for the update, so no concurrent edit slips past it.
@@ -237,7 +242,7 @@ func PatchFromSpec(sp Spec) Patch {
 		Args: &sp.Args, WorkingDir: &sp.WorkingDir, URL: &sp.URL, AuthType: &sp.AuthType,
 		AuthHeader: &sp.AuthHeader, AuthToken: &sp.AuthToken, TimeoutMS: &sp.TimeoutMS,
 		Retries: sp.Retries, HealthIntervalMS: &sp.HealthIntervalMS, Enabled: &sp.Enabled,
-		Trusted: &sp.Trusted, ReplaceEnv: true, ReplaceHeaders: true,
+		Trusted: &sp.Trusted, AutoEnable: &sp.AutoEnable, ReplaceEnv: true, ReplaceHeaders: true,
 		Env: map[string]*string{}, Headers: map[string]*string{}}
 	for k, v := range sp.Env {
 		p.Env[k] = &v
@@ -257,7 +262,7 @@ type draft struct {
 	authType, authHeader                                 string
 	authToken                                            secretValue
 	timeoutMS, retries, healthIntervalMS                 int
-	enabled, trusted                                     bool
+	enabled, trusted, autoEnable                         bool
 }
 
 // secretValue is either a stored ciphertext or a new plain value.
@@ -273,7 +278,7 @@ func draftOf(s Server) draft {
 		workingDir: s.WorkingDir, url: s.URL, args: slices.Clone(s.Args), authType: s.AuthType,
 		authHeader: s.AuthHeader, authToken: secretValue{cipher: s.AuthToken}, timeoutMS: s.TimeoutMS,
 		retries: s.Retries, healthIntervalMS: s.HealthIntervalMS, enabled: s.Enabled, trusted: s.Trusted,
-		env: map[string]secretValue{}, headers: map[string]secretValue{}}
+		autoEnable: s.AutoEnable, env: map[string]secretValue{}, headers: map[string]secretValue{}}
 	for k, c := range s.Env {
 		d.env[k] = secretValue{cipher: c}
 	}
@@ -322,6 +327,7 @@ func (d *draft) apply(p Patch) {
 	}
 	setIf(&d.enabled, p.Enabled)
 	setIf(&d.trusted, p.Trusted)
+	setIf(&d.autoEnable, p.AutoEnable)
 }
 
 func setIf[T any](dst *T, v *T) {
@@ -728,7 +734,7 @@ func aad(id, field, name string) string {
 // auditView is what the audit log records about a registration: never secret values.
 func (d draft) auditView() map[string]any {
 	m := map[string]any{"name": d.name, "type": d.typ, "description": d.description, "enabled": d.enabled,
-		"trusted": d.trusted, "timeout_ms": d.timeoutMS, "retries": d.retries, "health_interval_ms": d.healthIntervalMS}
+		"trusted": d.trusted, "auto_enable": d.autoEnable, "timeout_ms": d.timeoutMS, "retries": d.retries, "health_interval_ms": d.healthIntervalMS}
 	addTarget(m, d.typ, d.command, d.args, d.workingDir, d.url, slices.Sorted(maps.Keys(d.env)), slices.Sorted(maps.Keys(d.headers)))
 	if d.typ != TypeStdio {
 		m["auth_type"], m["auth_header"] = d.authType, d.authHeader
@@ -783,10 +789,12 @@ func (s *Service) insert(ctx context.Context, tx pgx.Tx, d draft) (Server, error
 	}
 	_, err = tx.Exec(ctx, `/* registry.CreateServer */
 		INSERT INTO mcp_servers (id, name, description, server_type, command, args, working_dir, url, env, headers,
-			auth_type, auth_header, auth_token, timeout_ms, retries, health_interval_ms, enabled, trusted, connection_status)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+			auth_type, auth_header, auth_token, timeout_ms, retries, health_interval_ms, enabled, trusted, connection_status,
+			auto_enable)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 		d.id, d.name, d.description, d.typ, d.command, d.args, d.workingDir, d.url, sl.env, sl.headers,
-		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, initial)
+		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, initial,
+		d.autoEnable)
 	if err != nil {
 		return Server{}, writeError("create", d.name, err)
 	}
@@ -868,12 +876,13 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, cur Server, d draft) (S
 		UPDATE mcp_servers SET name = $2, description = $3, server_type = $4, command = $5, args = $6,
 			working_dir = $7, url = $8, env = $9, headers = $10, auth_type = $11, auth_header = $12,
 			auth_token = $13, timeout_ms = $14, retries = $15, health_interval_ms = $16, enabled = $17,
-			trusted = $18, connection_status = $19,
+			trusted = $18, connection_status = $19, auto_enable = $20,
 			status_changed_at = CASE WHEN connection_status = $19 THEN status_changed_at ELSE now() END,
 			updated_at = now()
 		WHERE id = $1`,
 		d.id, d.name, d.description, d.typ, d.command, d.args, d.workingDir, d.url, sl.env, sl.headers,
-		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, status)
+		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, status,
+		d.autoEnable)
 	if err != nil {
 		return Server{}, writeError("update", d.name, err)
 	}
