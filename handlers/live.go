@@ -173,7 +173,7 @@ func (l Live) toolParts(ctx context.Context, ev events.Event) ([]templ.Component
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, views.LiveToolCard(toolCard(it)))
+		parts = append(parts, views.LiveToolCard(toolCard(it)), views.LiveToolHead(toolCard(it)))
 	}
 	return parts, nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -350,10 +351,19 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 			default:
 				m.To = toolstate.Disabled
 			}
-			if !toolstate.Allowed(m.From, m.To) || !toolstate.NeedsOverride(m.From, m.To) {
+			// Critical or error findings of the current definition block an enable in any
+			// state (a tool revalidated while configured, verified or disabled keeps its
+			// state but gets the findings): only an override with a reason gets past them.
+			blocked := enable && t.ValidationWorst != nil &&
+				(*t.ValidationWorst == "critical" || *t.ValidationWorst == "error")
+			if !toolstate.Allowed(m.From, m.To) || !toolstate.NeedsOverride(m.From, m.To) && !blocked {
 				m.Override = false // an override is recorded only where one was needed
 			}
-			if err := m.Check(); err != nil {
+			err = m.Check()
+			if err == nil && blocked && !m.Override {
+				err = &toolstate.OverrideError{From: m.From, To: m.To, Why: "its definition has " + *t.ValidationWorst + " findings"}
+			}
+			if err != nil {
 				o.Error, o.err = explain(t, m, err), err
 				out = append(out, o)
 				continue
@@ -439,9 +449,21 @@ func (s *Service) Tag(ctx context.Context, actor audit.Actor, ids, tags []string
 	if len(ids) > MaxLimit {
 		return 0, verr.New("ids", fmt.Sprintf("at most %d tools at a time", MaxLimit))
 	}
+	// Every row is locked before the first audit row takes the journal lock: locking them
+	// one by one between audit rows deadlocks with a single-tool change (which holds its
+	// row and then waits for the journal lock).
+	lock := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if u, err := uuid.Parse(id); err == nil {
+			lock = append(lock, u.String())
+		}
+	}
 	n := 0
 	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		n = 0
+		if _, err := tx.Exec(ctx, `/* tools.Tag.lock */ SELECT 1 FROM mcp_tools WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, lock); err != nil {
+			return fmt.Errorf("tools: lock: %w", err)
+		}
 		for _, id := range ids {
 			t, err := getItem(ctx, tx, id, true)
 			if errors.Is(err, ErrNotFound) {

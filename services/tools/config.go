@@ -292,12 +292,16 @@ func checkValues(inputSchema json.RawMessage, values map[string]any, e *verr.Err
 		return
 	}
 	for _, f := range ve.Fields {
-		name, _, _ := strings.Cut(strings.TrimPrefix(f.Field, "/"), "/")
-		if _, set := values[name]; set && f.Field != "" && !(f.Message == "is required" && f.Field == "/"+name) {
-			e.Add("params."+name, strings.TrimSpace(strings.TrimPrefix(f.Field, "/"+name)+" "+f.Message))
+		token, _, _ := strings.Cut(strings.TrimPrefix(f.Field, "/"), "/")
+		name := pointerUnescape.Replace(token) // "a~1b" is the parameter "a/b"
+		if _, set := values[name]; set && f.Field != "" && !(f.Message == "is required" && f.Field == "/"+token) {
+			e.Add("params."+name, strings.TrimSpace(strings.TrimPrefix(f.Field, "/"+token)+" "+f.Message))
 		}
 	}
 }
+
+// pointerUnescape reads one JSON pointer token (RFC 6901: "~1" is "/", "~0" is "~").
+var pointerUnescape = strings.NewReplacer("~1", "/", "~0", "~")
 
 func decodeAny(raw []byte) any {
 	dec := json.NewDecoder(bytes.NewReader(raw))
