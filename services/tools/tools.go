@@ -285,7 +285,8 @@ func (q *Query) where(args *[]any) []string {
 	}
 	if len(q.Tags) > 0 {
 		p := arg(q.Tags)
-		conds = append(conds, "(SELECT count(*) FROM tool_tags tg WHERE tg.tool_id = t.id AND tg.tag = ANY("+p+"::text[])) = cardinality("+p+"::text[])")
+		// The tools carrying every tag, found once from the tag index (not per tool).
+		conds = append(conds, "t.id IN (SELECT tg.tool_id FROM tool_tags tg WHERE tg.tag = ANY("+p+"::text[]) GROUP BY tg.tool_id HAVING count(*) = cardinality("+p+"::text[]))")
 	}
 	if q.Risk != "" {
 		conds = append(conds, risk.SQL("t.risk_override", "t.annotations", "s.trusted")+" = "+arg(q.Risk))
@@ -363,7 +364,15 @@ func (s *Service) Count(ctx context.Context, q Query) (int, error) {
 	}
 	var args []any
 	conds := q.where(&args)
-	sql := `/* tools.Count */ SELECT count(*)` + itemFrom
+	// Join only what the filters read: counting every tool then needs no join at all.
+	from := ` FROM mcp_tools t`
+	if q.Risk != "" || (q.Server != "" && uuid.Validate(q.Server) != nil) {
+		from += ` JOIN mcp_servers s ON s.id = t.server_id`
+	}
+	if q.Category != "" && q.Category != "none" {
+		from += ` LEFT JOIN tool_categories c ON c.id = t.category_id`
+	}
+	sql := `/* tools.Count */ SELECT count(*)` + from
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -416,13 +425,16 @@ func (s *Service) Facets(ctx context.Context) (Facets, error) {
 	var f Facets
 	var err error
 	if f.Servers, err = queryAll[Facet](ctx, s.pool, "server facets", `/* tools.Facets.servers */
-		SELECT s.name AS value, count(t.id)::int AS count FROM mcp_servers s LEFT JOIN mcp_tools t ON t.server_id = s.id
-		GROUP BY s.name ORDER BY s.name`); err != nil {
+		SELECT s.name AS value, coalesce(n.count, 0) AS count FROM mcp_servers s
+		LEFT JOIN (SELECT server_id, count(*)::int AS count FROM mcp_tools GROUP BY server_id) n ON n.server_id = s.id
+		ORDER BY s.name`); err != nil {
 		return f, err
 	}
 	if f.Categories, err = queryAll[Facet](ctx, s.pool, "category facets", `/* tools.Facets.categories */
-		SELECT c.name AS value, count(t.id)::int AS count FROM tool_categories c LEFT JOIN mcp_tools t ON t.category_id = c.id
-		GROUP BY c.name ORDER BY c.name`); err != nil {
+		SELECT c.name AS value, coalesce(n.count, 0) AS count FROM tool_categories c
+		LEFT JOIN (SELECT category_id, count(*)::int AS count FROM mcp_tools WHERE category_id IS NOT NULL
+			GROUP BY category_id) n ON n.category_id = c.id
+		ORDER BY c.name`); err != nil {
 		return f, err
 	}
 	if f.Statuses, err = queryAll[Facet](ctx, s.pool, "status facets", `/* tools.Facets.statuses */
