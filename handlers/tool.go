@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -561,6 +562,10 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 		timeout = n
 	}
 	p.TimeoutMS = &timeout
+	if v, err := strconv.Atoi(c.FormValue("configuration_version")); err == nil {
+		p.ExpectVersion = &v
+	}
+	p.MayLowerRisk = PrincipalOf(c).Can(auth.PermToolOverride)
 	for _, cp := range params {
 		mode := c.FormValue("param." + cp.Name + ".mode")
 		val := c.FormValue("param." + cp.Name + ".value")
@@ -605,7 +610,12 @@ func (h ToolsHandler) Configure(c echo.Context) error {
 		out, err = h.Tools.Update(ctx, ActorOf(c), it.ID, patch)
 	}
 	if err != nil {
+		status := http.StatusUnprocessableEntity
 		fe, ok := formErrors(err)
+		var se *tools.StaleError
+		if errors.As(err, &se) {
+			fe, ok, status = views.FormErrors{"configuration_version": strings.ToUpper(se.Error()[:1]) + se.Error()[1:] + "."}, true, http.StatusConflict
+		}
 		if !ok {
 			return err
 		}
@@ -616,7 +626,7 @@ func (h ToolsHandler) Configure(c echo.Context) error {
 		if v.Config, perr = h.toolConfig(c, it, &form, fe); perr != nil {
 			return perr
 		}
-		return render(c, http.StatusUnprocessableEntity, views.Tool(v))
+		return render(c, status, views.Tool(v))
 	}
 	msg := "Nothing changed: the configuration was already like that."
 	if out.ConfigVersion != it.ConfigVersion {

@@ -67,9 +67,14 @@ func (h ToolsHandler) List(c echo.Context) error {
 	v.Live.LastEventID = last
 	page, err := h.Tools.List(ctx, q)
 	var ve *verr.Error
+	if errors.As(err, &ve) && q.Cursor != "" && ve.For("cursor") != "" && len(ve.Fields) == 1 {
+		// An old link (the search changed under it): show the first page of this search.
+		q.Cursor = ""
+		page, err = h.Tools.List(ctx, q)
+	}
 	if errors.As(err, &ve) {
 		// A bad filter in a hand-edited URL: say so and show the first page unfiltered.
-		v.Flash = &views.Flash{Kind: "error", Message: ve.Error()}
+		v.Notice = ve.Error()
 		q = tools.Query{Limit: toolsPerPage}
 		page, err = h.Tools.List(ctx, q)
 	}
@@ -84,7 +89,7 @@ func (h ToolsHandler) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v.Filter = views.ToolFilter{Q: q.Q, Server: q.Server, Category: q.Category, Tags: q.Tags, Risk: q.Risk, Sort: q.Sort}
+	v.Filter = views.ToolFilter{Q: q.Q, Server: q.Server, Category: q.Category, Tags: q.Tags, Risk: q.Risk, Sort: c.QueryParam("sort")}
 	if len(q.Status) > 0 {
 		v.Filter.Status = q.Status[0]
 	}
@@ -106,11 +111,8 @@ func (h ToolsHandler) List(c echo.Context) error {
 	for _, l := range risk.Levels {
 		v.Risks = append(v.Risks, views.Option{Value: string(l), Label: l.Label()})
 	}
-	v.Sorts = []views.Option{{Value: tools.SortName, Label: "Name"}, {Value: tools.SortServer, Label: "Server"},
-		{Value: tools.SortUpdated, Label: "Recently changed"}}
-	if q.Q != "" {
-		v.Sorts = append([]views.Option{{Value: tools.SortRelevance, Label: "Best match"}}, v.Sorts...)
-	}
+	v.Sorts = []views.Option{{Value: tools.SortRelevance, Label: "Best match (when searching)"}, {Value: tools.SortName, Label: "Name"},
+		{Value: tools.SortServer, Label: "Server"}, {Value: tools.SortUpdated, Label: "Recently changed"}}
 	for _, it := range page.Items {
 		v.Tools = append(v.Tools, toolCard(it))
 	}
@@ -209,10 +211,17 @@ func outcomeMessage(out []tools.Outcome, enable bool) string {
 	if len(already) > 0 {
 		parts = append(parts, fmt.Sprintf("%s already %s.", joinShort(already), state))
 	}
+	if len(failed) > 3 {
+		failed = append(failed[:3], fmt.Sprintf("and %d more", len(failed)-3))
+	}
 	if len(failed) > 0 {
 		parts = append(parts, fmt.Sprintf("Not changed: %s.", strings.Join(failed, "; ")))
 	}
-	return strings.Join(parts, " ")
+	msg := strings.Join(parts, " ")
+	if len(msg) > 1200 { // the flash travels in a cookie
+		msg = msg[:1200] + "…"
+	}
+	return msg
 }
 
 func joinShort(names []string) string {

@@ -140,6 +140,9 @@ type toolPatch struct {
 	Tags          *[]string       `json:"tags"`
 	Configuration json.RawMessage `json:"configuration"`
 	Reason        string          `json:"reason"`
+	// ConfigurationVersion, when given, must be the current version (409 otherwise), so a
+	// client does not undo a change it has not seen.
+	ConfigurationVersion *int `json:"configuration_version"`
 }
 
 // nullableString reads a field that may be absent (nil), null ("") or a string.
@@ -158,7 +161,7 @@ func nullableString(raw json.RawMessage, field string, e *verr.Error) *string {
 func (in toolPatch) patch() (tools.Patch, error) {
 	e := &verr.Error{}
 	p := tools.Patch{Risk: nullableString(in.Risk, "risk", e), Category: nullableString(in.Category, "category", e),
-		Reason: in.Reason}
+		Reason: in.Reason, ExpectVersion: in.ConfigurationVersion}
 	if in.TimeoutMS != nil {
 		n := 0
 		if string(in.TimeoutMS) != "null" && json.Unmarshal(in.TimeoutMS, &n) != nil {
@@ -194,6 +197,7 @@ func (h ToolsHandler) APIUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p.MayLowerRisk = PrincipalOf(c).Can(auth.PermToolOverride)
 	it, err := h.Tools.Update(c.Request().Context(), ActorOf(c), c.Param("id"), p)
 	if err != nil {
 		return err

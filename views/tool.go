@@ -273,7 +273,13 @@ func toolTitle(t ToolCard) string {
 func toolBack(t ToolCard) string { return "/tools/" + t.ID }
 
 // needsOverride reports whether the tool can be enabled only with an override.
-func needsOverride(t ToolCard) bool { return t.Status == "invalid" || t.Status == "failed" }
+func needsOverride(t ToolCard) bool {
+	return t.Status == "invalid" || t.Status == "failed" || (blockingWorst(t) && !t.Enabled())
+}
+
+// blockingWorst reports whether the tool's findings keep it from being enabled without
+// an override (services/tools enforces it in every state).
+func blockingWorst(t ToolCard) bool { return t.Worst == "critical" || t.Worst == "error" }
 
 // overrideWhy says what blocks the tool, for the override form.
 func overrideWhy(t ToolCard) string {

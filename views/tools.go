@@ -55,6 +55,7 @@ type ToolsPage struct {
 	FirstURL   string // the first page, when this is not it
 	Back       string // this page's URL, for actions to return to
 	HasFilter  bool
+	Notice     string // why the filters in the address were not applied
 }
 
 // toolStatusClass is the badge class of a tool state.
@@ -127,6 +128,9 @@ func toolEnableAction(t ToolCard) string {
 // validated or tested cannot be enabled yet, and an invalid or failed one needs the
 // override on its page.
 func canToggle(t ToolCard) bool {
+	if !t.Enabled() && (t.Worst == "critical" || t.Worst == "error") {
+		return false // only the override form on its page can enable it
+	}
 	switch t.Status {
 	case "enabled", "disabled", "validated", "configured", "verified":
 		return true
@@ -136,6 +140,9 @@ func canToggle(t ToolCard) bool {
 
 // toggleHint says why a card has no enable toggle.
 func toggleHint(t ToolCard) string {
+	if !t.Enabled() && (t.Worst == "critical" || t.Worst == "error") && t.Status != "invalid" {
+		return "Has " + t.Worst + " findings: open to review"
+	}
 	switch t.Status {
 	case "invalid":
 		return "Invalid: open to review its findings"

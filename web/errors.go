@@ -39,6 +39,7 @@ func classify(err error) (int, string, string, any) {
 	var fe *handlers.ForbiddenError
 	var ie *toolstate.IllegalError
 	var tce *toolstate.ConflictError
+	var tse *tools.StaleError
 	switch {
 	case errors.As(err, &ve):
 		return http.StatusBadRequest, "invalid_input", ve.Error(), ve.Fields
@@ -64,6 +65,8 @@ func classify(err error) (int, string, string, any) {
 		return http.StatusConflict, "illegal_transition", err.Error(), map[string]string{"from": ie.From, "to": ie.To}
 	case errors.As(err, &tce):
 		return http.StatusConflict, "conflict", err.Error(), nil
+	case errors.As(err, &tse):
+		return http.StatusConflict, "stale_configuration", err.Error(), map[string]int{"current_version": tse.Current}
 	case errors.As(err, &te):
 		return http.StatusTooManyRequests, "rate_limited", te.Error(), map[string]any{"retry_after_seconds": int(te.RetryAfter.Seconds())}
 	case errors.As(err, &he):

@@ -34,6 +34,22 @@ type Patch struct {
 	// out lose their setting).
 	Params map[string]ParamInput
 	Reason string // why, for the version history
+	// ExpectVersion, when set, is the configuration version the change was based on: a
+	// newer one (someone saved meanwhile) fails with a StaleError instead of undoing it.
+	ExpectVersion *int
+	// MayLowerRisk allows a risk override below what the annotations give (it removes
+	// confirmations): administrators only (auth.PermToolOverride).
+	MayLowerRisk bool
+}
+
+// StaleError: the configuration changed since the form was loaded.
+type StaleError struct {
+	Tool          string
+	Seen, Current int
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("the configuration of %s changed since you opened it (version %d, now %d); reload to see the changes and apply yours again", e.Tool, e.Seen, e.Current)
 }
 
 // Limits of tool settings.
@@ -154,6 +170,12 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 	cur := parseConfiguration(rawCfg)
 	before := snapshotOf(t, cur)
 	e := &verr.Error{}
+	if len(strings.TrimSpace(p.Reason)) > MaxReason {
+		e.Add("reason", fmt.Sprintf("is too long (at most %d characters)", MaxReason))
+	}
+	if p.ExpectVersion != nil && *p.ExpectVersion != t.ConfigVersion {
+		return Item{}, &StaleError{Tool: t.QualifiedName(), Seen: *p.ExpectVersion, Current: t.ConfigVersion}
+	}
 	next := t
 	if p.Risk != nil {
 		switch l, ok := risk.Parse(strings.ToLower(strings.TrimSpace(*p.Risk))); {
@@ -162,6 +184,10 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		case ok:
 			v := string(l)
 			next.RiskOverride = &v
+			derived := risk.Decide(risk.Input{Annotations: t.Annotations, Trusted: t.ServerTrusted}).Level
+			if !p.MayLowerRisk && risk.Max(l, derived) != l && deref(t.RiskOverride) != v {
+				e.Add("risk", fmt.Sprintf("only an administrator may set a risk below the %s its annotations give (it removes confirmations)", derived.Label()))
+			}
 		default:
 			e.Add("risk", "must be low, medium or high (or empty to let the annotations decide)")
 		}
@@ -269,7 +295,7 @@ func changedFields(a, b snapshot) []string {
 	if deref(a.Category) != deref(b.Category) {
 		out = append(out, "category")
 	}
-	if !slices.Equal(a.Tags, b.Tags) {
+	if !slices.Equal(slices.Sorted(slices.Values(a.Tags)), slices.Sorted(slices.Values(b.Tags))) {
 		out = append(out, "tags")
 	}
 	if !maps.EqualFunc(a.Params, b.Params, func(x, y Setting) bool {
@@ -294,6 +320,23 @@ func (s *Service) ConfigVersions(ctx context.Context, id string, limit int) ([]C
 	return vs, err
 }
 
+// sortedIDs puts ids in canonical form, sorted and without repeats, so bulk actions lock
+// rows in one order whatever the caller sent (ids that are not UUIDs stay, to be
+// reported as unknown).
+func sortedIDs(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id
+		if n, ok := normalID(id); ok {
+			out[i] = n
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(out)))
+}
+
+// MaxReason bounds a reason (an override's, a configuration version's).
+const MaxReason = 2000
+
 // Outcome is what an action did to one tool.
 type Outcome struct {
 	ID    string `json:"id"`
@@ -312,7 +355,7 @@ func (o Outcome) Err() error { return o.err }
 // left alone while the others move. Every move writes history and an audit row in the
 // one transaction. An override (enabling an invalid or failed tool) needs a reason.
 func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	ids = sortedIDs(ids)
 	if len(ids) == 0 {
 		return nil, verr.New("ids", "choose at least one tool")
 	}
@@ -320,6 +363,9 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 		return nil, verr.New("ids", fmt.Sprintf("at most %d tools at a time", MaxLimit))
 	}
 	reason = strings.TrimSpace(reason)
+	if len(reason) > MaxReason {
+		return nil, verr.New("reason", fmt.Sprintf("is too long (at most %d characters)", MaxReason))
+	}
 	if override && reason == "" {
 		return nil, verr.New("reason", "an override needs a reason: say why the tool may be used despite its findings")
 	}
@@ -442,7 +488,7 @@ func (s *Service) Tag(ctx context.Context, actor audit.Actor, ids, tags []string
 	if len(tags) == 0 {
 		return 0, verr.New("tags", "name at least one tag")
 	}
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	ids = sortedIDs(ids)
 	if len(ids) == 0 {
 		return 0, verr.New("ids", "choose at least one tool")
 	}

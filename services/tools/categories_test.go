@@ -126,7 +126,7 @@ func TestCategories(t *testing.T) {
 		t.Errorf("deleted category still lists %v", names(got))
 	}
 	v := f.version(a)
-	it = f.update(a, tools.Patch{Risk: ptr("low"), Params: map[string]tools.ParamInput{}})
+	it = f.update(a, tools.Patch{MayLowerRisk: true, Risk: ptr("low"), Params: map[string]tools.ParamInput{}})
 	if deref(it.RiskOverride) != "low" || it.ConfigVersion != v+1 || it.Category != nil {
 		t.Errorf("update after delete: %+v", it)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,6 +143,7 @@ func ConfigParams(t Item, c Configuration) []ConfigParam {
 		cp := ConfigParam{Param: p, Secret: IsSecretParam(p.Name, prop), Kind: kind(prop)}
 		if st, ok := c.Params[p.Name]; ok {
 			cp.Mode = st.Mode
+			cp.Secret = cp.Secret || st.Secret != ""
 			if cp.Secret || st.Secret != "" {
 				cp.Stored = st.Secret != ""
 			} else {
@@ -178,13 +181,13 @@ func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 	}
 	switch {
 	case has("integer") && !has("string"):
-		if _, err := strconv.ParseInt(trimmed, 10, 64); err != nil {
+		if _, err := strconv.ParseInt(trimmed, 10, 64); err != nil || !json.Valid([]byte(trimmed)) {
 			return nil, "must be a whole number"
 		}
 		return json.RawMessage(trimmed), ""
 	case has("number") && !has("string"):
 		f, err := strconv.ParseFloat(trimmed, 64)
-		if err != nil {
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return nil, "must be a number"
 		}
 		return json.RawMessage(strconv.FormatFloat(f, 'g', -1, 64)), ""
@@ -233,7 +236,9 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 			e.Add(field, fmt.Sprintf("the tool has no parameter %q", name))
 			continue
 		}
-		secret := IsSecretParam(name, prop)
+		// A value stored encrypted (the parameter is secret, or its value looked like a
+		// credential) stays secret: blank keeps it, and it is never shown again.
+		secret := IsSecretParam(name, prop) || cur.Params[name].Secret != ""
 		val := pi.Value
 		if val == nil && pi.Text != nil && !(secret && *pi.Text == "") {
 			v, msg := fromText(*pi.Text, prop)
@@ -260,7 +265,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 			continue
 		}
 		values[name] = decodeAny(val)
-		if secret {
+		if secret || holdsSecret(values[name]) {
 			c, err := s.keys.Encrypt(val, configAAD(t.ID, name))
 			if err != nil {
 				return cur, fmt.Errorf("tools: encrypt %s: %w", name, err)
@@ -274,6 +279,35 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 	}
 	checkValues(t.InputSchema, values, e)
 	return next, nil
+}
+
+// holdsSecret reports whether a value looks like it carries a credential: a string that
+// looks like a token or key, or an object key named like one ({"Authorization": ...}).
+// Such values are encrypted like those of secret parameters.
+func holdsSecret(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return secrets.LooksSecretValue(x) || strings.Contains(x, "://") && strings.Contains(x, "@") && secretInURL(x)
+	case []any:
+		return slices.ContainsFunc(x, holdsSecret)
+	case map[string]any:
+		for k, e := range x {
+			if secrets.LooksSecretName(k) || holdsSecret(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// secretInURL: a URL with a password in it.
+func secretInURL(s string) bool {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, has := u.User.Password()
+	return has
 }
 
 // checkValues validates configured values against the input schema: each must be a value

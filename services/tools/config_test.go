@@ -468,7 +468,7 @@ func TestConfigVersionsAndReset(t *testing.T) {
 		{tools.Patch{Category: ptr("ops")}, []string{"category"}},
 		{tools.Patch{Tags: []string{"b", "a"}, SetTags: true}, []string{"tags"}},
 		{tools.Patch{Params: map[string]tools.ParamInput{"count": text("2"), "api_key": text("sk-secret-1")}}, []string{"params"}},
-		{tools.Patch{Risk: ptr("low"), TimeoutMS: ptr(0), Tags: []string{"c"}, SetTags: true, Reason: " several "},
+		{tools.Patch{MayLowerRisk: true, Risk: ptr("low"), TimeoutMS: ptr(0), Tags: []string{"c"}, SetTags: true, Reason: " several "},
 			[]string{"risk", "timeout_ms", "tags"}},
 	}
 	for i, s := range steps {
@@ -504,7 +504,7 @@ func TestConfigVersionsAndReset(t *testing.T) {
 	}
 	// No-op updates record nothing.
 	for _, p := range []tools.Patch{
-		{Risk: ptr("LOW")}, {TimeoutMS: nil}, {Category: ptr(" OPS ")}, {Tags: []string{"C", "c"}, SetTags: true},
+		{MayLowerRisk: true, Risk: ptr("LOW")}, {TimeoutMS: nil}, {Category: ptr(" OPS ")}, {Tags: []string{"C", "c"}, SetTags: true},
 		{Params: map[string]tools.ParamInput{"count": value(` 2 `), "api_key": value(`"` + tools.Mask + `"`)}}, {},
 	} {
 		it := f.update(id, p)
@@ -615,7 +615,7 @@ func TestUpdateSettingsValidation(t *testing.T) {
 		t.Fatalf("failed updates changed something: version %d", f.version(id))
 	}
 	// Good values, at the edges.
-	it := f.update(id, tools.Patch{Risk: ptr(" HIGH "), TimeoutMS: ptr(tools.MinTimeoutMS), Category: ptr(" Ops "),
+	it := f.update(id, tools.Patch{MayLowerRisk: true, Risk: ptr(" HIGH "), TimeoutMS: ptr(tools.MinTimeoutMS), Category: ptr(" Ops "),
 		Tags: []string{" Beta", "alpha", "beta", "", strings.Repeat("z", 32)}, SetTags: true})
 	if deref(it.RiskOverride) != "high" || *it.TimeoutMS != tools.MinTimeoutMS || deref(it.Category) != "ops" ||
 		!slices.Equal(it.Tags, []string{"alpha", "beta", strings.Repeat("z", 32)}) {
@@ -638,7 +638,7 @@ func TestUpdateSettingsValidation(t *testing.T) {
 	if n := f.count(`SELECT count(*) FROM tool_tags WHERE tool_id = $1`, id); n != 0 {
 		t.Errorf("%d tag rows left", n)
 	}
-	if _, err := f.svc.Update(f.ctx, alice, uuid.NewString(), tools.Patch{Risk: ptr("low")}); !errors.Is(err, tools.ErrNotFound) {
+	if _, err := f.svc.Update(f.ctx, alice, uuid.NewString(), tools.Patch{MayLowerRisk: true, Risk: ptr("low")}); !errors.Is(err, tools.ErrNotFound) {
 		t.Errorf("update unknown: %v", err)
 	}
 	if _, err := f.svc.Update(f.ctx, alice, "nope", tools.Patch{}); !errors.Is(err, tools.ErrNotFound) {
@@ -656,7 +656,7 @@ func TestFirstParamsConfigure(t *testing.T) {
 	f := newFixture(t)
 	id := configTool(f, "validated")
 	// Settings without parameters, and an empty parameter set, leave it validated.
-	f.update(id, tools.Patch{Risk: ptr("low")})
+	f.update(id, tools.Patch{MayLowerRisk: true, Risk: ptr("low")})
 	f.update(id, tools.Patch{Params: map[string]tools.ParamInput{}})
 	if f.status(id) != "validated" {
 		t.Fatalf("status %s", f.status(id))
@@ -760,7 +760,7 @@ func TestUpdateIsOneTransaction(t *testing.T) {
 	// A stray row where the next version goes makes the version insert fail.
 	f.exec(`INSERT INTO tool_configurations (tool_id, version, configuration, actor) VALUES ($1, 1, '{}', 'stray')`, id)
 	audits, events := f.count(`SELECT count(*) FROM audit_log`), f.count(`SELECT count(*) FROM events`)
-	_, err := f.svc.Update(f.ctx, alice, id, tools.Patch{Risk: ptr("low"), Tags: []string{"t"}, SetTags: true,
+	_, err := f.svc.Update(f.ctx, alice, id, tools.Patch{MayLowerRisk: true, Risk: ptr("low"), Tags: []string{"t"}, SetTags: true,
 		Params: map[string]tools.ParamInput{"api_key": text("sk-should-not-stay"), "count": text("3")}})
 	if err == nil {
 		t.Fatal("update succeeded over a conflicting version row")
@@ -781,7 +781,7 @@ func TestUpdateIsOneTransaction(t *testing.T) {
 	}
 	// Once the stray row is gone the same update goes through, all of it.
 	f.exec(`DELETE FROM tool_configurations WHERE tool_id = $1`, id)
-	it = f.update(id, tools.Patch{Risk: ptr("low"), Params: map[string]tools.ParamInput{"count": text("3")}})
+	it = f.update(id, tools.Patch{MayLowerRisk: true, Risk: ptr("low"), Params: map[string]tools.ParamInput{"count": text("3")}})
 	if it.ConfigVersion != 1 || it.Status != "configured" || len(f.auditPayloads("tool.configure", id)) != 1 {
 		t.Errorf("after: %+v", it)
 	}

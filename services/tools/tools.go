@@ -172,7 +172,10 @@ func decodeCursor(s string) (cursor, bool) {
 		return cursor{}, false
 	}
 	var c cursor
-	if json.Unmarshal(b, &c) != nil || uuid.Validate(c.ID) != nil {
+	if json.Unmarshal(b, &c) != nil {
+		return cursor{}, false
+	}
+	if _, ok := normalID(c.ID); !ok {
 		return cursor{}, false
 	}
 	return c, true
@@ -267,8 +270,8 @@ func (q *Query) where(args *[]any) []string {
 		conds = append(conds, "t.search @@ (to_tsquery('simple', "+p+") || to_tsquery('english', "+p+"))")
 	}
 	if q.Server != "" {
-		if uuid.Validate(q.Server) == nil {
-			conds = append(conds, "t.server_id = "+arg(q.Server))
+		if id, ok := normalID(q.Server); ok {
+			conds = append(conds, "t.server_id = "+arg(id))
 		} else {
 			conds = append(conds, "s.name = "+arg(q.Server))
 		}
@@ -366,7 +369,7 @@ func (s *Service) Count(ctx context.Context, q Query) (int, error) {
 	conds := q.where(&args)
 	// Join only what the filters read: counting every tool then needs no join at all.
 	from := ` FROM mcp_tools t`
-	if q.Risk != "" || (q.Server != "" && uuid.Validate(q.Server) != nil) {
+	if _, byID := normalID(q.Server); q.Risk != "" || (q.Server != "" && !byID) {
 		from += ` JOIN mcp_servers s ON s.id = t.server_id`
 	}
 	if q.Category != "" && q.Category != "none" {
@@ -389,7 +392,8 @@ func (s *Service) Get(ctx context.Context, id string) (Item, error) {
 }
 
 func getItem(ctx context.Context, q db.Querier, id string, forUpdate bool) (Item, error) {
-	if uuid.Validate(id) != nil {
+	id, ok := normalID(id)
+	if !ok {
 		return Item{}, ErrNotFound
 	}
 	sql := `/* tools.Get */ SELECT ` + itemColumns + `, 0::real AS rank` + itemFrom + ` WHERE t.id = $1`
@@ -404,6 +408,17 @@ func getItem(ctx context.Context, q db.Querier, id string, forUpdate bool) (Item
 		return Item{}, ErrNotFound
 	}
 	return items[0], nil
+}
+
+// normalID returns id in PostgreSQL's canonical form; ok is false for anything that is
+// not a plain UUID (uuid.Validate also accepts forms such as "urn:uuid:..." that
+// PostgreSQL does not).
+func normalID(id string) (string, bool) {
+	u, err := uuid.Parse(id)
+	if err != nil || len(id) != 36 {
+		return "", false
+	}
+	return u.String(), true
 }
 
 // Facets are the choices the list's filters offer, with how many tools each has.
