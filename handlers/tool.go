@@ -71,6 +71,9 @@ func (h ToolsHandler) Show(c echo.Context) error {
 	if tab == views.ToolTabLogs && !PrincipalOf(c).Can(auth.PermLogView) {
 		return errLogsDenied
 	}
+	if inspectTabs[tab] && !PrincipalOf(c).Can(auth.PermToolInspect) {
+		return errInspectDenied
+	}
 	v, err := h.toolPage(c, it, tab)
 	if err != nil {
 		return err
@@ -98,6 +101,11 @@ func (h ToolsHandler) Show(c echo.Context) error {
 // errLogsDenied: the Logs tab shows what callers sent and got back.
 var errLogsDenied = &ForbiddenError{Message: "Your role may not see the calls made to tools (the log.view permission)."}
 
+// inspectTabs show who configured the tool and why: tool.inspect only.
+var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true}
+
+var errInspectDenied = &ForbiddenError{Message: "Your role may not see how tools are configured or who changed them (the tool.inspect permission)."}
+
 // toolPage is the frame of the page: layout (following the tools topic), head, tabs.
 func (h ToolsHandler) toolPage(c echo.Context, it tools.Item, tab string) (views.ToolPage, error) {
 	last, err := events.LatestID(c.Request().Context(), h.Pool)
@@ -110,6 +118,9 @@ func (h ToolsHandler) toolPage(c echo.Context, it tools.Item, tab string) (views
 	for _, t := range views.ToolTabs {
 		if t == views.ToolTabLogs && !PrincipalOf(c).Can(auth.PermLogView) {
 			continue // calls carry other people's arguments: log.view only
+		}
+		if inspectTabs[t] && !PrincipalOf(c).Can(auth.PermToolInspect) {
+			continue
 		}
 		v.Tabs = append(v.Tabs, views.ToolLink{Key: t, Label: toolTabLabels[t], URL: toolTabURL(it.ID, t, nil), Selected: t == tab})
 	}

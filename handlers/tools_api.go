@@ -54,7 +54,7 @@ func (t apiTool) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	extra, err := json.Marshal(struct {
-		Configuration map[string]map[string]json.RawMessage `json:"configuration"`
+		Configuration map[string]map[string]json.RawMessage `json:"configuration,omitempty"` // tool.inspect only
 		Validation    *tools.Validation                     `json:"validation"`
 	}{t.Configuration, t.Validation})
 	if err != nil {
@@ -66,6 +66,9 @@ func (t apiTool) MarshalJSON() ([]byte, error) {
 
 func (h ToolsHandler) apiTool(c echo.Context, it tools.Item) (apiTool, error) {
 	ctx := c.Request().Context()
+	if !PrincipalOf(c).Can(auth.PermToolInspect) {
+		return apiTool{Item: it}, nil // configuration and findings: tool.inspect only
+	}
 	cfg, err := h.Tools.Configuration(ctx, it.ID)
 	if err != nil {
 		return apiTool{}, err

@@ -363,3 +363,34 @@ func TestToolCategories(t *testing.T) {
 		t.Errorf("category audit rows: %d (%v), want 4", n, err)
 	}
 }
+
+// TestToolGuestSeesNoConfiguration: guests view tools, not how they are configured or
+// who changed them (seed 004 §9).
+func TestToolGuestSeesNoConfiguration(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	seedTools(t, srv, "g", true, toolDef("echo", "Echoes the message back to the caller unchanged.", `{"readOnlyHint":true}`))
+	srv.CreateUser(t, "guest1", auth.RoleGuest, "guest-password-1")
+	c := srv.Login(t, "guest1", "guest-password-1")
+	g := svClient{t: t, srv: srv, c: c}
+	var list toolList
+	g.json(http.MethodGet, "/api/v1/tools", nil, http.StatusOK, &list)
+	id := list.Tools[0].ID
+	status, raw := g.do(http.MethodGet, "/api/v1/tools/"+id, nil)
+	if status != http.StatusOK || strings.Contains(string(raw), `"configuration"`) {
+		t.Errorf("guest GET tool: %d %s", status, raw)
+	}
+	for tab, want := range map[string]int{"overview": 200, "schema": 200, "configuration": 403, "history": 403, "logs": 403} {
+		res, err := c.Get(srv.URL + "/tools/" + id + "?tab=" + tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := page(t, res)
+		if res.StatusCode != want {
+			t.Errorf("guest tab %s: %d, want %d", tab, res.StatusCode, want)
+		}
+		if want == 200 && doc.Find("[data-testid=tab-configuration], [data-testid=tab-history]").Length() != 0 {
+			t.Errorf("guest sees the configuration or history tab on %s", tab)
+		}
+	}
+}

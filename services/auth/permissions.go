@@ -65,6 +65,10 @@ const (
 	// PermToolOverride: enable a tool despite critical or error findings or a failed
 	// test, with a reason (DESIGN §4). Administrators only.
 	PermToolOverride Permission = "tool.override"
+	// PermToolInspect: read a tool's configuration, its versions and its state history
+	// (who changed what, and why). Every role but guest (seed 004 §9: guests view
+	// available tools only).
+	PermToolInspect Permission = "tool.inspect"
 
 	PermExecutionCreate  Permission = "execution.create"
 	PermExecutionApprove Permission = "execution.approve"
@@ -78,7 +82,7 @@ const (
 var AllPermissions = []Permission{
 	PermDashboard, PermOwnTokens, PermUsers,
 	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand,
-	PermToolView, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
+	PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
 	PermExecutionCreate, PermExecutionApprove,
 	PermLogView, PermAuditView, PermAuditExport,
 }
@@ -93,15 +97,15 @@ var rolePermissions = map[Role][]Permission{
 	RoleToolManager: {
 		PermDashboard, PermOwnTokens,
 		PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
-		PermToolView, PermToolUse, PermToolConfigure, PermToolEnable,
+		PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable,
 		PermExecutionCreate, PermExecutionApprove, PermLogView,
 	},
 	RoleToolUser: {
-		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolUse,
+		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermToolUse,
 		PermExecutionCreate, PermExecutionApprove,
 	},
 	RoleAuditor: {
-		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermLogView,
+		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermLogView,
 		PermAuditView, PermAuditExport,
 	},
 	RoleGuest: {PermDashboard, PermToolView},
