@@ -600,7 +600,12 @@ func TestPaginationWhileChanging(t *testing.T) {
 			break
 		}
 		q.Cursor = p.NextCursor
-		time.Sleep(2 * time.Millisecond) // let the writer in between pages
+		// Let the writer change the table between every two pages (it is the point of
+		// the test), however busy the machine is.
+		seen := inserted.Load()
+		for wait := time.Now().Add(5 * time.Second); inserted.Load() < seen+2 && time.Now().Before(wait); {
+			time.Sleep(time.Millisecond) // poll interval
+		}
 	}
 	close(done)
 	wg.Wait()
