@@ -64,6 +64,15 @@ func (t apiTool) MarshalJSON() ([]byte, error) {
 	return append(append(bytes.TrimSuffix(base, []byte("}")), ','), extra[1:]...), nil
 }
 
+// writeTool answers with one tool, its configuration and its latest validation.
+func (h ToolsHandler) writeTool(c echo.Context, it tools.Item) error {
+	out, err := h.apiTool(c, it)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
 func (h ToolsHandler) apiTool(c echo.Context, it tools.Item) (apiTool, error) {
 	ctx := c.Request().Context()
 	if !PrincipalOf(c).Can(auth.PermToolInspect) {
@@ -90,11 +99,7 @@ func (h ToolsHandler) APIGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.apiTool(c, it)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return h.writeTool(c, it)
 }
 
 // enableInput is the optional body of POST /api/v1/tools/:id/enable.
@@ -205,11 +210,7 @@ func (h ToolsHandler) APIUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.apiTool(c, it)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return h.writeTool(c, it)
 }
 
 // bulkInput is the body of POST /api/v1/tools/bulk.
@@ -255,6 +256,13 @@ func (h ToolsHandler) APIBulk(c echo.Context) error {
 	return verr.New("action", "must be enable, disable, tag or untag")
 }
 
+// sentence shows an error message (lower case, no full stop, as Go writes them) as a
+// sentence for people.
+func sentence(err error) string {
+	m := err.Error()
+	return strings.ToUpper(m[:1]) + m[1:] + "."
+}
+
 // toolErrorMessage says in words why a tool action failed, for flashes.
 func toolErrorMessage(err error) (string, bool) {
 	var ie *toolstate.IllegalError
@@ -263,7 +271,7 @@ func toolErrorMessage(err error) (string, bool) {
 	case errors.Is(err, tools.ErrNotFound):
 		return "That tool no longer exists; it may have been removed with its server.", true
 	case errors.Is(err, toolstate.ErrOverrideRequired), errors.As(err, &ie), errors.As(err, &ce):
-		return strings.ToUpper(err.Error()[:1]) + err.Error()[1:] + ".", true
+		return sentence(err), true
 	}
 	return "", false
 }

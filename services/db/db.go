@@ -97,3 +97,17 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 func redact(c *pgx.ConnConfig) string {
 	return fmt.Sprintf("host=%s port=%d user=%s dbname=%s", c.Host, c.Port, c.User, c.Database)
 }
+
+// All runs a query and scans every row into T by column name
+// (pgx.RowToStructByName); what names the query in errors ("registry: list servers").
+func All[T any](ctx context.Context, q Querier, what, sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return list, nil
+}

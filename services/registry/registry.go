@@ -4,15 +4,11 @@
 package registry
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -28,20 +24,6 @@ const (
 var (
 	ErrNotFound = errors.New("registry: not found")
 )
-
-// queryAll runs a query and scans every row into T by column name; what names the query
-// in errors.
-func queryAll[T any](ctx context.Context, q db.Querier, what, sql string, args ...any) ([]T, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("registry: %s: %w", what, err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	if err != nil {
-		return nil, fmt.Errorf("registry: %s: %w", what, err)
-	}
-	return list, nil
-}
 
 // Options tunes a Service; nil means defaults.
 type Options struct {

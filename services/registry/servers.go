@@ -1006,7 +1006,7 @@ func getServer(ctx context.Context, q db.Querier, id string, forUpdate bool) (Se
 
 // oneServer runs a query for at most one server; none is ErrNotFound.
 func oneServer(ctx context.Context, q db.Querier, what, sql string, args ...any) (Server, error) {
-	list, err := queryAll[Server](ctx, q, what, sql, args...)
+	list, err := db.All[Server](ctx, q, "registry: "+what, sql, args...)
 	if err != nil {
 		return Server{}, err
 	}

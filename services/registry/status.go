@@ -261,7 +261,7 @@ func (s *Service) RecordHealth(ctx context.Context, id string, ok bool, latency 
 
 // HealthHistory returns the latest health checks of a server, newest first.
 func (s *Service) HealthHistory(ctx context.Context, id string, limit int) ([]Health, error) {
-	return queryAll[Health](ctx, s.pool, "health history", `/* registry.HealthHistory */
+	return db.All[Health](ctx, s.pool, "registry: health history", `/* registry.HealthHistory */
 		SELECT checked_at, ok, latency_ms, error FROM server_health WHERE server_id = $1 ORDER BY checked_at DESC LIMIT $2`, id, limit)
 }
 

@@ -561,14 +561,14 @@ func (r DiscoveryRun) Duration() time.Duration { return r.FinishedAt.Sub(r.Start
 
 // DiscoveryRuns returns the latest discovery runs of a server, newest first.
 func (s *Service) DiscoveryRuns(ctx context.Context, serverID string, limit int) ([]DiscoveryRun, error) {
-	return queryAll[DiscoveryRun](ctx, s.pool, "discovery runs", `/* registry.DiscoveryRuns */
+	return db.All[DiscoveryRun](ctx, s.pool, "registry: discovery runs", `/* registry.DiscoveryRuns */
 		SELECT id, trigger, actor, status, pages, added, updated, unchanged, removed, error, started_at, finished_at
 		FROM discovery_runs WHERE server_id = $1 ORDER BY id DESC LIMIT $2`, serverID, limit)
 }
 
 // ServerTools returns the tools of one server by name, available ones first.
 func (s *Service) ServerTools(ctx context.Context, serverID string) ([]Tool, error) {
-	return queryAll[Tool](ctx, s.pool, "server tools", `/* registry.ServerTools */ SELECT `+toolColumns+`
+	return db.All[Tool](ctx, s.pool, "registry: server tools", `/* registry.ServerTools */ SELECT `+toolColumns+`
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
 		WHERE t.server_id = $1 ORDER BY NOT t.available, t.name`, serverID)
 }
@@ -586,7 +586,7 @@ type ToolVersion struct {
 
 // ToolVersions returns every stored definition of a tool, newest first.
 func (s *Service) ToolVersions(ctx context.Context, toolID string) ([]ToolVersion, error) {
-	return queryAll[ToolVersion](ctx, s.pool, "tool versions", `/* registry.ToolVersions */
+	return db.All[ToolVersion](ctx, s.pool, "registry: tool versions", `/* registry.ToolVersions */
 		SELECT version_major, version_minor, definition_hash, breaking, changes, definition, created_at
 		FROM tool_schemas WHERE tool_id = $1 ORDER BY version_major DESC, version_minor DESC`, toolID)
 }
@@ -603,7 +603,7 @@ type ToolStateChange struct {
 
 // ToolHistory returns a tool's state transitions, newest first.
 func (s *Service) ToolHistory(ctx context.Context, toolID string) ([]ToolStateChange, error) {
-	return queryAll[ToolStateChange](ctx, s.pool, "tool history", `/* registry.ToolHistory */
+	return db.All[ToolStateChange](ctx, s.pool, "registry: tool history", `/* registry.ToolHistory */
 		SELECT from_status, to_status, reason, actor, metadata, created_at FROM tool_state_history
 		WHERE tool_id = $1 ORDER BY id DESC`, toolID)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -200,6 +201,25 @@ func LooksSecretValue(v string) bool {
 		return false
 	}
 	return highEntropy(v)
+}
+
+// HoldsSecret reports whether a decoded JSON value carries a credential anywhere: a
+// string LooksSecretValue accepts, or an object key LooksSecretName accepts
+// ({"Authorization": ...}).
+func HoldsSecret(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return LooksSecretValue(x)
+	case []any:
+		return slices.ContainsFunc(x, HoldsSecret)
+	case map[string]any:
+		for k, e := range x {
+			if LooksSecretName(k) || HoldsSecret(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // highEntropy is the fallback for tokens of unknown issuers; see LooksSecretValue.

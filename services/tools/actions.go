@@ -131,13 +131,7 @@ func (s *Service) Configuration(ctx context.Context, id string) (Configuration, 
 // a validated tool gets its first parameter settings, the move validated → configured, all
 // in one transaction. Invalid input changes nothing and names each bad field.
 func (s *Service) Update(ctx context.Context, actor audit.Actor, id string, p Patch) (Item, error) {
-	var out Item
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = s.update(ctx, tx, actor, id, p, "tool.configure")
-		return err
-	})
-	return out, err
+	return s.updateAs(ctx, actor, id, p, "tool.configure")
 }
 
 // Reset returns a tool to its defaults: no parameter settings, no risk override, no
@@ -308,7 +302,7 @@ func changedFields(a, b snapshot) []string {
 
 // ConfigVersions lists a tool's configuration versions, newest first, secrets masked.
 func (s *Service) ConfigVersions(ctx context.Context, id string, limit int) ([]ConfigVersion, error) {
-	vs, err := queryAll[ConfigVersion](ctx, s.pool, "configuration versions", `/* tools.ConfigVersions */
+	vs, err := db.All[ConfigVersion](ctx, s.pool, "tools: configuration versions", `/* tools.ConfigVersions */
 		SELECT version, configuration, actor, reason, created_at FROM tool_configurations
 		WHERE tool_id = $1 ORDER BY version DESC LIMIT $2`, id, limit)
 	for i, v := range vs {

@@ -57,7 +57,7 @@ func (in *CategoryInput) check() error {
 
 // Categories lists the categories with how many tools each holds.
 func (s *Service) Categories(ctx context.Context) ([]Category, error) {
-	return queryAll[Category](ctx, s.pool, "categories", `/* tools.Categories */
+	return db.All[Category](ctx, s.pool, "tools: categories", `/* tools.Categories */
 		SELECT c.id::text, c.name, c.description, c.auto_enable, c.created_at,
 			(SELECT count(*)::int FROM mcp_tools t WHERE t.category_id = c.id) AS tools
 		FROM tool_categories c ORDER BY c.name`)
@@ -133,6 +133,6 @@ func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id stri
 
 // Tags lists every tag with how many tools carry it, most used first.
 func (s *Service) Tags(ctx context.Context) ([]Facet, error) {
-	return queryAll[Facet](ctx, s.pool, "tags", `/* tools.Tags */
+	return db.All[Facet](ctx, s.pool, "tools: tags", `/* tools.Tags */
 		SELECT tag AS value, count(*)::int AS count FROM tool_tags GROUP BY tag ORDER BY count(*) DESC, tag`)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -265,7 +264,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 			continue
 		}
 		values[name] = decodeAny(val)
-		if secret || holdsSecret(values[name]) {
+		if secret || secrets.HoldsSecret(values[name]) {
 			c, err := s.keys.Encrypt(val, configAAD(t.ID, name))
 			if err != nil {
 				return cur, fmt.Errorf("tools: encrypt %s: %w", name, err)
@@ -279,35 +278,6 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 	}
 	checkValues(t.InputSchema, values, e)
 	return next, nil
-}
-
-// holdsSecret reports whether a value looks like it carries a credential: a string that
-// looks like a token or key, or an object key named like one ({"Authorization": ...}).
-// Such values are encrypted like those of secret parameters.
-func holdsSecret(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return secrets.LooksSecretValue(x) || strings.Contains(x, "://") && strings.Contains(x, "@") && secretInURL(x)
-	case []any:
-		return slices.ContainsFunc(x, holdsSecret)
-	case map[string]any:
-		for k, e := range x {
-			if secrets.LooksSecretName(k) || holdsSecret(e) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// secretInURL: a URL with a password in it.
-func secretInURL(s string) bool {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || u.User == nil {
-		return false
-	}
-	_, has := u.User.Password()
-	return has
 }
 
 // checkValues validates configured values against the input schema: each must be a value

@@ -21,7 +21,6 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/db"
@@ -345,7 +344,7 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
 	sql += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
-	items, err := queryAll[Item](ctx, s.pool, "list", sql, args...)
+	items, err := db.All[Item](ctx, s.pool, "tools: list", sql, args...)
 	if err != nil {
 		return Page{}, err
 	}
@@ -400,7 +399,7 @@ func getItem(ctx context.Context, q db.Querier, id string, forUpdate bool) (Item
 	if forUpdate {
 		sql += " FOR UPDATE OF t"
 	}
-	items, err := queryAll[Item](ctx, q, "get", sql, id)
+	items, err := db.All[Item](ctx, q, "tools: get", sql, id)
 	if err != nil {
 		return Item{}, err
 	}
@@ -439,20 +438,20 @@ type Facet struct {
 func (s *Service) Facets(ctx context.Context) (Facets, error) {
 	var f Facets
 	var err error
-	if f.Servers, err = queryAll[Facet](ctx, s.pool, "server facets", `/* tools.Facets.servers */
+	if f.Servers, err = db.All[Facet](ctx, s.pool, "tools: server facets", `/* tools.Facets.servers */
 		SELECT s.name AS value, coalesce(n.count, 0) AS count FROM mcp_servers s
 		LEFT JOIN (SELECT server_id, count(*)::int AS count FROM mcp_tools GROUP BY server_id) n ON n.server_id = s.id
 		ORDER BY s.name`); err != nil {
 		return f, err
 	}
-	if f.Categories, err = queryAll[Facet](ctx, s.pool, "category facets", `/* tools.Facets.categories */
+	if f.Categories, err = db.All[Facet](ctx, s.pool, "tools: category facets", `/* tools.Facets.categories */
 		SELECT c.name AS value, coalesce(n.count, 0) AS count FROM tool_categories c
 		LEFT JOIN (SELECT category_id, count(*)::int AS count FROM mcp_tools WHERE category_id IS NOT NULL
 			GROUP BY category_id) n ON n.category_id = c.id
 		ORDER BY c.name`); err != nil {
 		return f, err
 	}
-	if f.Statuses, err = queryAll[Facet](ctx, s.pool, "status facets", `/* tools.Facets.statuses */
+	if f.Statuses, err = db.All[Facet](ctx, s.pool, "tools: status facets", `/* tools.Facets.statuses */
 		SELECT status AS value, count(*)::int AS count FROM mcp_tools GROUP BY status`); err != nil {
 		return f, err
 	}
@@ -478,7 +477,7 @@ type Validation struct {
 // LatestValidation returns the newest schema validation of the tool's current
 // definition; ok is false when it has not been validated yet.
 func (s *Service) LatestValidation(ctx context.Context, t Item) (Validation, bool, error) {
-	vs, err := queryAll[Validation](ctx, s.pool, "validation", `/* tools.LatestValidation */
+	vs, err := db.All[Validation](ctx, s.pool, "tools: validation", `/* tools.LatestValidation */
 		SELECT definition_hash, success, worst, findings, validated_by, created_at FROM tool_validations
 		WHERE tool_id = $1 AND definition_hash = $2 AND validation_type = 'schema' ORDER BY id DESC LIMIT 1`,
 		t.ID, t.DefinitionHash)
@@ -486,17 +485,4 @@ func (s *Service) LatestValidation(ctx context.Context, t Item) (Validation, boo
 		return Validation{}, false, err
 	}
 	return vs[0], true, nil
-}
-
-// queryAll runs a query and scans every row into T by column name.
-func queryAll[T any](ctx context.Context, q db.Querier, what, sql string, args ...any) ([]T, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("tools: %s: %w", what, err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
-	if err != nil {
-		return nil, fmt.Errorf("tools: %s: %w", what, err)
-	}
-	return list, nil
 }

@@ -211,7 +211,7 @@ func Series(ctx context.Context, q db.Querier, toolID string, from, to time.Time
 	total := to.Sub(from).Microseconds()
 	// width_bucket on exact numeric microseconds: bucket k (1-based) holds the offsets
 	// x with (k-1)*total/n <= x < k*total/n, the same arithmetic as bound below.
-	rows, err := q.Query(ctx, `/* usage.Series */
+	rs, err := db.All[seriesRow](ctx, q, "usage: series", `/* usage.Series */
 		WITH agg AS (
 			SELECT width_bucket(extract(epoch FROM used_at - $2::timestamptz) * 1000000, 0, $4::numeric, $5::int) AS idx,
 			       count(*) AS calls,
@@ -227,11 +227,7 @@ func Series(ctx context.Context, q db.Querier, toolID string, from, to time.Time
 		LEFT JOIN agg a ON a.idx = g.idx
 		ORDER BY g.idx`, toolID, from, to, total, n)
 	if err != nil {
-		return nil, fmt.Errorf("usage: series: %w", err)
-	}
-	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[seriesRow])
-	if err != nil {
-		return nil, fmt.Errorf("usage: series: %w", err)
+		return nil, err
 	}
 	// bound is the first microsecond of 0-based bucket k: ceil(k*total/n).
 	bound := func(k int64) time.Time {
@@ -273,11 +269,11 @@ const recentColumns = `l.id, l.tool_id::text AS tool_id, coalesce(l.user_id::tex
 func Recent(ctx context.Context, q db.Querier, toolID string, beforeID int64, limit int) ([]Log, int64, error) {
 	limit = min(max(limit, 1), MaxRecent)
 	var (
-		rows pgx.Rows
-		err  error
+		rs  []logRow
+		err error
 	)
 	if beforeID <= 0 {
-		rows, err = q.Query(ctx, `/* usage.Recent */
+		rs, err = db.All[logRow](ctx, q, "usage: recent", `/* usage.Recent */
 			SELECT `+recentColumns+`
 			FROM tool_usage_logs l
 			WHERE l.tool_id = $1
@@ -286,7 +282,7 @@ func Recent(ctx context.Context, q db.Querier, toolID string, beforeID int64, li
 	} else {
 		// The cursor row's used_at (an InitPlan, so an index condition) bounds the
 		// index scan, however deep the page; id breaks ties.
-		rows, err = q.Query(ctx, `/* usage.Recent */
+		rs, err = db.All[logRow](ctx, q, "usage: recent", `/* usage.Recent */
 			SELECT `+recentColumns+`
 			FROM tool_usage_logs l
 			WHERE l.tool_id = $1
@@ -296,11 +292,7 @@ func Recent(ctx context.Context, q db.Querier, toolID string, beforeID int64, li
 			LIMIT $3`, toolID, beforeID, limit+1)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("usage: recent: %w", err)
-	}
-	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[logRow])
-	if err != nil {
-		return nil, 0, fmt.Errorf("usage: recent: %w", err)
+		return nil, 0, err
 	}
 	var next int64
 	if len(rs) > limit {
