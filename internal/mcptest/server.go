@@ -218,17 +218,29 @@ func (s *Server) addDefaultTools() {
 
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:        "sleep",
-		Description: "Sleeps for ms milliseconds, or until the call is cancelled.",
+		Description: "Sleeps for ms milliseconds, or until the call is cancelled; with a progress token it reports progress in five steps.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-	}, func(ctx context.Context, _ *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
-		t := time.NewTimer(time.Duration(in.MS) * time.Millisecond)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return textResult("slept"), nil, nil
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+		tok := req.Params.GetProgressToken()
+		steps := 1
+		if tok != nil {
+			steps = 5
 		}
+		step := time.Duration(in.MS) * time.Millisecond / time.Duration(steps)
+		for i := 1; i <= steps; i++ {
+			t := time.NewTimer(step)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, nil, ctx.Err()
+			}
+			if tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
+					Progress: float64(i), Total: float64(steps), Message: fmt.Sprintf("slept %d of %d", i, steps)})
+			}
+		}
+		return textResult("slept"), nil, nil
 	})
 
 	mcp.AddTool(s.mcp, &mcp.Tool{

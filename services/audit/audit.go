@@ -76,50 +76,93 @@ var genesis = make([]byte, sha256.Size)
 // journal lock, held until tx ends; that is why it needs a transaction, not any Querier
 // (on a pool the lock would end with the statement and two appends could share a head).
 func Append(ctx context.Context, q pgx.Tx, e Entry) (Record, error) {
-	if e.Action == "" {
-		return Record{}, errors.New("audit: entry without an action")
+	rs, err := AppendBatch(ctx, q, []Entry{e})
+	if err != nil {
+		return Record{}, err
 	}
-	kind := e.Actor.Kind
-	if kind == "" {
-		kind = ActorAnonymous
+	return rs[0], nil
+}
+
+// announceEach bounds how many entries of one batch get an audit.appended event each;
+// a bigger batch (the router's flush of many calls) announces only its last entry, so
+// live activity feeds are not flooded.
+const announceEach = 16
+
+// AppendBatch writes entries to the chain in order inside tx with one lock, one read of
+// the chain head and one COPY, which is what lets the router record many calls per
+// transaction.
+func AppendBatch(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, error) {
+	if len(entries) == 0 {
+		return nil, nil
 	}
-	payload := []byte("{}")
-	if e.Payload != nil {
-		var err error
-		if payload, err = json.Marshal(e.Payload); err != nil {
-			return Record{}, fmt.Errorf("audit: marshal %s payload: %w", e.Action, err)
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	rs := make([]Record, len(entries))
+	for i, e := range entries {
+		if e.Action == "" {
+			return nil, errors.New("audit: entry without an action")
+		}
+		kind := e.Actor.Kind
+		if kind == "" {
+			kind = ActorAnonymous
+		}
+		payload := []byte("{}")
+		if e.Payload != nil {
+			var err error
+			if payload, err = json.Marshal(e.Payload); err != nil {
+				return nil, fmt.Errorf("audit: marshal %s payload: %w", e.Action, err)
+			}
+		}
+		rs[i] = Record{At: at, ActorKind: kind, ActorName: e.Actor.Name, Action: e.Action, TargetType: e.TargetType,
+			TargetID: e.TargetID, TargetName: e.TargetName, IP: e.Actor.IP, RequestID: e.Actor.RequestID, Payload: payload}
+		if e.Actor.ID != "" {
+			id := e.Actor.ID
+			rs[i].ActorID = &id
 		}
 	}
 	if err := db.LockJournal(ctx, q); err != nil {
-		return Record{}, err
+		return nil, err
 	}
-	r := Record{
-		At: time.Now().UTC().Truncate(time.Microsecond), ActorKind: kind, ActorName: e.Actor.Name,
-		Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID, TargetName: e.TargetName, IP: e.Actor.IP,
-		RequestID: e.Actor.RequestID, Payload: payload,
-	}
-	if e.Actor.ID != "" {
-		id := e.Actor.ID
-		r.ActorID = &id
-	}
-	err := q.QueryRow(ctx, `/* audit.Append.head */
-		SELECT nextval('audit_log_id_seq'),
-		       coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), $1)`, genesis).Scan(&r.ID, &r.PrevHash)
+	var first int64
+	var prev []byte
+	// setval reserves the whole range at once; the lock makes it safe from other appends.
+	err := q.QueryRow(ctx, `/* audit.AppendBatch.head */
+		SELECT setval('audit_log_id_seq', nextval('audit_log_id_seq') + $2 - 1) - $2 + 1,
+		       coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), $1)`, genesis, len(rs)).Scan(&first, &prev)
 	if err != nil {
-		return Record{}, fmt.Errorf("audit: chain head: %w", err)
+		return nil, fmt.Errorf("audit: chain head: %w", err)
 	}
-	r.Hash = r.computeHash()
-	_, err = q.Exec(ctx, `/* audit.Append */
-		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		r.ID, r.At, r.ActorKind, r.ActorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName, r.IP, r.RequestID, string(r.Payload), r.PrevHash, r.Hash)
-	if err != nil {
-		return Record{}, fmt.Errorf("audit: append %s: %w", e.Action, err)
+	rows := make([][]any, len(rs))
+	for i := range rs {
+		r := &rs[i]
+		r.ID, r.PrevHash = first+int64(i), prev
+		r.Hash = r.computeHash()
+		prev = r.Hash
+		rows[i] = []any{r.ID, r.At, r.ActorKind, r.ActorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName,
+			r.IP, r.RequestID, string(r.Payload), r.PrevHash, r.Hash}
 	}
-	if _, err := events.Publish(ctx, q, Topic, "audit.appended", r.Summary()); err != nil {
-		return Record{}, err
+	if len(rs) == 1 {
+		r := rs[0]
+		_, err = q.Exec(ctx, `/* audit.Append */
+			INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, rows[0]...)
+		if err != nil {
+			return nil, fmt.Errorf("audit: append %s: %w", r.Action, err)
+		}
+	} else if _, err = q.CopyFrom(ctx, pgx.Identifier{"audit_log"}, []string{"id", "at", "actor_kind", "actor_id", "actor_name",
+		"action", "target_type", "target_id", "target_name", "ip", "request_id", "payload", "prev_hash", "hash"},
+		pgx.CopyFromRows(rows)); err != nil {
+		return nil, fmt.Errorf("audit: append %d entries: %w", len(rs), err)
 	}
-	return r, nil
+	announce := rs
+	if len(rs) > announceEach {
+		announce = rs[len(rs)-1:]
+	}
+	for _, r := range announce {
+		if _, err := events.Publish(ctx, q, Topic, "audit.appended", r.Summary()); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
 }
 
 // computeHash is SHA-256 over the previous hash, then each field as a netstring

@@ -199,3 +199,47 @@ func appendOne(pool db.TxBeginner, e audit.Entry) error {
 		return err
 	})
 }
+
+// A batch links into the chain like single appends do, before and after it, and a
+// large batch announces only its last entry.
+func TestAppendBatchChains(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	appendN(t, pool, 3)
+	var entries []audit.Entry
+	for i := range 40 {
+		entries = append(entries, audit.Entry{
+			Actor:  audit.Actor{Kind: audit.ActorToken, ID: "00000000-0000-0000-0000-000000000002", Name: "bot"},
+			Action: "tool.call", TargetType: "tool", TargetID: fmt.Sprint("b", i), Payload: map[string]any{"i": i}})
+	}
+	var rs []audit.Record
+	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		rs, err = audit.AppendBatch(ctx, tx, entries)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(rs); i++ {
+		if rs[i].ID != rs[i-1].ID+1 {
+			t.Fatalf("ids: got %d after %d, want consecutive", rs[i].ID, rs[i-1].ID)
+		}
+	}
+	appendN(t, pool, 2)
+	res, err := audit.Verify(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || res.Checked != 45 {
+		t.Fatalf("got %+v, want OK with 45 checked", res)
+	}
+	var announced int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE topic = 'audit' AND payload->>'action' = 'tool.call'`).Scan(&announced); err != nil {
+		t.Fatal(err)
+	}
+	if announced != 1 {
+		t.Fatalf("announced %d entries of a 40-entry batch, want 1", announced)
+	}
+}

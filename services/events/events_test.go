@@ -190,3 +190,32 @@ func TestIDsFollowCommitOrder(t *testing.T) {
 		t.Fatalf("got ids %d then %d, want increasing in commit order", id1, id2)
 	}
 }
+
+// A batch is delivered in the order it was drafted, after one NOTIFY.
+func TestPublishBatchKeepsOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	bus, stop := startBus(t, pool, nil)
+	defer stop()
+	sub := bus.Subscribe("calls")
+	defer sub.Close()
+	var drafts []events.Draft
+	for i := range 30 {
+		drafts = append(drafts, events.Draft{Topic: "calls", Kind: "k", Payload: map[string]int{"i": i}})
+	}
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error { return events.PublishBatch(ctx, tx, drafts) }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		select {
+		case ev := <-sub.C:
+			var p struct{ I int }
+			if err := ev.Decode(&p); err != nil || p.I != i {
+				t.Fatalf("event %d: got %s (%v), want i=%d", i, ev.Payload, err, i)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("event %d never arrived", i)
+		}
+	}
+}

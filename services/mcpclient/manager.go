@@ -103,6 +103,7 @@ type Manager struct {
 	// refreshing serializes Refresh per server, so a slower call holding an older
 	// registration cannot replace the session a newer one started.
 	refreshing map[string]*sync.Mutex
+	progress   progressRoutes
 }
 
 // New returns a manager over the registry.
@@ -368,5 +369,6 @@ func (m *Manager) newClient(onListChanged func()) *mcp.Client {
 		hp = func(context.Context, *mcp.PromptListChangedRequest) { onListChanged() }
 	}
 	return mcp.NewClient(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: m.opts.Version},
-		&mcp.ClientOptions{ToolListChangedHandler: h, ResourceListChangedHandler: hr, PromptListChangedHandler: hp})
+		&mcp.ClientOptions{ToolListChangedHandler: h, ResourceListChangedHandler: hr, PromptListChangedHandler: hp,
+			ProgressNotificationHandler: m.progress.deliver})
 }

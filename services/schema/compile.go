@@ -187,7 +187,7 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		loc := ptrJoin("", l.InstanceLocation...)
 		if req, ok := l.ErrorKind.(*kind.Required); ok {
 			for _, name := range req.Missing {
-				out.Add(ptrJoin(loc, name), "is required")
+				out.AddKind(ptrJoin(loc, name), verr.KindMissing, "is required")
 			}
 			continue
 		}
@@ -195,7 +195,11 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		if out.For(loc) == msg {
 			continue
 		}
-		out.Add(loc, msg)
+		k := verr.KindValue
+		if _, ok := l.ErrorKind.(*kind.Type); ok {
+			k = verr.KindType
+		}
+		out.AddKind(loc, k, msg)
 	}
 	return out
 }

@@ -303,10 +303,10 @@ func Recent(ctx context.Context, q db.Querier, toolID string, beforeID int64, li
 	for i, r := range rs {
 		l := Log{ID: r.ID, ToolID: r.ToolID, UserID: r.UserID, Actor: r.Actor, Source: r.Source, UsedAt: r.UsedAt,
 			DurationMS: r.DurationMS, Success: r.Success, ErrorCode: r.ErrorCode, ResponseBytes: len(r.Response)}
-		l.Request, l.RequestTruncated = capJSON(Redact(r.Request), MaxJSONBytes)
-		l.Response, l.Truncated = capJSON(Redact(r.Response), MaxJSONBytes)
-		l.Error, l.ErrorTruncated = capJSON(Redact(r.Error), MaxJSONBytes)
-		l.Metadata, _ = capJSON(Redact(r.Metadata), MaxJSONBytes)
+		l.Request, l.RequestTruncated = Cap(Redact(r.Request), MaxJSONBytes)
+		l.Response, l.Truncated = Cap(Redact(r.Response), MaxJSONBytes)
+		l.Error, l.ErrorTruncated = Cap(Redact(r.Error), MaxJSONBytes)
+		l.Metadata, _ = Cap(Redact(r.Metadata), MaxJSONBytes)
 		out[i] = l
 	}
 	return out, next, nil
@@ -469,9 +469,9 @@ func credentialLike(w string) bool {
 	return false
 }
 
-// capJSON returns raw when it fits in max bytes; otherwise a JSON string holding its
+// Cap returns raw when it fits in max bytes; otherwise a JSON string holding its
 // first max bytes (cut at a character boundary) and true.
-func capJSON(raw json.RawMessage, max int) (json.RawMessage, bool) {
+func Cap(raw json.RawMessage, max int) (json.RawMessage, bool) {
 	if len(raw) <= max {
 		return raw, false
 	}

@@ -8,7 +8,17 @@ import "strings"
 type Field struct {
 	Field   string `json:"path"`
 	Message string `json:"message"`
+	// Kind sorts argument errors the way seed 001 does: KindMissing, KindType or
+	// KindValue ("" where nobody needs it).
+	Kind string `json:"kind,omitempty"`
 }
+
+// The kinds of argument error (seed 001's validation stages).
+const (
+	KindMissing = "missing"    // a required parameter is absent
+	KindType    = "wrong_type" // present with the wrong JSON type
+	KindValue   = "bad_value"  // the right type, but a value the schema does not allow
+)
 
 // Error is a set of field problems. A nil *Error means the input was fine.
 type Error struct {
@@ -18,6 +28,11 @@ type Error struct {
 // Add records a problem with field.
 func (e *Error) Add(field, message string) {
 	e.Fields = append(e.Fields, Field{Field: field, Message: message})
+}
+
+// AddKind records a problem of a given kind with field.
+func (e *Error) AddKind(field, kind, message string) {
+	e.Fields = append(e.Fields, Field{Field: field, Message: message, Kind: kind})
 }
 
 // Err returns e as an error when it holds problems, and nil otherwise.

@@ -1,0 +1,62 @@
+package mcpclient
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProgressFunc receives the progress notifications of one call.
+type ProgressFunc func(p *mcp.ProgressNotificationParams)
+
+// progressRoutes hands each notifications/progress to the call that asked for it. The
+// SDK has one progress handler per client, so calls register a unique token here.
+type progressRoutes struct {
+	next   atomic.Uint64
+	routes sync.Map // token string → ProgressFunc
+}
+
+func (r *progressRoutes) add(fn ProgressFunc) (string, func()) {
+	tok := "tw-" + strconv.FormatUint(r.next.Add(1), 36)
+	r.routes.Store(tok, fn)
+	return tok, func() { r.routes.Delete(tok) }
+}
+
+func (r *progressRoutes) deliver(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	tok, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if fn, ok := r.routes.Load(tok); ok {
+		fn.(ProgressFunc)(req.Params)
+	}
+}
+
+// CallTool calls a tool on server id's live session. When onProgress is set the call
+// carries a progress token and the server's progress notifications reach onProgress
+// until CallTool returns. Cancelling ctx abandons the call, and the SDK tells the
+// server with notifications/cancelled.
+func (m *Manager) CallTool(ctx context.Context, id, name string, args any, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	cs, err := m.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if onProgress != nil {
+		tok, done := m.progress.add(onProgress)
+		defer done()
+		p.SetProgressToken(tok)
+	}
+	res, err := cs.CallTool(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("mcpclient: call %s: %w", name, err)
+	}
+	return res, nil
+}

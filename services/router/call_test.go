@@ -1,0 +1,478 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// A call runs and leaves its audit row, usage row, events, last_used and runtime state.
+func TestCallRecordsEverything(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("mt", true, "echo")
+	res, err := e.call("mt__echo", `{"message":"hi"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError || router.TextOf(res.Content) != "Echo: hi" || res.Tool != "mt__echo" || res.Attempts != 1 {
+		t.Fatalf("got %+v, want Echo: hi in one attempt", res)
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call' AND target_name = 'mt__echo' AND payload->>'call_id' = $1`, res.CallID); n != 1 {
+		t.Errorf("audit rows: got %d, want 1", n)
+	}
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE success AND source = 'test_panel' AND metadata->>'call_id' = $1 AND request->>'message' = 'hi'`, res.CallID); n != 1 {
+		t.Errorf("usage rows: got %d, want 1", n)
+	}
+	for _, kind := range []string{"tool.started", "tool.completed"} {
+		if n := e.count(`SELECT count(*) FROM events WHERE topic = 'calls' AND kind = $1 AND payload->>'call_id' = $2`, kind, res.CallID); n != 1 {
+			t.Errorf("%s events: got %d, want 1", kind, n)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM mcp_tools WHERE id = $1 AND last_used IS NOT NULL`, res.ToolID); n != 1 {
+		t.Errorf("last_used not set")
+	}
+	if rt := e.r.RuntimeOf(res.ToolID); rt.State != router.StateCompleted || rt.Active != 0 {
+		t.Errorf("runtime: got %+v, want completed with nothing active", rt)
+	}
+}
+
+// Names resolve by id, qualified name, unique bare name and dotted operation (seed 001).
+func TestResolution(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := e.server("one", true, "echo")
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "files", Description: "Consolidated file operations for the tests.", Reply: "files ran",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"operation":{"type":"string","enum":["read","list"],"description":"what to do"},"path":{"type":"string","description":"a path"}},"required":["operation"]}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
+	e.enable("one__files")
+	e.server("two", true, "echo")
+	echo := e.tool("one__echo")
+	for _, tc := range []struct {
+		name, tool, args, want, code string
+	}{
+		{"id", echo.ID, `{"message":"a"}`, "Echo: a", ""},
+		{"qualified", "one__echo", `{"message":"b"}`, "Echo: b", ""},
+		{"bare and unique", "files", `{"operation":"read"}`, "files ran", ""},
+		{"dotted qualified", "one__files.list", `{}`, "files ran", ""},
+		{"dotted bare", "files.read", `{"path":"x"}`, "files ran", ""},
+		{"dotted with an operation given keeps it", "files.read", `{"operation":"list"}`, "files ran", ""},
+		{"dotted unknown operation", "files.delete", `{}`, "", router.CodeInvalidArguments},
+		{"bare on two servers", "echo", `{"message":"c"}`, "", router.CodeToolNotFound},
+		{"unknown", "one__nope", `{}`, "", router.CodeToolNotFound},
+		{"unknown server", "three__echo", `{}`, "", router.CodeToolNotFound},
+		{"empty", " ", `{}`, "", router.CodeToolNotFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := e.call(tc.tool, tc.args)
+			if got := codeOf(err); got != tc.code {
+				t.Fatalf("got code %q (%v), want %q", got, err, tc.code)
+			}
+			if tc.code == "" && router.TextOf(res.Content) != tc.want {
+				t.Fatalf("got %q, want %q", router.TextOf(res.Content), tc.want)
+			}
+		})
+	}
+	_, err := e.call("echo", `{}`)
+	if !strings.Contains(err.Error(), "one__echo") || !strings.Contains(err.Error(), "two__echo") {
+		t.Errorf("ambiguous: got %v, want both qualified names offered", err)
+	}
+}
+
+// Every bad parameter is reported at once, each with its kind (seed 001 stages).
+func TestValidationReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := e.server("v", true)
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "typed", Description: "A tool with typed parameters for the tests.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{
+			"a":{"type":"string","description":"required text"},
+			"n":{"type":"integer","minimum":1,"description":"a count"},
+			"mode":{"type":"string","enum":["fast","slow"],"description":"how"}},
+			"required":["a"],"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
+	e.enable("v__typed")
+	_, err := e.call("v__typed", `{"n":"x","mode":"zzz","extra":1}`)
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeInvalidArguments || re.Status() != 400 {
+		t.Fatalf("got %v, want invalid_arguments (400)", err)
+	}
+	fields, _ := re.Details.([]verr.Field)
+	kinds := map[string]string{}
+	for _, f := range fields {
+		kinds[f.Field] = f.Kind
+	}
+	for path, kind := range map[string]string{"/a": verr.KindMissing, "/n": verr.KindType, "/mode": verr.KindValue} {
+		if kinds[path] != kind {
+			t.Errorf("%s: got kind %q, want %q (all: %+v)", path, kinds[path], kind, fields)
+		}
+	}
+	if !strings.Contains(re.Message, "a is required") || !strings.Contains(re.Message, "mode") {
+		t.Errorf("message: got %q, want every parameter named", re.Message)
+	}
+	for _, bad := range []string{`[1]`, `"x"`, `{"a":`} {
+		if _, err := e.call("v__typed", bad); codeOf(err) != router.CodeInvalidArguments {
+			t.Errorf("arguments %s: got %v, want invalid_arguments", bad, err)
+		}
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE error_code = 'invalid_arguments'`); n != 1 {
+		t.Errorf("refused calls logged: got %d, want 1 (bad JSON never reaches a tool)", n)
+	}
+}
+
+// Configured defaults fill gaps; fixed values win and cannot be contradicted.
+func TestConfiguredValuesAreMerged(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("c", true, "echo")
+	tg := e.tool("c__echo")
+	if _, err := e.tools.Update(e.ctx, admin, tg.ID, tools.Patch{Params: map[string]tools.ParamInput{
+		"message": {Mode: tools.ModeDefault, Value: json.RawMessage(`"from config"`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		res, err := e.call("c__echo", `{}`)
+		return err == nil && router.TextOf(res.Content) == "Echo: from config"
+	}, "the default never reached the router")
+	if res, err := e.call("c__echo", `{"message":"mine"}`); err != nil || router.TextOf(res.Content) != "Echo: mine" {
+		t.Fatalf("caller's value: got %v %v, want Echo: mine", res, err)
+	}
+	if _, err := e.tools.Update(e.ctx, admin, tg.ID, tools.Patch{Params: map[string]tools.ParamInput{
+		"message": {Mode: tools.ModeFixed, Value: json.RawMessage(`"pinned"`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		_, err := e.call("c__echo", `{"message":"mine"}`)
+		return codeOf(err) == router.CodeInvalidArguments
+	}, "a contradicted fixed value was not refused")
+	if res, err := e.call("c__echo", `{}`); err != nil || router.TextOf(res.Content) != "Echo: pinned" {
+		t.Fatalf("fixed: got %v %v, want Echo: pinned", res, err)
+	}
+}
+
+// Risk decides: LOW runs, MEDIUM needs a confirm, HIGH the exact phrase; the API is
+// pointed to executions (DESIGN §5).
+func TestRiskNeedsApproval(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("trusted", true, "echo", "write-note")
+	e.server("untrusted", false, "echo")
+	call := func(tool, source string, ap router.Approval) error {
+		args := `{"message":"x"}`
+		if strings.HasSuffix(tool, "write-note") {
+			args = `{"text":"x"}`
+		}
+		_, err := e.r.Call(e.ctx, router.Call{Tool: tool, Arguments: json.RawMessage(args), Actor: admin,
+			Role: auth.RoleAdmin, Source: source, Approval: ap})
+		return err
+	}
+	for _, tc := range []struct {
+		name, tool, source string
+		ap                 router.Approval
+		code, needs        string
+	}{
+		{"low runs", "trusted__echo", router.SourceAPI, router.Approval{}, "", ""},
+		{"medium unconfirmed", "untrusted__echo", router.SourceTestPanel, router.Approval{}, router.CodeApprovalRequired, "confirm"},
+		{"medium confirmed", "untrusted__echo", router.SourceTestPanel, router.Approval{Confirmed: true}, "", ""},
+		{"medium from the API", "untrusted__echo", router.SourceAPI, router.Approval{Confirmed: true}, router.CodeApprovalRequired, "confirm"},
+		{"high confirmed is not enough", "trusted__write-note", router.SourceTestPanel, router.Approval{Confirmed: true}, router.CodeApprovalRequired, "phrase"},
+		{"high wrong phrase", "trusted__write-note", router.SourceTestPanel, router.Approval{Phrase: "trusted__write-not"}, router.CodeApprovalRequired, "phrase"},
+		{"high phrase", "trusted__write-note", router.SourceTestPanel, router.Approval{Phrase: "trusted__write-note"}, "", ""},
+		{"high from the API", "trusted__write-note", router.SourceAPI, router.Approval{}, router.CodeApprovalRequired, "phrase"},
+		{"step of an approved execution", "trusted__write-note", router.SourceExecution, router.Approval{Execution: "e1"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := call(tc.tool, tc.source, tc.ap)
+			if got := codeOf(err); got != tc.code {
+				t.Fatalf("got %q (%v), want %q", got, err, tc.code)
+			}
+			if tc.code == "" {
+				return
+			}
+			var re *router.Error
+			errors.As(err, &re)
+			need := re.Details.(router.ApprovalNeeded)
+			if need.Needs != tc.needs || re.Status() != 403 {
+				t.Fatalf("got needs %q status %d, want %q 403", need.Needs, re.Status(), tc.needs)
+			}
+			if tc.source == router.SourceAPI && (need.Executions != "/api/v1/executions" || !strings.Contains(re.Message, "/api/v1/executions")) {
+				t.Fatalf("API refusal does not point to executions: %+v", re)
+			}
+		})
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.refused' AND payload->>'code' = 'approval_required'`); n != 5 {
+		t.Errorf("audited refusals: got %d, want 5", n)
+	}
+}
+
+// Roles and per-user permissions decide who may call; the snapshot follows changes.
+func TestPermissions(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("p", true, "echo")
+	for _, u := range []struct {
+		name string
+		role auth.Role
+	}{{"ursula", auth.RoleToolUser}, {"gus", auth.RoleGuest}} {
+		if _, _, err := e.auth.CreateUser(e.ctx, audit.System, auth.NewUser{Username: u.name, Role: u.role, Password: "correct horse battery"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	userOf := func(name string) (audit.Actor, auth.Role) {
+		u, err := e.auth.GetUserByName(e.ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Username}, u.Role
+	}
+	as := func(name string) string {
+		a, role := userOf(name)
+		_, err := e.r.Call(e.ctx, router.Call{Tool: "p__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: a, Role: role, Source: router.SourceAPI})
+		return codeOf(err)
+	}
+	if got := as("ursula"); got != "" {
+		t.Fatalf("tool user: got %q, want allowed", got)
+	}
+	if got := as("gus"); got != router.CodeForbidden {
+		t.Fatalf("guest: got %q, want forbidden", got)
+	}
+	no, yes := false, true
+	if err := e.tools.SetPermission(e.ctx, admin, e.tool("p__echo").ID, "ursula", &no); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.tools.SetPermission(e.ctx, admin, e.tool("p__echo").ID, "gus", &yes); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return as("ursula") == router.CodeForbidden && as("gus") == "" },
+		"per-user permissions never took effect")
+	if err := e.tools.SetPermission(e.ctx, admin, e.tool("p__echo").ID, "nobody", &yes); err == nil {
+		t.Fatal("a permission for an unknown user was accepted")
+	}
+}
+
+// Only enabled tools run, except that a test may run any validated tool.
+func TestDisabledTools(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("d", true)
+	e.tool("d__echo")
+	if _, err := e.call("d__echo", `{"message":"x"}`); codeOf(err) != router.CodeToolDisabled {
+		t.Fatalf("validated tool: got %v, want tool_disabled", err)
+	}
+	res, err := e.r.Call(e.ctx, router.Call{Tool: "d__echo", Arguments: json.RawMessage(`{"message":"t"}`), Actor: admin,
+		Role: auth.RoleAdmin, Source: router.SourceTestPanel, Test: true})
+	if err != nil || router.TextOf(res.Content) != "Echo: t" {
+		t.Fatalf("test run of a validated tool: got %v %v", res, err)
+	}
+}
+
+// Rate limits per user and per tool answer with how long to wait.
+func TestRateLimits(t *testing.T) {
+	t.Parallel()
+	e := start(t, &router.Options{UserRate: 60}) // a burst of 6
+	e.server("r", true, "echo", "add")
+	var limited *router.Error
+	for i := range 10 {
+		_, err := e.call("r__echo", `{"message":"x"}`)
+		if errors.As(err, &limited) {
+			if i != 6 {
+				t.Fatalf("limited at call %d, want 7th", i+1)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if limited == nil || limited.Code != router.CodeRateLimited || limited.Status() != 429 || limited.RetryAfter <= 0 {
+		t.Fatalf("got %+v, want rate_limited 429 with a wait", limited)
+	}
+	// Another user is not limited by the first one's calls.
+	other := audit.Actor{Kind: audit.ActorUser, Name: "other"}
+	if _, err := e.r.Call(e.ctx, router.Call{Tool: "r__add", Arguments: json.RawMessage(`{"a":1,"b":2}`), Actor: other, Role: auth.RoleAdmin}); err != nil {
+		t.Fatalf("another user: %v", err)
+	}
+	// A tool's own limit applies across callers.
+	if _, err := e.pool.Exec(e.ctx, `UPDATE mcp_tools SET rate_limit = 10 WHERE name = 'add'`); err != nil {
+		t.Fatal(err)
+	}
+	e.r.Forget()
+	var toolLimited error
+	for i := range 5 {
+		a := audit.Actor{Kind: audit.ActorUser, Name: "u" + string(rune('a'+i))}
+		if _, err := e.r.Call(e.ctx, router.Call{Tool: "r__add", Arguments: json.RawMessage(`{"a":1,"b":2}`), Actor: a, Role: auth.RoleAdmin}); err != nil {
+			toolLimited = err
+			break
+		}
+	}
+	if codeOf(toolLimited) != router.CodeRateLimited || !strings.Contains(toolLimited.Error(), "r__add has made too many calls") {
+		t.Fatalf("tool limit: got %v, want rate_limited naming the tool", toolLimited)
+	}
+}
+
+// A call past the tool's timeout fails with timeout, and nothing stays stuck.
+func TestTimeout(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("tm", true, "sleep", "echo")
+	tg := e.tool("tm__sleep")
+	timeout := 200
+	if _, err := e.tools.Update(e.ctx, admin, tg.ID, tools.Patch{TimeoutMS: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		_, err := e.call("tm__sleep", `{"ms":3000}`)
+		return codeOf(err) == router.CodeTimeout
+	}, "the call never timed out")
+	var re *router.Error
+	_, err := e.call("tm__sleep", `{"ms":3000}`)
+	if !errors.As(err, &re) || re.Status() != 504 {
+		t.Fatalf("got %v, want 504", err)
+	}
+	if rt := e.r.RuntimeOf(tg.ID); rt.Active != 0 || rt.State != router.StateError {
+		t.Fatalf("runtime after timeout: got %+v, want error with nothing active", rt)
+	}
+	if res, err := e.call("tm__echo", `{"message":"still here"}`); err != nil || res.IsError {
+		t.Fatalf("after a timeout: %v %v", res, err)
+	}
+}
+
+// A caller that goes away cancels the call upstream.
+func TestCancelledCall(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("cx", true, "sleep")
+	ctx, cancel := context.WithCancel(e.ctx)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	began := time.Now()
+	_, err := e.r.Call(ctx, router.Call{Tool: "cx__sleep", Arguments: json.RawMessage(`{"ms":10000}`), Actor: admin, Role: auth.RoleAdmin})
+	if codeOf(err) != router.CodeCancelled {
+		t.Fatalf("got %v, want cancelled", err)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Fatalf("the cancelled call took %s", d)
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE error_code = 'cancelled'`); n != 1 {
+		t.Errorf("cancelled calls logged: got %d, want 1", n)
+	}
+}
+
+// Progress notifications reach the caller and the call's events.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("pg", true, "sleep")
+	var mu sync.Mutex
+	var got []router.Progress
+	res, err := e.r.Call(e.ctx, router.Call{Tool: "pg__sleep", Arguments: json.RawMessage(`{"ms":1000}`), Actor: admin, Role: auth.RoleAdmin,
+		Progress: func(p router.Progress) { mu.Lock(); got = append(got, p); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The last notification may race the result (the SDK handles them concurrently),
+	// and one that arrives after the call returned is dropped, not delivered late.
+	if len(got) < 4 || got[0].Message != "slept 1 of 5" || got[0].Total != 5 {
+		t.Fatalf("progress: got %+v, want at least 4 of 5 steps", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Progress != got[i-1].Progress+1 {
+			t.Fatalf("progress out of order: %+v", got)
+		}
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'tool.output' AND payload->>'call_id' = $1`, res.CallID); n < 3 {
+		t.Errorf("tool.output events: got %d, want one per step (throttled to 10/s)", n)
+	}
+}
+
+// Structured content comes back with the result.
+func TestStructuredContent(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("sc", true, "add")
+	res, err := e.call("sc__add", `{"a":2,"b":3}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Sum float64 }
+	if err := json.Unmarshal(res.StructuredContent, &out); err != nil || out.Sum != 5 {
+		t.Fatalf("structured: got %s, want sum 5", res.StructuredContent)
+	}
+}
+
+// A server that dies mid-call gives a clear upstream error, and the tool is usable again
+// once the server is back.
+func TestUpstreamCrashMidCall(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := e.server("crash", true, "sleep", "echo")
+	time.AfterFunc(300*time.Millisecond, hs.Stop)
+	_, err := e.call("crash__sleep", `{"ms":10000}`)
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeUpstream || re.Status() != 502 || !strings.Contains(re.Message, "crash") {
+		t.Fatalf("got %v, want upstream_error 502 naming the server", err)
+	}
+	if rt := e.r.RuntimeOf(e.tool("crash__sleep").ID); rt.Active != 0 {
+		t.Fatalf("runtime: got %+v, want nothing active", rt)
+	}
+	hs.Restart()
+	waitFor(t, 30*time.Second, func() bool {
+		res, err := e.call("crash__echo", `{"message":"back"}`)
+		return err == nil && router.TextOf(res.Content) == "Echo: back"
+	}, "the tool never worked again after the server came back")
+}
+
+// Concurrent calls share transactions but each has its own audit row, and the chain holds.
+func TestConcurrentCallsKeepTheAuditChain(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("cc", true, "echo")
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := audit.Actor{Kind: audit.ActorUser, Name: "caller" + string(rune('A'+i%26)) + string(rune('a'+i/26))}
+			_, err := e.r.Call(e.ctx, router.Call{Tool: "cc__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: a, Role: auth.RoleAdmin})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call'`); n != 64 {
+		t.Fatalf("audit rows: got %d, want 64", n)
+	}
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs`); n != 64 {
+		t.Fatalf("usage rows: got %d, want 64", n)
+	}
+	res, err := audit.Verify(e.ctx, e.pool)
+	if err != nil || !res.OK() {
+		t.Fatalf("audit chain: %+v %v", res, err)
+	}
+}

@@ -1,0 +1,211 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/usage"
+)
+
+// callRecord writes what happens to one call: its audit row and events, its usage row
+// and its runtime state.
+type callRecord struct {
+	r        *Router
+	c        Call
+	id       string
+	e        *entry
+	args     json.RawMessage // the caller's arguments, before configured values (which may be secret)
+	start    time.Time
+	attempts int
+	running  bool
+
+	pmu          sync.Mutex
+	lastProgress time.Time
+}
+
+// refusedAudited are the refusals worth an audit row: someone tried to do what they may not.
+var refusedAudited = map[string]bool{CodeForbidden: true, CodeToolDisabled: true, CodeApprovalRequired: true}
+
+func (cr *callRecord) base() map[string]any {
+	m := map[string]any{"call_id": cr.id, "tool_id": cr.e.t.ID, "tool": cr.e.t.QualifiedName(), "source": cr.c.Source,
+		"actor": cr.c.Actor.Name, "risk": cr.e.risk.Level}
+	if cr.c.ConversationID != "" {
+		m["conversation_id"] = cr.c.ConversationID
+	}
+	return m
+}
+
+func (cr *callRecord) drafts(kind string, payload map[string]any) []events.Draft {
+	ds := []events.Draft{{Topic: Topic, Kind: kind, Payload: payload}}
+	if cr.c.Topic != "" && cr.c.Topic != Topic {
+		ds = append(ds, events.Draft{Topic: cr.c.Topic, Kind: kind, Payload: payload})
+	}
+	return ds
+}
+
+func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
+	p := cr.base()
+	delete(p, "tool")
+	delete(p, "tool_id")
+	delete(p, "actor")
+	p["arguments"] = redacted(cr.args)
+	if len(cr.e.configured) > 0 {
+		p["configured"] = cr.e.configured
+	}
+	for k, v := range extra {
+		p[k] = v
+	}
+	return audit.Entry{Actor: cr.c.Actor, Action: action, TargetType: "tool", TargetID: cr.e.t.ID,
+		TargetName: cr.e.t.QualifiedName(), Payload: p}
+}
+
+func redacted(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	out, _ := usage.Cap(usage.Redact(raw), usage.MaxJSONBytes)
+	return out
+}
+
+func (cr *callRecord) usageEntry(success bool, code string, response, errJSON json.RawMessage, ran bool) usage.Entry {
+	u := usage.Entry{ToolID: cr.e.t.ID, UserID: cr.c.Actor.ID, Actor: cr.c.Actor.Name, Source: cr.c.Source,
+		UsedAt: cr.start, Success: success, ErrorCode: code, Request: redacted(cr.args), Response: response, Error: errJSON}
+	if ran {
+		d := ms(time.Since(cr.start))
+		u.DurationMS = &d
+	}
+	meta := map[string]any{"call_id": cr.id}
+	if cr.attempts > 1 {
+		meta["attempts"] = cr.attempts
+	}
+	if cr.c.ConversationID != "" {
+		meta["conversation_id"] = cr.c.ConversationID
+	}
+	u.Metadata, _ = json.Marshal(meta)
+	return u
+}
+
+func approvalOf(c Call, e *entry) string {
+	switch {
+	case c.Approval.Execution != "":
+		return "execution:" + c.Approval.Execution
+	case e.risk.Level == "low":
+		return "policy"
+	case c.Approval.Phrase != "":
+		return "phrase"
+	}
+	return "confirmed"
+}
+
+// refused records a call the router turned away and returns err carrying the call id.
+func (cr *callRecord) refused(ctx context.Context, err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	e.CallID = cr.id
+	if e.Code == CodeRateLimited {
+		return err // a flood of refusals must not become a flood of writes
+	}
+	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
+	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, false)}}
+	if refusedAudited[e.Code] {
+		j.audits = []audit.Entry{cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": e.Message})}
+	}
+	_ = cr.r.rec.submit(ctx, j, false)
+	return err
+}
+
+// started makes the call's audit row durable and announces it; only then may it run.
+func (cr *callRecord) started(ctx context.Context) error {
+	rt := cr.r.setRuntime(cr.e.t.ID, StateExecuting, 1, "", 0)
+	p := cr.base()
+	p["runtime"] = rt
+	j := &job{audits: []audit.Entry{cr.entry("tool.call", map[string]any{"approval": approvalOf(cr.c, cr.e)})},
+		drafts: cr.drafts("tool.started", p)}
+	if err := cr.r.rec.submit(ctx, j, true); err != nil {
+		cr.r.setRuntime(cr.e.t.ID, StateError, -1, "could not be recorded", 0)
+		if ctx.Err() != nil {
+			return &Error{Code: CodeCancelled, Message: "the caller cancelled the call", CallID: cr.id}
+		}
+		cr.r.log.Error("router: audit row not written; call refused", "tool", cr.e.t.QualifiedName(), "err", err)
+		return &Error{Code: CodeUnavailable, CallID: cr.id,
+			Message: "the call was not run because its audit record could not be written; try again shortly"}
+	}
+	cr.running = true
+	return nil
+}
+
+// progress announces a progress notification (at most ten a second per call).
+func (cr *callRecord) progress(p Progress) {
+	cr.pmu.Lock()
+	now := time.Now()
+	final := p.Total > 0 && p.Progress >= p.Total
+	if !final && now.Sub(cr.lastProgress) < 100*time.Millisecond {
+		cr.pmu.Unlock()
+		return
+	}
+	cr.lastProgress = now
+	cr.pmu.Unlock()
+	payload := cr.base()
+	payload["progress"] = p
+	_ = cr.r.rec.submit(context.Background(), &job{drafts: cr.drafts("tool.output", payload)}, false)
+}
+
+func (cr *callRecord) touch() []string {
+	r := cr.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if time.Since(r.touched[cr.e.t.ID]) < time.Minute {
+		return nil
+	}
+	r.touched[cr.e.t.ID] = time.Now()
+	return []string{cr.e.t.ID}
+}
+
+// failed records a call that ran (or tried to) and did not complete.
+func (cr *callRecord) failed(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{Code: CodeUpstream, Message: err.Error(), Ran: true}
+	}
+	e.CallID = cr.id
+	d := ms(time.Since(cr.start))
+	rt := cr.r.setRuntime(cr.e.t.ID, StateError, -1, e.Message, d)
+	p := cr.base()
+	p["code"], p["message"], p["duration_ms"], p["runtime"] = e.Code, e.Message, d, rt
+	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
+	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, true)},
+		drafts: cr.drafts("tool.failed", p), touch: cr.touch(), at: time.Now()}, false)
+	return e
+}
+
+// completed records a call that returned a result (an error result too).
+func (cr *callRecord) completed(res *Result) {
+	state := StateCompleted
+	if res.IsError {
+		state = StateError
+	}
+	rt := cr.r.setRuntime(cr.e.t.ID, state, -1, TextOf(res.Content), res.DurationMS)
+	p := cr.base()
+	p["is_error"], p["duration_ms"], p["runtime"], p["attempts"] = res.IsError, res.DurationMS, rt, res.Attempts
+	if s := TextOf(res.Content); s != "" {
+		if r := []rune(s); len(r) > 200 {
+			s = string(r[:200]) + "…"
+		}
+		p["summary"] = s
+	}
+	resp, _ := json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent})
+	resp, _ = usage.Cap(resp, usage.MaxJSONBytes)
+	code := ""
+	if res.IsError {
+		code = "tool_error"
+	}
+	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, true)},
+		drafts: cr.drafts("tool.completed", p), touch: cr.touch(), at: time.Now()}, false)
+}

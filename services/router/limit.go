@@ -1,0 +1,64 @@
+package router
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// perMinute is a limiter of n calls a minute that allows a burst of a tenth of that
+// (at least one), so a quiet caller can make a few calls at once.
+func perMinute(n int) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(float64(n)/60), max(1, n/10))
+}
+
+// limiters keeps one limiter per key (a user), created on first use.
+type limiters struct {
+	perMin int // 0: no limit
+	mu     sync.Mutex
+	m      map[string]*rate.Limiter
+}
+
+func newLimiters(perMin int) *limiters { return &limiters{perMin: perMin, m: map[string]*rate.Limiter{}} }
+
+func (l *limiters) get(key string) *rate.Limiter {
+	if l.perMin <= 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, ok := l.m[key]
+	if !ok {
+		if len(l.m) > 100_000 {
+			l.m = map[string]*rate.Limiter{} // bounded; a forgotten caller starts with a full burst
+		}
+		lim = perMinute(l.perMin)
+		l.m[key] = lim
+	}
+	return lim
+}
+
+// take spends one token from each limiter, or none: when one of them has no token it
+// returns how long until it will, and the tokens of the others are given back.
+func take(now time.Time, lims ...*rate.Limiter) (time.Duration, int) {
+	var rs []*rate.Reservation
+	for i, lim := range lims {
+		if lim == nil {
+			continue
+		}
+		r := lim.ReserveN(now, 1)
+		if d := r.DelayFrom(now); !r.OK() || d > 0 {
+			r.CancelAt(now)
+			for _, prev := range rs {
+				prev.CancelAt(now)
+			}
+			if !r.OK() {
+				d = time.Minute
+			}
+			return d, i
+		}
+		rs = append(rs, r)
+	}
+	return 0, -1
+}

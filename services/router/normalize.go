@@ -1,0 +1,86 @@
+package router
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Content is one item of a normalized result. Field names follow MCP's wire format, so
+// agents read Toolwarden's results as they would a server's.
+type Content struct {
+	Type        string    `json:"type"` // text, image, audio, resource_link, resource
+	Text        string    `json:"text,omitempty"`
+	Data        string    `json:"data,omitempty"` // base64, for image and audio
+	MIMEType    string    `json:"mimeType,omitempty"`
+	URI         string    `json:"uri,omitempty"` // resource_link
+	Name        string    `json:"name,omitempty"`
+	Title       string    `json:"title,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Size        *int64    `json:"size,omitempty"`
+	Resource    *Resource `json:"resource,omitempty"` // resource (embedded)
+}
+
+// Resource is an embedded resource: text or a base64 blob.
+type Resource struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Blob     string `json:"blob,omitempty"`
+}
+
+// normalize turns the SDK's content into Content; a kind Toolwarden does not know is
+// kept as its JSON in a text item rather than dropped.
+func normalize(in []mcp.Content) []Content {
+	out := make([]Content, 0, len(in))
+	for _, c := range in {
+		switch v := c.(type) {
+		case *mcp.TextContent:
+			out = append(out, Content{Type: "text", Text: v.Text})
+		case *mcp.ImageContent:
+			out = append(out, Content{Type: "image", Data: base64.StdEncoding.EncodeToString(v.Data), MIMEType: v.MIMEType})
+		case *mcp.AudioContent:
+			out = append(out, Content{Type: "audio", Data: base64.StdEncoding.EncodeToString(v.Data), MIMEType: v.MIMEType})
+		case *mcp.ResourceLink:
+			out = append(out, Content{Type: "resource_link", URI: v.URI, Name: v.Name, Title: v.Title,
+				Description: v.Description, MIMEType: v.MIMEType, Size: v.Size})
+		case *mcp.EmbeddedResource:
+			item := Content{Type: "resource"}
+			if v.Resource != nil {
+				item.Resource = &Resource{URI: v.Resource.URI, MIMEType: v.Resource.MIMEType, Text: v.Resource.Text}
+				if len(v.Resource.Blob) > 0 {
+					item.Resource.Blob = base64.StdEncoding.EncodeToString(v.Resource.Blob)
+				}
+			}
+			out = append(out, item)
+		default:
+			raw, err := json.Marshal(c)
+			if err != nil {
+				raw = []byte(fmt.Sprintf("%q", fmt.Sprint(c)))
+			}
+			out = append(out, Content{Type: "text", Text: string(raw)})
+		}
+	}
+	return out
+}
+
+// TextOf joins the text items of a result, for summaries and test expectations.
+func TextOf(cs []Content) string {
+	var s string
+	for _, c := range cs {
+		text := c.Text
+		if c.Type == "resource" && c.Resource != nil {
+			text = c.Resource.Text
+		}
+		if text == "" {
+			continue
+		}
+		if s != "" {
+			s += "\n"
+		}
+		s += text
+	}
+	return s
+}

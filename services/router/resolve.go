@@ -1,0 +1,254 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/time/rate"
+
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// entry is everything a call needs about one tool, built once and kept until an event
+// says the tool, its server or its configuration changed.
+type entry struct {
+	t         tools.Target
+	input     *jsonschema.Schema
+	inputErr  error // the input schema does not compile: the tool cannot be called
+	output    *jsonschema.Schema
+	resolved  tools.Resolved
+	risk      risk.Decision
+	retry     bool          // safe to call again after a transport failure
+	limiter   *rate.Limiter // the tool's own rate (nil: none)
+	configured []string     // parameters the configuration sets, for the logs
+}
+
+// resolution is a name resolved to a tool, plus the operation a dotted name implies.
+type resolution struct {
+	e         *entry
+	operation string
+}
+
+// cache is the in-memory snapshot of resolved names and compiled schemas. Events that
+// change tools, servers or permissions clear it; a load that started before a clear
+// is not stored (gen), so a stale read cannot outlive the event that made it stale.
+type cache struct {
+	enabled bool
+
+	mu    sync.RWMutex
+	gen   uint64
+	refs  map[string]resolution
+	perms map[string]map[string]bool // user id → tool id → may use
+
+	smu     sync.Mutex
+	schemas map[string]*compiled // definition hash + side → compiled schema
+}
+
+type compiled struct {
+	s   *jsonschema.Schema
+	err error
+}
+
+func newCache(enabled bool) *cache {
+	return &cache{enabled: enabled, refs: map[string]resolution{}, perms: map[string]map[string]bool{}, schemas: map[string]*compiled{}}
+}
+
+func (c *cache) clear() {
+	c.mu.Lock()
+	c.gen++
+	c.refs = map[string]resolution{}
+	c.perms = map[string]map[string]bool{}
+	c.mu.Unlock()
+}
+
+func (c *cache) lookup(ref string) (resolution, uint64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	r, ok := c.refs[ref]
+	return r, c.gen, ok && c.enabled
+}
+
+func (c *cache) store(gen uint64, ref string, r resolution) {
+	if !c.enabled {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == gen {
+		c.refs[ref] = r
+	}
+}
+
+// schema compiles raw once per definition hash and side.
+func (c *cache) schema(hash, side string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	key := hash + "/" + side
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if got, ok := c.schemas[key]; ok {
+		return got.s, got.err
+	}
+	if len(c.schemas) > 50_000 {
+		c.schemas = map[string]*compiled{} // bounded: old versions fall out
+	}
+	s, err := schema.CompileSchema(raw)
+	c.schemas[key] = &compiled{s: s, err: err}
+	return s, err
+}
+
+// resolve finds the tool a call names: a tool id, a qualified name ("server__tool"), a
+// bare tool name that only one server has, or any of those with a dotted operation
+// ("file_operations.read_file" is file_operations with operation "read_file", seed 001).
+func (r *Router) resolve(ctx context.Context, ref string) (resolution, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return resolution{}, fail(CodeToolNotFound, "name the tool to call (\"server__tool\" or its id)")
+	}
+	res, gen, ok := r.cache.lookup(ref)
+	if ok {
+		return res, nil
+	}
+	res, err := r.load(ctx, ref)
+	if err != nil {
+		return resolution{}, err
+	}
+	r.cache.store(gen, ref, res)
+	return res, nil
+}
+
+func (r *Router) load(ctx context.Context, ref string) (resolution, error) {
+	t, err := r.find(ctx, ref)
+	if err == nil {
+		e, err := r.build(t)
+		return resolution{e: e}, err
+	}
+	var notFound *Error
+	if !errors.As(err, &notFound) || notFound.Code != CodeToolNotFound {
+		return resolution{}, err
+	}
+	// Dotted: the part before the first dot (after any server prefix) is the tool.
+	server, name, qualified := strings.Cut(ref, "__")
+	if !qualified {
+		server, name = "", ref
+	}
+	base, op, dotted := strings.Cut(name, ".")
+	if !dotted || base == "" || op == "" {
+		return resolution{}, err
+	}
+	if qualified {
+		base = server + "__" + base
+	}
+	t, berr := r.find(ctx, base)
+	if berr != nil {
+		return resolution{}, err // report the name as given
+	}
+	e, berr := r.build(t)
+	return resolution{e: e, operation: op}, berr
+}
+
+func (r *Router) find(ctx context.Context, ref string) (tools.Target, error) {
+	t, err := r.tools.Target(ctx, ref)
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, tools.ErrNotFound) {
+		return tools.Target{}, err
+	}
+	if strings.Contains(ref, "__") {
+		return tools.Target{}, fail(CodeToolNotFound, "there is no tool %q", ref)
+	}
+	ts, err := r.tools.TargetsNamed(ctx, ref)
+	if err != nil {
+		return tools.Target{}, err
+	}
+	switch len(ts) {
+	case 0:
+		return tools.Target{}, fail(CodeToolNotFound, "there is no tool %q; use its qualified name (\"server__tool\")", ref)
+	case 1:
+		return ts[0], nil
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.QualifiedName()
+	}
+	return tools.Target{}, fail(CodeToolNotFound, "%q is a tool of several servers; call one of %s", ref, strings.Join(names, ", "))
+}
+
+func (r *Router) build(t tools.Target) (*entry, error) {
+	e := &entry{t: t, risk: t.Risk(), retry: retryable(t.Annotations, t.ServerTrusted)}
+	e.input, e.inputErr = r.cache.schema(t.DefinitionHash, "in", t.InputSchema)
+	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
+		// An output schema that does not compile is reported by validation; calls then
+		// go without the output check rather than not at all.
+		e.output, _ = r.cache.schema(t.DefinitionHash, "out", t.OutputSchema)
+	}
+	cfg := t.Configuration()
+	res, err := r.tools.Resolve(t.ID, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("router: configuration of %s: %w", t.QualifiedName(), err)
+	}
+	e.resolved = res
+	for name := range cfg.Params {
+		e.configured = append(e.configured, name)
+	}
+	if t.RateLimit != nil {
+		e.limiter = perMinute(*t.RateLimit)
+	}
+	return e, nil
+}
+
+// retryable: only a call that cannot change anything may be sent twice — a read-only
+// tool, or an idempotent one that says it is not destructive — and only when the server
+// is trusted to tell the truth about that (DESIGN §5).
+func retryable(annotations json.RawMessage, trusted bool) bool {
+	if !trusted {
+		return false
+	}
+	var a struct {
+		ReadOnly    *bool `json:"readOnlyHint"`
+		Destructive *bool `json:"destructiveHint"`
+		Idempotent  *bool `json:"idempotentHint"`
+	}
+	if json.Unmarshal(annotations, &a) != nil {
+		return false
+	}
+	if a.ReadOnly != nil && *a.ReadOnly {
+		return true
+	}
+	return a.Idempotent != nil && *a.Idempotent && a.Destructive != nil && !*a.Destructive
+}
+
+// mayUse reports whether user userID with the role's answer roleCan may call tool id,
+// after the user's per-tool permission rows.
+func (r *Router) mayUse(ctx context.Context, userID, toolID string, roleCan bool) (bool, error) {
+	if userID == "" {
+		return roleCan, nil
+	}
+	r.cache.mu.RLock()
+	perms, ok := r.cache.perms[userID]
+	gen := r.cache.gen
+	r.cache.mu.RUnlock()
+	if !ok || !r.cache.enabled {
+		var err error
+		if perms, err = r.tools.UsePermissions(ctx, userID); err != nil {
+			return false, err
+		}
+		if r.cache.enabled {
+			r.cache.mu.Lock()
+			if r.cache.gen == gen {
+				r.cache.perms[userID] = perms
+			}
+			r.cache.mu.Unlock()
+		}
+	}
+	if v, ok := perms[toolID]; ok {
+		return v, nil
+	}
+	return roleCan, nil
+}

@@ -1,0 +1,636 @@
+// Package router is the one path every tool call takes (DESIGN §5): the test panel,
+// the JSON API, plan steps and the gateway all call Router.Call, which resolves the
+// name, checks the tool is enabled and the caller may use it, merges the configured
+// values, validates the arguments against the pinned schema, decides risk, applies
+// rate limits, calls the server with a timeout (retrying only what is safe to repeat,
+// behind a per-server circuit breaker), normalizes the result and records the call.
+//
+// The fast path touches no database except to write: resolved tools and compiled
+// schemas live in memory until an event says they changed, and the audit row, usage
+// row and events of many concurrent calls share one transaction (see recorder).
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Topic is the event topic of calls (tool.started, tool.output, tool.completed, tool.failed).
+const Topic = "calls"
+
+// Where calls come from (usage logs' source).
+const (
+	SourceTestPanel = "test_panel"
+	SourceAPI       = "api"
+	SourceExecution = "execution"
+	SourceGateway   = "gateway"
+)
+
+// Options tunes a Router; zero fields take the defaults shown.
+type Options struct {
+	Logger *slog.Logger
+	// Bus keeps the in-memory snapshot fresh. Without one, every call reads its tool
+	// from the database.
+	Bus *events.Bus
+	// UserRate is how many calls a minute one user (or token's user) may make; the
+	// burst is a tenth of it. Default 1200; negative: no limit.
+	UserRate int
+	// RetryAttempts bounds how often a retryable call is tried. Default 3.
+	RetryAttempts uint
+	// RetryBackoff is the first wait between tries (doubling, with jitter). Default 100 ms.
+	RetryBackoff time.Duration
+	// ConnectWait is how long a call waits for a server that is still connecting. Default 5 s.
+	ConnectWait time.Duration
+	// BreakerFailures consecutive failed calls to one server open its circuit for
+	// BreakerCooldown, during which calls fail at once. Defaults 5 and 30 s.
+	BreakerFailures uint32
+	BreakerCooldown time.Duration
+	// MaxBatch bounds how many calls' records share a transaction. Default 512.
+	MaxBatch int
+}
+
+func (o *Options) withDefaults() Options {
+	out := Options{}
+	if o != nil {
+		out = *o
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.UserRate == 0 {
+		out.UserRate = 1200
+	}
+	if out.RetryAttempts == 0 {
+		out.RetryAttempts = 3
+	}
+	if out.RetryBackoff <= 0 {
+		out.RetryBackoff = 100 * time.Millisecond
+	}
+	if out.ConnectWait <= 0 {
+		out.ConnectWait = 5 * time.Second
+	}
+	if out.BreakerFailures == 0 {
+		out.BreakerFailures = 5
+	}
+	if out.BreakerCooldown <= 0 {
+		out.BreakerCooldown = 30 * time.Second
+	}
+	if out.MaxBatch <= 0 {
+		out.MaxBatch = 512
+	}
+	return out
+}
+
+// Router routes tool calls. Create it with New and start it with Run.
+type Router struct {
+	tools *tools.Service
+	mcp   *mcpclient.Manager
+	opts  Options
+	log   *slog.Logger
+	cache *cache
+	users *limiters
+	rec   *recorder
+
+	breakers sync.Map // server id → *gobreaker.CircuitBreaker[*mcp.CallToolResult]
+
+	mu       sync.Mutex
+	runtime  map[string]*Runtime // tool id → live state
+	touched  map[string]time.Time
+	running  bool
+}
+
+// New returns a router over the tool service and the session manager.
+func New(pool *pgxpool.Pool, ts *tools.Service, m *mcpclient.Manager, opts *Options) *Router {
+	o := opts.withDefaults()
+	return &Router{tools: ts, mcp: m, opts: o, log: o.Logger, cache: newCache(o.Bus != nil), users: newLimiters(max(o.UserRate, 0)),
+		rec: newRecorder(pool, o.Logger, o.MaxBatch), runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
+}
+
+// Run writes call records and follows change events until ctx ends; then it writes
+// what is still queued.
+func (r *Router) Run(ctx context.Context) error {
+	r.mu.Lock()
+	r.running = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.running = false
+		r.mu.Unlock()
+	}()
+	done := make(chan struct{})
+	go func() { r.rec.run(ctx); close(done) }()
+	if r.opts.Bus != nil {
+		r.follow(ctx)
+	}
+	<-done
+	return nil
+}
+
+// follow clears the snapshot on every change that can alter how a call resolves.
+func (r *Router) follow(ctx context.Context) {
+	for ctx.Err() == nil {
+		sub := r.opts.Bus.Subscribe(tools.Topic, registry.ServersTopic)
+		r.cache.clear() // anything may have changed while nobody listened
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				sub.Close()
+				return
+			case ev, ok := <-sub.C:
+				if !ok {
+					break loop // dropped for falling behind: resubscribe and start afresh
+				}
+				switch ev.Kind {
+				case "server.status", "discovery.progress", "discovery.completed", "discovery.failed":
+				default:
+					r.cache.clear()
+				}
+			}
+		}
+	}
+}
+
+// Forget drops the in-memory snapshot, so the next calls read their tools afresh (for
+// changes made behind the services' backs, and tests).
+func (r *Router) Forget() { r.cache.clear() }
+
+// Running reports whether Run has started.
+func (r *Router) Running() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.running
+}
+
+// Flush returns once everything recorded before it is written.
+func (r *Router) Flush(ctx context.Context) error {
+	return r.rec.submit(ctx, &job{}, true)
+}
+
+// Call is one tool call.
+type Call struct {
+	Tool      string          // qualified name, id, bare or dotted name
+	Arguments json.RawMessage // a JSON object (empty: {})
+	Actor     audit.Actor
+	// Role is the caller's role; its tool.use decides unless the user has a
+	// per-tool permission. System callers (Actor.Kind system) need none.
+	Role   auth.Role
+	Source string
+	// Approval is what the caller's person agreed to, for MEDIUM and HIGH tools.
+	Approval Approval
+	// Test lets a tool that is not enabled yet be called (the test panel, for people
+	// who may enable tools): anything validated, never an invalid tool.
+	Test bool
+	// ID names the call (a UUID); empty: the router makes one.
+	ID string
+	// ConversationID groups calls of one agent conversation in the logs.
+	ConversationID string
+	// Topic, when set, also receives the call's events (an execution's topic).
+	Topic string
+	// Progress receives the server's progress notifications.
+	Progress func(Progress)
+}
+
+// Approval is the consent a risky call carries.
+type Approval struct {
+	Confirmed bool   // a person confirmed this call (enough for MEDIUM)
+	Phrase    string // the phrase a person typed (HIGH)
+	Execution string // the call is a step of this approved execution
+}
+
+// Progress is one progress notification of a running call.
+type Progress struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// Result is a completed call. A tool's error result is a Result with IsError.
+type Result struct {
+	CallID            string          `json:"call_id"`
+	ToolID            string          `json:"tool_id"`
+	Tool              string          `json:"tool"`
+	Content           []Content       `json:"content"`
+	StructuredContent json.RawMessage `json:"structured_content,omitempty"`
+	IsError           bool            `json:"is_error"`
+	DurationMS        float64         `json:"duration_ms"`
+	Attempts          int             `json:"attempts"`
+	Risk              risk.Level      `json:"risk"`
+}
+
+// Phrase is what a person types to run a HIGH tool directly: its qualified name.
+func Phrase(qualifiedName string) string { return qualifiedName }
+
+// Runtime is a tool's live state (DESIGN §4): it is never stored, only kept here and
+// sent with call events.
+type Runtime struct {
+	State      string    `json:"state"` // connecting, executing, completed, error
+	Active     int       `json:"active"`
+	Since      time.Time `json:"since"`
+	LastError  string    `json:"last_error,omitempty"`
+	DurationMS float64   `json:"duration_ms,omitempty"`
+}
+
+// The runtime states.
+const (
+	StateConnecting = "connecting"
+	StateExecuting  = "executing"
+	StateCompleted  = "completed"
+	StateError      = "error"
+)
+
+// RuntimeOf returns tool id's live state (zero State when it has not been called since start).
+func (r *Router) RuntimeOf(id string) Runtime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rt := r.runtime[id]; rt != nil {
+		return *rt
+	}
+	return Runtime{}
+}
+
+func (r *Router) setRuntime(id, state string, delta int, errText string, ms float64) Runtime {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rt := r.runtime[id]
+	if rt == nil {
+		rt = &Runtime{}
+		r.runtime[id] = rt
+	}
+	rt.Active += delta
+	if rt.Active > 0 && state != StateConnecting {
+		state = StateExecuting // other calls still run
+	}
+	rt.State, rt.Since = state, time.Now()
+	if state == StateError {
+		rt.LastError = errText
+	}
+	if ms > 0 {
+		rt.DurationMS = ms
+	}
+	return *rt
+}
+
+// Call routes one call. A refused or failed call returns an *Error; a tool's own error
+// result is a Result with IsError set.
+func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
+	start := time.Now()
+	if !r.Running() {
+		return nil, errStopped
+	}
+	callID := c.ID
+	if _, err := uuid.Parse(callID); err != nil || callID == "" {
+		callID = uuid.NewString()
+	}
+	args, err := parseArguments(c.Arguments)
+	if err != nil {
+		return nil, withCall(err, callID)
+	}
+	res, err := r.resolve(ctx, c.Tool)
+	if err != nil {
+		return nil, withCall(err, callID)
+	}
+	e := res.e
+	rec := &callRecord{r: r, c: c, id: callID, e: e, args: c.Arguments, start: start}
+	if res.operation != "" {
+		if _, given := args["operation"]; !given {
+			args["operation"], _ = json.Marshal(res.operation)
+		}
+	}
+	if err := r.admit(ctx, e, c); err != nil {
+		return nil, rec.refused(ctx, err)
+	}
+	merged, err := e.resolved.Merge(args)
+	if err != nil {
+		return nil, rec.refused(ctx, invalid(err))
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return nil, withCall(err, callID)
+	}
+	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
+		return nil, rec.refused(ctx, invalid(err))
+	}
+	if err := approve(e, c); err != nil {
+		return nil, rec.refused(ctx, err)
+	}
+	if wait, which := take(start, r.users.get(userKey(c.Actor)), e.limiter); which >= 0 {
+		who := "you have"
+		if which == 1 {
+			who = e.t.QualifiedName() + " has"
+		}
+		re := fail(CodeRateLimited, "%s made too many calls; try again in %s", who, wait.Round(time.Millisecond))
+		re.RetryAfter = wait
+		return nil, rec.refused(ctx, re)
+	}
+	// The audit row is durable before the server sees the call (DESIGN §8).
+	if err := rec.started(ctx); err != nil {
+		return nil, err
+	}
+	out, attempts, err := r.execute(ctx, e, raw, c.Progress, rec)
+	rec.attempts = attempts
+	if err != nil {
+		return nil, rec.failed(err)
+	}
+	result := &Result{CallID: callID, ToolID: e.t.ID, Tool: e.t.QualifiedName(), Content: normalize(out.Content),
+		IsError: out.IsError, Attempts: attempts, Risk: e.risk.Level}
+	if out.StructuredContent != nil {
+		if result.StructuredContent, err = json.Marshal(out.StructuredContent); err != nil {
+			return nil, rec.failed(fail(CodeUpstream, "the server's structured content is not JSON: %v", err))
+		}
+	}
+	if err := checkOutput(e, out.IsError, result.StructuredContent); err != nil {
+		return nil, rec.failed(err)
+	}
+	result.DurationMS = ms(time.Since(start))
+	rec.completed(result)
+	return result, nil
+}
+
+func parseArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return args, nil
+	}
+	if !strings.HasPrefix(s, "{") {
+		return nil, &Error{Code: CodeInvalidArguments, Message: "arguments must be a JSON object",
+			Details: []verr.Field{{Field: "", Message: "must be a JSON object", Kind: verr.KindType}}}
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, &Error{Code: CodeInvalidArguments, Message: "arguments are not valid JSON: " + err.Error(),
+			Details: []verr.Field{{Field: "", Message: "is not valid JSON", Kind: verr.KindType}}}
+	}
+	return args, nil
+}
+
+func withCall(err error, id string) error {
+	var e *Error
+	if errors.As(err, &e) {
+		e.CallID = id
+	}
+	return err
+}
+
+// invalid turns field errors into invalid_arguments naming every bad parameter.
+func invalid(err error) error {
+	var ve *verr.Error
+	if !errors.As(err, &ve) {
+		return err
+	}
+	parts := make([]string, len(ve.Fields))
+	for i, f := range ve.Fields {
+		where := strings.TrimPrefix(f.Field, "/")
+		if where == "" {
+			where = "arguments"
+		}
+		parts[i] = where + " " + f.Message
+	}
+	return &Error{Code: CodeInvalidArguments, Message: strings.Join(parts, "; "), Details: ve.Fields}
+}
+
+// admit checks the tool may be called now and by this caller.
+func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
+	t := e.t
+	name := t.QualifiedName()
+	switch {
+	case !t.ServerEnabled:
+		return fail(CodeToolDisabled, "%s cannot be called: its server %s is disabled", name, t.Server)
+	case !t.Available:
+		return fail(CodeToolDisabled, "%s cannot be called: its server no longer offers it", name)
+	case t.Status == "enabled":
+	case c.Test && testable(t.Status):
+	case c.Test:
+		return fail(CodeToolDisabled, "%s cannot be tested while it is %s", name, t.Status)
+	default:
+		return fail(CodeToolDisabled, "%s is %s; an administrator must enable it before it can be called", name, t.Status)
+	}
+	if e.inputErr != nil {
+		return fail(CodeToolDisabled, "%s cannot be called: its input schema is not usable (%v)", name, e.inputErr)
+	}
+	if c.Actor.Kind == audit.ActorSystem {
+		return nil
+	}
+	ok, err := r.mayUse(ctx, c.Actor.ID, t.ID, c.Role.Can(auth.PermToolUse))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fail(CodeForbidden, "you may not use %s; ask an administrator for access", name)
+	}
+	return nil
+}
+
+// testable: the states in which the test panel may run a tool (validated and later).
+func testable(status string) bool {
+	switch status {
+	case "validated", "configured", "testing", "verified", "failed", "enabled", "disabled":
+		return true
+	}
+	return false
+}
+
+// approve applies DESIGN §5: LOW runs; MEDIUM needs a confirm; HIGH the typed phrase;
+// a step of an approved execution carries its approval.
+func approve(e *entry, c Call) error {
+	if c.Approval.Execution != "" && c.Source == SourceExecution {
+		return nil
+	}
+	if c.Source == SourceAPI || c.Source == SourceGateway {
+		c.Approval = Approval{} // only a person in a page can confirm a direct call
+	}
+	level := e.risk.Level
+	name := e.t.QualifiedName()
+	need := ApprovalNeeded{Risk: string(level), Why: e.risk.Why}
+	switch level {
+	case risk.Low:
+		return nil
+	case risk.Medium:
+		if c.Approval.Confirmed {
+			return nil
+		}
+		need.Needs = "confirm"
+	default:
+		if c.Approval.Phrase == Phrase(name) {
+			return nil
+		}
+		need.Needs, need.Phrase = "phrase", Phrase(name)
+	}
+	msg := fmt.Sprintf("%s is %s risk (%s)", name, level, e.risk.Why)
+	if c.Source == SourceAPI || c.Source == SourceGateway {
+		need.Executions = "/api/v1/executions"
+		msg += "; submit it as a plan to POST /api/v1/executions, where a person can approve it"
+	} else if need.Needs == "phrase" {
+		if c.Approval.Phrase != "" {
+			msg += fmt.Sprintf("; the phrase typed does not match: type %q exactly", need.Phrase)
+		} else {
+			msg += fmt.Sprintf("; type %q to run it", need.Phrase)
+		}
+	} else {
+		msg += "; confirm to run it"
+	}
+	return &Error{Code: CodeApprovalRequired, Message: msg, Details: need}
+}
+
+func userKey(a audit.Actor) string {
+	switch {
+	case a.ID != "":
+		return "u:" + a.ID
+	case a.Name != "":
+		return "n:" + a.Name
+	}
+	return "ip:" + a.IP
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// execute calls the server with the tool's timeout, waiting for a server that is
+// still connecting, retrying a retryable tool after transport failures, behind the
+// server's circuit breaker.
+func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, onProgress func(Progress), rec *callRecord) (*mcp.CallToolResult, int, error) {
+	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	progress := func(p *mcp.ProgressNotificationParams) {
+		pr := Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}
+		if onProgress != nil {
+			onProgress(pr)
+		}
+		rec.progress(pr)
+	}
+	cb := r.breaker(e.t.ServerID)
+	attempts := 0
+	op := func() (*mcp.CallToolResult, error) {
+		attempts++
+		if err := r.waitConnected(cctx, e); err != nil {
+			return nil, err
+		}
+		res, err := cb.Execute(func() (*mcp.CallToolResult, error) {
+			return r.mcp.CallTool(cctx, e.t.ServerID, e.t.Name, args, progress)
+		})
+		if err == nil {
+			return res, nil
+		}
+		ce := r.classify(cctx, ctx, e, err, timeout)
+		if !e.retry || ce.Code != CodeUpstream || errors.Is(err, gobreaker.ErrOpenState) {
+			return nil, backoff.Permanent(ce)
+		}
+		return nil, ce
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = r.opts.RetryBackoff
+	res, err := backoff.Retry(cctx, op, backoff.WithBackOff(bo), backoff.WithMaxTries(r.opts.RetryAttempts),
+		backoff.WithMaxElapsedTime(timeout))
+	if err != nil {
+		var ce *Error
+		if !errors.As(err, &ce) {
+			ce = r.classify(cctx, ctx, e, err, timeout)
+		}
+		return nil, attempts, ce
+	}
+	return res, attempts, nil
+}
+
+// classify turns a failed call into the caller's error: the caller went away, the
+// tool's timeout passed, or the server failed.
+func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeout time.Duration) *Error {
+	switch {
+	case ctx.Err() != nil:
+		return &Error{Code: CodeCancelled, Message: "the caller cancelled the call", Ran: true}
+	case cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: CodeTimeout, Ran: true, Message: fmt.Sprintf("%s did not answer within %s (its timeout); "+
+			"raise the tool's timeout or ask for less", e.t.QualifiedName(), timeout)}
+	case errors.Is(err, gobreaker.ErrOpenState):
+		return fail(CodeUpstream, "calls to %s are paused after %d failures in a row; they resume within %s",
+			e.t.Server, r.opts.BreakerFailures, r.opts.BreakerCooldown)
+	case errors.Is(err, mcpclient.ErrNotConnected):
+		return fail(CodeUpstream, "server %s is not connected: %s", e.t.Server, strings.TrimPrefix(err.Error(), mcpclient.ErrNotConnected.Error()+": "))
+	}
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "mcpclient: call "+e.t.Name+": ")
+	return &Error{Code: CodeUpstream, Ran: true, Message: fmt.Sprintf("server %s failed the call: %s", e.t.Server, msg)}
+}
+
+// waitConnected waits while the server is connecting (at most ConnectWait).
+func (r *Router) waitConnected(ctx context.Context, e *entry) error {
+	deadline := time.Now().Add(r.opts.ConnectWait)
+	for {
+		if _, err := r.mcp.Session(e.t.ServerID); err == nil {
+			return nil
+		}
+		snap := r.mcp.Snapshot(e.t.ServerID)
+		if snap.Status != registry.StatusConnecting || snap.BreakerOpen || time.Now().After(deadline) {
+			_, err := r.mcp.Session(e.t.ServerID)
+			return err
+		}
+		r.setRuntime(e.t.ID, StateConnecting, 0, "", 0)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Router) breaker(serverID string) *gobreaker.CircuitBreaker[*mcp.CallToolResult] {
+	if cb, ok := r.breakers.Load(serverID); ok {
+		return cb.(*gobreaker.CircuitBreaker[*mcp.CallToolResult])
+	}
+	limit := r.opts.BreakerFailures
+	cb := gobreaker.NewCircuitBreaker[*mcp.CallToolResult](gobreaker.Settings{
+		Name: serverID, Timeout: r.opts.BreakerCooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
+		// A caller that gave up, or a call that timed out, says nothing about the server's health.
+		IsSuccessful: func(err error) bool {
+			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		},
+	})
+	got, _ := r.breakers.LoadOrStore(serverID, cb)
+	return got.(*gobreaker.CircuitBreaker[*mcp.CallToolResult])
+}
+
+// checkOutput validates structured content against the tool's output schema (a tool
+// with an output schema must return conforming structured content, unless its result
+// is an error).
+func checkOutput(e *entry, isError bool, structured json.RawMessage) error {
+	if e.output == nil || isError {
+		return nil
+	}
+	if len(structured) == 0 || string(structured) == "null" {
+		return &Error{Code: CodeUpstream, Ran: true, Message: fmt.Sprintf("%s declares an output schema but returned no structured content", e.t.QualifiedName())}
+	}
+	if err := schema.ValidateArguments(e.output, structured); err != nil {
+		var ve *verr.Error
+		errors.As(err, &ve)
+		out := &Error{Code: CodeUpstream, Ran: true, Message: fmt.Sprintf("%s returned structured content that does not match its output schema: %v",
+			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), "invalid input: "))}
+		if ve != nil {
+			out.Details = ve.Fields
+		}
+		return out
+	}
+	return nil
+}
+

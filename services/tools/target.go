@@ -1,0 +1,164 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Target is what the router needs to call one tool.
+type Target struct {
+	Item
+	ServerEnabled   bool   `db:"server_enabled"`
+	ServerTimeoutMS int    `db:"server_timeout_ms"`
+	RateLimit       *int   `db:"rate_limit"` // calls per minute across callers; nil: none
+	RawConfig       []byte `db:"configuration"`
+}
+
+// Configuration is the target's parameter configuration (secrets still encrypted).
+func (t Target) Configuration() Configuration { return parseConfiguration(t.RawConfig) }
+
+// Timeout is the tool's call timeout in milliseconds: its own setting, else its server's.
+func (t Target) Timeout() int {
+	if t.TimeoutMS != nil {
+		return *t.TimeoutMS
+	}
+	return t.ServerTimeoutMS
+}
+
+const targetSQL = `SELECT ` + itemColumns + `, 0::real AS rank, s.enabled AS server_enabled,
+	s.timeout_ms AS server_timeout_ms, t.rate_limit, t.configuration` + itemFrom
+
+// Target finds a tool by id or by qualified name ("server__tool"); ErrNotFound when
+// there is none.
+func (s *Service) Target(ctx context.Context, ref string) (Target, error) {
+	var ts []Target
+	var err error
+	if id, ok := normalID(ref); ok {
+		ts, err = db.All[Target](ctx, s.pool, "tools: target", `/* tools.Target.id */ `+targetSQL+` WHERE t.id = $1`, id)
+	} else if server, name, ok := strings.Cut(ref, "__"); ok && server != "" && name != "" {
+		ts, err = db.All[Target](ctx, s.pool, "tools: target", `/* tools.Target.name */ `+targetSQL+`
+			WHERE s.name = $1 AND t.name = $2`, server, name)
+	}
+	if err != nil {
+		return Target{}, err
+	}
+	if len(ts) == 0 {
+		return Target{}, ErrNotFound
+	}
+	return ts[0], nil
+}
+
+// TargetsNamed lists the tools called name on any server (a bare name is usable only
+// when exactly one server has it).
+func (s *Service) TargetsNamed(ctx context.Context, name string) ([]Target, error) {
+	return db.All[Target](ctx, s.pool, "tools: targets named", `/* tools.TargetsNamed */ `+targetSQL+`
+		WHERE t.name = $1 ORDER BY s.name LIMIT 10`, name)
+}
+
+// UsePermissions returns the per-tool overrides of user userID's role: tool id → may use.
+func (s *Service) UsePermissions(ctx context.Context, userID string) (map[string]bool, error) {
+	type row struct {
+		ToolID string `db:"tool_id"`
+		CanUse bool   `db:"can_use"`
+	}
+	rows, err := db.All[row](ctx, s.pool, "tools: permissions", `/* tools.UsePermissions */
+		SELECT tool_id, can_use FROM user_tool_permissions WHERE user_id = $1`, userID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		out[r.ToolID] = r.CanUse
+	}
+	return out, nil
+}
+
+// PermissionTopicKind is the event that tells routers a user's tool permissions changed.
+const PermissionTopicKind = "tool.permission"
+
+// Permission is one user's override for one tool.
+type Permission struct {
+	UserID   string `db:"user_id" json:"user_id"`
+	Username string `db:"username" json:"username"`
+	CanUse   bool   `db:"can_use" json:"can_use"`
+}
+
+// Permissions lists the per-user overrides of tool id.
+func (s *Service) Permissions(ctx context.Context, id string) ([]Permission, error) {
+	id, ok := normalID(id)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return db.All[Permission](ctx, s.pool, "tools: permissions of tool", `/* tools.Permissions */
+		SELECT p.user_id, u.username, p.can_use FROM user_tool_permissions p JOIN users u ON u.id = p.user_id
+		WHERE p.tool_id = $1 ORDER BY u.username`, id)
+}
+
+// SetPermission gives (canUse true), takes away (false) or returns to the role's rule
+// (nil) user username's use of tool id; audited, and announced so routers forget what
+// they cached.
+func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, username string, canUse *bool) error {
+	t, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var userID string
+		if err := tx.QueryRow(ctx, `/* tools.SetPermission.user */ SELECT id FROM users WHERE username = $1`, username).Scan(&userID); err != nil {
+			return verr.New("username", fmt.Sprintf("there is no user %q", username))
+		}
+		var n int64
+		if canUse == nil {
+			tag, err := tx.Exec(ctx, `/* tools.SetPermission.delete */
+				DELETE FROM user_tool_permissions WHERE user_id = $1 AND tool_id = $2`, userID, t.ID)
+			if err != nil {
+				return fmt.Errorf("tools: permission: %w", err)
+			}
+			n = tag.RowsAffected()
+		} else {
+			tag, err := tx.Exec(ctx, `/* tools.SetPermission.upsert */
+				INSERT INTO user_tool_permissions (user_id, tool_id, can_use) VALUES ($1, $2, $3)
+				ON CONFLICT (user_id, tool_id) DO UPDATE SET can_use = EXCLUDED.can_use, updated_at = now()
+				WHERE user_tool_permissions.can_use IS DISTINCT FROM EXCLUDED.can_use`, userID, t.ID, *canUse)
+			if err != nil {
+				return fmt.Errorf("tools: permission: %w", err)
+			}
+			n = tag.RowsAffected()
+		}
+		if n == 0 {
+			return nil // nothing changed: nothing to record
+		}
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.permission", TargetType: "tool",
+			TargetID: t.ID, TargetName: t.QualifiedName(), Payload: map[string]any{"user": username, "can_use": canUse}}); err != nil {
+			return err
+		}
+		_, err := events.Publish(ctx, tx, Topic, PermissionTopicKind, map[string]any{"tool_id": t.ID, "user_id": userID})
+		return err
+	})
+}
+
+// Touch sets last_used of the given tools to at. It skips rows another transaction has
+// locked (an enable, a discovery) rather than wait: the router's writes must never queue
+// behind a long change, and a missed touch is corrected by the next call.
+func Touch(ctx context.Context, q db.Querier, ids []string, at time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `/* tools.Touch */
+		UPDATE mcp_tools SET last_used = $2
+		WHERE id IN (SELECT id FROM mcp_tools WHERE id = ANY($1::uuid[]) AND (last_used IS NULL OR last_used < $2)
+		             FOR UPDATE SKIP LOCKED)`, ids, at)
+	if err != nil {
+		return fmt.Errorf("tools: touch: %w", err)
+	}
+	return nil
+}
