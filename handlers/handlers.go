@@ -18,6 +18,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -40,6 +41,8 @@ type Deps struct {
 	MCP      *mcpclient.Manager
 	// Tools manages discovered tools: search, settings, lifecycle actions.
 	Tools *tools.Service
+	// Router is the one path of every tool call.
+	Router *router.Router
 }
 
 // SessionCookie is the name of the session cookie.

@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -40,7 +41,10 @@ func classify(err error) (int, string, string, any) {
 	var ie *toolstate.IllegalError
 	var tce *toolstate.ConflictError
 	var tse *tools.StaleError
+	var re *router.Error
 	switch {
+	case errors.As(err, &re):
+		return re.Status(), re.Code, re.Message, re.Details
 	case errors.As(err, &ve):
 		return http.StatusBadRequest, "invalid_input", ve.Error(), ve.Fields
 	case errors.Is(err, auth.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, tools.ErrNotFound):

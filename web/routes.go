@@ -116,6 +116,8 @@ func (s *Server) routes() []Route {
 		{http.MethodPatch, "/api/v1/categories/:id", auth.PermToolConfigure, categories.APISave},
 		{http.MethodDelete, "/api/v1/categories/:id", auth.PermToolConfigure, categories.APIDelete},
 		{http.MethodPost, "/api/v1/tools/bulk", auth.PermToolView, tools.APIBulk}, // each action checks its own permission
+		// The router decides who may call which tool (role or a per-user permission).
+		{http.MethodPost, "/api/v1/tools/call", auth.PermSignedIn, tools.APICall},
 		{http.MethodGet, "/api/v1/tools/:id", auth.PermToolView, tools.APIGet},
 		{http.MethodPatch, "/api/v1/tools/:id", auth.PermToolConfigure, tools.APIUpdate},
 		{http.MethodPost, "/api/v1/tools/:id/enable", auth.PermToolEnable, tools.APISetEnabled(true)},

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -118,8 +119,17 @@ type config struct {
 	LLMAPIKey     string
 	LogLevel      string
 	SecureCookies bool
+	RateLimit     int  // tool calls a minute per user; negative: none
 	fastDB        bool // tests only: fsync off
 	readyFile     string
+}
+
+// envInt is the integer in environment variable key, or def when it is unset or not a number.
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
+	}
+	return def
 }
 
 func envOr(key, def string) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/web"
 )
@@ -32,6 +33,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&c.LLMURL, "llm-url", envOr("TOOLWARDEN_LLM_URL", ""), "OpenAI-compatible chat completions base URL for the planner (env TOOLWARDEN_LLM_URL)")
 	fs.StringVar(&c.LLMModel, "llm-model", envOr("TOOLWARDEN_LLM_MODEL", ""), "model name for --llm-url (env TOOLWARDEN_LLM_MODEL)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envOr("TOOLWARDEN_SECURE_COOKIES", "") == "1", "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
+	fs.IntVar(&c.RateLimit, "rate-limit", envInt("TOOLWARDEN_RATE_LIMIT", 1200), "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -82,9 +84,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { _ = mcp.Run(mcpCtx); close(mcpDone) }()
 	defer func() { mcpCancel(); <-mcpDone }()
 
+	toolSvc := tools.New(d.Pool, keys, log)
+	rt := router.New(d.Pool, toolSvc, mcp, &router.Options{Logger: log, Bus: bus, UserRate: c.RateLimit})
+	// The router stops before the sessions, writing the records of the last calls.
+	rtCtx, rtCancel := context.WithCancel(ctx)
+	rtDone := make(chan struct{})
+	go func() { _ = rt.Run(rtCtx); close(rtDone) }()
+	defer func() { rtCancel(); <-rtDone }()
+
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
 		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp,
-		Tools: tools.New(d.Pool, keys, log)}
+		Tools: toolSvc, Router: rt}
 	srv := web.New(deps, bus)
 
 	if d.Cluster != nil && !d.Cluster.Owned() {

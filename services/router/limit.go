@@ -20,7 +20,9 @@ type limiters struct {
 	m      map[string]*rate.Limiter
 }
 
-func newLimiters(perMin int) *limiters { return &limiters{perMin: perMin, m: map[string]*rate.Limiter{}} }
+func newLimiters(perMin int) *limiters {
+	return &limiters{perMin: perMin, m: map[string]*rate.Limiter{}}
+}
 
 func (l *limiters) get(key string) *rate.Limiter {
 	if l.perMin <= 0 {

@@ -22,7 +22,7 @@ type job struct {
 	audits []audit.Entry
 	drafts []events.Draft
 	usage  []usage.Entry
-	touch  []string   // tool ids whose last_used moves to at
+	touch  []string // tool ids whose last_used moves to at
 	at     time.Time
 	done   chan error // nil: nobody waits (the write after a call)
 }

@@ -19,15 +19,15 @@ import (
 // entry is everything a call needs about one tool, built once and kept until an event
 // says the tool, its server or its configuration changed.
 type entry struct {
-	t         tools.Target
-	input     *jsonschema.Schema
-	inputErr  error // the input schema does not compile: the tool cannot be called
-	output    *jsonschema.Schema
-	resolved  tools.Resolved
-	risk      risk.Decision
-	retry     bool          // safe to call again after a transport failure
-	limiter   *rate.Limiter // the tool's own rate (nil: none)
-	configured []string     // parameters the configuration sets, for the logs
+	t          tools.Target
+	input      *jsonschema.Schema
+	inputErr   error // the input schema does not compile: the tool cannot be called
+	output     *jsonschema.Schema
+	resolved   tools.Resolved
+	risk       risk.Decision
+	retry      bool          // safe to call again after a transport failure
+	limiter    *rate.Limiter // the tool's own rate (nil: none)
+	configured []string      // parameters the configuration sets, for the logs
 }
 
 // resolution is a name resolved to a tool, plus the operation a dotted name implies.

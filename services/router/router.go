@@ -115,10 +115,10 @@ type Router struct {
 
 	breakers sync.Map // server id → *gobreaker.CircuitBreaker[*mcp.CallToolResult]
 
-	mu       sync.Mutex
-	runtime  map[string]*Runtime // tool id → live state
-	touched  map[string]time.Time
-	running  bool
+	mu      sync.Mutex
+	runtime map[string]*Runtime // tool id → live state
+	touched map[string]time.Time
+	running bool
 }
 
 // New returns a router over the tool service and the session manager.
@@ -633,4 +633,3 @@ func checkOutput(e *entry, isError bool, structured json.RawMessage) error {
 	}
 	return nil
 }
-

@@ -26,6 +26,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/web"
@@ -45,6 +46,7 @@ type Server struct {
 	Registry *registry.Service
 	MCP      *mcpclient.Manager
 	Tools    *tools.Service
+	Router   *router.Router
 	// Logs holds everything the server logged, so tests can check what never appears in logs.
 	Logs *SyncBuffer
 }
@@ -74,6 +76,8 @@ type Options struct {
 	Auth *auth.Options
 	// MCP tunes the session manager; nil uses fast settings for tests (short backoff).
 	MCP *mcpclient.Options
+	// Router tunes the router; nil uses the defaults.
+	Router *router.Options
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -121,18 +125,28 @@ func Start(t testing.TB, opts *Options) *Server {
 	mgr := mcpclient.New(reg, mo)
 	mcpDone := make(chan struct{})
 	go func() { _ = mgr.Run(ctx); close(mcpDone) }()
+	ts := tools.New(pool, keys, log)
+	ro := opts.Router
+	if ro == nil {
+		ro = &router.Options{}
+	}
+	ro.Logger, ro.Bus = log, bus
+	rt := router.New(pool, ts, mgr, ro)
+	rtDone := make(chan struct{})
+	go func() { _ = rt.Run(ctx); close(rtDone) }()
 	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
-		Tools: tools.New(pool, keys, log)}
+		Tools: ts, Router: rt}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {
 		w.Shutdown()
 		hs.Close()
 		cancel()
+		<-rtDone
 		<-mcpDone
 		<-done
 	})
-	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Tools: deps.Tools, Logs: logs}
+	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Tools: deps.Tools, Router: rt, Logs: logs}
 }
 
 // CreateUser adds a user with the given role and password.

@@ -1,0 +1,45 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/router"
+)
+
+// callRequest is the body of POST /api/v1/tools/call (DESIGN §1).
+type callRequest struct {
+	Tool           string          `json:"tool"`
+	Arguments      json.RawMessage `json:"arguments"`
+	ConversationID string          `json:"conversation_id"`
+}
+
+// APICall calls a tool through the router: {"tool","arguments"} → the normalized result,
+// or an error whose code says what to do (invalid_arguments, approval_required, ...).
+func (h ToolsHandler) APICall(c echo.Context) error {
+	var in callRequest
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	res, err := h.Router.Call(c.Request().Context(), router.Call{Tool: in.Tool, Arguments: in.Arguments, Actor: ActorOf(c),
+		Role: p.User.Role, Source: router.SourceAPI, ConversationID: in.ConversationID})
+	if err != nil {
+		setRetryAfter(c, err)
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// setRetryAfter tells a rate-limited caller when to come back, in whole seconds.
+func setRetryAfter(c echo.Context, err error) {
+	var re *router.Error
+	if errors.As(err, &re) && re.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(re.RetryAfter.Seconds()))))
+	}
+}

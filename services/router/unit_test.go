@@ -1,0 +1,156 @@
+package router
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// Retries only for what cannot change anything, and only when the server is trusted.
+func TestRetryPolicy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		annotations string
+		trusted     bool
+		want        bool
+	}{
+		{`{"readOnlyHint":true}`, true, true},
+		{`{"readOnlyHint":true}`, false, false},
+		{`{"idempotentHint":true,"destructiveHint":false}`, true, true},
+		{`{"idempotentHint":true}`, true, false}, // destructive by default
+		{`{"idempotentHint":true,"destructiveHint":true}`, true, false},
+		{`{"destructiveHint":false}`, true, false},
+		{`{}`, true, false},
+		{`null`, true, false},
+		{``, true, false},
+	} {
+		if got := retryable(json.RawMessage(tc.annotations), tc.trusted); got != tc.want {
+			t.Errorf("%s trusted=%v: got %v, want %v", tc.annotations, tc.trusted, got, tc.want)
+		}
+	}
+}
+
+// Each MCP content kind becomes one normalized item.
+func TestNormalize(t *testing.T) {
+	t.Parallel()
+	size := int64(42)
+	png := []byte{0x89, 'P', 'N', 'G'}
+	got := normalize([]mcp.Content{
+		&mcp.TextContent{Text: "hello"},
+		&mcp.ImageContent{Data: png, MIMEType: "image/png"},
+		&mcp.AudioContent{Data: []byte("RIFF"), MIMEType: "audio/wav"},
+		&mcp.ResourceLink{URI: "file:///a.txt", Name: "a.txt", Title: "A", Description: "a file", MIMEType: "text/plain", Size: &size},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://x", MIMEType: "text/plain", Text: "inside"}},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://b", MIMEType: "application/gzip", Blob: []byte{1, 2}}},
+	})
+	want := []Content{
+		{Type: "text", Text: "hello"},
+		{Type: "image", Data: base64.StdEncoding.EncodeToString(png), MIMEType: "image/png"},
+		{Type: "audio", Data: base64.StdEncoding.EncodeToString([]byte("RIFF")), MIMEType: "audio/wav"},
+		{Type: "resource_link", URI: "file:///a.txt", Name: "a.txt", Title: "A", Description: "a file", MIMEType: "text/plain", Size: &size},
+		{Type: "resource", Resource: &Resource{URI: "mem://x", MIMEType: "text/plain", Text: "inside"}},
+		{Type: "resource", Resource: &Resource{URI: "mem://b", MIMEType: "application/gzip", Blob: "AQI="}},
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) {
+		t.Fatalf("got  %s\nwant %s", g, w)
+	}
+	if s := TextOf(got); s != "hello\ninside" {
+		t.Fatalf("TextOf: got %q", s)
+	}
+}
+
+// Structured content must match the output schema unless the result is an error.
+func TestCheckOutput(t *testing.T) {
+	t.Parallel()
+	out, err := schema.CompileSchema(json.RawMessage(`{"type":"object","properties":{"sum":{"type":"number"}},"required":["sum"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &entry{t: tools.Target{Item: tools.Item{Server: "s", Name: "add"}}, output: out}
+	for _, tc := range []struct {
+		name       string
+		isError    bool
+		structured string
+		ok         bool
+	}{
+		{"conforming", false, `{"sum":3}`, true},
+		{"wrong type", false, `{"sum":"3"}`, false},
+		{"missing", false, ``, false},
+		{"null", false, `null`, false},
+		{"error results are not checked", true, ``, true},
+	} {
+		err := checkOutput(e, tc.isError, json.RawMessage(tc.structured))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: got %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		if err != nil && err.(*Error).Code != CodeUpstream {
+			t.Errorf("%s: got code %s, want upstream_error", tc.name, err.(*Error).Code)
+		}
+	}
+	if err := checkOutput(&entry{}, false, nil); err != nil {
+		t.Errorf("no output schema: got %v", err)
+	}
+}
+
+// take spends from every limiter or none, and says which one refused.
+func TestTakeAllOrNothing(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	user, tool := perMinute(60), perMinute(10) // bursts of 6 and 1
+	if d, which := take(now, user, tool); d != 0 || which != -1 {
+		t.Fatalf("first: got %s %d, want allowed", d, which)
+	}
+	d, which := take(now, user, tool)
+	if which != 1 || d <= 0 {
+		t.Fatalf("second: got %s %d, want the tool's limiter to refuse with a wait", d, which)
+	}
+	// The user's token was given back: five more calls fit in its burst.
+	for i := range 5 {
+		if d, which := take(now, user); which != -1 {
+			t.Fatalf("user call %d: got %s %d, want allowed", i, d, which)
+		}
+	}
+	if _, which := take(now, user); which != 0 {
+		t.Fatalf("user burst spent: got %d, want refused by limiter 0", which)
+	}
+	if d, which := take(now, nil, nil); d != 0 || which != -1 {
+		t.Fatal("no limiters must allow")
+	}
+}
+
+// approve: risk levels and sources.
+func TestApprove(t *testing.T) {
+	t.Parallel()
+	mk := func(l risk.Level) *entry {
+		return &entry{t: tools.Target{Item: tools.Item{Server: "s", Name: "t"}}, risk: risk.Decision{Level: l, Why: "because"}}
+	}
+	for _, tc := range []struct {
+		level  risk.Level
+		source string
+		ap     Approval
+		ok     bool
+	}{
+		{risk.Low, SourceAPI, Approval{}, true},
+		{risk.Medium, SourceTestPanel, Approval{Confirmed: true}, true},
+		{risk.Medium, SourceGateway, Approval{Confirmed: true}, false},
+		{risk.High, SourceTestPanel, Approval{Phrase: "s__t"}, true},
+		{risk.High, SourceTestPanel, Approval{Phrase: " s__t"}, false},
+		{risk.High, SourceAPI, Approval{Phrase: "s__t"}, false},
+		{risk.High, SourceAPI, Approval{Execution: "x"}, false}, // only executions carry execution approvals
+		{risk.High, SourceExecution, Approval{Execution: "x"}, true},
+	} {
+		err := approve(mk(tc.level), Call{Source: tc.source, Approval: tc.ap})
+		if (err == nil) != tc.ok {
+			t.Errorf("%s from %s with %+v: got %v, want ok=%v", tc.level, tc.source, tc.ap, err, tc.ok)
+		}
+	}
+}

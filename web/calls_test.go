@@ -1,0 +1,164 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/web/webtest"
+)
+
+// liveServer registers an mcptest server over streamable HTTP, waits for its tools
+// and enables the named ones.
+func liveServer(t *testing.T, srv *webtest.Server, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
+	t.Helper()
+	ctx := context.Background()
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
+	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP,
+		URL: hs.URL(), Enabled: true, Trusted: trusted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.MCP.Refresh(ctx, sv.ID)
+	for _, n := range enable {
+		var id string
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			tg, err := srv.Tools.Target(ctx, name+"__"+n)
+			if err == nil && tg.Status == "validated" {
+				id = tg.ID
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tool %s__%s never validated", name, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		outs, err := srv.Tools.SetEnabled(ctx, audit.System, []string{id}, true, "test", false)
+		if err != nil || outs[0].Err() != nil {
+			t.Fatalf("enable %s: %v %v", n, err, outs)
+		}
+	}
+	return hs
+}
+
+type callErr struct {
+	Error struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	} `json:"error"`
+}
+
+// POST /api/v1/tools/call answers with DESIGN §1's shape and error codes.
+func TestAPIToolCall(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Router: &router.Options{UserRate: 600}})
+	hs := liveServer(t, srv, "mt", true, "echo", "write-note", "sleep")
+	api := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
+
+	var ok struct {
+		Content []struct {
+			Type, Text string
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structured_content"`
+		IsError           bool            `json:"is_error"`
+		DurationMS        float64         `json:"duration_ms"`
+		CallID            string          `json:"call_id"`
+	}
+	api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "hi"}}, 200, &ok)
+	if len(ok.Content) != 1 || ok.Content[0].Text != "Echo: hi" || ok.IsError || ok.DurationMS <= 0 || ok.CallID == "" {
+		t.Fatalf("echo: got %+v", ok)
+	}
+
+	srv.CreateUser(t, "gina", auth.RoleGuest, "correct horse battery")
+	guest := svClient{t: t, srv: srv, bearer: svToken(t, srv, "gina")}
+	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__sleep"), map[string]any{"timeout_ms": 200}, 200, nil)
+
+	for _, tc := range []struct {
+		name   string
+		client svClient
+		body   any
+		status int
+		code   string
+		detail string
+	}{
+		{"wrong type", api, map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": 5}}, 400, "invalid_arguments", `"path":"/message"`},
+		{"missing", api, map[string]any{"tool": "mt__echo", "arguments": map[string]any{}}, 400, "invalid_arguments", `"kind":"missing"`},
+		{"not a JSON body", api, `{"tool":`, 400, "invalid_input", ""},
+		{"unknown tool", api, map[string]any{"tool": "mt__nope"}, 404, "tool_not_found", ""},
+		{"not enabled", api, map[string]any{"tool": "mt__fail"}, 403, "tool_disabled", ""},
+		{"guest", guest, map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "x"}}, 403, "forbidden", ""},
+		{"high risk", api, map[string]any{"tool": "mt__write-note", "arguments": map[string]any{"text": "x"}}, 403, "approval_required", `"executions":"/api/v1/executions"`},
+		{"timeout", api, map[string]any{"tool": "mt__sleep", "arguments": map[string]any{"ms": 5000}}, 504, "timeout", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, raw := tc.client.do(http.MethodPost, "/api/v1/tools/call", tc.body)
+			var e callErr
+			if err := json.Unmarshal(raw, &e); err != nil || status != tc.status || e.Error.Code != tc.code {
+				t.Fatalf("got %d %s, want %d %s", status, raw, tc.status, tc.code)
+			}
+			if !strings.Contains(string(e.Error.Details), tc.detail) || e.Error.Message == "" {
+				t.Fatalf("got details %s, want %s and a message", e.Error.Details, tc.detail)
+			}
+		})
+	}
+
+	// A burst past the user's limit: 429 with Retry-After.
+	var limited *http.Response
+	for range 80 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/tools/call", bytes.NewReader([]byte(`{"tool":"mt__echo","arguments":{"message":"x"}}`)))
+		req.Header.Set("Authorization", "Bearer "+api.bearer)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode == http.StatusTooManyRequests {
+			limited = res
+			break
+		}
+	}
+	if limited == nil {
+		t.Fatal("80 quick calls were never limited at 600 a minute")
+	}
+	if n, err := strconv.Atoi(limited.Header.Get("Retry-After")); err != nil || n < 1 {
+		t.Fatalf("Retry-After: got %q, want whole seconds", limited.Header.Get("Retry-After"))
+	}
+
+	// The server goes away: a clear 502 naming it.
+	hs.Stop()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "x"}})
+		var e callErr
+		_ = json.Unmarshal(raw, &e)
+		if status == 502 && e.Error.Code == "upstream_error" && strings.Contains(e.Error.Message, "mt") {
+			break
+		}
+		if status != 429 && status != 200 || time.Now().After(deadline) {
+			t.Fatalf("after the server stopped: got %d %s, want 502 upstream_error", status, raw)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func toolID(t *testing.T, srv *webtest.Server, qualified string) string {
+	t.Helper()
+	tg, err := srv.Tools.Target(context.Background(), qualified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg.ID
+}
