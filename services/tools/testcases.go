@@ -1,0 +1,215 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// What a test case expects of a run.
+const (
+	ExpectSuccess = "success" // a result that is not an error
+	ExpectError   = "error"   // an error result or a refused call
+)
+
+// TestCase is a saved test of one tool (the test panel).
+type TestCase struct {
+	ID             string          `db:"id" json:"id"`
+	ToolID         string          `db:"tool_id" json:"tool_id"`
+	Name           string          `db:"name" json:"name"`
+	Arguments      json.RawMessage `db:"arguments" json:"arguments"`
+	Expect         string          `db:"expect" json:"expect"`
+	ExpectText     string          `db:"expect_text" json:"expect_text"`
+	CreatedBy      string          `db:"created_by" json:"created_by"`
+	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
+	LastRunAt      *time.Time      `db:"last_run_at" json:"last_run_at"`
+	LastPassed     *bool           `db:"last_passed" json:"last_passed"`
+	LastDurationMS *float32        `db:"last_duration_ms" json:"last_duration_ms"`
+	LastMessage    string          `db:"last_message" json:"last_message"`
+}
+
+// Passes reports whether a run's outcome meets the case: ok is whether the call gave a
+// result that is not an error, text its text output.
+func (tc TestCase) Passes(ok bool, text string) (bool, string) {
+	switch {
+	case tc.Expect == ExpectSuccess && !ok:
+		return false, "expected success, got an error"
+	case tc.Expect == ExpectError && ok:
+		return false, "expected an error, got success"
+	case tc.ExpectText != "" && !strings.Contains(text, tc.ExpectText):
+		return false, fmt.Sprintf("the output does not contain %q", tc.ExpectText)
+	}
+	return true, "passed"
+}
+
+const testCaseColumns = `id, tool_id, name, arguments, expect, expect_text, created_by, updated_at, last_run_at,
+	last_passed, last_duration_ms, last_message`
+
+// TestCases lists tool id's saved cases by name.
+func (s *Service) TestCases(ctx context.Context, id string) ([]TestCase, error) {
+	id, ok := normalID(id)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return db.All[TestCase](ctx, s.pool, "tools: test cases", `/* tools.TestCases */
+		SELECT `+testCaseColumns+` FROM tool_test_cases WHERE tool_id = $1 ORDER BY name`, id)
+}
+
+// TestCase returns one case of tool id.
+func (s *Service) TestCase(ctx context.Context, id, caseID string) (TestCase, error) {
+	id, ok1 := normalID(id)
+	caseID, ok2 := normalID(caseID)
+	if !ok1 || !ok2 {
+		return TestCase{}, ErrNotFound
+	}
+	cs, err := db.All[TestCase](ctx, s.pool, "tools: test case", `/* tools.TestCase */
+		SELECT `+testCaseColumns+` FROM tool_test_cases WHERE tool_id = $1 AND id = $2`, id, caseID)
+	if err != nil {
+		return TestCase{}, err
+	}
+	if len(cs) == 0 {
+		return TestCase{}, ErrNotFound
+	}
+	return cs[0], nil
+}
+
+// SaveTestCase stores a case under its name (replacing one of the same name); audited.
+func (s *Service) SaveTestCase(ctx context.Context, actor audit.Actor, id string, tc TestCase) (TestCase, error) {
+	t, err := s.Get(ctx, id)
+	if err != nil {
+		return TestCase{}, err
+	}
+	e := &verr.Error{}
+	tc.Name = strings.TrimSpace(tc.Name)
+	if tc.Name == "" {
+		e.Add("case_name", "is required: name the case so you can find it again")
+	} else if len([]rune(tc.Name)) > 120 {
+		e.Add("case_name", "is too long (at most 120 characters)")
+	}
+	if tc.Expect == "" {
+		tc.Expect = ExpectSuccess
+	}
+	if tc.Expect != ExpectSuccess && tc.Expect != ExpectError {
+		e.Add("expect", "must be success or error")
+	}
+	if len(tc.ExpectText) > 1000 {
+		e.Add("expect_text", "is too long (at most 1,000 characters)")
+	}
+	var obj map[string]json.RawMessage
+	if len(tc.Arguments) == 0 {
+		tc.Arguments = json.RawMessage("{}")
+	} else if json.Unmarshal(tc.Arguments, &obj) != nil || obj == nil {
+		e.Add("arguments", "must be a JSON object")
+	}
+	if err := e.Err(); err != nil {
+		return TestCase{}, err
+	}
+	var out TestCase
+	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		cs, err := db.All[TestCase](ctx, tx, "tools: save test case", `/* tools.SaveTestCase */
+			INSERT INTO tool_test_cases (tool_id, name, arguments, expect, expect_text, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (tool_id, name) DO UPDATE SET arguments = EXCLUDED.arguments, expect = EXCLUDED.expect,
+				expect_text = EXCLUDED.expect_text, updated_at = now()
+			RETURNING `+testCaseColumns, t.ID, tc.Name, string(tc.Arguments), tc.Expect, tc.ExpectText, actor.Name)
+		if err != nil {
+			return err
+		}
+		out = cs[0]
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.testcase.save", TargetType: "tool", TargetID: t.ID,
+			TargetName: t.QualifiedName(), Payload: map[string]any{"case": tc.Name, "expect": tc.Expect}})
+		return err
+	})
+	return out, err
+}
+
+// DeleteTestCase removes a case; audited.
+func (s *Service) DeleteTestCase(ctx context.Context, actor audit.Actor, id, caseID string) error {
+	tc, err := s.TestCase(ctx, id, caseID)
+	if err != nil {
+		return err
+	}
+	t, err := s.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `/* tools.DeleteTestCase */ DELETE FROM tool_test_cases WHERE id = $1`, tc.ID); err != nil {
+			return fmt.Errorf("tools: delete test case: %w", err)
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.testcase.delete", TargetType: "tool", TargetID: t.ID,
+			TargetName: t.QualifiedName(), Payload: map[string]any{"case": tc.Name}})
+		return err
+	})
+}
+
+// CaseResult is one case's outcome in a test run.
+type CaseResult struct {
+	CaseID     string  `json:"case_id"`
+	Name       string  `json:"name"`
+	Passed     bool    `json:"passed"`
+	DurationMS float64 `json:"duration_ms"`
+	Message    string  `json:"message"`
+}
+
+// RecordTestRun stores the outcomes of cases that ran. When verify is set (an
+// administrator ran every case of a tool that is validated, configured, verified or
+// failed) the tool moves to testing, then verified when all passed or failed otherwise
+// (seed 004 §5), with the outcomes in the history; audited either way. It reports the
+// tool's status afterwards.
+func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id string, results []CaseResult, verify bool) (string, error) {
+	var status string
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		t, err := getItem(ctx, tx, id, true)
+		if err != nil {
+			return err
+		}
+		status = t.Status
+		passed := len(results) > 0
+		for _, r := range results {
+			passed = passed && r.Passed
+			if r.CaseID == "" {
+				continue // a run of arguments not saved as a case
+			}
+			if _, err := tx.Exec(ctx, `/* tools.RecordTestRun.case */
+				UPDATE tool_test_cases SET last_run_at = now(), last_passed = $3, last_duration_ms = $4, last_message = $5
+				WHERE tool_id = $1 AND id = $2`, t.ID, r.CaseID, r.Passed, r.DurationMS, r.Message); err != nil {
+				return fmt.Errorf("tools: record test case: %w", err)
+			}
+		}
+		payload := map[string]any{"cases": len(results), "passed": passed, "results": results}
+		if verify && toolstate.Allowed(t.Status, toolstate.Testing) && len(results) > 0 {
+			to := toolstate.Failed
+			reason := "a test case failed"
+			if passed {
+				to, reason = toolstate.Verified, fmt.Sprintf("all %d test cases passed", len(results))
+			}
+			meta := map[string]any{"cases": len(results), "passed": passed}
+			if err := toolstate.Apply(ctx, tx, []toolstate.Move{
+				{ToolID: t.ID, From: t.Status, To: toolstate.Testing, Reason: "test run started", Actor: actor.Name, Metadata: meta},
+				{ToolID: t.ID, From: toolstate.Testing, To: to, Reason: reason, Actor: actor.Name, Metadata: meta},
+			}); err != nil {
+				return err
+			}
+			payload["from"], payload["to"] = t.Status, to
+			status = to
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.test", TargetType: "tool", TargetID: t.ID,
+			TargetName: t.QualifiedName(), Payload: payload})
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return status, err
+}

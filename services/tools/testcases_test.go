@@ -1,0 +1,107 @@
+package tools_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Cases are saved by name (a second save replaces), checked, listed and deleted, audited.
+func TestTestCases(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.tool(toolSpec{server: f.server("s", true), name: "echo"})
+	tc, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: " hello ", Arguments: json.RawMessage(`{"message":"hi"}`), ExpectText: "hi"})
+	if err != nil || tc.Name != "hello" || tc.Expect != tools.ExpectSuccess {
+		t.Fatalf("save: got %+v %v", tc, err)
+	}
+	if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "hello", Arguments: json.RawMessage(`{"message":"again"}`), Expect: tools.ExpectError}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := f.svc.TestCases(f.ctx, id)
+	if err != nil || len(cs) != 1 || cs[0].Expect != tools.ExpectError || string(cs[0].Arguments) != `{"message": "again"}` {
+		t.Fatalf("list: got %+v %v, want the replaced case", cs, err)
+	}
+	for _, bad := range []tools.TestCase{
+		{Name: "", Arguments: json.RawMessage(`{}`)},
+		{Name: "x", Arguments: json.RawMessage(`[1]`)},
+		{Name: "x", Expect: "maybe"},
+	} {
+		_, err := f.svc.SaveTestCase(f.ctx, alice, id, bad)
+		var ve *verr.Error
+		if !errors.As(err, &ve) {
+			t.Errorf("save %+v: got %v, want a field error", bad, err)
+		}
+	}
+	if err := f.svc.DeleteTestCase(f.ctx, alice, id, cs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if cs, _ := f.svc.TestCases(f.ctx, id); len(cs) != 0 {
+		t.Fatalf("after delete: got %d cases", len(cs))
+	}
+	var n int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM audit_log WHERE action LIKE 'tool.testcase.%'`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("audit rows: got %d %v, want 3", n, err)
+	}
+}
+
+// Passes compares the outcome with the expectation.
+func TestCasePasses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		c    tools.TestCase
+		ok   bool
+		text string
+		want bool
+	}{
+		{tools.TestCase{Expect: tools.ExpectSuccess}, true, "", true},
+		{tools.TestCase{Expect: tools.ExpectSuccess}, false, "", false},
+		{tools.TestCase{Expect: tools.ExpectError}, false, "boom", true},
+		{tools.TestCase{Expect: tools.ExpectError}, true, "", false},
+		{tools.TestCase{Expect: tools.ExpectSuccess, ExpectText: "42"}, true, "the sum is 42", true},
+		{tools.TestCase{Expect: tools.ExpectSuccess, ExpectText: "42"}, true, "the sum is 41", false},
+	} {
+		if got, why := tc.c.Passes(tc.ok, tc.text); got != tc.want || why == "" {
+			t.Errorf("%+v ok=%v %q: got %v %q, want %v", tc.c, tc.ok, tc.text, got, why, tc.want)
+		}
+	}
+}
+
+// A verifying run moves configured → testing → verified, or failed when a case fails;
+// a run without verify changes no state.
+func TestRecordTestRun(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.server("s", true)
+	for _, tc := range []struct {
+		name   string
+		status string
+		passed bool
+		verify bool
+		want   string
+	}{
+		{"verified", "configured", true, true, "verified"},
+		{"failed", "validated", false, true, "failed"},
+		{"retest of a failed tool", "failed", true, true, "verified"},
+		{"not verifying", "configured", true, false, "configured"},
+		{"enabled tools keep their state", "enabled", false, true, "enabled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := f.tool(toolSpec{server: sv, name: tc.name, status: tc.status})
+			got, err := f.svc.RecordTestRun(f.ctx, alice, id, []tools.CaseResult{{Name: "a", Passed: tc.passed}}, tc.verify)
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q %v, want %q", got, err, tc.want)
+			}
+			var moves int
+			if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM tool_state_history WHERE tool_id = $1`, id).Scan(&moves); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int{true: 2, false: 0}[tc.want != tc.status]; moves != want {
+				t.Fatalf("history rows: got %d, want %d", moves, want)
+			}
+		})
+	}
+}
