@@ -8,6 +8,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -32,7 +33,10 @@ func formErrors(err error) (views.FormErrors, bool) {
 func userMessage(err error) (string, bool) {
 	var ce *auth.ConflictError
 	var ve *verr.Error
+	var re *router.Error
 	switch {
+	case errors.As(err, &re):
+		return re.Message, true
 	case errors.As(err, &ce):
 		return ce.Message, true
 	case errors.As(err, &ve):

@@ -41,8 +41,9 @@ type Deps struct {
 	MCP      *mcpclient.Manager
 	// Tools manages discovered tools: search, settings, lifecycle actions.
 	Tools *tools.Service
-	// Router is the one path of every tool call.
+	// Router is the one path of every tool call; Runs are the test panel's calls in flight.
 	Router *router.Router
+	Runs   *router.Runs
 }
 
 // SessionCookie is the name of the session cookie.

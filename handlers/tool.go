@@ -123,6 +123,12 @@ func (h ToolsHandler) toolPage(c echo.Context, it tools.Item, tab string) (views
 			continue
 		}
 		v.Tabs = append(v.Tabs, views.ToolLink{Key: t, Label: toolTabLabels[t], URL: toolTabURL(it.ID, t, nil), Selected: t == tab})
+		if t == views.ToolTabOverview {
+			v.Tabs = append(v.Tabs, views.ToolLink{Key: views.ToolTabTest, Label: "Test", URL: testURL(it.ID), Selected: tab == views.ToolTabTest})
+		}
+	}
+	if tab == views.ToolTabTest {
+		v.Back = testURL(it.ID)
 	}
 	return v, nil
 }

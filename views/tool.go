@@ -42,6 +42,7 @@ type ToolPage struct {
 	Usage    *ToolUsage
 	Logs     *ToolLogs
 	History  *ToolHistory
+	Test     *ToolTest
 }
 
 // ToolHint is one behaviour annotation of a tool, in words.

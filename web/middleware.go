@@ -82,7 +82,7 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(req.WithContext(templ.WithNonce(req.Context(), nonce)))
 		h := c.Response().Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self' 'nonce-"+nonce+"'; style-src 'self'; "+
-			"img-src 'self' data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "+
+			"img-src 'self' data:; media-src data:; font-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "+
 			"base-uri 'none'; object-src 'none'")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")

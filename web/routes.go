@@ -82,6 +82,14 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/tools/:id/configure", auth.PermToolConfigure, tools.Configure},
 		{http.MethodPost, "/tools/:id/reset", auth.PermToolConfigure, tools.Reset},
 		{http.MethodPost, "/tools/:id/validate", auth.PermToolConfigure, tools.Validate},
+		// The test panel; the router decides who may run what.
+		{http.MethodGet, "/tools/:id/test", auth.PermToolView, tools.TestPage},
+		{http.MethodPost, "/tools/:id/test", auth.PermToolView, tools.TestPost},
+		{http.MethodGet, "/tools/:id/test/runs/:call", auth.PermToolView, tools.TestRun},
+		{http.MethodPost, "/tools/:id/test/runs/:call/cancel", auth.PermToolView, tools.TestCancel},
+		{http.MethodPost, "/tools/:id/test/cases/run", auth.PermToolView, tools.TestCasesRun},
+		{http.MethodPost, "/tools/:id/test/cases/:case/run", auth.PermToolView, tools.TestCaseRun},
+		{http.MethodPost, "/tools/:id/test/cases/:case/delete", auth.PermToolConfigure, tools.TestCaseDelete},
 
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},

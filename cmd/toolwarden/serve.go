@@ -94,7 +94,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
 		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp,
-		Tools: toolSvc, Router: rt}
+		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt)}
 	srv := web.New(deps, bus)
 
 	if d.Cluster != nil && !d.Cluster.Owned() {

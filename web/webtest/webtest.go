@@ -135,7 +135,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	rtDone := make(chan struct{})
 	go func() { _ = rt.Run(ctx); close(rtDone) }()
 	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
-		Tools: ts, Router: rt}
+		Tools: ts, Router: rt, Runs: router.NewRuns(rt)}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {

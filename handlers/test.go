@@ -1,0 +1,418 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// testWait is how long a run from the test panel is awaited before the page shows
+// progress and polls: most calls end well within it, so they show their result at once.
+const testWait = 1500 * time.Millisecond
+
+func testURL(id string) string { return "/tools/" + id + "/test" }
+
+// TestPage renders the test panel (/tools/:id/test); ?case= loads a saved case.
+func (h ToolsHandler) TestPage(c echo.Context) error {
+	ctx := c.Request().Context()
+	it, err := h.Tools.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	tv := h.testView(c, it, "form", nil, nil)
+	if id := c.QueryParam("case"); id != "" {
+		tc, err := h.Tools.TestCase(ctx, it.ID, id)
+		if err != nil {
+			return err
+		}
+		tv = h.testView(c, it, "form", tc.Arguments, nil)
+		tv.CaseName, tv.Expect, tv.ExpectTxt = tc.Name, tc.Expect, tc.ExpectText
+	}
+	if err := h.fillCases(ctx, it, &tv); err != nil {
+		return err
+	}
+	return h.renderTest(c, it, tv, true)
+}
+
+// renderTest answers htmx with the workspace alone and a browser with the whole page.
+func (h ToolsHandler) renderTest(c echo.Context, it tools.Item, tv views.ToolTest, page bool) error {
+	if !page && c.Request().Header.Get("HX-Request") == "true" {
+		return render(c, http.StatusOK, views.TestWorkspace(toolCard(it), tv))
+	}
+	if err := h.fillCases(c.Request().Context(), it, &tv); err != nil {
+		return err
+	}
+	v, err := h.toolPage(c, it, views.ToolTabTest)
+	if err != nil {
+		return err
+	}
+	v.Test = &tv
+	return render(c, http.StatusOK, views.Tool(v))
+}
+
+// testView builds the workspace for arguments args shown in mode.
+func (h ToolsHandler) testView(c echo.Context, it tools.Item, mode string, args json.RawMessage, errs *verr.Error) views.ToolTest {
+	p := PrincipalOf(c)
+	r := it.Risk()
+	tv := views.ToolTest{Action: testURL(it.ID), Mode: mode, Errors: errs, Risk: string(r.Level), RiskWhy: r.Why,
+		Phrase: router.Phrase(it.QualifiedName()), CanSave: p.Can(auth.PermToolConfigure)}
+	if mode == "json" {
+		tv.JSON = indentJSON(args)
+		if tv.JSON == "" {
+			tv.JSON = "{}"
+		}
+	} else {
+		tv.Form = schema.Form(it.InputSchema, args)
+		if tv.Form.JSONOnly {
+			tv.Mode, tv.JSON = "json", indentJSON(args)
+		}
+	}
+	tv.CanRun, tv.CannotRun = canRun(p, it)
+	tv.Verifies = p.Can(auth.PermToolEnable) && it.Status != "enabled" && it.Status != "disabled"
+	return tv
+}
+
+// canRun mirrors the router's first checks, to say before a run why it would be refused.
+func canRun(p *auth.Principal, it tools.Item) (bool, string) {
+	switch {
+	case !it.Available:
+		return false, "Its server no longer offers this tool."
+	case it.Status == "enabled":
+		return true, ""
+	case !p.Can(auth.PermToolEnable):
+		return false, "Only people who may enable tools can test a tool that is not enabled."
+	}
+	switch it.Status {
+	case "validated", "configured", "testing", "verified", "failed", "disabled":
+		return true, ""
+	}
+	return false, fmt.Sprintf("A tool that is %s cannot be run.", it.Status)
+}
+
+func (h ToolsHandler) fillCases(ctx context.Context, it tools.Item, tv *views.ToolTest) error {
+	cs, err := h.Tools.TestCases(ctx, it.ID)
+	if err != nil {
+		return err
+	}
+	tv.Cases = tv.Cases[:0]
+	for _, tc := range cs {
+		vc := views.TestCase{ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments), Expect: tc.Expect, ExpectText: tc.ExpectText,
+			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage,
+			LoadURL: testURL(it.ID) + "?case=" + url.QueryEscape(tc.ID), RunURL: testURL(it.ID) + "/cases/" + tc.ID + "/run",
+			DeleteURL: testURL(it.ID) + "/cases/" + tc.ID + "/delete"}
+		if tc.LastDurationMS != nil {
+			vc.LastMS = float64(*tc.LastDurationMS)
+		}
+		tv.Cases = append(tv.Cases, vc)
+	}
+	return nil
+}
+
+// readArgs reads the arguments the workspace holds, from the form or the JSON editor.
+func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.Error) {
+	if mode != "json" {
+		return schema.DecodeForm(it.InputSchema, f)
+	}
+	text := strings.TrimSpace(f.Get("arguments_json"))
+	if text == "" {
+		return json.RawMessage("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &obj); err != nil || obj == nil {
+		msg := "must be a JSON object"
+		if err != nil {
+			msg = "is not valid JSON: " + err.Error()
+		}
+		return json.RawMessage(text), &verr.Error{Fields: []verr.Field{{Field: "", Message: msg}}}
+	}
+	return json.RawMessage(text), nil
+}
+
+// TestPost handles the workspace's buttons: run, save as a case, switch between the
+// form and JSON, add or remove array items. Input is never lost: every answer renders
+// the arguments as they were sent.
+func (h ToolsHandler) TestPost(c echo.Context) error {
+	ctx := c.Request().Context()
+	it, err := h.Tools.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	f, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	mode := f.Get("mode")
+	if mode != "json" {
+		mode = "form"
+	}
+	args, errs := readArgs(it, mode, f)
+	action := f.Get("_action")
+	if edit := f.Get("_edit"); edit != "" {
+		action = "edit"
+	}
+	keep := func(tv *views.ToolTest) {
+		tv.Confirm, tv.Typed = f.Get("confirm") == "1", f.Get("phrase")
+		tv.CaseName, tv.Expect, tv.ExpectTxt = f.Get("case_name"), f.Get("expect"), f.Get("expect_text")
+	}
+	var tv views.ToolTest
+	switch action {
+	case "edit":
+		op, ptr, _ := strings.Cut(f.Get("_edit"), ":")
+		next, err := schema.EditArray(it.InputSchema, args, op, ptr)
+		if err != nil {
+			tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
+		} else {
+			tv = h.testView(c, it, mode, next, nil)
+		}
+	case "mode:json", "mode:form":
+		to := strings.TrimPrefix(action, "mode:")
+		if errs != nil && mode == "json" {
+			tv = h.testView(c, it, mode, args, errs) // fix the JSON before the form can show it
+			tv.JSON = f.Get("arguments_json")
+		} else {
+			tv = h.testView(c, it, to, args, nil)
+		}
+	case "save":
+		if !PrincipalOf(c).Can(auth.PermToolConfigure) {
+			return ErrForbidden
+		}
+		tv = h.testView(c, it, mode, args, errs)
+		if errs == nil {
+			tc, err := h.Tools.SaveTestCase(ctx, ActorOf(c), it.ID, tools.TestCase{Name: f.Get("case_name"), Arguments: args,
+				Expect: f.Get("expect"), ExpectText: f.Get("expect_text")})
+			var ve *verr.Error
+			switch {
+			case errors.As(err, &ve):
+				tv.Errors = ve
+			case err != nil:
+				return err
+			default:
+				tv.Notice = "Saved the test case “" + tc.Name + "”."
+			}
+		}
+	default:
+		tv = h.testView(c, it, mode, args, errs)
+		if errs == nil {
+			tv.Result, tv.Errors = h.startRun(c, it, args, f)
+		}
+	}
+	keep(&tv)
+	if mode == "json" && tv.Mode == "json" && action != "mode:json" && errs != nil {
+		tv.JSON = f.Get("arguments_json")
+	}
+	return h.renderTest(c, it, tv, false)
+}
+
+// testCall is the router call of a test panel run.
+func testCall(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) router.Call {
+	p := PrincipalOf(c)
+	return router.Call{Tool: it.ID, Arguments: args, Actor: ActorOf(c), Role: p.User.Role, Source: router.SourceTestPanel,
+		Test: p.Can(auth.PermToolEnable), Approval: router.Approval{Confirmed: f.Get("confirm") == "1", Phrase: f.Get("phrase")}}
+}
+
+// startRun starts the call and waits a moment for it; a refusal of the arguments comes
+// back as field errors for the form.
+func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) (*views.TestResult, *verr.Error) {
+	run := h.Runs.Start(testCall(c, it, args, f), it.ID)
+	run.Wait(testWait)
+	res := runResult(it.ID, run)
+	var fields *verr.Error
+	if res.Code == router.CodeInvalidArguments && len(res.Details) > 0 {
+		fields = &verr.Error{Fields: res.Details}
+	}
+	return &res, fields
+}
+
+// runResult is what a run shows now.
+func runResult(toolID string, run *router.Run) views.TestResult {
+	progress, res, err, ended := run.State()
+	base := testURL(toolID) + "/runs/" + run.ID
+	if !ended {
+		out := views.TestResult{CallID: run.ID, Running: true, PollURL: base, CancelURL: base + "/cancel", Elapsed: time.Since(run.Started)}
+		for _, p := range progress {
+			tp := views.TestProgress{Message: p.Message, Percent: -1}
+			if p.Total > 0 {
+				tp.Percent = int(100 * p.Progress / p.Total)
+				tp.Step = fmt.Sprintf("%g of %g", p.Progress, p.Total)
+			}
+			out.Progress = append(out.Progress, tp)
+		}
+		return out
+	}
+	return resultView(run.ID, res, err)
+}
+
+// resultView turns a router outcome into the result panel.
+func resultView(callID string, res *router.Result, err error) views.TestResult {
+	out := views.TestResult{CallID: callID}
+	if err != nil {
+		var re *router.Error
+		if !errors.As(err, &re) {
+			re = &router.Error{Code: "internal", Message: "Something went wrong on our side; it has been logged."}
+		}
+		out.Status, out.Code, out.Message = "failed", re.Code, re.Message
+		if re.Code == router.CodeCancelled {
+			out.Status = "cancelled"
+		}
+		if fs, ok := re.Details.([]verr.Field); ok {
+			out.Details = fs
+		}
+		return out
+	}
+	out.Status, out.DurationMS, out.Attempts = "success", res.DurationMS, res.Attempts
+	if res.IsError {
+		out.Status = "tool_error"
+	}
+	for _, c := range res.Content {
+		out.Output = append(out.Output, outputView(c))
+	}
+	if len(res.StructuredContent) > 0 {
+		out.Structured = indentJSON(res.StructuredContent)
+	}
+	return out
+}
+
+func outputView(c router.Content) views.TestOutput {
+	o := views.TestOutput{Type: c.Type, Text: c.Text, MIMEType: c.MIMEType, URI: c.URI, Name: c.Name}
+	if c.Size != nil {
+		o.Size = fmt.Sprintf("%d bytes", *c.Size)
+	}
+	switch c.Type {
+	case "text":
+		if t := strings.TrimSpace(c.Text); strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+			if pretty := indentJSON(json.RawMessage(t)); pretty != t && json.Valid([]byte(t)) {
+				o.Type, o.Text = "json", pretty
+			}
+		}
+	case "image", "audio":
+		prefix := c.Type + "/"
+		if strings.HasPrefix(c.MIMEType, prefix) && !strings.ContainsAny(c.MIMEType, ";,\"' ") {
+			o.DataURL = "data:" + c.MIMEType + ";base64," + c.Data
+		} else {
+			o.Type, o.Text = "text", fmt.Sprintf("(%s content of type %q, not shown)", c.Type, c.MIMEType)
+		}
+	case "resource":
+		if c.Resource != nil {
+			o.URI, o.MIMEType, o.Text = c.Resource.URI, c.Resource.MIMEType, c.Resource.Text
+			if c.Resource.Blob != "" {
+				o.Size = fmt.Sprintf("%d bytes (base64)", len(c.Resource.Blob))
+			}
+		}
+	}
+	return o
+}
+
+func (h ToolsHandler) ownRun(c echo.Context) (*router.Run, error) {
+	run, ok := h.Runs.Get(c.Param("call"), router.OwnerOf(router.Call{Actor: ActorOf(c)}))
+	if !ok || run.ToolID != c.Param("id") {
+		return nil, echo.NewHTTPError(http.StatusNotFound, "This run is over and no longer kept; run the tool again.")
+	}
+	return run, nil
+}
+
+// TestRun answers the running panel's poll: progress, or the result once it ended.
+func (h ToolsHandler) TestRun(c echo.Context) error {
+	run, err := h.ownRun(c)
+	if err != nil {
+		return err
+	}
+	run.Wait(250 * time.Millisecond) // answer as soon as it ends, within a poll's span
+	return render(c, http.StatusOK, views.TestResultPanel(runResult(c.Param("id"), run)))
+}
+
+// TestCancel cancels a run (the server is told) and shows how it ended.
+func (h ToolsHandler) TestCancel(c echo.Context) error {
+	run, err := h.ownRun(c)
+	if err != nil {
+		return err
+	}
+	run.Cancel()
+	run.Wait(5 * time.Second)
+	return render(c, http.StatusOK, views.TestResultPanel(runResult(c.Param("id"), run)))
+}
+
+// TestCaseRun runs one saved case and records its outcome.
+func (h ToolsHandler) TestCaseRun(c echo.Context) error {
+	return h.runCases(c, c.Param("case"))
+}
+
+// TestCasesRun runs every saved case in order; run by someone who may enable tools on a
+// tool not yet enabled, it verifies the tool (testing → verified | failed).
+func (h ToolsHandler) TestCasesRun(c echo.Context) error {
+	return h.runCases(c, "")
+}
+
+func (h ToolsHandler) runCases(c echo.Context, only string) error {
+	ctx := c.Request().Context()
+	it, err := h.Tools.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	cs, err := h.Tools.TestCases(ctx, it.ID)
+	if err != nil {
+		return err
+	}
+	f, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	var results []tools.CaseResult
+	for _, tc := range cs {
+		if only != "" && tc.ID != only {
+			continue
+		}
+		res, err := h.Router.Call(ctx, testCall(c, it, tc.Arguments, f))
+		cr := tools.CaseResult{CaseID: tc.ID, Name: tc.Name}
+		ok, text := err == nil && !res.IsError, ""
+		if res != nil {
+			cr.DurationMS, text = res.DurationMS, router.TextOf(res.Content)
+		}
+		cr.Passed, cr.Message = tc.Passes(ok, text)
+		var re *router.Error
+		if errors.As(err, &re) && (re.Code == router.CodeApprovalRequired || re.Code == router.CodeForbidden || re.Code == router.CodeToolDisabled) {
+			return h.redirectWithOutcome(c, re, nil, testURL(it.ID)) // not a test outcome: nothing ran
+		}
+		if err != nil && !cr.Passed {
+			cr.Message += ": " + err.Error()
+		}
+		results = append(results, cr)
+	}
+	if len(results) == 0 {
+		return echo.NewHTTPError(http.StatusNotFound, "No such test case.")
+	}
+	verify := only == "" && PrincipalOf(c).Can(auth.PermToolEnable)
+	status, err := h.Tools.RecordTestRun(ctx, ActorOf(c), it.ID, results, verify)
+	passed := 0
+	for _, r := range results {
+		if r.Passed {
+			passed++
+		}
+	}
+	return h.redirectWithOutcome(c, err, func() string {
+		msg := fmt.Sprintf("%d of %d test cases passed.", passed, len(results))
+		if verify && status != it.Status {
+			msg += " The tool is now " + status + "."
+		}
+		return msg
+	}, testURL(it.ID)+"#test-cases")
+}
+
+// TestCaseDelete removes a saved case.
+func (h ToolsHandler) TestCaseDelete(c echo.Context) error {
+	err := h.Tools.DeleteTestCase(c.Request().Context(), ActorOf(c), c.Param("id"), c.Param("case"))
+	return h.redirectWithOutcome(c, err, func() string { return "Deleted the test case." }, testURL(c.Param("id"))+"#test-cases")
+}

@@ -1,0 +1,89 @@
+package views
+
+import (
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// ToolTabTest is the test panel, a page of its own (/tools/:id/test) shown as a tab.
+const ToolTabTest = "test"
+
+// ToolTest is the test panel: the arguments (form or JSON), the approval the tool's
+// risk needs, the result of the last run and the saved cases.
+type ToolTest struct {
+	Action  string // where the workspace posts
+	Mode    string // "form" or "json"
+	Form    schema.FormModel
+	JSON    string // the arguments as JSON text (mode json)
+	Errors  *verr.Error
+	Risk    string // low, medium, high
+	RiskWhy string
+	Phrase  string // what to type for a HIGH tool
+	Confirm bool   // the confirm box was ticked
+	Typed   string // the phrase as typed
+	// CanRun: the caller may call the tool (enabled, or testable by someone who may enable it).
+	CanRun    bool
+	CannotRun string
+	CanSave   bool // may save test cases (tool.configure)
+	Verifies  bool // Run all moves the tool to verified | failed (an administrator, a testable state)
+	Notice    string
+	Result    *TestResult
+	Cases     []TestCase
+	CaseName  string
+	Expect    string
+	ExpectTxt string
+}
+
+// TestResult is a run: in progress (Running) or ended.
+type TestResult struct {
+	CallID     string
+	Running    bool
+	PollURL    string
+	CancelURL  string
+	Progress   []TestProgress
+	Elapsed    time.Duration
+	Status     string // success, tool_error, failed, cancelled
+	Code       string // the router's error code when failed
+	Message    string
+	Details    []verr.Field
+	DurationMS float64
+	Attempts   int
+	Output     []TestOutput
+	Structured string // pretty JSON
+}
+
+// TestProgress is one progress notification.
+type TestProgress struct {
+	Message string
+	Percent int // -1 when the total is unknown
+	Step    string
+}
+
+// TestOutput is one content item of a result.
+type TestOutput struct {
+	Type     string // text, json, image, audio, resource_link, resource, blob
+	Text     string
+	MIMEType string
+	DataURL  string // images and audio
+	URI      string
+	Name     string
+	Size     string
+}
+
+// TestCase is a saved case with its last outcome.
+type TestCase struct {
+	ID         string
+	Name       string
+	Arguments  string
+	Expect     string
+	ExpectText string
+	LastRun    *time.Time
+	LastPassed *bool
+	LastMS     float64
+	LastMsg    string
+	LoadURL    string
+	RunURL     string
+	DeleteURL  string
+}

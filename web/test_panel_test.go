@@ -1,0 +1,152 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolwarden/toolwarden/web/webtest"
+)
+
+// testPost posts the workspace as htmx does and returns the workspace it answers with.
+func testPost(t *testing.T, srv *webtest.Server, c *http.Client, id string, form url.Values) *goquery.Document {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/tools/"+id+"/test", strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	req.Header.Set("HX-Request", "true")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("POST test: got %d", res.StatusCode)
+	}
+	return page(t, res)
+}
+
+// The test panel: a form from the schema, runs with results, field errors from the
+// router, form/JSON switching that keeps input, approvals, progress, saved cases and
+// verification.
+func TestTestPanel(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "echo", "write-note", "sleep")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	echo := toolID(t, srv, "mt__echo")
+
+	doc := page(t, srv.Get(t, c, "/tools/"+echo+"/test"))
+	if doc.Find(`[data-testid="tab-test"][aria-selected="true"]`).Length() != 1 {
+		t.Fatal("the Test tab is not selected")
+	}
+	in := doc.Find(`[data-testid="test-workspace"] input[name="arg/message"]`)
+	if in.Length() != 1 {
+		t.Fatal("no input for the message parameter")
+	}
+	if _, ok := in.Attr("required"); !ok {
+		t.Error("the required parameter's input is not marked required")
+	}
+
+	// Run: the result with status, timing and output.
+	ws := testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/message": {"hello"}})
+	if got := ws.Find(`[data-testid="test-result"]`).AttrOr("data-status", ""); got != "success" {
+		t.Fatalf("status: got %q, want success: %s", got, ws.Find("#test-result").Text())
+	}
+	if !strings.Contains(ws.Find(`[data-testid="output-0"]`).Text(), "Echo: hello") || ws.Find(`[data-testid="result-duration"]`).Length() != 1 {
+		t.Fatal("output or duration missing")
+	}
+	if ws.Find(`input[name="arg/message"]`).AttrOr("value", "") != "hello" {
+		t.Error("the run lost the input")
+	}
+
+	// Missing argument: the router's error next to the field.
+	ws = testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}})
+	if !strings.Contains(ws.Find(`[data-testid="field-/message"]`).Text(), "required") {
+		t.Fatalf("no error next to the field: %s", ws.Find(`[data-testid="test-form"]`).Text())
+	}
+
+	// Form → JSON → form keeps the input.
+	ws = testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"mode:json"}, "arg/message": {"kept"}})
+	text := ws.Find(`[data-testid="arguments-json"]`).Text()
+	if !strings.Contains(text, `"message": "kept"`) {
+		t.Fatalf("JSON editor: got %q", text)
+	}
+	ws = testPost(t, srv, c, echo, url.Values{"mode": {"json"}, "_action": {"mode:form"}, "arguments_json": {`{"message":"back"}`}})
+	if ws.Find(`input[name="arg/message"]`).AttrOr("value", "") != "back" {
+		t.Fatal("switching back to the form lost the input")
+	}
+	ws = testPost(t, srv, c, echo, url.Values{"mode": {"json"}, "_action": {"mode:form"}, "arguments_json": {`{"message":`}})
+	if ws.Find(`[data-testid="json-errors"]`).Length() != 1 || ws.Find(`[data-testid="arguments-json"]`).Text() != `{"message":` {
+		t.Fatal("bad JSON: want the editor kept with its text and an error")
+	}
+
+	// HIGH: the typed phrase is checked by the server.
+	note := toolID(t, srv, "mt__write-note")
+	ws = testPost(t, srv, c, note, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/text": {"x"}, "phrase": {"nope"}})
+	if ws.Find(`[data-testid="danger-zone"]`).Length() != 1 || !strings.Contains(ws.Find(`[data-testid="result-error"]`).Text(), "mt__write-note") {
+		t.Fatalf("wrong phrase: got %s", ws.Find(`[data-testid="test-result"]`).Text())
+	}
+	ws = testPost(t, srv, c, note, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/text": {"x"}, "phrase": {"mt__write-note"}})
+	if got := ws.Find(`[data-testid="test-result"]`).AttrOr("data-status", ""); got != "success" {
+		t.Fatalf("right phrase: got %q", got)
+	}
+
+	// A long call shows progress and is followed by polling until it ends.
+	sleep := toolID(t, srv, "mt__sleep")
+	ws = testPost(t, srv, c, sleep, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/ms": {"2500"}})
+	poll := ws.Find(`[data-testid="test-running"]`).AttrOr("hx-get", "")
+	if poll == "" {
+		t.Fatal("a long call did not show the running panel")
+	}
+	sawProgress := ws.Find(`[data-testid="test-progress"]`).Length() > 0
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res := srv.Get(t, c, poll)
+		d := page(t, res)
+		sawProgress = sawProgress || d.Find(`[data-testid="test-progress"]`).Length() > 0
+		if d.Find(`[data-testid="test-result"]`).AttrOr("data-status", "") == "success" {
+			break
+		}
+		if d.Find(`[data-testid="test-running"]`).Length() != 1 || time.Now().After(deadline) {
+			t.Fatalf("poll: got %s", d.Text())
+		}
+	}
+	if !sawProgress {
+		t.Error("no progress was shown while the call ran")
+	}
+
+	// Saved cases; running them all verifies a tool that is not enabled yet.
+	add := toolID(t, srv, "mt__add")
+	for name, v := range map[string]url.Values{
+		"sum": {"arg/a": {"2"}, "arg/b": {"3"}, "expect_text": {"5"}},
+		"big": {"arg/a": {"20"}, "arg/b": {"22"}, "expect_text": {"42"}},
+	} {
+		v.Set("mode", "form")
+		v.Set("_action", "save")
+		v.Set("case_name", name)
+		v.Set("expect", "success")
+		ws = testPost(t, srv, c, add, v)
+		if !strings.Contains(ws.Find(`[data-testid="test-notice"]`).Text(), name) {
+			t.Fatalf("save %s: got %s", name, ws.Text())
+		}
+	}
+	res := srv.PostForm(t, c, "/tools/"+add+"/test/cases/run", url.Values{})
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("run all: got %d", res.StatusCode)
+	}
+	doc = page(t, srv.Get(t, c, "/tools/"+add+"/test"))
+	if got := doc.Find(`[data-testid="case-outcome"] .badge.ok`).Length(); got != 2 {
+		t.Fatalf("passed cases shown: got %d, want 2: %s", got, doc.Find(`[data-testid="test-cases"]`).Text())
+	}
+	if st, _ := srv.Tools.Get(t.Context(), add); st.Status != "verified" {
+		t.Fatalf("after every case passed: got status %s, want verified", st.Status)
+	}
+}
