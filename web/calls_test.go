@@ -20,7 +20,7 @@ import (
 
 // liveServer registers an mcptest server over streamable HTTP, waits for its tools
 // and enables the named ones.
-func liveServer(t *testing.T, srv *webtest.Server, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
+func liveServer(t testing.TB, srv *webtest.Server, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
 	t.Helper()
 	ctx := context.Background()
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
@@ -154,7 +154,7 @@ func TestAPIToolCall(t *testing.T) {
 	}
 }
 
-func toolID(t *testing.T, srv *webtest.Server, qualified string) string {
+func toolID(t testing.TB, srv *webtest.Server, qualified string) string {
 	t.Helper()
 	tg, err := srv.Tools.Target(context.Background(), qualified)
 	if err != nil {

@@ -89,12 +89,45 @@ func Append(ctx context.Context, q pgx.Tx, e Entry) (Record, error) {
 const announceEach = 16
 
 // AppendBatch writes entries to the chain in order inside tx with one lock, one read of
-// the chain head and one COPY, which is what lets the router record many calls per
+// the chain head and one insert, which is what lets the router record many calls per
 // transaction.
 func AppendBatch(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	b, err := NewBatch(entries)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.LockJournal(ctx, q); err != nil {
+		return nil, err
+	}
+	var first int64
+	var prev []byte
+	sql, args := b.HeadQuery()
+	if err := q.QueryRow(ctx, sql, args...).Scan(&first, &prev); err != nil {
+		return nil, fmt.Errorf("audit: chain head: %w", err)
+	}
+	rs := b.Seal(first, prev)
+	sql, args = b.InsertQuery()
+	if _, err := q.Exec(ctx, sql, args...); err != nil {
+		return nil, fmt.Errorf("audit: append %d entries: %w", len(rs), err)
+	}
+	if err := events.PublishBatch(ctx, q, b.Announcements()); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// Batch is an append split into statements a caller can pipeline in its own
+// transaction: after db.LockJournalSQL, run HeadQuery and pass what it returns to Seal,
+// then run InsertQuery and publish Announcements (AppendBatch does exactly that).
+type Batch struct {
+	recs []Record
+}
+
+// NewBatch prepares entries for appending.
+func NewBatch(entries []Entry) (*Batch, error) {
 	at := time.Now().UTC().Truncate(time.Microsecond)
 	rs := make([]Record, len(entries))
 	for i, e := range entries {
@@ -119,50 +152,69 @@ func AppendBatch(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, erro
 			rs[i].ActorID = &id
 		}
 	}
-	if err := db.LockJournal(ctx, q); err != nil {
-		return nil, err
-	}
-	var first int64
-	var prev []byte
+	return &Batch{recs: rs}, nil
+}
+
+// Len is the number of entries.
+func (b *Batch) Len() int { return len(b.recs) }
+
+// HeadQuery reserves the batch's ids and reads the chain head: it returns the first
+// id and the previous hash. Only safe under the journal lock.
+func (b *Batch) HeadQuery() (string, []any) {
 	// setval reserves the whole range at once; the lock makes it safe from other appends.
-	err := q.QueryRow(ctx, `/* audit.AppendBatch.head */
+	return `/* audit.AppendBatch.head */
 		SELECT setval('audit_log_id_seq', nextval('audit_log_id_seq') + $2 - 1) - $2 + 1,
-		       coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), $1)`, genesis, len(rs)).Scan(&first, &prev)
-	if err != nil {
-		return nil, fmt.Errorf("audit: chain head: %w", err)
-	}
-	rows := make([][]any, len(rs))
-	for i := range rs {
-		r := &rs[i]
+		       coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), $1)`, []any{genesis, len(b.recs)}
+}
+
+// Seal numbers and chains the entries from the head HeadQuery returned.
+func (b *Batch) Seal(first int64, prev []byte) []Record {
+	for i := range b.recs {
+		r := &b.recs[i]
 		r.ID, r.PrevHash = first+int64(i), prev
 		r.Hash = r.computeHash()
 		prev = r.Hash
-		rows[i] = []any{r.ID, r.At, r.ActorKind, r.ActorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName,
-			r.IP, r.RequestID, string(r.Payload), r.PrevHash, r.Hash}
 	}
-	if len(rs) == 1 {
-		r := rs[0]
-		_, err = q.Exec(ctx, `/* audit.Append */
-			INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, rows[0]...)
-		if err != nil {
-			return nil, fmt.Errorf("audit: append %s: %w", r.Action, err)
+	return b.recs
+}
+
+// InsertQuery writes the sealed entries in one statement.
+func (b *Batch) InsertQuery() (string, []any) {
+	n := len(b.recs)
+	ids, ats := make([]int64, n), make([]time.Time, n)
+	actorIDs := make([]*string, n)
+	texts := make([][]string, 9)
+	for k := range texts {
+		texts[k] = make([]string, n)
+	}
+	prevs, hashes := make([][]byte, n), make([][]byte, n)
+	for i, r := range b.recs {
+		ids[i], ats[i], actorIDs[i] = r.ID, r.At, r.ActorID
+		for k, v := range [...]string{r.ActorKind, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName, r.IP, r.RequestID, string(r.Payload)} {
+			texts[k][i] = v
 		}
-	} else if _, err = q.CopyFrom(ctx, pgx.Identifier{"audit_log"}, []string{"id", "at", "actor_kind", "actor_id", "actor_name",
-		"action", "target_type", "target_id", "target_name", "ip", "request_id", "payload", "prev_hash", "hash"},
-		pgx.CopyFromRows(rows)); err != nil {
-		return nil, fmt.Errorf("audit: append %d entries: %w", len(rs), err)
+		prevs[i], hashes[i] = r.PrevHash, r.Hash
 	}
-	announce := rs
-	if len(rs) > announceEach {
-		announce = rs[len(rs)-1:]
+	return `/* audit.AppendBatch */
+		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)
+		SELECT id, at, actor_kind, actor_id::uuid, actor_name, action, target_type, target_id, target_name, ip, request_id, payload::json, prev_hash, hash
+		FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::bytea[])
+			AS u(id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)`,
+		[]any{ids, ats, texts[0], actorIDs, texts[1], texts[2], texts[3], texts[4], texts[5], texts[6], texts[7], texts[8], prevs, hashes}
+}
+
+// Announcements are the audit.appended events of the sealed batch.
+func (b *Batch) Announcements() []events.Draft {
+	announce := b.recs
+	if len(announce) > announceEach {
+		announce = announce[len(announce)-1:]
 	}
-	for _, r := range announce {
-		if _, err := events.Publish(ctx, q, Topic, "audit.appended", r.Summary()); err != nil {
-			return nil, err
-		}
+	ds := make([]events.Draft, len(announce))
+	for i, r := range announce {
+		ds[i] = events.Draft{Topic: Topic, Kind: "audit.appended", Payload: r.Summary()}
 	}
-	return rs, nil
+	return ds
 }
 
 // computeHash is SHA-256 over the previous hash, then each field as a netstring

@@ -59,11 +59,18 @@ const journalLockKey = 0x746f6f6c77617264 // "toolward"
 // the audit chain links rows in id order and a websocket client resuming from event id
 // N cannot miss an event that commits later with a smaller id.
 func LockJournal(ctx context.Context, q Querier) error {
-	if _, err := q.Exec(ctx, `/* db.LockJournal */ SELECT pg_advisory_xact_lock($1)`, int64(journalLockKey)); err != nil {
+	if _, err := q.Exec(ctx, LockJournalSQL, JournalLockKey); err != nil {
 		return fmt.Errorf("db: journal lock: %w", err)
 	}
 	return nil
 }
+
+// LockJournalSQL is LockJournal as a statement with its argument, for callers that
+// pipeline it with other statements (pgx.Batch) inside their transaction.
+const LockJournalSQL = `/* db.LockJournal */ SELECT pg_advisory_xact_lock($1)`
+
+// JournalLockKey is LockJournalSQL's argument.
+const JournalLockKey int64 = journalLockKey
 
 // IsUniqueViolation reports whether err is a unique_violation, optionally on the named
 // constraint or index.

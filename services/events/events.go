@@ -71,20 +71,24 @@ func PublishBatch(ctx context.Context, q pgx.Tx, drafts []Draft) error {
 	if len(drafts) == 0 {
 		return nil
 	}
-	topics := make([]string, len(drafts))
-	kinds := make([]string, len(drafts))
-	payloads := make([]string, len(drafts))
-	for i, d := range drafts {
-		raw, err := json.Marshal(d.Payload)
-		if err != nil {
-			return fmt.Errorf("events: marshal %s payload: %w", d.Kind, err)
-		}
-		topics[i], kinds[i], payloads[i] = d.Topic, d.Kind, string(raw)
+	topics, kinds, payloads, err := Encode(drafts)
+	if err != nil {
+		return err
 	}
 	if err := db.LockJournal(ctx, q); err != nil {
 		return err
 	}
-	_, err := q.Exec(ctx, `/* events.PublishBatch */
+	sql, args := InsertQuery(topics, kinds, payloads)
+	if _, err := q.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("events: publish %d events: %w", len(drafts), err)
+	}
+	return nil
+}
+
+// InsertQuery is PublishBatch's statement, for callers that pipeline it (under the
+// journal lock, in their transaction).
+func InsertQuery(topics, kinds, payloads []string) (string, []any) {
+	return `/* events.PublishBatch */
 		WITH ins AS (
 			INSERT INTO events (id, topic, kind, payload)
 			SELECT nextval('events_id_seq'), d.topic, d.kind, d.payload::jsonb
@@ -92,11 +96,20 @@ func PublishBatch(ctx context.Context, q pgx.Tx, drafts []Draft) error {
 			ORDER BY d.n
 			RETURNING id
 		)
-		SELECT pg_notify('`+Channel+`', max(id)::text) FROM ins`, topics, kinds, payloads)
-	if err != nil {
-		return fmt.Errorf("events: publish %d events: %w", len(drafts), err)
+		SELECT pg_notify('` + Channel + `', max(id)::text) FROM ins`, []any{topics, kinds, payloads}
+}
+
+// Encode turns drafts into InsertQuery's columns.
+func Encode(drafts []Draft) (topics, kinds, payloads []string, err error) {
+	topics, kinds, payloads = make([]string, len(drafts)), make([]string, len(drafts)), make([]string, len(drafts))
+	for i, d := range drafts {
+		raw, err := json.Marshal(d.Payload)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("events: marshal %s payload: %w", d.Kind, err)
+		}
+		topics[i], kinds[i], payloads[i] = d.Topic, d.Kind, string(raw)
 	}
-	return nil
+	return topics, kinds, payloads, nil
 }
 
 // Since returns up to limit events after id afterID on the given topics, oldest first.

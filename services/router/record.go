@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -25,34 +26,43 @@ type job struct {
 	touch  []string // tool ids whose last_used moves to at
 	at     time.Time
 	done   chan error // nil: nobody waits (the write after a call)
+	flush  bool       // write everything gathered before this job
 }
 
-// recorder writes jobs with group commit: one writer takes every job queued while the
-// previous transaction was committing and writes them in one transaction, so callers
-// do not serialize on the journal lock and a burst of N calls costs about one commit.
-// A caller that must not go on before its row is durable (the audit row before a call
-// runs, DESIGN §8) waits for its job; the rest is written behind the caller's back.
+// recorder writes jobs with group commit. Jobs a caller waits for (the audit row that
+// must be durable before a call runs, DESIGN §8) go first: every such job queued while
+// the previous transaction committed is written in the next one, so a burst of N calls
+// costs about one commit and callers do not serialize on the journal lock. What is
+// written behind the callers' backs (usage rows, completion events) is gathered for up
+// to flushEvery and written in one transaction, never ahead of a waiting job.
 type recorder struct {
-	pool     *pgxpool.Pool
-	log      *slog.Logger
-	jobs     chan *job
-	maxBatch int
-	stopped  chan struct{}
+	pool       *pgxpool.Pool
+	log        *slog.Logger
+	urgent     chan *job
+	later      chan *job
+	maxBatch   int
+	flushEvery time.Duration
+	stopped    chan struct{}
+	// deferred are jobs a write produced for the next gathered write (writer goroutine only).
+	deferred []*job
 }
 
 var errStopped = errors.New("router: not running")
 
 func newRecorder(pool *pgxpool.Pool, log *slog.Logger, maxBatch int) *recorder {
-	return &recorder{pool: pool, log: log, jobs: make(chan *job, 8192), maxBatch: maxBatch, stopped: make(chan struct{})}
+	return &recorder{pool: pool, log: log, urgent: make(chan *job, 4096), later: make(chan *job, 16384),
+		maxBatch: maxBatch, flushEvery: 20 * time.Millisecond, stopped: make(chan struct{})}
 }
 
 // submit queues j; with wait it returns once j is committed (or failed).
 func (w *recorder) submit(ctx context.Context, j *job, wait bool) error {
+	q := w.later
 	if wait {
 		j.done = make(chan error, 1)
+		q = w.urgent
 	}
 	select {
-	case w.jobs <- j:
+	case q <- j:
 	case <-w.stopped:
 		return errStopped
 	case <-ctx.Done():
@@ -69,26 +79,95 @@ func (w *recorder) submit(ctx context.Context, j *job, wait bool) error {
 	}
 }
 
+// flush is a job that makes the writer write everything gathered so far first.
+func (w *recorder) flush(ctx context.Context) error {
+	return w.submit(ctx, &job{flush: true}, true)
+}
+
 // run writes until ctx ends, then writes what is still queued and returns.
 func (w *recorder) run(ctx context.Context) {
 	defer close(w.stopped)
+	var pending []*job
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	writePending := func() {
+		for len(pending) > 0 {
+			n := min(len(pending), w.maxBatch)
+			w.writeBatch(pending[:n], false)
+			pending = pending[n:]
+		}
+		pending = nil
+	}
+	arm := func() {
+		if len(pending) >= w.maxBatch {
+			writePending()
+		} else if len(pending) > 0 && !armed {
+			timer.Reset(w.flushEvery)
+			armed = true
+		}
+	}
+	gather := func(j *job) {
+		pending = append(pending, j)
+		pending = w.drainInto(w.later, pending, 4*w.maxBatch)
+		arm()
+	}
 	for {
-		var first *job
+		// Waiting callers first.
 		select {
-		case first = <-w.jobs:
+		case j := <-w.urgent:
+			w.writeUrgent(j, &pending, writePending)
+			arm()
+			continue
+		default:
+		}
+		select {
+		case j := <-w.urgent:
+			w.writeUrgent(j, &pending, writePending)
+			arm()
+		case j := <-w.later:
+			gather(j)
+		case <-timer.C:
+			armed = false
+			writePending()
 		case <-ctx.Done():
-			w.drain()
+			for {
+				select {
+				case j := <-w.urgent:
+					w.writeUrgent(j, &pending, writePending)
+					continue
+				case j := <-w.later:
+					pending = append(pending, j)
+					continue
+				default:
+				}
+				break
+			}
+			writePending()
 			return
 		}
-		w.writeBatch(w.collect(first))
 	}
 }
 
-func (w *recorder) collect(first *job) []*job {
-	batch := []*job{first}
-	for len(batch) < w.maxBatch {
+func (w *recorder) writeUrgent(first *job, pending *[]*job, writePending func()) {
+	batch := w.drainInto(w.urgent, []*job{first}, w.maxBatch)
+	for _, j := range batch {
+		if j.flush {
+			*pending = w.drainInto(w.later, *pending, 1<<30)
+			writePending()
+			break
+		}
+	}
+	w.writeBatch(batch, true)
+	*pending = append(*pending, w.deferred...)
+	w.deferred = nil
+}
+
+// drainInto appends to batch what q holds now, up to limit jobs in all.
+func (w *recorder) drainInto(q chan *job, batch []*job, limit int) []*job {
+	for len(batch) < limit {
 		select {
-		case j := <-w.jobs:
+		case j := <-q:
 			batch = append(batch, j)
 		default:
 			return batch
@@ -97,26 +176,15 @@ func (w *recorder) collect(first *job) []*job {
 	return batch
 }
 
-func (w *recorder) drain() {
-	for {
-		select {
-		case j := <-w.jobs:
-			w.writeBatch(w.collect(j))
-		default:
-			return
-		}
-	}
-}
-
 // writeBatch commits the jobs together; when that fails, each alone, so one bad row
 // costs only its own call.
-func (w *recorder) writeBatch(batch []*job) {
+func (w *recorder) writeBatch(batch []*job, urgent bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := w.write(ctx, batch)
+	err := w.write(ctx, batch, urgent)
 	if err != nil && len(batch) > 1 {
 		for _, j := range batch {
-			j.finish(w.write(ctx, []*job{j}), w.log)
+			j.finish(w.write(ctx, []*job{j}, urgent), w.log)
 		}
 		return
 	}
@@ -135,7 +203,9 @@ func (j *job) finish(err error, log *slog.Logger) {
 	}
 }
 
-func (w *recorder) write(ctx context.Context, batch []*job) error {
+// write commits batch. Waiting callers' audit rows go alone (writeAudit), their events
+// deferred to the next gathered write.
+func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 	var audits []audit.Entry
 	var drafts []events.Draft
 	var logs []usage.Entry
@@ -154,6 +224,15 @@ func (w *recorder) write(ctx context.Context, batch []*job) error {
 	if len(audits)+len(drafts)+len(logs)+len(touch) == 0 {
 		return nil // a flush marker
 	}
+	if urgent && len(audits) > 0 && len(logs)+len(touch) == 0 {
+		announce, err := w.writeAudit(ctx, audits)
+		if err == nil && len(drafts)+len(announce) > 0 {
+			// The events follow in the next gathered write: NOTIFY and the work every
+			// replica's bus does for it stay off the path of the waiting caller.
+			w.deferred = append(w.deferred, &job{drafts: append(drafts, announce...)})
+		}
+		return err
+	}
 	return db.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := usage.Insert(ctx, tx, logs); err != nil {
 			return err
@@ -169,4 +248,51 @@ func (w *recorder) write(ctx context.Context, batch []*job) error {
 		}
 		return events.PublishBatch(ctx, tx, drafts)
 	})
+}
+
+// writeAudit is the waiting callers' write in two round trips: BEGIN, the journal lock
+// and the chain head in one pipeline; the entries and COMMIT in another. It is the
+// fixed cost every call pays before it runs, so it matters to P1 (DESIGN §11). It
+// returns the entries' audit.appended events for the caller to publish.
+func (w *recorder) writeAudit(ctx context.Context, audits []audit.Entry) (announce []events.Draft, err error) {
+	conn, err := w.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("router: record: %w", err)
+	}
+	defer func() {
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+			if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+				_ = conn.Conn().Close(context.WithoutCancel(ctx)) // never hand back a connection mid-transaction
+			}
+		}
+		conn.Release()
+	}()
+	ab, err := audit.NewBatch(audits)
+	if err != nil {
+		return nil, err
+	}
+	first := &pgx.Batch{}
+	first.Queue("BEGIN")
+	first.Queue(db.LockJournalSQL, db.JournalLockKey)
+	var head int64
+	var prev []byte
+	if ab.Len() > 0 {
+		sql, args := ab.HeadQuery()
+		first.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &prev) })
+	}
+	if err := conn.SendBatch(ctx, first).Close(); err != nil {
+		return nil, fmt.Errorf("router: record: %w", err)
+	}
+	second := &pgx.Batch{}
+	if ab.Len() > 0 {
+		ab.Seal(head, prev)
+		sql, args := ab.InsertQuery()
+		second.Queue(sql, args...)
+		announce = ab.Announcements()
+	}
+	second.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, second).Close(); err != nil {
+		return nil, fmt.Errorf("router: record: %w", err)
+	}
+	return announce, nil
 }

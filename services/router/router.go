@@ -186,7 +186,7 @@ func (r *Router) Running() bool {
 
 // Flush returns once everything recorded before it is written.
 func (r *Router) Flush(ctx context.Context) error {
-	return r.rec.submit(ctx, &job{}, true)
+	return r.rec.flush(ctx)
 }
 
 // Call is one tool call.

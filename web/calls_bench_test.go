@@ -1,0 +1,137 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/web/webtest"
+)
+
+// Issue #5 and DESIGN §11 P1/P2: a call through Toolwarden against a direct SDK call to
+// the same in-process server (mcptest over streamable HTTP on loopback), with 1, 8 and
+// 64 concurrent callers.
+//
+//	go test ./web -run '^$' -bench 'ToolCall' -benchtime=3000x -count=1
+//
+// direct: the SDK's own client session calling echo. router: router.Call (resolution,
+// permission, validation, risk, rate limit, the audit row committed before the call,
+// usage and events written behind it). api: POST /api/v1/tools/call with a bearer
+// token over keep-alive HTTP, which adds authentication, JSON and HTTP. Each reports
+// the p50 and p99 of one call's wall time, calls per second, and for router and api
+// the p50 added to direct's p50 measured just before with the same callers. The test
+// cluster runs with fsync off: "durable" here means committed, not flushed to disk.
+func BenchmarkToolCall(b *testing.B) {
+	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}})
+	hs := liveServer(b, srv, "bench", true, "echo")
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL()}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	admin, err := srv.Auth.GetUserByName(ctx, "admin")
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok, _, err := srv.Auth.CreateToken(ctx, audit.System, admin.ID, auth.NewToken{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	actor := audit.Actor{Kind: audit.ActorToken, ID: admin.ID, Name: admin.Username}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	body := []byte(`{"tool":"bench__echo","arguments":{"message":"hi"}}`)
+	paths := map[string]func() error{
+		"direct": func() error {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error")
+			}
+			return err
+		},
+		"router": func() error {
+			_, err := srv.Router.Call(ctx, router.Call{Tool: "bench__echo", Arguments: json.RawMessage(`{"message":"hi"}`),
+				Actor: actor, Role: auth.RoleAdmin, Source: router.SourceAPI})
+			return err
+		},
+		"api": func() error {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/tools/call", bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer res.Body.Close()
+			_, _ = io.Copy(io.Discard, res.Body)
+			if res.StatusCode != http.StatusOK {
+				return fmt.Errorf("status %d", res.StatusCode)
+			}
+			return nil
+		},
+	}
+	directP50 := map[int]float64{}
+	for _, callers := range []int{1, 8, 64} {
+		for _, name := range []string{"direct", "router", "api"} {
+			call := paths[name]
+			b.Run(fmt.Sprintf("%s/callers=%d", name, callers), func(b *testing.B) {
+				var times benchTimes
+				var mu sync.Mutex
+				var next atomic.Int64
+				var failed atomic.Value
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for range callers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						var mine benchTimes
+						for next.Add(1) <= int64(b.N) {
+							t0 := time.Now()
+							if err := call(); err != nil {
+								failed.Store(err)
+								return
+							}
+							mine = append(mine, time.Since(t0))
+						}
+						mu.Lock()
+						times = append(times, mine...)
+						mu.Unlock()
+					}()
+				}
+				wg.Wait()
+				elapsed := time.Since(start)
+				b.StopTimer()
+				if err, _ := failed.Load().(error); err != nil {
+					b.Fatal(err)
+				}
+				p50 := times.percentile(0.50)
+				b.ReportMetric(p50, "p50-ms")
+				b.ReportMetric(times.percentile(0.99), "p99-ms")
+				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+				if name == "direct" {
+					directP50[callers] = p50
+				} else if d, ok := directP50[callers]; ok {
+					b.ReportMetric(p50-d, "added-p50-ms")
+				}
+			})
+		}
+	}
+	if err := srv.Router.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+}
