@@ -144,6 +144,7 @@ func (h ToolsHandler) APISetEnabled(enable bool) echo.HandlerFunc {
 type toolPatch struct {
 	Risk          json.RawMessage `json:"risk"`
 	TimeoutMS     json.RawMessage `json:"timeout_ms"`
+	RateLimit     json.RawMessage `json:"rate_limit"`
 	Category      json.RawMessage `json:"category"`
 	Tags          *[]string       `json:"tags"`
 	Configuration json.RawMessage `json:"configuration"`
@@ -176,6 +177,13 @@ func (in toolPatch) patch() (tools.Patch, error) {
 			e.Add("timeout_ms", "must be a whole number of milliseconds or null")
 		}
 		p.TimeoutMS = &n
+	}
+	if in.RateLimit != nil {
+		n := 0
+		if string(in.RateLimit) != "null" && json.Unmarshal(in.RateLimit, &n) != nil {
+			e.Add("rate_limit", "must be a whole number of calls a minute or null")
+		}
+		p.RateLimit = &n
 	}
 	if in.Tags != nil {
 		p.Tags, p.SetTags = *in.Tags, true

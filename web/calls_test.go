@@ -83,7 +83,10 @@ func TestAPIToolCall(t *testing.T) {
 
 	srv.CreateUser(t, "gina", auth.RoleGuest, "correct horse battery")
 	guest := svClient{t: t, srv: srv, bearer: svToken(t, srv, "gina")}
-	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__sleep"), map[string]any{"timeout_ms": 200}, 200, nil)
+	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__sleep"), map[string]any{"timeout_ms": 200, "rate_limit": 600}, 200, nil)
+	if status, raw := api.do(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__sleep"), map[string]any{"rate_limit": -5}); status != 400 || !strings.Contains(string(raw), `"path":"rate_limit"`) {
+		t.Fatalf("bad rate_limit: got %d %s, want 400 naming rate_limit", status, raw)
+	}
 
 	for _, tc := range []struct {
 		name   string

@@ -309,10 +309,11 @@ func TestRateLimits(t *testing.T) {
 		t.Fatalf("another user: %v", err)
 	}
 	// A tool's own limit applies across callers.
-	if _, err := e.pool.Exec(e.ctx, `UPDATE mcp_tools SET rate_limit = 10 WHERE name = 'add'`); err != nil {
+	ten := 10
+	if _, err := e.tools.Update(e.ctx, admin, e.tool("r__add").ID, tools.Patch{RateLimit: &ten}); err != nil {
 		t.Fatal(err)
 	}
-	e.r.Forget()
+	e.r.Forget() // the bus would too, a moment later
 	var toolLimited error
 	for i := range 5 {
 		a := audit.Actor{Kind: audit.ActorUser, Name: "u" + string(rune('a'+i))}

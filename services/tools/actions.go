@@ -27,6 +27,7 @@ import (
 type Patch struct {
 	Risk      *string  // "low", "medium", "high"; "" removes the override (annotations decide)
 	TimeoutMS *int     // 100..600000; 0 removes it (the server's timeout applies)
+	RateLimit *int     // calls a minute across callers, 1..1000000; 0 removes it
 	Category  *string  // a category name; "" removes it
 	Tags      []string // the new tags (replacing the old ones) when SetTags
 	SetTags   bool
@@ -56,6 +57,8 @@ func (e *StaleError) Error() string {
 const (
 	MinTimeoutMS = 100
 	MaxTimeoutMS = 600000
+	// MaxRateLimit bounds a tool's calls a minute (the column's check).
+	MaxRateLimit = 1000000
 	MaxTags      = 20
 )
 
@@ -96,6 +99,7 @@ type snapshot struct {
 	Params    map[string]Setting `json:"params"`
 	Risk      *string            `json:"risk"`
 	TimeoutMS *int               `json:"timeout_ms"`
+	RateLimit *int               `json:"rate_limit,omitempty"`
 	Category  *string            `json:"category"`
 	Tags      []string           `json:"tags"`
 }
@@ -105,13 +109,13 @@ func snapshotOf(t Item, c Configuration) snapshot {
 	if tags == nil {
 		tags = []string{}
 	}
-	return snapshot{Params: c.Params, Risk: t.RiskOverride, TimeoutMS: t.TimeoutMS, Category: t.Category, Tags: tags}
+	return snapshot{Params: c.Params, Risk: t.RiskOverride, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit, Category: t.Category, Tags: tags}
 }
 
 // masked shows a snapshot with secret values masked.
 func (s snapshot) masked() map[string]any {
 	return map[string]any{"params": Configuration{Params: s.Params}.masked(), "risk": s.Risk,
-		"timeout_ms": s.TimeoutMS, "category": s.Category, "tags": s.Tags}
+		"timeout_ms": s.TimeoutMS, "rate_limit": s.RateLimit, "category": s.Category, "tags": s.Tags}
 }
 
 // Configuration returns a tool's current parameter configuration (secrets encrypted).
@@ -138,7 +142,7 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, id string, p Pa
 // timeout. Its category and tags stay (they file the tool; they do not change calls).
 func (s *Service) Reset(ctx context.Context, actor audit.Actor, id string) (Item, error) {
 	empty, zero := "", 0
-	return s.updateAs(ctx, actor, id, Patch{Risk: &empty, TimeoutMS: &zero, Params: map[string]ParamInput{},
+	return s.updateAs(ctx, actor, id, Patch{Risk: &empty, TimeoutMS: &zero, RateLimit: &zero, Params: map[string]ParamInput{},
 		Reason: "reset to defaults"}, "tool.configure.reset")
 }
 
@@ -196,6 +200,16 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 			next.TimeoutMS = &v
 		}
 	}
+	if p.RateLimit != nil {
+		switch v := *p.RateLimit; {
+		case v == 0:
+			next.RateLimit = nil
+		case v < 1 || v > MaxRateLimit:
+			e.Add("rate_limit", fmt.Sprintf("must be between 1 and %d calls a minute (or 0 for no limit of its own)", MaxRateLimit))
+		default:
+			next.RateLimit = &v
+		}
+	}
 	var categoryID *string
 	if p.Category != nil {
 		name := strings.ToLower(strings.TrimSpace(*p.Category))
@@ -243,9 +257,9 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 	cfgJSON, _ := json.Marshal(cfg)
 	var version int
 	if err := tx.QueryRow(ctx, `/* tools.update */ UPDATE mcp_tools SET risk_override = $2, timeout_ms = $3,
-		category_id = $4, configuration = $5, configuration_version = configuration_version + 1, updated_at = now()
+		category_id = $4, configuration = $5, rate_limit = $6, configuration_version = configuration_version + 1, updated_at = now()
 		WHERE id = $1 RETURNING configuration_version`,
-		id, next.RiskOverride, next.TimeoutMS, categoryID, cfgJSON).Scan(&version); err != nil {
+		id, next.RiskOverride, next.TimeoutMS, categoryID, cfgJSON, next.RateLimit).Scan(&version); err != nil {
 		return Item{}, fmt.Errorf("tools: update: %w", err)
 	}
 	if slices.Contains(changed, "tags") {
@@ -285,6 +299,9 @@ func changedFields(a, b snapshot) []string {
 	}
 	if (a.TimeoutMS == nil) != (b.TimeoutMS == nil) || a.TimeoutMS != nil && *a.TimeoutMS != *b.TimeoutMS {
 		out = append(out, "timeout_ms")
+	}
+	if (a.RateLimit == nil) != (b.RateLimit == nil) || a.RateLimit != nil && *a.RateLimit != *b.RateLimit {
+		out = append(out, "rate_limit")
 	}
 	if deref(a.Category) != deref(b.Category) {
 		out = append(out, "category")

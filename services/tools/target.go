@@ -19,7 +19,6 @@ type Target struct {
 	Item
 	ServerEnabled   bool   `db:"server_enabled"`
 	ServerTimeoutMS int    `db:"server_timeout_ms"`
-	RateLimit       *int   `db:"rate_limit"` // calls per minute across callers; nil: none
 	RawConfig       []byte `db:"configuration"`
 }
 
@@ -35,7 +34,7 @@ func (t Target) Timeout() int {
 }
 
 const targetSQL = `SELECT ` + itemColumns + `, 0::real AS rank, s.enabled AS server_enabled,
-	s.timeout_ms AS server_timeout_ms, t.rate_limit, t.configuration` + itemFrom
+	s.timeout_ms AS server_timeout_ms, t.configuration` + itemFrom
 
 // Target finds a tool by id or by qualified name ("server__tool"); ErrNotFound when
 // there is none.

@@ -72,6 +72,7 @@ type Item struct {
 	Category        *string         `db:"category" json:"category"`
 	Tags            []string        `db:"tags" json:"tags"`
 	TimeoutMS       *int            `db:"timeout_ms" json:"timeout_ms"`
+	RateLimit       *int            `db:"rate_limit" json:"rate_limit"` // calls a minute across callers; nil: none
 	ValidationWorst *string         `db:"validation_worst" json:"validation_worst"`
 	EnableOverride  *string         `db:"enable_override" json:"enable_override,omitempty"`
 	ConfigVersion   int             `db:"configuration_version" json:"configuration_version"`
@@ -252,7 +253,7 @@ const itemColumns = `t.id, t.server_id, s.name AS server_name, s.trusted AS serv
 	t.description, t.status, t.available, t.input_schema, t.output_schema, t.annotations, t.definition_hash,
 	t.version_major, t.version_minor, t.risk_override, c.name AS category,
 	ARRAY(SELECT tg.tag FROM tool_tags tg WHERE tg.tool_id = t.id ORDER BY tg.tag) AS tags,
-	t.timeout_ms, t.validation_worst, t.enable_override, t.configuration_version, t.last_used, t.updated_at`
+	t.timeout_ms, t.rate_limit, t.validation_worst, t.enable_override, t.configuration_version, t.last_used, t.updated_at`
 
 const itemFrom = ` FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
 	LEFT JOIN tool_categories c ON c.id = t.category_id`
