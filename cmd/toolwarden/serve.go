@@ -79,7 +79,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv)})
 	// Sessions stop before the bus and the database (deferred in reverse order), so
 	// every server is marked disconnected and every stdio process is gone on exit.
-	mcpCtx, mcpCancel := context.WithCancel(ctx)
+	// Not cancelled by the signal itself: the deferred stops run after the HTTP server
+	// has drained, so calls in flight end normally and are recorded.
+	mcpCtx, mcpCancel := context.WithCancel(context.WithoutCancel(ctx))
 	mcpDone := make(chan struct{})
 	go func() { _ = mcp.Run(mcpCtx); close(mcpDone) }()
 	defer func() { mcpCancel(); <-mcpDone }()
@@ -87,7 +89,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	toolSvc := tools.New(d.Pool, keys, log)
 	rt := router.New(d.Pool, toolSvc, mcp, &router.Options{Logger: log, Bus: bus, UserRate: c.RateLimit})
 	// The router stops before the sessions, writing the records of the last calls.
-	rtCtx, rtCancel := context.WithCancel(ctx)
+	rtCtx, rtCancel := context.WithCancel(context.WithoutCancel(ctx))
 	rtDone := make(chan struct{})
 	go func() { _ = rt.Run(rtCtx); close(rtDone) }()
 	defer func() { rtCancel(); <-rtDone }()

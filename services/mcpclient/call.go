@@ -2,10 +2,9 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
-	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -16,12 +15,13 @@ type ProgressFunc func(p *mcp.ProgressNotificationParams)
 // progressRoutes hands each notifications/progress to the call that asked for it. The
 // SDK has one progress handler per client, so calls register a unique token here.
 type progressRoutes struct {
-	next   atomic.Uint64
 	routes sync.Map // token string → ProgressFunc
 }
 
+// add registers fn under a random token: a server cannot guess the token of a call
+// it was not sent, so it cannot feed progress into another server's calls.
 func (r *progressRoutes) add(fn ProgressFunc) (string, func()) {
-	tok := "tw-" + strconv.FormatUint(r.next.Add(1), 36)
+	tok := "tw-" + rand.Text()
 	r.routes.Store(tok, fn)
 	return tok, func() { r.routes.Delete(tok) }
 }

@@ -64,3 +64,32 @@ func take(now time.Time, lims ...*rate.Limiter) (time.Duration, int) {
 	}
 	return 0, -1
 }
+
+// toolLimiters keeps each tool's limiter by tool id, however the tool was named, and
+// across snapshot clears; a changed rate starts a new one.
+type toolLimiters struct {
+	mu sync.Mutex
+	m  map[string]toolLimiter
+}
+
+type toolLimiter struct {
+	perMin int
+	lim    *rate.Limiter
+}
+
+func (l *toolLimiters) get(toolID string, perMin *int) *rate.Limiter {
+	if perMin == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]toolLimiter{}
+	}
+	cur, ok := l.m[toolID]
+	if !ok || cur.perMin != *perMin {
+		cur = toolLimiter{perMin: *perMin, lim: perMinute(*perMin)}
+		l.m[toolID] = cur
+	}
+	return cur.lim
+}

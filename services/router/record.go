@@ -62,6 +62,11 @@ func (w *recorder) submit(ctx context.Context, j *job, wait bool) error {
 		q = w.urgent
 	}
 	select {
+	case <-w.stopped:
+		return errStopped
+	default:
+	}
+	select {
 	case q <- j:
 	case <-w.stopped:
 		return errStopped
@@ -75,7 +80,12 @@ func (w *recorder) submit(ctx context.Context, j *job, wait bool) error {
 	case err := <-j.done:
 		return err
 	case <-w.stopped:
-		return errStopped
+		select {
+		case err := <-j.done: // written as the writer stopped
+			return err
+		default:
+			return errStopped
+		}
 	}
 }
 
@@ -91,17 +101,21 @@ func (w *recorder) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed := false
-	writePending := func() {
+	writePending := func() error {
+		var first error
 		for len(pending) > 0 {
 			n := min(len(pending), w.maxBatch)
-			w.writeBatch(pending[:n], false)
+			if err := w.writeBatch(pending[:n], false); err != nil && first == nil {
+				first = err
+			}
 			pending = pending[n:]
 		}
 		pending = nil
+		return first
 	}
 	arm := func() {
 		if len(pending) >= w.maxBatch {
-			writePending()
+			_ = writePending()
 		} else if len(pending) > 0 && !armed {
 			timer.Reset(w.flushEvery)
 			armed = true
@@ -129,7 +143,7 @@ func (w *recorder) run(ctx context.Context) {
 			gather(j)
 		case <-timer.C:
 			armed = false
-			writePending()
+			_ = writePending() // each failed job was logged
 		case <-ctx.Done():
 			for {
 				select {
@@ -143,24 +157,35 @@ func (w *recorder) run(ctx context.Context) {
 				}
 				break
 			}
-			writePending()
+			_ = writePending()
 			return
 		}
 	}
 }
 
-func (w *recorder) writeUrgent(first *job, pending *[]*job, writePending func()) {
-	batch := w.drainInto(w.urgent, []*job{first}, w.maxBatch)
-	for _, j := range batch {
+func (w *recorder) writeUrgent(first *job, pending *[]*job, writePending func() error) {
+	var jobs, flushes []*job
+	for _, j := range w.drainInto(w.urgent, []*job{first}, w.maxBatch) {
 		if j.flush {
-			*pending = w.drainInto(w.later, *pending, 1<<30)
-			writePending()
-			break
+			flushes = append(flushes, j)
+		} else {
+			jobs = append(jobs, j)
 		}
 	}
-	w.writeBatch(batch, true)
+	if len(jobs) > 0 {
+		w.writeBatch(jobs, true)
+	}
 	*pending = append(*pending, w.deferred...)
 	w.deferred = nil
+	if len(flushes) > 0 {
+		// Everything submitted before the flush: the waiting jobs just written, their
+		// deferred events and whatever was gathered.
+		*pending = w.drainInto(w.later, *pending, 1<<30)
+		err := writePending()
+		for _, f := range flushes {
+			f.finish(err, w.log)
+		}
+	}
 }
 
 // drainInto appends to batch what q holds now, up to limit jobs in all.
@@ -178,19 +203,25 @@ func (w *recorder) drainInto(q chan *job, batch []*job, limit int) []*job {
 
 // writeBatch commits the jobs together; when that fails, each alone, so one bad row
 // costs only its own call.
-func (w *recorder) writeBatch(batch []*job, urgent bool) {
+func (w *recorder) writeBatch(batch []*job, urgent bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := w.write(ctx, batch, urgent)
 	if err != nil && len(batch) > 1 {
+		var first error
 		for _, j := range batch {
-			j.finish(w.write(ctx, []*job{j}, urgent), w.log)
+			err := w.write(ctx, []*job{j}, urgent)
+			if err != nil && first == nil {
+				first = err
+			}
+			j.finish(err, w.log)
 		}
-		return
+		return first
 	}
 	for _, j := range batch {
 		j.finish(err, w.log)
 	}
+	return err
 }
 
 func (j *job) finish(err error, log *slog.Logger) {

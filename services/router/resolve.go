@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/time/rate"
 
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -25,9 +24,9 @@ type entry struct {
 	output     *jsonschema.Schema
 	resolved   tools.Resolved
 	risk       risk.Decision
-	retry      bool          // safe to call again after a transport failure
-	limiter    *rate.Limiter // the tool's own rate (nil: none)
-	configured []string      // parameters the configuration sets, for the logs
+	retry      bool            // safe to call again after a transport failure
+	configured []string        // parameters the configuration sets, for the logs
+	secrets    map[string]bool // configured parameters whose values are secret
 }
 
 // resolution is a name resolved to a tool, plus the operation a dotted name implies.
@@ -82,6 +81,9 @@ func (c *cache) store(gen uint64, ref string, r resolution) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == gen {
+		if len(c.refs) > 20_000 {
+			c.refs = map[string]resolution{} // bounded: names callers invent cannot grow it forever
+		}
 		c.refs[ref] = r
 	}
 }
@@ -194,11 +196,12 @@ func (r *Router) build(t tools.Target) (*entry, error) {
 		return nil, fmt.Errorf("router: configuration of %s: %w", t.QualifiedName(), err)
 	}
 	e.resolved = res
-	for name := range cfg.Params {
+	e.secrets = map[string]bool{}
+	for name, st := range cfg.Params {
 		e.configured = append(e.configured, name)
-	}
-	if t.RateLimit != nil {
-		e.limiter = perMinute(*t.RateLimit)
+		if st.Secret != "" {
+			e.secrets[name] = true
+		}
 	}
 	return e, nil
 }

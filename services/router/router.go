@@ -111,6 +111,7 @@ type Router struct {
 	log   *slog.Logger
 	cache *cache
 	users *limiters
+	toolL toolLimiters
 	rec   *recorder
 
 	breakers sync.Map // server id → *gobreaker.CircuitBreaker[*mcp.CallToolResult]
@@ -298,7 +299,7 @@ func (r *Router) setRuntime(id, state string, delta int, errText string, ms floa
 func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	start := time.Now()
 	if !r.Running() {
-		return nil, errStopped
+		return nil, &Error{Code: CodeUnavailable, Message: "tool calls are not being accepted right now (Toolwarden is starting or stopping); try again shortly"}
 	}
 	callID := c.ID
 	if _, err := uuid.Parse(callID); err != nil || callID == "" {
@@ -331,12 +332,12 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		return nil, withCall(err, callID)
 	}
 	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
-		return nil, rec.refused(ctx, invalid(err))
+		return nil, rec.refused(ctx, invalid(hideSecrets(err, e.secrets)))
 	}
 	if err := approve(e, c); err != nil {
 		return nil, rec.refused(ctx, err)
 	}
-	if wait, which := take(start, r.users.get(userKey(c.Actor)), e.limiter); which >= 0 {
+	if wait, which := take(start, r.users.get(userKey(c.Actor)), r.toolL.get(e.t.ID, e.t.RateLimit)); which >= 0 {
 		who := "you have"
 		if which == 1 {
 			who = e.t.QualifiedName() + " has"
@@ -409,6 +410,22 @@ func invalid(err error) error {
 		parts[i] = where + " " + f.Message
 	}
 	return &Error{Code: CodeInvalidArguments, Message: strings.Join(parts, "; "), Details: ve.Fields}
+}
+
+// hideSecrets rewrites what validation says about configured secret values: its
+// messages may quote the value (a pattern it does not match).
+func hideSecrets(err error, secrets map[string]bool) error {
+	var ve *verr.Error
+	if len(secrets) == 0 || !errors.As(err, &ve) {
+		return err
+	}
+	for i, f := range ve.Fields {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f.Field, "/"), "/")
+		if secrets[name] {
+			ve.Fields[i].Message = "the configured secret value is not accepted by the tool's schema; an administrator must set it again"
+		}
+	}
+	return ve
 }
 
 // admit checks the tool may be called now and by this caller.

@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/base64"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // Retries only for what cannot change anything, and only when the server is trusted.
@@ -152,5 +154,36 @@ func TestApprove(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("%s from %s with %+v: got %v, want ok=%v", tc.level, tc.source, tc.ap, err, tc.ok)
 		}
+	}
+}
+
+// Validation messages about configured secret values never quote them.
+func TestHideSecrets(t *testing.T) {
+	t.Parallel()
+	err := hideSecrets(&verr.Error{Fields: []verr.Field{
+		{Field: "/token", Message: "'sk-live-123' does not match pattern '^tok_'"},
+		{Field: "/nested/token", Message: "fine to show"},
+		{Field: "/query", Message: "'hello' is too short"},
+	}}, map[string]bool{"token": true})
+	ve := err.(*verr.Error)
+	if strings.Contains(ve.Fields[0].Message, "sk-live") || ve.Fields[2].Message != "'hello' is too short" || ve.Fields[1].Message != "fine to show" {
+		t.Fatalf("got %+v", ve.Fields)
+	}
+}
+
+// A tool's limiter is one per tool id, however the tool is named, and follows rate changes.
+func TestToolLimitersByID(t *testing.T) {
+	t.Parallel()
+	var l toolLimiters
+	ten, twenty := 10, 20
+	a := l.get("tool-1", &ten)
+	if l.get("tool-1", &ten) != a {
+		t.Fatal("the same tool got a second limiter")
+	}
+	if l.get("tool-1", &twenty) == a {
+		t.Fatal("a changed rate kept the old limiter")
+	}
+	if l.get("tool-1", nil) != nil {
+		t.Fatal("no rate must mean no limiter")
 	}
 }
