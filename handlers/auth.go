@@ -43,7 +43,7 @@ func (h SessionHandler) Login(c echo.Context) error {
 	var throttled *auth.ThrottledError
 	switch {
 	case errors.As(err, &throttled):
-		c.Response().Header().Set("Retry-After", retryAfter(throttled.RetryAfter))
+		c.Response().Header().Set("Retry-After", RetryAfter(throttled.RetryAfter))
 		return render(c, http.StatusTooManyRequests, views.Login(views.LoginPage{Username: username, Next: next,
 			Error: "Too many failed sign-ins. Try again in " + throttled.RetryAfter.Round(time.Second).String() + "."}))
 	case errors.Is(err, auth.ErrInvalidCredentials):
@@ -86,7 +86,7 @@ func safeNext(next string) string {
 	return next
 }
 
-// retryAfter formats a wait as whole seconds, rounded up, for the Retry-After header.
-func retryAfter(d time.Duration) string {
+// RetryAfter formats a wait as whole seconds, rounded up, for the Retry-After header.
+func RetryAfter(d time.Duration) string {
 	return strconv.Itoa(max(int((d+time.Second-1)/time.Second), 1))
 }

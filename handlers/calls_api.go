@@ -2,10 +2,7 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,16 +27,7 @@ func (h ToolsHandler) APICall(c echo.Context) error {
 	res, err := h.Router.Call(c.Request().Context(), router.Call{Tool: in.Tool, Arguments: in.Arguments, Actor: ActorOf(c),
 		Role: p.User.Role, Source: router.SourceAPI, ConversationID: in.ConversationID})
 	if err != nil {
-		setRetryAfter(c, err)
-		return err
+		return err // the error handler adds Retry-After to rate_limited
 	}
 	return c.JSON(http.StatusOK, res)
-}
-
-// setRetryAfter tells a rate-limited caller when to come back, in whole seconds.
-func setRetryAfter(c echo.Context, err error) {
-	var re *router.Error
-	if errors.As(err, &re) && re.RetryAfter > 0 {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(re.RetryAfter.Seconds()))))
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -82,7 +84,7 @@ func (h ToolsHandler) testView(c echo.Context, it tools.Item, mode string, args 
 		}
 	}
 	tv.CanRun, tv.CannotRun = canRun(p, it)
-	tv.Verifies = p.Can(auth.PermToolEnable) && it.Status != "enabled" && it.Status != "disabled"
+	tv.Verifies = p.Can(auth.PermToolEnable) && toolstate.Allowed(it.Status, toolstate.Testing)
 	return tv
 }
 
@@ -95,9 +97,7 @@ func canRun(p *auth.Principal, it tools.Item) (bool, string) {
 		return true, ""
 	case !p.Can(auth.PermToolEnable):
 		return false, "Only people who may enable tools can test a tool that is not enabled."
-	}
-	switch it.Status {
-	case "validated", "configured", "testing", "verified", "failed", "disabled":
+	case router.Testable(it.Status):
 		return true, ""
 	}
 	return false, fmt.Sprintf("A tool that is %s cannot be run.", it.Status)
@@ -370,26 +370,12 @@ func (h ToolsHandler) runCases(c echo.Context, only string) error {
 	if err != nil {
 		return err
 	}
-	var results []tools.CaseResult
-	for _, tc := range cs {
-		if only != "" && tc.ID != only {
-			continue
-		}
-		res, err := h.Router.Call(ctx, testCall(c, it, tc.Arguments, f))
-		cr := tools.CaseResult{CaseID: tc.ID, Name: tc.Name}
-		ok, text := err == nil && !res.IsError, ""
-		if res != nil {
-			cr.DurationMS, text = res.DurationMS, router.TextOf(res.Content)
-		}
-		cr.Passed, cr.Message = tc.Passes(ok, text)
-		var re *router.Error
-		if errors.As(err, &re) && (re.Code == router.CodeApprovalRequired || re.Code == router.CodeForbidden || re.Code == router.CodeToolDisabled) {
-			return h.redirectWithOutcome(c, re, nil, testURL(it.ID)) // not a test outcome: nothing ran
-		}
-		if err != nil && !cr.Passed {
-			cr.Message += ": " + err.Error()
-		}
-		results = append(results, cr)
+	if only != "" {
+		cs = slices.DeleteFunc(cs, func(tc tools.TestCase) bool { return tc.ID != only })
+	}
+	results, err := h.Router.RunCases(ctx, testCall(c, it, nil, f), cs)
+	if err != nil {
+		return h.redirectWithOutcome(c, err, nil, testURL(it.ID)) // not a test outcome: nothing ran
 	}
 	if len(results) == 0 {
 		return echo.NewHTTPError(http.StatusNotFound, "No such test case.")

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -127,8 +126,12 @@ func (s *Server) handleError(err error, c echo.Context) {
 			"request_id", handlers.RequestID(c))
 	}
 	var te *auth.ThrottledError
-	if errors.As(err, &te) {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(max(int(te.RetryAfter.Seconds()), 1)))
+	var re *router.Error
+	switch {
+	case errors.As(err, &te):
+		c.Response().Header().Set("Retry-After", handlers.RetryAfter(te.RetryAfter))
+	case errors.As(err, &re) && re.RetryAfter > 0:
+		c.Response().Header().Set("Retry-After", handlers.RetryAfter(re.RetryAfter))
 	}
 	req := c.Request()
 	if handlers.IsAPI(c) || req.URL.Path == "/ws" || strings.Contains(req.Header.Get("Accept"), "application/json") {

@@ -15,17 +15,7 @@ import (
 // testPost posts the workspace as htmx does and returns the workspace it answers with.
 func testPost(t *testing.T, srv *webtest.Server, c *http.Client, id string, form url.Values) *goquery.Document {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/tools/"+id+"/test", strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", srv.URL)
-	req.Header.Set("HX-Request", "true")
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := srv.PostFormHeaders(t, c, "/tools/"+id+"/test", form, map[string]string{"HX-Request": "true"})
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("POST test: got %d", res.StatusCode)
 	}

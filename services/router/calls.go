@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
@@ -94,7 +95,7 @@ func approvalOf(c Call, e *entry) string {
 	switch {
 	case c.Approval.Execution != "":
 		return "execution:" + c.Approval.Execution
-	case e.risk.Level == "low":
+	case e.risk.Level == risk.Low:
 		return "policy"
 	case c.Approval.Phrase != "":
 		return "phrase"

@@ -438,7 +438,7 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 	case !t.Available:
 		return fail(CodeToolDisabled, "%s cannot be called: its server no longer offers it", name)
 	case t.Status == "enabled":
-	case c.Test && testable(t.Status):
+	case c.Test && Testable(t.Status):
 	case c.Test:
 		return fail(CodeToolDisabled, "%s cannot be tested while it is %s", name, t.Status)
 	default:
@@ -458,15 +458,6 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 		return fail(CodeForbidden, "you may not use %s; ask an administrator for access", name)
 	}
 	return nil
-}
-
-// testable: the states in which the test panel may run a tool (validated and later).
-func testable(status string) bool {
-	switch status {
-	case "validated", "configured", "testing", "verified", "failed", "enabled", "disabled":
-		return true
-	}
-	return false
 }
 
 // approve applies DESIGN §5: LOW runs; MEDIUM needs a confirm; HIGH the typed phrase;

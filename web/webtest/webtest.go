@@ -183,6 +183,12 @@ func (s *Server) Login(t testing.TB, username, password string) *http.Client {
 // PostForm posts a same-origin form (as a browser on this site would).
 func (s *Server) PostForm(t testing.TB, c *http.Client, path string, form url.Values) *http.Response {
 	t.Helper()
+	return s.PostFormHeaders(t, c, path, form, nil)
+}
+
+// PostFormHeaders is PostForm with extra request headers (HX-Request, as htmx sends).
+func (s *Server) PostFormHeaders(t testing.TB, c *http.Client, path string, form url.Values, headers map[string]string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, s.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +196,9 @@ func (s *Server) PostForm(t testing.TB, c *http.Client, path string, form url.Va
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", s.URL)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
