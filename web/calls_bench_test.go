@@ -26,9 +26,10 @@ import (
 //
 //	go test ./web -run '^$' -bench 'ToolCall' -benchtime=3000x -count=1
 //
-// direct: the SDK's own client session calling echo. router: router.Call (resolution,
-// permission, validation, risk, rate limit, the audit row committed before the call,
-// usage and events written behind it). api: POST /api/v1/tools/call with a bearer
+// direct: the SDK's own client session calling echo. mcpclient: the same call through
+// Toolwarden's long-lived session (mcpclient.Manager.CallTool), the router's last step
+// alone. router: router.Call (resolution, permission, validation, risk, rate limit, the
+// audit row committed before the call, usage and events written behind it). api: POST /api/v1/tools/call with a bearer
 // token over keep-alive HTTP, which adds authentication, JSON and HTTP. Each reports
 // the p50 and p99 of one call's wall time, calls per second, and for router and api
 // the p50 added to direct's p50 measured just before with the same callers. The test
@@ -54,12 +55,21 @@ func BenchmarkToolCall(b *testing.B) {
 	actor := audit.Actor{Kind: audit.ActorToken, ID: admin.ID, Name: admin.Username}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 	body := []byte(`{"tool":"bench__echo","arguments":{"message":"hi"}}`)
+	tg, err := srv.Tools.Target(ctx, "bench__echo")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sid := tg.ServerID
 	paths := map[string]func() error{
 		"direct": func() error {
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
 			if err == nil && res.IsError {
 				err = fmt.Errorf("tool error")
 			}
+			return err
+		},
+		"mcpclient": func() error {
+			_, err := srv.MCP.CallTool(ctx, sid, "echo", map[string]any{"message": "hi"}, nil)
 			return err
 		},
 		"router": func() error {
@@ -85,7 +95,7 @@ func BenchmarkToolCall(b *testing.B) {
 	}
 	directP50 := map[int]float64{}
 	for _, callers := range []int{1, 8, 64} {
-		for _, name := range []string{"direct", "router", "api"} {
+		for _, name := range []string{"direct", "mcpclient", "router", "api"} {
 			call := paths[name]
 			b.Run(fmt.Sprintf("%s/callers=%d", name, callers), func(b *testing.B) {
 				var times benchTimes

@@ -102,18 +102,17 @@ func AppendBatch(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, erro
 	if err := db.LockJournal(ctx, q); err != nil {
 		return nil, err
 	}
-	var first int64
-	var prev []byte
+	var head Head
 	sql, args := b.HeadQuery()
-	if err := q.QueryRow(ctx, sql, args...).Scan(&first, &prev); err != nil {
+	if err := q.QueryRow(ctx, sql, args...).Scan(&head.ID, &head.Hash); err != nil {
 		return nil, fmt.Errorf("audit: chain head: %w", err)
 	}
-	rs := b.Seal(first, prev)
+	rs := b.Seal(head)
 	sql, args = b.InsertQuery()
 	if _, err := q.Exec(ctx, sql, args...); err != nil {
 		return nil, fmt.Errorf("audit: append %d entries: %w", len(rs), err)
 	}
-	if err := events.PublishBatch(ctx, q, b.Announcements()); err != nil {
+	if _, err := events.PublishBatch(ctx, q, b.Announcements()); err != nil {
 		return nil, err
 	}
 	return rs, nil
@@ -158,28 +157,58 @@ func NewBatch(entries []Entry) (*Batch, error) {
 // Len is the number of entries.
 func (b *Batch) Len() int { return len(b.recs) }
 
-// HeadQuery reserves the batch's ids and reads the chain head: it returns the first
-// id and the previous hash. Only safe under the journal lock.
-func (b *Batch) HeadQuery() (string, []any) {
-	// setval reserves the whole range at once; the lock makes it safe from other appends.
-	return `/* audit.AppendBatch.head */
-		SELECT setval('audit_log_id_seq', nextval('audit_log_id_seq') + $2 - 1) - $2 + 1,
-		       coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), $1)`, []any{genesis, len(b.recs)}
+// Head is the chain's last entry as an appender needs it: its id (0 when the log is
+// empty) and its hash (the genesis hash then).
+type Head struct {
+	ID   int64
+	Hash []byte
 }
 
-// Seal numbers and chains the entries from the head HeadQuery returned.
-func (b *Batch) Seal(first int64, prev []byte) []Record {
+// HeadQuery reads the chain head as a Head's two columns. Only safe under the journal
+// lock. Ids are the head's plus one, not drawn from a sequence: under the lock they are
+// gap-free, and a writer that remembers the head it wrote last knows the next id
+// without asking (InsertAfterQuery).
+func (b *Batch) HeadQuery() (string, []any) {
+	return `/* audit.AppendBatch.head */
+		SELECT coalesce(max(id), 0), coalesce((SELECT hash FROM audit_log ORDER BY id DESC LIMIT 1), $1) FROM audit_log`,
+		[]any{genesis}
+}
+
+// Seal numbers and chains the entries after head.
+func (b *Batch) Seal(head Head) []Record {
+	prev := head.Hash
 	for i := range b.recs {
 		r := &b.recs[i]
-		r.ID, r.PrevHash = first+int64(i), prev
+		r.ID, r.PrevHash = head.ID+1+int64(i), prev
 		r.Hash = r.computeHash()
 		prev = r.Hash
 	}
 	return b.recs
 }
 
+// Last is the head once the sealed batch is written.
+func (b *Batch) Last() Head {
+	r := b.recs[len(b.recs)-1]
+	return Head{ID: r.ID, Hash: r.Hash}
+}
+
 // InsertQuery writes the sealed entries in one statement.
 func (b *Batch) InsertQuery() (string, []any) {
+	return b.insert("")
+}
+
+// InsertAfterQuery is InsertQuery for a batch sealed after a head the caller remembers
+// instead of read: it inserts nothing unless that head is still the chain's last entry,
+// so a writer that makes most appends (the router) needs no round trip to read the
+// head. Run it under the journal lock and check the rows affected: none means the
+// chain moved, and the caller reads the head and seals again.
+func (b *Batch) InsertAfterQuery(head Head) (string, []any) {
+	sql, args := b.insert(`
+		WHERE (SELECT row(id, hash) FROM audit_log ORDER BY id DESC LIMIT 1) = row($15::bigint, $16::bytea)`)
+	return sql, append(args, head.ID, head.Hash)
+}
+
+func (b *Batch) insert(where string) (string, []any) {
 	n := len(b.recs)
 	ids, ats := make([]int64, n), make([]time.Time, n)
 	actorIDs := make([]*string, n)
@@ -200,7 +229,7 @@ func (b *Batch) InsertQuery() (string, []any) {
 		SELECT id, at, actor_kind, actor_id::uuid, actor_name, action, target_type, target_id, target_name, ip, request_id, payload::json, prev_hash, hash
 		FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 			$9::text[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::bytea[])
-			AS u(id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)`,
+			AS u(id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)` + where,
 		[]any{ids, ats, texts[0], actorIDs, texts[1], texts[2], texts[3], texts[4], texts[5], texts[6], texts[7], texts[8], prevs, hashes}
 }
 

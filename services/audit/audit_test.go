@@ -243,3 +243,57 @@ func TestAppendBatchChains(t *testing.T) {
 		t.Fatalf("announced %d entries of a 40-entry batch, want 1", announced)
 	}
 }
+
+// The router's one-round-trip append: a batch sealed after a remembered head goes in
+// only while that head is still the chain's last entry.
+func TestInsertAfterRememberedHead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	appendN(t, pool, 2)
+	var head audit.Head
+	insertAfter := func(h audit.Head, action string) (int64, audit.Head) {
+		t.Helper()
+		b, err := audit.NewBatch([]audit.Entry{{Actor: audit.System, Action: action}, {Actor: audit.System, Action: action}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Seal(h)
+		var n int64
+		err = db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			if err := db.LockJournal(ctx, tx); err != nil {
+				return err
+			}
+			sql, args := b.InsertAfterQuery(h)
+			tag, err := tx.Exec(ctx, sql, args...)
+			n = tag.RowsAffected()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, b.Last()
+	}
+	// The head as a reader sees it.
+	b, _ := audit.NewBatch([]audit.Entry{{Actor: audit.System, Action: "probe"}})
+	sql, args := b.HeadQuery()
+	if err := pool.QueryRow(ctx, sql, args...).Scan(&head.ID, &head.Hash); err != nil || head.ID != 2 {
+		t.Fatalf("head: got id %d (%v), want 2", head.ID, err)
+	}
+	n, next := insertAfter(head, "after.current")
+	if n != 2 || next.ID != 4 {
+		t.Fatalf("after the current head: got %d rows, last id %d; want 2 rows, last id 4", n, next.ID)
+	}
+	appendN(t, pool, 1) // someone else appends: id 5
+	if n, _ := insertAfter(next, "after.stale"); n != 0 {
+		t.Fatalf("after a stale head: got %d rows, want 0", n)
+	}
+	forged := audit.Head{ID: 5, Hash: next.Hash} // the right id with the wrong hash
+	if n, _ := insertAfter(forged, "after.forged"); n != 0 {
+		t.Fatalf("after a head with the wrong hash: got %d rows, want 0", n)
+	}
+	res, err := audit.Verify(ctx, pool)
+	if err != nil || !res.OK() || res.Checked != 5 {
+		t.Fatalf("verify: got %+v, %v; want OK with 5 checked", res, err)
+	}
+}

@@ -14,7 +14,8 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 )
 
-// Channel is the PostgreSQL NOTIFY channel that announces new event ids.
+// Channel is the PostgreSQL NOTIFY channel that announces new event ids. A payload is
+// the newest id, then, for events a Bus delivers itself, a space and that bus's origin.
 const Channel = "tw_events"
 
 // Event is one domain event.
@@ -67,39 +68,62 @@ type Draft struct {
 
 // PublishBatch records events in tx in order with one lock, one statement and one
 // NOTIFY (the bus reads everything after the last id it saw, so one wake-up is enough).
-func PublishBatch(ctx context.Context, q pgx.Tx, drafts []Draft) error {
+// It returns the events as they will read once tx commits.
+func PublishBatch(ctx context.Context, q pgx.Tx, drafts []Draft) ([]Event, error) {
+	return publishBatch(ctx, q, drafts, "")
+}
+
+// publishBatch is PublishBatch with the origin its NOTIFY carries after the id.
+func publishBatch(ctx context.Context, q pgx.Tx, drafts []Draft, origin string) ([]Event, error) {
 	if len(drafts) == 0 {
-		return nil
+		return nil, nil
 	}
 	topics, kinds, payloads, err := Encode(drafts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := db.LockJournal(ctx, q); err != nil {
-		return err
+		return nil, err
 	}
-	sql, args := InsertQuery(topics, kinds, payloads)
-	if _, err := q.Exec(ctx, sql, args...); err != nil {
-		return fmt.Errorf("events: publish %d events: %w", len(drafts), err)
+	sql, args := insertQuery(topics, kinds, payloads, origin)
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("events: publish %d events: %w", len(drafts), err)
 	}
-	return nil
+	evs := make([]Event, 0, len(drafts))
+	var id int64
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+		i := len(evs)
+		if i >= len(drafts) {
+			return fmt.Errorf("events: publish returned more rows than events")
+		}
+		evs = append(evs, Event{ID: id, Topic: topics[i], Kind: kinds[i], Payload: json.RawMessage(payloads[i]), CreatedAt: at})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("events: publish %d events: %w", len(drafts), err)
+	}
+	return evs, nil
 }
 
-// InsertQuery is PublishBatch's statement, for callers that pipeline it (under the
-// journal lock, in their transaction).
-func InsertQuery(topics, kinds, payloads []string) (string, []any) {
+// insertQuery is PublishBatch's statement. It returns each event's id and created_at in
+// the order of the drafts: ids are drawn after the sort, so they follow it.
+func insertQuery(topics, kinds, payloads []string, origin string) (string, []any) {
 	return `/* events.PublishBatch */
 		WITH ins AS (
 			INSERT INTO events (id, topic, kind, payload)
 			SELECT nextval('events_id_seq'), d.topic, d.kind, d.payload::jsonb
 			FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS d(topic, kind, payload, n)
 			ORDER BY d.n
-			RETURNING id
+			RETURNING id, created_at
+		), announce AS (
+			SELECT pg_notify('` + Channel + `', concat_ws(' ', max(id), nullif($4, ''))) FROM ins
 		)
-		SELECT pg_notify('` + Channel + `', max(id)::text) FROM ins`, []any{topics, kinds, payloads}
+		SELECT id, created_at FROM ins, announce ORDER BY id`, []any{topics, kinds, payloads, origin}
 }
 
-// Encode turns drafts into InsertQuery's columns.
+// Encode turns drafts into insertQuery's columns.
 func Encode(drafts []Draft) (topics, kinds, payloads []string, err error) {
 	topics, kinds, payloads = make([]string, len(drafts)), make([]string, len(drafts)), make([]string, len(drafts))
 	for i, d := range drafts {

@@ -2,6 +2,8 @@ package events_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -204,7 +206,7 @@ func TestPublishBatchKeepsOrder(t *testing.T) {
 	for i := range 30 {
 		drafts = append(drafts, events.Draft{Topic: "calls", Kind: "k", Payload: map[string]int{"i": i}})
 	}
-	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error { return events.PublishBatch(ctx, tx, drafts) }); err != nil {
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error { _, err := events.PublishBatch(ctx, tx, drafts); return err }); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 30 {
@@ -216,6 +218,80 @@ func TestPublishBatchKeepsOrder(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("event %d never arrived", i)
+		}
+	}
+}
+
+// Events a bus publishes itself reach its subscribers from memory and other replicas'
+// through NOTIFY; either way each arrives once and in id order, also when another
+// transaction's events (announced or not) come between, and never when rolled back.
+func TestLocalPublishDeliveredOnceInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	local, stopLocal := startBus(t, pool, nil)
+	defer stopLocal()
+	other, stopOther := startBus(t, pool, nil)
+	defer stopOther()
+	subs := []*events.Subscription{local.Subscribe("t"), other.Subscribe("t")}
+	defer subs[0].Close()
+	defer subs[1].Close()
+	next := 0
+	want := []int{}
+	draft := func() events.Draft {
+		want = append(want, next)
+		next++
+		return events.Draft{Topic: "t", Kind: "k", Payload: map[string]int{"i": next - 1}}
+	}
+	publishLocal := func(rollback bool) {
+		t.Helper()
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := len(want)
+		p, err := local.PublishBatch(ctx, tx, []events.Draft{draft(), draft(), draft()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rollback {
+			want = want[:n]
+			err = tx.Rollback(ctx)
+			if err == nil {
+				err = errors.New("rolled back")
+			}
+		} else {
+			err = tx.Commit(ctx)
+		}
+		p.Deliver(err)
+	}
+	for i := range 20 {
+		publishLocal(false)
+		switch i % 4 {
+		case 1: // another transaction, announced
+			d := draft()
+			publish(t, pool, d.Topic, d.Kind, d.Payload)
+		case 2: // another transaction whose NOTIFY this bus never gets: Deliver must read it
+			d := draft()
+			raw, _ := json.Marshal(d.Payload)
+			if _, err := pool.Exec(ctx, `INSERT INTO events (id, topic, kind, payload) VALUES (nextval('events_id_seq'), 't', 'k', $1)`, raw); err != nil {
+				t.Fatal(err)
+			}
+		case 3:
+			publishLocal(true)
+		}
+	}
+	end := draft()
+	publish(t, pool, end.Topic, end.Kind, end.Payload)
+	for s, sub := range subs {
+		var lastID int64
+		for _, w := range want {
+			ev := receive(t, sub)
+			var p struct{ I int }
+			if err := ev.Decode(&p); err != nil || p.I != w || ev.ID <= lastID {
+				t.Fatalf("bus %d: got event %d %s (%v), want i=%d after id %d", s, ev.ID, ev.Payload, err, w, lastID)
+			}
+			lastID = ev.ID
 		}
 	}
 }

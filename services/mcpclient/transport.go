@@ -66,6 +66,9 @@ func newEndpoint(c registry.Connection, inherit map[string]string, stderr *lineB
 			cmd: cmd, stderr: stderr}, nil
 	case registry.TypeSSE, registry.TypeStreamableHTTP:
 		base := http.DefaultTransport.(*http.Transport).Clone()
+		// Every concurrent call is a request to this one server; the default of two idle
+		// connections would dial (and close) a connection for most of them under load.
+		base.MaxIdleConnsPerHost = 128
 		u, err := url.Parse(c.URL)
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: server URL: %w", err)

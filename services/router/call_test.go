@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -442,13 +444,25 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 	}, "the tool never worked again after the server came back")
 }
 
-// Concurrent calls share transactions but each has its own audit row, and the chain holds.
+// Concurrent calls share transactions but each has its own audit row, and the chain
+// holds, also while other actions append to it between the router's writes (so the
+// head the router remembers goes stale).
 func TestConcurrentCallsKeepTheAuditChain(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
 	e.server("cc", true, "echo")
 	var wg sync.WaitGroup
-	errs := make(chan error, 64)
+	errs := make(chan error, 64+20)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 20 {
+			errs <- db.WithTx(e.ctx, e.pool, func(tx pgx.Tx) error {
+				_, err := audit.Append(e.ctx, tx, audit.Entry{Actor: audit.System, Action: "other.action"})
+				return err
+			})
+		}
+	}()
 	for i := range 64 {
 		wg.Add(1)
 		go func() {
@@ -468,6 +482,9 @@ func TestConcurrentCallsKeepTheAuditChain(t *testing.T) {
 	e.flush()
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call'`); n != 64 {
 		t.Fatalf("audit rows: got %d, want 64", n)
+	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'other.action'`); n != 20 {
+		t.Fatalf("other audit rows: got %d, want 20", n)
 	}
 	if n := e.count(`SELECT count(*) FROM tool_usage_logs`); n != 64 {
 		t.Fatalf("usage rows: got %d, want 64", n)

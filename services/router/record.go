@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -37,6 +38,7 @@ type job struct {
 // to flushEvery and written in one transaction, never ahead of a waiting job.
 type recorder struct {
 	pool       *pgxpool.Pool
+	bus        *events.Bus // nil: events reach subscribers by NOTIFY only
 	log        *slog.Logger
 	urgent     chan *job
 	later      chan *job
@@ -45,12 +47,15 @@ type recorder struct {
 	stopped    chan struct{}
 	// deferred are jobs a write produced for the next gathered write (writer goroutine only).
 	deferred []*job
+	// head is the audit chain head this recorder wrote last, nil when unknown (writer
+	// goroutine only). While nobody else appends, it saves writeAudit a round trip.
+	head *audit.Head
 }
 
 var errStopped = errors.New("router: not running")
 
-func newRecorder(pool *pgxpool.Pool, log *slog.Logger, maxBatch int) *recorder {
-	return &recorder{pool: pool, log: log, urgent: make(chan *job, 4096), later: make(chan *job, 16384),
+func newRecorder(pool *pgxpool.Pool, bus *events.Bus, log *slog.Logger, maxBatch int) *recorder {
+	return &recorder{pool: pool, bus: bus, log: log, urgent: make(chan *job, 4096), later: make(chan *job, 16384),
 		maxBatch: maxBatch, flushEvery: 20 * time.Millisecond, stopped: make(chan struct{})}
 }
 
@@ -264,7 +269,12 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 		}
 		return err
 	}
-	return db.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
+	var written []audit.Record
+	var published *events.Published
+	if len(audits) > 0 {
+		w.head = nil // known again once the append commits
+	}
+	err := db.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := usage.Insert(ctx, tx, logs); err != nil {
 			return err
 		}
@@ -274,56 +284,97 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 			}
 		}
 		// The journal lock is taken last, so it is held only for the appends.
-		if _, err := audit.AppendBatch(ctx, tx, audits); err != nil {
+		var err error
+		if written, err = audit.AppendBatch(ctx, tx, audits); err != nil {
 			return err
 		}
-		return events.PublishBatch(ctx, tx, drafts)
+		if w.bus == nil {
+			_, err := events.PublishBatch(ctx, tx, drafts)
+			return err
+		}
+		// This replica's subscribers get them from memory (Deliver below); the
+		// NOTIFY is for the others.
+		published, err = w.bus.PublishBatch(ctx, tx, drafts)
+		return err
 	})
+	published.Deliver(err)
+	if err != nil {
+		return err
+	}
+	if len(written) > 0 {
+		last := written[len(written)-1]
+		w.head = &audit.Head{ID: last.ID, Hash: last.Hash}
+	}
+	return nil
 }
 
-// writeAudit is the waiting callers' write in two round trips: BEGIN, the journal lock
-// and the chain head in one pipeline; the entries and COMMIT in another. It is the
-// fixed cost every call pays before it runs, so it matters to P1 (DESIGN §11). It
-// returns the entries' audit.appended events for the caller to publish.
+// writeAudit is the waiting callers' write. It is the fixed cost every call pays before
+// it runs, so it matters to P1 (DESIGN §11). When the recorder knows the chain head
+// (it wrote the last entry) it is one round trip: BEGIN, the journal lock, an insert
+// that only happens if that head is still the last entry, and COMMIT. Otherwise, or
+// when someone else appended meanwhile, it is two: BEGIN, the lock and the head; then
+// the insert and COMMIT. It returns the entries' audit.appended events for the caller
+// to publish.
 func (w *recorder) writeAudit(ctx context.Context, audits []audit.Entry) (announce []events.Draft, err error) {
+	ab, err := audit.NewBatch(audits)
+	if err != nil || ab.Len() == 0 {
+		return nil, err
+	}
 	conn, err := w.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("router: record: %w", err)
 	}
 	defer func() {
-		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-			if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-				_ = conn.Conn().Close(context.WithoutCancel(ctx)) // never hand back a connection mid-transaction
+		if err != nil {
+			w.head = nil
+			if conn.Conn().PgConn().TxStatus() != 'I' {
+				if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+					_ = conn.Conn().Close(context.WithoutCancel(ctx)) // never hand back a connection mid-transaction
+				}
 			}
 		}
 		conn.Release()
 	}()
-	ab, err := audit.NewBatch(audits)
-	if err != nil {
-		return nil, err
+	if w.head != nil {
+		ab.Seal(*w.head)
+		var inserted int64
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue(db.LockJournalSQL, db.JournalLockKey)
+		sql, args := ab.InsertAfterQuery(*w.head)
+		b.Queue(sql, args...).Exec(func(tag pgconn.CommandTag) error {
+			inserted = tag.RowsAffected()
+			return nil
+		})
+		b.Queue("COMMIT")
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("router: record: %w", err)
+		}
+		if inserted == int64(ab.Len()) {
+			last := ab.Last()
+			w.head = &last
+			return ab.Announcements(), nil
+		}
+		// Someone else appended: read the head and seal again.
 	}
 	first := &pgx.Batch{}
 	first.Queue("BEGIN")
 	first.Queue(db.LockJournalSQL, db.JournalLockKey)
-	var head int64
-	var prev []byte
-	if ab.Len() > 0 {
-		sql, args := ab.HeadQuery()
-		first.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return row.Scan(&head, &prev) })
-	}
+	var head audit.Head
+	sql, args := ab.HeadQuery()
+	first.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return row.Scan(&head.ID, &head.Hash) })
 	if err := conn.SendBatch(ctx, first).Close(); err != nil {
 		return nil, fmt.Errorf("router: record: %w", err)
 	}
+	ab.Seal(head)
 	second := &pgx.Batch{}
-	if ab.Len() > 0 {
-		ab.Seal(head, prev)
-		sql, args := ab.InsertQuery()
-		second.Queue(sql, args...)
-		announce = ab.Announcements()
-	}
+	sql, args = ab.InsertQuery()
+	second.Queue(sql, args...)
 	second.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, second).Close(); err != nil {
 		return nil, fmt.Errorf("router: record: %w", err)
 	}
-	return announce, nil
+	last := ab.Last()
+	w.head = &last
+	return ab.Announcements(), nil
 }

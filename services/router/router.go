@@ -126,7 +126,7 @@ type Router struct {
 func New(pool *pgxpool.Pool, ts *tools.Service, m *mcpclient.Manager, opts *Options) *Router {
 	o := opts.withDefaults()
 	return &Router{tools: ts, mcp: m, opts: o, log: o.Logger, cache: newCache(o.Bus != nil), users: newLimiters(max(o.UserRate, 0)),
-		rec: newRecorder(pool, o.Logger, o.MaxBatch), runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
+		rec: newRecorder(pool, o.Bus, o.Logger, o.MaxBatch), runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
 }
 
 // Run writes call records and follows change events until ctx ends; then it writes
