@@ -52,25 +52,37 @@ func enabledLiveTools(t *testing.T, srv *webtest.Server, hs *mcptest.HTTPServer,
 	return ids
 }
 
-// panelWatch runs in every document before its own scripts. htmx binds swapped-in
-// content only when it settles, a moment after the swap: a click on a button before
-// that submits the form natively and reloads the page, so the test waits until no swap
-// is unsettled. It also counts the panel's htmx requests and the browser's refusals
-// of an invalid form.
-const panelWatch = `window.__swapping = 0; window.__panelRequests = 0; window.__invalid = 0;
-document.addEventListener("htmx:beforeSwap", () => window.__swapping++);
-document.addEventListener("htmx:afterSettle", () => window.__swapping--);
+// panelWatch runs in every document before its own scripts. It keeps the answers that
+// htmx is swapping in and has not settled yet (htmx binds swapped-in content when it
+// settles; the panel's swaps settle at once, other swaps of the page may not), counts
+// the panel's htmx requests and the swaps of its workspace, and counts the browser's
+// refusals of an invalid form.
+const panelWatch = `window.__unsettled = new Set(); window.__panelRequests = 0; window.__workspaceSwaps = 0; window.__invalid = 0;
+document.addEventListener("htmx:beforeSwap", e => { if (e.detail.shouldSwap) window.__unsettled.add(e.detail.xhr); });
+document.addEventListener("htmx:afterSettle", e => window.__unsettled.delete(e.detail.xhr));
+document.addEventListener("htmx:afterSwap", e => { if (e.detail.target?.id === "test-workspace") window.__workspaceSwaps++; });
 document.addEventListener("htmx:beforeRequest", e => {
 	if (e.detail.elt.closest("#test-workspace, #test-result")) window.__panelRequests++;
 });
 document.addEventListener("invalid", () => window.__invalid++, true);`
+
+// runButton is a script expression for the workspace's Run button.
+const runButton = `document.querySelector("[data-testid=run-test]")`
 
 // settled waits until the element sel names is visible and every htmx swap has
 // settled, so what was swapped in is bound and ready for clicks.
 func (b *browser) settled(what, sel string) {
 	b.t.Helper()
 	b.do(what, chromedp.WaitVisible(chromedp.CSS(sel)))
-	b.waitJS(what+" (settled)", `window.__swapping === 0`)
+	b.waitJS(what+" (settled)", `window.__unsettled.size === 0`)
+}
+
+// runEnabled fails the test unless the Run button is enabled and not marked busy.
+func (b *browser) runEnabled(when string) {
+	b.t.Helper()
+	if got := eval[string](b, `(r => (r.disabled ? "disabled" : "enabled") + ", aria-busy=" + r.getAttribute("aria-busy"))(`+runButton+`)`); got != "enabled, aria-busy=null" {
+		b.t.Errorf("%s the Run button is %s, want it enabled and not busy", when, got)
+	}
 }
 
 // runTest clicks Run (after steps, which fill the form) and waits for a result panel
@@ -175,6 +187,15 @@ func TestTestPanel(t *testing.T) {
 	if got := eval[string](b, `document.querySelector("[data-testid=arguments-json]").value.trim()`); got != "{}" {
 		t.Errorf("after the failed run the JSON editor holds %q, want {}", got)
 	}
+	// The refusal is shown once, under the JSON editor, not again in the result panel.
+	if n := eval[int](b, `document.querySelector("#test-workspace").textContent.split("is required").length - 1`); n != 1 {
+		t.Errorf("after running {}, \"is required\" appears %d times in the workspace, want once: %s", n,
+			strings.Join(strings.Fields(eval[string](b, `document.querySelector("#test-workspace").textContent`)), " "))
+	}
+	if got := eval[string](b, `document.querySelector("[data-testid=arguments-json]").closest(".field").querySelector("[data-testid=json-errors]")?.textContent ?? ""`); !strings.Contains(got, "/message") || !strings.Contains(got, "is required") {
+		t.Errorf("the JSON editor's errors read %q, want /message is required", strings.Join(strings.Fields(got), " "))
+	}
+	b.runEnabled("after a refused run")
 	b.do("back to the form with new JSON",
 		chromedp.SetValue(chromedp.CSS(`[data-testid=arguments-json]`), `{"message":"round trip"}`),
 		chromedp.Click(chromedp.CSS(`[data-testid=mode-form]`)))
@@ -217,15 +238,24 @@ func TestTestPanel(t *testing.T) {
 	// 4. A long call: the running panel with progress, then the result, in place.
 	b.do("open sleep's test panel", chromedp.Navigate(srv.URL+"/tools/"+ids["sleep"]+"/test"))
 	b.settled("sleep's test panel", `input[name="arg/ms"]`)
-	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__noReload = 4`))
+	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__noReload = 4; document.querySelector("[data-testid=test-run-form]").__old = true`))
+	b.runEnabled("before the run")
 	b.do("start a 2.5 s sleep",
 		chromedp.SendKeys(chromedp.CSS(`input[name="arg/ms"]`), "2500"),
-		chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)))
+	// The answer takes 1.5 s (the server waits that long before it shows progress).
+	b.waitJS("Run is disabled and busy while the request is in flight",
+		`(r => r.disabled && r.getAttribute("aria-busy") === "true" && r.closest("form").__old === true)(`+runButton+`)`)
+	b.do("wait for the running panel",
 		// The panel polls itself away within a second or so: one selector checks it all.
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-running][aria-busy=true] [data-testid=test-progress]`)))
+	if !eval[bool](b, `(r => r.disabled && r.getAttribute("aria-busy") === "true" && !r.closest("form").__old)(`+runButton+`)`) {
+		t.Error("while the running panel polls, the Run button is not disabled and busy")
+	}
 	screenshot(t, b, "test-panel-running.png")
 	b.waitJS("the result replaces the running panel", `!!document.querySelector("[data-testid=test-result]")`)
 	b.settled("the result", `[data-testid=test-result]`)
+	b.runEnabled("after the long call's result")
 	if got := eval[string](b, `document.querySelector("[data-testid=test-result]").dataset.status`); got != "success" {
 		t.Fatalf("sleep: result status %q, want success: %s", got, eval[string](b, `document.querySelector("#test-result").textContent`))
 	}
@@ -239,7 +269,55 @@ func TestTestPanel(t *testing.T) {
 		t.Fatal("the page was reloaded while the call ran; the result should replace the running panel in place")
 	}
 
-	// 5. High risk: the danger zone asks for the tool's name typed out.
+	// A long call cancelled: Run stays disabled until the cancelled result is in.
+	b.do("start a 20 s sleep",
+		chromedp.SetValue(chromedp.CSS(`input[name="arg/ms"]`), "20000"),
+		chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-running] [data-testid=cancel-test]`)))
+	if !eval[bool](b, runButton+`.disabled`) {
+		t.Error("while a call runs, the Run button is enabled")
+	}
+	b.do("cancel it", chromedp.Click(chromedp.CSS(`[data-testid=cancel-test]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-result][data-status=cancelled]`)))
+	b.settled("the cancelled result", `[data-testid=test-result]`)
+	b.runEnabled("after the call was cancelled")
+	if v := eval[int](b, `window.__noReload ?? -1`); v != 4 {
+		t.Fatal("cancelling the call reloaded the page")
+	}
+
+	// 5. Run clicked again at once after a result was swapped in (in the next task, before
+	// htmx's default settle delay would have passed): still through htmx, no reload.
+	b.do("open echo's test panel", chromedp.Navigate(srv.URL+"/tools/"+ids["echo"]+"/test"))
+	b.settled("echo's test panel", msg)
+	b.do("arm a click right after the next swap", chromedp.Evaluate[chromedp.Void](`window.__noReload = 5;
+		window.__panelRequests = 0; window.__workspaceSwaps = 0;
+		document.addEventListener("htmx:afterSwap", e => {
+			if (e.detail.target?.id === "test-workspace" && window.__workspaceSwaps === 1) setTimeout(() => `+runButton+`.click(), 0);
+		})`))
+	b.do("run echo", chromedp.SendKeys(chromedp.CSS(msg), "twice"), chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)))
+	// A submit without htmx navigates, which ends the poll with an error: then look at
+	// the page it went to.
+	_, err := chromedp.Run(b.ctx, chromedp.Poll[bool](`window.__noReload !== 5 || window.__workspaceSwaps >= 2`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second)))
+	if err != nil {
+		b.do("wait for the page after the second click", chromedp.WaitReady(chromedp.CSS(`[data-testid=test-workspace]`)))
+	}
+	if v := eval[int](b, `window.__noReload ?? -1`); v != 5 {
+		t.Fatal("a click on Run right after a result was swapped in reloaded the page; it should go through htmx")
+	}
+	if err != nil {
+		t.Fatalf("waiting for the second run's result: %v", err)
+	}
+	b.settled("the second result", `[data-testid=test-result]`)
+	if n := eval[int](b, `window.__panelRequests`); n != 2 {
+		t.Errorf("%d panel requests for two runs, want 2", n)
+	}
+	if got := eval[string](b, `document.querySelector("[data-testid=output-0]")?.textContent.trim() ?? ""`); got != "Echo: twice" {
+		t.Errorf("after the second run the output is %q, want %q", got, "Echo: twice")
+	}
+	b.runEnabled("after the second run")
+
+	// 6. High risk: the danger zone asks for the tool's name typed out.
 	b.do("open write-note's test panel", chromedp.Navigate(srv.URL+"/tools/"+ids["write-note"]+"/test"))
 	b.settled("write-note's test panel", `[data-testid=danger-zone] [data-testid=confirm-phrase]`)
 	if got := eval[string](b, `document.querySelector("label[for=confirm-phrase] code").textContent`); got != "mt__write-note" {

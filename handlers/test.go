@@ -225,7 +225,8 @@ func testCall(c echo.Context, it tools.Item, args json.RawMessage, f url.Values)
 }
 
 // startRun starts the call and waits a moment for it; a refusal of the arguments comes
-// back as field errors for the form.
+// back as field errors for the form or the JSON editor, which show each one where it
+// belongs, so the result panel does not repeat them.
 func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) (*views.TestResult, *verr.Error) {
 	run := h.Runs.Start(testCall(c, it, args, f), it.ID)
 	run.Wait(testWait)
@@ -233,6 +234,10 @@ func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessa
 	var fields *verr.Error
 	if res.Code == router.CodeInvalidArguments && len(res.Details) > 0 {
 		fields = &verr.Error{Fields: res.Details}
+		res.Message, res.Details = "The tool was not called: fix the arguments marked in the form.", nil
+		if f.Get("mode") == "json" {
+			res.Message = "The tool was not called: fix the arguments as the errors under the JSON editor say."
+		}
 	}
 	return &res, fields
 }
@@ -316,33 +321,56 @@ func outputView(c router.Content) views.TestOutput {
 	return o
 }
 
-func (h ToolsHandler) ownRun(c echo.Context) (*router.Run, error) {
+// ownRun is the caller's run named in the path, or false when it is not kept (it ended
+// long ago, the server restarted) or not theirs.
+func (h ToolsHandler) ownRun(c echo.Context) (*router.Run, bool) {
 	run, ok := h.Runs.Get(c.Param("call"), router.OwnerOf(router.Call{Actor: ActorOf(c)}))
-	if !ok || run.ToolID != c.Param("id") {
-		return nil, echo.NewHTTPError(http.StatusNotFound, "This run is over and no longer kept; run the tool again.")
+	return run, ok && run.ToolID == c.Param("id")
+}
+
+// renderPoll answers the running panel (its poll, its Cancel) with res; once the run
+// has ended, the Run button that was disabled while it ran comes back with it.
+func (h ToolsHandler) renderPoll(c echo.Context, res views.TestResult) error {
+	var run views.TestRunButton
+	if !res.Running {
+		it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
+		if err != nil {
+			return err
+		}
+		run.CanRun, run.CannotRun = canRun(PrincipalOf(c), it)
 	}
-	return run, nil
+	return render(c, http.StatusOK, views.TestPoll(res, run))
+}
+
+// runGone answers for a run that is not kept: the panel shows it as ended (htmx swaps
+// no error answer, so it would poll no more and keep Run disabled); others get a 404.
+func (h ToolsHandler) runGone(c echo.Context) error {
+	const msg = "This run is over and no longer kept; run the tool again."
+	if c.Request().Header.Get("HX-Request") != "true" {
+		return echo.NewHTTPError(http.StatusNotFound, msg)
+	}
+	return h.renderPoll(c, views.TestResult{Status: "failed", Code: "not_found", Message: msg})
 }
 
 // TestRun answers the running panel's poll: progress, or the result once it ended.
 func (h ToolsHandler) TestRun(c echo.Context) error {
-	run, err := h.ownRun(c)
-	if err != nil {
-		return err
+	run, ok := h.ownRun(c)
+	if !ok {
+		return h.runGone(c)
 	}
 	run.Wait(250 * time.Millisecond) // answer as soon as it ends, within a poll's span
-	return render(c, http.StatusOK, views.TestResultPanel(runResult(c.Param("id"), run)))
+	return h.renderPoll(c, runResult(c.Param("id"), run))
 }
 
 // TestCancel cancels a run (the server is told) and shows how it ended.
 func (h ToolsHandler) TestCancel(c echo.Context) error {
-	run, err := h.ownRun(c)
-	if err != nil {
-		return err
+	run, ok := h.ownRun(c)
+	if !ok {
+		return h.runGone(c)
 	}
 	run.Cancel()
 	run.Wait(5 * time.Second)
-	return render(c, http.StatusOK, views.TestResultPanel(runResult(c.Param("id"), run)))
+	return h.renderPoll(c, runResult(c.Param("id"), run))
 }
 
 // TestCaseRun runs one saved case and records its outcome.

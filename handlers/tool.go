@@ -33,7 +33,7 @@ import (
 
 var toolTabLabels = map[string]string{
 	views.ToolTabOverview: "Overview", views.ToolTabSchema: "Schema", views.ToolTabConfiguration: "Configuration",
-	views.ToolTabUsage: "Usage", views.ToolTabLogs: "Logs", views.ToolTabHistory: "History",
+	views.ToolTabUsage: "Usage", views.ToolTabLogs: "Logs", views.ToolTabHistory: "History", views.ToolTabAccess: "Access",
 }
 
 // toolTabOf is the tab a query names; unknown or empty is the overview.
@@ -46,6 +46,9 @@ func toolTabOf(s string) string {
 
 // toolTabURL is the page of tool id at tab, with extra query parameters.
 func toolTabURL(id, tab string, extra url.Values) string {
+	if tab == views.ToolTabAccess {
+		return views.ToolAccessURL(id) // a page of its own
+	}
 	q := url.Values{}
 	for k, v := range extra {
 		q[k] = v
@@ -102,7 +105,7 @@ func (h ToolsHandler) Show(c echo.Context) error {
 var errLogsDenied = &ForbiddenError{Message: "Your role may not see the calls made to tools (the log.view permission)."}
 
 // inspectTabs show who configured the tool and why: tool.inspect only.
-var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true}
+var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true, views.ToolTabAccess: true}
 
 var errInspectDenied = &ForbiddenError{Message: "Your role may not see how tools are configured or who changed them (the tool.inspect permission)."}
 
@@ -379,6 +382,7 @@ type configForm struct {
 	values                  map[string]string // param name → value typed (never a secret)
 	modes                   map[string]string
 	risk, timeout, category string
+	rateLimit               string
 	tags, reason            string
 	secretsTyped            bool
 }
@@ -403,6 +407,9 @@ func (h ToolsHandler) toolConfig(c echo.Context, it tools.Item, form *configForm
 		Risk: deref(it.RiskOverride), Category: deref(it.Category), Tags: strings.Join(it.Tags, ", ")}
 	if it.TimeoutMS != nil {
 		v.TimeoutMS = strconv.Itoa(*it.TimeoutMS)
+	}
+	if it.RateLimit != nil {
+		v.RateLimit = strconv.Itoa(*it.RateLimit)
 	}
 	annotated := risk.Decide(risk.Input{Annotations: it.Annotations, Trusted: it.ServerTrusted})
 	v.RiskOpts = []views.Option{{Value: "", Label: "Annotations decide (now " + annotated.Level.Label() + ")"}}
@@ -441,6 +448,7 @@ func (h ToolsHandler) toolConfig(c echo.Context, it tools.Item, form *configForm
 	}
 	if form != nil {
 		v.Risk, v.TimeoutMS, v.Category, v.Tags, v.Reason = form.risk, form.timeout, form.category, form.tags, form.reason
+		v.RateLimit = form.rateLimit
 		v.SecretsDropped = form.secretsTyped
 	}
 	for _, cv := range versions {
@@ -452,11 +460,11 @@ func (h ToolsHandler) toolConfig(c echo.Context, it tools.Item, form *configForm
 
 // parseToolConfig reads the configuration form of it into a patch. Field names:
 // param.<name>.mode (none, default, fixed) and param.<name>.value per top-level
-// parameter; risk, timeout_ms, category, tags (comma-separated) and reason.
+// parameter; risk, timeout_ms, rate_limit, category, tags (comma-separated) and reason.
 func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, configForm, *verr.Error) {
 	f := configForm{values: map[string]string{}, modes: map[string]string{}, risk: c.FormValue("risk"),
-		timeout: strings.TrimSpace(c.FormValue("timeout_ms")), category: c.FormValue("category"), tags: c.FormValue("tags"),
-		reason: strings.TrimSpace(c.FormValue("reason"))}
+		timeout: strings.TrimSpace(c.FormValue("timeout_ms")), rateLimit: strings.TrimSpace(c.FormValue("rate_limit")),
+		category: c.FormValue("category"), tags: c.FormValue("tags"), reason: strings.TrimSpace(c.FormValue("reason"))}
 	e := &verr.Error{}
 	p := tools.Patch{Risk: &f.risk, Category: &f.category, SetTags: true, Reason: f.reason, Params: map[string]tools.ParamInput{}}
 	p.Tags = strings.Split(f.tags, ",")
@@ -469,6 +477,19 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 		timeout = n
 	}
 	p.TimeoutMS = &timeout
+	// Empty (or 0) removes the limit; a form without the field (one rendered before it
+	// existed) leaves it as it is rather than removing a limit set through the API.
+	if c.Request().Form.Has("rate_limit") {
+		limit := 0
+		if f.rateLimit != "" {
+			n, err := strconv.Atoi(f.rateLimit)
+			if err != nil {
+				e.Add("rate_limit", "must be a whole number of calls a minute (or empty for no limit of its own)")
+			}
+			limit = n
+		}
+		p.RateLimit = &limit
+	}
 	if v, err := strconv.Atoi(c.FormValue("configuration_version")); err == nil {
 		p.ExpectVersion = &v
 	}

@@ -36,6 +36,18 @@ type ToolTest struct {
 	ExpectTxt string
 }
 
+// TestRunButton is the state of the workspace's Run button.
+type TestRunButton struct {
+	CanRun    bool
+	CannotRun string // why not, when !CanRun
+	Busy      bool   // a run is in progress: disabled until it ends
+}
+
+// RunButton is the Run button of the workspace.
+func (v ToolTest) RunButton() TestRunButton {
+	return TestRunButton{CanRun: v.CanRun, CannotRun: v.CannotRun, Busy: v.Result != nil && v.Result.Running}
+}
+
 // TestResult is a run: in progress (Running) or ended.
 type TestResult struct {
 	CallID     string

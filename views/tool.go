@@ -11,13 +11,14 @@ const (
 	ToolTabOverview      = "overview"
 	ToolTabSchema        = "schema"
 	ToolTabConfiguration = "configuration"
+	ToolTabAccess        = "access" // a page of its own, /tools/:id/access (views/access.go)
 	ToolTabUsage         = "usage"
 	ToolTabLogs          = "logs"
 	ToolTabHistory       = "history"
 )
 
 // ToolTabs lists the tab keys in order.
-var ToolTabs = []string{ToolTabOverview, ToolTabSchema, ToolTabConfiguration, ToolTabUsage, ToolTabLogs, ToolTabHistory}
+var ToolTabs = []string{ToolTabOverview, ToolTabSchema, ToolTabConfiguration, ToolTabAccess, ToolTabUsage, ToolTabLogs, ToolTabHistory}
 
 // ToolLink is a labelled URL that may be the current one (tabs, range pickers).
 type ToolLink struct {
@@ -39,6 +40,7 @@ type ToolPage struct {
 	Overview *ToolOverview
 	Schema   *ToolSchema
 	Config   *ToolConfig
+	Access   *ToolAccess
 	Usage    *ToolUsage
 	Logs     *ToolLogs
 	History  *ToolHistory
@@ -180,6 +182,7 @@ type ToolConfig struct {
 	Risk       string
 	RiskOpts   []Option
 	TimeoutMS  string
+	RateLimit  string // calls a minute across callers ("" when the tool has none of its own)
 	Category   string
 	Categories []Option
 	Tags       string

@@ -82,6 +82,10 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/tools/:id/configure", auth.PermToolConfigure, tools.Configure},
 		{http.MethodPost, "/tools/:id/reset", auth.PermToolConfigure, tools.Reset},
 		{http.MethodPost, "/tools/:id/validate", auth.PermToolConfigure, tools.Validate},
+		// Who may call the tool: reading the per-user rules is tool.inspect; changing one
+		// changes what that user may do, as a role change does: users.manage.
+		{http.MethodGet, "/tools/:id/access", auth.PermToolInspect, tools.Access},
+		{http.MethodPost, "/tools/:id/access", auth.PermUsers, tools.SetAccess},
 		// The test panel; the router decides who may run what.
 		{http.MethodGet, "/tools/:id/test", auth.PermToolView, tools.TestPage},
 		{http.MethodPost, "/tools/:id/test", auth.PermToolView, tools.TestPost},
@@ -130,6 +134,8 @@ func (s *Server) routes() []Route {
 		{http.MethodPatch, "/api/v1/tools/:id", auth.PermToolConfigure, tools.APIUpdate},
 		{http.MethodPost, "/api/v1/tools/:id/enable", auth.PermToolEnable, tools.APISetEnabled(true)},
 		{http.MethodPost, "/api/v1/tools/:id/disable", auth.PermToolEnable, tools.APISetEnabled(false)},
+		{http.MethodGet, "/api/v1/tools/:id/permissions", auth.PermToolInspect, tools.APIPermissions},
+		{http.MethodPut, "/api/v1/tools/:id/permissions", auth.PermUsers, tools.APISetPermission},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/google/uuid"
 
 	"github.com/toolwarden/toolwarden/web/webtest"
 )
@@ -20,6 +21,21 @@ func testPost(t *testing.T, srv *webtest.Server, c *http.Client, id string, form
 		t.Fatalf("POST test: got %d", res.StatusCode)
 	}
 	return page(t, res)
+}
+
+// hxGet fetches path as htmx does.
+func hxGet(t *testing.T, srv *webtest.Server, c *http.Client, path string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("HX-Request", "true")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // The test panel: a form from the schema, runs with results, field errors from the
@@ -56,10 +72,24 @@ func TestTestPanel(t *testing.T) {
 		t.Error("the run lost the input")
 	}
 
-	// Missing argument: the router's error next to the field.
+	// Missing argument: the router's error next to the field, and only there.
 	ws = testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}})
 	if !strings.Contains(ws.Find(`[data-testid="field-/message"]`).Text(), "required") {
 		t.Fatalf("no error next to the field: %s", ws.Find(`[data-testid="test-form"]`).Text())
+	}
+	if n := strings.Count(ws.Find("#test-workspace").Text(), "is required"); n != 1 {
+		t.Errorf("form mode: \"is required\" shown %d times, want once: %s", n, ws.Find("#test-workspace").Text())
+	}
+	// The same in the JSON editor: under the editor, not again in the result panel.
+	ws = testPost(t, srv, c, echo, url.Values{"mode": {"json"}, "_action": {"run"}, "arguments_json": {"{}"}})
+	if got := ws.Find(`[data-testid="json-errors"]`).Text(); !strings.Contains(got, "/message") || !strings.Contains(got, "is required") {
+		t.Errorf("JSON mode: the editor's errors read %q, want /message is required", got)
+	}
+	if n := strings.Count(ws.Find("#test-workspace").Text(), "is required"); n != 1 {
+		t.Errorf("JSON mode: \"is required\" shown %d times, want once: %s", n, ws.Find("#test-workspace").Text())
+	}
+	if ws.Find(`[data-testid="test-result"]`).AttrOr("data-status", "") != "failed" || ws.Find(`[data-testid="result-error"]`).Length() != 1 {
+		t.Error("JSON mode: the result panel does not say the run failed")
 	}
 
 	// Form → JSON → form keeps the input.
@@ -88,12 +118,27 @@ func TestTestPanel(t *testing.T) {
 		t.Fatalf("right phrase: got %q", got)
 	}
 
-	// A long call shows progress and is followed by polling until it ends.
+	// The workspace goes through htmx only: its swaps settle (and so bind the new form)
+	// at once, and htmx disables Run while its request is in flight.
+	form := ws.Find(`[data-testid="test-run-form"]`)
+	if got := form.AttrOr("hx-swap", ""); !strings.Contains(got, "settle:0ms") {
+		t.Errorf("the workspace form swaps with %q, want settle:0ms", got)
+	}
+	if sel := form.AttrOr("hx-disabled-elt", ""); sel == "" || form.Find(strings.TrimPrefix(sel, "find ")).AttrOr("data-testid", "") != "run-test" {
+		t.Errorf("the workspace form's hx-disabled-elt %q does not name the Run button", sel)
+	}
+
+	// A long call shows progress and is followed by polling until it ends; Run is
+	// disabled meanwhile and comes back with the result.
 	sleep := toolID(t, srv, "mt__sleep")
 	ws = testPost(t, srv, c, sleep, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/ms": {"2500"}})
 	poll := ws.Find(`[data-testid="test-running"]`).AttrOr("hx-get", "")
 	if poll == "" {
 		t.Fatal("a long call did not show the running panel")
+	}
+	run := ws.Find(`[data-testid="run-test"]`)
+	if _, disabled := run.Attr("disabled"); !disabled || run.AttrOr("aria-busy", "") != "true" {
+		t.Error("while the call runs, the Run button is not disabled and busy")
 	}
 	sawProgress := ws.Find(`[data-testid="test-progress"]`).Length() > 0
 	deadline := time.Now().Add(20 * time.Second)
@@ -102,7 +147,14 @@ func TestTestPanel(t *testing.T) {
 		d := page(t, res)
 		sawProgress = sawProgress || d.Find(`[data-testid="test-progress"]`).Length() > 0
 		if d.Find(`[data-testid="test-result"]`).AttrOr("data-status", "") == "success" {
+			back := d.Find(`#test-run-actions[hx-swap-oob="true"] [data-testid="run-test"]`)
+			if _, disabled := back.Attr("disabled"); back.Length() != 1 || disabled || back.AttrOr("aria-busy", "") != "" {
+				t.Error("the poll's answer with the result does not bring the Run button back enabled")
+			}
 			break
+		}
+		if d.Find(`#test-run-actions`).Length() != 0 {
+			t.Error("a poll answer while the call runs replaces the Run button")
 		}
 		if d.Find(`[data-testid="test-running"]`).Length() != 1 || time.Now().After(deadline) {
 			t.Fatalf("poll: got %s", d.Text())
@@ -110,6 +162,27 @@ func TestTestPanel(t *testing.T) {
 	}
 	if !sawProgress {
 		t.Error("no progress was shown while the call ran")
+	}
+	// A run that is not kept (the server restarted): the panel is told it ended, with Run
+	// back, rather than an error htmx would not show; outside htmx it is a 404.
+	gone := "/tools/" + sleep + "/test/runs/" + uuid.NewString()
+	res := srv.Get(t, c, gone)
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Errorf("GET an unknown run: got %d, want 404", res.StatusCode)
+	}
+	for _, hx := range []*http.Response{
+		hxGet(t, srv, c, gone),
+		srv.PostFormHeaders(t, c, gone+"/cancel", url.Values{}, map[string]string{"HX-Request": "true"}),
+	} {
+		if hx.StatusCode != http.StatusOK {
+			t.Fatalf("htmx asks about an unknown run: got %d, want 200", hx.StatusCode)
+		}
+		d := page(t, hx)
+		if d.Find(`[data-testid="test-result"]`).AttrOr("data-status", "") != "failed" || !strings.Contains(d.Find(`[data-testid="result-error"]`).Text(), "no longer kept") ||
+			d.Find(`#test-run-actions[hx-swap-oob="true"] [data-testid="run-test"]:not([disabled])`).Length() != 1 {
+			t.Errorf("htmx asks about an unknown run: got %s", d.Text())
+		}
 	}
 
 	// Saved cases; running them all verifies a tool that is not enabled yet.
@@ -127,7 +200,7 @@ func TestTestPanel(t *testing.T) {
 			t.Fatalf("save %s: got %s", name, ws.Text())
 		}
 	}
-	res := srv.PostForm(t, c, "/tools/"+add+"/test/cases/run", url.Values{})
+	res = srv.PostForm(t, c, "/tools/"+add+"/test/cases/run", url.Values{})
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("run all: got %d", res.StatusCode)

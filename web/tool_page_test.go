@@ -401,6 +401,136 @@ func TestToolConfigure(t *testing.T) {
 	}
 }
 
+// The tool's rate limit in the Configuration tab: saved from the form as a new
+// configuration version with its audit row, shown again on reload and by the API;
+// bad values are refused next to the field and change nothing.
+func TestToolConfigureRateLimit(t *testing.T) {
+	t.Parallel()
+	e := tdStart(t)
+	ctx := context.Background()
+	id := e.ids["echo"]
+	api := svClient{t: t, srv: e.srv, c: e.admin}
+	form := func(limit string) url.Values {
+		return url.Values{"configuration_version": {fmt.Sprint(e.item(t, "echo").ConfigVersion)}, "param.message.mode": {"none"},
+			"risk": {""}, "timeout_ms": {""}, "rate_limit": {limit}, "category": {""}, "tags": {""}, "reason": {"limit " + limit}}
+	}
+	apiLimit := func() *int {
+		var got struct {
+			RateLimit *int `json:"rate_limit"`
+		}
+		api.json(http.MethodGet, "/api/v1/tools/"+id, nil, http.StatusOK, &got)
+		return got.RateLimit
+	}
+	audited := func() []string { // the changed fields of each tool.configure audit row, oldest first
+		rows, err := e.srv.Pool.Query(ctx, `SELECT payload->>'changed' FROM audit_log
+			WHERE action = 'tool.configure' AND target_id = $1 ORDER BY id`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+
+	doc, _ := e.get(t, nil, "/tools/"+id+"?tab=configuration", http.StatusOK)
+	in := doc.Find(`[data-testid=config-form] input[name=rate_limit][data-testid=cfg-rate-limit]`)
+	if in.Length() != 1 || in.AttrOr("value", "x") != "" || in.AttrOr("type", "") != "number" {
+		t.Fatalf("the configuration form has no empty rate limit input: %d found", in.Length())
+	}
+	if in.Closest(".inline-fields").Find("[data-testid=cfg-timeout]").Length() != 1 {
+		t.Error("the rate limit is not next to the timeout")
+	}
+
+	// Set through the form: a new version, audited, shown on reload and by the API.
+	res := e.post(t, "/tools/"+id+"/configure", form("30"))
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("save a rate limit: got %d, want 303", res.StatusCode)
+	}
+	it := e.item(t, "echo")
+	if it.RateLimit == nil || *it.RateLimit != 30 || it.ConfigVersion != 1 {
+		t.Fatalf("after saving 30: rate limit %v, version %d; want 30 and version 1", it.RateLimit, it.ConfigVersion)
+	}
+	doc, _ = e.get(t, nil, "/tools/"+id+"?tab=configuration", http.StatusOK)
+	if got := doc.Find("[data-testid=cfg-rate-limit]").AttrOr("value", ""); got != "30" {
+		t.Errorf("after reload the rate limit box holds %q, want 30", got)
+	}
+	if row := doc.Find("[data-testid=config-version-row][data-version=\"1\"]"); !strings.Contains(row.Text(), `"rate_limit": 30`) ||
+		!strings.Contains(row.Text(), "limit 30") {
+		t.Errorf("configuration history row 1 %q, want the rate limit and the reason", strings.Join(strings.Fields(row.Text()), " "))
+	}
+	if got := apiLimit(); got == nil || *got != 30 {
+		t.Errorf("GET /api/v1/tools/:id rate_limit = %v, want 30", got)
+	}
+	if got := audited(); len(got) != 1 || !strings.Contains(got[0], `"rate_limit"`) {
+		t.Errorf("tool.configure audit rows: %q, want one naming rate_limit", got)
+	}
+
+	// Bad values: 422, the error next to the field, the typed value kept, nothing changed.
+	for _, bad := range []string{"-5", "lots", "2.5", "1000001"} {
+		res := e.post(t, "/tools/"+id+"/configure", form(bad))
+		html := bodyString(t, res)
+		if res.StatusCode != http.StatusUnprocessableEntity {
+			t.Errorf("rate limit %q: got %d, want 422", bad, res.StatusCode)
+			continue
+		}
+		doc, _ := goquery.NewDocumentFromReader(strings.NewReader(html))
+		errEl := doc.Find(`[data-testid="error-rate_limit"]`)
+		if errEl.Length() != 1 || errEl.Closest(".field").Find("[data-testid=cfg-rate-limit]").Length() != 1 {
+			t.Errorf("rate limit %q: no error next to the field (%d errors shown)", bad, errEl.Length())
+		}
+		if got := doc.Find("[data-testid=cfg-rate-limit]"); got.AttrOr("value", "") != bad || got.AttrOr("aria-invalid", "") != "true" {
+			t.Errorf("rate limit %q: the box holds %q (aria-invalid %q), want what was typed, marked invalid", bad,
+				got.AttrOr("value", ""), got.AttrOr("aria-invalid", ""))
+		}
+		if doc.Find("[data-testid=config-errors]").Length() != 1 {
+			t.Errorf("rate limit %q: no \"nothing was saved\" summary", bad)
+		}
+		if it := e.item(t, "echo"); it.ConfigVersion != 1 || it.RateLimit == nil || *it.RateLimit != 30 {
+			t.Fatalf("rate limit %q: version %d, limit %v; want nothing changed", bad, it.ConfigVersion, it.RateLimit)
+		}
+	}
+	if got := apiLimit(); got == nil || *got != 30 {
+		t.Errorf("after the refused values the API says rate_limit = %v, want 30", got)
+	}
+	if got := audited(); len(got) != 1 {
+		t.Errorf("refused values were audited: %d tool.configure rows, want 1", len(got))
+	}
+
+	// A form without the field (rendered before it existed) leaves the limit alone.
+	f := form("")
+	f.Del("rate_limit")
+	f.Set("timeout_ms", "2500")
+	res = e.post(t, "/tools/"+id+"/configure", f)
+	res.Body.Close()
+	if it := e.item(t, "echo"); res.StatusCode != http.StatusSeeOther || it.ConfigVersion != 2 || it.RateLimit == nil || *it.RateLimit != 30 {
+		t.Fatalf("a form without rate_limit: got %d, version %d, limit %v; want 303, version 2, 30 kept", res.StatusCode, it.ConfigVersion, it.RateLimit)
+	}
+
+	// Empty removes it, as 0 does through the API.
+	res = e.post(t, "/tools/"+id+"/configure", form(""))
+	res.Body.Close()
+	if it := e.item(t, "echo"); res.StatusCode != http.StatusSeeOther || it.ConfigVersion != 3 || it.RateLimit != nil {
+		t.Fatalf("empty rate limit: got %d, version %d, limit %v; want 303, version 3, none", res.StatusCode, it.ConfigVersion, it.RateLimit)
+	}
+	if got := apiLimit(); got != nil {
+		t.Errorf("after removing it the API says rate_limit = %v, want null", *got)
+	}
+	if got := audited(); len(got) != 3 || !strings.Contains(got[2], `"rate_limit"`) {
+		t.Errorf("tool.configure audit rows: %q, want 3, the last naming rate_limit", got)
+	}
+}
+
 func TestToolPagePermissions(t *testing.T) {
 	t.Parallel()
 	e := tdStart(t)

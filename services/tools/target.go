@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -89,6 +90,9 @@ type Permission struct {
 	UserID   string `db:"user_id" json:"user_id"`
 	Username string `db:"username" json:"username"`
 	CanUse   bool   `db:"can_use" json:"can_use"`
+	// Role is the user's role, so a reader can tell whether the override changes
+	// anything (an allow for a role that may use tools anyway does not).
+	Role string `db:"role" json:"role"`
 }
 
 // Permissions lists the per-user overrides of tool id.
@@ -98,7 +102,7 @@ func (s *Service) Permissions(ctx context.Context, id string) ([]Permission, err
 		return nil, ErrNotFound
 	}
 	return db.All[Permission](ctx, s.pool, "tools: permissions of tool", `/* tools.Permissions */
-		SELECT p.user_id, u.username, p.can_use FROM user_tool_permissions p JOIN users u ON u.id = p.user_id
+		SELECT p.user_id, u.username, p.can_use, u.role FROM user_tool_permissions p JOIN users u ON u.id = p.user_id
 		WHERE p.tool_id = $1 ORDER BY u.username`, id)
 }
 
@@ -110,10 +114,17 @@ func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, user
 	if err != nil {
 		return err
 	}
+	if username == "" {
+		return verr.New("username", "is required: the user the rule is for")
+	}
 	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var userID string
-		if err := tx.QueryRow(ctx, `/* tools.SetPermission.user */ SELECT id FROM users WHERE username = $1`, username).Scan(&userID); err != nil {
+		err := tx.QueryRow(ctx, `/* tools.SetPermission.user */ SELECT id FROM users WHERE username = $1`, username).Scan(&userID)
+		if errors.Is(err, pgx.ErrNoRows) {
 			return verr.New("username", fmt.Sprintf("there is no user %q", username))
+		}
+		if err != nil {
+			return fmt.Errorf("tools: permission: find user: %w", err)
 		}
 		var n int64
 		if canUse == nil {
@@ -140,7 +151,7 @@ func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, user
 			TargetID: t.ID, TargetName: t.QualifiedName(), Payload: map[string]any{"user": username, "can_use": canUse}}); err != nil {
 			return err
 		}
-		_, err := events.Publish(ctx, tx, Topic, PermissionTopicKind, map[string]any{"tool_id": t.ID, "user_id": userID})
+		_, err = events.Publish(ctx, tx, Topic, PermissionTopicKind, map[string]any{"tool_id": t.ID, "user_id": userID})
 		return err
 	})
 }

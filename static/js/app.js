@@ -200,6 +200,22 @@
   });
   document.addEventListener("htmx:afterSettle", countPicked);
 
+  // What htmx disables while a request is in flight (hx-disabled-elt: the test panel's
+  // Run) also says it is busy, until htmx enables it again after the answer or an error.
+  // Only the marks set here are taken away: the server may render a button busy itself.
+  document.addEventListener("htmx:beforeSend", function () {
+    document.querySelectorAll("[data-disabled-by-htmx]:not([aria-busy])").forEach(function (el) {
+      el.setAttribute("aria-busy", "true");
+      el.setAttribute("data-busy-by-htmx", "");
+    });
+  });
+  document.addEventListener("htmx:afterRequest", function () {
+    document.querySelectorAll("[data-busy-by-htmx]:not([data-disabled-by-htmx])").forEach(function (el) {
+      el.removeAttribute("aria-busy");
+      el.removeAttribute("data-busy-by-htmx");
+    });
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     applyTheme(localStorage.getItem("tw-theme") || "");
     showForType();
