@@ -1,0 +1,297 @@
+package planner
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// catalog is the tools of one Plan call, indexed for name resolution.
+type catalog struct {
+	tools  []Tool
+	byName map[string]int   // qualified name → index
+	byBare map[string][]int // tool name without its server → indexes
+	props  map[int]map[string][]string
+}
+
+func newCatalog(tools []Tool) *catalog {
+	c := &catalog{tools: tools, byName: make(map[string]int, len(tools)), byBare: map[string][]int{}, props: map[int]map[string][]string{}}
+	for i, t := range tools {
+		if _, dup := c.byName[t.Name]; dup {
+			continue // the first wins; a caller listing a tool twice means the same tool
+		}
+		c.byName[t.Name] = i
+		b := bare(t.Name)
+		c.byBare[b] = append(c.byBare[b], i)
+	}
+	return c
+}
+
+// bare is a qualified name without its server. Server names are slugs without "_", so
+// the first "__" is the separator even when the tool's own name contains "__".
+func bare(name string) string {
+	if _, tool, ok := strings.Cut(name, "__"); ok {
+		return tool
+	}
+	return name
+}
+
+// resolved is a name resolved to a tool, plus the operation a dotted name implies.
+type resolved struct {
+	tool      int
+	operation string
+}
+
+// resolveError says why a name does not resolve; the parser adds where it was. The
+// message for an unknown name (with its suggestions) is built only when it is shown.
+type resolveError struct {
+	c       *catalog
+	name    string
+	message string // set when several tools have the name
+}
+
+func (e *resolveError) msg() string {
+	if e.message != "" {
+		return e.message
+	}
+	return e.c.unknown(e.name)
+}
+
+// resolve finds the tool a name means: a qualified name, a bare name only one tool has,
+// or either with ".operation" (seed 001). The whole name is tried first, since tool names
+// may themselves contain dots.
+func (c *catalog) resolve(name string) (resolved, *resolveError) {
+	i, err := c.find(name)
+	if err == nil {
+		return resolved{tool: i}, nil
+	}
+	if i == -2 { // ambiguous: a dotted reading would not make it less so
+		return resolved{}, err
+	}
+	server, rest, qualified := strings.Cut(name, "__")
+	if !qualified {
+		rest = name
+	}
+	base, op, dotted := strings.Cut(rest, ".")
+	if dotted && base != "" && op != "" {
+		if qualified {
+			base = server + "__" + base
+		}
+		j, berr := c.find(base)
+		if berr == nil {
+			return resolved{tool: j, operation: op}, nil
+		}
+		if j == -2 {
+			return resolved{}, berr
+		}
+	}
+	return resolved{}, err
+}
+
+// find resolves a name without the dotted reading; the index is -1 when no tool has the
+// name and -2 when several do.
+func (c *catalog) find(name string) (int, *resolveError) {
+	if i, ok := c.byName[name]; ok {
+		return i, nil
+	}
+	if !strings.Contains(name, "__") {
+		switch ids := c.byBare[name]; len(ids) {
+		case 0:
+		case 1:
+			return ids[0], nil
+		default:
+			names := make([]string, len(ids))
+			for k, id := range ids {
+				names[k] = c.tools[id].Name
+			}
+			slices.Sort(names)
+			return -2, &resolveError{c: c, name: name, message: fmt.Sprintf("%q is a tool of several servers; name one of %s.", name, strings.Join(names, ", "))}
+		}
+	}
+	return -1, &resolveError{c: c, name: name}
+}
+
+// unknown says that no tool has the name and which names come closest.
+func (c *catalog) unknown(name string) string {
+	if len(c.tools) == 0 {
+		return fmt.Sprintf("There is no tool %s: no tools are available to you (a tool must be enabled and you must be allowed to use it).", quoteFragment(name))
+	}
+	if s := c.suggest(name, 3); len(s) > 0 {
+		return fmt.Sprintf("There is no tool %s. Did you mean %s?", quoteFragment(name), orList(s))
+	}
+	if len(c.byName) <= 8 {
+		names := make([]string, 0, len(c.byName))
+		for n := range c.byName {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return fmt.Sprintf("There is no tool %s. The tools you may use are %s.", quoteFragment(name), strings.Join(names, ", "))
+	}
+	return fmt.Sprintf("There is no tool %s, and no tool has a similar name; the Tools page lists the names to use (\"server__tool\").", quoteFragment(name))
+}
+
+// suggest returns up to n tool names close to name: names containing it first, then by
+// edit distance to the qualified or bare name, then alphabetically.
+func (c *catalog) suggest(name string, n int) []string {
+	type cand struct {
+		name   string
+		within bool
+		dist   int
+	}
+	// A dotted name is also judged by its tool part ("files.read" by "files").
+	if len(name) > 200 {
+		return nil // longer than any tool name by far, and costly to compare
+	}
+	q := strings.ToLower(name)
+	base := q
+	if i := strings.IndexByte(q, '.'); i > 0 {
+		base = q[:i]
+	}
+	limit := max(2, len(base)/3)
+	var cands []cand
+	for full := range c.byName {
+		lf, lb := strings.ToLower(full), strings.ToLower(bare(full))
+		d := min(distance(q, lf), distance(q, lb), distance(base, lf), distance(base, lb))
+		within := len(base) >= 3 && strings.Contains(lf, base)
+		if within || d <= limit {
+			cands = append(cands, cand{full, within, d})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if a.within != b.within {
+			if a.within {
+				return -1
+			}
+			return 1
+		}
+		if a.dist != b.dist {
+			return a.dist - b.dist
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]string, 0, n)
+	for _, c := range cands[:min(n, len(cands))] {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+// distance is the Levenshtein distance between a and b, in bytes.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func orList(s []string) string {
+	switch len(s) {
+	case 1:
+		return s[0]
+	case 2:
+		return s[0] + " or " + s[1]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// propTypes returns, for each property of tool i's input schema, the JSON types it
+// accepts (from "type", the members of "anyOf"/"oneOf", or the kinds of an "enum"/"const").
+// A schema that cannot be read gives no types, so every bare value stays a string.
+func (c *catalog) propTypes(i int) map[string][]string {
+	if p, ok := c.props[i]; ok {
+		return p
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	out := map[string][]string{}
+	if json.Unmarshal(c.tools[i].InputSchema, &s) == nil {
+		for k, raw := range s.Properties {
+			if ts := typesOf(raw, 0); len(ts) > 0 {
+				out[k] = ts
+			}
+		}
+	}
+	c.props[i] = out
+	return out
+}
+
+func typesOf(raw json.RawMessage, depth int) []string {
+	var p struct {
+		Type  json.RawMessage   `json:"type"`
+		AnyOf []json.RawMessage `json:"anyOf"`
+		OneOf []json.RawMessage `json:"oneOf"`
+		Enum  []json.RawMessage `json:"enum"`
+		Const json.RawMessage   `json:"const"`
+	}
+	if depth > 3 || json.Unmarshal(raw, &p) != nil {
+		return nil
+	}
+	var ts []string
+	add := func(t string) {
+		if !slices.Contains(ts, t) {
+			ts = append(ts, t)
+		}
+	}
+	var one string
+	var many []string
+	if json.Unmarshal(p.Type, &one) == nil && one != "" {
+		add(one)
+	} else if json.Unmarshal(p.Type, &many) == nil {
+		for _, t := range many {
+			add(t)
+		}
+	}
+	for _, sub := range append(p.AnyOf, p.OneOf...) {
+		for _, t := range typesOf(sub, depth+1) {
+			add(t)
+		}
+	}
+	if len(ts) == 0 {
+		values := p.Enum
+		if len(p.Const) > 0 {
+			values = append(values, p.Const)
+		}
+		for _, v := range values {
+			if k := kindOf(v); k != "" {
+				add(k)
+			}
+		}
+	}
+	return ts
+}
+
+// kindOf is the JSON Schema type of a JSON value ("number" for any number).
+func kindOf(v json.RawMessage) string {
+	s := strings.TrimSpace(string(v))
+	if s == "" {
+		return ""
+	}
+	switch s[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}

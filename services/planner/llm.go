@@ -1,0 +1,449 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// LLMOptions configures an LLM planner; the zero value (or nil) means the defaults.
+type LLMOptions struct {
+	Model      string        // model name sent with each request (--llm-model)
+	APIKey     string        // sent as "Authorization: Bearer <key>" when set; never logged or returned
+	Timeout    time.Duration // for one planning request; 0 means 60 s
+	HTTPClient *http.Client  // nil means a client of its own
+	MaxTools   int           // tools sent at most, the first ones in the order given; 0 means 128
+}
+
+// LLM plans by asking an OpenAI-compatible chat-completions endpoint (Ollama, llama.cpp,
+// vLLM, OpenAI) with the tools as function definitions, and turns the model's tool calls
+// into steps. The model proposes calls only: it is never asked about, and cannot set, risk.
+//
+// Function names must match ^[a-zA-Z0-9_-]{1,64}$. A qualified name that already does is sent
+// as is. Any other is sent as its bytes with each disallowed one replaced by "_", cut to 55
+// bytes, plus "-" and the first 8 hex digits of the SHA-256 of the qualified name
+// ("srv__read.file" → "srv__read_file-1a2b3c4d"). Each request keeps the table of names it
+// sent, so a call maps back to exactly the tool it was offered as; the hash keeps two names
+// that differ only in replaced bytes apart, and makes the mapping the same on every request.
+type LLM struct {
+	endpoint string
+	model    string
+	key      string
+	timeout  time.Duration
+	client   *http.Client
+	maxTools int
+}
+
+// NewLLM returns a planner for the endpoint at url: a base URL such as
+// http://127.0.0.1:11434/v1, to which "/chat/completions" is added, or the full
+// ".../chat/completions" URL, used as is.
+func NewLLM(url string, opts *LLMOptions) *LLM {
+	if opts == nil {
+		opts = &LLMOptions{}
+	}
+	l := &LLM{endpoint: completionsURL(url), model: opts.Model, key: opts.APIKey, timeout: opts.Timeout, client: opts.HTTPClient, maxTools: opts.MaxTools}
+	if l.timeout <= 0 {
+		l.timeout = 60 * time.Second
+	}
+	if l.client == nil {
+		l.client = &http.Client{}
+	}
+	if l.maxTools <= 0 {
+		l.maxTools = 128
+	}
+	return l
+}
+
+func completionsURL(raw string) string {
+	const suffix = "/chat/completions"
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		s := strings.TrimRight(strings.TrimSpace(raw), "/")
+		if strings.HasSuffix(s, suffix) {
+			return s
+		}
+		return s + suffix
+	}
+	p := strings.TrimRight(u.Path, "/")
+	if !strings.HasSuffix(p, suffix) {
+		p += suffix
+	}
+	u.Path, u.RawPath = p, ""
+	return u.String()
+}
+
+// Name is "llm:<model>", as executions record it.
+func (l *LLM) Name() string { return "llm:" + l.model }
+
+// systemPrompt asks for calls only: the plan is shown to a person and checked by
+// Toolwarden before anything runs, so prose is of no use and risk is not the model's call.
+const systemPrompt = `You plan tool calls for the user's request. Use only the functions provided. ` +
+	`Call every function the request needs, in the order they must run, with complete arguments; ` +
+	`the calls run later, one after another, and cannot see each other's results, so write every argument out. ` +
+	`Do not explain and do not answer in prose. If the request cannot be done with these functions, ` +
+	`call none and say in one sentence what is missing.`
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type chatTool struct {
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatRequest struct {
+	Model       string        `json:"model"`
+	Messages    []chatMessage `json:"messages"`
+	Tools       []chatTool    `json:"tools"`
+	ToolChoice  string        `json:"tool_choice"`
+	Temperature float64       `json:"temperature"`
+}
+
+type functionCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"` // a JSON string, or an object from some servers
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage `json:"content"`
+			ToolCalls []struct {
+				Function functionCall `json:"function"`
+			} `json:"tool_calls"`
+			FunctionCall *functionCall `json:"function_call"` // the older single-call form
+		} `json:"message"`
+	} `json:"choices"`
+	Error json.RawMessage `json:"error"`
+}
+
+// Plan asks the model for tool calls over the first MaxTools tools and returns them as
+// steps. A model that calls no tool gives a *NotUnderstood carrying what it said instead.
+func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, error) {
+	if strings.TrimSpace(prompt) == "" {
+		return Plan{}, &NotUnderstood{Message: "The prompt is empty. Say what to do with the tools available.", Offset: -1}
+	}
+	if len(tools) > l.maxTools {
+		tools = tools[:l.maxTools]
+	}
+	if len(tools) == 0 {
+		return Plan{}, &NotUnderstood{Message: "No tools are available to plan with: a tool must be enabled and you must be allowed to use it.", Offset: -1}
+	}
+	names := newFunctionNames(tools)
+	req := chatRequest{
+		Model:       l.model,
+		Messages:    []chatMessage{{Role: "system", Content: systemPrompt}, {Role: "user", Content: prompt}},
+		Tools:       make([]chatTool, len(tools)),
+		ToolChoice:  "auto",
+		Temperature: 0,
+	}
+	for i, t := range tools {
+		req.Tools[i] = chatTool{Type: "function", Function: chatFunction{Name: names.fn[i], Description: t.Description, Parameters: parameters(t.InputSchema)}}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Plan{}, fmt.Errorf("planner: encode the request: %w", err)
+	}
+	resp, err := l.post(ctx, body)
+	if err != nil {
+		return Plan{}, err
+	}
+	if len(resp.Choices) == 0 {
+		if msg := errorMessage(resp.Error); msg != "" {
+			return Plan{}, fmt.Errorf("planner: the model server at %s answered with an error: %s", l.host(), l.redact(msg))
+		}
+		return Plan{}, fmt.Errorf("planner: the model server at %s answered with no choices", l.host())
+	}
+	msg := resp.Choices[0].Message
+	calls := make([]functionCall, 0, len(msg.ToolCalls)+1)
+	for _, c := range msg.ToolCalls {
+		calls = append(calls, c.Function)
+	}
+	if len(calls) == 0 && msg.FunctionCall != nil && msg.FunctionCall.Name != "" {
+		calls = append(calls, *msg.FunctionCall)
+	}
+	if len(calls) == 0 {
+		text := strings.TrimSpace(contentText(msg.Content))
+		if text == "" {
+			text = "The model proposed no tool calls for this prompt. Say more precisely what to do, or name the tools to use."
+		}
+		return Plan{}, &NotUnderstood{Message: text, Offset: -1}
+	}
+	plan := Plan{Steps: make([]Step, 0, len(calls))}
+	for _, c := range calls {
+		step, err := names.step(tools, c)
+		if err != nil {
+			return Plan{}, err
+		}
+		plan.Steps = append(plan.Steps, step)
+	}
+	return plan, nil
+}
+
+// post sends one chat-completions request and decodes a 2xx answer.
+func (l *LLM) post(ctx context.Context, body []byte) (*chatResponse, error) {
+	errTimeout := fmt.Errorf("planner: the model at %s did not answer within %s", l.host(), l.timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, l.timeout, errTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("planner: the model URL: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if l.key != "" {
+		req.Header.Set("Authorization", "Bearer "+l.key)
+	}
+	res, err := l.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			if cause := context.Cause(ctx); cause == errTimeout {
+				return nil, fmt.Errorf("%w: %w", errTimeout, context.DeadlineExceeded)
+			}
+			return nil, fmt.Errorf("planner: asking the model at %s: %w", l.host(), ctx.Err())
+		}
+		return nil, fmt.Errorf("planner: asking the model at %s: %s", l.host(), l.redact(err.Error()))
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	if err != nil {
+		if ctx.Err() != nil && context.Cause(ctx) == errTimeout {
+			return nil, fmt.Errorf("%w: %w", errTimeout, context.DeadlineExceeded)
+		}
+		return nil, fmt.Errorf("planner: reading the model's answer: %w", err)
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		msg := errorMessage(data)
+		if msg == "" {
+			msg = strings.TrimSpace(string(data))
+			if len(msg) > 300 {
+				msg = msg[:300] + "…"
+			}
+		}
+		if msg == "" {
+			msg = "no message"
+		}
+		return nil, fmt.Errorf("planner: the model server at %s answered %s: %s", l.host(), res.Status, l.redact(msg))
+	}
+	var out chatResponse
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("planner: the model server at %s did not answer with a chat completion: %w", l.host(), err)
+	}
+	return &out, nil
+}
+
+// host names the endpoint in errors without any credentials in its URL.
+func (l *LLM) host() string {
+	u, err := url.Parse(l.endpoint)
+	if err != nil {
+		return "the configured URL"
+	}
+	return u.Redacted()
+}
+
+// redact removes the API key from text a server (or a transport error) sent back.
+func (l *LLM) redact(s string) string {
+	if l.key == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, l.key, "[redacted]")
+}
+
+// errorMessage reads the message of an error answer: OpenAI's {"error":{"message":...}},
+// Ollama's {"error":"..."}, or a top-level {"message":...}.
+func errorMessage(data []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(data, &v) != nil {
+		// data may be the error member itself.
+		v.Error = data
+	}
+	var s string
+	if json.Unmarshal(v.Error, &s) == nil && s != "" {
+		return s
+	}
+	var o struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(v.Error, &o) == nil && o.Message != "" {
+		return o.Message
+	}
+	return v.Message
+}
+
+// contentText is a message's text: a string, or the text parts of an array of parts.
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Text != "" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// parameters is a tool's input schema as a function's parameters: an object schema, with
+// "properties" present because OpenAI rejects an object schema without it.
+func parameters(schema json.RawMessage) json.RawMessage {
+	empty := json.RawMessage(`{"type":"object","properties":{}}`)
+	var m map[string]json.RawMessage
+	if len(bytes.TrimSpace(schema)) == 0 || json.Unmarshal(schema, &m) != nil || m == nil {
+		return empty
+	}
+	if _, ok := m["properties"]; ok {
+		return schema
+	}
+	if t, ok := m["type"]; ok && string(t) != `"object"` {
+		return schema // not ours to fix; the server will say what it thinks
+	}
+	m["type"], m["properties"] = json.RawMessage(`"object"`), json.RawMessage(`{}`)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return empty
+	}
+	return out
+}
+
+var functionNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// functionNames is the table of function names of one request.
+type functionNames struct {
+	fn     []string       // tool index → function name
+	byFn   map[string]int // function name → tool index
+	byName map[string]int // qualified name → tool index, for models that answer with it
+}
+
+func newFunctionNames(tools []Tool) *functionNames {
+	n := &functionNames{fn: make([]string, len(tools)), byFn: map[string]int{}, byName: map[string]int{}}
+	for i, t := range tools {
+		if _, dup := n.byName[t.Name]; !dup {
+			n.byName[t.Name] = i
+		}
+		f := t.Name
+		if !functionNameRE.MatchString(f) {
+			f = encodeName(t.Name, "")
+		}
+		for k := 2; ; k++ {
+			if _, taken := n.byFn[f]; !taken {
+				break
+			}
+			f = encodeName(t.Name, fmt.Sprint(k)) // a clash, even of hashes: salt until unique
+		}
+		n.fn[i], n.byFn[f] = f, i
+	}
+	return n
+}
+
+// encodeName maps a qualified name to a valid function name (see LLM).
+func encodeName(name, salt string) string {
+	b := []byte(name)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 55 {
+		b = b[:55]
+	}
+	sum := sha256.Sum256([]byte(name + salt))
+	return string(b) + "-" + hex.EncodeToString(sum[:4])
+}
+
+// step turns one function call into a step. A name the request did not offer is an
+// error; a dotted name whose first part was offered names that tool with its operation
+// (seed 001: models write "file_operations.read_file").
+func (n *functionNames) step(tools []Tool, c functionCall) (Step, error) {
+	i, ok := n.lookup(c.Name)
+	operation := ""
+	if !ok {
+		if base, op, dotted := strings.Cut(c.Name, "."); dotted && op != "" {
+			if i, ok = n.lookup(base); ok {
+				operation = op
+			}
+		}
+	}
+	if !ok {
+		return Step{}, fmt.Errorf("planner: the model called %q, which is not one of the tools it was offered", c.Name)
+	}
+	args, err := callArguments(c.Arguments)
+	if err != nil {
+		return Step{}, fmt.Errorf("planner: the model's arguments for %s: %w", tools[i].Name, err)
+	}
+	if operation != "" {
+		o := &object{}
+		if err := o.fromJSON(args); err != nil {
+			return Step{}, fmt.Errorf("planner: the model's arguments for %s: %w", tools[i].Name, err)
+		}
+		if !o.has("operation") {
+			o.prepend("operation", jsonString(operation))
+		}
+		args = o.json()
+	}
+	return Step{Tool: tools[i].Name, Arguments: args}, nil
+}
+
+func (n *functionNames) lookup(name string) (int, bool) {
+	if i, ok := n.byFn[name]; ok {
+		return i, true
+	}
+	i, ok := n.byName[name]
+	return i, ok
+}
+
+// callArguments reads a call's arguments, a JSON string holding an object (or the object
+// itself), as a compact JSON object; missing or null arguments are {}.
+func callArguments(raw json.RawMessage) (json.RawMessage, error) {
+	text := bytes.TrimSpace(raw)
+	var s string
+	if len(text) > 0 && text[0] == '"' {
+		if err := json.Unmarshal(text, &s); err != nil {
+			return nil, fmt.Errorf("not a JSON string: %w", err)
+		}
+		text = bytes.TrimSpace([]byte(s))
+	}
+	if len(text) == 0 || string(text) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	if text[0] != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, text); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	return buf.Bytes(), nil
+}
