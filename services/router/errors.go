@@ -18,6 +18,7 @@ const (
 	CodeTimeout          = "timeout"           // 504
 	CodeCancelled        = "cancelled"         // 499: the caller went away
 	CodeUnavailable      = "unavailable"       // 503: the call could not be recorded, so it did not run
+	CodeStale            = "stale_plan"        // 409: the tool changed since the call was approved
 )
 
 var statusOf = map[string]int{
@@ -31,6 +32,7 @@ var statusOf = map[string]int{
 	CodeTimeout:          http.StatusGatewayTimeout,
 	CodeCancelled:        499,
 	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeStale:            http.StatusConflict,
 }
 
 // Error is a call the router refused or could not complete. A tool's own error result

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -212,6 +213,17 @@ type Call struct {
 	Topic string
 	// Progress receives the server's progress notifications.
 	Progress func(Progress)
+	// Pin, when set, is the tool as the call was approved (a plan step): the call is
+	// refused as stale_plan if the tool is another, or its definition or configuration
+	// changed since (DESIGN §4, definition pinning).
+	Pin *Pin
+}
+
+// Pin is what a prepared call was checked and approved against.
+type Pin struct {
+	ToolID         string `json:"tool_id"`
+	DefinitionHash string `json:"definition_hash"`
+	ConfigVersion  int    `json:"configuration_version"`
 }
 
 // Approval is the consent a risky call carries.
@@ -315,6 +327,9 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	}
 	e := res.e
 	rec := &callRecord{r: r, c: c, id: callID, e: e, args: c.Arguments, start: start}
+	if err := pinned(e, c.Pin); err != nil {
+		return nil, rec.refused(ctx, err)
+	}
 	if res.operation != "" {
 		if _, given := args["operation"]; !given {
 			args["operation"], _ = json.Marshal(res.operation)
@@ -368,6 +383,92 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	result.DurationMS = ms(time.Since(start))
 	rec.completed(result)
 	return result, nil
+}
+
+// pinned refuses a call whose tool is no longer what was approved.
+func pinned(e *entry, p *Pin) error {
+	if p == nil {
+		return nil
+	}
+	t := e.t
+	switch {
+	case t.ID != p.ToolID:
+		return fail(CodeStale, "%s is no longer the tool that was approved", t.QualifiedName())
+	case t.DefinitionHash != p.DefinitionHash:
+		return fail(CodeStale, "%s changed its definition since it was approved (now version %s); plan and approve it again",
+			t.QualifiedName(), t.Version())
+	case t.ConfigVersion != p.ConfigVersion:
+		return fail(CodeStale, "%s's configuration changed since it was approved (version %d, approved %d); plan and approve it again",
+			t.QualifiedName(), t.ConfigVersion, p.ConfigVersion)
+	}
+	return nil
+}
+
+// Prepared is a call checked as far as it can be without running it: the tool it
+// names, the arguments it would send (configured values merged, secret ones masked)
+// and its risk. Plans are made of prepared calls.
+type Prepared struct {
+	Pin
+	Tool      string          `json:"tool"` // qualified name
+	Server    string          `json:"server"`
+	Arguments json.RawMessage `json:"arguments"` // as given (plus a dotted name's operation)
+	// Effective are the arguments the server would get; configured secret values
+	// show as "••••••".
+	Effective json.RawMessage `json:"effective_arguments"`
+	Risk      risk.Decision   `json:"risk"`
+}
+
+// MaskedSecret stands for a configured secret value in Prepared.Effective.
+const MaskedSecret = "••••••"
+
+// Prepare resolves, admits, merges and validates c like Call, without approval, rate
+// limits, records or running it. Errors are *Error with Call's codes.
+func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
+	args, err := parseArguments(c.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.resolve(ctx, c.Tool)
+	if err != nil {
+		return nil, err
+	}
+	e := res.e
+	if res.operation != "" {
+		if _, given := args["operation"]; !given {
+			args["operation"], _ = json.Marshal(res.operation)
+		}
+	}
+	if err := r.admit(ctx, e, c); err != nil {
+		return nil, err
+	}
+	merged, err := e.resolved.Merge(args)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return nil, err
+	}
+	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
+		return nil, invalid(hideSecrets(err, e.secrets))
+	}
+	given, err := json.Marshal(args)
+	if err != nil {
+		return nil, err
+	}
+	masked := maps.Clone(merged)
+	for name := range e.secrets {
+		if _, ok := masked[name]; ok {
+			masked[name], _ = json.Marshal(MaskedSecret)
+		}
+	}
+	effective, err := json.Marshal(masked)
+	if err != nil {
+		return nil, err
+	}
+	t := e.t
+	return &Prepared{Pin: Pin{ToolID: t.ID, DefinitionHash: t.DefinitionHash, ConfigVersion: t.ConfigVersion},
+		Tool: t.QualifiedName(), Server: t.Server, Arguments: given, Effective: effective, Risk: e.risk}, nil
 }
 
 func parseArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
