@@ -9,12 +9,16 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/toolwarden/toolwarden/migrations"
 )
@@ -31,8 +35,9 @@ func (s MigrationStatus) Current() bool { return !s.Dirty && s.Version == s.Late
 
 // Migrator applies the embedded migrations to one database.
 type Migrator struct {
-	m  *migrate.Migrate
-	db *sql.DB
+	m   *migrate.Migrate
+	db  *sql.DB
+	url string
 }
 
 // NewMigrator connects a golang-migrate instance to url. Close it when done.
@@ -57,7 +62,7 @@ func NewMigrator(url string) (*Migrator, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("db: migrate: %w", err)
 	}
-	return &Migrator{m: m, db: sqlDB}, nil
+	return &Migrator{m: m, db: sqlDB, url: url}, nil
 }
 
 // Close releases the migrator's connection.
@@ -66,10 +71,42 @@ func (mg *Migrator) Close() error {
 	return errors.Join(srcErr, dbErr, mg.db.Close())
 }
 
-// Up applies every pending migration.
+// Up applies every pending migration, then River's (the job queue's tables are
+// River's to define, in their own versioned line, DESIGN §3).
 func (mg *Migrator) Up() error {
 	if err := mg.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("db: migrate up: %w", err)
+	}
+	return migrateQueue(mg.url, rivermigrate.DirectionUp)
+}
+
+// queueSince is the migration that brought the first jobs (executions): below it,
+// River's tables go too.
+const queueSince = 16
+
+func migrateQueue(url string, dir rivermigrate.Direction) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("db: migrate queue: %w", err)
+	}
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("db: migrate queue: %w", err)
+	}
+	defer pool.Close()
+	m, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return fmt.Errorf("db: migrate queue: %w", err)
+	}
+	opts := &rivermigrate.MigrateOpts{}
+	if dir == rivermigrate.DirectionDown {
+		opts.TargetVersion = -1 // all of them
+	}
+	if _, err := m.Migrate(ctx, dir, opts); err != nil {
+		return fmt.Errorf("db: migrate queue: %w", err)
 	}
 	return nil
 }
@@ -81,6 +118,13 @@ func (mg *Migrator) Down(n int) error {
 	}
 	if err := mg.m.Steps(-n); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("db: migrate down %d: %w", n, err)
+	}
+	st, err := mg.Status()
+	if err != nil {
+		return err
+	}
+	if st.Version < queueSince {
+		return migrateQueue(mg.url, rivermigrate.DirectionDown)
 	}
 	return nil
 }

@@ -1,0 +1,433 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/planner"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Caller is who asks: the audit actor and the role they act with.
+type Caller struct {
+	Actor audit.Actor
+	Role  auth.Role
+}
+
+// ForbiddenError is a decision this caller may not make, and why.
+type ForbiddenError struct{ Message string }
+
+func (e *ForbiddenError) Error() string { return e.Message }
+
+// PhraseError is a HIGH plan confirmed without its exact phrase.
+type PhraseError struct{ Phrase string }
+
+func (e *PhraseError) Error() string {
+	return fmt.Sprintf("the confirmation phrase does not match: type %q exactly", e.Phrase)
+}
+
+// StaleError is a plan whose tools changed since it was made; it was cancelled.
+type StaleError struct{ Message string }
+
+func (e *StaleError) Error() string { return e.Message }
+
+// Input is what Create needs: a prompt for the planner, or a plan.
+type Input struct {
+	Prompt string
+	Plan   *Request
+}
+
+// Create plans (when given a prompt), prepares and stores a plan, and asks for its
+// approval: a LOW plan is approved by policy and starts at once; MEDIUM waits for a
+// confirm and HIGH for the typed phrase. Bad input is a *verr.Error (or a
+// *planner.NotUnderstood) and stores nothing.
+func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, error) {
+	req, plannerName, err := s.request(ctx, c, in)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := s.prepare(ctx, c.Actor, c.Role, req)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := plan.Hash()
+	if err != nil {
+		return nil, err
+	}
+	level, why := plan.Risk()
+	st, err := s.Settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.opts.Now()
+	expires := now.Add(st.ApprovalTTL)
+	var requestedBy *string
+	if c.Actor.ID != "" {
+		requestedBy = &c.Actor.ID
+	}
+	kind := c.Actor.Kind
+	if kind != audit.ActorToken && kind != audit.ActorSystem {
+		kind = audit.ActorUser
+	}
+	var ex *Execution
+	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var id string
+		err := tx.QueryRow(ctx, `/* executions.Create */
+			INSERT INTO executions (requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
+			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'planning', $9, $10, $11, $12, $13, $13) RETURNING id`,
+			requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
+			plan.Phrase(), expires, now).Scan(&id)
+		if err != nil {
+			return fmt.Errorf("executions: create: %w", err)
+		}
+		for i, step := range plan.Steps {
+			if _, err := tx.Exec(ctx, `/* executions.Create.step */
+				INSERT INTO tool_calls (execution_id, phase, position, tool_id, tool_name, arguments, risk)
+				VALUES ($1, 'run', $2, $3, $4, $5, $6)`, id, i, step.ToolID, step.Tool, step.Arguments, string(step.Risk.Level)); err != nil {
+				return fmt.Errorf("executions: create step %d: %w", i, err)
+			}
+		}
+		more := []string{"approval.requested"}
+		if level == risk.Low {
+			more = nil
+		}
+		ex, err = s.apply(ctx, tx, id, change{from: []Status{Planning}, to: AwaitingApproval, want: "planned",
+			kind: "plan.created", more: more, actor: c.Actor, action: "execution.create",
+			extra: map[string]any{"steps": len(plan.Steps), "rollback": len(plan.Rollback), "risk_why": why}})
+		if err != nil || level != risk.Low {
+			return err
+		}
+		ex, err = s.start(ctx, tx, ex, c.Actor, "policy", now)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ex, nil
+}
+
+// request is the plan to prepare: the one given, or the planner's for the prompt.
+func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, string, error) {
+	if in.Plan != nil {
+		if strings.TrimSpace(in.Prompt) != "" {
+			return Request{}, "", verr.New("/prompt", "give a prompt or a plan, not both")
+		}
+		return *in.Plan, "", nil
+	}
+	if strings.TrimSpace(in.Prompt) == "" {
+		return Request{}, "", verr.New("/prompt", "say what should be done, or give a plan")
+	}
+	avail, err := s.plannable(ctx, c)
+	if err != nil {
+		return Request{}, "", err
+	}
+	p, err := s.opts.Planner.Plan(ctx, in.Prompt, avail)
+	if err != nil {
+		return Request{}, "", err
+	}
+	req := Request{}
+	for _, st := range p.Steps {
+		req.Steps = append(req.Steps, RequestStep{Tool: st.Tool, Arguments: st.Arguments})
+	}
+	for _, st := range p.Rollback {
+		req.Rollback = append(req.Rollback, RequestStep{Tool: st.Tool, Arguments: st.Arguments})
+	}
+	return req, s.opts.Planner.Name(), nil
+}
+
+// plannable are the enabled tools a planner may use for c (the router still checks each).
+func (s *Service) plannable(ctx context.Context, c Caller) ([]planner.Tool, error) {
+	var out []planner.Tool
+	q := tools.Query{Status: []string{"enabled"}, Limit: 200}
+	for {
+		page, err := s.tools.List(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page.Items {
+			out = append(out, planner.Tool{Name: t.QualifiedName(), Description: t.Description, InputSchema: t.InputSchema})
+		}
+		if page.NextCursor == "" || len(out) >= 2000 {
+			return out, nil
+		}
+		q.Cursor = page.NextCursor
+	}
+}
+
+// start moves an approved execution to executing and queues its run, in tx.
+func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver audit.Actor, how string, now time.Time) (*Execution, error) {
+	var approvedBy *string
+	name := approver.Name
+	if how == "policy" {
+		// Nobody approved a LOW plan: the policy did (DESIGN §4), whoever asked for it
+		// (an agent's token too), so no person is recorded as its approver.
+		approver, name = audit.System, "policy"
+	} else if approver.ID != "" && approver.Kind != audit.ActorSystem {
+		approvedBy = &approver.ID
+	}
+	ex, err := s.apply(ctx, tx, ex.ID, change{from: []Status{AwaitingApproval}, to: Executing, want: "approved",
+		set: map[string]any{"approval": how, "approved_by": approvedBy, "approver_name": name, "approved_at": now,
+			"approved_hash": ex.PlanHash, "started_at": now},
+		kind: "approval.granted", actor: approver, action: "execution.approve",
+		extra: map[string]any{"approval": how, "approver": name}})
+	if err != nil {
+		return nil, err
+	}
+	return ex, s.queue.enqueue(ctx, tx, ex.ID, PhaseRun)
+}
+
+// Confirm approves an execution awaiting approval: MEDIUM with a confirm, HIGH with
+// its exact phrase. planHash, when given (hex), must be the hash the person saw. Of
+// concurrent confirms exactly one wins; the others get a *ConflictError.
+func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash string) (*Execution, error) {
+	if c.Actor.Kind == audit.ActorToken {
+		return nil, &ForbiddenError{Message: "API tokens cannot approve executions: a person must, in the browser or with a session"}
+	}
+	if !c.Role.Can(auth.PermExecutionApprove) {
+		return nil, &ForbiddenError{Message: "your role may not approve executions"}
+	}
+	ex, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if ex.Status != AwaitingApproval {
+		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "approved"}
+	}
+	now := s.opts.Now()
+	if ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
+		if _, err := s.expire(ctx, id); err != nil {
+			return nil, err
+		}
+		return nil, &ConflictError{ID: id, Current: Expired, Want: "approved"}
+	}
+	if planHash != "" && !strings.EqualFold(planHash, ex.Hash()) {
+		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "approved as shown (the plan is not the one you saw; reload it)"}
+	}
+	how := "confirm"
+	if ex.Risk == string(risk.High) {
+		if phrase != ex.ConfirmationPhrase {
+			s.refusal(ctx, c, ex, "wrong phrase")
+			return nil, &PhraseError{Phrase: ex.ConfirmationPhrase}
+		}
+		how = "phrase"
+		st, err := s.Settings(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st.SeparateHighApprover && ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID {
+			s.refusal(ctx, c, ex, "requester may not approve")
+			return nil, &ForbiddenError{Message: "a high-risk plan needs a different person to approve it than the one who asked for it"}
+		}
+	}
+	if msg := s.staleness(ctx, ex); msg != "" {
+		_, err := s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "cancelled",
+			set: map[string]any{"reason": msg, "finished_at": now}, kind: "execution.cancelled",
+			action: "execution.stale", extra: map[string]any{"reason": msg}})
+		if err != nil {
+			return nil, err
+		}
+		return nil, &StaleError{Message: msg + "; the plan was cancelled, plan it again"}
+	}
+	var out *Execution
+	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.start(ctx, tx, ex, c.Actor, how, now)
+		return err
+	})
+	return out, err
+}
+
+// staleness says which step's tool changed since planning ("" when none did).
+func (s *Service) staleness(ctx context.Context, ex *Execution) string {
+	for i, st := range ex.Plan.Steps {
+		t, err := s.tools.Target(ctx, st.ToolID)
+		switch {
+		case errors.Is(err, tools.ErrNotFound):
+			return fmt.Sprintf("step %d: %s no longer exists", i+1, st.Tool)
+		case err != nil:
+			return fmt.Sprintf("step %d: %s could not be checked: %v", i+1, st.Tool, err)
+		case t.DefinitionHash != st.DefinitionHash:
+			return fmt.Sprintf("step %d: %s changed its definition since the plan was made", i+1, st.Tool)
+		case t.ConfigVersion != st.ConfigVersion:
+			return fmt.Sprintf("step %d: %s's configuration changed since the plan was made", i+1, st.Tool)
+		}
+	}
+	return ""
+}
+
+// refusal audits an approval attempt that was turned down.
+func (s *Service) refusal(ctx context.Context, c Caller, ex *Execution, why string) {
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: c.Actor, Action: "execution.approve.refused", TargetType: "execution",
+			TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"reason": why}})
+		return err
+	})
+	if err != nil {
+		s.log.Error("executions: could not audit a refused approval", "err", err)
+	}
+}
+
+// decide applies one change in its own transaction.
+func (s *Service) decide(ctx context.Context, c Caller, id string, ch change) (*Execution, error) {
+	ch.actor = c.Actor
+	var out *Execution
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.apply(ctx, tx, id, ch)
+		return err
+	})
+	return out, err
+}
+
+// MaxReason bounds a rejection or cancellation reason.
+const MaxReason = 500
+
+// Reject turns down an execution awaiting approval, with a reason.
+func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
+	if c.Actor.Kind == audit.ActorToken {
+		return nil, &ForbiddenError{Message: "API tokens cannot decide on executions: a person must"}
+	}
+	if !c.Role.Can(auth.PermExecutionApprove) {
+		return nil, &ForbiddenError{Message: "your role may not decide on executions"}
+	}
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return nil, verr.New("reason", "say why the plan is rejected")
+	case len([]rune(reason)) > MaxReason:
+		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
+	}
+	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "rejected",
+		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, kind: "approval.rejected",
+		action: "execution.reject", extra: map[string]any{"reason": reason, "by": c.Actor.Name}})
+}
+
+// Cancel stops an execution that waits for approval, or one that runs (the step
+// running finishes; no further step starts). Its requester or an approver may.
+func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
+	ex, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return nil, err
+	}
+	mine := ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID
+	if !mine && !c.Role.Can(auth.PermExecutionApprove) {
+		return nil, &ForbiddenError{Message: "only its requester or an approver may cancel an execution"}
+	}
+	reason = strings.TrimSpace(reason)
+	if len([]rune(reason)) > MaxReason {
+		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
+	}
+	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval, Executing}, to: Cancelled, want: "cancelled",
+		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, kind: "execution.cancelled",
+		action: "execution.cancel", extra: map[string]any{"reason": reason, "by": c.Actor.Name}})
+}
+
+// ExpireDue moves every execution whose approval time ran out to expired; it returns
+// how many. The runner calls it every minute.
+func (s *Service) ExpireDue(ctx context.Context) (int, error) {
+	ids, err := column[string](ctx, s.pool, "executions: due", `/* executions.ExpireDue */
+		SELECT id FROM executions WHERE status = 'awaiting_approval' AND expires_at <= $1 ORDER BY expires_at LIMIT 1000`,
+		s.opts.Now())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, id := range ids {
+		ok, err := s.expire(ctx, id)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// expire moves one execution to expired; false when someone decided first.
+func (s *Service) expire(ctx context.Context, id string) (bool, error) {
+	_, err := s.decide(ctx, Caller{Actor: audit.System}, id, change{from: []Status{AwaitingApproval}, to: Expired,
+		want: "expired", set: map[string]any{"finished_at": s.opts.Now()}, kind: "execution.expired",
+		action: "execution.expire"})
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Settings are the execution settings administrators change at run time.
+type Settings struct {
+	// ApprovalTTL is how long a plan waits for approval before it expires. Default 24 h.
+	ApprovalTTL time.Duration
+	// SeparateHighApprover: a HIGH plan needs an approver other than its requester.
+	SeparateHighApprover bool
+}
+
+// DefaultApprovalTTL is ApprovalTTL when nobody set one.
+const DefaultApprovalTTL = 24 * time.Hour
+
+const (
+	settingTTL      = "executions.approval_ttl_seconds"
+	settingSeparate = "executions.separate_high_approver"
+)
+
+// Settings reads the current settings.
+func (s *Service) Settings(ctx context.Context) (Settings, error) {
+	type row struct {
+		Key   string          `db:"key"`
+		Value json.RawMessage `db:"value"`
+	}
+	rows, err := db.All[row](ctx, s.pool, "executions: settings", `/* executions.Settings */
+		SELECT key, value FROM settings WHERE key = ANY($1)`, []string{settingTTL, settingSeparate})
+	if err != nil {
+		return Settings{}, err
+	}
+	st := Settings{ApprovalTTL: DefaultApprovalTTL}
+	for _, r := range rows {
+		switch r.Key {
+		case settingTTL:
+			var secs int64
+			if json.Unmarshal(r.Value, &secs) == nil && secs > 0 {
+				st.ApprovalTTL = time.Duration(secs) * time.Second
+			}
+		case settingSeparate:
+			_ = json.Unmarshal(r.Value, &st.SeparateHighApprover)
+		}
+	}
+	return st, nil
+}
+
+// SetSettings stores the settings, audited.
+func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Settings) error {
+	if st.ApprovalTTL < time.Minute || st.ApprovalTTL > 30*24*time.Hour {
+		return verr.New("approval_ttl", "must be between one minute and 30 days")
+	}
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		for k, v := range map[string]any{settingTTL: int64(st.ApprovalTTL / time.Second), settingSeparate: st.SeparateHighApprover} {
+			raw, _ := json.Marshal(v)
+			if _, err := tx.Exec(ctx, `/* executions.SetSettings */
+				INSERT INTO settings (key, value, updated_by) VALUES ($1, $2, $3)
+				ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_by = EXCLUDED.updated_by, updated_at = now()`,
+				k, raw, actor.Name); err != nil {
+				return fmt.Errorf("executions: settings: %w", err)
+			}
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "settings.executions", TargetType: "settings",
+			TargetID: "executions", Payload: map[string]any{"approval_ttl_seconds": int64(st.ApprovalTTL / time.Second),
+				"separate_high_approver": st.SeparateHighApprover}})
+		return err
+	})
+}

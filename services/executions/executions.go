@@ -1,0 +1,209 @@
+// Package executions owns plans and their execution (DESIGN §4, seed 003's Safe Action
+// flow): a plan is prepared step by step through the router, stored immutably with the
+// hash of its canonical form, approved by policy (LOW), a confirm (MEDIUM) or the typed
+// phrase (HIGH) bound to that hash, run step by step through the router by a durable
+// River job, and on failure rolled back with the plan's own undo steps or the
+// compensations administrators configured.
+//
+// Every transition is a conditional update (of concurrent decisions exactly one wins)
+// with its events and audit row in the same transaction.
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/planner"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// Topic receives every execution's events (lists, the approvals inbox).
+const Topic = "executions"
+
+// TopicOf is the topic of one execution's events (its page).
+func TopicOf(id string) string { return "execution:" + id }
+
+// ErrNotFound is an execution that does not exist or that the caller may not see.
+var ErrNotFound = errors.New("executions: not found")
+
+// Options tune a Service; zero fields take the defaults shown.
+type Options struct {
+	Logger *slog.Logger
+	// Planner turns prompts into plans. Default: planner.NewRules().
+	Planner planner.Planner
+	// Now is the clock (tests move it). Default time.Now.
+	Now func() time.Time
+	// Workers bounds how many executions run at once in this process. Default 8.
+	Workers int
+}
+
+// Service manages executions.
+type Service struct {
+	pool   *pgxpool.Pool
+	router *router.Router
+	tools  *tools.Service
+	opts   Options
+	log    *slog.Logger
+	queue  *queue
+	// stopping is set when Run's context ends: running jobs start no further step.
+	stopping atomic.Bool
+}
+
+// New returns the execution service. Call Run to start its runner.
+func New(pool *pgxpool.Pool, r *router.Router, ts *tools.Service, opts *Options) (*Service, error) {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Planner == nil {
+		o.Planner = planner.NewRules()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	s := &Service{pool: pool, router: r, tools: ts, opts: o, log: o.Logger}
+	q, err := newQueue(s)
+	if err != nil {
+		return nil, err
+	}
+	s.queue = q
+	return s, nil
+}
+
+// Execution is one plan and where its run stands.
+type Execution struct {
+	ID                 string     `db:"id" json:"id"`
+	RequestedBy        *string    `db:"requested_by" json:"requested_by"`
+	RequesterName      string     `db:"requester_name" json:"requester"`
+	RequesterKind      string     `db:"requester_kind" json:"requester_kind"`
+	RequesterRole      string     `db:"requester_role" json:"-"`
+	Prompt             string     `db:"prompt" json:"prompt"`
+	Planner            string     `db:"planner" json:"planner,omitempty"`
+	Plan               Plan       `db:"plan" json:"plan"`
+	PlanHash           []byte     `db:"plan_hash" json:"-"`
+	Status             Status     `db:"status" json:"status"`
+	Risk               string     `db:"risk" json:"risk"`
+	RiskWhy            string     `db:"risk_why" json:"risk_why"`
+	ConfirmationPhrase string     `db:"confirmation_phrase" json:"confirmation_phrase,omitempty"`
+	Approval           string     `db:"approval" json:"approval,omitempty"`
+	ApprovedBy         *string    `db:"approved_by" json:"approved_by,omitempty"`
+	ApproverName       string     `db:"approver_name" json:"approver,omitempty"`
+	ApprovedAt         *time.Time `db:"approved_at" json:"approved_at,omitempty"`
+	ExpiresAt          *time.Time `db:"expires_at" json:"expires_at,omitempty"`
+	Reason             string     `db:"reason" json:"reason,omitempty"`
+	Error              string     `db:"error" json:"error,omitempty"`
+	CreatedAt          time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt          time.Time  `db:"updated_at" json:"updated_at"`
+	StartedAt          *time.Time `db:"started_at" json:"started_at,omitempty"`
+	FinishedAt         *time.Time `db:"finished_at" json:"finished_at,omitempty"`
+}
+
+const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
+	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, expires_at, reason, error,
+	created_at, updated_at, started_at, finished_at`
+
+// Hash is the plan hash as the API shows it (hex).
+func (e *Execution) Hash() string { return fmt.Sprintf("%x", e.PlanHash) }
+
+// Title is a short description for lists and the audit log: its tools in order.
+func (e *Execution) Title() string {
+	t := ""
+	for i, st := range e.Plan.Steps {
+		if i == 3 {
+			return t + fmt.Sprintf(" … (%d steps)", len(e.Plan.Steps))
+		}
+		if i > 0 {
+			t += " → "
+		}
+		t += st.Tool
+	}
+	return t
+}
+
+// summary is what every event of the execution carries.
+func (e *Execution) summary() map[string]any {
+	return map[string]any{"execution_id": e.ID, "status": e.Status, "risk": e.Risk, "title": e.Title(),
+		"requester": e.RequesterName, "plan_hash": e.Hash()}
+}
+
+func (s *Service) get(ctx context.Context, q db.Querier, id string) (*Execution, error) {
+	rows, err := q.Query(ctx, `/* executions.get */ SELECT `+columns+` FROM executions WHERE id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("executions: get: %w", err)
+	}
+	ex, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Execution])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("executions: get: %w", err)
+	}
+	return ex, nil
+}
+
+// Step is one tool call of an execution as stored: a step of the plan or of its rollback.
+type Step struct {
+	ID         string          `db:"id" json:"id"`
+	Phase      string          `db:"phase" json:"phase"`
+	Position   int             `db:"position" json:"position"`
+	ToolID     *string         `db:"tool_id" json:"tool_id"`
+	Tool       string          `db:"tool_name" json:"tool"`
+	Arguments  json.RawMessage `db:"arguments" json:"arguments"`
+	Risk       string          `db:"risk" json:"risk"`
+	Undoes     *int            `db:"undoes" json:"undoes,omitempty"`
+	Status     string          `db:"status" json:"status"`
+	CallID     *string         `db:"call_id" json:"call_id,omitempty"`
+	Result     json.RawMessage `db:"result" json:"result"`
+	Error      string          `db:"error" json:"error,omitempty"`
+	StartedAt  *time.Time      `db:"started_at" json:"started_at,omitempty"`
+	FinishedAt *time.Time      `db:"finished_at" json:"finished_at,omitempty"`
+	DurationMS *float32        `db:"duration_ms" json:"duration_ms,omitempty"`
+}
+
+// The step states.
+const (
+	StepPending     = "pending"
+	StepRunning     = "running"
+	StepSucceeded   = "succeeded"
+	StepFailed      = "failed"
+	StepInterrupted = "interrupted"
+	StepCompensated = "compensated"
+	StepSkipped     = "skipped"
+)
+
+// Steps lists an execution's steps: the run's in order, then the rollback's.
+func (s *Service) Steps(ctx context.Context, id string) ([]Step, error) {
+	return db.All[Step](ctx, s.pool, "executions: steps", `/* executions.Steps */
+		SELECT id, phase, position, tool_id, tool_name, arguments, risk, undoes, status, call_id, result, error,
+		       started_at, finished_at, duration_ms
+		FROM tool_calls WHERE execution_id = $1 ORDER BY phase DESC, position`, id)
+}
+
+// column runs a query of one column and returns its values (db.All scans structs only).
+func column[T any](ctx context.Context, q db.Querier, what, sql string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return list, nil
+}

@@ -1,0 +1,229 @@
+package executions
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Request is a plan as an agent, the API or a planner gives it.
+type Request struct {
+	Steps []RequestStep `json:"steps"`
+	// Rollback undoes completed steps after a failure: by default rollback[i] undoes
+	// steps[i]; Undoes names another step. A step without one falls back to the
+	// compensation an administrator configured for its tool.
+	Rollback []RequestStep `json:"rollback,omitempty"`
+}
+
+// RequestStep is one tool call of a Request.
+type RequestStep struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Undoes    *int            `json:"undoes,omitempty"` // rollback steps only
+}
+
+// Plan is a prepared request: every step resolved, checked and pinned by the router.
+type Plan struct {
+	Steps    []PlannedStep `json:"steps"`
+	Rollback []PlannedStep `json:"rollback,omitempty"`
+}
+
+// PlannedStep is one prepared step.
+type PlannedStep struct {
+	router.Prepared
+	Undoes *int `json:"undoes,omitempty"`
+}
+
+// MaxSteps bounds a plan.
+const MaxSteps = 50
+
+// prepare checks every step of req for actor through the router (names, enabled,
+// permissions, configured values, arguments) and reports every problem at once, each
+// under the step's JSON pointer ("/steps/1/arguments/path").
+func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role, req Request) (Plan, error) {
+	e := &verr.Error{}
+	if len(req.Steps) == 0 {
+		e.Add("/steps", "a plan needs at least one step")
+	}
+	if len(req.Steps) > MaxSteps {
+		e.Add("/steps", fmt.Sprintf("a plan has at most %d steps; this one has %d", MaxSteps, len(req.Steps)))
+	}
+	if len(req.Rollback) > len(req.Steps) {
+		e.Add("/rollback", fmt.Sprintf("a plan has at most one undo step per step (%d), not %d", len(req.Steps), len(req.Rollback)))
+	}
+	if err := e.Err(); err != nil {
+		return Plan{}, err
+	}
+	var plan Plan
+	one := func(field string, st RequestStep) (PlannedStep, bool) {
+		if strings.TrimSpace(st.Tool) == "" {
+			e.Add(field+"/tool", "name the tool (\"server__tool\")")
+			return PlannedStep{}, false
+		}
+		p, err := s.router.Prepare(ctx, router.Call{Tool: st.Tool, Arguments: st.Arguments, Actor: actor, Role: role,
+			Source: router.SourceExecution})
+		if err != nil {
+			addRouterError(e, field, err)
+			return PlannedStep{}, false
+		}
+		return PlannedStep{Prepared: *p}, true
+	}
+	for i, st := range req.Steps {
+		if st.Undoes != nil {
+			e.Add(fmt.Sprintf("/steps/%d/undoes", i), "only rollback steps undo something")
+		}
+		if p, ok := one(fmt.Sprintf("/steps/%d", i), st); ok {
+			plan.Steps = append(plan.Steps, p)
+		}
+	}
+	seen := map[int]bool{}
+	for i, st := range req.Rollback {
+		undoes := i
+		if st.Undoes != nil {
+			undoes = *st.Undoes
+		}
+		field := fmt.Sprintf("/rollback/%d", i)
+		switch {
+		case undoes < 0 || undoes >= len(req.Steps):
+			e.Add(field+"/undoes", fmt.Sprintf("must name a step, 0 to %d", len(req.Steps)-1))
+			continue
+		case seen[undoes]:
+			e.Add(field+"/undoes", fmt.Sprintf("step %d already has an undo step", undoes))
+			continue
+		}
+		seen[undoes] = true
+		if p, ok := one(field, st); ok {
+			p.Undoes = &undoes
+			plan.Rollback = append(plan.Rollback, p)
+		}
+	}
+	return plan, e.Err()
+}
+
+// addRouterError files a router refusal under the step it belongs to.
+func addRouterError(e *verr.Error, field string, err error) {
+	var re *router.Error
+	if !errors.As(err, &re) {
+		e.Add(field, err.Error())
+		return
+	}
+	var fields []verr.Field
+	if fs, ok := re.Details.([]verr.Field); ok {
+		fields = fs
+	}
+	if re.Code == router.CodeInvalidArguments && len(fields) > 0 {
+		for _, f := range fields {
+			e.AddKind(field+"/arguments"+f.Field, f.Kind, f.Message)
+		}
+		return
+	}
+	e.Add(field+"/tool", re.Message)
+}
+
+// Risk is the plan's risk: its riskiest step's (DESIGN §5), with why.
+func (p Plan) Risk() (risk.Level, string) {
+	level, why := risk.Low, "every step is low risk"
+	for _, st := range p.Steps {
+		if rank(st.Risk.Level) > rank(level) {
+			level, why = st.Risk.Level, fmt.Sprintf("%s is %s risk: %s", st.Tool, st.Risk.Level, st.Risk.Why)
+		}
+	}
+	return level, why
+}
+
+func rank(l risk.Level) int {
+	switch l {
+	case risk.Low:
+		return 0
+	case risk.Medium:
+		return 1
+	}
+	return 2
+}
+
+// targetKeys are argument names that say what a tool acts on, for the phrase.
+var targetKeys = []string{"path", "file", "filename", "target", "url", "uri", "name", "id", "command", "table", "database"}
+
+// Phrase is what a person types to approve a HIGH plan: its first HIGH step's tool and,
+// when the arguments say, what it acts on ("fs__delete_file /tmp/x"). Empty below HIGH.
+func (p Plan) Phrase() string {
+	for _, st := range p.Steps {
+		if st.Risk.Level != risk.High {
+			continue
+		}
+		var args map[string]any
+		_ = json.Unmarshal(st.Arguments, &args)
+		for _, k := range targetKeys {
+			if v, ok := args[k].(string); ok && strings.TrimSpace(v) != "" && !strings.ContainsAny(v, "\n\r") {
+				if utf8.RuneCountInString(v) > 60 {
+					v = string([]rune(v)[:60])
+				}
+				return st.Tool + " " + strings.TrimSpace(v)
+			}
+		}
+		return st.Tool
+	}
+	return ""
+}
+
+// Hash is the SHA-256 of the plan's canonical form: for each step, run and rollback, the
+// tool (id, name, definition hash, configuration version), the effective arguments
+// with keys sorted, and what it undoes. An approval is bound to it.
+func (p Plan) Hash() ([]byte, error) {
+	type canon struct {
+		ToolID, Tool, DefinitionHash string
+		ConfigVersion                int
+		Arguments                    json.RawMessage
+		Undoes                       *int
+	}
+	conv := func(sts []PlannedStep) ([]canon, error) {
+		out := make([]canon, len(sts))
+		for i, st := range sts {
+			args, err := canonicalJSON(st.Effective)
+			if err != nil {
+				return nil, fmt.Errorf("executions: step %d arguments: %w", i, err)
+			}
+			out[i] = canon{st.ToolID, st.Tool, st.DefinitionHash, st.ConfigVersion, args, st.Undoes}
+		}
+		return out, nil
+	}
+	steps, err := conv(p.Steps)
+	if err != nil {
+		return nil, err
+	}
+	rollback, err := conv(p.Rollback)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(struct{ Steps, Rollback []canon }{steps, rollback})
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	return sum[:], nil
+}
+
+// canonicalJSON re-encodes raw with object keys sorted and numbers as written.
+func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}

@@ -1,0 +1,280 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Compensation is how to undo a tool: call another tool with arguments mapped from
+// the undone step's ("undo tool X with tool Y, mapping arguments").
+type Compensation struct {
+	ToolID     string `db:"tool_id" json:"tool_id"`
+	UndoToolID string `db:"undo_tool_id" json:"undo_tool_id"`
+	// ArgumentMap: undo argument → {"from": JSON pointer into the step's arguments}
+	// or {"value": a fixed value}.
+	ArgumentMap map[string]MappedArgument `db:"argument_map" json:"argument_map"`
+	UpdatedBy   string                    `db:"updated_by" json:"updated_by"`
+}
+
+// MappedArgument is one argument of a compensation: taken from the undone step's
+// arguments (From, a JSON pointer) or fixed (Value).
+type MappedArgument struct {
+	From  string          `json:"from,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// SetCompensation configures (or with undoToolID "" removes) how tool toolID is undone; audited.
+func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID, undoToolID string, m map[string]MappedArgument) error {
+	e := &verr.Error{}
+	for name, a := range m {
+		switch {
+		case a.From != "" && len(a.Value) > 0:
+			e.Add("/argument_map/"+name, "take the value from the step or fix it, not both")
+		case a.From == "" && len(a.Value) == 0:
+			e.Add("/argument_map/"+name, `say where the value comes from ("from": "/path") or give it ("value": ...)`)
+		case a.From != "" && !strings.HasPrefix(a.From, "/"):
+			e.Add("/argument_map/"+name, `"from" is a JSON pointer into the step's arguments, like "/path"`)
+		}
+	}
+	if err := e.Err(); err != nil {
+		return err
+	}
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if undoToolID == "" {
+			_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
+		} else {
+			_, err = tx.Exec(ctx, `/* executions.SetCompensation */
+				INSERT INTO tool_compensations (tool_id, undo_tool_id, argument_map, updated_by) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (tool_id) DO UPDATE SET undo_tool_id = EXCLUDED.undo_tool_id, argument_map = EXCLUDED.argument_map,
+					updated_by = EXCLUDED.updated_by, updated_at = now()`, toolID, undoToolID, m, actor.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("executions: compensation: %w", err)
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.compensation", TargetType: "tool", TargetID: toolID,
+			Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
+		return err
+	})
+}
+
+// compensations are the configured undo tools of the given tools.
+func (s *Service) compensations(ctx context.Context, toolIDs []string) (map[string]Compensation, error) {
+	cs, err := db.All[Compensation](ctx, s.pool, "executions: compensations", `/* executions.compensations */
+		SELECT tool_id, undo_tool_id, argument_map, updated_by FROM tool_compensations WHERE tool_id = ANY($1)`, toolIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Compensation, len(cs))
+	for _, c := range cs {
+		out[c.ToolID] = c
+	}
+	return out, nil
+}
+
+// RollbackPlan is what a rollback of a failed execution would run: for each completed
+// step, last first, the plan's undo step or its tool's compensation, prepared and
+// pinned now; and the completed steps nothing can undo.
+type RollbackPlan struct {
+	Steps    []PlannedStep
+	Missing  []string // "step 2 (fs__write_file)": completed, but nothing undoes it
+	Risk     risk.Level
+	RiskWhy  string
+	Phrase   string // HIGH only
+	Problems error  // a *verr.Error when an undo step cannot be prepared
+}
+
+// PlanRollback works out the rollback of failed execution id for c without starting it.
+func (s *Service) PlanRollback(ctx context.Context, c Caller, id string) (*Execution, *RollbackPlan, error) {
+	ex, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ex.Status != Failed {
+		return ex, nil, &ConflictError{ID: id, Current: ex.Status, Want: "rolled back (only a failed execution can be)"}
+	}
+	steps, err := s.Steps(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var done []Step
+	var ids []string
+	for _, st := range steps {
+		if st.Phase == PhaseRun && st.Status == StepSucceeded {
+			done = append(done, st)
+			if st.ToolID != nil {
+				ids = append(ids, *st.ToolID)
+			}
+		}
+	}
+	slices.Reverse(done)
+	comps, err := s.compensations(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	rp := &RollbackPlan{}
+	e := &verr.Error{}
+	for _, st := range done {
+		pos := st.Position
+		var req *RequestStep
+		for _, u := range ex.Plan.Rollback {
+			if u.Undoes != nil && *u.Undoes == pos {
+				req = &RequestStep{Tool: u.ToolID, Arguments: u.Arguments}
+			}
+		}
+		if req == nil && st.ToolID != nil {
+			if comp, ok := comps[*st.ToolID]; ok {
+				args, err := mapArguments(comp.ArgumentMap, st.Arguments)
+				if err != nil {
+					e.Add(fmt.Sprintf("/steps/%d", pos), fmt.Sprintf("the compensation of %s: %v", st.Tool, err))
+					continue
+				}
+				req = &RequestStep{Tool: comp.UndoToolID, Arguments: args}
+			}
+		}
+		if req == nil {
+			rp.Missing = append(rp.Missing, fmt.Sprintf("step %d (%s)", pos+1, st.Tool))
+			continue
+		}
+		p, err := s.router.Prepare(ctx, router.Call{Tool: req.Tool, Arguments: req.Arguments, Actor: c.Actor, Role: c.Role,
+			Source: router.SourceExecution})
+		if err != nil {
+			addRouterError(e, fmt.Sprintf("/steps/%d/undo", pos), err)
+			continue
+		}
+		undoes := pos
+		rp.Steps = append(rp.Steps, PlannedStep{Prepared: *p, Undoes: &undoes})
+	}
+	rp.Problems = e.Err()
+	plan := Plan{Steps: rp.Steps}
+	rp.Risk, rp.RiskWhy = plan.Risk()
+	rp.Phrase = plan.Phrase()
+	return ex, rp, nil
+}
+
+// Rollback starts the rollback of failed execution id: its undo steps run in reverse
+// order of the completed steps, gated by their own risk (MEDIUM needs confirm, HIGH
+// the rollback's phrase), each through the router.
+func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed bool, phrase string) (*Execution, error) {
+	ex, rp, err := s.PlanRollback(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	mine := ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID
+	if !mine && !c.Role.Can(auth.PermExecutionApprove) {
+		return nil, &ForbiddenError{Message: "only its requester or an approver may roll an execution back"}
+	}
+	if rp.Problems != nil {
+		return nil, rp.Problems
+	}
+	if len(rp.Steps) == 0 {
+		return nil, verr.New("/rollback", "nothing to roll back: "+nothingToUndo(rp))
+	}
+	switch rp.Risk {
+	case risk.High:
+		if c.Actor.Kind == audit.ActorToken {
+			return nil, &ForbiddenError{Message: "a high-risk rollback needs a person to type its phrase; API tokens cannot"}
+		}
+		if phrase != rp.Phrase {
+			return nil, &PhraseError{Phrase: rp.Phrase}
+		}
+	case risk.Medium:
+		if !confirmed {
+			return nil, verr.New("/confirm", "the rollback runs medium-risk tools ("+rp.RiskWhy+"); confirm it")
+		}
+	}
+	var out *Execution
+	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		for i, st := range rp.Steps {
+			if _, err := tx.Exec(ctx, `/* executions.Rollback.step */
+				INSERT INTO tool_calls (execution_id, phase, position, tool_id, tool_name, arguments, risk, undoes)
+				VALUES ($1, 'rollback', $2, $3, $4, $5, $6, $7)
+				ON CONFLICT (execution_id, phase, position) DO NOTHING`,
+				id, i, st.ToolID, st.Tool, st.Arguments, string(st.Risk.Level), st.Undoes); err != nil {
+				return fmt.Errorf("executions: rollback step %d: %w", i, err)
+			}
+		}
+		var err error
+		out, err = s.apply(ctx, tx, id, change{from: []Status{Failed}, to: RollingBack, want: "rolled back",
+			kind: "rollback.started", actor: c.Actor, action: "execution.rollback",
+			extra: map[string]any{"steps": len(rp.Steps), "not_undone": rp.Missing, "risk": rp.Risk}})
+		if err != nil {
+			return err
+		}
+		return s.queue.enqueue(ctx, tx, id, PhaseRollback)
+	})
+	return out, err
+}
+
+func nothingToUndo(rp *RollbackPlan) string {
+	if len(rp.Missing) == 0 {
+		return "no step completed"
+	}
+	return strings.Join(rp.Missing, ", ") + " completed, but the plan has no undo step for them and their tools no compensation"
+}
+
+// mapArguments builds a compensation's arguments from the undone step's.
+func mapArguments(m map[string]MappedArgument, stepArgs json.RawMessage) (json.RawMessage, error) {
+	var src any
+	if err := json.Unmarshal(stepArgs, &src); err != nil {
+		return nil, fmt.Errorf("the step's arguments: %w", err)
+	}
+	out := map[string]json.RawMessage{}
+	for name, a := range m {
+		if len(a.Value) > 0 {
+			out[name] = a.Value
+			continue
+		}
+		v, err := pointer(src, a.From)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = raw
+	}
+	return json.Marshal(out)
+}
+
+// pointer resolves a JSON pointer (RFC 6901) in v.
+func pointer(v any, p string) (any, error) {
+	if p == "" {
+		return v, nil
+	}
+	for _, tok := range strings.Split(p[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			next, ok := x[tok]
+			if !ok {
+				return nil, fmt.Errorf("the step has no %q", p)
+			}
+			v = next
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil, fmt.Errorf("the step has no %q", p)
+			}
+			v = x[i]
+		default:
+			return nil, errors.New("the step has no " + strconv.Quote(p))
+		}
+	}
+	return v, nil
+}

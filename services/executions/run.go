@@ -1,0 +1,322 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/router"
+)
+
+// lockExecution takes execution id's runner lock on a connection of its own, held
+// until release. Whoever holds it is the one runner of that execution; the lock dies
+// with its connection, so a crashed runner's steps can be recognised as interrupted
+// (DESIGN §4). ok is false when another live runner holds it.
+func (s *Service) lockExecution(ctx context.Context, id string) (release func(), ok bool, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("executions: lock: %w", err)
+	}
+	if err := conn.QueryRow(ctx, `/* executions.lock */ SELECT pg_try_advisory_lock(hashtextextended($1, 7))`, id).Scan(&ok); err != nil || !ok {
+		conn.Release()
+		if err != nil {
+			return nil, false, fmt.Errorf("executions: lock: %w", err)
+		}
+		return nil, false, nil
+	}
+	return func() { unlock(conn, id) }, true, nil
+}
+
+func unlock(conn *pgxpool.Conn, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, id); err != nil {
+		_ = conn.Conn().Close(ctx) // the lock goes with the connection
+	}
+	conn.Release()
+}
+
+// recover settles executions a stopped process left mid-way: a step found running
+// was interrupted, so its execution fails (or its rollback fails) and nothing runs it
+// again; one between steps continues with its next step.
+func (s *Service) recover(ctx context.Context) error {
+	ids, err := column[string](ctx, s.pool, "executions: unfinished", `/* executions.recover */
+		SELECT id FROM executions WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		release, ok, err := s.lockExecution(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // a live runner has it
+		}
+		ex, err := s.get(ctx, s.pool, id)
+		if err == nil {
+			err = s.settleInterrupted(ctx, ex)
+		}
+		if err == nil && (ex.Status == Executing || ex.Status == RollingBack) {
+			phase := PhaseRun
+			if ex.Status == RollingBack {
+				phase = PhaseRollback
+			}
+			err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return s.queue.enqueue(ctx, tx, id, phase) })
+		}
+		release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settleInterrupted marks the steps of ex found running as interrupted and fails ex;
+// ex.Status is updated. Only call it holding the execution's lock.
+func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
+	phase, to, kind := PhaseRun, Failed, "execution.failed"
+	if ex.Status == RollingBack {
+		phase, to, kind = PhaseRollback, RollbackFailed, "rollback.failed"
+	} else if ex.Status != Executing {
+		return nil
+	}
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		positions, err := column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted */
+			UPDATE tool_calls SET status = 'interrupted', finished_at = now(),
+			       error = 'Toolwarden stopped while this step ran; it may or may not have taken effect, and it is not run again'
+			WHERE execution_id = $1 AND phase = $2 AND status = 'running' RETURNING position`, ex.ID, phase)
+		if err != nil || len(positions) == 0 {
+			return err
+		}
+		// The steps after it never run: they are skipped, as after any failed step.
+		if _, err := tx.Exec(ctx, `/* executions.interrupted.skip */
+			UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = $2 AND status = 'pending'`,
+			ex.ID, phase); err != nil {
+			return fmt.Errorf("executions: skip after an interrupted step: %w", err)
+		}
+		msg := fmt.Sprintf("interrupted: Toolwarden stopped while step %d ran", positions[0]+1)
+		out, err := s.apply(ctx, tx, ex.ID, change{from: []Status{ex.Status}, to: to, want: "failed",
+			set: map[string]any{"error": msg, "finished_at": s.opts.Now()}, kind: kind, actor: audit.System,
+			action: "execution.interrupted", extra: map[string]any{"error": msg, "step": positions[0]}})
+		if err == nil {
+			*ex = *out
+		}
+		return err
+	})
+}
+
+// runPhase runs the pending steps of one phase in order, holding the execution's lock.
+func (s *Service) runPhase(ctx context.Context, id, phase string) error {
+	release, ok, err := s.lockExecution(ctx, id)
+	if err != nil || !ok {
+		return err // !ok: another runner has it
+	}
+	defer release()
+	ex, err := s.get(ctx, s.pool, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.settleInterrupted(ctx, ex); err != nil {
+		return err
+	}
+	want := Executing
+	if phase == PhaseRollback {
+		want = RollingBack
+	}
+	if ex.Status == Cancelled && phase == PhaseRun {
+		return s.skipRest(ctx, id, phase) // cancelled before its first step
+	}
+	if ex.Status != want {
+		return nil // decided, finished or cancelled meanwhile
+	}
+	steps, err := s.Steps(ctx, id)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		if st.Phase != phase {
+			continue
+		}
+		if st.Status == StepFailed {
+			// A step failed and the runner stopped before it failed the execution:
+			// the rest must not run.
+			return s.finish(context.WithoutCancel(ctx), ex, phase,
+				fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, st.Error))
+		}
+		if st.Status != StepPending {
+			continue
+		}
+		if s.stopping.Load() {
+			return s.handOver(ctx, id, phase) // the runner stops: no further step starts here
+		}
+		cur, err := s.get(ctx, s.pool, id)
+		if err != nil {
+			return err
+		}
+		if cur.Status != want {
+			return s.skipRest(ctx, id, phase) // cancelled between steps
+		}
+		if failure, err := s.runStep(ctx, cur, st); err != nil || failure != "" {
+			if err != nil {
+				return err
+			}
+			return s.finish(context.WithoutCancel(ctx), cur, phase, failure)
+		}
+	}
+	cur, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	return s.finish(ctx, cur, phase, "")
+}
+
+// runStep runs one step through the router; failure says why it failed ("" when it
+// succeeded). err is for what stops the runner itself (the database).
+func (s *Service) runStep(ctx context.Context, ex *Execution, st Step) (failure string, err error) {
+	callID := uuid.NewString()
+	now := s.opts.Now()
+	tag, err := s.pool.Exec(ctx, `/* executions.step.start */
+		UPDATE tool_calls SET status = 'running', call_id = $2, started_at = $3 WHERE id = $1 AND status = 'pending'`,
+		st.ID, callID, now)
+	if err != nil {
+		return "", fmt.Errorf("executions: start step: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return "", nil // not pending any more: nothing to do
+	}
+	pin := s.pinOf(ex, st)
+	actor := audit.Actor{Kind: ex.RequesterKind, Name: ex.RequesterName}
+	if ex.RequestedBy != nil {
+		actor.ID = *ex.RequestedBy
+	}
+	if actor.Kind == "" {
+		actor.Kind = audit.ActorUser
+	}
+	toolRef := st.Tool
+	if st.ToolID != nil {
+		toolRef = *st.ToolID
+	}
+	res, callErr := s.router.Call(ctx, router.Call{Tool: toolRef, Arguments: st.Arguments, Actor: actor,
+		Role: auth.Role(ex.RequesterRole), Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID},
+		ID: callID, Topic: TopicOf(ex.ID), Pin: pin})
+	status, result, msg := StepSucceeded, json.RawMessage(nil), ""
+	var dur float64
+	switch {
+	case callErr != nil:
+		status, msg = StepFailed, callErr.Error()
+		var re *router.Error
+		if errors.As(callErr, &re) {
+			msg = re.Message
+		}
+		dur = float64(s.opts.Now().Sub(now).Microseconds()) / 1000
+	default:
+		result, _ = json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent,
+			"is_error": res.IsError})
+		dur = res.DurationMS
+		if res.IsError {
+			status, msg = StepFailed, "the tool reported an error: "+router.TextOf(res.Content)
+		}
+	}
+	if _, err := s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.finish */
+		UPDATE tool_calls SET status = $2, result = $3, error = $4, finished_at = now(), duration_ms = $5 WHERE id = $1`,
+		st.ID, status, result, msg, dur); err != nil {
+		return "", fmt.Errorf("executions: finish step: %w", err)
+	}
+	if status == StepFailed {
+		return fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, msg), nil
+	}
+	if st.Phase == PhaseRollback && st.Undoes != nil {
+		if _, err := s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.compensated */
+			UPDATE tool_calls SET status = 'compensated' WHERE execution_id = $1 AND phase = 'run' AND position = $2`,
+			ex.ID, *st.Undoes); err != nil {
+			return "", fmt.Errorf("executions: mark compensated: %w", err)
+		}
+	}
+	return "", nil
+}
+
+// pinOf is what step st was approved against.
+func (s *Service) pinOf(ex *Execution, st Step) *router.Pin {
+	list := ex.Plan.Steps
+	if st.Phase == PhaseRollback {
+		return nil // rollback steps are prepared and pinned when the rollback is asked for (see Rollback)
+	}
+	if st.Position < len(list) {
+		p := list[st.Position].Pin
+		return &p
+	}
+	return nil
+}
+
+// handOver leaves the rest of a phase to another runner (or this process's next
+// start): it queues the phase again, and the runner that takes it continues with the
+// next pending step.
+func (s *Service) handOver(ctx context.Context, id, phase string) error {
+	if _, err := s.queue.client.Insert(context.WithoutCancel(ctx), runArgs{ExecutionID: id, Phase: phase}, nil); err != nil {
+		return fmt.Errorf("executions: hand over %s of %s: %w", phase, id, err)
+	}
+	return nil
+}
+
+// skipRest marks the pending steps of a phase skipped (the execution was cancelled).
+func (s *Service) skipRest(ctx context.Context, id, phase string) error {
+	_, err := s.pool.Exec(ctx, `/* executions.skip */
+		UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = $2 AND status = 'pending'`, id, phase)
+	return err
+}
+
+// finish ends a phase: success or rolled back when failure is "", else failed or
+// rollback failed (the remaining steps skipped).
+func (s *Service) finish(ctx context.Context, ex *Execution, phase, failure string) error {
+	if failure != "" {
+		if err := s.skipRest(ctx, ex.ID, phase); err != nil {
+			return err
+		}
+	}
+	steps, err := s.Steps(ctx, ex.ID)
+	if err != nil {
+		return err
+	}
+	results := []map[string]any{}
+	for _, st := range steps {
+		if st.Phase == phase {
+			results = append(results, map[string]any{"position": st.Position, "tool": st.Tool, "status": st.Status,
+				"duration_ms": st.DurationMS, "error": st.Error})
+		}
+	}
+	c := change{set: map[string]any{"finished_at": s.opts.Now()}, actor: audit.System,
+		extra: map[string]any{"results": results}}
+	switch {
+	case phase == PhaseRun && failure == "":
+		c.from, c.to, c.want, c.kind, c.action = []Status{Executing}, Success, "finished", "execution.success", "execution.success"
+	case phase == PhaseRun:
+		c.from, c.to, c.want, c.kind, c.action = []Status{Executing}, Failed, "failed", "execution.failed", "execution.failed"
+	case failure == "":
+		c.from, c.to, c.want, c.kind, c.action = []Status{RollingBack}, RolledBack, "rolled back", "rollback.completed", "execution.rolled_back"
+	default:
+		c.from, c.to, c.want, c.kind, c.action = []Status{RollingBack}, RollbackFailed, "failed", "rollback.failed", "execution.rollback_failed"
+	}
+	if failure != "" {
+		c.set["error"] = failure
+		c.extra["error"] = failure
+	}
+	_, err = s.decide(ctx, Caller{Actor: audit.System}, ex.ID, c)
+	var ce *ConflictError
+	if errors.As(err, &ce) {
+		return nil // cancelled while the last step ran: the cancellation stands
+	}
+	return err
+}

@@ -1,0 +1,157 @@
+package executions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// Status is where an execution stands (DESIGN §4, seed 003).
+type Status string
+
+// The execution states.
+const (
+	Planning         Status = "planning"
+	AwaitingApproval Status = "awaiting_approval"
+	Executing        Status = "executing"
+	Success          Status = "success"
+	Failed           Status = "failed"
+	RollingBack      Status = "rolling_back"
+	RolledBack       Status = "rolled_back"
+	RollbackFailed   Status = "rollback_failed"
+	Cancelled        Status = "cancelled"
+	Expired          Status = "expired"
+)
+
+// Statuses lists every state in lifecycle order.
+var Statuses = []Status{Planning, AwaitingApproval, Executing, Success, Failed, RollingBack, RolledBack,
+	RollbackFailed, Cancelled, Expired}
+
+// edges are the legal transitions:
+//
+//	planning → awaiting_approval → executing → success | failed
+//	failed → rolling_back → rolled_back | rollback_failed
+//	awaiting_approval → cancelled | expired
+//	executing → cancelled   (between steps)
+var edges = map[Status][]Status{
+	Planning:         {AwaitingApproval},
+	AwaitingApproval: {Executing, Cancelled, Expired},
+	Executing:        {Success, Failed, Cancelled},
+	Failed:           {RollingBack},
+	RollingBack:      {RolledBack, RollbackFailed},
+}
+
+// Legal reports whether from → to is a transition of the state machine.
+func Legal(from, to Status) bool { return slices.Contains(edges[from], to) }
+
+// Final reports whether nothing more can happen to an execution in s (a failed one may
+// still be rolled back, so it is not final).
+func Final(s Status) bool { return len(edges[s]) == 0 }
+
+// ErrIllegal is a transition the state machine does not have.
+var ErrIllegal = errors.New("executions: illegal transition")
+
+// ConflictError is a transition refused because the execution is not (or no longer)
+// in a state it can happen from: someone else decided first, or it moved on.
+type ConflictError struct {
+	ID      string
+	Current Status
+	Want    string // what was tried, in words
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("execution %s is %s, so it cannot be %s", shortID(e.ID), strings.ReplaceAll(string(e.Current), "_", " "), e.Want)
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// change is one transition with what it records: the columns it sets besides status,
+// its events (each in the same transaction) and its audit entry.
+type change struct {
+	from   []Status
+	to     Status
+	want   string         // "confirmed", "cancelled", ... for the conflict message
+	set    map[string]any // extra columns
+	kind   string         // event kind; its payload is the execution summary plus extra
+	extra  map[string]any
+	more   []string // further event kinds with the same payload (approval.granted then execution…)
+	actor  audit.Actor
+	action string // audit action
+}
+
+// apply moves execution id along c inside tx with a conditional update, so of many
+// concurrent transitions from the same state exactly one wins; the others get a
+// *ConflictError. The events and the audit row commit with the change.
+func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*Execution, error) {
+	for _, f := range c.from {
+		if !Legal(f, c.to) {
+			return nil, fmt.Errorf("%w: %s → %s", ErrIllegal, f, c.to)
+		}
+	}
+	sets := []string{"status = $2", "updated_at = now()"}
+	args := []any{id, string(c.to)}
+	cols := make([]string, 0, len(c.set))
+	for k := range c.set {
+		cols = append(cols, k)
+	}
+	slices.Sort(cols)
+	for _, k := range cols {
+		args = append(args, c.set[k])
+		if k == "started_at" || k == "finished_at" || k == "approved_at" {
+			sets = append(sets, fmt.Sprintf("%s = coalesce(%s, $%d)", k, k, len(args)))
+			continue
+		}
+		sets = append(sets, fmt.Sprintf("%s = $%d", k, len(args)))
+	}
+	from := make([]string, len(c.from))
+	for i, f := range c.from {
+		from[i] = string(f)
+	}
+	args = append(args, from)
+	rows, err := tx.Query(ctx, `/* executions.apply */ UPDATE executions SET `+strings.Join(sets, ", ")+`
+		WHERE id = $1 AND status = ANY($`+fmt.Sprint(len(args))+`) RETURNING `+columns, args...)
+	if err != nil {
+		return nil, fmt.Errorf("executions: %s: %w", c.to, err)
+	}
+	ex, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Execution])
+	if errors.Is(err, pgx.ErrNoRows) {
+		cur, gerr := s.get(ctx, tx, id)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return nil, &ConflictError{ID: id, Current: cur.Status, Want: c.want}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("executions: %s: %w", c.to, err)
+	}
+	payload := ex.summary()
+	payload["from"] = c.from
+	for k, v := range c.extra {
+		payload[k] = v
+	}
+	var drafts []events.Draft
+	for _, kind := range append([]string{c.kind}, c.more...) {
+		drafts = append(drafts, events.Draft{Topic: TopicOf(id), Kind: kind, Payload: payload},
+			events.Draft{Topic: Topic, Kind: kind, Payload: payload})
+	}
+	if _, err := events.PublishBatch(ctx, tx, drafts); err != nil {
+		return nil, err
+	}
+	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: c.actor, Action: c.action, TargetType: "execution", TargetID: id,
+		TargetName: ex.Title(), Payload: payload}); err != nil {
+		return nil, err
+	}
+	return ex, nil
+}
