@@ -52,4 +52,3 @@ const (
 	AccessDeny   = "deny"
 	AccessByRole = "role" // the role decides: the rule is removed
 )
-

@@ -108,11 +108,20 @@ func redact(c *pgx.ConnConfig) string {
 // All runs a query and scans every row into T by column name
 // (pgx.RowToStructByName); what names the query in errors ("registry: list servers").
 func All[T any](ctx context.Context, q Querier, what, sql string, args ...any) ([]T, error) {
+	return collect(ctx, q, pgx.RowToStructByName[T], what, sql, args...)
+}
+
+// Column runs a query of one column and scans it into T (ids, numbers).
+func Column[T any](ctx context.Context, q Querier, what, sql string, args ...any) ([]T, error) {
+	return collect(ctx, q, pgx.RowTo[T], what, sql, args...)
+}
+
+func collect[T any](ctx context.Context, q Querier, to pgx.RowToFunc[T], what, sql string, args ...any) ([]T, error) {
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	list, err := pgx.CollectRows(rows, to)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

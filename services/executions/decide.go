@@ -337,7 +337,7 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 // ExpireDue moves every execution whose approval time ran out to expired; it returns
 // how many. The runner calls it every minute.
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
-	ids, err := column[string](ctx, s.pool, "executions: due", `/* executions.ExpireDue */
+	ids, err := db.Column[string](ctx, s.pool, "executions: due", `/* executions.ExpireDue */
 		SELECT id FROM executions WHERE status = 'awaiting_approval' AND expires_at <= $1 ORDER BY expires_at LIMIT 1000`,
 		s.opts.Now())
 	if err != nil {

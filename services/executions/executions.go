@@ -194,16 +194,3 @@ func (s *Service) Steps(ctx context.Context, id string) ([]Step, error) {
 		       started_at, finished_at, duration_ms
 		FROM tool_calls WHERE execution_id = $1 ORDER BY phase DESC, position`, id)
 }
-
-// column runs a query of one column and returns its values (db.All scans structs only).
-func column[T any](ctx context.Context, q db.Querier, what, sql string, args ...any) ([]T, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowTo[T])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	return list, nil
-}

@@ -49,7 +49,7 @@ func unlock(conn *pgxpool.Conn, id string) {
 // was interrupted, so its execution fails (or its rollback fails) and nothing runs it
 // again; one between steps continues with its next step.
 func (s *Service) recover(ctx context.Context) error {
-	ids, err := column[string](ctx, s.pool, "executions: unfinished", `/* executions.recover */
+	ids, err := db.Column[string](ctx, s.pool, "executions: unfinished", `/* executions.recover */
 		SELECT id FROM executions WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 		return nil
 	}
 	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		positions, err := column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted */
+		positions, err := db.Column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted */
 			UPDATE tool_calls SET status = 'interrupted', finished_at = now(),
 			       error = 'Toolwarden stopped while this step ran; it may or may not have taken effect, and it is not run again'
 			WHERE execution_id = $1 AND phase = $2 AND status = 'running' RETURNING position`, ex.ID, phase)

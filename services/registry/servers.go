@@ -1068,15 +1068,8 @@ func escapeLike(s string) string {
 
 // EnabledServerIDs lists the servers that should have a live session.
 func (s *Service) EnabledServerIDs(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `/* registry.EnabledServerIDs */ SELECT id::text FROM mcp_servers WHERE enabled ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("registry: enabled servers: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("registry: enabled servers: %w", err)
-	}
-	return ids, nil
+	return db.Column[string](ctx, s.pool, "registry: enabled servers",
+		`/* registry.EnabledServerIDs */ SELECT id::text FROM mcp_servers WHERE enabled ORDER BY name`)
 }
 
 // CountServers returns how many servers are registered, by status.

@@ -317,38 +317,15 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if _, err := uuid.Parse(callID); err != nil || callID == "" {
 		callID = uuid.NewString()
 	}
-	args, err := parseArguments(c.Arguments)
-	if err != nil {
+	e, args, err := r.check(ctx, c)
+	if e == nil {
 		return nil, withCall(err, callID)
 	}
-	res, err := r.resolve(ctx, c.Tool)
-	if err != nil {
-		return nil, withCall(err, callID)
-	}
-	e := res.e
 	rec := &callRecord{r: r, c: c, id: callID, e: e, args: c.Arguments, start: start}
-	if err := pinned(e, c.Pin); err != nil {
+	if err != nil {
 		return nil, rec.refused(ctx, err)
 	}
-	if res.operation != "" {
-		if _, given := args["operation"]; !given {
-			args["operation"], _ = json.Marshal(res.operation)
-		}
-	}
-	if err := r.admit(ctx, e, c); err != nil {
-		return nil, rec.refused(ctx, err)
-	}
-	merged, err := e.resolved.Merge(args)
-	if err != nil {
-		return nil, rec.refused(ctx, invalid(err))
-	}
-	raw, err := json.Marshal(merged)
-	if err != nil {
-		return nil, withCall(err, callID)
-	}
-	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
-		return nil, rec.refused(ctx, invalid(hideSecrets(err, e.secrets)))
-	}
+	raw := args.merged
 	if err := approve(e, c); err != nil {
 		return nil, rec.refused(ctx, err)
 	}
@@ -424,39 +401,15 @@ const MaskedSecret = "••••••"
 // Prepare resolves, admits, merges and validates c like Call, without approval, rate
 // limits, records or running it. Errors are *Error with Call's codes.
 func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
-	args, err := parseArguments(c.Arguments)
+	e, args, err := r.check(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.resolve(ctx, c.Tool)
+	given, err := json.Marshal(args.given)
 	if err != nil {
 		return nil, err
 	}
-	e := res.e
-	if res.operation != "" {
-		if _, given := args["operation"]; !given {
-			args["operation"], _ = json.Marshal(res.operation)
-		}
-	}
-	if err := r.admit(ctx, e, c); err != nil {
-		return nil, err
-	}
-	merged, err := e.resolved.Merge(args)
-	if err != nil {
-		return nil, invalid(err)
-	}
-	raw, err := json.Marshal(merged)
-	if err != nil {
-		return nil, err
-	}
-	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
-		return nil, invalid(hideSecrets(err, e.secrets))
-	}
-	given, err := json.Marshal(args)
-	if err != nil {
-		return nil, err
-	}
-	masked := maps.Clone(merged)
+	masked := maps.Clone(args.values)
 	for name := range e.secrets {
 		if _, ok := masked[name]; ok {
 			masked[name], _ = json.Marshal(MaskedSecret)
@@ -469,6 +422,51 @@ func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 	t := e.t
 	return &Prepared{Pin: Pin{ToolID: t.ID, DefinitionHash: t.DefinitionHash, ConfigVersion: t.ConfigVersion},
 		Tool: t.QualifiedName(), Server: t.Server, Arguments: given, Effective: effective, Risk: e.risk}, nil
+}
+
+// checkedArgs are a call's arguments once checked: as given (plus a dotted name's
+// operation), with configured values merged, and that merge as JSON.
+type checkedArgs struct {
+	given, values map[string]json.RawMessage
+	merged        json.RawMessage
+}
+
+// check is what Call and Prepare share: parse, resolve, pin, admit, merge and
+// validate. The entry is nil when the name did not resolve; an error with an entry
+// is a refusal of that tool.
+func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error) {
+	args, err := parseArguments(c.Arguments)
+	if err != nil {
+		return nil, checkedArgs{}, err
+	}
+	res, err := r.resolve(ctx, c.Tool)
+	if err != nil {
+		return nil, checkedArgs{}, err
+	}
+	e := res.e
+	if err := pinned(e, c.Pin); err != nil {
+		return e, checkedArgs{}, err
+	}
+	if res.operation != "" {
+		if _, given := args["operation"]; !given {
+			args["operation"], _ = json.Marshal(res.operation)
+		}
+	}
+	if err := r.admit(ctx, e, c); err != nil {
+		return e, checkedArgs{}, err
+	}
+	merged, err := e.resolved.Merge(args)
+	if err != nil {
+		return e, checkedArgs{}, invalid(err)
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return e, checkedArgs{}, err
+	}
+	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
+		return e, checkedArgs{}, invalid(hideSecrets(err, e.secrets))
+	}
+	return e, checkedArgs{given: args, values: merged, merged: raw}, nil
 }
 
 func parseArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
