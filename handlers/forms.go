@@ -6,7 +6,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -34,9 +36,21 @@ func userMessage(err error) (string, bool) {
 	var ce *auth.ConflictError
 	var ve *verr.Error
 	var re *router.Error
+	var nu *planner.NotUnderstood
+	var xc *executions.ConflictError
+	var xp *executions.PhraseError
+	var xf *executions.ForbiddenError
+	var xs *executions.StaleError
+	var xl *executions.PlannerError
 	switch {
 	case errors.As(err, &re):
 		return re.Message, true
+	case errors.As(err, &nu):
+		return nu.Message, true
+	case errors.As(err, &xc), errors.As(err, &xp), errors.As(err, &xl), errors.As(err, &xf), errors.As(err, &xs):
+		return sentence(err), true
+	case errors.Is(err, executions.ErrNotFound):
+		return "That execution does not exist.", true
 	case errors.As(err, &ce):
 		return ce.Message, true
 	case errors.As(err, &ve):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -44,6 +45,8 @@ type Deps struct {
 	// Router is the one path of every tool call; Runs are the test panel's calls in flight.
 	Router *router.Router
 	Runs   *router.Runs
+	// Executions are plans of tool calls, their approval and their durable runs.
+	Executions *executions.Service
 }
 
 // SessionCookie is the name of the session cookie.
@@ -139,6 +142,8 @@ var navAreas = []navArea{
 	{"Dashboard", "/", auth.PermDashboard},
 	{"Servers", "/servers", auth.PermServerView},
 	{"Tools", "/tools", auth.PermToolView},
+	{"Executions", "/executions", auth.PermExecutionView},
+	{"Approvals", "/approvals", auth.PermExecutionApprove},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},
 }
@@ -184,6 +189,11 @@ func TopicPermission(topic string) auth.Permission {
 		return auth.PermServerView
 	case registry.ToolsTopic:
 		return auth.PermToolView
+	case executions.Topic:
+		return auth.PermExecutionView
+	}
+	if strings.HasPrefix(topic, executions.TopicOf("")) {
+		return auth.PermExecutionView
 	}
 	return auth.Permission("topic:" + topic) // unknown topics: nobody
 }

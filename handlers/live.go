@@ -5,12 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/a-h/templ"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
@@ -56,6 +58,22 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 			return nil, err
 		}
 		parts = append(parts, more...)
+	case executions.Topic:
+		// Lists, the approvals inbox and the navigation's count (executions_list.go).
+		more, err := l.executionsParts(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, more...)
+	default:
+		if strings.HasPrefix(ev.Topic, executions.TopicOf("")) {
+			// One execution's page: its state, steps and logs (executions.go).
+			more, err := l.executionParts(ctx, ev)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, more...)
+		}
 	}
 	parts = append(parts, views.LiveCursor(ev.ID))
 	var buf bytes.Buffer

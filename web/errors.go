@@ -11,7 +11,9 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -41,9 +43,29 @@ func classify(err error) (int, string, string, any) {
 	var tce *toolstate.ConflictError
 	var tse *tools.StaleError
 	var re *router.Error
+	var nu *planner.NotUnderstood
+	var xc *executions.ConflictError
+	var xp *executions.PhraseError
+	var xf *executions.ForbiddenError
+	var xs *executions.StaleError
+	var xl *executions.PlannerError
 	switch {
 	case errors.As(err, &re):
 		return re.Status(), re.Code, re.Message, re.Details
+	case errors.As(err, &nu):
+		return http.StatusUnprocessableEntity, "not_understood", nu.Message, map[string]any{"fragment": nu.Fragment, "offset": nu.Offset}
+	case errors.As(err, &xl):
+		return http.StatusBadGateway, "planner_unavailable", xl.Error(), nil
+	case errors.As(err, &xc):
+		return http.StatusConflict, "conflict", xc.Error(), map[string]any{"status": xc.Current}
+	case errors.As(err, &xp):
+		return http.StatusUnprocessableEntity, "wrong_phrase", xp.Error(), nil
+	case errors.As(err, &xf):
+		return http.StatusForbidden, "forbidden", xf.Message, nil
+	case errors.As(err, &xs):
+		return http.StatusConflict, "stale_plan", xs.Message, nil
+	case errors.Is(err, executions.ErrNotFound):
+		return http.StatusNotFound, "not_found", "Not found.", nil
 	case errors.As(err, &ve):
 		return http.StatusBadRequest, "invalid_input", ve.Error(), ve.Fields
 	case errors.Is(err, auth.ErrNotFound), errors.Is(err, registry.ErrNotFound), errors.Is(err, tools.ErrNotFound):
@@ -106,12 +128,14 @@ func codeFor(status int) string {
 }
 
 var pageTitles = map[int]string{
-	http.StatusBadRequest:       "That request was not valid",
-	http.StatusForbidden:        "You do not have access",
-	http.StatusNotFound:         "Page not found",
-	http.StatusMethodNotAllowed: "Not allowed",
-	http.StatusConflict:         "That cannot be done right now",
-	http.StatusTooManyRequests:  "Slow down",
+	http.StatusBadRequest:          "That request was not valid",
+	http.StatusForbidden:           "You do not have access",
+	http.StatusNotFound:            "Page not found",
+	http.StatusMethodNotAllowed:    "Not allowed",
+	http.StatusConflict:            "That cannot be done right now",
+	http.StatusUnprocessableEntity: "That was not understood",
+	http.StatusBadGateway:          "An upstream service failed",
+	http.StatusTooManyRequests:     "Slow down",
 }
 
 // handleError is the one error handler: JSON for the API, an error page (or a

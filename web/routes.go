@@ -29,6 +29,7 @@ func (s *Server) routes() []Route {
 	config := handlers.ConfigHandler{Deps: d}
 	tools := handlers.ToolsHandler{Deps: d}
 	categories := handlers.CategoriesHandler{Deps: d}
+	execs := handlers.ExecutionsHandler{Deps: d}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -95,6 +96,8 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/tools/:id/test/cases/:case/run", auth.PermToolView, tools.TestCaseRun},
 		{http.MethodPost, "/tools/:id/test/cases/:case/delete", auth.PermToolConfigure, tools.TestCaseDelete},
 
+		// Execution pages (handlers/executions.go).
+
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
 
@@ -136,6 +139,23 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/api/v1/tools/:id/disable", auth.PermToolEnable, tools.APISetEnabled(false)},
 		{http.MethodGet, "/api/v1/tools/:id/permissions", auth.PermToolInspect, tools.APIPermissions},
 		{http.MethodPut, "/api/v1/tools/:id/permissions", auth.PermUsers, tools.APISetPermission},
+		{http.MethodGet, "/api/v1/tools/:id/compensation", auth.PermToolInspect, execs.APICompensation},
+		{http.MethodPut, "/api/v1/tools/:id/compensation", auth.PermToolConfigure, execs.APISetCompensation},
+
+		// Executions (seed 003's Safe Action flow). Who may decide what is the service's
+		// to say (requester or approver, tokens never approve), so cancel and rollback
+		// need only a view of executions here.
+		{http.MethodGet, "/api/v1/executions", auth.PermExecutionView, execs.APIList},
+		{http.MethodPost, "/api/v1/executions", auth.PermExecutionCreate, execs.APICreate},
+		{http.MethodGet, "/api/v1/executions/settings", auth.PermExecutionView, execs.APISettings},
+		{http.MethodPut, "/api/v1/executions/settings", auth.PermSettings, execs.APISetSettings},
+		{http.MethodGet, "/api/v1/executions/:id", auth.PermExecutionView, execs.APIGet},
+		{http.MethodPost, "/api/v1/executions/:id/confirm", auth.PermExecutionApprove, execs.APIConfirm},
+		{http.MethodPost, "/api/v1/executions/:id/reject", auth.PermExecutionApprove, execs.APIReject},
+		{http.MethodPost, "/api/v1/executions/:id/cancel", auth.PermExecutionView, execs.APICancel},
+		{http.MethodGet, "/api/v1/executions/:id/rollback", auth.PermExecutionView, execs.APIRollbackPlan},
+		{http.MethodPost, "/api/v1/executions/:id/rollback", auth.PermExecutionView, execs.APIRollback},
+		{http.MethodGet, "/api/v1/approvals", auth.PermExecutionView, execs.APIApprovals},
 	}
 }
 

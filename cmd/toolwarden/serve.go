@@ -15,7 +15,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -94,9 +96,29 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	go func() { _ = rt.Run(rtCtx); close(rtDone) }()
 	defer func() { rtCancel(); <-rtDone }()
 
+	var plan planner.Planner // default: the rule-based planner, no network
+	if c.LLMURL != "" {
+		plan = planner.NewLLM(c.LLMURL, &planner.LLMOptions{Model: c.LLMModel, APIKey: c.LLMAPIKey})
+	}
+	execs, err := executions.New(d.Pool, rt, toolSvc, &executions.Options{Logger: log, Planner: plan})
+	if err != nil {
+		return err
+	}
+	// The runner stops before the router (deferred in reverse order): the step running
+	// finishes through a live router, the rest is handed to the next start.
+	exCtx, exCancel := context.WithCancel(context.WithoutCancel(ctx))
+	exDone := make(chan struct{})
+	go func() {
+		if err := execs.Run(exCtx); err != nil {
+			log.Error("executions runner", "err", err)
+		}
+		close(exDone)
+	}()
+	defer func() { exCancel(); <-exDone }()
+
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
 		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp,
-		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt)}
+		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt), Executions: execs}
 	srv := web.New(deps, bus)
 
 	if d.Cluster != nil && !d.Cluster.Owned() {

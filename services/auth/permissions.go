@@ -43,10 +43,11 @@ type Permission string
 // The permissions. Routes name one each; PermPublic needs no sign-in at all.
 const (
 	PermPublic    Permission = "public"
-	PermSignedIn  Permission = "signed_in"      // any signed-in user, whatever the role
-	PermDashboard Permission = "dashboard.view" // the dashboard and system status
-	PermOwnTokens Permission = "tokens.own"     // create, list and revoke one's own API tokens
-	PermUsers     Permission = "users.manage"   // create users, change roles, disable, reset passwords
+	PermSignedIn  Permission = "signed_in"       // any signed-in user, whatever the role
+	PermDashboard Permission = "dashboard.view"  // the dashboard and system status
+	PermOwnTokens Permission = "tokens.own"      // create, list and revoke one's own API tokens
+	PermUsers     Permission = "users.manage"    // create users, change roles, disable, reset passwords
+	PermSettings  Permission = "settings.manage" // run-time settings (approval expiry, separation of duties)
 
 	PermServerView   Permission = "server.view"
 	PermServerCreate Permission = "server.create"
@@ -72,6 +73,9 @@ const (
 
 	PermExecutionCreate  Permission = "execution.create"
 	PermExecutionApprove Permission = "execution.approve"
+	// PermExecutionView: see every execution, its plan, steps and live progress (the
+	// history, an approver's inbox, an auditor's reading). Every role but guest.
+	PermExecutionView Permission = "execution.view"
 
 	PermLogView     Permission = "log.view" // tool usage logs
 	PermAuditView   Permission = "audit.view"
@@ -80,10 +84,10 @@ const (
 
 // AllPermissions lists every permission except PermPublic and PermSignedIn.
 var AllPermissions = []Permission{
-	PermDashboard, PermOwnTokens, PermUsers,
+	PermDashboard, PermOwnTokens, PermUsers, PermSettings,
 	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand,
 	PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
-	PermExecutionCreate, PermExecutionApprove,
+	PermExecutionView, PermExecutionCreate, PermExecutionApprove,
 	PermLogView, PermAuditView, PermAuditExport,
 }
 
@@ -98,15 +102,15 @@ var rolePermissions = map[Role][]Permission{
 		PermDashboard, PermOwnTokens,
 		PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
 		PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable,
-		PermExecutionCreate, PermExecutionApprove, PermLogView,
+		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermLogView,
 	},
 	RoleToolUser: {
 		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermToolUse,
-		PermExecutionCreate, PermExecutionApprove,
+		PermExecutionView, PermExecutionCreate, PermExecutionApprove,
 	},
 	RoleAuditor: {
 		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermLogView,
-		PermAuditView, PermAuditExport,
+		PermExecutionView, PermAuditView, PermAuditExport,
 	},
 	RoleGuest: {PermDashboard, PermToolView},
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -126,4 +127,9 @@ func collect[T any](ctx context.Context, q Querier, to pgx.RowToFunc[T], what, s
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return list, nil
+}
+
+// EscapeLike makes s match literally inside a LIKE or ILIKE pattern.
+func EscapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

@@ -42,6 +42,15 @@ type StaleError struct{ Message string }
 
 func (e *StaleError) Error() string { return e.Message }
 
+// PlannerError is a planner that could not answer (the model server is down, timed
+// out or answered nonsense): not the person's input, so not a 4xx.
+type PlannerError struct{ Err error }
+
+func (e *PlannerError) Error() string {
+	return strings.TrimPrefix(e.Err.Error(), "planner: ") + "; try again, or give the plan as explicit calls"
+}
+func (e *PlannerError) Unwrap() error { return e.Err }
+
 // Input is what Create needs: a prompt for the planner, or a plan.
 type Input struct {
 	Prompt string
@@ -134,6 +143,10 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 		return Request{}, "", err
 	}
 	p, err := s.opts.Planner.Plan(ctx, in.Prompt, avail)
+	var nu *planner.NotUnderstood
+	if err != nil && !errors.As(err, &nu) && ctx.Err() == nil {
+		return Request{}, "", &PlannerError{Err: err}
+	}
 	if err != nil {
 		return Request{}, "", err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -37,11 +38,35 @@ type MappedArgument struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// SetCompensation configures (or with undoToolID "" removes) how tool toolID is undone; audited.
-func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID, undoToolID string, m map[string]MappedArgument) error {
+// SetCompensation configures (or with undoTool "" removes) how tool toolID is undone;
+// audited. undoTool is a tool id or qualified name ("server__tool").
+func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID, undoTool string, m map[string]MappedArgument) error {
+	self, err := s.tools.Target(ctx, toolID)
+	if err != nil {
+		return err // tools.ErrNotFound: no such tool
+	}
+	toolID = self.ID
 	e := &verr.Error{}
+	undoToolID := ""
+	if strings.TrimSpace(undoTool) != "" {
+		t, err := s.tools.Target(ctx, strings.TrimSpace(undoTool))
+		switch {
+		case errors.Is(err, tools.ErrNotFound):
+			e.Add("undo_tool", fmt.Sprintf("no tool %q; give a tool id or a qualified name like server__tool", undoTool))
+		case err != nil:
+			return err
+		case t.ID == toolID:
+			e.Add("undo_tool", "a tool cannot undo itself; pick the tool that reverses it")
+		default:
+			undoToolID = t.ID
+		}
+	} else if len(m) > 0 {
+		e.Add("undo_tool", "pick the tool that undoes this one, or remove the argument mapping")
+	}
 	for name, a := range m {
 		switch {
+		case strings.TrimSpace(name) == "":
+			e.Add("/argument_map", "every mapped argument needs a name")
 		case a.From != "" && len(a.Value) > 0:
 			e.Add("/argument_map/"+name, "take the value from the step or fix it, not both")
 		case a.From == "" && len(a.Value) == 0:
@@ -54,7 +79,6 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 		return err
 	}
 	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
 		if undoToolID == "" {
 			_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
 		} else {
@@ -70,6 +94,23 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 			Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
 		return err
 	})
+}
+
+// CompensationOf is the compensation configured for tool toolID, or nil when none is.
+func (s *Service) CompensationOf(ctx context.Context, toolID string) (*Compensation, error) {
+	t, err := s.tools.Target(ctx, toolID)
+	if err != nil {
+		return nil, err
+	}
+	toolID = t.ID
+	cs, err := s.compensations(ctx, []string{toolID})
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := cs[toolID]; ok {
+		return &c, nil
+	}
+	return nil, nil
 }
 
 // compensations are the configured undo tools of the given tools.

@@ -1043,7 +1043,7 @@ func (s *Service) ListServers(ctx context.Context, lq ListQuery) ([]Server, int,
 	where := `WHERE ($1 = '' OR s.name ILIKE '%' || $1 || '%' OR s.description ILIKE '%' || $1 || '%')
 		AND ($2 = '' OR s.connection_status = $2) AND ($3 = '' OR s.server_type = $3)
 		AND ($4::boolean IS NULL OR s.enabled = $4)`
-	q := escapeLike(strings.TrimSpace(lq.Q))
+	q := db.EscapeLike(strings.TrimSpace(lq.Q))
 	var total int
 	if err := s.pool.QueryRow(ctx, `/* registry.CountServers */ SELECT count(*) FROM mcp_servers s `+where,
 		q, lq.Status, lq.Type, lq.Enabled).Scan(&total); err != nil {
@@ -1059,11 +1059,6 @@ func (s *Service) ListServers(ctx context.Context, lq ListQuery) ([]Server, int,
 		return nil, 0, fmt.Errorf("registry: list servers: %w", err)
 	}
 	return list, total, nil
-}
-
-// escapeLike makes s match literally inside an ILIKE pattern.
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // EnabledServerIDs lists the servers that should have a live session.

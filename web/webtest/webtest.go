@@ -24,6 +24,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -47,6 +48,8 @@ type Server struct {
 	MCP      *mcpclient.Manager
 	Tools    *tools.Service
 	Router   *router.Router
+	// Executions runs plans; its runner works while the server runs.
+	Executions *executions.Service
 	// Logs holds everything the server logged, so tests can check what never appears in logs.
 	Logs *SyncBuffer
 }
@@ -78,6 +81,8 @@ type Options struct {
 	MCP *mcpclient.Options
 	// Router tunes the router; nil uses the defaults.
 	Router *router.Options
+	// Executions tunes the execution service (planner, clock); nil uses the defaults.
+	Executions *executions.Options
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -134,19 +139,35 @@ func Start(t testing.TB, opts *Options) *Server {
 	rt := router.New(pool, ts, mgr, ro)
 	rtDone := make(chan struct{})
 	go func() { _ = rt.Run(ctx); close(rtDone) }()
+	eo := opts.Executions
+	if eo == nil {
+		eo = &executions.Options{}
+	}
+	eo.Logger = log
+	ex, err := executions.New(pool, rt, ts, eo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The runner stops before the router, as in serve.
+	exCtx, exCancel := context.WithCancel(context.Background())
+	exDone := make(chan struct{})
+	go func() { _ = ex.Run(exCtx); close(exDone) }()
 	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
-		Tools: ts, Router: rt, Runs: router.NewRuns(rt)}
+		Tools: ts, Router: rt, Runs: router.NewRuns(rt), Executions: ex}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {
 		w.Shutdown()
 		hs.Close()
+		exCancel()
+		<-exDone
 		cancel()
 		<-rtDone
 		<-mcpDone
 		<-done
 	})
-	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Tools: deps.Tools, Router: rt, Logs: logs}
+	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Tools: deps.Tools, Router: rt,
+		Executions: ex, Logs: logs}
 }
 
 // CreateUser adds a user with the given role and password.

@@ -1,0 +1,352 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// ExecutionsHandler serves plans, their approval, runs and rollbacks (seed 003's Safe
+// Action flow): the API here, the pages in executions.go.
+type ExecutionsHandler struct{ *Deps }
+
+// callerOf is who asks, for the execution service.
+func callerOf(c echo.Context) executions.Caller {
+	return executions.Caller{Actor: ActorOf(c), Role: PrincipalOf(c).User.Role}
+}
+
+// createRequest is the body of POST /api/v1/executions (DESIGN §1).
+type createRequest struct {
+	Prompt string              `json:"prompt"`
+	Plan   *executions.Request `json:"plan"`
+}
+
+// apiExecution is an execution as the API shows it: DESIGN §1's fields first.
+type apiExecution struct {
+	ID                 string            `json:"id"`
+	Status             executions.Status `json:"status"`
+	Risk               string            `json:"risk"`
+	RiskWhy            string            `json:"risk_why"`
+	ConfirmationPhrase string            `json:"confirmation_phrase,omitempty"`
+	PlanHash           string            `json:"plan_hash"`
+	Title              string            `json:"title"`
+	Prompt             string            `json:"prompt,omitempty"`
+	Planner            string            `json:"planner,omitempty"`
+	Requester          string            `json:"requester"`
+	Approval           string            `json:"approval,omitempty"`
+	Approver           string            `json:"approver,omitempty"`
+	ApprovedAt         *time.Time        `json:"approved_at,omitempty"`
+	ExpiresAt          *time.Time        `json:"expires_at,omitempty"`
+	Reason             string            `json:"reason,omitempty"`
+	Error              string            `json:"error,omitempty"`
+	CreatedAt          time.Time         `json:"created_at"`
+	StartedAt          *time.Time        `json:"started_at,omitempty"`
+	FinishedAt         *time.Time        `json:"finished_at,omitempty"`
+	Steps              []executions.Step `json:"steps,omitempty"`
+	Rollback           []executions.Step `json:"rollback,omitempty"`
+	URL                string            `json:"url"`
+}
+
+func toAPIExecution(ex *executions.Execution) apiExecution {
+	out := apiExecution{ID: ex.ID, Status: ex.Status, Risk: ex.Risk, RiskWhy: ex.RiskWhy, PlanHash: ex.Hash(), Title: ex.Title(),
+		Prompt: ex.Prompt, Planner: ex.Planner, Requester: ex.RequesterName, Approval: ex.Approval, Approver: ex.ApproverName,
+		ApprovedAt: ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
+		StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, URL: "/executions/" + ex.ID}
+	if ex.Status == executions.AwaitingApproval {
+		out.ConfirmationPhrase = ex.ConfirmationPhrase
+	}
+	return out
+}
+
+// withSteps adds the stored steps: the run's, then the rollback's.
+func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (apiExecution, error) {
+	out := toAPIExecution(ex)
+	steps, err := h.Executions.Steps(c.Request().Context(), ex.ID)
+	if err != nil {
+		return out, err
+	}
+	out.Steps = []executions.Step{}
+	for _, st := range steps {
+		if st.Phase == executions.PhaseRollback {
+			out.Rollback = append(out.Rollback, st)
+		} else {
+			out.Steps = append(out.Steps, st)
+		}
+	}
+	return out, nil
+}
+
+// APICreate plans (from a prompt) or takes a plan, stores it and asks for its approval:
+// 201 with its id, status, risk and, for HIGH, the phrase a person must type.
+func (h ExecutionsHandler) APICreate(c echo.Context) error {
+	var in createRequest
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan})
+	if err != nil {
+		return err
+	}
+	out, err := h.withSteps(c, ex)
+	if err != nil {
+		return err
+	}
+	if ex.Risk == "high" {
+		out.ConfirmationPhrase = ex.ConfirmationPhrase
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/executions/"+ex.ID)
+	return c.JSON(http.StatusCreated, out)
+}
+
+// APIGet is one execution with its steps.
+func (h ExecutionsHandler) APIGet(c echo.Context) error {
+	ex, err := h.Executions.Get(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	out, err := h.withSteps(c, ex)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// queryFrom reads the history's filters from the query string (pages and API alike).
+func queryFrom(c echo.Context) (executions.Query, error) {
+	q := executions.Query{Risk: c.QueryParam("risk"), Q: strings.TrimSpace(c.QueryParam("q")), Cursor: c.QueryParam("cursor")}
+	for _, v := range c.QueryParams()["status"] {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				q.Status = append(q.Status, executions.Status(s))
+			}
+		}
+	}
+	switch by := c.QueryParam("requested_by"); by {
+	case "":
+	case "me":
+		q.RequestedBy = PrincipalOf(c).User.ID
+	default:
+		q.RequestedBy = by
+	}
+	if l := c.QueryParam("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			return q, verr.New("limit", "must be a whole number between 1 and 200")
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+// apiPage is a page of executions.
+type apiPage struct {
+	Items      []apiExecution `json:"items"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
+
+func (h ExecutionsHandler) list(c echo.Context, q executions.Query) error {
+	page, err := h.Executions.List(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := apiPage{Items: []apiExecution{}, NextCursor: page.NextCursor}
+	for i := range page.Items {
+		out.Items = append(out.Items, toAPIExecution(&page.Items[i]))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIList is the execution history, newest first: ?status=a,b&risk=&requested_by=me|<id>&q=&cursor=&limit=.
+func (h ExecutionsHandler) APIList(c echo.Context) error {
+	q, err := queryFrom(c)
+	if err != nil {
+		return err
+	}
+	return h.list(c, q)
+}
+
+// APIApprovals lists what waits for approval, newest first.
+func (h ExecutionsHandler) APIApprovals(c echo.Context) error {
+	q, err := queryFrom(c)
+	if err != nil {
+		return err
+	}
+	q.Status = []executions.Status{executions.AwaitingApproval}
+	return h.list(c, q)
+}
+
+// decisionRequest is the body of confirm, reject, cancel and rollback.
+type decisionRequest struct {
+	Phrase   string `json:"phrase"`
+	PlanHash string `json:"plan_hash"`
+	Reason   string `json:"reason"`
+	Confirm  bool   `json:"confirm"`
+}
+
+// decision reads an optional JSON body (an empty one is fine for cancel).
+func decision(c echo.Context) (decisionRequest, error) {
+	var in decisionRequest
+	if c.Request().ContentLength == 0 {
+		return in, nil
+	}
+	return in, bindJSON(c, &in)
+}
+
+// respond answers a decision with the execution as it now is.
+func (h ExecutionsHandler) respond(c echo.Context, ex *executions.Execution, err error) error {
+	if err != nil {
+		return err
+	}
+	out, err := h.withSteps(c, ex)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// APIConfirm approves: {"phrase"} for HIGH, optionally {"plan_hash"} the person saw →
+// 200 | 409 already decided | 422 wrong phrase.
+func (h ExecutionsHandler) APIConfirm(c echo.Context) error {
+	in, err := decision(c)
+	if err != nil {
+		return err
+	}
+	ex, err := h.Executions.Confirm(c.Request().Context(), callerOf(c), c.Param("id"), in.Phrase, in.PlanHash)
+	return h.respond(c, ex, err)
+}
+
+// APIReject turns a plan down: {"reason"} is required.
+func (h ExecutionsHandler) APIReject(c echo.Context) error {
+	in, err := decision(c)
+	if err != nil {
+		return err
+	}
+	ex, err := h.Executions.Reject(c.Request().Context(), callerOf(c), c.Param("id"), in.Reason)
+	return h.respond(c, ex, err)
+}
+
+// APICancel stops a plan waiting for approval or running (between steps).
+func (h ExecutionsHandler) APICancel(c echo.Context) error {
+	in, err := decision(c)
+	if err != nil {
+		return err
+	}
+	ex, err := h.Executions.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), in.Reason)
+	return h.respond(c, ex, err)
+}
+
+// APIRollback rolls a failed execution back: {"confirm": true} when the undo steps are
+// MEDIUM, {"phrase"} when HIGH → 200 | 409 not allowed in this state.
+func (h ExecutionsHandler) APIRollback(c echo.Context) error {
+	in, err := decision(c)
+	if err != nil {
+		return err
+	}
+	ex, err := h.Executions.Rollback(c.Request().Context(), callerOf(c), c.Param("id"), in.Confirm, in.Phrase)
+	return h.respond(c, ex, err)
+}
+
+// apiRollbackPlan is what a rollback would run.
+type apiRollbackPlan struct {
+	Steps     []apiRollbackStep `json:"steps"`
+	NotUndone []string          `json:"not_undone,omitempty"`
+	Risk      string            `json:"risk"`
+	RiskWhy   string            `json:"risk_why"`
+	Phrase    string            `json:"confirmation_phrase,omitempty"`
+	Problems  any               `json:"problems,omitempty"`
+}
+
+type apiRollbackStep struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Risk      string          `json:"risk"`
+	Undoes    *int            `json:"undoes,omitempty"`
+}
+
+// APIRollbackPlan shows what a rollback of a failed execution would run, without running it.
+func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
+	_, rp, err := h.Executions.PlanRollback(c.Request().Context(), callerOf(c), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	out := apiRollbackPlan{Steps: []apiRollbackStep{}, NotUndone: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase}
+	for _, st := range rp.Steps {
+		out.Steps = append(out.Steps, apiRollbackStep{Tool: st.Tool, Arguments: st.Arguments, Risk: string(st.Risk.Level), Undoes: st.Undoes})
+	}
+	var ve *verr.Error
+	if rp.Problems != nil && errors.As(rp.Problems, &ve) {
+		out.Problems = ve.Fields
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// apiSettings are the execution settings as the API shows them.
+type apiSettings struct {
+	ApprovalTTLSeconds   int64 `json:"approval_ttl_seconds"`
+	SeparateHighApprover bool  `json:"separate_high_approver"`
+}
+
+// APISettings reads the execution settings.
+func (h ExecutionsHandler) APISettings(c echo.Context) error {
+	st, err := h.Executions.Settings(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, apiSettings{ApprovalTTLSeconds: int64(st.ApprovalTTL / time.Second), SeparateHighApprover: st.SeparateHighApprover})
+}
+
+// APISetSettings changes them: both fields, as GET shows them.
+func (h ExecutionsHandler) APISetSettings(c echo.Context) error {
+	var in apiSettings
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	st := executions.Settings{ApprovalTTL: time.Duration(in.ApprovalTTLSeconds) * time.Second, SeparateHighApprover: in.SeparateHighApprover}
+	if err := h.Executions.SetSettings(c.Request().Context(), ActorOf(c), st); err != nil {
+		return err
+	}
+	return h.APISettings(c)
+}
+
+// compensationRequest is the body of PUT /api/v1/tools/:id/compensation.
+type compensationRequest struct {
+	UndoTool    string                               `json:"undo_tool"`
+	ArgumentMap map[string]executions.MappedArgument `json:"argument_map"`
+}
+
+// APICompensation shows how a tool is undone (404 when nothing is configured).
+func (h ExecutionsHandler) APICompensation(c echo.Context) error {
+	comp, err := h.Executions.CompensationOf(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if comp == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "no compensation is configured for this tool")
+	}
+	return c.JSON(http.StatusOK, comp)
+}
+
+// APISetCompensation configures how a tool is undone: {"undo_tool","argument_map"}; an
+// empty undo_tool removes it.
+func (h ExecutionsHandler) APISetCompensation(c echo.Context) error {
+	var in compensationRequest
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := h.Executions.SetCompensation(ctx, ActorOf(c), c.Param("id"), in.UndoTool, in.ArgumentMap); err != nil {
+		return err
+	}
+	if strings.TrimSpace(in.UndoTool) == "" {
+		return c.NoContent(http.StatusNoContent)
+	}
+	return h.APICompensation(c)
+}

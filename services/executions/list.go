@@ -1,0 +1,167 @@
+package executions
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Get returns one execution. Anyone who may see executions (auth.PermExecutionView)
+// may see every one of them: approvers must see what they approve, auditors what ran.
+func (s *Service) Get(ctx context.Context, id string) (*Execution, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, ErrNotFound
+	}
+	return s.get(ctx, s.pool, id)
+}
+
+// Query filters and pages the execution history; the newest come first.
+type Query struct {
+	Status      []Status // any of these; none: all
+	Risk        string   // low, medium, high; "": all
+	RequestedBy string   // a user id; "": everyone's
+	Q           string   // words in the prompt, the requester or the tools of the plan
+	Cursor      string   // NextCursor of the previous page
+	Limit       int      // default 50, at most 200
+}
+
+// Page is one page of executions.
+type Page struct {
+	Items      []Execution
+	NextCursor string // "" on the last page
+}
+
+// DefaultLimit is a page's size when the query names none.
+const DefaultLimit = 50
+
+type cursor struct {
+	At time.Time `json:"t"`
+	ID string    `json:"i"`
+}
+
+func (c cursor) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeCursor(s string) (cursor, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return cursor{}, false
+	}
+	var c cursor
+	if json.Unmarshal(b, &c) != nil {
+		return cursor{}, false
+	}
+	if _, err := uuid.Parse(c.ID); err != nil {
+		return cursor{}, false
+	}
+	return c, true
+}
+
+// List returns a page of executions, newest first. Bad filters are a *verr.Error
+// naming the parameter.
+func (s *Service) List(ctx context.Context, q Query) (Page, error) {
+	e := &verr.Error{}
+	for _, st := range q.Status {
+		if !slices.Contains(Statuses, st) {
+			e.Add("status", fmt.Sprintf("unknown status %q; use one of %s", st, statusList()))
+		}
+	}
+	if q.Risk != "" && !slices.Contains([]string{string(risk.Low), string(risk.Medium), string(risk.High)}, q.Risk) {
+		e.Add("risk", fmt.Sprintf("unknown risk %q; use low, medium or high", q.Risk))
+	}
+	if q.RequestedBy != "" {
+		if _, err := uuid.Parse(q.RequestedBy); err != nil {
+			e.Add("requested_by", "must be a user id")
+		}
+	}
+	var cur cursor
+	if q.Cursor != "" {
+		var ok bool
+		if cur, ok = decodeCursor(q.Cursor); !ok {
+			e.Add("cursor", "is not a cursor this list gave out; start from the first page")
+		}
+	}
+	switch {
+	case q.Limit == 0:
+		q.Limit = DefaultLimit
+	case q.Limit < 1 || q.Limit > 200:
+		e.Add("limit", "must be between 1 and 200")
+	}
+	if len([]rune(q.Q)) > 200 {
+		e.Add("q", "keep the search under 200 characters")
+	}
+	if err := e.Err(); err != nil {
+		return Page{}, err
+	}
+	where := []string{"true"}
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if len(q.Status) > 0 {
+		ss := make([]string, len(q.Status))
+		for i, st := range q.Status {
+			ss[i] = string(st)
+		}
+		where = append(where, "status = ANY("+arg(ss)+")")
+	}
+	if q.Risk != "" {
+		where = append(where, "risk = "+arg(q.Risk))
+	}
+	if q.RequestedBy != "" {
+		where = append(where, "requested_by = "+arg(q.RequestedBy))
+	}
+	for _, w := range strings.Fields(q.Q) {
+		p := arg("%" + db.EscapeLike(w) + "%")
+		where = append(where, fmt.Sprintf(`(prompt ILIKE %[1]s OR requester_name ILIKE %[1]s OR EXISTS (
+			SELECT 1 FROM jsonb_array_elements(plan->'steps') st WHERE st->>'tool' ILIKE %[1]s))`, p))
+	}
+	if q.Cursor != "" {
+		where = append(where, fmt.Sprintf("(created_at, id) < (%s, %s)", arg(cur.At), arg(cur.ID)))
+	}
+	lim := arg(q.Limit + 1)
+	items, err := db.All[Execution](ctx, s.pool, "executions: list", `/* executions.List */ SELECT `+columns+`
+		FROM executions WHERE `+strings.Join(where, " AND ")+` ORDER BY created_at DESC, id DESC LIMIT `+lim, args...)
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Items: items}
+	if len(items) > q.Limit {
+		p.Items = items[:q.Limit]
+		last := p.Items[q.Limit-1]
+		p.NextCursor = cursor{At: last.CreatedAt, ID: last.ID}.encode()
+	}
+	return p, nil
+}
+
+// AwaitingCount is how many executions wait for approval (the navigation's badge).
+func (s *Service) AwaitingCount(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `/* executions.AwaitingCount */
+		SELECT count(*) FROM executions WHERE status = 'awaiting_approval'`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("executions: count awaiting: %w", err)
+	}
+	return n, nil
+}
+
+func statusList() string {
+	ss := make([]string, len(Statuses))
+	for i, st := range Statuses {
+		ss[i] = string(st)
+	}
+	return strings.Join(ss, ", ")
+}
