@@ -3,6 +3,7 @@ package executions_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -247,6 +248,9 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("got %s (finished %v), want expired and finished", got.Status, got.FinishedAt)
 	}
 	e.bothTopics(short.ID, "execution.expired", 1)
+	if s := stepStatuses(e.steps(short.ID)); slices.Contains(s, "pending") {
+		t.Errorf("steps of the expired plan: got %v, want none pending", s)
+	}
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.expire' AND actor_kind = 'system'`, short.ID); n != 1 {
 		t.Errorf("expiry audit rows by the system: got %d, want 1", n)
 	}
@@ -450,5 +454,9 @@ func TestWhoMayDecide(t *testing.T) {
 	}
 	for _, id := range []string{ex.ID, own.ID, mine.ID} {
 		checkInvariant(t, e, id)
+		// A plan turned down or withdrawn never runs: its steps say so.
+		if s := stepStatuses(e.steps(id)); !slices.Equal(s, []string{"skipped"}) {
+			t.Errorf("steps of %s: got %v, want skipped", e.get(id).Status, s)
+		}
 	}
 }

@@ -51,6 +51,10 @@ func newQueue(s *Service) (*queue, error) {
 		// River's timeout, keeps two runners apart (see runWorker).
 		JobTimeout:  -1,
 		MaxAttempts: 3,
+		// A job whose runner died is worked again after this (River's default is an
+		// hour). Safe while the first runner still works: the second finds the
+		// execution's lock held and leaves it alone.
+		RescueStuckJobsAfter: 5 * time.Minute,
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
 			func() (river.JobArgs, *river.InsertOpts) { return expireArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true})},
 		FetchCooldown: 20 * time.Millisecond,
@@ -75,8 +79,15 @@ type runWorker struct {
 }
 
 func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
-	return w.s.runPhase(ctx, job.Args.ExecutionID, job.Args.Phase)
+	err := w.s.runPhase(ctx, job.Args.ExecutionID, job.Args.Phase)
+	if errors.Is(err, errBusy) {
+		return river.JobSnooze(busyRetry)
+	}
+	return err
 }
+
+// busyRetry is how soon a job whose execution another runner holds looks again.
+const busyRetry = 5 * time.Second
 
 type expireWorker struct {
 	river.WorkerDefaults[expireArgs]

@@ -17,6 +17,12 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
+// errBusy: another runner holds the execution's lock. Its job waits and looks again:
+// the holder may be a runner that just queued it (recovery) or one whose connection
+// PostgreSQL has not yet noticed is dead; when the holder finishes the execution, the
+// job finds nothing left to do.
+var errBusy = errors.New("executions: another runner holds this execution")
+
 // lockExecution takes execution id's runner lock on a connection of its own, held
 // until release. Whoever holds it is the one runner of that execution; the lock dies
 // with its connection, so a crashed runner's steps can be recognised as interrupted
@@ -118,8 +124,11 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 // runPhase runs the pending steps of one phase in order, holding the execution's lock.
 func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 	release, ok, err := s.lockExecution(ctx, id)
-	if err != nil || !ok {
-		return err // !ok: another runner has it
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errBusy
 	}
 	defer release()
 	ex, err := s.get(ctx, s.pool, id)

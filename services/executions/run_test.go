@@ -608,3 +608,30 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A job whose execution another runner holds (the runner that just queued it, or one
+// whose dead connection PostgreSQL has not yet noticed) waits and looks again instead
+// of dropping the execution: it runs once the lock is free.
+func TestBusyExecutionWaits(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "echo")
+	ex := e.create(e.admin, step("mt__echo", `{"message":"later"}`))
+	conn, err := e.pool.Acquire(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(e.ctx, `SELECT pg_advisory_lock(hashtextextended($1, 7))`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.run(nil)
+	time.Sleep(time.Second)
+	if got := stepStatuses(e.steps(ex.ID)); !slices.Equal(got, []string{"pending"}) || e.get(ex.ID).Status != executions.Executing {
+		t.Fatalf("while another holds it: steps %v, status %s; want pending and executing", got, e.get(ex.ID).Status)
+	}
+	if _, err := conn.Exec(e.ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 7))`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}

@@ -136,6 +136,14 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 	if err != nil {
 		return nil, fmt.Errorf("executions: %s: %w", c.to, err)
 	}
+	if c.to == Cancelled || c.to == Expired {
+		// Nothing more of its run starts: its waiting steps say so at once (a runner
+		// between steps finds them no longer pending and stops).
+		if _, err := tx.Exec(ctx, `/* executions.apply.skip */
+			UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = 'run' AND status = 'pending'`, id); err != nil {
+			return nil, fmt.Errorf("executions: skip the steps of %s: %w", id, err)
+		}
+	}
 	payload := ex.summary()
 	payload["from"] = c.from
 	for k, v := range c.extra {
