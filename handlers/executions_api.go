@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -191,17 +192,16 @@ type decisionRequest struct {
 	Confirm  bool   `json:"confirm"`
 }
 
-// decision reads an optional JSON body (an empty one is fine for cancel).
-func decision(c echo.Context) (decisionRequest, error) {
+// decide reads a decision's optional JSON body (an empty one is fine for cancel), makes
+// it and answers with the execution as it now is.
+func (h ExecutionsHandler) decide(c echo.Context, do func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error)) error {
 	var in decisionRequest
-	if c.Request().ContentLength == 0 {
-		return in, nil
+	if c.Request().ContentLength != 0 {
+		if err := bindJSON(c, &in); err != nil {
+			return err
+		}
 	}
-	return in, bindJSON(c, &in)
-}
-
-// respond answers a decision with the execution as it now is.
-func (h ExecutionsHandler) respond(c echo.Context, ex *executions.Execution, err error) error {
+	ex, err := do(c.Request().Context(), callerOf(c), c.Param("id"), in)
 	if err != nil {
 		return err
 	}
@@ -215,43 +215,31 @@ func (h ExecutionsHandler) respond(c echo.Context, ex *executions.Execution, err
 // APIConfirm approves: {"phrase"} for HIGH, optionally {"plan_hash"} the person saw →
 // 200 | 409 already decided | 422 wrong phrase.
 func (h ExecutionsHandler) APIConfirm(c echo.Context) error {
-	in, err := decision(c)
-	if err != nil {
-		return err
-	}
-	ex, err := h.Executions.Confirm(c.Request().Context(), callerOf(c), c.Param("id"), in.Phrase, in.PlanHash)
-	return h.respond(c, ex, err)
+	return h.decide(c, func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error) {
+		return h.Executions.Confirm(ctx, who, id, in.Phrase, in.PlanHash)
+	})
 }
 
 // APIReject turns a plan down: {"reason"} is required.
 func (h ExecutionsHandler) APIReject(c echo.Context) error {
-	in, err := decision(c)
-	if err != nil {
-		return err
-	}
-	ex, err := h.Executions.Reject(c.Request().Context(), callerOf(c), c.Param("id"), in.Reason)
-	return h.respond(c, ex, err)
+	return h.decide(c, func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error) {
+		return h.Executions.Reject(ctx, who, id, in.Reason)
+	})
 }
 
 // APICancel stops a plan waiting for approval or running (between steps).
 func (h ExecutionsHandler) APICancel(c echo.Context) error {
-	in, err := decision(c)
-	if err != nil {
-		return err
-	}
-	ex, err := h.Executions.Cancel(c.Request().Context(), callerOf(c), c.Param("id"), in.Reason)
-	return h.respond(c, ex, err)
+	return h.decide(c, func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error) {
+		return h.Executions.Cancel(ctx, who, id, in.Reason)
+	})
 }
 
 // APIRollback rolls a failed execution back: {"confirm": true} when the undo steps are
 // MEDIUM, {"phrase"} when HIGH → 200 | 409 not allowed in this state.
 func (h ExecutionsHandler) APIRollback(c echo.Context) error {
-	in, err := decision(c)
-	if err != nil {
-		return err
-	}
-	ex, err := h.Executions.Rollback(c.Request().Context(), callerOf(c), c.Param("id"), in.Confirm, in.Phrase)
-	return h.respond(c, ex, err)
+	return h.decide(c, func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error) {
+		return h.Executions.Rollback(ctx, who, id, in.Confirm, in.Phrase)
+	})
 }
 
 // apiRollbackPlan is what a rollback would run.

@@ -4,6 +4,8 @@ package db
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -132,4 +134,17 @@ func collect[T any](ctx context.Context, q Querier, to pgx.RowToFunc[T], what, s
 // EscapeLike makes s match literally inside a LIKE or ILIKE pattern.
 func EscapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// EncodeCursor turns the position after a page's last row (any JSON-encodable sort
+// key) into the opaque next_cursor token lists give out.
+func EncodeCursor(v any) string {
+	b, _ := json.Marshal(v)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor reads a token EncodeCursor made into v; false when s is not one.
+func DecodeCursor(s string, v any) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && json.Unmarshal(b, v) == nil
 }

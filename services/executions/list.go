@@ -2,8 +2,6 @@ package executions
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -49,18 +47,9 @@ type cursor struct {
 	ID string    `json:"i"`
 }
 
-func (c cursor) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 func decodeCursor(s string) (cursor, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return cursor{}, false
-	}
 	var c cursor
-	if json.Unmarshal(b, &c) != nil {
+	if !db.DecodeCursor(s, &c) {
 		return cursor{}, false
 	}
 	if _, err := uuid.Parse(c.ID); err != nil {
@@ -142,7 +131,7 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	if len(items) > q.Limit {
 		p.Items = items[:q.Limit]
 		last := p.Items[q.Limit-1]
-		p.NextCursor = cursor{At: last.CreatedAt, ID: last.ID}.encode()
+		p.NextCursor = db.EncodeCursor(cursor{At: last.CreatedAt, ID: last.ID})
 	}
 	return p, nil
 }

@@ -10,7 +10,6 @@ package tools
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,18 +160,11 @@ type cursor struct {
 	ID   string    `json:"i"`
 }
 
-func (c cursor) encode() string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
+func (c cursor) encode() string { return db.EncodeCursor(c) }
 
 func decodeCursor(s string) (cursor, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return cursor{}, false
-	}
 	var c cursor
-	if json.Unmarshal(b, &c) != nil {
+	if !db.DecodeCursor(s, &c) {
 		return cursor{}, false
 	}
 	if _, ok := normalID(c.ID); !ok {
