@@ -3,10 +3,12 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -146,6 +149,19 @@ var navAreas = []navArea{
 	{"Approvals", "/approvals", auth.PermExecutionApprove},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},
+	{"Settings", "/settings/executions", auth.PermSettings},
+}
+
+// navBadge is a count shown next to a navigation area on every page, and the topic
+// whose events keep it current there.
+type navBadge struct {
+	topic string
+	count func(*Deps, context.Context) (*views.NavBadge, error) // nil badge: none to show
+}
+
+// navBadges are the areas with a count, by href (executions_list.go).
+var navBadges = map[string]navBadge{
+	"/approvals": {topic: executions.Topic, count: (*Deps).approvalsBadge},
 }
 
 // layout builds the shared page frame for the signed-in user.
@@ -161,21 +177,58 @@ func (d *Deps) layout(c echo.Context, title string, topics ...string) views.Layo
 		}
 	}
 	l.User = &views.CurrentUser{Username: p.User.Username, Name: p.User.Name(), RoleLabel: p.User.Role.Label()}
-	path := c.Request().URL.Path
-	for _, a := range navAreas {
-		if p.Can(a.perm) {
-			active := path == a.href || (a.href != "/" && strings.HasPrefix(path, a.href+"/"))
-			l.Nav = append(l.Nav, views.NavItem{Label: a.label, Href: a.href, Active: active})
-		}
-	}
 	var allowed []string
 	for _, t := range topics {
-		if p.Can(TopicPermission(t)) {
+		if p.Can(TopicPermission(t)) && !slices.Contains(allowed, t) {
 			allowed = append(allowed, t)
 		}
 	}
+	ctx := c.Request().Context()
+	// A navigation count stays current on every page, so the page follows its topic
+	// too. A page that follows nothing else gets no cursor from its handler: take the
+	// newest event id before counting, so whatever changes in between is replayed.
+	badges := len(allowed) > 0
+	if !badges && d.Pool != nil && d.seesNavBadge(p) {
+		last, err := events.LatestID(ctx, d.Pool)
+		if err != nil {
+			d.Logger.Warn("handlers: navigation counts left out", "err", err)
+		} else {
+			l.Live.LastEventID, badges = last, true
+		}
+	}
+	path := c.Request().URL.Path
+	for _, a := range navAreas {
+		if !p.Can(a.perm) {
+			continue
+		}
+		active := path == a.href || (a.href != "/" && strings.HasPrefix(path, a.href+"/"))
+		item := views.NavItem{Label: a.label, Href: a.href, Active: active}
+		if b, ok := navBadges[a.href]; ok && badges && p.Can(TopicPermission(b.topic)) {
+			nb, err := b.count(d, ctx)
+			switch {
+			case err != nil:
+				d.Logger.Warn("handlers: navigation count left out", "area", a.href, "err", err)
+			case nb != nil:
+				item.Badge = nb
+				if !slices.Contains(allowed, b.topic) {
+					allowed = append(allowed, b.topic)
+				}
+			}
+		}
+		l.Nav = append(l.Nav, item)
+	}
 	l.Live.Topics = allowed
 	return l
+}
+
+// seesNavBadge reports whether p sees a navigation area with a count.
+func (d *Deps) seesNavBadge(p *auth.Principal) bool {
+	for _, a := range navAreas {
+		if b, ok := navBadges[a.href]; ok && p.Can(a.perm) && p.Can(TopicPermission(b.topic)) {
+			return true
+		}
+	}
+	return false
 }
 
 // TopicPermission is what a subscriber needs to receive a topic's events.

@@ -34,6 +34,7 @@ import (
 var toolTabLabels = map[string]string{
 	views.ToolTabOverview: "Overview", views.ToolTabSchema: "Schema", views.ToolTabConfiguration: "Configuration",
 	views.ToolTabUsage: "Usage", views.ToolTabLogs: "Logs", views.ToolTabHistory: "History", views.ToolTabAccess: "Access",
+	views.ToolTabRollback: "Rollback",
 }
 
 // toolTabOf is the tab a query names; unknown or empty is the overview.
@@ -46,8 +47,11 @@ func toolTabOf(s string) string {
 
 // toolTabURL is the page of tool id at tab, with extra query parameters.
 func toolTabURL(id, tab string, extra url.Values) string {
-	if tab == views.ToolTabAccess {
+	switch tab {
+	case views.ToolTabAccess:
 		return views.ToolAccessURL(id) // a page of its own
+	case views.ToolTabRollback:
+		return views.ToolRollbackURL(id) // a page of its own (compensation.go)
 	}
 	q := url.Values{}
 	for k, v := range extra {
@@ -105,7 +109,8 @@ func (h ToolsHandler) Show(c echo.Context) error {
 var errLogsDenied = &ForbiddenError{Message: "Your role may not see the calls made to tools (the log.view permission)."}
 
 // inspectTabs show who configured the tool and why: tool.inspect only.
-var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true, views.ToolTabAccess: true}
+var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true, views.ToolTabAccess: true,
+	views.ToolTabRollback: true}
 
 var errInspectDenied = &ForbiddenError{Message: "Your role may not see how tools are configured or who changed them (the tool.inspect permission)."}
 

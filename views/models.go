@@ -32,6 +32,16 @@ type NavItem struct {
 	Label  string
 	Href   string
 	Active bool
+	// Badge counts what waits in the area (approvals to decide); nil shows none.
+	Badge *NavBadge
+}
+
+// NavBadge is a count next to a navigation entry. The element keeps its id while the
+// count is zero (hidden), so a live update can swap a new count into it.
+type NavBadge struct {
+	ID    string // element id, the target of live updates
+	Count int
+	Label string // what the count means, for screen readers ("3 plans await approval")
 }
 
 // Flash is a one-off message shown at the top of a page.

@@ -11,14 +11,15 @@ const (
 	ToolTabOverview      = "overview"
 	ToolTabSchema        = "schema"
 	ToolTabConfiguration = "configuration"
-	ToolTabAccess        = "access" // a page of its own, /tools/:id/access (views/access.go)
+	ToolTabAccess        = "access"   // a page of its own, /tools/:id/access (views/access.go)
+	ToolTabRollback      = "rollback" // a page of its own, /tools/:id/rollback (views/compensation.templ)
 	ToolTabUsage         = "usage"
 	ToolTabLogs          = "logs"
 	ToolTabHistory       = "history"
 )
 
 // ToolTabs lists the tab keys in order.
-var ToolTabs = []string{ToolTabOverview, ToolTabSchema, ToolTabConfiguration, ToolTabAccess, ToolTabUsage, ToolTabLogs, ToolTabHistory}
+var ToolTabs = []string{ToolTabOverview, ToolTabSchema, ToolTabConfiguration, ToolTabAccess, ToolTabRollback, ToolTabUsage, ToolTabLogs, ToolTabHistory}
 
 // ToolLink is a labelled URL that may be the current one (tabs, range pickers).
 type ToolLink struct {
@@ -41,6 +42,7 @@ type ToolPage struct {
 	Schema   *ToolSchema
 	Config   *ToolConfig
 	Access   *ToolAccess
+	Rollback *ToolRollback
 	Usage    *ToolUsage
 	Logs     *ToolLogs
 	History  *ToolHistory

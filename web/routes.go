@@ -30,6 +30,7 @@ func (s *Server) routes() []Route {
 	tools := handlers.ToolsHandler{Deps: d}
 	categories := handlers.CategoriesHandler{Deps: d}
 	execs := handlers.ExecutionsHandler{Deps: d}
+	settings := handlers.SettingsHandler{Deps: d}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -87,6 +88,9 @@ func (s *Server) routes() []Route {
 		// changes what that user may do, as a role change does: users.manage.
 		{http.MethodGet, "/tools/:id/access", auth.PermToolInspect, tools.Access},
 		{http.MethodPost, "/tools/:id/access", auth.PermUsers, tools.SetAccess},
+		// How a completed step of the tool is undone when an execution fails.
+		{http.MethodGet, "/tools/:id/rollback", auth.PermToolInspect, tools.Compensation},
+		{http.MethodPost, "/tools/:id/rollback", auth.PermToolConfigure, tools.SetCompensation},
 		// The test panel; the router decides who may run what.
 		{http.MethodGet, "/tools/:id/test", auth.PermToolView, tools.TestPage},
 		{http.MethodPost, "/tools/:id/test", auth.PermToolView, tools.TestPost},
@@ -97,6 +101,18 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/tools/:id/test/cases/:case/delete", auth.PermToolConfigure, tools.TestCaseDelete},
 
 		// Execution pages (handlers/executions.go).
+		{http.MethodGet, "/executions", auth.PermExecutionView, execs.History},
+		{http.MethodGet, "/approvals", auth.PermExecutionApprove, execs.ApprovalsInbox},
+		{http.MethodGet, "/settings/executions", auth.PermSettings, settings.ExecutionSettings},
+		{http.MethodPost, "/settings/executions", auth.PermSettings, settings.SaveExecutionSettings},
+		{http.MethodGet, "/executions/new", auth.PermExecutionCreate, execs.New},
+		{http.MethodPost, "/executions/new", auth.PermExecutionCreate, execs.Create},
+		{http.MethodGet, "/executions/:id", auth.PermExecutionView, execs.Show},
+		{http.MethodPost, "/executions/:id/confirm", auth.PermExecutionApprove, execs.ConfirmForm},
+		{http.MethodPost, "/executions/:id/reject", auth.PermExecutionApprove, execs.RejectForm},
+		// The service checks requester-or-approver (tokens never approve).
+		{http.MethodPost, "/executions/:id/cancel", auth.PermExecutionView, execs.CancelForm},
+		{http.MethodPost, "/executions/:id/rollback", auth.PermExecutionView, execs.RollbackForm},
 
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},

@@ -139,8 +139,9 @@ func TestToolPageTabs(t *testing.T) {
 		if !slices.Equal(selected, []string{"tab-" + tab}) {
 			t.Errorf("%s: selected tabs %v, want [tab-%s]", tab, selected, tab)
 		}
-		if doc.Find("[data-topics]").AttrOr("data-topics", "") != "tools" {
-			t.Errorf("%s: the page does not follow the tools topic", tab)
+		// (Approvers' pages also follow "executions", for the navigation's count.)
+		if topics := strings.Split(doc.Find("[data-topics]").AttrOr("data-topics", ""), ","); topics[0] != "tools" {
+			t.Errorf("%s: the page follows %v, not the tools topic first", tab, topics)
 		}
 	}
 

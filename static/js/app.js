@@ -135,7 +135,18 @@
       }
     });
   }
-  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeActivity(); });
+  /* executions list, approvals: an execution created while the page was being rendered
+     is both on the page and added again by the socket's replay: keep the first copy. */
+  function dedupeExecutions() {
+    document.querySelectorAll("#execution-rows, #approval-items").forEach(function (list) {
+      var seen = {};
+      Array.prototype.slice.call(list.children).forEach(function (el) {
+        if (!el.id) return;
+        if (seen[el.id]) el.remove(); else seen[el.id] = true;
+      });
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeActivity(); dedupeExecutions(); });
 
   // Server form: show the fields of the chosen type; add and remove env/header rows.
   function showForType() {
@@ -222,4 +233,54 @@
     scheduleToasts();
     openMarkedDialogs();
   });
+})();
+
+// Execution pages (/executions/:id). A DangerZone's button stays disabled until what is
+// typed equals the phrase exactly ([data-phrase-input] with data-phrase, the form's
+// [data-phrase-submit]); the server checks it again. The live log keeps one line per
+// event (a line both on the page and replayed by the socket shows once) and follows
+// new lines when it was scrolled to the bottom.
+(function () {
+  "use strict";
+  function syncPhrase(input) {
+    var form = input.form;
+    if (!form) return;
+    var ok = input.value === input.dataset.phrase;
+    form.querySelectorAll("[data-phrase-submit]").forEach(function (btn) { btn.disabled = !ok; });
+    input.setAttribute("aria-invalid", input.value !== "" && !ok ? "true" : "false");
+  }
+  function syncAllPhrases() {
+    document.querySelectorAll("[data-phrase-input]").forEach(syncPhrase);
+  }
+  document.addEventListener("input", function (e) {
+    if (e.target.matches && e.target.matches("[data-phrase-input]")) syncPhrase(e.target);
+  });
+  // A form submitted with the phrase wrong (the button enabled by hand) is held back.
+  document.addEventListener("submit", function (e) {
+    var input = e.target.querySelector && e.target.querySelector("[data-phrase-input]");
+    if (input && input.value !== input.dataset.phrase) {
+      e.preventDefault();
+      syncPhrase(input);
+      input.focus();
+    }
+  });
+
+  var stuck = {};
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    document.querySelectorAll("ol.exec-log").forEach(function (log) {
+      stuck[log.id] = log.scrollHeight - log.scrollTop - log.clientHeight < 24;
+    });
+  });
+  function tidyLogs() {
+    document.querySelectorAll("ol.exec-log").forEach(function (log) {
+      var seen = {};
+      log.querySelectorAll("[data-event-id]").forEach(function (line) {
+        var id = line.dataset.eventId;
+        if (seen[id]) line.remove(); else seen[id] = true;
+      });
+      if (stuck[log.id] !== false) log.scrollTop = log.scrollHeight;
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", function () { syncAllPhrases(); tidyLogs(); });
+  document.addEventListener("DOMContentLoaded", function () { syncAllPhrases(); tidyLogs(); });
 })();

@@ -1,0 +1,427 @@
+package views
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The execution pages (seed 003's Safe Action flow): /executions/new, a prompt or a JSON
+// plan, and /executions/:id, the plan's preview, its approval, its progress, live log,
+// results and rollback. Everything inside ExecutionView is re-rendered for every event of
+// the execution's topic and pushed to every viewer alike, so controls that depend on who
+// looks carry data-perm (see Layout.Perms): "execution.approve" for approvers, and
+// "execution.cancel" for the requester or an approver, shown to the requester through
+// the page's data-mine (the requester never changes, so the page, not the fragments,
+// says whether the viewer is the one). The service checks every decision again.
+
+// ExecutionNewPage is /executions/new.
+type ExecutionNewPage struct {
+	Layout
+	Mode   string // "prompt" or "plan": which of the two was submitted
+	Prompt string
+	Plan   string // the JSON plan as typed
+	Error  *ExecutionInputError
+	Tools  []ExecutionToolHint // enabled tools, for the help text
+	// MoreTools: there are more enabled tools than listed.
+	MoreTools bool
+}
+
+// ExecutionInputError is why a prompt or plan was not accepted.
+type ExecutionInputError struct {
+	Message string
+	Fields  []ExecutionFieldError
+	// Where the planner stopped understanding the prompt (Fragment non-empty).
+	Before, Fragment, After string
+}
+
+// ExecutionFieldError is one problem with one part of a plan, under its JSON pointer
+// ("/steps/0/arguments/path").
+type ExecutionFieldError struct {
+	Path    string
+	Message string
+}
+
+// ExecutionToolHint is an enabled tool the new-execution page mentions.
+type ExecutionToolHint struct {
+	ID          string
+	Name        string // qualified
+	Description string
+	Risk        string
+}
+
+// ExecutionPage is /executions/:id.
+type ExecutionPage struct {
+	Layout
+	// Mine: the viewer asked for this execution (shows "execution.cancel" controls).
+	Mine    bool
+	X       ExecutionView
+	Preview []ExecutionPreviewStep
+	Log     []ExecutionLogLine
+	// LogOmitted counts the earliest log lines not shown.
+	LogOmitted int
+}
+
+// ExecutionView is the part of the page that follows the execution live.
+type ExecutionView struct {
+	ID            string
+	Title         string
+	Status        string
+	Risk          string
+	RiskWhy       string
+	Requester     string
+	RequesterKind string // user, token
+	Planner       string // "rules", "llm:…"; "" for a plan given as steps
+	PlanHash      string // hex
+	Phrase        string // what to type to approve a HIGH plan
+	Approval      string // policy, confirm, phrase
+	Approver      string
+	Reason        string
+	Error         string
+	CreatedAt     time.Time
+	ApprovedAt    *time.Time
+	ExpiresAt     *time.Time
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
+	// PlanSteps say what the plan runs, for the confirm dialog and the danger zone.
+	PlanSteps     []ExecutionBrief
+	Steps         []ExecutionStepView // the run's
+	RollbackSteps []ExecutionStepView // the rollback's, once one was started
+	// Rollback is what a rollback would run, while the execution is failed.
+	Rollback *ExecutionRollbackPlan
+}
+
+// ExecutionBrief is one step of the plan in a line: its tool and its risk.
+type ExecutionBrief struct {
+	Tool    string
+	Server  string
+	Risk    string
+	RiskWhy string
+}
+
+// ExecutionStepView is one stored step as the stepper and the results show it.
+type ExecutionStepView struct {
+	Position   int
+	Tool       string
+	ToolID     string
+	Status     string // pending, running, succeeded, failed, interrupted, compensated, skipped
+	Risk       string
+	DurationMS *float64
+	Error      string
+	Progress   string // the latest progress report of a running step
+	Undoes     *int   // rollback steps: the run step they undo
+	Arguments  string // pretty JSON
+	HasResult  bool
+	IsError    bool
+	Outputs    []TestOutput
+	Structured string // pretty JSON
+}
+
+// ExecutionPreviewStep is one step of the ActionPreviewCard (or of a rollback plan).
+type ExecutionPreviewStep struct {
+	Position   int
+	Tool       string
+	ToolID     string
+	Server     string
+	Arguments  string // pretty JSON of the effective arguments; secrets masked
+	Risk       string
+	RiskWhy    string
+	RiskSource string
+	Undoes     *int // rollback plans: the step it undoes
+	Undo       ExecutionUndo
+}
+
+// ExecutionUndo says how a step would be undone after a failure.
+type ExecutionUndo struct {
+	Kind      string // "step": the plan's own undo step; "compensation": configured for the tool; "none"
+	Tool      string
+	ToolID    string
+	Arguments string
+}
+
+// ExecutionRollbackPlan is the RollbackPanel of a failed execution.
+type ExecutionRollbackPlan struct {
+	Steps    []ExecutionPreviewStep
+	Missing  []string // completed steps nothing undoes
+	Risk     string
+	RiskWhy  string
+	Phrase   string
+	Problems []ExecutionFieldError
+	Nothing  string // why there is nothing to roll back
+}
+
+// ExecutionLogLine is one line of the LiveLogsViewer: one event.
+type ExecutionLogLine struct {
+	EventID int64
+	At      time.Time
+	Kind    string
+	Level   string // info, ok, warn, error
+	Text    string
+}
+
+// The execution states, as the views compare them.
+const (
+	execAwaiting       = "awaiting_approval"
+	execExecuting      = "executing"
+	execSuccess        = "success"
+	execFailed         = "failed"
+	execRollingBack    = "rolling_back"
+	execRolledBack     = "rolled_back"
+	execRollbackFailed = "rollback_failed"
+	execCancelled      = "cancelled"
+	execExpired        = "expired"
+)
+
+// ExecutionStatusLabel is a status in words.
+func ExecutionStatusLabel(s string) string {
+	switch s {
+	case "planning":
+		return "Planning"
+	case execAwaiting:
+		return "Awaiting approval"
+	case execExecuting:
+		return "Executing"
+	case execSuccess:
+		return "Succeeded"
+	case execFailed:
+		return "Failed"
+	case execRollingBack:
+		return "Rolling back"
+	case execRolledBack:
+		return "Rolled back"
+	case execRollbackFailed:
+		return "Rollback failed"
+	case execCancelled:
+		return "Cancelled"
+	case execExpired:
+		return "Expired"
+	}
+	return s
+}
+
+func execStatusClass(s string) string {
+	switch s {
+	case execAwaiting, execRollingBack:
+		return "badge warn"
+	case execExecuting, execRolledBack:
+		return "badge info"
+	case execSuccess:
+		return "badge ok"
+	case execFailed, execRollbackFailed:
+		return "badge danger"
+	}
+	return "badge"
+}
+
+func execStepLabel(s string) string {
+	switch s {
+	case "pending":
+		return "Pending"
+	case "running":
+		return "Running"
+	case "succeeded":
+		return "Succeeded"
+	case "failed":
+		return "Failed"
+	case "interrupted":
+		return "Interrupted"
+	case "compensated":
+		return "Undone"
+	case "skipped":
+		return "Skipped"
+	}
+	return s
+}
+
+func execStepClass(s string) string {
+	switch s {
+	case "running":
+		return "badge info"
+	case "succeeded":
+		return "badge ok"
+	case "failed", "interrupted":
+		return "badge danger"
+	case "compensated":
+		return "badge warn"
+	}
+	return "badge"
+}
+
+// execStepMark is the stepper's marker of a step: its number, or how it ended.
+func execStepMark(st ExecutionStepView) string {
+	switch st.Status {
+	case "succeeded":
+		return "✓"
+	case "failed", "interrupted":
+		return "✕"
+	case "compensated":
+		return "↺"
+	case "skipped":
+		return "–"
+	}
+	return strconv.Itoa(st.Position + 1)
+}
+
+// execDone counts the steps that finished one way or another.
+func execDone(steps []ExecutionStepView) int {
+	n := 0
+	for _, st := range steps {
+		if st.Status != "pending" && st.Status != "running" {
+			n++
+		}
+	}
+	return n
+}
+
+// execFinished are the steps with something to report in the results.
+func execFinished(steps []ExecutionStepView) []ExecutionStepView {
+	var out []ExecutionStepView
+	for _, st := range steps {
+		if st.HasResult || st.Error != "" {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func execDuration(ms *float64) string {
+	if ms == nil {
+		return ""
+	}
+	if *ms >= 1000 {
+		return fmt.Sprintf("%.2f s", *ms/1000)
+	}
+	return fmt.Sprintf("%.1f ms", *ms)
+}
+
+// execElapsed is how long the execution ran (or has run so far, as of its last change).
+func execElapsed(x ExecutionView) string {
+	if x.StartedAt == nil || x.FinishedAt == nil {
+		return ""
+	}
+	d := x.FinishedAt.Sub(*x.StartedAt)
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// ShortHash is the first characters of a plan hash, as people compare them.
+func ShortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func execApprovalText(x ExecutionView) string {
+	switch x.Approval {
+	case "policy":
+		return "approved by policy (low risk)"
+	case "confirm":
+		return "confirmed by " + x.Approver
+	case "phrase":
+		return "approved by " + x.Approver + " with the typed phrase"
+	}
+	return ""
+}
+
+func execPlannerText(p string) string {
+	switch {
+	case p == "":
+		return "a plan given step by step"
+	case p == "rules":
+		return "the rule-based planner"
+	case strings.HasPrefix(p, "llm:"):
+		return "the language model " + strings.TrimPrefix(p, "llm:")
+	}
+	return p
+}
+
+func execRequesterText(x ExecutionView) string {
+	if x.RequesterKind == "token" {
+		return x.Requester + " (API token)"
+	}
+	return x.Requester
+}
+
+// ExecutionFieldWhere says in words where in a plan a JSON pointer points:
+// "/steps/0/arguments/path" → "Step 1, argument path".
+func ExecutionFieldWhere(ptr string) string {
+	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	if len(parts) == 0 || parts[0] == "" {
+		return ""
+	}
+	var out []string
+	i := 0
+	switch parts[0] {
+	case "steps", "rollback":
+		noun := "Step"
+		if parts[0] == "rollback" {
+			noun = "Undo step"
+		}
+		if len(parts) == 1 {
+			if parts[0] == "steps" {
+				return "Steps"
+			}
+			return "Rollback"
+		}
+		n, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return ptr
+		}
+		out = append(out, fmt.Sprintf("%s %d", noun, n+1))
+		i = 2
+	case "prompt":
+		return "Prompt"
+	case "confirm":
+		return "Confirmation"
+	default:
+		return ptr
+	}
+	rest := parts[i:]
+	switch {
+	case len(rest) == 0:
+	case rest[0] == "arguments" && len(rest) > 1:
+		out = append(out, "argument "+strings.Join(rest[1:], "."))
+	case rest[0] == "arguments":
+		out = append(out, "arguments")
+	case rest[0] == "undo":
+		out = append(out, "its undo step")
+	default:
+		out = append(out, strings.Join(rest, "."))
+	}
+	return strings.Join(out, ", ")
+}
+
+func execLogTime(t time.Time) string { return t.UTC().Format("15:04:05") }
+
+func execLogClass(l ExecutionLogLine) string { return "log-line " + l.Level }
+
+func execUndoes(u *int) string {
+	if u == nil {
+		return ""
+	}
+	return strconv.Itoa(*u + 1)
+}
+
+func execPtrStamp(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return stamp(*t)
+}
+
+func execISO(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// execCountRisk counts the steps of the given risk.
+func execCountRisk(steps []ExecutionPreviewStep, level string) int {
+	n := 0
+	for _, st := range steps {
+		if st.Risk == level {
+			n++
+		}
+	}
+	return n
+}
