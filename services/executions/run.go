@@ -290,6 +290,11 @@ func (s *Service) skipRest(ctx context.Context, id, phase string) error {
 // finish ends a phase: success or rolled back when failure is "", else failed or
 // rollback failed (the remaining steps skipped).
 func (s *Service) finish(ctx context.Context, ex *Execution, phase, failure string) error {
+	// The router writes its call events (started, progress, completed) a little behind
+	// the calls; write them first, so the execution's log ends with how it ended.
+	if err := s.router.Flush(ctx); err != nil {
+		s.log.Warn("executions: the last steps' events were not written before the end", "execution", ex.ID, "err", err)
+	}
 	if failure != "" {
 		if err := s.skipRest(ctx, ex.ID, phase); err != nil {
 			return err
