@@ -387,6 +387,7 @@ func TestBrowserExecutionFlow(t *testing.T) {
 		t.Errorf("preview of mt__write-note: arguments %v, want text hello", a)
 	}
 	b.do("the DangerZone is shown", chromedp.WaitVisible(chromedp.CSS(`[data-testid=danger-zone] [data-testid=danger-input]`)))
+	screenshot(t, b, "execution-awaiting.png")
 	if eval[bool](b, `!!document.querySelector("[data-testid=confirm-open]")`) {
 		t.Error("a high-risk plan offers the medium-risk confirm dialog")
 	}
@@ -480,6 +481,7 @@ func TestBrowserExecutionFlow(t *testing.T) {
 	if !eval[bool](b, `[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("every step succeeded"))`) {
 		t.Error("no toast says the execution finished")
 	}
+	screenshot(t, b, "execution-success.png")
 	if !eval[bool](b, `document.querySelector("[data-testid=rollback-panel]").hidden`) {
 		t.Errorf("a successful execution shows a rollback panel: %s", b.execText(`[data-testid=rollback-panel]`))
 	}
@@ -636,6 +638,7 @@ func TestBrowserExecutionRollback(t *testing.T) {
 	if !eval[bool](b, `[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("failed") && t.textContent.includes("boom"))`) {
 		t.Error("no toast says the execution failed")
 	}
+	screenshot(t, b, "execution-failed.png")
 	if got := eval[string](b, `document.querySelector("[data-testid=rollback-panel]").dataset.risk ?? ""`); got != "low" {
 		t.Errorf("the rollback's risk is %q, want low (echo and sleep on a trusted server)", got)
 	}
