@@ -110,6 +110,11 @@ func (h ExecutionsHandler) APICreate(c echo.Context) error {
 // APIGet is one execution with its steps.
 func (h ExecutionsHandler) APIGet(c echo.Context) error {
 	ex, err := h.Executions.Get(c.Request().Context(), c.Param("id"))
+	return h.respond(c, ex, err)
+}
+
+// respond answers with the execution and its steps, or with err.
+func (h ExecutionsHandler) respond(c echo.Context, ex *executions.Execution, err error) error {
 	if err != nil {
 		return err
 	}
@@ -202,14 +207,7 @@ func (h ExecutionsHandler) decide(c echo.Context, do func(ctx context.Context, w
 		}
 	}
 	ex, err := do(c.Request().Context(), callerOf(c), c.Param("id"), in)
-	if err != nil {
-		return err
-	}
-	out, err := h.withSteps(c, ex)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return h.respond(c, ex, err)
 }
 
 // APIConfirm approves: {"phrase"} for HIGH, optionally {"plan_hash"} the person saw →

@@ -109,13 +109,22 @@
     // 4401: the session ended (signed out elsewhere, or disabled): go to the login page.
     if (e.detail && e.detail.event && e.detail.event.code === 4401) window.location.assign("/login");
   });
-  // An audit entry written while the page was being rendered is both on the page and
-  // replayed by the socket: keep the first copy of each row.
-  function dedupeActivity() {
-    var seen = {};
-    document.querySelectorAll("#activity-rows [data-audit-id]").forEach(function (row) {
-      var id = row.dataset.auditId;
-      if (seen[id]) row.remove(); else seen[id] = true;
+  // Something written while the page was being rendered is both on the page and
+  // replayed by the socket: keep the first copy of each entry of these live lists
+  // (recent activity, execution history, approvals inbox, an execution's log), keyed
+  // by the attribute named.
+  var liveLists = [["#activity-rows", "data-audit-id"], ["#execution-rows", "id"], ["#approval-items", "id"],
+    ["ol.exec-log", "data-event-id"]];
+  function dedupeLive() {
+    liveLists.forEach(function (spec) {
+      document.querySelectorAll(spec[0]).forEach(function (list) {
+        var seen = {};
+        list.querySelectorAll("[" + spec[1] + "]").forEach(function (el) {
+          var key = el.getAttribute(spec[1]);
+          if (el.parentElement !== list && spec[1] === "id") return; // direct entries only
+          if (seen[key]) el.remove(); else seen[key] = true;
+        });
+      });
     });
   }
   // One event is rendered once for every page that follows its topic (the hub's render
@@ -135,18 +144,7 @@
       }
     });
   }
-  /* executions list, approvals: an execution created while the page was being rendered
-     is both on the page and added again by the socket's replay: keep the first copy. */
-  function dedupeExecutions() {
-    document.querySelectorAll("#execution-rows, #approval-items").forEach(function (list) {
-      var seen = {};
-      Array.prototype.slice.call(list.children).forEach(function (el) {
-        if (!el.id) return;
-        if (seen[el.id]) el.remove(); else seen[el.id] = true;
-      });
-    });
-  }
-  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeActivity(); dedupeExecutions(); });
+  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); });
 
   // Server form: show the fields of the chosen type; add and remove env/header rows.
   function showForType() {
@@ -271,13 +269,9 @@
       stuck[log.id] = log.scrollHeight - log.scrollTop - log.clientHeight < 24;
     });
   });
+  // Lines replayed twice are dropped by dedupeLive (above), which runs first.
   function tidyLogs() {
     document.querySelectorAll("ol.exec-log").forEach(function (log) {
-      var seen = {};
-      log.querySelectorAll("[data-event-id]").forEach(function (line) {
-        var id = line.dataset.eventId;
-        if (seen[id]) line.remove(); else seen[id] = true;
-      });
       if (stuck[log.id] !== false) log.scrollTop = log.scrollHeight;
     });
   }
