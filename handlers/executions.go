@@ -13,8 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/toolwarden/toolwarden/services/audit"
-	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/planner"
@@ -250,19 +248,6 @@ func trimLog(lines []views.ExecutionLogLine) ([]views.ExecutionLogLine, int, err
 	return lines, 0, nil
 }
 
-// requesterCaller is the requester as the execution recorded them: the steps run as
-// them, so a rollback is worked out for them too, the same for every viewer.
-func requesterCaller(ex *executions.Execution) executions.Caller {
-	a := audit.Actor{Kind: ex.RequesterKind, Name: ex.RequesterName}
-	if ex.RequestedBy != nil {
-		a.ID = *ex.RequestedBy
-	}
-	if a.Kind == "" {
-		a.Kind = audit.ActorUser
-	}
-	return executions.Caller{Actor: a, Role: auth.Role(ex.RequesterRole)}
-}
-
 // executionView is the live part of the page, from the database. progress holds the
 // latest progress report by call id (a tool.output event's).
 func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string) (views.ExecutionView, error) {
@@ -292,7 +277,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		}
 	}
 	if ex.Status == executions.Failed {
-		_, rp, err := h.Executions.PlanRollback(ctx, requesterCaller(ex), ex.ID)
+		_, rp, err := h.Executions.PlanRollback(ctx, ex.Requester(), ex.ID)
 		var ce *executions.ConflictError
 		switch {
 		case errors.As(err, &ce):

@@ -21,6 +21,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -117,6 +119,19 @@ type Execution struct {
 const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
 	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, expires_at, reason, error,
 	created_at, updated_at, started_at, finished_at`
+
+// Requester is who asked for the execution, as recorded: its steps run as them, with
+// the role they had when they asked.
+func (e *Execution) Requester() Caller {
+	a := audit.Actor{Kind: e.RequesterKind, Name: e.RequesterName}
+	if e.RequestedBy != nil {
+		a.ID = *e.RequestedBy
+	}
+	if a.Kind == "" {
+		a.Kind = audit.ActorUser
+	}
+	return Caller{Actor: a, Role: auth.Role(e.RequesterRole)}
+}
 
 // Hash is the plan hash as the API shows it (hex).
 func (e *Execution) Hash() string { return fmt.Sprintf("%x", e.PlanHash) }

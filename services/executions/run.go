@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
-	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/router"
 )
@@ -207,19 +206,13 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step) (failure 
 		return "", nil // not pending any more: nothing to do
 	}
 	pin := s.pinOf(ex, st)
-	actor := audit.Actor{Kind: ex.RequesterKind, Name: ex.RequesterName}
-	if ex.RequestedBy != nil {
-		actor.ID = *ex.RequestedBy
-	}
-	if actor.Kind == "" {
-		actor.Kind = audit.ActorUser
-	}
+	requester := ex.Requester()
 	toolRef := st.Tool
 	if st.ToolID != nil {
 		toolRef = *st.ToolID
 	}
-	res, callErr := s.router.Call(ctx, router.Call{Tool: toolRef, Arguments: st.Arguments, Actor: actor,
-		Role: auth.Role(ex.RequesterRole), Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID},
+	res, callErr := s.router.Call(ctx, router.Call{Tool: toolRef, Arguments: st.Arguments, Actor: requester.Actor,
+		Role: requester.Role, Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID},
 		ID: callID, Topic: TopicOf(ex.ID), Pin: pin})
 	status, result, msg := StepSucceeded, json.RawMessage(nil), ""
 	var dur float64
