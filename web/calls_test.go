@@ -117,6 +117,23 @@ func TestAPIToolCall(t *testing.T) {
 		})
 	}
 
+	// Disabling answers once the router knows: the very next call is refused, and served
+	// again right after the enable.
+	echo := toolID(t, srv, "mt__echo")
+	for _, on := range []bool{false, true} {
+		action, status, code := "/disable", 403, "tool_disabled"
+		if on {
+			action, status, code = "/enable", 200, ""
+		}
+		api.json(http.MethodPost, "/api/v1/tools/"+echo+action, map[string]any{"reason": "test"}, 200, nil)
+		got, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "x"}})
+		var e callErr
+		_ = json.Unmarshal(raw, &e)
+		if got != status || e.Error.Code != code {
+			t.Fatalf("the call right after %s: got %d %s, want %d %s", action, got, raw, status, code)
+		}
+	}
+
 	// A burst past the user's limit: 429 with Retry-After.
 	var limited *http.Response
 	for range 80 {

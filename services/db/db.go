@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -29,11 +30,23 @@ type TxBeginner interface {
 }
 
 // WithTx runs fn in a transaction that commits when fn returns nil and rolls back
-// otherwise (including on panic, which is re-raised).
+// otherwise (including on panic, which is re-raised). Once a transaction begun on a
+// pool (not a savepoint of another) commits, the functions AfterCommit registered in it
+// run, in order, before WithTx returns.
 func WithTx(ctx context.Context, b TxBeginner, fn func(tx pgx.Tx) error) (err error) {
 	tx, err := b.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("db: begin: %w", err)
+	}
+	_, nested := b.(pgx.Tx)
+	var h *hooks
+	if !nested {
+		// Keyed by the connection, which goes back to the pool at commit: only ever
+		// remove our own entry, never one of the connection's next transaction.
+		h = &hooks{}
+		conn := tx.Conn()
+		commitHooks.Store(conn, h)
+		defer commitHooks.CompareAndDelete(conn, h)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -50,7 +63,34 @@ func WithTx(ctx context.Context, b TxBeginner, fn func(tx pgx.Tx) error) (err er
 	if err = tx.Commit(ctx); err != nil {
 		return fmt.Errorf("db: commit: %w", err)
 	}
+	if h != nil {
+		for _, f := range h.fns {
+			f(context.WithoutCancel(ctx), b)
+		}
+	}
 	return nil
+}
+
+// hooks are the functions to run once a WithTx transaction commits.
+type hooks struct {
+	fns []func(context.Context, TxBeginner)
+}
+
+// commitHooks maps the connection of each open WithTx transaction to its hooks. A
+// connection runs one transaction at a time, and its savepoints share it, so they
+// register with the outermost transaction.
+var commitHooks sync.Map // *pgx.Conn → *hooks
+
+// AfterCommit registers fn to run once tx commits, with what WithTx began it on (the
+// pool), so a change is visible to this process's caches before the caller hears it
+// committed (events announce themselves to local buses this way). It does nothing for
+// a transaction not begun by WithTx, and fn never runs if tx rolls back. fn must not
+// fail the change: it already committed.
+func AfterCommit(tx pgx.Tx, fn func(ctx context.Context, b TxBeginner)) {
+	if v, ok := commitHooks.Load(tx.Conn()); ok {
+		h := v.(*hooks)
+		h.fns = append(h.fns, fn)
+	}
 }
 
 // journalLockKey is the advisory lock that orders the audit chain and the event ids.

@@ -288,3 +288,58 @@ func connect(t *testing.T, url string) *pgx.Conn {
 	}
 	return conn
 }
+
+// AfterCommit's functions run once the outermost transaction commits, in order, with
+// what it began on; never after a rollback, and not for a transaction WithTx did not begin.
+func TestAfterCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	var got []string
+	var with db.TxBeginner
+	note := func(s string) func(context.Context, db.TxBeginner) {
+		return func(_ context.Context, b db.TxBeginner) { got = append(got, s); with = b }
+	}
+	err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		db.AfterCommit(tx, note("outer"))
+		if err := db.WithTx(ctx, tx, func(sp pgx.Tx) error {
+			db.AfterCommit(sp, note("savepoint"))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(got) != 0 {
+			t.Errorf("ran before the commit: %v", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != "outer,savepoint" || with != db.TxBeginner(pool) {
+		t.Fatalf("after commit: got %v on %T, want outer,savepoint on the pool", got, with)
+	}
+	got = nil
+	boom := errors.New("boom")
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		db.AfterCommit(tx, note("rolled back"))
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.AfterCommit(tx, note("not ours"))
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The connection goes back to the pool at commit; its next transaction starts clean.
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 {
+		t.Fatalf("ran for a rollback or a foreign transaction: %v", got)
+	}
+}

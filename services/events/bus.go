@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // BusOptions tune a Bus. nil means defaults.
@@ -54,12 +56,46 @@ func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
 	return b
 }
 
+// local holds the buses listening in this process by the pool they read from, so a
+// transaction that published on that pool can have them deliver its events before the
+// publisher returns (syncLocal).
+var local struct {
+	sync.Mutex
+	buses map[db.TxBeginner][]*Bus
+}
+
+// syncLocal runs after a transaction begun on b committed event id: every bus of this
+// process reading b delivers the events up to id before it returns, so what watches them
+// synchronously (Watch: the router's snapshot) has seen the change by the time its
+// author answers. Without it they would arrive with the NOTIFY, a little later, and a
+// call right after "disabled" could still run. Failing to read is logged: the NOTIFY
+// catches up.
+func syncLocal(ctx context.Context, b db.TxBeginner, id int64) {
+	local.Lock()
+	buses := slices.Clone(local.buses[b])
+	local.Unlock()
+	for _, bus := range buses {
+		bus.mu.Lock()
+		behind := bus.listening && bus.lastID < id
+		bus.mu.Unlock()
+		if !behind {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := bus.catchUp(ctx); err != nil {
+			bus.log.Warn("events: could not read events after a commit; the next notification catches up", "err", err)
+		}
+		cancel()
+	}
+}
+
 // Subscription receives the events of its topics in id order on C. C is closed when the
 // subscription is closed or dropped for falling behind (Dropped then reports true); the
 // subscriber then resumes from the last id it saw with Since.
 type Subscription struct {
 	C       <-chan Event
 	c       chan Event
+	fn      func(Event) // a Watch: called in place of sending on c
 	topics  []string
 	bus     *Bus
 	dropped bool
@@ -70,6 +106,19 @@ type Subscription struct {
 func (b *Bus) Subscribe(topics ...string) *Subscription {
 	ch := make(chan Event, b.buffer)
 	s := &Subscription{C: ch, c: ch, topics: slices.Clone(topics), bus: b}
+	b.mu.Lock()
+	b.subs[s] = struct{}{}
+	b.mu.Unlock()
+	return s
+}
+
+// Watch calls fn with each event of the topics (all when empty) as the bus delivers
+// it, in id order, before the bus moves on: a transaction that published an event has
+// had fn called by the time it returns from committing (see syncLocal). fn runs with the
+// bus locked, so it must be quick and must not use the bus. A watch has no C and is
+// never dropped; Close ends it.
+func (b *Bus) Watch(fn func(Event), topics ...string) *Subscription {
+	s := &Subscription{fn: fn, topics: slices.Clone(topics), bus: b}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -89,7 +138,9 @@ func (s *Subscription) closeLocked() {
 	}
 	s.closed = true
 	delete(s.bus.subs, s)
-	close(s.c)
+	if s.c != nil {
+		close(s.c)
+	}
 }
 
 // Dropped reports whether the bus dropped the subscription for falling behind.
@@ -183,6 +234,20 @@ func (b *Bus) setListening(on bool) {
 	b.mu.Lock()
 	b.listening = on
 	b.mu.Unlock()
+	local.Lock()
+	defer local.Unlock()
+	if local.buses == nil {
+		local.buses = map[db.TxBeginner][]*Bus{}
+	}
+	others := slices.DeleteFunc(local.buses[b.pool], func(x *Bus) bool { return x == b })
+	if on {
+		others = append(others, b)
+	}
+	if len(others) == 0 {
+		delete(local.buses, b.pool)
+	} else {
+		local.buses[b.pool] = others
+	}
 }
 
 // PublishBatch is events.PublishBatch for a publisher in this bus's process: once the
@@ -269,6 +334,10 @@ func (b *Bus) dispatchLocked(evs []Event) {
 		b.lastID = ev.ID
 		for s := range b.subs {
 			if !s.wants(ev.Topic) {
+				continue
+			}
+			if s.fn != nil {
+				s.fn(ev)
 				continue
 			}
 			select {

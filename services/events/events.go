@@ -57,6 +57,7 @@ func Publish(ctx context.Context, q pgx.Tx, topic, kind string, payload any) (in
 	if err != nil {
 		return 0, fmt.Errorf("events: publish %s on %s: %w", kind, topic, err)
 	}
+	db.AfterCommit(q, func(ctx context.Context, b db.TxBeginner) { syncLocal(ctx, b, id) })
 	return id, nil
 }
 
@@ -103,6 +104,10 @@ func publishBatch(ctx context.Context, q pgx.Tx, drafts []Draft, origin string) 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("events: publish %d events: %w", len(drafts), err)
+	}
+	if origin == "" && len(evs) > 0 {
+		last := evs[len(evs)-1].ID
+		db.AfterCommit(q, func(ctx context.Context, b db.TxBeginner) { syncLocal(ctx, b, last) })
 	}
 	return evs, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,5 +294,56 @@ func TestLocalPublishDeliveredOnceInOrder(t *testing.T) {
 			}
 			lastID = ev.ID
 		}
+	}
+}
+
+// A watch on every bus of the process reading the pool has seen an event by the time the
+// transaction that published it returns from committing; one that rolled back never.
+func TestWatchSeesCommitsBeforeTheyReturn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	var buses []*events.Bus
+	for range 2 {
+		bus, stop := startBus(t, pool, nil)
+		defer stop()
+		buses = append(buses, bus)
+	}
+	var mu sync.Mutex
+	seen := map[int]int64{} // bus → last event id watched
+	for i, bus := range buses {
+		w := bus.Watch(func(ev events.Event) { mu.Lock(); seen[i] = ev.ID; mu.Unlock() }, "w")
+		defer w.Close()
+	}
+	for range 20 {
+		id := publish(t, pool, "w", "k", nil)
+		var batch []events.Event
+		if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			var err error
+			batch, err = events.PublishBatch(ctx, tx, []events.Draft{{Topic: "x", Kind: "k"}, {Topic: "w", Kind: "k"}})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		for i := range buses {
+			if seen[i] != batch[1].ID {
+				t.Fatalf("bus %d: watched up to %d when the commits of %d and %d returned", i, seen[i], id, batch[1].ID)
+			}
+		}
+		mu.Unlock()
+	}
+	rolledBack := errors.New("rolled back")
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		_, err := events.Publish(ctx, tx, "w", "k", nil)
+		return errors.Join(err, rolledBack)
+	}); !errors.Is(err, rolledBack) {
+		t.Fatal(err)
+	}
+	last := publish(t, pool, "w", "k", nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if seen[0] != last || seen[1] != last {
+		t.Fatalf("after a rollback: watched %v, want %d on both", seen, last)
 	}
 }

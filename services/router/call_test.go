@@ -147,10 +147,10 @@ func TestConfiguredValuesAreMerged(t *testing.T) {
 		"message": {Mode: tools.ModeDefault, Value: json.RawMessage(`"from config"`)}}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool {
-		res, err := e.call("c__echo", `{}`)
-		return err == nil && router.TextOf(res.Content) == "Echo: from config"
-	}, "the default never reached the router")
+	// The change is seen by the next call: the router's snapshot is cleared before Update returns.
+	if res, err := e.call("c__echo", `{}`); err != nil || router.TextOf(res.Content) != "Echo: from config" {
+		t.Fatalf("default: got %v %v, want Echo: from config", res, err)
+	}
 	if res, err := e.call("c__echo", `{"message":"mine"}`); err != nil || router.TextOf(res.Content) != "Echo: mine" {
 		t.Fatalf("caller's value: got %v %v, want Echo: mine", res, err)
 	}
@@ -158,10 +158,9 @@ func TestConfiguredValuesAreMerged(t *testing.T) {
 		"message": {Mode: tools.ModeFixed, Value: json.RawMessage(`"pinned"`)}}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool {
-		_, err := e.call("c__echo", `{"message":"mine"}`)
-		return codeOf(err) == router.CodeInvalidArguments
-	}, "a contradicted fixed value was not refused")
+	if _, err := e.call("c__echo", `{"message":"mine"}`); codeOf(err) != router.CodeInvalidArguments {
+		t.Fatalf("contradicted fixed value: got %v, want invalid_arguments", err)
+	}
 	if res, err := e.call("c__echo", `{}`); err != nil || router.TextOf(res.Content) != "Echo: pinned" {
 		t.Fatalf("fixed: got %v %v, want Echo: pinned", res, err)
 	}
@@ -261,8 +260,9 @@ func TestPermissions(t *testing.T) {
 	if err := e.tools.SetPermission(e.ctx, admin, e.tool("p__echo").ID, "gus", &yes); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return as("ursula") == router.CodeForbidden && as("gus") == "" },
-		"per-user permissions never took effect")
+	if u, g := as("ursula"), as("gus"); u != router.CodeForbidden || g != "" {
+		t.Fatalf("per-user permissions: ursula %q, gus %q; want forbidden and allowed at once", u, g)
+	}
 	if err := e.tools.SetPermission(e.ctx, admin, e.tool("p__echo").ID, "nobody", &yes); err == nil {
 		t.Fatal("a permission for an unknown user was accepted")
 	}
@@ -281,6 +281,35 @@ func TestDisabledTools(t *testing.T) {
 		Role: auth.RoleAdmin, Source: router.SourceTestPanel, Test: true})
 	if err != nil || router.TextOf(res.Content) != "Echo: t" {
 		t.Fatalf("test run of a validated tool: got %v %v", res, err)
+	}
+}
+
+// A tool disabled or enabled is refused or served by the very next call: the router's
+// snapshot is cleared before SetEnabled returns, not when the NOTIFY arrives.
+func TestEnableAndDisableTakeEffectAtOnce(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("o", true, "echo")
+	id := e.tool("o__echo").ID
+	set := func(on bool) {
+		t.Helper()
+		outs, err := e.tools.SetEnabled(e.ctx, admin, []string{id}, on, "test", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := outs[0].Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if _, err := e.call("o__echo", `{"message":"x"}`); err != nil { // cached as enabled
+			t.Fatalf("round %d, enabled: %v", i, err)
+		}
+		set(false)
+		if _, err := e.call("o__echo", `{"message":"x"}`); codeOf(err) != router.CodeToolDisabled {
+			t.Fatalf("round %d, the call right after the disable: got %v, want tool_disabled", i, err)
+		}
+		set(true)
 	}
 }
 
@@ -315,7 +344,6 @@ func TestRateLimits(t *testing.T) {
 	if _, err := e.tools.Update(e.ctx, admin, e.tool("r__add").ID, tools.Patch{RateLimit: &ten}); err != nil {
 		t.Fatal(err)
 	}
-	e.r.Forget() // the bus would too, a moment later
 	var toolLimited error
 	for i := range 5 {
 		a := audit.Actor{Kind: audit.ActorUser, Name: "u" + string(rune('a'+i))}

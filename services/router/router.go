@@ -150,34 +150,21 @@ func (r *Router) Run(ctx context.Context) error {
 	return nil
 }
 
-// follow clears the snapshot on every change that can alter how a call resolves.
+// follow clears the snapshot on every change that can alter how a call resolves. It
+// watches the bus rather than subscribing, so the snapshot is cleared before the
+// change's author hears it committed: a call right after "disabled" is refused.
 func (r *Router) follow(ctx context.Context) {
-	for ctx.Err() == nil {
-		sub := r.opts.Bus.Subscribe(tools.Topic, registry.ServersTopic)
-		r.cache.clear() // anything may have changed while nobody listened
-	loop:
-		for {
-			select {
-			case <-ctx.Done():
-				sub.Close()
-				return
-			case ev, ok := <-sub.C:
-				if !ok {
-					break loop // dropped for falling behind: resubscribe and start afresh
-				}
-				switch ev.Kind {
-				case "server.status", "discovery.progress", "discovery.completed", "discovery.failed":
-				default:
-					r.cache.clear()
-				}
-			}
+	w := r.opts.Bus.Watch(func(ev events.Event) {
+		switch ev.Kind {
+		case "server.status", "discovery.progress", "discovery.completed", "discovery.failed":
+		default:
+			r.cache.clear()
 		}
-	}
+	}, tools.Topic, registry.ServersTopic)
+	r.cache.clear() // anything may have changed before the watch began
+	<-ctx.Done()
+	w.Close()
 }
-
-// Forget drops the in-memory snapshot, so the next calls read their tools afresh (for
-// changes made behind the services' backs, and tests).
-func (r *Router) Forget() { r.cache.clear() }
 
 // Running reports whether Run has started.
 func (r *Router) Running() bool {
