@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,8 +59,11 @@ func enabledLiveTools(t *testing.T, srv *webtest.Server, hs *mcptest.HTTPServer,
 // panelWatch runs in every document before its own scripts. It keeps the answers that
 // htmx is swapping in and has not settled yet (htmx binds swapped-in content when it
 // settles; the panel's swaps settle at once, other swaps of the page may not), counts
-// the panel's htmx requests and the swaps of its workspace, and counts the browser's
-// refusals of an invalid form.
+// the panel's htmx requests and the swaps of its workspace, counts the browser's
+// refusals of an invalid form, and records the running panel's progress after each
+// message of the websocket (with the event id it reflects, and the one its panel had
+// when the workspace was swapped in). On a page opened with ?nosocket its websocket
+// never connects.
 const panelWatch = `window.__unsettled = new Set(); window.__panelRequests = 0; window.__workspaceSwaps = 0; window.__invalid = 0;
 document.addEventListener("htmx:beforeSwap", e => { if (e.detail.shouldSwap) window.__unsettled.add(e.detail.xhr); });
 document.addEventListener("htmx:afterSettle", e => window.__unsettled.delete(e.detail.xhr));
@@ -64,7 +71,93 @@ document.addEventListener("htmx:afterSwap", e => { if (e.detail.target?.id === "
 document.addEventListener("htmx:beforeRequest", e => {
 	if (e.detail.elt.closest("#test-workspace, #test-result")) window.__panelRequests++;
 });
-document.addEventListener("invalid", () => window.__invalid++, true);`
+document.addEventListener("invalid", () => window.__invalid++, true);
+if (new URLSearchParams(location.search).has("nosocket")) {
+	window.WebSocket = class { constructor() { this.readyState = 0; } send() {} close() {} addEventListener() {} };
+}
+window.__panelSince = ""; window.__pushedSince = []; window.__pushedSteps = [];
+document.addEventListener("htmx:afterSwap", e => {
+	if (e.detail.target?.id === "test-workspace") window.__panelSince = document.querySelector("[data-live-since]")?.dataset.liveSince ?? "";
+});
+document.addEventListener("htmx:wsAfterMessage", () => {
+	const p = document.querySelector("[data-testid=test-running] [data-live-since]");
+	if (!p) return;
+	window.__pushedSince.push(p.dataset.liveSince);
+	const m = p.querySelector("[data-testid=test-progress-message]");
+	if (m) window.__pushedSteps.push(m.textContent.trim());
+});`
+
+// runNetwork is what the browser sent and received about test runs: requests to a
+// run's endpoint other than its Cancel (the running panel's fallback poll), and the
+// websocket's frames.
+type runNetwork struct {
+	mu       sync.Mutex
+	asked    []string
+	sent     []string // the subscriptions
+	received []string // the frames with a test run's parts
+}
+
+// watchNetwork starts recording the browser's traffic about test runs.
+func watchNetwork(b *browser) *runNetwork {
+	b.t.Helper()
+	n := &runNetwork{}
+	if err := chromedp.Listen(b.ctx, func(ev any) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if strings.Contains(e.Request.URL, "/test/runs/") && !strings.HasSuffix(e.Request.URL, "/cancel") {
+				n.asked = append(n.asked, e.Request.Method+" "+e.Request.URL)
+			}
+		case *network.EventWebSocketFrameSent:
+			n.sent = append(n.sent, string(e.Response.PayloadData))
+		case *network.EventWebSocketFrameReceived:
+			if p := string(e.Response.PayloadData); strings.Contains(p, `"test-run-`) {
+				n.received = append(n.received, p)
+			}
+		}
+	}); err != nil {
+		b.t.Fatalf("listen to the browser: %v", err)
+	}
+	if _, err := chromedp.Call(b.ctx, network.Enable, network.EnableParams{}); err != nil {
+		b.t.Fatalf("enable the network domain: %v", err)
+	}
+	return n
+}
+
+func (n *runNetwork) asks() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.asked)
+}
+
+// check fails the test unless the page subscribed its socket to run id's topic and
+// received the run's progress and then its result over it, and never asked the server
+// how the run was.
+func (n *runNetwork) check(t *testing.T, what, id string) {
+	t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.asked) > 0 {
+		t.Errorf("%s: %d requests to a run's endpoint while the socket was up, want none: %v", what, len(n.asked), n.asked)
+	}
+	if !slices.ContainsFunc(n.sent, func(m string) bool { return strings.Contains(m, `"testrun:`+id+`"`) }) {
+		t.Errorf("%s: the socket never subscribed to the run's topic: %v", what, n.sent)
+	}
+	progress, result := -1, -1
+	for i, m := range n.received {
+		if strings.Contains(m, `id="test-run-`+id+`"`) && result < 0 {
+			progress = i
+		}
+		if strings.Contains(m, `data-live-if="test-run-`+id+`"`) && strings.Contains(m, `data-status="success"`) && result < 0 {
+			result = i
+		}
+	}
+	if progress < 0 || result < 0 {
+		t.Errorf("%s: pushed over the socket: progress %v, result %v; want both, the progress first (%d frames)", what,
+			progress >= 0, result >= 0, len(n.received))
+	}
+}
 
 // runButton is a script expression for the workspace's Run button.
 const runButton = `document.querySelector("[data-testid=run-test]")`
@@ -235,23 +328,32 @@ func TestTestPanel(t *testing.T) {
 		t.Errorf("tags arguments: got %v, want %v", args, want)
 	}
 
-	// 4. A long call: the running panel with progress, then the result, in place.
+	// 4. A long call: the running panel, whose progress and then result the server
+	// pushes over the page's websocket (the run's own topic), in place, while nothing
+	// asks the server how the run is (the panel's fallback poll) as the socket is up.
+	net := watchNetwork(b)
 	b.do("open sleep's test panel", chromedp.Navigate(srv.URL+"/tools/"+ids["sleep"]+"/test"))
 	b.settled("sleep's test panel", `input[name="arg/ms"]`)
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
 	b.do("mark the page", chromedp.Evaluate[chromedp.Void](`window.__noReload = 4; document.querySelector("[data-testid=test-run-form]").__old = true`))
 	b.runEnabled("before the run")
-	b.do("start a 2.5 s sleep",
-		chromedp.SendKeys(chromedp.CSS(`input[name="arg/ms"]`), "2500"),
+	b.do("start a 4 s sleep",
+		chromedp.SendKeys(chromedp.CSS(`input[name="arg/ms"]`), "4000"),
 		chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)))
 	// The answer takes 1.5 s (the server waits that long before it shows progress).
 	b.waitJS("Run is disabled and busy while the request is in flight",
 		`(r => r.disabled && r.getAttribute("aria-busy") === "true" && r.closest("form").__old === true)(`+runButton+`)`)
 	b.do("wait for the running panel",
-		// The panel polls itself away within a second or so: one selector checks it all.
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-running][aria-busy=true] [data-testid=test-progress]`)))
-	if !eval[bool](b, `(r => r.disabled && r.getAttribute("aria-busy") === "true" && !r.closest("form").__old)(`+runButton+`)`) {
-		t.Error("while the running panel polls, the Run button is not disabled and busy")
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-running][aria-busy=true] [data-testid=test-run-progress]`)))
+	topic := eval[string](b, `document.querySelector("[data-testid=test-running]")?.dataset.liveTopic ?? ""`)
+	runID, ok := strings.CutPrefix(topic, "testrun:")
+	if !ok {
+		t.Fatalf("the running panel follows %q, want a test run's topic", topic)
 	}
+	if !eval[bool](b, `(r => r.disabled && r.getAttribute("aria-busy") === "true" && !r.closest("form").__old)(`+runButton+`)`) {
+		t.Error("while the running panel is shown, the Run button is not disabled and busy")
+	}
+	b.waitJS("the pushed progress replaces the panel's", `window.__pushedSince.some(s => s !== window.__panelSince)`)
 	screenshot(t, b, "test-panel-running.png")
 	b.waitJS("the result replaces the running panel", `!!document.querySelector("[data-testid=test-result]")`)
 	b.settled("the result", `[data-testid=test-result]`)
@@ -268,7 +370,25 @@ func TestTestPanel(t *testing.T) {
 	if v := eval[int](b, `window.__noReload ?? -1`); v != 4 {
 		t.Fatal("the page was reloaded while the call ran; the result should replace the running panel in place")
 	}
+	if st := eval[string](b, `document.querySelector("#live-status").dataset.state`); st != "open" {
+		t.Errorf("#live-status is %q after the run, want open", st)
+	}
+	// The page showed the steps in order, each pushed over the socket.
+	var steps []int
+	for _, m := range eval[[]string](b, `window.__pushedSteps`) {
+		if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(m, "slept "), " of 5")); err == nil {
+			if len(steps) > 0 && n < steps[len(steps)-1] {
+				t.Errorf("the progress went back: %v", eval[[]string](b, `window.__pushedSteps`))
+			}
+			steps = append(steps, n)
+		}
+	}
+	if len(steps) == 0 {
+		t.Errorf("no progress step was shown from a pushed fragment: %v", eval[[]string](b, `window.__pushedSteps`))
+	}
+	net.check(t, "the long call", runID)
 
+	// A long call cancelled: Run stays disabled until the cancelled result is in.
 	// A long call cancelled: Run stays disabled until the cancelled result is in.
 	b.do("start a 20 s sleep",
 		chromedp.SetValue(chromedp.CSS(`input[name="arg/ms"]`), "20000"),
@@ -283,6 +403,27 @@ func TestTestPanel(t *testing.T) {
 	b.runEnabled("after the call was cancelled")
 	if v := eval[int](b, `window.__noReload ?? -1`); v != 4 {
 		t.Fatal("cancelling the call reloaded the page")
+	}
+	if n := len(net.asks()); n != 0 {
+		t.Errorf("%d requests to a run's endpoint while the socket was up, want none: %v", n, net.asks())
+	}
+
+	// Without a websocket (one that never connects, as behind a proxy that holds it),
+	// the running panel falls back to asking the server, and still ends with the result.
+	b.do("open sleep's test panel without a websocket", chromedp.Navigate(srv.URL+"/tools/"+ids["sleep"]+"/test?nosocket=1"))
+	b.settled("sleep's test panel", `input[name="arg/ms"]`)
+	b.do("start a 2.5 s sleep",
+		chromedp.SetValue(chromedp.CSS(`input[name="arg/ms"]`), "2500"),
+		chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-running]`)))
+	b.waitJS("the result replaces the running panel without a socket", `!!document.querySelector("[data-testid=test-result]")`)
+	b.settled("the result without a socket", `[data-testid=test-result]`)
+	if got := eval[string](b, `document.querySelector("[data-testid=test-result]").dataset.status`); got != "success" {
+		t.Errorf("without a socket the result is %q, want success", got)
+	}
+	b.runEnabled("after the result without a socket")
+	if len(net.asks()) == 0 {
+		t.Error("without a socket the running panel never asked the server how the run was")
 	}
 
 	// 5. Run clicked again at once after a result was swapped in (in the next task, before

@@ -66,7 +66,14 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		}
 		parts = append(parts, more...)
 	default:
-		if strings.HasPrefix(ev.Topic, executions.TopicOf("")) {
+		if id, ok := testRunOf(ev.Topic); ok {
+			// A test panel's run: its progress, then its result (testlive.go).
+			more, err := l.testRunParts(ctx, id, ev)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, more...)
+		} else if strings.HasPrefix(ev.Topic, executions.TopicOf("")) {
 			// One execution's page: its state, steps and logs (executions.go).
 			more, err := l.executionParts(ctx, ev)
 			if err != nil {

@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -22,8 +24,9 @@ import (
 	"github.com/toolwarden/toolwarden/views"
 )
 
-// testWait is how long a run from the test panel is awaited before the page shows
-// progress and polls: most calls end well within it, so they show their result at once.
+// testWait is how long a run from the test panel is awaited before the page shows its
+// running panel, which follows the run over the websocket (testlive.go): most calls end
+// well within it, so they show their result at once.
 const testWait = 1500 * time.Millisecond
 
 func testURL(id string) string { return "/tools/" + id + "/test" }
@@ -207,7 +210,9 @@ func (h ToolsHandler) TestPost(c echo.Context) error {
 	default:
 		tv = h.testView(c, it, mode, args, errs)
 		if errs == nil {
-			tv.Result, tv.Errors = h.startRun(c, it, args, f)
+			if tv.Result, tv.Errors, err = h.startRun(c, it, args, f); err != nil {
+				return err
+			}
 		}
 	}
 	keep(&tv)
@@ -224,13 +229,22 @@ func testCall(c echo.Context, it tools.Item, args json.RawMessage, f url.Values)
 		Test: p.Can(auth.PermToolEnable), Approval: router.Approval{Confirmed: f.Get("confirm") == "1", Phrase: f.Get("phrase")}}
 }
 
-// startRun starts the call and waits a moment for it; a refusal of the arguments comes
-// back as field errors for the form or the JSON editor, which show each one where it
-// belongs, so the result panel does not repeat them.
-func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) (*views.TestResult, *verr.Error) {
-	run := h.Runs.Start(testCall(c, it, args, f), it.ID)
+// startRun starts the call on its own topic and waits a moment for it; a refusal of the
+// arguments comes back as field errors for the form or the JSON editor, which show each
+// one where it belongs, so the result panel does not repeat them.
+func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) (*views.TestResult, *verr.Error, error) {
+	// Taken before the run starts, every event of the run comes after it: a page that
+	// subscribes late is replayed all of them.
+	since, err := events.LatestID(c.Request().Context(), h.Pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	call := testCall(c, it, args, f)
+	call.ID = uuid.NewString()
+	call.Topic = TestRunTopic(call.ID)
+	run := h.Runs.Start(call, it.ID)
 	run.Wait(testWait)
-	res := runResult(it.ID, run)
+	res := runResult(it.ID, run, since)
 	var fields *verr.Error
 	if res.Code == router.CodeInvalidArguments && len(res.Details) > 0 {
 		fields = &verr.Error{Fields: res.Details}
@@ -239,15 +253,17 @@ func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessa
 			res.Message = "The tool was not called: fix the arguments as the errors under the JSON editor say."
 		}
 	}
-	return &res, fields
+	return &res, fields, nil
 }
 
-// runResult is what a run shows now.
-func runResult(toolID string, run *router.Run) views.TestResult {
+// runResult is what a run shows now; since is the newest event id the caller saw
+// before it read the run (see views.TestResult).
+func runResult(toolID string, run *router.Run, since int64) views.TestResult {
 	progress, res, err, ended := run.State()
 	base := testURL(toolID) + "/runs/" + run.ID
 	if !ended {
-		out := views.TestResult{CallID: run.ID, Running: true, PollURL: base, CancelURL: base + "/cancel", Elapsed: time.Since(run.Started)}
+		out := views.TestResult{CallID: run.ID, Running: true, Topic: TestRunTopic(run.ID), Since: since, PollURL: base,
+			CancelURL: base + "/cancel", Elapsed: time.Since(run.Started)}
 		for _, p := range progress {
 			tp := views.TestProgress{Message: p.Message, Percent: -1}
 			if p.Total > 0 {
@@ -328,7 +344,7 @@ func (h ToolsHandler) ownRun(c echo.Context) (*router.Run, bool) {
 	return run, ok && run.ToolID == c.Param("id")
 }
 
-// renderPoll answers the running panel (its poll, its Cancel) with res; once the run
+// renderPoll answers the running panel (its fallback poll, its Cancel) with res; once the run
 // has ended, the Run button that was disabled while it ran comes back with it.
 func (h ToolsHandler) renderPoll(c echo.Context, res views.TestResult) error {
 	var run views.TestRunButton
@@ -352,14 +368,26 @@ func (h ToolsHandler) runGone(c echo.Context) error {
 	return h.renderPoll(c, views.TestResult{Status: "failed", Code: "not_found", Message: msg})
 }
 
-// TestRun answers the running panel's poll: progress, or the result once it ended.
+// TestRun answers the running panel when it asks how the run is: progress, or the
+// result once it ended. The panel follows its run over the websocket; app.js asks here
+// only as a fallback, while the page's socket is not connected (or once after it
+// reconnected, in case the server forgot the run meanwhile).
 func (h ToolsHandler) TestRun(c echo.Context) error {
 	run, ok := h.ownRun(c)
 	if !ok {
 		return h.runGone(c)
 	}
 	run.Wait(250 * time.Millisecond) // answer as soon as it ends, within a poll's span
-	return h.renderPoll(c, runResult(c.Param("id"), run))
+	return h.renderRun(c, run)
+}
+
+// renderRun answers the running panel with its run as it is now.
+func (h ToolsHandler) renderRun(c echo.Context, run *router.Run) error {
+	since, err := events.LatestID(c.Request().Context(), h.Pool)
+	if err != nil {
+		return err
+	}
+	return h.renderPoll(c, runResult(c.Param("id"), run, since))
 }
 
 // TestCancel cancels a run (the server is told) and shows how it ended.
@@ -370,7 +398,7 @@ func (h ToolsHandler) TestCancel(c echo.Context) error {
 	}
 	run.Cancel()
 	run.Wait(5 * time.Second)
-	return h.renderPoll(c, runResult(c.Param("id"), run))
+	return h.renderRun(c, run)
 }
 
 // TestCaseRun runs one saved case and records its outcome.

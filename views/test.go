@@ -50,8 +50,14 @@ func (v ToolTest) RunButton() TestRunButton {
 
 // TestResult is a run: in progress (Running) or ended.
 type TestResult struct {
-	CallID     string
-	Running    bool
+	CallID  string
+	Running bool
+	// Topic is the run's websocket topic, which the page follows while it runs; Since
+	// is the last event id the panel reflects (the socket replays what came after).
+	Topic string
+	Since int64
+	// PollURL answers with the panel as it is now: the fallback for a page whose
+	// websocket is not connected (app.js asks only then).
 	PollURL    string
 	CancelURL  string
 	Progress   []TestProgress
@@ -65,6 +71,9 @@ type TestResult struct {
 	Output     []TestOutput
 	Structured string // pretty JSON
 }
+
+// RunPanelID is the id of the progress of run callID in its running panel.
+func RunPanelID(callID string) string { return "test-run-" + callID }
 
 // TestProgress is one progress notification.
 type TestProgress struct {

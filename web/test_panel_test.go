@@ -1,15 +1,23 @@
 package web_test
 
 import (
+	"errors"
+	"net"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
+	"github.com/gorilla/websocket"
 
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/web"
 	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
@@ -128,8 +136,10 @@ func TestTestPanel(t *testing.T) {
 		t.Errorf("the workspace form's hx-disabled-elt %q does not name the Run button", sel)
 	}
 
-	// A long call shows progress and is followed by polling until it ends; Run is
-	// disabled meanwhile and comes back with the result.
+	// A long call shows its running panel, which follows the run's topic over the
+	// websocket (TestTestPanelLive); Run is disabled meanwhile. Asked directly (the
+	// fallback of a page without a socket), the run answers with its state, and the
+	// result brings Run back.
 	sleep := toolID(t, srv, "mt__sleep")
 	ws = testPost(t, srv, c, sleep, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/ms": {"2500"}})
 	poll := ws.Find(`[data-testid="test-running"]`).AttrOr("hx-get", "")
@@ -140,28 +150,22 @@ func TestTestPanel(t *testing.T) {
 	if _, disabled := run.Attr("disabled"); !disabled || run.AttrOr("aria-busy", "") != "true" {
 		t.Error("while the call runs, the Run button is not disabled and busy")
 	}
-	sawProgress := ws.Find(`[data-testid="test-progress"]`).Length() > 0
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		res := srv.Get(t, c, poll)
-		d := page(t, res)
-		sawProgress = sawProgress || d.Find(`[data-testid="test-progress"]`).Length() > 0
+		d := page(t, hxGet(t, srv, c, poll))
 		if d.Find(`[data-testid="test-result"]`).AttrOr("data-status", "") == "success" {
 			back := d.Find(`#test-run-actions[hx-swap-oob="true"] [data-testid="run-test"]`)
 			if _, disabled := back.Attr("disabled"); back.Length() != 1 || disabled || back.AttrOr("aria-busy", "") != "" {
-				t.Error("the poll's answer with the result does not bring the Run button back enabled")
+				t.Error("the answer with the result does not bring the Run button back enabled")
 			}
 			break
 		}
 		if d.Find(`#test-run-actions`).Length() != 0 {
-			t.Error("a poll answer while the call runs replaces the Run button")
+			t.Error("an answer while the call runs replaces the Run button")
 		}
 		if d.Find(`[data-testid="test-running"]`).Length() != 1 || time.Now().After(deadline) {
 			t.Fatalf("poll: got %s", d.Text())
 		}
-	}
-	if !sawProgress {
-		t.Error("no progress was shown while the call ran")
 	}
 	// A run that is not kept (the server restarted): the panel is told it ended, with Run
 	// back, rather than an error htmx would not show; outside htmx it is a 404.
@@ -211,5 +215,256 @@ func TestTestPanel(t *testing.T) {
 	}
 	if st, _ := srv.Tools.Get(t.Context(), add); st.Status != "verified" {
 		t.Fatalf("after every case passed: got status %s, want verified", st.Status)
+	}
+}
+
+// startSleep runs sleep for ms from the test panel as htmx does and returns its running
+// panel's run: the call id, its websocket topic and the event id the panel reflects.
+func startSleep(t *testing.T, srv *webtest.Server, c *http.Client, sleep string, ms int) (id, topic string, since int64) {
+	t.Helper()
+	ws := testPost(t, srv, c, sleep, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/ms": {strconv.Itoa(ms)}})
+	panel := ws.Find(`[data-testid="test-running"]`)
+	topic = panel.AttrOr("data-live-topic", "")
+	id, ok := strings.CutPrefix(topic, "testrun:")
+	if panel.Length() != 1 || !ok {
+		t.Fatalf("a %d ms call: no running panel with its topic: %s", ms, ws.Find("#test-workspace").Text())
+	}
+	progress := panel.Find("#test-run-" + id)
+	since, err := strconv.ParseInt(progress.AttrOr("data-live-since", ""), 10, 64)
+	if progress.Length() != 1 || err != nil || since <= 0 {
+		t.Fatalf("the running panel has no progress of its run with the event id it reflects: %v", err)
+	}
+	return id, topic, since
+}
+
+// wsNext reads the next message within d and parses it as htmx does (inside a
+// template); false when none came in time.
+func wsNext(t *testing.T, conn *websocket.Conn, d time.Duration) (*goquery.Document, string, bool) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(d))
+	_, msg, err := conn.ReadMessage()
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil, "", false
+	}
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader("<template>" + string(msg) + "</template>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, string(msg), true
+}
+
+// runParts finds the parts of a test run's fragment: its progress (replacing the one
+// of its running panel) and its result (replacing that panel, only where it is).
+func runParts(frag *goquery.Document, id string) (progress, result *goquery.Selection) {
+	return frag.Find(`template > #test-run-` + id + `[hx-swap-oob="true"]`),
+		frag.Find(`template > #test-result[hx-swap-oob="true"][data-live-if="test-run-` + id + `"]`)
+}
+
+var sleptRE = regexp.MustCompile(`slept (\d) of 5`)
+
+// A long call's progress and then its result reach the page as fragments pushed for
+// the run's own topic, rendered by the server: from the event id the running panel
+// reflects, whenever the socket subscribes (a page that subscribes after the call
+// ended still gets its result), and never progress after the result.
+func TestTestPanelLive(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "sleep")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	sleep := toolID(t, srv, "mt__sleep")
+
+	id, topic, since := startSleep(t, srv, c, sleep, 3000)
+	conn := wsDial(t, srv, c, []string{topic}, since)
+	var steps []int
+	var result *goquery.Document
+	for result == nil {
+		frag, raw, ok := wsNext(t, conn, 20*time.Second)
+		if !ok {
+			t.Fatalf("no result pushed in 20 s (progress seen: %v)", steps)
+		}
+		progress, res := runParts(frag, id)
+		switch {
+		case res.Length() == 1:
+			if progress.Length() != 0 {
+				t.Errorf("a fragment with both the progress and the result: %s", raw)
+			}
+			result = frag
+		case progress.Length() == 1:
+			if !strings.Contains(progress.Text(), "Running…") {
+				t.Errorf("a progress part without the running status: %s", raw)
+			}
+			if m := sleptRE.FindStringSubmatch(progress.Find(`[data-testid="test-progress-message"]`).Text()); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				if len(steps) > 0 && n < steps[len(steps)-1] {
+					t.Errorf("progress went back from %d to %d of 5", steps[len(steps)-1], n)
+				}
+				if progress.Find(`progress[data-testid="test-progress"]`).AttrOr("value", "") != strconv.Itoa(n*20) {
+					t.Errorf("step %d of 5 without its progress bar at %d%%: %s", n, n*20, raw)
+				}
+				steps = append(steps, n)
+			}
+		default:
+			t.Fatalf("a fragment of the run's topic with neither its progress nor its result: %s", raw)
+		}
+	}
+	if len(steps) == 0 {
+		t.Error("no progress of the call was pushed before its result")
+	}
+	r := result.Find("template > #test-result")
+	if r.AttrOr("data-status", "") != "success" || strings.TrimSpace(r.Find(`[data-testid="output-0"]`).Text()) != "slept" ||
+		r.Find(`[data-testid="result-duration"]`).Length() != 1 {
+		t.Fatalf("the pushed result: %s", goquery.NewDocumentFromNode(r.Nodes[0]).Text())
+	}
+	back := result.Find(`template > #test-run-actions[hx-swap-oob="true"][data-live-if="test-run-` + id + `"] [data-testid="run-test"]`)
+	if _, disabled := back.Attr("disabled"); back.Length() != 1 || disabled || back.AttrOr("aria-busy", "") != "" {
+		t.Error("the pushed result does not bring the Run button back enabled")
+	}
+	// The run's own end follows the call's events; nothing after the result is progress.
+	for {
+		frag, raw, ok := wsNext(t, conn, time.Second)
+		if !ok {
+			break
+		}
+		if progress, _ := runParts(frag, id); progress.Length() != 0 {
+			t.Fatalf("progress pushed after the result: %s", raw)
+		}
+	}
+
+	// A page that subscribes after the call ended is replayed its events from the id its
+	// panel reflects (each as it was pushed: rendered once for every socket), ending
+	// with the result, and no progress after it.
+	late := wsDial(t, srv, c, []string{topic}, since)
+	sawResult := false
+	for {
+		frag, raw, ok := wsNext(t, late, time.Second)
+		if !ok {
+			break
+		}
+		progress, res := runParts(frag, id)
+		switch {
+		case res.Length() == 1 && res.AttrOr("data-status", "") == "success":
+			sawResult = true
+		case progress.Length() == 1 && !sawResult:
+		default:
+			t.Fatalf("replayed to a late subscriber (after the result: %v): %s", sawResult, raw)
+		}
+	}
+	if !sawResult {
+		t.Fatal("a late subscriber did not get the run's result")
+	}
+}
+
+// A run's topic is its owner's alone: another user (an administrator too) cannot
+// follow it, nor ask about it.
+func TestTestPanelRunTopicOwner(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "sleep")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	srv.CreateUser(t, "other", auth.RoleAdmin, "other-password-123")
+	oc := srv.Login(t, "other", "other-password-123")
+	sleep := toolID(t, srv, "mt__sleep")
+
+	id, topic, since := startSleep(t, srv, c, sleep, 2500)
+	alone := wsDial(t, srv, oc, []string{topic}, since)
+	_ = alone.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, msg, err := alone.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
+		t.Fatalf("another user subscribing to the run's topic alone: got %q, %v; want the socket closed, nothing to subscribe to", msg, err)
+	}
+	// With a topic they may follow: that one only.
+	mixed := wsDial(t, srv, oc, []string{"tools", topic}, since)
+	own := wsDial(t, srv, c, []string{topic}, since)
+	for done := false; !done; {
+		frag, _, ok := wsNext(t, own, 20*time.Second)
+		if !ok {
+			t.Fatal("the owner got no result")
+		}
+		_, res := runParts(frag, id)
+		done = res.Length() == 1
+	}
+	for {
+		_, raw, ok := wsNext(t, mixed, time.Second)
+		if !ok {
+			break
+		}
+		if strings.Contains(raw, "test-run-"+id) || strings.Contains(raw, "test-result") {
+			t.Fatalf("another user got a fragment of the run: %s", raw)
+		}
+	}
+	for _, res := range []*http.Response{
+		srv.Get(t, oc, "/tools/"+sleep+"/test/runs/"+id),
+		srv.PostForm(t, oc, "/tools/"+sleep+"/test/runs/"+id+"/cancel", url.Values{}),
+	} {
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound {
+			t.Errorf("another user asks about the run (%s): got %d, want 404", res.Request.URL.Path, res.StatusCode)
+		}
+	}
+}
+
+// The caller went away: a run whose page's socket stopped following it is cancelled
+// once the grace period has passed; one whose socket came back within it runs on.
+func TestTestPanelRunWatched(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	const grace = time.Second
+	runs := web.RunsOf(srv.Web)
+	runs.SetGrace(grace)
+	liveServer(t, srv, "mt", true, "sleep")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	sleep := toolID(t, srv, "mt__sleep")
+	firstFragment := func(conn *websocket.Conn) {
+		t.Helper()
+		if _, _, ok := wsNext(t, conn, 10*time.Second); !ok {
+			t.Fatal("nothing pushed for the run")
+		}
+	}
+
+	// Still watched, across a reconnect shorter than the grace: it runs to its end,
+	// well after the grace.
+	id, topic, since := startSleep(t, srv, c, sleep, 4000)
+	conn := wsDial(t, srv, c, []string{topic}, since)
+	firstFragment(conn)
+	conn.Close()
+	time.Sleep(grace / 4)
+	conn = wsDial(t, srv, c, []string{topic}, since)
+	var result *goquery.Selection
+	for result == nil || result.Length() == 0 {
+		frag, _, ok := wsNext(t, conn, 20*time.Second)
+		if !ok {
+			t.Fatal("no result pushed for the watched run")
+		}
+		_, result = runParts(frag, id)
+	}
+	if got := result.AttrOr("data-status", ""); got != "success" {
+		t.Fatalf("the watched run ended %s, want success: %s", got, result.Text())
+	}
+
+	// Its socket closed for good: cancelled after the grace, long before it would end.
+	id, topic, since = startSleep(t, srv, c, sleep, 6000)
+	conn = wsDial(t, srv, c, []string{topic}, since)
+	firstFragment(conn)
+	conn.Close()
+	closed := time.Now()
+	run, ok := runs.Lookup(id)
+	if !ok {
+		t.Fatal("the run is not kept")
+	}
+	if !run.Wait(3 * time.Second) {
+		t.Fatal("the run was not cancelled after its watcher left")
+	}
+	if d := time.Since(closed); d < grace-100*time.Millisecond {
+		t.Errorf("the run ended %v after its watcher left, before the grace of %v", d, grace)
+	}
+	_, _, err, _ := run.State()
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeCancelled {
+		t.Fatalf("the abandoned run ended with %v, want cancelled", err)
 	}
 }

@@ -132,7 +132,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 	var topics []string
 	for _, t := range sub.Subscribe {
-		if p.Can(handlers.TopicPermission(t)) && !slices.Contains(topics, t) {
+		if h.live.MayFollow(p, t) && !slices.Contains(topics, t) {
 			topics = append(topics, t)
 		}
 	}
@@ -145,6 +145,11 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// skipped by id.
 	s := h.bus.Subscribe(topics...)
 	defer s.Close()
+	// What the socket follows knows it is watched while the socket is open (a test
+	// run: the page that started it is still there).
+	for _, t := range topics {
+		defer h.live.Watch(t)()
+	}
 
 	// Reader: answers pings, notices the client leaving.
 	go func() {
@@ -243,14 +248,14 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 	if role == p.User.Role {
 		return p, true
 	}
+	np := *p
+	np.User.Role = role
 	for _, t := range topics {
-		if !role.Can(handlers.TopicPermission(t)) {
+		if !h.live.MayFollow(&np, t) {
 			h.closeWith(conn, closeServiceRestart, "permissions changed; resubscribe")
 			return p, false
 		}
 	}
-	np := *p
-	np.User.Role = role
 	return &np, true
 }
 

@@ -6,14 +6,27 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
 )
 
-// Runs holds calls started in the background for a page that follows them by polling
-// (the test panel): progress as it comes, then the result. A run nobody asks about for
-// Abandon is cancelled — the caller went away — and a finished one is forgotten after Keep.
+// RunEnded is the event a run publishes on its call's Topic once its outcome is known
+// (State reports it ended): after the call's own events, and also when the router
+// refused the call and published none. A page following the topic can rely on it.
+const RunEnded = "run.ended"
+
+// Runs holds calls started in the background for a page that follows them (the test
+// panel): progress as it comes, then the result. A page follows a run over the
+// websocket (Watch, while its socket subscribes to the run's topic) or, without one, by
+// asking for it (Get). A run nobody follows is cancelled — the caller went away: one
+// nobody watched or asked about for Abandon since it started or was last asked about,
+// and one whose last watcher left Grace ago (a socket that reconnects within it keeps
+// the run). A finished run is forgotten after Keep.
 type Runs struct {
 	r       *Router
 	abandon time.Duration
+	grace   time.Duration
 	keep    time.Duration
 
 	mu   sync.Mutex
@@ -22,14 +35,23 @@ type Runs struct {
 
 // NewRuns returns a run registry over r.
 func NewRuns(r *Router) *Runs {
-	return &Runs{r: r, abandon: 20 * time.Second, keep: 10 * time.Minute, runs: map[string]*Run{}}
+	return &Runs{r: r, abandon: 20 * time.Second, grace: 10 * time.Second, keep: 10 * time.Minute, runs: map[string]*Run{}}
+}
+
+// SetGrace sets how long a run outlives its last watcher (default 10 s).
+func (rs *Runs) SetGrace(d time.Duration) {
+	rs.mu.Lock()
+	rs.grace = d
+	rs.mu.Unlock()
 }
 
 // Run is one background call.
 type Run struct {
 	ID      string
 	ToolID  string
-	Owner   string // the actor's user id or name: only they may follow or cancel it
+	Owner   string    // the actor's user id or name: only they may follow or cancel it
+	Role    auth.Role // the caller's role when it started
+	Topic   string    // the call's own topic, if it has one
 	Started time.Time
 
 	cancel context.CancelFunc
@@ -40,7 +62,8 @@ type Run struct {
 	result   *Result
 	err      error
 	ended    time.Time
-	idle     *time.Timer
+	watchers int
+	idle     *time.Timer // cancels the run when it fires
 }
 
 // Start runs c in the background and returns at once.
@@ -49,8 +72,12 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		c.ID = uuid.NewString()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &Run{ID: c.ID, ToolID: toolID, Owner: userKey(c.Actor), Started: time.Now(), cancel: cancel, done: make(chan struct{})}
+	run := &Run{ID: c.ID, ToolID: toolID, Owner: userKey(c.Actor), Role: c.Role, Topic: c.Topic, Started: time.Now(),
+		cancel: cancel, done: make(chan struct{})}
+	rs.mu.Lock()
 	run.idle = time.AfterFunc(rs.abandon, cancel)
+	rs.runs[run.ID] = run
+	rs.mu.Unlock()
 	prev := c.Progress
 	c.Progress = func(p Progress) {
 		run.mu.Lock()
@@ -60,9 +87,6 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 			prev(p)
 		}
 	}
-	rs.mu.Lock()
-	rs.runs[run.ID] = run
-	rs.mu.Unlock()
 	go func() {
 		res, err := rs.r.Call(ctx, c)
 		run.mu.Lock()
@@ -70,26 +94,70 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		run.idle.Stop()
 		run.mu.Unlock()
 		cancel()
+		if c.Topic != "" {
+			// Queued behind the call's own events, so it is written after them.
+			_ = rs.r.rec.submit(context.Background(), &job{drafts: []events.Draft{{Topic: c.Topic, Kind: RunEnded,
+				Payload: map[string]any{"call_id": run.ID, "tool_id": toolID}}}}, false)
+		}
 		close(run.done)
 		time.AfterFunc(rs.keep, func() { rs.mu.Lock(); delete(rs.runs, run.ID); rs.mu.Unlock() })
 	}()
 	return run
 }
 
-// Get returns run id if owner started it, and counts as the caller still being there.
-func (rs *Runs) Get(id, owner string) (*Run, bool) {
+// Lookup returns run id, whoever started it.
+func (rs *Runs) Lookup(id string) (*Run, bool) {
 	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	run, ok := rs.runs[id]
-	rs.mu.Unlock()
+	return run, ok
+}
+
+// Get returns run id if owner started it. Asking counts as the caller still being
+// there while nobody watches the run.
+func (rs *Runs) Get(id, owner string) (*Run, bool) {
+	run, ok := rs.Lookup(id)
 	if !ok || run.Owner != owner {
 		return nil, false
 	}
+	rs.mu.Lock()
+	abandon := rs.abandon
+	rs.mu.Unlock()
 	run.mu.Lock()
-	if run.ended.IsZero() {
-		run.idle.Reset(rs.abandon)
+	if run.ended.IsZero() && run.watchers == 0 {
+		run.idle.Reset(abandon)
 	}
 	run.mu.Unlock()
 	return run, true
+}
+
+// Watch counts a watcher of run id (a page's websocket following its topic) until the
+// returned function is called. While a run is watched it is not abandoned; once its
+// last watcher leaves, it is cancelled after the grace period unless one comes back.
+// An unknown run: nothing to watch.
+func (rs *Runs) Watch(id string) (unwatch func()) {
+	run, ok := rs.Lookup(id)
+	if !ok {
+		return func() {}
+	}
+	run.mu.Lock()
+	run.watchers++
+	run.idle.Stop()
+	run.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			rs.mu.Lock()
+			grace := rs.grace
+			rs.mu.Unlock()
+			run.mu.Lock()
+			run.watchers--
+			if run.watchers == 0 && run.ended.IsZero() {
+				run.idle.Reset(grace)
+			}
+			run.mu.Unlock()
+		})
+	}
 }
 
 // OwnerOf is the owner key of a caller, for Get.
@@ -97,10 +165,12 @@ func OwnerOf(c Call) string { return userKey(c.Actor) }
 
 // Wait waits up to d for the run to end and reports whether it has.
 func (run *Run) Wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-run.done:
 		return true
-	case <-time.After(d):
+	case <-t.C:
 		return false
 	}
 }

@@ -86,6 +86,14 @@
   // Live updates over the websocket (htmx ws extension). On every (re)connect we send
   // the topics this page wants and the id of the last event it has, so the server
   // replays whatever we missed while disconnected.
+  //
+  // Besides the page's own topics (data-topics on the socket's element), a part of the
+  // page may follow a topic of its own while it is shown: [data-live-topic] (a test
+  // run's panel). Its [data-live-since] is the last event it reflects, so the socket
+  // subscribes from the older of that and the page's cursor and nothing of it is missed
+  // (what is replayed twice shows the same or newer). When such a part comes or goes,
+  // the socket subscribes again (a new connection: the server reads one subscription).
+  var live = { wrapper: null, socket: null, retired: null, topics: [], resubscribing: false, opened: false };
   function liveStatus(state) {
     var s = document.getElementById("live-status");
     if (!s) return;
@@ -93,21 +101,89 @@
     var label = s.querySelector("[data-live-label]");
     if (label) label.textContent = state === "open" ? "Live" : state === "connecting" ? "Connecting…" : "Offline — retrying";
   }
-  document.addEventListener("htmx:wsConnecting", function () { liveStatus("connecting"); });
-  document.addEventListener("htmx:wsOpen", function (e) {
+  function wantedTopics() {
     var root = document.querySelector("[ws-connect]");
+    var topics = ((root && root.dataset.topics) || "").split(",").filter(Boolean);
+    document.querySelectorAll("[data-live-topic]").forEach(function (el) {
+      var t = el.dataset.liveTopic;
+      if (t && topics.indexOf(t) < 0) topics.push(t);
+    });
+    return topics;
+  }
+  function subscribeFrom() {
     var cursor = document.getElementById("ws-cursor");
-    var topics = (root.dataset.topics || "").split(",").filter(Boolean);
-    e.detail.socketWrapper.send(JSON.stringify({
-      subscribe: topics,
-      last_id: cursor ? Number(cursor.dataset.lastEventId || 0) : 0
-    }));
+    var last = cursor ? Number(cursor.dataset.lastEventId || 0) : 0;
+    document.querySelectorAll("[data-live-since]").forEach(function (el) {
+      var since = Number(el.dataset.liveSince);
+      if (since >= 0 && since < last) last = since;
+    });
+    return last;
+  }
+  function sameTopics(a, b) {
+    return a.length === b.length && a.every(function (t) { return b.indexOf(t) >= 0; });
+  }
+  // following reports whether the open socket follows topic.
+  function following(topic) {
+    return !!live.socket && live.socket.readyState === WebSocket.OPEN && live.topics.indexOf(topic) >= 0;
+  }
+  // resubscribe reconnects an open socket whose topics are no longer what the page
+  // shows; a socket that is not open subscribes to them when it opens.
+  function resubscribe() {
+    if (!live.wrapper || !live.socket || live.socket.readyState !== WebSocket.OPEN) return;
+    if (sameTopics(wantedTopics(), live.topics)) return;
+    live.retired = live.socket;
+    live.socket = null;
+    live.resubscribing = true;
+    live.wrapper.reconnect();
+  }
+  document.addEventListener("htmx:wsConnecting", function () { if (!live.resubscribing) liveStatus("connecting"); });
+  document.addEventListener("htmx:wsOpen", function (e) {
+    var topics = wantedTopics();
+    var before = live.topics, reconnected = live.opened && !live.resubscribing;
+    live.wrapper = e.detail.socketWrapper;
+    live.socket = e.detail.event.target;
+    live.topics = topics;
+    live.resubscribing = false;
+    live.opened = true;
+    e.detail.socketWrapper.send(JSON.stringify({ subscribe: topics, last_id: subscribeFrom() }));
     liveStatus("open");
+    // After the socket dropped, a running part also asks once how it is: the replay
+    // brings what it missed, unless the server no longer knows it (it restarted).
+    if (reconnected) {
+      document.querySelectorAll("[data-live-topic][hx-get]").forEach(function (el) {
+        if (before.indexOf(el.dataset.liveTopic) >= 0) htmx.trigger(el, "tw-poll");
+      });
+    }
   });
   document.addEventListener("htmx:wsClose", function (e) {
+    var ev = e.detail && e.detail.event;
+    if (ev && ev.target && ev.target === live.retired) return; // closed to subscribe again
+    if (ev && ev.target === live.socket) live.socket = null;
+    live.resubscribing = false;
     liveStatus("closed");
     // 4401: the session ended (signed out elsewhere, or disabled): go to the login page.
-    if (e.detail && e.detail.event && e.detail.event.code === 4401) window.location.assign("/login");
+    if (ev && ev.code === 4401) window.location.assign("/login");
+  });
+  document.addEventListener("htmx:afterSettle", resubscribe);
+  document.addEventListener("htmx:wsAfterMessage", resubscribe);
+  // The fallback: a running part whose topic the socket has not followed for a few
+  // seconds (no websocket, or it is down) asks the server how it is (tw-poll, its
+  // hx-get) once a second until the socket follows it again. While the socket follows
+  // the topic, nothing is asked: the server pushes.
+  var followedAt = {}; // by topic: when the socket last followed it, or its part appeared
+  setInterval(function () {
+    var now = Date.now();
+    document.querySelectorAll("[data-live-topic][hx-get]").forEach(function (el) {
+      var topic = el.dataset.liveTopic;
+      if (following(topic) || !(topic in followedAt)) { followedAt[topic] = now; return; }
+      if (now - followedAt[topic] >= 3000 && !el.__twAsked) {
+        el.__twAsked = true; // the answer replaces the element
+        htmx.trigger(el, "tw-poll");
+      }
+    });
+  }, 1000);
+  document.addEventListener("htmx:afterRequest", function (e) {
+    if (e.detail.elt && e.detail.elt.__twAsked && !e.detail.successful) e.detail.elt.__twAsked = false; // ask again
   });
   // Something written while the page was being rendered is both on the page and
   // replayed by the socket: keep the first copy of each entry of these live lists
@@ -138,7 +214,12 @@
         tpl.innerHTML = text;
         var dropped = false;
         Array.prototype.slice.call(tpl.content.children).forEach(function (el) {
-          if (el.id && !document.getElementById(el.id)) { el.remove(); dropped = true; }
+          // data-live-if: a part that applies only where the element it names is shown
+          // (a run's result replaces that run's running panel, nothing else).
+          var cond = el.getAttribute("data-live-if");
+          if ((el.id && !document.getElementById(el.id)) || (cond && !document.getElementById(cond))) {
+            el.remove(); dropped = true;
+          }
         });
         return dropped ? tpl.innerHTML : text;
       }

@@ -1,0 +1,85 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/a-h/templ"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// A test panel run follows the websocket pattern of an execution's page: its call
+// publishes its events (tool.started, tool.output, tool.completed | tool.failed, then
+// router.RunEnded) on its own topic, the page's socket subscribes to that topic while
+// the running panel is shown, and every event pushes the panel as the run is now: its
+// progress, or its result once it ended. The topic is its owner's alone, and the
+// socket following it is what keeps the run going (router.Runs.Watch).
+
+const testRunPrefix = "testrun:"
+
+// TestRunTopic is the websocket topic of the test run with call id id.
+func TestRunTopic(id string) string { return testRunPrefix + id }
+
+// testRunOf returns the call id of a test run topic.
+func testRunOf(topic string) (string, bool) {
+	return strings.CutPrefix(topic, testRunPrefix)
+}
+
+// MayFollow reports whether p may subscribe to topic: a test run's topic only by the
+// user who started the run (while it is kept); any other by TopicPermission.
+func (l Live) MayFollow(p *auth.Principal, topic string) bool {
+	id, ok := testRunOf(topic)
+	if !ok {
+		return p.Can(TopicPermission(topic))
+	}
+	if p == nil || l.Runs == nil {
+		return false
+	}
+	run, ok := l.Runs.Lookup(id)
+	return ok && run.Owner == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
+}
+
+// Watch tells what topic names that a socket follows it, until the returned function
+// is called: a test run is not abandoned while its page's socket follows it.
+func (l Live) Watch(topic string) (stop func()) {
+	id, ok := testRunOf(topic)
+	if !ok || l.Runs == nil {
+		return func() {}
+	}
+	return l.Runs.Watch(id)
+}
+
+// testRunParts renders an event of a test run's topic: the panel's progress while the
+// run goes on, its result (from the run in memory, as the page's own answers) once it
+// ended. Each event's fragment shows the run as it was when the event was first
+// rendered (once, for every socket), so in event order nothing goes back; the result
+// replaces only that run's running panel (views.LiveTestResult).
+func (l Live) testRunParts(ctx context.Context, id string, ev events.Event) ([]templ.Component, error) {
+	if l.Runs == nil {
+		return nil, nil
+	}
+	run, ok := l.Runs.Lookup(id)
+	if !ok {
+		return nil, nil // not kept: the page finds out when it asks (app.js, after a reconnect)
+	}
+	res := runResult(run.ToolID, run, ev.ID)
+	if res.Running {
+		return []templ.Component{views.LiveTestProgress(res)}, nil
+	}
+	it, err := l.Tools.Get(ctx, run.ToolID)
+	if errors.Is(err, tools.ErrNotFound) {
+		return []templ.Component{views.LiveTestResult(res, views.TestRunButton{CannotRun: "This tool no longer exists."})}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var b views.TestRunButton
+	b.CanRun, b.CannotRun = canRun(&auth.Principal{User: auth.User{Role: run.Role}}, it)
+	return []templ.Component{views.LiveTestResult(res, b)}, nil
+}
