@@ -75,6 +75,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	busDone := make(chan struct{})
 	go func() { _ = bus.Run(runCtx); close(busDone) }()
 	defer func() { cancel(); <-busDone }()
+	authSvc.Follow(bus)
 
 	reg := registry.New(d.Pool, keys, &registry.Options{Logger: log})
 	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version,

@@ -57,9 +57,10 @@ type Options struct {
 
 // Service is the auth service.
 type Service struct {
-	pool *pgxpool.Pool
-	opts Options
-	log  *slog.Logger
+	pool   *pgxpool.Pool
+	opts   Options
+	log    *slog.Logger
+	tokens tokenCache
 }
 
 // New returns the auth service.

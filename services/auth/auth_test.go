@@ -102,11 +102,13 @@ func (f *fixture) mustNotAuthToken(token, why string) {
 }
 
 // exec runs SQL that sets up a test case.
+// exec changes the database behind the service's back, so its token cache is dropped.
 func (f *fixture) exec(sql string, args ...any) {
 	f.t.Helper()
 	if _, err := f.pool.Exec(f.ctx, sql, args...); err != nil {
 		f.t.Fatalf("%s: %v", sql, err)
 	}
+	f.svc.ForgetTokens()
 }
 
 // count runs a SELECT count(*)-like query.

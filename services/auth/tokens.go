@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -139,28 +140,55 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 			tokenID).Scan(&tok.RevokedAt); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID, TargetName: tok.Name,
-			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix}})
+		if _, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID, TargetName: tok.Name,
+			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix}}); err != nil {
+			return err
+		}
+		// Other replicas forget the token (Follow); live connections it opened end.
+		_, err = events.Publish(ctx, tx, SessionsTopic, "token.revoked", SessionEvent{UserID: tok.UserID, Reason: "API token revoked"})
 		return err
 	})
 	if err != nil {
 		return Token{}, wrapUserErr("revoke token", err)
 	}
+	s.tokens.clear()
 	return tok, nil
 }
 
 // AuthenticateToken returns the principal for a bearer token, or ErrUnauthenticated when
-// it is unknown, revoked, expired, or its user is disabled.
+// it is unknown, revoked, expired, or its user is disabled. A token seen lately is
+// answered from memory (tokenCache).
 func (s *Service) AuthenticateToken(ctx context.Context, plain string) (*Principal, error) {
 	if !strings.HasPrefix(plain, apiTokenPrefix) {
 		return nil, ErrUnauthenticated
 	}
+	hash := hashToken(plain)
+	now := time.Now()
+	e, gen := s.tokens.get(string(hash), now)
+	if e == nil {
+		var err error
+		if e, err = s.lookupToken(ctx, hash); err != nil {
+			return nil, err
+		}
+		s.tokens.put(gen, string(hash), e)
+	}
+	// last_used_at to the minute: one write per token-minute, not one per call.
+	if s.tokens.touch(e, now) {
+		if _, err := s.pool.Exec(ctx, `/* auth.AuthenticateToken.touch */ UPDATE api_tokens SET last_used_at = now() WHERE id::text = $1`, e.p.TokenID); err != nil {
+			s.log.Warn("auth: touch token", "err", err)
+		}
+	}
+	p := e.p
+	return &p, nil
+}
+
+func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, error) {
 	rows, err := s.pool.Query(ctx, `/* auth.AuthenticateToken */
 		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
-		       u.created_at, u.updated_at, t.id::text AS token_id, t.last_used_at
+		       u.created_at, u.updated_at, t.id::text AS token_id, t.last_used_at, t.expires_at
 		FROM api_tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
-		  AND u.disabled_at IS NULL`, hashToken(plain))
+		  AND u.disabled_at IS NULL`, hash)
 	if err != nil {
 		return nil, fmt.Errorf("auth: authenticate token: %w", err)
 	}
@@ -168,6 +196,7 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (*Princip
 		User
 		TokenID    string     `db:"token_id"`
 		LastUsedAt *time.Time `db:"last_used_at"`
+		ExpiresAt  *time.Time `db:"expires_at"`
 	}
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -176,13 +205,11 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (*Princip
 	if err != nil {
 		return nil, fmt.Errorf("auth: authenticate token: %w", err)
 	}
-	// last_used_at to the minute: one write per token-minute, not one per call.
-	if r.LastUsedAt == nil || time.Since(*r.LastUsedAt) > time.Minute {
-		if _, err := s.pool.Exec(ctx, `/* auth.AuthenticateToken.touch */ UPDATE api_tokens SET last_used_at = now() WHERE id::text = $1`, r.TokenID); err != nil {
-			s.log.Warn("auth: touch token", "err", err)
-		}
+	e := &cachedToken{p: Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID}, expires: r.ExpiresAt, fetched: time.Now()}
+	if r.LastUsedAt != nil {
+		e.lastUsed = *r.LastUsedAt
 	}
-	return &Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID}, nil
+	return e, nil
 }
 
 // CountTokens returns the number of active tokens.

@@ -2,6 +2,7 @@ package auth_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
 )
 
 // createToken issues an API token for u, acting as u, and fails the test on error.
@@ -333,5 +335,67 @@ func TestCreateTokenDisabledUser(t *testing.T) {
 	conflictErr(t, err)
 	if n := f.count(`SELECT count(*) FROM api_tokens`); n != 0 {
 		t.Errorf("api_tokens: got %d, want 0", n)
+	}
+}
+
+// A token is answered from memory once seen: a change behind the service's back is not
+// noticed, but a revoke, a new role or a disabled user take effect on the next request,
+// through this service or (over the event bus) through another replica's.
+func TestTokenCache(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx, cancel := context.WithCancel(f.ctx)
+	bus := events.NewBus(f.pool, nil)
+	done := make(chan struct{})
+	go func() { _ = bus.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	<-bus.Ready()
+	replica := auth.New(f.pool, nil) // another server on the same database
+	replica.Follow(bus)
+	admin := f.createUser("root", auth.RoleAdmin)
+	alice := f.createUser("alice", auth.RoleToolManager)
+	plain, tok := f.createToken(alice, "ci")
+	role := func(svc *auth.Service) auth.Role {
+		t.Helper()
+		p, err := svc.AuthenticateToken(f.ctx, plain)
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.User.Role
+	}
+	if role(f.svc) != auth.RoleToolManager || role(replica) != auth.RoleToolManager {
+		t.Fatal("a fresh token does not authenticate")
+	}
+	if _, err := f.pool.Exec(f.ctx, `UPDATE users SET role = 'guest' WHERE id::text = $1`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if role(f.svc) != auth.RoleToolManager || role(replica) != auth.RoleToolManager {
+		t.Fatal("the token was looked up again: want it answered from memory")
+	}
+	if _, err := f.svc.SetRole(f.ctx, actorOf(admin), alice.ID, auth.RoleToolUser); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := role(f.svc), role(replica); a != auth.RoleToolUser || b != auth.RoleToolUser {
+		t.Fatalf("after SetRole: got %q here and %q on the replica, want tool_user on both at once", a, b)
+	}
+	if _, err := f.svc.RevokeToken(f.ctx, actorOf(alice), tok.ID, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := role(f.svc), role(replica); a != "" || b != "" {
+		t.Fatalf("after the revoke: got %q here and %q on the replica, want refused on both at once", a, b)
+	}
+	plain2, _ := f.createToken(alice, "ci2")
+	plain = plain2
+	if role(replica) != auth.RoleToolUser {
+		t.Fatal("the second token does not authenticate")
+	}
+	if _, err := f.svc.SetDisabled(f.ctx, actorOf(admin), alice.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := role(f.svc), role(replica); a != "" || b != "" {
+		t.Fatalf("after disabling the user: got %q here and %q on the replica, want refused on both", a, b)
 	}
 }

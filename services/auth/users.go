@@ -274,6 +274,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 	if err != nil {
 		return User{}, wrapUserErr("update user", err)
 	}
+	s.tokens.clear() // the user's tokens act with the new role, or not at all
 	return u, nil
 }
 

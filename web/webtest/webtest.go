@@ -105,6 +105,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		t.Fatal(err)
 	}
 	bus := events.NewBus(pool, &events.BusOptions{Logger: log})
+	a.Follow(bus)
 	done := make(chan struct{})
 	go func() { _ = bus.Run(ctx); close(done) }()
 	select {
