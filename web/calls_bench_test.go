@@ -32,14 +32,18 @@ import (
 // audit row committed before the call, usage and events written behind it). api: POST /api/v1/tools/call with a bearer
 // token over keep-alive HTTP, which adds authentication, JSON and HTTP. Each reports
 // the p50 and p99 of one call's wall time, calls per second, and for router and api
-// the p50 added to direct's p50 measured just before with the same callers. The test
+// the p50 added to direct's p50 measured just before with the same callers and calls/s
+// as a share of direct's (x-direct, DESIGN §11 P2). The test
 // cluster runs with fsync off: "durable" here means committed, not flushed to disk.
 func BenchmarkToolCall(b *testing.B) {
 	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}})
 	hs := liveServer(b, srv, "bench", true, "echo")
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL()}, nil)
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL(),
+			// As many idle connections as Toolwarden's sessions keep, or direct would
+			// dial afresh for most of 64 callers' calls.
+			HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -93,7 +97,7 @@ func BenchmarkToolCall(b *testing.B) {
 			return nil
 		},
 	}
-	directP50 := map[int]float64{}
+	directP50, directRate := map[int]float64{}, map[int]float64{}
 	for _, callers := range []int{1, 8, 64} {
 		for _, name := range []string{"direct", "mcpclient", "router", "api"} {
 			call := paths[name]
@@ -132,11 +136,13 @@ func BenchmarkToolCall(b *testing.B) {
 				p50 := times.percentile(0.50)
 				b.ReportMetric(p50, "p50-ms")
 				b.ReportMetric(times.percentile(0.99), "p99-ms")
-				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+				rate := float64(b.N) / elapsed.Seconds()
+				b.ReportMetric(rate, "calls/s")
 				if name == "direct" {
-					directP50[callers] = p50
+					directP50[callers], directRate[callers] = p50, rate
 				} else if d, ok := directP50[callers]; ok {
 					b.ReportMetric(p50-d, "added-p50-ms")
+					b.ReportMetric(rate/directRate[callers], "x-direct") // P2: calls/s as a share of direct's
 				}
 			})
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -42,6 +43,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	c.LLMAPIKey = os.Getenv("TOOLWARDEN_LLM_API_KEY")
 	log := newLogger(stderr, c.LogLevel)
+	if gctune.Start(os.Getenv) {
+		log.Debug("garbage collector tuned for a gateway (set GOGC or GOMEMLIMIT to choose yourself)")
+	}
 
 	if err := os.MkdirAll(c.DataDir, 0o711); err != nil {
 		return fmt.Errorf("create data dir: %w", err)

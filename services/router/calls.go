@@ -24,6 +24,7 @@ type callRecord struct {
 	start    time.Time
 	attempts int
 	running  bool
+	redacted json.RawMessage // args with secrets masked, made once for the audit and usage rows
 
 	pmu          sync.Mutex
 	lastProgress time.Time
@@ -54,7 +55,7 @@ func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
 	delete(p, "tool")
 	delete(p, "tool_id")
 	delete(p, "actor")
-	p["arguments"] = redacted(cr.args)
+	p["arguments"] = cr.redactedArgs()
 	if len(cr.e.configured) > 0 {
 		p["configured"] = cr.e.configured
 	}
@@ -65,17 +66,21 @@ func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
 		TargetName: cr.e.t.QualifiedName(), Payload: p}
 }
 
-func redacted(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage("{}")
+// redactedArgs are the caller's arguments as the records keep them: secrets masked,
+// capped in size.
+func (cr *callRecord) redactedArgs() json.RawMessage {
+	if cr.redacted == nil {
+		cr.redacted = json.RawMessage("{}")
+		if len(cr.args) > 0 {
+			cr.redacted, _ = usage.Cap(usage.Redact(cr.args), usage.MaxJSONBytes)
+		}
 	}
-	out, _ := usage.Cap(usage.Redact(raw), usage.MaxJSONBytes)
-	return out
+	return cr.redacted
 }
 
 func (cr *callRecord) usageEntry(success bool, code string, response, errJSON json.RawMessage, ran bool) usage.Entry {
 	u := usage.Entry{ToolID: cr.e.t.ID, UserID: cr.c.Actor.ID, Actor: cr.c.Actor.Name, Source: cr.c.Source,
-		UsedAt: cr.start, Success: success, ErrorCode: code, Request: redacted(cr.args), Response: response, Error: errJSON}
+		UsedAt: cr.start, Success: success, ErrorCode: code, Request: cr.redactedArgs(), Response: response, Error: errJSON}
 	if ran {
 		d := ms(time.Since(cr.start))
 		u.DurationMS = &d

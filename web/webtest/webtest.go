@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
@@ -91,6 +92,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
+	gctune.Start(os.Getenv) // as serve does, so benchmarks measure what runs
 	pool := dbtest.New(t)
 	logs := &SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
