@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,36 +15,49 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/everything"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // Issue #5 and DESIGN §11 P1/P2: a call through Toolwarden against a direct SDK call to
-// the same in-process server (mcptest over streamable HTTP on loopback), with 1, 8 and
-// 64 concurrent callers.
+// the same server, with 1, 8 and 64 concurrent callers, for two upstreams: mcptest_http,
+// the in-repo Go server over streamable HTTP on loopback in this process (an upstream
+// that costs next to nothing, so Toolwarden's own cost shows), and everything_stdio,
+// server-everything over stdio (the upstream P2 names).
 //
 //	go test ./web -run '^$' -bench 'ToolCall' -benchtime=3000x -count=1
 //
 // direct: the SDK's own client session calling echo. mcpclient: the same call through
 // Toolwarden's long-lived session (mcpclient.Manager.CallTool), the router's last step
 // alone. router: router.Call (resolution, permission, validation, risk, rate limit, the
-// audit row committed before the call, usage and events written behind it). api: POST /api/v1/tools/call with a bearer
-// token over keep-alive HTTP, which adds authentication, JSON and HTTP. Each reports
-// the p50 and p99 of one call's wall time, calls per second, and for router and api
-// the p50 added to direct's p50 measured just before with the same callers and calls/s
-// as a share of direct's (x-direct, DESIGN §11 P2). The test
-// cluster runs with fsync off: "durable" here means committed, not flushed to disk.
+// audit row committed before the call, usage and events written behind it). api: POST
+// /api/v1/tools/call with a bearer token over keep-alive HTTP, which adds
+// authentication, JSON and HTTP. Each reports the p50 and p99 of one call's wall time,
+// calls per second, and for the others the p50 added to direct's p50 measured just
+// before with the same callers and calls/s as a share of direct's (x-direct, P2). The
+// test cluster runs with fsync off: "durable" here means committed, not flushed to disk.
 func BenchmarkToolCall(b *testing.B) {
 	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}})
 	hs := liveServer(b, srv, "bench", true, "echo")
+	benchCalls(b, srv, "mcptest_http", "bench", &mcp.StreamableClientTransport{Endpoint: hs.URL(),
+		// As many idle connections as Toolwarden's sessions keep, or direct would
+		// dial afresh for most of 64 callers' calls.
+		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}})
+	// DESIGN §11 P2's upstream: server-everything over stdio, a process of its own.
+	cmd, args := everything.StdioCommand(b)
+	registerServer(b, srv, registry.Spec{Name: "every", Type: registry.TypeStdio, Command: cmd, Args: args,
+		Enabled: true, Trusted: true}, "echo")
+	benchCalls(b, srv, "everything_stdio", "every", &mcp.CommandTransport{Command: exec.Command(cmd, args...)})
+}
+
+// benchCalls runs the four paths against server's echo; direct connects with transport.
+func benchCalls(b *testing.B, srv *webtest.Server, upstream, server string, transport mcp.Transport) {
 	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL(),
-			// As many idle connections as Toolwarden's sessions keep, or direct would
-			// dial afresh for most of 64 callers' calls.
-			HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, transport, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,14 +66,15 @@ func BenchmarkToolCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tok, _, err := srv.Auth.CreateToken(ctx, audit.System, admin.ID, auth.NewToken{Name: "bench"})
+	tok, _, err := srv.Auth.CreateToken(ctx, audit.System, admin.ID, auth.NewToken{Name: "bench " + upstream})
 	if err != nil {
 		b.Fatal(err)
 	}
 	actor := audit.Actor{Kind: audit.ActorToken, ID: admin.ID, Name: admin.Username}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
-	body := []byte(`{"tool":"bench__echo","arguments":{"message":"hi"}}`)
-	tg, err := srv.Tools.Target(ctx, "bench__echo")
+	tool := server + "__echo"
+	body := []byte(`{"tool":"` + tool + `","arguments":{"message":"hi"}}`)
+	tg, err := srv.Tools.Target(ctx, tool)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -77,7 +92,7 @@ func BenchmarkToolCall(b *testing.B) {
 			return err
 		},
 		"router": func() error {
-			_, err := srv.Router.Call(ctx, router.Call{Tool: "bench__echo", Arguments: json.RawMessage(`{"message":"hi"}`),
+			_, err := srv.Router.Call(ctx, router.Call{Tool: tool, Arguments: json.RawMessage(`{"message":"hi"}`),
 				Actor: actor, Role: auth.RoleAdmin, Source: router.SourceAPI})
 			return err
 		},
@@ -101,7 +116,7 @@ func BenchmarkToolCall(b *testing.B) {
 	for _, callers := range []int{1, 8, 64} {
 		for _, name := range []string{"direct", "mcpclient", "router", "api"} {
 			call := paths[name]
-			b.Run(fmt.Sprintf("%s/callers=%d", name, callers), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s/callers=%d", upstream, name, callers), func(b *testing.B) {
 				var times benchTimes
 				var mu sync.Mutex
 				var next atomic.Int64

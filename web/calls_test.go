@@ -22,10 +22,17 @@ import (
 // and enables the named ones.
 func liveServer(t testing.TB, srv *webtest.Server, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
 	t.Helper()
-	ctx := context.Background()
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
-	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP,
-		URL: hs.URL(), Enabled: true, Trusted: trusted})
+	registerServer(t, srv, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: trusted}, enable...)
+	return hs
+}
+
+// registerServer registers spec, connects it and enables the named tools once validated.
+func registerServer(t testing.TB, srv *webtest.Server, spec registry.Spec, enable ...string) {
+	t.Helper()
+	ctx := context.Background()
+	name := spec.Name
+	sv, err := srv.Registry.CreateServer(ctx, audit.System, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +56,6 @@ func liveServer(t testing.TB, srv *webtest.Server, name string, trusted bool, en
 			t.Fatalf("enable %s: %v %v", n, err, outs)
 		}
 	}
-	return hs
 }
 
 type callErr struct {
