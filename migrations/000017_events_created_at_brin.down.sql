@@ -1,0 +1,2 @@
+DROP INDEX events_created_at_brin;
+CREATE INDEX events_created_at_idx ON events (created_at);
