@@ -118,7 +118,7 @@ func insertQuery(topics, kinds, payloads []string, origin string) (string, []any
 	return `/* events.PublishBatch */
 		WITH ins AS (
 			INSERT INTO events (id, topic, kind, payload)
-			SELECT nextval('events_id_seq'), d.topic, d.kind, d.payload::jsonb
+			SELECT nextval('events_id_seq'), d.topic, d.kind, d.payload::json
 			FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS d(topic, kind, payload, n)
 			ORDER BY d.n
 			RETURNING id, created_at
