@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -137,7 +139,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 
-	go pruneLoop(runCtx, authSvc, reg, log)
+	go pruneLoop(runCtx, d.Pool, authSvc, reg, log)
 
 	select {
 	case <-bus.Ready():
@@ -170,9 +172,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // healthRetention is how long server health checks are kept.
 const healthRetention = 7 * 24 * time.Hour
 
+// eventRetention is how long events are kept for websocket clients to catch up on,
+// except an execution's own, which are its log.
+const eventRetention = 7 * 24 * time.Hour
+
 // pruneLoop removes ended sessions, old sign-in failures and old health checks every
 // few minutes.
-func pruneLoop(ctx context.Context, a *auth.Service, reg *registry.Service, log interface{ Warn(string, ...any) }) {
+func pruneLoop(ctx context.Context, pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, log interface{ Warn(string, ...any) }) {
 	t := time.NewTicker(5 * time.Minute)
 	defer t.Stop()
 	for {
@@ -185,6 +191,9 @@ func pruneLoop(ctx context.Context, a *auth.Service, reg *registry.Service, log 
 			}
 			if _, err := reg.PruneHealth(ctx, healthRetention); err != nil && ctx.Err() == nil {
 				log.Warn("prune health checks", "err", err)
+			}
+			if _, err := events.Prune(ctx, pool, time.Now().Add(-eventRetention), executions.TopicOf("")); err != nil && ctx.Err() == nil {
+				log.Warn("prune events", "err", err)
 			}
 		}
 	}

@@ -169,3 +169,33 @@ func LatestID(ctx context.Context, q db.Querier) (int64, error) {
 	}
 	return id, nil
 }
+
+// pruneBatch bounds how many events one statement of Prune deletes.
+const pruneBatch = 10_000
+
+// Prune deletes the events created before before, except those on topics starting with
+// one of keep (topics whose events are a record someone reads later, such as an
+// execution's log) and the newest event (the cursor pages start from). Websocket
+// clients only replay what they missed while away, so old events serve nobody, and
+// every tool call writes two or three. It deletes in batches and returns how many.
+func Prune(ctx context.Context, q db.Querier, before time.Time, keep ...string) (int64, error) {
+	if keep == nil {
+		keep = []string{}
+	}
+	var total int64
+	for {
+		tag, err := q.Exec(ctx, `/* events.Prune */
+			DELETE FROM events WHERE id IN (
+				SELECT id FROM events
+				WHERE created_at < $1 AND id < (SELECT max(id) FROM events)
+				  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS k(prefix) WHERE starts_with(topic, k.prefix))
+				LIMIT $3)`, before, keep, pruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("events: prune: %w", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < pruneBatch {
+			return total, nil
+		}
+	}
+}

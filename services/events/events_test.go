@@ -347,3 +347,41 @@ func TestWatchSeesCommitsBeforeTheyReturn(t *testing.T) {
 		t.Fatalf("after a rollback: watched %v, want %d on both", seen, last)
 	}
 }
+
+// Prune deletes old events in batches, but never those of kept topics nor the newest.
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	// 10,500 old events on "calls" (more than one batch), old ones of an execution, a
+	// recent one, and an old one that is the newest of all.
+	if _, err := pool.Exec(ctx, `INSERT INTO events (id, topic, kind, payload, created_at)
+		SELECT nextval('events_id_seq'), CASE WHEN n % 100 = 0 THEN 'execution:e1' ELSE 'calls' END, 'k', '{}', now() - interval '30 days'
+		FROM generate_series(1, 10500) AS n`); err != nil {
+		t.Fatal(err)
+	}
+	recent := publish(t, pool, "calls", "k", nil)
+	if _, err := pool.Exec(ctx, `INSERT INTO events (id, topic, kind, payload, created_at)
+		VALUES (nextval('events_id_seq'), 'calls', 'k', '{}', now() - interval '30 days')`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := events.Prune(ctx, pool, time.Now().Add(-7*24*time.Hour), "execution:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 10500-105 {
+		t.Errorf("pruned %d, want %d (the old calls events)", n, 10500-105)
+	}
+	var left []string
+	rows, err := pool.Query(ctx, `SELECT topic || CASE WHEN id = $1 THEN ' recent' WHEN id = (SELECT max(id) FROM events) THEN ' newest' ELSE '' END
+		FROM events ORDER BY id`, recent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 105+2 || left[0] != "execution:e1" || left[105] != "calls recent" || left[106] != "calls newest" {
+		t.Fatalf("left %d events (%v … %v), want the execution's 105, the recent one and the newest", len(left), left[:min(3, len(left))], left[max(0, len(left)-3):])
+	}
+}
