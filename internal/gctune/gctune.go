@@ -3,8 +3,9 @@
 // message it reads, both ways), so with the default GOGC=100 and a small live heap the
 // collector runs hundreds of times a second and costs a third of the CPU under load.
 // Toolwarden lets the heap grow to five times what is live (GOGC=400) and bounds that
-// with a soft memory limit of three times the live heap, but never under 128 MiB: a
-// small server stays small, a large one never collects more often than at GOGC=200.
+// with a soft memory limit of three times the live heap plus what the runtime holds
+// beside the heap (stacks, metadata), but never under 128 MiB: a small server stays
+// small, a large one never collects more often than at GOGC=200.
 // GOGC or GOMEMLIMIT in the environment leave the runtime as the operator set it.
 package gctune
 
@@ -32,25 +33,40 @@ func Start(getenv func(string) string) bool {
 	}
 	once.Do(func() {
 		debug.SetGCPercent(percent)
-		debug.SetMemoryLimit(Limit(0))
+		debug.SetMemoryLimit(Limit(0, 0))
 		go follow()
 	})
 	return true
 }
 
-// Limit is the soft memory limit for a live heap of live bytes.
-func Limit(live uint64) int64 {
-	return int64(max(floor, headroom*live))
+// Limit is the soft memory limit for a live heap of live bytes when the runtime holds
+// other bytes beside the heap's objects (goroutine stacks, its own metadata), which
+// the limit counts too.
+func Limit(live, other uint64) int64 {
+	return int64(max(floor, headroom*live+other))
 }
 
 // follow moves the limit with the live heap, so the limit never makes the collector
-// run all the time once more than a third of it is live.
+// run more often than GOGC=200 would.
 func follow() {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	samples := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+	}
 	for range time.Tick(every) {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			debug.SetMemoryLimit(Limit(sample[0].Value.Uint64()))
+		metrics.Read(samples)
+		var v [6]uint64
+		for i, s := range samples {
+			if s.Value.Kind() != metrics.KindUint64 {
+				return // not this runtime's metrics: keep the last limit
+			}
+			v[i] = s.Value.Uint64()
 		}
+		heap := v[2] + v[3] + v[4] + v[5]
+		debug.SetMemoryLimit(Limit(v[0], v[1]-min(heap, v[1])))
 	}
 }

@@ -7,16 +7,17 @@ import (
 
 func TestLimit(t *testing.T) {
 	for _, tc := range []struct {
-		live uint64
-		want int64
+		live, other uint64
+		want        int64
 	}{
-		{0, 128 << 20},
-		{40 << 20, 128 << 20},
-		{100 << 20, 300 << 20},
-		{1 << 30, 3 << 30},
+		{0, 0, 128 << 20},
+		{40 << 20, 0, 128 << 20},
+		{100 << 20, 0, 300 << 20},
+		{100 << 20, 160 << 20, 460 << 20}, // 20,000 goroutines' stacks count too
+		{1 << 30, 0, 3 << 30},
 	} {
-		if got := Limit(tc.live); got != tc.want {
-			t.Errorf("Limit(%d MiB) = %d MiB, want %d MiB", tc.live>>20, got>>20, tc.want>>20)
+		if got := Limit(tc.live, tc.other); got != tc.want {
+			t.Errorf("Limit(%d MiB live, %d MiB other) = %d MiB, want %d MiB", tc.live>>20, tc.other>>20, got>>20, tc.want>>20)
 		}
 	}
 }
@@ -38,7 +39,7 @@ func TestStartHonoursTheEnvironment(t *testing.T) {
 	if got := debug.SetGCPercent(100); got != percent {
 		t.Fatalf("GOGC: got %d, want %d", got, percent)
 	}
-	if got := debug.SetMemoryLimit(-1); got < Limit(0) {
-		t.Fatalf("memory limit: got %d, want at least %d", got, Limit(0))
+	if got := debug.SetMemoryLimit(-1); got < Limit(0, 0) {
+		t.Fatalf("memory limit: got %d, want at least %d", got, Limit(0, 0))
 	}
 }

@@ -79,4 +79,6 @@ func (s *Service) Follow(bus *events.Bus) {
 			s.tokens.clear()
 		}
 	}, SessionsTopic)
+	// What committed before the bus first listened it never delivers.
+	go func() { <-bus.Ready(); s.tokens.clear() }()
 }

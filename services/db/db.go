@@ -39,26 +39,37 @@ func WithTx(ctx context.Context, b TxBeginner, fn func(tx pgx.Tx) error) (err er
 		return fmt.Errorf("db: begin: %w", err)
 	}
 	_, nested := b.(pgx.Tx)
+	conn := tx.Conn()
 	var h *hooks
+	undo := func() {}
 	if !nested {
 		// Keyed by the connection, which goes back to the pool at commit: only ever
 		// remove our own entry, never one of the connection's next transaction.
 		h = &hooks{}
-		conn := tx.Conn()
 		commitHooks.Store(conn, h)
 		defer commitHooks.CompareAndDelete(conn, h)
+	} else if v, ok := commitHooks.Load(conn); ok {
+		// A savepoint registers with its outer transaction; rolled back, its hooks go.
+		outer := v.(*hooks)
+		n := len(outer.fns)
+		undo = func() { outer.fns = outer.fns[:n] }
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
+			undo()
 			panic(p)
 		}
 		if err != nil {
 			_ = tx.Rollback(context.WithoutCancel(ctx))
+			undo()
 		}
 	}()
 	if err = fn(tx); err != nil {
 		return err
+	}
+	if h != nil {
+		commitHooks.CompareAndDelete(conn, h) // the connection is another's once committed
 	}
 	if err = tx.Commit(ctx); err != nil {
 		return fmt.Errorf("db: commit: %w", err)

@@ -290,7 +290,8 @@ func connect(t *testing.T, url string) *pgx.Conn {
 }
 
 // AfterCommit's functions run once the outermost transaction commits, in order, with
-// what it began on; never after a rollback, and not for a transaction WithTx did not begin.
+// what it began on; never after a rollback (a savepoint's included), and not for a
+// transaction WithTx did not begin.
 func TestAfterCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -306,6 +307,13 @@ func TestAfterCommit(t *testing.T) {
 			db.AfterCommit(sp, note("savepoint"))
 			return nil
 		}); err != nil {
+			return err
+		}
+		undone := errors.New("undone")
+		if err := db.WithTx(ctx, tx, func(sp pgx.Tx) error {
+			db.AfterCommit(sp, note("rolled-back savepoint"))
+			return undone
+		}); !errors.Is(err, undone) {
 			return err
 		}
 		if len(got) != 0 {

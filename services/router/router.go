@@ -162,6 +162,13 @@ func (r *Router) follow(ctx context.Context) {
 		}
 	}, tools.Topic, registry.ServersTopic)
 	r.cache.clear() // anything may have changed before the watch began
+	select {
+	case <-r.opts.Bus.Ready():
+		// The bus delivers what commits from now on; what committed before it first
+		// listened it never will, so what was loaded until then is dropped.
+		r.cache.clear()
+	case <-ctx.Done():
+	}
 	<-ctx.Done()
 	w.Close()
 }
