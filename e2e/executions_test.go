@@ -557,11 +557,11 @@ func TestBrowserExecutionRollback(t *testing.T) {
 	}
 	const plan = `{"steps": [
   {"tool": "mt__echo", "arguments": {"message": "one"}},
-  {"tool": "mt__sleep", "arguments": {"ms": 1500}},
+  {"tool": "mt__sleep", "arguments": {"ms": 2500}},
   {"tool": "mt__fail", "arguments": {"message": "boom"}}],
  "rollback": [
   {"tool": "mt__echo", "arguments": {"message": "undo one"}},
-  {"tool": "mt__sleep", "arguments": {"ms": 1500}}]}`
+  {"tool": "mt__sleep", "arguments": {"ms": 2500}}]}`
 	b.do("open the JSON editor", chromedp.Click(chromedp.CSS(`.exec-plan-editor > summary`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=plan-json]`)))
 	doc := b.execDocNo()
