@@ -204,6 +204,27 @@ func (l Live) toolParts(ctx context.Context, ev events.Event) ([]templ.Component
 }
 
 // Reload renders the fragment that tells a page it fell too far behind.
+// Refused is the fragment that tells a page which test runs it asked to follow the
+// socket does not follow (the run is not known here, or not the caller's), so their
+// panels ask instead of waiting; nil when it refused none. Other topics a page asks for
+// and may not see are simply not sent.
+func (l Live) Refused(ctx context.Context, topics []string) ([]byte, error) {
+	var runs []string
+	for _, t := range topics {
+		if _, ok := testRunOf(t); ok {
+			runs = append(runs, t)
+		}
+	}
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := views.LiveRefused(strings.Join(runs, ",")).Render(ctx, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 func (l Live) Reload(ctx context.Context, cursor int64) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := views.LiveReload().Render(ctx, &buf); err != nil {

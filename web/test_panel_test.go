@@ -377,8 +377,16 @@ func TestTestPanelRunTopicOwner(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
 		t.Fatalf("another user subscribing to the run's topic alone: got %q, %v; want the socket closed, nothing to subscribe to", msg, err)
 	}
-	// With a topic they may follow: that one only.
+	// With a topic they may follow: that one only, and the page is told which it refused
+	// (its run panel would otherwise wait for the topic instead of asking).
 	mixed := wsDial(t, srv, oc, []string{"tools", topic}, since)
+	frag, raw, ok := wsNext(t, mixed, 10*time.Second)
+	if !ok {
+		t.Fatal("another user subscribing to tools and the run's topic: no message, want #ws-refused first")
+	}
+	if got, _ := frag.Find(`template > #ws-refused`).Attr("data-topics"); got != topic {
+		t.Fatalf("another user's first message: got %q, want #ws-refused naming %s", raw, topic)
+	}
 	own := wsDial(t, srv, c, []string{topic}, since)
 	for done := false; !done; {
 		frag, _, ok := wsNext(t, own, 20*time.Second)

@@ -130,14 +130,23 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	if err := conn.ReadJSON(&sub); err != nil {
 		return
 	}
-	var topics []string
+	var topics, refused []string
 	for _, t := range sub.Subscribe {
-		if h.live.MayFollow(p, t) && !slices.Contains(topics, t) {
+		switch {
+		case slices.Contains(topics, t) || slices.Contains(refused, t):
+		case h.live.MayFollow(p, t):
 			topics = append(topics, t)
+		default:
+			refused = append(refused, t)
 		}
 	}
 	if len(topics) == 0 {
 		h.closeWith(conn, websocket.CloseNormalClosure, "nothing to subscribe to")
+		return
+	}
+	// A test run's panel waits for its topic and asks the server only when the socket
+	// does not follow it, so the page is told which runs were refused.
+	if frag, err := h.live.Refused(ctx, refused); err != nil || (frag != nil && h.write(conn, frag) != nil) {
 		return
 	}
 

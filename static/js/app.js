@@ -122,9 +122,13 @@
   function sameTopics(a, b) {
     return a.length === b.length && a.every(function (t) { return b.indexOf(t) >= 0; });
   }
-  // following reports whether the open socket follows topic.
+  // following reports whether the open socket follows topic: asked for, and not among
+  // those the server said it refused (#ws-refused, its first message when it refused any).
   function following(topic) {
-    return !!live.socket && live.socket.readyState === WebSocket.OPEN && live.topics.indexOf(topic) >= 0;
+    var refused = document.getElementById("ws-refused");
+    var no = ((refused && refused.dataset.topics) || "").split(",");
+    return !!live.socket && live.socket.readyState === WebSocket.OPEN && live.topics.indexOf(topic) >= 0 &&
+      no.indexOf(topic) < 0;
   }
   // resubscribe reconnects an open socket whose topics are no longer what the page
   // shows; a socket that is not open subscribes to them when it opens.
@@ -145,6 +149,8 @@
     live.topics = topics;
     live.resubscribing = false;
     live.opened = true;
+    var refused = document.getElementById("ws-refused");
+    if (refused) refused.dataset.topics = ""; // this socket's answer replaces the last one's
     e.detail.socketWrapper.send(JSON.stringify({ subscribe: topics, last_id: subscribeFrom() }));
     liveStatus("open");
     // After the socket dropped, a running part also asks once how it is: the replay
