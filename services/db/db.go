@@ -194,6 +194,16 @@ func EncodeCursor(v any) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// NextPage trims rows fetched with LIMIT limit+1 to a page of limit and returns the
+// cursor after its last row (key gives that row's sort key), or "" on the last page.
+func NextPage[T any](rows []T, limit int, key func(T) any) ([]T, string) {
+	if len(rows) <= limit {
+		return rows, ""
+	}
+	rows = rows[:limit]
+	return rows, EncodeCursor(key(rows[limit-1]))
+}
+
 // DecodeCursor reads a token EncodeCursor made into v; false when s is not one.
 func DecodeCursor(s string, v any) bool {
 	b, err := base64.RawURLEncoding.DecodeString(s)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -221,13 +222,25 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 		if err != nil {
 			return err
 		}
-		if _, origin, _ := strings.Cut(n.Payload, " "); origin == b.origin {
+		newest, origin, _ := strings.Cut(n.Payload, " ")
+		if origin == b.origin {
 			continue // Published.Deliver hands them over, no need to read them back
+		}
+		if id, err := strconv.ParseInt(newest, 10, 64); err == nil && b.delivered(id) {
+			continue // syncLocal or an earlier read already brought them
 		}
 		if err := b.catchUp(ctx); err != nil {
 			return err
 		}
 	}
+}
+
+// delivered reports whether event id has been dispatched (ids are handed out in commit
+// order, so everything up to the last one dispatched has been).
+func (b *Bus) delivered(id int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return id <= b.lastID
 }
 
 func (b *Bus) setListening(on bool) {

@@ -127,12 +127,8 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Items: items}
-	if len(items) > q.Limit {
-		p.Items = items[:q.Limit]
-		last := p.Items[q.Limit-1]
-		p.NextCursor = db.EncodeCursor(cursor{At: last.CreatedAt, ID: last.ID})
-	}
+	var p Page
+	p.Items, p.NextCursor = db.NextPage(items, q.Limit, func(last Execution) any { return cursor{At: last.CreatedAt, ID: last.ID} })
 	return p, nil
 }
 

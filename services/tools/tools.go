@@ -160,8 +160,6 @@ type cursor struct {
 	ID   string    `json:"i"`
 }
 
-func (c cursor) encode() string { return db.EncodeCursor(c) }
-
 func decodeCursor(s string) (cursor, bool) {
 	var c cursor
 	if !db.DecodeCursor(s, &c) {
@@ -341,13 +339,10 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Items: items}
-	if len(items) > q.Limit {
-		p.Items = items[:q.Limit]
-		last := p.Items[q.Limit-1]
-		p.NextCursor = cursor{Sort: q.Sort, Q: tsQuery(q.Q), Rank: last.Rank, Name: last.Name, Srv: last.Server,
-			At: last.UpdatedAt, ID: last.ID}.encode()
-	}
+	var p Page
+	p.Items, p.NextCursor = db.NextPage(items, q.Limit, func(last Item) any {
+		return cursor{Sort: q.Sort, Q: tsQuery(q.Q), Rank: last.Rank, Name: last.Name, Srv: last.Server, At: last.UpdatedAt, ID: last.ID}
+	})
 	return p, nil
 }
 
