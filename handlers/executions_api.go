@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -274,10 +275,13 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// apiSettings are the execution settings as the API shows them.
+// apiSettings are the execution settings as the API shows them. high_separation is
+// auto, always or off; separate_high_approver is its older boolean form (true:
+// always), still read when high_separation is not given.
 type apiSettings struct {
-	ApprovalTTLSeconds   int64 `json:"approval_ttl_seconds"`
-	SeparateHighApprover bool  `json:"separate_high_approver"`
+	ApprovalTTLSeconds   int64             `json:"approval_ttl_seconds"`
+	HighSeparation       decide.Separation `json:"high_separation"`
+	SeparateHighApprover *bool             `json:"separate_high_approver,omitempty"`
 }
 
 // APISettings reads the execution settings.
@@ -286,7 +290,9 @@ func (h ExecutionsHandler) APISettings(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, apiSettings{ApprovalTTLSeconds: int64(st.ApprovalTTL / time.Second), SeparateHighApprover: st.SeparateHighApprover})
+	always := st.HighSeparation == decide.SeparationAlways
+	return c.JSON(http.StatusOK, apiSettings{ApprovalTTLSeconds: int64(st.ApprovalTTL / time.Second), HighSeparation: st.HighSeparation,
+		SeparateHighApprover: &always})
 }
 
 // APISetSettings changes them: both fields, as GET shows them.
@@ -295,7 +301,10 @@ func (h ExecutionsHandler) APISetSettings(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	st := executions.Settings{ApprovalTTL: time.Duration(in.ApprovalTTLSeconds) * time.Second, SeparateHighApprover: in.SeparateHighApprover}
+	st := executions.Settings{ApprovalTTL: time.Duration(in.ApprovalTTLSeconds) * time.Second, HighSeparation: in.HighSeparation}
+	if st.HighSeparation == "" && in.SeparateHighApprover != nil && *in.SeparateHighApprover {
+		st.HighSeparation = decide.SeparationAlways
+	}
 	if err := h.Executions.SetSettings(c.Request().Context(), ActorOf(c), st); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -50,6 +51,8 @@ type Deps struct {
 	Runs   *router.Runs
 	// Executions are plans of tool calls, their approval and their durable runs.
 	Executions *executions.Service
+	// Decide says who may decide on risky calls (the test panel asks it before a run).
+	Decide *decide.Service
 }
 
 // SessionCookie is the name of the session cookie.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -31,7 +32,7 @@ func (h SettingsHandler) ExecutionSettings(c echo.Context) error {
 	}
 	value, unit := ttlForm(st.ApprovalTTL)
 	return h.renderExecutions(c, http.StatusOK, st, views.ExecutionSettingsForm{TTLValue: value, TTLUnit: unit,
-		SeparateHighApprover: st.SeparateHighApprover}, nil)
+		HighSeparation: string(st.HighSeparation)}, nil)
 }
 
 // SaveExecutionSettings stores the execution settings (the service audits them). Bad input
@@ -40,11 +41,11 @@ func (h SettingsHandler) ExecutionSettings(c echo.Context) error {
 func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 	ctx := c.Request().Context()
 	form := views.ExecutionSettingsForm{TTLValue: strings.TrimSpace(c.FormValue("approval_ttl_value")),
-		TTLUnit: c.FormValue("approval_ttl_unit"), SeparateHighApprover: c.FormValue("separate_high_approver") == "true"}
+		TTLUnit: c.FormValue("approval_ttl_unit"), HighSeparation: c.FormValue("high_separation")}
 	ttl, err := parseTTL(form.TTLValue, form.TTLUnit)
 	if err == nil {
 		err = h.Executions.SetSettings(ctx, ActorOf(c), executions.Settings{ApprovalTTL: ttl,
-			SeparateHighApprover: form.SeparateHighApprover})
+			HighSeparation: decide.Separation(form.HighSeparation)})
 	}
 	if err != nil {
 		fe, ok := formErrors(err)
@@ -58,7 +59,7 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 		return h.renderExecutions(c, http.StatusUnprocessableEntity, st, form, fe)
 	}
 	setFlash(c, "success", "Execution settings saved: "+settingsWords(executions.Settings{ApprovalTTL: ttl,
-		SeparateHighApprover: form.SeparateHighApprover}), h.SecureCookies)
+		HighSeparation: decide.Separation(form.HighSeparation)}), h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/settings/executions")
 }
 
@@ -119,8 +120,11 @@ func settingsWords(st executions.Settings) string {
 		u = strings.TrimSuffix(u, "s")
 	}
 	s := fmt.Sprintf("plans wait %s %s for approval", v, u)
-	if st.SeparateHighApprover {
-		return s + "; a high-risk plan needs an approver other than its requester."
+	switch st.HighSeparation {
+	case decide.SeparationAlways:
+		return s + "; a high-risk plan always needs an approver other than its requester."
+	case decide.SeparationOff:
+		return s + "; the requester of a high-risk plan may approve it with its phrase."
 	}
-	return s + "; the requester of a high-risk plan may approve it with its phrase."
+	return s + "; a high-risk plan needs an approver other than its requester whenever another person who may approve is active."
 }

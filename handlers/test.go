@@ -15,7 +15,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -88,7 +91,29 @@ func (h ToolsHandler) testView(c echo.Context, it tools.Item, mode string, args 
 	}
 	tv.CanRun, tv.CannotRun = canRun(p, it)
 	tv.Verifies = p.Can(auth.PermToolEnable) && toolstate.Allowed(it.Status, toolstate.Testing)
+	if tv.CanRun && r.Level != risk.Low {
+		h.mayConfirm(c, it, r.Level, &tv)
+	}
 	return tv
+}
+
+// mayConfirm asks package decide whether the caller may confirm their own run of a
+// risky tool, as the router will; when another person must approve it, the workspace
+// offers to ask for that approval instead of a Run that would be refused.
+func (h ToolsHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level, tv *views.ToolTest) {
+	p := PrincipalOf(c)
+	_, err := h.Decide.Check(c.Request().Context(), decide.Decision{Actor: ActorOf(c), Role: p.User.Role,
+		Requester: p.User.ID, Level: level, Verb: "run a " + string(level) + "-risk tool"})
+	var fe *decide.ForbiddenError
+	switch {
+	case errors.As(err, &fe) && fe.NeedsOther && it.Status == "enabled" && p.Can(auth.PermExecutionCreate):
+		tv.CanRun, tv.CannotRun = false, "Another person must approve a run of this tool: ask for approval below."
+		tv.NeedsApprover = strings.ToUpper(fe.Message[:1]) + fe.Message[1:] + "."
+	case errors.As(err, &fe):
+		tv.CanRun, tv.CannotRun = false, strings.ToUpper(fe.Message[:1])+fe.Message[1:]+"."
+	case err != nil:
+		h.Logger.Warn("handlers: could not ask who may confirm a run", "tool", it.ID, "err", err)
+	}
 }
 
 // canRun mirrors the router's first checks, to say before a run why it would be refused.
@@ -205,6 +230,30 @@ func (h ToolsHandler) TestPost(c echo.Context) error {
 				return err
 			default:
 				tv.Notice = "Saved the test case “" + tc.Name + "”."
+			}
+		}
+	case "request":
+		if !PrincipalOf(c).Can(auth.PermExecutionCreate) {
+			return ErrForbidden
+		}
+		tv = h.testView(c, it, mode, args, errs)
+		if errs == nil {
+			ex, err := h.Executions.Create(ctx, callerOf(c), executions.Input{Plan: &executions.Request{
+				Steps: []executions.RequestStep{{Tool: it.QualifiedName(), Arguments: args}}}})
+			var ve *verr.Error
+			switch {
+			case errors.As(err, &ve):
+				tv.Errors = ve
+			case err != nil:
+				return err
+			default:
+				setFlash(c, "success", "Asked for approval: the call runs once another person who may approve types its phrase.", h.SecureCookies)
+				to := "/executions/" + ex.ID
+				if c.Request().Header.Get("HX-Request") == "true" {
+					c.Response().Header().Set("HX-Redirect", to)
+					return c.NoContent(http.StatusOK)
+				}
+				return c.Redirect(http.StatusSeeOther, to)
 			}
 		}
 	default:

@@ -99,9 +99,17 @@ type ExecutionSettingsPage struct {
 
 // ExecutionSettingsForm is what the settings form holds.
 type ExecutionSettingsForm struct {
-	TTLValue             string
-	TTLUnit              string // seconds, minutes, hours, days
-	SeparateHighApprover bool
+	TTLValue string
+	TTLUnit  string // seconds, minutes, hours, days
+	// HighSeparation is auto, always or off (see separationOptions).
+	HighSeparation string
+}
+
+// separationOptions are the choices of who approves a high-risk plan.
+var separationOptions = []Option{
+	{Value: "auto", Label: "Someone other than its requester, whenever another person who may approve is active (a single-person installation approves its own)"},
+	{Value: "always", Label: "Always someone other than its requester (with nobody else, high-risk plans cannot run)"},
+	{Value: "off", Label: "Its requester may approve it with its phrase"},
 }
 
 // ToolRollbackURL is the Rollback tab of tool id: a page of its own, like Access.

@@ -27,6 +27,9 @@ type ToolTest struct {
 	CanRun    bool
 	CannotRun string
 	CanSave   bool // may save test cases (tool.configure)
+	// NeedsApprover says why another person must approve a run (high risk, and the
+	// caller may not approve their own): the workspace offers to ask for approval.
+	NeedsApprover string
 	Verifies  bool // Run all moves the tool to verified | failed (an administrator, a testable state)
 	Notice    string
 	Result    *TestResult

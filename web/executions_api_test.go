@@ -204,7 +204,9 @@ func TestExecutionsAPI(t *testing.T) {
 		if ex.Risk != "high" { // lo__fail declares no annotations
 			t.Fatalf("created %+v", ex)
 		}
-		ann.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"phrase": ex.ConfirmationPhrase}, 200, nil)
+		// Another person could approve it (admin), so its requester may not (issue #17).
+		expectErr(t, ann, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"phrase": ex.ConfirmationPhrase}, 403, "forbidden")
+		admin.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"phrase": ex.ConfirmationPhrase}, 200, nil)
 		failed := waitExec(t, ann, ex.ID, "failed")
 		if failed.Steps[0].Status != "succeeded" || failed.Steps[1].Status != "failed" || !strings.Contains(failed.Error, "boom") {
 			t.Fatalf("failed %+v", failed)
@@ -217,6 +219,8 @@ func TestExecutionsAPI(t *testing.T) {
 		if len(rp.Steps) != 1 || rp.Steps[0].Tool != "lo__echo" || rp.Risk != "low" {
 			t.Fatalf("rollback plan %+v", rp)
 		}
+		// Rolling back is a decision: a token gets 403 whatever the risk (issue #17, finding 6).
+		expectErr(t, token, http.MethodPost, "/api/v1/executions/"+ex.ID+"/rollback", map[string]any{"confirm": true}, 403, "forbidden")
 		ann.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/rollback", nil, 200, nil)
 		back := waitExec(t, ann, ex.ID, "rolled_back")
 		if len(back.Rollback) != 1 || back.Rollback[0].Status != "succeeded" || back.Steps[0].Status != "compensated" {
@@ -255,19 +259,25 @@ func TestExecutionsAPI(t *testing.T) {
 
 	{ // settings
 		var st struct {
-			TTL      int64 `json:"approval_ttl_seconds"`
-			Separate bool  `json:"separate_high_approver"`
+			TTL        int64  `json:"approval_ttl_seconds"`
+			Separation string `json:"high_separation"`
+			Separate   bool   `json:"separate_high_approver"`
 		}
 		ann.json(http.MethodGet, "/api/v1/executions/settings", nil, 200, &st)
-		if st.TTL != 86400 || st.Separate {
+		if st.TTL != 86400 || st.Separate || st.Separation != "auto" {
 			t.Fatalf("defaults %+v", st)
 		}
 		expectErr(t, ann, http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 3600}, 403, "forbidden")
 		expectErr(t, admin, http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 5}, 400, "invalid_input")
 		admin.json(http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 3600, "separate_high_approver": true}, 200, &st)
-		if st.TTL != 3600 || !st.Separate {
+		if st.TTL != 3600 || !st.Separate || st.Separation != "always" {
 			t.Fatalf("saved %+v", st)
 		}
+		admin.json(http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 3600, "high_separation": "off"}, 200, &st)
+		if st.Separate || st.Separation != "off" {
+			t.Fatalf("saved %+v", st)
+		}
+		expectErr(t, admin, http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 3600, "high_separation": "maybe"}, 400, "invalid_input")
 	}
 
 	{ // compensation

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/web/webtest"
@@ -516,8 +517,8 @@ func TestExecutionSettingsPage(t *testing.T) {
 	if got := doc.Find("[data-testid=approval-ttl-unit] option[selected]").AttrOr("value", ""); got != "days" {
 		t.Errorf("default expiry: unit %q, want days", got)
 	}
-	if _, ok := doc.Find("[data-testid=separate-high-approver]").Attr("checked"); ok {
-		t.Error("separate approver is ticked by default")
+	if _, ok := doc.Find("[data-testid=high-separation-auto]").Attr("checked"); !ok {
+		t.Error("auto separation is not chosen by default")
 	}
 	if doc.Find("#app-nav a[href='/settings/executions'][aria-current=page]").Length() != 1 {
 		t.Error("admin: the navigation has no current Settings entry")
@@ -526,13 +527,13 @@ func TestExecutionSettingsPage(t *testing.T) {
 	post := func(r auth.Role, form url.Values) *http.Response {
 		return e.srv.PostForm(t, e.clients[r], "/settings/executions", form)
 	}
-	res := post(auth.RoleAdmin, url.Values{"approval_ttl_value": {"90"}, "approval_ttl_unit": {"minutes"}, "separate_high_approver": {"true"}})
+	res := post(auth.RoleAdmin, url.Values{"approval_ttl_value": {"90"}, "approval_ttl_unit": {"minutes"}, "high_separation": {"always"}})
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/settings/executions" {
 		t.Fatalf("save: got %d to %q, want 303 back to the form", res.StatusCode, res.Header.Get("Location"))
 	}
 	st, err := e.srv.Executions.Settings(ctx)
-	if err != nil || st.ApprovalTTL != 90*time.Minute || !st.SeparateHighApprover {
+	if err != nil || st.ApprovalTTL != 90*time.Minute || st.HighSeparation != decide.SeparationAlways {
 		t.Fatalf("saved settings %+v (%v), want 90m and a separate approver", st, err)
 	}
 	var audited int
@@ -546,14 +547,19 @@ func TestExecutionSettingsPage(t *testing.T) {
 	if v, u := doc.Find("[data-testid=approval-ttl-value]").AttrOr("value", ""), doc.Find("[data-testid=approval-ttl-unit] option[selected]").AttrOr("value", ""); v != "90" || u != "minutes" {
 		t.Errorf("after save: expiry %s %s, want 90 minutes", v, u)
 	}
-	if _, ok := doc.Find("[data-testid=separate-high-approver]").Attr("checked"); !ok {
-		t.Error("after save: separate approver is not ticked")
+	if _, ok := doc.Find("[data-testid=high-separation-always]").Attr("checked"); !ok {
+		t.Error("after save: always is not the chosen separation")
 	}
-	// Unticking saves false.
+	// Without a choice: auto, the default.
 	res = post(auth.RoleAdmin, url.Values{"approval_ttl_value": {"2"}, "approval_ttl_unit": {"hours"}})
 	res.Body.Close()
-	if st, _ := e.srv.Executions.Settings(ctx); res.StatusCode != http.StatusSeeOther || st.ApprovalTTL != 2*time.Hour || st.SeparateHighApprover {
-		t.Errorf("save 2 hours unticked: got %d, %+v", res.StatusCode, st)
+	if st, _ := e.srv.Executions.Settings(ctx); res.StatusCode != http.StatusSeeOther || st.ApprovalTTL != 2*time.Hour || st.HighSeparation != decide.SeparationAuto {
+		t.Errorf("save 2 hours without a separation: got %d, %+v", res.StatusCode, st)
+	}
+	// An unknown separation is refused next to its field.
+	res = post(auth.RoleAdmin, url.Values{"approval_ttl_value": {"2"}, "approval_ttl_unit": {"hours"}, "high_separation": {"sometimes"}})
+	if doc := page(t, res); res.StatusCode != http.StatusUnprocessableEntity || doc.Find("[data-testid=error-high_separation]").Length() != 1 {
+		t.Errorf("unknown separation: got %d, want 422 with the field's error", res.StatusCode)
 	}
 
 	// Bad input: 422, the error next to the field, the input kept, nothing saved.
@@ -564,7 +570,7 @@ func TestExecutionSettingsPage(t *testing.T) {
 		{"45", "days", "between one minute and 30 days"},
 		{"1", "fortnights", "minutes, hours or days"},
 	} {
-		res := post(auth.RoleAdmin, url.Values{"approval_ttl_value": {tc.value}, "approval_ttl_unit": {tc.unit}, "separate_high_approver": {"true"}})
+		res := post(auth.RoleAdmin, url.Values{"approval_ttl_value": {tc.value}, "approval_ttl_unit": {tc.unit}, "high_separation": {"always"}})
 		doc := page(t, res)
 		if res.StatusCode != http.StatusUnprocessableEntity {
 			t.Errorf("%q %s: got %d, want 422", tc.value, tc.unit, res.StatusCode)
@@ -575,11 +581,11 @@ func TestExecutionSettingsPage(t *testing.T) {
 		if got := doc.Find("[data-testid=approval-ttl-value]").AttrOr("value", ""); got != tc.value {
 			t.Errorf("%q %s: the form shows %q, want the input kept", tc.value, tc.unit, got)
 		}
-		if _, ok := doc.Find("[data-testid=separate-high-approver]").Attr("checked"); !ok {
-			t.Errorf("%q %s: the ticked box was not kept", tc.value, tc.unit)
+		if _, ok := doc.Find("[data-testid=high-separation-always]").Attr("checked"); !ok {
+			t.Errorf("%q %s: the chosen separation was not kept", tc.value, tc.unit)
 		}
 	}
-	if st, _ := e.srv.Executions.Settings(ctx); st.ApprovalTTL != 2*time.Hour || st.SeparateHighApprover {
+	if st, _ := e.srv.Executions.Settings(ctx); st.ApprovalTTL != 2*time.Hour || st.HighSeparation != decide.SeparationAuto {
 		t.Errorf("refused input changed the settings: %+v", st)
 	}
 

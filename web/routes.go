@@ -110,9 +110,10 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/executions/:id", auth.PermExecutionView, execs.Show},
 		{http.MethodPost, "/executions/:id/confirm", auth.PermExecutionApprove, execs.ConfirmForm},
 		{http.MethodPost, "/executions/:id/reject", auth.PermExecutionApprove, execs.RejectForm},
-		// The service checks requester-or-approver (tokens never approve).
+		// The service checks requester-or-approver (tokens never approve); rolling back
+		// is a decision (package decide), so it needs execution.approve.
 		{http.MethodPost, "/executions/:id/cancel", auth.PermExecutionView, execs.CancelForm},
-		{http.MethodPost, "/executions/:id/rollback", auth.PermExecutionView, execs.RollbackForm},
+		{http.MethodPost, "/executions/:id/rollback", auth.PermExecutionApprove, execs.RollbackForm},
 
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
@@ -159,8 +160,8 @@ func (s *Server) routes() []Route {
 		{http.MethodPut, "/api/v1/tools/:id/compensation", auth.PermToolConfigure, execs.APISetCompensation},
 
 		// Executions (seed 003's Safe Action flow). Who may decide what is the service's
-		// to say (requester or approver, tokens never approve), so cancel and rollback
-		// need only a view of executions here.
+		// to say (package decide: a person, never a token; separation of duties), so
+		// cancel needs only a view of executions here; a rollback is a decision.
 		{http.MethodGet, "/api/v1/executions", auth.PermExecutionView, execs.APIList},
 		{http.MethodPost, "/api/v1/executions", auth.PermExecutionCreate, execs.APICreate},
 		{http.MethodGet, "/api/v1/executions/settings", auth.PermExecutionView, execs.APISettings},
@@ -170,7 +171,7 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/api/v1/executions/:id/reject", auth.PermExecutionApprove, execs.APIReject},
 		{http.MethodPost, "/api/v1/executions/:id/cancel", auth.PermExecutionView, execs.APICancel},
 		{http.MethodGet, "/api/v1/executions/:id/rollback", auth.PermExecutionView, execs.APIRollbackPlan},
-		{http.MethodPost, "/api/v1/executions/:id/rollback", auth.PermExecutionView, execs.APIRollback},
+		{http.MethodPost, "/api/v1/executions/:id/rollback", auth.PermExecutionApprove, execs.APIRollback},
 		{http.MethodGet, "/api/v1/approvals", auth.PermExecutionView, execs.APIApprovals},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -96,7 +97,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer func() { mcpCancel(); <-mcpDone }()
 
 	toolSvc := tools.New(d.Pool, keys, log)
-	rt := router.New(d.Pool, toolSvc, mcp, &router.Options{Logger: log, Bus: bus, UserRate: c.RateLimit})
+	dec := decide.New(d.Pool, authSvc)
+	rt := router.New(d.Pool, toolSvc, mcp, &router.Options{Logger: log, Bus: bus, UserRate: c.RateLimit, Decide: dec})
 	// The router stops before the sessions, writing the records of the last calls.
 	rtCtx, rtCancel := context.WithCancel(context.WithoutCancel(ctx))
 	rtDone := make(chan struct{})
@@ -107,7 +109,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.LLMURL != "" {
 		plan = planner.NewLLM(c.LLMURL, &planner.LLMOptions{Model: c.LLMModel, APIKey: c.LLMAPIKey})
 	}
-	execs, err := executions.New(d.Pool, rt, toolSvc, &executions.Options{Logger: log, Planner: plan})
+	execs, err := executions.New(d.Pool, rt, toolSvc, &executions.Options{Logger: log, Planner: plan, Auth: authSvc, Decide: dec})
 	if err != nil {
 		return err
 	}
@@ -125,7 +127,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
 		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp,
-		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt), Executions: execs}
+		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt), Executions: execs, Decide: dec}
 	srv := web.New(deps, bus)
 
 	if d.Cluster != nil && !d.Cluster.Owned() {

@@ -37,6 +37,9 @@ type Actor struct {
 	Name      string // username (or "system")
 	IP        string
 	RequestID string
+	// TokenID is the API token a token actor used (not part of the entry: who acted is
+	// the token's user), so what it asked for can be dropped once the token is revoked.
+	TokenID string
 }
 
 // System is the actor for what Toolwarden does on its own (bootstrap, expiry).

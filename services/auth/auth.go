@@ -112,7 +112,7 @@ func (p *Principal) Actor(ip, requestID string) audit.Actor {
 	if p == nil {
 		return audit.Actor{Kind: audit.ActorAnonymous, IP: ip, RequestID: requestID}
 	}
-	return audit.Actor{Kind: p.Kind, ID: p.User.ID, Name: p.User.Username, IP: ip, RequestID: requestID}
+	return audit.Actor{Kind: p.Kind, ID: p.User.ID, Name: p.User.Username, IP: ip, RequestID: requestID, TokenID: p.TokenID}
 }
 
 // randomToken returns prefix followed by 32 random bytes in base64url, and its SHA-256.

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -81,9 +82,12 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	}
 	now := s.opts.Now()
 	expires := now.Add(st.ApprovalTTL)
-	var requestedBy *string
+	var requestedBy, requestedToken *string
 	if c.Actor.ID != "" {
 		requestedBy = &c.Actor.ID
+	}
+	if c.Actor.Kind == audit.ActorToken && c.Actor.TokenID != "" {
+		requestedToken = &c.Actor.TokenID
 	}
 	kind := c.Actor.Kind
 	if kind != audit.ActorToken && kind != audit.ActorSystem {
@@ -94,10 +98,11 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		var id string
 		err := tx.QueryRow(ctx, `/* executions.Create */
 			INSERT INTO executions (requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
-			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'planning', $9, $10, $11, $12, $13, $13) RETURNING id`,
+			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
+			                        requested_token)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'planning', $9, $10, $11, $12, $13, $13, $14) RETURNING id`,
 			requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now).Scan(&id)
+			plan.Phrase(), expires, now, requestedToken).Scan(&id)
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}
@@ -118,7 +123,7 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		if err != nil || level != risk.Low {
 			return err
 		}
-		ex, err = s.start(ctx, tx, ex, c.Actor, "policy", now)
+		ex, err = s.start(ctx, tx, ex, c.Actor, "policy", false, now)
 		return err
 	})
 	if err != nil {
@@ -180,7 +185,7 @@ func (s *Service) plannable(ctx context.Context, c Caller) ([]planner.Tool, erro
 }
 
 // start moves an approved execution to executing and queues its run, in tx.
-func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver audit.Actor, how string, now time.Time) (*Execution, error) {
+func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver audit.Actor, how string, self bool, now time.Time) (*Execution, error) {
 	var approvedBy *string
 	name := approver.Name
 	if how == "policy" {
@@ -190,11 +195,14 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 	} else if approver.ID != "" && approver.Kind != audit.ActorSystem {
 		approvedBy = &approver.ID
 	}
+	extra := map[string]any{"approval": how, "approver": name}
+	if self {
+		extra["self_approved"] = true
+	}
 	ex, err := s.apply(ctx, tx, ex.ID, change{from: []Status{AwaitingApproval}, to: Executing, want: "approved",
 		set: map[string]any{"approval": how, "approved_by": approvedBy, "approver_name": name, "approved_at": now,
-			"approved_hash": ex.PlanHash, "started_at": now},
-		kind: "approval.granted", actor: approver, action: "execution.approve",
-		extra: map[string]any{"approval": how, "approver": name}})
+			"approved_hash": ex.PlanHash, "started_at": now, "self_approved": self},
+		kind: "approval.granted", actor: approver, action: "execution.approve", extra: extra})
 	if err != nil {
 		return nil, err
 	}
@@ -202,14 +210,16 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 }
 
 // Confirm approves an execution awaiting approval: MEDIUM with a confirm, HIGH with
-// its exact phrase. planHash, when given (hex), must be the hash the person saw. Of
+// its exact phrase. planHash, when given (hex), must be the hash the person saw. Who
+// may approve is package decide's to say (a person, not a token; for HIGH someone
+// other than the requester whenever another could). What is stored to run and the
+// requester are checked again (checkBinding): a plan altered while it waited, one whose
+// tools changed, or one whose requester can no longer act is cancelled instead. Of
 // concurrent confirms exactly one wins; the others get a *ConflictError.
 func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash string) (*Execution, error) {
-	if c.Actor.Kind == audit.ActorToken {
-		return nil, &ForbiddenError{Message: "API tokens cannot approve executions: a person must, in the browser or with a session"}
-	}
-	if !c.Role.Can(auth.PermExecutionApprove) {
-		return nil, &ForbiddenError{Message: "your role may not approve executions"}
+	const verb = "approve executions"
+	if err := s.mayDecide(c, verb); err != nil {
+		return nil, err
 	}
 	ex, err := s.get(ctx, s.pool, id)
 	if err != nil {
@@ -235,49 +245,51 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 			return nil, &PhraseError{Phrase: ex.ConfirmationPhrase}
 		}
 		how = "phrase"
-		st, err := s.Settings(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if st.SeparateHighApprover && ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID {
-			s.refusal(ctx, c, ex, "requester may not approve")
-			return nil, &ForbiddenError{Message: "a high-risk plan needs a different person to approve it than the one who asked for it"}
-		}
 	}
-	if msg := s.staleness(ctx, ex); msg != "" {
+	requester := ""
+	if ex.RequestedBy != nil {
+		requester = *ex.RequestedBy
+	}
+	verdict, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester,
+		Level: risk.Level(ex.Risk), Verb: verb})
+	var fe *decide.ForbiddenError
+	if errors.As(err, &fe) {
+		s.refusal(ctx, c, ex, fe.Message)
+		return nil, &ForbiddenError{Message: fe.Message}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, b, err := s.checkBinding(ctx, ex, PhaseRun); err != nil {
+		return nil, err
+	} else if b != nil {
 		_, err := s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "cancelled",
-			set: map[string]any{"reason": msg, "finished_at": now}, kind: "execution.cancelled",
-			action: "execution.stale", extra: map[string]any{"reason": msg}})
+			set: map[string]any{"reason": b.reason, "finished_at": now}, kind: "execution.cancelled",
+			action: b.action, extra: map[string]any{"reason": b.reason}})
 		if err != nil {
 			return nil, err
 		}
-		return nil, &StaleError{Message: msg + "; the plan was cancelled, plan it again"}
+		return nil, &StaleError{Message: b.reason + "; the plan was cancelled, plan it again"}
 	}
 	var out *Execution
 	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = s.start(ctx, tx, ex, c.Actor, how, now)
+		out, err = s.start(ctx, tx, ex, c.Actor, how, verdict.SelfApproved, now)
 		return err
 	})
 	return out, err
 }
 
-// staleness says which step's tool changed since planning ("" when none did).
-func (s *Service) staleness(ctx context.Context, ex *Execution) string {
-	for i, st := range ex.Plan.Steps {
-		t, err := s.tools.Target(ctx, st.ToolID)
-		switch {
-		case errors.Is(err, tools.ErrNotFound):
-			return fmt.Sprintf("step %d: %s no longer exists", i+1, st.Tool)
-		case err != nil:
-			return fmt.Sprintf("step %d: %s could not be checked: %v", i+1, st.Tool, err)
-		case t.DefinitionHash != st.DefinitionHash:
-			return fmt.Sprintf("step %d: %s changed its definition since the plan was made", i+1, st.Tool)
-		case t.ConfigVersion != st.ConfigVersion:
-			return fmt.Sprintf("step %d: %s's configuration changed since the plan was made", i+1, st.Tool)
-		}
+// mayDecide refuses at once what no execution could change: a token, or a role that
+// may not decide.
+func (s *Service) mayDecide(c Caller, verb string) error {
+	if err := decide.Person(c.Actor, verb); err != nil {
+		return &ForbiddenError{Message: err.Error()}
 	}
-	return ""
+	if !c.Role.Can(auth.PermExecutionApprove) {
+		return &ForbiddenError{Message: "your role may not " + verb}
+	}
+	return nil
 }
 
 // refusal audits an approval attempt that was turned down.
@@ -309,11 +321,8 @@ const MaxReason = 500
 
 // Reject turns down an execution awaiting approval, with a reason.
 func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
-	if c.Actor.Kind == audit.ActorToken {
-		return nil, &ForbiddenError{Message: "API tokens cannot decide on executions: a person must"}
-	}
-	if !c.Role.Can(auth.PermExecutionApprove) {
-		return nil, &ForbiddenError{Message: "your role may not decide on executions"}
+	if err := s.mayDecide(c, "decide on executions"); err != nil {
+		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
 	switch {
@@ -385,62 +394,63 @@ func (s *Service) expire(ctx context.Context, id string) (bool, error) {
 type Settings struct {
 	// ApprovalTTL is how long a plan waits for approval before it expires. Default 24 h.
 	ApprovalTTL time.Duration
-	// SeparateHighApprover: a HIGH plan needs an approver other than its requester.
-	SeparateHighApprover bool
+	// HighSeparation is when a HIGH plan needs an approver other than its requester
+	// (package decide). Default: whenever another active person could approve.
+	HighSeparation decide.Separation
 }
 
 // DefaultApprovalTTL is ApprovalTTL when nobody set one.
 const DefaultApprovalTTL = 24 * time.Hour
 
-const (
-	settingTTL      = "executions.approval_ttl_seconds"
-	settingSeparate = "executions.separate_high_approver"
-)
+const settingTTL = "executions.approval_ttl_seconds"
 
 // Settings reads the current settings.
 func (s *Service) Settings(ctx context.Context) (Settings, error) {
-	type row struct {
-		Key   string          `db:"key"`
-		Value json.RawMessage `db:"value"`
-	}
-	rows, err := db.All[row](ctx, s.pool, "executions: settings", `/* executions.Settings */
-		SELECT key, value FROM settings WHERE key = ANY($1)`, []string{settingTTL, settingSeparate})
-	if err != nil {
-		return Settings{}, err
-	}
 	st := Settings{ApprovalTTL: DefaultApprovalTTL}
-	for _, r := range rows {
-		switch r.Key {
-		case settingTTL:
-			var secs int64
-			if json.Unmarshal(r.Value, &secs) == nil && secs > 0 {
-				st.ApprovalTTL = time.Duration(secs) * time.Second
-			}
-		case settingSeparate:
-			_ = json.Unmarshal(r.Value, &st.SeparateHighApprover)
-		}
+	var raw json.RawMessage
+	err := s.pool.QueryRow(ctx, `/* executions.Settings */ SELECT value FROM settings WHERE key = $1`, settingTTL).Scan(&raw)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Settings{}, fmt.Errorf("executions: settings: %w", err)
+	}
+	var secs int64
+	if err == nil && json.Unmarshal(raw, &secs) == nil && secs > 0 {
+		st.ApprovalTTL = time.Duration(secs) * time.Second
+	}
+	if st.HighSeparation, err = s.dec.Separation(ctx, s.pool); err != nil {
+		return Settings{}, err
 	}
 	return st, nil
 }
 
 // SetSettings stores the settings, audited.
 func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Settings) error {
+	e := &verr.Error{}
 	if st.ApprovalTTL < time.Minute || st.ApprovalTTL > 30*24*time.Hour {
-		return verr.New("approval_ttl", "must be between one minute and 30 days")
+		e.Add("approval_ttl", "must be between one minute and 30 days")
+	}
+	if st.HighSeparation == "" {
+		st.HighSeparation = decide.SeparationAuto
+	}
+	if !st.HighSeparation.Valid() {
+		e.Add("high_separation", "must be auto (another person approves whenever there is one), always or off")
+	}
+	if err := e.Err(); err != nil {
+		return err
 	}
 	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		for k, v := range map[string]any{settingTTL: int64(st.ApprovalTTL / time.Second), settingSeparate: st.SeparateHighApprover} {
-			raw, _ := json.Marshal(v)
-			if _, err := tx.Exec(ctx, `/* executions.SetSettings */
-				INSERT INTO settings (key, value, updated_by) VALUES ($1, $2, $3)
-				ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_by = EXCLUDED.updated_by, updated_at = now()`,
-				k, raw, actor.Name); err != nil {
-				return fmt.Errorf("executions: settings: %w", err)
-			}
+		raw, _ := json.Marshal(int64(st.ApprovalTTL / time.Second))
+		if _, err := tx.Exec(ctx, `/* executions.SetSettings */
+			INSERT INTO settings (key, value, updated_by) VALUES ($1, $2, $3)
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_by = EXCLUDED.updated_by, updated_at = now()`,
+			settingTTL, raw, actor.Name); err != nil {
+			return fmt.Errorf("executions: settings: %w", err)
+		}
+		if err := decide.SetSeparation(ctx, tx, st.HighSeparation, actor.Name); err != nil {
+			return err
 		}
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "settings.executions", TargetType: "settings",
 			TargetID: "executions", Payload: map[string]any{"approval_ttl_seconds": int64(st.ApprovalTTL / time.Second),
-				"separate_high_approver": st.SeparateHighApprover}})
+				"high_separation": st.HighSeparation}})
 		return err
 	})
 }

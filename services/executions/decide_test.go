@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -208,8 +209,8 @@ func TestExpiry(t *testing.T) {
 	e.setRisk("mt__add", risk.Medium)
 	add := step("mt__add", `{"a":1,"b":1}`)
 	st, err := e.svc.Settings(e.ctx)
-	if err != nil || st.ApprovalTTL != 24*time.Hour || st.SeparateHighApprover {
-		t.Fatalf("default settings: got %+v, %v; want 24h and no separation", st, err)
+	if err != nil || st.ApprovalTTL != 24*time.Hour || st.HighSeparation != decide.SeparationAuto {
+		t.Fatalf("default settings: got %+v, %v; want 24h and auto separation", st, err)
 	}
 	day := e.create(e.admin, add)
 	if got := day.ExpiresAt.Sub(day.CreatedAt); got != 24*time.Hour {
@@ -340,8 +341,10 @@ func TestStaleAtConfirm(t *testing.T) {
 	}
 }
 
-// With separation of duties on, the requester cannot approve their own HIGH plan;
-// someone else can. MEDIUM plans, and HIGH ones with the setting off, they may.
+// Separation of duties (issue #17, finding 2): by default (auto) the requester of a
+// HIGH plan cannot approve it while another active person could, and someone else
+// can; MEDIUM plans they may confirm. Off lets them, marked as a self-approval;
+// always refuses them even when nobody else could.
 func TestSeparationOfDuties(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -352,21 +355,17 @@ func TestSeparationOfDuties(t *testing.T) {
 	high := step("mt__write-note", `{"text":"x"}`)
 	medium := step("mt__add", `{"a":1,"b":1}`)
 
-	own := e.create(alice, high)
-	if got, err := e.svc.Confirm(e.ctx, alice, own.ID, own.ConfirmationPhrase, ""); err != nil || got.Approval != "phrase" {
-		t.Fatalf("setting off, own HIGH plan: got %v, %v; want approved by phrase", got, err)
-	}
-
-	if err := e.svc.SetSettings(e.ctx, admin, executions.Settings{ApprovalTTL: time.Hour, SeparateHighApprover: true}); err != nil {
-		t.Fatal(err)
+	st, err := e.svc.Settings(e.ctx)
+	if err != nil || st.HighSeparation != decide.SeparationAuto {
+		t.Fatalf("default separation: got %q, %v; want auto", st.HighSeparation, err)
 	}
 	ex := e.create(alice, high)
-	_, err := e.svc.Confirm(e.ctx, alice, ex.ID, ex.ConfirmationPhrase, "")
-	if !isForbidden(err) {
-		t.Fatalf("requester approves own HIGH plan: got %v (%T), want a *ForbiddenError", err, err)
+	_, err = e.svc.Confirm(e.ctx, alice, ex.ID, ex.ConfirmationPhrase, "")
+	if !isForbidden(err) || !strings.Contains(err.Error(), "different person") {
+		t.Fatalf("requester approves own HIGH plan: got %v (%T), want a *ForbiddenError asking for a different person", err, err)
 	}
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.approve.refused'
-		AND actor_id = $2 AND payload->>'reason' = 'requester may not approve'`, ex.ID, alice.Actor.ID); n != 1 {
+		AND actor_id = $2 AND payload->>'reason' LIKE '%different person%'`, ex.ID, alice.Actor.ID); n != 1 {
 		t.Errorf("refusal audit rows: got %d, want 1", n)
 	}
 	if got := e.get(ex.ID).Status; got != executions.AwaitingApproval {
@@ -376,15 +375,68 @@ func TestSeparationOfDuties(t *testing.T) {
 	if err != nil {
 		t.Fatalf("another approver: %v", err)
 	}
-	if got.ApprovedBy == nil || *got.ApprovedBy != bob.Actor.ID || got.ApproverName != "bob" {
-		t.Errorf("approved by %v (%q), want bob", got.ApprovedBy, got.ApproverName)
+	if got.ApprovedBy == nil || *got.ApprovedBy != bob.Actor.ID || got.ApproverName != "bob" || got.SelfApproved {
+		t.Errorf("approved by %v (%q, self %v), want bob, not a self-approval", got.ApprovedBy, got.ApproverName, got.SelfApproved)
 	}
 	m := e.create(alice, medium)
 	if _, err := e.svc.Confirm(e.ctx, alice, m.ID, "", ""); err != nil {
-		t.Errorf("requester confirms own MEDIUM plan with the setting on: %v", err)
+		t.Errorf("requester confirms own MEDIUM plan: %v", err)
+	}
+
+	if err := e.svc.SetSettings(e.ctx, admin, executions.Settings{ApprovalTTL: time.Hour, HighSeparation: decide.SeparationOff}); err != nil {
+		t.Fatal(err)
+	}
+	own := e.create(alice, high)
+	got, err = e.svc.Confirm(e.ctx, alice, own.ID, own.ConfirmationPhrase, "")
+	if err != nil || got.Approval != "phrase" || !got.SelfApproved {
+		t.Fatalf("setting off, own HIGH plan: got %+v, %v; want approved by phrase, marked self-approved", got, err)
+	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.approve'
+		AND payload->>'self_approved' = 'true'`, own.ID); n != 1 {
+		t.Errorf("self-approval audit rows: got %d, want 1", n)
+	}
+
+	if err := e.svc.SetSettings(e.ctx, admin, executions.Settings{ApprovalTTL: time.Hour, HighSeparation: "sometimes"}); !isInvalid(err) {
+		t.Errorf("an unknown separation: got %v, want a *verr.Error", err)
 	}
 	for _, id := range []string{own.ID, ex.ID, m.ID} {
 		checkInvariant(t, e, id)
+	}
+}
+
+// A single-person installation still works under auto (its self-approvals marked), but
+// not under always; disabled users and roles that cannot approve do not count as
+// someone else who could.
+func TestSeparationAlone(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "write-note")
+	high := step("mt__write-note", `{"text":"x"}`)
+	e.user("audrey", auth.RoleAuditor)
+	gone := e.user("gone", auth.RoleAdmin)
+	e.disable(gone)
+
+	ex := e.create(e.admin, high)
+	got, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, ex.ConfirmationPhrase, "")
+	if err != nil || !got.SelfApproved {
+		t.Fatalf("the only approver approves their own HIGH plan: got %+v, %v; want approved, marked self-approved", got, err)
+	}
+
+	if err := e.svc.SetSettings(e.ctx, admin, executions.Settings{ApprovalTTL: time.Hour, HighSeparation: decide.SeparationAlways}); err != nil {
+		t.Fatal(err)
+	}
+	always := e.create(e.admin, high)
+	if _, err := e.svc.Confirm(e.ctx, e.admin, always.ID, always.ConfirmationPhrase, ""); !isForbidden(err) {
+		t.Fatalf("always, alone: got %v, want a *ForbiddenError", err)
+	}
+
+	if err := e.svc.SetSettings(e.ctx, admin, executions.Settings{ApprovalTTL: time.Hour, HighSeparation: decide.SeparationAuto}); err != nil {
+		t.Fatal(err)
+	}
+	e.user("carol", auth.RoleToolManager) // now someone else could approve
+	later := e.create(e.admin, high)
+	if _, err := e.svc.Confirm(e.ctx, e.admin, later.ID, later.ConfirmationPhrase, ""); !isForbidden(err) {
+		t.Fatalf("auto, with another approver: got %v, want a *ForbiddenError", err)
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -47,6 +48,12 @@ type Options struct {
 	Now func() time.Time
 	// Workers bounds how many executions run at once in this process. Default 8.
 	Workers int
+	// Auth re-checks requesters before approval and before every step. Default: one
+	// over the pool.
+	Auth *auth.Service
+	// Decide says who may approve, reject and roll back. Default: one over the pool
+	// and Auth.
+	Decide *decide.Service
 }
 
 // Service manages executions.
@@ -57,6 +64,8 @@ type Service struct {
 	opts   Options
 	log    *slog.Logger
 	queue  *queue
+	auth   *auth.Service
+	dec    *decide.Service
 	// stopping is set when Run's context ends: running jobs start no further step.
 	stopping atomic.Bool
 }
@@ -79,7 +88,13 @@ func New(pool *pgxpool.Pool, r *router.Router, ts *tools.Service, opts *Options)
 	if o.Workers <= 0 {
 		o.Workers = 8
 	}
-	s := &Service{pool: pool, router: r, tools: ts, opts: o, log: o.Logger}
+	if o.Auth == nil {
+		o.Auth = auth.New(pool, &auth.Options{Logger: o.Logger})
+	}
+	if o.Decide == nil {
+		o.Decide = decide.New(pool, o.Auth)
+	}
+	s := &Service{pool: pool, router: r, tools: ts, opts: o, log: o.Logger, auth: o.Auth, dec: o.Decide}
 	q, err := newQueue(s)
 	if err != nil {
 		return nil, err
@@ -107,6 +122,15 @@ type Execution struct {
 	ApprovedBy         *string    `db:"approved_by" json:"approved_by,omitempty"`
 	ApproverName       string     `db:"approver_name" json:"approver,omitempty"`
 	ApprovedAt         *time.Time `db:"approved_at" json:"approved_at,omitempty"`
+	ApprovedHash       []byte     `db:"approved_hash" json:"-"`
+	// SelfApproved: the requester approved their own high-risk plan (nobody else could,
+	// or separation of duties is off).
+	SelfApproved bool `db:"self_approved" json:"self_approved,omitempty"`
+	// RequestedToken is the API token the plan was asked with (nil: a session).
+	RequestedToken *string `db:"requested_token" json:"-"`
+	// RollbackPlan and RollbackHash are the rollback as it was asked for and approved.
+	RollbackPlan *Plan  `db:"rollback_plan" json:"-"`
+	RollbackHash []byte `db:"rollback_hash" json:"-"`
 	ExpiresAt          *time.Time `db:"expires_at" json:"expires_at,omitempty"`
 	Reason             string     `db:"reason" json:"reason,omitempty"`
 	Error              string     `db:"error" json:"error,omitempty"`
@@ -117,15 +141,19 @@ type Execution struct {
 }
 
 const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
-	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, expires_at, reason, error,
-	created_at, updated_at, started_at, finished_at`
+	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, approved_hash, self_approved,
+	requested_token, rollback_plan, rollback_hash, expires_at, reason, error, created_at, updated_at, started_at, finished_at`
 
-// Requester is who asked for the execution, as recorded: its steps run as them, with
-// the role they had when they asked.
+// Requester is who asked for the execution, as recorded, with the role they had when
+// they asked; its steps run as them with the role they have when each step starts
+// (see Service.checkBinding).
 func (e *Execution) Requester() Caller {
 	a := audit.Actor{Kind: e.RequesterKind, Name: e.RequesterName}
 	if e.RequestedBy != nil {
 		a.ID = *e.RequestedBy
+	}
+	if e.RequestedToken != nil {
+		a.TokenID = *e.RequestedToken
 	}
 	if a.Kind == "" {
 		a.Kind = audit.ActorUser

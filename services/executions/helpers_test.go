@@ -27,6 +27,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 func TestMain(m *testing.M) {
@@ -158,6 +159,20 @@ func (e *env) user(name string, role auth.Role) executions.Caller {
 func token(c executions.Caller) executions.Caller {
 	c.Actor.Kind = audit.ActorToken
 	return c
+}
+
+// disable disables user c (as an administrator would).
+func (e *env) disable(c executions.Caller) {
+	e.t.Helper()
+	if _, err := e.pool.Exec(e.ctx, `UPDATE users SET disabled_at = now() WHERE id = $1`, c.Actor.ID); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// isInvalid reports whether err is bad input (a *verr.Error).
+func isInvalid(err error) bool {
+	var ve *verr.Error
+	return errors.As(err, &ve)
 }
 
 // server registers an mcptest server over streamable HTTP, waits for its tools and

@@ -178,12 +178,14 @@ func (p Plan) Phrase() string {
 }
 
 // Hash is the SHA-256 of the plan's canonical form: for each step, run and rollback, the
-// tool (id, name, definition hash, configuration version), the effective arguments
-// with keys sorted, and what it undoes. An approval is bound to it.
+// tool (id, name, definition hash, configuration version), its server's connection
+// identity (command, environment, URL, credentials), the effective arguments with keys
+// sorted, and what it undoes. An approval is bound to it.
 func (p Plan) Hash() ([]byte, error) {
 	type canon struct {
 		ToolID, Tool, DefinitionHash string
 		ConfigVersion                int
+		ServerIdentity               string
 		Arguments                    json.RawMessage
 		Undoes                       *int
 	}
@@ -194,7 +196,7 @@ func (p Plan) Hash() ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("executions: step %d arguments: %w", i, err)
 			}
-			out[i] = canon{st.ToolID, st.Tool, st.DefinitionHash, st.ConfigVersion, args, st.Undoes}
+			out[i] = canon{st.ToolID, st.Tool, st.DefinitionHash, st.ConfigVersion, st.ServerIdentity, args, st.Undoes}
 		}
 		return out, nil
 	}

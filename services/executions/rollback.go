@@ -1,6 +1,7 @@
 package executions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/services/audit"
-	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -211,13 +212,13 @@ func (s *Service) PlanRollback(ctx context.Context, c Caller, id string) (*Execu
 // order of the completed steps, gated by their own risk (MEDIUM needs confirm, HIGH
 // the rollback's phrase), each through the router.
 func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed bool, phrase string) (*Execution, error) {
+	const verb = "roll executions back"
+	if err := s.mayDecide(c, verb); err != nil {
+		return nil, err
+	}
 	ex, rp, err := s.PlanRollback(ctx, c, id)
 	if err != nil {
 		return nil, err
-	}
-	mine := ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID
-	if !mine && !c.Role.Can(auth.PermExecutionApprove) {
-		return nil, &ForbiddenError{Message: "only its requester or an approver may roll an execution back"}
 	}
 	if rp.Problems != nil {
 		return nil, rp.Problems
@@ -227,9 +228,6 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 	}
 	switch rp.Risk {
 	case risk.High:
-		if c.Actor.Kind == audit.ActorToken {
-			return nil, &ForbiddenError{Message: "a high-risk rollback needs a person to type its phrase; API tokens cannot"}
-		}
 		if phrase != rp.Phrase {
 			return nil, &PhraseError{Phrase: rp.Phrase}
 		}
@@ -237,6 +235,34 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 		if !confirmed {
 			return nil, verr.New("/confirm", "the rollback runs medium-risk tools ("+rp.RiskWhy+"); confirm it")
 		}
+	}
+	requester := ""
+	if ex.RequestedBy != nil {
+		requester = *ex.RequestedBy
+	}
+	verdict, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester, Level: rp.Risk, Verb: verb})
+	var fe *decide.ForbiddenError
+	if errors.As(err, &fe) {
+		s.refusal(ctx, c, ex, fe.Message)
+		return nil, &ForbiddenError{Message: fe.Message}
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The plan's own undo steps come from the stored plan: it must be the one approved.
+	if h, err := ex.Plan.Hash(); err != nil || !bytes.Equal(h, ex.ApprovedHash) {
+		const msg = "the stored plan is not the one that was approved (it was altered after approval), so its rollback does not run"
+		s.refusal(ctx, c, ex, msg)
+		return nil, &StaleError{Message: msg}
+	}
+	undo := Plan{Steps: rp.Steps}
+	undoHash, err := undo.Hash()
+	if err != nil {
+		return nil, err
+	}
+	extra := map[string]any{"steps": len(rp.Steps), "not_undone": rp.Missing, "risk": rp.Risk}
+	if verdict.SelfApproved {
+		extra["self_approved"] = true
 	}
 	var out *Execution
 	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -251,8 +277,8 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 		}
 		var err error
 		out, err = s.apply(ctx, tx, id, change{from: []Status{Failed}, to: RollingBack, want: "rolled back",
-			kind: "rollback.started", actor: c.Actor, action: "execution.rollback",
-			extra: map[string]any{"steps": len(rp.Steps), "not_undone": rp.Missing, "risk": rp.Risk}})
+			set:  map[string]any{"rollback_plan": undo, "rollback_hash": undoHash},
+			kind: "rollback.started", actor: c.Actor, action: "execution.rollback", extra: extra})
 		if err != nil {
 			return err
 		}

@@ -177,7 +177,16 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 		if cur.Status != want {
 			return s.skipRest(ctx, id, phase) // cancelled between steps
 		}
-		if failure, err := s.runStep(ctx, cur, st); err != nil || failure != "" {
+		// What runs now must be what was approved, asked for by someone who still may.
+		who, b, err := s.checkBinding(ctx, cur, phase)
+		if err != nil {
+			return err
+		}
+		if b != nil {
+			return s.finishWith(context.WithoutCancel(ctx), cur, phase,
+				fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, b.reason), b.action)
+		}
+		if failure, err := s.runStep(ctx, cur, st, who); err != nil || failure != "" {
 			if err != nil {
 				return err
 			}
@@ -193,7 +202,7 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 
 // runStep runs one step through the router; failure says why it failed ("" when it
 // succeeded). err is for what stops the runner itself (the database).
-func (s *Service) runStep(ctx context.Context, ex *Execution, st Step) (failure string, err error) {
+func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester Caller) (failure string, err error) {
 	callID := uuid.NewString()
 	now := s.opts.Now()
 	tag, err := s.pool.Exec(ctx, `/* executions.step.start */
@@ -206,7 +215,6 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step) (failure 
 		return "", nil // not pending any more: nothing to do
 	}
 	pin := s.pinOf(ex, st)
-	requester := ex.Requester()
 	toolRef := st.Tool
 	if st.ToolID != nil {
 		toolRef = *st.ToolID
@@ -254,7 +262,11 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step) (failure 
 func (s *Service) pinOf(ex *Execution, st Step) *router.Pin {
 	list := ex.Plan.Steps
 	if st.Phase == PhaseRollback {
-		return nil // rollback steps are prepared and pinned when the rollback is asked for (see Rollback)
+		// Rollback steps are prepared and pinned when the rollback is asked for.
+		list = nil
+		if ex.RollbackPlan != nil {
+			list = ex.RollbackPlan.Steps
+		}
 	}
 	if st.Position < len(list) {
 		p := list[st.Position].Pin
@@ -283,6 +295,12 @@ func (s *Service) skipRest(ctx context.Context, id, phase string) error {
 // finish ends a phase: success or rolled back when failure is "", else failed or
 // rollback failed (the remaining steps skipped).
 func (s *Service) finish(ctx context.Context, ex *Execution, phase, failure string) error {
+	return s.finishWith(ctx, ex, phase, failure, "")
+}
+
+// finishWith is finish with the audit action of the transition given ("" for the
+// usual one): a plan refused before a step (checkBinding) is audited as what it was.
+func (s *Service) finishWith(ctx context.Context, ex *Execution, phase, failure, action string) error {
 	// The router writes its call events (started, progress, completed) a little behind
 	// the calls; write them first, so the execution's log ends with how it ended.
 	if err := s.router.Flush(ctx); err != nil {
@@ -319,6 +337,9 @@ func (s *Service) finish(ctx context.Context, ex *Execution, phase, failure stri
 	if failure != "" {
 		c.set["error"] = failure
 		c.extra["error"] = failure
+	}
+	if action != "" {
+		c.action = action
 	}
 	_, err = s.decide(ctx, Caller{Actor: audit.System}, ex.ID, c)
 	var ce *ConflictError

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
 )
@@ -166,7 +167,7 @@ func TestRandomizedInvariant(t *testing.T) {
 	alice := e.user("alice", auth.RoleToolUser)
 	bob := e.user("bob", auth.RoleToolUser)
 	guest := e.user("gus", auth.RoleGuest)
-	if err := e.svc.SetSettings(e.ctx, admin, executions.Settings{ApprovalTTL: time.Minute, SeparateHighApprover: true}); err != nil {
+	if err := e.svc.SetSettings(e.ctx, admin, executions.Settings{ApprovalTTL: time.Minute, HighSeparation: decide.SeparationAlways}); err != nil {
 		t.Fatal(err)
 	}
 	seed := uint64(time.Now().UnixNano())

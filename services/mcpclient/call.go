@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -44,7 +45,28 @@ func (r *progressRoutes) deliver(_ context.Context, req *mcp.ProgressNotificatio
 // until CallTool returns. Cancelling ctx abandons the call, and the SDK tells the
 // server with notifications/cancelled.
 func (m *Manager) CallTool(ctx context.Context, id, name string, args any, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	cs, err := m.Session(id)
+	return m.CallToolBound(ctx, id, "", name, args, onProgress)
+}
+
+// ErrIdentityChanged is a call bound to connection settings the server's session no
+// longer has (its command, environment, URL or credentials changed since approval).
+var ErrIdentityChanged = errors.New("mcpclient: the server's connection settings changed")
+
+// CallToolBound is CallTool on a session started with the connection identity given
+// (registry.Connection.Identity), refused with ErrIdentityChanged on any other: an
+// approved plan step runs only where it was approved to. An empty identity binds
+// nothing.
+func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, args any, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	m.mu.Lock()
+	c := m.conns[id]
+	m.mu.Unlock()
+	if c == nil {
+		return nil, ErrNotConnected
+	}
+	if identity != "" && c.cfg.Identity != identity {
+		return nil, ErrIdentityChanged
+	}
+	cs, err := c.current()
 	if err != nil {
 		return nil, err
 	}
@@ -59,4 +81,15 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args any, onPro
 		return nil, fmt.Errorf("mcpclient: call %s: %w", name, err)
 	}
 	return res, nil
+}
+
+// Identity is the connection identity (registry.Connection.Identity) server id's
+// session runs with, "" when it has none (disabled, or the manager is not running).
+func (m *Manager) Identity(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.conns[id]; c != nil {
+		return c.cfg.Identity
+	}
+	return ""
 }

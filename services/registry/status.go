@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,6 +36,10 @@ type Connection struct {
 	HealthInterval time.Duration
 	// Fingerprint changes whenever anything above changes, so a session knows when to reconnect.
 	Fingerprint string
+	// Identity is a MAC of the settings that decide what runs or is reached, and with
+	// which secrets (not the timings): a plan's approval is bound to it, so a changed
+	// command, environment, URL or credential is noticed before the next step runs.
+	Identity string
 }
 
 // String hides the secrets if a Connection is ever formatted by mistake.
@@ -114,15 +119,22 @@ func (s *Service) open(d draft) (Connection, error) {
 	case AuthHeader:
 		c.Headers[d.authHeader] = token
 	}
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	_ = enc.Encode([]any{c.Type, c.Command, c.Args, c.WorkingDir, c.URL, c.Timeout, c.Retries, c.HealthInterval})
+	// What decides which program runs (or which endpoint is reached) and with which
+	// credentials: approvals are bound to it (Identity), sessions restart on it and on
+	// the timings (Fingerprint).
+	var ident bytes.Buffer
+	enc := json.NewEncoder(&ident)
+	_ = enc.Encode([]any{c.Type, c.Command, c.Args, c.WorkingDir, c.URL})
 	for _, m := range []map[string]string{c.Env, c.Headers} {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			_ = enc.Encode([]string{k, m[k]})
 		}
 		_ = enc.Encode("|")
 	}
+	c.Identity = hex.EncodeToString(s.keys.MAC(ident.Bytes()))
+	h := sha256.New()
+	h.Write(ident.Bytes())
+	_ = json.NewEncoder(h).Encode([]any{c.Timeout, c.Retries, c.HealthInterval})
 	c.Fingerprint = hex.EncodeToString(h.Sum(nil))
 	return c, nil
 }

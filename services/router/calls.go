@@ -25,6 +25,8 @@ type callRecord struct {
 	attempts int
 	running  bool
 	redacted json.RawMessage // args with secrets masked, made once for the audit and usage rows
+	// selfApproved: a high-risk call approved by its own requester, nobody else could.
+	selfApproved bool
 
 	pmu          sync.Mutex
 	lastProgress time.Time
@@ -132,7 +134,11 @@ func (cr *callRecord) started(ctx context.Context) error {
 	rt := cr.r.setRuntime(cr.e.t.ID, StateExecuting, 1, "", 0)
 	p := cr.base()
 	p["runtime"] = rt
-	j := &job{audits: []audit.Entry{cr.entry("tool.call", map[string]any{"approval": approvalOf(cr.c, cr.e)})},
+	extra := map[string]any{"approval": approvalOf(cr.c, cr.e)}
+	if cr.selfApproved {
+		extra["self_approved"] = true
+	}
+	j := &job{audits: []audit.Entry{cr.entry("tool.call", extra)},
 		drafts: cr.drafts("tool.started", p)}
 	if err := cr.r.rec.submit(ctx, j, true); err != nil {
 		cr.r.setRuntime(cr.e.t.ID, StateError, -1, "could not be recorded", 0)

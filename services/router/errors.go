@@ -70,7 +70,7 @@ func fail(code, format string, args ...any) *Error {
 type ApprovalNeeded struct {
 	Risk       string `json:"risk"`
 	Why        string `json:"why"`
-	Needs      string `json:"needs"`                // "confirm" or "phrase"
+	Needs      string `json:"needs"`                // "confirm", "phrase", or "approver": another person must approve
 	Phrase     string `json:"phrase,omitempty"`     // the phrase to type, for HIGH
 	Executions string `json:"executions,omitempty"` // where an API caller submits the call as a plan
 }

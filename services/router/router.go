@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -70,6 +71,9 @@ type Options struct {
 	BreakerCooldown time.Duration
 	// MaxBatch bounds how many calls' records share a transaction. Default 512.
 	MaxBatch int
+	// Decide says who may confirm a risky call in the test panel (package decide).
+	// Default: decide.New over the router's pool.
+	Decide *decide.Service
 }
 
 func (o *Options) withDefaults() Options {
@@ -114,6 +118,7 @@ type Router struct {
 	users *limiters
 	toolL toolLimiters
 	rec   *recorder
+	dec   *decide.Service
 
 	breakers sync.Map // server id → *gobreaker.CircuitBreaker[*mcp.CallToolResult]
 
@@ -126,8 +131,12 @@ type Router struct {
 // New returns a router over the tool service and the session manager.
 func New(pool *pgxpool.Pool, ts *tools.Service, m *mcpclient.Manager, opts *Options) *Router {
 	o := opts.withDefaults()
+	dec := o.Decide
+	if dec == nil {
+		dec = decide.New(pool, auth.New(pool, &auth.Options{Logger: o.Logger}))
+	}
 	return &Router{tools: ts, mcp: m, opts: o, log: o.Logger, cache: newCache(o.Bus != nil), users: newLimiters(max(o.UserRate, 0)),
-		rec: newRecorder(pool, o.Bus, o.Logger, o.MaxBatch), runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
+		rec: newRecorder(pool, o.Bus, o.Logger, o.MaxBatch), dec: dec, runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
 }
 
 // Run writes call records and follows change events until ctx ends; then it writes
@@ -218,6 +227,9 @@ type Pin struct {
 	ToolID         string `json:"tool_id"`
 	DefinitionHash string `json:"definition_hash"`
 	ConfigVersion  int    `json:"configuration_version"`
+	// ServerIdentity is the server's connection identity (registry.Connection.Identity,
+	// a MAC of its command, environment, URL and credentials) when the call was checked.
+	ServerIdentity string `json:"server_identity"`
 }
 
 // Approval is the consent a risky call carries.
@@ -320,9 +332,11 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		return nil, rec.refused(ctx, err)
 	}
 	raw := args.merged
-	if err := approve(e, c); err != nil {
+	self, err := r.approve(ctx, e, c)
+	if err != nil {
 		return nil, rec.refused(ctx, err)
 	}
+	rec.selfApproved = self
 	if wait, which := take(start, r.users.get(userKey(c.Actor)), r.toolL.get(e.t.ID, e.t.RateLimit)); which >= 0 {
 		who := "you have"
 		if which == 1 {
@@ -336,7 +350,11 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if err := rec.started(ctx); err != nil {
 		return nil, err
 	}
-	out, attempts, err := r.execute(ctx, e, raw, c.Progress, rec)
+	identity := ""
+	if c.Pin != nil {
+		identity = c.Pin.ServerIdentity
+	}
+	out, attempts, err := r.execute(ctx, e, raw, identity, c.Progress, rec)
 	rec.attempts = attempts
 	if err != nil {
 		return nil, rec.failed(err)
@@ -356,13 +374,17 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	return result, nil
 }
 
-// pinned refuses a call whose tool is no longer what was approved.
-func pinned(e *entry, p *Pin) error {
+// pinned refuses a call whose tool, or its server's connection, is no longer what
+// was approved.
+func (r *Router) pinned(e *entry, p *Pin) error {
 	if p == nil {
 		return nil
 	}
 	t := e.t
 	switch {
+	case t.ID == p.ToolID && p.ServerIdentity != r.mcp.Identity(t.ServerID):
+		return fail(CodeStale, "the connection settings of server %s (its command, environment, URL or credentials) changed since %s was approved; plan and approve it again",
+			t.Server, t.QualifiedName())
 	case t.ID != p.ToolID:
 		return fail(CodeStale, "%s is no longer the tool that was approved", t.QualifiedName())
 	case t.DefinitionHash != p.DefinitionHash:
@@ -414,7 +436,7 @@ func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		return nil, err
 	}
 	t := e.t
-	return &Prepared{Pin: Pin{ToolID: t.ID, DefinitionHash: t.DefinitionHash, ConfigVersion: t.ConfigVersion},
+	return &Prepared{Pin: Pin{ToolID: t.ID, DefinitionHash: t.DefinitionHash, ConfigVersion: t.ConfigVersion, ServerIdentity: r.mcp.Identity(t.ServerID)},
 		Tool: t.QualifiedName(), Server: t.Server, Arguments: given, Effective: effective, Risk: e.risk}, nil
 }
 
@@ -438,7 +460,7 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 		return nil, checkedArgs{}, err
 	}
 	e := res.e
-	if err := pinned(e, c.Pin); err != nil {
+	if err := r.pinned(e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}
 	if res.operation != "" {
@@ -554,14 +576,48 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 }
 
 // approve applies DESIGN §5: LOW runs; MEDIUM needs a confirm; HIGH the typed phrase;
-// a step of an approved execution carries its approval.
-func approve(e *entry, c Call) error {
+// a step of an approved execution carries its approval. Who may give that approval is
+// package decide's to say (a person, never a token; for HIGH someone other than the
+// caller whenever another could). self reports a high-risk call its own caller
+// approved because nobody else could.
+func (r *Router) approve(ctx context.Context, e *entry, c Call) (self bool, err error) {
+	level := e.risk.Level
+	if level == risk.Low || c.Approval.Execution != "" && c.Source == SourceExecution {
+		return false, nil
+	}
+	if err := consent(e, c); err != nil {
+		return false, err
+	}
+	// A person confirmed it (or typed the phrase): may they decide on their own call?
+	v, err := r.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: c.Actor.ID, Level: level,
+		Verb: "run a " + string(level) + "-risk tool"})
+	var fe *decide.ForbiddenError
+	if !errors.As(err, &fe) {
+		return v.SelfApproved, err
+	}
+	need := ApprovalNeeded{Risk: string(level), Why: e.risk.Why, Needs: "approver", Executions: "/api/v1/executions"}
+	return false, &Error{Code: CodeApprovalRequired, Details: need, Message: fmt.Sprintf("%s is %s risk (%s); %s: submit it as a plan, where they can approve it",
+		e.t.QualifiedName(), level, e.risk.Why, fe.Message)}
+}
+
+// approvalGiven is the approval c carries on its own: only a person in a page confirms
+// a direct call, so an API or gateway call, or any call made with an API token,
+// carries none, whatever its form fields say.
+func approvalGiven(c Call) Approval {
+	if c.Source == SourceAPI || c.Source == SourceGateway || c.Actor.Kind != audit.ActorUser {
+		return Approval{}
+	}
+	return c.Approval
+}
+
+// consent is nil when c may run as far as its risk goes before anyone is asked (LOW,
+// a step of an approved execution, or a confirm or phrase given), else the
+// approval_required error saying what it needs.
+func consent(e *entry, c Call) error {
 	if c.Approval.Execution != "" && c.Source == SourceExecution {
 		return nil
 	}
-	if c.Source == SourceAPI || c.Source == SourceGateway {
-		c.Approval = Approval{} // only a person in a page can confirm a direct call
-	}
+	ap := approvalGiven(c)
 	level := e.risk.Level
 	name := e.t.QualifiedName()
 	need := ApprovalNeeded{Risk: string(level), Why: e.risk.Why}
@@ -569,27 +625,29 @@ func approve(e *entry, c Call) error {
 	case risk.Low:
 		return nil
 	case risk.Medium:
-		if c.Approval.Confirmed {
+		if ap.Confirmed {
 			return nil
 		}
 		need.Needs = "confirm"
 	default:
-		if c.Approval.Phrase == Phrase(name) {
+		if ap.Phrase == Phrase(name) {
 			return nil
 		}
 		need.Needs, need.Phrase = "phrase", Phrase(name)
 	}
 	msg := fmt.Sprintf("%s is %s risk (%s)", name, level, e.risk.Why)
-	if c.Source == SourceAPI || c.Source == SourceGateway {
+	switch {
+	case c.Source == SourceAPI || c.Source == SourceGateway:
 		need.Executions = "/api/v1/executions"
 		msg += "; submit it as a plan to POST /api/v1/executions, where a person can approve it"
-	} else if need.Needs == "phrase" {
-		if c.Approval.Phrase != "" {
-			msg += fmt.Sprintf("; the phrase typed does not match: type %q exactly", need.Phrase)
-		} else {
-			msg += fmt.Sprintf("; type %q to run it", need.Phrase)
-		}
-	} else {
+	case c.Actor.Kind != audit.ActorUser:
+		need.Executions = "/api/v1/executions"
+		msg += "; an API token cannot confirm it: submit it as a plan to POST /api/v1/executions, where a person can approve it"
+	case need.Needs == "phrase" && c.Approval.Phrase != "":
+		msg += fmt.Sprintf("; the phrase typed does not match: type %q exactly", need.Phrase)
+	case need.Needs == "phrase":
+		msg += fmt.Sprintf("; type %q to run it", need.Phrase)
+	default:
 		msg += "; confirm to run it"
 	}
 	return &Error{Code: CodeApprovalRequired, Message: msg, Details: need}
@@ -610,7 +668,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // execute calls the server with the tool's timeout, waiting for a server that is
 // still connecting, retrying a retryable tool after transport failures, behind the
 // server's circuit breaker.
-func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, onProgress func(Progress), rec *callRecord) (*mcp.CallToolResult, int, error) {
+func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord) (*mcp.CallToolResult, int, error) {
 	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -629,13 +687,13 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, on
 			return nil, err
 		}
 		res, err := cb.Execute(func() (*mcp.CallToolResult, error) {
-			return r.mcp.CallTool(cctx, e.t.ServerID, e.t.Name, args, progress)
+			return r.mcp.CallToolBound(cctx, e.t.ServerID, identity, e.t.Name, args, progress)
 		})
 		if err == nil {
 			return res, nil
 		}
 		ce := r.classify(cctx, ctx, e, err, timeout)
-		if !e.retry || ce.Code != CodeUpstream || errors.Is(err, gobreaker.ErrOpenState) {
+		if !e.retry || ce.Code != CodeUpstream || errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, mcpclient.ErrIdentityChanged) {
 			return nil, backoff.Permanent(ce)
 		}
 		return nil, ce
@@ -666,6 +724,9 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 	case errors.Is(err, gobreaker.ErrOpenState):
 		return fail(CodeUpstream, "calls to %s are paused after %d failures in a row; they resume within %s",
 			e.t.Server, r.opts.BreakerFailures, r.opts.BreakerCooldown)
+	case errors.Is(err, mcpclient.ErrIdentityChanged):
+		return fail(CodeStale, "the connection settings of server %s changed since %s was approved; plan and approve it again",
+			e.t.Server, e.t.QualifiedName())
 	case errors.Is(err, mcpclient.ErrNotConnected):
 		return fail(CodeUpstream, "server %s is not connected: %s", e.t.Server, strings.TrimPrefix(err.Error(), mcpclient.ErrNotConnected.Error()+": "))
 	}
@@ -705,7 +766,8 @@ func (r *Router) breaker(serverID string) *gobreaker.CircuitBreaker[*mcp.CallToo
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
 		// A caller that gave up, or a call that timed out, says nothing about the server's health.
 		IsSuccessful: func(err error) bool {
-			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+				errors.Is(err, mcpclient.ErrIdentityChanged)
 		},
 	})
 	got, _ := r.breakers.LoadOrStore(serverID, cb)

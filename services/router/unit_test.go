@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/base64"
 	"encoding/json"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"strings"
 	"testing"
 	"time"
@@ -129,30 +130,37 @@ func TestTakeAllOrNothing(t *testing.T) {
 	}
 }
 
-// approve: risk levels and sources.
-func TestApprove(t *testing.T) {
+// consent: risk levels, sources and who sends the approval (a token's form fields
+// approve nothing: issue #17, finding 1).
+func TestConsent(t *testing.T) {
 	t.Parallel()
 	mk := func(l risk.Level) *entry {
 		return &entry{t: tools.Target{Item: tools.Item{Server: "s", Name: "t"}}, risk: risk.Decision{Level: l, Why: "because"}}
 	}
+	person := audit.Actor{Kind: audit.ActorUser, ID: "u1", Name: "alice"}
+	token := audit.Actor{Kind: audit.ActorToken, ID: "u1", Name: "alice", TokenID: "t1"}
 	for _, tc := range []struct {
 		level  risk.Level
 		source string
+		actor  audit.Actor
 		ap     Approval
 		ok     bool
 	}{
-		{risk.Low, SourceAPI, Approval{}, true},
-		{risk.Medium, SourceTestPanel, Approval{Confirmed: true}, true},
-		{risk.Medium, SourceGateway, Approval{Confirmed: true}, false},
-		{risk.High, SourceTestPanel, Approval{Phrase: "s__t"}, true},
-		{risk.High, SourceTestPanel, Approval{Phrase: " s__t"}, false},
-		{risk.High, SourceAPI, Approval{Phrase: "s__t"}, false},
-		{risk.High, SourceAPI, Approval{Execution: "x"}, false}, // only executions carry execution approvals
-		{risk.High, SourceExecution, Approval{Execution: "x"}, true},
+		{risk.Low, SourceAPI, token, Approval{}, true},
+		{risk.Medium, SourceTestPanel, person, Approval{Confirmed: true}, true},
+		{risk.Medium, SourceTestPanel, token, Approval{Confirmed: true}, false},
+		{risk.Medium, SourceGateway, person, Approval{Confirmed: true}, false},
+		{risk.High, SourceTestPanel, person, Approval{Phrase: "s__t"}, true},
+		{risk.High, SourceTestPanel, token, Approval{Phrase: "s__t"}, false},
+		{risk.High, SourceTestPanel, audit.Actor{Kind: audit.ActorAnonymous}, Approval{Phrase: "s__t"}, false},
+		{risk.High, SourceTestPanel, person, Approval{Phrase: " s__t"}, false},
+		{risk.High, SourceAPI, person, Approval{Phrase: "s__t"}, false},
+		{risk.High, SourceAPI, person, Approval{Execution: "x"}, false}, // only executions carry execution approvals
+		{risk.High, SourceExecution, token, Approval{Execution: "x"}, true},
 	} {
-		err := approve(mk(tc.level), Call{Source: tc.source, Approval: tc.ap})
+		err := consent(mk(tc.level), Call{Source: tc.source, Actor: tc.actor, Approval: tc.ap})
 		if (err == nil) != tc.ok {
-			t.Errorf("%s from %s with %+v: got %v, want ok=%v", tc.level, tc.source, tc.ap, err, tc.ok)
+			t.Errorf("%s from %s by %s with %+v: got %v, want ok=%v", tc.level, tc.source, tc.actor.Kind, tc.ap, err, tc.ok)
 		}
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -109,6 +111,7 @@ type Keyring struct {
 	primary string
 	ids     []string // in file order, primary first
 	aeads   map[string]cipher.AEAD
+	mac     []byte // the primary key's MAC key (see MAC)
 }
 
 // NewKeyring builds a keyring; the first key is the primary. A key with an empty
@@ -141,7 +144,21 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 		kr.ids = append(kr.ids, id)
 	}
 	kr.primary = kr.ids[0]
+	mac, err := hkdf.Key(sha256.New, keys[0].Bytes, nil, "toolwarden mac v1", sha256.Size)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: derive the MAC key: %w", err)
+	}
+	kr.mac = mac
 	return kr, nil
+}
+
+// MAC is HMAC-SHA256 of data under a key derived from the primary key: a digest of
+// secret values that can be stored and compared without revealing them (a plain hash
+// of a weak secret could be guessed offline). It changes when the primary key does.
+func (kr *Keyring) MAC(data []byte) []byte {
+	h := hmac.New(sha256.New, kr.mac)
+	h.Write(data)
+	return h.Sum(nil)
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {

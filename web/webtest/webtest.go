@@ -24,6 +24,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -138,7 +139,8 @@ func Start(t testing.TB, opts *Options) *Server {
 	if ro == nil {
 		ro = &router.Options{}
 	}
-	ro.Logger, ro.Bus = log, bus
+	dec := decide.New(pool, a)
+	ro.Logger, ro.Bus, ro.Decide = log, bus, dec
 	rt := router.New(pool, ts, mgr, ro)
 	rtDone := make(chan struct{})
 	go func() { _ = rt.Run(ctx); close(rtDone) }()
@@ -146,7 +148,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	if eo == nil {
 		eo = &executions.Options{}
 	}
-	eo.Logger = log
+	eo.Logger, eo.Auth, eo.Decide = log, a, dec
 	ex, err := executions.New(pool, rt, ts, eo)
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +158,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	exDone := make(chan struct{})
 	go func() { _ = ex.Run(exCtx); close(exDone) }()
 	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
-		Tools: ts, Router: rt, Runs: router.NewRuns(rt), Executions: ex}
+		Tools: ts, Router: rt, Runs: router.NewRuns(rt), Executions: ex, Decide: dec}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {
