@@ -30,13 +30,13 @@ type ToolTest struct {
 	// NeedsApprover says why another person must approve a run (high risk, and the
 	// caller may not approve their own): the workspace offers to ask for approval.
 	NeedsApprover string
-	Verifies  bool // Run all moves the tool to verified | failed (an administrator, a testable state)
-	Notice    string
-	Result    *TestResult
-	Cases     []TestCase
-	CaseName  string
-	Expect    string
-	ExpectTxt string
+	Verifies      bool // Run all moves the tool to verified | failed (an administrator, a testable state)
+	Notice        string
+	Result        *TestResult
+	Cases         []TestCase
+	CaseName      string
+	Expect        string
+	ExpectTxt     string
 }
 
 // TestRunButton is the state of the workspace's Run button.

@@ -129,15 +129,15 @@ type Execution struct {
 	// RequestedToken is the API token the plan was asked with (nil: a session).
 	RequestedToken *string `db:"requested_token" json:"-"`
 	// RollbackPlan and RollbackHash are the rollback as it was asked for and approved.
-	RollbackPlan *Plan  `db:"rollback_plan" json:"-"`
-	RollbackHash []byte `db:"rollback_hash" json:"-"`
-	ExpiresAt          *time.Time `db:"expires_at" json:"expires_at,omitempty"`
-	Reason             string     `db:"reason" json:"reason,omitempty"`
-	Error              string     `db:"error" json:"error,omitempty"`
-	CreatedAt          time.Time  `db:"created_at" json:"created_at"`
-	UpdatedAt          time.Time  `db:"updated_at" json:"updated_at"`
-	StartedAt          *time.Time `db:"started_at" json:"started_at,omitempty"`
-	FinishedAt         *time.Time `db:"finished_at" json:"finished_at,omitempty"`
+	RollbackPlan *Plan      `db:"rollback_plan" json:"-"`
+	RollbackHash []byte     `db:"rollback_hash" json:"-"`
+	ExpiresAt    *time.Time `db:"expires_at" json:"expires_at,omitempty"`
+	Reason       string     `db:"reason" json:"reason,omitempty"`
+	Error        string     `db:"error" json:"error,omitempty"`
+	CreatedAt    time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt    time.Time  `db:"updated_at" json:"updated_at"`
+	StartedAt    *time.Time `db:"started_at" json:"started_at,omitempty"`
+	FinishedAt   *time.Time `db:"finished_at" json:"finished_at,omitempty"`
 }
 
 const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
