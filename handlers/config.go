@@ -138,6 +138,13 @@ func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool
 				Message: "sets what this stdio server runs on the Toolwarden host (command, args, env or working directory); only administrators can import that"})
 		}
 	}
+	if !PrincipalOf(c).Can(auth.PermServerTrust) {
+		for _, n := range plan.TrustChanges() {
+			denied = append(denied, n)
+			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "trusted",
+				Message: "marks this server trusted or untrusted, which decides how risky its tools are; only administrators can import that"})
+		}
+	}
 	return plan, denied, nil
 }
 

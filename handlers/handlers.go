@@ -275,6 +275,15 @@ func commandCheck(c echo.Context, changes bool) error {
 	return nil
 }
 
+// trustCheck refuses a registration that sets whether a server is trusted unless the
+// caller holds auth.PermServerTrust: trust decides the risk of every tool it has.
+func trustCheck(c echo.Context, changes bool) error {
+	if changes && !PrincipalOf(c).Can(auth.PermServerTrust) {
+		return registry.ErrTrustChange
+	}
+	return nil
+}
+
 // RenderError renders the error page, inside the shell when someone is signed in.
 func (d *Deps) RenderError(c echo.Context, status int, title, message string) error {
 	l := d.layout(c, title)

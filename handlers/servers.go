@@ -127,7 +127,8 @@ func (h ServersHandler) formPage(c echo.Context, status int, id string, f views.
 		title, action = "Edit "+f.Name, "/servers/"+id
 	}
 	return render(c, status, views.ServerFormView(views.ServerFormPage{Layout: h.layout(c, title), ID: id, Form: f,
-		Types: typeOptions(), Test: test, Action: action, CommandLocked: !PrincipalOf(c).Can(auth.PermServerCommand)}))
+		Types: typeOptions(), Test: test, Action: action, CommandLocked: !PrincipalOf(c).Can(auth.PermServerCommand),
+		TrustLocked: !PrincipalOf(c).Can(auth.PermServerTrust)}))
 }
 
 // Edit renders the edit form of a server; secret values are never in it.
@@ -302,6 +303,9 @@ func (h ServersHandler) Create(c echo.Context) error {
 	if err := commandCheck(c, registry.ChangesCommand(nil, pf.patch)); err != nil {
 		return h.formInvalid(c, "", pf, verr.New("command", err.Error()))
 	}
+	if err := trustCheck(c, *pf.patch.Trusted); err != nil {
+		return h.formInvalid(c, "", pf, verr.New("trusted", strings.TrimPrefix(err.Error(), "registry: ")))
+	}
 	sv, err := h.Registry.CreateServer(c.Request().Context(), ActorOf(c), specOf(pf.patch))
 	if err != nil {
 		return h.formInvalid(c, "", pf, err)
@@ -363,7 +367,17 @@ func (h ServersHandler) Update(c echo.Context) error {
 	if err := commandCheck(c, registry.ChangesCommand(&cur, pf.patch)); err != nil {
 		return h.formInvalid(c, cur.ID, pf, verr.New("command", err.Error()))
 	}
+	if !PrincipalOf(c).Can(auth.PermServerTrust) {
+		// The box is disabled for them, so the form does not send it: keep the trust as
+		// it is, and refuse a form that tries to set it.
+		if *pf.patch.Trusted && !cur.Trusted {
+			return h.formInvalid(c, cur.ID, pf, verr.New("trusted", strings.TrimPrefix(registry.ErrTrustChange.Error(), "registry: ")))
+		}
+		pf.patch.Trusted = &cur.Trusted
+		pf.view.Trusted = cur.Trusted
+	}
 	pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
+	pf.patch.KeepTrust = !PrincipalOf(c).Can(auth.PermServerTrust)
 	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, pf.patch)
 	if err != nil {
 		return h.formInvalid(c, cur.ID, pf, err)

@@ -147,6 +147,9 @@ func (h ServersHandler) APICreate(c echo.Context) error {
 	if err := commandCheck(c, in.spec().Type == registry.TypeStdio); err != nil {
 		return err
 	}
+	if err := trustCheck(c, in.spec().Trusted); err != nil {
+		return err
+	}
 	sv, err := h.Registry.CreateServer(ctx, ActorOf(c), in.spec())
 	if err != nil {
 		return err
@@ -164,6 +167,7 @@ func (h ServersHandler) APIUpdate(c echo.Context) error {
 	ctx := c.Request().Context()
 	p := in.patch()
 	p.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand) // checked on the locked row
+	p.KeepTrust = !PrincipalOf(c).Can(auth.PermServerTrust)
 	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), c.Param("id"), p)
 	if err != nil {
 		return err

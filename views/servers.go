@@ -90,6 +90,9 @@ type ServerFormPage struct {
 	Layout
 	ID     string // "" when adding
 	Form   ServerForm
+	// TrustLocked: the person may not change whether the server is trusted (only
+	// administrators may: trust decides risk).
+	TrustLocked bool
 	Types  []Option
 	Test   *ServerTest
 	Action string

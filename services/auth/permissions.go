@@ -58,6 +58,9 @@ const (
 	// stored stdio server unchanged needs only server.edit). Whoever
 	// holds it can run any program as Toolwarden, so only administrators do.
 	PermServerCommand Permission = "server.command"
+	// PermServerTrust: mark a server trusted, or not. Trust decides risk (DESIGN §5: a
+	// trusted server's annotations are believed), so only administrators hold it.
+	PermServerTrust Permission = "server.trust"
 
 	PermToolView      Permission = "tool.view"
 	PermToolUse       Permission = "tool.use"
@@ -85,7 +88,7 @@ const (
 // AllPermissions lists every permission except PermPublic and PermSignedIn.
 var AllPermissions = []Permission{
 	PermDashboard, PermOwnTokens, PermUsers, PermSettings,
-	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand,
+	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand, PermServerTrust,
 	PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
 	PermExecutionView, PermExecutionCreate, PermExecutionApprove,
 	PermLogView, PermAuditView, PermAuditExport,

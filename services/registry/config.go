@@ -1108,6 +1108,20 @@ func (p *Plan) CommandChanges() []string {
 	return names
 }
 
+// TrustChanges names the servers the plan would mark trusted (new ones) or whose trust
+// it changes: only administrators may import those (ErrTrustChange).
+func (p *Plan) TrustChanges() []string {
+	var names []string
+	for _, it := range p.Items {
+		switch {
+		case it.Action == PlanCreate && it.d.trusted,
+			it.Action == PlanUpdate && it.d.trusted != it.cur.Trusted:
+			names = append(names, it.Name)
+		}
+	}
+	return names
+}
+
 // Digest identifies what the plan does: the same file planned against the same
 // registrations gives the same digest. The import page shows a plan and applies it
 // only while the digest of a fresh plan still matches, so nobody applies a plan they

@@ -231,7 +231,14 @@ type Patch struct {
 	// server runs (see ChangesCommand): set it for callers without server.command. It is
 	// checked against the row locked for the update, so no concurrent edit slips past it.
 	KeepCommand bool
+	// KeepTrust refuses (ErrTrustChange) a patch that would change whether the server
+	// is trusted: set it for callers without server.trust. Checked on the locked row.
+	KeepTrust bool
 }
+
+// ErrTrustChange: the patch (or a new server) sets whether a server is trusted, and the
+// caller may not: trust decides risk, so only administrators do.
+var ErrTrustChange = errors.New("registry: only administrators can mark a server trusted or untrusted: trust decides how risky its tools are")
 
 // ErrCommandChange: the patch changes what a stdio server runs, and the caller may not.
 var ErrCommandChange = errors.New("registry: only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)")
@@ -813,6 +820,9 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 		d.apply(p)
 		if p.KeepCommand && commandChanged(&before, d) {
 			return ErrCommandChange
+		}
+		if p.KeepTrust && d.trusted != before.trusted {
+			return ErrTrustChange
 		}
 		if err := d.validateChange(&before); err != nil {
 			return err
