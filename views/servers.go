@@ -88,14 +88,14 @@ type ServerForm struct {
 // ServerFormPage is /servers/new and /servers/:id/edit.
 type ServerFormPage struct {
 	Layout
-	ID     string // "" when adding
-	Form   ServerForm
+	ID   string // "" when adding
+	Form ServerForm
 	// TrustLocked: the person may not change whether the server is trusted (only
 	// administrators may: trust decides risk).
 	TrustLocked bool
-	Types  []Option
-	Test   *ServerTest
-	Action string
+	Types       []Option
+	Test        *ServerTest
+	Action      string
 	// CommandLocked: the viewer may not set what a stdio server runs
 	// (auth.PermServerCommand), so those fields are shown but cannot be changed.
 	CommandLocked bool
