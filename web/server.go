@@ -56,6 +56,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	e.Use(securityHeaders)
 	e.Use(crossOriginProtection())
 	e.Use(s.authenticate)
+	e.Use(refuseBadText)
 
 	staticFiles, _ := fs.Sub(static.FS, ".")
 	e.GET(static.Prefix+"*", echo.WrapHandler(staticHandler(staticFiles)))

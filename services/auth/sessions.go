@@ -51,6 +51,8 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	// Nobody's username is longer than 48 bytes; keeping what is recorded of a failed
 	// attempt short stops anonymous callers from writing bulk into the audit log.
 	username := truncate(NormalizeUsername(req.Username), 64)
+	// A browser's User-Agent may carry any bytes; what is stored of it is text.
+	agent := truncate(strings.ToValidUTF8(req.UserAgent, "\uFFFD"), 300)
 	actor := audit.Actor{Kind: audit.ActorAnonymous, Name: username, IP: req.IP, RequestID: req.RequestID}
 	var sess Session
 	var loginErr error
@@ -122,7 +124,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		expires := time.Now().Add(s.opts.SessionTTL)
 		if _, err := tx.Exec(ctx, `/* auth.Login.session */
 			INSERT INTO sessions (token_hash, user_id, expires_at, ip, user_agent) VALUES ($1, $2, $3, $4, $5)`,
-			hash2, u.ID, expires, req.IP, truncate(req.UserAgent, 300)); err != nil {
+			hash2, u.ID, expires, req.IP, agent); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `/* auth.Login.last */ UPDATE users SET last_login_at = now() WHERE id = $1 RETURNING last_login_at`, u.ID).Scan(&u.LastLoginAt); err != nil {
@@ -130,7 +132,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 		actor.Kind, actor.ID = audit.ActorUser, u.ID
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
-			Payload: map[string]any{"username": u.Username, "user_agent": truncate(req.UserAgent, 300)}}); err != nil {
+			Payload: map[string]any{"username": u.Username, "user_agent": agent}}); err != nil {
 			return err
 		}
 		if _, err := events.Publish(ctx, tx, SessionsTopic, "session.started", SessionEvent{UserID: u.ID, Username: u.Username}); err != nil {
