@@ -88,4 +88,3 @@ func valuesText(vs url.Values) error {
 	}
 	return nil
 }
-
