@@ -53,6 +53,8 @@ type Deps struct {
 	Executions *executions.Service
 	// Decide says who may decide on risky calls (the test panel asks it before a run).
 	Decide *decide.Service
+	// Denials records refused requests in the audit log (the error handler).
+	Denials *audit.Denials
 }
 
 // SessionCookie is the name of the session cookie.

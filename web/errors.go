@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -129,6 +131,31 @@ func codeFor(status int) string {
 	return strings.ReplaceAll(strings.ToLower(http.StatusText(status)), " ", "_")
 }
 
+// audited is an error whose refusal its service already wrote to the audit log.
+type audited interface{ Audited() bool }
+
+// recordDenial writes a refused request to the audit log (result denied): every 403,
+// and a 401 of a request that brought credentials (an unknown, revoked or expired
+// token). Refusals a service already recorded are not written twice.
+func (s *Server) recordDenial(c echo.Context, err error, status int, code, msg string) {
+	req := c.Request()
+	if status != http.StatusForbidden && (status != http.StatusUnauthorized || req.Header.Get(echo.HeaderAuthorization) == "") {
+		return
+	}
+	var a audited
+	if errors.As(err, &a) && a.Audited() {
+		return
+	}
+	if s.deps.Denials == nil {
+		return
+	}
+	d := audit.Denial{Actor: handlers.ActorOf(c), Method: req.Method, Route: c.Path(), Path: req.URL.Path, Status: status,
+		Code: code, Reason: msg}
+	if rerr := s.deps.Denials.Record(context.WithoutCancel(req.Context()), d); rerr != nil {
+		s.log.Error("audit: a refused request was not recorded", "err", rerr, "path", req.URL.Path)
+	}
+}
+
 var pageTitles = map[int]string{
 	http.StatusBadRequest:          "That request was not valid",
 	http.StatusForbidden:           "You do not have access",
@@ -147,6 +174,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	status, code, msg, details := classify(err)
+	s.recordDenial(c, err, status, code, msg)
 	if status >= 500 {
 		s.log.Error("request failed", "err", err, "method", c.Request().Method, "path", c.Request().URL.Path,
 			"request_id", handlers.RequestID(c))

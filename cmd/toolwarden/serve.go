@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/gctune"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
@@ -127,7 +128,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
 		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp,
-		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt), Executions: execs, Decide: dec}
+		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt), Executions: execs, Decide: dec,
+		Denials: audit.NewDenials(d.Pool, &audit.DenialOptions{Logger: log})}
 	srv := web.New(deps, bus)
 
 	if d.Cluster != nil && !d.Cluster.Owned() {

@@ -45,6 +45,13 @@ type Actor struct {
 // System is the actor for what Toolwarden does on its own (bootstrap, expiry).
 var System = Actor{Kind: ActorSystem, Name: "system"}
 
+// The results an entry records (DESIGN §1's audit filter).
+const (
+	ResultSuccess = "success" // the action happened (the default)
+	ResultFailure = "failure" // it was tried and failed (a wrong password)
+	ResultDenied  = "denied"  // it was refused: the actor may not do it
+)
+
 // Entry is one action to record. Payload must not contain secrets.
 type Entry struct {
 	Actor      Actor
@@ -53,6 +60,8 @@ type Entry struct {
 	TargetID   string
 	TargetName string // what people call the target ("alice"), shown beside the id
 	Payload    any
+	// Result is ResultSuccess (when empty), ResultFailure or ResultDenied.
+	Result string
 }
 
 // Record is a stored entry.
@@ -69,6 +78,7 @@ type Record struct {
 	IP         string          `db:"ip" json:"ip"`
 	RequestID  string          `db:"request_id" json:"request_id"`
 	Payload    json.RawMessage `db:"payload" json:"payload"`
+	Result     string          `db:"result" json:"result"`
 	PrevHash   []byte          `db:"prev_hash" json:"-"`
 	Hash       []byte          `db:"hash" json:"-"`
 }
@@ -147,8 +157,17 @@ func NewBatch(entries []Entry) (*Batch, error) {
 				return nil, fmt.Errorf("audit: marshal %s payload: %w", e.Action, err)
 			}
 		}
+		result := e.Result
+		switch result {
+		case "":
+			result = ResultSuccess
+		case ResultSuccess, ResultFailure, ResultDenied:
+		default:
+			return nil, fmt.Errorf("audit: %s: unknown result %q", e.Action, e.Result)
+		}
 		rs[i] = Record{At: at, ActorKind: kind, ActorName: e.Actor.Name, Action: e.Action, TargetType: e.TargetType,
-			TargetID: e.TargetID, TargetName: e.TargetName, IP: e.Actor.IP, RequestID: e.Actor.RequestID, Payload: payload}
+			TargetID: e.TargetID, TargetName: e.TargetName, IP: e.Actor.IP, RequestID: e.Actor.RequestID, Payload: payload,
+			Result: result}
 		if e.Actor.ID != "" {
 			id := e.Actor.ID
 			rs[i].ActorID = &id
@@ -207,7 +226,7 @@ func (b *Batch) InsertQuery() (string, []any) {
 // chain moved, and the caller reads the head and seals again.
 func (b *Batch) InsertAfterQuery(head Head) (string, []any) {
 	sql, args := b.insert(`
-		WHERE (SELECT row(id, hash) FROM audit_log ORDER BY id DESC LIMIT 1) = row($15::bigint, $16::bytea)`)
+		WHERE (SELECT row(id, hash) FROM audit_log ORDER BY id DESC LIMIT 1) = row($16::bigint, $17::bytea)`)
 	return sql, append(args, head.ID, head.Hash)
 }
 
@@ -215,25 +234,25 @@ func (b *Batch) insert(where string) (string, []any) {
 	n := len(b.recs)
 	ids, ats := make([]int64, n), make([]time.Time, n)
 	actorIDs := make([]*string, n)
-	texts := make([][]string, 9)
+	texts := make([][]string, 10)
 	for k := range texts {
 		texts[k] = make([]string, n)
 	}
 	prevs, hashes := make([][]byte, n), make([][]byte, n)
 	for i, r := range b.recs {
 		ids[i], ats[i], actorIDs[i] = r.ID, r.At, r.ActorID
-		for k, v := range [...]string{r.ActorKind, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName, r.IP, r.RequestID, string(r.Payload)} {
+		for k, v := range [...]string{r.ActorKind, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName, r.IP, r.RequestID, string(r.Payload), r.Result} {
 			texts[k][i] = v
 		}
 		prevs[i], hashes[i] = r.PrevHash, r.Hash
 	}
 	return `/* audit.AppendBatch */
-		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)
-		SELECT id, at, actor_kind, actor_id::uuid, actor_name, action, target_type, target_id, target_name, ip, request_id, payload::json, prev_hash, hash
+		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash, result)
+		SELECT id, at, actor_kind, actor_id::uuid, actor_name, action, target_type, target_id, target_name, ip, request_id, payload::json, prev_hash, hash, result
 		FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::bytea[])
-			AS u(id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash)` + where,
-		[]any{ids, ats, texts[0], actorIDs, texts[1], texts[2], texts[3], texts[4], texts[5], texts[6], texts[7], texts[8], prevs, hashes}
+			$9::text[], $10::text[], $11::text[], $12::text[], $13::bytea[], $14::bytea[], $15::text[])
+			AS u(id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash, result)` + where,
+		[]any{ids, ats, texts[0], actorIDs, texts[1], texts[2], texts[3], texts[4], texts[5], texts[6], texts[7], texts[8], prevs, hashes, texts[9]}
 }
 
 // Announcements are the audit.appended events of the sealed batch.
@@ -265,6 +284,11 @@ func (r *Record) computeHash() []byte {
 		buf = netstring(buf, []byte(f))
 	}
 	buf = netstring(buf, r.Payload)
+	// Entries written before results were recorded are all successes: a success adds
+	// nothing, so their hashes still verify; any other result is covered.
+	if r.Result != "" && r.Result != ResultSuccess {
+		buf = netstring(buf, []byte(r.Result))
+	}
 	sum := sha256.Sum256(buf)
 	return sum[:]
 }
@@ -286,15 +310,16 @@ type Summary struct {
 	TargetType string    `json:"target_type"`
 	TargetID   string    `json:"target_id"`
 	TargetName string    `json:"target_name,omitempty"`
+	Result     string    `json:"result"`
 }
 
 // Summary returns the entry's event summary.
 func (r Record) Summary() Summary {
 	return Summary{ID: r.ID, At: r.At, ActorKind: r.ActorKind, ActorName: r.ActorName, Action: r.Action,
-		TargetType: r.TargetType, TargetID: r.TargetID, TargetName: r.TargetName}
+		TargetType: r.TargetType, TargetID: r.TargetID, TargetName: r.TargetName, Result: r.Result}
 }
 
-const recordColumns = `id, at, actor_kind, actor_id::text, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash`
+const recordColumns = `id, at, actor_kind, actor_id::text, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, result, prev_hash, hash`
 
 // Recent returns the newest entries, newest first.
 func Recent(ctx context.Context, q db.Querier, limit int) ([]Record, error) {
@@ -343,7 +368,7 @@ func Verify(ctx context.Context, q db.Querier) (VerifyResult, error) {
 	for rows.Next() {
 		// Scanned by hand into one reused Record: reflection per row would halve the rate.
 		if err := rows.Scan(&r.ID, &r.At, &r.ActorKind, &r.ActorID, &r.ActorName, &r.Action, &r.TargetType,
-			&r.TargetID, &r.TargetName, &r.IP, &r.RequestID, &r.Payload, &r.PrevHash, &r.Hash); err != nil {
+			&r.TargetID, &r.TargetName, &r.IP, &r.RequestID, &r.Payload, &r.Result, &r.PrevHash, &r.Hash); err != nil {
 			return res, fmt.Errorf("audit: verify: %w", err)
 		}
 		res.Checked++

@@ -108,7 +108,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 				actor.ID = u.ID
 			}
 			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: targetID, TargetName: username,
-				Payload: map[string]any{"username": username, "reason": reason}})
+				Payload: map[string]any{"username": username, "reason": reason}, Result: audit.ResultFailure})
 			return err
 		}
 

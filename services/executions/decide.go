@@ -27,9 +27,16 @@ type Caller struct {
 }
 
 // ForbiddenError is a decision this caller may not make, and why.
-type ForbiddenError struct{ Message string }
+type ForbiddenError struct {
+	Message string
+	// audited: the refusal is in the audit log already (see refusal).
+	audited bool
+}
 
 func (e *ForbiddenError) Error() string { return e.Message }
+
+// Audited reports whether the refusal was written to the audit log already.
+func (e *ForbiddenError) Audited() bool { return e.audited }
 
 // PhraseError is a HIGH plan confirmed without its exact phrase.
 type PhraseError struct{ Phrase string }
@@ -255,7 +262,7 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 	var fe *decide.ForbiddenError
 	if errors.As(err, &fe) {
 		s.refusal(ctx, c, ex, fe.Message)
-		return nil, &ForbiddenError{Message: fe.Message}
+		return nil, &ForbiddenError{Message: fe.Message, audited: true}
 	}
 	if err != nil {
 		return nil, err
@@ -296,7 +303,7 @@ func (s *Service) mayDecide(c Caller, verb string) error {
 func (s *Service) refusal(ctx context.Context, c Caller, ex *Execution, why string) {
 	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: c.Actor, Action: "execution.approve.refused", TargetType: "execution",
-			TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"reason": why}})
+			TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"reason": why}, Result: audit.ResultDenied})
 		return err
 	})
 	if err != nil {

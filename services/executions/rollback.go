@@ -244,7 +244,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 	var fe *decide.ForbiddenError
 	if errors.As(err, &fe) {
 		s.refusal(ctx, c, ex, fe.Message)
-		return nil, &ForbiddenError{Message: fe.Message}
+		return nil, &ForbiddenError{Message: fe.Message, audited: true}
 	}
 	if err != nil {
 		return nil, err

@@ -123,7 +123,9 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, false)}}
 	if refusedAudited[e.Code] {
-		j.audits = []audit.Entry{cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": e.Message})}
+		refusal := cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": e.Message})
+		refusal.Result = audit.ResultDenied
+		j.audits = []audit.Entry{refusal}
 	}
 	_ = cr.r.rec.submit(ctx, j, false)
 	return err

@@ -53,6 +53,10 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("router: %s: %s", e.Code, e.Message) }
 
+// Audited reports whether the refusal is in the audit log already (the router records
+// the refusals worth a row itself), so the web layer does not record it again.
+func (e *Error) Audited() bool { return refusedAudited[e.Code] }
+
 // Status is the HTTP status of the error's code.
 func (e *Error) Status() int {
 	if s, ok := statusOf[e.Code]; ok {

@@ -158,7 +158,8 @@ func Start(t testing.TB, opts *Options) *Server {
 	exDone := make(chan struct{})
 	go func() { _ = ex.Run(exCtx); close(exDone) }()
 	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
-		Tools: ts, Router: rt, Runs: router.NewRuns(rt), Executions: ex, Decide: dec}
+		Tools: ts, Router: rt, Runs: router.NewRuns(rt), Executions: ex, Decide: dec,
+		Denials: audit.NewDenials(pool, &audit.DenialOptions{Logger: log})}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {

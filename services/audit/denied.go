@@ -1,0 +1,142 @@
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/time/rate"
+
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+// Denial is a request refused because its caller may not make it.
+type Denial struct {
+	Actor  Actor
+	Method string
+	Route  string // the route pattern ("/api/v1/tools/:id"), "" when none matched
+	Path   string
+	Status int
+	Code   string // the error code answered ("forbidden", "unauthenticated")
+	Reason string // the message answered
+}
+
+// DenialOptions tune Denials; zero fields take the defaults shown.
+type DenialOptions struct {
+	// PerActor bounds the entries one actor (a user, or an address for callers not
+	// signed in) adds a minute; a burst of as many is allowed. Default 20.
+	PerActor int
+	// Total bounds the entries all actors add a minute. Default 600.
+	Total  int
+	Logger *slog.Logger
+}
+
+// Denials writes refused requests to the audit log with result denied (issue #17,
+// finding 9), rate-limited so that a flood of refusals cannot flood the append-only
+// log: what is held back is counted, and the next entry written for that actor says
+// how many were.
+type Denials struct {
+	pool *pgxpool.Pool
+	opts DenialOptions
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	total *rate.Limiter
+	keys  map[string]*denialKey
+}
+
+type denialKey struct {
+	lim      *rate.Limiter
+	withheld int
+}
+
+// NewDenials returns a recorder of refused requests.
+func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
+	o := DenialOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.PerActor <= 0 {
+		o.PerActor = 20
+	}
+	if o.Total <= 0 {
+		o.Total = 600
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Denials{pool: pool, opts: o, log: o.Logger, keys: map[string]*denialKey{},
+		total: rate.NewLimiter(rate.Limit(float64(o.Total)/60), o.Total)}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// maxDenialKeys bounds the actors remembered; past it the memory starts afresh.
+const maxDenialKeys = 100_000
+
+// take reports whether an entry for key may be written now, and how many were held
+// back before it.
+func (d *Denials) take(key string) (ok bool, withheld int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	k := d.keys[key]
+	if k == nil {
+		if len(d.keys) >= maxDenialKeys {
+			d.keys = map[string]*denialKey{}
+		}
+		k = &denialKey{lim: rate.NewLimiter(rate.Limit(float64(d.opts.PerActor)/60), d.opts.PerActor)}
+		d.keys[key] = k
+	}
+	if !k.lim.Allow() || !d.total.Allow() {
+		if k.withheld == 0 {
+			d.log.Warn("audit: refused requests of one caller are no longer each recorded (rate limit)", "actor", key)
+		}
+		k.withheld++
+		return false, 0
+	}
+	withheld, k.withheld = k.withheld, 0
+	return true, withheld
+}
+
+// Record appends x as a request.denied entry unless the limit holds it back.
+func (d *Denials) Record(ctx context.Context, x Denial) error {
+	key := "ip:" + x.Actor.IP
+	if x.Actor.ID != "" {
+		key = "user:" + x.Actor.ID
+	}
+	ok, withheld := d.take(key)
+	if !ok {
+		return nil
+	}
+	// The path is the caller's to choose: what the append-only log keeps of it is
+	// bounded text.
+	x.Path = clip(strings.ToValidUTF8(strings.ReplaceAll(x.Path, "\x00", ""), "\uFFFD"), 300)
+	payload := map[string]any{"method": x.Method, "path": x.Path, "status": x.Status, "code": x.Code, "reason": x.Reason}
+	if x.Route != "" {
+		payload["route"] = x.Route
+	}
+	if withheld > 0 {
+		payload["withheld_before"] = withheld // refusals of this actor not recorded one by one
+	}
+	route := x.Route
+	if route == "" {
+		route = x.Path
+	}
+	return db.WithTx(ctx, d.pool, func(tx pgx.Tx) error {
+		_, err := Append(ctx, tx, Entry{Actor: x.Actor, Action: "request.denied", TargetType: "route",
+			TargetID: x.Method + " " + route, TargetName: x.Path, Payload: payload, Result: ResultDenied})
+		return err
+	})
+}
