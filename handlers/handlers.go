@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -55,6 +56,9 @@ type Deps struct {
 	Decide *decide.Service
 	// Denials records refused requests in the audit log (the error handler).
 	Denials *audit.Denials
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client;
+	// without any, the peer address is the client.
+	TrustedProxies []netip.Prefix
 }
 
 // SessionCookie is the name of the session cookie.

@@ -5,7 +5,9 @@ package web
 import (
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -40,9 +42,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) })
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
-	// Take the peer address as the client IP: X-Forwarded-For is set by whoever sends
-	// the request, and sign-in throttling per address must not be that easy to dodge.
-	e.IPExtractor = echo.ExtractIPDirect()
+	e.IPExtractor = clientIP(deps.TrustedProxies)
 	e.HTTPErrorHandler = s.handleError
 
 	e.Use(dropForeignRequestID, middleware.RequestID())
@@ -69,6 +69,23 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 		}
 	}
 	return s
+}
+
+// clientIP is how a request's client address is found: the peer address, unless the
+// peer is one of the trusted proxies, in which case X-Forwarded-For is read from the
+// right, past the trusted proxies, to the first address that is not one. Nothing else
+// is believed: X-Forwarded-For is set by whoever sends the request, and sign-in
+// throttling per address must not be that easy to dodge (echo would trust private and
+// loopback peers by default; that is turned off).
+func clientIP(proxies []netip.Prefix) echo.IPExtractor {
+	if len(proxies) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range proxies {
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // ServeHTTP makes the server an http.Handler.

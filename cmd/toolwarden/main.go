@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -119,9 +120,29 @@ type config struct {
 	LLMAPIKey     string
 	LogLevel      string
 	SecureCookies bool
-	RateLimit     int  // tool calls a minute per user; negative: none
-	fastDB        bool // tests only: fsync off
-	readyFile     string
+	RateLimit     int // tool calls a minute per user; negative: none
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed (--trusted-proxy).
+	TrustedProxies []netip.Prefix
+	fastDB         bool // tests only: fsync off
+	readyFile      string
+}
+
+// parseProxies reads --trusted-proxy: CIDRs (or single addresses) separated by commas
+// or spaces.
+func parseProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for f := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		if p, err := netip.ParsePrefix(f); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(f)
+		if err != nil {
+			return nil, fmt.Errorf("--trusted-proxy: %q is neither a CIDR (10.0.0.0/8) nor an address (10.0.0.1)", f)
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
 }
 
 // envInt is the integer in environment variable key, or def when it is unset or not a number.

@@ -186,3 +186,27 @@ func postmasterPID(t *testing.T, dataDir string) int {
 	pid, _ := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
 	return pid
 }
+
+// --trusted-proxy takes CIDRs and single addresses, and names what it cannot read.
+func TestParseProxies(t *testing.T) {
+	t.Parallel()
+	got, err := parseProxies("10.0.0.0/8, 192.168.1.7 ,fd00::/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.0/8", "192.168.1.7/32", "fd00::/8"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("proxy %d: got %s, want %s", i, got[i], want[i])
+		}
+	}
+	if got, err := parseProxies(""); err != nil || len(got) != 0 {
+		t.Errorf("empty: got %v, %v; want none", got, err)
+	}
+	if _, err := parseProxies("10.0.0.0/8,proxy.local"); err == nil || !strings.Contains(err.Error(), `"proxy.local"`) {
+		t.Errorf("a name: got %v, want an error naming it", err)
+	}
+}

@@ -42,8 +42,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envOr("TOOLWARDEN_SECURE_COOKIES", "") == "1", "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
 	fs.IntVar(&c.RateLimit, "rate-limit", envInt("TOOLWARDEN_RATE_LIMIT", 1200), "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
+	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var err error
+	if c.TrustedProxies, err = parseProxies(*proxies); err != nil {
+		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
 	}
 	c.LLMAPIKey = os.Getenv("TOOLWARDEN_LLM_API_KEY")
 	log := newLogger(stderr, c.LogLevel)
@@ -129,7 +135,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
 		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp,
 		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt), Executions: execs, Decide: dec,
-		Denials: audit.NewDenials(d.Pool, &audit.DenialOptions{Logger: log})}
+		Denials: audit.NewDenials(d.Pool, &audit.DenialOptions{Logger: log}), TrustedProxies: c.TrustedProxies}
 	srv := web.New(deps, bus)
 
 	if d.Cluster != nil && !d.Cluster.Owned() {

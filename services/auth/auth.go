@@ -29,7 +29,7 @@ var (
 // ThrottledError says sign-in is refused for a while after too many failures.
 type ThrottledError struct {
 	RetryAfter time.Duration
-	Scope      string // "account" or "address"
+	Scope      string // "account from this address" or "address"
 }
 
 func (e *ThrottledError) Error() string {
@@ -46,9 +46,10 @@ func (e *ConflictError) Error() string { return e.Message }
 type Options struct {
 	SessionTTL  time.Duration // absolute session lifetime (default 24h)
 	IdleTimeout time.Duration // a session unused this long ends (default 4h)
-	// Throttling: MaxAccountFailures failed sign-ins for one username, or MaxIPFailures
-	// from one address, within ThrottleWindow refuse further attempts until the oldest
-	// of them leaves the window.
+	// Throttling: MaxAccountFailures failed sign-ins for one username from one address,
+	// or MaxIPFailures from one address for any usernames, within ThrottleWindow refuse
+	// further attempts from that address until the oldest of them leaves the window.
+	// Other addresses are not slowed, so nobody can lock an account's owner out.
 	MaxAccountFailures int           // default 5
 	MaxIPFailures      int           // default 20
 	ThrottleWindow     time.Duration // default 15m

@@ -273,8 +273,8 @@ func TestUserHelpers(t *testing.T) {
 
 func TestErrorMessages(t *testing.T) {
 	t.Parallel()
-	e := &auth.ThrottledError{RetryAfter: 90 * time.Second, Scope: "account"}
-	if got, want := e.Error(), "too many failed sign-ins for this account; try again in 1m30s"; got != want {
+	e := &auth.ThrottledError{RetryAfter: 90 * time.Second, Scope: "account from this address"}
+	if got, want := e.Error(), "too many failed sign-ins for this account from this address; try again in 1m30s"; got != want {
 		t.Errorf("ThrottledError: got %q, want %q", got, want)
 	}
 	c := &auth.ConflictError{Message: "no"}

@@ -117,7 +117,9 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures WHERE username = $1`, username); err != nil {
+		// Only this address's failures are forgiven: another address guessing at the
+		// account keeps its count, however often the owner signs in.
+		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures WHERE username = $1 AND ip = $2`, username, req.IP); err != nil {
 			return err
 		}
 		token, hash2 := randomToken(sessionTokenPrefix)
@@ -150,16 +152,17 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	return sess, nil
 }
 
-// throttled returns a *ThrottledError when the account or the address has too many
-// recent failures.
+// throttled returns a *ThrottledError when this address has too many recent failures
+// for this account, or for all accounts together. Failures from other addresses do not
+// count: an attacker slows down their own address, never the account's owner signing
+// in from theirs (issue #17, finding 7).
 func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip string) (*ThrottledError, error) {
-	var userN, ipN int
-	var userOldest, ipOldest *time.Time
+	var pairN, ipN int
+	var pairOldest, ipOldest *time.Time
 	err := q.QueryRow(ctx, `/* auth.throttled */
-		SELECT count(*) FILTER (WHERE username = $1), min(at) FILTER (WHERE username = $1),
-		       count(*) FILTER (WHERE ip = $2),       min(at) FILTER (WHERE ip = $2)
-		FROM login_failures WHERE at > now() - $3::interval AND (username = $1 OR ip = $2)`,
-		username, ip, s.opts.ThrottleWindow).Scan(&userN, &userOldest, &ipN, &ipOldest)
+		SELECT count(*) FILTER (WHERE username = $1), min(at) FILTER (WHERE username = $1), count(*), min(at)
+		FROM login_failures WHERE ip = $2 AND at > now() - $3::interval`,
+		username, ip, s.opts.ThrottleWindow).Scan(&pairN, &pairOldest, &ipN, &ipOldest)
 	if err != nil {
 		return nil, fmt.Errorf("auth: throttle check: %w", err)
 	}
@@ -170,8 +173,8 @@ func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip stri
 		return max(time.Until(oldest.Add(s.opts.ThrottleWindow)), time.Second)
 	}
 	switch {
-	case userN >= s.opts.MaxAccountFailures:
-		return &ThrottledError{RetryAfter: retry(userOldest), Scope: "account"}, nil
+	case pairN >= s.opts.MaxAccountFailures:
+		return &ThrottledError{RetryAfter: retry(pairOldest), Scope: "account from this address"}, nil
 	case ip != "" && ipN >= s.opts.MaxIPFailures:
 		return &ThrottledError{RetryAfter: retry(ipOldest), Scope: "address"}, nil
 	}

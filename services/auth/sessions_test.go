@@ -289,6 +289,8 @@ func throttled(t *testing.T, err error, scope string) *auth.ThrottledError {
 	return te
 }
 
+// Failed guesses slow down the address they come from for that account, never the
+// account's owner signing in from elsewhere (issue #17, finding 7).
 func TestThrottlePerAccount(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, &auth.Options{MaxAccountFailures: 3, MaxIPFailures: 5})
@@ -301,11 +303,14 @@ func TestThrottlePerAccount(t *testing.T) {
 			t.Fatalf("wrong password %d: got %v, want ErrInvalidCredentials", i+1, err)
 		}
 	}
-	// The right password no longer helps, from the same address or another one.
-	for _, ip := range []string{"203.0.113.1", "203.0.113.99"} {
-		_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: ip})
-		throttled(t, err, "account")
-	}
+	// The right password no longer helps from the guessing address...
+	_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: "203.0.113.1"})
+	throttled(t, err, "account from this address")
+	// ...but the owner from their own address signs in: the attacker cannot lock them out.
+	f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "203.0.113.99"})
+	// And that success does not forgive the guessing address.
+	_, err = f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: "203.0.113.1"})
+	throttled(t, err, "account from this address")
 	// Another account from another address is not affected.
 	f.loginReq(auth.LoginRequest{Username: "bob", Password: testPassword, IP: "203.0.113.2"})
 
@@ -340,7 +345,7 @@ func TestThrottleRetryAfter(t *testing.T) {
 	// The oldest failure was 4 minutes ago: about 6 minutes to wait.
 	f.exec(`UPDATE login_failures SET at = now() - interval '4 minutes'`)
 	_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "ghost", Password: "whatever it is", IP: "203.0.113.1"})
-	te := throttled(t, err, "account")
+	te := throttled(t, err, "account from this address")
 	if te.RetryAfter < 5*time.Minute || te.RetryAfter > 6*time.Minute+time.Second {
 		t.Errorf("RetryAfter: got %s, want about 6m", te.RetryAfter)
 	}
@@ -405,7 +410,7 @@ func TestThrottleConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, errs[i] = f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: fmt.Sprintf("guess %d of many", i), IP: fmt.Sprintf("203.0.113.%d", i+10)})
+			_, errs[i] = f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: fmt.Sprintf("guess %d of many", i), IP: "203.0.113.10"})
 		})
 	}
 	wg.Wait()
@@ -415,7 +420,7 @@ func TestThrottleConcurrent(t *testing.T) {
 		switch {
 		case errors.Is(err, auth.ErrInvalidCredentials):
 			invalid++
-		case errors.As(err, &te) && te.Scope == "account":
+		case errors.As(err, &te) && te.Scope == "account from this address":
 			throttledN++
 		default:
 			t.Errorf("attempt %d: got %v, want ErrInvalidCredentials or an account ThrottledError", i, err)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -85,6 +86,19 @@ type Options struct {
 	Router *router.Options
 	// Executions tunes the execution service (planner, clock); nil uses the defaults.
 	Executions *executions.Options
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed (--trusted-proxy).
+	TrustedProxies []netip.Prefix
+	// Denials tunes how refused requests are recorded; nil uses the defaults.
+	Denials *audit.DenialOptions
+}
+
+func denialOpts(o *audit.DenialOptions, log *slog.Logger) *audit.DenialOptions {
+	out := audit.DenialOptions{}
+	if o != nil {
+		out = *o
+	}
+	out.Logger = log
+	return &out
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -159,7 +173,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	go func() { _ = ex.Run(exCtx); close(exDone) }()
 	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
 		Tools: ts, Router: rt, Runs: router.NewRuns(rt), Executions: ex, Decide: dec,
-		Denials: audit.NewDenials(pool, &audit.DenialOptions{Logger: log})}
+		Denials: audit.NewDenials(pool, denialOpts(opts.Denials, log)), TrustedProxies: opts.TrustedProxies}
 	w := web.New(deps, bus)
 	hs := httptest.NewServer(w)
 	t.Cleanup(func() {
