@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // ProgressFunc receives the progress notifications of one call.
@@ -81,6 +83,17 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 		return nil, fmt.Errorf("mcpclient: call %s: %w", name, err)
 	}
 	return res, nil
+}
+
+// Masker masks the secret values server id's session runs with (its environment and
+// headers) in what the server says; nil (which masks nothing) when it has no session.
+func (m *Manager) Masker(id string) *secrets.Masker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c := m.conns[id]; c != nil {
+		return c.masker
+	}
+	return nil
 }
 
 // Identity is the connection identity (registry.Connection.Identity) server id's

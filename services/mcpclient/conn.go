@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // conn supervises the session of one server: connect, watch, reconnect, until stopped.
@@ -25,6 +26,7 @@ type conn struct {
 	done   chan struct{}
 
 	breaker *gobreaker.CircuitBreaker[*session]
+	masker  *secrets.Masker
 	redact  func(string) string
 
 	// statusMu orders status writes: the row must end with the latest status, so a
@@ -63,8 +65,9 @@ func (s *session) close() {
 // newConn prepares the supervisor of one server; its context derives from parent (Run's).
 func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr *lineBuffer) *conn {
 	ctx, cancel := context.WithCancel(parent)
+	masker := maskerOf(cfg)
 	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(),
-		redact: redactor(cfg)}
+		masker: masker, redact: masker.String}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
 		Name:        cfg.Name,
 		MaxRequests: 1,

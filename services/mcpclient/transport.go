@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // passEnv are the variables of Toolwarden's own environment a stdio server inherits:
@@ -249,27 +250,20 @@ func (b *lineBuffer) Last() string {
 	return ""
 }
 
-// redactor returns a function that replaces every secret value of c with "***". Values
-// under 8 characters are left alone: masking "1" or "prod" everywhere would garble the
-// text without protecting anything worth a secret.
-func redactor(c registry.Connection) func(string) string {
-	var pairs []string
+// maskerOf masks the secret values of c (its environment and headers, the bearer
+// token among them) wherever what the server says is shown or stored.
+func maskerOf(c registry.Connection) *secrets.Masker {
+	var vals []string
 	for _, m := range []map[string]string{c.Env, c.Headers} {
 		for _, v := range m {
-			if len(v) >= 8 {
-				pairs = append(pairs, v, "***")
-			}
-			if tok, ok := strings.CutPrefix(v, "Bearer "); ok && len(tok) >= 8 {
-				pairs = append(pairs, tok, "***")
-			}
+			vals = append(vals, v)
 		}
 	}
-	if len(pairs) == 0 {
-		return func(s string) string { return s }
-	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace
+	return secrets.NewMasker(vals...)
 }
+
+// redactor is maskerOf as a function of text.
+func redactor(c registry.Connection) func(string) string { return maskerOf(c).String }
 
 // connect opens a session over ep within timeout. The context given to the SDK lives as
 // long as the session (the SSE transport ties its stream to it); the timeout cancels it

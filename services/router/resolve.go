@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
@@ -27,6 +28,7 @@ type entry struct {
 	retry      bool            // safe to call again after a transport failure
 	configured []string        // parameters the configuration sets, for the logs
 	secrets    map[string]bool // configured parameters whose values are secret
+	masker     *secrets.Masker // hides those values in what the call returns
 }
 
 // resolution is a name resolved to a tool, plus the operation a dotted name implies.
@@ -197,12 +199,15 @@ func (r *Router) build(t tools.Target) (*entry, error) {
 	}
 	e.resolved = res
 	e.secrets = map[string]bool{}
+	var hidden []json.RawMessage
 	for name, st := range cfg.Params {
 		e.configured = append(e.configured, name)
 		if st.Secret != "" {
 			e.secrets[name] = true
+			hidden = append(hidden, res.Fixed[name], res.Defaults[name])
 		}
 	}
+	e.masker = secrets.NewJSONMasker(hidden...)
 	return e, nil
 }
 

@@ -354,21 +354,24 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if c.Pin != nil {
 		identity = c.Pin.ServerIdentity
 	}
-	out, attempts, err := r.execute(ctx, e, raw, identity, c.Progress, rec)
+	mask := r.masksOf(e)
+	out, attempts, err := r.execute(ctx, e, raw, identity, c.Progress, rec, mask)
 	rec.attempts = attempts
 	if err != nil {
-		return nil, rec.failed(err)
+		return nil, rec.failed(mask.err(err))
 	}
 	result := &Result{CallID: callID, ToolID: e.t.ID, Tool: e.t.QualifiedName(), Content: normalize(out.Content),
 		IsError: out.IsError, Attempts: attempts, Risk: e.risk.Level}
 	if out.StructuredContent != nil {
 		if result.StructuredContent, err = json.Marshal(out.StructuredContent); err != nil {
-			return nil, rec.failed(fail(CodeUpstream, "the server's structured content is not JSON: %v", err))
+			return nil, rec.failed(mask.err(fail(CodeUpstream, "the server's structured content is not JSON: %v", err)))
 		}
 	}
+	// Checked as the server sent it; what leaves the router is masked.
 	if err := checkOutput(e, out.IsError, result.StructuredContent); err != nil {
-		return nil, rec.failed(err)
+		return nil, rec.failed(mask.err(err))
 	}
+	mask.result(result)
 	result.DurationMS = ms(time.Since(start))
 	rec.completed(result)
 	return result, nil
@@ -668,12 +671,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // execute calls the server with the tool's timeout, waiting for a server that is
 // still connecting, retrying a retryable tool after transport failures, behind the
 // server's circuit breaker.
-func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord) (*mcp.CallToolResult, int, error) {
+func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord, mask masks) (*mcp.CallToolResult, int, error) {
 	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	progress := func(p *mcp.ProgressNotificationParams) {
-		pr := Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}
+		pr := Progress{Progress: p.Progress, Total: p.Total, Message: mask.text(p.Message)}
 		if onProgress != nil {
 			onProgress(pr)
 		}

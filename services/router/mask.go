@@ -1,0 +1,53 @@
+package router
+
+import (
+	"encoding/json"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// masks hide the configured secret values of one call, its server's (environment,
+// headers) and its tool's (secret parameters), in everything of the call that leaves
+// the router: its result, its error, its progress (issue #17, finding 10). The router
+// masks once, here, so the API, the test panel, executions, events and the usage log
+// all get the masked text.
+type masks []*secrets.Masker
+
+// masksOf are the masks of a call of e now: the server's as its session runs.
+func (r *Router) masksOf(e *entry) masks {
+	return masks{r.mcp.Masker(e.t.ServerID), e.masker}
+}
+
+func (ms masks) text(s string) string {
+	for _, m := range ms {
+		s = m.String(s)
+	}
+	return s
+}
+
+func (ms masks) json(raw json.RawMessage) json.RawMessage {
+	for _, m := range ms {
+		raw = m.JSON(raw)
+	}
+	return raw
+}
+
+// result masks res in place.
+func (ms masks) result(res *Result) {
+	for i := range res.Content {
+		c := &res.Content[i]
+		c.Text, c.URI, c.Name, c.Title, c.Description = ms.text(c.Text), ms.text(c.URI), ms.text(c.Name), ms.text(c.Title), ms.text(c.Description)
+		if c.Resource != nil {
+			c.Resource.URI, c.Resource.Text = ms.text(c.Resource.URI), ms.text(c.Resource.Text)
+		}
+	}
+	res.StructuredContent = ms.json(res.StructuredContent)
+}
+
+// err masks the message of a router error (an upstream's error text may quote a secret).
+func (ms masks) err(err error) error {
+	if e, ok := err.(*Error); ok {
+		e.Message = ms.text(e.Message)
+	}
+	return err
+}

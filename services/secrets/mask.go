@@ -1,0 +1,161 @@
+package secrets
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// Masked is what a configured secret value becomes wherever it would be shown or
+// stored: in a tool's result, an error, a progress message, a log line.
+const Masked = "***"
+
+// MinMasked is the shortest value a Masker hides: masking "1" or "prod" everywhere
+// would garble every text without protecting anything worth a secret.
+const MinMasked = 8
+
+// Masker hides known secret values (a server's environment and headers, a tool's
+// configured secret parameters) in text that leaves Toolwarden, as CI systems mask
+// the secrets they know in their logs: an upstream server that echoes its API key
+// back must not put it on a page, in an event or in the usage log. The zero value and
+// nil mask nothing.
+type Masker struct {
+	values []string // longest first, so a value inside another is not masked first
+	r      *strings.Replacer
+}
+
+// NewMasker masks values (and, for "Bearer <token>", the token alone too); values
+// shorter than MinMasked are left alone.
+func NewMasker(values ...string) *Masker {
+	m := &Masker{}
+	for _, v := range values {
+		m.add(v)
+		if tok, ok := strings.CutPrefix(v, "Bearer "); ok {
+			m.add(tok)
+		}
+	}
+	if len(m.values) == 0 {
+		return m
+	}
+	slices.SortFunc(m.values, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	m.values = slices.Compact(m.values)
+	pairs := make([]string, 0, 2*len(m.values))
+	for _, v := range m.values {
+		pairs = append(pairs, v, Masked)
+	}
+	m.r = strings.NewReplacer(pairs...)
+	return m
+}
+
+func (m *Masker) add(v string) {
+	if v = strings.TrimSpace(v); len(v) >= MinMasked {
+		m.values = append(m.values, v)
+	}
+}
+
+// NewJSONMasker masks the strings inside JSON values (a tool's configured secret
+// parameters are JSON); a value that is not JSON is masked as text.
+func NewJSONMasker(raws ...json.RawMessage) *Masker {
+	var vals []string
+	for _, raw := range raws {
+		var v any
+		if json.Unmarshal(raw, &v) != nil {
+			vals = append(vals, string(raw))
+			continue
+		}
+		walkStrings(v, func(s string) string { vals = append(vals, s); return s })
+	}
+	return NewMasker(vals...)
+}
+
+// Empty reports whether m masks nothing.
+func (m *Masker) Empty() bool { return m == nil || m.r == nil }
+
+// String masks s.
+func (m *Masker) String(s string) string {
+	if m.Empty() {
+		return s
+	}
+	return m.r.Replace(s)
+}
+
+// Contains reports whether s holds a value m masks.
+func (m *Masker) Contains(s string) bool {
+	if m.Empty() {
+		return false
+	}
+	for _, v := range m.values {
+		if strings.Contains(s, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// JSON masks the strings (values and keys) of the JSON document raw; raw comes back
+// unchanged when nothing in it is a secret, re-encoded otherwise.
+func (m *Masker) JSON(raw json.RawMessage) json.RawMessage {
+	if m.Empty() || len(raw) == 0 || !m.mayHold(raw) {
+		return raw
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return json.RawMessage(m.String(string(raw)))
+	}
+	changed := false
+	v = walkStrings(v, func(s string) string {
+		if out := m.String(s); out != s {
+			changed = true
+			return out
+		}
+		return s
+	})
+	if !changed {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(m.String(string(raw)))
+	}
+	return out
+}
+
+// mayHold is a quick look for a value in raw, as written or JSON-escaped; an escape
+// sequence anywhere could spell a value differently, so it counts too.
+func (m *Masker) mayHold(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`\u`)) || bytes.Contains(raw, []byte(`\/`)) {
+		return true
+	}
+	for _, v := range m.values {
+		if bytes.Contains(raw, []byte(v)) {
+			return true
+		}
+		if esc, _ := json.Marshal(v); bytes.Contains(raw, esc[1:len(esc)-1]) {
+			return true
+		}
+	}
+	return false
+}
+
+// walkStrings applies f to every string of a decoded JSON value (object keys too).
+func walkStrings(v any, f func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return f(x)
+	case []any:
+		for i := range x {
+			x[i] = walkStrings(x[i], f)
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, y := range x {
+			out[f(k)] = walkStrings(y, f)
+		}
+		return out
+	}
+	return v
+}

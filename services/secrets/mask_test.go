@@ -1,0 +1,47 @@
+package secrets_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// A Masker hides known values in text and in JSON (escaped, nested, in keys), leaves
+// short values and unrelated text alone, and returns JSON without secrets unchanged.
+func TestMasker(t *testing.T) {
+	t.Parallel()
+	m := secrets.NewMasker("sk-live-0123456789", "Bearer tok-abcdefgh", "short", "sk-live-0123456789-longer")
+	for _, tc := range []struct{ in, want string }{
+		{"key sk-live-0123456789 here", "key *** here"},
+		{"longer sk-live-0123456789-longer", "longer ***"},
+		{"the header Bearer tok-abcdefgh, the token tok-abcdefgh", "the header ***, the token ***"},
+		{"short stays short", "short stays short"},
+		{"", ""},
+	} {
+		if got := m.String(tc.in); got != tc.want {
+			t.Errorf("String(%q): got %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"a":"sk-live-0123456789"}`, `{"a":"***"}`},
+		{`{"nested":[{"x":"see sk-live-0123456789"}],"n":1.50}`, `{"n":1.50,"nested":[{"x":"see ***"}]}`},
+		{`{"sk-live-0123456789":true}`, `{"***":true}`},
+		{`{"a":"sk-live-\u00301234567\u0038\u0039"}`, `{"a":"***"}`}, // spelled with escapes
+		{`{"a":"nothing here"}`, `{"a":"nothing here"}`},
+		{`{ "a" : "kept as written" }`, `{ "a" : "kept as written" }`},
+	} {
+		if got := string(m.JSON(json.RawMessage(tc.in))); got != tc.want {
+			t.Errorf("JSON(%s): got %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	var none *secrets.Masker
+	if none.String("sk-live-0123456789") != "sk-live-0123456789" || !none.Empty() {
+		t.Error("a nil masker changed text")
+	}
+	jm := secrets.NewJSONMasker(json.RawMessage(`"configured-secret-1"`), json.RawMessage(`{"user":"u","pass":"p4ssw0rd-long"}`), nil)
+	if got := jm.String("configured-secret-1 and p4ssw0rd-long"); strings.Contains(got, "secret-1") || strings.Contains(got, "p4ssw0rd") {
+		t.Errorf("JSON masker: got %q", got)
+	}
+}
