@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
-	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -22,40 +20,13 @@ import (
 // and enables the named ones.
 func liveServer(t testing.TB, srv *webtest.Server, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
 	t.Helper()
-	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
-	registerServer(t, srv, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: trusted}, enable...)
-	return hs
+	return srv.LiveServer(t, name, trusted, enable...)
 }
 
 // registerServer registers spec, connects it and enables the named tools once validated.
 func registerServer(t testing.TB, srv *webtest.Server, spec registry.Spec, enable ...string) {
 	t.Helper()
-	ctx := context.Background()
-	name := spec.Name
-	sv, err := srv.Registry.CreateServer(ctx, audit.System, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.MCP.Refresh(ctx, sv.ID)
-	for _, n := range enable {
-		var id string
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			tg, err := srv.Tools.Target(ctx, name+"__"+n)
-			if err == nil && tg.Status == "validated" {
-				id = tg.ID
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("tool %s__%s never validated", name, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		outs, err := srv.Tools.SetEnabled(ctx, audit.System, []string{id}, true, "test", false)
-		if err != nil || outs[0].Err() != nil {
-			t.Fatalf("enable %s: %v %v", n, err, outs)
-		}
-	}
+	srv.RegisterServer(t, spec, enable...)
 }
 
 type callErr struct {
@@ -182,9 +153,5 @@ func TestAPIToolCall(t *testing.T) {
 
 func toolID(t testing.TB, srv *webtest.Server, qualified string) string {
 	t.Helper()
-	tg, err := srv.Tools.Target(context.Background(), qualified)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg.ID
+	return srv.ToolID(t, qualified)
 }

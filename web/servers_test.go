@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -41,71 +40,21 @@ type svClient struct {
 // the status and the response body.
 func (a svClient) do(method, path string, body any) (int, []byte) {
 	a.t.Helper()
-	var r io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		r = strings.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			a.t.Fatal(err)
-		}
-		r = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, a.srv.URL+path, r)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	if r != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if a.bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+a.bearer)
-	}
-	c := a.c
-	if c == nil {
-		c = a.srv.Client(a.t)
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	out, err := io.ReadAll(res.Body)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	return res.StatusCode, out
+	return a.api().Do(method, path, body)
 }
 
 // json sends a request, checks the status and decodes the answer into out (when not nil).
 func (a svClient) json(method, path string, body any, want int, out any) {
 	a.t.Helper()
-	status, raw := a.do(method, path, body)
-	if status != want {
-		a.t.Fatalf("%s %s: got %d %s, want %d", method, path, status, raw, want)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			a.t.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
-		}
-	}
+	a.api().JSON(method, path, body, want, out)
 }
+
+func (a svClient) api() webtest.API { return webtest.API{T: a.t, Srv: a.srv, C: a.c, Bearer: a.bearer} }
 
 // svToken issues an API token for the user named username.
 func svToken(t *testing.T, srv *webtest.Server, username string) string {
 	t.Helper()
-	ctx := context.Background()
-	u, err := srv.Auth.GetUserByName(ctx, username)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, _, err := srv.Auth.CreateToken(ctx, audit.System, u.ID, auth.NewToken{Name: "servers-test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return srv.Token(t, username)
 }
 
 // apiErr is DESIGN §1's error body.

@@ -5,6 +5,8 @@ package webtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/gctune"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
@@ -255,4 +258,132 @@ func (s *Server) Get(t testing.TB, c *http.Client, path string) *http.Response {
 		t.Fatal(err)
 	}
 	return res
+}
+
+// RegisterServer registers spec, connects it and enables the named tools once validated.
+func (s *Server) RegisterServer(t testing.TB, spec registry.Spec, enable ...string) {
+	t.Helper()
+	ctx := context.Background()
+	sv, err := s.Registry.CreateServer(ctx, audit.System, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MCP.Refresh(ctx, sv.ID)
+	for _, n := range enable {
+		var id string
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			tg, err := s.Tools.Target(ctx, spec.Name+"__"+n)
+			if err == nil && tg.Status == "validated" {
+				id = tg.ID
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tool %s__%s never validated", spec.Name, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		outs, err := s.Tools.SetEnabled(ctx, audit.System, []string{id}, true, "test", false)
+		if err != nil || outs[0].Err() != nil {
+			t.Fatalf("enable %s: %v %v", n, err, outs)
+		}
+	}
+}
+
+// LiveServer starts the in-repo MCP test server over streamable HTTP, registers it as
+// name and enables the named tools.
+func (s *Server) LiveServer(t testing.TB, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
+	t.Helper()
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
+	s.RegisterServer(t, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: trusted}, enable...)
+	return hs
+}
+
+// Token issues an API token for the user named username.
+func (s *Server) Token(t testing.TB, username string) string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := s.Auth.GetUserByName(ctx, username)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := s.Auth.CreateToken(ctx, audit.System, u.ID, auth.NewToken{Name: "test-" + rand.Text()[:8]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// ToolID is the id of the tool with the qualified name given.
+func (s *Server) ToolID(t testing.TB, qualified string) string {
+	t.Helper()
+	tg, err := s.Tools.Target(context.Background(), qualified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg.ID
+}
+
+// API sends JSON API requests as one caller: a session (C) or an API token (Bearer).
+type API struct {
+	T      testing.TB
+	Srv    *Server
+	C      *http.Client // nil: no session
+	Bearer string       // "": no token
+}
+
+// Do sends body (nil: none; a string: as is; anything else: JSON-encoded) and returns
+// the status and the response body.
+func (a API) Do(method, path string, body any) (int, []byte) {
+	a.T.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			a.T.Fatal(err)
+		}
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, a.Srv.URL+path, r)
+	if err != nil {
+		a.T.Fatal(err)
+	}
+	if r != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.Bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+a.Bearer)
+	}
+	c := a.C
+	if c == nil {
+		c = a.Srv.Client(a.T)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		a.T.Fatal(err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil {
+		a.T.Fatal(err)
+	}
+	return res.StatusCode, out
+}
+
+// JSON sends a request, checks the status and decodes the answer into out (when not nil).
+func (a API) JSON(method, path string, body any, want int, out any) {
+	a.T.Helper()
+	status, raw := a.Do(method, path, body)
+	if status != want {
+		a.T.Fatalf("%s %s: got %d %s, want %d", method, path, status, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			a.T.Fatalf("%s %s: decode %s: %v", method, path, raw, err)
+		}
+	}
 }
