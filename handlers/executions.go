@@ -253,7 +253,7 @@ func trimLog(lines []views.ExecutionLogLine) ([]views.ExecutionLogLine, int, err
 func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string) (views.ExecutionView, error) {
 	x := views.ExecutionView{ID: ex.ID, Title: ex.Title(), Status: string(ex.Status), Risk: ex.Risk, RiskWhy: ex.RiskWhy,
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
-		Approval: ex.Approval, Approver: ex.ApproverName, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
+		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
 		ApprovedAt: ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt}
 	if ex.Status == executions.AwaitingApproval {
 		x.Phrase = ex.ConfirmationPhrase
@@ -423,6 +423,7 @@ type logPayload struct {
 	By         string           `json:"by"`
 	Approver   string           `json:"approver"`
 	Approval   string           `json:"approval"`
+	Self       bool             `json:"self_approved"`
 	NotUndone  []string         `json:"not_undone"`
 	Tool       string           `json:"tool"`
 	CallID     string           `json:"call_id"`
@@ -463,6 +464,9 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 			l.Text = "Approved by " + p.Approver + " with the typed phrase"
 		default:
 			l.Text = "Confirmed by " + p.Approver
+		}
+		if p.Self {
+			l.Text += " (its own requester: nobody else could approve it)"
 		}
 	case "approval.rejected":
 		l.Text, l.Level = "Rejected by "+p.By+": "+p.Reason, "error"

@@ -45,6 +45,7 @@ type apiExecution struct {
 	Requester          string            `json:"requester"`
 	Approval           string            `json:"approval,omitempty"`
 	Approver           string            `json:"approver,omitempty"`
+	SelfApproved       bool              `json:"self_approved,omitempty"` // its requester approved it: nobody else could
 	ApprovedAt         *time.Time        `json:"approved_at,omitempty"`
 	ExpiresAt          *time.Time        `json:"expires_at,omitempty"`
 	Reason             string            `json:"reason,omitempty"`
@@ -60,7 +61,8 @@ type apiExecution struct {
 func toAPIExecution(ex *executions.Execution) apiExecution {
 	out := apiExecution{ID: ex.ID, Status: ex.Status, Risk: ex.Risk, RiskWhy: ex.RiskWhy, PlanHash: ex.Hash(), Title: ex.Title(),
 		Prompt: ex.Prompt, Planner: ex.Planner, Requester: ex.RequesterName, Approval: ex.Approval, Approver: ex.ApproverName,
-		ApprovedAt: ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
+		SelfApproved: ex.SelfApproved,
+		ApprovedAt:   ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
 		StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, URL: "/executions/" + ex.ID}
 	if ex.Status == executions.AwaitingApproval {
 		out.ConfirmationPhrase = ex.ConfirmationPhrase

@@ -77,6 +77,7 @@ type ExecutionView struct {
 	Phrase        string // what to type to approve a HIGH plan
 	Approval      string // policy, confirm, phrase
 	Approver      string
+	SelfApproved  bool // its requester approved it: nobody else could
 	Reason        string
 	Error         string
 	CreatedAt     time.Time
@@ -322,6 +323,9 @@ func execApprovalText(x ExecutionView) string {
 	case "confirm":
 		return "confirmed by " + x.Approver
 	case "phrase":
+		if x.SelfApproved {
+			return "approved by its own requester " + x.Approver + " with the typed phrase (nobody else could approve it)"
+		}
 		return "approved by " + x.Approver + " with the typed phrase"
 	}
 	return ""
