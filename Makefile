@@ -5,6 +5,7 @@
 #   ARGS       extra arguments for `toolwarden serve` in `make run`
 #   TESTFLAGS  extra flags for `go test` in `make test` (e.g. TESTFLAGS='-run TestLogin -v')
 #   BENCH      benchmark regexp for `make bench` (default: all)
+#   FUZZTIME   how long `make fuzz` runs each fuzz target (default: 1m)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,10 +17,15 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 ARGS ?=
 TESTFLAGS ?=
 BENCH ?= .
+FUZZTIME ?= 1m
+# The fuzz targets, as package:target (go test fuzzes one target at a time). Their seed
+# inputs run as ordinary tests in `make test`.
+FUZZ_TARGETS := ./handlers:FuzzPlanText ./services/schema:FuzzValidateArguments ./services/schema:FuzzDecodeForm \
+	./internal/textcheck:FuzzJSON ./services/planner:FuzzRules
 
 BIN := bin/toolwarden
 
-.PHONY: help setup-run setup-test generate build run test lint vendor bench clean
+.PHONY: help setup-run setup-test generate build run test lint vendor bench fuzz clean
 
 help: ## Show this list of targets
 	@echo "Usage: make <target> [VAR=value]"
@@ -65,6 +71,13 @@ vendor: ## Copy the front-end libraries pinned in package.json into static/vendo
 
 bench: ## Run the benchmarks (BENCH=regexp to pick some)
 	go test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 ./...
+
+fuzz: ## Run each fuzz target for FUZZTIME (plan JSON, tool arguments, forms, text, prompts)
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz: $$name in $$pkg for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 clean: ## Remove build output (bin/)
 	rm -rf bin

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 )
 
 // observe handles the request's error (so the status is final), then logs one
@@ -166,5 +167,18 @@ func requirePermission(perm auth.Permission) echo.MiddlewareFunc {
 			}
 			return next(c)
 		}
+	}
+}
+
+// personOnly lets only a person's browser session through to a decision (approve,
+// reject, roll back): an API token gets 403 there whatever its role (DESIGN §1). The
+// services refuse it too; here the refusal is visible in the route table and answered
+// the same way on pages and in the API.
+func personOnly(verb string, next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := decide.Person(handlers.ActorOf(c), verb); err != nil {
+			return &handlers.ForbiddenError{Message: err.Error()}
+		}
+		return next(c)
 	}
 }

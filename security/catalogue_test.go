@@ -1,0 +1,146 @@
+package security_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// proof names a test by the directory of its package (from the repository root) and
+// its function name.
+type proof struct{ dir, name string }
+
+// behaviour is one checkable security behaviour and the tests that prove it.
+type behaviour struct {
+	what   string
+	proofs []proof
+	// pending says why nothing can prove it yet (the feature does not exist); empty
+	// when proofs are given.
+	pending string
+}
+
+// catalogue is every security behaviour Toolwarden promises that a test can check,
+// with where it is checked: the suite in one place, wherever its tests live.
+var catalogue = []behaviour{
+	// Findings of the attack (issue #17).
+	{what: "1. an API token's confirm or phrase approves nothing, in the test panel either", proofs: []proof{
+		{"security", "TestFinding01TokenApprovesNothingInTheTestPanel"}, {"services/router", "TestConsent"}, {"security", "TestRouteWalk"}}},
+	{what: "2. a HIGH plan needs a different approver whenever another person could approve; self-approvals marked", proofs: []proof{
+		{"security", "TestFinding02SeparationOfDuties"}, {"services/executions", "TestSeparationOfDuties"}, {"services/executions", "TestSeparationAlone"}}},
+	{what: "3. the approval is bound to what runs: arguments, tools, the server's connection settings", proofs: []proof{
+		{"security", "TestFinding03ApprovalBoundToWhatRuns"}, {"services/executions", "TestStaleAtConfirm"}, {"services/executions", "TestStaleAtRun"}}},
+	{what: "4. a disabled, demoted or revoked requester's plans do not run", proofs: []proof{{"security", "TestFinding04RequesterChecked"}}},
+	{what: "5. only administrators mark a server trusted", proofs: []proof{{"security", "TestFinding05OnlyAdminsTrust"}}},
+	{what: "6. a token cannot roll back", proofs: []proof{{"security", "TestFinding06TokenCannotRollBack"}, {"security", "TestRouteWalk"}}},
+	{what: "7. failed sign-ins slow the guesser's address, never lock the owner out; X-Forwarded-For only from trusted proxies", proofs: []proof{
+		{"security", "TestFinding07NoLockout"}, {"services/auth", "TestThrottlePerAccount"}, {"services/auth", "TestThrottlePerAddress"},
+		{"services/auth", "TestThrottleConcurrent"}, {"cmd/toolwarden", "TestParseProxies"}}},
+	{what: "8. NUL bytes, invalid UTF-8 and lone surrogates are 400 naming the field", proofs: []proof{
+		{"security", "TestFinding08BadText"}, {"internal/textcheck", "TestJSON"}, {"internal/textcheck", "FuzzJSON"}, {"security", "TestRouteWalk"}}},
+	{what: "9. every refused request is audited as denied, rate-limited", proofs: []proof{{"security", "TestFinding09DeniedAudited"}, {"security", "TestRouteWalk"}}},
+	{what: "10. configured secret values are masked in results, events and logs", proofs: []proof{
+		{"security", "TestFinding10SecretsMasked"}, {"services/secrets", "TestMasker"}, {"services/mcpclient", "TestStderrRedacted"}}},
+	{what: "11. every upstream message is size-capped while read; result_too_large; the session stays usable", proofs: []proof{
+		{"services/mcpclient", "TestMessageCapTransports"}, {"services/mcpclient", "TestCapReaderBoundedMemory"}, {"services/router", "TestResultTooLarge"}}},
+	{what: "12. stdio servers cannot reach the data dir, the secret key or the database; reference servers work confined", proofs: []proof{
+		{"services/mcpclient", "TestConfinedServerAttack"}, {"services/mcpclient", "TestReferenceServersConfined"},
+		{"internal/confine", "TestRoot"}, {"internal/confine", "TestUnprivileged"}, {"web", "TestServerPageConfinement"}}},
+
+	// The checkable behaviours the issue lists.
+	{what: "param binding: an approval is for the plan hash the person saw", proofs: []proof{
+		{"web", "TestExecutionsAPI"}, {"security", "TestFinding03ApprovalBoundToWhatRuns"}}},
+	{what: "50 concurrent decisions: exactly one wins", proofs: []proof{{"services/executions", "TestConcurrentDecisions"}}},
+	{what: "grant replay", pending: "grants arrive with the built-in tools (issue #20); their replay test comes with them"},
+	{what: "expiry of approvals", proofs: []proof{{"services/executions", "TestExpiry"}}},
+	{what: "phrase variants (case, spaces, partial) do not approve", proofs: []proof{
+		{"services/executions", "TestPhrase"}, {"services/executions", "TestPlanPhrase"}, {"e2e", "TestBrowserExecutionFlow"}, {"web", "TestExecutionPagesDangerZone"}}},
+	{what: "separation of duties", proofs: []proof{{"services/executions", "TestSeparationOfDuties"}, {"services/executions", "TestSeparationAlone"}}},
+	{what: "untrusted annotations never lower risk", proofs: []proof{{"services/risk", "TestDecide"}, {"security", "TestFinding05OnlyAdminsTrust"}}},
+	{what: "rug pull: a changed tool definition is a new version and stale for approved plans", proofs: []proof{
+		{"services/registry", "TestApplyDiscoveryDefinitionChanges"}, {"services/router", "TestPrepareAndPin"}, {"services/executions", "TestStaleAtRun"}}},
+	{what: "stale plan", proofs: []proof{{"services/executions", "TestStaleAtConfirm"}, {"services/executions", "TestStaleAtRun"}}},
+	{what: "state machines: only legal transitions, under random concurrent use", proofs: []proof{
+		{"services/executions", "TestLegal"}, {"services/executions", "TestServiceRefusesIllegal"}, {"services/executions", "TestRandomizedInvariant"},
+		{"services/toolstate", "TestEveryTransition"}}},
+	{what: "crash mid-execution: the running step is interrupted, never run twice", proofs: []proof{
+		{"services/executions", "TestRunnerCrash"}, {"services/executions", "TestRestartBetweenSteps"}}},
+	{what: "rollback gated by its own risk", proofs: []proof{
+		{"services/executions", "TestRollback"}, {"web", "TestExecutionPagesFailureAndRollback"}, {"e2e", "TestBrowserExecutionRollback"},
+		{"security", "TestFinding06TokenCannotRollBack"}}},
+	{what: "denial semantics: refused calls run nothing and say why", proofs: []proof{
+		{"services/router", "TestRiskNeedsApproval"}, {"security", "TestFinding09DeniedAudited"}}},
+	{what: "websocket: origin, authentication, topics by permission (no IDOR)", proofs: []proof{
+		{"e2e", "TestWebsocketRefusesForeignOrigin"}, {"e2e", "TestWebsocketRefusesUnauthenticated"}, {"e2e", "TestWebsocketFiltersTopicsByPermission"},
+		{"e2e", "TestWebsocketDemotionStopsAudit"}, {"web", "TestTestPanelRunTopicOwner"}}},
+	{what: "CSRF: cross-origin state changes refused", proofs: []proof{{"web", "TestCrossOriginPostRefused"}}},
+	{what: "sessions: rotate on sign-in, end on sign-out or disable, not stored in clear", proofs: []proof{
+		{"services/auth", "TestLoginRotatesSession"}, {"services/auth", "TestSessionTokenNotStored"}, {"services/auth", "TestDisabledUserCutOff"},
+		{"web", "TestLoginLogoutAndRotation"}}},
+	{what: "login abuse", proofs: []proof{{"services/auth", "TestThrottleConcurrent"}, {"security", "TestFinding07NoLockout"}, {"web", "TestLoginThrottled"}}},
+	{what: "headers, CSP nonces, no inline handlers, untrusted text escaped", proofs: []proof{
+		{"web", "TestCSPNonceAndNoInlineHandlers"}, {"web", "TestToolPageEscapesUntrustedText"}}},
+	{what: "fail-closed audit: no audit row, no action", proofs: []proof{{"services/audit", "TestFailedAuditAbortsTheAction"}}},
+	{what: "tamper evidence: the chain finds edits; rows cannot be updated or deleted", proofs: []proof{
+		{"services/audit", "TestVerifyFindsTampering"}, {"services/audit", "TestUpdateDeleteTruncateRefused"}}},
+	{what: "roles: every route as every role, token and nobody", proofs: []proof{
+		{"security", "TestRouteWalk"}, {"web", "TestRouteTablePermissions"}, {"services/auth", "TestRolePermissions"}}},
+	{what: "canary sweep: a secret value appears in no page, log, event or row", proofs: []proof{
+		{"e2e", "TestSecretsNeverLeave"}, {"security", "TestFinding10SecretsMasked"}}},
+	{what: "key rotation", proofs: []proof{{"services/secrets", "TestRotation"}, {"services/registry", "TestKeyRotation"}, {"e2e", "TestSecretsSurviveKeyRotation"}}},
+	{what: "no token passthrough to upstream servers", proofs: []proof{{"security", "TestNoTokenPassthrough"}}},
+	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
+		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"services/schema", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},
+}
+
+var findingRe = regexp.MustCompile(`^\d+\. `)
+
+// The catalogue names only tests that exist: a renamed or deleted test fails here, so
+// the list cannot quietly stop being true.
+func TestCatalogue(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs := map[string]map[string]bool{} // dir → test names
+	find := func(dir string) map[string]bool {
+		if m, ok := funcs[dir]; ok {
+			return m
+		}
+		m := map[string]bool{}
+		files, _ := filepath.Glob(filepath.Join(root, dir, "*_test.go"))
+		re := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz)\w+)\(`)
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mm := range re.FindAllSubmatch(src, -1) {
+				m[string(mm[1])] = true
+			}
+		}
+		funcs[dir] = m
+		return m
+	}
+	findings := 0
+	for _, b := range catalogue {
+		if findingRe.MatchString(b.what) {
+			findings++
+		}
+		switch {
+		case len(b.proofs) == 0 && b.pending == "":
+			t.Errorf("%q: no test proves it, and nothing says why", b.what)
+		case len(b.proofs) > 0 && b.pending != "":
+			t.Errorf("%q: has tests and a pending reason", b.what)
+		}
+		for _, p := range b.proofs {
+			if !find(p.dir)[p.name] {
+				t.Errorf("%q: no %s in %s", b.what, p.name, p.dir)
+			}
+		}
+	}
+	if findings != 12 {
+		t.Errorf("the catalogue lists %d findings of issue #17, want all 12", findings)
+	}
+}
