@@ -136,45 +136,81 @@ func (c *Confiner) Apply(cmd *exec.Cmd) {
 
 // given returns the directories a server was given to work in: its configured working
 // directory, the directories named on its command line (server-filesystem's allowed
-// directories), and the directory of each file named there or of the script it runs
-// (server-memory keeps its file next to its code, even when installed under /usr).
-// They stay writable where a root server's view is otherwise read-only: the admin
-// chose them, and the server must work there as it did unconfined.
+// directories) and the directory of each file named there (node <script>), and the
+// npm package of the script it runs (server-memory keeps its file next to its code,
+// even when installed globally under /usr). They stay writable where a root server's
+// view is otherwise read-only: the admin chose them, and the server must work there as
+// it did unconfined.
 func given(dir, cmdDir, path string, args []string) []string {
 	var out []string
 	if cmdDir != "" {
 		out = append(out, dir)
 	}
-	add := func(p string, isArg bool) {
+	resolve := func(p string) (string, os.FileInfo) {
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			return
+			return "", nil
 		}
 		st, err := os.Stat(real)
-		switch {
-		case err != nil:
-		case st.IsDir() && isArg:
-			out = append(out, real)
-		case st.Mode().IsRegular() && (isArg || isScript(real)):
-			out = append(out, filepath.Dir(real))
+		if err != nil {
+			return "", nil
+		}
+		return real, st
+	}
+	if real, st := resolve(path); st != nil && st.Mode().IsRegular() && isScript(real) {
+		if pkg := npmPackage(real); pkg != "" {
+			out = append(out, pkg)
 		}
 	}
-	add(path, false)
 	for _, a := range args {
-		if a != "" && !strings.HasPrefix(a, "-") {
-			add(a, true)
+		if a == "" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		switch real, st := resolve(a); {
+		case st == nil:
+		case st.IsDir():
+			out = append(out, real)
+		case st.Mode().IsRegular():
+			out = append(out, filepath.Dir(real))
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
 }
 
-// isScript reports whether p starts with "#!": a program installed as a script (an npm
-// package's bin), as opposed to an interpreter or a compiled program, whose directory
-// (/usr/bin) must stay read-only.
+// packageManagers are npm packages whose scripts launch other packages (npx is npm's):
+// their code is what root runs by hand later, so it stays read-only.
+var packageManagers = map[string]bool{"npm": true, "corepack": true, "yarn": true, "pnpm": true}
+
+// npmPackage returns the directory of the npm package holding script
+// (.../node_modules/<name> or .../node_modules/@scope/<name>), or "" when script is
+// not in one or belongs to a package manager.
+func npmPackage(script string) string {
+	const nm = "/node_modules/"
+	i := strings.LastIndex(script, nm)
+	if i < 0 {
+		return ""
+	}
+	parts := strings.Split(script[i+len(nm):], "/")
+	n := 1
+	if strings.HasPrefix(parts[0], "@") {
+		n = 2
+	}
+	if len(parts) <= n {
+		return ""
+	}
+	name := strings.Join(parts[:n], "/")
+	if packageManagers[name] {
+		return ""
+	}
+	return script[:i+len(nm)] + name
+}
+
+// isScript reports whether p starts with "#!": a package's bin, as opposed to an
+// interpreter or a compiled program.
 func isScript(p string) bool {
 	f, err := os.Open(p)
 	if err != nil {
@@ -238,7 +274,7 @@ func (c *Confiner) Describe() string {
 	b.WriteString("; only its own processes in /proc, /proc/sys read-only")
 	if os.Geteuid() == 0 {
 		b.WriteString("; as root: " + strings.Join(readOnlyTrees, ", ") +
-			" read-only (but /usr/local and the directories the server is given or runs from), a minimal /dev, no device nodes elsewhere, daemon control sockets hidden")
+			" read-only (but /usr/local, the directories the server is given and its own npm package), a minimal /dev, no device nodes elsewhere, daemon control sockets hidden")
 	}
 	b.WriteString("; no capabilities, no new privileges")
 	return b.String()

@@ -189,7 +189,9 @@ func testRoot(t *testing.T, c *confine.Confiner, dir, key, other, secret string)
 }
 
 // TestRootReadOnlyButGiven: as root, system directories are read-only inside, except
-// the directories a server is given and the one its script lives in.
+// the directories a server is given and the npm package it runs (installed globally,
+// under a read-only tree, and started through its bin link); a package manager's own
+// launcher and a script elsewhere stay read-only.
 func TestRootReadOnlyButGiven(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
@@ -200,14 +202,27 @@ func TestRootReadOnlyButGiven(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
 	given := filepath.Join(base, "given")
-	pkg := filepath.Join(base, "pkg")
-	for _, d := range []string{given, pkg, filepath.Join(base, "other")} {
-		if err := os.Mkdir(d, 0o755); err != nil {
+	// What writes "state" next to its real self, as server-memory does (node resolves
+	// the bin link to the module's own path).
+	writer := []byte("#!/bin/sh\necho state > \"$(dirname \"$(readlink -f \"$0\")\")/state\"\n")
+	script := func(rel string) string {
+		p := filepath.Join(base, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.WriteFile(p, writer, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	script := filepath.Join(pkg, "server.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho state > \"$(dirname \"$0\")/state\"\n"), 0o755); err != nil {
+	server := script("lib/node_modules/@scope/server/dist/index.js")
+	npx := script("lib/node_modules/npm/bin/npx-cli.js")
+	loose := script("bin/tool")
+	if err := os.Mkdir(given, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "bin", "mcp-server")
+	if err := os.Symlink(server, link); err != nil {
 		t.Fatal(err)
 	}
 	c := confine.New(confine.Spec{})
@@ -215,17 +230,19 @@ func TestRootReadOnlyButGiven(t *testing.T) {
 	if got := run(t, c, "", nil, "sh", "-c", `echo x > "$1/f"`, "sh", given); got.Code != 0 {
 		t.Fatalf("write into a given directory: got exit %d: %s", got.Code, got.Out)
 	}
-	if got := run(t, c, "", nil, script); got.Code != 0 {
-		t.Fatalf("a script writing next to itself: got exit %d: %s", got.Code, got.Out)
+	if got := run(t, c, "", nil, link); got.Code != 0 {
+		t.Fatalf("an npm package writing next to its code: got exit %d: %s", got.Code, got.Out)
 	}
-	for _, f := range []string{filepath.Join(given, "f"), filepath.Join(pkg, "state")} {
+	for _, f := range []string{filepath.Join(given, "f"), filepath.Join(filepath.Dir(server), "state")} {
 		if _, err := os.Stat(f); err != nil {
 			t.Fatalf("not on the real filesystem: %v", err)
 		}
 	}
-	got := run(t, c, "", nil, "sh", "-c", "echo x > "+filepath.Join(base, "other", "f"))
-	if got.Code == 0 || !strings.Contains(got.Out, "Read-only file system") {
-		t.Fatalf("write elsewhere under /var/spool: got exit %d, %q; want a read-only file system", got.Code, got.Out)
+	for _, argv := range [][]string{{npx}, {loose}, {"sh", "-c", "echo x > " + filepath.Join(base, "f")}} {
+		got := run(t, c, "", nil, argv...)
+		if got.Code == 0 || !strings.Contains(got.Out, "Read-only file system") {
+			t.Fatalf("%v: got exit %d, %q; want a read-only file system", argv, got.Code, got.Out)
+		}
 	}
 }
 
