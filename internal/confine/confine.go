@@ -136,11 +136,11 @@ func (c *Confiner) Apply(cmd *exec.Cmd) {
 
 // given returns the directories a server was given to work in: its configured working
 // directory, the directories named on its command line (server-filesystem's allowed
-// directories) and the directory of each file named there (node <script>), and the
-// npm package of the script it runs (server-memory keeps its file next to its code,
-// even when installed globally under /usr). They stay writable where a root server's
-// view is otherwise read-only: the admin chose them, and the server must work there as
-// it did unconfined.
+// directories), and the npm package of the script it runs, through its bin link or as
+// node <script> (server-memory keeps its file next to its code, even when installed
+// globally under /usr). They stay writable where a root server's view is otherwise
+// read-only: the admin chose them, and the server must work there as it did
+// unconfined.
 func given(dir, cmdDir, path string, args []string) []string {
 	var out []string
 	if cmdDir != "" {
@@ -174,7 +174,9 @@ func given(dir, cmdDir, path string, args []string) []string {
 		case st.IsDir():
 			out = append(out, real)
 		case st.Mode().IsRegular():
-			out = append(out, filepath.Dir(real))
+			if pkg := npmPackage(real); pkg != "" {
+				out = append(out, pkg)
+			}
 		}
 	}
 	slices.Sort(out)

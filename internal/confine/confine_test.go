@@ -238,7 +238,11 @@ func TestRootReadOnlyButGiven(t *testing.T) {
 			t.Fatalf("not on the real filesystem: %v", err)
 		}
 	}
-	for _, argv := range [][]string{{npx}, {loose}, {"sh", "-c", "echo x > " + filepath.Join(base, "f")}} {
+	if got := run(t, c, "", nil, "sh", server); got.Code != 0 {
+		t.Fatalf("an npm package started as sh <script>: got exit %d: %s", got.Code, got.Out)
+	}
+	// A file named on the command line outside an npm package gives nothing.
+	for _, argv := range [][]string{{npx}, {loose}, {"sh", loose}, {"sh", "-c", "echo x > " + filepath.Join(base, "f")}} {
 		got := run(t, c, "", nil, argv...)
 		if got.Code == 0 || !strings.Contains(got.Out, "Read-only file system") {
 			t.Fatalf("%v: got exit %d, %q; want a read-only file system", argv, got.Code, got.Out)
