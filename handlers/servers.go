@@ -475,6 +475,9 @@ func (h ServersHandler) Show(c echo.Context) error {
 		v.Instructions = s.Info.Instructions
 	}
 	v.Connection = connectionKVs(s)
+	if v.IsStdio {
+		v.Confinement = h.MCP.Confinement()
+	}
 	snap := h.MCP.Snapshot(s.ID)
 	v.Stderr = snap.Stderr
 	v.BreakerOpen = snap.BreakerOpen

@@ -116,11 +116,16 @@ type liveState struct {
 	BreakerOpen bool     `json:"circuit_open"`
 	NextAttempt *string  `json:"next_attempt"`
 	Stderr      []string `json:"stderr,omitempty"`
+	// Confinement says how a stdio server's process is confined.
+	Confinement string `json:"confinement,omitempty"`
 }
 
 func (h ServersHandler) withLive(s registry.Server) apiServer {
 	snap := h.MCP.Snapshot(s.ID)
 	ls := &liveState{Failures: snap.Failures, BreakerOpen: snap.BreakerOpen, Stderr: snap.Stderr}
+	if s.Type == registry.TypeStdio {
+		ls.Confinement = h.MCP.Confinement()
+	}
 	if !snap.NextAttempt.IsZero() {
 		t := snap.NextAttempt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		ls.NextAttempt = &t

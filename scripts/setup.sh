@@ -5,7 +5,7 @@
 #
 #   scripts/setup.sh run    Go >= 1.26, the templ tool, PostgreSQL server binaries
 #   scripts/setup.sh test   the same, plus chromium (browser tests), Node.js and the npm
-#                           packages of package-lock.json (MCP reference server)
+#                           packages of package-lock.json (MCP reference servers)
 set -euo pipefail
 
 mode="${1:-}"
@@ -165,8 +165,9 @@ if [[ "$mode" == test ]] && ! have_chromium; then
 	fi
 fi
 
-# Node.js and the MCP reference server (@modelcontextprotocol/server-everything,
-# pinned in package.json) for the MCP integration tests.
+# Node.js and the MCP reference servers (@modelcontextprotocol/server-everything,
+# server-filesystem and server-memory, pinned in package.json) for the MCP integration
+# and confinement tests.
 min_node_major=18
 node_major() { node -e 'process.stdout.write(process.versions.node.split(".")[0])' 2>/dev/null || echo 0; }
 if [[ "$mode" == test ]]; then
@@ -181,10 +182,18 @@ if [[ "$mode" == test ]]; then
 	if (($(node_major) < min_node_major)); then
 		die "Node.js ${min_node_major} or newer is required by the MCP integration tests, found $(node --version)"
 	fi
-	pinned="$(node -e 'process.stdout.write(require("./package.json").dependencies["@modelcontextprotocol/server-everything"])')"
-	installed="$(node -e 'try{process.stdout.write(require("./node_modules/@modelcontextprotocol/server-everything/package.json").version)}catch(e){}' 2>/dev/null || true)"
-	if [[ "$installed" != "$pinned" ]]; then
-		say "installing the npm packages pinned in package-lock.json (server-everything $pinned)"
+	# Every reference server pinned in package.json (everything, filesystem, memory) must be
+	# installed at its pinned version; the first one missing or different names itself.
+	stale="$(node -e '
+		const deps = require("./package.json").dependencies;
+		for (const [name, pinned] of Object.entries(deps)) {
+			if (!name.startsWith("@modelcontextprotocol/")) continue;
+			let installed = "";
+			try { installed = require("./node_modules/" + name + "/package.json").version; } catch (e) {}
+			if (installed !== pinned) { process.stdout.write(name + " " + pinned); break; }
+		}' 2>/dev/null || echo "the MCP reference servers")"
+	if [[ -n "$stale" ]]; then
+		say "installing the npm packages pinned in package-lock.json ($stale)"
 		npm ci --no-audit --no-fund --loglevel=error >/dev/null ||
 			die "npm ci failed: check the npm registry settings (npm config get registry)"
 	fi

@@ -37,7 +37,7 @@ func TestNoTokenPassthrough(t *testing.T) {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		proxy.ServeHTTP(w, r)
 	}))
-	t.Cleanup(spy.Close)
+	t.Cleanup(func() { spy.CloseClientConnections(); spy.Close() })
 	e.srv.RegisterServer(t, registry.Spec{Name: "up", Type: registry.TypeStreamableHTTP, URL: spy.URL + target.Path, Enabled: true, Trusted: true,
 		AuthType: registry.AuthBearer, AuthToken: "configured-upstream-credential"}, "echo")
 

@@ -176,6 +176,8 @@ type ServerPage struct {
 	IsStdio       bool
 	NextAttempt   *time.Time
 	BreakerOpen   bool
+	// Confinement says how a stdio server's process is confined (DESIGN §8).
+	Confinement string
 }
 
 func statusLabel(s string) string {

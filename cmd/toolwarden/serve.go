@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -92,8 +94,20 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	authSvc.Follow(bus)
 
 	reg := registry.New(d.Pool, keys, &registry.Options{Logger: log})
+	hide, err := confinement(c)
+	if err != nil {
+		return err
+	}
 	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version,
-		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv)})
+		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide})
+	// In the background: the check behind it starts a process, and start-up is timed.
+	go func() {
+		if how := mcp.Confinement(); strings.HasPrefix(how, "none") {
+			log.Warn("stdio servers run unconfined: they can read the data dir and reach the database", "confinement", how)
+		} else {
+			log.Info("stdio servers run confined", "confinement", how)
+		}
+	}()
 	// Sessions stop before the bus and the database (deferred in reverse order), so
 	// every server is marked disconnected and every stdio process is gone on exit.
 	// Not cancelled by the signal itself: the deferred stops run after the HTTP server
@@ -207,6 +221,21 @@ func pruneLoop(ctx context.Context, pool *pgxpool.Pool, a *auth.Service, reg *re
 			}
 		}
 	}
+}
+
+// confinement is what stdio servers must not reach (DESIGN §8): the data dir (embedded
+// database and its socket, secret key, workspaces), the secret key file wherever it is,
+// and the unix socket of an external database.
+func confinement(c config) (confine.Spec, error) {
+	hide := []string{c.DataDir, secretKeyPath(c)}
+	if c.DatabaseURL != "" {
+		socks, err := db.SocketPaths(c.DatabaseURL)
+		if err != nil {
+			return confine.Spec{}, err
+		}
+		hide = append(hide, socks...)
+	}
+	return confine.Spec{Hide: hide}, nil
 }
 
 func secretKeyPath(c config) string {

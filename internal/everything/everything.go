@@ -1,6 +1,7 @@
 // Package everything starts @modelcontextprotocol/server-everything (pinned in
 // package.json, installed by make test) for integration tests, over stdio, SSE or
-// streamable HTTP, bound to loopback only.
+// streamable HTTP, bound to loopback only, and finds the other reference servers
+// pinned there.
 package everything
 
 import (
@@ -44,9 +45,17 @@ func Root(t testing.TB) string {
 // installed.
 func Entry(t testing.TB) string {
 	t.Helper()
-	p := filepath.Join(Root(t), "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	return ReferenceEntry(t, "server-everything")
+}
+
+// ReferenceEntry returns the script of the reference server @modelcontextprotocol/<pkg>
+// (server-everything, server-filesystem, server-memory: each pinned in package.json),
+// failing the test with what to run when it is not installed.
+func ReferenceEntry(t testing.TB, pkg string) string {
+	t.Helper()
+	p := filepath.Join(Root(t), "node_modules", "@modelcontextprotocol", pkg, "dist", "index.js")
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("server-everything is not installed (%v): run `make test`, or `npm ci` in the repository root", err)
+		t.Fatalf("%s is not installed (%v): run `make test`, or `npm ci` in the repository root", pkg, err)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatal("node not found on PATH: install Node.js (make test does, as root)")

@@ -644,3 +644,36 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestRunCommands: the tool run exists only when asked for (over stdio, through the
+// child's environment too), and reports the program's exit status and output.
+func TestRunCommands(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"stdio", "streamable"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			plain := connect(t, start(t, kind, nil))
+			if names := listNames(t, plain); slices.Contains(names, "run") {
+				t.Fatalf("default tools: got %v, want no run", names)
+			}
+			s := connect(t, start(t, kind, &mcptest.Options{RunCommands: true}))
+			if names := listNames(t, s); !slices.Contains(names, "run") {
+				t.Fatalf("with RunCommands: got %v, want run", names)
+			}
+			_, res := callText(t, s, "run", map[string]any{"argv": []string{"sh", "-c", "echo hi; echo oops >&2; exit 3"}})
+			var out mcptest.RunOut
+			b, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out.ExitCode != 3 || out.Output != "hi\noops\n" {
+				t.Fatalf("run: got exit %d, output %q; want 3, %q", out.ExitCode, out.Output, "hi\noops\n")
+			}
+			_, res = callText(t, s, "run", map[string]any{"argv": []string{"/no/such/program"}})
+			b, _ = json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(b, &out); err != nil || out.ExitCode != -1 || !strings.Contains(out.Output, "no such file") {
+				t.Fatalf("run of a missing program: got %+v (%v), want exit -1 and the error", out, err)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ type Options struct {
 	// Hang makes the server accept connections but never answer anything, not
 	// even initialize, to test timeouts.
 	Hang bool
+	// RunCommands adds the tool "run", which runs any program it is given: a
+	// server gone bad, to test what confinement keeps it from. Off by default,
+	// and not counted among the default tools.
+	RunCommands bool
 	// Stderr receives the stdio start line; nil means os.Stderr. It exists so
 	// tests can check that a gateway captures a server's stderr.
 	Stderr io.Writer
@@ -79,8 +84,8 @@ type Server struct {
 func (s *Server) FailPings(n int) { s.failPings.Store(int64(n)) }
 
 // New builds a server with the default tools (echo, add, fail, sleep,
-// write-note), opts.Generated generated tools, the resource test://readme and
-// the prompt greet. opts may be nil.
+// write-note), the tool run if opts.RunCommands, opts.Generated generated
+// tools, the resource test://readme and the prompt greet. opts may be nil.
 func New(opts *Options) *Server {
 	var o Options
 	if opts != nil {
@@ -109,6 +114,9 @@ func New(opts *Options) *Server {
 		}
 	})
 	s.addDefaultTools()
+	if o.RunCommands {
+		s.addRunTool()
+	}
 	for i := 1; i <= o.Generated; i++ {
 		s.addGeneratedTool(i, o.Generated)
 	}
@@ -254,6 +262,48 @@ func (s *Server) addDefaultTools() {
 	for _, n := range []string{"echo", "add", "fail", "sleep", "write-note"} {
 		s.names[n] = struct{}{}
 	}
+}
+
+type runIn struct {
+	Argv []string `json:"argv" jsonschema:"the program and its arguments (no shell)"`
+}
+
+// RunOut is what the tool "run" returns as structured content.
+type RunOut struct {
+	// ExitCode is the program's exit status; -1 when it could not start or was killed.
+	ExitCode int `json:"exit_code"`
+	// Output is its standard output and standard error, interleaved.
+	Output string `json:"output"`
+}
+
+// runTimeout bounds one command of the tool "run".
+const runTimeout = 20 * time.Second
+
+func (s *Server) addRunTool() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "run",
+		Description: "Runs a program with the server's rights and returns its exit status and output.",
+	}, func(ctx context.Context, _ *mcp.CallToolRequest, in runIn) (*mcp.CallToolResult, RunOut, error) {
+		if len(in.Argv) == 0 {
+			return errorResult("argv is empty"), RunOut{}, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, runTimeout)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, in.Argv[0], in.Argv[1:]...).CombinedOutput()
+		res := RunOut{Output: string(out)}
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			res.ExitCode = ee.ExitCode()
+		default:
+			res.ExitCode, res.Output = -1, res.Output+err.Error()
+		}
+		return nil, res, nil
+	})
+	s.names["run"] = struct{}{}
 }
 
 // addGeneratedTool registers gen-<i> through the SDK's untyped AddTool with a

@@ -28,6 +28,7 @@ const (
 	envGenerated    = "TOOLWARDEN_MCPTEST_GENERATED"
 	envPageSize     = "TOOLWARDEN_MCPTEST_PAGE_SIZE"
 	envHang         = "TOOLWARDEN_MCPTEST_HANG"
+	envRunCommands  = "TOOLWARDEN_MCPTEST_RUN_COMMANDS"
 	envControlFile  = "TOOLWARDEN_MCPTEST_CONTROL_FILE"
 )
 
@@ -94,12 +95,19 @@ func optionsFromEnv() (*Options, string, error) {
 		}
 		*f.dst = n
 	}
-	if v := os.Getenv(envHang); v != "" {
-		hang, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, "", fmt.Errorf("mcptest: %s=%q: want a boolean", envHang, v)
+	for _, f := range []struct {
+		key string
+		dst *bool
+	}{{envHang, &opts.Hang}, {envRunCommands, &opts.RunCommands}} {
+		v := os.Getenv(f.key)
+		if v == "" {
+			continue
 		}
-		opts.Hang = hang
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, "", fmt.Errorf("mcptest: %s=%q: want a boolean", f.key, v)
+		}
+		*f.dst = b
 	}
 	return opts, os.Getenv(envControlFile), nil
 }
@@ -141,6 +149,7 @@ func StdioCommand(opts *Options, controlFile string) (command string, args []str
 		envGenerated:    strconv.Itoa(o.Generated),
 		envPageSize:     strconv.Itoa(o.PageSize),
 		envHang:         strconv.FormatBool(o.Hang),
+		envRunCommands:  strconv.FormatBool(o.RunCommands),
 		envControlFile:  controlFile,
 		// A -race binary sleeps a second at exit so late reports can land;
 		// here that second can outlast a short

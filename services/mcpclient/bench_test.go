@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,42 @@ func BenchmarkReconnect(b *testing.B) {
 		took = append(took, time.Since(t0))
 	}
 	reportLatency(b, took)
+}
+
+// BenchmarkStdioStart is how long a stdio server takes from start to initialized
+// (Test's connect_ms), confined and not: what the confinement helper's re-execution
+// adds to every start. The Go test server is this test binary, as big as toolwarden's;
+// server-everything is a Node program.
+func BenchmarkStdioStart(b *testing.B) {
+	for _, server := range []string{"go", "node"} {
+		for _, confined := range []bool{false, true} {
+			name := server + "/unconfined"
+			if confined {
+				name = server + "/confined"
+			}
+			b.Run(name, func(b *testing.B) {
+				opts := fast()
+				opts.Confine.Off = !confined
+				e := start(b, opts)
+				if got := strings.HasPrefix(e.mgr.Confinement(), "none"); got == confined {
+					b.Fatalf("confinement: %s", e.mgr.Confinement())
+				}
+				cfg := registry.Connection{Name: "start", Type: registry.TypeStdio, Timeout: 30 * time.Second}
+				if server == "go" {
+					cfg.Command, cfg.Args, cfg.Env = mcptest.StdioCommand(nil, "")
+				} else {
+					cfg.Command, cfg.Args = everything.StdioCommand(b)
+				}
+				var lat []time.Duration
+				for b.Loop() {
+					res := e.mgr.Test(context.Background(), cfg)
+					if !res.OK {
+						b.Fatalf("test connection: %s %v", res.Error, res.Stderr)
+					}
+					lat = append(lat, time.Duration(res.ConnectMS*float64(time.Millisecond)))
+				}
+				reportLatency(b, lat)
+			})
+		}
+	}
 }

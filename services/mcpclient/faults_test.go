@@ -49,18 +49,45 @@ func pidAlive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
+// processesWith returns the live processes (pid → command name) whose environment
+// holds the variable kv ("NAME=value"). A confined server sees its own PID namespace, so
+// the pid it reports means nothing here; what a server and its children inherit from
+// the test says which host processes are theirs. Zombies have no environment left.
+func processesWith(t *testing.T, kv string) map[int]string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), kv) || !pidAlive(pid) {
+			continue
+		}
+		comm, _ := os.ReadFile("/proc/" + e.Name() + "/comm")
+		out[pid] = strings.TrimSpace(string(comm))
+	}
+	return out
+}
+
 // TestStdioProcessDiesAndComesBack: the process dies → error with the exit status →
 // restarted and connected again without restarting anything else; stderr is kept.
 func TestStdioProcessDiesAndComesBack(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
 	spec, control := stdioSpec(t, "dies", &mcptest.Options{Name: "dies"})
+	mine := "TOOLWARDEN_MCPTEST_CONTROL_FILE=" + control // in the environment of this server only
 	sv := e.create(t, spec)
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
 	ctl := mcptest.WaitControl(t, control)
-	pid, err := ctl.PID()
-	if err != nil {
-		t.Fatal(err)
+	old := processesWith(t, mine)
+	if len(old) == 0 {
+		t.Fatal("no process of the server found")
 	}
 	if err := os.Remove(control); err != nil {
 		t.Fatal(err)
@@ -73,13 +100,15 @@ func TestStdioProcessDiesAndComesBack(t *testing.T) {
 		t.Fatalf("last error: got %v, want it to mention the exit status", got.LastError)
 	}
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
-	ctl2 := mcptest.WaitControl(t, control)
-	pid2, err := ctl2.PID()
-	if err != nil || pid2 == pid {
-		t.Fatalf("new process: got pid %d (%v), want a new one (old %d)", pid2, err, pid)
+	mcptest.WaitControl(t, control)
+	now := processesWith(t, mine)
+	if len(now) == 0 {
+		t.Fatal("no process of the restarted server found")
 	}
-	if pidAlive(pid) {
-		t.Fatalf("old process %d is still there (zombie or orphan)", pid)
+	for pid := range old {
+		if _, ok := now[pid]; ok {
+			t.Fatalf("old process %d (%s) is still there (orphan): old %v, now %v", pid, old[pid], old, now)
+		}
 	}
 	stderr := strings.Join(e.mgr.Snapshot(sv.ID).Stderr, "\n")
 	if strings.Count(stderr, "mcptest: dies started pid") < 2 {
@@ -91,8 +120,8 @@ func TestStdioProcessDiesAndComesBack(t *testing.T) {
 	}
 	e.mgr.Refresh(context.Background(), sv.ID)
 	e.waitStatus(t, sv.ID, registry.StatusDisconnected)
-	if pidAlive(pid2) {
-		t.Fatalf("process %d still runs after the server was disabled", pid2)
+	if left := processesWith(t, mine); len(left) > 0 {
+		t.Fatalf("processes %v still run after the server was disabled", left)
 	}
 	if _, err := e.mgr.Session(sv.ID); !errors.Is(err, mcpclient.ErrNotConnected) {
 		t.Fatalf("session after disable: got %v, want ErrNotConnected", err)
@@ -330,15 +359,27 @@ func TestProcessGroupKilled(t *testing.T) {
 	sv := e.create(t, registry.Spec{Name: "parent", Type: registry.TypeStdio, Command: "sh",
 		Args: append([]string{"-c", script, cmd}, args...), Env: envm, Enabled: true})
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
-	sleepPID := readPID(t, pidFile)
-	if !pidAlive(sleepPID) {
-		t.Fatal("the background sleep is not running")
+	mine := "PIDFILE=" + pidFile // inherited by the server, the sleep and nothing else
+	sleeping := func() []int {
+		readPID(t, pidFile) // written once the sleep runs
+		var pids []int
+		for pid, comm := range processesWith(t, mine) {
+			if comm == "sleep" {
+				pids = append(pids, pid)
+			}
+		}
+		if len(pids) == 0 {
+			t.Fatal("the background sleep is not running")
+		}
+		return pids
 	}
+	alive := func(pids []int) bool { return slices.ContainsFunc(pids, pidAlive) }
+	pids := sleeping()
 	if _, err := e.reg.SetEnabled(context.Background(), audit.System, sv.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	e.mgr.Refresh(context.Background(), sv.ID)
-	waitFor(t, 10*time.Second, func() bool { return !pidAlive(sleepPID) }, "the grandchild outlived its disabled server")
+	waitFor(t, 10*time.Second, func() bool { return !alive(pids) }, "the grandchild outlived its disabled server")
 
 	// Shutdown: enable again, then stop the manager.
 	if err := os.Remove(pidFile); err != nil {
@@ -349,9 +390,9 @@ func TestProcessGroupKilled(t *testing.T) {
 	}
 	e.mgr.Refresh(context.Background(), sv.ID)
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
-	sleepPID = readPID(t, pidFile)
+	pids = sleeping()
 	e.stop()
-	if pidAlive(sleepPID) {
+	if alive(pids) {
 		t.Fatal("the grandchild outlived the shutdown")
 	}
 	if got := e.server(t, sv.ID).Status; got != registry.StatusDisconnected {

@@ -50,6 +50,8 @@ func start(t testing.TB, opts *mcpclient.Options) *env {
 		opts = fast()
 	}
 	opts.InheritEnv = mcpclient.InheritedEnv(os.LookupEnv) // as cmd does
+	// Confined as users' servers are, away from this test process's database.
+	opts.Confine.Hide = append(opts.Confine.Hide, dbtest.ClusterDir(t))
 	reg := registry.New(pool, keys, nil)
 	mgr := mcpclient.New(reg, opts)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -45,6 +46,10 @@ type Options struct {
 	// InheritEnv is what every stdio server gets from Toolwarden's own environment
 	// (see InheritedEnv); the server's configured env comes on top.
 	InheritEnv map[string]string
+	// Confine says what stdio servers must not reach (the data dir, the secret key, the
+	// database's socket). The zero value still confines them: their own PID namespace
+	// hides Toolwarden's environment and command line.
+	Confine confine.Spec
 }
 
 func (o *Options) withDefaults() Options {
@@ -92,9 +97,10 @@ var (
 
 // Manager owns the sessions. Create it with New, start it with Run.
 type Manager struct {
-	reg  *registry.Service
-	opts Options
-	log  *slog.Logger
+	reg      *registry.Service
+	opts     Options
+	log      *slog.Logger
+	confiner *confine.Confiner
 
 	mu      sync.Mutex
 	ctx     context.Context // Run's context; nil before Run and after it returns
@@ -109,8 +115,15 @@ type Manager struct {
 // New returns a manager over the registry.
 func New(reg *registry.Service, opts *Options) *Manager {
 	o := opts.withDefaults()
-	return &Manager{reg: reg, opts: o, log: o.Logger, conns: map[string]*conn{}, stderrs: map[string]*lineBuffer{},
-		refreshing: map[string]*sync.Mutex{}}
+	return &Manager{reg: reg, opts: o, log: o.Logger, confiner: confine.New(o.Confine), conns: map[string]*conn{},
+		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}}
+}
+
+// Confinement says how stdio servers run, for the server page: which namespaces hide
+// what from them, or "none: <why>". Every stdio server of this process runs the same
+// way, and always with a clean environment (see InheritedEnv).
+func (m *Manager) Confinement() string {
+	return m.confiner.Describe() + "; clean environment"
 }
 
 // Run starts a session for every enabled server and keeps them until ctx ends; then it

@@ -18,14 +18,17 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // passEnv are the variables of Toolwarden's own environment a stdio server inherits:
-// enough to find programs and a home directory, never DATABASE_URL, the admin
-// password or anything else Toolwarden itself was given.
-var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SHELL"}
+// enough to find programs and a home directory (npx keeps its cache there), plus the
+// locale, which only says how to encode text; never DATABASE_URL, the admin password
+// or anything else Toolwarden itself was given (DESIGN §8). What else a server needs,
+// the admin configures on it.
+var passEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE"}
 
 // InheritedEnv picks, through lookup (os.LookupEnv in cmd), the variables every stdio
 // server inherits, as Options.InheritEnv wants them.
@@ -50,8 +53,8 @@ type endpoint struct {
 }
 
 // newEndpoint builds the transport for c. A stdio server gets the inherit variables plus
-// its own env, and its standard error goes to stderr.
-func newEndpoint(c registry.Connection, inherit map[string]string, stderr *lineBuffer) (*endpoint, error) {
+// its own env, runs confined by conf, and its standard error goes to stderr.
+func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer) (*endpoint, error) {
 	switch c.Type {
 	case registry.TypeStdio:
 		cmd := exec.Command(c.Command, registry.ExpandArgs(c.Args, c.Env)...)
@@ -63,6 +66,8 @@ func newEndpoint(c registry.Connection, inherit map[string]string, stderr *lineB
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		// A grandchild holding stderr open must not make Wait hang.
 		cmd.WaitDelay = 2 * time.Second
+		// Started through the confinement helper: no data dir, no database (DESIGN §8).
+		conf.Apply(cmd)
 		return &endpoint{transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second},
 			cmd: cmd, stderr: stderr}, nil
 	case registry.TypeSSE, registry.TypeStreamableHTTP:

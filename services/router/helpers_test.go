@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -59,7 +60,9 @@ func start(t testing.TB, opts *router.Options) *env {
 	<-bus.Ready()
 	reg := registry.New(pool, keys, nil)
 	mgr := mcpclient.New(reg, &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
-		Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv)})
+		Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv),
+		// Confined as users' servers are, away from this test process's database.
+		Confine: confine.Spec{Hide: []string{dbtest.ClusterDir(t)}}})
 	mgrDone := make(chan struct{})
 	go func() { _ = mgr.Run(ctx); close(mgrDone) }()
 	ts := tools.New(pool, keys, nil)

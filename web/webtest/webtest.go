@@ -148,6 +148,8 @@ func Start(t testing.TB, opts *Options) *Server {
 			Debounce: 100 * time.Millisecond, BreakerCooldown: 2 * time.Second}
 	}
 	mo.Logger, mo.Bus, mo.InheritEnv = log, bus, mcpclient.InheritedEnv(os.LookupEnv)
+	// Confined as users' servers are, away from this test process's database.
+	mo.Confine.Hide = append(mo.Confine.Hide, dbtest.ClusterDir(t))
 	mgr := mcpclient.New(reg, mo)
 	mcpDone := make(chan struct{})
 	go func() { _ = mgr.Run(ctx); close(mcpDone) }()

@@ -92,6 +92,15 @@ func Cluster(t testing.TB) *db.Cluster {
 	return cluster
 }
 
+// ClusterDir returns the directory of the process's embedded cluster (its files and
+// its unix socket): what a confined stdio server must not reach in tests, as the data
+// dir in production.
+func ClusterDir(t testing.TB) string {
+	t.Helper()
+	Cluster(t)
+	return dir
+}
+
 // NewURL creates a fresh, migrated database for this test and returns its URL.
 func NewURL(t testing.TB) string {
 	t.Helper()

@@ -1,0 +1,385 @@
+// Package confine starts a stdio MCP server where it cannot reach Toolwarden's own
+// secrets (DESIGN §8): the data dir (secret key, embedded database and its socket,
+// checkpoints), a secret key file kept elsewhere, and the socket of an external
+// database.
+//
+// The server runs in its own mount, PID and IPC namespaces (and a user namespace when
+// Toolwarden is not root), under its own user id, so everything it legitimately
+// touches (a directory it was given, its own files next to its code, the home
+// directory) behaves exactly as before. A small helper sets the namespaces up: the
+// binary that imports this package re-executes itself (/proc/self/exe) under the name
+// "toolwarden-confine", and this package's init function recognises that name before
+// anything else runs. So the toolwarden binary and every test binary can act as the
+// helper, and no second executable has to be installed.
+//
+// Inside, the helper makes every mount private, mounts an empty read-only tmpfs over
+// each hidden directory and /dev/null over each hidden file, mounts a fresh /proc
+// (the PID namespace shows only the server's own processes: not Toolwarden's or
+// PostgreSQL's environment and command line), makes /proc/sys and friends read-only,
+// and, when it runs as root, also makes system directories read-only, gives /dev only
+// the devices every user may open and forbids device nodes elsewhere. Then it drops
+// every capability, sets no_new_privs, and stays as the namespace's PID 1: it starts
+// the server, forwards signals, reaps orphans and exits with the server's status.
+//
+// Where namespaces cannot be created (a container without the privilege, a kernel
+// that forbids user namespaces), servers run as before; [Confiner.Describe] says so.
+package confine
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Spec says what confined servers must not reach.
+type Spec struct {
+	// Hide lists files and directories (absolute, or relative to the working directory)
+	// that confined servers must not see: a directory appears empty and read-only, a
+	// file unreadable. Paths that do not exist when a server starts are skipped.
+	Hide []string
+	// Off runs servers unconfined, as they ran before confinement existed.
+	Off bool
+}
+
+// Confiner confines the commands of one Toolwarden process. The zero value is not
+// usable; a nil *Confiner confines nothing.
+type Confiner struct {
+	spec Spec
+	hide []string
+	// extraClone is added to the clone flags; tests use it to make clone fail.
+	extraClone uintptr
+	// modes overrides the modes tried in order; tests use it to try one alone.
+	modes []mode
+
+	once   sync.Once
+	mode   mode   // 0 until the probe succeeded
+	reason string // why there is no confinement, when mode is 0
+}
+
+// New returns a Confiner for spec. It starts nothing: the first Apply or Describe
+// checks, once, that confinement works on this machine.
+func New(spec Spec) *Confiner {
+	return &Confiner{spec: spec, hide: normalize(spec.Hide)}
+}
+
+// mode is how the namespaces are created.
+type mode int
+
+const (
+	// modeRoot: Toolwarden runs as root and may create namespaces directly.
+	modeRoot mode = iota + 1
+	// modeUser: a user namespace first, mapping only Toolwarden's own user and group,
+	// which gives the helper the right to mount inside and nothing outside.
+	modeUser
+)
+
+func (m mode) String() string {
+	if m == modeRoot {
+		return "root"
+	}
+	return "user"
+}
+
+// Apply rewrites cmd, built by exec.Command and not yet started, so that it starts
+// through the helper, confined; it keeps cmd's SysProcAttr (process group, parent
+// death signal), standard streams and environment. A command that cannot start is
+// left alone, so Start reports the same clear error as without confinement. Apply
+// does nothing when confinement is off or unavailable.
+func (c *Confiner) Apply(cmd *exec.Cmd) {
+	if c == nil || c.spec.Off {
+		return
+	}
+	c.once.Do(c.probe)
+	if c.mode == 0 || cmd.Err != nil || cmd.Process != nil || !startable(cmd) {
+		return
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		// The server would start in Toolwarden's directory; the helper goes back there
+		// after mounting, so a hidden directory is not reachable through it.
+		if wd, err := os.Getwd(); err == nil {
+			dir = wd
+		} else {
+			dir = "/"
+		}
+	} else if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	argv0 := cmd.Path
+	if len(cmd.Args) > 0 {
+		argv0 = cmd.Args[0]
+	}
+	var rest []string
+	if len(cmd.Args) > 1 {
+		rest = cmd.Args[1:]
+	}
+	args := helperArgs(dir, c.hide, false)
+	for _, k := range given(dir, cmd.Dir, cmd.Path, rest) {
+		args = append(args, "-keep="+k)
+	}
+	args = append(args, "--", cmd.Path, argv0)
+	cmd.Args = append(args, rest...)
+	cmd.Path = "/proc/self/exe"
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	c.namespaces(cmd.SysProcAttr, c.mode)
+}
+
+// given returns the directories a server was given to work in: its configured working
+// directory, the directories named on its command line (server-filesystem's allowed
+// directories), and the npm package of the script it runs, through its bin link or as
+// node <script> (server-memory keeps its file next to its code, even when installed
+// globally under /usr). They stay writable where a root server's view is otherwise
+// read-only: the admin chose them, and the server must work there as it did
+// unconfined.
+func given(dir, cmdDir, path string, args []string) []string {
+	var out []string
+	if cmdDir != "" {
+		out = append(out, dir)
+	}
+	resolve := func(p string) (string, os.FileInfo) {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return "", nil
+		}
+		st, err := os.Stat(real)
+		if err != nil {
+			return "", nil
+		}
+		return real, st
+	}
+	if real, st := resolve(path); st != nil && st.Mode().IsRegular() && isScript(real) {
+		if pkg := npmPackage(real); pkg != "" {
+			out = append(out, pkg)
+		}
+	}
+	for _, a := range args {
+		if a == "" || strings.HasPrefix(a, "-") {
+			continue
+		}
+		switch real, st := resolve(a); {
+		case st == nil:
+		case st.IsDir():
+			out = append(out, real)
+		case st.Mode().IsRegular():
+			if pkg := npmPackage(real); pkg != "" {
+				out = append(out, pkg)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// packageManagers are npm packages whose scripts launch other packages (npx is npm's):
+// their code is what root runs by hand later, so it stays read-only.
+var packageManagers = map[string]bool{"npm": true, "corepack": true, "yarn": true, "pnpm": true}
+
+// npmPackage returns the directory of the npm package holding script
+// (.../node_modules/<name> or .../node_modules/@scope/<name>), or "" when script is
+// not in one or belongs to a package manager.
+func npmPackage(script string) string {
+	const nm = "/node_modules/"
+	i := strings.LastIndex(script, nm)
+	if i < 0 {
+		return ""
+	}
+	parts := strings.Split(script[i+len(nm):], "/")
+	n := 1
+	if strings.HasPrefix(parts[0], "@") {
+		n = 2
+	}
+	if len(parts) <= n {
+		return ""
+	}
+	name := strings.Join(parts[:n], "/")
+	if packageManagers[name] {
+		return ""
+	}
+	return script[:i+len(nm)] + name
+}
+
+// isScript reports whether p starts with "#!": a package's bin, as opposed to an
+// interpreter or a compiled program.
+func isScript(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [2]byte
+	n, _ := f.Read(b[:])
+	return n == 2 && string(b[:]) == "#!"
+}
+
+// startable reports whether the kernel could execute cmd.Path as it is: exec.Command
+// checks only names it looked up on PATH, and a path given with a slash fails in Start.
+func startable(cmd *exec.Cmd) bool {
+	p := cmd.Path
+	if !filepath.IsAbs(p) && cmd.Dir != "" {
+		p = filepath.Join(cmd.Dir, p)
+	}
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// namespaces sets the clone flags (and, for a user namespace, the id maps and the
+// capabilities the helper needs to mount) on attr.
+func (c *Confiner) namespaces(attr *syscall.SysProcAttr, m mode) {
+	attr.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | c.extraClone
+	if m == modeUser {
+		uid, gid := os.Geteuid(), os.Getegid()
+		attr.Cloneflags |= unix.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+		// The helper keeps the same (non-zero) user id inside, so execve would drop the
+		// capabilities the new namespace gave it; ambient ones survive until it drops them.
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	}
+}
+
+// Describe says which confinement applies to servers started through Apply: a short
+// sentence for the server page, "none: <why>" when there is none.
+func (c *Confiner) Describe() string {
+	if c == nil {
+		return "none: not configured"
+	}
+	if c.spec.Off {
+		return "none: turned off"
+	}
+	c.once.Do(c.probe)
+	if c.mode == 0 {
+		return "none: " + c.reason
+	}
+	var b strings.Builder
+	if c.mode == modeUser {
+		b.WriteString("user, mount, PID and IPC namespaces")
+	} else {
+		b.WriteString("mount, PID and IPC namespaces")
+	}
+	if len(c.hide) > 0 {
+		b.WriteString("; hidden: " + strings.Join(c.hide, ", "))
+	}
+	b.WriteString("; only its own processes in /proc, /proc/sys read-only")
+	if os.Geteuid() == 0 {
+		b.WriteString("; as root: " + strings.Join(readOnlyTrees, ", ") +
+			" read-only (but /usr/local, the directories the server is given and its own npm package), a minimal /dev, no device nodes elsewhere, daemon control sockets hidden")
+	}
+	b.WriteString("; no capabilities, no new privileges")
+	return b.String()
+}
+
+// probe finds the first mode that works here by running the helper's self-check, so
+// that a machine without namespaces runs servers unconfined instead of failing them.
+func (c *Confiner) probe() {
+	modes := []mode{modeUser}
+	if os.Geteuid() == 0 {
+		// Root without the privilege to create namespaces (a container) may still be
+		// allowed a user namespace.
+		modes = []mode{modeRoot, modeUser}
+	}
+	if c.modes != nil {
+		modes = c.modes
+	}
+	var why []string
+	for _, m := range modes {
+		problem := c.check(m)
+		if problem == "" {
+			c.mode = m
+			return
+		}
+		why = append(why, m.String()+" mode: "+problem)
+	}
+	c.reason = "namespaces are not available here (" + strings.Join(why, "; ") + ")"
+}
+
+// probeTimeout bounds the self-check; it normally takes a few milliseconds.
+const probeTimeout = 10 * time.Second
+
+// check runs the helper in mode m up to its self-check, which verifies inside what
+// Apply promises, and says what went wrong ("" when nothing did), for Describe.
+func (c *Confiner) check(m mode) string {
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = append(helperArgs("/", c.hide, true), "--")
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c.namespaces(cmd.SysProcAttr, m)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		return ""
+	}
+	if msg := strings.TrimSpace(string(out)); msg != "" {
+		return strings.TrimPrefix(msg, helperName+": ")
+	}
+	return err.Error()
+}
+
+// helperArgs is the helper's command line up to (not including) the "--" that
+// precedes the server's path and argv.
+func helperArgs(dir string, hide []string, check bool) []string {
+	args := []string{helperName, "-dir=" + dir}
+	for _, h := range hide {
+		args = append(args, "-hide="+h)
+	}
+	if check {
+		args = append(args, "-check")
+	}
+	return args
+}
+
+// normalize makes paths absolute and clean, and drops duplicates and paths inside
+// another hidden directory (hiding the directory hides them).
+func normalize(paths []string) []string {
+	var abs []string
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		a, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		abs = append(abs, a)
+	}
+	slices.Sort(abs)
+	abs = slices.Compact(abs)
+	var out []string
+	for _, p := range abs {
+		covered := false
+		for _, q := range out {
+			if inside(p, q) && isDir(q) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// inside reports whether p is dir or below it.
+func inside(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
