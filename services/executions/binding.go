@@ -86,19 +86,22 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		if st.ToolID != nil {
 			ref = *st.ToolID
 		}
-		if msg, err := s.stale(ctx, ref, want); err != nil || msg != "" {
-			if err != nil {
-				return who, nil, err
-			}
+		p, perr := s.router.Prepare(ctx, router.Call{Tool: ref, Arguments: st.Arguments, Actor: who.Actor, Role: who.Role,
+			Source: router.SourceExecution})
+		var msg string
+		if perr == nil {
+			msg = pinChange(want, p.Pin)
+		} else if msg, err = s.stale(ctx, ref, want); err != nil {
+			return who, nil, err
+		}
+		if msg != "" {
 			return who, &breach{actionStale, fmt.Sprintf("step %d: %s", st.Position+1, msg)}, nil
 		}
-		pin := want.Pin
-		p, err := s.router.Prepare(ctx, router.Call{Tool: ref, Arguments: st.Arguments, Actor: who.Actor, Role: who.Role,
-			Source: router.SourceExecution, Pin: &pin})
-		if err != nil {
+		if perr != nil {
+			// The tool is the one planned: the router refused the call for another reason.
 			var re *router.Error
-			if !errors.As(err, &re) {
-				return who, nil, err
+			if !errors.As(perr, &re) {
+				return who, nil, perr
 			}
 			action := actionStale
 			if re.Code == router.CodeForbidden {
@@ -118,7 +121,22 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 	return who, nil, nil
 }
 
-// stale says how the tool of a step changed since it was planned ("" when it did not).
+// pinChange says how a step's tool changed since it was planned, from what the router
+// prepared now ("" when it did not; a changed server connection is the hash's to find).
+func pinChange(want PlannedStep, now router.Pin) string {
+	switch {
+	case now.ToolID != want.ToolID:
+		return fmt.Sprintf("%s is no longer the tool that was planned", want.Tool)
+	case now.DefinitionHash != want.DefinitionHash:
+		return fmt.Sprintf("%s changed its definition since the plan was made", want.Tool)
+	case now.ConfigVersion != want.ConfigVersion:
+		return fmt.Sprintf("%s's configuration changed since the plan was made", want.Tool)
+	}
+	return ""
+}
+
+// stale says how the tool of a step changed since it was planned ("" when it did not),
+// asking the database: for a step the router refused, whose tool may be gone.
 func (s *Service) stale(ctx context.Context, ref string, want PlannedStep) (string, error) {
 	t, err := s.tools.Target(ctx, ref)
 	switch {
