@@ -28,6 +28,7 @@ const (
 	envGenerated    = "TOOLWARDEN_MCPTEST_GENERATED"
 	envPageSize     = "TOOLWARDEN_MCPTEST_PAGE_SIZE"
 	envHang         = "TOOLWARDEN_MCPTEST_HANG"
+	envBig          = "TOOLWARDEN_MCPTEST_BIG"
 	envControlFile  = "TOOLWARDEN_MCPTEST_CONTROL_FILE"
 )
 
@@ -94,12 +95,19 @@ func optionsFromEnv() (*Options, string, error) {
 		}
 		*f.dst = n
 	}
-	if v := os.Getenv(envHang); v != "" {
-		hang, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, "", fmt.Errorf("mcptest: %s=%q: want a boolean", envHang, v)
+	for _, f := range []struct {
+		key string
+		dst *bool
+	}{{envHang, &opts.Hang}, {envBig, &opts.Big}} {
+		v := os.Getenv(f.key)
+		if v == "" {
+			continue
 		}
-		opts.Hang = hang
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, "", fmt.Errorf("mcptest: %s=%q: want a boolean", f.key, v)
+		}
+		*f.dst = b
 	}
 	return opts, os.Getenv(envControlFile), nil
 }
@@ -116,6 +124,7 @@ func optionsFromEnv() (*Options, string, error) {
 //
 // If controlFile is not empty, the child also serves the control API on a
 // loopback port and writes "host:port" there; see [WaitControl].
+// opts.JSONResponse is for HTTP and means nothing here.
 // opts.Stderr cannot cross a process boundary and is ignored: the child's
 // stderr is the start line's destination.
 func StdioCommand(opts *Options, controlFile string) (command string, args []string, env map[string]string) {
@@ -141,6 +150,7 @@ func StdioCommand(opts *Options, controlFile string) (command string, args []str
 		envGenerated:    strconv.Itoa(o.Generated),
 		envPageSize:     strconv.Itoa(o.PageSize),
 		envHang:         strconv.FormatBool(o.Hang),
+		envBig:          strconv.FormatBool(o.Big),
 		envControlFile:  controlFile,
 		// A -race binary sleeps a second at exit so late reports can land;
 		// here that second can outlast a short
