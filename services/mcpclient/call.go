@@ -3,9 +3,11 @@ package mcpclient
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,6 +58,12 @@ func (m *Manager) CallTool(ctx context.Context, id, name string, args any, onPro
 	}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
+		// The stand-in for an answer over the cap (msgLimit.errorResponse) becomes
+		// ErrResultTooLarge; a server sending that code itself is just as much at fault.
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && we.Code == CodeResultTooLarge {
+			err = &tooLargeError{msg: we.Message}
+		}
 		return nil, fmt.Errorf("mcpclient: call %s: %w", name, err)
 	}
 	return res, nil
