@@ -119,9 +119,11 @@ type config struct {
 	LLMAPIKey     string
 	LogLevel      string
 	SecureCookies bool
-	RateLimit     int  // tool calls a minute per user; negative: none
-	fastDB        bool // tests only: fsync off
-	readyFile     string
+	RateLimit     int // tool calls a minute per user; negative: none
+	// MaxMessageSize caps each message an MCP server sends, in bytes.
+	MaxMessageSize int
+	fastDB         bool // tests only: fsync off
+	readyFile      string
 }
 
 // envInt is the integer in environment variable key, or def when it is unset or not a number.

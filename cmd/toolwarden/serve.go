@@ -39,10 +39,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&c.LLMModel, "llm-model", envOr("TOOLWARDEN_LLM_MODEL", ""), "model name for --llm-url (env TOOLWARDEN_LLM_MODEL)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envOr("TOOLWARDEN_SECURE_COOKIES", "") == "1", "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
 	fs.IntVar(&c.RateLimit, "rate-limit", envInt("TOOLWARDEN_RATE_LIMIT", 1200), "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
+	maxMessage := byteSize(mcpclient.DefaultMaxMessageBytes)
+	fs.Var(&maxMessage, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
+		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if err := envSize(fs, "max-message-size", "TOOLWARDEN_MAX_MESSAGE_SIZE", os.LookupEnv, &maxMessage); err != nil {
+		return err
+	}
+	c.MaxMessageSize = int(maxMessage)
 	c.LLMAPIKey = os.Getenv("TOOLWARDEN_LLM_API_KEY")
 	log := newLogger(stderr, c.LogLevel)
 	if gctune.Start(os.Getenv) {
@@ -85,7 +92,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	reg := registry.New(d.Pool, keys, &registry.Options{Logger: log})
 	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version,
-		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv)})
+		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), MaxMessageBytes: c.MaxMessageSize})
 	// Sessions stop before the bus and the database (deferred in reverse order), so
 	// every server is marked disconnected and every stdio process is gone on exit.
 	// Not cancelled by the signal itself: the deferred stops run after the HTTP server
