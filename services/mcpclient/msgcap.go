@@ -116,7 +116,7 @@ func growTo(b []byte, n, limit int) []byte {
 	if need <= cap(b) {
 		return b
 	}
-	c := min(max(2*cap(b), need, 4096), limit)
+	c := min(max(2*cap(b), need, 512), limit)
 	nb := make([]byte, len(b), max(c, need))
 	copy(nb, b)
 	return nb
@@ -221,8 +221,9 @@ func (s *scanner) feed(p []byte) (int, bool) {
 	if s.done {
 		return 0, true
 	}
-	// Positions of the next quote and backslash in p, found with IndexByte and kept
-	// until passed, so a long string costs two fast scans however many escapes it holds.
+	// Positions of the next quote and of the next backslash before it, found with
+	// IndexByte and kept until passed: each byte of a string is looked at about once,
+	// however many escapes it holds, and never past the string's end.
 	quote, slash := -1, -1
 	for i := 0; i < len(p); i++ {
 		if s.inStr {
@@ -235,7 +236,7 @@ func (s *scanner) feed(p []byte) (int, bool) {
 				quote = nextIndex(p, i, '"')
 			}
 			if slash < i {
-				slash = nextIndex(p, i, '\\')
+				slash = nextIndex(p[:quote], i, '\\') // quote when there is none before it
 			}
 			j := min(quote, slash)
 			s.keep(p[i:j])

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // capTransport caps what an HTTP server sends, in the http.Client the SDK's SSE and
@@ -246,13 +247,19 @@ type eventReader struct {
 	peak int // the largest capacity ev reached, for tests
 }
 
-// eventBuffer is the read buffer of an SSE stream, the size the SDK reads events with:
-// every call over streamable HTTP gets a stream of its own, so it is allocated per call,
-// and lines longer than it come in pieces.
+// eventBuffer is the read buffer of an SSE stream, the size the SDK reads events with;
+// lines longer than it come in pieces.
 const eventBuffer = 4096
 
+// eventBuffers are the read buffers of ended streams: every call over streamable HTTP
+// gets a stream of its own, and a buffer per call would be most of what a call
+// allocates here.
+var eventBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventBuffer) }}
+
 func newEventReader(src io.ReadCloser, lim msgLimit) *eventReader {
-	return &eventReader{src: src, br: bufio.NewReaderSize(src, eventBuffer), lim: lim}
+	br := eventBuffers.Get().(*bufio.Reader)
+	br.Reset(src)
+	return &eventReader{src: src, br: br, lim: lim}
 }
 
 // Close implements io.Closer.
@@ -285,6 +292,11 @@ func (e *eventReader) Read(p []byte) (int, error) {
 				e.dispatch()
 			}
 			e.err = err
+			// Nothing reads the buffer after an error (Close does not touch it), so
+			// the next stream may have it.
+			e.br.Reset(nil)
+			eventBuffers.Put(e.br)
+			e.br = nil
 		}
 	}
 	n := copy(p, e.out)

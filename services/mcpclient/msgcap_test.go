@@ -487,3 +487,55 @@ func TestFrameReaderPassesErrors(t *testing.T) {
 		t.Errorf("got %q, %v, want the first message, then boom", got, err)
 	}
 }
+
+// The readers' cost on ordinary traffic (DESIGN §11 P1/P2): small responses like an echo
+// call's, per message, and the throughput on a result near the default cap.
+//
+//	go test ./services/mcpclient -run '^$' -bench Readers -benchmem
+func BenchmarkReaders(b *testing.B) {
+	lim, _ := testLimit(DefaultMaxMessageBytes)
+	msg := `{"jsonrpc":"2.0","id":12345,"result":{"content":[{"type":"text","text":"Echo: hi"}]}}`
+	big := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat(pad(4000)+tricky, 2000) + `"}]}}`
+	buf := make([]byte, 32<<10)
+	drain := func(r io.Reader) {
+		for {
+			if _, err := r.Read(buf); err != nil {
+				return
+			}
+		}
+	}
+	// A stdio session's reader lives as long as the session; a stream of messages.
+	b.Run("stdio/small", func(b *testing.B) {
+		stream := []byte(strings.Repeat(msg+"\n", 1000))
+		for b.Loop() {
+			drain(newFrameReader(bytes.NewReader(stream), lim))
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/msg")
+	})
+	b.Run("stdio/big", func(b *testing.B) {
+		b.SetBytes(int64(len(big)))
+		for b.Loop() {
+			drain(newFrameReader(strings.NewReader(big+"\n"), lim))
+		}
+	})
+	// Streamable HTTP answers each call with a stream of its own: one reader per message.
+	b.Run("sse/small", func(b *testing.B) {
+		event := "event: message\nid: 0_1\ndata: " + msg + "\n\n"
+		for b.Loop() {
+			drain(newEventReader(io.NopCloser(strings.NewReader(event)), lim))
+		}
+	})
+	b.Run("sse/big", func(b *testing.B) {
+		event := "event: message\ndata: " + big + "\n\n"
+		b.SetBytes(int64(len(event)))
+		for b.Loop() {
+			drain(newEventReader(io.NopCloser(strings.NewReader(event)), lim))
+		}
+	})
+	b.Run("json/big", func(b *testing.B) {
+		b.SetBytes(int64(len(big)))
+		for b.Loop() {
+			drain(newJSONBody(io.NopCloser(strings.NewReader(big)), lim, -1, nil))
+		}
+	})
+}
