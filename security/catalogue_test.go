@@ -42,7 +42,8 @@ var catalogue = []behaviour{
 	{what: "10. configured secret values are masked in results, events and logs", proofs: []proof{
 		{"security", "TestFinding10SecretsMasked"}, {"services/secrets", "TestMasker"}, {"services/mcpclient", "TestStderrRedacted"}}},
 	{what: "11. every upstream message is size-capped while read; result_too_large; the session stays usable", proofs: []proof{
-		{"services/mcpclient", "TestMessageCapTransports"}, {"services/mcpclient", "TestCapReaderBoundedMemory"}, {"services/router", "TestResultTooLarge"}}},
+		{"services/router", "TestResultTooLarge"}, {"services/mcpclient", "TestReadersHoldAtMostTheCap"}, {"services/mcpclient", "TestFrameReader"},
+		{"services/mcpclient", "TestEventReader"}, {"services/mcpclient", "TestJSONBody"}, {"cmd/toolwarden", "TestParseSize"}}},
 	{what: "12. stdio servers cannot reach the data dir, the secret key or the database; reference servers work confined", proofs: []proof{
 		{"services/mcpclient", "TestConfinedServerAttack"}, {"services/mcpclient", "TestReferenceServersConfined"},
 		{"internal/confine", "TestRoot"}, {"internal/confine", "TestUnprivileged"}, {"web", "TestServerPageConfinement"}}},

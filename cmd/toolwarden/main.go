@@ -123,6 +123,8 @@ type config struct {
 	RateLimit     int // tool calls a minute per user; negative: none
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed (--trusted-proxy).
 	TrustedProxies []netip.Prefix
+	// MaxMessageSize caps each message an MCP server sends, in bytes.
+	MaxMessageSize int
 	fastDB         bool // tests only: fsync off
 	readyFile      string
 }

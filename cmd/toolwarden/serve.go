@@ -43,6 +43,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&c.LLMModel, "llm-model", envOr("TOOLWARDEN_LLM_MODEL", ""), "model name for --llm-url (env TOOLWARDEN_LLM_MODEL)")
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", envOr("TOOLWARDEN_SECURE_COOKIES", "") == "1", "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
 	fs.IntVar(&c.RateLimit, "rate-limit", envInt("TOOLWARDEN_RATE_LIMIT", 1200), "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
+	maxMessage := byteSize(mcpclient.DefaultMaxMessageBytes)
+	fs.Var(&maxMessage, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
+		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	if err := parse(fs, args); err != nil {
@@ -53,6 +56,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
 	}
+	if err := envSize(fs, "max-message-size", "TOOLWARDEN_MAX_MESSAGE_SIZE", os.LookupEnv, &maxMessage); err != nil {
+		return err
+	}
+	c.MaxMessageSize = int(maxMessage)
 	c.LLMAPIKey = os.Getenv("TOOLWARDEN_LLM_API_KEY")
 	log := newLogger(stderr, c.LogLevel)
 	if gctune.Start(os.Getenv) {
@@ -99,7 +106,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version,
-		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide})
+		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
+		MaxMessageBytes: c.MaxMessageSize})
 	// In the background: the check behind it starts a process, and start-up is timed.
 	go func() {
 		if how := mcp.Confinement(); strings.HasPrefix(how, "none") {

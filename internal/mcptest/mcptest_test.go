@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -676,4 +677,60 @@ func TestRunCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The tool big answers with as many bytes as asked, over every transport (stdio gets
+// Options.Big through the child's environment), and only when opted in.
+func TestBig(t *testing.T) {
+	t.Parallel()
+	if names := mcptest.New(nil).Tools(); slices.Contains(names, "big") {
+		t.Errorf("default tools: got %v, want no big", names)
+	}
+	for _, kind := range []string{"stdio", "sse", "streamable", "streamable-json"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			opts := &mcptest.Options{Big: true, JSONResponse: kind == "streamable-json"}
+			u := start(t, strings.TrimSuffix(kind, "-json"), opts)
+			s := connect(t, u)
+			if names := listNames(t, s); !slices.Contains(names, "big") {
+				t.Fatalf("tools: got %v, want big among them", names)
+			}
+			text, _ := callText(t, s, "big", map[string]any{"bytes": 100_000})
+			if len(text) != 100_000 || strings.Trim(text, "x") != "" {
+				t.Errorf("big 100000: got %d bytes (%.20q...), want 100000 x", len(text), text)
+			}
+			if _, res := callText(t, s, "big", map[string]any{"bytes": -1}); !res.IsError {
+				t.Errorf("big -1: got %+v, want an error result", res)
+			}
+			if u.http != nil {
+				want := "text/event-stream"
+				if opts.JSONResponse {
+					want = "application/json"
+				}
+				if got := initializeContentType(t, u.http.URL()); got != want {
+					t.Errorf("initialize answered with Content-Type %q, want %q", got, want)
+				}
+			}
+		})
+	}
+}
+
+// initializeContentType posts an initialize request to a streamable HTTP endpoint and
+// returns the answer's Content-Type.
+func initializeContentType(t *testing.T, url string) string {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.Header.Get("Content-Type")
 }

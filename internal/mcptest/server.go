@@ -6,7 +6,8 @@
 // tool list at run time (which makes the SDK send
 // notifications/tools/list_changed), serve thousands of generated tools across
 // many pages, hang without answering, and die on command, because those are
-// the upstream behaviours a gateway must survive.
+// the upstream behaviours a gateway must survive. On request it also answers with
+// results of any size (the tool big), to test message size caps.
 package mcptest
 
 import (
@@ -19,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +44,13 @@ type Options struct {
 	// Hang makes the server accept connections but never answer anything, not
 	// even initialize, to test timeouts.
 	Hang bool
+	// Big adds the tool big {"bytes": N}, whose result is a text of N bytes, to
+	// test message size caps. It is not a default tool because many tests count
+	// the tools.
+	Big bool
+	// JSONResponse makes streamable HTTP answer each call with an
+	// application/json body instead of an SSE stream.
+	JSONResponse bool
 	// RunCommands adds the tool "run", which runs any program it is given: a
 	// server gone bad, to test what confinement keeps it from. Off by default,
 	// and not counted among the default tools.
@@ -114,6 +123,9 @@ func New(opts *Options) *Server {
 		}
 	})
 	s.addDefaultTools()
+	if o.Big {
+		s.addBigTool()
+	}
 	if o.RunCommands {
 		s.addRunTool()
 	}
@@ -306,6 +318,29 @@ func (s *Server) addRunTool() {
 	s.names["run"] = struct{}{}
 }
 
+type bigIn struct {
+	Bytes int `json:"bytes" jsonschema:"how many bytes of text to answer with"`
+}
+
+// maxBig bounds big's answer, so a typo cannot take the test machine's memory.
+const maxBig = 1 << 30
+
+func (s *Server) addBigTool() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "big",
+		Description: "Answers with a text of the given number of bytes, to test message size caps.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}, func(_ context.Context, _ *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, any, error) {
+		if in.Bytes < 0 || in.Bytes > maxBig {
+			return errorResult(fmt.Sprintf("bytes must be between 0 and %d", maxBig)), nil, nil
+		}
+		return textResult(strings.Repeat("x", in.Bytes)), nil, nil
+	})
+	s.names["big"] = struct{}{}
+}
+
 // addGeneratedTool registers gen-<i> through the SDK's untyped AddTool with a
 // raw schema: inferring and resolving thousands of schemas by reflection
 // would make big catalogues slow to build.
@@ -483,7 +518,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	get := func(*http.Request) *mcp.Server { return s.mcp }
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(get, nil))
+	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{JSONResponse: s.opts.JSONResponse}))
 	mux.Handle("/sse", mcp.NewSSEHandler(get, nil))
 	return mux
 }

@@ -29,6 +29,7 @@ const (
 	envPageSize     = "TOOLWARDEN_MCPTEST_PAGE_SIZE"
 	envHang         = "TOOLWARDEN_MCPTEST_HANG"
 	envRunCommands  = "TOOLWARDEN_MCPTEST_RUN_COMMANDS"
+	envBig          = "TOOLWARDEN_MCPTEST_BIG"
 	envControlFile  = "TOOLWARDEN_MCPTEST_CONTROL_FILE"
 )
 
@@ -98,7 +99,7 @@ func optionsFromEnv() (*Options, string, error) {
 	for _, f := range []struct {
 		key string
 		dst *bool
-	}{{envHang, &opts.Hang}, {envRunCommands, &opts.RunCommands}} {
+	}{{envHang, &opts.Hang}, {envRunCommands, &opts.RunCommands}, {envBig, &opts.Big}} {
 		v := os.Getenv(f.key)
 		if v == "" {
 			continue
@@ -124,6 +125,7 @@ func optionsFromEnv() (*Options, string, error) {
 //
 // If controlFile is not empty, the child also serves the control API on a
 // loopback port and writes "host:port" there; see [WaitControl].
+// opts.JSONResponse is for HTTP and means nothing here.
 // opts.Stderr cannot cross a process boundary and is ignored: the child's
 // stderr is the start line's destination.
 func StdioCommand(opts *Options, controlFile string) (command string, args []string, env map[string]string) {
@@ -150,6 +152,7 @@ func StdioCommand(opts *Options, controlFile string) (command string, args []str
 		envPageSize:     strconv.Itoa(o.PageSize),
 		envHang:         strconv.FormatBool(o.Hang),
 		envRunCommands:  strconv.FormatBool(o.RunCommands),
+		envBig:          strconv.FormatBool(o.Big),
 		envControlFile:  controlFile,
 		// A -race binary sleeps a second at exit so late reports can land;
 		// here that second can outlast a short

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -80,6 +81,12 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 	}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
+		// The stand-in for an answer over the cap (msgLimit.errorResponse) becomes
+		// ErrResultTooLarge; a server sending that code itself is just as much at fault.
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && we.Code == CodeResultTooLarge {
+			err = &tooLargeError{msg: we.Message}
+		}
 		return nil, fmt.Errorf("mcpclient: call %s: %w", name, err)
 	}
 	return res, nil

@@ -43,6 +43,11 @@ type Options struct {
 	MaxPages int
 	// Version is reported to servers as the client version.
 	Version string
+	// MaxMessageBytes caps every message a server sends (a stdio line, an SSE event, a
+	// JSON body), enforced while it is read: a larger response is answered with
+	// ErrResultTooLarge, any other larger message is dropped, and the session goes on.
+	// Default DefaultMaxMessageBytes.
+	MaxMessageBytes int
 	// InheritEnv is what every stdio server gets from Toolwarden's own environment
 	// (see InheritedEnv); the server's configured env comes on top.
 	InheritEnv map[string]string
@@ -80,6 +85,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.MaxPages <= 0 {
 		out.MaxPages = 10_000
+	}
+	if out.MaxMessageBytes <= 0 {
+		out.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if out.Version == "" {
 		out.Version = "dev"

@@ -53,8 +53,9 @@ type endpoint struct {
 }
 
 // newEndpoint builds the transport for c. A stdio server gets the inherit variables plus
-// its own env, runs confined by conf, and its standard error goes to stderr.
-func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer) (*endpoint, error) {
+// its own env, runs confined by conf, and its standard error goes to stderr. Every
+// message the server sends is capped by lim while it is read.
+func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer, lim msgLimit) (*endpoint, error) {
 	switch c.Type {
 	case registry.TypeStdio:
 		cmd := exec.Command(c.Command, registry.ExpandArgs(c.Args, c.Env)...)
@@ -68,7 +69,7 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		cmd.WaitDelay = 2 * time.Second
 		// Started through the confinement helper: no data dir, no database (DESIGN §8).
 		conf.Apply(cmd)
-		return &endpoint{transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second},
+		return &endpoint{transport: &commandTransport{cmd: cmd, terminate: 2 * time.Second, lim: lim},
 			cmd: cmd, stderr: stderr}, nil
 	case registry.TypeSSE, registry.TypeStreamableHTTP:
 		base := http.DefaultTransport.(*http.Transport).Clone()
@@ -79,14 +80,19 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: server URL: %w", err)
 		}
-		hc := &http.Client{Transport: &headerTransport{base: base, headers: c.Headers, scheme: u.Scheme, host: u.Host},
+		hc := &http.Client{Transport: &capTransport{lim: lim,
+			base: &headerTransport{base: base, headers: c.Headers, scheme: u.Scheme, host: u.Host}},
 			CheckRedirect: sameOrigin}
+		// capTransport decides about every event; the SDK's own event limit (which ends
+		// the session) stays above it.
+		maxEvent := lim.max + eventSlack + sdkSlack
 		if c.Type == registry.TypeSSE {
-			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc}, http: hc}, nil
+			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxEventSize: maxEvent}, http: hc}, nil
 		}
 		// MaxRetries < 0: the SDK must not retry a broken stream on its own; the session
 		// supervisor reconnects with backoff and reports the outage.
-		return &endpoint{transport: &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1}, http: hc}, nil
+		return &endpoint{transport: &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1,
+			MaxEventSize: maxEvent}, http: hc}, nil
 	}
 	return nil, fmt.Errorf("mcpclient: unknown server type %q", c.Type)
 }
@@ -111,7 +117,7 @@ func (e *endpoint) cleanup() {
 	e.closeOnce.Do(func() {
 		if e.cmd != nil && e.cmd.Process != nil {
 			// Negative pid: the whole process group. ESRCH (already gone) is fine.
-			// The SDK reaps the server itself when the session closes (CommandTransport).
+			// The session reaps the server itself when it closes (process.Close).
 			_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
 		}
 		if e.http != nil {

@@ -15,6 +15,7 @@ const (
 	CodeApprovalRequired = "approval_required" // 403
 	CodeRateLimited      = "rate_limited"      // 429
 	CodeUpstream         = "upstream_error"    // 502
+	CodeResultTooLarge   = "result_too_large"  // 502: the server answered with more than --max-message-size
 	CodeTimeout          = "timeout"           // 504
 	CodeCancelled        = "cancelled"         // 499: the caller went away
 	CodeUnavailable      = "unavailable"       // 503: the call could not be recorded, so it did not run
@@ -29,6 +30,7 @@ var statusOf = map[string]int{
 	CodeApprovalRequired: http.StatusForbidden,
 	CodeRateLimited:      http.StatusTooManyRequests,
 	CodeUpstream:         http.StatusBadGateway,
+	CodeResultTooLarge:   http.StatusBadGateway,
 	CodeTimeout:          http.StatusGatewayTimeout,
 	CodeCancelled:        499,
 	CodeUnavailable:      http.StatusServiceUnavailable,

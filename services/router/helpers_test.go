@@ -44,6 +44,12 @@ type env struct {
 
 func start(t testing.TB, opts *router.Options) *env {
 	t.Helper()
+	return startWith(t, opts, nil)
+}
+
+// startWith is start with the session manager's options changed by mopts.
+func startWith(t testing.TB, opts *router.Options, mopts func(*mcpclient.Options)) *env {
+	t.Helper()
 	pool := dbtest.New(t)
 	key, err := secrets.GenerateKey()
 	if err != nil {
@@ -59,10 +65,14 @@ func start(t testing.TB, opts *router.Options) *env {
 	go func() { _ = bus.Run(ctx); close(busDone) }()
 	<-bus.Ready()
 	reg := registry.New(pool, keys, nil)
-	mgr := mcpclient.New(reg, &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
+	mo := &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
 		Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv),
 		// Confined as users' servers are, away from this test process's database.
-		Confine: confine.Spec{Hide: []string{dbtest.ClusterDir(t)}}})
+		Confine: confine.Spec{Hide: []string{dbtest.ClusterDir(t)}}}
+	if mopts != nil {
+		mopts(mo)
+	}
+	mgr := mcpclient.New(reg, mo)
 	mgrDone := make(chan struct{})
 	go func() { _ = mgr.Run(ctx); close(mgrDone) }()
 	ts := tools.New(pool, keys, nil)

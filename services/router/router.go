@@ -732,6 +732,9 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 			e.t.Server, e.t.QualifiedName())
 	case errors.Is(err, mcpclient.ErrNotConnected):
 		return fail(CodeUpstream, "server %s is not connected: %s", e.t.Server, strings.TrimPrefix(err.Error(), mcpclient.ErrNotConnected.Error()+": "))
+	case errors.Is(err, mcpclient.ErrResultTooLarge):
+		// Not upstream_error: asking again gets the same answer, so it is never retried.
+		return &Error{Code: CodeResultTooLarge, Ran: true, Message: strings.TrimPrefix(err.Error(), "mcpclient: call "+e.t.Name+": ")}
 	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "mcpclient: call "+e.t.Name+": ")
@@ -767,10 +770,11 @@ func (r *Router) breaker(serverID string) *gobreaker.CircuitBreaker[*mcp.CallToo
 	cb := gobreaker.NewCircuitBreaker[*mcp.CallToolResult](gobreaker.Settings{
 		Name: serverID, Timeout: r.opts.BreakerCooldown,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
-		// A caller that gave up, or a call that timed out, says nothing about the server's health.
+		// A caller that gave up, a call that timed out, or an answer over the size cap
+		// (the session read past it and goes on) says nothing about the server's health.
 		IsSuccessful: func(err error) bool {
 			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-				errors.Is(err, mcpclient.ErrIdentityChanged)
+				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge)
 		},
 	})
 	got, _ := r.breakers.LoadOrStore(serverID, cb)

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Bounds of --max-message-size: below 64 KiB ordinary initialize and tools/list answers
+// stop fitting; above 1 GiB one message could take the memory of the whole machine.
+const (
+	minMessageSize = 64 << 10
+	maxMessageSize = 1 << 30
+)
+
+// sizeUnits are the units a size may carry, case-insensitively: KB, MB and GB are powers
+// of 1000 and KiB, MiB and GiB powers of 1024, as their standards define them.
+var sizeUnits = map[string]int64{
+	"": 1, "b": 1,
+	"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9,
+	"ki": 1 << 10, "kib": 1 << 10, "mi": 1 << 20, "mib": 1 << 20, "gi": 1 << 30, "gib": 1 << 30,
+}
+
+// parseSize reads a byte count ("16777216") or a whole number with a unit ("16MiB",
+// "512 KB").
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	unit, ok := sizeUnits[strings.ToLower(strings.TrimSpace(t[i:]))]
+	if i == 0 || !ok {
+		return 0, fmt.Errorf("%q is not a size: want a byte count or a whole number with a unit, like 512KiB, 16MiB or 64MB", s)
+	}
+	n, err := strconv.ParseInt(t[:i], 10, 64)
+	if err != nil || n > maxMessageSize/unit+1 {
+		return 0, fmt.Errorf("%q is too large: want at most 1GiB", s)
+	}
+	return n * unit, nil
+}
+
+// byteSize is a message size flag (--max-message-size): a byte count or a size with a
+// unit, between minMessageSize and maxMessageSize.
+type byteSize int64
+
+// String implements flag.Value, in the form Set takes.
+func (b *byteSize) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// Set implements flag.Value.
+func (b *byteSize) Set(s string) error {
+	n, err := parseSize(s)
+	if err != nil {
+		return err
+	}
+	switch {
+	case n < minMessageSize:
+		return fmt.Errorf("%q is too small: want at least 64KiB, or servers' ordinary answers (initialize, tools/list) stop fitting", s)
+	case n > maxMessageSize:
+		return fmt.Errorf("%q is too large: want at most 1GiB", s)
+	}
+	*b = byteSize(n)
+	return nil
+}
+
+// envSize sets v from environment variable env (read through lookup) unless flag name
+// was given on the command line (the flag wins), and names both when the value is wrong.
+func envSize(fs *flag.FlagSet, name, env string, lookup func(string) (string, bool), v *byteSize) error {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	s, ok := lookup(env)
+	if given || !ok {
+		return nil
+	}
+	if err := v.Set(s); err != nil {
+		return fmt.Errorf("%s (the default of --%s): %w", env, name, err)
+	}
+	return nil
+}

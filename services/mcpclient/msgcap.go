@@ -1,0 +1,411 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+)
+
+// DefaultMaxMessageBytes is the default of Options.MaxMessageBytes: 16 MiB, the limit the
+// Go SDK itself applies to a stdio line and an SSE event, so a server that works with
+// other SDK clients works here too. It holds a tools/list page of thousands of tools or a
+// sizeable file, while a handful of answers of that size in flight (each is held a few
+// times over: our reader, the SDK's decoding, the caller's copy) still fit in a small
+// machine's memory.
+const DefaultMaxMessageBytes = 16 << 20
+
+// CodeResultTooLarge is the JSON-RPC error code of the response Toolwarden hands the SDK
+// in place of a response that was larger than the cap. It is in the range JSON-RPC
+// leaves to implementations (-32000 to -32099) and not one the SDK or MCP uses.
+const CodeResultTooLarge = -32090
+
+// ErrResultTooLarge marks a call whose answer was larger than Options.MaxMessageBytes:
+// the server is healthy and the session still works, only this answer was dropped.
+var ErrResultTooLarge = errors.New("result too large")
+
+// tooLargeError is a call's ErrResultTooLarge with the text that says what to do.
+type tooLargeError struct{ msg string }
+
+// Error implements error.
+func (e *tooLargeError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrResultTooLarge) hold.
+func (e *tooLargeError) Is(target error) bool { return target == ErrResultTooLarge }
+
+// msgLimit is what every transport of one server needs to cap its messages.
+type msgLimit struct {
+	max    int    // bytes one message may have
+	server string // the server's name, for the error text and the log
+	log    *slog.Logger
+}
+
+// msgLimit returns the cap for server name.
+func (m *Manager) msgLimit(name string) msgLimit {
+	return msgLimit{max: m.opts.MaxMessageBytes, server: name, log: m.log}
+}
+
+// sdkSlack is added to the cap where the SDK's own limits are set: a message that passes
+// our reader arrives with a newline or an SSE "data: " prefix around it, and the SDK's
+// limit is only a second fence, never the one that decides.
+const sdkSlack = 4096
+
+// tooLargeText is the error message of a dropped answer.
+func (l msgLimit) tooLargeText() string {
+	return fmt.Sprintf("result too large: %s sent more than %s; raise --max-message-size or ask for less",
+		l.server, formatSize(int64(l.max)))
+}
+
+// errorResponse is the JSON-RPC error response for request id (raw JSON) that takes the
+// place of an oversized response.
+func (l msgLimit) errorResponse(id []byte) []byte {
+	msg, _ := json.Marshal(l.tooLargeText())
+	out := make([]byte, 0, 96+len(id)+len(msg))
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, `,"error":{"code":`...)
+	out = strconv.AppendInt(out, CodeResultTooLarge, 10)
+	out = append(out, `,"message":`...)
+	out = append(out, msg...)
+	return append(out, "}}"...)
+}
+
+// dropped decides what replaces an oversized message that s scanned (at least seen bytes
+// long): the error response when it was a response to one of our requests, else nothing.
+// It logs either way.
+func (l msgLimit) dropped(s *scanner, seen int64) []byte {
+	if id, ok := s.responseID(); ok {
+		return l.replaced(id, seen)
+	}
+	what := "unknown"
+	if s.method.set {
+		what = string(s.method.bytes())
+	}
+	l.log.Warn("mcpclient: dropped an oversized message from the server", "server", l.server, "method", what,
+		"bytes_at_least", seen, "max_bytes", l.max)
+	return nil
+}
+
+// replaced logs an oversized response to request id and returns its replacement.
+func (l msgLimit) replaced(id []byte, seen int64) []byte {
+	l.log.Warn("mcpclient: answered an oversized response with result_too_large", "server", l.server,
+		"id", string(id), "bytes_at_least", seen, "max_bytes", l.max)
+	return l.errorResponse(id)
+}
+
+// formatSize writes n bytes the way --max-message-size takes them.
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// growTo makes room for n more bytes in b without letting its capacity pass limit (the
+// caller never asks for more than that): append's own growth could overshoot the cap by
+// a quarter.
+func growTo(b []byte, n, limit int) []byte {
+	need := len(b) + n
+	if need <= cap(b) {
+		return b
+	}
+	c := min(max(2*cap(b), need, 512), limit)
+	nb := make([]byte, len(b), max(c, need))
+	copy(nb, b)
+	return nb
+}
+
+// scanner follows one JSON value byte by byte without building it: far enough to tell
+// where the value ends (strings, escapes and nesting) and to pick out the top-level "id"
+// and "method" of a JSON-RPC message. It does not validate: the SDK decodes every message
+// that is passed on, and an invalid one fails there as it did before. Memory is a few
+// hundred bytes whatever the value's size or depth.
+type scanner struct {
+	started bool
+	done    bool
+	depth   int
+	top     byte // the value's first byte: '{', '[', '"' or the start of a bare token
+	inStr   bool
+	esc     bool
+	inBare  bool // in a number or literal (true, false, null)
+
+	// In the top-level object (depth 1, top '{'):
+	wantKey   bool // the next string is a key
+	inKey     bool // the current string is a key
+	key       capture
+	lastKey   keyKind
+	wantValue keyKind // after ':': whose value comes next
+	capt      *capture
+	id        capture
+	method    capture
+	hasMethod bool
+}
+
+type keyKind uint8
+
+const (
+	keyOther keyKind = iota
+	keyID
+	keyMethod
+)
+
+// capture keeps the first bytes of a short token (a key, an id, a method name).
+type capture struct {
+	b    [128]byte
+	n    int
+	long bool // more than fits: not an id we sent, not a key we look for
+	set  bool // the token ended
+}
+
+func (c *capture) reset() { *c = capture{} }
+
+func (c *capture) add(p []byte) {
+	if c.long {
+		return
+	}
+	if c.n+len(p) > len(c.b) {
+		c.long = true
+		return
+	}
+	c.n += copy(c.b[c.n:], p)
+}
+
+func (c *capture) bytes() []byte { return c.b[:c.n] }
+
+func (s *scanner) reset() { *s = scanner{} }
+
+// responseID returns the raw JSON id of a scanned response: a top-level object with an
+// id and no method.
+func (s *scanner) responseID() ([]byte, bool) {
+	if s.hasMethod {
+		return nil, false
+	}
+	return s.topID()
+}
+
+// topID returns the raw JSON id of a scanned top-level object when it is a number or a
+// string, the kinds of ids the SDK sends.
+func (s *scanner) topID() ([]byte, bool) {
+	if s.top != '{' || !s.id.set || s.id.long || s.id.n == 0 {
+		return nil, false
+	}
+	id := s.id.bytes()
+	if c := id[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
+		return nil, false // null, true, false: not an id of ours
+	}
+	return id, true
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// isDelim reports whether c ends a bare token.
+func isDelim(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', ',', ':', '{', '}', '[', ']', '"':
+		return true
+	}
+	return false
+}
+
+// feed scans p, a continuation of the value. It returns how many bytes of p belong to
+// the value and whether the value ended there. A bare token at the top level ends at the
+// first byte after it, which is not consumed.
+func (s *scanner) feed(p []byte) (int, bool) {
+	if s.done {
+		return 0, true
+	}
+	// Positions of the next quote and of the next backslash before it, found with
+	// IndexByte and kept until passed: each byte of a string is looked at about once,
+	// however many escapes it holds, and never past the string's end.
+	quote, slash := -1, -1
+	for i := 0; i < len(p); i++ {
+		if s.inStr {
+			if s.esc {
+				s.esc = false
+				s.keep(p[i : i+1])
+				continue
+			}
+			if quote < i {
+				quote = nextIndex(p, i, '"')
+			}
+			if slash < i {
+				slash = nextIndex(p[:quote], i, '\\') // quote when there is none before it
+			}
+			j := min(quote, slash)
+			s.keep(p[i:j])
+			if j == len(p) {
+				return len(p), false
+			}
+			i = j
+			if p[j] == '\\' {
+				s.esc = true
+				s.keep(p[j : j+1])
+				continue
+			}
+			s.keep(p[j : j+1])
+			s.inStr = false
+			s.endString()
+			if s.depth == 0 {
+				return s.finish(i + 1)
+			}
+			continue
+		}
+		c := p[i]
+		if s.inBare {
+			if !isDelim(c) {
+				s.keep(p[i : i+1])
+				continue
+			}
+			s.inBare = false
+			s.endToken()
+			if s.depth == 0 {
+				return s.finish(i)
+			}
+		}
+		if isSpace(c) {
+			continue
+		}
+		if !s.started {
+			s.started, s.top = true, c
+		}
+		switch c {
+		case '"':
+			s.startValue(c)
+			s.inStr = true
+			if s.depth == 1 && s.top == '{' && s.wantKey {
+				s.inKey, s.wantKey = true, false
+				s.key.reset()
+			}
+			s.keep(p[i : i+1])
+		case '{', '[':
+			s.startValue(c)
+			s.depth++
+			if s.depth == 1 {
+				s.wantKey = c == '{'
+			}
+		case '}', ']':
+			if s.depth <= 1 {
+				// The value's end, or a stray closer: a one-byte value the SDK will refuse.
+				return s.finish(i + 1)
+			}
+			s.depth--
+		case ',':
+			if s.depth == 0 {
+				return s.finish(i + 1)
+			}
+			if s.depth == 1 && s.top == '{' {
+				s.wantKey = true
+			}
+		case ':':
+			if s.depth == 0 {
+				return s.finish(i + 1)
+			}
+			if s.depth == 1 && s.top == '{' {
+				s.wantValue = s.lastKey
+			}
+		default:
+			s.startValue(c)
+			s.inBare = true
+			s.keep(p[i : i+1])
+		}
+	}
+	return len(p), false
+}
+
+func (s *scanner) finish(n int) (int, bool) {
+	s.done = true
+	return n, true
+}
+
+// nextIndex is the index of c in p at or after i, or len(p).
+func nextIndex(p []byte, i int, c byte) int {
+	if j := bytes.IndexByte(p[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(p)
+}
+
+// startValue notes where a value of the top-level object begins, to capture it when it
+// is the id or the method.
+func (s *scanner) startValue(c byte) {
+	if s.depth != 1 || s.top != '{' || s.wantValue == keyOther {
+		return
+	}
+	which := s.wantValue
+	s.wantValue = keyOther
+	if which == keyID {
+		s.id.reset() // the last "id" wins, as it does for encoding/json
+		if c == '{' || c == '[' {
+			s.id.long = true // not an id
+			return
+		}
+		s.capt = &s.id
+		return
+	}
+	s.method.reset()
+	if c == '"' {
+		s.capt = &s.method
+	}
+}
+
+// keep hands scanned bytes to the key or value being captured.
+func (s *scanner) keep(p []byte) {
+	switch {
+	case s.inKey:
+		s.key.add(p)
+	case s.capt != nil:
+		s.capt.add(p)
+	}
+}
+
+func (s *scanner) endString() {
+	if s.inKey {
+		s.inKey = false
+		s.lastKey = classifyKey(s.key.bytes(), s.key.long)
+		if s.lastKey == keyMethod {
+			s.hasMethod = true
+		}
+		return
+	}
+	if s.capt == &s.method {
+		// Keep the name without its quotes, for the log.
+		s.method.n = copy(s.method.b[:], bytes.Trim(s.method.bytes(), `"`))
+	}
+	s.endToken()
+}
+
+func (s *scanner) endToken() {
+	if s.capt != nil {
+		s.capt.set = true
+		s.capt = nil
+	}
+}
+
+// classifyKey recognises "id" and "method", also when written with escapes.
+func classifyKey(raw []byte, long bool) keyKind {
+	if long || len(raw) < 2 {
+		return keyOther
+	}
+	name := raw[1 : len(raw)-1] // without the quotes
+	if bytes.IndexByte(name, '\\') >= 0 {
+		var s string
+		if json.Unmarshal(append(append([]byte{'"'}, name...), '"'), &s) != nil {
+			return keyOther
+		}
+		name = []byte(s)
+	}
+	switch string(name) {
+	case "id":
+		return keyID
+	case "method":
+		return keyMethod
+	}
+	return keyOther
+}

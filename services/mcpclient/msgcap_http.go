@@ -1,0 +1,501 @@
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// capTransport caps what an HTTP server sends, in the http.Client the SDK's SSE and
+// streamable transports read through: an SSE stream per event (streams live as long as
+// the session), a JSON body as one message, and any other body (an error page) at the
+// cap too, since the SDK reads those whole.
+type capTransport struct {
+	base http.RoundTripper
+	lim  msgLimit
+}
+
+// RoundTrip implements http.RoundTripper: it wraps the response's body in the reader
+// for its Content-Type.
+func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		return resp, err
+	}
+	switch mediaType(resp.Header.Get("Content-Type")) {
+	case "text/event-stream":
+		resp.Body = newEventReader(resp.Body, t.lim)
+	case "application/json":
+		// net/http never reads past a Content-Length, so a declared size within the cap
+		// needs no reader of ours.
+		if resp.ContentLength >= 0 && resp.ContentLength <= int64(t.lim.max) {
+			return resp, nil
+		}
+		resp.Body = newJSONBody(resp.Body, t.lim, resp.ContentLength, requestID(r))
+	default:
+		resp.Body = &limitedBody{src: resp.Body, lim: t.lim, left: int64(t.lim.max) + 1}
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach the base transport.
+func (t *capTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// mediaType is a Content-Type without its parameters, lower case.
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return strings.ToLower(strings.TrimSpace(ct))
+}
+
+// requestID returns how to find the JSON-RPC id of the request r carries, or nil. The
+// SDK's requests have bodies net/http can replay (GetBody), so the id costs nothing
+// unless an answer turns out too large.
+func requestID(r *http.Request) func() []byte {
+	if r.GetBody == nil {
+		return nil
+	}
+	return func() []byte {
+		body, err := r.GetBody()
+		if err != nil {
+			return nil
+		}
+		defer body.Close()
+		var s scanner
+		buf := make([]byte, 4096)
+		for {
+			n, err := body.Read(buf)
+			if _, done := s.feed(buf[:n]); done || err != nil {
+				break
+			}
+		}
+		id, _ := s.topID()
+		return bytes.Clone(id)
+	}
+}
+
+// jsonBody holds a JSON response body of unknown or too large a size, at most lim.max
+// bytes of it, and hands it on when it ends within the cap. A longer one is replaced by
+// the error response for the request's id; the rest of it is never read.
+type jsonBody struct {
+	src   io.ReadCloser
+	lim   msgLimit
+	size  int64 // Content-Length, or -1
+	reqID func() []byte
+	buf   []byte
+	out   []byte
+	read  bool // buf is filled (or replaced)
+	err   error
+	peak  int // the largest capacity buf reached, for tests
+}
+
+func newJSONBody(src io.ReadCloser, lim msgLimit, size int64, reqID func() []byte) *jsonBody {
+	return &jsonBody{src: src, lim: lim, size: size, reqID: reqID}
+}
+
+// Read implements io.Reader.
+func (b *jsonBody) Read(p []byte) (int, error) {
+	if !b.read {
+		b.read = true
+		b.fill()
+	}
+	if len(b.out) == 0 {
+		return 0, b.err
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
+}
+
+// Close implements io.Closer.
+func (b *jsonBody) Close() error { return b.src.Close() }
+
+func (b *jsonBody) fill() {
+	if b.size > int64(b.lim.max) {
+		b.tooLarge(b.size)
+		return
+	}
+	for len(b.buf) <= b.lim.max {
+		b.buf = growTo(b.buf, min(32<<10, b.lim.max+1-len(b.buf)), b.lim.max+1)
+		b.peak = max(b.peak, cap(b.buf))
+		n, err := b.src.Read(b.buf[len(b.buf):min(cap(b.buf), b.lim.max+1)])
+		b.buf = b.buf[:len(b.buf)+n]
+		if errors.Is(err, io.EOF) {
+			b.out, b.err = b.buf, io.EOF
+			return
+		}
+		if err != nil {
+			b.err = err
+			return
+		}
+	}
+	b.tooLarge(int64(len(b.buf)))
+}
+
+// tooLarge replaces a body that passed the cap (seen bytes of it so far).
+func (b *jsonBody) tooLarge(seen int64) {
+	b.err = io.EOF
+	var id []byte
+	if b.reqID != nil {
+		id = b.reqID()
+	}
+	if id != nil {
+		// The id is known: the rest of the body is not worth reading.
+		b.buf = nil
+		_ = b.src.Close()
+		b.out = b.lim.replaced(id, seen)
+		return
+	}
+	// No request to go by: scan what the server sent, to its end, for the response's id.
+	var s scanner
+	s.feed(b.buf)
+	b.buf = nil
+	chunk := make([]byte, 32<<10)
+	for !s.done {
+		n, err := b.src.Read(chunk)
+		s.feed(chunk[:n])
+		seen += int64(n)
+		if err != nil {
+			break
+		}
+	}
+	b.out = b.lim.dropped(&s, seen)
+	if b.out == nil {
+		b.err = fmt.Errorf("mcpclient: %s", b.lim.tooLargeText())
+	}
+}
+
+// limitedBody ends a body of another type (an error page) with an error after lim.max
+// bytes.
+type limitedBody struct {
+	src  io.ReadCloser
+	lim  msgLimit
+	left int64 // bytes still allowed, plus one to tell "exactly the cap" from "more"
+}
+
+// Read implements io.Reader.
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, fmt.Errorf("mcpclient: %s", b.lim.tooLargeText())
+	}
+	n, err := b.src.Read(p[:min(int64(len(p)), b.left)])
+	b.left -= int64(n)
+	if b.left == 0 {
+		// The byte past the cap is not handed on.
+		return n - 1, fmt.Errorf("mcpclient: %s", b.lim.tooLargeText())
+	}
+	return n, err
+}
+
+// Close implements io.Closer.
+func (b *limitedBody) Close() error { return b.src.Close() }
+
+// eventSlack bounds what an SSE event may add to its message: "event: message",
+// "id: ...", "data: " and newlines. The message (the data, as the SDK joins it) is held
+// to the cap; everything kept of the event to the cap plus this, so that many tiny data
+// lines, whose prefixes the message does not count, cannot grow memory either.
+const eventSlack = 256
+
+// lineKind is what an SSE line is, by its field name.
+type lineKind uint8
+
+const (
+	lineSkip lineKind = iota // a comment or a field the SDK ignores
+	lineData
+	lineEvent
+	lineID
+	lineRetry
+)
+
+// eventReader passes an SSE stream on one event at a time, holding at most the cap of
+// an event's data (and eventSlack more of its other lines). An event that grows past
+// that is scanned to its end without being kept: a response becomes an event carrying
+// the error response for its id, anything else is dropped. The stream itself goes on,
+// and so does the session. Comments and fields the SDK ignores are dropped as they come,
+// at any length. Lines are passed on as "field:value", which the SDK reads as the
+// original.
+type eventReader struct {
+	src io.ReadCloser
+	br  *bufio.Reader
+	lim msgLimit
+
+	mid    bool     // in the middle of a line that came in pieces
+	kind   lineKind // of the current line
+	heldCR int      // carriage returns that ended a piece: part of the line unless "\n" follows
+
+	ev        []byte // the event's kept lines
+	dataLines int    // data lines of the event so far
+	dataBytes int    // the message so far: data values and the newlines that join them
+	over      bool   // the event passed the cap: scanned, not kept
+	seen      int64  // bytes of the message, once it is scanned
+	scan      scanner
+	name, id  capture // the event's "event" and "id" fields, once it is scanned
+
+	out []byte
+	err error
+
+	peak int // the largest capacity ev reached, for tests
+}
+
+// eventBuffer is the read buffer of an SSE stream, the size the SDK reads events with;
+// lines longer than it come in pieces.
+const eventBuffer = 4096
+
+// eventBuffers are the read buffers of ended streams: every call over streamable HTTP
+// gets a stream of its own, and a buffer per call would be most of what a call
+// allocates here.
+var eventBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, eventBuffer) }}
+
+func newEventReader(src io.ReadCloser, lim msgLimit) *eventReader {
+	br := eventBuffers.Get().(*bufio.Reader)
+	br.Reset(src)
+	return &eventReader{src: src, br: br, lim: lim}
+}
+
+// Close implements io.Closer.
+func (e *eventReader) Close() error { return e.src.Close() }
+
+// Read implements io.Reader.
+func (e *eventReader) Read(p []byte) (int, error) {
+	for len(e.out) == 0 {
+		if e.err != nil {
+			return 0, e.err
+		}
+		if len(e.ev) == 0 && cap(e.ev) > keepBuffer {
+			e.ev = nil
+		}
+		frag, err := e.br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			e.piece(frag, true)
+		case errors.Is(err, bufio.ErrBufferFull):
+			e.piece(frag, false)
+		default:
+			if len(frag) > 0 {
+				e.piece(frag, false)
+			}
+			if errors.Is(err, io.EOF) {
+				// The SDK takes an unterminated last event as it is; so do we.
+				if e.mid {
+					e.endLine()
+				}
+				e.dispatch()
+			}
+			e.err = err
+			// Nothing reads the buffer after an error (Close does not touch it), so
+			// the next stream may have it.
+			e.br.Reset(nil)
+			eventBuffers.Put(e.br)
+			e.br = nil
+		}
+	}
+	n := copy(p, e.out)
+	e.out = e.out[n:]
+	return n, nil
+}
+
+// piece takes the next piece of a line; whole says it ends the line.
+func (e *eventReader) piece(frag []byte, whole bool) {
+	body := frag
+	if whole {
+		body = bytes.TrimRight(frag, "\r\n") // what the SDK does with a line
+	}
+	if e.mid && e.heldCR > 0 {
+		if !whole || len(body) > 0 {
+			e.add(bytes.Repeat([]byte{'\r'}, e.heldCR)) // inside the line after all
+		}
+		e.heldCR = 0
+	}
+	if !e.mid {
+		if whole && len(body) == 0 {
+			e.dispatch()
+			return
+		}
+		e.mid = true
+		body = e.startLine(body, whole)
+	}
+	if !whole {
+		trimmed := bytes.TrimRight(body, "\r")
+		e.heldCR = len(body) - len(trimmed)
+		body = trimmed
+	}
+	e.add(body)
+	if whole {
+		e.endLine()
+	}
+}
+
+// startLine sets the kind of a new line from its first piece, keeps its field name, and
+// returns the rest of the piece: the field's value.
+func (e *eventReader) startLine(first []byte, whole bool) []byte {
+	e.kind = lineSkip
+	if first[0] == ':' {
+		return nil
+	}
+	name, value, found := bytes.Cut(first, []byte{':'})
+	if !found && !whole {
+		return nil // a field name longer than a read buffer is none the SDK knows
+	}
+	switch string(name) {
+	case "data":
+		e.kind = lineData
+	case "event":
+		e.kind = lineEvent
+	case "id":
+		e.kind = lineID
+	case "retry":
+		e.kind = lineRetry
+	default:
+		return nil
+	}
+	if e.over {
+		e.startScanned()
+		return value
+	}
+	// The one space after the colon belongs to the field, not to the value.
+	var pre [8]byte
+	prefix := append(append(pre[:0], name...), ':')
+	if len(value) > 0 && value[0] == ' ' {
+		prefix, value = append(prefix, ' '), value[1:]
+	}
+	if e.kind == lineData {
+		if e.dataLines > 0 {
+			e.dataBytes++ // the newline the SDK joins data lines with
+		}
+		e.dataLines++
+	}
+	if e.dataBytes > e.lim.max || !e.keep(prefix) {
+		e.overflow()
+		e.startScanned()
+	}
+	return value
+}
+
+// startScanned begins a line of an event being scanned.
+func (e *eventReader) startScanned() {
+	switch e.kind {
+	case lineData:
+		if e.dataLines > 0 {
+			e.scan.feed([]byte{'\n'})
+		}
+		e.dataLines++
+	case lineEvent:
+		e.name.reset()
+	case lineID:
+		e.id.reset()
+	}
+}
+
+// add takes a piece of the current line's value.
+func (e *eventReader) add(p []byte) {
+	if e.kind == lineSkip || len(p) == 0 {
+		return
+	}
+	if !e.over {
+		if e.kind == lineData {
+			e.dataBytes += len(p)
+		}
+		if e.dataBytes <= e.lim.max && e.keep(p) {
+			return
+		}
+		e.overflow()
+	}
+	e.scanned(p)
+}
+
+func (e *eventReader) scanned(p []byte) {
+	switch e.kind {
+	case lineData:
+		e.seen += int64(len(p))
+		e.scan.feed(p)
+	case lineEvent:
+		e.name.add(p)
+	case lineID:
+		e.id.add(p)
+	}
+}
+
+// keep appends to the event's kept lines, unless they would pass the cap plus
+// eventSlack; it reports whether it did.
+func (e *eventReader) keep(p []byte) bool {
+	limit := e.lim.max + eventSlack
+	if len(e.ev)+len(p) > limit {
+		return false
+	}
+	e.ev = growTo(e.ev, len(p)+1, limit+1) // +1: the blank line that ends the event
+	e.ev = append(e.ev, p...)
+	e.peak = max(e.peak, cap(e.ev))
+	return true
+}
+
+func (e *eventReader) endLine() {
+	e.mid = false
+	if e.kind != lineSkip && !e.over && !e.keep([]byte{'\n'}) {
+		e.overflow()
+	}
+}
+
+// overflow turns the event into one being scanned: its kept lines go through the scanner
+// (data) or into name and id, and their memory is let go.
+func (e *eventReader) overflow() {
+	e.over, e.seen, e.dataLines = true, 0, 0
+	e.scan.reset()
+	e.name.reset()
+	e.id.reset()
+	kept := e.ev
+	e.ev = nil
+	cur := e.kind
+	for len(kept) > 0 {
+		var line []byte
+		line, kept, _ = bytes.Cut(kept, []byte{'\n'})
+		name, value, _ := bytes.Cut(line, []byte{':'})
+		switch string(name) {
+		case "data":
+			e.kind = lineData
+		case "event":
+			e.kind = lineEvent
+		case "id":
+			e.kind = lineID
+		default:
+			e.kind = lineRetry
+		}
+		e.startScanned()
+		e.scanned(value)
+	}
+	e.kind = cur
+}
+
+// dispatch ends the event: it is handed on as kept, replaced, or dropped.
+func (e *eventReader) dispatch() {
+	e.dataLines, e.dataBytes = 0, 0
+	if e.over {
+		e.over = false
+		if r := e.lim.dropped(&e.scan, e.seen); r != nil {
+			var out []byte
+			if e.name.n > 0 && !e.name.long {
+				out = append(append(append(out, "event: "...), bytes.TrimSpace(e.name.bytes())...), '\n')
+			}
+			if e.id.n > 0 && !e.id.long {
+				out = append(append(append(out, "id: "...), bytes.TrimSpace(e.id.bytes())...), '\n')
+			}
+			out = append(append(append(out, "data: "...), r...), "\n\n"...)
+			e.out = out
+		}
+		return
+	}
+	if len(e.ev) == 0 {
+		return // only comments
+	}
+	e.out = append(e.ev, '\n')
+	e.ev = e.ev[:0]
+}

@@ -1,0 +1,185 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// keepBuffer is the largest message buffer kept for the next message once a message was
+// handed on: one big answer must not pin its memory for the life of the session.
+const keepBuffer = 64 << 10
+
+// commandTransport runs a stdio server as the SDK's mcp.CommandTransport does, with a
+// frameReader between the server's standard output and the SDK: the SDK's own line
+// limit ends the session when a line is too long, and the cap must only drop the message.
+type commandTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration // Close waits this long after closing stdin, then after SIGTERM
+	lim       msgLimit
+}
+
+// Connect starts the command and connects to it over its standard input and output.
+func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("mcpclient: stdout pipe: %w", err)
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("mcpclient: stdin pipe: %w", err)
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("mcpclient: start: %w", err)
+	}
+	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate}
+	// The reader's Close does nothing: the session ends by closing stdin (process.Close),
+	// and Wait closes stdout once the server has exited.
+	return (&mcp.IOTransport{Reader: io.NopCloser(newFrameReader(stdout, t.lim)), Writer: p,
+		MaxLineLength: t.lim.max + sdkSlack}).Connect(ctx)
+}
+
+// process is the writing half of a stdio session; closing it ends the server.
+type process struct {
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	terminate time.Duration
+}
+
+// Write implements io.Writer: it writes to the server's standard input.
+func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// Close ends the server the way the MCP specification asks (and the SDK's
+// CommandTransport does): close its standard input and wait; SIGTERM and wait; SIGKILL.
+// It returns once the process has been reaped, so its exit status is known.
+func (p *process) Close() error {
+	// An error here (stdin already closed) must not skip the wait: the process would
+	// stay unreaped and its exit status unknown.
+	_ = p.stdin.Close()
+	res := make(chan error, 1)
+	go func() { res <- p.cmd.Wait() }()
+	var waitErr error
+	wait := func() bool {
+		t := time.NewTimer(p.terminate)
+		defer t.Stop()
+		select {
+		case waitErr = <-res:
+			return true
+		case <-t.C:
+			return false
+		}
+	}
+	if wait() {
+		return waitErr
+	}
+	// A failed SIGTERM (the process just exited) goes straight on to SIGKILL.
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err == nil && wait() {
+		return waitErr
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("mcpclient: kill the server: %w", err)
+	}
+	if wait() {
+		return waitErr
+	}
+	return errors.New("mcpclient: the server did not exit after SIGKILL")
+}
+
+// frameReader passes a stdio server's output on one JSON value at a time, each followed
+// by a newline, as the SDK reads it. A value is held until it is complete, at most
+// lim.max bytes of it; a longer one is scanned to its end without being kept and
+// replaced by what lim.dropped says. So memory stays within the cap (plus the read
+// buffer) whatever the server writes, and the session goes on after an oversized message.
+type frameReader struct {
+	src  io.Reader
+	lim  msgLimit
+	in   []byte // read buffer; in[r:w] is not scanned yet
+	r, w int
+	err  error // from src, returned once in is used up
+
+	inMsg bool
+	over  bool  // the current message passed the cap: scanned, not kept
+	seen  int64 // bytes of the current message so far
+	msg   []byte
+	scan  scanner
+	out   []byte // ready for the SDK
+
+	peak int // the largest capacity msg reached, for tests
+}
+
+func newFrameReader(src io.Reader, lim msgLimit) *frameReader {
+	return &frameReader{src: src, lim: lim, in: make([]byte, 32<<10)}
+}
+
+// Read implements io.Reader.
+func (f *frameReader) Read(p []byte) (int, error) {
+	for len(f.out) == 0 {
+		if f.r < f.w {
+			f.step()
+			continue
+		}
+		if f.err != nil {
+			return 0, f.err
+		}
+		if !f.inMsg && cap(f.msg) > keepBuffer {
+			f.msg = nil
+		}
+		n, err := f.src.Read(f.in)
+		f.r, f.w, f.err = 0, n, err
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	return n, nil
+}
+
+// step scans the unread input up to the end of the current message, or all of it.
+func (f *frameReader) step() {
+	chunk := f.in[f.r:f.w]
+	if !f.inMsg {
+		// Whitespace between messages is dropped: each message goes on with one newline.
+		i := 0
+		for i < len(chunk) && isSpace(chunk[i]) {
+			i++
+		}
+		f.r += i
+		if i == len(chunk) {
+			return
+		}
+		chunk = chunk[i:]
+		f.inMsg, f.over, f.seen = true, false, 0
+		f.msg = f.msg[:0]
+		f.scan.reset()
+	}
+	n, done := f.scan.feed(chunk)
+	f.r += n
+	f.seen += int64(n)
+	if !f.over {
+		if len(f.msg)+n > f.lim.max {
+			f.over = true
+			f.msg = nil // the scanner has what it needs from these bytes
+		} else {
+			f.msg = growTo(f.msg, n+1, f.lim.max+1) // +1: the newline
+			f.msg = append(f.msg, chunk[:n]...)
+			f.peak = max(f.peak, cap(f.msg))
+		}
+	}
+	if !done {
+		return
+	}
+	f.inMsg = false
+	if f.over {
+		if r := f.lim.dropped(&f.scan, f.seen); r != nil {
+			f.out = append(r, '\n')
+		}
+		return
+	}
+	f.msg = append(f.msg, '\n')
+	f.out = f.msg
+}
