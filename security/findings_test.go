@@ -186,11 +186,7 @@ func TestFinding03ApprovalBoundToWhatRuns(t *testing.T) {
 	}
 
 	// (b) Edited after approval, while an earlier step runs.
-	ex = create(t, tu.session, plan(step("mt__sleep", map[string]any{"ms": 1500}), step("mt__echo", map[string]any{"message": "approved"})))
-	admin.session.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}, 200, nil)
-	waitFor(t, 10*time.Second, func() bool {
-		return e.count(`SELECT count(*) FROM tool_calls WHERE execution_id = $1 AND position = 0 AND status = 'running'`, ex.ID) == 1
-	}, "the first step never ran")
+	ex = e.running(tu.session, admin.session, step("mt__echo", map[string]any{"message": "approved"}))
 	e.exec(`UPDATE tool_calls SET arguments = '{"message":"tampered"}' WHERE execution_id = $1 AND position = 1`, ex.ID)
 	failed := waitStatus(t, admin.session, ex.ID, "failed")
 	if !strings.Contains(failed.Error, "step 2 (mt__echo) was not run") || failed.Steps[1].Status != "skipped" {
@@ -201,11 +197,7 @@ func TestFinding03ApprovalBoundToWhatRuns(t *testing.T) {
 	}
 
 	// (c) A server's connection settings (here its credentials) changed after approval.
-	ex = create(t, tu.session, plan(step("mt__sleep", map[string]any{"ms": 1500}), step("ot__echo", map[string]any{"message": "hi"})))
-	admin.session.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}, 200, nil)
-	waitFor(t, 10*time.Second, func() bool {
-		return e.count(`SELECT count(*) FROM tool_calls WHERE execution_id = $1 AND position = 0 AND status = 'running'`, ex.ID) == 1
-	}, "the first step never ran")
+	ex = e.running(tu.session, admin.session, step("ot__echo", map[string]any{"message": "hi"}))
 	s, err := e.srv.Registry.GetServerByName(context.Background(), "ot")
 	if err != nil {
 		t.Fatal(err)
@@ -262,11 +254,7 @@ func TestFinding04RequesterChecked(t *testing.T) {
 
 	// Disabled while its first step runs: the second does not run.
 	p := e.user("req-midway", auth.RoleToolUser)
-	ex := create(t, p.session, plan(step("mt__sleep", map[string]any{"ms": 1500}), step("mt__echo", map[string]any{"message": "later"})))
-	admin.session.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}, 200, nil)
-	waitFor(t, 10*time.Second, func() bool {
-		return e.count(`SELECT count(*) FROM tool_calls WHERE execution_id = $1 AND position = 0 AND status = 'running'`, ex.ID) == 1
-	}, "the first step never ran")
+	ex := e.running(p.session, admin.session, step("mt__echo", map[string]any{"message": "later"}))
 	admin.session.JSON(http.MethodPatch, "/api/v1/users/"+p.id, map[string]any{"disabled": true}, 200, nil)
 	failed := waitStatus(t, admin.session, ex.ID, "failed")
 	if !strings.Contains(failed.Error, "can no longer act") || failed.Steps[1].Status != "skipped" {

@@ -89,6 +89,18 @@ func (e *env) exec(q string, args ...any) {
 	}
 }
 
+// running creates a plan of a slow first step and then steps, has admin approve it,
+// and returns once its first step runs.
+func (e *env) running(requester, admin webtest.API, later ...map[string]any) execution {
+	e.t.Helper()
+	ex := create(e.t, requester, plan(append([]map[string]any{step("mt__sleep", map[string]any{"ms": 1500})}, later...)...))
+	admin.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}, 200, nil)
+	waitFor(e.t, 10*time.Second, func() bool {
+		return e.count(`SELECT count(*) FROM tool_calls WHERE execution_id = $1 AND position = 0 AND status = 'running'`, ex.ID) == 1
+	}, "the first step never ran")
+	return ex
+}
+
 // flush waits until the router wrote what its calls recorded (usage, events).
 func (e *env) flush() {
 	e.t.Helper()
@@ -97,17 +109,7 @@ func (e *env) flush() {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, within time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+var waitFor = webtest.WaitFor
 
 // apiErr is the API's error shape.
 type apiErr struct {

@@ -253,17 +253,7 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		}
 		how = "phrase"
 	}
-	requester := ""
-	if ex.RequestedBy != nil {
-		requester = *ex.RequestedBy
-	}
-	verdict, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester,
-		Level: risk.Level(ex.Risk), Verb: verb})
-	var fe *decide.ForbiddenError
-	if errors.As(err, &fe) {
-		s.refusal(ctx, c, ex, fe.Message)
-		return nil, &ForbiddenError{Message: fe.Message, audited: true}
-	}
+	verdict, err := s.mayDecideOn(ctx, c, ex, risk.Level(ex.Risk), verb)
 	if err != nil {
 		return nil, err
 	}
@@ -285,6 +275,22 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		return err
 	})
 	return out, err
+}
+
+// mayDecideOn asks package decide whether c may decide on ex at the risk given, and
+// audits a refusal (as denied) before it returns it.
+func (s *Service) mayDecideOn(ctx context.Context, c Caller, ex *Execution, level risk.Level, verb string) (decide.Verdict, error) {
+	requester := ""
+	if ex.RequestedBy != nil {
+		requester = *ex.RequestedBy
+	}
+	v, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester, Level: level, Verb: verb})
+	var fe *decide.ForbiddenError
+	if errors.As(err, &fe) {
+		s.refusal(ctx, c, ex, fe.Message)
+		return v, &ForbiddenError{Message: fe.Message, audited: true}
+	}
+	return v, err
 }
 
 // mayDecide refuses at once what no execution could change: a token, or a role that

@@ -14,7 +14,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
-	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -236,16 +235,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 			return nil, verr.New("/confirm", "the rollback runs medium-risk tools ("+rp.RiskWhy+"); confirm it")
 		}
 	}
-	requester := ""
-	if ex.RequestedBy != nil {
-		requester = *ex.RequestedBy
-	}
-	verdict, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester, Level: rp.Risk, Verb: verb})
-	var fe *decide.ForbiddenError
-	if errors.As(err, &fe) {
-		s.refusal(ctx, c, ex, fe.Message)
-		return nil, &ForbiddenError{Message: fe.Message, audited: true}
-	}
+	verdict, err := s.mayDecideOn(ctx, c, ex, rp.Risk, verb)
 	if err != nil {
 		return nil, err
 	}

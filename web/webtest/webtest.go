@@ -262,6 +262,19 @@ func (s *Server) Get(t testing.TB, c *http.Client, path string) *http.Response {
 	return res
 }
 
+// WaitFor polls cond every 20 ms until it holds, failing the test with msg when it
+// does not within the time given.
+func WaitFor(t testing.TB, within time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // RegisterServer registers spec, connects it and enables the named tools once validated.
 func (s *Server) RegisterServer(t testing.TB, spec registry.Spec, enable ...string) {
 	t.Helper()
