@@ -142,7 +142,7 @@ func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool
 		for _, n := range plan.TrustChanges() {
 			denied = append(denied, n)
 			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "trusted",
-				Message: "marks this server trusted or untrusted, which decides how risky its tools are; only administrators can import that"})
+				Message: "marks this server trusted or untrusted, or changes what a trusted server runs or where it points, which decides how risky its tools are; only administrators can import that"})
 		}
 	}
 	return plan, denied, nil
@@ -224,7 +224,11 @@ func (h ConfigHandler) APIImport(c echo.Context) error {
 		return err
 	}
 	if len(denied) > 0 {
-		return &ForbiddenError{Message: errCommandDenied.Message + "; this file changes " + strings.Join(denied, ", ")}
+		var why []string
+		for _, p := range plan.Errors {
+			why = append(why, p.String())
+		}
+		return &ForbiddenError{Message: "only administrators can import this file: " + strings.Join(why, "; ")}
 	}
 	if plan.HasErrors() {
 		return problemsError(plan.Errors)

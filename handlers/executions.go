@@ -277,7 +277,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		}
 	}
 	if ex.Status == executions.Failed {
-		_, rp, err := h.Executions.PlanRollback(ctx, ex.Requester(), ex.ID)
+		_, rp, err := h.Executions.PlanRollback(ctx, ex.ID)
 		var ce *executions.ConflictError
 		switch {
 		case errors.As(err, &ce):
@@ -384,7 +384,7 @@ func compactJSON(raw json.RawMessage) string {
 
 // rollbackView is the RollbackPanel of a failed execution.
 func rollbackView(rp *executions.RollbackPlan) *views.ExecutionRollbackPlan {
-	out := &views.ExecutionRollbackPlan{Missing: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase}
+	out := &views.ExecutionRollbackPlan{Missing: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase, Hash: rp.Hash}
 	for _, st := range rp.Steps {
 		pv := previewStep(0, st.Prepared)
 		if st.Undoes != nil {
@@ -617,7 +617,8 @@ func (h ExecutionsHandler) CancelForm(c echo.Context) error {
 // steps, the phrase for HIGH.
 func (h ExecutionsHandler) RollbackForm(c echo.Context) error {
 	return h.pageDecision(c, "Not rolled back", func(ctx context.Context, who executions.Caller, id string) (*executions.Execution, error) {
-		return h.Executions.Rollback(ctx, who, id, c.FormValue("confirm") != "", c.FormValue("phrase"))
+		return h.Executions.Rollback(ctx, who, id, executions.RollbackDecision{Confirmed: c.FormValue("confirm") != "",
+			Phrase: c.FormValue("phrase"), Hash: c.FormValue("rollback_hash")})
 	}, func(*executions.Execution) string {
 		return "Rollback started: the completed steps are undone, last first."
 	})

@@ -198,6 +198,8 @@ type decisionRequest struct {
 	PlanHash string `json:"plan_hash"`
 	Reason   string `json:"reason"`
 	Confirm  bool   `json:"confirm"`
+	// RollbackHash is the rollback's hash as GET …/rollback showed it (optional).
+	RollbackHash string `json:"rollback_hash"`
 }
 
 // decide reads a decision's optional JSON body (an empty one is fine for cancel), makes
@@ -239,7 +241,7 @@ func (h ExecutionsHandler) APICancel(c echo.Context) error {
 // MEDIUM, {"phrase"} when HIGH → 200 | 409 not allowed in this state.
 func (h ExecutionsHandler) APIRollback(c echo.Context) error {
 	return h.decide(c, func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error) {
-		return h.Executions.Rollback(ctx, who, id, in.Confirm, in.Phrase)
+		return h.Executions.Rollback(ctx, who, id, executions.RollbackDecision{Confirmed: in.Confirm, Phrase: in.Phrase, Hash: in.RollbackHash})
 	})
 }
 
@@ -251,6 +253,8 @@ type apiRollbackPlan struct {
 	RiskWhy   string            `json:"risk_why"`
 	Phrase    string            `json:"confirmation_phrase,omitempty"`
 	Problems  any               `json:"problems,omitempty"`
+	// Hash binds a rollback to what was shown: send it back as rollback_hash.
+	Hash string `json:"rollback_hash"`
 }
 
 type apiRollbackStep struct {
@@ -262,11 +266,12 @@ type apiRollbackStep struct {
 
 // APIRollbackPlan shows what a rollback of a failed execution would run, without running it.
 func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
-	_, rp, err := h.Executions.PlanRollback(c.Request().Context(), callerOf(c), c.Param("id"))
+	_, rp, err := h.Executions.PlanRollback(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	out := apiRollbackPlan{Steps: []apiRollbackStep{}, NotUndone: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase}
+	out := apiRollbackPlan{Steps: []apiRollbackStep{}, NotUndone: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase,
+		Hash: rp.Hash}
 	for _, st := range rp.Steps {
 		out.Steps = append(out.Steps, apiRollbackStep{Tool: st.Tool, Arguments: st.Arguments, Risk: string(st.Risk.Level), Undoes: st.Undoes})
 	}

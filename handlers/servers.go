@@ -375,6 +375,9 @@ func (h ServersHandler) Update(c echo.Context) error {
 		}
 		pf.patch.Trusted = &cur.Trusted
 		pf.view.Trusted = cur.Trusted
+		if registry.ChangesTrustedTarget(cur, pf.patch) {
+			return h.formInvalid(c, cur.ID, pf, verr.New("trusted", strings.TrimPrefix(registry.ErrTrustedTargetChange.Error(), "registry: ")))
+		}
 	}
 	pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
 	pf.patch.KeepTrust = !PrincipalOf(c).Can(auth.PermServerTrust)

@@ -103,7 +103,8 @@ func (h ToolsHandler) testView(c echo.Context, it tools.Item, mode string, args 
 func (h ToolsHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level, tv *views.ToolTest) {
 	p := PrincipalOf(c)
 	_, err := h.Decide.Check(c.Request().Context(), decide.Decision{Actor: ActorOf(c), Role: p.User.Role,
-		Requester: p.User.ID, Level: level, Verb: "run a " + string(level) + "-risk tool"})
+		Requester: p.User.ID, Level: level, Verb: "run a " + string(level) + "-risk tool",
+		Vetting: it.Status != "enabled" && p.Can(auth.PermToolEnable)})
 	var fe *decide.ForbiddenError
 	switch {
 	case errors.As(err, &fe) && fe.NeedsOther && it.Status == "enabled" && p.Can(auth.PermExecutionCreate):
@@ -247,7 +248,7 @@ func (h ToolsHandler) TestPost(c echo.Context) error {
 			case err != nil:
 				return err
 			default:
-				setFlash(c, "success", "Asked for approval: the call runs once another person who may approve types its phrase.", h.SecureCookies)
+				setFlash(c, "success", "Asked for approval: the call runs once someone who may approve it does.", h.SecureCookies)
 				to := "/executions/" + ex.ID
 				if c.Request().Header.Get("HX-Request") == "true" {
 					c.Response().Header().Set("HX-Redirect", to)

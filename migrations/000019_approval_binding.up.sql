@@ -9,6 +9,11 @@ FROM settings WHERE key = 'executions.separate_high_approver' AND value = 'true'
 ON CONFLICT (key) DO NOTHING;
 DELETE FROM settings WHERE key = 'executions.separate_high_approver';
 
+-- A MAC (keyed by the secret key, which the database does not hold) over the execution's
+-- id and its plan, approval and rollback hashes: rewriting a plan and its hashes together
+-- in the database is noticed before anything runs. NULL for plans made before it existed,
+-- which are refused and must be planned again.
+ALTER TABLE executions ADD COLUMN seal bytea;
 -- The API token a plan was asked with: once it is revoked, the plan no longer runs.
 ALTER TABLE executions ADD COLUMN requested_token uuid REFERENCES api_tokens (id) ON DELETE SET NULL;
 -- The requester approved their own high-risk plan (nobody else could, or the setting is off).

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/everything"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/web/webtest"
 )
@@ -134,6 +135,15 @@ func TestFinding02SeparationOfDuties(t *testing.T) {
 	if asked.Status != "awaiting_approval" || asked.Risk != "high" {
 		t.Errorf("asked for approval: got %s %s, want a high plan awaiting approval", asked.Status, asked.Risk)
 	}
+
+	// Vetting a tool nobody can call yet (validated, not enabled) is a test run its
+	// tester may make alone: it is how the tool gets verified. Marked as such.
+	fail := e.srv.ToolID(t, "mt__fail")
+	panel(t, e, admin.session, fail, url.Values{"mode": {"json"}, "arguments_json": {`{"message":"x"}`}, "phrase": {"mt__fail"}})
+	waitFor(t, 10*time.Second, func() bool {
+		return e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call' AND target_id = $1
+			AND payload->>'vetting' = 'true' AND payload->>'self_approved' = 'true'`, fail) == 1
+	}, "the vetting run of a HIGH tool not enabled yet did not run, or is not marked")
 
 	// Alone, the administrator may approve their own HIGH plan and run it in the test
 	// panel; both are marked self-approved in the audit log.
@@ -301,11 +311,11 @@ func TestFinding05OnlyAdminsTrust(t *testing.T) {
 	if res.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("a crafted form marking the server trusted: got %d, want 422", res.StatusCode)
 	}
-	// An import that marks a server trusted is an error of its plan.
-	status, raw := tm.session.Do(http.MethodPost, "/api/v1/servers/import?dry_run=true&filename=s.yaml",
-		"servers:\n  - name: mt\n    type: streamable_http\n    url: "+s.URL+"\n    trusted: true\n")
-	if status == http.StatusOK && !strings.Contains(string(raw), "trusted") {
-		t.Errorf("an import marking the server trusted: got %d %s", status, raw)
+	// An import that marks a server trusted is refused, applied for real.
+	status, raw := tm.session.Do(http.MethodPost, "/api/v1/servers/import?filename=s.yaml",
+		"version: 1\nservers:\n  - name: mt\n    type: streamable_http\n    url: "+s.URL+"\n    trusted: true\n")
+	if status != http.StatusForbidden || !strings.Contains(string(raw), "trusted") {
+		t.Errorf("an import marking the server trusted: got %d %s, want 403 naming trust", status, raw)
 	}
 	if r := riskOf(); r != "medium" {
 		t.Fatalf("after a tool manager's attempts: risk %s, want medium", r)
@@ -315,6 +325,16 @@ func TestFinding05OnlyAdminsTrust(t *testing.T) {
 	}
 	admin.session.JSON(http.MethodPatch, "/api/v1/servers/"+s.ID, map[string]any{"trusted": true}, 200, nil)
 	waitFor(t, 5*time.Second, func() bool { return riskOf() == "low" }, "an administrator's trust did not lower the risk")
+	// Once trusted, what the server is stays an administrator's to change: a tool manager
+	// cannot point it elsewhere (or give it other credentials) and keep the trust.
+	for _, patch := range []map[string]any{{"url": "http://127.0.0.1:1/mcp"}, {"headers": map[string]string{"X-Api-Key": "attacker-key-0123456789"}}} {
+		expect(t, tm.session, http.MethodPatch, "/api/v1/servers/"+s.ID, patch, 403, "forbidden")
+	}
+	if got, err := e.srv.Registry.GetServer(context.Background(), s.ID); err != nil || got.URL != s.URL || len(got.HeaderNames) != 0 {
+		t.Fatalf("a tool manager changed the trusted server: %+v, %v", got, err)
+	}
+	// Their other edits still work.
+	tm.session.JSON(http.MethodPatch, "/api/v1/servers/"+s.ID, map[string]any{"description": "ours"}, 200, nil)
 }
 
 // Finding 6: a token cannot roll back, whatever the risk of the undo steps.
@@ -508,39 +528,136 @@ func TestFinding09DeniedAudited(t *testing.T) {
 func TestFinding10SecretsMasked(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
-	const canary = "sk-canary-0123456789abcdefXYZ"
+	const canary = "sk-canary-0123456789abcdefXYZ"   // the server's environment
+	const toolCanary = "sk-toolsecret-98765432zyxwvu" // a tool's configured secret parameter
 	cmd, args := everything.StdioCommand(t)
 	e.srv.RegisterServer(t, registry.Spec{Name: "ev", Type: registry.TypeStdio, Command: cmd, Args: args, Enabled: true, Trusted: true,
 		Env: map[string]string{"SERVICE_API_KEY": canary}}, "get-env", "echo")
 	admin := e.people[auth.RoleAdmin]
-	// A tool's configured secret: the echo tool's message, fixed to the canary.
+	// A tool's configured secret: the echo tool's message, fixed to another canary.
 	admin.session.JSON(http.MethodPatch, "/api/v1/tools/"+e.srv.ToolID(t, "ev__echo"),
-		map[string]any{"configuration": map[string]any{"fixed": map[string]any{"message": canary}}, "reason": "test"}, 200, nil)
+		map[string]any{"configuration": map[string]any{"fixed": map[string]any{"message": toolCanary}}, "reason": "test"}, 200, nil)
 	for _, tool := range []string{"ev__get-env", "ev__echo"} {
 		status, raw := admin.token.Do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": tool, "arguments": map[string]any{}})
 		if status != http.StatusOK {
 			t.Fatalf("%s: got %d %s", tool, status, raw)
 		}
-		if strings.Contains(string(raw), canary) || !strings.Contains(string(raw), "***") {
-			t.Errorf("%s: the API's result shows the secret (or masks nothing): %.300s", tool, raw)
+		if strings.Contains(string(raw), canary) || strings.Contains(string(raw), toolCanary) || !strings.Contains(string(raw), "***") {
+			t.Errorf("%s: the API's result shows a secret (or masks nothing): %.300s", tool, raw)
 		}
 	}
 	ex := create(t, admin.session, plan(step("ev__get-env", map[string]any{}), step("ev__echo", map[string]any{})))
 	done := waitStatus(t, admin.session, ex.ID, "success")
 	e.flush()
 	raw, _ := json.Marshal(done)
-	for where, n := range map[string]int{
-		"an execution's results": strings.Count(string(raw), canary),
-		"the usage log":          e.count(`SELECT count(*) FROM tool_usage_logs WHERE response::text LIKE '%' || $1 || '%'`, canary),
-		"the events":             e.count(`SELECT count(*) FROM events WHERE payload::text LIKE '%' || $1 || '%'`, canary),
-		"the audit log":          e.count(`SELECT count(*) FROM audit_log WHERE payload::text LIKE '%' || $1 || '%'`, canary),
-		"the server's log":       strings.Count(e.srv.Logs.String(), canary),
-	} {
-		if n != 0 {
-			t.Errorf("%s shows the secret %d times", where, n)
+	for _, secret := range []string{canary, toolCanary} {
+		for where, n := range map[string]int{
+			"an execution's results": strings.Count(string(raw), secret),
+			"the usage log":          e.count(`SELECT count(*) FROM tool_usage_logs WHERE response::text LIKE '%' || $1 || '%'`, secret),
+			"the events":             e.count(`SELECT count(*) FROM events WHERE payload::text LIKE '%' || $1 || '%'`, secret),
+			"the audit log":          e.count(`SELECT count(*) FROM audit_log WHERE payload::text LIKE '%' || $1 || '%'`, secret),
+			"the server's log":       strings.Count(e.srv.Logs.String(), secret),
+		} {
+			if n != 0 {
+				t.Errorf("%s shows the secret %.14s… %d times", where, secret, n)
+			}
 		}
 	}
 	if !strings.Contains(string(raw), "***") {
 		t.Error("an execution's results mask nothing")
+	}
+}
+
+// Finding 3, further: the approval also covers arguments the approver sees masked (a
+// secret parameter's value), the plan's own undo steps, a rewrite of the plan together
+// with its hashes (the seal), and the tools' risk; and a server reconnecting is not a
+// change of what was approved.
+func TestFinding03MoreWays(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.srv.LiveServer(t, "mt", false, "echo", "sleep", "fail")
+	e.srv.LiveServer(t, "lo", true, "echo", "sleep")
+	tu, admin := e.people[auth.RoleToolUser], e.people[auth.RoleAdmin]
+	ctx := context.Background()
+	mismatches := func(id string) int {
+		return e.count(`SELECT count(*) FROM audit_log WHERE action = 'execution.plan_hash_mismatch' AND target_id = $1`, id)
+	}
+
+	// A secret default: the approver sees the caller's value masked, the hash still covers it.
+	admin.session.JSON(http.MethodPatch, "/api/v1/tools/"+e.srv.ToolID(t, "mt__echo"),
+		map[string]any{"configuration": map[string]any{"defaults": map[string]any{"message": "sk-default-secret-0123456789"}}, "reason": "test"}, 200, nil)
+	ex := create(t, tu.session, plan(step("mt__echo", map[string]any{"message": "approved"})))
+	e.exec(`UPDATE tool_calls SET arguments = '{"message":"tampered"}' WHERE execution_id = $1`, ex.ID)
+	expect(t, admin.session, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, 409, "stale_plan")
+	if mismatches(ex.ID) != 1 {
+		t.Errorf("tampered argument of a secret parameter: not audited as plan_hash_mismatch")
+	}
+
+	// The plan's own undo step, edited in the stored plan after approval.
+	ex = create(t, tu.session, map[string]any{"plan": map[string]any{
+		"steps":    []any{step("lo__echo", map[string]any{"message": "do"}), step("mt__fail", map[string]any{"message": "boom"})},
+		"rollback": []any{step("lo__echo", map[string]any{"message": "undo"})},
+	}})
+	admin.session.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"phrase": ex.ConfirmationPhrase}, 200, nil)
+	waitStatus(t, admin.session, ex.ID, "failed")
+	e.exec(`UPDATE executions SET plan = jsonb_set(plan, '{rollback,0,arguments,message}', '"tampered"') WHERE id = $1`, ex.ID)
+	expect(t, tu.session, http.MethodPost, "/api/v1/executions/"+ex.ID+"/rollback", map[string]any{}, 409, "stale_plan")
+	if n := e.count(`SELECT count(*) FROM tool_calls WHERE execution_id = $1 AND phase = 'rollback'`, ex.ID); n != 0 {
+		t.Errorf("the altered plan's rollback was started (%d steps)", n)
+	}
+
+	// The plan and its hashes rewritten together: the seal, keyed by the secret key the
+	// database does not hold, gives it away.
+	var stored executions.Plan
+	ex = create(t, tu.session, plan(step("mt__echo", map[string]any{"message": "approved"})))
+	if err := e.srv.Pool.QueryRow(ctx, `SELECT plan FROM executions WHERE id = $1`, ex.ID).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	stored.Steps[0].Arguments = json.RawMessage(`{"message":"tampered"}`)
+	stored.Steps[0].Effective = json.RawMessage(`{"message":"tampered"}`)
+	forged, err := stored.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.exec(`UPDATE executions SET plan = $2, plan_hash = $3 WHERE id = $1`, ex.ID, stored, forged)
+	e.exec(`UPDATE tool_calls SET arguments = '{"message":"tampered"}' WHERE execution_id = $1`, ex.ID)
+	got := expect(t, admin.session, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}, 409, "stale_plan")
+	if !strings.Contains(got.Error.Message, "seal") || mismatches(ex.ID) != 1 {
+		t.Errorf("a consistent rewrite: got %q, %d mismatch rows; want the seal named and audited", got.Error.Message, mismatches(ex.ID))
+	}
+
+	// A risk that rose after approval: the LOW plan's next step is MEDIUM now.
+	lo, err := e.srv.Registry.GetServerByName(ctx, "lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex = create(t, tu.session, plan(step("lo__sleep", map[string]any{"ms": 1500}), step("lo__echo", map[string]any{"message": "later"})))
+	waitFor(t, 10*time.Second, func() bool {
+		return e.count(`SELECT count(*) FROM tool_calls WHERE execution_id = $1 AND position = 0 AND status = 'running'`, ex.ID) == 1
+	}, "the first step never ran")
+	admin.session.JSON(http.MethodPatch, "/api/v1/servers/"+lo.ID, map[string]any{"trusted": false}, 200, nil)
+	failed := waitStatus(t, admin.session, ex.ID, "failed")
+	if !strings.Contains(failed.Error, "medium risk now, low when the plan was made") {
+		t.Errorf("risk rose: failed with %q", failed.Error)
+	}
+
+	// A reconnect while a plan waits changes nothing that was approved.
+	mt, err := e.srv.Registry.GetServerByName(ctx, "mt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.session.JSON(http.MethodPatch, "/api/v1/tools/"+e.srv.ToolID(t, "mt__echo"),
+		map[string]any{"configuration": map[string]any{}, "reason": "test"}, 200, nil)
+	for i := range 5 {
+		ex = create(t, tu.session, plan(step("mt__sleep", map[string]any{"ms": 1})))
+		done := make(chan error, 1)
+		go func() { done <- e.srv.MCP.Reconnect(ctx, mt.ID) }()
+		status, raw := admin.session.Do(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{})
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if status != http.StatusOK {
+			t.Fatalf("confirm %d during a reconnect: got %d %s", i, status, raw)
+		}
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/web"
 	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
@@ -19,18 +21,16 @@ const fakeID = "00000000-0000-0000-0000-000000000000"
 
 var paramRe = regexp.MustCompile(`:[a-z_]+`)
 
-// decisionRoutes are where only a person's session decides: an API token gets 403
-// there whatever its role (DESIGN §1), as it does where tokens would mint tokens.
-var decisionRoutes = map[string]bool{
-	"POST /api/v1/executions/:id/confirm":  true,
-	"POST /api/v1/executions/:id/reject":   true,
-	"POST /api/v1/executions/:id/rollback": true,
-	"POST /executions/:id/confirm":         true,
-	"POST /executions/:id/reject":          true,
-	"POST /executions/:id/rollback":        true,
-	"POST /api/v1/tokens":                  true,
-	"POST /tokens":                         true,
-}
+// tokenMinting are the routes that would let an API token make another (a leaked
+// short-lived token could mint itself a permanent successor): 403 for tokens.
+var tokenMinting = map[string]bool{"POST /api/v1/tokens": true, "POST /tokens": true}
+
+// decisions are the routes only a person's session may use (auth.PersonOnly on the
+// route's permission): a token gets 403 there whatever its role (DESIGN §1). The walk
+// checks the route table marks at least these.
+var decisions = []string{"POST /api/v1/executions/:id/confirm", "POST /api/v1/executions/:id/reject",
+	"POST /api/v1/executions/:id/rollback", "POST /executions/:id/confirm", "POST /executions/:id/reject",
+	"POST /executions/:id/rollback"}
 
 // caller is one way in: nobody, a role's session or a role's token.
 type caller struct {
@@ -61,6 +61,11 @@ func TestRouteWalk(t *testing.T) {
 		t.Fatalf("the route table has %d routes; expected the whole table", len(routes))
 	}
 	denied := map[string]int{} // actor kind, id, method and route → 403s answered
+	for _, d := range decisions {
+		if !slices.ContainsFunc(routes, func(r web.Route) bool { return r.Method+" "+r.Path == d && auth.PersonOnly(r.Perm) }) {
+			t.Errorf("%s is not a decision for people only in the route table", d)
+		}
+	}
 	for _, r := range routes {
 		key := r.Method + " " + r.Path
 		path := paramRe.ReplaceAllString(r.Path, fakeID)
@@ -75,7 +80,7 @@ func TestRouteWalk(t *testing.T) {
 				t.Errorf("%s as %s: got %d", key, c.label, status)
 			case c.role == "":
 				checkAnonymous(t, key, r.Perm, status, r.Path)
-			case !c.role.Can(r.Perm) || c.kind == audit.ActorToken && decisionRoutes[key]:
+			case !c.role.Can(r.Perm) || c.kind == audit.ActorToken && (auth.PersonOnly(r.Perm) || tokenMinting[key]):
 				if status != http.StatusForbidden {
 					t.Errorf("%s as %s: got %d, want 403", key, c.label, status)
 				} else {

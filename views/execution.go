@@ -150,6 +150,7 @@ type ExecutionRollbackPlan struct {
 	Phrase   string
 	Problems []ExecutionFieldError
 	Nothing  string // why there is nothing to roll back
+	Hash     string // the rollback's hash: the form sends it back, so what runs is what was shown
 }
 
 // ExecutionLogLine is one line of the LiveLogsViewer: one event.

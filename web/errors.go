@@ -80,8 +80,8 @@ func classify(err error) (int, string, string, any) {
 		return http.StatusForbidden, "forbidden", fe.Message, nil
 	case errors.Is(err, registry.ErrCommandChange):
 		return http.StatusForbidden, "forbidden", strings.TrimPrefix(registry.ErrCommandChange.Error(), "registry: "), nil
-	case errors.Is(err, registry.ErrTrustChange):
-		return http.StatusForbidden, "forbidden", strings.TrimPrefix(registry.ErrTrustChange.Error(), "registry: "), nil
+	case errors.Is(err, registry.ErrTrustChange), errors.Is(err, registry.ErrTrustedTargetChange):
+		return http.StatusForbidden, "forbidden", strings.TrimPrefix(err.Error(), "registry: "), nil
 	case errors.Is(err, handlers.ErrForbidden):
 		return http.StatusForbidden, "forbidden", "Your role does not allow this.", nil
 	case errors.Is(err, auth.ErrTokenMintsToken):

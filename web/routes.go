@@ -108,12 +108,13 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/executions/new", auth.PermExecutionCreate, execs.New},
 		{http.MethodPost, "/executions/new", auth.PermExecutionCreate, execs.Create},
 		{http.MethodGet, "/executions/:id", auth.PermExecutionView, execs.Show},
-		{http.MethodPost, "/executions/:id/confirm", auth.PermExecutionApprove, personOnly("approve executions", execs.ConfirmForm)},
-		{http.MethodPost, "/executions/:id/reject", auth.PermExecutionApprove, personOnly("decide on executions", execs.RejectForm)},
-		// The service checks requester-or-approver (tokens never approve); rolling back
-		// is a decision (package decide), so it needs execution.approve.
+		{http.MethodPost, "/executions/:id/confirm", auth.PermExecutionApprove, execs.ConfirmForm},
+		{http.MethodPost, "/executions/:id/reject", auth.PermExecutionApprove, execs.RejectForm},
+		// Deciding (execution.approve) is for a person's session only (auth.PersonOnly);
+		// the service checks requester-or-approver for cancel, and rolling back is a
+		// decision (package decide).
 		{http.MethodPost, "/executions/:id/cancel", auth.PermExecutionView, execs.CancelForm},
-		{http.MethodPost, "/executions/:id/rollback", auth.PermExecutionApprove, personOnly("roll executions back", execs.RollbackForm)},
+		{http.MethodPost, "/executions/:id/rollback", auth.PermExecutionApprove, execs.RollbackForm},
 
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
@@ -167,11 +168,11 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/api/v1/executions/settings", auth.PermExecutionView, execs.APISettings},
 		{http.MethodPut, "/api/v1/executions/settings", auth.PermSettings, execs.APISetSettings},
 		{http.MethodGet, "/api/v1/executions/:id", auth.PermExecutionView, execs.APIGet},
-		{http.MethodPost, "/api/v1/executions/:id/confirm", auth.PermExecutionApprove, personOnly("approve executions", execs.APIConfirm)},
-		{http.MethodPost, "/api/v1/executions/:id/reject", auth.PermExecutionApprove, personOnly("decide on executions", execs.APIReject)},
+		{http.MethodPost, "/api/v1/executions/:id/confirm", auth.PermExecutionApprove, execs.APIConfirm},
+		{http.MethodPost, "/api/v1/executions/:id/reject", auth.PermExecutionApprove, execs.APIReject},
 		{http.MethodPost, "/api/v1/executions/:id/cancel", auth.PermExecutionView, execs.APICancel},
 		{http.MethodGet, "/api/v1/executions/:id/rollback", auth.PermExecutionView, execs.APIRollbackPlan},
-		{http.MethodPost, "/api/v1/executions/:id/rollback", auth.PermExecutionApprove, personOnly("roll executions back", execs.APIRollback)},
+		{http.MethodPost, "/api/v1/executions/:id/rollback", auth.PermExecutionApprove, execs.APIRollback},
 		{http.MethodGet, "/api/v1/approvals", auth.PermExecutionView, execs.APIApprovals},
 	}
 }

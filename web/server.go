@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -42,7 +43,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) })
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
-	e.IPExtractor = clientIP(deps.TrustedProxies)
+	e.IPExtractor = clientIP(deps.TrustedProxies, log)
 	e.HTTPErrorHandler = s.handleError
 
 	e.Use(dropForeignRequestID, middleware.RequestID())
@@ -56,16 +57,17 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	e.Use(securityHeaders)
 	e.Use(crossOriginProtection())
 	e.Use(s.authenticate)
-	e.Use(refuseBadText)
 
 	staticFiles, _ := fs.Sub(static.FS, ".")
 	e.GET(static.Prefix+"*", echo.WrapHandler(staticHandler(staticFiles)))
 
 	s.table = s.routes()
+	// Bad text is refused after the permission check: a refused request is recorded as
+	// denied whatever it carries.
 	for _, r := range s.table {
-		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm))
+		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
 		if r.Method == http.MethodGet && r.Path != "/ws" {
-			e.Add(http.MethodHead, r.Path, r.Handler, requirePermission(r.Perm))
+			e.Add(http.MethodHead, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
 		}
 	}
 	return s
@@ -77,9 +79,25 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 // is believed: X-Forwarded-For is set by whoever sends the request, and sign-in
 // throttling per address must not be that easy to dodge (echo would trust private and
 // loopback peers by default; that is turned off).
-func clientIP(proxies []netip.Prefix) echo.IPExtractor {
+func clientIP(proxies []netip.Prefix, log *slog.Logger) echo.IPExtractor {
 	if len(proxies) == 0 {
-		return echo.ExtractIPDirect()
+		direct := echo.ExtractIPDirect()
+		var warned sync.Once
+		return func(r *http.Request) string {
+			ip := direct(r)
+			// Behind a proxy nobody named, every client has the proxy's address: sign-in
+			// throttling would slow them all together. Say so once.
+			if r.Header.Get(echo.HeaderXForwardedFor) != "" {
+				if a, err := netip.ParseAddr(ip); err == nil && (a.IsLoopback() || a.IsPrivate()) {
+					warned.Do(func() {
+						log.Warn("requests come through a proxy (they carry X-Forwarded-For from "+ip+"), but --trusted-proxy is not set: "+
+							"every client then has the proxy's address, and sign-in throttling slows them all together; set --trusted-proxy to the proxy's address",
+							"peer", ip)
+					})
+				}
+			}
+			return ip
+		}
 	}
 	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
 	for _, p := range proxies {

@@ -138,7 +138,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.LLMURL != "" {
 		plan = planner.NewLLM(c.LLMURL, &planner.LLMOptions{Model: c.LLMModel, APIKey: c.LLMAPIKey})
 	}
-	execs, err := executions.New(d.Pool, rt, toolSvc, &executions.Options{Logger: log, Planner: plan, Auth: authSvc, Decide: dec})
+	execs, err := executions.New(d.Pool, rt, toolSvc, &executions.Options{Logger: log, Planner: plan, Auth: authSvc, Decide: dec, Keys: keys})
 	if err != nil {
 		return err
 	}

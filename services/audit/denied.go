@@ -30,7 +30,8 @@ type DenialOptions struct {
 	// PerActor bounds the entries one actor (a user, or an address for callers not
 	// signed in) adds a minute; a burst of as many is allowed. Default 20.
 	PerActor int
-	// Total bounds the entries all actors add a minute. Default 600.
+	// Total bounds the entries all callers who are not signed in add a minute
+	// together (they have as many addresses as they like). Default 600.
 	Total  int
 	Logger *slog.Logger
 }
@@ -83,23 +84,33 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// maxDenialKeys bounds the actors remembered; past it the memory starts afresh.
+// maxDenialKeys bounds the actors remembered; past it the memory starts afresh (what
+// was held back until then is logged, not lost silently).
 const maxDenialKeys = 100_000
 
 // take reports whether an entry for key may be written now, and how many were held
-// back before it.
-func (d *Denials) take(key string) (ok bool, withheld int) {
+// back before it. Signed-in actors have their own limit each; callers who are not
+// share one more (anonymous), so a flood from many addresses cannot use up what signed-in
+// actors' refusals get.
+func (d *Denials) take(key string, anonymous bool) (ok bool, withheld int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	k := d.keys[key]
 	if k == nil {
 		if len(d.keys) >= maxDenialKeys {
+			held := 0
+			for _, k := range d.keys {
+				held += k.withheld
+			}
+			if held > 0 {
+				d.log.Warn("audit: refused requests held back and not recorded one by one", "count", held)
+			}
 			d.keys = map[string]*denialKey{}
 		}
 		k = &denialKey{lim: rate.NewLimiter(rate.Limit(float64(d.opts.PerActor)/60), d.opts.PerActor)}
 		d.keys[key] = k
 	}
-	if !k.lim.Allow() || !d.total.Allow() {
+	if !k.lim.Allow() || anonymous && !d.total.Allow() {
 		if k.withheld == 0 {
 			d.log.Warn("audit: refused requests of one caller are no longer each recorded (rate limit)", "actor", key)
 		}
@@ -116,7 +127,7 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	if x.Actor.ID != "" {
 		key = "user:" + x.Actor.ID
 	}
-	ok, withheld := d.take(key)
+	ok, withheld := d.take(key, x.Actor.ID == "")
 	if !ok {
 		return nil
 	}

@@ -100,10 +100,14 @@ type Principal struct {
 	SessionID []byte // the session's token hash when Kind is audit.ActorUser
 }
 
-// Can reports whether the principal's role grants p.
+// Can reports whether the principal's role grants p; an API token is never granted
+// what only a person may do (PersonOnly).
 func (p *Principal) Can(perm Permission) bool {
 	if perm == PermPublic {
 		return true
+	}
+	if p != nil && p.Kind == audit.ActorToken && PersonOnly(perm) {
+		return false
 	}
 	return p != nil && p.User.Role.Can(perm)
 }

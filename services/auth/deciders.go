@@ -20,12 +20,14 @@ func approverRoles() []string {
 	return out
 }
 
-// OtherApprovers counts the active users other than userID whose role may approve
-// executions: whether someone besides a requester could make a high-risk decision.
+// OtherApprovers counts the people other than userID who could approve executions:
+// active users whose role may, and who have signed in at least once. Decisions need a
+// browser session, so an account only ever used through API tokens (an agent's), or
+// one nobody has used yet, is not someone who could decide instead of a requester.
 func (s *Service) OtherApprovers(ctx context.Context, userID string) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `/* auth.OtherApprovers */
-		SELECT count(*) FROM users WHERE disabled_at IS NULL AND role = ANY($1) AND id::text <> $2`,
+		SELECT count(*) FROM users WHERE disabled_at IS NULL AND last_login_at IS NOT NULL AND role = ANY($1) AND id::text <> $2`,
 		approverRoles(), userID).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("auth: other approvers: %w", err)

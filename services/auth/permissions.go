@@ -129,5 +129,10 @@ func (r Role) Can(p Permission) bool {
 	return slices.Contains(rolePermissions[r], p)
 }
 
+// PersonOnly reports whether p is a decision that only a person's browser session
+// makes, never an API token, whatever its user's role (DESIGN §1: decisions belong to
+// people): approving, rejecting and rolling back executions.
+func PersonOnly(p Permission) bool { return p == PermExecutionApprove }
+
 // Permissions lists what the role grants.
 func (r Role) Permissions() []Permission { return slices.Clone(rolePermissions[r]) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -53,6 +54,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	username := truncate(NormalizeUsername(req.Username), 64)
 	// A browser's User-Agent may carry any bytes; what is stored of it is text.
 	agent := truncate(strings.ToValidUTF8(req.UserAgent, "\uFFFD"), 300)
+	from := throttleKey(req.IP)
 	actor := audit.Actor{Kind: audit.ActorAnonymous, Name: username, IP: req.IP, RequestID: req.RequestID}
 	var sess Session
 	var loginErr error
@@ -62,10 +64,10 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		// always, so the two cannot deadlock.
 		if _, err := tx.Exec(ctx, `/* auth.Login.lock */
 			SELECT pg_advisory_xact_lock(hashtextextended('login-ip:' || $2, 0)), pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`,
-			username, req.IP); err != nil {
+			username, from); err != nil {
 			return err
 		}
-		if terr, err := s.throttled(ctx, tx, username, req.IP); err != nil {
+		if terr, err := s.throttled(ctx, tx, username, from); err != nil {
 			return err
 		} else if terr != nil {
 			// Refused without checking the password. Not audited: the failure that
@@ -99,7 +101,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 		if reason != "" {
 			loginErr = ErrInvalidCredentials
-			if _, err := tx.Exec(ctx, `/* auth.Login.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, username, req.IP); err != nil {
+			if _, err := tx.Exec(ctx, `/* auth.Login.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, username, from); err != nil {
 				return err
 			}
 			targetID := username
@@ -119,7 +121,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 		// Only this address's failures are forgiven: another address guessing at the
 		// account keeps its count, however often the owner signs in.
-		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures WHERE username = $1 AND ip = $2`, username, req.IP); err != nil {
+		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures WHERE username = $1 AND ip = $2`, username, from); err != nil {
 			return err
 		}
 		token, hash2 := randomToken(sessionTokenPrefix)
@@ -150,6 +152,21 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		return Session{}, loginErr
 	}
 	return sess, nil
+}
+
+// throttleKey is the address failures are counted for: an IPv4 address, or an IPv6
+// address's /64 — one network's, since whoever has one IPv6 address usually has
+// billions more in the same /64.
+func throttleKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	if a = a.Unmap(); a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 // throttled returns a *ThrottledError when this address has too many recent failures

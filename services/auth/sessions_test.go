@@ -593,3 +593,20 @@ func TestStillValid(t *testing.T) {
 	f.exec(`UPDATE sessions SET last_seen_at = now(), expires_at = now() - interval '1 second'`)
 	check("expired session", sp2, false)
 }
+
+// Failures from one IPv6 network (/64) count together: its owner has billions of
+// addresses to guess from.
+func TestThrottleIPv6Network(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &auth.Options{MaxAccountFailures: 3, MaxIPFailures: 50})
+	f.createUser("alice", auth.RoleToolUser)
+	for i := range 3 {
+		ip := fmt.Sprintf("2001:db8:1:2::%x", i+1)
+		if _, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: "not the password", IP: ip}); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("guess from %s: got %v", ip, err)
+		}
+	}
+	_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:1:2::ffff"})
+	throttled(t, err, "account from this address")
+	f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:1:3::1"}) // another network
+}

@@ -136,11 +136,19 @@ func IsUniqueViolation(err error, constraint string) bool {
 	return constraint == "" || pgErr.ConstraintName == constraint
 }
 
+// DefaultMaxConns is the pool size unless the URL sets pool_max_conns. pgx's own default
+// (4 on a 2-core machine) is too few: the bus keeps one connection listening, and each
+// running execution holds one for its lock besides the one its step works with.
+const DefaultMaxConns = 32
+
 // NewPool opens a pgx pool for url and checks it answers.
 func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("db: parse database url: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "toolwarden"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

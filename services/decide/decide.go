@@ -58,6 +58,11 @@ type Decision struct {
 	Level risk.Level
 	// Verb says what is decided, for messages ("approve executions").
 	Verb string
+	// Vetting: a test run of a tool nobody can use yet (not enabled), by someone who
+	// may enable tools. Running it is how a tool is vetted, and nobody else can call
+	// it until it is enabled, so separation of duties does not apply; a high-risk run
+	// is still marked self-approved.
+	Vetting bool
 }
 
 // Verdict is a decision allowed.
@@ -102,6 +107,9 @@ func (s *Service) Check(ctx context.Context, d Decision) (Verdict, error) {
 	}
 	if d.Level != risk.High || d.Requester == "" || d.Requester != d.Actor.ID {
 		return Verdict{}, nil
+	}
+	if d.Vetting {
+		return Verdict{SelfApproved: true}, nil
 	}
 	sep, err := s.Separation(ctx, s.pool)
 	if err != nil {

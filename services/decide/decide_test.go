@@ -27,7 +27,7 @@ func TestCheck(t *testing.T) {
 	d := decide.New(pool, a)
 	add := func(name string, r auth.Role) string {
 		var id string
-		if err := pool.QueryRow(ctx, `INSERT INTO users (username, role, password_hash) VALUES ($1, $2, 'x') RETURNING id`, name, string(r)).Scan(&id); err != nil {
+		if err := pool.QueryRow(ctx, `INSERT INTO users (username, role, password_hash, last_login_at) VALUES ($1, $2, 'x', now()) RETURNING id`, name, string(r)).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		return id
@@ -86,6 +86,25 @@ func TestCheck(t *testing.T) {
 	}
 	if v, fe := check(own); fe != nil || !v.SelfApproved {
 		t.Errorf("bob disabled, auto: got %+v, %v; want a self-approval", v, fe)
+	}
+	// An account nobody ever signed in with (an agent's, used through tokens) does not count.
+	if _, err := pool.Exec(ctx, `INSERT INTO users (username, role, password_hash) VALUES ('robot', 'tool_user', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	if v, fe := check(own); fe != nil || !v.SelfApproved {
+		t.Errorf("with a robot that never signed in, auto: got %+v, %v; want a self-approval", v, fe)
+	}
+	// A vetting run of a tool not enabled yet is allowed, marked self-approved.
+	if _, err := pool.Exec(ctx, `UPDATE users SET disabled_at = NULL WHERE id = $1`, bob); err != nil {
+		t.Fatal(err)
+	}
+	vet := own
+	vet.Vetting = true
+	if v, fe := check(vet); fe != nil || !v.SelfApproved {
+		t.Errorf("vetting with bob there: got %+v, %v; want allowed, marked self-approved", v, fe)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE users SET disabled_at = now() WHERE id = $1`, bob); err != nil {
+		t.Fatal(err)
 	}
 	set(decide.SeparationOff)
 	add("carol", auth.RoleAdmin)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -17,6 +18,9 @@ import (
 type breach struct {
 	action string // the audit action of the transition it causes
 	reason string // for people: what changed
+	// transient: the router refused a step for a reason that may pass (the tool or its
+	// server disabled for a while): at approval the plan waits instead of being cancelled.
+	transient bool
 }
 
 // The audit actions of a breach.
@@ -26,54 +30,81 @@ const (
 	actionRequesterGone = "execution.requester_gone"
 )
 
+// sealOf is the MAC of an execution's id and its plan, approval and rollback hashes,
+// under the secret key, which the database does not hold: whoever rewrites a plan and
+// its hashes together in the database cannot make a seal that verifies.
+func (s *Service) sealOf(id string, plan, approved, rollback []byte) []byte {
+	return s.opts.Keys.MAC(sealInput(id, plan, approved, rollback))
+}
+
+func sealInput(id string, hashes ...[]byte) []byte {
+	b := []byte("toolwarden execution seal v1\x00" + id)
+	for _, h := range hashes {
+		b = append(b, 0)
+		b = append(b, h...)
+	}
+	return b
+}
+
 // checkBinding recomputes, from what is stored to run now, the hash of phase's plan
-// and compares it with the hash that was approved (DESIGN §8): the steps' arguments as
-// the runner will read them, each tool's definition and configuration, and each
-// server's connection identity. It also re-checks the requester: still an active user
-// (and their token still valid), still allowed to use every tool with the role they
-// have now. It returns the requester as they act now, or the breach.
-func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string) (Caller, *breach, error) {
+// and compares it with the hash that was approved (DESIGN §8): the steps' tools and
+// arguments as the runner will read them, each tool's definition, configuration and
+// risk, and each server's connection identity; and it checks the execution's seal over
+// those hashes. It also re-checks the requester: still an active user (and their token
+// still valid), still allowed to use every tool with the role they have now. It returns
+// the requester as they act now and the phase's steps as verified (by id), which are
+// what runs; or the breach.
+func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string) (Caller, map[string]Step, *breach, error) {
 	who := ex.Requester()
+	if ex.Seal == nil {
+		return who, nil, &breach{action: actionStale, reason: "it was planned by an earlier version of Toolwarden, " +
+			"whose approvals were not bound to the servers' connection settings"}, nil
+	}
+	if !s.opts.Keys.VerifyMAC(sealInput(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal) {
+		return who, nil, &breach{action: actionHashMismatch, reason: "its record was altered after it was planned or approved (its seal does not match)"}, nil
+	}
+	if ex.RequesterKind == audit.ActorToken && ex.RequestedToken == nil {
+		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (the API token it was asked with is gone)", ex.RequesterName)}, nil
+	}
 	if ex.RequestedBy != nil {
 		role, err := s.auth.RequesterRole(ctx, *ex.RequestedBy, who.Actor.TokenID)
 		if errors.Is(err, auth.ErrRequesterGone) {
-			return who, &breach{actionRequesterGone, fmt.Sprintf("%s can no longer act (%s), so the plan they asked for does not run",
+			return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (%s), so the plan they asked for does not run",
 				ex.RequesterName, strings.TrimPrefix(err.Error(), auth.ErrRequesterGone.Error()+": "))}, nil
 		}
 		if err != nil {
-			return who, nil, err
+			return who, nil, nil, err
 		}
 		who.Role = role
 	}
 	approved, stored := ex.ApprovedHash, ex.Plan
 	if phase == PhaseRollback {
-		approved = ex.RollbackHash
+		approved, stored = ex.RollbackHash, Plan{}
 		if ex.RollbackPlan != nil {
 			stored = *ex.RollbackPlan
-		} else {
-			stored = Plan{}
 		}
 	}
 	if len(approved) == 0 {
 		approved = ex.PlanHash // not approved yet: the hash the plan was made with
 	}
 	if h, err := stored.Hash(); err != nil || !bytes.Equal(h, approved) {
-		return who, &breach{actionHashMismatch, "the stored plan is not the one that was approved (it was altered after approval)"}, nil
+		return who, nil, &breach{action: actionHashMismatch, reason: "the stored plan is not the one that was approved (it was altered after approval)"}, nil
 	}
 	steps, err := s.Steps(ctx, ex.ID)
 	if err != nil {
-		return who, nil, err
+		return who, nil, nil, err
 	}
 	now := Plan{}
 	if phase == PhaseRun {
 		now.Rollback = stored.Rollback
 	}
+	verified := map[string]Step{}
 	for _, st := range steps {
 		if st.Phase != phase {
 			continue
 		}
 		if st.Position >= len(stored.Steps) {
-			return who, &breach{actionHashMismatch, fmt.Sprintf("step %d is not part of the approved plan", st.Position+1)}, nil
+			return who, nil, &breach{action: actionHashMismatch, reason: fmt.Sprintf("step %d is not part of the approved plan", st.Position+1)}, nil
 		}
 		want := stored.Steps[st.Position]
 		if st.Status != StepPending {
@@ -90,40 +121,44 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 			Source: router.SourceExecution})
 		var msg string
 		if perr == nil {
-			msg = pinChange(want, p.Pin)
+			msg = pinChange(want, p)
 		} else if msg, err = s.stale(ctx, ref, want); err != nil {
-			return who, nil, err
+			return who, nil, nil, err
 		}
 		if msg != "" {
-			return who, &breach{actionStale, fmt.Sprintf("step %d: %s", st.Position+1, msg)}, nil
+			return who, nil, &breach{action: actionStale, reason: fmt.Sprintf("step %d: %s", st.Position+1, msg)}, nil
 		}
 		if perr != nil {
 			// The tool is the one planned: the router refused the call for another reason.
 			var re *router.Error
 			if !errors.As(perr, &re) {
-				return who, nil, perr
+				return who, nil, nil, perr
 			}
-			action := actionStale
+			b := &breach{action: actionStale, reason: fmt.Sprintf("step %d (%s): %s", st.Position+1, st.Tool, re.Message),
+				transient: re.Code == router.CodeToolDisabled}
 			if re.Code == router.CodeForbidden {
-				action = actionRequesterGone
+				b.action = actionRequesterGone
 			}
-			return who, &breach{action, fmt.Sprintf("step %d (%s): %s", st.Position+1, st.Tool, re.Message)}, nil
+			return who, nil, b, nil
 		}
 		now.Steps = append(now.Steps, PlannedStep{Prepared: *p, Undoes: st.Undoes})
+		verified[st.ID] = st
 	}
 	h, err := now.Hash()
 	if err != nil {
-		return who, nil, err
+		return who, nil, nil, err
 	}
 	if !bytes.Equal(h, approved) {
-		return who, &breach{actionHashMismatch, mismatch(stored, now)}, nil
+		return who, nil, &breach{action: actionHashMismatch, reason: mismatch(stored, now)}, nil
 	}
-	return who, nil, nil
+	return who, verified, nil, nil
 }
 
 // pinChange says how a step's tool changed since it was planned, from what the router
 // prepared now ("" when it did not; a changed server connection is the hash's to find).
-func pinChange(want PlannedStep, now router.Pin) string {
+// A risk that rose (its server no longer trusted, an administrator's setting) needs a
+// new approval of the level it rose to; one that fell does not.
+func pinChange(want PlannedStep, now *router.Prepared) string {
 	switch {
 	case now.ToolID != want.ToolID:
 		return fmt.Sprintf("%s is no longer the tool that was planned", want.Tool)
@@ -131,6 +166,8 @@ func pinChange(want PlannedStep, now router.Pin) string {
 		return fmt.Sprintf("%s changed its definition since the plan was made", want.Tool)
 	case now.ConfigVersion != want.ConfigVersion:
 		return fmt.Sprintf("%s's configuration changed since the plan was made", want.Tool)
+	case rank(now.Risk.Level) > rank(want.Risk.Level):
+		return fmt.Sprintf("%s is %s risk now, %s when the plan was made (%s)", want.Tool, now.Risk.Level, want.Risk.Level, now.Risk.Why)
 	}
 	return ""
 }

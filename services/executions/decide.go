@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -101,15 +102,15 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		kind = audit.ActorUser
 	}
 	var ex *Execution
+	id := uuid.NewString() // made here, so the seal can cover it from the start
 	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var id string
-		err := tx.QueryRow(ctx, `/* executions.Create */
-			INSERT INTO executions (requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
+		_, err := tx.Exec(ctx, `/* executions.Create */
+			INSERT INTO executions (id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
-			                        requested_token)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'planning', $9, $10, $11, $12, $13, $13, $14) RETURNING id`,
-			requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now, requestedToken).Scan(&id)
+			                        requested_token, seal)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16)`,
+			id, requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
+			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil))
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}
@@ -208,7 +209,8 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 	}
 	ex, err := s.apply(ctx, tx, ex.ID, change{from: []Status{AwaitingApproval}, to: Executing, want: "approved",
 		set: map[string]any{"approval": how, "approved_by": approvedBy, "approver_name": name, "approved_at": now,
-			"approved_hash": ex.PlanHash, "started_at": now, "self_approved": self},
+			"approved_hash": ex.PlanHash, "started_at": now, "self_approved": self,
+			"seal": s.sealOf(ex.ID, ex.PlanHash, ex.PlanHash, ex.RollbackHash)},
 		kind: "approval.granted", actor: approver, action: "execution.approve", extra: extra})
 	if err != nil {
 		return nil, err
@@ -257,8 +259,11 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 	if err != nil {
 		return nil, err
 	}
-	if _, b, err := s.checkBinding(ctx, ex, PhaseRun); err != nil {
+	if _, _, b, err := s.checkBinding(ctx, ex, PhaseRun); err != nil {
 		return nil, err
+	} else if b != nil && b.transient {
+		// Nothing about the plan changed: it can be approved once the tool is back.
+		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "approved now: " + b.reason}
 	} else if b != nil {
 		_, err := s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "cancelled",
 			set: map[string]any{"reason": b.reason, "finished_at": now}, kind: "execution.cancelled",

@@ -27,6 +27,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
@@ -54,7 +55,13 @@ type Options struct {
 	// Decide says who may approve, reject and roll back. Default: one over the pool
 	// and Auth.
 	Decide *decide.Service
+	// Keys seal every plan and approval (see sealOf). Required.
+	Keys *secrets.Keyring
 }
+
+// reservedConns are the pool's connections kept for everything but runners (the
+// bus's listener, requests, the router's records).
+const reservedConns = 8
 
 // Service manages executions.
 type Service struct {
@@ -87,6 +94,14 @@ func New(pool *pgxpool.Pool, r *router.Router, ts *tools.Service, opts *Options)
 	}
 	if o.Workers <= 0 {
 		o.Workers = 8
+	}
+	// Each running execution holds a connection for its lock and uses another for its
+	// steps: more runners than the pool can serve would wait for connections forever.
+	if room := max(1, (int(pool.Config().MaxConns)-reservedConns)/2); o.Workers > room {
+		o.Workers = room
+	}
+	if o.Keys == nil {
+		return nil, errors.New("executions: a keyring is required to seal approvals")
 	}
 	if o.Auth == nil {
 		o.Auth = auth.New(pool, &auth.Options{Logger: o.Logger})
@@ -129,20 +144,22 @@ type Execution struct {
 	// RequestedToken is the API token the plan was asked with (nil: a session).
 	RequestedToken *string `db:"requested_token" json:"-"`
 	// RollbackPlan and RollbackHash are the rollback as it was asked for and approved.
-	RollbackPlan *Plan      `db:"rollback_plan" json:"-"`
-	RollbackHash []byte     `db:"rollback_hash" json:"-"`
-	ExpiresAt    *time.Time `db:"expires_at" json:"expires_at,omitempty"`
-	Reason       string     `db:"reason" json:"reason,omitempty"`
-	Error        string     `db:"error" json:"error,omitempty"`
-	CreatedAt    time.Time  `db:"created_at" json:"created_at"`
-	UpdatedAt    time.Time  `db:"updated_at" json:"updated_at"`
-	StartedAt    *time.Time `db:"started_at" json:"started_at,omitempty"`
-	FinishedAt   *time.Time `db:"finished_at" json:"finished_at,omitempty"`
+	RollbackPlan *Plan  `db:"rollback_plan" json:"-"`
+	RollbackHash []byte `db:"rollback_hash" json:"-"`
+	// Seal is the MAC of the id and the three hashes (see sealOf).
+	Seal       []byte     `db:"seal" json:"-"`
+	ExpiresAt  *time.Time `db:"expires_at" json:"expires_at,omitempty"`
+	Reason     string     `db:"reason" json:"reason,omitempty"`
+	Error      string     `db:"error" json:"error,omitempty"`
+	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt  time.Time  `db:"updated_at" json:"updated_at"`
+	StartedAt  *time.Time `db:"started_at" json:"started_at,omitempty"`
+	FinishedAt *time.Time `db:"finished_at" json:"finished_at,omitempty"`
 }
 
 const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
 	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, approved_hash, self_approved,
-	requested_token, rollback_plan, rollback_hash, expires_at, reason, error, created_at, updated_at, started_at, finished_at`
+	requested_token, rollback_plan, rollback_hash, seal, expires_at, reason, error, created_at, updated_at, started_at, finished_at`
 
 // Requester is who asked for the execution, as recorded, with the role they had when
 // they asked; its steps run as them with the role they have when each step starts

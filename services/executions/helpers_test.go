@@ -123,7 +123,11 @@ func startOn(t testing.TB, url string, key secrets.Key) *env {
 // service returns a new execution service on the env (with the env's clock).
 func (e *env) service() *executions.Service {
 	e.t.Helper()
-	svc, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4})
+	keys, err := secrets.NewKeyring(e.key)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	svc, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -147,11 +151,12 @@ func (e *env) run(svc *executions.Service) {
 	})
 }
 
-// user adds a user with role and returns them as a caller (signed in with a session).
+// user adds a user with role and returns them as a caller (signed in with a session,
+// so they count as someone who could approve).
 func (e *env) user(name string, role auth.Role) executions.Caller {
 	e.t.Helper()
 	var id string
-	if err := e.pool.QueryRow(e.ctx, `INSERT INTO users (username, role, password_hash) VALUES ($1, $2, 'x') RETURNING id`,
+	if err := e.pool.QueryRow(e.ctx, `INSERT INTO users (username, role, password_hash, last_login_at) VALUES ($1, $2, 'x', now()) RETURNING id`,
 		name, string(role)).Scan(&id); err != nil {
 		e.t.Fatalf("add user %s: %v", name, err)
 	}

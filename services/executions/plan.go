@@ -179,24 +179,30 @@ func (p Plan) Phrase() string {
 
 // Hash is the SHA-256 of the plan's canonical form: for each step, run and rollback, the
 // tool (id, name, definition hash, configuration version), its server's connection
-// identity (command, environment, URL, credentials), the effective arguments with keys
-// sorted, and what it undoes. An approval is bound to it.
+// identity (command, environment, URL, credentials), the arguments as given and as the
+// server gets them (configured values merged; secret ones masked, which the given
+// arguments and the configuration version cover), each with keys sorted, and what it
+// undoes. An approval is bound to it.
 func (p Plan) Hash() ([]byte, error) {
 	type canon struct {
 		ToolID, Tool, DefinitionHash string
 		ConfigVersion                int
 		ServerIdentity               string
-		Arguments                    json.RawMessage
+		Given, Effective             json.RawMessage
 		Undoes                       *int
 	}
 	conv := func(sts []PlannedStep) ([]canon, error) {
 		out := make([]canon, len(sts))
 		for i, st := range sts {
-			args, err := canonicalJSON(st.Effective)
+			given, err := canonicalJSON(st.Arguments)
 			if err != nil {
 				return nil, fmt.Errorf("executions: step %d arguments: %w", i, err)
 			}
-			out[i] = canon{st.ToolID, st.Tool, st.DefinitionHash, st.ConfigVersion, st.ServerIdentity, args, st.Undoes}
+			effective, err := canonicalJSON(st.Effective)
+			if err != nil {
+				return nil, fmt.Errorf("executions: step %d arguments: %w", i, err)
+			}
+			out[i] = canon{st.ToolID, st.Tool, st.DefinitionHash, st.ConfigVersion, st.ServerIdentity, given, effective, st.Undoes}
 		}
 		return out, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -137,16 +138,41 @@ type RollbackPlan struct {
 	RiskWhy  string
 	Phrase   string // HIGH only
 	Problems error  // a *verr.Error when an undo step cannot be prepared
+	// Hash is the hash of the rollback's steps (hex): a person rolls back what they
+	// were shown (RollbackDecision.Hash), not what a changed compensation makes of it.
+	Hash string
 }
 
-// PlanRollback works out the rollback of failed execution id for c without starting it.
-func (s *Service) PlanRollback(ctx context.Context, c Caller, id string) (*Execution, *RollbackPlan, error) {
+// RollbackDecision is what a person agreed to when rolling back.
+type RollbackDecision struct {
+	Confirmed bool   // a MEDIUM rollback was confirmed
+	Phrase    string // the phrase typed for a HIGH one
+	// Hash is the rollback's hash as it was shown (RollbackPlan.Hash); when given, a
+	// rollback that no longer has it is refused.
+	Hash string
+}
+
+// PlanRollback works out the rollback of failed execution id without starting it. Its
+// steps are prepared as they would run: as the requester, with the role they have now.
+func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *RollbackPlan, error) {
 	ex, err := s.get(ctx, s.pool, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ex.Status != Failed {
 		return ex, nil, &ConflictError{ID: id, Current: ex.Status, Want: "rolled back (only a failed execution can be)"}
+	}
+	c := ex.Requester()
+	if ex.RequestedBy != nil {
+		role, err := s.auth.RequesterRole(ctx, *ex.RequestedBy, c.Actor.TokenID)
+		if errors.Is(err, auth.ErrRequesterGone) {
+			return ex, &RollbackPlan{Problems: verr.New("/rollback", fmt.Sprintf("its steps would run as %s, who can no longer act (%s)",
+				ex.RequesterName, strings.TrimPrefix(err.Error(), auth.ErrRequesterGone.Error()+": ")))}, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		c.Role = role
 	}
 	steps, err := s.Steps(ctx, id)
 	if err != nil {
@@ -204,20 +230,28 @@ func (s *Service) PlanRollback(ctx context.Context, c Caller, id string) (*Execu
 	plan := Plan{Steps: rp.Steps}
 	rp.Risk, rp.RiskWhy = plan.Risk()
 	rp.Phrase = plan.Phrase()
+	h, err := plan.Hash()
+	if err != nil {
+		return nil, nil, err
+	}
+	rp.Hash = fmt.Sprintf("%x", h)
 	return ex, rp, nil
 }
 
 // Rollback starts the rollback of failed execution id: its undo steps run in reverse
 // order of the completed steps, gated by their own risk (MEDIUM needs confirm, HIGH
 // the rollback's phrase), each through the router.
-func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed bool, phrase string) (*Execution, error) {
+func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackDecision) (*Execution, error) {
 	const verb = "roll executions back"
 	if err := s.mayDecide(c, verb); err != nil {
 		return nil, err
 	}
-	ex, rp, err := s.PlanRollback(ctx, c, id)
+	ex, rp, err := s.PlanRollback(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if d.Hash != "" && !strings.EqualFold(d.Hash, rp.Hash) {
+		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "rolled back as shown (the rollback is not the one you saw: a compensation or a tool changed; reload it)"}
 	}
 	if rp.Problems != nil {
 		return nil, rp.Problems
@@ -227,11 +261,11 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 	}
 	switch rp.Risk {
 	case risk.High:
-		if phrase != rp.Phrase {
+		if d.Phrase != rp.Phrase {
 			return nil, &PhraseError{Phrase: rp.Phrase}
 		}
 	case risk.Medium:
-		if !confirmed {
+		if !d.Confirmed {
 			return nil, verr.New("/confirm", "the rollback runs medium-risk tools ("+rp.RiskWhy+"); confirm it")
 		}
 	}
@@ -246,7 +280,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 		return nil, &StaleError{Message: msg}
 	}
 	undo := Plan{Steps: rp.Steps}
-	undoHash, err := undo.Hash()
+	undoHash, err := undo.Hash() // rp.Hash, as bytes
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +301,8 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, confirmed b
 		}
 		var err error
 		out, err = s.apply(ctx, tx, id, change{from: []Status{Failed}, to: RollingBack, want: "rolled back",
-			set:  map[string]any{"rollback_plan": undo, "rollback_hash": undoHash},
+			set: map[string]any{"rollback_plan": undo, "rollback_hash": undoHash,
+				"seal": s.sealOf(id, ex.PlanHash, ex.ApprovedHash, undoHash)},
 			kind: "rollback.started", actor: c.Actor, action: "execution.rollback", extra: extra})
 		if err != nil {
 			return err

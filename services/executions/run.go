@@ -178,7 +178,7 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 			return s.skipRest(ctx, id, phase) // cancelled between steps
 		}
 		// What runs now must be what was approved, asked for by someone who still may.
-		who, b, err := s.checkBinding(ctx, cur, phase)
+		who, verified, b, err := s.checkBinding(ctx, cur, phase)
 		if err != nil {
 			return err
 		}
@@ -186,7 +186,12 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 			return s.finishWith(context.WithoutCancel(ctx), cur, phase,
 				fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, b.reason), b.action)
 		}
-		if failure, err := s.runStep(ctx, cur, st, who); err != nil || failure != "" {
+		// What runs is the step as it was just verified, not as first read.
+		now, ok := verified[st.ID]
+		if !ok {
+			continue // no longer pending
+		}
+		if failure, err := s.runStep(ctx, cur, now, who); err != nil || failure != "" {
 			if err != nil {
 				return err
 			}

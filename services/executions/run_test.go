@@ -395,14 +395,14 @@ func TestRollback(t *testing.T) {
 				t.Fatal(err)
 			}
 			e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
-			got, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, false, "")
+			got, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{})
 			if err != nil {
 				t.Fatalf("rollback: %v", err)
 			}
 			if got.Status != executions.RollingBack {
 				t.Fatalf("got %s, want rolling_back", got.Status)
 			}
-			_, err = e.svc.Rollback(e.ctx, e.admin, ex.ID, false, "")
+			_, err = e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{})
 			if !isConflict(err) {
 				t.Errorf("a second rollback: got %v, want a *ConflictError", err)
 			}
@@ -425,7 +425,7 @@ func TestRollback(t *testing.T) {
 			} else {
 				e.sameTx(ex.ID, "rollback.failed", "execution.rollback_failed")
 			}
-			_, err = e.svc.Rollback(e.ctx, e.admin, ex.ID, false, "")
+			_, err = e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{})
 			conflictIn(t, err, tc.want)
 			checkInvariant(t, e, ex.ID)
 		})
@@ -630,4 +630,21 @@ func TestBusyExecutionWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}
+
+// Many executions at once all finish: each running one holds a connection for its lock,
+// and the runners are never more than the pool can serve besides (with pgx's default
+// pool of 4 on two cores, four slow plans used to wait for connections forever).
+func TestManyAtOnce(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "sleep")
+	e.run(nil)
+	var ids []string
+	for range 12 {
+		ids = append(ids, e.create(e.admin, step("mt__sleep", `{"ms":300}`)).ID)
+	}
+	for _, id := range ids {
+		e.waitStatus(id, executions.Success, 60*time.Second)
+	}
 }

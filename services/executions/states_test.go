@@ -119,7 +119,7 @@ func TestServiceRefusesIllegal(t *testing.T) {
 		{"reject", func(env *env, id string) error { _, err := env.svc.Reject(env.ctx, env.admin, id, "no"); return err }},
 		{"cancel", func(env *env, id string) error { _, err := env.svc.Cancel(env.ctx, env.admin, id, "stop"); return err }},
 		{"roll back", func(env *env, id string) error {
-			_, err := env.svc.Rollback(env.ctx, env.admin, id, true, "")
+			_, err := env.svc.Rollback(env.ctx, env.admin, id, executions.RollbackDecision{Confirmed: true})
 			return err
 		}},
 	}

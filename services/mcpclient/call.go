@@ -104,12 +104,19 @@ func (m *Manager) Masker(id string) *secrets.Masker {
 }
 
 // Identity is the connection identity (registry.Connection.Identity) server id's
-// session runs with, "" when it has none (disabled, or the manager is not running).
-func (m *Manager) Identity(id string) string {
+// session runs with. While it has none for a moment (reconnecting, or not started yet
+// after Toolwarden started), it is the identity of the settings it will run with, so
+// an approval is not refused for a reconnect; "" when the server cannot be read.
+func (m *Manager) Identity(ctx context.Context, id string) string {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if c := m.conns[id]; c != nil {
+		m.mu.Unlock()
 		return c.cfg.Identity
 	}
-	return ""
+	m.mu.Unlock()
+	cfg, err := m.reg.Connection(ctx, id)
+	if err != nil {
+		return ""
+	}
+	return cfg.Identity
 }

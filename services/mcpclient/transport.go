@@ -261,13 +261,18 @@ func (b *lineBuffer) Last() string {
 	return ""
 }
 
-// maskerOf masks the secret values of c (its environment and headers, the bearer
-// token among them) wherever what the server says is shown or stored.
+// maskerOf masks the secret values of c (the bearer token, and each environment
+// variable or header whose name or value looks like a credential) wherever what the
+// server says is shown or stored. Every value is stored encrypted, but masking
+// NODE_ENV=production or Accept: application/json everywhere would garble every
+// result of the server without hiding anything worth a secret.
 func maskerOf(c registry.Connection) *secrets.Masker {
-	var vals []string
+	vals := []string{c.AuthToken}
 	for _, m := range []map[string]string{c.Env, c.Headers} {
-		for _, v := range m {
-			vals = append(vals, v)
+		for k, v := range m {
+			if secrets.LooksSecretName(k) || secrets.LooksSecretValue(v) {
+				vals = append(vals, v)
+			}
 		}
 	}
 	return secrets.NewMasker(vals...)

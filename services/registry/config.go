@@ -1108,14 +1108,16 @@ func (p *Plan) CommandChanges() []string {
 	return names
 }
 
-// TrustChanges names the servers the plan would mark trusted (new ones) or whose trust
-// it changes: only administrators may import those (ErrTrustChange).
+// TrustChanges names the servers the plan would mark trusted (new ones), whose trust it
+// changes, or that are trusted and whose target it changes: only administrators may
+// import those (ErrTrustChange, ErrTrustedTargetChange).
 func (p *Plan) TrustChanges() []string {
 	var names []string
 	for _, it := range p.Items {
 		switch {
 		case it.Action == PlanCreate && it.d.trusted,
-			it.Action == PlanUpdate && it.d.trusted != it.cur.Trusted:
+			it.Action == PlanUpdate && it.d.trusted != it.cur.Trusted,
+			it.Action == PlanUpdate && it.cur.Trusted && targetChanged(ptr(draftOf(it.cur)), it.d):
 			names = append(names, it.Name)
 		}
 	}

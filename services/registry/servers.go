@@ -240,6 +240,11 @@ type Patch struct {
 // caller may not: trust decides risk, so only administrators do.
 var ErrTrustChange = errors.New("registry: only administrators can mark a server trusted or untrusted: trust decides how risky its tools are")
 
+// ErrTrustedTargetChange: the patch changes what a trusted server is (where it points,
+// what it runs, with which credentials), and the caller may not mark servers trusted:
+// the trust an administrator gave was for the server as it was.
+var ErrTrustedTargetChange = errors.New("registry: only administrators can change what a trusted server runs or where it points (its command, URL, environment, headers or credentials): its tools' risk relies on that trust")
+
 // ErrCommandChange: the patch changes what a stdio server runs, and the caller may not.
 var ErrCommandChange = errors.New("registry: only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)")
 
@@ -824,6 +829,9 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 		if p.KeepTrust && d.trusted != before.trusted {
 			return ErrTrustChange
 		}
+		if p.KeepTrust && before.trusted && targetChanged(&before, d) {
+			return ErrTrustedTargetChange
+		}
 		if err := d.validateChange(&before); err != nil {
 			return err
 		}
@@ -955,6 +963,34 @@ func commandChanged(cur *draft, next draft) bool {
 	}
 	for k, v := range next.env {
 		if _, ok := cur.env[k]; !ok || v.plain != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ChangesTrustedTarget reports whether applying p to the trusted server cur changes
+// what it is (see ErrTrustedTargetChange); false for an untrusted one.
+func ChangesTrustedTarget(cur Server, p Patch) bool {
+	if !cur.Trusted {
+		return false
+	}
+	before, next := draftOf(cur), draftOf(cur)
+	next.apply(p)
+	return targetChanged(&before, next)
+}
+
+// targetChanged: what the server runs or reaches, and with which secrets, differs.
+func targetChanged(cur *draft, next draft) bool {
+	if commandChanged(cur, next) {
+		return true
+	}
+	if cur.typ != next.typ || cur.url != strings.TrimSpace(next.url) || cur.authType != next.authType ||
+		cur.authHeader != next.authHeader || next.authToken.plain != nil || len(cur.headers) != len(next.headers) {
+		return true
+	}
+	for k, v := range next.headers {
+		if _, ok := cur.headers[k]; !ok || v.plain != nil {
 			return true
 		}
 	}

@@ -22,15 +22,18 @@ import (
 // Connection is everything needed to open a session to a server, secrets decrypted.
 // It exists only in memory (services/mcpclient); it is never logged or rendered.
 type Connection struct {
-	ServerID       string
-	Name           string
-	Type           string
-	Command        string
-	Args           []string
-	WorkingDir     string
-	Env            map[string]string
-	URL            string
-	Headers        map[string]string // including the authentication header
+	ServerID   string
+	Name       string
+	Type       string
+	Command    string
+	Args       []string
+	WorkingDir string
+	Env        map[string]string
+	URL        string
+	Headers    map[string]string // including the authentication header
+	// AuthToken is the configured token alone (also in Headers), so it can be masked
+	// whatever the header carrying it is called.
+	AuthToken      string
 	Timeout        time.Duration
 	Retries        int
 	HealthInterval time.Duration
@@ -116,8 +119,10 @@ func (s *Service) open(d draft) (Connection, error) {
 	switch d.authType {
 	case AuthBearer:
 		c.Headers["Authorization"] = "Bearer " + token
+		c.AuthToken = token
 	case AuthHeader:
 		c.Headers[d.authHeader] = token
+		c.AuthToken = token
 	}
 	// What decides which program runs (or which endpoint is reached) and with which
 	// credentials: approvals are bound to it (Identity), sessions restart on it and on

@@ -140,6 +140,9 @@ func (cr *callRecord) started(ctx context.Context) error {
 	if cr.selfApproved {
 		extra["self_approved"] = true
 	}
+	if vetting(cr.e, cr.c) {
+		extra["vetting"] = true // a test run of a tool not enabled yet
+	}
 	j := &job{audits: []audit.Entry{cr.entry("tool.call", extra)},
 		drafts: cr.drafts("tool.started", p)}
 	if err := cr.r.rec.submit(ctx, j, true); err != nil {

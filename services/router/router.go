@@ -379,13 +379,13 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 
 // pinned refuses a call whose tool, or its server's connection, is no longer what
 // was approved.
-func (r *Router) pinned(e *entry, p *Pin) error {
+func (r *Router) pinned(ctx context.Context, e *entry, p *Pin) error {
 	if p == nil {
 		return nil
 	}
 	t := e.t
 	switch {
-	case t.ID == p.ToolID && p.ServerIdentity != r.mcp.Identity(t.ServerID):
+	case t.ID == p.ToolID && p.ServerIdentity != r.mcp.Identity(ctx, t.ServerID):
 		return fail(CodeStale, "the connection settings of server %s (its command, environment, URL or credentials) changed since %s was approved; plan and approve it again",
 			t.Server, t.QualifiedName())
 	case t.ID != p.ToolID:
@@ -439,7 +439,7 @@ func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		return nil, err
 	}
 	t := e.t
-	return &Prepared{Pin: Pin{ToolID: t.ID, DefinitionHash: t.DefinitionHash, ConfigVersion: t.ConfigVersion, ServerIdentity: r.mcp.Identity(t.ServerID)},
+	return &Prepared{Pin: Pin{ToolID: t.ID, DefinitionHash: t.DefinitionHash, ConfigVersion: t.ConfigVersion, ServerIdentity: r.mcp.Identity(ctx, t.ServerID)},
 		Tool: t.QualifiedName(), Server: t.Server, Arguments: given, Effective: effective, Risk: e.risk}, nil
 }
 
@@ -463,7 +463,7 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 		return nil, checkedArgs{}, err
 	}
 	e := res.e
-	if err := r.pinned(e, c.Pin); err != nil {
+	if err := r.pinned(ctx, e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}
 	if res.operation != "" {
@@ -593,7 +593,7 @@ func (r *Router) approve(ctx context.Context, e *entry, c Call) (self bool, err 
 	}
 	// A person confirmed it (or typed the phrase): may they decide on their own call?
 	v, err := r.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: c.Actor.ID, Level: level,
-		Verb: "run a " + string(level) + "-risk tool"})
+		Verb: "run a " + string(level) + "-risk tool", Vetting: vetting(e, c)})
 	var fe *decide.ForbiddenError
 	if !errors.As(err, &fe) {
 		return v.SelfApproved, err
@@ -602,6 +602,10 @@ func (r *Router) approve(ctx context.Context, e *entry, c Call) (self bool, err 
 	return false, &Error{Code: CodeApprovalRequired, Details: need, Message: fmt.Sprintf("%s is %s risk (%s); %s: submit it as a plan, where they can approve it",
 		e.t.QualifiedName(), level, e.risk.Why, fe.Message)}
 }
+
+// vetting reports a test run of a tool not enabled yet, by someone who may enable tools
+// (Call.Test): the runs that vet a tool before anyone else can call it.
+func vetting(e *entry, c Call) bool { return c.Test && e.t.Status != "enabled" }
 
 // approvalGiven is the approval c carries on its own: only a person in a page confirms
 // a direct call, so an API or gateway call, or any call made with an API token,

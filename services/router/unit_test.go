@@ -3,15 +3,16 @@ package router
 import (
 	"encoding/base64"
 	"encoding/json"
-	"github.com/toolwarden/toolwarden/services/audit"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -193,5 +194,29 @@ func TestToolLimitersByID(t *testing.T) {
 	}
 	if l.get("tool-1", nil) != nil {
 		t.Fatal("no rate must mean no limiter")
+	}
+}
+
+// masks hide configured secret values in everything of a call that leaves the router:
+// text, resources, structured content, error messages and progress.
+func TestMasks(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-configured-0123456789"
+	ms := masks{secrets.NewMasker(secret), nil}
+	res := &Result{Content: []Content{{Type: "text", Text: "key " + secret},
+		{Type: "resource", Resource: &Resource{URI: "file:///" + secret, Text: secret}},
+		{Type: "resource_link", URI: "x://" + secret, Name: secret, Title: secret, Description: secret}},
+		StructuredContent: json.RawMessage(`{"nested":{"value":"` + secret + `"}}`)}
+	ms.result(res)
+	raw, _ := json.Marshal(res)
+	if strings.Contains(string(raw), secret) {
+		t.Errorf("result still shows the secret: %s", raw)
+	}
+	err := ms.err(&Error{Code: CodeUpstream, Message: "server s failed the call: bad key " + secret})
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error still shows the secret: %v", err)
+	}
+	if got := ms.text("slept with " + secret); strings.Contains(got, secret) {
+		t.Errorf("progress message still shows the secret: %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -24,6 +25,7 @@ const MinMasked = 8
 type Masker struct {
 	values []string // longest first, so a value inside another is not masked first
 	r      *strings.Replacer
+	runes  map[rune]bool // every character of the values (see mayHold)
 }
 
 // NewMasker masks values (and, for "Bearer <token>", the token alone too); values
@@ -41,6 +43,12 @@ func NewMasker(values ...string) *Masker {
 	}
 	slices.SortFunc(m.values, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	m.values = slices.Compact(m.values)
+	m.runes = map[rune]bool{}
+	for _, v := range m.values {
+		for _, r := range v {
+			m.runes[r] = true
+		}
+	}
 	pairs := make([]string, 0, 2*len(m.values))
 	for _, v := range m.values {
 		pairs = append(pairs, v, Masked)
@@ -124,12 +132,10 @@ func (m *Masker) JSON(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
-// mayHold is a quick look for a value in raw, as written or JSON-escaped; an escape
-// sequence anywhere could spell a value differently, so it counts too.
+// mayHold is a quick look for a value in raw, as written or JSON-escaped: a value
+// verbatim, or an escape sequence that spells a character some value has (Go escapes
+// <, > and & as \u003c..., so an escape alone is no reason to decode).
 func (m *Masker) mayHold(raw []byte) bool {
-	if bytes.Contains(raw, []byte(`\u`)) || bytes.Contains(raw, []byte(`\/`)) {
-		return true
-	}
 	for _, v := range m.values {
 		if bytes.Contains(raw, []byte(v)) {
 			return true
@@ -138,8 +144,30 @@ func (m *Masker) mayHold(raw []byte) bool {
 			return true
 		}
 	}
+	for i := bytes.IndexByte(raw, '\\'); i >= 0 && i+1 < len(raw); {
+		switch raw[i+1] {
+		case 'u':
+			if i+6 <= len(raw) {
+				if n, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 32); err == nil && m.runes[rune(n)] {
+					return true
+				}
+			}
+		default:
+			if r, ok := jsonEscapes[raw[i+1]]; ok && m.runes[r] {
+				return true
+			}
+		}
+		next := bytes.IndexByte(raw[i+2:], '\\')
+		if next < 0 {
+			break
+		}
+		i += 2 + next
+	}
 	return false
 }
+
+// jsonEscapes are JSON's one-letter escapes and the characters they stand for.
+var jsonEscapes = map[byte]rune{'/': '/', '"': '"', '\\': '\\', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 // walkStrings applies f to every string of a decoded JSON value (object keys too).
 func walkStrings(v any, f func(string) string) any {

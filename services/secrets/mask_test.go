@@ -31,6 +31,7 @@ func TestMasker(t *testing.T) {
 		{`{"a":"sk-live-\u00301234567\u0038\u0039"}`, `{"a":"***"}`}, // spelled with escapes
 		{`{"a":"nothing here"}`, `{"a":"nothing here"}`},
 		{`{ "a" : "kept as written" }`, `{ "a" : "kept as written" }`},
+		{`{"html":"\u003cb\u003e bold \u003c/b\u003e"}`, `{"html":"\u003cb\u003e bold \u003c/b\u003e"}`}, // escapes of nothing secret
 	} {
 		if got := string(m.JSON(json.RawMessage(tc.in))); got != tc.want {
 			t.Errorf("JSON(%s): got %s, want %s", tc.in, got, tc.want)
@@ -43,5 +44,29 @@ func TestMasker(t *testing.T) {
 	jm := secrets.NewJSONMasker(json.RawMessage(`"configured-secret-1"`), json.RawMessage(`{"user":"u","pass":"p4ssw0rd-long"}`), nil)
 	if got := jm.String("configured-secret-1 and p4ssw0rd-long"); strings.Contains(got, "secret-1") || strings.Contains(got, "p4ssw0rd") {
 		t.Errorf("JSON masker: got %q", got)
+	}
+}
+
+// A MAC verifies under the key that made it, after a rotation too, and not under
+// another keyring or for other data.
+func TestMAC(t *testing.T) {
+	t.Parallel()
+	k1, _ := secrets.GenerateKey()
+	k2, _ := secrets.GenerateKey()
+	old, _ := secrets.NewKeyring(k1)
+	rotated, _ := secrets.NewKeyring(k2, k1)
+	other, _ := secrets.NewKeyring(k2)
+	mac := old.MAC([]byte("approved"))
+	switch {
+	case !old.VerifyMAC([]byte("approved"), mac):
+		t.Error("a MAC does not verify under its own key")
+	case !rotated.VerifyMAC([]byte("approved"), mac):
+		t.Error("a MAC made before a rotation does not verify after it")
+	case other.VerifyMAC([]byte("approved"), mac):
+		t.Error("a MAC verifies under a keyring without its key")
+	case old.VerifyMAC([]byte("tampered"), mac):
+		t.Error("a MAC verifies for other data")
+	case string(rotated.MAC([]byte("x"))) == string(old.MAC([]byte("x"))):
+		t.Error("the rotated keyring still makes MACs with the old key")
 	}
 }

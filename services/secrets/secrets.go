@@ -111,7 +111,7 @@ type Keyring struct {
 	primary string
 	ids     []string // in file order, primary first
 	aeads   map[string]cipher.AEAD
-	mac     []byte // the primary key's MAC key (see MAC)
+	macs    [][]byte // each key's MAC key, the primary's first (see MAC)
 }
 
 // NewKeyring builds a keyring; the first key is the primary. A key with an empty
@@ -144,19 +144,38 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 		kr.ids = append(kr.ids, id)
 	}
 	kr.primary = kr.ids[0]
-	mac, err := hkdf.Key(sha256.New, keys[0].Bytes, nil, "toolwarden mac v1", sha256.Size)
-	if err != nil {
-		return nil, fmt.Errorf("secrets: derive the MAC key: %w", err)
+	for _, k := range keys {
+		mac, err := hkdf.Key(sha256.New, k.Bytes, nil, "toolwarden mac v1", sha256.Size)
+		if err != nil {
+			return nil, fmt.Errorf("secrets: derive a MAC key: %w", err)
+		}
+		kr.macs = append(kr.macs, mac)
 	}
-	kr.mac = mac
 	return kr, nil
 }
 
-// MAC is HMAC-SHA256 of data under a key derived from the primary key: a digest of
-// secret values that can be stored and compared without revealing them (a plain hash
-// of a weak secret could be guessed offline). It changes when the primary key does.
+// MAC is HMAC-SHA256 of data under a key derived from the primary key: a digest that
+// can be stored beside what it covers and checked later (VerifyMAC), which nobody
+// without the key file can forge, and which does not reveal secret values the way a
+// plain hash of a weak secret could be guessed offline. It changes when the primary
+// key does.
 func (kr *Keyring) MAC(data []byte) []byte {
-	h := hmac.New(sha256.New, kr.mac)
+	return macWith(kr.macs[0], data)
+}
+
+// VerifyMAC reports whether mac is the MAC of data under any key of the keyring, so
+// what was sealed before a rotation still verifies until its key is retired.
+func (kr *Keyring) VerifyMAC(data, mac []byte) bool {
+	for _, k := range kr.macs {
+		if hmac.Equal(macWith(k, data), mac) {
+			return true
+		}
+	}
+	return false
+}
+
+func macWith(key, data []byte) []byte {
+	h := hmac.New(sha256.New, key)
 	h.Write(data)
 	return h.Sum(nil)
 }

@@ -167,7 +167,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	if eo == nil {
 		eo = &executions.Options{}
 	}
-	eo.Logger, eo.Auth, eo.Decide = log, a, dec
+	eo.Logger, eo.Auth, eo.Decide, eo.Keys = log, a, dec, keys
 	ex, err := executions.New(pool, rt, ts, eo)
 	if err != nil {
 		t.Fatal(err)

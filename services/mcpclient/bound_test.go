@@ -1,0 +1,62 @@
+package mcpclient_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// A call bound to a connection identity runs only on a session with that identity; the
+// identity stays the server's while it reconnects, and a changed setting changes it.
+func TestCallToolBound(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	sv := e.create(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true,
+		Headers: map[string]string{"X-Api-Key": "first-key-0123456789"}})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	id := e.mgr.Identity(ctx, sv.ID)
+	if id == "" {
+		t.Fatal("a connected server has no identity")
+	}
+	args := map[string]any{"message": "hi"}
+	if _, err := e.mgr.CallToolBound(ctx, sv.ID, id, "echo", args, nil); err != nil {
+		t.Fatalf("bound to its identity: %v", err)
+	}
+	if _, err := e.mgr.CallToolBound(ctx, sv.ID, "another", "echo", args, nil); !errors.Is(err, mcpclient.ErrIdentityChanged) {
+		t.Fatalf("bound to another identity: got %v, want ErrIdentityChanged", err)
+	}
+	if _, err := e.mgr.CallToolBound(ctx, sv.ID, "", "echo", args, nil); err != nil {
+		t.Fatalf("bound to nothing: %v", err)
+	}
+	// Reconnecting changes nothing that was approved, even while there is no session.
+	done := make(chan error, 1)
+	go func() { done <- e.mgr.Reconnect(ctx, sv.ID) }()
+	for range 50 {
+		if got := e.mgr.Identity(ctx, sv.ID); got != id {
+			t.Fatalf("identity while reconnecting: got %q, want %q", got, id)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// A new credential is a new identity.
+	key := "second-key-0123456789"
+	if _, err := e.reg.UpdateServer(ctx, audit.System, sv.ID, registry.Patch{Headers: map[string]*string{"X-Api-Key": &key}}); err != nil {
+		t.Fatal(err)
+	}
+	e.mgr.Refresh(ctx, sv.ID)
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	if got := e.mgr.Identity(ctx, sv.ID); got == id || got == "" {
+		t.Fatalf("identity after a new credential: got %q, want a new one", got)
+	}
+	if _, err := e.mgr.CallToolBound(ctx, sv.ID, id, "echo", args, nil); !errors.Is(err, mcpclient.ErrIdentityChanged) {
+		t.Fatalf("bound to the old identity: got %v, want ErrIdentityChanged", err)
+	}
+}
