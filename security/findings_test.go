@@ -528,7 +528,7 @@ func TestFinding09DeniedAudited(t *testing.T) {
 func TestFinding10SecretsMasked(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
-	const canary = "sk-canary-0123456789abcdefXYZ"   // the server's environment
+	const canary = "sk-canary-0123456789abcdefXYZ"    // the server's environment
 	const toolCanary = "sk-toolsecret-98765432zyxwvu" // a tool's configured secret parameter
 	cmd, args := everything.StdioCommand(t)
 	e.srv.RegisterServer(t, registry.Spec{Name: "ev", Type: registry.TypeStdio, Command: cmd, Args: args, Enabled: true, Trusted: true,
