@@ -29,18 +29,21 @@ var catalogue = []behaviour{
 	{what: "2. a HIGH plan needs a different approver whenever another person could approve; self-approvals marked", proofs: []proof{
 		{"security", "TestFinding02SeparationOfDuties"}, {"services/executions", "TestSeparationOfDuties"}, {"services/executions", "TestSeparationAlone"}}},
 	{what: "3. the approval is bound to what runs: arguments, tools, the server's connection settings", proofs: []proof{
-		{"security", "TestFinding03ApprovalBoundToWhatRuns"}, {"services/executions", "TestStaleAtConfirm"}, {"services/executions", "TestStaleAtRun"}}},
+		{"security", "TestFinding03ApprovalBoundToWhatRuns"}, {"security", "TestFinding03MoreWays"}, {"services/executions", "TestStaleAtConfirm"},
+		{"services/executions", "TestStaleAtRun"}, {"services/mcpclient", "TestCallToolBound"}, {"services/secrets", "TestMAC"}}},
 	{what: "4. a disabled, demoted or revoked requester's plans do not run", proofs: []proof{{"security", "TestFinding04RequesterChecked"}}},
 	{what: "5. only administrators mark a server trusted", proofs: []proof{{"security", "TestFinding05OnlyAdminsTrust"}}},
 	{what: "6. a token cannot roll back", proofs: []proof{{"security", "TestFinding06TokenCannotRollBack"}, {"security", "TestRouteWalk"}}},
 	{what: "7. failed sign-ins slow the guesser's address, never lock the owner out; X-Forwarded-For only from trusted proxies", proofs: []proof{
 		{"security", "TestFinding07NoLockout"}, {"services/auth", "TestThrottlePerAccount"}, {"services/auth", "TestThrottlePerAddress"},
+		{"services/auth", "TestThrottleIPv6Network"},
 		{"services/auth", "TestThrottleConcurrent"}, {"cmd/toolwarden", "TestParseProxies"}}},
 	{what: "8. NUL bytes, invalid UTF-8 and lone surrogates are 400 naming the field", proofs: []proof{
 		{"security", "TestFinding08BadText"}, {"internal/textcheck", "TestJSON"}, {"internal/textcheck", "FuzzJSON"}, {"security", "TestRouteWalk"}}},
 	{what: "9. every refused request is audited as denied, rate-limited", proofs: []proof{{"security", "TestFinding09DeniedAudited"}, {"security", "TestRouteWalk"}}},
 	{what: "10. configured secret values are masked in results, events and logs", proofs: []proof{
-		{"security", "TestFinding10SecretsMasked"}, {"services/secrets", "TestMasker"}, {"services/mcpclient", "TestStderrRedacted"}}},
+		{"security", "TestFinding10SecretsMasked"}, {"services/secrets", "TestMasker"}, {"services/router", "TestMasks"},
+		{"services/mcpclient", "TestStderrRedacted"}}},
 	{what: "11. every upstream message is size-capped while read; result_too_large; the session stays usable", proofs: []proof{
 		{"services/router", "TestResultTooLarge"}, {"services/mcpclient", "TestReadersHoldAtMostTheCap"}, {"services/mcpclient", "TestFrameReader"},
 		{"services/mcpclient", "TestEventReader"}, {"services/mcpclient", "TestJSONBody"}, {"cmd/toolwarden", "TestParseSize"}}},
@@ -56,7 +59,8 @@ var catalogue = []behaviour{
 	{what: "expiry of approvals", proofs: []proof{{"services/executions", "TestExpiry"}}},
 	{what: "phrase variants (case, spaces, partial) do not approve", proofs: []proof{
 		{"services/executions", "TestPhrase"}, {"services/executions", "TestPlanPhrase"}, {"e2e", "TestBrowserExecutionFlow"}, {"web", "TestExecutionPagesDangerZone"}}},
-	{what: "separation of duties", proofs: []proof{{"services/executions", "TestSeparationOfDuties"}, {"services/executions", "TestSeparationAlone"}}},
+	{what: "separation of duties", proofs: []proof{{"services/executions", "TestSeparationOfDuties"}, {"services/executions", "TestSeparationAlone"},
+		{"services/decide", "TestCheck"}}},
 	{what: "untrusted annotations never lower risk", proofs: []proof{{"services/risk", "TestDecide"}, {"security", "TestFinding05OnlyAdminsTrust"}}},
 	{what: "rug pull: a changed tool definition is a new version and stale for approved plans", proofs: []proof{
 		{"services/registry", "TestApplyDiscoveryDefinitionChanges"}, {"services/router", "TestPrepareAndPin"}, {"services/executions", "TestStaleAtRun"}}},
