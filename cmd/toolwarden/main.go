@@ -125,8 +125,10 @@ type config struct {
 	TrustedProxies []netip.Prefix
 	// MaxMessageSize caps each message an MCP server sends, in bytes.
 	MaxMessageSize int
-	fastDB         bool // tests only: fsync off
-	readyFile      string
+	// Confine is how stdio servers run: auto, required or off (--confine).
+	Confine   string
+	fastDB    bool // tests only: fsync off
+	readyFile string
 }
 
 // parseProxies reads --trusted-proxy: CIDRs (or single addresses) separated by commas

@@ -210,3 +210,19 @@ func TestParseProxies(t *testing.T) {
 		t.Errorf("a name: got %v, want an error naming it", err)
 	}
 }
+
+// --confine takes auto, required or off, and names what it cannot read; the spec
+// follows it.
+func TestConfineFlag(t *testing.T) {
+	t.Parallel()
+	_, stderr, err := runCmd(t, "", "serve", "--confine", "sometimes", "--data-dir", t.TempDir())
+	if !errors.Is(err, errUsage) || !strings.Contains(stderr, `--confine: "sometimes" is not one of auto, required, off`) {
+		t.Errorf("got %v\n%s\nwant a usage error naming --confine", err, stderr)
+	}
+	for mode, want := range map[string][2]bool{"auto": {false, false}, "required": {true, false}, "off": {false, true}} {
+		spec, err := confinement(config{DataDir: t.TempDir(), Confine: mode})
+		if err != nil || spec.Required != want[0] || spec.Off != want[1] {
+			t.Errorf("%s: got %+v, %v", mode, spec, err)
+		}
+	}
+}

@@ -47,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&maxMessage, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
 		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
+	confineMode := fs.String("confine", envOr("TOOLWARDEN_CONFINE", "auto"), "how stdio servers run: auto (confined where this machine allows it, else unconfined with a warning), required (never unconfined: they do not start where confinement is unavailable) or off (env TOOLWARDEN_CONFINE)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -54,6 +55,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var err error
 	if c.TrustedProxies, err = parseProxies(*proxies); err != nil {
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
+	}
+	switch c.Confine = *confineMode; c.Confine {
+	case "auto", "required", "off":
+	default:
+		fmt.Fprintf(stderr, "toolwarden serve: --confine: %q is not one of auto, required, off\n", c.Confine)
 		return errUsage
 	}
 	if err := envSize(fs, "max-message-size", "TOOLWARDEN_MAX_MESSAGE_SIZE", os.LookupEnv, &maxMessage); err != nil {
@@ -243,7 +250,7 @@ func confinement(c config) (confine.Spec, error) {
 		}
 		hide = append(hide, socks...)
 	}
-	return confine.Spec{Hide: hide}, nil
+	return confine.Spec{Hide: hide, Required: c.Confine == "required", Off: c.Confine == "off"}, nil
 }
 
 func secretKeyPath(c config) string {

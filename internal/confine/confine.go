@@ -27,6 +27,7 @@ package confine
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,6 +48,9 @@ type Spec struct {
 	Hide []string
 	// Off runs servers unconfined, as they ran before confinement existed.
 	Off bool
+	// Required refuses to start servers where confinement is not available, instead of
+	// running them unconfined.
+	Required bool
 }
 
 // Confiner confines the commands of one Toolwarden process. The zero value is not
@@ -98,6 +102,10 @@ func (c *Confiner) Apply(cmd *exec.Cmd) {
 		return
 	}
 	c.once.Do(c.probe)
+	if c.mode == 0 && c.spec.Required && cmd.Err == nil {
+		cmd.Err = fmt.Errorf("confine: stdio servers must run confined (--confine=required), and confinement is not available here: %s", c.reason)
+		return
+	}
 	if c.mode == 0 || cmd.Err != nil || cmd.Process != nil || !startable(cmd) {
 		return
 	}
@@ -261,6 +269,9 @@ func (c *Confiner) Describe() string {
 		return "none: turned off"
 	}
 	c.once.Do(c.probe)
+	if c.mode == 0 && c.spec.Required {
+		return "none, so stdio servers do not start (--confine=required): " + c.reason
+	}
 	if c.mode == 0 {
 		return "none: " + c.reason
 	}

@@ -430,4 +430,14 @@ func TestUnavailable(t *testing.T) {
 	if d := confine.New(confine.Spec{Off: true}).Describe(); d != "none: turned off" {
 		t.Fatalf("off: got %q", d)
 	}
+	// Required: a server is not started at all where it cannot be confined.
+	req := confine.NewFailing(confine.Spec{Hide: []string{t.TempDir()}, Required: true})
+	if d := req.Describe(); !strings.Contains(d, "do not start") {
+		t.Fatalf("required, unavailable: describe got %q", d)
+	}
+	cmd = exec.Command("sh", "-c", "echo started")
+	req.Apply(cmd)
+	if out, err := cmd.Output(); err == nil || !strings.Contains(err.Error(), "--confine=required") {
+		t.Fatalf("required, unavailable: got %q, %v; want a refusal naming --confine=required", out, err)
+	}
 }
