@@ -474,3 +474,37 @@ func TestTestPanel(t *testing.T) {
 	b.checkConsole()
 	screenshot(t, b, "test-panel.png")
 }
+
+// TestBrowserAskForApproval: a tool user who may not run a high-risk tool alone (another
+// person could approve) sees why in the test panel and asks for approval with one
+// click, landing on the plan that waits for someone else; no console errors.
+func TestBrowserAskForApproval(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	ids := enabledLiveTools(t, srv, hs, "mt", "write-note")
+	srv.CreateUser(t, "tina", "tool_user", "tina-password-123")
+	srv.Login(t, "admin", webtest.AdminPassword) // the other person who could approve
+	b := newBrowser(t)
+	b.login(srv, "tina", "tina-password-123")
+	b.do("open the test panel", chromedp.Navigate(srv.URL+"/tools/"+ids["write-note"]+"/test"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=needs-approver]`)))
+	if got := eval[string](b, `document.querySelector("[data-testid=needs-approver]").textContent`); !strings.Contains(got, "different person") {
+		t.Errorf("the danger zone says %q, want why another person must approve", got)
+	}
+	if eval[bool](b, `!!document.querySelector("[data-testid=confirm-phrase]")`) {
+		t.Error("the danger zone still asks for the phrase the user may not use")
+	}
+	b.do("fill in the note", chromedp.SendKeys(chromedp.CSS(`#test-workspace textarea`), "a note"))
+	screenshot(t, b, "ask-for-approval.png")
+	b.do("ask for approval", chromedp.Click(chromedp.CSS(`[data-testid=request-approval]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=execution-head]`)))
+	if loc := eval[string](b, `location.pathname`); !strings.HasPrefix(loc, "/executions/") {
+		t.Errorf("after asking for approval the page is %s, want the new plan's", loc)
+	}
+	if got := eval[string](b, `document.querySelector("[data-testid=execution-head]").dataset.status`); got != "awaiting_approval" {
+		t.Errorf("the plan's status is %q, want awaiting_approval", got)
+	}
+	screenshot(t, b, "asked-for-approval.png")
+	b.checkConsole()
+}

@@ -108,7 +108,7 @@ func (h ToolsHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level
 	var fe *decide.ForbiddenError
 	switch {
 	case errors.As(err, &fe) && fe.NeedsOther && it.Status == "enabled" && p.Can(auth.PermExecutionCreate):
-		tv.CanRun, tv.CannotRun = false, "Another person must approve a run of this tool: ask for approval below."
+		tv.CanRun, tv.CannotRun = false, "Another person must approve a run of this tool: use Ask for approval."
 		tv.NeedsApprover = strings.ToUpper(fe.Message[:1]) + fe.Message[1:] + "."
 	case errors.As(err, &fe):
 		tv.CanRun, tv.CannotRun = false, strings.ToUpper(fe.Message[:1])+fe.Message[1:]+"."

@@ -374,7 +374,7 @@ func TestWorkspace(t ToolCard, v ToolTest) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</p><button type=\"submit\" name=\"_action\" value=\"request\" class=\"primary\" data-testid=\"request-approval\">Ask for approval</button> <span class=\"hint\">Makes a plan of this one call with these arguments; it runs once someone else approves it.</span></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "</p><p><button type=\"submit\" name=\"_action\" value=\"request\" class=\"primary\" data-testid=\"request-approval\">Ask for approval</button></p><p class=\"hint\">Makes a plan of this one call with these arguments; it runs once someone else approves it.</p></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
