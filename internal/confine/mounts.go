@@ -352,27 +352,15 @@ func mountTable() ([]mount, error) {
 func optionFlags(opts string) uintptr {
 	var f uintptr
 	for _, o := range strings.Split(opts, ",") {
-		switch o {
-		case "ro":
-			f |= unix.MS_RDONLY
-		case "nosuid":
-			f |= unix.MS_NOSUID
-		case "nodev":
-			f |= unix.MS_NODEV
-		case "noexec":
-			f |= unix.MS_NOEXEC
-		case "noatime":
-			f |= unix.MS_NOATIME
-		case "nodiratime":
-			f |= unix.MS_NODIRATIME
-		case "relatime":
-			f |= unix.MS_RELATIME
-		case "nosymfollow":
-			f |= unix.MS_NOSYMFOLLOW
-		}
+		f |= mountOptions[o]
 	}
 	return f
 }
+
+// mountOptions are the per-mount options a remount keeps, as mount flags.
+var mountOptions = map[string]uintptr{"ro": unix.MS_RDONLY, "nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV,
+	"noexec": unix.MS_NOEXEC, "noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
+	"nosymfollow": unix.MS_NOSYMFOLLOW}
 
 // unescape decodes mountinfo's octal escapes (\040 for a space, and so on).
 func unescape(s string) string {

@@ -209,6 +209,9 @@ const eventSlack = 256
 // lineKind is what an SSE line is, by its field name.
 type lineKind uint8
 
+// fieldKinds are the SSE fields the SDK reads, by name.
+var fieldKinds = map[string]lineKind{"data": lineData, "event": lineEvent, "id": lineID, "retry": lineRetry}
+
 const (
 	lineSkip lineKind = iota // a comment or a field the SDK ignores
 	lineData
@@ -346,18 +349,11 @@ func (e *eventReader) startLine(first []byte, whole bool) []byte {
 	if !found && !whole {
 		return nil // a field name longer than a read buffer is none the SDK knows
 	}
-	switch string(name) {
-	case "data":
-		e.kind = lineData
-	case "event":
-		e.kind = lineEvent
-	case "id":
-		e.kind = lineID
-	case "retry":
-		e.kind = lineRetry
-	default:
+	kind, known := fieldKinds[string(name)]
+	if !known {
 		return nil
 	}
+	e.kind = kind
 	if e.over {
 		e.startScanned()
 		return value
@@ -459,16 +455,7 @@ func (e *eventReader) overflow() {
 		var line []byte
 		line, kept, _ = bytes.Cut(kept, []byte{'\n'})
 		name, value, _ := bytes.Cut(line, []byte{':'})
-		switch string(name) {
-		case "data":
-			e.kind = lineData
-		case "event":
-			e.kind = lineEvent
-		case "id":
-			e.kind = lineID
-		default:
-			e.kind = lineRetry
-		}
+		e.kind = fieldKinds[string(name)] // only known fields were kept
 		e.startScanned()
 		e.scanned(value)
 	}
