@@ -2,33 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/gctune"
-	"github.com/toolwarden/toolwarden/services/audit"
-	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
-	"github.com/toolwarden/toolwarden/services/decide"
-	"github.com/toolwarden/toolwarden/services/events"
-	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/planner"
-	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/web"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -80,162 +67,48 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	d, err := db.Open(ctx, db.Config{URL: c.DatabaseURL, DataDir: c.DataDir, Migrate: true,
-		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}})
-	if err != nil {
-		return err
-	}
-	// Stop the embedded PostgreSQL on every way out of here.
-	defer d.Close()
-
-	authSvc := auth.New(d.Pool, &auth.Options{Logger: log})
-	pw, err := authSvc.Bootstrap(ctx, c.AdminPassword)
-	if err != nil {
-		return err
-	}
-	if pw != "" && c.AdminPassword == "" {
-		fmt.Fprintf(stdout, "\n  Created the first administrator.\n    username: admin\n    password: %s\n  This password is shown only now.\n\n", pw)
-	} else if pw != "" {
-		log.Info("created the first administrator 'admin' with the password from --admin-password")
-	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	bus := events.NewBus(d.Pool, &events.BusOptions{Logger: log})
-	busDone := make(chan struct{})
-	go func() { _ = bus.Run(runCtx); close(busDone) }()
-	defer func() { cancel(); <-busDone }()
-	authSvc.Follow(bus)
-
-	reg := registry.New(d.Pool, keys, &registry.Options{Logger: log})
 	hide, err := confinement(c)
 	if err != nil {
 		return err
 	}
-	mcp := mcpclient.New(reg, &mcpclient.Options{Logger: log, Bus: bus, Version: version,
-		InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
-		MaxMessageBytes: c.MaxMessageSize})
-	// In the background: the check behind it starts a process, and start-up is timed.
-	go func() {
-		if how := mcp.Confinement(); strings.HasPrefix(how, "none") {
-			log.Warn("stdio servers run unconfined: they can read the data dir and reach the database", "confinement", how)
-		} else {
-			log.Info("stdio servers run confined", "confinement", how)
-		}
-	}()
-	// Sessions stop before the bus and the database (deferred in reverse order), so
-	// every server is marked disconnected and every stdio process is gone on exit.
-	// Not cancelled by the signal itself: the deferred stops run after the HTTP server
-	// has drained, so calls in flight end normally and are recorded.
-	mcpCtx, mcpCancel := context.WithCancel(context.WithoutCancel(ctx))
-	mcpDone := make(chan struct{})
-	go func() { _ = mcp.Run(mcpCtx); close(mcpDone) }()
-	defer func() { mcpCancel(); <-mcpDone }()
-
-	toolSvc := tools.New(d.Pool, keys, log)
-	dec := decide.New(d.Pool, authSvc)
-	rt := router.New(d.Pool, toolSvc, mcp, &router.Options{Logger: log, Bus: bus, UserRate: c.RateLimit, Decide: dec})
-	// The router stops before the sessions, writing the records of the last calls.
-	rtCtx, rtCancel := context.WithCancel(context.WithoutCancel(ctx))
-	rtDone := make(chan struct{})
-	go func() { _ = rt.Run(rtCtx); close(rtDone) }()
-	defer func() { rtCancel(); <-rtDone }()
-
 	var plan planner.Planner // default: the rule-based planner, no network
 	if c.LLMURL != "" {
 		plan = planner.NewLLM(c.LLMURL, &planner.LLMOptions{Model: c.LLMModel, APIKey: c.LLMAPIKey})
 	}
-	execs, err := executions.New(d.Pool, rt, toolSvc, &executions.Options{Logger: log, Planner: plan, Auth: authSvc, Decide: dec, Keys: keys})
+	a, err := app.New(ctx, app.Config{
+		DB: db.Config{URL: c.DatabaseURL, DataDir: c.DataDir, Migrate: true,
+			Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}},
+		Keys: keys, Logger: log, Version: version, StartedAt: start, AdminPassword: c.AdminPassword,
+		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
+		MCP: mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
+			MaxMessageBytes: c.MaxMessageSize},
+		Router: router.Options{UserRate: c.RateLimit},
+	})
 	if err != nil {
 		return err
 	}
-	// The runner stops before the router (deferred in reverse order): the step running
-	// finishes through a live router, the rest is handed to the next start.
-	exCtx, exCancel := context.WithCancel(context.WithoutCancel(ctx))
-	exDone := make(chan struct{})
-	go func() {
-		if err := execs.Run(exCtx); err != nil {
-			log.Error("executions runner", "err", err)
-		}
-		close(exDone)
-	}()
-	defer func() { exCancel(); <-exDone }()
-
-	deps := &handlers.Deps{Pool: d.Pool, Auth: authSvc, Logger: log, Version: version, StartedAt: start,
-		Embedded: d.Cluster != nil, SecureCookies: c.SecureCookies, Registry: reg, MCP: mcp,
-		Tools: toolSvc, Router: rt, Runs: router.NewRuns(rt), Executions: execs, Decide: dec,
-		Denials: audit.NewDenials(d.Pool, &audit.DenialOptions{Logger: log}), TrustedProxies: c.TrustedProxies}
-	srv := web.New(deps, bus)
-
-	if d.Cluster != nil && !d.Cluster.Owned() {
+	// Stops the embedded PostgreSQL on every way out of here (Run stops it too).
+	defer a.Stop()
+	if pw := a.FirstAdminPassword; pw != "" && c.AdminPassword != "" {
+		log.Info("created the first administrator 'admin' with the password from --admin-password")
+	} else if pw != "" {
+		fmt.Fprintf(stdout, "\n  Created the first administrator.\n    username: admin\n    password: %s\n  This password is shown only now.\n\n", pw)
+	}
+	if a.DB.Cluster != nil && !a.DB.Cluster.Owned() {
 		log.Warn("database: another toolwarden process started this data dir's PostgreSQL; when it exits, the database stops under this server")
 	}
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another toolwarden running? set --addr)", c.Addr, err)
 	}
-	httpSrv := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
-
-	go pruneLoop(runCtx, d.Pool, authSvc, reg, log)
-
-	select {
-	case <-bus.Ready():
-	case <-ctx.Done():
-	}
-	url := "http://" + ln.Addr().String()
-	log.Info("toolwarden ready", "url", url, "version", version, "took", time.Since(start).Round(time.Millisecond))
-	fmt.Fprintf(stdout, "Toolwarden is ready at %s\n", url)
-	if c.readyFile != "" {
-		_ = os.WriteFile(c.readyFile, []byte(ln.Addr().String()), 0o600)
-	}
-
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-serveErr:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("http server: %w", err)
+	return a.Run(ctx, ln, func() {
+		url := "http://" + ln.Addr().String()
+		log.Info("toolwarden ready", "url", url, "version", version, "took", time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "Toolwarden is ready at %s\n", url)
+		if c.readyFile != "" {
+			_ = os.WriteFile(c.readyFile, []byte(ln.Addr().String()), 0o600)
 		}
-	}
-	srv.Shutdown()
-	shCtx, shCancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer shCancel()
-	if err := httpSrv.Shutdown(shCtx); err != nil {
-		log.Warn("http shutdown", "err", err)
-	}
-	return nil
-}
-
-// healthRetention is how long server health checks are kept.
-const healthRetention = 7 * 24 * time.Hour
-
-// eventRetention is how long events are kept for websocket clients to catch up on,
-// except an execution's own, which are its log.
-const eventRetention = 7 * 24 * time.Hour
-
-// pruneLoop removes ended sessions, old sign-in failures and old health checks every
-// few minutes.
-func pruneLoop(ctx context.Context, pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, log interface{ Warn(string, ...any) }) {
-	t := time.NewTicker(5 * time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := a.Prune(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("prune sessions", "err", err)
-			}
-			if _, err := reg.PruneHealth(ctx, healthRetention); err != nil && ctx.Err() == nil {
-				log.Warn("prune health checks", "err", err)
-			}
-			if _, err := events.Prune(ctx, pool, time.Now().Add(-eventRetention), executions.TopicOf("")); err != nil && ctx.Err() == nil {
-				log.Warn("prune events", "err", err)
-			}
-		}
-	}
+	})
 }
 
 // confinement is what stdio servers must not reach (DESIGN §8): the data dir (embedded

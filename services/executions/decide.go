@@ -215,7 +215,7 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 	if err != nil {
 		return nil, err
 	}
-	return ex, s.queue.enqueue(ctx, tx, ex.ID, PhaseRun)
+	return ex, s.enqueue(ctx, tx, ex.ID, PhaseRun)
 }
 
 // Confirm approves an execution awaiting approval: MEDIUM with a confirm, HIGH with

@@ -25,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -57,6 +58,9 @@ type Options struct {
 	Decide *decide.Service
 	// Keys seal every plan and approval (see sealOf). Required.
 	Keys *secrets.Keyring
+	// Jobs is the process's job queue; the service registers its workers on it (before
+	// it opens). Nil: a queue of its own, worked by Run.
+	Jobs *jobs.Queue
 }
 
 // reservedConns are the pool's connections kept for everything but runners (the
@@ -70,9 +74,11 @@ type Service struct {
 	tools  *tools.Service
 	opts   Options
 	log    *slog.Logger
-	queue  *queue
-	auth   *auth.Service
-	dec    *decide.Service
+	jobs   *jobs.Queue
+	// ownJobs is set when jobs is the service's own queue (Options.Jobs nil).
+	ownJobs bool
+	auth    *auth.Service
+	dec     *decide.Service
 	// stopping is set when Run's context ends: running jobs start no further step.
 	stopping atomic.Bool
 }
@@ -110,11 +116,18 @@ func New(pool *pgxpool.Pool, r *router.Router, ts *tools.Service, opts *Options)
 		o.Decide = decide.New(pool, o.Auth)
 	}
 	s := &Service{pool: pool, router: r, tools: ts, opts: o, log: o.Logger, auth: o.Auth, dec: o.Decide}
-	q, err := newQueue(s)
-	if err != nil {
-		return nil, err
+	s.jobs, s.ownJobs = o.Jobs, o.Jobs == nil
+	if s.ownJobs {
+		s.jobs = jobs.New(pool, o.Logger)
 	}
-	s.queue = q
+	if err := s.register(s.jobs); err != nil {
+		return nil, fmt.Errorf("executions: %w", err)
+	}
+	if s.ownJobs {
+		if err := s.jobs.Open(); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 

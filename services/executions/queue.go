@@ -8,7 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/toolwarden/toolwarden/services/jobs"
 )
 
 // The phases a run job works on.
@@ -30,44 +31,24 @@ type expireArgs struct{}
 
 func (expireArgs) Kind() string { return "execution.expire" }
 
-// queue is the River client that runs executions (DESIGN §3).
-type queue struct {
-	client *river.Client[pgx.Tx]
-}
-
-func newQueue(s *Service) (*queue, error) {
-	workers := river.NewWorkers()
-	if err := river.AddWorkerSafely(workers, &runWorker{s: s}); err != nil {
-		return nil, err
+// register puts the execution jobs on q: runs on the default queue (where jobs queued
+// by earlier versions wait), and the expiry every minute.
+func (s *Service) register(q *jobs.Queue) error {
+	if err := jobs.Register(q, &runWorker{s: s}); err != nil {
+		return err
 	}
-	if err := river.AddWorkerSafely(workers, &expireWorker{s: s}); err != nil {
-		return nil, err
+	if err := jobs.Register(q, &expireWorker{s: s}); err != nil {
+		return err
 	}
-	client, err := river.NewClient(riverpgxv5.New(s.pool), &river.Config{
-		Logger:  s.log,
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: s.opts.Workers}},
-		Workers: workers,
-		// A run job may take as long as its steps do; the execution's own lock, not
-		// River's timeout, keeps two runners apart (see runWorker).
-		JobTimeout:  -1,
-		MaxAttempts: 3,
-		// A job whose runner died is worked again after this (River's default is an
-		// hour). Safe while the first runner still works: the second finds the
-		// execution's lock held and leaves it alone.
-		RescueStuckJobsAfter: 5 * time.Minute,
-		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(time.Minute),
-			func() (river.JobArgs, *river.InsertOpts) { return expireArgs{}, nil }, &river.PeriodicJobOpts{RunOnStart: true})},
-		FetchCooldown: 20 * time.Millisecond,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("executions: queue: %w", err)
-	}
-	return &queue{client: client}, nil
+	q.Queue(river.QueueDefault, s.opts.Workers)
+	q.Every(time.Minute, func() (river.JobArgs, *river.InsertOpts) { return expireArgs{}, nil })
+	q.BeforeStop(func() { s.stopping.Store(true) })
+	return nil
 }
 
 // enqueue queues a phase of an execution in tx: it runs once tx commits.
-func (q *queue) enqueue(ctx context.Context, tx pgx.Tx, id, phase string) error {
-	if _, err := q.client.InsertTx(ctx, tx, runArgs{ExecutionID: id, Phase: phase}, nil); err != nil {
+func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, id, phase string) error {
+	if err := s.jobs.InsertTx(ctx, tx, runArgs{ExecutionID: id, Phase: phase}, nil); err != nil {
 		return fmt.Errorf("executions: queue %s of %s: %w", phase, id, err)
 	}
 	return nil
@@ -99,29 +80,24 @@ func (w *expireWorker) Work(ctx context.Context, _ *river.Job[expireArgs]) error
 	return err
 }
 
-// Run starts the runner: first it settles executions a previous process left in the
-// middle (recover), then it works queued jobs until ctx ends, finishing the steps
-// that are running (each ends within its tool's timeout) without starting further
-// ones: those are queued again for the next runner. Stop the router after Run returns.
-func (s *Service) Run(ctx context.Context) error {
+// Recover settles executions a previous process left in the middle. Call it before
+// the job queue starts working.
+func (s *Service) Recover(ctx context.Context) {
 	s.stopping.Store(false)
 	if err := s.recover(ctx); err != nil {
 		s.log.Error("executions: recovery after restart failed; the runner retries it with each job", "err", err)
 	}
-	// Jobs inherit Start's context, and River cancels running jobs when it ends: give
-	// it one that does not end with ctx, so a stop lets the running steps finish.
-	if err := s.queue.client.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("executions: start runner: %w", err)
+}
+
+// Run is the runner of a service on a queue of its own (Options.Jobs nil): it recovers,
+// then works queued jobs until ctx ends, finishing the steps that are running (each
+// ends within its tool's timeout) without starting further ones: those are queued
+// again for the next runner. Stop the router after Run returns. A service on a shared
+// queue is run by whoever runs that queue, after Recover.
+func (s *Service) Run(ctx context.Context) error {
+	if !s.ownJobs {
+		return errors.New("executions: Run on a shared job queue; run the queue after Recover")
 	}
-	<-ctx.Done()
-	s.stopping.Store(true)
-	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	if err := s.queue.client.Stop(stop); err != nil {
-		// A step still runs after the grace period: cancel it (the step fails).
-		hard, cancelHard := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancelHard()
-		return errors.Join(err, s.queue.client.StopAndCancel(hard))
-	}
-	return nil
+	s.Recover(ctx)
+	return s.jobs.Run(ctx)
 }

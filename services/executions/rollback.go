@@ -307,7 +307,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 		if err != nil {
 			return err
 		}
-		return s.queue.enqueue(ctx, tx, id, PhaseRollback)
+		return s.enqueue(ctx, tx, id, PhaseRollback)
 	})
 	return out, err
 }

@@ -76,7 +76,7 @@ func (s *Service) recover(ctx context.Context) error {
 			if ex.Status == RollingBack {
 				phase = PhaseRollback
 			}
-			err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return s.queue.enqueue(ctx, tx, id, phase) })
+			err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
 		}
 		release()
 		if err != nil {
@@ -284,7 +284,7 @@ func (s *Service) pinOf(ex *Execution, st Step) *router.Pin {
 // start): it queues the phase again, and the runner that takes it continues with the
 // next pending step.
 func (s *Service) handOver(ctx context.Context, id, phase string) error {
-	if _, err := s.queue.client.Insert(context.WithoutCancel(ctx), runArgs{ExecutionID: id, Phase: phase}, nil); err != nil {
+	if err := s.jobs.Insert(context.WithoutCancel(ctx), runArgs{ExecutionID: id, Phase: phase}, nil); err != nil {
 		return fmt.Errorf("executions: hand over %s of %s: %w", phase, id, err)
 	}
 	return nil

@@ -4,31 +4,25 @@ package webtest
 
 import (
 	"bytes"
-	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolwarden/toolwarden/handlers"
-	"github.com/toolwarden/toolwarden/internal/gctune"
+	"github.com/toolwarden/toolwarden/app"
+	"github.com/toolwarden/toolwarden/app/apptest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/db/dbtest"
-	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -40,11 +34,13 @@ import (
 )
 
 // AdminPassword is the password of the bootstrap user "admin".
-const AdminPassword = "admin-password-for-tests"
+const AdminPassword = apptest.AdminPassword
 
-// Server is a running test server.
+// Server is a running test server: the App of `toolwarden serve` behind an
+// httptest.Server.
 type Server struct {
 	*httptest.Server
+	App      *apptest.App
 	Pool     *pgxpool.Pool
 	Auth     *auth.Service
 	Bus      *events.Bus
@@ -61,24 +57,7 @@ type Server struct {
 }
 
 // SyncBuffer is a bytes.Buffer safe for concurrent writers.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write implements io.Writer.
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything written so far.
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type SyncBuffer = testkit.SyncBuffer
 
 // Options tune Start.
 type Options struct {
@@ -95,114 +74,44 @@ type Options struct {
 	Denials *audit.DenialOptions
 }
 
-func denialOpts(o *audit.DenialOptions, log *slog.Logger) *audit.DenialOptions {
-	out := audit.DenialOptions{}
-	if o != nil {
-		out = *o
-	}
-	out.Logger = log
-	return &out
-}
-
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
 func Start(t testing.TB, opts *Options) *Server {
 	t.Helper()
 	if opts == nil {
 		opts = &Options{}
 	}
-	gctune.Start(os.Getenv) // as serve does, so benchmarks measure what runs
-	pool := dbtest.New(t)
-	logs := &SyncBuffer{}
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ao := opts.Auth
-	if ao == nil {
-		ao = &auth.Options{}
-	}
-	ao.Logger = log
-	a := auth.New(pool, ao)
-	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := a.Bootstrap(ctx, AdminPassword); err != nil {
-		t.Fatal(err)
-	}
-	bus := events.NewBus(pool, &events.BusOptions{Logger: log})
-	a.Follow(bus)
-	done := make(chan struct{})
-	go func() { _ = bus.Run(ctx); close(done) }()
-	select {
-	case <-bus.Ready():
-	case <-time.After(30 * time.Second):
-		t.Fatal("event bus not ready")
-	}
-	key, err := secrets.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := secrets.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := registry.New(pool, keys, &registry.Options{Logger: log})
-	mo := opts.MCP
-	if mo == nil {
-		mo = &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
-			Debounce: 100 * time.Millisecond, BreakerCooldown: 2 * time.Second}
-	}
-	mo.Logger, mo.Bus, mo.InheritEnv = log, bus, mcpclient.InheritedEnv(os.LookupEnv)
-	// Confined as users' servers are, away from this test process's database.
-	mo.Confine.Hide = append(mo.Confine.Hide, dbtest.ClusterDir(t))
-	mgr := mcpclient.New(reg, mo)
-	mcpDone := make(chan struct{})
-	go func() { _ = mgr.Run(ctx); close(mcpDone) }()
-	ts := tools.New(pool, keys, log)
-	ro := opts.Router
-	if ro == nil {
-		ro = &router.Options{}
-	}
-	dec := decide.New(pool, a)
-	ro.Logger, ro.Bus, ro.Decide = log, bus, dec
-	rt := router.New(pool, ts, mgr, ro)
-	rtDone := make(chan struct{})
-	go func() { _ = rt.Run(ctx); close(rtDone) }()
-	eo := opts.Executions
-	if eo == nil {
-		eo = &executions.Options{}
-	}
-	eo.Logger, eo.Auth, eo.Decide, eo.Keys = log, a, dec, keys
-	ex, err := executions.New(pool, rt, ts, eo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The runner stops before the router, as in serve.
-	exCtx, exCancel := context.WithCancel(context.Background())
-	exDone := make(chan struct{})
-	go func() { _ = ex.Run(exCtx); close(exDone) }()
-	deps := &handlers.Deps{Pool: pool, Auth: a, Logger: log, Version: "test", StartedAt: time.Now(), Registry: reg, MCP: mgr,
-		Tools: ts, Router: rt, Runs: router.NewRuns(rt), Executions: ex, Decide: dec,
-		Denials: audit.NewDenials(pool, denialOpts(opts.Denials, log)), TrustedProxies: opts.TrustedProxies}
-	w := web.New(deps, bus)
-	hs := httptest.NewServer(w)
+	a := apptest.Start(t, &apptest.Options{Config: func(c *app.Config) {
+		if opts.Auth != nil {
+			c.Auth = *opts.Auth
+		}
+		if opts.MCP != nil {
+			c.MCP = *opts.MCP
+		}
+		if opts.Router != nil {
+			c.Router = *opts.Router
+		}
+		if opts.Executions != nil {
+			c.Executions = *opts.Executions
+		}
+		if opts.Denials != nil {
+			c.Denials = *opts.Denials
+		}
+		c.TrustedProxies = opts.TrustedProxies
+	}})
+	hs := httptest.NewServer(a.Web)
+	// Before the App stops (cleanups run last-registered first): requests end first.
 	t.Cleanup(func() {
-		w.Shutdown()
+		a.Web.Shutdown()
 		hs.Close()
-		exCancel()
-		<-exDone
-		cancel()
-		<-rtDone
-		<-mcpDone
-		<-done
 	})
-	return &Server{Server: hs, Pool: pool, Auth: a, Bus: bus, Web: w, Keys: keys, Registry: reg, MCP: mgr, Tools: deps.Tools, Router: rt,
-		Executions: ex, Logs: logs}
+	return &Server{Server: hs, App: a, Pool: a.Pool, Auth: a.Auth, Bus: a.Bus, Web: a.Web, Keys: a.Keys, Registry: a.Registry,
+		MCP: a.MCP, Tools: a.Tools, Router: a.Router, Executions: a.Executions, Logs: a.Logs}
 }
 
 // CreateUser adds a user with the given role and password.
 func (s *Server) CreateUser(t testing.TB, username string, role auth.Role, password string) auth.User {
 	t.Helper()
-	u, _, err := s.Auth.CreateUser(context.Background(), audit.System, auth.NewUser{Username: username, Role: role, Password: password})
-	if err != nil {
-		t.Fatalf("create user %s: %v", username, err)
-	}
-	return u
+	return s.App.CreateUser(t, username, role, password)
 }
 
 // Client is an HTTP client with a cookie jar that does not follow redirects.
@@ -266,77 +175,32 @@ func (s *Server) Get(t testing.TB, c *http.Client, path string) *http.Response {
 // does not within the time given.
 func WaitFor(t testing.TB, within time.Duration, cond func() bool, msg string) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.WaitFor(t, within, cond, msg)
 }
 
 // RegisterServer registers spec, connects it and enables the named tools once validated.
 func (s *Server) RegisterServer(t testing.TB, spec registry.Spec, enable ...string) {
 	t.Helper()
-	ctx := context.Background()
-	sv, err := s.Registry.CreateServer(ctx, audit.System, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.MCP.Refresh(ctx, sv.ID)
-	for _, n := range enable {
-		var id string
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			tg, err := s.Tools.Target(ctx, spec.Name+"__"+n)
-			if err == nil && tg.Status == "validated" {
-				id = tg.ID
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("tool %s__%s never validated", spec.Name, n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		outs, err := s.Tools.SetEnabled(ctx, audit.System, []string{id}, true, "test", false)
-		if err != nil || outs[0].Err() != nil {
-			t.Fatalf("enable %s: %v %v", n, err, outs)
-		}
-	}
+	s.App.RegisterServer(t, spec, enable...)
 }
 
 // LiveServer starts the in-repo MCP test server over streamable HTTP, registers it as
 // name and enables the named tools.
 func (s *Server) LiveServer(t testing.TB, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
 	t.Helper()
-	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
-	s.RegisterServer(t, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: trusted}, enable...)
-	return hs
+	return s.App.LiveServer(t, name, trusted, enable...)
 }
 
 // Token issues an API token for the user named username.
 func (s *Server) Token(t testing.TB, username string) string {
 	t.Helper()
-	ctx := context.Background()
-	u, err := s.Auth.GetUserByName(ctx, username)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, _, err := s.Auth.CreateToken(ctx, audit.System, u.ID, auth.NewToken{Name: "test-" + rand.Text()[:8]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return s.App.Token(t, username)
 }
 
 // ToolID is the id of the tool with the qualified name given.
 func (s *Server) ToolID(t testing.TB, qualified string) string {
 	t.Helper()
-	tg, err := s.Tools.Target(context.Background(), qualified)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg.ID
+	return s.App.ToolID(t, qualified)
 }
 
 // API sends JSON API requests as one caller: a session (C) or an API token (Bearer).

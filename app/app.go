@@ -1,0 +1,370 @@
+// Package app is Toolwarden's composition root: New builds every part of a server
+// (database, event bus, keyring, job queue, services, handlers, web) from a Config,
+// and Run starts the long-lived ones in dependency order and stops them in reverse.
+// `toolwarden serve` and the tests (package apptest) build the same App, so a test
+// server is wired exactly like production. docs/architecture.md describes the parts.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/jobs"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/planner"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/web"
+)
+
+// Config is everything a server is built from. cmd fills it from flags and the
+// environment; tests from their options. Zero values take the services' defaults.
+type Config struct {
+	// Pool is an open database (tests); when nil, DB is opened (and closed by Stop).
+	Pool *pgxpool.Pool
+	DB   db.Config
+	// Keys encrypt secrets and seal approvals. Required.
+	Keys *secrets.Keyring
+	// Logger receives everything the server logs. Default: discarded.
+	Logger    *slog.Logger
+	Version   string
+	StartedAt time.Time
+	// AdminPassword is the first administrator's password on a fresh database; empty:
+	// a random one. Either is App.FirstAdminPassword.
+	AdminPassword  string
+	SecureCookies  bool
+	TrustedProxies []netip.Prefix
+	// Planner turns prompts into plans. Default: the rule-based planner.
+	Planner planner.Planner
+
+	// The services' own settings; the app sets their logger, bus and collaborators.
+	Auth       auth.Options
+	MCP        mcpclient.Options
+	Router     router.Options
+	Executions executions.Options
+	Denials    audit.DenialOptions
+	// Prune is how often old sessions, health checks and events are removed.
+	// Default 5 minutes.
+	Prune time.Duration
+	// Skip names components Start leaves out (tests that drive one by hand, e.g.
+	// "jobs" to keep executions from running).
+	Skip []string
+}
+
+// App is a built server: its parts, and the components Start runs.
+type App struct {
+	cfg Config
+	log *slog.Logger
+
+	// DB is the database New opened (nil when Config.Pool was given).
+	DB         *db.DB
+	Pool       *pgxpool.Pool
+	Keys       *secrets.Keyring
+	Bus        *events.Bus
+	Jobs       *jobs.Queue
+	Auth       *auth.Service
+	Registry   *registry.Service
+	MCP        *mcpclient.Manager
+	Tools      *tools.Service
+	Decide     *decide.Service
+	Router     *router.Router
+	Executions *executions.Service
+	Denials    *audit.Denials
+	Web        *web.Server
+	// FirstAdminPassword is the password of the administrator New created on a fresh
+	// database ("" when there was one already).
+	FirstAdminPassword string
+
+	components []Component
+	mu         sync.Mutex
+	running    []*runningComponent
+}
+
+// Scope says where a component runs when several replicas share one database.
+type Scope int
+
+const (
+	// EveryReplica components run in each serve process (sessions, the bus, the
+	// router, the job queue's workers).
+	EveryReplica Scope = iota
+	// Once components must run in one process only; they are River periodic jobs,
+	// which River's elected leader schedules.
+	Once
+)
+
+// Component is a long-lived part of the server. For an EveryReplica component, Start
+// calls Start (if any) and then runs Run (if any) until Stop cancels its context;
+// Ready, when set, blocks Start until the component can serve. A Once component is
+// Job, run every Every by the job queue (on one replica).
+type Component struct {
+	Name  string
+	Scope Scope
+	Start func(ctx context.Context) error
+	Run   func(ctx context.Context) error
+	Ready func(ctx context.Context) error
+	Every time.Duration
+	Job   func(ctx context.Context) error
+}
+
+type runningComponent struct {
+	name   string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New builds a server from cfg: opens (and migrates) the database unless a pool is
+// given, creates the first administrator on a fresh database, and wires every
+// service. Nothing runs until Start.
+func New(ctx context.Context, cfg Config) (_ *App, err error) {
+	if cfg.Keys == nil {
+		return nil, errors.New("app: a keyring is required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.StartedAt.IsZero() {
+		cfg.StartedAt = time.Now()
+	}
+	if cfg.Prune <= 0 {
+		cfg.Prune = 5 * time.Minute
+	}
+	a := &App{cfg: cfg, log: log, Keys: cfg.Keys, Pool: cfg.Pool}
+	if a.Pool == nil {
+		if a.DB, err = db.Open(ctx, cfg.DB); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				a.DB.Close()
+			}
+		}()
+		a.Pool = a.DB.Pool
+	}
+	pool := a.Pool
+
+	ao := cfg.Auth
+	ao.Logger = log
+	a.Auth = auth.New(pool, &ao)
+	pw, err := a.Auth.Bootstrap(ctx, cfg.AdminPassword)
+	if err != nil {
+		return nil, err
+	}
+	a.FirstAdminPassword = pw
+	a.Bus = events.NewBus(pool, &events.BusOptions{Logger: log})
+	a.Auth.Follow(a.Bus)
+	a.Jobs = jobs.New(pool, log)
+
+	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log})
+	mo := cfg.MCP
+	mo.Logger, mo.Bus = log, a.Bus
+	a.MCP = mcpclient.New(a.Registry, &mo)
+	a.Tools = tools.New(pool, a.Keys, log)
+	a.Decide = decide.New(pool, a.Auth)
+	ro := cfg.Router
+	ro.Logger, ro.Bus, ro.Decide = log, a.Bus, a.Decide
+	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
+	eo := cfg.Executions
+	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs = log, a.Auth, a.Decide, a.Keys, a.Jobs
+	if cfg.Planner != nil {
+		eo.Planner = cfg.Planner
+	}
+	if a.Executions, err = executions.New(pool, a.Router, a.Tools, &eo); err != nil {
+		return nil, err
+	}
+	a.components = []Component{
+		{Name: "bus", Run: a.Bus.Run, Ready: func(ctx context.Context) error { return wait(ctx, a.Bus.Ready()) }},
+		// Sessions stop after the router (reverse order), so every server is marked
+		// disconnected and every stdio process is gone on exit.
+		{Name: "mcp", Run: a.MCP.Run, Start: a.logConfinement, Ready: poll(a.MCP.Running)},
+		// The router stops after the job queue, writing the records of the last calls.
+		{Name: "router", Run: a.Router.Run, Ready: poll(a.Router.Running)},
+		// Executions a previous process left in the middle are settled before the queue
+		// works jobs; the queue stops first, letting running steps finish through a live
+		// router and handing the rest to the next start.
+		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }},
+		{Name: "jobs", Run: a.Jobs.Run},
+		{Name: "prune", Scope: Once, Every: cfg.Prune, Job: a.prune},
+	}
+	if err := a.registerOnce(); err != nil {
+		return nil, err
+	}
+	if err := a.Jobs.Open(); err != nil {
+		return nil, err
+	}
+	do := cfg.Denials
+	do.Logger = log
+	a.Denials = audit.NewDenials(pool, &do)
+	a.Web = web.New(&handlers.Deps{Pool: pool, Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
+		Embedded: a.DB != nil && a.DB.Cluster != nil, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
+		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
+		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies}, a.Bus)
+
+	return a, nil
+}
+
+// Components lists the long-lived parts in start order.
+func (a *App) Components() []Component { return a.components }
+
+// Start starts every component not skipped, in order, each waiting for the one
+// before to be ready. Stop undoes it.
+func (a *App) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.components {
+		if c.Scope == Once || skipped(a.cfg.Skip, c.Name) {
+			continue // Once components are periodic jobs of "jobs"
+		}
+		if c.Start != nil {
+			if err := c.Start(ctx); err != nil {
+				a.stopLocked()
+				return fmt.Errorf("app: start %s: %w", c.Name, err)
+			}
+		}
+		if c.Run == nil {
+			continue
+		}
+		// Components are stopped by Stop, not by the caller's context: the HTTP server
+		// drains first, so calls in flight end normally and are recorded.
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		rc := &runningComponent{name: c.Name, cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(rc.done)
+			if err := c.Run(cctx); err != nil && cctx.Err() == nil {
+				a.log.Error("component stopped", "component", c.Name, "err", err)
+			} else if err != nil && !errors.Is(err, context.Canceled) {
+				a.log.Warn("component stop", "component", c.Name, "err", err)
+			}
+		}()
+		a.running = append(a.running, rc)
+		if c.Ready != nil {
+			rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+			err := c.Ready(rctx)
+			rcancel()
+			if err != nil {
+				a.stopLocked()
+				return fmt.Errorf("app: %s not ready: %w", c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Stop closes the websocket connections, stops the running components in reverse
+// order and closes the database New opened. It is safe to call more than once.
+func (a *App) Stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopLocked()
+	if a.DB != nil {
+		a.DB.Close()
+		a.DB = nil
+	}
+}
+
+func (a *App) stopLocked() {
+	a.Web.Shutdown()
+	for i := len(a.running) - 1; i >= 0; i-- {
+		rc := a.running[i]
+		rc.cancel()
+		<-rc.done
+	}
+	a.running = nil
+}
+
+// Run starts the server, serves HTTP on ln until ctx ends (or serving fails), then
+// drains requests for up to ten seconds and stops. ready, when set, is called once
+// every component is ready.
+func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
+	defer a.Stop()
+	if err := a.Start(ctx); err != nil {
+		return err
+	}
+	httpSrv := &http.Server{Handler: a.Web, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+	if ready != nil {
+		ready()
+	}
+	select {
+	case <-ctx.Done():
+		a.log.Info("shutting down")
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+	}
+	a.Web.Shutdown()
+	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := httpSrv.Shutdown(shCtx); err != nil {
+		a.log.Warn("http shutdown", "err", err)
+	}
+	return nil
+}
+
+// logConfinement says how stdio servers run. In the background: the check behind it
+// starts a process, and start-up is timed.
+func (a *App) logConfinement(context.Context) error {
+	go func() {
+		if how := a.MCP.Confinement(); strings.HasPrefix(how, "none") {
+			a.log.Warn("stdio servers run unconfined: they can read the data dir and reach the database", "confinement", how)
+		} else {
+			a.log.Info("stdio servers run confined", "confinement", how)
+		}
+	}()
+	return nil
+}
+
+func skipped(skip []string, name string) bool {
+	for _, s := range skip {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+func wait(ctx context.Context, ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// poll is a Ready that waits until running reports true.
+func poll(running func() bool) func(context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for !running() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+		return nil
+	}
+}

@@ -1,0 +1,203 @@
+// Package apptest starts the same App as `toolwarden serve`, on a fresh test
+// database, with settings that make tests quick (short reconnect backoff), and gives
+// tests fixture builders for users, tokens, servers and tools.
+package apptest
+
+import (
+	"context"
+	"crypto/rand"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/app"
+	"github.com/toolwarden/toolwarden/internal/gctune"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// AdminPassword is the password of the bootstrap user "admin".
+const AdminPassword = "admin-password-for-tests"
+
+// Options tune Start.
+type Options struct {
+	// URL is the database to use (a test's second server on the first one's database);
+	// empty: a fresh one.
+	URL string
+	// Key is the secret key (a second server must share the first one's); nil: a new one.
+	Key *secrets.Key
+	// Config changes the configuration before the App is built (after the test defaults).
+	Config func(*app.Config)
+	// NoStart builds the App without starting it (the test starts it, or drives parts).
+	NoStart bool
+}
+
+// App is a test server: the App and what a test needs around it.
+type App struct {
+	*app.App
+	T testing.TB
+	// DBURL is the App's database (for a second server on it).
+	DBURL string
+	Key   secrets.Key
+	// Logs holds everything the server logged, so tests can check what never appears in logs.
+	Logs *testkit.SyncBuffer
+}
+
+// DefaultMCP are the session manager's settings in tests: quick reconnects and
+// debounce, a breaker that opens after the default failures and cools down in 2 s.
+func DefaultMCP() mcpclient.Options {
+	return mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
+		Debounce: 100 * time.Millisecond, BreakerCooldown: 2 * time.Second}
+}
+
+// Start builds and starts an App until the test ends. Its users: admin/AdminPassword.
+func Start(t testing.TB, opts *Options) *App {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	gctune.Start(os.Getenv) // as serve does, so benchmarks measure what runs
+	url := opts.URL
+	if url == "" {
+		url = dbtest.NewURL(t)
+	}
+	pool, err := db.NewPool(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	var key secrets.Key
+	if opts.Key != nil {
+		key = *opts.Key
+	} else if key, err = secrets.GenerateKey(); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &testkit.SyncBuffer{}
+	cfg := app.Config{Pool: pool, Keys: keys, Version: "test", AdminPassword: AdminPassword,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		MCP:    DefaultMCP()}
+	if opts.Config != nil {
+		opts.Config(&cfg)
+	}
+	cfg.MCP.InheritEnv = mcpclient.InheritedEnv(os.LookupEnv)
+	// Confined as users' servers are, away from this test process's database.
+	cfg.MCP.Confine.Hide = append(cfg.MCP.Confine.Hide, dbtest.ClusterDir(t))
+	a, err := app.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Stop)
+	if !opts.NoStart {
+		if err := a.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &App{App: a, T: t, DBURL: url, Key: key, Logs: logs}
+}
+
+// CreateUser adds a user with the given role and password.
+func (a *App) CreateUser(t testing.TB, username string, role auth.Role, password string) auth.User {
+	t.Helper()
+	u, _, err := a.Auth.CreateUser(context.Background(), audit.System, auth.NewUser{Username: username, Role: role, Password: password})
+	if err != nil {
+		t.Fatalf("create user %s: %v", username, err)
+	}
+	return u
+}
+
+// Token issues an API token for the user named username.
+func (a *App) Token(t testing.TB, username string) string {
+	t.Helper()
+	ctx := context.Background()
+	u, err := a.Auth.GetUserByName(ctx, username)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := a.Auth.CreateToken(ctx, audit.System, u.ID, auth.NewToken{Name: "test-" + rand.Text()[:8]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// RegisterServer registers spec, connects it and enables the named tools once
+// validated. It returns the server.
+func (a *App) RegisterServer(t testing.TB, spec registry.Spec, enable ...string) registry.Server {
+	t.Helper()
+	ctx := context.Background()
+	sv, err := a.Registry.CreateServer(ctx, audit.System, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.MCP.Refresh(ctx, sv.ID)
+	for _, n := range enable {
+		a.Enable(t, spec.Name+"__"+n)
+	}
+	return sv
+}
+
+// LiveServer starts the in-repo MCP test server over streamable HTTP, registers it as
+// name and enables the named tools.
+func (a *App) LiveServer(t testing.TB, name string, trusted bool, enable ...string) *mcptest.HTTPServer {
+	t.Helper()
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
+	a.RegisterServer(t, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: trusted}, enable...)
+	return hs
+}
+
+// Validated waits (up to 30 s) until the tool with the qualified name is discovered
+// and validated, and returns it.
+func (a *App) Validated(t testing.TB, qualified string) tools.Target {
+	t.Helper()
+	var tg tools.Target
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		var err error
+		tg, err = a.Tools.Target(context.Background(), qualified)
+		return err == nil && tg.Status == "validated"
+	}, "tool "+qualified+" never validated")
+	return tg
+}
+
+// Enable waits for the tool to be validated and enables it.
+func (a *App) Enable(t testing.TB, qualified string) tools.Target {
+	t.Helper()
+	tg := a.Validated(t, qualified)
+	outs, err := a.Tools.SetEnabled(context.Background(), audit.System, []string{tg.ID}, true, "test", false)
+	if err != nil || outs[0].Err() != nil {
+		t.Fatalf("enable %s: %v %v", qualified, err, outs)
+	}
+	tg, err = a.Tools.Target(context.Background(), qualified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
+}
+
+// ToolID is the id of the tool with the qualified name given.
+func (a *App) ToolID(t testing.TB, qualified string) string {
+	t.Helper()
+	tg, err := a.Tools.Target(context.Background(), qualified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg.ID
+}
+
+// Count runs a query that returns one number on the App's database.
+func (a *App) Count(t testing.TB, sql string, args ...any) int {
+	t.Helper()
+	return testkit.Count(t, a.Pool, sql, args...)
+}

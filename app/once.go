@@ -1,0 +1,85 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/jobs"
+)
+
+// onceArgs is the periodic job of a Once component, by name.
+type onceArgs struct {
+	Component string `json:"component"`
+}
+
+func (onceArgs) Kind() string { return "app.once" }
+
+// InsertOpts keeps one pending job per component: a replica that starts while one is
+// queued adds no second.
+func (a onceArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
+}
+
+type onceWorker struct {
+	river.WorkerDefaults[onceArgs]
+	a *App
+}
+
+func (w *onceWorker) Work(ctx context.Context, job *river.Job[onceArgs]) error {
+	for _, c := range w.a.components {
+		if c.Scope == Once && c.Name == job.Args.Component {
+			if skipped(w.a.cfg.Skip, c.Name) {
+				return nil
+			}
+			return c.Job(ctx)
+		}
+	}
+	// A job queued by a version that had this component: nothing to do.
+	return river.JobCancel(fmt.Errorf("no periodic component %q", job.Args.Component))
+}
+
+// Timeout bounds a periodic job (the queue's default is none, for executions).
+func (w *onceWorker) Timeout(*river.Job[onceArgs]) time.Duration { return 5 * time.Minute }
+
+// registerOnce makes every Once component a periodic job on the queue.
+func (a *App) registerOnce() error {
+	if err := jobs.Register(a.Jobs, &onceWorker{a: a}); err != nil {
+		return err
+	}
+	for _, c := range a.components {
+		if c.Scope != Once {
+			continue
+		}
+		name := c.Name
+		a.Jobs.Every(c.Every, func() (river.JobArgs, *river.InsertOpts) { return onceArgs{Component: name}, nil })
+	}
+	return nil
+}
+
+// healthRetention is how long server health checks are kept.
+const healthRetention = 7 * 24 * time.Hour
+
+// eventRetention is how long events are kept for websocket clients to catch up on,
+// except an execution's own, which are its log.
+const eventRetention = 7 * 24 * time.Hour
+
+// prune removes ended sessions, old sign-in failures, old health checks and old events.
+func (a *App) prune(ctx context.Context) error {
+	if err := a.Auth.Prune(ctx); err != nil {
+		return fmt.Errorf("prune sessions: %w", err)
+	}
+	if _, err := a.Registry.PruneHealth(ctx, healthRetention); err != nil {
+		return fmt.Errorf("prune health checks: %w", err)
+	}
+	if _, err := events.Prune(ctx, a.Pool, time.Now().Add(-eventRetention), executions.TopicOf("")); err != nil {
+		return fmt.Errorf("prune events: %w", err)
+	}
+	return nil
+}

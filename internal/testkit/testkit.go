@@ -1,0 +1,64 @@
+// Package testkit holds the small helpers every test package needs: waiting for a
+// condition, counting rows, a log buffer. It imports no Toolwarden package, so any
+// test may use it; fixtures that need the services live in app/apptest.
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// WaitFor polls cond every 20 ms until it holds, failing the test with msg when it
+// does not within the time given.
+func WaitFor(t testing.TB, within time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Querier is what Count reads through (a pool, a connection or a transaction).
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Count runs a query that returns one number (SELECT count(*) …) and returns it,
+// failing the test when the query fails.
+func Count(t testing.TB, q Querier, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := q.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("count %q: %v", sql, err)
+	}
+	return n
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers (a logger's output that a
+// test reads).
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

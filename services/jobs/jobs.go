@@ -1,0 +1,138 @@
+// Package jobs is the one durable job queue of a Toolwarden process: a River client on
+// the application's database. Services register their workers and periodic jobs on it
+// before it opens; the composition root (package app) runs it. Periodic jobs are
+// scheduled by River's elected leader, so on several replicas they run once, not once
+// per replica.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+)
+
+// Maintenance is the queue of housekeeping jobs (pruning): one worker, so they never
+// take connections from the runs of executions.
+const Maintenance = "maintenance"
+
+// Queue collects workers, queues and periodic jobs, then runs them as one River client.
+type Queue struct {
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	workers  *river.Workers
+	queues   map[string]river.QueueConfig
+	periodic []*river.PeriodicJob
+	onStop   []func()
+	client   *river.Client[pgx.Tx]
+}
+
+// New is an empty queue on pool.
+func New(pool *pgxpool.Pool, log *slog.Logger) *Queue {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Queue{pool: pool, log: log, workers: river.NewWorkers(),
+		queues: map[string]river.QueueConfig{Maintenance: {MaxWorkers: 1}}}
+}
+
+// Register adds a worker for jobs of kind T. Call it before Open.
+func Register[T river.JobArgs](q *Queue, w river.Worker[T]) error {
+	if q.client != nil {
+		return errors.New("jobs: register after open")
+	}
+	return river.AddWorkerSafely(q.workers, w)
+}
+
+// Queue declares a named queue worked by up to maxWorkers jobs at once in this process
+// (the largest of several declarations wins).
+func (q *Queue) Queue(name string, maxWorkers int) {
+	if c, ok := q.queues[name]; !ok || c.MaxWorkers < maxWorkers {
+		q.queues[name] = river.QueueConfig{MaxWorkers: maxWorkers}
+	}
+}
+
+// Every schedules a job made by args every interval, the first on start.
+func (q *Queue) Every(interval time.Duration, args func() (river.JobArgs, *river.InsertOpts)) {
+	q.periodic = append(q.periodic, river.NewPeriodicJob(river.PeriodicInterval(interval), args, &river.PeriodicJobOpts{RunOnStart: true}))
+}
+
+// BeforeStop runs f when Run's context ends, before running jobs are waited for (so a
+// long job can be told to start nothing further).
+func (q *Queue) BeforeStop(f func()) { q.onStop = append(q.onStop, f) }
+
+// Open builds the River client from what was registered.
+func (q *Queue) Open() error {
+	if q.client != nil {
+		return nil
+	}
+	client, err := river.NewClient(riverpgxv5.New(q.pool), &river.Config{
+		Logger:  q.log,
+		Queues:  q.queues,
+		Workers: q.workers,
+		// A run job may take as long as its steps do; an execution's own lock, not
+		// River's timeout, keeps two runners apart.
+		JobTimeout:  -1,
+		MaxAttempts: 3,
+		// A job whose worker died is worked again after this (River's default is an
+		// hour). Safe for executions: a second runner finds the lock held.
+		RescueStuckJobsAfter: 5 * time.Minute,
+		PeriodicJobs:         q.periodic,
+		FetchCooldown:        20 * time.Millisecond,
+	})
+	if err != nil {
+		return fmt.Errorf("jobs: open: %w", err)
+	}
+	q.client = client
+	return nil
+}
+
+// InsertTx queues a job in tx: it runs once tx commits.
+func (q *Queue) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) error {
+	if q.client == nil {
+		return errors.New("jobs: insert before open")
+	}
+	_, err := q.client.InsertTx(ctx, tx, args, opts)
+	return err
+}
+
+// Insert queues a job outside any transaction.
+func (q *Queue) Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	if q.client == nil {
+		return errors.New("jobs: insert before open")
+	}
+	_, err := q.client.Insert(ctx, args, opts)
+	return err
+}
+
+// Run works jobs until ctx ends, then lets running jobs finish for up to two minutes
+// before cancelling them.
+func (q *Queue) Run(ctx context.Context) error {
+	if err := q.Open(); err != nil {
+		return err
+	}
+	// Jobs inherit Start's context, and River cancels running jobs when it ends: give
+	// it one that does not end with ctx, so a stop lets the running jobs finish.
+	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("jobs: start: %w", err)
+	}
+	<-ctx.Done()
+	for _, f := range q.onStop {
+		f()
+	}
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if err := q.client.Stop(stop); err != nil {
+		// A job still runs after the grace period: cancel it.
+		hard, cancelHard := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancelHard()
+		return errors.Join(err, q.client.StopAndCancel(hard))
+	}
+	return nil
+}
