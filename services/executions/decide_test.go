@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
@@ -309,7 +310,7 @@ func TestStaleAtConfirm(t *testing.T) {
 			changed := noteSpec
 			changed.Description = "Keeps a note, now differently."
 			hs.Server().SetTool(changed)
-			waitFor(t, 20*time.Second, func() bool {
+			testkit.WaitFor(t, 20*time.Second, func() bool {
 				tg, err := e.tools.Target(e.ctx, "mt__note")
 				return err == nil && tg.DefinitionHash != before
 			}, "the new definition of mt__note was never discovered")

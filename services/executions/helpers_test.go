@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,13 +13,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/app"
+	"github.com/toolwarden/toolwarden/app/apptest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -87,35 +86,14 @@ func start(t testing.TB) *env {
 // parent's database and key).
 func startOn(t testing.TB, url string, key secrets.Key) *env {
 	t.Helper()
-	pool, err := db.NewPool(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	keys, err := secrets.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	bus := events.NewBus(pool, nil)
-	busDone := make(chan struct{})
-	go func() { _ = bus.Run(ctx); close(busDone) }()
-	<-bus.Ready()
-	reg := registry.New(pool, keys, nil)
-	mgr := mcpclient.New(reg, &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
-		Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv),
-		// Confined as users' servers are, away from this test process's database.
-		Confine: confine.Spec{Hide: []string{dbtest.ClusterDir(t)}}})
-	mgrDone := make(chan struct{})
-	go func() { _ = mgr.Run(ctx); close(mgrDone) }()
-	ts := tools.New(pool, keys, nil)
-	r := router.New(pool, ts, mgr, &router.Options{Bus: bus})
-	rDone := make(chan struct{})
-	go func() { _ = r.Run(ctx); close(rDone) }()
-	t.Cleanup(func() { cancel(); <-rDone; <-mgrDone; <-busDone })
-	waitFor(t, 5*time.Second, mgr.Running, "manager did not start")
-	waitFor(t, 5*time.Second, r.Running, "router did not start")
-	e := &env{t: t, ctx: context.Background(), url: url, key: key, pool: pool, reg: reg, mgr: mgr, tools: ts, r: r, clock: &clock{}}
+	// The App's own runner is left out: each test starts the runners it needs (run),
+	// on services with the test's clock.
+	a := apptest.Start(t, &apptest.Options{URL: url, Key: &key, Config: func(c *app.Config) {
+		c.MCP = mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
+			Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second}
+		c.Skip = []string{"executions", "jobs"}
+	}})
+	e := &env{t: t, ctx: context.Background(), url: url, key: key, pool: a.Pool, reg: a.Registry, mgr: a.MCP, tools: a.Tools, r: a.Router, clock: &clock{}}
 	e.svc = e.service()
 	return e
 }
@@ -194,7 +172,7 @@ func (e *env) server(name string, trusted bool, enable ...string) *mcptest.HTTPS
 		e.t.Fatalf("create server: %v", err)
 	}
 	e.mgr.Refresh(e.ctx, sv.ID)
-	waitFor(e.t, 30*time.Second, func() bool {
+	testkit.WaitFor(e.t, 30*time.Second, func() bool {
 		got, err := e.reg.GetServer(e.ctx, sv.ID)
 		return err == nil && got.Status == registry.StatusConnected && got.ToolCount > 0
 	}, "server "+name+" never connected with tools")
@@ -211,7 +189,7 @@ func (e *env) server(name string, trusted bool, enable ...string) *mcptest.HTTPS
 func (e *env) tool(qualified string) tools.Target {
 	e.t.Helper()
 	var tg tools.Target
-	waitFor(e.t, 30*time.Second, func() bool {
+	testkit.WaitFor(e.t, 30*time.Second, func() bool {
 		var err error
 		tg, err = e.tools.Target(e.ctx, qualified)
 		return err == nil && tg.Status != "discovered" && tg.Status != "validating"
@@ -262,7 +240,7 @@ func (e *env) setRisk(qualified string, level risk.Level) {
 	e.t.Helper()
 	l := string(level)
 	e.update(qualified, tools.Patch{Risk: &l, MayLowerRisk: true})
-	waitFor(e.t, 10*time.Second, func() bool {
+	testkit.WaitFor(e.t, 10*time.Second, func() bool {
 		p, err := e.prepared(qualified, sampleArgs(qualified))
 		return err == nil && p.Risk.Level == level
 	}, "the router never saw "+qualified+" become "+l)
@@ -280,7 +258,7 @@ func (e *env) update(qualified string, p tools.Patch) tools.Item {
 	if it.ConfigVersion <= tg.ConfigVersion {
 		e.t.Fatalf("configuration version of %s: got %d, want more than %d", qualified, it.ConfigVersion, tg.ConfigVersion)
 	}
-	waitFor(e.t, 10*time.Second, func() bool {
+	testkit.WaitFor(e.t, 10*time.Second, func() bool {
 		p, err := e.prepared(qualified, sampleArgs(qualified))
 		return err == nil && p.ConfigVersion == it.ConfigVersion
 	}, "the router never saw the new configuration of "+qualified)
@@ -324,7 +302,7 @@ func (e *env) steps(id string) []executions.Step {
 func (e *env) waitStatus(id string, want executions.Status, d time.Duration) *executions.Execution {
 	e.t.Helper()
 	var ex *executions.Execution
-	waitFor(e.t, d, func() bool {
+	testkit.WaitFor(e.t, d, func() bool {
 		ex = e.get(id)
 		return ex.Status == want
 	}, fmt.Sprintf("execution never became %s", want))
@@ -367,29 +345,13 @@ func (e *env) audits(id, action string) int {
 
 func (e *env) count(sql string, args ...any) int {
 	e.t.Helper()
-	var n int
-	if err := e.pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return testkit.Count(e.t, e.pool, sql, args...)
 }
 
 func (e *env) flush() {
 	e.t.Helper()
 	if err := e.r.Flush(e.ctx); err != nil {
 		e.t.Fatal(err)
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", d, msg)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

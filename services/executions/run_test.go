@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -265,7 +266,7 @@ func TestCancelBetweenSteps(t *testing.T) {
 	}
 	e.run(nil)
 	ex := e.create(e.admin, step("mt__sleep", `{"ms":400}`), step("mt__echo", `{"message":"never"}`))
-	waitFor(t, 20*time.Second, func() bool { return stepStatuses(e.steps(ex.ID))[0] == executions.StepRunning },
+	testkit.WaitFor(t, 20*time.Second, func() bool { return stepStatuses(e.steps(ex.ID))[0] == executions.StepRunning },
 		"the first step never ran")
 	got, err := e.svc.Cancel(e.ctx, e.admin, ex.ID, "stop after this one")
 	if err != nil {
@@ -274,7 +275,7 @@ func TestCancelBetweenSteps(t *testing.T) {
 	if got.Status != executions.Cancelled || got.Reason != "stop after this one" {
 		t.Fatalf("got %s (%q), want cancelled with the reason", got.Status, got.Reason)
 	}
-	waitFor(t, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, func() bool {
 		return slices.Equal(stepStatuses(e.steps(ex.ID)), []string{"succeeded", "skipped"})
 	}, "steps never became succeeded, skipped")
 	e.flush()
@@ -288,7 +289,7 @@ func TestCancelBetweenSteps(t *testing.T) {
 	e.bothTopics(ex.ID, "execution.success", 0)
 	e.sameTx(ex.ID, "execution.cancelled", "execution.cancel")
 	checkInvariant(t, e, ex.ID)
-	waitFor(t, 20*time.Second, func() bool { return slices.Equal(stepStatuses(e.steps(early.ID)), []string{"skipped"}) },
+	testkit.WaitFor(t, 20*time.Second, func() bool { return slices.Equal(stepStatuses(e.steps(early.ID)), []string{"skipped"}) },
 		"the step of the execution cancelled before it ran was never skipped")
 	if got := e.get(early.ID).Status; got != executions.Cancelled {
 		t.Errorf("cancelled before it ran: got %s, want cancelled", got)
@@ -325,7 +326,7 @@ func TestStaleAtRun(t *testing.T) {
 	changed.Description = "Keeps a note, now differently."
 	before := e.tool("mt__note").DefinitionHash
 	hs.Server().SetTool(changed)
-	waitFor(t, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, func() bool {
 		p, err := e.prepared("mt__note", `{"path":"/n"}`)
 		return err != nil || p.DefinitionHash != before
 	}, "the router never saw the new definition of mt__note")
@@ -443,7 +444,7 @@ func TestRestartBetweenSteps(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- first.Run(ctx) }()
 	ex := e.create(e.admin, step("mt__sleep", `{"ms":300}`), step("mt__echo", `{"message":"after"}`))
-	waitFor(t, 20*time.Second, func() bool { return stepStatuses(e.steps(ex.ID))[0] == executions.StepRunning },
+	testkit.WaitFor(t, 20*time.Second, func() bool { return stepStatuses(e.steps(ex.ID))[0] == executions.StepRunning },
 		"the first step never ran")
 	stop()
 	if err := <-stopped; err != nil {
@@ -527,7 +528,7 @@ func TestRunnerCrash(t *testing.T) {
 
 	// The database notices the dead connection and drops its lock; nothing has
 	// touched the execution since.
-	waitFor(t, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, func() bool {
 		return e.count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND database =
 			(SELECT oid FROM pg_database WHERE datname = current_database())`) == 0
 	}, "the killed runner's lock never went away")

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -367,7 +368,7 @@ func TestTimeout(t *testing.T) {
 	if _, err := e.tools.Update(e.ctx, admin, tg.ID, tools.Patch{TimeoutMS: &timeout}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, func() bool {
 		_, err := e.call("tm__sleep", `{"ms":3000}`)
 		return codeOf(err) == router.CodeTimeout
 	}, "the call never timed out")
@@ -466,7 +467,7 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 		t.Fatalf("runtime: got %+v, want nothing active", rt)
 	}
 	hs.Restart()
-	waitFor(t, 30*time.Second, func() bool {
+	testkit.WaitFor(t, 30*time.Second, func() bool {
 		res, err := e.call("crash__echo", `{"message":"back"}`)
 		return err == nil && router.TextOf(res.Content) == "Echo: back"
 	}, "the tool never worked again after the server came back")

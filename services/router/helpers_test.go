@@ -4,22 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/app"
+	"github.com/toolwarden/toolwarden/app/apptest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
@@ -50,44 +49,17 @@ func start(t testing.TB, opts *router.Options) *env {
 // startWith is start with the session manager's options changed by mopts.
 func startWith(t testing.TB, opts *router.Options, mopts func(*mcpclient.Options)) *env {
 	t.Helper()
-	pool := dbtest.New(t)
-	key, err := secrets.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := secrets.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	bus := events.NewBus(pool, nil)
-	busDone := make(chan struct{})
-	go func() { _ = bus.Run(ctx); close(busDone) }()
-	<-bus.Ready()
-	reg := registry.New(pool, keys, nil)
-	mo := &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
-		Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv),
-		// Confined as users' servers are, away from this test process's database.
-		Confine: confine.Spec{Hide: []string{dbtest.ClusterDir(t)}}}
-	if mopts != nil {
-		mopts(mo)
-	}
-	mgr := mcpclient.New(reg, mo)
-	mgrDone := make(chan struct{})
-	go func() { _ = mgr.Run(ctx); close(mgrDone) }()
-	ts := tools.New(pool, keys, nil)
-	if opts == nil {
-		opts = &router.Options{}
-	}
-	opts.Bus = bus
-	r := router.New(pool, ts, mgr, opts)
-	rDone := make(chan struct{})
-	go func() { _ = r.Run(ctx); close(rDone) }()
-	t.Cleanup(func() { cancel(); <-rDone; <-mgrDone; <-busDone })
-	waitFor(t, 5*time.Second, mgr.Running, "manager did not start")
-	e := &env{t: t, ctx: context.Background(), pool: pool, reg: reg, mgr: mgr, tools: ts, r: r, auth: auth.New(pool, nil)}
-	waitFor(t, 5*time.Second, r.Running, "router did not start")
-	return e
+	a := apptest.Start(t, &apptest.Options{Config: func(c *app.Config) {
+		c.MCP = mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
+			Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second}
+		if mopts != nil {
+			mopts(&c.MCP)
+		}
+		if opts != nil {
+			c.Router = *opts
+		}
+	}})
+	return &env{t: t, ctx: context.Background(), pool: a.Pool, reg: a.Registry, mgr: a.MCP, tools: a.Tools, r: a.Router, auth: a.Auth}
 }
 
 // server registers an mcptest server over streamable HTTP, waits for its tools and
@@ -106,7 +78,7 @@ func (e *env) register(spec registry.Spec, enable ...string) registry.Server {
 		e.t.Fatalf("create server: %v", err)
 	}
 	e.mgr.Refresh(e.ctx, sv.ID)
-	waitFor(e.t, 30*time.Second, func() bool {
+	testkit.WaitFor(e.t, 30*time.Second, func() bool {
 		got, err := e.reg.GetServer(e.ctx, sv.ID)
 		return err == nil && got.Status == registry.StatusConnected && got.ToolCount > 0
 	}, "server "+spec.Name+" never connected with tools")
@@ -120,7 +92,7 @@ func (e *env) register(spec registry.Spec, enable ...string) registry.Server {
 func (e *env) tool(qualified string) tools.Target {
 	e.t.Helper()
 	var tg tools.Target
-	waitFor(e.t, 30*time.Second, func() bool {
+	testkit.WaitFor(e.t, 30*time.Second, func() bool {
 		var err error
 		tg, err = e.tools.Target(e.ctx, qualified)
 		return err == nil && tg.Status != "discovered" && tg.Status != "validating"
@@ -158,25 +130,9 @@ func codeOf(err error) string {
 	return "other: " + err.Error()
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", d, msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func (e *env) count(sql string, args ...any) int {
 	e.t.Helper()
-	var n int
-	if err := e.pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return testkit.Count(e.t, e.pool, sql, args...)
 }
 
 func (e *env) flush() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -29,7 +30,7 @@ func TestPrepareAndPin(t *testing.T) {
 			Source: router.SourceExecution})
 	}
 	var p *router.Prepared
-	waitFor(t, 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, func() bool {
 		var err error
 		p, err = prep("p__echo", `{}`)
 		return err == nil && string(p.Effective) == `{"message":"configured"}`
@@ -69,7 +70,7 @@ func TestPrepareAndPin(t *testing.T) {
 		t.Fatal(err)
 	}
 	var err error
-	waitFor(t, 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, func() bool {
 		err = call(p.Pin)
 		return codeOf(err) == router.CodeStale
 	}, "a call pinned to the old configuration was not refused")
