@@ -32,7 +32,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/system"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/web"
 )
 
@@ -214,8 +216,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	do := cfg.Denials
 	do.Logger = log
 	a.Denials = audit.NewDenials(pool, &do)
-	a.Web = web.New(&handlers.Deps{Pool: pool, Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
-		Embedded: a.DB != nil && a.DB.Cluster != nil, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
+	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
+		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),
+		Usage: usage.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies}, a.Bus)
 

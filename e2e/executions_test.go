@@ -29,8 +29,10 @@ const execDocCounter = `try {
 // execution's status, the run's and the rollback's step statuses and the progress
 // shown in the stepper (window.__seen, one entry per distinct state, oldest first).
 // Only elements without an id are read: htmx keeps the old attributes of a swapped
-// element with an id until it settles.
-const execWatch = `window.__seen = []; (() => {
+// element with an id until it settles. The texts of toasts shown are kept in
+// window.__toasts (a toast removes itself after six seconds, which a loaded machine
+// can take to get to the check).
+const execWatch = `window.__seen = []; window.__toasts = []; (() => {
 	const all = sel => [...document.querySelectorAll(sel)];
 	const snap = () => {
 		const s = {
@@ -41,6 +43,7 @@ const execWatch = `window.__seen = []; (() => {
 		};
 		const k = JSON.stringify(s);
 		if (window.__lastSeen !== k) { window.__lastSeen = k; window.__seen.push(s); }
+		all("[data-testid=toast]").forEach(t => { const x = t.textContent; if (!window.__toasts.includes(x)) window.__toasts.push(x); });
 	};
 	snap();
 	new MutationObserver(snap).observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
@@ -478,7 +481,7 @@ func TestBrowserExecutionFlow(t *testing.T) {
 	if got := b.execText(`[data-testid=execution-approval]`); !strings.Contains(got, "admin") {
 		t.Errorf("the approval reads %q, want it to name admin", got)
 	}
-	if !eval[bool](b, `[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("every step succeeded"))`) {
+	if !eval[bool](b, `window.__toasts.some(t => t.includes("every step succeeded"))`) {
 		t.Error("no toast says the execution finished")
 	}
 	screenshot(t, b, "execution-success.png")
@@ -635,7 +638,7 @@ func TestBrowserExecutionRollback(t *testing.T) {
 	if got := b.execText(`[data-testid=outcome]`); !strings.Contains(got, "mt__fail") || !strings.Contains(got, "boom") {
 		t.Errorf("the outcome reads %q, want the failed step and its error", got)
 	}
-	if !eval[bool](b, `[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("failed") && t.textContent.includes("boom"))`) {
+	if !eval[bool](b, `window.__toasts.some(t => t.includes("failed") && t.includes("boom"))`) {
 		t.Error("no toast says the execution failed")
 	}
 	screenshot(t, b, "execution-failed.png")
@@ -709,7 +712,7 @@ func TestBrowserExecutionRollback(t *testing.T) {
 	// Every fragment shows the execution as stored, so the status can read rolled back
 	// before the rollback.completed event (which brings the toast) arrives.
 	b.waitJS("a toast says the execution was rolled back",
-		`[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("rolled back"))`)
+		`window.__toasts.some(t => t.includes("rolled back"))`)
 	// Three calls ran before the rollback, and two undo steps in it.
 	rbKinds := []string{"execution.failed", "rollback.started", "tool.started", "tool.started", "tool.started",
 		"tool.started", "tool.started", "tool.completed", "tool.completed", "tool.completed", "tool.completed",

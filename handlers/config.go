@@ -103,18 +103,8 @@ func (h ConfigHandler) ImportApply(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.refreshImported(c, res)
 	setFlash(c, "success", "Imported "+filepath.Base(name)+": "+res.String(), h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/servers")
-}
-
-func (h ConfigHandler) refreshImported(c echo.Context, res registry.ImportResult) {
-	ctx := c.Request().Context()
-	for _, list := range [][]registry.ServerRef{res.Created, res.Updated, res.Deleted} {
-		for _, r := range list {
-			h.MCP.Refresh(ctx, r.ID)
-		}
-	}
 }
 
 // plan parses and plans an import. Servers whose stdio command the file changes, when
@@ -240,7 +230,6 @@ func (h ConfigHandler) APIImport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.refreshImported(c, res)
 	return c.JSON(http.StatusOK, map[string]any{"dry_run": false, "plan": plan, "result": res})
 }
 

@@ -11,8 +11,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/db"
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -26,7 +24,7 @@ func (h DashboardHandler) Show(c echo.Context) error {
 	p := PrincipalOf(c)
 	// The cursor is read before the data, so an event that lands in between is replayed
 	// rather than lost.
-	last, err := events.LatestID(ctx, h.Pool)
+	last, err := h.Events.LatestID(ctx)
 	if err != nil {
 		return err
 	}
@@ -40,7 +38,7 @@ func (h DashboardHandler) Show(c echo.Context) error {
 	page.SignedIn = signedInRows(active)
 	if p.Can(auth.PermAuditView) {
 		page.ShowActivity = true
-		recs, err := audit.Recent(ctx, h.Pool, 15)
+		recs, err := h.AuditLog.Recent(ctx, 15)
 		if err != nil {
 			return err
 		}
@@ -55,17 +53,17 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	ctx := c.Request().Context()
 	st := views.SystemStatus{Version: h.Version, GoVersion: runtime.Version(), StartedAt: h.StartedAt,
 		Uptime: humanDuration(time.Since(h.StartedAt))}
-	if v, err := db.ServerVersion(ctx, h.Pool); err == nil {
+	if v, err := h.System.ServerVersion(ctx); err == nil {
 		st.DatabaseOK = true
 		kind := "external"
-		if h.Embedded {
+		if h.System.Embedded() {
 			kind = "embedded"
 		}
 		st.DatabaseDetail = fmt.Sprintf("PostgreSQL %s · %s", v, kind)
 	} else {
 		st.DatabaseDetail = err.Error()
 	}
-	if m, err := db.CurrentMigration(ctx, h.Pool); err == nil {
+	if m, err := h.System.Migration(ctx); err == nil {
 		st.MigrationOK = m.Current()
 		st.Migration = fmt.Sprintf("version %d of %d", m.Version, m.Latest)
 		if m.Dirty {
@@ -74,7 +72,7 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	}
 	st.Users, st.ActiveUsers, _ = h.Auth.CountUsers(ctx)
 	st.Tokens, _ = h.Auth.CountTokens(ctx)
-	st.AuditEntries, _ = audit.Count(ctx, h.Pool)
+	st.AuditEntries, _ = h.AuditLog.Count(ctx)
 	if h.Registry != nil {
 		if counts, err := h.Registry.CountServers(ctx); err == nil {
 			for status, n := range counts {

@@ -188,7 +188,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	ctx := c.Request().Context()
 	// The cursor first, then the state: whatever happens after the cursor is replayed
 	// over the socket, and the state shown is at least as new as the cursor.
-	last, err := events.LatestID(ctx, h.Pool)
+	last, err := h.Events.LatestID(ctx)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (h ExecutionsHandler) executionLog(ctx context.Context, topic string, last 
 	var lines []views.ExecutionLogLine
 	after := int64(0)
 	for read := 0; read < execLogMax; {
-		evs, err := events.Since(ctx, h.Pool, after, []string{topic}, execLogBatch)
+		evs, err := h.Events.Since(ctx, after, []string{topic}, execLogBatch)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -44,7 +44,7 @@ func onlyCursor(err error) bool {
 func (h ExecutionsHandler) History(c echo.Context) error {
 	ctx := c.Request().Context()
 	// The cursor is read before the data, so an event that lands in between is replayed.
-	last, err := events.LatestID(ctx, h.Pool)
+	last, err := h.Events.LatestID(ctx)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func historyURL(qp url.Values, cursor string) string {
 // its page where it is decided.
 func (h ExecutionsHandler) ApprovalsInbox(c echo.Context) error {
 	ctx := c.Request().Context()
-	last, err := events.LatestID(ctx, h.Pool)
+	last, err := h.Events.LatestID(ctx)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -25,19 +24,26 @@ import (
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/system"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/views"
 )
 
 // Deps are what the handlers need. Build it once in cmd and share it.
 type Deps struct {
-	Pool      *pgxpool.Pool
 	Auth      *auth.Service
 	Logger    *slog.Logger
 	Version   string
 	StartedAt time.Time
-	// Embedded reports whether the database is the embedded cluster (for the dashboard).
-	Embedded bool
+	// Events is the event bus: the cursor a page reads before its data, and the
+	// events the websocket replays.
+	Events *events.Bus
+	// System reports on the database (dashboard, readiness); AuditLog reads the audit
+	// log; Usage reads tools' usage.
+	System   *system.Service
+	AuditLog *audit.Log
+	Usage    *usage.Service
 	// LiveClients counts open websocket connections (for the dashboard).
 	LiveClients func() int
 	// SecureCookies sets the Secure flag on cookies (behind TLS).
@@ -197,8 +203,8 @@ func (d *Deps) layout(c echo.Context, title string, topics ...string) views.Layo
 	// too. A page that follows nothing else gets no cursor from its handler: take the
 	// newest event id before counting, so whatever changes in between is replayed.
 	badges := len(allowed) > 0
-	if !badges && d.Pool != nil && d.seesNavBadge(p) {
-		last, err := events.LatestID(ctx, d.Pool)
+	if !badges && d.Events != nil && d.seesNavBadge(p) {
+		last, err := d.Events.LatestID(ctx)
 		if err != nil {
 			d.Logger.Warn("handlers: navigation counts left out", "err", err)
 		} else {

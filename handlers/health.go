@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // HealthHandler serves the liveness and readiness probes.
@@ -22,7 +20,7 @@ func (h HealthHandler) Healthz(c echo.Context) error {
 func (h HealthHandler) Readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	st, err := db.CurrentMigration(ctx, h.Pool)
+	st, err := h.System.Migration(ctx)
 	if err != nil {
 		// The detail (socket paths, role names) is for the log, not for anonymous callers.
 		h.Logger.Warn("readyz: database unreachable", "err", err)

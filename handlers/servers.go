@@ -15,7 +15,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -30,7 +29,7 @@ const serversPerPage = 24
 // List renders the server list with search, filters and pagination.
 func (h ServersHandler) List(c echo.Context) error {
 	ctx := c.Request().Context()
-	last, err := events.LatestID(ctx, h.Pool)
+	last, err := h.Events.LatestID(ctx)
 	if err != nil {
 		return err
 	}
@@ -310,7 +309,6 @@ func (h ServersHandler) Create(c echo.Context) error {
 	if err != nil {
 		return h.formInvalid(c, "", pf, err)
 	}
-	h.MCP.Refresh(c.Request().Context(), sv.ID)
 	setFlash(c, "success", "Server "+sv.Name+" added."+connectingNote(sv), h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/servers/"+sv.ID)
 }
@@ -385,7 +383,6 @@ func (h ServersHandler) Update(c echo.Context) error {
 	if err != nil {
 		return h.formInvalid(c, cur.ID, pf, err)
 	}
-	h.MCP.Refresh(ctx, sv.ID)
 	setFlash(c, "success", "Server "+sv.Name+" saved.", h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/servers/"+sv.ID)
 }
@@ -460,7 +457,7 @@ func firstNonEmpty(vals ...string) string {
 // Show renders the server detail page.
 func (h ServersHandler) Show(c echo.Context) error {
 	ctx := c.Request().Context()
-	last, err := events.LatestID(ctx, h.Pool)
+	last, err := h.Events.LatestID(ctx)
 	if err != nil {
 		return err
 	}
@@ -591,9 +588,6 @@ func (h ServersHandler) SetEnabled(enabled bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := c.Request().Context()
 		sv, err := h.Registry.SetEnabled(ctx, ActorOf(c), c.Param("id"), enabled)
-		if err == nil {
-			h.MCP.Refresh(ctx, sv.ID)
-		}
 		return h.redirectWithOutcome(c, err, func() string {
 			if enabled {
 				return sv.Name + " enabled; connecting."
@@ -638,9 +632,6 @@ func (h ServersHandler) Delete(c echo.Context) error {
 	sv, err := h.Registry.GetServer(ctx, c.Param("id"))
 	if err == nil {
 		err = h.Registry.DeleteServer(ctx, ActorOf(c), sv.ID)
-	}
-	if err == nil {
-		h.MCP.Refresh(ctx, sv.ID)
 	}
 	return h.redirectWithOutcome(c, err, func() string { return "Server " + sv.Name + " deleted." }, "/servers")
 }

@@ -159,7 +159,6 @@ func (h ServersHandler) APICreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.MCP.Refresh(ctx, sv.ID)
 	return c.JSON(http.StatusCreated, sv)
 }
 
@@ -177,7 +176,6 @@ func (h ServersHandler) APIUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h.MCP.Refresh(ctx, sv.ID)
 	return c.JSON(http.StatusOK, sv)
 }
 
@@ -187,7 +185,6 @@ func (h ServersHandler) APIDelete(c echo.Context) error {
 	if err := h.Registry.DeleteServer(ctx, ActorOf(c), c.Param("id")); err != nil {
 		return err
 	}
-	h.MCP.Refresh(ctx, c.Param("id"))
 	return c.NoContent(http.StatusNoContent)
 }
 
@@ -199,7 +196,6 @@ func (h ServersHandler) APISetEnabled(enabled bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		h.MCP.Refresh(ctx, sv.ID)
 		return c.JSON(http.StatusOK, sv)
 	}
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -285,7 +284,7 @@ func testCall(c echo.Context, it tools.Item, args json.RawMessage, f url.Values)
 func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) (*views.TestResult, *verr.Error, error) {
 	// Taken before the run starts, every event of the run comes after it: a page that
 	// subscribes late is replayed all of them.
-	since, err := events.LatestID(c.Request().Context(), h.Pool)
+	since, err := h.Events.LatestID(c.Request().Context())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -433,7 +432,7 @@ func (h ToolsHandler) TestRun(c echo.Context) error {
 
 // renderRun answers the running panel with its run as it is now.
 func (h ToolsHandler) renderRun(c echo.Context, run *router.Run) error {
-	since, err := events.LatestID(c.Request().Context(), h.Pool)
+	since, err := h.Events.LatestID(c.Request().Context())
 	if err != nil {
 		return err
 	}

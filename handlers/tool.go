@@ -17,12 +17,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -116,7 +114,7 @@ var errInspectDenied = &ForbiddenError{Message: "Your role may not see how tools
 
 // toolPage is the frame of the page: layout (following the tools topic), head, tabs.
 func (h ToolsHandler) toolPage(c echo.Context, it tools.Item, tab string) (views.ToolPage, error) {
-	last, err := events.LatestID(c.Request().Context(), h.Pool)
+	last, err := h.Events.LatestID(c.Request().Context())
 	if err != nil {
 		return views.ToolPage{}, err
 	}
@@ -635,7 +633,7 @@ func (h ToolsHandler) toolUsage(ctx context.Context, it tools.Item, rng string) 
 	step := r.span / time.Duration(r.buckets)
 	to := time.Now().UTC().Truncate(step).Add(step)
 	from := to.Add(-r.span)
-	st, err := usage.Summary(ctx, h.Pool, it.ID, from, to)
+	st, err := h.Usage.Summary(ctx, it.ID, from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -645,7 +643,7 @@ func (h ToolsHandler) toolUsage(ctx context.Context, it tools.Item, rng string) 
 	}
 	u.SuccessRate = percent(st.SuccessRate)
 	u.P50, u.P95, u.Avg = msPtr(st.P50MS), msPtr(st.P95MS), msPtr(st.AvgMS)
-	buckets, err := usage.Series(ctx, h.Pool, it.ID, from, to, r.buckets)
+	buckets, err := h.Usage.Series(ctx, it.ID, from, to, r.buckets)
 	if err != nil {
 		return nil, err
 	}
@@ -711,7 +709,7 @@ func (h ToolsHandler) toolLogs(ctx context.Context, it tools.Item, before string
 		}
 		beforeID = n
 	}
-	logs, next, err := usage.Recent(ctx, h.Pool, it.ID, beforeID, toolLogsPerPage)
+	logs, next, err := h.Usage.Recent(ctx, it.ID, beforeID, toolLogsPerPage)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -57,7 +56,7 @@ func toolQuery(c echo.Context) tools.Query {
 // List renders the tool list: server-side search, filters, keyset pages.
 func (h ToolsHandler) List(c echo.Context) error {
 	ctx := c.Request().Context()
-	last, err := events.LatestID(ctx, h.Pool)
+	last, err := h.Events.LatestID(ctx)
 	if err != nil {
 		return err
 	}

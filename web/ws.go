@@ -173,14 +173,14 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}()
 
 	last := sub.LastID
-	missed, err := events.Since(ctx, h.deps.Pool, last, topics, wsMaxReplay+1)
+	missed, err := h.deps.Events.Since(ctx, last, topics, wsMaxReplay+1)
 	if err != nil {
 		h.log.Warn("ws: replay", "err", err)
 		h.closeWith(conn, closeTryAgainLater, "try again")
 		return
 	}
 	if len(missed) > wsMaxReplay {
-		latest, _ := events.LatestID(ctx, h.deps.Pool)
+		latest, _ := h.deps.Events.LatestID(ctx)
 		frag, err := h.live.Reload(ctx, latest)
 		if err != nil || h.write(conn, frag) != nil {
 			return

@@ -142,7 +142,6 @@ func (a *App) RegisterServer(t testing.TB, spec registry.Spec, enable ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.MCP.Refresh(ctx, sv.ID)
 	for _, n := range enable {
 		a.Enable(t, spec.Name+"__"+n)
 	}

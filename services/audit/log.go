@@ -1,0 +1,19 @@
+package audit
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Log reads the audit log for the pages that show it.
+type Log struct{ pool *pgxpool.Pool }
+
+// NewLog is a Log on pool.
+func NewLog(pool *pgxpool.Pool) *Log { return &Log{pool: pool} }
+
+// Recent returns the newest limit entries, newest first.
+func (l *Log) Recent(ctx context.Context, limit int) ([]Record, error) { return Recent(ctx, l.pool, limit) }
+
+// Count is how many entries the log holds.
+func (l *Log) Count(ctx context.Context) (int64, error) { return Count(ctx, l.pool) }
