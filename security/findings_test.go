@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/everything"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -414,11 +415,7 @@ func TestFinding07NoLockout(t *testing.T) {
 
 func countOn(t *testing.T, srv *webtest.Server, q string) int {
 	t.Helper()
-	var n int
-	if err := srv.Pool.QueryRow(context.Background(), q).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return testkit.Count(t, srv.Pool, q)
 }
 
 // Finding 8: NUL bytes and invalid UTF-8 are bad input: 400 naming the field, and

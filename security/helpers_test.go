@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/web/webtest"
@@ -75,11 +76,7 @@ func (e *env) user(name string, r auth.Role) *person {
 
 func (e *env) count(q string, args ...any) int {
 	e.t.Helper()
-	var n int
-	if err := e.srv.Pool.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", q, err)
-	}
-	return n
+	return testkit.Count(e.t, e.srv.Pool, q, args...)
 }
 
 func (e *env) exec(q string, args ...any) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/everything"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -133,7 +134,7 @@ func BenchmarkReconnect(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		hs.Stop()
-		waitFor(b, 10*time.Second, func() bool { return e.mgr.Snapshot(sv.ID).Status == registry.StatusError }, "outage not seen")
+		testkit.WaitFor(b, 10*time.Second, func() bool { return e.mgr.Snapshot(sv.ID).Status == registry.StatusError }, "outage not seen")
 		hs.Restart()
 		t0 := time.Now()
 		b.StartTimer()

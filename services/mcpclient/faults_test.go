@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -149,7 +150,7 @@ func TestHTTPOutageAndReconnect(t *testing.T) {
 			e.waitStatus(t, sv.ID, registry.StatusConnected)
 			// Health checks run on the new session (the outage itself was seen at once,
 			// when the stream broke).
-			waitFor(t, 10*time.Second, func() bool {
+			testkit.WaitFor(t, 10*time.Second, func() bool {
 				h, err := e.reg.HealthHistory(context.Background(), sv.ID, 1)
 				return err == nil && len(h) == 1 && h[0].OK
 			}, "no passing health check recorded after the reconnect")
@@ -324,7 +325,7 @@ func TestCircuitBreaker(t *testing.T) {
 	e := start(t, opts)
 	sv := e.create(t, registry.Spec{Name: "absent", Type: registry.TypeStdio, Command: "/nonexistent/mcp-server", Enabled: true})
 	var got registry.Server
-	waitFor(t, 20*time.Second, func() bool {
+	testkit.WaitFor(t, 20*time.Second, func() bool {
 		got = e.server(t, sv.ID)
 		return got.LastError != nil && strings.Contains(*got.LastError, "circuit open after 3 failed attempts")
 	}, "the circuit never opened")
@@ -379,7 +380,7 @@ func TestProcessGroupKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.mgr.Refresh(context.Background(), sv.ID)
-	waitFor(t, 10*time.Second, func() bool { return !alive(pids) }, "the grandchild outlived its disabled server")
+	testkit.WaitFor(t, 10*time.Second, func() bool { return !alive(pids) }, "the grandchild outlived its disabled server")
 
 	// Shutdown: enable again, then stop the manager.
 	if err := os.Remove(pidFile); err != nil {
@@ -393,7 +394,7 @@ func TestProcessGroupKilled(t *testing.T) {
 	pids = sleeping()
 	e.stop()
 	// SIGKILL is delivered asynchronously: the process may take a moment to be gone.
-	waitFor(t, 10*time.Second, func() bool { return !alive(pids) }, "the grandchild outlived the shutdown")
+	testkit.WaitFor(t, 10*time.Second, func() bool { return !alive(pids) }, "the grandchild outlived the shutdown")
 	if got := e.server(t, sv.ID).Status; got != registry.StatusDisconnected {
 		t.Fatalf("after shutdown: got status %s, want disconnected", got)
 	}
@@ -402,7 +403,7 @@ func TestProcessGroupKilled(t *testing.T) {
 func readPID(t *testing.T, file string) int {
 	t.Helper()
 	var pid int
-	waitFor(t, 10*time.Second, func() bool {
+	testkit.WaitFor(t, 10*time.Second, func() bool {
 		b, err := os.ReadFile(file)
 		if err != nil {
 			return false
@@ -458,7 +459,7 @@ func TestHealthRetries(t *testing.T) {
 	// Two failures in a row: tried again, the session stays.
 	hs.Server().FailPings(retries)
 	okBefore, _ := checks()
-	waitFor(t, 10*time.Second, func() bool { ok, failed := checks(); return failed == retries && ok > okBefore },
+	testkit.WaitFor(t, 10*time.Second, func() bool { ok, failed := checks(); return failed == retries && ok > okBefore },
 		"no passing check after the failed ones")
 	if got := e.server(t, sv.ID); got.Status != registry.StatusConnected {
 		t.Fatalf("after %d failed checks within the retries: status %s (%v), want connected", retries, got.Status, got.LastError)

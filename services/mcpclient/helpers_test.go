@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -60,7 +61,7 @@ func start(t testing.TB, opts *mcpclient.Options) *env {
 	stop := func() { cancel(); <-done }
 	t.Cleanup(stop)
 	// Run must have started before Refresh does anything.
-	waitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
+	testkit.WaitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
 	return &env{reg: reg, mgr: mgr, opts: *opts, stop: stop}
 }
 
@@ -86,7 +87,7 @@ func (e *env) server(t testing.TB, id string) registry.Server {
 func (e *env) waitStatus(t testing.TB, id, status string) registry.Server {
 	t.Helper()
 	var sv registry.Server
-	waitFor(t, 30*time.Second, func() bool { sv = e.server(t, id); return sv.Status == status },
+	testkit.WaitFor(t, 30*time.Second, func() bool { sv = e.server(t, id); return sv.Status == status },
 		"server never reached status "+status)
 	return sv
 }
@@ -104,23 +105,11 @@ func (e *env) runs(t testing.TB, id string) []registry.DiscoveryRun {
 func (e *env) waitRuns(t testing.TB, id string, n int) []registry.DiscoveryRun {
 	t.Helper()
 	var runs []registry.DiscoveryRun
-	waitFor(t, 30*time.Second, func() bool { runs = e.runs(t, id); return len(runs) >= n }, "discovery did not run")
+	testkit.WaitFor(t, 30*time.Second, func() bool { runs = e.runs(t, id); return len(runs) >= n }, "discovery did not run")
 	for i, j := 0, len(runs)-1; i < j; i, j = i+1, j-1 {
 		runs[i], runs[j] = runs[j], runs[i]
 	}
 	return runs
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", d, msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // never checks that cond stays false for d: the only way to see that something

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -105,13 +106,10 @@ func (f *fixture) exec(sql string, args ...any) {
 	}
 }
 
+// count runs a query that returns one number.
 func (f *fixture) count(sql string, args ...any) int {
 	f.t.Helper()
-	var n int
-	if err := f.pool.QueryRow(f.ctx, sql, args...).Scan(&n); err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
-	return n
+	return testkit.Count(f.t, f.pool, sql, args...)
 }
 
 func (f *fixture) strings(sql string, args ...any) []string {
