@@ -29,7 +29,7 @@ var payloadSamples = map[string][]string{
 		"target_type":"tool","target_id":"t1","target_name":"fs__read","result":"success"}`,
 		`{"id":8,"at":"2025-01-02T03:04:05Z","actor_kind":"system","actor_name":"system","action":"execution.expire",
 		"target_type":"execution","target_id":"e1","result":"success"}`},
-	"server.status": {`{"id":"s1","name":"fs","status":"error","previous":"connected","enabled":true,"tool_count":3,"last_error":"EOF"}`},
+	"server.status":  {`{"id":"s1","name":"fs","status":"error","previous":"connected","enabled":true,"tool_count":3,"last_error":"EOF"}`},
 	"server.changed": {`{"id":"s1","name":"fs","status":"connected","enabled":false,"tool_count":0}`},
 	"server.deleted": {`{"id":"s1","name":"fs"}`},
 	"discovery.completed": {`{"server_id":"s1","server":"fs","trigger":"manual","run_id":4,"added":1,"updated":2,
