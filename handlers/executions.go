@@ -411,51 +411,24 @@ func rollbackView(rp *executions.RollbackPlan) *views.ExecutionRollbackPlan {
 	return out
 }
 
-// logPayload is what the events of an execution's topic carry (executions' summary and
-// extras, the router's call events).
-type logPayload struct {
-	Status     string           `json:"status"`
-	Risk       string           `json:"risk"`
-	Requester  string           `json:"requester"`
-	Steps      *int             `json:"steps"`
-	Reason     string           `json:"reason"`
-	Error      string           `json:"error"`
-	By         string           `json:"by"`
-	Approver   string           `json:"approver"`
-	Approval   string           `json:"approval"`
-	Self       bool             `json:"self_approved"`
-	NotUndone  []string         `json:"not_undone"`
-	Tool       string           `json:"tool"`
-	CallID     string           `json:"call_id"`
-	Code       string           `json:"code"`
-	Message    string           `json:"message"`
-	Summary    string           `json:"summary"`
-	DurationMS *float64         `json:"duration_ms"`
-	IsError    bool             `json:"is_error"`
-	Progress   *router.Progress `json:"progress"`
-}
-
-// executionLogLine is the log line of one event of an execution's topic.
+// executionLogLine is the log line of one event of an execution's topic: one of the
+// executions' kinds or the router's call events (events catalogue). An event that
+// does not decode gets a line too, its kind.
 func executionLogLine(ev events.Event) views.ExecutionLogLine {
-	l := views.ExecutionLogLine{EventID: ev.ID, At: ev.CreatedAt, Kind: ev.Kind, Level: "info"}
-	var p logPayload
-	_ = json.Unmarshal(ev.Payload, &p) // a payload of another shape still gets a line
-	dur := ""
-	if p.DurationMS != nil {
-		dur = fmt.Sprintf(" in %.1f ms", *p.DurationMS)
-	}
+	l := views.ExecutionLogLine{EventID: ev.ID, At: ev.CreatedAt, Kind: ev.Kind, Level: "info", Text: ev.Kind}
 	switch ev.Kind {
-	case "plan.created":
-		l.Text = fmt.Sprintf("Plan created by %s", p.Requester)
-		if p.Steps != nil {
-			l.Text += fmt.Sprintf(": %d step(s)", *p.Steps)
+	case string(events.PlanCreated):
+		if p, err := events.PlanCreated.Decode(ev); err == nil {
+			l.Text = fmt.Sprintf("Plan created by %s: %d step(s)", p.Requester, p.Steps)
+			if p.Risk != "" {
+				l.Text += ", " + p.Risk + " risk"
+			}
 		}
-		if p.Risk != "" {
-			l.Text += ", " + p.Risk + " risk"
-		}
-	case "approval.requested":
+	case string(events.ApprovalRequested):
+		p, _ := events.ApprovalRequested.Decode(ev)
 		l.Text, l.Level = "Waiting for approval ("+p.Risk+" risk)", "warn"
-	case "approval.granted":
+	case string(events.ApprovalGranted):
+		p, _ := events.ApprovalGranted.Decode(ev)
 		l.Level = "ok"
 		switch p.Approval {
 		case "policy":
@@ -465,12 +438,14 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 		default:
 			l.Text = "Confirmed by " + p.Approver
 		}
-		if p.Self {
+		if p.SelfApproved {
 			l.Text += " (its own requester: nobody else could approve it)"
 		}
-	case "approval.rejected":
+	case string(events.ApprovalRejected):
+		p, _ := events.ApprovalRejected.Decode(ev)
 		l.Text, l.Level = "Rejected by "+p.By+": "+p.Reason, "error"
-	case "execution.cancelled":
+	case string(events.ExecutionCancelled):
+		p, _ := events.ExecutionCancelled.Decode(ev)
 		l.Text, l.Level = "Cancelled", "warn"
 		if p.By != "" {
 			l.Text += " by " + p.By
@@ -478,39 +453,43 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 		if p.Reason != "" {
 			l.Text += ": " + p.Reason
 		}
-	case "execution.expired":
+	case string(events.ExecutionExpired):
 		l.Text, l.Level = "Expired: nobody approved it in time", "warn"
-	case "execution.success":
+	case string(events.ExecutionSucceeded):
 		l.Text, l.Level = "Finished: every step succeeded", "ok"
-	case "execution.failed":
+	case string(events.ExecutionFailed):
+		p, _ := events.ExecutionFailed.Decode(ev)
 		l.Text, l.Level = "Failed: "+p.Error, "error"
-	case "rollback.started":
+	case string(events.RollbackStarted):
 		l.Text = "Rollback started"
-		if p.Steps != nil {
-			l.Text += fmt.Sprintf(": %d undo step(s)", *p.Steps)
+		if p, err := events.RollbackStarted.Decode(ev); err == nil {
+			l.Text += fmt.Sprintf(": %d undo step(s)", p.Steps)
+			if len(p.NotUndone) > 0 {
+				l.Text += "; nothing undoes " + strings.Join(p.NotUndone, ", ")
+			}
 		}
-		if len(p.NotUndone) > 0 {
-			l.Text += "; nothing undoes " + strings.Join(p.NotUndone, ", ")
-		}
-	case "rollback.completed":
+	case string(events.RollbackCompleted):
 		l.Text, l.Level = "Rolled back", "ok"
-	case "rollback.failed":
+	case string(events.RollbackFailed):
+		p, _ := events.RollbackFailed.Decode(ev)
 		l.Text, l.Level = "Rollback failed: "+p.Error, "error"
-	case "tool.started":
+	case string(events.ToolStarted):
+		p, _ := events.ToolStarted.Decode(ev)
 		l.Text = p.Tool + " started"
-	case "tool.output":
+	case string(events.ToolOutput):
+		p, _ := events.ToolOutput.Decode(ev)
 		l.Text = p.Tool + ": "
-		if p.Progress != nil {
-			if p.Progress.Message != "" {
-				l.Text += p.Progress.Message
-			} else {
-				l.Text += "working"
-			}
-			if p.Progress.Total > 0 {
-				l.Text += fmt.Sprintf(" (%g of %g)", p.Progress.Progress, p.Progress.Total)
-			}
+		if p.Progress.Message != "" {
+			l.Text += p.Progress.Message
+		} else {
+			l.Text += "working"
 		}
-	case "tool.completed":
+		if p.Progress.Total > 0 {
+			l.Text += fmt.Sprintf(" (%g of %g)", p.Progress.Progress, p.Progress.Total)
+		}
+	case string(events.ToolCompleted):
+		p, _ := events.ToolCompleted.Decode(ev)
+		dur := fmt.Sprintf(" in %.1f ms", p.DurationMS)
 		if p.IsError {
 			l.Text, l.Level = p.Tool+" reported an error"+dur, "error"
 		} else {
@@ -519,7 +498,8 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 		if p.Summary != "" {
 			l.Text += ": " + p.Summary
 		}
-	case "tool.failed":
+	case string(events.ToolFailed):
+		p, _ := events.ToolFailed.Decode(ev)
 		l.Text, l.Level = p.Tool+" failed", "error"
 		if p.Code != "" {
 			l.Text += " (" + p.Code + ")"
@@ -527,19 +507,17 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 		if p.Message != "" {
 			l.Text += ": " + p.Message
 		}
-	default:
-		l.Text = ev.Kind
 	}
 	return l
 }
 
 // progressText is a tool.output event's progress for the stepper, by call id.
 func progressText(ev events.Event) map[string]string {
-	if ev.Kind != "tool.output" {
+	if !events.ToolOutput.Is(ev) {
 		return nil
 	}
-	var p logPayload
-	if json.Unmarshal(ev.Payload, &p) != nil || p.CallID == "" || p.Progress == nil {
+	p, err := events.ToolOutput.Decode(ev)
+	if err != nil || p.CallID == "" {
 		return nil
 	}
 	t := p.Progress.Message
@@ -572,13 +550,13 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 	line := executionLogLine(ev)
 	parts := []templ.Component{views.LiveExecution(x, &line)}
 	switch ev.Kind {
-	case "execution.success":
+	case string(events.ExecutionSucceeded):
 		parts = append(parts, views.LiveToast("success", "The execution finished: every step succeeded."))
-	case "execution.failed":
+	case string(events.ExecutionFailed):
 		parts = append(parts, views.LiveToast("error", "The execution failed: "+ex.Error))
-	case "rollback.completed":
+	case string(events.RollbackCompleted):
 		parts = append(parts, views.LiveToast("success", "The execution was rolled back."))
-	case "rollback.failed":
+	case string(events.RollbackFailed):
 		parts = append(parts, views.LiveToast("error", "The rollback failed: "+ex.Error))
 	}
 	return parts, nil

@@ -194,9 +194,7 @@ func executionStatusWords(s executions.Status) string {
 // inbox and the navigation's count. Every part is the same for every viewer; a page
 // drops the parts whose target it does not have (app.js, tw-live).
 func (l Live) executionsParts(ctx context.Context, ev events.Event) ([]templ.Component, error) {
-	var p struct {
-		ExecutionID string `json:"execution_id"`
-	}
+	var p events.Execution // what every kind on executions.Topic carries first
 	if err := ev.Decode(&p); err != nil {
 		return nil, err
 	}
@@ -222,7 +220,7 @@ func (l Live) executionsParts(ctx context.Context, ev events.Event) ([]templ.Com
 	// a <tbody> or <tr> after any other element would be dropped (HTML's "in template"
 	// insertion mode), while other elements after it are kept.
 	var parts []templ.Component
-	if ev.Kind == "plan.created" {
+	if events.PlanCreated.Is(ev) {
 		// Its first event: the row is on no page yet.
 		parts = append(parts, views.LiveExecutionNew(row))
 	} else {
@@ -232,7 +230,7 @@ func (l Live) executionsParts(ctx context.Context, ev events.Event) ([]templ.Com
 	switch {
 	case ex.Status != executions.AwaitingApproval:
 		parts = append(parts, views.LiveApprovalGone(ex.ID))
-	case ev.Kind == "approval.requested":
+	case events.ApprovalRequested.Is(ev):
 		parts = append(parts, views.LiveApprovalNew(row), views.LiveApprovalToast(row))
 	}
 	return parts, nil

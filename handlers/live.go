@@ -28,7 +28,7 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 	var parts []templ.Component
 	switch ev.Topic {
 	case auth.SessionsTopic:
-		var se auth.SessionEvent
+		var se events.Session // every kind on the topic carries one
 		if err := ev.Decode(&se); err != nil {
 			return nil, err
 		}
@@ -37,12 +37,12 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 			return nil, err
 		}
 		parts = append(parts, views.LiveSignedIn(signedInRows(active)))
-		if ev.Kind == "session.started" {
+		if events.SessionStarted.Is(ev) {
 			parts = append(parts, views.LiveToast("info", se.Username+" signed in"))
 		}
 	case audit.Topic:
-		var s audit.Summary
-		if err := ev.Decode(&s); err != nil {
+		s, err := events.AuditAppended.Decode(ev)
+		if err != nil {
 			return nil, err
 		}
 		parts = append(parts, views.LiveActivity(activityRow(s)))
@@ -96,34 +96,46 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 // discovery runs after a discovery, progress while one runs, and toasts for changes of
 // connection status that people want to notice.
 func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Component, error) {
-	var p struct {
-		ID       string `json:"id"`
-		ServerID string `json:"server_id"`
-		Name     string `json:"name"`
-		Server   string `json:"server"`
-		Status   string `json:"status"`
-		Previous string `json:"previous"`
-		Error    string `json:"last_error"`
-		RunError string `json:"error"`
-		Pages    int    `json:"pages"`
-		Tools    int    `json:"tools"`
-		Added    int    `json:"added"`
-		Updated  int    `json:"updated"`
-		Removed  int    `json:"removed"`
-		Total    int    `json:"total"`
-	}
-	if err := ev.Decode(&p); err != nil {
-		return nil, err
-	}
-	id := p.ID
-	if id == "" {
-		id = p.ServerID
-	}
+	// What the event says besides the server it is about; the rest is read afresh.
+	var (
+		id        string
+		status    events.ServerStatus
+		discovery *events.DiscoveryResult
+		failure   *events.DiscoveryFailure
+		err       error
+	)
 	switch ev.Kind {
-	case "server.deleted":
-		return []templ.Component{views.LiveServerGone(id), views.LiveToast("info", "Server "+p.Name+" was deleted.")}, nil
-	case "discovery.progress":
-		return []templ.Component{views.LiveDiscoveryProgress(id, fmt.Sprintf("Discovering… %d tools from %d pages so far", p.Tools, p.Pages))}, nil
+	case string(events.ServerDeleted):
+		p, err := events.ServerDeleted.Decode(ev)
+		if err != nil {
+			return nil, err
+		}
+		return []templ.Component{views.LiveServerGone(p.ID), views.LiveToast("info", "Server "+p.Name+" was deleted.")}, nil
+	case string(events.DiscoveryProgress):
+		p, err := events.DiscoveryProgress.Decode(ev)
+		if err != nil {
+			return nil, err
+		}
+		return []templ.Component{views.LiveDiscoveryProgress(p.ServerID, fmt.Sprintf("Discovering… %d tools from %d pages so far", p.Tools, p.Pages))}, nil
+	case string(events.ServerStatusChanged):
+		status, err = events.ServerStatusChanged.Decode(ev)
+		id = status.ID
+	case string(events.ServerChanged):
+		status, err = events.ServerChanged.Decode(ev)
+		id = status.ID
+	case string(events.DiscoveryCompleted):
+		var p events.DiscoveryResult
+		p, err = events.DiscoveryCompleted.Decode(ev)
+		id, discovery = p.ServerID, &p
+	case string(events.DiscoveryFailed):
+		var p events.DiscoveryFailure
+		p, err = events.DiscoveryFailed.Decode(ev)
+		id, failure = p.ServerID, &p
+	default:
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	sv, err := l.Registry.GetServer(ctx, id)
 	if errors.Is(err, registry.ErrNotFound) {
@@ -133,26 +145,28 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		return nil, err
 	}
 	parts := []templ.Component{views.LiveServer(serverCard(sv))}
-	switch ev.Kind {
-	case "server.status":
+	switch {
+	case events.ServerStatusChanged.Is(ev):
 		switch {
-		case p.Status == registry.StatusConnected && p.Previous != registry.StatusConnected:
+		case status.Status == registry.StatusConnected && status.Previous != registry.StatusConnected:
 			parts = append(parts, views.LiveToast("success", sv.Name+" connected"))
-		case p.Status == registry.StatusError && p.Previous == registry.StatusConnected:
-			parts = append(parts, views.LiveToast("error", sv.Name+" lost its connection: "+p.Error))
+		case status.Status == registry.StatusError && status.Previous == registry.StatusConnected:
+			parts = append(parts, views.LiveToast("error", sv.Name+" lost its connection: "+status.LastError))
 		}
-	case "discovery.completed", "discovery.failed":
+	case discovery != nil || failure != nil:
 		tools, runs, err := serverToolsAndRuns(ctx, l.Registry, id)
 		if err != nil {
 			return nil, err
 		}
-		msg := fmt.Sprintf("Last discovery: %d tools (+%d added, ~%d updated, −%d removed)", p.Total, p.Added, p.Updated, p.Removed)
-		if ev.Kind == "discovery.failed" {
-			msg = "Last discovery failed: " + p.RunError
+		var msg string
+		if failure != nil {
+			msg = "Last discovery failed: " + failure.Error
+		} else {
+			msg = fmt.Sprintf("Last discovery: %d tools (+%d added, ~%d updated, −%d removed)", discovery.Total, discovery.Added, discovery.Updated, discovery.Removed)
 		}
 		parts = append(parts, views.LiveDiscovery(id, msg, tools, runs))
-		if ev.Kind == "discovery.completed" && p.Added+p.Updated+p.Removed > 0 {
-			parts = append(parts, views.LiveToast("info", fmt.Sprintf("%s: %d tools added, %d updated, %d removed", sv.Name, p.Added, p.Updated, p.Removed)))
+		if discovery != nil && discovery.Added+discovery.Updated+discovery.Removed > 0 {
+			parts = append(parts, views.LiveToast("info", fmt.Sprintf("%s: %d tools added, %d updated, %d removed", sv.Name, discovery.Added, discovery.Updated, discovery.Removed)))
 		}
 	}
 	return parts, nil
@@ -165,21 +179,19 @@ const maxLiveTools = 50
 // toolParts renders a tool event: the card (list) of each tool that changed state or
 // settings.
 func (l Live) toolParts(ctx context.Context, ev events.Event) ([]templ.Component, error) {
-	var p struct {
-		ID      string `json:"id"`
-		Count   int    `json:"count"`
-		Changes []struct {
-			ID string `json:"id"`
-		} `json:"changes"`
-	}
-	if err := ev.Decode(&p); err != nil {
-		return nil, err
-	}
 	var ids []string
 	switch ev.Kind {
-	case "tool.changed":
+	case string(events.ToolChanged):
+		p, err := events.ToolChanged.Decode(ev)
+		if err != nil {
+			return nil, err
+		}
 		ids = []string{p.ID}
-	case "tool.state":
+	case string(events.ToolStateChanged):
+		p, err := events.ToolStateChanged.Decode(ev)
+		if err != nil {
+			return nil, err
+		}
 		if p.Count > maxLiveTools || len(p.Changes) == 0 {
 			return []templ.Component{views.LiveToast("info", fmt.Sprintf("%d tools changed state; reload to see them.", p.Count))}, nil
 		}

@@ -194,7 +194,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		if ev.ID <= last {
 			return true
 		}
-		if ev.Topic == auth.SessionsTopic && ev.Kind != "session.started" && aboutUser(ev, p.User.ID) {
+		if ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
 			var ok bool
 			if p, ok = h.recheck(ctx, conn, p, topics); !ok {
 				return false
@@ -270,7 +270,7 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 
 // aboutUser reports whether a sessions-topic event concerns the given user.
 func aboutUser(ev events.Event, userID string) bool {
-	var se auth.SessionEvent
+	var se events.Session // every kind on the topic carries one
 	return ev.Decode(&se) == nil && se.UserID == userID
 }
 

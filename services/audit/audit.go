@@ -263,7 +263,7 @@ func (b *Batch) Announcements() []events.Draft {
 	}
 	ds := make([]events.Draft, len(announce))
 	for i, r := range announce {
-		ds[i] = events.Draft{Topic: Topic, Kind: "audit.appended", Payload: r.Summary()}
+		ds[i] = events.AuditAppended.Draft(Topic, r.Summary())
 	}
 	return ds
 }
@@ -301,17 +301,7 @@ func netstring(buf, b []byte) []byte {
 }
 
 // Summary is what the audit.appended event carries: enough to render a row.
-type Summary struct {
-	ID         int64     `json:"id"`
-	At         time.Time `json:"at"`
-	ActorKind  string    `json:"actor_kind"`
-	ActorName  string    `json:"actor_name"`
-	Action     string    `json:"action"`
-	TargetType string    `json:"target_type"`
-	TargetID   string    `json:"target_id"`
-	TargetName string    `json:"target_name,omitempty"`
-	Result     string    `json:"result"`
-}
+type Summary = events.AuditSummary
 
 // Summary returns the entry's event summary.
 func (r Record) Summary() Summary {

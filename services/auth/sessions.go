@@ -39,12 +39,8 @@ type Session struct {
 	ExpiresAt time.Time
 }
 
-// SessionEvent is the payload of session.started and session.ended.
-type SessionEvent struct {
-	UserID   string `json:"user_id"`
-	Username string `json:"username"`
-	Reason   string `json:"reason,omitempty"`
-}
+// SessionEvent is the payload of every event on SessionsTopic (events.Session).
+type SessionEvent = events.Session
 
 // Login checks a username and password and starts a session. Failures are recorded for
 // throttling and audited; after too many, it returns *ThrottledError without checking.
@@ -139,7 +135,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			Payload: map[string]any{"username": u.Username, "user_agent": agent}}); err != nil {
 			return err
 		}
-		if _, err := events.Publish(ctx, tx, SessionsTopic, "session.started", SessionEvent{UserID: u.ID, Username: u.Username}); err != nil {
+		if _, err := events.SessionStarted.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username}); err != nil {
 			return err
 		}
 		sess = Session{Token: token, User: u, ExpiresAt: expires}
@@ -249,7 +245,7 @@ func (s *Service) Logout(ctx context.Context, p *Principal, actor audit.Actor) e
 			Payload: map[string]any{"username": p.User.Username}}); err != nil {
 			return err
 		}
-		_, err = events.Publish(ctx, tx, SessionsTopic, "session.ended", SessionEvent{UserID: p.User.ID, Username: p.User.Username, Reason: "signed out"})
+		_, err = events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: p.User.ID, Username: p.User.Username, Reason: "signed out"})
 		return err
 	})
 	if err != nil {
@@ -267,7 +263,7 @@ func endUserSessions(ctx context.Context, tx pgx.Tx, u User, reason string) erro
 	if tag.RowsAffected() == 0 {
 		return nil
 	}
-	_, err = events.Publish(ctx, tx, SessionsTopic, "session.ended", SessionEvent{UserID: u.ID, Username: u.Username, Reason: reason})
+	_, err = events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username, Reason: reason})
 	return err
 }
 

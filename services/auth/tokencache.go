@@ -75,7 +75,7 @@ func (c *tokenCache) clear() {
 // Changes made through this service clear it themselves.
 func (s *Service) Follow(bus *events.Bus) {
 	bus.Watch(func(ev events.Event) {
-		if ev.Kind != "session.started" {
+		if !events.SessionStarted.Is(ev) {
 			s.tokens.clear()
 		}
 	}, SessionsTopic)

@@ -145,7 +145,7 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 			return err
 		}
 		// Other replicas forget the token (Follow); live connections it opened end.
-		_, err = events.Publish(ctx, tx, SessionsTopic, "token.revoked", SessionEvent{UserID: tok.UserID, Reason: "API token revoked"})
+		_, err = events.TokenRevoked.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: tok.UserID, Reason: "API token revoked"})
 		return err
 	})
 	if err != nil {

@@ -268,7 +268,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 			return nil
 		}
 		// Live connections of this user re-check what they may still see.
-		_, err = events.Publish(ctx, tx, SessionsTopic, "user.changed", SessionEvent{UserID: u.ID, Username: u.Username, Reason: "account changed"})
+		_, err = events.UserChanged.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username, Reason: "account changed"})
 		return err
 	})
 	if err != nil {

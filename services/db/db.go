@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -34,52 +33,53 @@ type TxBeginner interface {
 // pool (not a savepoint of another) commits, the functions AfterCommit registered in it
 // run, in order, before WithTx returns.
 func WithTx(ctx context.Context, b TxBeginner, fn func(tx pgx.Tx) error) (err error) {
-	tx, err := b.Begin(ctx)
+	raw, err := b.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("db: begin: %w", err)
 	}
-	_, nested := b.(pgx.Tx)
-	conn := tx.Conn()
-	var h *hooks
+	// fn gets the transaction wrapped with its hooks, so AfterCommit finds them on the
+	// value it is handed. A savepoint of a WithTx transaction shares the outermost one's;
+	// rolled back, what it registered goes.
+	tx := &hookedTx{Tx: raw, hooks: &hooks{}}
+	outer, nested := b.(*hookedTx)
 	undo := func() {}
-	if !nested {
-		// Keyed by the connection, which goes back to the pool at commit: only ever
-		// remove our own entry, never one of the connection's next transaction.
-		h = &hooks{}
-		commitHooks.Store(conn, h)
-		defer commitHooks.CompareAndDelete(conn, h)
-	} else if v, ok := commitHooks.Load(conn); ok {
-		// A savepoint registers with its outer transaction; rolled back, its hooks go.
-		outer := v.(*hooks)
-		n := len(outer.fns)
-		undo = func() { outer.fns = outer.fns[:n] }
+	if nested {
+		tx.hooks = outer.hooks
+		n := len(outer.hooks.fns)
+		undo = func() { outer.hooks.fns = outer.hooks.fns[:n] }
+	} else if _, ok := b.(pgx.Tx); ok {
+		tx.hooks = nil // a savepoint of a transaction WithTx did not begin: nothing to run
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			_ = raw.Rollback(context.WithoutCancel(ctx))
 			undo()
 			panic(p)
 		}
 		if err != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			_ = raw.Rollback(context.WithoutCancel(ctx))
 			undo()
 		}
 	}()
 	if err = fn(tx); err != nil {
 		return err
 	}
-	if h != nil {
-		commitHooks.CompareAndDelete(conn, h) // the connection is another's once committed
-	}
-	if err = tx.Commit(ctx); err != nil {
+	if err = raw.Commit(ctx); err != nil {
 		return fmt.Errorf("db: commit: %w", err)
 	}
-	if h != nil {
-		for _, f := range h.fns {
+	if !nested && tx.hooks != nil {
+		for _, f := range tx.hooks.fns {
 			f(context.WithoutCancel(ctx), b)
 		}
 	}
 	return nil
+}
+
+// hookedTx is a transaction begun by WithTx: the pgx.Tx with the functions to run once
+// its outermost transaction commits.
+type hookedTx struct {
+	pgx.Tx
+	hooks *hooks // nil: not a WithTx transaction's savepoint, nothing runs
 }
 
 // hooks are the functions to run once a WithTx transaction commits.
@@ -87,20 +87,14 @@ type hooks struct {
 	fns []func(context.Context, TxBeginner)
 }
 
-// commitHooks maps the connection of each open WithTx transaction to its hooks. A
-// connection runs one transaction at a time, and its savepoints share it, so they
-// register with the outermost transaction.
-var commitHooks sync.Map // *pgx.Conn → *hooks
-
 // AfterCommit registers fn to run once tx commits, with what WithTx began it on (the
 // pool), so a change is visible to this process's caches before the caller hears it
 // committed (events announce themselves to local buses this way). It does nothing for
 // a transaction not begun by WithTx, and fn never runs if tx rolls back. fn must not
 // fail the change: it already committed.
 func AfterCommit(tx pgx.Tx, fn func(ctx context.Context, b TxBeginner)) {
-	if v, ok := commitHooks.Load(tx.Conn()); ok {
-		h := v.(*hooks)
-		h.fns = append(h.fns, fn)
+	if h, ok := tx.(*hookedTx); ok && h.hooks != nil {
+		h.hooks.fns = append(h.hooks.fns, fn)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -121,13 +122,15 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 				return fmt.Errorf("executions: create step %d: %w", i, err)
 			}
 		}
-		more := []string{"approval.requested"}
+		kinds := []events.Kind[events.ExecutionPlanned]{events.PlanCreated, events.ApprovalRequested}
 		if level == risk.Low {
-			more = nil
+			kinds = kinds[:1]
+		}
+		planned := func(b events.Execution) events.ExecutionPlanned {
+			return events.ExecutionPlanned{Execution: b, Steps: len(plan.Steps), Rollback: len(plan.Rollback), RiskWhy: why}
 		}
 		ex, err = s.apply(ctx, tx, id, change{from: []Status{Planning}, to: AwaitingApproval, want: "planned",
-			kind: "plan.created", more: more, actor: c.Actor, action: "execution.create",
-			extra: map[string]any{"steps": len(plan.Steps), "rollback": len(plan.Rollback), "risk_why": why}})
+			event: announce(planned, kinds...), actor: c.Actor, action: "execution.create"})
 		if err != nil || level != risk.Low {
 			return err
 		}
@@ -203,15 +206,14 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 	} else if approver.ID != "" && approver.Kind != audit.ActorSystem {
 		approvedBy = &approver.ID
 	}
-	extra := map[string]any{"approval": how, "approver": name}
-	if self {
-		extra["self_approved"] = true
+	approved := func(b events.Execution) events.ExecutionApproved {
+		return events.ExecutionApproved{Execution: b, Approval: how, Approver: name, SelfApproved: self}
 	}
 	ex, err := s.apply(ctx, tx, ex.ID, change{from: []Status{AwaitingApproval}, to: Executing, want: "approved",
 		set: map[string]any{"approval": how, "approved_by": approvedBy, "approver_name": name, "approved_at": now,
 			"approved_hash": ex.PlanHash, "started_at": now, "self_approved": self,
 			"seal": s.sealOf(ex.ID, ex.PlanHash, ex.PlanHash, ex.RollbackHash)},
-		kind: "approval.granted", actor: approver, action: "execution.approve", extra: extra})
+		event: announce(approved, events.ApprovalGranted), actor: approver, action: "execution.approve"})
 	if err != nil {
 		return nil, err
 	}
@@ -266,8 +268,8 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "approved now: " + b.reason}
 	} else if b != nil {
 		_, err := s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "cancelled",
-			set: map[string]any{"reason": b.reason, "finished_at": now}, kind: "execution.cancelled",
-			action: b.action, extra: map[string]any{"reason": b.reason}})
+			set: map[string]any{"reason": b.reason, "finished_at": now}, action: b.action,
+			event: decided(events.ExecutionCancelled, b.reason, "")})
 		if err != nil {
 			return nil, err
 		}
@@ -350,8 +352,8 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "rejected",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, kind: "approval.rejected",
-		action: "execution.reject", extra: map[string]any{"reason": reason, "by": c.Actor.Name}})
+		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, action: "execution.reject",
+		event: decided(events.ApprovalRejected, reason, c.Actor.Name)})
 }
 
 // Cancel stops an execution that waits for approval, or one that runs (the step
@@ -370,8 +372,8 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval, Executing}, to: Cancelled, want: "cancelled",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, kind: "execution.cancelled",
-		action: "execution.cancel", extra: map[string]any{"reason": reason, "by": c.Actor.Name}})
+		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, action: "execution.cancel",
+		event: decided(events.ExecutionCancelled, reason, c.Actor.Name)})
 }
 
 // ExpireDue moves every execution whose approval time ran out to expired; it returns
@@ -399,7 +401,7 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 // expire moves one execution to expired; false when someone decided first.
 func (s *Service) expire(ctx context.Context, id string) (bool, error) {
 	_, err := s.decide(ctx, Caller{Actor: audit.System}, id, change{from: []Status{AwaitingApproval}, to: Expired,
-		want: "expired", set: map[string]any{"finished_at": s.opts.Now()}, kind: "execution.expired",
+		want: "expired", set: map[string]any{"finished_at": s.opts.Now()}, event: just(events.ExecutionExpired),
 		action: "execution.expire"})
 	var ce *ConflictError
 	if errors.As(err, &ce) {

@@ -25,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -210,9 +211,16 @@ func (e *Execution) Title() string {
 }
 
 // summary is what every event of the execution carries.
-func (e *Execution) summary() map[string]any {
-	return map[string]any{"execution_id": e.ID, "status": e.Status, "risk": e.Risk, "title": e.Title(),
-		"requester": e.RequesterName, "plan_hash": e.Hash()}
+func (e *Execution) summary(from []Status) events.Execution {
+	froms := make([]string, len(from))
+	for i, f := range from {
+		froms[i] = string(f)
+	}
+	if from == nil {
+		froms = nil
+	}
+	return events.Execution{ExecutionID: e.ID, Status: string(e.Status), Risk: e.Risk, Title: e.Title(),
+		Requester: e.RequesterName, PlanHash: e.Hash(), From: froms}
 }
 
 func (s *Service) get(ctx context.Context, q db.Querier, id string) (*Execution, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -284,9 +285,9 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	if err != nil {
 		return nil, err
 	}
-	extra := map[string]any{"steps": len(rp.Steps), "not_undone": rp.Missing, "risk": rp.Risk}
-	if verdict.SelfApproved {
-		extra["self_approved"] = true
+	started := func(b events.Execution) events.RollbackPlanned {
+		return events.RollbackPlanned{Execution: b, Steps: len(rp.Steps), NotUndone: rp.Missing, Risk: string(rp.Risk),
+			SelfApproved: verdict.SelfApproved}
 	}
 	var out *Execution
 	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -303,7 +304,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 		out, err = s.apply(ctx, tx, id, change{from: []Status{Failed}, to: RollingBack, want: "rolled back",
 			set: map[string]any{"rollback_plan": undo, "rollback_hash": undoHash,
 				"seal": s.sealOf(id, ex.PlanHash, ex.ApprovedHash, undoHash)},
-			kind: "rollback.started", actor: c.Actor, action: "execution.rollback", extra: extra})
+			event: announce(started, events.RollbackStarted), actor: c.Actor, action: "execution.rollback"})
 		if err != nil {
 			return err
 		}

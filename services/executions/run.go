@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
@@ -89,9 +90,9 @@ func (s *Service) recover(ctx context.Context) error {
 // settleInterrupted marks the steps of ex found running as interrupted and fails ex;
 // ex.Status is updated. Only call it holding the execution's lock.
 func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
-	phase, to, kind := PhaseRun, Failed, "execution.failed"
+	phase, to, kind := PhaseRun, Failed, events.ExecutionFailed
 	if ex.Status == RollingBack {
-		phase, to, kind = PhaseRollback, RollbackFailed, "rollback.failed"
+		phase, to, kind = PhaseRollback, RollbackFailed, events.RollbackFailed
 	} else if ex.Status != Executing {
 		return nil
 	}
@@ -111,8 +112,10 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 		}
 		msg := fmt.Sprintf("interrupted: Toolwarden stopped while step %d ran", positions[0]+1)
 		out, err := s.apply(ctx, tx, ex.ID, change{from: []Status{ex.Status}, to: to, want: "failed",
-			set: map[string]any{"error": msg, "finished_at": s.opts.Now()}, kind: kind, actor: audit.System,
-			action: "execution.interrupted", extra: map[string]any{"error": msg, "step": positions[0]}})
+			set: map[string]any{"error": msg, "finished_at": s.opts.Now()}, actor: audit.System, action: "execution.interrupted",
+			event: announce(func(b events.Execution) events.ExecutionEnded {
+				return events.ExecutionEnded{Execution: b, Error: msg, Step: &positions[0]}
+			}, kind)})
 		if err == nil {
 			*ex = *out
 		}
@@ -320,29 +323,31 @@ func (s *Service) finishWith(ctx context.Context, ex *Execution, phase, failure,
 	if err != nil {
 		return err
 	}
-	results := []map[string]any{}
+	results := []events.StepResult{}
 	for _, st := range steps {
 		if st.Phase == phase {
-			results = append(results, map[string]any{"position": st.Position, "tool": st.Tool, "status": st.Status,
-				"duration_ms": st.DurationMS, "error": st.Error})
+			results = append(results, events.StepResult{Position: st.Position, Tool: st.Tool, Status: st.Status,
+				DurationMS: st.DurationMS, Error: st.Error})
 		}
 	}
-	c := change{set: map[string]any{"finished_at": s.opts.Now()}, actor: audit.System,
-		extra: map[string]any{"results": results}}
+	c := change{set: map[string]any{"finished_at": s.opts.Now()}, actor: audit.System}
+	var kind events.Kind[events.ExecutionEnded]
 	switch {
 	case phase == PhaseRun && failure == "":
-		c.from, c.to, c.want, c.kind, c.action = []Status{Executing}, Success, "finished", "execution.success", "execution.success"
+		c.from, c.to, c.want, kind, c.action = []Status{Executing}, Success, "finished", events.ExecutionSucceeded, "execution.success"
 	case phase == PhaseRun:
-		c.from, c.to, c.want, c.kind, c.action = []Status{Executing}, Failed, "failed", "execution.failed", "execution.failed"
+		c.from, c.to, c.want, kind, c.action = []Status{Executing}, Failed, "failed", events.ExecutionFailed, "execution.failed"
 	case failure == "":
-		c.from, c.to, c.want, c.kind, c.action = []Status{RollingBack}, RolledBack, "rolled back", "rollback.completed", "execution.rolled_back"
+		c.from, c.to, c.want, kind, c.action = []Status{RollingBack}, RolledBack, "rolled back", events.RollbackCompleted, "execution.rolled_back"
 	default:
-		c.from, c.to, c.want, c.kind, c.action = []Status{RollingBack}, RollbackFailed, "failed", "rollback.failed", "execution.rollback_failed"
+		c.from, c.to, c.want, kind, c.action = []Status{RollingBack}, RollbackFailed, "failed", events.RollbackFailed, "execution.rollback_failed"
 	}
 	if failure != "" {
 		c.set["error"] = failure
-		c.extra["error"] = failure
 	}
+	c.event = announce(func(b events.Execution) events.ExecutionEnded {
+		return events.ExecutionEnded{Execution: b, Results: results, Error: failure}
+	}, kind)
 	if action != "" {
 		c.action = action
 	}

@@ -84,11 +84,31 @@ type change struct {
 	to     Status
 	want   string         // "confirmed", "cancelled", ... for the conflict message
 	set    map[string]any // extra columns
-	kind   string         // event kind; its payload is the execution summary plus extra
-	extra  map[string]any
-	more   []string // further event kinds with the same payload (approval.granted then execution…)
+	event  event          // its events, whose payload the audit entry keeps too
 	actor  audit.Actor
 	action string // audit action
+}
+
+// event builds a transition's events from what every event says about the execution
+// after it (base): their payload, and the events on the execution's topic and on Topic.
+type event func(base events.Execution) (payload any, drafts []events.Draft)
+
+// announce is the event of the given kinds (plan.created then approval.requested share
+// one payload) with the payload build makes from the base.
+func announce[P any](build func(base events.Execution) P, kinds ...events.Kind[P]) event {
+	return func(base events.Execution) (any, []events.Draft) {
+		p := build(base)
+		var drafts []events.Draft
+		for _, k := range kinds {
+			drafts = append(drafts, k.Draft(TopicOf(base.ExecutionID), p), k.Draft(Topic, p))
+		}
+		return p, drafts
+	}
+}
+
+// just is the event of a kind whose payload is the base alone.
+func just(kind events.Kind[events.Execution]) event {
+	return announce(func(b events.Execution) events.Execution { return b }, kind)
 }
 
 // apply moves execution id along c inside tx with a conditional update, so of many
@@ -144,16 +164,7 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 			return nil, fmt.Errorf("executions: skip the steps of %s: %w", id, err)
 		}
 	}
-	payload := ex.summary()
-	payload["from"] = c.from
-	for k, v := range c.extra {
-		payload[k] = v
-	}
-	var drafts []events.Draft
-	for _, kind := range append([]string{c.kind}, c.more...) {
-		drafts = append(drafts, events.Draft{Topic: TopicOf(id), Kind: kind, Payload: payload},
-			events.Draft{Topic: Topic, Kind: kind, Payload: payload})
-	}
+	payload, drafts := c.event(ex.summary(c.from))
 	if _, err := events.PublishBatch(ctx, tx, drafts); err != nil {
 		return nil, err
 	}
@@ -162,4 +173,11 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 		return nil, err
 	}
 	return ex, nil
+}
+
+// decided is the event of a rejection or cancellation: why, and by whom.
+func decided(kind events.Kind[events.ExecutionDecided], reason, by string) event {
+	return announce(func(b events.Execution) events.ExecutionDecided {
+		return events.ExecutionDecided{Execution: b, Reason: reason, By: by}
+	}, kind)
 }

@@ -166,13 +166,17 @@ func (m *Manager) Run(ctx context.Context) error {
 				_ = m.reconcileAll(ctx)
 				continue
 			}
-			if ev.Kind == "server.changed" || ev.Kind == "server.deleted" {
-				var p struct {
-					ID string `json:"id"`
-				}
-				if err := ev.Decode(&p); err == nil && p.ID != "" {
-					m.Refresh(ctx, p.ID)
-				}
+			var id string
+			switch ev.Kind {
+			case string(events.ServerChanged):
+				p, _ := events.ServerChanged.Decode(ev)
+				id = p.ID
+			case string(events.ServerDeleted):
+				p, _ := events.ServerDeleted.Decode(ev)
+				id = p.ID
+			}
+			if id != "" {
+				m.Refresh(ctx, id)
 			}
 		}
 	}

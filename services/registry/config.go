@@ -1570,7 +1570,7 @@ func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan
 					"type": cur.Type, "tool_count": cur.ToolCount, "import": source}); err != nil {
 					return err
 				}
-				if _, err := events.Publish(ctx, tx, ServersTopic, "server.deleted", map[string]any{"id": cur.ID, "name": cur.Name}); err != nil {
+				if _, err := events.ServerDeleted.Publish(ctx, tx, ServersTopic, events.ServerRef{ID: cur.ID, Name: cur.Name}); err != nil {
 					return err
 				}
 				deleted = append(deleted, ServerRef{ID: cur.ID, Name: cur.Name})

@@ -1016,13 +1016,13 @@ func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string
 			TargetID: cur.ID, TargetName: cur.Name, Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount}}); err != nil {
 			return err
 		}
-		_, err = events.Publish(ctx, tx, ServersTopic, "server.deleted", map[string]any{"id": cur.ID, "name": cur.Name})
+		_, err = events.ServerDeleted.Publish(ctx, tx, ServersTopic, events.ServerRef{ID: cur.ID, Name: cur.Name})
 		return err
 	})
 }
 
 func publishChanged(ctx context.Context, tx pgx.Tx, sv Server) error {
-	_, err := events.Publish(ctx, tx, ServersTopic, "server.changed", StatusEvent{ID: sv.ID, Name: sv.Name,
+	_, err := events.ServerChanged.Publish(ctx, tx, ServersTopic, events.ServerStatus{ID: sv.ID, Name: sv.Name,
 		Status: sv.Status, Enabled: sv.Enabled, ToolCount: sv.ToolCount, LastError: deref(sv.LastError)})
 	return err
 }

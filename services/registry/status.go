@@ -174,17 +174,6 @@ func (s *Service) openValue(id, field, name string, v secretValue) (string, erro
 	return plain, nil
 }
 
-// StatusEvent is the payload of server.status and server.changed events.
-type StatusEvent struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Status    string `json:"status"`
-	Previous  string `json:"previous,omitempty"`
-	Enabled   bool   `json:"enabled"`
-	ToolCount int    `json:"tool_count"`
-	LastError string `json:"last_error,omitempty"`
-}
-
 // StatusUpdate is a change of a server's connection status.
 type StatusUpdate struct {
 	Status string
@@ -240,7 +229,7 @@ func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (boo
 			return fmt.Errorf("registry: set status: %w", err)
 		}
 		sv := list[0]
-		_, err = events.Publish(ctx, tx, ServersTopic, "server.status", StatusEvent{ID: sv.ID, Name: sv.Name,
+		_, err = events.ServerStatusChanged.Publish(ctx, tx, ServersTopic, events.ServerStatus{ID: sv.ID, Name: sv.Name,
 			Status: sv.Status, Previous: prev, Enabled: sv.Enabled, ToolCount: sv.ToolCount, LastError: deref(sv.LastError)})
 		return err
 	})

@@ -318,13 +318,13 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 				return err
 			}
 		}
-		payload := map[string]any{"server_id": serverID, "server": name, "trigger": d.Trigger, "run_id": res.RunID,
-			"added": res.Added, "updated": res.Updated, "unchanged": res.Unchanged, "removed": res.Removed, "total": res.Total}
-		if _, err := events.Publish(ctx, tx, ServersTopic, "discovery.completed", payload); err != nil {
+		payload := events.DiscoveryResult{ServerID: serverID, Server: name, Trigger: d.Trigger, RunID: res.RunID,
+			Added: res.Added, Updated: res.Updated, Unchanged: res.Unchanged, Removed: res.Removed, Total: res.Total}
+		if _, err := events.DiscoveryCompleted.Publish(ctx, tx, ServersTopic, payload); err != nil {
 			return err
 		}
 		if changedAny {
-			if _, err := events.Publish(ctx, tx, ToolsTopic, "tools.changed", payload); err != nil {
+			if _, err := events.ToolsChanged.Publish(ctx, tx, ToolsTopic, payload); err != nil {
 				return err
 			}
 		}
@@ -530,8 +530,8 @@ func (s *Service) RecordDiscoveryFailure(ctx context.Context, serverID string, d
 			serverID, d.Trigger, d.Actor.Name, d.Pages, cause.Error(), d.StartedAt).Scan(&id, &name); err != nil {
 			return err
 		}
-		_, err := events.Publish(ctx, tx, ServersTopic, "discovery.failed", map[string]any{"server_id": serverID,
-			"server": name, "trigger": d.Trigger, "run_id": id, "error": cause.Error()})
+		_, err := events.DiscoveryFailed.Publish(ctx, tx, ServersTopic, events.DiscoveryFailure{ServerID: serverID,
+			Server: name, Trigger: d.Trigger, RunID: id, Error: cause.Error()})
 		return err
 	})
 	if err != nil {
@@ -612,8 +612,8 @@ func (s *Service) ToolHistory(ctx context.Context, toolID string) ([]ToolStateCh
 // fetched so far), so a long one shows progress live. Nothing is stored.
 func (s *Service) DiscoveryProgress(ctx context.Context, serverID, trigger string, pages, tools int) error {
 	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := events.Publish(ctx, tx, ServersTopic, "discovery.progress", map[string]any{"server_id": serverID,
-			"trigger": trigger, "pages": pages, "tools": tools})
+		_, err := events.DiscoveryProgress.Publish(ctx, tx, ServersTopic, events.DiscoverySoFar{ServerID: serverID,
+			Trigger: trigger, Pages: pages, Tools: tools})
 		return err
 	})
 }

@@ -35,28 +35,26 @@ type callRecord struct {
 // refusedAudited are the refusals worth an audit row: someone tried to do what they may not.
 var refusedAudited = map[string]bool{CodeForbidden: true, CodeToolDisabled: true, CodeApprovalRequired: true}
 
-func (cr *callRecord) base() map[string]any {
-	m := map[string]any{"call_id": cr.id, "tool_id": cr.e.t.ID, "tool": cr.e.t.QualifiedName(), "source": cr.c.Source,
-		"actor": cr.c.Actor.Name, "risk": cr.e.risk.Level}
-	if cr.c.ConversationID != "" {
-		m["conversation_id"] = cr.c.ConversationID
-	}
-	return m
+// base is what every event of the call says about it.
+func (cr *callRecord) base() events.Call {
+	return events.Call{CallID: cr.id, ToolID: cr.e.t.ID, Tool: cr.e.t.QualifiedName(), Source: cr.c.Source,
+		Actor: cr.c.Actor.Name, Risk: string(cr.e.risk.Level), ConversationID: cr.c.ConversationID}
 }
 
-func (cr *callRecord) drafts(kind string, payload map[string]any) []events.Draft {
-	ds := []events.Draft{{Topic: Topic, Kind: kind, Payload: payload}}
+// drafts are an event of the call on Topic and on the call's own topic, if it has one.
+func drafts[P any](cr *callRecord, kind events.Kind[P], payload P) []events.Draft {
+	ds := []events.Draft{kind.Draft(Topic, payload)}
 	if cr.c.Topic != "" && cr.c.Topic != Topic {
-		ds = append(ds, events.Draft{Topic: cr.c.Topic, Kind: kind, Payload: payload})
+		ds = append(ds, kind.Draft(cr.c.Topic, payload))
 	}
 	return ds
 }
 
 func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
-	p := cr.base()
-	delete(p, "tool")
-	delete(p, "tool_id")
-	delete(p, "actor")
+	p := map[string]any{"call_id": cr.id, "source": cr.c.Source, "risk": cr.e.risk.Level}
+	if cr.c.ConversationID != "" {
+		p["conversation_id"] = cr.c.ConversationID
+	}
 	p["arguments"] = cr.redactedArgs()
 	if len(cr.e.configured) > 0 {
 		p["configured"] = cr.e.configured
@@ -134,8 +132,6 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 // started makes the call's audit row durable and announces it; only then may it run.
 func (cr *callRecord) started(ctx context.Context) error {
 	rt := cr.r.setRuntime(cr.e.t.ID, StateExecuting, 1, "", 0)
-	p := cr.base()
-	p["runtime"] = rt
 	extra := map[string]any{"approval": approvalOf(cr.c, cr.e)}
 	if cr.selfApproved {
 		extra["self_approved"] = true
@@ -144,7 +140,7 @@ func (cr *callRecord) started(ctx context.Context) error {
 		extra["vetting"] = true // a test run of a tool not enabled yet
 	}
 	j := &job{audits: []audit.Entry{cr.entry("tool.call", extra)},
-		drafts: cr.drafts("tool.started", p)}
+		drafts: drafts(cr, events.ToolStarted, events.CallStarted{Call: cr.base(), Runtime: rt})}
 	if err := cr.r.rec.submit(ctx, j, true); err != nil {
 		cr.r.setRuntime(cr.e.t.ID, StateError, -1, "could not be recorded", 0)
 		if ctx.Err() != nil {
@@ -169,9 +165,8 @@ func (cr *callRecord) progress(p Progress) {
 	}
 	cr.lastProgress = now
 	cr.pmu.Unlock()
-	payload := cr.base()
-	payload["progress"] = p
-	_ = cr.r.rec.submit(context.Background(), &job{drafts: cr.drafts("tool.output", payload)}, false)
+	payload := events.CallOutput{Call: cr.base(), Progress: p}
+	_ = cr.r.rec.submit(context.Background(), &job{drafts: drafts(cr, events.ToolOutput, payload)}, false)
 }
 
 func (cr *callRecord) touch() []string {
@@ -194,11 +189,10 @@ func (cr *callRecord) failed(err error) error {
 	e.CallID = cr.id
 	d := ms(time.Since(cr.start))
 	rt := cr.r.setRuntime(cr.e.t.ID, StateError, -1, e.Message, d)
-	p := cr.base()
-	p["code"], p["message"], p["duration_ms"], p["runtime"] = e.Code, e.Message, d, rt
+	p := events.CallFailed{Call: cr.base(), Code: e.Code, Message: e.Message, DurationMS: d, Runtime: rt}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, true)},
-		drafts: cr.drafts("tool.failed", p), touch: cr.touch(), at: time.Now()}, false)
+		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now()}, false)
 	return e
 }
 
@@ -209,13 +203,12 @@ func (cr *callRecord) completed(res *Result) {
 		state = StateError
 	}
 	rt := cr.r.setRuntime(cr.e.t.ID, state, -1, TextOf(res.Content), res.DurationMS)
-	p := cr.base()
-	p["is_error"], p["duration_ms"], p["runtime"], p["attempts"] = res.IsError, res.DurationMS, rt, res.Attempts
+	p := events.CallCompleted{Call: cr.base(), IsError: res.IsError, DurationMS: res.DurationMS, Runtime: rt, Attempts: res.Attempts}
 	if s := TextOf(res.Content); s != "" {
 		if r := []rune(s); len(r) > 200 {
 			s = string(r[:200]) + "…"
 		}
-		p["summary"] = s
+		p.Summary = s
 	}
 	resp, _ := json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent})
 	resp, _ = usage.Cap(resp, usage.MaxJSONBytes)
@@ -224,5 +217,5 @@ func (cr *callRecord) completed(res *Result) {
 		code = "tool_error"
 	}
 	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, true)},
-		drafts: cr.drafts("tool.completed", p), touch: cr.touch(), at: time.Now()}, false)
+		drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now()}, false)
 }

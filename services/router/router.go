@@ -165,7 +165,7 @@ func (r *Router) Run(ctx context.Context) error {
 func (r *Router) follow(ctx context.Context) {
 	w := r.opts.Bus.Watch(func(ev events.Event) {
 		switch ev.Kind {
-		case "server.status", "discovery.progress", "discovery.completed", "discovery.failed":
+		case string(events.ServerStatusChanged), string(events.DiscoveryProgress), string(events.DiscoveryCompleted), string(events.DiscoveryFailed):
 		default:
 			r.cache.clear()
 		}
@@ -239,12 +239,8 @@ type Approval struct {
 	Execution string // the call is a step of this approved execution
 }
 
-// Progress is one progress notification of a running call.
-type Progress struct {
-	Progress float64 `json:"progress"`
-	Total    float64 `json:"total,omitempty"`
-	Message  string  `json:"message,omitempty"`
-}
+// Progress is one progress notification of a running call; tool.output events carry it.
+type Progress = events.Progress
 
 // Result is a completed call. A tool's error result is a Result with IsError.
 type Result struct {
@@ -264,13 +260,7 @@ func Phrase(qualifiedName string) string { return qualifiedName }
 
 // Runtime is a tool's live state (DESIGN §4): it is never stored, only kept here and
 // sent with call events.
-type Runtime struct {
-	State      string    `json:"state"` // connecting, executing, completed, error
-	Active     int       `json:"active"`
-	Since      time.Time `json:"since"`
-	LastError  string    `json:"last_error,omitempty"`
-	DurationMS float64   `json:"duration_ms,omitempty"`
-}
+type Runtime = events.Runtime
 
 // The runtime states.
 const (

@@ -14,7 +14,7 @@ import (
 // RunEnded is the event a run publishes on its call's Topic once its outcome is known
 // (State reports it ended): after the call's own events, and also when the router
 // refused the call and published none. A page following the topic can rely on it.
-const RunEnded = "run.ended"
+const RunEnded = events.RunEnded
 
 // Runs holds calls started in the background for a page that follows them (the test
 // panel): progress as it comes, then the result. A page follows a run over the
@@ -96,8 +96,8 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		cancel()
 		if c.Topic != "" {
 			// Queued behind the call's own events, so it is written after them.
-			_ = rs.r.rec.submit(context.Background(), &job{drafts: []events.Draft{{Topic: c.Topic, Kind: RunEnded,
-				Payload: map[string]any{"call_id": run.ID, "tool_id": toolID}}}}, false)
+			_ = rs.r.rec.submit(context.Background(), &job{drafts: []events.Draft{RunEnded.Draft(c.Topic,
+				events.RunRef{CallID: run.ID, ToolID: toolID})}}, false)
 		}
 		close(run.done)
 		time.AfterFunc(rs.keep, func() { rs.mu.Lock(); delete(rs.runs, run.ID); rs.mu.Unlock() })

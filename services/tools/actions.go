@@ -285,7 +285,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 			"before": before.masked(), "after": after.masked(), "reason": strings.TrimSpace(p.Reason)}}); err != nil {
 		return Item{}, err
 	}
-	if _, err := events.Publish(ctx, tx, Topic, "tool.changed", map[string]any{"id": id, "version": version}); err != nil {
+	if _, err := events.ToolChanged.Publish(ctx, tx, Topic, events.ToolVersion{ID: id, Version: version}); err != nil {
 		return Item{}, err
 	}
 	return getItem(ctx, tx, id, false)

@@ -82,9 +82,6 @@ func (s *Service) UsePermissions(ctx context.Context, userID string) (map[string
 	return out, nil
 }
 
-// PermissionTopicKind is the event that tells routers a user's tool permissions changed.
-const PermissionTopicKind = "tool.permission"
-
 // Permission is one user's override for one tool.
 type Permission struct {
 	UserID   string `db:"user_id" json:"user_id"`
@@ -151,7 +148,7 @@ func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, user
 			TargetID: t.ID, TargetName: t.QualifiedName(), Payload: map[string]any{"user": username, "can_use": canUse}}); err != nil {
 			return err
 		}
-		_, err = events.Publish(ctx, tx, Topic, PermissionTopicKind, map[string]any{"tool_id": t.ID, "user_id": userID})
+		_, err = events.ToolPermission.Publish(ctx, tx, Topic, events.ToolGrant{ToolID: t.ID, UserID: userID})
 		return err
 	})
 }

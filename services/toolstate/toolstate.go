@@ -206,15 +206,14 @@ func Apply(ctx context.Context, tx pgx.Tx, moves []Move) error {
 		[]string{"tool_id", "from_status", "to_status", "reason", "actor", "metadata"}, pgx.CopyFromRows(history)); err != nil {
 		return fmt.Errorf("toolstate: history: %w", err)
 	}
-	payload := map[string]any{"count": len(order)}
+	payload := events.ToolStates{Count: len(order)}
 	if len(order) <= 100 {
-		changes := make([]map[string]string, len(order))
+		payload.Changes = make([]events.ToolState, len(order))
 		for i, id := range order {
-			changes[i] = map[string]string{"id": id, "from": first[id].From, "to": last[id]}
+			payload.Changes[i] = events.ToolState{ID: id, From: first[id].From, To: last[id]}
 		}
-		payload["changes"] = changes
 	}
-	if _, err := events.Publish(ctx, tx, Topic, "tool.state", payload); err != nil {
+	if _, err := events.ToolStateChanged.Publish(ctx, tx, Topic, payload); err != nil {
 		return err
 	}
 	return nil
