@@ -157,32 +157,29 @@ func (a *App) LiveServer(t testing.TB, name string, trusted bool, enable ...stri
 	return hs
 }
 
-// Validated waits (up to 30 s) until the tool with the qualified name is discovered
-// and validated, and returns it.
-func (a *App) Validated(t testing.TB, qualified string) tools.Target {
+// Settled waits (up to 30 s) until the tool with the qualified name is discovered and
+// its validation has ended (validated, or a state it was left in), and returns it.
+func (a *App) Settled(t testing.TB, qualified string) tools.Target {
 	t.Helper()
 	var tg tools.Target
 	testkit.WaitFor(t, 30*time.Second, func() bool {
 		var err error
 		tg, err = a.Tools.Target(context.Background(), qualified)
-		return err == nil && tg.Status == "validated"
+		return err == nil && tg.Status != "discovered" && tg.Status != "validating"
 	}, "tool "+qualified+" never validated")
 	return tg
 }
 
-// Enable waits for the tool to be validated and enables it.
+// Enable waits for the tool to settle and enables it (overriding validation's
+// objections, as an administrator may).
 func (a *App) Enable(t testing.TB, qualified string) tools.Target {
 	t.Helper()
-	tg := a.Validated(t, qualified)
-	outs, err := a.Tools.SetEnabled(context.Background(), audit.System, []string{tg.ID}, true, "test", false)
+	tg := a.Settled(t, qualified)
+	outs, err := a.Tools.SetEnabled(context.Background(), audit.System, []string{tg.ID}, true, "test", true)
 	if err != nil || outs[0].Err() != nil {
 		t.Fatalf("enable %s: %v %v", qualified, err, outs)
 	}
-	tg, err = a.Tools.Target(context.Background(), qualified)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tg
+	return a.Settled(t, qualified)
 }
 
 // ToolID is the id of the tool with the qualified name given.

@@ -59,6 +59,7 @@ func (c *clock) Advance(d time.Duration) {
 // service on them (its runner started only by run).
 type env struct {
 	t     testing.TB
+	app   *apptest.App
 	ctx   context.Context
 	url   string
 	key   secrets.Key
@@ -93,7 +94,7 @@ func startOn(t testing.TB, url string, key secrets.Key) *env {
 			Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second}
 		c.Skip = []string{"executions", "jobs"}
 	}})
-	e := &env{t: t, ctx: context.Background(), url: url, key: key, pool: a.Pool, reg: a.Registry, mgr: a.MCP, tools: a.Tools, r: a.Router, clock: &clock{}}
+	e := &env{t: t, app: a, ctx: context.Background(), url: url, key: key, pool: a.Pool, reg: a.Registry, mgr: a.MCP, tools: a.Tools, r: a.Router, clock: &clock{}}
 	e.svc = e.service()
 	return e
 }
@@ -165,20 +166,7 @@ func isInvalid(err error) bool {
 // enables the named ones.
 func (e *env) server(name string, trusted bool, enable ...string) *mcptest.HTTPServer {
 	e.t.Helper()
-	hs := mcptest.StartHTTP(e.t, &mcptest.Options{Name: name})
-	sv, err := e.reg.CreateServer(e.ctx, audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP,
-		URL: hs.URL(), Enabled: true, Trusted: trusted})
-	if err != nil {
-		e.t.Fatalf("create server: %v", err)
-	}
-	e.mgr.Refresh(e.ctx, sv.ID)
-	testkit.WaitFor(e.t, 30*time.Second, func() bool {
-		got, err := e.reg.GetServer(e.ctx, sv.ID)
-		return err == nil && got.Status == registry.StatusConnected && got.ToolCount > 0
-	}, "server "+name+" never connected with tools")
-	for _, n := range enable {
-		e.enable(name + "__" + n)
-	}
+	hs := e.app.LiveServer(e.t, name, trusted, enable...)
 	if e.admin.Actor.ID == "" {
 		e.admin = e.user("boss", auth.RoleAdmin)
 	}
@@ -188,26 +176,12 @@ func (e *env) server(name string, trusted bool, enable ...string) *mcptest.HTTPS
 // tool returns a tool by qualified name, waiting for discovery to store it.
 func (e *env) tool(qualified string) tools.Target {
 	e.t.Helper()
-	var tg tools.Target
-	testkit.WaitFor(e.t, 30*time.Second, func() bool {
-		var err error
-		tg, err = e.tools.Target(e.ctx, qualified)
-		return err == nil && tg.Status != "discovered" && tg.Status != "validating"
-	}, "tool "+qualified+" never validated")
-	return tg
+	return e.app.Settled(e.t, qualified)
 }
 
 func (e *env) enable(qualified string) tools.Target {
 	e.t.Helper()
-	tg := e.tool(qualified)
-	outs, err := e.tools.SetEnabled(e.ctx, admin, []string{tg.ID}, true, "test", true)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := outs[0].Err(); err != nil {
-		e.t.Fatalf("enable %s: %v", qualified, err)
-	}
-	return e.tool(qualified)
+	return e.app.Enable(e.t, qualified)
 }
 
 // prepared is how the router sees a tool now (its snapshot follows changes by events).

@@ -32,6 +32,7 @@ var admin = audit.Actor{Kind: audit.ActorUser, Name: "admin"}
 // env is a database, a running session manager, bus and router.
 type env struct {
 	t     testing.TB
+	app   *apptest.App
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	reg   *registry.Service
@@ -59,58 +60,30 @@ func startWith(t testing.TB, opts *router.Options, mopts func(*mcpclient.Options
 			c.Router = *opts
 		}
 	}})
-	return &env{t: t, ctx: context.Background(), pool: a.Pool, reg: a.Registry, mgr: a.MCP, tools: a.Tools, r: a.Router, auth: a.Auth}
+	return &env{t: t, app: a, ctx: context.Background(), pool: a.Pool, reg: a.Registry, mgr: a.MCP, tools: a.Tools, r: a.Router, auth: a.Auth}
 }
 
 // server registers an mcptest server over streamable HTTP, waits for its tools and
 // enables the named ones.
 func (e *env) server(name string, trusted bool, enable ...string) *mcptest.HTTPServer {
 	e.t.Helper()
-	hs := mcptest.StartHTTP(e.t, &mcptest.Options{Name: name})
-	e.register(registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: trusted}, enable...)
-	return hs
+	return e.app.LiveServer(e.t, name, trusted, enable...)
 }
 
 func (e *env) register(spec registry.Spec, enable ...string) registry.Server {
 	e.t.Helper()
-	sv, err := e.reg.CreateServer(e.ctx, audit.System, spec)
-	if err != nil {
-		e.t.Fatalf("create server: %v", err)
-	}
-	e.mgr.Refresh(e.ctx, sv.ID)
-	testkit.WaitFor(e.t, 30*time.Second, func() bool {
-		got, err := e.reg.GetServer(e.ctx, sv.ID)
-		return err == nil && got.Status == registry.StatusConnected && got.ToolCount > 0
-	}, "server "+spec.Name+" never connected with tools")
-	for _, n := range enable {
-		e.enable(spec.Name + "__" + n)
-	}
-	return sv
+	return e.app.RegisterServer(e.t, spec, enable...)
 }
 
 // tool returns a tool by qualified name, waiting for discovery to store it.
 func (e *env) tool(qualified string) tools.Target {
 	e.t.Helper()
-	var tg tools.Target
-	testkit.WaitFor(e.t, 30*time.Second, func() bool {
-		var err error
-		tg, err = e.tools.Target(e.ctx, qualified)
-		return err == nil && tg.Status != "discovered" && tg.Status != "validating"
-	}, "tool "+qualified+" never validated")
-	return tg
+	return e.app.Settled(e.t, qualified)
 }
 
 func (e *env) enable(qualified string) tools.Target {
 	e.t.Helper()
-	tg := e.tool(qualified)
-	outs, err := e.tools.SetEnabled(e.ctx, admin, []string{tg.ID}, true, "test", true)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := outs[0].Err(); err != nil {
-		e.t.Fatalf("enable %s: %v", qualified, err)
-	}
-	return e.tool(qualified)
+	return e.app.Enable(e.t, qualified)
 }
 
 // call makes a call as an admin through the test panel with every approval given.
