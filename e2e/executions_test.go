@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // execDocCounter runs in every document before its own scripts: it numbers the

@@ -19,13 +19,13 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // secretCanary starts every secret value in these tests, so one search finds any of them.

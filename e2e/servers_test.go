@@ -10,8 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // TestBrowserAddStdioServer adds a stdio server through the form (with environment

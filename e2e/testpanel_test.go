@@ -16,10 +16,10 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // enabledLiveTools registers hs with srv as server name (streamable HTTP, trusted),

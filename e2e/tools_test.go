@@ -9,11 +9,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // TestBrowserToolLifecycle searches the tool list as a person types, narrows it with a

@@ -13,9 +13,9 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // wsRead bounds every read in these tests; a message that does not come in time is a failure.

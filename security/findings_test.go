@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/everything"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // panel posts the test panel's form for tool id as a (a session, or a bearer token

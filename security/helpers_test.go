@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 func TestMain(m *testing.M) {

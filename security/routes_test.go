@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/web"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // fakeID stands for every path parameter: a well-formed id nothing has.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // The Access tab (/tools/:id/access) and its API (/api/v1/tools/:id/permissions): the

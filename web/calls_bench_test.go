@@ -15,12 +15,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/everything"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // Issue #5 and DESIGN §11 P1/P2: a call through Toolwarden against a direct SDK call to

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // liveServer registers an mcptest server over streamable HTTP, waits for its tools

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // apiExec is an execution as the API answers it.

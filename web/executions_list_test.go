@@ -13,12 +13,12 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gorilla/websocket"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // The execution history (/executions), the approvals inbox (/approvals), the count of

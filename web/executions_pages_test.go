@@ -14,10 +14,10 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/gorilla/websocket"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/planner"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // xpEnv is a server with two live MCP servers: lo (trusted: echo and add are low risk,

@@ -11,8 +11,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 func page(t *testing.T, res *http.Response) *goquery.Document {

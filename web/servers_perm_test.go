@@ -11,10 +11,10 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // These tests cover auth.PermServerCommand (only administrators set what a stdio server

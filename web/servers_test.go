@@ -17,11 +17,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // svWait bounds every poll in these tests: a server that has not connected by then

@@ -15,10 +15,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/web"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // testPost posts the workspace as htmx does and returns the workspace it answers with.

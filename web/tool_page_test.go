@@ -14,11 +14,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/google/uuid"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/usage"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // The tool page, /tools/:id, against tools discovered from the in-repo MCP test server.

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // Issue #4: "/tools page and API with 10,000 tools across 50 servers — report median and

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 // seedTools registers a (disconnected) server and stores tools on it as a discovery

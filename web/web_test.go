@@ -12,10 +12,10 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/static"
-	"github.com/toolwarden/toolwarden/web/webtest"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
