@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -181,7 +182,7 @@ func (h ToolsHandler) SetEnabled(enable bool) echo.HandlerFunc {
 // overrideCheck: only holders of tool.override may enable a tool despite its findings.
 func overrideCheck(c echo.Context, override bool) error {
 	if override && !PrincipalOf(c).Can(auth.PermToolOverride) {
-		return &ForbiddenError{Message: "only administrators may enable a tool despite its findings or a failed test"}
+		return fault.Forbidden("only administrators may enable a tool despite its findings or a failed test")
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -38,7 +39,7 @@ const Topic = "executions"
 func TopicOf(id string) string { return "execution:" + id }
 
 // ErrNotFound is an execution that does not exist or that the caller may not see.
-var ErrNotFound = errors.New("executions: not found")
+var ErrNotFound = fault.NotFound("execution")
 
 // Options tune a Service; zero fields take the defaults shown.
 type Options struct {
