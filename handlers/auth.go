@@ -40,9 +40,9 @@ func (h SessionHandler) Login(c echo.Context) error {
 		req.OldSession = old.Value
 	}
 	sess, err := h.Auth.Login(c.Request().Context(), req)
-	var throttled *auth.ThrottledError
+	throttled, isThrottled := auth.ThrottleOf(err)
 	switch {
-	case errors.As(err, &throttled):
+	case isThrottled:
 		c.Response().Header().Set("Retry-After", RetryAfter(throttled.RetryAfter))
 		return render(c, http.StatusTooManyRequests, views.Login(views.LoginPage{Username: username, Next: next,
 			Error: "Too many failed sign-ins. Try again in " + throttled.RetryAfter.Round(time.Second).String() + "."}))

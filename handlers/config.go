@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -50,10 +51,9 @@ func (h ConfigHandler) ImportPreview(c echo.Context) error {
 	}
 	plan, _, err := h.plan(c, name, data, page.Prune)
 	if err != nil {
-		var ce *registry.ConfigError
-		if errors.As(err, &ce) {
+		if problems, ok := registry.ProblemsOf(err); ok {
 			page.Error = "The file could not be read:"
-			for _, p := range ce.Problems {
+			for _, p := range problems {
 				page.Problems = append(page.Problems, p.String())
 			}
 			return render(c, http.StatusUnprocessableEntity, views.Import(page))
@@ -206,9 +206,8 @@ func (h ConfigHandler) APIImport(c echo.Context) error {
 		name = "body"
 	}
 	plan, denied, err := h.plan(c, filepath.Base(name), data, c.QueryParam("prune") == "true")
-	var ce *registry.ConfigError
-	if errors.As(err, &ce) {
-		return problemsError(ce.Problems)
+	if problems, ok := registry.ProblemsOf(err); ok {
+		return problemsError(problems)
 	}
 	if err != nil {
 		return err
@@ -218,7 +217,7 @@ func (h ConfigHandler) APIImport(c echo.Context) error {
 		for _, p := range plan.Errors {
 			why = append(why, p.String())
 		}
-		return &ForbiddenError{Message: "only administrators can import this file: " + strings.Join(why, "; ")}
+		return fault.Forbidden("only administrators can import this file: " + strings.Join(why, "; "))
 	}
 	if plan.HasErrors() {
 		return problemsError(plan.Errors)

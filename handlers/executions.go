@@ -15,11 +15,13 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
+	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
 // The pages of one execution (seed 003's Safe Action flow): /executions/new and
@@ -159,19 +161,19 @@ func jsonKind(k string) string {
 // execInputError is what the form says about input Create refused, with its status;
 // ok is false for errors that are not the person's to fix.
 func execInputError(prompt string, err error) (*views.ExecutionInputError, int, bool) {
-	var nu *planner.NotUnderstood
-	var pe *executions.PlannerError
+	nu, isNU := planner.NotUnderstoodIn(err)
+	pe, _ := fault.As(err)
 	var ve *verr.Error
 	switch {
-	case errors.As(err, &nu):
+	case isNU:
 		ie := &views.ExecutionInputError{Message: nu.Message}
 		if nu.Fragment != "" && nu.Offset >= 0 && nu.Offset <= len(prompt) && strings.HasPrefix(prompt[nu.Offset:], nu.Fragment) {
 			ie.Before, ie.Fragment, ie.After = prompt[:nu.Offset], nu.Fragment, prompt[nu.Offset+len(nu.Fragment):]
 		}
 		return ie, http.StatusUnprocessableEntity, true
-	case errors.As(err, &pe):
+	case pe != nil && pe.Code == executions.CodePlanner:
 		// The planner failed, not the person: 502, with the form kept to try again.
-		return &views.ExecutionInputError{Message: sentence(pe)}, http.StatusBadGateway, true
+		return &views.ExecutionInputError{Message: httperr.Sentence(pe.Message)}, http.StatusBadGateway, true
 	case errors.As(err, &ve):
 		ie := &views.ExecutionInputError{Message: "The plan was not accepted; fix what is listed below."}
 		for _, f := range ve.Fields {
@@ -278,9 +280,9 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	}
 	if ex.Status == executions.Failed {
 		_, rp, err := h.Executions.PlanRollback(ctx, ex.ID)
-		var ce *executions.ConflictError
+		_, conflict := executions.ConflictStatus(err)
 		switch {
-		case errors.As(err, &ce):
+		case conflict:
 			// It moved on since it was read; the event that says so renders it again.
 		case err != nil:
 			return x, err
@@ -629,12 +631,12 @@ func (h ExecutionsHandler) pageDecision(c echo.Context, refused string,
 // decisionMessage says why a decision was refused, for the errors worth saying better
 // than userMessage does.
 func decisionMessage(refused string, err error) (string, bool) {
-	var pe *executions.PhraseError
+	phrase, wrongPhrase := executions.WrongPhrase(err)
 	var ve *verr.Error
 	switch {
-	case errors.As(err, &pe):
+	case wrongPhrase:
 		return fmt.Sprintf("%s: the phrase you typed does not match. Type %q exactly (letters, spaces and case); nothing was run.",
-			refused, pe.Phrase), true
+			refused, phrase), true
 	case errors.As(err, &ve):
 		msgs := make([]string, 0, len(ve.Fields))
 		for _, f := range ve.Fields {

@@ -4,7 +4,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -21,6 +20,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -266,17 +266,12 @@ func TopicPermission(topic string) auth.Permission {
 	return auth.Permission("topic:" + topic) // unknown topics: nobody
 }
 
-// ErrForbidden is returned when the caller lacks the permission for an action.
-var ErrForbidden = errors.New("you do not have permission to do that")
-
-// ForbiddenError is ErrForbidden with a message that says what the role may not do.
-type ForbiddenError struct{ Message string }
-
-func (e *ForbiddenError) Error() string        { return e.Message }
-func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }
+// ErrForbidden is returned when the caller lacks the permission for an action;
+// fault.Forbidden says what the role may not do where that helps.
+var ErrForbidden = fault.Forbidden("Your role does not allow this.")
 
 // errCommandDenied: see commandCheck.
-var errCommandDenied = &ForbiddenError{Message: strings.TrimPrefix(registry.ErrCommandChange.Error(), "registry: ")}
+var errCommandDenied = fault.Forbidden(registry.ErrCommandChange.Message)
 
 // commandCheck refuses a registration that sets what a stdio server runs unless the
 // caller holds auth.PermServerCommand: that is running a program as Toolwarden.

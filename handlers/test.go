@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -24,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
+	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
 // testWait is how long a run from the test panel is awaited before the page shows its
@@ -104,13 +106,14 @@ func (h ToolsHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level
 	_, err := h.Decide.Check(c.Request().Context(), decide.Decision{Actor: ActorOf(c), Role: p.User.Role,
 		Requester: p.User.ID, Level: level, Verb: "run a " + string(level) + "-risk tool",
 		Vetting: it.Status != "enabled" && p.Can(auth.PermToolEnable)})
-	var fe *decide.ForbiddenError
+	fe, _ := fault.As(err)
+	forbidden := fe != nil && fe.Kind == fault.KindForbidden
 	switch {
-	case errors.As(err, &fe) && fe.NeedsOther && it.Status == "enabled" && p.Can(auth.PermExecutionCreate):
+	case forbidden && decide.NeedsOther(err) && it.Status == "enabled" && p.Can(auth.PermExecutionCreate):
 		tv.CanRun, tv.CannotRun = false, "Another person must approve a run of this tool: use Ask for approval."
-		tv.NeedsApprover = strings.ToUpper(fe.Message[:1]) + fe.Message[1:] + "."
-	case errors.As(err, &fe):
-		tv.CanRun, tv.CannotRun = false, strings.ToUpper(fe.Message[:1])+fe.Message[1:]+"."
+		tv.NeedsApprover = httperr.Sentence(fe.Message)
+	case forbidden:
+		tv.CanRun, tv.CannotRun = false, httperr.Sentence(fe.Message)
 	case err != nil:
 		h.Logger.Warn("handlers: could not ask who may confirm a run", "tool", it.ID, "err", err)
 	}
@@ -332,7 +335,8 @@ func resultView(callID string, res *router.Result, err error) views.TestResult {
 	if err != nil {
 		var re *router.Error
 		if !errors.As(err, &re) {
-			re = &router.Error{Code: "internal", Message: "Something went wrong on our side; it has been logged."}
+			out.Status, out.Code, out.Message = "failed", "internal", "Something went wrong on our side; it has been logged."
+			return out
 		}
 		out.Status, out.Code, out.Message = "failed", re.Code, re.Message
 		if re.Code == router.CodeCancelled {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -17,12 +16,14 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
+	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
 // The tool page (/tools/:id): Show renders the head and the selected tab; Configure,
@@ -104,13 +105,13 @@ func (h ToolsHandler) Show(c echo.Context) error {
 }
 
 // errLogsDenied: the Logs tab shows what callers sent and got back.
-var errLogsDenied = &ForbiddenError{Message: "Your role may not see the calls made to tools (the log.view permission)."}
+var errLogsDenied = fault.Forbidden("Your role may not see the calls made to tools (the log.view permission).")
 
 // inspectTabs show who configured the tool and why: tool.inspect only.
 var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true, views.ToolTabAccess: true,
 	views.ToolTabRollback: true}
 
-var errInspectDenied = &ForbiddenError{Message: "Your role may not see how tools are configured or who changed them (the tool.inspect permission)."}
+var errInspectDenied = fault.Forbidden("Your role may not see how tools are configured or who changed them (the tool.inspect permission).")
 
 // toolPage is the frame of the page: layout (following the tools topic), head, tabs.
 func (h ToolsHandler) toolPage(c echo.Context, it tools.Item, tab string) (views.ToolPage, error) {
@@ -543,9 +544,8 @@ func (h ToolsHandler) Configure(c echo.Context) error {
 	if err != nil {
 		status := http.StatusUnprocessableEntity
 		fe, ok := formErrors(err)
-		var se *tools.StaleError
-		if errors.As(err, &se) {
-			fe, ok, status = views.FormErrors{"configuration_version": sentence(se)}, true, http.StatusConflict
+		if se, _ := fault.As(err); se != nil && se.Code == tools.CodeStale {
+			fe, ok, status = views.FormErrors{"configuration_version": httperr.Sentence(se.Message)}, true, http.StatusConflict
 		}
 		if !ok {
 			return err

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -180,7 +181,7 @@ func (h ToolsHandler) SetEnabled(enable bool) echo.HandlerFunc {
 // overrideCheck: only holders of tool.override may enable a tool despite its findings.
 func overrideCheck(c echo.Context, override bool) error {
 	if override && !PrincipalOf(c).Can(auth.PermToolOverride) {
-		return &ForbiddenError{Message: "only administrators may enable a tool despite its findings or a failed test"}
+		return fault.Forbidden("only administrators may enable a tool despite its findings or a failed test")
 	}
 	return nil
 }

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -262,24 +260,4 @@ func (h ToolsHandler) APIBulk(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]any{"changed": n})
 	}
 	return verr.New("action", "must be enable, disable, tag or untag")
-}
-
-// sentence shows an error message (lower case, no full stop, as Go writes them) as a
-// sentence for people.
-func sentence(err error) string {
-	m := err.Error()
-	return strings.ToUpper(m[:1]) + m[1:] + "."
-}
-
-// toolErrorMessage says in words why a tool action failed, for flashes.
-func toolErrorMessage(err error) (string, bool) {
-	var ie *toolstate.IllegalError
-	var ce *toolstate.ConflictError
-	switch {
-	case errors.Is(err, tools.ErrNotFound):
-		return "That tool no longer exists; it may have been removed with its server.", true
-	case errors.Is(err, toolstate.ErrOverrideRequired), errors.As(err, &ie), errors.As(err, &ce):
-		return sentence(err), true
-	}
-	return "", false
 }

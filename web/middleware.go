@@ -165,7 +165,7 @@ func requirePermission(perm auth.Permission) echo.MiddlewareFunc {
 			if auth.PersonOnly(perm) {
 				// Decisions belong to people: an API token gets 403 whatever its role.
 				if err := decide.Person(handlers.ActorOf(c), "approve, reject or roll back executions"); err != nil {
-					return &handlers.ForbiddenError{Message: err.Error()}
+					return err
 				}
 			}
 			if !p.Can(perm) {

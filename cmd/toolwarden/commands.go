@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -240,7 +241,7 @@ func cliActor() audit.Actor {
 // explain turns field errors into a message that names the flag to fix.
 func explain(err error) error {
 	var ve *verr.Error
-	var ce *auth.ConflictError
+	ce, _ := fault.As(err)
 	switch {
 	case errors.As(err, &ve):
 		parts := make([]string, len(ve.Fields))
@@ -248,7 +249,7 @@ func explain(err error) error {
 			parts[i] = f.Field + " " + f.Message
 		}
 		return errors.New(strings.Join(parts, "; "))
-	case errors.As(err, &ce):
+	case ce != nil && ce.Kind == fault.KindConflict:
 		return errors.New(ce.Message)
 	}
 	return err

@@ -13,7 +13,9 @@ type Log struct{ pool *pgxpool.Pool }
 func NewLog(pool *pgxpool.Pool) *Log { return &Log{pool: pool} }
 
 // Recent returns the newest limit entries, newest first.
-func (l *Log) Recent(ctx context.Context, limit int) ([]Record, error) { return Recent(ctx, l.pool, limit) }
+func (l *Log) Recent(ctx context.Context, limit int) ([]Record, error) {
+	return Recent(ctx, l.pool, limit)
+}
 
 // Count is how many entries the log holds.
 func (l *Log) Count(ctx context.Context) (int64, error) { return Count(ctx, l.pool) }

@@ -14,33 +14,48 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // Errors the web layer maps to responses.
 var (
-	ErrNotFound           = errors.New("auth: not found")
+	ErrNotFound = fault.NotFound("user")
+	// ErrInvalidCredentials is answered by the sign-in form itself, never by the error
+	// handler, so it says nothing of which half was wrong.
 	ErrInvalidCredentials = errors.New("auth: wrong username or password")
-	ErrUnauthenticated    = errors.New("auth: not signed in")
+	ErrUnauthenticated    = fault.Unauthenticated("Sign in, or send an API token as 'Authorization: Bearer <token>'.")
 	// ErrTokenMintsToken: otherwise a leaked short-lived token could mint itself a
 	// permanent successor that outlives its revocation.
-	ErrTokenMintsToken = errors.New("an API token cannot create API tokens: sign in to create one")
+	ErrTokenMintsToken = fault.Forbidden("an API token cannot create API tokens: sign in to create one")
 )
 
-// ThrottledError says sign-in is refused for a while after too many failures.
-type ThrottledError struct {
-	RetryAfter time.Duration
-	Scope      string // "account from this address" or "address"
+// Throttle is the details of a sign-in refused for a while after too many failures
+// (a rate-limited fault; see Throttled).
+type Throttle struct {
+	RetryAfterSeconds int           `json:"retry_after_seconds"`
+	RetryAfter        time.Duration `json:"-"`
+	Scope             string        `json:"-"` // "account from this address" or "address"
 }
 
-func (e *ThrottledError) Error() string {
-	return fmt.Sprintf("too many failed sign-ins for this %s; try again in %s", e.Scope, e.RetryAfter.Round(time.Second))
+// Throttled is the fault of a sign-in refused for wait after too many failures from scope.
+func Throttled(wait time.Duration, scope string) *fault.Error {
+	return fault.RateLimited(fmt.Sprintf("too many failed sign-ins for this %s; try again in %s", scope, wait.Round(time.Second)), wait).
+		WithDetails(Throttle{RetryAfterSeconds: int(wait.Seconds()), RetryAfter: wait, Scope: scope})
 }
 
-// ConflictError is an action refused because of the current state (the last admin
-// cannot be disabled, say). Its message is meant for people.
-type ConflictError struct{ Message string }
+// ThrottleOf returns the throttle of a sign-in refused by Throttled.
+func ThrottleOf(err error) (Throttle, bool) {
+	f, ok := fault.As(err)
+	if !ok {
+		return Throttle{}, false
+	}
+	t, ok := f.Details.(Throttle)
+	return t, ok
+}
 
-func (e *ConflictError) Error() string { return e.Message }
+// conflict is an action refused because of the current state (the last admin cannot
+// be disabled, say). Its message is meant for people.
+func conflict(msg string) *fault.Error { return fault.Conflict("", msg).About("user") }
 
 // Options tune the service. nil means defaults.
 type Options struct {

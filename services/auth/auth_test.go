@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -221,15 +222,15 @@ func fieldErr(t *testing.T, err error) *verr.Error {
 	return ve
 }
 
-// conflictErr returns err as an *auth.ConflictError or fails the test.
-func conflictErr(t *testing.T, err error) *auth.ConflictError {
+// conflictErr returns err as a conflict fault or fails the test.
+func conflictErr(t *testing.T, err error) *fault.Error {
 	t.Helper()
-	var ce *auth.ConflictError
-	if !errors.As(err, &ce) {
-		t.Fatalf("got error %v (%T), want *auth.ConflictError", err, err)
+	ce, ok := fault.As(err)
+	if !ok || ce.Kind != fault.KindConflict {
+		t.Fatalf("got error %v (%T), want a conflict", err, err)
 	}
 	if ce.Message == "" {
-		t.Fatal("ConflictError has an empty message, want one for people")
+		t.Fatal("the conflict has an empty message, want one for people")
 	}
 	return ce
 }
@@ -270,12 +271,8 @@ func TestUserHelpers(t *testing.T) {
 
 func TestErrorMessages(t *testing.T) {
 	t.Parallel()
-	e := &auth.ThrottledError{RetryAfter: 90 * time.Second, Scope: "account from this address"}
+	e := auth.Throttled(90*time.Second, "account from this address")
 	if got, want := e.Error(), "too many failed sign-ins for this account from this address; try again in 1m30s"; got != want {
-		t.Errorf("ThrottledError: got %q, want %q", got, want)
-	}
-	c := &auth.ConflictError{Message: "no"}
-	if got := c.Error(); got != "no" {
-		t.Errorf("ConflictError: got %q, want %q", got, "no")
+		t.Errorf("Throttled: got %q, want %q", got, want)
 	}
 }

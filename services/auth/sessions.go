@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // SessionsTopic is the event topic of sign-ins and sign-outs.
@@ -43,7 +44,7 @@ type Session struct {
 type SessionEvent = events.Session
 
 // Login checks a username and password and starts a session. Failures are recorded for
-// throttling and audited; after too many, it returns *ThrottledError without checking.
+// throttling and audited; after too many, it returns a Throttled fault without checking.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) {
 	// Nobody's username is longer than 48 bytes; keeping what is recorded of a failed
 	// attempt short stops anonymous callers from writing bulk into the audit log.
@@ -70,7 +71,8 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			// started the throttling was, and auditing every refused attempt would let an
 			// anonymous caller grow the append-only log without bound.
 			loginErr = terr
-			s.log.Warn("auth: sign-in refused while throttled", "username", username, "ip", req.IP, "scope", terr.Scope)
+			th, _ := ThrottleOf(terr)
+			s.log.Warn("auth: sign-in refused while throttled", "username", username, "ip", req.IP, "scope", th.Scope)
 			return nil
 		}
 		u, err := getUser(ctx, tx, "username = $1", username, "")
@@ -165,11 +167,11 @@ func throttleKey(ip string) string {
 	return a.String()
 }
 
-// throttled returns a *ThrottledError when this address has too many recent failures
+// throttled returns a Throttled fault when this address has too many recent failures
 // for this account, or for all accounts together. Failures from other addresses do not
 // count: an attacker slows down their own address, never the account's owner signing
 // in from theirs (issue #17, finding 7).
-func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip string) (*ThrottledError, error) {
+func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip string) (*fault.Error, error) {
 	var pairN, ipN int
 	var pairOldest, ipOldest *time.Time
 	err := q.QueryRow(ctx, `/* auth.throttled */
@@ -187,9 +189,9 @@ func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip stri
 	}
 	switch {
 	case pairN >= s.opts.MaxAccountFailures:
-		return &ThrottledError{RetryAfter: retry(pairOldest), Scope: "account from this address"}, nil
+		return Throttled(retry(pairOldest), "account from this address"), nil
 	case ip != "" && ipN >= s.opts.MaxIPFailures:
-		return &ThrottledError{RetryAfter: retry(ipOldest), Scope: "address"}, nil
+		return Throttled(retry(ipOldest), "address"), nil
 	}
 	return nil, nil
 }

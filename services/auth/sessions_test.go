@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 func TestLoginStartsSession(t *testing.T) {
@@ -273,12 +274,12 @@ func TestLoginFailures(t *testing.T) {
 	f.verifyAudit(-1)
 }
 
-// throttled returns err as a *ThrottledError of scope, or fails the test.
-func throttled(t *testing.T, err error, scope string) *auth.ThrottledError {
+// throttled returns the throttle of err of scope, or fails the test.
+func throttled(t *testing.T, err error, scope string) auth.Throttle {
 	t.Helper()
-	var te *auth.ThrottledError
-	if !errors.As(err, &te) {
-		t.Fatalf("got %v (%T), want *auth.ThrottledError", err, err)
+	te, ok := auth.ThrottleOf(err)
+	if !ok || !fault.Is(err, fault.KindRateLimited) {
+		t.Fatalf("got %v (%T), want a throttled sign-in", err, err)
 	}
 	if te.Scope != scope {
 		t.Fatalf("throttled: got scope %q, want %q", te.Scope, scope)
@@ -416,11 +417,11 @@ func TestThrottleConcurrent(t *testing.T) {
 	wg.Wait()
 	var invalid, throttledN int
 	for i, err := range errs {
-		var te *auth.ThrottledError
+		te, isThrottled := auth.ThrottleOf(err)
 		switch {
 		case errors.Is(err, auth.ErrInvalidCredentials):
 			invalid++
-		case errors.As(err, &te) && te.Scope == "account from this address":
+		case isThrottled && te.Scope == "account from this address":
 			throttledN++
 		default:
 			t.Errorf("attempt %d: got %v, want ErrInvalidCredentials or an account ThrottledError", i, err)

@@ -81,7 +81,7 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 			return err
 		}
 		if u.Disabled() {
-			return &ConflictError{Message: "the user " + u.Username + " is disabled"}
+			return conflict("the user " + u.Username + " is disabled")
 		}
 		rows, err := tx.Query(ctx, `/* auth.CreateToken */
 			INSERT INTO api_tokens (user_id, name, prefix, token_hash, expires_at) VALUES ($1, $2, $3, $4, $5)

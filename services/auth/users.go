@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -187,7 +188,7 @@ func keepAnAdmin(ctx context.Context, tx pgx.Tx, u User) error {
 	return nil
 }
 
-var errLastAdmin = &ConflictError{Message: "this is the last active administrator: make another user an administrator first"}
+var errLastAdmin = conflict("this is the last active administrator: make another user an administrator first")
 
 // UserChange is a change to a user; nil fields stay as they are.
 type UserChange struct {
@@ -240,7 +241,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 			disable := *ch.Disabled
 			if disable {
 				if actor.ID == id {
-					return &ConflictError{Message: "you cannot disable your own account"}
+					return conflict("you cannot disable your own account")
 				}
 				if err := keepAnAdmin(ctx, tx, u); err != nil {
 					return err
@@ -315,9 +316,7 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw s
 }
 
 func wrapUserErr(op string, err error) error {
-	var ve *verr.Error
-	var ce *ConflictError
-	if errors.Is(err, ErrNotFound) || errors.As(err, &ve) || errors.As(err, &ce) {
+	if _, ok := fault.As(err); ok { // not found, bad input, a conflict: the caller's to see as is
 		return err
 	}
 	return fmt.Errorf("auth: %s: %w", op, err)

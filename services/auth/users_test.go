@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 func TestCreateUserValidation(t *testing.T) {
@@ -572,9 +573,8 @@ func TestLastAdminConcurrent(t *testing.T) {
 	if loser == nil {
 		loser = errs[1]
 	}
-	var ce *auth.ConflictError
-	if !errors.As(loser, &ce) {
-		t.Fatalf("the refused demotion: got %v, want *auth.ConflictError (not a deadlock)", loser)
+	if !fault.Is(loser, fault.KindConflict) {
+		t.Fatalf("the refused demotion: got %v, want a conflict (not a deadlock)", loser)
 	}
 	f.verifyAudit(3)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 )
 
@@ -72,15 +73,23 @@ type Verdict struct {
 	SelfApproved bool
 }
 
-// ForbiddenError is a decision this actor may not make, and why.
-type ForbiddenError struct {
-	Message string
-	// NeedsOther: the actor could decide, but not on their own request: someone else
-	// must (the caller can offer to ask for that approval).
-	NeedsOther bool
+// CodeNeedsOther is the code of a decision the actor could make, but not on their own
+// request: someone else must (the caller can offer to ask for that approval).
+const CodeNeedsOther = "needs_other_approver"
+
+// forbidden is a decision this actor may not make; its message says why.
+func forbidden(msg string) *fault.Error { return fault.Forbidden(msg).About("decision") }
+
+// needsOther is a decision someone other than the requester must make.
+func needsOther(msg string) *fault.Error {
+	return fault.New(fault.KindForbidden, CodeNeedsOther, msg).About("decision")
 }
 
-func (e *ForbiddenError) Error() string { return e.Message }
+// NeedsOther reports whether err refuses a decision that someone else may make.
+func NeedsOther(err error) bool {
+	f, ok := fault.As(err)
+	return ok && f.Code == CodeNeedsOther
+}
 
 // Service decides who may decide.
 type Service struct {
@@ -93,7 +102,7 @@ func New(pool *pgxpool.Pool, a *auth.Service) *Service {
 	return &Service{pool: pool, auth: a}
 }
 
-// Check allows d or returns a *ForbiddenError saying why it is not allowed.
+// Check allows d or returns a forbidden fault saying why it is not allowed.
 func (s *Service) Check(ctx context.Context, d Decision) (Verdict, error) {
 	verb := d.Verb
 	if verb == "" {
@@ -103,7 +112,7 @@ func (s *Service) Check(ctx context.Context, d Decision) (Verdict, error) {
 		return Verdict{}, err
 	}
 	if !d.Role.Can(auth.PermExecutionApprove) {
-		return Verdict{}, &ForbiddenError{Message: "your role may not " + verb}
+		return Verdict{}, forbidden("your role may not " + verb)
 	}
 	if d.Level != risk.High || d.Requester == "" || d.Requester != d.Actor.ID {
 		return Verdict{}, nil
@@ -119,8 +128,7 @@ func (s *Service) Check(ctx context.Context, d Decision) (Verdict, error) {
 	case SeparationOff:
 		return Verdict{SelfApproved: true}, nil
 	case SeparationAlways:
-		return Verdict{}, &ForbiddenError{NeedsOther: true,
-			Message: "a high-risk request needs a different person to approve it than the one who asked for it (separation of duties is set to always)"}
+		return Verdict{}, needsOther("a high-risk request needs a different person to approve it than the one who asked for it (separation of duties is set to always)")
 	}
 	n, err := s.auth.OtherApprovers(ctx, d.Requester)
 	if err != nil {
@@ -131,8 +139,7 @@ func (s *Service) Check(ctx context.Context, d Decision) (Verdict, error) {
 		if n > 1 {
 			who = fmt.Sprintf("one of the %d other people who may approve", n)
 		}
-		return Verdict{}, &ForbiddenError{NeedsOther: true,
-			Message: "a high-risk request needs a different person to approve it than the one who asked for it: ask " + who}
+		return Verdict{}, needsOther("a high-risk request needs a different person to approve it than the one who asked for it: ask " + who)
 	}
 	return Verdict{SelfApproved: true}, nil
 }
@@ -144,9 +151,9 @@ func Person(a audit.Actor, verb string) error {
 		return nil
 	}
 	if a.Kind == audit.ActorToken {
-		return &ForbiddenError{Message: "API tokens cannot " + verb + ": a person must, signed in to Toolwarden in the browser"}
+		return forbidden("API tokens cannot " + verb + ": a person must, signed in to Toolwarden in the browser")
 	}
-	return &ForbiddenError{Message: "only a signed-in person may " + verb}
+	return forbidden("only a signed-in person may " + verb)
 }
 
 // Separation reads the setting (SeparationAuto when nobody set one).

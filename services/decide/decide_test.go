@@ -2,7 +2,6 @@ package decide_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +11,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 )
 
@@ -36,14 +36,18 @@ func TestCheck(t *testing.T) {
 	add("audrey", auth.RoleAuditor) // cannot approve: does not count as someone else
 	person := audit.Actor{Kind: audit.ActorUser, ID: alice, Name: "alice"}
 	token := audit.Actor{Kind: audit.ActorToken, ID: alice, Name: "alice", TokenID: "t"}
-	check := func(dec decide.Decision) (decide.Verdict, *decide.ForbiddenError) {
+	// fe is the refusal, nil when allowed; NeedsOther says whether someone else may decide.
+	type refusal struct{ NeedsOther bool }
+	check := func(dec decide.Decision) (decide.Verdict, *refusal) {
 		t.Helper()
 		v, err := d.Check(ctx, dec)
-		var fe *decide.ForbiddenError
-		if err != nil && !errors.As(err, &fe) {
+		if err == nil {
+			return v, nil
+		}
+		if !fault.Is(err, fault.KindForbidden) {
 			t.Fatal(err)
 		}
-		return v, fe
+		return v, &refusal{NeedsOther: decide.NeedsOther(err)}
 	}
 	set := func(s decide.Separation) {
 		t.Helper()

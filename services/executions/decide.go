@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -28,38 +30,46 @@ type Caller struct {
 	Role  auth.Role
 }
 
-// ForbiddenError is a decision this caller may not make, and why.
-type ForbiddenError struct {
-	Message string
-	// audited: the refusal is in the audit log already (see refusal).
-	audited bool
+// The codes of the executions' own faults.
+const (
+	CodeWrongPhrase = "wrong_phrase"        // a HIGH plan confirmed without its exact phrase
+	CodeStale       = "stale_plan"          // the plan's tools changed since it was made; it was cancelled
+	CodePlanner     = "planner_unavailable" // the planner could not answer
+)
+
+// forbidden is a decision this caller may not make, and why.
+func forbidden(msg string) *fault.Error { return fault.Forbidden(msg).About("execution") }
+
+// wrongPhrase is the phrase a refused confirmation should have typed: the cause of a
+// CodeWrongPhrase fault, so the page can say it again (the API's details stay empty).
+type wrongPhrase string
+
+func (p wrongPhrase) Error() string { return "want phrase " + strconv.Quote(string(p)) }
+
+// wrongPhraseFault is a HIGH plan confirmed without its exact phrase.
+func wrongPhraseFault(phrase string) *fault.Error {
+	return fault.Wrap(wrongPhrase(phrase), fault.KindUnprocessable, CodeWrongPhrase,
+		fmt.Sprintf("the confirmation phrase does not match: type %q exactly", phrase)).About("execution")
 }
 
-func (e *ForbiddenError) Error() string { return e.Message }
-
-// Audited reports whether the refusal was written to the audit log already.
-func (e *ForbiddenError) Audited() bool { return e.audited }
-
-// PhraseError is a HIGH plan confirmed without its exact phrase.
-type PhraseError struct{ Phrase string }
-
-func (e *PhraseError) Error() string {
-	return fmt.Sprintf("the confirmation phrase does not match: type %q exactly", e.Phrase)
+// WrongPhrase returns the phrase a confirmation refused with CodeWrongPhrase needed.
+func WrongPhrase(err error) (string, bool) {
+	var p wrongPhrase
+	if !errors.As(err, &p) {
+		return "", false
+	}
+	return string(p), true
 }
 
-// StaleError is a plan whose tools changed since it was made; it was cancelled.
-type StaleError struct{ Message string }
+// stale is a plan whose tools changed since it was made; it was cancelled.
+func stale(msg string) *fault.Error { return fault.Stale(CodeStale, msg).About("execution") }
 
-func (e *StaleError) Error() string { return e.Message }
-
-// PlannerError is a planner that could not answer (the model server is down, timed
+// plannerFailed is a planner that could not answer (the model server is down, timed
 // out or answered nonsense): not the person's input, so not a 4xx.
-type PlannerError struct{ Err error }
-
-func (e *PlannerError) Error() string {
-	return strings.TrimPrefix(e.Err.Error(), "planner: ") + "; try again, or give the plan as explicit calls"
+func plannerFailed(err error) *fault.Error {
+	return fault.Wrap(err, fault.KindUpstream, CodePlanner,
+		strings.TrimPrefix(err.Error(), "planner: ")+"; try again, or give the plan as explicit calls").About("execution")
 }
-func (e *PlannerError) Unwrap() error { return e.Err }
 
 // Input is what Create needs: a prompt for the planner, or a plan.
 type Input struct {
@@ -70,7 +80,7 @@ type Input struct {
 // Create plans (when given a prompt), prepares and stores a plan, and asks for its
 // approval: a LOW plan is approved by policy and starts at once; MEDIUM waits for a
 // confirm and HIGH for the typed phrase. Bad input is a *verr.Error (or a
-// *planner.NotUnderstood) and stores nothing.
+// planner.NotUnderstood fault) and stores nothing.
 func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, error) {
 	req, plannerName, err := s.request(ctx, c, in)
 	if err != nil {
@@ -159,9 +169,8 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 		return Request{}, "", err
 	}
 	p, err := s.opts.Planner.Plan(ctx, in.Prompt, avail)
-	var nu *planner.NotUnderstood
-	if err != nil && !errors.As(err, &nu) && ctx.Err() == nil {
-		return Request{}, "", &PlannerError{Err: err}
+	if _, nu := planner.NotUnderstoodIn(err); err != nil && !nu && ctx.Err() == nil {
+		return Request{}, "", plannerFailed(err)
 	}
 	if err != nil {
 		return Request{}, "", err
@@ -226,7 +235,7 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 // other than the requester whenever another could). What is stored to run and the
 // requester are checked again (checkBinding): a plan altered while it waited, one whose
 // tools changed, or one whose requester can no longer act is cancelled instead. Of
-// concurrent confirms exactly one wins; the others get a *ConflictError.
+// concurrent confirms exactly one wins; the others get a conflict.
 func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash string) (*Execution, error) {
 	const verb = "approve executions"
 	if err := s.mayDecide(c, verb); err != nil {
@@ -237,23 +246,23 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		return nil, err
 	}
 	if ex.Status != AwaitingApproval {
-		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "approved"}
+		return nil, conflict(id, ex.Status, "approved")
 	}
 	now := s.opts.Now()
 	if ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
 		if _, err := s.expire(ctx, id); err != nil {
 			return nil, err
 		}
-		return nil, &ConflictError{ID: id, Current: Expired, Want: "approved"}
+		return nil, conflict(id, Expired, "approved")
 	}
 	if planHash != "" && !strings.EqualFold(planHash, ex.Hash()) {
-		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "approved as shown (the plan is not the one you saw; reload it)"}
+		return nil, conflict(id, ex.Status, "approved as shown (the plan is not the one you saw; reload it)")
 	}
 	how := "confirm"
 	if ex.Risk == string(risk.High) {
 		if phrase != ex.ConfirmationPhrase {
 			s.refusal(ctx, c, ex, "wrong phrase")
-			return nil, &PhraseError{Phrase: ex.ConfirmationPhrase}
+			return nil, wrongPhraseFault(ex.ConfirmationPhrase)
 		}
 		how = "phrase"
 	}
@@ -265,7 +274,7 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		return nil, err
 	} else if b != nil && b.transient {
 		// Nothing about the plan changed: it can be approved once the tool is back.
-		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "approved now: " + b.reason}
+		return nil, conflict(id, ex.Status, "approved now: "+b.reason)
 	} else if b != nil {
 		_, err := s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "cancelled",
 			set: map[string]any{"reason": b.reason, "finished_at": now}, action: b.action,
@@ -273,7 +282,7 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		if err != nil {
 			return nil, err
 		}
-		return nil, &StaleError{Message: b.reason + "; the plan was cancelled, plan it again"}
+		return nil, stale(b.reason + "; the plan was cancelled, plan it again")
 	}
 	var out *Execution
 	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -292,10 +301,9 @@ func (s *Service) mayDecideOn(ctx context.Context, c Caller, ex *Execution, leve
 		requester = *ex.RequestedBy
 	}
 	v, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester, Level: level, Verb: verb})
-	var fe *decide.ForbiddenError
-	if errors.As(err, &fe) {
+	if fe, ok := fault.As(err); ok && fe.Kind == fault.KindForbidden {
 		s.refusal(ctx, c, ex, fe.Message)
-		return v, &ForbiddenError{Message: fe.Message, audited: true}
+		return v, forbidden(fe.Message).MarkAudited()
 	}
 	return v, err
 }
@@ -304,10 +312,10 @@ func (s *Service) mayDecideOn(ctx context.Context, c Caller, ex *Execution, leve
 // may not decide.
 func (s *Service) mayDecide(c Caller, verb string) error {
 	if err := decide.Person(c.Actor, verb); err != nil {
-		return &ForbiddenError{Message: err.Error()}
+		return forbidden(err.Error())
 	}
 	if !c.Role.Can(auth.PermExecutionApprove) {
-		return &ForbiddenError{Message: "your role may not " + verb}
+		return forbidden("your role may not " + verb)
 	}
 	return nil
 }
@@ -365,7 +373,7 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 	}
 	mine := ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID
 	if !mine && !c.Role.Can(auth.PermExecutionApprove) {
-		return nil, &ForbiddenError{Message: "only its requester or an approver may cancel an execution"}
+		return nil, forbidden("only its requester or an approver may cancel an execution")
 	}
 	reason = strings.TrimSpace(reason)
 	if len([]rune(reason)) > MaxReason {
@@ -403,8 +411,7 @@ func (s *Service) expire(ctx context.Context, id string) (bool, error) {
 	_, err := s.decide(ctx, Caller{Actor: audit.System}, id, change{from: []Status{AwaitingApproval}, to: Expired,
 		want: "expired", set: map[string]any{"finished_at": s.opts.Now()}, event: just(events.ExecutionExpired),
 		action: "execution.expire"})
-	var ce *ConflictError
-	if errors.As(err, &ce) {
+	if _, ok := ConflictStatus(err); ok {
 		return false, nil
 	}
 	return err == nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -133,9 +134,8 @@ func TestPhrase(t *testing.T) {
 	e.bothTopics(ex.ID, "approval.requested", 1)
 	for _, wrong := range []string{"", "mt__delete-file", phrase + " ", strings.ToUpper(phrase), "mt__echo /srv/data"} {
 		_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, wrong, "")
-		var pe *executions.PhraseError
-		if !errors.As(err, &pe) || pe.Phrase != phrase {
-			t.Fatalf("phrase %q: got %v (%T), want a *PhraseError asking for %q", wrong, err, err, phrase)
+		if got, ok := executions.WrongPhrase(err); !ok || !isCode(err, executions.CodeWrongPhrase) || got != phrase {
+			t.Fatalf("phrase %q: got %v (%T), want a wrong_phrase asking for %q", wrong, err, err, phrase)
 		}
 	}
 	if n := e.audits(ex.ID, "execution.approve.refused"); n != 5 {
@@ -323,9 +323,8 @@ func TestStaleAtConfirm(t *testing.T) {
 			}
 			tc.change()
 			_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash())
-			var se *executions.StaleError
-			if !errors.As(err, &se) || !strings.Contains(se.Message, tc.want) {
-				t.Fatalf("got %v (%T), want a *StaleError saying %q", err, err, tc.want)
+			if se, _ := fault.As(err); !isCode(err, executions.CodeStale) || !strings.Contains(se.Message, tc.want) {
+				t.Fatalf("got %v (%T), want a stale_plan saying %q", err, err, tc.want)
 			}
 			got := e.get(ex.ID)
 			if got.Status != executions.Cancelled || got.Reason != tc.want || got.Approval != "" {

@@ -26,6 +26,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -40,7 +41,7 @@ const Topic = "executions"
 func TopicOf(id string) string { return "execution:" + id }
 
 // ErrNotFound is an execution that does not exist or that the caller may not see.
-var ErrNotFound = errors.New("executions: not found")
+var ErrNotFound = fault.NotFound("execution")
 
 // Options tune a Service; zero fields take the defaults shown.
 type Options struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -330,24 +331,27 @@ func (e *env) flush() {
 }
 
 func isConflict(err error) bool {
-	var ce *executions.ConflictError
-	return errors.As(err, &ce)
+	_, ok := executions.ConflictStatus(err)
+	return ok
 }
 
-func isForbidden(err error) bool {
-	var fe *executions.ForbiddenError
-	return errors.As(err, &fe)
+func isForbidden(err error) bool { return fault.Is(err, fault.KindForbidden) }
+
+// isCode reports whether err is a fault with code.
+func isCode(err error, code string) bool {
+	f, ok := fault.As(err)
+	return ok && f.Code == code
 }
 
-// conflictIn checks err is a *ConflictError that found the execution in want.
+// conflictIn checks err is a conflict that found the execution in want.
 func conflictIn(t testing.TB, err error, want executions.Status) {
 	t.Helper()
-	var ce *executions.ConflictError
-	if !errors.As(err, &ce) {
-		t.Fatalf("got %v (%T), want a *ConflictError", err, err)
+	current, ok := executions.ConflictStatus(err)
+	if !ok {
+		t.Fatalf("got %v (%T), want a conflict", err, err)
 	}
-	if ce.Current != want {
-		t.Errorf("conflict found the execution %s, want %s", ce.Current, want)
+	if current != want {
+		t.Errorf("conflict found the execution %s, want %s", current, want)
 	}
 }
 

@@ -161,7 +161,7 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		return nil, nil, err
 	}
 	if ex.Status != Failed {
-		return ex, nil, &ConflictError{ID: id, Current: ex.Status, Want: "rolled back (only a failed execution can be)"}
+		return ex, nil, conflict(id, ex.Status, "rolled back (only a failed execution can be)")
 	}
 	c := ex.Requester()
 	if ex.RequestedBy != nil {
@@ -252,7 +252,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 		return nil, err
 	}
 	if d.Hash != "" && !strings.EqualFold(d.Hash, rp.Hash) {
-		return nil, &ConflictError{ID: id, Current: ex.Status, Want: "rolled back as shown (the rollback is not the one you saw: a compensation or a tool changed; reload it)"}
+		return nil, conflict(id, ex.Status, "rolled back as shown (the rollback is not the one you saw: a compensation or a tool changed; reload it)")
 	}
 	if rp.Problems != nil {
 		return nil, rp.Problems
@@ -263,7 +263,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	switch rp.Risk {
 	case risk.High:
 		if d.Phrase != rp.Phrase {
-			return nil, &PhraseError{Phrase: rp.Phrase}
+			return nil, wrongPhraseFault(rp.Phrase)
 		}
 	case risk.Medium:
 		if !d.Confirmed {
@@ -278,7 +278,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	if h, err := ex.Plan.Hash(); err != nil || !bytes.Equal(h, ex.ApprovedHash) {
 		const msg = "the stored plan is not the one that was approved (it was altered after approval), so its rollback does not run"
 		s.refusal(ctx, c, ex, msg)
-		return nil, &StaleError{Message: msg}
+		return nil, stale(msg)
 	}
 	undo := Plan{Steps: rp.Steps}
 	undoHash, err := undo.Hash() // rp.Hash, as bytes

@@ -352,8 +352,7 @@ func (s *Service) finishWith(ctx context.Context, ex *Execution, phase, failure,
 		c.action = action
 	}
 	_, err = s.decide(ctx, Caller{Actor: audit.System}, ex.ID, c)
-	var ce *ConflictError
-	if errors.As(err, &ce) {
+	if _, ok := ConflictStatus(err); ok {
 		return nil // cancelled while the last step ran: the cancellation stands
 	}
 	return err

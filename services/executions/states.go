@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // Status is where an execution stands (DESIGN §4, seed 003).
@@ -58,16 +59,28 @@ func Final(s Status) bool { return len(edges[s]) == 0 }
 // ErrIllegal is a transition the state machine does not have.
 var ErrIllegal = errors.New("executions: illegal transition")
 
-// ConflictError is a transition refused because the execution is not (or no longer)
-// in a state it can happen from: someone else decided first, or it moved on.
-type ConflictError struct {
-	ID      string
-	Current Status
-	Want    string // what was tried, in words
+// Found is the details of a conflict: the state the execution was found in.
+type Found struct {
+	Status Status `json:"status"`
 }
 
-func (e *ConflictError) Error() string {
-	return fmt.Sprintf("execution %s is %s, so it cannot be %s", shortID(e.ID), strings.ReplaceAll(string(e.Current), "_", " "), e.Want)
+// conflict is a transition refused because the execution is not (or no longer) in a
+// state it can happen from: someone else decided first, or it moved on. want is what
+// was tried, in words.
+func conflict(id string, current Status, want string) *fault.Error {
+	return fault.Conflict("", fmt.Sprintf("execution %s is %s, so it cannot be %s", shortID(id), strings.ReplaceAll(string(current), "_", " "), want)).
+		About("execution").WithDetails(Found{Status: current})
+}
+
+// ConflictStatus returns the state a conflict found the execution in; ok is false
+// when err is not such a conflict.
+func ConflictStatus(err error) (current Status, ok bool) {
+	f, isFault := fault.As(err)
+	if !isFault || f.Kind != fault.KindConflict {
+		return "", false
+	}
+	found, ok := f.Details.(Found)
+	return found.Status, ok
 }
 
 func shortID(id string) string {
@@ -113,7 +126,7 @@ func just(kind events.Kind[events.Execution]) event {
 
 // apply moves execution id along c inside tx with a conditional update, so of many
 // concurrent transitions from the same state exactly one wins; the others get a
-// *ConflictError. The events and the audit row commit with the change.
+// conflict. The events and the audit row commit with the change.
 func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*Execution, error) {
 	for _, f := range c.from {
 		if !Legal(f, c.to) {
@@ -151,7 +164,7 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 		if gerr != nil {
 			return nil, gerr
 		}
-		return nil, &ConflictError{ID: id, Current: cur.Status, Want: c.want}
+		return nil, conflict(id, cur.Status, c.want)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("executions: %s: %w", c.to, err)

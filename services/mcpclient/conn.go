@@ -96,7 +96,7 @@ func (c *conn) current() (*mcp.ClientSession, error) {
 	defer c.mu.Unlock()
 	if c.sess == nil {
 		if c.errText != "" {
-			return nil, fmt.Errorf("%w: %s", ErrNotConnected, c.errText)
+			return nil, ErrNotConnected.Withf("%s: %s", ErrNotConnected.Message, c.errText)
 		}
 		return nil, ErrNotConnected
 	}

@@ -26,7 +26,7 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 	c.mu.Unlock()
 	if s == nil {
 		if errText != "" {
-			return registry.DiscoveryResult{}, fmt.Errorf("%w (%s)", ErrNotConnected, errText)
+			return registry.DiscoveryResult{}, ErrNotConnected.Withf("%s (%s)", ErrNotConnected.Message, errText)
 		}
 		return registry.DiscoveryResult{}, ErrNotConnected
 	}

@@ -8,7 +8,6 @@ package mcpclient
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -98,7 +98,7 @@ func (o *Options) withDefaults() Options {
 // Errors callers can test for.
 var (
 	// ErrNotConnected: the server has no live session right now.
-	ErrNotConnected = errors.New("server is not connected")
+	ErrNotConnected = fault.Conflict("not_connected", "server is not connected").About("server")
 	// ErrStopped: the manager is not running.
 	ErrStopped = errors.New("mcpclient: manager is not running")
 )
@@ -325,7 +325,7 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 		return err
 	}
 	if !sv.Enabled {
-		return fmt.Errorf("%w: it is disabled", ErrNotConnected)
+		return ErrNotConnected.Withf("%s: it is disabled", ErrNotConnected.Message)
 	}
 	m.Refresh(ctx, id)
 	return nil
@@ -379,7 +379,7 @@ func (m *Manager) Discover(ctx context.Context, id string, actor audit.Actor) (r
 		if _, err := m.reg.GetServer(ctx, id); err != nil {
 			return registry.DiscoveryResult{}, err
 		}
-		return registry.DiscoveryResult{}, fmt.Errorf("%w: enable it first", ErrNotConnected)
+		return registry.DiscoveryResult{}, ErrNotConnected.Withf("%s: enable it first", ErrNotConnected.Message)
 	}
 	return c.discoverNow(ctx, "manual", actor)
 }

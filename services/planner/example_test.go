@@ -3,7 +3,6 @@ package planner_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/toolwarden/toolwarden/services/planner"
@@ -23,8 +22,7 @@ func ExampleRules() {
 	fmt.Println(string(out))
 
 	_, err = planner.NewRules().Plan(context.Background(), `call fs__write_file path=/tmp/x mode=rw`, tools)
-	var nu *planner.NotUnderstood
-	if errors.As(err, &nu) {
+	if nu, ok := planner.NotUnderstoodIn(err); ok {
 		fmt.Printf("%s (%q at byte %d)\n", nu.Message, nu.Fragment, nu.Offset)
 	}
 	// Output:

@@ -3,7 +3,6 @@ package planner_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -25,8 +24,8 @@ func FuzzRules(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prompt string) {
 		plan, err := planner.NewRules().Plan(context.Background(), prompt, catalog)
 		if err != nil {
-			var nu *planner.NotUnderstood
-			if !errors.As(err, &nu) {
+			nu, ok := planner.NotUnderstoodIn(err)
+			if !ok {
 				t.Fatalf("got %v, want a NotUnderstood", err)
 			}
 			if nu.Offset > len(prompt) || nu.Offset >= 0 && !strings.HasPrefix(prompt[nu.Offset:], nu.Fragment) {

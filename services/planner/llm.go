@@ -136,16 +136,16 @@ type chatResponse struct {
 }
 
 // Plan asks the model for tool calls over the first MaxTools tools and returns them as
-// steps. A model that calls no tool gives a *NotUnderstood carrying what it said instead.
+// steps. A model that calls no tool gives a NotUnderstood fault carrying what it said instead.
 func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, error) {
 	if strings.TrimSpace(prompt) == "" {
-		return Plan{}, &NotUnderstood{Message: "The prompt is empty. Say what to do with the tools available.", Offset: -1}
+		return Plan{}, NotUnderstood{Message: "The prompt is empty. Say what to do with the tools available.", Offset: -1}.err()
 	}
 	if len(tools) > l.maxTools {
 		tools = tools[:l.maxTools]
 	}
 	if len(tools) == 0 {
-		return Plan{}, &NotUnderstood{Message: "No tools are available to plan with: a tool must be enabled and you must be allowed to use it.", Offset: -1}
+		return Plan{}, NotUnderstood{Message: "No tools are available to plan with: a tool must be enabled and you must be allowed to use it.", Offset: -1}.err()
 	}
 	names := newFunctionNames(tools)
 	req := chatRequest{
@@ -185,7 +185,7 @@ func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 		if text == "" {
 			text = "The model proposed no tool calls for this prompt. Say more precisely what to do, or name the tools to use."
 		}
-		return Plan{}, &NotUnderstood{Message: text, Offset: -1}
+		return Plan{}, NotUnderstood{Message: text, Offset: -1}.err()
 	}
 	plan := Plan{Steps: make([]Step, 0, len(calls))}
 	for _, c := range calls {

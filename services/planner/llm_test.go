@@ -380,8 +380,7 @@ func TestLLMErrors(t *testing.T) {
 			if strings.Contains(err.Error(), key) {
 				t.Errorf("got error %q, want it without the API key", err)
 			}
-			var nu *planner.NotUnderstood
-			isNU := errors.As(err, &nu)
+			nu, isNU := planner.NotUnderstoodIn(err)
 			if tt.notUnderstood != "" {
 				if !isNU || nu.Message != tt.notUnderstood || nu.Offset != -1 {
 					t.Fatalf("got %#v, want NotUnderstood %q at -1", err, tt.notUnderstood)

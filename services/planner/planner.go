@@ -58,6 +58,8 @@ package planner
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // Tool is a tool a planner may use: an enabled tool the requester may call.
@@ -85,17 +87,34 @@ type Planner interface {
 	Name() string // "rules" or "llm:<model>" for the record
 }
 
-// NotUnderstood is the error a planner returns for a prompt it cannot turn into a plan; Message
-// says what it could not understand and how to write it (shown to the user as is). Fragment is the
-// part of the prompt at fault, Offset its byte offset (-1 when not about one place).
+// CodeNotUnderstood is the code of the fault a planner returns for a prompt it cannot
+// turn into a plan; its details are a NotUnderstood.
+const CodeNotUnderstood = "not_understood"
+
+// NotUnderstood is what a planner could not understand: Message says what and how to
+// write it (shown to the user as is). Fragment is the part of the prompt at fault,
+// Offset its byte offset (-1 when not about one place). Fragment and Offset are the
+// fault's details in the API.
 type NotUnderstood struct {
-	Message  string
-	Fragment string
-	Offset   int
+	Message  string `json:"-"`
+	Fragment string `json:"fragment"`
+	Offset   int    `json:"offset"`
 }
 
-// Error returns the message, which is written for the person who wrote the prompt.
-func (e *NotUnderstood) Error() string { return e.Message }
+// err is nu as the error a planner returns.
+func (nu NotUnderstood) err() error {
+	return fault.Unprocessable(CodeNotUnderstood, nu.Message).About("prompt").WithDetails(nu)
+}
+
+// NotUnderstoodIn returns what a planner could not understand, when err says so.
+func NotUnderstoodIn(err error) (NotUnderstood, bool) {
+	f, ok := fault.As(err)
+	if !ok || f.Code != CodeNotUnderstood {
+		return NotUnderstood{}, false
+	}
+	nu, ok := f.Details.(NotUnderstood)
+	return nu, ok
+}
 
 // example is the accepted form, shown when a prompt is not understood.
 const example = `call fs__write_file path=/tmp/x content="hi" then call fs__read_file path=/tmp/x`

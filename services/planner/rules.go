@@ -27,13 +27,13 @@ func NewRules() *Rules { return &Rules{} }
 func (*Rules) Name() string { return "rules" }
 
 // Plan reads the calls the prompt writes out. A prompt it cannot read gives a
-// *NotUnderstood saying where and how to write it instead.
+// NotUnderstood fault saying where and how to write it instead.
 func (*Rules) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, error) {
 	if err := ctx.Err(); err != nil {
 		return Plan{}, fmt.Errorf("planner: %w", err)
 	}
 	if strings.TrimSpace(prompt) == "" {
-		return Plan{}, &NotUnderstood{Message: "The prompt is empty. Write the tool calls to run, for example: " + example, Offset: -1}
+		return Plan{}, NotUnderstood{Message: "The prompt is empty. Write the tool calls to run, for example: " + example, Offset: -1}.err()
 	}
 	p := &parser{src: prompt, cat: newCatalog(tools)}
 	return p.plan()
@@ -181,7 +181,7 @@ func (p *parser) call() (Step, error) {
 			end := p.segmentEnd(start)
 			return Step{}, p.fail(start, end, fmt.Sprintf("Could not understand %s: it is not a tool call (%s is not a tool). Write tool calls like: %s", quoteFragment(p.src[start:end]), quoteFragment(name), example))
 		}
-		return Step{}, &NotUnderstood{Message: rerr.msg(), Fragment: name, Offset: nameAt}
+		return Step{}, NotUnderstood{Message: rerr.msg(), Fragment: name, Offset: nameAt}.err()
 	}
 	if err != nil {
 		return Step{}, err
@@ -514,7 +514,7 @@ func (p *parser) fail(at, end int, msg string) error {
 	if end < at {
 		end = at
 	}
-	return &NotUnderstood{Message: msg, Fragment: p.src[at:end], Offset: at}
+	return NotUnderstood{Message: msg, Fragment: p.src[at:end], Offset: at}.err()
 }
 
 // quoteFragment quotes a piece of the prompt for a message, shortened when long.

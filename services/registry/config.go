@@ -29,6 +29,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -110,17 +111,28 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// ConfigError is every problem found in a configuration file or an import plan.
-type ConfigError struct {
-	Problems []Problem
-}
+// CodeInvalidConfig is the code of a configuration file or import plan with problems;
+// the fault's details are the []Problem (see ProblemsOf).
+const CodeInvalidConfig = "invalid_config"
 
-func (e *ConfigError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
+// configError is every problem found in a configuration file or an import plan.
+func configError(ps []Problem) *fault.Error {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
 		lines[i] = p.String()
 	}
-	return strings.Join(lines, "\n")
+	return fault.Invalid(CodeInvalidConfig, strings.Join(lines, "\n"), ps)
+}
+
+// ProblemsOf returns the problems of a configuration file or plan that could not be
+// read or applied; ok is false for other errors.
+func ProblemsOf(err error) (ps []Problem, ok bool) {
+	f, isFault := fault.As(err)
+	if !isFault || f.Code != CodeInvalidConfig {
+		return nil, false
+	}
+	ps, ok = f.Details.([]Problem)
+	return ps, ok
 }
 
 // ErrInvalidPlan is returned by ApplyImport for a plan that has errors.
@@ -255,7 +267,7 @@ const maxConfigSize = 4 << 20
 // file). The format is recognized by content; filename names the file in messages and
 // breaks a tie only when the content is empty of servers. Server names that are not
 // slugs are turned into slugs, with a warning. Every problem is reported at once as a
-// *ConfigError.
+// CodeInvalidConfig fault (ProblemsOf).
 func ParseConfig(filename string, data []byte, opts ParseOptions) (*Config, error) {
 	if opts.LookupEnv == nil {
 		opts.LookupEnv = func(string) (string, bool) { return "", false }
@@ -318,7 +330,7 @@ func (p *parser) err() error {
 	if len(p.errs) == 0 {
 		return nil
 	}
-	return &ConfigError{Problems: p.errs}
+	return configError(p.errs)
 }
 
 // decode turns JSON (with comments and trailing commas, as VS Code writes them) or YAML
@@ -1499,7 +1511,7 @@ func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan
 		return res, errors.New("registry: apply import: no plan")
 	}
 	if plan.HasErrors() {
-		return res, fmt.Errorf("%w:\n%s", ErrInvalidPlan, (&ConfigError{Problems: plan.Errors}).Error())
+		return res, fmt.Errorf("%w:\n%s", ErrInvalidPlan, configError(plan.Errors).Error())
 	}
 	res.Unchanged, res.Kept = plan.Count(PlanUnchanged), plan.Count(PlanKeep)
 	if plan.Count(PlanCreate)+plan.Count(PlanUpdate)+plan.Count(PlanDelete) == 0 {

@@ -4,11 +4,11 @@
 package registry
 
 import (
-	"errors"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -22,7 +22,7 @@ const (
 
 // Errors callers can test for.
 var (
-	ErrNotFound = errors.New("registry: not found")
+	ErrNotFound = fault.NotFound("server")
 )
 
 // Options tunes a Service; nil means defaults.

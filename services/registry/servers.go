@@ -23,6 +23,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -238,15 +239,15 @@ type Patch struct {
 
 // ErrTrustChange: the patch (or a new server) sets whether a server is trusted, and the
 // caller may not: trust decides risk, so only administrators do.
-var ErrTrustChange = errors.New("registry: only administrators can mark a server trusted or untrusted: trust decides how risky its tools are")
+var ErrTrustChange = fault.Forbidden("only administrators can mark a server trusted or untrusted: trust decides how risky its tools are")
 
 // ErrTrustedTargetChange: the patch changes what a trusted server is (where it points,
 // what it runs, with which credentials), and the caller may not mark servers trusted:
 // the trust an administrator gave was for the server as it was.
-var ErrTrustedTargetChange = errors.New("registry: only administrators can change what a trusted server runs or where it points (its command, URL, environment, headers or credentials): its tools' risk relies on that trust")
+var ErrTrustedTargetChange = fault.Forbidden("only administrators can change what a trusted server runs or where it points (its command, URL, environment, headers or credentials): its tools' risk relies on that trust")
 
 // ErrCommandChange: the patch changes what a stdio server runs, and the caller may not.
-var ErrCommandChange = errors.New("registry: only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)")
+var ErrCommandChange = fault.Forbidden("only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)")
 
 // PatchFromSpec is the patch that turns any server into sp (secrets replaced wholesale).
 func PatchFromSpec(sp Spec) Patch {

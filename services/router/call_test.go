@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -111,7 +112,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 	e.enable("v__typed")
 	_, err := e.call("v__typed", `{"n":"x","mode":"zzz","extra":1}`)
 	var re *router.Error
-	if !errors.As(err, &re) || re.Code != router.CodeInvalidArguments || re.Status() != 400 {
+	if !errors.As(err, &re) || re.Code != router.CodeInvalidArguments || re.Kind != fault.KindInvalid {
 		t.Fatalf("got %v, want invalid_arguments (400)", err)
 	}
 	fields, _ := re.Details.([]verr.Field)
@@ -209,8 +210,8 @@ func TestRiskNeedsApproval(t *testing.T) {
 			var re *router.Error
 			errors.As(err, &re)
 			need := re.Details.(router.ApprovalNeeded)
-			if need.Needs != tc.needs || re.Status() != 403 {
-				t.Fatalf("got needs %q status %d, want %q 403", need.Needs, re.Status(), tc.needs)
+			if need.Needs != tc.needs || re.Kind != fault.KindForbidden {
+				t.Fatalf("got needs %q kind %s, want %q forbidden", need.Needs, re.Kind, tc.needs)
 			}
 			if tc.source == router.SourceAPI && (need.Executions != "/api/v1/executions" || !strings.Contains(re.Message, "/api/v1/executions")) {
 				t.Fatalf("API refusal does not point to executions: %+v", re)
@@ -332,7 +333,7 @@ func TestRateLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if limited == nil || limited.Code != router.CodeRateLimited || limited.Status() != 429 || limited.RetryAfter <= 0 {
+	if limited == nil || limited.Code != router.CodeRateLimited || limited.Kind != fault.KindRateLimited || limited.RetryAfter <= 0 {
 		t.Fatalf("got %+v, want rate_limited 429 with a wait", limited)
 	}
 	// Another user is not limited by the first one's calls.
@@ -374,7 +375,7 @@ func TestTimeout(t *testing.T) {
 	}, "the call never timed out")
 	var re *router.Error
 	_, err := e.call("tm__sleep", `{"ms":3000}`)
-	if !errors.As(err, &re) || re.Status() != 504 {
+	if !errors.As(err, &re) || re.Kind != fault.KindTimeout {
 		t.Fatalf("got %v, want 504", err)
 	}
 	if rt := e.r.RuntimeOf(tg.ID); rt.Active != 0 || rt.State != router.StateError {
@@ -460,7 +461,7 @@ func TestUpstreamCrashMidCall(t *testing.T) {
 	time.AfterFunc(300*time.Millisecond, hs.Stop)
 	_, err := e.call("crash__sleep", `{"ms":10000}`)
 	var re *router.Error
-	if !errors.As(err, &re) || re.Code != router.CodeUpstream || re.Status() != 502 || !strings.Contains(re.Message, "crash") {
+	if !errors.As(err, &re) || re.Code != router.CodeUpstream || re.Kind != fault.KindUpstream || !strings.Contains(re.Message, "crash") {
 		t.Fatalf("got %v, want upstream_error 502 naming the server", err)
 	}
 	if rt := e.r.RuntimeOf(e.tool("crash__sleep").ID); rt.Active != 0 {

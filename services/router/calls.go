@@ -144,11 +144,10 @@ func (cr *callRecord) started(ctx context.Context) error {
 	if err := cr.r.rec.submit(ctx, j, true); err != nil {
 		cr.r.setRuntime(cr.e.t.ID, StateError, -1, "could not be recorded", 0)
 		if ctx.Err() != nil {
-			return &Error{Code: CodeCancelled, Message: "the caller cancelled the call", CallID: cr.id}
+			return errorOf(CodeCancelled, "the caller cancelled the call").call(cr.id)
 		}
 		cr.r.log.Error("router: audit row not written; call refused", "tool", cr.e.t.QualifiedName(), "err", err)
-		return &Error{Code: CodeUnavailable, CallID: cr.id,
-			Message: "the call was not run because its audit record could not be written; try again shortly"}
+		return errorOf(CodeUnavailable, "the call was not run because its audit record could not be written; try again shortly").call(cr.id)
 	}
 	cr.running = true
 	return nil
@@ -184,7 +183,7 @@ func (cr *callRecord) touch() []string {
 func (cr *callRecord) failed(err error) error {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = &Error{Code: CodeUpstream, Message: err.Error(), Ran: true}
+		e = errorOf(CodeUpstream, err.Error()).ran()
 	}
 	e.CallID = cr.id
 	d := ms(time.Since(cr.start))

@@ -2,50 +2,53 @@ package router
 
 import (
 	"fmt"
-	"net/http"
-	"time"
+
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
-// The error codes of a refused or failed call (DESIGN §1; the JSON API's error.code).
+// The error codes of a refused or failed call (DESIGN §1; the JSON API's error.code),
+// each with its kind.
 const (
-	CodeInvalidArguments = "invalid_arguments" // 400
-	CodeToolNotFound     = "tool_not_found"    // 404
-	CodeToolDisabled     = "tool_disabled"     // 403
-	CodeForbidden        = "forbidden"         // 403
-	CodeApprovalRequired = "approval_required" // 403
-	CodeRateLimited      = "rate_limited"      // 429
-	CodeUpstream         = "upstream_error"    // 502
-	CodeResultTooLarge   = "result_too_large"  // 502: the server answered with more than --max-message-size
-	CodeTimeout          = "timeout"           // 504
-	CodeCancelled        = "cancelled"         // 499: the caller went away
-	CodeUnavailable      = "unavailable"       // 503: the call could not be recorded, so it did not run
-	CodeStale            = "stale_plan"        // 409: the tool changed since the call was approved
+	CodeInvalidArguments = "invalid_arguments" // invalid
+	CodeToolNotFound     = "tool_not_found"    // not found
+	CodeToolDisabled     = "tool_disabled"     // forbidden
+	CodeForbidden        = "forbidden"         // forbidden
+	CodeApprovalRequired = "approval_required" // forbidden
+	CodeRateLimited      = "rate_limited"      // rate limited
+	CodeUpstream         = "upstream_error"    // upstream
+	CodeResultTooLarge   = "result_too_large"  // upstream: the server answered with more than --max-message-size
+	CodeTimeout          = "timeout"           // timeout
+	CodeCancelled        = "cancelled"         // cancelled: the caller went away
+	CodeUnavailable      = "unavailable"       // unavailable: the call could not be recorded, so it did not run
+	CodeStale            = "stale_plan"        // stale: the tool changed since the call was approved
 )
 
-var statusOf = map[string]int{
-	CodeInvalidArguments: http.StatusBadRequest,
-	CodeToolNotFound:     http.StatusNotFound,
-	CodeToolDisabled:     http.StatusForbidden,
-	CodeForbidden:        http.StatusForbidden,
-	CodeApprovalRequired: http.StatusForbidden,
-	CodeRateLimited:      http.StatusTooManyRequests,
-	CodeUpstream:         http.StatusBadGateway,
-	CodeResultTooLarge:   http.StatusBadGateway,
-	CodeTimeout:          http.StatusGatewayTimeout,
-	CodeCancelled:        499,
-	CodeUnavailable:      http.StatusServiceUnavailable,
-	CodeStale:            http.StatusConflict,
+var kindOf = map[string]fault.Kind{
+	CodeInvalidArguments: fault.KindInvalid,
+	CodeToolNotFound:     fault.KindNotFound,
+	CodeToolDisabled:     fault.KindForbidden,
+	CodeForbidden:        fault.KindForbidden,
+	CodeApprovalRequired: fault.KindForbidden,
+	CodeRateLimited:      fault.KindRateLimited,
+	CodeUpstream:         fault.KindUpstream,
+	CodeResultTooLarge:   fault.KindUpstream,
+	CodeTimeout:          fault.KindTimeout,
+	CodeCancelled:        fault.KindCancelled,
+	CodeUnavailable:      fault.KindUnavailable,
+	CodeStale:            fault.KindStale,
 }
 
-// Error is a call the router refused or could not complete. A tool's own error result
+// Fault is fault.Error under a name that can be embedded in Error (whose method Error
+// would clash with a field of that name).
+type Fault = fault.Error
+
+// Error is a call the router refused or could not complete: its fault (kind, code,
+// message, details: []verr.Field for invalid_arguments, an ApprovalNeeded for
+// approval_required; RetryAfter when rate limited) and what the router knows of the
+// call. errors.As to a *fault.Error finds the fault. A tool's own error result
 // (isError) is not an Error: it is data in the Result.
 type Error struct {
-	Code    string
-	Message string
-	// Details: []verr.Field for invalid_arguments, an Approval for approval_required.
-	Details any
-	// RetryAfter is how long a rate-limited caller should wait.
-	RetryAfter time.Duration
+	*Fault
 	// CallID identifies the call in the usage log and events ("" when it never got one).
 	CallID string
 	// Ran reports whether the upstream server saw the call (timeouts and upstream
@@ -55,20 +58,38 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("router: %s: %s", e.Code, e.Message) }
 
+// Unwrap returns the fault.
+func (e *Error) Unwrap() error { return e.Fault }
+
 // Audited reports whether the refusal is in the audit log already (the router records
 // the refusals worth a row itself), so the web layer does not record it again.
 func (e *Error) Audited() bool { return refusedAudited[e.Code] }
 
-// Status is the HTTP status of the error's code.
-func (e *Error) Status() int {
-	if s, ok := statusOf[e.Code]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
+// errorOf is a call error with code (its kind follows) and message.
+func errorOf(code, msg string) *Error {
+	return &Error{Fault: fault.New(kindOf[code], code, msg).About("call")}
 }
 
 func fail(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return errorOf(code, fmt.Sprintf(format, args...))
+}
+
+// with sets the details and returns e.
+func (e *Error) with(details any) *Error {
+	e.Details = details
+	return e
+}
+
+// ran marks e as a call the upstream server saw, and returns it.
+func (e *Error) ran() *Error {
+	e.Ran = true
+	return e
+}
+
+// call sets the call id and returns e.
+func (e *Error) call(id string) *Error {
+	e.CallID = id
+	return e
 }
 
 // ApprovalNeeded is the details of an approval_required error: what the call needs

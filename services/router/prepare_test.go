@@ -3,12 +3,12 @@ package router_test
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -75,7 +75,7 @@ func TestPrepareAndPin(t *testing.T) {
 		return codeOf(err) == router.CodeStale
 	}, "a call pinned to the old configuration was not refused")
 	var re *router.Error
-	if !errors.As(err, &re) || re.Status() != http.StatusConflict {
+	if !errors.As(err, &re) || re.Kind != fault.KindStale {
 		t.Fatalf("stale status: got %v, want 409", err)
 	}
 }

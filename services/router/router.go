@@ -31,6 +31,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -307,7 +308,7 @@ func (r *Router) setRuntime(id, state string, delta int, errText string, ms floa
 func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	start := time.Now()
 	if !r.Running() {
-		return nil, &Error{Code: CodeUnavailable, Message: "tool calls are not being accepted right now (Toolwarden is starting or stopping); try again shortly"}
+		return nil, errorOf(CodeUnavailable, "tool calls are not being accepted right now (Toolwarden is starting or stopping); try again shortly")
 	}
 	callID := c.ID
 	if _, err := uuid.Parse(callID); err != nil || callID == "" {
@@ -485,12 +486,12 @@ func parseArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
 		return args, nil
 	}
 	if !strings.HasPrefix(s, "{") {
-		return nil, &Error{Code: CodeInvalidArguments, Message: "arguments must be a JSON object",
-			Details: []verr.Field{{Field: "", Message: "must be a JSON object", Kind: verr.KindType}}}
+		return nil, errorOf(CodeInvalidArguments, "arguments must be a JSON object").
+			with([]verr.Field{{Field: "", Message: "must be a JSON object", Kind: verr.KindType}})
 	}
 	if err := json.Unmarshal(raw, &args); err != nil {
-		return nil, &Error{Code: CodeInvalidArguments, Message: "arguments are not valid JSON: " + err.Error(),
-			Details: []verr.Field{{Field: "", Message: "is not valid JSON", Kind: verr.KindType}}}
+		return nil, errorOf(CodeInvalidArguments, "arguments are not valid JSON: "+err.Error()).
+			with([]verr.Field{{Field: "", Message: "is not valid JSON", Kind: verr.KindType}})
 	}
 	return args, nil
 }
@@ -517,7 +518,7 @@ func invalid(err error) error {
 		}
 		parts[i] = where + " " + f.Message
 	}
-	return &Error{Code: CodeInvalidArguments, Message: strings.Join(parts, "; "), Details: ve.Fields}
+	return errorOf(CodeInvalidArguments, strings.Join(parts, "; ")).with(ve.Fields)
 }
 
 // hideSecrets rewrites what validation says about configured secret values: its
@@ -584,13 +585,13 @@ func (r *Router) approve(ctx context.Context, e *entry, c Call) (self bool, err 
 	// A person confirmed it (or typed the phrase): may they decide on their own call?
 	v, err := r.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: c.Actor.ID, Level: level,
 		Verb: "run a " + string(level) + "-risk tool", Vetting: vetting(e, c)})
-	var fe *decide.ForbiddenError
-	if !errors.As(err, &fe) {
+	fe, ok := fault.As(err)
+	if !ok || fe.Kind != fault.KindForbidden {
 		return v.SelfApproved, err
 	}
 	need := ApprovalNeeded{Risk: string(level), Why: e.risk.Why, Needs: "approver", Executions: "/api/v1/executions"}
-	return false, &Error{Code: CodeApprovalRequired, Details: need, Message: fmt.Sprintf("%s is %s risk (%s); %s: submit it as a plan, where they can approve it",
-		e.t.QualifiedName(), level, e.risk.Why, fe.Message)}
+	return false, fail(CodeApprovalRequired, "%s is %s risk (%s); %s: submit it as a plan, where they can approve it",
+		e.t.QualifiedName(), level, e.risk.Why, fe.Message).with(need)
 }
 
 // vetting reports a test run of a tool not enabled yet, by someone who may enable tools
@@ -647,7 +648,7 @@ func consent(e *entry, c Call) error {
 	default:
 		msg += "; confirm to run it"
 	}
-	return &Error{Code: CodeApprovalRequired, Message: msg, Details: need}
+	return errorOf(CodeApprovalRequired, msg).with(need)
 }
 
 func userKey(a audit.Actor) string {
@@ -714,10 +715,10 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeout time.Duration) *Error {
 	switch {
 	case ctx.Err() != nil:
-		return &Error{Code: CodeCancelled, Message: "the caller cancelled the call", Ran: true}
+		return errorOf(CodeCancelled, "the caller cancelled the call").ran()
 	case cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeTimeout, Ran: true, Message: fmt.Sprintf("%s did not answer within %s (its timeout); "+
-			"raise the tool's timeout or ask for less", e.t.QualifiedName(), timeout)}
+		return fail(CodeTimeout, "%s did not answer within %s (its timeout); "+
+			"raise the tool's timeout or ask for less", e.t.QualifiedName(), timeout).ran()
 	case errors.Is(err, gobreaker.ErrOpenState):
 		return fail(CodeUpstream, "calls to %s are paused after %d failures in a row; they resume within %s",
 			e.t.Server, r.opts.BreakerFailures, r.opts.BreakerCooldown)
@@ -728,11 +729,11 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 		return fail(CodeUpstream, "server %s is not connected: %s", e.t.Server, strings.TrimPrefix(err.Error(), mcpclient.ErrNotConnected.Error()+": "))
 	case errors.Is(err, mcpclient.ErrResultTooLarge):
 		// Not upstream_error: asking again gets the same answer, so it is never retried.
-		return &Error{Code: CodeResultTooLarge, Ran: true, Message: strings.TrimPrefix(err.Error(), "mcpclient: call "+e.t.Name+": ")}
+		return errorOf(CodeResultTooLarge, strings.TrimPrefix(err.Error(), "mcpclient: call "+e.t.Name+": ")).ran()
 	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "mcpclient: call "+e.t.Name+": ")
-	return &Error{Code: CodeUpstream, Ran: true, Message: fmt.Sprintf("server %s failed the call: %s", e.t.Server, msg)}
+	return fail(CodeUpstream, "server %s failed the call: %s", e.t.Server, msg).ran()
 }
 
 // waitConnected waits while the server is connecting (at most ConnectWait).
@@ -783,13 +784,13 @@ func checkOutput(e *entry, isError bool, structured json.RawMessage) error {
 		return nil
 	}
 	if len(structured) == 0 || string(structured) == "null" {
-		return &Error{Code: CodeUpstream, Ran: true, Message: fmt.Sprintf("%s declares an output schema but returned no structured content", e.t.QualifiedName())}
+		return fail(CodeUpstream, "%s declares an output schema but returned no structured content", e.t.QualifiedName()).ran()
 	}
 	if err := schema.ValidateArguments(e.output, structured); err != nil {
 		var ve *verr.Error
 		errors.As(err, &ve)
-		out := &Error{Code: CodeUpstream, Ran: true, Message: fmt.Sprintf("%s returned structured content that does not match its output schema: %v",
-			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), "invalid input: "))}
+		out := fail(CodeUpstream, "%s returned structured content that does not match its output schema: %v",
+			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), "invalid input: ")).ran()
 		if ve != nil {
 			out.Details = ve.Fields
 		}

@@ -3,12 +3,12 @@ package router_test
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -61,8 +61,8 @@ func TestResultTooLarge(t *testing.T) {
 					t.Fatalf("big %d: got %s, %v, want result_too_large", n, summary(res), err)
 				}
 				want := "result too large: huge sent more than 256 KiB; raise --max-message-size or ask for less"
-				if re.Message != want || re.Status() != http.StatusBadGateway || !re.Ran {
-					t.Errorf("big %d: got %q (status %d, ran %v), want %q (502, ran)", n, re.Message, re.Status(), re.Ran, want)
+				if re.Message != want || re.Kind != fault.KindUpstream || !re.Ran {
+					t.Errorf("big %d: got %q (kind %s, ran %v), want %q (upstream, ran)", n, re.Message, re.Kind, re.Ran, want)
 				}
 			}
 			res, err := e.call("huge__echo", `{"message":"after"}`)

@@ -212,7 +212,7 @@ func TestMasks(t *testing.T) {
 	if strings.Contains(string(raw), secret) {
 		t.Errorf("result still shows the secret: %s", raw)
 	}
-	err := ms.err(&Error{Code: CodeUpstream, Message: "server s failed the call: bad key " + secret})
+	err := ms.err(errorOf(CodeUpstream, "server s failed the call: bad key "+secret))
 	if strings.Contains(err.Error(), secret) {
 		t.Errorf("error still shows the secret: %v", err)
 	}

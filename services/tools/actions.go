@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -36,21 +37,25 @@ type Patch struct {
 	Params map[string]ParamInput
 	Reason string // why, for the version history
 	// ExpectVersion, when set, is the configuration version the change was based on: a
-	// newer one (someone saved meanwhile) fails with a StaleError instead of undoing it.
+	// newer one (someone saved meanwhile) fails with a CodeStale fault instead of undoing it.
 	ExpectVersion *int
 	// MayLowerRisk allows a risk override below what the annotations give (it removes
 	// confirmations): administrators only (auth.PermToolOverride).
 	MayLowerRisk bool
 }
 
-// StaleError: the configuration changed since the form was loaded.
-type StaleError struct {
-	Tool          string
-	Seen, Current int
+// CodeStale is the code of a configuration that changed since the form was loaded.
+const CodeStale = "stale_configuration"
+
+// StaleVersion is the details of a CodeStale fault: the version the tool is at now.
+type StaleVersion struct {
+	Current int `json:"current_version"`
 }
 
-func (e *StaleError) Error() string {
-	return fmt.Sprintf("the configuration of %s changed since you opened it (version %d, now %d); reload to see the changes and apply yours again", e.Tool, e.Seen, e.Current)
+// stale: the configuration changed since the form was loaded.
+func stale(tool string, seen, current int) *fault.Error {
+	return fault.Stale(CodeStale, fmt.Sprintf("the configuration of %s changed since you opened it (version %d, now %d); reload to see the changes and apply yours again", tool, seen, current)).
+		About("configuration").WithDetails(StaleVersion{Current: current})
 }
 
 // Limits of tool settings.
@@ -172,7 +177,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		e.Add("reason", fmt.Sprintf("is too long (at most %d characters)", MaxReason))
 	}
 	if p.ExpectVersion != nil && *p.ExpectVersion != t.ConfigVersion {
-		return Item{}, &StaleError{Tool: t.QualifiedName(), Seen: *p.ExpectVersion, Current: t.ConfigVersion}
+		return Item{}, stale(t.QualifiedName(), *p.ExpectVersion, t.ConfigVersion)
 	}
 	next := t
 	if p.Risk != nil {
@@ -418,7 +423,7 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 			}
 			err = m.Check()
 			if err == nil && blocked && !m.Override {
-				err = &toolstate.OverrideError{From: m.From, To: m.To, Why: "its definition has " + *t.ValidationWorst + " findings"}
+				err = toolstate.Override(m.From, m.To, "its definition has "+*t.ValidationWorst+" findings")
 			}
 			if err != nil {
 				o.Error, o.err = explain(t, m, err), err

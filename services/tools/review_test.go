@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
@@ -38,8 +39,8 @@ func TestStaleConfiguration(t *testing.T) {
 	id := configTool(f, "validated")
 	f.update(id, tools.Patch{Params: map[string]tools.ParamInput{"path": text("/a")}, ExpectVersion: ptr(0)})
 	_, err := f.svc.Update(f.ctx, alice, id, tools.Patch{Params: map[string]tools.ParamInput{"path": text("/b")}, ExpectVersion: ptr(0)})
-	var se *tools.StaleError
-	if !errors.As(err, &se) || se.Current != 1 || !strings.Contains(err.Error(), "reload") {
+	se, _ := fault.As(err)
+	if se == nil || se.Code != tools.CodeStale || se.Details != (tools.StaleVersion{Current: 1}) || !strings.Contains(err.Error(), "reload") {
 		t.Fatalf("stale update: %v", err)
 	}
 	if got := string(f.config(id).Params["path"].Value); got != `"/a"` {

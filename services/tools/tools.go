@@ -11,7 +11,6 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -23,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -33,7 +33,7 @@ import (
 const Topic = toolstate.Topic
 
 // ErrNotFound: no tool (or category) with that id.
-var ErrNotFound = errors.New("tools: not found")
+var ErrNotFound = fault.NotFound("tool")
 
 // Service manages tools. It is safe for concurrent use.
 type Service struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // The persistent tool states.
@@ -82,42 +83,44 @@ func Next(from string) []string { return slices.Clone(edges[from]) }
 // Valid reports whether s is a persistent state.
 func Valid(s string) bool { return slices.Contains(States, s) }
 
-// IllegalError is a transition the state machine does not have.
-type IllegalError struct{ From, To string }
+// CodeIllegal is the code of a transition the state machine does not have.
+const CodeIllegal = "illegal_transition"
 
-func (e *IllegalError) Error() string {
-	if !Valid(e.To) {
-		return fmt.Sprintf("%q is not a tool state (states: %s)", e.To, strings.Join(States, ", "))
-	}
-	next := edges[e.From]
-	if len(next) == 0 {
-		return fmt.Sprintf("a tool that is %s cannot become %s", e.From, e.To)
-	}
-	return fmt.Sprintf("a tool that is %s cannot become %s; from %s it can become %s", e.From, e.To, e.From, strings.Join(next, ", "))
+// Transition is the details of an illegal transition.
+type Transition struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
-// ErrOverrideRequired: the transition needs a reason from an administrator.
-var ErrOverrideRequired = errors.New("toolstate: an override reason is required")
-
-// OverrideError says why a transition needs an override.
-type OverrideError struct{ From, To, Why string }
-
-func (e *OverrideError) Error() string {
-	return fmt.Sprintf("a tool that is %s becomes %s only with an override: %s; give a reason", e.From, e.To, e.Why)
-}
-
-func (e *OverrideError) Is(target error) bool { return target == ErrOverrideRequired }
-
-// ConflictError: the tool was not in the state the caller saw (someone else moved it).
-type ConflictError struct {
-	ToolID, Expected, Actual string
-}
-
-func (e *ConflictError) Error() string {
-	if e.Actual == "" {
-		return fmt.Sprintf("tool %s no longer exists", e.ToolID)
+// Illegal is the fault of a transition the state machine does not have.
+func Illegal(from, to string) *fault.Error {
+	var msg string
+	switch next := edges[from]; {
+	case !Valid(to):
+		msg = fmt.Sprintf("%q is not a tool state (states: %s)", to, strings.Join(States, ", "))
+	case len(next) == 0:
+		msg = fmt.Sprintf("a tool that is %s cannot become %s", from, to)
+	default:
+		msg = fmt.Sprintf("a tool that is %s cannot become %s; from %s it can become %s", from, to, from, strings.Join(next, ", "))
 	}
-	return fmt.Sprintf("tool %s is %s now, not %s: it changed meanwhile; reload and try again", e.ToolID, e.Actual, e.Expected)
+	return fault.Conflict(CodeIllegal, msg).About("tool").WithDetails(Transition{From: from, To: to})
+}
+
+// ErrOverrideRequired: the transition needs a reason from an administrator. Override
+// says which transition and why; errors.Is matches either.
+var ErrOverrideRequired = fault.Unprocessable("override_required", "toolstate: an override reason is required").About("tool")
+
+// Override is ErrOverrideRequired saying why from → to needs an override.
+func Override(from, to, why string) *fault.Error {
+	return ErrOverrideRequired.Withf("a tool that is %s becomes %s only with an override: %s; give a reason", from, to, why)
+}
+
+// moved: the tool was not in the state the caller saw (someone else moved it).
+func moved(toolID, expected, actual string) *fault.Error {
+	if actual == "" {
+		return fault.Conflict("", fmt.Sprintf("tool %s no longer exists", toolID)).About("tool")
+	}
+	return fault.Conflict("", fmt.Sprintf("tool %s is %s now, not %s: it changed meanwhile; reload and try again", toolID, actual, expected)).About("tool")
 }
 
 // Move is one transition. The update is conditional on From, so of two concurrent moves
@@ -135,10 +138,10 @@ type Move struct {
 // Check reports whether m is legal on its own (edge and override rules).
 func (m Move) Check() error {
 	if !Allowed(m.From, m.To) {
-		return &IllegalError{From: m.From, To: m.To}
+		return Illegal(m.From, m.To)
 	}
 	if why, ok := needsOverride[[2]string{m.From, m.To}]; ok && (!m.Override || strings.TrimSpace(m.Reason) == "") {
-		return &OverrideError{From: m.From, To: m.To, Why: why}
+		return Override(m.From, m.To, why)
 	}
 	return nil
 }
@@ -238,7 +241,7 @@ func conflict(ctx context.Context, tx pgx.Tx, order []string, first map[string]M
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("toolstate: %w", err)
 		}
-		return &ConflictError{ToolID: id, Expected: first[id].From, Actual: actual}
+		return moved(id, first[id].From, actual)
 	}
 	return errors.New("toolstate: update count mismatch")
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
@@ -73,8 +74,7 @@ func TestEveryTransition(t *testing.T) {
 			err := m.Check()
 			switch {
 			case !want:
-				var ie *toolstate.IllegalError
-				if !errors.As(err, &ie) {
+				if ie, ok := fault.As(err); !ok || ie.Code != toolstate.CodeIllegal {
 					t.Errorf("%s → %s: got %v, want an IllegalError", from, to, err)
 				} else if to != "" && !strings.Contains(err.Error(), to) {
 					t.Errorf("%s → %s: message %q does not name the target state", from, to, err)
@@ -101,7 +101,7 @@ func TestEveryTransition(t *testing.T) {
 	if n := len(toolstate.Next(toolstate.Enabled)); n != 2 {
 		t.Errorf("Next(enabled) has %d states, want disabled and updating", n)
 	}
-	msg := (&toolstate.IllegalError{From: "enabled", To: "verified"}).Error()
+	msg := toolstate.Illegal("enabled", "verified").Error()
 	if !strings.Contains(msg, "disabled, updating") {
 		t.Errorf("illegal message %q does not list where an enabled tool can go", msg)
 	}
@@ -189,8 +189,7 @@ func TestApply(t *testing.T) {
 		err := f.apply(
 			toolstate.Move{ToolID: c, From: "verified", To: "enabled", Actor: "alice"},
 			toolstate.Move{ToolID: a, From: "discovered", To: "validating", Actor: "alice"}) // a is validated now
-		var ce *toolstate.ConflictError
-		if !errors.As(err, &ce) || ce.ToolID != a || ce.Actual != "validated" || ce.Expected != "discovered" {
+		if !fault.Is(err, fault.KindConflict) || err.Error() != "tool "+a+" is validated now, not discovered: it changed meanwhile; reload and try again" {
 			t.Fatalf("got %v, want a conflict on a (validated, not discovered)", err)
 		}
 		if f.status(c) != "verified" || len(f.history(c)) != 0 {
@@ -200,8 +199,7 @@ func TestApply(t *testing.T) {
 	t.Run("illegal move changes nothing", func(t *testing.T) {
 		d := f.tool("d", "discovered")
 		err := f.apply(toolstate.Move{ToolID: d, From: "discovered", To: "enabled", Actor: "alice"})
-		var ie *toolstate.IllegalError
-		if !errors.As(err, &ie) || f.status(d) != "discovered" {
+		if ie, ok := fault.As(err); !ok || ie.Code != toolstate.CodeIllegal || f.status(d) != "discovered" {
 			t.Fatalf("got %v, status %s; want IllegalError and discovered", err, f.status(d))
 		}
 	})
@@ -236,11 +234,10 @@ func TestApply(t *testing.T) {
 		won := 0
 		for range 8 {
 			err := <-errs
-			var ce *toolstate.ConflictError
 			switch {
 			case err == nil:
 				won++
-			case !errors.As(err, &ce):
+			case !fault.Is(err, fault.KindConflict):
 				t.Errorf("loser got %v, want a ConflictError", err)
 			}
 		}

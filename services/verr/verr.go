@@ -1,8 +1,13 @@
 // Package verr carries input errors that name the field at fault, so a form can show
-// each message next to its field and the API can return them as details.
+// each message next to its field and the API can return them as details. An *Error is
+// a fault of kind invalid (errors.As to a *fault.Error gives one, its fields as details).
 package verr
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/toolwarden/toolwarden/services/fault"
+)
 
 // Field is one problem with one input field.
 type Field struct {
@@ -62,6 +67,16 @@ func (e *Error) Error() string {
 		parts[i] = f.Field + ": " + f.Message
 	}
 	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// As lets errors.As see e as the invalid fault it is: code invalid_input, its text as
+// the message and its fields as the details.
+func (e *Error) As(target any) bool {
+	f, ok := target.(**fault.Error)
+	if ok {
+		*f = fault.Invalid("", e.Error(), e.Fields)
+	}
+	return ok
 }
 
 // New is an Error with a single problem.
