@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -78,20 +79,19 @@ func DefinitionHash(d ToolDef) string {
 	v := map[string]any{"name": d.Name, "title": d.Title, "description": d.Description,
 		"inputSchema": canonical(d.InputSchema), "outputSchema": canonical(d.OutputSchema),
 		"annotations": canonical(d.Annotations)}
-	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	b, _ := canonjson.Marshal(v)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// canonical decodes raw JSON keeping numbers exact, so re-encoding sorts keys only.
+// canonical decodes raw JSON keeping numbers exact, so re-encoding sorts keys only. An
+// empty value hashes as null and text that is not JSON as that text (a string).
 func canonical(raw json.RawMessage) any {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := canonjson.Decode(raw)
+	if err != nil {
 		return string(raw)
 	}
 	return v
@@ -205,8 +205,8 @@ func typeOf(raw json.RawMessage) string {
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
-	ca, _ := json.Marshal(canonical(a))
-	cb, _ := json.Marshal(canonical(b))
+	ca, _ := canonjson.Marshal(canonical(a))
+	cb, _ := canonjson.Marshal(canonical(b))
 	return bytes.Equal(ca, cb)
 }
 
