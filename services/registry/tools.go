@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/internal/canonjson"
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -66,7 +67,7 @@ type Tool struct {
 func (t Tool) Version() string { return fmt.Sprintf("%d.%d", t.VersionMajor, t.VersionMinor) }
 
 // QualifiedName is the name the API, plans and the gateway use (DESIGN §1).
-func (t Tool) QualifiedName() string { return t.ServerName + "__" + t.Name }
+func (t Tool) QualifiedName() string { return toolname.Join(t.ServerName, t.Name) }
 
 const toolColumns = `t.id, t.server_id, s.name AS server_name, t.name, t.title, t.description, t.input_schema,
 	t.output_schema, t.annotations, t.definition_hash, t.version_major, t.version_minor, t.status, t.available,

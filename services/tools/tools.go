@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -82,7 +83,7 @@ type Item struct {
 }
 
 // QualifiedName is the name the API, plans and the gateway use (DESIGN §1).
-func (t Item) QualifiedName() string { return t.Server + "__" + t.Name }
+func (t Item) QualifiedName() string { return toolname.Join(t.Server, t.Name) }
 
 // Version is the tool's version as people read it ("2.1").
 func (t Item) Version() string { return fmt.Sprintf("%d.%d", t.VersionMajor, t.VersionMinor) }
