@@ -24,7 +24,7 @@ import (
 )
 
 // Tool states (DESIGN §4, seed 004 §5). services/toolstate owns the transitions; discovery
-// creates tools (discovered) and moves changed ones to updating; toolstate.Validate then
+// creates tools (discovered) and moves changed ones to updating; tools.Validate then
 // takes both on to validated or invalid in the same transaction.
 const (
 	ToolDiscovered = toolstate.Discovered
@@ -435,7 +435,7 @@ func validatePending(ctx context.Context, tx pgx.Tx, serverID, actor string, res
 	if actor == "" {
 		actor = "system"
 	}
-	out, err := toolstate.Validate(ctx, tx, pending, actor)
+	out, err := tools.Validate(ctx, tx, pending, actor)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,9 @@
 // secret values), categories, and the administrator actions that move a tool through its
 // lifecycle (enable, disable, override) with audit rows in the same transaction.
 //
-// services/registry keeps servers and discovery (which creates and pins tools);
-// services/toolstate owns the state machine this package drives.
+// services/registry keeps servers and discovery (which creates and pins tools, stored
+// through StoreDiscovery); services/toolstate owns the state machine this package
+// drives. This package is the one writer of mcp_tools.
 package tools
 
 import (
