@@ -255,7 +255,7 @@ func (h ServersHandler) APITools(c echo.Context) error {
 	}
 	out := make([]map[string]any, 0, len(tools))
 	for _, t := range tools {
-		out = append(out, map[string]any{"id": t.ID, "name": t.Name, "qualified_name": t.QualifiedName(), "server": t.ServerName,
+		out = append(out, map[string]any{"id": t.ID, "name": t.Name, "qualified_name": t.QualifiedName(), "server": t.Server,
 			"title": t.Title, "description": t.Description, "status": t.Status, "available": t.Available, "version": t.Version(),
 			"definition_hash": t.DefinitionHash, "annotations": t.Annotations, "input_schema": t.InputSchema,
 			"output_schema": t.OutputSchema})

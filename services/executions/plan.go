@@ -1,7 +1,6 @@
 package executions
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -214,7 +214,7 @@ func (p Plan) Hash() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(struct{ Steps, Rollback []canon }{steps, rollback})
+	raw, err := canonjson.Marshal(struct{ Steps, Rollback []canon }{steps, rollback})
 	if err != nil {
 		return nil, err
 	}
@@ -222,16 +222,11 @@ func (p Plan) Hash() ([]byte, error) {
 	return sum[:], nil
 }
 
-// canonicalJSON re-encodes raw with object keys sorted and numbers as written.
+// canonicalJSON re-encodes raw with object keys sorted and numbers as written
+// (internal/canonjson); no arguments at all are {}.
 func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
 	if len(raw) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	return json.Marshal(v)
+	return canonjson.Canonical(raw)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/internal/toolname"
 )
 
 // catalog is the tools of one Plan call, indexed for name resolution.
@@ -28,14 +30,8 @@ func newCatalog(tools []Tool) *catalog {
 	return c
 }
 
-// bare is a qualified name without its server. Server names are slugs without "_", so
-// the first "__" is the separator even when the tool's own name contains "__".
-func bare(name string) string {
-	if _, tool, ok := strings.Cut(name, "__"); ok {
-		return tool
-	}
-	return name
-}
+// bare is a qualified name without its server (toolname.Bare).
+func bare(name string) string { return toolname.Bare(name) }
 
 // resolved is a name resolved to a tool, plus the operation a dotted name implies.
 type resolved struct {
@@ -69,15 +65,7 @@ func (c *catalog) resolve(name string) (resolved, *resolveError) {
 	if i == -2 { // ambiguous: a dotted reading would not make it less so
 		return resolved{}, err
 	}
-	server, rest, qualified := strings.Cut(name, "__")
-	if !qualified {
-		rest = name
-	}
-	base, op, dotted := strings.Cut(rest, ".")
-	if dotted && base != "" && op != "" {
-		if qualified {
-			base = server + "__" + base
-		}
+	if base, op, dotted := toolname.CutOperation(name); dotted {
 		j, berr := c.find(base)
 		if berr == nil {
 			return resolved{tool: j, operation: op}, nil
@@ -95,7 +83,7 @@ func (c *catalog) find(name string) (int, *resolveError) {
 	if i, ok := c.byName[name]; ok {
 		return i, nil
 	}
-	if !strings.Contains(name, "__") {
+	if !toolname.Qualified(name) {
 		switch ids := c.byBare[name]; len(ids) {
 		case 0:
 		case 1:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 var (
@@ -72,8 +73,8 @@ func TestApplyDiscoveryFirstAndRepeat(t *testing.T) {
 		if tl.Status != "validated" || tl.Version() != "1.0" || !tl.Available {
 			t.Fatalf("%s: got status %q version %s available %v, want validated 1.0 true", def.Name, tl.Status, tl.Version(), tl.Available)
 		}
-		if tl.DefinitionHash != registry.DefinitionHash(def) || tl.Description != def.Description || tl.ServerName != "disc" {
-			t.Fatalf("%s: got hash %s description %q server %q, want the definition's", def.Name, tl.DefinitionHash, tl.Description, tl.ServerName)
+		if tl.DefinitionHash != registry.DefinitionHash(def) || tl.Description != def.Description || tl.Server != "disc" {
+			t.Fatalf("%s: got hash %s description %q server %q, want the definition's", def.Name, tl.DefinitionHash, tl.Description, tl.Server)
 		}
 		if tl.QualifiedName() != "disc__"+def.Name {
 			t.Fatalf("qualified name: got %q, want %q", tl.QualifiedName(), "disc__"+def.Name)
@@ -291,7 +292,7 @@ func TestApplyDiscoveryDefinitionChanges(t *testing.T) {
 }
 
 func registryVersion(v registry.ToolVersion) string {
-	return registry.Tool{VersionMajor: v.VersionMajor, VersionMinor: v.VersionMinor}.Version()
+	return tools.Row{VersionMajor: v.VersionMajor, VersionMinor: v.VersionMinor}.Version()
 }
 
 // TestApplyDiscoveryVersionSequence follows one tool through several changes.

@@ -15,14 +15,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
 // Tool states (DESIGN §4, seed 004 §5). services/toolstate owns the transitions; discovery
-// creates tools (discovered) and moves changed ones to updating; toolstate.Validate then
+// creates tools (discovered) and moves changed ones to updating; tools.Validate then
 // takes both on to validated or invalid in the same transaction.
 const (
 	ToolDiscovered = toolstate.Discovered
@@ -40,36 +42,15 @@ type ToolDef struct {
 	Raw          json.RawMessage // the whole tool object as received
 }
 
-// Tool is a stored tool.
+// Tool is a stored tool: its row (tools.Row) and when discovery saw it.
 type Tool struct {
-	ID             string          `db:"id" json:"id"`
-	ServerID       string          `db:"server_id" json:"server_id"`
-	ServerName     string          `db:"server_name" json:"server"`
-	Name           string          `db:"name" json:"name"`
-	Title          string          `db:"title" json:"title,omitempty"`
-	Description    string          `db:"description" json:"description"`
-	InputSchema    json.RawMessage `db:"input_schema" json:"input_schema"`
-	OutputSchema   json.RawMessage `db:"output_schema" json:"output_schema,omitempty"`
-	Annotations    json.RawMessage `db:"annotations" json:"annotations"`
-	DefinitionHash string          `db:"definition_hash" json:"definition_hash"`
-	VersionMajor   int             `db:"version_major" json:"-"`
-	VersionMinor   int             `db:"version_minor" json:"-"`
-	Status         string          `db:"status" json:"status"`
-	Available      bool            `db:"available" json:"available"`
-	FirstSeen      time.Time       `db:"first_seen" json:"first_seen"`
-	LastSeen       time.Time       `db:"last_seen" json:"last_seen"`
-	UpdatedAt      time.Time       `db:"updated_at" json:"updated_at"`
+	tools.Row
+	FirstSeen time.Time `db:"first_seen" json:"first_seen"`
+	LastSeen  time.Time `db:"last_seen" json:"last_seen"`
+	UpdatedAt time.Time `db:"updated_at" json:"updated_at"`
 }
 
-// Version is the tool's version as people read it ("2.1").
-func (t Tool) Version() string { return fmt.Sprintf("%d.%d", t.VersionMajor, t.VersionMinor) }
-
-// QualifiedName is the name the API, plans and the gateway use (DESIGN §1).
-func (t Tool) QualifiedName() string { return t.ServerName + "__" + t.Name }
-
-const toolColumns = `t.id, t.server_id, s.name AS server_name, t.name, t.title, t.description, t.input_schema,
-	t.output_schema, t.annotations, t.definition_hash, t.version_major, t.version_minor, t.status, t.available,
-	t.first_seen, t.last_seen, t.updated_at`
+const toolColumns = tools.RowColumns + `, t.first_seen, t.last_seen, t.updated_at`
 
 // DefinitionHash is the pin of a tool definition (DESIGN §4): SHA-256 over the canonical
 // JSON of its name, title, description, input and output schema and annotations. Key
@@ -78,20 +59,19 @@ func DefinitionHash(d ToolDef) string {
 	v := map[string]any{"name": d.Name, "title": d.Title, "description": d.Description,
 		"inputSchema": canonical(d.InputSchema), "outputSchema": canonical(d.OutputSchema),
 		"annotations": canonical(d.Annotations)}
-	b, _ := json.Marshal(v) // maps marshal with sorted keys
+	b, _ := canonjson.Marshal(v)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
-// canonical decodes raw JSON keeping numbers exact, so re-encoding sorts keys only.
+// canonical decodes raw JSON keeping numbers exact, so re-encoding sorts keys only. An
+// empty value hashes as null and text that is not JSON as that text (a string).
 func canonical(raw json.RawMessage) any {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := canonjson.Decode(raw)
+	if err != nil {
 		return string(raw)
 	}
 	return v
@@ -205,8 +185,8 @@ func typeOf(raw json.RawMessage) string {
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
-	ca, _ := json.Marshal(canonical(a))
-	cb, _ := json.Marshal(canonical(b))
+	ca, _ := canonjson.Marshal(canonical(a))
+	cb, _ := canonjson.Marshal(canonical(b))
 	return bytes.Equal(ca, cb)
 }
 
@@ -235,22 +215,8 @@ type DiscoveryResult struct {
 	Invalid   int      `json:"invalid"`           // of those, tools with critical or error findings
 }
 
-type storedTool struct {
-	ID           string          `db:"id"`
-	Name         string          `db:"name"`
-	Title        string          `db:"title"`
-	Description  string          `db:"description"`
-	InputSchema  json.RawMessage `db:"input_schema"`
-	OutputSchema json.RawMessage `db:"output_schema"`
-	Annotations  json.RawMessage `db:"annotations"`
-	Hash         string          `db:"definition_hash"`
-	Major        int             `db:"version_major"`
-	Minor        int             `db:"version_minor"`
-	Status       string          `db:"status"`
-	Available    bool            `db:"available"`
-}
-
-func (t storedTool) def() ToolDef {
+// defOf is a stored tool's definition as discovery compares it.
+func defOf(t tools.Row) ToolDef {
 	return ToolDef{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 		OutputSchema: t.OutputSchema, Annotations: t.Annotations}
 }
@@ -275,18 +241,16 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 			}
 			return err
 		}
-		rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.load */
-			SELECT id, name, title, description, input_schema, output_schema, annotations, definition_hash,
-				version_major, version_minor, status, available
-			FROM mcp_tools WHERE server_id = $1`, serverID)
+		rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.load */ SELECT `+tools.RowColumns+tools.RowFrom+`
+			WHERE t.server_id = $1`, serverID)
 		if err != nil {
 			return err
 		}
-		existing, err := pgx.CollectRows(rows, pgx.RowToStructByName[storedTool])
+		existing, err := pgx.CollectRows(rows, pgx.RowToStructByName[tools.Row])
 		if err != nil {
 			return err
 		}
-		byName := make(map[string]storedTool, len(existing))
+		byName := make(map[string]tools.Row, len(existing))
 		for _, t := range existing {
 			byName[t.Name] = t
 		}
@@ -344,8 +308,9 @@ func nilIfNil[T any](v []T) any {
 }
 
 // applyTools computes the difference and writes it with as few round trips as the
-// change needs: one COPY per table for new tools, one UPDATE for the unchanged ones.
-func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d Discovery, byName map[string]storedTool) (DiscoveryResult, error) {
+// change needs: the tools through tools.StoreDiscovery, then one COPY for their new
+// versions and one for their history.
+func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d Discovery, byName map[string]tools.Row) (DiscoveryResult, error) {
 	res := DiscoveryResult{Total: len(d.Tools), Pages: d.Pages}
 	note := func(name string) {
 		if len(res.Changed) < 50 {
@@ -356,9 +321,8 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	if actor == "" {
 		actor = "system"
 	}
-	var newRows, schemaRows, historyRows [][]any
-	var unchanged []string
-	batch := &pgx.Batch{}
+	var schemaRows, historyRows [][]any
+	var w tools.DiscoveryWrite
 	seen := make(map[string]bool, len(d.Tools))
 	for _, def := range d.Tools {
 		if seen[def.Name] {
@@ -376,30 +340,31 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		if len(raw) == 0 {
 			raw, _ = json.Marshal(map[string]any{"name": def.Name})
 		}
+		stored := tools.Definition{Title: def.Title, Description: def.Description, InputSchema: in,
+			OutputSchema: def.OutputSchema, Annotations: def.Annotations, Raw: raw, Hash: hash}
 		cur, ok := byName[def.Name]
 		switch {
 		case !ok:
 			id := uuid.NewString()
-			newRows = append(newRows, []any{id, serverID, def.Name, def.Title, def.Description, in,
-				nullJSON(def.OutputSchema), nullJSON(def.Annotations), raw, hash})
+			w.New = append(w.New, tools.NewTool{ID: id, Name: def.Name, Definition: stored})
 			schemaRows = append(schemaRows, []any{id, 1, 0, hash, raw, false, json.RawMessage(`[]`)})
 			historyRows = append(historyRows, []any{id, nil, ToolDiscovered, "discovered by " + d.Trigger + " discovery", actor, json.RawMessage(`{}`)})
 			res.Added++
 			note(def.Name)
-		case cur.Hash == hash && cur.Available:
-			unchanged = append(unchanged, def.Name)
+		case cur.DefinitionHash == hash && cur.Available:
+			w.Seen = append(w.Seen, def.Name)
 			res.Unchanged++
-		case cur.Hash == hash:
+		case cur.DefinitionHash == hash:
 			// Listed again after being missing: the same definition, available again.
-			batch.Queue(`/* registry.ToolRestore */ UPDATE mcp_tools SET available = true, last_seen = now(), updated_at = now() WHERE id = $1`, cur.ID)
+			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID})
 			res.Updated++
 			note(def.Name)
 		default:
-			changes := Diff(cur.def(), def)
+			changes := Diff(defOf(cur), def)
 			breaking := slices.ContainsFunc(changes, func(c Change) bool { return c.Breaking })
-			major, minor := cur.Major, cur.Minor+1
+			major, minor := cur.VersionMajor, cur.VersionMinor+1
 			if breaking {
-				major, minor = cur.Major+1, 0
+				major, minor = cur.VersionMajor+1, 0
 			}
 			changesJSON, _ := json.Marshal(changes)
 			// A tool never validated yet (still discovered) is simply validated anew.
@@ -407,51 +372,31 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 			if cur.Status == ToolDiscovered {
 				next = ToolDiscovered
 			}
-			batch.Queue(`/* registry.ToolUpsert */
-				UPDATE mcp_tools SET title = $2, description = $3, input_schema = $4, output_schema = $5,
-					annotations = $6, definition = $7, definition_hash = $8, version_major = $9, version_minor = $10,
-					status = $11, available = true, last_seen = now(), updated_at = now()
-				WHERE id = $1`, cur.ID, def.Title, def.Description, in, nullJSON(def.OutputSchema),
-				nullJSON(def.Annotations), raw, hash, major, minor, next)
+			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Definition: &stored,
+				VersionMajor: major, VersionMinor: minor, Status: next})
 			schemaRows = append(schemaRows, []any{cur.ID, major, minor, hash, raw, breaking, json.RawMessage(changesJSON)})
 			if cur.Status != next {
-				reason := fmt.Sprintf("definition changed (v%d.%d → v%d.%d)", cur.Major, cur.Minor, major, minor)
+				reason := fmt.Sprintf("definition changed (v%d.%d → v%d.%d)", cur.VersionMajor, cur.VersionMinor, major, minor)
 				if breaking {
 					reason += ", breaking"
 				}
 				historyRows = append(historyRows, []any{cur.ID, cur.Status, next, reason, actor,
-					mustJSON(map[string]any{"from_hash": cur.Hash, "to_hash": hash, "changes": changes})})
+					mustJSON(map[string]any{"from_hash": cur.DefinitionHash, "to_hash": hash, "changes": changes})})
 			}
 			res.Updated++
 			note(def.Name)
 		}
 	}
 	res.Total = len(seen)
-	var gone []string
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		if !seen[name] && byName[name].Available {
-			gone = append(gone, byName[name].ID)
+			w.Gone = append(w.Gone, byName[name].ID)
 			res.Removed++
 			note(name)
 		}
 	}
-	if len(gone) > 0 {
-		batch.Queue(`/* registry.ToolsUnavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, gone)
-	}
-	if len(unchanged) > 0 {
-		batch.Queue(`/* registry.ToolsSeen */ UPDATE mcp_tools SET last_seen = now() WHERE server_id = $1 AND name = ANY($2)`, serverID, unchanged)
-	}
-	if len(newRows) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"id", "server_id", "name", "title",
-			"description", "input_schema", "output_schema", "annotations", "definition", "definition_hash"},
-			pgx.CopyFromRows(newRows)); err != nil {
-			return res, fmt.Errorf("insert tools: %w", err)
-		}
-	}
-	if batch.Len() > 0 {
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return res, fmt.Errorf("update tools: %w", err)
-		}
+	if err := tools.StoreDiscovery(ctx, tx, serverID, w); err != nil {
+		return res, err
 	}
 	if len(schemaRows) > 0 {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_schemas"}, []string{"tool_id", "version_major",
@@ -490,7 +435,7 @@ func validatePending(ctx context.Context, tx pgx.Tx, serverID, actor string, res
 	if actor == "" {
 		actor = "system"
 	}
-	out, err := toolstate.Validate(ctx, tx, pending, actor)
+	out, err := tools.Validate(ctx, tx, pending, actor)
 	if err != nil {
 		return err
 	}
@@ -501,13 +446,6 @@ func validatePending(ctx context.Context, tx pgx.Tx, serverID, actor string, res
 		}
 	}
 	return nil
-}
-
-func nullJSON(raw json.RawMessage) any {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		return nil
-	}
-	return raw
 }
 
 func mustJSON(v any) json.RawMessage {

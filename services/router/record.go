@@ -3,13 +3,11 @@ package router
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -47,9 +45,9 @@ type recorder struct {
 	stopped    chan struct{}
 	// deferred are jobs a write produced for the next gathered write (writer goroutine only).
 	deferred []*job
-	// head is the audit chain head this recorder wrote last, nil when unknown (writer
-	// goroutine only). While nobody else appends, it saves writeAudit a round trip.
-	head *audit.Head
+	// chain remembers the audit chain head this recorder wrote last (writer goroutine
+	// only). While nobody else appends, it saves the waiting callers' append a round trip.
+	chain audit.Appender
 }
 
 var errStopped = errors.New("router: not running")
@@ -239,8 +237,8 @@ func (j *job) finish(err error, log *slog.Logger) {
 	}
 }
 
-// write commits batch. Waiting callers' audit rows go alone (writeAudit), their events
-// deferred to the next gathered write.
+// write commits batch. Waiting callers' audit rows go alone (audit.Appender.Append),
+// their events deferred to the next gathered write.
 func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 	var audits []audit.Entry
 	var drafts []events.Draft
@@ -261,7 +259,7 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 		return nil // a flush marker
 	}
 	if urgent && len(audits) > 0 && len(logs)+len(touch) == 0 {
-		announce, err := w.writeAudit(ctx, audits)
+		announce, err := w.chain.Append(ctx, w.pool, audits)
 		if err == nil && len(drafts)+len(announce) > 0 {
 			// The events follow in the next gathered write: NOTIFY and the work every
 			// replica's bus does for it stay off the path of the waiting caller.
@@ -272,7 +270,7 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 	var written []audit.Record
 	var published *events.Published
 	if len(audits) > 0 {
-		w.head = nil // known again once the append commits
+		w.chain.Forget() // known again once the append commits
 	}
 	err := db.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
 		if err := usage.Insert(ctx, tx, logs); err != nil {
@@ -301,80 +299,6 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 	if err != nil {
 		return err
 	}
-	if len(written) > 0 {
-		last := written[len(written)-1]
-		w.head = &audit.Head{ID: last.ID, Hash: last.Hash}
-	}
+	w.chain.Wrote(written)
 	return nil
-}
-
-// writeAudit is the waiting callers' write. It is the fixed cost every call pays before
-// it runs, so it matters to P1 (DESIGN §11). When the recorder knows the chain head
-// (it wrote the last entry) it is one round trip: BEGIN, the journal lock, an insert
-// that only happens if that head is still the last entry, and COMMIT. Otherwise, or
-// when someone else appended meanwhile, it is two: BEGIN, the lock and the head; then
-// the insert and COMMIT. It returns the entries' audit.appended events for the caller
-// to publish.
-func (w *recorder) writeAudit(ctx context.Context, audits []audit.Entry) (announce []events.Draft, err error) {
-	ab, err := audit.NewBatch(audits)
-	if err != nil || ab.Len() == 0 {
-		return nil, err
-	}
-	conn, err := w.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("router: record: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			w.head = nil
-			if conn.Conn().PgConn().TxStatus() != 'I' {
-				if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-					_ = conn.Conn().Close(context.WithoutCancel(ctx)) // never hand back a connection mid-transaction
-				}
-			}
-		}
-		conn.Release()
-	}()
-	if w.head != nil {
-		ab.Seal(*w.head)
-		var inserted int64
-		b := &pgx.Batch{}
-		b.Queue("BEGIN")
-		b.Queue(db.LockJournalSQL, db.JournalLockKey)
-		sql, args := ab.InsertAfterQuery(*w.head)
-		b.Queue(sql, args...).Exec(func(tag pgconn.CommandTag) error {
-			inserted = tag.RowsAffected()
-			return nil
-		})
-		b.Queue("COMMIT")
-		if err := conn.SendBatch(ctx, b).Close(); err != nil {
-			return nil, fmt.Errorf("router: record: %w", err)
-		}
-		if inserted == int64(ab.Len()) {
-			last := ab.Last()
-			w.head = &last
-			return ab.Announcements(), nil
-		}
-		// Someone else appended: read the head and seal again.
-	}
-	first := &pgx.Batch{}
-	first.Queue("BEGIN")
-	first.Queue(db.LockJournalSQL, db.JournalLockKey)
-	var head audit.Head
-	sql, args := ab.HeadQuery()
-	first.Queue(sql, args...).QueryRow(func(row pgx.Row) error { return row.Scan(&head.ID, &head.Hash) })
-	if err := conn.SendBatch(ctx, first).Close(); err != nil {
-		return nil, fmt.Errorf("router: record: %w", err)
-	}
-	ab.Seal(head)
-	second := &pgx.Batch{}
-	sql, args = ab.InsertQuery()
-	second.Queue(sql, args...)
-	second.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, second).Close(); err != nil {
-		return nil, fmt.Errorf("router: record: %w", err)
-	}
-	last := ab.Last()
-	w.head = &last
-	return ab.Announcements(), nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -137,16 +138,9 @@ func (r *Router) load(ctx context.Context, ref string) (resolution, error) {
 		return resolution{}, err
 	}
 	// Dotted: the part before the first dot (after any server prefix) is the tool.
-	server, name, qualified := strings.Cut(ref, "__")
-	if !qualified {
-		server, name = "", ref
-	}
-	base, op, dotted := strings.Cut(name, ".")
-	if !dotted || base == "" || op == "" {
+	base, op, dotted := toolname.CutOperation(ref)
+	if !dotted {
 		return resolution{}, err
-	}
-	if qualified {
-		base = server + "__" + base
 	}
 	t, berr := r.find(ctx, base)
 	if berr != nil {
@@ -164,7 +158,7 @@ func (r *Router) find(ctx context.Context, ref string) (tools.Target, error) {
 	if !errors.Is(err, tools.ErrNotFound) {
 		return tools.Target{}, err
 	}
-	if strings.Contains(ref, "__") {
+	if toolname.Qualified(ref) {
 		return tools.Target{}, fail(CodeToolNotFound, "there is no tool %q", ref)
 	}
 	ts, err := r.tools.TargetsNamed(ctx, ref)

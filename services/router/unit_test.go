@@ -79,7 +79,7 @@ func TestCheckOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &entry{t: tools.Target{Item: tools.Item{Server: "s", Name: "add"}}, output: out}
+	e := &entry{t: tools.Target{Item: tools.Item{Row: tools.Row{Server: "s", Name: "add"}}}, output: out}
 	for _, tc := range []struct {
 		name       string
 		isError    bool
@@ -136,7 +136,7 @@ func TestTakeAllOrNothing(t *testing.T) {
 func TestConsent(t *testing.T) {
 	t.Parallel()
 	mk := func(l risk.Level) *entry {
-		return &entry{t: tools.Target{Item: tools.Item{Server: "s", Name: "t"}}, risk: risk.Decision{Level: l, Why: "because"}}
+		return &entry{t: tools.Target{Item: tools.Item{Row: tools.Row{Server: "s", Name: "t"}}}, risk: risk.Decision{Level: l, Why: "because"}}
 	}
 	person := audit.Actor{Kind: audit.ActorUser, ID: "u1", Name: "alice"}
 	token := audit.Actor{Kind: audit.ActorToken, ID: "u1", Name: "alice", TokenID: "t1"}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolwarden/toolwarden/internal/toolname"
 )
 
 // Limits from the MCP specification and from what models handle well.
@@ -74,7 +76,7 @@ func (c *checker) name(name string) {
 			"name %q contains %s; MCP tool names may only use A-Z, a-z, 0-9, \"_\", \"-\" and \".\".",
 			visible(name), strings.Join(bad, ", ")))
 	}
-	if strings.Contains(name, "__") {
+	if strings.Contains(name, toolname.Sep) {
 		c.add("/name", "name_double_underscore", SeverityWarning, fmt.Sprintf(
 			"name %q contains \"__\", which Toolwarden uses to join server and tool (server__tool); the qualified name will be hard to read and may be ambiguous.",
 			visible(name)))

@@ -280,7 +280,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		return Item{}, fmt.Errorf("tools: version: %w", err)
 	}
 	if slices.Contains(changed, "params") && len(cfg.Params) > 0 && t.Status == toolstate.Validated {
-		if err := toolstate.Apply(ctx, tx, []toolstate.Move{{ToolID: id, From: t.Status, To: toolstate.Configured,
+		if err := ApplyMoves(ctx, tx, []toolstate.Move{{ToolID: id, From: t.Status, To: toolstate.Configured,
 			Actor: actor.Name, Reason: "configuration saved"}}); err != nil {
 			return Item{}, err
 		}
@@ -438,7 +438,7 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 		if len(moves) == 0 {
 			return nil
 		}
-		if err := toolstate.Apply(ctx, tx, moves); err != nil {
+		if err := ApplyMoves(ctx, tx, moves); err != nil {
 			return err
 		}
 		for i, m := range moves {
@@ -573,7 +573,7 @@ func (s *Service) Revalidate(ctx context.Context, actor audit.Actor, id string) 
 		}
 		def := schema.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
 			OutputSchema: t.OutputSchema, Annotations: t.Annotations}
-		res, err := toolstate.Validate(ctx, tx, []toolstate.Pending{{ID: id, Status: t.Status, Hash: t.DefinitionHash, Def: def}}, actor.Name)
+		res, err := Validate(ctx, tx, []toolstate.Pending{{ID: id, Status: t.Status, Hash: t.DefinitionHash, Def: def}}, actor.Name)
 		if err != nil {
 			return err
 		}

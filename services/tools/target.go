@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -44,7 +44,7 @@ func (s *Service) Target(ctx context.Context, ref string) (Target, error) {
 	var err error
 	if id, ok := normalID(ref); ok {
 		ts, err = db.All[Target](ctx, s.pool, "tools: target", `/* tools.Target.id */ `+targetSQL+` WHERE t.id = $1`, id)
-	} else if server, name, ok := strings.Cut(ref, "__"); ok && server != "" && name != "" {
+	} else if server, name, ok := toolname.Split(ref); ok && server != "" && name != "" {
 		ts, err = db.All[Target](ctx, s.pool, "tools: target", `/* tools.Target.name */ `+targetSQL+`
 			WHERE s.name = $1 AND t.name = $2`, server, name)
 	}

@@ -195,7 +195,7 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id strin
 				to, reason = toolstate.Verified, fmt.Sprintf("all %d test cases passed", len(results))
 			}
 			meta := map[string]any{"cases": len(results), "passed": passed}
-			if err := toolstate.Apply(ctx, tx, []toolstate.Move{
+			if err := ApplyMoves(ctx, tx, []toolstate.Move{
 				{ToolID: t.ID, From: t.Status, To: toolstate.Testing, Reason: "test run started", Actor: actor.Name, Metadata: meta},
 				{ToolID: t.ID, From: toolstate.Testing, To: to, Reason: reason, Actor: actor.Name, Metadata: meta},
 			}); err != nil {

@@ -4,8 +4,9 @@
 // secret values), categories, and the administrator actions that move a tool through its
 // lifecycle (enable, disable, override) with audit rows in the same transaction.
 //
-// services/registry keeps servers and discovery (which creates and pins tools);
-// services/toolstate owns the state machine this package drives.
+// services/registry keeps servers and discovery (which creates and pins tools, stored
+// through StoreDiscovery); services/toolstate owns the state machine this package
+// drives. This package is the one writer of mcp_tools.
 package tools
 
 import (
@@ -50,42 +51,22 @@ func New(pool *pgxpool.Pool, keys *secrets.Keyring, log *slog.Logger) *Service {
 	return &Service{pool: pool, keys: keys, log: log}
 }
 
-// Item is a tool as lists and the API show it.
+// Item is a tool as lists and the API show it: its row and its settings.
 type Item struct {
-	ID              string          `db:"id" json:"id"`
-	ServerID        string          `db:"server_id" json:"server_id"`
-	Server          string          `db:"server_name" json:"server"`
-	ServerTrusted   bool            `db:"server_trusted" json:"server_trusted"`
-	Name            string          `db:"name" json:"name"`
-	Title           string          `db:"title" json:"title,omitempty"`
-	Description     string          `db:"description" json:"description"`
-	Status          string          `db:"status" json:"status"`
-	Available       bool            `db:"available" json:"available"`
-	InputSchema     json.RawMessage `db:"input_schema" json:"input_schema"`
-	OutputSchema    json.RawMessage `db:"output_schema" json:"output_schema,omitempty"`
-	Annotations     json.RawMessage `db:"annotations" json:"annotations"`
-	DefinitionHash  string          `db:"definition_hash" json:"definition_hash"`
-	VersionMajor    int             `db:"version_major" json:"-"`
-	VersionMinor    int             `db:"version_minor" json:"-"`
-	RiskOverride    *string         `db:"risk_override" json:"risk_override"`
-	Category        *string         `db:"category" json:"category"`
-	Tags            []string        `db:"tags" json:"tags"`
-	TimeoutMS       *int            `db:"timeout_ms" json:"timeout_ms"`
-	RateLimit       *int            `db:"rate_limit" json:"rate_limit"` // calls a minute across callers; nil: none
-	ValidationWorst *string         `db:"validation_worst" json:"validation_worst"`
-	EnableOverride  *string         `db:"enable_override" json:"enable_override,omitempty"`
-	ConfigVersion   int             `db:"configuration_version" json:"configuration_version"`
-	LastUsed        *time.Time      `db:"last_used" json:"last_used"`
-	UpdatedAt       time.Time       `db:"updated_at" json:"updated_at"`
+	Row
+	RiskOverride    *string    `db:"risk_override" json:"risk_override"`
+	Category        *string    `db:"category" json:"category"`
+	Tags            []string   `db:"tags" json:"tags"`
+	TimeoutMS       *int       `db:"timeout_ms" json:"timeout_ms"`
+	RateLimit       *int       `db:"rate_limit" json:"rate_limit"` // calls a minute across callers; nil: none
+	ValidationWorst *string    `db:"validation_worst" json:"validation_worst"`
+	EnableOverride  *string    `db:"enable_override" json:"enable_override,omitempty"`
+	ConfigVersion   int        `db:"configuration_version" json:"configuration_version"`
+	LastUsed        *time.Time `db:"last_used" json:"last_used"`
+	UpdatedAt       time.Time  `db:"updated_at" json:"updated_at"`
 	// Rank is the search relevance (0 without a search); it is part of the cursor.
 	Rank float32 `db:"rank" json:"-"`
 }
-
-// QualifiedName is the name the API, plans and the gateway use (DESIGN §1).
-func (t Item) QualifiedName() string { return t.Server + "__" + t.Name }
-
-// Version is the tool's version as people read it ("2.1").
-func (t Item) Version() string { return fmt.Sprintf("%d.%d", t.VersionMajor, t.VersionMinor) }
 
 // Risk is the tool's risk and why (DESIGN §5).
 func (t Item) Risk() risk.Decision {
@@ -239,13 +220,11 @@ func (q *Query) check() error {
 	return e.Err()
 }
 
-const itemColumns = `t.id, t.server_id, s.name AS server_name, s.trusted AS server_trusted, t.name, t.title,
-	t.description, t.status, t.available, t.input_schema, t.output_schema, t.annotations, t.definition_hash,
-	t.version_major, t.version_minor, t.risk_override, c.name AS category,
+const itemColumns = RowColumns + `, t.risk_override, c.name AS category,
 	ARRAY(SELECT tg.tag FROM tool_tags tg WHERE tg.tool_id = t.id ORDER BY tg.tag) AS tags,
 	t.timeout_ms, t.rate_limit, t.validation_worst, t.enable_override, t.configuration_version, t.last_used, t.updated_at`
 
-const itemFrom = ` FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+const itemFrom = RowFrom + `
 	LEFT JOIN tool_categories c ON c.id = t.category_id`
 
 // where builds the filter of q; args are appended to.

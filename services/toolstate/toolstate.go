@@ -1,6 +1,7 @@
 // Package toolstate owns the persistent tool state machine (DESIGN §4, seed 004 §5):
-// which transitions are legal, the conditional update of mcp_tools.status and the
-// tool_state_history row that goes with every transition, in the caller's transaction.
+// which transitions are legal and which need an override. services/tools applies moves
+// (the conditional update of mcp_tools.status and the tool_state_history row that goes
+// with every transition, in the caller's transaction), since it is mcp_tools' one writer.
 //
 //	discovered → validating → validated | invalid
 //	validated → configured → testing → verified | failed
@@ -13,15 +14,10 @@
 package toolstate
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
@@ -115,8 +111,8 @@ func Override(from, to, why string) *fault.Error {
 	return ErrOverrideRequired.Withf("a tool that is %s becomes %s only with an override: %s; give a reason", from, to, why)
 }
 
-// moved: the tool was not in the state the caller saw (someone else moved it).
-func moved(toolID, expected, actual string) *fault.Error {
+// Moved: the tool was not in the state the caller saw (someone else moved it).
+func Moved(toolID, expected, actual string) *fault.Error {
 	if actual == "" {
 		return fault.Conflict("", fmt.Sprintf("tool %s no longer exists", toolID)).About("tool")
 	}
@@ -144,104 +140,4 @@ func (m Move) Check() error {
 		return Override(m.From, m.To, why)
 	}
 	return nil
-}
-
-// Apply performs moves in tx: it checks each, updates the statuses (each conditional on
-// its From), writes one tool_state_history row per move and one "tool.state" event. A
-// tool may appear several times (discovered → validating, then validating → validated):
-// moves apply in order. Any failure fails the whole call (and so the transaction).
-func Apply(ctx context.Context, tx pgx.Tx, moves []Move) error {
-	if len(moves) == 0 {
-		return nil
-	}
-	for _, m := range moves {
-		if err := m.Check(); err != nil {
-			return err
-		}
-	}
-	// A tool's moves must chain (each From is the previous To); the first one is checked
-	// against the row, the rest follow from it.
-	first := map[string]Move{}
-	last := map[string]string{}
-	var order []string
-	for _, m := range moves {
-		if prev, ok := last[m.ToolID]; ok {
-			if prev != m.From {
-				return fmt.Errorf("toolstate: moves of tool %s do not chain: %s, then %s → %s", m.ToolID, prev, m.From, m.To)
-			}
-		} else {
-			first[m.ToolID] = m
-			order = append(order, m.ToolID)
-		}
-		last[m.ToolID] = m.To
-	}
-	ids, froms, tos := make([]string, len(order)), make([]string, len(order)), make([]string, len(order))
-	for i, id := range order {
-		ids[i], froms[i], tos[i] = id, first[id].From, last[id]
-	}
-	rows, err := tx.Query(ctx, `/* toolstate.Apply */
-		UPDATE mcp_tools t SET status = u.to_status, updated_at = now()
-		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(id, from_status, to_status)
-		WHERE t.id = u.id AND t.status = u.from_status
-		RETURNING t.id::text`, ids, froms, tos)
-	if err != nil {
-		return fmt.Errorf("toolstate: update: %w", err)
-	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("toolstate: update: %w", err)
-	}
-	if len(done) != len(order) {
-		return conflict(ctx, tx, order, first, done)
-	}
-	history := make([][]any, 0, len(moves))
-	for _, m := range moves {
-		meta := m.Metadata
-		if m.Override {
-			meta = withOverride(meta)
-		}
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		history = append(history, []any{m.ToolID, m.From, m.To, m.Reason, m.Actor, meta})
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_state_history"},
-		[]string{"tool_id", "from_status", "to_status", "reason", "actor", "metadata"}, pgx.CopyFromRows(history)); err != nil {
-		return fmt.Errorf("toolstate: history: %w", err)
-	}
-	payload := events.ToolStates{Count: len(order)}
-	if len(order) <= 100 {
-		payload.Changes = make([]events.ToolState, len(order))
-		for i, id := range order {
-			payload.Changes[i] = events.ToolState{ID: id, From: first[id].From, To: last[id]}
-		}
-	}
-	if _, err := events.ToolStateChanged.Publish(ctx, tx, Topic, payload); err != nil {
-		return err
-	}
-	return nil
-}
-
-func withOverride(meta map[string]any) map[string]any {
-	out := map[string]any{"override": true}
-	for k, v := range meta {
-		out[k] = v
-	}
-	return out
-}
-
-// conflict names the first tool whose state was not what its move expected.
-func conflict(ctx context.Context, tx pgx.Tx, order []string, first map[string]Move, done []string) error {
-	for _, id := range order {
-		if slices.Contains(done, id) {
-			continue
-		}
-		var actual string
-		err := tx.QueryRow(ctx, `/* toolstate.Apply.conflict */ SELECT status FROM mcp_tools WHERE id = $1`, id).Scan(&actual)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("toolstate: %w", err)
-		}
-		return moved(id, first[id].From, actual)
-	}
-	return errors.New("toolstate: update count mismatch")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
@@ -159,7 +160,7 @@ func (f *fixture) history(id string) []string {
 }
 
 func (f *fixture) apply(moves ...toolstate.Move) error {
-	return db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error { return toolstate.Apply(f.ctx, tx, moves) })
+	return db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error { return tools.ApplyMoves(f.ctx, tx, moves) })
 }
 
 func TestApply(t *testing.T) {
@@ -269,7 +270,7 @@ func TestValidate(t *testing.T) {
 	var out []toolstate.Outcome
 	err := db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = toolstate.Validate(f.ctx, tx, pending, "system")
+		out, err = tools.Validate(f.ctx, tx, pending, "system")
 		return err
 	})
 	if err != nil {
@@ -324,7 +325,7 @@ func TestValidate(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
-			_, err := toolstate.Validate(f.ctx, tx, []toolstate.Pending{
+			_, err := tools.Validate(f.ctx, tx, []toolstate.Pending{
 				{ID: byServer, Status: "discovered", Hash: "a", Def: cleanDef("x")},
 				{ID: byCategory, Status: "discovered", Hash: "b", Def: cleanDef("in-category")},
 				{ID: manual, Status: "discovered", Hash: "c", Def: cleanDef("manual")},

@@ -1,0 +1,53 @@
+package audit_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// The appender's own transactions keep the chain whole whether its remembered head is
+// current (one round trip), stale (someone else appended: it reads the head again) or
+// forgotten around an append in the caller's transaction.
+func TestAppender(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	var a audit.Appender
+	two := []audit.Entry{{Actor: audit.System, Action: "appender.a"}, {Actor: audit.System, Action: "appender.b"}}
+	for round := range 2 { // no head known, then the remembered one
+		announce, err := a.Append(ctx, pool, two)
+		if err != nil || len(announce) != 2 {
+			t.Fatalf("round %d: got %d announcements, %v; want 2", round, len(announce), err)
+		}
+	}
+	appendN(t, pool, 1) // someone else appends: the remembered head is stale
+	if _, err := a.Append(ctx, pool, two); err != nil {
+		t.Fatalf("after a stale head: %v", err)
+	}
+	a.Forget()
+	var written []audit.Record
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		written, err = audit.AppendBatch(ctx, tx, two)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a.Wrote(written)
+	if _, err := a.Append(ctx, pool, two); err != nil {
+		t.Fatalf("after Wrote: %v", err)
+	}
+	if announce, err := a.Append(ctx, pool, nil); err != nil || announce != nil {
+		t.Fatalf("nothing to append: got %v, %v", announce, err)
+	}
+	res, err := audit.Verify(ctx, pool)
+	if err != nil || !res.OK() || res.Checked != 11 {
+		t.Fatalf("verify: got %+v, %v; want OK with 11 checked", res, err)
+	}
+}

@@ -1,0 +1,257 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+)
+
+// The writes of services/toolstate's state machine: moves with their history rows, and
+// validation with its findings, both in the caller's transaction.
+
+// ApplyMoves performs moves (services/toolstate) in tx: it checks each, updates the statuses (each conditional on
+// its From), writes one tool_state_history row per move and one "tool.state" event. A
+// tool may appear several times (discovered → validating, then validating → validated):
+// moves apply in order. Any failure fails the whole call (and so the transaction).
+func ApplyMoves(ctx context.Context, tx pgx.Tx, moves []toolstate.Move) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	for _, m := range moves {
+		if err := m.Check(); err != nil {
+			return err
+		}
+	}
+	// A tool's moves must chain (each From is the previous To); the first one is checked
+	// against the row, the rest follow from it.
+	first := map[string]toolstate.Move{}
+	last := map[string]string{}
+	var order []string
+	for _, m := range moves {
+		if prev, ok := last[m.ToolID]; ok {
+			if prev != m.From {
+				return fmt.Errorf("toolstate: moves of tool %s do not chain: %s, then %s → %s", m.ToolID, prev, m.From, m.To)
+			}
+		} else {
+			first[m.ToolID] = m
+			order = append(order, m.ToolID)
+		}
+		last[m.ToolID] = m.To
+	}
+	ids, froms, tos := make([]string, len(order)), make([]string, len(order)), make([]string, len(order))
+	for i, id := range order {
+		ids[i], froms[i], tos[i] = id, first[id].From, last[id]
+	}
+	rows, err := tx.Query(ctx, `/* tools.ApplyMoves */
+		UPDATE mcp_tools t SET status = u.to_status, updated_at = now()
+		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(id, from_status, to_status)
+		WHERE t.id = u.id AND t.status = u.from_status
+		RETURNING t.id::text`, ids, froms, tos)
+	if err != nil {
+		return fmt.Errorf("toolstate: update: %w", err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("toolstate: update: %w", err)
+	}
+	if len(done) != len(order) {
+		return conflict(ctx, tx, order, first, done)
+	}
+	history := make([][]any, 0, len(moves))
+	for _, m := range moves {
+		meta := m.Metadata
+		if m.Override {
+			meta = withOverride(meta)
+		}
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		history = append(history, []any{m.ToolID, m.From, m.To, m.Reason, m.Actor, meta})
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_state_history"},
+		[]string{"tool_id", "from_status", "to_status", "reason", "actor", "metadata"}, pgx.CopyFromRows(history)); err != nil {
+		return fmt.Errorf("toolstate: history: %w", err)
+	}
+	payload := events.ToolStates{Count: len(order)}
+	if len(order) <= 100 {
+		payload.Changes = make([]events.ToolState, len(order))
+		for i, id := range order {
+			payload.Changes[i] = events.ToolState{ID: id, From: first[id].From, To: last[id]}
+		}
+	}
+	if _, err := events.ToolStateChanged.Publish(ctx, tx, toolstate.Topic, payload); err != nil {
+		return err
+	}
+	return nil
+}
+
+func withOverride(meta map[string]any) map[string]any {
+	out := map[string]any{"override": true}
+	for k, v := range meta {
+		out[k] = v
+	}
+	return out
+}
+
+// conflict names the first tool whose state was not what its move expected.
+func conflict(ctx context.Context, tx pgx.Tx, order []string, first map[string]toolstate.Move, done []string) error {
+	for _, id := range order {
+		if slices.Contains(done, id) {
+			continue
+		}
+		var actual string
+		err := tx.QueryRow(ctx, `/* tools.ApplyMoves.conflict */ SELECT status FROM mcp_tools WHERE id = $1`, id).Scan(&actual)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("toolstate: %w", err)
+		}
+		return toolstate.Moved(id, first[id].From, actual)
+	}
+	return errors.New("toolstate: update count mismatch")
+}
+
+// Validate checks each tool's definition (services/schema) in tx and stores the result
+// in tool_validations and mcp_tools.validation_worst. A discovered, updating, validated
+// or invalid tool moves through validating to validated, or to invalid when a finding is
+// critical or an error; a validated tool whose server or category has auto-enable on is
+// then enabled by policy. Tools in other states (configured, enabled, ...) keep their
+// state: the new findings are recorded and shown, and they block a later enable.
+func Validate(ctx context.Context, tx pgx.Tx, tools []toolstate.Pending, actor string) ([]toolstate.Outcome, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	out := make([]toolstate.Outcome, len(tools))
+	var moves []toolstate.Move
+	rows := make([][]any, len(tools))
+	ids, worsts := make([]string, len(tools)), make([]*string, len(tools))
+	var validated []int
+	for i, t := range tools {
+		fs := schema.ValidateTool(t.Def)
+		worst := schema.Worst(fs)
+		blocking := schema.Blocking(fs)
+		o := toolstate.Outcome{ID: t.ID, Status: t.Status, Worst: worst, Findings: fs}
+		var w *string
+		if worst != "" {
+			s := string(worst)
+			w = &s
+		}
+		findings, err := json.Marshal(fs)
+		if err != nil {
+			return nil, fmt.Errorf("toolstate: findings: %w", err)
+		}
+		rows[i] = []any{t.ID, t.Hash, "schema", !blocking, w, json.RawMessage(findings), actor}
+		ids[i], worsts[i] = t.ID, w
+		switch t.Status {
+		case toolstate.Discovered, toolstate.Updating, toolstate.Validated, toolstate.Invalid:
+			to, reason := toolstate.Validated, summary(fs)
+			if blocking {
+				to = toolstate.Invalid
+			}
+			moves = append(moves,
+				toolstate.Move{ToolID: t.ID, From: t.Status, To: toolstate.Validating, Reason: "validating definition " + short(t.Hash), Actor: actor},
+				toolstate.Move{ToolID: t.ID, From: toolstate.Validating, To: to, Reason: reason, Actor: actor,
+					Metadata: map[string]any{"definition_hash": t.Hash, "worst": worst}})
+			o.Status = to
+			if to == toolstate.Validated {
+				validated = append(validated, i)
+			}
+		}
+		out[i] = o
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_validations"},
+		[]string{"tool_id", "definition_hash", "validation_type", "success", "worst", "findings", "validated_by"},
+		pgx.CopyFromRows(rows)); err != nil {
+		return nil, fmt.Errorf("toolstate: store validations: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `/* tools.Validate.worst */
+		UPDATE mcp_tools t SET validation_worst = u.worst
+		FROM unnest($1::uuid[], $2::text[]) AS u(id, worst) WHERE t.id = u.id`, ids, worsts); err != nil {
+		return nil, fmt.Errorf("toolstate: store validations: %w", err)
+	}
+	if err := ApplyMoves(ctx, tx, moves); err != nil {
+		return nil, err
+	}
+	return out, autoEnable(ctx, tx, out, validated)
+}
+
+// autoEnable enables the validated tools whose server or category has auto-enable on.
+func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validated []int) error {
+	if len(validated) == 0 {
+		return nil
+	}
+	ids := make([]string, len(validated))
+	for i, idx := range validated {
+		ids[i] = out[idx].ID
+	}
+	rows, err := tx.Query(ctx, `/* tools.autoEnable */
+		SELECT t.id::text, CASE WHEN s.auto_enable THEN 'server ' || s.name ELSE 'category ' || c.name END
+		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+		LEFT JOIN tool_categories c ON c.id = t.category_id
+		WHERE t.id = ANY($1) AND (s.auto_enable OR coalesce(c.auto_enable, false))`, ids)
+	if err != nil {
+		return fmt.Errorf("toolstate: auto-enable policy: %w", err)
+	}
+	type policy struct{ id, by string }
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (policy, error) {
+		var p policy
+		return p, r.Scan(&p.id, &p.by)
+	})
+	if err != nil {
+		return fmt.Errorf("toolstate: auto-enable policy: %w", err)
+	}
+	moves := make([]toolstate.Move, 0, len(list))
+	for _, p := range list {
+		moves = append(moves, toolstate.Move{ToolID: p.id, From: toolstate.Validated, To: toolstate.Enabled, Actor: "system",
+			Reason:   "enabled by the auto-enable policy of " + p.by + " (testing skipped)",
+			Metadata: map[string]any{"policy": p.by, "skipped_testing": true}})
+	}
+	if err := ApplyMoves(ctx, tx, moves); err != nil {
+		return err
+	}
+	enabled := make(map[string]bool, len(list))
+	for _, p := range list {
+		enabled[p.id] = true
+	}
+	for i := range out {
+		if enabled[out[i].ID] {
+			out[i].Status = toolstate.Enabled
+		}
+	}
+	return nil
+}
+
+// summary is the history reason of a validation: what it found.
+func summary(fs []schema.Finding) string {
+	if len(fs) == 0 {
+		return "definition valid, no findings"
+	}
+	counts := map[schema.Severity]int{}
+	for _, f := range fs {
+		counts[f.Severity]++
+	}
+	s := ""
+	for _, sev := range []schema.Severity{schema.SeverityCritical, schema.SeverityError, schema.SeverityWarning, schema.SeverityInfo} {
+		if n := counts[sev]; n > 0 {
+			if s != "" {
+				s += ", "
+			}
+			s += fmt.Sprintf("%d %s", n, sev)
+		}
+	}
+	first := fs[0]
+	return fmt.Sprintf("%s; first: %s at %s: %s", s, first.Code, first.Path, first.Message)
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
