@@ -22,7 +22,7 @@ import (
 // The tab strip is built from tool.go's tables: the Access tab joins them here, with
 // its label and the rule that only tool.inspect shows it.
 // Access renders the Access tab.
-func (h ToolsHandler) Access(c echo.Context) error {
+func (h ToolPageHandler) Access(c echo.Context) error {
 	it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (h ToolsHandler) Access(c echo.Context) error {
 // rule. Bad input changes nothing and shows the form again with each error next to its
 // field. htmx gets the panel alone, always 200 (htmx does not swap error statuses); a
 // browser without it gets 422 with the whole page, or a redirect on success.
-func (h ToolsHandler) SetAccess(c echo.Context) error {
+func (h ToolPageHandler) SetAccess(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -110,7 +110,7 @@ func accessOutcome(it tools.Item, username string, canUse *bool) string {
 }
 
 // renderAccess renders the tool page with the Access tab.
-func (h ToolsHandler) renderAccess(c echo.Context, status int, it tools.Item, a *views.ToolAccess) error {
+func (h ToolPageHandler) renderAccess(c echo.Context, status int, it tools.Item, a *views.ToolAccess) error {
 	v, err := h.toolPage(c, it, views.ToolTabAccess)
 	if err != nil {
 		return err
@@ -122,7 +122,7 @@ func (h ToolsHandler) renderAccess(c echo.Context, status int, it tools.Item, a 
 
 // toolAccess builds the Access tab: the role table, the overrides and, for those who may
 // change them, the form with the usernames it suggests.
-func (h ToolsHandler) toolAccess(c echo.Context, it tools.Item, form views.AccessForm, errs views.FormErrors) (*views.ToolAccess, error) {
+func (h ToolPageHandler) toolAccess(c echo.Context, it tools.Item, form views.AccessForm, errs views.FormErrors) (*views.ToolAccess, error) {
 	ctx := c.Request().Context()
 	perms, err := h.Tools.Permissions(ctx, it.ID)
 	if err != nil {
@@ -154,7 +154,7 @@ func (h ToolsHandler) toolAccess(c echo.Context, it tools.Item, form views.Acces
 
 // APIPermissions lists the per-user overrides of one tool:
 // {"permissions":[{"user_id","username","can_use","role"}]}.
-func (h ToolsHandler) APIPermissions(c echo.Context) error {
+func (h ToolPageHandler) APIPermissions(c echo.Context) error {
 	it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
@@ -172,7 +172,7 @@ type permissionInput struct {
 // APISetPermission sets one user's override: {"username":"bob","can_use":true|false|null};
 // 200 with the tool's overrides as they are now, 400 naming the field at fault, 404 for
 // an unknown tool.
-func (h ToolsHandler) APISetPermission(c echo.Context) error {
+func (h ToolPageHandler) APISetPermission(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -200,7 +200,7 @@ func (h ToolsHandler) APISetPermission(c echo.Context) error {
 	return h.writePermissions(c, it.ID)
 }
 
-func (h ToolsHandler) writePermissions(c echo.Context, id string) error {
+func (h ToolPageHandler) writePermissions(c echo.Context, id string) error {
 	perms, err := h.Tools.Permissions(c.Request().Context(), id)
 	if err != nil {
 		return err

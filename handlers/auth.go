@@ -15,7 +15,10 @@ import (
 )
 
 // SessionHandler serves sign-in and sign-out.
-type SessionHandler struct{ *Deps }
+type SessionHandler struct {
+	*Shell
+	Auth *auth.Service
+}
 
 // LoginForm shows the sign-in page (or goes home when already signed in).
 func (h SessionHandler) LoginForm(c echo.Context) error {

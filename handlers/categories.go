@@ -13,7 +13,10 @@ import (
 )
 
 // CategoriesHandler serves tool categories: the page and the JSON API.
-type CategoriesHandler struct{ *Deps }
+type CategoriesHandler struct {
+	*Shell
+	Tools *tools.Service
+}
 
 // List renders the categories with a form to add one.
 func (h CategoriesHandler) List(c echo.Context) error {

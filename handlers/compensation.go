@@ -23,7 +23,7 @@ import (
 // changing it tool.configure (the API is /api/v1/tools/:id/compensation).
 
 // Compensation renders the Rollback tab.
-func (h ToolsHandler) Compensation(c echo.Context) error {
+func (h ToolPageHandler) Compensation(c echo.Context) error {
 	it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (h ToolsHandler) Compensation(c echo.Context) error {
 // SetCompensation sets, changes or (remove=true, or no undo tool and no arguments)
 // removes the compensation. Bad input changes nothing: the tab comes back (422) with
 // the input kept and each error next to its field.
-func (h ToolsHandler) SetCompensation(c echo.Context) error {
+func (h ToolPageHandler) SetCompensation(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -113,7 +113,7 @@ func parseCompensation(c echo.Context) (views.ToolCompensationForm, map[string]e
 }
 
 // renderRollback renders the tool page with the Rollback tab.
-func (h ToolsHandler) renderRollback(c echo.Context, status int, it tools.Item, r *views.ToolRollback) error {
+func (h ToolPageHandler) renderRollback(c echo.Context, status int, it tools.Item, r *views.ToolRollback) error {
 	v, err := h.toolPage(c, it, views.ToolTabRollback)
 	if err != nil {
 		return err
@@ -125,7 +125,7 @@ func (h ToolsHandler) renderRollback(c echo.Context, status int, it tools.Item, 
 
 // toolRollback builds the tab: the compensation in force and, for those who may change
 // it, the form (what was submitted, or else what is in force).
-func (h ToolsHandler) toolRollback(c echo.Context, it tools.Item, form *views.ToolCompensationForm, errs views.FormErrors) (*views.ToolRollback, error) {
+func (h ToolPageHandler) toolRollback(c echo.Context, it tools.Item, form *views.ToolCompensationForm, errs views.FormErrors) (*views.ToolRollback, error) {
 	ctx := c.Request().Context()
 	r := &views.ToolRollback{Action: views.ToolRollbackURL(it.ID), CanEdit: PrincipalOf(c).Can(auth.PermToolConfigure), Errors: errs}
 	comp, err := h.Executions.CompensationOf(ctx, it.ID)

@@ -23,7 +23,10 @@ const maxImportBytes = 1 << 20
 // ConfigHandler serves configuration as code in the browser and the API: export as
 // YAML, import (native YAML, claude_desktop_config.json, .mcp.json, VS Code mcp.json)
 // with a preview of what would change.
-type ConfigHandler struct{ *Deps }
+type ConfigHandler struct {
+	*Shell
+	Registry *registry.Service
+}
 
 // Export downloads every server registration as YAML, without secret values.
 func (h ConfigHandler) Export(c echo.Context) error {

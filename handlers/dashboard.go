@@ -12,11 +12,21 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/system"
 	"github.com/toolwarden/toolwarden/views"
 )
 
 // DashboardHandler serves the home page.
-type DashboardHandler struct{ *Deps }
+type DashboardHandler struct {
+	*Shell
+	Auth      *auth.Service
+	AuditLog  *audit.Log
+	Registry  *registry.Service
+	System    *system.Service
+	StartedAt time.Time
+	// LiveClients counts open websocket connections.
+	LiveClients func() int
+}
 
 // Show renders the dashboard.
 func (h DashboardHandler) Show(c echo.Context) error {

@@ -537,7 +537,7 @@ func progressText(ev events.Event) map[string]string {
 // converge), and the event's log line.
 func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Component, error) {
 	id := strings.TrimPrefix(ev.Topic, executions.TopicOf(""))
-	h := ExecutionsHandler{Deps: l.Deps}
+	h := ExecutionsHandler{Shell: l.Deps.Shell(), Tools: l.Tools}
 	ex, err := l.Executions.Get(ctx, id)
 	if errors.Is(err, executions.ErrNotFound) {
 		return nil, nil

@@ -13,12 +13,16 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // ExecutionsHandler serves plans, their approval, runs and rollbacks (seed 003's Safe
 // Action flow): the API here, the pages in executions.go.
-type ExecutionsHandler struct{ *Deps }
+type ExecutionsHandler struct {
+	*Shell
+	Tools *tools.Service
+}
 
 // callerOf is who asks, for the execution service.
 func callerOf(c echo.Context) executions.Caller {

@@ -161,7 +161,7 @@ func (h ExecutionsHandler) ApprovalsInbox(c echo.Context) error {
 
 // approvalsBadge is the navigation's count of executions awaiting approval (see
 // navBadges).
-func (d *Deps) approvalsBadge(ctx context.Context) (*views.NavBadge, error) {
+func (d *Shell) approvalsBadge(ctx context.Context) (*views.NavBadge, error) {
 	if d.Executions == nil {
 		return nil, nil
 	}

@@ -67,6 +67,25 @@ type Deps struct {
 	TrustedProxies []netip.Prefix
 }
 
+// Shell is what every page needs around its content: the layout with its live cursor
+// and nav badges, flash messages, error pages. Each handler embeds it beside the
+// services it uses.
+type Shell struct {
+	Logger        *slog.Logger
+	Version       string
+	SecureCookies bool
+	// Events gives the cursor a page reads before its data.
+	Events *events.Bus
+	// Executions counts the plans awaiting approval (the nav badge) and holds the
+	// settings pages read.
+	Executions *executions.Service
+}
+
+// Shell is the page frame of the handlers built from d.
+func (d *Deps) Shell() *Shell {
+	return &Shell{Logger: d.Logger, Version: d.Version, SecureCookies: d.SecureCookies, Events: d.Events, Executions: d.Executions}
+}
+
 // SessionCookie is the name of the session cookie.
 const SessionCookie = "tw_session"
 
@@ -118,7 +137,7 @@ func setFlash(c echo.Context, kind, msg string, secure bool) {
 // redirectWithOutcome sends the browser back to `to` with a flash saying what
 // happened: okMsg on success, the reason when err is the person's to fix. Any other
 // error goes to the error handler.
-func (d *Deps) redirectWithOutcome(c echo.Context, err error, okMsg func() string, to string) error {
+func (d *Shell) redirectWithOutcome(c echo.Context, err error, okMsg func() string, to string) error {
 	if err != nil {
 		msg, mine := userMessage(err)
 		if !mine {
@@ -171,16 +190,16 @@ var navAreas = []navArea{
 // whose events keep it current there.
 type navBadge struct {
 	topic string
-	count func(*Deps, context.Context) (*views.NavBadge, error) // nil badge: none to show
+	count func(*Shell, context.Context) (*views.NavBadge, error) // nil badge: none to show
 }
 
 // navBadges are the areas with a count, by href (executions_list.go).
 var navBadges = map[string]navBadge{
-	"/approvals": {topic: executions.Topic, count: (*Deps).approvalsBadge},
+	"/approvals": {topic: executions.Topic, count: (*Shell).approvalsBadge},
 }
 
 // layout builds the shared page frame for the signed-in user.
-func (d *Deps) layout(c echo.Context, title string, topics ...string) views.Layout {
+func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Layout {
 	p := PrincipalOf(c)
 	l := views.Layout{Title: title, Flash: takeFlash(c, d.SecureCookies)}
 	if p == nil {
@@ -237,7 +256,7 @@ func (d *Deps) layout(c echo.Context, title string, topics ...string) views.Layo
 }
 
 // seesNavBadge reports whether p sees a navigation area with a count.
-func (d *Deps) seesNavBadge(p *auth.Principal) bool {
+func (d *Shell) seesNavBadge(p *auth.Principal) bool {
 	for _, a := range navAreas {
 		if b, ok := navBadges[a.href]; ok && p.Can(a.perm) && p.Can(TopicPermission(b.topic)) {
 			return true
@@ -292,7 +311,7 @@ func trustCheck(c echo.Context, changes bool) error {
 }
 
 // RenderError renders the error page, inside the shell when someone is signed in.
-func (d *Deps) RenderError(c echo.Context, status int, title, message string) error {
+func (d *Shell) RenderError(c echo.Context, status int, title, message string) error {
 	l := d.layout(c, title)
 	return render(c, status, views.Error(views.ErrorPage{Layout: l, Status: status, Title: title, Message: message, RequestID: RequestID(c)}))
 }

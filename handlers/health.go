@@ -2,14 +2,19 @@ package handlers
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/toolwarden/toolwarden/services/system"
 )
 
 // HealthHandler serves the liveness and readiness probes.
-type HealthHandler struct{ *Deps }
+type HealthHandler struct {
+	Logger *slog.Logger
+	System *system.Service
+}
 
 // Healthz answers while the process is up.
 func (h HealthHandler) Healthz(c echo.Context) error {

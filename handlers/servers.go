@@ -22,7 +22,11 @@ import (
 )
 
 // ServersHandler serves MCP server management: pages and the JSON API.
-type ServersHandler struct{ *Deps }
+type ServersHandler struct {
+	*Shell
+	Registry *registry.Service
+	MCP      *mcpclient.Manager
+}
 
 const serversPerPage = 24
 

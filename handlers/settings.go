@@ -16,7 +16,9 @@ import (
 )
 
 // SettingsHandler serves the run-time settings pages (settings.manage).
-type SettingsHandler struct{ *Deps }
+type SettingsHandler struct {
+	*Shell
+}
 
 // ttlUnits are the units the approval expiry is given in, largest last.
 var ttlUnits = []struct {

@@ -36,7 +36,23 @@ const testWait = 1500 * time.Millisecond
 func testURL(id string) string { return "/tools/" + id + "/test" }
 
 // TestPage renders the test panel (/tools/:id/test); ?case= loads a saved case.
-func (h ToolsHandler) TestPage(c echo.Context) error {
+// TestPanelHandler serves a tool's test panel: the form, runs in the background with
+// live progress, saved test cases, and asking for approval.
+type TestPanelHandler struct {
+	*Shell
+	page   ToolPageHandler // the tool page around the panel
+	Tools  *tools.Service
+	Router *router.Router
+	Runs   *router.Runs
+	Decide *decide.Service
+}
+
+// NewTestPanel is the test panel inside the tool page.
+func NewTestPanel(page ToolPageHandler, r *router.Router, runs *router.Runs, dec *decide.Service) TestPanelHandler {
+	return TestPanelHandler{Shell: page.Shell, page: page, Tools: page.Tools, Router: r, Runs: runs, Decide: dec}
+}
+
+func (h TestPanelHandler) TestPage(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -58,14 +74,14 @@ func (h ToolsHandler) TestPage(c echo.Context) error {
 }
 
 // renderTest answers htmx with the workspace alone and a browser with the whole page.
-func (h ToolsHandler) renderTest(c echo.Context, it tools.Item, tv views.ToolTest, page bool) error {
+func (h TestPanelHandler) renderTest(c echo.Context, it tools.Item, tv views.ToolTest, page bool) error {
 	if !page && c.Request().Header.Get("HX-Request") == "true" {
 		return render(c, http.StatusOK, views.TestWorkspace(toolCard(it), tv))
 	}
 	if err := h.fillCases(c.Request().Context(), it, &tv); err != nil {
 		return err
 	}
-	v, err := h.toolPage(c, it, views.ToolTabTest)
+	v, err := h.page.toolPage(c, it, views.ToolTabTest)
 	if err != nil {
 		return err
 	}
@@ -74,7 +90,7 @@ func (h ToolsHandler) renderTest(c echo.Context, it tools.Item, tv views.ToolTes
 }
 
 // testView builds the workspace for arguments args shown in mode.
-func (h ToolsHandler) testView(c echo.Context, it tools.Item, mode string, args json.RawMessage, errs *verr.Error) views.ToolTest {
+func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, args json.RawMessage, errs *verr.Error) views.ToolTest {
 	p := PrincipalOf(c)
 	r := it.Risk()
 	tv := views.ToolTest{Action: testURL(it.ID), Mode: mode, Errors: errs, Risk: string(r.Level), RiskWhy: r.Why,
@@ -101,7 +117,7 @@ func (h ToolsHandler) testView(c echo.Context, it tools.Item, mode string, args 
 // mayConfirm asks package decide whether the caller may confirm their own run of a
 // risky tool, as the router will; when another person must approve it, the workspace
 // offers to ask for that approval instead of a Run that would be refused.
-func (h ToolsHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level, tv *views.ToolTest) {
+func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level, tv *views.ToolTest) {
 	p := PrincipalOf(c)
 	_, err := h.Decide.Check(c.Request().Context(), decide.Decision{Actor: ActorOf(c), Role: p.User.Role,
 		Requester: p.User.ID, Level: level, Verb: "run a " + string(level) + "-risk tool",
@@ -134,7 +150,7 @@ func canRun(p *auth.Principal, it tools.Item) (bool, string) {
 	return false, fmt.Sprintf("A tool that is %s cannot be run.", it.Status)
 }
 
-func (h ToolsHandler) fillCases(ctx context.Context, it tools.Item, tv *views.ToolTest) error {
+func (h TestPanelHandler) fillCases(ctx context.Context, it tools.Item, tv *views.ToolTest) error {
 	cs, err := h.Tools.TestCases(ctx, it.ID)
 	if err != nil {
 		return err
@@ -176,7 +192,7 @@ func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.
 // TestPost handles the workspace's buttons: run, save as a case, switch between the
 // form and JSON, add or remove array items. Input is never lost: every answer renders
 // the arguments as they were sent.
-func (h ToolsHandler) TestPost(c echo.Context) error {
+func (h TestPanelHandler) TestPost(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -284,7 +300,7 @@ func testCall(c echo.Context, it tools.Item, args json.RawMessage, f url.Values)
 // startRun starts the call on its own topic and waits a moment for it; a refusal of the
 // arguments comes back as field errors for the form or the JSON editor, which show each
 // one where it belongs, so the result panel does not repeat them.
-func (h ToolsHandler) startRun(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) (*views.TestResult, *verr.Error, error) {
+func (h TestPanelHandler) startRun(c echo.Context, it tools.Item, args json.RawMessage, f url.Values) (*views.TestResult, *verr.Error, error) {
 	// Taken before the run starts, every event of the run comes after it: a page that
 	// subscribes late is replayed all of them.
 	since, err := h.Events.LatestID(c.Request().Context())
@@ -392,14 +408,14 @@ func outputView(c router.Content) views.TestOutput {
 
 // ownRun is the caller's run named in the path, or false when it is not kept (it ended
 // long ago, the server restarted) or not theirs.
-func (h ToolsHandler) ownRun(c echo.Context) (*router.Run, bool) {
+func (h TestPanelHandler) ownRun(c echo.Context) (*router.Run, bool) {
 	run, ok := h.Runs.Get(c.Param("call"), router.OwnerOf(router.Call{Actor: ActorOf(c)}))
 	return run, ok && run.ToolID == c.Param("id")
 }
 
 // renderPoll answers the running panel (its fallback poll, its Cancel) with res; once the run
 // has ended, the Run button that was disabled while it ran comes back with it.
-func (h ToolsHandler) renderPoll(c echo.Context, res views.TestResult) error {
+func (h TestPanelHandler) renderPoll(c echo.Context, res views.TestResult) error {
 	var run views.TestRunButton
 	if !res.Running {
 		it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
@@ -413,7 +429,7 @@ func (h ToolsHandler) renderPoll(c echo.Context, res views.TestResult) error {
 
 // runGone answers for a run that is not kept: the panel shows it as ended (htmx swaps
 // no error answer, so it would poll no more and keep Run disabled); others get a 404.
-func (h ToolsHandler) runGone(c echo.Context) error {
+func (h TestPanelHandler) runGone(c echo.Context) error {
 	const msg = "This run is over and no longer kept; run the tool again."
 	if c.Request().Header.Get("HX-Request") != "true" {
 		return echo.NewHTTPError(http.StatusNotFound, msg)
@@ -425,7 +441,7 @@ func (h ToolsHandler) runGone(c echo.Context) error {
 // result once it ended. The panel follows its run over the websocket; app.js asks here
 // only as a fallback, while the page's socket is not connected (or once after it
 // reconnected, in case the server forgot the run meanwhile).
-func (h ToolsHandler) TestRun(c echo.Context) error {
+func (h TestPanelHandler) TestRun(c echo.Context) error {
 	run, ok := h.ownRun(c)
 	if !ok {
 		return h.runGone(c)
@@ -435,7 +451,7 @@ func (h ToolsHandler) TestRun(c echo.Context) error {
 }
 
 // renderRun answers the running panel with its run as it is now.
-func (h ToolsHandler) renderRun(c echo.Context, run *router.Run) error {
+func (h TestPanelHandler) renderRun(c echo.Context, run *router.Run) error {
 	since, err := h.Events.LatestID(c.Request().Context())
 	if err != nil {
 		return err
@@ -444,7 +460,7 @@ func (h ToolsHandler) renderRun(c echo.Context, run *router.Run) error {
 }
 
 // TestCancel cancels a run (the server is told) and shows how it ended.
-func (h ToolsHandler) TestCancel(c echo.Context) error {
+func (h TestPanelHandler) TestCancel(c echo.Context) error {
 	run, ok := h.ownRun(c)
 	if !ok {
 		return h.runGone(c)
@@ -455,17 +471,17 @@ func (h ToolsHandler) TestCancel(c echo.Context) error {
 }
 
 // TestCaseRun runs one saved case and records its outcome.
-func (h ToolsHandler) TestCaseRun(c echo.Context) error {
+func (h TestPanelHandler) TestCaseRun(c echo.Context) error {
 	return h.runCases(c, c.Param("case"))
 }
 
 // TestCasesRun runs every saved case in order; run by someone who may enable tools on a
 // tool not yet enabled, it verifies the tool (testing → verified | failed).
-func (h ToolsHandler) TestCasesRun(c echo.Context) error {
+func (h TestPanelHandler) TestCasesRun(c echo.Context) error {
 	return h.runCases(c, "")
 }
 
-func (h ToolsHandler) runCases(c echo.Context, only string) error {
+func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -507,7 +523,7 @@ func (h ToolsHandler) runCases(c echo.Context, only string) error {
 }
 
 // TestCaseDelete removes a saved case.
-func (h ToolsHandler) TestCaseDelete(c echo.Context) error {
+func (h TestPanelHandler) TestCaseDelete(c echo.Context) error {
 	err := h.Tools.DeleteTestCase(c.Request().Context(), ActorOf(c), c.Param("id"), c.Param("case"))
 	return h.redirectWithOutcome(c, err, func() string { return "Deleted the test case." }, testURL(c.Param("id"))+"#test-cases")
 }

@@ -13,7 +13,10 @@ import (
 )
 
 // TokensHandler serves each user's own API tokens (pages and API).
-type TokensHandler struct{ *Deps }
+type TokensHandler struct {
+	*Shell
+	Auth *auth.Service
+}
 
 func (h TokensHandler) page(c echo.Context, status int, form views.NewTokenForm, revealed *views.Secret) error {
 	toks, err := h.Auth.ListTokens(c.Request().Context(), PrincipalOf(c).User.ID)

@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 	"github.com/toolwarden/toolwarden/web/httperr"
@@ -67,7 +68,17 @@ func toolTabURL(id, tab string, extra url.Values) string {
 
 // Show renders the tool page with the tab the query asks for; only that tab's data is
 // read.
-func (h ToolsHandler) Show(c echo.Context) error {
+// ToolPageHandler serves the tool page: its tabs (overview, schema, configuration,
+// access, compensation, usage, logs, history) and their forms.
+type ToolPageHandler struct {
+	*Shell
+	Auth     *auth.Service
+	Tools    *tools.Service
+	Registry *registry.Service
+	Usage    *usage.Service
+}
+
+func (h ToolPageHandler) Show(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -114,7 +125,7 @@ var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTa
 var errInspectDenied = fault.Forbidden("Your role may not see how tools are configured or who changed them (the tool.inspect permission).")
 
 // toolPage is the frame of the page: layout (following the tools topic), head, tabs.
-func (h ToolsHandler) toolPage(c echo.Context, it tools.Item, tab string) (views.ToolPage, error) {
+func (h ToolPageHandler) toolPage(c echo.Context, it tools.Item, tab string) (views.ToolPage, error) {
 	last, err := h.Events.LatestID(c.Request().Context())
 	if err != nil {
 		return views.ToolPage{}, err
@@ -149,7 +160,7 @@ var toolHints = []struct{ key, label, yes, no, unset string }{
 	{"openWorldHint", "Open world", "Yes: it reaches outside systems", "No: it works in a closed domain", "Not stated (MCP assumes it reaches outside systems)"},
 }
 
-func (h ToolsHandler) toolOverview(ctx context.Context, it tools.Item) (*views.ToolOverview, error) {
+func (h ToolPageHandler) toolOverview(ctx context.Context, it tools.Item) (*views.ToolOverview, error) {
 	o := &views.ToolOverview{Description: it.Description, DefinitionHash: it.DefinitionHash, ConfigVersion: it.ConfigVersion,
 		LastUsed: it.LastUsed, UpdatedAt: it.UpdatedAt, Timeout: "The server's timeout"}
 	if it.TimeoutMS != nil {
@@ -198,7 +209,7 @@ func (h ToolsHandler) toolOverview(ctx context.Context, it tools.Item) (*views.T
 
 // Schema.
 
-func (h ToolsHandler) toolSchema(ctx context.Context, it tools.Item, from, to string) (*views.ToolSchema, error) {
+func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to string) (*views.ToolSchema, error) {
 	def := schema.Tool{Name: it.Name, Title: it.Title, Description: it.Description, InputSchema: it.InputSchema,
 		OutputSchema: it.OutputSchema, Annotations: it.Annotations}
 	s := &views.ToolSchema{Params: schemaParamRows(schema.Parameters(it.InputSchema), 0), InputJSON: indentJSON(it.InputSchema),
@@ -393,7 +404,7 @@ type configForm struct {
 
 // toolConfig builds the Configuration tab: from the stored settings, or from a
 // submitted form that came back with errors.
-func (h ToolsHandler) toolConfig(c echo.Context, it tools.Item, form *configForm, errs views.FormErrors) (*views.ToolConfig, error) {
+func (h ToolPageHandler) toolConfig(c echo.Context, it tools.Item, form *configForm, errs views.FormErrors) (*views.ToolConfig, error) {
 	ctx := c.Request().Context()
 	cfg, err := h.Tools.Configuration(ctx, it.ID)
 	if err != nil {
@@ -525,7 +536,7 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 
 // Configure saves the configuration form. Bad input changes nothing and shows the tab
 // again (422) with each error next to its field.
-func (h ToolsHandler) Configure(c echo.Context) error {
+func (h ToolPageHandler) Configure(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -571,7 +582,7 @@ func (h ToolsHandler) Configure(c echo.Context) error {
 }
 
 // Reset returns the tool to its defaults (a new configuration version records it).
-func (h ToolsHandler) Reset(c echo.Context) error {
+func (h ToolPageHandler) Reset(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -587,7 +598,7 @@ func (h ToolsHandler) Reset(c echo.Context) error {
 }
 
 // Validate validates the tool's current definition again and says what it found.
-func (h ToolsHandler) Validate(c echo.Context) error {
+func (h ToolPageHandler) Validate(c echo.Context) error {
 	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
@@ -616,7 +627,7 @@ var usageRanges = []struct {
 	{"30d", "Last 30 days", "day", 30 * 24 * time.Hour, 30},
 }
 
-func (h ToolsHandler) toolUsage(ctx context.Context, it tools.Item, rng string) (*views.ToolUsage, error) {
+func (h ToolPageHandler) toolUsage(ctx context.Context, it tools.Item, rng string) (*views.ToolUsage, error) {
 	r := usageRanges[0]
 	for _, x := range usageRanges {
 		if x.key == rng {
@@ -700,7 +711,7 @@ func msPtr(v *float64) string {
 
 const toolLogsPerPage = 50
 
-func (h ToolsHandler) toolLogs(ctx context.Context, it tools.Item, before string) (*views.ToolLogs, error) {
+func (h ToolPageHandler) toolLogs(ctx context.Context, it tools.Item, before string) (*views.ToolLogs, error) {
 	var beforeID int64
 	if before != "" {
 		n, err := strconv.ParseInt(before, 10, 64)
@@ -730,7 +741,7 @@ func (h ToolsHandler) toolLogs(ctx context.Context, it tools.Item, before string
 
 // History.
 
-func (h ToolsHandler) toolHistory(ctx context.Context, it tools.Item) (*views.ToolHistory, error) {
+func (h ToolPageHandler) toolHistory(ctx context.Context, it tools.Item) (*views.ToolHistory, error) {
 	rows, err := h.Registry.ToolHistory(ctx, it.ID)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -20,7 +21,11 @@ import (
 )
 
 // ToolsHandler serves tool management: the list, the detail page, actions and the JSON API.
-type ToolsHandler struct{ *Deps }
+type ToolsHandler struct {
+	*Shell
+	Tools  *tools.Service
+	Router *router.Router
+}
 
 // toolsPerPage is the page size of the list: the page renders this many cards at most.
 const toolsPerPage = 48

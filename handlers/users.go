@@ -10,7 +10,10 @@ import (
 )
 
 // UsersHandler serves user management (pages and API), for administrators.
-type UsersHandler struct{ *Deps }
+type UsersHandler struct {
+	*Shell
+	Auth *auth.Service
+}
 
 func (h UsersHandler) page(c echo.Context, status int, form views.NewUserForm, revealed *views.Secret) error {
 	users, err := h.Auth.ListUsers(c.Request().Context())

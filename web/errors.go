@@ -104,7 +104,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if title == "" {
 		title = "Something went wrong"
 	}
-	if rerr := s.deps.RenderError(c, status, title, msg); rerr != nil {
+	if rerr := s.shell.RenderError(c, status, title, msg); rerr != nil {
 		s.log.Error("render error page", "err", rerr)
 	}
 }

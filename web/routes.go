@@ -20,17 +20,21 @@ type Route struct {
 // routes is the one route table (DESIGN §2, §8).
 func (s *Server) routes() []Route {
 	d := s.deps
-	session := handlers.SessionHandler{Deps: d}
-	dash := handlers.DashboardHandler{Deps: d}
-	users := handlers.UsersHandler{Deps: d}
-	tokens := handlers.TokensHandler{Deps: d}
-	health := handlers.HealthHandler{Deps: d}
-	servers := handlers.ServersHandler{Deps: d}
-	config := handlers.ConfigHandler{Deps: d}
-	tools := handlers.ToolsHandler{Deps: d}
-	categories := handlers.CategoriesHandler{Deps: d}
-	execs := handlers.ExecutionsHandler{Deps: d}
-	settings := handlers.SettingsHandler{Deps: d}
+	shell := s.shell
+	session := handlers.SessionHandler{Shell: shell, Auth: d.Auth}
+	dash := handlers.DashboardHandler{Shell: shell, Auth: d.Auth, AuditLog: d.AuditLog, Registry: d.Registry, System: d.System,
+		StartedAt: d.StartedAt, LiveClients: d.LiveClients}
+	users := handlers.UsersHandler{Shell: shell, Auth: d.Auth}
+	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth}
+	health := handlers.HealthHandler{Logger: d.Logger, System: d.System}
+	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP}
+	config := handlers.ConfigHandler{Shell: shell, Registry: d.Registry}
+	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}
+	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage}
+	panel := handlers.NewTestPanel(tool, d.Router, d.Runs, d.Decide)
+	categories := handlers.CategoriesHandler{Shell: shell, Tools: d.Tools}
+	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools}
+	settings := handlers.SettingsHandler{Shell: shell}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -80,25 +84,25 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/tools/:id/enable", auth.PermToolEnable, tools.SetEnabled(true)},
 		{http.MethodPost, "/tools/:id/disable", auth.PermToolEnable, tools.SetEnabled(false)},
 		// Tool detail pages.
-		{http.MethodGet, "/tools/:id", auth.PermToolView, tools.Show},
-		{http.MethodPost, "/tools/:id/configure", auth.PermToolConfigure, tools.Configure},
-		{http.MethodPost, "/tools/:id/reset", auth.PermToolConfigure, tools.Reset},
-		{http.MethodPost, "/tools/:id/validate", auth.PermToolConfigure, tools.Validate},
+		{http.MethodGet, "/tools/:id", auth.PermToolView, tool.Show},
+		{http.MethodPost, "/tools/:id/configure", auth.PermToolConfigure, tool.Configure},
+		{http.MethodPost, "/tools/:id/reset", auth.PermToolConfigure, tool.Reset},
+		{http.MethodPost, "/tools/:id/validate", auth.PermToolConfigure, tool.Validate},
 		// Who may call the tool: reading the per-user rules is tool.inspect; changing one
 		// changes what that user may do, as a role change does: users.manage.
-		{http.MethodGet, "/tools/:id/access", auth.PermToolInspect, tools.Access},
-		{http.MethodPost, "/tools/:id/access", auth.PermUsers, tools.SetAccess},
+		{http.MethodGet, "/tools/:id/access", auth.PermToolInspect, tool.Access},
+		{http.MethodPost, "/tools/:id/access", auth.PermUsers, tool.SetAccess},
 		// How a completed step of the tool is undone when an execution fails.
-		{http.MethodGet, "/tools/:id/rollback", auth.PermToolInspect, tools.Compensation},
-		{http.MethodPost, "/tools/:id/rollback", auth.PermToolConfigure, tools.SetCompensation},
+		{http.MethodGet, "/tools/:id/rollback", auth.PermToolInspect, tool.Compensation},
+		{http.MethodPost, "/tools/:id/rollback", auth.PermToolConfigure, tool.SetCompensation},
 		// The test panel; the router decides who may run what.
-		{http.MethodGet, "/tools/:id/test", auth.PermToolView, tools.TestPage},
-		{http.MethodPost, "/tools/:id/test", auth.PermToolView, tools.TestPost},
-		{http.MethodGet, "/tools/:id/test/runs/:call", auth.PermToolView, tools.TestRun},
-		{http.MethodPost, "/tools/:id/test/runs/:call/cancel", auth.PermToolView, tools.TestCancel},
-		{http.MethodPost, "/tools/:id/test/cases/run", auth.PermToolView, tools.TestCasesRun},
-		{http.MethodPost, "/tools/:id/test/cases/:case/run", auth.PermToolView, tools.TestCaseRun},
-		{http.MethodPost, "/tools/:id/test/cases/:case/delete", auth.PermToolConfigure, tools.TestCaseDelete},
+		{http.MethodGet, "/tools/:id/test", auth.PermToolView, panel.TestPage},
+		{http.MethodPost, "/tools/:id/test", auth.PermToolView, panel.TestPost},
+		{http.MethodGet, "/tools/:id/test/runs/:call", auth.PermToolView, panel.TestRun},
+		{http.MethodPost, "/tools/:id/test/runs/:call/cancel", auth.PermToolView, panel.TestCancel},
+		{http.MethodPost, "/tools/:id/test/cases/run", auth.PermToolView, panel.TestCasesRun},
+		{http.MethodPost, "/tools/:id/test/cases/:case/run", auth.PermToolView, panel.TestCaseRun},
+		{http.MethodPost, "/tools/:id/test/cases/:case/delete", auth.PermToolConfigure, panel.TestCaseDelete},
 
 		// Execution pages (handlers/executions.go).
 		{http.MethodGet, "/executions", auth.PermExecutionView, execs.History},
@@ -155,8 +159,8 @@ func (s *Server) routes() []Route {
 		{http.MethodPatch, "/api/v1/tools/:id", auth.PermToolConfigure, tools.APIUpdate},
 		{http.MethodPost, "/api/v1/tools/:id/enable", auth.PermToolEnable, tools.APISetEnabled(true)},
 		{http.MethodPost, "/api/v1/tools/:id/disable", auth.PermToolEnable, tools.APISetEnabled(false)},
-		{http.MethodGet, "/api/v1/tools/:id/permissions", auth.PermToolInspect, tools.APIPermissions},
-		{http.MethodPut, "/api/v1/tools/:id/permissions", auth.PermUsers, tools.APISetPermission},
+		{http.MethodGet, "/api/v1/tools/:id/permissions", auth.PermToolInspect, tool.APIPermissions},
+		{http.MethodPut, "/api/v1/tools/:id/permissions", auth.PermUsers, tool.APISetPermission},
 		{http.MethodGet, "/api/v1/tools/:id/compensation", auth.PermToolInspect, execs.APICompensation},
 		{http.MethodPut, "/api/v1/tools/:id/compensation", auth.PermToolConfigure, execs.APISetCompensation},
 

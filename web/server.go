@@ -23,6 +23,7 @@ import (
 type Server struct {
 	e       *echo.Echo
 	deps    *handlers.Deps
+	shell   *handlers.Shell
 	log     *slog.Logger
 	hub     *hub
 	metrics *metrics
@@ -35,7 +36,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{e: echo.New(), deps: deps, log: log}
+	s := &Server{e: echo.New(), deps: deps, shell: deps.Shell(), log: log}
 	s.hub = newHub(deps, bus, log)
 	if deps.LiveClients == nil {
 		deps.LiveClients = s.hub.count
