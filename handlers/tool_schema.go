@@ -1,0 +1,199 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// toolSchema builds the Schema tab: parameters, the JSON schemas, the generated docs
+// and the definition's versions to compare.
+func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to string) (*views.ToolSchema, error) {
+	def := schema.Tool{Name: it.Name, Title: it.Title, Description: it.Description, InputSchema: it.InputSchema,
+		OutputSchema: it.OutputSchema, Annotations: it.Annotations}
+	s := &views.ToolSchema{Params: schemaParamRows(schema.Parameters(it.InputSchema), 0), InputJSON: indentJSON(it.InputSchema),
+		Markdown: schema.Markdown(def, it.QualifiedName())}
+	if len(bytes.TrimSpace(it.OutputSchema)) > 0 && string(bytes.TrimSpace(it.OutputSchema)) != "null" {
+		s.OutputJSON = indentJSON(it.OutputSchema)
+	}
+	s.Example = exampleCall(it.QualifiedName(), schema.ExampleArguments(it.InputSchema))
+	versions, err := h.Registry.ToolVersions(ctx, it.ID)
+	if err != nil {
+		return nil, err
+	}
+	byHash := map[string]registry.ToolVersion{}
+	label := func(v registry.ToolVersion) string {
+		l := fmt.Sprintf("v%d.%d", v.VersionMajor, v.VersionMinor)
+		if v.DefinitionHash == it.DefinitionHash {
+			l += " (current)"
+		}
+		return l
+	}
+	for _, v := range versions {
+		if _, dup := byHash[v.DefinitionHash]; dup {
+			continue // a definition seen again later: its newest version stands for it
+		}
+		byHash[v.DefinitionHash] = v
+		row := views.ToolVersionRow{Version: fmt.Sprintf("%d.%d", v.VersionMajor, v.VersionMinor), Hash: v.DefinitionHash,
+			Current: v.DefinitionHash == it.DefinitionHash, Breaking: v.Breaking, At: v.CreatedAt}
+		for _, ch := range v.Changes {
+			row.Changes = append(row.Changes, views.ToolChangeRow{Message: ch.Message, Breaking: ch.Breaking})
+		}
+		if !row.Current {
+			row.CompareURL = toolTabURL(it.ID, views.ToolTabSchema, url.Values{"from": {v.DefinitionHash}, "to": {it.DefinitionHash}}) + "#compare-h"
+		}
+		s.Versions = append(s.Versions, row)
+		s.VersionOpts = append(s.VersionOpts, views.Option{Value: v.DefinitionHash, Label: label(v)})
+	}
+	if len(s.VersionOpts) < 2 {
+		return s, nil
+	}
+	// Without a choice, compare the previous version with the current one.
+	if from == "" && to == "" {
+		to = it.DefinitionHash
+		if _, ok := byHash[to]; !ok {
+			to = s.VersionOpts[0].Value
+		}
+		for _, o := range s.VersionOpts {
+			if o.Value != to {
+				from = o.Value
+				break
+			}
+		}
+	} else {
+		s.CompareSelected = true
+	}
+	s.From, s.To = from, to
+	a, okA := byHash[from]
+	b, okB := byHash[to]
+	if !okA || !okB {
+		s.DiffError = "Choose two versions of this tool's definition to compare."
+		return s, nil
+	}
+	s.FromLabel, s.ToLabel = label(a), label(b)
+	s.Diff, s.DiffTruncated = views.FoldDiff(views.DiffLines(strings.Split(indentJSON(a.Definition), "\n"),
+		strings.Split(indentJSON(b.Definition), "\n")), 3)
+	for _, l := range s.Diff {
+		switch l.Op {
+		case views.ToolDiffAdded:
+			s.LinesAdded++
+		case views.ToolDiffRemoved:
+			s.LinesRemoved++
+		}
+	}
+	return s, nil
+}
+
+// schemaParamRows flattens parameters and their nested children, depth first.
+func schemaParamRows(ps []schema.Param, depth int) []views.ToolParamRow {
+	var out []views.ToolParamRow
+	for _, p := range ps {
+		out = append(out, views.ToolParamRow{Name: p.Name, Arg: p.Arg, Type: p.Type, Required: p.Required, Deprecated: p.Deprecated,
+			Description: p.Description, Constraints: paramConstraintList(p), Depth: depth})
+		out = append(out, schemaParamRows(p.Children, depth+1)...)
+	}
+	return out
+}
+
+// paramConstraintList says in words what values a parameter accepts.
+func paramConstraintList(p schema.Param) []string {
+	var out []string
+	if len(p.Enum) == 1 {
+		out = append(out, "always "+jsonText(p.Enum[0]))
+	} else if len(p.Enum) > 1 {
+		vals := make([]string, len(p.Enum))
+		for i, e := range p.Enum {
+			vals[i] = jsonText(e)
+		}
+		out = append(out, "one of "+strings.Join(vals, ", "))
+	}
+	if p.Default != nil {
+		out = append(out, "default "+jsonText(p.Default))
+	}
+	if p.Format != "" {
+		out = append(out, "format "+p.Format)
+	}
+	if p.Pattern != "" {
+		out = append(out, "matches "+p.Pattern)
+	}
+	bound := func(v *float64, excl bool, incl, strict string) {
+		if v == nil {
+			return
+		}
+		op := incl
+		if excl {
+			op = strict
+		}
+		out = append(out, op+" "+strconv.FormatFloat(*v, 'g', -1, 64))
+	}
+	bound(p.Min, p.ExclusiveMin, "≥", ">")
+	bound(p.Max, p.ExclusiveMax, "≤", "<")
+	count := func(lo, hi *int, noun string) {
+		switch {
+		case lo != nil && hi != nil:
+			out = append(out, fmt.Sprintf("%d to %d %s", *lo, *hi, noun))
+		case lo != nil:
+			out = append(out, fmt.Sprintf("at least %d %s", *lo, noun))
+		case hi != nil:
+			out = append(out, fmt.Sprintf("at most %d %s", *hi, noun))
+		}
+	}
+	count(p.MinLength, p.MaxLength, "characters")
+	count(p.MinItems, p.MaxItems, "items")
+	return out
+}
+
+// jsonText shows a JSON value compactly.
+func jsonText(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSpace(buf.String())
+}
+
+// indentJSON pretty-prints JSON with sorted keys and exact numbers, so two versions of
+// a definition diff line by line; what is not JSON is returned as it is.
+func indentJSON(raw json.RawMessage) string {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return ""
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimRight(buf.String(), "\n")
+}
+
+// exampleCall is the body of POST /api/v1/tools/call for the example arguments.
+func exampleCall(tool string, args map[string]any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(struct {
+		Tool      string         `json:"tool"`
+		Arguments map[string]any `json:"arguments"`
+	}{tool, args})
+	return strings.TrimRight(buf.String(), "\n")
+}
