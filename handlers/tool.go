@@ -27,7 +27,7 @@ import (
 var toolTabLabels = map[string]string{
 	views.ToolTabOverview: "Overview", views.ToolTabSchema: "Schema", views.ToolTabConfiguration: "Configuration",
 	views.ToolTabUsage: "Usage", views.ToolTabLogs: "Logs", views.ToolTabHistory: "History", views.ToolTabAccess: "Access",
-	views.ToolTabRollback: "Rollback",
+	views.ToolTabCompensation: "Compensation",
 }
 
 // toolTabOf is the tab a query names; unknown or empty is the overview.
@@ -43,8 +43,8 @@ func toolTabURL(id, tab string, extra url.Values) string {
 	switch tab {
 	case views.ToolTabAccess:
 		return views.ToolAccessURL(id) // a page of its own
-	case views.ToolTabRollback:
-		return views.ToolRollbackURL(id) // a page of its own (compensation.go)
+	case views.ToolTabCompensation:
+		return views.ToolCompensationURL(id) // a page of its own (compensation.go)
 	}
 	q := url.Values{}
 	for k, v := range extra {
@@ -113,7 +113,7 @@ var errLogsDenied = fault.Forbidden("Your role may not see the calls made to too
 
 // inspectTabs show who configured the tool and why: tool.inspect only.
 var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true, views.ToolTabAccess: true,
-	views.ToolTabRollback: true}
+	views.ToolTabCompensation: true}
 
 var errInspectDenied = fault.Forbidden("Your role may not see how tools are configured or who changed them (the tool.inspect permission).")
 

@@ -17,22 +17,22 @@ import (
 	"github.com/toolwarden/toolwarden/views"
 )
 
-// The Rollback tab of the tool page (/tools/:id/rollback): the compensation that undoes
+// The Compensation tab of the tool page (/tools/:id/compensation): the compensation that undoes
 // a completed step of the tool when an execution fails and its plan brings no undo
 // step of its own ("undo X with Y, mapping arguments"). Reading it needs tool.inspect,
 // changing it tool.configure (the API is /api/v1/tools/:id/compensation).
 
-// Compensation renders the Rollback tab.
+// Compensation renders the Compensation tab.
 func (h ToolPageHandler) Compensation(c echo.Context) error {
 	it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	r, err := h.toolRollback(c, it, nil, nil)
+	r, err := h.toolCompensation(c, it, nil, nil)
 	if err != nil {
 		return err
 	}
-	return h.renderRollback(c, http.StatusOK, it, r)
+	return h.renderCompensation(c, http.StatusOK, it, r)
 }
 
 // SetCompensation sets, changes or (remove=true, or no undo tool and no arguments)
@@ -56,18 +56,18 @@ func (h ToolPageHandler) SetCompensation(c echo.Context) error {
 		if !ok {
 			return err
 		}
-		r, rerr := h.toolRollback(c, it, &form, fe)
+		r, rerr := h.toolCompensation(c, it, &form, fe)
 		if rerr != nil {
 			return rerr
 		}
-		return h.renderRollback(c, http.StatusUnprocessableEntity, it, r)
+		return h.renderCompensation(c, http.StatusUnprocessableEntity, it, r)
 	}
 	msg := "A failed step of " + it.QualifiedName() + " is now undone with " + form.UndoTool + "."
 	if form.UndoTool == "" {
 		msg = "The compensation of " + it.QualifiedName() + " was removed: only undo steps of plans undo it now."
 	}
 	setFlash(c, "success", msg, h.SecureCookies)
-	return c.Redirect(http.StatusSeeOther, views.ToolRollbackURL(it.ID))
+	return c.Redirect(http.StatusSeeOther, views.ToolCompensationURL(it.ID))
 }
 
 // parseCompensation reads the form: the undo tool and one row per argument (name, from,
@@ -112,22 +112,22 @@ func parseCompensation(c echo.Context) (views.ToolCompensationForm, map[string]e
 	return form, m, e.Err()
 }
 
-// renderRollback renders the tool page with the Rollback tab.
-func (h ToolPageHandler) renderRollback(c echo.Context, status int, it tools.Item, r *views.ToolRollback) error {
-	v, err := h.toolPage(c, it, views.ToolTabRollback)
+// renderCompensation renders the tool page with the Compensation tab.
+func (h ToolPageHandler) renderCompensation(c echo.Context, status int, it tools.Item, r *views.ToolCompensationTab) error {
+	v, err := h.toolPage(c, it, views.ToolTabCompensation)
 	if err != nil {
 		return err
 	}
-	v.Back = views.ToolRollbackURL(it.ID) // the head's actions come back here
-	v.Rollback = r
+	v.Back = views.ToolCompensationURL(it.ID) // the head's actions come back here
+	v.Compensation = r
 	return render(c, status, views.Tool(v))
 }
 
-// toolRollback builds the tab: the compensation in force and, for those who may change
+// toolCompensation builds the tab: the compensation in force and, for those who may change
 // it, the form (what was submitted, or else what is in force).
-func (h ToolPageHandler) toolRollback(c echo.Context, it tools.Item, form *views.ToolCompensationForm, errs views.FormErrors) (*views.ToolRollback, error) {
+func (h ToolPageHandler) toolCompensation(c echo.Context, it tools.Item, form *views.ToolCompensationForm, errs views.FormErrors) (*views.ToolCompensationTab, error) {
 	ctx := c.Request().Context()
-	r := &views.ToolRollback{Action: views.ToolRollbackURL(it.ID), CanEdit: PrincipalOf(c).Can(auth.PermToolConfigure), Errors: errs}
+	r := &views.ToolCompensationTab{Action: views.ToolCompensationURL(it.ID), CanEdit: PrincipalOf(c).Can(auth.PermToolConfigure), Errors: errs}
 	comp, err := h.Executions.CompensationOf(ctx, it.ID)
 	if err != nil {
 		return nil, err

@@ -10,8 +10,8 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import "strings"
 
-// toolRollback is the Rollback tab of the tool page.
-func toolRollback(t ToolCard, r ToolRollback) templ.Component {
+// toolCompensation is the Compensation tab of the tool page.
+func toolCompensation(t ToolCard, r ToolCompensationTab) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -300,7 +300,7 @@ func compensationShown(c ToolCompensation) templ.Component {
 }
 
 // compensationForm sets, changes or removes the compensation.
-func compensationForm(r ToolRollback) templ.Component {
+func compensationForm(r ToolCompensationTab) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

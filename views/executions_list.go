@@ -3,8 +3,8 @@ package views
 import "time"
 
 // The execution history (/executions), the approvals inbox (/approvals), the execution
-// settings (/settings/executions) and the Rollback tab of the tool page
-// (/tools/:id/rollback). The execution page itself (/executions/:id) lives elsewhere.
+// settings (/settings/executions) and the Compensation tab of the tool page
+// (/tools/:id/compensation). The execution page itself (/executions/:id) lives elsewhere.
 
 // Element ids that live updates aim at.
 const (
@@ -112,12 +112,12 @@ var separationOptions = []Option{
 	{Value: "off", Label: "Its requester may approve it with its phrase"},
 }
 
-// ToolRollbackURL is the Rollback tab of tool id: a page of its own, like Access.
-func ToolRollbackURL(id string) string { return "/tools/" + id + "/rollback" }
+// ToolCompensationURL is the Compensation tab of tool id: a page of its own, like Access.
+func ToolCompensationURL(id string) string { return "/tools/" + id + "/compensation" }
 
-// ToolRollback is the Rollback tab: how a completed step of this tool is undone when
+// ToolCompensationTab is the Compensation tab: how a completed step of this tool is undone when
 // an execution fails (the compensation), and the form that sets it.
-type ToolRollback struct {
+type ToolCompensationTab struct {
 	Action string
 	// Configured is the compensation in force; nil when none is.
 	Configured *ToolCompensation

@@ -11,15 +11,15 @@ const (
 	ToolTabOverview      = "overview"
 	ToolTabSchema        = "schema"
 	ToolTabConfiguration = "configuration"
-	ToolTabAccess        = "access"   // a page of its own, /tools/:id/access (views/access.go)
-	ToolTabRollback      = "rollback" // a page of its own, /tools/:id/rollback (views/compensation.templ)
+	ToolTabAccess        = "access"       // a page of its own, /tools/:id/access (views/access.go)
+	ToolTabCompensation  = "compensation" // a page of its own, /tools/:id/compensation (views/compensation.templ)
 	ToolTabUsage         = "usage"
 	ToolTabLogs          = "logs"
 	ToolTabHistory       = "history"
 )
 
 // ToolTabs lists the tab keys in order.
-var ToolTabs = []string{ToolTabOverview, ToolTabSchema, ToolTabConfiguration, ToolTabAccess, ToolTabRollback, ToolTabUsage, ToolTabLogs, ToolTabHistory}
+var ToolTabs = []string{ToolTabOverview, ToolTabSchema, ToolTabConfiguration, ToolTabAccess, ToolTabCompensation, ToolTabUsage, ToolTabLogs, ToolTabHistory}
 
 // ToolLink is a labelled URL that may be the current one (tabs, range pickers).
 type ToolLink struct {
@@ -38,15 +38,15 @@ type ToolPage struct {
 	// Back is this page and tab: where the head's actions return to.
 	Back string
 
-	Overview *ToolOverview
-	Schema   *ToolSchema
-	Config   *ToolConfig
-	Access   *ToolAccess
-	Rollback *ToolRollback
-	Usage    *ToolUsage
-	Logs     *ToolLogs
-	History  *ToolHistory
-	Test     *ToolTest
+	Overview     *ToolOverview
+	Schema       *ToolSchema
+	Config       *ToolConfig
+	Access       *ToolAccess
+	Compensation *ToolCompensationTab
+	Usage        *ToolUsage
+	Logs         *ToolLogs
+	History      *ToolHistory
+	Test         *ToolTest
 }
 
 // ToolHint is one behaviour annotation of a tool, in words.

@@ -231,9 +231,9 @@ func Tool(p ToolPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-			case ToolTabRollback:
-				if p.Rollback != nil {
-					templ_7745c5c3_Err = toolRollback(p.Tool, *p.Rollback).Render(ctx, templ_7745c5c3_Buffer)
+			case ToolTabCompensation:
+				if p.Compensation != nil {
+					templ_7745c5c3_Err = toolCompensation(p.Tool, *p.Compensation).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -243,15 +243,15 @@ func Tool(p ToolPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var13 templ.SafeURL
-					templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(ToolRollbackURL(p.Tool.ID)))
+					templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinURLErrs(templ.SafeURL(ToolCompensationURL(p.Tool.ID)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tool.templ`, Line: 45, Col: 74}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tool.templ`, Line: 45, Col: 78}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "\" data-testid=\"rollback-link\">Show how this tool is undone</a></p>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "\" data-testid=\"compensation-link\">Show how this tool is undone</a></p>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -12,7 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 )
 
-// The Rollback tab of the tool page (/tools/:id/rollback): the compensation that undoes
+// The Compensation tab of the tool page (/tools/:id/compensation): the compensation that undoes
 // a tool's completed step when an execution fails.
 
 // cpForm is the compensation form: the undo tool and rows of name, from, value.
@@ -44,19 +44,19 @@ func TestCompensationTab(t *testing.T) {
 	e := xlStart(t)
 	ctx := context.Background()
 	id := toolID(t, e.srv, "xl__write-note")
-	path := "/tools/" + id + "/rollback"
+	path := "/tools/" + id + "/compensation"
 
 	// The tab is in the strip of every tab of the page, and selected on its own page.
 	doc := e.get(t, auth.RoleAdmin, "/tools/"+id, http.StatusOK)
-	if got := doc.Find("[data-testid=tab-rollback]").AttrOr("href", ""); got != path {
-		t.Errorf("overview: the Rollback tab links to %q, want %s", got, path)
+	if got := doc.Find("[data-testid=tab-compensation]").AttrOr("href", ""); got != path {
+		t.Errorf("overview: the Compensation tab links to %q, want %s", got, path)
 	}
 	doc = e.get(t, auth.RoleAdmin, path, http.StatusOK)
-	if doc.Find("[data-testid=tab-rollback][aria-selected=true]").Length() != 1 || doc.Find("[data-testid=panel-rollback]").Length() != 1 {
-		t.Error("rollback page: the Rollback tab is not the selected one")
+	if doc.Find("[data-testid=tab-compensation][aria-selected=true]").Length() != 1 || doc.Find("[data-testid=panel-compensation]").Length() != 1 {
+		t.Error("compensation page: the Compensation tab is not the selected one")
 	}
 	if doc.Find("[data-testid=no-compensation]").Length() != 1 || doc.Find("[data-testid=compensation-form]").Length() != 1 {
-		t.Error("rollback page: want 'no compensation' and the form")
+		t.Error("compensation page: want 'no compensation' and the form")
 	}
 	var suggested []string
 	doc.Find("#undo-tools option").Each(func(_ int, s *goquery.Selection) { suggested = append(suggested, s.AttrOr("value", "")) })
@@ -156,8 +156,8 @@ func TestCompensationTab(t *testing.T) {
 		}
 	}
 	e.get(t, auth.RoleGuest, path, http.StatusForbidden)
-	if doc := e.get(t, auth.RoleGuest, "/tools/"+id, http.StatusOK); doc.Find("[data-testid=tab-rollback]").Length() != 0 {
-		t.Error("guest: the Rollback tab is offered")
+	if doc := e.get(t, auth.RoleGuest, "/tools/"+id, http.StatusOK); doc.Find("[data-testid=tab-compensation]").Length() != 0 {
+		t.Error("guest: the Compensation tab is offered")
 	}
 	if c, _ := e.srv.Executions.CompensationOf(ctx, id); c == nil || c.UndoToolID != toolID(t, e.srv, "xl__echo") {
 		t.Errorf("refused requests changed the compensation: %+v", c)

@@ -93,8 +93,8 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/tools/:id/access", auth.PermToolInspect, tool.Access},
 		{http.MethodPost, "/tools/:id/access", auth.PermUsers, tool.SetAccess},
 		// How a completed step of the tool is undone when an execution fails.
-		{http.MethodGet, "/tools/:id/rollback", auth.PermToolInspect, tool.Compensation},
-		{http.MethodPost, "/tools/:id/rollback", auth.PermToolConfigure, tool.SetCompensation},
+		{http.MethodGet, "/tools/:id/compensation", auth.PermToolInspect, tool.Compensation},
+		{http.MethodPost, "/tools/:id/compensation", auth.PermToolConfigure, tool.SetCompensation},
 		// The test panel; the router decides who may run what.
 		{http.MethodGet, "/tools/:id/test", auth.PermToolView, panel.TestPage},
 		{http.MethodPost, "/tools/:id/test", auth.PermToolView, panel.TestPost},
