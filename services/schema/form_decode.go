@@ -1,0 +1,373 @@
+package schema
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// DecodeForm turns submitted form values (named by FieldName) into JSON
+// arguments typed by the schema; the rules are at the top of this file. Values
+// that cannot be read are left out and reported, all at once, each at its
+// pointer ("/count": "is not a number"); a fraction typed for an integer is
+// kept and reported, so the page can show it again. The error is nil when
+// everything could be read. The JSON is always an object.
+func DecodeForm(inputSchema json.RawMessage, form url.Values) (json.RawMessage, *verr.Error) {
+	m := Form(inputSchema, nil)
+	d := &formDecoder{form: form, json: map[string]bool{}, last: map[string]int{}, errs: &verr.Error{}}
+	for _, p := range form[FormJSONKey] {
+		d.json[p] = true
+	}
+	// Index every "<name>/<index>" prefix of the submitted names once, so an
+	// array finds its items without scanning every name.
+	for k := range form {
+		for i := 0; i < len(k); i++ {
+			if k[i] != '/' {
+				continue
+			}
+			tok, _, _ := strings.Cut(k[i+1:], "/")
+			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && n+1 > d.last[k[:i]] {
+				d.last[k[:i]] = n + 1
+			}
+		}
+	}
+	var out any
+	if m.JSONOnly || d.json[""] {
+		out = d.rootJSON()
+	} else {
+		out, _ = d.value(m.Root, "", false)
+	}
+	raw := json.RawMessage(jsonText(out, false))
+	if len(d.errs.Fields) == 0 {
+		return raw, nil
+	}
+	return raw, d.errs
+}
+
+type formDecoder struct {
+	form  url.Values
+	json  map[string]bool // pointers of JSON sub-editors
+	last  map[string]int  // input name of an array → 1 + the highest item index submitted
+	items int             // array items read so far
+	errs  *verr.Error
+}
+
+func (d *formDecoder) rootJSON() any {
+	s := strings.TrimSpace(d.form.Get(FieldName("")))
+	if s == "" {
+		return newObj()
+	}
+	v, err := decode([]byte(s))
+	if err != nil {
+		d.errs.Add("", jsonProblem(err))
+		return newObj()
+	}
+	if _, ok := v.(*obj); !ok {
+		d.errs.Add("", "must be a JSON object")
+		return newObj()
+	}
+	return v
+}
+
+// value reads the field f at ptr. It reports whether the field is set; an
+// object is returned even when it is not, for a parent that requires it.
+func (d *formDecoder) value(f FormField, ptr string, item bool) (any, bool) {
+	if f.Kind == "json" || d.json[ptr] {
+		return d.jsonValue(ptr, item)
+	}
+	switch f.Kind {
+	case "object":
+		return d.object(f, ptr, item)
+	case "array":
+		return d.array(f, ptr, item)
+	}
+	s := strings.ReplaceAll(d.form.Get(FieldName(ptr)), "\r\n", "\n") // textareas send CRLF
+	if f.Kind == "number" || f.Kind == "integer" || f.Kind == "boolean" {
+		s = strings.TrimSpace(s)
+	}
+	if s == "" {
+		switch {
+		case !item:
+			return nil, false
+		case f.Kind == "string":
+			return "", true
+		}
+		d.errs.Add(ptr, "is required")
+		return nil, false
+	}
+	switch f.Kind {
+	case "number", "integer":
+		n, problem := parseNumber(s, f.Kind == "integer")
+		if problem != "" {
+			d.errs.Add(ptr, problem)
+		}
+		return n, n != nil
+	case "boolean":
+		if s != "true" && s != "false" {
+			d.errs.Add(ptr, "must be true or false")
+			return nil, false
+		}
+		return s == "true", true
+	case "enum":
+		i := slices.Index(f.Enum, s)
+		if i < 0 {
+			i = slices.Index(f.EnumJSON, s)
+		}
+		if i < 0 {
+			d.errs.Add(ptr, "is not one of the choices")
+			return nil, false
+		}
+		v, _ := decode([]byte(f.EnumJSON[i]))
+		return v, true
+	}
+	return s, true
+}
+
+var numberText = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
+
+// parseNumber reads a number as the browser's number input sends it. It keeps
+// the text where it is valid JSON, so large integers keep their digits.
+func parseNumber(s string, integer bool) (any, string) {
+	if !numberText.MatchString(s) {
+		return nil, "is not a number"
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return nil, "is out of range"
+	}
+	if !json.Valid([]byte(s)) {
+		s = strconv.FormatFloat(f, 'g', -1, 64) // "+5", ".5", "5." and "05"
+	}
+	if integer {
+		if f != math.Trunc(f) {
+			return json.Number(s), "is not a whole number"
+		}
+		if _, err := strconv.ParseInt(s, 10, 64); err != nil && math.Abs(f) < 1<<53 {
+			s = numText(f) // "3.0" and "1e3" as an integer's digits
+		}
+	}
+	return json.Number(s), ""
+}
+
+func (d *formDecoder) jsonValue(ptr string, item bool) (any, bool) {
+	s := strings.TrimSpace(d.form.Get(FieldName(ptr)))
+	if s == "" {
+		if item {
+			d.errs.Add(ptr, "is required")
+		}
+		return nil, false
+	}
+	v, err := decode([]byte(s))
+	if err != nil {
+		d.errs.Add(ptr, jsonProblem(err))
+		return nil, false
+	}
+	return v, true
+}
+
+func jsonProblem(err error) string {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "is not valid JSON: it ends too early"
+	}
+	return "is not valid JSON: " + err.Error()
+}
+
+func (d *formDecoder) object(f FormField, ptr string, item bool) (any, bool) {
+	out, set := newObj(), false
+	for _, c := range f.Fields {
+		v, ok := d.value(c, ptrJoin(ptr, c.Name), false)
+		switch {
+		case ok:
+			out.set(c.Name, v)
+			set = true
+		case c.Required && c.Kind == "object" && !d.json[ptrJoin(ptr, c.Name)]:
+			out.set(c.Name, v) // {} so the server names what it lacks
+		}
+	}
+	return out, set || item
+}
+
+func (d *formDecoder) array(f FormField, ptr string, item bool) (any, bool) {
+	name := FieldName(ptr)
+	n := -1
+	if s, ok := d.form[name]; ok && len(s) > 0 {
+		n = 0
+		if c, err := strconv.Atoi(strings.TrimSpace(s[0])); err == nil && c > 0 {
+			n = c
+		}
+	}
+	if last, ok := d.last[name]; ok {
+		n = max(n, last)
+	}
+	if item {
+		n = max(n, 0) // an item is there even when it sends nothing
+	}
+	if n < 0 || f.Item == nil {
+		return nil, false
+	}
+	if d.items+n > maxFormItems {
+		d.errs.Add(ptr, fmt.Sprintf("has too many items (the form takes %d in all)", maxFormItems))
+		return nil, false
+	}
+	d.items += n
+	out := make([]any, 0, n)
+	for i := range n {
+		if v, ok := d.value(*f.Item, ptrJoin(ptr, strconv.Itoa(i)), true); ok {
+			out = append(out, v)
+		}
+	}
+	return out, true
+}
+
+// EditArray applies an array edit to argument values and returns the new
+// values. Op "add" appends one item to the array at pointer (creating the
+// array, and objects above it, when absent): the item schema's default, else
+// an empty value of its kind ("" for strings, 0 or the nearest bound for
+// numbers, false, the first choice of an enum, {} or []). Op "remove" removes
+// the item at pointer ("/tags/2"). A pointer that names no array (or no item
+// of one) in the form is an error.
+func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.RawMessage, error) {
+	args := newObj()
+	if present(values) {
+		v, err := decode(values)
+		if err != nil {
+			return nil, fmt.Errorf("schema: edit array: arguments: %w", err)
+		}
+		o, ok := v.(*obj)
+		if !ok {
+			return nil, errors.New("schema: edit array: the arguments are not a JSON object")
+		}
+		args = o
+	}
+	m := Form(inputSchema, values)
+	if m.JSONOnly {
+		return nil, errors.New("schema: edit array: the form cannot express these arguments")
+	}
+	switch op {
+	case "add":
+		f := findField(&m.Root, pointer)
+		if f == nil || f.Kind != "array" || f.Item == nil {
+			return nil, fmt.Errorf("schema: edit array: no array at %q", pointer)
+		}
+		cur, _ := lookup(args, pointer)
+		arr, _ := cur.([]any)
+		if err := setAt(args, pointer, append(slices.Clip(arr), newItem(*f.Item))); err != nil {
+			return nil, err
+		}
+	case "remove":
+		i := strings.LastIndexByte(pointer, '/')
+		if i < 0 {
+			return nil, fmt.Errorf("schema: edit array: no array item at %q", pointer)
+		}
+		parent, tok := pointer[:i], pointer[i+1:]
+		f := findField(&m.Root, parent)
+		idx, err := strconv.Atoi(tok)
+		if f == nil || f.Kind != "array" || err != nil || strconv.Itoa(idx) != tok || idx < 0 || idx >= len(f.Fields) {
+			return nil, fmt.Errorf("schema: edit array: no array item at %q", pointer)
+		}
+		cur, _ := lookup(args, parent)
+		arr, _ := cur.([]any)
+		if err := setAt(args, parent, slices.Delete(slices.Clone(arr), idx, idx+1)); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("schema: edit array: unknown operation %q", op)
+	}
+	return json.RawMessage(jsonText(args, false)), nil
+}
+
+// findField finds the field at ptr among f and its descendants (not templates).
+func findField(f *FormField, ptr string) *FormField {
+	if f.Pointer == ptr {
+		return f
+	}
+	if f.Pointer != "" && !strings.HasPrefix(ptr, f.Pointer+"/") {
+		return nil
+	}
+	for i := range f.Fields {
+		if got := findField(&f.Fields[i], ptr); got != nil {
+			return got
+		}
+	}
+	return nil
+}
+
+// setAt stores v at ptr in root, creating missing objects on the way.
+func setAt(root *obj, ptr string, v any) error {
+	toks := strings.Split(ptr, "/")[1:]
+	var cur any = root
+	for i, tok := range toks {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		last := i == len(toks)-1
+		switch c := cur.(type) {
+		case *obj:
+			if last {
+				c.set(tok, v)
+				return nil
+			}
+			next, ok := c.get(tok)
+			if !ok || next == nil {
+				next = newObj()
+				c.set(tok, next)
+			}
+			cur = next
+		case []any:
+			j, err := strconv.Atoi(tok)
+			if err != nil || j < 0 || j >= len(c) {
+				return fmt.Errorf("schema: edit array: no value at %q", ptr)
+			}
+			if last {
+				c[j] = v
+				return nil
+			}
+			cur = c[j]
+		default:
+			return fmt.Errorf("schema: edit array: no value at %q", ptr)
+		}
+	}
+	return fmt.Errorf("schema: edit array: no value at %q", ptr)
+}
+
+// newItem is the value "Add item" appends for the item template f.
+func newItem(f FormField) any {
+	switch f.Kind {
+	case "string":
+		return f.Default
+	case "enum":
+		i := max(slices.Index(f.Enum, f.Default), 0)
+		v, _ := decode([]byte(f.EnumJSON[i]))
+		return v
+	}
+	if f.Default != "" {
+		if v, err := decode([]byte(f.Default)); err == nil {
+			return v
+		}
+	}
+	switch f.Kind {
+	case "number", "integer":
+		x := 0.0
+		if f.Minimum != nil && x < *f.Minimum {
+			x = *f.Minimum
+		}
+		if f.Maximum != nil && x > *f.Maximum {
+			x = *f.Maximum
+		}
+		return json.Number(numText(x))
+	case "boolean":
+		return false
+	case "object":
+		return newObj()
+	case "array":
+		return []any{}
+	}
+	return nil
+}

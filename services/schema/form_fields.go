@@ -1,0 +1,662 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// former builds form fields from one schema document.
+type former struct {
+	root any
+	// stack holds the schemas being expanded, by pointer, to stop at recursion.
+	stack map[string]bool
+}
+
+// formPos is where a field sits and what the arguments hold there.
+type formPos struct {
+	ptr, name string
+	item      int // index of an array item, -1 for a property or the root
+	required  bool
+	val       any
+	has       bool
+	depth     int
+}
+
+func (b *former) field(s any, sptr string, a formPos) FormField {
+	f := FormField{Pointer: a.ptr, Name: a.name, Label: a.name, Required: a.required, Set: a.has}
+	if a.item >= 0 {
+		f.Label = "Item " + strconv.Itoa(a.item+1)
+	}
+	so, ok := s.(*obj)
+	if !ok {
+		return toJSON(f, a, nil, false, "any JSON value is allowed")
+	}
+	v := resolve(b.root, so, sptr)
+	ev := v // what the value must be: X for an optional "anyOf [X, null]"
+	if alt, ok := optionalAlt(b.root, v); ok {
+		ev = alt
+	}
+	if t := firstNonEmpty(v.str("title"), ev.str("title")); t != "" {
+		f.Label = t
+		if a.item >= 0 {
+			f.Label += " " + strconv.Itoa(a.item+1)
+		}
+	}
+	f.Help = firstNonEmpty(v.str("description"), ev.str("description"))
+	dflt, _, hasDflt := v.get("default")
+	if !hasDflt {
+		dflt, _, hasDflt = ev.get("default")
+	}
+	if a.depth > maxParamDepth {
+		return toJSON(f, a, dflt, hasDflt, fmt.Sprintf("nested more than %d levels deep", maxParamDepth))
+	}
+	kind, reason := b.classify(ev, a.depth == 0)
+	if kind == "array" || kind == "object" {
+		target := ev[len(ev)-1].ptr
+		if b.stack[target] {
+			kind, reason = "json", "a recursive definition"
+		} else {
+			b.stack[target] = true
+			defer delete(b.stack, target)
+		}
+	}
+	switch kind {
+	case "string":
+		reason = stringField(&f, ev, a)
+	case "number", "integer":
+		reason = numberField(&f, ev, a, kind == "integer")
+	case "boolean":
+		f.Kind = "boolean"
+		if a.has {
+			bv, ok := a.val.(bool)
+			if !ok {
+				reason = "the value is not true or false"
+			}
+			f.Value = strconv.FormatBool(bv)
+		}
+	case "enum":
+		reason = enumField(&f, ev, a)
+	case "object":
+		reason = b.objectField(&f, ev, a)
+	case "array":
+		reason = b.arrayField(&f, ev, a)
+	}
+	if reason != "" {
+		return toJSON(f, a, dflt, hasDflt, reason)
+	}
+	if hasDflt {
+		f.Default = valueText(f, dflt)
+	}
+	if x, _, _ := v.get("deprecated"); x == true {
+		f.Hint = joinHints("deprecated", f.Hint)
+	}
+	return f
+}
+
+// toJSON turns f into a JSON sub-editor, keeping where it is and what it is called.
+func toJSON(f FormField, a formPos, dflt any, hasDflt bool, reason string) FormField {
+	j := FormField{
+		Pointer: f.Pointer, Name: f.Name, Label: f.Label, Help: f.Help,
+		Kind: "json", Required: f.Required, Set: a.has, Hint: reason,
+	}
+	if a.has {
+		j.Value = jsonText(a.val, true)
+	}
+	if hasDflt {
+		j.Default = jsonText(dflt, false)
+	}
+	return j
+}
+
+// classify picks the kind of input for a schema, or "json" and why not.
+func (b *former) classify(v view, root bool) (kind, reason string) {
+	if c, _, ok := v.get("const"); ok {
+		if !scalar(c) {
+			return "json", "a constant object or array"
+		}
+		return "enum", ""
+	}
+	if v.has("enum") {
+		enum := v.array("enum")
+		if len(enum) == 0 {
+			return "json", "an enum without choices"
+		}
+		if slices.ContainsFunc(enum, func(e any) bool { return !scalar(e) }) {
+			return "json", "choices that are objects or arrays"
+		}
+		return "enum", ""
+	}
+	for _, k := range []string{"oneOf", "anyOf"} {
+		if v.has(k) {
+			return "json", k + ": one of several schemas"
+		}
+	}
+	merged := v.has("allOf") && !allOfFollowed(v) // parts objectProps merges
+	if merged && !b.objectParts(v) {
+		return "json", "allOf: several schemas combined"
+	}
+	var ts []string
+	for _, t := range v.types() {
+		if t != "null" {
+			ts = append(ts, t)
+		}
+	}
+	switch {
+	case len(ts) == 2 && slices.Contains(ts, "integer") && slices.Contains(ts, "number"):
+		return "number", ""
+	case len(ts) > 1:
+		return "json", "one of several types (" + strings.Join(ts, " | ") + ")"
+	case len(ts) == 1:
+		switch ts[0] {
+		case "string", "number", "integer", "boolean", "object", "array":
+			return ts[0], ""
+		}
+		return "json", "an unknown type " + strconv.Quote(ts[0])
+	case v.has("properties") || merged:
+		return "object", ""
+	case v.has("items") || v.has("prefixItems"):
+		return "array", ""
+	case len(v.types()) > 0:
+		return "json", "always null"
+	case root:
+		return "object", "" // MCP: the arguments are an object, typed or not
+	}
+	return "json", "no type: any JSON value is allowed"
+}
+
+// allOfFollowed reports whether resolve already read a single-part allOf as
+// a wrapper (the view continues into the part).
+func allOfFollowed(v view) bool {
+	for i, l := range v {
+		if l.o.has("allOf") {
+			return i+1 < len(v) && v[i+1].ptr == ptrJoin(l.ptr, "allOf", "0")
+		}
+	}
+	return false
+}
+
+// objectParts reports whether every part of an allOf is an object schema the
+// form can merge (properties and required, as objectProps reads them).
+func (b *former) objectParts(v view) bool {
+	x, p, _ := v.get("allOf")
+	parts, _ := x.([]any)
+	for i, part := range parts {
+		po, ok := part.(*obj)
+		if !ok {
+			return false
+		}
+		pv := resolve(b.root, po, ptrJoin(p, "allOf", strconv.Itoa(i)))
+		if hasAny(pv[len(pv)-1].o, []string{"oneOf", "anyOf", "allOf", "enum", "const", "items", "prefixItems"}) {
+			return false
+		}
+		if ts := pv.types(); len(ts) > 0 && !slices.Equal(ts, []string{"object"}) {
+			return false
+		}
+	}
+	return true
+}
+
+func scalar(v any) bool {
+	switch v.(type) {
+	case string, json.Number, bool, nil:
+		return true
+	}
+	return false
+}
+
+func stringField(f *FormField, v view, a formPos) string {
+	f.Kind = "string"
+	if a.has {
+		s, ok := a.val.(string)
+		if !ok {
+			return "the value is not a string"
+		}
+		f.Value = s
+	}
+	f.MinLength, f.MaxLength = intPtr(v, "minLength"), intPtr(v, "maxLength")
+	f.Pattern = v.str("pattern")
+	format := v.str("format")
+	wo, _, _ := v.get("writeOnly")
+	f.Secret = format == "password" || wo == true || secrets.LooksSecretName(a.name)
+	f.Input, f.Hint = stringInput(f, v, format)
+	return ""
+}
+
+// formatInputs are the formats with an HTML input type whose value the browser
+// keeps as it is (it empties a date input holding anything but YYYY-MM-DD).
+var formatInputs = map[string]string{
+	"email": "email", "idn-email": "email",
+	"uri": "url", "url": "url", "iri": "url",
+	"date": "date",
+}
+
+// longText are the last words of names that usually hold prose or documents.
+var longText = map[string]bool{
+	"body": true, "content": true, "contents": true, "text": true, "description": true,
+	"prompt": true, "markdown": true, "html": true, "script": true, "template": true,
+	"note": true, "notes": true, "comment": true, "instructions": true,
+}
+
+// shortText are the last words of names that hold one line however long they
+// may be (a path's maxLength is often 4096).
+var shortText = map[string]bool{
+	"path": true, "file": true, "filename": true, "dir": true, "directory": true,
+	"url": true, "uri": true, "link": true, "name": true, "id": true, "title": true,
+}
+
+// stringInput picks the HTML control of a string and a hint for its format:
+// a textarea when the value has line breaks (a text input would drop them),
+// "password" for secrets, the format's input type where the browser keeps the
+// value as it is, a textarea for long text (no format, and contentMediaType,
+// contentEncoding, a name ending in a word like "content", "body" or "text",
+// or a maxLength over 200 unless the name ends in a word like "path" or
+// "url"), else "text".
+func stringInput(f *FormField, v view, format string) (input, hint string) {
+	if format != "" && formatInputs[format] == "" && format != "password" {
+		hint = "format: " + format
+		if ex, ok := formatExamples[format]; ok {
+			hint += ", e.g. " + ex
+		}
+	}
+	switch t := formatInputs[format]; {
+	case strings.ContainsAny(f.Value, "\r\n"):
+		return "textarea", hint
+	case f.Secret:
+		return "password", hint
+	case t == "date" && f.Value != "" && !isDate(f.Value),
+		t != "" && strings.TrimSpace(f.Value) != f.Value:
+		return "text", "format: " + format
+	case t != "":
+		return t, hint
+	case format != "":
+	case v.has("contentMediaType") || v.has("contentEncoding") || longText[lastWord(f.Name)],
+		f.MaxLength != nil && *f.MaxLength > 200 && !shortText[lastWord(f.Name)]:
+		return "textarea", hint
+	}
+	return "text", hint
+}
+
+func isDate(s string) bool {
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil && len(s) == len(time.DateOnly)
+}
+
+// lastWord is the last word of a name, lower-cased: "fileContent" and
+// "file_content" both end in "content".
+func lastWord(name string) string {
+	end := len(name)
+	for end > 0 && !isLetter(name[end-1]) {
+		end--
+	}
+	start := end
+	for start > 0 && isLetter(name[start-1]) {
+		start--
+		if start > 0 && unicode.IsUpper(rune(name[start])) && unicode.IsLower(rune(name[start-1])) {
+			break
+		}
+	}
+	return strings.ToLower(name[start:end])
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+func numberField(f *FormField, v view, a formPos, integer bool) string {
+	f.Kind, f.Step = "number", "any"
+	if integer {
+		f.Kind, f.Step = "integer", "1"
+	}
+	if a.has {
+		n, ok := a.val.(json.Number)
+		if !ok {
+			return "the value is not a number"
+		}
+		f.Value = string(n) // a fraction in an integer stays visible, to be corrected
+	}
+	lo, hasLo := v.num("minimum")
+	hi, hasHi := v.num("maximum")
+	xlo, hasXlo := v.num("exclusiveMinimum")
+	xhi, hasXhi := v.num("exclusiveMaximum")
+	if x, _, _ := v.get("exclusiveMinimum"); x == true && hasLo { // draft-04
+		xlo, hasXlo, hasLo = lo, true, false
+	}
+	if x, _, _ := v.get("exclusiveMaximum"); x == true && hasHi {
+		xhi, hasXhi, hasHi = hi, true, false
+	}
+	var hints []string
+	if integer {
+		// The browser counts steps from min, so min must be a whole number;
+		// for integers that changes nothing.
+		if hasLo {
+			lo = math.Ceil(lo)
+		}
+		if hasHi {
+			hi = math.Floor(hi)
+		}
+		if hasXlo && (!hasLo || math.Floor(xlo)+1 > lo) {
+			lo, hasLo = math.Floor(xlo)+1, true
+		}
+		if hasXhi && (!hasHi || math.Ceil(xhi)-1 < hi) {
+			hi, hasHi = math.Ceil(xhi)-1, true
+		}
+		hasXlo, hasXhi = false, false
+	}
+	if m, ok := v.num("multipleOf"); ok && m > 0 {
+		whole := m == math.Trunc(m)
+		switch {
+		case integer && !whole:
+			hints = append(hints, "multiple of "+numText(m))
+		case !hasLo || isMultiple(lo, m):
+			f.Step = numText(m)
+		case whole:
+			lo = math.Ceil(lo/m) * m // the same values, and a step base the browser gets right
+			f.Step = numText(m)
+		default:
+			hints = append(hints, "multiple of "+numText(m))
+		}
+	}
+	if hasLo {
+		f.Minimum = &lo
+	}
+	if hasHi {
+		f.Maximum = &hi
+	}
+	if hasXlo {
+		hints = append(hints, "greater than "+numText(xlo))
+	}
+	if hasXhi {
+		hints = append(hints, "less than "+numText(xhi))
+	}
+	f.Hint = strings.Join(hints, "; ")
+	return ""
+}
+
+func isMultiple(x, m float64) bool {
+	r := math.Abs(math.Mod(x, m))
+	return r < 1e-9*m || m-r < 1e-9*m
+}
+
+func numText(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
+
+func enumField(f *FormField, v view, a formPos) string {
+	f.Kind = "enum"
+	vals := v.array("enum")
+	if c, _, ok := v.get("const"); ok {
+		vals = []any{c}
+	}
+	f.Enum, f.EnumJSON = enumTexts(vals)
+	if a.has {
+		i := slices.IndexFunc(vals, func(e any) bool { return sameJSON(e, a.val) })
+		if i < 0 {
+			return "the value is not one of the choices"
+		}
+		f.Value = f.Enum[i]
+	}
+	return ""
+}
+
+// enumTexts names the choices: strings as they are, other values as JSON, and
+// as JSON too a string that would read like another choice or like the empty
+// "not set" option.
+func enumTexts(vals []any) (texts, exact []string) {
+	texts, exact = make([]string, len(vals)), make([]string, len(vals))
+	count := map[string]int{}
+	for i, e := range vals {
+		exact[i] = jsonText(e, false)
+		texts[i] = exact[i]
+		if s, ok := e.(string); ok {
+			texts[i] = s
+		}
+		count[texts[i]]++
+	}
+	for i, e := range vals {
+		if _, ok := e.(string); ok && (texts[i] == "" || count[texts[i]] > 1) {
+			texts[i] = exact[i]
+		}
+	}
+	return texts, exact
+}
+
+// sameJSON compares decoded values, numbers by value (1 equals 1.0).
+func sameJSON(a, b any) bool {
+	switch x := a.(type) {
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		fx, err1 := x.Float64()
+		fy, err2 := y.Float64()
+		return err1 == nil && err2 == nil && fx == fy
+	case *obj:
+		y, ok := b.(*obj)
+		if !ok || len(x.m) != len(y.m) {
+			return false
+		}
+		for k, xv := range x.m {
+			if yv, ok := y.m[k]; !ok || !sameJSON(xv, yv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		return ok && slices.EqualFunc(x, y, sameJSON)
+	}
+	return a == b
+}
+
+func (b *former) objectField(f *FormField, v view, a formPos) string {
+	f.Kind = "object"
+	var vo *obj
+	if a.has {
+		var ok bool
+		if vo, ok = a.val.(*obj); !ok {
+			return "the value is not an object"
+		}
+	}
+	props, required := objectProps(b.root, v)
+	if len(props) == 0 && !v.has("properties") {
+		ap, _, hasAP := v.get("additionalProperties")
+		if v.has("patternProperties") || ap != false && (hasAP || a.depth > 0) {
+			return "an object with free-form properties"
+		}
+	}
+	order := b.requiredOrder(v)
+	slices.SortStableFunc(props, func(p, q propRef) int {
+		i, j := slices.Index(order, p.name), slices.Index(order, q.name)
+		switch {
+		case i >= 0 && j >= 0:
+			return i - j
+		case i >= 0:
+			return -1
+		case j >= 0:
+			return 1
+		}
+		return strings.Compare(p.name, q.name)
+	})
+	known := map[string]bool{}
+	for _, p := range props {
+		if p.schema == false {
+			continue // the property may not be given at all
+		}
+		known[p.name] = true
+		cv, has := vo.get(p.name)
+		f.Fields = append(f.Fields, b.field(p.schema, p.ptr, formPos{
+			ptr: ptrJoin(a.ptr, p.name), name: p.name, item: -1,
+			required: required[p.name], val: cv, has: has, depth: a.depth + 1,
+		}))
+	}
+	var extra []string
+	for _, k := range vo.keysOrNil() {
+		if !known[k] {
+			extra = append(extra, strconv.Quote(k))
+		}
+	}
+	if len(extra) > 0 {
+		return "holds properties the schema does not declare: " + strings.Join(extra, ", ")
+	}
+	return ""
+}
+
+// requiredOrder lists required names as the schema gives them: its own
+// "required", then those of allOf parts.
+func (b *former) requiredOrder(v view) []string {
+	var out []string
+	add := func(v view) {
+		for _, r := range v.array("required") {
+			if s, ok := r.(string); ok && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	add(v)
+	_, p, _ := v.get("allOf")
+	for i, e := range v.array("allOf") {
+		if sub, ok := e.(*obj); ok {
+			add(resolve(b.root, sub, ptrJoin(p, "allOf", strconv.Itoa(i))))
+		}
+	}
+	return out
+}
+
+func (b *former) arrayField(f *FormField, v view, a formPos) string {
+	f.Kind = "array"
+	f.MinItems, f.MaxItems = intPtr(v, "minItems"), intPtr(v, "maxItems")
+	if v.has("prefixItems") {
+		return "a tuple (prefixItems)"
+	}
+	x, ip, _ := v.get("items")
+	items, ok := x.(*obj)
+	if !ok {
+		if _, tuple := x.([]any); tuple {
+			return "a tuple (items is a list)"
+		}
+		return "items of any type"
+	}
+	var arr []any
+	if a.has {
+		if arr, ok = a.val.([]any); !ok {
+			return "the value is not an array"
+		}
+	}
+	iptr := ptrJoin(ip, "items")
+	tmpl := b.field(items, iptr, formPos{ptr: a.ptr + "/-", item: len(arr), required: true, depth: a.depth + 1})
+	if tmpl.Kind == "json" {
+		return "items: " + tmpl.Hint
+	}
+	f.Item = &tmpl
+	for i, el := range arr {
+		it := b.field(items, iptr, formPos{
+			ptr: ptrJoin(a.ptr, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
+		})
+		if it.Kind == "json" {
+			return fmt.Sprintf("item %d: %s", i+1, it.Hint)
+		}
+		f.Fields = append(f.Fields, it)
+	}
+	lo := f.MinItems
+	if lo != nil && *lo == 0 {
+		lo = nil
+	}
+	if c := countText(lo, f.MaxItems); c != "" {
+		f.Hint = c + " item"
+		if f.MaxItems == nil && *lo != 1 || f.MaxItems != nil && *f.MaxItems != 1 {
+			f.Hint += "s"
+		}
+	}
+	if u, _, _ := v.get("uniqueItems"); u == true {
+		f.Hint = joinHints(f.Hint, "no duplicates")
+	}
+	return ""
+}
+
+func joinHints(hs ...string) string {
+	return strings.Join(slices.DeleteFunc(hs, func(h string) bool { return h == "" }), "; ")
+}
+
+// valueText renders a decoded value as FormField.Value text for f's kind.
+func valueText(f FormField, v any) string {
+	switch f.Kind {
+	case "string":
+		if s, ok := v.(string); ok {
+			return s
+		}
+	case "enum":
+		for i, e := range f.EnumJSON {
+			if ev, err := decode([]byte(e)); err == nil && sameJSON(ev, v) {
+				return f.Enum[i]
+			}
+		}
+	}
+	return jsonText(v, false)
+}
+
+// jsonText encodes a decoded value, keeping the order of object keys and
+// leaving <, > and & as they are (the text is shown to people).
+func jsonText(v any, indent bool) string {
+	var buf bytes.Buffer
+	appendJSON(&buf, v)
+	if indent {
+		var out bytes.Buffer
+		if json.Indent(&out, buf.Bytes(), "", "  ") == nil {
+			return out.String()
+		}
+	}
+	return buf.String()
+}
+
+func appendJSON(buf *bytes.Buffer, v any) {
+	switch t := v.(type) {
+	case *obj:
+		buf.WriteByte('{')
+		for i, k := range t.keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			appendJSON(buf, k)
+			buf.WriteByte(':')
+			appendJSON(buf, t.m[k])
+		}
+		buf.WriteByte('}')
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range t {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			appendJSON(buf, e)
+		}
+		buf.WriteByte(']')
+	case json.Number:
+		buf.WriteString(string(t))
+	default:
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(t) != nil {
+			buf.WriteString("null")
+			return
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+	}
+}
+
+func (o *obj) set(k string, v any) {
+	if _, ok := o.m[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.m[k] = v
+}
+
+func newObj() *obj { return &obj{m: map[string]any{}} }
