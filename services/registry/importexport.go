@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/tidwall/jsonc"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -331,7 +332,9 @@ func (p *parser) decode(data []byte) (any, bool) {
 		return nil, false
 	}
 	if trimmed[0] == '{' || trimmed[0] == '[' {
-		clean := stripJSONC(data)
+		// jsonc blanks comments and trailing commas byte for byte, so encoding/json's
+		// offsets (and the line and column in its errors) are those of the file.
+		clean := jsonc.ToJSON(data)
 		dec := json.NewDecoder(bytes.NewReader(clean))
 		dec.UseNumber()
 		var v any
@@ -377,65 +380,6 @@ func at(data []byte, off int64, msg string) string {
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
 	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
 	return fmt.Sprintf("line %d, column %d: %s", line, col, msg)
-}
-
-// stripJSONC blanks out // and /* */ comments and trailing commas (JSON with comments,
-// as VS Code reads mcp.json), keeping every newline so error positions stay right.
-func stripJSONC(in []byte) []byte {
-	b := slices.Clone(in)
-	inStr := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case inStr:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == '/' && i+1 < len(b) && b[i+1] == '/':
-			for ; i < len(b) && b[i] != '\n'; i++ {
-				b[i] = ' '
-			}
-		case c == '/' && i+1 < len(b) && b[i+1] == '*':
-			b[i], b[i+1] = ' ', ' '
-			for i += 2; i < len(b); i++ {
-				if b[i] == '*' && i+1 < len(b) && b[i+1] == '/' {
-					b[i], b[i+1] = ' ', ' '
-					i++
-					break
-				}
-				if b[i] != '\n' {
-					b[i] = ' '
-				}
-			}
-		}
-	}
-	inStr = false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case inStr:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inStr = false
-			}
-		case c == '"':
-			inStr = true
-		case c == ',':
-			j := i + 1
-			for j < len(b) && (b[j] == ' ' || b[j] == '\t' || b[j] == '\n' || b[j] == '\r') {
-				j++
-			}
-			if j < len(b) && (b[j] == '}' || b[j] == ']') {
-				b[i] = ' '
-			}
-		}
-	}
-	return b
 }
 
 // fromYAML converts a YAML node into the same tree JSON decodes to, keeping scalars'
