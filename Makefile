@@ -35,7 +35,7 @@ help: ## Show this list of targets
 setup-run: ## Check Go and templ; install PostgreSQL if missing (apt-get, as root)
 	@bash scripts/setup.sh run
 
-setup-test: ## As setup-run, plus Chromium for the browser tests
+setup-test: ## As setup-run, plus Chromium for the browser tests and a C compiler for -race
 	@bash scripts/setup.sh test
 
 generate: ## Generate Go code from templ templates (go tool templ generate)
@@ -47,17 +47,14 @@ build: generate ## Build bin/toolwarden
 run: setup-run build ## Build and start the server: bin/toolwarden serve (ARGS for extra flags)
 	./$(BIN) serve $(ARGS)
 
-test: setup-test generate ## Run all tests: unit, database, MCP, browser (TESTFLAGS for extra flags)
-	go test -count=1 -timeout 30m $(TESTFLAGS) ./...
-	@if [ "$${CI:-}" = "true" ] && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
-		if [ -n "$$(git status --porcelain -- '*_templ.go')" ]; then \
-			git status --porcelain -- '*_templ.go' >&2; \
-			echo "generated templ code is stale; run make generate and commit" >&2; \
-			exit 1; \
-		fi; \
-	fi
+# make test runs every package under the race detector. Measured on the 2-core machine,
+# shared with other work (so noisy): the whole run took 276 s with -race (676 s while
+# other test runs loaded it) and 230 s without, far below the 15 minutes past which
+# only the packages with concurrency would be worth the detector's cost.
+test: setup-test generate ## Run all tests with the race detector: unit, database, MCP, browser (TESTFLAGS for extra flags)
+	go test -race -count=1 -timeout 30m $(TESTFLAGS) ./...
 
-lint: ## Check formatting (gofmt) of non-generated Go files and run go vet
+lint: ## Check gofmt (non-generated files), go vet, and that templ's generated code is current
 	@files=$$(find . \( -path ./node_modules -o -path ./.git -o -path ./data -o -path ./bin \) -prune \
 		-o -name '*.go' ! -name '*_templ.go' -print | xargs -r grep -L '^// Code generated .* DO NOT EDIT\.$$' || true); \
 	if [ -n "$$files" ]; then \
@@ -65,6 +62,17 @@ lint: ## Check formatting (gofmt) of non-generated Go files and run go vet
 		if [ -n "$$bad" ]; then echo "gofmt: these files need formatting (gofmt -w):" >&2; echo "$$bad" >&2; exit 1; fi; \
 	fi
 	go vet ./...
+	@# Regenerate and compare checksums: works without git, and against the work tree as it is.
+	@sums() { find . \( -path ./node_modules -o -path ./.git -o -path ./data -o -path ./bin \) -prune \
+		-o -name '*_templ.go' -print | LC_ALL=C sort | xargs -r sha256sum; }; \
+	before=$$(sums); \
+	if ! out=$$(go tool templ generate 2>&1); then echo "$$out" >&2; exit 1; fi; \
+	after=$$(sums); \
+	if [ "$$before" != "$$after" ]; then \
+		echo "templ: generated code was stale; regenerated now, commit these:" >&2; \
+		grep -vxF -f <(echo "$$before") <(echo "$$after") | sed 's/^[0-9a-f]*  //' >&2; \
+		exit 1; \
+	fi
 
 vendor: ## Copy the front-end libraries pinned in package.json into static/vendor/
 	bash scripts/vendor.sh

@@ -5,7 +5,8 @@
 #
 #   scripts/setup.sh run    Go >= 1.26, the templ tool, PostgreSQL server binaries
 #   scripts/setup.sh test   the same, plus chromium (browser tests), Node.js and the npm
-#                           packages of package-lock.json (MCP reference servers)
+#                           packages of package-lock.json (MCP reference servers), and
+#                           a C compiler (the race detector)
 set -euo pipefail
 
 mode="${1:-}"
@@ -163,6 +164,22 @@ if [[ "$mode" == test ]] && ! have_chromium; then
 	else
 		die "Chromium not found (needed by the browser tests): install the Debian package 'chromium' (sudo apt-get install chromium)"
 	fi
+fi
+
+# A C compiler for the race detector (`make test` runs go test -race, which needs cgo;
+# without a compiler on PATH, Go turns cgo off).
+if [[ "$mode" == test ]]; then
+	cc="$(go env CC)"
+	if ! command -v "${cc%% *}" >/dev/null 2>&1; then
+		if is_root; then
+			extra_install_opts=(--no-install-recommends)
+			apt_install gcc libc6-dev
+		else
+			die "no C compiler ('$cc') found (the race detector needs cgo): install the Debian package 'gcc'"
+		fi
+	fi
+	[[ "$(go env CGO_ENABLED)" == 1 ]] ||
+		die "cgo is off (CGO_ENABLED=$(go env CGO_ENABLED)); the race detector in 'make test' needs it: unset CGO_ENABLED"
 fi
 
 # Node.js and the MCP reference servers (@modelcontextprotocol/server-everything,

@@ -1,0 +1,159 @@
+package registry
+
+// Applying: a reviewed import plan carried out in one transaction.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// ServerRef names a server an import touched.
+type ServerRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// ImportResult is what ApplyImport did.
+type ImportResult struct {
+	Created   []ServerRef `json:"created"`
+	Updated   []ServerRef `json:"updated"`
+	Deleted   []ServerRef `json:"deleted"`
+	Unchanged int         `json:"unchanged"`
+	Kept      int         `json:"kept"`
+}
+
+func (r ImportResult) String() string {
+	return fmt.Sprintf("%d created, %d updated, %d deleted, %d unchanged, %d kept",
+		len(r.Created), len(r.Updated), len(r.Deleted), r.Unchanged, r.Kept)
+}
+
+// ApplyImport carries out plan in one transaction: every server changes, or none does.
+// Each change writes an audit entry (server.import.create, .update or .delete; names of
+// secrets, never values) and the usual server.changed or server.deleted event, so a
+// running `toolwarden serve` connects, reconnects or disconnects accordingly. A server
+// changed or removed by someone else since the plan was made fails the whole import:
+// plan again and review.
+func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan) (ImportResult, error) {
+	var res ImportResult
+	if plan == nil {
+		return res, errors.New("registry: apply import: no plan")
+	}
+	if plan.HasErrors() {
+		return res, fmt.Errorf("%w:\n%s", ErrInvalidPlan, configError(plan.Errors).Error())
+	}
+	res.Unchanged, res.Kept = plan.Count(PlanUnchanged), plan.Count(PlanKeep)
+	if plan.Count(PlanCreate)+plan.Count(PlanUpdate)+plan.Count(PlanDelete) == 0 {
+		return res, nil
+	}
+	source := map[string]any{"file": filepath.Base(plan.File), "format": plan.Format}
+	var created, updated, deleted []ServerRef
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		created, updated, deleted = nil, nil, nil
+		for _, it := range plan.Items {
+			switch it.Action {
+			case PlanCreate:
+				out, err := s.insert(ctx, tx, it.d)
+				if err != nil {
+					return fmt.Errorf("registry: import %s: create server %q: %w", plan.File, it.Name, err)
+				}
+				payload := it.d.auditView()
+				payload["import"] = source
+				if err := s.importAudit(ctx, tx, actor, "server.import.create", out, payload); err != nil {
+					return err
+				}
+				if err := publishChanged(ctx, tx, out); err != nil {
+					return err
+				}
+				created = append(created, ServerRef{ID: out.ID, Name: out.Name})
+			case PlanUpdate:
+				cur, err := lockUnchanged(ctx, tx, plan.File, it)
+				if err != nil {
+					return err
+				}
+				out, err := s.update(ctx, tx, cur, it.d)
+				if err != nil {
+					return fmt.Errorf("registry: import %s: update server %q: %w", plan.File, it.Name, err)
+				}
+				changes := map[string]any{}
+				before, after := draftOf(cur).auditView(), it.d.auditView()
+				for k, v := range after {
+					if fmt.Sprint(before[k]) != fmt.Sprint(v) {
+						changes[k] = map[string]any{"from": before[k], "to": v}
+					}
+				}
+				var secretsChanged []string
+				for _, c := range it.Changes {
+					if c.Secret {
+						secretsChanged = append(secretsChanged, strings.Replace(c.Field, " ", "/", 1)+": "+c.To)
+					}
+				}
+				if len(secretsChanged) > 0 {
+					changes["secrets_changed"] = secretsChanged
+				}
+				if err := s.importAudit(ctx, tx, actor, "server.import.update", out,
+					map[string]any{"changes": changes, "import": source}); err != nil {
+					return err
+				}
+				if err := publishChanged(ctx, tx, out); err != nil {
+					return err
+				}
+				updated = append(updated, ServerRef{ID: out.ID, Name: out.Name})
+			case PlanDelete:
+				cur, err := lockUnchanged(ctx, tx, plan.File, it)
+				if err != nil {
+					return err
+				}
+				if _, err := tx.Exec(ctx, `/* registry.ImportDelete */ DELETE FROM mcp_servers WHERE id = $1`, cur.ID); err != nil {
+					return fmt.Errorf("registry: import %s: delete server %q: %w", plan.File, cur.Name, err)
+				}
+				if err := s.importAudit(ctx, tx, actor, "server.import.delete", cur, map[string]any{"name": cur.Name,
+					"type": cur.Type, "tool_count": cur.ToolCount, "import": source}); err != nil {
+					return err
+				}
+				if _, err := events.ServerDeleted.Publish(ctx, tx, ServersTopic, events.ServerRef{ID: cur.ID, Name: cur.Name}); err != nil {
+					return err
+				}
+				deleted = append(deleted, ServerRef{ID: cur.ID, Name: cur.Name})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ImportResult{Unchanged: res.Unchanged, Kept: res.Kept}, err
+	}
+	res.Created, res.Updated, res.Deleted = created, updated, deleted
+	return res, nil
+}
+
+func (s *Service) importAudit(ctx context.Context, tx pgx.Tx, actor audit.Actor, action string, sv Server, payload map[string]any) error {
+	_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "server",
+		TargetID: sv.ID, TargetName: sv.Name, Payload: payload})
+	return err
+}
+
+// lockUnchanged locks the server a plan item was computed against and refuses it if it
+// changed since: applying a plan nobody reviewed against the current state is not safe.
+func lockUnchanged(ctx context.Context, tx pgx.Tx, file string, it PlanItem) (Server, error) {
+	cur, err := getServer(ctx, tx, it.cur.ID, true)
+	if errors.Is(err, ErrNotFound) {
+		return Server{}, fmt.Errorf("registry: import %s: server %q was deleted after the plan was made; plan the import again", file, it.Name)
+	}
+	if err != nil {
+		return Server{}, err
+	}
+	if !cur.UpdatedAt.Equal(it.cur.UpdatedAt) || cur.Name != it.cur.Name {
+		return Server{}, fmt.Errorf("registry: import %s: server %q was changed (at %s) after the plan was made; plan the import again",
+			file, it.Name, cur.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	return cur, nil
+}
