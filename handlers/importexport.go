@@ -20,16 +20,16 @@ import (
 // maxImportBytes bounds an uploaded configuration file.
 const maxImportBytes = 1 << 20
 
-// ConfigHandler serves configuration as code in the browser and the API: export as
+// ImportExportHandler serves configuration as code in the browser and the API: export as
 // YAML, import (native YAML, claude_desktop_config.json, .mcp.json, VS Code mcp.json)
 // with a preview of what would change.
-type ConfigHandler struct {
+type ImportExportHandler struct {
 	*Shell
 	Registry *registry.Service
 }
 
 // Export downloads every server registration as YAML, without secret values.
-func (h ConfigHandler) Export(c echo.Context) error {
+func (h ImportExportHandler) Export(c echo.Context) error {
 	out, err := h.Registry.Export(c.Request().Context())
 	if err != nil {
 		return err
@@ -40,12 +40,12 @@ func (h ConfigHandler) Export(c echo.Context) error {
 }
 
 // ImportForm renders the upload form.
-func (h ConfigHandler) ImportForm(c echo.Context) error {
+func (h ImportExportHandler) ImportForm(c echo.Context) error {
 	return render(c, http.StatusOK, views.Import(views.ImportPage{Layout: h.layout(c, "Import servers")}))
 }
 
 // ImportPreview parses the uploaded (or pasted) file and shows the plan; nothing changes.
-func (h ConfigHandler) ImportPreview(c echo.Context) error {
+func (h ImportExportHandler) ImportPreview(c echo.Context) error {
 	name, data, err := uploaded(c)
 	page := views.ImportPage{Layout: h.layout(c, "Import servers"), Prune: c.FormValue("prune") == "true", FileName: name}
 	if err != nil {
@@ -80,7 +80,7 @@ func (h ConfigHandler) ImportPreview(c echo.Context) error {
 // ImportApply applies a previewed import. The plan is made again against the current
 // registrations and applied only if it is the plan that was shown: otherwise the new
 // plan is shown for another look.
-func (h ConfigHandler) ImportApply(c echo.Context) error {
+func (h ImportExportHandler) ImportApply(c echo.Context) error {
 	ctx := c.Request().Context()
 	name, data, err := h.Registry.OpenUpload(PrincipalOf(c).User.ID, c.FormValue("sealed"))
 	if err != nil {
@@ -113,7 +113,7 @@ func (h ConfigHandler) ImportApply(c echo.Context) error {
 // plan parses and plans an import. Servers whose stdio command the file changes, when
 // the caller may not (auth.PermServerCommand), are returned in denied and are errors of
 // the plan, so it cannot be applied.
-func (h ConfigHandler) plan(c echo.Context, name string, data []byte, prune bool) (plan *registry.Plan, denied []string, err error) {
+func (h ImportExportHandler) plan(c echo.Context, name string, data []byte, prune bool) (plan *registry.Plan, denied []string, err error) {
 	// No ${VAR} expansion from the browser: it would read Toolwarden's own environment.
 	cfg, err := registry.ParseConfig(name, data, registry.ParseOptions{ExpandEnv: false})
 	if err != nil {
@@ -191,12 +191,12 @@ func planView(p *registry.Plan) *views.ImportPlan {
 }
 
 // APIExport returns the YAML export.
-func (h ConfigHandler) APIExport(c echo.Context) error { return h.Export(c) }
+func (h ImportExportHandler) APIExport(c echo.Context) error { return h.Export(c) }
 
 // APIImport plans (and unless ?dry_run=true, applies) the request body as a
 // configuration file named by ?filename= (the format is detected from the content).
 // A plan with errors is 400 invalid_input with each problem in details.
-func (h ConfigHandler) APIImport(c echo.Context) error {
+func (h ImportExportHandler) APIImport(c echo.Context) error {
 	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxImportBytes+1))
 	if err != nil {
 		return err

@@ -28,7 +28,7 @@ func (s *Server) routes() []Route {
 	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth}
 	health := handlers.HealthHandler{Logger: d.Logger, System: d.System}
 	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP}
-	config := handlers.ConfigHandler{Shell: shell, Registry: d.Registry}
+	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry}
 	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}
 	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage}
 	panel := handlers.NewTestPanel(tool, d.Router, d.Runs, d.Decide)
@@ -60,10 +60,10 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/servers", auth.PermServerView, servers.List},
 		{http.MethodPost, "/servers", auth.PermServerCreate, servers.Create},
 		{http.MethodGet, "/servers/new", auth.PermServerCreate, servers.New},
-		{http.MethodGet, "/servers/export", auth.PermServerView, config.Export},
-		{http.MethodGet, "/servers/import", auth.PermServerCreate, config.ImportForm},
-		{http.MethodPost, "/servers/import", auth.PermServerCreate, config.ImportPreview},
-		{http.MethodPost, "/servers/import/apply", auth.PermServerCreate, config.ImportApply},
+		{http.MethodGet, "/servers/export", auth.PermServerView, importExport.Export},
+		{http.MethodGet, "/servers/import", auth.PermServerCreate, importExport.ImportForm},
+		{http.MethodPost, "/servers/import", auth.PermServerCreate, importExport.ImportPreview},
+		{http.MethodPost, "/servers/import/apply", auth.PermServerCreate, importExport.ImportApply},
 		{http.MethodPost, "/servers/test", auth.PermServerCreate, servers.Test},
 		{http.MethodGet, "/servers/:id", auth.PermServerView, servers.Show},
 		{http.MethodPost, "/servers/:id", auth.PermServerEdit, servers.Update},
@@ -135,8 +135,8 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/api/v1/servers", auth.PermServerView, servers.APIList},
 		{http.MethodPost, "/api/v1/servers", auth.PermServerCreate, servers.APICreate},
 		{http.MethodPost, "/api/v1/servers/test", auth.PermServerCreate, servers.APITest},
-		{http.MethodGet, "/api/v1/servers/export", auth.PermServerView, config.APIExport},
-		{http.MethodPost, "/api/v1/servers/import", auth.PermServerCreate, config.APIImport},
+		{http.MethodGet, "/api/v1/servers/export", auth.PermServerView, importExport.APIExport},
+		{http.MethodPost, "/api/v1/servers/import", auth.PermServerCreate, importExport.APIImport},
 		{http.MethodGet, "/api/v1/servers/:id", auth.PermServerView, servers.APIGet},
 		{http.MethodPatch, "/api/v1/servers/:id", auth.PermServerEdit, servers.APIUpdate},
 		{http.MethodDelete, "/api/v1/servers/:id", auth.PermServerDelete, servers.APIDelete},
