@@ -1,5 +1,5 @@
 // Package e2e drives a complete Toolwarden server end to end: a real headless
-// chromium through chromedp, and the websocket protocol from Go (DESIGN §9).
+// chromium through chromedp, and the websocket protocol from Go (docs/architecture.md, Testing).
 package e2e
 
 import (
@@ -65,7 +65,7 @@ type browser struct {
 	flushSeq int
 }
 
-// newBrowser starts chromium (DESIGN §9 flags, a fresh profile) with one tab and
+// newBrowser starts chromium (the flags docs/architecture.md, Testing, names; a fresh profile) with one tab and
 // starts watching its console for errors, exceptions and CSP violations.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()

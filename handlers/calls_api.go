@@ -9,7 +9,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
-// callRequest is the body of POST /api/v1/tools/call (DESIGN §1).
+// callRequest is the body of POST /api/v1/tools/call (docs/api.md).
 type callRequest struct {
 	Tool           string          `json:"tool"`
 	Arguments      json.RawMessage `json:"arguments"`

@@ -29,13 +29,13 @@ func callerOf(c echo.Context) executions.Caller {
 	return executions.Caller{Actor: ActorOf(c), Role: PrincipalOf(c).User.Role}
 }
 
-// createRequest is the body of POST /api/v1/executions (DESIGN §1).
+// createRequest is the body of POST /api/v1/executions (docs/api.md).
 type createRequest struct {
 	Prompt string              `json:"prompt"`
 	Plan   *executions.Request `json:"plan"`
 }
 
-// apiExecution is an execution as the API shows it: DESIGN §1's fields first.
+// apiExecution is an execution as the API shows it: docs/api.md's fields first.
 type apiExecution struct {
 	ID                 string            `json:"id"`
 	Status             executions.Status `json:"status"`

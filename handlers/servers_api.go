@@ -13,7 +13,7 @@ import (
 )
 
 // serverInput is the JSON body of POST /api/v1/servers and PATCH /api/v1/servers/:id
-// (DESIGN §1). On PATCH, absent fields stay as they are; in env and headers a null
+// (docs/api.md). On PATCH, absent fields stay as they are; in env and headers a null
 // value removes that name and names not mentioned are kept.
 type serverInput struct {
 	Name             *string            `json:"name"`

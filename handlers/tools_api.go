@@ -14,7 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
-// APIList returns one page of tools (DESIGN §1):
+// APIList returns one page of tools (docs/api.md):
 // ?q=&server=&category=&status=&tag=&risk=&sort=&limit=&cursor=.
 func (h ToolsHandler) APIList(c echo.Context) error {
 	q := toolQuery(c)
@@ -135,7 +135,7 @@ func (h ToolsHandler) APISetEnabled(enable bool) echo.HandlerFunc {
 	}
 }
 
-// toolPatch is the body of PATCH /api/v1/tools/:id (DESIGN §1). Absent fields stay as
+// toolPatch is the body of PATCH /api/v1/tools/:id (docs/api.md). Absent fields stay as
 // they are; "risk": null removes the override; "configuration" replaces the parameter
 // settings ({"defaults": {...}, "fixed": {...}}; a secret sent back as "********" keeps
 // its stored value).

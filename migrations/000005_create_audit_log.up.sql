@@ -1,4 +1,4 @@
--- The append-only, hash-chained audit log (DESIGN §8). Each row's hash covers the
+-- The append-only, hash-chained audit log (docs/security.md). Each row's hash covers the
 -- previous row's hash and the row's own fields, so any edit breaks the chain from that
 -- row on; `toolwarden audit verify` walks it. payload is json (not jsonb) so the exact
 -- bytes that were hashed come back unchanged.

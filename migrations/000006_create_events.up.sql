@@ -1,4 +1,4 @@
--- Domain events (DESIGN §6): written in the transaction of the change they describe,
+-- Domain events (docs/architecture.md, Events and the websocket): written in the transaction of the change they describe,
 -- announced with NOTIFY on commit, replayed to websocket clients that resume from an id.
 -- ids are taken under the journal lock, so id order is commit order and a client that
 -- resumes from id N misses nothing.

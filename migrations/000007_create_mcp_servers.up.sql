@@ -1,4 +1,4 @@
--- MCP servers registered by admins (seed 004 §3, DESIGN §1). Connection settings are
+-- MCP servers registered by admins (docs/api.md). Connection settings are
 -- columns rather than one connection_config blob so the database enforces their rules.
 -- env, headers and auth_token hold only ciphertexts (services/secrets, bound to the row id):
 -- a database dump never contains a secret value.

@@ -1,4 +1,4 @@
--- Tools discovered on MCP servers (seed 004 §3, DESIGN §4). A tool the server stops listing
+-- Tools discovered on MCP servers (docs/architecture.md, State machines). A tool the server stops listing
 -- is marked unavailable, never deleted, so its history, usage and approvals keep pointing
 -- at it. definition holds the tool exactly as the server sent it; definition_hash pins it.
 CREATE TABLE mcp_tools (

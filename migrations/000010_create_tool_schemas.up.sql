@@ -1,4 +1,4 @@
--- Every definition a tool has had (DESIGN §4 pinning): the old version stays when the
+-- Every definition a tool has had (definition pinning, docs/architecture.md): the old version stays when the
 -- server changes a tool, so diffs can be shown and pinned approvals can be checked.
 CREATE TABLE tool_schemas (
     id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Every persistent tool state transition (DESIGN §4), written in the transaction that
+-- Every persistent tool state transition (docs/architecture.md, State machines), written in the transaction that
 -- changes mcp_tools.status. from_status is NULL for a tool's first state.
 CREATE TABLE tool_state_history (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

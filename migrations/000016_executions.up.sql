@@ -1,4 +1,4 @@
--- Executions (issue #6, DESIGN §4 and seed 003): a plan of tool calls that runs only
+-- Executions (issue #6; docs/architecture.md, State machines): a plan of tool calls that runs only
 -- after the right person approved exactly that plan, its steps, rollback and the
 -- compensations administrators configure.
 
@@ -38,7 +38,7 @@ CREATE INDEX executions_status_idx ON executions (status, created_at DESC);
 CREATE INDEX executions_requested_by_idx ON executions (requested_by, created_at DESC);
 CREATE INDEX executions_expiry_idx ON executions (expires_at) WHERE status = 'awaiting_approval';
 
--- One row per step, run or rollback, each with its own state (DESIGN §4).
+-- One row per step, run or rollback, each with its own state (docs/architecture.md, State machines).
 CREATE TABLE tool_calls (
     id              uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     execution_id    uuid NOT NULL REFERENCES executions (id) ON DELETE CASCADE,

@@ -26,7 +26,7 @@ var paramRe = regexp.MustCompile(`:[a-z_]+`)
 var tokenMinting = map[string]bool{"POST /api/v1/tokens": true, "POST /tokens": true}
 
 // decisions are the routes only a person's session may use (auth.PersonOnly on the
-// route's permission): a token gets 403 there whatever its role (DESIGN §1). The walk
+// route's permission): a token gets 403 there whatever its role (docs/api.md). The walk
 // checks the route table marks at least these.
 var decisions = []string{"POST /api/v1/executions/:id/confirm", "POST /api/v1/executions/:id/reject",
 	"POST /api/v1/executions/:id/rollback", "POST /executions/:id/confirm", "POST /executions/:id/reject",

@@ -176,7 +176,7 @@ type ServerPage struct {
 	IsStdio       bool
 	NextAttempt   *time.Time
 	BreakerOpen   bool
-	// Confinement says how a stdio server's process is confined (DESIGN §8).
+	// Confinement says how a stdio server's process is confined (docs/security.md).
 	Confinement string
 }
 

@@ -12,7 +12,7 @@ type ToolCard struct {
 	Description   string
 	Server        string
 	ServerID      string
-	Status        string // persistent tool state (DESIGN §4)
+	Status        string // persistent tool state (docs/architecture.md, State machines)
 	Available     bool   // the server still lists it
 	Risk          string // low, medium, high
 	RiskWhy       string

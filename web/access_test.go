@@ -402,7 +402,7 @@ type acPermissions struct {
 	} `json:"permissions"`
 }
 
-// GET and PUT /api/v1/tools/:id/permissions: shapes, and errors in DESIGN §1's shape.
+// GET and PUT /api/v1/tools/:id/permissions: shapes, and errors in the shape docs/api.md gives.
 func TestAccessAPI(t *testing.T) {
 	t.Parallel()
 	e := acStart(t)

@@ -23,7 +23,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
-// Issue #5 and DESIGN §11 P1/P2: a call through Toolwarden against a direct SDK call to
+// Issue #5 and the first two targets of docs/architecture.md, Performance: a call through Toolwarden against a direct SDK call to
 // the same server, with 1, 8 and 64 concurrent callers, for two upstreams: mcptest_http,
 // the in-repo Go server over streamable HTTP on loopback in this process (an upstream
 // that costs next to nothing, so Toolwarden's own cost shows), and everything_stdio,
@@ -47,7 +47,7 @@ func BenchmarkToolCall(b *testing.B) {
 		// As many idle connections as Toolwarden's sessions keep, or direct would
 		// dial afresh for most of 64 callers' calls.
 		HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}})
-	// DESIGN §11 P2's upstream: server-everything over stdio, a process of its own.
+	// The throughput target's upstream: server-everything over stdio, a process of its own.
 	cmd, args := everything.StdioCommand(b)
 	registerServer(b, srv, registry.Spec{Name: "every", Type: registry.TypeStdio, Command: cmd, Args: args,
 		Enabled: true, Trusted: true}, "echo")

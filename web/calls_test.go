@@ -37,7 +37,7 @@ type callErr struct {
 	} `json:"error"`
 }
 
-// POST /api/v1/tools/call answers with DESIGN §1's shape and error codes.
+// POST /api/v1/tools/call answers with the shape docs/api.md gives and error codes.
 func TestAPIToolCall(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Router: &router.Options{UserRate: 600}})

@@ -15,7 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
-// apiError is DESIGN §1's error shape: {"error":{"code","message","details"}}.
+// apiError is docs/api.md's error shape: {"error":{"code","message","details"}}.
 type apiError struct {
 	Error apiErrorBody `json:"error"`
 }

@@ -80,7 +80,7 @@ func expectErr(t *testing.T, api svClient, method, path string, body any, status
 	return e
 }
 
-// The executions API follows DESIGN §1: plans by prompt or steps, risk decides what
+// The executions API follows docs/api.md: plans by prompt or steps, risk decides what
 // approval they need, confirm answers 200 | 409 | 422, cancel and rollback 200 | 409.
 func TestExecutionsAPI(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ type Route struct {
 	Handler echo.HandlerFunc
 }
 
-// routes is the one route table (DESIGN §2, §8).
+// routes is the one route table (docs/architecture.md; docs/security.md).
 func (s *Server) routes() []Route {
 	d := s.deps
 	shell := s.shell

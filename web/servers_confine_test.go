@@ -15,7 +15,7 @@ import (
 )
 
 // TestServerPageConfinement: a stdio server's page and API say how its process is
-// confined (DESIGN §8): what is hidden, or "none" and why; an HTTP server's say nothing.
+// confined (docs/security.md): what is hidden, or "none" and why; an HTTP server's say nothing.
 func TestServerPageConfinement(t *testing.T) {
 	t.Parallel()
 	for _, off := range []bool{false, true} {

@@ -57,7 +57,7 @@ func svToken(t *testing.T, srv *webtest.Server, username string) string {
 	return srv.Token(t, username)
 }
 
-// apiErr is DESIGN §1's error body.
+// apiErr is the error body of docs/api.md.
 type apiErr struct {
 	Error struct {
 		Code    string `json:"code"`
@@ -135,7 +135,7 @@ func TestServersAPILifecycle(t *testing.T) {
 	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "life"})
 	api := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
 
-	// Create: 201 with DESIGN §1's shape.
+	// Create: 201 with the shape docs/api.md gives.
 	var created map[string]any
 	api.json(http.MethodPost, "/api/v1/servers", map[string]any{"name": "life", "type": "streamable_http",
 		"url": up.URL(), "description": "the lifecycle server", "enabled": true}, http.StatusCreated, &created)

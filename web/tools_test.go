@@ -78,7 +78,7 @@ func TestToolsAPI(t *testing.T) {
 	seedTools(t, srv, "echoes", false,
 		toolDef("echo", "Echoes the message back to the caller unchanged.", `{"readOnlyHint":true}`))
 
-	// The public shape (DESIGN §1).
+	// The public shape (docs/api.md).
 	var all toolList
 	a.json(http.MethodGet, "/api/v1/tools", nil, http.StatusOK, &all)
 	if len(all.Tools) != 4 || all.NextCursor != "" {

@@ -43,7 +43,7 @@ type subscribeMsg struct {
 }
 
 // hub serves /ws: it subscribes each connection to the event bus and pushes
-// server-rendered fragments (DESIGN §6).
+// server-rendered fragments (docs/architecture.md, Events and the websocket).
 type hub struct {
 	deps     *handlers.Deps
 	bus      *events.Bus

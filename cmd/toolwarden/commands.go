@@ -194,7 +194,7 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 		return explain(err)
 	}
 	fmt.Fprintf(stderr, "created token %q (%s…) for %s; it is shown only now:\n", tok.Name, tok.Prefix, u.Username)
-	// The token is the last line of standard output (DESIGN §1).
+	// The token is the last line of standard output (docs/api.md).
 	fmt.Fprintln(stdout, plain)
 	return nil
 }

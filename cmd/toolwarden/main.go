@@ -1,6 +1,6 @@
 // Command toolwarden is the Toolwarden control plane: `toolwarden serve` runs the web
 // UI, API and websocket; other subcommands manage the database, users, tokens and the
-// audit log (DESIGN §1). This is the only package that reads flags or the environment.
+// audit log (docs/api.md). This is the only package that reads flags or the environment.
 package main
 
 import (

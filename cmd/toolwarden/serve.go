@@ -111,7 +111,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 }
 
-// confinement is what stdio servers must not reach (DESIGN §8): the data dir (embedded
+// confinement is what stdio servers must not reach (docs/security.md): the data dir (embedded
 // database and its socket, secret key, workspaces), the secret key file wherever it is,
 // and the unix socket of an external database.
 func confinement(c config) (confine.Spec, error) {

@@ -1,5 +1,5 @@
 // Package confine starts a stdio MCP server where it cannot reach Toolwarden's own
-// secrets (DESIGN §8): the data dir (secret key, embedded database and its socket,
+// secrets (docs/security.md): the data dir (secret key, embedded database and its socket,
 // checkpoints), a secret key file kept elsewhere, and the socket of an external
 // database.
 //

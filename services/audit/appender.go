@@ -36,7 +36,7 @@ func (a *Appender) Wrote(rs []Record) {
 // Append writes entries in a transaction of its own on a connection from pool and
 // returns their audit.appended events for the caller to publish (later, off the path
 // of whoever waits for the append). It is the fixed cost every tool call pays before it
-// runs (DESIGN §11 P1). Knowing the chain head it is one round trip: BEGIN, the journal
+// runs (docs/architecture.md, Performance). Knowing the chain head it is one round trip: BEGIN, the journal
 // lock, an insert that only happens if that head is still the last entry, and COMMIT.
 // Otherwise, or when someone else appended meanwhile, it is two: BEGIN, the lock and
 // the head; then the insert and COMMIT.

@@ -1,4 +1,4 @@
-// Package audit is the append-only, hash-chained audit log (DESIGN §8). Entries are
+// Package audit is the append-only, hash-chained audit log (docs/security.md). Entries are
 // written in the transaction of the action they record: if the entry cannot be
 // written, the action does not happen.
 package audit
@@ -45,7 +45,7 @@ type Actor struct {
 // System is the actor for what Toolwarden does on its own (bootstrap, expiry).
 var System = Actor{Kind: ActorSystem, Name: "system"}
 
-// The results an entry records (DESIGN §1's audit filter).
+// The results an entry records (the audit filter of docs/api.md).
 const (
 	ResultSuccess = "success" // the action happened (the default)
 	ResultFailure = "failure" // it was tried and failed (a wrong password)

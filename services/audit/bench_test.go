@@ -36,7 +36,7 @@ func seedChain(tb testing.TB, q interface {
 	}
 }
 
-// BenchmarkVerify measures `audit verify` throughput (DESIGN §11 P6: ≥ 500,000 rows/s).
+// BenchmarkVerify measures `audit verify` throughput (docs/architecture.md, Performance).
 func BenchmarkVerify(b *testing.B) {
 	const n = 200_000
 	pool := dbtest.New(b)

@@ -2,7 +2,7 @@ package auth
 
 import "slices"
 
-// Role is one of the five roles of DESIGN §8 (seed 004 §9).
+// Role is one of the five roles of docs/security.md (seed 004 §9).
 type Role string
 
 // The roles.
@@ -58,7 +58,7 @@ const (
 	// stored stdio server unchanged needs only server.edit). Whoever
 	// holds it can run any program as Toolwarden, so only administrators do.
 	PermServerCommand Permission = "server.command"
-	// PermServerTrust: mark a server trusted, or not. Trust decides risk (DESIGN §5: a
+	// PermServerTrust: mark a server trusted, or not. Trust decides risk (docs/architecture.md, The path of a tool call: a
 	// trusted server's annotations are believed), so only administrators hold it.
 	PermServerTrust Permission = "server.trust"
 
@@ -67,7 +67,7 @@ const (
 	PermToolConfigure Permission = "tool.configure"
 	PermToolEnable    Permission = "tool.enable"
 	// PermToolOverride: enable a tool despite critical or error findings or a failed
-	// test, with a reason (DESIGN §4). Administrators only.
+	// test, with a reason (docs/architecture.md, State machines). Administrators only.
 	PermToolOverride Permission = "tool.override"
 	// PermToolInspect: read a tool's configuration, its versions and its state history
 	// (who changed what, and why). Every role but guest (seed 004 §9: guests view
@@ -94,7 +94,7 @@ var AllPermissions = []Permission{
 	PermLogView, PermAuditView, PermAuditExport,
 }
 
-// rolePermissions is the one permission table (DESIGN §8). Seed 004 §9: administrators
+// rolePermissions is the one permission table (docs/security.md). Seed 004 §9: administrators
 // can do everything; tool managers manage servers and tools (but only administrators
 // decide which programs stdio servers start); tool users use tools and
 // view configurations; auditors view logs and configurations without changing
@@ -130,7 +130,7 @@ func (r Role) Can(p Permission) bool {
 }
 
 // PersonOnly reports whether p is a decision that only a person's browser session
-// makes, never an API token, whatever its user's role (DESIGN §1: decisions belong to
+// makes, never an API token, whatever its user's role (docs/security.md: decisions belong to
 // people): approving, rejecting and rolling back executions.
 func PersonOnly(p Permission) bool { return p == PermExecutionApprove }
 

@@ -10,7 +10,7 @@ import (
 func TestRolesValid(t *testing.T) {
 	t.Parallel()
 	if got, want := len(auth.Roles), 5; got != want {
-		t.Fatalf("roles: got %d, want %d (DESIGN §8)", got, want)
+		t.Fatalf("roles: got %d, want %d (docs/security.md)", got, want)
 	}
 	for _, r := range auth.Roles {
 		if !r.Valid() {

@@ -13,7 +13,7 @@ import (
 const tokenTTL = 30 * time.Second
 
 // tokenCache remembers authenticated API tokens by hash, so an agent's calls are not a
-// database lookup each (DESIGN §11: a lookup per call is what makes gateways slow).
+// database lookup each (a lookup per call is what makes gateways slow; docs/architecture.md, Performance).
 type tokenCache struct {
 	mu  sync.Mutex
 	gen uint64 // bumped by clear: a lookup that started before it is not stored

@@ -72,7 +72,8 @@ func (mg *Migrator) Close() error {
 }
 
 // Up applies every pending migration, then River's (the job queue's tables are
-// River's to define, in their own versioned line, DESIGN §3).
+// River's to define, in their own versioned line; docs/architecture.md, Who owns which
+// tables).
 func (mg *Migrator) Up() error {
 	if err := mg.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("db: migrate up: %w", err)

@@ -1,4 +1,4 @@
-// Package decide is the one answer to "who may decide" (DESIGN §1, §5): approving or
+// Package decide is the one answer to "who may decide" (docs/security.md, Who decides): approving or
 // rejecting a plan, confirming a risky call in the test panel, rolling an execution
 // back. Decisions belong to people: only a person's browser session decides, never an
 // API token, and only with a role that may approve executions. A high-risk decision

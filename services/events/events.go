@@ -1,4 +1,4 @@
-// Package events publishes domain events (DESIGN §6): a row in the events table written
+// Package events publishes domain events (docs/architecture.md, Events and the websocket): a row in the events table written
 // in the transaction of the change it describes, announced with NOTIFY on commit, and
 // fanned out to subscribers by a Bus in every replica.
 package events

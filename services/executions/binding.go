@@ -47,7 +47,7 @@ func sealInput(id string, hashes ...[]byte) []byte {
 }
 
 // checkBinding recomputes, from what is stored to run now, the hash of phase's plan
-// and compares it with the hash that was approved (DESIGN §8): the steps' tools and
+// and compares it with the hash that was approved (docs/security.md): the steps' tools and
 // arguments as the runner will read them, each tool's definition, configuration and
 // risk, and each server's connection identity; and it checks the execution's seal over
 // those hashes. It also re-checks the requester: still an active user (and their token

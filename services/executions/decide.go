@@ -209,7 +209,7 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 	var approvedBy *string
 	name := approver.Name
 	if how == "policy" {
-		// Nobody approved a LOW plan: the policy did (DESIGN §4), whoever asked for it
+		// Nobody approved a LOW plan: the policy did (docs/architecture.md, State machines), whoever asked for it
 		// (an agent's token too), so no person is recorded as its approver.
 		approver, name = audit.System, "policy"
 	} else if approver.ID != "" && approver.Kind != audit.ActorSystem {

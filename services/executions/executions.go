@@ -1,4 +1,4 @@
-// Package executions owns plans and their execution (DESIGN §4, seed 003's Safe Action
+// Package executions owns plans and their execution (docs/architecture.md, State machines; the Safe Action
 // flow): a plan is prepared step by step through the router, stored immutably with the
 // hash of its canonical form, approved by policy (LOW), a confirm (MEDIUM) or the typed
 // phrase (HIGH) bound to that hash, run step by step through the router by a durable

@@ -131,7 +131,7 @@ func addRouterError(e *verr.Error, field string, err error) {
 	e.Add(field+"/tool", re.Message)
 }
 
-// Risk is the plan's risk: its riskiest step's (DESIGN §5), with why.
+// Risk is the plan's risk: its riskiest step's (docs/architecture.md, The path of a tool call), with why.
 func (p Plan) Risk() (risk.Level, string) {
 	level, why := risk.Low, "every step is low risk"
 	for _, st := range p.Steps {

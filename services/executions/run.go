@@ -26,7 +26,7 @@ var errBusy = errors.New("executions: another runner holds this execution")
 // lockExecution takes execution id's runner lock on a connection of its own, held
 // until release. Whoever holds it is the one runner of that execution; the lock dies
 // with its connection, so a crashed runner's steps can be recognised as interrupted
-// (DESIGN §4). ok is false when another live runner holds it.
+// (docs/architecture.md, State machines). ok is false when another live runner holds it.
 func (s *Service) lockExecution(ctx context.Context, id string) (release func(), ok bool, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
-// Status is where an execution stands (DESIGN §4, seed 003).
+// Status is where an execution stands (docs/architecture.md, State machines).
 type Status string
 
 // The execution states.

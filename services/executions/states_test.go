@@ -15,7 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/risk"
 )
 
-// The state machine has exactly DESIGN §4's transitions (plus cancel between steps).
+// The state machine has exactly the transitions of docs/architecture.md, State machines (plus cancel between steps).
 func TestLegal(t *testing.T) {
 	t.Parallel()
 	type edge struct{ from, to executions.Status }

@@ -116,7 +116,7 @@ func TestConfinedServerAttack(t *testing.T) {
 		how := e.mgr.Confinement()
 		switch {
 		case confined && (strings.HasPrefix(how, "none") || !strings.Contains(how, dataDir) || !strings.Contains(how, elsewhere)):
-			t.Fatalf("confinement: got %q, want namespaces hiding %s and %s on this machine (DESIGN §8)", how, dataDir, elsewhere)
+			t.Fatalf("confinement: got %q, want namespaces hiding %s and %s on this machine (docs/security.md)", how, dataDir, elsewhere)
 		case !confined && how != "none: turned off; clean environment":
 			t.Fatalf("confinement off: got %q", how)
 		}
@@ -266,7 +266,7 @@ func TestReferenceServersConfined(t *testing.T) {
 		Debounce: 150 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second,
 		Confine: confine.Spec{Hide: []string{dataDir}}})
 	if how := e.mgr.Confinement(); strings.HasPrefix(how, "none") {
-		t.Fatalf("confinement: got %q, want namespaces on this machine (DESIGN §8)", how)
+		t.Fatalf("confinement: got %q, want namespaces on this machine (docs/security.md)", how)
 	}
 	root := everything.Root(t)
 

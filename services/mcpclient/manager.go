@@ -1,4 +1,4 @@
-// Package mcpclient keeps one live MCP session per enabled server (DESIGN §2) over stdio,
+// Package mcpclient keeps one live MCP session per enabled server (docs/architecture.md) over stdio,
 // SSE or streamable HTTP with the official Go SDK: it connects and records what the
 // server says about itself, checks health on an interval, reconnects with exponential
 // backoff and jitter behind a circuit breaker, supervises stdio processes, and runs

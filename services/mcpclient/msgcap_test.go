@@ -488,7 +488,7 @@ func TestFrameReaderPassesErrors(t *testing.T) {
 	}
 }
 
-// The readers' cost on ordinary traffic (DESIGN §11 P1/P2): small responses like an echo
+// The readers' cost on ordinary traffic (the call targets of docs/architecture.md, Performance): small responses like an echo
 // call's, per message, and the throughput on a result near the default cap.
 //
 //	go test ./services/mcpclient -run '^$' -bench Readers -benchmem

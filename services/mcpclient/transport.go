@@ -26,7 +26,7 @@ import (
 // passEnv are the variables of Toolwarden's own environment a stdio server inherits:
 // enough to find programs and a home directory (npx keeps its cache there), plus the
 // locale, which only says how to encode text; never DATABASE_URL, the admin password
-// or anything else Toolwarden itself was given (DESIGN §8). What else a server needs,
+// or anything else Toolwarden itself was given (docs/security.md). What else a server needs,
 // the admin configures on it.
 var passEnv = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE"}
 
@@ -67,7 +67,7 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		// A grandchild holding stderr open must not make Wait hang.
 		cmd.WaitDelay = 2 * time.Second
-		// Started through the confinement helper: no data dir, no database (DESIGN §8).
+		// Started through the confinement helper: no data dir, no database (docs/security.md).
 		conf.Apply(cmd)
 		return &endpoint{transport: &commandTransport{cmd: cmd, terminate: 2 * time.Second, lim: lim},
 			cmd: cmd, stderr: stderr}, nil

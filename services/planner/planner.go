@@ -1,5 +1,5 @@
 // Package planner turns a prompt into a plan: tool calls to run in order and, optionally,
-// calls that undo them. It proposes only; Toolwarden decides a plan's risk (DESIGN §5), so
+// calls that undo them. It proposes only; Toolwarden decides a plan's risk (docs/architecture.md, The path of a tool call), so
 // neither planner returns anything but steps.
 //
 // Two planners exist. [Rules], the default, needs no network and understands explicit tool

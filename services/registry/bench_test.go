@@ -26,8 +26,8 @@ func benchTools(n int) []registry.ToolDef {
 	return out
 }
 
-// BenchmarkApplyDiscovery5000 measures storing a 5,000-tool discovery (DESIGN §11 P5:
-// discovery of a 5,000-tool server, stored, in under 2 s): "new" into a fresh server,
+// BenchmarkApplyDiscovery5000 measures storing a 5,000-tool discovery (the discovery target
+// of docs/architecture.md, Performance): "new" into a fresh server,
 // "unchanged" the same list again.
 func BenchmarkApplyDiscovery5000(b *testing.B) {
 	const n = 5000

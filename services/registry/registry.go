@@ -1,6 +1,6 @@
 // Package registry owns the MCP servers Toolwarden knows and the tools discovered on them
-// (DESIGN §2): registrations with their encrypted secrets, connection status and health
-// history, discovery upserts with definition pinning (DESIGN §4), and configuration as code.
+// (docs/architecture.md): registrations with their encrypted secrets, connection status and health
+// history, discovery upserts with definition pinning (docs/architecture.md, State machines), and configuration as code.
 package registry
 
 import (
@@ -12,7 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
-// Topics on which the registry announces changes (DESIGN §6).
+// Topics on which the registry announces changes (docs/architecture.md, Events and the websocket).
 const (
 	// ServersTopic carries server.changed, server.deleted, server.status and discovery.* events.
 	ServersTopic = "servers"

@@ -38,7 +38,7 @@ const (
 // Types lists the server types in the order forms show them.
 var Types = []string{TypeStdio, TypeStreamableHTTP, TypeSSE}
 
-// Connection statuses (DESIGN §1).
+// Connection statuses (docs/api.md).
 const (
 	StatusConnecting   = "connecting"
 	StatusConnected    = "connected"
@@ -71,7 +71,7 @@ const (
 // MaxDescription is the longest server description accepted.
 const MaxDescription = 2000
 
-// namePattern is the server name rule of DESIGN §1.
+// namePattern is the server name rule of docs/api.md.
 var namePattern = regexp.MustCompile(`^[a-z0-9-]{1,48}$`)
 
 // envNamePattern is what a POSIX shell accepts as a variable name.

@@ -23,7 +23,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
-// Tool states (DESIGN §4, seed 004 §5). services/toolstate owns the transitions; discovery
+// Tool states (docs/architecture.md, State machines). services/toolstate owns the transitions; discovery
 // creates tools (discovered) and moves changed ones to updating; tools.Validate then
 // takes both on to validated or invalid in the same transaction.
 const (
@@ -52,7 +52,7 @@ type Tool struct {
 
 const toolColumns = tools.RowColumns + `, t.first_seen, t.last_seen, t.updated_at`
 
-// DefinitionHash is the pin of a tool definition (DESIGN §4): SHA-256 over the canonical
+// DefinitionHash is the pin of a tool definition (docs/architecture.md, State machines): SHA-256 over the canonical
 // JSON of its name, title, description, input and output schema and annotations. Key
 // order and whitespace do not change it; any change of meaning does.
 func DefinitionHash(d ToolDef) string {
@@ -201,7 +201,7 @@ type Discovery struct {
 	Prompts   []Prompt
 }
 
-// DiscoveryResult counts what a discovery changed (DESIGN §1: POST .../discover).
+// DiscoveryResult counts what a discovery changed (docs/api.md: POST .../discover).
 type DiscoveryResult struct {
 	RunID     int64    `json:"run_id"`
 	Added     int      `json:"added"`

@@ -1,4 +1,4 @@
-// Package risk decides how risky a tool is (DESIGN §5). Toolwarden decides, never the
+// Package risk decides how risky a tool is (docs/architecture.md, The path of a tool call). Toolwarden decides, never the
 // caller or the model: an administrator's per-tool setting wins; otherwise the tool's
 // annotations decide, believed only as far as its server is trusted.
 package risk
@@ -95,7 +95,7 @@ func hint(a map[string]json.RawMessage, name string) (value, set bool) {
 	return false, false
 }
 
-// Decide returns the tool's risk (DESIGN §5):
+// Decide returns the tool's risk (docs/architecture.md, The path of a tool call):
 //   - an administrator's override wins;
 //   - on a trusted server: readOnlyHint → low; destructiveHint:false → medium;
 //     destructive, unannotated or unreadable annotations → high;

@@ -15,7 +15,7 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// decideCase is one input of Decide with the level DESIGN §5 gives it.
+// decideCase is one input of Decide with the level docs/architecture.md (The path of a tool call) gives it.
 type decideCase struct {
 	name        string
 	override    string

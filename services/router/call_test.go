@@ -169,7 +169,7 @@ func TestConfiguredValuesAreMerged(t *testing.T) {
 }
 
 // Risk decides: LOW runs, MEDIUM needs a confirm, HIGH the exact phrase; the API is
-// pointed to executions (DESIGN §5).
+// pointed to executions (docs/architecture.md, The path of a tool call).
 func TestRiskNeedsApproval(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)

@@ -6,7 +6,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
-// The error codes of a refused or failed call (DESIGN §1; the JSON API's error.code),
+// The error codes of a refused or failed call (docs/api.md; the JSON API's error.code),
 // each with its kind.
 const (
 	CodeInvalidArguments = "invalid_arguments" // invalid

@@ -29,7 +29,7 @@ type job struct {
 }
 
 // recorder writes jobs with group commit. Jobs a caller waits for (the audit row that
-// must be durable before a call runs, DESIGN §8) go first: every such job queued while
+// must be durable before a call runs, docs/security.md) go first: every such job queued while
 // the previous transaction committed is written in the next one, so a burst of N calls
 // costs about one commit and callers do not serialize on the journal lock. What is
 // written behind the callers' backs (usage rows, completion events) is gathered for up

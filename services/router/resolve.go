@@ -207,7 +207,7 @@ func (r *Router) build(t tools.Target) (*entry, error) {
 
 // retryable: only a call that cannot change anything may be sent twice — a read-only
 // tool, or an idempotent one that says it is not destructive — and only when the server
-// is trusted to tell the truth about that (DESIGN §5).
+// is trusted to tell the truth about that (docs/architecture.md, The path of a tool call).
 func retryable(annotations json.RawMessage, trusted bool) bool {
 	if !trusted {
 		return false

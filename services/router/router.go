@@ -1,4 +1,4 @@
-// Package router is the one path every tool call takes (DESIGN §5): the test panel,
+// Package router is the one path every tool call takes (docs/architecture.md, The path of a tool call): the test panel,
 // the JSON API, plan steps and the gateway all call Router.Call, which resolves the
 // name, checks the tool is enabled and the caller may use it, merges the configured
 // values, validates the arguments against the pinned schema, decides risk, applies
@@ -219,7 +219,7 @@ type Call struct {
 	Progress func(Progress)
 	// Pin, when set, is the tool as the call was approved (a plan step): the call is
 	// refused as stale_plan if the tool is another, or its definition or configuration
-	// changed since (DESIGN §4, definition pinning).
+	// changed since (docs/architecture.md, State machines: definition pinning).
 	Pin *Pin
 }
 
@@ -259,7 +259,7 @@ type Result struct {
 // Phrase is what a person types to run a HIGH tool directly: its qualified name.
 func Phrase(qualifiedName string) string { return qualifiedName }
 
-// Runtime is a tool's live state (DESIGN §4): it is never stored, only kept here and
+// Runtime is a tool's live state (docs/architecture.md, State machines): it is never stored, only kept here and
 // sent with call events.
 type Runtime = events.Runtime
 
@@ -337,7 +337,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		re.RetryAfter = wait
 		return nil, rec.refused(ctx, re)
 	}
-	// The audit row is durable before the server sees the call (DESIGN §8).
+	// The audit row is durable before the server sees the call (docs/security.md).
 	if err := rec.started(ctx); err != nil {
 		return nil, err
 	}
@@ -569,7 +569,7 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 	return nil
 }
 
-// approve applies DESIGN §5: LOW runs; MEDIUM needs a confirm; HIGH the typed phrase;
+// approve applies the approval rule (docs/architecture.md, The path of a tool call): LOW runs; MEDIUM needs a confirm; HIGH the typed phrase;
 // a step of an approved execution carries its approval. Who may give that approval is
 // package decide's to say (a person, never a token; for HIGH someone other than the
 // caller whenever another could). self reports a high-risk call its own caller

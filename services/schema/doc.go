@@ -1,5 +1,5 @@
 // Package schema vets MCP tool definitions and documents them (seed 004 §6,
-// DESIGN §2). It does no I/O: callers hand it a definition and store what it
+// docs/architecture.md). It does no I/O: callers hand it a definition and store what it
 // says.
 //
 // ValidateTool checks a definition and returns findings, each with a JSON

@@ -65,7 +65,7 @@ type Tool struct {
 }
 
 // Blocking reports whether fs holds a critical or error finding: such a tool
-// may not be enabled without an admin's override (DESIGN §4).
+// may not be enabled without an admin's override (docs/architecture.md, State machines).
 func Blocking(fs []Finding) bool {
 	for _, f := range fs {
 		if f.Severity == SeverityCritical || f.Severity == SeverityError {

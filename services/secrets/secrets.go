@@ -1,6 +1,6 @@
 // Package secrets encrypts secret values (HTTP header values, env values, tokens of
 // MCP server registrations) at rest, and recognises values and names that hold
-// secrets (DESIGN §8).
+// secrets (docs/security.md).
 //
 // Ciphertexts are text, so they fit the same columns and JSON fields as the
 // plaintext they replace:

@@ -36,7 +36,7 @@ const RowColumns = `t.id, t.server_id, s.name AS server_name, s.trusted AS serve
 // RowFrom is the FROM clause RowColumns read.
 const RowFrom = ` FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id`
 
-// QualifiedName is the name the API, plans and the gateway use (DESIGN §1).
+// QualifiedName is the name the API, plans and the gateway use (docs/api.md).
 func (t Row) QualifiedName() string { return toolname.Join(t.Server, t.Name) }
 
 // Version is the tool's version as people read it ("2.1").

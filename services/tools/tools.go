@@ -68,12 +68,12 @@ type Item struct {
 	Rank float32 `db:"rank" json:"-"`
 }
 
-// Risk is the tool's risk and why (DESIGN §5).
+// Risk is the tool's risk and why (docs/architecture.md, The path of a tool call).
 func (t Item) Risk() risk.Decision {
 	return risk.Decide(risk.Input{Override: deref(t.RiskOverride), Annotations: t.Annotations, Trusted: t.ServerTrusted})
 }
 
-// MarshalJSON adds the derived fields of the public shape (DESIGN §1).
+// MarshalJSON adds the derived fields of the public shape (docs/api.md).
 func (t Item) MarshalJSON() ([]byte, error) {
 	type plain Item
 	r := t.Risk()

@@ -1,4 +1,4 @@
-// Package toolstate owns the persistent tool state machine (DESIGN §4, seed 004 §5):
+// Package toolstate owns the persistent tool state machine (docs/architecture.md, State machines):
 // which transitions are legal and which need an override. services/tools applies moves
 // (the conditional update of mcp_tools.status and the tool_state_history row that goes
 // with every transition, in the caller's transaction), since it is mcp_tools' one writer.

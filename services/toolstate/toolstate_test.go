@@ -23,7 +23,7 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// legal is the state machine of DESIGN §4 written out edge by edge, independently of the
+// legal is the state machine of docs/architecture.md (State machines) written out edge by edge, independently of the
 // table in the package: every pair of states is checked against it.
 var legal = map[[2]string]bool{
 	{"discovered", "validating"}: true,

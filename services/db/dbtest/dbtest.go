@@ -1,5 +1,5 @@
 // Package dbtest gives each test its own PostgreSQL database, cloned from a migrated
-// template in one embedded cluster per test process (DESIGN §9).
+// template in one embedded cluster per test process (docs/architecture.md, Testing).
 //
 // A package that uses it must run its tests through Main:
 //
