@@ -163,7 +163,7 @@ func Touch(ctx context.Context, q db.Querier, ids []string, at time.Time) error 
 	_, err := q.Exec(ctx, `/* tools.Touch */
 		UPDATE mcp_tools SET last_used = $2
 		WHERE id IN (SELECT id FROM mcp_tools WHERE id = ANY($1::uuid[]) AND (last_used IS NULL OR last_used < $2)
-		             FOR UPDATE SKIP LOCKED)`, ids, at)
+		             FOR NO KEY UPDATE SKIP LOCKED)`, ids, at)
 	if err != nil {
 		return fmt.Errorf("tools: touch: %w", err)
 	}

@@ -357,6 +357,9 @@ func (s *Service) Get(ctx context.Context, id string) (Item, error) {
 	return getItem(ctx, s.pool, id, false)
 }
 
+// getItem reads one tool; forUpdate locks its row FOR NO KEY UPDATE, which rows that
+// reference the tool (a call record, an execution step) do not wait for, so a change
+// of a tool never stands in a lock cycle with the router recording calls to it.
 func getItem(ctx context.Context, q db.Querier, id string, forUpdate bool) (Item, error) {
 	id, ok := normalID(id)
 	if !ok {
@@ -364,7 +367,7 @@ func getItem(ctx context.Context, q db.Querier, id string, forUpdate bool) (Item
 	}
 	sql := `/* tools.Get */ SELECT ` + itemColumns + `, 0::real AS rank` + itemFrom + ` WHERE t.id = $1`
 	if forUpdate {
-		sql += " FOR UPDATE OF t"
+		sql += " FOR NO KEY UPDATE OF t"
 	}
 	items, err := db.All[Item](ctx, q, "tools: get", sql, id)
 	if err != nil {
