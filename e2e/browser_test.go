@@ -69,14 +69,11 @@ type browser struct {
 // starts watching its console for errors, exceptions and CSP violations.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	// Made before the cleanups below, so it is removed after the browser has exited.
-	profile := t.TempDir()
 	root, cancelRoot := context.WithTimeout(context.Background(), browserTimeout)
 	t.Cleanup(cancelRoot)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.UserDataDir(profile),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -86,15 +83,32 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.NoFirstRun,
 		chromedp.WindowSize(1280, 900),
 	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(root, opts...)
-	t.Cleanup(cancelAlloc) // waits for the browser to exit
-	ctx, cancelTab := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancelTab)
+	// A start can fail on a loaded machine (chromium's launcher script or its first
+	// handshake timing out): try again twice before failing the test.
+	var ctx context.Context
+	for attempt := 1; ; attempt++ {
+		// A fresh profile each time, made before the cleanups below so that it is
+		// removed after the browser has exited.
+		profile := t.TempDir()
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(root, append(opts, chromedp.UserDataDir(profile))...)
+		tab, cancelTab := chromedp.NewContext(allocCtx)
+		err := chromedp.Do(tab) // starts the browser and opens the tab
+		if err == nil {
+			t.Cleanup(cancelAlloc) // waits for the browser to exit
+			t.Cleanup(cancelTab)
+			ctx = tab
+			break
+		}
+		cancelTab()
+		cancelAlloc()
+		if attempt == 3 {
+			t.Fatalf("start chromium: %v", err)
+		}
+		t.Logf("start chromium (attempt %d): %v; trying again", attempt, err)
+		time.Sleep(time.Second)
+	}
 
 	b := &browser{t: t, ctx: ctx, flushed: map[string]chan struct{}{}}
-	if err := chromedp.Do(ctx); err != nil { // starts the browser and opens the tab
-		t.Fatalf("start chromium: %v", err)
-	}
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
 		page.AddScriptToEvaluateOnNewDocumentParams{Source: reportProblems}); err != nil {
 		t.Fatalf("install the CSP violation reporter: %v", err)
