@@ -36,14 +36,6 @@ type apiExec struct {
 	} `json:"rollback"`
 }
 
-type execErr struct {
-	Error struct {
-		Code    string          `json:"code"`
-		Message string          `json:"message"`
-		Details json.RawMessage `json:"details"`
-	} `json:"error"`
-}
-
 func plan(steps ...map[string]any) map[string]any {
 	return map[string]any{"plan": map[string]any{"steps": steps}}
 }
@@ -69,15 +61,9 @@ func waitExec(t *testing.T, api svClient, id, want string) apiExec {
 	}
 }
 
-func expectErr(t *testing.T, api svClient, method, path string, body any, status int, code string) execErr {
+func expectErr(t *testing.T, api svClient, method, path string, body any, status int, code string) webtest.ErrorBody {
 	t.Helper()
-	got, raw := api.do(method, path, body)
-	var e execErr
-	_ = json.Unmarshal(raw, &e)
-	if got != status || e.Error.Code != code {
-		t.Fatalf("%s %s: got %d %s, want %d %s", method, path, got, raw, status, code)
-	}
-	return e
+	return api.api().Error(method, path, body, status, code)
 }
 
 // The executions API follows docs/api.md: plans by prompt or steps, risk decides what
@@ -230,21 +216,23 @@ func TestExecutionsAPI(t *testing.T) {
 	}
 
 	{ // bad input stores nothing
-		e := expectErr(t, ann, http.MethodPost, "/api/v1/executions", plan(step("lo__nope", nil), step("lo__echo", map[string]any{"message": 5})), 400, "invalid_input")
-		for _, p := range []string{"/steps/0/tool", "/steps/1/arguments/message"} {
-			if !strings.Contains(string(e.Error.Details), p) {
-				t.Errorf("details %s lack %s", e.Error.Details, p)
-			}
-		}
-		e = expectErr(t, ann, http.MethodPost, "/api/v1/executions", map[string]any{"prompt": "please tidy up everything"}, 422, "not_understood")
-		if !strings.Contains(string(e.Error.Details), "fragment") {
-			t.Errorf("not_understood details %s", e.Error.Details)
-		}
-		expectErr(t, ann, http.MethodPost, "/api/v1/executions", map[string]any{"prompt": "call lo__echo message=hi",
-			"plan": map[string]any{"steps": []any{step("lo__echo", nil)}}}, 400, "invalid_input")
-		expectErr(t, ann, http.MethodPost, "/api/v1/executions", `{"plan":`, 400, "invalid_input")
-		expectErr(t, guest, http.MethodPost, "/api/v1/executions", map[string]any{"prompt": "call lo__echo message=hi"}, 403, "forbidden")
-		expectErr(t, ann, http.MethodGet, "/api/v1/executions/not-an-id", nil, 404, "not_found")
+		const execs = "/api/v1/executions"
+		post := http.MethodPost
+		webtest.Run(t, []webtest.Case{
+			{Name: "an unknown tool and an argument of the wrong type", As: ann.api(), Method: post, Path: execs,
+				Body:   plan(step("lo__nope", nil), step("lo__echo", map[string]any{"message": 5})),
+				Status: 400, Code: "invalid_input", Details: []string{"/steps/0/tool", "/steps/1/arguments/message"}},
+			{Name: "a prompt nothing understands", As: ann.api(), Method: post, Path: execs,
+				Body:   map[string]any{"prompt": "please tidy up everything"},
+				Status: 422, Code: "not_understood", Details: []string{"fragment"}},
+			{Name: "a prompt and a plan", As: ann.api(), Method: post, Path: execs,
+				Body:   map[string]any{"prompt": "call lo__echo message=hi", "plan": map[string]any{"steps": []any{step("lo__echo", nil)}}},
+				Status: 400, Code: "invalid_input"},
+			{Name: "broken JSON", As: ann.api(), Method: post, Path: execs, Body: `{"plan":`, Status: 400, Code: "invalid_input"},
+			{Name: "a guest", As: guest.api(), Method: post, Path: execs, Body: map[string]any{"prompt": "call lo__echo message=hi"},
+				Status: 403, Code: "forbidden"},
+			{Name: "no such execution", As: ann.api(), Method: http.MethodGet, Path: execs + "/not-an-id", Status: 404, Code: "not_found"},
+		})
 		var n int
 		if err := srv.Pool.QueryRow(t.Context(), `SELECT count(*) FROM executions WHERE prompt LIKE '%tidy%' OR prompt LIKE '%message=hi%'`).Scan(&n); err != nil || n != 0 {
 			t.Fatalf("bad input stored %d executions (%v)", n, err)

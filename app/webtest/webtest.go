@@ -266,3 +266,63 @@ func (a API) JSON(method, path string, body any, want int, out any) {
 		}
 	}
 }
+
+// ErrorBody is the error body every JSON API answers with (docs/api.md, Errors).
+type ErrorBody struct {
+	Error struct {
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+		Details json.RawMessage `json:"details"`
+	} `json:"error"`
+}
+
+// Error sends a request that must fail with status and the error code given, and
+// returns the error body.
+func (a API) Error(method, path string, body any, status int, code string) ErrorBody {
+	a.T.Helper()
+	got, raw := a.Do(method, path, body)
+	var e ErrorBody
+	_ = json.Unmarshal(raw, &e)
+	if got != status || e.Error.Code != code {
+		a.T.Fatalf("%s %s: got %d %s, want %d %s", method, path, got, raw, status, code)
+	}
+	return e
+}
+
+// Case is one request of a table-driven handler test, sent through the real route
+// table, and the answer it must get.
+type Case struct {
+	Name   string
+	As     API // who sends it (a session, a token or nobody)
+	Method string
+	Path   string
+	Body   any // as API.Do takes it
+	Status int
+	// Code is the error code an error answer carries ("" for a success).
+	Code string
+	// Details are texts the error's details must contain (field paths, keys).
+	Details []string
+}
+
+// Run sends each case as a subtest of t.
+func Run(t *testing.T, cases []Case) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			a := tc.As
+			a.T = t
+			if tc.Code == "" {
+				if got, raw := a.Do(tc.Method, tc.Path, tc.Body); got != tc.Status {
+					t.Fatalf("%s %s: got %d %s, want %d", tc.Method, tc.Path, got, raw, tc.Status)
+				}
+				return
+			}
+			e := a.Error(tc.Method, tc.Path, tc.Body, tc.Status, tc.Code)
+			for _, d := range tc.Details {
+				if !strings.Contains(string(e.Error.Details), d) {
+					t.Errorf("%s %s: the details %s lack %q", tc.Method, tc.Path, e.Error.Details, d)
+				}
+			}
+		})
+	}
+}
