@@ -370,21 +370,7 @@ func TestServersAPITestConnection(t *testing.T) {
 // svPost posts a same-origin form with extra headers.
 func svPost(t *testing.T, srv *webtest.Server, c *http.Client, path string, form url.Values, hdr map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", srv.URL)
-	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return srv.PostFormHeaders(t, c, path, form, hdr)
 }
 
 func bodyString(t *testing.T, res *http.Response) string {
