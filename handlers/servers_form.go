@@ -1,0 +1,353 @@
+package handlers
+
+import (
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// New renders the empty add form.
+func (h ServersHandler) New(c echo.Context) error {
+	typ := registry.TypeStdio
+	if !PrincipalOf(c).Can(auth.PermServerCommand) {
+		typ = registry.TypeStreamableHTTP
+	}
+	f := views.ServerForm{Type: typ, Enabled: true, TimeoutMS: registry.DefaultTimeoutMS,
+		Retries: registry.DefaultRetries, HealthIntervalMS: registry.DefaultHealthIntervalMS, AuthType: registry.AuthNone}
+	return h.formPage(c, http.StatusOK, "", f, nil)
+}
+
+func (h ServersHandler) formPage(c echo.Context, status int, id string, f views.ServerForm, test *views.ServerTest) error {
+	title, action := "Add an MCP server", "/servers"
+	if id != "" {
+		title, action = "Edit "+f.Name, "/servers/"+id
+	}
+	return render(c, status, views.ServerFormView(views.ServerFormPage{Layout: h.layout(c, title), ID: id, Form: f,
+		Types: typeOptions(), Test: test, Action: action, CommandLocked: !PrincipalOf(c).Can(auth.PermServerCommand),
+		TrustLocked: !PrincipalOf(c).Can(auth.PermServerTrust)}))
+}
+
+// Edit renders the edit form of a server; secret values are never in it.
+func (h ServersHandler) Edit(c echo.Context) error {
+	s, err := h.Registry.GetServer(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return h.formPage(c, http.StatusOK, s.ID, formOf(s), nil)
+}
+
+func formOf(s registry.Server) views.ServerForm {
+	f := views.ServerForm{Name: s.Name, Description: s.Description, Type: s.Type, Command: s.Command,
+		Args: strings.Join(s.Args, "\n"), WorkingDir: s.WorkingDir, URL: s.URL, AuthType: s.AuthType,
+		AuthHeader: s.AuthHeader, AuthConfigured: s.AuthConfigured, TimeoutMS: s.TimeoutMS, Retries: s.Retries,
+		HealthIntervalMS: s.HealthIntervalMS, Enabled: s.Enabled, Trusted: s.Trusted, AutoEnable: s.AutoEnable}
+	for _, n := range s.EnvNames {
+		f.Env = append(f.Env, views.SecretRow{Name: n, Configured: true})
+	}
+	for _, n := range s.HeaderNames {
+		f.Headers = append(f.Headers, views.SecretRow{Name: n, Configured: true})
+	}
+	return f
+}
+
+// parsedForm is the submitted form as a patch, plus what to show if it comes back.
+type parsedForm struct {
+	patch registry.Patch
+	view  views.ServerForm
+	errs  verr.Error
+}
+
+// parseForm reads the add/edit form. Stored secrets (cur) are kept when their value box
+// is left empty, removed when their row is removed, and replaced when a value is typed.
+func parseForm(c echo.Context, cur *registry.Server) parsedForm {
+	var pf parsedForm
+	str := func(name string) *string { v := c.FormValue(name); return &v }
+	num := func(name string, def int) *int {
+		raw := strings.TrimSpace(c.FormValue(name))
+		if raw == "" {
+			return &def
+		}
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			pf.errs.Add(name, "must be a whole number")
+			return nil
+		}
+		return &n
+	}
+	checked := func(name string) *bool { v := c.FormValue(name) == "true"; return &v }
+	var args []string
+	for line := range strings.SplitSeq(strings.ReplaceAll(c.FormValue("args"), "\r\n", "\n"), "\n") {
+		if strings.TrimSpace(line) != "" {
+			args = append(args, strings.TrimSpace(line))
+		}
+	}
+	p := registry.Patch{Name: str("name"), Description: str("description"), Type: str("type"), Command: str("command"),
+		Args: &args, WorkingDir: str("working_dir"), URL: str("url"), AuthType: str("auth_type"), AuthHeader: str("auth_header"),
+		TimeoutMS: num("timeout_ms", registry.DefaultTimeoutMS), Retries: num("retries", registry.DefaultRetries),
+		HealthIntervalMS: num("health_interval_ms", registry.DefaultHealthIntervalMS),
+		Enabled:          checked("enabled"), Trusted: checked("trusted"), AutoEnable: checked("auto_enable")}
+	// Only the fields of the chosen type count: switching an edited server from stdio to
+	// HTTP drops its command and env instead of failing on them.
+	if *p.Type != registry.TypeStdio {
+		empty := ""
+		p.Command, p.Args, p.WorkingDir = &empty, &[]string{}, &empty
+	} else {
+		empty, none := "", registry.AuthNone
+		p.URL, p.AuthType, p.AuthHeader = &empty, &none, &empty
+	}
+	var stored map[string]bool
+	var storedHeaders map[string]bool
+	if cur != nil {
+		stored, storedHeaders = setOf(cur.EnvNames), setOf(cur.HeaderNames)
+	}
+	dropped := false
+	p.Env, pf.view.Env, dropped = secretPairs(c, "env", stored, *p.Type == registry.TypeStdio)
+	var d2 bool
+	p.Headers, pf.view.Headers, d2 = secretPairs(c, "headers", storedHeaders, *p.Type != registry.TypeStdio)
+	token := c.FormValue("auth_token")
+	switch {
+	case c.FormValue("auth_token_clear") == "true" || *p.AuthType == registry.AuthNone:
+		empty := ""
+		p.AuthToken = &empty
+	case token != "":
+		p.AuthToken = &token
+		d2 = true
+	}
+	// Without auth.PermServerCommand the stdio fields are locked (and not submitted):
+	// what the server runs stays as stored.
+	locked := cur != nil && cur.Type == registry.TypeStdio && *p.Type == registry.TypeStdio &&
+		!PrincipalOf(c).Can(auth.PermServerCommand)
+	if locked {
+		p.Command, p.Args, p.WorkingDir, p.Env, p.ReplaceEnv = nil, nil, nil, nil, false
+		dropped = false
+	}
+	pf.patch = p
+	pf.view = views.ServerForm{Name: *p.Name, Description: *p.Description, Type: *p.Type, Command: c.FormValue("command"),
+		Args: c.FormValue("args"), WorkingDir: c.FormValue("working_dir"), URL: c.FormValue("url"),
+		AuthType: c.FormValue("auth_type"), AuthHeader: c.FormValue("auth_header"),
+		AuthConfigured: cur != nil && cur.AuthConfigured && c.FormValue("auth_token_clear") != "true",
+		TimeoutMS:      valueOr(p.TimeoutMS, registry.DefaultTimeoutMS), Retries: valueOr(p.Retries, registry.DefaultRetries),
+		HealthIntervalMS: valueOr(p.HealthIntervalMS, registry.DefaultHealthIntervalMS), Enabled: *p.Enabled,
+		Trusted: *p.Trusted, AutoEnable: *p.AutoEnable, Env: pf.view.Env, Headers: pf.view.Headers, SecretsDropped: dropped || d2}
+	if locked {
+		stored := formOf(*cur)
+		pf.view.Command, pf.view.Args, pf.view.WorkingDir, pf.view.Env = stored.Command, stored.Args, stored.WorkingDir, stored.Env
+	}
+	return pf
+}
+
+func valueOr(p *int, def int) int {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func setOf(names []string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// secretPairs reads the name/value rows of env or headers. It returns the patch map
+// (value set, nil to remove), the rows to show again (names only) and whether any new
+// value was typed (and so must be typed again if the form comes back).
+func secretPairs(c echo.Context, field string, stored map[string]bool, applies bool) (map[string]*string, []views.SecretRow, bool) {
+	form, _ := c.FormParams()
+	names, values := form[field+"_name"], form[field+"_value"]
+	out := map[string]*string{}
+	var rows []views.SecretRow
+	typed := false
+	seen := map[string]bool{}
+	if applies {
+		for i, raw := range names {
+			name := strings.TrimSpace(raw)
+			val := ""
+			if i < len(values) {
+				val = values[i]
+			}
+			if name == "" {
+				continue
+			}
+			seen[name] = true
+			rows = append(rows, views.SecretRow{Name: name, Configured: stored[name]})
+			switch {
+			case val != "":
+				out[name] = &val
+				typed = true
+			case !stored[name]:
+				out[name] = &val // a new variable with an empty value
+			}
+		}
+	}
+	for name := range stored {
+		if !seen[name] {
+			out[name] = nil // its row was removed (or the type no longer has env/headers)
+		}
+	}
+	return out, rows, typed
+}
+
+// Create saves a new server from the form and starts its session.
+func (h ServersHandler) Create(c echo.Context) error {
+	pf := parseForm(c, nil)
+	if err := pf.errs.Err(); err != nil {
+		return h.formInvalid(c, "", pf, err)
+	}
+	if err := commandCheck(c, registry.ChangesCommand(nil, pf.patch)); err != nil {
+		return h.formInvalid(c, "", pf, verr.New("command", err.Error()))
+	}
+	if err := trustCheck(c, *pf.patch.Trusted); err != nil {
+		return h.formInvalid(c, "", pf, verr.New("trusted", strings.TrimPrefix(err.Error(), "registry: ")))
+	}
+	sv, err := h.Registry.CreateServer(c.Request().Context(), ActorOf(c), specOf(pf.patch))
+	if err != nil {
+		return h.formInvalid(c, "", pf, err)
+	}
+	setFlash(c, "success", "Server "+sv.Name+" added."+connectingNote(sv), h.SecureCookies)
+	return c.Redirect(http.StatusSeeOther, "/servers/"+sv.ID)
+}
+
+func connectingNote(sv registry.Server) string {
+	if sv.Enabled {
+		return " Connecting now; the status updates live."
+	}
+	return " It is disabled: enable it to connect."
+}
+
+func (h ServersHandler) formInvalid(c echo.Context, id string, pf parsedForm, err error) error {
+	fe, ok := formErrors(err)
+	if !ok {
+		return err
+	}
+	pf.view.Errors = fe
+	return h.formPage(c, http.StatusUnprocessableEntity, id, pf.view, nil)
+}
+
+// specOf turns a full patch from the add form into a Spec.
+func specOf(p registry.Patch) registry.Spec {
+	sp := registry.Spec{Name: *p.Name, Description: *p.Description, Type: *p.Type, Command: *p.Command, Args: *p.Args,
+		WorkingDir: *p.WorkingDir, URL: *p.URL, AuthType: *p.AuthType, AuthHeader: *p.AuthHeader,
+		TimeoutMS: valueOr(p.TimeoutMS, 0), Retries: p.Retries, HealthIntervalMS: valueOr(p.HealthIntervalMS, 0),
+		Enabled: *p.Enabled, Trusted: *p.Trusted, AutoEnable: *p.AutoEnable, Env: map[string]string{}, Headers: map[string]string{}}
+	if p.AuthToken != nil {
+		sp.AuthToken = *p.AuthToken
+	}
+	for k, v := range p.Env {
+		if v != nil {
+			sp.Env[k] = *v
+		}
+	}
+	for k, v := range p.Headers {
+		if v != nil {
+			sp.Headers[k] = *v
+		}
+	}
+	return sp
+}
+
+// Update saves the edit form.
+func (h ServersHandler) Update(c echo.Context) error {
+	ctx := c.Request().Context()
+	cur, err := h.Registry.GetServer(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	pf := parseForm(c, &cur)
+	if err := pf.errs.Err(); err != nil {
+		return h.formInvalid(c, cur.ID, pf, err)
+	}
+	if err := commandCheck(c, registry.ChangesCommand(&cur, pf.patch)); err != nil {
+		return h.formInvalid(c, cur.ID, pf, verr.New("command", err.Error()))
+	}
+	if !PrincipalOf(c).Can(auth.PermServerTrust) {
+		// The box is disabled for them, so the form does not send it: keep the trust as
+		// it is, and refuse a form that tries to set it.
+		if *pf.patch.Trusted && !cur.Trusted {
+			return h.formInvalid(c, cur.ID, pf, verr.New("trusted", strings.TrimPrefix(registry.ErrTrustChange.Error(), "registry: ")))
+		}
+		pf.patch.Trusted = &cur.Trusted
+		pf.view.Trusted = cur.Trusted
+		if registry.ChangesTrustedTarget(cur, pf.patch) {
+			return h.formInvalid(c, cur.ID, pf, verr.New("trusted", strings.TrimPrefix(registry.ErrTrustedTargetChange.Error(), "registry: ")))
+		}
+	}
+	pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
+	pf.patch.KeepTrust = !PrincipalOf(c).Can(auth.PermServerTrust)
+	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, pf.patch)
+	if err != nil {
+		return h.formInvalid(c, cur.ID, pf, err)
+	}
+	setFlash(c, "success", "Server "+sv.Name+" saved.", h.SecureCookies)
+	return c.Redirect(http.StatusSeeOther, "/servers/"+sv.ID)
+}
+
+// Test tries the submitted form without saving: it connects, pings, lists the tools.
+// An htmx request gets only the result panel, so what was typed stays in the form.
+func (h ServersHandler) Test(c echo.Context) error {
+	ctx := c.Request().Context()
+	id := c.Param("id")
+	var cur *registry.Server
+	if id != "" {
+		s, err := h.Registry.GetServer(ctx, id)
+		if err != nil {
+			return err
+		}
+		cur = &s
+	}
+	pf := parseForm(c, cur)
+	var result *views.ServerTest
+	err := pf.errs.Err()
+	if err == nil && commandCheck(c, registry.ChangesCommand(cur, pf.patch)) != nil {
+		err = verr.New("command", errCommandDenied.Message)
+	}
+	var conn registry.Connection
+	if err == nil {
+		pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
+		conn, err = h.Registry.PreviewConnection(ctx, id, pf.patch)
+	}
+	if err == nil {
+		var r mcpclient.TestResult
+		if r, err = h.testConnection(c, id, conn); err == nil {
+			result = testView(r)
+		}
+	}
+	if c.Request().Header.Get("HX-Request") == "true" {
+		if fe, ok := formErrors(err); ok {
+			result = &views.ServerTest{Error: "fix the form first: " + strings.Join(fieldMessages(fe), "; ")}
+		} else if err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, views.ServerTestResult(result))
+	}
+	if err != nil {
+		return h.formInvalid(c, id, pf, err)
+	}
+	return h.formPage(c, http.StatusOK, id, pf.view, result)
+}
+
+func fieldMessages(fe views.FormErrors) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(fe)) {
+		out = append(out, k+" "+fe[k])
+	}
+	return out
+}
+
+func testView(r mcpclient.TestResult) *views.ServerTest {
+	return &views.ServerTest{OK: r.OK, Error: r.Error, ConnectMS: r.ConnectMS, LatencyMS: r.LatencyMS,
+		ServerName: firstNonEmpty(r.Info.Title, r.Info.Name), Version: r.Info.Version, Protocol: r.Info.ProtocolVersion,
+		ToolCount: r.ToolCount, Tools: r.Tools, Stderr: r.Stderr}
+}

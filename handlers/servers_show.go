@@ -1,0 +1,184 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// Show renders the server detail page.
+func (h ServersHandler) Show(c echo.Context) error {
+	ctx := c.Request().Context()
+	last, err := h.Events.LatestID(ctx)
+	if err != nil {
+		return err
+	}
+	s, err := h.Registry.GetServer(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	v := views.ServerPage{Layout: h.layout(c, s.Name, registry.ServersTopic), Server: serverCard(s),
+		IsStdio: s.Type == registry.TypeStdio}
+	v.Live.LastEventID = last
+	if s.Info.Name != "" || s.Info.ProtocolVersion != "" {
+		v.Info = []views.KV{{Key: "Name", Value: firstNonEmpty(s.Info.Title, s.Info.Name)}, {Key: "Version", Value: s.Info.Version},
+			{Key: "Protocol", Value: s.Info.ProtocolVersion}, {Key: "Last connected", Value: stampOf(s.LastConnected)}}
+		v.Capabilities = capabilityNames(s.Info.Capabilities)
+		v.Instructions = s.Info.Instructions
+	}
+	v.Connection = connectionKVs(s)
+	if v.IsStdio {
+		v.Confinement = h.MCP.Confinement()
+	}
+	snap := h.MCP.Snapshot(s.ID)
+	v.Stderr = snap.Stderr
+	v.BreakerOpen = snap.BreakerOpen
+	if !snap.NextAttempt.IsZero() {
+		v.NextAttempt = &snap.NextAttempt
+	}
+	health, err := h.Registry.HealthHistory(ctx, s.ID, 20)
+	if err != nil {
+		return err
+	}
+	okCount := 0
+	for _, hc := range health {
+		v.Health = append(v.Health, views.HealthRow{At: hc.CheckedAt, OK: hc.OK, LatencyMS: hc.LatencyMS, Error: deref(hc.Error)})
+		if hc.OK {
+			okCount++
+		}
+	}
+	if len(health) > 0 {
+		v.HealthSummary = fmt.Sprintf("%d of the last %d checks passed; one every %s.", okCount, len(health), msDuration(s.HealthIntervalMS))
+	} else {
+		v.HealthSummary = "One check every " + msDuration(s.HealthIntervalMS) + " while connected."
+	}
+	if v.Tools, v.Runs, err = serverToolsAndRuns(ctx, h.Registry, s.ID); err != nil {
+		return err
+	}
+	for _, r := range s.Resources {
+		v.Resources = append(v.Resources, views.KV{Key: r.URI, Value: firstNonEmpty(r.Title, r.Name, r.Description)})
+	}
+	for _, pr := range s.Prompts {
+		v.Prompts = append(v.Prompts, views.KV{Key: pr.Name, Value: firstNonEmpty(pr.Description, pr.Title)})
+	}
+	return render(c, http.StatusOK, views.Server(v))
+}
+
+func connectionKVs(s registry.Server) []views.KV {
+	var kv []views.KV
+	if s.Type == registry.TypeStdio {
+		kv = append(kv, views.KV{Key: "Command", Value: s.Command})
+		if len(s.Args) > 0 {
+			kv = append(kv, views.KV{Key: "Arguments", Value: strings.Join(s.Args, " ")})
+		}
+		if s.WorkingDir != "" {
+			kv = append(kv, views.KV{Key: "Working directory", Value: s.WorkingDir})
+		}
+		if len(s.EnvNames) > 0 {
+			kv = append(kv, views.KV{Key: "Environment", Value: strings.Join(s.EnvNames, ", ") + " (values encrypted)"})
+		}
+	} else {
+		kv = append(kv, views.KV{Key: "URL", Value: s.URL})
+		if len(s.HeaderNames) > 0 {
+			kv = append(kv, views.KV{Key: "Headers", Value: strings.Join(s.HeaderNames, ", ") + " (values encrypted)"})
+		}
+		switch s.AuthType {
+		case registry.AuthBearer:
+			kv = append(kv, views.KV{Key: "Authentication", Value: "Bearer token (configured)"})
+		case registry.AuthHeader:
+			kv = append(kv, views.KV{Key: "Authentication", Value: s.AuthHeader + " header (configured)"})
+		}
+	}
+	kv = append(kv, views.KV{Key: "Timeout", Value: msDuration(s.TimeoutMS)}, views.KV{Key: "Retries", Value: strconv.Itoa(s.Retries)},
+		views.KV{Key: "Health check", Value: "every " + msDuration(s.HealthIntervalMS)},
+		views.KV{Key: "Auto-enable", Value: onOff(s.AutoEnable)})
+	return kv
+}
+
+// onOff spells a policy switch.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+func msDuration(ms int) string {
+	switch {
+	case ms%60_000 == 0:
+		return fmt.Sprintf("%d min", ms/60_000)
+	case ms%1000 == 0:
+		return fmt.Sprintf("%d s", ms/1000)
+	}
+	return fmt.Sprintf("%d ms", ms)
+}
+
+func capabilityNames(raw json.RawMessage) []string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	var out []string
+	for k, v := range m {
+		var sub map[string]any
+		_ = json.Unmarshal(v, &sub)
+		name := k
+		if sub["listChanged"] == true {
+			name += " (list changes)"
+		}
+		if sub["subscribe"] == true {
+			name += " (subscribe)"
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// serverToolsAndRuns loads the tool table and the latest discovery runs of a server, for
+// the detail page and its live updates.
+func serverToolsAndRuns(ctx context.Context, reg *registry.Service, id string) ([]views.ToolRow, []views.RunRow, error) {
+	tools, err := reg.ServerTools(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs, err := reg.DiscoveryRuns(ctx, id, 10)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tr []views.ToolRow
+	for _, t := range tools {
+		var ann struct {
+			ReadOnly    bool  `json:"readOnlyHint"`
+			Destructive *bool `json:"destructiveHint"`
+		}
+		_ = json.Unmarshal(t.Annotations, &ann)
+		tr = append(tr, views.ToolRow{ID: t.ID, Name: t.Name, Title: t.Title, Description: t.Description, Status: t.Status,
+			Version: t.Version(), Available: t.Available, ReadOnly: ann.ReadOnly,
+			Destructive: !ann.ReadOnly && ann.Destructive != nil && *ann.Destructive})
+	}
+	var rr []views.RunRow
+	for _, r := range runs {
+		rr = append(rr, views.RunRow{ID: r.ID, Trigger: r.Trigger, Actor: r.Actor, OK: r.Status == "succeeded", Error: deref(r.Error),
+			Added: r.Added, Updated: r.Updated, Unchanged: r.Unchanged, Removed: r.Removed, Pages: r.Pages,
+			DurationMS: float64(r.Duration().Microseconds()) / 1000, At: r.FinishedAt})
+	}
+	return tr, rr, nil
+}
+
+func stampOf(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}

@@ -1,0 +1,357 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// namePattern is the server name rule of docs/api.md.
+var namePattern = regexp.MustCompile(`^[a-z0-9-]{1,48}$`)
+
+// envNamePattern is what a POSIX shell accepts as a variable name.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reservedHeaders are set by the MCP transports themselves; letting a registration
+// override them would break the protocol rather than authenticate anything.
+var reservedHeaders = []string{"host", "content-length", "content-type", "accept", "connection",
+	"transfer-encoding", "mcp-session-id", "mcp-protocol-version", "last-event-id"}
+
+// validate normalizes d and reports every problem, keyed by the API field name.
+func (d *draft) validate() error {
+	var ve verr.Error
+	d.name = strings.TrimSpace(d.name)
+	d.description = strings.TrimSpace(d.description)
+	d.command = strings.TrimSpace(d.command)
+	d.url = strings.TrimSpace(d.url)
+	d.workingDir = strings.TrimSpace(d.workingDir)
+	d.authHeader = strings.TrimSpace(d.authHeader)
+	if d.args == nil {
+		d.args = []string{} // a JSON array in the row, never NULL
+	}
+	switch {
+	case d.name == "":
+		ve.Add("name", "is required: a short slug such as \"github\" or \"files-prod\"")
+	case !namePattern.MatchString(d.name):
+		ve.Add("name", "must be 1–48 characters of lower-case letters, digits and '-' (for example \"files-prod\")")
+	}
+	if utf8.RuneCountInString(d.description) > MaxDescription {
+		ve.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
+	}
+	switch d.typ {
+	case TypeStdio:
+		if d.command == "" {
+			ve.Add("command", "is required for a stdio server: the program to start, such as \"npx\" or \"/usr/local/bin/my-server\"")
+		} else if strings.ContainsRune(d.command, 0) {
+			ve.Add("command", "must not contain NUL characters")
+		}
+		for i, a := range d.args {
+			if strings.ContainsRune(a, 0) {
+				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
+			}
+		}
+		if d.workingDir != "" && !filepath.IsAbs(d.workingDir) {
+			ve.Add("working_dir", "must be an absolute path (or empty for Toolwarden's own directory)")
+		}
+		for _, k := range slices.Sorted(maps.Keys(d.env)) {
+			if !envNamePattern.MatchString(k) {
+				ve.Add("env/"+k, "is not a valid variable name: use letters, digits and '_', not starting with a digit")
+			} else if v := d.env[k].plain; v != nil && strings.ContainsRune(*v, 0) {
+				ve.Add("env/"+k, "must not contain NUL characters")
+			}
+		}
+		if len(d.headers) > 0 {
+			ve.Add("headers", "apply to HTTP servers only; a stdio server takes its settings from env")
+		}
+		if d.authType != AuthNone && d.authType != "" {
+			ve.Add("auth_type", "applies to HTTP servers only; pass a stdio server its token through env")
+		}
+	case TypeSSE, TypeStreamableHTTP:
+		if d.url == "" {
+			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
+		} else if msg := checkURL(d.url); msg != "" {
+			ve.Add("url", msg)
+		}
+		if len(d.env) > 0 {
+			ve.Add("env", "applies to stdio servers only")
+		}
+		if d.workingDir != "" {
+			ve.Add("working_dir", "applies to stdio servers only")
+		}
+		if d.command != "" || len(d.args) > 0 {
+			ve.Add("command", "applies to stdio servers only")
+		}
+		seen := map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(d.headers)) {
+			lower := strings.ToLower(k)
+			switch {
+			case !httpguts.ValidHeaderFieldName(k):
+				ve.Add("headers/"+k, "is not a valid header name")
+			case slices.Contains(reservedHeaders, lower):
+				ve.Add("headers/"+k, "is set by the MCP transport and cannot be overridden")
+			case seen[lower] != "":
+				ve.Add("headers/"+k, fmt.Sprintf("duplicates %q (header names ignore case)", seen[lower]))
+			}
+			seen[lower] = k
+			if v := d.headers[k].plain; v != nil && !httpguts.ValidHeaderFieldValue(*v) {
+				ve.Add("headers/"+k, "value must not contain line breaks or control characters")
+			}
+		}
+		switch d.authType {
+		case "", AuthNone:
+			d.authType = AuthNone
+			d.authHeader = ""
+		case AuthBearer, AuthHeader:
+			if !d.authToken.set() {
+				ve.Add("auth_token", "is required when authentication is "+d.authType)
+			} else if v := d.authToken.plain; v != nil && !httpguts.ValidHeaderFieldValue(*v) {
+				ve.Add("auth_token", "must not contain line breaks or control characters")
+			}
+			if d.authType == AuthBearer {
+				d.authHeader = ""
+				if _, ok := seen["authorization"]; ok {
+					ve.Add("headers/"+seen["authorization"], "conflicts with bearer authentication; remove one of them")
+				}
+			} else if d.authHeader == "" {
+				ve.Add("auth_header", "is required for custom-header authentication, for example X-API-Key")
+			} else if !httpguts.ValidHeaderFieldName(d.authHeader) {
+				ve.Add("auth_header", "is not a valid header name")
+			} else if slices.Contains(reservedHeaders, strings.ToLower(d.authHeader)) {
+				ve.Add("auth_header", "is set by the MCP transport and cannot be used")
+			} else if k, ok := seen[strings.ToLower(d.authHeader)]; ok {
+				ve.Add("headers/"+k, "conflicts with the authentication header; remove one of them")
+			}
+		default:
+			ve.Add("auth_type", "must be none, bearer or header")
+		}
+	case "":
+		ve.Add("type", "is required: stdio, sse or streamable_http")
+	default:
+		ve.Add("type", fmt.Sprintf("%q is not a server type: use stdio, sse or streamable_http", d.typ))
+	}
+	if d.authType == "" || d.typ == TypeStdio {
+		d.authType = AuthNone
+		d.authHeader = ""
+	}
+	if d.authType == AuthNone {
+		d.authToken = secretValue{}
+	}
+	if d.timeoutMS < MinTimeoutMS || d.timeoutMS > MaxTimeoutMS {
+		ve.Add("timeout_ms", fmt.Sprintf("must be between %d and %d milliseconds", MinTimeoutMS, MaxTimeoutMS))
+	}
+	if d.retries < 0 || d.retries > MaxRetries {
+		ve.Add("retries", fmt.Sprintf("must be between 0 and %d", MaxRetries))
+	}
+	if d.healthIntervalMS < MinHealthIntervalMS || d.healthIntervalMS > MaxHealthIntervalMS {
+		ve.Add("health_interval_ms", fmt.Sprintf("must be between %d and %d milliseconds", MinHealthIntervalMS, MaxHealthIntervalMS))
+	}
+	return ve.Err()
+}
+
+// argRef is a ${NAME} reference in an argument to one of the server's env variables.
+var argRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// ExpandArgs replaces each ${NAME} in args with env[NAME], so a stdio server that takes
+// its token as an argument gets it from an encrypted env value rather than from an
+// argument stored (and shown) in plain text. References to names env does not have are
+// left as they are.
+func ExpandArgs(args []string, env map[string]string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = argRef.ReplaceAllStringFunc(a, func(m string) string {
+			if v, ok := env[m[2:len(m)-1]]; ok {
+				return v
+			}
+			return m
+		})
+	}
+	return out
+}
+
+// missingRef returns the first ${NAME} in a that env does not define, or "".
+func missingRef[V any](a string, env map[string]V) string {
+	for _, m := range argRef.FindAllStringSubmatch(a, -1) {
+		if _, ok := env[m[1]]; !ok {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// secretArg says why args[i] looks like a credential, or returns "". An argument with a
+// ${NAME} reference takes its credential from env, so only a literal credential beside
+// the reference counts.
+func secretArg(args []string, i int) string {
+	a := args[i]
+	if argRef.MatchString(a) {
+		for _, w := range strings.Fields(argRef.ReplaceAllString(a, " ")) {
+			if secrets.LooksSecretValue(strings.Trim(w, `"':=,;`)) {
+				return "it has the shape of a credential"
+			}
+		}
+		return ""
+	}
+	prev := ""
+	if i > 0 && strings.HasPrefix(args[i-1], "-") && !strings.ContainsAny(args[i-1], "= ") {
+		prev = args[i-1]
+	}
+	return literalSecret(a, prev)
+}
+
+// literalSecret: see secretArg; prev is the flag before a, if any.
+func literalSecret(a, prev string) string {
+	a = strings.TrimSpace(a)
+	secretFlag := func(f string) bool { return secrets.LooksSecretName(strings.TrimLeft(f, "-")) }
+	switch {
+	case a == "":
+		return ""
+	case secrets.LooksSecretValue(a):
+		return "it has the shape of a credential"
+	}
+	if k, v, ok := strings.Cut(a, "="); ok && k != "" && !strings.ContainsAny(k, " \t:") {
+		if v == "" {
+			return ""
+		}
+		if secretFlag(k) {
+			return "the value of " + k
+		}
+		if why := literalSecret(v, ""); why != "" {
+			return "the value of " + k + ": " + why
+		}
+		return ""
+	}
+	if name, v, ok := strings.Cut(a, ":"); ok && httpguts.ValidHeaderFieldName(name) && strings.HasPrefix(v, " ") {
+		// A header such as mcp-remote's --header "Authorization: Bearer …".
+		if v = strings.TrimSpace(v); v != "" && (secrets.LooksSecretName(name) || secrets.LooksSecretValue(v)) {
+			return "the value of the " + name + " header"
+		}
+		return ""
+	}
+	if f, v, ok := strings.Cut(a, " "); ok && strings.HasPrefix(f, "-") && secretFlag(f) && strings.TrimSpace(v) != "" {
+		return "the value of " + f
+	}
+	if prev != "" && !strings.HasPrefix(a, "-") && secretFlag(prev) {
+		return "it follows " + prev
+	}
+	return ""
+}
+
+// secretInURL names the query parameter of raw that looks like a credential, or "".
+func secretInURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	q := u.Query()
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		for _, v := range q[k] {
+			if v != "" && (secrets.LooksSecretName(k) || secrets.LooksSecretValue(v)) {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// validateChange validates d as the new state of cur (nil for a new server): the rules
+// of validate, and stored secrets never follow a server to another origin. Whoever may
+// edit a server must not be able to point it at their own host and collect its stored
+// header values and token there; after such a move each must be entered again.
+func (d *draft) validateChange(cur *draft) error {
+	err := d.validate()
+	if err == nil {
+		err = d.checkPlainText(cur)
+	}
+	if cur == nil || cur.typ == TypeStdio || d.typ == TypeStdio || origin(cur.url) == origin(d.url) {
+		return err
+	}
+	var ve verr.Error
+	if err != nil {
+		var pve *verr.Error
+		if !errors.As(err, &pve) {
+			return err
+		}
+		ve = *pve
+	}
+	if ve.For("url") != "" {
+		return err // the URL itself is wrong: that is the one thing to fix
+	}
+	moved := fmt.Sprintf("is stored for %s; enter it again to send it to %s, or remove it", origin(cur.url), origin(d.url))
+	for _, k := range slices.Sorted(maps.Keys(d.headers)) {
+		if d.headers[k].plain == nil && ve.For("headers/"+k) == "" {
+			ve.Add("headers/"+k, moved)
+		}
+	}
+	if d.authType != AuthNone && d.authToken.plain == nil && d.authToken.cipher != "" && ve.For("auth_token") == "" {
+		ve.Add("auth_token", moved)
+	}
+	return ve.Err()
+}
+
+// checkPlainText refuses credentials in the fields stored in plain text (args, URL) and
+// ${NAME} references to env variables the server does not have. Only what this change
+// sets is checked, so a server registered before these rules can still be edited.
+func (d *draft) checkPlainText(cur *draft) error {
+	var ve verr.Error
+	if d.typ == TypeStdio && (cur == nil || !slices.Equal(cur.args, d.args) || !slices.Equal(slices.Sorted(maps.Keys(cur.env)), slices.Sorted(maps.Keys(d.env)))) {
+		for i, a := range d.args {
+			if name := missingRef(a, d.env); name != "" {
+				ve.Add(fmt.Sprintf("args/%d", i), fmt.Sprintf("refers to ${%s}, but env has no %s: add it under environment variables, or write the value here", name, name))
+			} else if why := secretArg(d.args, i); why != "" {
+				ve.Add(fmt.Sprintf("args/%d", i), "looks like a secret ("+why+"), and arguments are stored and shown in plain text: "+
+					"put the value in an env variable, which is stored encrypted, and write ${NAME} here; Toolwarden substitutes it when it starts the server")
+			}
+		}
+	}
+	if d.typ != TypeStdio && (cur == nil || cur.url != d.url) {
+		if k := secretInURL(d.url); k != "" {
+			ve.Add("url", fmt.Sprintf("carries a secret in its query (%s), and URLs are stored and shown in plain text: "+
+				"send it as a header or with Authentication instead, which are stored encrypted", k))
+		}
+	}
+	return ve.Err()
+}
+
+// origin is scheme://host:port of a URL, lower-cased, with the scheme's default port
+// spelled out; "" when it has no host.
+func origin(raw string) string {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(host, port)
+}
+
+func checkURL(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return "is not a valid URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "must start with http:// or https://"
+	case u.Host == "":
+		return "must include a host, for example http://127.0.0.1:3001/mcp"
+	case u.User != nil:
+		return "must not contain credentials; use Authentication or a header instead"
+	case u.Fragment != "":
+		return "must not contain a #fragment"
+	}
+	return ""
+}

@@ -1,0 +1,208 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// pinned refuses a call whose tool, or its server's connection, is no longer what
+// was approved.
+func (r *Router) pinned(ctx context.Context, e *entry, p *Pin) error {
+	if p == nil {
+		return nil
+	}
+	t := e.t
+	switch {
+	case t.ID == p.ToolID && p.ServerIdentity != r.mcp.Identity(ctx, t.ServerID):
+		return fail(CodeStale, "the connection settings of server %s (its command, environment, URL or credentials) changed since %s was approved; plan and approve it again",
+			t.Server, t.QualifiedName())
+	case t.ID != p.ToolID:
+		return fail(CodeStale, "%s is no longer the tool that was approved", t.QualifiedName())
+	case t.DefinitionHash != p.DefinitionHash:
+		return fail(CodeStale, "%s changed its definition since it was approved (now version %s); plan and approve it again",
+			t.QualifiedName(), t.Version())
+	case t.ConfigVersion != p.ConfigVersion:
+		return fail(CodeStale, "%s's configuration changed since it was approved (version %d, approved %d); plan and approve it again",
+			t.QualifiedName(), t.ConfigVersion, p.ConfigVersion)
+	}
+	return nil
+}
+
+// Prepared is a call checked as far as it can be without running it: the tool it
+// names, the arguments it would send (configured values merged, secret ones masked)
+// and its risk. Plans are made of prepared calls.
+type Prepared struct {
+	Pin
+	Tool      string          `json:"tool"` // qualified name
+	Server    string          `json:"server"`
+	Arguments json.RawMessage `json:"arguments"` // as given (plus a dotted name's operation)
+	// Effective are the arguments the server would get; configured secret values
+	// show as "••••••".
+	Effective json.RawMessage `json:"effective_arguments"`
+	Risk      risk.Decision   `json:"risk"`
+}
+
+// MaskedSecret stands for a configured secret value in Prepared.Effective.
+const MaskedSecret = "••••••"
+
+// Prepare resolves, admits, merges and validates c like Call, without approval, rate
+// limits, records or running it. Errors are *Error with Call's codes.
+func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
+	e, args, err := r.check(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	given, err := json.Marshal(args.given)
+	if err != nil {
+		return nil, err
+	}
+	masked := maps.Clone(args.values)
+	for name := range e.secrets {
+		if _, ok := masked[name]; ok {
+			masked[name], _ = json.Marshal(MaskedSecret)
+		}
+	}
+	effective, err := json.Marshal(masked)
+	if err != nil {
+		return nil, err
+	}
+	t := e.t
+	return &Prepared{Pin: Pin{ToolID: t.ID, DefinitionHash: t.DefinitionHash, ConfigVersion: t.ConfigVersion, ServerIdentity: r.mcp.Identity(ctx, t.ServerID)},
+		Tool: t.QualifiedName(), Server: t.Server, Arguments: given, Effective: effective, Risk: e.risk}, nil
+}
+
+// checkedArgs are a call's arguments once checked: as given (plus a dotted name's
+// operation), with configured values merged, and that merge as JSON.
+type checkedArgs struct {
+	given, values map[string]json.RawMessage
+	merged        json.RawMessage
+}
+
+// check is what Call and Prepare share: parse, resolve, pin, admit, merge and
+// validate. The entry is nil when the name did not resolve; an error with an entry
+// is a refusal of that tool.
+func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error) {
+	args, err := parseArguments(c.Arguments)
+	if err != nil {
+		return nil, checkedArgs{}, err
+	}
+	res, err := r.resolve(ctx, c.Tool)
+	if err != nil {
+		return nil, checkedArgs{}, err
+	}
+	e := res.e
+	if err := r.pinned(ctx, e, c.Pin); err != nil {
+		return e, checkedArgs{}, err
+	}
+	if res.operation != "" {
+		if _, given := args["operation"]; !given {
+			args["operation"], _ = json.Marshal(res.operation)
+		}
+	}
+	if err := r.admit(ctx, e, c); err != nil {
+		return e, checkedArgs{}, err
+	}
+	merged, err := e.resolved.Merge(args)
+	if err != nil {
+		return e, checkedArgs{}, invalid(err)
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return e, checkedArgs{}, err
+	}
+	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
+		return e, checkedArgs{}, invalid(hideSecrets(err, e.secrets))
+	}
+	return e, checkedArgs{given: args, values: merged, merged: raw}, nil
+}
+
+func parseArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	s := strings.TrimSpace(string(raw))
+	if s == "" || s == "null" {
+		return args, nil
+	}
+	if !strings.HasPrefix(s, "{") {
+		return nil, errorOf(CodeInvalidArguments, "arguments must be a JSON object").
+			with([]verr.Field{{Field: "", Message: "must be a JSON object", Kind: verr.KindType}})
+	}
+	if err := json.Unmarshal(raw, &args); err != nil {
+		return nil, errorOf(CodeInvalidArguments, "arguments are not valid JSON: "+err.Error()).
+			with([]verr.Field{{Field: "", Message: "is not valid JSON", Kind: verr.KindType}})
+	}
+	return args, nil
+}
+
+// invalid turns field errors into invalid_arguments naming every bad parameter.
+func invalid(err error) error {
+	var ve *verr.Error
+	if !errors.As(err, &ve) {
+		return err
+	}
+	parts := make([]string, len(ve.Fields))
+	for i, f := range ve.Fields {
+		where := strings.TrimPrefix(f.Field, "/")
+		if where == "" {
+			where = "arguments"
+		}
+		parts[i] = where + " " + f.Message
+	}
+	return errorOf(CodeInvalidArguments, strings.Join(parts, "; ")).with(ve.Fields)
+}
+
+// hideSecrets rewrites what validation says about configured secret values: its
+// messages may quote the value (a pattern it does not match).
+func hideSecrets(err error, secrets map[string]bool) error {
+	var ve *verr.Error
+	if len(secrets) == 0 || !errors.As(err, &ve) {
+		return err
+	}
+	for i, f := range ve.Fields {
+		name, _, _ := strings.Cut(strings.TrimPrefix(f.Field, "/"), "/")
+		if secrets[name] {
+			ve.Fields[i].Message = "the configured secret value is not accepted by the tool's schema; an administrator must set it again"
+		}
+	}
+	return ve
+}
+
+// admit checks the tool may be called now and by this caller.
+func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
+	t := e.t
+	name := t.QualifiedName()
+	switch {
+	case !t.ServerEnabled:
+		return fail(CodeToolDisabled, "%s cannot be called: its server %s is disabled", name, t.Server)
+	case !t.Available:
+		return fail(CodeToolDisabled, "%s cannot be called: its server no longer offers it", name)
+	case t.Status == "enabled":
+	case c.Test && Testable(t.Status):
+	case c.Test:
+		return fail(CodeToolDisabled, "%s cannot be tested while it is %s", name, t.Status)
+	default:
+		return fail(CodeToolDisabled, "%s is %s; an administrator must enable it before it can be called", name, t.Status)
+	}
+	if e.inputErr != nil {
+		return fail(CodeToolDisabled, "%s cannot be called: its input schema is not usable (%v)", name, e.inputErr)
+	}
+	if c.Actor.Kind == audit.ActorSystem {
+		return nil
+	}
+	ok, err := r.mayUse(ctx, c.Actor.ID, t.ID, c.Role.Can(auth.PermToolUse))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fail(CodeForbidden, "you may not use %s; ask an administrator for access", name)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// execute calls the server with the tool's timeout, waiting for a server that is
+// still connecting, retrying a retryable tool after transport failures, behind the
+// server's circuit breaker.
+func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord, mask masks) (*mcp.CallToolResult, int, error) {
+	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	progress := func(p *mcp.ProgressNotificationParams) {
+		pr := Progress{Progress: p.Progress, Total: p.Total, Message: mask.text(p.Message)}
+		if onProgress != nil {
+			onProgress(pr)
+		}
+		rec.progress(pr)
+	}
+	cb := r.breaker(e.t.ServerID)
+	attempts := 0
+	op := func() (*mcp.CallToolResult, error) {
+		attempts++
+		if err := r.waitConnected(cctx, e); err != nil {
+			return nil, err
+		}
+		res, err := cb.Execute(func() (*mcp.CallToolResult, error) {
+			return r.mcp.CallToolBound(cctx, e.t.ServerID, identity, e.t.Name, args, progress)
+		})
+		if err == nil {
+			return res, nil
+		}
+		ce := r.classify(cctx, ctx, e, err, timeout)
+		if !e.retry || ce.Code != CodeUpstream || errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, mcpclient.ErrIdentityChanged) {
+			return nil, backoff.Permanent(ce)
+		}
+		return nil, ce
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = r.opts.RetryBackoff
+	res, err := backoff.Retry(cctx, op, backoff.WithBackOff(bo), backoff.WithMaxTries(r.opts.RetryAttempts),
+		backoff.WithMaxElapsedTime(timeout))
+	if err != nil {
+		var ce *Error
+		if !errors.As(err, &ce) {
+			ce = r.classify(cctx, ctx, e, err, timeout)
+		}
+		return nil, attempts, ce
+	}
+	return res, attempts, nil
+}
+
+// classify turns a failed call into the caller's error: the caller went away, the
+// tool's timeout passed, or the server failed.
+func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeout time.Duration) *Error {
+	switch {
+	case ctx.Err() != nil:
+		return errorOf(CodeCancelled, "the caller cancelled the call").ran()
+	case cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return fail(CodeTimeout, "%s did not answer within %s (its timeout); "+
+			"raise the tool's timeout or ask for less", e.t.QualifiedName(), timeout).ran()
+	case errors.Is(err, gobreaker.ErrOpenState):
+		return fail(CodeUpstream, "calls to %s are paused after %d failures in a row; they resume within %s",
+			e.t.Server, r.opts.BreakerFailures, r.opts.BreakerCooldown)
+	case errors.Is(err, mcpclient.ErrIdentityChanged):
+		return fail(CodeStale, "the connection settings of server %s changed since %s was approved; plan and approve it again",
+			e.t.Server, e.t.QualifiedName())
+	case errors.Is(err, mcpclient.ErrNotConnected):
+		return fail(CodeUpstream, "server %s is not connected: %s", e.t.Server, strings.TrimPrefix(err.Error(), mcpclient.ErrNotConnected.Error()+": "))
+	case errors.Is(err, mcpclient.ErrResultTooLarge):
+		// Not upstream_error: asking again gets the same answer, so it is never retried.
+		return errorOf(CodeResultTooLarge, strings.TrimPrefix(err.Error(), "mcpclient: call "+e.t.Name+": ")).ran()
+	}
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "mcpclient: call "+e.t.Name+": ")
+	return fail(CodeUpstream, "server %s failed the call: %s", e.t.Server, msg).ran()
+}
+
+// waitConnected waits while the server is connecting (at most ConnectWait).
+func (r *Router) waitConnected(ctx context.Context, e *entry) error {
+	deadline := time.Now().Add(r.opts.ConnectWait)
+	for {
+		if _, err := r.mcp.Session(e.t.ServerID); err == nil {
+			return nil
+		}
+		snap := r.mcp.Snapshot(e.t.ServerID)
+		if snap.Status != registry.StatusConnecting || snap.BreakerOpen || time.Now().After(deadline) {
+			_, err := r.mcp.Session(e.t.ServerID)
+			return err
+		}
+		r.setRuntime(e.t.ID, StateConnecting, 0, "", 0)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (r *Router) breaker(serverID string) *gobreaker.CircuitBreaker[*mcp.CallToolResult] {
+	if cb, ok := r.breakers.Load(serverID); ok {
+		return cb.(*gobreaker.CircuitBreaker[*mcp.CallToolResult])
+	}
+	limit := r.opts.BreakerFailures
+	cb := gobreaker.NewCircuitBreaker[*mcp.CallToolResult](gobreaker.Settings{
+		Name: serverID, Timeout: r.opts.BreakerCooldown,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
+		// A caller that gave up, a call that timed out, or an answer over the size cap
+		// (the session read past it and goes on) says nothing about the server's health.
+		IsSuccessful: func(err error) bool {
+			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge)
+		},
+	})
+	got, _ := r.breakers.LoadOrStore(serverID, cb)
+	return got.(*gobreaker.CircuitBreaker[*mcp.CallToolResult])
+}
+
+// checkOutput validates structured content against the tool's output schema (a tool
+// with an output schema must return conforming structured content, unless its result
+// is an error).
+func checkOutput(e *entry, isError bool, structured json.RawMessage) error {
+	if e.output == nil || isError {
+		return nil
+	}
+	if len(structured) == 0 || string(structured) == "null" {
+		return fail(CodeUpstream, "%s declares an output schema but returned no structured content", e.t.QualifiedName()).ran()
+	}
+	if err := schema.ValidateArguments(e.output, structured); err != nil {
+		var ve *verr.Error
+		errors.As(err, &ve)
+		out := fail(CodeUpstream, "%s returned structured content that does not match its output schema: %v",
+			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), "invalid input: ")).ran()
+		if ve != nil {
+			out.Details = ve.Fields
+		}
+		return out
+	}
+	return nil
+}

@@ -1,0 +1,335 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Patch changes a tool's settings. Nil fields stay as they are.
+type Patch struct {
+	Risk      *string  // "low", "medium", "high"; "" removes the override (annotations decide)
+	TimeoutMS *int     // 100..600000; 0 removes it (the server's timeout applies)
+	RateLimit *int     // calls a minute across callers, 1..1000000; 0 removes it
+	Category  *string  // a category name; "" removes it
+	Tags      []string // the new tags (replacing the old ones) when SetTags
+	SetTags   bool
+	// Params replaces the whole parameter configuration when not nil (parameters left
+	// out lose their setting).
+	Params map[string]ParamInput
+	Reason string // why, for the version history
+	// ExpectVersion, when set, is the configuration version the change was based on: a
+	// newer one (someone saved meanwhile) fails with a CodeStale fault instead of undoing it.
+	ExpectVersion *int
+	// MayLowerRisk allows a risk override below what the annotations give (it removes
+	// confirmations): administrators only (auth.PermToolOverride).
+	MayLowerRisk bool
+}
+
+// CodeStale is the code of a configuration that changed since the form was loaded.
+const CodeStale = "stale_configuration"
+
+// StaleVersion is the details of a CodeStale fault: the version the tool is at now.
+type StaleVersion struct {
+	Current int `json:"current_version"`
+}
+
+// stale: the configuration changed since the form was loaded.
+func stale(tool string, seen, current int) *fault.Error {
+	return fault.Stale(CodeStale, fmt.Sprintf("the configuration of %s changed since you opened it (version %d, now %d); reload to see the changes and apply yours again", tool, seen, current)).
+		About("configuration").WithDetails(StaleVersion{Current: current})
+}
+
+// Limits of tool settings.
+const (
+	MinTimeoutMS = 100
+	MaxTimeoutMS = 600000
+	// MaxRateLimit bounds a tool's calls a minute (the column's check).
+	MaxRateLimit = 1000000
+	MaxTags      = 20
+)
+
+var tagRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// NormalizeTags lowercases, trims, sorts and de-duplicates tags and checks each one.
+func NormalizeTags(tags []string) ([]string, error) {
+	out := []string{}
+	for _, t := range tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t == "" {
+			continue
+		}
+		if !tagRE.MatchString(t) {
+			return nil, verr.New("tags", fmt.Sprintf("%q is not a tag: use 1 to 32 lowercase letters, digits and dashes, starting with a letter or digit", t))
+		}
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > MaxTags {
+		return nil, verr.New("tags", fmt.Sprintf("a tool has at most %d tags", MaxTags))
+	}
+	return out, nil
+}
+
+// ConfigVersion is one stored version of a tool's settings.
+type ConfigVersion struct {
+	Version       int             `db:"version" json:"version"`
+	Configuration json.RawMessage `db:"configuration" json:"configuration"` // secret values masked
+	Actor         string          `db:"actor" json:"actor"`
+	Reason        string          `db:"reason" json:"reason"`
+	CreatedAt     time.Time       `db:"created_at" json:"created_at"`
+}
+
+// snapshot is what a version stores: every setting (secret values as ciphertexts).
+type snapshot struct {
+	Params    map[string]Setting `json:"params"`
+	Risk      *string            `json:"risk"`
+	TimeoutMS *int               `json:"timeout_ms"`
+	RateLimit *int               `json:"rate_limit,omitempty"`
+	Category  *string            `json:"category"`
+	Tags      []string           `json:"tags"`
+}
+
+func snapshotOf(t Item, c Configuration) snapshot {
+	tags := t.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return snapshot{Params: c.Params, Risk: t.RiskOverride, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit, Category: t.Category, Tags: tags}
+}
+
+// masked shows a snapshot with secret values masked.
+func (s snapshot) masked() map[string]any {
+	return map[string]any{"params": Configuration{Params: s.Params}.masked(), "risk": s.Risk,
+		"timeout_ms": s.TimeoutMS, "rate_limit": s.RateLimit, "category": s.Category, "tags": s.Tags}
+}
+
+// Configuration returns a tool's current parameter configuration (secrets encrypted).
+func (s *Service) Configuration(ctx context.Context, id string) (Configuration, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `/* tools.Configuration */ SELECT configuration FROM mcp_tools WHERE id = $1`, id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Configuration{}, ErrNotFound
+	}
+	if err != nil {
+		return Configuration{}, fmt.Errorf("tools: configuration: %w", err)
+	}
+	return parseConfiguration(raw), nil
+}
+
+// Update changes a tool's settings: one new configuration version, one audit row and, when
+// a validated tool gets its first parameter settings, the move validated → configured, all
+// in one transaction. Invalid input changes nothing and names each bad field.
+func (s *Service) Update(ctx context.Context, actor audit.Actor, id string, p Patch) (Item, error) {
+	return s.updateAs(ctx, actor, id, p, "tool.configure")
+}
+
+// Reset returns a tool to its defaults: no parameter settings, no risk override, no
+// timeout. Its category and tags stay (they file the tool; they do not change calls).
+func (s *Service) Reset(ctx context.Context, actor audit.Actor, id string) (Item, error) {
+	empty, zero := "", 0
+	return s.updateAs(ctx, actor, id, Patch{Risk: &empty, TimeoutMS: &zero, RateLimit: &zero, Params: map[string]ParamInput{},
+		Reason: "reset to defaults"}, "tool.configure.reset")
+}
+
+func (s *Service) updateAs(ctx context.Context, actor audit.Actor, id string, p Patch, action string) (Item, error) {
+	var out Item
+	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.update(ctx, tx, actor, id, p, action)
+		return err
+	})
+	return out, err
+}
+
+func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, p Patch, action string) (Item, error) {
+	t, err := getItem(ctx, tx, id, true)
+	if err != nil {
+		return Item{}, err
+	}
+	var rawCfg []byte
+	if err := tx.QueryRow(ctx, `/* tools.update.configuration */ SELECT configuration FROM mcp_tools WHERE id = $1`, id).Scan(&rawCfg); err != nil {
+		return Item{}, fmt.Errorf("tools: configuration: %w", err)
+	}
+	cur := parseConfiguration(rawCfg)
+	before := snapshotOf(t, cur)
+	e := &verr.Error{}
+	if len(strings.TrimSpace(p.Reason)) > MaxReason {
+		e.Add("reason", fmt.Sprintf("is too long (at most %d characters)", MaxReason))
+	}
+	if p.ExpectVersion != nil && *p.ExpectVersion != t.ConfigVersion {
+		return Item{}, stale(t.QualifiedName(), *p.ExpectVersion, t.ConfigVersion)
+	}
+	next := t
+	if p.Risk != nil {
+		switch l, ok := risk.Parse(strings.ToLower(strings.TrimSpace(*p.Risk))); {
+		case strings.TrimSpace(*p.Risk) == "":
+			next.RiskOverride = nil
+		case ok:
+			v := string(l)
+			next.RiskOverride = &v
+			derived := risk.Decide(risk.Input{Annotations: t.Annotations, Trusted: t.ServerTrusted}).Level
+			if !p.MayLowerRisk && risk.Max(l, derived) != l && deref(t.RiskOverride) != v {
+				e.Add("risk", fmt.Sprintf("only an administrator may set a risk below the %s its annotations give (it removes confirmations)", derived.Label()))
+			}
+		default:
+			e.Add("risk", "must be low, medium or high (or empty to let the annotations decide)")
+		}
+	}
+	if p.TimeoutMS != nil {
+		switch v := *p.TimeoutMS; {
+		case v == 0:
+			next.TimeoutMS = nil
+		case v < MinTimeoutMS || v > MaxTimeoutMS:
+			e.Add("timeout_ms", fmt.Sprintf("must be between %d and %d milliseconds (or 0 for the server's timeout)", MinTimeoutMS, MaxTimeoutMS))
+		default:
+			next.TimeoutMS = &v
+		}
+	}
+	if p.RateLimit != nil {
+		switch v := *p.RateLimit; {
+		case v == 0:
+			next.RateLimit = nil
+		case v < 1 || v > MaxRateLimit:
+			e.Add("rate_limit", fmt.Sprintf("must be between 1 and %d calls a minute (or 0 for no limit of its own)", MaxRateLimit))
+		default:
+			next.RateLimit = &v
+		}
+	}
+	var categoryID *string
+	if p.Category != nil {
+		name := strings.ToLower(strings.TrimSpace(*p.Category))
+		if name == "" {
+			next.Category = nil
+		} else {
+			var cid string
+			err := tx.QueryRow(ctx, `/* tools.update.category */ SELECT id::text FROM tool_categories WHERE name = $1`, name).Scan(&cid)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				e.Add("category", fmt.Sprintf("there is no category %q; create it first", name))
+			case err != nil:
+				return Item{}, fmt.Errorf("tools: category: %w", err)
+			default:
+				next.Category, categoryID = &name, &cid
+			}
+		}
+	}
+	if p.SetTags {
+		tags, err := NormalizeTags(p.Tags)
+		var ve *verr.Error
+		if errors.As(err, &ve) {
+			e.Fields = append(e.Fields, ve.Fields...)
+		} else {
+			next.Tags = tags
+		}
+	}
+	cfg, err := s.applyParams(t, cur, p.Params, e)
+	if err != nil {
+		return Item{}, err
+	}
+	if err := e.Err(); err != nil {
+		return Item{}, err
+	}
+	after := snapshotOf(next, cfg)
+	changed := changedFields(before, after)
+	if len(changed) == 0 {
+		return t, nil // nothing to record
+	}
+	if next.Category != nil && categoryID == nil {
+		if err := tx.QueryRow(ctx, `/* tools.update.category_id */ SELECT category_id::text FROM mcp_tools WHERE id = $1`, id).Scan(&categoryID); err != nil {
+			return Item{}, fmt.Errorf("tools: category: %w", err)
+		}
+	}
+	cfgJSON, _ := json.Marshal(cfg)
+	var version int
+	if err := tx.QueryRow(ctx, `/* tools.update */ UPDATE mcp_tools SET risk_override = $2, timeout_ms = $3,
+		category_id = $4, configuration = $5, rate_limit = $6, configuration_version = configuration_version + 1, updated_at = now()
+		WHERE id = $1 RETURNING configuration_version`,
+		id, next.RiskOverride, next.TimeoutMS, categoryID, cfgJSON, next.RateLimit).Scan(&version); err != nil {
+		return Item{}, fmt.Errorf("tools: update: %w", err)
+	}
+	if slices.Contains(changed, "tags") {
+		if _, err := tx.Exec(ctx, `/* tools.update.tags */ WITH gone AS (
+				DELETE FROM tool_tags WHERE tool_id = $1 AND NOT tag = ANY($2::text[]))
+			INSERT INTO tool_tags (tool_id, tag) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING`, id, after.Tags); err != nil {
+			return Item{}, fmt.Errorf("tools: tags: %w", err)
+		}
+	}
+	snap, _ := json.Marshal(after)
+	if _, err := tx.Exec(ctx, `/* tools.update.version */ INSERT INTO tool_configurations (tool_id, version, configuration, actor, reason)
+		VALUES ($1, $2, $3, $4, $5)`, id, version, snap, actor.Name, strings.TrimSpace(p.Reason)); err != nil {
+		return Item{}, fmt.Errorf("tools: version: %w", err)
+	}
+	if slices.Contains(changed, "params") && len(cfg.Params) > 0 && t.Status == toolstate.Validated {
+		if err := ApplyMoves(ctx, tx, []toolstate.Move{{ToolID: id, From: t.Status, To: toolstate.Configured,
+			Actor: actor.Name, Reason: "configuration saved"}}); err != nil {
+			return Item{}, err
+		}
+	}
+	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "tool", TargetID: id,
+		TargetName: t.QualifiedName(), Payload: map[string]any{"version": version, "changed": changed,
+			"before": before.masked(), "after": after.masked(), "reason": strings.TrimSpace(p.Reason)}}); err != nil {
+		return Item{}, err
+	}
+	if _, err := events.ToolChanged.Publish(ctx, tx, Topic, events.ToolVersion{ID: id, Version: version}); err != nil {
+		return Item{}, err
+	}
+	return getItem(ctx, tx, id, false)
+}
+
+// changedFields names the settings that differ between two snapshots.
+func changedFields(a, b snapshot) []string {
+	var out []string
+	if deref(a.Risk) != deref(b.Risk) {
+		out = append(out, "risk")
+	}
+	if (a.TimeoutMS == nil) != (b.TimeoutMS == nil) || a.TimeoutMS != nil && *a.TimeoutMS != *b.TimeoutMS {
+		out = append(out, "timeout_ms")
+	}
+	if (a.RateLimit == nil) != (b.RateLimit == nil) || a.RateLimit != nil && *a.RateLimit != *b.RateLimit {
+		out = append(out, "rate_limit")
+	}
+	if deref(a.Category) != deref(b.Category) {
+		out = append(out, "category")
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(a.Tags)), slices.Sorted(slices.Values(b.Tags))) {
+		out = append(out, "tags")
+	}
+	if !maps.EqualFunc(a.Params, b.Params, func(x, y Setting) bool {
+		return x.Mode == y.Mode && x.Secret == y.Secret && jsonSame(x.Value, y.Value)
+	}) {
+		out = append(out, "params")
+	}
+	return out
+}
+
+// ConfigVersions lists a tool's configuration versions, newest first, secrets masked.
+func (s *Service) ConfigVersions(ctx context.Context, id string, limit int) ([]ConfigVersion, error) {
+	vs, err := db.All[ConfigVersion](ctx, s.pool, "tools: configuration versions", `/* tools.ConfigVersions */
+		SELECT version, configuration, actor, reason, created_at FROM tool_configurations
+		WHERE tool_id = $1 ORDER BY version DESC LIMIT $2`, id, limit)
+	for i, v := range vs {
+		var sn snapshot
+		if json.Unmarshal(v.Configuration, &sn) == nil {
+			vs[i].Configuration, _ = json.Marshal(sn.masked())
+		}
+	}
+	return vs, err
+}
