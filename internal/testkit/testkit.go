@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // WaitFor polls cond every 20 ms until it holds, failing the test with msg when it
@@ -61,4 +62,36 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Execer is what Exec runs statements through.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Exec runs a statement, failing the test when it fails.
+func Exec(t testing.TB, q Execer, sql string, args ...any) {
+	t.Helper()
+	if _, err := q.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// Rower is what Strings reads rows through.
+type Rower interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Strings runs a query that returns one text column and returns its values.
+func Strings(t testing.TB, q Rower, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return out
 }

@@ -107,9 +107,7 @@ func (f *fixture) mustNotAuthToken(token, why string) {
 // exec changes the database behind the service's back, so its token cache is dropped.
 func (f *fixture) exec(sql string, args ...any) {
 	f.t.Helper()
-	if _, err := f.pool.Exec(f.ctx, sql, args...); err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
+	testkit.Exec(f.t, f.pool, sql, args...)
 	f.svc.ForgetTokens()
 }
 

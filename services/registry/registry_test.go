@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
@@ -106,9 +105,7 @@ func (f *fixture) connection(id string) registry.Connection {
 
 func (f *fixture) exec(sql string, args ...any) {
 	f.t.Helper()
-	if _, err := f.pool.Exec(f.ctx, sql, args...); err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
+	testkit.Exec(f.t, f.pool, sql, args...)
 }
 
 // count runs a query that returns one number.
@@ -120,15 +117,7 @@ func (f *fixture) count(sql string, args ...any) int {
 // strings runs a query that returns one text column.
 func (f *fixture) strings(sql string, args ...any) []string {
 	f.t.Helper()
-	rows, err := f.pool.Query(f.ctx, sql, args...)
-	if err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
-	return out
+	return testkit.Strings(f.t, f.pool, sql, args...)
 }
 
 // auditPayloads returns the payloads of the audit entries with action, oldest first.

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
@@ -101,9 +100,7 @@ func (f *fixture) tool(s toolSpec) string {
 
 func (f *fixture) exec(sql string, args ...any) {
 	f.t.Helper()
-	if _, err := f.pool.Exec(f.ctx, sql, args...); err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
+	testkit.Exec(f.t, f.pool, sql, args...)
 }
 
 // count runs a query that returns one number.
@@ -114,15 +111,7 @@ func (f *fixture) count(sql string, args ...any) int {
 
 func (f *fixture) strings(sql string, args ...any) []string {
 	f.t.Helper()
-	rows, err := f.pool.Query(f.ctx, sql, args...)
-	if err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		f.t.Fatalf("%s: %v", sql, err)
-	}
-	return out
+	return testkit.Strings(f.t, f.pool, sql, args...)
 }
 
 func (f *fixture) str(sql string, args ...any) string {
