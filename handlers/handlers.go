@@ -30,7 +30,8 @@ import (
 	"github.com/toolwarden/toolwarden/views"
 )
 
-// Deps are what the handlers need. Build it once in cmd and share it.
+// Deps are the services and settings the composition root (package app) hands to
+// web, which builds each handler from them.
 type Deps struct {
 	Auth      *auth.Service
 	Logger    *slog.Logger
