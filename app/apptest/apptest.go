@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -143,7 +144,7 @@ func (a *App) RegisterServer(t testing.TB, spec registry.Spec, enable ...string)
 		t.Fatal(err)
 	}
 	for _, n := range enable {
-		a.Enable(t, spec.Name+"__"+n)
+		a.Enable(t, toolname.Join(spec.Name, n))
 	}
 	return sv
 }
