@@ -137,19 +137,19 @@ func Form(inputSchema, values json.RawMessage) FormModel {
 	root := FormField{Label: "Arguments", Kind: "object", Required: true}
 	var val any
 	if present(values) {
-		v, err := decode(values)
+		v, err := Decode(values)
 		if err != nil {
 			root.Value = string(values)
 			return jsonOnly(root, "the arguments are not valid JSON")
 		}
 		val = v
 		root.Set = true
-		if _, ok := v.(*obj); !ok {
+		if _, ok := v.(*Object); !ok {
 			return jsonOnly(rootJSON(root, val), "the arguments are not a JSON object")
 		}
 	}
-	doc, err := decode(inputSchema)
-	s, ok := doc.(*obj)
+	doc, err := Decode(inputSchema)
+	s, ok := doc.(*Object)
 	if err != nil || !ok {
 		return jsonOnly(rootJSON(root, val), "the input schema is not a JSON object")
 	}

@@ -443,8 +443,8 @@ func TestFormDepthLimit(t *testing.T) {
 			depth, last = d, f
 		}
 	})
-	if depth != maxParamDepth+1 || last.Kind != "json" || !strings.Contains(last.Hint, "nested more than 8") {
-		t.Errorf("got deepest field %q (depth %d) of kind %q hint %q, want a JSON sub-editor at depth %d", last.Pointer, depth, last.Kind, last.Hint, maxParamDepth+1)
+	if depth != MaxParamDepth+1 || last.Kind != "json" || !strings.Contains(last.Hint, "nested more than 8") {
+		t.Errorf("got deepest field %q (depth %d) of kind %q hint %q, want a JSON sub-editor at depth %d", last.Pointer, depth, last.Kind, last.Hint, MaxParamDepth+1)
 	}
 }
 
