@@ -1,4 +1,4 @@
-package schema
+package form
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -36,13 +37,13 @@ func (b *former) field(s any, sptr string, a formPos) FormField {
 	if a.item >= 0 {
 		f.Label = "Item " + strconv.Itoa(a.item+1)
 	}
-	so, ok := s.(*Object)
+	so, ok := s.(*schema.Object)
 	if !ok {
 		return toJSON(f, a, nil, false, "any JSON value is allowed")
 	}
-	v := Resolve(b.root, so, sptr)
+	v := schema.Resolve(b.root, so, sptr)
 	ev := v // what the value must be: X for an optional "anyOf [X, null]"
-	if alt, ok := UnwrapOptional(b.root, v); ok {
+	if alt, ok := schema.UnwrapOptional(b.root, v); ok {
 		ev = alt
 	}
 	if t := firstNonEmpty(v.Str("title"), ev.Str("title")); t != "" {
@@ -56,8 +57,8 @@ func (b *former) field(s any, sptr string, a formPos) FormField {
 	if !hasDflt {
 		dflt, _, hasDflt = ev.Get("default")
 	}
-	if a.depth > MaxParamDepth {
-		return toJSON(f, a, dflt, hasDflt, fmt.Sprintf("nested more than %d levels deep", MaxParamDepth))
+	if a.depth > schema.MaxParamDepth {
+		return toJSON(f, a, dflt, hasDflt, fmt.Sprintf("nested more than %d levels deep", schema.MaxParamDepth))
 	}
 	kind, reason := b.classify(ev, a.depth == 0)
 	if kind == "array" || kind == "object" {
@@ -118,7 +119,7 @@ func toJSON(f FormField, a formPos, dflt any, hasDflt bool, reason string) FormF
 }
 
 // classify picks the kind of input for a schema, or "json" and why not.
-func (b *former) classify(v View, root bool) (kind, reason string) {
+func (b *former) classify(v schema.View, root bool) (kind, reason string) {
 	if c, _, ok := v.Get("const"); ok {
 		if !scalar(c) {
 			return "json", "a constant object or array"
@@ -140,7 +141,7 @@ func (b *former) classify(v View, root bool) (kind, reason string) {
 			return "json", k + ": one of several schemas"
 		}
 	}
-	merged := v.Has("allOf") && !allOfFollowed(v) // parts ObjectProperties merges
+	merged := v.Has("allOf") && !allOfFollowed(v) // parts schema.ObjectProperties merges
 	if merged && !b.objectParts(v) {
 		return "json", "allOf: several schemas combined"
 	}
@@ -175,10 +176,10 @@ func (b *former) classify(v View, root bool) (kind, reason string) {
 
 // allOfFollowed reports whether resolve already read a single-part allOf as
 // a wrapper (the view continues into the part).
-func allOfFollowed(v View) bool {
+func allOfFollowed(v schema.View) bool {
 	for i, l := range v {
 		if l.Schema.Has("allOf") {
-			return i+1 < len(v) && v[i+1].Ptr == PtrJoin(l.Ptr, "allOf", "0")
+			return i+1 < len(v) && v[i+1].Ptr == schema.PtrJoin(l.Ptr, "allOf", "0")
 		}
 	}
 	return false
@@ -186,15 +187,15 @@ func allOfFollowed(v View) bool {
 
 // objectParts reports whether every part of an allOf is an object schema the
 // form can merge (properties and required, as ObjectProperties reads them).
-func (b *former) objectParts(v View) bool {
+func (b *former) objectParts(v schema.View) bool {
 	x, p, _ := v.Get("allOf")
 	parts, _ := x.([]any)
 	for i, part := range parts {
-		po, ok := part.(*Object)
+		po, ok := part.(*schema.Object)
 		if !ok {
 			return false
 		}
-		pv := Resolve(b.root, po, PtrJoin(p, "allOf", strconv.Itoa(i)))
+		pv := schema.Resolve(b.root, po, schema.PtrJoin(p, "allOf", strconv.Itoa(i)))
 		if hasAny(pv[len(pv)-1].Schema, []string{"oneOf", "anyOf", "allOf", "enum", "const", "items", "prefixItems"}) {
 			return false
 		}
@@ -213,7 +214,7 @@ func scalar(v any) bool {
 	return false
 }
 
-func stringField(f *FormField, v View, a formPos) string {
+func stringField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "string"
 	if a.has {
 		s, ok := a.val.(string)
@@ -260,10 +261,10 @@ var shortText = map[string]bool{
 // contentEncoding, a name ending in a word like "content", "body" or "text",
 // or a maxLength over 200 unless the name ends in a word like "path" or
 // "url"), else "text".
-func stringInput(f *FormField, v View, format string) (input, hint string) {
+func stringInput(f *FormField, v schema.View, format string) (input, hint string) {
 	if format != "" && formatInputs[format] == "" && format != "password" {
 		hint = "format: " + format
-		if ex, ok := formatExamples[format]; ok {
+		if ex, ok := schema.FormatExample(format); ok {
 			hint += ", e.g. " + ex
 		}
 	}
@@ -309,7 +310,7 @@ func lastWord(name string) string {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-func numberField(f *FormField, v View, a formPos, integer bool) string {
+func numberField(f *FormField, v schema.View, a formPos, integer bool) string {
 	f.Kind, f.Step = "number", "any"
 	if integer {
 		f.Kind, f.Step = "integer", "1"
@@ -386,7 +387,7 @@ func isMultiple(x, m float64) bool {
 
 func numText(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-func enumField(f *FormField, v View, a formPos) string {
+func enumField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "enum"
 	vals := v.Array("enum")
 	if c, _, ok := v.Get("const"); ok {
@@ -439,13 +440,14 @@ func sameJSON(a, b any) bool {
 		fx, err1 := x.Float64()
 		fy, err2 := y.Float64()
 		return err1 == nil && err2 == nil && fx == fy
-	case *Object:
-		y, ok := b.(*Object)
-		if !ok || len(x.m) != len(y.m) {
+	case *schema.Object:
+		y, ok := b.(*schema.Object)
+		if !ok || len(x.Keys()) != len(y.Keys()) {
 			return false
 		}
-		for k, xv := range x.m {
-			if yv, ok := y.m[k]; !ok || !sameJSON(xv, yv) {
+		for _, k := range x.Keys() {
+			xv, _ := x.Get(k)
+			if yv, ok := y.Get(k); !ok || !sameJSON(xv, yv) {
 				return false
 			}
 		}
@@ -457,16 +459,16 @@ func sameJSON(a, b any) bool {
 	return a == b
 }
 
-func (b *former) objectField(f *FormField, v View, a formPos) string {
+func (b *former) objectField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "object"
-	var vo *Object
+	var vo *schema.Object
 	if a.has {
 		var ok bool
-		if vo, ok = a.val.(*Object); !ok {
+		if vo, ok = a.val.(*schema.Object); !ok {
 			return "the value is not an object"
 		}
 	}
-	props, required := ObjectProperties(b.root, v)
+	props, required := schema.ObjectProperties(b.root, v)
 	if len(props) == 0 && !v.Has("properties") {
 		ap, _, hasAP := v.Get("additionalProperties")
 		if v.Has("patternProperties") || ap != false && (hasAP || a.depth > 0) {
@@ -474,7 +476,7 @@ func (b *former) objectField(f *FormField, v View, a formPos) string {
 		}
 	}
 	order := b.requiredOrder(v)
-	slices.SortStableFunc(props, func(p, q Property) int {
+	slices.SortStableFunc(props, func(p, q schema.Property) int {
 		i, j := slices.Index(order, p.Name), slices.Index(order, q.Name)
 		switch {
 		case i >= 0 && j >= 0:
@@ -494,7 +496,7 @@ func (b *former) objectField(f *FormField, v View, a formPos) string {
 		known[p.Name] = true
 		cv, has := vo.Get(p.Name)
 		f.Fields = append(f.Fields, b.field(p.Schema, p.Ptr, formPos{
-			ptr: PtrJoin(a.ptr, p.Name), name: p.Name, item: -1,
+			ptr: schema.PtrJoin(a.ptr, p.Name), name: p.Name, item: -1,
 			required: required[p.Name], val: cv, has: has, depth: a.depth + 1,
 		}))
 	}
@@ -512,9 +514,9 @@ func (b *former) objectField(f *FormField, v View, a formPos) string {
 
 // requiredOrder lists required names as the schema gives them: its own
 // "required", then those of allOf parts.
-func (b *former) requiredOrder(v View) []string {
+func (b *former) requiredOrder(v schema.View) []string {
 	var out []string
-	add := func(v View) {
+	add := func(v schema.View) {
 		for _, r := range v.Array("required") {
 			if s, ok := r.(string); ok && !slices.Contains(out, s) {
 				out = append(out, s)
@@ -524,21 +526,21 @@ func (b *former) requiredOrder(v View) []string {
 	add(v)
 	_, p, _ := v.Get("allOf")
 	for i, e := range v.Array("allOf") {
-		if sub, ok := e.(*Object); ok {
-			add(Resolve(b.root, sub, PtrJoin(p, "allOf", strconv.Itoa(i))))
+		if sub, ok := e.(*schema.Object); ok {
+			add(schema.Resolve(b.root, sub, schema.PtrJoin(p, "allOf", strconv.Itoa(i))))
 		}
 	}
 	return out
 }
 
-func (b *former) arrayField(f *FormField, v View, a formPos) string {
+func (b *former) arrayField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "array"
 	f.MinItems, f.MaxItems = intPtr(v, "minItems"), intPtr(v, "maxItems")
 	if v.Has("prefixItems") {
 		return "a tuple (prefixItems)"
 	}
 	x, ip, _ := v.Get("items")
-	items, ok := x.(*Object)
+	items, ok := x.(*schema.Object)
 	if !ok {
 		if _, tuple := x.([]any); tuple {
 			return "a tuple (items is a list)"
@@ -551,7 +553,7 @@ func (b *former) arrayField(f *FormField, v View, a formPos) string {
 			return "the value is not an array"
 		}
 	}
-	iptr := PtrJoin(ip, "items")
+	iptr := schema.PtrJoin(ip, "items")
 	tmpl := b.field(items, iptr, formPos{ptr: a.ptr + "/-", item: len(arr), required: true, depth: a.depth + 1})
 	if tmpl.Kind == "json" {
 		return "items: " + tmpl.Hint
@@ -559,7 +561,7 @@ func (b *former) arrayField(f *FormField, v View, a formPos) string {
 	f.Item = &tmpl
 	for i, el := range arr {
 		it := b.field(items, iptr, formPos{
-			ptr: PtrJoin(a.ptr, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
+			ptr: schema.PtrJoin(a.ptr, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
 		})
 		if it.Kind == "json" {
 			return fmt.Sprintf("item %d: %s", i+1, it.Hint)
@@ -595,7 +597,7 @@ func valueText(f FormField, v any) string {
 		}
 	case "enum":
 		for i, e := range f.EnumJSON {
-			if ev, err := Decode([]byte(e)); err == nil && sameJSON(ev, v) {
+			if ev, err := schema.Decode([]byte(e)); err == nil && sameJSON(ev, v) {
 				return f.Enum[i]
 			}
 		}
@@ -619,15 +621,16 @@ func jsonText(v any, indent bool) string {
 
 func appendJSON(buf *bytes.Buffer, v any) {
 	switch t := v.(type) {
-	case *Object:
+	case *schema.Object:
 		buf.WriteByte('{')
-		for i, k := range t.keys {
+		for i, k := range t.Keys() {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
 			appendJSON(buf, k)
 			buf.WriteByte(':')
-			appendJSON(buf, t.m[k])
+			v, _ := t.Get(k)
+			appendJSON(buf, v)
 		}
 		buf.WriteByte('}')
 	case []any:
@@ -650,4 +653,41 @@ func appendJSON(buf *bytes.Buffer, v any) {
 		}
 		buf.Truncate(buf.Len() - 1) // Encode's newline
 	}
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func intPtr(v schema.View, k string) *int {
+	if n, ok := v.Integer(k); ok {
+		return &n
+	}
+	return nil
+}
+
+func hasAny(o *schema.Object, keys []string) bool {
+	for _, k := range keys {
+		if o.Has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+func countText(lo, hi *int) string {
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("%d to %d", *lo, *hi)
+	case lo != nil:
+		return fmt.Sprintf("at least %d", *lo)
+	case hi != nil:
+		return fmt.Sprintf("at most %d", *hi)
+	}
+	return ""
 }
