@@ -20,7 +20,7 @@ BENCH ?= .
 FUZZTIME ?= 1m
 # The fuzz targets, as package:target (go test fuzzes one target at a time). Their seed
 # inputs run as ordinary tests in `make test`.
-FUZZ_TARGETS := ./handlers:FuzzPlanText ./services/schema:FuzzValidateArguments ./services/schema:FuzzDecodeForm \
+FUZZ_TARGETS := ./handlers:FuzzPlanText ./services/schema:FuzzValidateArguments ./views/form:FuzzDecodeForm \
 	./internal/textcheck:FuzzJSON ./services/planner:FuzzRules
 
 BIN := bin/toolwarden

@@ -20,11 +20,11 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
+	"github.com/toolwarden/toolwarden/views/form"
 	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
@@ -101,7 +101,7 @@ func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, a
 			tv.JSON = "{}"
 		}
 	} else {
-		tv.Form = schema.Form(it.InputSchema, args)
+		tv.Form = form.Form(it.InputSchema, args)
 		if tv.Form.JSONOnly {
 			tv.Mode, tv.JSON = "json", indentJSON(args)
 		}
@@ -172,7 +172,7 @@ func (h TestPanelHandler) fillCases(ctx context.Context, it tools.Item, tv *view
 // readArgs reads the arguments the workspace holds, from the form or the JSON editor.
 func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.Error) {
 	if mode != "json" {
-		return schema.DecodeForm(it.InputSchema, f)
+		return form.DecodeForm(it.InputSchema, f)
 	}
 	text := strings.TrimSpace(f.Get("arguments_json"))
 	if text == "" {
@@ -219,7 +219,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 	switch action {
 	case "edit":
 		op, ptr, _ := strings.Cut(f.Get("_edit"), ":")
-		next, err := schema.EditArray(it.InputSchema, args, op, ptr)
+		next, err := form.EditArray(it.InputSchema, args, op, ptr)
 		if err != nil {
 			tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
 		} else {

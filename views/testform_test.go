@@ -16,10 +16,11 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views/form"
 )
 
 // renderTestForm renders TestForm inside a <form>, as the page does, and parses it.
-func renderTestForm(t *testing.T, m schema.FormModel, errs *verr.Error) *goquery.Document {
+func renderTestForm(t *testing.T, m form.FormModel, errs *verr.Error) *goquery.Document {
 	t.Helper()
 	var buf bytes.Buffer
 	buf.WriteString(`<form method="post" data-testid="page-form">`)
@@ -209,7 +210,7 @@ func TestTestFormRoundTrip(t *testing.T) {
 		t.Run(tl.Name, func(t *testing.T) {
 			t.Parallel()
 			example := formExample(t, tl)
-			m := schema.Form(tl.InputSchema, example)
+			m := form.Form(tl.InputSchema, example)
 			doc := renderTestForm(t, m, nil)
 			checkFormMarkup(t, doc)
 			if m.JSONOnly {
@@ -219,13 +220,13 @@ func TestTestFormRoundTrip(t *testing.T) {
 				}
 				return
 			}
-			form := browserSubmit(doc)
-			got, errs := schema.DecodeForm(tl.InputSchema, form)
+			submitted := browserSubmit(doc)
+			got, errs := form.DecodeForm(tl.InputSchema, submitted)
 			if errs != nil {
-				t.Fatalf("got errors %v from %v", errs, form)
+				t.Fatalf("got errors %v from %v", errs, submitted)
 			}
 			if !sameFormArgs(t, got, example) {
-				t.Errorf("got %s, want %s (submitted %v)", got, example, form)
+				t.Errorf("got %s, want %s (submitted %v)", got, example, submitted)
 			}
 		})
 	}
@@ -262,7 +263,7 @@ const nestedForm = `{
 
 func TestTestFormNested(t *testing.T) {
 	t.Parallel()
-	m := schema.Form(json.RawMessage(nestedForm), json.RawMessage(`{
+	m := form.Form(json.RawMessage(nestedForm), json.RawMessage(`{
 		"name": "ann", "level": "high", "filters": [{"field": "size", "op": "lt"}, {"field": "", "op": "eq"}], "extra": 7
 	}`))
 	doc := renderTestForm(t, m, nil)
@@ -417,7 +418,7 @@ func TestTestFormNested(t *testing.T) {
 	// What the browser sends decodes to the arguments the form was built
 	// from, except the empty string of a property: an empty input is "not
 	// set", so the server reports the required field.
-	got, errs := schema.DecodeForm(json.RawMessage(nestedForm), browserSubmit(doc))
+	got, errs := form.DecodeForm(json.RawMessage(nestedForm), browserSubmit(doc))
 	want := `{"name": "ann", "level": "high", "options": {}, "filters": [{"field": "size", "op": "lt"}, {"op": "eq"}], "extra": 7}`
 	if errs != nil || !sameFormArgs(t, got, []byte(want)) {
 		t.Errorf("got %s (%v), want %s", got, errs, want)
@@ -432,17 +433,17 @@ func TestTestFormArrayEdits(t *testing.T) {
 	args := json.RawMessage(`{"name": "ann", "level": "low", "verbose": true, "options": {"depth": 1}}`)
 	press := func(testid string) {
 		t.Helper()
-		doc := renderTestForm(t, schema.Form(s, args), nil)
+		doc := renderTestForm(t, form.Form(s, args), nil)
 		b := doc.Find(`[data-testid="` + testid + `"]`)
 		if b.Length() != 1 {
 			t.Fatalf("got no button %s", testid)
 		}
 		op, ptr, _ := strings.Cut(b.AttrOr("value", ""), ":")
-		decoded, errs := schema.DecodeForm(s, browserSubmit(doc))
+		decoded, errs := form.DecodeForm(s, browserSubmit(doc))
 		if errs != nil {
 			t.Fatalf("got errors %v", errs)
 		}
-		edited, err := schema.EditArray(s, decoded, op, ptr)
+		edited, err := form.EditArray(s, decoded, op, ptr)
 		if err != nil {
 			t.Fatalf("%s: %v", testid, err)
 		}
@@ -451,11 +452,11 @@ func TestTestFormArrayEdits(t *testing.T) {
 	press("array-add-/tags")
 	press("array-add-/tags")
 	press("array-add-/filters")
-	doc := renderTestForm(t, schema.Form(s, args), nil)
+	doc := renderTestForm(t, form.Form(s, args), nil)
 	doc.Find(`[data-testid="input-/tags/0"]`).SetAttr("value", "first")
 	doc.Find(`[data-testid="input-/tags/1"]`).SetAttr("value", "second")
 	doc.Find(`[data-testid="input-/filters/0/field"]`).SetAttr("value", "size")
-	decoded, errs := schema.DecodeForm(s, browserSubmit(doc))
+	decoded, errs := form.DecodeForm(s, browserSubmit(doc))
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -474,7 +475,7 @@ func TestTestFormArrayEdits(t *testing.T) {
 
 func TestTestFormErrors(t *testing.T) {
 	t.Parallel()
-	m := schema.Form(json.RawMessage(nestedForm), json.RawMessage(`{"filters": [{"field": "a", "op": "eq"}]}`))
+	m := form.Form(json.RawMessage(nestedForm), json.RawMessage(`{"filters": [{"field": "a", "op": "eq"}]}`))
 	errs := &verr.Error{Fields: []verr.Field{
 		{Field: "/name", Message: "is required"},
 		{Field: "/count", Message: "is not a number"},
@@ -552,7 +553,7 @@ func TestTestFormNotices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			doc := renderTestForm(t, schema.Form(json.RawMessage(tt.schema), json.RawMessage(tt.values)), nil)
+			doc := renderTestForm(t, form.Form(json.RawMessage(tt.schema), json.RawMessage(tt.values)), nil)
 			for _, id := range tt.want {
 				if doc.Find(`[data-testid="`+id+`"]`).Length() != 1 {
 					t.Errorf("got no %s, want one", id)
@@ -565,7 +566,7 @@ func TestTestFormNotices(t *testing.T) {
 			}
 		})
 	}
-	doc := renderTestForm(t, schema.Form(json.RawMessage(`{"oneOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]}`), nil), nil)
+	doc := renderTestForm(t, form.Form(json.RawMessage(`{"oneOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]}`), nil), nil)
 	if got := doc.Find(`[data-testid="form-json-only"]`).Text(); !strings.Contains(got, "oneOf") {
 		t.Errorf("got notice %q, want it to say why (oneOf)", got)
 	}
@@ -586,11 +587,11 @@ func TestTestFormKeepsValues(t *testing.T) {
 	m["content"] = "<b>tags</b> & \"quotes\""
 	m["spaced"] = "  x  "
 	args, _ = json.Marshal(m)
-	doc := renderTestForm(t, schema.Form(s, args), nil)
+	doc := renderTestForm(t, form.Form(s, args), nil)
 	if got := goquery.NodeName(doc.Find(`[data-testid="input-/multiline"]`)); got != "textarea" {
 		t.Errorf("got <%s> for a multi-line value, want textarea", got)
 	}
-	got, errs := schema.DecodeForm(s, browserSubmit(doc))
+	got, errs := form.DecodeForm(s, browserSubmit(doc))
 	if errs != nil || !sameFormArgs(t, got, args) {
 		t.Errorf("got %s (%v), want %s", got, errs, args)
 	}

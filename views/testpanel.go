@@ -3,8 +3,8 @@ package views
 import (
 	"time"
 
-	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views/form"
 )
 
 // ToolTabTest is the test panel, a page of its own (/tools/:id/test) shown as a tab.
@@ -15,7 +15,7 @@ const ToolTabTest = "test"
 type ToolTest struct {
 	Action  string // where the workspace posts
 	Mode    string // "form" or "json"
-	Form    schema.FormModel
+	Form    form.FormModel
 	JSON    string // the arguments as JSON text (mode json)
 	Errors  *verr.Error
 	Risk    string // low, medium, high

@@ -103,7 +103,7 @@ func compileError(err error) (string, error) {
 		var ve *jsonschema.ValidationError
 		if errors.As(sve.Err, &ve) {
 			ls := leaves(ve)
-			return ptrJoin("", ls[0].InstanceLocation...), fmt.Errorf("schema: not a valid JSON Schema: %s", strings.Join(leafMessages(ls, 3), "; "))
+			return PtrJoin("", ls[0].InstanceLocation...), fmt.Errorf("schema: not a valid JSON Schema: %s", strings.Join(leafMessages(ls, 3), "; "))
 		}
 	}
 	msg := strings.ReplaceAll(err.Error(), baseURL, "schema")
@@ -115,7 +115,7 @@ func compileError(err error) (string, error) {
 func leafMessages(ls []*jsonschema.ValidationError, limit int) []string {
 	var out, seen []string
 	for _, l := range ls {
-		loc := ptrJoin("", l.InstanceLocation...)
+		loc := PtrJoin("", l.InstanceLocation...)
 		if slices.Contains(seen, loc) {
 			continue // the other branches of an anyOf say the same thing worse
 		}
@@ -184,10 +184,10 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 	}
 	out := &verr.Error{}
 	for _, l := range leaves(ve) {
-		loc := ptrJoin("", l.InstanceLocation...)
+		loc := PtrJoin("", l.InstanceLocation...)
 		if req, ok := l.ErrorKind.(*kind.Required); ok {
 			for _, name := range req.Missing {
-				out.AddKind(ptrJoin(loc, name), verr.KindMissing, "is required")
+				out.AddKind(PtrJoin(loc, name), verr.KindMissing, "is required")
 			}
 			continue
 		}

@@ -17,76 +17,76 @@ import (
 // example value that satisfies the schema's bounds ("<path>", 0, false, []).
 // It returns an empty map when the schema has no parameters or is unusable.
 func ExampleArguments(inputSchema json.RawMessage) map[string]any {
-	root, err := decode(inputSchema)
+	root, err := Decode(inputSchema)
 	if err != nil {
 		return map[string]any{}
 	}
-	o, ok := root.(*obj)
+	o, ok := root.(*Object)
 	if !ok {
 		return map[string]any{}
 	}
 	g := &generator{root: root}
-	return g.object(resolve(root, o, ""), 0)
+	return g.object(Resolve(root, o, ""), 0)
 }
 
 type generator struct {
 	root any
 }
 
-func (g *generator) object(v view, depth int) map[string]any {
+func (g *generator) object(v View, depth int) map[string]any {
 	out := map[string]any{}
-	if depth > maxParamDepth {
+	if depth > MaxParamDepth {
 		return out
 	}
-	props, required := objectProps(g.root, v)
-	var optional []propRef
+	props, required := ObjectProperties(g.root, v)
+	var optional []Property
 	for _, p := range props {
-		s, _ := p.schema.(*obj)
-		pv := resolve(g.root, s, p.ptr)
+		s, _ := p.Schema.(*Object)
+		pv := Resolve(g.root, s, p.Ptr)
 		switch {
-		case required[p.name]:
-			out[p.name] = g.value(pv, p.name, depth+1)
-		case s != nil && pv.has("default"):
-			out[p.name] = g.value(pv, p.name, depth+1)
+		case required[p.Name]:
+			out[p.Name] = g.value(pv, p.Name, depth+1)
+		case s != nil && pv.Has("default"):
+			out[p.Name] = g.value(pv, p.Name, depth+1)
 		default:
 			optional = append(optional, p)
 		}
 	}
-	if n, ok := v.integer("minProperties"); ok {
+	if n, ok := v.Integer("minProperties"); ok {
 		for _, p := range optional {
 			if len(out) >= n {
 				break
 			}
-			s, _ := p.schema.(*obj)
-			out[p.name] = g.value(resolve(g.root, s, p.ptr), p.name, depth+1)
+			s, _ := p.Schema.(*Object)
+			out[p.Name] = g.value(Resolve(g.root, s, p.Ptr), p.Name, depth+1)
 		}
 	}
 	return out
 }
 
-func (g *generator) value(v view, name string, depth int) any {
-	if len(v) == 0 || v[0].o == nil {
+func (g *generator) value(v View, name string, depth int) any {
+	if len(v) == 0 || v[0].Schema == nil {
 		return nameExample(name)
 	}
 	for _, k := range []string{"const", "default"} {
-		if x, _, ok := v.get(k); ok {
+		if x, _, ok := v.Get(k); ok {
 			return plain(x)
 		}
 	}
-	if ex := v.array("examples"); len(ex) > 0 {
+	if ex := v.Array("examples"); len(ex) > 0 {
 		return plain(ex[0])
 	}
-	if enum := v.array("enum"); len(enum) > 0 {
+	if enum := v.Array("enum"); len(enum) > 0 {
 		return plain(enum[0])
 	}
-	if depth > maxParamDepth {
+	if depth > MaxParamDepth {
 		return nil
 	}
 	if alt, ok := g.alternative(v); ok {
 		return g.value(alt, name, depth+1)
 	}
 	typ := ""
-	for _, t := range v.types() {
+	for _, t := range v.Types() {
 		if t != "null" {
 			typ = t
 			break
@@ -94,11 +94,11 @@ func (g *generator) value(v view, name string, depth int) any {
 	}
 	if typ == "" {
 		switch {
-		case v.has("properties"):
+		case v.Has("properties"):
 			typ = "object"
-		case v.has("items") || v.has("prefixItems"):
+		case v.Has("items") || v.Has("prefixItems"):
 			typ = "array"
-		case slices.Equal(v.types(), []string{"null"}):
+		case slices.Equal(v.Types(), []string{"null"}):
 			return nil
 		default:
 			typ = "string"
@@ -123,20 +123,20 @@ func (g *generator) value(v view, name string, depth int) any {
 
 // alternative picks the first non-null branch of anyOf/oneOf (or the first
 // part of allOf) for a schema that has no type of its own.
-func (g *generator) alternative(v view) (view, bool) {
-	if len(v.types()) > 0 || v.has("properties") {
+func (g *generator) alternative(v View) (View, bool) {
+	if len(v.Types()) > 0 || v.Has("properties") {
 		return nil, false
 	}
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
-		x, p, _ := v.get(k)
+		x, p, _ := v.Get(k)
 		alts, _ := x.([]any)
 		for i, a := range alts {
-			ao, ok := a.(*obj)
+			ao, ok := a.(*Object)
 			if !ok {
 				continue
 			}
-			av := resolve(g.root, ao, ptrJoin(p, k, strconv.Itoa(i)))
-			if ts := av.types(); len(ts) == 1 && ts[0] == "null" {
+			av := Resolve(g.root, ao, PtrJoin(p, k, strconv.Itoa(i)))
+			if ts := av.Types(); len(ts) == 1 && ts[0] == "null" {
 				continue
 			}
 			return av, true
@@ -145,22 +145,22 @@ func (g *generator) alternative(v view) (view, bool) {
 	return nil, false
 }
 
-func (g *generator) array(v view, name string, depth int) []any {
+func (g *generator) array(v View, name string, depth int) []any {
 	out := []any{}
-	n, _ := v.integer("minItems")
-	x, pp, _ := v.get("prefixItems")
+	n, _ := v.Integer("minItems")
+	x, pp, _ := v.Get("prefixItems")
 	prefix, _ := x.([]any)
-	items, ip := v.object("items")
+	items, ip := v.Object("items")
 	for i := 0; i < n; i++ {
 		var el any = nameExample(name)
 		switch {
 		case i < len(prefix):
-			if po, ok := prefix[i].(*obj); ok {
-				el = g.value(resolve(g.root, po, ptrJoin(pp, "prefixItems", strconv.Itoa(i))), name, depth+1)
+			if po, ok := prefix[i].(*Object); ok {
+				el = g.value(Resolve(g.root, po, PtrJoin(pp, "prefixItems", strconv.Itoa(i))), name, depth+1)
 			}
 		case items != nil:
-			iv := resolve(g.root, items, ptrJoin(ip, "items"))
-			if enum := iv.array("enum"); i < len(enum) {
+			iv := Resolve(g.root, items, PtrJoin(ip, "items"))
+			if enum := iv.Array("enum"); i < len(enum) {
 				el = plain(enum[i]) // distinct values, in case of uniqueItems
 			} else {
 				el = g.value(iv, name, depth+1)
@@ -178,6 +178,13 @@ func nameExample(name string) string {
 		name = "value"
 	}
 	return "<" + name + ">"
+}
+
+// FormatExample returns a valid value for a common string format
+// ("date-time", "email", "uuid", ...).
+func FormatExample(format string) (string, bool) {
+	ex, ok := formatExamples[format]
+	return ex, ok
 }
 
 // formatExamples are valid values for the common formats.
@@ -203,18 +210,18 @@ var formatExamples = map[string]string{
 	"uri-template":  "https://example.com/{id}",
 }
 
-func stringExample(v view, name string) string {
-	minLen, hasMin := v.integer("minLength")
-	maxLen, hasMax := v.integer("maxLength")
+func stringExample(v View, name string) string {
+	minLen, hasMin := v.Integer("minLength")
+	maxLen, hasMax := v.Integer("maxLength")
 	var re *regexp.Regexp
-	if p := v.str("pattern"); p != "" {
+	if p := v.Str("pattern"); p != "" {
 		re, _ = regexp.Compile(p)
 	}
 	fits := func(s string) bool {
 		n := utf8.RuneCountInString(s)
 		return (!hasMin || n >= minLen) && (!hasMax || n <= maxLen) && (re == nil || re.MatchString(s))
 	}
-	if f, ok := formatExamples[v.str("format")]; ok {
+	if f, ok := formatExamples[v.Str("format")]; ok {
 		return f
 	}
 	cands := []string{nameExample(name), name, "example", "abc", "a", "A", "0", "1", "123", "x"}
@@ -237,16 +244,16 @@ func stringExample(v view, name string) string {
 }
 
 // numberExample picks 0, or the nearest value the bounds and multipleOf allow.
-func numberExample(v view, integer bool) any {
+func numberExample(v View, integer bool) any {
 	step := 1.0
 	if !integer {
 		step = 0.5
 	}
 	x := 0.0
-	lo, hasLo := v.num("minimum")
-	xlo, hasXlo := v.num("exclusiveMinimum")
-	hi, hasHi := v.num("maximum")
-	xhi, hasXhi := v.num("exclusiveMaximum")
+	lo, hasLo := v.Num("minimum")
+	xlo, hasXlo := v.Num("exclusiveMinimum")
+	hi, hasHi := v.Num("maximum")
+	xhi, hasXhi := v.Num("exclusiveMaximum")
 	if hasLo && x < lo {
 		x = lo
 	}
@@ -262,7 +269,7 @@ func numberExample(v view, integer bool) any {
 	if hasXlo && hasXhi && (x <= xlo || x >= xhi) {
 		x = (xlo + xhi) / 2
 	}
-	if m, ok := v.num("multipleOf"); ok && m > 0 {
+	if m, ok := v.Num("multipleOf"); ok && m > 0 {
 		if r := math.Ceil(x/m) * m; !(hasHi && r > hi) && !(hasXhi && r >= xhi) {
 			x = r
 		} else {

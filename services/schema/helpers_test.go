@@ -85,3 +85,25 @@ func roundTrip(t *testing.T, v any) any {
 	}
 	return out
 }
+
+// formTools are hand-written schemas for the test panel's form (views/form) (testdata/form_schemas.json):
+// the in-repo test server's tools (internal/mcptest, as the Go SDK infers
+// them) and nested, array, enum, format and unsupported cases.
+func formTools(t testing.TB) []Tool {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/form_schemas.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []Tool
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		t.Fatal(err)
+	}
+	return tools
+}
+
+// formCorpus is every schema the form is held to: server-everything's tools
+// and formTools.
+func formCorpus(t testing.TB) []Tool {
+	return append(everythingTools(t), formTools(t)...)
+}

@@ -12,14 +12,41 @@ import (
 	"strings"
 )
 
-// obj is a decoded JSON object that remembers the order of its keys, so that
+// This file is the package's JSON and schema walker. It is exported for code
+// that presents schemas outside this package (the test panel's form in
+// views/form): Decode reads a document keeping the order of object keys,
+// Resolve gives the View of a schema at a JSON pointer through $ref and allOf
+// wrappers, and View and Object read keywords. It knows nothing of forms.
+
+// Object is a decoded JSON object that remembers the order of its keys, so that
 // documentation lists parameters in the order the tool's author wrote them.
-type obj struct {
+// A nil *Object reads as an empty object.
+type Object struct {
 	keys []string
 	m    map[string]any
 }
 
-func (o *obj) get(k string) (any, bool) {
+// NewObject returns an empty object.
+func NewObject() *Object { return &Object{m: map[string]any{}} }
+
+// Keys lists the object's keys in document order.
+func (o *Object) Keys() []string {
+	if o == nil {
+		return nil
+	}
+	return o.keys
+}
+
+// Set stores v under k; a new key goes last.
+func (o *Object) Set(k string, v any) {
+	if _, ok := o.m[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.m[k] = v
+}
+
+// Get returns the value under k.
+func (o *Object) Get(k string) (any, bool) {
 	if o == nil {
 		return nil, false
 	}
@@ -27,32 +54,36 @@ func (o *obj) get(k string) (any, bool) {
 	return v, ok
 }
 
-func (o *obj) has(k string) bool {
-	_, ok := o.get(k)
+// Has reports whether the object has the key k.
+func (o *Object) Has(k string) bool {
+	_, ok := o.Get(k)
 	return ok
 }
 
-func (o *obj) str(k string) string {
-	v, _ := o.get(k)
+// Str returns the string under k, or "".
+func (o *Object) Str(k string) string {
+	v, _ := o.Get(k)
 	s, _ := v.(string)
 	return s
 }
 
-func (o *obj) object(k string) *obj {
-	v, _ := o.get(k)
-	c, _ := v.(*obj)
+// Object returns the object under k, or nil.
+func (o *Object) Object(k string) *Object {
+	v, _ := o.Get(k)
+	c, _ := v.(*Object)
 	return c
 }
 
-func (o *obj) array(k string) []any {
-	v, _ := o.get(k)
+// Array returns the array under k, or nil.
+func (o *Object) Array(k string) []any {
+	v, _ := o.Get(k)
 	a, _ := v.([]any)
 	return a
 }
 
-// num returns a numeric keyword as float64.
-func (o *obj) num(k string) (float64, bool) {
-	v, ok := o.get(k)
+// Num returns the number under k as float64.
+func (o *Object) Num(k string) (float64, bool) {
+	v, ok := o.Get(k)
 	if !ok {
 		return 0, false
 	}
@@ -64,9 +95,9 @@ func (o *obj) num(k string) (float64, bool) {
 	return f, err == nil
 }
 
-// decode parses one JSON value into *obj, []any, string, json.Number, bool or
-// nil. Trailing data is an error, as it is for jsonschema.UnmarshalJSON.
-func decode(raw []byte) (any, error) {
+// Decode parses one JSON value into *Object, []any, string, json.Number, bool
+// or nil. Trailing data is an error, as it is for jsonschema.UnmarshalJSON.
+func Decode(raw []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	v, err := decodeValue(dec, 0)
@@ -94,7 +125,7 @@ func decodeValue(dec *json.Decoder, depth int) (any, error) {
 	case json.Delim:
 		switch t {
 		case '{':
-			o := &obj{m: map[string]any{}}
+			o := &Object{m: map[string]any{}}
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
@@ -145,7 +176,7 @@ func present(raw json.RawMessage) bool {
 // that whole numbers become int64: callers print and compare these values.
 func plain(v any) any {
 	switch t := v.(type) {
-	case *obj:
+	case *Object:
 		m := make(map[string]any, len(t.keys))
 		for _, k := range t.keys {
 			m[k] = plain(t.m[k])
@@ -171,7 +202,7 @@ func plain(v any) any {
 // produces, so a schema decoded once can also be compiled.
 func schemaDoc(v any) any {
 	switch t := v.(type) {
-	case *obj:
+	case *Object:
 		m := make(map[string]any, len(t.keys))
 		for _, k := range t.keys {
 			m[k] = schemaDoc(t.m[k])
@@ -201,8 +232,8 @@ func ptrEscape(s string) string {
 	return strings.ReplaceAll(s, "/", "~1")
 }
 
-// ptrJoin appends tokens to a JSON pointer.
-func ptrJoin(ptr string, tokens ...string) string {
+// PtrJoin appends tokens to a JSON pointer, escaping them.
+func PtrJoin(ptr string, tokens ...string) string {
 	var b strings.Builder
 	b.WriteString(ptr)
 	for _, t := range tokens {
@@ -212,8 +243,8 @@ func ptrJoin(ptr string, tokens ...string) string {
 	return b.String()
 }
 
-// lookup follows a JSON pointer (RFC 6901, as used in a $ref fragment) from root.
-func lookup(root any, ptr string) (any, bool) {
+// Lookup follows a JSON pointer (RFC 6901, as used in a $ref fragment) from root.
+func Lookup(root any, ptr string) (any, bool) {
 	if ptr == "" {
 		return root, true
 	}
@@ -224,8 +255,8 @@ func lookup(root any, ptr string) (any, bool) {
 	for _, tok := range strings.Split(ptr[1:], "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch c := cur.(type) {
-		case *obj:
-			v, ok := c.get(tok)
+		case *Object:
+			v, ok := c.Get(tok)
 			if !ok {
 				return nil, false
 			}
@@ -246,114 +277,125 @@ func lookup(root any, ptr string) (any, bool) {
 // localRef resolves a $ref that points inside the same document ("#",
 // "#/$defs/Name", or the document's own $id followed by a fragment). It
 // returns the target and its JSON pointer relative to the root.
-func localRef(root any, ref string) (*obj, string, bool) {
+func localRef(root any, ref string) (*Object, string, bool) {
 	base, frag, ok := strings.Cut(ref, "#")
 	if !ok {
 		return nil, "", false
 	}
 	if base != "" {
-		r, _ := root.(*obj)
-		if id := r.str("$id"); id == "" || strings.TrimSuffix(id, "#") != base {
+		r, _ := root.(*Object)
+		if id := r.Str("$id"); id == "" || strings.TrimSuffix(id, "#") != base {
 			return nil, "", false
 		}
 	}
 	if f, err := url.PathUnescape(frag); err == nil {
 		frag = f
 	}
-	v, ok := lookup(root, frag)
+	v, ok := Lookup(root, frag)
 	if !ok {
 		return nil, "", false
 	}
-	o, ok := v.(*obj)
+	o, ok := v.(*Object)
 	return o, frag, ok
 }
 
-// layer is one schema object contributing to a view, with its JSON pointer.
-type layer struct {
-	o   *obj
-	ptr string
+// Layer is one schema object contributing to a View, with its JSON pointer
+// in the document.
+type Layer struct {
+	Schema *Object
+	Ptr    string
 }
 
-// view reads keywords from a schema and then from what it references: a
+// View reads keywords from a schema and then from what it references: a
 // property {"$ref": "#/$defs/Opts", "description": "..."} has its own
 // description but the referenced type and properties.
-type view []layer
+type View []Layer
 
-// resolve builds the view of the schema s found at ptr. It follows local $ref
-// chains and single-element allOf wrappers (pydantic emits those) a few levels.
-func resolve(root any, s *obj, ptr string) view {
-	v := view{{s, ptr}}
+// Resolve builds the view of the schema s found at ptr in the document root
+// (as Decode returns it). It follows local $ref chains and single-element
+// allOf wrappers (pydantic emits those) a few levels; the last layer is the
+// schema that was reached.
+func Resolve(root any, s *Object, ptr string) View {
+	v := View{{s, ptr}}
 	seen := map[string]bool{ptr: true}
 	for i := 0; i < 8; i++ {
-		cur := v[len(v)-1].o
-		next, nptr := (*obj)(nil), ""
-		if ref := cur.str("$ref"); ref != "" {
+		cur := v[len(v)-1].Schema
+		next, nptr := (*Object)(nil), ""
+		if ref := cur.Str("$ref"); ref != "" {
 			next, nptr, _ = localRef(root, ref)
-		} else if all := cur.array("allOf"); len(all) == 1 && !cur.has("type") && !cur.has("properties") {
-			next, _ = all[0].(*obj)
-			nptr = ptrJoin(v[len(v)-1].ptr, "allOf", "0")
+		} else if all := cur.Array("allOf"); len(all) == 1 && !cur.Has("type") && !cur.Has("properties") {
+			next, _ = all[0].(*Object)
+			nptr = PtrJoin(v[len(v)-1].Ptr, "allOf", "0")
 		}
 		if next == nil || seen[nptr] {
 			break
 		}
 		seen[nptr] = true
-		v = append(v, layer{next, nptr})
+		v = append(v, Layer{next, nptr})
 	}
 	return v
 }
 
-func (v view) get(k string) (any, string, bool) {
+// Get returns the keyword k from the first layer that has it, with that
+// layer's pointer.
+func (v View) Get(k string) (any, string, bool) {
 	for _, l := range v {
-		if x, ok := l.o.get(k); ok {
-			return x, l.ptr, true
+		if x, ok := l.Schema.Get(k); ok {
+			return x, l.Ptr, true
 		}
 	}
 	return nil, "", false
 }
 
-func (v view) has(k string) bool {
-	_, _, ok := v.get(k)
+// Has reports whether a layer has the keyword k.
+func (v View) Has(k string) bool {
+	_, _, ok := v.Get(k)
 	return ok
 }
 
-func (v view) str(k string) string {
-	x, _, _ := v.get(k)
+// Str returns the keyword k as a string, or "".
+func (v View) Str(k string) string {
+	x, _, _ := v.Get(k)
 	s, _ := x.(string)
 	return s
 }
 
-func (v view) object(k string) (*obj, string) {
-	x, p, _ := v.get(k)
-	o, _ := x.(*obj)
+// Object returns the keyword k as an object, or nil, with its layer's pointer.
+func (v View) Object(k string) (*Object, string) {
+	x, p, _ := v.Get(k)
+	o, _ := x.(*Object)
 	return o, p
 }
 
-func (v view) array(k string) []any {
-	x, _, _ := v.get(k)
+// Array returns the keyword k as an array, or nil.
+func (v View) Array(k string) []any {
+	x, _, _ := v.Get(k)
 	a, _ := x.([]any)
 	return a
 }
 
-func (v view) num(k string) (float64, bool) {
+// Num returns the numeric keyword k as float64.
+func (v View) Num(k string) (float64, bool) {
 	for _, l := range v {
-		if l.o.has(k) {
-			return l.o.num(k)
+		if l.Schema.Has(k) {
+			return l.Schema.Num(k)
 		}
 	}
 	return 0, false
 }
 
-func (v view) integer(k string) (int, bool) {
-	f, ok := v.num(k)
+// Integer returns the keyword k as an int from 0 to MaxInt32.
+func (v View) Integer(k string) (int, bool) {
+	f, ok := v.Num(k)
 	if !ok || f < 0 || f > math.MaxInt32 {
 		return 0, false
 	}
 	return int(f), true
 }
 
-// types lists the "type" keyword as strings, whether it is one name or an array.
-func (v view) types() []string {
-	x, _, _ := v.get("type")
+// Types lists the "type" keyword as strings, whether it is one name or an array.
+func (v View) Types() []string {
+	x, _, _ := v.Get("type")
 	switch t := x.(type) {
 	case string:
 		return []string{t}
@@ -385,7 +427,7 @@ func jsonType(v any) string {
 		return "number"
 	case []any:
 		return "array"
-	case *obj:
+	case *Object:
 		return "object"
 	}
 	return "any"

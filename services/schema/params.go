@@ -42,9 +42,10 @@ type Param struct {
 	Children []Param `json:"children,omitempty"`
 }
 
-// maxParamDepth bounds how deep the documentation follows nested objects;
-// recursive definitions stop where they repeat.
-const maxParamDepth = 8
+// MaxParamDepth bounds how deep the documentation (Parameters,
+// ExampleArguments) follows nested objects; recursive definitions stop where
+// they repeat. Code that walks schemas for people should stop there too.
+const MaxParamDepth = 8
 
 // Parameters lists the parameters of an input schema in the order the schema
 // declares them, following local $ref/$defs references. It returns an empty
@@ -54,16 +55,16 @@ func Parameters(inputSchema json.RawMessage) []Param {
 }
 
 func parameters(raw json.RawMessage, at string) []Param {
-	root, err := decode(raw)
+	root, err := Decode(raw)
 	if err != nil {
 		return []Param{}
 	}
-	o, ok := root.(*obj)
+	o, ok := root.(*Object)
 	if !ok {
 		return []Param{}
 	}
 	d := &documenter{root: root, at: at}
-	ps := d.object(resolve(root, o, ""), "", map[string]bool{}, 0)
+	ps := d.object(Resolve(root, o, ""), "", map[string]bool{}, 0)
 	if ps == nil {
 		ps = []Param{}
 	}
@@ -75,92 +76,95 @@ type documenter struct {
 	at   string // prefix of Param.Path: "/inputSchema" or "/outputSchema"
 }
 
-// propRef is one property found while listing an object's properties.
-type propRef struct {
-	name   string
-	schema any
-	ptr    string
+// Property is one property found while listing an object's properties: its
+// name, its schema (usually *Object; true or false are schemas too) and the
+// schema's pointer.
+type Property struct {
+	Name   string
+	Schema any
+	Ptr    string
 }
 
-// objectProps lists the properties of an object schema: its own, then those
-// of allOf parts, which is how generators compose objects.
-func objectProps(root any, v view) ([]propRef, map[string]bool) {
-	var out []propRef
+// ObjectProperties lists the properties of the object schema v in document
+// root: its own, then those of allOf parts, which is how generators compose
+// objects. required holds the names listed as required by v and its parts.
+func ObjectProperties(root any, v View) ([]Property, map[string]bool) {
+	var out []Property
 	seen := map[string]bool{}
 	required := map[string]bool{}
-	add := func(v view) {
-		props, pp := v.object("properties")
-		for _, k := range props.keysOrNil() {
+	add := func(v View) {
+		props, pp := v.Object("properties")
+		for _, k := range props.Keys() {
 			if !seen[k] {
 				seen[k] = true
-				out = append(out, propRef{k, props.m[k], ptrJoin(pp, "properties", k)})
+				out = append(out, Property{k, props.m[k], PtrJoin(pp, "properties", k)})
 			}
 		}
-		for _, r := range v.array("required") {
+		for _, r := range v.Array("required") {
 			if s, ok := r.(string); ok {
 				required[s] = true
 			}
 		}
 	}
 	add(v)
-	_, allPtr, _ := v.get("allOf")
-	for i, e := range v.array("allOf") {
-		if sub, ok := e.(*obj); ok {
-			add(resolve(root, sub, ptrJoin(allPtr, "allOf", strconv.Itoa(i))))
+	_, allPtr, _ := v.Get("allOf")
+	for i, e := range v.Array("allOf") {
+		if sub, ok := e.(*Object); ok {
+			add(Resolve(root, sub, PtrJoin(allPtr, "allOf", strconv.Itoa(i))))
 		}
 	}
 	return out, required
 }
 
-func (d *documenter) object(v view, arg string, stack map[string]bool, depth int) []Param {
-	if depth > maxParamDepth {
+func (d *documenter) object(v View, arg string, stack map[string]bool, depth int) []Param {
+	if depth > MaxParamDepth {
 		return nil
 	}
-	props, required := objectProps(d.root, v)
+	props, required := ObjectProperties(d.root, v)
 	var out []Param
 	for _, p := range props {
-		out = append(out, d.param(p, arg+p.name, required[p.name], stack, depth))
+		out = append(out, d.param(p, arg+p.Name, required[p.Name], stack, depth))
 	}
 	return out
 }
 
-func (d *documenter) param(pr propRef, arg string, required bool, stack map[string]bool, depth int) Param {
-	p := Param{Path: d.at + pr.ptr, Arg: arg, Name: pr.name, Required: required, Type: "any"}
-	s, ok := pr.schema.(*obj)
+func (d *documenter) param(pr Property, arg string, required bool, stack map[string]bool, depth int) Param {
+	p := Param{Path: d.at + pr.Ptr, Arg: arg, Name: pr.Name, Required: required, Type: "any"}
+	s, ok := pr.Schema.(*Object)
 	if !ok {
 		return p
 	}
-	v := resolve(d.root, s, pr.ptr)
+	v := Resolve(d.root, s, pr.Ptr)
 	ev := v
-	if alt, ok := optionalAlt(d.root, v); ok {
+	if alt, ok := UnwrapOptional(d.root, v); ok {
 		ev = alt
 	}
 	p.Type = typeString(d.root, v, 0)
-	p.Description = firstNonEmpty(v.str("description"), ev.str("description"), v.str("title"), ev.str("title"))
-	if x, _, ok := v.get("default"); ok {
+	p.Description = firstNonEmpty(v.Str("description"), ev.Str("description"), v.Str("title"), ev.Str("title"))
+	if x, _, ok := v.Get("default"); ok {
 		p.Default = plain(x)
-	} else if x, _, ok := ev.get("default"); ok {
+	} else if x, _, ok := ev.Get("default"); ok {
 		p.Default = plain(x)
 	}
-	if c, _, ok := ev.get("const"); ok {
+	if c, _, ok := ev.Get("const"); ok {
 		p.Enum = []any{plain(c)}
 	} else {
-		for _, e := range ev.array("enum") {
+		for _, e := range ev.Array("enum") {
 			p.Enum = append(p.Enum, plain(e))
 		}
 	}
-	p.Format, p.Pattern = ev.str("format"), ev.str("pattern")
+	p.Format, p.Pattern = ev.Str("format"), ev.Str("pattern")
 	p.Min, p.ExclusiveMin = bound(ev, "minimum", "exclusiveMinimum")
 	p.Max, p.ExclusiveMax = bound(ev, "maximum", "exclusiveMaximum")
 	p.MinLength, p.MaxLength = intPtr(ev, "minLength"), intPtr(ev, "maxLength")
 	p.MinItems, p.MaxItems = intPtr(ev, "minItems"), intPtr(ev, "maxItems")
-	if x, _, ok := v.get("deprecated"); ok {
+	if x, _, ok := v.Get("deprecated"); ok {
 		p.Deprecated, _ = x.(bool)
 	}
 
 	// Children: the properties of a nested object or of array items, unless
 	// the definition is already being expanded further up (recursion).
-	target := ev[len(ev)-1].ptr
+	target := ev[len(ev)-1].Ptr
 	if stack[target] {
 		return p
 	}
@@ -170,15 +174,15 @@ func (d *documenter) param(pr propRef, arg string, required bool, stack map[stri
 		p.Children = d.object(ev, arg+".", stack, depth+1)
 	}
 	if hasType(ev, "array") {
-		if items, ip := ev.object("items"); items != nil {
-			iv := resolve(d.root, items, ptrJoin(ip, "items"))
-			if alt, ok := optionalAlt(d.root, iv); ok {
+		if items, ip := ev.Object("items"); items != nil {
+			iv := Resolve(d.root, items, PtrJoin(ip, "items"))
+			if alt, ok := UnwrapOptional(d.root, iv); ok {
 				iv = alt
 			}
-			if hasType(iv, "object") && !stack[iv[len(iv)-1].ptr] {
-				stack[iv[len(iv)-1].ptr] = true
+			if hasType(iv, "object") && !stack[iv[len(iv)-1].Ptr] {
+				stack[iv[len(iv)-1].Ptr] = true
 				p.Children = d.object(iv, arg+"[].", stack, depth+1)
-				delete(stack, iv[len(iv)-1].ptr)
+				delete(stack, iv[len(iv)-1].Ptr)
 			}
 		}
 	}
@@ -195,18 +199,18 @@ func firstNonEmpty(ss ...string) string {
 }
 
 // bound reads minimum/maximum, or the 2019+ numeric exclusive form.
-func bound(v view, incl, excl string) (*float64, bool) {
-	if f, ok := v.num(incl); ok {
+func bound(v View, incl, excl string) (*float64, bool) {
+	if f, ok := v.Num(incl); ok {
 		return &f, false
 	}
-	if f, ok := v.num(excl); ok {
+	if f, ok := v.Num(excl); ok {
 		return &f, true
 	}
 	return nil, false
 }
 
-func intPtr(v view, k string) *int {
-	if n, ok := v.integer(k); ok {
+func intPtr(v View, k string) *int {
+	if n, ok := v.Integer(k); ok {
 		return &n
 	}
 	return nil
@@ -214,38 +218,38 @@ func intPtr(v view, k string) *int {
 
 // hasType reports whether the schema allows type t, counting a typeless
 // schema with properties as an object and one with items as an array.
-func hasType(v view, t string) bool {
-	ts := v.types()
+func hasType(v View, t string) bool {
+	ts := v.Types()
 	if len(ts) == 0 {
 		switch t {
 		case "object":
-			return v.has("properties")
+			return v.Has("properties")
 		case "array":
-			return v.has("items") || v.has("prefixItems")
+			return v.Has("items") || v.Has("prefixItems")
 		}
 		return false
 	}
 	return slices.Contains(ts, t)
 }
 
-// optionalAlt unwraps the "optional X" shape that generators emit,
+// UnwrapOptional unwraps the "optional X" shape that generators emit,
 // anyOf/oneOf [X, {"type": "null"}], returning the view of X.
-func optionalAlt(root any, v view) (view, bool) {
-	if len(v.types()) > 0 || v.has("properties") {
+func UnwrapOptional(root any, v View) (View, bool) {
+	if len(v.Types()) > 0 || v.Has("properties") {
 		return nil, false
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
-		x, p, _ := v.get(k)
+		x, p, _ := v.Get(k)
 		alts, _ := x.([]any)
-		var found view
+		var found View
 		n := 0
 		for i, a := range alts {
-			ao, ok := a.(*obj)
+			ao, ok := a.(*Object)
 			if !ok {
 				continue
 			}
-			av := resolve(root, ao, ptrJoin(p, k, strconv.Itoa(i)))
-			if ts := av.types(); len(ts) == 1 && ts[0] == "null" {
+			av := Resolve(root, ao, PtrJoin(p, k, strconv.Itoa(i)))
+			if ts := av.Types(); len(ts) == 1 && ts[0] == "null" {
 				continue
 			}
 			found, n = av, n+1
@@ -258,11 +262,11 @@ func optionalAlt(root any, v view) (view, bool) {
 }
 
 // typeString renders a schema's type for people.
-func typeString(root any, v view, depth int) string {
+func typeString(root any, v View, depth int) string {
 	if depth > 4 {
 		return "any"
 	}
-	if ts := v.types(); len(ts) > 0 {
+	if ts := v.Types(); len(ts) > 0 {
 		parts := make([]string, len(ts))
 		for i, t := range ts {
 			parts[i] = t
@@ -272,10 +276,10 @@ func typeString(root any, v view, depth int) string {
 		}
 		return strings.Join(parts, " | ")
 	}
-	if c, _, ok := v.get("const"); ok {
+	if c, _, ok := v.Get("const"); ok {
 		return jsonType(c)
 	}
-	if enum := v.array("enum"); len(enum) > 0 {
+	if enum := v.Array("enum"); len(enum) > 0 {
 		var ts []string
 		for _, e := range enum {
 			if t := jsonType(e); !slices.Contains(ts, t) {
@@ -285,12 +289,12 @@ func typeString(root any, v view, depth int) string {
 		return strings.Join(ts, " | ")
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
-		x, p, _ := v.get(k)
+		x, p, _ := v.Get(k)
 		alts, _ := x.([]any)
 		var ts []string
 		for i, a := range alts {
-			if ao, ok := a.(*obj); ok {
-				t := typeString(root, resolve(root, ao, ptrJoin(p, k, strconv.Itoa(i))), depth+1)
+			if ao, ok := a.(*Object); ok {
+				t := typeString(root, Resolve(root, ao, PtrJoin(p, k, strconv.Itoa(i))), depth+1)
 				if !slices.Contains(ts, t) {
 					ts = append(ts, t)
 				}
@@ -300,30 +304,30 @@ func typeString(root any, v view, depth int) string {
 			return strings.Join(ts, " | ")
 		}
 	}
-	x, p, _ := v.get("allOf")
+	x, p, _ := v.Get("allOf")
 	all, _ := x.([]any)
 	for i, a := range all {
-		if ao, ok := a.(*obj); ok {
-			if t := typeString(root, resolve(root, ao, ptrJoin(p, "allOf", strconv.Itoa(i))), depth+1); t != "any" {
+		if ao, ok := a.(*Object); ok {
+			if t := typeString(root, Resolve(root, ao, PtrJoin(p, "allOf", strconv.Itoa(i))), depth+1); t != "any" {
 				return t
 			}
 		}
 	}
 	switch {
-	case v.has("properties"):
+	case v.Has("properties"):
 		return "object"
-	case v.has("items") || v.has("prefixItems"):
+	case v.Has("items") || v.Has("prefixItems"):
 		return arrayType(root, v, depth)
 	}
 	return "any"
 }
 
-func arrayType(root any, v view, depth int) string {
-	items, p := v.object("items")
+func arrayType(root any, v View, depth int) string {
+	items, p := v.Object("items")
 	if items == nil {
 		return "array"
 	}
-	t := typeString(root, resolve(root, items, ptrJoin(p, "items")), depth+1)
+	t := typeString(root, Resolve(root, items, PtrJoin(p, "items")), depth+1)
 	if t == "any" {
 		return "array"
 	}

@@ -169,9 +169,9 @@ func (c *checker) outputSchema(raw json.RawMessage) {
 // schema runs the checks both schemas share: it reads as JSON, compiles, is an object
 // with "type": "object" at the root, and its texts are clean. It returns the decoded
 // schema and its root object (nil when the root is not an object).
-func (c *checker) schema(raw json.RawMessage, side schemaSide) (any, *obj) {
+func (c *checker) schema(raw json.RawMessage, side schemaSide) (any, *Object) {
 	at := "/" + side.field
-	root, err := decode(raw)
+	root, err := Decode(raw)
 	if err != nil {
 		c.add(at, side.code+"_invalid", SeverityError, side.field+" cannot be read as JSON: "+err.Error())
 		return nil, nil
@@ -180,14 +180,14 @@ func (c *checker) schema(raw json.RawMessage, side schemaSide) (any, *obj) {
 		c.add(at+ptr, side.code+"_invalid", SeverityError, fmt.Sprintf(
 			"%s does not compile, so %s: %s", side.field, side.use, strings.TrimPrefix(err.Error(), "schema: ")))
 	}
-	o, ok := root.(*obj)
+	o, ok := root.(*Object)
 	if !ok {
 		c.add(at, side.code+"_not_object", SeverityError, fmt.Sprintf(
 			`%s is a JSON %s; MCP requires a schema object with "type": "object", because %s.`, side.field, jsonType(root), side.why))
 		return root, nil
 	}
 	c.schemaTexts(root, side.texts, o, at, 0)
-	if typ, ok := o.get("type"); !ok || typ != "object" {
+	if typ, ok := o.Get("type"); !ok || typ != "object" {
 		path := at
 		if ok {
 			path += "/type"
@@ -213,38 +213,38 @@ func (c *checker) annotations(raw json.RawMessage) {
 	if !present(raw) {
 		return
 	}
-	v, err := decode(raw)
+	v, err := Decode(raw)
 	if err != nil {
 		c.add(at, "annotations_invalid", SeverityWarning, "annotations are not valid JSON ("+err.Error()+"); Toolwarden ignores them and treats the tool as destructive.")
 		return
 	}
-	o, ok := v.(*obj)
+	o, ok := v.(*Object)
 	if !ok {
 		c.add(at, "annotations_invalid", SeverityWarning, fmt.Sprintf(
 			"annotations are a JSON %s, not an object; Toolwarden ignores them and treats the tool as destructive.", jsonType(v)))
 		return
 	}
 	for _, h := range hints {
-		x, ok := o.get(h)
+		x, ok := o.Get(h)
 		if !ok || x == nil {
 			continue
 		}
 		if _, isBool := x.(bool); !isBool {
 			b, _ := json.Marshal(plain(x))
-			c.add(ptrJoin(at, h), "annotations_invalid", SeverityWarning, fmt.Sprintf(
+			c.add(PtrJoin(at, h), "annotations_invalid", SeverityWarning, fmt.Sprintf(
 				"%s is %s; hints must be true or false, so Toolwarden ignores this one.", h, b))
 		}
 	}
-	if x, ok := o.get("title"); ok && x != nil {
+	if x, ok := o.Get("title"); ok && x != nil {
 		if s, isStr := x.(string); isStr {
-			c.scanText(ptrJoin(at, "title"), "annotations title", s)
+			c.scanText(PtrJoin(at, "title"), "annotations title", s)
 		} else {
-			c.add(ptrJoin(at, "title"), "annotations_invalid", SeverityWarning, "annotations title must be a string.")
+			c.add(PtrJoin(at, "title"), "annotations_invalid", SeverityWarning, "annotations title must be a string.")
 		}
 	}
 	if ro, _ := o.m["readOnlyHint"].(bool); ro {
 		if d, _ := o.m["destructiveHint"].(bool); d {
-			c.add(ptrJoin(at, "destructiveHint"), "annotations_contradict", SeverityWarning,
+			c.add(PtrJoin(at, "destructiveHint"), "annotations_contradict", SeverityWarning,
 				"readOnlyHint and destructiveHint are both true; a read-only tool cannot destroy anything, so one of them is wrong. Ask the server's author which, and set the tool's risk by hand meanwhile.")
 		}
 	}
@@ -253,34 +253,34 @@ func (c *checker) annotations(raw json.RawMessage) {
 // schemaTexts walks every subschema of a schema and checks the text in it
 // that a model reads: descriptions, titles, enum values, defaults, examples.
 // It also reports patterns that Go's regexp cannot run.
-func (c *checker) schemaTexts(root any, side string, o *obj, ptr string, depth int) {
+func (c *checker) schemaTexts(root any, side string, o *Object, ptr string, depth int) {
 	if depth > maxDepth {
 		return
 	}
 	where := place(side, ptr)
 	if s, ok := o.m["description"].(string); ok {
-		c.scanText(ptrJoin(ptr, "description"), "description of "+where, s)
+		c.scanText(PtrJoin(ptr, "description"), "description of "+where, s)
 	}
 	if s, ok := o.m["title"].(string); ok {
-		c.scanText(ptrJoin(ptr, "title"), "title of "+where, s)
+		c.scanText(PtrJoin(ptr, "title"), "title of "+where, s)
 	}
-	for i, e := range o.array("enum") {
-		c.valueTexts(ptrJoin(ptr, "enum", strconv.Itoa(i)), "enum value of "+where, e, 0)
+	for i, e := range o.Array("enum") {
+		c.valueTexts(PtrJoin(ptr, "enum", strconv.Itoa(i)), "enum value of "+where, e, 0)
 	}
 	for _, k := range []string{"const", "default", "examples"} {
-		if v, ok := o.get(k); ok {
-			c.valueTexts(ptrJoin(ptr, k), k+" of "+where, v, 0)
+		if v, ok := o.Get(k); ok {
+			c.valueTexts(PtrJoin(ptr, k), k+" of "+where, v, 0)
 		}
 	}
 	if p, ok := o.m["pattern"].(string); ok {
-		c.pattern(ptrJoin(ptr, "pattern"), where, p)
+		c.pattern(PtrJoin(ptr, "pattern"), where, p)
 	}
-	if pp := o.object("patternProperties"); pp != nil {
+	if pp := o.Object("patternProperties"); pp != nil {
 		for _, k := range pp.keys {
-			c.pattern(ptrJoin(ptr, "patternProperties", k), where, k)
+			c.pattern(PtrJoin(ptr, "patternProperties", k), where, k)
 		}
 	}
-	forEachSubschema(o, ptr, func(sub *obj, p string) { c.schemaTexts(root, side, sub, p, depth+1) })
+	forEachSubschema(o, ptr, func(sub *Object, p string) { c.schemaTexts(root, side, sub, p, depth+1) })
 }
 
 // valueTexts checks the strings inside a JSON value (an enum entry, a default).
@@ -293,11 +293,11 @@ func (c *checker) valueTexts(ptr, what string, v any, depth int) {
 		c.scanText(ptr, what, t)
 	case []any:
 		for i, e := range t {
-			c.valueTexts(ptrJoin(ptr, strconv.Itoa(i)), what, e, depth+1)
+			c.valueTexts(PtrJoin(ptr, strconv.Itoa(i)), what, e, depth+1)
 		}
-	case *obj:
+	case *Object:
 		for _, k := range t.keys {
-			c.valueTexts(ptrJoin(ptr, k), what, t.m[k], depth+1)
+			c.valueTexts(PtrJoin(ptr, k), what, t.m[k], depth+1)
 		}
 	}
 }
@@ -311,26 +311,26 @@ func (c *checker) pattern(ptr, where, p string) {
 }
 
 // forEachSubschema calls fn for each schema object directly inside o.
-func forEachSubschema(o *obj, ptr string, fn func(*obj, string)) {
+func forEachSubschema(o *Object, ptr string, fn func(*Object, string)) {
 	for _, k := range []string{"items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
 		"contains", "propertyNames", "not", "if", "then", "else", "contentSchema", "additionalItems"} {
-		if sub := o.object(k); sub != nil {
-			fn(sub, ptrJoin(ptr, k))
+		if sub := o.Object(k); sub != nil {
+			fn(sub, PtrJoin(ptr, k))
 		}
 	}
 	for _, k := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"} {
-		if m := o.object(k); m != nil {
+		if m := o.Object(k); m != nil {
 			for _, name := range m.keys {
-				if sub, ok := m.m[name].(*obj); ok {
-					fn(sub, ptrJoin(ptr, k, name))
+				if sub, ok := m.m[name].(*Object); ok {
+					fn(sub, PtrJoin(ptr, k, name))
 				}
 			}
 		}
 	}
 	for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"} {
-		for i, e := range o.array(k) {
-			if sub, ok := e.(*obj); ok {
-				fn(sub, ptrJoin(ptr, k, strconv.Itoa(i)))
+		for i, e := range o.Array(k) {
+			if sub, ok := e.(*Object); ok {
+				fn(sub, PtrJoin(ptr, k, strconv.Itoa(i)))
 			}
 		}
 	}
@@ -377,13 +377,13 @@ var typedKeywords = []string{"type", "enum", "const", "$ref", "$dynamicRef", "on
 
 // params checks the properties of an object schema, and recursively those of
 // nested objects, array items, alternatives and definitions.
-func (c *checker) params(root any, o *obj, ptr string, nested bool, depth int) {
+func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int) {
 	if depth > maxDepth {
 		return
 	}
-	props := o.object("properties")
-	for _, name := range props.keysOrNil() {
-		pp := ptrJoin(ptr, "properties", name)
+	props := o.Object("properties")
+	for _, name := range props.Keys() {
+		pp := PtrJoin(ptr, "properties", name)
 		where := place("input", pp)
 		if !paramName.MatchString(name) {
 			c.add(pp, "param_name", SeverityWarning, fmt.Sprintf(
@@ -399,7 +399,7 @@ func (c *checker) params(root any, o *obj, ptr string, nested bool, depth int) {
 				c.add(pp, "param_untyped", SeverityWarning, fmt.Sprintf(
 					"%s is the schema true and accepts any value; give it a type so the model knows what to send.", where))
 			}
-		case *obj:
+		case *Object:
 			if !hasAny(p, typedKeywords) {
 				c.add(pp, "param_untyped", SeverityWarning, fmt.Sprintf(
 					"%s has no type (no type, enum, const, $ref or oneOf/anyOf/allOf), so any value passes validation; add a type.", where))
@@ -417,37 +417,30 @@ func (c *checker) params(root any, o *obj, ptr string, nested bool, depth int) {
 	}
 	c.required(root, o, ptr)
 	for _, k := range []string{"items", "additionalProperties", "unevaluatedProperties"} {
-		if sub := o.object(k); sub != nil {
-			c.params(root, sub, ptrJoin(ptr, k), true, depth+1)
+		if sub := o.Object(k); sub != nil {
+			c.params(root, sub, PtrJoin(ptr, k), true, depth+1)
 		}
 	}
 	for _, k := range []string{"items", "prefixItems", "anyOf", "oneOf", "allOf"} {
-		for i, e := range o.array(k) {
-			if sub, ok := e.(*obj); ok {
-				c.params(root, sub, ptrJoin(ptr, k, strconv.Itoa(i)), nested || k == "items" || k == "prefixItems", depth+1)
+		for i, e := range o.Array(k) {
+			if sub, ok := e.(*Object); ok {
+				c.params(root, sub, PtrJoin(ptr, k, strconv.Itoa(i)), nested || k == "items" || k == "prefixItems", depth+1)
 			}
 		}
 	}
 	for _, k := range []string{"$defs", "definitions"} {
-		defs := o.object(k)
-		for _, name := range defs.keysOrNil() {
-			if sub, ok := defs.m[name].(*obj); ok {
-				c.params(root, sub, ptrJoin(ptr, k, name), true, depth+1)
+		defs := o.Object(k)
+		for _, name := range defs.Keys() {
+			if sub, ok := defs.m[name].(*Object); ok {
+				c.params(root, sub, PtrJoin(ptr, k, name), true, depth+1)
 			}
 		}
 	}
 }
 
-func (o *obj) keysOrNil() []string {
-	if o == nil {
-		return nil
-	}
-	return o.keys
-}
-
-func hasAny(o *obj, keys []string) bool {
+func hasAny(o *Object, keys []string) bool {
 	for _, k := range keys {
-		if o.has(k) {
+		if o.Has(k) {
 			return true
 		}
 	}
@@ -456,27 +449,27 @@ func hasAny(o *obj, keys []string) bool {
 
 // described reports whether a property has a description of its own or from
 // the definition it references.
-func described(root any, p *obj, ptr string) bool {
-	return strings.TrimSpace(resolve(root, p, ptr).str("description")) != ""
+func described(root any, p *Object, ptr string) bool {
+	return strings.TrimSpace(Resolve(root, p, ptr).Str("description")) != ""
 }
 
 // required reports names in "required" that no property defines. Names that
 // patternProperties or an additionalProperties schema may cover are left alone.
-func (c *checker) required(root any, o *obj, ptr string) {
-	req := o.array("required")
+func (c *checker) required(root any, o *Object, ptr string) {
+	req := o.Array("required")
 	if len(req) == 0 {
 		return
 	}
-	v := resolve(root, o, ptr)
-	if v.has("patternProperties") {
+	v := Resolve(root, o, ptr)
+	if v.Has("patternProperties") {
 		return
 	}
-	if ap, _ := v.object("additionalProperties"); ap != nil {
+	if ap, _ := v.Object("additionalProperties"); ap != nil {
 		return
 	}
 	known := map[string]bool{}
-	addProps := func(v view) {
-		if props, _ := v.object("properties"); props != nil {
+	addProps := func(v View) {
+		if props, _ := v.Object("properties"); props != nil {
 			for _, k := range props.keys {
 				known[k] = true
 			}
@@ -484,9 +477,9 @@ func (c *checker) required(root any, o *obj, ptr string) {
 	}
 	addProps(v)
 	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
-		for i, e := range v.array(k) {
-			if sub, ok := e.(*obj); ok {
-				addProps(resolve(root, sub, ptrJoin(ptr, k, strconv.Itoa(i))))
+		for i, e := range v.Array(k) {
+			if sub, ok := e.(*Object); ok {
+				addProps(Resolve(root, sub, PtrJoin(ptr, k, strconv.Itoa(i))))
 			}
 		}
 	}
@@ -495,7 +488,7 @@ func (c *checker) required(root any, o *obj, ptr string) {
 		if !ok || known[name] {
 			continue
 		}
-		c.add(ptrJoin(ptr, "required", strconv.Itoa(i)), "required_unknown", SeverityError, fmt.Sprintf(
+		c.add(PtrJoin(ptr, "required", strconv.Itoa(i)), "required_unknown", SeverityError, fmt.Sprintf(
 			"%q is listed in required but no property of that name is defined; define the property or remove it from required.", name))
 	}
 }

@@ -1,4 +1,4 @@
-package schema
+package form
 
 import (
 	"bytes"
@@ -11,31 +11,42 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolwarden/toolwarden/services/schema"
 )
 
-// formTools are hand-written schemas for the form (testdata/form_schemas.json):
-// the in-repo test server's tools (internal/mcptest, as the Go SDK infers
-// them) and nested, array, enum, format and unsupported cases.
-func formTools(t testing.TB) []Tool {
+// The form is held to the schemas of services/schema's tests: server-everything's
+// tools (testdata/everything_tools.json) and hand-written schemas
+// (testdata/form_schemas.json): the in-repo test server's tools
+// (internal/mcptest, as the Go SDK infers them) and nested, array, enum,
+// format and unsupported cases.
+const corpusDir = "../../services/schema/testdata/"
+
+func readTools(t testing.TB, file string) []schema.Tool {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/form_schemas.json")
+	raw, err := os.ReadFile(corpusDir + file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tools []Tool
+	var tools []schema.Tool
 	if err := json.Unmarshal(raw, &tools); err != nil {
 		t.Fatal(err)
 	}
 	return tools
 }
 
-// formCorpus is every schema the form is held to: server-everything's tools
-// and formTools.
-func formCorpus(t testing.TB) []Tool {
-	return append(everythingTools(t), formTools(t)...)
+// formTools are the hand-written schemas for the form.
+func formTools(t testing.TB) []schema.Tool {
+	return readTools(t, "form_schemas.json")
 }
 
-func formTool(t testing.TB, name string) Tool {
+// formCorpus is every schema the form is held to: server-everything's tools
+// and formTools.
+func formCorpus(t testing.TB) []schema.Tool {
+	return append(readTools(t, "everything_tools.json"), formTools(t)...)
+}
+
+func formTool(t testing.TB, name string) schema.Tool {
 	t.Helper()
 	for _, tl := range formTools(t) {
 		if tl.Name == name {
@@ -43,7 +54,7 @@ func formTool(t testing.TB, name string) Tool {
 		}
 	}
 	t.Fatalf("no tool %q in testdata/form_schemas.json", name)
-	return Tool{}
+	return schema.Tool{}
 }
 
 // formSubmission is what a browser submits for the rendered model: every leaf
@@ -443,8 +454,8 @@ func TestFormDepthLimit(t *testing.T) {
 			depth, last = d, f
 		}
 	})
-	if depth != maxParamDepth+1 || last.Kind != "json" || !strings.Contains(last.Hint, "nested more than 8") {
-		t.Errorf("got deepest field %q (depth %d) of kind %q hint %q, want a JSON sub-editor at depth %d", last.Pointer, depth, last.Kind, last.Hint, maxParamDepth+1)
+	if depth != schema.MaxParamDepth+1 || last.Kind != "json" || !strings.Contains(last.Hint, "nested more than 8") {
+		t.Errorf("got deepest field %q (depth %d) of kind %q hint %q, want a JSON sub-editor at depth %d", last.Pointer, depth, last.Kind, last.Hint, schema.MaxParamDepth+1)
 	}
 }
 
@@ -790,7 +801,7 @@ func TestFormRoundTrip(t *testing.T) {
 	for _, tl := range formCorpus(t) {
 		t.Run(tl.Name, func(t *testing.T) {
 			t.Parallel()
-			example := formJSON(t, ExampleArguments(tl.InputSchema))
+			example := formJSON(t, schema.ExampleArguments(tl.InputSchema))
 			m := Form(tl.InputSchema, example)
 			got, errs := DecodeForm(tl.InputSchema, formSubmission(m))
 			if errs != nil {
@@ -826,7 +837,7 @@ func TestFormCorpusCoverage(t *testing.T) {
 	inputs := map[string]int{}
 	jsonOnly := 0
 	for _, tl := range formCorpus(t) {
-		m := Form(tl.InputSchema, formJSON(t, ExampleArguments(tl.InputSchema)))
+		m := Form(tl.InputSchema, formJSON(t, schema.ExampleArguments(tl.InputSchema)))
 		if m.JSONOnly {
 			jsonOnly++
 		}

@@ -1,7 +1,15 @@
-package schema
+// Package form is the test panel's form model: it turns a tool's input schema
+// and argument values into fields for views/testform.templ (Form), reads a
+// submitted form back into arguments (DecodeForm) and applies the form's
+// array edits (EditArray). It reads schemas through services/schema's walker
+// and does no I/O.
+package form
 
 import (
+	"bytes"
 	"encoding/json"
+
+	"github.com/toolwarden/toolwarden/services/schema"
 )
 
 // The test form (issue #5) turns any tool's input schema into HTML inputs and
@@ -137,19 +145,19 @@ func Form(inputSchema, values json.RawMessage) FormModel {
 	root := FormField{Label: "Arguments", Kind: "object", Required: true}
 	var val any
 	if present(values) {
-		v, err := decode(values)
+		v, err := schema.Decode(values)
 		if err != nil {
 			root.Value = string(values)
 			return jsonOnly(root, "the arguments are not valid JSON")
 		}
 		val = v
 		root.Set = true
-		if _, ok := v.(*obj); !ok {
+		if _, ok := v.(*schema.Object); !ok {
 			return jsonOnly(rootJSON(root, val), "the arguments are not a JSON object")
 		}
 	}
-	doc, err := decode(inputSchema)
-	s, ok := doc.(*obj)
+	doc, err := schema.Decode(inputSchema)
+	s, ok := doc.(*schema.Object)
 	if err != nil || !ok {
 		return jsonOnly(rootJSON(root, val), "the input schema is not a JSON object")
 	}
@@ -191,4 +199,11 @@ func collectJSON(f FormField, out *[]string) {
 	for _, c := range f.Fields {
 		collectJSON(c, out)
 	}
+}
+
+// present reports whether raw holds a value: absent, empty and JSON null all
+// mean "not given", as in services/schema.
+func present(raw json.RawMessage) bool {
+	s := bytes.TrimSpace(raw)
+	return len(s) > 0 && !bytes.Equal(s, []byte("null"))
 }

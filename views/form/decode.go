@@ -1,4 +1,4 @@
-package schema
+package form
 
 import (
 	"encoding/json"
@@ -12,11 +12,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // DecodeForm turns submitted form values (named by FieldName) into JSON
-// arguments typed by the schema; the rules are at the top of this file. Values
+// arguments typed by the schema; the rules are at the top of form.go. Values
 // that cannot be read are left out and reported, all at once, each at its
 // pointer ("/count": "is not a number"); a fraction typed for an integer is
 // kept and reported, so the page can show it again. The error is nil when
@@ -64,16 +65,16 @@ type formDecoder struct {
 func (d *formDecoder) rootJSON() any {
 	s := strings.TrimSpace(d.form.Get(FieldName("")))
 	if s == "" {
-		return newObj()
+		return schema.NewObject()
 	}
-	v, err := decode([]byte(s))
+	v, err := schema.Decode([]byte(s))
 	if err != nil {
 		d.errs.Add("", jsonProblem(err))
-		return newObj()
+		return schema.NewObject()
 	}
-	if _, ok := v.(*obj); !ok {
+	if _, ok := v.(*schema.Object); !ok {
 		d.errs.Add("", "must be a JSON object")
-		return newObj()
+		return schema.NewObject()
 	}
 	return v
 }
@@ -126,7 +127,7 @@ func (d *formDecoder) value(f FormField, ptr string, item bool) (any, bool) {
 			d.errs.Add(ptr, "is not one of the choices")
 			return nil, false
 		}
-		v, _ := decode([]byte(f.EnumJSON[i]))
+		v, _ := schema.Decode([]byte(f.EnumJSON[i]))
 		return v, true
 	}
 	return s, true
@@ -166,7 +167,7 @@ func (d *formDecoder) jsonValue(ptr string, item bool) (any, bool) {
 		}
 		return nil, false
 	}
-	v, err := decode([]byte(s))
+	v, err := schema.Decode([]byte(s))
 	if err != nil {
 		d.errs.Add(ptr, jsonProblem(err))
 		return nil, false
@@ -182,15 +183,15 @@ func jsonProblem(err error) string {
 }
 
 func (d *formDecoder) object(f FormField, ptr string, item bool) (any, bool) {
-	out, set := newObj(), false
+	out, set := schema.NewObject(), false
 	for _, c := range f.Fields {
-		v, ok := d.value(c, ptrJoin(ptr, c.Name), false)
+		v, ok := d.value(c, schema.PtrJoin(ptr, c.Name), false)
 		switch {
 		case ok:
-			out.set(c.Name, v)
+			out.Set(c.Name, v)
 			set = true
-		case c.Required && c.Kind == "object" && !d.json[ptrJoin(ptr, c.Name)]:
-			out.set(c.Name, v) // {} so the server names what it lacks
+		case c.Required && c.Kind == "object" && !d.json[schema.PtrJoin(ptr, c.Name)]:
+			out.Set(c.Name, v) // {} so the server names what it lacks
 		}
 	}
 	return out, set || item
@@ -221,7 +222,7 @@ func (d *formDecoder) array(f FormField, ptr string, item bool) (any, bool) {
 	d.items += n
 	out := make([]any, 0, n)
 	for i := range n {
-		if v, ok := d.value(*f.Item, ptrJoin(ptr, strconv.Itoa(i)), true); ok {
+		if v, ok := d.value(*f.Item, schema.PtrJoin(ptr, strconv.Itoa(i)), true); ok {
 			out = append(out, v)
 		}
 	}
@@ -234,15 +235,16 @@ func (d *formDecoder) array(f FormField, ptr string, item bool) (any, bool) {
 // an empty value of its kind ("" for strings, 0 or the nearest bound for
 // numbers, false, the first choice of an enum, {} or []). Op "remove" removes
 // the item at pointer ("/tags/2"). A pointer that names no array (or no item
-// of one) in the form is an error.
+// of one) in the form is an error. The errors keep the "schema: edit array:"
+// prefix they had before the form moved here; the page shows them.
 func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.RawMessage, error) {
-	args := newObj()
+	args := schema.NewObject()
 	if present(values) {
-		v, err := decode(values)
+		v, err := schema.Decode(values)
 		if err != nil {
 			return nil, fmt.Errorf("schema: edit array: arguments: %w", err)
 		}
-		o, ok := v.(*obj)
+		o, ok := v.(*schema.Object)
 		if !ok {
 			return nil, errors.New("schema: edit array: the arguments are not a JSON object")
 		}
@@ -258,7 +260,7 @@ func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.Ra
 		if f == nil || f.Kind != "array" || f.Item == nil {
 			return nil, fmt.Errorf("schema: edit array: no array at %q", pointer)
 		}
-		cur, _ := lookup(args, pointer)
+		cur, _ := schema.Lookup(args, pointer)
 		arr, _ := cur.([]any)
 		if err := setAt(args, pointer, append(slices.Clip(arr), newItem(*f.Item))); err != nil {
 			return nil, err
@@ -274,7 +276,7 @@ func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.Ra
 		if f == nil || f.Kind != "array" || err != nil || strconv.Itoa(idx) != tok || idx < 0 || idx >= len(f.Fields) {
 			return nil, fmt.Errorf("schema: edit array: no array item at %q", pointer)
 		}
-		cur, _ := lookup(args, parent)
+		cur, _ := schema.Lookup(args, parent)
 		arr, _ := cur.([]any)
 		if err := setAt(args, parent, slices.Delete(slices.Clone(arr), idx, idx+1)); err != nil {
 			return nil, err
@@ -302,22 +304,22 @@ func findField(f *FormField, ptr string) *FormField {
 }
 
 // setAt stores v at ptr in root, creating missing objects on the way.
-func setAt(root *obj, ptr string, v any) error {
+func setAt(root *schema.Object, ptr string, v any) error {
 	toks := strings.Split(ptr, "/")[1:]
 	var cur any = root
 	for i, tok := range toks {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		last := i == len(toks)-1
 		switch c := cur.(type) {
-		case *obj:
+		case *schema.Object:
 			if last {
-				c.set(tok, v)
+				c.Set(tok, v)
 				return nil
 			}
-			next, ok := c.get(tok)
+			next, ok := c.Get(tok)
 			if !ok || next == nil {
-				next = newObj()
-				c.set(tok, next)
+				next = schema.NewObject()
+				c.Set(tok, next)
 			}
 			cur = next
 		case []any:
@@ -344,11 +346,11 @@ func newItem(f FormField) any {
 		return f.Default
 	case "enum":
 		i := max(slices.Index(f.Enum, f.Default), 0)
-		v, _ := decode([]byte(f.EnumJSON[i]))
+		v, _ := schema.Decode([]byte(f.EnumJSON[i]))
 		return v
 	}
 	if f.Default != "" {
-		if v, err := decode([]byte(f.Default)); err == nil {
+		if v, err := schema.Decode([]byte(f.Default)); err == nil {
 			return v
 		}
 	}
@@ -365,7 +367,7 @@ func newItem(f FormField) any {
 	case "boolean":
 		return false
 	case "object":
-		return newObj()
+		return schema.NewObject()
 	case "array":
 		return []any{}
 	}

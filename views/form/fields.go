@@ -1,4 +1,4 @@
-package schema
+package form
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -36,32 +37,32 @@ func (b *former) field(s any, sptr string, a formPos) FormField {
 	if a.item >= 0 {
 		f.Label = "Item " + strconv.Itoa(a.item+1)
 	}
-	so, ok := s.(*obj)
+	so, ok := s.(*schema.Object)
 	if !ok {
 		return toJSON(f, a, nil, false, "any JSON value is allowed")
 	}
-	v := resolve(b.root, so, sptr)
+	v := schema.Resolve(b.root, so, sptr)
 	ev := v // what the value must be: X for an optional "anyOf [X, null]"
-	if alt, ok := optionalAlt(b.root, v); ok {
+	if alt, ok := schema.UnwrapOptional(b.root, v); ok {
 		ev = alt
 	}
-	if t := firstNonEmpty(v.str("title"), ev.str("title")); t != "" {
+	if t := firstNonEmpty(v.Str("title"), ev.Str("title")); t != "" {
 		f.Label = t
 		if a.item >= 0 {
 			f.Label += " " + strconv.Itoa(a.item+1)
 		}
 	}
-	f.Help = firstNonEmpty(v.str("description"), ev.str("description"))
-	dflt, _, hasDflt := v.get("default")
+	f.Help = firstNonEmpty(v.Str("description"), ev.Str("description"))
+	dflt, _, hasDflt := v.Get("default")
 	if !hasDflt {
-		dflt, _, hasDflt = ev.get("default")
+		dflt, _, hasDflt = ev.Get("default")
 	}
-	if a.depth > maxParamDepth {
-		return toJSON(f, a, dflt, hasDflt, fmt.Sprintf("nested more than %d levels deep", maxParamDepth))
+	if a.depth > schema.MaxParamDepth {
+		return toJSON(f, a, dflt, hasDflt, fmt.Sprintf("nested more than %d levels deep", schema.MaxParamDepth))
 	}
 	kind, reason := b.classify(ev, a.depth == 0)
 	if kind == "array" || kind == "object" {
-		target := ev[len(ev)-1].ptr
+		target := ev[len(ev)-1].Ptr
 		if b.stack[target] {
 			kind, reason = "json", "a recursive definition"
 		} else {
@@ -96,7 +97,7 @@ func (b *former) field(s any, sptr string, a formPos) FormField {
 	if hasDflt {
 		f.Default = valueText(f, dflt)
 	}
-	if x, _, _ := v.get("deprecated"); x == true {
+	if x, _, _ := v.Get("deprecated"); x == true {
 		f.Hint = joinHints("deprecated", f.Hint)
 	}
 	return f
@@ -118,15 +119,15 @@ func toJSON(f FormField, a formPos, dflt any, hasDflt bool, reason string) FormF
 }
 
 // classify picks the kind of input for a schema, or "json" and why not.
-func (b *former) classify(v view, root bool) (kind, reason string) {
-	if c, _, ok := v.get("const"); ok {
+func (b *former) classify(v schema.View, root bool) (kind, reason string) {
+	if c, _, ok := v.Get("const"); ok {
 		if !scalar(c) {
 			return "json", "a constant object or array"
 		}
 		return "enum", ""
 	}
-	if v.has("enum") {
-		enum := v.array("enum")
+	if v.Has("enum") {
+		enum := v.Array("enum")
 		if len(enum) == 0 {
 			return "json", "an enum without choices"
 		}
@@ -136,16 +137,16 @@ func (b *former) classify(v view, root bool) (kind, reason string) {
 		return "enum", ""
 	}
 	for _, k := range []string{"oneOf", "anyOf"} {
-		if v.has(k) {
+		if v.Has(k) {
 			return "json", k + ": one of several schemas"
 		}
 	}
-	merged := v.has("allOf") && !allOfFollowed(v) // parts objectProps merges
+	merged := v.Has("allOf") && !allOfFollowed(v) // parts schema.ObjectProperties merges
 	if merged && !b.objectParts(v) {
 		return "json", "allOf: several schemas combined"
 	}
 	var ts []string
-	for _, t := range v.types() {
+	for _, t := range v.Types() {
 		if t != "null" {
 			ts = append(ts, t)
 		}
@@ -161,11 +162,11 @@ func (b *former) classify(v view, root bool) (kind, reason string) {
 			return ts[0], ""
 		}
 		return "json", "an unknown type " + strconv.Quote(ts[0])
-	case v.has("properties") || merged:
+	case v.Has("properties") || merged:
 		return "object", ""
-	case v.has("items") || v.has("prefixItems"):
+	case v.Has("items") || v.Has("prefixItems"):
 		return "array", ""
-	case len(v.types()) > 0:
+	case len(v.Types()) > 0:
 		return "json", "always null"
 	case root:
 		return "object", "" // MCP: the arguments are an object, typed or not
@@ -175,30 +176,30 @@ func (b *former) classify(v view, root bool) (kind, reason string) {
 
 // allOfFollowed reports whether resolve already read a single-part allOf as
 // a wrapper (the view continues into the part).
-func allOfFollowed(v view) bool {
+func allOfFollowed(v schema.View) bool {
 	for i, l := range v {
-		if l.o.has("allOf") {
-			return i+1 < len(v) && v[i+1].ptr == ptrJoin(l.ptr, "allOf", "0")
+		if l.Schema.Has("allOf") {
+			return i+1 < len(v) && v[i+1].Ptr == schema.PtrJoin(l.Ptr, "allOf", "0")
 		}
 	}
 	return false
 }
 
 // objectParts reports whether every part of an allOf is an object schema the
-// form can merge (properties and required, as objectProps reads them).
-func (b *former) objectParts(v view) bool {
-	x, p, _ := v.get("allOf")
+// form can merge (properties and required, as ObjectProperties reads them).
+func (b *former) objectParts(v schema.View) bool {
+	x, p, _ := v.Get("allOf")
 	parts, _ := x.([]any)
 	for i, part := range parts {
-		po, ok := part.(*obj)
+		po, ok := part.(*schema.Object)
 		if !ok {
 			return false
 		}
-		pv := resolve(b.root, po, ptrJoin(p, "allOf", strconv.Itoa(i)))
-		if hasAny(pv[len(pv)-1].o, []string{"oneOf", "anyOf", "allOf", "enum", "const", "items", "prefixItems"}) {
+		pv := schema.Resolve(b.root, po, schema.PtrJoin(p, "allOf", strconv.Itoa(i)))
+		if hasAny(pv[len(pv)-1].Schema, []string{"oneOf", "anyOf", "allOf", "enum", "const", "items", "prefixItems"}) {
 			return false
 		}
-		if ts := pv.types(); len(ts) > 0 && !slices.Equal(ts, []string{"object"}) {
+		if ts := pv.Types(); len(ts) > 0 && !slices.Equal(ts, []string{"object"}) {
 			return false
 		}
 	}
@@ -213,7 +214,7 @@ func scalar(v any) bool {
 	return false
 }
 
-func stringField(f *FormField, v view, a formPos) string {
+func stringField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "string"
 	if a.has {
 		s, ok := a.val.(string)
@@ -223,9 +224,9 @@ func stringField(f *FormField, v view, a formPos) string {
 		f.Value = s
 	}
 	f.MinLength, f.MaxLength = intPtr(v, "minLength"), intPtr(v, "maxLength")
-	f.Pattern = v.str("pattern")
-	format := v.str("format")
-	wo, _, _ := v.get("writeOnly")
+	f.Pattern = v.Str("pattern")
+	format := v.Str("format")
+	wo, _, _ := v.Get("writeOnly")
 	f.Secret = format == "password" || wo == true || secrets.LooksSecretName(a.name)
 	f.Input, f.Hint = stringInput(f, v, format)
 	return ""
@@ -260,10 +261,10 @@ var shortText = map[string]bool{
 // contentEncoding, a name ending in a word like "content", "body" or "text",
 // or a maxLength over 200 unless the name ends in a word like "path" or
 // "url"), else "text".
-func stringInput(f *FormField, v view, format string) (input, hint string) {
+func stringInput(f *FormField, v schema.View, format string) (input, hint string) {
 	if format != "" && formatInputs[format] == "" && format != "password" {
 		hint = "format: " + format
-		if ex, ok := formatExamples[format]; ok {
+		if ex, ok := schema.FormatExample(format); ok {
 			hint += ", e.g. " + ex
 		}
 	}
@@ -278,7 +279,7 @@ func stringInput(f *FormField, v view, format string) (input, hint string) {
 	case t != "":
 		return t, hint
 	case format != "":
-	case v.has("contentMediaType") || v.has("contentEncoding") || longText[lastWord(f.Name)],
+	case v.Has("contentMediaType") || v.Has("contentEncoding") || longText[lastWord(f.Name)],
 		f.MaxLength != nil && *f.MaxLength > 200 && !shortText[lastWord(f.Name)]:
 		return "textarea", hint
 	}
@@ -309,7 +310,7 @@ func lastWord(name string) string {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-func numberField(f *FormField, v view, a formPos, integer bool) string {
+func numberField(f *FormField, v schema.View, a formPos, integer bool) string {
 	f.Kind, f.Step = "number", "any"
 	if integer {
 		f.Kind, f.Step = "integer", "1"
@@ -321,14 +322,14 @@ func numberField(f *FormField, v view, a formPos, integer bool) string {
 		}
 		f.Value = string(n) // a fraction in an integer stays visible, to be corrected
 	}
-	lo, hasLo := v.num("minimum")
-	hi, hasHi := v.num("maximum")
-	xlo, hasXlo := v.num("exclusiveMinimum")
-	xhi, hasXhi := v.num("exclusiveMaximum")
-	if x, _, _ := v.get("exclusiveMinimum"); x == true && hasLo { // draft-04
+	lo, hasLo := v.Num("minimum")
+	hi, hasHi := v.Num("maximum")
+	xlo, hasXlo := v.Num("exclusiveMinimum")
+	xhi, hasXhi := v.Num("exclusiveMaximum")
+	if x, _, _ := v.Get("exclusiveMinimum"); x == true && hasLo { // draft-04
 		xlo, hasXlo, hasLo = lo, true, false
 	}
-	if x, _, _ := v.get("exclusiveMaximum"); x == true && hasHi {
+	if x, _, _ := v.Get("exclusiveMaximum"); x == true && hasHi {
 		xhi, hasXhi, hasHi = hi, true, false
 	}
 	var hints []string
@@ -349,7 +350,7 @@ func numberField(f *FormField, v view, a formPos, integer bool) string {
 		}
 		hasXlo, hasXhi = false, false
 	}
-	if m, ok := v.num("multipleOf"); ok && m > 0 {
+	if m, ok := v.Num("multipleOf"); ok && m > 0 {
 		whole := m == math.Trunc(m)
 		switch {
 		case integer && !whole:
@@ -386,10 +387,10 @@ func isMultiple(x, m float64) bool {
 
 func numText(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-func enumField(f *FormField, v view, a formPos) string {
+func enumField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "enum"
-	vals := v.array("enum")
-	if c, _, ok := v.get("const"); ok {
+	vals := v.Array("enum")
+	if c, _, ok := v.Get("const"); ok {
 		vals = []any{c}
 	}
 	f.Enum, f.EnumJSON = enumTexts(vals)
@@ -439,13 +440,14 @@ func sameJSON(a, b any) bool {
 		fx, err1 := x.Float64()
 		fy, err2 := y.Float64()
 		return err1 == nil && err2 == nil && fx == fy
-	case *obj:
-		y, ok := b.(*obj)
-		if !ok || len(x.m) != len(y.m) {
+	case *schema.Object:
+		y, ok := b.(*schema.Object)
+		if !ok || len(x.Keys()) != len(y.Keys()) {
 			return false
 		}
-		for k, xv := range x.m {
-			if yv, ok := y.m[k]; !ok || !sameJSON(xv, yv) {
+		for _, k := range x.Keys() {
+			xv, _ := x.Get(k)
+			if yv, ok := y.Get(k); !ok || !sameJSON(xv, yv) {
 				return false
 			}
 		}
@@ -457,25 +459,25 @@ func sameJSON(a, b any) bool {
 	return a == b
 }
 
-func (b *former) objectField(f *FormField, v view, a formPos) string {
+func (b *former) objectField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "object"
-	var vo *obj
+	var vo *schema.Object
 	if a.has {
 		var ok bool
-		if vo, ok = a.val.(*obj); !ok {
+		if vo, ok = a.val.(*schema.Object); !ok {
 			return "the value is not an object"
 		}
 	}
-	props, required := objectProps(b.root, v)
-	if len(props) == 0 && !v.has("properties") {
-		ap, _, hasAP := v.get("additionalProperties")
-		if v.has("patternProperties") || ap != false && (hasAP || a.depth > 0) {
+	props, required := schema.ObjectProperties(b.root, v)
+	if len(props) == 0 && !v.Has("properties") {
+		ap, _, hasAP := v.Get("additionalProperties")
+		if v.Has("patternProperties") || ap != false && (hasAP || a.depth > 0) {
 			return "an object with free-form properties"
 		}
 	}
 	order := b.requiredOrder(v)
-	slices.SortStableFunc(props, func(p, q propRef) int {
-		i, j := slices.Index(order, p.name), slices.Index(order, q.name)
+	slices.SortStableFunc(props, func(p, q schema.Property) int {
+		i, j := slices.Index(order, p.Name), slices.Index(order, q.Name)
 		switch {
 		case i >= 0 && j >= 0:
 			return i - j
@@ -484,22 +486,22 @@ func (b *former) objectField(f *FormField, v view, a formPos) string {
 		case j >= 0:
 			return 1
 		}
-		return strings.Compare(p.name, q.name)
+		return strings.Compare(p.Name, q.Name)
 	})
 	known := map[string]bool{}
 	for _, p := range props {
-		if p.schema == false {
+		if p.Schema == false {
 			continue // the property may not be given at all
 		}
-		known[p.name] = true
-		cv, has := vo.get(p.name)
-		f.Fields = append(f.Fields, b.field(p.schema, p.ptr, formPos{
-			ptr: ptrJoin(a.ptr, p.name), name: p.name, item: -1,
-			required: required[p.name], val: cv, has: has, depth: a.depth + 1,
+		known[p.Name] = true
+		cv, has := vo.Get(p.Name)
+		f.Fields = append(f.Fields, b.field(p.Schema, p.Ptr, formPos{
+			ptr: schema.PtrJoin(a.ptr, p.Name), name: p.Name, item: -1,
+			required: required[p.Name], val: cv, has: has, depth: a.depth + 1,
 		}))
 	}
 	var extra []string
-	for _, k := range vo.keysOrNil() {
+	for _, k := range vo.Keys() {
 		if !known[k] {
 			extra = append(extra, strconv.Quote(k))
 		}
@@ -512,33 +514,33 @@ func (b *former) objectField(f *FormField, v view, a formPos) string {
 
 // requiredOrder lists required names as the schema gives them: its own
 // "required", then those of allOf parts.
-func (b *former) requiredOrder(v view) []string {
+func (b *former) requiredOrder(v schema.View) []string {
 	var out []string
-	add := func(v view) {
-		for _, r := range v.array("required") {
+	add := func(v schema.View) {
+		for _, r := range v.Array("required") {
 			if s, ok := r.(string); ok && !slices.Contains(out, s) {
 				out = append(out, s)
 			}
 		}
 	}
 	add(v)
-	_, p, _ := v.get("allOf")
-	for i, e := range v.array("allOf") {
-		if sub, ok := e.(*obj); ok {
-			add(resolve(b.root, sub, ptrJoin(p, "allOf", strconv.Itoa(i))))
+	_, p, _ := v.Get("allOf")
+	for i, e := range v.Array("allOf") {
+		if sub, ok := e.(*schema.Object); ok {
+			add(schema.Resolve(b.root, sub, schema.PtrJoin(p, "allOf", strconv.Itoa(i))))
 		}
 	}
 	return out
 }
 
-func (b *former) arrayField(f *FormField, v view, a formPos) string {
+func (b *former) arrayField(f *FormField, v schema.View, a formPos) string {
 	f.Kind = "array"
 	f.MinItems, f.MaxItems = intPtr(v, "minItems"), intPtr(v, "maxItems")
-	if v.has("prefixItems") {
+	if v.Has("prefixItems") {
 		return "a tuple (prefixItems)"
 	}
-	x, ip, _ := v.get("items")
-	items, ok := x.(*obj)
+	x, ip, _ := v.Get("items")
+	items, ok := x.(*schema.Object)
 	if !ok {
 		if _, tuple := x.([]any); tuple {
 			return "a tuple (items is a list)"
@@ -551,7 +553,7 @@ func (b *former) arrayField(f *FormField, v view, a formPos) string {
 			return "the value is not an array"
 		}
 	}
-	iptr := ptrJoin(ip, "items")
+	iptr := schema.PtrJoin(ip, "items")
 	tmpl := b.field(items, iptr, formPos{ptr: a.ptr + "/-", item: len(arr), required: true, depth: a.depth + 1})
 	if tmpl.Kind == "json" {
 		return "items: " + tmpl.Hint
@@ -559,7 +561,7 @@ func (b *former) arrayField(f *FormField, v view, a formPos) string {
 	f.Item = &tmpl
 	for i, el := range arr {
 		it := b.field(items, iptr, formPos{
-			ptr: ptrJoin(a.ptr, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
+			ptr: schema.PtrJoin(a.ptr, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
 		})
 		if it.Kind == "json" {
 			return fmt.Sprintf("item %d: %s", i+1, it.Hint)
@@ -576,7 +578,7 @@ func (b *former) arrayField(f *FormField, v view, a formPos) string {
 			f.Hint += "s"
 		}
 	}
-	if u, _, _ := v.get("uniqueItems"); u == true {
+	if u, _, _ := v.Get("uniqueItems"); u == true {
 		f.Hint = joinHints(f.Hint, "no duplicates")
 	}
 	return ""
@@ -595,7 +597,7 @@ func valueText(f FormField, v any) string {
 		}
 	case "enum":
 		for i, e := range f.EnumJSON {
-			if ev, err := decode([]byte(e)); err == nil && sameJSON(ev, v) {
+			if ev, err := schema.Decode([]byte(e)); err == nil && sameJSON(ev, v) {
 				return f.Enum[i]
 			}
 		}
@@ -619,15 +621,16 @@ func jsonText(v any, indent bool) string {
 
 func appendJSON(buf *bytes.Buffer, v any) {
 	switch t := v.(type) {
-	case *obj:
+	case *schema.Object:
 		buf.WriteByte('{')
-		for i, k := range t.keys {
+		for i, k := range t.Keys() {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
 			appendJSON(buf, k)
 			buf.WriteByte(':')
-			appendJSON(buf, t.m[k])
+			v, _ := t.Get(k)
+			appendJSON(buf, v)
 		}
 		buf.WriteByte('}')
 	case []any:
@@ -652,11 +655,39 @@ func appendJSON(buf *bytes.Buffer, v any) {
 	}
 }
 
-func (o *obj) set(k string, v any) {
-	if _, ok := o.m[k]; !ok {
-		o.keys = append(o.keys, k)
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
 	}
-	o.m[k] = v
+	return ""
 }
 
-func newObj() *obj { return &obj{m: map[string]any{}} }
+func intPtr(v schema.View, k string) *int {
+	if n, ok := v.Integer(k); ok {
+		return &n
+	}
+	return nil
+}
+
+func hasAny(o *schema.Object, keys []string) bool {
+	for _, k := range keys {
+		if o.Has(k) {
+			return true
+		}
+	}
+	return false
+}
+
+func countText(lo, hi *int) string {
+	switch {
+	case lo != nil && hi != nil:
+		return fmt.Sprintf("%d to %d", *lo, *hi)
+	case lo != nil:
+		return fmt.Sprintf("at least %d", *lo)
+	case hi != nil:
+		return fmt.Sprintf("at most %d", *hi)
+	}
+	return ""
+}
