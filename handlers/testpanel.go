@@ -101,7 +101,7 @@ func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, a
 			tv.JSON = "{}"
 		}
 	} else {
-		tv.Form = form.Form(it.InputSchema, args)
+		tv.Form = form.Build(it.InputSchema, args)
 		if tv.Form.JSONOnly {
 			tv.Mode, tv.JSON = "json", indentJSON(args)
 		}
@@ -172,7 +172,7 @@ func (h TestPanelHandler) fillCases(ctx context.Context, it tools.Item, tv *view
 // readArgs reads the arguments the workspace holds, from the form or the JSON editor.
 func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.Error) {
 	if mode != "json" {
-		return form.DecodeForm(it.InputSchema, f)
+		return form.Decode(it.InputSchema, f)
 	}
 	text := strings.TrimSpace(f.Get("arguments_json"))
 	if text == "" {

@@ -22,21 +22,21 @@ import (
 // <form method="post"> next to its submit button, because the array buttons
 // are submit buttons of that form. They are named "_edit" with the value
 // "add:<pointer>" or "remove:<pointer>" and carry formnovalidate; the page
-// decodes the form (form.DecodeForm), applies the edit (form.EditArray)
+// decodes the form (form.Decode), applies the edit (form.EditArray)
 // and renders the form again, so no script is needed.
 //
 // How each kind is shown, and so what the browser submits, is what
-// form.DecodeForm reads: booleans and enums are <select>s whose empty option
+// form.Decode reads: booleans and enums are <select>s whose empty option
 // means "not set" (a required one that is unset gets an empty "Choose…"
 // option, which the HTML required attribute refuses), JSON sub-editors are
-// textareas with a hidden form.FormJSONKey marker, and every array that
+// textareas with a hidden form.JSONKey marker, and every array that
 // holds a value has a hidden input with its item count.
 //
 // errs (nil when there are none) come from DecodeForm or from the server's
 // validation, each named by a JSON pointer into the arguments: a message shows
 // under its field, and those whose pointer names no field are listed at the
 // top.
-func TestForm(m form.FormModel, errs *verr.Error) templ.Component {
+func TestForm(m form.Model, errs *verr.Error) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -168,7 +168,7 @@ func TestForm(m form.FormModel, errs *verr.Error) templ.Component {
 // formField renders one field. req says whether the HTML required attribute
 // helps here: the field is required and so is everything above it (an array
 // item counts as required once it exists).
-func formField(f form.FormField, req bool, errs *verr.Error) templ.Component {
+func formField(f form.Field, req bool, errs *verr.Error) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -210,7 +210,7 @@ func formField(f form.FormField, req bool, errs *verr.Error) templ.Component {
 	})
 }
 
-func formObject(f form.FormField, req bool, errs *verr.Error) templ.Component {
+func formObject(f form.Field, req bool, errs *verr.Error) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -329,7 +329,7 @@ func formObject(f form.FormField, req bool, errs *verr.Error) templ.Component {
 	})
 }
 
-func formArray(f form.FormField, errs *verr.Error) templ.Component {
+func formArray(f form.Field, errs *verr.Error) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -613,7 +613,7 @@ func formArray(f form.FormField, errs *verr.Error) templ.Component {
 	})
 }
 
-func formLeaf(f form.FormField, req bool, errs *verr.Error) templ.Component {
+func formLeaf(f form.Field, req bool, errs *verr.Error) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -754,9 +754,9 @@ func formLeaf(f form.FormField, req bool, errs *verr.Error) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var36 string
-			templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(form.FormJSONKey)
+			templ_7745c5c3_Var36, templ_7745c5c3_Err = templ.JoinStringErrs(form.JSONKey)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 144, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 144, Col: 44}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var36))
 			if templ_7745c5c3_Err != nil {
@@ -769,7 +769,7 @@ func formLeaf(f form.FormField, req bool, errs *verr.Error) templ.Component {
 			var templ_7745c5c3_Var37 string
 			templ_7745c5c3_Var37, templ_7745c5c3_Err = templ.JoinStringErrs(f.Pointer)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 144, Col: 68}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 144, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var37))
 			if templ_7745c5c3_Err != nil {
@@ -905,7 +905,7 @@ func formLeaf(f form.FormField, req bool, errs *verr.Error) templ.Component {
 
 // formFieldNotes are the description, the hint and the error of a field, which
 // its control names in aria-describedby.
-func formFieldNotes(f form.FormField, id, msg string) templ.Component {
+func formFieldNotes(f form.Field, id, msg string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1072,7 +1072,7 @@ func formFieldNotes(f form.FormField, id, msg string) templ.Component {
 
 // formRequiredMark marks a required property; array items are required only
 // because they exist, so they go unmarked.
-func formRequiredMark(f form.FormField) templ.Component {
+func formRequiredMark(f form.Field) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1137,13 +1137,13 @@ func formErrorsFor(errs *verr.Error, ptr string) string {
 }
 
 // formStrayErrors are the errors whose pointer names no field of the form.
-func formStrayErrors(m form.FormModel, errs *verr.Error) []verr.Field {
+func formStrayErrors(m form.Model, errs *verr.Error) []verr.Field {
 	if errs == nil {
 		return nil
 	}
 	shown := map[string]bool{}
-	var walk func(fs []form.FormField)
-	walk = func(fs []form.FormField) {
+	var walk func(fs []form.Field)
+	walk = func(fs []form.Field) {
 		for _, f := range fs {
 			shown[f.Pointer] = true
 			walk(f.Fields)
@@ -1161,7 +1161,7 @@ func formStrayErrors(m form.FormModel, errs *verr.Error) []verr.Field {
 	return out
 }
 
-func formDescribedBy(f form.FormField, id, msg string) templ.Attributes {
+func formDescribedBy(f form.Field, id, msg string) templ.Attributes {
 	var ids []string
 	if f.Help != "" {
 		ids = append(ids, id+"-help")
@@ -1179,7 +1179,7 @@ func formDescribedBy(f form.FormField, id, msg string) templ.Attributes {
 }
 
 // formControlAttrs are the attributes of a field's input, select or textarea.
-func formControlAttrs(f form.FormField, id string, req bool, msg string) templ.Attributes {
+func formControlAttrs(f form.Field, id string, req bool, msg string) templ.Attributes {
 	a := formDescribedBy(f, id, msg)
 	a["id"] = id
 	a["name"] = form.FieldName(f.Pointer)
@@ -1250,7 +1250,7 @@ type formOption struct {
 
 // formSelectOptions are the options of a boolean or enum select. The empty option
 // is "not set"; a required field has one only while it is unset.
-func formSelectOptions(f form.FormField) []formOption {
+func formSelectOptions(f form.Field) []formOption {
 	var out []formOption
 	switch {
 	case !f.Required:

@@ -20,7 +20,7 @@ import (
 )
 
 // renderTestForm renders TestForm inside a <form>, as the page does, and parses it.
-func renderTestForm(t *testing.T, m form.FormModel, errs *verr.Error) *goquery.Document {
+func renderTestForm(t *testing.T, m form.Model, errs *verr.Error) *goquery.Document {
 	t.Helper()
 	var buf bytes.Buffer
 	buf.WriteString(`<form method="post" data-testid="page-form">`)
@@ -210,7 +210,7 @@ func TestTestFormRoundTrip(t *testing.T) {
 		t.Run(tl.Name, func(t *testing.T) {
 			t.Parallel()
 			example := formExample(t, tl)
-			m := form.Form(tl.InputSchema, example)
+			m := form.Build(tl.InputSchema, example)
 			doc := renderTestForm(t, m, nil)
 			checkFormMarkup(t, doc)
 			if m.JSONOnly {
@@ -221,7 +221,7 @@ func TestTestFormRoundTrip(t *testing.T) {
 				return
 			}
 			submitted := browserSubmit(doc)
-			got, errs := form.DecodeForm(tl.InputSchema, submitted)
+			got, errs := form.Decode(tl.InputSchema, submitted)
 			if errs != nil {
 				t.Fatalf("got errors %v from %v", errs, submitted)
 			}
@@ -263,7 +263,7 @@ const nestedForm = `{
 
 func TestTestFormNested(t *testing.T) {
 	t.Parallel()
-	m := form.Form(json.RawMessage(nestedForm), json.RawMessage(`{
+	m := form.Build(json.RawMessage(nestedForm), json.RawMessage(`{
 		"name": "ann", "level": "high", "filters": [{"field": "size", "op": "lt"}, {"field": "", "op": "eq"}], "extra": 7
 	}`))
 	doc := renderTestForm(t, m, nil)
@@ -418,7 +418,7 @@ func TestTestFormNested(t *testing.T) {
 	// What the browser sends decodes to the arguments the form was built
 	// from, except the empty string of a property: an empty input is "not
 	// set", so the server reports the required field.
-	got, errs := form.DecodeForm(json.RawMessage(nestedForm), browserSubmit(doc))
+	got, errs := form.Decode(json.RawMessage(nestedForm), browserSubmit(doc))
 	want := `{"name": "ann", "level": "high", "options": {}, "filters": [{"field": "size", "op": "lt"}, {"op": "eq"}], "extra": 7}`
 	if errs != nil || !sameFormArgs(t, got, []byte(want)) {
 		t.Errorf("got %s (%v), want %s", got, errs, want)
@@ -433,13 +433,13 @@ func TestTestFormArrayEdits(t *testing.T) {
 	args := json.RawMessage(`{"name": "ann", "level": "low", "verbose": true, "options": {"depth": 1}}`)
 	press := func(testid string) {
 		t.Helper()
-		doc := renderTestForm(t, form.Form(s, args), nil)
+		doc := renderTestForm(t, form.Build(s, args), nil)
 		b := doc.Find(`[data-testid="` + testid + `"]`)
 		if b.Length() != 1 {
 			t.Fatalf("got no button %s", testid)
 		}
 		op, ptr, _ := strings.Cut(b.AttrOr("value", ""), ":")
-		decoded, errs := form.DecodeForm(s, browserSubmit(doc))
+		decoded, errs := form.Decode(s, browserSubmit(doc))
 		if errs != nil {
 			t.Fatalf("got errors %v", errs)
 		}
@@ -452,11 +452,11 @@ func TestTestFormArrayEdits(t *testing.T) {
 	press("array-add-/tags")
 	press("array-add-/tags")
 	press("array-add-/filters")
-	doc := renderTestForm(t, form.Form(s, args), nil)
+	doc := renderTestForm(t, form.Build(s, args), nil)
 	doc.Find(`[data-testid="input-/tags/0"]`).SetAttr("value", "first")
 	doc.Find(`[data-testid="input-/tags/1"]`).SetAttr("value", "second")
 	doc.Find(`[data-testid="input-/filters/0/field"]`).SetAttr("value", "size")
-	decoded, errs := form.DecodeForm(s, browserSubmit(doc))
+	decoded, errs := form.Decode(s, browserSubmit(doc))
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -475,7 +475,7 @@ func TestTestFormArrayEdits(t *testing.T) {
 
 func TestTestFormErrors(t *testing.T) {
 	t.Parallel()
-	m := form.Form(json.RawMessage(nestedForm), json.RawMessage(`{"filters": [{"field": "a", "op": "eq"}]}`))
+	m := form.Build(json.RawMessage(nestedForm), json.RawMessage(`{"filters": [{"field": "a", "op": "eq"}]}`))
 	errs := &verr.Error{Fields: []verr.Field{
 		{Field: "/name", Message: "is required"},
 		{Field: "/count", Message: "is not a number"},
@@ -553,7 +553,7 @@ func TestTestFormNotices(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			doc := renderTestForm(t, form.Form(json.RawMessage(tt.schema), json.RawMessage(tt.values)), nil)
+			doc := renderTestForm(t, form.Build(json.RawMessage(tt.schema), json.RawMessage(tt.values)), nil)
 			for _, id := range tt.want {
 				if doc.Find(`[data-testid="`+id+`"]`).Length() != 1 {
 					t.Errorf("got no %s, want one", id)
@@ -566,7 +566,7 @@ func TestTestFormNotices(t *testing.T) {
 			}
 		})
 	}
-	doc := renderTestForm(t, form.Form(json.RawMessage(`{"oneOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]}`), nil), nil)
+	doc := renderTestForm(t, form.Build(json.RawMessage(`{"oneOf": [{"type": "object"}, {"type": "object", "properties": {"a": {}}}]}`), nil), nil)
 	if got := doc.Find(`[data-testid="form-json-only"]`).Text(); !strings.Contains(got, "oneOf") {
 		t.Errorf("got notice %q, want it to say why (oneOf)", got)
 	}
@@ -587,11 +587,11 @@ func TestTestFormKeepsValues(t *testing.T) {
 	m["content"] = "<b>tags</b> & \"quotes\""
 	m["spaced"] = "  x  "
 	args, _ = json.Marshal(m)
-	doc := renderTestForm(t, form.Form(s, args), nil)
+	doc := renderTestForm(t, form.Build(s, args), nil)
 	if got := goquery.NodeName(doc.Find(`[data-testid="input-/multiline"]`)); got != "textarea" {
 		t.Errorf("got <%s> for a multi-line value, want textarea", got)
 	}
-	got, errs := form.DecodeForm(s, browserSubmit(doc))
+	got, errs := form.Decode(s, browserSubmit(doc))
 	if errs != nil || !sameFormArgs(t, got, args) {
 		t.Errorf("got %s (%v), want %s", got, errs, args)
 	}

@@ -15,7 +15,7 @@ const ToolTabTest = "test"
 type ToolTest struct {
 	Action  string // where the workspace posts
 	Mode    string // "form" or "json"
-	Form    form.FormModel
+	Form    form.Model
 	JSON    string // the arguments as JSON text (mode json)
 	Errors  *verr.Error
 	Risk    string // low, medium, high

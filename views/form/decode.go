@@ -16,16 +16,16 @@ import (
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
-// DecodeForm turns submitted form values (named by FieldName) into JSON
+// Decode turns submitted form values (named by FieldName) into JSON
 // arguments typed by the schema; the rules are at the top of form.go. Values
 // that cannot be read are left out and reported, all at once, each at its
 // pointer ("/count": "is not a number"); a fraction typed for an integer is
 // kept and reported, so the page can show it again. The error is nil when
 // everything could be read. The JSON is always an object.
-func DecodeForm(inputSchema json.RawMessage, form url.Values) (json.RawMessage, *verr.Error) {
-	m := Form(inputSchema, nil)
+func Decode(inputSchema json.RawMessage, form url.Values) (json.RawMessage, *verr.Error) {
+	m := Build(inputSchema, nil)
 	d := &formDecoder{form: form, json: map[string]bool{}, last: map[string]int{}, errs: &verr.Error{}}
-	for _, p := range form[FormJSONKey] {
+	for _, p := range form[JSONKey] {
 		d.json[p] = true
 	}
 	// Index every "<name>/<index>" prefix of the submitted names once, so an
@@ -81,7 +81,7 @@ func (d *formDecoder) rootJSON() any {
 
 // value reads the field f at ptr. It reports whether the field is set; an
 // object is returned even when it is not, for a parent that requires it.
-func (d *formDecoder) value(f FormField, ptr string, item bool) (any, bool) {
+func (d *formDecoder) value(f Field, ptr string, item bool) (any, bool) {
 	if f.Kind == "json" || d.json[ptr] {
 		return d.jsonValue(ptr, item)
 	}
@@ -182,7 +182,7 @@ func jsonProblem(err error) string {
 	return "is not valid JSON: " + err.Error()
 }
 
-func (d *formDecoder) object(f FormField, ptr string, item bool) (any, bool) {
+func (d *formDecoder) object(f Field, ptr string, item bool) (any, bool) {
 	out, set := schema.NewObject(), false
 	for _, c := range f.Fields {
 		v, ok := d.value(c, schema.PtrJoin(ptr, c.Name), false)
@@ -197,7 +197,7 @@ func (d *formDecoder) object(f FormField, ptr string, item bool) (any, bool) {
 	return out, set || item
 }
 
-func (d *formDecoder) array(f FormField, ptr string, item bool) (any, bool) {
+func (d *formDecoder) array(f Field, ptr string, item bool) (any, bool) {
 	name := FieldName(ptr)
 	n := -1
 	if s, ok := d.form[name]; ok && len(s) > 0 {
@@ -250,7 +250,7 @@ func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.Ra
 		}
 		args = o
 	}
-	m := Form(inputSchema, values)
+	m := Build(inputSchema, values)
 	if m.JSONOnly {
 		return nil, errors.New("schema: edit array: the form cannot express these arguments")
 	}
@@ -288,7 +288,7 @@ func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.Ra
 }
 
 // findField finds the field at ptr among f and its descendants (not templates).
-func findField(f *FormField, ptr string) *FormField {
+func findField(f *Field, ptr string) *Field {
 	if f.Pointer == ptr {
 		return f
 	}
@@ -340,7 +340,7 @@ func setAt(root *schema.Object, ptr string, v any) error {
 }
 
 // newItem is the value "Add item" appends for the item template f.
-func newItem(f FormField) any {
+func newItem(f Field) any {
 	switch f.Kind {
 	case "string":
 		return f.Default

@@ -32,8 +32,8 @@ type formPos struct {
 	depth     int
 }
 
-func (b *former) field(s any, sptr string, a formPos) FormField {
-	f := FormField{Pointer: a.ptr, Name: a.name, Label: a.name, Required: a.required, Set: a.has}
+func (b *former) field(s any, sptr string, a formPos) Field {
+	f := Field{Pointer: a.ptr, Name: a.name, Label: a.name, Required: a.required, Set: a.has}
 	if a.item >= 0 {
 		f.Label = "Item " + strconv.Itoa(a.item+1)
 	}
@@ -104,8 +104,8 @@ func (b *former) field(s any, sptr string, a formPos) FormField {
 }
 
 // toJSON turns f into a JSON sub-editor, keeping where it is and what it is called.
-func toJSON(f FormField, a formPos, dflt any, hasDflt bool, reason string) FormField {
-	j := FormField{
+func toJSON(f Field, a formPos, dflt any, hasDflt bool, reason string) Field {
+	j := Field{
 		Pointer: f.Pointer, Name: f.Name, Label: f.Label, Help: f.Help,
 		Kind: "json", Required: f.Required, Set: a.has, Hint: reason,
 	}
@@ -214,7 +214,7 @@ func scalar(v any) bool {
 	return false
 }
 
-func stringField(f *FormField, v schema.View, a formPos) string {
+func stringField(f *Field, v schema.View, a formPos) string {
 	f.Kind = "string"
 	if a.has {
 		s, ok := a.val.(string)
@@ -261,7 +261,7 @@ var shortText = map[string]bool{
 // contentEncoding, a name ending in a word like "content", "body" or "text",
 // or a maxLength over 200 unless the name ends in a word like "path" or
 // "url"), else "text".
-func stringInput(f *FormField, v schema.View, format string) (input, hint string) {
+func stringInput(f *Field, v schema.View, format string) (input, hint string) {
 	if format != "" && formatInputs[format] == "" && format != "password" {
 		hint = "format: " + format
 		if ex, ok := schema.FormatExample(format); ok {
@@ -310,7 +310,7 @@ func lastWord(name string) string {
 
 func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 
-func numberField(f *FormField, v schema.View, a formPos, integer bool) string {
+func numberField(f *Field, v schema.View, a formPos, integer bool) string {
 	f.Kind, f.Step = "number", "any"
 	if integer {
 		f.Kind, f.Step = "integer", "1"
@@ -387,7 +387,7 @@ func isMultiple(x, m float64) bool {
 
 func numText(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-func enumField(f *FormField, v schema.View, a formPos) string {
+func enumField(f *Field, v schema.View, a formPos) string {
 	f.Kind = "enum"
 	vals := v.Array("enum")
 	if c, _, ok := v.Get("const"); ok {
@@ -459,7 +459,7 @@ func sameJSON(a, b any) bool {
 	return a == b
 }
 
-func (b *former) objectField(f *FormField, v schema.View, a formPos) string {
+func (b *former) objectField(f *Field, v schema.View, a formPos) string {
 	f.Kind = "object"
 	var vo *schema.Object
 	if a.has {
@@ -533,7 +533,7 @@ func (b *former) requiredOrder(v schema.View) []string {
 	return out
 }
 
-func (b *former) arrayField(f *FormField, v schema.View, a formPos) string {
+func (b *former) arrayField(f *Field, v schema.View, a formPos) string {
 	f.Kind = "array"
 	f.MinItems, f.MaxItems = intPtr(v, "minItems"), intPtr(v, "maxItems")
 	if v.Has("prefixItems") {
@@ -588,8 +588,8 @@ func joinHints(hs ...string) string {
 	return strings.Join(slices.DeleteFunc(hs, func(h string) bool { return h == "" }), "; ")
 }
 
-// valueText renders a decoded value as FormField.Value text for f's kind.
-func valueText(f FormField, v any) string {
+// valueText renders a decoded value as Field.Value text for f's kind.
+func valueText(f Field, v any) string {
 	switch f.Kind {
 	case "string":
 		if s, ok := v.(string); ok {

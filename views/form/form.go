@@ -1,6 +1,6 @@
 // Package form is the test panel's form model: it turns a tool's input schema
 // and argument values into fields for views/testform.templ (Form), reads a
-// submitted form back into arguments (DecodeForm) and applies the form's
+// submitted form back into arguments (Decode) and applies the form's
 // array edits (EditArray). It reads schemas through services/schema's walker
 // and does no I/O.
 package form
@@ -13,12 +13,12 @@ import (
 )
 
 // The test form (issue #5) turns any tool's input schema into HTML inputs and
-// the submitted inputs back into arguments. Form builds the model, DecodeForm
+// the submitted inputs back into arguments. Form builds the model, Decode
 // reads a submission, EditArray adds and removes array items (the form's
 // "Add item"/"Remove" buttons post the form and the page re-renders it, so no
 // script is needed).
 //
-// What the browser submits, and how DecodeForm reads it:
+// What the browser submits, and how Decode reads it:
 //
 //   - every input is named FieldName(pointer): "arg/path", "arg/filters/0/op";
 //   - strings, numbers and integers are text inputs (or a textarea); an empty
@@ -28,7 +28,7 @@ import (
 //     the others), and an empty number is an error;
 //   - booleans and enums are a <select>: the empty option means "not set";
 //     booleans submit "true" or "false", enums the Enum text of a choice,
-//     which DecodeForm maps back to the exact JSON (EnumJSON);
+//     which Decode maps back to the exact JSON (EnumJSON);
 //   - an array that holds a value carries a hidden input named FieldName of
 //     the array whose value is its item count, so that [] and arrays of empty
 //     objects survive; without it the array is left out unless items were
@@ -36,28 +36,28 @@ import (
 //     reported and left out, and all arrays together may hold at most
 //     maxFormItems items;
 //   - a JSON sub-editor (Kind "json") is a textarea holding JSON, plus a hidden
-//     input named FormJSONKey whose value is its pointer, so DecodeForm reads
+//     input named JSONKey whose value is its pointer, so Decode reads
 //     it as JSON even where the schema alone would expect a plain input (a
 //     value that does not fit the form is shown as JSON);
 //   - an object is left out when none of its inputs is set, unless it is
 //     required (then it is {}) or an array item (objects and arrays that are
 //     items are always there); the root is always an object.
 //
-// Form never puts defaults into values: they are shown as Default (the page
+// Build never puts defaults into values: they are shown as Default (the page
 // uses them as placeholders), since a server applies its own defaults.
 
-// FormJSONKey names the hidden inputs that mark JSON sub-editors: each one's
+// JSONKey names the hidden inputs that mark JSON sub-editors: each one's
 // value is the pointer of a field whose input holds JSON text. The pointer ""
 // marks the whole arguments as one JSON editor named FieldName("").
-const FormJSONKey = "_json"
+const JSONKey = "_json"
 
-// maxFormItems bounds the array items DecodeForm reads in one form, whatever
+// maxFormItems bounds the array items Decode reads in one form, whatever
 // the submitted counts say, since nested counts multiply.
 const maxFormItems = 10000
 
-// FormField is one input of the generated form, or a group (object) / list
+// Field is one input of the generated form, or a group (object) / list
 // (array) of them.
-type FormField struct {
+type Field struct {
 	// Pointer is the JSON pointer of the value in the arguments, "/a/0/b"; ""
 	// is the root object. An array's Item template has the pointer "/a/-".
 	Pointer string
@@ -108,19 +108,19 @@ type FormField struct {
 	Hint string
 	// Fields are an object's properties (required ones in the order of
 	// "required", then the rest alphabetically) or an array's items.
-	Fields []FormField
+	Fields []Field
 	// Item is an array's template of one new item (what "Add item" adds).
-	Item               *FormField
+	Item               *Field
 	MinItems, MaxItems *int
 	// Secret marks password-like strings: writeOnly, format "password", or a
 	// name that holds credentials (secrets.LooksSecretName).
 	Secret bool
 }
 
-// FormModel is the generated form of one input schema with its current values.
-type FormModel struct {
+// Model is the generated form of one input schema with its current values.
+type Model struct {
 	// Root is the arguments object; its Fields are the top-level inputs.
-	Root FormField
+	Root Field
 	// JSONOnly says the schema (or the current arguments) cannot be
 	// expressed as a form at all; the page shows only the raw JSON editor.
 	// Root.Hint then says why and Root.Value holds the arguments as JSON.
@@ -136,13 +136,13 @@ func FieldName(pointer string) string {
 	return "arg" + pointer
 }
 
-// Form builds the model for inputSchema with the current argument values.
+// Build builds the model for inputSchema with the current argument values.
 // values may be nil or empty; defaults are never filled in as values, they are
 // shown as Default. Values the form cannot show exactly (a string where the
 // schema wants a number, properties the schema does not declare) turn their
 // field into a JSON sub-editor, so nothing is lost by going through the form.
-func Form(inputSchema, values json.RawMessage) FormModel {
-	root := FormField{Label: "Arguments", Kind: "object", Required: true}
+func Build(inputSchema, values json.RawMessage) Model {
+	root := Field{Label: "Arguments", Kind: "object", Required: true}
 	var val any
 	if present(values) {
 		v, err := schema.Decode(values)
@@ -173,25 +173,25 @@ func Form(inputSchema, values json.RawMessage) FormModel {
 	default:
 		return jsonOnly(rootJSON(f, val), "the arguments are of type "+f.Kind+", not an object")
 	}
-	m := FormModel{Root: f}
+	m := Model{Root: f}
 	collectJSON(f, &m.Unsupported)
 	return m
 }
 
-func rootJSON(f FormField, val any) FormField {
+func rootJSON(f Field, val any) Field {
 	if f.Set {
 		f.Value = jsonText(val, true)
 	}
 	return f
 }
 
-func jsonOnly(root FormField, reason string) FormModel {
+func jsonOnly(root Field, reason string) Model {
 	root.Kind, root.Hint, root.Fields, root.Item = "json", reason, nil, nil
-	return FormModel{Root: root, JSONOnly: true, Unsupported: []string{"arguments: " + reason}}
+	return Model{Root: root, JSONOnly: true, Unsupported: []string{"arguments: " + reason}}
 }
 
-// collectJSON lists the JSON sub-editors of f for FormModel.Unsupported.
-func collectJSON(f FormField, out *[]string) {
+// collectJSON lists the JSON sub-editors of f for Model.Unsupported.
+func collectJSON(f Field, out *[]string) {
 	if f.Kind == "json" {
 		*out = append(*out, f.Pointer+": "+f.Hint)
 		return

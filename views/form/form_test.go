@@ -60,21 +60,21 @@ func formTool(t testing.TB, name string) schema.Tool {
 // formSubmission is what a browser submits for the rendered model: every leaf
 // input, empty ones too (a select submits its selected option, which is the
 // empty one when the field is unset), the item count of every array that
-// holds a value, and a FormJSONKey marker per JSON sub-editor. The views
+// holds a value, and a JSONKey marker per JSON sub-editor. The views
 // package checks the same through the rendered HTML.
-func formSubmission(m FormModel) url.Values {
+func formSubmission(m Model) url.Values {
 	out := url.Values{}
 	if m.JSONOnly {
 		out.Add(FieldName(""), m.Root.Value)
-		out.Add(FormJSONKey, "")
+		out.Add(JSONKey, "")
 		return out
 	}
-	var walk func(f FormField)
-	walk = func(f FormField) {
+	var walk func(f Field)
+	walk = func(f Field) {
 		switch f.Kind {
 		case "json":
 			out.Add(FieldName(f.Pointer), f.Value)
-			out.Add(FormJSONKey, f.Pointer)
+			out.Add(JSONKey, f.Pointer)
 		case "object":
 			for _, c := range f.Fields {
 				walk(c)
@@ -144,17 +144,17 @@ func formJSON(t testing.TB, v any) json.RawMessage {
 }
 
 // walkFields visits f and its descendants (not item templates).
-func walkFields(f FormField, fn func(FormField)) {
+func walkFields(f Field, fn func(Field)) {
 	fn(f)
 	for _, c := range f.Fields {
 		walkFields(c, fn)
 	}
 }
 
-func fieldAt(t testing.TB, m FormModel, ptr string) FormField {
+func fieldAt(t testing.TB, m Model, ptr string) Field {
 	t.Helper()
-	var got *FormField
-	walkFields(m.Root, func(f FormField) {
+	var got *Field
+	walkFields(m.Root, func(f Field) {
 		if f.Pointer == ptr {
 			got = &f
 		}
@@ -238,7 +238,7 @@ func TestFormKinds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := Form(oneProp(tt.schema), nil)
+			m := Build(oneProp(tt.schema), nil)
 			if m.JSONOnly || len(m.Root.Fields) != 1 {
 				t.Fatalf("got JSONOnly %v and %d fields, want one field", m.JSONOnly, len(m.Root.Fields))
 			}
@@ -287,7 +287,7 @@ func TestFormInputByName(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := Form(namedProp(tt.name, tt.schema), nil).Root.Fields[0]
+			f := Build(namedProp(tt.name, tt.schema), nil).Root.Fields[0]
 			if f.Input != tt.input || f.Secret != tt.secret {
 				t.Errorf("got input %q secret %v, want %q %v", f.Input, f.Secret, tt.input, tt.secret)
 			}
@@ -320,7 +320,7 @@ func TestFormNumbers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			f := Form(oneProp(tt.schema), nil).Root.Fields[0]
+			f := Build(oneProp(tt.schema), nil).Root.Fields[0]
 			if !reflect.DeepEqual(f.Minimum, tt.min) || !reflect.DeepEqual(f.Maximum, tt.max) {
 				t.Errorf("got bounds %v..%v, want %v..%v", ptrText(f.Minimum), ptrText(f.Maximum), ptrText(tt.min), ptrText(tt.max))
 			}
@@ -340,7 +340,7 @@ func ptrText(f *float64) string {
 
 func TestFormStringConstraintsAndArrays(t *testing.T) {
 	t.Parallel()
-	m := Form(json.RawMessage(`{
+	m := Build(json.RawMessage(`{
 		"type": "object",
 		"properties": {
 			"code": {"type": "string", "pattern": "^[A-Z]{3}$", "minLength": 3, "maxLength": 3, "default": "ABC", "title": "Ticket code", "description": "Three letters."},
@@ -373,7 +373,7 @@ func TestFormStringConstraintsAndArrays(t *testing.T) {
 
 func TestFormOrder(t *testing.T) {
 	t.Parallel()
-	m := Form(json.RawMessage(`{
+	m := Build(json.RawMessage(`{
 		"type": "object",
 		"properties": {
 			"zeta": {"type": "string"}, "alpha": {"type": "string"}, "mid": {"type": "string"},
@@ -405,7 +405,7 @@ func TestFormOrder(t *testing.T) {
 
 func TestFormRefs(t *testing.T) {
 	t.Parallel()
-	m := Form(json.RawMessage(`{
+	m := Build(json.RawMessage(`{
 		"type": "object",
 		"properties": {
 			"a": {"$ref": "#/$defs/Point", "description": "Where."},
@@ -446,10 +446,10 @@ func TestFormRefs(t *testing.T) {
 
 func TestFormDepthLimit(t *testing.T) {
 	t.Parallel()
-	m := Form(formTool(t, "deep").InputSchema, nil)
+	m := Build(formTool(t, "deep").InputSchema, nil)
 	var depth int
-	var last FormField
-	walkFields(m.Root, func(f FormField) {
+	var last Field
+	walkFields(m.Root, func(f Field) {
 		if d := strings.Count(f.Pointer, "/"); d > depth {
 			depth, last = d, f
 		}
@@ -514,7 +514,7 @@ func TestFormValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := Form(schema, json.RawMessage(tt.values))
+			m := Build(schema, json.RawMessage(tt.values))
 			if m.JSONOnly {
 				t.Fatalf("got JSONOnly (%q), want a form", m.Root.Hint)
 			}
@@ -528,13 +528,13 @@ func TestFormValues(t *testing.T) {
 		})
 	}
 
-	m := Form(schema, nil)
+	m := Build(schema, nil)
 	for ptr, want := range map[string]string{"/s": "dflt", "/n": "1.5", "/b": "false", "/e": "1", "/o": `{"a":"z"}`, "/i": ""} {
 		if got := fieldAt(t, m, ptr).Default; got != want {
 			t.Errorf("%s: got default %q, want %q", ptr, got, want)
 		}
 	}
-	walkFields(m.Root, func(f FormField) {
+	walkFields(m.Root, func(f Field) {
 		if f.Set || f.Value != "" {
 			t.Errorf("%s: got set %v value %q without arguments, want unset and empty (defaults are not values)", f.Pointer, f.Set, f.Value)
 		}
@@ -560,7 +560,7 @@ func TestFormJSONOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			m := Form(json.RawMessage(tt.schema), json.RawMessage(tt.values))
+			m := Build(json.RawMessage(tt.schema), json.RawMessage(tt.values))
 			if !m.JSONOnly || m.Root.Kind != "json" || m.Root.Hint != tt.hint || m.Root.Value != tt.value {
 				t.Errorf("got JSONOnly %v kind %q hint %q value %q, want true json %q %q", m.JSONOnly, m.Root.Kind, m.Root.Hint, m.Root.Value, tt.hint, tt.value)
 			}
@@ -571,7 +571,7 @@ func TestFormJSONOnly(t *testing.T) {
 	}
 	// A schema without properties is a tool without arguments, not a JSON editor.
 	for _, s := range []string{`{"type": "object"}`, `{}`, `{"type": "object", "properties": {}}`, `{"type": "object", "additionalProperties": false}`} {
-		if m := Form(json.RawMessage(s), nil); m.JSONOnly || len(m.Root.Fields) != 0 || m.Root.Label != "Arguments" {
+		if m := Build(json.RawMessage(s), nil); m.JSONOnly || len(m.Root.Fields) != 0 || m.Root.Label != "Arguments" {
 			t.Errorf("%s: got JSONOnly %v with %d fields, label %q, want an empty form labelled Arguments", s, m.JSONOnly, len(m.Root.Fields), m.Root.Label)
 		}
 	}
@@ -629,8 +629,8 @@ func TestDecodeForm(t *testing.T) {
 		{"enum string that reads like a number", url.Values{"arg/e": {`"1"`}}, `{"e": "1", "ro": {}}`, nil},
 		{"enum by exact JSON", url.Values{"arg/e": {`"a"`}}, `{"e": "a", "ro": {}}`, nil},
 		{"JSON sub-editor", url.Values{"arg/j": {`{"k": [1, 2.50]}`}}, `{"j": {"k": [1, 2.50]}, "ro": {}}`, nil},
-		{"JSON marker on a plain field", url.Values{"arg/s": {"5"}, FormJSONKey: {"/s"}}, `{"s": 5, "ro": {}}`, nil},
-		{"JSON marker on a required object", url.Values{"arg/o/need": {`[]`}, "arg/o/x": {"q"}, FormJSONKey: {"/o/need"}}, `{"o": {"x": "q", "need": []}, "ro": {}}`, nil},
+		{"JSON marker on a plain field", url.Values{"arg/s": {"5"}, JSONKey: {"/s"}}, `{"s": 5, "ro": {}}`, nil},
+		{"JSON marker on a required object", url.Values{"arg/o/need": {`[]`}, "arg/o/x": {"q"}, JSONKey: {"/o/need"}}, `{"o": {"x": "q", "need": []}, "ro": {}}`, nil},
 		{"optional object with something set", url.Values{"arg/o/x": {"q"}}, `{"o": {"x": "q", "need": {}}, "ro": {}}`, nil},
 		{"nested required object set", url.Values{"arg/o/need/y": {"v"}}, `{"o": {"need": {"y": "v"}}, "ro": {}}`, nil},
 		{"array count marks an empty array", url.Values{"arg/strs": {"0"}}, `{"strs": [], "ro": {}}`, nil},
@@ -655,7 +655,7 @@ func TestDecodeForm(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, errs := DecodeForm(json.RawMessage(decodeSchema), tt.form)
+			got, errs := Decode(json.RawMessage(decodeSchema), tt.form)
 			if !sameFormArgs(t, got, []byte(tt.want)) {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
@@ -680,7 +680,7 @@ func TestDecodeForm(t *testing.T) {
 
 func TestDecodeFormKeepsPropertyOrder(t *testing.T) {
 	t.Parallel()
-	got, errs := DecodeForm(json.RawMessage(`{"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "string"}, "c": {"type": "string"}}, "required": ["c"]}`),
+	got, errs := Decode(json.RawMessage(`{"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "string"}, "c": {"type": "string"}}, "required": ["c"]}`),
 		url.Values{"arg/a": {"1"}, "arg/b": {"2"}, "arg/c": {"3"}})
 	if errs != nil {
 		t.Fatal(errs)
@@ -704,12 +704,12 @@ func TestDecodeFormJSONOnly(t *testing.T) {
 		{"empty editor", rootOneOf, url.Values{}, `{}`, ""},
 		{"not an object", rootOneOf, url.Values{"arg": {`[1]`}}, `{}`, "must be a JSON object"},
 		{"not JSON", rootOneOf, url.Values{"arg": {`{`}}, `{}`, "is not valid JSON: it ends too early"},
-		{"root marker on a form schema", json.RawMessage(`{"type": "object", "properties": {"a": {"type": "string"}}}`), url.Values{"arg": {`{"a": "x", "z": 1}`}, FormJSONKey: {""}, "arg/a": {"ignored"}}, `{"a": "x", "z": 1}`, ""},
+		{"root marker on a form schema", json.RawMessage(`{"type": "object", "properties": {"a": {"type": "string"}}}`), url.Values{"arg": {`{"a": "x", "z": 1}`}, JSONKey: {""}, "arg/a": {"ignored"}}, `{"a": "x", "z": 1}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, errs := DecodeForm(tt.schema, tt.form)
+			got, errs := Decode(tt.schema, tt.form)
 			if !sameFormArgs(t, got, []byte(tt.want)) {
 				t.Errorf("got %s, want %s", got, tt.want)
 			}
@@ -802,8 +802,8 @@ func TestFormRoundTrip(t *testing.T) {
 		t.Run(tl.Name, func(t *testing.T) {
 			t.Parallel()
 			example := formJSON(t, schema.ExampleArguments(tl.InputSchema))
-			m := Form(tl.InputSchema, example)
-			got, errs := DecodeForm(tl.InputSchema, formSubmission(m))
+			m := Build(tl.InputSchema, example)
+			got, errs := Decode(tl.InputSchema, formSubmission(m))
 			if errs != nil {
 				t.Fatalf("got errors %v for %s", errs, example)
 			}
@@ -811,7 +811,7 @@ func TestFormRoundTrip(t *testing.T) {
 				t.Fatalf("got %s, want %s", got, example)
 			}
 			// Every array can grow by one item and still round-trip.
-			walkFields(m.Root, func(f FormField) {
+			walkFields(m.Root, func(f Field) {
 				if f.Kind != "array" {
 					return
 				}
@@ -820,7 +820,7 @@ func TestFormRoundTrip(t *testing.T) {
 					t.Errorf("add to %s: %v", f.Pointer, err)
 					return
 				}
-				got, errs := DecodeForm(tl.InputSchema, formSubmission(Form(tl.InputSchema, edited)))
+				got, errs := Decode(tl.InputSchema, formSubmission(Build(tl.InputSchema, edited)))
 				if errs != nil || !sameFormArgs(t, got, edited) {
 					t.Errorf("after adding to %s: got %s (%v), want %s", f.Pointer, got, errs, edited)
 				}
@@ -837,11 +837,11 @@ func TestFormCorpusCoverage(t *testing.T) {
 	inputs := map[string]int{}
 	jsonOnly := 0
 	for _, tl := range formCorpus(t) {
-		m := Form(tl.InputSchema, formJSON(t, schema.ExampleArguments(tl.InputSchema)))
+		m := Build(tl.InputSchema, formJSON(t, schema.ExampleArguments(tl.InputSchema)))
 		if m.JSONOnly {
 			jsonOnly++
 		}
-		walkFields(m.Root, func(f FormField) {
+		walkFields(m.Root, func(f Field) {
 			kinds[f.Kind]++
 			if f.Input != "" {
 				inputs[f.Input]++
@@ -869,7 +869,7 @@ func TestFormCorpusCoverage(t *testing.T) {
 func TestFormEmptyOptionalString(t *testing.T) {
 	t.Parallel()
 	schema := json.RawMessage(`{"type": "object", "properties": {"prefix": {"type": "string", "default": ""}, "name": {"type": "string"}}, "required": ["name"]}`)
-	got, errs := DecodeForm(schema, formSubmission(Form(schema, json.RawMessage(`{"prefix": "", "name": ""}`))))
+	got, errs := Decode(schema, formSubmission(Build(schema, json.RawMessage(`{"prefix": "", "name": ""}`))))
 	if errs != nil || string(got) != `{}` {
 		t.Errorf("got %s, %v, want {} (empty inputs are not set)", got, errs)
 	}
