@@ -180,7 +180,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
 	a.MCP = mcpclient.New(a.Registry, &mo)
-	a.Tools = tools.New(pool, a.Keys, log)
+	a.Tools = tools.New(pool, a.Keys, &tools.Options{Logger: log})
 	a.Decide = decide.New(pool, a.Auth)
 	ro := cfg.Router
 	ro.Logger, ro.Bus, ro.Decide = log, a.Bus, a.Decide

@@ -43,8 +43,17 @@ type Service struct {
 	log  *slog.Logger
 }
 
+// Options tune the service; nil means defaults.
+type Options struct {
+	Logger *slog.Logger // default slog.Default()
+}
+
 // New returns the tool service; keys encrypt secret configuration values.
-func New(pool *pgxpool.Pool, keys *secrets.Keyring, log *slog.Logger) *Service {
+func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
+	if opts == nil {
+		opts = &Options{}
+	}
+	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
