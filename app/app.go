@@ -58,7 +58,7 @@ type Config struct {
 	// Planner turns prompts into plans. Default: the rule-based planner.
 	Planner planner.Planner
 
-	// The services' own settings; the app sets their logger, bus and collaborators.
+	// The services' own settings; the app sets their logger, bus, Local and collaborators.
 	Auth       auth.Options
 	MCP        mcpclient.Options
 	Router     router.Options
@@ -81,6 +81,7 @@ type App struct {
 	DB         *db.DB
 	Pool       *pgxpool.Pool
 	Keys       *secrets.Keyring
+	Local      *events.Local // Bus's; every service begins its transactions on it
 	Bus        *events.Bus
 	Jobs       *jobs.Queue
 	Auth       *auth.Service
@@ -163,30 +164,33 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		a.Pool = a.DB.Pool
 	}
 	pool := a.Pool
+	// The bus exists (not yet listening) before any service, which all write through
+	// its Local.
+	a.Local = events.NewLocal(pool)
+	a.Bus = events.NewBus(pool, &events.BusOptions{Logger: log, Local: a.Local})
 
 	ao := cfg.Auth
-	ao.Logger = log
+	ao.Logger, ao.Local = log, a.Local
 	a.Auth = auth.New(pool, &ao)
 	pw, err := a.Auth.Bootstrap(ctx, cfg.AdminPassword)
 	if err != nil {
 		return nil, err
 	}
 	a.FirstAdminPassword = pw
-	a.Bus = events.NewBus(pool, &events.BusOptions{Logger: log})
 	a.Auth.Follow(a.Bus)
 	a.Jobs = jobs.New(pool, log)
 
-	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log})
+	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log, Local: a.Local})
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
 	a.MCP = mcpclient.New(a.Registry, &mo)
-	a.Tools = tools.New(pool, a.Keys, log)
+	a.Tools = tools.New(pool, a.Keys, &tools.Options{Logger: log, Local: a.Local})
 	a.Decide = decide.New(pool, a.Auth)
 	ro := cfg.Router
-	ro.Logger, ro.Bus, ro.Decide = log, a.Bus, a.Decide
+	ro.Logger, ro.Bus, ro.Decide, ro.Local = log, a.Bus, a.Decide, a.Local
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
 	eo := cfg.Executions
-	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs = log, a.Auth, a.Decide, a.Keys, a.Jobs
+	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
 	if cfg.Planner != nil {
 		eo.Planner = cfg.Planner
 	}
@@ -214,7 +218,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	do := cfg.Denials
-	do.Logger = log
+	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),

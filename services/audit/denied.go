@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 )
 
 // Denial is a request refused because its caller may not make it.
@@ -34,6 +35,10 @@ type DenialOptions struct {
 	// together (they have as many addresses as they like). Default 600.
 	Total  int
 	Logger *slog.Logger
+	// Local is this process's buses reading pool: the recorder begins its transactions
+	// on it, so its events are delivered to them before Record returns (see
+	// events.Local). nil: they arrive with the NOTIFY.
+	Local *events.Local
 }
 
 // Denials writes refused requests to the audit log with result denied (issue #17,
@@ -41,9 +46,10 @@ type DenialOptions struct {
 // log: what is held back is counted, and the next entry written for that actor says
 // how many were.
 type Denials struct {
-	pool *pgxpool.Pool
-	opts DenialOptions
-	log  *slog.Logger
+	pool  *pgxpool.Pool
+	begin db.TxBeginner // pool, or its Local
+	opts  DenialOptions
+	log   *slog.Logger
 
 	mu    sync.Mutex
 	total *rate.Limiter
@@ -70,7 +76,7 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Denials{pool: pool, opts: o, log: o.Logger, keys: map[string]*denialKey{},
+	return &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger, keys: map[string]*denialKey{},
 		total: rate.NewLimiter(rate.Limit(float64(o.Total)/60), o.Total)}
 }
 
@@ -145,7 +151,7 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	if route == "" {
 		route = x.Path
 	}
-	return db.WithTx(ctx, d.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, d.begin, func(tx pgx.Tx) error {
 		_, err := Append(ctx, tx, Entry{Actor: x.Actor, Action: "request.denied", TargetType: "route",
 			TargetID: x.Method + " " + route, TargetName: x.Path, Payload: payload, Result: ResultDenied})
 		return err

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
@@ -69,11 +71,16 @@ type Options struct {
 	MaxIPFailures      int           // default 20
 	ThrottleWindow     time.Duration // default 15m
 	Logger             *slog.Logger
+	// Local is this process's buses reading pool: the service begins its transactions
+	// on it, so its events are delivered to them before its methods return (see
+	// events.Local). nil: they arrive with the NOTIFY.
+	Local *events.Local
 }
 
 // Service is the auth service.
 type Service struct {
 	pool   *pgxpool.Pool
+	begin  db.TxBeginner // pool, or its Local
 	opts   Options
 	log    *slog.Logger
 	tokens tokenCache
@@ -103,7 +110,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{pool: pool, opts: o, log: o.Logger}
+	return &Service{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger}
 }
 
 // Principal is an authenticated caller: a user signed in through a session, or an

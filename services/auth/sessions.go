@@ -55,7 +55,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	actor := audit.Actor{Kind: audit.ActorAnonymous, Name: username, IP: req.IP, RequestID: req.RequestID}
 	var sess Session
 	var loginErr error
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		// One attempt per address and per account at a time, so parallel guesses cannot
 		// all slip in before the first failure is counted. The address lock comes first,
 		// always, so the two cannot deadlock.
@@ -238,7 +238,7 @@ func (s *Service) Logout(ctx context.Context, p *Principal, actor audit.Actor) e
 	if p == nil || p.SessionID == nil {
 		return ErrUnauthenticated
 	}
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `/* auth.Logout */ DELETE FROM sessions WHERE token_hash = $1`, p.SessionID)
 		if err != nil || tag.RowsAffected() == 0 {
 			return err

@@ -75,7 +75,7 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 	}
 	plain, hash := randomToken(apiTokenPrefix)
 	var tok Token
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, userID)
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error
 // (an administrator) may revoke any. Revoking twice is not an error.
 func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, ownerID string) (Token, error) {
 	var tok Token
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `/* auth.RevokeToken.get */ SELECT `+tokenColumns+` FROM api_tokens
 			WHERE id::text = $1 AND ($2 = '' OR user_id::text = $2) FOR UPDATE`, tokenID, ownerID)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -345,11 +346,15 @@ func TestTokenCache(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	ctx, cancel := context.WithCancel(f.ctx)
-	bus := events.NewBus(f.pool, nil)
+	local := events.NewLocal(f.pool)
+	bus := events.NewBus(f.pool, &events.BusOptions{Local: local})
 	done := make(chan struct{})
 	go func() { _ = bus.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	<-bus.Ready()
+	// The service writes through the bus's Local, as serve wires it: the replica's
+	// cache hears of each change before the change returns.
+	f.svc = auth.New(f.pool, &auth.Options{Logger: slog.New(slog.DiscardHandler), Local: local})
 	replica := auth.New(f.pool, nil) // another server on the same database
 	replica.Follow(bus)
 	admin := f.createUser("root", auth.RoleAdmin)

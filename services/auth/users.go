@@ -88,7 +88,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser)
 		return User{}, "", err
 	}
 	var u User
-	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `/* auth.CreateUser */
 			INSERT INTO users (username, display_name, role, password_hash) VALUES ($1, $2, $3, $4)
 			RETURNING `+userColumns, in.Username, in.DisplayName, in.Role, hash)
@@ -215,7 +215,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 		return User{}, verr.New("role", "must be one of "+roleList())
 	}
 	var u User
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		if u, err = lockForAdminChange(ctx, tx, id); err != nil {
 			return err
@@ -287,7 +287,7 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw s
 		generated = GeneratePassword()
 		pw = generated
 	}
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, id)
 		if err != nil {
 			return err

@@ -88,8 +88,9 @@ type hooks struct {
 }
 
 // AfterCommit registers fn to run once tx commits, with what WithTx began it on (the
-// pool), so a change is visible to this process's caches before the caller hears it
-// committed (events announce themselves to local buses this way). It does nothing for
+// pool, or a value wrapping it), so a change is visible to this process's caches before
+// the caller hears it committed (events announce themselves to the buses of an
+// events.Local this way). It does nothing for
 // a transaction not begun by WithTx, and fn never runs if tx rolls back. fn must not
 // fail the change: it already committed.
 func AfterCommit(tx pgx.Tx, fn func(ctx context.Context, b TxBeginner)) {

@@ -23,6 +23,10 @@ type BusOptions struct {
 	// Buffer is each subscription's queue length; a subscriber that falls this far
 	// behind is dropped (its channel closed) rather than blocking everyone.
 	Buffer int
+	// Local, when set, is the Local of the pool the bus reads: the bus joins it while it
+	// listens, so the transactions begun on it have the bus deliver their events before
+	// they return. NewBus panics when it is another pool's.
+	Local *Local
 }
 
 // Bus listens for NOTIFY on Channel and fans committed events out to subscribers.
@@ -30,6 +34,7 @@ type Bus struct {
 	pool   *pgxpool.Pool
 	log    *slog.Logger
 	buffer int
+	local  *Local // nil: none
 
 	// origin marks the NOTIFYs of events this bus delivers itself (PublishBatch).
 	origin string
@@ -46,8 +51,11 @@ func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
 	if opts == nil {
 		opts = &BusOptions{}
 	}
-	b := &Bus{pool: pool, log: opts.Logger, buffer: opts.Buffer, subs: map[*Subscription]struct{}{}, ready: make(chan struct{}),
-		origin: rand.Text()[:12]}
+	if opts.Local != nil && opts.Local.pool != pool {
+		panic("events: a bus joins the Local of the pool it reads")
+	}
+	b := &Bus{pool: pool, log: opts.Logger, buffer: opts.Buffer, local: opts.Local, subs: map[*Subscription]struct{}{},
+		ready: make(chan struct{}), origin: rand.Text()[:12]}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -57,24 +65,60 @@ func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
 	return b
 }
 
-// local holds the buses listening in this process by the pool they read from, so a
-// transaction that published on that pool can have them deliver its events before the
-// publisher returns (syncLocal).
-var local struct {
-	sync.Mutex
-	buses map[db.TxBeginner][]*Bus
+// Local is the buses of this process that read one pool, made explicit: the composition
+// root creates it, joins its buses to it (BusOptions.Local) and hands it to the services
+// that publish, which begin their transactions on it (it is a db.TxBeginner; see
+// Beginner). Once a transaction begun on it that published events commits, every bus
+// of it that listens delivers the events up to the newest before db.WithTx returns, so
+// what watches them synchronously (Watch: the router's snapshot, the token cache) has
+// seen the change by the time its author answers. Without it they would arrive with
+// the NOTIFY, a little later, and a call right after "disabled" could still run. A
+// transaction begun on the bare pool (a service built without one: the CLI's export and
+// import) reaches every bus by NOTIFY only.
+type Local struct {
+	pool *pgxpool.Pool
+
+	mu    sync.Mutex
+	buses []*Bus // those listening
 }
 
-// syncLocal runs after a transaction begun on b committed event id: every bus of this
-// process reading b delivers the events up to id before it returns, so what watches them
-// synchronously (Watch: the router's snapshot) has seen the change by the time its
-// author answers. Without it they would arrive with the NOTIFY, a little later, and a
-// call right after "disabled" could still run. Failing to read is logged: the NOTIFY
-// catches up.
+// NewLocal creates the Local of pool, with no bus yet.
+func NewLocal(pool *pgxpool.Pool) *Local { return &Local{pool: pool} }
+
+// Begin starts a transaction on the pool; db.WithTx hands its after-commit hooks the
+// Local, which is how published events find the buses to sync.
+func (l *Local) Begin(ctx context.Context) (pgx.Tx, error) { return l.pool.Begin(ctx) }
+
+// Beginner is what a service writing to pool begins its transactions on: l when it is
+// pool's Local, else (l nil or of another pool) pool itself.
+func (l *Local) Beginner(pool *pgxpool.Pool) db.TxBeginner {
+	if l == nil || l.pool != pool {
+		return pool
+	}
+	return l
+}
+
+// set adds bus to the listening buses or removes it.
+func (l *Local) set(bus *Bus, listening bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buses = slices.DeleteFunc(l.buses, func(x *Bus) bool { return x == bus })
+	if listening {
+		l.buses = append(l.buses, bus)
+	}
+}
+
+// syncLocal runs after a transaction begun on b committed event id: when b is a Local,
+// each of its listening buses delivers the events up to id before it returns (see
+// Local). Failing to read is logged: the NOTIFY catches up.
 func syncLocal(ctx context.Context, b db.TxBeginner, id int64) {
-	local.Lock()
-	buses := slices.Clone(local.buses[b])
-	local.Unlock()
+	l, ok := b.(*Local)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	buses := slices.Clone(l.buses)
+	l.mu.Unlock()
 	for _, bus := range buses {
 		bus.mu.Lock()
 		behind := bus.listening && bus.lastID < id
@@ -114,10 +158,10 @@ func (b *Bus) Subscribe(topics ...string) *Subscription {
 }
 
 // Watch calls fn with each event of the topics (all when empty) as the bus delivers
-// it, in id order, before the bus moves on: a transaction that published an event has
-// had fn called by the time it returns from committing (see syncLocal). fn runs with the
-// bus locked, so it must be quick and must not use the bus. A watch has no C and is
-// never dropped; Close ends it.
+// it, in id order, before the bus moves on: a transaction begun on the bus's Local that
+// published an event has had fn called by the time it returns from committing. fn runs
+// with the bus locked, so it must be quick and must not use the bus. A watch has no C
+// and is never dropped; Close ends it.
 func (b *Bus) Watch(fn func(Event), topics ...string) *Subscription {
 	s := &Subscription{fn: fn, topics: slices.Clone(topics), bus: b}
 	b.mu.Lock()
@@ -247,19 +291,8 @@ func (b *Bus) setListening(on bool) {
 	b.mu.Lock()
 	b.listening = on
 	b.mu.Unlock()
-	local.Lock()
-	defer local.Unlock()
-	if local.buses == nil {
-		local.buses = map[db.TxBeginner][]*Bus{}
-	}
-	others := slices.DeleteFunc(local.buses[b.pool], func(x *Bus) bool { return x == b })
-	if on {
-		others = append(others, b)
-	}
-	if len(others) == 0 {
-		delete(local.buses, b.pool)
-	} else {
-		local.buses[b.pool] = others
+	if b.local != nil {
+		b.local.set(b, on)
 	}
 }
 

@@ -37,7 +37,8 @@ func (e Event) Decode(v any) error {
 
 // Publish records an event in tx. It takes the journal lock so that ids are handed out
 // in commit order (see db.LockJournal), which needs a transaction to hold it until
-// commit; call it late in the transaction.
+// commit; call it late in the transaction. When tx was begun by db.WithTx on a Local,
+// its buses deliver the event before WithTx returns.
 func Publish(ctx context.Context, q pgx.Tx, topic, kind string, payload any) (int64, error) {
 	raw, err := json.Marshal(payload)
 	if err != nil {

@@ -297,15 +297,16 @@ func TestLocalPublishDeliveredOnceInOrder(t *testing.T) {
 	}
 }
 
-// A watch on every bus of the process reading the pool has seen an event by the time the
-// transaction that published it returns from committing; one that rolled back never.
+// A watch on every bus of a Local has seen an event by the time the transaction that
+// published it, begun on the Local, returns from committing; one that rolled back never.
 func TestWatchSeesCommitsBeforeTheyReturn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.New(t)
+	local := events.NewLocal(pool)
 	var buses []*events.Bus
 	for range 2 {
-		bus, stop := startBus(t, pool, nil)
+		bus, stop := startBus(t, pool, &events.BusOptions{Local: local})
 		defer stop()
 		buses = append(buses, bus)
 	}
@@ -316,9 +317,9 @@ func TestWatchSeesCommitsBeforeTheyReturn(t *testing.T) {
 		defer w.Close()
 	}
 	for range 20 {
-		id := publish(t, pool, "w", "k", nil)
+		id := publish(t, local, "w", "k", nil)
 		var batch []events.Event
-		if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		if err := db.WithTx(ctx, local, func(tx pgx.Tx) error {
 			var err error
 			batch, err = events.PublishBatch(ctx, tx, []events.Draft{{Topic: "x", Kind: "k"}, {Topic: "w", Kind: "k"}})
 			return err
@@ -334,13 +335,13 @@ func TestWatchSeesCommitsBeforeTheyReturn(t *testing.T) {
 		mu.Unlock()
 	}
 	rolledBack := errors.New("rolled back")
-	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+	if err := db.WithTx(ctx, local, func(tx pgx.Tx) error {
 		_, err := events.Publish(ctx, tx, "w", "k", nil)
 		return errors.Join(err, rolledBack)
 	}); !errors.Is(err, rolledBack) {
 		t.Fatal(err)
 	}
-	last := publish(t, pool, "w", "k", nil)
+	last := publish(t, local, "w", "k", nil)
 	mu.Lock()
 	defer mu.Unlock()
 	if seen[0] != last || seen[1] != last {

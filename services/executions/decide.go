@@ -114,7 +114,7 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	}
 	var ex *Execution
 	id := uuid.NewString() // made here, so the seal can cover it from the start
-	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `/* executions.Create */
 			INSERT INTO executions (id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
@@ -285,7 +285,7 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		return nil, stale(b.reason + "; the plan was cancelled, plan it again")
 	}
 	var out *Execution
-	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		out, err = s.start(ctx, tx, ex, c.Actor, how, verdict.SelfApproved, now)
 		return err
@@ -322,7 +322,7 @@ func (s *Service) mayDecide(c Caller, verb string) error {
 
 // refusal audits an approval attempt that was turned down.
 func (s *Service) refusal(ctx context.Context, c Caller, ex *Execution, why string) {
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: c.Actor, Action: "execution.approve.refused", TargetType: "execution",
 			TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"reason": why}, Result: audit.ResultDenied})
 		return err
@@ -336,7 +336,7 @@ func (s *Service) refusal(ctx context.Context, c Caller, ex *Execution, why stri
 func (s *Service) decide(ctx context.Context, c Caller, id string, ch change) (*Execution, error) {
 	ch.actor = c.Actor
 	var out *Execution
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		out, err = s.apply(ctx, tx, id, ch)
 		return err
@@ -464,7 +464,7 @@ func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Setting
 	if err := e.Err(); err != nil {
 		return err
 	}
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		raw, _ := json.Marshal(int64(st.ApprovalTTL / time.Second))
 		if _, err := tx.Exec(ctx, `/* executions.SetSettings */
 			INSERT INTO settings (key, value, updated_by) VALUES ($1, $2, $3)

@@ -63,6 +63,10 @@ type Options struct {
 	// Jobs is the process's job queue; the service registers its workers on it (before
 	// it opens). Nil: a queue of its own, worked by Run.
 	Jobs *jobs.Queue
+	// Local is this process's buses reading pool: the service begins its transactions
+	// on it, so its events are delivered to them before its methods return (see
+	// events.Local). nil: they arrive with the NOTIFY.
+	Local *events.Local
 }
 
 // reservedConns are the pool's connections kept for everything but runners (the
@@ -72,6 +76,7 @@ const reservedConns = 8
 // Service manages executions.
 type Service struct {
 	pool   *pgxpool.Pool
+	begin  db.TxBeginner // pool, or its Local
 	router *router.Router
 	tools  *tools.Service
 	opts   Options
@@ -112,12 +117,12 @@ func New(pool *pgxpool.Pool, r *router.Router, ts *tools.Service, opts *Options)
 		return nil, errors.New("executions: a keyring is required to seal approvals")
 	}
 	if o.Auth == nil {
-		o.Auth = auth.New(pool, &auth.Options{Logger: o.Logger})
+		o.Auth = auth.New(pool, &auth.Options{Logger: o.Logger, Local: o.Local})
 	}
 	if o.Decide == nil {
 		o.Decide = decide.New(pool, o.Auth)
 	}
-	s := &Service{pool: pool, router: r, tools: ts, opts: o, log: o.Logger, auth: o.Auth, dec: o.Decide}
+	s := &Service{pool: pool, begin: o.Local.Beginner(pool), router: r, tools: ts, opts: o, log: o.Logger, auth: o.Auth, dec: o.Decide}
 	s.jobs, s.ownJobs = o.Jobs, o.Jobs == nil
 	if s.ownJobs {
 		s.jobs = jobs.New(pool, o.Logger)

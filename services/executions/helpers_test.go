@@ -107,7 +107,8 @@ func (e *env) service() *executions.Service {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	svc, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys})
+	svc, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys,
+		Local: e.app.Local})
 	if err != nil {
 		e.t.Fatal(err)
 	}

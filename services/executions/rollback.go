@@ -80,7 +80,7 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 	if err := e.Err(); err != nil {
 		return err
 	}
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		if undoToolID == "" {
 			_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
 		} else {
@@ -290,7 +290,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 			SelfApproved: verdict.SelfApproved}
 	}
 	var out *Execution
-	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		for i, st := range rp.Steps {
 			if _, err := tx.Exec(ctx, `/* executions.Rollback.step */
 				INSERT INTO tool_calls (execution_id, phase, position, tool_id, tool_name, arguments, risk, undoes)

@@ -77,7 +77,7 @@ func (s *Service) recover(ctx context.Context) error {
 			if ex.Status == RollingBack {
 				phase = PhaseRollback
 			}
-			err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
+			err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
 		}
 		release()
 		if err != nil {
@@ -96,7 +96,7 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 	} else if ex.Status != Executing {
 		return nil
 	}
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		positions, err := db.Column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted */
 			UPDATE tool_calls SET status = 'interrupted', finished_at = now(),
 			       error = 'Toolwarden stopped while this step ran; it may or may not have taken effect, and it is not run again'

@@ -57,7 +57,7 @@ func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan
 	}
 	source := map[string]any{"file": filepath.Base(plan.File), "format": plan.Format}
 	var created, updated, deleted []ServerRef
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		created, updated, deleted = nil, nil, nil
 		for _, it := range plan.Items {
 			switch it.Action {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -28,13 +30,18 @@ var (
 // Options tunes a Service; nil means defaults.
 type Options struct {
 	Logger *slog.Logger
+	// Local is this process's buses reading pool: the service begins its transactions
+	// on it, so its events are delivered to them before its methods return (see
+	// events.Local). nil: they arrive with the NOTIFY.
+	Local *events.Local
 }
 
 // Service is the registry. It is safe for concurrent use.
 type Service struct {
-	pool *pgxpool.Pool
-	keys *secrets.Keyring
-	log  *slog.Logger
+	pool  *pgxpool.Pool
+	begin db.TxBeginner // pool, or its Local
+	keys  *secrets.Keyring
+	log   *slog.Logger
 }
 
 // New returns a registry over pool; keys encrypt and decrypt server secrets.
@@ -46,5 +53,5 @@ func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{pool: pool, keys: keys, log: log}
+	return &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
 }

@@ -294,7 +294,7 @@ func (s *Service) CreateServer(ctx context.Context, actor audit.Actor, sp Spec) 
 		return Server{}, err
 	}
 	var out Server
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		out, err = s.insert(ctx, tx, d)
 		if err != nil {
@@ -338,7 +338,7 @@ func (s *Service) insert(ctx context.Context, tx pgx.Tx, d draft) (Server, error
 // UpdateServer applies p to the server id.
 func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string, p Patch) (Server, error) {
 	var out Server
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		cur, err := getServer(ctx, tx, id, true)
 		if err != nil {
 			return err
@@ -444,7 +444,7 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, id string, 
 
 // DeleteServer removes a server and, with it, its tools and their history.
 func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string) error {
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		cur, err := getServer(ctx, tx, id, true)
 		if err != nil {
 			return err

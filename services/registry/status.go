@@ -93,7 +93,7 @@ func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Co
 func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c Connection) error {
 	payload := map[string]any{"name": c.Name, "type": c.Type, "saved": id != ""}
 	addTarget(payload, c.Type, c.Command, c.Args, c.WorkingDir, c.URL, slices.Sorted(maps.Keys(c.Env)), slices.Sorted(maps.Keys(c.Headers)))
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "server.test", TargetType: "server",
 			TargetID: id, TargetName: c.Name, Payload: payload})
 		return err
@@ -189,7 +189,7 @@ func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (boo
 		return false, ErrNotFound
 	}
 	changed := false
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var prev string
 		var prevErr *string
 		err := tx.QueryRow(ctx, `/* registry.SetStatus.lock */ SELECT connection_status, last_error FROM mcp_servers WHERE id = $1 FOR UPDATE`, id).Scan(&prev, &prevErr)

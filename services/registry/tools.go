@@ -232,7 +232,7 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 		return DiscoveryResult{}, ErrNotFound
 	}
 	var res DiscoveryResult
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var name string
 		// The row lock serializes discoveries of one server across sessions and replicas.
 		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.lock */ SELECT name FROM mcp_servers WHERE id = $1 FOR UPDATE`, serverID).Scan(&name); err != nil {
@@ -460,7 +460,7 @@ func (s *Service) RecordDiscoveryFailure(ctx context.Context, serverID string, d
 		return 0, ErrNotFound
 	}
 	var id int64
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var name string
 		if err := tx.QueryRow(ctx, `/* registry.RecordDiscoveryFailure */
 			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
@@ -549,7 +549,7 @@ func (s *Service) ToolHistory(ctx context.Context, toolID string) ([]ToolStateCh
 // DiscoveryProgress announces how far a running discovery has got (pages and tools
 // fetched so far), so a long one shows progress live. Nothing is stored.
 func (s *Service) DiscoveryProgress(ctx context.Context, serverID, trigger string, pages, tools int) error {
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		_, err := events.DiscoveryProgress.Publish(ctx, tx, ServersTopic, events.DiscoverySoFar{ServerID: serverID,
 			Trigger: trigger, Pages: pages, Tools: tools})
 		return err

@@ -36,7 +36,8 @@ type job struct {
 // to flushEvery and written in one transaction, never ahead of a waiting job.
 type recorder struct {
 	pool       *pgxpool.Pool
-	bus        *events.Bus // nil: events reach subscribers by NOTIFY only
+	begin      db.TxBeginner // pool, or its Local
+	bus        *events.Bus   // nil: events reach subscribers by NOTIFY only
 	log        *slog.Logger
 	urgent     chan *job
 	later      chan *job
@@ -52,8 +53,8 @@ type recorder struct {
 
 var errStopped = errors.New("router: not running")
 
-func newRecorder(pool *pgxpool.Pool, bus *events.Bus, log *slog.Logger, maxBatch int) *recorder {
-	return &recorder{pool: pool, bus: bus, log: log, urgent: make(chan *job, 4096), later: make(chan *job, 16384),
+func newRecorder(pool *pgxpool.Pool, begin db.TxBeginner, bus *events.Bus, log *slog.Logger, maxBatch int) *recorder {
+	return &recorder{pool: pool, begin: begin, bus: bus, log: log, urgent: make(chan *job, 4096), later: make(chan *job, 16384),
 		maxBatch: maxBatch, flushEvery: 20 * time.Millisecond, stopped: make(chan struct{})}
 }
 
@@ -272,7 +273,7 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 	if len(audits) > 0 {
 		w.chain.Forget() // known again once the append commits
 	}
-	err := db.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, w.begin, func(tx pgx.Tx) error {
 		if err := usage.Insert(ctx, tx, logs); err != nil {
 			return err
 		}

@@ -66,6 +66,10 @@ type Options struct {
 	// Decide says who may confirm a risky call in the test panel (package decide).
 	// Default: decide.New over the router's pool.
 	Decide *decide.Service
+	// Local is this process's buses reading pool: the router begins its transactions
+	// on it, so its events are delivered to them before the write of a record returns (see
+	// events.Local). nil: they arrive with the NOTIFY.
+	Local *events.Local
 }
 
 func (o *Options) withDefaults() Options {
@@ -125,10 +129,10 @@ func New(pool *pgxpool.Pool, ts *tools.Service, m *mcpclient.Manager, opts *Opti
 	o := opts.withDefaults()
 	dec := o.Decide
 	if dec == nil {
-		dec = decide.New(pool, auth.New(pool, &auth.Options{Logger: o.Logger}))
+		dec = decide.New(pool, auth.New(pool, &auth.Options{Logger: o.Logger, Local: o.Local}))
 	}
 	return &Router{tools: ts, mcp: m, opts: o, log: o.Logger, cache: newCache(o.Bus != nil), users: newLimiters(max(o.UserRate, 0)),
-		rec: newRecorder(pool, o.Bus, o.Logger, o.MaxBatch), dec: dec, runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
+		rec: newRecorder(pool, o.Local.Beginner(pool), o.Bus, o.Logger, o.MaxBatch), dec: dec, runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
 }
 
 // Run writes call records and follows change events until ctx ends; then it writes

@@ -67,7 +67,7 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 		return nil, verr.New("reason", "an override needs a reason: say why the tool may be used despite its findings")
 	}
 	var out []Outcome
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		out = out[:0]
 		var moves []toolstate.Move
 		var moved []Item
@@ -202,7 +202,7 @@ func (s *Service) Tag(ctx context.Context, actor audit.Actor, ids, tags []string
 		}
 	}
 	n := 0
-	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		n = 0
 		if _, err := tx.Exec(ctx, `/* tools.Tag.lock */ SELECT 1 FROM mcp_tools WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`, lock); err != nil {
 			return fmt.Errorf("tools: lock: %w", err)
@@ -247,7 +247,7 @@ func (s *Service) Tag(ctx context.Context, actor audit.Actor, ids, tags []string
 // move through validating; others keep their state and get the new findings), audited.
 func (s *Service) Revalidate(ctx context.Context, actor audit.Actor, id string) (Item, error) {
 	var out Item
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		t, err := getItem(ctx, tx, id, true)
 		if err != nil {
 			return err

@@ -69,7 +69,7 @@ func (s *Service) SaveCategory(ctx context.Context, actor audit.Actor, id string
 		return Category{}, err
 	}
 	var out Category
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var rows pgx.Rows
 		var err error
 		action := "category.update"
@@ -114,7 +114,7 @@ func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id stri
 	if uuid.Validate(id) != nil {
 		return ErrNotFound
 	}
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var name string
 		var n int
 		err := tx.QueryRow(ctx, `/* tools.DeleteCategory */ WITH gone AS (DELETE FROM tool_categories WHERE id = $1 RETURNING name)

@@ -48,7 +48,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{t: t, ctx: context.Background(), pool: pool, keys: keys,
-		svc: tools.New(pool, keys, slog.New(slog.DiscardHandler))}
+		svc: tools.New(pool, keys, &tools.Options{Logger: slog.New(slog.DiscardHandler)})}
 }
 
 // server registers a server row directly and returns its id.

@@ -151,7 +151,7 @@ func (s *Service) Reset(ctx context.Context, actor audit.Actor, id string) (Item
 
 func (s *Service) updateAs(ctx context.Context, actor audit.Actor, id string, p Patch, action string) (Item, error) {
 	var out Item
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		out, err = s.update(ctx, tx, actor, id, p, action)
 		return err

@@ -114,7 +114,7 @@ func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, user
 	if username == "" {
 		return verr.New("username", "is required: the user the rule is for")
 	}
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var userID string
 		err := tx.QueryRow(ctx, `/* tools.SetPermission.user */ SELECT id FROM users WHERE username = $1`, username).Scan(&userID)
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -115,7 +115,7 @@ func (s *Service) SaveTestCase(ctx context.Context, actor audit.Actor, id string
 		return TestCase{}, err
 	}
 	var out TestCase
-	err = db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		cs, err := db.All[TestCase](ctx, tx, "tools: save test case", `/* tools.SaveTestCase */
 			INSERT INTO tool_test_cases (tool_id, name, arguments, expect, expect_text, created_by)
 			VALUES ($1, $2, $3, $4, $5, $6)
@@ -143,7 +143,7 @@ func (s *Service) DeleteTestCase(ctx context.Context, actor audit.Actor, id, cas
 	if err != nil {
 		return err
 	}
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `/* tools.DeleteTestCase */ DELETE FROM tool_test_cases WHERE id = $1`, tc.ID); err != nil {
 			return fmt.Errorf("tools: delete test case: %w", err)
 		}
@@ -169,7 +169,7 @@ type CaseResult struct {
 // tool's status afterwards.
 func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id string, results []CaseResult, verify bool) (string, error) {
 	var status string
-	err := db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		t, err := getItem(ctx, tx, id, true)
 		if err != nil {
 			return err

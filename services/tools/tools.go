@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -38,17 +39,31 @@ var ErrNotFound = fault.NotFound("tool")
 
 // Service manages tools. It is safe for concurrent use.
 type Service struct {
-	pool *pgxpool.Pool
-	keys *secrets.Keyring
-	log  *slog.Logger
+	pool  *pgxpool.Pool
+	begin db.TxBeginner // pool, or its Local
+	keys  *secrets.Keyring
+	log   *slog.Logger
+}
+
+// Options tune the service; nil means defaults.
+type Options struct {
+	Logger *slog.Logger // default slog.Default()
+	// Local is this process's buses reading pool: the service begins its transactions
+	// on it, so its events are delivered to them before its methods return (see
+	// events.Local). nil: they arrive with the NOTIFY.
+	Local *events.Local
 }
 
 // New returns the tool service; keys encrypt secret configuration values.
-func New(pool *pgxpool.Pool, keys *secrets.Keyring, log *slog.Logger) *Service {
+func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
+	if opts == nil {
+		opts = &Options{}
+	}
+	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{pool: pool, keys: keys, log: log}
+	return &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
 }
 
 // Item is a tool as lists and the API show it: its row and its settings.
