@@ -202,18 +202,15 @@ func TestToolsOverrideNeedsAdmin(t *testing.T) {
 	srv.CreateUser(t, "manager", auth.RoleToolManager, "manager-password-1")
 	mgr := svClient{t: t, srv: srv, bearer: svToken(t, srv, "manager")}
 
-	status, raw := admin.do(http.MethodPost, "/api/v1/tools/"+id+"/enable", nil)
-	if status != http.StatusUnprocessableEntity || !strings.Contains(string(raw), "override_required") {
-		t.Errorf("enable invalid without override: %d %s", status, raw)
-	}
-	status, raw = mgr.do(http.MethodPost, "/api/v1/tools/"+id+"/enable", map[string]any{"override": true, "reason": "trust me"})
-	if status != http.StatusForbidden {
-		t.Errorf("tool manager override: %d %s, want 403", status, raw)
-	}
-	status, raw = admin.do(http.MethodPost, "/api/v1/tools/"+id+"/enable", map[string]any{"override": true})
-	if status != http.StatusBadRequest || !strings.Contains(string(raw), "reason") {
-		t.Errorf("override without reason: %d %s", status, raw)
-	}
+	enable := "/api/v1/tools/" + id + "/enable"
+	webtest.Run(t, []webtest.Case{
+		{Name: "enable an invalid tool without an override", As: admin.api(), Method: http.MethodPost, Path: enable,
+			Status: http.StatusUnprocessableEntity, Code: "override_required"},
+		{Name: "a tool manager overrides", As: mgr.api(), Method: http.MethodPost, Path: enable,
+			Body: map[string]any{"override": true, "reason": "trust me"}, Status: http.StatusForbidden, Code: "forbidden"},
+		{Name: "an override without a reason", As: admin.api(), Method: http.MethodPost, Path: enable,
+			Body: map[string]any{"override": true}, Status: http.StatusBadRequest, Code: "invalid_input", Details: []string{"reason"}},
+	})
 	var tl apiToolJSON
 	admin.json(http.MethodPost, "/api/v1/tools/"+id+"/enable", map[string]any{"override": true, "reason": "reviewed: description is a test fixture"},
 		http.StatusOK, &tl)
