@@ -95,7 +95,7 @@ var catalogue = []behaviour{
 	{what: "key rotation", proofs: []proof{{"services/secrets", "TestRotation"}, {"services/registry", "TestKeyRotation"}, {"e2e", "TestSecretsSurviveKeyRotation"}}},
 	{what: "no token passthrough to upstream servers", proofs: []proof{{"security", "TestNoTokenPassthrough"}}},
 	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
-		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"services/schema", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},
+		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"views/form", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},
 }
 
 var findingRe = regexp.MustCompile(`^\d+\. `)
