@@ -93,6 +93,8 @@ func codeFor(status int) string {
 		return "bad_request"
 	case http.StatusTooManyRequests:
 		return "rate_limited"
+	case http.StatusServiceUnavailable:
+		return "unavailable"
 	}
 	if status >= 500 {
 		return "internal"

@@ -47,6 +47,7 @@ func TestClassify(t *testing.T) {
 		{"fields", verr.New("name", "is required"), 400,
 			`{"code":"invalid_input","message":"invalid input: name: is required","details":[{"path":"name","message":"is required"}]}`},
 		{"echo", echo.NewHTTPError(http.StatusMethodNotAllowed, "Method Not Allowed"), 405, `{"code":"method_not_allowed","message":"Method Not Allowed"}`},
+		{"echo 503", echo.NewHTTPError(http.StatusServiceUnavailable, "shutting down"), 503, `{"code":"unavailable","message":"shutting down"}`},
 	} {
 		r := httperr.Classify(tc.err)
 		body, err := json.Marshal(struct {
