@@ -372,6 +372,10 @@ func (m *Manager) Session(id string) (*mcp.ClientSession, error) {
 // Discover lists the tools of server id now and stores them (the Discover button and
 // POST /api/v1/servers/:id/discover).
 func (m *Manager) Discover(ctx context.Context, id string, actor audit.Actor) (registry.DiscoveryResult, error) {
+	// The session follows server.changed events on its own; bring it in line with the
+	// registration first, so a server disabled a moment ago is not discovered through a
+	// session that is about to close.
+	m.Refresh(ctx, id)
 	m.mu.Lock()
 	c := m.conns[id]
 	m.mu.Unlock()
