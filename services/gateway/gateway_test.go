@@ -92,6 +92,7 @@ func TestToolsThroughGateway(t *testing.T) {
 	srv := webtest.Start(t, nil)
 	srv.LiveServer(t, "mt", true, "echo", "add", "write-note") // fail and sleep stay not enabled
 	srv.LiveServer(t, "other", true, "echo")
+	srv.LiveServer(t, "ut", false, "echo") // untrusted: its read-only echo is MEDIUM
 	tina := srv.CreateUser(t, "tina", auth.RoleToolUser, password)
 	srv.CreateUser(t, "gina", auth.RoleGuest, password)
 	no, yes := false, true
@@ -107,7 +108,7 @@ func TestToolsThroughGateway(t *testing.T) {
 		t.Run(era, func(t *testing.T) {
 			cs := mustConnect(t, srv, tinaToken, era)
 			got, by := names(t, cs)
-			if want := []string{"mt__add", "mt__echo", "mt__write-note"}; !slices.Equal(got, want) {
+			if want := []string{"mt__add", "mt__echo", "mt__write-note", "ut__echo"}; !slices.Equal(got, want) {
 				t.Fatalf("tina's tools: got %v, want %v", got, want)
 			}
 			echo := by["mt__echo"]
@@ -135,6 +136,10 @@ func TestToolsThroughGateway(t *testing.T) {
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "mt__write-note", Arguments: map[string]any{"text": "x"}})
 			if err != nil || !res.IsError || !strings.Contains(text(res), "Approval required") || !strings.Contains(text(res), "/approvals") {
 				t.Fatalf("a HIGH call: got %v %+v, want an isError result asking for approval", err, res)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ut__echo", Arguments: map[string]any{"message": "x"}})
+			if err != nil || !res.IsError || !strings.Contains(text(res), "Approval required") || !strings.Contains(text(res), "medium risk") {
+				t.Fatalf("a MEDIUM call: got %v %+v, want an isError result asking for approval", err, res)
 			}
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "mt__echo", Arguments: map[string]any{"message": 5}})
 			if err != nil || !res.IsError || !strings.Contains(text(res), "- message:") {
@@ -186,7 +191,13 @@ const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pro
 // post sends an initialize to /mcp with c, adding headers.
 func post(t *testing.T, srv *webtest.Server, c *http.Client, headers map[string]string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(initialize))
+	return send(t, srv, c, http.MethodPost, initialize, headers)
+}
+
+// send makes one request to /mcp as an MCP client would (JSON, accepting a stream).
+func send(t *testing.T, srv *webtest.Server, c *http.Client, method, body string, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+"/mcp", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,13 +206,20 @@ func post(t *testing.T, srv *webtest.Server, c *http.Client, headers map[string]
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	if h, ok := headers["Host"]; ok {
+		req.Host = h
+	}
 	res, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := io.ReadAll(res.Body)
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") && method == http.MethodGet {
+		res.Body.Close() // a session's stream: it stays open
+		return res, ""
+	}
+	out, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	return res, string(body)
+	return res, string(out)
 }
 
 // Only an API token opens /mcp: none, a revoked one and a session cookie alone get
@@ -254,5 +272,51 @@ func TestGatewayAuthentication(t *testing.T) {
 		}
 		res, body = post(t, srv, srv.Client(t), map[string]string{"Authorization": "Bearer " + tok})
 		unauthorized(era+": a revoked token", res, body)
+	}
+}
+
+// What MCP clients do over HTTP passes Toolwarden's own middleware: a POST without
+// Origin, a session's GET stream, its DELETE. A browser's cross-site POST and a
+// rebound host name are refused.
+func TestGatewayTransport(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	token := map[string]string{"Authorization": "Bearer " + srv.Token(t, "admin")}
+	with := func(extra map[string]string) map[string]string {
+		h := map[string]string{}
+		for k, v := range token {
+			h[k] = v
+		}
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	c := srv.Client(t)
+	res, body := post(t, srv, c, token)
+	session := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: got %d (session %q) %s", res.StatusCode, session, body)
+	}
+	in := with(map[string]string{"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"})
+	if res, body := send(t, srv, c, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, in); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: got %d %s", res.StatusCode, body)
+	}
+	if res, body := send(t, srv, c, http.MethodGet, "", in); res.StatusCode != http.StatusOK ||
+		!strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("the session's GET stream: got %d %q %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+	}
+	if res, body := send(t, srv, c, http.MethodDelete, "", in); res.StatusCode/100 != 2 {
+		t.Fatalf("DELETE of the session: got %d %s", res.StatusCode, body)
+	}
+	if res, _ := send(t, srv, c, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, in); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("a request of the deleted session: got %d, want 404", res.StatusCode)
+	}
+
+	if res, body := post(t, srv, c, with(map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("a cross-site POST: got %d %s, want 403", res.StatusCode, body)
+	}
+	if res, body := post(t, srv, c, with(map[string]string{"Host": "evil.example"})); res.StatusCode != http.StatusForbidden {
+		t.Fatalf("a rebound host name on a loopback address: got %d %s, want 403", res.StatusCode, body)
 	}
 }
