@@ -111,7 +111,7 @@ func clientIP(proxies []netip.Prefix, log *slog.Logger) echo.IPExtractor {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
 
 // Shutdown closes the websocket connections, telling clients to reconnect later, and
-// ends the MCP clients' open streams.
+// ends the MCP sessions' GET streams (calls in flight finish).
 func (s *Server) Shutdown() {
 	s.hub.shutdown()
 	if s.deps.Gateway != nil {

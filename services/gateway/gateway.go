@@ -91,17 +91,20 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	return g
 }
 
-// Close ends the streams in progress (a client's GET stream would otherwise hold the
-// HTTP server's drain until its deadline). Requests after Close still work.
+// Close ends the stateful sessions' GET streams, now and from now on: such a stream
+// never ends by itself and would hold the HTTP server's drain until its deadline.
+// POST and DELETE requests are left to finish (a tool call in flight is answered).
 func (g *Gateway) Close() { g.stopOnce.Do(g.cancel) }
 
 // ServeHTTP authenticates the bearer token and serves the request on the handler of
 // its protocol era.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	ctx, cancel := context.WithCancel(req.Context())
-	defer cancel()
-	defer context.AfterFunc(g.stop, cancel)()
-	req = req.WithContext(ctx)
+	if req.Method == http.MethodGet {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		defer context.AfterFunc(g.stop, cancel)()
+		req = req.WithContext(ctx)
+	}
 	h := g.stateful
 	if req.Header.Get("Mcp-Protocol-Version") >= statelessVersion {
 		h = g.stateless

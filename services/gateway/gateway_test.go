@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -318,5 +319,38 @@ func TestGatewayTransport(t *testing.T) {
 	}
 	if res, body := post(t, srv, c, with(map[string]string{"Host": "evil.example"})); res.StatusCode != http.StatusForbidden {
 		t.Fatalf("a rebound host name on a loopback address: got %d %s, want 403", res.StatusCode, body)
+	}
+}
+
+// Stopping ends a session's GET stream (it would otherwise hold the HTTP server's
+// drain until its deadline).
+func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	token := "Bearer " + srv.Token(t, "admin")
+	res, body := post(t, srv, srv.Client(t), map[string]string{"Authorization": token})
+	session := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: got %d %s", res.StatusCode, body)
+	}
+	h := map[string]string{"Authorization": token, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+	send(t, srv, srv.Client(t), http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, stream.Body); close(ended) }()
+	srv.Web.Shutdown()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the GET stream outlived Shutdown")
 	}
 }
