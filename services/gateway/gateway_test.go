@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,5 +353,41 @@ func TestShutdownEndsStreams(t *testing.T) {
 	case <-ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the GET stream outlived Shutdown")
+	}
+}
+
+// A client that gives a progress token hears the upstream's progress through the
+// gateway, in both eras.
+func TestProgressReachesTheClient(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "mt", true, "sleep")
+	token := srv.Token(t, "admin")
+	for _, era := range eras {
+		var mu sync.Mutex
+		var got []string
+		c := mcp.NewClient(&mcp.Implementation{Name: "progress-test", Version: "1.0"}, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				got = append(got, r.Params.Message)
+				mu.Unlock()
+			}})
+		tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}}
+		cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &mcp.CallToolParams{Name: "mt__sleep", Arguments: map[string]any{"ms": 50}}
+		p.SetProgressToken("p-" + era)
+		res, err := cs.CallTool(context.Background(), p)
+		_ = cs.Close()
+		if err != nil || res.IsError || text(res) != "slept" {
+			t.Fatalf("%s: sleep: %v %+v", era, err, res)
+		}
+		webtest.WaitFor(t, 5*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(got) > 0
+		}, era+": no progress reached the client")
 	}
 }
