@@ -26,6 +26,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/planner"
@@ -224,7 +225,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),
 		Usage: usage.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
-		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies}, a.Bus)
+		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies,
+		Gateway: gateway.New(a.Router, a.Auth, &gateway.Options{Logger: log, Version: cfg.Version})}, a.Bus)
 
 	return a, nil
 }

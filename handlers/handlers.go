@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -63,6 +64,8 @@ type Deps struct {
 	Decide *decide.Service
 	// Denials records refused requests in the audit log (the error handler).
 	Denials *audit.Denials
+	// Gateway is Toolwarden as an MCP server (/mcp): every call through Router.
+	Gateway *gateway.Gateway
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client;
 	// without any, the peer address is the client.
 	TrustedProxies []netip.Prefix

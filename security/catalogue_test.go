@@ -93,6 +93,10 @@ var catalogue = []behaviour{
 	{what: "canary sweep: a secret value appears in no page, log, event or row", proofs: []proof{
 		{"e2e", "TestSecretsNeverLeave"}, {"security", "TestFinding10SecretsMasked"}}},
 	{what: "key rotation", proofs: []proof{{"services/secrets", "TestRotation"}, {"services/registry", "TestKeyRotation"}, {"e2e", "TestSecretsSurviveKeyRotation"}}},
+	{what: "the MCP endpoint: API tokens only (no session cookies), 401 with WWW-Authenticate, a revoked token fails the next request", proofs: []proof{
+		{"services/gateway", "TestGatewayAuthentication"}, {"security", "TestRouteWalk"}}},
+	{what: "the MCP endpoint: a token's user sees and calls only the tools they may use, every call through the router", proofs: []proof{
+		{"services/gateway", "TestToolsThroughGateway"}}},
 	{what: "no token passthrough to upstream servers", proofs: []proof{{"security", "TestNoTokenPassthrough"}}},
 	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
 		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"views/form", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},

@@ -45,7 +45,8 @@ type caller struct {
 // session and as every role's API token, and checks: no answer is a server error;
 // nobody gets 401 (API) or the sign-in page; a role without the route's permission
 // gets 403, and each such refusal is in the audit log as denied; a role with it is
-// let through, except a token on a decision route; and a NUL in the query or bytes
+// let through, except a token on a decision route and a session on a route for API
+// tokens only (web.BearerOnly: 401); and a NUL in the query or bytes
 // that are not UTF-8 in a JSON body are 400 on every route.
 func TestRouteWalk(t *testing.T) {
 	t.Parallel()
@@ -80,6 +81,12 @@ func TestRouteWalk(t *testing.T) {
 				t.Errorf("%s as %s: got %d", key, c.label, status)
 			case c.role == "":
 				checkAnonymous(t, key, r.Perm, status, r.Path)
+			case web.BearerOnly(r.Path) && c.kind == audit.ActorUser:
+				// A session cookie is no credential on the MCP endpoint: a signed-in
+				// browser cannot be made to call tools through it.
+				if status != http.StatusUnauthorized {
+					t.Errorf("%s as %s: got %d, want 401 (API tokens only)", key, c.label, status)
+				}
 			case !c.role.Can(r.Perm) || c.kind == audit.ActorToken && (auth.PersonOnly(r.Perm) || tokenMinting[key]):
 				if status != http.StatusForbidden {
 					t.Errorf("%s as %s: got %d, want 403", key, c.label, status)
@@ -92,6 +99,9 @@ func TestRouteWalk(t *testing.T) {
 		}
 		// Text that is not text, on every route, for a caller allowed everywhere.
 		admin := e.people[auth.RoleAdmin].session
+		if web.BearerOnly(r.Path) {
+			admin = e.people[auth.RoleAdmin].token
+		}
 		if r.Path == "/logout" {
 			continue
 		}
@@ -150,7 +160,7 @@ func checkAnonymous(t *testing.T, key string, perm auth.Permission, status int, 
 		}
 		return
 	}
-	api := strings.HasPrefix(path, "/api/") || path == "/ws"
+	api := strings.HasPrefix(path, "/api/") || path == "/ws" || web.BearerOnly(path)
 	switch {
 	case api && status != http.StatusUnauthorized:
 		t.Errorf("%s anonymously: got %d, want 401", key, status)

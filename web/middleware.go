@@ -115,7 +115,8 @@ func crossOriginProtection() echo.MiddlewareFunc {
 	}
 }
 
-// authenticate attaches the caller (bearer token or session cookie) when there is one.
+// authenticate attaches the caller (bearer token or session cookie; only a bearer
+// token on BearerOnly paths) when there is one.
 // Routes decide whether one is needed (requirePermission).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -137,6 +138,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			handlers.SetPrincipal(c, p)
 			return next(c)
+		}
+		if BearerOnly(c.Request().URL.Path) {
+			return next(c) // no session cookies here
 		}
 		if ck, err := c.Cookie(handlers.SessionCookie); err == nil && ck.Value != "" {
 			p, err := s.deps.Auth.Authenticate(ctx, ck.Value)

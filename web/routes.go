@@ -123,6 +123,14 @@ func (s *Server) routes() []Route {
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
 
+		// Toolwarden as an MCP server (services/gateway), for API tokens only
+		// (BearerOnly); the router decides who may call which tool, as for
+		// /api/v1/tools/call. POST carries requests; GET is a session's stream of
+		// server messages; DELETE ends a session.
+		{http.MethodPost, MCPPath, auth.PermSignedIn, s.mcp},
+		{http.MethodGet, MCPPath, auth.PermSignedIn, s.mcp},
+		{http.MethodDelete, MCPPath, auth.PermSignedIn, s.mcp},
+
 		// JSON API.
 		{http.MethodGet, "/api/v1/users", auth.PermUsers, users.APIList},
 		{http.MethodPost, "/api/v1/users", auth.PermUsers, users.APICreate},

@@ -67,7 +67,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	// denied whatever it carries.
 	for _, r := range s.table {
 		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
-		if r.Method == http.MethodGet && r.Path != "/ws" {
+		if r.Method == http.MethodGet && r.Path != "/ws" && r.Path != MCPPath {
 			e.Add(http.MethodHead, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
 		}
 	}
@@ -110,8 +110,14 @@ func clientIP(proxies []netip.Prefix, log *slog.Logger) echo.IPExtractor {
 // ServeHTTP makes the server an http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
 
-// Shutdown closes the websocket connections, telling clients to reconnect later.
-func (s *Server) Shutdown() { s.hub.shutdown() }
+// Shutdown closes the websocket connections, telling clients to reconnect later, and
+// ends the MCP sessions' GET streams (calls in flight finish).
+func (s *Server) Shutdown() {
+	s.hub.shutdown()
+	if s.deps.Gateway != nil {
+		s.deps.Gateway.Close()
+	}
+}
 
 // staticHandler serves the embedded files. Versioned URLs (?v=hash, see static.URL)
 // never change content, so browsers may keep them for a year.

@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/static"
+	"github.com/toolwarden/toolwarden/web"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -63,6 +64,11 @@ func TestRouteTablePermissions(t *testing.T) {
 			res := do(c, rt)
 			allowed := role.Can(r.Perm)
 			switch {
+			case web.BearerOnly(r.Path):
+				// API tokens only: a session cookie is no credential there.
+				if res.StatusCode != http.StatusUnauthorized {
+					t.Errorf("%s %s as %s's session: got %d, want 401 (API tokens only)", r.Method, r.Path, role, res.StatusCode)
+				}
 			case allowed && (res.StatusCode == http.StatusForbidden || (res.StatusCode == http.StatusUnauthorized && r.Perm != auth.PermPublic)):
 				t.Errorf("%s %s as %s: got %d, want access (permission %s granted)", r.Method, r.Path, role, res.StatusCode, r.Perm)
 			case !allowed && res.StatusCode != http.StatusForbidden:
@@ -77,7 +83,7 @@ func TestRouteTablePermissions(t *testing.T) {
 			}
 			continue
 		}
-		api := strings.HasPrefix(r.Path, "/api/") || r.Path == "/ws"
+		api := strings.HasPrefix(r.Path, "/api/") || r.Path == "/ws" || web.BearerOnly(r.Path)
 		switch {
 		case api && res.StatusCode != http.StatusUnauthorized:
 			t.Errorf("%s %s anonymously: got %d, want 401", r.Method, r.Path, res.StatusCode)

@@ -169,3 +169,12 @@ func Touch(ctx context.Context, q db.Querier, ids []string, at time.Time) error 
 	}
 	return nil
 }
+
+// Callable lists the tools that can be called now, whoever calls: enabled, still
+// offered by their server, on an enabled server; by server name, then tool name (the
+// gateway's stable order). Who may call which is the router's to say.
+func (s *Service) Callable(ctx context.Context) ([]Item, error) {
+	return db.All[Item](ctx, s.pool, "tools: callable", `/* tools.Callable */ SELECT `+itemColumns+`, 0::real AS rank`+itemFrom+`
+		WHERE t.status = 'enabled' AND t.available AND s.enabled
+		ORDER BY s.name, t.name, t.id`)
+}

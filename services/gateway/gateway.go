@@ -1,0 +1,180 @@
+// Package gateway is Toolwarden as an MCP server (issue #19): one MCP endpoint in front
+// of every enabled tool of every registered server. A caller is an API token's user;
+// tools/list shows the enabled tools that user may call, by qualified name, with their
+// pinned definitions; tools/call goes through router.Call like every other call
+// (source gateway), so admission, validation, risk, rate limits and records are the
+// router's.
+//
+// The HTTP side is go-sdk's streamable transport behind go-sdk's bearer-token check:
+// a stateful handler (Mcp-Session-Id) for clients of protocol 2025-06-18 and
+// 2025-11-25, and a stateless one for 2026-07-28, which the SDK accepts only there.
+// One Gateway serves both from one URL, choosing by the request's
+// Mcp-Protocol-Version header (which the SDK requires on every 2026-07-28 request).
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/router"
+)
+
+// statelessVersion is the first protocol version go-sdk serves only statelessly.
+const statelessVersion = "2026-07-28"
+
+// Options tunes a Gateway; zero fields take the defaults shown.
+type Options struct {
+	Logger *slog.Logger
+	// Version is Toolwarden's version, sent as the server's version.
+	Version string
+	// SessionTimeout closes a stateful session idle this long. Default 30 minutes.
+	SessionTimeout time.Duration
+}
+
+// Gateway serves MCP over HTTP. It is an http.Handler; Close ends its open streams.
+type Gateway struct {
+	router    *router.Router
+	auth      *auth.Service
+	log       *slog.Logger
+	server    *mcp.Server
+	stateful  http.Handler
+	stateless http.Handler
+	bearer    func(http.Handler) http.Handler
+
+	stop     context.Context
+	stopOnce sync.Once
+	cancel   context.CancelFunc
+}
+
+// New returns the gateway over the router (every call) and the auth service (tokens).
+func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	g := &Gateway{router: r, auth: a, log: o.Logger}
+	g.stop, g.cancel = context.WithCancel(context.Background())
+	// Tools are answered per caller by middleware (tools.go), so the SDK's own tool
+	// table stays empty and the capability is declared here. list_changed is not sent
+	// yet, so it is not promised.
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: o.Version},
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
+	g.server.AddReceivingMiddleware(g.tools)
+	get := func(*http.Request) *mcp.Server { return g.server }
+	// The SDK's localhost/DNS-rebinding protection stays on (the options' zero value).
+	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout})
+	g.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, Stateless: true,
+		PropagateRequestCancellation: true})
+	// Toolwarden's API tokens expire or not; AuthenticateToken refuses an expired one
+	// on every request, so the SDK need not see an expiry.
+	g.bearer = mcpauth.RequireBearerToken(g.verify, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+	return g
+}
+
+// Close ends the stateful sessions' GET streams, now and from now on: such a stream
+// never ends by itself and would hold the HTTP server's drain until its deadline.
+// POST and DELETE requests are left to finish (a tool call in flight is answered).
+func (g *Gateway) Close() { g.stopOnce.Do(g.cancel) }
+
+// ServeHTTP authenticates the bearer token and serves the request on the handler of
+// its protocol era.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if req.Method == http.MethodGet {
+		ctx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		defer context.AfterFunc(g.stop, cancel)()
+		req = req.WithContext(ctx)
+	}
+	h := g.stateful
+	if req.Header.Get("Mcp-Protocol-Version") >= statelessVersion {
+		h = g.stateless
+	}
+	// The SDK's middleware writes the 401 itself; the challenge writer adds the
+	// WWW-Authenticate header it leaves out without OAuth metadata, and the MCP
+	// handler gets the real writer (streams need its Flush).
+	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) })).
+		ServeHTTP(&challenge{ResponseWriter: w}, req)
+}
+
+// challenge adds WWW-Authenticate to a 401.
+type challenge struct{ http.ResponseWriter }
+
+func (c *challenge) WriteHeader(code int) {
+	if code == http.StatusUnauthorized && c.Header().Get("WWW-Authenticate") == "" {
+		c.Header().Set("WWW-Authenticate", `Bearer realm="toolwarden"`)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// principalKey holds the caller in TokenInfo.Extra.
+const principalKey = "toolwarden.principal"
+
+// clientKey carries what the HTTP layer knows of the client (ClientOf).
+type clientKey struct{}
+
+type client struct{ ip, requestID string }
+
+// WithClient records the client's address (as the HTTP layer decided it, behind
+// trusted proxies) and the request's id, for the audit rows of its calls.
+func WithClient(ctx context.Context, ip, requestID string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client{ip: ip, requestID: requestID})
+}
+
+// caller is the authenticated user of a request and where the request came from.
+type caller struct {
+	p      *auth.Principal
+	client client
+}
+
+// verify is the SDK's TokenVerifier over Toolwarden's API tokens: a session cookie or
+// anything else is not a credential here.
+func (g *Gateway) verify(ctx context.Context, token string, req *http.Request) (*mcpauth.TokenInfo, error) {
+	p, err := g.auth.AuthenticateToken(ctx, token)
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		return nil, fmt.Errorf("%w: the API token is unknown, revoked or expired, or its user is disabled", mcpauth.ErrInvalidToken)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cl, ok := req.Context().Value(clientKey{}).(client)
+	if !ok {
+		cl.ip, _, _ = net.SplitHostPort(req.RemoteAddr)
+	}
+	return &mcpauth.TokenInfo{UserID: p.User.ID, Extra: map[string]any{principalKey: caller{p: p, client: cl}}}, nil
+}
+
+// callerOf is the caller of an MCP request (nil without a verified token).
+func callerOf(req mcp.Request) *caller {
+	ex := req.GetExtra()
+	if ex == nil || ex.TokenInfo == nil {
+		return nil
+	}
+	c, ok := ex.TokenInfo.Extra[principalKey].(caller)
+	if !ok {
+		return nil
+	}
+	return &c
+}
+
+// actor is the caller as the audit log names it.
+func (c *caller) actor() audit.Actor { return c.p.Actor(c.client.ip, c.client.requestID) }

@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// tools answers tools/list and tools/call for the request's caller; every other method
+// is the SDK's.
+func (g *Gateway) tools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			c := callerOf(req)
+			if c == nil {
+				return nil, errNoCaller
+			}
+			return g.list(ctx, c)
+		case "tools/call":
+			c := callerOf(req)
+			cr, ok := req.(*mcp.CallToolRequest)
+			if c == nil || !ok {
+				return nil, errNoCaller
+			}
+			return g.call(ctx, c, cr)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// errNoCaller cannot happen behind the bearer check; it keeps a request without a
+// caller from ever reaching the router.
+var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no authenticated caller"}
+
+// list is the caller's tools in the router's order (server, then tool name), as their
+// pinned definitions say.
+func (g *Gateway) list(ctx context.Context, c *caller) (*mcp.ListToolsResult, error) {
+	items, err := g.router.Usable(ctx, c.actor(), c.p.User.Role)
+	if err != nil {
+		g.log.Error("gateway: list tools", "err", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool list could not be read; it was logged"}
+	}
+	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(items))}
+	for _, t := range items {
+		res.Tools = append(res.Tools, toolOf(t))
+	}
+	return res, nil
+}
+
+// toolOf is the MCP definition of a stored tool, named server__tool.
+func toolOf(t tools.Item) *mcp.Tool {
+	out := &mcp.Tool{Name: t.QualifiedName(), Title: t.Title, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema)}
+	if present(t.OutputSchema) {
+		out.OutputSchema = json.RawMessage(t.OutputSchema)
+	}
+	if present(t.Annotations) {
+		var a mcp.ToolAnnotations
+		if json.Unmarshal(t.Annotations, &a) == nil {
+			out.Annotations = &a
+		}
+	}
+	return out
+}
+
+func present(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s != "" && s != "null" && s != "{}"
+}
+
+// call runs one tools/call through the router as the caller.
+func (g *Gateway) call(ctx context.Context, c *caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p := req.Params
+	conversation := ""
+	if req.Session != nil {
+		conversation = req.Session.ID()
+	}
+	if id, ok := p.Meta["conversation_id"].(string); ok && id != "" {
+		conversation = id
+	}
+	call := router.Call{Tool: p.Name, Arguments: p.Arguments, Actor: c.actor(), Role: c.p.User.Role,
+		Source: router.SourceGateway, ConversationID: conversation}
+	if tok := p.GetProgressToken(); tok != nil && req.Session != nil {
+		call.Progress = func(pr router.Progress) {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
+				Progress: pr.Progress, Total: pr.Total, Message: pr.Message})
+		}
+	}
+	res, err := g.router.Call(ctx, call)
+	if err != nil {
+		return g.refused(p.Name, err)
+	}
+	return resultOf(res), nil
+}
+
+// refused turns a refused or failed call into what MCP expects: a name the caller
+// cannot call is a JSON-RPC error (unknown tool); anything the model can act on
+// (arguments to fix, an approval to seek, a wait, an upstream failure) is a tool
+// result with isError, so the model reads it.
+func (g *Gateway) refused(name string, err error) (*mcp.CallToolResult, error) {
+	f, ok := fault.As(err)
+	if !ok || f.Kind == fault.KindInternal {
+		g.log.Error("gateway: call", "tool", name, "err", err)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the call failed on Toolwarden's side; it was logged"}
+	}
+	switch f.Code {
+	case router.CodeToolNotFound:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+	case router.CodeForbidden, router.CodeToolDisabled:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: f.Message}
+	case router.CodeInvalidArguments:
+		return errorResult(argumentsText(f)), nil
+	case router.CodeApprovalRequired:
+		return errorResult(approvalText(f)), nil
+	case router.CodeRateLimited:
+		return errorResult(fmt.Sprintf("Rate limited: %s.", f.Message)), nil
+	}
+	return errorResult(fmt.Sprintf("The call failed (%s): %s.", f.Code, f.Message)), nil
+}
+
+// argumentsText names every argument at fault, one a line.
+func argumentsText(f *fault.Error) string {
+	fields, _ := f.Details.([]verr.Field)
+	if len(fields) == 0 {
+		return "Invalid arguments: " + f.Message + "."
+	}
+	var b strings.Builder
+	b.WriteString("Invalid arguments; correct them and call again:")
+	for _, fl := range fields {
+		where := strings.TrimPrefix(fl.Field, "/")
+		if where == "" {
+			where = "(arguments)"
+		}
+		fmt.Fprintf(&b, "\n- %s: %s", where, fl.Message)
+	}
+	return b.String()
+}
+
+// approvalText says that a person must approve the call and how to ask for it (the
+// router's message names the risk, why, and where a plan is submitted). The approval
+// inside the call, the request held until a person decides, is the next step of #19.
+func approvalText(f *fault.Error) string {
+	return "Approval required: this call did not run. " + f.Message +
+		". Once it is submitted, a person approves it in Toolwarden's /approvals page; a call from an MCP client cannot approve itself."
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// resultOf is the router's result as MCP content (the router's Content follows MCP's
+// wire names; binary data is base64 there and bytes here).
+func resultOf(res *router.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: res.IsError, Content: make([]mcp.Content, 0, len(res.Content))}
+	for _, c := range res.Content {
+		out.Content = append(out.Content, contentOf(c))
+	}
+	if len(res.StructuredContent) > 0 {
+		out.StructuredContent = res.StructuredContent
+	}
+	return out
+}
+
+func contentOf(c router.Content) mcp.Content {
+	switch c.Type {
+	case "text":
+		return &mcp.TextContent{Text: c.Text}
+	case "image":
+		return &mcp.ImageContent{Data: unbase64(c.Data), MIMEType: c.MIMEType}
+	case "audio":
+		return &mcp.AudioContent{Data: unbase64(c.Data), MIMEType: c.MIMEType}
+	case "resource_link":
+		return &mcp.ResourceLink{URI: c.URI, Name: c.Name, Title: c.Title, Description: c.Description, MIMEType: c.MIMEType, Size: c.Size}
+	case "resource":
+		e := &mcp.EmbeddedResource{}
+		if c.Resource != nil {
+			e.Resource = &mcp.ResourceContents{URI: c.Resource.URI, MIMEType: c.Resource.MIMEType, Text: c.Resource.Text}
+			if c.Resource.Blob != "" {
+				e.Resource.Blob = unbase64(c.Resource.Blob)
+			}
+		}
+		return e
+	}
+	return &mcp.TextContent{Text: c.Text}
+}
+
+func unbase64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return []byte(s)
+	}
+	return b
+}

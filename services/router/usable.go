@@ -1,0 +1,34 @@
+package router
+
+import (
+	"context"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// Usable lists the tools caller (with role) may call now, by server name then tool
+// name: the enabled tools of enabled servers, after the same permission rule Call
+// applies (the role's tool.use, unless the user's per-tool permission says otherwise).
+// It is what an MCP client of the gateway sees in tools/list.
+func (r *Router) Usable(ctx context.Context, caller audit.Actor, role auth.Role) ([]tools.Item, error) {
+	all, err := r.tools.Callable(ctx)
+	if err != nil {
+		return nil, err
+	}
+	roleCan := role.Can(auth.PermToolUse)
+	out := all[:0]
+	for _, t := range all {
+		ok := true
+		if caller.Kind != audit.ActorSystem {
+			if ok, err = r.mayUse(ctx, caller.ID, t.ID, roleCan); err != nil {
+				return nil, err
+			}
+		}
+		if ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

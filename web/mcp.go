@@ -1,0 +1,35 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/gateway"
+)
+
+// MCPPath is Toolwarden's MCP endpoint (services/gateway): streamable HTTP, both
+// protocol eras.
+const MCPPath = "/mcp"
+
+// BearerOnly reports whether path accepts only an API token (Authorization: Bearer):
+// a session cookie is no credential there, so a browser that is signed in cannot be
+// made to call tools through it, and a refusal is a 401 with WWW-Authenticate, never
+// a redirect to the sign-in page.
+func BearerOnly(path string) bool { return path == MCPPath }
+
+// mcp serves the MCP endpoint. The route's permission has already found the token's
+// user; the gateway checks the token again through the SDK's bearer middleware (an
+// answer from the token cache) and takes the client's address as this server decided
+// it (behind trusted proxies).
+func (s *Server) mcp(c echo.Context) error {
+	g := s.deps.Gateway
+	if g == nil {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	req := c.Request()
+	req = req.WithContext(gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c)))
+	g.ServeHTTP(c.Response(), req)
+	return nil
+}
