@@ -44,7 +44,7 @@ import (
 //     items are always there); the root is always an object.
 //
 // Build never puts defaults into values: they are shown as Default (the page
-// uses them as placeholders), since a server applies its own defaults.
+// shows them as hints in the empty inputs), since a server applies its own defaults.
 
 // JSONKey names the hidden inputs that mark JSON sub-editors: each one's
 // value is the pointer of a field whose input holds JSON text. The pointer ""
