@@ -1,0 +1,188 @@
+package template_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/template"
+)
+
+// The seed's example, in this format: a command with stdin and a parser, an HTTP tool
+// with a JSON parser, and a table parser.
+const example = `tools:
+  - name: word_count
+    description: Count the words in a text
+    input_schema: {type: object, properties: {text: {type: string}}, required: [text]}
+    command: {argv: ["wc", "-w"], stdin: "{text}", timeout: 10s}
+    parse_response: count
+  - name: weather
+    input_schema:
+      type: object
+      properties:
+        city: {type: string}
+    http: {method: GET, url: "https://api.example.com/weather/{city}?units=metric", headers: {Accept: application/json}}
+    parse_response: temp
+    annotations: {readOnlyHint: true, openWorldHint: true}
+  - name: list_databases
+    command: {argv: [printf, "| Database | Table |\n| a | b |\n"]}
+    parse_response: dbs
+response_parsers:
+  count:  {type: regex, pattern: "(\\d+)", group: 1}
+  temp:   {type: json, path: "$.current.temp"}
+  dbs:    {type: blockchain_table, from_column: 0, unique: true}
+`
+
+func TestParseExample(t *testing.T) {
+	t.Parallel()
+	tpl, err := template.Parse(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tpl.Tools) != 3 || len(tpl.Parsers) != 3 {
+		t.Fatalf("got %d tools, %d parsers", len(tpl.Tools), len(tpl.Parsers))
+	}
+	wc := tpl.Tools[0]
+	if wc.Name != "word_count" || wc.Command == nil || wc.Command.Timeout != 10*time.Second || wc.Parse != "count" || wc.Line != 2 {
+		t.Fatalf("word_count: %+v", wc)
+	}
+	if p, ok := wc.Command.Stdin.Whole(); !ok || p != "text" {
+		t.Fatalf("stdin: %+v", wc.Command.Stdin)
+	}
+	w := tpl.Tools[1]
+	if w.HTTP == nil || w.HTTP.URL.Host != "api.example.com" || w.HTTP.URL.Scheme != "https" || w.Annotations["readOnlyHint"] != true {
+		t.Fatalf("weather: %+v", w)
+	}
+	if tpl.Parsers["dbs"].Type != template.ParserTable || !tpl.Parsers["dbs"].Header {
+		t.Fatalf("dbs: %+v", tpl.Parsers["dbs"])
+	}
+	if got := template.ToolNames(example); strings.Join(got, ",") != "word_count,weather,list_databases" {
+		t.Fatalf("tool names: %v", got)
+	}
+	if !template.HasCommands(example) {
+		t.Fatal("HasCommands: false")
+	}
+	if template.HasCommands("tools:\n  - name: x\n    http: {url: \"https://h/\"}\n") {
+		t.Fatal("HasCommands: true for an HTTP-only template")
+	}
+}
+
+// Every problem names its line; placeholders in the wrong place are refused before
+// anything runs.
+func TestParseProblems(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, yaml string
+		want       []string // each a problem's text, "line N: ..." prefix included
+	}{
+		{"empty", "", []string{"is empty"}},
+		{"not yaml", "tools:\n  - name: [\n", []string{"line 2: is not valid YAML"}},
+		{"no tools", "response_parsers: {}\n", []string{"line 1: has no tools"}},
+		{"unknown top key", "tool:\n  - name: x\n", []string{`line 1: the template has no key "tool"`}},
+		{"unknown placeholder", `tools:
+  - name: weather
+    input_schema: {type: object, properties: {city: {type: string}}}
+    http:
+      url: "https://api.example.com/w"
+      headers:
+        X-City: "{cty}"
+`, []string{"line 7: unknown placeholder {cty}; input_schema has city"}},
+		{"placeholder in a block scalar", `tools:
+  - name: t
+    input_schema: {type: object, properties: {a: {type: string}}}
+    command:
+      argv: [cat]
+      stdin: |
+        first {a}
+        second {b}
+`, []string{"line 8: unknown placeholder {b}; input_schema has a"}},
+		{"no properties", "tools:\n  - name: t\n    command: {argv: [echo, \"{x}\"]}\n",
+			[]string{"line 3: unknown placeholder {x}; input_schema has no properties"}},
+		{"program from a placeholder", "tools:\n  - name: t\n    input_schema: {type: object, properties: {p: {}}}\n    command: {argv: [\"{p}\", x]}\n",
+			[]string{"line 4: argv[0] is the program to run and cannot have placeholders"}},
+		{"host from a placeholder", "tools:\n  - name: t\n    input_schema: {type: object, properties: {h: {}}}\n    http: {url: \"https://{h}/x\"}\n",
+			[]string{"line 4: placeholder {h} is in the host or port"}},
+		{"port from a placeholder", "tools:\n  - name: t\n    input_schema: {type: object, properties: {p: {}}}\n    http: {url: \"https://example.com:{p}/x\"}\n",
+			[]string{"line 4: placeholder {p} is in the host or port"}},
+		{"host suffix from a placeholder", "tools:\n  - name: t\n    input_schema: {type: object, properties: {p: {}}}\n    http: {url: \"https://example.com{p}\"}\n",
+			[]string{"line 4: placeholder {p} is in the host or port"}},
+		{"scheme from a placeholder", "tools:\n  - name: t\n    input_schema: {type: object, properties: {s: {}}}\n    http: {url: \"{s}://example.com/\"}\n",
+			[]string{"line 4: url must start with http:// or https:// and a host, not with placeholder {s}"}},
+		{"credentials in the url", "tools:\n  - name: t\n    http: {url: \"https://u:p@example.com/\"}\n",
+			[]string{"line 3: url must not contain credentials"}},
+		{"fragment", "tools:\n  - name: t\n    http: {url: \"https://example.com/a#b\"}\n", []string{"line 3: url must not have a #fragment"}},
+		{"not http", "tools:\n  - name: t\n    http: {url: \"file:///etc/passwd\"}\n", []string{"line 3: url must start with http:// or https://"}},
+		{"header with a line break", "tools:\n  - name: t\n    http: {url: \"https://e.com/\", headers: {X-A: \"a\\r\\nB: c\"}}\n",
+			[]string{"line 3: header X-A must not contain line breaks"}},
+		{"host header", "tools:\n  - name: t\n    http: {url: \"https://e.com/\", headers: {Host: x}}\n",
+			[]string{"line 3: header Host is decided by the request itself"}},
+		{"text body with json content", "tools:\n  - name: t\n    input_schema: {type: object, properties: {a: {}}}\n    http:\n      method: POST\n      url: \"https://e.com/\"\n      headers: {Content-Type: application/json}\n      body: '{\"a\": \"{a}\"}'\n",
+			[]string{"line 8: a body written as text is sent as it is"}},
+		{"body on GET", "tools:\n  - name: t\n    http: {url: \"https://e.com/\", body: {a: 1}}\n", []string{"line 3: a GET request has no body"}},
+		{"both command and http", "tools:\n  - name: t\n    command: {argv: [x]}\n    http: {url: \"https://e.com/\"}\n",
+			[]string{`line 4: tool "t" has both command and http`}},
+		{"neither", "tools:\n  - name: t\n    description: d\n", []string{`line 2: tool "t" needs a command`}},
+		{"duplicate tool", "tools:\n  - name: t\n    command: {argv: [x]}\n  - name: t\n    command: {argv: [y]}\n",
+			[]string{`line 4: tool "t" is defined twice (first at line 2)`}},
+		{"bad name", "tools:\n  - name: \"a b\"\n    command: {argv: [x]}\n", []string{`line 2: tool name "a b" must be`}},
+		{"schema not object", "tools:\n  - name: t\n    input_schema: {type: string}\n    command: {argv: [x]}\n",
+			[]string{"line 3: input_schema must have type: object"}},
+		{"timeout too long", "tools:\n  - name: t\n    command: {argv: [x], timeout: 2h}\n", []string{"line 3: timeout must be at most 10m0s"}},
+		{"timeout garbage", "tools:\n  - name: t\n    command: {argv: [x], timeout: soon}\n", []string{`line 3: timeout must be a duration such as 10s or 2m, not "soon"`}},
+		{"unknown parser", "tools:\n  - name: t\n    command: {argv: [x]}\n    parse_response: nope\n",
+			[]string{`line 4: parse_response names "nope", which response_parsers does not define`}},
+		{"bad regex", "tools:\n  - name: t\n    command: {argv: [x]}\n    parse_response: r\nresponse_parsers:\n  r: {type: regex, pattern: \"(\"}\n",
+			[]string{"line 6: pattern does not compile"}},
+		{"group out of range", "tools:\n  - name: t\n    command: {argv: [x]}\nresponse_parsers:\n  r: {type: regex, pattern: \"a\", group: 2}\n",
+			[]string{"line 5: group must be a whole number from 0 to 0"}},
+		{"bad jsonpath", "tools:\n  - name: t\n    command: {argv: [x]}\nresponse_parsers:\n  j: {type: json, path: \"current.temp\"}\n",
+			[]string{"line 5: path is not a JSONPath query"}},
+		{"parser key of another type", "tools:\n  - name: t\n    command: {argv: [x]}\nresponse_parsers:\n  j: {type: json, path: \"$.a\", unique: true}\n",
+			[]string{"line 5: unique does not apply to a json parser"}},
+		{"unknown tool key", "tools:\n  - name: t\n    comand: {argv: [x]}\n", []string{`line 3: a tool has no key "comand"`}},
+		{"placeholder in a body key", "tools:\n  - name: t\n    input_schema: {type: object, properties: {k: {}}}\n    http: {method: POST, url: \"https://e.com/\", body: {\"{k}\": 1}}\n",
+			[]string{"line 4: body keys cannot have placeholders"}},
+		{"several at once", "tools:\n  - name: t\n    input_schema: {type: object, properties: {a: {}}}\n    command: {argv: [echo, \"{b}\", \"{c}\"]}\n  - name: u\n    http: {url: \"http://{a}/\"}\n",
+			[]string{"line 4: unknown placeholder {b}", "line 4: unknown placeholder {c}", "line 6: unknown placeholder {a}"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := template.Parse(tc.yaml)
+			var te *template.Error
+			if !errors.As(err, &te) {
+				t.Fatalf("got %v, want a *template.Error", err)
+			}
+			var got []string
+			for _, p := range te.Problems {
+				got = append(got, p.String())
+			}
+			for _, w := range tc.want {
+				found := false
+				for _, g := range got {
+					found = found || strings.HasPrefix(g, w)
+				}
+				if !found {
+					t.Errorf("no problem starting %q in:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// Literal braces: "{{" escapes one, and braces that do not make a name stay as they are.
+func TestParseBraces(t *testing.T) {
+	t.Parallel()
+	tpl, err := template.Parse("tools:\n  - name: t\n    command: {argv: [jq, \"{{name} | {\\\"a b\\\": 1} | { x }\"]}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arg := tpl.Tools[0].Command.Argv[1]
+	if !arg.Literal() {
+		t.Fatalf("not literal: %+v", arg.Parts)
+	}
+	if got := arg.Parts[0].Lit; got != `{name} | {"a b": 1} | { x }` {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -1,0 +1,128 @@
+package template
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// apply turns out into the parser's result.
+func (p *Parser) apply(out string) (string, error) {
+	switch p.Type {
+	case ParserRegex:
+		return p.regex(out)
+	case ParserJSON:
+		return p.json(out)
+	case ParserTable:
+		return p.table(out)
+	}
+	return "", fmt.Errorf("unknown parser type %q", p.Type)
+}
+
+func (p *Parser) regex(out string) (string, error) {
+	if !p.All {
+		m := p.Pattern.FindStringSubmatch(out)
+		if m == nil {
+			return "", fmt.Errorf("pattern %s did not match", p.Pattern)
+		}
+		return m[p.Group], nil
+	}
+	matches := p.Pattern.FindAllStringSubmatch(out, -1)
+	if matches == nil {
+		return "", fmt.Errorf("pattern %s did not match", p.Pattern)
+	}
+	list := make([]string, len(matches))
+	for i, m := range matches {
+		list[i] = m[p.Group]
+	}
+	return marshal(list)
+}
+
+func (p *Parser) json(out string) (string, error) {
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return "", fmt.Errorf("the output is not JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return "", errors.New("the output is not one JSON value: more follows it")
+	}
+	nodes := p.Path.Select(doc)
+	switch len(nodes) {
+	case 0:
+		return "", fmt.Errorf("path %s selected nothing", p.Path)
+	case 1:
+		if s, ok := nodes[0].(string); ok {
+			return s, nil
+		}
+		return marshal(nodes[0])
+	}
+	return marshal([]any(nodes))
+}
+
+// table reads a text table: one row a line, cells split by the separator, by "|" when
+// the row has one (a leading and a trailing "|" frame the row), else by white space.
+// Rules such as "----" or "+---+---+" are skipped, as is the header row unless the
+// parser says there is none. It returns the cells of one column, as a JSON array.
+func (p *Parser) table(out string) (string, error) {
+	var cells []string
+	seen := map[string]bool{}
+	first := true
+	for line := range strings.SplitSeq(out, "\n") {
+		line = strings.TrimSpace(strings.TrimRight(line, "\r"))
+		if line == "" || isRule(line) {
+			continue
+		}
+		if first {
+			first = false
+			if p.Header {
+				continue
+			}
+		}
+		var row []string
+		switch {
+		case p.Separator != "":
+			row = strings.Split(line, p.Separator)
+		case strings.Contains(line, "|"):
+			row = strings.Split(strings.TrimSuffix(strings.TrimPrefix(line, "|"), "|"), "|")
+		default:
+			row = strings.Fields(line)
+		}
+		if p.FromColumn >= len(row) {
+			continue
+		}
+		v := strings.TrimSpace(row[p.FromColumn])
+		if v == "" || p.Unique && seen[v] {
+			continue
+		}
+		seen[v] = true
+		cells = append(cells, v)
+	}
+	if cells == nil {
+		cells = []string{}
+	}
+	return marshal(cells)
+}
+
+// isRule reports whether line only draws the table: dashes, equals signs, plus signs,
+// pipes, colons and spaces, with at least one dash or equals sign.
+func isRule(line string) bool {
+	if strings.Trim(line, "-=+|: ") != "" {
+		return false
+	}
+	return strings.ContainsAny(line, "-=")
+}
+
+func marshal(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(b.String(), "\n"), nil
+}

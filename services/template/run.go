@@ -1,0 +1,339 @@
+package template
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Result is what one call of a template tool gives: its text and whether it is an
+// error the caller should see as such (a failed command, an HTTP error status, a
+// refused argument, a response the parser could not read).
+type Result struct {
+	Text    string
+	IsError bool
+}
+
+func errorResult(format string, a ...any) Result {
+	return Result{Text: fmt.Sprintf(format, a...), IsError: true}
+}
+
+// runner runs the tools of one template with the options of its server.
+type runner struct {
+	opts    Options
+	parsers map[string]*Parser
+	client  *http.Client
+}
+
+// Call runs tool with the arguments given (decoded JSON, numbers as json.Number).
+func (rn *runner) call(ctx context.Context, tool *Tool, values map[string]any) Result {
+	a := args{values: values, defaults: tool.defaults}
+	var res Result
+	var truncated bool
+	switch {
+	case tool.Command != nil:
+		res, truncated = rn.command(ctx, tool.Command, a)
+	case tool.HTTP != nil:
+		res, truncated = rn.http(ctx, tool.HTTP, a)
+	default:
+		return errorResult("tool %s has nothing to run", tool.Name)
+	}
+	if !res.IsError && tool.Parse != "" {
+		if p := rn.parsers[tool.Parse]; p != nil {
+			out, err := p.apply(res.Text)
+			if err != nil {
+				res = errorResult("response parser %s: %v; the output began: %s", p.Name, err, excerpt(res.Text, 500))
+			} else {
+				res.Text = out
+			}
+		}
+	}
+	if truncated {
+		res.Text += fmt.Sprintf("\n[output truncated: only the first %s were kept]", byteCount(rn.opts.MaxOutput))
+	}
+	return res
+}
+
+// command runs c: the program of argv[0] with the other elements as its arguments,
+// each exactly as the template and the arguments make it, in its own process group.
+// When it ends, times out or the call is cancelled, the whole group is killed.
+func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool) {
+	argv := make([]string, len(c.Argv))
+	options := true // before a literal "--", an argument starting with '-' is an option
+	for i, t := range c.Argv {
+		v, err := t.expand(a, func(param, v string) (string, error) {
+			if strings.ContainsRune(v, 0) {
+				return "", refuse(param, "contains a NUL character, which no program argument can hold")
+			}
+			return v, nil
+		})
+		if err != nil {
+			return errorResult("refused: %v", err), false
+		}
+		if i > 0 && options && strings.HasPrefix(v, "-") && !strings.HasPrefix(t.litPrefix(), "-") {
+			return errorResult("refused: %v", refuse(t.firstParam(), "starts with '-', and here it would be read as an option of %s; the template can put \"--\" before it to pass such values", argv[0])), false
+		}
+		if i > 0 && t.Literal() && v == "--" {
+			options = false
+		}
+		argv[i] = v
+	}
+	var stdin io.Reader
+	if c.Stdin != nil {
+		s, err := c.Stdin.expand(a, nil)
+		if err != nil {
+			return errorResult("refused: %v", err), false
+		}
+		stdin = strings.NewReader(s)
+	}
+	timeout := min(c.Timeout, rn.opts.MaxTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
+	stdout := &capWriter{max: rn.opts.MaxOutput}
+	stderr := &capWriter{max: 64 << 10}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Env = rn.opts.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Killing the group stops whatever the command started too; a grandchild holding
+	// the output pipes open must not keep the call waiting either.
+	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.WaitDelay = time.Second
+	if rn.opts.Prepare != nil {
+		rn.opts.Prepare(cmd)
+	}
+	start := time.Now()
+	err := cmd.Run()
+	// Whatever the command left running in its group goes with it.
+	_ = killGroup(cmd)
+	out := stdout.String()
+	switch {
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+		return errorResult("%s timed out after %s; it and everything it started were stopped%s", argv[0], timeout, outputNote(out, stderr.String())), stdout.truncated
+	case ctx.Err() != nil:
+		return errorResult("%s was stopped: the call was cancelled", argv[0]), false
+	case err != nil:
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return errorResult("%s failed (%s after %s)%s", argv[0], exit.ProcessState, time.Since(start).Round(time.Millisecond), outputNote(out, stderr.String())), stdout.truncated
+		}
+		return errorResult("%s could not start: %v", argv[0], err), false
+	}
+	return Result{Text: out}, stdout.truncated
+}
+
+func killGroup(cmd *exec.Cmd) error {
+	if cmd.Process == nil {
+		return nil
+	}
+	// A negative pid is the process group; ESRCH (already gone) is fine.
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return nil
+}
+
+// outputNote is what a failed command printed, for its error.
+func outputNote(stdout, stderr string) string {
+	var b strings.Builder
+	if s := strings.TrimSpace(stdout); s != "" {
+		b.WriteString("\nstandard output:\n" + s)
+	}
+	if s := strings.TrimSpace(stderr); s != "" {
+		b.WriteString("\nstandard error:\n" + s)
+	}
+	return b.String()
+}
+
+// litPrefix is the literal text before t's first placeholder.
+func (t Text) litPrefix() string {
+	if len(t.Parts) > 0 && t.Parts[0].Param == "" {
+		return t.Parts[0].Lit
+	}
+	return ""
+}
+
+func (t Text) firstParam() string {
+	for _, p := range t.Parts {
+		if p.Param != "" {
+			return p.Param
+		}
+	}
+	return ""
+}
+
+// http sends the request h describes and returns its body.
+func (rn *runner) http(ctx context.Context, h *HTTP, a args) (Result, bool) {
+	target, err := h.URL.expand(a)
+	if err != nil {
+		return errorResult("refused: %v", err), false
+	}
+	var body io.Reader
+	contentType := ""
+	switch {
+	case h.JSON != nil:
+		var buf bytes.Buffer
+		if err := h.JSON.encode(&buf, a); err != nil {
+			return errorResult("refused: %v", err), false
+		}
+		body, contentType = &buf, "application/json"
+	case h.Body != nil:
+		s, err := h.Body.expand(a, nil)
+		if err != nil {
+			return errorResult("refused: %v", err), false
+		}
+		body, contentType = strings.NewReader(s), "text/plain; charset=utf-8"
+	case h.Form != nil:
+		form := url.Values{}
+		for _, f := range h.Form {
+			v, err := f.Value.expand(a, nil)
+			if err != nil {
+				return errorResult("refused: %v", err), false
+			}
+			form.Add(f.Name, v)
+		}
+		body, contentType = strings.NewReader(form.Encode()), "application/x-www-form-urlencoded"
+	}
+	timeout := min(h.Timeout, rn.opts.MaxTimeout)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, h.Method, target, body)
+	if err != nil {
+		return errorResult("refused: %v", refuse(h.URL.firstParam(), "does not make a valid request: %v", err)), false
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for _, hd := range h.Headers {
+		v, err := hd.Value.expand(a, func(param, v string) (string, error) {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return "", refuse(param, "cannot go into header %s: it has a line break or another control character", hd.Name)
+			}
+			return v, nil
+		})
+		if err != nil {
+			return errorResult("refused: %v", err), false
+		}
+		req.Header.Set(hd.Name, v)
+	}
+	resp, err := rn.client.Do(req)
+	if err != nil {
+		switch {
+		case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+			return errorResult("%s %s: no answer within %s", h.Method, redactURL(req.URL), timeout), false
+		case ctx.Err() != nil:
+			return errorResult("%s %s was stopped: the call was cancelled", h.Method, redactURL(req.URL)), false
+		}
+		return errorResult("%s %s failed: %v", h.Method, redactURL(req.URL), unwrapURLError(err)), false
+	}
+	defer resp.Body.Close()
+	w := &capWriter{max: rn.opts.MaxOutput}
+	if _, err := io.Copy(w, resp.Body); err != nil && !w.truncated {
+		return errorResult("%s %s: reading the answer failed: %v", h.Method, redactURL(req.URL), err), false
+	}
+	text := w.String()
+	if resp.StatusCode >= 400 {
+		return errorResult("%s %s answered %s%s", h.Method, redactURL(req.URL), resp.Status, prefixed("\n", text)), w.truncated
+	}
+	return Result{Text: text}, w.truncated
+}
+
+// redactURL is the request URL without its query (arguments there may be private), for
+// error messages.
+func redactURL(u *url.URL) string {
+	c := *u
+	c.RawQuery, c.ForceQuery = "", false
+	return c.String()
+}
+
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func prefixed(sep, s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return sep + s
+}
+
+// sameOrigin refuses redirects to another scheme, host or port: the template names
+// where its requests go, and neither a call nor the server it reaches may change that.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if !strings.EqualFold(req.URL.Scheme, first.Scheme) || req.URL.Host != first.Host {
+		return fmt.Errorf("refused a redirect from %s to %s://%s: a template's requests stay at the origin it names", first.Host, req.URL.Scheme, req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
+// capWriter keeps the first max bytes written and counts the rest.
+type capWriter struct {
+	buf       bytes.Buffer
+	max       int
+	truncated bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	room := w.max - w.buf.Len()
+	switch {
+	case room >= len(p):
+		w.buf.Write(p)
+	case room > 0:
+		w.buf.Write(p[:room])
+		w.truncated = true
+	default:
+		if len(p) > 0 {
+			w.truncated = true
+		}
+	}
+	return len(p), nil
+}
+
+// String is what was kept, as valid UTF-8 (a cut in the middle of a character, or
+// bytes that are not text, become U+FFFD).
+func (w *capWriter) String() string {
+	b := w.buf.Bytes()
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+func byteCount(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
