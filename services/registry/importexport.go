@@ -51,6 +51,7 @@ type ServerConfig struct {
 	Args             []string
 	WorkingDir       *string
 	URL              string
+	Template         string // a template server's YAML, as written (nothing in it is expanded)
 	Env              map[string]*string
 	Headers          map[string]*string
 	Auth             *AuthConfig

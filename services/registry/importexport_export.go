@@ -39,6 +39,7 @@ type configServer struct {
 	Args             []string           `yaml:"args,omitempty,flow"`
 	WorkingDir       string             `yaml:"working_dir,omitempty"`
 	URL              string             `yaml:"url,omitempty"`
+	Template         string             `yaml:"template,omitempty"`
 	Env              map[string]*string `yaml:"env,omitempty"`
 	Headers          map[string]*string `yaml:"headers,omitempty"`
 	Auth             *configAuth        `yaml:"auth,omitempty"`
@@ -69,9 +70,12 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 		cs := configServer{Name: sv.Name, Type: sv.Type, Description: sv.Description,
 			TimeoutMS: sv.TimeoutMS, Retries: sv.Retries, HealthIntervalMS: sv.HealthIntervalMS,
 			Enabled: sv.Enabled, Trusted: sv.Trusted, AutoEnable: sv.AutoEnable}
-		if sv.Type == TypeStdio {
+		switch sv.Type {
+		case TypeStdio:
 			cs.Command, cs.Args, cs.WorkingDir = sv.Command, sv.Args, sv.WorkingDir
-		} else {
+		case TypeTemplate:
+			cs.Template = sv.Template
+		default:
 			cs.URL = sv.URL
 			if sv.AuthType != AuthNone && sv.AuthType != "" {
 				cs.Auth = &configAuth{Type: sv.AuthType, Header: sv.AuthHeader}

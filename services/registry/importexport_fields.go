@@ -179,7 +179,10 @@ func (o *obj) transport() (typ, command string, args []string, url string) {
 	url = o.expanded("url")
 	_, hasCommand := o.m["command"]
 	_, hasURL := o.m["url"]
+	_, hasTemplate := o.m["template"]
 	switch strings.ToLower(raw) {
+	case "template":
+		typ = TypeTemplate
 	case "stdio":
 		typ = TypeStdio
 	case "sse":
@@ -192,11 +195,13 @@ func (o *obj) transport() (typ, command string, args []string, url string) {
 			typ = TypeStdio
 		case hasURL:
 			typ = TypeStreamableHTTP
+		case hasTemplate && o.strict:
+			typ = TypeTemplate
 		default:
 			o.p.fail(o.server, o.prefix+"type", "is missing and neither command nor url says it: use stdio, sse or streamable_http")
 		}
 	default:
-		o.p.fail(o.server, o.prefix+"type", fmt.Sprintf("%q is not a server type: use stdio, sse or streamable_http (http)", raw))
+		o.p.fail(o.server, o.prefix+"type", fmt.Sprintf("%q is not a server type: use stdio, sse, streamable_http (http) or template", raw))
 	}
 	return typ, command, args, url
 }

@@ -310,6 +310,7 @@ func (p *parser) native(m map[string]any) {
 			Auth:             &AuthConfig{Type: AuthNone},
 		}
 		sc.Type, sc.Command, sc.Args, sc.URL = o.transport()
+		sc.Template = o.str("template")
 		if am, ok := sm["auth"]; ok && am != nil {
 			if a, ok := am.(map[string]any); ok {
 				ao := &obj{p: p, server: o.server, prefix: "auth.", m: a, strict: true}

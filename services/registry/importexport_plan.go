@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -241,7 +242,7 @@ func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists, co
 // Secrets named with a null value keep their stored value; on a new server (or a name
 // not stored yet) they are skipped, with a warning. Names not in sc are removed.
 func (sc ServerConfig) patch(d draft, warn func(field, msg string)) Patch {
-	p := Patch{Name: &sc.Name, Type: &sc.Type, Command: &sc.Command, Args: &sc.Args, URL: &sc.URL,
+	p := Patch{Name: &sc.Name, Type: &sc.Type, Command: &sc.Command, Args: &sc.Args, URL: &sc.URL, Template: &sc.Template,
 		Description: sc.Description, WorkingDir: sc.WorkingDir, TimeoutMS: sc.TimeoutMS, Retries: sc.Retries,
 		HealthIntervalMS: sc.HealthIntervalMS, Enabled: sc.Enabled, Trusted: sc.Trusted,
 		AutoEnable: sc.AutoEnable}
@@ -362,6 +363,10 @@ func fieldChanges(a, b draft) []FieldChange {
 	add("args", a.args, b.args)
 	add("working_dir", a.workingDir, b.workingDir)
 	add("url", a.url, b.url)
+	if a.template != b.template {
+		// The YAML itself is too long for a line of the plan: its tools and a digest.
+		out = append(out, FieldChange{Field: "template", From: describeTemplate(a.template), To: describeTemplate(b.template)})
+	}
 	add("auth.type", a.authType, b.authType)
 	add("auth.header", a.authHeader, b.authHeader)
 	add("timeout_ms", a.timeoutMS, b.timeoutMS)
@@ -371,6 +376,20 @@ func fieldChanges(a, b draft) []FieldChange {
 	add("trusted", a.trusted, b.trusted)
 	add("auto_enable", a.autoEnable, b.autoEnable)
 	return out
+}
+
+// describeTemplate sums a template up for a plan: its tools and the start of its
+// SHA-256, so two versions with the same tools still read differently.
+func describeTemplate(t string) string {
+	if t == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(t))
+	tools := "does not parse"
+	if names := template.ToolNames(t); names != nil {
+		tools = "tools " + strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s (%d lines, sha256 %s)", tools, strings.Count(strings.TrimRight(t, "\n"), "\n")+1, hex.EncodeToString(sum[:4]))
 }
 
 func formatValue(v any) string {

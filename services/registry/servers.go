@@ -24,10 +24,13 @@ const (
 	TypeStdio          = "stdio"
 	TypeSSE            = "sse"
 	TypeStreamableHTTP = "streamable_http"
+	// TypeTemplate is a server whose tools are defined in YAML (services/template) and
+	// served by Toolwarden itself.
+	TypeTemplate = "template"
 )
 
 // Types lists the server types in the order forms show them.
-var Types = []string{TypeStdio, TypeStreamableHTTP, TypeSSE}
+var Types = []string{TypeStdio, TypeStreamableHTTP, TypeSSE, TypeTemplate}
 
 // Connection statuses (docs/api.md).
 const (
@@ -103,6 +106,7 @@ type Server struct {
 	Args             []string          `db:"args" json:"args,omitempty"`
 	WorkingDir       string            `db:"working_dir" json:"working_dir,omitempty"`
 	URL              string            `db:"url" json:"url,omitempty"`
+	Template         string            `db:"template" json:"template,omitempty"`
 	Env              map[string]string `db:"env" json:"-"`
 	Headers          map[string]string `db:"headers" json:"-"`
 	AuthType         string            `db:"auth_type" json:"auth_type"`
@@ -140,6 +144,7 @@ type Spec struct {
 	Args             []string
 	WorkingDir       string
 	URL              string
+	Template         string // the YAML of a template server
 	Env              map[string]string
 	Headers          map[string]string
 	AuthType         string
@@ -164,6 +169,7 @@ type Patch struct {
 	Args             *[]string
 	WorkingDir       *string
 	URL              *string
+	Template         *string
 	Env              map[string]*string
 	Headers          map[string]*string
 	ReplaceEnv       bool // names not in Env are removed
@@ -178,8 +184,9 @@ type Patch struct {
 	Trusted          *bool
 	AutoEnable       *bool
 	// KeepCommand refuses (ErrCommandChange) a patch that would change what a stdio
-	// server runs (see ChangesCommand): set it for callers without server.command. It is
-	// checked against the row locked for the update, so no concurrent edit slips past it.
+	// server runs, or the YAML of a template server with command tools (see
+	// ChangesCommand): set it for callers without server.command. It is checked against
+	// the row locked for the update, so no concurrent edit slips past it.
 	KeepCommand bool
 	// KeepTrust refuses (ErrTrustChange) a patch that would change whether the server
 	// is trusted: set it for callers without server.trust. Checked on the locked row.
@@ -193,15 +200,16 @@ var ErrTrustChange = fault.Forbidden("only administrators can mark a server trus
 // ErrTrustedTargetChange: the patch changes what a trusted server is (where it points,
 // what it runs, with which credentials), and the caller may not mark servers trusted:
 // the trust an administrator gave was for the server as it was.
-var ErrTrustedTargetChange = fault.Forbidden("only administrators can change what a trusted server runs or where it points (its command, URL, environment, headers or credentials): its tools' risk relies on that trust")
+var ErrTrustedTargetChange = fault.Forbidden("only administrators can change what a trusted server runs or where it points (its command, URL, environment, headers, credentials or template): its tools' risk relies on that trust")
 
-// ErrCommandChange: the patch changes what a stdio server runs, and the caller may not.
-var ErrCommandChange = fault.Forbidden("only administrators can set what a stdio server runs on the Toolwarden host (its command, args, env and working directory)")
+// ErrCommandChange: the patch changes what a stdio server runs (or sets a template that
+// runs commands), and the caller may not.
+var ErrCommandChange = fault.Forbidden("only administrators can set what runs on the Toolwarden host: a stdio server's command, args, env and working directory, or a template whose tools run commands")
 
 // PatchFromSpec is the patch that turns any server into sp (secrets replaced wholesale).
 func PatchFromSpec(sp Spec) Patch {
 	p := Patch{Name: &sp.Name, Description: &sp.Description, Type: &sp.Type, Command: &sp.Command,
-		Args: &sp.Args, WorkingDir: &sp.WorkingDir, URL: &sp.URL, AuthType: &sp.AuthType,
+		Args: &sp.Args, WorkingDir: &sp.WorkingDir, URL: &sp.URL, Template: &sp.Template, AuthType: &sp.AuthType,
 		AuthHeader: &sp.AuthHeader, AuthToken: &sp.AuthToken, TimeoutMS: &sp.TimeoutMS,
 		Retries: sp.Retries, HealthIntervalMS: &sp.HealthIntervalMS, Enabled: &sp.Enabled,
 		Trusted: &sp.Trusted, AutoEnable: &sp.AutoEnable, ReplaceEnv: true, ReplaceHeaders: true,
@@ -269,19 +277,22 @@ func aad(id, field, name string) string {
 func (d draft) auditView() map[string]any {
 	m := map[string]any{"name": d.name, "type": d.typ, "description": d.description, "enabled": d.enabled,
 		"trusted": d.trusted, "auto_enable": d.autoEnable, "timeout_ms": d.timeoutMS, "retries": d.retries, "health_interval_ms": d.healthIntervalMS}
-	addTarget(m, d.typ, d.command, d.args, d.workingDir, d.url, slices.Sorted(maps.Keys(d.env)), slices.Sorted(maps.Keys(d.headers)))
-	if d.typ != TypeStdio {
+	addTarget(m, d.typ, d.command, d.args, d.workingDir, d.url, d.template, slices.Sorted(maps.Keys(d.env)), slices.Sorted(maps.Keys(d.headers)))
+	if d.typ == TypeSSE || d.typ == TypeStreamableHTTP {
 		m["auth_type"], m["auth_header"] = d.authType, d.authHeader
 	}
 	return m
 }
 
 // addTarget adds what a registration connects to (never secret values, only their names)
-// to an audit payload.
-func addTarget(m map[string]any, typ, command string, args []string, workingDir, url string, envNames, headerNames []string) {
-	if typ == TypeStdio {
+// to an audit payload. A template server's YAML is recorded whole: it is what runs.
+func addTarget(m map[string]any, typ, command string, args []string, workingDir, url, tmpl string, envNames, headerNames []string) {
+	switch typ {
+	case TypeStdio:
 		m["command"], m["args"], m["working_dir"], m["env_names"] = command, args, workingDir, envNames
-	} else {
+	case TypeTemplate:
+		m["template"] = tmpl
+	default:
 		m["url"], m["header_names"] = url, headerNames
 	}
 }
@@ -324,11 +335,11 @@ func (s *Service) insert(ctx context.Context, tx pgx.Tx, d draft) (Server, error
 	_, err = tx.Exec(ctx, `/* registry.CreateServer */
 		INSERT INTO mcp_servers (id, name, description, server_type, command, args, working_dir, url, env, headers,
 			auth_type, auth_header, auth_token, timeout_ms, retries, health_interval_ms, enabled, trusted, connection_status,
-			auto_enable)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+			auto_enable, template)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
 		d.id, d.name, d.description, d.typ, d.command, d.args, d.workingDir, d.url, sl.env, sl.headers,
 		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, initial,
-		d.autoEnable)
+		d.autoEnable, d.template)
 	if err != nil {
 		return Server{}, writeError("create", d.name, err)
 	}
@@ -416,13 +427,13 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, cur Server, d draft) (S
 		UPDATE mcp_servers SET name = $2, description = $3, server_type = $4, command = $5, args = $6,
 			working_dir = $7, url = $8, env = $9, headers = $10, auth_type = $11, auth_header = $12,
 			auth_token = $13, timeout_ms = $14, retries = $15, health_interval_ms = $16, enabled = $17,
-			trusted = $18, connection_status = $19, auto_enable = $20,
+			trusted = $18, connection_status = $19, auto_enable = $20, template = $21,
 			status_changed_at = CASE WHEN connection_status = $19 THEN status_changed_at ELSE now() END,
 			updated_at = now()
 		WHERE id = $1`,
 		d.id, d.name, d.description, d.typ, d.command, d.args, d.workingDir, d.url, sl.env, sl.headers,
 		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, status,
-		d.autoEnable)
+		d.autoEnable, d.template)
 	if err != nil {
 		return Server{}, writeError("update", d.name, err)
 	}

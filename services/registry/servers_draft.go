@@ -3,12 +3,15 @@ package registry
 import (
 	"slices"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/services/template"
 )
 
 // draft is a registration being validated: plain fields plus secrets, each either a
 // stored ciphertext (kept) or a new plain value (to encrypt).
 type draft struct {
 	id, name, description, typ, command, workingDir, url string
+	template                                             string
 	args                                                 []string
 	env, headers                                         map[string]secretValue
 	authType, authHeader                                 string
@@ -27,7 +30,7 @@ func (v secretValue) set() bool { return v.cipher != "" || (v.plain != nil && *v
 
 func draftOf(s Server) draft {
 	d := draft{id: s.ID, name: s.Name, description: s.Description, typ: s.Type, command: s.Command,
-		workingDir: s.WorkingDir, url: s.URL, args: slices.Clone(s.Args), authType: s.AuthType,
+		workingDir: s.WorkingDir, url: s.URL, template: s.Template, args: slices.Clone(s.Args), authType: s.AuthType,
 		authHeader: s.AuthHeader, authToken: secretValue{cipher: s.AuthToken}, timeoutMS: s.TimeoutMS,
 		retries: s.Retries, healthIntervalMS: s.HealthIntervalMS, enabled: s.Enabled, trusted: s.Trusted,
 		autoEnable: s.AutoEnable, env: map[string]secretValue{}, headers: map[string]secretValue{}}
@@ -56,6 +59,7 @@ func (d *draft) apply(p Patch) {
 	}
 	setIf(&d.workingDir, p.WorkingDir)
 	setIf(&d.url, p.URL)
+	setIf(&d.template, p.Template)
 	applySecrets(d.env, p.Env, p.ReplaceEnv)
 	applySecrets(d.headers, p.Headers, p.ReplaceHeaders)
 	setIf(&d.authType, p.AuthType)
@@ -110,7 +114,7 @@ func applySecrets(dst map[string]secretValue, changes map[string]*string, replac
 // session must be replaced).
 func connectionChanged(cur, next draft) bool {
 	if cur.typ != next.typ || cur.command != next.command || !slices.Equal(cur.args, next.args) ||
-		cur.workingDir != next.workingDir || cur.url != next.url || cur.authType != next.authType ||
+		cur.workingDir != next.workingDir || cur.url != next.url || cur.template != next.template || cur.authType != next.authType ||
 		cur.authHeader != next.authHeader || cur.timeoutMS != next.timeoutMS || cur.retries != next.retries ||
 		cur.healthIntervalMS != next.healthIntervalMS || next.authToken.plain != nil {
 		return true
@@ -128,9 +132,10 @@ func connectionChanged(cur, next draft) bool {
 	return false
 }
 
-// ChangesCommand reports whether applying p to cur (nil for a new server) sets what a
-// stdio server runs on the host: its type becomes stdio, or its command, args, working
-// directory or env change. Such a change needs auth.PermServerCommand.
+// ChangesCommand reports whether applying p to cur (nil for a new server) sets what
+// runs on the host: a stdio server's type becomes stdio, or its command, args, working
+// directory or env change; or a template server gets a template whose tools run
+// commands (a new one, or changed). Such a change needs auth.PermServerCommand.
 func ChangesCommand(cur *Server, p Patch) bool {
 	next := newDraft("")
 	var before *draft
@@ -144,6 +149,12 @@ func ChangesCommand(cur *Server, p Patch) bool {
 
 // commandChanged: see ChangesCommand.
 func commandChanged(cur *draft, next draft) bool {
+	if next.typ == TypeTemplate {
+		if cur != nil && cur.typ == TypeTemplate && cur.template == normalizeTemplate(next.template) {
+			return false
+		}
+		return template.HasCommands(next.template)
+	}
 	if next.typ != TypeStdio {
 		return false
 	}
@@ -176,7 +187,7 @@ func targetChanged(cur *draft, next draft) bool {
 	if commandChanged(cur, next) {
 		return true
 	}
-	if cur.typ != next.typ || cur.url != strings.TrimSpace(next.url) || cur.authType != next.authType ||
+	if cur.typ != next.typ || cur.url != strings.TrimSpace(next.url) || cur.template != normalizeTemplate(next.template) || cur.authType != next.authType ||
 		cur.authHeader != next.authHeader || next.authToken.plain != nil || len(cur.headers) != len(next.headers) {
 		return true
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // serverColumns selects a Server; tool_count counts the tools the server still lists.
-const serverColumns = `s.id, s.name, s.description, s.server_type, s.command, s.args, s.working_dir, s.url,
+const serverColumns = `s.id, s.name, s.description, s.server_type, s.command, s.args, s.working_dir, s.url, s.template,
 	s.env, s.headers, s.auth_type, s.auth_header, s.auth_token, s.timeout_ms, s.retries, s.health_interval_ms,
 	s.enabled, s.trusted, s.auto_enable, s.connection_status, s.last_error, s.last_connected, s.status_changed_at,
 	s.server_info, s.resources, s.prompts, s.created_at, s.updated_at,

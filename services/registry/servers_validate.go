@@ -15,6 +15,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -38,6 +39,7 @@ func (d *draft) validate() error {
 	d.url = strings.TrimSpace(d.url)
 	d.workingDir = strings.TrimSpace(d.workingDir)
 	d.authHeader = strings.TrimSpace(d.authHeader)
+	d.template = normalizeTemplate(d.template)
 	if d.args == nil {
 		d.args = []string{} // a JSON array in the row, never NULL
 	}
@@ -136,12 +138,17 @@ func (d *draft) validate() error {
 		default:
 			ve.Add("auth_type", "must be none, bearer or header")
 		}
+	case TypeTemplate:
+		d.validateTemplate(&ve)
 	case "":
-		ve.Add("type", "is required: stdio, sse or streamable_http")
+		ve.Add("type", "is required: stdio, sse, streamable_http or template")
 	default:
-		ve.Add("type", fmt.Sprintf("%q is not a server type: use stdio, sse or streamable_http", d.typ))
+		ve.Add("type", fmt.Sprintf("%q is not a server type: use stdio, sse, streamable_http or template", d.typ))
 	}
-	if d.authType == "" || d.typ == TypeStdio {
+	if d.template != "" && d.typ != TypeTemplate && d.typ != "" {
+		ve.Add("template", "applies to template servers only")
+	}
+	if d.authType == "" || d.typ == TypeStdio || d.typ == TypeTemplate {
 		d.authType = AuthNone
 		d.authHeader = ""
 	}
@@ -158,6 +165,48 @@ func (d *draft) validate() error {
 		ve.Add("health_interval_ms", fmt.Sprintf("must be between %d and %d milliseconds", MinHealthIntervalMS, MaxHealthIntervalMS))
 	}
 	return ve.Err()
+}
+
+// validateTemplate checks a template server: its YAML (each problem with its line) and
+// no settings of the other types.
+func (d *draft) validateTemplate(ve *verr.Error) {
+	if d.template == "" {
+		ve.Add("template", "is required for a template server: the YAML that defines its tools, each with a name and a command or an http request")
+	} else if _, err := template.Parse(d.template); err != nil {
+		var te *template.Error
+		if !errors.As(err, &te) {
+			ve.Add("template", err.Error())
+		} else {
+			for _, p := range te.Problems {
+				ve.Add("template", p.String())
+			}
+		}
+	}
+	if d.command != "" || len(d.args) > 0 || d.workingDir != "" {
+		ve.Add("command", "applies to stdio servers only: a template's tools name their commands in the YAML")
+	}
+	if d.url != "" {
+		ve.Add("url", "applies to HTTP servers only: a template's tools name their URLs in the YAML")
+	}
+	if len(d.env) > 0 {
+		ve.Add("env", "applies to stdio servers only")
+	}
+	if len(d.headers) > 0 {
+		ve.Add("headers", "apply to HTTP servers only: a template's tools set their headers in the YAML")
+	}
+	if d.authType != AuthNone && d.authType != "" {
+		ve.Add("auth_type", "applies to HTTP servers only")
+	}
+}
+
+// normalizeTemplate is a template as stored: line breaks as "\n" (a browser sends
+// "\r\n"), and nothing at all when it is only white space.
+func normalizeTemplate(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s
 }
 
 // argRef is a ${NAME} reference in an argument to one of the server's env variables.
@@ -315,7 +364,7 @@ func (d *draft) checkPlainText(cur *draft) error {
 			}
 		}
 	}
-	if d.typ != TypeStdio && (cur == nil || cur.url != d.url) {
+	if (d.typ == TypeSSE || d.typ == TypeStreamableHTTP) && (cur == nil || cur.url != d.url) {
 		if k := secretInURL(d.url); k != "" {
 			ve.Add("url", fmt.Sprintf("carries a secret in its query (%s), and URLs are stored and shown in plain text: "+
 				"send it as a header or with Authentication instead, which are stored encrypted", k))

@@ -31,6 +31,8 @@ type Connection struct {
 	Env        map[string]string
 	URL        string
 	Headers    map[string]string // including the authentication header
+	// Template is the YAML of a template server (services/template).
+	Template string
 	// AuthToken is the configured token alone (also in Headers), so it can be masked
 	// whatever the header carrying it is called.
 	AuthToken      string
@@ -92,7 +94,7 @@ func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Co
 // recorded, never their values.
 func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c Connection) error {
 	payload := map[string]any{"name": c.Name, "type": c.Type, "saved": id != ""}
-	addTarget(payload, c.Type, c.Command, c.Args, c.WorkingDir, c.URL, slices.Sorted(maps.Keys(c.Env)), slices.Sorted(maps.Keys(c.Headers)))
+	addTarget(payload, c.Type, c.Command, c.Args, c.WorkingDir, c.URL, c.Template, slices.Sorted(maps.Keys(c.Env)), slices.Sorted(maps.Keys(c.Headers)))
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "server.test", TargetType: "server",
 			TargetID: id, TargetName: c.Name, Payload: payload})
@@ -102,7 +104,7 @@ func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c
 
 func (s *Service) open(d draft) (Connection, error) {
 	c := Connection{ServerID: d.id, Name: d.name, Type: d.typ, Command: d.command, Args: slices.Clone(d.args),
-		WorkingDir: d.workingDir, URL: d.url, Env: map[string]string{}, Headers: map[string]string{},
+		WorkingDir: d.workingDir, URL: d.url, Template: d.template, Env: map[string]string{}, Headers: map[string]string{},
 		Timeout: time.Duration(d.timeoutMS) * time.Millisecond, Retries: d.retries,
 		HealthInterval: time.Duration(d.healthIntervalMS) * time.Millisecond}
 	var err error
@@ -130,6 +132,10 @@ func (s *Service) open(d draft) (Connection, error) {
 	var ident bytes.Buffer
 	enc := json.NewEncoder(&ident)
 	_ = enc.Encode([]any{c.Type, c.Command, c.Args, c.WorkingDir, c.URL})
+	if c.Template != "" {
+		// Only template servers add a line: the identities of the others stay as they were.
+		_ = enc.Encode(c.Template)
+	}
 	for _, m := range []map[string]string{c.Env, c.Headers} {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			_ = enc.Encode([]string{k, m[k]})

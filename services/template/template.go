@@ -159,12 +159,11 @@ func (e *Error) Error() string {
 
 // HasCommands reports whether the template text defines a tool that runs a command
 // (running programs on the Toolwarden host is for administrators). Text that does not
-// parse reports whether it mentions a command key at all, so nothing that might run a
-// program slips past the check while the text is still wrong.
+// parse defines nothing, and is refused wherever it would be stored or run.
 func HasCommands(text string) bool {
 	t, err := Parse(text)
 	if err != nil {
-		return strings.Contains(text, "command")
+		return false
 	}
 	for _, tool := range t.Tools {
 		if tool.Command != nil {
