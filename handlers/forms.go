@@ -18,9 +18,12 @@ func formErrors(err error) (views.FormErrors, bool) {
 	}
 	fe := views.FormErrors{}
 	for _, f := range ve.Fields {
-		if _, dup := fe[f.Field]; !dup {
-			fe[f.Field] = f.Message
+		if prev, dup := fe[f.Field]; dup {
+			// Several problems with one field (a template's, each at its line): one a line.
+			fe[f.Field] = prev + "\n" + f.Message
+			continue
 		}
+		fe[f.Field] = f.Message
 	}
 	return fe, true
 }

@@ -296,7 +296,8 @@ var ErrForbidden = fault.Forbidden("Your role does not allow this.")
 // errCommandDenied: see commandCheck.
 var errCommandDenied = fault.Forbidden(registry.ErrCommandChange.Message)
 
-// commandCheck refuses a registration that sets what a stdio server runs unless the
+// commandCheck refuses a registration that sets what runs on the host (a stdio server's
+// command, a template with command tools: registry.ChangesCommand) unless the
 // caller holds auth.PermServerCommand: that is running a program as Toolwarden.
 func commandCheck(c echo.Context, changes bool) error {
 	if changes && !PrincipalOf(c).Can(auth.PermServerCommand) {

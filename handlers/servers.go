@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -86,15 +87,25 @@ func (h ServersHandler) List(c echo.Context) error {
 
 func typeOptions() []views.Option {
 	return []views.Option{{Value: registry.TypeStdio, Label: "stdio (a local command)"},
-		{Value: registry.TypeStreamableHTTP, Label: "Streamable HTTP"}, {Value: registry.TypeSSE, Label: "SSE (legacy HTTP)"}}
+		{Value: registry.TypeStreamableHTTP, Label: "Streamable HTTP"}, {Value: registry.TypeSSE, Label: "SSE (legacy HTTP)"},
+		{Value: registry.TypeTemplate, Label: "Template (tools defined in YAML)"}}
+}
+
+// runsCommands reports whether s starts programs on the host: a stdio server, or a
+// template server with command tools.
+func runsCommands(s registry.Server) bool {
+	return s.Type == registry.TypeStdio || s.Type == registry.TypeTemplate && template.HasCommands(s.Template)
 }
 
 // serverCard is the view of one server. It is the same for every viewer (live updates
 // render it once); role-specific controls are shown by data-perm.
 func serverCard(s registry.Server) views.ServerCard {
 	target := s.URL
-	if s.Type == registry.TypeStdio {
+	switch s.Type {
+	case registry.TypeStdio:
 		target = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
+	case registry.TypeTemplate:
+		target = fmt.Sprintf("%d lines of YAML", strings.Count(strings.TrimRight(s.Template, "\n"), "\n")+1)
 	}
 	return views.ServerCard{ID: s.ID, Name: s.Name, Description: s.Description, Type: s.Type, Target: target,
 		Status: s.Status, LastError: deref(s.LastError), Enabled: s.Enabled, Trusted: s.Trusted, ToolCount: s.ToolCount,

@@ -24,6 +24,7 @@ type serverInput struct {
 	WorkingDir       *string            `json:"working_dir"`
 	Env              map[string]*string `json:"env"`
 	URL              *string            `json:"url"`
+	Template         *string            `json:"template"`
 	Headers          map[string]*string `json:"headers"`
 	AuthType         *string            `json:"auth_type"`
 	AuthHeader       *string            `json:"auth_header"`
@@ -38,7 +39,7 @@ type serverInput struct {
 
 func (in serverInput) patch() registry.Patch {
 	return registry.Patch{Name: in.Name, Type: in.Type, Description: in.Description, Command: in.Command, Args: in.Args,
-		WorkingDir: in.WorkingDir, Env: in.Env, URL: in.URL, Headers: in.Headers, AuthType: in.AuthType,
+		WorkingDir: in.WorkingDir, Env: in.Env, URL: in.URL, Template: in.Template, Headers: in.Headers, AuthType: in.AuthType,
 		AuthHeader: in.AuthHeader, AuthToken: in.AuthToken, TimeoutMS: in.TimeoutMS, Retries: in.Retries,
 		HealthIntervalMS: in.HealthIntervalMS, Enabled: in.Enabled, Trusted: in.Trusted,
 		AutoEnable: in.AutoEnable}
@@ -52,7 +53,7 @@ func (in serverInput) spec() registry.Spec {
 		return *p
 	}
 	sp := registry.Spec{Name: str(in.Name), Type: str(in.Type), Description: str(in.Description), Command: str(in.Command),
-		WorkingDir: str(in.WorkingDir), URL: str(in.URL), AuthType: str(in.AuthType), AuthHeader: str(in.AuthHeader),
+		WorkingDir: str(in.WorkingDir), URL: str(in.URL), Template: str(in.Template), AuthType: str(in.AuthType), AuthHeader: str(in.AuthHeader),
 		AuthToken: str(in.AuthToken), Retries: in.Retries, Enabled: in.Enabled == nil || *in.Enabled,
 		Trusted: in.Trusted != nil && *in.Trusted, AutoEnable: in.AutoEnable != nil && *in.AutoEnable, Env: map[string]string{}, Headers: map[string]string{}}
 	if in.Args != nil {
@@ -116,14 +117,15 @@ type liveState struct {
 	BreakerOpen bool     `json:"circuit_open"`
 	NextAttempt *string  `json:"next_attempt"`
 	Stderr      []string `json:"stderr,omitempty"`
-	// Confinement says how a stdio server's process is confined.
+	// Confinement says how a stdio server's process (or a template server's
+	// commands) is confined.
 	Confinement string `json:"confinement,omitempty"`
 }
 
 func (h ServersHandler) withLive(s registry.Server) apiServer {
 	snap := h.MCP.Snapshot(s.ID)
 	ls := &liveState{Failures: snap.Failures, BreakerOpen: snap.BreakerOpen, Stderr: snap.Stderr}
-	if s.Type == registry.TypeStdio {
+	if runsCommands(s) {
 		ls.Confinement = h.MCP.Confinement()
 	}
 	if !snap.NextAttempt.IsZero() {
@@ -149,7 +151,7 @@ func (h ServersHandler) APICreate(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if err := commandCheck(c, in.spec().Type == registry.TypeStdio); err != nil {
+	if err := commandCheck(c, registry.ChangesCommand(nil, registry.PatchFromSpec(in.spec()))); err != nil {
 		return err
 	}
 	if err := trustCheck(c, in.spec().Trusted); err != nil {

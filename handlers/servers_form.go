@@ -48,7 +48,7 @@ func (h ServersHandler) Edit(c echo.Context) error {
 
 func formOf(s registry.Server) views.ServerForm {
 	f := views.ServerForm{Name: s.Name, Description: s.Description, Type: s.Type, Command: s.Command,
-		Args: strings.Join(s.Args, "\n"), WorkingDir: s.WorkingDir, URL: s.URL, AuthType: s.AuthType,
+		Args: strings.Join(s.Args, "\n"), WorkingDir: s.WorkingDir, URL: s.URL, Template: s.Template, AuthType: s.AuthType,
 		AuthHeader: s.AuthHeader, AuthConfigured: s.AuthConfigured, TimeoutMS: s.TimeoutMS, Retries: s.Retries,
 		HealthIntervalMS: s.HealthIntervalMS, Enabled: s.Enabled, Trusted: s.Trusted, AutoEnable: s.AutoEnable}
 	for _, n := range s.EnvNames {
@@ -92,18 +92,24 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		}
 	}
 	p := registry.Patch{Name: str("name"), Description: str("description"), Type: str("type"), Command: str("command"),
-		Args: &args, WorkingDir: str("working_dir"), URL: str("url"), AuthType: str("auth_type"), AuthHeader: str("auth_header"),
+		Args: &args, WorkingDir: str("working_dir"), URL: str("url"), Template: str("template"), AuthType: str("auth_type"), AuthHeader: str("auth_header"),
 		TimeoutMS: num("timeout_ms", registry.DefaultTimeoutMS), Retries: num("retries", registry.DefaultRetries),
 		HealthIntervalMS: num("health_interval_ms", registry.DefaultHealthIntervalMS),
 		Enabled:          checked("enabled"), Trusted: checked("trusted"), AutoEnable: checked("auto_enable")}
 	// Only the fields of the chosen type count: switching an edited server from stdio to
 	// HTTP drops its command and env instead of failing on them.
+	isHTTP := *p.Type == registry.TypeSSE || *p.Type == registry.TypeStreamableHTTP
 	if *p.Type != registry.TypeStdio {
 		empty := ""
 		p.Command, p.Args, p.WorkingDir = &empty, &[]string{}, &empty
-	} else {
+	}
+	if !isHTTP {
 		empty, none := "", registry.AuthNone
 		p.URL, p.AuthType, p.AuthHeader = &empty, &none, &empty
+	}
+	if *p.Type != registry.TypeTemplate {
+		empty := ""
+		p.Template = &empty
 	}
 	var stored map[string]bool
 	var storedHeaders map[string]bool
@@ -113,7 +119,7 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	dropped := false
 	p.Env, pf.view.Env, dropped = secretPairs(c, "env", stored, *p.Type == registry.TypeStdio)
 	var d2 bool
-	p.Headers, pf.view.Headers, d2 = secretPairs(c, "headers", storedHeaders, *p.Type != registry.TypeStdio)
+	p.Headers, pf.view.Headers, d2 = secretPairs(c, "headers", storedHeaders, isHTTP)
 	token := c.FormValue("auth_token")
 	switch {
 	case c.FormValue("auth_token_clear") == "true" || *p.AuthType == registry.AuthNone:
@@ -133,7 +139,7 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	}
 	pf.patch = p
 	pf.view = views.ServerForm{Name: *p.Name, Description: *p.Description, Type: *p.Type, Command: c.FormValue("command"),
-		Args: c.FormValue("args"), WorkingDir: c.FormValue("working_dir"), URL: c.FormValue("url"),
+		Args: c.FormValue("args"), WorkingDir: c.FormValue("working_dir"), URL: c.FormValue("url"), Template: c.FormValue("template"),
 		AuthType: c.FormValue("auth_type"), AuthHeader: c.FormValue("auth_header"),
 		AuthConfigured: cur != nil && cur.AuthConfigured && c.FormValue("auth_token_clear") != "true",
 		TimeoutMS:      valueOr(p.TimeoutMS, registry.DefaultTimeoutMS), Retries: valueOr(p.Retries, registry.DefaultRetries),
@@ -239,7 +245,7 @@ func (h ServersHandler) formInvalid(c echo.Context, id string, pf parsedForm, er
 // specOf turns a full patch from the add form into a Spec.
 func specOf(p registry.Patch) registry.Spec {
 	sp := registry.Spec{Name: *p.Name, Description: *p.Description, Type: *p.Type, Command: *p.Command, Args: *p.Args,
-		WorkingDir: *p.WorkingDir, URL: *p.URL, AuthType: *p.AuthType, AuthHeader: *p.AuthHeader,
+		WorkingDir: *p.WorkingDir, URL: *p.URL, Template: *p.Template, AuthType: *p.AuthType, AuthHeader: *p.AuthHeader,
 		TimeoutMS: valueOr(p.TimeoutMS, 0), Retries: p.Retries, HealthIntervalMS: valueOr(p.HealthIntervalMS, 0),
 		Enabled: *p.Enabled, Trusted: *p.Trusted, AutoEnable: *p.AutoEnable, Env: map[string]string{}, Headers: map[string]string{}}
 	if p.AuthToken != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -28,7 +29,7 @@ func (h ServersHandler) Show(c echo.Context) error {
 		return err
 	}
 	v := views.ServerPage{Layout: h.layout(c, s.Name, registry.ServersTopic), Server: serverCard(s),
-		IsStdio: s.Type == registry.TypeStdio}
+		IsStdio: s.Type == registry.TypeStdio, Template: s.Template}
 	v.Live.LastEventID = last
 	if s.Info.Name != "" || s.Info.ProtocolVersion != "" {
 		v.Info = []views.KV{{Key: "Name", Value: firstNonEmpty(s.Info.Title, s.Info.Name)}, {Key: "Version", Value: s.Info.Version},
@@ -37,7 +38,7 @@ func (h ServersHandler) Show(c echo.Context) error {
 		v.Instructions = s.Info.Instructions
 	}
 	v.Connection = connectionKVs(s)
-	if v.IsStdio {
+	if runsCommands(s) {
 		v.Confinement = h.MCP.Confinement()
 	}
 	snap := h.MCP.Snapshot(s.ID)
@@ -76,7 +77,10 @@ func (h ServersHandler) Show(c echo.Context) error {
 
 func connectionKVs(s registry.Server) []views.KV {
 	var kv []views.KV
-	if s.Type == registry.TypeStdio {
+	switch s.Type {
+	case registry.TypeTemplate:
+		kv = append(kv, views.KV{Key: "Template", Value: fmt.Sprintf("%d tools defined in YAML (below)", len(template.ToolNames(s.Template)))})
+	case registry.TypeStdio:
 		kv = append(kv, views.KV{Key: "Command", Value: s.Command})
 		if len(s.Args) > 0 {
 			kv = append(kv, views.KV{Key: "Arguments", Value: strings.Join(s.Args, " ")})
@@ -87,7 +91,7 @@ func connectionKVs(s registry.Server) []views.KV {
 		if len(s.EnvNames) > 0 {
 			kv = append(kv, views.KV{Key: "Environment", Value: strings.Join(s.EnvNames, ", ") + " (values encrypted)"})
 		}
-	} else {
+	default:
 		kv = append(kv, views.KV{Key: "URL", Value: s.URL})
 		if len(s.HeaderNames) > 0 {
 			kv = append(kv, views.KV{Key: "Headers", Value: strings.Join(s.HeaderNames, ", ") + " (values encrypted)"})

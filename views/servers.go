@@ -68,6 +68,7 @@ type ServerForm struct {
 	Args             string // one per line
 	WorkingDir       string
 	URL              string
+	Template         string // the YAML of a template server
 	Env              []SecretRow
 	Headers          []SecretRow
 	AuthType         string
@@ -174,6 +175,7 @@ type ServerPage struct {
 	Prompts       []KV
 	Stderr        []string
 	IsStdio       bool
+	Template      string // a template server's YAML
 	NextAttempt   *time.Time
 	BreakerOpen   bool
 	// Confinement says how a stdio server's process is confined (docs/security.md).
@@ -214,6 +216,8 @@ func typeLabel(t string) string {
 		return "SSE"
 	case "streamable_http":
 		return "Streamable HTTP"
+	case "template":
+		return "Template"
 	}
 	return t
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -126,9 +127,11 @@ type config struct {
 	// MaxMessageSize caps each message an MCP server sends, in bytes.
 	MaxMessageSize int
 	// Confine is how stdio servers run: auto, required or off (--confine).
-	Confine   string
-	fastDB    bool // tests only: fsync off
-	readyFile string
+	Confine string
+	// TemplateMaxTimeout caps every template tool's timeout (--template-max-timeout).
+	TemplateMaxTimeout time.Duration
+	fastDB             bool // tests only: fsync off
+	readyFile          string
 }
 
 // parseProxies reads --trusted-proxy: CIDRs (or single addresses) separated by commas

@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/template"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -35,6 +36,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	confineMode := fs.String("confine", envOr("TOOLWARDEN_CONFINE", "auto"), "how stdio servers run: auto (confined where this machine allows it, else unconfined with a warning), required (never unconfined: they do not start where confinement is unavailable) or off (env TOOLWARDEN_CONFINE)")
+	tplTimeout := fs.String("template-max-timeout", envOr("TOOLWARDEN_TEMPLATE_MAX_TIMEOUT", template.MaxTimeout.String()),
+		"the longest a template tool's command or HTTP request may run, whatever its template says; at most "+template.MaxTimeout.String()+" (env TOOLWARDEN_TEMPLATE_MAX_TIMEOUT)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -48,6 +51,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "auto", "required", "off":
 	default:
 		fmt.Fprintf(stderr, "toolwarden serve: --confine: %q is not one of auto, required, off\n", c.Confine)
+		return errUsage
+	}
+	if c.TemplateMaxTimeout, err = time.ParseDuration(*tplTimeout); err != nil || c.TemplateMaxTimeout < time.Second || c.TemplateMaxTimeout > template.MaxTimeout {
+		fmt.Fprintf(stderr, "toolwarden serve: --template-max-timeout: %q is not a duration from 1s to %s\n", *tplTimeout, template.MaxTimeout)
 		return errUsage
 	}
 	if err := envSize(fs, "max-message-size", "TOOLWARDEN_MAX_MESSAGE_SIZE", os.LookupEnv, &maxMessage); err != nil {
@@ -81,7 +88,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Keys: keys, Logger: log, Version: version, StartedAt: start, AdminPassword: c.AdminPassword,
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
 		MCP: mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
-			MaxMessageBytes: c.MaxMessageSize},
+			MaxMessageBytes: c.MaxMessageSize, TemplateMaxTimeout: c.TemplateMaxTimeout},
 		Router: router.Options{UserRate: c.RateLimit},
 	})
 	if err != nil {

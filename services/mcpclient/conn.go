@@ -236,7 +236,7 @@ func (c *conn) run() {
 
 // open starts one session.
 func (c *conn) open(ctx context.Context) (*session, error) {
-	ep, err := newEndpoint(c.cfg, c.m.opts.InheritEnv, c.m.confiner, c.stderr, c.m.msgLimit(c.cfg.Name))
+	ep, err := newEndpoint(c.cfg, c.m.opts.InheritEnv, c.m.confiner, c.stderr, c.m.msgLimit(c.cfg.Name), c.m.templateOptions())
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/template"
 )
 
 // Options tunes a Manager; zero fields take the defaults shown.
@@ -53,8 +54,12 @@ type Options struct {
 	InheritEnv map[string]string
 	// Confine says what stdio servers must not reach (the data dir, the secret key, the
 	// database's socket). The zero value still confines them: their own PID namespace
-	// hides Toolwarden's environment and command line.
+	// hides Toolwarden's environment and command line. Template servers' commands run
+	// confined the same way.
 	Confine confine.Spec
+	// TemplateMaxTimeout caps the timeout of every template tool (services/template);
+	// default and upper bound template.MaxTimeout.
+	TemplateMaxTimeout time.Duration
 }
 
 func (o *Options) withDefaults() Options {
@@ -125,6 +130,11 @@ func New(reg *registry.Service, opts *Options) *Manager {
 	o := opts.withDefaults()
 	return &Manager{reg: reg, opts: o, log: o.Logger, confiner: confine.New(o.Confine), conns: map[string]*conn{},
 		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}}
+}
+
+// templateOptions are how template servers run their tools.
+func (m *Manager) templateOptions() template.Options {
+	return template.Options{Version: m.opts.Version, MaxTimeout: m.opts.TemplateMaxTimeout}
 }
 
 // Confinement says how stdio servers run, for the server page: which namespaces hide

@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/template"
 )
 
 // passEnv are the variables of Toolwarden's own environment a stdio server inherits:
@@ -46,17 +47,34 @@ func InheritedEnv(lookup func(string) (string, bool)) map[string]string {
 // when the session ends.
 type endpoint struct {
 	transport mcp.Transport
-	cmd       *exec.Cmd    // stdio only
-	stderr    *lineBuffer  // stdio only
-	http      *http.Client // HTTP only
+	cmd       *exec.Cmd          // stdio only
+	stderr    *lineBuffer        // stdio only
+	http      *http.Client       // HTTP only
+	inproc    *mcp.ServerSession // template only: the server side of the in-memory session
 	closeOnce sync.Once
 }
 
 // newEndpoint builds the transport for c. A stdio server gets the inherit variables plus
 // its own env, runs confined by conf, and its standard error goes to stderr. Every
-// message the server sends is capped by lim while it is read.
-func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer, lim msgLimit) (*endpoint, error) {
+// message the server sends is capped by lim while it is read. A template server is
+// served in-process (services/template), its commands run as a stdio server would:
+// with the inherit variables, confined by conf.
+func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer, lim msgLimit, tpl template.Options) (*endpoint, error) {
 	switch c.Type {
+	case registry.TypeTemplate:
+		t, err := template.Parse(c.Template)
+		if err != nil {
+			return nil, fmt.Errorf("mcpclient: %w", err)
+		}
+		tpl.Name, tpl.Env, tpl.Prepare = c.Name, childEnv(inherit, nil), conf.Apply
+		st, ct := mcp.NewInMemoryTransports()
+		// The server side lives until the session ends: cleanup closes it, and closing
+		// the pipe cancels the calls it is still running (and so kills their commands).
+		ss, err := template.NewServer(t, tpl).Connect(context.Background(), st, nil)
+		if err != nil {
+			return nil, fmt.Errorf("mcpclient: start template server: %w", err)
+		}
+		return &endpoint{transport: ct, inproc: ss}, nil
 	case registry.TypeStdio:
 		cmd := exec.Command(c.Command, registry.ExpandArgs(c.Args, c.Env)...)
 		cmd.Dir = c.WorkingDir
@@ -122,6 +140,9 @@ func (e *endpoint) cleanup() {
 		}
 		if e.http != nil {
 			e.http.CloseIdleConnections()
+		}
+		if e.inproc != nil {
+			_ = e.inproc.Close()
 		}
 	})
 }
