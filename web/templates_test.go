@@ -155,7 +155,10 @@ response_parsers:`, 1)
 	api.json(http.MethodPatch, "/api/v1/servers/"+sv.ID, map[string]any{"template": edited}, http.StatusOK, nil)
 	api.waitServer(sv.ID, "connected with 4 tools", connectedWith(4))
 	var after map[string]tplTool
-	webtest.WaitFor(t, svWait, func() bool { after = api.tools(sv.ID); return after["word_count"].DefinitionHash != before["word_count"].DefinitionHash },
+	webtest.WaitFor(t, svWait, func() bool {
+		after = api.tools(sv.ID)
+		return after["word_count"].DefinitionHash != before["word_count"].DefinitionHash
+	},
 		"word_count kept its definition after the edit")
 	if after["word_count"].Version == before["word_count"].Version || after["word_count"].ID != before["word_count"].ID {
 		t.Errorf("word_count: before %+v, after %+v", before["word_count"], after["word_count"])

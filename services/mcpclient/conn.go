@@ -57,6 +57,7 @@ type session struct {
 }
 
 func (s *session) close() {
+	s.ep.interrupt()
 	_ = s.cs.Close()
 	s.cancel()
 	s.ep.cleanup()

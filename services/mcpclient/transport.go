@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -51,6 +52,7 @@ type endpoint struct {
 	stderr    *lineBuffer        // stdio only
 	http      *http.Client       // HTTP only
 	inproc    *mcp.ServerSession // template only: the server side of the in-memory session
+	pipe      net.Conn           // template only: the server's end of the pipe between them
 	closeOnce sync.Once
 }
 
@@ -67,14 +69,15 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 			return nil, fmt.Errorf("mcpclient: %w", err)
 		}
 		tpl.Name, tpl.Env, tpl.Prepare = c.Name, childEnv(inherit, nil), conf.Apply
-		st, ct := mcp.NewInMemoryTransports()
-		// The server side lives until the session ends: cleanup closes it, and closing
-		// the pipe cancels the calls it is still running (and so kills their commands).
-		ss, err := template.NewServer(t, tpl).Connect(context.Background(), st, nil)
+		// The SDK's in-memory transport over a pipe whose server end we keep: closing it
+		// (interrupt) cancels the calls the server is still running, and so kills their
+		// commands; a session's Close alone would wait for them to finish.
+		sp, cp := net.Pipe()
+		ss, err := template.NewServer(t, tpl).Connect(context.Background(), &mcp.IOTransport{Reader: sp, Writer: sp}, nil)
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: start template server: %w", err)
 		}
-		return &endpoint{transport: ct, inproc: ss}, nil
+		return &endpoint{transport: &mcp.IOTransport{Reader: cp, Writer: cp}, inproc: ss, pipe: sp}, nil
 	case registry.TypeStdio:
 		cmd := exec.Command(c.Command, registry.ExpandArgs(c.Args, c.Env)...)
 		cmd.Dir = c.WorkingDir
@@ -127,6 +130,15 @@ func childEnv(inherit, own map[string]string) []string {
 	}
 	slices.Sort(env)
 	return env
+}
+
+// interrupt stops what the server is doing before its session closes (which waits for
+// the calls in flight): for a template server, its running calls are cancelled and
+// their commands killed. Other servers are stopped by cleanup.
+func (e *endpoint) interrupt() {
+	if e.pipe != nil {
+		_ = e.pipe.Close()
+	}
 }
 
 // cleanup releases what the session left behind: the stdio server's process group
