@@ -98,6 +98,16 @@ var catalogue = []behaviour{
 	{what: "the MCP endpoint: a token's user sees and calls only the tools they may use, every call through the router", proofs: []proof{
 		{"services/gateway", "TestToolsThroughGateway"}}},
 	{what: "no token passthrough to upstream servers", proofs: []proof{{"security", "TestNoTokenPassthrough"}}},
+	{what: "template tools: arguments stay data where they land (argv without a shell, never an option; URL path and query escaped, origin fixed; JSON bodies encoded; no line breaks in headers)", proofs: []proof{
+		{"services/template", "TestCommandArgumentsStayData"}, {"services/template", "TestCommandLeadingDash"},
+		{"services/template", "TestHTTPArgumentsStayData"}, {"services/template", "TestHTTPRedirectStaysAtOrigin"},
+		{"services/template", "TestParseProblems"}, {"web", "TestTemplateServerAPI"}}},
+	{what: "template tools: commands run confined, time out and die with their process group; output is capped", proofs: []proof{
+		{"services/mcpclient", "TestTemplateCommandsConfined"}, {"services/mcpclient", "TestTemplateSessionEndKillsCommands"},
+		{"services/template", "TestCommandTimeoutKillsGroup"}, {"services/template", "TestCommandExitKillsLeftovers"},
+		{"services/template", "TestOutputCap"}}},
+	{what: "template tools that run commands: only administrators set them", proofs: []proof{
+		{"services/registry", "TestTemplateServerCommandPermission"}, {"web", "TestTemplateServerPermissions"}}},
 	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
 		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"views/form", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},
 }

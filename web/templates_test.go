@@ -160,6 +160,10 @@ response_parsers:`, 1)
 		return after["word_count"].DefinitionHash != before["word_count"].DefinitionHash
 	},
 		"word_count kept its definition after the edit")
+	// Pinned as on any server: the changed tool waits for review.
+	if before["word_count"].Status != "enabled" || after["word_count"].Status == "enabled" {
+		t.Errorf("word_count status: before %q, after %q", before["word_count"].Status, after["word_count"].Status)
+	}
 	if after["word_count"].Version == before["word_count"].Version || after["word_count"].ID != before["word_count"].ID {
 		t.Errorf("word_count: before %+v, after %+v", before["word_count"], after["word_count"])
 	}
