@@ -250,7 +250,7 @@ func TestTemplateServerForm(t *testing.T) {
 		t.Fatalf("the box holds %q, want what was typed", got)
 	}
 
-	good := "tools:\n  - name: t\n    input_schema: {type: object, properties: {a: {}}}\n    command: {argv: [echo, \"{a}\"]}\n"
+	good := "\n# starts with a blank line\ntools:\n  - name: t\n    input_schema: {type: object, properties: {a: {}}}\n    command: {argv: [echo, \"{a}\"]}\n"
 	res = srv.PostForm(t, admin, "/servers", form("tpl", strings.ReplaceAll(good, "\n", "\r\n")))
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther {
