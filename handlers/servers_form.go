@@ -152,6 +152,15 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	return pf
 }
 
+// commandField is the field a refusal to set what runs on the host is shown at: the
+// command of a stdio server, the YAML of a template server.
+func (pf parsedForm) commandField() string {
+	if pf.patch.Type != nil && *pf.patch.Type == registry.TypeTemplate {
+		return "template"
+	}
+	return "command"
+}
+
 func valueOr(p *int, def int) int {
 	if p == nil {
 		return def
@@ -213,7 +222,7 @@ func (h ServersHandler) Create(c echo.Context) error {
 		return h.formInvalid(c, "", pf, err)
 	}
 	if err := commandCheck(c, registry.ChangesCommand(nil, pf.patch)); err != nil {
-		return h.formInvalid(c, "", pf, verr.New("command", err.Error()))
+		return h.formInvalid(c, "", pf, verr.New(pf.commandField(), err.Error()))
 	}
 	if err := trustCheck(c, *pf.patch.Trusted); err != nil {
 		return h.formInvalid(c, "", pf, verr.New("trusted", strings.TrimPrefix(err.Error(), "registry: ")))
@@ -276,7 +285,7 @@ func (h ServersHandler) Update(c echo.Context) error {
 		return h.formInvalid(c, cur.ID, pf, err)
 	}
 	if err := commandCheck(c, registry.ChangesCommand(&cur, pf.patch)); err != nil {
-		return h.formInvalid(c, cur.ID, pf, verr.New("command", err.Error()))
+		return h.formInvalid(c, cur.ID, pf, verr.New(pf.commandField(), err.Error()))
 	}
 	if !PrincipalOf(c).Can(auth.PermServerTrust) {
 		// The box is disabled for them, so the form does not send it: keep the trust as
@@ -317,7 +326,7 @@ func (h ServersHandler) Test(c echo.Context) error {
 	var result *views.ServerTest
 	err := pf.errs.Err()
 	if err == nil && commandCheck(c, registry.ChangesCommand(cur, pf.patch)) != nil {
-		err = verr.New("command", errCommandDenied.Message)
+		err = verr.New(pf.commandField(), errCommandDenied.Message)
 	}
 	var conn registry.Connection
 	if err == nil {

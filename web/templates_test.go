@@ -215,6 +215,17 @@ func TestTemplateServerPermissions(t *testing.T) {
 		http.StatusCreated, &sv)
 	api.Error(http.MethodPatch, "/api/v1/servers/"+sv.ID, map[string]any{"template": withCommand}, http.StatusForbidden, "forbidden")
 	tm.json(http.MethodPatch, "/api/v1/servers/"+sv.ID, map[string]any{"template": strings.Replace(httpOnly, "/x", "/y", 1)}, http.StatusOK, nil)
+
+	// In the form, the refusal shows at the YAML box.
+	c := srv.Login(t, "tm", "tool-manager-password-1")
+	f := httpForm("cmd", "")
+	f.Set("type", registry.TypeTemplate)
+	f.Set("template", withCommand)
+	res := srv.PostForm(t, c, "/servers", f)
+	doc := page(t, res)
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(doc.Find("[data-testid=error-template]").Text(), "only administrators") {
+		t.Fatalf("form: got %d, template error %q", res.StatusCode, doc.Find("[data-testid=error-template]").Text())
+	}
 }
 
 // The add form has a YAML box for template servers; a template with problems comes
@@ -251,6 +262,11 @@ func TestTemplateServerForm(t *testing.T) {
 	}
 
 	good := "\n# starts with a blank line\ntools:\n  - name: t\n    input_schema: {type: object, properties: {a: {}}}\n    command: {argv: [echo, \"{a}\"]}\n"
+	// Test connection serves the template without saving it.
+	res = srv.PostFormHeaders(t, admin, "/servers/test", form("tpl", good), map[string]string{"HX-Request": "true"})
+	if doc := page(t, res); doc.Find("[data-testid=test-ok]").Length() != 1 || !strings.Contains(doc.Text(), "t") {
+		t.Fatalf("test connection: %s", doc.Text())
+	}
 	res = srv.PostForm(t, admin, "/servers", form("tpl", strings.ReplaceAll(good, "\n", "\r\n")))
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther {
