@@ -226,3 +226,14 @@ func TestConfineFlag(t *testing.T) {
 		}
 	}
 }
+
+// --template-max-timeout takes a duration from 1s to 10m and names what it cannot read.
+func TestTemplateMaxTimeoutFlag(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"soon", "500ms", "1h", "-5s"} {
+		_, stderr, err := runCmd(t, "", "serve", "--template-max-timeout", v, "--data-dir", t.TempDir())
+		if !errors.Is(err, errUsage) || !strings.Contains(stderr, `--template-max-timeout: "`+v+`" is not a duration from 1s to 10m0s`) {
+			t.Errorf("%s: got %v\n%s\nwant a usage error naming --template-max-timeout", v, err, stderr)
+		}
+	}
+}

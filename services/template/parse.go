@@ -220,6 +220,16 @@ func (r *reader) scalar(n *yaml.Node, what string) (string, bool) {
 	return n.Value, true
 }
 
+// field is the text of m's scalar key, "" when it is absent.
+func (r *reader) field(m *mapping, key string) string {
+	n := m.get(key)
+	if n == nil {
+		return ""
+	}
+	s, _ := r.scalar(n, key)
+	return s
+}
+
 // text reads a scalar as a Text.
 func (r *reader) text(n *yaml.Node, what string) (Text, bool) {
 	s, ok := r.scalar(n, what)
@@ -301,7 +311,7 @@ func (r *reader) tool(n *yaml.Node) *toolDraft {
 		return nil
 	}
 	t := &toolDraft{Tool: Tool{Line: m.line}}
-	name, _ := r.scalar(m.get("name"), "name")
+	name := r.field(m, "name")
 	switch {
 	case m.get("name") == nil || name == "":
 		r.fail(m.line, "a tool needs a name (letters, digits, '_', '-' and '.', at most 64)")
@@ -643,7 +653,7 @@ func (r *reader) parser(name string, line int, n *yaml.Node) *Parser {
 		return nil
 	}
 	p := &Parser{Name: name, Line: line, Header: true}
-	typ, _ := r.scalar(m.get("type"), "type")
+	typ := r.field(m, "type")
 	if typ == "blockchain_table" { // seed 002's name for it
 		typ = ParserTable
 	}
@@ -664,7 +674,7 @@ func (r *reader) parser(name string, line int, n *yaml.Node) *Parser {
 	}
 	switch typ {
 	case ParserRegex:
-		pat, _ := r.scalar(m.get("pattern"), "pattern")
+		pat := r.field(m, "pattern")
 		if m.get("pattern") == nil || pat == "" {
 			r.fail(line, "regex parser %s needs a pattern", name)
 			return nil
@@ -685,7 +695,7 @@ func (r *reader) parser(name string, line int, n *yaml.Node) *Parser {
 			p.All = r.boolean(v, "all")
 		}
 	case ParserJSON:
-		path, _ := r.scalar(m.get("path"), "path")
+		path := r.field(m, "path")
 		if m.get("path") == nil || path == "" {
 			r.fail(line, "json parser %s needs a path such as $.current.temp", name)
 			return nil

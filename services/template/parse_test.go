@@ -186,3 +186,20 @@ func TestParseBraces(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// A missing key is one problem, not two.
+func TestParseMissingKeys(t *testing.T) {
+	t.Parallel()
+	for yaml, want := range map[string]string{
+		"tools:\n  - command: {argv: [x]}\n":                                                     "line 2: a tool needs a name",
+		"tools:\n  - name: t\n    command: {argv: [x]}\nresponse_parsers:\n  p: {pattern: x}\n":  "line 5: response parser p needs a type: regex, json or table",
+		"tools:\n  - name: t\n    command: {argv: [x]}\nresponse_parsers:\n  p: {type: regex}\n": "line 5: regex parser p needs a pattern",
+		"tools:\n  - name: t\n    command: {argv: [x]}\nresponse_parsers:\n  p: {type: json}\n":  "line 5: json parser p needs a path",
+	} {
+		_, err := template.Parse(yaml)
+		var te *template.Error
+		if !errors.As(err, &te) || len(te.Problems) != 1 || !strings.HasPrefix(te.Problems[0].String(), want) {
+			t.Errorf("%q: got %v, want one problem %q", yaml, err, want)
+		}
+	}
+}
