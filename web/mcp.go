@@ -29,7 +29,7 @@ func (s *Server) mcp(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
 	req := c.Request()
-	req = req.WithContext(gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c)))
+	req = req.WithContext(gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c), c.Scheme()+"://"+req.Host))
 	g.ServeHTTP(c.Response(), req)
 	return nil
 }

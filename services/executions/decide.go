@@ -75,7 +75,13 @@ func plannerFailed(err error) *fault.Error {
 type Input struct {
 	Prompt string
 	Plan   *Request
+	// Source and Client say where the request came from (SourceMCP and the MCP
+	// client's name and version); empty for the API and the pages.
+	Source, Client string
 }
+
+// SourceMCP is an execution asked for by a call through /mcp that needed approval.
+const SourceMCP = "mcp"
 
 // Create plans (when given a prompt), prepares and stores a plan, and asks for its
 // approval: a LOW plan is approved by policy and starts at once; MEDIUM waits for a
@@ -118,10 +124,10 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		_, err := tx.Exec(ctx, `/* executions.Create */
 			INSERT INTO executions (id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
-			                        requested_token, seal)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16)`,
+			                        requested_token, seal, source, client)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18)`,
 			id, requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil))
+			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200))
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}
@@ -360,7 +366,8 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "rejected",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, action: "execution.reject",
+		set: map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "rejected", "decided_by": c.Actor.Name},
+		action: "execution.reject",
 		event: decided(events.ApprovalRejected, reason, c.Actor.Name)})
 }
 
@@ -380,7 +387,8 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval, Executing}, to: Cancelled, want: "cancelled",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, action: "execution.cancel",
+		set: map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "cancelled", "decided_by": c.Actor.Name},
+		action: "execution.cancel",
 		event: decided(events.ExecutionCancelled, reason, c.Actor.Name)})
 }
 
@@ -480,4 +488,12 @@ func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Setting
 				"high_separation": st.HighSeparation}})
 		return err
 	})
+}
+
+// clip cuts s to at most n runes (a client's self-declared name is not trusted to be short).
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
 }
