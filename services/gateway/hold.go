@@ -53,7 +53,7 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 	if err != nil {
 		return g.refused(AwaitTool, err)
 	}
-	deadline := time.NewTimer(g.opts.Hold)
+	deadline := time.NewTimer(g.holdFor(req))
 	defer deadline.Stop()
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
@@ -87,6 +87,18 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 		}
 		ex = cur
 	}
+}
+
+// HoldMeta is the _meta key in which a client whose own call timeout is short asks
+// for a shorter hold, in seconds; the server's hold is the most it gets.
+const HoldMeta = "toolwarden/hold"
+
+// holdFor is how long req is held: the server's hold, or less if the client asks.
+func (g *Gateway) holdFor(req *mcp.CallToolRequest) time.Duration {
+	if sec, ok := req.Params.Meta[HoldMeta].(float64); ok && sec > 0 {
+		return min(g.opts.Hold, time.Duration(sec*float64(time.Second)))
+	}
+	return g.opts.Hold
 }
 
 // waiting tells a client that asked for progress that the call waits for a person.
