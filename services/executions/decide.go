@@ -366,9 +366,9 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "rejected",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "rejected", "decided_by": c.Actor.Name},
+		set:    map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "rejected", "decided_by": c.Actor.Name},
 		action: "execution.reject",
-		event: decided(events.ApprovalRejected, reason, c.Actor.Name)})
+		event:  decided(events.ApprovalRejected, reason, c.Actor.Name)})
 }
 
 // Cancel stops an execution that waits for approval, or one that runs (the step
@@ -387,9 +387,9 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval, Executing}, to: Cancelled, want: "cancelled",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "cancelled", "decided_by": c.Actor.Name},
+		set:    map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "cancelled", "decided_by": c.Actor.Name},
 		action: "execution.cancel",
-		event: decided(events.ExecutionCancelled, reason, c.Actor.Name)})
+		event:  decided(events.ExecutionCancelled, reason, c.Actor.Name)})
 }
 
 // ExpireDue moves every execution whose approval time ran out to expired; it returns

@@ -167,9 +167,9 @@ type Execution struct {
 	RollbackPlan *Plan  `db:"rollback_plan" json:"-"`
 	RollbackHash []byte `db:"rollback_hash" json:"-"`
 	// Seal is the MAC of the id and the three hashes (see sealOf).
-	Seal       []byte     `db:"seal" json:"-"`
-	ExpiresAt  *time.Time `db:"expires_at" json:"expires_at,omitempty"`
-	Reason     string     `db:"reason" json:"reason,omitempty"`
+	Seal      []byte     `db:"seal" json:"-"`
+	ExpiresAt *time.Time `db:"expires_at" json:"expires_at,omitempty"`
+	Reason    string     `db:"reason" json:"reason,omitempty"`
 	// Decision is how a cancelled execution ended ("rejected" by an approver, or
 	// "cancelled"), and DecidedBy who did it.
 	Decision  string `db:"decision" json:"decision,omitempty"`
