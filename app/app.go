@@ -221,7 +221,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		return nil, err
 	}
 	gwo := cfg.Gateway
-	gwo.Logger, gwo.Version, gwo.Executions, gwo.Bus = log, cfg.Version, a.Executions, a.Bus
+	gwo.Logger, gwo.Version, gwo.Executions, gwo.Bus, gwo.Keys = log, cfg.Version, a.Executions, a.Bus, cfg.Keys
 	a.Gateway = gateway.New(a.Router, a.Auth, &gwo)
 	do := cfg.Denials
 	do.Logger, do.Local = log, a.Local

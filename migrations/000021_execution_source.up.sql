@@ -10,3 +10,12 @@ ALTER TABLE executions
         CHECK (decision IN ('', 'rejected', 'cancelled'));
 CREATE INDEX executions_requester_pending_idx ON executions (requested_by, created_at DESC)
     WHERE status = 'awaiting_approval';
+
+-- The single-use requestState of a 2026-07-28 client's retried call (services/gateway):
+-- a state is claimed once, by its nonce, whichever replica the retry reaches.
+CREATE TABLE execution_retries (
+    nonce        text PRIMARY KEY,
+    execution_id uuid NOT NULL REFERENCES executions (id) ON DELETE CASCADE,
+    expires_at   timestamptz NOT NULL
+);
+CREATE INDEX execution_retries_expires_idx ON execution_retries (expires_at);

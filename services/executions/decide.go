@@ -392,9 +392,26 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 		event:  decided(events.ExecutionCancelled, reason, c.Actor.Name)})
 }
 
+// ClaimRetry records that the single-use retry token nonce of execution id (a
+// requestState the gateway gave a client) was used; false when it had been already.
+func (s *Service) ClaimRetry(ctx context.Context, id, nonce string, expires time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `/* executions.ClaimRetry */
+		INSERT INTO execution_retries (nonce, execution_id, expires_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		nonce, id, expires)
+	if err != nil {
+		return false, fmt.Errorf("executions: claim a retry: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
 // ExpireDue moves every execution whose approval time ran out to expired; it returns
-// how many. The runner calls it every minute.
+// how many. The runner calls it every minute, and forgets the retry tokens that can
+// no longer be used.
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
+	if _, err := s.pool.Exec(ctx, `/* executions.ExpireDue.retries */
+		DELETE FROM execution_retries WHERE expires_at < $1`, s.opts.Now().Add(-time.Hour)); err != nil {
+		return 0, fmt.Errorf("executions: forget used retries: %w", err)
+	}
 	ids, err := db.Column[string](ctx, s.pool, "executions: due", `/* executions.ExpireDue */
 		SELECT id FROM executions WHERE status = 'awaiting_approval' AND expires_at <= $1 ORDER BY expires_at LIMIT 1000`,
 		s.opts.Now())

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,7 @@ func (g *Gateway) follow() {
 	for _, t := range ownTools {
 		g.server.AddTool(t, g.ownHandler(t.Name))
 	}
+	g.server.AddTool(&mcp.Tool{Name: relayTool, InputSchema: json.RawMessage(`{"type":"object"}`)}, g.relayed)
 	if g.bus == nil {
 		g.unfollow = func() {}
 		return

@@ -31,6 +31,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // statelessVersion is the first protocol version go-sdk serves only statelessly.
@@ -50,6 +51,9 @@ type Options struct {
 	// Hold is how long a call waits for a decision before it answers that it is
 	// still pending. Default 50 seconds: under the minute many clients allow a call.
 	Hold time.Duration
+	// Keys sign the requestState of a 2026-07-28 call waiting for approval (elicit.go);
+	// without them such a client is held like any other.
+	Keys *secrets.Keyring
 	// PageSize is how many tools a tools/list page holds. Default 500.
 	PageSize int
 	// ListChangedDelay gathers the changes of this long into one

@@ -36,6 +36,9 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 	if err != nil {
 		return g.refused(p.Name, err)
 	}
+	if multiRoundTrip(req) && urlElicitation(req) && g.opts.Keys != nil {
+		return g.inputRequired(c, req, ex), nil
+	}
 	return g.hold(ctx, c, req, ex)
 }
 
@@ -59,8 +62,12 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 	defer tick.Stop()
 	started := time.Now()
 	g.waiting(ctx, req, ex, started)
+	decided := false
+	elicited := g.elicitWhileHeld(ctx, req, ex, c.client.base+"/executions/"+ex.ID)
+	defer func() { elicited(decided) }()
 	for {
 		if out, done := g.outcome(ctx, ex); done {
+			decided = true
 			return out, nil
 		}
 		select {

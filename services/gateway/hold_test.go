@@ -317,3 +317,127 @@ func TestListChangedAndPages(t *testing.T) {
 		t.Fatalf("after the change the list is %v", after)
 	}
 }
+
+// elicitingClient connects as tina at era, declaring URL-mode elicitation: each URL it
+// is asked to open goes to urls, and each completed elicitation to complete.
+func (e *holdEnv) elicitingClient(t *testing.T, era string, mrtr bool) (cs *mcp.ClientSession, urls, complete chan string) {
+	t.Helper()
+	urls, complete = make(chan string, 10), make(chan string, 10)
+	opts := &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			urls <- r.Params.URL
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			complete <- r.Params.ElicitationID
+		},
+	}
+	if !mrtr {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{e.token}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "1"}, opts).Connect(context.Background(), tr,
+		&mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, urls, complete
+}
+
+func recv(t *testing.T, what string, ch <-chan string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+	return ""
+}
+
+// A stateful client that can open URLs is sent the approval page while its call is
+// held, and told when the elicitation is complete; the call returns the result.
+func TestURLElicitationWhileHeld(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	ctx := context.Background()
+	cs, urls, complete := e.elicitingClient(t, eras[0], true)
+	out := call(ctx, cs, "ut__echo", map[string]any{"message": "opened"}, "")
+	ex := e.pending(t, "ut__echo")
+	if u := recv(t, "URL elicitation", urls); u != e.srv.URL+"/executions/"+ex.ID {
+		t.Fatalf("the elicitation's URL is %q, want the execution's page", u)
+	}
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, out); res.IsError || text(res) != "Echo: opened" {
+		t.Fatalf("the approved call: %+v %q", res, text(res))
+	}
+	if id := recv(t, "elicitation/complete", complete); id != ex.ID {
+		t.Fatalf("elicitation/complete for %q, want %q", id, ex.ID)
+	}
+}
+
+// A 2026-07-28 client that can open URLs gets input_required at once: the approval
+// page and a signed requestState. The SDK's own retry loop opens the page and calls
+// again; the retry is held and returns the result. A requestState works once, for
+// its user and its call only.
+func TestInputRequiredRetry(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	ctx := context.Background()
+
+	// The SDK's automatic loop.
+	cs, urls, _ := e.elicitingClient(t, eras[1], true)
+	out := call(ctx, cs, "ut__echo", map[string]any{"message": "retried"}, "")
+	u := recv(t, "URL elicitation", urls)
+	id := u[strings.LastIndex(u, "/")+1:]
+	if !strings.HasPrefix(u, e.srv.URL+"/executions/") {
+		t.Fatalf("the elicitation's URL is %q", u)
+	}
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, id, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, out); res.IsError || text(res) != "Echo: retried" {
+		t.Fatalf("the retried call: %+v %q", res, text(res))
+	}
+
+	// By hand: the state is bound and single-use.
+	manual, _, _ := e.elicitingClient(t, eras[1], false)
+	args := map[string]any{"message": "by hand"}
+	res, err := manual.CallTool(ctx, &mcp.CallToolParams{Name: "ut__echo", Arguments: args})
+	if err != nil || !res.NeedsInput() || res.RequestState == "" || res.InputRequests[approvalID] == nil {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	state := res.RequestState
+	ep, _ := res.InputRequests[approvalID].(*mcp.ElicitParams)
+	if ep == nil || ep.Mode != "url" || strings.Contains(ep.URL, e.token) {
+		t.Fatalf("the input request: %+v", res.InputRequests[approvalID])
+	}
+	id = ep.URL[strings.LastIndex(ep.URL, "/")+1:]
+	refused := func(label string, cs *mcp.ClientSession, p *mcp.CallToolParams) {
+		t.Helper()
+		r, err := cs.CallTool(ctx, p)
+		if err != nil || !r.IsError || !strings.Contains(text(r), "requestState") {
+			t.Fatalf("%s: got %v %+v %q, want the state refused", label, err, r, text(r))
+		}
+	}
+	refused("other arguments", manual, &mcp.CallToolParams{Name: "ut__echo", Arguments: map[string]any{"message": "else"}, RequestState: state})
+	refused("a forged state", manual, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state[:len(state)-2] + "AA"})
+	e.srv.CreateUser(t, "otto", auth.RoleToolUser, password)
+	otto := mustConnect(t, e.srv, e.srv.Token(t, "otto"), eras[1])
+	refused("another user", otto, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state})
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, id, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	r, err := manual.CallTool(ctx, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state,
+		InputResponses: mcp.InputResponseMap{approvalID: &mcp.ElicitResult{Action: "accept"}}})
+	if err != nil || r.IsError || text(r) != "Echo: by hand" {
+		t.Fatalf("the retry: %v %+v %q", err, r, text(r))
+	}
+	refused("the same state again", manual, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state})
+}
+
+const approvalID = "approval"

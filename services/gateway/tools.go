@@ -42,7 +42,14 @@ func (g *Gateway) tools(next mcp.MethodHandler) mcp.MethodHandler {
 			if isOwn(cr.Params.Name) {
 				return next(ctx, method, req) // the SDK's table holds them (changed.go)
 			}
-			return g.call(ctx, c, cr)
+			if cr.Params.RequestState != "" && g.exec != nil {
+				return g.retried(ctx, c, cr)
+			}
+			res, err := g.call(ctx, c, cr)
+			if err == nil && res.InputRequests != nil {
+				return g.relay(ctx, method, cr, next, res)
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}
