@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -14,9 +16,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -383,5 +387,46 @@ func TestProgressReachesTheClient(t *testing.T) {
 			defer mu.Unlock()
 			return len(got) > 0
 		}, era+": no progress reached the client")
+	}
+}
+
+// The caller's API token never reaches an upstream server: Toolwarden connects to
+// upstreams with their own credentials only.
+func TestTokenNotForwarded(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	var mu sync.Mutex
+	var seen []string
+	up := mcptest.New(&mcptest.Options{Name: "rec"}).Handler()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		mu.Lock()
+		for k, vs := range r.Header {
+			seen = append(seen, k+": "+strings.Join(vs, ","))
+		}
+		seen = append(seen, string(body))
+		mu.Unlock()
+		up.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	srv.RegisterServer(t, registry.Spec{Name: "rec", Type: registry.TypeStreamableHTTP, URL: hs.URL + "/mcp", Enabled: true,
+		Trusted: true}, "echo")
+	token := srv.Token(t, "admin")
+	cs := mustConnect(t, srv, token, eras[0])
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "rec__echo", Arguments: map[string]any{"message": "x"}})
+	if err != nil || res.IsError {
+		t.Fatalf("echo: %v %+v", err, res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	secret := strings.TrimPrefix(token, "tw_")
+	for _, s := range seen {
+		if strings.Contains(s, secret) {
+			t.Fatalf("the upstream saw the caller's token: %s", s)
+		}
+	}
+	if len(seen) == 0 {
+		t.Fatal("the upstream saw nothing")
 	}
 }
