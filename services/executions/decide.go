@@ -404,6 +404,33 @@ func (s *Service) ClaimRetry(ctx context.Context, id, nonce string, expires time
 	return tag.RowsAffected() == 1, nil
 }
 
+// Withdraw cancels an execution that still waits for approval because its requester
+// stopped waiting for it (an MCP client that gave up its call); one already approved
+// runs on. Only its requester may.
+func (s *Service) Withdraw(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
+	ex, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if ex.RequestedBy == nil || *ex.RequestedBy != c.Actor.ID {
+		return nil, forbidden("only its requester may withdraw an execution")
+	}
+	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "withdrawn",
+		set:    map[string]any{"reason": clip(reason, MaxReason), "finished_at": s.opts.Now(), "decision": "cancelled", "decided_by": c.Actor.Name},
+		action: "execution.cancel", event: decided(events.ExecutionCancelled, reason, c.Actor.Name)})
+}
+
+// Waiting is how many executions requested by user id wait for approval.
+func (s *Service) Waiting(ctx context.Context, userID string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `/* executions.Waiting */
+		SELECT count(*) FROM executions WHERE requested_by = $1 AND status = 'awaiting_approval'`, userID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("executions: count waiting: %w", err)
+	}
+	return n, nil
+}
+
 // ExpireDue moves every execution whose approval time ran out to expired; it returns
 // how many. The runner calls it every minute, and forgets the retry tokens that can
 // no longer be used.

@@ -54,6 +54,9 @@ type Options struct {
 	// Keys sign the requestState of a 2026-07-28 call waiting for approval (elicit.go);
 	// without them such a client is held like any other.
 	Keys *secrets.Keyring
+	// MaxWaiting is how many of one user's calls may wait for approval at once; a
+	// call past it is refused (hold.go). Default 20.
+	MaxWaiting int
 	// PageSize is how many tools a tools/list page holds. Default 500.
 	PageSize int
 	// ListChangedDelay gathers the changes of this long into one
@@ -97,6 +100,9 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	}
 	if o.Hold <= 0 {
 		o.Hold = 50 * time.Second
+	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = 20
 	}
 	if o.PageSize <= 0 {
 		o.PageSize = 500

@@ -30,6 +30,14 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	// An agent in a loop must not bury the approvers: past this many of its user's
+	// calls waiting, it is told to wait for them first.
+	if n, err := g.exec.Waiting(ctx, c.p.User.ID); err != nil {
+		return g.refused(p.Name, err)
+	} else if n >= g.opts.MaxWaiting {
+		return errorResult(fmt.Sprintf("Not run: %d of your calls already wait for a person's approval. Wait for them with %s "+
+			"(%s lists them) before asking for more.", n, AwaitTool, PendingTool)), nil
+	}
 	ex, err := g.exec.Create(ctx, executions.Caller{Actor: call.Actor, Role: call.Role}, executions.Input{
 		Plan:   &executions.Request{Steps: []executions.RequestStep{{Tool: p.Name, Arguments: args}}},
 		Source: executions.SourceMCP, Client: call.Client})
@@ -52,10 +60,14 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 	// Subscribed before the state is read, so no decision falls between the two.
 	sub := g.bus.Subscribe(executions.TopicOf(id))
 	defer func() { sub.Close() }()
-	ex, err := g.exec.Get(ctx, id)
+	cur, err := g.exec.Get(ctx, id)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, g.abandoned(c, ex, ctx.Err())
+		}
 		return g.refused(AwaitTool, err)
 	}
+	ex = cur
 	deadline := time.NewTimer(g.holdFor(req))
 	defer deadline.Stop()
 	tick := time.NewTicker(progressEvery)
@@ -85,7 +97,7 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 				sub = g.bus.Subscribe(executions.TopicOf(id))
 			}
 		}
-		cur, err := g.exec.Get(ctx, id)
+		cur, err = g.exec.Get(ctx, id)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, g.abandoned(c, ex, ctx.Err())
@@ -132,7 +144,7 @@ func (g *Gateway) abandoned(c *caller, ex *executions.Execution, cause error) er
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(context.Background()), 10*time.Second)
 	defer cancel()
-	_, err := g.exec.Cancel(ctx, executions.Caller{Actor: c.actor(), Role: c.p.User.Role}, ex.ID, "cancelled by the client")
+	_, err := g.exec.Withdraw(ctx, executions.Caller{Actor: c.actor(), Role: c.p.User.Role}, ex.ID, "cancelled by the client")
 	if _, conflict := executions.ConflictStatus(err); err != nil && !conflict {
 		g.log.Error("gateway: cancel an abandoned execution", "execution", ex.ID, "err", err)
 	}

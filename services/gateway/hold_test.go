@@ -174,10 +174,26 @@ func TestApprovalInsideTheCall(t *testing.T) {
 // someone else's execution, nor learn that it exists.
 func TestPendingAndAwait(t *testing.T) {
 	t.Parallel()
-	e := newHoldEnv(t, &gateway.Options{Hold: 1500 * time.Millisecond})
+	e := newHoldEnv(t, &gateway.Options{Hold: 1500 * time.Millisecond, MaxWaiting: 2})
 	ctx := context.Background()
 	e.srv.CreateUser(t, "otto", auth.RoleToolUser, password)
 	otto := mustConnect(t, e.srv, e.srv.Token(t, "otto"), eras[0])
+
+	// An agent in a loop cannot bury the approvers: past MaxWaiting calls of its user
+	// waiting, the next is refused and creates nothing.
+	for i := range 3 {
+		p := &mcp.CallToolParams{Name: "ut__echo", Arguments: map[string]any{"message": "loop"}, Meta: mcp.Meta{gateway.HoldMeta: 0.1}}
+		res, err := otto.CallTool(ctx, p)
+		if err != nil || !res.IsError {
+			t.Fatalf("otto's call %d: %v %+v", i, err, res)
+		}
+		if refused := strings.Contains(text(res), "2 of your calls already wait"); refused != (i == 2) {
+			t.Fatalf("otto's call %d: %q", i, text(res))
+		}
+	}
+	if n := e.srv.App.Count(t, `SELECT count(*) FROM executions WHERE requester_name = 'otto'`); n != 2 {
+		t.Fatalf("otto's executions: %d, want 2", n)
+	}
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			cs, _ := e.client(t, era)
