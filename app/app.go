@@ -226,7 +226,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Usage: usage.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies,
-		Gateway: gateway.New(a.Router, a.Auth, &gateway.Options{Logger: log, Version: cfg.Version})}, a.Bus)
+		Gateway: gateway.New(a.Router, a.Auth, &gateway.Options{Logger: log, Version: cfg.Version,
+			Sessions: a.MCP, Journal: a.Local.Beginner(pool)})}, a.Bus)
 
 	return a, nil
 }

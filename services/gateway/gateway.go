@@ -27,6 +27,8 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
@@ -40,6 +42,10 @@ type Options struct {
 	Version string
 	// SessionTimeout closes a stateful session idle this long. Default 30 minutes.
 	SessionTimeout time.Duration
+	// Sessions are the upstream sessions whose resources and prompts are passed
+	// through, and Journal where their reads and gets are audited (passthrough.go).
+	Sessions *mcpclient.Manager
+	Journal  db.TxBeginner
 }
 
 // Gateway serves MCP over HTTP. It is an http.Handler; Close ends its open streams.
@@ -51,6 +57,7 @@ type Gateway struct {
 	stateful  http.Handler
 	stateless http.Handler
 	bearer    func(http.Handler) http.Handler
+	pass      passthrough
 
 	stop     context.Context
 	stopOnce sync.Once
@@ -72,14 +79,15 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	g := &Gateway{router: r, auth: a, log: o.Logger}
+	g := &Gateway{router: r, auth: a, log: o.Logger, pass: passthrough{sessions: o.Sessions, journal: o.Journal}}
 	g.stop, g.cancel = context.WithCancel(context.Background())
 	// Tools are answered per caller by middleware (tools.go), so the SDK's own tool
 	// table stays empty and the capability is declared here. list_changed is not sent
-	// yet, so it is not promised.
+	// yet, so it is not promised. Resources and prompts likewise (passthrough.go).
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: o.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
-	g.server.AddReceivingMiddleware(g.tools)
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{},
+			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
+	g.server.AddReceivingMiddleware(g.tools, g.passthrough)
 	get := func(*http.Request) *mcp.Server { return g.server }
 	// The SDK's localhost/DNS-rebinding protection stays on (the options' zero value).
 	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout})
