@@ -222,6 +222,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	gwo := cfg.Gateway
 	gwo.Logger, gwo.Version, gwo.Executions, gwo.Bus, gwo.Keys = log, cfg.Version, a.Executions, a.Bus, cfg.Keys
+	gwo.Sessions, gwo.Journal = a.MCP, a.Local.Beginner(pool)
 	a.Gateway = gateway.New(a.Router, a.Auth, &gwo)
 	do := cfg.Denials
 	do.Logger, do.Local = log, a.Local

@@ -97,6 +97,8 @@ var catalogue = []behaviour{
 		{"services/gateway", "TestGatewayAuthentication"}, {"security", "TestRouteWalk"}}},
 	{what: "the MCP endpoint: a token's user sees and calls only the tools they may use, every call through the router", proofs: []proof{
 		{"services/gateway", "TestToolsThroughGateway"}}},
+	{what: "the MCP endpoint: upstream resources and prompts reach only users who may use one of the server's tools; every read and get is audited (denials too), within the caller's call rate, with the server's secrets masked", proofs: []proof{
+		{"services/gateway", "TestResourcesAndPromptsThroughGateway"}, {"services/gateway", "TestPassthroughRate"}, {"services/gateway", "TestPassthroughMasksSecrets"}}},
 	{what: "no token passthrough to upstream servers", proofs: []proof{{"security", "TestNoTokenPassthrough"}}},
 	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
 		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"views/form", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},

@@ -30,6 +30,8 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -62,6 +64,10 @@ type Options struct {
 	// ListChangedDelay gathers the changes of this long into one
 	// notifications/tools/list_changed. Default 250 milliseconds.
 	ListChangedDelay time.Duration
+	// Sessions are the upstream sessions whose resources and prompts are passed
+	// through, and Journal where their reads and gets are audited (passthrough.go).
+	Sessions *mcpclient.Manager
+	Journal  db.TxBeginner
 }
 
 // Gateway serves MCP over HTTP. It is an http.Handler; Close ends its open streams.
@@ -76,6 +82,7 @@ type Gateway struct {
 	stateful  http.Handler
 	stateless http.Handler
 	bearer    func(http.Handler) http.Handler
+	pass      passthrough
 
 	stop     context.Context
 	stopOnce sync.Once
@@ -110,16 +117,19 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	if o.ListChangedDelay <= 0 {
 		o.ListChangedDelay = 250 * time.Millisecond
 	}
-	g := &Gateway{router: r, auth: a, exec: o.Executions, bus: o.Bus, opts: o, log: o.Logger}
+	g := &Gateway{router: r, auth: a, exec: o.Executions, bus: o.Bus, opts: o, log: o.Logger,
+		pass: passthrough{sessions: o.Sessions, journal: o.Journal}}
 	if g.bus == nil {
 		g.exec = nil // a held call waits on the bus
 	}
 	g.stop, g.cancel = context.WithCancel(context.Background())
 	// Tools are answered per caller by middleware (tools.go); the capability is
-	// declared here, with list_changed (changed.go).
+	// declared here, with list_changed (changed.go). Resources and prompts likewise
+	// (passthrough.go).
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: o.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}})
-	g.server.AddReceivingMiddleware(g.tools)
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
+	g.server.AddReceivingMiddleware(g.tools, g.passthrough)
 	g.follow()
 	get := func(*http.Request) *mcp.Server { return g.server }
 	// The SDK's localhost/DNS-rebinding protection stays on (the options' zero value).
