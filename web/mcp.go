@@ -13,11 +13,18 @@ import (
 // protocol eras.
 const MCPPath = "/mcp"
 
+// SSEPath and MessagesPath are the legacy SSE transport's endpoints (services/gateway):
+// GET SSEPath opens a session's stream, POST MessagesPath?sessionid=… posts to it.
+const (
+	SSEPath      = gateway.SSEPath
+	MessagesPath = gateway.MessagesPath
+)
+
 // BearerOnly reports whether path accepts only an API token (Authorization: Bearer):
 // a session cookie is no credential there, so a browser that is signed in cannot be
 // made to call tools through it, and a refusal is a 401 with WWW-Authenticate, never
 // a redirect to the sign-in page.
-func BearerOnly(path string) bool { return path == MCPPath }
+func BearerOnly(path string) bool { return path == MCPPath || path == SSEPath || path == MessagesPath }
 
 // mcp serves the MCP endpoint. The route's permission has already found the token's
 // user; the gateway checks the token again through the SDK's bearer middleware (an
@@ -31,5 +38,17 @@ func (s *Server) mcp(c echo.Context) error {
 	req := c.Request()
 	req = req.WithContext(gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c)))
 	g.ServeHTTP(c.Response(), req)
+	return nil
+}
+
+// sse serves the legacy SSE transport, as mcp serves /mcp.
+func (s *Server) sse(c echo.Context) error {
+	g := s.deps.Gateway
+	if g == nil {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	req := c.Request()
+	req = req.WithContext(gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c)))
+	g.ServeSSE(c.Response(), req)
 	return nil
 }

@@ -130,6 +130,12 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, MCPPath, auth.PermSignedIn, s.mcp},
 		{http.MethodGet, MCPPath, auth.PermSignedIn, s.mcp},
 		{http.MethodDelete, MCPPath, auth.PermSignedIn, s.mcp},
+		// The legacy SSE transport, for clients that predate /mcp: GET opens a session
+		// and its stream, whose first event names the session's endpoint under
+		// /messages/; POSTs there carry the client's messages (with the token that
+		// opened the session).
+		{http.MethodGet, SSEPath, auth.PermSignedIn, s.sse},
+		{http.MethodPost, MessagesPath, auth.PermSignedIn, s.sse},
 
 		// JSON API.
 		{http.MethodGet, "/api/v1/users", auth.PermUsers, users.APIList},
