@@ -25,7 +25,7 @@ func (s *Server) routes() []Route {
 	dash := handlers.DashboardHandler{Shell: shell, Auth: d.Auth, AuditLog: d.AuditLog, Registry: d.Registry, System: d.System,
 		StartedAt: d.StartedAt, LiveClients: d.LiveClients}
 	users := handlers.UsersHandler{Shell: shell, Auth: d.Auth}
-	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth}
+	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth, Proxies: d.TrustedProxies}
 	health := handlers.HealthHandler{Logger: d.Logger, System: d.System}
 	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP}
 	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry}
