@@ -41,7 +41,9 @@ func (s *Server) mcp(c echo.Context) error {
 	return nil
 }
 
-// sse serves the legacy SSE transport, as mcp serves /mcp.
+// sse serves the legacy SSE transport, as mcp serves /mcp. A message posted to a
+// session with another token than the one that opened it comes back as an error: the
+// error handler answers 403 and records the refusal.
 func (s *Server) sse(c echo.Context) error {
 	g := s.deps.Gateway
 	if g == nil {
@@ -49,6 +51,5 @@ func (s *Server) sse(c echo.Context) error {
 	}
 	req := c.Request()
 	req = req.WithContext(gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c)))
-	g.ServeSSE(c.Response(), req)
-	return nil
+	return g.ServeSSE(c.Response(), req) // a refusal is answered and audited as any 403
 }

@@ -9,6 +9,8 @@ import (
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // The legacy SSE transport (MCP 2024-11-05), for clients that predate streamable
@@ -20,9 +22,10 @@ import (
 //   - A POST to a session's endpoint carries a bearer token of its own, which the SDK
 //     neither compares with the token that opened the session nor hands to the server
 //     (SSE requests have no TokenInfo). The gateway binds each session to the token of
-//     the GET that opened it: a POST with any other token is refused (403), and the
-//     caller of the session's requests is the token's user as the latest accepted
-//     POST's check found them (its role now, its address).
+//     the GET that opened it: a POST with any other token is refused (403, recorded by
+//     the HTTP layer as a denied request), and the caller of the session's requests is
+//     the token's user as the latest accepted POST's check found them (its role now,
+//     its address).
 //   - The SDK announces the endpoint relative to the GET's URL; the GET is handed to
 //     it as if made to MessagesPath, so the endpoint is MessagesPath?sessionid=….
 //
@@ -69,20 +72,29 @@ func (g *Gateway) newSSE() *sseSessions {
 	return s
 }
 
+// ErrOtherToken refuses a message posted to an SSE session with a token other than the
+// one that opened it.
+var ErrOtherToken = fault.Forbidden("this SSE session was opened with another API token; post with the token that opened it")
+
 // ServeSSE authenticates the bearer token and serves the legacy SSE transport: GET
-// SSEPath opens a session, POST MessagesPath?sessionid=… posts a message to one.
-func (g *Gateway) ServeSSE(w http.ResponseWriter, req *http.Request) {
+// SSEPath opens a session, POST MessagesPath?sessionid=… posts a message to one. It
+// answers every request itself but one: a message posted with another token than the
+// session's is left unanswered and ErrOtherToken returned, for the caller to answer
+// and record as a refusal.
+func (g *Gateway) ServeSSE(w http.ResponseWriter, req *http.Request) error {
+	var refused error
 	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodGet:
 			g.openSSE(w, r)
 		case http.MethodPost:
-			g.postSSE(w, r)
+			refused = g.postSSE(w, r)
 		default:
 			w.Header().Set("Allow", "GET, POST")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		}
 	})).ServeHTTP(&challenge{ResponseWriter: w}, req)
+	return refused
 }
 
 // openSSE serves a session's stream until the client goes, the session closes or the
@@ -124,8 +136,8 @@ func (g *Gateway) openSSE(w http.ResponseWriter, req *http.Request) {
 }
 
 // postSSE passes a message to its session if the request's token is the one that
-// opened the session.
-func (g *Gateway) postSSE(w http.ResponseWriter, req *http.Request) {
+// opened the session, and returns ErrOtherToken, having written nothing, if not.
+func (g *Gateway) postSSE(w http.ResponseWriter, req *http.Request) error {
 	id := req.URL.Query().Get("sessionid")
 	g.sse.mu.Lock()
 	sess := g.sse.byID[id]
@@ -133,18 +145,18 @@ func (g *Gateway) postSSE(w http.ResponseWriter, req *http.Request) {
 	if sess == nil {
 		// Unknown, ended, or not yet announced: the SDK is never asked.
 		http.Error(w, "session not found: open one with GET "+SSEPath, http.StatusNotFound)
-		return
+		return nil
 	}
 	info := mcpauth.TokenInfoFromContext(req.Context())
 	c, ok := callerOfInfo(info)
 	if !ok || c.p.TokenID == "" || c.p.TokenID != sess.tokenID {
-		http.Error(w, "this session was opened with another API token; post with the token that opened it", http.StatusForbidden)
-		return
+		return ErrOtherToken
 	}
 	sess.mu.Lock()
 	sess.info = info
 	sess.mu.Unlock()
 	g.sse.handler.ServeHTTP(w, req)
+	return nil
 }
 
 // callerOfInfo is the caller verify put in a TokenInfo.

@@ -149,7 +149,7 @@ func TestSSEAuthentication(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
 	srv.CreateUser(t, "tina", auth.RoleToolUser, password)
-	srv.CreateUser(t, "gina", auth.RoleToolUser, password)
+	ginaUser := srv.CreateUser(t, "gina", auth.RoleToolUser, password)
 	tina, gina := "Bearer "+srv.Token(t, "tina"), "Bearer "+srv.Token(t, "gina")
 
 	unauthorized := func(label string, res *http.Response) {
@@ -184,8 +184,12 @@ func TestSSEAuthentication(t *testing.T) {
 	res, body := postSSE(t, srv, s.endpoint, ping, nil)
 	unauthorized("POST without a token", res)
 	res, body = postSSE(t, srv, s.endpoint, ping, map[string]string{"Authorization": gina})
-	if res.StatusCode != http.StatusForbidden {
+	if res.StatusCode != http.StatusForbidden || !strings.Contains(body, "opened with another API token") {
 		t.Fatalf("another user's token on the session's endpoint: got %d %s, want 403", res.StatusCode, body)
+	}
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'request.denied' AND result = 'denied'
+		AND actor_kind = 'token' AND actor_id = $1 AND target_id LIKE '%/messages/%'`, ginaUser.ID); n != 1 {
+		t.Fatalf("audited refusals of gina's post: %d, want 1", n)
 	}
 	res, body = postSSE(t, srv, s.endpoint, ping, map[string]string{"Authorization": "Bearer " + srv.Token(t, "tina")})
 	if res.StatusCode != http.StatusForbidden {
