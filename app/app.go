@@ -184,6 +184,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Jobs = jobs.New(pool, log)
 
 	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log, Local: a.Local})
+	// A server named before its name was reserved is told of on every start.
+	if _, err := a.Registry.ReportReservedNames(ctx); err != nil {
+		return nil, err
+	}
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
 	a.MCP = mcpclient.New(a.Registry, &mo)

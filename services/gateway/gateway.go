@@ -10,6 +10,8 @@
 // 2025-11-25, and a stateless one for 2026-07-28, which the SDK accepts only there.
 // One Gateway serves both from one URL, choosing by the request's
 // Mcp-Protocol-Version header (which the SDK requires on every 2026-07-28 request).
+// The legacy SSE transport (/sse and /messages/) is served over the same server
+// (sse.go).
 package gateway
 
 import (
@@ -83,6 +85,7 @@ type Gateway struct {
 	stateless http.Handler
 	bearer    func(http.Handler) http.Handler
 	pass      passthrough
+	sse       *sseSessions // the legacy SSE transport (sse.go)
 
 	stop     context.Context
 	stopOnce sync.Once
@@ -131,6 +134,7 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
 	g.server.AddReceivingMiddleware(g.tools, g.passthrough)
 	g.follow()
+	g.sse = g.newSSE() // after every middleware that reads the caller
 	get := func(*http.Request) *mcp.Server { return g.server }
 	// The SDK's localhost/DNS-rebinding protection stays on (the options' zero value).
 	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout})
@@ -142,8 +146,9 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	return g
 }
 
-// Close ends the stateful sessions' GET streams, now and from now on: such a stream
-// never ends by itself and would hold the HTTP server's drain until its deadline.
+// Close ends the stateful sessions' GET streams and the SSE sessions' streams, now and
+// from now on: such a stream never ends by itself and would hold the HTTP server's
+// drain until its deadline.
 // POST and DELETE requests are left to finish (a tool call in flight is answered).
 func (g *Gateway) Close() {
 	g.stopOnce.Do(func() {

@@ -78,7 +78,11 @@ func (g *Gateway) list(ctx context.Context, c *caller, cursor string) (*mcp.List
 	}
 	upstream := make([]*mcp.Tool, 0, len(items))
 	for _, t := range items {
-		upstream = append(upstream, toolOf(t))
+		// A server named toolwarden before the name was reserved cannot shadow the
+		// gateway's own tools; its tools stay reachable through the JSON API.
+		if !isOwn(t.QualifiedName()) {
+			upstream = append(upstream, toolOf(t))
+		}
 	}
 	slices.SortFunc(upstream, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
 	all := append(upstream, ownTools...)
