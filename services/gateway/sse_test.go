@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
-	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/gateway"
 )
 
 // connectSSE opens a go-sdk client session over the legacy SSE transport with token.
