@@ -96,6 +96,12 @@ var catalogue = []behaviour{
 	{what: "the MCP endpoints (/mcp, /sse, /messages/): API tokens only (no session cookies), 401 with WWW-Authenticate, a revoked token fails the next request", proofs: []proof{
 		{"services/gateway", "TestGatewayAuthentication"}, {"services/gateway", "TestSSEAuthentication"}, {"services/gateway", "TestSSEToolsThroughGateway"},
 		{"security", "TestRouteWalk"}}},
+	{what: "the MCP endpoint: a MEDIUM or HIGH call waits for a person's decision in the browser (tokens never approve) and returns the real result or the reason; another user cannot await or list it; an agent cannot queue more than its share", proofs: []proof{
+		{"services/gateway", "TestApprovalInsideTheCall"}, {"services/gateway", "TestPendingAndAwait"}, {"e2e", "TestBrowserApprovalInsideMCPCall"}}},
+	{what: "the MCP endpoint: a requestState is signed, bound to its user, execution, tool and arguments, expires, and works once", proofs: []proof{
+		{"services/gateway", "TestInputRequiredRetry"}}},
+	{what: "the MCP endpoint: the caller's API token never reaches an upstream server", proofs: []proof{
+		{"services/gateway", "TestTokenNotForwarded"}}},
 	{what: "the legacy SSE transport: a session takes messages only with the API token that opened it", proofs: []proof{
 		{"services/gateway", "TestSSEAuthentication"}}},
 	{what: "the MCP endpoints: a token's user sees and calls only the tools they may use, every call through the router", proofs: []proof{
