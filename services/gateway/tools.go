@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -228,7 +229,9 @@ func resultOf(res *router.Result) *mcp.CallToolResult {
 	for _, c := range res.Content {
 		out.Content = append(out.Content, contentOf(c))
 	}
-	if len(res.StructuredContent) > 0 {
+	// A result read back from an execution's step may carry a JSON null here; MCP's
+	// structuredContent is an object or absent (the TypeScript SDK refuses null).
+	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
 		out.StructuredContent = res.StructuredContent
 	}
 	return out
