@@ -387,7 +387,6 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	t.Run("sse", func(t *testing.T) {
 		t.Parallel()
 		sse := srv.URL + "/sse"
-		skipUnlessServed(t, sse, e.token)
 		r := runTS(t, sse, e.token, "sse", "calls", []step{{Name: "mt__echo", Arguments: map[string]any{"message": "hi over sse"}}})
 		r.next(t, "initialized")
 		var got []string
@@ -405,26 +404,6 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		wantHTTPError(t, r.next(t, "error"), "connect", http.StatusUnauthorized)
 		r.finish(t)
 	})
-}
-
-// skipUnlessServed skips the legacy SSE cases while this branch has no /sse (it is
-// built on another; the lead enables them by merging both).
-func skipUnlessServed(t *testing.T, sse, token string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel() // ends the event stream a served /sse opens
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, sse, nil)
-	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode == http.StatusNotFound {
-		t.Skip("GET /sse answers 404: the legacy SSE transport (/sse + /messages/) is not on this branch yet; " +
-			"this case runs once it is merged")
-	}
 }
 
 // inspector runs the MCP Inspector's CLI against endpoint with args, with the token
@@ -509,9 +488,8 @@ func TestInspectorCLI(t *testing.T) {
 		}
 	})
 
-	// Resources and prompts of upstream servers are passed through on another branch;
-	// these run once the gateway declares them. The upstream (internal/mcptest) has a
-	// resource "readme" and a prompt "greet".
+	// Resources and prompts of upstream servers are passed through. The upstream
+	// (internal/mcptest) has a resource "readme" and a prompt "greet".
 	caps := mustConnect(t, srv, token, eras[0]).InitializeResult().Capabilities
 	for _, c := range []struct {
 		method, want string
@@ -523,8 +501,7 @@ func TestInspectorCLI(t *testing.T) {
 		t.Run(c.method, func(t *testing.T) {
 			t.Parallel()
 			if !c.declared {
-				t.Skipf("the gateway does not declare %s yet (the resources and prompts passthrough is on another branch); "+
-					"this case runs once it does", strings.Split(c.method, "/")[0])
+				t.Fatalf("the gateway does not declare %s", strings.Split(c.method, "/")[0])
 			}
 			var res map[string]json.RawMessage
 			inspect(t, endpoint, token, &res, "--method", c.method)
