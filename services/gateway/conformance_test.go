@@ -77,6 +77,20 @@ type tsEvent struct {
 	Message string `json:"message"`
 	// waiting
 	Label string `json:"label"`
+	// listed, read, prompt
+	Resources []*mcp.Resource         `json:"resources"`
+	Templates []*mcp.ResourceTemplate `json:"templates"`
+	Prompts   []*mcp.Prompt           `json:"prompts"`
+	Contents  []struct {
+		URI  string `json:"uri"`
+		Text string `json:"text"`
+	} `json:"contents"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"messages"`
 	line  string
 }
 
@@ -254,6 +268,33 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		}
 		if by["mt__add"].OutputSchema == nil {
 			t.Fatal("mt__add lost its output schema")
+		}
+		r.finish(t)
+	})
+
+	t.Run("resources and prompts", func(t *testing.T) {
+		t.Parallel()
+		r := runTS(t, endpoint, e.token, "http", "resources", map[string]any{"read": "toolwarden://mt/test://readme",
+			"prompt": "mt__greet", "args": map[string]string{"name": "ts"}})
+		r.next(t, "initialized")
+		ev := r.next(t, "listed")
+		var uris, prompts []string
+		for _, res := range ev.Resources {
+			uris = append(uris, res.URI)
+		}
+		for _, p := range ev.Prompts {
+			prompts = append(prompts, p.Name)
+		}
+		if !slices.Contains(uris, "toolwarden://mt/test://readme") || !slices.Contains(prompts, "mt__greet") ||
+			len(ev.Templates) == 0 || !strings.HasPrefix(ev.Templates[0].URITemplate, "toolwarden://") {
+			t.Fatalf("listed: %s", ev.line)
+		}
+		if ev := r.next(t, "read"); len(ev.Contents) != 1 || !strings.Contains(ev.Contents[0].Text, "Toolwarden MCP test server") ||
+			ev.Contents[0].URI != "toolwarden://mt/test://readme" {
+			t.Fatalf("read: %s", ev.line)
+		}
+		if ev := r.next(t, "prompt"); len(ev.Messages) == 0 || !strings.Contains(ev.Messages[0].Content.Text, "ts") {
+			t.Fatalf("prompt: %s", ev.line)
 		}
 		r.finish(t)
 	})
@@ -474,6 +515,38 @@ func TestInspectorCLI(t *testing.T) {
 		inspect(t, endpoint, token, &res, "--method", "tools/call", "--tool-name", "mt__add", "--tool-arg", "a=2", "b=3")
 		if res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"sum":5`) {
 			t.Fatalf("tools/call add: %s", mustJSON(t, res))
+		}
+	})
+
+	t.Run("revoked token", func(t *testing.T) {
+		t.Parallel()
+		u := srv.CreateUser(t, "rita", auth.RoleToolUser, password)
+		tok, info, err := srv.Auth.CreateToken(context.Background(), audit.System, u.ID, auth.NewToken{Name: "inspector"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res mcp.ListToolsResult
+		inspect(t, endpoint, tok, &res, "--method", "tools/list")
+		if _, err := srv.Auth.RevokeToken(context.Background(), audit.System, info.ID, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, err := inspector(t, endpoint, tok, "--method", "tools/list")
+		if err == nil || !strings.Contains(stderr, `"code":"unauthenticated"`) || strings.Contains(stdout, "mt__echo") {
+			t.Fatalf("with a revoked token: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+	})
+
+	t.Run("resources/read and prompts/get", func(t *testing.T) {
+		t.Parallel()
+		var read mcp.ReadResourceResult
+		inspect(t, endpoint, token, &read, "--method", "resources/read", "--uri", "toolwarden://mt/test://readme")
+		if len(read.Contents) != 1 || !strings.Contains(read.Contents[0].Text, "Toolwarden MCP test server") {
+			t.Fatalf("resources/read: %s", mustJSON(t, read))
+		}
+		var got map[string]json.RawMessage
+		inspect(t, endpoint, token, &got, "--method", "prompts/get", "--prompt-name", "mt__greet", "--prompt-args", "name=inspector")
+		if !strings.Contains(string(got["messages"]), "inspector") {
+			t.Fatalf("prompts/get: %s", fmt.Sprint(got))
 		}
 	})
 

@@ -11,6 +11,8 @@
 //                    is a tools/call; {"wait": label} prints a "waiting" event and
 //                    reads one line from stdin before going on (the Go test changes
 //                    something meanwhile)
+//   resources <want> list resources (page by page), templates and prompts, read the
+//                    resource want.read and get the prompt want.prompt with want.args
 //   listen [<tool>]  initialize, list, open the session's stream, then wait for
 //                    notifications/tools/list_changed and list again, until the list
 //                    has the tool named (a JSON string) if one is given
@@ -152,6 +154,33 @@ async function run() {
         const names = (await listAll()).tools.map((t) => t.name);
         emit("list_changed", { names });
         if (until === null || names.includes(until)) break;
+      }
+      break;
+    }
+
+    case "resources": {
+      // {"read": uri, "prompt": name, "args": {...}}: list every resource, template and
+      // prompt page by page, read one resource, get one prompt.
+      const want = JSON.parse(json ?? "{}");
+      const resources = [];
+      let cursor;
+      do {
+        const res = await client.listResources(cursor === undefined ? {} : { cursor });
+        resources.push(...res.resources);
+        cursor = res.nextCursor;
+      } while (cursor);
+      const templates = (await client.listResourceTemplates()).resourceTemplates;
+      const prompts = (await client.listPrompts()).prompts;
+      emit("listed", { resources, templates, prompts });
+      try {
+        emit("read", { contents: (await client.readResource({ uri: want.read })).contents });
+      } catch (err) {
+        emit("error", { stage: "read", ...errorFields(err) });
+      }
+      try {
+        emit("prompt", { messages: (await client.getPrompt({ name: want.prompt, arguments: want.args ?? {} })).messages });
+      } catch (err) {
+        emit("error", { stage: "prompt", ...errorFields(err) });
       }
       break;
     }
