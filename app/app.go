@@ -65,6 +65,7 @@ type Config struct {
 	Router     router.Options
 	Executions executions.Options
 	Denials    audit.DenialOptions
+	Gateway    gateway.Options
 	// Prune is how often old sessions, health checks and events are removed.
 	// Default 5 minutes.
 	Prune time.Duration
@@ -93,6 +94,7 @@ type App struct {
 	Router     *router.Router
 	Executions *executions.Service
 	Denials    *audit.Denials
+	Gateway    *gateway.Gateway
 	Web        *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
 	// database ("" when there was one already).
@@ -182,6 +184,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Jobs = jobs.New(pool, log)
 
 	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log, Local: a.Local})
+	// A server named before its name was reserved is told of on every start.
+	if _, err := a.Registry.ReportReservedNames(ctx); err != nil {
+		return nil, err
+	}
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
 	a.MCP = mcpclient.New(a.Registry, &mo)
@@ -218,6 +224,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if err := a.Jobs.Open(); err != nil {
 		return nil, err
 	}
+	gwo := cfg.Gateway
+	gwo.Logger, gwo.Version, gwo.Executions, gwo.Bus, gwo.Keys = log, cfg.Version, a.Executions, a.Bus, cfg.Keys
+	gwo.Sessions, gwo.Journal = a.MCP, a.Local.Beginner(pool)
+	a.Gateway = gateway.New(a.Router, a.Auth, &gwo)
 	do := cfg.Denials
 	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
@@ -226,7 +236,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Usage: usage.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies,
-		Gateway: gateway.New(a.Router, a.Auth, &gateway.Options{Logger: log, Version: cfg.Version})}, a.Bus)
+		Gateway: a.Gateway}, a.Bus)
 
 	return a, nil
 }

@@ -71,7 +71,8 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string) (views.ExecutionView, error) {
 	x := views.ExecutionView{ID: ex.ID, Title: ex.Title(), Status: string(ex.Status), Risk: ex.Risk, RiskWhy: ex.RiskWhy,
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
-		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
+		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Decision: ex.Decision,
+		DecidedBy: ex.DecidedBy, Source: ex.Source, Client: ex.Client, Error: ex.Error, CreatedAt: ex.CreatedAt,
 		ApprovedAt: ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt}
 	if ex.Status == executions.AwaitingApproval {
 		x.Phrase = ex.ConfirmationPhrase

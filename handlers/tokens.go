@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,8 @@ import (
 type TokensHandler struct {
 	*Shell
 	Auth *auth.Service
+	// Proxies are the trusted proxies (Origin: the URL agents connect to).
+	Proxies []netip.Prefix
 }
 
 func (h TokensHandler) page(c echo.Context, status int, form views.NewTokenForm, revealed *views.Secret) error {
@@ -23,7 +26,12 @@ func (h TokensHandler) page(c echo.Context, status int, form views.NewTokenForm,
 	if err != nil {
 		return err
 	}
-	p := views.TokensPage{Layout: h.layout(c, "API tokens"), Form: form, Revealed: revealed}
+	token := ""
+	if revealed != nil {
+		token = revealed.Value
+	}
+	p := views.TokensPage{Layout: h.layout(c, "API tokens"), Form: form, Revealed: revealed,
+		Connect: views.Connect(Origin(c.Request(), h.Proxies), token)}
 	for _, t := range toks {
 		p.Tokens = append(p.Tokens, views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Status: t.Status(),
 			CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt})

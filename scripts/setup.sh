@@ -5,7 +5,8 @@
 #
 #   scripts/setup.sh run    Go >= 1.26, the templ tool, PostgreSQL server binaries
 #   scripts/setup.sh test   the same, plus chromium (browser tests), Node.js and the npm
-#                           packages of package-lock.json (MCP reference servers), and
+#                           packages of package-lock.json (MCP reference servers, and the
+#                           TypeScript SDK and Inspector CLI as conformance clients), and
 #                           a C compiler (the race detector)
 set -euo pipefail
 
@@ -199,8 +200,10 @@ if [[ "$mode" == test ]]; then
 	if (($(node_major) < min_node_major)); then
 		die "Node.js ${min_node_major} or newer is required by the MCP integration tests, found $(node --version)"
 	fi
-	# Every reference server pinned in package.json (everything, filesystem, memory) must be
-	# installed at its pinned version; the first one missing or different names itself.
+	# Every @modelcontextprotocol package pinned in package.json (the reference servers
+	# everything, filesystem and memory; the conformance tests' clients sdk and
+	# inspector-cli) must be installed at its pinned version; the first one missing or
+	# different names itself.
 	stale="$(node -e '
 		const deps = require("./package.json").dependencies;
 		for (const [name, pinned] of Object.entries(deps)) {

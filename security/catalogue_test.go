@@ -93,10 +93,21 @@ var catalogue = []behaviour{
 	{what: "canary sweep: a secret value appears in no page, log, event or row", proofs: []proof{
 		{"e2e", "TestSecretsNeverLeave"}, {"security", "TestFinding10SecretsMasked"}}},
 	{what: "key rotation", proofs: []proof{{"services/secrets", "TestRotation"}, {"services/registry", "TestKeyRotation"}, {"e2e", "TestSecretsSurviveKeyRotation"}}},
-	{what: "the MCP endpoint: API tokens only (no session cookies), 401 with WWW-Authenticate, a revoked token fails the next request", proofs: []proof{
-		{"services/gateway", "TestGatewayAuthentication"}, {"security", "TestRouteWalk"}}},
-	{what: "the MCP endpoint: a token's user sees and calls only the tools they may use, every call through the router", proofs: []proof{
-		{"services/gateway", "TestToolsThroughGateway"}}},
+	{what: "the MCP endpoints (/mcp, /sse, /messages/): API tokens only (no session cookies), 401 with WWW-Authenticate, a revoked token fails the next request", proofs: []proof{
+		{"services/gateway", "TestGatewayAuthentication"}, {"services/gateway", "TestSSEAuthentication"}, {"services/gateway", "TestSSEToolsThroughGateway"},
+		{"security", "TestRouteWalk"}}},
+	{what: "the MCP endpoint: a MEDIUM or HIGH call waits for a person's decision in the browser (tokens never approve) and returns the real result or the reason; another user cannot await or list it; an agent cannot queue more than its share", proofs: []proof{
+		{"services/gateway", "TestApprovalInsideTheCall"}, {"services/gateway", "TestPendingAndAwait"}, {"e2e", "TestBrowserApprovalInsideMCPCall"}}},
+	{what: "the MCP endpoint: a requestState is signed, bound to its user, execution, tool and arguments, expires, and works once", proofs: []proof{
+		{"services/gateway", "TestInputRequiredRetry"}}},
+	{what: "the MCP endpoint: the caller's API token never reaches an upstream server", proofs: []proof{
+		{"services/gateway", "TestTokenNotForwarded"}}},
+	{what: "the legacy SSE transport: a session takes messages only with the API token that opened it", proofs: []proof{
+		{"services/gateway", "TestSSEAuthentication"}}},
+	{what: "the MCP endpoints: a token's user sees and calls only the tools they may use, every call through the router", proofs: []proof{
+		{"services/gateway", "TestToolsThroughGateway"}, {"services/gateway", "TestSSEToolsThroughGateway"}}},
+	{what: "the MCP endpoint: upstream resources and prompts reach only users who may use one of the server's tools; every read and get is audited (denials too), within the caller's call rate, with the server's secrets masked", proofs: []proof{
+		{"services/gateway", "TestResourcesAndPromptsThroughGateway"}, {"services/gateway", "TestPassthroughRate"}, {"services/gateway", "TestPassthroughMasksSecrets"}}},
 	{what: "no token passthrough to upstream servers", proofs: []proof{{"security", "TestNoTokenPassthrough"}}},
 	{what: "template tools: arguments stay data where they land (argv without a shell, never an option; URL path and query escaped, origin fixed; JSON bodies encoded; no line breaks in headers)", proofs: []proof{
 		{"services/template", "TestCommandArgumentsStayData"}, {"services/template", "TestCommandLeadingDash"},

@@ -82,8 +82,8 @@ func TestRouteWalk(t *testing.T) {
 			case c.role == "":
 				checkAnonymous(t, key, r.Perm, status, r.Path)
 			case web.BearerOnly(r.Path) && c.kind == audit.ActorUser:
-				// A session cookie is no credential on the MCP endpoint: a signed-in
-				// browser cannot be made to call tools through it.
+				// A session cookie is no credential on the MCP endpoints (/mcp, /sse,
+				// /messages/): a signed-in browser cannot be made to call tools through them.
 				if status != http.StatusUnauthorized {
 					t.Errorf("%s as %s: got %d, want 401 (API tokens only)", key, c.label, status)
 				}
@@ -199,7 +199,9 @@ func send(t *testing.T, e *env, a webtest.API, method, path, body, ctype string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.Copy(io.Discard, res.Body)
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		_, _ = io.Copy(io.Discard, res.Body) // a stream (GET /sse) stays open: not read
+	}
 	res.Body.Close()
 	return res.StatusCode
 }

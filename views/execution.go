@@ -79,6 +79,10 @@ type ExecutionView struct {
 	Approver      string
 	SelfApproved  bool // its requester approved it: nobody else could
 	Reason        string
+	Decision      string // rejected, cancelled
+	DecidedBy     string
+	Source        string // "mcp": a call through /mcp that needed approval
+	Client        string // the MCP client's name and version
 	Error         string
 	CreatedAt     time.Time
 	ApprovedAt    *time.Time
@@ -345,10 +349,33 @@ func execPlannerText(p string) string {
 }
 
 func execRequesterText(x ExecutionView) string {
-	if x.RequesterKind == "token" {
-		return x.Requester + " (API token)"
+	who := x.Requester
+	switch {
+	case x.Source == "mcp" && x.Client != "":
+		who += " (a call through /mcp from the MCP client " + x.Client + ")"
+	case x.Source == "mcp":
+		who += " (a call through /mcp from an MCP client)"
+	case x.RequesterKind == "token":
+		who += " (API token)"
 	}
-	return x.Requester
+	return who
+}
+
+// execCancelledText says who ended a cancelled execution and why.
+func execCancelledText(x ExecutionView) string {
+	verb := "Cancelled"
+	if x.Decision == "rejected" {
+		verb = "Rejected"
+	}
+	switch {
+	case x.DecidedBy != "" && x.Reason != "":
+		return verb + " by " + x.DecidedBy + ": " + x.Reason
+	case x.DecidedBy != "":
+		return verb + " by " + x.DecidedBy + "."
+	case x.Reason != "":
+		return x.Reason
+	}
+	return "It was cancelled."
 }
 
 // ExecutionFieldWhere says in words where in a plan a JSON pointer points:

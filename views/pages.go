@@ -108,6 +108,7 @@ type TokensPage struct {
 	Tokens   []TokenRow
 	Form     NewTokenForm
 	Revealed *Secret
+	Connect  ConnectPanel
 }
 
 // TokenRow is one token in the table.

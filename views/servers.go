@@ -20,6 +20,9 @@ type ServerCard struct {
 	ToolCount     int
 	LastConnected *time.Time
 	StatusSince   time.Time
+	// NameReserved: the name is kept for Toolwarden's own tools (it was taken before it
+	// was); the server works, and the page asks for it to be renamed.
+	NameReserved bool
 }
 
 // ServerFilter is the search and filters of the server list.

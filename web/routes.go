@@ -25,7 +25,7 @@ func (s *Server) routes() []Route {
 	dash := handlers.DashboardHandler{Shell: shell, Auth: d.Auth, AuditLog: d.AuditLog, Registry: d.Registry, System: d.System,
 		StartedAt: d.StartedAt, LiveClients: d.LiveClients}
 	users := handlers.UsersHandler{Shell: shell, Auth: d.Auth}
-	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth}
+	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth, Proxies: d.TrustedProxies}
 	health := handlers.HealthHandler{Logger: d.Logger, System: d.System}
 	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP}
 	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry}
@@ -130,6 +130,12 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, MCPPath, auth.PermSignedIn, s.mcp},
 		{http.MethodGet, MCPPath, auth.PermSignedIn, s.mcp},
 		{http.MethodDelete, MCPPath, auth.PermSignedIn, s.mcp},
+		// The legacy SSE transport, for clients that predate /mcp: GET opens a session
+		// and its stream, whose first event names the session's endpoint under
+		// /messages/; POSTs there carry the client's messages (with the token that
+		// opened the session).
+		{http.MethodGet, SSEPath, auth.PermSignedIn, s.sse},
+		{http.MethodPost, MessagesPath, auth.PermSignedIn, s.sse},
 
 		// JSON API.
 		{http.MethodGet, "/api/v1/users", auth.PermUsers, users.APIList},

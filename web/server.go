@@ -67,7 +67,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	// denied whatever it carries.
 	for _, r := range s.table {
 		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
-		if r.Method == http.MethodGet && r.Path != "/ws" && r.Path != MCPPath {
+		if r.Method == http.MethodGet && r.Path != "/ws" && !BearerOnly(r.Path) {
 			e.Add(http.MethodHead, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
 		}
 	}
@@ -111,7 +111,8 @@ func clientIP(proxies []netip.Prefix, log *slog.Logger) echo.IPExtractor {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHTTP(w, r) }
 
 // Shutdown closes the websocket connections, telling clients to reconnect later, and
-// ends the MCP sessions' GET streams (calls in flight finish).
+// ends the MCP sessions' GET streams and the SSE sessions' streams (calls in flight
+// finish).
 func (s *Server) Shutdown() {
 	s.hub.shutdown()
 	if s.deps.Gateway != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -72,6 +73,8 @@ type Options struct {
 	TrustedProxies []netip.Prefix
 	// Denials tunes how refused requests are recorded; nil uses the defaults.
 	Denials *audit.DenialOptions
+	// Gateway tunes /mcp (how long a call waits for approval, page size); nil uses the defaults.
+	Gateway *gateway.Options
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -95,6 +98,9 @@ func Start(t testing.TB, opts *Options) *Server {
 		}
 		if opts.Denials != nil {
 			c.Denials = *opts.Denials
+		}
+		if opts.Gateway != nil {
+			c.Gateway = *opts.Gateway
 		}
 		c.TrustedProxies = opts.TrustedProxies
 	}})

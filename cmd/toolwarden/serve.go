@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -38,6 +39,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	confineMode := fs.String("confine", envOr("TOOLWARDEN_CONFINE", "auto"), "how stdio servers run: auto (confined where this machine allows it, else unconfined with a warning), required (never unconfined: they do not start where confinement is unavailable) or off (env TOOLWARDEN_CONFINE)")
 	tplTimeout := fs.String("template-max-timeout", envOr("TOOLWARDEN_TEMPLATE_MAX_TIMEOUT", template.MaxTimeout.String()),
 		"the longest a template tool's command or HTTP request may run, whatever its template says; at most "+template.MaxTimeout.String()+" (env TOOLWARDEN_TEMPLATE_MAX_TIMEOUT)")
+	hold := fs.String("mcp-hold", envOr("TOOLWARDEN_MCP_HOLD", "50s"), "how long a call through /mcp that needs approval waits for the decision before it answers that it is pending; keep it under the client's call timeout, often 60s (env TOOLWARDEN_MCP_HOLD)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -45,6 +47,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var err error
 	if c.TrustedProxies, err = parseProxies(*proxies); err != nil {
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
+	}
+	mcpHold, err := time.ParseDuration(*hold)
+	if err != nil || mcpHold < time.Second || mcpHold > 10*time.Minute {
+		fmt.Fprintf(stderr, "toolwarden serve: --mcp-hold: %q is not a duration between 1s and 10m, such as 50s\n", *hold)
 		return errUsage
 	}
 	switch c.Confine = *confineMode; c.Confine {
@@ -89,7 +96,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
 		MCP: mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
 			MaxMessageBytes: c.MaxMessageSize, TemplateMaxTimeout: c.TemplateMaxTimeout},
-		Router: router.Options{UserRate: c.RateLimit},
+		Router:  router.Options{UserRate: c.RateLimit},
+		Gateway: gateway.Options{Hold: mcpHold},
 	})
 	if err != nil {
 		return err

@@ -331,6 +331,14 @@ func TestTransports(t *testing.T) {
 			if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "test server") {
 				t.Errorf("got read resource %v, %v", rr, err)
 			}
+			templates, err := s.ListResourceTemplates(t.Context(), nil)
+			if err != nil || len(templates.ResourceTemplates) != 1 || templates.ResourceTemplates[0].URITemplate != "test://notes/{name}" {
+				t.Fatalf("got resource templates %v, %v; want test://notes/{name}", templates, err)
+			}
+			rr, err = s.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "test://notes/a%20b"})
+			if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "Note at test://notes/a%20b" {
+				t.Errorf("got read note %v, %v", rr, err)
+			}
 			prompts, err := s.ListPrompts(t.Context(), nil)
 			if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "greet" {
 				t.Fatalf("got prompts %v, %v; want greet", prompts, err)

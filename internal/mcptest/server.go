@@ -94,7 +94,8 @@ func (s *Server) FailPings(n int) { s.failPings.Store(int64(n)) }
 
 // New builds a server with the default tools (echo, add, fail, sleep,
 // write-note), the tool run if opts.RunCommands, opts.Generated generated
-// tools, the resource test://readme and the prompt greet. opts may be nil.
+// tools, the resource test://readme, the resource template test://notes/{name} and
+// the prompt greet. opts may be nil.
 func New(opts *Options) *Server {
 	var o Options
 	if opts != nil {
@@ -143,6 +144,19 @@ func New(opts *Options) *Server {
 			URI: readmeURI, MIMEType: "text/plain", Text: readmeText,
 		}}}, nil
 	})
+	// A template whose reads answer with the URI exactly as it arrived, so tests can
+	// see what a client's expansion of it reaches the server as.
+	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: notesTemplate,
+		Name:        "note",
+		Title:       "Note",
+		Description: "A note by name, so resource templates can be tested; it reads back the URI it was read as.",
+		MIMEType:    "text/plain",
+	}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{
+			URI: req.Params.URI, MIMEType: "text/plain", Text: "Note at " + req.Params.URI,
+		}}}, nil
+	})
 	s.mcp.AddPrompt(&mcp.Prompt{
 		Name:        "greet",
 		Title:       "Greet",
@@ -165,8 +179,9 @@ func New(opts *Options) *Server {
 }
 
 const (
-	readmeURI  = "test://readme"
-	readmeText = "This is the Toolwarden MCP test server.\n"
+	readmeURI     = "test://readme"
+	readmeText    = "This is the Toolwarden MCP test server.\n"
+	notesTemplate = "test://notes/{name}"
 )
 
 // MCP exposes the underlying SDK server, for tests that need more than this

@@ -4,7 +4,10 @@
 // argument (seed 001).
 package toolname
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Sep joins a server's name and a tool's name.
 const Sep = "__"
@@ -48,3 +51,14 @@ func CutOperation(name string) (tool, operation string, ok bool) {
 	}
 	return base, op, true
 }
+
+// reserved are the server names Toolwarden keeps for its own tools (the MCP gateway's
+// toolwarden__await_execution, …): no registered server may take one, or its tools'
+// qualified names would collide with Toolwarden's.
+var reserved = [...]string{"toolwarden", "builtin"}
+
+// Reserved reports whether server is a name kept for Toolwarden's own tools.
+func Reserved(server string) bool { return slices.Contains(reserved[:], server) }
+
+// ReservedNames are the names Reserved reports, in a fresh slice.
+func ReservedNames() []string { return append([]string(nil), reserved[:]...) }

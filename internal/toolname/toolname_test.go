@@ -52,3 +52,22 @@ func TestCutOperation(t *testing.T) {
 		}
 	}
 }
+
+func TestReserved(t *testing.T) {
+	t.Parallel()
+	for _, n := range []string{"toolwarden", "builtin"} {
+		if !toolname.Reserved(n) {
+			t.Errorf("%q is not reserved", n)
+		}
+	}
+	for _, n := range []string{"", "toolwarden-x", "Toolwarden", "github", "built-in"} {
+		if toolname.Reserved(n) {
+			t.Errorf("%q is reserved", n)
+		}
+	}
+	names := toolname.ReservedNames()
+	names[0] = "x"
+	if !toolname.Reserved("toolwarden") {
+		t.Error("ReservedNames handed out the list itself")
+	}
+}

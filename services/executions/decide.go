@@ -75,7 +75,13 @@ func plannerFailed(err error) *fault.Error {
 type Input struct {
 	Prompt string
 	Plan   *Request
+	// Source and Client say where the request came from (SourceMCP and the MCP
+	// client's name and version); empty for the API and the pages.
+	Source, Client string
 }
+
+// SourceMCP is an execution asked for by a call through /mcp that needed approval.
+const SourceMCP = "mcp"
 
 // Create plans (when given a prompt), prepares and stores a plan, and asks for its
 // approval: a LOW plan is approved by policy and starts at once; MEDIUM waits for a
@@ -118,10 +124,10 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		_, err := tx.Exec(ctx, `/* executions.Create */
 			INSERT INTO executions (id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
-			                        requested_token, seal)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16)`,
+			                        requested_token, seal, source, client)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18)`,
 			id, requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil))
+			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200))
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}
@@ -360,8 +366,9 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "rejected",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, action: "execution.reject",
-		event: decided(events.ApprovalRejected, reason, c.Actor.Name)})
+		set:    map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "rejected", "decided_by": c.Actor.Name},
+		action: "execution.reject",
+		event:  decided(events.ApprovalRejected, reason, c.Actor.Name)})
 }
 
 // Cancel stops an execution that waits for approval, or one that runs (the step
@@ -380,13 +387,58 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval, Executing}, to: Cancelled, want: "cancelled",
-		set: map[string]any{"reason": reason, "finished_at": s.opts.Now()}, action: "execution.cancel",
-		event: decided(events.ExecutionCancelled, reason, c.Actor.Name)})
+		set:    map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "cancelled", "decided_by": c.Actor.Name},
+		action: "execution.cancel",
+		event:  decided(events.ExecutionCancelled, reason, c.Actor.Name)})
+}
+
+// ClaimRetry records that the single-use retry token nonce of execution id (a
+// requestState the gateway gave a client) was used; false when it had been already.
+func (s *Service) ClaimRetry(ctx context.Context, id, nonce string, expires time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `/* executions.ClaimRetry */
+		INSERT INTO execution_retries (nonce, execution_id, expires_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+		nonce, id, expires)
+	if err != nil {
+		return false, fmt.Errorf("executions: claim a retry: %w", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Withdraw cancels an execution that still waits for approval because its requester
+// stopped waiting for it (an MCP client that gave up its call); one already approved
+// runs on. Only its requester may.
+func (s *Service) Withdraw(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
+	ex, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return nil, err
+	}
+	if ex.RequestedBy == nil || *ex.RequestedBy != c.Actor.ID {
+		return nil, forbidden("only its requester may withdraw an execution")
+	}
+	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "withdrawn",
+		set:    map[string]any{"reason": clip(reason, MaxReason), "finished_at": s.opts.Now(), "decision": "cancelled", "decided_by": c.Actor.Name},
+		action: "execution.cancel", event: decided(events.ExecutionCancelled, reason, c.Actor.Name)})
+}
+
+// Waiting is how many executions requested by user id wait for approval.
+func (s *Service) Waiting(ctx context.Context, userID string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `/* executions.Waiting */
+		SELECT count(*) FROM executions WHERE requested_by = $1 AND status = 'awaiting_approval'`, userID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("executions: count waiting: %w", err)
+	}
+	return n, nil
 }
 
 // ExpireDue moves every execution whose approval time ran out to expired; it returns
-// how many. The runner calls it every minute.
+// how many. The runner calls it every minute, and forgets the retry tokens that can
+// no longer be used.
 func (s *Service) ExpireDue(ctx context.Context) (int, error) {
+	if _, err := s.pool.Exec(ctx, `/* executions.ExpireDue.retries */
+		DELETE FROM execution_retries WHERE expires_at < $1`, s.opts.Now().Add(-time.Hour)); err != nil {
+		return 0, fmt.Errorf("executions: forget used retries: %w", err)
+	}
 	ids, err := db.Column[string](ctx, s.pool, "executions: due", `/* executions.ExpireDue */
 		SELECT id FROM executions WHERE status = 'awaiting_approval' AND expires_at <= $1 ORDER BY expires_at LIMIT 1000`,
 		s.opts.Now())
@@ -480,4 +532,12 @@ func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Setting
 				"high_separation": st.HighSeparation}})
 		return err
 	})
+}
+
+// clip cuts s to at most n runes (a client's self-declared name is not trusted to be short).
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
 }

@@ -167,9 +167,17 @@ type Execution struct {
 	RollbackPlan *Plan  `db:"rollback_plan" json:"-"`
 	RollbackHash []byte `db:"rollback_hash" json:"-"`
 	// Seal is the MAC of the id and the three hashes (see sealOf).
-	Seal       []byte     `db:"seal" json:"-"`
-	ExpiresAt  *time.Time `db:"expires_at" json:"expires_at,omitempty"`
-	Reason     string     `db:"reason" json:"reason,omitempty"`
+	Seal      []byte     `db:"seal" json:"-"`
+	ExpiresAt *time.Time `db:"expires_at" json:"expires_at,omitempty"`
+	Reason    string     `db:"reason" json:"reason,omitempty"`
+	// Decision is how a cancelled execution ended ("rejected" by an approver, or
+	// "cancelled"), and DecidedBy who did it.
+	Decision  string `db:"decision" json:"decision,omitempty"`
+	DecidedBy string `db:"decided_by" json:"decided_by,omitempty"`
+	// Source is where it was asked from (SourceMCP, or empty: the API or a page);
+	// Client the MCP client's name and version.
+	Source     string     `db:"source" json:"source,omitempty"`
+	Client     string     `db:"client" json:"client,omitempty"`
 	Error      string     `db:"error" json:"error,omitempty"`
 	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt  time.Time  `db:"updated_at" json:"updated_at"`
@@ -179,7 +187,8 @@ type Execution struct {
 
 const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
 	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, approved_hash, self_approved,
-	requested_token, rollback_plan, rollback_hash, seal, expires_at, reason, error, created_at, updated_at, started_at, finished_at`
+	requested_token, rollback_plan, rollback_hash, seal, expires_at, reason, decision, decided_by, source, client, error, created_at,
+	updated_at, started_at, finished_at`
 
 // Requester is who asked for the execution, as recorded, with the role they had when
 // they asked; its steps run as them with the role they have when each step starts

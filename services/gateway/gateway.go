@@ -10,6 +10,8 @@
 // 2025-11-25, and a stateless one for 2026-07-28, which the SDK accepts only there.
 // One Gateway serves both from one URL, choosing by the request's
 // Mcp-Protocol-Version header (which the SDK requires on every 2026-07-28 request).
+// The legacy SSE transport (/sse and /messages/) is served over the same server
+// (sse.go).
 package gateway
 
 import (
@@ -19,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,7 +30,12 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // statelessVersion is the first protocol version go-sdk serves only statelessly.
@@ -40,21 +48,49 @@ type Options struct {
 	Version string
 	// SessionTimeout closes a stateful session idle this long. Default 30 minutes.
 	SessionTimeout time.Duration
+	// Executions and Bus hold a call that needs approval until a person decides
+	// (hold.go); without them such a call is refused with approval_required.
+	Executions *executions.Service
+	Bus        *events.Bus
+	// Hold is how long a call waits for a decision before it answers that it is
+	// still pending. Default 50 seconds: under the minute many clients allow a call.
+	Hold time.Duration
+	// Keys sign the requestState of a 2026-07-28 call waiting for approval (elicit.go);
+	// without them such a client is held like any other.
+	Keys *secrets.Keyring
+	// MaxWaiting is how many of one user's calls may wait for approval at once; a
+	// call past it is refused (hold.go). Default 20.
+	MaxWaiting int
+	// PageSize is how many tools a tools/list page holds. Default 500.
+	PageSize int
+	// ListChangedDelay gathers the changes of this long into one
+	// notifications/tools/list_changed. Default 250 milliseconds.
+	ListChangedDelay time.Duration
+	// Sessions are the upstream sessions whose resources and prompts are passed
+	// through, and Journal where their reads and gets are audited (passthrough.go).
+	Sessions *mcpclient.Manager
+	Journal  db.TxBeginner
 }
 
 // Gateway serves MCP over HTTP. It is an http.Handler; Close ends its open streams.
 type Gateway struct {
 	router    *router.Router
 	auth      *auth.Service
+	exec      *executions.Service
+	bus       *events.Bus
+	opts      Options
 	log       *slog.Logger
 	server    *mcp.Server
 	stateful  http.Handler
 	stateless http.Handler
 	bearer    func(http.Handler) http.Handler
+	pass      passthrough
+	sse       *sseSessions // the legacy SSE transport (sse.go)
 
 	stop     context.Context
 	stopOnce sync.Once
 	cancel   context.CancelFunc
+	unfollow func()
 }
 
 // New returns the gateway over the router (every call) and the auth service (tokens).
@@ -72,14 +108,33 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	g := &Gateway{router: r, auth: a, log: o.Logger}
+	if o.Hold <= 0 {
+		o.Hold = 50 * time.Second
+	}
+	if o.MaxWaiting <= 0 {
+		o.MaxWaiting = 20
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = 500
+	}
+	if o.ListChangedDelay <= 0 {
+		o.ListChangedDelay = 250 * time.Millisecond
+	}
+	g := &Gateway{router: r, auth: a, exec: o.Executions, bus: o.Bus, opts: o, log: o.Logger,
+		pass: passthrough{sessions: o.Sessions, journal: o.Journal}}
+	if g.bus == nil {
+		g.exec = nil // a held call waits on the bus
+	}
 	g.stop, g.cancel = context.WithCancel(context.Background())
-	// Tools are answered per caller by middleware (tools.go), so the SDK's own tool
-	// table stays empty and the capability is declared here. list_changed is not sent
-	// yet, so it is not promised.
+	// Tools are answered per caller by middleware (tools.go); the capability is
+	// declared here, with list_changed (changed.go). Resources and prompts likewise
+	// (passthrough.go).
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: o.Version},
-		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
-	g.server.AddReceivingMiddleware(g.tools)
+		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
+	g.server.AddReceivingMiddleware(g.tools, g.passthrough)
+	g.follow()
+	g.sse = g.newSSE() // after every middleware that reads the caller
 	get := func(*http.Request) *mcp.Server { return g.server }
 	// The SDK's localhost/DNS-rebinding protection stays on (the options' zero value).
 	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout})
@@ -91,10 +146,16 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	return g
 }
 
-// Close ends the stateful sessions' GET streams, now and from now on: such a stream
-// never ends by itself and would hold the HTTP server's drain until its deadline.
+// Close ends the stateful sessions' GET streams and the SSE sessions' streams, now and
+// from now on: such a stream never ends by itself and would hold the HTTP server's
+// drain until its deadline.
 // POST and DELETE requests are left to finish (a tool call in flight is answered).
-func (g *Gateway) Close() { g.stopOnce.Do(g.cancel) }
+func (g *Gateway) Close() {
+	g.stopOnce.Do(func() {
+		g.cancel()
+		g.unfollow()
+	})
+}
 
 // ServeHTTP authenticates the bearer token and serves the request on the handler of
 // its protocol era.
@@ -132,12 +193,13 @@ const principalKey = "toolwarden.principal"
 // clientKey carries what the HTTP layer knows of the client (ClientOf).
 type clientKey struct{}
 
-type client struct{ ip, requestID string }
+type client struct{ ip, requestID, base string }
 
 // WithClient records the client's address (as the HTTP layer decided it, behind
-// trusted proxies) and the request's id, for the audit rows of its calls.
-func WithClient(ctx context.Context, ip, requestID string) context.Context {
-	return context.WithValue(ctx, clientKey{}, client{ip: ip, requestID: requestID})
+// trusted proxies) and the request's id, for the audit rows of its calls, and the
+// URL this server is reached at (scheme and host, no path), for the links it sends.
+func WithClient(ctx context.Context, ip, requestID, base string) context.Context {
+	return context.WithValue(ctx, clientKey{}, client{ip: ip, requestID: requestID, base: strings.TrimRight(base, "/")})
 }
 
 // caller is the authenticated user of a request and where the request came from.
@@ -159,6 +221,7 @@ func (g *Gateway) verify(ctx context.Context, token string, req *http.Request) (
 	cl, ok := req.Context().Value(clientKey{}).(client)
 	if !ok {
 		cl.ip, _, _ = net.SplitHostPort(req.RemoteAddr)
+		cl.base = "http://" + req.Host
 	}
 	return &mcpauth.TokenInfo{UserID: p.User.ID, Extra: map[string]any{principalKey: caller{p: p, client: cl}}}, nil
 }

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,17 +25,32 @@ func (g *Gateway) tools(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/list":
 			c := callerOf(req)
-			if c == nil {
+			lr, ok := req.(*mcp.ListToolsRequest)
+			if c == nil || !ok {
 				return nil, errNoCaller
 			}
-			return g.list(ctx, c)
+			cursor := ""
+			if lr.Params != nil {
+				cursor = lr.Params.Cursor
+			}
+			return g.list(ctx, c, cursor)
 		case "tools/call":
 			c := callerOf(req)
 			cr, ok := req.(*mcp.CallToolRequest)
 			if c == nil || !ok {
 				return nil, errNoCaller
 			}
-			return g.call(ctx, c, cr)
+			if isOwn(cr.Params.Name) {
+				return next(ctx, method, req) // the SDK's table holds them (changed.go)
+			}
+			if cr.Params.RequestState != "" && g.exec != nil {
+				return g.retried(ctx, c, cr)
+			}
+			res, err := g.call(ctx, c, cr)
+			if err == nil && res.InputRequests != nil {
+				return g.relay(ctx, method, cr, next, res)
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}
@@ -43,17 +60,52 @@ func (g *Gateway) tools(next mcp.MethodHandler) mcp.MethodHandler {
 // caller from ever reaching the router.
 var errNoCaller = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "no authenticated caller"}
 
-// list is the caller's tools in the router's order (server, then tool name), as their
-// pinned definitions say.
-func (g *Gateway) list(ctx context.Context, c *caller) (*mcp.ListToolsResult, error) {
+// list is a page of the caller's tools by qualified name, as their pinned definitions
+// say, then the gateway's own. The cursor is the last name
+// of the page before, so a page stays right when tools come and go between pages.
+func (g *Gateway) list(ctx context.Context, c *caller, cursor string) (*mcp.ListToolsResult, error) {
+	after := ""
+	if cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || len(b) == 0 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: use the nextCursor of the previous page, or none for the first page"}
+		}
+		after = string(b)
+	}
 	items, err := g.router.Usable(ctx, c.actor(), c.p.User.Role)
 	if err != nil {
 		g.log.Error("gateway: list tools", "err", err)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the tool list could not be read; it was logged"}
 	}
-	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, len(items))}
+	upstream := make([]*mcp.Tool, 0, len(items))
 	for _, t := range items {
-		res.Tools = append(res.Tools, toolOf(t))
+		// A server named toolwarden before the name was reserved cannot shadow the
+		// gateway's own tools; its tools stay reachable through the JSON API.
+		if !isOwn(t.QualifiedName()) {
+			upstream = append(upstream, toolOf(t))
+		}
+	}
+	slices.SortFunc(upstream, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	all := append(upstream, ownTools...)
+	start := 0
+	if after != "" {
+		// The page starts after the cursor's name, found by order rather than by
+		// equality, so a tool removed since the last page does not restart the list.
+		if k := slices.IndexFunc(ownTools, func(t *mcp.Tool) bool { return t.Name == after }); k >= 0 {
+			start = len(upstream) + k + 1
+		} else {
+			start, _ = slices.BinarySearchFunc(upstream, after, func(t *mcp.Tool, name string) int {
+				if t.Name <= name {
+					return -1
+				}
+				return 1
+			})
+		}
+	}
+	end := min(start+g.opts.PageSize, len(all))
+	res := &mcp.ListToolsResult{Tools: all[start:end]}
+	if end < len(all) {
+		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(all[end-1].Name))
 	}
 	return res, nil
 }
@@ -89,7 +141,7 @@ func (g *Gateway) call(ctx context.Context, c *caller, req *mcp.CallToolRequest)
 		conversation = id
 	}
 	call := router.Call{Tool: p.Name, Arguments: p.Arguments, Actor: c.actor(), Role: c.p.User.Role,
-		Source: router.SourceGateway, ConversationID: conversation}
+		Source: router.SourceGateway, ConversationID: conversation, Client: clientOf(req)}
 	if tok := p.GetProgressToken(); tok != nil && req.Session != nil {
 		call.Progress = func(pr router.Progress) {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
@@ -97,10 +149,22 @@ func (g *Gateway) call(ctx context.Context, c *caller, req *mcp.CallToolRequest)
 		}
 	}
 	res, err := g.router.Call(ctx, call)
+	if f, ok := fault.As(err); ok && f.Code == router.CodeApprovalRequired && g.exec != nil {
+		return g.ask(ctx, c, req, call)
+	}
 	if err != nil {
 		return g.refused(p.Name, err)
 	}
 	return resultOf(res), nil
+}
+
+// clientOf is the MCP client's name and version as it gave them.
+func clientOf(req *mcp.CallToolRequest) string {
+	info := req.ClientInfo()
+	if info == nil {
+		return ""
+	}
+	return strings.TrimSpace(info.Name + " " + info.Version)
 }
 
 // refused turns a refused or failed call into what MCP expects: a name the caller
@@ -165,7 +229,9 @@ func resultOf(res *router.Result) *mcp.CallToolResult {
 	for _, c := range res.Content {
 		out.Content = append(out.Content, contentOf(c))
 	}
-	if len(res.StructuredContent) > 0 {
+	// A result read back from an execution's step may carry a JSON null here; MCP's
+	// structuredContent is an object or absent (the TypeScript SDK refuses null).
+	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
 		out.StructuredContent = res.StructuredContent
 	}
 	return out

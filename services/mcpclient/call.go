@@ -81,15 +81,19 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 	}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
-		// The stand-in for an answer over the cap (msgLimit.errorResponse) becomes
-		// ErrResultTooLarge; a server sending that code itself is just as much at fault.
-		var we *jsonrpc.Error
-		if errors.As(err, &we) && we.Code == CodeResultTooLarge {
-			err = &tooLargeError{msg: we.Message}
-		}
-		return nil, fmt.Errorf("mcpclient: call %s: %w", name, err)
+		return nil, fmt.Errorf("mcpclient: call %s: %w", name, tooLarge(err))
 	}
 	return res, nil
+}
+
+// tooLarge turns the stand-in for an answer over the cap (msgLimit.errorResponse) into
+// ErrResultTooLarge; a server sending that code itself is just as much at fault.
+func tooLarge(err error) error {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == CodeResultTooLarge {
+		return &tooLargeError{msg: we.Message}
+	}
+	return err
 }
 
 // Masker masks the secret values server id's session runs with (its environment and

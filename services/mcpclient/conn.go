@@ -93,6 +93,16 @@ func (c *conn) snapshot() Snapshot {
 }
 
 func (c *conn) current() (*mcp.ClientSession, error) {
+	s, err := c.live()
+	if err != nil {
+		return nil, err
+	}
+	return s.cs, nil
+}
+
+// live is the open session with what the server declared, or ErrNotConnected (with the
+// last error, when there is one).
+func (c *conn) live() (*session, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sess == nil {
@@ -101,7 +111,7 @@ func (c *conn) current() (*mcp.ClientSession, error) {
 		}
 		return nil, ErrNotConnected
 	}
-	return c.sess.cs, nil
+	return c.sess, nil
 }
 
 // setStatus records a status in memory and in the registry (which announces it).

@@ -132,6 +132,9 @@ type Server struct {
 	EnvNames       []string `db:"-" json:"env_names"`
 	HeaderNames    []string `db:"-" json:"header_names"`
 	AuthConfigured bool     `db:"-" json:"auth_configured"`
+	// NameReserved: the server had its name before the name was kept for Toolwarden's
+	// own tools (toolname.Reserved); it works, and should be renamed.
+	NameReserved bool `db:"-" json:"name_reserved,omitempty"`
 }
 
 // Spec is a server registration as a person or a file states it, with plain secret values.

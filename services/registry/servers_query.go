@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/db"
 )
 
@@ -43,6 +44,23 @@ func (s *Server) fill() {
 	if s.HeaderNames == nil {
 		s.HeaderNames = []string{}
 	}
+	s.NameReserved = toolname.Reserved(s.Name)
+}
+
+// ReportReservedNames logs a warning for each server whose name is kept for
+// Toolwarden's own tools (one registered before the name was reserved: migration 22
+// could not tell anyone) and returns their names. The app calls it on start.
+func (s *Service) ReportReservedNames(ctx context.Context) ([]string, error) {
+	names, err := db.Column[string](ctx, s.pool, "registry: reserved names",
+		`/* registry.ReportReservedNames */ SELECT name FROM mcp_servers WHERE name = ANY($1) ORDER BY name`, toolname.ReservedNames())
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		s.log.Warn("the MCP server \""+n+"\" has a name now reserved for Toolwarden's own tools: it keeps working, but rename it "+
+			"(Edit on its page, or PATCH /api/v1/servers/:id {\"name\"}); its tools' names would collide with Toolwarden's", "server", n)
+	}
+	return names, nil
 }
 
 // GetServer returns one server by id.

@@ -14,10 +14,16 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
+
+// ReservedNameMessage is the refusal of a reserved server name (toolname.Reserved).
+func ReservedNameMessage(name string) string {
+	return fmt.Sprintf("is reserved: the name %s is for Toolwarden's own tools; choose another", name)
+}
 
 // namePattern is the server name rule of docs/api.md.
 var namePattern = regexp.MustCompile(`^[a-z0-9-]{1,48}$`)
@@ -30,8 +36,10 @@ var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 var reservedHeaders = []string{"host", "content-length", "content-type", "accept", "connection",
 	"transfer-encoding", "mcp-session-id", "mcp-protocol-version", "last-event-id"}
 
-// validate normalizes d and reports every problem, keyed by the API field name.
-func (d *draft) validate() error {
+// validate normalizes d and reports every problem, keyed by the API field name. was is
+// the name the server has now ("" for a new one): a server that had a reserved name
+// before names were reserved keeps it until it is renamed.
+func (d *draft) validate(was string) error {
 	var ve verr.Error
 	d.name = strings.TrimSpace(d.name)
 	d.description = strings.TrimSpace(d.description)
@@ -48,6 +56,8 @@ func (d *draft) validate() error {
 		ve.Add("name", "is required: a short slug such as \"github\" or \"files-prod\"")
 	case !namePattern.MatchString(d.name):
 		ve.Add("name", "must be 1–48 characters of lower-case letters, digits and '-' (for example \"files-prod\")")
+	case toolname.Reserved(d.name) && d.name != was:
+		ve.Add("name", ReservedNameMessage(d.name))
 	}
 	if utf8.RuneCountInString(d.description) > MaxDescription {
 		ve.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
@@ -319,7 +329,11 @@ func secretInURL(raw string) string {
 // edit a server must not be able to point it at their own host and collect its stored
 // header values and token there; after such a move each must be entered again.
 func (d *draft) validateChange(cur *draft) error {
-	err := d.validate()
+	was := ""
+	if cur != nil {
+		was = cur.name
+	}
+	err := d.validate(was)
 	if err == nil {
 		err = d.checkPlainText(cur)
 	}

@@ -55,6 +55,9 @@ func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
 	if cr.c.ConversationID != "" {
 		p["conversation_id"] = cr.c.ConversationID
 	}
+	if cr.c.Client != "" {
+		p["client"] = cr.c.Client
+	}
 	p["arguments"] = cr.redactedArgs()
 	if len(cr.e.configured) > 0 {
 		p["configured"] = cr.e.configured
@@ -91,6 +94,9 @@ func (cr *callRecord) usageEntry(success bool, code string, response, errJSON js
 	}
 	if cr.c.ConversationID != "" {
 		meta["conversation_id"] = cr.c.ConversationID
+	}
+	if cr.c.Client != "" {
+		meta["client"] = cr.c.Client
 	}
 	u.Metadata, _ = json.Marshal(meta)
 	return u

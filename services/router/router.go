@@ -39,7 +39,7 @@ const (
 	SourceTestPanel = "test_panel"
 	SourceAPI       = "api"
 	SourceExecution = "execution"
-	SourceGateway   = "gateway"
+	SourceGateway   = "mcp" // a tools/call through /mcp (services/gateway)
 )
 
 // Options tunes a Router; zero fields take the defaults shown.
@@ -208,6 +208,8 @@ type Call struct {
 	ID string
 	// ConversationID groups calls of one agent conversation in the logs.
 	ConversationID string
+	// Client is the MCP client's name and version (calls through /mcp), for the records.
+	Client string
 	// Topic, when set, also receives the call's events (an execution's topic).
 	Topic string
 	// Progress receives the server's progress notifications.

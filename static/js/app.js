@@ -61,15 +61,62 @@
     d.showModal();
   });
 
-  // Copy buttons: [data-copy="element-id"].
+  // Copy buttons: [data-copy="element-id"]. Where the clipboard cannot be written (a
+  // page served over plain HTTP to another host has no navigator.clipboard), the text is
+  // selected instead, for Ctrl+C.
   document.addEventListener("click", function (e) {
     var btn = e.target.closest("[data-copy]");
     if (!btn) return;
     var el = document.getElementById(btn.dataset.copy);
-    if (!el || !navigator.clipboard) return;
-    navigator.clipboard.writeText(el.textContent.trim()).then(function () {
-      var old = btn.textContent; btn.textContent = "Copied"; setTimeout(function () { btn.textContent = old; }, 1500);
+    if (!el) return;
+    function say(text) {
+      if (btn.dataset.copyLabel === undefined) btn.dataset.copyLabel = btn.textContent;
+      btn.textContent = text;
+      clearTimeout(btn.copyTimer);
+      btn.copyTimer = setTimeout(function () { btn.textContent = btn.dataset.copyLabel; }, 2000);
+    }
+    function select() {
+      var range = document.createRange();
+      range.selectNodeContents(el);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      say("Selected: press Ctrl+C");
+    }
+    if (!navigator.clipboard) { select(); return; }
+    navigator.clipboard.writeText(el.textContent.trim()).then(function () { say("Copied"); }, select);
+  });
+
+  // Tabs: [data-tabs] is a role=tablist of buttons (role=tab, aria-controls=panel id).
+  // A click or Enter selects a tab; the arrow keys, Home and End move between tabs and
+  // select the one reached (the ARIA tabs pattern, automatic activation).
+  function selectTab(tab) {
+    var list = tab.closest("[data-tabs]");
+    list.querySelectorAll("[role=tab]").forEach(function (t) {
+      var on = t === tab;
+      t.setAttribute("aria-selected", on ? "true" : "false");
+      t.tabIndex = on ? 0 : -1;
+      var panel = document.getElementById(t.getAttribute("aria-controls"));
+      if (panel) panel.hidden = !on;
     });
+  }
+  document.addEventListener("click", function (e) {
+    var tab = e.target.closest("[data-tabs] [role=tab]");
+    if (tab) selectTab(tab);
+  });
+  document.addEventListener("keydown", function (e) {
+    var tab = e.target.closest && e.target.closest("[data-tabs] [role=tab]");
+    if (!tab) return;
+    var tabs = Array.prototype.slice.call(tab.closest("[data-tabs]").querySelectorAll("[role=tab]"));
+    var i = tabs.indexOf(tab), next = null;
+    if (e.key === "ArrowRight") next = tabs[(i + 1) % tabs.length];
+    else if (e.key === "ArrowLeft") next = tabs[(i - 1 + tabs.length) % tabs.length];
+    else if (e.key === "Home") next = tabs[0];
+    else if (e.key === "End") next = tabs[tabs.length - 1];
+    if (!next) return;
+    e.preventDefault();
+    selectTab(next);
+    next.focus();
   });
 
   // Toasts remove themselves after a while; they stay while hovered or focused.

@@ -1,0 +1,459 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/gateway"
+)
+
+// holdEnv is a server with an untrusted server "ut" (its echo is MEDIUM) and a trusted
+// "mt" (its write-note is HIGH), a tool user tina who calls, and the admin who decides.
+type holdEnv struct {
+	srv   *webtest.Server
+	tina  auth.User
+	token string
+	admin executions.Caller
+}
+
+func newHoldEnv(t *testing.T, opts *gateway.Options) *holdEnv {
+	t.Helper()
+	srv := webtest.Start(t, &webtest.Options{Gateway: opts})
+	srv.LiveServer(t, "mt", true, "echo", "write-note")
+	srv.LiveServer(t, "ut", false, "echo")
+	tina := srv.CreateUser(t, "tina", auth.RoleToolUser, password)
+	var adminID string
+	if err := srv.Pool.QueryRow(context.Background(), `SELECT id FROM users WHERE username = 'admin'`).Scan(&adminID); err != nil {
+		t.Fatal(err)
+	}
+	return &holdEnv{srv: srv, tina: tina, token: srv.Token(t, "tina"),
+		admin: executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: adminID, Name: "admin"}, Role: auth.RoleAdmin}}
+}
+
+// client connects as tina at era, collecting progress messages.
+func (e *holdEnv) client(t *testing.T, era string) (*mcp.ClientSession, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var progress []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "hold-test", Version: "2.1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, r.Params.Message)
+			mu.Unlock()
+		}})
+	tr := &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{e.token}}}
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(progress)
+	}
+}
+
+type callOutcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// call starts a tools/call and returns where its outcome arrives.
+func call(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, progress string) <-chan callOutcome {
+	out := make(chan callOutcome, 1)
+	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if progress != "" {
+		p.SetProgressToken(progress)
+	}
+	go func() {
+		res, err := cs.CallTool(ctx, p)
+		out <- callOutcome{res, err}
+	}()
+	return out
+}
+
+func wait(t *testing.T, ch <-chan callOutcome) *mcp.CallToolResult {
+	t.Helper()
+	select {
+	case o := <-ch:
+		if o.err != nil {
+			t.Fatalf("call: %v", o.err)
+		}
+		return o.res
+	case <-time.After(30 * time.Second):
+		t.Fatal("the call did not come back")
+	}
+	return nil
+}
+
+// pending waits for tina's execution of tool awaiting approval.
+func (e *holdEnv) pending(t *testing.T, tool string) *executions.Execution {
+	t.Helper()
+	var found *executions.Execution
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		page, err := e.srv.Executions.List(context.Background(), executions.Query{RequestedBy: e.tina.ID,
+			Status: []executions.Status{executions.AwaitingApproval}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ex := range page.Items {
+			if ex.Plan.Steps[0].Tool == tool {
+				found = &ex
+				return true
+			}
+		}
+		return false
+	}, "no execution of "+tool+" awaits approval")
+	return found
+}
+
+// A MEDIUM call waits in the request until a person confirms it, and returns the real
+// result; a HIGH call rejected in the browser's place returns the reviewer's reason.
+// The execution says it came from an MCP client, named. In both protocol eras.
+func TestApprovalInsideTheCall(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	ctx := context.Background()
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs, progress := e.client(t, era)
+			out := call(ctx, cs, "ut__echo", map[string]any{"message": "held " + era}, "p-"+era)
+			ex := e.pending(t, "ut__echo")
+			if ex.Source != executions.SourceMCP || ex.Client != "hold-test 2.1" || ex.Risk != "medium" || ex.RequesterName != "tina" {
+				t.Fatalf("the execution: source %q client %q risk %q requester %q", ex.Source, ex.Client, ex.Risk, ex.RequesterName)
+			}
+			webtest.WaitFor(t, 10*time.Second, func() bool { return len(progress()) > 0 }, "no progress while waiting")
+			if msg := progress()[0]; !strings.Contains(msg, "Waiting for a person to approve") {
+				t.Fatalf("progress while waiting: %q", msg)
+			}
+			select {
+			case o := <-out:
+				t.Fatalf("the call answered before anyone decided: %+v %v", o.res, o.err)
+			default:
+			}
+			if _, err := e.srv.Executions.Confirm(ctx, e.admin, ex.ID, "", ""); err != nil {
+				t.Fatal(err)
+			}
+			res := wait(t, out)
+			if res.IsError || text(res) != "Echo: held "+era {
+				t.Fatalf("the approved call: got %+v %q, want the real result", res, text(res))
+			}
+
+			out = call(ctx, cs, "mt__write-note", map[string]any{"text": "friday"}, "")
+			ex = e.pending(t, "mt__write-note")
+			if ex.Risk != "high" {
+				t.Fatalf("write-note's risk: %s", ex.Risk)
+			}
+			if _, err := e.srv.Executions.Reject(ctx, e.admin, ex.ID, "not on a friday"); err != nil {
+				t.Fatal(err)
+			}
+			res = wait(t, out)
+			if !res.IsError || text(res) != "Rejected by admin: not on a friday" {
+				t.Fatalf("the rejected call: got %+v %q", res, text(res))
+			}
+		})
+	}
+}
+
+// When nobody decides before the hold ends, the call answers that it waits, naming the
+// execution; toolwarden__await_execution waits again and returns the real result.
+// toolwarden__list_pending lists the caller's waiting calls. Another user cannot await
+// someone else's execution, nor learn that it exists.
+func TestPendingAndAwait(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, &gateway.Options{Hold: 1500 * time.Millisecond, MaxWaiting: 2})
+	ctx := context.Background()
+	e.srv.CreateUser(t, "otto", auth.RoleToolUser, password)
+	otto := mustConnect(t, e.srv, e.srv.Token(t, "otto"), eras[0])
+
+	// An agent in a loop cannot bury the approvers: past MaxWaiting calls of its user
+	// waiting, the next is refused and creates nothing.
+	for i := range 3 {
+		p := &mcp.CallToolParams{Name: "ut__echo", Arguments: map[string]any{"message": "loop"}, Meta: mcp.Meta{gateway.HoldMeta: 0.1}}
+		res, err := otto.CallTool(ctx, p)
+		if err != nil || !res.IsError {
+			t.Fatalf("otto's call %d: %v %+v", i, err, res)
+		}
+		if refused := strings.Contains(text(res), "2 of your calls already wait"); refused != (i == 2) {
+			t.Fatalf("otto's call %d: %q", i, text(res))
+		}
+	}
+	if n := e.srv.App.Count(t, `SELECT count(*) FROM executions WHERE requester_name = 'otto'`); n != 2 {
+		t.Fatalf("otto's executions: %d, want 2", n)
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs, _ := e.client(t, era)
+			res := wait(t, call(ctx, cs, "ut__echo", map[string]any{"message": "later " + era}, ""))
+			var p gateway.Pending
+			if b, _ := json.Marshal(res.StructuredContent); !res.IsError || json.Unmarshal(b, &p) != nil ||
+				p.Status != "awaiting_approval" || p.ExecutionID == "" || !strings.HasPrefix(p.ApproveURL, e.srv.URL+"/executions/") {
+				t.Fatalf("an undecided call: got %+v %s", res, b)
+			}
+			if !strings.Contains(text(res), gateway.AwaitTool) || !strings.Contains(text(res), p.ExecutionID) {
+				t.Fatalf("the pending text does not say how to wait on: %q", text(res))
+			}
+
+			listed := wait(t, call(ctx, cs, gateway.PendingTool, nil, ""))
+			if listed.IsError || !strings.Contains(text(listed), p.ExecutionID) {
+				t.Fatalf("list_pending: %+v %q", listed, text(listed))
+			}
+			theirs := wait(t, call(ctx, otto, gateway.PendingTool, nil, ""))
+			if strings.Contains(text(theirs), p.ExecutionID) {
+				t.Fatal("another user's list_pending shows tina's execution")
+			}
+			stranger := wait(t, call(ctx, otto, gateway.AwaitTool, map[string]any{"execution_id": p.ExecutionID}, ""))
+			unknown := wait(t, call(ctx, otto, gateway.AwaitTool, map[string]any{"execution_id": "6f1b1f0e-0000-4000-8000-000000000000"}, ""))
+			if !stranger.IsError || strings.ReplaceAll(text(stranger), p.ExecutionID, "X") !=
+				strings.ReplaceAll(text(unknown), "6f1b1f0e-0000-4000-8000-000000000000", "X") {
+				t.Fatalf("another user awaiting tina's execution: got %q, want what an unknown id gets (%q)", text(stranger), text(unknown))
+			}
+
+			// Waiting again, past one more hold, then approved.
+			again := wait(t, call(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": p.ExecutionID}, ""))
+			if !again.IsError || !strings.Contains(text(again), "Waiting for approval") {
+				t.Fatalf("await before a decision: %+v %q", again, text(again))
+			}
+			out := call(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": p.ExecutionID}, "")
+			time.Sleep(200 * time.Millisecond)
+			if _, err := e.srv.Executions.Confirm(ctx, e.admin, p.ExecutionID, "", ""); err != nil {
+				t.Fatal(err)
+			}
+			if res := wait(t, out); res.IsError || text(res) != "Echo: later "+era {
+				t.Fatalf("await after the approval: got %+v %q", res, text(res))
+			}
+			// Awaiting a decided execution answers at once, again.
+			if res := wait(t, call(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": p.ExecutionID}, "")); text(res) != "Echo: later "+era {
+				t.Fatalf("await after the run: %q", text(res))
+			}
+		})
+	}
+}
+
+// A client that gives up on a held call cancels its execution, as long as nobody
+// decided on it: audited as cancelled by the client.
+func TestClientCancellationCancels(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs, _ := e.client(t, era)
+			ctx, cancel := context.WithCancel(context.Background())
+			out := call(ctx, cs, "ut__echo", map[string]any{"message": "never " + era}, "")
+			ex := e.pending(t, "ut__echo")
+			cancel()
+			<-out
+			webtest.WaitFor(t, 10*time.Second, func() bool {
+				cur, err := e.srv.Executions.Get(context.Background(), ex.ID)
+				return err == nil && cur.Status == executions.Cancelled && cur.Reason == "cancelled by the client" && cur.DecidedBy == "tina"
+			}, "the abandoned execution was not cancelled by the client")
+			if n := e.srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'execution.cancel' AND target_id = $1
+				AND actor_id = $2`, ex.ID, e.tina.ID); n != 1 {
+				t.Fatalf("audit rows of the cancellation: %d", n)
+			}
+		})
+	}
+}
+
+// Connected clients hear notifications/tools/list_changed when their tools change,
+// and tools/list pages through a long list in a stable order.
+func TestListChangedAndPages(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Gateway: &gateway.Options{PageSize: 2}})
+	srv.LiveServer(t, "mt", true, "echo", "add")
+	token := srv.Token(t, "admin")
+	changed := make(chan struct{}, 10)
+	c := mcp.NewClient(&mcp.Implementation{Name: "list-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}}
+	cs, err := c.Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: eras[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if !cs.InitializeResult().Capabilities.Tools.ListChanged {
+		t.Fatal("the gateway does not declare tools.listChanged")
+	}
+	var all []string
+	pages := 0
+	for tl, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, tl.Name)
+	}
+	var cursor string
+	for {
+		res, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(res.Tools) > 2 {
+			t.Fatalf("a page of %d tools; the page size is 2", len(res.Tools))
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if want := []string{"mt__add", "mt__echo", gateway.AwaitTool, gateway.PendingTool}; !slices.Equal(all, want) || pages != 2 {
+		t.Fatalf("paged list: %v in %d pages, want %v in 2", all, pages, want)
+	}
+	if _, err := cs.ListTools(context.Background(), &mcp.ListToolsParams{Cursor: "!!"}); err == nil {
+		t.Fatal("a bad cursor was accepted")
+	}
+
+	srv.App.Enable(t, "mt__sleep")
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no list_changed after a tool was enabled")
+	}
+	var after []string
+	for tl, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		after = append(after, tl.Name)
+	}
+	if !slices.Contains(after, "mt__sleep") {
+		t.Fatalf("after the change the list is %v", after)
+	}
+}
+
+// elicitingClient connects as tina at era, declaring URL-mode elicitation: each URL it
+// is asked to open goes to urls, and each completed elicitation to complete.
+func (e *holdEnv) elicitingClient(t *testing.T, era string, mrtr bool) (cs *mcp.ClientSession, urls, complete chan string) {
+	t.Helper()
+	urls, complete = make(chan string, 10), make(chan string, 10)
+	opts := &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			urls <- r.Params.URL
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+		ElicitationCompleteHandler: func(_ context.Context, r *mcp.ElicitationCompleteNotificationRequest) {
+			complete <- r.Params.ElicitationID
+		},
+	}
+	if !mrtr {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{e.token}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: "1"}, opts).Connect(context.Background(), tr,
+		&mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, urls, complete
+}
+
+func recv(t *testing.T, what string, ch <-chan string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(15 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+	return ""
+}
+
+// A stateful client that can open URLs is sent the approval page while its call is
+// held, and told when the elicitation is complete; the call returns the result.
+func TestURLElicitationWhileHeld(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	ctx := context.Background()
+	cs, urls, complete := e.elicitingClient(t, eras[0], true)
+	out := call(ctx, cs, "ut__echo", map[string]any{"message": "opened"}, "")
+	ex := e.pending(t, "ut__echo")
+	if u := recv(t, "URL elicitation", urls); u != e.srv.URL+"/executions/"+ex.ID {
+		t.Fatalf("the elicitation's URL is %q, want the execution's page", u)
+	}
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, out); res.IsError || text(res) != "Echo: opened" {
+		t.Fatalf("the approved call: %+v %q", res, text(res))
+	}
+	if id := recv(t, "elicitation/complete", complete); id != ex.ID {
+		t.Fatalf("elicitation/complete for %q, want %q", id, ex.ID)
+	}
+}
+
+// A 2026-07-28 client that can open URLs gets input_required at once: the approval
+// page and a signed requestState. The SDK's own retry loop opens the page and calls
+// again; the retry is held and returns the result. A requestState works once, for
+// its user and its call only.
+func TestInputRequiredRetry(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	ctx := context.Background()
+
+	// The SDK's automatic loop.
+	cs, urls, _ := e.elicitingClient(t, eras[1], true)
+	out := call(ctx, cs, "ut__echo", map[string]any{"message": "retried"}, "")
+	u := recv(t, "URL elicitation", urls)
+	id := u[strings.LastIndex(u, "/")+1:]
+	if !strings.HasPrefix(u, e.srv.URL+"/executions/") {
+		t.Fatalf("the elicitation's URL is %q", u)
+	}
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, id, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, out); res.IsError || text(res) != "Echo: retried" {
+		t.Fatalf("the retried call: %+v %q", res, text(res))
+	}
+
+	// By hand: the state is bound and single-use.
+	manual, _, _ := e.elicitingClient(t, eras[1], false)
+	args := map[string]any{"message": "by hand"}
+	res, err := manual.CallTool(ctx, &mcp.CallToolParams{Name: "ut__echo", Arguments: args})
+	if err != nil || !res.NeedsInput() || res.RequestState == "" || res.InputRequests[approvalID] == nil {
+		t.Fatalf("first call: %v %+v", err, res)
+	}
+	state := res.RequestState
+	ep, _ := res.InputRequests[approvalID].(*mcp.ElicitParams)
+	if ep == nil || ep.Mode != "url" || strings.Contains(ep.URL, e.token) {
+		t.Fatalf("the input request: %+v", res.InputRequests[approvalID])
+	}
+	id = ep.URL[strings.LastIndex(ep.URL, "/")+1:]
+	refused := func(label string, cs *mcp.ClientSession, p *mcp.CallToolParams) {
+		t.Helper()
+		r, err := cs.CallTool(ctx, p)
+		if err != nil || !r.IsError || !strings.Contains(text(r), "requestState") {
+			t.Fatalf("%s: got %v %+v %q, want the state refused", label, err, r, text(r))
+		}
+	}
+	refused("other arguments", manual, &mcp.CallToolParams{Name: "ut__echo", Arguments: map[string]any{"message": "else"}, RequestState: state})
+	refused("a forged state", manual, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state[:len(state)-2] + "AA"})
+	e.srv.CreateUser(t, "otto", auth.RoleToolUser, password)
+	otto := mustConnect(t, e.srv, e.srv.Token(t, "otto"), eras[1])
+	refused("another user", otto, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state})
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, id, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	r, err := manual.CallTool(ctx, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state,
+		InputResponses: mcp.InputResponseMap{approvalID: &mcp.ElicitResult{Action: "accept"}}})
+	if err != nil || r.IsError || text(r) != "Echo: by hand" {
+		t.Fatalf("the retry: %v %+v %q", err, r, text(r))
+	}
+	refused("the same state again", manual, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state})
+}
+
+const approvalID = "approval"
