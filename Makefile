@@ -77,6 +77,8 @@ lint: ## Check gofmt (non-generated files), go vet, and that templ's generated c
 vendor: ## Copy the front-end libraries pinned in package.json into static/vendor/
 	bash scripts/vendor.sh
 
+# Benchmarks get a durable test cluster (fsync and synchronous_commit on, as `make run`;
+# services/db/dbtest.Durable): TOOLWARDEN_TEST_DURABLE=off make bench compares with the fast one.
 bench: ## Run the benchmarks (BENCH=regexp to pick some)
 	go test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 ./...
 

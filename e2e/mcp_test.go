@@ -99,6 +99,9 @@ func TestBrowserApprovalInsideMCPCall(t *testing.T) {
 	// 1. Held, approved with the phrase, the real result in the same call.
 	out := mcpCall(ctx, cs, "mt__write-note", map[string]any{"text": "ship it"}, 0)
 	b.waitJS("the held call appears in the approvals without a reload", `!!document.querySelector("[data-testid=approval-item]")`)
+	if got := eval[string](b, `document.querySelector("[data-testid=approval-client]")?.textContent ?? ""`); got != "MCP client claude-code 2.0.14" {
+		t.Errorf("the approval card names the client %q", got)
+	}
 	b.do("open it", chromedp.Click(chromedp.CSS(`[data-testid=approval-title]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=danger-input]`)))
 	if got := eval[string](b, `document.querySelector("[data-testid=execution-requester]").textContent`); !strings.Contains(got, "tina") ||

@@ -25,9 +25,16 @@ import (
 
 // executionListRow is an execution as the history and the inbox show it.
 func executionListRow(ex *executions.Execution) views.ExecutionListRow {
-	return views.ExecutionListRow{ID: ex.ID, Title: ex.Title(), Prompt: ex.Prompt, Status: string(ex.Status), Risk: ex.Risk,
+	row := views.ExecutionListRow{ID: ex.ID, Title: ex.Title(), Prompt: ex.Prompt, Status: string(ex.Status), Risk: ex.Risk,
 		RiskWhy: ex.RiskWhy, Requester: ex.RequesterName, CreatedAt: ex.CreatedAt, FinishedAt: ex.FinishedAt,
 		ExpiresAt: ex.ExpiresAt, Error: ex.Error, Reason: ex.Reason}
+	if ex.Source == executions.SourceMCP {
+		row.Client = "MCP client"
+		if ex.Client != "" {
+			row.Client += " " + ex.Client
+		}
+	}
+	return row
 }
 
 // outdatedCursor says why a page link led to the first page: its cursor no longer reads.

@@ -88,6 +88,9 @@ var catalogue = []behaviour{
 	{what: "fail-closed audit: no audit row, no action", proofs: []proof{{"services/audit", "TestFailedAuditAbortsTheAction"}}},
 	{what: "tamper evidence: the chain finds edits; rows cannot be updated or deleted", proofs: []proof{
 		{"services/audit", "TestVerifyFindsTampering"}, {"services/audit", "TestUpdateDeleteTruncateRefused"}}},
+	{what: "durability: MEDIUM and HIGH calls' records and audited refusals commit synchronously, LOW calls' may commit asynchronously; the chain holds across both", proofs: []proof{
+		{"services/router", "TestCommitClasses"}, {"services/db", "TestSetCommit"}, {"services/audit", "TestAppender"},
+		{"services/router", "TestConcurrentCallsKeepTheAuditChain"}}},
 	{what: "roles: every route as every role, token and nobody", proofs: []proof{
 		{"security", "TestRouteWalk"}, {"web", "TestRouteTablePermissions"}, {"services/auth", "TestRolePermissions"}}},
 	{what: "canary sweep: a secret value appears in no page, log, event or row", proofs: []proof{

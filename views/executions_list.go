@@ -42,6 +42,8 @@ type ExecutionListRow struct {
 	ExpiresAt  *time.Time
 	Error      string
 	Reason     string
+	// Client is the MCP client whose call waits for this decision, when it came through /mcp.
+	Client string
 }
 
 // ExecutionsFilter is what the history's filter form holds.

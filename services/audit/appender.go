@@ -40,7 +40,12 @@ func (a *Appender) Wrote(rs []Record) {
 // lock, an insert that only happens if that head is still the last entry, and COMMIT.
 // Otherwise, or when someone else appended meanwhile, it is two: BEGIN, the lock and
 // the head; then the insert and COMMIT.
-func (a *Appender) Append(ctx context.Context, pool *pgxpool.Pool, entries []Entry) (announce []events.Draft, err error) {
+//
+// commit says whether the transaction waits for its WAL flush (db.Synchronous) or not
+// (db.Asynchronous). Either way the chain stays whole: appends are ordered by the
+// journal lock and WAL is flushed in order, so a crash can only lose a tail of
+// asynchronous appends, which leaves a chain that verifies.
+func (a *Appender) Append(ctx context.Context, pool *pgxpool.Pool, entries []Entry, commit db.Commit) (announce []events.Draft, err error) {
 	ab, err := NewBatch(entries)
 	if err != nil || ab.Len() == 0 {
 		return nil, err
@@ -65,6 +70,9 @@ func (a *Appender) Append(ctx context.Context, pool *pgxpool.Pool, entries []Ent
 		var inserted int64
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
+		if commit == db.Asynchronous {
+			b.Queue(db.AsyncCommitSQL)
+		}
 		b.Queue(db.LockJournalSQL, db.JournalLockKey)
 		sql, args := ab.InsertAfterQuery(*a.head)
 		b.Queue(sql, args...).Exec(func(tag pgconn.CommandTag) error {
@@ -84,6 +92,9 @@ func (a *Appender) Append(ctx context.Context, pool *pgxpool.Pool, entries []Ent
 	}
 	first := &pgx.Batch{}
 	first.Queue("BEGIN")
+	if commit == db.Asynchronous {
+		first.Queue(db.AsyncCommitSQL)
+	}
 	first.Queue(db.LockJournalSQL, db.JournalLockKey)
 	var head Head
 	sql, args := ab.HeadQuery()

@@ -21,13 +21,13 @@ func TestAppender(t *testing.T) {
 	var a audit.Appender
 	two := []audit.Entry{{Actor: audit.System, Action: "appender.a"}, {Actor: audit.System, Action: "appender.b"}}
 	for round := range 2 { // no head known, then the remembered one
-		announce, err := a.Append(ctx, pool, two)
+		announce, err := a.Append(ctx, pool, two, db.Synchronous)
 		if err != nil || len(announce) != 2 {
 			t.Fatalf("round %d: got %d announcements, %v; want 2", round, len(announce), err)
 		}
 	}
 	appendN(t, pool, 1) // someone else appends: the remembered head is stale
-	if _, err := a.Append(ctx, pool, two); err != nil {
+	if _, err := a.Append(ctx, pool, two, db.Synchronous); err != nil {
 		t.Fatalf("after a stale head: %v", err)
 	}
 	a.Forget()
@@ -40,14 +40,26 @@ func TestAppender(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Wrote(written)
-	if _, err := a.Append(ctx, pool, two); err != nil {
+	if _, err := a.Append(ctx, pool, two, db.Synchronous); err != nil {
 		t.Fatalf("after Wrote: %v", err)
 	}
-	if announce, err := a.Append(ctx, pool, nil); err != nil || announce != nil {
+	if announce, err := a.Append(ctx, pool, nil, db.Synchronous); err != nil || announce != nil {
 		t.Fatalf("nothing to append: got %v, %v", announce, err)
 	}
+	// Asynchronous commits (a LOW call's row) chain like the others, with a remembered
+	// head and after a stale one.
+	if _, err := a.Append(ctx, pool, two, db.Asynchronous); err != nil {
+		t.Fatalf("asynchronous: %v", err)
+	}
+	appendN(t, pool, 1)
+	if _, err := a.Append(ctx, pool, two, db.Asynchronous); err != nil {
+		t.Fatalf("asynchronous after a stale head: %v", err)
+	}
+	if _, err := a.Append(ctx, pool, two, db.Synchronous); err != nil {
+		t.Fatalf("synchronous after asynchronous: %v", err)
+	}
 	res, err := audit.Verify(ctx, pool)
-	if err != nil || !res.OK() || res.Checked != 11 {
-		t.Fatalf("verify: got %+v, %v; want OK with 11 checked", res, err)
+	if err != nil || !res.OK() || res.Checked != 18 {
+		t.Fatalf("verify: got %+v, %v; want OK with 18 checked", res, err)
 	}
 }

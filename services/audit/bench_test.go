@@ -67,3 +67,26 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppender measures the append a tool call waits for (the router's, through
+// Appender with the head remembered), committed synchronously (MEDIUM and HIGH calls)
+// and asynchronously (LOW calls). On the durable cluster of `make bench` the
+// difference is the WAL flush.
+func BenchmarkAppender(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		commit db.Commit
+	}{{"synchronous", db.Synchronous}, {"asynchronous", db.Asynchronous}} {
+		b.Run(tc.name, func(b *testing.B) {
+			pool := dbtest.New(b)
+			ctx := context.Background()
+			var a Appender
+			entries := []Entry{{Actor: System, Action: "bench.call", TargetType: "tool", Payload: map[string]any{"call_id": "x", "arguments": map[string]string{"message": "hi"}}}}
+			for b.Loop() {
+				if _, err := a.Append(ctx, pool, entries, tc.commit); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -121,6 +121,39 @@ const LockJournalSQL = `/* db.LockJournal */ SELECT pg_advisory_xact_lock($1)`
 // JournalLockKey is LockJournalSQL's argument.
 const JournalLockKey int64 = journalLockKey
 
+// Commit is how a transaction's commit waits for its write-ahead log.
+type Commit int
+
+const (
+	// Synchronous commits return once the WAL is flushed to disk (the server's
+	// synchronous_commit, on by default): the change survives any crash.
+	Synchronous Commit = iota
+	// Asynchronous commits return before the flush (SET LOCAL synchronous_commit = off):
+	// the change is committed and visible at once and survives a crash of Toolwarden, but
+	// a crash of PostgreSQL or its host within about three wal_writer_delay (600 ms by
+	// default) loses it, and every asynchronous commit after it, never one before it: WAL
+	// is flushed in order, so a later synchronous commit makes it durable too. For
+	// records whose loss in that window costs little (the router's records of LOW calls,
+	// docs/security.md, Durability of records); never for approvals, decisions,
+	// configuration or secrets.
+	Asynchronous
+)
+
+// AsyncCommitSQL, run in a transaction, makes it commit asynchronously.
+const AsyncCommitSQL = `/* db.AsyncCommit */ SET LOCAL synchronous_commit = off`
+
+// SetCommit makes tx commit as c says: for Asynchronous it runs AsyncCommitSQL (before
+// anything else, so even a failing statement leaves no doubt), for Synchronous nothing.
+func SetCommit(ctx context.Context, tx pgx.Tx, c Commit) error {
+	if c != Asynchronous {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, AsyncCommitSQL); err != nil {
+		return fmt.Errorf("db: asynchronous commit: %w", err)
+	}
+	return nil
+}
+
 // IsUniqueViolation reports whether err is a unique_violation, optionally on the named
 // constraint or index.
 func IsUniqueViolation(err error, constraint string) bool {

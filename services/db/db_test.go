@@ -249,6 +249,42 @@ func TestWithTx(t *testing.T) {
 	}
 }
 
+// SetCommit turns synchronous commit off for its transaction only, and Synchronous
+// leaves the server's setting alone.
+func TestSetCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	for _, tc := range []struct {
+		commit db.Commit
+		want   string
+	}{{db.Asynchronous, "off"}, {db.Synchronous, "on"}} {
+		var got string
+		if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+			// The test cluster runs with it off; the transaction starts as serve's would.
+			if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = on"); err != nil {
+				return err
+			}
+			if err := db.SetCommit(ctx, tx, tc.commit); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&got)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("commit %d: synchronous_commit is %q, want %q", tc.commit, got, tc.want)
+		}
+	}
+	var after string
+	if err := pool.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[bool]string{true: "on", false: "off"}[dbtest.Durable()]; after != want {
+		t.Errorf("after the transactions: synchronous_commit is %q, want the server's %q", after, want)
+	}
+}
+
 func TestFindBinDir(t *testing.T) {
 	t.Parallel()
 	dir, err := db.FindBinDir()

@@ -91,7 +91,7 @@ type tsEvent struct {
 			Text string `json:"text"`
 		} `json:"content"`
 	} `json:"messages"`
-	line  string
+	line string
 }
 
 // tsRun is a running ts-client.mjs.

@@ -173,7 +173,11 @@ func (g *Gateway) outcome(ctx context.Context, ex *executions.Execution) (*mcp.C
 		}
 		var res router.Result
 		if err := json.Unmarshal(st.Result, &res); err == nil {
-			return resultOf(&res), true
+			server := ""
+			if len(ex.Plan.Steps) > 0 {
+				server = ex.Plan.Steps[0].Server
+			}
+			return resultOf(&res, server), true
 		}
 	}
 	why := ex.Error

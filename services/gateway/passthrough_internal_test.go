@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/toolwarden/toolwarden/services/router"
 )
 
 // A wrapped URI unwraps to the server and the upstream's URI byte for byte, whatever
@@ -100,5 +103,29 @@ func TestClip(t *testing.T) {
 	}
 	if got := clip("ok\xff", 10); got != "ok\uFFFD" {
 		t.Errorf("clip kept invalid UTF-8: %q", got)
+	}
+}
+
+// A tool's resource links and embedded resources name the resource as resources/list
+// does, so the client can read it through the gateway; a null structuredContent (as an
+// execution's step stores a result without one) is left out.
+func TestResultURIsNamespaced(t *testing.T) {
+	res := &router.Result{Content: []router.Content{
+		{Type: "resource_link", URI: "file:///a.txt", Name: "a"},
+		{Type: "resource", Resource: &router.Resource{URI: "test://readme", Text: "hi"}},
+		{Type: "text", Text: "plain"},
+	}, StructuredContent: []byte("null")}
+	out := resultOf(res, "docs")
+	if l, ok := out.Content[0].(*mcp.ResourceLink); !ok || l.URI != "toolwarden://docs/file:///a.txt" {
+		t.Fatalf("resource link: %+v", out.Content[0])
+	}
+	if e, ok := out.Content[1].(*mcp.EmbeddedResource); !ok || e.Resource.URI != "toolwarden://docs/test://readme" {
+		t.Fatalf("embedded resource: %+v", out.Content[1])
+	}
+	if res.Content[1].Resource.URI != "test://readme" {
+		t.Fatal("resultOf changed the router's result")
+	}
+	if out.StructuredContent != nil {
+		t.Fatalf("structuredContent: %v", out.StructuredContent)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -133,15 +134,8 @@ func present(raw json.RawMessage) bool {
 // call runs one tools/call through the router as the caller.
 func (g *Gateway) call(ctx context.Context, c *caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	p := req.Params
-	conversation := ""
-	if req.Session != nil {
-		conversation = req.Session.ID()
-	}
-	if id, ok := p.Meta["conversation_id"].(string); ok && id != "" {
-		conversation = id
-	}
 	call := router.Call{Tool: p.Name, Arguments: p.Arguments, Actor: c.actor(), Role: c.p.User.Role,
-		Source: router.SourceGateway, ConversationID: conversation, Client: clientOf(req)}
+		Source: router.SourceGateway, ConversationID: conversationOf(req.Session, p.Meta), Client: clientOf(req)}
 	if tok := p.GetProgressToken(); tok != nil && req.Session != nil {
 		call.Progress = func(pr router.Progress) {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
@@ -155,7 +149,8 @@ func (g *Gateway) call(ctx context.Context, c *caller, req *mcp.CallToolRequest)
 	if err != nil {
 		return g.refused(p.Name, err)
 	}
-	return resultOf(res), nil
+	server, _, _ := toolname.Split(res.Tool)
+	return resultOf(res, server), nil
 }
 
 // clientOf is the MCP client's name and version as it gave them.
@@ -224,9 +219,21 @@ func errorResult(text string) *mcp.CallToolResult {
 
 // resultOf is the router's result as MCP content (the router's Content follows MCP's
 // wire names; binary data is base64 there and bytes here).
-func resultOf(res *router.Result) *mcp.CallToolResult {
+// Resource URIs in it are namespaced by the server, as resources/list names them,
+// so the client can read them through the gateway (passthrough.go).
+func resultOf(res *router.Result, server string) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: res.IsError, Content: make([]mcp.Content, 0, len(res.Content))}
 	for _, c := range res.Content {
+		if server != "" {
+			if c.URI != "" {
+				c.URI = wrapURI(server, c.URI)
+			}
+			if c.Resource != nil && c.Resource.URI != "" {
+				r := *c.Resource
+				r.URI = wrapURI(server, r.URI)
+				c.Resource = &r
+			}
+		}
 		out.Content = append(out.Content, contentOf(c))
 	}
 	// A result read back from an execution's step may carry a JSON null here; MCP's

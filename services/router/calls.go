@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/usage"
@@ -114,6 +115,17 @@ func approvalOf(c Call, e *entry) string {
 	return "confirmed"
 }
 
+// commit is how the call's records may commit: asynchronously for a LOW call, whose
+// records a crash of the database host in the fraction of a second after the commit
+// may lose (docs/security.md, Durability of records); synchronously for MEDIUM and
+// HIGH calls, whose records stand beside an approval.
+func (cr *callRecord) commit() db.Commit {
+	if cr.e.risk.Level == risk.Low {
+		return db.Asynchronous
+	}
+	return db.Synchronous
+}
+
 // refused records a call the router turned away and returns err carrying the call id.
 func (cr *callRecord) refused(ctx context.Context, err error) error {
 	var e *Error
@@ -125,8 +137,10 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 		return err // a flood of refusals must not become a flood of writes
 	}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
-	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, false)}}
+	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, false)}, commit: cr.commit()}
 	if refusedAudited[e.Code] {
+		// A refusal in the audit log is someone trying what they may not: kept synchronously.
+		j.commit = db.Synchronous
 		refusal := cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": e.Message})
 		refusal.Result = audit.ResultDenied
 		j.audits = []audit.Entry{refusal}
@@ -146,7 +160,7 @@ func (cr *callRecord) started(ctx context.Context) error {
 		extra["vetting"] = true // a test run of a tool not enabled yet
 	}
 	j := &job{audits: []audit.Entry{cr.entry("tool.call", extra)},
-		drafts: drafts(cr, events.ToolStarted, events.CallStarted{Call: cr.base(), Runtime: rt})}
+		drafts: drafts(cr, events.ToolStarted, events.CallStarted{Call: cr.base(), Runtime: rt}), commit: cr.commit()}
 	if err := cr.r.rec.submit(ctx, j, true); err != nil {
 		cr.r.setRuntime(cr.e.t.ID, StateError, -1, "could not be recorded", 0)
 		if ctx.Err() != nil {
@@ -171,7 +185,7 @@ func (cr *callRecord) progress(p Progress) {
 	cr.lastProgress = now
 	cr.pmu.Unlock()
 	payload := events.CallOutput{Call: cr.base(), Progress: p}
-	_ = cr.r.rec.submit(context.Background(), &job{drafts: drafts(cr, events.ToolOutput, payload)}, false)
+	_ = cr.r.rec.submit(context.Background(), &job{drafts: drafts(cr, events.ToolOutput, payload), commit: cr.commit()}, false)
 }
 
 func (cr *callRecord) touch() []string {
@@ -197,7 +211,7 @@ func (cr *callRecord) failed(err error) error {
 	p := events.CallFailed{Call: cr.base(), Code: e.Code, Message: e.Message, DurationMS: d, Runtime: rt}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, true)},
-		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now()}, false)
+		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
 	return e
 }
 
@@ -222,5 +236,5 @@ func (cr *callRecord) completed(res *Result) {
 		code = "tool_error"
 	}
 	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, true)},
-		drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now()}, false)
+		drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
 }

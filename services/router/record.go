@@ -26,14 +26,20 @@ type job struct {
 	at     time.Time
 	done   chan error // nil: nobody waits (the write after a call)
 	flush  bool       // write everything gathered before this job
+	// commit is how the job's transaction may commit: db.Asynchronous for a LOW call's
+	// records, db.Synchronous (the zero value) for everything else. A transaction of
+	// several jobs commits synchronously if any of them must.
+	commit db.Commit
 }
 
 // recorder writes jobs with group commit. Jobs a caller waits for (the audit row that
-// must be durable before a call runs, docs/security.md) go first: every such job queued while
+// must be committed before a call runs, docs/security.md) go first: every such job queued while
 // the previous transaction committed is written in the next one, so a burst of N calls
 // costs about one commit and callers do not serialize on the journal lock. What is
 // written behind the callers' backs (usage rows, completion events) is gathered for up
-// to flushEvery and written in one transaction, never ahead of a waiting job.
+// to flushEvery and written in one transaction, never ahead of a waiting job. A
+// transaction whose jobs are all LOW calls' commits asynchronously (job.commit): it
+// neither waits for the disk nor holds the journal lock while the disk flushes.
 type recorder struct {
 	pool       *pgxpool.Pool
 	begin      db.TxBeginner // pool, or its Local
@@ -238,6 +244,17 @@ func (j *job) finish(err error, log *slog.Logger) {
 	}
 }
 
+// commitOf is how a transaction of batch commits: asynchronously only when every job
+// in it may (flush markers write nothing and do not count).
+func commitOf(batch []*job) db.Commit {
+	for _, j := range batch {
+		if j.commit == db.Synchronous && !j.flush {
+			return db.Synchronous
+		}
+	}
+	return db.Asynchronous
+}
+
 // write commits batch. Waiting callers' audit rows go alone (audit.Appender.Append),
 // their events deferred to the next gathered write.
 func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
@@ -245,6 +262,7 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 	var drafts []events.Draft
 	var logs []usage.Entry
 	touch := map[time.Time][]string{}
+	commit := commitOf(batch)
 	for _, j := range batch {
 		audits = append(audits, j.audits...)
 		drafts = append(drafts, j.drafts...)
@@ -260,11 +278,11 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 		return nil // a flush marker
 	}
 	if urgent && len(audits) > 0 && len(logs)+len(touch) == 0 {
-		announce, err := w.chain.Append(ctx, w.pool, audits)
+		announce, err := w.chain.Append(ctx, w.pool, audits, commit)
 		if err == nil && len(drafts)+len(announce) > 0 {
 			// The events follow in the next gathered write: NOTIFY and the work every
 			// replica's bus does for it stay off the path of the waiting caller.
-			w.deferred = append(w.deferred, &job{drafts: append(drafts, announce...)})
+			w.deferred = append(w.deferred, &job{drafts: append(drafts, announce...), commit: commit})
 		}
 		return err
 	}
@@ -274,6 +292,9 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 		w.chain.Forget() // known again once the append commits
 	}
 	err := db.WithTx(ctx, w.begin, func(tx pgx.Tx) error {
+		if err := db.SetCommit(ctx, tx, commit); err != nil {
+			return err
+		}
 		if err := usage.Insert(ctx, tx, logs); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -218,5 +219,33 @@ func TestMasks(t *testing.T) {
 	}
 	if got := ms.text("slept with " + secret); strings.Contains(got, secret) {
 		t.Errorf("progress message still shows the secret: %q", got)
+	}
+}
+
+// A LOW call's records may commit asynchronously; MEDIUM and HIGH calls' and audited
+// refusals' commit synchronously, and so does any transaction holding one of them.
+func TestCommitClasses(t *testing.T) {
+	t.Parallel()
+	for level, want := range map[risk.Level]db.Commit{risk.Low: db.Asynchronous, risk.Medium: db.Synchronous, risk.High: db.Synchronous} {
+		cr := &callRecord{e: &entry{risk: risk.Decision{Level: level}}}
+		if got := cr.commit(); got != want {
+			t.Errorf("%s call: got %v, want %v", level, got, want)
+		}
+	}
+	low, high := &job{commit: db.Asynchronous}, &job{commit: db.Synchronous}
+	flush := &job{flush: true}
+	for _, tc := range []struct {
+		batch []*job
+		want  db.Commit
+	}{
+		{[]*job{low}, db.Asynchronous},
+		{[]*job{low, low, flush}, db.Asynchronous},
+		{[]*job{low, high, low}, db.Synchronous},
+		{[]*job{high}, db.Synchronous},
+		{[]*job{{}}, db.Synchronous}, // the zero value is the safe one
+	} {
+		if got := commitOf(tc.batch); got != tc.want {
+			t.Errorf("batch of %d: got %v, want %v", len(tc.batch), got, tc.want)
+		}
 	}
 }

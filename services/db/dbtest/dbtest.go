@@ -8,6 +8,7 @@ package dbtest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -59,7 +60,7 @@ func setup() {
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cluster, initErr = db.StartCluster(ctx, dir, &db.ClusterOptions{Fast: true, Logger: quiet})
+	cluster, initErr = db.StartCluster(ctx, dir, &db.ClusterOptions{Fast: !Durable(), Logger: quiet})
 	if initErr != nil {
 		return
 	}
@@ -80,6 +81,27 @@ func createTemplate(ctx context.Context) error {
 		return fmt.Errorf("dbtest: migrate template: %w", err)
 	}
 	return nil
+}
+
+// DurableEnv names the environment variable that chooses the test cluster's settings:
+// "on" durable, "off" fast; unset, durable exactly when benchmarks run.
+const DurableEnv = "TOOLWARDEN_TEST_DURABLE"
+
+// Durable reports whether this process's cluster runs with the settings of `toolwarden
+// serve` (fsync, synchronous_commit and full_page_writes on) rather than the fast ones
+// tests use (all three off: a test never survives a host crash, and each commit would
+// otherwise wait for the disk). Benchmarks (-test.bench given, as `make bench` does) get
+// the durable cluster, so they measure what users run; DurableEnv overrides either way
+// (TOOLWARDEN_TEST_DURABLE=off make bench compares with the fast settings).
+func Durable() bool {
+	switch os.Getenv(DurableEnv) {
+	case "on", "1", "true":
+		return true
+	case "off", "0", "false":
+		return false
+	}
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
 }
 
 // Cluster returns the process's embedded cluster, starting it on first use.
