@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,8 +165,10 @@ func (b *browser) waitJS(what, expr string) {
 }
 
 // checkConsole fails the test if the page logged errors, threw, or violated the CSP.
-// A marker message is logged first, so everything before it has been seen.
-func (b *browser) checkConsole() {
+// A marker message is logged first, so everything before it has been seen. expected
+// are messages the test caused on purpose (a form answered 422 logs a failed load);
+// each must have been logged.
+func (b *browser) checkConsole(expected ...string) {
 	b.t.Helper()
 	b.mu.Lock()
 	b.flushSeq++
@@ -181,6 +184,13 @@ func (b *browser) checkConsole() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, want := range expected {
+		i := slices.IndexFunc(b.problems, func(p string) bool { return strings.Contains(p, want) })
+		if i < 0 {
+			b.t.Fatalf("the page did not log %q", want)
+		}
+		b.problems = slices.Delete(b.problems, i, i+1)
+	}
 	if len(b.problems) > 0 {
 		b.t.Fatalf("the page reported %d console error(s), exception(s) or CSP violation(s):\n  %s",
 			len(b.problems), strings.Join(b.problems, "\n  "))
