@@ -284,6 +284,16 @@ func TestListChangedAndPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
+	// A 2026-07-28 client hears it on the subscriptions/listen request its SDK opens.
+	changed26 := make(chan struct{}, 10)
+	c26 := mcp.NewClient(&mcp.Implementation{Name: "list-test", Version: "2026"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed26 <- struct{}{} }})
+	cs26, err := c26.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: bearer{token}}}, &mcp.ClientSessionOptions{ProtocolVersion: eras[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs26.Close()
 	if !cs.InitializeResult().Capabilities.Tools.ListChanged {
 		t.Fatal("the gateway does not declare tools.listChanged")
 	}
@@ -317,10 +327,12 @@ func TestListChangedAndPages(t *testing.T) {
 	}
 
 	srv.App.Enable(t, "mt__sleep")
-	select {
-	case <-changed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no list_changed after a tool was enabled")
+	for era, ch := range map[string]chan struct{}{eras[0]: changed, eras[1]: changed26} {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no list_changed after a tool was enabled", era)
+		}
 	}
 	var after []string
 	for tl, err := range cs.Tools(context.Background(), nil) {
