@@ -42,6 +42,7 @@ func (g *Gateway) follow() {
 	}
 	kick := make(chan struct{}, 1)
 	sub := g.bus.Watch(func(ev events.Event) {
+		g.credentialEvent(ev)
 		if listChanging[ev.Kind] {
 			select {
 			case kick <- struct{}{}:

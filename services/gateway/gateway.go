@@ -91,6 +91,7 @@ type Gateway struct {
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	unfollow func()
+	open     streams // the long-lived streams, ended when their credential is (streams.go)
 }
 
 // New returns the gateway over the router (every call) and the auth service (tokens).
@@ -173,7 +174,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	// The SDK's middleware writes the 401 itself; the challenge writer adds the
 	// WWW-Authenticate header it leaves out without OAuth metadata, and the MCP
 	// handler gets the real writer (streams need its Flush).
-	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) })).
+	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			ctx, done := g.track(r)
+			defer done()
+			r = r.WithContext(ctx)
+		}
+		h.ServeHTTP(w, r)
+	})).
 		ServeHTTP(&challenge{ResponseWriter: w}, req)
 }
 

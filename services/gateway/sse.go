@@ -111,7 +111,9 @@ func (g *Gateway) openSSE(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	sess := &sseSession{tokenID: c.p.TokenID, info: info}
-	ctx, cancel := context.WithCancel(context.WithValue(req.Context(), sseSessionKey{}, sess))
+	tracked, done := g.track(req)
+	defer done()
+	ctx, cancel := context.WithCancel(context.WithValue(tracked, sseSessionKey{}, sess))
 	defer cancel()
 	defer context.AfterFunc(g.stop, cancel)()
 	r := req.Clone(ctx)

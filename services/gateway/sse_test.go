@@ -251,3 +251,58 @@ func TestShutdownEndsSSEStreams(t *testing.T) {
 		t.Fatalf("GET /sse after Shutdown: got %d, want 503", after.res.StatusCode)
 	}
 }
+
+// Revoking a token ends the streams it opened (an SSE session's, a stateful /mcp
+// session's GET stream) at once, and leaves another token's streams open.
+func TestRevokedTokenEndsStreams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	u := srv.CreateUser(t, "tina", auth.RoleToolUser, password)
+	tok, info, err := srv.Auth.CreateToken(ctx, audit.System, u.ID, auth.NewToken{Name: "streams"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "Bearer " + srv.Token(t, "tina")
+	ends := func(body io.Reader) <-chan struct{} {
+		ch := make(chan struct{})
+		go func() { _, _ = io.Copy(io.Discard, body); close(ch) }()
+		return ch
+	}
+	sse := openSSE(t, srv, map[string]string{"Authorization": "Bearer " + tok})
+	kept := openSSE(t, srv, map[string]string{"Authorization": other})
+	res, body := post(t, srv, srv.Client(t), map[string]string{"Authorization": "Bearer " + tok})
+	session := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || session == "" || sse.res.StatusCode != http.StatusOK {
+		t.Fatalf("open: %d %s; sse %d", res.StatusCode, body, sse.res.StatusCode)
+	}
+	h := map[string]string{"Authorization": "Bearer " + tok, "Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+	send(t, srv, srv.Client(t), http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h)
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+	sseEnded, getEnded, keptEnded := ends(sse.events), ends(stream.Body), ends(kept.events)
+
+	if _, err := srv.Auth.RevokeToken(ctx, audit.System, info.ID, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	for what, ch := range map[string]<-chan struct{}{"the SSE stream": sseEnded, "the GET stream": getEnded} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s outlived its revoked token", what)
+		}
+	}
+	select {
+	case <-keptEnded:
+		t.Fatal("another token's SSE stream ended too")
+	case <-time.After(300 * time.Millisecond):
+	}
+}

@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// streams are the open long-lived streams (a stateful session's GET stream, an SSE
+// session's stream) by user, so that revoking a token, disabling a user or changing
+// their role ends the streams their credential no longer opens: a request is checked
+// when it comes, but a stream would otherwise outlive its credential until the client
+// leaves.
+type streams struct {
+	mu     sync.Mutex
+	byUser map[string]map[*stream]struct{}
+}
+
+type stream struct {
+	token  string
+	cancel context.CancelFunc
+}
+
+// track returns a context for the stream of req, which the gateway cancels once the
+// request's token no longer authenticates, and the function that ends the tracking.
+func (g *Gateway) track(req *http.Request) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(req.Context())
+	c, ok := callerOfInfo(mcpauth.TokenInfoFromContext(req.Context()))
+	token, bearer := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	if !ok || !bearer {
+		return ctx, cancel
+	}
+	st := &stream{token: strings.TrimSpace(token), cancel: cancel}
+	uid := c.p.User.ID
+	g.open.mu.Lock()
+	if g.open.byUser == nil {
+		g.open.byUser = map[string]map[*stream]struct{}{}
+	}
+	if g.open.byUser[uid] == nil {
+		g.open.byUser[uid] = map[*stream]struct{}{}
+	}
+	g.open.byUser[uid][st] = struct{}{}
+	g.open.mu.Unlock()
+	return ctx, func() {
+		cancel()
+		g.open.mu.Lock()
+		delete(g.open.byUser[uid], st)
+		if len(g.open.byUser[uid]) == 0 {
+			delete(g.open.byUser, uid)
+		}
+		g.open.mu.Unlock()
+	}
+}
+
+// recheck ends the streams of user id whose token no longer authenticates.
+func (g *Gateway) recheck(uid string) {
+	g.open.mu.Lock()
+	var sts []*stream
+	for st := range g.open.byUser[uid] {
+		sts = append(sts, st)
+	}
+	g.open.mu.Unlock()
+	for _, st := range sts {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := g.auth.AuthenticateToken(ctx, st.token)
+		cancel()
+		if err != nil {
+			st.cancel()
+		}
+	}
+}
+
+// credentialChanging are the events after which a user's token may no longer open
+// what it opened.
+var credentialChanging = map[string]bool{string(events.TokenRevoked): true, string(events.UserChanged): true,
+	string(events.SessionEnded): true}
+
+// watchCredentials follows the sessions topic for followed's bus watch (changed.go).
+func (g *Gateway) credentialEvent(ev events.Event) {
+	if ev.Topic != auth.SessionsTopic || !credentialChanging[ev.Kind] {
+		return
+	}
+	var s events.Session
+	if ev.Decode(&s) != nil || s.UserID == "" {
+		return
+	}
+	go g.recheck(s.UserID)
+}
