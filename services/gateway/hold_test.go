@@ -164,6 +164,19 @@ func TestApprovalInsideTheCall(t *testing.T) {
 			if !res.IsError || text(res) != "Rejected by admin: not on a friday" {
 				t.Fatalf("the rejected call: got %+v %q", res, text(res))
 			}
+
+			// Nobody decides before its approval time runs out.
+			out = call(ctx, cs, "ut__echo", map[string]any{"message": "too late"}, "")
+			ex = e.pending(t, "ut__echo")
+			if _, err := e.srv.Pool.Exec(ctx, `UPDATE executions SET expires_at = now() - interval '1 second' WHERE id = $1`, ex.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.srv.Executions.ExpireDue(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if res := wait(t, out); !res.IsError || !strings.Contains(text(res), "Not run: nobody approved") {
+				t.Fatalf("the expired call: got %+v %q", res, text(res))
+			}
 		})
 	}
 }
