@@ -22,6 +22,7 @@ import (
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -66,6 +67,9 @@ type Config struct {
 	Executions executions.Options
 	Denials    audit.DenialOptions
 	Gateway    gateway.Options
+	// BuiltinRoot holds the built-in tools' workspaces (--builtin-root); "" leaves the
+	// built-in server out (Toolwarden's serve always sets it).
+	BuiltinRoot string
 	// Prune is how often old sessions, health checks and events are removed.
 	// Default 5 minutes.
 	Prune time.Duration
@@ -95,6 +99,7 @@ type App struct {
 	Executions *executions.Service
 	Denials    *audit.Denials
 	Gateway    *gateway.Gateway
+	Builtin    *builtin.Server // nil without Config.BuiltinRoot
 	Web        *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
 	// database ("" when there was one already).
@@ -190,6 +195,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
+	if cfg.BuiltinRoot != "" {
+		if a.Builtin, err = a.newBuiltin(ctx, cfg); err != nil {
+			return nil, err
+		}
+		mo.Builtin = a.Builtin.MCP()
+	}
 	a.MCP = mcpclient.New(a.Registry, &mo)
 	a.Tools = tools.New(pool, a.Keys, &tools.Options{Logger: log, Local: a.Local})
 	a.Decide = decide.New(pool, a.Auth)

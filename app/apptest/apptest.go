@@ -89,7 +89,7 @@ func Start(t testing.TB, opts *Options) *App {
 	logs := &testkit.SyncBuffer{}
 	cfg := app.Config{Pool: pool, Keys: keys, Version: "test", AdminPassword: AdminPassword,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		MCP:    DefaultMCP()}
+		MCP:    DefaultMCP(), BuiltinRoot: t.TempDir()}
 	if opts.Config != nil {
 		opts.Config(&cfg)
 	}

@@ -39,6 +39,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	confineMode := fs.String("confine", envOr("TOOLWARDEN_CONFINE", "auto"), "how stdio servers run: auto (confined where this machine allows it, else unconfined with a warning), required (never unconfined: they do not start where confinement is unavailable) or off (env TOOLWARDEN_CONFINE)")
 	tplTimeout := fs.String("template-max-timeout", envOr("TOOLWARDEN_TEMPLATE_MAX_TIMEOUT", template.MaxTimeout.String()),
 		"the longest a template tool's command or HTTP request may run, whatever its template says; at most "+template.MaxTimeout.String()+" (env TOOLWARDEN_TEMPLATE_MAX_TIMEOUT)")
+	builtinRoot := fs.String("builtin-root", envOr("TOOLWARDEN_BUILTIN_ROOT", ""), "where the built-in file and terminal tools keep each conversation's workspace (<root>/<conversation_id>); they never reach outside it. Default <data-dir>/workspaces (env TOOLWARDEN_BUILTIN_ROOT)")
 	hold := fs.String("mcp-hold", envOr("TOOLWARDEN_MCP_HOLD", "50s"), "how long a call through /mcp that needs approval waits for the decision before it answers that it is pending; keep it under the client's call timeout, often 60s (env TOOLWARDEN_MCP_HOLD)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	if err := parse(fs, args); err != nil {
@@ -96,8 +97,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
 		MCP: mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
 			MaxMessageBytes: c.MaxMessageSize, TemplateMaxTimeout: c.TemplateMaxTimeout},
-		Router:  router.Options{UserRate: c.RateLimit},
-		Gateway: gateway.Options{Hold: mcpHold},
+		Router:      router.Options{UserRate: c.RateLimit},
+		Gateway:     gateway.Options{Hold: mcpHold},
+		BuiltinRoot: orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces")),
 	})
 	if err != nil {
 		return err
@@ -146,4 +148,11 @@ func secretKeyPath(c config) string {
 		return c.SecretKeyFile
 	}
 	return filepath.Join(c.DataDir, "secret.key")
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

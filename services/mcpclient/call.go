@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/toolwarden/toolwarden/internal/callmeta"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -74,6 +77,9 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 		return nil, err
 	}
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if meta, ok := callmeta.From(ctx); ok && c.cfg.Type == registry.TypeBuiltin {
+		p.Meta = mcp.Meta{callmeta.Key: meta}
+	}
 	if onProgress != nil {
 		tok, done := m.progress.add(onProgress)
 		defer done()

@@ -60,6 +60,9 @@ type Options struct {
 	// TemplateMaxTimeout caps the timeout of every template tool (services/template);
 	// default and upper bound template.MaxTimeout.
 	TemplateMaxTimeout time.Duration
+	// Builtin serves the server of type builtin (services/builtin), in-process; nil:
+	// that server cannot connect.
+	Builtin *mcp.Server
 }
 
 func (o *Options) withDefaults() Options {

@@ -51,6 +51,7 @@ type endpoint struct {
 	cmd       *exec.Cmd          // stdio only
 	stderr    *lineBuffer        // stdio only
 	http      *http.Client       // HTTP only
+	builtin   bool               // the built-in server: calls carry who calls (CallMeta)
 	inproc    *mcp.ServerSession // template only: the server side of the in-memory session
 	pipe      net.Conn           // template only: the server's end of the pipe between them
 	closeOnce sync.Once
@@ -61,8 +62,20 @@ type endpoint struct {
 // message the server sends is capped by lim while it is read. A template server is
 // served in-process (services/template), its commands run as a stdio server would:
 // with the inherit variables, confined by conf.
-func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer, lim msgLimit, tpl template.Options) (*endpoint, error) {
+func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer, lim msgLimit, tpl template.Options,
+	builtin *mcp.Server) (*endpoint, error) {
 	switch c.Type {
+	case registry.TypeBuiltin:
+		if builtin == nil {
+			return nil, errors.New("mcpclient: this server has no built-in tools to serve")
+		}
+		// As a template server: closing the server's end of the pipe cancels its calls.
+		sp, cp := net.Pipe()
+		ss, err := builtin.Connect(context.Background(), &mcp.IOTransport{Reader: sp, Writer: sp}, nil)
+		if err != nil {
+			return nil, fmt.Errorf("mcpclient: start the built-in server: %w", err)
+		}
+		return &endpoint{transport: &mcp.IOTransport{Reader: cp, Writer: cp}, inproc: ss, pipe: sp, builtin: true}, nil
 	case registry.TypeTemplate:
 		t, err := template.Parse(c.Template)
 		if err != nil {

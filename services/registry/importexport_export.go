@@ -67,6 +67,9 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 	}
 	f := configFile{Version: ConfigVersion, Servers: make([]configServer, 0, len(list))}
 	for _, sv := range list {
+		if sv.Type == TypeBuiltin {
+			continue // Toolwarden creates it; a file never carries it
+		}
 		cs := configServer{Name: sv.Name, Type: sv.Type, Description: sv.Description,
 			TimeoutMS: sv.TimeoutMS, Retries: sv.Retries, HealthIntervalMS: sv.HealthIntervalMS,
 			Enabled: sv.Enabled, Trusted: sv.Trusted, AutoEnable: sv.AutoEnable}

@@ -170,7 +170,7 @@ func (s *Service) PlanImport(ctx context.Context, cfg *Config, opts ImportOption
 		plan.Items = append(plan.Items, it)
 	}
 	for _, sv := range stored {
-		if inFile[sv.Name] {
+		if inFile[sv.Name] || sv.Type == TypeBuiltin { // the built-in server is Toolwarden's, not the file's
 			continue
 		}
 		it := PlanItem{Action: PlanKeep, Name: sv.Name, Type: sv.Type, ID: sv.ID, cur: sv}

@@ -359,7 +359,11 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 		}
 		d, before := draftOf(cur), draftOf(cur)
 		d.apply(p)
-		if p.KeepCommand && commandChanged(&before, d) {
+		if cur.Type == TypeBuiltin {
+			if err := builtinPatch(before, d); err != nil {
+				return err
+			}
+		} else if p.KeepCommand && commandChanged(&before, d) {
 			return ErrCommandChange
 		}
 		if p.KeepTrust && d.trusted != before.trusted {
@@ -368,8 +372,10 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 		if p.KeepTrust && before.trusted && targetChanged(&before, d) {
 			return ErrTrustedTargetChange
 		}
-		if err := d.validateChange(&before); err != nil {
-			return err
+		if cur.Type != TypeBuiltin {
+			if err := d.validateChange(&before); err != nil {
+				return err
+			}
 		}
 		if out, err = s.update(ctx, tx, cur, d); err != nil {
 			return err
@@ -462,6 +468,9 @@ func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string
 		cur, err := getServer(ctx, tx, id, true)
 		if err != nil {
 			return err
+		}
+		if cur.Type == TypeBuiltin {
+			return ErrBuiltinFixed
 		}
 		if _, err := tx.Exec(ctx, `/* registry.DeleteServer */ DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("registry: delete server %q: %w", cur.Name, err)

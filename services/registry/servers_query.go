@@ -44,7 +44,7 @@ func (s *Server) fill() {
 	if s.HeaderNames == nil {
 		s.HeaderNames = []string{}
 	}
-	s.NameReserved = toolname.Reserved(s.Name)
+	s.NameReserved = toolname.Reserved(s.Name) && s.Type != TypeBuiltin
 }
 
 // ReportReservedNames logs a warning for each server whose name is kept for
@@ -52,7 +52,7 @@ func (s *Server) fill() {
 // could not tell anyone) and returns their names. The app calls it on start.
 func (s *Service) ReportReservedNames(ctx context.Context) ([]string, error) {
 	names, err := db.Column[string](ctx, s.pool, "registry: reserved names",
-		`/* registry.ReportReservedNames */ SELECT name FROM mcp_servers WHERE name = ANY($1) ORDER BY name`, toolname.ReservedNames())
+		`/* registry.ReportReservedNames */ SELECT name FROM mcp_servers WHERE name = ANY($1) AND server_type <> 'builtin' ORDER BY name`, toolname.ReservedNames())
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/callmeta"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -333,7 +335,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		identity = c.Pin.ServerIdentity
 	}
 	mask := r.masksOf(e)
-	out, attempts, err := r.execute(ctx, e, raw, identity, c.Progress, rec, mask)
+	out, attempts, err := r.execute(callmeta.With(ctx, metaOf(c, callID)), e, raw, identity, c.Progress, rec, mask)
 	rec.attempts = attempts
 	if err != nil {
 		return nil, rec.failed(mask.err(err))
@@ -374,3 +376,25 @@ func userKey(a audit.Actor) string {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// metaOf is what the built-in server is told of call c (internal/callmeta). A call
+// that names no conversation is in its user's own default one.
+func metaOf(c Call, callID string) callmeta.Meta {
+	m := callmeta.Meta{ConversationID: c.ConversationID, UserID: c.Actor.ID, UserName: c.Actor.Name, Role: string(c.Role),
+		CallID: callID, Source: c.Source}
+	if c.Source == SourceExecution {
+		m.ExecutionID = c.Approval.Execution
+	}
+	if m.ConversationID == "" {
+		m.ConversationID = DefaultConversation(c.Actor)
+	}
+	return m
+}
+
+// DefaultConversation is the conversation of a call that names none: its user's own.
+func DefaultConversation(a audit.Actor) string {
+	if a.ID == "" {
+		return "system"
+	}
+	return "user-" + a.ID
+}

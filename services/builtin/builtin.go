@@ -1,0 +1,275 @@
+// Package builtin is Toolwarden's own tools (seeds 000 and 001): file_operations,
+// terminal_operations, memory_operations, think and user_collaboration, served by an
+// in-process MCP server that the registry knows as the server builtin. They are
+// discovered, vetted, configured, tested, risk-rated, approved and audited like any
+// upstream's tools; only the transport is a pipe inside the process.
+//
+// A consolidated tool takes an operation ("read_file"); the router also accepts the
+// dotted name builtin__file_operations.read_file. Each call carries who makes it and
+// in which conversation (internal/callmeta), and a conversation has a workspace under
+// the root (Workspace).
+package builtin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/callmeta"
+)
+
+// Options configure the built-in server.
+type Options struct {
+	// Root holds the conversations' workspaces (--builtin-root). Required.
+	Root    string
+	Logger  *slog.Logger
+	Version string
+}
+
+// Server is the built-in tools and the MCP server that serves them.
+type Server struct {
+	opts  Options
+	srv   *mcp.Server
+	mu    sync.Mutex
+	tools map[string]*Tool
+}
+
+// Call is one call of a built-in operation: who makes it, in which conversation, and
+// that conversation's workspace (a directory that exists).
+type Call struct {
+	callmeta.Meta
+	Workspace string
+}
+
+// Operation is one operation of a tool.
+type Operation struct {
+	Name        string
+	Description string
+	// Properties are the JSON Schemas of the operation's own parameters, by name; a
+	// parameter another operation of the tool has too must have the same schema.
+	Properties map[string]any
+	Required   []string
+	// Display is the short line that says what a call does ("Creating file notes.txt"),
+	// for live logs, approval cards and the audit view (seed 000 §6).
+	Display func(args map[string]any) string
+	Run     func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
+}
+
+// Tool is a built-in tool: one operation, or several chosen by the argument operation.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	Annotations *mcp.ToolAnnotations
+	// Operations: a tool of one operation whose Name is "" takes no operation argument.
+	Operations []Operation
+}
+
+// New returns the built-in server with no tools yet (Add adds them).
+func New(opts *Options) (*Server, error) {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Root == "" {
+		return nil, fmt.Errorf("builtin: no workspace root")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return nil, fmt.Errorf("builtin: workspace root: %w", err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("builtin: create the workspace root: %w", err)
+	}
+	o.Root = root
+	s := &Server{opts: o, tools: map[string]*Tool{}}
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "toolwarden-builtin", Title: "Toolwarden built-in tools", Version: o.Version},
+		&mcp.ServerOptions{Logger: o.Logger})
+	return s, nil
+}
+
+// MCP is the MCP server of the built-in tools (the session manager connects to it over
+// an in-process pipe).
+func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// Root is the workspaces' root.
+func (s *Server) Root() string { return s.opts.Root }
+
+// Add serves t.
+func (s *Server) Add(t Tool) {
+	s.mu.Lock()
+	s.tools[t.Name] = &t
+	s.mu.Unlock()
+	s.srv.AddTool(&mcp.Tool{Name: t.Name, Title: t.Title, Description: describe(t), InputSchema: schemaOf(t),
+		Annotations: t.Annotations}, s.handler(&t))
+}
+
+// consolidated reports whether t chooses its operation by the argument operation.
+func consolidated(t Tool) bool { return len(t.Operations) != 1 || t.Operations[0].Name != "" }
+
+func describe(t Tool) string {
+	if !consolidated(t) {
+		return t.Description
+	}
+	var b strings.Builder
+	b.WriteString(t.Description)
+	b.WriteString("\n\nOperations (the argument operation):")
+	for _, op := range t.Operations {
+		fmt.Fprintf(&b, "\n- %s: %s", op.Name, op.Description)
+		if len(op.Required) > 0 {
+			fmt.Fprintf(&b, " (needs %s)", strings.Join(op.Required, ", "))
+		}
+	}
+	return b.String()
+}
+
+// schemaOf is a tool's input schema: for a consolidated tool, operation (an enum) and
+// every operation's parameters, with each operation's required ones required when it
+// is the one chosen (if/then), so the router names a missing parameter like any other.
+func schemaOf(t Tool) json.RawMessage {
+	props := map[string]any{}
+	var required []string
+	var allOf []any
+	if consolidated(t) {
+		names := make([]string, 0, len(t.Operations))
+		for _, op := range t.Operations {
+			names = append(names, op.Name)
+		}
+		props["operation"] = map[string]any{"type": "string", "enum": names, "description": "what to do"}
+		required = append(required, "operation")
+	}
+	for _, op := range t.Operations {
+		for k, v := range op.Properties {
+			if _, ok := props[k]; !ok {
+				props[k] = v
+			}
+		}
+		if !consolidated(t) {
+			required = append(required, op.Required...)
+			continue
+		}
+		if len(op.Required) > 0 {
+			allOf = append(allOf, map[string]any{
+				"if":   map[string]any{"properties": map[string]any{"operation": map[string]any{"const": op.Name}}, "required": []string{"operation"}},
+				"then": map[string]any{"required": op.Required},
+			})
+		}
+	}
+	schema := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		schema["required"] = required
+	}
+	if len(allOf) > 0 {
+		schema["allOf"] = allOf
+	}
+	b, _ := json.Marshal(schema)
+	return b
+}
+
+// handler runs the operation a call names, in its conversation's workspace.
+func (s *Server) handler(t *Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		meta, ok := callmeta.Decode(req.Params.Meta)
+		if !ok {
+			return errorResult("this tool runs only through Toolwarden's router (the call names no conversation)"), nil
+		}
+		args := req.Params.Arguments
+		if len(args) == 0 {
+			args = json.RawMessage(`{}`)
+		}
+		op, err := t.operation(args)
+		if err != nil {
+			return errorResult(err.Error()), nil
+		}
+		ws, err := s.Workspace(meta.ConversationID)
+		if err != nil {
+			return nil, err
+		}
+		return op.Run(ctx, Call{Meta: meta, Workspace: ws}, args)
+	}
+}
+
+// operation is the operation args choose.
+func (t *Tool) operation(args json.RawMessage) (*Operation, error) {
+	if !consolidated(*t) {
+		return &t.Operations[0], nil
+	}
+	var a struct {
+		Operation string `json:"operation"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil {
+		return nil, fmt.Errorf("the arguments are not a JSON object: %v", err)
+	}
+	i := slices.IndexFunc(t.Operations, func(op Operation) bool { return op.Name == a.Operation })
+	if i < 0 {
+		names := make([]string, 0, len(t.Operations))
+		for _, op := range t.Operations {
+			names = append(names, op.Name)
+		}
+		return nil, fmt.Errorf("operation: %q is not an operation of %s; use one of %s", a.Operation, t.Name, strings.Join(names, ", "))
+	}
+	return &t.Operations[i], nil
+}
+
+// Display is the short line that says what a call of tool (its bare name) with args
+// does, or "" when the tool or operation is not known or says nothing.
+func (s *Server) Display(tool string, args json.RawMessage) string {
+	s.mu.Lock()
+	t := s.tools[tool]
+	s.mu.Unlock()
+	if t == nil {
+		return ""
+	}
+	op, err := t.operation(args)
+	if err != nil || op.Display == nil {
+		return ""
+	}
+	var m map[string]any
+	_ = json.Unmarshal(args, &m)
+	return op.Display(m)
+}
+
+// safeName is a conversation id that may be a directory name as it is.
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// Workspace is the directory of conversation id under the root, created if need be.
+// An id that is not a plain name (slashes, dots only, very long, other characters) gets
+// a directory named by its hash, so no id can name a path outside the root.
+func (s *Server) Workspace(conversation string) (string, error) {
+	name := conversation
+	if !safeName.MatchString(name) || strings.Trim(name, ".") == "" {
+		sum := sha256.Sum256([]byte(conversation))
+		name = "c-" + hex.EncodeToString(sum[:16])
+	}
+	dir := filepath.Join(s.opts.Root, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("builtin: create the workspace of %q: %w", conversation, err)
+	}
+	return dir, nil
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// textResult is a result of one text.
+func textResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
