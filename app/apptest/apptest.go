@@ -40,6 +40,10 @@ type Options struct {
 	Config func(*app.Config)
 	// NoStart builds the App without starting it (the test starts it, or drives parts).
 	NoStart bool
+	// Builtin adds the built-in server (services/builtin, workspaces in a temporary
+	// directory), as serve always does. Off by default: most tests count the servers
+	// they register and the tools they enable.
+	Builtin bool
 }
 
 // App is a test server: the App and what a test needs around it.
@@ -89,7 +93,10 @@ func Start(t testing.TB, opts *Options) *App {
 	logs := &testkit.SyncBuffer{}
 	cfg := app.Config{Pool: pool, Keys: keys, Version: "test", AdminPassword: AdminPassword,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		MCP:    DefaultMCP(), BuiltinRoot: t.TempDir()}
+		MCP:    DefaultMCP()}
+	if opts.Builtin {
+		cfg.BuiltinRoot = t.TempDir()
+	}
 	if opts.Config != nil {
 		opts.Config(&cfg)
 	}

@@ -75,6 +75,8 @@ type Options struct {
 	Denials *audit.DenialOptions
 	// Gateway tunes /mcp (how long a call waits for approval, page size); nil uses the defaults.
 	Gateway *gateway.Options
+	// Builtin adds the built-in server (apptest.Options.Builtin).
+	Builtin bool
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -83,7 +85,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := apptest.Start(t, &apptest.Options{Config: func(c *app.Config) {
+	a := apptest.Start(t, &apptest.Options{Builtin: opts.Builtin, Config: func(c *app.Config) {
 		if opts.Auth != nil {
 			c.Auth = *opts.Auth
 		}

@@ -35,6 +35,17 @@ type Options struct {
 	Root    string
 	Logger  *slog.Logger
 	Version string
+	// Grants are what people allowed through user_collaboration; nil: none.
+	Grants Grants
+}
+
+// Grants are the permissions a person gave through user_collaboration with
+// authorize_operation (services/grants), scoped to a conversation and an operation.
+type Grants interface {
+	// Allow reports whether a grant lets conversation do operation (a built-in
+	// operation's name, "write_file"...) on target (a path, a command), consuming it
+	// when it is for one use only.
+	Allow(ctx context.Context, conversation, operation, target string) (bool, error)
 }
 
 // Server is the built-in tools and the MCP server that serves them.

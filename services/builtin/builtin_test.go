@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 func TestBuiltinServer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := webtest.Start(t, nil)
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	sv, err := srv.Registry.GetServerByName(ctx, registry.BuiltinName)
 	if err != nil {
 		t.Fatal(err)
