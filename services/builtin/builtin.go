@@ -154,6 +154,7 @@ func describe(t Tool) string {
 // schemaOf is a tool's input schema: for a consolidated tool, operation (an enum) and
 // every operation's parameters, with each operation's required ones required when it
 // is the one chosen (if/then), so the router names a missing parameter like any other.
+// Each then also lists the operation's parameters, which forms read (views/form).
 func schemaOf(t Tool) json.RawMessage {
 	props := map[string]any{}
 	var required []string
@@ -176,10 +177,23 @@ func schemaOf(t Tool) json.RawMessage {
 			required = append(required, op.Required...)
 			continue
 		}
+		// then names the operation's parameters too (each schema already in
+		// properties; {} adds nothing), so a form can show an operation's own ones.
+		then := map[string]any{}
 		if len(op.Required) > 0 {
+			then["required"] = op.Required
+		}
+		if len(op.Properties) > 0 {
+			own := map[string]any{}
+			for k := range op.Properties {
+				own[k] = map[string]any{}
+			}
+			then["properties"] = own
+		}
+		if len(then) > 0 {
 			allOf = append(allOf, map[string]any{
 				"if":   map[string]any{"properties": map[string]any{"operation": map[string]any{"const": op.Name}}, "required": []string{"operation"}},
-				"then": map[string]any{"required": op.Required},
+				"then": then,
 			})
 		}
 	}

@@ -92,7 +92,7 @@ func TestSchemaAndWorkspace(t *testing.T) {
 		t.Fatal(err, res)
 	}
 	s, _ := json.Marshal(res.Tools[0].InputSchema)
-	for _, want := range []string{`"enum":["a","b"]`, `"then":{"required":["x"]}`, `"required":["operation"]`} {
+	for _, want := range []string{`"enum":["a","b"]`, `"then":{"properties":{"x":{}},"required":["x"]}`, `"required":["operation"]`} {
 		if !strings.Contains(string(s), want) {
 			t.Fatalf("schema %s lacks %s", s, want)
 		}

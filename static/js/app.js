@@ -411,4 +411,25 @@
   }
   document.addEventListener("htmx:wsAfterMessage", function () { syncAllPhrases(); tidyLogs(); });
   document.addEventListener("DOMContentLoaded", function () { syncAllPhrases(); tidyLogs(); });
+
+  // A consolidated tool's form (a built-in tool with an operation): only the chosen
+  // operation's parameters are shown, and the hidden ones are disabled so they are
+  // neither submitted nor required. With no operation chosen, all are shown.
+  function syncOperations() {
+    document.querySelectorAll("[data-operation-select]").forEach(function (wrap) {
+      var sel = wrap.querySelector("select");
+      if (!sel) return;
+      var scope = wrap.closest("form") || document;
+      scope.querySelectorAll("[data-operations]").forEach(function (f) {
+        var show = sel.value === "" || f.dataset.operations.split(" ").indexOf(sel.value) >= 0;
+        f.hidden = !show;
+        f.querySelectorAll("input, select, textarea, button").forEach(function (c) { c.disabled = !show; });
+      });
+    });
+  }
+  document.addEventListener("change", function (e) {
+    if (e.target.closest && e.target.closest("[data-operation-select]")) syncOperations();
+  });
+  document.addEventListener("DOMContentLoaded", syncOperations);
+  document.addEventListener("htmx:afterSwap", syncOperations);
 })();

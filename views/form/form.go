@@ -77,6 +77,11 @@ type Field struct {
 	// cannot hold the time zone offset those formats require.
 	Input    string
 	Required bool
+	// Operations are the operations of a consolidated tool this top-level field is a
+	// parameter of (none: all, or not such a tool); OperationSelect marks the field
+	// that chooses the operation (markOperations).
+	Operations      []string
+	OperationSelect bool
 	// Value is the current value as text for leaf inputs: strings as they
 	// are, numbers as JSON text, booleans "true"/"false", enums their Enum
 	// text, "" when unset; for Kind "json" the indented JSON text.
@@ -173,9 +178,58 @@ func Build(inputSchema, values json.RawMessage) Model {
 	default:
 		return jsonOnly(rootJSON(f, val), "the arguments are of type "+f.Kind+", not an object")
 	}
+	markOperations(s, &f)
 	m := Model{Root: f}
 	collectJSON(f, &m.Unsupported)
 	return m
+}
+
+// markOperations gives each top-level field the operations it belongs to, when the
+// schema is a consolidated tool's (services/builtin): a property "operation" whose enum
+// names the operations, and allOf entries "if operation is X then {properties}"
+// naming each operation's parameters. The page then shows an operation's own
+// parameters only.
+func markOperations(s *schema.Object, root *Field) {
+	obj := func(o *schema.Object, k string) *schema.Object {
+		if o == nil {
+			return nil
+		}
+		v, _ := o.Get(k)
+		c, _ := v.(*schema.Object)
+		return c
+	}
+	props := obj(s, "properties")
+	if op := obj(props, "operation"); op == nil {
+		return
+	} else if _, ok := op.Get("enum"); !ok {
+		return
+	}
+	all, _ := s.Get("allOf")
+	allOf, _ := all.([]any)
+	of := map[string][]string{}
+	for _, e := range allOf {
+		entry, _ := e.(*schema.Object)
+		c, _ := obj(obj(obj(entry, "if"), "properties"), "operation").Get("const")
+		name, _ := c.(string)
+		tp := obj(obj(entry, "then"), "properties")
+		if name == "" || tp == nil {
+			continue
+		}
+		for _, k := range tp.Keys() {
+			of[k] = append(of[k], name)
+		}
+	}
+	if len(of) == 0 {
+		return
+	}
+	for i := range root.Fields {
+		f := &root.Fields[i]
+		if f.Name == "operation" {
+			f.OperationSelect = true
+			continue
+		}
+		f.Operations = of[f.Name]
+	}
 }
 
 func rootJSON(f Field, val any) Field {

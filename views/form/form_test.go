@@ -874,3 +874,29 @@ func TestFormEmptyOptionalString(t *testing.T) {
 		t.Errorf("got %s, %v, want {} (empty inputs are not set)", got, errs)
 	}
 }
+
+// A consolidated tool's schema (services/builtin): the operation select is marked, and
+// each parameter knows the operations it belongs to; another schema's fields are not.
+func TestOperationFields(t *testing.T) {
+	s := `{"type":"object","properties":{"operation":{"type":"string","enum":["read","write"]},"path":{"type":"string"},
+		"content":{"type":"string"},"free":{"type":"string"}},"required":["operation"],
+		"allOf":[{"if":{"properties":{"operation":{"const":"read"}}},"then":{"properties":{"path":{}}}},
+		         {"if":{"properties":{"operation":{"const":"write"}}},"then":{"required":["path"],"properties":{"path":{},"content":{}}}}]}`
+	m := Build([]byte(s), nil)
+	got := map[string]string{}
+	for _, f := range m.Root.Fields {
+		got[f.Name] = strings.Join(f.Operations, " ")
+		if f.OperationSelect != (f.Name == "operation") {
+			t.Errorf("%s: OperationSelect %v", f.Name, f.OperationSelect)
+		}
+	}
+	if got["path"] != "read write" || got["content"] != "write" || got["free"] != "" {
+		t.Fatalf("operations: %v", got)
+	}
+	plain := Build([]byte(`{"type":"object","properties":{"operation":{"type":"string"},"x":{"type":"string"}}}`), nil)
+	for _, f := range plain.Root.Fields {
+		if f.OperationSelect || len(f.Operations) > 0 {
+			t.Fatalf("a schema without an operation enum: %+v", f)
+		}
+	}
+}
