@@ -43,6 +43,9 @@ func (h ServersHandler) Edit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.Type == registry.TypeBuiltin {
+		return registry.ErrBuiltinFixed
+	}
 	return h.formPage(c, http.StatusOK, s.ID, formOf(s), nil)
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,4 +122,37 @@ func connect(t *testing.T, b *builtin.Server) *mcp.ClientSession {
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// The built-in server's pages offer no edit or delete, and its edit form is refused.
+func TestBuiltinServerPages(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	sv, err := srv.Registry.GetServerByName(context.Background(), registry.BuiltinName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	res := srv.Get(t, c, "/servers/"+sv.ID)
+	body := readAll(t, res)
+	if res.StatusCode != 200 || strings.Contains(body, `data-testid="edit-server"`) || strings.Contains(body, `data-testid="delete-server"`) ||
+		!strings.Contains(body, `data-testid="builtin-note"`) {
+		t.Fatalf("the built-in server's page (%d) offers edit or delete, or lacks the note", res.StatusCode)
+	}
+	if res := srv.Get(t, c, "/servers/"+sv.ID+"/edit"); res.StatusCode != 403 {
+		t.Fatalf("the built-in server's edit form: %d, want 403", res.StatusCode)
+	}
+	if res := srv.PostForm(t, c, "/servers/"+sv.ID+"/delete", nil); res.StatusCode != 403 {
+		t.Fatalf("deleting the built-in server from the page: %d, want 403", res.StatusCode)
+	}
+}
+
+func readAll(t *testing.T, res *http.Response) string {
+	t.Helper()
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
