@@ -139,6 +139,9 @@ func TestBuiltinServerPages(t *testing.T) {
 		!strings.Contains(body, `data-testid="builtin-note"`) {
 		t.Fatalf("the built-in server's page (%d) offers edit or delete, or lacks the note", res.StatusCode)
 	}
+	if list := readAll(t, srv.Get(t, c, "/servers")); !strings.Contains(list, `data-testid="first-server"`) {
+		t.Fatal("with only the built-in server the servers page does not invite to add one")
+	}
 	if res := srv.Get(t, c, "/servers/"+sv.ID+"/edit"); res.StatusCode != 403 {
 		t.Fatalf("the built-in server's edit form: %d, want 403", res.StatusCode)
 	}
