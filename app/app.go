@@ -100,7 +100,9 @@ type App struct {
 	Denials    *audit.Denials
 	Gateway    *gateway.Gateway
 	Builtin    *builtin.Server // nil without Config.BuiltinRoot
-	Web        *web.Server
+	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
+	Terminals *builtin.Terminals
+	Web       *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
 	// database ("" when there was one already).
 	FirstAdminPassword string
@@ -319,6 +321,9 @@ func (a *App) stopLocked() {
 		<-rc.done
 	}
 	a.running = nil
+	if a.Builtin != nil {
+		a.Builtin.Close()
+	}
 }
 
 // Run starts the server, serves HTTP on ln until ctx ends (or serving fails), then

@@ -20,6 +20,13 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 		return nil, err
 	}
 	b.Add(builtin.Think())
+	ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root(), Logger: a.log, OnInput: a.auditTerminalInput})
+	if err != nil {
+		return nil, err
+	}
+	a.Terminals = ts
+	b.Add(builtin.TerminalTool(ts))
+	b.OnClose(ts.Close)
 	if _, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
 		a.log.Warn(err.Error())
 	} else if err != nil {
