@@ -251,7 +251,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),
 		Usage: usage.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
-		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies,
+		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals,
 		Gateway: a.Gateway}, a.Bus)
 
 	return a, nil

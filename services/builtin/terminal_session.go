@@ -288,7 +288,10 @@ func (t *Terminal) Resize(cols, rows int) error {
 	return pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 }
 
-// Echo reports whether the PTY echoes what is typed (false at a password prompt).
+// Echo reports whether what is typed shows: false at a password prompt, where the
+// terminal is in canonical (line) mode with ECHO off (read -s, sudo, passwd, ssh).
+// A line editor such as bash's readline turns both ICANON and ECHO off and echoes
+// by itself, so that counts as echoing.
 func (t *Terminal) Echo() bool {
 	if t.ptmx == nil {
 		return true
@@ -297,7 +300,7 @@ func (t *Terminal) Echo() bool {
 	if err != nil {
 		return true
 	}
-	return tio.Lflag&unix.ECHO != 0
+	return tio.Lflag&unix.ECHO != 0 || tio.Lflag&unix.ICANON == 0
 }
 
 // Input types s into a PTY. Each completed line is reported to OnInput, as
