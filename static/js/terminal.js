@@ -9,12 +9,22 @@
 	if (!el || typeof Terminal === "undefined") {
 		return;
 	}
-	// The page's CSP allows no inline <style>; xterm.js keeps its dimensions and theme in
-	// <style> elements, so their text is mirrored into constructed style sheets, which
-	// CSP does not govern.
+	// The page's CSP allows no inline <style>, and xterm.js keeps its dimensions and
+	// theme in <style> elements it creates. On this page a "style" element is created as
+	// a hidden <tw-style>, which CSP leaves alone, and its text is mirrored into a
+	// constructed style sheet, which CSP does not govern either.
+	var createElement = document.createElement.bind(document);
+	document.createElement = function (name, options) {
+		if (String(name).toLowerCase() === "style") {
+			var e = createElement("tw-style", options);
+			e.hidden = true;
+			return e;
+		}
+		return createElement(name, options);
+	};
 	var sheets = new Map();
 	function syncStyles() {
-		el.querySelectorAll("style").forEach(function (s) {
+		document.querySelectorAll("tw-style").forEach(function (s) {
 			var sh = sheets.get(s);
 			if (!sh) {
 				sh = { sheet: new CSSStyleSheet(), text: null };
@@ -27,7 +37,7 @@
 			}
 		});
 	}
-	new MutationObserver(syncStyles).observe(el, { subtree: true, childList: true, characterData: true });
+	new MutationObserver(syncStyles).observe(document.documentElement, { subtree: true, childList: true, characterData: true });
 
 	var readOnly = el.dataset.readonly === "true";
 	var term = new Terminal({ cursorBlink: !readOnly, disableStdin: readOnly, fontSize: 14, scrollback: 5000 });
