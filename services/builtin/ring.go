@@ -5,25 +5,41 @@ import "sync"
 // ring is a bounded output buffer with absolute indexes: index i is the i-th byte
 // ever written; only the last cap bytes are kept.
 type ring struct {
-	mu    sync.Mutex
-	buf   []byte
-	cap   int
-	start int64 // the index of buf[0]
-	subs  map[chan struct{}]struct{}
+	mu   sync.Mutex
+	buf  []byte // grows up to cap, then wraps: index i is at buf[i % cap]
+	cap  int
+	end  int64 // the index after the last byte written
+	subs map[chan struct{}]struct{}
 }
 
 func newRing(capacity int) *ring {
 	return &ring{cap: capacity, subs: map[chan struct{}]struct{}{}}
 }
 
+// startLocked is the index of the oldest byte kept.
+func (r *ring) startLocked() int64 { return max(0, r.end-int64(r.cap)) }
+
 // Write appends p, dropping the oldest bytes beyond the capacity, and wakes the
 // subscribers.
 func (r *ring) Write(p []byte) (int, error) {
 	r.mu.Lock()
-	r.buf = append(r.buf, p...)
-	if over := len(r.buf) - r.cap; over > 0 {
-		r.start += int64(over)
-		r.buf = append(r.buf[:0], r.buf[over:]...)
+	n := len(p)
+	if len(p) > r.cap {
+		r.end += int64(len(p) - r.cap)
+		p = p[len(p)-r.cap:]
+	}
+	if len(r.buf) < r.cap { // still growing: appends until full
+		room := r.cap - len(r.buf)
+		k := min(room, len(p))
+		r.buf = append(r.buf, p[:k]...)
+		r.end += int64(k)
+		p = p[k:]
+	}
+	for len(p) > 0 { // full: overwrite the oldest bytes
+		at := int(r.end % int64(r.cap))
+		k := copy(r.buf[at:], p)
+		r.end += int64(k)
+		p = p[k:]
 	}
 	for ch := range r.subs {
 		select {
@@ -32,7 +48,7 @@ func (r *ring) Write(p []byte) (int, error) {
 		}
 	}
 	r.mu.Unlock()
-	return len(p), nil
+	return n, nil
 }
 
 // From returns the bytes from index from on (from the oldest kept one when from
@@ -40,21 +56,23 @@ func (r *ring) Write(p []byte) (int, error) {
 func (r *ring) From(from int64) (data []byte, at, next int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	end := r.start + int64(len(r.buf))
-	if from < r.start {
-		from = r.start
+	start := r.startLocked()
+	from = min(max(from, start), r.end)
+	data = make([]byte, 0, r.end-from)
+	for i := from; i < r.end; {
+		off := int(i % int64(r.cap))
+		chunk := r.buf[off:min(len(r.buf), off+int(r.end-i))]
+		data = append(data, chunk...)
+		i += int64(len(chunk))
 	}
-	if from > end {
-		from = end
-	}
-	return append([]byte(nil), r.buf[from-r.start:]...), from, end
+	return data, from, r.end
 }
 
 // End is the index after the last byte written.
 func (r *ring) End() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.start + int64(len(r.buf))
+	return r.end
 }
 
 // Notify returns a channel that receives (coalesced) when bytes are written, and its cancel.
