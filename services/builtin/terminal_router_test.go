@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
@@ -131,3 +133,42 @@ func TestTerminalOperations(t *testing.T) {
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// When the app stops, its terminals end: nothing they started keeps running.
+// terminal_operations' display lines say what a call does.
+func TestTerminalsEndWithApp(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	b := srv.App.Builtin
+	for args, want := range map[string]string{
+		`{"operation":"run_command","command":"npm test"}`:   "Running: npm test",
+		`{"operation":"send_input","input":"ls -la\n"}`:      "Sending to terminal: ls -la",
+		`{"operation":"create_session"}`:                     "Creating terminal session",
+		`{"operation":"resize_session","cols":80,"rows":24}`: "Resizing terminal to 80x24",
+	} {
+		if got := b.Display("terminal_operations", json.RawMessage(args)); got != want {
+			t.Errorf("display of %s: %q, want %q", args, got, want)
+		}
+	}
+	ws, err := b.Workspace("conv-stop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{}, "conv-stop", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Input(builtin.TerminalCaller{}, "nohup sleep 310 >/dev/null 2>&1 &\n"); err != nil {
+		t.Fatal(err)
+	}
+	pgrepSleep := func() bool {
+		out, _ := exec.Command("pgrep", "-f", "^sleep 310$").Output()
+		return len(strings.TrimSpace(string(out))) > 0
+	}
+	webtest.WaitFor(t, 5*time.Second, pgrepSleep, "the background sleep starts")
+	srv.App.Stop()
+	webtest.WaitFor(t, 5*time.Second, func() bool { return !pgrepSleep() }, "the app's stop ends the terminal's processes")
+	if !term.Exited() {
+		t.Fatal("the session's shell outlived the app")
+	}
+}
