@@ -100,11 +100,16 @@ func marked(pid int, marker string) bool {
 	return false
 }
 
-// signalSession sends sig to every process of session sid (those that carry
-// marker, when marker is not ""), and reports how many it signalled.
+// signalSession sends sig to every process of session sid (only those that carry
+// marker, when marker is not ""), and reports how many it signalled. While the
+// session's leader is alive and not reaped, its id cannot name anyone else's session,
+// and marker may be "" (a process that cleared its environment goes too); once it was
+// reaped, only the marker tells our processes from a newcomer's.
 func signalSession(sid int, marker string, sig syscall.Signal) int {
 	n := 0
-	_ = syscall.Kill(-sid, sig) // the leader's process group, at once
+	if marker == "" {
+		_ = syscall.Kill(-sid, sig) // the leader's process group, at once
+	}
 	for _, pid := range sessionMembers(sid) {
 		if marker != "" && !marked(pid, marker) {
 			continue
@@ -117,21 +122,29 @@ func signalSession(sid int, marker string, sig syscall.Signal) int {
 }
 
 // endSession ends session sid: SIGTERM, up to grace for it to go, then SIGKILL.
-// exited, when not nil, closes when the leader was reaped.
-func endSession(sid int, grace time.Duration, exited <-chan struct{}) {
-	signalSession(sid, "", syscall.SIGTERM)
+// exited closes when the leader was reaped (nil: it was); until then every process of
+// the session is signalled, from then on only those that carry marker.
+func endSession(sid int, marker string, grace time.Duration, exited <-chan struct{}) {
+	only := func() string {
+		if exited == nil {
+			return marker
+		}
+		select {
+		case <-exited:
+			return marker
+		default:
+			return ""
+		}
+	}
+	signalSession(sid, only(), syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
 		if len(sessionMembers(sid)) == 0 {
 			return
 		}
-		select {
-		case <-exited:
-			exited = nil
-		case <-time.After(10 * time.Millisecond):
-		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	signalSession(sid, "", syscall.SIGKILL)
+	signalSession(sid, only(), syscall.SIGKILL)
 }
 
 // CleanupOrphans kills the terminals' processes a previous run of Toolwarden left

@@ -36,6 +36,9 @@ type TerminalOptions struct {
 	Logger *slog.Logger
 	// BufferBytes is how much output a terminal keeps. Default 1 MiB.
 	BufferBytes int
+	// KeepEnded is how long a terminal whose process ended stays listed, its output
+	// readable (get_output of a finished background command). Default 15 minutes.
+	KeepEnded time.Duration
 	// OnInput, when set, is told of every line typed into a terminal from the
 	// browser or by send_input (hidden: the terminal had echo off).
 	OnInput func(t *Terminal, who TerminalCaller, line string, hidden bool)
@@ -47,7 +50,8 @@ type TerminalCaller struct{ UserID, UserName, Source string }
 // Terminals are the PTY sessions and background commands of every conversation.
 type Terminals struct {
 	opts   TerminalOptions
-	marker string // this run's marker (markerEnv)
+	marker string     // this run's marker (markerEnv)
+	openMu sync.Mutex // one create_session at a time: a conversation gets one session
 	mu     sync.Mutex
 	byID   map[string]*Terminal
 	closed bool
@@ -87,6 +91,9 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	}
 	if opts.BufferBytes <= 0 {
 		opts.BufferBytes = 1 << 20
+	}
+	if opts.KeepEnded <= 0 {
+		opts.KeepEnded = 15 * time.Minute
 	}
 	if opts.Root == "" {
 		return nil, errors.New("terminals: no root")
@@ -145,6 +152,8 @@ func (ts *Terminals) add(t *Terminal) error {
 // OpenPTY returns conversation's PTY session in dir: the running one when it has
 // one there, else a new bash -il (closing one it had in another directory).
 func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Terminal, bool, error) {
+	ts.openMu.Lock()
+	defer ts.openMu.Unlock()
 	ts.mu.Lock()
 	var old *Terminal
 	for _, t := range ts.byID {
@@ -219,7 +228,7 @@ func (ts *Terminals) track(t *Terminal) error {
 		ts.opts.Logger.Warn("terminals: record a session", "err", err)
 	}
 	if err := ts.add(t); err != nil {
-		endSession(t.sid, 0, nil)
+		endSession(t.sid, ts.marker, 0, make(chan struct{})) // not reaped yet
 		_ = t.cmd.Wait()
 		removeRecord(ts.opts.Root, t.sid)
 		return err
@@ -235,9 +244,10 @@ func (ts *Terminals) track(t *Terminal) error {
 		t.exit = code
 		close(t.done)
 		// What the leader left behind in its session goes with it.
-		endSession(t.sid, 0, nil)
+		endSession(t.sid, ts.marker, 0, nil)
 		removeRecord(ts.opts.Root, t.sid)
 		close(t.gone)
+		time.AfterFunc(ts.opts.KeepEnded, t.Close)
 	}()
 	return nil
 }
@@ -346,18 +356,29 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 // then forgets it.
 func (t *Terminal) Close() {
 	t.once.Do(func() {
-		endSession(t.sid, closeGrace, t.done)
 		select {
-		case <-t.gone:
-		case <-time.After(2 * time.Second):
+		case <-t.gone: // ended by itself; its session id may be someone else's by now
+		default:
+			endSession(t.sid, t.ts.marker, closeGrace, t.done)
+			select {
+			case <-t.gone:
+			case <-time.After(2 * time.Second):
+			}
 		}
 		if t.ptmx != nil {
 			_ = t.ptmx.Close()
 		}
-		t.ts.mu.Lock()
-		delete(t.ts.byID, t.ID)
-		t.ts.mu.Unlock()
+		t.forget()
 	})
+}
+
+// forget drops the terminal from the list.
+func (t *Terminal) forget() {
+	t.ts.mu.Lock()
+	if t.ts.byID[t.ID] == t {
+		delete(t.ts.byID, t.ID)
+	}
+	t.ts.mu.Unlock()
 }
 
 // Close ends every terminal; no new ones start (Toolwarden is stopping).

@@ -383,3 +383,30 @@ func TestRingWraps(t *testing.T) {
 		}
 	}
 }
+
+// A terminal whose process ended stays readable for a while, then is dropped; its
+// PTY is closed then too.
+func TestEndedTerminalsDropped(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	ts, err := NewTerminals(TerminalOptions{Root: root, KeepEnded: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ts.Close)
+	c, err := ts.Start(TerminalCaller{}, "conv", root, "echo done", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-c.Done()
+	if ts.Get(c.ID) == nil {
+		t.Fatal("an ended command was dropped at once")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.Get(c.ID) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the ended command is still listed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
