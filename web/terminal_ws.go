@@ -17,9 +17,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
-// closeGone: the terminal is not there (any more); the page stops reconnecting.
-const closeGone = 4404
-
 // terminalMsg is what the terminal page sends: keys, or its size.
 type terminalMsg struct {
 	Type       string `json:"type"` // input, resize
