@@ -100,7 +100,9 @@ type App struct {
 	Denials    *audit.Denials
 	Gateway    *gateway.Gateway
 	Builtin    *builtin.Server // nil without Config.BuiltinRoot
-	Web        *web.Server
+	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
+	Terminals *builtin.Terminals
+	Web       *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
 	// database ("" when there was one already).
 	FirstAdminPassword string
@@ -206,6 +208,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Decide = decide.New(pool, a.Auth)
 	ro := cfg.Router
 	ro.Logger, ro.Bus, ro.Decide, ro.Local = log, a.Bus, a.Decide, a.Local
+	if a.Builtin != nil && ro.ArgumentRisk == nil {
+		ro.ArgumentRisk = builtinArgumentRisk
+	}
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
@@ -246,7 +251,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),
 		Usage: usage.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
-		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies,
+		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals,
 		Gateway: a.Gateway}, a.Bus)
 
 	return a, nil
@@ -319,6 +324,9 @@ func (a *App) stopLocked() {
 		<-rc.done
 	}
 	a.running = nil
+	if a.Builtin != nil {
+		a.Builtin.Close()
+	}
 }
 
 // Run starts the server, serves HTTP on ln until ctx ends (or serving fails), then

@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -66,6 +67,9 @@ type Deps struct {
 	Denials *audit.Denials
 	// Gateway is Toolwarden as an MCP server (/mcp): every call through Router.
 	Gateway *gateway.Gateway
+	// Terminals are the built-in terminal_operations' sessions (nil without the
+	// built-in server).
+	Terminals *builtin.Terminals
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client;
 	// without any, the peer address is the client.
 	TrustedProxies []netip.Prefix
@@ -184,6 +188,7 @@ var navAreas = []navArea{
 	{"Servers", "/servers", auth.PermServerView},
 	{"Tools", "/tools", auth.PermToolView},
 	{"Executions", "/executions", auth.PermExecutionView},
+	{"Terminals", "/terminals", auth.PermTerminalView},
 	{"Approvals", "/approvals", auth.PermExecutionApprove},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},

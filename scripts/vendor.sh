@@ -50,6 +50,12 @@ copy "$(first_of "$nm/htmx-ext-ws/dist/ws.min.js" "$nm/htmx-ext-ws/dist/ws.js" "
 	"$out/htmx-ext-ws.min.js"
 copy "$nm/htmx-ext-ws/LICENSE" "$out/htmx-ext-ws.LICENSE"
 
+copy "$nm/@xterm/xterm/lib/xterm.js" "$out/xterm.js"
+copy "$nm/@xterm/xterm/css/xterm.css" "$out/xterm.css"
+copy "$nm/@xterm/xterm/LICENSE" "$out/xterm.LICENSE"
+copy "$nm/@xterm/addon-fit/lib/addon-fit.js" "$out/xterm-addon-fit.js"
+copy "$nm/@xterm/addon-fit/LICENSE" "$out/xterm-addon-fit.LICENSE"
+
 # Record the versions that were copied, so a reviewer sees them in the diff.
 node -e '
 const fs = require("fs");

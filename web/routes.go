@@ -35,6 +35,7 @@ func (s *Server) routes() []Route {
 	categories := handlers.CategoriesHandler{Shell: shell, Tools: d.Tools}
 	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools}
 	settings := handlers.SettingsHandler{Shell: shell}
+	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -122,6 +123,11 @@ func (s *Server) routes() []Route {
 
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
+
+		// The built-in terminals (handlers/terminals.go, web/terminal_ws.go).
+		{http.MethodGet, "/terminals", auth.PermTerminalView, terminals.List},
+		{http.MethodGet, "/terminals/:id", auth.PermTerminalView, terminals.Show},
+		{http.MethodGet, "/terminals/:id/ws", auth.PermTerminalView, s.hub.terminalSocket(d.Terminals)},
 
 		// Toolwarden as an MCP server (services/gateway), for API tokens only
 		// (BearerOnly); the router decides who may call which tool, as for

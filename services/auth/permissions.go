@@ -80,6 +80,11 @@ const (
 	// history, an approver's inbox, an auditor's reading). Every role but guest.
 	PermExecutionView Permission = "execution.view"
 
+	// PermTerminalView: the built-in terminals' pages (/terminals): one's own
+	// terminals, typing into them; administrators and auditors see every terminal,
+	// and only administrators and a terminal's owner type (handlers/terminals.go).
+	PermTerminalView Permission = "terminal.view"
+
 	PermLogView     Permission = "log.view" // tool usage logs
 	PermAuditView   Permission = "audit.view"
 	PermAuditExport Permission = "audit.export"
@@ -90,7 +95,7 @@ var AllPermissions = []Permission{
 	PermDashboard, PermOwnTokens, PermUsers, PermSettings,
 	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand, PermServerTrust,
 	PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
-	PermExecutionView, PermExecutionCreate, PermExecutionApprove,
+	PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView,
 	PermLogView, PermAuditView, PermAuditExport,
 }
 
@@ -105,15 +110,15 @@ var rolePermissions = map[Role][]Permission{
 		PermDashboard, PermOwnTokens,
 		PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
 		PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable,
-		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermLogView,
+		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView, PermLogView,
 	},
 	RoleToolUser: {
 		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermToolUse,
-		PermExecutionView, PermExecutionCreate, PermExecutionApprove,
+		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView,
 	},
 	RoleAuditor: {
 		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermLogView,
-		PermExecutionView, PermAuditView, PermAuditExport,
+		PermExecutionView, PermTerminalView, PermAuditView, PermAuditExport,
 	},
 	RoleGuest: {PermDashboard, PermToolView},
 }

@@ -50,10 +50,29 @@ type Grants interface {
 
 // Server is the built-in tools and the MCP server that serves them.
 type Server struct {
-	opts  Options
-	srv   *mcp.Server
-	mu    sync.Mutex
-	tools map[string]*Tool
+	opts    Options
+	srv     *mcp.Server
+	mu      sync.Mutex
+	tools   map[string]*Tool
+	closers []func()
+}
+
+// OnClose has Close call f (a tool's sessions, processes).
+func (s *Server) OnClose(f func()) {
+	s.mu.Lock()
+	s.closers = append(s.closers, f)
+	s.mu.Unlock()
+}
+
+// Close ends what the tools keep running (terminals), last added first. App calls it
+// when it stops.
+func (s *Server) Close() {
+	s.mu.Lock()
+	cs := s.closers
+	s.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i]()
+	}
 }
 
 // Call is one call of a built-in operation: who makes it, in which conversation, and

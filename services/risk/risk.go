@@ -66,6 +66,7 @@ func (l Level) Label() string {
 const (
 	SourceOverride    = "override"    // an administrator set the level for this tool
 	SourceAnnotations = "annotations" // derived from the tool's annotations and the server's trust
+	SourceArguments   = "arguments"   // raised by what one call's arguments say (a built-in terminal's command)
 )
 
 // Decision is a tool's risk and why.

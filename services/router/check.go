@@ -122,6 +122,7 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
 		return e, checkedArgs{}, invalid(hideSecrets(err, e.secrets))
 	}
+	e = r.argumentRisk(e, raw)
 	return e, checkedArgs{given: args, values: merged, merged: raw}, nil
 }
 
@@ -205,4 +206,19 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 		return fail(CodeForbidden, "you may not use %s; ask an administrator for access", name)
 	}
 	return nil
+}
+
+// argumentRisk is e with its risk raised to what the arguments carry
+// (Options.ArgumentRisk); e itself, shared by every call, is not changed.
+func (r *Router) argumentRisk(e *entry, args json.RawMessage) *entry {
+	if r.opts.ArgumentRisk == nil {
+		return e
+	}
+	level, why, ok := r.opts.ArgumentRisk(e.t.QualifiedName(), args)
+	if !ok || risk.Max(e.risk.Level, level) == e.risk.Level {
+		return e
+	}
+	raised := *e
+	raised.risk = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
+	return &raised
 }

@@ -72,6 +72,10 @@ type Options struct {
 	// on it, so its events are delivered to them before the write of a record returns (see
 	// events.Local). nil: they arrive with the NOTIFY.
 	Local *events.Local
+	// ArgumentRisk, when set, rates a call by its arguments (a built-in terminal's
+	// command line): when ok and riskier than the tool's own level, the call takes
+	// that level. It only ever raises a call's risk.
+	ArgumentRisk func(qualifiedName string, args json.RawMessage) (level risk.Level, why string, ok bool)
 }
 
 func (o *Options) withDefaults() Options {

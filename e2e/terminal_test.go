@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
+)
+
+// TestBrowserTerminal opens an agent's terminal in chromium as its owner, types a
+// command and sees its output live, resizes the window and the PTY follows; an
+// auditor in another browser sees the history and what the owner types next, live,
+// and cannot type. Neither page logs an error or a CSP violation.
+func TestBrowserTerminal(t *testing.T) {
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowsText := `(document.querySelector("#terminal .xterm-rows")?.textContent || "")`
+
+	b := newBrowser(t)
+	b.login(srv, "alice", "alice-password-1")
+	b.do("open the terminal from the list",
+		chromedp.Navigate(srv.URL+"/terminals"),
+		chromedp.Click(chromedp.CSS(`[data-terminal-id="`+term.ID+`"] a`)),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)),
+	)
+	b.waitJS("the terminal is connected", `document.getElementById("terminal").dataset.state === "connected"`)
+	b.do("type a command", typeInto("echo e2e-$((6*7))"+kb.Enter))
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](rowsText+`.includes("e2e-42")`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		out, _, _ := term.Output(0)
+		t.Fatalf("no output in the page: %q\nthe terminal: %q", eval[string](b, rowsText+` + " / " + document.getElementById("terminal").innerHTML.slice(0, 3000)`), out)
+	}
+
+	// The window's size decides the PTY's (the fit addon, then a resize message).
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		c, _ := term.Size()
+		return int(c) == eval[int](b, `window.twTerminal.cols`)
+	}, "the PTY takes the page's size")
+	before, _ := term.Size()
+	b.do("narrow the window", chromedp.EmulateViewport(700, 600))
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		c, r := term.Size()
+		return c < before && int(c) == eval[int](b, `window.twTerminal.cols`) && int(r) == eval[int](b, `window.twTerminal.rows`)
+	}, "the PTY follows the narrower window")
+	b.do("ask the PTY its size", typeInto("stty size"+kb.Enter))
+	c, r := term.Size()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](rowsText+`.includes("`+itoa(int(r))+" "+itoa(int(c))+`")`,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		out, _, _ := term.Output(0)
+		t.Fatalf("stty does not show %dx%d: %q\nthe terminal: %q", c, r, eval[string](b, rowsText), out)
+	}
+	b.checkConsole()
+
+	d := newBrowser(t)
+	d.login(srv, "audrey", "audrey-password-1")
+	d.do("open the terminal as auditor",
+		chromedp.Navigate(srv.URL+"/terminals/"+term.ID),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=terminal-readonly]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)),
+	)
+	d.waitJS("the auditor sees the history", rowsText+`.includes("e2e-42")`)
+	b.do("the owner types more", typeInto("echo live-$((3+4))"+kb.Enter))
+	d.waitJS("the auditor sees it live", rowsText+`.includes("live-7")`)
+	d.do("the auditor tries to type", typeInto("echo AUDITOR"+kb.Enter))
+	time.Sleep(500 * time.Millisecond)
+	if out, _, _ := term.Output(0); strings.Contains(string(out), "AUDITOR") {
+		t.Fatal("the auditor's keys reached the terminal")
+	}
+	d.checkConsole()
+	b.checkConsole()
+}
+
+// typeInto types keys into the terminal as Chrome's own keyboard does: a keyDown
+// that carries the key's text, then a keyUp. (chromedp's SendKeys sends a keyDown
+// without text and a separate char event, which xterm.js takes as two key presses.)
+func typeInto(keys string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := chromedp.Focus(chromedp.CSS(`#terminal .xterm-helper-textarea`))(ctx, t); err != nil {
+			return err
+		}
+		for _, r := range keys {
+			evs := kb.Encode(r)
+			down, up := *evs[0], *evs[len(evs)-1]
+			down.Type = input.DispatchKeyEventTypeRawKeyDown
+			for _, k := range evs {
+				if k.Type == kb.KeyChar {
+					down.Type, down.Text, down.UnmodifiedText = input.DispatchKeyEventTypeKeyDown, k.Text, k.UnmodifiedText
+				}
+			}
+			for _, k := range []input.DispatchKeyEventParams{down, up} {
+				if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,89 @@
+package builtin
+
+import "sync"
+
+// ring is a bounded output buffer with absolute indexes: index i is the i-th byte
+// ever written; only the last cap bytes are kept.
+type ring struct {
+	mu   sync.Mutex
+	buf  []byte // grows up to cap, then wraps: index i is at buf[i % cap]
+	cap  int
+	end  int64 // the index after the last byte written
+	subs map[chan struct{}]struct{}
+}
+
+func newRing(capacity int) *ring {
+	return &ring{cap: capacity, subs: map[chan struct{}]struct{}{}}
+}
+
+// startLocked is the index of the oldest byte kept.
+func (r *ring) startLocked() int64 { return max(0, r.end-int64(r.cap)) }
+
+// Write appends p, dropping the oldest bytes beyond the capacity, and wakes the
+// subscribers.
+func (r *ring) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	n := len(p)
+	if len(p) > r.cap {
+		r.end += int64(len(p) - r.cap)
+		p = p[len(p)-r.cap:]
+	}
+	if len(r.buf) < r.cap { // still growing: appends until full
+		room := r.cap - len(r.buf)
+		k := min(room, len(p))
+		r.buf = append(r.buf, p[:k]...)
+		r.end += int64(k)
+		p = p[k:]
+	}
+	for len(p) > 0 { // full: overwrite the oldest bytes
+		at := int(r.end % int64(r.cap))
+		k := copy(r.buf[at:], p)
+		r.end += int64(k)
+		p = p[k:]
+	}
+	for ch := range r.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	r.mu.Unlock()
+	return n, nil
+}
+
+// From returns the bytes from index from on (from the oldest kept one when from
+// is older), the index they start at and the index after them.
+func (r *ring) From(from int64) (data []byte, at, next int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := r.startLocked()
+	from = min(max(from, start), r.end)
+	data = make([]byte, 0, r.end-from)
+	for i := from; i < r.end; {
+		off := int(i % int64(r.cap))
+		chunk := r.buf[off:min(len(r.buf), off+int(r.end-i))]
+		data = append(data, chunk...)
+		i += int64(len(chunk))
+	}
+	return data, from, r.end
+}
+
+// End is the index after the last byte written.
+func (r *ring) End() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.end
+}
+
+// Notify returns a channel that receives (coalesced) when bytes are written, and its cancel.
+func (r *ring) Notify() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	r.mu.Lock()
+	r.subs[ch] = struct{}{}
+	r.mu.Unlock()
+	return ch, func() {
+		r.mu.Lock()
+		delete(r.subs, ch)
+		r.mu.Unlock()
+	}
+}

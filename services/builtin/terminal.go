@@ -1,0 +1,315 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Limits of run_command.
+const (
+	defaultCommandTimeout = 60 * time.Second
+	maxCommandTimeout     = time.Hour
+	defaultOutputCap      = 64 << 10
+	maxOutputCap          = 1 << 20
+)
+
+// TerminalTool is the tool terminal_operations (seed 000 §5): run_command, and PTY
+// sessions that keep a shell across calls, one per conversation and working directory.
+func TerminalTool(ts *Terminals) Tool {
+	sid := map[string]any{"type": "string", "minLength": 1, "maxLength": 64,
+		"description": "the session's id (create_session's sessionId, or a background run_command's)"}
+	wd := map[string]any{"type": "string", "maxLength": 1024,
+		"description": "a directory inside the conversation's workspace, relative to it (default: the workspace)"}
+	tool := Tool{
+		Name:  "terminal_operations",
+		Title: "Terminal",
+		Description: "Run shell commands and keep interactive terminal (PTY) sessions in the conversation's workspace. " +
+			"A PTY session is bash -il on a pseudo-terminal (TERM=xterm-256color); its output is kept in a bounded buffer addressed by absolute byte indexes: " +
+			"read it with get_output from the nextIndex you last got. People can watch and type into it on Toolwarden's /terminals page.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(true)},
+	}
+	tool.Operations = []Operation{
+		{
+			Name:        "run_command",
+			Description: "run a command with bash -c in the workspace and return its output and exit code; with background, return a sessionId at once and read the output later with get_output",
+			Properties: map[string]any{
+				"command": map[string]any{"type": "string", "minLength": 1, "maxLength": 100000, "description": "the command line (bash)"},
+				"timeout": map[string]any{"type": "integer", "minimum": 1, "maximum": int(maxCommandTimeout / time.Second),
+					"description": "seconds before the command is killed (default 60)"},
+				"background": map[string]any{"type": "boolean", "description": "return at once with a sessionId; the output is read with get_output"},
+				"maxOutput": map[string]any{"type": "integer", "minimum": 1024, "maximum": maxOutputCap,
+					"description": "bytes of output kept (the last ones; default 65536)"},
+				"workingDirectory": wd,
+			},
+			Required: []string{"command"},
+			Display:  func(a map[string]any) string { return "Running: " + clip(str(a["command"]), 60) },
+			Run: func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+				var in struct {
+					Command          string `json:"command"`
+					Timeout          int    `json:"timeout"`
+					Background       bool   `json:"background"`
+					MaxOutput        int    `json:"maxOutput"`
+					WorkingDirectory string `json:"workingDirectory"`
+				}
+				if err := json.Unmarshal(args, &in); err != nil {
+					return errorResult(err.Error()), nil
+				}
+				dir, err := workDir(c.Workspace, in.WorkingDirectory)
+				if err != nil {
+					return errorResult(err.Error()), nil
+				}
+				timeout := defaultCommandTimeout
+				if in.Timeout > 0 {
+					timeout = min(time.Duration(in.Timeout)*time.Second, maxCommandTimeout)
+				}
+				capBytes := defaultOutputCap
+				if in.MaxOutput > 0 {
+					capBytes = min(in.MaxOutput, maxOutputCap)
+				}
+				t, err := ts.Start(caller(c), c.ConversationID, dir, in.Command, timeout, capBytes)
+				if err != nil {
+					return errorResult(err.Error()), nil
+				}
+				if in.Background {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "started in the background as " + t.ID + "; read its output with get_output"}},
+						StructuredContent: map[string]any{"sessionId": t.ID, "background": true}}, nil
+				}
+				select {
+				case <-t.Done():
+				case <-ctx.Done():
+					t.Close()
+					return errorResult("the call was cancelled; the command was killed"), nil
+				}
+				code := t.ExitCode()
+				data, at, next := t.Output(0)
+				t.Close()
+				text := string(data)
+				if at > 0 {
+					text = fmt.Sprintf("[the first %d bytes of output were dropped]\n", at) + text
+				}
+				res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text + fmt.Sprintf("\n[exit code %d]", code)}},
+					StructuredContent: map[string]any{"exitCode": code, "output": string(data), "truncated": at > 0, "bytes": next}}
+				res.IsError = code != 0
+				return res, nil
+			},
+		},
+		{
+			Name:        "create_session",
+			Description: "open a PTY session (bash -il) in the workspace, or return the conversation's running one when it is in the same directory; answers sessionId",
+			Properties:  map[string]any{"workingDirectory": wd},
+			Display:     func(map[string]any) string { return "Creating terminal session" },
+			Run: func(_ context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+				var in struct {
+					WorkingDirectory string `json:"workingDirectory"`
+				}
+				if err := json.Unmarshal(args, &in); err != nil {
+					return errorResult(err.Error()), nil
+				}
+				dir, err := workDir(c.Workspace, in.WorkingDirectory)
+				if err != nil {
+					return errorResult(err.Error()), nil
+				}
+				t, reused, err := ts.OpenPTY(caller(c), c.ConversationID, dir)
+				if err != nil {
+					return errorResult(err.Error()), nil
+				}
+				msg := "created terminal session " + t.ID
+				if reused {
+					msg = "reusing terminal session " + t.ID + " (same working directory)"
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}},
+					StructuredContent: map[string]any{"sessionId": t.ID, "reused": reused, "nextIndex": t.out.End()}}, nil
+			},
+		},
+		{
+			Name:        "send_input",
+			Description: "type input into a PTY session (end a command with \\n)",
+			Properties: map[string]any{"sessionId": sid,
+				"input": map[string]any{"type": "string", "minLength": 1, "maxLength": 100000, "description": "what to type"}},
+			Required: []string{"sessionId", "input"},
+			Display: func(a map[string]any) string {
+				return "Sending to terminal: " + clip(strings.TrimSpace(str(a["input"])), 50)
+			},
+			Run: func(_ context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+				var in struct {
+					SessionID string `json:"sessionId"`
+					Input     string `json:"input"`
+				}
+				t, res := ts.lookup(c, args, &in, func() string { return in.SessionID })
+				if res != nil {
+					return res, nil
+				}
+				if err := t.Input(caller(c), in.Input); err != nil {
+					return errorResult(err.Error()), nil
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sent"}},
+					StructuredContent: map[string]any{"sessionId": t.ID, "nextIndex": t.out.End()}}, nil
+			},
+		},
+		{
+			Name:        "get_output",
+			Description: "a session's output from fromIndex on (default 0), with nextIndex to ask from next time; also whether it ended and its exit code",
+			Properties: map[string]any{"sessionId": sid,
+				"fromIndex": map[string]any{"type": "integer", "minimum": 0, "description": "the absolute index to read from (a previous nextIndex)"}},
+			Required: []string{"sessionId"},
+			Display:  func(map[string]any) string { return "Reading terminal output" },
+			Run: func(_ context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+				var in struct {
+					SessionID string `json:"sessionId"`
+					FromIndex int64  `json:"fromIndex"`
+				}
+				t, res := ts.lookup(c, args, &in, func() string { return in.SessionID })
+				if res != nil {
+					return res, nil
+				}
+				return outputResult(t, in.FromIndex), nil
+			},
+		},
+		{
+			Name:        "get_history",
+			Description: "all the output a session still keeps",
+			Properties:  map[string]any{"sessionId": sid},
+			Required:    []string{"sessionId"},
+			Display:     func(map[string]any) string { return "Reading terminal history" },
+			Run: func(_ context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+				var in struct {
+					SessionID string `json:"sessionId"`
+				}
+				t, res := ts.lookup(c, args, &in, func() string { return in.SessionID })
+				if res != nil {
+					return res, nil
+				}
+				return outputResult(t, 0), nil
+			},
+		},
+		{
+			Name:        "resize_session",
+			Description: "set a PTY session's size in columns and rows",
+			Properties: map[string]any{"sessionId": sid,
+				"cols": map[string]any{"type": "integer", "minimum": 2, "maximum": 1000},
+				"rows": map[string]any{"type": "integer", "minimum": 2, "maximum": 1000}},
+			Required: []string{"sessionId", "cols", "rows"},
+			Display:  func(a map[string]any) string { return fmt.Sprintf("Resizing terminal to %vx%v", a["cols"], a["rows"]) },
+			Run: func(_ context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+				var in struct {
+					SessionID  string `json:"sessionId"`
+					Cols, Rows int
+				}
+				t, res := ts.lookup(c, args, &in, func() string { return in.SessionID })
+				if res != nil {
+					return res, nil
+				}
+				if err := t.Resize(in.Cols, in.Rows); err != nil {
+					return errorResult(err.Error()), nil
+				}
+				return textResult(fmt.Sprintf("resized to %dx%d", in.Cols, in.Rows)), nil
+			},
+		},
+		{
+			Name:        "close_session",
+			Description: "end a session or background command: SIGTERM to its processes, then SIGKILL after 100 ms",
+			Properties:  map[string]any{"sessionId": sid},
+			Required:    []string{"sessionId"},
+			Display:     func(map[string]any) string { return "Closing terminal session" },
+			Run: func(_ context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+				var in struct {
+					SessionID string `json:"sessionId"`
+				}
+				t, res := ts.lookup(c, args, &in, func() string { return in.SessionID })
+				if res != nil {
+					return res, nil
+				}
+				t.Close()
+				return textResult("closed " + t.ID), nil
+			},
+		},
+		{
+			Name:        "list_sessions",
+			Description: "the conversation's sessions and background commands",
+			Display:     func(map[string]any) string { return "Listing terminal sessions" },
+			Run: func(_ context.Context, c Call, _ json.RawMessage) (*mcp.CallToolResult, error) {
+				var out []map[string]any
+				var b strings.Builder
+				for _, t := range ts.List() {
+					if t.ConversationID != c.ConversationID {
+						continue
+					}
+					out = append(out, map[string]any{"sessionId": t.ID, "kind": t.Kind, "exited": t.Exited(), "command": t.Command})
+					fmt.Fprintf(&b, "%s %s exited=%v %s\n", t.ID, t.Kind, t.Exited(), t.Command)
+				}
+				if b.Len() == 0 {
+					b.WriteString("no sessions")
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}},
+					StructuredContent: map[string]any{"sessions": out}}, nil
+			},
+		},
+	}
+	return tool
+}
+
+func caller(c Call) TerminalCaller {
+	return TerminalCaller{UserID: c.UserID, UserName: c.UserName, Source: c.Source}
+}
+
+// lookup decodes args into in and finds the session it names, which must be the
+// conversation's own; res is the error result otherwise.
+func (ts *Terminals) lookup(c Call, args json.RawMessage, in any, id func() string) (*Terminal, *mcp.CallToolResult) {
+	if err := json.Unmarshal(args, in); err != nil {
+		return nil, errorResult(err.Error())
+	}
+	t := ts.Get(id())
+	if t == nil || t.ConversationID != c.ConversationID {
+		return nil, errorResult(fmt.Sprintf("sessionId: there is no session %q in this conversation; create one with create_session", id()))
+	}
+	return t, nil
+}
+
+func outputResult(t *Terminal, from int64) *mcp.CallToolResult {
+	data, at, next := t.Output(from)
+	st := map[string]any{"sessionId": t.ID, "output": string(data), "fromIndex": at, "nextIndex": next,
+		"truncated": at > from, "exited": t.Exited()}
+	text := string(data)
+	if at > from {
+		text = fmt.Sprintf("[output before index %d is no longer kept]\n", at) + text
+	}
+	if t.Exited() {
+		st["exitCode"] = t.ExitCode()
+		text += fmt.Sprintf("\n[ended, exit code %d]", t.ExitCode())
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: st}
+}
+
+// workDir is rel inside the workspace ws (a directory that exists, no symlink out of it).
+func workDir(ws, rel string) (string, error) {
+	if rel == "" || rel == "." {
+		return ws, nil
+	}
+	if !filepath.IsLocal(rel) {
+		return "", errors.New("workingDirectory: must be a path inside the workspace, relative to it")
+	}
+	dir := filepath.Join(ws, rel)
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("workingDirectory: %v", err)
+	}
+	realWS, err := filepath.EvalSymlinks(ws)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.Rel(realWS, real); err != nil || !filepath.IsLocal(r) && r != "." {
+		return "", errors.New("workingDirectory: leads out of the workspace")
+	}
+	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+		return "", errors.New("workingDirectory: not a directory")
+	}
+	return real, nil
+}

@@ -1,0 +1,82 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkRunCommand is run_command's round trip: bash -c starts in the workspace,
+// runs, is reaped, and its output and exit code come back.
+func BenchmarkRunCommand(b *testing.B) {
+	root := b.TempDir()
+	ts, err := NewTerminals(TerminalOptions{Root: root})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ts.Close()
+	run := TerminalTool(ts).Operations[0].Run
+	c := Call{Workspace: root}
+	c.ConversationID = "bench"
+	args := json.RawMessage(`{"operation":"run_command","command":"echo hello"}`)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := run(ctx, c, args)
+		if err != nil || res.IsError {
+			b.Fatalf("%v %+v", err, res)
+		}
+	}
+}
+
+// BenchmarkPTYThroughput is how fast a PTY session's output reaches its buffer: the
+// shell writes 1 MiB per iteration, read until its end marker arrives.
+func BenchmarkPTYThroughput(b *testing.B) {
+	root := b.TempDir()
+	ts, err := NewTerminals(TerminalOptions{Root: root, BufferBytes: 4 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ts.Close()
+	term, _, err := ts.OpenPTY(TerminalCaller{}, "bench", root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const size = 1 << 20
+	ch, cancel := term.Notify()
+	defer cancel()
+	b.SetBytes(size)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		marker := "END" + strconv.Itoa(i) + "X"
+		from := term.out.End()
+		// base64 of zeros: printable, so the terminal passes it as it is.
+		_ = term.Input(TerminalCaller{}, "head -c "+strconv.Itoa(size*3/4)+" /dev/zero | base64 -w 0; echo; echo EN\"\"D"+strconv.Itoa(i)+"X\n")
+		deadline := time.After(30 * time.Second)
+		for {
+			data, _, _ := term.Output(from)
+			if containsLine(data, marker) {
+				break
+			}
+			select {
+			case <-ch:
+			case <-deadline:
+				b.Fatal("no end marker")
+			}
+		}
+	}
+}
+
+func containsLine(data []byte, marker string) bool {
+	m := []byte("\n" + marker)
+	for i := 0; i+len(m) <= len(data); i++ {
+		if string(data[i:i+len(m)]) == string(m) {
+			return true
+		}
+	}
+	return false
+}

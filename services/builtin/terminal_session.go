@@ -1,0 +1,406 @@
+package builtin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+)
+
+// Terminal kinds.
+const (
+	KindPTY     = "pty"     // an interactive bash -il on a pseudo-terminal
+	KindCommand = "command" // a run_command in the background
+)
+
+// closeGrace is how long a closed terminal's processes get between SIGTERM and SIGKILL.
+const closeGrace = 100 * time.Millisecond
+
+// TerminalOptions configure the terminals.
+type TerminalOptions struct {
+	// Root is the built-in root; running sessions are recorded under <Root>/.terminals.
+	Root   string
+	Logger *slog.Logger
+	// BufferBytes is how much output a terminal keeps. Default 1 MiB.
+	BufferBytes int
+	// KeepEnded is how long a terminal whose process ended stays listed, its output
+	// readable (get_output of a finished background command). Default 15 minutes.
+	KeepEnded time.Duration
+	// OnInput, when set, is told of every line typed into a terminal from the
+	// browser or by send_input (hidden: the terminal had echo off).
+	OnInput func(t *Terminal, who TerminalCaller, line string, hidden bool)
+}
+
+// TerminalCaller is who typed into a terminal or called the tool.
+type TerminalCaller struct{ UserID, UserName, Source string }
+
+// Terminals are the PTY sessions and background commands of every conversation.
+type Terminals struct {
+	opts   TerminalOptions
+	marker string     // this run's marker (markerEnv)
+	openMu sync.Mutex // one create_session at a time: a conversation gets one session
+	mu     sync.Mutex
+	byID   map[string]*Terminal
+	closed bool
+}
+
+// Terminal is one PTY session or background command.
+type Terminal struct {
+	ID             string    `json:"id"`
+	Kind           string    `json:"kind"`
+	ConversationID string    `json:"conversation_id"`
+	OwnerID        string    `json:"owner_id"`
+	OwnerName      string    `json:"owner_name"`
+	Dir            string    `json:"dir"`
+	Command        string    `json:"command,omitempty"`
+	Started        time.Time `json:"started"`
+
+	ts     *Terminals
+	out    *ring
+	cmd    *exec.Cmd
+	ptmx   *os.File // nil for a command
+	sid    int
+	done   chan struct{} // closed when the leader was reaped
+	gone   chan struct{} // closed when its session's processes and record are gone too
+	exit   int           // its exit code, once done (-1: killed by a signal)
+	inMu   sync.Mutex
+	inLine []byte // what was typed since the last newline (for the audit)
+	once   sync.Once
+	cols   uint16
+	rows   uint16
+}
+
+// NewTerminals returns the terminals, first killing what a previous run left
+// running (CleanupOrphans).
+func NewTerminals(opts TerminalOptions) (*Terminals, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BufferBytes <= 0 {
+		opts.BufferBytes = 1 << 20
+	}
+	if opts.KeepEnded <= 0 {
+		opts.KeepEnded = 15 * time.Minute
+	}
+	if opts.Root == "" {
+		return nil, errors.New("terminals: no root")
+	}
+	if n, err := CleanupOrphans(opts.Root); err != nil {
+		opts.Logger.Warn("terminals: cleaning up after a previous run", "err", err)
+	} else if n > 0 {
+		opts.Logger.Warn("terminals: killed processes a previous run left running", "processes", n)
+	}
+	return &Terminals{opts: opts, marker: newID("run-"), byID: map[string]*Terminal{}}, nil
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// env is a terminal's environment: Toolwarden's, TERM set, and the marker.
+func (ts *Terminals) env() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "TERM=") || strings.HasPrefix(kv, markerEnv+"=")
+	})
+	return append(env, "TERM=xterm-256color", "LANG=C.UTF-8", markerEnv+"="+ts.marker)
+}
+
+// Get is terminal id, or nil.
+func (ts *Terminals) Get(id string) *Terminal {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.byID[id]
+}
+
+// List is every terminal, oldest first.
+func (ts *Terminals) List() []*Terminal {
+	ts.mu.Lock()
+	out := make([]*Terminal, 0, len(ts.byID))
+	for _, t := range ts.byID {
+		out = append(out, t)
+	}
+	ts.mu.Unlock()
+	slices.SortFunc(out, func(a, b *Terminal) int { return a.Started.Compare(b.Started) })
+	return out
+}
+
+func (ts *Terminals) add(t *Terminal) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.closed {
+		return errors.New("terminals are closed (Toolwarden is stopping)")
+	}
+	ts.byID[t.ID] = t
+	return nil
+}
+
+// OpenPTY returns conversation's PTY session in dir: the running one when it has
+// one there, else a new bash -il (closing one it had in another directory).
+func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Terminal, bool, error) {
+	ts.openMu.Lock()
+	defer ts.openMu.Unlock()
+	ts.mu.Lock()
+	var old *Terminal
+	for _, t := range ts.byID {
+		if t.Kind == KindPTY && t.ConversationID == conversation && !t.Exited() {
+			old = t
+			break
+		}
+	}
+	ts.mu.Unlock()
+	if old != nil {
+		if old.Dir == dir {
+			return old, true, nil
+		}
+		old.Close()
+	}
+	t := &Terminal{ID: newID("term-"), Kind: KindPTY, ConversationID: conversation, OwnerID: c.UserID, OwnerName: c.UserName,
+		Dir: dir, Started: time.Now().UTC(), ts: ts, out: newRing(ts.opts.BufferBytes), done: make(chan struct{}), gone: make(chan struct{}), cols: 120, rows: 32}
+	cmd := exec.Command("/bin/bash", "-il")
+	cmd.Dir = dir
+	cmd.Env = ts.env()
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: t.cols, Rows: t.rows}) // Setsid, Setctty
+	if err != nil {
+		return nil, false, fmt.Errorf("start a terminal: %w", err)
+	}
+	t.cmd, t.ptmx, t.sid = cmd, ptmx, cmd.Process.Pid
+	if err := ts.track(t); err != nil {
+		return nil, false, err
+	}
+	go func() {
+		_, _ = io.Copy(t.out, ptmx) // ends with EIO once the shell and its children are gone
+	}()
+	return t, false, nil
+}
+
+// Start runs command with bash -c in dir, its output (stdout and stderr) in the
+// terminal's buffer; timeout ends it.
+func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, timeout time.Duration, bufBytes int) (*Terminal, error) {
+	if bufBytes <= 0 {
+		bufBytes = ts.opts.BufferBytes
+	}
+	t := &Terminal{ID: newID("cmd-"), Kind: KindCommand, ConversationID: conversation, OwnerID: c.UserID, OwnerName: c.UserName,
+		Dir: dir, Command: command, Started: time.Now().UTC(), ts: ts, out: newRing(bufBytes), done: make(chan struct{}), gone: make(chan struct{})}
+	cmd := exec.Command("/bin/bash", "-c", command)
+	cmd.Dir = dir
+	cmd.Env = ts.env()
+	cmd.Stdout, cmd.Stderr = t.out, t.out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("run the command: %w", err)
+	}
+	t.cmd, t.sid = cmd, cmd.Process.Pid
+	if err := ts.track(t); err != nil {
+		return nil, err
+	}
+	if timeout > 0 {
+		go func() {
+			select {
+			case <-t.done:
+			case <-time.After(timeout):
+				_, _ = t.out.Write(fmt.Appendf(nil, "\n[timed out after %s]\n", timeout))
+				t.Close()
+			}
+		}()
+	}
+	return t, nil
+}
+
+// track records t's session (for a cleanup after a crash), registers it and reaps it.
+func (ts *Terminals) track(t *Terminal) error {
+	if err := writeRecord(ts.opts.Root, record{SID: t.sid, Marker: ts.marker, Started: t.Started}); err != nil {
+		ts.opts.Logger.Warn("terminals: record a session", "err", err)
+	}
+	if err := ts.add(t); err != nil {
+		endSession(t.sid, ts.marker, 0, make(chan struct{})) // not reaped yet
+		_ = t.cmd.Wait()
+		removeRecord(ts.opts.Root, t.sid)
+		return err
+	}
+	go func() {
+		err := t.cmd.Wait()
+		code := 0
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			code = -1
+		}
+		t.exit = code
+		close(t.done)
+		// What the leader left behind in its session goes with it.
+		endSession(t.sid, ts.marker, 0, nil)
+		removeRecord(ts.opts.Root, t.sid)
+		close(t.gone)
+		time.AfterFunc(ts.opts.KeepEnded, t.Close)
+	}()
+	return nil
+}
+
+// Output is the terminal's output from index from on (see ring.From).
+func (t *Terminal) Output(from int64) (data []byte, at, next int64) { return t.out.From(from) }
+
+// Notify wakes the caller when there is new output.
+func (t *Terminal) Notify() (<-chan struct{}, func()) { return t.out.Notify() }
+
+// Done closes when the terminal's process ended.
+func (t *Terminal) Done() <-chan struct{} { return t.done }
+
+// Exited reports whether the terminal's process ended.
+func (t *Terminal) Exited() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// ExitCode is the process's exit code once Exited (-1: killed by a signal).
+func (t *Terminal) ExitCode() int {
+	<-t.done
+	return t.exit
+}
+
+// Size is the terminal's size.
+func (t *Terminal) Size() (cols, rows uint16) {
+	t.inMu.Lock()
+	defer t.inMu.Unlock()
+	return t.cols, t.rows
+}
+
+// Resize sets a PTY's size.
+func (t *Terminal) Resize(cols, rows int) error {
+	if t.ptmx == nil {
+		return errors.New("a command has no terminal size; only a PTY session can be resized")
+	}
+	if cols < 2 || rows < 2 || cols > 1000 || rows > 1000 {
+		return fmt.Errorf("size %dx%d: cols and rows must be between 2 and 1000", cols, rows)
+	}
+	t.inMu.Lock()
+	t.cols, t.rows = uint16(cols), uint16(rows)
+	t.inMu.Unlock()
+	return pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+}
+
+// Echo reports whether what is typed shows: false at a password prompt, where the
+// terminal is in canonical (line) mode with ECHO off (read -s, sudo, passwd, ssh).
+// A line editor such as bash's readline turns both ICANON and ECHO off and echoes
+// by itself, so that counts as echoing.
+func (t *Terminal) Echo() bool {
+	if t.ptmx == nil {
+		return true
+	}
+	tio, err := unix.IoctlGetTermios(int(t.ptmx.Fd()), unix.TCGETS)
+	if err != nil {
+		return true
+	}
+	return tio.Lflag&unix.ECHO != 0 || tio.Lflag&unix.ICANON == 0
+}
+
+// Input types s into a PTY. Each completed line is reported to OnInput, as
+// "[hidden input]" when the terminal did not echo it.
+func (t *Terminal) Input(who TerminalCaller, s string) error {
+	if t.ptmx == nil {
+		return errors.New("a command takes no input; use a PTY session (create_session)")
+	}
+	if t.Exited() {
+		return errors.New("the terminal has ended")
+	}
+	echo := t.Echo()
+	if _, err := t.ptmx.Write([]byte(s)); err != nil {
+		return fmt.Errorf("write to the terminal: %w", err)
+	}
+	t.inMu.Lock()
+	var lines []string
+	for _, b := range []byte(s) {
+		switch b {
+		case '\r', '\n':
+			lines = append(lines, string(t.inLine))
+			t.inLine = t.inLine[:0]
+		case 0x7f, 0x08:
+			if n := len(t.inLine); n > 0 {
+				t.inLine = t.inLine[:n-1]
+			}
+		default:
+			if len(t.inLine) < 4096 {
+				t.inLine = append(t.inLine, b)
+			}
+		}
+	}
+	t.inMu.Unlock()
+	if f := t.ts.opts.OnInput; f != nil {
+		for _, l := range lines {
+			f(t, who, l, !echo)
+		}
+	}
+	return nil
+}
+
+// Close ends the terminal: SIGTERM to its session's processes, 100 ms, SIGKILL;
+// then forgets it.
+func (t *Terminal) Close() {
+	t.once.Do(func() {
+		select {
+		case <-t.gone: // ended by itself; its session id may be someone else's by now
+		default:
+			endSession(t.sid, t.ts.marker, closeGrace, t.done)
+			select {
+			case <-t.gone:
+			case <-time.After(2 * time.Second):
+			}
+		}
+		if t.ptmx != nil {
+			_ = t.ptmx.Close()
+		}
+		t.forget()
+	})
+}
+
+// forget drops the terminal from the list.
+func (t *Terminal) forget() {
+	t.ts.mu.Lock()
+	if t.ts.byID[t.ID] == t {
+		delete(t.ts.byID, t.ID)
+	}
+	t.ts.mu.Unlock()
+}
+
+// Close ends every terminal; no new ones start (Toolwarden is stopping).
+func (ts *Terminals) Close() {
+	ts.mu.Lock()
+	ts.closed = true
+	all := make([]*Terminal, 0, len(ts.byID))
+	for _, t := range ts.byID {
+		all = append(all, t)
+	}
+	ts.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, t := range all {
+		wg.Go(t.Close)
+	}
+	wg.Wait()
+}
+
+// CloseWith ends the terminals when ctx ends.
+func (ts *Terminals) CloseWith(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		ts.Close()
+	}()
+}

@@ -1,0 +1,133 @@
+// The terminal page (/terminals/:id): xterm.js over the terminal's websocket.
+// Output arrives as binary frames from an absolute index; a reconnect asks from the
+// index it reached, so nothing repeats and the first connection shows the history.
+// Keys and size changes go back as JSON ({type:"input"}, {type:"resize"}), unless the
+// page is read-only (the server refuses them from a read-only viewer anyway).
+(function () {
+	"use strict";
+	var el = document.getElementById("terminal");
+	if (!el || typeof Terminal === "undefined") {
+		return;
+	}
+	// The page's CSP allows no inline <style>, and xterm.js keeps its dimensions and
+	// theme in <style> elements it creates. On this page a "style" element is created as
+	// a hidden <tw-style>, which CSP leaves alone, and its text is mirrored into a
+	// constructed style sheet, which CSP does not govern either.
+	var createElement = document.createElement.bind(document);
+	document.createElement = function (name, options) {
+		if (String(name).toLowerCase() === "style") {
+			var e = createElement("tw-style", options);
+			e.hidden = true;
+			return e;
+		}
+		return createElement(name, options);
+	};
+	var sheets = new Map();
+	function syncStyles() {
+		document.querySelectorAll("tw-style").forEach(function (s) {
+			var sh = sheets.get(s);
+			if (!sh) {
+				sh = { sheet: new CSSStyleSheet(), text: null };
+				sheets.set(s, sh);
+				document.adoptedStyleSheets = document.adoptedStyleSheets.concat([sh.sheet]);
+			}
+			if (sh.text !== s.textContent) {
+				sh.text = s.textContent;
+				sh.sheet.replaceSync(sh.text);
+			}
+		});
+	}
+	new MutationObserver(syncStyles).observe(document.documentElement, { subtree: true, childList: true, characterData: true });
+
+	var readOnly = el.dataset.readonly === "true";
+	var term = new Terminal({ cursorBlink: !readOnly, disableStdin: readOnly, fontSize: 14, scrollback: 5000 });
+	var fit = new FitAddon.FitAddon();
+	term.loadAddon(fit);
+	term.open(el);
+	syncStyles();
+	if (readOnly) {
+		term.resize(parseInt(el.dataset.cols, 10) || 80, parseInt(el.dataset.rows, 10) || 24);
+	} else {
+		fit.fit();
+	}
+	var status = document.getElementById("terminal-status");
+	function setStatus(s) {
+		if (status) {
+			status.textContent = s;
+		}
+		el.dataset.state = s;
+	}
+
+	var next = 0;
+	var ws = null;
+	var retry = 500;
+	var done = false;
+	function send(msg) {
+		if (!readOnly && ws && ws.readyState === WebSocket.OPEN) {
+			ws.send(JSON.stringify(msg));
+		}
+	}
+	function sendSize() {
+		send({ type: "resize", cols: term.cols, rows: term.rows });
+	}
+	function connect() {
+		var proto = location.protocol === "https:" ? "wss:" : "ws:";
+		ws = new WebSocket(proto + "//" + location.host + el.dataset.ws + "?from=" + next);
+		ws.binaryType = "arraybuffer";
+		ws.onopen = function () {
+			retry = 500;
+			setStatus(readOnly ? "watching" : "connected");
+			sendSize();
+		};
+		ws.onmessage = function (ev) {
+			if (typeof ev.data !== "string") {
+				var b = new Uint8Array(ev.data);
+				next += b.length;
+				term.write(b);
+				return;
+			}
+			var m = JSON.parse(ev.data);
+			if (m.type === "hello") {
+				if (next > 0 && m.at > next) {
+					term.write("\r\n[output was dropped while disconnected]\r\n");
+				}
+				next = m.at;
+				if (readOnly && m.cols && m.rows) {
+					term.resize(m.cols, m.rows);
+				}
+			} else if (m.type === "size" && readOnly) {
+				term.resize(m.cols, m.rows);
+			} else if (m.type === "exit") {
+				done = true;
+				setStatus("ended, exit code " + m.code);
+			} else if (m.type === "error") {
+				setStatus(m.message);
+			}
+		};
+		ws.onclose = function (ev) {
+			if (done || ev.code === 4401 || ev.code === 4404) {
+				if (!done) {
+					setStatus(ev.code === 4401 ? "signed out" : "gone");
+				}
+				return;
+			}
+			setStatus("reconnecting");
+			setTimeout(connect, retry);
+			retry = Math.min(retry * 2, 10000);
+		};
+	}
+	term.onData(function (d) {
+		send({ type: "input", data: d });
+	});
+	term.onResize(sendSize);
+	window.addEventListener("resize", function () {
+		if (!readOnly) {
+			fit.fit();
+		}
+	});
+	if (!readOnly) {
+		term.focus();
+	}
+	window.twTerminal = term;
+	connect();
+})();

@@ -1,0 +1,173 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/fault"
+)
+
+// terminalMsg is what the terminal page sends: keys, or its size.
+type terminalMsg struct {
+	Type       string `json:"type"` // input, resize
+	Data       string `json:"data"`
+	Cols, Rows int
+}
+
+// terminalSocket serves /terminals/:id/ws: the terminal's output from the index
+// ?from= (binary frames), then live; keys and resizes from a viewer who may type
+// (handlers.TerminalAccess), refused from a read-only one. Same origin as /ws; the
+// session is checked again every 30 s.
+func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p := handlers.PrincipalOf(c)
+		if !sameOrigin(c.Request()) {
+			return echo.NewHTTPError(http.StatusForbidden, "websocket origin refused: connect from this site's own pages")
+		}
+		var t *builtin.Terminal
+		if ts != nil {
+			t = ts.Get(c.Param("id"))
+		}
+		see, typeIn := handlers.TerminalAccess(p, t)
+		if !see {
+			return fault.NotFound("terminal")
+		}
+		h.mu.Lock()
+		closed := h.closed
+		h.mu.Unlock()
+		if closed {
+			return echo.NewHTTPError(http.StatusServiceUnavailable, "shutting down")
+		}
+		from, _ := strconv.ParseInt(c.QueryParam("from"), 10, 64)
+		conn, err := h.upgrader.Upgrade(c.Response(), c.Request(), nil)
+		if err != nil {
+			return nil
+		}
+		h.track(conn, true)
+		defer h.track(conn, false)
+		h.runTerminal(c.Request().Context(), conn, p, t, from, typeIn)
+		return nil
+	}
+}
+
+func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.Principal, t *builtin.Terminal, from int64, typeIn bool) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	defer cancel()
+	defer conn.Close()
+	conn.SetReadLimit(64 << 10)
+	var wmu sync.Mutex
+	write := func(kind int, b []byte) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		return conn.WriteMessage(kind, b)
+	}
+	writeJSON := func(v any) error {
+		b, _ := json.Marshal(v)
+		return write(websocket.TextMessage, b)
+	}
+	who := builtin.TerminalCaller{UserID: p.User.ID, UserName: p.User.Username, Source: "browser"}
+
+	notify, stop := t.Notify() // before the first read, so nothing falls between
+	defer stop()
+	data, at, next := t.Output(from)
+	cols, rows := t.Size()
+	if writeJSON(map[string]any{"type": "hello", "at": at, "readOnly": !typeIn, "cols": cols, "rows": rows}) != nil {
+		return
+	}
+	if len(data) > 0 && write(websocket.BinaryMessage, data) != nil {
+		return
+	}
+	from = next
+
+	// Reader: keys and resizes, pongs, the client leaving.
+	go func() {
+		defer cancel()
+		_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
+		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
+		for {
+			var m terminalMsg
+			if err := conn.ReadJSON(&m); err != nil {
+				return
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
+			if !typeIn {
+				_ = writeJSON(map[string]any{"type": "error", "message": "read-only: you may watch this terminal, not type into it"})
+				continue
+			}
+			var err error
+			switch m.Type {
+			case "input":
+				err = t.Input(who, m.Data)
+			case "resize":
+				err = t.Resize(m.Cols, m.Rows)
+			}
+			if err != nil {
+				_ = writeJSON(map[string]any{"type": "error", "message": err.Error()})
+			}
+		}
+	}()
+
+	ping := time.NewTicker(wsPingEvery)
+	defer ping.Stop()
+	recheck := time.NewTicker(wsRecheckEvery)
+	defer recheck.Stop()
+	lastCols, lastRows := cols, rows
+	flush := func() bool {
+		data, _, next := t.Output(from)
+		from = next
+		if len(data) > 0 && write(websocket.BinaryMessage, data) != nil {
+			return false
+		}
+		if c, r := t.Size(); c != lastCols || r != lastRows {
+			lastCols, lastRows = c, r
+			return writeJSON(map[string]any{"type": "size", "cols": c, "rows": r}) == nil
+		}
+		return true
+	}
+	done := t.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-notify:
+			if !flush() {
+				return
+			}
+		case <-done:
+			done = nil
+			time.Sleep(50 * time.Millisecond) // the last output, read after the exit
+			if !flush() || writeJSON(map[string]any{"type": "exit", "code": t.ExitCode()}) != nil {
+				return
+			}
+		case <-ping.C:
+			wmu.Lock()
+			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			err := conn.WriteMessage(websocket.PingMessage, nil)
+			wmu.Unlock()
+			if err != nil {
+				return
+			}
+		case <-recheck.C:
+			role, ok := h.deps.Auth.CurrentRole(ctx, p)
+			if !ok {
+				h.closeWith(conn, closeSessionEnded, "session ended")
+				return
+			}
+			if role != p.User.Role {
+				h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
+)
+
+// termDial opens a terminal's websocket with c's session, from index from.
+func termDial(t *testing.T, srv *webtest.Server, c *http.Client, id string, from int64) (*websocket.Conn, map[string]any) {
+	t.Helper()
+	u, _ := url.Parse(srv.URL)
+	var parts []string
+	for _, ck := range c.Jar.Cookies(u) {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	h := http.Header{}
+	h.Set("Cookie", strings.Join(parts, "; "))
+	h.Set("Origin", srv.URL)
+	conn, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/terminals/"+id+"/ws?from="+strconv.FormatInt(from, 10), h)
+	if err != nil {
+		status := 0
+		if res != nil {
+			status = res.StatusCode
+		}
+		t.Fatalf("dial: %v (HTTP %d)", err, status)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var hello map[string]any
+	if err := conn.ReadJSON(&hello); err != nil || hello["type"] != "hello" {
+		t.Fatalf("hello: %v %v", err, hello)
+	}
+	return conn, hello
+}
+
+// readUntil reads the socket's output frames until they contain want; it returns
+// the output and the text messages seen.
+func readUntil(t *testing.T, conn *websocket.Conn, want string) (string, []string) {
+	t.Helper()
+	var out strings.Builder
+	var texts []string
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for !strings.Contains(out.String(), want) {
+		kind, b, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no %q: %v\n%s %v", want, err, out.String(), texts)
+		}
+		if kind == websocket.BinaryMessage {
+			out.Write(b)
+		} else {
+			texts = append(texts, string(b))
+		}
+	}
+	return out.String(), texts
+}
+
+func body(t *testing.T, res *http.Response) string {
+	t.Helper()
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+// The terminal pages: the owner sees and types (every line audited, a password
+// typed with echo off as [hidden input]), resizes; another user sees nothing of it; an
+// auditor watches read-only and what they send is refused; a reconnect from an index
+// gets what came after it.
+func TestTerminalPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-12")
+	srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-a", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := srv.Login(t, "alice", "alice-password-1")
+	bc := srv.Login(t, "bob", "bob-password-12")
+	dc := srv.Login(t, "audrey", "audrey-password-1")
+
+	if b := body(t, srv.Get(t, ac, "/terminals")); !strings.Contains(b, term.ID) || !strings.Contains(b, `href="/terminals"`) {
+		t.Fatalf("alice's list:\n%s", b)
+	}
+	if b := body(t, srv.Get(t, bc, "/terminals")); strings.Contains(b, term.ID) {
+		t.Fatal("bob sees alice's terminal")
+	}
+	if res := srv.Get(t, bc, "/terminals/"+term.ID); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("bob opens alice's terminal: %d", res.StatusCode)
+	}
+	if b := body(t, srv.Get(t, dc, "/terminals/"+term.ID)); !strings.Contains(b, "terminal-readonly") || !strings.Contains(b, `data-readonly="true"`) {
+		t.Fatalf("the auditor's page is not read-only:\n%s", b)
+	}
+	if b := body(t, srv.Get(t, ac, "/terminals/"+term.ID)); !strings.Contains(b, `data-readonly="false"`) || !strings.Contains(b, "xterm.js") {
+		t.Fatalf("alice's page:\n%s", b)
+	}
+
+	conn, hello := termDial(t, srv, ac, term.ID, 0)
+	if hello["readOnly"] != false {
+		t.Fatalf("alice's hello: %v", hello)
+	}
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo ws-$((2+3))\r"})
+	readUntil(t, conn, "ws-5")
+	_ = conn.WriteJSON(map[string]any{"type": "resize", "cols": 77, "rows": 19})
+	webtest.WaitFor(t, 5*time.Second, func() bool { c, r := term.Size(); return c == 77 && r == 19 }, "the resize")
+
+	// A password prompt: echo off, the line is audited hidden.
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "read -s PW; echo got-${#PW}\r"})
+	webtest.WaitFor(t, 5*time.Second, func() bool { return !term.Echo() }, "echo off")
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "hunter2\r"})
+	readUntil(t, conn, "got-7")
+
+	dconn, dhello := termDial(t, srv, dc, term.ID, 0)
+	if dhello["readOnly"] != true {
+		t.Fatalf("the auditor's hello: %v", dhello)
+	}
+	if out, _ := readUntil(t, dconn, "got-7"); !strings.Contains(out, "ws-5") {
+		t.Fatalf("the auditor's history: %s", out)
+	}
+	_ = dconn.WriteJSON(map[string]any{"type": "input", "data": "echo AUDITOR-TYPED\r"})
+	_ = dconn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		kind, b, err := dconn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no refusal: %v", err)
+		}
+		if kind == websocket.TextMessage && strings.Contains(string(b), "read-only") {
+			break
+		}
+	}
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo after\r"})
+	readUntil(t, conn, "after\r\n")
+	if data, _, _ := term.Output(0); strings.Contains(string(data), "AUDITOR-TYPED") {
+		t.Fatal("the auditor typed into the terminal")
+	}
+
+	// A reconnect from an index gets only what followed it.
+	_, _, end := term.Output(0)
+	rconn, rhello := termDial(t, srv, ac, term.ID, end)
+	if at, _ := rhello["at"].(float64); int64(at) != end {
+		t.Fatalf("reconnect at %v, want %d", rhello["at"], end)
+	}
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo again\r"})
+	if out, _ := readUntil(t, rconn, "again\r\n"); strings.Contains(out, "ws-5") {
+		t.Fatalf("the reconnect repeated older output: %q", out)
+	}
+
+	audited := func() []string {
+		rows, err := srv.Pool.Query(ctx, `SELECT actor_name, payload FROM audit_log WHERE action = 'terminal.input' AND target_id = $1 ORDER BY id`, term.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var lines []string
+		for rows.Next() {
+			var who string
+			var payload json.RawMessage
+			if err := rows.Scan(&who, &payload); err != nil {
+				t.Fatal(err)
+			}
+			var p struct{ Input string }
+			_ = json.Unmarshal(payload, &p)
+			lines = append(lines, who+": "+p.Input)
+		}
+		return lines
+	}
+	var lines []string
+	webtest.WaitFor(t, 5*time.Second, func() bool { lines = audited(); return len(lines) >= 5 }, "five audited lines")
+	want := []string{"alice: echo ws-$((2+3))", "alice: read -s PW; echo got-${#PW}", "alice: [hidden input]", "alice: echo after", "alice: echo again"}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audited input:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
