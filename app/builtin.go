@@ -20,6 +20,7 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 		return nil, err
 	}
 	b.Add(builtin.Think())
+	b.Add(b.FileOperations())
 	if _, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
 		a.log.Warn(err.Error())
 	} else if err != nil {
