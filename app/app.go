@@ -212,6 +212,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Planner != nil {
 		eo.Planner = cfg.Planner
 	}
+	if eo.Previewer == nil {
+		eo.Previewer = a.Previewer()
+	}
 	if a.Executions, err = executions.New(pool, a.Router, a.Tools, &eo); err != nil {
 		return nil, err
 	}

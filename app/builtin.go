@@ -3,8 +3,10 @@ package app
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -27,4 +29,48 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 		return nil, err
 	}
 	return b, nil
+}
+
+// Previewer is the executions' previewer of the built-in file tools (nil without the
+// built-in server): the diff a plan's file steps will make, and whether a file changed
+// since.
+func (a *App) Previewer() executions.Previewer {
+	if a.Builtin == nil {
+		return nil
+	}
+	return builtinPreviewer{a.Builtin}
+}
+
+type builtinPreviewer struct{ b *builtin.Server }
+
+// bare is a qualified built-in tool name's bare name ("" for another server's tool).
+func bare(qualified string) string {
+	name, ok := strings.CutPrefix(qualified, registry.BuiltinName+"__")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, ".")
+	return name
+}
+
+func (p builtinPreviewer) PreviewPlan(ctx context.Context, conversation string, steps []executions.PreviewCall) ([]*executions.StepPreview, error) {
+	calls := make([]builtin.PreviewCall, len(steps))
+	for i, st := range steps {
+		calls[i] = builtin.PreviewCall{Tool: bare(st.Tool), Arguments: st.Arguments}
+	}
+	ps, err := p.b.PreviewPlan(ctx, conversation, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*executions.StepPreview, len(ps))
+	for i, fp := range ps {
+		if fp != nil {
+			out[i] = &executions.StepPreview{Path: fp.Path, Diff: fp.Diff, Fingerprint: fp.Fingerprint}
+		}
+	}
+	return out, nil
+}
+
+func (p builtinPreviewer) Fingerprint(ctx context.Context, conversation string, st executions.PreviewCall) (string, error) {
+	return p.b.Fingerprint(ctx, conversation, builtin.PreviewCall{Tool: bare(st.Tool), Arguments: st.Arguments})
 }

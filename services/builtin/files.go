@@ -829,13 +829,15 @@ type replaceIn struct {
 }
 
 func replaceString(ctx context.Context, s *Server, c Call, in replaceIn) (*mcp.CallToolResult, error) {
-	return edit(ctx, s, c, "replace_string", in.FilePath, func(shown string, b []byte) ([]byte, string, error) {
-		if in.NewString == nil {
-			return nil, "", errors.New("newString: missing")
-		}
-		nb, err := replaceOnce(shown, b, in.OldString, *in.NewString)
-		return nb, "replaced one occurrence in " + shown, err
-	})
+	return edit(ctx, s, c, "replace_string", in.FilePath, in.change)
+}
+
+func (in replaceIn) change(shown string, b []byte) ([]byte, string, error) {
+	if in.NewString == nil {
+		return nil, "", errors.New("newString: missing")
+	}
+	nb, err := replaceOnce(shown, b, in.OldString, *in.NewString)
+	return nb, "replaced one occurrence in " + shown, err
 }
 
 type multiIn struct {
@@ -847,19 +849,21 @@ type multiIn struct {
 }
 
 func multiReplace(ctx context.Context, s *Server, c Call, in multiIn) (*mcp.CallToolResult, error) {
-	return edit(ctx, s, c, "multi_replace", in.FilePath, func(shown string, b []byte) ([]byte, string, error) {
-		if len(in.Replacements) == 0 {
-			return nil, "", errors.New("replacements: none")
+	return edit(ctx, s, c, "multi_replace", in.FilePath, in.change)
+}
+
+func (in multiIn) change(shown string, b []byte) ([]byte, string, error) {
+	if len(in.Replacements) == 0 {
+		return nil, "", errors.New("replacements: none")
+	}
+	for i, r := range in.Replacements {
+		nb, err := replaceOnce(shown, b, r.OldString, r.NewString)
+		if err != nil {
+			return nil, "", fmt.Errorf("replacement %d (nothing was changed): %w", i+1, err)
 		}
-		for i, r := range in.Replacements {
-			nb, err := replaceOnce(shown, b, r.OldString, r.NewString)
-			if err != nil {
-				return nil, "", fmt.Errorf("replacement %d (nothing was changed): %w", i+1, err)
-			}
-			b = nb
-		}
-		return b, fmt.Sprintf("made %d replacements in %s", len(in.Replacements), shown), nil
-	})
+		b = nb
+	}
+	return b, fmt.Sprintf("made %d replacements in %s", len(in.Replacements), shown), nil
 }
 
 type insertIn struct {
@@ -869,36 +873,38 @@ type insertIn struct {
 }
 
 func insertEdit(ctx context.Context, s *Server, c Call, in insertIn) (*mcp.CallToolResult, error) {
-	return edit(ctx, s, c, "insert_edit", in.FilePath, func(shown string, b []byte) ([]byte, string, error) {
-		if in.Content == nil {
-			return nil, "", errors.New("content: missing")
-		}
-		ins := *in.Content
-		if !strings.HasSuffix(ins, "\n") {
-			ins += "\n"
-		}
-		lines := bytes.SplitAfter(b, []byte("\n"))
-		if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-			lines = lines[:len(lines)-1]
-		}
-		if in.Line < 0 || in.Line > len(lines) {
-			return nil, "", fmt.Errorf("line: %s has %d lines; line must be from 0 to %d", shown, len(lines), len(lines))
-		}
-		var out bytes.Buffer
-		for i, l := range lines {
-			if i == in.Line {
-				out.WriteString(ins)
-			}
-			out.Write(l)
-			if i == len(lines)-1 && !bytes.HasSuffix(l, []byte("\n")) && in.Line == len(lines) {
-				out.WriteByte('\n')
-			}
-		}
-		if in.Line == len(lines) {
+	return edit(ctx, s, c, "insert_edit", in.FilePath, in.change)
+}
+
+func (in insertIn) change(shown string, b []byte) ([]byte, string, error) {
+	if in.Content == nil {
+		return nil, "", errors.New("content: missing")
+	}
+	ins := *in.Content
+	if !strings.HasSuffix(ins, "\n") {
+		ins += "\n"
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if in.Line < 0 || in.Line > len(lines) {
+		return nil, "", fmt.Errorf("line: %s has %d lines; line must be from 0 to %d", shown, len(lines), len(lines))
+	}
+	var out bytes.Buffer
+	for i, l := range lines {
+		if i == in.Line {
 			out.WriteString(ins)
 		}
-		return out.Bytes(), fmt.Sprintf("inserted %d lines after line %d of %s", strings.Count(ins, "\n"), in.Line, shown), nil
-	})
+		out.Write(l)
+		if i == len(lines)-1 && !bytes.HasSuffix(l, []byte("\n")) && in.Line == len(lines) {
+			out.WriteByte('\n')
+		}
+	}
+	if in.Line == len(lines) {
+		out.WriteString(ins)
+	}
+	return out.Bytes(), fmt.Sprintf("inserted %d lines after line %d of %s", strings.Count(ins, "\n"), in.Line, shown), nil
 }
 
 func deleteFile(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {

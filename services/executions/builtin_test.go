@@ -89,3 +89,76 @@ func TestBuiltinWriteRollback(t *testing.T) {
 		}
 	}
 }
+
+// Before approval a plan that writes files shows the diff each step will make (a later
+// step on the same file against what the earlier one leaves), in conversation_id's
+// workspace; a file changed after the preview makes the run stale.
+func TestBuiltinPreviewStale(t *testing.T) {
+	t.Parallel()
+	e := startBuiltin(t)
+	e.setRisk("builtin__file_operations", risk.Medium)
+	e.run(nil)
+	ws, err := e.app.Builtin.Workspace("conv-p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := executions.Request{Steps: []executions.RequestStep{
+		step("builtin__file_operations.replace_string", `{"filePath":"a.txt","oldString":"two","newString":"2"}`),
+		step("builtin__file_operations.replace_string", `{"filePath":"a.txt","oldString":"2\nthree","newString":"3"}`),
+		step("builtin__file_operations.create_file", `{"filePath":"b.txt","content":"bee\n"}`),
+	}}
+	create := func() *executions.Execution {
+		t.Helper()
+		ex, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &req, ConversationID: "conv-p"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ex.ConversationID != "conv-p" || ex.Status != executions.AwaitingApproval {
+			t.Fatalf("created: %s %q", ex.Status, ex.ConversationID)
+		}
+		return ex
+	}
+	ex := create()
+	for i, want := range []string{"--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n",
+		"@@ -1,3 +1,2 @@\n one\n-2\n-three\n+3\n", "--- a/b.txt\n+++ b/b.txt\n@@ -0,0 +1 @@\n+bee\n"} {
+		p := ex.Plan.Steps[i].Preview
+		if p == nil || !strings.Contains(p.Diff, want) {
+			t.Fatalf("step %d's preview: %+v, want a diff with %q", i, p, want)
+		}
+	}
+	if ex.Plan.Steps[2].Preview.Fingerprint != "absent" {
+		t.Fatalf("the fingerprint of a file to create: %q", ex.Plan.Steps[2].Preview.Fingerprint)
+	}
+	// Unchanged, it runs as previewed.
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(ex.ID, executions.Success, 20*time.Second)
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "one\n3\n" {
+		t.Fatalf("a.txt: %q", b)
+	}
+	// Changed after the preview: stale.
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(ws, "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	ex = create()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\ntwo\nthree\nfour\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
+	if !strings.Contains(got.Error+got.Reason, "a.txt changed since the plan's preview") {
+		t.Fatalf("a stale file: %q %q", got.Error, got.Reason)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "one\ntwo\nthree\nfour\n" {
+		t.Fatalf("the stale step ran: %q", b)
+	}
+}

@@ -114,7 +114,7 @@ func (e *env) service() *executions.Service {
 		e.t.Fatal(err)
 	}
 	svc, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys,
-		Local: e.app.Local})
+		Local: e.app.Local, Previewer: e.app.Previewer()})
 	if err != nil {
 		e.t.Fatal(err)
 	}
