@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -100,6 +101,9 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	if err != nil {
 		return nil, err
 	}
+	if utf8.RuneCountInString(in.ConversationID) > 200 {
+		return nil, verr.New("/conversation_id", "at most 200 characters")
+	}
 	conv := in.ConversationID
 	if conv == "" {
 		conv = router.DefaultConversation(c.Actor)
@@ -138,7 +142,7 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 			                        requested_token, seal, source, client, conversation_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
 			id, requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200), clip(in.ConversationID, 200))
+			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200), in.ConversationID)
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}
