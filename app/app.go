@@ -206,6 +206,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Decide = decide.New(pool, a.Auth)
 	ro := cfg.Router
 	ro.Logger, ro.Bus, ro.Decide, ro.Local = log, a.Bus, a.Decide, a.Local
+	if ro.Display == nil && a.Builtin != nil {
+		ro.Display = a.BuiltinDisplay
+	}
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 
@@ -73,4 +74,30 @@ func (p builtinPreviewer) PreviewPlan(ctx context.Context, conversation string, 
 
 func (p builtinPreviewer) Fingerprint(ctx context.Context, conversation string, st executions.PreviewCall) (string, error) {
 	return p.b.Fingerprint(ctx, conversation, builtin.PreviewCall{Tool: bare(st.Tool), Arguments: st.Arguments})
+}
+
+// BuiltinDisplay is the short line that says what a call of a built-in tool does
+// (qualified, with a dotted operation when the call named one), or "" for another
+// server's tool.
+func (a *App) BuiltinDisplay(qualified string, args json.RawMessage) string {
+	if a.Builtin == nil {
+		return ""
+	}
+	name, ok := strings.CutPrefix(qualified, registry.BuiltinName+"__")
+	if !ok {
+		return ""
+	}
+	name, op, dotted := strings.Cut(name, ".")
+	if dotted {
+		m := map[string]any{}
+		_ = json.Unmarshal(args, &m)
+		if m == nil {
+			m = map[string]any{}
+		}
+		if _, has := m["operation"]; !has {
+			m["operation"] = op
+		}
+		args, _ = json.Marshal(m)
+	}
+	return a.Builtin.Display(name, args)
 }

@@ -47,6 +47,11 @@ const (
 // Options tunes a Router; zero fields take the defaults shown.
 type Options struct {
 	Logger *slog.Logger
+	// Display is the short line that says what a call does ("Creating file notes.txt"),
+	// for a tool (its qualified name, with a dotted operation when the call named one)
+	// and the caller's arguments; "" when it has none. Calls' audit rows and events
+	// carry it as display. nil: none (app sets the built-in tools' own).
+	Display func(qualifiedName string, args json.RawMessage) string
 	// Bus keeps the in-memory snapshot fresh. Without one, every call reads its tool
 	// from the database.
 	Bus *events.Bus
