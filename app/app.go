@@ -218,6 +218,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if eo.Previewer == nil {
 		eo.Previewer = a.Previewer()
 	}
+	if eo.Display == nil && a.Builtin != nil {
+		eo.Display = a.BuiltinDisplay
+	}
 	if a.Executions, err = executions.New(pool, a.Router, a.Tools, &eo); err != nil {
 		return nil, err
 	}

@@ -129,6 +129,9 @@ func TestBuiltinPreviewStale(t *testing.T) {
 			t.Fatalf("step %d's preview: %+v, want a diff with %q", i, p, want)
 		}
 	}
+	if ex.Plan.Steps[0].Display != "Editing a.txt" || ex.Plan.Steps[2].Display != "Creating file b.txt" {
+		t.Fatalf("the steps' display lines: %q, %q", ex.Plan.Steps[0].Display, ex.Plan.Steps[2].Display)
+	}
 	if ex.Plan.Steps[2].Preview.Fingerprint != "absent" {
 		t.Fatalf("the fingerprint of a file to create: %q", ex.Plan.Steps[2].Preview.Fingerprint)
 	}

@@ -70,6 +70,9 @@ type Options struct {
 	// Previewer previews file changes before approval and finds them stale at run
 	// time (the built-in tools); nil: none.
 	Previewer Previewer
+	// Display is the short line that says what a step does (router.Options.Display);
+	// nil: none.
+	Display func(qualifiedName string, args json.RawMessage) string
 }
 
 // reservedConns are the pool's connections kept for everything but runners (the

@@ -114,7 +114,7 @@ func (e *env) service() *executions.Service {
 		e.t.Fatal(err)
 	}
 	svc, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys,
-		Local: e.app.Local, Previewer: e.app.Previewer()})
+		Local: e.app.Local, Previewer: e.app.Previewer(), Display: e.app.BuiltinDisplay})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -45,6 +45,9 @@ type PlannedStep struct {
 	Undoes *int `json:"undoes,omitempty"`
 	// Preview is what the step will change, shown before approval (a file's diff).
 	Preview *StepPreview `json:"preview,omitempty"`
+	// Display says what the step does in a short line ("Creating file notes.txt"), for
+	// approval cards; derived from the tool and arguments, so not part of the hash.
+	Display string `json:"display,omitempty"`
 }
 
 // MaxSteps bounds a plan.

@@ -34,6 +34,11 @@ type StepPreview struct {
 
 // preview adds the previews of plan's steps, run in conversation.
 func (s *Service) preview(ctx context.Context, conversation string, plan *Plan) error {
+	if s.opts.Display != nil {
+		for i, st := range plan.Steps {
+			plan.Steps[i].Display = s.opts.Display(st.Tool, st.Arguments)
+		}
+	}
 	if s.opts.Previewer == nil {
 		return nil
 	}
