@@ -34,7 +34,7 @@ func (g *fakeGrants) Allow(_ context.Context, conv, op, target string) (bool, er
 }
 
 type filesFx struct {
-	t      *testing.T
+	t      testing.TB
 	b      *builtin.Server
 	cs     *mcp.ClientSession
 	root   string
@@ -42,7 +42,7 @@ type filesFx struct {
 	n      atomic.Int64
 }
 
-func newFilesFx(t *testing.T) *filesFx {
+func newFilesFx(t testing.TB) *filesFx {
 	t.Helper()
 	g := &fakeGrants{allow: map[string]bool{}}
 	root := filepath.Join(t.TempDir(), "root")
