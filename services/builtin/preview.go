@@ -150,6 +150,9 @@ func (s *Server) PreviewPlan(_ context.Context, conversation string, calls []Pre
 		if old != nil {
 			oldBytes = *old
 		}
+		if op == "create_file" && old != nil && !overwriting(pc.Arguments) {
+			continue // refused when it runs: the file exists
+		}
 		var next *[]byte
 		if op != "delete_file" {
 			if old == nil && op != "create_file" {
@@ -190,4 +193,9 @@ func (s *Server) Fingerprint(_ context.Context, conversation string, pc PreviewC
 		return "unreadable", nil
 	}
 	return fingerprint(content), nil
+}
+
+func overwriting(args json.RawMessage) bool {
+	var in createIn
+	return json.Unmarshal(args, &in) == nil && in.Overwrite
 }
