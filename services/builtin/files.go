@@ -619,6 +619,9 @@ type write struct {
 	op   string
 	sn   *snapshot
 	open []*os.Root
+	// allowed are the areas outside the workspace a grant already let this write
+	// change (a rename asks once, not for each of its two paths).
+	allowed map[string]bool
 }
 
 func (s *Server) newWrite(c Call, op string) *write { return &write{s: s, c: c, op: op} }
@@ -633,7 +636,19 @@ func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, 
 	if t.rel == "." {
 		return t, nil, guardf("%s: %s is a workspace itself, not a file in it", param, p)
 	}
-	return t, ar, w.s.mayWrite(ctx, w.c, w.op, t)
+	if w.allowed[t.area] {
+		return t, ar, nil
+	}
+	if err := w.s.mayWrite(ctx, w.c, w.op, t); err != nil {
+		return t, ar, err
+	}
+	if !t.own {
+		if w.allowed == nil {
+			w.allowed = map[string]bool{}
+		}
+		w.allowed[t.area] = true
+	}
+	return t, ar, nil
 }
 
 // keep snapshots t as it is now.

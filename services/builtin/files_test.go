@@ -261,6 +261,13 @@ func TestPathGuard(t *testing.T) {
 	if got := string(readBytes(t, filepath.Join(other, "theirs.txt"))); got != "mine" {
 		t.Fatalf("the granted write: %q", got)
 	}
+	// A rename in another workspace asks for one grant, not one per path.
+	f.grants.allow["c1 file_operations.rename_file "+filepath.Join(other, "theirs.txt")] = true
+	asked := len(f.grants.asked)
+	f.ok("c1", args{"operation": "rename_file", "filePath": "../c2/theirs.txt", "newPath": "../c2/moved.txt"})
+	if n := len(f.grants.asked) - asked; n != 1 {
+		t.Fatalf("a rename asked for %d grants", n)
+	}
 	// The root itself and files directly in it.
 	if got := f.ok("c1", args{"operation": "list_dir", "path": f.root}); got != "c1/\nc2/" {
 		t.Fatalf("listing the root: %q", got)

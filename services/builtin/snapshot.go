@@ -97,6 +97,9 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 	case fi.IsDir():
 		e.Existed, e.Dir, e.Mode = true, true, fi.Mode().Perm()
 	case fi.Mode().IsRegular():
+		if fi.Size() > maxFileBytes {
+			return fmt.Errorf("%s is %d bytes, more than the %d a snapshot keeps; it cannot be changed here", rel, fi.Size(), maxFileBytes)
+		}
 		b, err := ar.ReadFile(rel)
 		if err != nil {
 			return err
