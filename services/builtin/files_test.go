@@ -3,6 +3,8 @@ package builtin_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -449,4 +451,57 @@ func TestSnapshotRestore(t *testing.T) {
 	if after, _ := os.ReadDir(filepath.Join(f.root, ".snapshots")); len(after) != len(ents) {
 		t.Fatalf("a failed write left a snapshot: %d → %d", len(ents), len(after))
 	}
+}
+
+// A plan's preview: each step's diff against the file as it is or as the earlier steps
+// leave it, the fingerprint of what it expects, nothing for reads or steps that will
+// fail, and a long diff cut.
+func TestPreviewPlan(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	call := func(a args) builtin.PreviewCall {
+		b, _ := json.Marshal(a)
+		return builtin.PreviewCall{Tool: "file_operations", Arguments: b}
+	}
+	ps, err := f.b.PreviewPlan(context.Background(), "c1", []builtin.PreviewCall{
+		call(args{"operation": "replace_string", "filePath": "a.txt", "oldString": "two", "newString": "2"}),
+		call(args{"operation": "read_file", "filePath": "a.txt"}),
+		call(args{"operation": "insert_edit", "filePath": "a.txt", "line": 0, "content": "zero"}),
+		call(args{"operation": "replace_string", "filePath": "a.txt", "oldString": "nope", "newString": "x"}),
+		call(args{"operation": "create_file", "filePath": "a.txt", "content": "x"}),
+		call(args{"operation": "delete_file", "filePath": "a.txt"}),
+		call(args{"operation": "create_file", "filePath": "big.txt", "content": strings.Repeat("line\n", 100000)}),
+		{Tool: "think", Arguments: json.RawMessage(`{"thought":"x"}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps[0] == nil || !strings.Contains(ps[0].Diff, "-two\n+2\n") || ps[0].Fingerprint != "sha256:"+sha("one\ntwo\n") {
+		t.Fatalf("step 0: %+v", ps[0])
+	}
+	if ps[2] == nil || !strings.Contains(ps[2].Diff, "+zero\n one\n") || ps[2].Fingerprint != "sha256:"+sha("one\n2\n") {
+		t.Fatalf("step 2 (after step 0): %+v", ps[2])
+	}
+	if ps[1] != nil || ps[3] != nil || ps[4] != nil || ps[7] != nil {
+		t.Fatalf("previews for a read, a failing replace, a refused create, think: %v %v %v %v", ps[1], ps[3], ps[4], ps[7])
+	}
+	if ps[5] == nil || !strings.Contains(ps[5].Diff, "-zero\n-one\n-2\n") {
+		t.Fatalf("delete_file: %+v", ps[5])
+	}
+	if ps[6] == nil || ps[6].Fingerprint != "absent" || len(ps[6].Diff) > 130<<10 || !strings.Contains(ps[6].Diff, "[… the diff goes on") {
+		t.Fatalf("a long diff: %d bytes, fingerprint %q", len(ps[6].Diff), ps[6].Fingerprint)
+	}
+	fp, err := f.b.Fingerprint(context.Background(), "c1", call(args{"operation": "replace_string", "filePath": "a.txt", "oldString": "a", "newString": "b"}))
+	if err != nil || fp != ps[0].Fingerprint {
+		t.Fatalf("Fingerprint now: %q %v", fp, err)
+	}
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

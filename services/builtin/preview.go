@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
 )
@@ -17,6 +19,9 @@ import (
 // carries a fingerprint of the content the step expects to find; when the step runs,
 // a file whose fingerprint differs was changed since the preview, and the step is
 // refused as stale (services/executions).
+
+// maxPreviewDiff bounds the diff a preview keeps (the plan stores it).
+const maxPreviewDiff = 128 << 10
 
 // PreviewCall is one step of a plan: a built-in tool (its bare name) and its arguments.
 type PreviewCall struct {
@@ -168,8 +173,12 @@ func (s *Server) PreviewPlan(_ context.Context, conversation string, calls []Pre
 		if next != nil {
 			newBytes = *next
 		}
-		out[i] = &FilePreview{Path: t.shown, Fingerprint: fingerprint(old),
-			Diff: udiff.Unified("a/"+t.shown, "b/"+t.shown, string(oldBytes), string(newBytes))}
+		diff := udiff.Unified("a/"+t.shown, "b/"+t.shown, string(oldBytes), string(newBytes))
+		if len(diff) > maxPreviewDiff {
+			cut := strings.LastIndexByte(diff[:maxPreviewDiff], '\n') + 1
+			diff = diff[:cut] + fmt.Sprintf("[… the diff goes on: %d bytes in all, the first %d shown]\n", len(diff), cut)
+		}
+		out[i] = &FilePreview{Path: t.shown, Fingerprint: fingerprint(old), Diff: diff}
 		after[key] = next
 	}
 	return out, nil
