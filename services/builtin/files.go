@@ -651,6 +651,33 @@ func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, 
 	return t, ar, nil
 }
 
+// expected refuses the write when the call expects t to have content it no longer
+// has: a plan's step previewed against a file that changed since (callmeta Expect).
+func (w *write) expected(t target, ar *os.Root) error {
+	if w.c.Expect == "" {
+		return nil
+	}
+	var content *[]byte
+	fi, err := ar.Lstat(t.rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fsError(t, err)
+	case fi.Mode().IsRegular() && fi.Size() <= maxFileBytes:
+		b, err := ar.ReadFile(t.rel)
+		if err != nil {
+			return fsError(t, err)
+		}
+		content = &b
+	default:
+		return fmt.Errorf("stale: %s is no longer the file that was previewed", t.shown)
+	}
+	if fingerprint(content) != w.c.Expect {
+		return fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", t.shown)
+	}
+	return nil
+}
+
 // keep snapshots t as it is now.
 func (w *write) keep(t target, ar *os.Root) error {
 	if w.sn == nil {
@@ -753,6 +780,9 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return w.done("", nil, fsError(t, err))
 	}
+	if err := w.expected(t, ar); err != nil {
+		return w.done("", nil, err)
+	}
 	if err := w.keepParents(t, ar); err != nil {
 		return w.done("", nil, err)
 	}
@@ -825,6 +855,10 @@ func edit(ctx context.Context, s *Server, c Call, op, p string, f func(shown str
 	b, mode, err := readText(t, ar)
 	if err != nil {
 		return w.done("", nil, err)
+	}
+	// The bytes edited are the ones previewed, or nothing is written.
+	if w.c.Expect != "" && fingerprint(&b) != w.c.Expect {
+		return w.done("", nil, fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", t.shown))
 	}
 	nb, what, err := f(t.shown, b)
 	if err != nil {
@@ -945,6 +979,9 @@ func deleteFile(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToo
 		if len(names) > 0 {
 			return w.done("", nil, fmt.Errorf("%s is a directory that is not empty; delete its files first", t.shown))
 		}
+	}
+	if err := w.expected(t, ar); err != nil {
+		return w.done("", nil, err)
 	}
 	err = w.snapFirst(t, ar, func() error { return fsError(t, ar.Remove(t.rel)) })
 	return w.done("deleted "+t.shown, map[string]any{"filePath": t.shown}, err)

@@ -505,3 +505,38 @@ func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// A write that expects its file's content (a previewed plan step) is refused when the
+// file changed since, and writes when it did not.
+func TestExpectedContent(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	call := func(expect string, a args) *mcp.CallToolResult {
+		res, err := f.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "file_operations", Arguments: a,
+			Meta: mcp.Meta{callmeta.Key: callmeta.Meta{ConversationID: "c1", Expect: expect}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	edit := args{"operation": "replace_string", "filePath": "a.txt", "oldString": "one", "newString": "1"}
+	if res := call("sha256:"+sha("other\n"), edit); !res.IsError || !strings.Contains(text(res), "stale: a.txt changed since the plan's preview") {
+		t.Fatalf("a stale edit: %s", text(res))
+	}
+	if res := call("absent", args{"operation": "create_file", "filePath": "a.txt", "content": "x", "overwrite": true}); !res.IsError || !strings.Contains(text(res), "stale") {
+		t.Fatalf("a stale create: %s", text(res))
+	}
+	if res := call("sha256:"+sha("one\n"), args{"operation": "delete_file", "filePath": "b.txt"}); !res.IsError {
+		t.Fatalf("a delete of a file that is not there: %s", text(res))
+	}
+	if res := call("sha256:"+sha("one\n"), edit); res.IsError {
+		t.Fatalf("an edit as previewed: %s", text(res))
+	}
+	if got := string(readBytes(t, filepath.Join(ws, "a.txt"))); got != "1\n" {
+		t.Fatalf("a.txt: %q", got)
+	}
+}

@@ -78,6 +78,15 @@ func (s *Service) staleFile(ctx context.Context, ex *Execution, st Step) (string
 	return fmt.Sprintf("%s changed since the plan's preview was made (the diff approved is no longer what it would do); make the plan again", want.Path), nil
 }
 
+// expectOf is the fingerprint run step st's file must have when it is written (the
+// preview's), or "".
+func expectOf(ex *Execution, st Step) string {
+	if st.Phase != PhaseRun || st.Position >= len(ex.Plan.Steps) || ex.Plan.Steps[st.Position].Preview == nil {
+		return ""
+	}
+	return ex.Plan.Steps[st.Position].Preview.Fingerprint
+}
+
 // conversation is the conversation the execution's steps run in.
 func (ex *Execution) conversation() string {
 	if ex.ConversationID != "" {

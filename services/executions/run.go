@@ -234,7 +234,7 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		toolRef = *st.ToolID
 	}
 	res, callErr := s.router.Call(ctx, router.Call{Tool: toolRef, Arguments: st.Arguments, Actor: requester.Actor,
-		Role: requester.Role, Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID}, ConversationID: ex.ConversationID,
+		Role: requester.Role, Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID}, ConversationID: ex.ConversationID, Expect: expectOf(ex, st),
 		ID: callID, Topic: TopicOf(ex.ID), Pin: pin})
 	status, result, msg := StepSucceeded, json.RawMessage(nil), ""
 	var dur float64

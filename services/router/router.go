@@ -225,6 +225,10 @@ type Call struct {
 	// refused as stale_plan if the tool is another, or its definition or configuration
 	// changed since (docs/architecture.md, State machines: definition pinning).
 	Pin *Pin
+	// Expect, for a built-in file write that was previewed (a plan step), is the
+	// fingerprint of the content it was previewed against: the write is refused if the
+	// file no longer has it (internal/callmeta).
+	Expect string
 }
 
 // Pin is what a prepared call was checked and approved against.
@@ -386,7 +390,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // that names no conversation is in its user's own default one.
 func metaOf(c Call, callID string) callmeta.Meta {
 	m := callmeta.Meta{ConversationID: c.ConversationID, UserID: c.Actor.ID, UserName: c.Actor.Name, Role: string(c.Role),
-		CallID: callID, Source: c.Source}
+		CallID: callID, Source: c.Source, Expect: c.Expect}
 	if c.Source == SourceExecution {
 		m.ExecutionID = c.Approval.Execution
 	}
