@@ -211,11 +211,20 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if a.Builtin != nil && ro.ArgumentRisk == nil {
 		ro.ArgumentRisk = builtinArgumentRisk
 	}
+	if ro.Display == nil && a.Builtin != nil {
+		ro.Display = a.BuiltinDisplay
+	}
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
 	if cfg.Planner != nil {
 		eo.Planner = cfg.Planner
+	}
+	if eo.Previewer == nil {
+		eo.Previewer = a.Previewer()
+	}
+	if eo.Display == nil && a.Builtin != nil {
+		eo.Display = a.BuiltinDisplay
 	}
 	if a.Executions, err = executions.New(pool, a.Router, a.Tools, &eo); err != nil {
 		return nil, err

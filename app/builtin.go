@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 )
@@ -30,6 +31,7 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 	a.Terminals = ts
 	b.Add(builtin.TerminalTool(ts))
 	b.OnClose(ts.Close)
+	b.Add(b.FileOperations())
 	if _, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
 		a.log.Warn(err.Error())
 	} else if err != nil {
@@ -47,4 +49,74 @@ func builtinArgumentRisk(qualified string, args json.RawMessage) (risk.Level, st
 		return "", "", false
 	}
 	return builtin.ArgumentRisk(bare, args)
+}
+
+// Previewer is the executions' previewer of the built-in file tools (nil without the
+// built-in server): the diff a plan's file steps will make, and whether a file changed
+// since.
+func (a *App) Previewer() executions.Previewer {
+	if a.Builtin == nil {
+		return nil
+	}
+	return builtinPreviewer{a.Builtin}
+}
+
+type builtinPreviewer struct{ b *builtin.Server }
+
+// bare is a qualified built-in tool name's bare name ("" for another server's tool).
+func bare(qualified string) string {
+	name, ok := strings.CutPrefix(qualified, registry.BuiltinName+"__")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, ".")
+	return name
+}
+
+func (p builtinPreviewer) PreviewPlan(ctx context.Context, conversation string, steps []executions.PreviewCall) ([]*executions.StepPreview, error) {
+	calls := make([]builtin.PreviewCall, len(steps))
+	for i, st := range steps {
+		calls[i] = builtin.PreviewCall{Tool: bare(st.Tool), Arguments: st.Arguments}
+	}
+	ps, err := p.b.PreviewPlan(ctx, conversation, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*executions.StepPreview, len(ps))
+	for i, fp := range ps {
+		if fp != nil {
+			out[i] = &executions.StepPreview{Path: fp.Path, Diff: fp.Diff, Fingerprint: fp.Fingerprint}
+		}
+	}
+	return out, nil
+}
+
+func (p builtinPreviewer) Fingerprint(ctx context.Context, conversation string, st executions.PreviewCall) (string, error) {
+	return p.b.Fingerprint(ctx, conversation, builtin.PreviewCall{Tool: bare(st.Tool), Arguments: st.Arguments})
+}
+
+// BuiltinDisplay is the short line that says what a call of a built-in tool does
+// (qualified, with a dotted operation when the call named one), or "" for another
+// server's tool.
+func (a *App) BuiltinDisplay(qualified string, args json.RawMessage) string {
+	if a.Builtin == nil {
+		return ""
+	}
+	name, ok := strings.CutPrefix(qualified, registry.BuiltinName+"__")
+	if !ok {
+		return ""
+	}
+	name, op, dotted := strings.Cut(name, ".")
+	if dotted {
+		m := map[string]any{}
+		_ = json.Unmarshal(args, &m)
+		if m == nil {
+			m = map[string]any{}
+		}
+		if _, has := m["operation"]; !has {
+			m["operation"] = op
+		}
+		args, _ = json.Marshal(m)
+	}
+	return a.Builtin.Display(name, args)
 }

@@ -147,6 +147,10 @@ func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.
 	for i, st := range ex.Plan.Steps {
 		pv := previewStep(i, st.Prepared)
 		pv.Undo = views.ExecutionUndo{Kind: "none"}
+		if st.Preview != nil {
+			pv.Diff = views.NewDiff(st.Preview.Path, st.Preview.Diff)
+			pv.Undo = views.ExecutionUndo{Kind: "snapshot"} // a built-in file write undoes itself
+		}
 		for _, u := range ex.Plan.Rollback {
 			if u.Undoes != nil && *u.Undoes == i {
 				pv.Undo = views.ExecutionUndo{Kind: "step", Tool: u.Tool, ToolID: u.ToolID, Arguments: compactJSON(u.Effective)}

@@ -33,6 +33,9 @@ func callerOf(c echo.Context) executions.Caller {
 type createRequest struct {
 	Prompt string              `json:"prompt"`
 	Plan   *executions.Request `json:"plan"`
+	// ConversationID is the agent conversation the steps run in (the built-in tools'
+	// workspace); omitted: the requester's own.
+	ConversationID string `json:"conversation_id"`
 }
 
 // apiExecution is an execution as the API shows it: docs/api.md's fields first.
@@ -47,6 +50,7 @@ type apiExecution struct {
 	Prompt             string            `json:"prompt,omitempty"`
 	Planner            string            `json:"planner,omitempty"`
 	Requester          string            `json:"requester"`
+	ConversationID     string            `json:"conversation_id,omitempty"`
 	Approval           string            `json:"approval,omitempty"`
 	Approver           string            `json:"approver,omitempty"`
 	SelfApproved       bool              `json:"self_approved,omitempty"` // its requester approved it: nobody else could
@@ -64,7 +68,7 @@ type apiExecution struct {
 
 func toAPIExecution(ex *executions.Execution) apiExecution {
 	out := apiExecution{ID: ex.ID, Status: ex.Status, Risk: ex.Risk, RiskWhy: ex.RiskWhy, PlanHash: ex.Hash(), Title: ex.Title(),
-		Prompt: ex.Prompt, Planner: ex.Planner, Requester: ex.RequesterName, Approval: ex.Approval, Approver: ex.ApproverName,
+		Prompt: ex.Prompt, Planner: ex.Planner, Requester: ex.RequesterName, ConversationID: ex.ConversationID, Approval: ex.Approval, Approver: ex.ApproverName,
 		SelfApproved: ex.SelfApproved,
 		ApprovedAt:   ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
 		StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, URL: "/executions/" + ex.ID}
@@ -99,7 +103,8 @@ func (h ExecutionsHandler) APICreate(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan})
+	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan,
+		ConversationID: in.ConversationID})
 	if err != nil {
 		return err
 	}

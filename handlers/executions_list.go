@@ -28,6 +28,11 @@ func executionListRow(ex *executions.Execution) views.ExecutionListRow {
 	row := views.ExecutionListRow{ID: ex.ID, Title: ex.Title(), Prompt: ex.Prompt, Status: string(ex.Status), Risk: ex.Risk,
 		RiskWhy: ex.RiskWhy, Requester: ex.RequesterName, CreatedAt: ex.CreatedAt, FinishedAt: ex.FinishedAt,
 		ExpiresAt: ex.ExpiresAt, Error: ex.Error, Reason: ex.Reason}
+	for _, st := range ex.Plan.Steps {
+		if st.Display != "" {
+			row.Steps = append(row.Steps, st.Display)
+		}
+	}
 	if ex.Source == executions.SourceMCP {
 		row.Client = "MCP client"
 		if ex.Client != "" {

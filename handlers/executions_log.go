@@ -106,6 +106,9 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 	case string(events.ToolStarted):
 		p, _ := events.ToolStarted.Decode(ev)
 		l.Text = p.Tool + " started"
+		if p.Display != "" {
+			l.Text += ": " + p.Display // what it does, as its tool says ("Creating file notes.txt")
+		}
 	case string(events.ToolOutput):
 		p, _ := events.ToolOutput.Decode(ev)
 		l.Text = p.Tool + ": "

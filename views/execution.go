@@ -135,6 +135,49 @@ type ExecutionPreviewStep struct {
 	RiskSource string
 	Undoes     *int // rollback plans: the step it undoes
 	Undo       ExecutionUndo
+	// Diff is the change the step will make to a file (built-in file writes), computed
+	// against the file as it was when the plan was made.
+	Diff *ExecutionDiff
+}
+
+// ExecutionDiff is a unified diff to show.
+type ExecutionDiff struct {
+	Path           string
+	Added, Removed int
+	Lines          []DiffLine
+}
+
+// DiffLine is one line of a unified diff: Kind "add", "del", "hunk", "file" or "ctx".
+type DiffLine struct {
+	Kind, Text string
+}
+
+// NewDiff splits a unified diff into lines to style.
+func NewDiff(path, diff string) *ExecutionDiff {
+	d := &ExecutionDiff{Path: path}
+	for _, l := range strings.SplitAfter(diff, "\n") {
+		if l == "" {
+			continue
+		}
+		kind := "ctx"
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+			kind = "file"
+		case strings.HasPrefix(l, "@@"):
+			kind = "hunk"
+		case strings.HasPrefix(l, "+"):
+			kind = "add"
+			d.Added++
+		case strings.HasPrefix(l, "-"):
+			kind = "del"
+			d.Removed++
+		}
+		if !strings.HasSuffix(l, "\n") {
+			l += "\n"
+		}
+		d.Lines = append(d.Lines, DiffLine{Kind: kind, Text: l})
+	}
+	return d
 }
 
 // ExecutionUndo says how a step would be undone after a failure.

@@ -44,6 +44,9 @@ type ExecutionListRow struct {
 	Reason     string
 	// Client is the MCP client whose call waits for this decision, when it came through /mcp.
 	Client string
+	// Steps say what the steps do, in short lines, where their tools say ("Creating
+	// file notes.txt"; the built-in tools).
+	Steps []string
 }
 
 // ExecutionsFilter is what the history's filter form holds.

@@ -24,6 +24,9 @@ type Meta struct {
 	ExecutionID string `json:"execution_id,omitempty"`
 	// Source is the router's source (api, mcp, test_panel, execution).
 	Source string `json:"source,omitempty"`
+	// Expect is the fingerprint a previewed file write expects its file to have
+	// (services/builtin, preview.go); "" for any other call.
+	Expect string `json:"expect,omitempty"`
 }
 
 type key struct{}

@@ -110,7 +110,7 @@ func TestSchemaAndWorkspace(t *testing.T) {
 	}
 }
 
-func connect(t *testing.T, b *builtin.Server) *mcp.ClientSession {
+func connect(t testing.TB, b *builtin.Server) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	if _, err := b.MCP().Connect(context.Background(), st, nil); err != nil {

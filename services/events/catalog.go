@@ -217,6 +217,8 @@ type Call struct {
 	Actor          string `json:"actor"`
 	Risk           string `json:"risk"`
 	ConversationID string `json:"conversation_id,omitempty"`
+	// Display says what the call does in a short line ("Creating file notes.txt").
+	Display string `json:"display,omitempty"`
 }
 
 // Runtime is a tool's live state in this replica, as of a call event.

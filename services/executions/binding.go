@@ -141,7 +141,8 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 			}
 			return who, nil, b, nil
 		}
-		now.Steps = append(now.Steps, PlannedStep{Prepared: *p, Undoes: st.Undoes})
+		// The preview is checked against the file when the step runs (staleFile).
+		now.Steps = append(now.Steps, PlannedStep{Prepared: *p, Undoes: st.Undoes, Preview: want.Preview})
 		verified[st.ID] = st
 	}
 	h, err := now.Hash()

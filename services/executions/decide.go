@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -78,6 +80,9 @@ type Input struct {
 	// Source and Client say where the request came from (SourceMCP and the MCP
 	// client's name and version); empty for the API and the pages.
 	Source, Client string
+	// ConversationID is the agent conversation the steps run in (the built-in tools'
+	// workspace); "" is the requester's own default one.
+	ConversationID string
 }
 
 // SourceMCP is an execution asked for by a call through /mcp that needed approval.
@@ -94,6 +99,16 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	}
 	plan, err := s.prepare(ctx, c.Actor, c.Role, req)
 	if err != nil {
+		return nil, err
+	}
+	if utf8.RuneCountInString(in.ConversationID) > 200 {
+		return nil, verr.New("/conversation_id", "at most 200 characters")
+	}
+	conv := in.ConversationID
+	if conv == "" {
+		conv = router.DefaultConversation(c.Actor)
+	}
+	if err := s.preview(ctx, conv, &plan); err != nil {
 		return nil, err
 	}
 	hash, err := plan.Hash()
@@ -124,10 +139,10 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		_, err := tx.Exec(ctx, `/* executions.Create */
 			INSERT INTO executions (id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
-			                        requested_token, seal, source, client)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18)`,
+			                        requested_token, seal, source, client, conversation_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
 			id, requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200))
+			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200), in.ConversationID)
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}

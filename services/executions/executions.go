@@ -67,6 +67,12 @@ type Options struct {
 	// on it, so its events are delivered to them before its methods return (see
 	// events.Local). nil: they arrive with the NOTIFY.
 	Local *events.Local
+	// Previewer previews file changes before approval and finds them stale at run
+	// time (the built-in tools); nil: none.
+	Previewer Previewer
+	// Display is the short line that says what a step does (router.Options.Display);
+	// nil: none.
+	Display func(qualifiedName string, args json.RawMessage) string
 }
 
 // reservedConns are the pool's connections kept for everything but runners (the
@@ -176,19 +182,21 @@ type Execution struct {
 	DecidedBy string `db:"decided_by" json:"decided_by,omitempty"`
 	// Source is where it was asked from (SourceMCP, or empty: the API or a page);
 	// Client the MCP client's name and version.
-	Source     string     `db:"source" json:"source,omitempty"`
-	Client     string     `db:"client" json:"client,omitempty"`
-	Error      string     `db:"error" json:"error,omitempty"`
-	CreatedAt  time.Time  `db:"created_at" json:"created_at"`
-	UpdatedAt  time.Time  `db:"updated_at" json:"updated_at"`
-	StartedAt  *time.Time `db:"started_at" json:"started_at,omitempty"`
-	FinishedAt *time.Time `db:"finished_at" json:"finished_at,omitempty"`
+	Source string `db:"source" json:"source,omitempty"`
+	Client string `db:"client" json:"client,omitempty"`
+	// ConversationID is the conversation its steps run in ("" the requester's own).
+	ConversationID string     `db:"conversation_id" json:"conversation_id,omitempty"`
+	Error          string     `db:"error" json:"error,omitempty"`
+	CreatedAt      time.Time  `db:"created_at" json:"created_at"`
+	UpdatedAt      time.Time  `db:"updated_at" json:"updated_at"`
+	StartedAt      *time.Time `db:"started_at" json:"started_at,omitempty"`
+	FinishedAt     *time.Time `db:"finished_at" json:"finished_at,omitempty"`
 }
 
 const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
 	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, approved_hash, self_approved,
 	requested_token, rollback_plan, rollback_hash, seal, expires_at, reason, decision, decided_by, source, client, error, created_at,
-	updated_at, started_at, finished_at`
+	updated_at, started_at, finished_at, conversation_id`
 
 // Requester is who asked for the execution, as recorded, with the role they had when
 // they asked; its steps run as them with the role they have when each step starts

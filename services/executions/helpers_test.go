@@ -88,9 +88,15 @@ func start(t testing.TB) *env {
 // parent's database and key).
 func startOn(t testing.TB, url string, key secrets.Key) *env {
 	t.Helper()
+	return startApp(t, url, key, false)
+}
+
+// startApp is startOn, with the built-in server when builtin.
+func startApp(t testing.TB, url string, key secrets.Key, builtin bool) *env {
+	t.Helper()
 	// The App's own runner is left out: each test starts the runners it needs (run),
 	// on services with the test's clock.
-	a := apptest.Start(t, &apptest.Options{URL: url, Key: &key, Config: func(c *app.Config) {
+	a := apptest.Start(t, &apptest.Options{URL: url, Key: &key, Builtin: builtin, Config: func(c *app.Config) {
 		c.MCP = mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond,
 			Debounce: 50 * time.Millisecond, BreakerFailures: 50, BreakerCooldown: time.Second}
 		c.Skip = []string{"executions", "jobs"}
@@ -108,7 +114,7 @@ func (e *env) service() *executions.Service {
 		e.t.Fatal(err)
 	}
 	svc, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys,
-		Local: e.app.Local})
+		Local: e.app.Local, Previewer: e.app.Previewer(), Display: e.app.BuiltinDisplay})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -207,6 +213,8 @@ func sampleArgs(qualified string) string {
 		return `{"text":"x"}`
 	case "fail":
 		return `{}`
+	case "file_operations":
+		return `{"operation":"list_dir"}`
 	}
 	return `{"path":"/tmp/x"}`
 }

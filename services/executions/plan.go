@@ -43,6 +43,11 @@ type Plan struct {
 type PlannedStep struct {
 	router.Prepared
 	Undoes *int `json:"undoes,omitempty"`
+	// Preview is what the step will change, shown before approval (a file's diff).
+	Preview *StepPreview `json:"preview,omitempty"`
+	// Display says what the step does in a short line ("Creating file notes.txt"), for
+	// approval cards; derived from the tool and arguments, so not part of the hash.
+	Display string `json:"display,omitempty"`
 }
 
 // MaxSteps bounds a plan.
@@ -190,6 +195,7 @@ func (p Plan) Hash() ([]byte, error) {
 		ServerIdentity               string
 		Given, Effective             json.RawMessage
 		Undoes                       *int
+		Preview                      *StepPreview `json:"Preview,omitempty"`
 	}
 	conv := func(sts []PlannedStep) ([]canon, error) {
 		out := make([]canon, len(sts))
@@ -202,7 +208,7 @@ func (p Plan) Hash() ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("executions: step %d arguments: %w", i, err)
 			}
-			out[i] = canon{st.ToolID, st.Tool, st.DefinitionHash, st.ConfigVersion, st.ServerIdentity, given, effective, st.Undoes}
+			out[i] = canon{st.ToolID, st.Tool, st.DefinitionHash, st.ConfigVersion, st.ServerIdentity, given, effective, st.Undoes, st.Preview}
 		}
 		return out, nil
 	}

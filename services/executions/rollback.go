@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -144,6 +145,28 @@ type RollbackPlan struct {
 	Hash string
 }
 
+// builtinFiles is the built-in tool whose writes undo themselves.
+const builtinFiles = registry.BuiltinName + "__file_operations"
+
+// builtinUndo is the automatic compensation of a built-in file write (services/builtin):
+// its result names the snapshot it took of what it changed, and restore_snapshot puts
+// that back. nil for any other step.
+func builtinUndo(st Step) *RequestStep {
+	if st.Tool != builtinFiles && !strings.HasPrefix(st.Tool, builtinFiles+".") {
+		return nil
+	}
+	var r struct {
+		Structured struct {
+			SnapshotID string `json:"snapshotId"`
+		} `json:"structured_content"`
+	}
+	if json.Unmarshal(st.Result, &r) != nil || r.Structured.SnapshotID == "" {
+		return nil
+	}
+	args, _ := json.Marshal(map[string]string{"operation": "restore_snapshot", "snapshotId": r.Structured.SnapshotID})
+	return &RequestStep{Tool: builtinFiles, Arguments: args}
+}
+
 // RollbackDecision is what a person agreed to when rolling back.
 type RollbackDecision struct {
 	Confirmed bool   // a MEDIUM rollback was confirmed
@@ -213,6 +236,9 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 				}
 				req = &RequestStep{Tool: comp.UndoToolID, Arguments: args}
 			}
+		}
+		if req == nil {
+			req = builtinUndo(st)
 		}
 		if req == nil {
 			rp.Missing = append(rp.Missing, fmt.Sprintf("step %d (%s)", pos+1, st.Tool))

@@ -194,6 +194,12 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 		if !ok {
 			continue // no longer pending
 		}
+		if msg, err := s.staleFile(ctx, cur, now); err != nil {
+			return err
+		} else if msg != "" {
+			return s.finishWith(context.WithoutCancel(ctx), cur, phase,
+				fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, msg), actionStale)
+		}
 		if failure, err := s.runStep(ctx, cur, now, who); err != nil || failure != "" {
 			if err != nil {
 				return err
@@ -228,7 +234,7 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		toolRef = *st.ToolID
 	}
 	res, callErr := s.router.Call(ctx, router.Call{Tool: toolRef, Arguments: st.Arguments, Actor: requester.Actor,
-		Role: requester.Role, Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID},
+		Role: requester.Role, Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID}, ConversationID: ex.ConversationID, Expect: expectOf(ex, st),
 		ID: callID, Topic: TopicOf(ex.ID), Pin: pin})
 	status, result, msg := StepSucceeded, json.RawMessage(nil), ""
 	var dur float64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ type callRecord struct {
 	redacted json.RawMessage // args with secrets masked, made once for the audit and usage rows
 	// selfApproved: a high-risk call approved by its own requester, nobody else could.
 	selfApproved bool
+	display      *string // displayLine's, made once
 
 	pmu          sync.Mutex
 	lastProgress time.Time
@@ -39,7 +41,24 @@ var refusedAudited = map[string]bool{CodeForbidden: true, CodeToolDisabled: true
 // base is what every event of the call says about it.
 func (cr *callRecord) base() events.Call {
 	return events.Call{CallID: cr.id, ToolID: cr.e.t.ID, Tool: cr.e.t.QualifiedName(), Source: cr.c.Source,
-		Actor: cr.c.Actor.Name, Risk: string(cr.e.risk.Level), ConversationID: cr.c.ConversationID}
+		Actor: cr.c.Actor.Name, Risk: string(cr.e.risk.Level), ConversationID: cr.c.ConversationID, Display: cr.displayLine()}
+}
+
+// displayLine is what the call does in a short line (Options.Display), or "".
+func (cr *callRecord) displayLine() string {
+	if cr.display != nil {
+		return *cr.display
+	}
+	line := ""
+	if cr.r != nil && cr.r.opts.Display != nil {
+		name := cr.e.t.QualifiedName()
+		if op, ok := strings.CutPrefix(cr.c.Tool, name+"."); ok {
+			name += "." + op
+		}
+		line = cr.r.opts.Display(name, cr.args)
+	}
+	cr.display = &line
+	return line
 }
 
 // drafts are an event of the call on Topic and on the call's own topic, if it has one.
@@ -60,6 +79,9 @@ func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
 		p["client"] = cr.c.Client
 	}
 	p["arguments"] = cr.redactedArgs()
+	if d := cr.displayLine(); d != "" {
+		p["display"] = d
+	}
 	if len(cr.e.configured) > 0 {
 		p["configured"] = cr.e.configured
 	}

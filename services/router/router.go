@@ -47,6 +47,11 @@ const (
 // Options tunes a Router; zero fields take the defaults shown.
 type Options struct {
 	Logger *slog.Logger
+	// Display is the short line that says what a call does ("Creating file notes.txt"),
+	// for a tool (its qualified name, with a dotted operation when the call named one)
+	// and the caller's arguments; "" when it has none. Calls' audit rows and events
+	// carry it as display. nil: none (app sets the built-in tools' own).
+	Display func(qualifiedName string, args json.RawMessage) string
 	// Bus keeps the in-memory snapshot fresh. Without one, every call reads its tool
 	// from the database.
 	Bus *events.Bus
@@ -224,6 +229,10 @@ type Call struct {
 	// refused as stale_plan if the tool is another, or its definition or configuration
 	// changed since (docs/architecture.md, State machines: definition pinning).
 	Pin *Pin
+	// Expect, for a built-in file write that was previewed (a plan step), is the
+	// fingerprint of the content it was previewed against: the write is refused if the
+	// file no longer has it (internal/callmeta).
+	Expect string
 }
 
 // Pin is what a prepared call was checked and approved against.
@@ -385,7 +394,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // that names no conversation is in its user's own default one.
 func metaOf(c Call, callID string) callmeta.Meta {
 	m := callmeta.Meta{ConversationID: c.ConversationID, UserID: c.Actor.ID, UserName: c.Actor.Name, Role: string(c.Role),
-		CallID: callID, Source: c.Source}
+		CallID: callID, Source: c.Source, Expect: c.Expect}
 	if c.Source == SourceExecution {
 		m.ExecutionID = c.Approval.Execution
 	}

@@ -1,0 +1,1125 @@
+package builtin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Limits of file_operations.
+const (
+	// maxFileBytes bounds a file that is written, edited, copied or searched.
+	maxFileBytes = 10 << 20
+	// maxReadOutput bounds the text read_file returns in one call.
+	maxReadOutput = 256 << 10
+	// defaultReadLines and maxReadLines: read_file's limit.
+	defaultReadLines = 2000
+	maxReadLines     = 20000
+	// maxListEntries bounds list_dir.
+	maxListEntries = 1000
+	// defaultResults and maxResults: file_search's and grep_search's maxResults.
+	defaultResults = 200
+	maxResults     = 1000
+	// binarySniff is how much of a file is looked at to tell binary from text.
+	binarySniff = 8000
+)
+
+// fileOp is the Run of a file operation, with the arguments decoded.
+type fileOp[T any] func(ctx context.Context, s *Server, c Call, in T) (*mcp.CallToolResult, error)
+
+func run[T any](s *Server, f fileOp[T]) func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+		var in T
+		if err := json.Unmarshal(args, &in); err != nil {
+			return errorResult("the arguments: " + err.Error()), nil
+		}
+		res, err := f(ctx, s, c, in)
+		if err != nil {
+			return fileError(err), nil
+		}
+		return res, nil
+	}
+}
+
+// fileError is the result of a refused or failed operation; an authorization refusal
+// says so in its structured content too (seed 001: requiresAuthorization).
+func fileError(err error) *mcp.CallToolResult {
+	res := errorResult("ERROR: " + err.Error())
+	var ae *errAuthorization
+	if errors.As(err, &ae) {
+		res.StructuredContent = map[string]any{"requiresAuthorization": true, "authorizationKey": ae.key,
+			"reason": "Operation affects files outside the conversation's working directory", "attemptedPath": ae.path}
+	}
+	return res
+}
+
+func pathProp(desc string) map[string]any {
+	return map[string]any{"type": "string", "minLength": 1, "maxLength": maxPathLen, "description": desc}
+}
+
+var (
+	propFilePath = pathProp("the file's path: relative to the conversation's workspace, or absolute under the built-in root")
+	propNewPath  = pathProp("the destination path (relative to the workspace, or absolute under the root)")
+	propDir      = map[string]any{"type": "string", "maxLength": maxPathLen, "description": "a directory (relative to the workspace, or absolute under the root); the workspace when omitted"}
+	propContent  = map[string]any{"type": "string", "maxLength": maxFileBytes, "description": "the text to write"}
+	propOverwrte = map[string]any{"type": "boolean", "description": "replace an existing file (default false: an existing file is refused)"}
+	propMax      = map[string]any{"type": "integer", "minimum": 1, "maximum": maxResults, "description": fmt.Sprintf("at most this many results (default %d)", defaultResults)}
+)
+
+// FileOperations is the tool file_operations (seed 000): reading, searching and
+// editing files in the conversation's workspace, behind the path guard (guard.go);
+// every write snapshots what it changes first (snapshot.go).
+func (s *Server) FileOperations() Tool {
+	name := func(a map[string]any, k string) string {
+		p := str(a[k])
+		if p == "" {
+			return ""
+		}
+		return " " + clip(filepath.Base(p), 60)
+	}
+	disp := func(verb, k string) func(map[string]any) string {
+		return func(a map[string]any) string { return verb + name(a, k) }
+	}
+	return Tool{
+		Name:  "file_operations",
+		Title: "File operations",
+		Description: "Read, search and edit files in this conversation's workspace. Relative paths resolve in the workspace; " +
+			"writes elsewhere need a person's permission (user_collaboration with authorize_operation). " +
+			"Every write keeps a snapshot of what it changed (its result says snapshotId); restore_snapshot puts it back.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
+		Operations: []Operation{
+			{Name: "read_file", Description: "read a text file's lines (offset: the first line, from 0; limit: how many)",
+				Properties: map[string]any{"filePath": propFilePath,
+					"offset": map[string]any{"type": "integer", "minimum": 0, "description": "the first line to read, counting from 0"},
+					"limit":  map[string]any{"type": "integer", "minimum": 1, "maximum": maxReadLines, "description": fmt.Sprintf("how many lines (default %d)", defaultReadLines)}},
+				Required: []string{"filePath"}, Display: disp("Reading", "filePath"), Run: run(s, readFile)},
+			{Name: "list_dir", Description: "list a directory",
+				Properties: map[string]any{"path": propDir}, Display: func(a map[string]any) string {
+					if str(a["path"]) == "" {
+						return "Listing the workspace"
+					}
+					return "Listing" + name(a, "path")
+				}, Run: run(s, listDir)},
+			{Name: "file_search", Description: "find files by a glob pattern (*, ?, ** for any directories)",
+				Properties: map[string]any{"pattern": map[string]any{"type": "string", "minLength": 1, "maxLength": 1000, "description": "a glob, e.g. **/*.go"},
+					"path": propDir, "maxResults": propMax},
+				Required: []string{"pattern"}, Display: func(a map[string]any) string { return "Finding files " + clip(str(a["pattern"]), 60) }, Run: run(s, fileSearch)},
+			{Name: "grep_search", Description: "search text files for a regular expression (binary files are skipped)",
+				Properties: map[string]any{"pattern": map[string]any{"type": "string", "minLength": 1, "maxLength": 1000, "description": "a regular expression (RE2 syntax)"},
+					"path": propDir, "include": map[string]any{"type": "string", "maxLength": 1000, "description": "only files matching this glob"}, "maxResults": propMax},
+				Required: []string{"pattern"}, Display: func(a map[string]any) string { return "Searching code: " + clip(str(a["pattern"]), 60) }, Run: run(s, grepSearch)},
+			{Name: "get_file_info", Description: "a file's type, size, mode and modification time",
+				Properties: map[string]any{"filePath": propFilePath}, Required: []string{"filePath"}, Display: disp("Inspecting", "filePath"), Run: run(s, fileInfo)},
+			{Name: "create_file", Description: "create a file with content (an existing file is refused unless overwrite is true)",
+				Properties: map[string]any{"filePath": propFilePath, "content": propContent, "overwrite": propOverwrte},
+				Required:   []string{"filePath", "content"}, Display: disp("Creating file", "filePath"), Run: run(s, createFile)},
+			{Name: "replace_string", Description: "replace oldString, which must occur exactly once, with newString",
+				Properties: map[string]any{"filePath": propFilePath,
+					"oldString": map[string]any{"type": "string", "minLength": 1, "maxLength": maxFileBytes, "description": "the exact text to replace, with enough context to be unique"},
+					"newString": map[string]any{"type": "string", "maxLength": maxFileBytes, "description": "the replacement"}},
+				Required: []string{"filePath", "oldString", "newString"}, Display: disp("Editing", "filePath"), Run: run(s, replaceString)},
+			{Name: "multi_replace", Description: "several replacements in one file, each oldString exactly once, all or none",
+				Properties: map[string]any{"filePath": propFilePath, "replacements": map[string]any{"type": "array", "minItems": 1, "maxItems": 100,
+					"items": map[string]any{"type": "object", "required": []string{"oldString", "newString"}, "additionalProperties": false,
+						"properties": map[string]any{"oldString": map[string]any{"type": "string", "minLength": 1}, "newString": map[string]any{"type": "string"}}}}},
+				Required: []string{"filePath", "replacements"}, Display: disp("Editing", "filePath"), Run: run(s, multiReplace)},
+			{Name: "insert_edit", Description: "insert content after line (0: at the start)",
+				Properties: map[string]any{"filePath": propFilePath, "content": propContent,
+					"line": map[string]any{"type": "integer", "minimum": 0, "description": "insert after this line (counting from 1; 0 inserts at the start)"}},
+				Required: []string{"filePath", "content", "line"}, Display: disp("Inserting into", "filePath"), Run: run(s, insertEdit)},
+			{Name: "delete_file", Description: "delete a file or an empty directory",
+				Properties: map[string]any{"filePath": propFilePath}, Required: []string{"filePath"}, Display: disp("Deleting", "filePath"), Run: run(s, deleteFile)},
+			{Name: "rename_file", Description: "rename or move a file within one workspace",
+				Properties: map[string]any{"filePath": propFilePath, "newPath": propNewPath, "overwrite": propOverwrte},
+				Required:   []string{"filePath", "newPath"}, Display: func(a map[string]any) string {
+					return "Renaming" + name(a, "filePath") + " to" + name(a, "newPath")
+				}, Run: run(s, renameFile)},
+			{Name: "copy_file", Description: "copy a file",
+				Properties: map[string]any{"filePath": propFilePath, "newPath": propNewPath, "overwrite": propOverwrte},
+				Required:   []string{"filePath", "newPath"}, Display: func(a map[string]any) string {
+					return "Copying" + name(a, "filePath") + " to" + name(a, "newPath")
+				}, Run: run(s, copyFile)},
+			{Name: "create_directory", Description: "create a directory and any missing parents",
+				Properties: map[string]any{"filePath": propFilePath}, Required: []string{"filePath"}, Display: disp("Creating directory", "filePath"), Run: run(s, createDirectory)},
+			{Name: "restore_snapshot", Description: "undo a write: put back exactly what its snapshot kept",
+				Properties: map[string]any{"snapshotId": map[string]any{"type": "string", "minLength": 1, "maxLength": 200, "description": "the snapshotId a write returned"}},
+				Required:   []string{"snapshotId"}, Display: func(a map[string]any) string { return "Restoring snapshot " + clip(str(a["snapshotId"]), 40) }, Run: run(s, restoreSnapshot)},
+		},
+	}
+}
+
+// open resolves p and opens its area.
+func (s *Server) open(c Call, param, p string) (target, *os.Root, error) {
+	t, err := s.resolve(c, param, p)
+	if err != nil {
+		return t, nil, err
+	}
+	if t.area == "" {
+		return t, nil, guardf("%s: %s is the built-in root, which holds workspaces, not files", param, p)
+	}
+	ar, err := s.openArea(t.area)
+	return t, ar, err
+}
+
+func isBinary(b []byte) bool {
+	if bytes.IndexByte(b, 0) >= 0 {
+		return true
+	}
+	// A multi-byte character may be cut at the end of the sniffed part.
+	for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
+		b = b[:len(b)-1]
+	}
+	return !utf8.Valid(b)
+}
+
+// --- reading ---
+
+type readIn struct {
+	FilePath string `json:"filePath"`
+	Offset   int    `json:"offset"`
+	Limit    int    `json:"limit"`
+}
+
+func readFile(_ context.Context, s *Server, c Call, in readIn) (*mcp.CallToolResult, error) {
+	t, ar, err := s.open(c, "filePath", in.FilePath)
+	if err != nil {
+		return nil, err
+	}
+	defer ar.Close()
+	f, err := ar.Open(t.rel)
+	if err != nil {
+		return nil, fsError(t, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s is a directory; use list_dir", t.shown)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", t.shown)
+	}
+	br := bufio.NewReaderSize(f, 64<<10)
+	head, _ := br.Peek(binarySniff)
+	if isBinary(head) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s is a binary file (%d bytes); read_file shows text only", t.shown, fi.Size())}},
+			StructuredContent: map[string]any{"filePath": t.shown, "binary": true, "size": fi.Size()}}, nil
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = defaultReadLines
+	}
+	limit = min(limit, maxReadLines)
+	var out strings.Builder
+	line, n, more, capped := 0, 0, false, false
+	for {
+		l, err := br.ReadSlice('\n')
+		if len(l) == 0 && err == io.EOF {
+			break
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			// A line longer than the buffer: read the rest of it.
+			rest, err2 := br.ReadBytes('\n')
+			l = append(append([]byte(nil), l...), rest...)
+			err = err2
+		}
+		if line >= in.Offset {
+			if n == limit {
+				more = true
+				break
+			}
+			if out.Len()+len(l) > maxReadOutput {
+				more, capped = true, true
+				break
+			}
+			out.Write(l)
+			n++
+		}
+		line++
+		if err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	sc := map[string]any{"filePath": t.shown, "offset": in.Offset, "lines": n, "size": fi.Size(), "more": more}
+	text := out.String()
+	if more {
+		sc["nextOffset"] = in.Offset + n
+		why := ""
+		if capped {
+			why = fmt.Sprintf(" (output capped at %d bytes)", maxReadOutput)
+		}
+		text += fmt.Sprintf("\n[… more lines follow%s: read on with offset %d]", why, in.Offset+n)
+	} else if n == 0 && in.Offset > 0 {
+		text = fmt.Sprintf("[%s has %d lines; offset %d is past the end]", t.shown, line, in.Offset)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: sc}, nil
+}
+
+func fsError(t target, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("file not found: %s", t.shown)
+	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
+		return guardf("%s leads outside its workspace (a symlink or ..), which the path guard refuses", t.shown)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %v", t.shown, pe.Err)
+	}
+	return err
+}
+
+type dirIn struct {
+	Path string `json:"path"`
+}
+
+func listDir(_ context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolResult, error) {
+	p := in.Path
+	if p == "" {
+		p = "."
+	}
+	t, err := s.resolve(c, "path", p)
+	if err != nil {
+		return nil, err
+	}
+	var ar *os.Root
+	if t.area == "" {
+		ar, err = os.OpenRoot(s.opts.Root)
+	} else {
+		ar, err = s.openArea(t.area)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer ar.Close()
+	f, err := ar.Open(t.rel)
+	if err != nil {
+		return nil, fsError(t, err)
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, fsError(t, err)
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	var lines []string
+	var names []string
+	for _, e := range ents {
+		if t.area == "" && (e.Name() == snapshotDir || !e.IsDir()) {
+			continue
+		}
+		if len(names) == maxListEntries {
+			lines = append(lines, fmt.Sprintf("[… %d entries in all; the first %d shown]", len(ents), maxListEntries))
+			break
+		}
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		} else if e.Type()&fs.ModeSymlink != 0 {
+			n += "@"
+		}
+		names = append(names, n)
+		lines = append(lines, n)
+	}
+	text := strings.Join(lines, "\n")
+	if len(names) == 0 {
+		text = t.shown + " is empty"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: map[string]any{"path": t.shown, "entries": names}}, nil
+}
+
+// globRegexp turns a glob (*, ?, **, [...]) into a regular expression on
+// slash-separated paths; a glob without a slash matches base names.
+func globRegexp(g string) (*regexp.Regexp, bool, error) {
+	base := !strings.Contains(g, "/")
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(g); i++ {
+		switch ch := g[i]; ch {
+		case '*':
+			if i+1 < len(g) && g[i+1] == '*' {
+				i++
+				if i+1 < len(g) && g[i+1] == '/' {
+					i++
+					b.WriteString("(?:.*/)?")
+				} else {
+					b.WriteString(".*")
+				}
+			} else {
+				b.WriteString("[^/]*")
+			}
+		case '?':
+			b.WriteString("[^/]")
+		case '[':
+			j := strings.IndexByte(g[i:], ']')
+			if j < 0 {
+				return nil, false, fmt.Errorf("pattern: unclosed [ in %q", g)
+			}
+			cls := g[i+1 : i+j]
+			if strings.HasPrefix(cls, "!") {
+				cls = "^" + cls[1:]
+			}
+			b.WriteString("[" + cls + "]")
+			i += j
+		default:
+			b.WriteString(regexp.QuoteMeta(string(ch)))
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, false, fmt.Errorf("pattern: %v", err)
+	}
+	return re, base, nil
+}
+
+// walk visits the regular files under dir of c's path p (symlinks are not followed),
+// with their path relative to dir (slash-separated), until visit says stop.
+func (s *Server) walk(c Call, p string, visit func(fsys fs.FS, name, rel string, d fs.DirEntry) (stop bool)) (target, error) {
+	if p == "" {
+		p = "."
+	}
+	t, ar, err := s.open(c, "path", p)
+	if err != nil {
+		return t, err
+	}
+	defer ar.Close()
+	fsys := ar.FS()
+	start := filepath.ToSlash(t.rel)
+	if fi, err := fs.Stat(fsys, start); err != nil {
+		return t, fsError(t, err)
+	} else if !fi.IsDir() {
+		return t, fmt.Errorf("%s is not a directory", t.shown)
+	}
+	stopped := errors.New("stop")
+	err = fs.WalkDir(fsys, start, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // unreadable: skipped
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(name, start), "/")
+		if start == "." {
+			rel = name
+		}
+		if visit(fsys, name, rel, d) {
+			return stopped
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, stopped) {
+		return t, err
+	}
+	return t, nil
+}
+
+func capOf(n int) int {
+	if n <= 0 {
+		return defaultResults
+	}
+	return min(n, maxResults)
+}
+
+// shownUnder is file rel (under the searched directory t) as the agent reads it.
+func shownUnder(t target, rel string) string {
+	if t.shown == "." {
+		return rel
+	}
+	return path.Join(filepath.ToSlash(t.shown), rel)
+}
+
+type searchIn struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path"`
+	Include    string `json:"include"`
+	MaxResults int    `json:"maxResults"`
+}
+
+func fileSearch(_ context.Context, s *Server, c Call, in searchIn) (*mcp.CallToolResult, error) {
+	re, base, err := globRegexp(in.Pattern)
+	if err != nil {
+		return nil, err
+	}
+	limit := capOf(in.MaxResults)
+	var found []string
+	more := false
+	t, err := s.walk(c, in.Path, func(_ fs.FS, _, rel string, _ fs.DirEntry) bool {
+		m := rel
+		if base {
+			m = path.Base(rel)
+		}
+		if !re.MatchString(m) {
+			return false
+		}
+		if len(found) == limit {
+			more = true
+			return true
+		}
+		found = append(found, rel)
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	shown := make([]string, len(found))
+	for i, f := range found {
+		shown[i] = shownUnder(t, f)
+	}
+	text := strings.Join(shown, "\n")
+	if len(shown) == 0 {
+		text = "no files match " + in.Pattern
+	}
+	if more {
+		text += fmt.Sprintf("\n[… more files match; the first %d shown]", limit)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: map[string]any{"files": shown, "more": more}}, nil
+}
+
+type grepMatch struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+func grepSearch(_ context.Context, s *Server, c Call, in searchIn) (*mcp.CallToolResult, error) {
+	re, err := regexp.Compile(in.Pattern)
+	if err != nil {
+		return nil, fmt.Errorf("pattern: %v", err)
+	}
+	// anyLine finds whether a file has a match at all, lines being what ^ and $ mean.
+	anyLine := regexp.MustCompile("(?m)" + in.Pattern)
+	var inc *regexp.Regexp
+	incBase := false
+	if in.Include != "" {
+		if inc, incBase, err = globRegexp(in.Include); err != nil {
+			return nil, fmt.Errorf("include: %v", err)
+		}
+	}
+	limit := capOf(in.MaxResults)
+	var matches []grepMatch
+	more := false
+	skipped := 0
+	buf := make([]byte, 0, 64<<10)
+	t, err := s.walk(c, in.Path, func(fsys fs.FS, name, rel string, d fs.DirEntry) bool {
+		if inc != nil {
+			m := rel
+			if incBase {
+				m = path.Base(rel)
+			}
+			if !inc.MatchString(m) {
+				return false
+			}
+		}
+		if fi, err := d.Info(); err != nil || fi.Size() > maxFileBytes {
+			skipped++
+			return false
+		}
+		f, err := fsys.Open(name)
+		if err != nil {
+			return false
+		}
+		buf = buf[:0]
+		b := bytes.NewBuffer(buf)
+		_, err = b.ReadFrom(io.LimitReader(f, maxFileBytes+1))
+		f.Close()
+		data := b.Bytes()
+		buf = data
+		if err != nil || isBinary(data[:min(len(data), binarySniff)]) {
+			return false
+		}
+		if !anyLine.Match(data) {
+			return false
+		}
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			if !re.Match(line) {
+				continue
+			}
+			if len(matches) == limit {
+				more = true
+				return true
+			}
+			matches = append(matches, grepMatch{File: rel, Line: i + 1, Text: clip(strings.TrimRight(string(line), "\r"), 200)})
+		}
+		return false
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out strings.Builder
+	for i := range matches {
+		matches[i].File = shownUnder(t, matches[i].File)
+		fmt.Fprintf(&out, "%s:%d: %s\n", matches[i].File, matches[i].Line, matches[i].Text)
+	}
+	if len(matches) == 0 {
+		out.WriteString("no matches for " + in.Pattern)
+	}
+	if more {
+		fmt.Fprintf(&out, "[… more matches; the first %d shown]", limit)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(out.String(), "\n")}},
+		StructuredContent: map[string]any{"matches": matches, "more": more}}, nil
+}
+
+type pathIn struct {
+	FilePath string `json:"filePath"`
+}
+
+func fileInfo(_ context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {
+	t, ar, err := s.open(c, "filePath", in.FilePath)
+	if err != nil {
+		return nil, err
+	}
+	defer ar.Close()
+	fi, err := ar.Lstat(t.rel)
+	if err != nil {
+		return nil, fsError(t, err)
+	}
+	kind := "file"
+	switch {
+	case fi.IsDir():
+		kind = "directory"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		kind = "symlink"
+	case !fi.Mode().IsRegular():
+		kind = "other"
+	}
+	sc := map[string]any{"filePath": t.shown, "type": kind, "size": fi.Size(), "mode": fi.Mode().String(),
+		"modified": fi.ModTime().UTC().Format("2006-01-02T15:04:05Z")}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: %s, %d bytes, %s, modified %s",
+		t.shown, kind, fi.Size(), fi.Mode(), sc["modified"])}}, StructuredContent: sc}, nil
+}
+
+// --- writing ---
+
+// write is one write operation: it resolves and checks its paths, snapshots what it
+// will change, and runs.
+type write struct {
+	s    *Server
+	c    Call
+	op   string
+	sn   *snapshot
+	open []*os.Root
+	// allowed are the areas outside the workspace a grant already let this write
+	// change (a rename asks once, not for each of its two paths).
+	allowed map[string]bool
+}
+
+func (s *Server) newWrite(c Call, op string) *write { return &write{s: s, c: c, op: op} }
+
+// target resolves p for writing: checked by the guard, its area opened.
+func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, error) {
+	t, ar, err := w.s.open(w.c, param, p)
+	if err != nil {
+		return t, nil, err
+	}
+	w.open = append(w.open, ar)
+	if t.rel == "." {
+		return t, nil, guardf("%s: %s is a workspace itself, not a file in it", param, p)
+	}
+	if w.allowed[t.area] {
+		return t, ar, nil
+	}
+	if err := w.s.mayWrite(ctx, w.c, w.op, t); err != nil {
+		return t, ar, err
+	}
+	if !t.own {
+		if w.allowed == nil {
+			w.allowed = map[string]bool{}
+		}
+		w.allowed[t.area] = true
+	}
+	return t, ar, nil
+}
+
+// expected refuses the write when the call expects t to have content it no longer
+// has: a plan's step previewed against a file that changed since (callmeta Expect).
+func (w *write) expected(t target, ar *os.Root) error {
+	if w.c.Expect == "" {
+		return nil
+	}
+	var content *[]byte
+	fi, err := ar.Lstat(t.rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fsError(t, err)
+	case fi.Mode().IsRegular() && fi.Size() <= maxFileBytes:
+		b, err := ar.ReadFile(t.rel)
+		if err != nil {
+			return fsError(t, err)
+		}
+		content = &b
+	default:
+		return fmt.Errorf("stale: %s is no longer the file that was previewed", t.shown)
+	}
+	if fingerprint(content) != w.c.Expect {
+		return fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", t.shown)
+	}
+	return nil
+}
+
+// keep snapshots t as it is now.
+func (w *write) keep(t target, ar *os.Root) error {
+	if w.sn == nil {
+		sn, err := w.s.newSnapshot(w.c, w.op)
+		if err != nil {
+			return err
+		}
+		w.sn = sn
+	}
+	return w.sn.keep(ar, t.area, t.rel)
+}
+
+// done finishes the write: on success the snapshot is saved and the result names it;
+// on failure it is discarded.
+func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolResult, error) {
+	for _, r := range w.open {
+		r.Close()
+	}
+	if err != nil {
+		if w.sn != nil {
+			w.sn.discard()
+		}
+		return nil, err
+	}
+	if sc == nil {
+		sc = map[string]any{}
+	}
+	if w.sn != nil {
+		defer w.sn.close()
+		if err := w.sn.save(); err != nil {
+			return nil, fmt.Errorf("the write happened, but its snapshot could not be saved: %w", err)
+		}
+		sc["snapshotId"] = w.sn.m.ID
+		text += " (snapshot " + w.sn.m.ID + ")"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: sc}, nil
+}
+
+// snapFirst snapshots t and then does f; a snapshot error stops the write.
+func (w *write) snapFirst(t target, ar *os.Root, f func() error) error {
+	if err := w.keep(t, ar); err != nil {
+		return fmt.Errorf("snapshot of %s: %w", t.shown, err)
+	}
+	return f()
+}
+
+func mkParents(ar *os.Root, rel string) error {
+	if d := filepath.Dir(rel); d != "." {
+		return ar.MkdirAll(d, 0o755)
+	}
+	return nil
+}
+
+// keepParents snapshots the missing parents of rel (outermost first), so a restore
+// removes the directories a write created.
+func (w *write) keepParents(t target, ar *os.Root) error {
+	var missing []string
+	for d := filepath.Dir(t.rel); d != "."; d = filepath.Dir(d) {
+		if _, err := ar.Lstat(d); errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, d)
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := w.keep(target{area: t.area, rel: missing[i]}, ar); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type createIn struct {
+	FilePath  string  `json:"filePath"`
+	Content   *string `json:"content"`
+	Overwrite bool    `json:"overwrite"`
+}
+
+func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallToolResult, error) {
+	w := s.newWrite(c, "create_file")
+	if in.Content == nil {
+		return w.done("", nil, errors.New("content: missing"))
+	}
+	if len(*in.Content) > maxFileBytes {
+		return w.done("", nil, fmt.Errorf("content: %d bytes, more than the limit of %d", len(*in.Content), maxFileBytes))
+	}
+	t, ar, err := w.target(ctx, "filePath", in.FilePath)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := ar.Lstat(t.rel); err == nil {
+		switch {
+		case fi.IsDir():
+			return w.done("", nil, fmt.Errorf("%s is a directory", t.shown))
+		case !in.Overwrite:
+			return w.done("", nil, fmt.Errorf("%s already exists; to replace it set overwrite to true, or edit it with replace_string", t.shown))
+		case !fi.Mode().IsRegular():
+			return w.done("", nil, fmt.Errorf("%s is not a regular file", t.shown))
+		}
+		mode = fi.Mode().Perm()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return w.done("", nil, fsError(t, err))
+	}
+	if err := w.expected(t, ar); err != nil {
+		return w.done("", nil, err)
+	}
+	if err := w.keepParents(t, ar); err != nil {
+		return w.done("", nil, err)
+	}
+	err = w.snapFirst(t, ar, func() error {
+		if err := mkParents(ar, t.rel); err != nil {
+			return fsError(t, err)
+		}
+		return fsError(t, writeFile(ar, t.rel, []byte(*in.Content), mode))
+	})
+	return w.done(fmt.Sprintf("created %s (%d bytes)", t.shown, len(*in.Content)), map[string]any{"filePath": t.shown, "bytes": len(*in.Content)}, err)
+}
+
+// writeFile replaces rel's content; the file keeps (or gets) mode.
+func writeFile(ar *os.Root, rel string, b []byte, mode fs.FileMode) error {
+	f, err := ar.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// readText is rel's content for an edit: a regular text file within the size limit.
+func readText(t target, ar *os.Root) ([]byte, fs.FileMode, error) {
+	fi, err := ar.Lstat(t.rel)
+	if err != nil {
+		return nil, 0, fsError(t, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file", t.shown)
+	}
+	if fi.Size() > maxFileBytes {
+		return nil, 0, fmt.Errorf("%s is %d bytes, more than the edit limit of %d", t.shown, fi.Size(), maxFileBytes)
+	}
+	b, err := ar.ReadFile(t.rel)
+	if err != nil {
+		return nil, 0, fsError(t, err)
+	}
+	if isBinary(b[:min(len(b), binarySniff)]) {
+		return nil, 0, fmt.Errorf("%s is a binary file (%d bytes); only text files can be edited", t.shown, len(b))
+	}
+	return b, fi.Mode().Perm(), nil
+}
+
+// replaceOnce replaces old, which must occur exactly once in b.
+func replaceOnce(shown string, b []byte, old, new string) ([]byte, error) {
+	if old == "" {
+		return nil, errors.New("oldString: empty")
+	}
+	switch n := bytes.Count(b, []byte(old)); n {
+	case 1:
+		return bytes.Replace(b, []byte(old), []byte(new), 1), nil
+	case 0:
+		return nil, fmt.Errorf("oldString was not found in %s; read the file and copy the exact text, whitespace included", shown)
+	default:
+		return nil, fmt.Errorf("oldString occurs %d times in %s; it must occur exactly once: include more of the surrounding lines", n, shown)
+	}
+}
+
+// edit is a write that changes a text file's content with f.
+func edit(ctx context.Context, s *Server, c Call, op, p string, f func(shown string, b []byte) ([]byte, string, error)) (*mcp.CallToolResult, error) {
+	w := s.newWrite(c, op)
+	t, ar, err := w.target(ctx, "filePath", p)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	b, mode, err := readText(t, ar)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	// The bytes edited are the ones previewed, or nothing is written.
+	if w.c.Expect != "" && fingerprint(&b) != w.c.Expect {
+		return w.done("", nil, fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", t.shown))
+	}
+	nb, what, err := f(t.shown, b)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	if len(nb) > maxFileBytes {
+		return w.done("", nil, fmt.Errorf("%s would be %d bytes, more than the limit of %d", t.shown, len(nb), maxFileBytes))
+	}
+	err = w.snapFirst(t, ar, func() error { return fsError(t, writeFile(ar, t.rel, nb, mode)) })
+	return w.done(what, map[string]any{"filePath": t.shown, "bytes": len(nb)}, err)
+}
+
+type replaceIn struct {
+	FilePath  string  `json:"filePath"`
+	OldString string  `json:"oldString"`
+	NewString *string `json:"newString"`
+}
+
+func replaceString(ctx context.Context, s *Server, c Call, in replaceIn) (*mcp.CallToolResult, error) {
+	return edit(ctx, s, c, "replace_string", in.FilePath, in.change)
+}
+
+func (in replaceIn) change(shown string, b []byte) ([]byte, string, error) {
+	if in.NewString == nil {
+		return nil, "", errors.New("newString: missing")
+	}
+	nb, err := replaceOnce(shown, b, in.OldString, *in.NewString)
+	return nb, "replaced one occurrence in " + shown, err
+}
+
+type multiIn struct {
+	FilePath     string `json:"filePath"`
+	Replacements []struct {
+		OldString string `json:"oldString"`
+		NewString string `json:"newString"`
+	} `json:"replacements"`
+}
+
+func multiReplace(ctx context.Context, s *Server, c Call, in multiIn) (*mcp.CallToolResult, error) {
+	return edit(ctx, s, c, "multi_replace", in.FilePath, in.change)
+}
+
+func (in multiIn) change(shown string, b []byte) ([]byte, string, error) {
+	if len(in.Replacements) == 0 {
+		return nil, "", errors.New("replacements: none")
+	}
+	for i, r := range in.Replacements {
+		nb, err := replaceOnce(shown, b, r.OldString, r.NewString)
+		if err != nil {
+			return nil, "", fmt.Errorf("replacement %d (nothing was changed): %w", i+1, err)
+		}
+		b = nb
+	}
+	return b, fmt.Sprintf("made %d replacements in %s", len(in.Replacements), shown), nil
+}
+
+type insertIn struct {
+	FilePath string  `json:"filePath"`
+	Content  *string `json:"content"`
+	Line     int     `json:"line"`
+}
+
+func insertEdit(ctx context.Context, s *Server, c Call, in insertIn) (*mcp.CallToolResult, error) {
+	return edit(ctx, s, c, "insert_edit", in.FilePath, in.change)
+}
+
+func (in insertIn) change(shown string, b []byte) ([]byte, string, error) {
+	if in.Content == nil {
+		return nil, "", errors.New("content: missing")
+	}
+	ins := *in.Content
+	if !strings.HasSuffix(ins, "\n") {
+		ins += "\n"
+	}
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	if in.Line < 0 || in.Line > len(lines) {
+		return nil, "", fmt.Errorf("line: %s has %d lines; line must be from 0 to %d", shown, len(lines), len(lines))
+	}
+	var out bytes.Buffer
+	for i, l := range lines {
+		if i == in.Line {
+			out.WriteString(ins)
+		}
+		out.Write(l)
+		if i == len(lines)-1 && !bytes.HasSuffix(l, []byte("\n")) && in.Line == len(lines) {
+			out.WriteByte('\n')
+		}
+	}
+	if in.Line == len(lines) {
+		out.WriteString(ins)
+	}
+	return out.Bytes(), fmt.Sprintf("inserted %d lines after line %d of %s", strings.Count(ins, "\n"), in.Line, shown), nil
+}
+
+func deleteFile(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {
+	w := s.newWrite(c, "delete_file")
+	t, ar, err := w.target(ctx, "filePath", in.FilePath)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	fi, err := ar.Lstat(t.rel)
+	if err != nil {
+		return w.done("", nil, fsError(t, err))
+	}
+	if fi.Mode().IsRegular() && fi.Size() > maxFileBytes {
+		return w.done("", nil, fmt.Errorf("%s is %d bytes, more than the limit of %d that can be kept for undoing", t.shown, fi.Size(), maxFileBytes))
+	}
+	if fi.IsDir() {
+		f, err := ar.Open(t.rel)
+		if err != nil {
+			return w.done("", nil, fsError(t, err))
+		}
+		names, _ := f.Readdirnames(1)
+		f.Close()
+		if len(names) > 0 {
+			return w.done("", nil, fmt.Errorf("%s is a directory that is not empty; delete its files first", t.shown))
+		}
+	}
+	if err := w.expected(t, ar); err != nil {
+		return w.done("", nil, err)
+	}
+	err = w.snapFirst(t, ar, func() error { return fsError(t, ar.Remove(t.rel)) })
+	return w.done("deleted "+t.shown, map[string]any{"filePath": t.shown}, err)
+}
+
+type twoPathIn struct {
+	FilePath  string `json:"filePath"`
+	NewPath   string `json:"newPath"`
+	Overwrite bool   `json:"overwrite"`
+}
+
+// destination checks that the destination of a rename or copy may be written.
+func destination(t target, ar *os.Root, overwrite bool) error {
+	fi, err := ar.Lstat(t.rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fsError(t, err)
+	case fi.IsDir():
+		return fmt.Errorf("newPath: %s is a directory; name the file to create", t.shown)
+	case !overwrite:
+		return fmt.Errorf("newPath: %s already exists; set overwrite to true to replace it", t.shown)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("newPath: %s is not a regular file", t.shown)
+	}
+	return nil
+}
+
+func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallToolResult, error) {
+	w := s.newWrite(c, "rename_file")
+	from, far, err := w.target(ctx, "filePath", in.FilePath)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	to, tar, err := w.target(ctx, "newPath", in.NewPath)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	if from.area != to.area {
+		return w.done("", nil, errors.New("rename_file moves files within one workspace; to another, use copy_file and then delete_file"))
+	}
+	fi, err := far.Lstat(from.rel)
+	if err != nil {
+		return w.done("", nil, fsError(from, err))
+	}
+	if !fi.Mode().IsRegular() {
+		return w.done("", nil, fmt.Errorf("%s is not a regular file (rename_file moves files)", from.shown))
+	}
+	if fi.Size() > maxFileBytes {
+		return w.done("", nil, fmt.Errorf("%s is %d bytes, more than the limit of %d", from.shown, fi.Size(), maxFileBytes))
+	}
+	if err := destination(to, tar, in.Overwrite); err != nil {
+		return w.done("", nil, err)
+	}
+	if err := w.keep(from, far); err != nil {
+		return w.done("", nil, err)
+	}
+	if err := w.keepParents(to, tar); err != nil {
+		return w.done("", nil, err)
+	}
+	err = w.snapFirst(to, tar, func() error {
+		if err := mkParents(tar, to.rel); err != nil {
+			return fsError(to, err)
+		}
+		return fsError(from, far.Rename(from.rel, to.rel))
+	})
+	return w.done(fmt.Sprintf("renamed %s to %s", from.shown, to.shown), map[string]any{"filePath": from.shown, "newPath": to.shown}, err)
+}
+
+func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallToolResult, error) {
+	w := s.newWrite(c, "copy_file")
+	from, far, err := s.open(c, "filePath", in.FilePath)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	w.open = append(w.open, far)
+	to, tar, err := w.target(ctx, "newPath", in.NewPath)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	fi, err := far.Stat(from.rel)
+	if err != nil {
+		return w.done("", nil, fsError(from, err))
+	}
+	if !fi.Mode().IsRegular() {
+		return w.done("", nil, fmt.Errorf("%s is not a regular file", from.shown))
+	}
+	if fi.Size() > maxFileBytes {
+		return w.done("", nil, fmt.Errorf("%s is %d bytes, more than the limit of %d", from.shown, fi.Size(), maxFileBytes))
+	}
+	b, err := far.ReadFile(from.rel)
+	if err != nil {
+		return w.done("", nil, fsError(from, err))
+	}
+	if err := destination(to, tar, in.Overwrite); err != nil {
+		return w.done("", nil, err)
+	}
+	if err := w.keepParents(to, tar); err != nil {
+		return w.done("", nil, err)
+	}
+	err = w.snapFirst(to, tar, func() error {
+		if err := mkParents(tar, to.rel); err != nil {
+			return fsError(to, err)
+		}
+		return fsError(to, writeFile(tar, to.rel, b, fi.Mode().Perm()))
+	})
+	return w.done(fmt.Sprintf("copied %s to %s (%d bytes)", from.shown, to.shown, len(b)), map[string]any{"filePath": from.shown, "newPath": to.shown}, err)
+}
+
+func createDirectory(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {
+	w := s.newWrite(c, "create_directory")
+	t, ar, err := w.target(ctx, "filePath", in.FilePath)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	if fi, err := ar.Lstat(t.rel); err == nil {
+		if fi.IsDir() {
+			return w.done(t.shown+" exists already", map[string]any{"filePath": t.shown}, nil)
+		}
+		return w.done("", nil, fmt.Errorf("%s exists and is not a directory", t.shown))
+	}
+	if err := w.keepParents(t, ar); err != nil {
+		return w.done("", nil, err)
+	}
+	err = w.snapFirst(t, ar, func() error { return fsError(t, ar.MkdirAll(t.rel, 0o755)) })
+	return w.done("created directory "+t.shown, map[string]any{"filePath": t.shown}, err)
+}
+
+type restoreIn struct {
+	SnapshotID string `json:"snapshotId"`
+}
+
+func restoreSnapshot(_ context.Context, s *Server, c Call, in restoreIn) (*mcp.CallToolResult, error) {
+	restored, err := s.restore(c, in.SnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("restored %d paths from snapshot %s", len(restored), in.SnapshotID)}},
+		StructuredContent: map[string]any{"snapshotId": in.SnapshotID, "restored": restored}}, nil
+}

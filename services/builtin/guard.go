@@ -1,0 +1,161 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The path guard of file_operations. Every file a built-in operation touches is reached
+// through an os.Root opened on one directory directly under the built-in root (an
+// "area": a conversation's workspace), so neither "..", an absolute path, nor a symlink
+// (also one swapped in between a check and the use) can lead outside that directory:
+// the kernel-level walk of os.Root refuses it. Paths are never compared as strings to
+// decide what may be reached; the lexical step below only decides which area a path
+// names, and whether that area is the caller's own workspace.
+//
+// Reads are allowed anywhere in the root's workspaces (seed 001: "file reads
+// anywhere", bounded here by the root); writes inside the caller's workspace are
+// allowed; writes in another workspace need a grant (user_collaboration with
+// authorize_operation); paths outside the root are refused always. The snapshot store
+// (snapshotDir) and files lying directly in the root are never reachable.
+
+const (
+	// maxPathLen bounds a path argument.
+	maxPathLen = 4096
+	// snapshotDir is the snapshot store's directory under the root.
+	snapshotDir = ".snapshots"
+)
+
+// target is a path argument resolved: the area (a directory directly under the root,
+// "" for the root itself) and the path inside it.
+type target struct {
+	area string
+	rel  string // inside area, native separators; "." for the area itself
+	// own: area is the caller's workspace.
+	own bool
+	// shown is the path as the agent should read it: relative to its workspace when
+	// inside it, absolute otherwise.
+	shown string
+	abs   string
+}
+
+// errGuard is a refusal of the path guard.
+type errGuard struct{ msg string }
+
+func (e *errGuard) Error() string { return e.msg }
+
+func guardf(format string, a ...any) error { return &errGuard{fmt.Sprintf(format, a...)} }
+
+// resolve places path p (relative: in the caller's workspace; absolute: must be under
+// the root) in an area.
+func (s *Server) resolve(c Call, param, p string) (target, error) {
+	switch {
+	case p == "":
+		return target{}, guardf("%s: empty", param)
+	case len(p) > maxPathLen:
+		return target{}, guardf("%s: the path is %d bytes long, more than %d", param, len(p), maxPathLen)
+	case strings.ContainsRune(p, 0):
+		return target{}, guardf("%s: the path contains a NUL byte", param)
+	}
+	ws := filepath.Base(c.Workspace)
+	var rel string
+	if filepath.IsAbs(p) {
+		r, err := filepath.Rel(s.opts.Root, filepath.Clean(p))
+		if err != nil {
+			return target{}, s.outside(param, p, c)
+		}
+		rel = r
+	} else {
+		rel = filepath.Join(ws, p)
+	}
+	if rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return target{}, s.outside(param, p, c)
+	}
+	t := target{abs: filepath.Join(s.opts.Root, rel)}
+	if rel == "." {
+		t.rel, t.shown = ".", t.abs
+		return t, nil
+	}
+	t.area, t.rel, _ = strings.Cut(rel, string(filepath.Separator))
+	if t.rel == "" {
+		t.rel = "."
+	}
+	if t.area == snapshotDir {
+		return target{}, guardf("%s: %s is Toolwarden's snapshot store, which file_operations cannot reach", param, p)
+	}
+	t.own = t.area == ws
+	t.shown = t.abs
+	if t.own {
+		t.shown = t.rel
+	}
+	return t, nil
+}
+
+func (s *Server) outside(param, p string, c Call) error {
+	return guardf("%s: %s is outside the built-in root %s; files live in this conversation's workspace %s (relative paths resolve there)",
+		param, p, s.opts.Root, c.Workspace)
+}
+
+// openArea opens area as a root of its own. The area must be a real directory (not a
+// symlink), and the directory opened must be the one checked.
+func (s *Server) openArea(area string) (*os.Root, error) {
+	if area == "" || area == snapshotDir {
+		return nil, guardf("%s is not a workspace", area)
+	}
+	rr, err := os.OpenRoot(s.opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Close()
+	fi, err := rr.Lstat(area)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, guardf("%s is not a workspace: files live in a conversation's directory under %s", filepath.Join(s.opts.Root, area), s.opts.Root)
+	} else if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, guardf("%s is not a workspace: files live in a conversation's directory under %s", filepath.Join(s.opts.Root, area), s.opts.Root)
+	}
+	ar, err := rr.OpenRoot(area)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ar.Stat(".")
+	if err != nil || !os.SameFile(fi, st) {
+		ar.Close()
+		return nil, guardf("%s changed while it was being opened", filepath.Join(s.opts.Root, area))
+	}
+	return ar, nil
+}
+
+// mayWrite refuses a write (operation op) to t outside the caller's workspace unless a
+// grant allows it.
+func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) error {
+	if t.own {
+		return nil
+	}
+	key := "file_operations." + op
+	if t.area != "" && s.opts.Grants != nil {
+		ok, err := s.opts.Grants.Allow(ctx, c.ConversationID, key, t.abs)
+		if err != nil {
+			return fmt.Errorf("checking the grants: %w", err)
+		}
+		if ok {
+			return nil
+		}
+	}
+	return &errAuthorization{key: key, path: t.abs, workspace: c.Workspace}
+}
+
+// errAuthorization is a write outside the workspace without a grant (seed 000 §2, §4).
+type errAuthorization struct{ key, path, workspace string }
+
+func (e *errAuthorization) Error() string {
+	return fmt.Sprintf("authorization required: %s is outside this conversation's workspace (%s). Ask the person first: "+
+		`call user_collaboration with {"prompt": "May I %s %s?", "authorize_operation": %q}, and retry after they approve.`,
+		e.path, e.workspace, strings.TrimPrefix(e.key, "file_operations."), e.path, e.key)
+}

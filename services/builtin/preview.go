@@ -1,0 +1,210 @@
+package builtin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/aymanbagabas/go-udiff"
+)
+
+// Previews: before a plan that writes files is approved, the person sees the unified
+// diff each step will make, computed against the files as they are now (and, for a
+// later step on the same file, as the earlier steps will have left it). Each preview
+// carries a fingerprint of the content the step expects to find; when the step runs,
+// a file whose fingerprint differs was changed since the preview, and the step is
+// refused as stale (services/executions).
+
+// maxPreviewDiff bounds the diff a preview keeps (the plan stores it).
+const maxPreviewDiff = 128 << 10
+
+// PreviewCall is one step of a plan: a built-in tool (its bare name) and its arguments.
+type PreviewCall struct {
+	Tool      string
+	Arguments json.RawMessage
+}
+
+// FilePreview is what a step will change in a file.
+type FilePreview struct {
+	// Path is the file as the agent named it (relative to the workspace when in it).
+	Path string `json:"path"`
+	// Diff is the unified diff of the change ("" when the content stays the same).
+	Diff string `json:"diff"`
+	// Fingerprint is the content the step expects to find: "absent" or "sha256:<hex>".
+	Fingerprint string `json:"fingerprint"`
+}
+
+// previewable are the file operations whose change a preview shows: each changes the
+// one file filePath names.
+var previewable = map[string]func(json.RawMessage) (func(shown string, b []byte) ([]byte, string, error), error){
+	"replace_string": decodeChange[replaceIn],
+	"multi_replace":  decodeChange[multiIn],
+	"insert_edit":    decodeChange[insertIn],
+	"create_file": func(raw json.RawMessage) (func(string, []byte) ([]byte, string, error), error) {
+		var in createIn
+		if err := json.Unmarshal(raw, &in); err != nil || in.Content == nil {
+			return nil, errors.New("no content")
+		}
+		return func(string, []byte) ([]byte, string, error) { return []byte(*in.Content), "", nil }, nil
+	},
+	"delete_file": func(json.RawMessage) (func(string, []byte) ([]byte, string, error), error) {
+		return func(string, []byte) ([]byte, string, error) { return nil, "", nil }, nil
+	},
+}
+
+type changer interface {
+	change(shown string, b []byte) ([]byte, string, error)
+}
+
+func decodeChange[T changer](raw json.RawMessage) (func(string, []byte) ([]byte, string, error), error) {
+	var in T
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, err
+	}
+	return in.change, nil
+}
+
+// fingerprint is content's fingerprint (nil: the file does not exist).
+func fingerprint(content *[]byte) string {
+	if content == nil {
+		return "absent"
+	}
+	sum := sha256.Sum256(*content)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// fileStep is the file a previewable call changes, and how.
+func (s *Server) fileStep(c Call, pc PreviewCall) (t target, change func(string, []byte) ([]byte, string, error), op string, ok bool) {
+	if pc.Tool != "file_operations" {
+		return t, nil, "", false
+	}
+	var a struct {
+		Operation string `json:"operation"`
+		FilePath  string `json:"filePath"`
+	}
+	if json.Unmarshal(pc.Arguments, &a) != nil {
+		return t, nil, "", false
+	}
+	mk, found := previewable[a.Operation]
+	if !found {
+		return t, nil, "", false
+	}
+	change, err := mk(pc.Arguments)
+	if err != nil {
+		return t, nil, "", false
+	}
+	t, err = s.resolve(c, "filePath", a.FilePath)
+	if err != nil || t.area == "" || t.rel == "." {
+		return t, nil, "", false
+	}
+	return t, change, a.Operation, true
+}
+
+// current is t's content now (nil when it does not exist); ok is false when it cannot
+// be read as a file (the step will say why when it runs).
+func (s *Server) current(t target) (content *[]byte, ok bool) {
+	ar, err := s.openArea(t.area)
+	if err != nil {
+		return nil, false
+	}
+	defer ar.Close()
+	fi, err := ar.Lstat(t.rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, true
+	}
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxFileBytes {
+		return nil, false
+	}
+	b, err := ar.ReadFile(t.rel)
+	if err != nil {
+		return nil, false
+	}
+	return &b, true
+}
+
+// PreviewPlan previews the steps of a plan run in conversation, in order: a step's
+// preview is nil when it is not a previewable file write or its file cannot be read.
+func (s *Server) PreviewPlan(_ context.Context, conversation string, calls []PreviewCall) ([]*FilePreview, error) {
+	ws, err := s.Workspace(conversation)
+	if err != nil {
+		return nil, err
+	}
+	c := Call{Workspace: ws}
+	c.ConversationID = conversation
+	// after: what earlier steps will have left in a file (by area and path).
+	after := map[[2]string]*[]byte{}
+	out := make([]*FilePreview, len(calls))
+	for i, pc := range calls {
+		t, change, op, ok := s.fileStep(c, pc)
+		if !ok {
+			continue
+		}
+		key := [2]string{t.area, t.rel}
+		old, seen := after[key]
+		if !seen {
+			if old, ok = s.current(t); !ok {
+				continue
+			}
+		}
+		var oldBytes []byte
+		if old != nil {
+			oldBytes = *old
+		}
+		if op == "create_file" && old != nil && !overwriting(pc.Arguments) {
+			continue // refused when it runs: the file exists
+		}
+		var next *[]byte
+		if op != "delete_file" {
+			if old == nil && op != "create_file" {
+				continue // editing a file that will not exist: the step will fail
+			}
+			nb, _, err := change(t.shown, oldBytes)
+			if err != nil {
+				continue // the step will fail, and say why
+			}
+			next = &nb
+		}
+		var newBytes []byte
+		if next != nil {
+			newBytes = *next
+		}
+		diff := udiff.Unified("a/"+t.shown, "b/"+t.shown, string(oldBytes), string(newBytes))
+		if len(diff) > maxPreviewDiff {
+			cut := strings.LastIndexByte(diff[:maxPreviewDiff], '\n') + 1
+			diff = diff[:cut] + fmt.Sprintf("[… the diff goes on: %d bytes in all, the first %d shown]\n", len(diff), cut)
+		}
+		out[i] = &FilePreview{Path: t.shown, Fingerprint: fingerprint(old), Diff: diff}
+		after[key] = next
+	}
+	return out, nil
+}
+
+// Fingerprint is the fingerprint of the file a previewable call changes, as it is now
+// ("" when the call is not a previewable file write).
+func (s *Server) Fingerprint(_ context.Context, conversation string, pc PreviewCall) (string, error) {
+	ws, err := s.Workspace(conversation)
+	if err != nil {
+		return "", err
+	}
+	c := Call{Workspace: ws}
+	c.ConversationID = conversation
+	t, _, _, ok := s.fileStep(c, pc)
+	if !ok {
+		return "", nil
+	}
+	content, ok := s.current(t)
+	if !ok {
+		return "unreadable", nil
+	}
+	return fingerprint(content), nil
+}
+
+func overwriting(args json.RawMessage) bool {
+	var in createIn
+	return json.Unmarshal(args, &in) == nil && in.Overwrite
+}

@@ -1,0 +1,212 @@
+package builtin
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Snapshots: before a write changes anything, what it changes is kept under
+// <root>/.snapshots/<id> (the previous bytes and mode of each file, or that the path
+// did not exist), and restore_snapshot puts exactly that back. The store is outside
+// every workspace, so no file operation reaches it.
+
+// snapEntry is one path a write changes, as it was before.
+type snapEntry struct {
+	Area    string      `json:"area"`
+	Path    string      `json:"path"`
+	Existed bool        `json:"existed"`
+	Dir     bool        `json:"dir,omitempty"`
+	Link    string      `json:"link,omitempty"`
+	Mode    fs.FileMode `json:"mode,omitempty"`
+	Blob    string      `json:"blob,omitempty"`
+}
+
+type snapManifest struct {
+	ID           string      `json:"id"`
+	Conversation string      `json:"conversation"`
+	Operation    string      `json:"operation"`
+	Created      time.Time   `json:"created"`
+	Entries      []snapEntry `json:"entries"`
+}
+
+// snapshot is a snapshot being taken.
+type snapshot struct {
+	store *os.Root
+	m     snapManifest
+}
+
+func (s *Server) openStore() (*os.Root, error) {
+	rr, err := os.OpenRoot(s.opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Close()
+	if err := rr.Mkdir(snapshotDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return rr.OpenRoot(snapshotDir)
+}
+
+// newSnapshot starts the snapshot of a write by call c (named after its call id when
+// it has a plain one).
+func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
+	store, err := s.openStore()
+	if err != nil {
+		return nil, fmt.Errorf("the snapshot store: %w", err)
+	}
+	id := c.CallID
+	if !safeName.MatchString(id) {
+		id = randomID()
+	}
+	if err := store.Mkdir(id, 0o700); errors.Is(err, fs.ErrExist) {
+		id += "-" + randomID()[:8]
+		err = store.Mkdir(id, 0o700)
+	} else if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("the snapshot store: %w", err)
+	}
+	return &snapshot{store: store, m: snapManifest{ID: id, Conversation: c.ConversationID, Operation: op, Created: time.Now().UTC()}}, nil
+}
+
+func randomID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// keep records path rel of area (opened as ar) as it is now.
+func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
+	e := snapEntry{Area: area, Path: rel}
+	fi, err := ar.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		e.Existed = true
+		if e.Link, err = ar.Readlink(rel); err != nil {
+			return err
+		}
+	case fi.IsDir():
+		e.Existed, e.Dir, e.Mode = true, true, fi.Mode().Perm()
+	case fi.Mode().IsRegular():
+		if fi.Size() > maxFileBytes {
+			return fmt.Errorf("%s is %d bytes, more than the %d a snapshot keeps; it cannot be changed here", rel, fi.Size(), maxFileBytes)
+		}
+		b, err := ar.ReadFile(rel)
+		if err != nil {
+			return err
+		}
+		e.Existed, e.Mode = true, fi.Mode().Perm()
+		e.Blob = fmt.Sprintf("%d.blob", len(sn.m.Entries))
+		if err := sn.store.WriteFile(filepath.Join(sn.m.ID, e.Blob), b, 0o600); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%s is not a regular file", rel)
+	}
+	sn.m.Entries = append(sn.m.Entries, e)
+	return nil
+}
+
+// save writes the manifest; the snapshot can be restored from then on.
+func (sn *snapshot) save() error {
+	b, err := json.MarshalIndent(sn.m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return sn.store.WriteFile(filepath.Join(sn.m.ID, "manifest.json"), b, 0o600)
+}
+
+// discard removes a snapshot whose write did not happen.
+func (sn *snapshot) discard() {
+	_ = sn.store.RemoveAll(sn.m.ID)
+	sn.close()
+}
+
+func (sn *snapshot) close() { _ = sn.store.Close() }
+
+// restore puts back what snapshot id kept, newest change first; only the conversation
+// that took it may restore it.
+func (s *Server) restore(c Call, id string) ([]string, error) {
+	if !safeName.MatchString(id) {
+		return nil, fmt.Errorf("snapshotId: %q is not a snapshot id", id)
+	}
+	store, err := s.openStore()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	b, err := store.ReadFile(filepath.Join(id, "manifest.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("snapshotId: no snapshot %s", id)
+	} else if err != nil {
+		return nil, err
+	}
+	var m snapManifest
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	if m.Conversation != c.ConversationID {
+		return nil, fmt.Errorf("snapshotId: snapshot %s belongs to another conversation", id)
+	}
+	var restored []string
+	for i := len(m.Entries) - 1; i >= 0; i-- {
+		e := m.Entries[i]
+		if err := s.restoreEntry(store, id, e); err != nil {
+			return restored, fmt.Errorf("restoring %s: %w", filepath.Join(e.Area, e.Path), err)
+		}
+		restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
+	}
+	return restored, nil
+}
+
+func (s *Server) restoreEntry(store *os.Root, id string, e snapEntry) error {
+	ar, err := s.openArea(e.Area)
+	if err != nil {
+		return err
+	}
+	defer ar.Close()
+	fi, lerr := ar.Lstat(e.Path)
+	exists := lerr == nil
+	switch {
+	case !e.Existed:
+		if !exists {
+			return nil
+		}
+		return ar.Remove(e.Path)
+	case e.Dir:
+		if exists && fi.IsDir() {
+			return nil
+		}
+		return ar.MkdirAll(e.Path, e.Mode|0o700)
+	}
+	if exists && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 || e.Link != "") {
+		if err := ar.Remove(e.Path); err != nil {
+			return err
+		}
+	}
+	if dir := filepath.Dir(e.Path); dir != "." {
+		if err := ar.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if e.Link != "" {
+		return ar.Symlink(e.Link, e.Path)
+	}
+	b, err := store.ReadFile(filepath.Join(id, e.Blob))
+	if err != nil {
+		return err
+	}
+	if err := ar.WriteFile(e.Path, b, e.Mode); err != nil {
+		return err
+	}
+	return ar.Chmod(e.Path, e.Mode)
+}

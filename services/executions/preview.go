@@ -1,0 +1,96 @@
+package executions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolwarden/toolwarden/services/router"
+)
+
+// Previewer shows, before approval, what steps will change (the built-in file tools:
+// a unified diff against the files as they are), and tells at run time whether what a
+// step expects to find is still there (app wires services/builtin).
+type Previewer interface {
+	// PreviewPlan previews steps run in conversation, in order (nil: nothing to show).
+	PreviewPlan(ctx context.Context, conversation string, steps []PreviewCall) ([]*StepPreview, error)
+	// Fingerprint is what step would find now, to compare with its preview's.
+	Fingerprint(ctx context.Context, conversation string, step PreviewCall) (string, error)
+}
+
+// PreviewCall is a step to preview: its tool's qualified name and its arguments.
+type PreviewCall struct {
+	Tool      string
+	Arguments json.RawMessage
+}
+
+// StepPreview is what a step will change: a file, the unified diff, and the
+// fingerprint of the content the diff was computed against.
+type StepPreview struct {
+	Path        string `json:"path"`
+	Diff        string `json:"diff"`
+	Fingerprint string `json:"fingerprint"`
+}
+
+// preview adds the previews of plan's steps, run in conversation.
+func (s *Service) preview(ctx context.Context, conversation string, plan *Plan) error {
+	if s.opts.Display != nil {
+		for i, st := range plan.Steps {
+			plan.Steps[i].Display = s.opts.Display(st.Tool, st.Arguments)
+		}
+	}
+	if s.opts.Previewer == nil {
+		return nil
+	}
+	calls := make([]PreviewCall, len(plan.Steps))
+	for i, st := range plan.Steps {
+		calls[i] = PreviewCall{Tool: st.Tool, Arguments: st.Arguments}
+	}
+	ps, err := s.opts.Previewer.PreviewPlan(ctx, conversation, calls)
+	if err != nil {
+		return fmt.Errorf("executions: preview: %w", err)
+	}
+	for i := range plan.Steps {
+		if i < len(ps) {
+			plan.Steps[i].Preview = ps[i]
+		}
+	}
+	return nil
+}
+
+// staleFile says how the file step st of ex (about to run) changed since its preview
+// ("" when it did not, or the step has no preview).
+func (s *Service) staleFile(ctx context.Context, ex *Execution, st Step) (string, error) {
+	if s.opts.Previewer == nil || st.Phase != PhaseRun || st.Position >= len(ex.Plan.Steps) {
+		return "", nil
+	}
+	want := ex.Plan.Steps[st.Position].Preview
+	if want == nil {
+		return "", nil
+	}
+	got, err := s.opts.Previewer.Fingerprint(ctx, ex.conversation(), PreviewCall{Tool: st.Tool, Arguments: st.Arguments})
+	if err != nil {
+		return "", err
+	}
+	if got == "" || got == want.Fingerprint {
+		return "", nil
+	}
+	return fmt.Sprintf("%s changed since the plan's preview was made (the diff approved is no longer what it would do); make the plan again", want.Path), nil
+}
+
+// expectOf is the fingerprint run step st's file must have when it is written (the
+// preview's), or "".
+func expectOf(ex *Execution, st Step) string {
+	if st.Phase != PhaseRun || st.Position >= len(ex.Plan.Steps) || ex.Plan.Steps[st.Position].Preview == nil {
+		return ""
+	}
+	return ex.Plan.Steps[st.Position].Preview.Fingerprint
+}
+
+// conversation is the conversation the execution's steps run in.
+func (ex *Execution) conversation() string {
+	if ex.ConversationID != "" {
+		return ex.ConversationID
+	}
+	return router.DefaultConversation(ex.Requester().Actor)
+}

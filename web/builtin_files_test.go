@@ -1,0 +1,91 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// POST /api/v1/executions takes the conversation the steps run in; the execution page
+// shows the diff a built-in file write will make before it is approved.
+func TestExecutionFileDiffAPI(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__file_operations")
+	ws, err := srv.App.Builtin.Workspace("conv-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("old line\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	body := plan(step("builtin__file_operations.replace_string", map[string]any{"filePath": "notes.txt", "oldString": "old", "newString": "new"}))
+	body["conversation_id"] = "conv-api"
+	var ex struct {
+		ID             string `json:"id"`
+		Status         string `json:"status"`
+		ConversationID string `json:"conversation_id"`
+	}
+	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	if ex.ConversationID != "conv-api" || ex.Status != "awaiting_approval" {
+		t.Fatalf("created %+v", ex)
+	}
+	res := srv.Get(t, admin.c, "/executions/"+ex.ID)
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, want := range []string{`data-testid="step-diff"`, `<del class="diff-line diff-del"><span class="visually-hidden">removed: </span>-old line`,
+		`<ins class="diff-line diff-add"><span class="visually-hidden">added: </span>+new line`, "the snapshot this write takes"} {
+		if !strings.Contains(string(page), want) {
+			t.Fatalf("the execution page lacks %q", want)
+		}
+	}
+	body["conversation_id"] = strings.Repeat("c", 201)
+	expectErr(t, admin, http.MethodPost, "/api/v1/executions", body, 400, "invalid_input")
+}
+
+// A failed plan's rollback panel offers to undo a built-in file write by restoring
+// its snapshot.
+func TestRollbackPanelRestoresSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	tg := srv.App.Enable(t, "builtin__file_operations")
+	low := string(risk.Low)
+	it, err := srv.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		p, err := srv.Router.Prepare(ctx, router.Call{Tool: "builtin__file_operations.list_dir", Arguments: json.RawMessage(`{}`),
+			Actor: audit.System, Source: router.SourceAPI})
+		return err == nil && p.ConfigVersion == it.ConfigVersion
+	}, "the router never saw file_operations at low risk")
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	body := plan(step("builtin__file_operations.create_file", map[string]any{"filePath": "made.txt", "content": "x"}),
+		step("builtin__file_operations.replace_string", map[string]any{"filePath": "made.txt", "oldString": "absent", "newString": "y"}))
+	body["conversation_id"] = "conv-rb"
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	waitExec(t, admin, ex.ID, "failed")
+	res := srv.Get(t, admin.c, "/executions/"+ex.ID)
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	i := strings.Index(string(page), `data-testid="rollback-panel"`)
+	if i < 0 || !strings.Contains(string(page[i:]), "restore_snapshot") || strings.Contains(string(page[i:]), `data-testid="rollback-missing"`) {
+		t.Fatalf("the rollback panel does not restore the snapshot:\n%s", page[max(i, 0):])
+	}
+}
