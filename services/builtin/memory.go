@@ -51,7 +51,8 @@ func Memory(m *memory.Service) Tool {
 		Name:        "memory_operations",
 		Title:       "Memory",
 		Description: "Keep notes for the person you work for and find them again later (in any conversation), and keep this conversation's todo list.",
-		Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false)},
+		// It changes only the notes it keeps for the person (delete forgets one of them).
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 		Operations: []Operation{
 			{Name: "store", Description: "keep a note",
 				Properties: map[string]any{"content": map[string]any{"type": "string", "minLength": 1, "maxLength": memory.MaxContent,
