@@ -120,7 +120,7 @@ func (h CollaborationsHandler) GrantsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := views.GrantsPage{Layout: h.layout(c, "Grants", grants.Topic), All: all}
+	page := views.GrantsPage{Layout: h.layout(c, "Grants"), All: all}
 	for _, g := range list {
 		page.Grants = append(page.Grants, views.GrantRow{ID: g.ID, ConversationID: g.ConversationID, Operation: g.Operation,
 			Target: g.Target, OneTime: g.OneTime, Uses: g.Uses, By: g.UserName, CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt})
