@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
@@ -128,4 +130,46 @@ func TestUserCollaboration(t *testing.T) {
 		session.JSON(http.MethodGet, "/api/v1/collaborations?status=cancelled", nil, http.StatusOK, &list)
 		return len(list.Items) == 1 && list.Items[0].ID == q.ID
 	}, "the question cancelled")
+}
+
+// The grant an approving answer makes lasts 300 s on the app's clock: allowed at 299 s,
+// refused at 301 s.
+func TestAnsweredGrantExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	srv := webtest.Start(t, &webtest.Options{Builtin: true, Grants: &grants.Options{Now: clock}})
+	srv.App.Enable(t, "builtin__user_collaboration")
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	session := webtest.API{T: t, Srv: srv, C: srv.Login(t, "alice", "alice-password-1")}
+	done := make(chan error, 1)
+	go func() {
+		_, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__user_collaboration",
+			Arguments: json.RawMessage(`{"prompt":"May I?","authorize_operation":"builtin__terminal_operations.run_command"}`),
+			Actor:     audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}, Role: auth.RoleToolUser,
+			Source: router.SourceAPI, ConversationID: "conv-2"})
+		done <- err
+	}()
+	q := waitPending(t, session)
+	session.JSON(http.MethodPost, "/api/v1/collaborations/"+q.ID+"/respond", map[string]string{"response": "ok"}, http.StatusOK, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	advance(299 * time.Second)
+	if ok, err := srv.App.Grants.Allow(ctx, "conv-2", "run_command", "ls"); err != nil || !ok {
+		t.Fatalf("at 299 s: %v %v", ok, err)
+	}
+	if ok, _ := srv.App.Grants.Allow(ctx, "conv-2", "terminal_operations.run_command", "ls"); !ok {
+		t.Fatal("a multi-use grant allowed only once")
+	}
+	if ok, _ := srv.App.Grants.Allow(ctx, "conv-1", "run_command", "ls"); ok {
+		t.Fatal("another conversation was allowed")
+	}
+	advance(2 * time.Second)
+	if ok, err := srv.App.Grants.Allow(ctx, "conv-2", "run_command", "ls"); err != nil || ok {
+		t.Fatalf("at 301 s: %v %v", ok, err)
+	}
 }
