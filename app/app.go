@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	gro := cfg.Grants
 	gro.Logger, gro.Local = log, a.Local
 	a.Grants = grants.New(pool, &gro)
-	a.Memory = memory.New(pool)
+	a.Memory = memory.New(pool, a.Local)
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
 	if cfg.BuiltinRoot != "" {

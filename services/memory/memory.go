@@ -15,6 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
@@ -26,15 +29,35 @@ const (
 )
 
 // Service keeps the notes and todos.
-type Service struct{ pool *pgxpool.Pool }
+type Service struct {
+	pool *pgxpool.Pool
+	tx   db.TxBeginner
+}
 
-// New returns the service.
-func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+// New returns the service; local (this process's bus reader, events.Local) may be nil.
+func New(pool *pgxpool.Pool, local *events.Local) *Service {
+	return &Service{pool: pool, tx: local.Beginner(pool)}
+}
+
+// change runs fn in a transaction with its audit entry: every change of a note or a
+// todo is audited with it (what changed, never the note's text).
+func (s *Service) change(ctx context.Context, o Owner, action, targetType string, fn func(tx pgx.Tx) (id string, payload map[string]any, err error)) error {
+	return db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		id, payload, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		payload["conversation_id"] = o.ConversationID
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
+			Action: action, TargetType: targetType, TargetID: id, Payload: payload})
+		return err
+	})
+}
 
 // Owner is whose notes: a person (user id) and the conversation.
 type Owner struct {
-	UserID         string
-	ConversationID string
+	UserID, UserName string
+	ConversationID   string
 }
 
 // Memory is one note.
@@ -100,13 +123,19 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 		return Memory{}, err
 	}
 	var m Memory
-	err = s.pool.QueryRow(ctx, `INSERT INTO memories (user_id, conversation_id, content, tags, search)
-		VALUES ($1, $2, $3, $4, setweight(to_tsvector('english', array_to_string($4::text[], ' ')), 'A') ||
-			setweight(to_tsvector('english', $3), 'B'))
-		RETURNING id::text, conversation_id, content, tags, created_at`, o.UserID, o.ConversationID, content, tags).
-		Scan(&m.ID, &m.ConversationID, &m.Content, &m.Tags, &m.CreatedAt)
+	err = s.change(ctx, o, "memory.store", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
+		err := tx.QueryRow(ctx, `INSERT INTO memories (user_id, conversation_id, content, tags, search)
+			VALUES ($1, $2, $3, $4, setweight(to_tsvector('english', array_to_string($4::text[], ' ')), 'A') ||
+				setweight(to_tsvector('english', $3), 'B'))
+			RETURNING id::text, conversation_id, content, tags, created_at`, o.UserID, o.ConversationID, content, tags).
+			Scan(&m.ID, &m.ConversationID, &m.Content, &m.Tags, &m.CreatedAt)
+		if err != nil {
+			return "", nil, fmt.Errorf("memory: store: %w", err)
+		}
+		return m.ID, map[string]any{"characters": len([]rune(content)), "tags": tags}, nil
+	})
 	if err != nil {
-		return Memory{}, fmt.Errorf("memory: store: %w", err)
+		return Memory{}, err
 	}
 	return m, nil
 }
@@ -167,14 +196,16 @@ func (s *Service) Delete(ctx context.Context, o Owner, id string) error {
 	if err := owned(o); err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM memories WHERE id::text = $1 AND user_id = $2`, id, o.UserID)
-	if err != nil {
-		return fmt.Errorf("memory: delete: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return s.change(ctx, o, "memory.delete", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
+		tag, err := tx.Exec(ctx, `DELETE FROM memories WHERE id::text = $1 AND user_id = $2`, id, o.UserID)
+		if err != nil {
+			return "", nil, fmt.Errorf("memory: delete: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return "", nil, ErrNotFound
+		}
+		return id, map[string]any{}, nil
+	})
 }
 
 // AddTodo adds an item to the conversation's todo list.
@@ -187,10 +218,16 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 		return Todo{}, fault.Invalid("invalid_title", "title: between 1 and 1000 characters", nil)
 	}
 	var t Todo
-	err := s.pool.QueryRow(ctx, `INSERT INTO todos (user_id, conversation_id, title) VALUES ($1, $2, $3)
-		RETURNING id::text, title, done_at, created_at`, o.UserID, o.ConversationID, title).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
+	err := s.change(ctx, o, "todo.add", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
+		err := tx.QueryRow(ctx, `INSERT INTO todos (user_id, conversation_id, title) VALUES ($1, $2, $3)
+			RETURNING id::text, title, done_at, created_at`, o.UserID, o.ConversationID, title).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
+		if err != nil {
+			return "", nil, fmt.Errorf("memory: add a todo: %w", err)
+		}
+		return t.ID, map[string]any{"title": t.Title}, nil
+	})
 	if err != nil {
-		return Todo{}, fmt.Errorf("memory: add a todo: %w", err)
+		return Todo{}, err
 	}
 	return t, nil
 }
@@ -201,14 +238,20 @@ func (s *Service) CompleteTodo(ctx context.Context, o Owner, id string) (Todo, e
 		return Todo{}, err
 	}
 	var t Todo
-	err := s.pool.QueryRow(ctx, `UPDATE todos SET done_at = coalesce(done_at, now())
-		WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING id::text, title, done_at, created_at`,
-		id, o.UserID, o.ConversationID).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Todo{}, fault.NotFound("todo")
-	}
+	err := s.change(ctx, o, "todo.complete", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
+		err := tx.QueryRow(ctx, `UPDATE todos SET done_at = coalesce(done_at, now())
+			WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING id::text, title, done_at, created_at`,
+			id, o.UserID, o.ConversationID).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", nil, fault.NotFound("todo")
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("memory: complete a todo: %w", err)
+		}
+		return t.ID, map[string]any{"title": t.Title}, nil
+	})
 	if err != nil {
-		return Todo{}, fmt.Errorf("memory: complete a todo: %w", err)
+		return Todo{}, err
 	}
 	t.Done = true
 	return t, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/memory"
@@ -11,14 +13,17 @@ import (
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
+var aliceID, bobID = uuid.NewString(), uuid.NewString()
+
 // Search is full-text and ranked: a note that says the words more (and in its tags)
 // comes first; stems match (deploying → deploy); another person's notes never show.
 func TestSearchRanking(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := memory.New(dbtest.New(t))
-	alice := memory.Owner{UserID: "u-alice", ConversationID: "conv-1"}
-	bob := memory.Owner{UserID: "u-bob", ConversationID: "conv-9"}
+	pool := dbtest.New(t)
+	s := memory.New(pool, nil)
+	alice := memory.Owner{UserID: aliceID, ConversationID: "conv-1"}
+	bob := memory.Owner{UserID: bobID, ConversationID: "conv-9"}
 	store := func(o memory.Owner, content string, tags ...string) memory.Memory {
 		t.Helper()
 		m, err := s.Store(ctx, o, content, tags)
@@ -64,14 +69,21 @@ func TestSearchRanking(t *testing.T) {
 	if _, err := s.Store(ctx, memory.Owner{}, "x", nil); err == nil {
 		t.Fatal("a note of nobody")
 	}
+	// Every change is audited, without the note's text.
+	for action, want := range map[string]int{"memory.store": 4, "memory.delete": 1} {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = $1 AND payload::text NOT LIKE '%staging key%'`, action).Scan(&n); err != nil || n != want {
+			t.Errorf("%s audit entries: %d %v, want %d", action, n, err, want)
+		}
+	}
 }
 
 // The todo list is the conversation's: add, complete, list in order.
 func TestTodos(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := memory.New(dbtest.New(t))
-	o := memory.Owner{UserID: "u-alice", ConversationID: "conv-1"}
+	s := memory.New(dbtest.New(t), nil)
+	o := memory.Owner{UserID: aliceID, ConversationID: "conv-1"}
 	a, err := s.AddTodo(ctx, o, "write the tests")
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +91,10 @@ func TestTodos(t *testing.T) {
 	if _, err := s.AddTodo(ctx, o, "ship it"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddTodo(ctx, memory.Owner{UserID: "u-alice", ConversationID: "conv-2"}, "elsewhere"); err != nil {
+	if _, err := s.AddTodo(ctx, memory.Owner{UserID: aliceID, ConversationID: "conv-2"}, "elsewhere"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CompleteTodo(ctx, memory.Owner{UserID: "u-alice", ConversationID: "conv-2"}, a.ID); !fault.Is(err, fault.KindNotFound) {
+	if _, err := s.CompleteTodo(ctx, memory.Owner{UserID: aliceID, ConversationID: "conv-2"}, a.ID); !fault.Is(err, fault.KindNotFound) {
 		t.Fatalf("completing another conversation's todo: %v", err)
 	}
 	if done, err := s.CompleteTodo(ctx, o, a.ID); err != nil || !done.Done {
