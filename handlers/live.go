@@ -76,6 +76,7 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 			if events.CollaborationRequested.Is(ev) {
 				parts = append(parts, views.LiveCollaborationAsked(views.CollaborationPrompt{ID: c.ID, Prompt: c.Prompt,
 					ConversationID: c.ConversationID, AuthorizeOperation: c.AuthorizeOperation, Target: c.Target}))
+				parts = append(parts, views.LiveToast("info", "An agent asks you a question: answer it at the top of the page."))
 			} else {
 				parts = append(parts, views.LiveCollaborationEnded(c.ID))
 			}
