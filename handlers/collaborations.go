@@ -67,20 +67,22 @@ func (h CollaborationsHandler) APIRespond(c echo.Context) error {
 // decision (approve, reject) or the free-text answer. From htmx, the answered prompt is
 // swapped for a line saying so; otherwise back to where the person was.
 func (h CollaborationsHandler) RespondForm(c echo.Context) error {
+	// The buttons decide; the words beside them go along as the answer. Sent on its
+	// own, the answer is read for approval and rejection words.
 	response := strings.TrimSpace(c.FormValue("response"))
-	if response == "" {
-		switch c.FormValue("decision") {
-		case "approve":
-			response = "approve"
-		case "reject":
-			response = "reject"
+	verdict := grants.Classify(response)
+	switch d := c.FormValue("decision"); d {
+	case "approve", "reject":
+		verdict = map[string]grants.Verdict{"approve": grants.Approve, "reject": grants.Reject}[d]
+		if response == "" {
+			response = d
 		}
 	}
 	id := c.Param("id")
 	if _, err := uuid.Parse(id); err != nil {
 		return fault.NotFound("collaboration")
 	}
-	got, err := h.Grants.Respond(c.Request().Context(), ActorOf(c), id, response)
+	got, err := h.Grants.RespondAs(c.Request().Context(), ActorOf(c), id, response, verdict)
 	if c.Request().Header.Get("HX-Request") == "true" {
 		if err != nil {
 			msg, mine := userMessage(err)

@@ -41,6 +41,8 @@ CREATE TABLE collaborations (
     status              text NOT NULL DEFAULT 'pending'
         CHECK (status IN ('pending', 'answered', 'declined', 'cancelled', 'expired')),
     response            text NOT NULL DEFAULT '',
+    -- The answer approves (its words, or the Approve button).
+    approved            boolean NOT NULL DEFAULT false,
     answered_by         text NOT NULL DEFAULT '',
     grant_id            uuid,
     created_at          timestamptz NOT NULL DEFAULT now(),

@@ -61,14 +61,15 @@ func TestCollaborationPages(t *testing.T) {
 	if err != nil || len(list) != 1 {
 		t.Fatalf("pending: %v %+v", err, list)
 	}
-	res := srv.PostFormHeaders(t, ca, "/collaborations/"+list[0].ID+"/respond", url.Values{"decision": {"approve"}},
+	res := srv.PostFormHeaders(t, ca, "/collaborations/"+list[0].ID+"/respond", url.Values{"decision": {"approve"}, "response": {"go on, but carefully"}},
 		map[string]string{"HX-Request": "true"})
 	if frag := body(t, res); res.StatusCode != http.StatusOK || !strings.Contains(frag, "Approved") {
 		t.Fatalf("approve: %d %s", res.StatusCode, frag)
 	}
 	select {
 	case c := <-done:
-		if c.Status != grants.StatusAnswered || c.GrantID == nil {
+		// The button approves; the words (no approval word among them) are the answer.
+		if c.Status != grants.StatusAnswered || c.GrantID == nil || !c.Approved() || c.Response != "go on, but carefully" {
 			t.Fatalf("answer: %+v", c)
 		}
 	case <-time.After(10 * time.Second):

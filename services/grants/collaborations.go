@@ -54,6 +54,8 @@ type Collaboration struct {
 	GrantTTLSeconds    int        `json:"grant_ttl_seconds"`
 	Status             string     `json:"status"`
 	Response           string     `json:"response,omitempty"`
+	// IsApproved: the answer approves (Approved is the same for an answered question).
+	IsApproved bool `json:"approved"`
 	AnsweredBy         string     `json:"answered_by,omitempty"`
 	GrantID            *string    `json:"grant_id,omitempty"`
 	CreatedAt          time.Time  `json:"created_at"`
@@ -61,18 +63,16 @@ type Collaboration struct {
 }
 
 // Approved reports whether the answer approves (seed 000 §4's words).
-func (c Collaboration) Approved() bool {
-	return c.Status == StatusAnswered && Classify(c.Response) == Approve
-}
+func (c Collaboration) Approved() bool { return c.Status == StatusAnswered && c.IsApproved }
 
 const collabColumns = `id::text, user_id::text, user_name, conversation_id, call_id, execution_id, source, prompt,
-	authorize_operation, target, grant_one_time, grant_ttl_seconds, status, response, answered_by, grant_id::text, created_at, answered_at`
+	authorize_operation, target, grant_one_time, grant_ttl_seconds, status, response, approved, answered_by, grant_id::text, created_at, answered_at`
 
 func scanCollab(row pgx.Row) (Collaboration, error) {
 	var c Collaboration
 	var uid *string
 	err := row.Scan(&c.ID, &uid, &c.UserName, &c.ConversationID, &c.CallID, &c.ExecutionID, &c.Source, &c.Prompt,
-		&c.AuthorizeOperation, &c.Target, &c.GrantOneTime, &c.GrantTTLSeconds, &c.Status, &c.Response, &c.AnsweredBy, &c.GrantID, &c.CreatedAt, &c.AnsweredAt)
+		&c.AuthorizeOperation, &c.Target, &c.GrantOneTime, &c.GrantTTLSeconds, &c.Status, &c.Response, &c.IsApproved, &c.AnsweredBy, &c.GrantID, &c.CreatedAt, &c.AnsweredAt)
 	if uid != nil {
 		c.UserID = *uid
 	}
@@ -262,6 +262,12 @@ var ErrNotPending = fault.Conflict("not_pending", "this question is no longer wa
 // creates the grant it asked for, in the same transaction. Only the person asked may
 // answer.
 func (s *Service) Respond(ctx context.Context, by audit.Actor, id, response string) (Collaboration, error) {
+	return s.RespondAs(ctx, by, id, response, Classify(response))
+}
+
+// RespondAs is Respond with the verdict given (the Approve and Reject buttons, with the
+// person's words beside them) instead of read from the words.
+func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response string, verdict Verdict) (Collaboration, error) {
 	response = strings.TrimSpace(response)
 	if response == "" {
 		return Collaboration{}, fault.Invalid("invalid_response", "response: say something (yes, no, or an answer)", nil)
@@ -283,7 +289,6 @@ func (s *Service) Respond(ctx context.Context, by audit.Actor, id, response stri
 			return ErrNotPending
 		}
 		status, action := StatusAnswered, "collaboration.respond"
-		verdict := Classify(response)
 		if verdict == Reject {
 			status, action = StatusDeclined, "collaboration.decline"
 		}
@@ -297,7 +302,8 @@ func (s *Service) Respond(ctx context.Context, by audit.Actor, id, response stri
 			grantID = g.ID
 		}
 		c, err = scanCollab(tx.QueryRow(ctx, `UPDATE collaborations SET status = $2, response = $3, answered_by = $4,
-			answered_at = $5, grant_id = $6 WHERE id::text = $1 RETURNING `+collabColumns, id, status, response, by.Name, s.now(), grantID))
+			answered_at = $5, grant_id = $6, approved = $7 WHERE id::text = $1 RETURNING `+collabColumns,
+			id, status, response, by.Name, s.now(), grantID, verdict == Approve))
 		if err != nil {
 			return fmt.Errorf("grants: respond: %w", err)
 		}
