@@ -40,26 +40,26 @@ func UserOfTopic(topic string) (string, bool) {
 
 // Collaboration is one question to a person and its answer.
 type Collaboration struct {
-	ID                 string     `json:"id"`
-	UserID             string     `json:"user_id"`
-	UserName           string     `json:"user_name"`
-	ConversationID     string     `json:"conversation_id"`
-	CallID             string     `json:"call_id,omitempty"`
-	ExecutionID        string     `json:"execution_id,omitempty"`
-	Source             string     `json:"source,omitempty"`
-	Prompt             string     `json:"prompt"`
-	AuthorizeOperation string     `json:"authorize_operation,omitempty"`
-	Target             string     `json:"target,omitempty"`
-	GrantOneTime       bool       `json:"grant_one_time,omitempty"`
-	GrantTTLSeconds    int        `json:"grant_ttl_seconds"`
-	Status             string     `json:"status"`
-	Response           string     `json:"response,omitempty"`
+	ID                 string `json:"id"`
+	UserID             string `json:"user_id"`
+	UserName           string `json:"user_name"`
+	ConversationID     string `json:"conversation_id"`
+	CallID             string `json:"call_id,omitempty"`
+	ExecutionID        string `json:"execution_id,omitempty"`
+	Source             string `json:"source,omitempty"`
+	Prompt             string `json:"prompt"`
+	AuthorizeOperation string `json:"authorize_operation,omitempty"`
+	Target             string `json:"target,omitempty"`
+	GrantOneTime       bool   `json:"grant_one_time,omitempty"`
+	GrantTTLSeconds    int    `json:"grant_ttl_seconds"`
+	Status             string `json:"status"`
+	Response           string `json:"response,omitempty"`
 	// IsApproved: the answer approves (Approved is the same for an answered question).
-	IsApproved bool `json:"approved"`
-	AnsweredBy         string     `json:"answered_by,omitempty"`
-	GrantID            *string    `json:"grant_id,omitempty"`
-	CreatedAt          time.Time  `json:"created_at"`
-	AnsweredAt         *time.Time `json:"answered_at,omitempty"`
+	IsApproved bool       `json:"approved"`
+	AnsweredBy string     `json:"answered_by,omitempty"`
+	GrantID    *string    `json:"grant_id,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty"`
 }
 
 // Approved reports whether the answer approves (seed 000 §4's words).
