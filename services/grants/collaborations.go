@@ -186,7 +186,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	asker := audit.Actor{Kind: audit.ActorUser, ID: q.UserID, Name: q.UserName}
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
-		c, err = scanCollab(tx.QueryRow(ctx, `INSERT INTO collaborations (user_id, user_name, conversation_id, call_id,
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Ask */ INSERT INTO collaborations (user_id, user_name, conversation_id, call_id,
 			execution_id, source, prompt, authorize_operation, target, grant_one_time, grant_ttl_seconds, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+collabColumns,
 			q.UserID, q.UserName, q.ConversationID, q.CallID, q.ExecutionID, q.Source, q.Prompt,
@@ -231,10 +231,10 @@ func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, caus
 	var c Collaboration
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
-		c, err = scanCollab(tx.QueryRow(ctx, `UPDATE collaborations SET status = 'cancelled', answered_at = $2
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel */ UPDATE collaborations SET status = 'cancelled', answered_at = $2
 			WHERE id::text = $1 AND status = 'pending' RETURNING `+collabColumns, id, s.now()))
 		if errors.Is(err, pgx.ErrNoRows) {
-			c, err = scanCollab(tx.QueryRow(ctx, `SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
+			c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel.answered */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
 			return err // answered just before: the answer stands
 		}
 		if err != nil {
@@ -275,7 +275,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 	var c Collaboration
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
-		c, err = scanCollab(tx.QueryRow(ctx, `SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1 FOR UPDATE`, id))
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1 FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fault.NotFound("collaboration")
 		}
@@ -301,7 +301,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 			}
 			grantID = g.ID
 		}
-		c, err = scanCollab(tx.QueryRow(ctx, `UPDATE collaborations SET status = $2, response = $3, answered_by = $4,
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond.update */ UPDATE collaborations SET status = $2, response = $3, answered_by = $4,
 			answered_at = $5, grant_id = $6, approved = $7 WHERE id::text = $1 RETURNING `+collabColumns,
 			id, status, response, by.Name, s.now(), grantID, verdict == Approve))
 		if err != nil {
@@ -324,7 +324,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 
 // GetCollaboration returns one question.
 func (s *Service) GetCollaboration(ctx context.Context, id string) (Collaboration, error) {
-	c, err := scanCollab(s.pool.QueryRow(ctx, `SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
+	c, err := scanCollab(s.pool.QueryRow(ctx, `/* grants.GetCollaboration */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Collaboration{}, fault.NotFound("collaboration")
 	}
@@ -334,7 +334,7 @@ func (s *Service) GetCollaboration(ctx context.Context, id string) (Collaboratio
 // Collaborations lists a person's questions with the given status ("" for any), newest
 // first.
 func (s *Service) Collaborations(ctx context.Context, userID, status string) ([]Collaboration, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+collabColumns+` FROM collaborations
+	rows, err := s.pool.Query(ctx, `/* grants.Collaborations */ SELECT `+collabColumns+` FROM collaborations
 		WHERE user_id::text = $1 AND ($2 = '' OR status = $2) ORDER BY created_at DESC LIMIT 200`, userID, status)
 	if err != nil {
 		return nil, fmt.Errorf("grants: list questions: %w", err)
@@ -345,14 +345,14 @@ func (s *Service) Collaborations(ctx context.Context, userID, status string) ([]
 // PendingCount is how many questions wait for the person.
 func (s *Service) PendingCount(ctx context.Context, userID string) (int, error) {
 	var n int
-	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM collaborations WHERE user_id::text = $1 AND status = 'pending'`, userID).Scan(&n)
+	err := s.pool.QueryRow(ctx, `/* grants.PendingCount */ SELECT count(*) FROM collaborations WHERE user_id::text = $1 AND status = 'pending'`, userID).Scan(&n)
 	return n, err
 }
 
 // expireUnanswered marks questions nobody answered within Unanswered as expired.
 func (s *Service) expireUnanswered(ctx context.Context) error {
 	return db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE collaborations SET status = 'expired', answered_at = $1
+		rows, err := tx.Query(ctx, `/* grants.expireUnanswered */ UPDATE collaborations SET status = 'expired', answered_at = $1
 			WHERE status = 'pending' AND created_at < $2 RETURNING `+collabColumns, s.now(), s.now().Add(-Unanswered))
 		if err != nil {
 			return err

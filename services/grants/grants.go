@@ -162,7 +162,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, sp Spec) (Grant, erro
 	if sp.CollaborationID != "" {
 		collab = sp.CollaborationID
 	}
-	g, err := scanGrant(tx.QueryRow(ctx, `INSERT INTO grants (conversation_id, operation, target, one_time, user_id, user_name,
+	g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Create */ INSERT INTO grants (conversation_id, operation, target, one_time, user_id, user_name,
 		collaboration_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+grantColumns,
 		sp.ConversationID, sp.Operation, sp.Target, sp.OneTime, userID, sp.By.Name, collab, now, now.Add(sp.TTL)))
 	if err != nil {
@@ -194,7 +194,7 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 	now := s.now()
 	allowed := false
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
-		g, err := scanGrant(tx.QueryRow(ctx, `UPDATE grants SET uses = uses + 1,
+		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
 				consumed_at = CASE WHEN one_time THEN $4::timestamptz ELSE consumed_at END
 			WHERE id = (SELECT id FROM grants
 				WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
@@ -214,7 +214,7 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 		}
 		// Refused. A one-time grant that was for this and is used up: a second use,
 		// which the audit log records.
-		used, err := scanGrant(tx.QueryRow(ctx, `SELECT `+grantColumns+` FROM grants
+		used, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow.used */ SELECT `+grantColumns+` FROM grants
 			WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
 			  AND one_time AND consumed_at IS NOT NULL AND revoked_at IS NULL AND expires_at > $4
 			ORDER BY consumed_at DESC LIMIT 1`, conversation, candidates(operation), target, now, bare(operation)))
@@ -242,7 +242,7 @@ type Filter struct {
 
 // Active lists the grants that can still be used, newest first.
 func (s *Service) Active(ctx context.Context, f Filter) ([]Grant, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+grantColumns+` FROM grants
+	rows, err := s.pool.Query(ctx, `/* grants.Active */ SELECT `+grantColumns+` FROM grants
 		WHERE revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $1
 		  AND ($2 = '' OR user_id::text = $2) AND ($3 = '' OR conversation_id = $3)
 		ORDER BY created_at DESC LIMIT 500`, s.now(), f.UserID, f.ConversationID)
@@ -254,7 +254,7 @@ func (s *Service) Active(ctx context.Context, f Filter) ([]Grant, error) {
 
 // Get returns one grant.
 func (s *Service) Get(ctx context.Context, id string) (Grant, error) {
-	g, err := scanGrant(s.pool.QueryRow(ctx, `SELECT `+grantColumns+` FROM grants WHERE id::text = $1`, id))
+	g, err := scanGrant(s.pool.QueryRow(ctx, `/* grants.Get */ SELECT `+grantColumns+` FROM grants WHERE id::text = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Grant{}, fault.NotFound("grant")
 	}
@@ -270,7 +270,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 	var g Grant
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
-		g, err = scanGrant(tx.QueryRow(ctx, `UPDATE grants SET revoked_at = $2, revoked_by = $3
+		g, err = scanGrant(tx.QueryRow(ctx, `/* grants.Revoke */ UPDATE grants SET revoked_at = $2, revoked_by = $3
 			WHERE id::text = $1 AND revoked_at IS NULL AND ($4 = '' OR user_id::text = $4) RETURNING `+grantColumns,
 			id, s.now(), by.Name, own))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -294,7 +294,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 // expired, so a second use of a one-time grant is still recognised until then), and
 // marks questions nobody answered within Unanswered as expired.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM grants WHERE expires_at <= $1`, s.now())
+	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= $1`, s.now())
 	if err != nil {
 		return 0, fmt.Errorf("grants: prune: %w", err)
 	}

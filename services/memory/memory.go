@@ -124,7 +124,7 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 	}
 	var m Memory
 	err = s.change(ctx, o, "memory.store", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
-		err := tx.QueryRow(ctx, `INSERT INTO memories (user_id, conversation_id, content, tags, search)
+		err := tx.QueryRow(ctx, `/* memory.Store */ INSERT INTO memories (user_id, conversation_id, content, tags, search)
 			VALUES ($1, $2, $3, $4, setweight(to_tsvector('english', array_to_string($4::text[], ' ')), 'A') ||
 				setweight(to_tsvector('english', $3), 'B'))
 			RETURNING id::text, conversation_id, content, tags, created_at`, o.UserID, o.ConversationID, content, tags).
@@ -153,7 +153,7 @@ func (s *Service) Search(ctx context.Context, o Owner, query string, limit int) 
 	if limit <= 0 || limit > MaxResults {
 		limit = 10
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id::text, conversation_id, content, tags, created_at, ts_rank_cd(search, q) AS rank
+	rows, err := s.pool.Query(ctx, `/* memory.Search */ SELECT id::text, conversation_id, content, tags, created_at, ts_rank_cd(search, q) AS rank
 		FROM memories, websearch_to_tsquery('english', $2) AS q
 		WHERE user_id = $1 AND search @@ q
 		ORDER BY rank DESC, created_at DESC LIMIT $3`, o.UserID, query, limit)
@@ -175,7 +175,7 @@ func (s *Service) List(ctx context.Context, o Owner, tag string, limit int) ([]M
 	if limit <= 0 || limit > MaxResults {
 		limit = 20
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id::text, conversation_id, content, tags, created_at, 0::real FROM memories
+	rows, err := s.pool.Query(ctx, `/* memory.List */ SELECT id::text, conversation_id, content, tags, created_at, 0::real FROM memories
 		WHERE user_id = $1 AND ($2 = '' OR $2 = ANY(tags)) ORDER BY created_at DESC LIMIT $3`,
 		o.UserID, strings.ToLower(strings.TrimSpace(tag)), limit)
 	if err != nil {
@@ -197,7 +197,7 @@ func (s *Service) Delete(ctx context.Context, o Owner, id string) error {
 		return err
 	}
 	return s.change(ctx, o, "memory.delete", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
-		tag, err := tx.Exec(ctx, `DELETE FROM memories WHERE id::text = $1 AND user_id = $2`, id, o.UserID)
+		tag, err := tx.Exec(ctx, `/* memory.Delete */ DELETE FROM memories WHERE id::text = $1 AND user_id = $2`, id, o.UserID)
 		if err != nil {
 			return "", nil, fmt.Errorf("memory: delete: %w", err)
 		}
@@ -219,7 +219,7 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 	}
 	var t Todo
 	err := s.change(ctx, o, "todo.add", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
-		err := tx.QueryRow(ctx, `INSERT INTO todos (user_id, conversation_id, title) VALUES ($1, $2, $3)
+		err := tx.QueryRow(ctx, `/* memory.AddTodo */ INSERT INTO todos (user_id, conversation_id, title) VALUES ($1, $2, $3)
 			RETURNING id::text, title, done_at, created_at`, o.UserID, o.ConversationID, title).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
 		if err != nil {
 			return "", nil, fmt.Errorf("memory: add a todo: %w", err)
@@ -239,7 +239,7 @@ func (s *Service) CompleteTodo(ctx context.Context, o Owner, id string) (Todo, e
 	}
 	var t Todo
 	err := s.change(ctx, o, "todo.complete", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
-		err := tx.QueryRow(ctx, `UPDATE todos SET done_at = coalesce(done_at, now())
+		err := tx.QueryRow(ctx, `/* memory.CompleteTodo */ UPDATE todos SET done_at = coalesce(done_at, now())
 			WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING id::text, title, done_at, created_at`,
 			id, o.UserID, o.ConversationID).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -262,7 +262,7 @@ func (s *Service) Todos(ctx context.Context, o Owner) ([]Todo, error) {
 	if err := owned(o); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id::text, title, done_at, created_at FROM todos
+	rows, err := s.pool.Query(ctx, `/* memory.Todos */ SELECT id::text, title, done_at, created_at FROM todos
 		WHERE user_id = $1 AND conversation_id = $2 ORDER BY created_at, id LIMIT 500`, o.UserID, o.ConversationID)
 	if err != nil {
 		return nil, fmt.Errorf("memory: todos: %w", err)
