@@ -46,7 +46,10 @@ CREATE TABLE collaborations (
     answered_by         text NOT NULL DEFAULT '',
     grant_id            uuid,
     created_at          timestamptz NOT NULL DEFAULT now(),
-    answered_at         timestamptz
+    answered_at         timestamptz,
+    -- The waiting call's last sign of life: a pending question nobody waits for any
+    -- more (its process ended) is cancelled by the prune.
+    heartbeat_at        timestamptz
 );
 CREATE INDEX collaborations_pending ON collaborations (user_id, created_at) WHERE status = 'pending';
 

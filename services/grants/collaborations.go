@@ -29,6 +29,10 @@ const (
 // Unanswered is how long a question waits before Prune marks it expired.
 const Unanswered = 24 * time.Hour
 
+// Abandoned is how long a pending question may go without its waiting call's sign of
+// life (every pollEvery) before Prune cancels it: the process that waited ended.
+const Abandoned = time.Minute
+
 // UserTopic is the topic of what concerns one person: the questions waiting for them.
 func UserTopic(userID string) string { return "user:" + userID }
 
@@ -210,9 +214,10 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
-		cur, err := s.GetCollaboration(context.WithoutCancel(ctx), c.ID)
+		cur, err := scanCollab(s.pool.QueryRow(context.WithoutCancel(ctx), `/* grants.Ask.wait */ UPDATE collaborations
+			SET heartbeat_at = $2 WHERE id::text = $1 RETURNING `+collabColumns, c.ID, s.now()))
 		if err != nil {
-			return Collaboration{}, err
+			return Collaboration{}, fmt.Errorf("grants: wait for the answer: %w", err)
 		}
 		if cur.Status != StatusPending {
 			return cur, nil
@@ -349,21 +354,29 @@ func (s *Service) PendingCount(ctx context.Context, userID string) (int, error) 
 	return n, err
 }
 
-// expireUnanswered marks questions nobody answered within Unanswered as expired.
+// expireUnanswered marks questions nobody answered within Unanswered as expired, and
+// cancels those whose waiting call is gone (no sign of life for Abandoned).
 func (s *Service) expireUnanswered(ctx context.Context) error {
 	return db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `/* grants.expireUnanswered */ UPDATE collaborations SET status = 'expired', answered_at = $1
-			WHERE status = 'pending' AND created_at < $2 RETURNING `+collabColumns, s.now(), s.now().Add(-Unanswered))
+		now := s.now()
+		rows, err := tx.Query(ctx, `/* grants.expireUnanswered */ UPDATE collaborations
+			SET status = CASE WHEN created_at < $2 THEN 'expired' ELSE 'cancelled' END, answered_at = $1
+			WHERE status = 'pending' AND (created_at < $2 OR coalesce(heartbeat_at, created_at) < $3)
+			RETURNING `+collabColumns, now, now.Add(-Unanswered), now.Add(-Abandoned))
 		if err != nil {
 			return err
 		}
-		expired, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
+		ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
 		if err != nil {
 			return err
 		}
-		for _, c := range expired {
-			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "collaboration.expire", TargetType: "collaboration",
-				TargetID: c.ID, TargetName: clip(c.Prompt, 80)}); err != nil {
+		for _, c := range ended {
+			e := audit.Entry{Actor: audit.System, Action: "collaboration.expire", TargetType: "collaboration",
+				TargetID: c.ID, TargetName: clip(c.Prompt, 80)}
+			if c.Status == StatusCancelled {
+				e.Action, e.Payload = "collaboration.cancel", map[string]any{"reason": "nobody waits for the answer any more (the caller's process ended)"}
+			}
+			if _, err := audit.Append(ctx, tx, e); err != nil {
 				return err
 			}
 			if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {

@@ -271,3 +271,47 @@ func TestAsk(t *testing.T) {
 		}
 	}
 }
+
+// A question whose waiting call is gone (no sign of life for a minute) is cancelled by
+// the prune; one nobody answered for a day is expired; a waiting one stays.
+func TestPruneQuestions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice := addUser(t, pool, "alice")
+	for _, q := range []struct{ prompt, age string }{{"abandoned", "5 minutes"}, {"old", "25 hours"}} {
+		if _, err := pool.Exec(ctx, `INSERT INTO collaborations (user_id, conversation_id, prompt, created_at, heartbeat_at)
+			VALUES ($1, 'c', $2, now() - $3::interval, now() - $3::interval)`, alice.ID, q.prompt, q.age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = s.Ask(cctx, grants.Question{UserID: alice.ID, ConversationID: "c", Prompt: "waiting"}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := s.Collaborations(ctx, alice.ID, grants.StatusPending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := s.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	all, err := s.Collaborations(ctx, alice.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		got[c.Prompt] = c.Status
+	}
+	if got["abandoned"] != grants.StatusCancelled || got["old"] != grants.StatusExpired || got["waiting"] != grants.StatusPending {
+		t.Fatalf("after the prune: %v", got)
+	}
+}
