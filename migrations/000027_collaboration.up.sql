@@ -71,6 +71,7 @@ CREATE TABLE todos (
     user_id         text NOT NULL,
     conversation_id text NOT NULL DEFAULT '',
     title           text NOT NULL CHECK (title <> ''),
+    status          text NOT NULL DEFAULT 'not-started' CHECK (status IN ('not-started', 'in-progress', 'completed')),
     done_at         timestamptz,
     created_at      timestamptz NOT NULL DEFAULT now()
 );

@@ -111,6 +111,34 @@ func Memory(m *memory.Service) Tool {
 					}
 					return "Completed: " + t.Title, map[string]any{"todo": t}, nil
 				})},
+			{Name: "manage_todos", Description: "seed 000's todo list in one operation: action read (the list), write (replace it with todos) or update (change the todos named by id: title, status)",
+				Properties: map[string]any{
+					"action": map[string]any{"type": "string", "enum": []string{"read", "write", "update"}, "description": "what to do with the list"},
+					"todos": map[string]any{"type": "array", "maxItems": 500, "description": "write: the whole list; update: the todos to change",
+						"items": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
+							"id": text, "title": text,
+							"status": map[string]any{"type": "string", "enum": memory.TodoStatuses}}}},
+				},
+				Required: []string{"action"},
+				Display:  todosDisplay,
+				Run: run(func(ctx context.Context, c Call, in memoryArgs) (string, any, error) {
+					var list []memory.Todo
+					var err error
+					switch in.Action {
+					case "write":
+						list, err = m.WriteTodos(ctx, owner(c), in.Todos)
+					case "update":
+						if _, err = m.UpdateTodos(ctx, owner(c), in.Todos); err == nil {
+							list, err = m.Todos(ctx, owner(c))
+						}
+					default:
+						list, err = m.Todos(ctx, owner(c))
+					}
+					if err != nil {
+						return "", nil, err
+					}
+					return todosText(list), map[string]any{"todos": list}, nil
+				})},
 			{Name: "todo_list", Description: "this conversation's todo list",
 				Display: func(map[string]any) string { return "Reading todo list" },
 				Run: run(func(ctx context.Context, c Call, _ memoryArgs) (string, any, error) {
@@ -118,31 +146,66 @@ func Memory(m *memory.Service) Tool {
 					if err != nil {
 						return "", nil, err
 					}
-					if len(list) == 0 {
-						return "The todo list is empty.", map[string]any{"todos": list}, nil
-					}
-					var b strings.Builder
-					for _, t := range list {
-						mark := " "
-						if t.Done {
-							mark = "x"
-						}
-						fmt.Fprintf(&b, "[%s] %s (%s)\n", mark, t.Title, t.ID)
-					}
-					return strings.TrimRight(b.String(), "\n"), map[string]any{"todos": list}, nil
+					return todosText(list), map[string]any{"todos": list}, nil
 				})},
 		},
 	}
 }
 
 type memoryArgs struct {
-	Content string   `json:"content"`
-	Tags    []string `json:"tags"`
-	Query   string   `json:"query"`
-	Tag     string   `json:"tag"`
-	Limit   int      `json:"limit"`
-	ID      string   `json:"id"`
-	Title   string   `json:"title"`
+	Content string              `json:"content"`
+	Tags    []string            `json:"tags"`
+	Query   string              `json:"query"`
+	Tag     string              `json:"tag"`
+	Limit   int                 `json:"limit"`
+	ID      string              `json:"id"`
+	Title   string              `json:"title"`
+	Action  string              `json:"action"`
+	Todos   []memory.TodoChange `json:"todos"`
+}
+
+func todosText(list []memory.Todo) string {
+	if len(list) == 0 {
+		return "The todo list is empty."
+	}
+	var b strings.Builder
+	for _, t := range list {
+		mark := " "
+		switch t.Status {
+		case memory.TodoCompleted:
+			mark = "x"
+		case memory.TodoInProgress:
+			mark = "~"
+		}
+		fmt.Fprintf(&b, "[%s] %s (%s)\n", mark, t.Title, t.ID)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// todosDisplay is seed 000 §6's line for manage_todos: reading the list, creating it,
+// starting or completing one todo, updating several.
+func todosDisplay(a map[string]any) string {
+	todos, _ := a["todos"].([]any)
+	switch str(a["action"]) {
+	case "write":
+		return fmt.Sprintf("Creating todo list: %d tasks", len(todos))
+	case "update":
+		if len(todos) == 1 {
+			t, _ := todos[0].(map[string]any)
+			title := str(t["title"])
+			if title == "" {
+				title = str(t["id"])
+			}
+			switch str(t["status"]) {
+			case memory.TodoCompleted:
+				return "Completed: " + clip(title, 60)
+			case memory.TodoInProgress:
+				return "Starting: " + clip(title, 60)
+			}
+		}
+		return fmt.Sprintf("Updating %d todos", len(todos))
+	}
+	return "Reading todo list"
 }
 
 func memoriesText(ms []memory.Memory, none string) string {

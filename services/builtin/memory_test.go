@@ -41,11 +41,30 @@ func TestMemoryOperations(t *testing.T) {
 	if got := call("builtin__memory_operations", `{"operation":"todo_list"}`); !strings.HasPrefix(got, "[ ] check db-2") {
 		t.Fatalf("todo_list: %q", got)
 	}
+	// Seed 000's manage_todos: write the list, start and complete items, read it.
+	got = call("builtin__memory_operations.manage_todos", `{"action":"write","todos":[{"title":"plan"},{"title":"build","status":"in-progress"}]}`)
+	if got != "" && !strings.HasPrefix(got, "[ ] plan") {
+		t.Fatalf("manage_todos write: %q", got)
+	}
+	var id string
+	if err := srv.Pool.QueryRow(ctx, `SELECT id::text FROM todos WHERE title = 'plan'`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	call("builtin__memory_operations", `{"operation":"manage_todos","action":"update","todos":[{"id":"`+id+`","status":"completed"}]}`)
+	if got := call("builtin__memory_operations", `{"operation":"manage_todos","action":"read"}`); !strings.HasPrefix(got, "[x] plan") ||
+		!strings.Contains(got, "[~] build") || strings.Contains(got, "check db-2") {
+		t.Fatalf("manage_todos read: %q", got)
+	}
 	b := srv.App.Builtin
 	for args, want := range map[string]string{
-		`{"operation":"search","query":"staging"}`: "Searching memory: staging",
-		`{"operation":"todo_list"}`:                "Reading todo list",
-		`{"operation":"store","content":"x"}`:      "Remembering: x",
+		`{"operation":"search","query":"staging"}`:                                                               "Searching memory: staging",
+		`{"operation":"todo_list"}`:                                                                              "Reading todo list",
+		`{"operation":"store","content":"x"}`:                                                                    "Remembering: x",
+		`{"operation":"manage_todos","action":"write","todos":[{"title":"a"},{"title":"b"}]}`:                    "Creating todo list: 2 tasks",
+		`{"operation":"manage_todos","action":"update","todos":[{"id":"1","title":"a","status":"completed"}]}`:   "Completed: a",
+		`{"operation":"manage_todos","action":"update","todos":[{"id":"1","title":"a","status":"in-progress"}]}`: "Starting: a",
+		`{"operation":"manage_todos","action":"update","todos":[{"id":"1"},{"id":"2"}]}`:                         "Updating 2 todos",
+		`{"operation":"manage_todos","action":"read"}`:                                                           "Reading todo list",
 	} {
 		if d := b.Display("memory_operations", json.RawMessage(args)); d != want {
 			t.Errorf("display of %s: %q, want %q", args, d, want)

@@ -70,13 +70,31 @@ type Memory struct {
 	Rank           float32   `json:"rank,omitempty"`
 }
 
+// The statuses of a todo (seed 000 §6: starting one, completing one).
+const (
+	TodoNotStarted = "not-started"
+	TodoInProgress = "in-progress"
+	TodoCompleted  = "completed"
+)
+
+// TodoStatuses lists them.
+var TodoStatuses = []string{TodoNotStarted, TodoInProgress, TodoCompleted}
+
 // Todo is one item of a conversation's todo list.
 type Todo struct {
 	ID        string     `json:"id"`
 	Title     string     `json:"title"`
+	Status    string     `json:"status"`
 	Done      bool       `json:"done"`
 	DoneAt    *time.Time `json:"done_at,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
+}
+
+// TodoChange is one item of manage_todos' write (ID empty) or update (ID set).
+type TodoChange struct {
+	ID     string `json:"id,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Status string `json:"status,omitempty"`
 }
 
 func owned(o Owner) error {
@@ -208,53 +226,163 @@ func (s *Service) Delete(ctx context.Context, o Owner, id string) error {
 	})
 }
 
+const todoColumns = `id::text, title, status, done_at, created_at`
+
+func scanTodo(row pgx.Row) (Todo, error) {
+	var t Todo
+	err := row.Scan(&t.ID, &t.Title, &t.Status, &t.DoneAt, &t.CreatedAt)
+	t.Done = t.Status == TodoCompleted
+	return t, err
+}
+
+func checkTitle(title string) (string, error) {
+	title = strings.TrimSpace(title)
+	if title == "" || len([]rune(title)) > 1000 {
+		return "", fault.Invalid("invalid_title", "title: between 1 and 1000 characters", nil)
+	}
+	return title, nil
+}
+
+func checkStatus(status string) (string, error) {
+	if status == "" {
+		return TodoNotStarted, nil
+	}
+	if !contains(TodoStatuses, status) {
+		return "", fault.Invalid("invalid_status", "status: one of "+strings.Join(TodoStatuses, ", "), nil)
+	}
+	return status, nil
+}
+
+func addTodo(ctx context.Context, tx pgx.Tx, o Owner, title, status string) (Todo, error) {
+	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.AddTodo */ INSERT INTO todos (user_id, conversation_id, title, status, done_at, created_at)
+		VALUES ($1, $2, $3, $4, CASE WHEN $4 = 'completed' THEN now() END, clock_timestamp()) RETURNING `+todoColumns, o.UserID, o.ConversationID, title, status))
+	if err != nil {
+		return Todo{}, fmt.Errorf("memory: add a todo: %w", err)
+	}
+	return t, nil
+}
+
 // AddTodo adds an item to the conversation's todo list.
 func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, error) {
 	if err := owned(o); err != nil {
 		return Todo{}, err
 	}
-	title = strings.TrimSpace(title)
-	if title == "" || len([]rune(title)) > 1000 {
-		return Todo{}, fault.Invalid("invalid_title", "title: between 1 and 1000 characters", nil)
-	}
-	var t Todo
-	err := s.change(ctx, o, "todo.add", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
-		err := tx.QueryRow(ctx, `/* memory.AddTodo */ INSERT INTO todos (user_id, conversation_id, title) VALUES ($1, $2, $3)
-			RETURNING id::text, title, done_at, created_at`, o.UserID, o.ConversationID, title).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
-		if err != nil {
-			return "", nil, fmt.Errorf("memory: add a todo: %w", err)
-		}
-		return t.ID, map[string]any{"title": t.Title}, nil
-	})
+	title, err := checkTitle(title)
 	if err != nil {
 		return Todo{}, err
+	}
+	var t Todo
+	err = s.change(ctx, o, "todo.add", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
+		var err error
+		t, err = addTodo(ctx, tx, o, title, TodoNotStarted)
+		return t.ID, map[string]any{"title": t.Title}, err
+	})
+	return t, err
+}
+
+func updateTodo(ctx context.Context, tx pgx.Tx, o Owner, c TodoChange) (Todo, error) {
+	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.UpdateTodo */ UPDATE todos SET title = coalesce(nullif($4, ''), title),
+			status = coalesce(nullif($5, ''), status),
+			done_at = CASE WHEN coalesce(nullif($5, ''), status) = 'completed' THEN coalesce(done_at, now()) END
+		WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING `+todoColumns,
+		c.ID, o.UserID, o.ConversationID, c.Title, c.Status))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Todo{}, fault.NotFound("todo")
+	}
+	if err != nil {
+		return Todo{}, fmt.Errorf("memory: update a todo: %w", err)
 	}
 	return t, nil
 }
 
 // CompleteTodo marks an item of the conversation's list done.
 func (s *Service) CompleteTodo(ctx context.Context, o Owner, id string) (Todo, error) {
-	if err := owned(o); err != nil {
-		return Todo{}, err
-	}
-	var t Todo
-	err := s.change(ctx, o, "todo.complete", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
-		err := tx.QueryRow(ctx, `/* memory.CompleteTodo */ UPDATE todos SET done_at = coalesce(done_at, now())
-			WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING id::text, title, done_at, created_at`,
-			id, o.UserID, o.ConversationID).Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return "", nil, fault.NotFound("todo")
-		}
-		if err != nil {
-			return "", nil, fmt.Errorf("memory: complete a todo: %w", err)
-		}
-		return t.ID, map[string]any{"title": t.Title}, nil
-	})
+	ts, err := s.UpdateTodos(ctx, o, []TodoChange{{ID: id, Status: TodoCompleted}})
 	if err != nil {
 		return Todo{}, err
 	}
-	t.Done = true
-	return t, nil
+	return ts[0], nil
+}
+
+// UpdateTodos changes items of the conversation's list (title, status), all or none.
+func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange) ([]Todo, error) {
+	if err := owned(o); err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		return nil, fault.Invalid("invalid_todos", "todos: name at least one (id, and title or status)", nil)
+	}
+	for i, c := range changes {
+		if c.ID == "" {
+			return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos[%d].id: which todo", i), nil)
+		}
+		if c.Title != "" {
+			if _, err := checkTitle(c.Title); err != nil {
+				return nil, err
+			}
+		}
+		if c.Status != "" {
+			if _, err := checkStatus(c.Status); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Todo, 0, len(changes))
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		for _, c := range changes {
+			t, err := updateTodo(ctx, tx, o, c)
+			if err != nil {
+				return err
+			}
+			action := "todo.update"
+			if t.Status == TodoCompleted && c.Status == TodoCompleted {
+				action = "todo.complete"
+			}
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
+				Action: action, TargetType: "todo", TargetID: t.ID, TargetName: t.Title,
+				Payload: map[string]any{"conversation_id": o.ConversationID, "status": t.Status}}); err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// WriteTodos replaces the conversation's todo list (seed 000's manage_todos write).
+func (s *Service) WriteTodos(ctx context.Context, o Owner, items []TodoChange) ([]Todo, error) {
+	if err := owned(o); err != nil {
+		return nil, err
+	}
+	if len(items) > 500 {
+		return nil, fault.Invalid("invalid_todos", "todos: at most 500", nil)
+	}
+	for i := range items {
+		var err error
+		if items[i].Title, err = checkTitle(items[i].Title); err != nil {
+			return nil, err
+		}
+		if items[i].Status, err = checkStatus(items[i].Status); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Todo, 0, len(items))
+	err := s.change(ctx, o, "todo.write", "todo_list", func(tx pgx.Tx) (string, map[string]any, error) {
+		if _, err := tx.Exec(ctx, `/* memory.WriteTodos */ DELETE FROM todos WHERE user_id = $1 AND conversation_id = $2`,
+			o.UserID, o.ConversationID); err != nil {
+			return "", nil, fmt.Errorf("memory: write the todo list: %w", err)
+		}
+		for _, it := range items {
+			t, err := addTodo(ctx, tx, o, it.Title, it.Status)
+			if err != nil {
+				return "", nil, err
+			}
+			out = append(out, t)
+		}
+		return o.ConversationID, map[string]any{"todos": len(out)}, nil
+	})
+	return out, err
 }
 
 // Todos is the conversation's todo list, oldest first.
@@ -262,15 +390,10 @@ func (s *Service) Todos(ctx context.Context, o Owner) ([]Todo, error) {
 	if err := owned(o); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `/* memory.Todos */ SELECT id::text, title, done_at, created_at FROM todos
+	rows, err := s.pool.Query(ctx, `/* memory.Todos */ SELECT `+todoColumns+` FROM todos
 		WHERE user_id = $1 AND conversation_id = $2 ORDER BY created_at, id LIMIT 500`, o.UserID, o.ConversationID)
 	if err != nil {
 		return nil, fmt.Errorf("memory: todos: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Todo, error) {
-		var t Todo
-		err := r.Scan(&t.ID, &t.Title, &t.DoneAt, &t.CreatedAt)
-		t.Done = t.DoneAt != nil
-		return t, err
-	})
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Todo, error) { return scanTodo(r) })
 }
