@@ -43,7 +43,7 @@ func TestMemoryOperations(t *testing.T) {
 	}
 	// Seed 000's manage_todos: write the list, start and complete items, read it.
 	got = call("builtin__memory_operations.manage_todos", `{"action":"write","todos":[{"title":"plan"},{"title":"build","status":"in-progress"}]}`)
-	if got != "" && !strings.HasPrefix(got, "[ ] plan") {
+	if !strings.HasPrefix(got, "[ ] plan") || !strings.Contains(got, "[~] build") {
 		t.Fatalf("manage_todos write: %q", got)
 	}
 	var id string

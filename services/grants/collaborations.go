@@ -347,13 +347,6 @@ func (s *Service) Collaborations(ctx context.Context, userID, status string) ([]
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
 }
 
-// PendingCount is how many questions wait for the person.
-func (s *Service) PendingCount(ctx context.Context, userID string) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `/* grants.PendingCount */ SELECT count(*) FROM collaborations WHERE user_id::text = $1 AND status = 'pending'`, userID).Scan(&n)
-	return n, err
-}
-
 // expireUnanswered marks questions nobody answered within Unanswered as expired, and
 // cancels those whose waiting call is gone (no sign of life for Abandoned).
 func (s *Service) expireUnanswered(ctx context.Context) error {
