@@ -273,6 +273,10 @@ func (s *Service) Respond(ctx context.Context, by audit.Actor, id, response stri
 // RespondAs is Respond with the verdict given (the Approve and Reject buttons, with the
 // person's words beside them) instead of read from the words.
 func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response string, verdict Verdict) (Collaboration, error) {
+	if by.Kind != audit.ActorUser {
+		// Decisions belong to people (docs/security.md): never an API token.
+		return Collaboration{}, fault.Forbidden("only a person signed in to Toolwarden in the browser may answer an agent's question, not an API token").About("collaboration")
+	}
 	response = strings.TrimSpace(response)
 	if response == "" {
 		return Collaboration{}, fault.Invalid("invalid_response", "response: say something (yes, no, or an answer)", nil)

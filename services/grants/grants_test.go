@@ -228,6 +228,11 @@ func TestAsk(t *testing.T) {
 	done := ask(ctx, grants.Question{UserID: alice.ID, UserName: "alice", ConversationID: "conv-1", Prompt: "May I create /etc/x?",
 		AuthorizeOperation: "file_operations.create_file", OneTime: true})
 	c := pending()
+	token := alice
+	token.Kind, token.TokenID = audit.ActorToken, "tok"
+	if _, err := s.Respond(ctx, token, c.ID, "yes"); !fault.Is(err, fault.KindForbidden) {
+		t.Fatalf("alice's token answers: %v", err)
+	}
 	if _, err := s.Respond(ctx, bob, c.ID, "yes"); !fault.Is(err, fault.KindNotFound) {
 		t.Fatalf("bob answers alice's question: %v", err)
 	}
