@@ -54,5 +54,16 @@ func TestBrowserCollaborationAnswer(t *testing.T) {
 		t.Errorf("the card reads %q", got)
 	}
 	b.waitJS("no question is left", `!document.querySelector("[data-testid=collaboration]")`)
+
+	// Reject, from another page: the agent is told no.
+	b.do("open the approvals", chromedp.Navigate(srv.URL+"/approvals"))
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	out = mcpCall(context.Background(), cs, "builtin__user_collaboration", map[string]any{"prompt": "Drop the cache?"}, 0)
+	b.waitJS("the second question appears", `document.querySelector("[data-testid=collaboration-prompt]")?.textContent === "Drop the cache?"`)
+	b.do("reject", chromedp.Click(chromedp.CSS(`[data-testid=collaboration-reject]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=collaboration-answered]`)))
+	if res := mcpWait(t, "the rejected question", out); res.IsError || !strings.HasPrefix(mcpText(res), "The user declined: reject") {
+		t.Fatalf("the call got %+v %q", res, mcpText(res))
+	}
 	b.checkConsole()
 }
