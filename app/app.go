@@ -28,8 +28,10 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/gateway"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/memory"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -65,8 +67,10 @@ type Config struct {
 	MCP        mcpclient.Options
 	Router     router.Options
 	Executions executions.Options
-	Denials    audit.DenialOptions
-	Gateway    gateway.Options
+	// Grants: the clock of grants and user_collaboration (tests move it).
+	Grants  grants.Options
+	Denials audit.DenialOptions
+	Gateway gateway.Options
 	// BuiltinRoot holds the built-in tools' workspaces (--builtin-root); "" leaves the
 	// built-in server out (Toolwarden's serve always sets it).
 	BuiltinRoot string
@@ -102,6 +106,8 @@ type App struct {
 	Builtin    *builtin.Server // nil without Config.BuiltinRoot
 	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
 	Terminals *builtin.Terminals
+	Grants    *grants.Service
+	Memory    *memory.Service
 	Web       *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
 	// database ("" when there was one already).
@@ -195,6 +201,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if _, err := a.Registry.ReportReservedNames(ctx); err != nil {
 		return nil, err
 	}
+	gro := cfg.Grants
+	gro.Logger, gro.Local = log, a.Local
+	a.Grants = grants.New(pool, &gro)
+	a.Memory = memory.New(pool, a.Local)
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
 	if cfg.BuiltinRoot != "" {
@@ -260,7 +270,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),
 		Usage: usage.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
-		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals,
+		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
 		Gateway: a.Gateway}, a.Bus)
 
 	return a, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 )
@@ -19,10 +20,11 @@ const builtinDescription = "Toolwarden's own tools: files in each conversation's
 // server registered as builtin before the name was reserved keeps the name; the
 // built-in tools then wait, and the log says why, until it is renamed.
 func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, error) {
-	b, err := builtin.New(&builtin.Options{Root: cfg.BuiltinRoot, Logger: a.log, Version: cfg.Version})
+	b, err := builtin.New(&builtin.Options{Root: cfg.BuiltinRoot, Logger: a.log, Version: cfg.Version, Grants: a.Grants})
 	if err != nil {
 		return nil, err
 	}
+	b.Add(builtin.Memory(a.Memory))
 	b.Add(builtin.Think())
 	ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root(), Logger: a.log, OnInput: a.auditTerminalInput})
 	if err != nil {
@@ -32,6 +34,7 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 	b.Add(builtin.TerminalTool(ts))
 	b.OnClose(ts.Close)
 	b.Add(b.FileOperations())
+	b.Add(builtin.UserCollaboration(asker{a.Grants}))
 	if _, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
 		a.log.Warn(err.Error())
 	} else if err != nil {
@@ -119,4 +122,21 @@ func (a *App) BuiltinDisplay(qualified string, args json.RawMessage) string {
 		args, _ = json.Marshal(m)
 	}
 	return a.Builtin.Display(name, args)
+}
+
+// asker is user_collaboration's way to the person behind a call (services/grants).
+type asker struct{ g *grants.Service }
+
+func (a asker) Ask(ctx context.Context, q builtin.Question) (builtin.Answer, error) {
+	c, err := a.g.Ask(ctx, grants.Question{UserID: q.Call.UserID, UserName: q.Call.UserName, ConversationID: q.Call.ConversationID,
+		CallID: q.Call.CallID, ExecutionID: q.Call.ExecutionID, Source: q.Call.Source, Prompt: q.Prompt,
+		AuthorizeOperation: q.AuthorizeOperation, Target: q.Target, OneTime: q.OneTime})
+	if err != nil {
+		return builtin.Answer{}, err
+	}
+	ans := builtin.Answer{ID: c.ID, Status: c.Status, Response: c.Response, Approved: c.Approved()}
+	if c.GrantID != nil {
+		ans.GrantID = *c.GrantID
+	}
+	return ans, nil
 }

@@ -78,6 +78,9 @@ func (a *App) prune(ctx context.Context) error {
 	if _, err := a.Registry.PruneHealth(ctx, healthRetention); err != nil {
 		return fmt.Errorf("prune health checks: %w", err)
 	}
+	if _, err := a.Grants.Prune(ctx); err != nil {
+		return fmt.Errorf("prune grants: %w", err)
+	}
 	if _, err := events.Prune(ctx, a.Pool, time.Now().Add(-eventRetention), executions.TopicOf("")); err != nil {
 		return fmt.Errorf("prune events: %w", err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/gateway"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -73,6 +74,8 @@ type Deps struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the client;
 	// without any, the peer address is the client.
 	TrustedProxies []netip.Prefix
+	// Grants are what people allowed through user_collaboration, and its questions.
+	Grants *grants.Service
 }
 
 // Shell is what every page needs around its content: the layout with its live cursor
@@ -87,11 +90,14 @@ type Shell struct {
 	// Executions counts the plans awaiting approval (the nav badge) and holds the
 	// settings pages read.
 	Executions *executions.Service
+	// Grants lists the questions waiting for the viewer (every page shows them).
+	Grants *grants.Service
 }
 
 // Shell is the page frame of the handlers built from d.
 func (d *Deps) Shell() *Shell {
-	return &Shell{Logger: d.Logger, Version: d.Version, SecureCookies: d.SecureCookies, Events: d.Events, Executions: d.Executions}
+	return &Shell{Logger: d.Logger, Version: d.Version, SecureCookies: d.SecureCookies, Events: d.Events, Executions: d.Executions,
+		Grants: d.Grants}
 }
 
 // SessionCookie is the name of the session cookie.
@@ -190,6 +196,7 @@ var navAreas = []navArea{
 	{"Executions", "/executions", auth.PermExecutionView},
 	{"Terminals", "/terminals", auth.PermTerminalView},
 	{"Approvals", "/approvals", auth.PermExecutionApprove},
+	{"Grants", "/grants", auth.PermCollaborate},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},
 	{"Settings", "/settings/executions", auth.PermSettings},
@@ -260,8 +267,30 @@ func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Lay
 		}
 		l.Nav = append(l.Nav, item)
 	}
+	// The questions user_collaboration asks the viewer show on every page, and new ones
+	// arrive on their topic.
+	if d.Grants != nil && p.Can(auth.PermCollaborate) && p.Kind == audit.ActorUser {
+		if len(allowed) == 0 && d.Events != nil && l.Live.LastEventID == 0 {
+			if last, err := d.Events.LatestID(ctx); err == nil {
+				l.Live.LastEventID = last
+			}
+		}
+		pending, err := d.Grants.Collaborations(ctx, p.User.ID, grants.StatusPending)
+		if err != nil {
+			d.Logger.Warn("handlers: questions left out", "err", err)
+		}
+		for _, c := range pending {
+			l.Collaborations = append(l.Collaborations, promptOf(c))
+		}
+		allowed = append(allowed, grants.UserTopic(p.User.ID))
+	}
 	l.Live.Topics = allowed
 	return l
+}
+
+func promptOf(c grants.Collaboration) views.CollaborationPrompt {
+	return views.CollaborationPrompt{ID: c.ID, Prompt: c.Prompt, ConversationID: c.ConversationID,
+		AuthorizeOperation: c.AuthorizeOperation, Target: c.Target, CreatedAt: c.CreatedAt}
 }
 
 // seesNavBadge reports whether p sees a navigation area with a count.

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
@@ -66,7 +67,20 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		}
 		parts = append(parts, more...)
 	default:
-		if id, ok := testRunOf(ev.Topic); ok {
+		if _, ok := grants.UserOfTopic(ev.Topic); ok {
+			// A question for the person, or its end (collaborations.go).
+			var c events.Collaboration
+			if err := ev.Decode(&c); err != nil {
+				return nil, err
+			}
+			if events.CollaborationRequested.Is(ev) {
+				parts = append(parts, views.LiveCollaborationAsked(views.CollaborationPrompt{ID: c.ID, Prompt: c.Prompt,
+					ConversationID: c.ConversationID, AuthorizeOperation: c.AuthorizeOperation, Target: c.Target}))
+				parts = append(parts, views.LiveToast("info", "An agent asks you a question: answer it at the top of the page."))
+			} else {
+				parts = append(parts, views.LiveCollaborationEnded(c.ID))
+			}
+		} else if id, ok := testRunOf(ev.Topic); ok {
 			// A test panel's run: its progress, then its result (testlive.go).
 			more, err := l.testRunParts(ctx, id, ev)
 			if err != nil {

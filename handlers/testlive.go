@@ -7,8 +7,10 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
@@ -34,6 +36,10 @@ func testRunOf(topic string) (string, bool) {
 // MayFollow reports whether p may subscribe to topic: a test run's topic only by the
 // user who started the run (while it is kept); any other by TopicPermission.
 func (l Live) MayFollow(p *auth.Principal, topic string) bool {
+	if uid, ok := grants.UserOfTopic(topic); ok {
+		// One's own questions only, in a person's session.
+		return p != nil && p.User.ID == uid && p.Kind == audit.ActorUser && p.Can(auth.PermCollaborate)
+	}
 	id, ok := testRunOf(topic)
 	if !ok {
 		return p.Can(TopicPermission(topic))

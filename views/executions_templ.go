@@ -899,7 +899,7 @@ func Approvals(p ApprovalsPage) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<div class=\"page-head\"><h1>Approvals</h1><div class=\"actions\"><a class=\"button\" href=\"/executions?status=awaiting_approval\">In the history</a></div></div><p class=\"muted\">Plans that wait for a person to approve them. Open one to see its steps and arguments, then approve or reject it there.</p><section class=\"approvals\" aria-labelledby=\"approvals-h\" data-testid=\"approvals\"><h2 id=\"approvals-h\" class=\"visually-hidden\">Waiting for approval</h2><ul class=\"cards approval-items\" id=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 88, "<div class=\"page-head\"><h1>Approvals</h1><div class=\"actions\"><a class=\"button\" href=\"/executions?status=awaiting_approval\">In the history</a></div></div><p class=\"muted\">Plans that wait for a person to approve them. Open one to see its steps and arguments, then approve or reject it there. Questions agents ask you (user_collaboration) wait above, on this and every other page, until you answer.</p><section class=\"approvals\" aria-labelledby=\"approvals-h\" data-testid=\"approvals\"><h2 id=\"approvals-h\" class=\"visually-hidden\">Waiting for approval</h2><ul class=\"cards approval-items\" id=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

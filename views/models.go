@@ -18,6 +18,9 @@ type Layout struct {
 	// every viewer, so role-specific controls carry data-perm and CSS shows them only
 	// when the page's user has that permission (the routes still enforce it).
 	Perms []string
+	// Collaborations are the questions waiting for the viewer (user_collaboration),
+	// shown on every page; more arrive live on the viewer's topic.
+	Collaborations []CollaborationPrompt
 }
 
 // CurrentUser is the signed-in user as the header shows them.

@@ -168,7 +168,7 @@ func requirePermission(perm auth.Permission) echo.MiddlewareFunc {
 			}
 			if auth.PersonOnly(perm) {
 				// Decisions belong to people: an API token gets 403 whatever its role.
-				if err := decide.Person(handlers.ActorOf(c), "approve, reject or roll back executions"); err != nil {
+				if err := decide.Person(handlers.ActorOf(c), personVerb(perm)); err != nil {
 					return err
 				}
 			}
@@ -178,4 +178,12 @@ func requirePermission(perm auth.Permission) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// personVerb says what a person-only permission decides, for the refusal.
+func personVerb(perm auth.Permission) string {
+	if perm == auth.PermCollaborate {
+		return "answer questions or revoke grants"
+	}
+	return "approve, reject or roll back executions"
 }

@@ -36,6 +36,7 @@ func (s *Server) routes() []Route {
 	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools}
 	settings := handlers.SettingsHandler{Shell: shell}
 	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals}
+	collab := handlers.CollaborationsHandler{Shell: shell, Grants: d.Grants}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -121,6 +122,13 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/executions/:id/cancel", auth.PermExecutionView, execs.CancelForm},
 		{http.MethodPost, "/executions/:id/rollback", auth.PermExecutionApprove, execs.RollbackForm},
 
+		// user_collaboration's questions and the grants their answers gave: answering
+		// and revoking are a person's (auth.PersonOnly); the service checks the
+		// question is one's own, and a grant one's own unless one is an administrator.
+		{http.MethodPost, "/collaborations/:id/respond", auth.PermCollaborate, collab.RespondForm},
+		{http.MethodGet, "/grants", auth.PermCollaborate, collab.GrantsPage},
+		{http.MethodPost, "/grants/:id/revoke", auth.PermCollaborate, collab.Revoke},
+
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
 
@@ -198,6 +206,9 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/api/v1/executions/:id/rollback", auth.PermExecutionView, execs.APIRollbackPlan},
 		{http.MethodPost, "/api/v1/executions/:id/rollback", auth.PermExecutionApprove, execs.APIRollback},
 		{http.MethodGet, "/api/v1/approvals", auth.PermExecutionView, execs.APIApprovals},
+		// The questions user_collaboration asks the caller; answering is a person's.
+		{http.MethodGet, "/api/v1/collaborations", auth.PermToolUse, collab.APIList},
+		{http.MethodPost, "/api/v1/collaborations/:id/respond", auth.PermCollaborate, collab.APIRespond},
 	}
 }
 

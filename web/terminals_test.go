@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,13 +63,6 @@ func readUntil(t *testing.T, conn *websocket.Conn, want string) (string, []strin
 		}
 	}
 	return out.String(), texts
-}
-
-func body(t *testing.T, res *http.Response) string {
-	t.Helper()
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return string(b)
 }
 
 // The terminal pages: the owner sees and types (every line audited, a password

@@ -26,6 +26,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/gateway"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -77,6 +78,8 @@ type Options struct {
 	Gateway *gateway.Options
 	// Builtin adds the built-in server (apptest.Options.Builtin).
 	Builtin bool
+	// Grants tunes grants and user_collaboration (a clock: Now); nil uses the defaults.
+	Grants *grants.Options
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -103,6 +106,9 @@ func Start(t testing.TB, opts *Options) *Server {
 		}
 		if opts.Gateway != nil {
 			c.Gateway = *opts.Gateway
+		}
+		if opts.Grants != nil {
+			c.Grants = *opts.Grants
 		}
 		c.TrustedProxies = opts.TrustedProxies
 	}})

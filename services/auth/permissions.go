@@ -76,6 +76,9 @@ const (
 
 	PermExecutionCreate  Permission = "execution.create"
 	PermExecutionApprove Permission = "execution.approve"
+	// PermCollaborate: answer the questions user_collaboration asks oneself, and see
+	// and revoke the grants one gave (/grants). A person's session only (PersonOnly).
+	PermCollaborate Permission = "collaboration.respond"
 	// PermExecutionView: see every execution, its plan, steps and live progress (the
 	// history, an approver's inbox, an auditor's reading). Every role but guest.
 	PermExecutionView Permission = "execution.view"
@@ -95,7 +98,7 @@ var AllPermissions = []Permission{
 	PermDashboard, PermOwnTokens, PermUsers, PermSettings,
 	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand, PermServerTrust,
 	PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
-	PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView,
+	PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView, PermCollaborate,
 	PermLogView, PermAuditView, PermAuditExport,
 }
 
@@ -110,11 +113,11 @@ var rolePermissions = map[Role][]Permission{
 		PermDashboard, PermOwnTokens,
 		PermServerView, PermServerCreate, PermServerEdit, PermServerDelete,
 		PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable,
-		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView, PermLogView,
+		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView, PermCollaborate, PermLogView,
 	},
 	RoleToolUser: {
 		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermToolUse,
-		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView,
+		PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView, PermCollaborate,
 	},
 	RoleAuditor: {
 		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermLogView,
@@ -136,8 +139,9 @@ func (r Role) Can(p Permission) bool {
 
 // PersonOnly reports whether p is a decision that only a person's browser session
 // makes, never an API token, whatever its user's role (docs/security.md: decisions belong to
-// people): approving, rejecting and rolling back executions.
-func PersonOnly(p Permission) bool { return p == PermExecutionApprove }
+// people): approving, rejecting and rolling back executions, answering
+// user_collaboration.
+func PersonOnly(p Permission) bool { return p == PermExecutionApprove || p == PermCollaborate }
 
 // Permissions lists what the role grants.
 func (r Role) Permissions() []Permission { return slices.Clone(rolePermissions[r]) }

@@ -88,6 +88,15 @@ const (
 	RollbackStarted    Kind[RollbackPlanned]   = "rollback.started"
 	RollbackCompleted  Kind[ExecutionEnded]    = "rollback.completed"
 	RollbackFailed     Kind[ExecutionEnded]    = "rollback.failed"
+
+	// On grants.Topic: grants people gave through user_collaboration.
+	GrantCreated Kind[GrantRef] = "grant.created"
+	GrantRevoked Kind[GrantRef] = "grant.revoked"
+
+	// On the asked person's topic (grants.UserTopic): a user_collaboration question
+	// waiting for them, and its end (answered, declined, cancelled or expired).
+	CollaborationRequested Kind[Collaboration] = "collaboration.requested"
+	CollaborationEnded     Kind[Collaboration] = "collaboration.ended"
 )
 
 // KindInfo is one entry of the catalogue: a kind and the type of its payload.
@@ -109,6 +118,7 @@ var catalog = []KindInfo{
 	info(PlanCreated), info(ApprovalRequested), info(ApprovalGranted), info(ApprovalRejected),
 	info(ExecutionCancelled), info(ExecutionExpired), info(ExecutionSucceeded), info(ExecutionFailed),
 	info(RollbackStarted), info(RollbackCompleted), info(RollbackFailed),
+	info(GrantCreated), info(GrantRevoked), info(CollaborationRequested), info(CollaborationEnded),
 }
 
 // Catalog returns every event kind with its payload type.
@@ -338,4 +348,24 @@ type RollbackPlanned struct {
 	NotUndone    []string `json:"not_undone"`
 	Risk         string   `json:"risk"` // shadows Execution.Risk in the JSON
 	SelfApproved bool     `json:"self_approved,omitempty"`
+}
+
+// GrantRef names a grant.
+type GrantRef struct {
+	ID             string `json:"id"`
+	ConversationID string `json:"conversation_id"`
+	Operation      string `json:"operation"`
+	Target         string `json:"target,omitempty"`
+}
+
+// Collaboration is a user_collaboration question as its events carry it.
+type Collaboration struct {
+	ID                 string `json:"id"`
+	UserID             string `json:"user_id"`
+	ConversationID     string `json:"conversation_id"`
+	Prompt             string `json:"prompt"`
+	AuthorizeOperation string `json:"authorize_operation,omitempty"`
+	Target             string `json:"target,omitempty"`
+	Status             string `json:"status"`
+	Response           string `json:"response,omitempty"`
 }

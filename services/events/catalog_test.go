@@ -90,6 +90,12 @@ var payloadSamples = map[string][]string{
 	"rollback.failed": {`{"execution_id":"e1","status":"rollback_failed","risk":"low","title":"t","requester":"alice",
 		"plan_hash":"ab12","from":["rolling_back"],"error":"undo failed",
 		"results":[{"position":0,"tool":"fs__delete","status":"failed","duration_ms":0.25,"error":"undo failed"}]}`},
+	"grant.created": {`{"id":"g1","conversation_id":"conv-1","operation":"file_operations.create_file","target":"/etc/x"}`},
+	"grant.revoked": {`{"id":"g1","conversation_id":"conv-1","operation":"file_operations"}`},
+	"collaboration.requested": {`{"id":"c1","user_id":"u1","conversation_id":"conv-1","prompt":"May I?",
+		"authorize_operation":"file_operations.create_file","target":"/etc/x","status":"pending"}`},
+	"collaboration.ended": {`{"id":"c1","user_id":"u1","conversation_id":"conv-1","prompt":"May I?","status":"answered",
+		"response":"yes"}`},
 }
 
 // TestCatalogPayloads decodes the samples of every kind into its payload type: no key

@@ -17,11 +17,23 @@ import (
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
+// blockingTimeout bounds a call that waits for a person (Blocking): no tool timeout,
+// only a day, after which nobody is waiting any more.
+const blockingTimeout = 24 * time.Hour
+
+// Blocking reports whether the tool waits for a person to answer
+// (builtin__user_collaboration, seed 000 §4: no timeout, the person has full control),
+// so its call is not cut off by the tool's timeout; the caller giving up still ends it.
+func Blocking(qualified string) bool { return qualified == "builtin__user_collaboration" }
+
 // execute calls the server with the tool's timeout, waiting for a server that is
 // still connecting, retrying a retryable tool after transport failures, behind the
 // server's circuit breaker.
 func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord, mask masks) (*mcp.CallToolResult, int, error) {
 	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
+	if Blocking(e.t.QualifiedName()) {
+		timeout = blockingTimeout
+	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	progress := func(p *mcp.ProgressNotificationParams) {

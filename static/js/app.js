@@ -409,7 +409,7 @@
       if (stuck[log.id] !== false) log.scrollTop = log.scrollHeight;
     });
   }
-  document.addEventListener("htmx:wsAfterMessage", function () { syncAllPhrases(); tidyLogs(); });
+  document.addEventListener("htmx:wsAfterMessage", function () { syncAllPhrases(); tidyLogs(); tidyQuestions(); });
   document.addEventListener("DOMContentLoaded", function () { syncAllPhrases(); tidyLogs(); });
 
   // A consolidated tool's form (a built-in tool with an operation): only the chosen
@@ -432,4 +432,20 @@
   });
   document.addEventListener("DOMContentLoaded", syncOperations);
   document.addEventListener("htmx:afterSwap", syncOperations);
+  // A question the page showed when it loaded may arrive again over the socket (asked
+  // between the page's cursor and its list): keep the first card of each.
+  // A question that ended (answered elsewhere, cancelled) is removed with its marker.
+  function tidyQuestions() {
+    var seen = {}, ended = {};
+    document.querySelectorAll("#collaborations [data-collaboration-ended]").forEach(function (el) {
+      ended[el.dataset.collaborationEnded] = true;
+      el.remove();
+    });
+    document.querySelectorAll("#collaborations [data-collaboration-id]").forEach(function (el) {
+      var id = el.dataset.collaborationId;
+      // A card whose answer is on its way is left for the answer to replace.
+      if (seen[id] || (ended[id] && !el.querySelector(".htmx-request"))) el.remove();
+      seen[id] = true;
+    });
+  }
 })();

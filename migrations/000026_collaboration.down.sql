@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS todos;
+DROP TABLE IF EXISTS memories;
+DROP TABLE IF EXISTS collaborations;
+DROP TABLE IF EXISTS grants;

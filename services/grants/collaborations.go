@@ -1,0 +1,393 @@
+package grants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
+)
+
+// The statuses of a collaboration.
+const (
+	StatusPending   = "pending"
+	StatusAnswered  = "answered"  // the person answered (approving, or just answering)
+	StatusDeclined  = "declined"  // the person said no (a rejection word, or Reject)
+	StatusCancelled = "cancelled" // the caller gave up waiting
+	StatusExpired   = "expired"   // nobody answered for a day
+)
+
+// Unanswered is how long a question waits before Prune marks it expired.
+const Unanswered = 24 * time.Hour
+
+// Abandoned is how long a pending question may go without its waiting call's sign of
+// life (every pollEvery) before Prune cancels it: the process that waited ended.
+const Abandoned = time.Minute
+
+// UserTopic is the topic of what concerns one person: the questions waiting for them.
+func UserTopic(userID string) string { return "user:" + userID }
+
+// UserOfTopic is the person a UserTopic is about.
+func UserOfTopic(topic string) (string, bool) {
+	id, ok := strings.CutPrefix(topic, "user:")
+	return id, ok && id != ""
+}
+
+// Collaboration is one question to a person and its answer.
+type Collaboration struct {
+	ID                 string `json:"id"`
+	UserID             string `json:"user_id"`
+	UserName           string `json:"user_name"`
+	ConversationID     string `json:"conversation_id"`
+	CallID             string `json:"call_id,omitempty"`
+	ExecutionID        string `json:"execution_id,omitempty"`
+	Source             string `json:"source,omitempty"`
+	Prompt             string `json:"prompt"`
+	AuthorizeOperation string `json:"authorize_operation,omitempty"`
+	Target             string `json:"target,omitempty"`
+	GrantOneTime       bool   `json:"grant_one_time,omitempty"`
+	GrantTTLSeconds    int    `json:"grant_ttl_seconds"`
+	Status             string `json:"status"`
+	Response           string `json:"response,omitempty"`
+	// IsApproved: the answer approves (Approved is the same for an answered question).
+	IsApproved bool       `json:"approved"`
+	AnsweredBy string     `json:"answered_by,omitempty"`
+	GrantID    *string    `json:"grant_id,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	AnsweredAt *time.Time `json:"answered_at,omitempty"`
+}
+
+// Approved reports whether the answer approves (seed 000 §4's words).
+func (c Collaboration) Approved() bool { return c.Status == StatusAnswered && c.IsApproved }
+
+const collabColumns = `id::text, user_id::text, user_name, conversation_id, call_id, execution_id, source, prompt,
+	authorize_operation, target, grant_one_time, grant_ttl_seconds, status, response, approved, answered_by, grant_id::text, created_at, answered_at`
+
+func scanCollab(row pgx.Row) (Collaboration, error) {
+	var c Collaboration
+	var uid *string
+	err := row.Scan(&c.ID, &uid, &c.UserName, &c.ConversationID, &c.CallID, &c.ExecutionID, &c.Source, &c.Prompt,
+		&c.AuthorizeOperation, &c.Target, &c.GrantOneTime, &c.GrantTTLSeconds, &c.Status, &c.Response, &c.IsApproved, &c.AnsweredBy, &c.GrantID, &c.CreatedAt, &c.AnsweredAt)
+	if uid != nil {
+		c.UserID = *uid
+	}
+	return c, err
+}
+
+func (c Collaboration) event() events.Collaboration {
+	return events.Collaboration{ID: c.ID, UserID: c.UserID, ConversationID: c.ConversationID, Prompt: c.Prompt,
+		AuthorizeOperation: c.AuthorizeOperation, Target: c.Target, Status: c.Status, Response: c.Response}
+}
+
+// Verdict is what a free-text answer means.
+type Verdict int
+
+// The verdicts.
+const (
+	Neutral Verdict = iota // an answer that neither approves nor rejects
+	Approve
+	Reject
+)
+
+// Seed 000 §4's approval and rejection words (matched as whole words, any case), with
+// the buttons' own words. A rejection word wins over an approval word ("no, don't
+// proceed").
+var (
+	approvalWords  = []string{"yes", "ok", "okay", "proceed", "approve", "approved", "confirm", "confirmed", "allow"}
+	rejectionWords = []string{"no", "cancel", "stop", "deny", "denied", "reject", "rejected", "decline"}
+)
+
+// Classify says whether a free-text answer approves, rejects or neither.
+func Classify(response string) Verdict {
+	words := strings.FieldsFunc(strings.ToLower(response), func(r rune) bool { return !unicode.IsLetter(r) })
+	v := Neutral
+	for _, w := range words {
+		for _, r := range rejectionWords {
+			if w == r {
+				return Reject
+			}
+		}
+		for _, a := range approvalWords {
+			if w == a {
+				v = Approve
+			}
+		}
+	}
+	return v
+}
+
+// Question is what user_collaboration asks.
+type Question struct {
+	UserID, UserName           string
+	ConversationID, CallID     string
+	ExecutionID, Source        string
+	Prompt                     string
+	AuthorizeOperation, Target string
+	OneTime                    bool
+	TTL                        time.Duration // of the grant; 0: DefaultTTL
+}
+
+// waiters wakes the calls waiting for an answer in this process.
+type waiters struct {
+	mu sync.Mutex
+	m  map[string]chan struct{}
+}
+
+func newWaiters() *waiters { return &waiters{m: map[string]chan struct{}{}} }
+
+func (w *waiters) add(id string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	w.m[id] = ch
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		delete(w.m, id)
+		w.mu.Unlock()
+	}
+}
+
+func (w *waiters) wake(id string) {
+	w.mu.Lock()
+	ch := w.m[id]
+	w.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// pollEvery is how often a waiting call looks at its row (an answer given through
+// another replica wakes nobody here).
+const pollEvery = 2 * time.Second
+
+// Ask records the question, announces it on the person's topic and waits until they
+// answer — without a time limit (seed 000 §4) — or ctx ends, which cancels the
+// question. The returned collaboration says how it ended.
+func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
+	if q.UserID == "" {
+		return Collaboration{}, fault.Invalid("no_person", "nobody to ask: the call was made by no person", nil)
+	}
+	if strings.TrimSpace(q.Prompt) == "" {
+		return Collaboration{}, fault.Invalid("invalid_prompt", "prompt: say what to ask", nil)
+	}
+	ttl := q.TTL
+	if ttl < time.Second {
+		ttl = DefaultTTL
+	}
+	var c Collaboration
+	asker := audit.Actor{Kind: audit.ActorUser, ID: q.UserID, Name: q.UserName}
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		var err error
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Ask */ INSERT INTO collaborations (user_id, user_name, conversation_id, call_id,
+			execution_id, source, prompt, authorize_operation, target, grant_one_time, grant_ttl_seconds, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+collabColumns,
+			q.UserID, q.UserName, q.ConversationID, q.CallID, q.ExecutionID, q.Source, q.Prompt,
+			normalize(q.AuthorizeOperation), q.Target, q.OneTime, int(ttl.Seconds()), s.now()))
+		if err != nil {
+			return fmt.Errorf("grants: ask: %w", err)
+		}
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: asker, Action: "collaboration.request", TargetType: "collaboration",
+			TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: map[string]any{"conversation_id": c.ConversationID,
+				"authorize_operation": c.AuthorizeOperation, "target": c.Target, "call_id": c.CallID, "execution_id": c.ExecutionID}}); err != nil {
+			return err
+		}
+		_, err = events.CollaborationRequested.Publish(ctx, tx, UserTopic(c.UserID), c.event())
+		return err
+	})
+	if err != nil {
+		return Collaboration{}, err
+	}
+	woken, done := s.wait.add(c.ID)
+	defer done()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		cur, err := scanCollab(s.pool.QueryRow(context.WithoutCancel(ctx), `/* grants.Ask.wait */ UPDATE collaborations
+			SET heartbeat_at = $2 WHERE id::text = $1 RETURNING `+collabColumns, c.ID, s.now()))
+		if err != nil {
+			return Collaboration{}, fmt.Errorf("grants: wait for the answer: %w", err)
+		}
+		if cur.Status != StatusPending {
+			return cur, nil
+		}
+		select {
+		case <-ctx.Done():
+			return s.cancel(context.WithoutCancel(ctx), asker, c.ID, context.Cause(ctx))
+		case <-woken:
+		case <-tick.C:
+		}
+	}
+}
+
+// cancel marks a question the caller gave up on as cancelled, if nobody answered it.
+func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, cause error) (Collaboration, error) {
+	var c Collaboration
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		var err error
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel */ UPDATE collaborations SET status = 'cancelled', answered_at = $2
+			WHERE id::text = $1 AND status = 'pending' RETURNING `+collabColumns, id, s.now()))
+		if errors.Is(err, pgx.ErrNoRows) {
+			c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel.answered */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
+			return err // answered just before: the answer stands
+		}
+		if err != nil {
+			return fmt.Errorf("grants: cancel a question: %w", err)
+		}
+		reason := "the caller stopped waiting"
+		if cause != nil {
+			reason += ": " + cause.Error()
+		}
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: asker, Action: "collaboration.cancel", TargetType: "collaboration",
+			TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: map[string]any{"reason": reason}}); err != nil {
+			return err
+		}
+		_, err = events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event())
+		return err
+	})
+	return c, err
+}
+
+// ErrNotPending is an answer to a question that is no longer waiting.
+var ErrNotPending = fault.Conflict("not_pending", "this question is no longer waiting for an answer")
+
+// Respond records by's answer to question id: a rejection word declines it; anything
+// else answers it, and an approving answer to a question with authorize_operation
+// creates the grant it asked for, in the same transaction. Only the person asked may
+// answer.
+func (s *Service) Respond(ctx context.Context, by audit.Actor, id, response string) (Collaboration, error) {
+	return s.RespondAs(ctx, by, id, response, Classify(response))
+}
+
+// RespondAs is Respond with the verdict given (the Approve and Reject buttons, with the
+// person's words beside them) instead of read from the words.
+func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response string, verdict Verdict) (Collaboration, error) {
+	if by.Kind != audit.ActorUser {
+		// Decisions belong to people (docs/security.md): never an API token.
+		return Collaboration{}, fault.Forbidden("only a person signed in to Toolwarden in the browser may answer an agent's question, not an API token").About("collaboration")
+	}
+	response = strings.TrimSpace(response)
+	if response == "" {
+		return Collaboration{}, fault.Invalid("invalid_response", "response: say something (yes, no, or an answer)", nil)
+	}
+	var c Collaboration
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		var err error
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1 FOR UPDATE`, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fault.NotFound("collaboration")
+		}
+		if err != nil {
+			return fmt.Errorf("grants: respond: %w", err)
+		}
+		if c.UserID != by.ID {
+			return fault.NotFound("collaboration") // someone else's question
+		}
+		if c.Status != StatusPending {
+			return ErrNotPending
+		}
+		status, action := StatusAnswered, "collaboration.respond"
+		if verdict == Reject {
+			status, action = StatusDeclined, "collaboration.decline"
+		}
+		var grantID any
+		if verdict == Approve && c.AuthorizeOperation != "" {
+			g, err := s.CreateTx(ctx, tx, Spec{ConversationID: c.ConversationID, Operation: c.AuthorizeOperation, Target: c.Target,
+				OneTime: c.GrantOneTime, TTL: time.Duration(c.GrantTTLSeconds) * time.Second, By: by, CollaborationID: c.ID})
+			if err != nil {
+				return err
+			}
+			grantID = g.ID
+		}
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond.update */ UPDATE collaborations SET status = $2, response = $3, answered_by = $4,
+			answered_at = $5, grant_id = $6, approved = $7 WHERE id::text = $1 RETURNING `+collabColumns,
+			id, status, response, by.Name, s.now(), grantID, verdict == Approve))
+		if err != nil {
+			return fmt.Errorf("grants: respond: %w", err)
+		}
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: by, Action: action, TargetType: "collaboration", TargetID: c.ID,
+			TargetName: clip(c.Prompt, 80), Payload: map[string]any{"response": response, "approved": verdict == Approve,
+				"grant_id": grantID}}); err != nil {
+			return err
+		}
+		_, err = events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event())
+		return err
+	})
+	if err != nil {
+		return Collaboration{}, err
+	}
+	s.wait.wake(c.ID)
+	return c, nil
+}
+
+// GetCollaboration returns one question.
+func (s *Service) GetCollaboration(ctx context.Context, id string) (Collaboration, error) {
+	c, err := scanCollab(s.pool.QueryRow(ctx, `/* grants.GetCollaboration */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Collaboration{}, fault.NotFound("collaboration")
+	}
+	return c, err
+}
+
+// Collaborations lists a person's questions with the given status ("" for any), newest
+// first.
+func (s *Service) Collaborations(ctx context.Context, userID, status string) ([]Collaboration, error) {
+	rows, err := s.pool.Query(ctx, `/* grants.Collaborations */ SELECT `+collabColumns+` FROM collaborations
+		WHERE user_id::text = $1 AND ($2 = '' OR status = $2) ORDER BY created_at DESC LIMIT 200`, userID, status)
+	if err != nil {
+		return nil, fmt.Errorf("grants: list questions: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
+}
+
+// expireUnanswered marks questions nobody answered within Unanswered as expired, and
+// cancels those whose waiting call is gone (no sign of life for Abandoned).
+func (s *Service) expireUnanswered(ctx context.Context) error {
+	return db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		now := s.now()
+		rows, err := tx.Query(ctx, `/* grants.expireUnanswered */ UPDATE collaborations
+			SET status = CASE WHEN created_at < $2 THEN 'expired' ELSE 'cancelled' END, answered_at = $1
+			WHERE status = 'pending' AND (created_at < $2 OR coalesce(heartbeat_at, created_at) < $3)
+			RETURNING `+collabColumns, now, now.Add(-Unanswered), now.Add(-Abandoned))
+		if err != nil {
+			return err
+		}
+		ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
+		if err != nil {
+			return err
+		}
+		for _, c := range ended {
+			e := audit.Entry{Actor: audit.System, Action: "collaboration.expire", TargetType: "collaboration",
+				TargetID: c.ID, TargetName: clip(c.Prompt, 80)}
+			if c.Status == StatusCancelled {
+				e.Action, e.Payload = "collaboration.cancel", map[string]any{"reason": "nobody waits for the answer any more (the caller's process ended)"}
+			}
+			if _, err := audit.Append(ctx, tx, e); err != nil {
+				return err
+			}
+			if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,305 @@
+// Package grants is what people allowed through user_collaboration (seed 000 §2, §4):
+// a grant lets one conversation do one operation (optionally on one target) for a
+// while — by default 300 s — once or until it expires. A one-time grant is consumed by
+// a conditional UPDATE, so two calls racing for it cannot both pass; a second use of a
+// one-time grant is refused and audited. Expired grants are pruned. The package also
+// keeps user_collaboration's requests (collaborations.go).
+package grants
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
+)
+
+// DefaultTTL is how long a grant lasts unless it says otherwise (seed 000 §4).
+const DefaultTTL = 300 * time.Second
+
+// Topic is where grants are announced (the /grants page follows it).
+const Topic = "grants"
+
+// Options configure the service.
+type Options struct {
+	Logger *slog.Logger
+	// Now is the clock (tests move it); nil: time.Now.
+	Now func() time.Time
+	// Local is this process's buses reading pool (events.Local); nil: none.
+	Local *events.Local
+}
+
+// Service keeps grants and collaborations.
+type Service struct {
+	pool *pgxpool.Pool
+	tx   db.TxBeginner
+	log  *slog.Logger
+	now  func() time.Time
+	wait *waiters
+}
+
+// New returns the service.
+func New(pool *pgxpool.Pool, opts *Options) *Service {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Service{pool: pool, tx: o.Local.Beginner(pool), log: o.Logger, now: o.Now, wait: newWaiters()}
+}
+
+// Grant is one grant.
+type Grant struct {
+	ID              string     `json:"id"`
+	ConversationID  string     `json:"conversation_id"`
+	Operation       string     `json:"operation"`
+	Target          string     `json:"target,omitempty"`
+	OneTime         bool       `json:"one_time"`
+	Uses            int        `json:"uses"`
+	UserID          *string    `json:"user_id,omitempty"`
+	UserName        string     `json:"user_name"`
+	CollaborationID *string    `json:"collaboration_id,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	ExpiresAt       time.Time  `json:"expires_at"`
+	ConsumedAt      *time.Time `json:"consumed_at,omitempty"`
+	RevokedAt       *time.Time `json:"revoked_at,omitempty"`
+}
+
+// Spec is a grant to create.
+type Spec struct {
+	ConversationID string
+	// Operation: "file_operations.create_file", "create_file" or a whole tool
+	// ("file_operations"); the prefix builtin__ is dropped.
+	Operation string
+	// Target: a path or a command the grant is for; "" for any.
+	Target  string
+	TTL     time.Duration // 0: DefaultTTL
+	OneTime bool
+	// By is the person who allowed it.
+	By              audit.Actor
+	CollaborationID string
+}
+
+const grantColumns = `id::text, conversation_id, operation, target, one_time, uses, user_id::text, user_name,
+	collaboration_id::text, created_at, expires_at, consumed_at, revoked_at`
+
+// bare is op when it names no tool, else "".
+func bare(op string) string {
+	op = normalize(op)
+	if strings.Contains(op, ".") {
+		return ""
+	}
+	return op
+}
+
+// matches is the condition on a grant's operation and target ($2 candidates, $3
+// target, $5 bare).
+const matches = `operation = ANY($2) OR ($5 <> '' AND split_part(operation, '.', 2) = $5)`
+
+func scanGrant(row pgx.Row) (Grant, error) {
+	var g Grant
+	err := row.Scan(&g.ID, &g.ConversationID, &g.Operation, &g.Target, &g.OneTime, &g.Uses, &g.UserID, &g.UserName,
+		&g.CollaborationID, &g.CreatedAt, &g.ExpiresAt, &g.ConsumedAt, &g.RevokedAt)
+	return g, err
+}
+
+// normalize is an operation as grants store and match it.
+func normalize(op string) string {
+	return strings.TrimPrefix(strings.TrimSpace(op), "builtin__")
+}
+
+// candidates are the grant operations that allow op: itself, its tool (every
+// operation of it) and its bare operation name. A bare op ("create_file") is also
+// allowed by a grant of any tool's operation of that name (bare, below).
+func candidates(op string) []string {
+	op = normalize(op)
+	out := []string{op}
+	if tool, name, ok := strings.Cut(op, "."); ok {
+		out = append(out, tool, name)
+	}
+	return out
+}
+
+// Create records a grant (in its own transaction).
+func (s *Service) Create(ctx context.Context, sp Spec) (Grant, error) {
+	var g Grant
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		var err error
+		g, err = s.CreateTx(ctx, tx, sp)
+		return err
+	})
+	return g, err
+}
+
+// CreateTx records a grant in tx, audited there.
+func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, sp Spec) (Grant, error) {
+	sp.Operation = normalize(sp.Operation)
+	if sp.ConversationID == "" || sp.Operation == "" {
+		return Grant{}, fault.Invalid("invalid_grant", "a grant needs a conversation and an operation", nil)
+	}
+	if sp.TTL <= 0 {
+		sp.TTL = DefaultTTL
+	}
+	now := s.now()
+	var userID, collab any
+	if sp.By.Kind == audit.ActorUser && sp.By.ID != "" {
+		userID = sp.By.ID
+	}
+	if sp.CollaborationID != "" {
+		collab = sp.CollaborationID
+	}
+	g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Create */ INSERT INTO grants (conversation_id, operation, target, one_time, user_id, user_name,
+		collaboration_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+grantColumns,
+		sp.ConversationID, sp.Operation, sp.Target, sp.OneTime, userID, sp.By.Name, collab, now, now.Add(sp.TTL)))
+	if err != nil {
+		return Grant{}, fmt.Errorf("grants: create: %w", err)
+	}
+	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: sp.By, Action: "grant.create", TargetType: "grant", TargetID: g.ID,
+		TargetName: g.Operation, Payload: map[string]any{"conversation_id": g.ConversationID, "operation": g.Operation,
+			"target": g.Target, "one_time": g.OneTime, "expires_at": g.ExpiresAt, "collaboration_id": sp.CollaborationID}}); err != nil {
+		return Grant{}, err
+	}
+	if _, err := events.GrantCreated.Publish(ctx, tx, Topic, event(g)); err != nil {
+		return Grant{}, err
+	}
+	return g, nil
+}
+
+func event(g Grant) events.GrantRef {
+	return events.GrantRef{ID: g.ID, ConversationID: g.ConversationID, Operation: g.Operation, Target: g.Target}
+}
+
+// Allow reports whether a grant lets conversation do operation on target, consuming a
+// one-time grant (builtin.Grants). A multi-use grant is preferred to a one-time one.
+// Every use is audited; a second use of a consumed one-time grant is refused and
+// audited as denied.
+func (s *Service) Allow(ctx context.Context, conversation, operation, target string) (bool, error) {
+	if conversation == "" || normalize(operation) == "" {
+		return false, nil
+	}
+	now := s.now()
+	allowed := false
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
+				consumed_at = CASE WHEN one_time THEN $4::timestamptz ELSE consumed_at END
+			WHERE id = (SELECT id FROM grants
+				WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
+				  AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $4
+				ORDER BY one_time, created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+			  AND consumed_at IS NULL AND revoked_at IS NULL AND expires_at > $4
+			RETURNING `+grantColumns, conversation, candidates(operation), target, now, bare(operation)))
+		if err == nil {
+			allowed = true
+			_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "grant.use", TargetType: "grant", TargetID: g.ID,
+				TargetName: g.Operation, Payload: map[string]any{"conversation_id": conversation, "operation": normalize(operation),
+					"target": target, "one_time": g.OneTime, "uses": g.Uses}})
+			return err
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("grants: use: %w", err)
+		}
+		// Refused. A one-time grant that was for this and is used up: a second use,
+		// which the audit log records.
+		used, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow.used */ SELECT `+grantColumns+` FROM grants
+			WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
+			  AND one_time AND consumed_at IS NOT NULL AND revoked_at IS NULL AND expires_at > $4
+			ORDER BY consumed_at DESC LIMIT 1`, conversation, candidates(operation), target, now, bare(operation)))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("grants: look for a used grant: %w", err)
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "grant.reuse", TargetType: "grant", TargetID: used.ID,
+			TargetName: used.Operation, Result: audit.ResultDenied, Payload: map[string]any{"conversation_id": conversation,
+				"operation": normalize(operation), "target": target, "reason": "a one-time grant was already used"}})
+		return err
+	})
+	return allowed, err
+}
+
+// Filter chooses grants to list.
+type Filter struct {
+	// UserID: only grants this person gave ("" for everyone's).
+	UserID string
+	// ConversationID: only this conversation's ("" for all).
+	ConversationID string
+}
+
+// Active lists the grants that can still be used, newest first.
+func (s *Service) Active(ctx context.Context, f Filter) ([]Grant, error) {
+	rows, err := s.pool.Query(ctx, `/* grants.Active */ SELECT `+grantColumns+` FROM grants
+		WHERE revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $1
+		  AND ($2 = '' OR user_id::text = $2) AND ($3 = '' OR conversation_id = $3)
+		ORDER BY created_at DESC LIMIT 500`, s.now(), f.UserID, f.ConversationID)
+	if err != nil {
+		return nil, fmt.Errorf("grants: list: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Grant, error) { return scanGrant(r) })
+}
+
+// Get returns one grant.
+func (s *Service) Get(ctx context.Context, id string) (Grant, error) {
+	g, err := scanGrant(s.pool.QueryRow(ctx, `/* grants.Get */ SELECT `+grantColumns+` FROM grants WHERE id::text = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Grant{}, fault.NotFound("grant")
+	}
+	return g, err
+}
+
+// Revoke ends a grant now. onlyOwn: the actor may revoke only the grants they gave.
+func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn bool) (Grant, error) {
+	own := ""
+	if onlyOwn {
+		own = by.ID
+	}
+	var g Grant
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		var err error
+		g, err = scanGrant(tx.QueryRow(ctx, `/* grants.Revoke */ UPDATE grants SET revoked_at = $2, revoked_by = $3
+			WHERE id::text = $1 AND revoked_at IS NULL AND ($4 = '' OR user_id::text = $4) RETURNING `+grantColumns,
+			id, s.now(), by.Name, own))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fault.NotFound("grant")
+		}
+		if err != nil {
+			return fmt.Errorf("grants: revoke: %w", err)
+		}
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: by, Action: "grant.revoke", TargetType: "grant", TargetID: g.ID,
+			TargetName: g.Operation, Payload: map[string]any{"conversation_id": g.ConversationID, "operation": g.Operation,
+				"target": g.Target}}); err != nil {
+			return err
+		}
+		_, err = events.GrantRevoked.Publish(ctx, tx, Topic, event(g))
+		return err
+	})
+	return g, err
+}
+
+// Prune removes grants that expired (used-up and revoked ones go once they would have
+// expired, so a second use of a one-time grant is still recognised until then), and
+// marks questions nobody answered within Unanswered as expired.
+func (s *Service) Prune(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= $1`, s.now())
+	if err != nil {
+		return 0, fmt.Errorf("grants: prune: %w", err)
+	}
+	if err := s.expireUnanswered(ctx); err != nil {
+		return tag.RowsAffected(), fmt.Errorf("grants: expire questions: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,322 @@
+package grants_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/grants"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// clock is a controllable time.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func addUser(t *testing.T, pool *pgxpool.Pool, name string) audit.Actor {
+	t.Helper()
+	var id string
+	if err := pool.QueryRow(context.Background(), `INSERT INTO users (username, role, password_hash) VALUES ($1, 'tool_user', 'x') RETURNING id`,
+		name).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return audit.Actor{Kind: audit.ActorUser, ID: id, Name: name}
+}
+
+func auditCount(t *testing.T, pool *pgxpool.Pool, action, result string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM audit_log WHERE action = $1 AND result = $2`, action, result).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A grant lasts 300 s: allowed at 299 s, refused at 301 s; a one-time grant is used
+// once, and its second use is refused and audited; a grant is for its conversation,
+// operation and target only.
+func TestGrantLifetime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	s := grants.New(pool, &grants.Options{Now: clk.Now})
+	alice := addUser(t, pool, "alice")
+
+	g, err := s.Create(ctx, grants.Spec{ConversationID: "conv-1", Operation: "builtin__file_operations.create_file", By: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Operation != "file_operations.create_file" || !g.ExpiresAt.Equal(clk.Now().Add(300*time.Second)) {
+		t.Fatalf("grant: %+v", g)
+	}
+	for _, tc := range []struct{ conv, op, target string }{
+		{"conv-2", "file_operations.create_file", ""},
+		{"conv-1", "file_operations.delete_file", ""},
+		{"conv-1", "terminal_operations.run_command", ""},
+	} {
+		if ok, err := s.Allow(ctx, tc.conv, tc.op, tc.target); err != nil || ok {
+			t.Errorf("Allow(%q, %q): got %v %v, want false", tc.conv, tc.op, ok, err)
+		}
+	}
+	clk.Add(299 * time.Second)
+	for range 3 { // multi-use
+		if ok, err := s.Allow(ctx, "conv-1", "file_operations.create_file", "/etc/x"); err != nil || !ok {
+			t.Fatalf("at 299 s: got %v %v, want allowed", ok, err)
+		}
+	}
+	if ok, _ := s.Allow(ctx, "conv-1", "create_file", "/etc/x"); !ok {
+		t.Fatal("the bare operation name is not allowed")
+	}
+	clk.Add(2 * time.Second)
+	if ok, err := s.Allow(ctx, "conv-1", "file_operations.create_file", "/etc/x"); err != nil || ok {
+		t.Fatalf("at 301 s: got %v %v, want refused", ok, err)
+	}
+	if n := auditCount(t, pool, "grant.use", audit.ResultSuccess); n != 4 {
+		t.Fatalf("grant.use entries: %d, want 4", n)
+	}
+
+	// One-time, and for one target.
+	if _, err := s.Create(ctx, grants.Spec{ConversationID: "conv-1", Operation: "file_operations.delete_file", Target: "/tmp/a",
+		OneTime: true, TTL: time.Minute, By: alice}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.Allow(ctx, "conv-1", "file_operations.delete_file", "/tmp/b"); ok {
+		t.Fatal("another target was allowed")
+	}
+	if ok, err := s.Allow(ctx, "conv-1", "file_operations.delete_file", "/tmp/a"); err != nil || !ok {
+		t.Fatalf("first use: %v %v", ok, err)
+	}
+	if ok, err := s.Allow(ctx, "conv-1", "file_operations.delete_file", "/tmp/a"); err != nil || ok {
+		t.Fatalf("second use of a one-time grant: got %v %v, want refused", ok, err)
+	}
+	if n := auditCount(t, pool, "grant.reuse", audit.ResultDenied); n != 1 {
+		t.Fatalf("grant.reuse denied entries: %d, want 1", n)
+	}
+
+	// Revoked: refused at once, audited; only the giver revokes their own.
+	g, err = s.Create(ctx, grants.Spec{ConversationID: "conv-3", Operation: "file_operations", By: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := addUser(t, pool, "bob")
+	if _, err := s.Revoke(ctx, bob, g.ID, true); !fault.Is(err, fault.KindNotFound) {
+		t.Fatalf("bob revokes alice's grant: %v", err)
+	}
+	active, err := s.Active(ctx, grants.Filter{UserID: alice.ID})
+	if err != nil || len(active) != 1 || active[0].ID != g.ID {
+		t.Fatalf("active: %v %+v", err, active)
+	}
+	if _, err := s.Revoke(ctx, alice, g.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.Allow(ctx, "conv-3", "file_operations.rename_file", ""); ok {
+		t.Fatal("a revoked grant allowed")
+	}
+	if n := auditCount(t, pool, "grant.revoke", audit.ResultSuccess); n != 1 {
+		t.Fatalf("grant.revoke entries: %d", n)
+	}
+
+	// Pruned once expired.
+	clk.Add(time.Hour)
+	if n, err := s.Prune(ctx); err != nil || n != 3 {
+		t.Fatalf("prune: %d %v, want 3", n, err)
+	}
+}
+
+// Many calls race for one one-time grant: exactly one passes.
+func TestOneTimeGrantRace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice := addUser(t, pool, "alice")
+	if _, err := s.Create(ctx, grants.Spec{ConversationID: "c", Operation: "x.y", OneTime: true, By: alice}); err != nil {
+		t.Fatal(err)
+	}
+	var passed atomic.Int32
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			ok, err := s.Allow(ctx, "c", "x.y", "")
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				passed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if passed.Load() != 1 {
+		t.Fatalf("%d calls passed, want 1", passed.Load())
+	}
+}
+
+// Free-text answers map to approve or reject with seed 000 §4's words.
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]grants.Verdict{
+		"yes, go ahead": grants.Approve, "OK": grants.Approve, "Proceed.": grants.Approve, "approve": grants.Approve,
+		"Confirm": grants.Approve, "no": grants.Reject, "Cancel that": grants.Reject, "STOP": grants.Reject,
+		"deny": grants.Reject, "reject": grants.Reject, "no, don't proceed": grants.Reject,
+		"use the blue one": grants.Neutral, "yesterday": grants.Neutral, "nothing": grants.Neutral,
+	} {
+		if got := grants.Classify(in); got != want {
+			t.Errorf("Classify(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// A question waits for its person: an approving answer with authorize_operation makes
+// a grant; a rejection declines; another person cannot answer; a caller that gives up
+// cancels it.
+func TestAsk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice := addUser(t, pool, "alice")
+	bob := addUser(t, pool, "bob")
+
+	ask := func(ctx context.Context, q grants.Question) chan grants.Collaboration {
+		out := make(chan grants.Collaboration, 1)
+		go func() {
+			c, err := s.Ask(ctx, q)
+			if err != nil {
+				t.Error(err)
+			}
+			out <- c
+		}()
+		return out
+	}
+	pending := func() grants.Collaboration {
+		t.Helper()
+		var list []grants.Collaboration
+		deadline := time.Now().Add(10 * time.Second)
+		for len(list) == 0 && time.Now().Before(deadline) {
+			var err error
+			if list, err = s.Collaborations(ctx, alice.ID, grants.StatusPending); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if len(list) != 1 {
+			t.Fatalf("pending: %+v", list)
+		}
+		return list[0]
+	}
+
+	done := ask(ctx, grants.Question{UserID: alice.ID, UserName: "alice", ConversationID: "conv-1", Prompt: "May I create /etc/x?",
+		AuthorizeOperation: "file_operations.create_file", OneTime: true})
+	c := pending()
+	token := alice
+	token.Kind, token.TokenID = audit.ActorToken, "tok"
+	if _, err := s.Respond(ctx, token, c.ID, "yes"); !fault.Is(err, fault.KindForbidden) {
+		t.Fatalf("alice's token answers: %v", err)
+	}
+	if _, err := s.Respond(ctx, bob, c.ID, "yes"); !fault.Is(err, fault.KindNotFound) {
+		t.Fatalf("bob answers alice's question: %v", err)
+	}
+	if _, err := s.Respond(ctx, alice, c.ID, "Yes, proceed"); err != nil {
+		t.Fatal(err)
+	}
+	got := <-done
+	if got.Status != grants.StatusAnswered || !got.Approved() || got.GrantID == nil || got.Response != "Yes, proceed" {
+		t.Fatalf("answered: %+v", got)
+	}
+	if _, err := s.Respond(ctx, alice, c.ID, "no"); !errors.Is(err, grants.ErrNotPending) {
+		t.Fatalf("a second answer: %v", err)
+	}
+	if ok, _ := s.Allow(ctx, "conv-1", "file_operations.create_file", "/etc/x"); !ok {
+		t.Fatal("the grant did not allow")
+	}
+	if ok, _ := s.Allow(ctx, "conv-1", "file_operations.create_file", "/etc/x"); ok {
+		t.Fatal("the one-time grant allowed twice")
+	}
+
+	done = ask(ctx, grants.Question{UserID: alice.ID, ConversationID: "conv-1", Prompt: "Delete it?", AuthorizeOperation: "file_operations.delete_file"})
+	c = pending()
+	if _, err := s.Respond(ctx, alice, c.ID, "No, stop"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-done; got.Status != grants.StatusDeclined || got.GrantID != nil {
+		t.Fatalf("declined: %+v", got)
+	}
+
+	cctx, cancel := context.WithCancel(ctx)
+	done = ask(cctx, grants.Question{UserID: alice.ID, ConversationID: "conv-1", Prompt: "Still there?"})
+	pending()
+	cancel()
+	if got := <-done; got.Status != grants.StatusCancelled {
+		t.Fatalf("cancelled: %+v", got)
+	}
+	for action, want := range map[string]int{"collaboration.request": 3, "collaboration.respond": 1, "collaboration.decline": 1,
+		"collaboration.cancel": 1, "grant.create": 1} {
+		if n := auditCount(t, pool, action, audit.ResultSuccess); n != want {
+			t.Errorf("%s entries: %d, want %d", action, n, want)
+		}
+	}
+}
+
+// A question whose waiting call is gone (no sign of life for a minute) is cancelled by
+// the prune; one nobody answered for a day is expired; a waiting one stays.
+func TestPruneQuestions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice := addUser(t, pool, "alice")
+	for _, q := range []struct{ prompt, age string }{{"abandoned", "5 minutes"}, {"old", "25 hours"}} {
+		if _, err := pool.Exec(ctx, `INSERT INTO collaborations (user_id, conversation_id, prompt, created_at, heartbeat_at)
+			VALUES ($1, 'c', $2, now() - $3::interval, now() - $3::interval)`, alice.ID, q.prompt, q.age); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _, _ = s.Ask(cctx, grants.Question{UserID: alice.ID, ConversationID: "c", Prompt: "waiting"}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := s.Collaborations(ctx, alice.ID, grants.StatusPending)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := s.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	all, err := s.Collaborations(ctx, alice.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range all {
+		got[c.Prompt] = c.Status
+	}
+	if got["abandoned"] != grants.StatusCancelled || got["old"] != grants.StatusExpired || got["waiting"] != grants.StatusPending {
+		t.Fatalf("after the prune: %v", got)
+	}
+}

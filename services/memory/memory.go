@@ -1,0 +1,399 @@
+// Package memory is what memory_operations keeps (seed 000): notes an agent stores and
+// finds again with PostgreSQL full-text search (a tsvector of the tags and the content,
+// a GIN index, ranked), and todo lists. Notes and todos belong to the person the agent
+// works for, across their conversations; each records the conversation it came from,
+// and todo lists are per conversation.
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
+)
+
+// Limits.
+const (
+	MaxContent = 100_000 // characters of a note
+	MaxTags    = 20
+	MaxResults = 50
+)
+
+// Service keeps the notes and todos.
+type Service struct {
+	pool *pgxpool.Pool
+	tx   db.TxBeginner
+}
+
+// New returns the service; local (this process's bus reader, events.Local) may be nil.
+func New(pool *pgxpool.Pool, local *events.Local) *Service {
+	return &Service{pool: pool, tx: local.Beginner(pool)}
+}
+
+// change runs fn in a transaction with its audit entry: every change of a note or a
+// todo is audited with it (what changed, never the note's text).
+func (s *Service) change(ctx context.Context, o Owner, action, targetType string, fn func(tx pgx.Tx) (id string, payload map[string]any, err error)) error {
+	return db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		id, payload, err := fn(tx)
+		if err != nil {
+			return err
+		}
+		payload["conversation_id"] = o.ConversationID
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
+			Action: action, TargetType: targetType, TargetID: id, Payload: payload})
+		return err
+	})
+}
+
+// Owner is whose notes: a person (user id) and the conversation.
+type Owner struct {
+	UserID, UserName string
+	ConversationID   string
+}
+
+// Memory is one note.
+type Memory struct {
+	ID             string    `json:"id"`
+	ConversationID string    `json:"conversation_id"`
+	Content        string    `json:"content"`
+	Tags           []string  `json:"tags"`
+	CreatedAt      time.Time `json:"created_at"`
+	Rank           float32   `json:"rank,omitempty"`
+}
+
+// The statuses of a todo (seed 000 §6: starting one, completing one).
+const (
+	TodoNotStarted = "not-started"
+	TodoInProgress = "in-progress"
+	TodoCompleted  = "completed"
+)
+
+// TodoStatuses lists them.
+var TodoStatuses = []string{TodoNotStarted, TodoInProgress, TodoCompleted}
+
+// Todo is one item of a conversation's todo list.
+type Todo struct {
+	ID        string     `json:"id"`
+	Title     string     `json:"title"`
+	Status    string     `json:"status"`
+	Done      bool       `json:"done"`
+	DoneAt    *time.Time `json:"done_at,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// TodoChange is one item of manage_todos' write (ID empty) or update (ID set).
+type TodoChange struct {
+	ID     string `json:"id,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Status string `json:"status,omitempty"`
+}
+
+func owned(o Owner) error {
+	if o.UserID == "" {
+		return fault.Invalid("no_owner", "memory belongs to a person; this call was made by nobody", nil)
+	}
+	return nil
+}
+
+func cleanTags(tags []string) ([]string, error) {
+	out := []string{}
+	for _, t := range tags {
+		t = strings.ToLower(strings.TrimSpace(t))
+		if t != "" && !contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	if len(out) > MaxTags {
+		return nil, fault.Invalid("invalid_tags", fmt.Sprintf("tags: at most %d", MaxTags), nil)
+	}
+	return out, nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Store keeps a note.
+func (s *Service) Store(ctx context.Context, o Owner, content string, tags []string) (Memory, error) {
+	if err := owned(o); err != nil {
+		return Memory{}, err
+	}
+	content = strings.TrimSpace(content)
+	if content == "" || len([]rune(content)) > MaxContent {
+		return Memory{}, fault.Invalid("invalid_content", fmt.Sprintf("content: between 1 and %d characters", MaxContent), nil)
+	}
+	tags, err := cleanTags(tags)
+	if err != nil {
+		return Memory{}, err
+	}
+	var m Memory
+	err = s.change(ctx, o, "memory.store", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
+		err := tx.QueryRow(ctx, `/* memory.Store */ INSERT INTO memories (user_id, conversation_id, content, tags, search)
+			VALUES ($1, $2, $3, $4, setweight(to_tsvector('english', array_to_string($4::text[], ' ')), 'A') ||
+				setweight(to_tsvector('english', $3), 'B'))
+			RETURNING id::text, conversation_id, content, tags, created_at`, o.UserID, o.ConversationID, content, tags).
+			Scan(&m.ID, &m.ConversationID, &m.Content, &m.Tags, &m.CreatedAt)
+		if err != nil {
+			return "", nil, fmt.Errorf("memory: store: %w", err)
+		}
+		return m.ID, map[string]any{"characters": len([]rune(content)), "tags": tags}, nil
+	})
+	if err != nil {
+		return Memory{}, err
+	}
+	return m, nil
+}
+
+// Search finds the person's notes that match query (web search syntax: words, "a
+// phrase", -not, or), best first: ts_rank_cd over the tags (weighted higher) and the
+// content.
+func (s *Service) Search(ctx context.Context, o Owner, query string, limit int) ([]Memory, error) {
+	if err := owned(o); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(query) == "" {
+		return nil, fault.Invalid("invalid_query", "query: say what to look for", nil)
+	}
+	if limit <= 0 || limit > MaxResults {
+		limit = 10
+	}
+	rows, err := s.pool.Query(ctx, `/* memory.Search */ SELECT id::text, conversation_id, content, tags, created_at, ts_rank_cd(search, q) AS rank
+		FROM memories, websearch_to_tsquery('english', $2) AS q
+		WHERE user_id = $1 AND search @@ q
+		ORDER BY rank DESC, created_at DESC LIMIT $3`, o.UserID, query, limit)
+	if err != nil {
+		return nil, fmt.Errorf("memory: search: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Memory, error) {
+		var m Memory
+		err := r.Scan(&m.ID, &m.ConversationID, &m.Content, &m.Tags, &m.CreatedAt, &m.Rank)
+		return m, err
+	})
+}
+
+// List returns the person's newest notes, those with tag only when tag is set.
+func (s *Service) List(ctx context.Context, o Owner, tag string, limit int) ([]Memory, error) {
+	if err := owned(o); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > MaxResults {
+		limit = 20
+	}
+	rows, err := s.pool.Query(ctx, `/* memory.List */ SELECT id::text, conversation_id, content, tags, created_at, 0::real FROM memories
+		WHERE user_id = $1 AND ($2 = '' OR $2 = ANY(tags)) ORDER BY created_at DESC LIMIT $3`,
+		o.UserID, strings.ToLower(strings.TrimSpace(tag)), limit)
+	if err != nil {
+		return nil, fmt.Errorf("memory: list: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Memory, error) {
+		var m Memory
+		err := r.Scan(&m.ID, &m.ConversationID, &m.Content, &m.Tags, &m.CreatedAt, &m.Rank)
+		return m, err
+	})
+}
+
+// ErrNotFound is a note or todo the person does not have.
+var ErrNotFound = fault.NotFound("memory")
+
+// Delete removes one of the person's notes.
+func (s *Service) Delete(ctx context.Context, o Owner, id string) error {
+	if err := owned(o); err != nil {
+		return err
+	}
+	return s.change(ctx, o, "memory.delete", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
+		tag, err := tx.Exec(ctx, `/* memory.Delete */ DELETE FROM memories WHERE id::text = $1 AND user_id = $2`, id, o.UserID)
+		if err != nil {
+			return "", nil, fmt.Errorf("memory: delete: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return "", nil, ErrNotFound
+		}
+		return id, map[string]any{}, nil
+	})
+}
+
+const todoColumns = `id::text, title, status, done_at, created_at`
+
+func scanTodo(row pgx.Row) (Todo, error) {
+	var t Todo
+	err := row.Scan(&t.ID, &t.Title, &t.Status, &t.DoneAt, &t.CreatedAt)
+	t.Done = t.Status == TodoCompleted
+	return t, err
+}
+
+func checkTitle(title string) (string, error) {
+	title = strings.TrimSpace(title)
+	if title == "" || len([]rune(title)) > 1000 {
+		return "", fault.Invalid("invalid_title", "title: between 1 and 1000 characters", nil)
+	}
+	return title, nil
+}
+
+func checkStatus(status string) (string, error) {
+	if status == "" {
+		return TodoNotStarted, nil
+	}
+	if !contains(TodoStatuses, status) {
+		return "", fault.Invalid("invalid_status", "status: one of "+strings.Join(TodoStatuses, ", "), nil)
+	}
+	return status, nil
+}
+
+func addTodo(ctx context.Context, tx pgx.Tx, o Owner, title, status string) (Todo, error) {
+	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.AddTodo */ INSERT INTO todos (user_id, conversation_id, title, status, done_at, created_at)
+		VALUES ($1, $2, $3, $4, CASE WHEN $4 = 'completed' THEN now() END, clock_timestamp()) RETURNING `+todoColumns, o.UserID, o.ConversationID, title, status))
+	if err != nil {
+		return Todo{}, fmt.Errorf("memory: add a todo: %w", err)
+	}
+	return t, nil
+}
+
+// AddTodo adds an item to the conversation's todo list.
+func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, error) {
+	if err := owned(o); err != nil {
+		return Todo{}, err
+	}
+	title, err := checkTitle(title)
+	if err != nil {
+		return Todo{}, err
+	}
+	var t Todo
+	err = s.change(ctx, o, "todo.add", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
+		var err error
+		t, err = addTodo(ctx, tx, o, title, TodoNotStarted)
+		return t.ID, map[string]any{"title": t.Title}, err
+	})
+	return t, err
+}
+
+func updateTodo(ctx context.Context, tx pgx.Tx, o Owner, c TodoChange) (Todo, error) {
+	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.UpdateTodo */ UPDATE todos SET title = coalesce(nullif($4, ''), title),
+			status = coalesce(nullif($5, ''), status),
+			done_at = CASE WHEN coalesce(nullif($5, ''), status) = 'completed' THEN coalesce(done_at, now()) END
+		WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING `+todoColumns,
+		c.ID, o.UserID, o.ConversationID, c.Title, c.Status))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Todo{}, fault.NotFound("todo")
+	}
+	if err != nil {
+		return Todo{}, fmt.Errorf("memory: update a todo: %w", err)
+	}
+	return t, nil
+}
+
+// CompleteTodo marks an item of the conversation's list done.
+func (s *Service) CompleteTodo(ctx context.Context, o Owner, id string) (Todo, error) {
+	ts, err := s.UpdateTodos(ctx, o, []TodoChange{{ID: id, Status: TodoCompleted}})
+	if err != nil {
+		return Todo{}, err
+	}
+	return ts[0], nil
+}
+
+// UpdateTodos changes items of the conversation's list (title, status), all or none.
+func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange) ([]Todo, error) {
+	if err := owned(o); err != nil {
+		return nil, err
+	}
+	if len(changes) == 0 {
+		return nil, fault.Invalid("invalid_todos", "todos: name at least one (id, and title or status)", nil)
+	}
+	for i, c := range changes {
+		if c.ID == "" {
+			return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos[%d].id: which todo", i), nil)
+		}
+		if c.Title != "" {
+			if _, err := checkTitle(c.Title); err != nil {
+				return nil, err
+			}
+		}
+		if c.Status != "" {
+			if _, err := checkStatus(c.Status); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Todo, 0, len(changes))
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		for _, c := range changes {
+			t, err := updateTodo(ctx, tx, o, c)
+			if err != nil {
+				return err
+			}
+			action := "todo.update"
+			if t.Status == TodoCompleted && c.Status == TodoCompleted {
+				action = "todo.complete"
+			}
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
+				Action: action, TargetType: "todo", TargetID: t.ID, TargetName: t.Title,
+				Payload: map[string]any{"conversation_id": o.ConversationID, "status": t.Status}}); err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// WriteTodos replaces the conversation's todo list (seed 000's manage_todos write).
+func (s *Service) WriteTodos(ctx context.Context, o Owner, items []TodoChange) ([]Todo, error) {
+	if err := owned(o); err != nil {
+		return nil, err
+	}
+	if len(items) > 500 {
+		return nil, fault.Invalid("invalid_todos", "todos: at most 500", nil)
+	}
+	for i := range items {
+		var err error
+		if items[i].Title, err = checkTitle(items[i].Title); err != nil {
+			return nil, err
+		}
+		if items[i].Status, err = checkStatus(items[i].Status); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Todo, 0, len(items))
+	err := s.change(ctx, o, "todo.write", "todo_list", func(tx pgx.Tx) (string, map[string]any, error) {
+		if _, err := tx.Exec(ctx, `/* memory.WriteTodos */ DELETE FROM todos WHERE user_id = $1 AND conversation_id = $2`,
+			o.UserID, o.ConversationID); err != nil {
+			return "", nil, fmt.Errorf("memory: write the todo list: %w", err)
+		}
+		for _, it := range items {
+			t, err := addTodo(ctx, tx, o, it.Title, it.Status)
+			if err != nil {
+				return "", nil, err
+			}
+			out = append(out, t)
+		}
+		return o.ConversationID, map[string]any{"todos": len(out)}, nil
+	})
+	return out, err
+}
+
+// Todos is the conversation's todo list, oldest first.
+func (s *Service) Todos(ctx context.Context, o Owner) ([]Todo, error) {
+	if err := owned(o); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `/* memory.Todos */ SELECT `+todoColumns+` FROM todos
+		WHERE user_id = $1 AND conversation_id = $2 ORDER BY created_at, id LIMIT 500`, o.UserID, o.ConversationID)
+	if err != nil {
+		return nil, fmt.Errorf("memory: todos: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Todo, error) { return scanTodo(r) })
+}

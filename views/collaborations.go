@@ -1,0 +1,30 @@
+package views
+
+import "time"
+
+// CollaborationPrompt is a user_collaboration question waiting for the person viewing
+// the page: shown on every page they have open, and in the approvals inbox.
+type CollaborationPrompt struct {
+	ID                 string
+	Prompt             string
+	ConversationID     string
+	AuthorizeOperation string
+	Target             string
+	CreatedAt          time.Time
+}
+
+// GrantsPage lists active grants.
+type GrantsPage struct {
+	Layout Layout
+	Grants []GrantRow
+	// All: everyone's grants (an administrator), else the viewer's own.
+	All bool
+}
+
+// GrantRow is one active grant.
+type GrantRow struct {
+	ID, ConversationID, Operation, Target, By string
+	OneTime                                   bool
+	Uses                                      int
+	CreatedAt, ExpiresAt                      time.Time
+}
