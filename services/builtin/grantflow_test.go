@@ -1,0 +1,100 @@
+package builtin_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// The path guard and user_collaboration together, as seed 000 describes: a write into
+// another conversation's workspace is refused with what to ask; the agent asks through
+// user_collaboration with authorize_operation; the person approves in their session;
+// the same write then succeeds, once (a one-time grant), and the next is refused again.
+func TestWriteElsewhereWithPermission(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	session := webtest.API{T: t, Srv: srv, C: srv.Login(t, "alice", "alice-password-1")}
+	files := srv.App.Enable(t, "builtin__file_operations")
+	srv.App.Enable(t, "builtin__user_collaboration")
+	low := string(risk.Low)
+	it, err := srv.Tools.Update(ctx, audit.System, files.ID, tools.Patch{Risk: &low, MayLowerRisk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	actor := audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		p, err := srv.Router.Prepare(ctx, router.Call{Tool: "builtin__file_operations.list_dir", Arguments: json.RawMessage(`{}`),
+			Actor: actor, Role: auth.RoleToolUser, Source: router.SourceAPI})
+		return err == nil && p.ConfigVersion == it.ConfigVersion
+	}, "the router never saw file_operations at low risk")
+
+	other, err := srv.App.Builtin.Workspace("conv-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := filepath.Join(other, "shared.txt")
+	write := func(content string) *router.Result {
+		t.Helper()
+		args, _ := json.Marshal(map[string]any{"filePath": target, "content": content, "overwrite": true})
+		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations.create_file", Arguments: args,
+			Actor: actor, Role: auth.RoleToolUser, Source: router.SourceAPI, ConversationID: "conv-a"})
+		if err != nil {
+			t.Fatalf("create_file: %v", err)
+		}
+		return res
+	}
+	refused := write("first")
+	if !refused.IsError || !strings.Contains(router.TextOf(refused.Content), "authorize_operation") {
+		t.Fatalf("a write into another workspace: %+v", refused)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("the refused write left a file: %v", err)
+	}
+
+	asked := make(chan *router.Result, 1)
+	go func() {
+		args, _ := json.Marshal(map[string]any{"prompt": "May I write " + target + "?",
+			"authorize_operation": "file_operations.create_file", "target": target, "one_time_use": true})
+		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__user_collaboration", Arguments: args, Actor: actor,
+			Role: auth.RoleToolUser, Source: router.SourceAPI, ConversationID: "conv-a"})
+		if err != nil {
+			t.Error(err)
+		}
+		asked <- res
+	}()
+	q := waitPending(t, session)
+	session.JSON(http.MethodPost, "/api/v1/collaborations/"+q.ID+"/respond", map[string]string{"response": "yes, go ahead"}, http.StatusOK, nil)
+	select {
+	case res := <-asked:
+		if res == nil || res.IsError {
+			t.Fatalf("user_collaboration: %+v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("user_collaboration still waits after the answer")
+	}
+
+	if res := write("granted"); res.IsError {
+		t.Fatalf("the write with a grant: %s", router.TextOf(res.Content))
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "granted" {
+		t.Fatalf("the file: %q %v", b, err)
+	}
+	if res := write("again"); !res.IsError {
+		t.Fatal("a one-time grant allowed a second write")
+	}
+}
