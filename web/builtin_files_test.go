@@ -80,6 +80,8 @@ func TestRollbackPanelRestoresSnapshot(t *testing.T) {
 	body["conversation_id"] = "conv-rb"
 	var ex apiExec
 	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	// Writes are medium risk whatever the tool's level: the admin confirms the plan.
+	admin.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}, 200, nil)
 	waitExec(t, admin, ex.ID, "failed")
 	res := srv.Get(t, admin.c, "/executions/"+ex.ID)
 	page, _ := io.ReadAll(res.Body)

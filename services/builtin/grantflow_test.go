@@ -52,7 +52,8 @@ func TestWriteElsewhereWithPermission(t *testing.T) {
 		t.Helper()
 		args, _ := json.Marshal(map[string]any{"filePath": target, "content": content, "overwrite": true})
 		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations.create_file", Arguments: args,
-			Actor: actor, Role: auth.RoleToolUser, Source: router.SourceAPI, ConversationID: "conv-a"})
+			Actor: actor, Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true},
+			ConversationID: "conv-a"})
 		if err != nil {
 			t.Fatalf("create_file: %v", err)
 		}

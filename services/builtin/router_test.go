@@ -38,7 +38,7 @@ func TestFileOperationsThroughRouter(t *testing.T) {
 	}, "the router never saw file_operations at low risk")
 	res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations.create_file",
 		Arguments: json.RawMessage(`{"filePath":"docs/notes.txt","content":"hello"}`),
-		Actor:     admin, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: "conv-1"})
+		Actor:     admin, Role: auth.RoleAdmin, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: "conv-1"})
 	if err != nil || res.IsError {
 		t.Fatalf("create_file: %v %+v", err, res)
 	}

@@ -94,8 +94,12 @@ func CommandRisk(cmd string) (risk.Level, string, bool) {
 
 // ArgumentRisk is the risk a built-in tool's call carries by its arguments (tool is
 // the bare name): terminal_operations' run_command command and send_input input by
-// CommandRisk. The router raises the tool's risk to it, never lowers it.
+// CommandRisk, file_operations' writes by fileWriteRisk. The router raises the tool's
+// risk to it, never lowers it.
 func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) {
+	if tool == "file_operations" {
+		return fileWriteRisk(args)
+	}
 	if tool != "terminal_operations" {
 		return "", "", false
 	}

@@ -166,6 +166,10 @@ func TestPTYLifecycle(t *testing.T) {
 	pids = waitPIDs(t, other, 0)
 	other.Close()
 	waitGone(t, pids...)
+	// The session's last processes may take a moment to be reaped after the kill.
+	for deadline := time.Now().Add(5 * time.Second); len(sessionMembers(other.sid)) != 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if len(sessionMembers(other.sid)) != 0 || ts.Get(other.ID) != nil {
 		t.Fatal("the closed session left processes or its entry")
 	}

@@ -54,6 +54,10 @@ func TestBuiltinWriteRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Writes are medium risk whatever the tool's level: a person confirms the plan.
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
 	e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); bytes.Equal(b, a) {
 		t.Fatal("the first step changed nothing")
@@ -67,7 +71,7 @@ func TestBuiltinWriteRollback(t *testing.T) {
 			t.Fatalf("an undo step is not restore_snapshot: %s", st.Arguments)
 		}
 	}
-	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{Hash: rp.Hash}); err != nil {
+	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{Hash: rp.Hash, Confirmed: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(ex.ID, executions.RolledBack, 20*time.Second)
