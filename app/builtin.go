@@ -34,6 +34,7 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 	b.Add(builtin.TerminalTool(ts))
 	b.OnClose(ts.Close)
 	b.Add(b.FileOperations())
+	b.KeepSnapshotsPruned()
 	b.Add(builtin.UserCollaboration(asker{a.Grants}))
 	if _, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
 		a.log.Warn(err.Error())

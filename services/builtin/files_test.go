@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -539,4 +540,23 @@ func TestExpectedContent(t *testing.T) {
 	if got := string(readBytes(t, filepath.Join(ws, "a.txt"))); got != "1\n" {
 		t.Fatalf("a.txt: %q", got)
 	}
+}
+
+// Snapshots older than the retention are pruned; newer ones stay, and a rollback of a
+// pruned one says it is gone.
+func TestPruneSnapshots(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	old := structured(t, f.call("c1", args{"operation": "create_file", "filePath": "old.txt", "content": "x"}))["snapshotId"].(string)
+	fresh := structured(t, f.call("c1", args{"operation": "create_file", "filePath": "new.txt", "content": "y"}))["snapshotId"].(string)
+	past := time.Now().Add(-builtin.SnapshotRetention - time.Hour)
+	if err := os.Chtimes(filepath.Join(f.root, ".snapshots", old), past, past); err != nil {
+		t.Fatal(err)
+	}
+	n, err := f.b.PruneSnapshots(time.Now().Add(-builtin.SnapshotRetention))
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d: %v", n, err)
+	}
+	f.fails("c1", args{"operation": "restore_snapshot", "snapshotId": old}, "no snapshot "+old)
+	f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": fresh})
 }

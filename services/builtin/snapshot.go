@@ -210,3 +210,56 @@ func (s *Server) restoreEntry(store *os.Root, id string, e snapEntry) error {
 	}
 	return ar.Chmod(e.Path, e.Mode)
 }
+
+// SnapshotRetention is how long a write's snapshot is kept: a failed execution's
+// rollback can restore it until then.
+const SnapshotRetention = 7 * 24 * time.Hour
+
+// PruneSnapshots removes the snapshots taken before cutoff and returns how many. A
+// rollback that needs one of them fails saying its snapshot is gone.
+func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
+	store, err := s.openStore()
+	if err != nil {
+		return 0, fmt.Errorf("builtin: prune snapshots: %w", err)
+	}
+	defer store.Close()
+	entries, err := fs.ReadDir(store.FS(), ".")
+	if err != nil {
+		return 0, fmt.Errorf("builtin: prune snapshots: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		if err := store.RemoveAll(e.Name()); err != nil {
+			return n, fmt.Errorf("builtin: prune snapshot %s: %w", e.Name(), err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// KeepSnapshotsPruned prunes the snapshots past SnapshotRetention now and every hour
+// until the server closes. Each process prunes its own: snapshots are on its disk.
+func (s *Server) KeepSnapshotsPruned() {
+	stop := make(chan struct{})
+	s.OnClose(func() { close(stop) })
+	go func() {
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if n, err := s.PruneSnapshots(time.Now().Add(-SnapshotRetention)); err != nil {
+				s.opts.Logger.Warn("builtin: could not prune old snapshots", "err", err)
+			} else if n > 0 {
+				s.opts.Logger.Info("builtin: pruned old snapshots", "count", n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
