@@ -64,11 +64,12 @@ func (s *Server) OnClose(f func()) {
 	s.mu.Unlock()
 }
 
-// Close ends what the tools keep running (terminals), last added first. App calls it
-// when it stops.
+// Close ends what the tools keep running (terminals, the snapshot pruner), last added
+// first, once: App calls it when it stops, and a stop may come twice.
 func (s *Server) Close() {
 	s.mu.Lock()
 	cs := s.closers
+	s.closers = nil
 	s.mu.Unlock()
 	for i := len(cs) - 1; i >= 0; i-- {
 		cs[i]()
