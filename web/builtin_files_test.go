@@ -1,22 +1,15 @@
 package web_test
 
 import (
-	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
-	"github.com/toolwarden/toolwarden/internal/testkit"
-	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/risk"
-	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // POST /api/v1/executions takes the conversation the steps run in; the execution page
@@ -61,19 +54,9 @@ func TestExecutionFileDiffAPI(t *testing.T) {
 // its snapshot.
 func TestRollbackPanelRestoresSnapshot(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	tg := srv.App.Enable(t, "builtin__file_operations")
-	low := string(risk.Low)
-	it, err := srv.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.WaitFor(t, 10*time.Second, func() bool {
-		p, err := srv.Router.Prepare(ctx, router.Call{Tool: "builtin__file_operations.list_dir", Arguments: json.RawMessage(`{}`),
-			Actor: audit.System, Source: router.SourceAPI})
-		return err == nil && p.ConfigVersion == it.ConfigVersion
-	}, "the router never saw file_operations at low risk")
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
 	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
 	body := plan(step("builtin__file_operations.create_file", map[string]any{"filePath": "made.txt", "content": "x"}),
 		step("builtin__file_operations.replace_string", map[string]any{"filePath": "made.txt", "oldString": "absent", "newString": "y"}))

@@ -22,6 +22,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
@@ -188,6 +189,18 @@ func (a *App) Enable(t testing.TB, qualified string) tools.Target {
 		t.Fatalf("enable %s: %v %v", qualified, err, outs)
 	}
 	return a.Settled(t, qualified)
+}
+
+// SetRisk overrides the tool's risk level (as an administrator may, lower included).
+// The router forgets the tool's old configuration before Update returns (the bus's
+// Local delivers the change first), so the next call sees the new level.
+func (a *App) SetRisk(t testing.TB, qualified string, level risk.Level) {
+	t.Helper()
+	l := string(level)
+	if _, err := a.Tools.Update(context.Background(), audit.System, a.ToolID(t, qualified),
+		tools.Patch{Risk: &l, MayLowerRisk: true}); err != nil {
+		t.Fatalf("set the risk of %s: %v", qualified, err)
+	}
 }
 
 // ToolID is the id of the tool with the qualified name given.

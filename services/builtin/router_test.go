@@ -14,7 +14,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // file_operations through the router: the dotted name chooses the operation, the call
@@ -24,18 +23,9 @@ func TestFileOperationsThroughRouter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	tg := srv.App.Enable(t, "builtin__file_operations")
-	low := string(risk.Low)
-	it, err := srv.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
 	admin := audit.Actor{Kind: audit.ActorUser, Name: "admin"}
-	testkit.WaitFor(t, 10*time.Second, func() bool {
-		p, err := srv.Router.Prepare(ctx, router.Call{Tool: "builtin__file_operations.list_dir", Arguments: json.RawMessage(`{}`),
-			Actor: admin, Role: auth.RoleAdmin, Source: router.SourceAPI})
-		return err == nil && p.ConfigVersion == it.ConfigVersion
-	}, "the router never saw file_operations at low risk")
 	res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations.create_file",
 		Arguments: json.RawMessage(`{"filePath":"docs/notes.txt","content":"hello"}`),
 		Actor:     admin, Role: auth.RoleAdmin, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: "conv-1"})
