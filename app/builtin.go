@@ -48,11 +48,11 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 // ArgumentRisk): a terminal command that deletes recursively, runs sudo and the like is
 // HIGH whatever the tool's level.
 func builtinArgumentRisk(qualified string, args json.RawMessage) (risk.Level, string, bool) {
-	bare, ok := strings.CutPrefix(qualified, registry.BuiltinName+"__")
-	if !ok {
+	name := bare(qualified)
+	if name == "" {
 		return "", "", false
 	}
-	return builtin.ArgumentRisk(bare, args)
+	return builtin.ArgumentRisk(name, args)
 }
 
 // Previewer is the executions' previewer of the built-in file tools (nil without the

@@ -4,11 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/builtin"
-	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // auditTerminalInput records a line typed into a terminal (terminal.input), or
@@ -26,11 +23,8 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := db.WithTx(ctx, a.Local, func(tx pgx.Tx) error {
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "terminal.input", TargetType: "terminal", TargetID: t.ID,
-			TargetName: t.ConversationID, Payload: map[string]any{"input": line, "hidden": hidden, "source": who.Source, "kind": t.Kind}})
-		return err
-	})
+	err := audit.AppendAlone(ctx, a.Local, audit.Entry{Actor: actor, Action: "terminal.input", TargetType: "terminal", TargetID: t.ID,
+		TargetName: t.ConversationID, Payload: map[string]any{"input": line, "hidden": hidden, "source": who.Source, "kind": t.Kind}})
 	if err != nil {
 		a.log.Warn("audit terminal input", "terminal", t.ID, "err", err)
 	}

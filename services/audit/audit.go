@@ -96,6 +96,15 @@ func Append(ctx context.Context, q pgx.Tx, e Entry) (Record, error) {
 	return rs[0], nil
 }
 
+// AppendAlone appends e in a transaction of its own: for an act whose only trace is its
+// audit entry (a connection test, a refused decision, a line typed into a terminal).
+func AppendAlone(ctx context.Context, begin db.TxBeginner, e Entry) error {
+	return db.WithTx(ctx, begin, func(tx pgx.Tx) error {
+		_, err := Append(ctx, tx, e)
+		return err
+	})
+}
+
 // announceEach bounds how many entries of one batch get an audit.appended event each;
 // a bigger batch (the router's flush of many calls) announces only its last entry, so
 // live activity feeds are not flooded.

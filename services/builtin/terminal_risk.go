@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -90,32 +89,4 @@ func CommandRisk(cmd string) (risk.Level, string, bool) {
 		return "", "", false
 	}
 	return risk.High, "the command " + strings.Join(whys, "; "), true
-}
-
-// ArgumentRisk is the risk a built-in tool's call carries by its arguments (tool is
-// the bare name): terminal_operations' run_command command and send_input input by
-// CommandRisk, file_operations' writes by fileWriteRisk. The router raises the tool's
-// risk to it, never lowers it.
-func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) {
-	if tool == "file_operations" {
-		return fileWriteRisk(args)
-	}
-	if tool != "terminal_operations" {
-		return "", "", false
-	}
-	var a struct {
-		Operation string `json:"operation"`
-		Command   string `json:"command"`
-		Input     string `json:"input"`
-	}
-	if json.Unmarshal(args, &a) != nil {
-		return "", "", false
-	}
-	switch a.Operation {
-	case "run_command":
-		return CommandRisk(a.Command)
-	case "send_input":
-		return CommandRisk(a.Input)
-	}
-	return "", "", false
 }

@@ -343,11 +343,8 @@ func (s *Service) mayDecide(c Caller, verb string) error {
 
 // refusal audits an approval attempt that was turned down.
 func (s *Service) refusal(ctx context.Context, c Caller, ex *Execution, why string) {
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: c.Actor, Action: "execution.approve.refused", TargetType: "execution",
-			TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"reason": why}, Result: audit.ResultDenied})
-		return err
-	})
+	err := audit.AppendAlone(ctx, s.begin, audit.Entry{Actor: c.Actor, Action: "execution.approve.refused", TargetType: "execution",
+		TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"reason": why}, Result: audit.ResultDenied})
 	if err != nil {
 		s.log.Error("executions: could not audit a refused approval", "err", err)
 	}

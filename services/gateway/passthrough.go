@@ -45,7 +45,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -553,11 +552,8 @@ func (g *Gateway) record(ctx context.Context, u *use, result string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditWait)
 	defer cancel()
-	return db.WithTx(ctx, g.pass.journal, func(tx pgx.Tx) error {
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: u.c.actor(), Action: u.action, TargetType: "server",
-			TargetID: u.server.ID, TargetName: u.server.Name, Payload: u.payload, Result: result})
-		return err
-	})
+	return audit.AppendAlone(ctx, g.pass.journal, audit.Entry{Actor: u.c.actor(), Action: u.action, TargetType: "server",
+		TargetID: u.server.ID, TargetName: u.server.Name, Payload: u.payload, Result: result})
 }
 
 // clip bounds text a caller or an upstream chose before it goes into the append-only

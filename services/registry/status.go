@@ -95,11 +95,8 @@ func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Co
 func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c Connection) error {
 	payload := map[string]any{"name": c.Name, "type": c.Type, "saved": id != ""}
 	addTarget(payload, c.Type, c.Command, c.Args, c.WorkingDir, c.URL, c.Template, slices.Sorted(maps.Keys(c.Env)), slices.Sorted(maps.Keys(c.Headers)))
-	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "server.test", TargetType: "server",
-			TargetID: id, TargetName: c.Name, Payload: payload})
-		return err
-	})
+	return audit.AppendAlone(ctx, s.begin, audit.Entry{Actor: actor, Action: "server.test", TargetType: "server",
+		TargetID: id, TargetName: c.Name, Payload: payload})
 }
 
 func (s *Service) open(d draft) (Connection, error) {

@@ -6,6 +6,34 @@ import (
 	"github.com/toolwarden/toolwarden/services/risk"
 )
 
+// ArgumentRisk is the risk a built-in tool's call carries by its arguments (tool is
+// the bare name): terminal_operations' run_command command and send_input input by
+// CommandRisk, file_operations' writes by fileWriteRisk. The router raises the tool's
+// risk to it, never lowers it.
+func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) {
+	if tool == "file_operations" {
+		return fileWriteRisk(args)
+	}
+	if tool != "terminal_operations" {
+		return "", "", false
+	}
+	var a struct {
+		Operation string `json:"operation"`
+		Command   string `json:"command"`
+		Input     string `json:"input"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return "", "", false
+	}
+	switch a.Operation {
+	case "run_command":
+		return CommandRisk(a.Command)
+	case "send_input":
+		return CommandRisk(a.Input)
+	}
+	return "", "", false
+}
+
 // fileWriteRisk rates file_operations by what the call does, for ArgumentRisk: reads
 // add nothing to the tool's level; a write is at least medium, and deleting or moving
 // a file high. So an administrator who sets file_operations low lets reads run without
