@@ -20,7 +20,8 @@ const builtinDescription = "Toolwarden's own tools: files in each conversation's
 // server registered as builtin before the name was reserved keeps the name; the
 // built-in tools then wait, and the log says why, until it is renamed.
 func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, error) {
-	b, err := builtin.New(&builtin.Options{Root: cfg.BuiltinRoot, Logger: a.log, Version: cfg.Version, Grants: a.Grants})
+	b, err := builtin.New(&builtin.Options{Root: cfg.BuiltinRoot, Logger: a.log, Version: cfg.Version, Grants: a.Grants,
+		Conversations: a.Grants})
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +78,12 @@ func bare(qualified string) string {
 	return name
 }
 
-func (p builtinPreviewer) PreviewPlan(ctx context.Context, conversation string, steps []executions.PreviewCall) ([]*executions.StepPreview, error) {
+func (p builtinPreviewer) PreviewPlan(ctx context.Context, conversation, user string, steps []executions.PreviewCall) ([]*executions.StepPreview, error) {
 	calls := make([]builtin.PreviewCall, len(steps))
 	for i, st := range steps {
 		calls[i] = builtin.PreviewCall{Tool: bare(st.Tool), Arguments: st.Arguments}
 	}
-	ps, err := p.b.PreviewPlan(ctx, conversation, calls)
+	ps, err := p.b.PreviewPlan(ctx, conversation, user, calls)
 	if err != nil {
 		return nil, err
 	}

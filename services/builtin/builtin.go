@@ -37,6 +37,22 @@ type Options struct {
 	Version string
 	// Grants are what people allowed through user_collaboration; nil: none.
 	Grants Grants
+	// Conversations says who owns a conversation; nil: conversations are not owned
+	// (reads reach every workspace under the root).
+	Conversations Conversations
+}
+
+// Conversations are the owners of conversations (services/grants): the first person
+// to call in a conversation owns it, and nobody else may use it.
+type Conversations interface {
+	// Claim makes userID the owner of conversation (workspace directory dir) unless
+	// someone owns it already, and returns the owner ("" when the owner was removed).
+	Claim(ctx context.Context, conversation, dir, userID, userName string) (string, error)
+	// OwnerOfDir is the owner of the workspace directory dir; known is false for one no
+	// conversation claimed.
+	OwnerOfDir(ctx context.Context, dir string) (owner string, known bool, err error)
+	// DirsOf is the workspace directories of userID's conversations.
+	DirsOf(ctx context.Context, userID string) (map[string]bool, error)
 }
 
 // Grants are the permissions a person gave through user_collaboration with
@@ -247,8 +263,32 @@ func (s *Server) handler(t *Tool) mcp.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
+		if msg, err := s.claim(ctx, meta, ws); err != nil {
+			return nil, err
+		} else if msg != "" {
+			return errorResult(msg), nil
+		}
 		return op.Run(ctx, Call{Meta: meta, Workspace: ws}, args)
 	}
+}
+
+// claim makes the caller the owner of the call's conversation, or says why the call
+// may not use it (another person's conversation).
+func (s *Server) claim(ctx context.Context, m callmeta.Meta, ws string) (string, error) {
+	if s.opts.Conversations == nil || m.UserID == "" {
+		return "", nil
+	}
+	owner, err := s.opts.Conversations.Claim(ctx, m.ConversationID, filepath.Base(ws), m.UserID, m.UserName)
+	if err != nil {
+		return "", err
+	}
+	if owner == "" {
+		return fmt.Sprintf("conversation_id: the conversation %q belonged to a person who was removed; start a new conversation", m.ConversationID), nil
+	}
+	if owner != m.UserID {
+		return fmt.Sprintf("conversation_id: the conversation %q belongs to another person; use a conversation id of your own", m.ConversationID), nil
+	}
+	return "", nil
 }
 
 // operation is the operation args choose.

@@ -162,6 +162,21 @@ func (s *Server) FileOperations() Tool {
 	}
 }
 
+// openRead resolves p for reading (operation op), checked by the guard, and opens its
+// area.
+func (s *Server) openRead(ctx context.Context, c Call, op, param, p string) (target, *os.Root, error) {
+	t, err := s.resolve(c, param, p)
+	if err != nil {
+		return t, nil, err
+	}
+	if t.area != "" {
+		if err := s.mayRead(ctx, c, op, t); err != nil {
+			return t, nil, err
+		}
+	}
+	return s.open(c, param, p)
+}
+
 // open resolves p and opens its area.
 func (s *Server) open(c Call, param, p string) (target, *os.Root, error) {
 	t, err := s.resolve(c, param, p)
@@ -194,8 +209,8 @@ type readIn struct {
 	Limit    int    `json:"limit"`
 }
 
-func readFile(_ context.Context, s *Server, c Call, in readIn) (*mcp.CallToolResult, error) {
-	t, ar, err := s.open(c, "filePath", in.FilePath)
+func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolResult, error) {
+	t, ar, err := s.openRead(ctx, c, "read_file", "filePath", in.FilePath)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +305,7 @@ type dirIn struct {
 	Path string `json:"path"`
 }
 
-func listDir(_ context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolResult, error) {
+func listDir(ctx context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolResult, error) {
 	p := in.Path
 	if p == "" {
 		p = "."
@@ -300,9 +315,19 @@ func listDir(_ context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolResul
 		return nil, err
 	}
 	var ar *os.Root
+	// shows: the workspaces a listing of the root shows (nil: all), the caller's own.
+	var shows map[string]bool
 	if t.area == "" {
+		if s.opts.Conversations != nil && c.UserID != "" {
+			if shows, err = s.opts.Conversations.DirsOf(ctx, c.UserID); err != nil {
+				return nil, err
+			}
+		}
 		ar, err = os.OpenRoot(s.opts.Root)
 	} else {
+		if err := s.mayRead(ctx, c, "list_dir", t); err != nil {
+			return nil, err
+		}
 		ar, err = s.openArea(t.area)
 	}
 	if err != nil {
@@ -322,7 +347,7 @@ func listDir(_ context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolResul
 	var lines []string
 	var names []string
 	for _, e := range ents {
-		if t.area == "" && (e.Name() == snapshotDir || !e.IsDir()) {
+		if t.area == "" && (e.Name() == snapshotDir || !e.IsDir() || shows != nil && !shows[e.Name()]) {
 			continue
 		}
 		if len(names) == maxListEntries {
@@ -393,11 +418,11 @@ func globRegexp(g string) (*regexp.Regexp, bool, error) {
 
 // walk visits the regular files under dir of c's path p (symlinks are not followed),
 // with their path relative to dir (slash-separated), until visit says stop.
-func (s *Server) walk(c Call, p string, visit func(fsys fs.FS, name, rel string, d fs.DirEntry) (stop bool)) (target, error) {
+func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(fsys fs.FS, name, rel string, d fs.DirEntry) (stop bool)) (target, error) {
 	if p == "" {
 		p = "."
 	}
-	t, ar, err := s.open(c, "path", p)
+	t, ar, err := s.openRead(ctx, c, op, "path", p)
 	if err != nil {
 		return t, err
 	}
@@ -454,7 +479,7 @@ type searchIn struct {
 	MaxResults int    `json:"maxResults"`
 }
 
-func fileSearch(_ context.Context, s *Server, c Call, in searchIn) (*mcp.CallToolResult, error) {
+func fileSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallToolResult, error) {
 	re, base, err := globRegexp(in.Pattern)
 	if err != nil {
 		return nil, err
@@ -462,7 +487,7 @@ func fileSearch(_ context.Context, s *Server, c Call, in searchIn) (*mcp.CallToo
 	limit := capOf(in.MaxResults)
 	var found []string
 	more := false
-	t, err := s.walk(c, in.Path, func(_ fs.FS, _, rel string, _ fs.DirEntry) bool {
+	t, err := s.walk(ctx, c, "file_search", in.Path, func(_ fs.FS, _, rel string, _ fs.DirEntry) bool {
 		m := rel
 		if base {
 			m = path.Base(rel)
@@ -501,7 +526,7 @@ type grepMatch struct {
 	Text string `json:"text"`
 }
 
-func grepSearch(_ context.Context, s *Server, c Call, in searchIn) (*mcp.CallToolResult, error) {
+func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallToolResult, error) {
 	re, err := regexp.Compile(in.Pattern)
 	if err != nil {
 		return nil, fmt.Errorf("pattern: %v", err)
@@ -520,7 +545,7 @@ func grepSearch(_ context.Context, s *Server, c Call, in searchIn) (*mcp.CallToo
 	more := false
 	skipped := 0
 	buf := make([]byte, 0, 64<<10)
-	t, err := s.walk(c, in.Path, func(fsys fs.FS, name, rel string, d fs.DirEntry) bool {
+	t, err := s.walk(ctx, c, "grep_search", in.Path, func(fsys fs.FS, name, rel string, d fs.DirEntry) bool {
 		if inc != nil {
 			m := rel
 			if incBase {
@@ -584,8 +609,8 @@ type pathIn struct {
 	FilePath string `json:"filePath"`
 }
 
-func fileInfo(_ context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {
-	t, ar, err := s.open(c, "filePath", in.FilePath)
+func fileInfo(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {
+	t, ar, err := s.openRead(ctx, c, "get_file_info", "filePath", in.FilePath)
 	if err != nil {
 		return nil, err
 	}
@@ -1054,7 +1079,7 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 
 func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallToolResult, error) {
 	w := s.newWrite(c, "copy_file")
-	from, far, err := s.open(c, "filePath", in.FilePath)
+	from, far, err := s.openRead(ctx, c, "copy_file", "filePath", in.FilePath)
 	if err != nil {
 		return w.done("", nil, err)
 	}

@@ -468,7 +468,7 @@ func TestPreviewPlan(t *testing.T) {
 		b, _ := json.Marshal(a)
 		return builtin.PreviewCall{Tool: "file_operations", Arguments: b}
 	}
-	ps, err := f.b.PreviewPlan(context.Background(), "c1", []builtin.PreviewCall{
+	ps, err := f.b.PreviewPlan(context.Background(), "c1", "", []builtin.PreviewCall{
 		call(args{"operation": "replace_string", "filePath": "a.txt", "oldString": "two", "newString": "2"}),
 		call(args{"operation": "read_file", "filePath": "a.txt"}),
 		call(args{"operation": "insert_edit", "filePath": "a.txt", "line": 0, "content": "zero"}),

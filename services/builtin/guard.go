@@ -17,11 +17,14 @@ import (
 // decide what may be reached; the lexical step below only decides which area a path
 // names, and whether that area is the caller's own workspace.
 //
-// Reads are allowed anywhere in the root's workspaces (seed 001: "file reads
-// anywhere", bounded here by the root); writes inside the caller's workspace are
-// allowed; writes in another workspace need a grant (user_collaboration with
-// authorize_operation); paths outside the root are refused always. The snapshot store
-// (snapshotDir) and files lying directly in the root are never reachable.
+// Reads and writes inside the caller's workspace are allowed. Another workspace is
+// reached by who owns its conversation (Conversations): reads in the caller's own
+// other conversations are allowed (seed 001: "file reads anywhere", bounded here by
+// the person); writes there, and reads or writes in a workspace no conversation
+// claimed, need a grant (user_collaboration with authorize_operation); another
+// person's workspace is refused always, since a grant is the caller's own say-so.
+// Paths outside the root are refused always. The snapshot store (snapshotDir) and
+// files lying directly in the root are never reachable.
 
 const (
 	// maxPathLen bounds a path argument.
@@ -132,12 +135,72 @@ func (s *Server) openArea(area string) (*os.Root, error) {
 	return ar, nil
 }
 
-// mayWrite refuses a write (operation op) to t outside the caller's workspace unless a
-// grant allows it.
-func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) error {
+// access is how an area relates to the caller.
+type access int
+
+const (
+	accessOwn       access = iota // the call's workspace
+	accessMine                    // a workspace of another of the caller's conversations
+	accessUnclaimed               // a workspace no conversation claimed
+	accessOthers                  // another person's workspace
+)
+
+// accessOf is how t's area relates to c's caller. Without conversation owners (or for
+// a call made by no person) every other workspace is the caller's.
+func (s *Server) accessOf(ctx context.Context, c Call, t target) (access, error) {
 	if t.own {
-		return nil
+		return accessOwn, nil
 	}
+	if s.opts.Conversations == nil || c.UserID == "" || t.area == "" {
+		return accessMine, nil
+	}
+	owner, known, err := s.opts.Conversations.OwnerOfDir(ctx, t.area)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("looking up the workspace's owner: %w", err)
+	case !known:
+		return accessUnclaimed, nil
+	case owner == c.UserID:
+		return accessMine, nil
+	}
+	return accessOthers, nil
+}
+
+// errOthers refuses a path in another person's workspace.
+func errOthers(t target) error {
+	return guardf("%s is in another person's workspace, which file_operations cannot reach", t.abs)
+}
+
+// mayRead refuses a read (operation op) of t in another person's workspace, or in one
+// no conversation claimed unless a grant allows it.
+func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) error {
+	switch a, err := s.accessOf(ctx, c, t); {
+	case err != nil:
+		return err
+	case a == accessOwn || a == accessMine:
+		return nil
+	case a == accessOthers:
+		return errOthers(t)
+	}
+	return s.granted(ctx, c, op, t)
+}
+
+// mayWrite refuses a write (operation op) to t outside the caller's workspace unless a
+// grant allows it, and always in another person's.
+func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) error {
+	switch a, err := s.accessOf(ctx, c, t); {
+	case err != nil:
+		return err
+	case a == accessOwn:
+		return nil
+	case a == accessOthers:
+		return errOthers(t)
+	}
+	return s.granted(ctx, c, op, t)
+}
+
+// granted uses a grant for operation op on t, or says what to ask for.
+func (s *Server) granted(ctx context.Context, c Call, op string, t target) error {
 	key := "file_operations." + op
 	if t.area != "" && s.opts.Grants != nil {
 		ok, err := s.opts.Grants.Allow(ctx, c.ConversationID, key, t.abs)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -127,21 +128,33 @@ func (s *Server) current(t target) (content *[]byte, ok bool) {
 	return &b, true
 }
 
-// PreviewPlan previews the steps of a plan run in conversation, in order: a step's
-// preview is nil when it is not a previewable file write or its file cannot be read.
-func (s *Server) PreviewPlan(_ context.Context, conversation string, calls []PreviewCall) ([]*FilePreview, error) {
+// PreviewPlan previews the steps of a plan run in conversation for user (its id; ""
+// for no person), in order: a step's preview is nil when it is not a previewable file
+// write, its file cannot be read, or user may not read it (another person's
+// conversation or workspace, or one that needs a grant: the preview shows content).
+func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, calls []PreviewCall) ([]*FilePreview, error) {
 	ws, err := s.Workspace(conversation)
 	if err != nil {
 		return nil, err
 	}
 	c := Call{Workspace: ws}
-	c.ConversationID = conversation
+	c.ConversationID, c.UserID = conversation, user
+	if a, err := s.accessOf(ctx, c, target{area: filepath.Base(ws)}); err != nil {
+		return nil, err
+	} else if a == accessOthers {
+		return make([]*FilePreview, len(calls)), nil
+	}
 	// after: what earlier steps will have left in a file (by area and path).
 	after := map[[2]string]*[]byte{}
 	out := make([]*FilePreview, len(calls))
 	for i, pc := range calls {
 		t, change, op, ok := s.fileStep(c, pc)
 		if !ok {
+			continue
+		}
+		if a, err := s.accessOf(ctx, c, t); err != nil {
+			return nil, err
+		} else if a != accessOwn && a != accessMine {
 			continue
 		}
 		key := [2]string{t.area, t.rel}

@@ -108,7 +108,7 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	if conv == "" {
 		conv = router.DefaultConversation(c.Actor)
 	}
-	if err := s.preview(ctx, conv, &plan); err != nil {
+	if err := s.preview(ctx, conv, c.Actor.ID, &plan); err != nil {
 		return nil, err
 	}
 	hash, err := plan.Hash()

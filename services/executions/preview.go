@@ -12,8 +12,9 @@ import (
 // a unified diff against the files as they are), and tells at run time whether what a
 // step expects to find is still there (app wires services/builtin).
 type Previewer interface {
-	// PreviewPlan previews steps run in conversation, in order (nil: nothing to show).
-	PreviewPlan(ctx context.Context, conversation string, steps []PreviewCall) ([]*StepPreview, error)
+	// PreviewPlan previews steps run in conversation for user (its id), in order (nil:
+	// nothing to show, also for what user may not read).
+	PreviewPlan(ctx context.Context, conversation, user string, steps []PreviewCall) ([]*StepPreview, error)
 	// Fingerprint is what step would find now, to compare with its preview's.
 	Fingerprint(ctx context.Context, conversation string, step PreviewCall) (string, error)
 }
@@ -32,8 +33,8 @@ type StepPreview struct {
 	Fingerprint string `json:"fingerprint"`
 }
 
-// preview adds the previews of plan's steps, run in conversation.
-func (s *Service) preview(ctx context.Context, conversation string, plan *Plan) error {
+// preview adds the previews of plan's steps, run in conversation for user (its id).
+func (s *Service) preview(ctx context.Context, conversation, user string, plan *Plan) error {
 	if s.opts.Display != nil {
 		for i, st := range plan.Steps {
 			plan.Steps[i].Display = s.opts.Display(st.Tool, st.Arguments)
@@ -46,7 +47,7 @@ func (s *Service) preview(ctx context.Context, conversation string, plan *Plan) 
 	for i, st := range plan.Steps {
 		calls[i] = PreviewCall{Tool: st.Tool, Arguments: st.Arguments}
 	}
-	ps, err := s.opts.Previewer.PreviewPlan(ctx, conversation, calls)
+	ps, err := s.opts.Previewer.PreviewPlan(ctx, conversation, user, calls)
 	if err != nil {
 		return fmt.Errorf("executions: preview: %w", err)
 	}
