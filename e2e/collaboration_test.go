@@ -35,6 +35,7 @@ func TestBrowserCollaborationAnswer(t *testing.T) {
 	out := mcpCall(context.Background(), cs, "builtin__user_collaboration",
 		map[string]any{"prompt": "May I deploy to staging?", "authorize_operation": "terminal_operations.run_command"}, 0)
 	b.waitJS("the question appears without a reload", `!!document.querySelector("[data-testid=collaboration]")`)
+	b.waitJS("the navigation counts the question", `document.querySelector("#nav-questions-count")?.dataset.count === "1"`)
 	if got := eval[string](b, `document.querySelector("[data-testid=collaboration-prompt]").textContent`); got != "May I deploy to staging?" {
 		t.Fatalf("the prompt reads %q", got)
 	}
@@ -54,6 +55,7 @@ func TestBrowserCollaborationAnswer(t *testing.T) {
 		t.Errorf("the card reads %q", got)
 	}
 	b.waitJS("no question is left", `!document.querySelector("[data-testid=collaboration]")`)
+	b.waitJS("the navigation's count is gone", `document.querySelector("#nav-questions-count")?.dataset.count === "0" && document.querySelector("#nav-questions-count").hidden`)
 
 	// Reject, from another page: the agent is told no.
 	b.do("open the approvals", chromedp.Navigate(srv.URL+"/approvals"))

@@ -193,6 +193,16 @@ func approvalsNavBadge(n int) views.NavBadge {
 	return views.NavBadge{ID: views.ApprovalsCountID, Count: n, Label: label}
 }
 
+// questionsNavBadge is the count of the viewer's open questions (user_collaboration)
+// next to "Approvals", where they are answered too.
+func questionsNavBadge(n int) views.NavBadge {
+	label := fmt.Sprintf("%d questions from agents await your answer", n)
+	if n == 1 {
+		label = "1 question from an agent awaits your answer"
+	}
+	return views.NavBadge{ID: views.QuestionsCountID, Count: n, Label: label}
+}
+
 // executionStatusWords is a state as the filters name it.
 func executionStatusWords(s executions.Status) string {
 	w := strings.ReplaceAll(string(s), "_", " ")

@@ -282,6 +282,14 @@ func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Lay
 		for _, c := range pending {
 			l.Collaborations = append(l.Collaborations, promptOf(c))
 		}
+		if err == nil {
+			for i := range l.Nav {
+				if l.Nav[i].Href == "/approvals" {
+					b := questionsNavBadge(len(pending))
+					l.Nav[i].Mine = &b
+				}
+			}
+		}
 		allowed = append(allowed, grants.UserTopic(p.User.ID))
 	}
 	l.Live.Topics = allowed

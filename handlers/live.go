@@ -67,11 +67,19 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		}
 		parts = append(parts, more...)
 	default:
-		if _, ok := grants.UserOfTopic(ev.Topic); ok {
-			// A question for the person, or its end (collaborations.go).
+		if user, ok := grants.UserOfTopic(ev.Topic); ok {
+			// A question for the person, or its end (collaborations.go), and the count
+			// of those still open: the topic is the person's own.
 			var c events.Collaboration
 			if err := ev.Decode(&c); err != nil {
 				return nil, err
+			}
+			if l.Grants != nil {
+				pending, err := l.Grants.Collaborations(ctx, user, grants.StatusPending)
+				if err != nil {
+					return nil, err
+				}
+				parts = append(parts, views.LiveNavBadge(questionsNavBadge(len(pending))))
 			}
 			if events.CollaborationRequested.Is(ev) {
 				parts = append(parts, views.LiveCollaborationAsked(views.CollaborationPrompt{ID: c.ID, Prompt: c.Prompt,

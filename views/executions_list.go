@@ -16,6 +16,8 @@ const (
 	ApprovalItemsID = "approval-items"
 	// ApprovalsCountID is the count next to "Approvals" in the navigation.
 	ApprovalsCountID = "nav-approvals-count"
+	// QuestionsCountID is the count of the viewer's open questions next to "Approvals".
+	QuestionsCountID = "nav-questions-count"
 )
 
 // ExecutionListRowID is the id of an execution's row in the history.

@@ -37,6 +37,9 @@ type NavItem struct {
 	Active bool
 	// Badge counts what waits in the area (approvals to decide); nil shows none.
 	Badge *NavBadge
+	// Mine counts what waits for the viewer alone there (the questions agents ask
+	// them); nil shows none.
+	Mine *NavBadge
 }
 
 // NavBadge is a count next to a navigation entry. The element keeps its id while the

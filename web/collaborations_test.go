@@ -54,8 +54,12 @@ func TestCollaborationPages(t *testing.T) {
 	if !strings.Contains(page, "user:"+alice.ID) || !strings.Contains(page, `data-testid="collaboration-approve"`) {
 		t.Fatalf("the page neither follows alice's topic nor offers Approve:\n%s", page)
 	}
-	if other := body(t, srv.Get(t, cb, "/tools")); strings.Contains(other, "May I write") || strings.Contains(other, "user:"+alice.ID) {
-		t.Fatal("bob sees alice's question")
+	if !strings.Contains(page, `id="nav-questions-count" class="nav-count" data-testid="nav-questions-count" data-count="1"`) {
+		t.Error("alice's navigation does not count her question")
+	}
+	if other := body(t, srv.Get(t, cb, "/tools")); strings.Contains(other, "May I write") || strings.Contains(other, "user:"+alice.ID) ||
+		!strings.Contains(other, `data-testid="nav-questions-count" data-count="0"`) {
+		t.Fatal("bob sees alice's question, or a count of it")
 	}
 	list, err := srv.App.Grants.Collaborations(ctx, alice.ID, grants.StatusPending)
 	if err != nil || len(list) != 1 {
