@@ -1042,6 +1042,9 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 	if err != nil {
 		return w.done("", nil, err)
 	}
+	if err := w.expected(from, far); err != nil {
+		return w.done("", nil, err)
+	}
 	to, tar, err := w.target(ctx, "newPath", in.NewPath)
 	if err != nil {
 		return w.done("", nil, err)
@@ -1084,6 +1087,9 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 		return w.done("", nil, err)
 	}
 	w.open = append(w.open, far)
+	if err := w.expected(from, far); err != nil {
+		return w.done("", nil, err)
+	}
 	to, tar, err := w.target(ctx, "newPath", in.NewPath)
 	if err != nil {
 		return w.done("", nil, err)

@@ -502,6 +502,60 @@ func TestPreviewPlan(t *testing.T) {
 	}
 }
 
+// Moves in a plan's preview: a rename says from and to, a copy shows the new file's
+// content (and what an overwrite replaces), a new directory says so; later steps see
+// what the moves left, and a move that will fail shows nothing. A copy expects its
+// source as previewed.
+func TestPreviewMoves(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	for name, content := range map[string]string{"a.txt": "alpha\n", "b.txt": "beta\n"} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(a args) builtin.PreviewCall {
+		b, _ := json.Marshal(a)
+		return builtin.PreviewCall{Tool: "file_operations", Arguments: b}
+	}
+	ps, err := f.b.PreviewPlan(context.Background(), "c1", "", []builtin.PreviewCall{
+		call(args{"operation": "create_directory", "filePath": "out"}),
+		call(args{"operation": "rename_file", "filePath": "a.txt", "newPath": "out/a.txt"}),
+		call(args{"operation": "copy_file", "filePath": "out/a.txt", "newPath": "b.txt", "overwrite": true}),
+		call(args{"operation": "rename_file", "filePath": "a.txt", "newPath": "c.txt"}),
+		call(args{"operation": "copy_file", "filePath": "b.txt", "newPath": "out/a.txt"}),
+		call(args{"operation": "create_directory", "filePath": "b.txt"}),
+		call(args{"operation": "replace_string", "filePath": "out/a.txt", "oldString": "alpha", "newString": "ALPHA"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps[0] == nil || ps[0].Diff != "new directory out/\n" || ps[0].Fingerprint != "" {
+		t.Fatalf("create_directory: %+v", ps[0])
+	}
+	if ps[1] == nil || !strings.HasPrefix(ps[1].Diff, "rename from a.txt\nrename to out/a.txt\n") || !strings.Contains(ps[1].Diff, "+alpha\n") ||
+		ps[1].Fingerprint != "sha256:"+sha("alpha\n") {
+		t.Fatalf("rename_file: %+v", ps[1])
+	}
+	if ps[2] == nil || !strings.HasPrefix(ps[2].Diff, "copy from out/a.txt\ncopy to b.txt\n") || !strings.Contains(ps[2].Diff, "-beta\n+alpha\n") {
+		t.Fatalf("copy_file over b.txt: %+v", ps[2])
+	}
+	if ps[3] != nil || ps[4] != nil || ps[5] != nil {
+		t.Fatalf("a rename of a moved file, a copy onto a file without overwrite, a directory over a file: %+v %+v %+v", ps[3], ps[4], ps[5])
+	}
+	if ps[6] == nil || !strings.Contains(ps[6].Diff, "-alpha\n+ALPHA\n") {
+		t.Fatalf("an edit of the moved file: %+v", ps[6])
+	}
+	// A copy whose source changed since the preview is refused as stale.
+	res, err := f.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "file_operations",
+		Arguments: args{"operation": "copy_file", "filePath": "b.txt", "newPath": "d.txt"},
+		Meta:      mcp.Meta{callmeta.Key: callmeta.Meta{ConversationID: "c1", Expect: "sha256:" + sha("other\n")}}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "stale") {
+		t.Fatalf("a stale copy: %v %s", err, text(res))
+	}
+}
+
 func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])

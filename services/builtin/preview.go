@@ -58,6 +58,11 @@ var previewable = map[string]func(json.RawMessage) (func(shown string, b []byte)
 	},
 }
 
+// moves are the file operations that a preview shows by what they move, copy or
+// create rather than by an edit of filePath's content: filePath is the file the step
+// reads (its fingerprint is what the step expects), newPath the one it writes.
+var moves = map[string]bool{"rename_file": true, "copy_file": true, "create_directory": true}
+
 type changer interface {
 	change(shown string, b []byte) ([]byte, string, error)
 }
@@ -91,13 +96,15 @@ func (s *Server) fileStep(c Call, pc PreviewCall) (t target, change func(string,
 	if json.Unmarshal(pc.Arguments, &a) != nil {
 		return t, nil, "", false
 	}
-	mk, found := previewable[a.Operation]
-	if !found {
-		return t, nil, "", false
-	}
-	change, err := mk(pc.Arguments)
-	if err != nil {
-		return t, nil, "", false
+	var err error
+	if !moves[a.Operation] {
+		mk, found := previewable[a.Operation]
+		if !found {
+			return t, nil, "", false
+		}
+		if change, err = mk(pc.Arguments); err != nil {
+			return t, nil, "", false
+		}
 	}
 	t, err = s.resolve(c, "filePath", a.FilePath)
 	if err != nil || t.area == "" || t.rel == "." {
@@ -158,11 +165,39 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 			continue
 		}
 		key := [2]string{t.area, t.rel}
+		if op == "create_directory" {
+			cur, seen := after[key]
+			if !seen {
+				if cur, ok = s.current(t); !ok {
+					continue // a directory already (nothing to do), or unreadable
+				}
+			}
+			if cur != nil {
+				continue // a file is there: the step will fail
+			}
+			out[i] = &FilePreview{Path: t.shown, Diff: "new directory " + t.shown + "/\n"}
+			continue
+		}
 		old, seen := after[key]
 		if !seen {
 			if old, ok = s.current(t); !ok {
 				continue
 			}
+		}
+		if moves[op] {
+			if old == nil {
+				continue // nothing to move or copy: the step will fail
+			}
+			p, dst, next, ok := s.previewMove(ctx, c, op, pc.Arguments, t, *old, after)
+			if !ok {
+				continue
+			}
+			out[i] = p
+			after[dst] = next
+			if op == "rename_file" {
+				after[key] = nil
+			}
+			continue
 		}
 		var oldBytes []byte
 		if old != nil {
@@ -186,15 +221,61 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 		if next != nil {
 			newBytes = *next
 		}
-		diff := udiff.Unified("a/"+t.shown, "b/"+t.shown, string(oldBytes), string(newBytes))
-		if len(diff) > maxPreviewDiff {
-			cut := strings.LastIndexByte(diff[:maxPreviewDiff], '\n') + 1
-			diff = diff[:cut] + fmt.Sprintf("[… the diff goes on: %d bytes in all, the first %d shown]\n", len(diff), cut)
-		}
+		diff := bounded(udiff.Unified("a/"+t.shown, "b/"+t.shown, string(oldBytes), string(newBytes)))
 		out[i] = &FilePreview{Path: t.shown, Fingerprint: fingerprint(old), Diff: diff}
 		after[key] = next
 	}
 	return out, nil
+}
+
+// bounded is diff cut at a line to at most maxPreviewDiff bytes, saying so.
+func bounded(diff string) string {
+	if len(diff) <= maxPreviewDiff {
+		return diff
+	}
+	cut := strings.LastIndexByte(diff[:maxPreviewDiff], '\n') + 1
+	return diff[:cut] + fmt.Sprintf("[… the diff goes on: %d bytes in all, the first %d shown]\n", len(diff), cut)
+}
+
+// previewMove previews a rename_file or copy_file of from (whose content will be
+// content) to its newPath: git's "rename from/to" or "copy from/to" lines, then the
+// diff of what newPath holds (nothing, or what an overwrite replaces) to content. It
+// returns newPath's key in after and its content once the step ran; ok is false when
+// the step will fail or newPath may not be read.
+func (s *Server) previewMove(ctx context.Context, c Call, op string, args json.RawMessage, from target, content []byte,
+	after map[[2]string]*[]byte) (p *FilePreview, key [2]string, next *[]byte, ok bool) {
+	var in twoPathIn
+	if json.Unmarshal(args, &in) != nil {
+		return nil, key, nil, false
+	}
+	to, err := s.resolve(c, "newPath", in.NewPath)
+	if err != nil || to.area == "" || to.rel == "." || op == "rename_file" && to.area != from.area {
+		return nil, key, nil, false
+	}
+	if a, err := s.accessOf(ctx, c, to); err != nil || a != accessOwn && a != accessMine {
+		return nil, key, nil, false
+	}
+	key = [2]string{to.area, to.rel}
+	was, seen := after[key]
+	if !seen {
+		if was, ok = s.current(to); !ok {
+			return nil, key, nil, false
+		}
+	}
+	if was != nil && !in.Overwrite {
+		return nil, key, nil, false // refused when it runs: newPath exists
+	}
+	var wasBytes []byte
+	if was != nil {
+		wasBytes = *was
+	}
+	verb := "copy"
+	if op == "rename_file" {
+		verb = "rename"
+	}
+	head := fmt.Sprintf("%s from %s\n%s to %s\n", verb, from.shown, verb, to.shown)
+	diff := bounded(head + udiff.Unified("a/"+to.shown, "b/"+to.shown, string(wasBytes), string(content)))
+	return &FilePreview{Path: from.shown, Fingerprint: fingerprint(&content), Diff: diff}, key, &content, true
 }
 
 // Fingerprint is the fingerprint of the file a previewable call changes, as it is now
@@ -206,8 +287,8 @@ func (s *Server) Fingerprint(_ context.Context, conversation string, pc PreviewC
 	}
 	c := Call{Workspace: ws}
 	c.ConversationID = conversation
-	t, _, _, ok := s.fileStep(c, pc)
-	if !ok {
+	t, _, op, ok := s.fileStep(c, pc)
+	if !ok || op == "create_directory" {
 		return "", nil
 	}
 	content, ok := s.current(t)
