@@ -122,10 +122,13 @@ func (h CollaborationsHandler) GrantsPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page := views.GrantsPage{Layout: h.layout(c, "Grants"), All: all}
+	topic := grants.GiverTopic(p.User.ID)
+	if all {
+		topic = grants.Topic
+	}
+	page := views.GrantsPage{Layout: h.layout(c, "Grants", topic), All: all}
 	for _, g := range list {
-		page.Grants = append(page.Grants, views.GrantRow{ID: g.ID, ConversationID: g.ConversationID, Operation: g.Operation,
-			Target: g.Target, OneTime: g.OneTime, Uses: g.Uses, By: g.UserName, CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt})
+		page.Grants = append(page.Grants, grantRow(g))
 	}
 	return render(c, http.StatusOK, views.Grants(page))
 }

@@ -324,6 +324,17 @@ func TopicPermission(topic string) auth.Permission {
 		return auth.PermToolView
 	case executions.Topic:
 		return auth.PermExecutionView
+	case grants.Topic:
+		return auth.PermUsers // everyone's grants: administrators
+	case builtin.TerminalsTopic:
+		return auth.PermAuditView // everyone's terminals: administrators and auditors
+	}
+	// One's own grants and terminals; MayFollow checks whose they are.
+	if _, ok := grants.GiverOfTopic(topic); ok {
+		return auth.PermCollaborate
+	}
+	if _, ok := builtin.OwnerOfTopic(topic); ok {
+		return auth.PermTerminalView
 	}
 	if strings.HasPrefix(topic, executions.TopicOf("")) {
 		return auth.PermExecutionView

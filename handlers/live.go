@@ -67,7 +67,12 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		}
 		parts = append(parts, more...)
 	default:
-		if user, ok := grants.UserOfTopic(ev.Topic); ok {
+		if more, ok, err := l.listParts(ctx, ev); ok {
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, more...)
+		} else if user, ok := grants.UserOfTopic(ev.Topic); ok {
 			// A question for the person, or its end (collaborations.go), and the count
 			// of those still open: the topic is the person's own.
 			var c events.Collaboration

@@ -44,7 +44,11 @@ func terminalRow(t *builtin.Terminal) views.TerminalRow {
 // List shows the terminals the caller may see, oldest first.
 func (h TerminalsHandler) List(c echo.Context) error {
 	p := PrincipalOf(c)
-	page := views.TerminalsPage{Layout: h.layout(c, "Terminals"), SeesAll: p.Can(auth.PermAuditView)}
+	topic := builtin.OwnerTopic(p.User.ID)
+	if p.Can(auth.PermAuditView) {
+		topic = builtin.TerminalsTopic
+	}
+	page := views.TerminalsPage{Layout: h.layout(c, "Terminals", topic), SeesAll: p.Can(auth.PermAuditView)}
 	if h.Terminals != nil {
 		for _, t := range h.Terminals.List() {
 			if see, _ := TerminalAccess(p, t); see {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -39,6 +40,14 @@ func (l Live) MayFollow(p *auth.Principal, topic string) bool {
 	if uid, ok := grants.UserOfTopic(topic); ok {
 		// One's own questions only, in a person's session.
 		return p != nil && p.User.ID == uid && p.Kind == audit.ActorUser && p.Can(auth.PermCollaborate)
+	}
+	if uid, ok := grants.GiverOfTopic(topic); ok {
+		// The grants one gave (everyone's: grants.Topic, by TopicPermission).
+		return p != nil && p.User.ID == uid && p.Can(auth.PermCollaborate)
+	}
+	if uid, ok := builtin.OwnerOfTopic(topic); ok {
+		// One's own terminals (everyone's: builtin.TerminalsTopic).
+		return p != nil && p.User.ID == uid && p.Can(auth.PermTerminalView)
 	}
 	id, ok := testRunOf(topic)
 	if !ok {

@@ -42,6 +42,24 @@ type TerminalOptions struct {
 	// OnInput, when set, is told of every line typed into a terminal from the
 	// browser or by send_input (hidden: the terminal had echo off).
 	OnInput func(t *Terminal, who TerminalCaller, line string, hidden bool)
+	// OnChange, when set, is told when a terminal opens, when its process ends and
+	// when it leaves the list (the /terminals page follows them).
+	OnChange func(t *Terminal, change TerminalChange)
+}
+
+// TerminalChange is what happened to a terminal (TerminalOptions.OnChange).
+type TerminalChange int
+
+const (
+	TerminalOpened TerminalChange = iota
+	TerminalExited
+	TerminalClosed
+)
+
+func (ts *Terminals) changed(t *Terminal, c TerminalChange) {
+	if ts.opts.OnChange != nil {
+		ts.opts.OnChange(t, c)
+	}
 }
 
 // TerminalCaller is who typed into a terminal or called the tool.
@@ -233,6 +251,7 @@ func (ts *Terminals) track(t *Terminal) error {
 		removeRecord(ts.opts.Root, t.sid)
 		return err
 	}
+	ts.changed(t, TerminalOpened)
 	go func() {
 		err := t.cmd.Wait()
 		code := 0
@@ -247,6 +266,7 @@ func (ts *Terminals) track(t *Terminal) error {
 		endSession(t.sid, ts.marker, 0, nil)
 		removeRecord(ts.opts.Root, t.sid)
 		close(t.gone)
+		ts.changed(t, TerminalExited)
 		time.AfterFunc(ts.opts.KeepEnded, t.Close)
 	}()
 	return nil
@@ -375,10 +395,14 @@ func (t *Terminal) Close() {
 // forget drops the terminal from the list.
 func (t *Terminal) forget() {
 	t.ts.mu.Lock()
-	if t.ts.byID[t.ID] == t {
+	gone := t.ts.byID[t.ID] == t
+	if gone {
 		delete(t.ts.byID, t.ID)
 	}
 	t.ts.mu.Unlock()
+	if gone {
+		t.ts.changed(t, TerminalClosed)
+	}
 }
 
 // Close ends every terminal; no new ones start (Toolwarden is stopping).
@@ -403,4 +427,19 @@ func (ts *Terminals) CloseWith(ctx context.Context) {
 		<-ctx.Done()
 		ts.Close()
 	}()
+}
+
+// TerminalsTopic is where every terminal's events are (administrators and auditors
+// follow it); OwnerTopic is where one person's terminals' events are.
+const TerminalsTopic = "terminals"
+
+const ownerPrefix = "terminals:"
+
+// OwnerTopic is the topic of the terminals userID owns.
+func OwnerTopic(userID string) string { return ownerPrefix + userID }
+
+// OwnerOfTopic is the person an OwnerTopic is about.
+func OwnerOfTopic(topic string) (string, bool) {
+	u, ok := strings.CutPrefix(topic, ownerPrefix)
+	return u, ok && u != ""
 }

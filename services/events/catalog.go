@@ -89,9 +89,17 @@ const (
 	RollbackCompleted  Kind[ExecutionEnded]    = "rollback.completed"
 	RollbackFailed     Kind[ExecutionEnded]    = "rollback.failed"
 
-	// On grants.Topic: grants people gave through user_collaboration.
+	// On grants.Topic and the giver's grants.GiverTopic: grants people gave through
+	// user_collaboration, and each use of one (a one-time grant is used up by it).
 	GrantCreated Kind[GrantRef] = "grant.created"
 	GrantRevoked Kind[GrantRef] = "grant.revoked"
+	GrantUsed    Kind[GrantRef] = "grant.used"
+
+	// On the terminals topics (everyone's, and the owner's): a built-in terminal
+	// opened, its process ended, and it left the list.
+	TerminalOpened Kind[Terminal] = "terminal.opened"
+	TerminalExited Kind[Terminal] = "terminal.exited"
+	TerminalClosed Kind[Terminal] = "terminal.closed"
 
 	// On the asked person's topic (grants.UserTopic): a user_collaboration question
 	// waiting for them, and its end (answered, declined, cancelled or expired).
@@ -118,7 +126,8 @@ var catalog = []KindInfo{
 	info(PlanCreated), info(ApprovalRequested), info(ApprovalGranted), info(ApprovalRejected),
 	info(ExecutionCancelled), info(ExecutionExpired), info(ExecutionSucceeded), info(ExecutionFailed),
 	info(RollbackStarted), info(RollbackCompleted), info(RollbackFailed),
-	info(GrantCreated), info(GrantRevoked), info(CollaborationRequested), info(CollaborationEnded),
+	info(GrantCreated), info(GrantRevoked), info(GrantUsed), info(CollaborationRequested), info(CollaborationEnded),
+	info(TerminalOpened), info(TerminalExited), info(TerminalClosed),
 }
 
 // Catalog returns every event kind with its payload type.
@@ -356,6 +365,22 @@ type GrantRef struct {
 	ConversationID string `json:"conversation_id"`
 	Operation      string `json:"operation"`
 	Target         string `json:"target,omitempty"`
+}
+
+// Terminal is a built-in terminal (a PTY session or a background command) as its
+// events carry it: what its row in /terminals shows.
+type Terminal struct {
+	ID             string    `json:"id"`
+	Kind           string    `json:"kind"`
+	ConversationID string    `json:"conversation_id"`
+	OwnerID        string    `json:"owner_id,omitempty"`
+	OwnerName      string    `json:"owner_name,omitempty"`
+	Dir            string    `json:"dir"`
+	Command        string    `json:"command,omitempty"`
+	Started        time.Time `json:"started"`
+	Exited         bool      `json:"exited,omitempty"`
+	Cols           int       `json:"cols,omitempty"`
+	Rows           int       `json:"rows,omitempty"`
 }
 
 // Collaboration is a user_collaboration question as its events carry it.

@@ -26,8 +26,32 @@ import (
 // DefaultTTL is how long a grant lasts unless it says otherwise (seed 000 §4).
 const DefaultTTL = 300 * time.Second
 
-// Topic is where grants are announced (the /grants page follows it).
+// Topic is where every grant is announced (an administrator's /grants follows it);
+// GiverTopic is where the grants one person gave are (theirs follows it).
 const Topic = "grants"
+
+const giverPrefix = "grants:"
+
+// GiverTopic is the topic of the grants userID gave.
+func GiverTopic(userID string) string { return giverPrefix + userID }
+
+// GiverOfTopic is the person a GiverTopic is about.
+func GiverOfTopic(topic string) (string, bool) {
+	u, ok := strings.CutPrefix(topic, giverPrefix)
+	return u, ok && u != ""
+}
+
+// announce publishes a grant's event on Topic and on its giver's topic.
+func announce(ctx context.Context, tx pgx.Tx, k events.Kind[events.GrantRef], g Grant) error {
+	if _, err := k.Publish(ctx, tx, Topic, event(g)); err != nil {
+		return err
+	}
+	if g.UserID == nil {
+		return nil
+	}
+	_, err := k.Publish(ctx, tx, GiverTopic(*g.UserID), event(g))
+	return err
+}
 
 // Options configure the service.
 type Options struct {
@@ -173,7 +197,7 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, sp Spec) (Grant, erro
 			"target": g.Target, "one_time": g.OneTime, "expires_at": g.ExpiresAt, "collaboration_id": sp.CollaborationID}}); err != nil {
 		return Grant{}, err
 	}
-	if _, err := events.GrantCreated.Publish(ctx, tx, Topic, event(g)); err != nil {
+	if err := announce(ctx, tx, events.GrantCreated, g); err != nil {
 		return Grant{}, err
 	}
 	return g, nil
@@ -207,7 +231,10 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 			_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "grant.use", TargetType: "grant", TargetID: g.ID,
 				TargetName: g.Operation, Payload: map[string]any{"conversation_id": conversation, "operation": normalize(operation),
 					"target": target, "one_time": g.OneTime, "uses": g.Uses}})
-			return err
+			if err != nil {
+				return err
+			}
+			return announce(ctx, tx, events.GrantUsed, g)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("grants: use: %w", err)
@@ -252,6 +279,11 @@ func (s *Service) Active(ctx context.Context, f Filter) ([]Grant, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Grant, error) { return scanGrant(r) })
 }
 
+// Usable reports whether g can still be used now (not revoked, used up or expired).
+func (s *Service) Usable(g Grant) bool {
+	return g.RevokedAt == nil && g.ConsumedAt == nil && g.ExpiresAt.After(s.now())
+}
+
 // Get returns one grant.
 func (s *Service) Get(ctx context.Context, id string) (Grant, error) {
 	g, err := scanGrant(s.pool.QueryRow(ctx, `/* grants.Get */ SELECT `+grantColumns+` FROM grants WHERE id::text = $1`, id))
@@ -284,8 +316,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 				"target": g.Target}}); err != nil {
 			return err
 		}
-		_, err = events.GrantRevoked.Publish(ctx, tx, Topic, event(g))
-		return err
+		return announce(ctx, tx, events.GrantRevoked, g)
 	})
 	return g, err
 }

@@ -243,7 +243,14 @@
   // (recent activity, execution history, approvals inbox, an execution's log), keyed
   // by the attribute named.
   var liveLists = [["#activity-rows", "data-audit-id"], ["#execution-rows", "id"], ["#approval-items", "id"],
-    ["ol.exec-log", "data-event-id"]];
+    ["ol.exec-log", "data-event-id"], ["#grant-rows", "id"], ["#terminal-rows", "id"]];
+  // Rows that say when they end (a grant's expiry) leave the list then.
+  setInterval(function () {
+    var now = Date.now();
+    document.querySelectorAll("[data-live-rows] > [data-expires-at]").forEach(function (el) {
+      if (Number(el.dataset.expiresAt) <= now) el.remove();
+    });
+  }, 1000);
   function dedupeLive() {
     liveLists.forEach(function (spec) {
       document.querySelectorAll(spec[0]).forEach(function (list) {

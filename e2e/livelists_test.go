@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/grants"
+)
+
+// /terminals and /grants follow what happens without a reload: a terminal an agent
+// opens appears, its end shows, and it leaves the list when closed; a grant given
+// appears, a use is counted, and a revoked one goes. Another person's do not show.
+func TestBrowserLiveLists(t *testing.T) {
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	bob := srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-12")
+	ws, err := srv.App.Builtin.Workspace("conv-live")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBrowser(t)
+	b.login(srv, "alice", "alice-password-1")
+	b.do("open the terminals", chromedp.Navigate(srv.URL+"/terminals"))
+	b.waitJS("the page is live", `document.querySelector("[data-live-label]")?.textContent === "Live"`)
+	b.waitJS("no terminals yet", `!!document.querySelector("[data-testid=no-terminals]")?.checkVisibility()`)
+	// Bob's terminal does not show on alice's page; hers does.
+	bobs, err := srv.App.Terminals.Start(builtin.TerminalCaller{UserID: bob.ID, UserName: "bob"}, "conv-bob", ws, "sleep 30", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bobs.Close()
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-live", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := `document.querySelector("[data-terminal-id='` + term.ID + `']")`
+	b.waitJS("alice's terminal appears", row+`?.querySelector("[data-testid=terminal-state]")?.textContent === "running"`)
+	if eval[bool](b, `!!document.querySelector("[data-terminal-id='`+bobs.ID+`']")`) {
+		t.Fatal("alice's page lists bob's terminal")
+	}
+	if err := term.Input(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "exit\n"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("its end shows", row+`?.querySelector("[data-testid=terminal-state]")?.textContent === "ended"`)
+	term.Close()
+	b.waitJS("it leaves the list", `!`+row+` && !!document.querySelector("[data-testid=no-terminals]")?.checkVisibility()`)
+
+	b.do("open the grants", chromedp.Navigate(srv.URL+"/grants"))
+	b.waitJS("the page is live", `document.querySelector("[data-live-label]")?.textContent === "Live"`)
+	g, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "conv-live", Operation: "file_operations.create_file",
+		By: audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "conv-bob", Operation: "file_operations.create_file",
+		By: audit.Actor{Kind: audit.ActorUser, ID: bob.ID, Name: "bob"}}); err != nil {
+		t.Fatal(err)
+	}
+	grow := `document.querySelector("[data-grant-id='` + g.ID + `']")`
+	b.waitJS("the grant appears", grow+`?.textContent.includes("0 uses so far")`)
+	if ok, err := srv.App.Grants.Allow(ctx, "conv-live", "file_operations.create_file", "/x"); err != nil || !ok {
+		t.Fatalf("use the grant: %v %v", ok, err)
+	}
+	b.waitJS("its use is counted", grow+`?.textContent.includes("1 uses so far")`)
+	if n := eval[int](b, `document.querySelectorAll("[data-testid=grant-row]").length`); n != 1 {
+		t.Fatalf("alice's page lists %d grants, want her one", n)
+	}
+	if _, err := srv.App.Grants.Revoke(ctx, audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}, g.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("the revoked grant goes", `!`+grow+` && !!document.querySelector("[data-testid=no-grants]")?.checkVisibility()`)
+	b.checkConsole()
+}
