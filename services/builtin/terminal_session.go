@@ -95,7 +95,7 @@ type Terminal struct {
 	gone   chan struct{} // closed when its session's processes and record are gone too
 	exit   int           // its exit code, once done (-1: killed by a signal)
 	inMu   sync.Mutex
-	inLine []byte // what was typed since the last newline (for the audit)
+	inLine lineEditor // what was typed since the last newline (for the audit)
 	once   sync.Once
 	cols   uint16
 	rows   uint16
@@ -347,26 +347,15 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 		return fmt.Errorf("write to the terminal: %w", err)
 	}
 	t.inMu.Lock()
-	var lines []string
-	for _, b := range []byte(s) {
-		switch b {
-		case '\r', '\n':
-			lines = append(lines, string(t.inLine))
-			t.inLine = t.inLine[:0]
-		case 0x7f, 0x08:
-			if n := len(t.inLine); n > 0 {
-				t.inLine = t.inLine[:n-1]
-			}
-		default:
-			if len(t.inLine) < 4096 {
-				t.inLine = append(t.inLine, b)
-			}
-		}
-	}
+	lines := t.inLine.feed([]byte(s))
 	t.inMu.Unlock()
 	if f := t.ts.opts.OnInput; f != nil {
 		for _, l := range lines {
-			f(t, who, l, !echo)
+			text := l.text
+			if l.shell {
+				text = "[edited with the shell's history or completion] " + text
+			}
+			f(t, who, text, !echo)
 		}
 	}
 	return nil

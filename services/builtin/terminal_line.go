@@ -1,0 +1,175 @@
+package builtin
+
+import (
+	"unicode/utf8"
+)
+
+// lineEditor follows what is typed into a terminal well enough to audit each line as
+// the shell will run it: printable characters at the cursor, backspace and delete, the
+// cursor keys, Home and End, Ctrl-A/E/U/W/K, and Ctrl-C (the line is dropped). What the
+// shell itself puts in the line (history with the up and down keys or Ctrl-R, Tab
+// completion) the editor cannot know; such a line is marked so the audit does not
+// pretend to know it.
+type lineEditor struct {
+	line    []rune
+	cur     int
+	pending []byte // an escape sequence or a UTF-8 character cut between two inputs
+	// shellEdited: the shell changed the line in ways not seen here.
+	shellEdited bool
+}
+
+// maxAuditLine bounds a line the editor keeps.
+const maxAuditLine = 4096
+
+// edited is a finished line as it is audited.
+type edited struct {
+	text string
+	// shell: history or completion changed it (the text is what was typed).
+	shell bool
+}
+
+// feed takes typed bytes and returns the lines they finished.
+func (e *lineEditor) feed(b []byte) []edited {
+	var out []edited
+	data := append(e.pending, b...)
+	e.pending = nil
+	for i := 0; i < len(data); {
+		c := data[i]
+		switch {
+		case c == '\r' || c == '\n':
+			out = append(out, edited{text: string(e.line), shell: e.shellEdited})
+			e.reset()
+			i++
+		case c == 0x1b:
+			n, ok := e.escape(data[i:])
+			if !ok {
+				e.pending = append([]byte(nil), data[i:]...)
+				return out
+			}
+			i += n
+		case c == 0x7f || c == 0x08: // backspace
+			if e.cur > 0 {
+				e.line = append(e.line[:e.cur-1], e.line[e.cur:]...)
+				e.cur--
+			}
+			i++
+		case c == 0x01: // Ctrl-A
+			e.cur = 0
+			i++
+		case c == 0x05: // Ctrl-E
+			e.cur = len(e.line)
+			i++
+		case c == 0x15: // Ctrl-U: kill to the start
+			e.line = append([]rune(nil), e.line[e.cur:]...)
+			e.cur = 0
+			i++
+		case c == 0x0b: // Ctrl-K: kill to the end
+			e.line = e.line[:e.cur]
+			i++
+		case c == 0x17: // Ctrl-W: kill the word before the cursor
+			j := e.cur
+			for j > 0 && e.line[j-1] == ' ' {
+				j--
+			}
+			for j > 0 && e.line[j-1] != ' ' {
+				j--
+			}
+			e.line = append(e.line[:j], e.line[e.cur:]...)
+			e.cur = j
+			i++
+		case c == 0x03: // Ctrl-C: the shell drops the line
+			e.reset()
+			i++
+		case c == 0x09 || c == 0x12 || c == 0x10 || c == 0x0e: // Tab, Ctrl-R, Ctrl-P, Ctrl-N
+			e.shellEdited = true
+			i++
+		case c < 0x20:
+			i++ // other control keys change nothing the audit shows
+		default:
+			r, n := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && n <= 1 && !utf8.FullRune(data[i:]) {
+				e.pending = append([]byte(nil), data[i:]...)
+				return out
+			}
+			if len(e.line) < maxAuditLine {
+				e.line = append(e.line[:e.cur], append([]rune{r}, e.line[e.cur:]...)...)
+				e.cur++
+			}
+			i += n
+		}
+	}
+	return out
+}
+
+func (e *lineEditor) reset() {
+	e.line, e.cur, e.shellEdited = e.line[:0], 0, false
+}
+
+// escape applies the escape sequence at the start of b and returns its length; ok is
+// false when b ends before the sequence does.
+func (e *lineEditor) escape(b []byte) (n int, ok bool) {
+	if len(b) < 2 {
+		return 0, false
+	}
+	switch b[1] {
+	case '[', 'O': // CSI or SS3: parameters, then a final byte in 0x40..0x7e
+		j := 2
+		for j < len(b) && (b[j] < 0x40 || b[j] > 0x7e) {
+			j++
+		}
+		if j == len(b) {
+			return 0, false
+		}
+		e.key(string(b[2:j]), b[j])
+		return j + 1, true
+	case 'b', 'f': // Alt-b, Alt-f: a word back or forward
+		e.word(b[1] == 'f')
+		return 2, true
+	}
+	return 2, true // another Alt key
+}
+
+// key applies a cursor key (CSI or SS3 with params and final byte).
+func (e *lineEditor) key(params string, final byte) {
+	switch final {
+	case 'D':
+		e.cur = max(e.cur-1, 0)
+	case 'C':
+		e.cur = min(e.cur+1, len(e.line))
+	case 'H':
+		e.cur = 0
+	case 'F':
+		e.cur = len(e.line)
+	case 'A', 'B': // up, down: the shell's history
+		e.shellEdited = true
+	case '~':
+		switch params {
+		case "1", "7":
+			e.cur = 0
+		case "4", "8":
+			e.cur = len(e.line)
+		case "3": // Delete
+			if e.cur < len(e.line) {
+				e.line = append(e.line[:e.cur], e.line[e.cur+1:]...)
+			}
+		}
+	}
+}
+
+func (e *lineEditor) word(forward bool) {
+	if forward {
+		for e.cur < len(e.line) && e.line[e.cur] == ' ' {
+			e.cur++
+		}
+		for e.cur < len(e.line) && e.line[e.cur] != ' ' {
+			e.cur++
+		}
+		return
+	}
+	for e.cur > 0 && e.line[e.cur-1] == ' ' {
+		e.cur--
+	}
+	for e.cur > 0 && e.line[e.cur-1] != ' ' {
+		e.cur--
+	}
+}

@@ -1,0 +1,49 @@
+package builtin
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The audit's view of typed lines: edits with the cursor keys, Home/End, Delete,
+// Ctrl-A/E/U/W/K are applied as the shell applies them; Ctrl-C drops the line;
+// history and completion mark it; escape sequences and UTF-8 characters cut between
+// two inputs are put together.
+func TestLineEditor(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		inputs []string
+		want   []edited
+	}{
+		{"plain", []string{"ls -la\r"}, []edited{{text: "ls -la"}}},
+		{"two lines in one input", []string{"a\rb\n"}, []edited{{text: "a"}, {text: "b"}}},
+		{"backspace", []string{"lss\x7f -l\r"}, []edited{{text: "ls -l"}}},
+		{"left arrow then insert", []string{"echo wrld\x1b[D\x1b[D\x1b[Do\r"}, []edited{{text: "echo world"}}},
+		{"home and end", []string{"cho x\x1b[He\x1b[F!\r"}, []edited{{text: "echo x!"}}},
+		{"home and end as ~ keys", []string{"b\x1b[1~a\x1b[4~c\r"}, []edited{{text: "abc"}}},
+		{"delete key", []string{"rmm\x1b[D\x1b[3~\r"}, []edited{{text: "rm"}}},
+		{"ctrl-a ctrl-e", []string{"cd\x01sudo \x05 /\r"}, []edited{{text: "sudo cd /"}}},
+		{"ctrl-u", []string{"rm -rf /\x15ls\r"}, []edited{{text: "ls"}}},
+		{"ctrl-w", []string{"git push --force\x17\r"}, []edited{{text: "git push "}}},
+		{"ctrl-k", []string{"echo abc\x1b[D\x1b[D\x0b\r"}, []edited{{text: "echo a"}}},
+		{"alt-b", []string{"one two\x1bbX\r"}, []edited{{text: "one Xtwo"}}},
+		{"ctrl-c drops", []string{"rm -rf /\x03ls\r"}, []edited{{text: "ls"}}},
+		{"up arrow: history", []string{"\x1b[A\r"}, []edited{{text: "", shell: true}}},
+		{"SS3 up arrow", []string{"\x1bOA\r", "ls\r"}, []edited{{text: "", shell: true}, {text: "ls"}}},
+		{"tab completion", []string{"cat REA\t\r"}, []edited{{text: "cat REA", shell: true}}},
+		{"escape cut in two", []string{"ab\x1b[", "Dx\r"}, []edited{{text: "axb"}}},
+		{"utf-8 cut in two", []string{"echo \xc3", "\xa9\r"}, []edited{{text: "echo é"}}},
+		{"no newline yet", []string{"partial"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var e lineEditor
+			var got []edited
+			for _, in := range c.inputs {
+				got = append(got, e.feed([]byte(in))...)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
