@@ -71,7 +71,7 @@ func expectErr(t *testing.T, api svClient, method, path string, body any, status
 func TestExecutionsAPI(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
-	liveServer(t, srv, "lo", true, "echo", "fail")
+	liveServer(t, srv, "lo", true, "echo", "fail", "add")
 	liveServer(t, srv, "mt", false, "echo", "write-note")
 	srv.CreateUser(t, "ann", auth.RoleToolUser, "ann-password-123")
 	srv.CreateUser(t, "gus", auth.RoleGuest, "gus-password-123")
@@ -242,6 +242,20 @@ func TestExecutionsAPI(t *testing.T) {
 		done := waitExec(t, ann, ok.ID, "success")
 		if !strings.Contains(string(done.Steps[0].Result), "from a prompt") {
 			t.Fatalf("prompt plan ran %+v", done.Steps)
+		}
+		// Sentences, not the grammar (services/planner/words.go): two servers have echo,
+		// so the reply names both, and the server's name settles it.
+		e := expectErr(t, ann, http.MethodPost, "/api/v1/executions", map[string]any{"prompt": `echo 'hello'`}, 422, "not_understood")
+		if !strings.Contains(e.Error.Message, "mt__echo") || !strings.Contains(e.Error.Message, "lo__echo") {
+			t.Fatalf("an ambiguous sentence: %s", e.Error.Message)
+		}
+		for _, c := range []struct{ prompt, want string }{{`echo 'hello' on lo`, "hello"}, {"add 17 and 25", "42"}} {
+			var ex apiExec
+			ann.json(http.MethodPost, "/api/v1/executions", map[string]any{"prompt": c.prompt}, 201, &ex)
+			done := waitExec(t, ann, ex.ID, "success")
+			if len(done.Steps) != 1 || !strings.Contains(string(done.Steps[0].Result), c.want) {
+				t.Fatalf("%q ran %+v", c.prompt, done.Steps)
+			}
 		}
 	}
 

@@ -3,7 +3,7 @@
 // neither planner returns anything but steps.
 //
 // Two planners exist. [Rules], the default, needs no network and understands explicit tool
-// calls written in plain text. [LLM] asks an OpenAI-compatible chat-completions endpoint
+// calls written in plain text, and sentences that name a tool by its words (words.go). [LLM] asks an OpenAI-compatible chat-completions endpoint
 // (Ollama, llama.cpp, vLLM, OpenAI) with the tools as function definitions, and is used when
 // --llm-url is set.
 //

@@ -27,7 +27,71 @@ func (*Rules) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 		return Plan{}, NotUnderstood{Message: "The prompt is empty. Write the tool calls to run, for example: " + example, Offset: -1}.err()
 	}
 	p := &parser{src: prompt, cat: newCatalog(tools)}
-	return p.plan()
+	plan, err := p.plan()
+	if err == nil {
+		return plan, nil
+	}
+	// Not in the grammar: read it as sentences (words.go), unless it was plainly meant
+	// as a call (a mistyped tool name must not turn into another tool). When sentences
+	// fail too, the grammar's message stands for what looks like a call, the
+	// sentence's otherwise (it says what it understood).
+	look := p.looks()
+	if look == meantAsCall {
+		return Plan{}, err
+	}
+	sr := p.cat.sentencePlan(prompt)
+	if sr.err == nil {
+		return sr.plan, nil
+	}
+	if look == callLike && !sr.fitted {
+		return Plan{}, err
+	}
+	return Plan{}, sr.err
+}
+
+// How a prompt the grammar refused looks.
+const (
+	prose       = iota // words: read it as sentences
+	callLike           // starts with a tool's name, or has key=value: try sentences; unless a tool fitted a step, explain in the grammar's terms
+	meantAsCall        // a rollback clause first, or "call"/"run" or a qualified name that is no tool's: a call gone wrong
+)
+
+func (p *parser) looks() int {
+	q := &parser{src: p.src, cat: p.cat}
+	q.skipSpace()
+	if q.atRollback() {
+		return meantAsCall
+	}
+	// A step that says "call" and then no tool's name was meant as a call.
+	for _, part := range stepSplit.Split(rollbackSplit.ReplaceAllString(p.src, ";"), -1) {
+		r := &parser{src: strings.TrimSpace(part), cat: p.cat}
+		if kw := r.name(); strings.EqualFold(kw, "call") || strings.EqualFold(kw, "run") && r.eof() {
+			r.skipHSpace()
+			if _, rerr := p.cat.resolve(r.name()); rerr != nil {
+				return meantAsCall
+			}
+		}
+	}
+	name := q.name()
+	if kw := strings.ToLower(name); kw == "call" || kw == "run" {
+		q.skipHSpace()
+		if n := q.name(); n != "" {
+			name = n
+		}
+	}
+	_, rerr := p.cat.resolve(name)
+	switch {
+	case name == "":
+		return prose
+	case rerr != nil && strings.Contains(name, "__"):
+		return meantAsCall
+	case rerr == nil:
+		return callLike
+	}
+	if keyValRE.MatchString(strings.TrimSpace(p.src)) || strings.Contains(p.src, "=") {
+		return callLike
+	}
+	return prose
 }
 
 // parser reads a prompt left to right; pos is a byte offset into src.

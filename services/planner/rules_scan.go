@@ -17,11 +17,12 @@ func isNameByte(c byte) bool {
 	return !isSpace(c) && !strings.ContainsRune(`=;,"'{}[]`, rune(c))
 }
 
-// atKey reports whether key=value starts at pos.
+// atKey reports whether key=value starts at pos. A URL is not a key, though it may
+// hold "=" (https://example.com/?q=1).
 func (p *parser) atKey() bool {
 	save := p.pos
 	defer func() { p.pos = save }()
-	if p.name() == "" {
+	if k := p.name(); k == "" || strings.Contains(k, "://") {
 		return false
 	}
 	return p.atEquals()

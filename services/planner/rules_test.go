@@ -184,8 +184,8 @@ func TestRulesGrammar(t *testing.T) {
 		// Text that is not a call.
 		{"empty", ``, nil, "", &failure{[]string{"The prompt is empty", "call fs__write_file"}, "", -1}},
 		{"blank", " \n\t ", nil, "", &failure{[]string{"The prompt is empty"}, "", -1}},
-		{"prose", `please write hi into /tmp/x`,
-			nil, "", &failure{[]string{`Could not understand "please write hi into /tmp/x": it is not a tool call`, `call fs__write_file path=/tmp/x content="hi"`}, "please write hi into /tmp/x", 0}},
+		{"prose becomes a plan (words.go)", `please write hi into /tmp/x`,
+			nil, `{"steps":[{"tool":"fs__write_file","arguments":{"path":"/tmp/x","content":"hi"}}]}`, nil},
 		{"prose after a call", `call fs__read_file path=/a then do something nice; fs__read_file`,
 			nil, "", &failure{[]string{`Could not understand "do something nice"`, "not a tool call"}, "do something nice", 32}},
 		{"words after the arguments", `call fs__write_file content=hello world then fs__read_file`,

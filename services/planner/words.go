@@ -1,0 +1,648 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Sentences. When a prompt is not written in the grammar, Rules reads it as plain
+// words: each step ("then", ";" or a new line between steps) is matched to the tool
+// whose name and description share the most words with it, and its arguments are
+// filled from the tool's input schema: key=value pairs as in the grammar, quoted
+// strings to string parameters in order, numbers to number parameters in order, a
+// word naming one of a parameter's enum values to that parameter, URLs and paths to
+// parameters named for them, and, for a tool with one required string left empty, the
+// words left over. "echo 'hello'" and "add 17 and 25" become plans. Two tools that fit
+// equally are named, with the words each matched, and nothing is chosen; a sentence no
+// tool fits says what was understood of it.
+
+// stepSplit separates the steps of a sentence.
+var stepSplit = regexp.MustCompile(`(?i)(?:,?\s*\band then\b|,?\s*\bthen\b|;|\n)+`)
+
+// rollbackSplit separates the calls to run from the calls that undo them.
+var rollbackSplit = regexp.MustCompile(`(?i)\b(?:rollback|undo)\s*:`)
+
+// literal is a value written in a sentence.
+type literal struct {
+	kind string // "string" (quoted), "number", "url", "path", "word"
+	text string
+	used bool
+}
+
+// sentence is one step's words and values.
+type sentence struct {
+	words    []string          // lower-case words, in order (stop words included)
+	raw      []string          // the same words as written
+	literals []*literal        // quoted strings, numbers, URLs, paths, in order
+	explicit []string          // keys of key=value pairs, in order
+	values   map[string]string // key=value pairs as written
+}
+
+var (
+	tokenRE = regexp.MustCompile(`"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[A-Za-z_][\w.-]*\s*=\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\S+)|[a-z][a-z0-9+.-]*://\S+|[~.]?/\S*|-?\d+(?:\.\d+)?\b|[\pL\pN_][\pL\pN_.'-]*`)
+	keyValRE = regexp.MustCompile(`^([A-Za-z_][\w.-]*)\s*=\s*(.*)$`)
+)
+
+func readSentence(s string) sentence {
+	out := sentence{values: map[string]string{}}
+	for _, tok := range tokenRE.FindAllString(s, -1) {
+		switch c := tok[0]; {
+		case c == '"' || c == '\'':
+			out.literals = append(out.literals, &literal{kind: "string", text: unquote(tok)})
+		case keyValRE.MatchString(tok) && !strings.Contains(tok, "://"):
+			m := keyValRE.FindStringSubmatch(tok)
+			v := m[2]
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
+				v = unquote(v)
+			}
+			if _, dup := out.values[m[1]]; !dup {
+				out.explicit = append(out.explicit, m[1])
+			}
+			out.values[m[1]] = v
+		case strings.Contains(tok, "://"):
+			out.literals = append(out.literals, &literal{kind: "url", text: strings.TrimRight(tok, ".,)")})
+		case c == '/' || c == '~' || c == '.' && len(tok) > 1 && tok[1] == '/':
+			out.literals = append(out.literals, &literal{kind: "path", text: strings.TrimRight(tok, ".,)")})
+		case c == '-' || c >= '0' && c <= '9':
+			out.literals = append(out.literals, &literal{kind: "number", text: tok})
+		default:
+			w := strings.Trim(tok, ".'-")
+			if w == "" {
+				continue
+			}
+			out.words = append(out.words, strings.ToLower(w))
+			out.raw = append(out.raw, w)
+		}
+	}
+	return out
+}
+
+// unquote is a quoted token's text: the quotes removed, \" \' \\ \n \t understood.
+func unquote(tok string) string {
+	body := tok[1 : len(tok)-1]
+	if !strings.Contains(body, `\`) {
+		return body
+	}
+	r := strings.NewReplacer(`\"`, `"`, `\'`, `'`, `\\`, `\`, `\n`, "\n", `\t`, "\t")
+	return r.Replace(body)
+}
+
+// stopWords carry no meaning for choosing a tool.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the and or of to in on for with from by at into please call run use using tool tools
+		me my i you it its this that these those is are be was do does can could would should will shall want need
+		some any all what which how as then also just now up out via about named called value values number numbers
+		string text let us our your their them s`) {
+		stopWords[w] = true
+	}
+}
+
+// synonyms map words to the word tools are usually named with.
+var synonyms = map[string]string{}
+
+func init() {
+	for canon, words := range map[string]string{
+		"add":      "sum plus addition total adding added",
+		"subtract": "minus difference subtraction",
+		"multiply": "times product multiplication",
+		"divide":   "division quotient",
+		"echo":     "repeat say print",
+		"read":     "show cat open view display",
+		"write":    "save store put",
+		"create":   "make new",
+		"list":     "ls enumerate",
+		"delete":   "remove rm erase drop",
+		"search":   "find grep look lookup query",
+		"get":      "fetch retrieve obtain",
+		"weather":  "forecast temperature",
+		"rename":   "move mv",
+		"copy":     "cp duplicate",
+		"time":     "clock date",
+	} {
+		for _, w := range strings.Fields(words) {
+			synonyms[w] = canon
+		}
+	}
+}
+
+// norm is the form words are compared in: lower case, a plural or verb ending
+// dropped, a synonym replaced by its usual word.
+func norm(w string) string {
+	w = strings.ToLower(w)
+	if c, ok := synonyms[w]; ok {
+		return c
+	}
+	for _, suf := range []string{"ing", "es", "ed", "s"} {
+		if len(w) > len(suf)+2 && strings.HasSuffix(w, suf) {
+			stem := strings.TrimSuffix(w, suf)
+			if c, ok := synonyms[stem]; ok {
+				return c
+			}
+			if suf == "s" || suf == "es" {
+				return stem
+			}
+		}
+	}
+	return w
+}
+
+// nameWords splits a tool or parameter name into words: "get_current-weather" and
+// "getCurrentWeather" give get, current, weather.
+func nameWords(name string) []string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(name)
+	for i, r := range rs {
+		switch {
+		case r == '_' || r == '-' || r == '.' || r == ' ':
+			flush()
+		case unicode.IsUpper(r) && i > 0 && unicode.IsLower(rs[i-1]):
+			flush()
+			cur = append(cur, r)
+		default:
+			cur = append(cur, r)
+		}
+	}
+	flush()
+	return words
+}
+
+// sentenceResult is a sentence plan's outcome: fitted says whether a tool fitted some
+// step (a refusal is then about that tool, or a later step).
+type sentenceResult struct {
+	plan   Plan
+	err    error
+	fitted bool
+}
+
+// toolFit is how well a tool fits a sentence, and why.
+type toolFit struct {
+	tool    int
+	score   int
+	matched []string // the sentence's words the tool's name or description has
+	args    *object
+	problem string // why the arguments cannot be filled ("" when they can)
+}
+
+// fit scores tool i against s: a word of its name 3, of its server 1, of its
+// description 1 (three at most), its whole name as a word 5 more; filling its
+// arguments from the sentence breaks ties.
+func (c *catalog) fit(i int, s sentence) toolFit {
+	t := c.tools[i]
+	f := toolFit{tool: i}
+	server, tool, _ := strings.Cut(t.Name, "__")
+	if tool == "" {
+		server, tool = "", t.Name
+	}
+	nameSet := map[string]bool{}
+	for _, w := range nameWords(tool) {
+		nameSet[norm(w)] = true
+	}
+	serverSet := map[string]bool{}
+	for _, w := range nameWords(server) {
+		serverSet[norm(w)] = true
+	}
+	descSet := map[string]bool{}
+	for _, w := range readSentence(t.Description).words {
+		if !stopWords[w] {
+			descSet[norm(w)] = true
+		}
+	}
+	seen := map[string]bool{}
+	desc := 0
+	for k, w := range s.words {
+		if stopWords[w] {
+			continue
+		}
+		n := norm(w)
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		switch {
+		case nameSet[n]:
+			f.score += 3
+		case serverSet[n]:
+			f.score++
+		case descSet[n] && desc < 3:
+			f.score++
+			desc++
+		default:
+			continue
+		}
+		f.matched = append(f.matched, s.raw[k])
+	}
+	if strings.EqualFold(strings.Join(s.words, "_"), strings.ToLower(tool)) || slices.Contains(s.words, strings.ToLower(tool)) {
+		f.score += 5
+	}
+	return f
+}
+
+// sentencePlan reads a prompt that is not in the grammar as sentences.
+func (c *catalog) sentencePlan(prompt string) sentenceResult {
+	run, undo, hasUndo := prompt, "", false
+	if loc := rollbackSplit.FindStringIndex(prompt); loc != nil {
+		run, undo, hasUndo = prompt[:loc[0]], prompt[loc[1]:], true
+	}
+	var r sentenceResult
+	steps, err := c.sentenceSteps(prompt, run, &r.fitted)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.plan = Plan{Steps: steps}
+	if hasUndo {
+		if r.plan.Rollback, err = c.sentenceSteps(prompt, undo, &r.fitted); err != nil {
+			return sentenceResult{err: err, fitted: r.fitted}
+		}
+	}
+	return r
+}
+
+func (c *catalog) sentenceSteps(prompt, text string, fitted *bool) ([]Step, error) {
+	var steps []Step
+	for _, part := range stepSplit.Split(text, -1) {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		st, fit, err := c.sentenceStep(prompt, part)
+		*fitted = *fitted || fit
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, st)
+	}
+	if len(steps) == 0 {
+		return nil, NotUnderstood{Message: "The prompt names nothing to do. Say what to run, for example: echo 'hello', or: " + example, Offset: -1}.err()
+	}
+	return steps, nil
+}
+
+// minFit is the least score a tool needs to be chosen: one word of its name.
+const minFit = 3
+
+// sentenceStep reads one step; fit says whether some tool fitted it.
+func (c *catalog) sentenceStep(prompt, part string) (st Step, fit bool, err error) {
+	s := readSentence(part)
+	var fits []toolFit
+	for i := range c.tools {
+		if _, dup := c.byName[c.tools[i].Name]; !dup || c.byName[c.tools[i].Name] != i {
+			continue
+		}
+		f := c.fit(i, s)
+		if f.score < minFit {
+			continue
+		}
+		f.args, f.problem = c.fill(i, s, f.matched)
+		if f.problem == "" {
+			f.score++ // the sentence gives what the tool needs
+		}
+		fits = append(fits, f)
+	}
+	frag := strings.TrimSpace(part)
+	at := strings.Index(prompt, frag)
+	if len(fits) == 0 {
+		return Step{}, false, NotUnderstood{Message: c.understood(s, frag), Fragment: frag, Offset: at}.err()
+	}
+	slices.SortStableFunc(fits, func(a, b toolFit) int { return b.score - a.score })
+	best := fits[0]
+	if len(fits) > 1 && fits[1].score == best.score {
+		var why []string
+		for _, f := range fits {
+			if f.score != best.score {
+				break
+			}
+			why = append(why, fmt.Sprintf("%s (it matches %s)", c.tools[f.tool].Name, quoteWords(f.matched)))
+		}
+		return Step{}, true, NotUnderstood{Message: fmt.Sprintf("Several tools fit %s equally: %s. Name the one to use, for example: call %s …",
+			quoteFragment(frag), strings.Join(why, " and "), c.tools[best.tool].Name), Fragment: frag, Offset: at}.err()
+	}
+	if best.problem != "" {
+		return Step{}, true, NotUnderstood{Message: fmt.Sprintf("%s fits %s (it matches %s), but %s. For example: %s",
+			c.tools[best.tool].Name, quoteFragment(frag), quoteWords(best.matched), best.problem, c.exampleFor(best.tool)),
+			Fragment: frag, Offset: at}.err()
+	}
+	return Step{Tool: c.tools[best.tool].Name, Arguments: best.args.json()}, true, nil
+}
+
+// understood says what was read of a sentence no tool fits.
+func (c *catalog) understood(s sentence, frag string) string {
+	var parts []string
+	var words []string
+	for k, w := range s.words {
+		if !stopWords[w] {
+			words = append(words, s.raw[k])
+		}
+	}
+	if len(words) > 0 {
+		parts = append(parts, "the words "+quoteWords(words))
+	}
+	for _, l := range s.literals {
+		switch l.kind {
+		case "string":
+			parts = append(parts, "the text "+quoteFragment(l.text))
+		default:
+			parts = append(parts, "the "+l.kind+" "+l.text)
+		}
+	}
+	for _, k := range s.explicit {
+		parts = append(parts, k+"="+s.values[k])
+	}
+	msg := fmt.Sprintf("No tool fits %s.", quoteFragment(frag))
+	if len(parts) > 0 {
+		msg += " I read " + strings.Join(parts, ", ") + "."
+	}
+	if len(c.tools) == 0 {
+		return msg + " No tools are available to you (a tool must be enabled and you must be allowed to use it)."
+	}
+	for _, w := range words {
+		if s := c.suggest(w, 3); len(s) > 0 {
+			return msg + fmt.Sprintf(" Tools with a similar name: %s. Name the tool, for example: %s", strings.Join(s, ", "), example)
+		}
+	}
+	return msg + " Name the tool to call, for example: " + example
+}
+
+func quoteWords(ws []string) string {
+	q := make([]string, len(ws))
+	for i, w := range ws {
+		q[i] = fmt.Sprintf("%q", w)
+	}
+	return strings.Join(q, ", ")
+}
+
+// param is one property of a tool's input schema.
+type param struct {
+	name     string
+	types    []string
+	enum     []string
+	required bool
+}
+
+// params are tool i's parameters in the schema's order.
+func (c *catalog) params(i int) []param {
+	var s struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if json.Unmarshal(c.tools[i].InputSchema, &s) != nil || len(s.Properties) == 0 {
+		return nil
+	}
+	types := c.propTypes(i)
+	dec := json.NewDecoder(bytes.NewReader(s.Properties))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var out []param
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			return out
+		}
+		name, _ := k.(string)
+		p := param{name: name, types: types[name], required: slices.Contains(s.Required, name)}
+		var e struct {
+			Enum []any `json:"enum"`
+		}
+		if json.Unmarshal(raw, &e) == nil {
+			for _, v := range e.Enum {
+				if sv, ok := v.(string); ok {
+					p.enum = append(p.enum, sv)
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	// Required parameters are filled first, each group in the schema's order.
+	slices.SortStableFunc(out, func(a, b param) int {
+		switch {
+		case a.required == b.required:
+			return 0
+		case a.required:
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+func (p param) takes(t string) bool { return len(p.types) == 0 || slices.Contains(p.types, t) }
+
+func (p param) hinted(words ...string) bool {
+	for _, w := range nameWords(p.name) {
+		if slices.Contains(words, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// fill builds tool i's arguments from sentence s; problem says what is missing or
+// left over.
+func (c *catalog) fill(i int, s sentence, matched []string) (*object, string) {
+	params := c.params(i)
+	obj := &object{}
+	set := map[string]json.RawMessage{}
+	types := c.propTypes(i)
+	for _, k := range s.explicit {
+		v, msg := typed(s.values[k], types[k])
+		if msg != "" {
+			return nil, fmt.Sprintf("%s must be %s", k, msg)
+		}
+		set[k] = v
+	}
+	for _, l := range s.literals {
+		l.used = false
+	}
+	usedWord := map[int]bool{}
+	for k, w := range s.raw {
+		if slices.Contains(matched, w) || stopWords[s.words[k]] {
+			usedWord[k] = true
+		}
+	}
+	// Enum values named by a word, or by two words joined (read file → read_file).
+	for _, p := range params {
+		if _, ok := set[p.name]; ok || len(p.enum) == 0 {
+			continue
+		}
+		for k := range s.words {
+			cands := []string{s.words[k]}
+			if k+1 < len(s.words) {
+				cands = append([]string{s.words[k] + "_" + s.words[k+1], s.words[k] + "-" + s.words[k+1]}, cands...)
+			}
+			for _, cand := range cands {
+				if j := slices.IndexFunc(p.enum, func(e string) bool { return strings.EqualFold(e, cand) }); j >= 0 {
+					set[p.name] = jsonString(p.enum[j])
+					usedWord[k] = true
+					if strings.ContainsAny(cand, "_-") {
+						usedWord[k+1] = true
+					}
+					break
+				}
+			}
+			if _, ok := set[p.name]; ok {
+				break
+			}
+		}
+	}
+	// take is the first unused literal of the first kind that has one.
+	take := func(kinds ...string) *literal {
+		for _, k := range kinds {
+			for _, l := range s.literals {
+				if !l.used && l.kind == k {
+					l.used = true
+					return l
+				}
+			}
+		}
+		return nil
+	}
+	// URLs and paths to the parameters named for them, then quoted strings in order.
+	for _, p := range params {
+		if _, ok := set[p.name]; ok || !p.takes("string") {
+			continue
+		}
+		var l *literal
+		switch {
+		case p.hinted("url", "uri", "link", "endpoint"):
+			l = take("url", "string")
+		case p.hinted("path", "file", "dir", "directory", "folder", "filename"):
+			l = take("path", "string")
+		}
+		if l != nil {
+			set[p.name] = jsonString(l.text)
+		}
+	}
+	for _, p := range params {
+		if _, ok := set[p.name]; ok || !p.takes("string") {
+			continue
+		}
+		if l := take("string"); l != nil {
+			set[p.name] = jsonString(l.text)
+		}
+	}
+	for _, p := range params {
+		if _, ok := set[p.name]; ok {
+			continue
+		}
+		switch {
+		case p.takes("integer") && !slices.Contains(p.types, "number"):
+			for _, l := range s.literals {
+				if !l.used && l.kind == "number" && isInteger(l.text) {
+					l.used = true
+					set[p.name] = json.RawMessage(l.text)
+					break
+				}
+			}
+		case p.takes("number") && len(p.types) > 0:
+			if l := take("number"); l != nil {
+				set[p.name] = json.RawMessage(l.text)
+			}
+		}
+	}
+	// A required string still empty takes the words left over ("echo hello world"),
+	// or a URL or path nobody took.
+	for _, p := range params {
+		if _, ok := set[p.name]; ok || !p.required || !p.takes("string") {
+			continue
+		}
+		var rest []string
+		for k, w := range s.raw {
+			if !usedWord[k] {
+				rest = append(rest, w)
+				usedWord[k] = true
+			}
+		}
+		if len(rest) > 0 {
+			set[p.name] = jsonString(strings.Join(rest, " "))
+		} else if l := take("url", "path"); l != nil {
+			set[p.name] = jsonString(l.text)
+		}
+		break
+	}
+	var missing []string
+	for _, p := range params {
+		if _, ok := set[p.name]; !ok && p.required {
+			missing = append(missing, p.name+" ("+typeWords(p.types)+")")
+		}
+	}
+	var left []string
+	for _, l := range s.literals {
+		if !l.used {
+			left = append(left, l.text)
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return nil, "nothing in it gives " + strings.Join(missing, ", ")
+	case len(left) > 0:
+		return nil, "it does not take " + quoteWords(left)
+	}
+	// Arguments in the schema's order, then explicit keys the schema does not list.
+	for _, p := range c.schemaOrder(params) {
+		if v, ok := set[p]; ok {
+			obj.add(p, v)
+		}
+	}
+	for _, k := range s.explicit {
+		obj.add(k, set[k])
+	}
+	return obj, ""
+}
+
+// schemaOrder is the parameters' names in the schema's own order.
+func (c *catalog) schemaOrder(params []param) []string {
+	req, opt := []string{}, []string{}
+	for _, p := range params {
+		if p.required {
+			req = append(req, p.name)
+		} else {
+			opt = append(opt, p.name)
+		}
+	}
+	return append(req, opt...)
+}
+
+func typeWords(ts []string) string {
+	if len(ts) == 0 {
+		return "a value"
+	}
+	return strings.Join(ts, " or ")
+}
+
+// exampleFor is a call of tool i in the grammar, with its required parameters.
+func (c *catalog) exampleFor(i int) string {
+	var b strings.Builder
+	b.WriteString("call " + c.tools[i].Name)
+	for _, p := range c.params(i) {
+		if !p.required {
+			continue
+		}
+		switch {
+		case len(p.enum) > 0:
+			b.WriteString(" " + p.name + "=" + p.enum[0])
+		case p.takes("string"):
+			b.WriteString(" " + p.name + `="…"`)
+		default:
+			b.WriteString(" " + p.name + "=1")
+		}
+	}
+	return b.String()
+}
