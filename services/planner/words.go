@@ -68,7 +68,7 @@ func readSentence(s string) sentence {
 			out.literals = append(out.literals, &literal{kind: "url", text: strings.TrimRight(tok, ".,)")})
 		case c == '/' || c == '~' || c == '.' && len(tok) > 1 && tok[1] == '/':
 			out.literals = append(out.literals, &literal{kind: "path", text: strings.TrimRight(tok, ".,)")})
-		case c == '-' || c >= '0' && c <= '9':
+		case (c == '-' || c >= '0' && c <= '9') && numberRE.MatchString(tok):
 			out.literals = append(out.literals, &literal{kind: "number", text: tok})
 		default:
 			w := strings.Trim(tok, ".'-")
