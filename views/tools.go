@@ -1,6 +1,12 @@
 package views
 
-import "strings"
+import (
+	"html"
+	"strings"
+	"unicode"
+
+	"github.com/a-h/templ"
+)
 
 // ToolCard is one tool as the list, live updates and the detail header show it. It is
 // the same for every viewer; role-specific controls carry data-perm.
@@ -210,4 +216,41 @@ func addErrs(p CategoriesPage) FormErrors {
 		return p.Errors
 	}
 	return nil
+}
+
+// breakableName is a name that breaks between its words in a narrow column
+// (nameParts): its parts, escaped, joined by <wbr> with no space between them.
+func breakableName(name string) templ.Component {
+	parts := nameParts(name)
+	for i, p := range parts {
+		parts[i] = html.EscapeString(p)
+	}
+	return templ.Raw(strings.Join(parts, "<wbr>"))
+}
+
+// nameParts splits a tool name where a line may break: after "_", ".", "-" and "/",
+// and where a lower-case letter meets an upper-case one (getWeather), so a narrow
+// column breaks "weather__get_forecast" between words, never inside one.
+func nameParts(name string) []string {
+	var parts []string
+	start := 0
+	rs := []rune(name)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case r == '_' || r == '.' || r == '-' || r == '/':
+			for i+1 < len(rs) && rs[i+1] == r {
+				i++
+			}
+			parts = append(parts, string(rs[start:i+1]))
+			start = i + 1
+		case i > start && unicode.IsUpper(r) && unicode.IsLower(rs[i-1]):
+			parts = append(parts, string(rs[start:i]))
+			start = i
+		}
+	}
+	if start < len(rs) {
+		parts = append(parts, string(rs[start:]))
+	}
+	return parts
 }
