@@ -61,6 +61,10 @@ type Options struct {
 	// MaxWaiting is how many of one user's calls may wait for approval at once; a
 	// call past it is refused (hold.go). Default 20.
 	MaxWaiting int
+	// MaxSessions is how many stateful MCP sessions (streamable HTTP before
+	// 2026-07-28, and SSE) one user may hold open at once; an initialize past it is
+	// refused (sessions.go). Default 64.
+	MaxSessions int
 	// PageSize is how many tools a tools/list page holds. Default 500.
 	PageSize int
 	// ListChangedDelay gathers the changes of this long into one
@@ -92,6 +96,7 @@ type Gateway struct {
 	cancel   context.CancelFunc
 	unfollow func()
 	open     streams // the long-lived streams, ended when their credential is (streams.go)
+	held     held    // the open stateful sessions by user (sessions.go)
 }
 
 // New returns the gateway over the router (every call) and the auth service (tokens).
@@ -115,6 +120,9 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	if o.MaxWaiting <= 0 {
 		o.MaxWaiting = 20
 	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 64
+	}
 	if o.PageSize <= 0 {
 		o.PageSize = 500
 	}
@@ -133,7 +141,7 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: o.Version},
 		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
-	g.server.AddReceivingMiddleware(g.tools, g.passthrough)
+	g.server.AddReceivingMiddleware(g.limitSessions, g.tools, g.passthrough)
 	g.follow()
 	g.sse = g.newSSE() // after every middleware that reads the caller
 	get := func(*http.Request) *mcp.Server { return g.server }
