@@ -15,6 +15,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/analytics"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
@@ -48,6 +49,8 @@ type Deps struct {
 	System   *system.Service
 	AuditLog *audit.Log
 	Usage    *usage.Service
+	// Analytics reads what calls and approvals add up to (/analytics).
+	Analytics *analytics.Service
 	// LiveClients counts open websocket connections (for the dashboard).
 	LiveClients func() int
 	// SecureCookies sets the Secure flag on cookies (behind TLS).
@@ -196,6 +199,7 @@ var navAreas = []navArea{
 	{"Executions", "/executions", auth.PermExecutionView},
 	{"Terminals", "/terminals", auth.PermTerminalView},
 	{"Approvals", "/approvals", auth.PermExecutionApprove},
+	{"Analytics", "/analytics", auth.PermLogView},
 	{"Grants", "/grants", auth.PermCollaborate},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},

@@ -31,6 +31,7 @@ func (s *Server) routes() []Route {
 	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry}
 	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}
 	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage}
+	stats := handlers.AnalyticsHandler{Shell: shell, Analytics: d.Analytics}
 	panel := handlers.NewTestPanel(tool, d.Router, d.Runs, d.Decide)
 	categories := handlers.CategoriesHandler{Shell: shell, Tools: d.Tools}
 	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools}
@@ -108,6 +109,8 @@ func (s *Server) routes() []Route {
 
 		// Execution pages (handlers/executions.go).
 		{http.MethodGet, "/executions", auth.PermExecutionView, execs.History},
+		// What calls and approvals add up to, and what the numbers suggest.
+		{http.MethodGet, "/analytics", auth.PermLogView, stats.Page},
 		{http.MethodGet, "/approvals", auth.PermExecutionApprove, execs.ApprovalsInbox},
 		{http.MethodGet, "/settings/executions", auth.PermSettings, settings.ExecutionSettings},
 		{http.MethodPost, "/settings/executions", auth.PermSettings, settings.SaveExecutionSettings},
@@ -195,6 +198,7 @@ func (s *Server) routes() []Route {
 		// Executions (seed 003's Safe Action flow). Who may decide what is the service's
 		// to say (package decide: a person, never a token; separation of duties), so
 		// cancel needs only a view of executions here; a rollback is a decision.
+		{http.MethodGet, "/api/v1/analytics", auth.PermLogView, stats.API},
 		{http.MethodGet, "/api/v1/executions", auth.PermExecutionView, execs.APIList},
 		{http.MethodPost, "/api/v1/executions", auth.PermExecutionCreate, execs.APICreate},
 		{http.MethodGet, "/api/v1/executions/settings", auth.PermExecutionView, execs.APISettings},

@@ -1,0 +1,122 @@
+package analytics
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// recommend adds what the numbers suggest:
+//   - an enabled tool nobody called for UnusedFor (and enabled at least that long):
+//     disable it?
+//   - a tool failing more than FailingRate of at least FailingMinCalls calls:
+//     investigate;
+//   - a tool whose step was LOW and whose execution was rolled back: raise its risk?
+//   - a MEDIUM tool approved QuickApprovals times or more, every time by the same
+//     person within QuickWithin: lower its risk?
+func (s *Service) recommend(ctx context.Context, p Period, now time.Time, r *Report) error {
+	if err := s.unused(ctx, now, r); err != nil {
+		return err
+	}
+	for _, t := range r.Tools {
+		if t.Calls >= FailingMinCalls && t.ErrorRate > FailingRate {
+			r.Recommendations = append(r.Recommendations, Recommendation{Kind: "failing", ToolID: t.Key, Tool: t.Name,
+				Advice:  "Investigate: it fails often.",
+				Because: fmt.Sprintf("%d of its %d calls failed (%.0f%%) in this period.", t.Errors, t.Calls, math.Round(t.ErrorRate*100)),
+				Numbers: map[string]any{"calls": t.Calls, "errors": t.Errors, "error_rate": t.ErrorRate}})
+		}
+	}
+	if err := s.rolledBackLow(ctx, p, r); err != nil {
+		return err
+	}
+	return s.quickMedium(ctx, p, r)
+}
+
+func (s *Service) unused(ctx context.Context, now time.Time, r *Report) error {
+	rows, err := s.pool.Query(ctx, `/* analytics.unused */
+		SELECT t.id::text, sv.name || '__' || t.name, e.since
+		FROM mcp_tools t JOIN mcp_servers sv ON sv.id = t.server_id,
+			LATERAL (SELECT coalesce((SELECT max(h.created_at) FROM tool_state_history h
+				WHERE h.tool_id = t.id AND h.to_status = 'enabled'), t.created_at) AS since) e
+		WHERE t.status = 'enabled' AND e.since < $1
+		  AND NOT EXISTS (SELECT 1 FROM tool_usage_logs u WHERE u.tool_id = t.id AND u.used_at >= $1)
+		ORDER BY e.since, 2 LIMIT 100`, now.Add(-UnusedFor))
+	if err != nil {
+		return fmt.Errorf("analytics: unused tools: %w", err)
+	}
+	defer rows.Close()
+	days := int(UnusedFor.Hours() / 24)
+	for rows.Next() {
+		var id, name string
+		var since time.Time
+		if err := rows.Scan(&id, &name, &since); err != nil {
+			return fmt.Errorf("analytics: unused tools: %w", err)
+		}
+		r.Recommendations = append(r.Recommendations, Recommendation{Kind: "unused", ToolID: id, Tool: name,
+			Advice:  "Disable it? Nobody uses it.",
+			Because: fmt.Sprintf("No call in the last %d days; enabled since %s.", days, since.UTC().Format(time.DateOnly)),
+			Numbers: map[string]any{"calls": 0, "days": days, "enabled_since": since.UTC()}})
+	}
+	return rows.Err()
+}
+
+func (s *Service) rolledBackLow(ctx context.Context, p Period, r *Report) error {
+	rows, err := s.pool.Query(ctx, `/* analytics.rolled_back_low */
+		SELECT st->>'tool_id', st->>'tool', count(DISTINCT e.id)
+		FROM executions e, jsonb_array_elements(e.plan->'steps') st
+		WHERE e.status IN ('rolled_back', 'rollback_failed') AND st->'risk'->>'level' = 'low'
+		  AND e.created_at >= $1 AND e.created_at < $2
+		GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 100`, p.From, p.To)
+	if err != nil {
+		return fmt.Errorf("analytics: rolled back low-risk tools: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, name string
+		var n int64
+		if err := rows.Scan(&id, &name, &n); err != nil {
+			return fmt.Errorf("analytics: rolled back low-risk tools: %w", err)
+		}
+		times := "once"
+		if n > 1 {
+			times = fmt.Sprintf("%d times", n)
+		}
+		r.Recommendations = append(r.Recommendations, Recommendation{Kind: "raise_risk", ToolID: id, Tool: name,
+			Advice:  "Raise its risk? A low-risk step of it had to be undone.",
+			Because: fmt.Sprintf("Plans with it as a LOW step were rolled back %s in this period; LOW runs without anyone's approval.", times),
+			Numbers: map[string]any{"rolled_back_executions": n, "risk": "low"}})
+	}
+	return rows.Err()
+}
+
+func (s *Service) quickMedium(ctx context.Context, p Period, r *Report) error {
+	rows, err := s.pool.Query(ctx, `/* analytics.quick_medium */
+		SELECT st->>'tool_id', st->>'tool', count(DISTINCT e.id), min(e.approver_name),
+			max(extract(epoch FROM e.approved_at - e.created_at))
+		FROM executions e, jsonb_array_elements(e.plan->'steps') st
+		WHERE e.approval = 'confirm' AND e.approved_at IS NOT NULL AND st->'risk'->>'level' = 'medium'
+		  AND e.created_at >= $1 AND e.created_at < $2
+		GROUP BY 1, 2
+		HAVING count(DISTINCT e.id) >= $3 AND count(DISTINCT e.approved_by) = 1
+		   AND max(extract(epoch FROM e.approved_at - e.created_at)) <= $4
+		ORDER BY 3 DESC, 2 LIMIT 100`, p.From, p.To, QuickApprovals, QuickWithin.Seconds())
+	if err != nil {
+		return fmt.Errorf("analytics: quickly approved medium tools: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, name, approver string
+		var n int64
+		var slowest float64
+		if err := rows.Scan(&id, &name, &n, &approver, &slowest); err != nil {
+			return fmt.Errorf("analytics: quickly approved medium tools: %w", err)
+		}
+		r.Recommendations = append(r.Recommendations, Recommendation{Kind: "lower_risk", ToolID: id, Tool: name,
+			Advice: "Lower its risk? Its approvals look like a formality.",
+			Because: fmt.Sprintf("All %d approvals of plans with it as a MEDIUM step were given by %s, the slowest after %.1f s.",
+				n, approver, slowest),
+			Numbers: map[string]any{"approvals": n, "approver": approver, "slowest_seconds": slowest, "risk": "medium"}})
+	}
+	return rows.Err()
+}
