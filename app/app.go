@@ -108,6 +108,7 @@ type App struct {
 	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
 	Terminals *builtin.Terminals
 	Grants    *grants.Service
+	Analytics *analytics.Service
 	Memory    *memory.Service
 	Web       *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
@@ -206,6 +207,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	gro.Logger, gro.Local = log, a.Local
 	a.Grants = grants.New(pool, &gro)
 	a.Memory = memory.New(pool, a.Local)
+	a.Analytics = analytics.New(pool)
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
 	if cfg.BuiltinRoot != "" {
@@ -253,6 +255,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }},
 		{Name: "jobs", Run: a.Jobs.Run},
 		{Name: "prune", Scope: Once, Every: cfg.Prune, Job: a.prune},
+		// Finished days' calls are added up for /analytics (services/analytics).
+		{Name: "rollup", Scope: Once, Every: time.Hour, Job: a.rollup},
 	}
 	if err := a.registerOnce(); err != nil {
 		return nil, err
@@ -269,7 +273,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Denials = audit.NewDenials(pool, &do)
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),
-		Usage: usage.New(pool), Analytics: analytics.New(pool), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
+		Usage: usage.New(pool), Analytics: a.Analytics, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
 		Gateway: a.Gateway}, a.Bus)

@@ -24,7 +24,7 @@ func TestStartStop(t *testing.T) {
 	for _, c := range a.Components() {
 		names = append(names, c.Name)
 	}
-	want := []string{"bus", "mcp", "router", "executions", "jobs", "prune"}
+	want := []string{"bus", "mcp", "router", "executions", "jobs", "prune", "rollup"}
 	if len(names) != len(want) {
 		t.Fatalf("components %v, want %v", names, want)
 	}

@@ -86,3 +86,11 @@ func (a *App) prune(ctx context.Context) error {
 	}
 	return nil
 }
+
+// rollup adds up the calls of the days that ended (services/analytics).
+func (a *App) rollup(ctx context.Context) error {
+	if _, err := a.Analytics.RollUp(ctx, time.Now()); err != nil {
+		return fmt.Errorf("roll up usage: %w", err)
+	}
+	return nil
+}

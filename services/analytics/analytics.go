@@ -151,57 +151,123 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 	return r, nil
 }
 
-// calls fills the call statistics in one pass over the period's calls: grouping sets
-// by tool, server, user and day, and the total.
+// calls fills the call statistics: the rollups of the period's whole days that are
+// rolled up (rollup.go), and the calls themselves for the rest of the period.
 func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
-	rows, err := s.pool.Query(ctx, `/* analytics.calls */
-		SELECT GROUPING(u.tool_id, t.server_id, u.actor, x.day), u.tool_id::text, t.server_id::text, u.actor, x.day,
-			count(*), count(*) FILTER (WHERE NOT u.success),
-			percentile_cont(0.5) WITHIN GROUP (ORDER BY u.duration_ms),
-			percentile_cont(0.95) WITHIN GROUP (ORDER BY u.duration_ms)
-		FROM tool_usage_logs u JOIN mcp_tools t ON t.id = u.tool_id,
-			LATERAL (SELECT (u.used_at AT TIME ZONE 'UTC')::date AS day) x
-		WHERE u.used_at >= $1 AND u.used_at < $2
-		GROUP BY GROUPING SETS ((u.tool_id), (t.server_id), (u.actor), (x.day), ())`, p.From, p.To)
+	from, to := p.From.UTC(), p.To.UTC()
+	rows, err := s.pool.Query(ctx, `/* analytics.rolled */ SELECT day FROM usage_daily_done WHERE day >= $1 AND day < $2 ORDER BY day`,
+		from.Truncate(day), to)
 	if err != nil {
 		return fmt.Errorf("analytics: calls: %w", err)
 	}
-	days := map[string]Stats{}
-	for rows.Next() {
-		var g int
-		var tool, server, actor *string
-		var day *time.Time
-		var st Stats
-		if err := rows.Scan(&g, &tool, &server, &actor, &day, &st.Calls, &st.Errors, &st.P50MS, &st.P95MS); err != nil {
-			rows.Close()
-			return fmt.Errorf("analytics: calls: %w", err)
-		}
-		// GROUPING's bits, first argument highest: 0b0111 is by tool, and so on.
-		switch g {
-		case 0b0111:
-			r.Tools = append(r.Tools, row(*tool, "", st))
-		case 0b1011:
-			r.Servers = append(r.Servers, row(*server, "", st))
-		case 0b1101:
-			name := *actor
-			if name == "" {
-				name = "system"
-			}
-			r.Users = append(r.Users, row(name, name, st))
-		case 0b1110:
-			days[day.Format(time.DateOnly)] = st
-		case 0b1111:
-			r.Total = st
-		}
-	}
-	if err := rows.Err(); err != nil {
+	done, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
 		return fmt.Errorf("analytics: calls: %w", err)
 	}
-	for d := p.From.UTC().Truncate(24 * time.Hour); d.Before(p.To); d = d.Add(24 * time.Hour) {
-		k := d.Format(time.DateOnly)
-		r.Days = append(r.Days, row(k, k, days[k]))
+	// Whole days inside the period are read from their rollups; what lies between
+	// them, from the calls.
+	var rolled []time.Time
+	var gaps [][2]time.Time
+	at := from
+	for _, d := range done {
+		d = d.UTC()
+		if d.Before(from) || d.Add(day).After(to) {
+			continue
+		}
+		if d.After(at) {
+			gaps = append(gaps, [2]time.Time{at, d})
+		}
+		rolled = append(rolled, d)
+		at = d.Add(day)
 	}
-	if err := s.names(ctx, r); err != nil {
+	if at.Before(to) {
+		gaps = append(gaps, [2]time.Time{at, to})
+	}
+	tools, actors, days := map[string]*group{}, map[string]*group{}, map[string]*group{}
+	var total group
+	into := func(m map[string]*group, k string, g *group) {
+		if m[k] == nil {
+			m[k] = &group{}
+		}
+		m[k].add(g)
+	}
+	for _, gp := range gaps {
+		raw, err := s.raw(ctx, gp[0], gp[1])
+		if err != nil {
+			return err
+		}
+		for _, x := range raw {
+			g := x.group()
+			into(tools, x.tool, g)
+			into(actors, x.actor, g)
+			into(days, x.day.Format(time.DateOnly), g)
+			total.add(g)
+		}
+	}
+	if len(rolled) > 0 {
+		for _, t := range []struct {
+			table, col string
+			tools      bool
+		}{{"usage_daily_tools", "tool_id::text", true}, {"usage_daily_actors", "actor", false}} {
+			rows, err := s.pool.Query(ctx, `/* analytics.rollups */ SELECT day, `+t.col+`, calls, errors, hist FROM `+t.table+`
+				WHERE day = ANY($1)`, rolled)
+			if err != nil {
+				return fmt.Errorf("analytics: calls: %w", err)
+			}
+			for rows.Next() {
+				var d time.Time
+				var key string
+				var g group
+				var h []int64
+				if err := rows.Scan(&d, &key, &g.calls, &g.errors, &h); err != nil {
+					rows.Close()
+					return fmt.Errorf("analytics: calls: %w", err)
+				}
+				g.h = *histOf(h)
+				if t.tools {
+					into(tools, key, &g)
+					into(days, d.UTC().Format(time.DateOnly), &g)
+					total.add(&g)
+				} else {
+					into(actors, key, &g)
+				}
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("analytics: calls: %w", err)
+			}
+		}
+	}
+	r.Total = stats(&total)
+	for k, g := range tools {
+		r.Tools = append(r.Tools, row(k, "", stats(g)))
+	}
+	for k, g := range actors {
+		name := k
+		if name == "" {
+			name = "system"
+		}
+		r.Users = append(r.Users, row(name, name, stats(g)))
+	}
+	for d := from.Truncate(day); d.Before(to); d = d.Add(day) {
+		k := d.Format(time.DateOnly)
+		var g group
+		if days[k] != nil {
+			g = *days[k]
+		}
+		r.Days = append(r.Days, row(k, k, stats(&g)))
+	}
+	servers, err := s.names(ctx, r)
+	if err != nil {
+		return err
+	}
+	bySrv := map[string]*group{}
+	for id, sv := range servers {
+		into(bySrv, sv, tools[id])
+	}
+	for k, g := range bySrv {
+		r.Servers = append(r.Servers, row(k, "", stats(g)))
+	}
+	if err := s.serverNames(ctx, r); err != nil {
 		return err
 	}
 	byCalls := func(a, b Row) int {
@@ -231,6 +297,10 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 			return int(b.Errors - a.Errors)
 		})
 	return nil
+}
+
+func stats(g *group) Stats {
+	return Stats{Calls: g.calls, Errors: g.errors, P50MS: g.h.quantile(0.5), P95MS: g.h.quantile(0.95)}
 }
 
 func row(key, name string, st Stats) Row {
@@ -270,42 +340,67 @@ func cmpFloat(a, b *float64) int {
 	return 0
 }
 
-// names puts the tools' qualified names and the servers' names on their rows.
-func (s *Service) names(ctx context.Context, r *Report) error {
-	var tools, servers []string
-	for _, t := range r.Tools {
-		tools = append(tools, t.Key)
+// names puts the tools' qualified names on their rows and returns each tool's server.
+func (s *Service) names(ctx context.Context, r *Report) (map[string]string, error) {
+	ids := make([]string, len(r.Tools))
+	for i, t := range r.Tools {
+		ids[i] = t.Key
 	}
-	for _, sv := range r.Servers {
-		servers = append(servers, sv.Key)
-	}
-	if len(tools) == 0 && len(servers) == 0 {
-		return nil
+	servers := map[string]string{}
+	if len(ids) == 0 {
+		return servers, nil
 	}
 	rows, err := s.pool.Query(ctx, `/* analytics.names */
-		SELECT 'tool', t.id::text, sv.name || '__' || t.name FROM mcp_tools t JOIN mcp_servers sv ON sv.id = t.server_id
-		WHERE t.id = ANY($1::uuid[])
-		UNION ALL SELECT 'server', id::text, name FROM mcp_servers WHERE id = ANY($2::uuid[])`, tools, servers)
+		SELECT t.id::text, t.server_id::text, sv.name || '__' || t.name FROM mcp_tools t JOIN mcp_servers sv ON sv.id = t.server_id
+		WHERE t.id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("analytics: names: %w", err)
+	}
+	names := map[string]string{}
+	for rows.Next() {
+		var id, server, name string
+		if err := rows.Scan(&id, &server, &name); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("analytics: names: %w", err)
+		}
+		names[id], servers[id] = name, server
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("analytics: names: %w", err)
+	}
+	for i := range r.Tools {
+		r.Tools[i].Name = names[r.Tools[i].Key]
+	}
+	return servers, nil
+}
+
+// serverNames puts the servers' names on their rows.
+func (s *Service) serverNames(ctx context.Context, r *Report) error {
+	ids := make([]string, len(r.Servers))
+	for i, sv := range r.Servers {
+		ids[i] = sv.Key
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := s.pool.Query(ctx, `/* analytics.server_names */ SELECT id::text, name FROM mcp_servers WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return fmt.Errorf("analytics: names: %w", err)
 	}
-	names := map[[2]string]string{}
+	names := map[string]string{}
 	for rows.Next() {
-		var kind, id, name string
-		if err := rows.Scan(&kind, &id, &name); err != nil {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
 			rows.Close()
 			return fmt.Errorf("analytics: names: %w", err)
 		}
-		names[[2]string{kind, id}] = name
+		names[id] = name
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("analytics: names: %w", err)
 	}
-	for i := range r.Tools {
-		r.Tools[i].Name = names[[2]string{"tool", r.Tools[i].Key}]
-	}
 	for i := range r.Servers {
-		r.Servers[i].Name = names[[2]string{"server", r.Servers[i].Key}]
+		r.Servers[i].Name = names[r.Servers[i].Key]
 	}
 	return nil
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // BenchmarkReport measures the analytics of the last 30 days over 1 M calls of 50
-// tools by 20 people, spread over 60 days, and 5,000 executions (issue #22: p95 under
-// 100 ms). It reports the p50 and p95 of one report.
+// tools by 20 people, spread over 60 days (the finished days rolled up, as the hourly
+// job keeps them), and 5,000 executions (issue #22: p95 under 100 ms). It reports the
+// p50 and p95 of one report.
 func BenchmarkReport(b *testing.B) {
 	ctx := context.Background()
 	w := world{t: b, ctx: ctx, pool: dbtest.New(b)}
@@ -32,6 +33,12 @@ func BenchmarkReport(b *testing.B) {
 	w.exec(`VACUUM ANALYZE tool_usage_logs`)
 	w.exec(`VACUUM ANALYZE executions`)
 	svc := analytics.New(w.pool)
+	// As in a running Toolwarden: finished days are rolled up (hourly), today is not.
+	if _, err := svc.RollUp(ctx, now); err != nil {
+		b.Fatal(err)
+	}
+	w.exec(`VACUUM ANALYZE usage_daily_tools`)
+	w.exec(`VACUUM ANALYZE usage_daily_actors`)
 	var took []time.Duration
 	b.ResetTimer()
 	for b.Loop() {

@@ -1,0 +1,144 @@
+package analytics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// rollupGrace is how long after a day ends its calls are rolled up: a call's record
+// may commit a little after it ran (LOW calls' records commit asynchronously).
+const rollupGrace = time.Hour
+
+const day = 24 * time.Hour
+
+// RollUp adds up the calls of every finished day not rolled up yet, oldest first, and
+// returns how many days it rolled. It runs in one process (an app Once job); rolling a
+// day again gives the same rows.
+func (s *Service) RollUp(ctx context.Context, now time.Time) (int, error) {
+	before := now.Add(-rollupGrace).UTC().Truncate(day) // days before this one are finished
+	var from *time.Time
+	if err := s.pool.QueryRow(ctx, `/* analytics.rollup.last */ SELECT max(day) + 1 FROM usage_daily_done`).Scan(&from); err != nil {
+		return 0, fmt.Errorf("analytics: rollup: %w", err)
+	}
+	if from == nil {
+		var first *time.Time
+		if err := s.pool.QueryRow(ctx, `/* analytics.rollup.first */ SELECT min(used_at) FROM tool_usage_logs`).Scan(&first); err != nil {
+			return 0, fmt.Errorf("analytics: rollup: %w", err)
+		}
+		if first == nil {
+			return 0, nil
+		}
+		f := first.UTC().Truncate(day)
+		from = &f
+	}
+	n := 0
+	for d := from.UTC(); d.Before(before); d = d.Add(day) {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		if err := s.rollDay(ctx, d); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// group is calls added up: how many, how many failed, and their latencies.
+type group struct {
+	calls, errors int64
+	h             hist
+}
+
+func (g *group) add(o *group) {
+	g.calls += o.calls
+	g.errors += o.errors
+	g.h.add(&o.h)
+}
+
+// rawRow is one line of the raw calls grouped by day, tool, actor and bucket.
+type rawRow struct {
+	day    time.Time
+	tool   string
+	actor  string
+	bucket *int
+	calls  int64
+	errors int64
+}
+
+// raw reads the calls in [from, to) grouped by day, tool, actor and latency bucket.
+func (s *Service) raw(ctx context.Context, from, to time.Time) ([]rawRow, error) {
+	rows, err := s.pool.Query(ctx, `/* analytics.raw */
+		SELECT (used_at AT TIME ZONE 'UTC')::date, tool_id::text, actor, `+bucketSQL+`, count(*), count(*) FILTER (WHERE NOT success)
+		FROM tool_usage_logs WHERE used_at >= $1 AND used_at < $2 GROUP BY 1, 2, 3, 4`, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("analytics: calls: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (rawRow, error) {
+		var x rawRow
+		err := r.Scan(&x.day, &x.tool, &x.actor, &x.bucket, &x.calls, &x.errors)
+		return x, err
+	})
+}
+
+func (x rawRow) group() *group {
+	g := &group{calls: x.calls, errors: x.errors}
+	if x.bucket != nil {
+		g.h[*x.bucket] = x.calls
+	}
+	return g
+}
+
+// rollDay replaces day d's rollups with its calls added up.
+func (s *Service) rollDay(ctx context.Context, d time.Time) error {
+	rows, err := s.raw(ctx, d, d.Add(day))
+	if err != nil {
+		return err
+	}
+	tools, actors := map[string]*group{}, map[string]*group{}
+	for _, x := range rows {
+		for _, m := range []struct {
+			m   map[string]*group
+			key string
+		}{{tools, x.tool}, {actors, x.actor}} {
+			if m.m[m.key] == nil {
+				m.m[m.key] = &group{}
+			}
+			m.m[m.key].add(x.group())
+		}
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("analytics: rollup: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, q := range []string{`DELETE FROM usage_daily_tools WHERE day = $1`, `DELETE FROM usage_daily_actors WHERE day = $1`} {
+		if _, err := tx.Exec(ctx, `/* analytics.rollup */ `+q, d); err != nil {
+			return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
+		}
+	}
+	for _, t := range []struct {
+		table, col string
+		m          map[string]*group
+	}{{"usage_daily_tools", "tool_id", tools}, {"usage_daily_actors", "actor", actors}} {
+		var batch [][]any
+		for k, g := range t.m {
+			batch = append(batch, []any{d, k, g.calls, g.errors, g.h[:]})
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.table}, []string{"day", t.col, "calls", "errors", "hist"}, pgx.CopyFromRows(batch)); err != nil {
+			return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `/* analytics.rollup.done */ INSERT INTO usage_daily_done (day, rolled_at) VALUES ($1, now())
+		ON CONFLICT (day) DO UPDATE SET rolled_at = now()`, d); err != nil {
+		return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
+	}
+	if err := tx.Commit(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
+	}
+	return nil
+}
