@@ -39,7 +39,7 @@ func TestAnalytics(t *testing.T) {
 		return r.Total.Calls == 4
 	}, "the calls in the analytics")
 	if r.Total.Errors != 1 || len(r.TopTools) != 2 || r.TopTools[0].Name != "mt__echo" || r.TopTools[0].Calls != 3 ||
-		r.TopTools[0].P50MS == nil || len(r.Days) != 8 {
+		r.TopTools[0].P50MS == nil || len(r.Days) != 7 {
 		t.Fatalf("analytics: %+v", r)
 	}
 	for _, c := range []struct{ query, field string }{{"days=0", "days"}, {"days=x", "days"}, {"from=yesterday&to=2026-01-01T00:00:00Z", "from"},

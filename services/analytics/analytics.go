@@ -47,9 +47,10 @@ func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 // Period is [From, To).
 type Period struct{ From, To time.Time }
 
-// LastDays is the period of the n days up to now.
+// LastDays is the period of the last n days (UTC) up to now: today and the n-1
+// whole days before it, so only today's calls are read one by one.
 func LastDays(now time.Time, n int) Period {
-	return Period{From: now.Add(-time.Duration(n) * 24 * time.Hour), To: now}
+	return Period{From: now.UTC().Truncate(day).Add(-time.Duration(n-1) * day), To: now}
 }
 
 // Check reports a period that is empty, reversed or too long, naming the field.

@@ -160,7 +160,7 @@ func TestReport(t *testing.T) {
 	if len(r.Users) != 2 || r.Users[0].Name != "alice" || r.Users[0].Calls != 42 || r.Users[1].Errors != 6 {
 		t.Errorf("users: %+v", r.Users)
 	}
-	if len(r.Days) != 8 || r.Days[4].Calls != 42 || r.Days[6].Calls != 20 || r.Days[0].Calls != 0 {
+	if len(r.Days) != 7 || r.Days[3].Calls != 42 || r.Days[5].Calls != 20 || r.Days[0].Calls != 0 {
 		t.Errorf("days: %+v", r.Days)
 	}
 	if len(r.Slowest) != 3 || r.Slowest[0].Name != "beta__slow" {
