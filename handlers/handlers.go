@@ -197,6 +197,7 @@ var navAreas = []navArea{
 	{"Terminals", "/terminals", auth.PermTerminalView},
 	{"Approvals", "/approvals", auth.PermExecutionApprove},
 	{"Grants", "/grants", auth.PermCollaborate},
+	{"Audit log", "/audit", auth.PermAuditView},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},
 	{"Settings", "/settings/executions", auth.PermSettings},

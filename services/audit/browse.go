@@ -316,8 +316,8 @@ func (l *Log) List(ctx context.Context, f Filter) (Page, error) {
 	return p, nil
 }
 
-// maxNewer bounds CountNewer: the page says "N+ new entries" past it.
-const maxNewer = 1000
+// MaxNewer bounds CountNewer: the page says "N+ new entries" past it.
+const MaxNewer = 1000
 
 // CountNewer counts the entries f selects that are newer than after (the top of a page
 // that is shown), up to 1000, for the "N new entries" banner.
@@ -326,7 +326,7 @@ func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, err
 	where, args := f.where()
 	var n int64
 	if err := l.pool.QueryRow(ctx, `/* audit.CountNewer */ SELECT count(*) FROM (SELECT 1 FROM audit_log`+where+
-		` LIMIT `+strconv.Itoa(maxNewer)+`) s`, args...).Scan(&n); err != nil {
+		` LIMIT `+strconv.Itoa(MaxNewer)+`) s`, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("audit: count newer: %w", err)
 	}
 	return n, nil

@@ -78,9 +78,9 @@ func TestBrowseFilters(t *testing.T) {
 		{"result=failure", []int64{6}},
 		{"result=success&actor=bob", []int64{4}},
 		{"request_id=req-2", []int64{5, 4}},
-		{"q=frobnicate", []int64{4}},     // payload, any case
-		{"q=50%25_off", []int64{4}},      // % and _ match themselves
-		{"q=mallory", []int64{6}},        // target name
+		{"q=frobnicate", []int64{4}}, // payload, any case
+		{"q=50%25_off", []int64{4}},  // % and _ match themselves
+		{"q=mallory", []int64{6}},    // target name
 		{"q=everything__echo", []int64{4, 3}},
 		{"q=zzz-nothing", nil},
 		{"to=2000-01-01", nil},
