@@ -5,6 +5,7 @@ DROP INDEX IF EXISTS audit_log_request_idx;
 DROP INDEX IF EXISTS audit_log_target_type_idx;
 DROP INDEX IF EXISTS audit_log_group_idx;
 DROP INDEX IF EXISTS audit_log_actor_name_idx;
+DROP INDEX IF EXISTS audit_log_at_id_idx;
+CREATE INDEX IF NOT EXISTS audit_log_at_idx ON audit_log (at);
 DROP FUNCTION IF EXISTS audit_search_text(text, text, text, text, text, json);
 DROP FUNCTION IF EXISTS audit_action_group(text);
-DROP EXTENSION IF EXISTS pg_trgm;

@@ -27,22 +27,26 @@ CREATE FUNCTION audit_action_group(action text) RETURNS text
 $$;
 
 -- The text the free-text filter (q) searches: who, what, the target and the payload.
--- A trigram index answers ILIKE '%term%' on it (pg_trgm ships with PostgreSQL and is a
--- trusted extension: the database's owner may create it).
-CREATE EXTENSION IF NOT EXISTS pg_trgm;
-
+-- It is searched by words through a full-text index ('simple': no stemming, no stop
+-- words): a rare word is found from its own short posting list, where a trigram index
+-- read the long lists of trigrams every entry has (" to", "too") and took about 100 ms
+-- for one rare name in a million entries.
 CREATE FUNCTION audit_search_text(actor_name text, action text, target_type text, target_id text,
                                   target_name text, payload json) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT actor_name || ' ' || action || ' ' || target_type || ' ' || target_id || ' ' || target_name || ' ' || payload::text
 $$;
 
+-- A time range is answered newest first by time from (at, id), which also serves what
+-- the index on at alone did.
+DROP INDEX audit_log_at_idx;
+CREATE INDEX audit_log_at_id_idx ON audit_log (at, id);
 CREATE INDEX audit_log_actor_name_idx ON audit_log (actor_name, id);
 CREATE INDEX audit_log_group_idx ON audit_log (audit_action_group(action), id);
 CREATE INDEX audit_log_target_type_idx ON audit_log (target_type, id);
 CREATE INDEX audit_log_request_idx ON audit_log (request_id, id) WHERE request_id <> '';
 CREATE INDEX audit_log_search_idx ON audit_log
-    USING gin (audit_search_text(actor_name, action, target_type, target_id, target_name, payload) gin_trgm_ops);
+    USING gin (to_tsvector('simple'::regconfig, audit_search_text(actor_name, action, target_type, target_id, target_name, payload)));
 
 -- Saved views: a name and the query string of the page's filters, per person.
 CREATE TABLE audit_views (

@@ -83,6 +83,8 @@ func TestBrowseFilters(t *testing.T) {
 		{"q=mallory", []int64{6}},    // target name
 		{"q=everything__echo", []int64{4, 3}},
 		{"q=zzz-nothing", nil},
+		{"q=frobn", nil},                 // whole words, not parts of them
+		{"q=FROBNICATE+off", []int64{4}}, // every word
 		{"to=2000-01-01", nil},
 		{"from=2000-01-01&to=" + url.QueryEscape(future), []int64{8, 7, 6, 5, 4, 3, 2, 1}},
 		{"from=" + url.QueryEscape(future), nil},
@@ -135,6 +137,28 @@ func TestBrowseKeysetPages(t *testing.T) {
 	p2, _ := l.List(ctx, f)
 	if p2.Items[0].ID != 13 {
 		t.Fatalf("second page after appends starts at %d, want 13", p2.Items[0].ID)
+	}
+	// A time range pages by time, with the same cursors.
+	f = audit.Filter{From: time.Now().Add(-time.Hour), Limit: 4}
+	var timed []int64
+	for {
+		p, err := l.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range p.Items {
+			if i > 0 && r.At.After(p.Items[i-1].At) {
+				t.Fatalf("timed page out of order: %v", ids(p))
+			}
+		}
+		timed = append(timed, ids(p)...)
+		if p.NextCursor == 0 {
+			break
+		}
+		f.Cursor = p.NextCursor
+	}
+	if len(timed) != 25 || timed[0] != 25 || timed[24] != 1 {
+		t.Fatalf("timed pages: got %v, want 25..1", timed)
 	}
 	n, err := l.CountNewer(ctx, audit.Filter{}, p1.Items[0].ID)
 	if err != nil || n != 2 {
