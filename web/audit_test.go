@@ -298,3 +298,60 @@ func TestAuditShowsNoSecrets(t *testing.T) {
 		}
 	}
 }
+
+// The audit routes are declared with the audit permissions: audit.export for the
+// export, audit.view for the rest.
+func TestAuditRoutePermissions(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	n := 0
+	for _, r := range srv.Web.Routes() {
+		if r.Path != "/audit" && !strings.HasPrefix(r.Path, "/audit/") && r.Path != "/api/v1/audit" && !strings.HasPrefix(r.Path, "/api/v1/audit/") {
+			continue
+		}
+		n++
+		want := auth.PermAuditView
+		if strings.HasSuffix(r.Path, "/export") {
+			want = auth.PermAuditExport
+		}
+		if r.Perm != want {
+			t.Errorf("%s %s: declared %s, want %s", r.Method, r.Path, r.Perm, want)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d audit routes, want the page's and the API's", n)
+	}
+}
+
+// The "N new entries" banner counts what is newer than the page's top and matches its
+// filters.
+func TestAuditNewEntriesBanner(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	d := doc(t, e.srv.Get(t, e.auditor, "/audit?action=token.create"))
+	banner := d.Find(`[data-testid=audit-new]`)
+	newURL, ok := banner.Attr("hx-get")
+	if !ok || banner.AttrOr("data-top", "") != "0" || banner.Find("button").Length() != 0 {
+		t.Fatalf("banner on an empty page: %q top=%q", newURL, banner.AttrOr("data-top", ""))
+	}
+	for i := range 3 {
+		e.srv.PostForm(t, e.admin, "/tokens", url.Values{"name": {fmt.Sprintf("n-%d", i)}}).Body.Close()
+	}
+	d = doc(t, e.srv.Get(t, e.auditor, newURL))
+	btn := d.Find(`[data-testid=audit-new-button]`)
+	if !strings.Contains(strings.Join(strings.Fields(btn.Text()), " "), "3 new entries") {
+		t.Fatalf("banner after three tokens: %q", btn.Text())
+	}
+	if got := btn.AttrOr("hx-get", ""); got != "/audit?action=token.create" {
+		t.Fatalf("the banner reloads %q", got)
+	}
+	// The first page's banner counts from its top.
+	d = doc(t, e.srv.Get(t, e.auditor, "/audit?action=token.create"))
+	newURL = d.Find(`[data-testid=audit-new]`).AttrOr("hx-get", "")
+	if d.Find(`[data-testid=audit-new]`).AttrOr("data-top", "") == "0" || !strings.Contains(newURL, "after=") {
+		t.Fatalf("banner of a full page: %q", newURL)
+	}
+	if doc(t, e.srv.Get(t, e.auditor, newURL)).Find(`[data-testid=audit-new-button]`).Length() != 0 {
+		t.Fatal("nothing new, but the banner shows a count")
+	}
+}
