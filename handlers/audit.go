@@ -133,7 +133,7 @@ func (h AuditHandler) List(c echo.Context) error {
 			if v.Query != "" {
 				u += "?" + v.Query
 			}
-			page.Views = append(page.Views, views.AuditSavedView{ID: v.ID, Name: v.Name, URL: u, Current: err == nil && v.Query == current})
+			page.Views = append(page.Views, views.AuditSavedView{ID: v.ID, Name: v.Name, URL: u, Current: page.Errors == nil && v.Query == current})
 		}
 	}
 	page.Chain, err = h.chain(c)
