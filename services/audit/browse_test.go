@@ -83,7 +83,11 @@ func TestBrowseFilters(t *testing.T) {
 		{"q=mallory", []int64{6}},    // target name
 		{"q=everything__echo", []int64{4, 3}},
 		{"q=zzz-nothing", nil},
-		{"q=frobn", nil},                 // whole words, not parts of them
+		{"q=frobn", nil},             // whole words, not parts of them
+		{"q=%25%25+__", nil},         // no words at all
+		{"q=it's+a%5C%22quote", nil}, // quotes and backslashes are text
+		{"q=Everything-Echo", nil},   // a hyphenated word is that word
+		{"q=everything", []int64{4, 3, 2}},
 		{"q=FROBNICATE+off", []int64{4}}, // every word
 		{"to=2000-01-01", nil},
 		{"from=2000-01-01&to=" + url.QueryEscape(future), []int64{8, 7, 6, 5, 4, 3, 2, 1}},
