@@ -201,6 +201,7 @@ var navAreas = []navArea{
 	{"Approvals", "/approvals", auth.PermExecutionApprove},
 	{"Analytics", "/analytics", auth.PermLogView},
 	{"Grants", "/grants", auth.PermCollaborate},
+	{"Audit log", "/audit", auth.PermAuditView},
 	{"Users", "/users", auth.PermUsers},
 	{"API tokens", "/tokens", auth.PermOwnTokens},
 	{"Settings", "/settings/executions", auth.PermSettings},

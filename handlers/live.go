@@ -46,7 +46,7 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, views.LiveActivity(activityRow(s)))
+		parts = append(parts, views.LiveActivity(activityRow(s)), views.LiveAuditAppended(s.ID))
 	case registry.ServersTopic:
 		more, err := l.serverParts(ctx, ev)
 		if err != nil {

@@ -38,6 +38,7 @@ func (s *Server) routes() []Route {
 	settings := handlers.SettingsHandler{Shell: shell}
 	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals}
 	collab := handlers.CollaborationsHandler{Shell: shell, Grants: d.Grants}
+	auditLog := handlers.AuditHandler{Shell: shell, Log: d.AuditLog}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -132,6 +133,16 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/grants", auth.PermCollaborate, collab.GrantsPage},
 		{http.MethodPost, "/grants/:id/revoke", auth.PermCollaborate, collab.Revoke},
 
+		// The audit browser (handlers/audit.go): auditors and administrators. Checking
+		// the chain and saving views change nothing of the log.
+		{http.MethodGet, "/audit", auth.PermAuditView, auditLog.List},
+		{http.MethodGet, "/audit/new", auth.PermAuditView, auditLog.New},
+		{http.MethodGet, "/audit/verify", auth.PermAuditView, auditLog.VerifyStatus},
+		{http.MethodPost, "/audit/verify", auth.PermAuditView, auditLog.Verify},
+		{http.MethodPost, "/audit/views", auth.PermAuditView, auditLog.SaveView},
+		{http.MethodPost, "/audit/views/:id/delete", auth.PermAuditView, auditLog.DeleteView},
+		{http.MethodGet, "/audit/:id", auth.PermAuditView, auditLog.Show},
+
 		// Live updates.
 		{http.MethodGet, "/ws", auth.PermSignedIn, s.hub.serve},
 
@@ -213,6 +224,11 @@ func (s *Server) routes() []Route {
 		// The questions user_collaboration asks the caller; answering is a person's.
 		{http.MethodGet, "/api/v1/collaborations", auth.PermToolUse, collab.APIList},
 		{http.MethodPost, "/api/v1/collaborations/:id/respond", auth.PermCollaborate, collab.APIRespond},
+		// The audit log: the same filters as /audit; exports are audited.
+		{http.MethodGet, "/api/v1/audit", auth.PermAuditView, auditLog.APIList},
+		{http.MethodGet, "/api/v1/audit/export", auth.PermAuditExport, auditLog.APIExport},
+		{http.MethodGet, "/api/v1/audit/verify", auth.PermAuditView, auditLog.APIVerify},
+		{http.MethodGet, "/api/v1/audit/:id", auth.PermAuditView, auditLog.APIGet},
 	}
 }
 

@@ -2,12 +2,21 @@ package audit
 
 import (
 	"context"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Log reads the audit log for the pages that show it.
-type Log struct{ pool *pgxpool.Pool }
+// Log reads the audit log for the pages and the API that show it (browse.go), exports
+// it (export.go), keeps people's saved views (views.go) and checks the chain on request
+// (verify_runs.go).
+type Log struct {
+	pool *pgxpool.Pool
+
+	mu  sync.Mutex
+	run *Verification // the check running in this process, nil when none
+	wg  sync.WaitGroup
+}
 
 // NewLog is a Log on pool.
 func NewLog(pool *pgxpool.Pool) *Log { return &Log{pool: pool} }

@@ -287,6 +287,16 @@
   }
   document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); });
 
+  // The audit browser: every audit event names the newest entry (#audit-appended); when
+  // it is newer than the top of the list, the "N new entries" banner asks the server how
+  // many of them match the page's filters (its hx-get, on tw-audit-new).
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    var marker = document.getElementById("audit-appended");
+    var banner = document.getElementById("audit-new");
+    if (!marker || !banner || !window.htmx) return;
+    if (Number(marker.dataset.id || 0) > Number(banner.dataset.top || 0)) htmx.trigger(banner, "tw-audit-new");
+  });
+
   // Server form: show the fields of the chosen type; add and remove env/header rows.
   function showForType() {
     var sel = document.querySelector("[data-type-select]");

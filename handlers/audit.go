@@ -1,0 +1,488 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/verr"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// AuditHandler serves the audit browser (/audit, /audit/:id) and its API
+// (/api/v1/audit...): filters, keyset pages, saved views, exports and checks of the
+// chain. Everything it shows is what audit rows hold, which never holds a secret
+// value (docs/security.md); it adds none.
+type AuditHandler struct {
+	*Shell
+	Log *audit.Log
+}
+
+// auditGroupLabels name the action filter's groups.
+var auditGroupLabels = map[string]string{"auth": "Sign-in, tokens, refused requests", "users": "Users", "servers": "Servers",
+	"tools": "Tools", "calls": "Tool calls", "executions": "Executions", "approvals": "Approvals and grants", "secrets": "Secrets",
+	"settings": "Settings", "audit": "The audit log itself", "other": "Other"}
+
+// auditURL is /audit with the filter's query and extra parameters.
+func auditURL(f audit.Filter, extra ...string) string {
+	q := f.Query()
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Set(extra[i], extra[i+1])
+	}
+	if len(q) == 0 {
+		return "/audit"
+	}
+	return "/audit?" + q.Encode()
+}
+
+// auditTargetURL is the page of an entry's target, where there is one the viewer may open.
+func auditTargetURL(p *auth.Principal, targetType, id string) string {
+	if id == "" {
+		return ""
+	}
+	esc := url.PathEscape(id)
+	switch {
+	case targetType == "tool" && p.Can(auth.PermToolView):
+		return "/tools/" + esc
+	case targetType == "server" && p.Can(auth.PermServerView):
+		return "/servers/" + esc
+	case targetType == "execution" && p.Can(auth.PermExecutionView):
+		return "/executions/" + esc
+	case targetType == "terminal" && p.Can(auth.PermTerminalView):
+		return "/terminals/" + esc
+	case targetType == "user" && p.Can(auth.PermUsers):
+		return "/users"
+	}
+	return ""
+}
+
+func auditRow(p *auth.Principal, r audit.Record) views.AuditRow {
+	actor := r.ActorName
+	if actor == "" {
+		actor = r.ActorKind
+	}
+	return views.AuditRow{ID: r.ID, URL: "/audit/" + strconv.FormatInt(r.ID, 10), At: r.At, Actor: actor, ActorKind: r.ActorKind,
+		Action: r.Action, Group: audit.ActionGroup(r.Action), TargetType: r.TargetType, TargetID: r.TargetID,
+		TargetName: r.TargetName, TargetURL: auditTargetURL(p, r.TargetType, r.TargetID), Result: r.Result, RequestID: r.RequestID}
+}
+
+// List renders the browser: the filters of the URL (bad ones said next to their
+// fields, 400), one page newest first, the person's saved views and the chain's status.
+func (h AuditHandler) List(c echo.Context) error {
+	ctx := c.Request().Context()
+	// The cursor is read before the data, so an entry appended in between is announced.
+	last, err := h.Events.LatestID(ctx)
+	if err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	page := views.AuditPage{Layout: h.layout(c, "Audit log", audit.Topic), CanExport: p.Can(auth.PermAuditExport)}
+	page.Live.LastEventID = last
+	qp := c.QueryParams()
+	page.Filter = views.AuditFilter{Actor: qp.Get("actor"), Action: qp.Get("action"), TargetType: qp.Get("target_type"),
+		TargetID: qp.Get("target_id"), Result: qp.Get("result"), RequestID: qp.Get("request_id"), Q: qp.Get("q"),
+		From: qp.Get("from"), To: qp.Get("to")}
+	for _, g := range audit.Groups {
+		page.Groups = append(page.Groups, views.Option{Value: g, Label: auditGroupLabels[g]})
+	}
+	for _, r := range audit.Results {
+		page.Results = append(page.Results, views.Option{Value: r, Label: r})
+	}
+	status := http.StatusOK
+	f, err := audit.ParseFilter(qp)
+	if err != nil && onlyCursor(err) {
+		qp.Del("cursor")
+		f, err = audit.ParseFilter(qp)
+		page.Notice = outdatedCursor
+	}
+	if err != nil {
+		fe, ok := formErrors(err)
+		if !ok {
+			return err
+		}
+		page.Errors, status = fe, http.StatusBadRequest
+	} else {
+		page.Query = f.Query().Encode()
+		page.ExportCSV = "/api/v1/audit/export?" + withFormat(f, audit.FormatCSV)
+		page.ExportJSONL = "/api/v1/audit/export?" + withFormat(f, audit.FormatJSONL)
+		list, err := h.Log.List(ctx, f)
+		if err != nil {
+			return err
+		}
+		page.List = h.results(p, f, list)
+	}
+	if p.Kind == audit.ActorUser {
+		vs, err := h.Log.Views(ctx, p.User.ID)
+		if err != nil {
+			return err
+		}
+		current := f.Query().Encode()
+		for _, v := range vs {
+			u := "/audit"
+			if v.Query != "" {
+				u += "?" + v.Query
+			}
+			page.Views = append(page.Views, views.AuditSavedView{ID: v.ID, Name: v.Name, URL: u, Current: page.Errors == nil && v.Query == current})
+		}
+	}
+	page.Chain, err = h.chain(c)
+	if err != nil {
+		return err
+	}
+	return render(c, status, views.Audit(page))
+}
+
+func withFormat(f audit.Filter, format string) string {
+	q := f.Query()
+	q.Set("format", format)
+	return q.Encode()
+}
+
+// results builds the list part: rows, pager links and, on the first page, what the
+// "N new entries" banner needs.
+func (h AuditHandler) results(p *auth.Principal, f audit.Filter, list audit.Page) views.AuditResults {
+	r := views.AuditResults{HasFilter: !f.Empty(), ReloadURL: auditURL(f)}
+	for _, rec := range list.Items {
+		r.Rows = append(r.Rows, auditRow(p, rec))
+	}
+	if list.NextCursor != 0 {
+		r.NextURL = auditURL(f, "cursor", strconv.FormatInt(list.NextCursor, 10))
+	}
+	if f.Cursor != 0 {
+		r.FirstURL = auditURL(f)
+		return r
+	}
+	q := f.Query()
+	if len(list.Items) > 0 {
+		r.TopID = list.Items[0].ID
+		q.Set("after", strconv.FormatInt(r.TopID, 10))
+	}
+	r.NewURL = "/audit/new?" + q.Encode()
+	return r
+}
+
+// New renders the "N new entries" banner: how many entries that match the filters are
+// newer than the page's top (?after=).
+func (h AuditHandler) New(c echo.Context) error {
+	qp := c.QueryParams()
+	f, err := audit.ParseFilter(qp)
+	if err != nil {
+		return err
+	}
+	n, err := h.Log.CountNewer(c.Request().Context(), f, f.After)
+	if err != nil {
+		return err
+	}
+	top := f.After
+	f.After = 0
+	return render(c, http.StatusOK, views.AuditNewBanner(views.AuditNew{Count: n, More: n >= audit.MaxNewer,
+		NewURL: "/audit/new?" + qp.Encode(), ReloadURL: auditURL(f)}, top))
+}
+
+// chain is the chain's status as the page shows it.
+func (h AuditHandler) chain(c echo.Context) (views.AuditChain, error) {
+	st, err := h.Log.VerifyStatus(c.Request().Context())
+	if err != nil {
+		return views.AuditChain{}, err
+	}
+	ch := views.AuditChain{CanVerify: PrincipalOf(c).Can(auth.PermAuditView)}
+	if st == nil {
+		ch.Never = true
+		return ch, nil
+	}
+	ch.Running, ch.Checked, ch.Total, ch.OK, ch.Through = st.Running, st.Checked, st.Total, st.OK, st.VerifiedThrough
+	ch.At, ch.By, ch.BadID, ch.Reason, ch.Err = st.FinishedAt, st.StartedBy, st.BadID, st.Reason, st.Err
+	return ch, nil
+}
+
+// VerifyStatus renders the chain's status (polled while a check runs).
+func (h AuditHandler) VerifyStatus(c echo.Context) error {
+	ch, err := h.chain(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AuditChainStatus(ch))
+}
+
+// Verify starts a check of the chain in the background and shows its progress.
+func (h AuditHandler) Verify(c echo.Context) error {
+	h.Log.StartVerify(PrincipalOf(c).User.Username)
+	if c.Request().Header.Get("HX-Request") == "" {
+		return c.Redirect(http.StatusSeeOther, "/audit")
+	}
+	return h.VerifyStatus(c)
+}
+
+// SaveView stores the filters of the form's query under a name for the person.
+func (h AuditHandler) SaveView(c echo.Context) error {
+	query := c.FormValue("query")
+	v, err := h.Log.SaveView(c.Request().Context(), ActorOf(c), c.FormValue("name"), query)
+	back := "/audit"
+	if vals, perr := url.ParseQuery(query); perr == nil && len(vals) > 0 {
+		back += "?" + vals.Encode()
+	}
+	if err == nil && v.Query != "" {
+		back = "/audit?" + v.Query
+	}
+	return h.redirectWithOutcome(c, err, func() string { return "Saved the view " + v.Name + "." }, back)
+}
+
+// DeleteView removes one of the person's saved views.
+func (h AuditHandler) DeleteView(c echo.Context) error {
+	err := h.Log.DeleteView(c.Request().Context(), ActorOf(c), c.Param("id"))
+	return h.redirectWithOutcome(c, err, func() string { return "Deleted the saved view." }, "/audit")
+}
+
+// entryID reads the :id of an entry; anything but a positive number is not found.
+func entryID(c echo.Context) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, audit.ErrNotFound
+	}
+	return id, nil
+}
+
+// Show renders one entry: who, what, the target, the changes it records, its request
+// and its place in the chain.
+func (h AuditHandler) Show(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, err := entryID(c)
+	if err != nil {
+		return err
+	}
+	r, err := h.Log.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	head, err := h.Log.HeadID(ctx)
+	if err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	page := views.AuditEntryPage{Layout: h.layout(c, fmt.Sprintf("Audit entry %d", r.ID)), Row: auditRow(p, r), IP: r.IP,
+		PrevHash: hex.EncodeToString(r.PrevHash), Hash: hex.EncodeToString(r.Hash)}
+	if r.ActorID != nil {
+		page.ActorID = *r.ActorID
+	}
+	if r.RequestID != "" {
+		page.RequestURL = auditURL(audit.Filter{RequestID: r.RequestID})
+	}
+	if r.ID > 1 {
+		page.PrevURL = "/audit/" + strconv.FormatInt(r.ID-1, 10)
+	}
+	if r.ID < head {
+		page.NextURL = "/audit/" + strconv.FormatInt(r.ID+1, 10)
+	}
+	page.Payload = indentJSON(r.Payload)
+	var payload map[string]json.RawMessage
+	if json.Unmarshal(r.Payload, &payload) == nil {
+		page.TokenName = firstString(payload, "token_name", "token")
+		page.UserAgent = firstString(payload, "user_agent")
+		page.Client = firstString(payload, "client", "mcp_client", "client_name")
+		page.Changes, page.Diff = payloadChanges(payload)
+	}
+	return render(c, http.StatusOK, views.AuditEntry(page))
+}
+
+// firstString is the first of keys that holds a JSON string (or an object with a
+// name, as an MCP client's clientInfo is kept).
+func firstString(m map[string]json.RawMessage, keys ...string) string {
+	for _, k := range keys {
+		raw, ok := m[k]
+		if !ok {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil && s != "" {
+			return s
+		}
+		var named struct{ Name, Version string }
+		if json.Unmarshal(raw, &named) == nil && named.Name != "" {
+			return strings.TrimSpace(named.Name + " " + named.Version)
+		}
+	}
+	return ""
+}
+
+// payloadChanges finds the changes an entry records: a top-level before/after pair
+// (a line diff of the two, indented), a top-level from/to (a state move, a role
+// change), and per-field {"from","to"} under "changes" or "changed" (a server's edit).
+func payloadChanges(m map[string]json.RawMessage) ([]views.AuditChange, []views.ToolDiffLine) {
+	var changes []views.AuditChange
+	var diff []views.ToolDiffLine
+	before, hasBefore := m["before"]
+	after, hasAfter := m["after"]
+	if hasBefore || hasAfter {
+		a, b := strings.Split(strings.TrimRight(indentJSON(orNull(before)), "\n"), "\n"), strings.Split(strings.TrimRight(indentJSON(orNull(after)), "\n"), "\n")
+		diff = views.DiffLines(a, b)
+	}
+	from, hasFrom := m["from"]
+	to, hasTo := m["to"]
+	if hasFrom && hasTo {
+		changes = append(changes, views.AuditChange{Field: "value", Before: auditValue(from), After: auditValue(to)})
+	}
+	for _, key := range []string{"changes", "changed"} {
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(m[key], &fields) != nil {
+			continue
+		}
+		names := make([]string, 0, len(fields))
+		for k := range fields {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			var ft struct {
+				From json.RawMessage `json:"from"`
+				To   json.RawMessage `json:"to"`
+			}
+			if json.Unmarshal(fields[k], &ft) == nil && (ft.From != nil || ft.To != nil) {
+				changes = append(changes, views.AuditChange{Field: k, Before: auditValue(orNull(ft.From)), After: auditValue(orNull(ft.To))})
+			} else {
+				changes = append(changes, views.AuditChange{Field: k, Before: "", After: auditValue(fields[k])})
+			}
+		}
+	}
+	return changes, diff
+}
+
+func orNull(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	return raw
+}
+
+func auditValue(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// APIList returns one page of entries: GET /api/v1/audit?actor=&action=&target_type=
+// &target_id=&result=&request_id=&q=&from=&to=&limit=&cursor= → {"items","next_cursor"}.
+func (h AuditHandler) APIList(c echo.Context) error {
+	f, err := audit.ParseFilter(c.QueryParams())
+	if err != nil {
+		return err
+	}
+	if c.QueryParams().Has("after") {
+		return verr.New("after", "is not a filter of this list")
+	}
+	page, err := h.Log.List(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	items := make([]audit.ExportEntry, len(page.Items))
+	for i, r := range page.Items {
+		items[i] = r.Export()
+	}
+	next := ""
+	if page.NextCursor != 0 {
+		next = strconv.FormatInt(page.NextCursor, 10)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items, "next_cursor": next})
+}
+
+// APIGet returns one entry.
+func (h AuditHandler) APIGet(c echo.Context) error {
+	id, err := entryID(c)
+	if err != nil {
+		return err
+	}
+	r, err := h.Log.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r.Export())
+}
+
+// APIExport streams every entry the filters select as CSV or JSON Lines
+// (?format=csv|jsonl), newest first; the export is audited before it starts.
+func (h AuditHandler) APIExport(c echo.Context) error {
+	qp := c.QueryParams()
+	format := qp.Get("format")
+	var ve verr.Error
+	if format != audit.FormatCSV && format != audit.FormatJSONL {
+		ve.Add("format", "must be csv or jsonl")
+	}
+	for _, k := range []string{"cursor", "limit", "after"} {
+		if qp.Has(k) {
+			ve.Add(k, "is not a filter of an export: it holds every entry that matches")
+		}
+	}
+	f, err := audit.ParseFilter(qp)
+	if err != nil {
+		return err
+	}
+	if err := ve.Err(); err != nil {
+		return err
+	}
+	ctype := "text/csv; charset=utf-8"
+	if format == audit.FormatJSONL {
+		ctype = "application/jsonl; charset=utf-8"
+	}
+	hd := c.Response().Header()
+	hd.Set(echo.HeaderContentType, ctype)
+	hd.Set("Cache-Control", "no-store")
+	hd.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="audit-%s.%s"`, time.Now().UTC().Format("20060102-150405"), format))
+	// Nothing is written before the export's own entry is: if it cannot be recorded,
+	// the error handler still answers.
+	w := &lazyWriter{c: c}
+	if err := h.Log.Export(c.Request().Context(), ActorOf(c), f, format, w); err != nil {
+		if !w.started {
+			return err
+		}
+		// Mid-stream: the status is sent; the client sees a cut-off body.
+		h.Logger.Error("handlers: audit export cut off", "err", err, "request_id", RequestID(c))
+		return nil
+	}
+	if !w.started {
+		c.Response().WriteHeader(http.StatusOK)
+	}
+	return nil
+}
+
+// lazyWriter sends the status with the first bytes, so an error before any is still
+// the error handler's to answer.
+type lazyWriter struct {
+	c       echo.Context
+	started bool
+}
+
+func (w *lazyWriter) Write(b []byte) (int, error) {
+	if !w.started {
+		w.started = true
+		w.c.Response().WriteHeader(http.StatusOK)
+	}
+	n, err := w.c.Response().Write(b)
+	w.c.Response().Flush()
+	return n, err
+}
+
+// APIVerify checks the chain now and answers how far it holds:
+// {"ok","verified_through","checked","bad_id","reason","started_at","finished_at"}.
+func (h AuditHandler) APIVerify(c echo.Context) error {
+	v, err := h.Log.VerifyNow(c.Request().Context(), PrincipalOf(c).User.Username)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}

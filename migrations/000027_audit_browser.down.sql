@@ -1,0 +1,11 @@
+DROP TABLE IF EXISTS audit_verifications;
+DROP TABLE IF EXISTS audit_views;
+DROP INDEX IF EXISTS audit_log_search_idx;
+DROP INDEX IF EXISTS audit_log_request_idx;
+DROP INDEX IF EXISTS audit_log_target_type_idx;
+DROP INDEX IF EXISTS audit_log_group_idx;
+DROP INDEX IF EXISTS audit_log_actor_name_idx;
+DROP INDEX IF EXISTS audit_log_at_id_idx;
+CREATE INDEX IF NOT EXISTS audit_log_at_idx ON audit_log (at);
+DROP FUNCTION IF EXISTS audit_search_text(text, text, text, text, text, json);
+DROP FUNCTION IF EXISTS audit_action_group(text);

@@ -1,0 +1,151 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Verification is one check of the chain run from the page or the API, or the one
+// running now.
+type Verification struct {
+	Running    bool      `json:"running"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	StartedBy  string    `json:"started_by"`
+	// Checked of Total entries so far (Total is the count when the check began).
+	Checked int64 `json:"checked"`
+	Total   int64 `json:"total"`
+	OK      bool  `json:"ok"`
+	// VerifiedThrough is the last entry of the unbroken chain from the first one.
+	VerifiedThrough int64  `json:"verified_through"`
+	BadID           int64  `json:"bad_id,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	Err             string `json:"error,omitempty"`
+}
+
+// Verify checks the whole chain, calling progress (when not nil) with how many entries
+// are checked of how many there are. It is the one way the pages and the API check the
+// chain: the CLI's check (package-level Verify) behind it.
+func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (VerifyResult, error) {
+	total, err := Count(ctx, l.pool)
+	if err != nil {
+		return VerifyResult{}, err
+	}
+	if progress != nil {
+		progress(0, total)
+	}
+	res, err := Verify(ctx, l.pool)
+	if err == nil && progress != nil {
+		progress(res.Checked, max(total, res.Checked))
+	}
+	return res, err
+}
+
+// through is the last entry of the unbroken chain: ids are gap-free from 1, so a check
+// that found nothing wrong verified through as many entries as it checked, and one that
+// stopped at a bad entry through the one before it.
+func through(res VerifyResult) int64 {
+	if res.OK() {
+		return res.Checked
+	}
+	return res.BadID - 1
+}
+
+// VerifyNow checks the chain and records the outcome (the API's GET /api/v1/audit/verify).
+func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
+	v := Verification{StartedAt: time.Now().UTC(), StartedBy: by}
+	res, err := l.Verify(ctx, func(checked, total int64) { v.Checked, v.Total = checked, total })
+	if err != nil {
+		return Verification{}, err
+	}
+	v = finish(v, res)
+	return v, l.record(ctx, v)
+}
+
+func finish(v Verification, res VerifyResult) Verification {
+	v.Running, v.FinishedAt = false, time.Now().UTC()
+	v.Checked, v.OK, v.VerifiedThrough, v.BadID, v.Reason = res.Checked, res.OK(), through(res), res.BadID, res.Reason
+	return v
+}
+
+func (l *Log) record(ctx context.Context, v Verification) error {
+	_, err := l.pool.Exec(ctx, `/* audit.recordVerification */ INSERT INTO audit_verifications
+		(started_at, finished_at, started_by, ok, checked, verified_through, bad_id, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		v.StartedAt, v.FinishedAt, v.StartedBy, v.OK, v.Checked, v.VerifiedThrough, v.BadID, v.Reason)
+	if err != nil {
+		return fmt.Errorf("audit: record verification: %w", err)
+	}
+	return nil
+}
+
+// StartVerify starts a check in the background unless one runs in this process
+// already, and returns the running check.
+func (l *Log) StartVerify(by string) Verification {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.run != nil {
+		return *l.run
+	}
+	l.run = &Verification{Running: true, StartedAt: time.Now().UTC(), StartedBy: by}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		res, err := l.Verify(ctx, func(checked, total int64) {
+			l.mu.Lock()
+			l.run.Checked, l.run.Total = checked, total
+			l.mu.Unlock()
+		})
+		l.mu.Lock()
+		v := *l.run
+		l.mu.Unlock()
+		if err == nil {
+			v = finish(v, res)
+			err = l.record(ctx, v)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if err != nil {
+			// Kept until the next check, so the page can say it failed.
+			l.run.Running, l.run.Err, l.run.FinishedAt = false, err.Error(), time.Now().UTC()
+			return
+		}
+		l.run = nil
+	}()
+	return *l.run
+}
+
+// WaitVerify waits for the background check of this process to end (tests, shutdown).
+func (l *Log) WaitVerify() { l.wg.Wait() }
+
+// VerifyStatus is the check running in this process, else the last one recorded (nil
+// when the chain was never checked from the page or the API).
+func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
+	l.mu.Lock()
+	if l.run != nil {
+		v := *l.run
+		if !v.Running {
+			l.run = nil // its failure is said once
+		}
+		l.mu.Unlock()
+		return &v, nil
+	}
+	l.mu.Unlock()
+	var v Verification
+	err := l.pool.QueryRow(ctx, `/* audit.VerifyStatus */ SELECT started_at, finished_at, started_by, ok, checked, verified_through,
+		bad_id, reason FROM audit_verifications ORDER BY id DESC LIMIT 1`).Scan(&v.StartedAt, &v.FinishedAt, &v.StartedBy, &v.OK,
+		&v.Checked, &v.VerifiedThrough, &v.BadID, &v.Reason)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: verification status: %w", err)
+	}
+	v.Total = v.Checked
+	return &v, nil
+}

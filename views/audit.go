@@ -1,0 +1,125 @@
+package views
+
+import (
+	"net/url"
+	"time"
+)
+
+// AuditPage is the audit browser (/audit): filters in the URL, one keyset page of
+// entries newest first, the person's saved views, the chain's status and exports.
+type AuditPage struct {
+	Layout
+	Filter  AuditFilter
+	Groups  []Option // the action filter's groups
+	Results []Option
+	// Errors are bad filters by field; with any, nothing is listed.
+	Errors FormErrors
+	// Notice explains a fallback (an outdated page link: the first page is shown).
+	Notice string
+	List   AuditResults
+	Views  []AuditSavedView
+	// Query is the filter as a query string (for saving it as a view).
+	Query       string
+	CanExport   bool
+	ExportCSV   string
+	ExportJSONL string
+	Chain       AuditChain
+}
+
+// AuditFilter is what the filter form shows, as it was given.
+type AuditFilter struct {
+	Actor, Action, TargetType, TargetID, Result, RequestID, Q, From, To string
+}
+
+// AuditResults is the part of the page that lists entries; the "N new entries"
+// banner reloads it.
+type AuditResults struct {
+	Rows      []AuditRow
+	HasFilter bool
+	// TopID is the newest entry listed on the first page; NewURL (first page only)
+	// counts what is newer, ReloadURL loads the first page again.
+	TopID     int64
+	NewURL    string
+	ReloadURL string
+	NextURL   string
+	FirstURL  string
+}
+
+// AuditRow is one entry in the list, and the head of its detail page.
+type AuditRow struct {
+	ID         int64
+	URL        string
+	At         time.Time
+	Actor      string
+	ActorKind  string
+	Action     string
+	Group      string
+	TargetType string
+	TargetID   string
+	TargetName string
+	// TargetURL is the target's own page, where there is one.
+	TargetURL string
+	Result    string
+	RequestID string
+}
+
+// AuditSavedView is one of the person's saved views.
+type AuditSavedView struct {
+	ID, Name, URL string
+	Current       bool
+}
+
+// AuditChain is the chain's status: the last check (or the one running), and whether
+// the viewer may start one.
+type AuditChain struct {
+	Never     bool // never checked from the page or the API
+	Running   bool
+	Checked   int64
+	Total     int64
+	OK        bool
+	Through   int64
+	At        time.Time
+	By        string
+	BadID     int64
+	Reason    string
+	Err       string
+	CanVerify bool
+}
+
+// AuditNew is the "N new entries" banner.
+type AuditNew struct {
+	Count     int64
+	More      bool // at least Count
+	NewURL    string
+	ReloadURL string
+}
+
+// AuditEntryPage is one entry (/audit/:id): who, what, the target, the changes its
+// payload records, the request it belongs to and its place in the chain.
+type AuditEntryPage struct {
+	Layout
+	Row        AuditRow
+	ActorID    string
+	IP         string
+	TokenName  string
+	UserAgent  string
+	Client     string
+	RequestURL string
+	// Payload is the entry's payload, indented.
+	Payload string
+	// Changes are field changes the payload records (from/to), Diff the line diff of its
+	// before and after values.
+	Changes  []AuditChange
+	Diff     []ToolDiffLine
+	PrevHash string
+	Hash     string
+	PrevURL  string
+	NextURL  string
+}
+
+// AuditChange is one field's change.
+type AuditChange struct {
+	Field, Before, After string
+}
+
+func queryEscape(s string) string { return url.QueryEscape(s) }

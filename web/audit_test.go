@@ -1,0 +1,357 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+)
+
+// The audit browser (/audit, /audit/:id) and its API (/api/v1/audit...).
+
+const auditPassword = "audit-browser-password-1"
+
+type auditEnv struct {
+	srv     *webtest.Server
+	auditor *http.Client
+	admin   *http.Client
+	user    *http.Client // a tool user: no audit.view
+	api     webtest.API  // the auditor's session
+}
+
+func auditStart(t *testing.T) *auditEnv {
+	t.Helper()
+	srv := webtest.Start(t, &webtest.Options{Denials: &audit.DenialOptions{PerActor: 1000, Total: 1000}})
+	srv.CreateUser(t, "carol", auth.RoleAuditor, auditPassword)
+	srv.CreateUser(t, "tina", auth.RoleToolUser, auditPassword)
+	e := &auditEnv{srv: srv, auditor: srv.Login(t, "carol", auditPassword), admin: srv.Login(t, "admin", webtest.AdminPassword),
+		user: srv.Login(t, "tina", auditPassword)}
+	e.api = webtest.API{T: t, Srv: srv, C: e.auditor}
+	return e
+}
+
+type auditList struct {
+	Items []struct {
+		ID         int64           `json:"id"`
+		At         string          `json:"at"`
+		ActorName  string          `json:"actor_name"`
+		Action     string          `json:"action"`
+		TargetType string          `json:"target_type"`
+		TargetID   string          `json:"target_id"`
+		Result     string          `json:"result"`
+		RequestID  string          `json:"request_id"`
+		Payload    json.RawMessage `json:"payload"`
+		Hash       string          `json:"hash"`
+	} `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+func doc(t *testing.T, res *http.Response) *goquery.Document {
+	t.Helper()
+	defer res.Body.Close()
+	d, err := goquery.NewDocumentFromReader(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// Auditors read the log through the page and the API; a role without audit.view is
+// refused, and that refusal is itself browsable as denied.
+func TestAuditBrowserAccessAndDenied(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	res := e.srv.Get(t, e.auditor, "/audit")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("/audit as an auditor: got %d", res.StatusCode)
+	}
+	d := doc(t, res)
+	if d.Find(`nav a[href="/audit"]`).Length() != 1 {
+		t.Error("the navigation has no link to the audit log for an auditor")
+	}
+	if d.Find(`[data-testid=audit-row]`).Length() == 0 {
+		t.Error("the audit page lists no entries (sign-ins at least)")
+	}
+	res = e.srv.Get(t, e.user, "/audit")
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("/audit as a tool user: got %d, want 403", res.StatusCode)
+	}
+	var l auditList
+	e.api.JSON(http.MethodGet, "/api/v1/audit?result=denied&actor=tina", nil, http.StatusOK, &l)
+	if len(l.Items) != 1 || l.Items[0].Action != "request.denied" || l.Items[0].Result != "denied" || l.Items[0].TargetID != "GET /audit" {
+		t.Fatalf("refused requests: got %+v", l.Items)
+	}
+	d = doc(t, e.srv.Get(t, e.auditor, "/audit?result=denied"))
+	rows := d.Find(`[data-testid=audit-row]`)
+	if rows.Length() != 1 || rows.AttrOr("data-result", "") != "denied" {
+		t.Fatalf("page filtered on denied: got %d rows", rows.Length())
+	}
+}
+
+func TestAuditAPIFiltersPagesAndErrors(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	for i := range 5 {
+		e.srv.PostForm(t, e.admin, "/tokens", url.Values{"name": {fmt.Sprintf("tok-%d", i)}}).Body.Close()
+	}
+	var l auditList
+	e.api.JSON(http.MethodGet, "/api/v1/audit?action=token.create&limit=2", nil, http.StatusOK, &l)
+	if len(l.Items) != 2 || l.NextCursor == "" || l.Items[0].ID <= l.Items[1].ID {
+		t.Fatalf("first page: got %+v", l)
+	}
+	seen := len(l.Items)
+	for l.NextCursor != "" {
+		cur := l.NextCursor
+		l = auditList{}
+		e.api.JSON(http.MethodGet, "/api/v1/audit?action=token.create&limit=2&cursor="+cur, nil, http.StatusOK, &l)
+		seen += len(l.Items)
+	}
+	if seen != 5 {
+		t.Fatalf("pages held %d token.create entries, want 5", seen)
+	}
+	l = auditList{}
+	e.api.JSON(http.MethodGet, "/api/v1/audit?action=auth&actor=admin&q=tok-3", nil, http.StatusOK, &l)
+	if len(l.Items) != 1 || l.Items[0].Action != "token.create" {
+		t.Fatalf("group and text: got %+v", l.Items)
+	}
+	webtest.Run(t, []webtest.Case{
+		{Name: "bad result", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?result=maybe", Status: 400, Code: "invalid_input", Details: []string{"result"}},
+		{Name: "bad from", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?from=yesterday", Status: 400, Code: "invalid_input", Details: []string{"from"}},
+		{Name: "bad limit", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?limit=0", Status: 400, Code: "invalid_input", Details: []string{"limit"}},
+		{Name: "bad cursor", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?cursor=x", Status: 400, Code: "invalid_input", Details: []string{"cursor"}},
+		{Name: "bad export format", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit/export?format=xml", Status: 400, Code: "invalid_input", Details: []string{"format"}},
+		{Name: "entry not found", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit/999999", Status: 404, Code: "not_found"},
+		{Name: "tool user", As: webtest.API{Srv: e.srv, C: e.user}, Method: http.MethodGet, Path: "/api/v1/audit", Status: 403, Code: "forbidden"},
+	})
+	// A bad filter on the page is said next to its field, and nothing is listed.
+	res := e.srv.Get(t, e.auditor, "/audit?result=maybe&from=nope")
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("bad filters on the page: got %d, want 400", res.StatusCode)
+	}
+	d := doc(t, res)
+	if d.Find(`[data-testid=error-result]`).Length() != 1 || d.Find(`[data-testid=error-from]`).Length() != 1 || d.Find(`[data-testid=audit-row]`).Length() != 0 {
+		t.Fatal("bad filters: want errors at result and from and no rows")
+	}
+}
+
+func TestAuditExportStreamsAndIsAudited(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	get := func(path string) (*http.Response, string) {
+		res := e.srv.Get(t, e.auditor, path)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	res, body := get("/api/v1/audit/export?format=jsonl&actor=carol")
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/jsonl") ||
+		!strings.Contains(res.Header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("jsonl export: %d %v", res.StatusCode, res.Header)
+	}
+	sc := bufio.NewScanner(strings.NewReader(body))
+	var actions []string
+	for sc.Scan() {
+		var it struct{ Action, ActorName string }
+		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
+			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		actions = append(actions, it.Action)
+	}
+	// Newest first: the export's own entry, then carol's sign-in.
+	if len(actions) != 2 || actions[0] != "audit.export" || actions[1] != "user.login" {
+		t.Fatalf("jsonl export of carol's entries: got %v", actions)
+	}
+	res, body = get("/api/v1/audit/export?format=csv&action=audit")
+	recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
+	if err != nil || res.StatusCode != 200 || len(recs) != 3 || recs[0][5] != "action" || recs[1][5] != "audit.export" {
+		t.Fatalf("csv export: %d %v %v", res.StatusCode, recs, err)
+	}
+	if !strings.Contains(recs[1][13], "action=audit") || !strings.Contains(recs[1][13], `"format":"csv"`) {
+		t.Fatalf("the export's entry does not say what was exported: %s", recs[1][13])
+	}
+}
+
+func TestAuditEntryPageAndRequestID(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	// A role change records from/to; its request id links every entry of the request.
+	api := webtest.API{T: t, Srv: e.srv, C: e.admin}
+	var u struct {
+		ID string `json:"id"`
+	}
+	api.JSON(http.MethodPost, "/api/v1/users", map[string]any{"username": "dave", "role": "tool_user", "password": auditPassword}, 201, nil)
+	var users struct {
+		Users []struct{ ID, Username string } `json:"users"`
+	}
+	api.JSON(http.MethodGet, "/api/v1/users", nil, 200, &users)
+	for _, x := range users.Users {
+		if x.Username == "dave" {
+			u.ID = x.ID
+		}
+	}
+	api.JSON(http.MethodPatch, "/api/v1/users/"+u.ID, map[string]any{"role": "auditor"}, 200, nil)
+	var l auditList
+	e.api.JSON(http.MethodGet, "/api/v1/audit?action=user.role_change", nil, 200, &l)
+	if len(l.Items) != 1 || l.Items[0].RequestID == "" {
+		t.Fatalf("role change entry: %+v", l.Items)
+	}
+	it := l.Items[0]
+	d := doc(t, e.srv.Get(t, e.auditor, fmt.Sprintf("/audit/%d", it.ID)))
+	if got := d.Find(`[data-testid=entry-hash]`).Text(); got != it.Hash || len(got) != 64 {
+		t.Fatalf("hash: got %q, want %q", got, it.Hash)
+	}
+	if d.Find(`[data-testid=entry-prev-hash]`).Text() == "" || d.Find(`[data-testid=entry-id]`).Text() != fmt.Sprint(it.ID) {
+		t.Fatal("chain position missing")
+	}
+	ch := d.Find(`[data-testid=entry-change]`)
+	if ch.Length() != 1 || !strings.Contains(ch.Text(), "tool_user") || !strings.Contains(ch.Text(), "auditor") {
+		t.Fatalf("changes: got %q", ch.Text())
+	}
+	href, ok := d.Find(`[data-testid=entry-request]`).Attr("href")
+	if !ok || !strings.Contains(href, "request_id="+url.QueryEscape(it.RequestID)) {
+		t.Fatalf("request link: got %q", href)
+	}
+	d = doc(t, e.srv.Get(t, e.auditor, href))
+	if d.Find(`[data-testid=audit-row]`).Length() < 1 {
+		t.Fatal("the request's list is empty")
+	}
+	res := e.srv.Get(t, e.auditor, "/audit/not-a-number")
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Fatalf("bad entry id: got %d, want 404", res.StatusCode)
+	}
+}
+
+func TestAuditSavedViewsAndVerify(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	res := e.srv.PostForm(t, e.auditor, "/audit/views", url.Values{"name": {"Refusals"}, "query": {"result=denied&cursor=5"}})
+	res.Body.Close()
+	d := doc(t, e.srv.Get(t, e.auditor, "/audit?result=denied"))
+	v := d.Find(`[data-testid=saved-view] a`)
+	if v.Length() != 1 || v.Text() != "Refusals" || v.AttrOr("href", "") != "/audit?result=denied" || v.AttrOr("aria-current", "") != "true" {
+		t.Fatalf("saved view: got %d %q %q", v.Length(), v.Text(), v.AttrOr("href", ""))
+	}
+	// Another person does not see it.
+	if doc(t, e.srv.Get(t, e.admin, "/audit")).Find(`[data-testid=saved-view]`).Length() != 0 {
+		t.Fatal("admin sees carol's saved view")
+	}
+	action, _ := d.Find(`[data-testid=saved-view] form`).Attr("action")
+	e.srv.PostForm(t, e.auditor, action, nil).Body.Close()
+	if doc(t, e.srv.Get(t, e.auditor, "/audit")).Find(`[data-testid=saved-view]`).Length() != 0 {
+		t.Fatal("deleted view still listed")
+	}
+	var l auditList
+	e.api.JSON(http.MethodGet, "/api/v1/audit?action=audit", nil, 200, &l)
+	if len(l.Items) != 2 || l.Items[0].Action != "audit.saved_view.delete" || l.Items[1].Action != "audit.saved_view.create" {
+		t.Fatalf("saved views audited: %+v", l.Items)
+	}
+	var v1 struct {
+		OK              bool  `json:"ok"`
+		VerifiedThrough int64 `json:"verified_through"`
+		Checked         int64 `json:"checked"`
+	}
+	e.api.JSON(http.MethodGet, "/api/v1/audit/verify", nil, 200, &v1)
+	if !v1.OK || v1.VerifiedThrough < 5 || v1.Checked != v1.VerifiedThrough {
+		t.Fatalf("verify: %+v", v1)
+	}
+	d = doc(t, e.srv.Get(t, e.auditor, "/audit"))
+	if st := d.Find(`[data-testid=audit-chain]`); st.AttrOr("data-state", "") != "ok" ||
+		d.Find(`[data-testid=chain-through]`).Text() != fmt.Sprint(v1.VerifiedThrough) {
+		t.Fatalf("chain status after verify: %q", st.Text())
+	}
+}
+
+// Auditors never see a secret value: a server's secret header is not on the audit
+// pages, in the API's entries or in an export.
+func TestAuditShowsNoSecrets(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	const canary = "canary-secret-value-7f3a9"
+	api := webtest.API{T: t, Srv: e.srv, C: e.admin}
+	api.JSON(http.MethodPost, "/api/v1/servers", map[string]any{"name": "sec", "type": "streamable_http", "url": "http://127.0.0.1:1/mcp",
+		"headers": map[string]string{"Authorization": "Bearer " + canary}, "enabled": false}, 201, nil)
+	var l auditList
+	e.api.JSON(http.MethodGet, "/api/v1/audit?action=servers", nil, 200, &l)
+	if len(l.Items) == 0 {
+		t.Fatal("no server entries")
+	}
+	for _, path := range []string{"/audit", "/audit?action=servers", fmt.Sprintf("/audit/%d", l.Items[0].ID), "/api/v1/audit",
+		"/api/v1/audit/export?format=jsonl", "/api/v1/audit/export?format=csv", "/api/v1/audit?q=" + canary} {
+		res := e.srv.Get(t, e.auditor, path)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(b), canary) {
+			t.Errorf("%s shows the secret value", path)
+		}
+	}
+}
+
+// The audit routes are declared with the audit permissions: audit.export for the
+// export, audit.view for the rest.
+func TestAuditRoutePermissions(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	n := 0
+	for _, r := range srv.Web.Routes() {
+		if r.Path != "/audit" && !strings.HasPrefix(r.Path, "/audit/") && r.Path != "/api/v1/audit" && !strings.HasPrefix(r.Path, "/api/v1/audit/") {
+			continue
+		}
+		n++
+		want := auth.PermAuditView
+		if strings.HasSuffix(r.Path, "/export") {
+			want = auth.PermAuditExport
+		}
+		if r.Perm != want {
+			t.Errorf("%s %s: declared %s, want %s", r.Method, r.Path, r.Perm, want)
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d audit routes, want the page's and the API's", n)
+	}
+}
+
+// The "N new entries" banner counts what is newer than the page's top and matches its
+// filters.
+func TestAuditNewEntriesBanner(t *testing.T) {
+	t.Parallel()
+	e := auditStart(t)
+	d := doc(t, e.srv.Get(t, e.auditor, "/audit?action=token.create"))
+	banner := d.Find(`[data-testid=audit-new]`)
+	newURL, ok := banner.Attr("hx-get")
+	if !ok || banner.AttrOr("data-top", "") != "0" || banner.Find("button").Length() != 0 {
+		t.Fatalf("banner on an empty page: %q top=%q", newURL, banner.AttrOr("data-top", ""))
+	}
+	for i := range 3 {
+		e.srv.PostForm(t, e.admin, "/tokens", url.Values{"name": {fmt.Sprintf("n-%d", i)}}).Body.Close()
+	}
+	d = doc(t, e.srv.Get(t, e.auditor, newURL))
+	btn := d.Find(`[data-testid=audit-new-button]`)
+	if !strings.Contains(strings.Join(strings.Fields(btn.Text()), " "), "3 new entries") {
+		t.Fatalf("banner after three tokens: %q", btn.Text())
+	}
+	if got := btn.AttrOr("hx-get", ""); got != "/audit?action=token.create" {
+		t.Fatalf("the banner reloads %q", got)
+	}
+	// The first page's banner counts from its top.
+	d = doc(t, e.srv.Get(t, e.auditor, "/audit?action=token.create"))
+	newURL = d.Find(`[data-testid=audit-new]`).AttrOr("hx-get", "")
+	if d.Find(`[data-testid=audit-new]`).AttrOr("data-top", "") == "0" || !strings.Contains(newURL, "after=") {
+		t.Fatalf("banner of a full page: %q", newURL)
+	}
+	if doc(t, e.srv.Get(t, e.auditor, newURL)).Find(`[data-testid=audit-new-button]`).Length() != 0 {
+		t.Fatal("nothing new, but the banner shows a count")
+	}
+}
