@@ -340,3 +340,84 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// ErrChainRewound means the chain no longer holds the entry the newest checkpoint
+// signed, with the hash signed: entries were deleted from its end or rewritten.
+var ErrChainRewound = errors.New("audit: the chain no longer reaches the last checkpoint")
+
+// Checkpointer writes signed checkpoints of the chain head into a directory: what
+// `serve` does on a schedule (app's "checkpoints" component).
+type Checkpointer struct {
+	q      db.Querier
+	signer *Signer
+	dir    string
+	last   *Checkpoint // the newest checkpoint in dir signed by this key
+}
+
+// NewCheckpointer writes checkpoints of the chain q reads into dir, signed by s.
+func NewCheckpointer(q db.Querier, s *Signer, dir string) *Checkpointer {
+	return &Checkpointer{q: q, signer: s, dir: dir}
+}
+
+// Write signs the head unless it is the one the newest checkpoint already signed, and
+// returns the new file's path ("" when nothing changed). Before signing it checks that
+// the entry the newest checkpoint signed is still there with the same hash, so a chain
+// cut back or rewritten is not blessed by a new checkpoint: it returns
+// ErrChainRewound and writes nothing.
+func (c *Checkpointer) Write(ctx context.Context) (string, error) {
+	if c.last == nil {
+		if err := c.loadLast(); err != nil {
+			return "", err
+		}
+	}
+	cp, err := MakeCheckpoint(ctx, c.q, c.signer)
+	if err != nil {
+		return "", err
+	}
+	if last := c.last; last != nil {
+		if cp.ID == last.ID && cp.Hash == last.Hash {
+			return "", nil
+		}
+		if last.ID > 0 {
+			var hash []byte
+			err := c.q.QueryRow(ctx, `/* audit.Checkpointer.reach */ SELECT hash FROM audit_log WHERE id = $1`, last.ID).Scan(&hash)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows) || err == nil && hex.EncodeToString(hash) != last.Hash:
+				return "", fmt.Errorf("%w: entry %d, signed at %s, is missing or was changed (run toolwarden audit verify)",
+					ErrChainRewound, last.ID, last.At.Format(time.RFC3339))
+			case err != nil:
+				return "", fmt.Errorf("audit: checkpoint: %w", err)
+			}
+		}
+	}
+	path, err := WriteCheckpoint(c.dir, cp)
+	if err != nil {
+		return "", err
+	}
+	c.last = &cp
+	return path, nil
+}
+
+func (c *Checkpointer) loadLast() error {
+	entries, err := os.ReadDir(c.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit: checkpoints: %w", err)
+	}
+	// Newest first: the last one this key signed is the one to extend.
+	for i := len(entries) - 1; i >= 0; i-- {
+		n := entries[i].Name()
+		if !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		cp, err := ReadCheckpoint(filepath.Join(c.dir, n))
+		if err != nil || cp.Verify(c.signer.Public()) != nil {
+			continue
+		}
+		c.last = &cp
+		return nil
+	}
+	return nil
+}
