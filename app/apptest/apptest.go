@@ -41,6 +41,9 @@ type Options struct {
 	Config func(*app.Config)
 	// NoStart builds the App without starting it (the test starts it, or drives parts).
 	NoStart bool
+	// AppRole connects the App as the application's database role (db.AppRole), as
+	// serve does, instead of as the owner tests use to set up and inspect freely.
+	AppRole bool
 	// Builtin adds the built-in server (services/builtin, workspaces in a temporary
 	// directory), as serve always does. Off by default: most tests count the servers
 	// they register and the tools they enable.
@@ -76,7 +79,11 @@ func Start(t testing.TB, opts *Options) *App {
 	if url == "" {
 		url = dbtest.NewURL(t)
 	}
-	pool, err := db.NewPool(context.Background(), url)
+	poolURL := url
+	if opts.AppRole {
+		poolURL = dbtest.AppURL(t, url)
+	}
+	pool, err := db.NewPool(context.Background(), poolURL)
 	if err != nil {
 		t.Fatal(err)
 	}
