@@ -314,7 +314,14 @@ func appendHashInput(buf, prev []byte, id, atMicro int64, fields *[9][]byte, pay
 func sumHash(b []byte) [sha256.Size]byte { return sha256.Sum256(b) }
 
 func netstring(buf, b []byte) []byte {
-	buf = strconv.AppendInt(buf, int64(len(b)), 10)
+	switch n := len(b); {
+	case n < 10:
+		buf = append(buf, byte('0'+n))
+	case n < 100:
+		buf = append(buf, byte('0'+n/10), byte('0'+n%10))
+	default:
+		buf = strconv.AppendInt(buf, int64(n), 10)
+	}
 	buf = append(buf, ':')
 	buf = append(buf, b...)
 	return append(buf, ',')

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -306,5 +307,53 @@ func TestCheckpointSignature(t *testing.T) {
 	// Without a trusted key, a checkpoint is checked against the key it names.
 	if err := forged.Verify(nil); err != nil {
 		t.Errorf("self-signed: got %v, want nil", err)
+	}
+}
+
+// The server's checkpointer signs a head only once, and refuses to sign a chain that
+// no longer reaches its previous checkpoint.
+func TestCheckpointer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	dir := t.TempDir()
+	s, err := OpenSigner(filepath.Join(dir, "checkpoint.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := filepath.Join(dir, "checkpoints")
+	w := NewCheckpointer(pool, s, cps)
+	first, err := w.Write(ctx) // an empty log is a head too
+	if err != nil || first == "" {
+		t.Fatalf("first: got %q, %v; want a file", first, err)
+	}
+	chainOf(t, pool, 5)
+	second, err := w.Write(ctx)
+	if err != nil || second == "" || second == first {
+		t.Fatalf("after appends: got %q, %v; want a new file", second, err)
+	}
+	if again, err := w.Write(ctx); err != nil || again != "" {
+		t.Fatalf("unchanged head: got %q, %v; want nothing written", again, err)
+	}
+	// A new process on the same directory continues the series.
+	w = NewCheckpointer(pool, s, cps)
+	if again, err := w.Write(ctx); err != nil || again != "" {
+		t.Fatalf("unchanged head, new process: got %q, %v; want nothing written", again, err)
+	}
+	asSuperuser(t, pool, `DELETE FROM audit_log WHERE id = 5`)
+	chainOf(t, pool, 2) // the application appends after the cut: ids 5 and 6 again
+	if got, err := w.Write(ctx); !errors.Is(err, ErrChainRewound) || got != "" {
+		t.Fatalf("after the tail was cut and refilled: got %q, %v; want ErrChainRewound and nothing written", got, err)
+	}
+	if latest, _ := LatestCheckpoint(cps); latest != second {
+		t.Fatalf("newest checkpoint: got %q, want still %q", latest, second)
+	}
+	cp, err := ReadCheckpoint(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := VerifyWith(ctx, pool, VerifyOptions{Checkpoint: &cp})
+	if err != nil || res.BadID != 5 || !strings.Contains(res.Reason, "rewritten") {
+		t.Fatalf("verify: got %+v, %v; want entry 5 rewritten", res, err)
 	}
 }
