@@ -30,6 +30,11 @@ import (
 // AdminPassword is the password of the bootstrap user "admin".
 const AdminPassword = "admin-password-for-tests"
 
+// AppRoleEnv, set to 1, starts every test App as the application's database role
+// (Options.AppRole): a run of the suite then finds any statement the role may not run.
+// Tests that tamper through App.Pool (as a superuser would) fail then, by design.
+const AppRoleEnv = "TOOLWARDEN_TEST_APP_ROLE"
+
 // Options tune Start.
 type Options struct {
 	// URL is the database to use (a test's second server on the first one's database);
@@ -43,6 +48,7 @@ type Options struct {
 	NoStart bool
 	// AppRole connects the App as the application's database role (db.AppRole), as
 	// serve does, instead of as the owner tests use to set up and inspect freely.
+	// AppRoleEnv=1 does it for every test.
 	AppRole bool
 	// Builtin adds the built-in server (services/builtin, workspaces in a temporary
 	// directory), as serve always does. Off by default: most tests count the servers
@@ -80,7 +86,7 @@ func Start(t testing.TB, opts *Options) *App {
 		url = dbtest.NewURL(t)
 	}
 	poolURL := url
-	if opts.AppRole {
+	if opts.AppRole || os.Getenv(AppRoleEnv) == "1" {
 		poolURL = dbtest.AppURL(t, url)
 	}
 	pool, err := db.NewPool(context.Background(), poolURL)
