@@ -57,29 +57,29 @@ const MaxReported = 100
 
 // VerifyResult is the outcome of walking the chain.
 type VerifyResult struct {
-	Checked int64 // entries read and checked
+	Checked int64 `json:"checked"` // entries read and checked
 	// BadID is the first entry that does not verify (0 when all is well): its hash or its
 	// link to the entry before does not match, or it is the first of the entries a
 	// checkpoint signed that are missing or were rewritten.
-	BadID  int64
-	Reason string
+	BadID  int64  `json:"bad_id,omitempty"`
+	Reason string `json:"reason,omitempty"`
 	// VerifiedThrough is the last entry of the part of the chain that verifies from the
 	// start: the newest entry when all is well.
-	VerifiedThrough int64
+	VerifiedThrough int64 `json:"verified_through"`
 	// Head is the chain's newest entry as found (ID 0 when the log is empty).
-	Head Head
+	Head Head `json:"-"`
 	// Problems are the entries that do not verify, in id order (the first MaxReported;
 	// ProblemCount counts all). The walk goes on past a broken entry, taking its stored
 	// hash as the link for the next, so each tampered place is reported once.
-	Problems     []Problem
-	ProblemCount int64
+	Problems     []Problem `json:"problems,omitempty"`
+	ProblemCount int64     `json:"problem_count"`
 	// Gaps are the runs of missing ids (the first MaxReported); Missing counts every
 	// missing id.
-	Gaps    []Gap
-	Missing int64
+	Gaps    []Gap `json:"gaps,omitempty"`
+	Missing int64 `json:"missing"`
 	// Checkpoint is the checkpoint the chain was checked against (nil: none).
-	Checkpoint *Checkpoint
-	Took       time.Duration
+	Checkpoint *Checkpoint   `json:"checkpoint,omitempty"`
+	Took       time.Duration `json:"-"`
 }
 
 // OK reports whether the whole chain verified (and reaches the checkpoint, if one was given).
