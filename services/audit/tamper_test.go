@@ -1,9 +1,11 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -355,5 +357,44 @@ func TestCheckpointer(t *testing.T) {
 	res, err := VerifyWith(ctx, pool, VerifyOptions{Checkpoint: &cp})
 	if err != nil || res.BadID != 5 || !strings.Contains(res.Reason, "rewritten") {
 		t.Fatalf("verify: got %+v, %v; want entry 5 rewritten", res, err)
+	}
+}
+
+// The COPY parser takes the stream in pieces of any size: a row split across writes,
+// many rows in one.
+func TestCopyParserPieces(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	chainOf(t, pool, 9)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	var stream bytes.Buffer
+	if _, err := conn.Conn().PgConn().CopyTo(ctx, &stream, `COPY (SELECT id, at, actor_kind, actor_id, actor_name, action, target_type,
+		target_id, target_name, ip, request_id, payload, result, prev_hash, hash FROM audit_log ORDER BY id) TO STDOUT (FORMAT binary)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{1, 2, 3, 7, 19, 64, 1000, stream.Len()} {
+		var ids []int64
+		p := copyParser{row: func(f *[columns][]byte) error {
+			ids = append(ids, int64(binary.BigEndian.Uint64(f[0])))
+			return nil
+		}}
+		b := stream.Bytes()
+		for len(b) > 0 {
+			n := min(size, len(b))
+			piece := bytes.Clone(b[:n]) // the caller reuses its buffer
+			if _, err := p.Write(piece); err != nil {
+				t.Fatalf("pieces of %d: %v", size, err)
+			}
+			clear(piece)
+			b = b[n:]
+		}
+		if fmt.Sprint(ids) != "[1 2 3 4 5 6 7 8 9]" || !p.ended {
+			t.Errorf("pieces of %d: got ids %v (ended %v), want 1 to 9 and the end", size, ids, p.ended)
+		}
 	}
 }
