@@ -1,11 +1,14 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,6 +76,10 @@ func BenchmarkVerify(b *testing.B) {
 	b.Logf("loaded %d entries in %s", n, time.Since(start).Round(time.Millisecond))
 	for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			// CPU time besides the wall clock: on a shared machine the rate says how
+			// busy the others were; CPU per row says what verify costs, and 2 cores ÷
+			// (Go + database CPU per row) is the rate an idle 2-core machine gets.
+			goCPU0, dbCPU0 := processCPU(b), databaseCPU(b, pool)
 			var rows int64
 			for b.Loop() {
 				res, err := VerifyWith(ctx, pool, VerifyOptions{Workers: workers})
@@ -81,7 +88,48 @@ func BenchmarkVerify(b *testing.B) {
 				}
 				rows += res.Checked
 			}
+			goCPU, dbCPU := processCPU(b)-goCPU0, databaseCPU(b, pool)-dbCPU0
 			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+			b.ReportMetric(float64(goCPU.Nanoseconds())/float64(rows), "go-cpu-ns/row")
+			b.ReportMetric(float64(dbCPU.Nanoseconds())/float64(rows), "db-cpu-ns/row")
 		})
 	}
+}
+
+// processCPU is the CPU time this process has used.
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// databaseCPU is the CPU time the server processes of pool's database have used (its
+// connections stay open across runs, so a difference counts what verify made them do).
+func databaseCPU(tb testing.TB, pool interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) time.Duration {
+	rows, err := pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // a connection that ended
+		}
+		// Fields after the command name (which may hold spaces): utime and stime are
+		// the 14th and 15th fields, in clock ticks (100 a second on Linux).
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(u+s) * 10 * time.Millisecond
+	}
+	return total
 }
