@@ -398,3 +398,34 @@ func TestCopyParserPieces(t *testing.T) {
 		}
 	}
 }
+
+// Rows written by hand with ids appends never make are reported, and a huge id does not
+// make verify walk every id up to it.
+func TestVerifyHandWrittenIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	chainOf(t, pool, 10)
+	copyOf := func(id int64) string {
+		return fmt.Sprintf(`INSERT INTO audit_log (id, at, actor_kind, action, prev_hash, hash)
+			SELECT %d, at, actor_kind, action, prev_hash, hash FROM audit_log WHERE id = 10`, id)
+	}
+	asSuperuser(t, pool, copyOf(1_000_000_000_000), copyOf(-3))
+	for _, opt := range []VerifyOptions{{Workers: 1}, {Workers: 2}} {
+		// Walking every id would be four million ranges: the test would not end.
+		res, err := VerifyWith(ctx, pool, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, p := range res.Problems {
+			ids = append(ids, p.ID)
+		}
+		if res.BadID != -3 || !strings.Contains(res.Reason, "by hand") || fmt.Sprint(ids) != "[-3 1000000000000]" {
+			t.Errorf("workers %d: got first %d (%q), problems %v; want -3 by hand, then 1000000000000", opt.Workers, res.BadID, res.Reason, ids)
+		}
+		if fmt.Sprint(res.Gaps) != "[{11 999999999999}]" || res.Checked != 11 || res.VerifiedThrough != 10 {
+			t.Errorf("workers %d: got gaps %v, checked %d, through %d; want [{11 999999999999}], 11, 10", opt.Workers, res.Gaps, res.Checked, res.VerifiedThrough)
+		}
+	}
+}

@@ -149,8 +149,11 @@ func verify(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, opt VerifyO
 			}
 		}()
 	}
-	var maxID int64
-	if err := conn.QueryRow(ctx, `/* audit.Verify.extent */ SELECT coalesce(max(id), 0) FROM audit_log`).Scan(&maxID); err != nil {
+	var minID, maxID, below int64
+	var estimate float64
+	if err := conn.QueryRow(ctx, `/* audit.Verify.extent */ SELECT coalesce(min(id), 1), coalesce(max(id), 0),
+		(SELECT count(*) FROM audit_log WHERE id < 1), (SELECT reltuples FROM pg_class WHERE oid = 'audit_log'::regclass)
+		FROM audit_log`).Scan(&minID, &maxID, &below, &estimate); err != nil {
 		return res, fmt.Errorf("audit: verify: %w", err)
 	}
 	workers := opt.Workers
@@ -162,8 +165,16 @@ func verify(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, opt VerifyO
 		size = opt.chunk
 	}
 	var chunks []*chunk
-	for lo := int64(1); lo <= maxID; lo += size {
-		chunks = append(chunks, &chunk{lo: lo, hi: min(lo+size-1, maxID)})
+	if maxID > 4*int64(max(estimate, 0))+4*maxChunk {
+		// Far more ids than rows: not what appends make (someone wrote a huge id), so
+		// ranges are cut where the rows are, not every size ids.
+		if chunks, err = sparseChunks(ctx, conn, size, maxID); err != nil {
+			return res, err
+		}
+	} else {
+		for lo := int64(1); lo <= maxID; lo += size {
+			chunks = append(chunks, &chunk{lo: lo, hi: min(lo+size-1, maxID)})
+		}
 	}
 	workers = max(1, min(workers, len(chunks)))
 	var snapshot string
@@ -263,11 +274,37 @@ func verify(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, opt VerifyO
 		return res, err
 	}
 	res = assemble(chunks, opt.Checkpoint)
+	if below > 0 {
+		// Appends number from 1: these rows were written by hand, outside the chain.
+		res.ProblemCount += below
+		p := Problem{ID: minID, Reason: fmt.Sprintf("%d entries have ids below 1, which are never handed out: they were inserted by hand, outside the chain", below)}
+		res.Problems = append([]Problem{p}, res.Problems...)[:min(len(res.Problems)+1, MaxReported)]
+		res.BadID, res.Reason = p.ID, p.Reason
+	}
 	res.Took = time.Since(start)
 	if opt.Progress != nil {
 		opt.Progress(res.Checked, maxID)
 	}
 	return res, nil
+}
+
+// sparseChunks cuts [1, maxID] into ranges of about size rows each, found by walking
+// the primary key.
+func sparseChunks(ctx context.Context, conn *pgx.Conn, size, maxID int64) ([]*chunk, error) {
+	var chunks []*chunk
+	lo := int64(1)
+	for lo <= maxID {
+		var hi int64
+		err := conn.QueryRow(ctx, `/* audit.Verify.ranges */ SELECT id FROM audit_log WHERE id >= $1 ORDER BY id OFFSET $2 LIMIT 1`, lo, size-1).Scan(&hi)
+		if errors.Is(err, pgx.ErrNoRows) {
+			hi = maxID
+		} else if err != nil {
+			return nil, fmt.Errorf("audit: verify: ranges: %w", err)
+		}
+		chunks = append(chunks, &chunk{lo: lo, hi: hi})
+		lo = hi + 1
+	}
+	return chunks, nil
 }
 
 // readPlan makes each range a walk of the primary key: rows come in id order as they
