@@ -98,3 +98,14 @@ func TestAuditCheckpointCommands(t *testing.T) {
 		t.Fatalf("verify with another public key: got %v, want a refusal naming the trusted key", err)
 	}
 }
+
+// --checkpoint-every takes 0 or a duration of at least a second, and names what it cannot use.
+func TestCheckpointEveryFlag(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"-5s", "10ms"} {
+		_, stderr, err := runCmd(t, "", "serve", "--checkpoint-every", v, "--data-dir", t.TempDir())
+		if !errors.Is(err, errUsage) || !strings.Contains(stderr, "--checkpoint-every:") {
+			t.Errorf("%s: got %v\n%s\nwant a usage error naming --checkpoint-every", v, err, stderr)
+		}
+	}
+}

@@ -53,6 +53,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
 	}
+	if *cpEvery != 0 && *cpEvery < time.Second {
+		fmt.Fprintf(stderr, "toolwarden serve: --checkpoint-every: %s is not 0 (never) or a duration of at least 1s, such as 1h\n", *cpEvery)
+		return errUsage
+	}
 	mcpHold, err := time.ParseDuration(*hold)
 	if err != nil || mcpHold < time.Second || mcpHold > 10*time.Minute {
 		fmt.Fprintf(stderr, "toolwarden serve: --mcp-hold: %q is not a duration between 1s and 10m, such as 50s\n", *hold)
@@ -112,13 +116,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// Stops the embedded PostgreSQL on every way out of here (Run stops it too).
+	defer a.Stop()
 	if warn, err := db.RoleWarning(ctx, a.Pool); err != nil {
 		return err
 	} else if warn != "" {
 		log.Warn("database: " + warn)
 	}
-	// Stops the embedded PostgreSQL on every way out of here (Run stops it too).
-	defer a.Stop()
 	if pw := a.FirstAdminPassword; pw != "" && c.AdminPassword != "" {
 		log.Info("created the first administrator 'admin' with the password from --admin-password")
 	} else if pw != "" {
