@@ -71,7 +71,9 @@ type Config struct {
 	// Grants: the clock of grants and user_collaboration (tests move it).
 	Grants  grants.Options
 	Denials audit.DenialOptions
-	Gateway gateway.Options
+	// Checkpoints: where and how often the audit chain's head is signed; no Dir, never.
+	Checkpoints CheckpointConfig
+	Gateway     gateway.Options
 	// BuiltinRoot holds the built-in tools' workspaces (--builtin-root); "" leaves the
 	// built-in server out (Toolwarden's serve always sets it).
 	BuiltinRoot string
@@ -257,6 +259,13 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		{Name: "prune", Scope: Once, Every: cfg.Prune, Job: a.prune},
 		// Finished days' calls are added up for /analytics (services/analytics).
 		{Name: "rollup", Scope: Once, Every: time.Hour, Job: a.rollup},
+	}
+	if cfg.Checkpoints.Dir != "" {
+		c, err := a.checkpoints()
+		if err != nil {
+			return nil, err
+		}
+		a.components = append(a.components, c)
 	}
 	if err := a.registerOnce(); err != nil {
 		return nil, err

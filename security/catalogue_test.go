@@ -88,6 +88,11 @@ var catalogue = []behaviour{
 	{what: "fail-closed audit: no audit row, no action", proofs: []proof{{"services/audit", "TestFailedAuditAbortsTheAction"}}},
 	{what: "tamper evidence: the chain finds edits; rows cannot be updated or deleted", proofs: []proof{
 		{"services/audit", "TestVerifyFindsTampering"}, {"services/audit", "TestUpdateDeleteTruncateRefused"}}},
+	{what: "a database superuser's tampering shows: verify names the first broken entry, every other one and every gap; a signed checkpoint catches deleting the newest entries, emptying the table and recomputing the chain", proofs: []proof{
+		{"services/audit", "TestTamperingAsSuperuser"}, {"services/audit", "TestVerifyReportsEveryProblem"},
+		{"services/audit", "TestCheckpointSignature"}, {"cmd/toolwarden", "TestAuditCheckpointCommands"}}},
+	{what: "the application's database role cannot UPDATE, DELETE or TRUNCATE the append-only tables, nor disable their triggers; the App works as it", proofs: []proof{
+		{"app", "TestAppRole"}}},
 	{what: "durability: MEDIUM and HIGH calls' records and audited refusals commit synchronously, LOW calls' may commit asynchronously; the chain holds across both", proofs: []proof{
 		{"services/router", "TestCommitClasses"}, {"services/db", "TestSetCommit"}, {"services/audit", "TestAppender"},
 		{"services/router", "TestConcurrentCallsKeepTheAuditChain"}}},

@@ -30,6 +30,11 @@ import (
 // AdminPassword is the password of the bootstrap user "admin".
 const AdminPassword = "admin-password-for-tests"
 
+// AppRoleEnv, set to 1, starts every test App as the application's database role
+// (Options.AppRole): a run of the suite then finds any statement the role may not run.
+// Tests that tamper through App.Pool (as a superuser would) fail then, by design.
+const AppRoleEnv = "TOOLWARDEN_TEST_APP_ROLE"
+
 // Options tune Start.
 type Options struct {
 	// URL is the database to use (a test's second server on the first one's database);
@@ -41,6 +46,10 @@ type Options struct {
 	Config func(*app.Config)
 	// NoStart builds the App without starting it (the test starts it, or drives parts).
 	NoStart bool
+	// AppRole connects the App as the application's database role (db.AppRole), as
+	// serve does, instead of as the owner tests use to set up and inspect freely.
+	// AppRoleEnv=1 does it for every test.
+	AppRole bool
 	// Builtin adds the built-in server (services/builtin, workspaces in a temporary
 	// directory), as serve always does. Off by default: most tests count the servers
 	// they register and the tools they enable.
@@ -76,7 +85,11 @@ func Start(t testing.TB, opts *Options) *App {
 	if url == "" {
 		url = dbtest.NewURL(t)
 	}
-	pool, err := db.NewPool(context.Background(), url)
+	poolURL := url
+	if opts.AppRole || os.Getenv(AppRoleEnv) == "1" {
+		poolURL = dbtest.AppURL(t, url)
+	}
+	pool, err := db.NewPool(context.Background(), poolURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,18 @@ func openDB(ctx context.Context, c config, migrate bool, stderr io.Writer) (*db.
 	if c.LogLevel != "info" {
 		log = newLogger(stderr, c.LogLevel)
 	}
-	return db.Open(ctx, db.Config{URL: c.DatabaseURL, DataDir: c.DataDir, Migrate: migrate,
+	return db.Open(ctx, db.Config{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, DataDir: c.DataDir, Migrate: migrate,
+		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}})
+}
+
+// openDBAsOwner is openDB connected as the tables' owner (--migrate-database-url; the
+// superuser of the embedded cluster), never migrating.
+func openDBAsOwner(ctx context.Context, c config, stderr io.Writer) (*db.DB, error) {
+	log := newLogger(stderr, "warn")
+	if c.LogLevel != "info" {
+		log = newLogger(stderr, c.LogLevel)
+	}
+	return db.Open(ctx, db.Config{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, Owner: true, DataDir: c.DataDir,
 		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}})
 }
 
@@ -70,12 +81,12 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return errUsage
 	}
-	d, err := openDB(ctx, c, false, stderr)
+	d, err := openDBAsOwner(ctx, c, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	mg, err := db.NewMigrator(d.URL)
+	mg, err := db.NewMigrator(d.OwnerURL)
 	if err != nil {
 		return err
 	}
@@ -196,36 +207,6 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 	fmt.Fprintf(stderr, "created token %q (%s…) for %s; it is shown only now:\n", tok.Name, tok.Prefix, u.Username)
 	// The token is the last line of standard output (docs/api.md).
 	fmt.Fprintln(stdout, plain)
-	return nil
-}
-
-func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var c config
-	fs := newFlagSet("audit verify", stderr)
-	commonFlags(fs, &c)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	// Read-only: an auditor's check must never migrate the schema.
-	d, err := openDB(ctx, c, false, stderr)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if st, err := db.CurrentMigration(ctx, d.Pool); err != nil {
-		return err
-	} else if st.Version == 0 {
-		return errors.New("this database has no Toolwarden schema yet: nothing to verify")
-	}
-	res, err := audit.Verify(ctx, d.Pool)
-	if err != nil {
-		return err
-	}
-	if !res.OK() {
-		fmt.Fprintf(stdout, "audit chain BROKEN at entry %d: %s\n(%d entries checked)\n", res.BadID, res.Reason, res.Checked)
-		return exitError{1}
-	}
-	fmt.Fprintf(stdout, "audit chain OK: %d entries verified\n", res.Checked)
 	return nil
 }
 

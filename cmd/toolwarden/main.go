@@ -58,7 +58,9 @@ Usage:
   toolwarden import [--dry-run] [--prune] F
                                           import servers from Toolwarden YAML, claude_desktop_config.json,
                                           .mcp.json or VS Code mcp.json (F "-" reads standard input)
-  toolwarden audit verify                 check the audit log's hash chain
+  toolwarden audit verify [--checkpoint F] check the audit log's hash chain, and that it still reaches
+                                          the newest signed checkpoint (or F)
+  toolwarden audit checkpoint [--out F]   sign the chain head (default into <data-dir>/checkpoints)
   toolwarden version
 
 Every command takes --data-dir and --database-url; run 'toolwarden <command> -h' for its flags.
@@ -93,11 +95,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "import":
 		return cmdImport(ctx, rest, stdin, stdout, stderr)
 	case "audit":
-		if len(rest) == 0 || rest[0] != "verify" {
-			fmt.Fprintln(stderr, "usage: toolwarden audit verify")
-			return errUsage
+		switch {
+		case len(rest) > 0 && rest[0] == "verify":
+			return cmdAuditVerify(ctx, rest[1:], stdout, stderr)
+		case len(rest) > 0 && rest[0] == "checkpoint":
+			return cmdAuditCheckpoint(ctx, rest[1:], stdout, stderr)
 		}
-		return cmdAuditVerify(ctx, rest[1:], stdout, stderr)
+		fmt.Fprintln(stderr, "usage: toolwarden audit verify [--checkpoint F] | toolwarden audit checkpoint [--out F]")
+		return errUsage
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "toolwarden", version)
 		return nil
@@ -131,6 +136,9 @@ type config struct {
 	// TemplateMaxTimeout caps every template tool's timeout (--template-max-timeout).
 	TemplateMaxTimeout time.Duration
 	fastDB             bool // tests only: fsync off
+	// MigrateDatabaseURL is the external database as the tables' owner (migrations);
+	// empty: DatabaseURL.
+	MigrateDatabaseURL string
 	readyFile          string
 }
 
@@ -170,6 +178,7 @@ func envOr(key, def string) string {
 // commonFlags registers what every command takes.
 func commonFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.DatabaseURL, "database-url", envOr("DATABASE_URL", ""), "external PostgreSQL URL (env DATABASE_URL); empty runs the embedded PostgreSQL")
+	fs.StringVar(&c.MigrateDatabaseURL, "migrate-database-url", envOr("TOOLWARDEN_MIGRATE_DATABASE_URL", ""), "external PostgreSQL URL as the tables' owner, for migrations; empty: --database-url (env TOOLWARDEN_MIGRATE_DATABASE_URL)")
 	fs.StringVar(&c.DataDir, "data-dir", envOr("TOOLWARDEN_DATA_DIR", "./data"), "data directory: embedded database, secret key, workspaces (env TOOLWARDEN_DATA_DIR)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("TOOLWARDEN_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env TOOLWARDEN_LOG_LEVEL)")
 	c.fastDB = os.Getenv("TOOLWARDEN_TEST_FAST_DB") == "1"

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
@@ -65,6 +66,15 @@ func TestServeAndCommands(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dataDir, "secret.key")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("secret.key: %v, mode %v; want created 0600", err, st)
+	}
+	// serve signs the audit chain's head on start (and hourly) into the data dir.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if latest, _ := audit.LatestCheckpoint(filepath.Join(dataDir, "checkpoints")); latest != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("serve wrote no checkpoint in <data-dir>/checkpoints")
+		}
 	}
 
 	// user create with --password-stdin, then token create for that user.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/toolwarden/toolwarden/app"
@@ -42,12 +43,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	builtinRoot := fs.String("builtin-root", envOr("TOOLWARDEN_BUILTIN_ROOT", ""), "where the built-in file and terminal tools keep each conversation's workspace (<root>/<conversation_id>); they never reach outside it. Default <data-dir>/workspaces (env TOOLWARDEN_BUILTIN_ROOT)")
 	hold := fs.String("mcp-hold", envOr("TOOLWARDEN_MCP_HOLD", "50s"), "how long a call through /mcp that needs approval waits for the decision before it answers that it is pending; keep it under the client's call timeout, often 60s (env TOOLWARDEN_MCP_HOLD)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
+	cpKey := checkpointKeyFlag(fs)
+	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	var err error
 	if c.TrustedProxies, err = parseProxies(*proxies); err != nil {
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
+	}
+	if *cpEvery != 0 && *cpEvery < time.Second {
+		fmt.Fprintf(stderr, "toolwarden serve: --checkpoint-every: %s is not 0 (never) or a duration of at least 1s, such as 1h\n", *cpEvery)
 		return errUsage
 	}
 	mcpHold, err := time.ParseDuration(*hold)
@@ -86,12 +93,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	// A checkpoint key kept outside the data dir is hidden from stdio servers too.
+	if k := checkpointKeyPath(c, *cpKey); !within(k, c.DataDir) {
+		hide.Hide = append(hide.Hide, k)
+	}
 	var plan planner.Planner // default: the rule-based planner, no network
 	if c.LLMURL != "" {
 		plan = planner.NewLLM(c.LLMURL, &planner.LLMOptions{Model: c.LLMModel, APIKey: c.LLMAPIKey})
 	}
 	a, err := app.New(ctx, app.Config{
-		DB: db.Config{URL: c.DatabaseURL, DataDir: c.DataDir, Migrate: true,
+		DB: db.Config{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, DataDir: c.DataDir, Migrate: true,
 			Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}},
 		Keys: keys, Logger: log, Version: version, StartedAt: start, AdminPassword: c.AdminPassword,
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
@@ -100,12 +111,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Router:      router.Options{UserRate: c.RateLimit},
 		Gateway:     gateway.Options{Hold: mcpHold},
 		BuiltinRoot: orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces")),
+		Checkpoints: checkpointConfig(c, *cpKey, *cpEvery),
 	})
 	if err != nil {
 		return err
 	}
 	// Stops the embedded PostgreSQL on every way out of here (Run stops it too).
 	defer a.Stop()
+	if warn, err := db.RoleWarning(ctx, a.Pool); err != nil {
+		return err
+	} else if warn != "" {
+		log.Warn("database: " + warn)
+	}
 	if pw := a.FirstAdminPassword; pw != "" && c.AdminPassword != "" {
 		log.Info("created the first administrator 'admin' with the password from --admin-password")
 	} else if pw != "" {
@@ -141,6 +158,35 @@ func confinement(c config) (confine.Spec, error) {
 		hide = append(hide, socks...)
 	}
 	return confine.Spec{Hide: hide, Required: c.Confine == "required", Off: c.Confine == "off"}, nil
+}
+
+// checkpointConfig is where serve signs checkpoints: <data-dir>/checkpoints, every
+// `every` (0: none).
+func checkpointConfig(c config, keyFlag string, every time.Duration) app.CheckpointConfig {
+	if every <= 0 {
+		return app.CheckpointConfig{}
+	}
+	return app.CheckpointConfig{Dir: checkpointDir(c), KeyFile: checkpointKeyPath(c, keyFlag), Every: every}
+}
+
+// envDuration is the duration in environment variable key, or def when it is unset or
+// not a duration.
+func envDuration(key string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
+		return d
+	}
+	return def
+}
+
+// within reports whether path is dir or inside it.
+func within(path, dir string) bool {
+	ap, err1 := filepath.Abs(path)
+	ad, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(ad, ap)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }
 
 func secretKeyPath(c config) string {

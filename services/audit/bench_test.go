@@ -36,23 +36,6 @@ func seedChain(tb testing.TB, q interface {
 	}
 }
 
-// BenchmarkVerify measures `audit verify` throughput (docs/architecture.md, Performance).
-func BenchmarkVerify(b *testing.B) {
-	const n = 200_000
-	pool := dbtest.New(b)
-	seedChain(b, pool, n)
-	ctx := context.Background()
-	b.ResetTimer()
-	start := time.Now()
-	for b.Loop() {
-		res, err := Verify(ctx, pool)
-		if err != nil || !res.OK() || res.Checked != n {
-			b.Fatalf("verify: %+v %v", res, err)
-		}
-	}
-	b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "rows/s")
-}
-
 // BenchmarkAppend measures one audited action's cost: chain head, insert, event.
 func BenchmarkAppend(b *testing.B) {
 	pool := dbtest.New(b)

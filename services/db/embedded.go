@@ -19,14 +19,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrNoPostgres means no PostgreSQL server binaries were found for the embedded cluster.
 var ErrNoPostgres = errors.New("db: PostgreSQL server binaries (initdb, postgres) not found: " +
 	"install the Debian package 'postgresql' (apt-get install postgresql) or set DATABASE_URL to an external PostgreSQL ≥ 14")
 
-// Embedded cluster names. The superuser is the only role: the socket directory is
-// private to the cluster's owner, so trust authentication over it is safe.
+// Embedded cluster names. The superuser owns the tables and runs migrations; the
+// application connects as AppRole (docs/security.md). The socket directory is private
+// to the cluster's owner, so trust authentication over it is safe.
 const (
 	embeddedUser     = "toolwarden"
 	embeddedDatabase = "toolwarden"
@@ -62,8 +64,18 @@ func (c *Cluster) DataDir() string { return filepath.Join(c.Dir, "data") }
 // SocketDir is the directory holding the cluster's unix socket.
 func (c *Cluster) SocketDir() string { return filepath.Join(c.Dir, "run") }
 
-// URL is a connection string for the cluster's toolwarden database.
+// URL is a connection string for the cluster's toolwarden database, as its owner (the
+// superuser): for migrations.
 func (c *Cluster) URL() string { return c.URLFor(embeddedDatabase) }
+
+// AppURL is a connection string for the cluster's toolwarden database as AppRole: what
+// the application uses.
+func (c *Cluster) AppURL() string { return c.AppURLFor(embeddedDatabase) }
+
+// AppURLFor is a connection string for database name as AppRole.
+func (c *Cluster) AppURLFor(name string) string {
+	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", c.SocketDir(), AppRole, name)
+}
 
 // URLFor is a connection string for database name on the cluster.
 func (c *Cluster) URLFor(name string) string {
@@ -353,11 +365,35 @@ func (c *Cluster) ensureDatabase(ctx context.Context) error {
 	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, embeddedDatabase).Scan(&exists); err != nil {
 		return fmt.Errorf("db: look for database: %w", err)
 	}
-	if exists {
-		return nil
+	if !exists {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{embeddedDatabase}.Sanitize()); err != nil && !IsUniqueViolation(err, "") {
+			return fmt.Errorf("db: create database: %w", err)
+		}
 	}
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{embeddedDatabase}.Sanitize()); err != nil && !IsUniqueViolation(err, "") {
-		return fmt.Errorf("db: create database: %w", err)
+	return ensureAppRole(ctx, conn)
+}
+
+// ensureAppRole creates AppRole with LOGIN, or lets it log in when a migration made it
+// first (NOLOGIN). Its privileges come from the migrations.
+func ensureAppRole(ctx context.Context, conn *pgx.Conn) error {
+	var canLogin *bool
+	err := conn.QueryRow(ctx, `SELECT (SELECT rolcanlogin FROM pg_roles WHERE rolname = $1)`, AppRole).Scan(&canLogin)
+	if err != nil {
+		return fmt.Errorf("db: look for role %s: %w", AppRole, err)
+	}
+	role := pgx.Identifier{AppRole}.Sanitize()
+	switch {
+	case canLogin == nil:
+		_, err = conn.Exec(ctx, "CREATE ROLE "+role+" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS")
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42710" { // duplicate_object: made meanwhile
+			err = nil
+		}
+	case !*canLogin:
+		_, err = conn.Exec(ctx, "ALTER ROLE "+role+" LOGIN")
+	}
+	if err != nil {
+		return fmt.Errorf("db: create role %s: %w", AppRole, err)
 	}
 	return nil
 }

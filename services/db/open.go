@@ -7,10 +7,23 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// AppRole is the role the application's connections have (docs/security.md): not a
+// superuser, not the tables' owner, and without UPDATE, DELETE or TRUNCATE on the
+// append-only tables. Migration 000028 grants its privileges; the embedded cluster
+// creates it with LOGIN, an external database's administrator creates it (or a login
+// role that is a member of it).
+const AppRole = "toolwarden_app"
+
 // Config says which PostgreSQL to use.
 type Config struct {
-	// URL of an external PostgreSQL; empty means the embedded cluster under DataDir/pg.
-	URL     string
+	// URL of an external PostgreSQL, for the application's connections; empty means the
+	// embedded cluster under DataDir/pg (connected to as AppRole).
+	URL string
+	// MigrateURL is the external PostgreSQL as the tables' owner, for migrations; empty:
+	// URL (one role for both, as before roles were split).
+	MigrateURL string
+	// Owner makes the pool connect as the owner too (the migrate command).
+	Owner   bool
 	DataDir string
 	// Migrate applies pending migrations after connecting.
 	Migrate bool
@@ -19,15 +32,17 @@ type Config struct {
 
 // DB is an open database: the pool, and the embedded cluster when one is in use.
 type DB struct {
-	Pool    *pgxpool.Pool
-	URL     string
-	Cluster *Cluster // nil with an external database
+	Pool *pgxpool.Pool
+	URL  string // the pool's
+	// OwnerURL connects as the tables' owner: migrations run on it.
+	OwnerURL string
+	Cluster  *Cluster // nil with an external database
 }
 
 // Open connects to the configured database, starting (or attaching to) the embedded
 // cluster when no URL is given, and migrates it when asked. Close undoes all of it.
 func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
-	d := &DB{URL: cfg.URL}
+	d := &DB{URL: cfg.URL, OwnerURL: cfg.MigrateURL}
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -37,7 +52,13 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 		if d.Cluster, err = StartCluster(ctx, cfg.DataDir, cfg.Cluster); err != nil {
 			return nil, err
 		}
-		d.URL = d.Cluster.URL()
+		d.URL, d.OwnerURL = d.Cluster.AppURL(), d.Cluster.URL()
+	}
+	if d.OwnerURL == "" {
+		d.OwnerURL = d.URL
+	}
+	if cfg.Owner {
+		d.URL = d.OwnerURL
 	}
 	if d.Pool, err = NewPool(ctx, d.URL); err != nil {
 		return nil, err
@@ -46,11 +67,33 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 		return nil, err
 	}
 	if cfg.Migrate {
-		if err := Migrate(d.URL); err != nil {
+		if err := Migrate(d.OwnerURL); err != nil {
 			return nil, err
 		}
 	}
 	return d, nil
+}
+
+// RoleWarning says what is wrong with the role q connects as, for the application's
+// connections: "" when it is not a superuser and cannot UPDATE, DELETE or TRUNCATE
+// audit_log (or before the schema exists).
+func RoleWarning(ctx context.Context, q Querier) (string, error) {
+	var user string
+	var super, rewrite bool
+	err := q.QueryRow(ctx, `/* db.RoleWarning */ SELECT current_user, r.rolsuper,
+		to_regclass('audit_log') IS NOT NULL AND (has_table_privilege('audit_log', 'UPDATE') OR
+			has_table_privilege('audit_log', 'DELETE') OR has_table_privilege('audit_log', 'TRUNCATE'))
+		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&user, &super, &rewrite)
+	if err != nil {
+		return "", fmt.Errorf("db: role check: %w", err)
+	}
+	switch {
+	case super:
+		return fmt.Sprintf("the application connects to PostgreSQL as %q, a superuser: it could rewrite the audit log; connect as a member of %s (docs/security.md)", user, AppRole), nil
+	case rewrite:
+		return fmt.Sprintf("the application connects to PostgreSQL as %q, which may UPDATE, DELETE or TRUNCATE audit_log; connect as a member of %s (docs/security.md)", user, AppRole), nil
+	}
+	return "", nil
 }
 
 // minServerVersion is PostgreSQL 14: the oldest release the migrations are written for.

@@ -180,3 +180,15 @@ func TempDir(t testing.TB) string {
 	t.Cleanup(func() { _ = os.RemoveAll(d) })
 	return filepath.Clean(d)
 }
+
+// AppURL is url (a database of a test cluster, from NewURL) as the application's role,
+// db.AppRole: not a superuser, not the owner, unable to rewrite the append-only tables.
+// `serve` connects so. It works in a child process too (the URL says where the cluster is).
+func AppURL(t testing.TB, url string) string {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", cfg.Host, db.AppRole, cfg.Database)
+}

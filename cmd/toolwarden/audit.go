@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+// checkpointKeyFlag registers --checkpoint-key-file, which serve and the audit commands take.
+func checkpointKeyFlag(fs *flag.FlagSet) *string {
+	return fs.String("checkpoint-key-file", envOr("TOOLWARDEN_CHECKPOINT_KEY_FILE", ""),
+		"Ed25519 key that signs audit checkpoints; default <data-dir>/checkpoint.key, created 0600 on first use with its public key (.pub) beside it (env TOOLWARDEN_CHECKPOINT_KEY_FILE)")
+}
+
+func checkpointKeyPath(c config, flagValue string) string {
+	return orDefault(flagValue, filepath.Join(c.DataDir, "checkpoint.key"))
+}
+
+func checkpointDir(c config) string { return filepath.Join(c.DataDir, "checkpoints") }
+
+// openForAudit opens the database as its owner, read-only in spirit: an auditor's
+// commands never migrate, and refuse a database without Toolwarden's schema.
+func openForAudit(ctx context.Context, c config, stderr io.Writer) (*db.DB, error) {
+	d, err := openDBAsOwner(ctx, c, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := db.CurrentMigration(ctx, d.Pool); err != nil {
+		d.Close()
+		return nil, err
+	} else if st.Version == 0 {
+		d.Close()
+		return nil, errors.New("this database has no Toolwarden schema yet: nothing to verify")
+	}
+	return d, nil
+}
+
+func cmdAuditCheckpoint(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := newFlagSet("audit checkpoint", stderr)
+	commonFlags(fs, &c)
+	keyFile := checkpointKeyFlag(fs)
+	out := fs.String("out", "", `write the checkpoint to this file ("-": standard output); default a new file in <data-dir>/checkpoints`)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	signer, err := audit.OpenSigner(checkpointKeyPath(c, *keyFile))
+	if err != nil {
+		return err
+	}
+	d, err := openForAudit(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	cp, err := audit.MakeCheckpoint(ctx, d.Pool, signer)
+	if err != nil {
+		return err
+	}
+	switch *out {
+	case "-":
+		_, err := stdout.Write(cp.Marshal())
+		return err
+	case "":
+		path, err := audit.WriteCheckpoint(checkpointDir(c), cp)
+		if err != nil {
+			return err
+		}
+		*out = path
+	default:
+		if err := os.WriteFile(*out, cp.Marshal(), 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	fmt.Fprintf(stdout, "checkpoint of entry %d (hash %s…) signed by %s written to %s\n", cp.ID, cp.Hash[:16], cp.KeyFingerprint, *out)
+	return nil
+}
+
+func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := newFlagSet("audit verify", stderr)
+	commonFlags(fs, &c)
+	keyFile := checkpointKeyFlag(fs)
+	cpFlag := fs.String("checkpoint", "", `a checkpoint file the chain must still reach; default the newest in <data-dir>/checkpoints; "none": check the chain alone`)
+	pubFlag := fs.String("public-key", "", "the public key checkpoints must be signed with; default the .pub beside --checkpoint-key-file, when it exists")
+	workers := fs.Int("workers", 0, "ranges read and hashed at once; 0: one per CPU")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cp, cpNote, err := loadCheckpoint(c, *cpFlag, *pubFlag, checkpointKeyPath(c, *keyFile))
+	if err != nil {
+		return err
+	}
+	d, err := openForAudit(ctx, c, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	res, err := audit.VerifyWith(ctx, d.Pool, audit.VerifyOptions{Checkpoint: cp, Workers: *workers})
+	if err != nil {
+		return err
+	}
+	printVerify(stdout, res, cpNote)
+	if !res.OK() {
+		return exitError{1}
+	}
+	return nil
+}
+
+// loadCheckpoint finds, reads and checks the signature of the checkpoint verify uses
+// (nil when there is none), and says which one it is.
+func loadCheckpoint(c config, flagValue, pubFlag, keyPath string) (*audit.Checkpoint, string, error) {
+	path := flagValue
+	switch path {
+	case "none":
+		return nil, "no checkpoint (--checkpoint none)", nil
+	case "":
+		latest, err := audit.LatestCheckpoint(checkpointDir(c))
+		if err != nil {
+			return nil, "", err
+		}
+		if latest == "" {
+			return nil, "no checkpoint yet in " + checkpointDir(c), nil
+		}
+		path = latest
+	}
+	cp, err := audit.ReadCheckpoint(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("--checkpoint: %w", err)
+	}
+	var trusted ed25519.PublicKey
+	pubPath := pubFlag
+	if pubPath == "" {
+		if _, err := os.Stat(audit.PublicKeyPath(keyPath)); err == nil {
+			pubPath = audit.PublicKeyPath(keyPath)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", err
+		}
+	}
+	signedBy := "signed by " + cp.KeyFingerprint + " (no trusted public key here to compare it with: pass --public-key)"
+	if pubPath != "" {
+		if trusted, err = audit.ReadPublicKey(pubPath); err != nil {
+			return nil, "", fmt.Errorf("--public-key: %w", err)
+		}
+		signedBy = "signed by the trusted key " + cp.KeyFingerprint
+	}
+	if err := cp.Verify(trusted); err != nil {
+		return nil, "", fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return &cp, fmt.Sprintf("checkpoint %s: entry %d at %s, %s", path, cp.ID, cp.At.Format(time.RFC3339), signedBy), nil
+}
+
+func printVerify(w io.Writer, res audit.VerifyResult, cpNote string) {
+	if res.OK() {
+		fmt.Fprintf(w, "audit chain OK: %d entries verified (through entry %d)\n", res.Checked, res.VerifiedThrough)
+		if res.Checkpoint != nil {
+			fmt.Fprintf(w, "reaches the %s\n", cpNote)
+		} else {
+			fmt.Fprintln(w, cpNote)
+		}
+		return
+	}
+	fmt.Fprintf(w, "audit chain BROKEN at entry %d: %s\n", res.BadID, res.Reason)
+	fmt.Fprintf(w, "(%d entries checked; the chain verifies from the start through entry %d; newest entry %d)\n", res.Checked, res.VerifiedThrough, res.Head.ID)
+	fmt.Fprintln(w, cpNote)
+	if res.ProblemCount > 1 {
+		fmt.Fprintf(w, "%d entries do not verify:\n", res.ProblemCount)
+		for _, p := range res.Problems {
+			fmt.Fprintf(w, "  entry %d: %s\n", p.ID, p.Reason)
+		}
+		if n := res.ProblemCount - int64(len(res.Problems)); n > 0 {
+			fmt.Fprintf(w, "  ... and %d more\n", n)
+		}
+	}
+	if res.Missing > 0 {
+		var gaps []string
+		for _, g := range res.Gaps {
+			if g.From == g.To {
+				gaps = append(gaps, fmt.Sprint(g.From))
+			} else {
+				gaps = append(gaps, fmt.Sprintf("%d-%d", g.From, g.To))
+			}
+		}
+		fmt.Fprintf(w, "missing ids (%d; ids are consecutive, so each was deleted): %s\n", res.Missing, strings.Join(gaps, ", "))
+	}
+}

@@ -1,0 +1,423 @@
+package audit
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+// A checkpoint is a signed statement of the chain head (docs/security.md, Signed
+// checkpoints): the newest entry's id and hash at a moment, signed with an Ed25519 key
+// that lives in a file, not in the database. Whoever can rewrite the table (a database
+// superuser) cannot make a chain that still matches a checkpoint kept elsewhere:
+// deleting entries from the end, emptying the table or recomputing every hash all show
+// at the checkpoint's id.
+
+// CheckpointVersion is the format of the statement a checkpoint signs.
+const CheckpointVersion = 1
+
+// Checkpoint is a signed chain head, as written to a checkpoint file (JSON).
+type Checkpoint struct {
+	Version int    `json:"version"`
+	ID      int64  `json:"id"`   // the newest entry (0: the log was empty)
+	Hash    string `json:"hash"` // its hash, hex (the genesis hash for an empty log)
+	// EntryAt is when that entry was written (zero for an empty log).
+	EntryAt time.Time `json:"entry_at,omitzero"`
+	At      time.Time `json:"at"` // when the checkpoint was made
+	// KeyFingerprint names the signing key: "sha256:" and the hex SHA-256 of the raw public key.
+	KeyFingerprint string `json:"key_fingerprint"`
+	PublicKey      string `json:"public_key"` // base64 of the raw Ed25519 public key
+	Signature      string `json:"signature"`  // base64 Ed25519 signature of Statement()
+}
+
+// Statement is the text the signature covers: one field a line, so nothing depends on
+// how JSON is spelled.
+func (c Checkpoint) Statement() []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "toolwarden audit checkpoint v%d\n", c.Version)
+	fmt.Fprintf(&b, "id %d\nhash %s\n", c.ID, c.Hash)
+	entryAt := ""
+	if !c.EntryAt.IsZero() {
+		entryAt = c.EntryAt.UTC().Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(&b, "entry_at %s\nat %s\nkey %s\n", entryAt, c.At.UTC().Format(time.RFC3339Nano), c.KeyFingerprint)
+	return []byte(b.String())
+}
+
+// Fingerprint names a public key: "sha256:" and the hex SHA-256 of its 32 bytes.
+func Fingerprint(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ErrCheckpointSignature means a checkpoint's signature does not verify, or it was
+// signed by another key than the one trusted.
+var ErrCheckpointSignature = errors.New("audit: checkpoint signature does not verify")
+
+// Verify checks the checkpoint's signature with its own public key and, when trusted
+// is given, that this key is trusted's.
+func (c Checkpoint) Verify(trusted ed25519.PublicKey) error {
+	if c.Version != CheckpointVersion {
+		return fmt.Errorf("audit: checkpoint version %d: this Toolwarden reads version %d", c.Version, CheckpointVersion)
+	}
+	pub, err := base64.StdEncoding.DecodeString(c.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("%w: malformed public key", ErrCheckpointSignature)
+	}
+	if Fingerprint(pub) != c.KeyFingerprint {
+		return fmt.Errorf("%w: the key fingerprint does not match its public key", ErrCheckpointSignature)
+	}
+	if trusted != nil && !slices.Equal(trusted, ed25519.PublicKey(pub)) {
+		return fmt.Errorf("%w: signed by key %s, not by the trusted key %s", ErrCheckpointSignature, c.KeyFingerprint, Fingerprint(trusted))
+	}
+	sig, err := base64.StdEncoding.DecodeString(c.Signature)
+	if err != nil || !ed25519.Verify(pub, c.Statement(), sig) {
+		return fmt.Errorf("%w: the statement was altered or not signed by key %s", ErrCheckpointSignature, c.KeyFingerprint)
+	}
+	if c.ID < 0 || len(c.Hash) != 2*sha256.Size {
+		return fmt.Errorf("audit: checkpoint: malformed head %d %q", c.ID, c.Hash)
+	}
+	return nil
+}
+
+// Signer signs checkpoints with an Ed25519 private key.
+type Signer struct {
+	key ed25519.PrivateKey
+}
+
+// Public is the signer's public key.
+func (s *Signer) Public() ed25519.PublicKey { return s.key.Public().(ed25519.PublicKey) }
+
+// NewSigner is a Signer with key.
+func NewSigner(key ed25519.PrivateKey) *Signer { return &Signer{key: key} }
+
+// PublicKeyPath is where OpenSigner keeps the public key of the key at keyPath.
+func PublicKeyPath(keyPath string) string { return strings.TrimSuffix(keyPath, ".key") + ".pub" }
+
+// OpenSigner loads the checkpoint signing key from keyPath (PKCS #8 PEM), creating it
+// on first use: mode 0600, with its public key (PKIX PEM) beside it at
+// PublicKeyPath(keyPath). A key file others can read is refused.
+func OpenSigner(keyPath string) (*Signer, error) {
+	raw, err := os.ReadFile(keyPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return createSigner(keyPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: checkpoint key: %w", err)
+	}
+	if st, err := os.Stat(keyPath); err == nil && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("audit: checkpoint key file %s is readable by others (mode %o): chmod 600 it", keyPath, st.Mode().Perm())
+	}
+	blk, _ := pem.Decode(raw)
+	if blk == nil {
+		return nil, fmt.Errorf("audit: checkpoint key file %s: not PEM", keyPath)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("audit: checkpoint key file %s: %w", keyPath, err)
+	}
+	key, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("audit: checkpoint key file %s: not an Ed25519 key", keyPath)
+	}
+	s := &Signer{key: key}
+	// The public key is only a copy for auditors; put it back if it went missing.
+	if _, err := os.Stat(PublicKeyPath(keyPath)); errors.Is(err, fs.ErrNotExist) {
+		if err := writePublicKey(PublicKeyPath(keyPath), s.Public()); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func createSigner(keyPath string) (*Signer, error) {
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("audit: checkpoint key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("audit: checkpoint key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
+		return nil, fmt.Errorf("audit: checkpoint key: %w", err)
+	}
+	f, err := os.OpenFile(keyPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return OpenSigner(keyPath) // another process made it first
+	}
+	if err != nil {
+		return nil, fmt.Errorf("audit: create checkpoint key: %w", err)
+	}
+	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: write checkpoint key: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: write checkpoint key: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("audit: write checkpoint key: %w", err)
+	}
+	if err := writePublicKey(PublicKeyPath(keyPath), pub); err != nil {
+		return nil, err
+	}
+	return &Signer{key: key}, nil
+}
+
+func writePublicKey(path string, pub ed25519.PublicKey) error {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return fmt.Errorf("audit: checkpoint public key: %w", err)
+	}
+	data := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	if err := writeFileAtomic(path, data, 0o644); err != nil {
+		return fmt.Errorf("audit: write checkpoint public key: %w", err)
+	}
+	return nil
+}
+
+// ReadPublicKey reads a checkpoint public key file (PKIX PEM, as OpenSigner writes).
+func ReadPublicKey(path string) (ed25519.PublicKey, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("audit: checkpoint public key: %w", err)
+	}
+	blk, _ := pem.Decode(raw)
+	if blk == nil {
+		return nil, fmt.Errorf("audit: checkpoint public key %s: not PEM", path)
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("audit: checkpoint public key %s: %w", path, err)
+	}
+	pub, ok := k.(ed25519.PublicKey)
+	if !ok {
+		return nil, fmt.Errorf("audit: checkpoint public key %s: not an Ed25519 key", path)
+	}
+	return pub, nil
+}
+
+// Sign makes a checkpoint of head as found at the given time.
+func (s *Signer) Sign(head Head, entryAt, at time.Time) Checkpoint {
+	pub := s.Public()
+	hash := head.Hash
+	if head.ID == 0 {
+		hash = genesis
+	}
+	c := Checkpoint{Version: CheckpointVersion, ID: head.ID, Hash: hex.EncodeToString(hash), At: at.UTC().Truncate(time.Microsecond),
+		KeyFingerprint: Fingerprint(pub), PublicKey: base64.StdEncoding.EncodeToString(pub)}
+	if head.ID != 0 {
+		c.EntryAt = entryAt.UTC()
+	}
+	c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.key, c.Statement()))
+	return c
+}
+
+// MakeCheckpoint signs the chain head as q sees it now. It does not verify the chain
+// (VerifyWith does): it states what is there.
+func MakeCheckpoint(ctx context.Context, q db.Querier, s *Signer) (Checkpoint, error) {
+	var head Head
+	var at time.Time
+	err := q.QueryRow(ctx, `/* audit.MakeCheckpoint */ SELECT id, hash, at FROM audit_log ORDER BY id DESC LIMIT 1`).Scan(&head.ID, &head.Hash, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		head = Head{}
+	} else if err != nil {
+		return Checkpoint{}, fmt.Errorf("audit: checkpoint: chain head: %w", err)
+	}
+	return s.Sign(head, at, time.Now()), nil
+}
+
+// Marshal is the checkpoint file's content.
+func (c Checkpoint) Marshal() []byte {
+	b, _ := json.MarshalIndent(c, "", "  ")
+	return append(b, '\n')
+}
+
+// ParseCheckpoint reads a checkpoint file's content (it does not check the signature).
+func ParseCheckpoint(data []byte) (Checkpoint, error) {
+	var c Checkpoint
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Checkpoint{}, fmt.Errorf("audit: checkpoint: %w", err)
+	}
+	return c, nil
+}
+
+// ReadCheckpoint reads and parses a checkpoint file.
+func ReadCheckpoint(path string) (Checkpoint, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("audit: checkpoint: %w", err)
+	}
+	c, err := ParseCheckpoint(data)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// FileName is the name WriteCheckpoint gives c: its time and id, so names sort by age.
+func (c Checkpoint) FileName() string {
+	return "checkpoint-" + c.At.UTC().Format("20060102T150405.000000Z") + "-" + strconv.FormatInt(c.ID, 10) + ".json"
+}
+
+// WriteCheckpoint writes c into dir (created 0700 if missing) under c.FileName(),
+// atomically, and returns its path.
+func WriteCheckpoint(dir string, c Checkpoint) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("audit: checkpoint dir: %w", err)
+	}
+	path := filepath.Join(dir, c.FileName())
+	if err := writeFileAtomic(path, c.Marshal(), 0o644); err != nil {
+		return "", fmt.Errorf("audit: write checkpoint: %w", err)
+	}
+	return path, nil
+}
+
+// LatestCheckpoint is the path of the newest checkpoint file in dir ("" when there is none).
+func LatestCheckpoint(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("audit: checkpoints: %w", err)
+	}
+	latest := ""
+	for _, e := range entries {
+		if n := e.Name(); !e.IsDir() && strings.HasPrefix(n, "checkpoint-") && strings.HasSuffix(n, ".json") && n > latest {
+			latest = n
+		}
+	}
+	if latest == "" {
+		return "", nil
+	}
+	return filepath.Join(dir, latest), nil
+}
+
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ErrChainRewound means the chain no longer holds the entry the newest checkpoint
+// signed, with the hash signed: entries were deleted from its end or rewritten.
+var ErrChainRewound = errors.New("audit: the chain no longer reaches the last checkpoint")
+
+// Checkpointer writes signed checkpoints of the chain head into a directory: what
+// `serve` does on a schedule (app's "checkpoints" component).
+type Checkpointer struct {
+	q      db.Querier
+	signer *Signer
+	dir    string
+	last   *Checkpoint // the newest checkpoint in dir signed by this key
+}
+
+// NewCheckpointer writes checkpoints of the chain q reads into dir, signed by s.
+func NewCheckpointer(q db.Querier, s *Signer, dir string) *Checkpointer {
+	return &Checkpointer{q: q, signer: s, dir: dir}
+}
+
+// Write signs the head unless it is the one the newest checkpoint already signed, and
+// returns the new file's path ("" when nothing changed). Before signing it checks that
+// the entry the newest checkpoint signed is still there with the same hash, so a chain
+// cut back or rewritten is not blessed by a new checkpoint: it returns
+// ErrChainRewound and writes nothing.
+func (c *Checkpointer) Write(ctx context.Context) (string, error) {
+	if c.last == nil {
+		if err := c.loadLast(); err != nil {
+			return "", err
+		}
+	}
+	cp, err := MakeCheckpoint(ctx, c.q, c.signer)
+	if err != nil {
+		return "", err
+	}
+	if last := c.last; last != nil {
+		if cp.ID == last.ID && cp.Hash == last.Hash {
+			return "", nil
+		}
+		if last.ID > 0 {
+			var hash []byte
+			err := c.q.QueryRow(ctx, `/* audit.Checkpointer.reach */ SELECT hash FROM audit_log WHERE id = $1`, last.ID).Scan(&hash)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows) || err == nil && hex.EncodeToString(hash) != last.Hash:
+				return "", fmt.Errorf("%w: entry %d, signed at %s, is missing or was changed (run toolwarden audit verify)",
+					ErrChainRewound, last.ID, last.At.Format(time.RFC3339))
+			case err != nil:
+				return "", fmt.Errorf("audit: checkpoint: %w", err)
+			}
+		}
+	}
+	path, err := WriteCheckpoint(c.dir, cp)
+	if err != nil {
+		return "", err
+	}
+	c.last = &cp
+	return path, nil
+}
+
+func (c *Checkpointer) loadLast() error {
+	entries, err := os.ReadDir(c.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit: checkpoints: %w", err)
+	}
+	// Newest first: the last one this key signed is the one to extend.
+	for i := len(entries) - 1; i >= 0; i-- {
+		n := entries[i].Name()
+		if !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		cp, err := ReadCheckpoint(filepath.Join(c.dir, n))
+		if err != nil || cp.Verify(c.signer.Public()) != nil {
+			continue
+		}
+		c.last = &cp
+		return nil
+	}
+	return nil
+}
