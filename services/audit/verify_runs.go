@@ -29,31 +29,13 @@ type Verification struct {
 
 // Verify checks the whole chain, calling progress (when not nil) with how many entries
 // are checked of how many there are. It is the one way the pages and the API check the
-// chain: the CLI's check (package-level Verify) behind it.
+// chain: the CLI's check (VerifyWith) behind it, its progress passed on.
 func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (VerifyResult, error) {
-	total, err := Count(ctx, l.pool)
-	if err != nil {
-		return VerifyResult{}, err
-	}
-	if progress != nil {
-		progress(0, total)
-	}
-	res, err := Verify(ctx, l.pool)
-	if err == nil && progress != nil {
-		progress(res.Checked, max(total, res.Checked))
-	}
-	return res, err
+	return VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress})
 }
 
-// through is the last entry of the unbroken chain: ids are gap-free from 1, so a check
-// that found nothing wrong verified through as many entries as it checked, and one that
-// stopped at a bad entry through the one before it.
-func through(res VerifyResult) int64 {
-	if res.OK() {
-		return res.Checked
-	}
-	return res.BadID - 1
-}
+// through is the last entry of the unbroken chain from the start.
+func through(res VerifyResult) int64 { return res.VerifiedThrough }
 
 // VerifyNow checks the chain and records the outcome (the API's GET /api/v1/audit/verify).
 func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
