@@ -120,6 +120,16 @@ type liveState struct {
 	// Confinement says how a stdio server's process (or a template server's
 	// commands) is confined.
 	Confinement string `json:"confinement,omitempty"`
+	// Circuit is the server's call circuit (the router's), which calls pass through;
+	// circuit_open above is the circuit of connection attempts.
+	Circuit *circuitState `json:"call_circuit,omitempty"`
+}
+
+type circuitState struct {
+	State    string  `json:"state"` // closed, open, half-open
+	Since    string  `json:"since"`
+	Failures uint32  `json:"consecutive_failures"`
+	Until    *string `json:"until"` // open: when a trial call is let through
 }
 
 func (h ServersHandler) withLive(s registry.Server) apiServer {
@@ -131,6 +141,14 @@ func (h ServersHandler) withLive(s registry.Server) apiServer {
 	if !snap.NextAttempt.IsZero() {
 		t := snap.NextAttempt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		ls.NextAttempt = &t
+	}
+	if h.Router != nil {
+		b := h.Router.Breaker(s.ID)
+		ls.Circuit = &circuitState{State: b.State, Since: b.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Failures: b.Failures}
+		if !b.Until.IsZero() {
+			u := b.Until.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+			ls.Circuit.Until = &u
+		}
 	}
 	return apiServer{Server: s, Live: ls}
 }

@@ -181,8 +181,19 @@ type ServerPage struct {
 	Template      string // a template server's YAML
 	NextAttempt   *time.Time
 	BreakerOpen   bool
+	// Circuit is the state of the server's call circuit (router.BreakerState).
+	Circuit CircuitView
 	// Confinement says how a stdio server's process is confined (docs/security.md).
 	Confinement string
+}
+
+// CircuitView is a server's call circuit: closed, open or half-open, since when,
+// the failed calls in a row, and (open) when a trial call is let through.
+type CircuitView struct {
+	State    string
+	Since    time.Time
+	Failures uint32
+	Until    *time.Time
 }
 
 func statusLabel(s string) string {

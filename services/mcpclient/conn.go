@@ -197,6 +197,7 @@ func (c *conn) run() {
 		c.mu.Lock()
 		c.sess, c.nextAttempt = s, time.Time{}
 		c.mu.Unlock()
+		c.m.connected(c.cfg.ServerID)
 		c.setStatus(ctx, registry.StatusConnected, "", serverInfo(s.cs))
 		c.m.log.Info("mcpclient: connected", "server", c.cfg.Name)
 		c.requestDiscovery("connect")

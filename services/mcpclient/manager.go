@@ -126,6 +126,7 @@ type Manager struct {
 	// registration cannot replace the session a newer one started.
 	refreshing map[string]*sync.Mutex
 	progress   progressRoutes
+	onConnect  []func(serverID string)
 }
 
 // New returns a manager over the registry.
@@ -342,6 +343,26 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	}
 	m.Refresh(ctx, id)
 	return nil
+}
+
+// OnConnect registers f to run each time a session of a server opens (the first
+// connect, a reconnect after a crash, a person's Reconnect), before the server is
+// marked connected. The router closes the server's call circuit there: a server that
+// is back must not stay cut off for the rest of a cooldown it no longer needs.
+func (m *Manager) OnConnect(f func(serverID string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onConnect = append(m.onConnect, f)
+}
+
+// connected runs the OnConnect hooks for server id.
+func (m *Manager) connected(id string) {
+	m.mu.Lock()
+	hooks := m.onConnect
+	m.mu.Unlock()
+	for _, f := range hooks {
+		f(id)
+	}
 }
 
 // Snapshot is the live state of one server's session.
