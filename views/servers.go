@@ -119,6 +119,14 @@ type ServerTest struct {
 	Stderr     []string
 }
 
+// ServerTestRun is a connection test running in the background.
+type ServerTestRun struct {
+	ID       string
+	Step     string
+	ElapsedS int
+	LimitS   int
+}
+
 // HealthRow is one health check.
 type HealthRow struct {
 	At        time.Time

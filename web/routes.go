@@ -67,6 +67,8 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/servers/import", auth.PermServerCreate, importExport.ImportPreview},
 		{http.MethodPost, "/servers/import/apply", auth.PermServerCreate, importExport.ImportApply},
 		{http.MethodPost, "/servers/test", auth.PermServerCreate, servers.Test},
+		{http.MethodGet, "/servers/test/runs/:run", auth.PermServerCreate, servers.TestProgress},
+		{http.MethodPost, "/servers/test/runs/:run/cancel", auth.PermServerCreate, servers.TestCancel},
 		{http.MethodGet, "/servers/:id", auth.PermServerView, servers.Show},
 		{http.MethodPost, "/servers/:id", auth.PermServerEdit, servers.Update},
 		{http.MethodGet, "/servers/:id/edit", auth.PermServerEdit, servers.Edit},
