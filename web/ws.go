@@ -51,7 +51,7 @@ type hub struct {
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
-	mu     sync.Mutex
+	mu sync.Mutex
 	// cache holds each event's fragment, rendered and framed (compressed, for clients
 	// that negotiated compression) once and written to every client as the same bytes.
 	cache  map[int64]*websocket.PreparedMessage

@@ -39,13 +39,13 @@ type Bus struct {
 	// origin marks the NOTIFYs of events this bus delivers itself (PublishBatch).
 	origin string
 
-	mu        sync.Mutex
-	subs      map[*Subscription]struct{}
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
 	// byTopic indexes subs by the topics they follow (all: those following every
 	// topic), so an event costs nothing for the subscribers that do not follow its
 	// topic: a thousand open dashboards must not slow down every tool call's event.
-	byTopic map[string]map[*Subscription]struct{}
-	all     map[*Subscription]struct{}
+	byTopic   map[string]map[*Subscription]struct{}
+	all       map[*Subscription]struct{}
 	lastID    int64
 	listening bool
 	ready     chan struct{}
@@ -227,7 +227,6 @@ func (b *Bus) addLocked(s *Subscription) {
 		m[s] = struct{}{}
 	}
 }
-
 
 // Subscribers is the number of live subscriptions.
 func (b *Bus) Subscribers() int {
