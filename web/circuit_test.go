@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/router"
 )
@@ -21,7 +23,11 @@ func TestCallCircuitVisible(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Router: &router.Options{BreakerFailures: 1, BreakerCooldown: time.Hour},
 		MCP: &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, Debounce: 50 * time.Millisecond}})
-	hs := liveServer(t, srv, "circ", true, "sleep", "echo")
+	// An HTTP server restarted behind the same session is noticed by the next health
+	// check (every second here), whose success closes the circuit.
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "circ"})
+	srv.RegisterServer(t, registry.Spec{Name: "circ", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true,
+		Trusted: true, HealthIntervalMS: 1000}, "sleep", "echo")
 	admin := srv.Login(t, "admin", webtest.AdminPassword)
 	api := webtest.API{T: t, Srv: srv, C: admin}
 	sv, err := srv.Registry.GetServerByName(context.Background(), "circ")

@@ -308,6 +308,9 @@ func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) st
 		}
 		cancel()
 		if err == nil {
+			// The server answers: whatever made calls fail is over (an HTTP server that
+			// restarted behind the same session), so the hooks close its call circuit.
+			c.m.connected(c.cfg.ServerID)
 			return ""
 		}
 		// A ping that got no answer within the timeout is not tried again: a hung server

@@ -391,8 +391,9 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 
 // OnConnect registers f to run each time a session of a server opens (the first
 // connect, a reconnect after a crash, a person's Reconnect), before the server is
-// marked connected. The router closes the server's call circuit there: a server that
-// is back must not stay cut off for the rest of a cooldown it no longer needs.
+// marked connected, and each time a health check of a live session passes. The router
+// closes the server's call circuit there: a server that is back must not stay cut off
+// for the rest of a cooldown it no longer needs.
 func (m *Manager) OnConnect(f func(serverID string)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
