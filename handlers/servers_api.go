@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 
@@ -244,6 +245,9 @@ func (h ServersHandler) APITest(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
+	// Read the body to its end: only then does the HTTP server watch the connection
+	// and end the request's context when the client goes away, which ends the attempt.
+	_, _ = io.Copy(io.Discard, c.Request().Body)
 	ctx := c.Request().Context()
 	p := in.patch()
 	id := c.Param("id")

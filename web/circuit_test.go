@@ -22,7 +22,9 @@ import (
 func TestCallCircuitVisible(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Router: &router.Options{BreakerFailures: 1, BreakerCooldown: time.Hour},
-		MCP: &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, Debounce: 50 * time.Millisecond}})
+		MCP: &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, Debounce: 50 * time.Millisecond,
+			// The circuit of connection attempts must not keep the server away meanwhile.
+			BreakerFailures: 50, BreakerCooldown: time.Second}})
 	// An HTTP server restarted behind the same session is noticed by the next health
 	// check (every second here), whose success closes the circuit.
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "circ"})
