@@ -267,6 +267,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		}
 		a.components = append(a.components, c)
 	}
+	if c := a.cluster(); c != nil {
+		// Restarts the embedded PostgreSQL when it dies (an external one is not ours).
+		a.components = append([]Component{{Name: "database", Run: c.Supervise}}, a.components...)
+	}
 	if err := a.registerOnce(); err != nil {
 		return nil, err
 	}
@@ -281,7 +285,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
-		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil), AuditLog: audit.NewLog(pool),
+		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: audit.NewLog(pool),
 		Usage: usage.New(pool), Analytics: a.Analytics, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
@@ -391,6 +395,14 @@ func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
 		a.log.Warn("http shutdown", "err", err)
 	}
 	return nil
+}
+
+// cluster is the embedded PostgreSQL, nil with an external database.
+func (a *App) cluster() *db.Cluster {
+	if a.DB == nil {
+		return nil
+	}
+	return a.DB.Cluster
 }
 
 // logConfinement says how stdio servers run. In the background: the check behind it

@@ -16,9 +16,14 @@ type HealthHandler struct {
 	System *system.Service
 }
 
-// Healthz answers while the process is up.
+// Healthz answers 200 with the state of each component while everything is up, and
+// 503 naming what is down (the database, the embedded PostgreSQL being restarted).
 func (h HealthHandler) Healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	hl := h.System.Health(c.Request().Context())
+	if !hl.OK {
+		return c.JSON(http.StatusServiceUnavailable, hl)
+	}
+	return c.JSON(http.StatusOK, hl)
 }
 
 // Readyz answers 200 when the database is reachable and its migrations are current.

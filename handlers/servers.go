@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -22,6 +23,8 @@ type ServersHandler struct {
 	*Shell
 	Registry *registry.Service
 	MCP      *mcpclient.Manager
+	// Router holds the servers' call circuits (shown on the page and in the API).
+	Router *router.Router
 }
 
 const serversPerPage = 24

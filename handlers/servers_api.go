@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 
@@ -120,6 +121,16 @@ type liveState struct {
 	// Confinement says how a stdio server's process (or a template server's
 	// commands) is confined.
 	Confinement string `json:"confinement,omitempty"`
+	// Circuit is the server's call circuit (the router's), which calls pass through;
+	// circuit_open above is the circuit of connection attempts.
+	Circuit *circuitState `json:"call_circuit,omitempty"`
+}
+
+type circuitState struct {
+	State    string  `json:"state"` // closed, open, half-open
+	Since    string  `json:"since"`
+	Failures uint32  `json:"consecutive_failures"`
+	Until    *string `json:"until"` // open: when a trial call is let through
 }
 
 func (h ServersHandler) withLive(s registry.Server) apiServer {
@@ -131,6 +142,14 @@ func (h ServersHandler) withLive(s registry.Server) apiServer {
 	if !snap.NextAttempt.IsZero() {
 		t := snap.NextAttempt.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		ls.NextAttempt = &t
+	}
+	if h.Router != nil {
+		b := h.Router.Breaker(s.ID)
+		ls.Circuit = &circuitState{State: b.State, Since: b.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Failures: b.Failures}
+		if !b.Until.IsZero() {
+			u := b.Until.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+			ls.Circuit.Until = &u
+		}
 	}
 	return apiServer{Server: s, Live: ls}
 }
@@ -226,6 +245,9 @@ func (h ServersHandler) APITest(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
+	// Read the body to its end: only then does the HTTP server watch the connection
+	// and end the request's context when the client goes away, which ends the attempt.
+	_, _ = io.Copy(io.Discard, c.Request().Body)
 	ctx := c.Request().Context()
 	p := in.patch()
 	id := c.Param("id")

@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -336,13 +338,22 @@ func (h ServersHandler) Test(c echo.Context) error {
 		pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
 		conn, err = h.Registry.PreviewConnection(ctx, id, pf.patch)
 	}
-	if err == nil {
+	htmx := c.Request().Header.Get("HX-Request") == "true"
+	if err == nil && htmx {
+		// In the background: the fragment shows its progress and a Cancel button, and
+		// polls until it ends (a page that stops polling abandons it).
+		if err = h.Registry.AuditTest(ctx, ActorOf(c), id, conn); err == nil {
+			run := h.MCP.StartTest(conn, PrincipalOf(c).User.ID)
+			return render(c, http.StatusOK, views.ServerTestRunning(h.testRunView(run.ID, run.Progress(h.MCP.TestTimeout()))))
+		}
+	}
+	if err == nil && !htmx {
 		var r mcpclient.TestResult
 		if r, err = h.testConnection(c, id, conn); err == nil {
 			result = testView(r)
 		}
 	}
-	if c.Request().Header.Get("HX-Request") == "true" {
+	if htmx {
 		if fe, ok := formErrors(err); ok {
 			result = &views.ServerTest{Error: "fix the form first: " + strings.Join(fieldMessages(fe), "; ")}
 		} else if err != nil {
@@ -362,6 +373,40 @@ func fieldMessages(fe views.FormErrors) []string {
 		out = append(out, k+" "+fe[k])
 	}
 	return out
+}
+
+func (h ServersHandler) testRunView(id string, p mcpclient.TestProgress) views.ServerTestRun {
+	return views.ServerTestRun{ID: id, Step: p.Step, ElapsedS: int(p.Elapsed.Seconds()), LimitS: int(p.Limit.Seconds())}
+}
+
+// TestProgress is the fragment of a connection test running in the background: its
+// step while it runs (polled), its result once it ended.
+func (h ServersHandler) TestProgress(c echo.Context) error {
+	run, ok := h.MCP.TestRunOf(c.Param("run"), PrincipalOf(c).User.ID)
+	if !ok {
+		return render(c, http.StatusOK, views.ServerTestResult(&views.ServerTest{Error: "this test is over and its result is gone; test again"}))
+	}
+	p := run.Progress(h.MCP.TestTimeout())
+	if p.Done {
+		return render(c, http.StatusOK, views.ServerTestResult(testView(p.Result)))
+	}
+	return render(c, http.StatusOK, views.ServerTestRunning(h.testRunView(run.ID, p)))
+}
+
+// TestCancel stops a connection test running in the background and shows its result.
+func (h ServersHandler) TestCancel(c echo.Context) error {
+	run, ok := h.MCP.TestRunOf(c.Param("run"), PrincipalOf(c).User.ID)
+	if !ok {
+		return render(c, http.StatusOK, views.ServerTestResult(nil))
+	}
+	run.Cancel()
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
+	defer cancel()
+	r, err := run.Wait(ctx)
+	if err != nil {
+		return render(c, http.StatusOK, views.ServerTestResult(&views.ServerTest{Error: "cancelled"}))
+	}
+	return render(c, http.StatusOK, views.ServerTestResult(testView(r)))
 }
 
 func testView(r mcpclient.TestResult) *views.ServerTest {

@@ -44,6 +44,13 @@ func (h ServersHandler) Show(c echo.Context) error {
 	snap := h.MCP.Snapshot(s.ID)
 	v.Stderr = snap.Stderr
 	v.BreakerOpen = snap.BreakerOpen
+	if h.Router != nil {
+		b := h.Router.Breaker(s.ID)
+		v.Circuit = views.CircuitView{State: b.State, Since: b.Since, Failures: b.Failures}
+		if !b.Until.IsZero() {
+			v.Circuit.Until = &b.Until
+		}
+	}
 	if !snap.NextAttempt.IsZero() {
 		v.NextAttempt = &snap.NextAttempt
 	}

@@ -119,6 +119,14 @@ type ServerTest struct {
 	Stderr     []string
 }
 
+// ServerTestRun is a connection test running in the background.
+type ServerTestRun struct {
+	ID       string
+	Step     string
+	ElapsedS int
+	LimitS   int
+}
+
 // HealthRow is one health check.
 type HealthRow struct {
 	At        time.Time
@@ -181,8 +189,19 @@ type ServerPage struct {
 	Template      string // a template server's YAML
 	NextAttempt   *time.Time
 	BreakerOpen   bool
+	// Circuit is the state of the server's call circuit (router.BreakerState).
+	Circuit CircuitView
 	// Confinement says how a stdio server's process is confined (docs/security.md).
 	Confinement string
+}
+
+// CircuitView is a server's call circuit: closed, open or half-open, since when,
+// the failed calls in a row, and (open) when a trial call is let through.
+type CircuitView struct {
+	State    string
+	Since    time.Time
+	Failures uint32
+	Until    *time.Time
 }
 
 func statusLabel(s string) string {

@@ -1,10 +1,14 @@
 package web
 
 import (
+	"time"
+
 	"github.com/labstack/echo/v4"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/toolwarden/toolwarden/services/router"
 )
 
 // metrics is the server's Prometheus registry (not the global one: no globals).
@@ -15,7 +19,47 @@ type metrics struct {
 	wsConns  prometheus.GaugeFunc
 }
 
-func newMetrics(liveClients func() float64) *metrics {
+// circuitCollector exports every server's call circuit (router.Breakers) when scraped:
+// toolwarden_server_circuit_state is 0 closed, 1 half-open, 2 open; the failures are
+// the failed calls in a row; the seconds are how long it has been in that state.
+type circuitCollector struct {
+	rt                     *router.Router
+	state, failures, since *prometheus.Desc
+}
+
+func newCircuitCollector(rt *router.Router) *circuitCollector {
+	return &circuitCollector{rt: rt,
+		state: prometheus.NewDesc("toolwarden_server_circuit_state",
+			"Call circuit of each server: 0 closed, 1 half-open, 2 open.", []string{"server", "server_id"}, nil),
+		failures: prometheus.NewDesc("toolwarden_server_circuit_failures",
+			"Failed calls in a row to each server (the circuit opens at the router's limit).", []string{"server", "server_id"}, nil),
+		since: prometheus.NewDesc("toolwarden_server_circuit_state_seconds",
+			"Seconds each server's call circuit has been in its current state.", []string{"server", "server_id"}, nil),
+	}
+}
+
+func (c *circuitCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.state
+	ch <- c.failures
+	ch <- c.since
+}
+
+func (c *circuitCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range c.rt.Breakers() {
+		v := 0.0
+		switch b.State {
+		case router.CircuitHalfOpen:
+			v = 1
+		case router.CircuitOpen:
+			v = 2
+		}
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, v, b.Server, b.ServerID)
+		ch <- prometheus.MustNewConstMetric(c.failures, prometheus.GaugeValue, float64(b.Failures), b.Server, b.ServerID)
+		ch <- prometheus.MustNewConstMetric(c.since, prometheus.GaugeValue, time.Since(b.Since).Seconds(), b.Server, b.ServerID)
+	}
+}
+
+func newMetrics(liveClients func() float64, rt *router.Router) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolwarden_http_requests_total", Help: "HTTP requests by method, route and status.",
@@ -29,6 +73,9 @@ func newMetrics(liveClients func() float64) *metrics {
 	}, liveClients)
 	m.reg.MustRegister(m.requests, m.duration, m.wsConns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if rt != nil {
+		m.reg.MustRegister(newCircuitCollector(rt))
+	}
 	return m
 }
 

@@ -27,7 +27,7 @@ func (s *Server) routes() []Route {
 	users := handlers.UsersHandler{Shell: shell, Auth: d.Auth}
 	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth, Proxies: d.TrustedProxies}
 	health := handlers.HealthHandler{Logger: d.Logger, System: d.System}
-	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP}
+	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP, Router: d.Router}
 	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry}
 	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}
 	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage}
@@ -69,6 +69,8 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/servers/import", auth.PermServerCreate, importExport.ImportPreview},
 		{http.MethodPost, "/servers/import/apply", auth.PermServerCreate, importExport.ImportApply},
 		{http.MethodPost, "/servers/test", auth.PermServerCreate, servers.Test},
+		{http.MethodGet, "/servers/test/runs/:run", auth.PermServerCreate, servers.TestProgress},
+		{http.MethodPost, "/servers/test/runs/:run/cancel", auth.PermServerCreate, servers.TestCancel},
 		{http.MethodGet, "/servers/:id", auth.PermServerView, servers.Show},
 		{http.MethodPost, "/servers/:id", auth.PermServerEdit, servers.Update},
 		{http.MethodGet, "/servers/:id/edit", auth.PermServerEdit, servers.Edit},

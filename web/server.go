@@ -41,7 +41,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	if deps.LiveClients == nil {
 		deps.LiveClients = s.hub.count
 	}
-	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) })
+	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) }, deps.Router)
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientIP(deps.TrustedProxies, log)

@@ -544,7 +544,7 @@ func TestServerForms(t *testing.T) {
 	// whole form with the result in it.
 	tf := httpForm("probe", up.URL())
 	res = svPost(t, srv, admin, "/servers/test", tf, map[string]string{"HX-Request": "true"})
-	frag := bodyString(t, res)
+	frag := settleTest(t, srv, admin, bodyString(t, res))
 	if res.StatusCode != http.StatusOK || strings.Contains(strings.ToLower(frag), "<html") ||
 		!strings.HasPrefix(strings.TrimSpace(frag), `<div id="test-result"`) || !strings.Contains(frag, `data-testid="test-ok"`) ||
 		!strings.Contains(frag, "5 tools") {
@@ -552,7 +552,7 @@ func TestServerForms(t *testing.T) {
 	}
 	tf.Set("url", refusedAddress(t))
 	res = svPost(t, srv, admin, "/servers/test", tf, map[string]string{"HX-Request": "true"})
-	frag = bodyString(t, res)
+	frag = settleTest(t, srv, admin, bodyString(t, res))
 	if res.StatusCode != http.StatusOK || !strings.Contains(frag, `data-testid="test-failed"`) || !strings.Contains(frag, "connection refused") {
 		t.Errorf("htmx test of a dead address: got %d %s, want a test-failed panel saying connection refused", res.StatusCode, frag)
 	}

@@ -51,8 +51,10 @@ type hub struct {
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
-	mu     sync.Mutex
-	cache  map[int64][]byte // rendered fragment by event id: rendered once, sent to all
+	mu sync.Mutex
+	// cache holds each event's fragment, rendered and framed (compressed, for clients
+	// that negotiated compression) once and written to every client as the same bytes.
+	cache  map[int64]*websocket.PreparedMessage
 	order  []int64
 	conns  map[*websocket.Conn]struct{}
 	closed bool
@@ -60,7 +62,7 @@ type hub struct {
 
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
-		cache: map[int64][]byte{}, conns: map[*websocket.Conn]struct{}{}}
+		cache: map[int64]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}}
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -281,17 +283,25 @@ func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) b
 		h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
 		return true // skip it; the cursor moves on with the next one
 	}
-	return h.write(conn, frag) == nil
+	_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+	return conn.WritePreparedMessage(frag) == nil
 }
 
-func (h *hub) fragment(ctx context.Context, ev events.Event) ([]byte, error) {
+// fragment is ev's message: rendered once for all clients, and framed once per kind of
+// connection (with or without compression) however many clients it goes to, so an idle
+// page costs a write, not a render and a compression, per event.
+func (h *hub) fragment(ctx context.Context, ev events.Event) (*websocket.PreparedMessage, error) {
 	h.mu.Lock()
 	b, ok := h.cache[ev.ID]
 	h.mu.Unlock()
 	if ok {
 		return b, nil
 	}
-	b, err := h.live.Render(ctx, ev)
+	raw, err := h.live.Render(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	b, err = websocket.NewPreparedMessage(websocket.TextMessage, raw)
 	if err != nil {
 		return nil, err
 	}

@@ -16,12 +16,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
 func TestMain(m *testing.M) {
+	// The fault tests run this test binary as a real toolwarden process (see startServe).
+	if os.Getenv(asToolwardenEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	// ... and as a stdio MCP server that such a process starts.
+	mcptest.Main()
 	// Tests create throwaway clusters: durability does not matter.
 	os.Setenv("TOOLWARDEN_TEST_FAST_DB", "1")
 	dbtest.Main(m)

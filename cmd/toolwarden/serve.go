@@ -42,6 +42,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		"the longest a template tool's command or HTTP request may run, whatever its template says; at most "+template.MaxTimeout.String()+" (env TOOLWARDEN_TEMPLATE_MAX_TIMEOUT)")
 	builtinRoot := fs.String("builtin-root", envOr("TOOLWARDEN_BUILTIN_ROOT", ""), "where the built-in file and terminal tools keep each conversation's workspace (<root>/<conversation_id>); they never reach outside it. Default <data-dir>/workspaces (env TOOLWARDEN_BUILTIN_ROOT)")
 	hold := fs.String("mcp-hold", envOr("TOOLWARDEN_MCP_HOLD", "50s"), "how long a call through /mcp that needs approval waits for the decision before it answers that it is pending; keep it under the client's call timeout, often 60s (env TOOLWARDEN_MCP_HOLD)")
+	testTimeout := fs.String("test-connection-timeout", envOr("TOOLWARDEN_TEST_CONNECTION_TIMEOUT", "10s"), "the longest a \"Test connection\" attempt may take, from start to the tool list; a server's own shorter timeout wins (env TOOLWARDEN_TEST_CONNECTION_TIMEOUT)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	cpKey := checkpointKeyFlag(fs)
 	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
@@ -60,6 +61,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mcpHold, err := time.ParseDuration(*hold)
 	if err != nil || mcpHold < time.Second || mcpHold > 10*time.Minute {
 		fmt.Fprintf(stderr, "toolwarden serve: --mcp-hold: %q is not a duration between 1s and 10m, such as 50s\n", *hold)
+		return errUsage
+	}
+	testBound, err := time.ParseDuration(*testTimeout)
+	if err != nil || testBound < time.Second || testBound > 5*time.Minute {
+		fmt.Fprintf(stderr, "toolwarden serve: --test-connection-timeout: %q is not a duration between 1s and 5m, such as 10s\n", *testTimeout)
 		return errUsage
 	}
 	switch c.Confine = *confineMode; c.Confine {
@@ -85,6 +91,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := os.MkdirAll(c.DataDir, 0o711); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	// One serve per data dir, held until this process ends (docs/operations.md).
+	lock, err := lockDataDir(c.DataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
 	keys, err := openKeyring(c)
 	if err != nil {
 		return err
@@ -107,7 +119,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Keys: keys, Logger: log, Version: version, StartedAt: start, AdminPassword: c.AdminPassword,
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
 		MCP: mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
-			MaxMessageBytes: c.MaxMessageSize, TemplateMaxTimeout: c.TemplateMaxTimeout},
+			MaxMessageBytes: c.MaxMessageSize, TemplateMaxTimeout: c.TemplateMaxTimeout,
+			ProcessDir: filepath.Join(c.DataDir, "run", "stdio"), TestTimeout: testBound},
 		Router:      router.Options{UserRate: c.RateLimit},
 		Gateway:     gateway.Options{Hold: mcpHold},
 		BuiltinRoot: orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces")),

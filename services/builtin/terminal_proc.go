@@ -1,104 +1,38 @@
 package builtin
 
 import (
-	"bytes"
-	"encoding/json"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 )
 
 // Processes a terminal starts run in a session of their own (Setsid): a session
 // and everything it started, background jobs in process groups of their own
 // included, share its session id, so killing by session id leaves no orphans.
 // Each carries markerEnv in its environment, and its session is recorded in a file
-// under <root>/.terminals, so that after a crash the next start kills what is still
+// under <root>/.terminals (package proctrack, which stdio MCP servers share), so that after a crash the next start kills what is still
 // running, and only what is provably ours.
 
 // markerEnv is the environment variable that marks a terminal's processes.
 const markerEnv = "TOOLWARDEN_TERMINAL"
 
-// record is what the file of one running session says.
-type record struct {
-	SID     int       `json:"sid"`
-	Marker  string    `json:"marker"`
-	Started time.Time `json:"started"`
-}
+// record is what the file of one running session says (its SID set).
+type record = proctrack.Record
 
 // recordDir is where running sessions are recorded.
 func recordDir(root string) string { return filepath.Join(root, ".terminals") }
 
-func writeRecord(root string, r record) error {
-	dir := recordDir(root)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	b, _ := json.Marshal(r)
-	return os.WriteFile(filepath.Join(dir, strconv.Itoa(r.SID)+".json"), b, 0o600)
-}
+func writeRecord(root string, r record) error { return proctrack.Write(recordDir(root), r) }
 
-func removeRecord(root string, sid int) {
-	_ = os.Remove(filepath.Join(recordDir(root), strconv.Itoa(sid)+".json"))
-}
+func removeRecord(root string, sid int) { proctrack.Remove(recordDir(root), sid) }
 
 // sessionMembers are the processes whose session id is sid.
-func sessionMembers(sid int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if s, ok := sessionOf(pid); ok && s == sid {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// sessionOf reads a process's session id from /proc/<pid>/stat.
-func sessionOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	// after "(comm) ": state ppid pgrp session
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 4 {
-		return 0, false
-	}
-	if f[0] == "Z" { // a zombie is already dead; its parent reaps it
-		return 0, false
-	}
-	s, err := strconv.Atoi(f[3])
-	return s, err == nil
-}
+func sessionMembers(sid int) []int { return proctrack.SessionMembers(sid) }
 
 // marked reports whether process pid carries marker in its environment.
-func marked(pid int, marker string) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return false
-	}
-	want := []byte(markerEnv + "=" + marker)
-	for _, kv := range bytes.Split(b, []byte{0}) {
-		if bytes.Equal(kv, want) {
-			return true
-		}
-	}
-	return false
-}
+func marked(pid int, marker string) bool { return proctrack.Marked(pid, markerEnv, marker) }
 
 // signalSession sends sig to every process of session sid (only those that carry
 // marker, when marker is not ""), and reports how many it signalled. While the
@@ -152,32 +86,5 @@ func endSession(sid int, marker string, grace time.Duration, exited <-chan struc
 // recorded session that carries the session's marker. A process that only reuses a
 // recorded id is left alone. It reports how many processes it killed.
 func CleanupOrphans(root string) (int, error) {
-	dir := recordDir(root)
-	ents, err := os.ReadDir(dir)
-	if os.IsNotExist(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	killed := 0
-	for _, e := range ents {
-		p := filepath.Join(dir, e.Name())
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var r record
-		if json.Unmarshal(b, &r) != nil || r.SID <= 1 || r.Marker == "" {
-			_ = os.Remove(p)
-			continue
-		}
-		for _, pid := range sessionMembers(r.SID) {
-			if marked(pid, r.Marker) && syscall.Kill(pid, syscall.SIGKILL) == nil {
-				killed++
-			}
-		}
-		_ = os.Remove(p)
-	}
-	return killed, nil
+	return proctrack.Cleanup(recordDir(root), markerEnv)
 }

@@ -52,10 +52,12 @@ type Cluster struct {
 	opts   ClusterOptions
 	log    *slog.Logger
 
-	mu    sync.Mutex
-	cmd   *exec.Cmd // nil when this process did not start postgres
-	done  chan struct{}
-	owned bool
+	mu      sync.Mutex
+	cmd     *exec.Cmd // nil when this process did not start postgres
+	done    chan struct{}
+	owned   bool
+	stopped bool         // Stop was called: the supervisor must not start it again
+	state   ClusterState // the supervisor's view (Supervise)
 }
 
 // DataDir is where the cluster's files live.
@@ -322,10 +324,10 @@ func (c *Cluster) start(ctx context.Context, cred *syscall.Credential) error {
 			log, _ := os.ReadFile(logPath)
 			return fmt.Errorf("db: postgres exited during start-up (log %s):\n%s", logPath, lastLines(log, 20))
 		case <-ctx.Done():
-			c.Stop()
+			c.shutdown()
 			return fmt.Errorf("db: waiting for postgres: %w", ctx.Err())
 		case <-deadline.C:
-			c.Stop()
+			c.shutdown()
 			return fmt.Errorf("db: postgres did not accept connections within 60s (log %s)", logPath)
 		case <-tick.C:
 		}
@@ -401,6 +403,14 @@ func ensureAppRole(ctx context.Context, conn *pgx.Conn) error {
 // Stop shuts postgres down (fast shutdown: open transactions roll back) if this process
 // started it, and waits for it to exit. It is safe to call more than once.
 func (c *Cluster) Stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.shutdown()
+}
+
+// shutdown stops the postgres this process started, if any.
+func (c *Cluster) shutdown() {
 	c.mu.Lock()
 	cmd, done := c.cmd, c.done
 	c.cmd, c.owned = nil, false

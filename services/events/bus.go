@@ -39,8 +39,13 @@ type Bus struct {
 	// origin marks the NOTIFYs of events this bus delivers itself (PublishBatch).
 	origin string
 
-	mu        sync.Mutex
-	subs      map[*Subscription]struct{}
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
+	// byTopic indexes subs by the topics they follow (all: those following every
+	// topic), so an event costs nothing for the subscribers that do not follow its
+	// topic: a thousand open dashboards must not slow down every tool call's event.
+	byTopic   map[string]map[*Subscription]struct{}
+	all       map[*Subscription]struct{}
 	lastID    int64
 	listening bool
 	ready     chan struct{}
@@ -54,7 +59,7 @@ func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
 	if opts.Local != nil && opts.Local.pool != pool {
 		panic("events: a bus joins the Local of the pool it reads")
 	}
-	b := &Bus{pool: pool, log: opts.Logger, buffer: opts.Buffer, local: opts.Local, subs: map[*Subscription]struct{}{},
+	b := &Bus{pool: pool, log: opts.Logger, buffer: opts.Buffer, local: opts.Local, subs: map[*Subscription]struct{}{}, byTopic: map[string]map[*Subscription]struct{}{}, all: map[*Subscription]struct{}{},
 		ready: make(chan struct{}), origin: rand.Text()[:12]}
 	if b.log == nil {
 		b.log = slog.Default()
@@ -152,7 +157,7 @@ func (b *Bus) Subscribe(topics ...string) *Subscription {
 	ch := make(chan Event, b.buffer)
 	s := &Subscription{C: ch, c: ch, topics: slices.Clone(topics), bus: b}
 	b.mu.Lock()
-	b.subs[s] = struct{}{}
+	b.addLocked(s)
 	b.mu.Unlock()
 	return s
 }
@@ -165,7 +170,7 @@ func (b *Bus) Subscribe(topics ...string) *Subscription {
 func (b *Bus) Watch(fn func(Event), topics ...string) *Subscription {
 	s := &Subscription{fn: fn, topics: slices.Clone(topics), bus: b}
 	b.mu.Lock()
-	b.subs[s] = struct{}{}
+	b.addLocked(s)
 	b.mu.Unlock()
 	return s
 }
@@ -182,7 +187,19 @@ func (s *Subscription) closeLocked() {
 		return
 	}
 	s.closed = true
-	delete(s.bus.subs, s)
+	b := s.bus
+	delete(b.subs, s)
+	if len(s.topics) == 0 {
+		delete(b.all, s)
+	}
+	for _, t := range s.topics {
+		if m := b.byTopic[t]; m != nil {
+			delete(m, s)
+			if len(m) == 0 {
+				delete(b.byTopic, t)
+			}
+		}
+	}
 	if s.c != nil {
 		close(s.c)
 	}
@@ -195,8 +212,20 @@ func (s *Subscription) Dropped() bool {
 	return s.dropped
 }
 
-func (s *Subscription) wants(topic string) bool {
-	return len(s.topics) == 0 || slices.Contains(s.topics, topic)
+// addLocked registers s and indexes it by its topics.
+func (b *Bus) addLocked(s *Subscription) {
+	b.subs[s] = struct{}{}
+	if len(s.topics) == 0 {
+		b.all[s] = struct{}{}
+	}
+	for _, t := range s.topics {
+		m := b.byTopic[t]
+		if m == nil {
+			m = map[*Subscription]struct{}{}
+			b.byTopic[t] = m
+		}
+		m[s] = struct{}{}
+	}
 }
 
 // Subscribers is the number of live subscriptions.
@@ -378,20 +407,22 @@ func (b *Bus) dispatchLocked(evs []Event) {
 			continue
 		}
 		b.lastID = ev.ID
-		for s := range b.subs {
-			if !s.wants(ev.Topic) {
-				continue
-			}
-			if s.fn != nil {
-				s.fn(ev)
-				continue
-			}
-			select {
-			case s.c <- ev:
-			default:
-				s.dropped = true
-				s.closeLocked()
-				b.log.Warn("events: dropped a subscriber that fell behind", "topics", s.topics)
+		for _, set := range [2]map[*Subscription]struct{}{b.byTopic[ev.Topic], b.all} {
+			for s := range set {
+				if s.closed {
+					continue
+				}
+				if s.fn != nil {
+					s.fn(ev)
+					continue
+				}
+				select {
+				case s.c <- ev:
+				default:
+					s.dropped = true
+					s.closeLocked() // deleting from the map being ranged over is allowed
+					b.log.Warn("events: dropped a subscriber that fell behind", "topics", s.topics)
+				}
 			}
 		}
 	}

@@ -197,6 +197,7 @@ func (c *conn) run() {
 		c.mu.Lock()
 		c.sess, c.nextAttempt = s, time.Time{}
 		c.mu.Unlock()
+		c.m.connected(c.cfg.ServerID)
 		c.setStatus(ctx, registry.StatusConnected, "", serverInfo(s.cs))
 		c.m.log.Info("mcpclient: connected", "server", c.cfg.Name)
 		c.requestDiscovery("connect")
@@ -251,6 +252,7 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.m.track(ep)
 	client := c.m.newClient(func() { c.requestDiscovery("list_changed") })
 	cs, cancel, err := connect(ctx, client, ep, c.cfg.Timeout)
 	if err != nil {
@@ -306,6 +308,9 @@ func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) st
 		}
 		cancel()
 		if err == nil {
+			// The server answers: whatever made calls fail is over (an HTTP server that
+			// restarted behind the same session), so the hooks close its call circuit.
+			c.m.connected(c.cfg.ServerID)
 			return ""
 		}
 		// A ping that got no answer within the timeout is not tried again: a hung server

@@ -7,6 +7,7 @@ package mcpclient
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -63,6 +65,14 @@ type Options struct {
 	// Builtin serves the server of type builtin (services/builtin), in-process; nil:
 	// that server cannot connect.
 	Builtin *mcp.Server
+	// TestTimeout bounds a whole "Test connection" attempt (start, initialize, ping,
+	// list tools); a server's own shorter timeout wins. Default 10 s.
+	TestTimeout time.Duration
+	// ProcessDir, when set, is where the process group of every running stdio server is
+	// recorded (package proctrack; serve uses <data-dir>/run/stdio): Run first kills
+	// the groups a previous run left behind (it was killed before it could stop its
+	// servers, and what they started lives on). "": nothing is recorded.
+	ProcessDir string
 }
 
 func (o *Options) withDefaults() Options {
@@ -100,6 +110,9 @@ func (o *Options) withDefaults() Options {
 	if out.Version == "" {
 		out.Version = "dev"
 	}
+	if out.TestTimeout <= 0 {
+		out.TestTimeout = 10 * time.Second
+	}
 	return out
 }
 
@@ -126,13 +139,38 @@ type Manager struct {
 	// registration cannot replace the session a newer one started.
 	refreshing map[string]*sync.Mutex
 	progress   progressRoutes
+	onConnect  []func(serverID string)
+	marker     string // this run's value of ServerMarkerEnv (ProcessDir only)
+	tests      testRuns
 }
 
 // New returns a manager over the registry.
 func New(reg *registry.Service, opts *Options) *Manager {
 	o := opts.withDefaults()
 	return &Manager{reg: reg, opts: o, log: o.Logger, confiner: confine.New(o.Confine), conns: map[string]*conn{},
-		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}}
+		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}, marker: "run-" + rand.Text()}
+}
+
+// ServerMarkerEnv marks the processes of stdio servers (and what they start) with this
+// run's marker when Options.ProcessDir is set, so a later run kills only what is
+// provably ours.
+const ServerMarkerEnv = "TOOLWARDEN_SERVER_RUN"
+
+// track records a stdio endpoint's process group in ProcessDir while it runs.
+func (m *Manager) track(ep *endpoint) {
+	dir := m.opts.ProcessDir
+	ct, ok := ep.transport.(*commandTransport)
+	if dir == "" || !ok || ep.cmd == nil {
+		return
+	}
+	ep.cmd.Env = append(ep.cmd.Env, ServerMarkerEnv+"="+m.marker)
+	ct.onStart = func(pid int) {
+		// Setpgid: the server's pid is its group's id.
+		if err := proctrack.Write(dir, proctrack.Record{PGID: pid, Marker: m.marker, Started: time.Now()}); err != nil {
+			m.log.Warn("mcpclient: record a stdio server's process group", "dir", dir, "err", err)
+		}
+	}
+	ep.untrack = func(pid int) { proctrack.Remove(dir, pid) }
 }
 
 // templateOptions are how template servers run their tools.
@@ -150,6 +188,13 @@ func (m *Manager) Confinement() string {
 // Run starts a session for every enabled server and keeps them until ctx ends; then it
 // closes every session, stops every stdio process and marks the servers disconnected.
 func (m *Manager) Run(ctx context.Context) error {
+	if dir := m.opts.ProcessDir; dir != "" {
+		if n, err := proctrack.Cleanup(dir, ServerMarkerEnv); err != nil {
+			m.log.Warn("mcpclient: clean up after the previous run", "dir", dir, "err", err)
+		} else if n > 0 {
+			m.log.Warn("mcpclient: killed processes of stdio servers a previous run left running", "processes", n)
+		}
+	}
 	m.mu.Lock()
 	m.ctx = ctx
 	m.mu.Unlock()
@@ -342,6 +387,27 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	}
 	m.Refresh(ctx, id)
 	return nil
+}
+
+// OnConnect registers f to run each time a session of a server opens (the first
+// connect, a reconnect after a crash, a person's Reconnect), before the server is
+// marked connected, and each time a health check of a live session passes. The router
+// closes the server's call circuit there: a server that is back must not stay cut off
+// for the rest of a cooldown it no longer needs.
+func (m *Manager) OnConnect(f func(serverID string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.onConnect = append(m.onConnect, f)
+}
+
+// connected runs the OnConnect hooks for server id.
+func (m *Manager) connected(id string) {
+	m.mu.Lock()
+	hooks := m.onConnect
+	m.mu.Unlock()
+	for _, f := range hooks {
+		f(id)
+	}
 }
 
 // Snapshot is the live state of one server's session.

@@ -24,6 +24,7 @@ type commandTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration // Close waits this long after closing stdin, then after SIGTERM
 	lim       msgLimit
+	onStart   func(pid int) // when set, called once the process runs (Manager.track)
 }
 
 // Connect starts the command and connects to it over its standard input and output.
@@ -38,6 +39,9 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	}
 	if err := t.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("mcpclient: start: %w", err)
+	}
+	if t.onStart != nil {
+		t.onStart(t.cmd.Process.Pid)
 	}
 	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate}
 	// The reader's Close does nothing: the session ends by closing stdin (process.Close),

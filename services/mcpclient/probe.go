@@ -2,6 +2,8 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -20,8 +22,30 @@ type TestResult struct {
 }
 
 // Test opens a throwaway session with cfg, runs the health probe and lists the tools,
-// then closes it. Nothing is stored: this is "Test connection" before Save.
+// then closes it. Nothing is stored: this is "Test connection" before Save. The whole
+// attempt ends after Options.TestTimeout (or the server's own timeout, when shorter), or
+// when ctx ends (the person cancelled, or closed the page).
 func (m *Manager) Test(ctx context.Context, cfg registry.Connection) TestResult {
+	return m.test(ctx, cfg, func(string) {})
+}
+
+// Steps of a connection test, as progress reports them.
+const (
+	StepStarting   = "starting the server"
+	StepConnecting = "connecting and initializing"
+	StepPinging    = "checking health (ping)"
+	StepListing    = "listing tools"
+)
+
+func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(string)) TestResult {
+	bound := m.opts.TestTimeout
+	if cfg.Timeout > 0 && cfg.Timeout < bound {
+		bound = cfg.Timeout
+	}
+	cfg.Timeout = bound
+	ctx, cancelAll := context.WithTimeout(ctx, bound)
+	defer cancelAll()
+	parent := ctx
 	stderr := newLineBuffer(50, 2048)
 	redact := redactor(cfg)
 	stderr.setRedact(redact)
@@ -29,14 +53,26 @@ func (m *Manager) Test(ctx context.Context, cfg registry.Connection) TestResult 
 	fail := func(err error) TestResult {
 		res.OK = false
 		res.Error = redact(err.Error())
+		if parent.Err() != nil && !errors.Is(err, ErrTimeout) {
+			if errors.Is(parent.Err(), context.DeadlineExceeded) {
+				res.Error = fmt.Sprintf("no complete answer within %s (the test's limit): %s", bound, res.Error)
+			} else {
+				res.Error = "cancelled: " + res.Error
+			}
+		}
 		res.Stderr = stderr.Lines()
 		return res
+	}
+	if cfg.Type == registry.TypeStdio {
+		step(StepStarting)
 	}
 	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin)
 	if err != nil {
 		return fail(err)
 	}
+	m.track(ep)
 	start := time.Now()
+	step(StepConnecting)
 	cs, cancel, err := connect(ctx, m.newClient(nil), ep, cfg.Timeout)
 	if err != nil {
 		return fail(err)
@@ -45,11 +81,13 @@ func (m *Manager) Test(ctx context.Context, cfg registry.Connection) TestResult 
 	defer s.close()
 	res.ConnectMS = ms(time.Since(start))
 	res.Info = *serverInfo(cs)
+	step(StepPinging)
 	lat, err := probe(ctx, cs, cfg.Timeout)
 	if err != nil {
 		return fail(err)
 	}
 	res.LatencyMS = ms(lat)
+	step(StepListing)
 	lctx, lcancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer lcancel()
 	tools, _, err := listTools(lctx, cs, m.opts.MaxPages, nil)

@@ -54,6 +54,7 @@ type endpoint struct {
 	builtin   bool               // the built-in server: calls carry who calls (CallMeta)
 	inproc    *mcp.ServerSession // template only: the server side of the in-memory session
 	pipe      net.Conn           // template only: the server's end of the pipe between them
+	untrack   func(pid int)      // stdio with Options.ProcessDir: drops the group's record
 	closeOnce sync.Once
 }
 
@@ -162,6 +163,9 @@ func (e *endpoint) cleanup() {
 			// Negative pid: the whole process group. ESRCH (already gone) is fine.
 			// The session reaps the server itself when it closes (process.Close).
 			_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+			if e.untrack != nil {
+				e.untrack(e.cmd.Process.Pid)
+			}
 		}
 		if e.http != nil {
 			e.http.CloseIdleConnections()

@@ -43,7 +43,7 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 		}
 		rec.progress(pr)
 	}
-	cb := r.breaker(e.t.ServerID)
+	cb := r.breaker(e.t.ServerID, e.t.Server).cb
 	attempts := 0
 	op := func() (*mcp.CallToolResult, error) {
 		attempts++
@@ -121,25 +121,6 @@ func (r *Router) waitConnected(ctx context.Context, e *entry) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func (r *Router) breaker(serverID string) *gobreaker.CircuitBreaker[*mcp.CallToolResult] {
-	if cb, ok := r.breakers.Load(serverID); ok {
-		return cb.(*gobreaker.CircuitBreaker[*mcp.CallToolResult])
-	}
-	limit := r.opts.BreakerFailures
-	cb := gobreaker.NewCircuitBreaker[*mcp.CallToolResult](gobreaker.Settings{
-		Name: serverID, Timeout: r.opts.BreakerCooldown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
-		// A caller that gave up, a call that timed out, or an answer over the size cap
-		// (the session read past it and goes on) says nothing about the server's health.
-		IsSuccessful: func(err error) bool {
-			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge)
-		},
-	})
-	got, _ := r.breakers.LoadOrStore(serverID, cb)
-	return got.(*gobreaker.CircuitBreaker[*mcp.CallToolResult])
 }
 
 // checkOutput validates structured content against the tool's output schema (a tool

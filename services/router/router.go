@@ -127,7 +127,8 @@ type Router struct {
 	rec   *recorder
 	dec   *decide.Service
 
-	breakers sync.Map // server id → *gobreaker.CircuitBreaker[*mcp.CallToolResult]
+	breakers sync.Map // server id → *callBreaker
+	started  time.Time
 
 	mu      sync.Mutex
 	runtime map[string]*Runtime // tool id → live state
@@ -142,8 +143,13 @@ func New(pool *pgxpool.Pool, ts *tools.Service, m *mcpclient.Manager, opts *Opti
 	if dec == nil {
 		dec = decide.New(pool, auth.New(pool, &auth.Options{Logger: o.Logger, Local: o.Local}))
 	}
-	return &Router{tools: ts, mcp: m, opts: o, log: o.Logger, cache: newCache(o.Bus != nil), users: newLimiters(max(o.UserRate, 0)),
-		rec: newRecorder(pool, o.Local.Beginner(pool), o.Bus, o.Logger, o.MaxBatch), dec: dec, runtime: map[string]*Runtime{}, touched: map[string]time.Time{}}
+	r := &Router{tools: ts, mcp: m, opts: o, log: o.Logger, cache: newCache(o.Bus != nil), users: newLimiters(max(o.UserRate, 0)),
+		rec: newRecorder(pool, o.Local.Beginner(pool), o.Bus, o.Logger, o.MaxBatch), dec: dec, runtime: map[string]*Runtime{}, touched: map[string]time.Time{},
+		started: time.Now()}
+	if m != nil {
+		m.OnConnect(r.resetBreaker)
+	}
+	return r
 }
 
 // Run writes call records and follows change events until ctx ends; then it writes

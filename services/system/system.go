@@ -14,6 +14,7 @@ import (
 type Service struct {
 	pool     *pgxpool.Pool
 	embedded bool
+	cluster  *db.Cluster // the embedded cluster Health reports on (Supervised)
 }
 
 // New is a Service on pool; embedded says whether it is the embedded cluster.

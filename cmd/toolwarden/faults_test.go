@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/proctrack"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+)
+
+// asToolwardenEnv makes the test binary run main() (TestMain): a real toolwarden
+// process, which these tests start, kill and start again.
+const asToolwardenEnv = "TW_TEST_RUN_AS_TOOLWARDEN"
+
+// syncBuffer is a bytes.Buffer a process writes while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serveProc is a `toolwarden serve` running as a process of its own.
+type serveProc struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error // Wait's, once done is closed
+}
+
+const testAdminPassword = "fault-test-admin-password"
+
+// launch starts `toolwarden serve --data-dir dir args...` and returns at once.
+func launch(t *testing.T, dir string, args ...string) *serveProc {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	all := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--ready-file", ready,
+		"--admin-password", testAdminPassword}, args...)
+	cmd := exec.Command(os.Args[0], all...)
+	cmd.Env = append(os.Environ(), asToolwardenEnv+"=1")
+	p := &serveProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = io.Discard, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	p.addr = ready // until ready: the file it is written to
+	return p
+}
+
+// startServe is launch, waiting until the server is ready.
+func startServe(t *testing.T, dir string, args ...string) *serveProc {
+	t.Helper()
+	p := launch(t, dir, args...)
+	ready := p.addr
+	p.addr = ""
+	deadline := time.Now().Add(90 * time.Second)
+	for p.addr == "" {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			p.addr = string(b)
+			break
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("serve exited early: %v\n%s", p.err, p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never became ready:\n%s", p.stderr.String())
+		}
+	}
+	return p
+}
+
+// kill sends sig and waits for the process to end.
+func (p *serveProc) kill(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(sig)
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not end after %v", sig)
+	}
+}
+
+// request makes an API request with the admin's token.
+func (p *serveProc) request(t *testing.T, token, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, rd)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+// adminToken creates an API token for admin through the CLI, against the running serve.
+func adminToken(t *testing.T, dir string) string {
+	t.Helper()
+	stdout, stderr, err := runCmd(t, "", "token", "create", "--data-dir", dir, "--user", "admin", "--name", "fault-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err != nil {
+		t.Fatalf("token create: %v\n%s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	return lines[len(lines)-1]
+}
+
+// A second serve on a data dir another serve runs on exits at once with a message
+// naming the data dir and the first one's pid, and starts nothing; the CLI's other
+// commands still work against the running one; once the first is gone (even killed),
+// serve starts again.
+func TestSecondServeRefused(t *testing.T) {
+	dir := dbtest.TempDir(t)
+	first := startServe(t, dir)
+	pgPID := postmasterPID(t, dir)
+
+	second := launch(t, dir)
+	select {
+	case <-second.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the second serve did not exit:\n%s", second.stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(second.err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("second serve: got %v, want exit status 1\n%s", second.err, second.stderr.String())
+	}
+	msg := second.stderr.String()
+	if !strings.Contains(msg, "data dir "+dir+" is in use") || !strings.Contains(msg, fmt.Sprintf("(pid %d)", first.cmd.Process.Pid)) {
+		t.Fatalf("second serve's message: got %q, want it to name %s and pid %d", msg, dir, first.cmd.Process.Pid)
+	}
+	if got := postmasterPID(t, dir); got != pgPID {
+		t.Fatalf("postmaster pid: got %d, want %d (the first serve's, untouched)", got, pgPID)
+	}
+	// The other commands attach to the running cluster.
+	if stdout, _, err := runCmd(t, "", "audit", "verify", "--data-dir", dir); err != nil || !strings.Contains(stdout, "audit chain OK") {
+		t.Fatalf("audit verify while serve runs: %v %s", err, stdout)
+	}
+	token := adminToken(t, dir)
+	if code, body := first.request(t, token, http.MethodGet, "/api/v1/servers", nil); code != http.StatusOK {
+		t.Fatalf("the first serve after the refusal: got %d %s", code, body)
+	}
+
+	// SIGKILL leaves no lock behind: the kernel releases it with the process.
+	first.kill(t, syscall.SIGKILL)
+	again := startServe(t, dir)
+	if code, body := again.request(t, "", http.MethodGet, "/healthz", nil); code != http.StatusOK {
+		t.Fatalf("healthz of the restarted serve: got %d %s", code, body)
+	}
+	again.kill(t, syscall.SIGTERM)
+	stopLeftoverCluster(t, dir)
+}
+
+// stopLeftoverCluster stops a postmaster a killed serve left running on dir.
+func stopLeftoverCluster(t *testing.T, dir string) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "pg", "data", "postmaster.pid"))
+	if err != nil {
+		return
+	}
+	pid, _ := strconv.Atoi(strings.SplitN(string(raw), "\n", 2)[0])
+	if pid > 0 {
+		_ = syscall.Kill(pid, syscall.SIGINT)
+		testkit.WaitFor(t, 30*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }, "postgres did not stop")
+	}
+}
+
+// enableTool waits for discovery to store the tool qualified, then enables it.
+func enableTool(t *testing.T, p *serveProc, token, qualified string) {
+	t.Helper()
+	var id string
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		server, _, _ := strings.Cut(qualified, "__")
+		code, body := p.request(t, token, http.MethodGet, "/api/v1/tools?limit=100&server="+server, nil)
+		var out struct {
+			Tools []struct {
+				ID            string `json:"id"`
+				QualifiedName string `json:"qualified_name"`
+				Status        string `json:"status"`
+			} `json:"tools"`
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &out) != nil {
+			return false
+		}
+		for _, tl := range out.Tools {
+			if tl.QualifiedName == qualified && tl.Status != "discovered" && tl.Status != "validating" {
+				id = tl.ID
+			}
+		}
+		return id != ""
+	}, "the tool "+qualified+" was never discovered")
+	if code, body := p.request(t, token, http.MethodPost, "/api/v1/tools/"+id+"/enable", map[string]any{}); code != http.StatusOK {
+		t.Fatalf("enable %s: got %d %s", qualified, code, body)
+	}
+}
+
+// healthOf returns /healthz's status code and body.
+func healthOf(t *testing.T, p *serveProc) (int, map[string]any) {
+	t.Helper()
+	code, body := p.request(t, "", http.MethodGet, "/healthz", nil)
+	var m map[string]any
+	_ = json.Unmarshal(body, &m)
+	return code, m
+}
+
+// The embedded PostgreSQL killed with SIGKILL under a running serve: /healthz says
+// 503 and names it, calls fail closed, then the supervisor restarts it, /healthz is
+// 200 again with the restart counted, and a tool call works again.
+func TestPostgresKilledIsRestarted(t *testing.T) {
+	dir := dbtest.TempDir(t)
+	p := startServe(t, dir)
+	code, h := healthOf(t, p)
+	if code != http.StatusOK || h["status"] != "ok" {
+		t.Fatalf("healthz before: got %d %v", code, h)
+	}
+	comps, _ := h["components"].(map[string]any)
+	if _, ok := comps["database"]; !ok {
+		t.Fatalf("healthz before: got %v, want the database among the components", h)
+	}
+	token := adminToken(t, dir)
+	enableTool(t, p, token, "builtin__think")
+	call := func() (int, []byte) {
+		return p.request(t, token, http.MethodPost, "/api/v1/tools/call",
+			map[string]any{"tool": "builtin__think", "arguments": map[string]any{"thought": "still here"}})
+	}
+	if code, body := call(); code != http.StatusOK {
+		t.Fatalf("a call before: got %d %s", code, body)
+	}
+
+	pid := postmasterPID(t, dir)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// While it is down, healthz names what is down. The restart may be quick: the
+	// 503 is looked for until the database is back, and must have been seen.
+	saw503 := false
+	testkit.WaitFor(t, 60*time.Second, func() bool {
+		code, h := healthOf(t, p)
+		if code == http.StatusServiceUnavailable {
+			down, _ := h["down"].([]any)
+			if len(down) == 0 || h["status"] != "down" {
+				t.Fatalf("healthz while down: got %v, want status down naming what is down", h)
+			}
+			saw503 = true
+		}
+		return saw503 && code == http.StatusOK
+	}, "healthz never went 503 and back to 200")
+	code, h = healthOf(t, p)
+	comps, _ = h["components"].(map[string]any)
+	pg, _ := comps["embedded_postgres"].(map[string]any)
+	if code != http.StatusOK || pg["status"] != "up" || pg["restarts"] != float64(1) {
+		t.Fatalf("healthz after: got %d %v, want 200 with embedded_postgres up after 1 restart", code, h)
+	}
+	if got := postmasterPID(t, dir); got == pid {
+		t.Fatalf("the postmaster pid did not change (%d)", got)
+	}
+	// Connections of the old cluster are dropped by the pool as they fail; within a
+	// few calls they work.
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		code, _ := call()
+		return code == http.StatusOK
+	}, "calls never worked again after the restart")
+	p.kill(t, syscall.SIGTERM)
+}
+
+// A stdio server that started a process of its own (a grandchild of serve): serve is
+// killed with SIGKILL, the server dies with it (parent death signal) and the grandchild
+// lives on; the next serve kills it before starting anything, from the record of the
+// server's process group in the data dir.
+func TestStdioGrandchildrenReapedAfterSIGKILL(t *testing.T) {
+	dir := dbtest.TempDir(t)
+	// Unconfined: a confined server's PID namespace takes its processes with it anyway.
+	p := startServe(t, dir, "--confine", "off")
+	token := adminToken(t, dir)
+	pidFile := filepath.Join(t.TempDir(), "sleep.pid")
+	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "parent"}, "")
+	// sh starts a background sleep, then becomes the server.
+	script := `sleep 300 & echo $! > "$PIDFILE"; exec "$0" "$@"`
+	envm["PIDFILE"] = pidFile
+	code, body := p.request(t, token, http.MethodPost, "/api/v1/servers", map[string]any{"name": "parent", "type": "stdio",
+		"command": "sh", "args": append([]string{"-c", script, cmd}, args...), "env": envm, "enabled": true})
+	if code != http.StatusCreated {
+		t.Fatalf("register: got %d %s", code, body)
+	}
+	var sleepPID int
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		b, err := os.ReadFile(pidFile)
+		sleepPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && sleepPID > 0
+	}, "the server's background sleep never started")
+	if !proctrack.Marked(sleepPID, mcpclient.ServerMarkerEnv, markerOf(t, sleepPID)) {
+		t.Fatalf("the grandchild %d carries no marker", sleepPID)
+	}
+	recs, _ := os.ReadDir(filepath.Join(dir, "run", "stdio"))
+	if len(recs) != 1 {
+		t.Fatalf("records of running stdio servers: got %d, want 1", len(recs))
+	}
+
+	p.kill(t, syscall.SIGKILL)
+	time.Sleep(200 * time.Millisecond)
+	if !alive(sleepPID) {
+		t.Fatalf("the grandchild %d died with serve; the test shows nothing", sleepPID)
+	}
+	// A process group recorded with a marker its processes do not carry (the id was
+	// reused since) is left alone.
+	decoy := exec.Command("sleep", "301")
+	decoy.Env = []string{mcpclient.ServerMarkerEnv + "=run-someone-else"}
+	decoy.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := decoy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
+	if err := proctrack.Write(filepath.Join(dir, "run", "stdio"), proctrack.Record{PGID: decoy.Process.Pid, Marker: "run-not-the-decoys"}); err != nil {
+		t.Fatal(err)
+	}
+
+	again := startServe(t, dir, "--confine", "off")
+	t.Cleanup(func() {
+		if t.Failed() {
+			st, _ := os.ReadFile("/proc/" + strconv.Itoa(sleepPID) + "/stat")
+			t.Logf("grandchild stat: %s\nthe second serve's log:\n%s", st, again.stderr.String())
+		}
+	})
+	testkit.WaitFor(t, 30*time.Second, func() bool { return !alive(sleepPID) }, "the orphaned grandchild survived the restart")
+	if !alive(decoy.Process.Pid) {
+		t.Fatal("the cleanup killed a process that was not one of ours")
+	}
+	// The server itself runs again (with a new grandchild, recorded anew).
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		b, _ := os.ReadFile(pidFile)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n > 0 && n != sleepPID && alive(n)
+	}, "the server did not start again")
+	again.kill(t, syscall.SIGTERM)
+	if ents, _ := os.ReadDir(filepath.Join(dir, "run", "stdio")); len(ents) != 0 {
+		t.Fatalf("records left after a clean stop: %d", len(ents))
+	}
+	stopLeftoverCluster(t, dir)
+}
+
+// markerOf reads the value of mcpclient.ServerMarkerEnv in process pid's environment.
+func markerOf(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		if v, ok := strings.CutPrefix(kv, mcpclient.ServerMarkerEnv+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// alive reports whether pid runs and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}

@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+)
+
+// TestBrowserCancelConnectionTest tries a stdio server that never answers from the
+// form: the result panel shows the test's progress while it runs, and Cancel ends it
+// at once with a result that says so.
+func TestBrowserCancelConnectionTest(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	cmd, args, env := mcptest.StdioCommand(&mcptest.Options{Name: "silent", Hang: true}, "")
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	b.do("open the form", chromedp.Navigate(srv.URL+"/servers/new"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-form]`)))
+	b.do("fill name and command",
+		chromedp.SendKeys(chromedp.ID("name"), "silent"),
+		chromedp.SendKeys(chromedp.ID("command"), cmd),
+		chromedp.SendKeys(chromedp.ID("args"), strings.Join(args, "\n")),
+		chromedp.Click(chromedp.CSS(`details.advanced > summary`)),
+	)
+	for i, k := range names {
+		b.do("add variable "+k, chromedp.Click(chromedp.CSS(`[data-testid=add-env]`)))
+		row := `#env-rows .secret-row:nth-child(` + itoa(i+1) + `)`
+		b.do("fill variable "+k,
+			chromedp.SendKeys(chromedp.CSS(row+` input[name=env_name]`), k),
+			chromedp.SendKeys(chromedp.CSS(row+` input[name=env_value]`), env[k]),
+		)
+	}
+	b.do("test the connection", chromedp.Click(chromedp.CSS(`[data-testid=test-connection]`)))
+	b.waitJS("the panel shows the test initializing",
+		`(document.querySelector("[data-testid=test-step]")||{}).textContent === "connecting and initializing"`)
+	b.do("cancel it", chromedp.Click(chromedp.CSS(`[data-testid=test-cancel]`)))
+	b.waitJS("the panel says it was cancelled",
+		`!!document.querySelector("[data-testid=test-failed]") && document.querySelector("[data-testid=test-failed]").textContent.includes("cancelled")`)
+	if eval[bool](b, `!!document.querySelector("[data-testid=test-running]")`) {
+		t.Fatal("the panel still shows a running test after Cancel")
+	}
+}

@@ -1,0 +1,91 @@
+package router_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
+)
+
+// A stdio server that crashes with calls in flight opens its call circuit (five
+// failures in a row, an hour's cooldown here); once the server is back, the circuit is
+// closed again and the next call goes through at once, not an hour later.
+func TestCrashWithCallsInFlightClosesCircuitOnReconnect(t *testing.T) {
+	t.Parallel()
+	// The session comes back after a second, so the open circuit can be seen first.
+	e := startWith(t, &router.Options{BreakerFailures: 5, BreakerCooldown: time.Hour}, func(o *mcpclient.Options) {
+		o.BackoffInitial, o.BackoffMax = time.Second, time.Second
+	})
+	control := filepath.Join(t.TempDir(), "control")
+	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "crashy"}, control)
+	sv := e.register(registry.Spec{Name: "crashy", Type: registry.TypeStdio, Command: cmd, Args: args, Env: envm,
+		Enabled: true, HealthIntervalMS: 60_000}, "sleep", "echo")
+	if b := e.r.Breaker(sv.ID); b.State != router.CircuitClosed {
+		t.Fatalf("before any call: got %+v, want closed", b)
+	}
+	ctl := mcptest.WaitControl(t, control)
+	if err := os.Remove(control); err != nil {
+		t.Fatal(err)
+	}
+	const inFlight = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, inFlight)
+	for range inFlight {
+		wg.Go(func() {
+			_, err := e.call("crashy__sleep", `{"ms":30000}`)
+			errs <- err
+		})
+	}
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		return e.r.RuntimeOf(e.tool("crashy__sleep").ID).Active == inFlight
+	}, "the calls never got in flight")
+	if err := ctl.Die(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if codeOf(err) != router.CodeUpstream {
+			t.Fatalf("a call in flight when the server crashed: got %v, want upstream_error", err)
+		}
+	}
+	b := e.r.Breaker(sv.ID)
+	if b.State != router.CircuitOpen || b.Until.Before(time.Now().Add(50*time.Minute)) {
+		t.Fatalf("after %d failed calls: got %+v, want open for an hour", inFlight, b)
+	}
+	if _, err := e.call("crashy__echo", `{"message":"x"}`); err == nil || !strings.Contains(err.Error(), "paused") {
+		if _, serr := e.mgr.Session(sv.ID); serr == nil {
+			t.Fatalf("a call with the circuit open and the server back: got %v, want it refused as paused", err)
+		}
+	}
+	// The supervisor restarts the process; the connect closes the circuit.
+	mcptest.WaitControl(t, control)
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		_, err := e.mgr.Session(sv.ID)
+		return err == nil
+	}, "the server never came back")
+	if b := e.r.Breaker(sv.ID); b.State != router.CircuitClosed || b.Failures != 0 {
+		t.Fatalf("after the reconnect: got %+v, want closed with no failures", b)
+	}
+	res, err := e.call("crashy__echo", `{"message":"back"}`)
+	if err != nil || router.TextOf(res.Content) != "Echo: back" {
+		t.Fatalf("first call after the reconnect: got %v, %v; want Echo: back", res, err)
+	}
+	found := false
+	for _, b := range e.r.Breakers() {
+		if b.ServerID == sv.ID && b.Server == "crashy" && b.State == router.CircuitClosed {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("Breakers: got %+v, want crashy closed", e.r.Breakers())
+	}
+}

@@ -1,0 +1,69 @@
+package system
+
+import (
+	"context"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+// Component states in a Health report.
+const (
+	Up   = "up"
+	Down = "down"
+)
+
+// Component is the state of one part /healthz reports on.
+type Component struct {
+	Status string `json:"status"` // up or down
+	// Since is when an embedded cluster last came up or went down.
+	Since *time.Time `json:"since,omitempty"`
+	// Restarts counts the embedded cluster's restarts since the process started.
+	Restarts *int `json:"restarts,omitempty"`
+	// Problem says what is wrong, in words safe for anonymous callers (no paths, no
+	// role names: the detail goes to the log).
+	Problem string `json:"problem,omitempty"`
+}
+
+// Health is the state of the process's dependencies: OK when all are up.
+type Health struct {
+	OK         bool                 `json:"-"`
+	Status     string               `json:"status"` // ok or down
+	Components map[string]Component `json:"components"`
+	Down       []string             `json:"down,omitempty"` // the names of the components that are down
+}
+
+// Supervised makes Health report on the embedded cluster c (nil: an external database).
+func (s *Service) Supervised(c *db.Cluster) *Service {
+	s.cluster = c
+	return s
+}
+
+// Health checks the database (a round trip, at most a second) and, when embedded, what
+// the cluster's supervisor knows.
+func (s *Service) Health(ctx context.Context) Health {
+	h := Health{OK: true, Status: "ok", Components: map[string]Component{}}
+	add := func(name string, c Component) {
+		h.Components[name] = c
+		if c.Status != Up {
+			h.OK, h.Status = false, "down"
+			h.Down = append(h.Down, name)
+		}
+	}
+	if s.cluster != nil {
+		st := s.cluster.State()
+		c := Component{Status: Up, Since: &st.Since, Restarts: &st.Restarts}
+		if !st.Up {
+			c.Status, c.Problem = Down, "the embedded PostgreSQL is not running; it is being restarted"
+		}
+		add("embedded_postgres", c)
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := s.pool.Ping(pctx); err != nil {
+		add("database", Component{Status: Down, Problem: "the database does not answer"})
+	} else {
+		add("database", Component{Status: Up})
+	}
+	return h
+}

@@ -1,0 +1,84 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
+)
+
+// A server's call circuit is visible on its page, in the API and in /metrics: open
+// after the server dropped a call (one failure opens it here), closed again as soon as
+// the server is back.
+func TestCallCircuitVisible(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Router: &router.Options{BreakerFailures: 1, BreakerCooldown: time.Hour},
+		MCP: &mcpclient.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond, Debounce: 50 * time.Millisecond,
+			// The circuit of connection attempts must not keep the server away meanwhile.
+			BreakerFailures: 50, BreakerCooldown: time.Second}})
+	// An HTTP server restarted behind the same session is noticed by the next health
+	// check (every second here), whose success closes the circuit.
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "circ"})
+	srv.RegisterServer(t, registry.Spec{Name: "circ", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true,
+		Trusted: true, HealthIntervalMS: 1000}, "sleep", "echo")
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	api := webtest.API{T: t, Srv: srv, C: admin}
+	sv, err := srv.Registry.GetServerByName(context.Background(), "circ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func() (inAPI, onPage, metric string) {
+		var out struct {
+			Live struct {
+				Circuit struct {
+					State string `json:"state"`
+				} `json:"call_circuit"`
+			} `json:"live"`
+		}
+		webtest.API{T: t, Srv: srv, C: admin}.JSON(http.MethodGet, "/api/v1/servers/"+sv.ID, nil, http.StatusOK, &out)
+		doc := page(t, srv.Get(t, admin, "/servers/"+sv.ID))
+		res := srv.Get(t, admin, "/metrics")
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, `toolwarden_server_circuit_state{server="circ"`) {
+				metric = l[strings.LastIndexByte(l, ' ')+1:]
+			}
+		}
+		return out.Live.Circuit.State, doc.Find("[data-testid=call-circuit]").AttrOr("data-state", ""), metric
+	}
+	if a, p, _ := state(); a != router.CircuitClosed || p != router.CircuitClosed {
+		t.Fatalf("before any call: API %q, page %q; want closed", a, p)
+	}
+	time.AfterFunc(300*time.Millisecond, hs.Stop)
+	code, body := api.Do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "circ__sleep", "arguments": map[string]any{"ms": 10000}})
+	if code == http.StatusOK {
+		t.Fatalf("a call the server dropped: got %d %s", code, body)
+	}
+	if a, p, m := state(); a != router.CircuitOpen || p != router.CircuitOpen || m != "2" {
+		t.Fatalf("after the dropped call: API %q, page %q, metric %q; want open, open, 2", a, p, m)
+	}
+	hs.Restart()
+	webtest.WaitFor(t, 30*time.Second, func() bool {
+		a, p, m := state()
+		return a == router.CircuitClosed && p == router.CircuitClosed && m == "0"
+	}, "the circuit did not close when the server came back")
+	code, body = api.Do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "circ__echo", "arguments": map[string]any{"message": "back"}})
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &res) != nil || len(res.Content) == 0 || res.Content[0].Text != "Echo: back" {
+		t.Fatalf("the first call after the server came back: got %d %s", code, body)
+	}
+}
