@@ -37,6 +37,7 @@ func (s *Server) routes() []Route {
 	settings := handlers.SettingsHandler{Shell: shell}
 	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals}
 	collab := handlers.CollaborationsHandler{Shell: shell, Grants: d.Grants}
+	account := handlers.AccountHandler{Shell: shell, Auth: d.Auth}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
@@ -47,6 +48,11 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/login", auth.PermPublic, session.LoginForm},
 		{http.MethodPost, "/login", auth.PermPublic, session.Login},
 		{http.MethodPost, "/logout", auth.PermSignedIn, session.Logout},
+
+		// One's own account: a person's session only (the service refuses API tokens).
+		{http.MethodGet, "/account/password", auth.PermSignedIn, account.PasswordForm},
+		{http.MethodPost, "/account/password", auth.PermSignedIn, account.ChangePassword},
+		{http.MethodPost, "/api/v1/me/password", auth.PermSignedIn, account.APIChangePassword},
 
 		// Pages.
 		{http.MethodGet, "/", auth.PermDashboard, dash.Show},
