@@ -160,7 +160,7 @@ func checkAnonymous(t *testing.T, key string, perm auth.Permission, status int, 
 		}
 		return
 	}
-	api := strings.HasPrefix(path, "/api/") || path == "/ws" || web.BearerOnly(path)
+	api := strings.HasPrefix(path, "/api/") || path == "/ws" || path == "/metrics" || web.BearerOnly(path)
 	switch {
 	case api && status != http.StatusUnauthorized:
 		t.Errorf("%s anonymously: got %d, want 401", key, status)

@@ -42,7 +42,7 @@ func (s *Server) routes() []Route {
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
 		{http.MethodGet, "/readyz", auth.PermPublic, health.Readyz},
-		{http.MethodGet, "/metrics", auth.PermPublic, s.metrics.handler},
+		{http.MethodGet, "/metrics", auth.PermMetricsView, s.metrics.handler}, // a scraper's API token (or a session)
 
 		// Sign-in.
 		{http.MethodGet, "/login", auth.PermPublic, session.LoginForm},
