@@ -145,7 +145,7 @@ func render(c echo.Context, status int, comp templ.Component) error {
 // setFlash leaves a message for the next page the browser loads (post/redirect/get).
 func setFlash(c echo.Context, kind, msg string, secure bool) {
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + ":" + msg), Path: "/",
-		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: 60})
+		HttpOnly: true, Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, MaxAge: 60})
 }
 
 // redirectWithOutcome sends the browser back to `to` with a flash saying what
@@ -170,7 +170,7 @@ func takeFlash(c echo.Context, secure bool) *views.Flash {
 	if err != nil || ck.Value == "" {
 		return nil
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", HttpOnly: true, Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, MaxAge: -1})
 	raw, err := url.QueryUnescape(ck.Value)
 	if err != nil {
 		return nil

@@ -73,8 +73,10 @@ func validRequestID(id string) bool {
 }
 
 // securityHeaders sets the CSP with a fresh nonce per request (templ renders it on our
-// script tags) and the other hardening headers.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// script tags) and the other hardening headers. A request that came over TLS, directly
+// or through a trusted proxy that says so (X-Forwarded-Proto), gets HSTS, and its
+// cookies are Secure.
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
@@ -90,8 +92,9 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
-		if c.IsTLS() {
+		if handlers.OverTLS(req, s.deps.TrustedProxies) {
 			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+			handlers.MarkSecure(c)
 		}
 		return next(c)
 	}
