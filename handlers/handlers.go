@@ -92,12 +92,14 @@ type Shell struct {
 	Executions *executions.Service
 	// Grants lists the questions waiting for the viewer (every page shows them).
 	Grants *grants.Service
+	// Auth finds the viewer's API tokens about to expire (every page warns of them).
+	Auth *auth.Service
 }
 
 // Shell is the page frame of the handlers built from d.
 func (d *Deps) Shell() *Shell {
 	return &Shell{Logger: d.Logger, Version: d.Version, SecureCookies: d.SecureCookies, Events: d.Events, Executions: d.Executions,
-		Grants: d.Grants}
+		Grants: d.Grants, Auth: d.Auth}
 }
 
 // SessionCookie is the name of the session cookie.
@@ -285,6 +287,15 @@ func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Lay
 		allowed = append(allowed, grants.UserTopic(p.User.ID))
 	}
 	l.Live.Topics = allowed
+	if d.Auth != nil && p.Kind == audit.ActorUser && p.Can(auth.PermOwnTokens) {
+		toks, err := d.Auth.ExpiringTokens(ctx, p.User.ID)
+		if err != nil {
+			d.Logger.Warn("handlers: expiring tokens left out", "err", err)
+		}
+		for _, t := range toks {
+			l.ExpiringTokens = append(l.ExpiringTokens, views.ExpiringToken{Name: t.Name, ExpiresAt: *t.ExpiresAt})
+		}
+	}
 	return l
 }
 

@@ -118,6 +118,10 @@ func crossOriginProtection() echo.MiddlewareFunc {
 	}
 }
 
+// TokenExpiresHeader is set on every answer to an API token that expires within
+// auth.ExpiryWarning: when it ends (RFC 3339).
+const TokenExpiresHeader = "Toolwarden-Token-Expires"
+
 // authenticate attaches the caller (bearer token or session cookie; only a bearer
 // token on BearerOnly paths) when there is one.
 // Routes decide whether one is needed (requirePermission).
@@ -140,6 +144,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			handlers.SetPrincipal(c, p)
+			// An agent learns that its token is about to end from every answer.
+			if exp := p.TokenExpiresAt; exp != nil && time.Until(*exp) <= auth.ExpiryWarning {
+				c.Response().Header().Set(TokenExpiresHeader, exp.UTC().Format(time.RFC3339))
+			}
 			return next(c)
 		}
 		if BearerOnly(c.Request().URL.Path) {

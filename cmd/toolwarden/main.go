@@ -124,6 +124,8 @@ type config struct {
 	RateLimit     int // tool calls a minute per user; negative: none
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed (--trusted-proxy).
 	TrustedProxies []netip.Prefix
+	// TokenDefaultTTL is --token-default-ttl.
+	TokenDefaultTTL time.Duration
 	// MaxMessageSize caps each message an MCP server sends, in bytes.
 	MaxMessageSize int
 	// Confine is how stdio servers run: auto, required or off (--confine).
