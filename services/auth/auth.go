@@ -73,7 +73,7 @@ type Options struct {
 	// TokenDefaultTTL is the lifetime of an API token whose creator names none
 	// (--token-default-ttl, DefaultTokenTTL); 0: such tokens do not expire.
 	TokenDefaultTTL time.Duration
-	Logger             *slog.Logger
+	Logger          *slog.Logger
 	// Local is this process's buses reading pool: the service begins its transactions
 	// on it, so its events are delivered to them before its methods return (see
 	// events.Local). nil: they arrive with the NOTIFY.
