@@ -9,12 +9,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -60,6 +62,9 @@ type Options struct {
 	// TemplateMaxTimeout caps the timeout of every template tool (services/template);
 	// default and upper bound template.MaxTimeout.
 	TemplateMaxTimeout time.Duration
+	// Egress is the policy for the addresses HTTP servers and template tools' HTTP
+	// requests may connect to (nil: only the cloud metadata endpoints are refused).
+	Egress *egress.Policy
 	// Builtin serves the server of type builtin (services/builtin), in-process; nil:
 	// that server cannot connect.
 	Builtin *mcp.Server
@@ -137,7 +142,9 @@ func New(reg *registry.Service, opts *Options) *Manager {
 
 // templateOptions are how template servers run their tools.
 func (m *Manager) templateOptions() template.Options {
-	return template.Options{Version: m.opts.Version, MaxTimeout: m.opts.TemplateMaxTimeout}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = m.opts.Egress.DialContext
+	return template.Options{Version: m.opts.Version, MaxTimeout: m.opts.TemplateMaxTimeout, Transport: tr}
 }
 
 // Confinement says how stdio servers run, for the server page: which namespaces hide

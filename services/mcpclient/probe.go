@@ -32,7 +32,7 @@ func (m *Manager) Test(ctx context.Context, cfg registry.Connection) TestResult 
 		res.Stderr = stderr.Lines()
 		return res
 	}
-	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin)
+	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin, m.opts.Egress)
 	if err != nil {
 		return fail(err)
 	}
