@@ -59,6 +59,9 @@ Usage:
                                           import servers from Toolwarden YAML, claude_desktop_config.json,
                                           .mcp.json or VS Code mcp.json (F "-" reads standard input)
   toolwarden audit verify                 check the audit log's hash chain
+  toolwarden secrets rotate               add a key and re-encrypt every stored secret with it
+  toolwarden secrets retire-key ID        remove an old key once no stored secret needs it
+  toolwarden secrets status               the keys and how many stored secrets each seals
   toolwarden version
 
 Every command takes --data-dir and --database-url; run 'toolwarden <command> -h' for its flags.
@@ -98,6 +101,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return errUsage
 		}
 		return cmdAuditVerify(ctx, rest[1:], stdout, stderr)
+	case "secrets":
+		return cmdSecrets(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "toolwarden", version)
 		return nil
