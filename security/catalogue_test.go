@@ -137,7 +137,8 @@ var catalogue = []behaviour{
 		{"internal/egress", "TestCheckURL"}, {"internal/egress", "TestDialChecksResolvedAddress"}, {"web", "TestEgressMetadataDeniedByDefault"},
 		{"web", "TestEgressDenyAtDialTime"}}},
 	{what: "secrets rotate re-encrypts every secret, old keys decrypt until retired, retiring refused while needed, a copied ciphertext does not decrypt", proofs: []proof{
-		{"cmd/toolwarden", "TestSecretsRotateAndRetire"}, {"services/secrets", "TestRotation"}, {"services/registry", "TestCiphertextBoundToRow"}}},
+		{"cmd/toolwarden", "TestSecretsRotateAndRetire"}, {"services/tools", "TestRotateToolSecrets"}, {"services/secrets", "TestRotation"},
+		{"services/registry", "TestCiphertextBoundToRow"}}},
 	{what: "canary: server and tool secrets appear in no page, API answer, websocket frame, export, audit row, event or log line", proofs: []proof{
 		{"web", "TestCanaryNeverLeaves"}, {"e2e", "TestSecretsNeverLeave"}}},
 	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
