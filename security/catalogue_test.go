@@ -124,7 +124,7 @@ var catalogue = []behaviour{
 		{"services/registry", "TestTemplateServerCommandPermission"}, {"web", "TestTemplateServerPermissions"}}},
 	// Issue #21: access and deployment defaults.
 	{what: "a person changes their own password (session only, the current one required, the rules of user creation); other sessions end; audited", proofs: []proof{
-		{"web", "TestChangeOwnPassword"}, {"web", "TestChangeOwnPasswordPage"}, {"security", "TestRouteWalk"}}},
+		{"web", "TestChangeOwnPassword"}, {"web", "TestChangeOwnPasswordPage"}, {"e2e", "TestBrowserChangeOwnPassword"}, {"security", "TestRouteWalk"}}},
 	{what: "/metrics needs metrics.view (administrators, auditors): an API token or a session; 401 without", proofs: []proof{
 		{"web", "TestMetricsNeedsAToken"}, {"services/auth", "TestRolePermissions"}}},
 	{what: "cookies Secure and HSTS whenever the request came over TLS, directly or through a trusted proxy", proofs: []proof{
