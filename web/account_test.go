@@ -42,8 +42,11 @@ func TestChangeOwnPassword(t *testing.T) {
 		map[string]string{"current_password": pw, "new_password": "second-password-456"}, http.StatusForbidden, "forbidden")
 	webtest.API{T: t, Srv: srv}.Error(http.MethodPost, "/api/v1/me/password",
 		map[string]string{"current_password": pw, "new_password": "second-password-456"}, http.StatusUnauthorized, "unauthenticated")
-	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'user.password_change'`); n != 0 {
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'user.password_change' AND result = 'success'`); n != 0 {
 		t.Fatalf("refused changes were audited as changes: %d", n)
+	}
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'user.password_change' AND result = 'failure'`); n != 1 {
+		t.Fatalf("the wrong current password was audited %d times, want once as a failure", n)
 	}
 	if ok, _ := srv.Auth.GetUser(t.Context(), u.ID); ok.PasswordHash == "" {
 		t.Fatal("user lost its password")
@@ -77,12 +80,21 @@ func TestChangeOwnPassword(t *testing.T) {
 		t.Fatalf("old password: %d", res.StatusCode)
 	}
 	srv.Login(t, "carol", "second-password-456")
-	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'user.password_change' AND target_id = $1 AND actor_name = 'carol'`, u.ID); n != 1 {
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'user.password_change' AND result = 'success' AND target_id = $1 AND actor_name = 'carol'`, u.ID); n != 1 {
 		t.Fatalf("password changes audited: %d, want 1", n)
 	}
 	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'user.password_change' AND payload::text LIKE '%password-456%'`); n != 0 {
 		t.Fatal("the audit entry holds the password")
 	}
+	// Guessing the current password through a session is throttled like signing in:
+	// after 5 wrong ones from this address, even the right one waits.
+	const now = "second-password-456"
+	for i := 0; i < 5; i++ {
+		me.Error(http.MethodPost, "/api/v1/me/password", map[string]string{"current_password": "guess-" + string(rune('a'+i)) + "-password", "new_password": "third-password-789"},
+			http.StatusBadRequest, "invalid_input")
+	}
+	me.Error(http.MethodPost, "/api/v1/me/password", map[string]string{"current_password": now, "new_password": "third-password-789"},
+		http.StatusTooManyRequests, "rate_limited")
 }
 
 // The page under the user menu changes the password with a form and shows the field's

@@ -365,6 +365,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 	if p == nil || p.Kind != audit.ActorUser || p.SessionID == nil {
 		return fault.Forbidden("only a person signed in with a browser session may change their password, not an API token")
 	}
+	var refused error // a refusal whose record must still commit
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, p.User.ID)
 		if err != nil {
@@ -373,12 +374,27 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 		if current == "" {
 			return verr.New("current_password", "is required")
 		}
+		// Guessing the current password through a stolen session is guessing a password:
+		// it counts as a failed sign-in, and is throttled like one.
+		from := throttleKey(actor.IP)
+		if terr, err := s.throttled(ctx, tx, u.Username, from); err != nil {
+			return err
+		} else if terr != nil {
+			refused = terr
+			return nil
+		}
 		ok, err := VerifyPassword(u.PasswordHash, current)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return verr.New("current_password", "is not your current password")
+			refused = verr.New("current_password", "is not your current password")
+			if _, err := tx.Exec(ctx, `/* auth.ChangePassword.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, u.Username, from); err != nil {
+				return err
+			}
+			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_change", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
+				Payload: map[string]any{"username": u.Username, "reason": "wrong current password"}, Result: audit.ResultFailure})
+			return err
 		}
 		if msg := checkPassword(u.Username, next); msg != "" {
 			return verr.New("new_password", msg)
@@ -410,5 +426,5 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 	if err != nil {
 		return wrapUserErr("change password", err)
 	}
-	return nil
+	return refused
 }
