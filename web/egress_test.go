@@ -10,6 +10,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
 // The cloud metadata endpoints are refused by default, at registration and in "Test
@@ -85,5 +86,37 @@ func TestEgressDenyAtDialTime(t *testing.T) {
 	}
 	if hits != 0 {
 		t.Errorf("the denied upstream was reached %d times", hits)
+	}
+}
+
+// A template tool's HTTP request goes through the same policy when it connects.
+func TestEgressTemplateHTTP(t *testing.T) {
+	t.Parallel()
+	hits := make(chan struct{}, 10)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits <- struct{}{}
+		_, _ = w.Write([]byte(`{"temp": 1}`))
+	}))
+	t.Cleanup(up.Close)
+	pol, err := egress.Parse("", "127.0.0.0/8, ::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := webtest.Start(t, &webtest.Options{Egress: pol})
+	port := up.URL[strings.LastIndex(up.URL, ":")+1:]
+	yaml := "tools:\n  - name: lookup\n    input_schema: {type: object, properties: {city: {type: string}}, required: [city]}\n" +
+		"    annotations: {readOnlyHint: true}\n    http: {url: \"http://localhost:" + port + "/weather/{city}\"}\n"
+	srv.App.RegisterServer(t, registry.Spec{Name: "tpl", Type: registry.TypeTemplate, Template: yaml, Trusted: true, Enabled: true}, "lookup")
+	tok := webtest.API{T: t, Srv: srv, Bearer: srv.Token(t, "admin")}
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+		IsError bool                    `json:"is_error"`
+	}
+	tok.JSON(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "tpl__lookup", "arguments": map[string]any{"city": "x"}}, http.StatusOK, &res)
+	if !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, "egress policy") {
+		t.Fatalf("template HTTP to a denied address: %+v", res)
+	}
+	if len(hits) != 0 {
+		t.Fatal("the denied upstream was reached")
 	}
 }
