@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/analytics"
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
@@ -60,6 +61,9 @@ type Config struct {
 	AdminPassword  string
 	SecureCookies  bool
 	TrustedProxies []netip.Prefix
+	// Egress is the policy for the addresses server URLs may reach (--egress-allow,
+	// --egress-deny); nil refuses only the cloud metadata endpoints.
+	Egress *egress.Policy
 	// Planner turns prompts into plans. Default: the rule-based planner.
 	Planner planner.Planner
 
@@ -200,7 +204,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Auth.Follow(a.Bus)
 	a.Jobs = jobs.New(pool, log)
 
-	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log, Local: a.Local})
+	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log, Local: a.Local, Egress: cfg.Egress})
 	// A server named before its name was reserved is told of on every start.
 	if _, err := a.Registry.ReportReservedNames(ctx); err != nil {
 		return nil, err
@@ -212,6 +216,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Analytics = analytics.New(pool)
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
+	if mo.Egress == nil {
+		mo.Egress = cfg.Egress
+	}
 	if cfg.BuiltinRoot != "" {
 		if a.Builtin, err = a.newBuiltin(ctx, cfg); err != nil {
 			return nil, err

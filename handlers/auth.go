@@ -56,7 +56,7 @@ func (h SessionHandler) Login(c echo.Context) error {
 		return err
 	}
 	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: sess.Token, Path: "/", HttpOnly: true,
-		Secure: h.SecureCookies, SameSite: http.SameSiteLaxMode, Expires: sess.ExpiresAt})
+		Secure: secureCookie(c, h.SecureCookies), SameSite: http.SameSiteLaxMode, Expires: sess.ExpiresAt})
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
@@ -65,7 +65,7 @@ func (h SessionHandler) Logout(c echo.Context) error {
 	if err := h.Auth.Logout(c.Request().Context(), PrincipalOf(c), ActorOf(c)); err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
 		return err
 	}
-	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: h.SecureCookies,
+	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: secureCookie(c, h.SecureCookies),
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
 	return c.Redirect(http.StatusSeeOther, "/login?signed_out=1")
 }

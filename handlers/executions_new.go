@@ -10,6 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
+
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/planner"
@@ -93,6 +95,9 @@ func parsePlanText(text string) (*executions.Request, *views.ExecutionInputError
 		}
 	}
 	if err == nil {
+		if ptr, dup := textcheck.DuplicateKey([]byte(text)); dup {
+			return nil, &views.ExecutionInputError{Message: "The plan gives the key " + ptr + " twice in the same object; each key may appear once."}
+		}
 		return &req, nil
 	}
 	var se *json.SyntaxError

@@ -95,12 +95,14 @@ type Shell struct {
 	Executions *executions.Service
 	// Grants lists the questions waiting for the viewer (every page shows them).
 	Grants *grants.Service
+	// Auth finds the viewer's API tokens about to expire (every page warns of them).
+	Auth *auth.Service
 }
 
 // Shell is the page frame of the handlers built from d.
 func (d *Deps) Shell() *Shell {
 	return &Shell{Logger: d.Logger, Version: d.Version, SecureCookies: d.SecureCookies, Events: d.Events, Executions: d.Executions,
-		Grants: d.Grants}
+		Grants: d.Grants, Auth: d.Auth}
 }
 
 // SessionCookie is the name of the session cookie.
@@ -148,7 +150,7 @@ func render(c echo.Context, status int, comp templ.Component) error {
 // setFlash leaves a message for the next page the browser loads (post/redirect/get).
 func setFlash(c echo.Context, kind, msg string, secure bool) {
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + ":" + msg), Path: "/",
-		HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: 60})
+		HttpOnly: true, Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, MaxAge: 60})
 }
 
 // redirectWithOutcome sends the browser back to `to` with a flash saying what
@@ -173,7 +175,7 @@ func takeFlash(c echo.Context, secure bool) *views.Flash {
 	if err != nil || ck.Value == "" {
 		return nil
 	}
-	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	c.SetCookie(&http.Cookie{Name: flashCookie, Value: "", Path: "/", HttpOnly: true, Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, MaxAge: -1})
 	raw, err := url.QueryUnescape(ck.Value)
 	if err != nil {
 		return nil
@@ -298,6 +300,15 @@ func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Lay
 		allowed = append(allowed, grants.UserTopic(p.User.ID))
 	}
 	l.Live.Topics = allowed
+	if d.Auth != nil && p.Kind == audit.ActorUser && p.Can(auth.PermOwnTokens) {
+		toks, err := d.Auth.ExpiringTokens(ctx, p.User.ID)
+		if err != nil {
+			d.Logger.Warn("handlers: expiring tokens left out", "err", err)
+		}
+		for _, t := range toks {
+			l.ExpiringTokens = append(l.ExpiringTokens, views.ExpiringToken{Name: t.Name, ExpiresAt: *t.ExpiresAt})
+		}
+	}
 	return l
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/labstack/echo/v4"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -49,4 +50,25 @@ func fromTrustedProxy(r *http.Request, proxies []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// secureKey marks a request that came over TLS (see MarkSecure).
+const secureKey = "tw.secure"
+
+// OverTLS reports whether the client reached this server over TLS: the connection
+// is TLS itself, or it comes from one of the trusted proxies and their
+// X-Forwarded-Proto says https. Such requests get Secure cookies and HSTS.
+func OverTLS(r *http.Request, proxies []netip.Prefix) bool {
+	return strings.HasPrefix(Origin(r, proxies), "https://")
+}
+
+// MarkSecure records on the request that it came over TLS (OverTLS), for the cookies
+// the handlers set.
+func MarkSecure(c echo.Context) { c.Set(secureKey, true) }
+
+// secureCookie is whether a cookie set in answer to c gets the Secure flag: always with
+// --secure-cookies, and whenever the request came over TLS.
+func secureCookie(c echo.Context, always bool) bool {
+	v, _ := c.Get(secureKey).(bool)
+	return always || v
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
+
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -185,6 +187,9 @@ func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.
 			msg = "is not valid JSON: " + err.Error()
 		}
 		return json.RawMessage(text), &verr.Error{Fields: []verr.Field{{Field: "", Message: msg}}}
+	}
+	if ptr, dup := textcheck.DuplicateKey([]byte(text)); dup {
+		return json.RawMessage(text), &verr.Error{Fields: []verr.Field{{Field: ptr, Message: ptr + " " + textcheck.WhyDuplicate}}}
 	}
 	return json.RawMessage(text), nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -31,10 +32,16 @@ func (h TokensHandler) page(c echo.Context, status int, form views.NewTokenForm,
 		token = revealed.Value
 	}
 	p := views.TokensPage{Layout: h.layout(c, "API tokens"), Form: form, Revealed: revealed,
-		Connect: views.Connect(Origin(c.Request(), h.Proxies), token)}
+		Connect: views.Connect(Origin(c.Request(), h.Proxies), token), DefaultTTL: "no expiry"}
+	if ttl := h.Auth.TokenDefaultTTL(); ttl > 0 {
+		p.DefaultTTL = strconv.Itoa(int(ttl.Hours()/24)) + " days"
+		if ttl < 48*time.Hour {
+			p.DefaultTTL = ttl.String()
+		}
+	}
 	for _, t := range toks {
 		p.Tokens = append(p.Tokens, views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Status: t.Status(),
-			CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt})
+			CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt, ExpiresSoon: t.ExpiresSoon})
 	}
 	return render(c, status, views.Tokens(p))
 }
@@ -50,9 +57,11 @@ func (h TokensHandler) Create(c echo.Context) error {
 	in := auth.NewToken{Name: name}
 	var err error
 	if days != "" {
-		if in.ExpiresInDays, err = strconv.Atoi(days); err != nil {
+		var n int
+		if n, err = strconv.Atoi(days); err != nil {
 			err = verr.New("expires_in_days", "must be a whole number of days")
 		}
+		in.ExpiresInDays = &n
 	}
 	var plain string
 	var tok auth.Token

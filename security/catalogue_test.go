@@ -127,6 +127,25 @@ var catalogue = []behaviour{
 		{"services/template", "TestOutputCap"}}},
 	{what: "template tools that run commands: only administrators set them", proofs: []proof{
 		{"services/registry", "TestTemplateServerCommandPermission"}, {"web", "TestTemplateServerPermissions"}}},
+	// Issue #21: access and deployment defaults.
+	{what: "a person changes their own password (session only, the current one required, the rules of user creation); other sessions end; audited", proofs: []proof{
+		{"web", "TestChangeOwnPassword"}, {"web", "TestChangeOwnPasswordPage"}, {"e2e", "TestBrowserChangeOwnPassword"}, {"security", "TestRouteWalk"}}},
+	{what: "/metrics needs metrics.view (administrators, auditors): an API token or a session; 401 without", proofs: []proof{
+		{"web", "TestMetricsNeedsAToken"}, {"services/auth", "TestRolePermissions"}}},
+	{what: "cookies Secure and HSTS whenever the request came over TLS, directly or through a trusted proxy", proofs: []proof{
+		{"web", "TestSecureCookiesAndHSTSOverTLS"}}},
+	{what: "API tokens expire by default and their owners are warned the week before", proofs: []proof{
+		{"web", "TestTokenDefaultExpiryAndWarning"}, {"cmd/toolwarden", "TestTokenDefaultTTL"}}},
+	{what: "a JSON key given twice in one object is refused naming it, in every body, plan and arguments", proofs: []proof{
+		{"web", "TestDuplicateJSONKeysRefused"}, {"internal/textcheck", "TestDuplicateKey"}, {"internal/textcheck", "FuzzDuplicateKey"}}},
+	{what: "egress policy for server URLs: metadata endpoints denied by default, allow/deny lists, checked on the resolved address", proofs: []proof{
+		{"internal/egress", "TestCheckURL"}, {"internal/egress", "TestDialChecksResolvedAddress"}, {"web", "TestEgressMetadataDeniedByDefault"},
+		{"web", "TestEgressDenyAtDialTime"}, {"web", "TestEgressTemplateHTTP"}}},
+	{what: "secrets rotate re-encrypts every secret, old keys decrypt until retired, retiring refused while needed, a copied ciphertext does not decrypt", proofs: []proof{
+		{"cmd/toolwarden", "TestSecretsRotateAndRetire"}, {"services/tools", "TestRotateToolSecrets"}, {"services/secrets", "TestRotation"},
+		{"services/registry", "TestCiphertextBoundToRow"}}},
+	{what: "canary: server and tool secrets appear in no page, API answer, websocket frame, export, audit row, event or log line", proofs: []proof{
+		{"web", "TestCanaryNeverLeaves"}, {"e2e", "TestSecretsNeverLeave"}}},
 	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
 		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"views/form", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},
 }

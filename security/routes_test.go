@@ -23,7 +23,9 @@ var paramRe = regexp.MustCompile(`:[a-z_]+`)
 
 // tokenMinting are the routes that would let an API token make another (a leaked
 // short-lived token could mint itself a permanent successor): 403 for tokens.
-var tokenMinting = map[string]bool{"POST /api/v1/tokens": true, "POST /tokens": true}
+// Changing one's password is a person's too: a leaked token must not take over the account.
+var tokenMinting = map[string]bool{"POST /api/v1/tokens": true, "POST /tokens": true,
+	"POST /api/v1/me/password": true, "POST /account/password": true}
 
 // decisions are the routes only a person's session may use (auth.PersonOnly on the
 // route's permission): a token gets 403 there whatever its role (docs/api.md). The walk
@@ -160,7 +162,7 @@ func checkAnonymous(t *testing.T, key string, perm auth.Permission, status int, 
 		}
 		return
 	}
-	api := strings.HasPrefix(path, "/api/") || path == "/ws" || web.BearerOnly(path)
+	api := strings.HasPrefix(path, "/api/") || path == "/ws" || path == "/metrics" || web.BearerOnly(path)
 	switch {
 	case api && status != http.StatusUnauthorized:
 		t.Errorf("%s anonymously: got %d, want 401", key, status)

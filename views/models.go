@@ -21,6 +21,15 @@ type Layout struct {
 	// Collaborations are the questions waiting for the viewer (user_collaboration),
 	// shown on every page; more arrive live on the viewer's topic.
 	Collaborations []CollaborationPrompt
+	// ExpiringTokens are the viewer's API tokens that end within a week: a banner on
+	// every page says so.
+	ExpiringTokens []ExpiringToken
+}
+
+// ExpiringToken is one of the viewer's API tokens about to expire.
+type ExpiringToken struct {
+	Name      string
+	ExpiresAt time.Time
 }
 
 // CurrentUser is the signed-in user as the header shows them.

@@ -109,6 +109,8 @@ type TokensPage struct {
 	Form     NewTokenForm
 	Revealed *Secret
 	Connect  ConnectPanel
+	// DefaultTTL says how long a token lives when no expiry is given ("90 days", "no expiry").
+	DefaultTTL string
 }
 
 // TokenRow is one token in the table.
@@ -120,6 +122,8 @@ type TokenRow struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	ExpiresAt  *time.Time
+	// ExpiresSoon: active and ending within a week.
+	ExpiresSoon bool
 }
 
 // NewTokenForm is the create-token form's values and errors.

@@ -85,7 +85,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", handlers.RetryAfter(f.RetryAfter))
 	}
 	req := c.Request()
-	if handlers.IsAPI(c) || req.URL.Path == "/ws" || BearerOnly(req.URL.Path) || strings.Contains(req.Header.Get("Accept"), "application/json") {
+	if handlers.IsAPI(c) || req.URL.Path == "/ws" || req.URL.Path == "/metrics" || BearerOnly(req.URL.Path) || strings.Contains(req.Header.Get("Accept"), "application/json") {
 		if status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="toolwarden"`)
 		}

@@ -73,8 +73,10 @@ func validRequestID(id string) bool {
 }
 
 // securityHeaders sets the CSP with a fresh nonce per request (templ renders it on our
-// script tags) and the other hardening headers.
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+// script tags) and the other hardening headers. A request that came over TLS, directly
+// or through a trusted proxy that says so (X-Forwarded-Proto), gets HSTS, and its
+// cookies are Secure.
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
@@ -90,8 +92,9 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
-		if c.IsTLS() {
+		if handlers.OverTLS(req, s.deps.TrustedProxies) {
 			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+			handlers.MarkSecure(c)
 		}
 		return next(c)
 	}
@@ -115,6 +118,10 @@ func crossOriginProtection() echo.MiddlewareFunc {
 	}
 }
 
+// TokenExpiresHeader is set on every answer to an API token that expires within
+// auth.ExpiryWarning: when it ends (RFC 3339).
+const TokenExpiresHeader = "Toolwarden-Token-Expires"
+
 // authenticate attaches the caller (bearer token or session cookie; only a bearer
 // token on BearerOnly paths) when there is one.
 // Routes decide whether one is needed (requirePermission).
@@ -137,6 +144,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			handlers.SetPrincipal(c, p)
+			// An agent learns that its token is about to end from every answer.
+			if exp := p.TokenExpiresAt; exp != nil && time.Until(*exp) <= auth.ExpiryWarning {
+				c.Response().Header().Set(TokenExpiresHeader, exp.UTC().Format(time.RFC3339))
+			}
 			return next(c)
 		}
 		if BearerOnly(c.Request().URL.Path) {

@@ -39,16 +39,22 @@ func (s *Server) routes() []Route {
 	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals}
 	collab := handlers.CollaborationsHandler{Shell: shell, Grants: d.Grants}
 	auditLog := handlers.AuditHandler{Shell: shell, Log: d.AuditLog}
+	account := handlers.AccountHandler{Shell: shell, Auth: d.Auth}
 	return []Route{
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
 		{http.MethodGet, "/readyz", auth.PermPublic, health.Readyz},
-		{http.MethodGet, "/metrics", auth.PermPublic, s.metrics.handler},
+		{http.MethodGet, "/metrics", auth.PermMetricsView, s.metrics.handler}, // a scraper's API token (or a session)
 
 		// Sign-in.
 		{http.MethodGet, "/login", auth.PermPublic, session.LoginForm},
 		{http.MethodPost, "/login", auth.PermPublic, session.Login},
 		{http.MethodPost, "/logout", auth.PermSignedIn, session.Logout},
+
+		// One's own account: a person's session only (the service refuses API tokens).
+		{http.MethodGet, "/account/password", auth.PermSignedIn, account.PasswordForm},
+		{http.MethodPost, "/account/password", auth.PermSignedIn, account.ChangePassword},
+		{http.MethodPost, "/api/v1/me/password", auth.PermSignedIn, account.APIChangePassword},
 
 		// Pages.
 		{http.MethodGet, "/", auth.PermDashboard, dash.Show},

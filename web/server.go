@@ -55,7 +55,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 			return err
 		}}))
 	e.Use(middleware.BodyLimit("4M"))
-	e.Use(securityHeaders)
+	e.Use(s.securityHeaders)
 	e.Use(crossOriginProtection())
 	e.Use(s.authenticate)
 

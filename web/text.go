@@ -19,7 +19,8 @@ import (
 
 // refuseBadText answers 400 naming the field when the request's path parameters, query,
 // form or JSON body hold text that is not text: a NUL byte, bytes that are not UTF-8, or
-// (in JSON) a lone surrogate escape. Nothing is changed by such a request.
+// (in JSON) a lone surrogate escape; or when a JSON body gives one key twice in an
+// object. Nothing is changed by such a request.
 func refuseBadText(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -63,6 +64,11 @@ func refuseBadText(next echo.HandlerFunc) echo.HandlerFunc {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			if ptr, why, found := textcheck.JSON(body); found {
 				return verr.New(ptr, why)
+			}
+			// One strict rule for every JSON body (tool arguments and plans included): a
+			// key given twice in one object is refused, naming it.
+			if ptr, found := textcheck.DuplicateKey(body); found {
+				return verr.New(ptr, textcheck.WhyDuplicate)
 			}
 		}
 		return next(c)

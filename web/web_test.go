@@ -83,7 +83,7 @@ func TestRouteTablePermissions(t *testing.T) {
 			}
 			continue
 		}
-		api := strings.HasPrefix(r.Path, "/api/") || r.Path == "/ws" || web.BearerOnly(r.Path)
+		api := strings.HasPrefix(r.Path, "/api/") || r.Path == "/ws" || r.Path == "/metrics" || web.BearerOnly(r.Path)
 		switch {
 		case api && res.StatusCode != http.StatusUnauthorized:
 			t.Errorf("%s %s anonymously: got %d, want 401", r.Method, r.Path, res.StatusCode)
@@ -270,7 +270,14 @@ func TestProbesAndStatic(t *testing.T) {
 	// In this order: /metrics counts the requests before it.
 	for _, pw := range [][2]string{{"/healthz", `"ok"`}, {"/readyz", `"migration"`}, {"/metrics", "toolwarden_http_requests_total"}} {
 		path, want := pw[0], pw[1]
-		res := srv.Get(t, c, path)
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if path == "/metrics" {
+			req.Header.Set("Authorization", "Bearer "+srv.Token(t, "admin"))
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		if res.StatusCode != 200 || !strings.Contains(string(b), want) {

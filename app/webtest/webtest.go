@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/app/apptest"
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -78,6 +79,8 @@ type Options struct {
 	Gateway *gateway.Options
 	// Builtin adds the built-in server (apptest.Options.Builtin).
 	Builtin bool
+	// Egress is the egress policy for server URLs (nil: the default).
+	Egress *egress.Policy
 	// Grants tunes grants and user_collaboration (a clock: Now); nil uses the defaults.
 	Grants *grants.Options
 }
@@ -111,6 +114,7 @@ func Start(t testing.TB, opts *Options) *Server {
 			c.Grants = *opts.Grants
 		}
 		c.TrustedProxies = opts.TrustedProxies
+		c.Egress = opts.Egress
 	}})
 	hs := httptest.NewServer(a.Web)
 	// Before the App stops (cleanups run last-registered first): requests end first.

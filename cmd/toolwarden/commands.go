@@ -179,7 +179,7 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 	commonFlags(fs, &c)
 	fs.StringVar(&user, "user", "", "username the token acts for (required)")
 	fs.StringVar(&name, "name", "", "token name (required)")
-	fs.IntVar(&days, "expires-in-days", 0, "days until the token expires; 0 never")
+	fs.IntVar(&days, "expires-in-days", -1, "days until the token expires; 0 never; default: --token-default-ttl (env TOOLWARDEN_TOKEN_DEFAULT_TTL, 90 days)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -192,7 +192,12 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer d.Close()
-	svc := auth.New(d.Pool, nil)
+	ttl, err := tokenDefaultTTL(envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", ""))
+	if err != nil {
+		fmt.Fprintln(stderr, "toolwarden token create:", err)
+		return errUsage
+	}
+	svc := auth.New(d.Pool, &auth.Options{TokenDefaultTTL: ttl})
 	u, err := svc.GetUserByName(ctx, user)
 	if errors.Is(err, auth.ErrNotFound) {
 		return fmt.Errorf("no user named %q", user)
@@ -200,7 +205,7 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	plain, tok, err := svc.CreateToken(ctx, cliActor(), u.ID, auth.NewToken{Name: name, ExpiresInDays: days})
+	plain, tok, err := svc.CreateToken(ctx, cliActor(), u.ID, auth.NewToken{Name: name, ExpiresInDays: expiresIn(days)})
 	if err != nil {
 		return explain(err)
 	}

@@ -61,6 +61,9 @@ Usage:
   toolwarden audit verify [--checkpoint F] check the audit log's hash chain, and that it still reaches
                                           the newest signed checkpoint (or F)
   toolwarden audit checkpoint [--out F]   sign the chain head (default into <data-dir>/checkpoints)
+  toolwarden secrets rotate               add a key and re-encrypt every stored secret with it
+  toolwarden secrets retire-key ID        remove an old key once no stored secret needs it
+  toolwarden secrets status               the keys and how many stored secrets each seals
   toolwarden version
 
 Every command takes --data-dir and --database-url; run 'toolwarden <command> -h' for its flags.
@@ -103,6 +106,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		fmt.Fprintln(stderr, "usage: toolwarden audit verify [--checkpoint F] | toolwarden audit checkpoint [--out F]")
 		return errUsage
+	case "secrets":
+		return cmdSecrets(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "toolwarden", version)
 		return nil
@@ -129,6 +134,8 @@ type config struct {
 	RateLimit     int // tool calls a minute per user; negative: none
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed (--trusted-proxy).
 	TrustedProxies []netip.Prefix
+	// TokenDefaultTTL is --token-default-ttl.
+	TokenDefaultTTL time.Duration
 	// MaxMessageSize caps each message an MCP server sends, in bytes.
 	MaxMessageSize int
 	// Confine is how stdio servers run: auto, required or off (--confine).

@@ -12,7 +12,9 @@ import (
 
 	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/gctune"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -46,10 +48,22 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	cpKey := checkpointKeyFlag(fs)
 	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
+	egressAllow := fs.String("egress-allow", envOr("TOOLWARDEN_EGRESS_ALLOW", ""), "CIDRs, addresses and host names (*.example.com) that HTTP servers' URLs may reach (comma-separated); empty: anything not denied (env TOOLWARDEN_EGRESS_ALLOW)")
+	egressDeny := fs.String("egress-deny", envOr("TOOLWARDEN_EGRESS_DENY", ""), "CIDRs, addresses and host names that HTTP servers' URLs may not reach, checked after DNS resolution; the cloud metadata endpoints are always denied unless allowed by address (env TOOLWARDEN_EGRESS_DENY)")
+	tokenTTL := fs.String("token-default-ttl", envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", "90d"), "how long an API token lives when its creator names no expiry: days (90d) or a duration (720h); 0: such tokens never expire. An expiry given at creation wins (env TOOLWARDEN_TOKEN_DEFAULT_TTL)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	var err error
+	if c.TokenDefaultTTL, err = tokenDefaultTTL(*tokenTTL); err != nil {
+		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
+	}
+	egressPolicy, err := egress.Parse(*egressAllow, *egressDeny)
+	if err != nil {
+		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
+	}
 	if c.TrustedProxies, err = parseProxies(*proxies); err != nil {
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
@@ -118,6 +132,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}},
 		Keys: keys, Logger: log, Version: version, StartedAt: start, AdminPassword: c.AdminPassword,
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
+		Auth: auth.Options{TokenDefaultTTL: c.TokenDefaultTTL}, Egress: egressPolicy,
 		MCP: mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
 			MaxMessageBytes: c.MaxMessageSize, TemplateMaxTimeout: c.TemplateMaxTimeout,
 			ProcessDir: filepath.Join(c.DataDir, "run", "stdio"), TestTimeout: testBound},

@@ -70,7 +70,10 @@ type Options struct {
 	MaxAccountFailures int           // default 5
 	MaxIPFailures      int           // default 20
 	ThrottleWindow     time.Duration // default 15m
-	Logger             *slog.Logger
+	// TokenDefaultTTL is the lifetime of an API token whose creator names none
+	// (--token-default-ttl, DefaultTokenTTL); 0: such tokens do not expire.
+	TokenDefaultTTL time.Duration
+	Logger          *slog.Logger
 	// Local is this process's buses reading pool: the service begins its transactions
 	// on it, so its events are delivered to them before its methods return (see
 	// events.Local). nil: they arrive with the NOTIFY.
@@ -120,6 +123,9 @@ type Principal struct {
 	Kind      string // audit.ActorUser (session) or audit.ActorToken
 	TokenID   string // the API token's id when Kind is audit.ActorToken
 	SessionID []byte // the session's token hash when Kind is audit.ActorUser
+	// TokenExpiresAt is the API token's expiry (nil: none), so an agent can be told
+	// when its token is about to end.
+	TokenExpiresAt *time.Time
 }
 
 // Can reports whether the principal's role grants p; an API token is never granted

@@ -91,6 +91,9 @@ const (
 	PermLogView     Permission = "log.view" // tool usage logs
 	PermAuditView   Permission = "audit.view"
 	PermAuditExport Permission = "audit.export"
+	// PermMetricsView: read /metrics (a Prometheus scraper's API token, or a session).
+	// Administrators and auditors.
+	PermMetricsView Permission = "metrics.view"
 )
 
 // AllPermissions lists every permission except PermPublic and PermSignedIn.
@@ -99,7 +102,7 @@ var AllPermissions = []Permission{
 	PermServerView, PermServerCreate, PermServerEdit, PermServerDelete, PermServerCommand, PermServerTrust,
 	PermToolView, PermToolInspect, PermToolUse, PermToolConfigure, PermToolEnable, PermToolOverride,
 	PermExecutionView, PermExecutionCreate, PermExecutionApprove, PermTerminalView, PermCollaborate,
-	PermLogView, PermAuditView, PermAuditExport,
+	PermLogView, PermAuditView, PermAuditExport, PermMetricsView,
 }
 
 // rolePermissions is the one permission table (docs/security.md). Seed 004 §9: administrators
@@ -121,7 +124,7 @@ var rolePermissions = map[Role][]Permission{
 	},
 	RoleAuditor: {
 		PermDashboard, PermOwnTokens, PermServerView, PermToolView, PermToolInspect, PermLogView,
-		PermExecutionView, PermTerminalView, PermAuditView, PermAuditExport,
+		PermExecutionView, PermTerminalView, PermAuditView, PermAuditExport, PermMetricsView,
 	},
 	RoleGuest: {PermDashboard, PermToolView},
 }

@@ -80,6 +80,11 @@ func TestRolePermissions(t *testing.T) {
 
 		{auth.RoleAuditor, auth.PermAuditView, true},
 		{auth.RoleAuditor, auth.PermAuditExport, true},
+		{auth.RoleAuditor, auth.PermMetricsView, true},
+		{auth.RoleAdmin, auth.PermMetricsView, true},
+		{auth.RoleToolManager, auth.PermMetricsView, false},
+		{auth.RoleToolUser, auth.PermMetricsView, false},
+		{auth.RoleGuest, auth.PermMetricsView, false},
 		{auth.RoleAuditor, auth.PermLogView, true},
 		{auth.RoleAuditor, auth.PermExecutionView, true},
 		{auth.RoleAuditor, auth.PermExecutionApprove, false},

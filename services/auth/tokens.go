@@ -29,6 +29,22 @@ type Token struct {
 	LastUsedAt *time.Time `db:"last_used_at" json:"last_used_at"`
 	ExpiresAt  *time.Time `db:"expires_at" json:"expires_at"`
 	RevokedAt  *time.Time `db:"revoked_at" json:"revoked_at"`
+	// ExpiresSoon: the token is active and expires within ExpiryWarning (its owner is
+	// warned on /tokens and on every page).
+	ExpiresSoon bool `db:"-" json:"expires_soon"`
+}
+
+// DefaultTokenTTL is how long a token lives when its creator does not say
+// (--token-default-ttl's default).
+const DefaultTokenTTL = 90 * 24 * time.Hour
+
+// ExpiryWarning is how long before a token expires its owner is warned.
+const ExpiryWarning = 7 * 24 * time.Hour
+
+// soon fills ExpiresSoon as of now.
+func (t Token) soon(now time.Time) Token {
+	t.ExpiresSoon = t.Status() == "active" && t.ExpiresAt != nil && t.ExpiresAt.Sub(now) <= ExpiryWarning
+	return t
 }
 
 // Status is "active", "revoked" or "expired".
@@ -47,8 +63,9 @@ const tokenColumns = `id::text AS id, user_id::text AS user_id, name, prefix, cr
 // NewToken is the input for CreateToken.
 type NewToken struct {
 	Name string `json:"name"`
-	// ExpiresInDays: 0 means the token does not expire.
-	ExpiresInDays int `json:"expires_in_days"`
+	// ExpiresInDays: nil takes the default (Options.TokenDefaultTTL); 0 means the
+	// token does not expire.
+	ExpiresInDays *int `json:"expires_in_days"`
 }
 
 // CreateToken issues an API token for userID. The returned string is the token: show it
@@ -62,15 +79,19 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 	if in.Name == "" || len([]rune(in.Name)) > 64 {
 		ve.Add("name", "must be 1–64 characters")
 	}
-	if in.ExpiresInDays < 0 || in.ExpiresInDays > 3650 {
+	if d := in.ExpiresInDays; d != nil && (*d < 0 || *d > 3650) {
 		ve.Add("expires_in_days", "must be between 0 (never) and 3650 days")
 	}
 	if err := ve.Err(); err != nil {
 		return "", Token{}, err
 	}
 	var expires *time.Time
-	if in.ExpiresInDays > 0 {
-		t := time.Now().Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)
+	switch d := in.ExpiresInDays; {
+	case d != nil && *d > 0:
+		t := time.Now().Add(time.Duration(*d) * 24 * time.Hour)
+		expires = &t
+	case d == nil && s.opts.TokenDefaultTTL > 0:
+		t := time.Now().Add(s.opts.TokenDefaultTTL)
 		expires = &t
 	}
 	plain, hash := randomToken(apiTokenPrefix)
@@ -102,7 +123,7 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 	if err != nil {
 		return "", Token{}, wrapUserErr("create token", err)
 	}
-	return plain, tok, nil
+	return plain, tok.soon(time.Now()), nil
 }
 
 // ListTokens returns userID's tokens, newest first.
@@ -114,6 +135,10 @@ func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error
 	toks, err := pgx.CollectRows(rows, pgx.RowToStructByName[Token])
 	if err != nil {
 		return nil, fmt.Errorf("auth: list tokens: %w", err)
+	}
+	now := time.Now()
+	for i := range toks {
+		toks[i] = toks[i].soon(now)
 	}
 	return toks, nil
 }
@@ -205,7 +230,7 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 	if err != nil {
 		return nil, fmt.Errorf("auth: authenticate token: %w", err)
 	}
-	e := &cachedToken{p: Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID}, expires: r.ExpiresAt, fetched: time.Now()}
+	e := &cachedToken{p: Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID, TokenExpiresAt: r.ExpiresAt}, expires: r.ExpiresAt, fetched: time.Now()}
 	if r.LastUsedAt != nil {
 		e.lastUsed = *r.LastUsedAt
 	}
@@ -222,3 +247,29 @@ func (s *Service) CountTokens(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// Days is an ExpiresInDays of n days (0: never).
+func Days(n int) *int { return &n }
+
+// ExpiringTokens lists userID's active tokens that expire within ExpiryWarning, soonest
+// first: what the owner is warned about on every page.
+func (s *Service) ExpiringTokens(ctx context.Context, userID string) ([]Token, error) {
+	rows, err := s.pool.Query(ctx, `/* auth.ExpiringTokens */ SELECT `+tokenColumns+` FROM api_tokens
+		WHERE user_id::text = $1 AND revoked_at IS NULL AND expires_at > now() AND expires_at <= now() + $2::interval
+		ORDER BY expires_at`, userID, ExpiryWarning)
+	if err != nil {
+		return nil, fmt.Errorf("auth: expiring tokens: %w", err)
+	}
+	toks, err := pgx.CollectRows(rows, pgx.RowToStructByName[Token])
+	if err != nil {
+		return nil, fmt.Errorf("auth: expiring tokens: %w", err)
+	}
+	now := time.Now()
+	for i := range toks {
+		toks[i] = toks[i].soon(now)
+	}
+	return toks, nil
+}
+
+// TokenDefaultTTL is the lifetime of a token created without an expiry (0: none).
+func (s *Service) TokenDefaultTTL() time.Duration { return s.opts.TokenDefaultTTL }

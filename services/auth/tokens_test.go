@@ -117,7 +117,7 @@ func TestCreateTokenExpiry(t *testing.T) {
 	f := newFixture(t, nil)
 	alice := f.createUser("alice", auth.RoleToolUser)
 	before := time.Now()
-	_, tok, err := f.svc.CreateToken(f.ctx, actorOf(alice), alice.ID, auth.NewToken{Name: "month", ExpiresInDays: 30})
+	_, tok, err := f.svc.CreateToken(f.ctx, actorOf(alice), alice.ID, auth.NewToken{Name: "month", ExpiresInDays: auth.Days(30)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +144,8 @@ func TestCreateTokenValidation(t *testing.T) {
 		{"empty name", auth.NewToken{Name: ""}, "name"},
 		{"blank name", auth.NewToken{Name: "   "}, "name"},
 		{"name too long", auth.NewToken{Name: strings.Repeat("x", 65)}, "name"},
-		{"negative expiry", auth.NewToken{Name: "a", ExpiresInDays: -1}, "expires_in_days"},
-		{"expiry over ten years", auth.NewToken{Name: "a", ExpiresInDays: 3651}, "expires_in_days"},
+		{"negative expiry", auth.NewToken{Name: "a", ExpiresInDays: auth.Days(-1)}, "expires_in_days"},
+		{"expiry over ten years", auth.NewToken{Name: "a", ExpiresInDays: auth.Days(3651)}, "expires_in_days"},
 	} {
 		_, _, err := f.svc.CreateToken(f.ctx, actorOf(alice), alice.ID, tc.in)
 		if ve := fieldErr(t, err); ve.For(tc.field) == "" {
@@ -153,7 +153,7 @@ func TestCreateTokenValidation(t *testing.T) {
 		}
 	}
 	// The limits themselves are fine: 64 characters (not bytes) and ten years.
-	for _, in := range []auth.NewToken{{Name: strings.Repeat("é", 64)}, {Name: "decade", ExpiresInDays: 3650}} {
+	for _, in := range []auth.NewToken{{Name: strings.Repeat("é", 64)}, {Name: "decade", ExpiresInDays: auth.Days(3650)}} {
 		if _, _, err := f.svc.CreateToken(f.ctx, actorOf(alice), alice.ID, in); err != nil {
 			t.Errorf("CreateToken(%+v): got %v, want success", in, err)
 		}

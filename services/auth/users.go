@@ -355,3 +355,76 @@ func (s *Service) Bootstrap(ctx context.Context, password string) (string, error
 	}
 	return password, nil
 }
+
+// ChangePassword is a person changing their own password: current must be their
+// password now, next must pass the rules of CreateUser. Every other session of the
+// user ends (keep, the session the change came from, stays); API tokens are not
+// touched. Bad input comes back as *verr.Error naming current_password or
+// new_password, and changes nothing.
+func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Principal, current, next string) error {
+	if p == nil || p.Kind != audit.ActorUser || p.SessionID == nil {
+		return fault.Forbidden("only a person signed in with a browser session may change their password, not an API token")
+	}
+	var refused error // a refusal whose record must still commit
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		u, err := lockUser(ctx, tx, p.User.ID)
+		if err != nil {
+			return err
+		}
+		if current == "" {
+			return verr.New("current_password", "is required")
+		}
+		// Guessing the current password through a stolen session is guessing a password:
+		// it counts as a failed sign-in, and is throttled like one.
+		from := throttleKey(actor.IP)
+		if terr, err := s.throttled(ctx, tx, u.Username, from); err != nil {
+			return err
+		} else if terr != nil {
+			refused = terr
+			return nil
+		}
+		ok, err := VerifyPassword(u.PasswordHash, current)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			refused = verr.New("current_password", "is not your current password")
+			if _, err := tx.Exec(ctx, `/* auth.ChangePassword.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, u.Username, from); err != nil {
+				return err
+			}
+			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_change", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
+				Payload: map[string]any{"username": u.Username, "reason": "wrong current password"}, Result: audit.ResultFailure})
+			return err
+		}
+		if msg := checkPassword(u.Username, next); msg != "" {
+			return verr.New("new_password", msg)
+		}
+		if next == current {
+			return verr.New("new_password", "must differ from the current password")
+		}
+		hash, err := HashPassword(next)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `/* auth.ChangePassword */ UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, u.ID, hash); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `/* auth.ChangePassword.sessions */ DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2`, u.ID, p.SessionID)
+		if err != nil {
+			return fmt.Errorf("auth: end other sessions: %w", err)
+		}
+		if tag.RowsAffected() > 0 {
+			if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username,
+				Reason: "password changed"}); err != nil {
+				return err
+			}
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_change", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
+			Payload: map[string]any{"username": u.Username, "other_sessions_ended": tag.RowsAffected()}})
+		return err
+	})
+	if err != nil {
+		return wrapUserErr("change password", err)
+	}
+	return refused
+}

@@ -248,7 +248,7 @@ func (c *conn) run() {
 
 // open starts one session.
 func (c *conn) open(ctx context.Context) (*session, error) {
-	ep, err := newEndpoint(c.cfg, c.m.opts.InheritEnv, c.m.confiner, c.stderr, c.m.msgLimit(c.cfg.Name), c.m.templateOptions(), c.m.opts.Builtin)
+	ep, err := newEndpoint(c.cfg, c.m.opts.InheritEnv, c.m.confiner, c.stderr, c.m.msgLimit(c.cfg.Name), c.m.templateOptions(), c.m.opts.Builtin, c.m.opts.Egress)
 	if err != nil {
 		return nil, err
 	}

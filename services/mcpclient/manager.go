@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/proctrack"
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -62,6 +64,9 @@ type Options struct {
 	// TemplateMaxTimeout caps the timeout of every template tool (services/template);
 	// default and upper bound template.MaxTimeout.
 	TemplateMaxTimeout time.Duration
+	// Egress is the policy for the addresses HTTP servers and template tools' HTTP
+	// requests may connect to (nil: only the cloud metadata endpoints are refused).
+	Egress *egress.Policy
 	// Builtin serves the server of type builtin (services/builtin), in-process; nil:
 	// that server cannot connect.
 	Builtin *mcp.Server
@@ -175,7 +180,9 @@ func (m *Manager) track(ep *endpoint) {
 
 // templateOptions are how template servers run their tools.
 func (m *Manager) templateOptions() template.Options {
-	return template.Options{Version: m.opts.Version, MaxTimeout: m.opts.TemplateMaxTimeout}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = m.opts.Egress.DialContext
+	return template.Options{Version: m.opts.Version, MaxTimeout: m.opts.TemplateMaxTimeout, Transport: tr}
 }
 
 // Confinement says how stdio servers run, for the server page: which namespaces hide

@@ -66,7 +66,7 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	if cfg.Type == registry.TypeStdio {
 		step(StepStarting)
 	}
-	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin)
+	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin, m.opts.Egress)
 	if err != nil {
 		return fail(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/template"
@@ -64,7 +65,7 @@ type endpoint struct {
 // served in-process (services/template), its commands run as a stdio server would:
 // with the inherit variables, confined by conf.
 func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine.Confiner, stderr *lineBuffer, lim msgLimit, tpl template.Options,
-	builtin *mcp.Server) (*endpoint, error) {
+	builtin *mcp.Server, eg *egress.Policy) (*endpoint, error) {
 	switch c.Type {
 	case registry.TypeBuiltin:
 		if builtin == nil {
@@ -111,6 +112,9 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		// Every concurrent call is a request to this one server; the default of two idle
 		// connections would dial (and close) a connection for most of them under load.
 		base.MaxIdleConnsPerHost = 128
+		// Every connection, redirects included, goes through the egress policy, which
+		// checks the address dialled after DNS resolution (docs/security.md, Egress).
+		base.DialContext = eg.DialContext
 		u, err := url.Parse(c.URL)
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: server URL: %w", err)

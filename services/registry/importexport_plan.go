@@ -202,7 +202,7 @@ func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists, co
 	if exists {
 		prev = &before
 	}
-	if err := d.validateChange(prev); err != nil {
+	if err := d.validateChange(prev, s.egress); err != nil {
 		var ve *verr.Error
 		if !errors.As(err, &ve) {
 			return it, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -34,6 +35,9 @@ type Options struct {
 	// on it, so its events are delivered to them before its methods return (see
 	// events.Local). nil: they arrive with the NOTIFY.
 	Local *events.Local
+	// Egress refuses server URLs the egress policy denies (nil: only the cloud
+	// metadata endpoints).
+	Egress *egress.Policy
 }
 
 // Service is the registry. It is safe for concurrent use.
@@ -42,6 +46,8 @@ type Service struct {
 	begin db.TxBeginner // pool, or its Local
 	keys  *secrets.Keyring
 	log   *slog.Logger
+	// egress is checked against every HTTP server's URL at registration.
+	egress *egress.Policy
 }
 
 // New returns a registry over pool; keys encrypt and decrypt server secrets.
@@ -53,5 +59,5 @@ func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
+	return &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log, egress: opts.Egress}
 }

@@ -304,7 +304,7 @@ func addTarget(m map[string]any, typ, command string, args []string, workingDir,
 func (s *Service) CreateServer(ctx context.Context, actor audit.Actor, sp Spec) (Server, error) {
 	d := newDraft(uuid.NewString())
 	d.apply(PatchFromSpec(sp))
-	if err := d.validateChange(nil); err != nil {
+	if err := d.validateChange(nil, s.egress); err != nil {
 		return Server{}, err
 	}
 	var out Server
@@ -373,7 +373,7 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 			return ErrTrustedTargetChange
 		}
 		if cur.Type != TypeBuiltin {
-			if err := d.validateChange(&before); err != nil {
+			if err := d.validateChange(&before, s.egress); err != nil {
 				return err
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/template"
@@ -39,7 +40,7 @@ var reservedHeaders = []string{"host", "content-length", "content-type", "accept
 // validate normalizes d and reports every problem, keyed by the API field name. was is
 // the name the server has now ("" for a new one): a server that had a reserved name
 // before names were reserved keeps it until it is renamed.
-func (d *draft) validate(was string) error {
+func (d *draft) validate(was string, eg *egress.Policy) error {
 	var ve verr.Error
 	d.name = strings.TrimSpace(d.name)
 	d.description = strings.TrimSpace(d.description)
@@ -94,6 +95,8 @@ func (d *draft) validate(was string) error {
 		if d.url == "" {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
 		} else if msg := checkURL(d.url); msg != "" {
+			ve.Add("url", msg)
+		} else if msg := eg.CheckURL(d.url); msg != "" {
 			ve.Add("url", msg)
 		}
 		if len(d.env) > 0 {
@@ -328,12 +331,12 @@ func secretInURL(raw string) string {
 // of validate, and stored secrets never follow a server to another origin. Whoever may
 // edit a server must not be able to point it at their own host and collect its stored
 // header values and token there; after such a move each must be entered again.
-func (d *draft) validateChange(cur *draft) error {
+func (d *draft) validateChange(cur *draft, eg *egress.Policy) error {
 	was := ""
 	if cur != nil {
 		was = cur.name
 	}
-	err := d.validate(was)
+	err := d.validate(was, eg)
 	if err == nil {
 		err = d.checkPlainText(cur)
 	}

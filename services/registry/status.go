@@ -83,7 +83,7 @@ func (s *Service) PreviewConnection(ctx context.Context, id string, p Patch) (Co
 	if p.KeepCommand && commandChanged(before, d) {
 		return Connection{}, ErrCommandChange
 	}
-	if err := d.validateChange(before); err != nil {
+	if err := d.validateChange(before, s.egress); err != nil {
 		return Connection{}, err
 	}
 	return s.open(d)

@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/toolwarden/toolwarden/internal/atomicfile"
 )
@@ -105,9 +106,9 @@ func (k Key) GoString() string { return k.String() }
 // LogValue is String for log/slog, for the same reason.
 func (k Key) LogValue() slog.Value { return slog.StringValue(k.String()) }
 
-// Keyring holds the keys that may decrypt and the primary key that encrypts. It
-// is immutable and safe for concurrent use: rotation builds a new Keyring.
-type Keyring struct {
+// ring is one immutable set of keys: the ones that may decrypt and the primary that
+// encrypts. A Keyring holds the current one.
+type ring struct {
 	primary string
 	ids     []string // in file order, primary first
 	aeads   map[string]cipher.AEAD
@@ -118,10 +119,20 @@ type Keyring struct {
 // ID gets [KeyID] of its bytes. The key bytes are copied into the ciphers, so the
 // caller may wipe or reuse its slices afterwards.
 func NewKeyring(keys ...Key) (*Keyring, error) {
+	r, err := newRing(keys)
+	if err != nil {
+		return nil, err
+	}
+	kr := &Keyring{}
+	kr.cur.Store(r)
+	return kr, nil
+}
+
+func newRing(keys []Key) (*ring, error) {
 	if len(keys) == 0 {
 		return nil, errors.New("secrets: keyring needs at least one key")
 	}
-	kr := &Keyring{aeads: make(map[string]cipher.AEAD, len(keys))}
+	kr := &ring{aeads: make(map[string]cipher.AEAD, len(keys))}
 	for i, k := range keys {
 		id := k.ID
 		if id == "" {
@@ -159,13 +170,13 @@ func NewKeyring(keys ...Key) (*Keyring, error) {
 // without the key file can forge, and which does not reveal secret values the way a
 // plain hash of a weak secret could be guessed offline. It changes when the primary
 // key does.
-func (kr *Keyring) MAC(data []byte) []byte {
+func (kr *ring) MAC(data []byte) []byte {
 	return macWith(kr.macs[0], data)
 }
 
 // VerifyMAC reports whether mac is the MAC of data under any key of the keyring, so
 // what was sealed before a rotation still verifies until its key is retired.
-func (kr *Keyring) VerifyMAC(data, mac []byte) bool {
+func (kr *ring) VerifyMAC(data, mac []byte) bool {
 	for _, k := range kr.macs {
 		if hmac.Equal(macWith(k, data), mac) {
 			return true
@@ -191,16 +202,11 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 }
 
 // PrimaryID is the id of the key that Encrypt uses.
-func (kr *Keyring) PrimaryID() string { return kr.primary }
+func (kr *ring) PrimaryID() string { return kr.primary }
 
 // IDs lists every key id, primary first, in key file order; for status pages and
 // for checking that no stored value still needs a key before it is removed.
-func (kr *Keyring) IDs() []string { return append([]string(nil), kr.ids...) }
-
-// String lists key ids only, so a keyring printed by accident shows no key bytes.
-func (kr *Keyring) String() string {
-	return "secrets.Keyring(" + strings.Join(kr.ids, ",") + ")"
-}
+func (kr *ring) IDs() []string { return append([]string(nil), kr.ids...) }
 
 // LoadKeyring reads a key file (see [ParseKeyFile] for the format) and refuses
 // one that group or others may access, because whoever reads it can decrypt
@@ -210,7 +216,14 @@ func LoadKeyring(path string) (*Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewKeyring(keys...)
+	kr, err := NewKeyring(keys...)
+	if err != nil {
+		return nil, err
+	}
+	kr.path = path
+	kr.stamp.Store(stampOf(path))
+	kr.checked.Store(time.Now().UnixNano())
+	return kr, nil
 }
 
 // readKeyFile returns the parsed keys and the raw contents of the key file at path.
@@ -352,7 +365,7 @@ func hasKeyID(keys []Key, id string) bool {
 // authenticated but not stored: pass the same string to Decrypt. Use a string
 // that names the row and field ("mcp_servers/<uuid>/headers/Authorization") so
 // the ciphertext is useless anywhere else.
-func (kr *Keyring) Encrypt(plaintext []byte, aad string) (string, error) {
+func (kr *ring) Encrypt(plaintext []byte, aad string) (string, error) {
 	aead := kr.aeads[kr.primary]
 	// Random nonces are safe for 2^32 encryptions per key (NIST SP 800-38D);
 	// secrets of server registrations stay far below that, and rotation resets it.
@@ -364,15 +377,10 @@ func (kr *Keyring) Encrypt(plaintext []byte, aad string) (string, error) {
 	return version + ":" + kr.primary + ":" + base64.RawURLEncoding.EncodeToString(sealed), nil
 }
 
-// EncryptString is Encrypt for string values.
-func (kr *Keyring) EncryptString(plaintext, aad string) (string, error) {
-	return kr.Encrypt([]byte(plaintext), aad)
-}
-
 // Decrypt opens a ciphertext made by Encrypt with any key of the keyring. aad
 // must be the string given to Encrypt. Errors wrap ErrMalformed, ErrUnknownKey or
 // ErrDecrypt.
-func (kr *Keyring) Decrypt(ciphertext, aad string) ([]byte, error) {
+func (kr *ring) Decrypt(ciphertext, aad string) ([]byte, error) {
 	kid, sealed, err := parse(ciphertext)
 	if err != nil {
 		return nil, err
@@ -389,37 +397,13 @@ func (kr *Keyring) Decrypt(ciphertext, aad string) ([]byte, error) {
 	return plain, nil
 }
 
-// DecryptString is Decrypt for string values.
-func (kr *Keyring) DecryptString(ciphertext, aad string) (string, error) {
-	b, err := kr.Decrypt(ciphertext, aad)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
 // NeedsRotation reports whether ciphertext was sealed with a key other than the
 // primary, so a rotation job can skip values that are already current without
 // decrypting them. Values that are not ciphertexts report false; use
 // IsCiphertext to find plaintext left from before encryption.
-func (kr *Keyring) NeedsRotation(ciphertext string) bool {
+func (kr *ring) NeedsRotation(ciphertext string) bool {
 	kid, _, err := parse(ciphertext)
 	return err == nil && kid != kr.primary
-}
-
-// Rotate re-encrypts ciphertext with the primary key under the same aad. A value
-// already sealed with the primary key is still authenticated, then returned
-// unchanged, so callers can compare and skip writing rows that did not change.
-func (kr *Keyring) Rotate(ciphertext, aad string) (string, error) {
-	plain, err := kr.Decrypt(ciphertext, aad)
-	if err != nil {
-		return "", err
-	}
-	defer clear(plain)
-	if !kr.NeedsRotation(ciphertext) {
-		return ciphertext, nil
-	}
-	return kr.Encrypt(plain, aad)
 }
 
 // IsCiphertext reports whether s has the shape of a value made by Encrypt
@@ -465,3 +449,5 @@ func validKeyID(id string) bool {
 	}
 	return true
 }
+
+func joinIDs(ids []string) string { return strings.Join(ids, ",") }

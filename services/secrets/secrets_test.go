@@ -304,8 +304,21 @@ func TestRotation(t *testing.T) {
 	if got, err := kr2.DecryptString(rotated, aad); err != nil || got != canary {
 		t.Errorf("decrypt rotated ciphertext: got error %v, want the plaintext", err)
 	}
-	if _, err := kr1.DecryptString(rotated, aad); !errors.Is(err, ErrUnknownKey) {
-		t.Errorf("old keyring decrypting a rotated value: got %v, want ErrUnknownKey", err)
+	// A keyring loaded from the file before the rotation follows the file: it meets a
+	// value under the new key and reads the file again (a server running while the CLI
+	// rotates). One built in memory with the old key only cannot open it.
+	if got, err := kr1.DecryptString(rotated, aad); err != nil || got != canary {
+		t.Errorf("keyring loaded before the rotation, decrypting a rotated value: got %v, want the plaintext", err)
+	}
+	if kr1.PrimaryID() != added.ID {
+		t.Errorf("keyring loaded before the rotation: primary %q after reloading, want %q", kr1.PrimaryID(), added.ID)
+	}
+	oldOnly, err := NewKeyring(Key{Bytes: legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := oldOnly.DecryptString(rotated, aad); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("old key only, decrypting a rotated value: got %v, want ErrUnknownKey", err)
 	}
 	if _, err := kr2.Rotate(old, "mcp_servers/other/env/GITHUB_TOKEN"); !errors.Is(err, ErrDecrypt) {
 		t.Errorf("Rotate with the wrong aad: got %v, want ErrDecrypt", err)
@@ -474,7 +487,7 @@ func TestKeyNeverPrinted(t *testing.T) {
 	t.Parallel()
 	k, _ := GenerateKey()
 	kr, _ := NewKeyring(k)
-	for _, s := range []string{fmt.Sprint(k), fmt.Sprintf("%+v", k), fmt.Sprintf("%#v", k), fmt.Sprintf("%x", k), fmt.Sprint(kr), fmt.Sprintf("%v", *kr)} {
+	for _, s := range []string{fmt.Sprint(k), fmt.Sprintf("%+v", k), fmt.Sprintf("%#v", k), fmt.Sprintf("%x", k), fmt.Sprint(kr), fmt.Sprintf("%+v", kr), fmt.Sprintf("%v", *kr.cur.Load())} {
 		if strings.Contains(s, base64.StdEncoding.EncodeToString(k.Bytes)) || strings.Contains(s, fmt.Sprintf("%x", k.Bytes)) || strings.Contains(s, fmt.Sprint(k.Bytes)) {
 			t.Errorf("formatted key or keyring: got %q, want no key bytes", s)
 		}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+const secretsUsage = "usage: toolwarden secrets rotate [--reencrypt-only] | retire-key KEY_ID | status"
+
+// cmdSecrets runs `toolwarden secrets rotate|retire-key|status` (docs/security.md, Key
+// rotation). It works beside a running server: each row is re-encrypted in its own
+// transaction with the row locked, and the server follows the key file.
+func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, secretsUsage)
+		return errUsage
+	}
+	sub, rest := args[0], args[1:]
+	var c config
+	fs := newFlagSet("secrets "+sub, stderr)
+	commonFlags(fs, &c)
+	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key (env TOOLWARDEN_SECRET_KEY_FILE)")
+	reencryptOnly := false
+	if sub == "rotate" {
+		fs.BoolVar(&reencryptOnly, "reencrypt-only", false, "add no key: only re-encrypt the values still under an older key (after an interrupted rotation)")
+	}
+	// The key id may come before or after the flags.
+	id := ""
+	if sub == "retire-key" && len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		id, rest = rest[0], rest[1:]
+	}
+	if err := parse(fs, rest); err != nil {
+		return err
+	}
+	if id == "" && fs.NArg() == 1 {
+		id = fs.Arg(0)
+	}
+	path := secretKeyPath(c)
+	switch sub {
+	case "rotate", "status":
+	case "retire-key":
+		if id == "" {
+			fmt.Fprintln(stderr, secretsUsage)
+			return errUsage
+		}
+	default:
+		fmt.Fprintln(stderr, secretsUsage)
+		return errUsage
+	}
+	var added secrets.Key
+	if sub == "rotate" && !reencryptOnly {
+		k, err := secrets.AddKeyToFile(path)
+		if err != nil {
+			return err
+		}
+		added = k
+		fmt.Fprintf(stderr, "added key %s to %s; it encrypts from now on\n", k.ID, path)
+	}
+	keys, err := secrets.LoadKeyring(path)
+	if err != nil {
+		return err
+	}
+	d, err := openDB(ctx, c, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	reg := registry.New(d.Pool, keys, nil)
+	ts := tools.New(d.Pool, keys, nil)
+	usage := func() (map[string]int, error) {
+		a, err := reg.KeyUsage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b, err := ts.KeyUsage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for k, n := range b {
+			a[k] += n
+		}
+		return a, nil
+	}
+	switch sub {
+	case "status":
+		u, err := usage()
+		if err != nil {
+			return err
+		}
+		for i, id := range keys.IDs() {
+			role := "decrypts"
+			if i == 0 {
+				role = "primary"
+			}
+			fmt.Fprintf(stdout, "%s\t%s\t%d values\n", id, role, u[id])
+		}
+		for _, id := range slices.Sorted(maps.Keys(u)) {
+			if !slices.Contains(keys.IDs(), id) {
+				fmt.Fprintf(stdout, "%s\tMISSING from the key file\t%d values\n", id, u[id])
+			}
+		}
+		return nil
+	case "rotate":
+		nServers, err := reg.RotateSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		nTools, err := ts.RotateSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		if err := audit.AppendAlone(ctx, d.Pool, audit.Entry{Actor: cliActor(), Action: "secrets.rotate", TargetType: "secret_key",
+			TargetID: keys.PrimaryID(), TargetName: keys.PrimaryID(),
+			Payload: map[string]any{"key": keys.PrimaryID(), "new_key": added.ID != "", "server_values": nServers, "tool_values": nTools,
+				"keys": keys.IDs()}}); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "re-encrypted %d server values and %d tool configuration values with key %s\n", nServers, nTools, keys.PrimaryID())
+		return nil
+	}
+	// retire-key
+	u, err := usage()
+	if err != nil {
+		return err
+	}
+	if n := u[id]; n > 0 {
+		return fmt.Errorf("key %s still seals %d stored values: run 'toolwarden secrets rotate' (or --reencrypt-only) first; nothing was changed", id, n)
+	}
+	if err := secrets.RemoveKeyFromFile(path, id); err != nil {
+		return err
+	}
+	if err := audit.AppendAlone(ctx, d.Pool, audit.Entry{Actor: cliActor(), Action: "secrets.retire_key", TargetType: "secret_key",
+		TargetID: id, TargetName: id, Payload: map[string]any{"key": id}}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "retired key %s: values sealed with it no longer decrypt\n", id)
+	return nil
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// `toolwarden secrets rotate` adds a key and re-encrypts every stored secret with it;
+// values under the old key keep decrypting until it is retired; retire-key refuses while
+// a value still needs the key; a ciphertext copied to another row does not decrypt.
+// All of it audited.
+func TestSecretsRotateAndRetire(t *testing.T) {
+	ctx := context.Background()
+	dir := dbtest.TempDir(t)
+	url := dbtest.NewURL(t)
+	pool, err := db.NewPool(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	old, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "secret.key")
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(old.Bytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const canary = "canary-rotation-5f1c0d2e9a"
+	// A serving process's keyring, loaded from the file before the rotation.
+	serving, err := secrets.LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(pool, serving, nil)
+	mk := func(name string) registry.Server {
+		sv, err := reg.CreateServer(ctx, audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: "http://127.0.0.1:9/mcp",
+			Headers: map[string]string{"X-Secret": canary + "-" + name}, AuthType: registry.AuthBearer, AuthToken: canary + "-token"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sv
+	}
+	s1, s2 := mk("one"), mk("two")
+	cli := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(ctx, append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
+		return out.String() + errb.String(), err
+	}
+	if _, err := cli("secrets", "retire-key", old.ID); err == nil {
+		t.Fatal("retiring the only (primary) key succeeded")
+	}
+	out, err := cli("secrets", "rotate")
+	if err != nil || !strings.Contains(out, "re-encrypted 4 server values") {
+		t.Fatalf("rotate: %v %s", err, out)
+	}
+	fresh, err := secrets.LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.PrimaryID() == old.ID || len(fresh.IDs()) != 2 {
+		t.Fatalf("keys after rotate: %v", fresh.IDs())
+	}
+	var headers map[string]string
+	var token string
+	if err := pool.QueryRow(ctx, `SELECT headers, auth_token FROM mcp_servers WHERE id = $1`, s1.ID).Scan(&headers, &token); err != nil {
+		t.Fatal(err)
+	}
+	if secrets.KeyOf(headers["X-Secret"]) != fresh.PrimaryID() || secrets.KeyOf(token) != fresh.PrimaryID() {
+		t.Fatalf("stored values after rotate are under %s and %s, want %s", secrets.KeyOf(headers["X-Secret"]), secrets.KeyOf(token), fresh.PrimaryID())
+	}
+	// The serving keyring follows the file and decrypts the rotated values.
+	if c, err := reg.Connection(ctx, s1.ID); err != nil || c.Headers["X-Secret"] != canary+"-one" {
+		t.Fatalf("serving keyring after rotation: %v", err)
+	}
+
+	// A process that still wrote under the old key leaves a value needing it: retiring is refused.
+	oldOnly, _ := secrets.NewKeyring(old)
+	if _, err := registry.New(pool, oldOnly, nil).UpdateServer(ctx, audit.System, s2.ID,
+		registry.Patch{Headers: map[string]*string{"X-Late": ptrTo(canary + "-late")}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err = cli("secrets", "retire-key", old.ID)
+	if err == nil || !strings.Contains(err.Error(), "still seals 1 stored values") {
+		t.Fatalf("retire with a value under the key: %v %s", err, out)
+	}
+	if k, _ := secrets.LoadKeyring(path); len(k.IDs()) != 2 {
+		t.Fatal("a refused retire changed the key file")
+	}
+	if out, err = cli("secrets", "rotate", "--reencrypt-only"); err != nil || !strings.Contains(out, "re-encrypted 1 server values") {
+		t.Fatalf("rotate --reencrypt-only: %v %s", err, out)
+	}
+	if out, err = cli("secrets", "retire-key", old.ID); err != nil {
+		t.Fatalf("retire: %v %s", err, out)
+	}
+	after, err := secrets.LoadKeyring(path)
+	if err != nil || len(after.IDs()) != 1 || after.PrimaryID() != fresh.PrimaryID() {
+		t.Fatalf("keys after retire: %v %v", after, err)
+	}
+	for _, id := range []string{s1.ID, s2.ID} {
+		if _, err := registry.New(pool, after, nil).Connection(ctx, id); err != nil {
+			t.Fatalf("after retire, server %s: %v", id, err)
+		}
+	}
+	if _, err := registry.New(pool, oldOnly, nil).Connection(ctx, s1.ID); !errors.Is(err, secrets.ErrUnknownKey) {
+		t.Fatalf("the retired key alone: %v, want ErrUnknownKey", err)
+	}
+	out, _ = cli("secrets", "status")
+	if !strings.Contains(out, after.PrimaryID()+"\tprimary\t5 values") {
+		t.Errorf("status: %q", out)
+	}
+
+	// Copy attack: s1's header ciphertext pasted into s2's row does not decrypt there.
+	if _, err := pool.Exec(ctx, `UPDATE mcp_servers SET headers = jsonb_set(headers, '{X-Secret}', (SELECT headers->'X-Secret' FROM mcp_servers WHERE id = $1)) WHERE id = $2`,
+		s1.ID, s2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registry.New(pool, after, nil).Connection(ctx, s2.ID); !errors.Is(err, secrets.ErrDecrypt) {
+		t.Fatalf("a ciphertext copied to another row: %v, want ErrDecrypt", err)
+	}
+
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action IN ('secrets.rotate', 'secrets.retire_key')`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("audited rotations and retirements: %d %v, want 3", n, err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE payload::text LIKE '%' || $1 || '%'`, canary).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("audit rows with the secret: %d %v", n, err)
+	}
+}
+
+func ptrTo(s string) *string { return &s }

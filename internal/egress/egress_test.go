@@ -1,0 +1,126 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+)
+
+func TestCheckURL(t *testing.T) {
+	t.Parallel()
+	def, err := Parse("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := Parse("10.0.0.0/8, api.example.com, *.corp.example", "10.9.0.0/16, bad.corp.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostsOnly, err := Parse("api.example.com", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		p      *Policy
+		url    string
+		refuse string
+	}{
+		{nil, "http://169.254.169.254/latest/meta-data", "metadata"},
+		{def, "http://169.254.169.254/latest/meta-data", "metadata"},
+		{def, "http://[fd00:ec2::254]/", "metadata"},
+		{def, "http://[::ffff:169.254.169.254]/", "metadata"},
+		{def, "http://100.100.100.200/", "metadata"},
+		{def, "http://metadata.google.internal/computeMetadata/v1/", "metadata"},
+		{def, "http://METADATA.google.internal./", "metadata"},
+		{def, "http://127.0.0.1:3001/mcp", ""},
+		{def, "http://[::1]:3001/mcp", ""},
+		{def, "https://mcp.example.com/mcp", ""},
+		{strict, "http://10.1.2.3/mcp", ""},
+		{strict, "http://10.9.2.3/mcp", "deny list"},
+		{strict, "http://127.0.0.1/mcp", "allow list"},
+		{strict, "https://api.example.com/mcp", ""},
+		{strict, "https://x.corp.example/mcp", ""},
+		{strict, "https://bad.corp.example/mcp", "deny list"},
+		{strict, "https://other.example.com/mcp", ""}, // its addresses decide when connecting
+		{hostsOnly, "https://other.example.com/mcp", "allow list"},
+		{hostsOnly, "https://api.example.com/mcp", ""},
+		{strict, "http://169.254.169.254/", "metadata"},
+	} {
+		got := tc.p.CheckURL(tc.url)
+		if tc.refuse == "" && got != "" || tc.refuse != "" && !strings.Contains(got, tc.refuse) {
+			t.Errorf("CheckURL(%s) = %q, want %q", tc.url, got, tc.refuse)
+		}
+	}
+	lifted, err := Parse("169.254.169.254", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lifted.CheckURL("http://169.254.169.254/"); got != "" {
+		t.Errorf("metadata allowed explicitly: %q", got)
+	}
+	for _, bad := range []string{"10.0.0.0/33", "exa mple.com", "http://x", "*."} {
+		if _, err := Parse(bad, ""); err == nil {
+			t.Errorf("Parse(%q): no error", bad)
+		}
+	}
+}
+
+// The address dialled is checked after resolution: a name that is allowed but
+// resolves to a denied address is refused at connect time (DNS rebinding).
+func TestDialChecksResolvedAddress(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ctx := context.Background()
+
+	// Loopback is allowed by default, by address and by name.
+	for _, addr := range []string{"127.0.0.1:" + port, "localhost:" + port} {
+		c, err := (*Policy)(nil).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			t.Fatalf("default policy, %s: %v", addr, err)
+		}
+		c.Close()
+	}
+	deny, err := Parse("", "127.0.0.0/8, ::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "localhost" is not denied by name; what it resolves to is.
+	if deny.CheckURL("http://localhost:"+port) != "" {
+		t.Fatal("the name itself should pass the check at registration")
+	}
+	_, err = deny.DialContext(ctx, "tcp", "localhost:"+port)
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), "deny list") {
+		t.Fatalf("dial localhost with loopback denied: %v, want the policy's refusal", err)
+	}
+	// An allow list that names other networks refuses loopback at connect time.
+	other, _ := Parse("10.0.0.0/8", "")
+	if _, err := other.DialContext(ctx, "tcp", "localhost:"+port); !errors.As(err, &e) {
+		t.Fatalf("dial outside the allow list: %v", err)
+	}
+	// A name on the deny list is refused before it is resolved.
+	byName, _ := Parse("", "localhost")
+	if _, err := byName.DialContext(ctx, "tcp", "localhost:"+port); !errors.As(err, &e) {
+		t.Fatalf("dial a denied name: %v", err)
+	}
+	// Metadata by default, whatever the port.
+	if _, err := (*Policy)(nil).DialContext(ctx, "tcp", "169.254.169.254:80"); !errors.As(err, &e) {
+		t.Fatalf("dial metadata: %v", err)
+	}
+}

@@ -1,0 +1,192 @@
+package secrets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/atomicfile"
+)
+
+// Keyring holds the keys that may decrypt and the primary key that encrypts. It is
+// safe for concurrent use. A keyring loaded from a key file follows the file: when
+// `toolwarden secrets rotate` adds a key (or `retire-key` removes one) while the
+// server runs, the server sees the change within reloadEvery, and at once when it
+// meets a value sealed with a key it does not hold yet.
+type Keyring struct {
+	cur     atomic.Pointer[ring]
+	path    string       // the key file; "" for a keyring built in memory
+	stamp   atomic.Value // the file's fileStamp when last read
+	checked atomic.Int64 // unix nanoseconds of the last look at the file
+	mu      sync.Mutex   // one reload at a time
+}
+
+// reloadEvery is how often a keyring loaded from a file looks whether it changed.
+const reloadEvery = 5 * time.Second
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stampOf(path string) fileStamp {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	return fileStamp{mod: st.ModTime(), size: st.Size()}
+}
+
+// r is the current ring, after a look at the key file when one is due.
+func (kr *Keyring) r() *ring {
+	if kr.path != "" && time.Now().UnixNano()-kr.checked.Load() > int64(reloadEvery) {
+		kr.checked.Store(time.Now().UnixNano())
+		if stampOf(kr.path) != kr.stamp.Load() {
+			_ = kr.Reload() // a key file that does not load keeps the keys held
+		}
+	}
+	return kr.cur.Load()
+}
+
+// Reload reads the key file again (a keyring built in memory has none: no-op). A file
+// that does not load leaves the keyring as it was.
+func (kr *Keyring) Reload() error {
+	if kr.path == "" {
+		return nil
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	st := stampOf(kr.path)
+	keys, _, err := readKeyFile(kr.path)
+	if err != nil {
+		return err
+	}
+	r, err := newRing(keys)
+	if err != nil {
+		return err
+	}
+	kr.cur.Store(r)
+	kr.stamp.Store(st)
+	return nil
+}
+
+// MAC is HMAC-SHA256 of data under a key derived from the primary key (see ring.MAC).
+func (kr *Keyring) MAC(data []byte) []byte { return kr.r().MAC(data) }
+
+// VerifyMAC reports whether mac is the MAC of data under any key of the keyring.
+func (kr *Keyring) VerifyMAC(data, mac []byte) bool { return kr.r().VerifyMAC(data, mac) }
+
+// PrimaryID is the id of the key that Encrypt uses.
+func (kr *Keyring) PrimaryID() string { return kr.r().PrimaryID() }
+
+// IDs lists every key id, primary first, in key file order.
+func (kr *Keyring) IDs() []string { return kr.r().IDs() }
+
+// String lists key ids only, so a keyring printed by accident shows no key bytes.
+func (kr *Keyring) String() string { return "secrets.Keyring(" + joinIDs(kr.cur.Load().ids) + ")" }
+
+// Encrypt seals plaintext with the primary key (see ring.Encrypt).
+func (kr *Keyring) Encrypt(plaintext []byte, aad string) (string, error) {
+	return kr.r().Encrypt(plaintext, aad)
+}
+
+// EncryptString is Encrypt for string values.
+func (kr *Keyring) EncryptString(plaintext, aad string) (string, error) {
+	return kr.Encrypt([]byte(plaintext), aad)
+}
+
+// Decrypt opens a ciphertext made by Encrypt with any key of the keyring. A value
+// sealed with a key the keyring does not hold makes a keyring loaded from a file read
+// it again first: another process may have just added that key.
+func (kr *Keyring) Decrypt(ciphertext, aad string) ([]byte, error) {
+	plain, err := kr.r().Decrypt(ciphertext, aad)
+	if errors.Is(err, ErrUnknownKey) && kr.path != "" && kr.Reload() == nil {
+		return kr.cur.Load().Decrypt(ciphertext, aad)
+	}
+	return plain, err
+}
+
+// DecryptString is Decrypt for string values.
+func (kr *Keyring) DecryptString(ciphertext, aad string) (string, error) {
+	b, err := kr.Decrypt(ciphertext, aad)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// NeedsRotation reports whether ciphertext was sealed with a key other than the primary.
+func (kr *Keyring) NeedsRotation(ciphertext string) bool { return kr.r().NeedsRotation(ciphertext) }
+
+// Rotate re-encrypts ciphertext with the primary key under the same aad; a value
+// already sealed with the primary key is returned unchanged.
+func (kr *Keyring) Rotate(ciphertext, aad string) (string, error) {
+	plain, err := kr.Decrypt(ciphertext, aad)
+	if err != nil {
+		return "", err
+	}
+	defer clear(plain)
+	r := kr.cur.Load()
+	if !r.NeedsRotation(ciphertext) {
+		return ciphertext, nil
+	}
+	return r.Encrypt(plain, aad)
+}
+
+// KeyOf is the id of the key ciphertext was sealed with, or "" when it is not a
+// ciphertext of this package.
+func KeyOf(ciphertext string) string {
+	kid, _, err := parse(ciphertext)
+	if err != nil {
+		return ""
+	}
+	return kid
+}
+
+// RemoveKeyFromFile retires key id: its line is removed from the key file at path
+// (atomically, as AddKeyToFile writes). The primary key (the first) cannot be retired,
+// nor a key the file does not hold. The caller checks first that no stored value
+// still needs it: values sealed with it no longer decrypt afterwards.
+func RemoveKeyFromFile(path, id string) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("secrets: key file: %w", err)
+	}
+	keys, data, err := readKeyFile(real)
+	if err != nil {
+		return err
+	}
+	if !hasKeyID(keys, id) {
+		return fmt.Errorf("secrets: key file %s holds no key %q (it holds %s)", path, id, joinIDs(idsOf(keys)))
+	}
+	if keys[0].ID == id {
+		return fmt.Errorf("secrets: key %q is the primary key, which encrypts new values; rotate first (toolwarden secrets rotate)", id)
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if t != "" && !strings.HasPrefix(t, "#") {
+			if k, err := ParseKeyFile(path, []byte(t)); err == nil && len(k) == 1 && k[0].ID == id {
+				continue
+			}
+		}
+		out = append(out, line)
+	}
+	if err := atomicfile.Write(real, []byte(strings.Join(out, "\n"))); err != nil {
+		return fmt.Errorf("secrets: write key file %s: %w", path, err)
+	}
+	return nil
+}
+
+func idsOf(keys []Key) []string {
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	return ids
+}

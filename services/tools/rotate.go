@@ -1,0 +1,126 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// RotateSecrets re-encrypts the secret values of every tool's configuration, the
+// current one and every stored version, under the keyring's primary key; one tool a
+// transaction with its row locked. It returns how many values it re-encrypted.
+func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
+	rows, err := s.pool.Query(ctx, `/* tools.RotateSecrets.ids */ SELECT id::text FROM mcp_tools
+		WHERE configuration::text LIKE '%"secret"%' OR EXISTS (SELECT 1 FROM tool_configurations c WHERE c.tool_id = mcp_tools.id AND c.configuration::text LIKE '%"secret"%')
+		ORDER BY id`)
+	if err != nil {
+		return 0, fmt.Errorf("tools: rotate secrets: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("tools: rotate secrets: %w", err)
+	}
+	total := 0
+	for _, id := range ids {
+		err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+			var cur []byte
+			if err := tx.QueryRow(ctx, `/* tools.RotateSecrets.lock */ SELECT configuration FROM mcp_tools WHERE id::text = $1 FOR UPDATE`, id).Scan(&cur); err != nil {
+				if err == pgx.ErrNoRows {
+					return nil
+				}
+				return err
+			}
+			next, n, err := s.rotateConfig(id, cur)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				total += n
+				if _, err := tx.Exec(ctx, `/* tools.RotateSecrets */ UPDATE mcp_tools SET configuration = $2 WHERE id::text = $1`, id, next); err != nil {
+					return err
+				}
+			}
+			vrows, err := tx.Query(ctx, `/* tools.RotateSecrets.versions */ SELECT id, configuration FROM tool_configurations WHERE tool_id::text = $1`, id)
+			if err != nil {
+				return err
+			}
+			type version struct {
+				ID            int64  `db:"id"`
+				Configuration []byte `db:"configuration"`
+			}
+			vs, err := pgx.CollectRows(vrows, pgx.RowToStructByName[version])
+			if err != nil {
+				return err
+			}
+			for _, v := range vs {
+				next, n, err := s.rotateConfig(id, v.Configuration)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					continue
+				}
+				total += n
+				if _, err := tx.Exec(ctx, `/* tools.RotateSecrets.version */ UPDATE tool_configurations SET configuration = $2 WHERE id = $1`, v.ID, next); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("tools: rotate secrets: %w", err)
+		}
+	}
+	return total, nil
+}
+
+// rotateConfig re-encrypts the secrets of one stored configuration of tool id.
+func (s *Service) rotateConfig(id string, raw []byte) ([]byte, int, error) {
+	c := parseConfiguration(raw)
+	n := 0
+	for name, st := range c.Params {
+		if st.Secret == "" || !s.keys.NeedsRotation(st.Secret) {
+			continue
+		}
+		out, err := s.keys.Rotate(st.Secret, configAAD(id, name))
+		if err != nil {
+			return nil, 0, fmt.Errorf("tool %s, parameter %s: %w", id, name, err)
+		}
+		st.Secret = out
+		c.Params[name] = st
+		n++
+	}
+	if n == 0 {
+		return raw, 0, nil
+	}
+	b, err := json.Marshal(c)
+	return b, n, err
+}
+
+// KeyUsage counts the stored secret values of tool configurations (current and past
+// versions) by the id of the key that sealed them.
+func (s *Service) KeyUsage(ctx context.Context) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, `/* tools.KeyUsage */
+		SELECT p.value->>'secret' FROM mcp_tools, jsonb_each(configuration->'params') AS p WHERE p.value ? 'secret'
+		UNION ALL SELECT p.value->>'secret' FROM tool_configurations, jsonb_each(configuration->'params') AS p WHERE p.value ? 'secret'`)
+	if err != nil {
+		return nil, fmt.Errorf("tools: key usage: %w", err)
+	}
+	out := map[string]int{}
+	var v string
+	_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
+		if kid := secrets.KeyOf(v); kid != "" {
+			out[kid]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tools: key usage: %w", err)
+	}
+	return out, nil
+}

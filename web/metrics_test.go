@@ -1,0 +1,65 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/auth"
+)
+
+// /metrics needs a caller allowed to read metrics: an API token (a scraper) or a
+// session of an administrator or auditor. Nobody else gets it, and a scraper without
+// credentials gets 401, not the sign-in page.
+func TestMetricsNeedsAToken(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	const pw = "metrics-password-1"
+	for _, r := range []auth.Role{auth.RoleAuditor, auth.RoleToolManager, auth.RoleToolUser, auth.RoleGuest} {
+		srv.CreateUser(t, "m-"+strings.ReplaceAll(string(r), "_", "-"), r, pw)
+	}
+	get := func(bearer string, c *http.Client) (int, string, http.Header) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		if c == nil {
+			c = srv.Client(t)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b), res.Header
+	}
+	st, body, h := get("", nil)
+	if st != http.StatusUnauthorized || strings.Contains(body, "toolwarden_http") || !strings.Contains(h.Get("WWW-Authenticate"), "Bearer") {
+		t.Fatalf("anonymous: %d %q %v", st, body, h)
+	}
+	if st, _, _ := get("tw_not-a-real-token", nil); st != http.StatusUnauthorized {
+		t.Fatalf("unknown token: %d", st)
+	}
+	for _, tc := range []struct {
+		user string
+		want int
+	}{{"admin", 200}, {"m-auditor", 200}, {"m-tool-manager", 403}, {"m-tool-user", 403}, {"m-guest", 403}} {
+		tok := srv.Token(t, tc.user)
+		st, body, _ := get(tok, nil)
+		if st != tc.want {
+			t.Errorf("%s's token: %d, want %d", tc.user, st, tc.want)
+		}
+		if (st == 200) != strings.Contains(body, "toolwarden_http_requests_total") {
+			t.Errorf("%s's token: body %.100q", tc.user, body)
+		}
+	}
+	if st, _, _ := get("", srv.Login(t, "m-auditor", pw)); st != 200 {
+		t.Errorf("auditor's session: %d", st)
+	}
+	if st, _, _ := get("", srv.Login(t, "m-tool-user", pw)); st != 403 {
+		t.Errorf("tool user's session: %d", st)
+	}
+}

@@ -1,0 +1,82 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+)
+
+// signIn posts the login form with extra headers and returns the answer's cookies and HSTS.
+func signIn(t *testing.T, srv *webtest.Server, c *http.Client, base string, headers map[string]string) (map[string]*http.Cookie, string) {
+	t.Helper()
+	form := url.Values{"username": {"admin"}, "password": {webtest.AdminPassword}}
+	req, _ := http.NewRequest(http.MethodPost, base+"/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("login: %d", res.StatusCode)
+	}
+	out := map[string]*http.Cookie{}
+	for _, ck := range res.Cookies() {
+		out[ck.Name] = ck
+	}
+	return out, res.Header.Get("Strict-Transport-Security")
+}
+
+// Cookies are Secure and HSTS is sent whenever the request came over TLS: directly, or
+// through a trusted proxy whose X-Forwarded-Proto says https. The header from anyone
+// else changes nothing.
+func TestSecureCookiesAndHSTSOverTLS(t *testing.T) {
+	t.Parallel()
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	https := "X-Forwarded-Proto"
+
+	// Plain HTTP, no proxy named: the header is anyone's, so nothing changes.
+	plain := webtest.Start(t, nil)
+	ck, hsts := signIn(t, plain, plain.Client(t), plain.URL, map[string]string{https: "https"})
+	if ck["tw_session"] == nil || ck["tw_session"].Secure || hsts != "" {
+		t.Errorf("plain HTTP with a forged X-Forwarded-Proto: Secure=%v HSTS=%q, want neither", ck["tw_session"] != nil && ck["tw_session"].Secure, hsts)
+	}
+
+	// Behind a trusted proxy (the test client is on loopback).
+	proxied := webtest.Start(t, &webtest.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}})
+	ck, hsts = signIn(t, proxied, proxied.Client(t), proxied.URL, map[string]string{https: "https"})
+	if ck["tw_session"] == nil || !ck["tw_session"].Secure || !strings.Contains(hsts, "max-age=") {
+		t.Errorf("trusted proxy over https: session cookie %+v, HSTS %q; want Secure and HSTS", ck["tw_session"], hsts)
+	}
+	ck, hsts = signIn(t, proxied, proxied.Client(t), proxied.URL, map[string]string{https: "http"})
+	if ck["tw_session"] == nil || ck["tw_session"].Secure || hsts != "" {
+		t.Errorf("trusted proxy over http: Secure=%v HSTS=%q, want neither", ck["tw_session"] != nil && ck["tw_session"].Secure, hsts)
+	}
+
+	// Directly over TLS: the same App behind a TLS listener.
+	tlsSrv := httptest.NewTLSServer(plain.Web)
+	t.Cleanup(tlsSrv.Close)
+	c := tlsSrv.Client()
+	c.CheckRedirect = noRedirect
+	ck, hsts = signIn(t, plain, c, tlsSrv.URL, nil)
+	if ck["tw_session"] == nil || !ck["tw_session"].Secure || !strings.Contains(hsts, "max-age=") {
+		t.Errorf("direct TLS: session cookie %+v, HSTS %q; want Secure and HSTS", ck["tw_session"], hsts)
+	}
+	// The flash cookie of a page's form is Secure there too.
+	res, err := c.Get(tlsSrv.URL + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.Header.Get("Strict-Transport-Security") == "" {
+		t.Error("direct TLS: the sign-in page has no HSTS")
+	}
+}
