@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/handlers"
-	"github.com/toolwarden/toolwarden/services/analytics"
 	"github.com/toolwarden/toolwarden/internal/egress"
+	"github.com/toolwarden/toolwarden/services/analytics"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"

@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
-	"github.com/toolwarden/toolwarden/internal/proctrack"
 	"github.com/toolwarden/toolwarden/internal/egress"
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
