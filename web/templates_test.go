@@ -264,8 +264,10 @@ func TestTemplateServerForm(t *testing.T) {
 	good := "\n# starts with a blank line\ntools:\n  - name: t\n    input_schema: {type: object, properties: {a: {}}}\n    command: {argv: [echo, \"{a}\"]}\n"
 	// Test connection serves the template without saving it.
 	res = srv.PostFormHeaders(t, admin, "/servers/test", form("tpl", good), map[string]string{"HX-Request": "true"})
-	if doc := page(t, res); doc.Find("[data-testid=test-ok]").Length() != 1 || !strings.Contains(doc.Text(), "t") {
-		t.Fatalf("test connection: %s", doc.Text())
+	frag := settleTest(t, srv, admin, bodyString(t, res)) // the test runs in the background
+	if doc, err := goquery.NewDocumentFromReader(strings.NewReader(frag)); err != nil || doc.Find("[data-testid=test-ok]").Length() != 1 ||
+		!strings.Contains(doc.Text(), "t") {
+		t.Fatalf("test connection: %v %s", err, frag)
 	}
 	res = srv.PostForm(t, admin, "/servers", form("tpl", strings.ReplaceAll(good, "\n", "\r\n")))
 	res.Body.Close()
