@@ -7,7 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // Sentences. When a prompt is not written in the grammar, Rules reads it as plain
@@ -153,33 +154,6 @@ func norm(w string) string {
 	return w
 }
 
-// nameWords splits a tool or parameter name into words: "get_current-weather" and
-// "getCurrentWeather" give get, current, weather.
-func nameWords(name string) []string {
-	var words []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	rs := []rune(name)
-	for i, r := range rs {
-		switch {
-		case r == '_' || r == '-' || r == '.' || r == ' ':
-			flush()
-		case unicode.IsUpper(r) && i > 0 && unicode.IsLower(rs[i-1]):
-			flush()
-			cur = append(cur, r)
-		default:
-			cur = append(cur, r)
-		}
-	}
-	flush()
-	return words
-}
-
 // sentenceResult is a sentence plan's outcome: fitted says whether a tool fitted some
 // step (a refusal is then about that tool, or a later step).
 type sentenceResult struct {
@@ -208,11 +182,11 @@ func (c *catalog) fit(i int, s sentence) toolFit {
 		server, tool = "", t.Name
 	}
 	nameSet := map[string]bool{}
-	for _, w := range nameWords(tool) {
+	for _, w := range textcheck.NameWords(tool) {
 		nameSet[norm(w)] = true
 	}
 	serverSet := map[string]bool{}
-	for _, w := range nameWords(server) {
+	for _, w := range textcheck.NameWords(server) {
 		serverSet[norm(w)] = true
 	}
 	descSet := map[string]bool{}
@@ -446,7 +420,7 @@ func (c *catalog) params(i int) []param {
 func (p param) takes(t string) bool { return len(p.types) == 0 || slices.Contains(p.types, t) }
 
 func (p param) hinted(words ...string) bool {
-	for _, w := range nameWords(p.name) {
+	for _, w := range textcheck.NameWords(p.name) {
 		if slices.Contains(words, w) {
 			return true
 		}

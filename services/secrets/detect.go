@@ -6,7 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // Detection decides which values of a server registration or a tool
@@ -15,7 +16,7 @@ import (
 // credential, so both functions lean towards "secret" where names are ambiguous.
 // Both are pure and deterministic: the same input always gets the same answer.
 
-// secretWords are name words (after splitting, see nameWords) that mark a secret
+// secretWords are name words (after splitting, see textcheck.NameWords) that mark a secret
 // when they are the last word of a name, or, for the run-together forms, the last
 // two words joined ("session"+"id").
 var secretWords = map[string]bool{
@@ -63,7 +64,7 @@ var trailingNoise = map[string]bool{
 // "key_id" and "token_type" do not. Trailing digits and wrapper words such as
 // "_value" or "_b64" are ignored ("API_KEY_2", "PASSWORD_B64").
 func LooksSecretName(name string) bool {
-	words := nameWords(name)
+	words := textcheck.NameWords(name)
 	for len(words) > 1 && (trailingNoise[words[len(words)-1]] || isDigits(words[len(words)-1])) {
 		words = words[:len(words)-1]
 	}
@@ -84,38 +85,6 @@ func LooksSecretName(name string) bool {
 		return true
 	}
 	return false
-}
-
-// nameWords splits name into lower-case words: at every rune that is neither a
-// letter nor a digit, before an upper-case letter that follows a lower-case
-// letter or digit ("dbPassword"), and before the last upper-case letter of an
-// acronym that starts a new word ("APIKey" → API, Key).
-func nameWords(name string) []string {
-	var words []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	rs := []rune(name)
-	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			flush()
-			continue
-		}
-		if unicode.IsUpper(r) && len(cur) > 0 {
-			prev := cur[len(cur)-1]
-			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
-			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
-				flush()
-			}
-		}
-		cur = append(cur, r)
-	}
-	flush()
-	return words
 }
 
 func isDigits(s string) bool {

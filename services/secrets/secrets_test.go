@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // canary is a plaintext no error message may ever contain.
@@ -613,7 +615,7 @@ func TestLooksSecretName(t *testing.T) {
 		{"2", false},
 	} {
 		if got := LooksSecretName(tc.name); got != tc.want {
-			t.Errorf("LooksSecretName(%q): got %v, want %v (words %q)", tc.name, got, tc.want, nameWords(tc.name))
+			t.Errorf("LooksSecretName(%q): got %v, want %v (words %q)", tc.name, got, tc.want, textcheck.NameWords(tc.name))
 		}
 	}
 }
