@@ -8,8 +8,10 @@ package analytics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -140,15 +142,32 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 		return nil, err
 	}
 	r := &Report{From: p.From.UTC(), To: p.To.UTC()}
-	if err := s.calls(ctx, p, r); err != nil {
+	// The parts read different tables (or write different fields of r), so they run
+	// side by side on the pool's connections: a report takes as long as its slowest part.
+	var unused, raise, lower Report
+	parts := []func(context.Context) error{
+		func(ctx context.Context) error { return s.calls(ctx, p, r) },
+		func(ctx context.Context) error { return s.approvals(ctx, p, r) },
+		func(ctx context.Context) error { return s.unused(ctx, now, &unused) },
+		func(ctx context.Context) error { return s.rolledBackLow(ctx, p, &raise) },
+		func(ctx context.Context) error { return s.quickMedium(ctx, p, &lower) },
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() {
+			if errs[i] = part(ctx); errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := s.approvals(ctx, p, r); err != nil {
-		return nil, err
-	}
-	if err := s.recommend(ctx, p, now, r); err != nil {
-		return nil, err
-	}
+	r.Recommendations = slices.Concat(unused.Recommendations, failing(r), raise.Recommendations, lower.Recommendations)
 	return r, nil
 }
 

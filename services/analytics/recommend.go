@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// recommend adds what the numbers suggest:
+// The recommendations (Report runs their queries side by side):
 //   - an enabled tool nobody called for UnusedFor (and enabled at least that long):
 //     disable it?
 //   - a tool failing more than FailingRate of at least FailingMinCalls calls:
@@ -15,22 +15,19 @@ import (
 //   - a tool whose step was LOW and whose execution was rolled back: raise its risk?
 //   - a MEDIUM tool approved QuickApprovals times or more, every time by the same
 //     person within QuickWithin: lower its risk?
-func (s *Service) recommend(ctx context.Context, p Period, now time.Time, r *Report) error {
-	if err := s.unused(ctx, now, r); err != nil {
-		return err
-	}
+
+// failing recommends a look at the tools of r that fail often.
+func failing(r *Report) []Recommendation {
+	var out []Recommendation
 	for _, t := range r.Tools {
 		if t.Calls >= FailingMinCalls && t.ErrorRate > FailingRate {
-			r.Recommendations = append(r.Recommendations, Recommendation{Kind: "failing", ToolID: t.Key, Tool: t.Name,
+			out = append(out, Recommendation{Kind: "failing", ToolID: t.Key, Tool: t.Name,
 				Advice:  "Investigate: it fails often.",
 				Because: fmt.Sprintf("%d of its %d calls failed (%.0f%%) in this period.", t.Errors, t.Calls, math.Round(t.ErrorRate*100)),
 				Numbers: map[string]any{"calls": t.Calls, "errors": t.Errors, "error_rate": t.ErrorRate}})
 		}
 	}
-	if err := s.rolledBackLow(ctx, p, r); err != nil {
-		return err
-	}
-	return s.quickMedium(ctx, p, r)
+	return out
 }
 
 func (s *Service) unused(ctx context.Context, now time.Time, r *Report) error {
