@@ -20,9 +20,11 @@ import (
 // closed again and the next call goes through at once, not an hour later.
 func TestCrashWithCallsInFlightClosesCircuitOnReconnect(t *testing.T) {
 	t.Parallel()
-	// The session comes back after a second, so the open circuit can be seen first.
+	// The session comes back after 5 s, so the open circuit can be seen first (the
+	// failed calls' records must all be in before the reconnect replaces the breaker,
+	// which under -race on a busy machine took longer than a second).
 	e := startWith(t, &router.Options{BreakerFailures: 5, BreakerCooldown: time.Hour}, func(o *mcpclient.Options) {
-		o.BackoffInitial, o.BackoffMax = time.Second, time.Second
+		o.BackoffInitial, o.BackoffMax = 5*time.Second, 5*time.Second
 	})
 	control := filepath.Join(t.TempDir(), "control")
 	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "crashy"}, control)
