@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
 var testRunURL = regexp.MustCompile(`hx-get="(/servers/test/runs/[A-Za-z0-9]+)"`)
@@ -102,6 +104,8 @@ func TestConnectionTestOfAHungServer(t *testing.T) {
 		BackoffInitial: 50 * time.Millisecond, BackoffMax: 300 * time.Millisecond}})
 	admin := srv.Login(t, "admin", webtest.AdminPassword)
 	tf := httpForm("hung", hung.url())
+	// The server's own timeout as long as allowed, so only Cancel (or the minute) ends it.
+	tf.Set("timeout_ms", strconv.Itoa(registry.MaxTimeoutMS))
 	res := svPost(t, srv, admin, "/servers/test", tf, map[string]string{"HX-Request": "true"})
 	frag := bodyString(t, res)
 	m := testRunURL.FindStringSubmatch(frag)
