@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/analytics"
+	"github.com/toolwarden/toolwarden/services/assistant"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
@@ -51,6 +52,8 @@ type Deps struct {
 	Usage    *usage.Service
 	// Analytics reads what calls and approvals add up to (/analytics).
 	Analytics *analytics.Service
+	// Assistant manages Toolwarden in plain language (/assistant).
+	Assistant *assistant.Service
 	// LiveClients counts open websocket connections (for the dashboard).
 	LiveClients func() int
 	// SecureCookies sets the Secure flag on cookies (behind TLS).

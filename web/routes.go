@@ -32,6 +32,7 @@ func (s *Server) routes() []Route {
 	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}
 	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage}
 	stats := handlers.AnalyticsHandler{Shell: shell, Analytics: d.Analytics}
+	chat := handlers.AssistantHandler{Shell: shell, Assistant: d.Assistant}
 	panel := handlers.NewTestPanel(tool, d.Router, d.Runs, d.Decide)
 	categories := handlers.CategoriesHandler{Shell: shell, Tools: d.Tools}
 	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools}
@@ -120,6 +121,10 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/executions", auth.PermExecutionView, execs.History},
 		// What calls and approvals add up to, and what the numbers suggest.
 		{http.MethodGet, "/analytics", auth.PermLogView, stats.Page},
+		// The assistant: every act it takes checks its own permission (services/assistant).
+		{http.MethodGet, "/assistant", auth.PermSignedIn, chat.Page},
+		{http.MethodGet, "/assistant/panel", auth.PermSignedIn, chat.Panel},
+		{http.MethodPost, "/assistant/messages", auth.PermSignedIn, chat.Send},
 		{http.MethodGet, "/approvals", auth.PermExecutionApprove, execs.ApprovalsInbox},
 		{http.MethodGet, "/settings/executions", auth.PermSettings, settings.ExecutionSettings},
 		{http.MethodPost, "/settings/executions", auth.PermSettings, settings.SaveExecutionSettings},
@@ -218,6 +223,7 @@ func (s *Server) routes() []Route {
 		// to say (package decide: a person, never a token; separation of duties), so
 		// cancel needs only a view of executions here; a rollback is a decision.
 		{http.MethodGet, "/api/v1/analytics", auth.PermLogView, stats.API},
+		{http.MethodPost, "/api/v1/assistant/messages", auth.PermSignedIn, chat.APIMessage},
 		{http.MethodGet, "/api/v1/executions", auth.PermExecutionView, execs.APIList},
 		{http.MethodPost, "/api/v1/executions", auth.PermExecutionCreate, execs.APICreate},
 		{http.MethodGet, "/api/v1/executions/settings", auth.PermExecutionView, execs.APISettings},

@@ -39,6 +39,9 @@ type Actor struct {
 	// TokenID is the API token a token actor used (not part of the entry: who acted is
 	// the token's user), so what it asked for can be dropped once the token is revoked.
 	TokenID string
+	// Said is the sentence that asked for the act (the assistant's message), recorded in
+	// the entry's payload as "said".
+	Said string
 }
 
 // System is the actor for what Toolwarden does on its own (bootstrap, expiry).
@@ -165,6 +168,12 @@ func NewBatch(entries []Entry) (*Batch, error) {
 				return nil, fmt.Errorf("audit: marshal %s payload: %w", e.Action, err)
 			}
 		}
+		if e.Actor.Said != "" {
+			var err error
+			if payload, err = withSaid(payload, e.Actor.Said); err != nil {
+				return nil, fmt.Errorf("audit: %s payload: %w", e.Action, err)
+			}
+		}
 		result := e.Result
 		switch result {
 		case "":
@@ -182,6 +191,21 @@ func NewBatch(entries []Entry) (*Batch, error) {
 		}
 	}
 	return &Batch{recs: rs}, nil
+}
+
+// withSaid adds "said" to a payload object (a payload that is not an object is kept
+// under "payload").
+func withSaid(payload []byte, said string) ([]byte, error) {
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(payload, &m); err != nil {
+		m = map[string]json.RawMessage{"payload": payload}
+	}
+	s, err := json.Marshal(said)
+	if err != nil {
+		return nil, err
+	}
+	m["said"] = s
+	return json.Marshal(m)
 }
 
 // Len is the number of entries.

@@ -190,11 +190,23 @@ func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validat
 	for i, idx := range validated {
 		ids[i] = out[idx].ID
 	}
+	// A person's preference matches when each of its words starts a word of the tool's
+	// name, title, description or category; it acts while its owner may enable tools.
 	rows, err := tx.Query(ctx, `/* tools.autoEnable */
-		SELECT t.id::text, CASE WHEN s.auto_enable THEN 'server ' || s.name ELSE 'category ' || c.name END
+		SELECT t.id::text, CASE WHEN s.auto_enable THEN 'server ' || s.name
+			WHEN coalesce(c.auto_enable, false) THEN 'category ' || c.name
+			ELSE 'the preference of ' || p.username || ' ("' || p.sentence || '")' END
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
 		LEFT JOIN tool_categories c ON c.id = t.category_id
-		WHERE t.id = ANY($1) AND (s.auto_enable OR coalesce(c.auto_enable, false))`, ids)
+		LEFT JOIN LATERAL (
+			SELECT u.username, ap.sentence FROM tool_auto_enable_preferences ap JOIN users u ON u.id = ap.user_id
+			WHERE u.disabled_at IS NULL AND u.role = ANY($2)
+				AND NOT EXISTS (SELECT 1 FROM unnest(string_to_array(ap.words, ' ')) w
+					WHERE lower(t.name || ' ' || t.title || ' ' || t.description || ' ' || coalesce(c.name, ''))
+						!~ ('(^|[^a-z0-9])' || w))
+			ORDER BY ap.created_at LIMIT 1) p ON true
+		WHERE t.id = ANY($1) AND (s.auto_enable OR coalesce(c.auto_enable, false) OR p.username IS NOT NULL)`,
+		ids, enablingRoles())
 	if err != nil {
 		return fmt.Errorf("toolstate: auto-enable policy: %w", err)
 	}

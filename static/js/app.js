@@ -28,6 +28,52 @@
     btn.setAttribute("aria-expanded", open ? "true" : "false");
   });
 
+  // The assistant's slide-over: the header's Assistant link opens it on any page but
+  // /assistant itself (without JavaScript the link goes to the page); Escape closes it.
+  function assistantPanel() { return document.getElementById("assistant-panel"); }
+  function closeAssistant() {
+    var panel = assistantPanel();
+    if (!panel || panel.hidden) return;
+    panel.hidden = true;
+    var opener = document.querySelector("[data-assistant-open]");
+    if (opener) { opener.setAttribute("aria-expanded", "false"); opener.focus(); }
+  }
+  document.addEventListener("click", function (e) {
+    if (e.target.closest("[data-assistant-close]")) { closeAssistant(); return; }
+    var opener = e.target.closest("[data-assistant-open]");
+    var panel = assistantPanel();
+    if (!opener || !panel || location.pathname === "/assistant" || !window.htmx) return;
+    e.preventDefault();
+    if (!panel.hidden) { closeAssistant(); return; }
+    panel.hidden = false;
+    opener.setAttribute("aria-expanded", "true");
+    var body = panel.querySelector("[data-assistant-panel-body]");
+    var focusInput = function () { var i = panel.querySelector("input[name=message]"); if (i) i.focus(); };
+    if (!body.dataset.loaded) {
+      body.dataset.loaded = "1";
+      htmx.ajax("GET", "/assistant/panel", { target: body, swap: "innerHTML" }).then(focusInput);
+    } else focusInput();
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape" && assistantPanel() && !assistantPanel().hidden) closeAssistant();
+  });
+  // After a reply: remember the conversation, empty the box, show the newest line.
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var form = e.target.closest && e.target.closest("[data-assistant-form], [data-assistant-choice]");
+    if (!form || !e.detail.successful) return;
+    var chat = form.closest("[data-assistant-chat]");
+    var conv = e.detail.xhr.getResponseHeader("HX-Trigger");
+    var m = conv && /"conversation_id":"([^"]+)"/.exec(conv);
+    if (chat && m) chat.querySelectorAll("[data-assistant-conversation]").forEach(function (i) { i.value = m[1]; });
+    if (form.matches("[data-assistant-form]")) form.reset();
+    if (chat) {
+      var log = chat.querySelector("[data-assistant-log]");
+      if (log) log.scrollTop = log.scrollHeight;
+      var input = chat.querySelector("input[name=message]");
+      if (input) input.focus();
+    }
+  });
+
   // Dialogs: [data-dialog-open="id"] opens <dialog id>, [data-dialog-close] closes its dialog.
   document.addEventListener("click", function (e) {
     var opener = e.target.closest("[data-dialog-open]");

@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/services/assistant"
+	"github.com/toolwarden/toolwarden/views"
+)
+
+// AssistantHandler serves /assistant, its slide-over and POST /api/v1/assistant/messages:
+// managing Toolwarden in plain language (services/assistant).
+type AssistantHandler struct {
+	*Shell
+	Assistant *assistant.Service
+}
+
+// historyShown bounds the messages a page shows of a conversation.
+const historyShown = 100
+
+// Page renders /assistant with the person's latest conversation (?c= picks one; ?new=1
+// starts a new one).
+func (h AssistantHandler) Page(c echo.Context) error {
+	m, err := h.model(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AssistantPage(views.AssistantView{Layout: h.layout(c, "Assistant"), Chat: m}))
+}
+
+// Panel renders the chat alone, for the slide-over every page has.
+func (h AssistantHandler) Panel(c echo.Context) error {
+	m, err := h.model(c)
+	if err != nil {
+		return err
+	}
+	m.Panel = true
+	return render(c, http.StatusOK, views.AssistantChat(m))
+}
+
+func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error) {
+	ctx := c.Request().Context()
+	p := PrincipalOf(c)
+	conv := c.QueryParam("c")
+	if conv == "" && c.QueryParam("new") == "" {
+		var err error
+		if conv, err = h.Assistant.LatestConversation(ctx, p.User.ID); err != nil {
+			return views.AssistantChatModel{}, err
+		}
+	}
+	m := views.AssistantChatModel{ConversationID: conv}
+	if conv != "" {
+		ms, err := h.Assistant.History(ctx, p.User.ID, conv, historyShown)
+		if err != nil {
+			return m, err
+		}
+		for _, msg := range ms {
+			m.Messages = append(m.Messages, messageView(msg))
+		}
+	}
+	return m, nil
+}
+
+func messageView(m assistant.Message) views.AssistantMessage {
+	out := views.AssistantMessage{Person: m.Author == "person", Body: m.Body}
+	for _, ch := range m.Choices {
+		out.Choices = append(out.Choices, views.AssistantChoice{Label: ch.Label, Target: ch.Target})
+	}
+	for _, a := range m.Actions {
+		out.Actions = append(out.Actions, views.AssistantAction{Name: a.Name, Href: a.Href, OK: a.OK, Error: a.Error})
+	}
+	return out
+}
+
+// Send answers the chat form: the two new messages as a fragment for htmx, or the page
+// again without JavaScript.
+func (h AssistantHandler) Send(c echo.Context) error {
+	conv, msg := c.FormValue("conversation_id"), c.FormValue("message")
+	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), conv, msg)
+	if err != nil {
+		return err
+	}
+	if c.Request().Header.Get("HX-Request") != "true" {
+		return c.Redirect(http.StatusSeeOther, "/assistant?c="+r.ConversationID)
+	}
+	c.Response().Header().Set("HX-Trigger", `{"assistant-replied":{"conversation_id":"`+r.ConversationID+`"}}`)
+	reply := assistant.Message{Author: "assistant", Body: r.Reply, Choices: r.Choices, Actions: r.Actions}
+	return render(c, http.StatusOK, views.AssistantExchange(r.ConversationID,
+		[]views.AssistantMessage{{Person: true, Body: msg}, messageView(reply)}))
+}
+
+// APIMessage answers POST /api/v1/assistant/messages {"conversation_id","message"}.
+func (h AssistantHandler) APIMessage(c echo.Context) error {
+	var in struct {
+		ConversationID string `json:"conversation_id"`
+		Message        string `json:"message"`
+	}
+	if err := bindJSON(c, &in); err != nil {
+		return err
+	}
+	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), in.ConversationID, in.Message)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, r)
+}

@@ -1,0 +1,680 @@
+package assistant
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// State is what a conversation remembers between messages: the last list it showed
+// ("enable the first one"), the question it asked (a choice or a yes), and the step of
+// a guided set-up.
+type State struct {
+	LastKind string   `json:"last_kind,omitempty"` // "server" or "tool"
+	LastIDs  []string `json:"last_ids,omitempty"`
+	Pending  *Op      `json:"pending,omitempty"`
+	Flow     *Flow    `json:"flow,omitempty"`
+}
+
+// Op is one thing to do, decided: the intent, what it acts on and its arguments. Pending
+// ops wait for a choice among IDs (Choose) or for a yes (Confirm).
+type Op struct {
+	Intent   Intent            `json:"intent"`
+	Kind     string            `json:"kind,omitempty"`
+	IDs      []string          `json:"ids,omitempty"`
+	URL      string            `json:"url,omitempty"`
+	Name     string            `json:"name,omitempty"`
+	Username string            `json:"username,omitempty"`
+	Risk     string            `json:"risk,omitempty"`
+	Tags     []string          `json:"tags,omitempty"`
+	Category string            `json:"category,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
+	Query    string            `json:"query,omitempty"`
+	// Sentence is the message that asked for it, recorded in the audit log.
+	Sentence string `json:"sentence"`
+	Choose   bool   `json:"choose,omitempty"`
+	Confirm  bool   `json:"confirm,omitempty"`
+}
+
+// Flow is a guided set-up in progress (seed 004 §7 Guided Workflows).
+type Flow struct {
+	Step     string `json:"step"`
+	URL      string `json:"url,omitempty"`
+	Name     string `json:"name,omitempty"`
+	ServerID string `json:"server_id,omitempty"`
+}
+
+// The steps of the guided set-up.
+const (
+	StepHaveServer  = "have_server"  // do you already have a server?
+	StepWhichServer = "which_server" // which of your servers?
+	StepURL         = "url"          // what is its URL?
+	StepName        = "name"         // what should it be called?
+	StepWhichTools  = "which_tools"  // which tools to enable?
+)
+
+// Choice is one answer the person can click or type.
+type Choice struct {
+	Label  string `json:"label"`
+	Target string `json:"target"` // what to send to choose it
+}
+
+// Decision is what to answer: a reply with choices, and, when something is to be done,
+// the op (which the Service runs and reports on).
+type Decision struct {
+	Reply   string
+	Choices []Choice
+	Do      *Op
+	State   State
+}
+
+// Decide answers an understood message in the conversation's state. It asks whenever
+// the message may mean more than one thing, and asks for a yes before what cannot be
+// undone by a click (removing a server, disabling several tools, revoking a permission).
+func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
+	d := Decision{State: st}
+	sentence := strings.TrimSpace(msg)
+	if u.Intent == IntentCancel {
+		d.State.Pending, d.State.Flow = nil, nil
+		d.Reply = "OK, I dropped that. Nothing was changed."
+		return d
+	}
+	if st.Flow != nil && answersFlow(u) {
+		return flowStep(sentence, u, st, cat)
+	}
+	if p := st.Pending; p != nil {
+		switch {
+		case p.Confirm && u.Intent == IntentYes:
+			op := *p
+			op.Confirm = false
+			d.State.Pending = nil
+			d.Do = &op
+			return d
+		case p.Confirm && u.Intent == IntentNo:
+			d.State.Pending = nil
+			d.Reply = "OK, nothing was changed."
+			return d
+		case p.Choose && (u.Intent == IntentPick || u.Intent == IntentUnknown || u.Pick != 0 && !changes(u.Intent)):
+			return choose(d, p, u, cat)
+		}
+	}
+	if u.Intent == IntentYes || u.Intent == IntentNo || u.Intent == IntentPick {
+		d.State.Pending = nil
+		d.Reply = "I haven't asked anything to answer. What would you like to do? For example: \"show me all tools\"."
+		return d
+	}
+	d.State.Pending, d.State.Flow = nil, nil
+	op := Op{Intent: u.Intent, Kind: u.Kind, URL: u.URL, Name: u.Name, Username: u.Username, Risk: u.Risk, Tags: u.Tags,
+		Category: u.Category, Settings: u.Settings, Query: u.Query, Sentence: sentence}
+	switch u.Intent {
+	case IntentUnknown:
+		d.Reply = notUnderstood(msg)
+		return d
+	case IntentHelp:
+		return help(d, u, msg)
+	case IntentSetup:
+		d.State.Flow = &Flow{Step: StepHaveServer}
+		d.Reply = "I can help you set up a new tool. Do you already have an MCP server, or do you need to add one first?"
+		d.Choices = []Choice{{"I need to add one", "I need to add one"}, {"I already have one", "I already have one"}}
+		return d
+	case IntentAddServer:
+		return addServer(d, op)
+	case IntentListServers, IntentListTools, IntentRefresh, IntentListPreference, IntentPreference, IntentForget:
+		if u.Intent == IntentListTools {
+			op.IDs = u.Servers
+		}
+		if (u.Intent == IntentPreference || u.Intent == IntentForget) && op.Query == "" {
+			d.Reply = "Which tools should I enable when they are discovered? For example: \"always enable new weather tools\"."
+			return d
+		}
+		d.Do = &op
+		return d
+	case IntentFindTool, IntentSuggestTools:
+		return found(d, u, cat)
+	}
+	ids, kind := targets(u, st)
+	if kind != "" {
+		op.Kind = kind
+		op.Intent = retargetKind(op.Intent, kind)
+		if kind == "tool" {
+			op.Intent = toolTwin(op.Intent)
+		}
+	}
+	if len(ids) == 0 {
+		return missing(d, op, u, cat)
+	}
+	if missingArg(&d, op) {
+		return d
+	}
+	op.IDs = ids
+	if len(ids) > 1 && !u.All && !fromList(u, st) {
+		op.Choose = true
+		d.State.Pending = &op
+		d.State.LastKind, d.State.LastIDs = op.Kind, ids
+		d.Reply = fmt.Sprintf("I found %d %ss that match %q. Did you mean:", len(ids), op.Kind, u.Ref)
+		d.Choices = choicesFor(cat, op.Kind, ids)
+		return d
+	}
+	if destructive(op) {
+		op.Confirm = true
+		d.State.Pending = &op
+		d.Reply = confirmText(op, cat)
+		d.Choices = []Choice{{"Yes", "yes"}, {"No", "no"}}
+		return d
+	}
+	d.Do = &op
+	return d
+}
+
+// changes reports whether an intent does something (a new request, not an answer).
+func changes(in Intent) bool {
+	switch in {
+	case IntentPick, IntentUnknown, IntentYes, IntentNo, IntentCancel:
+		return false
+	}
+	return true
+}
+
+// fromList reports whether the targets are the last list's, chosen as a whole ("them").
+func fromList(u Understanding, st State) bool {
+	return len(u.Servers) == 0 && len(u.Tools) == 0 && u.All && len(st.LastIDs) > 0
+}
+
+// toolTwin moves a server intent that only exists for servers back to the tools when the
+// target turned out to be tools (from the last list).
+func toolTwin(in Intent) Intent {
+	switch in {
+	case IntentEnableServer:
+		return IntentEnableTool
+	case IntentDisableServer, IntentRemoveServer:
+		return IntentDisableTool
+	case IntentServerStatus:
+		return IntentToolDetails
+	}
+	return in
+}
+
+// targets are what an op acts on: the servers or tools named, else the last list's
+// entry the message points at ("the first one", "all of them").
+func targets(u Understanding, st State) ([]string, string) {
+	switch {
+	case len(u.Tools) > 0 && (u.Kind != "server" || len(u.Servers) == 0):
+		if len(u.Servers) > 0 && u.Kind == "" {
+			return append(append([]string{}, u.Servers...), u.Tools...), "" // both kinds: ask
+		}
+		return u.Tools, "tool"
+	case len(u.Servers) > 0:
+		return u.Servers, "server"
+	case u.OnServer != "" && u.All:
+		return nil, ""
+	case len(st.LastIDs) > 0 && u.Pick != 0:
+		i := u.Pick - 1
+		if u.Pick < 0 {
+			i = len(st.LastIDs) - 1
+		}
+		if i >= 0 && i < len(st.LastIDs) {
+			return []string{st.LastIDs[i]}, st.LastKind
+		}
+	case len(st.LastIDs) > 0 && (u.All || u.Ref == "" && refersBack(u)):
+		return st.LastIDs, st.LastKind
+	}
+	return nil, ""
+}
+
+var backRE = regexp.MustCompile(` (?:them|those|these|it|that one|this one) `)
+
+func refersBack(u Understanding) bool {
+	return u.Ref == "" && backRE.MatchString(" "+u.Ref+" ") || u.All
+}
+
+// missing answers an op whose target was not found.
+func missing(d Decision, op Op, u Understanding, cat *Catalogue) Decision {
+	what := "tool"
+	if op.Kind == "server" || serverIntent(op.Intent) {
+		what = "server"
+	}
+	if u.Ref == "" {
+		if u.Pick != 0 {
+			d.Reply = "I haven't shown a list to choose from yet. Say \"show me all " + what + "s\" first, or name the " + what + "."
+			return d
+		}
+		d.Reply = fmt.Sprintf("Which %s? Name it, for example: %q.", what, example(op.Intent, what, cat))
+		return d
+	}
+	d.Reply = fmt.Sprintf("❌ I couldn't find a %s named %q. Would you like to see a list of available %ss?", what, u.Ref, what)
+	list := IntentListTools
+	if what == "server" {
+		list = IntentListServers
+	}
+	d.State.Pending = &Op{Intent: list, Confirm: true, Sentence: op.Sentence}
+	d.Choices = []Choice{{"Yes, show them", "yes"}, {"No", "no"}}
+	return d
+}
+
+// missingArg asks for what an op cannot do without (the risk level, the tags...).
+func missingArg(d *Decision, op Op) bool {
+	switch {
+	case op.Intent == IntentSetRisk && op.Risk == "":
+		d.Reply = "Which risk level: low, medium or high? For example: \"make translate_text high risk\"."
+	case (op.Intent == IntentTag || op.Intent == IntentUntag) && len(op.Tags) == 0:
+		d.Reply = "Which tags? For example: \"tag get_forecast with beta\" or \"remove the beta tag from get_forecast\"."
+	case op.Intent == IntentSetCategory && op.Category == "":
+		d.Reply = "Which category? For example: \"put get_forecast in the weather category\"."
+	case (op.Intent == IntentGrant || op.Intent == IntentRevoke) && op.Username == "":
+		d.Reply = "Who? Name the person, for example: \"let bob use get_forecast\"."
+	case op.Intent == IntentConfigureTool && len(op.Settings) == 0:
+		d.Reply = "What should I set? Name the parameter and its value, for example: \"set units to metric for get_forecast\" or \"configure get_forecast with units=metric\"."
+	default:
+		return false
+	}
+	return true
+}
+
+func example(in Intent, what string, cat *Catalogue) string {
+	name := "get_forecast"
+	if what == "server" {
+		name = "weather"
+		if len(cat.Servers) > 0 {
+			name = cat.Servers[0].Name
+		}
+	} else if len(cat.Tools) > 0 {
+		name = cat.Tools[0].Name
+	}
+	verb := map[Intent]string{IntentEnableTool: "enable", IntentDisableTool: "disable", IntentEnableServer: "enable",
+		IntentDisableServer: "disable", IntentRemoveServer: "remove", IntentServerStatus: "what's the status of",
+		IntentToolDetails: "tell me about", IntentTestTool: "test", IntentDiscover: "discover new tools on",
+		IntentConfigureTool: "configure", IntentSetRisk: "make", IntentTag: "tag", IntentUntag: "untag",
+		IntentSetCategory: "put", IntentGrant: "let bob use", IntentRevoke: "stop bob from using"}[in]
+	if verb == "" {
+		verb = "tell me about"
+	}
+	s := verb + " " + name
+	switch in {
+	case IntentSetRisk:
+		s += " high risk"
+	case IntentTag:
+		s += " with beta"
+	case IntentSetCategory:
+		s += " in the weather category"
+	case IntentConfigureTool:
+		s += " with units=metric"
+	}
+	return s
+}
+
+// choose resolves the answer to a numbered question and goes on with the pending op.
+func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
+	var picked []string
+	switch {
+	case u.Pick > 0 && u.Pick <= len(p.IDs):
+		picked = []string{p.IDs[u.Pick-1]}
+	case u.Pick < 0:
+		picked = []string{p.IDs[len(p.IDs)-1]}
+	case u.All:
+		picked = p.IDs
+	default:
+		ref := strings.ToLower(strings.TrimSpace(u.Ref))
+		for _, id := range p.IDs {
+			if ref != "" && (strings.EqualFold(serverOf(cat, id), ref) || strings.EqualFold(nameOf2(cat, id), ref)) {
+				picked = append(picked, id)
+			}
+		}
+		for _, id := range append(u.Tools, u.Servers...) {
+			if slices.Contains(p.IDs, id) && !slices.Contains(picked, id) {
+				picked = append(picked, id)
+			}
+		}
+	}
+	if len(picked) != 1 && !u.All {
+		d.Reply = fmt.Sprintf("Please pick one of the %d: say its number (1 to %d), or \"never mind\".", len(p.IDs), len(p.IDs))
+		d.Choices = choicesFor(cat, p.Kind, p.IDs)
+		return d
+	}
+	op := *p
+	op.Choose = false
+	op.IDs = picked
+	d.State.Pending = nil
+	if destructive(op) {
+		op.Confirm = true
+		d.State.Pending = &op
+		d.Reply = confirmText(op, cat)
+		d.Choices = []Choice{{"Yes", "yes"}, {"No", "no"}}
+		return d
+	}
+	d.Do = &op
+	return d
+}
+
+// destructive ops ask for a yes first.
+func destructive(op Op) bool {
+	switch op.Intent {
+	case IntentRemoveServer, IntentRevoke:
+		return true
+	case IntentDisableTool:
+		return len(op.IDs) > 1
+	case IntentDisableServer:
+		return len(op.IDs) > 1
+	}
+	return false
+}
+
+func confirmText(op Op, cat *Catalogue) string {
+	names := labels(cat, op.IDs)
+	switch op.Intent {
+	case IntentRemoveServer:
+		return fmt.Sprintf("Remove the server %s and all its tools? This cannot be undone. Say yes to remove it.", names)
+	case IntentRevoke:
+		return fmt.Sprintf("Stop %s from using %s? Say yes to confirm.", op.Username, names)
+	case IntentDisableTool:
+		return fmt.Sprintf("Disable %d tools (%s)? Say yes to confirm.", len(op.IDs), names)
+	}
+	return fmt.Sprintf("Do that to %s? Say yes to confirm.", names)
+}
+
+// labels names ids for a sentence: "get_forecast on weather, search on ev2".
+func labels(cat *Catalogue, ids []string) string {
+	out := make([]string, 0, len(ids))
+	for i, id := range ids {
+		if i == 8 {
+			out = append(out, fmt.Sprintf("and %d more", len(ids)-8))
+			break
+		}
+		out = append(out, label(cat, id))
+	}
+	return strings.Join(out, ", ")
+}
+
+func label(cat *Catalogue, id string) string {
+	for _, s := range cat.Servers {
+		if s.ID == id {
+			return "'" + s.Name + "'"
+		}
+	}
+	for _, t := range cat.Tools {
+		if t.ID == id {
+			return "'" + t.Name + "' on " + t.Server
+		}
+	}
+	return id
+}
+
+func serverOf(cat *Catalogue, id string) string {
+	for _, t := range cat.Tools {
+		if t.ID == id {
+			return t.Server
+		}
+	}
+	return ""
+}
+
+func nameOf2(cat *Catalogue, id string) string {
+	for _, s := range cat.Servers {
+		if s.ID == id {
+			return s.Name
+		}
+	}
+	for _, t := range cat.Tools {
+		if t.ID == id {
+			return t.Name
+		}
+	}
+	return ""
+}
+
+// choicesFor numbers ids as choices: "get_forecast on weather — Get the forecast".
+func choicesFor(cat *Catalogue, kind string, ids []string) []Choice {
+	out := make([]Choice, 0, len(ids))
+	for i, id := range ids {
+		l := label(cat, id)
+		for _, t := range cat.Tools {
+			if t.ID == id && t.Description != "" {
+				l += " — " + clip(t.Description, 80)
+			}
+		}
+		out = append(out, Choice{Label: strconv.Itoa(i+1) + ". " + strings.Trim(l, "'"), Target: strconv.Itoa(i + 1)})
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// addServer checks the URL of a new server (seed 004's invalid-URL reply) and adds it, or
+// asks for what is missing through the guided flow.
+func addServer(d Decision, op Op) Decision {
+	if op.URL == "" {
+		d.State.Flow = &Flow{Step: StepURL, Name: op.Name}
+		d.Reply = "What's the URL of the MCP server? For example: `https://example.com/mcp`."
+		return d
+	}
+	if msg := badURL(op.URL); msg != "" {
+		d.Reply = msg
+		return d
+	}
+	if op.Name == "" {
+		op.Name = nameFromURL(op.URL)
+	}
+	d.Do = &op
+	return d
+}
+
+// badURL says why u is not an MCP server's URL ("" when it is one).
+func badURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Sprintf("The URL '%s' doesn't appear to be valid. URLs should start with http:// or https:// and include a domain name. For example: `https://example.com/mcp`", u)
+	}
+	return ""
+}
+
+var nameCleanRE = regexp.MustCompile(`[^a-z0-9]+`)
+
+// nameFromURL is a server name from a URL's host: https://api.weather.example.com/mcp →
+// "weather".
+func nameFromURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "server"
+	}
+	host := p.Hostname()
+	for _, part := range strings.Split(host, ".") {
+		switch part {
+		case "www", "api", "mcp", "app", "localhost", "127", "0", "1":
+			continue
+		}
+		if n := strings.Trim(nameCleanRE.ReplaceAllString(strings.ToLower(part), "-"), "-"); n != "" {
+			return n
+		}
+	}
+	if port := p.Port(); port != "" {
+		return "server-" + port
+	}
+	return "server"
+}
+
+// answersFlow reports whether a message answers the guided set-up's question rather than
+// asking for something new.
+func answersFlow(u Understanding) bool {
+	switch u.Intent {
+	case IntentUnknown, IntentYes, IntentNo, IntentPick, IntentAddServer:
+		return true
+	}
+	return false
+}
+
+// flowStep moves the guided set-up on: URL → name → add → discover → which tools.
+func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decision {
+	d := Decision{State: st}
+	f := *st.Flow
+	d.State.Flow = &f
+	switch f.Step {
+	case StepHaveServer:
+		if u.Intent == IntentNo || strings.Contains(sentence, "already") || strings.Contains(strings.ToLower(sentence), "have one") {
+			f.Step = StepWhichServer
+			d.Reply = "Which server? Say its name."
+			for i, s := range cat.Servers {
+				if !s.Builtin {
+					d.Choices = append(d.Choices, Choice{Label: s.Name, Target: s.Name})
+				}
+				if i > 20 {
+					break
+				}
+			}
+			return d
+		}
+		f.Step = StepURL
+		d.Reply = "What's the URL of the MCP server?"
+		return d
+	case StepWhichServer:
+		id := serverByName(cat, strings.Trim(strings.TrimSpace(sentence), `"'.`))
+		if id == "" && len(u.Servers) == 1 {
+			id = u.Servers[0]
+		}
+		if id == "" {
+			d.Reply = fmt.Sprintf("I couldn't find a server named %q. Say one of the names below, or \"never mind\".", sentence)
+			return d
+		}
+		f.ServerID = id
+		f.Step = StepWhichTools
+		d.Do = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{id}, Sentence: sentence}
+		return d
+	case StepURL:
+		raw := u.URL
+		if raw == "" {
+			raw = strings.Trim(strings.TrimSpace(sentence), "`'\".")
+		}
+		if msg := badURL(raw); msg != "" {
+			d.Reply = msg
+			return d
+		}
+		f.URL = raw
+		if f.Name != "" {
+			d.Do = &Op{Intent: IntentAddServer, Kind: "server", URL: f.URL, Name: f.Name, Sentence: sentence}
+			return d
+		}
+		f.Step = StepName
+		d.Reply = "What would you like to name this server?"
+		d.Choices = []Choice{{nameFromURL(raw), nameFromURL(raw)}}
+		return d
+	case StepName:
+		name := strings.Trim(strings.TrimSpace(sentence), "`'\".")
+		if name == "" {
+			d.Reply = "What would you like to name this server?"
+			return d
+		}
+		f.Name = name
+		d.Do = &Op{Intent: IntentAddServer, Kind: "server", URL: f.URL, Name: f.Name, Sentence: sentence}
+		return d
+	case StepWhichTools:
+		var ids []string
+		switch {
+		case u.All:
+			ids = st.LastIDs
+		case u.Intent == IntentNo:
+			d.State.Flow = nil
+			d.Reply = "OK, the tools stay as they are. You can enable them later on the Tools page or by asking me."
+			return d
+		default:
+			for _, n := range numbersIn(sentence) {
+				if n >= 1 && n <= len(st.LastIDs) {
+					ids = append(ids, st.LastIDs[n-1])
+				}
+			}
+			for _, id := range u.Tools {
+				if slices.Contains(st.LastIDs, id) && !slices.Contains(ids, id) {
+					ids = append(ids, id)
+				}
+			}
+		}
+		if len(ids) == 0 {
+			d.Reply = "Which ones? Say their numbers (\"1 and 3\"), \"all of them\", or \"none\"."
+			return d
+		}
+		d.State.Flow = nil
+		d.Do = &Op{Intent: IntentEnableTool, Kind: "tool", IDs: ids, Sentence: sentence}
+		return d
+	}
+	d.State.Flow = nil
+	d.Reply = notUnderstood(sentence)
+	return d
+}
+
+var numRE = regexp.MustCompile(`\d+`)
+
+func numbersIn(s string) []int {
+	var out []int
+	for _, m := range numRE.FindAllString(s, -1) {
+		if n, err := strconv.Atoi(m); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// found answers find and suggest from the catalogue.
+func found(d Decision, u Understanding, cat *Catalogue) Decision {
+	if u.Query == "" {
+		d.Reply = "What should the tool do? For example: \"do we have a tool for weather forecasts?\""
+		return d
+	}
+	if len(u.Tools) == 0 {
+		d.Reply = fmt.Sprintf("I found no tool for %q. Try other words, or say \"show me all tools\".", u.Query)
+		return d
+	}
+	ids := u.Tools
+	if len(ids) > 10 {
+		ids = ids[:10]
+	}
+	d.State.LastKind, d.State.LastIDs = "tool", ids
+	lead := "Yes: "
+	if u.Intent == IntentSuggestTools {
+		lead = "These could help: "
+	}
+	d.Reply = fmt.Sprintf("%s%d tool(s) match %q. Say \"tell me about the first one\" or \"enable the second one\".", lead, len(u.Tools), u.Query)
+	d.Choices = choicesFor(cat, "tool", ids)
+	for i := range d.Choices {
+		d.Choices[i].Target = "tell me about the " + ordinalWord(i+1) + " one"
+	}
+	return d
+}
+
+func ordinalWord(n int) string {
+	w := []string{"", "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
+	if n < len(w) {
+		return w[n]
+	}
+	return strconv.Itoa(n)
+}
+
+// help is the progressive disclosure of seed 004: what one can do, then how, then an
+// offer to guide.
+func help(d Decision, u Understanding, msg string) Decision {
+	t := " " + strings.ToLower(msg) + " "
+	if strings.Contains(t, " server") && (strings.Contains(t, " add") || strings.Contains(t, " connect") || strings.Contains(t, " register")) ||
+		strings.Contains(t, " set up") || strings.Contains(t, " setup") {
+		d.Reply = "To add a server, you can say something like \"Add a new MCP server at `https://example.com/mcp`\". Would you like me to guide you through adding a server?"
+		d.State.Pending = &Op{Intent: IntentSetup, Confirm: true, Sentence: strings.TrimSpace(msg)}
+		d.Choices = []Choice{{"Yes please", "yes"}, {"No", "no"}}
+		return d
+	}
+	if strings.Contains(t, " enable") || strings.Contains(t, " disable") || strings.Contains(t, " turn on") {
+		d.Reply = "Say \"enable get_forecast\" or \"turn off the search tool on ev2\". If a name fits several tools I'll ask which one you mean."
+		return d
+	}
+	d.Reply = "You can manage MCP servers and tools. For example, you can add servers, discover tools, enable/disable tools, and configure them. What would you like to do?"
+	d.Choices = []Choice{{"Show me all servers", "show me all servers"}, {"Show me all tools", "show me all tools"},
+		{"Set up a new tool", "I want to set up a new tool"}}
+	return d
+}
+
+func notUnderstood(msg string) string {
+	return fmt.Sprintf("I didn't understand %q. You can say things like \"show me all tools\", \"enable get_forecast\", \"add a new MCP server at https://example.com/mcp\", or \"help\".", strings.TrimSpace(msg))
+}

@@ -1,0 +1,785 @@
+package assistant
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Service runs the assistant: it reads the catalogue the person may see, understands and
+// decides, does what was decided through the same services and permission checks as the
+// pages (each act audited with the sentence that asked for it), and keeps the
+// conversation.
+type Service struct {
+	pool     *pgxpool.Pool
+	auth     *auth.Service
+	registry *registry.Service
+	tools    *tools.Service
+	mcp      *mcpclient.Manager
+	log      *slog.Logger
+}
+
+// New builds the assistant over the services it acts through.
+func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.Service, mcp *mcpclient.Manager, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, log: log}
+}
+
+// Reply is the answer to one message (DESIGN §1).
+type Reply struct {
+	ConversationID string   `json:"conversation_id"`
+	Reply          string   `json:"reply"`
+	Choices        []Choice `json:"choices"`
+	Actions        []Action `json:"actions"`
+}
+
+// Action is one thing the assistant did (or tried) for a message.
+type Action struct {
+	Kind       string `json:"kind"` // the intent
+	TargetType string `json:"target_type,omitempty"`
+	TargetID   string `json:"target_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	Href       string `json:"href,omitempty"`
+	OK         bool   `json:"ok"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Message is one line of a conversation, for the page.
+type Message struct {
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Author  string    `json:"author"` // person or assistant
+	Body    string    `json:"body"`
+	Choices []Choice  `json:"choices"`
+	Actions []Action  `json:"actions"`
+}
+
+// MaxMessage bounds a message's length.
+const MaxMessage = 2000
+
+var convIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
+
+// readOnly are the intents an API token may use: they change nothing.
+func readOnly(in Intent) bool {
+	switch in {
+	case IntentListServers, IntentServerStatus, IntentListTools, IntentToolDetails, IntentFindTool, IntentSuggestTools,
+		IntentHelp, IntentListPreference, IntentUnknown, IntentPick, IntentCancel, IntentNo:
+		return true
+	}
+	return false
+}
+
+// Handle answers one message of conversation convID ("" starts a new one).
+func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Actor, convID, msg string) (Reply, error) {
+	msg = strings.TrimSpace(msg)
+	switch {
+	case msg == "":
+		return Reply{}, verr.New("message", "is empty: say what you would like to do, for example \"show me all tools\"")
+	case len(msg) > MaxMessage:
+		return Reply{}, verr.New("message", fmt.Sprintf("is longer than %d characters", MaxMessage))
+	}
+	if convID == "" {
+		convID = fmt.Sprintf("c%d", time.Now().UnixNano())
+	} else if !convIDRE.MatchString(convID) {
+		return Reply{}, verr.New("conversation_id", "must be 1 to 64 letters, digits, '.', '_', ':' or '-'")
+	}
+	st, err := s.state(ctx, p.User.ID, convID)
+	if err != nil {
+		return Reply{}, err
+	}
+	cat, err := s.Catalogue(ctx, p)
+	if err != nil {
+		return Reply{}, err
+	}
+	u := Understand(msg, cat)
+	d := Decide(msg, u, st, cat)
+	out := Reply{ConversationID: convID, Reply: d.Reply, Choices: d.Choices, Actions: []Action{}}
+	if d.Do != nil {
+		if p.Kind == audit.ActorToken && !readOnly(d.Do.Intent) {
+			out.Reply = "An API token may only ask questions of the assistant (list, status, details, find). Sign in to the browser to change things."
+			d.State.Pending = nil
+		} else {
+			actor.Said = d.Do.Sentence
+			if actor.Said == "" {
+				actor.Said = msg
+			}
+			s.run(ctx, p, actor, d.Do, cat, &d, &out)
+		}
+	}
+	if out.Choices == nil {
+		out.Choices = []Choice{}
+	}
+	if err := s.save(ctx, p.User.ID, convID, msg, d.State, out); err != nil {
+		return Reply{}, err
+	}
+	return out, nil
+}
+
+// Catalogue reads the servers, tools and people the principal may see.
+func (s *Service) Catalogue(ctx context.Context, p *auth.Principal) (*Catalogue, error) {
+	cat := &Catalogue{}
+	if p.Can(auth.PermServerView) {
+		svs, _, err := s.registry.ListServers(ctx, registry.ListQuery{Limit: 200})
+		if err != nil {
+			return nil, err
+		}
+		for _, sv := range svs {
+			cat.Servers = append(cat.Servers, Server{ID: sv.ID, Name: sv.Name, Description: sv.Description, URL: sv.URL,
+				Type: sv.Type, Status: sv.Status, Enabled: sv.Enabled, Builtin: sv.Name == registry.BuiltinName})
+		}
+	}
+	if p.Can(auth.PermToolView) {
+		q := tools.Query{Limit: tools.MaxLimit}
+		for range 50 { // at most 10,000 tools
+			page, err := s.tools.List(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range page.Items {
+				cat.Tools = append(cat.Tools, toolOf(it))
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			q.Cursor = page.NextCursor
+		}
+	}
+	if p.Can(auth.PermUsers) {
+		us, err := s.auth.ListUsers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range us {
+			if u.DisabledAt == nil {
+				cat.Users = append(cat.Users, u.Username)
+			}
+		}
+	}
+	return cat, nil
+}
+
+func toolOf(it tools.Item) Tool {
+	t := Tool{ID: it.ID, Name: it.Name, Title: it.Title, Description: it.Description, ServerID: it.ServerID, Server: it.Server,
+		State: it.Status, Risk: string(it.Risk().Level), Tags: it.Tags}
+	if it.Category != nil {
+		t.Category = *it.Category
+	}
+	var sch struct {
+		Properties map[string]struct {
+			Type        any    `json:"type"`
+			Description string `json:"description"`
+			Enum        []any  `json:"enum"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(it.InputSchema, &sch) == nil {
+		for name, prop := range sch.Properties {
+			pa := Param{Name: name, Description: prop.Description}
+			if s, ok := prop.Type.(string); ok {
+				pa.Type = s
+			}
+			for _, e := range prop.Enum {
+				if s, ok := e.(string); ok {
+					pa.Enum = append(pa.Enum, s)
+				}
+			}
+			t.Params = append(t.Params, pa)
+		}
+	}
+	return t
+}
+
+// perms are the permissions an op needs: the routes' own (web/routes.go).
+func perms(op *Op) []auth.Permission {
+	switch op.Intent {
+	case IntentAddServer:
+		return []auth.Permission{auth.PermServerCreate}
+	case IntentRemoveServer:
+		return []auth.Permission{auth.PermServerDelete}
+	case IntentEnableServer, IntentDisableServer, IntentDiscover, IntentRefresh:
+		return []auth.Permission{auth.PermServerEdit}
+	case IntentListServers, IntentServerStatus:
+		return []auth.Permission{auth.PermServerView}
+	case IntentEnableTool, IntentDisableTool, IntentPreference:
+		return []auth.Permission{auth.PermToolEnable}
+	case IntentConfigureTool, IntentSetRisk, IntentTag, IntentUntag, IntentSetCategory:
+		return []auth.Permission{auth.PermToolConfigure}
+	case IntentGrant, IntentRevoke:
+		return []auth.Permission{auth.PermUsers}
+	case IntentTestTool:
+		return []auth.Permission{auth.PermToolView, auth.PermToolUse}
+	}
+	return []auth.Permission{auth.PermSignedIn}
+}
+
+// run does op and writes what happened into the reply.
+func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) {
+	for _, perm := range perms(op) {
+		if !p.Can(perm) {
+			out.Reply = fmt.Sprintf("You may not do that: it needs the %s permission, which your role (%s) does not have.", perm, p.User.Role.Label())
+			out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: "forbidden"})
+			_ = audit.AppendAlone(ctx, s.pool, audit.Entry{Actor: actor, Action: "assistant.refused", TargetType: "assistant",
+				Payload: map[string]any{"intent": op.Intent, "permission": perm}, Result: audit.ResultDenied})
+			return
+		}
+	}
+	var err error
+	switch op.Intent {
+	case IntentAddServer:
+		err = s.addServer(ctx, actor, op, d, out)
+	case IntentRemoveServer, IntentEnableServer, IntentDisableServer:
+		err = s.serverState(ctx, actor, op, cat, out)
+	case IntentListServers:
+		listServers(cat, d, out)
+	case IntentServerStatus:
+		s.serverStatus(cat, op, out)
+	case IntentListTools:
+		listTools(cat, op, d, out)
+	case IntentToolDetails:
+		toolDetails(cat, op, out)
+	case IntentEnableTool, IntentDisableTool:
+		err = s.toolState(ctx, actor, op, cat, out)
+	case IntentConfigureTool:
+		err = s.configure(ctx, actor, op, cat, out)
+	case IntentTestTool:
+		err = s.test(ctx, actor, p, op, cat, out)
+	case IntentDiscover:
+		err = s.discover(ctx, actor, op, cat, d, out)
+	case IntentRefresh:
+		err = s.refresh(ctx, actor, cat, out)
+	case IntentSetRisk, IntentTag, IntentUntag, IntentSetCategory:
+		err = s.settings(ctx, actor, p, op, cat, out)
+	case IntentGrant, IntentRevoke:
+		err = s.permission(ctx, actor, op, cat, out)
+	case IntentPreference:
+		pr, e := s.tools.SavePreference(ctx, actor, op.Query, op.Sentence)
+		err = e
+		if e == nil {
+			out.Reply = fmt.Sprintf("I'll automatically enable new %s tools when they're discovered (and pass validation).", pr.Words)
+			out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "preference", TargetID: pr.ID, Name: pr.Words, OK: true})
+		}
+	case IntentForget:
+		found, e := s.tools.DeletePreference(ctx, actor, op.Query)
+		err = e
+		switch {
+		case e != nil:
+		case found:
+			out.Reply = fmt.Sprintf("OK: new %s tools will no longer be enabled automatically.", op.Query)
+			out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "preference", Name: op.Query, OK: true})
+		default:
+			out.Reply = fmt.Sprintf("You have no preference about %q. Say \"what are my preferences\" to see them.", op.Query)
+		}
+	case IntentListPreference:
+		prefs, e := s.tools.Preferences(ctx, p.User.ID)
+		err = e
+		if e == nil {
+			if len(prefs) == 0 {
+				out.Reply = "You have no preferences yet. For example: \"always enable new weather tools\"."
+			} else {
+				var ws []string
+				for _, pr := range prefs {
+					ws = append(ws, pr.Words)
+				}
+				out.Reply = "New tools about these words are enabled automatically when discovered: " + strings.Join(ws, "; ") + "."
+			}
+		}
+	case IntentSetup:
+		d.State.Flow = &Flow{Step: StepURL}
+		out.Reply = "Great! Let's add a server. First, what's the URL of the MCP server you want to add?"
+	default:
+		out.Reply = notUnderstood(op.Sentence)
+	}
+	if err != nil {
+		out.Reply = failure(op, err)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: err.Error()})
+	}
+}
+
+// failure says what went wrong in the person's terms, with the field when there is one.
+func failure(op *Op, err error) string {
+	var ve *verr.Error
+	if errors.As(err, &ve) && len(ve.Fields) > 0 {
+		var parts []string
+		for _, f := range ve.Fields {
+			parts = append(parts, f.Field+" "+f.Message)
+		}
+		return "❌ That didn't work: " + strings.Join(parts, "; ") + "."
+	}
+	var f *fault.Error
+	if errors.As(err, &f) {
+		return "❌ That didn't work: " + f.Message
+	}
+	return "❌ That didn't work: " + err.Error()
+}
+
+func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *Decision, out *Reply) error {
+	sp := registry.Spec{Name: op.Name, Type: registry.TypeStreamableHTTP, URL: op.URL, Enabled: true,
+		Description: "added by the assistant", AuthType: registry.AuthNone}
+	conn, err := s.registry.PreviewConnection(ctx, "", registry.PatchFromSpec(sp))
+	if err != nil {
+		return err
+	}
+	res := s.mcp.Test(ctx, conn)
+	if !res.OK {
+		d.State.Flow = nil
+		out.Reply = fmt.Sprintf("I couldn't connect to the server at `%s`: %s. Please check that the server is running and accessible, or try again later. Nothing was added.", op.URL, res.Error)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
+		return nil
+	}
+	sv, err := s.registry.CreateServer(ctx, actor, sp)
+	if err != nil {
+		return err
+	}
+	out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: sv.ID, Name: sv.Name,
+		Href: "/servers/" + sv.ID, OK: true})
+	out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s (it offers %d tools). Would you like me to discover available tools on this server?", sv.Name, sv.URL, res.ToolCount)
+	flow := d.State.Flow != nil
+	d.State.Pending = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{sv.ID}, Confirm: true, Sentence: op.Sentence}
+	if flow {
+		d.State.Flow = &Flow{Step: StepWhichTools, ServerID: sv.ID}
+		d.State.Pending.Confirm = true
+	}
+	d.Choices, out.Choices = []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}, []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}
+	return nil
+}
+
+func (s *Service) serverState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
+	for _, id := range op.IDs {
+		name := nameOf2(cat, id)
+		if name == registry.BuiltinName && op.Intent == IntentRemoveServer {
+			return fault.Conflict("builtin_server", "the built-in server cannot be removed (it can be disabled)")
+		}
+		var err error
+		switch op.Intent {
+		case IntentRemoveServer:
+			err = s.registry.DeleteServer(ctx, actor, id)
+		default:
+			_, err = s.registry.SetEnabled(ctx, actor, id, op.Intent == IntentEnableServer)
+		}
+		if err != nil {
+			return err
+		}
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: name,
+			Href: "/servers/" + id, OK: true})
+	}
+	verb := map[Intent]string{IntentRemoveServer: "removed", IntentEnableServer: "enabled", IntentDisableServer: "disabled"}[op.Intent]
+	out.Reply = fmt.Sprintf("✅ I've %s the server %s.", verb, labels(cat, op.IDs))
+	return nil
+}
+
+func listServers(cat *Catalogue, d *Decision, out *Reply) {
+	if len(cat.Servers) == 0 {
+		out.Reply = "There are no MCP servers yet. Say \"add a new MCP server at https://example.com/mcp\" to add one."
+		return
+	}
+	var ids []string
+	for _, sv := range cat.Servers {
+		ids = append(ids, sv.ID)
+	}
+	d.State.LastKind, d.State.LastIDs = "server", ids
+	out.Reply = fmt.Sprintf("Here are the %d MCP servers:", len(ids))
+	for i, sv := range cat.Servers {
+		state := sv.Status
+		if !sv.Enabled {
+			state = "disabled"
+		}
+		out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, sv.Name, state),
+			Target: "what's the status of the " + ordinalWord(i+1) + " one"})
+	}
+	out.Reply += " Say \"enable the first one\" or \"tell me about the second one\"."
+}
+
+func (s *Service) serverStatus(cat *Catalogue, op *Op, out *Reply) {
+	var lines []string
+	for _, id := range op.IDs {
+		for _, sv := range cat.Servers {
+			if sv.ID != id {
+				continue
+			}
+			n := 0
+			enabled := 0
+			for _, t := range cat.Tools {
+				if t.ServerID == id {
+					n++
+					if t.State == "enabled" {
+						enabled++
+					}
+				}
+			}
+			st := "enabled"
+			if !sv.Enabled {
+				st = "disabled"
+			}
+			where := sv.URL
+			if where == "" {
+				where = sv.Type
+			}
+			lines = append(lines, fmt.Sprintf("%s (%s) is %s and %s, with %d tools (%d enabled).", sv.Name, where, st, sv.Status, n, enabled))
+			out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: sv.Name,
+				Href: "/servers/" + id, OK: true})
+		}
+	}
+	out.Reply = strings.Join(lines, " ")
+}
+
+func listTools(cat *Catalogue, op *Op, d *Decision, out *Reply) {
+	var ids []string
+	for _, t := range cat.Tools {
+		if len(op.IDs) == 0 || containsID(op.IDs, t.ServerID) {
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		out.Reply = "There are no tools yet. Add a server and discover its tools: say \"I want to set up a new tool\"."
+		return
+	}
+	d.State.LastKind, d.State.LastIDs = "tool", ids
+	shown := ids
+	if len(shown) > 25 {
+		shown = shown[:25]
+	}
+	out.Reply = fmt.Sprintf("Here are the %d tools", len(ids))
+	if len(op.IDs) == 1 {
+		out.Reply += " on " + nameOf2(cat, op.IDs[0])
+	}
+	out.Reply += ":"
+	if len(shown) < len(ids) {
+		out.Reply += fmt.Sprintf(" (the first %d; the Tools page has them all)", len(shown))
+	}
+	for i, id := range shown {
+		t := toolByID(cat, id)
+		out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s on %s (%s, %s)", i+1, t.Name, t.Server, t.State, t.Risk),
+			Target: "tell me about the " + ordinalWord(i+1) + " one"})
+	}
+}
+
+func containsID(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func toolDetails(cat *Catalogue, op *Op, out *Reply) {
+	var lines []string
+	for _, id := range op.IDs {
+		t := toolByID(cat, id)
+		line := fmt.Sprintf("%s on %s: %s It is %s, risk %s.", t.Name, t.Server, strings.TrimSpace(t.Description), t.State, t.Risk)
+		if t.Category != "" {
+			line += " Category: " + t.Category + "."
+		}
+		if len(t.Tags) > 0 {
+			line += " Tags: " + strings.Join(t.Tags, ", ") + "."
+		}
+		if len(t.Params) > 0 {
+			var ps []string
+			for _, p := range t.Params {
+				ps = append(ps, p.Name)
+			}
+			line += " Parameters: " + strings.Join(ps, ", ") + "."
+		}
+		lines = append(lines, line)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: t.Name,
+			Href: "/tools/" + id, OK: true})
+	}
+	out.Reply = strings.Join(lines, "\n")
+}
+
+func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
+	enable := op.Intent == IntentEnableTool
+	outs, err := s.tools.SetEnabled(ctx, actor, op.IDs, enable, "asked the assistant: "+clip(op.Sentence, 200), false)
+	if err != nil {
+		return err
+	}
+	var done, failed []string
+	for _, o := range outs {
+		a := Action{Kind: string(op.Intent), TargetType: "tool", TargetID: o.ID, Name: o.Name, Href: "/tools/" + o.ID, OK: o.Error == "", Error: o.Error}
+		out.Actions = append(out.Actions, a)
+		if o.Error == "" {
+			done = append(done, o.Name)
+		} else {
+			failed = append(failed, o.Name+": "+o.Error)
+		}
+	}
+	verb := "disabled"
+	if enable {
+		verb = "enabled"
+	}
+	switch {
+	case len(failed) == 0 && len(done) == 1:
+		out.Reply = fmt.Sprintf("✅ The %s tool has been %s", done[0], verb)
+		if enable {
+			out.Reply += " and is ready to use."
+		} else {
+			out.Reply += "."
+		}
+	case len(failed) == 0:
+		out.Reply = fmt.Sprintf("✅ I've %s %d tools: %s.", verb, len(done), strings.Join(done, ", "))
+	default:
+		out.Reply = ""
+		if len(done) > 0 {
+			out.Reply = fmt.Sprintf("✅ %s: %s. ", verb, strings.Join(done, ", "))
+		}
+		out.Reply += "❌ Not changed: " + strings.Join(failed, "; ") + "."
+	}
+	return nil
+}
+
+func (s *Service) configure(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
+	for _, id := range op.IDs {
+		cur, err := s.tools.Configuration(ctx, id)
+		if err != nil {
+			return err
+		}
+		in := map[string]tools.ParamInput{}
+		for name, set := range cur.Params {
+			in[name] = tools.ParamInput{Mode: set.Mode, Value: set.Value}
+		}
+		for name, v := range op.Settings {
+			mode := tools.ModeDefault
+			if c, ok := cur.Params[name]; ok && c.Mode == tools.ModeFixed {
+				mode = tools.ModeFixed
+			}
+			in[name] = tools.ParamInput{Mode: mode, Text: &v}
+		}
+		if _, err := s.tools.Update(ctx, actor, id, tools.Patch{Params: in, Reason: "asked the assistant: " + clip(op.Sentence, 200)}); err != nil {
+			return err
+		}
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id),
+			Href: "/tools/" + id, OK: true})
+	}
+	var parts []string
+	for k, v := range op.Settings {
+		parts = append(parts, k+" = "+v)
+	}
+	out.Reply = fmt.Sprintf("✅ I've updated %s: %s (used when a caller gives no value).", labels(cat, op.IDs), strings.Join(parts, ", "))
+	return nil
+}
+
+func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal, op *Op, cat *Catalogue, out *Reply) error {
+	var lines []string
+	for _, id := range op.IDs {
+		t := toolByID(cat, id)
+		snap := s.mcp.Snapshot(t.ServerID)
+		line := fmt.Sprintf("%s on %s: the server is %s", t.Name, t.Server, snap.Status)
+		cases, err := s.tools.TestCases(ctx, id)
+		if err != nil {
+			return err
+		}
+		if len(cases) == 0 {
+			line += fmt.Sprintf("; the tool is %s and has no saved test cases — open its test panel to try it with arguments and save one.", t.State)
+		} else {
+			line += fmt.Sprintf("; it has %d saved test cases: run them on its test panel.", len(cases))
+		}
+		lines = append(lines, line)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: t.Name,
+			Href: "/tools/" + id + "/test", OK: true})
+	}
+	_ = p
+	_ = actor
+	out.Reply = strings.Join(lines, "\n")
+	return nil
+}
+
+func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) error {
+	for _, id := range op.IDs {
+		res, err := s.mcp.Discover(ctx, id, actor)
+		if err != nil {
+			d.State.Flow = nil
+			return err
+		}
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: nameOf2(cat, id),
+			Href: "/servers/" + id, OK: true})
+		ts, err := s.registry.ServerTools(ctx, id)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for i, t := range ts {
+			ids = append(ids, t.ID)
+			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: fmt.Sprint(i + 1)})
+		}
+		d.State.LastKind, d.State.LastIDs = "tool", ids
+		out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
+		if d.State.Flow != nil && d.State.Flow.Step == StepWhichTools && len(ids) > 0 {
+			out.Reply += " Which ones would you like to enable? Say their numbers (\"1 and 3\"), \"all of them\", or \"none\"."
+			out.Choices = append(out.Choices, Choice{Label: "All of them", Target: "all of them"}, Choice{Label: "None", Target: "no"})
+		} else {
+			d.State.Flow = nil
+			out.Reply += " Say \"enable the first one\" or \"enable all of them\"."
+		}
+	}
+	return nil
+}
+
+func (s *Service) refresh(ctx context.Context, actor audit.Actor, cat *Catalogue, out *Reply) error {
+	var parts []string
+	for _, sv := range cat.Servers {
+		if !sv.Enabled {
+			continue
+		}
+		res, err := s.mcp.Discover(ctx, sv.ID, actor)
+		if err != nil {
+			parts = append(parts, sv.Name+": "+failure(&Op{}, err))
+			out.Actions = append(out.Actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: err.Error()})
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d tools (%d new, %d updated, %d removed)", sv.Name, res.Total, res.Added, res.Updated, res.Removed))
+		out.Actions = append(out.Actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, OK: true})
+	}
+	if len(parts) == 0 {
+		out.Reply = "No server is enabled, so there was nothing to refresh."
+		return nil
+	}
+	out.Reply = "I refreshed the tools of every enabled server. " + strings.Join(parts, "; ") + "."
+	return nil
+}
+
+func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Principal, op *Op, cat *Catalogue, out *Reply) error {
+	var what string
+	switch op.Intent {
+	case IntentTag, IntentUntag:
+		if _, err := s.tools.Tag(ctx, actor, op.IDs, op.Tags, op.Intent == IntentUntag); err != nil {
+			return err
+		}
+		what = "tagged " + labels(cat, op.IDs) + " with " + strings.Join(op.Tags, ", ")
+		if op.Intent == IntentUntag {
+			what = "removed the tags " + strings.Join(op.Tags, ", ") + " from " + labels(cat, op.IDs)
+		}
+	default:
+		for _, id := range op.IDs {
+			patch := tools.Patch{Reason: "asked the assistant: " + clip(op.Sentence, 200), MayLowerRisk: p.Can(auth.PermToolOverride)}
+			if op.Intent == IntentSetRisk {
+				r := strings.ToLower(op.Risk)
+				patch.Risk = &r
+			} else {
+				c := op.Category
+				patch.Category = &c
+			}
+			if _, err := s.tools.Update(ctx, actor, id, patch); err != nil {
+				return err
+			}
+		}
+		what = "made " + labels(cat, op.IDs) + " " + op.Risk + " risk"
+		if op.Intent == IntentSetCategory {
+			what = "put " + labels(cat, op.IDs) + " in the " + op.Category + " category"
+		}
+	}
+	for _, id := range op.IDs {
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id),
+			Href: "/tools/" + id, OK: true})
+	}
+	out.Reply = "✅ I've " + what + "."
+	return nil
+}
+
+func (s *Service) permission(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
+	can := op.Intent == IntentGrant
+	for _, id := range op.IDs {
+		if err := s.tools.SetPermission(ctx, actor, id, op.Username, &can); err != nil {
+			return err
+		}
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id),
+			Href: "/tools/" + id, OK: true})
+	}
+	if can {
+		out.Reply = fmt.Sprintf("✅ %s may now use %s.", op.Username, labels(cat, op.IDs))
+	} else {
+		out.Reply = fmt.Sprintf("✅ %s may no longer use %s.", op.Username, labels(cat, op.IDs))
+	}
+	return nil
+}
+
+// state reads a conversation's state (empty for a new one).
+func (s *Service) state(ctx context.Context, userID, convID string) (State, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `/* assistant.state */
+		SELECT state FROM assistant_conversations WHERE user_id = $1 AND id = $2`, userID, convID).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return State{}, nil
+	}
+	if err != nil {
+		return State{}, fmt.Errorf("assistant: read conversation: %w", err)
+	}
+	var st State
+	_ = json.Unmarshal(raw, &st) // a state an older version wrote starts afresh
+	return st, nil
+}
+
+// save stores the new state and both messages in one transaction.
+func (s *Service) save(ctx context.Context, userID, convID, msg string, st State, out Reply) error {
+	state, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	choices, _ := json.Marshal(out.Choices)
+	actions, _ := json.Marshal(out.Actions)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("assistant: save: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `/* assistant.save */
+		INSERT INTO assistant_conversations (user_id, id, state) VALUES ($1, $2, $3)
+		ON CONFLICT (user_id, id) DO UPDATE SET state = excluded.state, updated_at = now()`, userID, convID, state); err != nil {
+		return fmt.Errorf("assistant: save: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `/* assistant.save.messages */
+		INSERT INTO assistant_messages (user_id, conversation_id, author, body, choices, actions)
+		VALUES ($1, $2, 'person', $3, '[]', '[]'), ($1, $2, 'assistant', $4, $5, $6)`,
+		userID, convID, msg, out.Reply, choices, actions); err != nil {
+		return fmt.Errorf("assistant: save: %w", err)
+	}
+	return tx.Commit(ctx)
+}
+
+// History is a conversation's last messages, oldest first.
+func (s *Service) History(ctx context.Context, userID, convID string, limit int) ([]Message, error) {
+	rows, err := s.pool.Query(ctx, `/* assistant.History */
+		SELECT id, at, author, body, choices, actions FROM (
+			SELECT * FROM assistant_messages WHERE user_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT $3) m
+		ORDER BY id`, userID, convID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("assistant: history: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Message, error) {
+		var m Message
+		var ch, ac []byte
+		if err := r.Scan(&m.ID, &m.At, &m.Author, &m.Body, &ch, &ac); err != nil {
+			return m, err
+		}
+		_ = json.Unmarshal(ch, &m.Choices)
+		_ = json.Unmarshal(ac, &m.Actions)
+		return m, nil
+	})
+}
+
+// LatestConversation is the id of the person's most recent conversation ("" if none).
+func (s *Service) LatestConversation(ctx context.Context, userID string) (string, error) {
+	var id string
+	err := s.pool.QueryRow(ctx, `/* assistant.LatestConversation */
+		SELECT id FROM assistant_conversations WHERE user_id = $1 ORDER BY updated_at DESC LIMIT 1`, userID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}

@@ -1,0 +1,914 @@
+package assistant
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Understand reads one message against the catalogue: its intent from verb families and
+// their synonyms, and its entities (servers and tools from the live names, fuzzy and by
+// description words; URLs, names, people, risk levels, tags, categories, settings,
+// choices). It never guesses between candidates: every server or tool the words may
+// mean is returned, and the conversation asks which.
+func Understand(msg string, cat *Catalogue) Understanding {
+	m := newMessage(msg)
+	u := Understanding{Quoted: m.quoted, Numbers: m.numbers, URL: m.url}
+	if cat == nil {
+		cat = &Catalogue{}
+	}
+	if small(m, &u) {
+		return u
+	}
+	u.Intent = intentOf(m)
+	u.Pick = pickOf(m.text)
+	u.All = allRE.MatchString(m.text)
+	u.Kind = kindOf(m.text)
+	rest := m.text
+	switch u.Intent {
+	case IntentAddServer:
+		u.Name = nameOf(m, rest)
+		if u.URL == "" {
+			u.URL = bareTarget(rest)
+		}
+		return u
+	case IntentGrant, IntentRevoke:
+		u.Username, rest = userOf(rest, u.Intent, cat)
+	case IntentSetRisk:
+		u.Risk = riskOf(rest)
+		rest = riskWordsRE.ReplaceAllString(rest, " ")
+	case IntentTag, IntentUntag:
+		u.Tags, rest = tagsOf(rest, u.Intent)
+	case IntentSetCategory:
+		u.Category, rest = categoryOf(rest)
+	case IntentConfigureTool:
+		u.Settings, rest = settingsOf(m, rest, cat)
+	case IntentFindTool, IntentSuggestTools, IntentPreference, IntentForget:
+		u.Query = queryOf(rest, u.Intent)
+		if u.Intent == IntentFindTool || u.Intent == IntentSuggestTools {
+			u.Tools = related(cat, u.Query)
+		}
+		return u
+	case IntentListPreference, IntentHelp, IntentSetup, IntentListServers:
+		return u
+	}
+	if !serverIntent(u.Intent) || u.Intent == IntentDiscover {
+		rest, u.OnServer = serverQualifier(rest, cat)
+	}
+	if u.OnServer != "" && (u.Intent == IntentListTools || u.Intent == IntentDiscover) {
+		u.Servers = []string{u.OnServer}
+		return u
+	}
+	if u.Intent == IntentListTools {
+		return u
+	}
+	u.Ref = refOf(rest, m, u.Intent)
+	resolve(&u, cat)
+	return u
+}
+
+// message is a message taken apart: the lower-case text with quoted strings and URLs
+// replaced by markers, and the values it contained.
+type message struct {
+	raw     string
+	text    string // lower case; quoted strings are "q0", "q1"…, the URL "url0"
+	quoted  []string
+	numbers []string
+	url     string
+}
+
+var (
+	quotedRE = regexp.MustCompile("\"([^\"]*)\"|'([^']*)'|`([^`]*)`|“([^”]*)”")
+	urlRE    = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s'"<>]+`)
+	numberRE = regexp.MustCompile(`(?:^|\s)#?(\d+)\b`)
+	spaceRE  = regexp.MustCompile(`\s+`)
+)
+
+func newMessage(raw string) message {
+	m := message{raw: raw}
+	s := strings.TrimSpace(raw)
+	if u := urlRE.FindString(s); u != "" {
+		m.url = strings.TrimRight(u, ".,;:!?)`")
+		s = strings.Replace(s, u, " url0 ", 1)
+	}
+	i := 0
+	s = quotedRE.ReplaceAllStringFunc(s, func(q string) string {
+		sub := quotedRE.FindStringSubmatch(q)
+		for _, g := range sub[1:] {
+			if g != "" {
+				// An apostrophe pair inside words ("bob's … it's") is not a quote.
+				m.quoted = append(m.quoted, g)
+				i++
+				return " q" + strconv.Itoa(i-1) + " "
+			}
+		}
+		return q
+	})
+	for _, n := range numberRE.FindAllStringSubmatch(s, -1) {
+		m.numbers = append(m.numbers, n[1])
+	}
+	s = strings.ToLower(s)
+	s = strings.NewReplacer("’", "'", "?", " ", "!", " ", ",", " , ", ";", " ", "(", " ", ")", " ").Replace(s)
+	s = strings.TrimRight(strings.TrimSpace(s), ".")
+	m.text = " " + spaceRE.ReplaceAllString(s, " ") + " "
+	return m
+}
+
+// quoteAt is the quoted string a marker stands for ("q0" → its text).
+func (m message) quoteAt(marker string) (string, bool) {
+	if len(marker) < 2 || marker[0] != 'q' {
+		return "", false
+	}
+	n, err := strconv.Atoi(marker[1:])
+	if err != nil || n >= len(m.quoted) {
+		return "", false
+	}
+	return m.quoted[n], true
+}
+
+// The small words: answers to a question the assistant asked.
+var (
+	yesRE    = regexp.MustCompile(`^ (?:yes|y|yeah|yep|yup|sure|ok|okay|please|please do|do it|go ahead|go for it|confirm|confirmed|correct|right|absolutely|of course|sounds good|yes please|yes do it|yes go ahead|that's right|that one|i do|i need to add one|i need one) $`)
+	noRE     = regexp.MustCompile(`^ (?:no|n|nope|nah|no thanks|no thank you|not now|don't|do not|i already have one|i have one) $`)
+	cancelRE = regexp.MustCompile(`^ (?:never ?mind|cancel|cancel that|forget it|forget that|abort|stop|stop it|quit|none|none of them|nothing) $`)
+	pickOnly = regexp.MustCompile(`^ (?:(?:number|option|choice|#) ?)?(?:the )?(\d+|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|1st|2nd|3rd|\dth)(?: one| option| choice)?(?: please)? $`)
+	pickOnRE = regexp.MustCompile(`^ (?:the )?(?:one|tool|server) (?:on|from) (?:the )?(\S+)(?: server)?(?: please)? $|^ (?:the )?(\S+) one $`)
+)
+
+func small(m message, u *Understanding) bool {
+	t := m.text
+	switch {
+	case yesRE.MatchString(t):
+		u.Intent = IntentYes
+	case noRE.MatchString(t):
+		u.Intent = IntentNo
+	case cancelRE.MatchString(t):
+		u.Intent = IntentCancel
+	case pickOnly.MatchString(t):
+		u.Intent, u.Pick = IntentPick, pickOf(t)
+	case pickOnRE.MatchString(t):
+		sub := pickOnRE.FindStringSubmatch(t)
+		u.Intent, u.Ref = IntentPick, sub[1]+sub[2]
+	default:
+		return false
+	}
+	return true
+}
+
+var ordinals = map[string]int{"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+	"fifth": 5, "5th": 5, "sixth": 6, "6th": 6, "seventh": 7, "7th": 7, "eighth": 8, "8th": 8, "ninth": 9, "9th": 9,
+	"tenth": 10, "last": -1}
+
+var ordinalRE = regexp.MustCompile(` (?:the )?(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|1st|2nd|3rd|[4-9]th)(?: one| tool| server)? |^ (?:number |option |choice |#)?(\d+) $| (?:number|option|choice|#) ?(\d+) `)
+
+// pickOf is the 1-based choice a text refers to (-1: the last; 0: none).
+func pickOf(t string) int {
+	sub := ordinalRE.FindStringSubmatch(t)
+	if sub == nil {
+		return 0
+	}
+	if n, ok := ordinals[sub[1]]; ok {
+		return n
+	}
+	for _, g := range sub[2:] {
+		if n, err := strconv.Atoi(g); err == nil {
+			return n
+		}
+	}
+	return 0
+}
+
+var allRE = regexp.MustCompile(` (?:all|every|everything|each|them all|all of them) `)
+
+// verb is one family of words for an intent, tried in order: the first that matches
+// the text decides.
+type verb struct {
+	re     *regexp.Regexp
+	intent Intent
+}
+
+var verbs = []verb{
+	{regexp.MustCompile(` (?:stop|quit|no longer|don't|do not|never) (?:automatically |auto-?)?(?:enabling|enable|turning on|activating) | forget (?:my |the )?preference| (?:remove|delete|drop|clear) (?:my |the )?(?:auto-?enable )?preference`), IntentForget},
+	{regexp.MustCompile(` (?:my|what are my|list my|show my|show me my|which) (?:\w+ )?preferences | preferences `), IntentListPreference},
+	{regexp.MustCompile(` (?:always|automatically|auto-?enable|from now on) .*(?:enable|turn on|activate|switch on|make)| auto-?enable `), IntentPreference},
+	{regexp.MustCompile(` (?:set ?up|configure|create|add|install|get) (?:a |an |my )?(?:new )?(?:tool|tools) | (?:walk|guide|take) me through | help me (?:set ?up|add|get started)| get started | onboard `), IntentSetup},
+	{regexp.MustCompile(`^ (?:help|help me|\?|what can (?:i|you) do(?: with \S+(?: \S+)?)?|what do you do|how does this work|what are you|hi|hello|hey) $| how (?:do|can|would|should) (?:i|we|you) | what can (?:i|you) do `), IntentHelp},
+	{regexp.MustCompile(` (?:let|allow|permit|authori[sz]e|enable) \S+ (?:to )?(?:use|run|call|access|execute) | give \S+ (?:access|permission|the right)| grant (?:\S+ )?(?:access|permission|use)?| (?:let|allow) \S+ have `), IntentGrant},
+	{regexp.MustCompile(` (?:stop|prevent|forbid|block|disallow|ban|bar) \S+ (?:from )?(?:using|running|calling|accessing)| revoke | (?:take away|remove) \S+'s (?:access|permission)| (?:don't|do not) let \S+ (?:use|run|call|access)| no longer let \S+ | deny \S+ `), IntentRevoke},
+	{regexp.MustCompile(` (?:low|medium|high)[ -]risk | risk (?:level |rating )?(?:of|for|on|to) | risk (?:to|as|at) (?:low|medium|high) | (?:risk|riskiness) `), IntentSetRisk},
+	{regexp.MustCompile(` untag | (?:remove|delete|drop|take off|strip) (?:the )?(?:tags?|labels?) | (?:remove|delete|drop|take off|strip) (?:the )?\S+ (?:tag|label) `), IntentUntag},
+	{regexp.MustCompile(` tag | (?:add|put|attach|apply|give) (?:the |a )?(?:tags?|labels?) | (?:add|put|attach|apply) (?:the |a )?\S+ (?:tag|label) | label `), IntentTag},
+	{regexp.MustCompile(` categor| (?:in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) | (?:move|put|file|place|assign) .* (?:to|in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) `), IntentSetCategory},
+	{regexp.MustCompile(` configur| config | settings? (?:of|for) | (?:set|change|switch|update) (?:the |its |\S+'s )?\S+ (?:to|=) |=| to use | (?:use|using) \S+ (?:units|mode|format) `), IntentConfigureTool},
+	{regexp.MustCompile(` (?:refresh|reload|resync|re-sync|sync|rescan|re-?discover|update) | (?:discover|scan|fetch|look for|pull|find) .*(?:all|every) servers? `), IntentRefresh},
+	{regexp.MustCompile(` discover | (?:scan|crawl|probe|inspect) | (?:fetch|pull|get|load|look for) (?:the )?(?:new |latest )?tools (?:from|on|of) `), IntentDiscover},
+	{regexp.MustCompile(` test | (?:check|see|verify) (?:if|whether|that) .* (?:works?|working|up|running|ok|fine) | (?:is|are) .* (?:working|broken) | try (?:out )?`), IntentTestTool},
+	{regexp.MustCompile(` (?:add|register|connect|hook up|attach|plug in|onboard|link|set ?up a connection|new) (?:to )?(?:a |an |the |this |my )?(?:new )?(?:\S+ )?(?:mcp |tool )?servers? | (?:add|register|connect to|hook up|attach|plug in|link|set ?up a connection to) .*url0`), IntentAddServer},
+	{regexp.MustCompile(` (?:remove|delete|unregister|deregister|drop|get rid of|uninstall|disconnect|detach|forget|destroy|trash|kill) `), IntentRemoveServer},
+	{regexp.MustCompile(` (?:disable|turn off|switch off|deactivate|shut off|shut down|suspend|pause|unpublish|hide|block|take down|take offline|put offline|stop) | make .* (?:unavailable|inactive|offline) | (?:off)$`), IntentDisableTool},
+	{regexp.MustCompile(` (?:enable|re-?enable|turn on|switch on|activate|reactivate|unpause|resume|unblock|publish|bring back|bring up|put online) | make .* (?:available|active|usable|online) | start (?:using )?`), IntentEnableTool},
+	{regexp.MustCompile(` (?:status|health|healthy|online|offline|connected|reachable|up and running|alive|down) |^ is (?:the )?\S+(?: mcp)? server | how (?:is|'s) `), IntentServerStatus},
+	{regexp.MustCompile(` do (?:we|you|i) have | is there | are there (?:any )?(?:tools? )?(?:for|that|to) | (?:find|search for|search|look for|locate) | which tool (?:can|could|should|would|will|does|do) | any tools? (?:for|that|to) | what tool (?:can|could|should|would|does|do) `), IntentFindTool},
+	{regexp.MustCompile(` suggest| recommend| would (?:help|be useful|be good)| (?:help|helps|useful|good) (?:with|for) | what should i use `), IntentSuggestTools},
+	{regexp.MustCompile(` (?:tell me|talk) about | describe | details? | info(?:rmation)? | what (?:does|is) | what's | explain | more about | (?:schema|parameters|arguments|inputs) (?:of|for) `), IntentToolDetails},
+	{regexp.MustCompile(` (?:list|show|display|see|view|give me|get|print|enumerate|what|which|any) .*(?:servers|tools) | (?:servers|tools) (?:do we|are there|have we|are available|are registered)| (?:list|show) (?:all|everything|them) `), IntentListTools},
+	{regexp.MustCompile(` show (?:me )?(?:the )?\S+`), IntentToolDetails},
+}
+
+// intentOf is the intent of a message that is not an answer, before the object's kind
+// makes a tool intent a server one (or the other way round).
+func intentOf(m message) Intent {
+	t := m.text
+	for _, v := range verbs {
+		if v.re.MatchString(t) {
+			return retarget(v.intent, t)
+		}
+	}
+	if m.url != "" {
+		return IntentAddServer
+	}
+	return IntentUnknown
+}
+
+// retarget turns the tool intents that also exist for servers into the server ones when
+// the message speaks of a server, and the list of tools into the list of servers.
+func retarget(in Intent, t string) Intent {
+	server := kindOf(t) == "server"
+	switch in {
+	case IntentEnableTool:
+		if server {
+			return IntentEnableServer
+		}
+	case IntentDisableTool:
+		if server {
+			return IntentDisableServer
+		}
+	case IntentRemoveServer:
+		if kindOf(t) == "tool" {
+			return IntentDisableTool
+		}
+	case IntentListTools:
+		if listsServers(t) {
+			return IntentListServers
+		}
+	case IntentToolDetails, IntentTestTool:
+		if server {
+			return IntentServerStatus
+		}
+	case IntentServerStatus:
+		if kindOf(t) == "tool" {
+			return IntentToolDetails
+		}
+	case IntentDiscover:
+		if allRE.MatchString(t) && strings.Contains(t, " servers") {
+			return IntentRefresh
+		}
+	}
+	return in
+}
+
+var (
+	serverWordRE = regexp.MustCompile(` (?:mcp )?servers? `)
+	toolWordRE   = regexp.MustCompile(` tools? `)
+	// A server named only to say where tools are ("the tools on the weather server").
+	whereServerRE = regexp.MustCompile(` (?:on|from|of|in|at) (?:the |all |every |each )?(?:\S+ )?(?:mcp )?servers? `)
+)
+
+// kindOf is what the message speaks of: "server", "tool" or "" (neither word).
+func kindOf(t string) string {
+	stripped := whereServerRE.ReplaceAllString(t, " ")
+	switch s, tl := serverWordRE.MatchString(stripped), toolWordRE.MatchString(t); {
+	case s && !strings.Contains(stripped, " tool server"):
+		return "server"
+	case tl:
+		return "tool"
+	case s:
+		return "server"
+	}
+	return ""
+}
+
+func listsServers(t string) bool {
+	si, ti := strings.Index(t, " servers"), strings.Index(t, " tools")
+	if si < 0 {
+		si = strings.Index(t, " server ")
+		if si >= 0 && ti >= 0 {
+			return false // "the tools on the x server"
+		}
+	}
+	return si >= 0 && (ti < 0 || si < ti && !whereServerRE.MatchString(t))
+}
+
+// nameOf is the name given to a new server: quoted, "called X", "named X", or the words
+// of "register the X server".
+func nameOf(m message, t string) string {
+	for _, re := range nameREs {
+		if sub := re.FindStringSubmatch(t); sub != nil {
+			n := strings.TrimSpace(sub[1])
+			if q, ok := m.quoteAt(n); ok {
+				return q
+			}
+			if n != "" && n != "url0" && !stopWord(n) {
+				return originalCase(m.raw, n)
+			}
+		}
+	}
+	if len(m.quoted) > 0 {
+		return m.quoted[0]
+	}
+	return ""
+}
+
+var nameREs = []*regexp.Regexp{
+	regexp.MustCompile(` (?:called|named|name it|call it|with the name|with name|as) (.+?)(?: at url0| on url0| with url0)? $`),
+	regexp.MustCompile(` (?:called|named|name it|call it) (.+?) (?:at|on|with|from) `),
+	regexp.MustCompile(` (?:register|add|connect) (?:the |a |an )?(?:new )?(.+?) (?:mcp )?server (?:at|on|from|url0)`),
+}
+
+// originalCase finds lower in raw and returns it as written there.
+func originalCase(raw, lower string) string {
+	if i := strings.Index(strings.ToLower(raw), lower); i >= 0 {
+		return raw[i : i+len(lower)]
+	}
+	return lower
+}
+
+// bareTarget is what "add a server at X" names when X is not a URL, so the reply can say
+// why it is not one.
+func bareTarget(t string) string {
+	if sub := regexp.MustCompile(` (?:at|on|to|url) (\S+)`).FindStringSubmatch(t); sub != nil && !stopWord(sub[1]) {
+		return sub[1]
+	}
+	return ""
+}
+
+var (
+	riskWordsRE = regexp.MustCompile(` (?:low|medium|high)(?:[ -]risk)? | risk(?:iness)?(?: level| rating)? | (?:to|as|at|a|an) `)
+	riskLevelRE = regexp.MustCompile(` (low|medium|high) `)
+)
+
+func riskOf(t string) string {
+	if sub := riskLevelRE.FindStringSubmatch(strings.ReplaceAll(t, "-", " ")); sub != nil {
+		return strings.ToUpper(sub[1])
+	}
+	return ""
+}
+
+// userOf finds the person of a grant or revoke: a known username anywhere, else the
+// word after the verb. It returns the text without it.
+func userOf(t string, in Intent, cat *Catalogue) (string, string) {
+	for _, w := range strings.Fields(t) {
+		w = strings.TrimSuffix(w, "'s")
+		for _, name := range cat.Users {
+			if strings.EqualFold(w, name) {
+				return name, strings.Replace(t, " "+w, " ", 1)
+			}
+		}
+	}
+	re := grantUserRE
+	if in == IntentRevoke {
+		re = revokeUserRE
+	}
+	if sub := re.FindStringSubmatch(t); sub != nil {
+		w := strings.TrimSuffix(sub[1], "'s")
+		return w, strings.Replace(t, " "+sub[1], " ", 1)
+	}
+	return "", t
+}
+
+var (
+	grantUserRE  = regexp.MustCompile(` (?:let|allow|permit|give|grant|authori[sz]e|enable) (\S+)`)
+	revokeUserRE = regexp.MustCompile(` (?:stop|prevent|forbid|block|disallow|ban|bar|let|revoke|deny|from|remove|away) (\S+)`)
+)
+
+var (
+	tagRE = []*regexp.Regexp{
+		regexp.MustCompile(` tag (?P<ref>.+?) (?:with|as) (?:the )?(?:tags? |labels? )?(?P<tags>.+?) $`),
+		regexp.MustCompile(` (?:add|put|attach|apply|give) (?:the |a )?(?:tags?|labels?) (?P<tags>.+?) (?:to|on) (?P<ref>.+?) $`),
+		regexp.MustCompile(` (?:add|put|attach|apply) (?:the |a )?(?P<tags>\S+) (?:tag|label) (?:to|on) (?P<ref>.+?) $`),
+		regexp.MustCompile(` label (?P<ref>.+?) (?:with|as) (?P<tags>.+?) $`),
+		regexp.MustCompile(` give (?P<ref>.+?) (?:the |a )?(?:tags?|labels?) (?P<tags>.+?) $`),
+		regexp.MustCompile(` give (?P<ref>.+?) (?:the |a )(?P<tags>\S+) (?:tag|label) $`),
+	}
+	untagRE = []*regexp.Regexp{
+		regexp.MustCompile(` (?:remove|delete|drop|take off|strip) (?:the )?(?:tags?|labels?) (?P<tags>.+?) (?:from|on|off) (?P<ref>.+?) $`),
+		regexp.MustCompile(` (?:remove|delete|drop|take off|strip) (?:the )?(?P<tags>\S+) (?:tag|label) (?:from|on|off) (?P<ref>.+?) $`),
+		regexp.MustCompile(` untag (?P<ref>.+?) (?:from|as) (?P<tags>.+?) $`),
+		regexp.MustCompile(` untag (?P<tags>\S+) from (?P<ref>.+?) $`),
+	}
+	listSplitRE = regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`)
+)
+
+// tagsOf reads the tags of a tag or untag message; the text returned is the tool's part.
+func tagsOf(t string, in Intent) ([]string, string) {
+	res := tagRE
+	if in == IntentUntag {
+		res = untagRE
+	}
+	for _, re := range res {
+		sub := re.FindStringSubmatch(t)
+		if sub == nil {
+			continue
+		}
+		var tags []string
+		for _, tg := range listSplitRE.Split(sub[re.SubexpIndex("tags")], -1) {
+			tg = strings.Trim(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(tg), "the ")), `"'`)
+			tg = strings.TrimSuffix(strings.TrimSuffix(tg, " tag"), " tags")
+			if tg != "" && !slices.Contains(tags, tg) {
+				tags = append(tags, tg)
+			}
+		}
+		return tags, " " + sub[re.SubexpIndex("ref")] + " "
+	}
+	return nil, t
+}
+
+var categoryREs = []*regexp.Regexp{
+	regexp.MustCompile(` (?:in|into|under|to) (?:the )?(?P<cat>\S+(?: \S+)?) (?:category|group) `),
+	regexp.MustCompile(` categor(?:y|i[sz]e) (?P<ref>.+?) (?:as|in|under|to) (?:the )?(?P<cat>.+?) $`),
+	regexp.MustCompile(` (?:category|group) (?:of |for )?(?P<ref>.+?) (?:to|as) (?:the )?(?P<cat>.+?) $`),
+	regexp.MustCompile(` (?:category|group) (?:to|as) (?:the )?(?P<cat>.+?) $`),
+	regexp.MustCompile(` (?:the )?(?P<cat>\S+) (?:category|group) `),
+}
+
+// categoryOf reads the category a message files a tool under.
+func categoryOf(t string) (string, string) {
+	for _, re := range categoryREs {
+		sub := re.FindStringSubmatch(t)
+		if sub == nil {
+			continue
+		}
+		c := strings.Trim(strings.TrimSpace(sub[re.SubexpIndex("cat")]), `"'`)
+		rest := strings.Replace(t, sub[0], " ", 1)
+		if i := re.SubexpIndex("ref"); i > 0 {
+			rest = " " + sub[i] + " "
+		}
+		return c, rest
+	}
+	return "", t
+}
+
+var (
+	kvRE      = regexp.MustCompile(` ([a-z_][\w.-]*) ?= ?(\S+)`)
+	setToRE   = regexp.MustCompile(` (?:set|change|switch|update|make) (?:the |its )?(?:(\S+)'s )?([a-z_][\w-]*) (?:setting |parameter |option )?(?:of (.+?) )?(?:to|as) (\S+)`)
+	useUnitRE = regexp.MustCompile(` (?:to )?(?:use|using|in|with) (\S+)(?: units?| mode| format)?`)
+)
+
+// settingsOf reads what a configure message sets: key=value pairs, "set units to metric",
+// and a word that is one of a parameter's allowed values ("to use metric units"). The
+// text returned has them removed, leaving the tool's words.
+func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string) {
+	out := map[string]string{}
+	for _, sub := range kvRE.FindAllStringSubmatch(t, -1) {
+		v := sub[2]
+		if q, ok := m.quoteAt(v); ok {
+			v = q
+		}
+		out[sub[1]] = v
+		t = strings.Replace(t, sub[0], " ", 1)
+	}
+	if sub := setToRE.FindStringSubmatch(t); sub != nil && paramNamed(cat, sub[2]) {
+		v := sub[4]
+		if q, ok := m.quoteAt(v); ok {
+			v = q
+		}
+		out[sub[2]] = v
+		t = strings.Replace(t, sub[0], " "+sub[1]+" "+sub[3]+" ", 1)
+	}
+	words := strings.Fields(t)
+	for _, w := range words {
+		for _, tl := range cat.Tools {
+			for _, p := range tl.Params {
+				if _, set := out[p.Name]; set {
+					continue
+				}
+				for _, e := range p.Enum {
+					if strings.EqualFold(e, w) {
+						out[p.Name] = e
+						t = strings.Replace(t, " "+w+" ", " ", 1)
+					}
+				}
+			}
+		}
+	}
+	if sub := useUnitRE.FindStringSubmatch(t); sub != nil {
+		t = strings.Replace(t, sub[0], " ", 1)
+	}
+	for _, w := range words {
+		if paramNamed(cat, w) {
+			t = strings.Replace(t, " "+w+" ", " ", 1)
+		}
+	}
+	if len(out) == 0 {
+		return nil, t
+	}
+	return out, t
+}
+
+func paramNamed(cat *Catalogue, name string) bool {
+	for _, tl := range cat.Tools {
+		for _, p := range tl.Params {
+			if strings.EqualFold(p.Name, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var queryLeadRE = regexp.MustCompile(` (?:for|with|to|about|that|which|related to|regarding|on|when it comes to) (.+)$`)
+
+// queryOf is the subject of a search or a preference: "weather forecasts" of "do we have
+// a tool for weather forecasts", "weather" of "always enable new weather tools".
+func queryOf(t string, in Intent) string {
+	if in == IntentPreference || in == IntentForget {
+		t = prefNoiseRE.ReplaceAllString(t, " ")
+		return strings.Join(contentWords(t), " ")
+	}
+	if sub := queryLeadRE.FindStringSubmatch(t); sub != nil {
+		if ws := contentWords(sub[1]); len(ws) > 0 {
+			return strings.Join(ws, " ")
+		}
+	}
+	return strings.Join(contentWords(t), " ")
+}
+
+var prefNoiseRE = regexp.MustCompile(` (?:always|automatically|auto-?enable|auto|from now on|enable|enabling|turn on|turning on|activate|activating|switch on|make|available|new|newly|discovered|found|added|when|they're|they are|stop|don't|do not|never|no longer|forget|my|preference|preferences|remove|delete|drop|clear) `)
+
+// related is every tool whose name, description, server, category or tags hold all the
+// content words of q (or most of them, for long queries), best first.
+func related(cat *Catalogue, q string) []string {
+	ws := contentWords(" " + q + " ")
+	if len(ws) == 0 {
+		return nil
+	}
+	type hit struct {
+		id    string
+		score int
+	}
+	var hits []hit
+	for _, tl := range cat.Tools {
+		hay := toolWords(tl)
+		n := 0
+		for _, w := range ws {
+			if hay[stem(w)] {
+				n++
+			}
+		}
+		need := len(ws)
+		if need > 2 {
+			need = (len(ws) + 1) / 2
+		}
+		if n >= need {
+			hits = append(hits, hit{tl.ID, n})
+		}
+	}
+	slices.SortStableFunc(hits, func(a, b hit) int { return b.score - a.score })
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.id
+	}
+	return out
+}
+
+// toolWords are the stemmed words a tool is known by.
+func toolWords(tl Tool) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range []string{tl.Name, tl.Title, tl.Description, tl.Category, strings.Join(tl.Tags, " ")} {
+		for _, w := range words(s) {
+			out[stem(w)] = true
+		}
+	}
+	return out
+}
+
+var wordRE = regexp.MustCompile(`[\pL\pN]+`)
+
+// words splits a name or a text into lower-case words (get_forecast → get, forecast).
+func words(s string) []string {
+	return wordRE.FindAllString(strings.ToLower(strings.NewReplacer("_", " ", "-", " ", ".", " ").Replace(s)), -1)
+}
+
+// stem folds plurals and the commonest endings so "forecasts" finds "forecast" and
+// "translation" finds "translate" (both become "translat").
+func stem(w string) string {
+	if len(w) > 4 && strings.HasSuffix(w, "ies") {
+		return w[:len(w)-3] + "y"
+	}
+	for _, suf := range stemEndings {
+		if strings.HasSuffix(w, suf) && len(w)-len(suf) >= 4 {
+			return w[:len(w)-len(suf)]
+		}
+	}
+	return w
+}
+
+var stemEndings = []string{"ations", "ation", "ions", "ion", "ings", "ing", "ers", "er", "ed", "es", "s", "e"}
+
+// noise are the words that never name a server or a tool.
+var noise = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the this that these those it its it's them they their one ones my our your his her
+		me i we you us please can could would should will shall may might must do does did is are was were be been being
+		to of on in at for from with by into onto about as and or but if then than so also just now again too very really
+		what which who whom whose where when why how all any some every each both either neither no not
+		tool tools server servers mcp mcps api apis service services thing things function functions plugin plugins
+		enable enabled disable disabled turn on off switch activate deactivate make available unavailable
+		show list display see view give get tell about details detail info information status health
+		add register connect remove delete drop new named called name want like need hey hi ok okay thanks thank
+		let allow use using run call access permission permissions there here up set work working is currently
+		kindly go ahead right away quickly back again use able have has had
+		configure configured config test testing tested check verify discover refresh reload resync rescan scan inspect
+		put move file place assign stop prevent forbid tag tags untag label labels categorize categorise category group
+		risk risky level mark rate change update describe explain tell more whether working works fine broken try
+		deactivate reactivate unblock revoke grant give take away using units mode format latest list everything
+		register unregister deregister disconnect uninstall get rid fetch pull load look whats what's`) {
+		noise[w] = true
+	}
+}
+
+func stopWord(w string) bool { return noise[w] }
+
+// contentWords are the words of t that may name something.
+func contentWords(t string) []string {
+	var out []string
+	for _, w := range strings.Fields(t) {
+		w = strings.Trim(w, ".,:;'\"")
+		w = strings.TrimSuffix(w, "'s")
+		if w == "" || noise[w] || w == "url0" || strings.HasPrefix(w, "q") && len(w) <= 3 && w[1] >= '0' && w[1] <= '9' {
+			continue
+		}
+		if pickWord[w] {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+var pickWord = map[string]bool{"first": true, "second": true, "third": true, "fourth": true, "fifth": true, "last": true}
+
+// serverQualifier finds "on/from <server>" and "<server>'s" in t: the tools are that
+// server's. It returns t without the qualifier and the server's id.
+func serverQualifier(t string, cat *Catalogue) (string, string) {
+	for _, re := range []*regexp.Regexp{onServerRE, possessiveRE} {
+		for _, sub := range re.FindAllStringSubmatch(t, -1) {
+			if id := serverByName(cat, sub[1]); id != "" {
+				return strings.Replace(t, sub[0], " ", 1), id
+			}
+		}
+	}
+	return t, ""
+}
+
+var (
+	onServerRE   = regexp.MustCompile(` (?:on|from|of|in|at|provided by|offered by) (?:the )?(\S+?)(?: mcp)?(?: server)? `)
+	possessiveRE = regexp.MustCompile(` (\S+?)(?:'s|s') `)
+)
+
+// serverByName is the id of the server named n (exact, or one letter off for a long name).
+func serverByName(cat *Catalogue, n string) string {
+	n = strings.Trim(n, `"'`)
+	for _, s := range cat.Servers {
+		if strings.EqualFold(s.Name, n) {
+			return s.ID
+		}
+	}
+	if len(n) >= 5 {
+		for _, s := range cat.Servers {
+			if editDistance(strings.ToLower(s.Name), n) == 1 {
+				return s.ID
+			}
+		}
+	}
+	return ""
+}
+
+// refOf is what names the server or tool in t: a quoted name, else the content words.
+func refOf(t string, m message, in Intent) string {
+	for _, w := range strings.Fields(t) {
+		if q, ok := m.quoteAt(w); ok {
+			return q
+		}
+	}
+	return strings.Join(contentWords(t), " ")
+}
+
+// resolve finds the servers and tools the reference may mean. An exact name wins over a
+// name one letter off, which wins over related words.
+func resolve(u *Understanding, cat *Catalogue) {
+	ref := u.Ref
+	if ref == "" {
+		return
+	}
+	wantServer := u.Kind == "server" || serverIntent(u.Intent)
+	wantTool := u.Kind == "tool" || toolIntent(u.Intent)
+	if !wantServer && !wantTool {
+		wantServer, wantTool = true, true
+	}
+	if wantServer && u.OnServer == "" {
+		u.Servers = matchServers(cat, ref)
+	}
+	if wantTool {
+		u.Tools = matchTools(cat, ref, u.OnServer)
+	}
+	if u.Kind == "" && len(u.Servers) > 0 && len(u.Tools) > 0 {
+		// Both kinds matched: an exact name decides.
+		sExact, tExact := exactServer(cat, ref), exactTool(cat, ref, u.OnServer)
+		switch {
+		case sExact && !tExact:
+			u.Tools = nil
+		case tExact && !sExact:
+			u.Servers = nil
+		}
+	}
+	if u.Kind == "" {
+		switch {
+		case len(u.Servers) > 0 && len(u.Tools) == 0:
+			u.Kind = "server"
+		case len(u.Tools) > 0 && len(u.Servers) == 0:
+			u.Kind = "tool"
+		}
+	}
+	if u.Kind == "server" {
+		u.Intent = retargetKind(u.Intent, "server")
+	}
+}
+
+// retargetKind moves a tool intent to its server twin once the names said it is a server.
+func retargetKind(in Intent, kind string) Intent {
+	if kind != "server" {
+		return in
+	}
+	switch in {
+	case IntentEnableTool:
+		return IntentEnableServer
+	case IntentDisableTool:
+		return IntentDisableServer
+	case IntentToolDetails, IntentTestTool:
+		return IntentServerStatus
+	}
+	return in
+}
+
+func serverIntent(in Intent) bool {
+	switch in {
+	case IntentRemoveServer, IntentEnableServer, IntentDisableServer, IntentServerStatus, IntentDiscover:
+		return true
+	}
+	return false
+}
+
+func toolIntent(in Intent) bool {
+	switch in {
+	case IntentToolDetails, IntentConfigureTool, IntentTestTool, IntentSetRisk, IntentTag, IntentUntag,
+		IntentSetCategory, IntentGrant, IntentRevoke:
+		return true
+	}
+	return false
+}
+
+// norm is a name as words joined by single spaces ("Get_Forecast" → "get forecast").
+func norm(s string) string { return strings.Join(words(s), " ") }
+
+func exactServer(cat *Catalogue, ref string) bool {
+	for _, s := range cat.Servers {
+		if norm(s.Name) == norm(ref) {
+			return true
+		}
+	}
+	return false
+}
+
+func exactTool(cat *Catalogue, ref, on string) bool {
+	for _, tl := range cat.Tools {
+		if (on == "" || tl.ServerID == on) && (norm(tl.Name) == norm(ref) || tl.Title != "" && norm(tl.Title) == norm(ref)) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchServers(cat *Catalogue, ref string) []string {
+	r := norm(ref)
+	var exact, near, rel []string
+	for _, s := range cat.Servers {
+		n := norm(s.Name)
+		switch {
+		case n == r:
+			exact = append(exact, s.ID)
+		case len(r) >= 4 && editDistance(n, r) <= 1+len(r)/8:
+			near = append(near, s.ID)
+		case containsAll(words(s.Name+" "+s.Description), contentWords(" "+r+" ")):
+			rel = append(rel, s.ID)
+		}
+	}
+	return first(exact, near, rel)
+}
+
+func matchTools(cat *Catalogue, ref, on string) []string {
+	r := norm(ref)
+	rw := contentWords(" " + r + " ")
+	var exact, near, rel, bySrv []string
+	for _, tl := range cat.Tools {
+		if on != "" && tl.ServerID != on {
+			continue
+		}
+		if len(rw) > 0 && containsAll(words(tl.Server), rw) {
+			bySrv = append(bySrv, tl.ID)
+		}
+		n := norm(tl.Name)
+		switch {
+		case n == r || tl.Title != "" && norm(tl.Title) == r || norm(tl.Server+" "+tl.Name) == r:
+			exact = append(exact, tl.ID)
+		case len(r) >= 5 && editDistance(n, r) <= 1+len(r)/8:
+			near = append(near, tl.ID)
+		case len(rw) > 0 && containsAllStem(toolWords(tl), rw):
+			rel = append(rel, tl.ID)
+		}
+	}
+	if len(exact) == 0 && len(near) == 0 && len(rel) > 1 {
+		// Related by the name beats related by the description.
+		var byName []string
+		for _, id := range rel {
+			tl := toolByID(cat, id)
+			if containsAll(words(tl.Name+" "+tl.Title), rw) {
+				byName = append(byName, id)
+			}
+		}
+		rel = append(byName, without(rel, byName)...)
+	}
+	return first(exact, near, rel, bySrv)
+}
+
+func toolByID(cat *Catalogue, id string) Tool {
+	for _, tl := range cat.Tools {
+		if tl.ID == id {
+			return tl
+		}
+	}
+	return Tool{}
+}
+
+func without(all, drop []string) []string {
+	var out []string
+	for _, s := range all {
+		if !slices.Contains(drop, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func first(lists ...[]string) []string {
+	for _, l := range lists {
+		if len(l) > 0 {
+			return l
+		}
+	}
+	return nil
+}
+
+func containsAll(hay []string, need []string) bool {
+	if len(need) == 0 {
+		return false
+	}
+	for _, w := range need {
+		if !slices.Contains(hay, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsAllStem(hay map[string]bool, need []string) bool {
+	for _, w := range need {
+		if !hay[stem(w)] {
+			return false
+		}
+	}
+	return true
+}
+
+// editDistance is the Levenshtein distance of a and b (for names: bytes suffice).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

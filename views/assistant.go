@@ -1,0 +1,34 @@
+package views
+
+// AssistantView is /assistant.
+type AssistantView struct {
+	Layout
+	Chat AssistantChatModel
+}
+
+// AssistantChatModel is a conversation with the assistant and its form, on the page or
+// in the slide-over (Panel).
+type AssistantChatModel struct {
+	ConversationID string
+	Messages       []AssistantMessage
+	Panel          bool
+}
+
+// AssistantMessage is one line of a conversation.
+type AssistantMessage struct {
+	Person  bool // written by the person (else by the assistant)
+	Body    string
+	Choices []AssistantChoice
+	Actions []AssistantAction
+}
+
+// AssistantChoice is an answer the person can click: it sends Target.
+type AssistantChoice struct {
+	Label, Target string
+}
+
+// AssistantAction is something the assistant did, linked to what it changed.
+type AssistantAction struct {
+	Name, Href, Error string
+	OK                bool
+}

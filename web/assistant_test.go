@@ -1,0 +1,153 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/auth"
+)
+
+type asstReply struct {
+	ConversationID string `json:"conversation_id"`
+	Reply          string `json:"reply"`
+	Choices        []struct {
+		Label, Target string
+	} `json:"choices"`
+	Actions []struct {
+		Kind       string `json:"kind"`
+		TargetType string `json:"target_type"`
+		TargetID   string `json:"target_id"`
+		Name       string `json:"name"`
+		OK         bool   `json:"ok"`
+		Error      string `json:"error"`
+	} `json:"actions"`
+}
+
+// asstSay sends one message and checks the reply holds want.
+func asstSay(t *testing.T, api webtest.API, conv *string, msg, want string) asstReply {
+	t.Helper()
+	var r asstReply
+	api.JSON(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"conversation_id": *conv, "message": msg}, http.StatusOK, &r)
+	*conv = r.ConversationID
+	if !strings.Contains(r.Reply, want) {
+		t.Fatalf("%q: reply %q, want it to say %q (choices %+v, actions %+v)", msg, r.Reply, want, r.Choices, r.Actions)
+	}
+	return r
+}
+
+// The assistant over the API, against a real MCP server: adding a server (a bad URL
+// first), discovering and enabling its tools, context ("the first one"), numbered
+// choices when a name fits two tools, a yes before removing, permissions, tokens, and
+// preferences applied at discovery. Every act is audited with the sentence.
+func TestAssistantAPI(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "wx"})
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	ctx := t.Context()
+	conv := ""
+
+	r := asstSay(t, admin, &conv, "add a server at invalid-url", "doesn't appear to be valid")
+	if conv == "" || len(r.Actions) != 0 {
+		t.Fatalf("bad URL: %+v", r)
+	}
+	asstSay(t, admin, &conv, "Add a new MCP server at "+up.URL()+" called wx", "I've added the wx MCP server")
+	r = asstSay(t, admin, &conv, "yes", "I found")
+	if len(r.Actions) != 1 || r.Actions[0].TargetType != "server" {
+		t.Fatalf("discovery: %+v", r)
+	}
+	// Tools are validated after discovery; enabling needs them validated.
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		var n int
+		_ = srv.Pool.QueryRow(ctx, `SELECT count(*) FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+			WHERE s.name = 'wx' AND t.status = 'validated'`).Scan(&n)
+		return n > 0
+	}, "the tools were never validated")
+	asstSay(t, admin, &conv, "Turn on the echo tool", "enabled")
+	var status, said string
+	if err := srv.Pool.QueryRow(ctx, `SELECT status FROM mcp_tools WHERE name = 'echo'`).Scan(&status); err != nil || status != "enabled" {
+		t.Fatalf("echo is %q (%v), want enabled", status, err)
+	}
+	if err := srv.Pool.QueryRow(ctx, `SELECT payload->>'said' FROM audit_log WHERE action = 'tool.enable' ORDER BY id DESC LIMIT 1`).Scan(&said); err != nil || said != "Turn on the echo tool" {
+		t.Fatalf("the audit entry says %q (%v), want the sentence", said, err)
+	}
+
+	var n int
+	// Context: a list, then "the first one".
+	r = asstSay(t, admin, &conv, "show me all tools", "Here are the")
+	if len(r.Choices) < 2 {
+		t.Fatalf("a list without choices: %+v", r)
+	}
+	first := strings.SplitN(strings.TrimPrefix(r.Choices[0].Label, "1. "), " ", 2)[0]
+	asstSay(t, admin, &conv, "tell me about the first one", first+" on wx")
+
+	// Two servers offer echo: numbered choices, nothing happens until the pick.
+	srv.LiveServer(t, "lo", true)
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		_ = srv.Pool.QueryRow(ctx, `SELECT count(*) FROM mcp_tools WHERE name = 'echo'`).Scan(&n)
+		return n == 2
+	}, "lo's echo was never discovered")
+	r = asstSay(t, admin, &conv, "disable echo", "Did you mean")
+	if len(r.Choices) != 2 {
+		t.Fatalf("choices: %+v", r.Choices)
+	}
+	if err := srv.Pool.QueryRow(ctx, `SELECT status FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id WHERE t.name = 'echo' AND s.name = 'wx'`).Scan(&status); err != nil || status != "enabled" {
+		t.Fatalf("echo changed before the pick: %q", status)
+	}
+	asstSay(t, admin, &conv, "the one on wx", "disabled")
+	if err := srv.Pool.QueryRow(ctx, `SELECT status FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id WHERE t.name = 'echo' AND s.name = 'wx'`).Scan(&status); err != nil || status != "disabled" {
+		t.Fatalf("wx echo is %q after the pick, want disabled", status)
+	}
+
+	// Removing a server asks first; "no" keeps it.
+	asstSay(t, admin, &conv, "remove the lo server", "cannot be undone")
+	asstSay(t, admin, &conv, "no", "nothing was changed")
+	asstSay(t, admin, &conv, "delete the lo server", "cannot be undone")
+	asstSay(t, admin, &conv, "yes", "removed the server")
+	if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FROM mcp_servers WHERE name = 'lo'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("lo still there: %d", n)
+	}
+
+	// A preference, applied when discovery validates a new tool.
+	asstSay(t, admin, &conv, "always enable new forecast tools", "automatically enable new forecast tools")
+	up.Server().SetTool(mcptest.ToolSpec{Name: "get_forecast", Description: "The weather forecast for a city",
+		InputSchema: []byte(`{"type":"object","properties":{"city":{"type":"string","description":"The city"}},"required":["city"]}`)})
+	asstSay(t, admin, &conv, "discover new tools on the wx server", "I found")
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		_ = srv.Pool.QueryRow(ctx, `SELECT status FROM mcp_tools WHERE name = 'get_forecast'`).Scan(&status)
+		return status == "enabled"
+	}, "the preference did not enable get_forecast")
+	asstSay(t, admin, &conv, "what are my preferences", "forecast")
+
+	// Someone who may not: refused, saying which permission, audited as denied.
+	srv.CreateUser(t, "tina", auth.RoleToolUser, "tina-password-123")
+	tina := webtest.API{T: t, Srv: srv, C: srv.Login(t, "tina", "tina-password-123")}
+	tc := ""
+	asstSay(t, tina, &tc, "disable get_forecast", "tool.enable")
+	if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'assistant.refused' AND result = 'denied'
+		AND payload->>'said' = 'disable get_forecast'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("refusal audited %d times (%v)", n, err)
+	}
+	// Another person's conversation id is their own: tina's history is not admin's.
+	var hist int
+	if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FROM assistant_messages m JOIN users u ON u.id = m.user_id
+		WHERE u.username = 'tina'`).Scan(&hist); err != nil || hist != 2 {
+		t.Fatalf("tina's messages: %d", hist)
+	}
+
+	// An API token asks questions only.
+	tok := webtest.API{T: t, Srv: srv, Bearer: srv.Token(t, "admin")}
+	k := ""
+	asstSay(t, tok, &k, "list servers", "Here are the")
+	asstSay(t, tok, &k, "enable get_forecast", "only ask questions")
+
+	// Bad input changes nothing.
+	if e := admin.Error(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"message": "  "}, 400, "invalid_input"); !strings.Contains(string(e.Error.Details)+e.Error.Message, "message") {
+		t.Fatalf("empty message: %+v", e)
+	}
+	admin.Error(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"conversation_id": "bad id!", "message": "hi"}, 400, "invalid_input")
+}
