@@ -18,7 +18,7 @@ func Understand(msg string, cat *Catalogue) Understanding {
 	if cat == nil {
 		cat = &Catalogue{}
 	}
-	if small(m, &u) {
+	if small(m, &u, cat) {
 		return u
 	}
 	u.Intent = intentOf(m)
@@ -40,6 +40,11 @@ func Understand(msg string, cat *Catalogue) Understanding {
 		rest = riskWordsRE.ReplaceAllString(rest, " ")
 	case IntentTag, IntentUntag:
 		u.Tags, rest = tagsOf(rest, u.Intent)
+		for i, tg := range u.Tags {
+			if q, ok := m.quoteAt(tg); ok {
+				u.Tags[i] = q
+			}
+		}
 	case IntentSetCategory:
 		u.Category, rest = categoryOf(rest)
 	case IntentConfigureTool:
@@ -53,19 +58,85 @@ func Understand(msg string, cat *Catalogue) Understanding {
 	case IntentListPreference, IntentHelp, IntentSetup, IntentListServers:
 		return u
 	}
+	if u.Name == "" {
+		u.Name = calledOf(m, rest)
+	}
 	if !serverIntent(u.Intent) || u.Intent == IntentDiscover {
 		rest, u.OnServer = serverQualifier(rest, cat)
+	}
+	if u.Intent == IntentRefresh && u.OnServer != "" {
+		u.Intent = IntentDiscover // "refresh the tools on ev2": that server only
+	}
+	if u.Intent == IntentDiscover {
+		u.Kind = "server"
 	}
 	if u.OnServer != "" && (u.Intent == IntentListTools || u.Intent == IntentDiscover) {
 		u.Servers = []string{u.OnServer}
 		return u
 	}
 	if u.Intent == IntentListTools {
+		for _, w := range contentWords(rest) {
+			if id := serverByName(cat, w); id != "" {
+				u.Servers = []string{id}
+			}
+		}
 		return u
 	}
-	u.Ref = refOf(rest, m, u.Intent)
+	if u.URL != "" {
+		if id := serverByURL(cat, u.URL); id != "" {
+			u.Servers, u.Kind = []string{id}, "server"
+			u.Intent = retargetKind(u.Intent, "server")
+			return u
+		}
+	}
+	u.Ref = refOf(rest, m, cat)
+	if u.All && u.OnServer != "" && (u.Ref == "" || u.Kind == "tool" && len(contentWords(" "+u.Ref+" ")) == 0) {
+		// "disable all tools on ev2": every tool of that server.
+		u.Servers = []string{u.OnServer}
+		for _, tl := range cat.Tools {
+			if tl.ServerID == u.OnServer {
+				u.Tools = append(u.Tools, tl.ID)
+			}
+		}
+		u.Kind = "tool"
+		return u
+	}
 	resolve(&u, cat)
+	if u.Intent == intentWeakDetails {
+		u.Intent = IntentToolDetails
+		if len(u.Tools) == 0 && len(u.Servers) == 0 {
+			u.Intent = IntentUnknown
+		} else if u.Kind == "server" {
+			u.Intent = IntentServerStatus
+		}
+	}
 	return u
+}
+
+// calledOf is the name a message gives with "called X" or "named X".
+func calledOf(m message, t string) string {
+	for _, re := range nameREs[:2] {
+		if sub := re.FindStringSubmatch(t); sub != nil {
+			n := strings.TrimSpace(sub[1])
+			if q, ok := m.quoteAt(n); ok {
+				return q
+			}
+			if n != "" && n != "url0" {
+				return originalCase(m.raw, n)
+			}
+		}
+	}
+	return ""
+}
+
+// serverByURL is the server registered at u (a trailing slash aside).
+func serverByURL(cat *Catalogue, u string) string {
+	for _, s := range cat.Servers {
+		if s.URL != "" && strings.TrimRight(s.URL, "/") == strings.TrimRight(u, "/") {
+			return s.ID
+		}
+	}
+	return ""
 }
 
 // message is a message taken apart: the lower-case text with quoted strings and URLs
@@ -79,7 +150,9 @@ type message struct {
 }
 
 var (
-	quotedRE = regexp.MustCompile("\"([^\"]*)\"|'([^']*)'|`([^`]*)`|“([^”]*)”")
+	// A single quote opens a quoted string only after a space or the start and closes
+	// before one (or punctuation), so "ev2's search" is not a quotation.
+	quotedRE = regexp.MustCompile("\"([^\"]*)\"|(?:^|[\\s(])'([^']+)'(?:$|[\\s.,;:!?)])|`([^`]*)`|“([^”]*)”")
 	urlRE    = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s'"<>]+`)
 	numberRE = regexp.MustCompile(`(?:^|\s)#?(\d+)\b`)
 	spaceRE  = regexp.MustCompile(`\s+`)
@@ -111,8 +184,28 @@ func newMessage(raw string) message {
 	s = strings.ToLower(s)
 	s = strings.NewReplacer("’", "'", "?", " ", "!", " ", ",", " , ", ";", " ", "(", " ", ")", " ").Replace(s)
 	s = strings.TrimRight(strings.TrimSpace(s), ".")
-	m.text = " " + spaceRE.ReplaceAllString(s, " ") + " "
+	m.text = canonical(" " + spaceRE.ReplaceAllString(s, " ") + " ")
 	return m
+}
+
+// phrasal verbs are rewritten to their one-word meaning before anything else reads the
+// text, so "turn the files server back on" is "enable the files server" and the "on"
+// is not mistaken for "on <server>".
+var phrasal = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(` (?:turn|switch|flip) ((?:\S+ ){0,5}?)(?:back )?on((?: please)?) `), " enable $1$2 "},
+	{regexp.MustCompile(` (?:turn|switch|flip|shut) ((?:\S+ ){0,5}?)off((?: please)?) `), " disable $1$2 "},
+	{regexp.MustCompile(`^ (\S+) off((?: please| now)?) $`), " disable $1$2 "},
+	{regexp.MustCompile(` bring ((?:\S+ ){1,5}?)back(?: online| up| on)? `), " enable $1"},
+}
+
+func canonical(t string) string {
+	for _, p := range phrasal {
+		t = p.re.ReplaceAllString(t, p.with)
+	}
+	return spaceRE.ReplaceAllString(t, " ")
 }
 
 // quoteAt is the quoted string a marker stands for ("q0" → its text).
@@ -129,15 +222,15 @@ func (m message) quoteAt(marker string) (string, bool) {
 
 // The small words: answers to a question the assistant asked.
 var (
-	yesRE    = regexp.MustCompile(`^ (?:yes|y|yeah|yep|yup|sure|ok|okay|please|please do|do it|go ahead|go for it|confirm|confirmed|correct|right|absolutely|of course|sounds good|yes please|yes do it|yes go ahead|that's right|that one|i do|i need to add one|i need one) $`)
-	noRE     = regexp.MustCompile(`^ (?:no|n|nope|nah|no thanks|no thank you|not now|don't|do not|i already have one|i have one) $`)
-	cancelRE = regexp.MustCompile(`^ (?:never ?mind|cancel|cancel that|forget it|forget that|abort|stop|stop it|quit|none|none of them|nothing) $`)
-	pickOnly = regexp.MustCompile(`^ (?:(?:number|option|choice|#) ?)?(?:the )?(\d+|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|1st|2nd|3rd|\dth)(?: one| option| choice)?(?: please)? $`)
-	pickOnRE = regexp.MustCompile(`^ (?:the )?(?:one|tool|server) (?:on|from) (?:the )?(\S+)(?: server)?(?: please)? $|^ (?:the )?(\S+) one $`)
+	yesRE    = regexp.MustCompile(`^ (?:(?:yes|yeah|yep|ok|okay|sure) )?(?:yes|y|yeah|yep|yup|sure|ok|okay|please|please do|do it|go ahead|go for it|confirm|confirmed|correct|right|absolutely|of course|sounds good|yes please|yes do it|yes go ahead|that's right|that one|i do|i need to add one|i need one) $`)
+	noRE     = regexp.MustCompile(`^ (?:no|n|nope|nah|no thanks|no thank you|not now|don't|do not|i already have one|i have one)(?: (?:thanks|leave it|don't do that|do not do that|not now|keep it))? $`)
+	cancelRE = regexp.MustCompile(`^ (?:actually |oh |ok |okay |no )?(?:never ?mind|cancel|cancel that|forget it|forget about it|forget that|abort|stop|stop it|quit|none|none of them|nothing)(?: then)? $`)
+	pickOnly = regexp.MustCompile(`^ (?:i'll take |i will take |i want |give me |let's go with |go with |pick |choose )?(?:(?:number|option|choice|#) ?)?(?:the )?(\d+|one|two|three|four|five|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|1st|2nd|3rd|\dth)(?: one| option| choice)?(?: please)? $`)
+	pickOnRE = regexp.MustCompile(`^ (?:the )?(?:one|tool|server) (?:on|from) (?:the )?(\S+?)(?: server)?(?: please)? $|^ (?:the )?(\S+) one $`)
 )
 
-func small(m message, u *Understanding) bool {
-	t := m.text
+func small(m message, u *Understanding, cat *Catalogue) bool {
+	t := strings.ReplaceAll(m.text, " , ", " ")
 	switch {
 	case yesRE.MatchString(t):
 		u.Intent = IntentYes
@@ -150,13 +243,16 @@ func small(m message, u *Understanding) bool {
 	case pickOnRE.MatchString(t):
 		sub := pickOnRE.FindStringSubmatch(t)
 		u.Intent, u.Ref = IntentPick, sub[1]+sub[2]
+		if id := serverByName(cat, u.Ref); id != "" {
+			u.OnServer, u.Servers = id, []string{id}
+		}
 	default:
 		return false
 	}
 	return true
 }
 
-var ordinals = map[string]int{"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+var ordinals = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
 	"fifth": 5, "5th": 5, "sixth": 6, "6th": 6, "seventh": 7, "7th": 7, "eighth": 8, "8th": 8, "ninth": 9, "9th": 9,
 	"tenth": 10, "last": -1}
 
@@ -164,6 +260,14 @@ var ordinalRE = regexp.MustCompile(` (?:the )?(first|second|third|fourth|fifth|s
 
 // pickOf is the 1-based choice a text refers to (-1: the last; 0: none).
 func pickOf(t string) int {
+	if sub := pickOnly.FindStringSubmatch(t); sub != nil {
+		if n, ok := ordinals[sub[1]]; ok {
+			return n
+		}
+		if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(sub[1], "st"), "nd"), "rd"), "th")); err == nil {
+			return n
+		}
+	}
 	sub := ordinalRE.FindStringSubmatch(t)
 	if sub == nil {
 		return 0
@@ -190,31 +294,36 @@ type verb struct {
 
 var verbs = []verb{
 	{regexp.MustCompile(` (?:stop|quit|no longer|don't|do not|never) (?:automatically |auto-?)?(?:enabling|enable|turning on|activating) | forget (?:my |the )?preference| (?:remove|delete|drop|clear) (?:my |the )?(?:auto-?enable )?preference`), IntentForget},
-	{regexp.MustCompile(` (?:my|what are my|list my|show my|show me my|which) (?:\w+ )?preferences | preferences `), IntentListPreference},
-	{regexp.MustCompile(` (?:always|automatically|auto-?enable|from now on) .*(?:enable|turn on|activate|switch on|make)| auto-?enable `), IntentPreference},
-	{regexp.MustCompile(` (?:set ?up|configure|create|add|install|get) (?:a |an |my )?(?:new )?(?:tool|tools) | (?:walk|guide|take) me through | help me (?:set ?up|add|get started)| get started | onboard `), IntentSetup},
-	{regexp.MustCompile(`^ (?:help|help me|\?|what can (?:i|you) do(?: with \S+(?: \S+)?)?|what do you do|how does this work|what are you|hi|hello|hey) $| how (?:do|can|would|should) (?:i|we|you) | what can (?:i|you) do `), IntentHelp},
-	{regexp.MustCompile(` (?:let|allow|permit|authori[sz]e|enable) \S+ (?:to )?(?:use|run|call|access|execute) | give \S+ (?:access|permission|the right)| grant (?:\S+ )?(?:access|permission|use)?| (?:let|allow) \S+ have `), IntentGrant},
-	{regexp.MustCompile(` (?:stop|prevent|forbid|block|disallow|ban|bar) \S+ (?:from )?(?:using|running|calling|accessing)| revoke | (?:take away|remove) \S+'s (?:access|permission)| (?:don't|do not) let \S+ (?:use|run|call|access)| no longer let \S+ | deny \S+ `), IntentRevoke},
+	{regexp.MustCompile(` (?:my|what are my|list my|show my|show me my|which) (?:\w+ )?preferences | preferences | (?:what|anything) (?:have|did) i (?:asked|told) you to remember| what do you remember `), IntentListPreference},
+	{regexp.MustCompile(` (?:always|automatically|auto-?enable|from now on) .*(?:enable|activate|make)| auto-?enable | whenever .*(?:new|shows up|appears|discovered).* enable | enable .*(?:whenever|every time|each time) `), IntentPreference},
+	{regexp.MustCompile(` (?:set ?up|configure|create|add|install|get|connect) (?:a |an |my |some )(?:new )?(?:tool|tools)(?: |,)| (?:set ?up|create|install) new tools? | (?:walk|guide|take) me through | step by step | help me (?:set ?up|add|get started)| get started | onboard | set up a new server together `), IntentSetup},
+	{regexp.MustCompile(`^ (?:help|help me|\?|what can (?:i|you) do(?: with \S+(?: \S+)?)?|what do you do|how does this work|what are you|hi|hello|hey) $| how (?:do|can|would|should) (?:i|we|you) | what can (?:i|you) do | what (?:sorts?|kinds?) of things | what (?:can|could) you help `), IntentHelp},
+	{regexp.MustCompile(` (?:stop|prevent|forbid|block|disallow|ban|bar) \S+ (?:from )?(?:using|running|calling|accessing)| revoke | (?:take away|remove|cut off|withdraw) \S+'s (?:access|permission)| (?:don't|do not) let \S+ (?:use|run|call|access)| no longer let \S+ | deny \S+ | (?:should|may|can|must) no longer (?:be able to |be allowed to )?(?:use|run|call|access)| (?:shouldn't|should not|mustn't|must not|can't|cannot|may not) (?:be allowed to |be able to )?(?:use|run|call|access)`), IntentRevoke},
+	{regexp.MustCompile(` (?:let|allow|permit|authori[sz]e|enable) \S+ (?:to )?(?:use|run|call|access|execute) | give \S+ (?:access|permission|the right)| grant (?:\S+ )?(?:access|permission|use)?| (?:let|allow) \S+ have | \S+ (?:needs|should be able|must be able|wants|should be allowed) (?:to )?(?:be able to )?(?:use|run|call|access) `), IntentGrant},
 	{regexp.MustCompile(` (?:low|medium|high)[ -]risk | risk (?:level |rating )?(?:of|for|on|to) | risk (?:to|as|at) (?:low|medium|high) | (?:risk|riskiness) `), IntentSetRisk},
-	{regexp.MustCompile(` untag | (?:remove|delete|drop|take off|strip) (?:the )?(?:tags?|labels?) | (?:remove|delete|drop|take off|strip) (?:the )?\S+ (?:tag|label) `), IntentUntag},
+	{regexp.MustCompile(` untag | (?:remove|delete|drop|take off|strip) (?:the )?(?:tags?|labels?) | (?:remove|delete|drop|take off|strip) (?:the )?\S+ (?:tag|label) | take (?:the )?\S+ (?:tag|label) off | (?:shouldn't|should not) be (?:tagged|labell?ed) `), IntentUntag},
 	{regexp.MustCompile(` tag | (?:add|put|attach|apply|give) (?:the |a )?(?:tags?|labels?) | (?:add|put|attach|apply) (?:the |a )?\S+ (?:tag|label) | label `), IntentTag},
 	{regexp.MustCompile(` categor| (?:in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) | (?:move|put|file|place|assign) .* (?:to|in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) `), IntentSetCategory},
-	{regexp.MustCompile(` configur| config | settings? (?:of|for) | (?:set|change|switch|update) (?:the |its |\S+'s )?\S+ (?:to|=) |=| to use | (?:use|using) \S+ (?:units|mode|format) `), IntentConfigureTool},
+	{regexp.MustCompile(` configur| config | settings? (?:of|for) | (?:set|change|switch|update) (?:the |its |\S+'s )?\S+ (?:to|=) | (?:set|change|switch|update) (?:the )?\S+ (?:of|for|on) .* to |=| to use | (?:use|using) \S+ (?:units|mode|format) `), IntentConfigureTool},
 	{regexp.MustCompile(` (?:refresh|reload|resync|re-sync|sync|rescan|re-?discover|update) | (?:discover|scan|fetch|look for|pull|find) .*(?:all|every) servers? `), IntentRefresh},
-	{regexp.MustCompile(` discover | (?:scan|crawl|probe|inspect) | (?:fetch|pull|get|load|look for) (?:the )?(?:new |latest )?tools (?:from|on|of) `), IntentDiscover},
+	{regexp.MustCompile(` discover | (?:scan|crawl|probe|inspect) | (?:fetch|pull|get|load|look for|find) (?:the )?(?:new |latest |any )?tools (?:from|on|of) | (?:check|look at|search|go check) .* (?:for|if) (?:new|more|any) tools| for (?:any )?(?:new )?tools it (?:added|has) `), IntentDiscover},
 	{regexp.MustCompile(` test | (?:check|see|verify) (?:if|whether|that) .* (?:works?|working|up|running|ok|fine) | (?:is|are) .* (?:working|broken) | try (?:out )?`), IntentTestTool},
 	{regexp.MustCompile(` (?:add|register|connect|hook up|attach|plug in|onboard|link|set ?up a connection|new) (?:to )?(?:a |an |the |this |my )?(?:new )?(?:\S+ )?(?:mcp |tool )?servers? | (?:add|register|connect to|hook up|attach|plug in|link|set ?up a connection to) .*url0`), IntentAddServer},
 	{regexp.MustCompile(` (?:remove|delete|unregister|deregister|drop|get rid of|uninstall|disconnect|detach|forget|destroy|trash|kill) `), IntentRemoveServer},
 	{regexp.MustCompile(` (?:disable|turn off|switch off|deactivate|shut off|shut down|suspend|pause|unpublish|hide|block|take down|take offline|put offline|stop) | make .* (?:unavailable|inactive|offline) | (?:off)$`), IntentDisableTool},
 	{regexp.MustCompile(` (?:enable|re-?enable|turn on|switch on|activate|reactivate|unpause|resume|unblock|publish|bring back|bring up|put online) | make .* (?:available|active|usable|online) | start (?:using )?`), IntentEnableTool},
-	{regexp.MustCompile(` (?:status|health|healthy|online|offline|connected|reachable|up and running|alive|down) |^ is (?:the )?\S+(?: mcp)? server | how (?:is|'s) `), IntentServerStatus},
-	{regexp.MustCompile(` do (?:we|you|i) have | is there | are there (?:any )?(?:tools? )?(?:for|that|to) | (?:find|search for|search|look for|locate) | which tool (?:can|could|should|would|will|does|do) | any tools? (?:for|that|to) | what tool (?:can|could|should|would|does|do) `), IntentFindTool},
-	{regexp.MustCompile(` suggest| recommend| would (?:help|be useful|be good)| (?:help|helps|useful|good) (?:with|for) | what should i use `), IntentSuggestTools},
-	{regexp.MustCompile(` (?:tell me|talk) about | describe | details? | info(?:rmation)? | what (?:does|is) | what's | explain | more about | (?:schema|parameters|arguments|inputs) (?:of|for) `), IntentToolDetails},
-	{regexp.MustCompile(` (?:list|show|display|see|view|give me|get|print|enumerate|what|which|any) .*(?:servers|tools) | (?:servers|tools) (?:do we|are there|have we|are available|are registered)| (?:list|show) (?:all|everything|them) `), IntentListTools},
+	{regexp.MustCompile(` (?:status|health|healthy|online|offline|connected|reachable|up and running|alive|down) |^ is (?:the )?\S+(?: mcp)? server | how (?:is|'s) | check on `), IntentServerStatus},
+	{regexp.MustCompile(` (?:what|which) (?:mcp )?(?:servers|tools) (?:do we|are there|have we|are available|are registered|exist)| (?:what|which) tools does \S+ (?:have|offer)`), IntentListTools},
+	{regexp.MustCompile(` (?:tell me|talk) about | describe | details? | info(?:rmation)? | explain | more about | (?:schema|parameters|arguments|inputs) (?:of|for) | what (?:parameters|arguments|inputs) `), IntentToolDetails},
+	{regexp.MustCompile(` suggest| recommend| would (?:help|be useful|be good)| (?:help|helps|useful|good) (?:with|for) | what should i use | (?:which|what) tools? (?:should|could|would|can|might) (?:i|we|help)`), IntentSuggestTools},
+	{regexp.MustCompile(` do (?:we|you|i) have | is there | are there (?:any )?(?:tools? )?(?:for|that|to) | (?:find|search for|look for|looking for|locate) | which tool (?:can|could|should|would|will|does|do) | any tools? (?:for|that|to) | what tool (?:can|could|should|would|does|do) `), IntentFindTool},
+	{regexp.MustCompile(` (?:list|show|display|see|view|give me|get|print|enumerate|what|which|any) .*(?:servers|tools) | (?:servers|tools) (?:do we|are there|have we|are available|are registered)| (?:list|show) (?:all|everything|them) | (?:list|show) (?:every|each|all) (?:tool|server) `), IntentListTools},
+	{regexp.MustCompile(` what (?:does|is) | what's `), intentWeakDetails},
 	{regexp.MustCompile(` show (?:me )?(?:the )?\S+`), IntentToolDetails},
 }
+
+// intentWeakDetails is "what is X": details when X names something, else not understood.
+const intentWeakDetails Intent = "weak_details"
 
 // intentOf is the intent of a message that is not an answer, before the object's kind
 // makes a tool intent a server one (or the other way round).
@@ -222,6 +331,9 @@ func intentOf(m message) Intent {
 	t := m.text
 	for _, v := range verbs {
 		if v.re.MatchString(t) {
+			if v.intent == IntentSetup && m.url != "" {
+				continue // "add a new tool server at https://…" names the server
+			}
 			return retarget(v.intent, t)
 		}
 	}
@@ -252,7 +364,7 @@ func retarget(in Intent, t string) Intent {
 		if listsServers(t) {
 			return IntentListServers
 		}
-	case IntentToolDetails, IntentTestTool:
+	case IntentToolDetails, IntentTestTool, intentWeakDetails:
 		if server {
 			return IntentServerStatus
 		}
@@ -321,8 +433,9 @@ func nameOf(m message, t string) string {
 }
 
 var nameREs = []*regexp.Regexp{
-	regexp.MustCompile(` (?:called|named|name it|call it|with the name|with name|as) (.+?)(?: at url0| on url0| with url0)? $`),
+	regexp.MustCompile(` (?:called|named|name it|call it|with the name|with name) (.+?)(?: at url0| on url0| with url0)? $`),
 	regexp.MustCompile(` (?:called|named|name it|call it) (.+?) (?:at|on|with|from) `),
+	regexp.MustCompile(` as (.+?)(?: at url0| on url0| with url0)? $`),
 	regexp.MustCompile(` (?:register|add|connect) (?:the |a |an )?(?:new )?(.+?) (?:mcp )?server (?:at|on|from|url0)`),
 }
 
@@ -344,7 +457,7 @@ func bareTarget(t string) string {
 }
 
 var (
-	riskWordsRE = regexp.MustCompile(` (?:low|medium|high)(?:[ -]risk)? | risk(?:iness)?(?: level| rating)? | (?:to|as|at|a|an) `)
+	riskWordsRE = regexp.MustCompile(`\b(?:low|medium|high)(?:[ -]risk)?\b|\brisk(?:iness|y)?(?: level| rating)?\b`)
 	riskLevelRE = regexp.MustCompile(` (low|medium|high) `)
 )
 
@@ -394,8 +507,11 @@ var (
 	untagRE = []*regexp.Regexp{
 		regexp.MustCompile(` (?:remove|delete|drop|take off|strip) (?:the )?(?:tags?|labels?) (?P<tags>.+?) (?:from|on|off) (?P<ref>.+?) $`),
 		regexp.MustCompile(` (?:remove|delete|drop|take off|strip) (?:the )?(?P<tags>\S+) (?:tag|label) (?:from|on|off) (?P<ref>.+?) $`),
-		regexp.MustCompile(` untag (?P<ref>.+?) (?:from|as) (?P<tags>.+?) $`),
+		regexp.MustCompile(` take (?:the )?(?P<tags>\S+) (?:tag|label) off (?:of )?(?P<ref>.+?) $`),
 		regexp.MustCompile(` untag (?P<tags>\S+) from (?P<ref>.+?) $`),
+		regexp.MustCompile(` untag (?P<ref>.+?) (?:as) (?P<tags>.+?) $`),
+		regexp.MustCompile(` untag (?P<ref>\S+) (?P<tags>\S+) $`),
+		regexp.MustCompile(`^ (?P<ref>.+?) (?:shouldn't|should not) be (?:tagged|labell?ed) (?:as |with )?(?P<tags>.+?)(?: anymore| any more| any longer)? $`),
 	}
 	listSplitRE = regexp.MustCompile(`\s*(?:,|\band\b|&|\+)\s*`)
 )
@@ -624,7 +740,10 @@ func init() {
 		put move file place assign stop prevent forbid tag tags untag label labels categorize categorise category group
 		risk risky level mark rate change update describe explain tell more whether working works fine broken try
 		deactivate reactivate unblock revoke grant give take away using units mode format latest list everything
-		register unregister deregister disconnect uninstall get rid fetch pull load look whats what's`) {
+		register unregister deregister disconnect uninstall get rid fetch pull load look whats what's
+		set lower raise consider should shouldn't anymore longer be tagged able out doing going running connected
+		online offline reachable alive down healthy currently quick sure make needs need actually oh okay
+		don't doesn't can't won't rediscover re-discover new parameters arguments inputs take takes accept accepts`) {
 		noise[w] = true
 	}
 }
@@ -686,15 +805,24 @@ func serverByName(cat *Catalogue, n string) string {
 	return ""
 }
 
-// refOf is what names the server or tool in t: a quoted name, else the content words.
-func refOf(t string, m message, in Intent) string {
+// refOf is what names the server or tool in t: a quoted name, a word before "tool" or
+// "server" that is a name even if it reads as a verb ("the add tool"), else the content
+// words.
+func refOf(t string, m message, cat *Catalogue) string {
 	for _, w := range strings.Fields(t) {
 		if q, ok := m.quoteAt(w); ok {
 			return q
 		}
 	}
+	for _, sub := range namedRE.FindAllStringSubmatch(t, -1) {
+		if exactTool(cat, sub[1], "") || exactServer(cat, sub[1]) {
+			return sub[1]
+		}
+	}
 	return strings.Join(contentWords(t), " ")
 }
+
+var namedRE = regexp.MustCompile(` (\S+) (?:tool|server) `)
 
 // resolve finds the servers and tools the reference may mean. An exact name wins over a
 // name one letter off, which wins over related words.
