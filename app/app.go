@@ -22,7 +22,6 @@ import (
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/analytics"
-	"github.com/toolwarden/toolwarden/services/assistant"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
@@ -295,7 +294,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: audit.NewLog(pool),
 		Usage: usage.New(pool), Analytics: a.Analytics,
-		Assistant: assistant.New(pool, a.Auth, a.Registry, a.Tools, a.MCP, cfg.Logger), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
+		Assistant: a.assistant(pool, cfg), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
 		Gateway: a.Gateway}, a.Bus)

@@ -33,7 +33,12 @@ type Service struct {
 	tools    *tools.Service
 	mcp      *mcpclient.Manager
 	log      *slog.Logger
+	model    Model
 }
+
+// SetModel lets the assistant ask m what a sentence means when its own reading finds no
+// intent (nil: never).
+func (s *Service) SetModel(m Model) { s.model = m }
 
 // New builds the assistant over the services it acts through.
 func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.Service, mcp *mcpclient.Manager, log *slog.Logger) *Service {
@@ -110,6 +115,12 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 		return Reply{}, err
 	}
 	u := Understand(msg, cat)
+	byModel := false
+	if u.Intent == IntentUnknown && st.Flow == nil && s.model != nil {
+		if mu, ok := fromModel(ctx, s.model, msg, cat); ok {
+			u, byModel = mu, true
+		}
+	}
 	d := Decide(msg, u, st, cat)
 	out := Reply{ConversationID: convID, Reply: d.Reply, Choices: d.Choices, Actions: []Action{}}
 	if d.Do != nil {
@@ -126,6 +137,9 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	}
 	if out.Choices == nil {
 		out.Choices = []Choice{}
+	}
+	if byModel {
+		out.Reply += " (I read your message with the help of the language model.)"
 	}
 	if err := s.save(ctx, p.User.ID, convID, msg, d.State, out); err != nil {
 		return Reply{}, err

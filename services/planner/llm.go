@@ -447,3 +447,25 @@ func callArguments(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// Chat asks the model one question without tools and returns its text: the assistant's
+// way to have the model propose what a sentence means (services/assistant), which the
+// assistant then checks like any other reading.
+func (l *LLM) Chat(ctx context.Context, system, user string) (string, error) {
+	body, err := json.Marshal(struct {
+		Model       string        `json:"model"`
+		Messages    []chatMessage `json:"messages"`
+		Temperature float64       `json:"temperature"`
+	}{l.model, []chatMessage{{Role: "system", Content: system}, {Role: "user", Content: user}}, 0})
+	if err != nil {
+		return "", fmt.Errorf("planner: encode the request: %w", err)
+	}
+	resp, err := l.post(ctx, body)
+	if err != nil {
+		return "", err
+	}
+	if len(resp.Choices) == 0 {
+		return "", fmt.Errorf("planner: the model server at %s answered with no choices", l.host())
+	}
+	return strings.TrimSpace(contentText(resp.Choices[0].Message.Content)), nil
+}

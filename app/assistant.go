@@ -1,0 +1,17 @@
+package app
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/assistant"
+)
+
+// assistant builds the plain-language assistant; with a language model configured for
+// the planner (--llm-url), it may ask the model what a sentence means.
+func (a *App) assistant(pool *pgxpool.Pool, cfg Config) *assistant.Service {
+	s := assistant.New(pool, a.Auth, a.Registry, a.Tools, a.MCP, cfg.Logger)
+	if m, ok := cfg.Planner.(assistant.Model); ok {
+		s.SetModel(m)
+	}
+	return s
+}

@@ -1,0 +1,143 @@
+package assistant
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// turn is one message of a conversation and what must come of it.
+type turn struct {
+	msg     string
+	reply   string   // a part of the reply ("" when something is done)
+	choices int      // how many choices are offered
+	do      Intent   // the op decided ("" for none)
+	ids     []string // what it acts on
+}
+
+// converse plays turns in one conversation; an op decided is taken as done (its state
+// changes are the Service's, which these tests do not need).
+func converse(t *testing.T, st State, turns []turn) State {
+	t.Helper()
+	cat := fixture()
+	for i, tn := range turns {
+		d := Decide(tn.msg, Understand(tn.msg, cat), st, cat)
+		st = d.State
+		got := Intent("")
+		var ids []string
+		if d.Do != nil {
+			got, ids = d.Do.Intent, d.Do.IDs
+		}
+		if got != tn.do || tn.ids != nil && !slices.Equal(ids, tn.ids) {
+			t.Fatalf("turn %d %q: did %q on %v, want %q on %v (reply %q)", i, tn.msg, got, ids, tn.do, tn.ids, d.Reply)
+		}
+		if !strings.Contains(d.Reply, tn.reply) || len(d.Choices) != tn.choices {
+			t.Fatalf("turn %d %q: reply %q with %d choices, want %q with %d", i, tn.msg, d.Reply, len(d.Choices), tn.reply, tn.choices)
+		}
+	}
+	return st
+}
+
+func TestDecideChoices(t *testing.T) {
+	t.Parallel()
+	// Two tools named search: nothing happens until the person picks, by server or number.
+	converse(t, State{}, []turn{
+		{msg: "disable search", reply: "Did you mean", choices: 2},
+		{msg: "the one on files", do: IntentDisableTool, ids: []string{"t-files.search"}},
+	})
+	converse(t, State{}, []turn{
+		{msg: "turn off the search tool", reply: "Did you mean", choices: 2},
+		{msg: "2", do: IntentDisableTool, ids: []string{"t-files.search"}},
+	})
+	converse(t, State{}, []turn{
+		{msg: "Disable the weather tool", reply: "I found 3 tools", choices: 3},
+		{msg: "The second one", do: IntentDisableTool},
+	})
+	// A choice out of range asks again; "never mind" drops it.
+	st := converse(t, State{}, []turn{
+		{msg: "disable search", reply: "Did you mean", choices: 2},
+		{msg: "7", reply: "Please pick one of the 2", choices: 2},
+		{msg: "never mind", reply: "Nothing was changed"},
+	})
+	if st.Pending != nil {
+		t.Fatalf("a cancelled choice stays pending: %+v", st.Pending)
+	}
+	converse(t, State{}, []turn{{msg: "2", reply: "haven't asked anything"}})
+}
+
+func TestDecideContext(t *testing.T) {
+	t.Parallel()
+	listed := State{LastKind: "tool", LastIDs: []string{"t-weather.get_forecast", "t-weather.get_alerts", "t-ev2.get_weather"}}
+	converse(t, listed, []turn{{msg: "enable the second one", do: IntentEnableTool, ids: []string{"t-weather.get_alerts"}}})
+	converse(t, listed, []turn{{msg: "Enable the first one", do: IntentEnableTool, ids: []string{"t-weather.get_forecast"}}})
+	// Many at once is confirmed first.
+	converse(t, listed, []turn{
+		{msg: "disable all of them", reply: "Disable 3 tools", choices: 2},
+		{msg: "yes", do: IntentDisableTool, ids: listed.LastIDs},
+	})
+	servers := State{LastKind: "server", LastIDs: []string{"s-weather", "s-ev2"}}
+	converse(t, servers, []turn{{msg: "enable the last one", do: IntentEnableServer, ids: []string{"s-ev2"}}})
+	converse(t, State{}, []turn{{msg: "enable the first one", reply: "haven't shown a list"}})
+}
+
+func TestDecideConfirmsAndErrors(t *testing.T) {
+	t.Parallel()
+	converse(t, State{}, []turn{
+		{msg: "remove the ev2 server", reply: "cannot be undone", choices: 2},
+		{msg: "no", reply: "nothing was changed"},
+	})
+	converse(t, State{}, []turn{
+		{msg: "delete ev2", reply: "cannot be undone", choices: 2},
+		{msg: "yes", do: IntentRemoveServer, ids: []string{"s-ev2"}},
+	})
+	converse(t, State{}, []turn{
+		{msg: "stop bob from using get_forecast", reply: "Stop bob from using", choices: 2},
+		{msg: "yes please", do: IntentRevoke},
+	})
+	// Seed 004's invalid-URL reply, with an example.
+	converse(t, State{}, []turn{{msg: "Add a server at invalid-url", reply: "doesn't appear to be valid. URLs should start with http:// or https://"}})
+	// Something not found: say so, and offer the list.
+	converse(t, State{}, []turn{
+		{msg: "enable stock_ticker", reply: "couldn't find a tool named \"stock_ticker\"", choices: 2},
+		{msg: "yes", do: IntentListTools},
+	})
+	converse(t, State{}, []turn{{msg: "set the risk of get_forecast", reply: "Which risk level"}})
+	converse(t, State{}, []turn{{msg: "order me a pizza", reply: "I didn't understand"}})
+	// A name given when adding is kept; without one, the host names the server.
+	converse(t, State{}, []turn{{msg: "add a new MCP server at https://api.stocks.example.com/mcp", do: IntentAddServer}})
+	d := Decide("x", Understand("add a new MCP server at https://api.stocks.example.com/mcp", fixture()), State{}, fixture())
+	if d.Do == nil || d.Do.Name != "stocks" || d.Do.URL != "https://api.stocks.example.com/mcp" {
+		t.Fatalf("add without a name: %+v", d.Do)
+	}
+}
+
+// Seed 004's guided workflow: set up a new tool → add a server → URL → name → add.
+func TestDecideGuidedSetup(t *testing.T) {
+	t.Parallel()
+	st := converse(t, State{}, []turn{
+		{msg: "I want to set up a new tool", reply: "Do you already have an MCP server", choices: 2},
+		{msg: "I need to add one", reply: "URL of the MCP server"},
+		{msg: "example dot com", reply: "doesn't appear to be valid"},
+		{msg: "https://example.com/mcp", reply: "What would you like to name this server?", choices: 1},
+		{msg: "Example API", do: IntentAddServer},
+	})
+	if st.Flow == nil || st.Flow.URL != "https://example.com/mcp" || st.Flow.Name != "Example API" {
+		t.Fatalf("the flow forgot what it was told: %+v", st.Flow)
+	}
+	// After discovery (the Service lists the tools), "1 and 3" enables those.
+	st.Flow.Step, st.LastKind, st.LastIDs = StepWhichTools, "tool", []string{"a", "b", "c"}
+	converse(t, st, []turn{{msg: "1 and 3", do: IntentEnableTool, ids: []string{"a", "c"}}})
+	converse(t, st, []turn{{msg: "all of them", do: IntentEnableTool, ids: []string{"a", "b", "c"}}})
+	// An existing server: its tools are discovered.
+	converse(t, State{}, []turn{
+		{msg: "help me set up a new tool", reply: "Do you already have", choices: 2},
+		{msg: "I already have one", reply: "Which server?", choices: 5},
+		{msg: "ev2", do: IntentDiscover, ids: []string{"s-ev2"}},
+	})
+	// Progressive disclosure: how do I add a server → guide me? → yes.
+	st = converse(t, State{}, []turn{
+		{msg: "How do I add a server?", reply: "Would you like me to guide you", choices: 2},
+		{msg: "yes please", do: IntentSetup},
+	})
+	_ = st
+}
