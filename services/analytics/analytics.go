@@ -238,12 +238,17 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 				var d time.Time
 				var key string
 				var g group
-				var h []int64
-				if err := rows.Scan(&d, &key, &g.calls, &g.errors, &h); err != nil {
+				var raw []byte
+				if err := rows.Scan(&d, &key, &g.calls, &g.errors, &raw); err != nil {
 					rows.Close()
 					return fmt.Errorf("analytics: calls: %w", err)
 				}
-				g.h = *histOf(h)
+				h, err := decodeHist(raw)
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				g.h = *h
 				if t.tools {
 					into(tools, key, &g)
 					into(days, d.UTC().Format(time.DateOnly), &g)

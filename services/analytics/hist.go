@@ -1,6 +1,10 @@
 package analytics
 
-import "math"
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+)
 
 // Latencies are kept as histograms: bucket k holds durations in
 // [2^((k-16)/8), 2^((k-15)/8)) ms, an eighth of an octave each (about 9% wide), from
@@ -56,9 +60,30 @@ func (h *hist) quantile(p float64) *float64 {
 	return nil
 }
 
-// histOf is a histogram from a database array (missing buckets are zero).
-func histOf(a []int64) *hist {
+// encode is the histogram as stored in a rollup: each non-empty bucket's number (one
+// byte) and its count (a uvarint), in bucket order.
+func (h *hist) encode() []byte {
+	out := make([]byte, 0, 64)
+	for k, c := range h {
+		if c > 0 {
+			out = append(out, byte(k))
+			out = binary.AppendUvarint(out, uint64(c))
+		}
+	}
+	return out
+}
+
+// decodeHist reads what encode wrote.
+func decodeHist(b []byte) (*hist, error) {
 	var h hist
-	copy(h[:], a)
-	return &h
+	prev := -1
+	for len(b) > 0 {
+		k := int(b[0])
+		c, n := binary.Uvarint(b[1:])
+		if k >= histBuckets || k <= prev || n <= 0 || c > math.MaxInt64 {
+			return nil, errors.New("analytics: a rollup histogram is malformed")
+		}
+		h[k], prev, b = int64(c), k, b[1+n:]
+	}
+	return &h, nil
 }

@@ -127,7 +127,7 @@ func (s *Service) rollDay(ctx context.Context, d time.Time) error {
 	}{{"usage_daily_tools", "tool_id", tools}, {"usage_daily_actors", "actor", actors}} {
 		var batch [][]any
 		for k, g := range t.m {
-			batch = append(batch, []any{d, k, g.calls, g.errors, g.h[:]})
+			batch = append(batch, []any{d, k, g.calls, g.errors, g.h.encode()})
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.table}, []string{"day", t.col, "calls", "errors", "hist"}, pgx.CopyFromRows(batch)); err != nil {
 			return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
