@@ -1,10 +1,14 @@
 package handlers
 
 import (
+	"bytes"
 	"errors"
+	"io"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 	"github.com/toolwarden/toolwarden/web/httperr"
@@ -34,6 +38,17 @@ func userMessage(err error) (string, bool) { return httperr.PageMessage(err) }
 
 // bindJSON decodes the request body, turning a malformed body into a field error.
 func bindJSON(c echo.Context, v any) error {
+	req := c.Request()
+	if req.Body != nil && req.Body != http.NoBody {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if ptr, bad := textcheck.CaseClash(body, v); bad {
+			return verr.New(ptr, textcheck.WhyCaseClash)
+		}
+	}
 	if err := (&echo.DefaultBinder{}).BindBody(c, v); err != nil {
 		return verr.New("body", "must be a JSON object matching the documented shape: "+err.Error())
 	}
