@@ -431,13 +431,13 @@ func nameOf2(cat *Catalogue, id string) string {
 func choicesFor(cat *Catalogue, kind string, ids []string) []Choice {
 	out := make([]Choice, 0, len(ids))
 	for i, id := range ids {
-		l := label(cat, id)
+		l := strings.Replace(label(cat, id), "'", "", 2) // "'echo' on ev1" → "echo on ev1"
 		for _, t := range cat.Tools {
 			if t.ID == id && t.Description != "" {
 				l += " — " + clip(t.Description, 80)
 			}
 		}
-		out = append(out, Choice{Label: strconv.Itoa(i+1) + ". " + strings.Trim(l, "'"), Target: strconv.Itoa(i + 1)})
+		out = append(out, Choice{Label: strconv.Itoa(i+1) + ". " + l, Target: strconv.Itoa(i + 1)})
 	}
 	return out
 }
