@@ -82,7 +82,10 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		d.Reply = "OK, I dropped that. Nothing was changed."
 		return d
 	}
-	if st.Flow != nil && answersFlow(u) {
+	// A yes or no to a question asked (the guided set-up's "discover its tools?") answers
+	// that question before the set-up's next one.
+	confirming := st.Pending != nil && st.Pending.Confirm && (u.Intent == IntentYes || u.Intent == IntentNo)
+	if st.Flow != nil && answersFlow(u) && !confirming {
 		return flowStep(sentence, u, st, cat)
 	}
 	if p := st.Pending; p != nil {
@@ -94,7 +97,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 			d.Do = &op
 			return d
 		case p.Confirm && u.Intent == IntentNo:
-			d.State.Pending = nil
+			d.State.Pending, d.State.Flow = nil, nil
 			d.Reply = "OK, nothing was changed."
 			return d
 		case p.Choose && (u.Intent == IntentPick || u.Intent == IntentUnknown || u.Pick != 0 && !changes(u.Intent)):
@@ -428,13 +431,13 @@ func nameOf2(cat *Catalogue, id string) string {
 func choicesFor(cat *Catalogue, kind string, ids []string) []Choice {
 	out := make([]Choice, 0, len(ids))
 	for i, id := range ids {
-		l := label(cat, id)
+		l := strings.Replace(label(cat, id), "'", "", 2) // "'echo' on ev1" → "echo on ev1"
 		for _, t := range cat.Tools {
 			if t.ID == id && t.Description != "" {
 				l += " — " + clip(t.Description, 80)
 			}
 		}
-		out = append(out, Choice{Label: strconv.Itoa(i+1) + ". " + strings.Trim(l, "'"), Target: strconv.Itoa(i + 1)})
+		out = append(out, Choice{Label: strconv.Itoa(i+1) + ". " + l, Target: strconv.Itoa(i + 1)})
 	}
 	return out
 }

@@ -48,7 +48,7 @@
     panel.hidden = false;
     opener.setAttribute("aria-expanded", "true");
     var body = panel.querySelector("[data-assistant-panel-body]");
-    var focusInput = function () { var i = panel.querySelector("input[name=message]"); if (i) i.focus(); };
+    var focusInput = function () { var i = panel.querySelector("[data-assistant-form] input[name=message]"); if (i) i.focus(); };
     if (!body.dataset.loaded) {
       body.dataset.loaded = "1";
       htmx.ajax("GET", "/assistant/panel", { target: body, swap: "innerHTML" }).then(focusInput);
@@ -69,7 +69,8 @@
     if (chat) {
       var log = chat.querySelector("[data-assistant-log]");
       if (log) log.scrollTop = log.scrollHeight;
-      var input = chat.querySelector("input[name=message]");
+      // The box, not a choice's hidden input of the same name.
+      var input = chat.querySelector("[data-assistant-form] input[name=message]");
       if (input) input.focus();
     }
   });
