@@ -81,18 +81,7 @@ func (s *Service) KeyUsage(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: key usage: %w", err)
 	}
-	out := map[string]int{}
-	var v string
-	_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
-		if kid := secrets.KeyOf(v); kid != "" {
-			out[kid]++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("registry: key usage: %w", err)
-	}
-	return out, nil
+	return secrets.CountByKey(rows)
 }
 
 func (s *Service) serverIDs(ctx context.Context) ([]string, error) {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/toolwarden/toolwarden/internal/atomicfile"
 )
 
@@ -189,4 +190,22 @@ func idsOf(keys []Key) []string {
 		ids[i] = k.ID
 	}
 	return ids
+}
+
+// CountByKey counts the sealed values that rows (one text column each) hold by the id of
+// the key that sealed them, for `secrets status` and retiring a key. Values that are not
+// sealed are left out.
+func CountByKey(rows pgx.Rows) (map[string]int, error) {
+	out := map[string]int{}
+	var v string
+	_, err := pgx.ForEachRow(rows, []any{&v}, func() error {
+		if kid := KeyOf(v); kid != "" {
+			out[kid]++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("secrets: key usage: %w", err)
+	}
+	return out, nil
 }

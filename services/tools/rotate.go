@@ -111,16 +111,5 @@ func (s *Service) KeyUsage(ctx context.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: key usage: %w", err)
 	}
-	out := map[string]int{}
-	var v string
-	_, err = pgx.ForEachRow(rows, []any{&v}, func() error {
-		if kid := secrets.KeyOf(v); kid != "" {
-			out[kid]++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("tools: key usage: %w", err)
-	}
-	return out, nil
+	return secrets.CountByKey(rows)
 }
