@@ -9,7 +9,7 @@ import (
 // assistant builds the plain-language assistant; with a language model configured for
 // the planner (--llm-url), it may ask the model what a sentence means.
 func (a *App) assistant(pool *pgxpool.Pool, cfg Config) *assistant.Service {
-	s := assistant.New(pool, a.Auth, a.Registry, a.Tools, a.MCP, cfg.Logger)
+	s := assistant.New(pool, a.Auth, a.Registry, a.Tools, a.MCP, a.Router, cfg.Logger)
 	if m, ok := cfg.Planner.(assistant.Model); ok {
 		s.SetModel(m)
 	}

@@ -2,13 +2,16 @@ package web_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 type asstReply struct {
@@ -76,7 +79,45 @@ func TestAssistantAPI(t *testing.T) {
 		t.Fatalf("the audit entry says %q (%v), want the sentence", said, err)
 	}
 
+	// Test, configure, tag, file and rate through the same services as the pages.
+	var echoID string
+	if err := srv.Pool.QueryRow(ctx, `SELECT id::text FROM mcp_tools WHERE name = 'echo'`).Scan(&echoID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.App.Tools.SaveTestCase(ctx, audit.System, echoID, tools.TestCase{Name: "says hi",
+		Arguments: []byte(`{"message":"hi"}`), Expect: tools.ExpectSuccess, ExpectText: "Echo: hi"}); err != nil {
+		t.Fatal(err)
+	}
+	asstSay(t, admin, &conv, "test if the echo tool is working", "needs your confirmation")
+	asstSay(t, admin, &conv, "yes", "1 of 1 test cases passed")
+	asstSay(t, admin, &conv, "configure add with a=5", "I've updated")
+	var mode, def string
+	if err := srv.Pool.QueryRow(ctx, `SELECT configuration->'params'->'a'->>'mode', configuration->'params'->'a'->>'value'
+		FROM mcp_tools WHERE name = 'add'`).Scan(&mode, &def); err != nil || mode != "default" || def != "5" {
+		t.Fatalf("add's a is %q %q (%v), want the default 5", mode, def, err)
+	}
+	asstSay(t, admin, &conv, "tag echo with beta", "tagged")
+	admin.JSON(http.MethodPost, "/api/v1/categories", map[string]any{"name": "chatter"}, http.StatusCreated, nil)
+	asstSay(t, admin, &conv, "put echo in the chatter category", "in the chatter category")
+	asstSay(t, admin, &conv, "put echo in the nonsense category", "there is no category")
+	asstSay(t, admin, &conv, "make echo high risk", "high risk")
+	var tool struct {
+		Tags         []string `json:"tags"`
+		Category     *string  `json:"category"`
+		RiskOverride *string  `json:"risk_override"`
+	}
+	admin.JSON(http.MethodGet, "/api/v1/tools/"+echoID, nil, http.StatusOK, &tool)
+	if !slices.Contains(tool.Tags, "beta") || tool.Category == nil || *tool.Category != "chatter" || tool.RiskOverride == nil || *tool.RiskOverride != "high" {
+		t.Fatalf("echo after the assistant: %+v", tool)
+	}
+	asstSay(t, admin, &conv, "make echo low risk", "low risk")
+	// A server that does not answer is not added, and the reply says why.
+	asstSay(t, admin, &conv, "add a new MCP server at http://127.0.0.1:1/mcp called nowhere", "couldn't connect")
+
 	var n int
+	if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FROM mcp_servers WHERE name = 'nowhere'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("an unreachable server was added: %d", n)
+	}
 	// Context: a list, then "the first one".
 	r = asstSay(t, admin, &conv, "show me all tools", "Here are the")
 	if len(r.Choices) < 2 {
@@ -125,6 +166,9 @@ func TestAssistantAPI(t *testing.T) {
 
 	// Someone who may not: refused, saying which permission, audited as denied.
 	srv.CreateUser(t, "tina", auth.RoleToolUser, "tina-password-123")
+	asstSay(t, admin, &conv, "let tina use get_forecast", "tina may now use")
+	asstSay(t, admin, &conv, "stop tina from using get_forecast", "Say yes")
+	asstSay(t, admin, &conv, "yes", "tina may no longer use")
 	tina := webtest.API{T: t, Srv: srv, C: srv.Login(t, "tina", "tina-password-123")}
 	tc := ""
 	asstSay(t, tina, &tc, "disable get_forecast", "tool.enable")

@@ -37,6 +37,8 @@ type Op struct {
 	Sentence string `json:"sentence"`
 	Choose   bool   `json:"choose,omitempty"`
 	Confirm  bool   `json:"confirm,omitempty"`
+	// Confirmed is the person's yes to running a tool that asks for a confirmation.
+	Confirmed bool `json:"confirmed,omitempty"`
 }
 
 // Flow is a guided set-up in progress (seed 004 §7 Guided Workflows).

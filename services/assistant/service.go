@@ -18,6 +18,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -32,6 +33,7 @@ type Service struct {
 	registry *registry.Service
 	tools    *tools.Service
 	mcp      *mcpclient.Manager
+	router   *router.Router
 	log      *slog.Logger
 	model    Model
 }
@@ -41,11 +43,12 @@ type Service struct {
 func (s *Service) SetModel(m Model) { s.model = m }
 
 // New builds the assistant over the services it acts through.
-func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.Service, mcp *mcpclient.Manager, log *slog.Logger) *Service {
+func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.Service, mcp *mcpclient.Manager,
+	r *router.Router, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, log: log}
+	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log}
 }
 
 // Reply is the answer to one message (DESIGN §1).
@@ -273,7 +276,7 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor,
 	case IntentConfigureTool:
 		err = s.configure(ctx, actor, op, cat, out)
 	case IntentTestTool:
-		err = s.test(ctx, actor, p, op, cat, out)
+		err = s.test(ctx, actor, p, op, cat, d, out)
 	case IntentDiscover:
 		err = s.discover(ctx, actor, op, cat, d, out)
 	case IntentRefresh:
@@ -589,34 +592,82 @@ func (s *Service) configure(ctx context.Context, actor audit.Actor, op *Op, cat 
 	return nil
 }
 
-func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal, op *Op, cat *Catalogue, out *Reply) error {
+// test runs a tool's saved test cases through the router, as the test panel's "Run all"
+// does (a person who may enable tools verifies a tool that is not enabled yet); a tool
+// without cases is reported with its server's state and a link to its test panel.
+func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal, op *Op, cat *Catalogue, d *Decision, out *Reply) error {
 	var lines []string
 	for _, id := range op.IDs {
 		t := toolByID(cat, id)
-		snap := s.mcp.Snapshot(t.ServerID)
-		line := fmt.Sprintf("%s on %s: the server is %s", t.Name, t.Server, snap.Status)
+		a := Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: t.Name, Href: "/tools/" + id + "/test", OK: true}
 		cases, err := s.tools.TestCases(ctx, id)
 		if err != nil {
 			return err
 		}
-		if len(cases) == 0 {
-			line += fmt.Sprintf("; the tool is %s and has no saved test cases — open its test panel to try it with arguments and save one.", t.State)
+		if len(cases) == 0 || s.router == nil {
+			lines = append(lines, fmt.Sprintf("%s on %s has no saved test cases, so I can't tell whether it works without calling it with made-up arguments. Its server is %s and the tool is %s; try it on its test panel and save a test case.",
+				t.Name, t.Server, s.mcp.Snapshot(t.ServerID).Status, t.State))
+			out.Actions = append(out.Actions, a)
+			continue
+		}
+		results, err := s.router.RunCases(ctx, router.Call{Tool: id, Actor: actor, Role: p.User.Role, Source: router.SourceTestPanel,
+			Test: p.Can(auth.PermToolEnable), Approval: router.Approval{Confirmed: op.Confirmed}}, cases)
+		var re *router.Error
+		if errors.As(err, &re) && re.Code == router.CodeApprovalRequired && len(op.IDs) == 1 {
+			// As on the test panel: a MEDIUM tool runs once the person confirms; a HIGH
+			// one needs its phrase typed there.
+			if t.Risk == "HIGH" {
+				out.Reply = fmt.Sprintf("%s on %s is high risk: its test cases run only from its test panel, where you type the confirmation phrase.", t.Name, t.Server)
+			} else {
+				next := *op
+				next.Confirm, next.Confirmed = true, true
+				d.State.Pending = &next
+				out.Reply = fmt.Sprintf("%s on %s is %s risk, so running its %d test cases needs your confirmation. Run them?", t.Name, t.Server, strings.ToLower(t.Risk), len(cases))
+				out.Choices = []Choice{{"Yes, run them", "yes"}, {"No", "no"}}
+			}
+			out.Actions = append(out.Actions, a)
+			return nil
+		}
+		if err != nil {
+			a.OK, a.Error = false, err.Error()
+			out.Actions = append(out.Actions, a)
+			lines = append(lines, fmt.Sprintf("❌ %s on %s: its test cases did not run: %s", t.Name, t.Server, err.Error()))
+			continue
+		}
+		verify := p.Can(auth.PermToolEnable)
+		status, err := s.tools.RecordTestRun(ctx, actor, id, results, verify)
+		if err != nil {
+			return err
+		}
+		passed := 0
+		var failed []string
+		for _, r := range results {
+			if r.Passed {
+				passed++
+			} else {
+				failed = append(failed, r.Name+": "+r.Message)
+			}
+		}
+		line := fmt.Sprintf("%s on %s: %d of %d test cases passed.", t.Name, t.Server, passed, len(results))
+		if passed == len(results) {
+			line = "✅ " + line
 		} else {
-			line += fmt.Sprintf("; it has %d saved test cases: run them on its test panel.", len(cases))
+			line = "❌ " + line + " " + strings.Join(failed, "; ")
+			a.OK = false
+		}
+		if verify && status != t.State {
+			line += " The tool is now " + status + "."
 		}
 		lines = append(lines, line)
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: t.Name,
-			Href: "/tools/" + id + "/test", OK: true})
+		out.Actions = append(out.Actions, a)
 	}
-	_ = p
-	_ = actor
 	out.Reply = strings.Join(lines, "\n")
 	return nil
 }
 
 func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) error {
 	for _, id := range op.IDs {
-		res, err := s.mcp.Discover(ctx, id, actor)
+		res, err := s.discoverOne(ctx, id, actor)
 		if err != nil {
 			d.State.Flow = nil
 			return err
@@ -645,13 +696,35 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 	return nil
 }
 
+// connectWait bounds how long discovery waits for a server that is still connecting (one
+// added a moment ago).
+const connectWait = 10 * time.Second
+
+// discoverOne discovers a server's tools, first waiting a little for a server that is
+// enabled but not connected yet (its session is being opened).
+func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor) (registry.DiscoveryResult, error) {
+	deadline := time.Now().Add(connectWait)
+	for {
+		res, err := s.mcp.Discover(ctx, id, actor)
+		var fe *fault.Error
+		if err == nil || !errors.As(err, &fe) || fe.Code != "not_connected" || time.Now().After(deadline) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
 func (s *Service) refresh(ctx context.Context, actor audit.Actor, cat *Catalogue, out *Reply) error {
 	var parts []string
 	for _, sv := range cat.Servers {
 		if !sv.Enabled {
 			continue
 		}
-		res, err := s.mcp.Discover(ctx, sv.ID, actor)
+		res, err := s.discoverOne(ctx, sv.ID, actor)
 		if err != nil {
 			parts = append(parts, sv.Name+": "+failure(&Op{}, err))
 			out.Actions = append(out.Actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: err.Error()})
@@ -693,7 +766,7 @@ func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Princ
 				return err
 			}
 		}
-		what = "made " + labels(cat, op.IDs) + " " + op.Risk + " risk"
+		what = "made " + labels(cat, op.IDs) + " " + strings.ToLower(op.Risk) + " risk"
 		if op.Intent == IntentSetCategory {
 			what = "put " + labels(cat, op.IDs) + " in the " + op.Category + " category"
 		}

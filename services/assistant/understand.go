@@ -102,6 +102,16 @@ func Understand(msg string, cat *Catalogue) Understanding {
 		return u
 	}
 	resolve(&u, cat)
+	if len(u.Tools) == 0 && len(u.Servers) == 0 {
+		// A tool named like a common word ("add", "list") is still its name.
+		for _, w := range strings.Fields(rest) {
+			if noise[w] && exactTool(cat, w, u.OnServer) {
+				u.Ref = w
+				resolve(&u, cat)
+				break
+			}
+		}
+	}
 	if u.Intent == intentWeakDetails {
 		u.Intent = IntentToolDetails
 		if len(u.Tools) == 0 && len(u.Servers) == 0 {
