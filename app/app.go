@@ -22,6 +22,7 @@ import (
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/analytics"
+	"github.com/toolwarden/toolwarden/services/assistant"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
@@ -115,6 +116,8 @@ type App struct {
 	Terminals *builtin.Terminals
 	Grants    *grants.Service
 	Analytics *analytics.Service
+	// Assistant manages Toolwarden in plain language (/assistant).
+	Assistant *assistant.Service
 	Memory    *memory.Service
 	Web       *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
@@ -237,6 +240,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		ro.Display = a.BuiltinDisplay
 	}
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
+	a.Assistant = a.assistant(pool, cfg)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
 	if cfg.Planner != nil {
@@ -294,7 +298,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
 		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: audit.NewLog(pool),
 		Usage: usage.New(pool), Analytics: a.Analytics,
-		Assistant: a.assistant(pool, cfg), SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
+		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
 		Gateway: a.Gateway}, a.Bus)

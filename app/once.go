@@ -70,7 +70,11 @@ const healthRetention = 7 * 24 * time.Hour
 // except an execution's own, which are its log.
 const eventRetention = 7 * 24 * time.Hour
 
-// prune removes ended sessions, old sign-in failures, old health checks and old events.
+// conversationRetention is how long an assistant conversation nobody wrote in is kept.
+const conversationRetention = 90 * 24 * time.Hour
+
+// prune removes ended sessions, old sign-in failures, old health checks, old events and
+// old assistant conversations.
 func (a *App) prune(ctx context.Context) error {
 	if err := a.Auth.Prune(ctx); err != nil {
 		return fmt.Errorf("prune sessions: %w", err)
@@ -83,6 +87,9 @@ func (a *App) prune(ctx context.Context) error {
 	}
 	if _, err := events.Prune(ctx, a.Pool, time.Now().Add(-eventRetention), executions.TopicOf("")); err != nil {
 		return fmt.Errorf("prune events: %w", err)
+	}
+	if _, err := a.Assistant.Prune(ctx, conversationRetention); err != nil {
+		return fmt.Errorf("prune conversations: %w", err)
 	}
 	return nil
 }

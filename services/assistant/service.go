@@ -870,3 +870,13 @@ func (s *Service) LatestConversation(ctx context.Context, userID string) (string
 	}
 	return id, err
 }
+
+// Prune removes the conversations nobody wrote in for keep, with their messages.
+func (s *Service) Prune(ctx context.Context, keep time.Duration) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `/* assistant.Prune */
+		DELETE FROM assistant_conversations WHERE updated_at < now() - $1::interval`, keep)
+	if err != nil {
+		return 0, fmt.Errorf("assistant: prune: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
