@@ -118,6 +118,8 @@ type App struct {
 	Analytics *analytics.Service
 	// Assistant manages Toolwarden in plain language (/assistant).
 	Assistant *assistant.Service
+	// AuditLog reads the audit log for people and checks its chain on request.
+	AuditLog *audit.Log
 	Memory    *memory.Service
 	Web       *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
@@ -240,6 +242,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		ro.Display = a.BuiltinDisplay
 	}
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
+	a.AuditLog = audit.NewLog(pool)
 	a.Assistant = a.assistant(pool, cfg)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
@@ -296,7 +299,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
-		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: audit.NewLog(pool),
+		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: a.AuditLog,
 		Usage: usage.New(pool), Analytics: a.Analytics,
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
@@ -375,6 +378,9 @@ func (a *App) stopLocked() {
 	a.running = nil
 	if a.Builtin != nil {
 		a.Builtin.Close()
+	}
+	if a.AuditLog != nil {
+		a.AuditLog.Close() // before the database closes
 	}
 }
 

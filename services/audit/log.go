@@ -16,10 +16,24 @@ type Log struct {
 	mu  sync.Mutex
 	run *Verification // the check running in this process, nil when none
 	wg  sync.WaitGroup
+	// stop ends a background check when the process stops (Close).
+	stop   context.Context
+	cancel context.CancelFunc
 }
 
 // NewLog is a Log on pool.
-func NewLog(pool *pgxpool.Pool) *Log { return &Log{pool: pool} }
+func NewLog(pool *pgxpool.Pool) *Log {
+	stop, cancel := context.WithCancel(context.Background())
+	return &Log{pool: pool, stop: stop, cancel: cancel}
+}
+
+// Close ends a background check of the chain and waits for it, so the process stops
+// with nothing left reading a database that is about to close. The check is not
+// recorded; the page's next Verify runs it again.
+func (l *Log) Close() {
+	l.cancel()
+	l.wg.Wait()
+}
 
 // Recent returns the newest limit entries, newest first.
 func (l *Log) Recent(ctx context.Context, limit int) ([]Record, error) {

@@ -76,7 +76,7 @@ func (l *Log) StartVerify(by string) Verification {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		ctx, cancel := context.WithTimeout(l.stop, time.Hour)
 		defer cancel()
 		res, err := l.Verify(ctx, func(checked, total int64) {
 			l.mu.Lock()
