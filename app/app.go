@@ -25,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/configcode"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -108,6 +109,8 @@ type App struct {
 	Decide     *decide.Service
 	Router     *router.Router
 	Executions *executions.Service
+	// ConfigCode exports and imports the whole configuration (services/configcode).
+	ConfigCode *configcode.Service
 	Denials    *audit.Denials
 	Gateway    *gateway.Gateway
 	Builtin    *builtin.Server // nil without Config.BuiltinRoot
@@ -251,6 +254,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if a.Executions, err = executions.New(pool, a.Router, a.Tools, &eo); err != nil {
 		return nil, err
 	}
+	a.ConfigCode = configcode.New(pool, a.Registry, a.Tools, &configcode.Options{Discoverer: a.MCP, Local: a.Local, Logger: log})
 	a.components = []Component{
 		{Name: "bus", Run: a.Bus.Run, Ready: func(ctx context.Context) error { return wait(ctx, a.Bus.Ready()) }},
 		// Sessions stop after the router (reverse order), so every server is marked
@@ -296,7 +300,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Usage: usage.New(pool), Analytics: a.Analytics, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway}, a.Bus)
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode}, a.Bus)
 
 	return a, nil
 }

@@ -82,21 +82,47 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 		return err
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		if undoToolID == "" {
-			_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
-		} else {
-			_, err = tx.Exec(ctx, `/* executions.SetCompensation */
-				INSERT INTO tool_compensations (tool_id, undo_tool_id, argument_map, updated_by) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (tool_id) DO UPDATE SET undo_tool_id = EXCLUDED.undo_tool_id, argument_map = EXCLUDED.argument_map,
-					updated_by = EXCLUDED.updated_by, updated_at = now()`, toolID, undoToolID, m, actor.Name)
-		}
-		if err != nil {
-			return fmt.Errorf("executions: compensation: %w", err)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.compensation", TargetType: "tool", TargetID: toolID,
-			Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
-		return err
+		return StoreCompensation(ctx, tx, actor, toolID, undoToolID, m)
 	})
+}
+
+// CheckArgumentMap names what is wrong with a compensation's argument mapping.
+func CheckArgumentMap(m map[string]MappedArgument) error {
+	e := &verr.Error{}
+	for name, a := range m {
+		switch {
+		case strings.TrimSpace(name) == "":
+			e.Add("/argument_map", "every mapped argument needs a name")
+		case a.From != "" && len(a.Value) > 0:
+			e.Add("/argument_map/"+name, "take the value from the step or fix it, not both")
+		case a.From == "" && len(a.Value) == 0:
+			e.Add("/argument_map/"+name, `say where the value comes from ("from": "/path") or give it ("value": ...)`)
+		case a.From != "" && !strings.HasPrefix(a.From, "/"):
+			e.Add("/argument_map/"+name, `"from" is a JSON pointer into the step's arguments, like "/path"`)
+		}
+	}
+	return e.Err()
+}
+
+// StoreCompensation writes tool toolID's compensation (undoToolID "" removes it) in the
+// caller's transaction, audited; the ids are checked by the caller (SetCompensation,
+// configuration import) and m by CheckArgumentMap.
+func StoreCompensation(ctx context.Context, tx pgx.Tx, actor audit.Actor, toolID, undoToolID string, m map[string]MappedArgument) error {
+	var err error
+	if undoToolID == "" {
+		_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
+	} else {
+		_, err = tx.Exec(ctx, `/* executions.SetCompensation */
+			INSERT INTO tool_compensations (tool_id, undo_tool_id, argument_map, updated_by) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (tool_id) DO UPDATE SET undo_tool_id = EXCLUDED.undo_tool_id, argument_map = EXCLUDED.argument_map,
+				updated_by = EXCLUDED.updated_by, updated_at = now()`, toolID, undoToolID, m, actor.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("executions: compensation: %w", err)
+	}
+	_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.compensation", TargetType: "tool", TargetID: toolID,
+		Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
+	return err
 }
 
 // CompensationOf is the compensation configured for tool toolID, or nil when none is.
