@@ -154,6 +154,10 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return nil
 	}
 	res, err := cc.Apply(ctx, cliActor(), plan)
+	if errors.Is(err, configcode.ErrPartial) {
+		fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res.Servers)
+		return fmt.Errorf("%w\nimport the file again to apply the rest", err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was imported", err)
 	}

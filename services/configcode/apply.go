@@ -25,6 +25,10 @@ import (
 // ErrInvalidPlan is returned by Apply for a plan that has errors.
 var ErrInvalidPlan = errors.New("configcode: the import plan has errors; nothing was changed")
 
+// ErrPartial: the first transaction (servers, categories, settings, known tools) was
+// applied, the settings of the tools of servers discovered afterwards were not.
+var ErrPartial = errors.New("configcode: the import was applied except for the settings of the tools of the servers it discovered")
+
 // Result is what Apply did.
 type Result struct {
 	Servers    registry.ImportResult `json:"servers"`
@@ -85,7 +89,10 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 	if len(pending) == 0 {
 		return res, nil
 	}
-	return res, s.applyPending(ctx, actor, plan, pending, &res)
+	if err := s.applyPending(ctx, actor, plan, pending, &res); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrPartial, err)
+	}
+	return res, nil
 }
 
 // applyPending discovers the servers of the pending tools, then plans and applies those
@@ -185,7 +192,7 @@ func (s *Service) applyItem(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 			return wrap(err)
 		}
 	}
-	res.Changed = append(res.Changed, it.Kind+" "+it.Name)
+	res.Changed = append(res.Changed, it.label())
 	return nil
 }
 
@@ -205,8 +212,12 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 		if it.via {
 			moves = []bool{true, false}
 		}
+		reason := "imported from " + filepath.Base(file)
+		if it.override {
+			reason = ft.Override
+		}
 		for _, enable := range moves {
-			outs, err := s.tools.SetEnabledTx(ctx, tx, actor, []string{id}, enable, "imported from "+filepath.Base(file), false)
+			outs, err := s.tools.SetEnabledTx(ctx, tx, actor, []string{id}, enable, reason, it.override && enable)
 			if err != nil {
 				return err
 			}

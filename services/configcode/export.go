@@ -51,6 +51,7 @@ type categoryOut struct {
 type toolOut struct {
 	Tool         string              `yaml:"tool"`
 	State        string              `yaml:"state,omitempty"`
+	Override     string              `yaml:"override,omitempty"`
 	Risk         string              `yaml:"risk,omitempty"`
 	TimeoutMS    int                 `yaml:"timeout_ms,omitempty"`
 	RateLimit    int                 `yaml:"rate_limit,omitempty"`
@@ -132,7 +133,7 @@ func toolEntry(t *storedTool) toolOut {
 	o := toolOut{Tool: t.qualified(), Risk: t.Risk, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit,
 		Category: t.Category, Tags: t.Tags}
 	if t.Status == "enabled" || t.Status == "disabled" {
-		o.State = t.Status
+		o.State, o.Override = t.Status, t.Override
 	}
 	if len(t.Config.Params) > 0 {
 		o.Config = map[string]paramOut{}

@@ -45,8 +45,11 @@ type Category struct {
 
 // Tool is one tool's settings as the file states them: the whole of them.
 type Tool struct {
-	Name         string // qualified
-	State        string // "enabled", "disabled" or "" (as the lifecycle leaves it)
+	Name  string // qualified
+	State string // "enabled", "disabled" or "" (as the lifecycle leaves it)
+	// Override is why an administrator enabled the tool despite critical or error
+	// findings or a failed test: with it, the import may do the same.
+	Override     string
 	Risk         string
 	TimeoutMS    int
 	RateLimit    int
@@ -289,6 +292,13 @@ func (p *parser) tool(o *fields, i int) Tool {
 	t.State = o.str("state")
 	if t.State != "" && t.State != "enabled" && t.State != "disabled" {
 		p.fail(o.field("state"), fmt.Sprintf("%q is not a state an administrator sets: enabled or disabled (or leave it out)", t.State))
+	}
+	t.Override = strings.TrimSpace(o.str("override"))
+	if t.Override != "" && t.State == "" {
+		p.fail(o.field("override"), "is the reason an enabled tool was enabled despite its findings: give state too")
+	}
+	if len(t.Override) > tools.MaxReason {
+		p.fail(o.field("override"), fmt.Sprintf("is too long (at most %d characters)", tools.MaxReason))
 	}
 	t.Risk = strings.ToLower(o.str("risk"))
 	if t.Risk != "" && t.Risk != "low" && t.Risk != "medium" && t.Risk != "high" {

@@ -67,19 +67,28 @@ type Item struct {
 	Action  string                 `json:"action"` // create, update, delete or after_discovery
 	Changes []registry.FieldChange `json:"changes,omitempty"`
 
-	tool   *Tool
-	cur    *storedTool
-	catID  string
-	cat    *Category
-	params map[string]tools.ParamInput // nil: the parameters do not change
-	perms  map[string]*bool            // user → new rule (nil removes it)
-	comp   bool                        // the compensation changes
-	cases  []tools.TestCase            // to save
-	drop   []string                    // test cases to delete
-	patch  bool                        // risk, timeout, rate limit, category or tags change
-	state  string                      // "" or the state to move to
-	via    bool                        // disabled through enabled
-	set    *Settings                   // KindSettings: the new settings
+	tool     *Tool
+	cur      *storedTool
+	catID    string
+	cat      *Category
+	params   map[string]tools.ParamInput // nil: the parameters do not change
+	perms    map[string]*bool            // user → new rule (nil removes it)
+	comp     bool                        // the compensation changes
+	cases    []tools.TestCase            // to save
+	drop     []string                    // test cases to delete
+	patch    bool                        // risk, timeout, rate limit, category or tags change
+	state    string                      // "" or the state to move to
+	via      bool                        // disabled through enabled
+	override bool                        // the enable overrides findings (with the file's reason)
+	set      *Settings                   // KindSettings: the new settings
+}
+
+// label names the item for people: "tool ev__echo", "category utilities", "settings".
+func (it Item) label() string {
+	if it.Kind == KindSettings {
+		return it.Kind
+	}
+	return it.Kind + " " + it.Name
 }
 
 // HasErrors reports whether the plan cannot be applied.
@@ -323,12 +332,16 @@ func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, c
 		switch {
 		case !toolstate.Allowed(cur.Status, step):
 			skip("state", fmt.Sprintf("a tool that is %s cannot be %s", cur.Status, ft.State))
-		case blocked || toolstate.NeedsOverride(cur.Status, step):
-			skip("state", fmt.Sprintf("enabling it (now %s) needs an administrator's override with a reason: enable it on the tool's page", cur.Status))
+		case (blocked || toolstate.NeedsOverride(cur.Status, step)) && ft.Override == "":
+			skip("state", fmt.Sprintf("enabling it (now %s) needs an administrator's override with a reason: enable it on the tool's page, or give override: <reason> in the file", cur.Status))
 		default:
 			to := ft.State
 			if it.via {
 				to += " (enabled, then disabled)"
+			}
+			if blocked || toolstate.NeedsOverride(cur.Status, step) {
+				to += ", overriding its findings: " + strconv.Quote(ft.Override)
+				it.override = true
 			}
 			change("state", cur.Status, to)
 			it.state = ft.State
@@ -522,7 +535,7 @@ func (p *Plan) String() string {
 	for _, it := range p.Items {
 		sign := map[string]string{registry.PlanCreate: "+ create", registry.PlanUpdate: "~ update",
 			registry.PlanDelete: "- delete", ActionPending: "… after discovery:"}[it.Action]
-		fmt.Fprintf(&b, "%s %s %s\n", sign, it.Kind, it.Name)
+		fmt.Fprintf(&b, "%s %s\n", sign, it.label())
 		for _, c := range it.Changes {
 			fmt.Fprintf(&b, "    %s\n", c)
 		}

@@ -20,6 +20,7 @@ import (
 type storedTool struct {
 	ID, Server, Name, Status string
 	ValidationWorst          string
+	Override                 string // why an administrator enabled it despite its findings
 	Risk                     string
 	TimeoutMS, RateLimit     int
 	Category                 string
@@ -96,7 +97,8 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 	}
 	byID := map[string]*storedTool{}
 	rows, err = q.Query(ctx, `/* configcode.tools */
-		SELECT t.id::text, s.name, t.name, t.status, COALESCE(t.validation_worst, ''), COALESCE(t.risk_override, ''),
+		SELECT t.id::text, s.name, t.name, t.status, COALESCE(t.validation_worst, ''), COALESCE(t.enable_override, ''),
+			COALESCE(t.risk_override, ''),
 			COALESCE(t.timeout_ms, 0), COALESCE(t.rate_limit, 0), COALESCE(c.name, ''),
 			COALESCE((SELECT array_agg(g.tag ORDER BY g.tag) FROM tool_tags g WHERE g.tool_id = t.id), '{}'), t.configuration
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id LEFT JOIN tool_categories c ON c.id = t.category_id
@@ -107,7 +109,7 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 	for rows.Next() {
 		t := &storedTool{Permissions: map[string]bool{}, TestCases: map[string]tools.TestCase{}}
 		var raw []byte
-		if err := rows.Scan(&t.ID, &t.Server, &t.Name, &t.Status, &t.ValidationWorst, &t.Risk, &t.TimeoutMS,
+		if err := rows.Scan(&t.ID, &t.Server, &t.Name, &t.Status, &t.ValidationWorst, &t.Override, &t.Risk, &t.TimeoutMS,
 			&t.RateLimit, &t.Category, &t.Tags, &raw); err != nil {
 			rows.Close()
 			return fail("tools", err)
