@@ -66,9 +66,11 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 	}
 	serverChanges := plan.Servers.Count(registry.PlanCreate)+plan.Servers.Count(registry.PlanUpdate)+plan.Servers.Count(registry.PlanDelete) > 0
 	if serverChanges || len(pending) < len(plan.Items) {
+		base := len(res.Unapplied)
 		err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 			var err error
-			res.Changed, res.Servers = nil, registry.ImportResult{}
+			// Begun again after a retry: what the last attempt noted goes.
+			res.Changed, res.Servers, res.Unapplied = nil, registry.ImportResult{}, res.Unapplied[:base]
 			if res.Servers, err = s.reg.ApplyImportTx(ctx, tx, actor, plan.Servers); err != nil {
 				return err
 			}
@@ -156,8 +158,9 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 	if len(items) == 0 {
 		return nil
 	}
+	before, unapplied := len(res.Changed), len(res.Unapplied)
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		before := len(res.Changed)
+		res.Changed, res.Unapplied = res.Changed[:before], res.Unapplied[:unapplied]
 		for _, it := range items {
 			if err := s.applyItem(ctx, tx, actor, it, plan.File, res); err != nil {
 				res.Changed = res.Changed[:before]
