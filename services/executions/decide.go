@@ -515,17 +515,7 @@ func (s *Service) Settings(ctx context.Context) (Settings, error) {
 
 // SetSettings stores the settings, audited.
 func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Settings) error {
-	e := &verr.Error{}
-	if st.ApprovalTTL < time.Minute || st.ApprovalTTL > 30*24*time.Hour {
-		e.Add("approval_ttl", "must be between one minute and 30 days")
-	}
-	if st.HighSeparation == "" {
-		st.HighSeparation = decide.SeparationAuto
-	}
-	if !st.HighSeparation.Valid() {
-		e.Add("high_separation", "must be auto (another person approves whenever there is one), always or off")
-	}
-	if err := e.Err(); err != nil {
+	if err := CheckSettings(st); err != nil {
 		return err
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {

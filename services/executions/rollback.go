@@ -66,17 +66,9 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 	} else if len(m) > 0 {
 		e.Add("undo_tool", "pick the tool that undoes this one, or remove the argument mapping")
 	}
-	for name, a := range m {
-		switch {
-		case strings.TrimSpace(name) == "":
-			e.Add("/argument_map", "every mapped argument needs a name")
-		case a.From != "" && len(a.Value) > 0:
-			e.Add("/argument_map/"+name, "take the value from the step or fix it, not both")
-		case a.From == "" && len(a.Value) == 0:
-			e.Add("/argument_map/"+name, `say where the value comes from ("from": "/path") or give it ("value": ...)`)
-		case a.From != "" && !strings.HasPrefix(a.From, "/"):
-			e.Add("/argument_map/"+name, `"from" is a JSON pointer into the step's arguments, like "/path"`)
-		}
+	var ve *verr.Error
+	if errors.As(CheckArgumentMap(m), &ve) {
+		e.Fields = append(e.Fields, ve.Fields...)
 	}
 	if err := e.Err(); err != nil {
 		return err
