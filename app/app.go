@@ -26,6 +26,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/configcode"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -109,6 +110,8 @@ type App struct {
 	Decide     *decide.Service
 	Router     *router.Router
 	Executions *executions.Service
+	// ConfigCode exports and imports the whole configuration (services/configcode).
+	ConfigCode *configcode.Service
 	Denials    *audit.Denials
 	Gateway    *gateway.Gateway
 	Builtin    *builtin.Server // nil without Config.BuiltinRoot
@@ -258,6 +261,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if a.Executions, err = executions.New(pool, a.Router, a.Tools, &eo); err != nil {
 		return nil, err
 	}
+	a.ConfigCode = configcode.New(pool, a.Registry, a.Tools, &configcode.Options{Discoverer: a.MCP, Local: a.Local, Logger: log})
 	a.components = []Component{
 		{Name: "bus", Run: a.Bus.Run, Ready: func(ctx context.Context) error { return wait(ctx, a.Bus.Ready()) }},
 		// Sessions stop after the router (reverse order), so every server is marked
@@ -304,7 +308,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway}, a.Bus)
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode}, a.Bus)
 
 	return a, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/configcode"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -74,6 +75,8 @@ type Deps struct {
 	Denials *audit.Denials
 	// Gateway is Toolwarden as an MCP server (/mcp): every call through Router.
 	Gateway *gateway.Gateway
+	// ConfigCode is the whole configuration as code (GET /api/v1/export, POST /api/v1/import).
+	ConfigCode *configcode.Service
 	// Terminals are the built-in terminal_operations' sessions (nil without the
 	// built-in server).
 	Terminals *builtin.Terminals

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/configcode"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -26,6 +27,9 @@ const maxImportBytes = 1 << 20
 type ImportExportHandler struct {
 	*Shell
 	Registry *registry.Service
+	// ConfigCode is the whole configuration (GET /api/v1/export, POST /api/v1/import and
+	// the import page, which takes both a servers file and a whole configuration).
+	ConfigCode *configcode.Service
 }
 
 // Export downloads every server registration as YAML, without secret values.
@@ -52,7 +56,7 @@ func (h ImportExportHandler) ImportPreview(c echo.Context) error {
 		page.Error = err.Error()
 		return render(c, http.StatusUnprocessableEntity, views.Import(page))
 	}
-	plan, _, err := h.plan(c, name, data, page.Prune)
+	plan, _, err := h.planAll(c, name, data, page.Prune)
 	if err != nil {
 		if problems, ok := registry.ProblemsOf(err); ok {
 			page.Error = "The file could not be read:"
@@ -63,7 +67,7 @@ func (h ImportExportHandler) ImportPreview(c echo.Context) error {
 		}
 		return err
 	}
-	page.Plan = planView(plan)
+	page.Plan = configPlanView(plan)
 	if !plan.HasErrors() {
 		if page.Sealed, err = h.Registry.SealUpload(PrincipalOf(c).User.ID, name, data); err != nil {
 			return err
@@ -88,12 +92,12 @@ func (h ImportExportHandler) ImportApply(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/servers/import")
 	}
 	prune := c.FormValue("prune") == "true"
-	plan, _, err := h.plan(c, name, data, prune)
+	plan, _, err := h.planAll(c, name, data, prune)
 	if err != nil {
 		return err
 	}
 	if plan.HasErrors() || plan.Digest() != c.FormValue("digest") {
-		page := views.ImportPage{Layout: h.layout(c, "Import servers"), FileName: name, Prune: prune, Plan: planView(plan)}
+		page := views.ImportPage{Layout: h.layout(c, "Import servers"), FileName: name, Prune: prune, Plan: configPlanView(plan)}
 		status := http.StatusUnprocessableEntity
 		if !plan.HasErrors() {
 			status = http.StatusConflict
@@ -102,12 +106,47 @@ func (h ImportExportHandler) ImportApply(c echo.Context) error {
 		}
 		return render(c, status, views.Import(page))
 	}
-	res, err := h.Registry.ApplyImport(ctx, ActorOf(c), plan)
+	res, err := h.ConfigCode.Apply(ctx, ActorOf(c), plan)
 	if err != nil {
 		return err
 	}
-	setFlash(c, "success", "Imported "+filepath.Base(name)+": "+res.String(), h.SecureCookies)
+	msg := "Imported " + filepath.Base(name) + ": " + res.Servers.String()
+	if len(res.Changed) > 0 {
+		msg += fmt.Sprintf("; %d other change(s)", len(res.Changed))
+	}
+	if len(res.Unapplied) > 0 {
+		var why []string
+		for _, u := range res.Unapplied {
+			why = append(why, u.String())
+		}
+		msg += fmt.Sprintf(". Not applied (%d): %s", len(res.Unapplied), strings.Join(why, "; "))
+	}
+	setFlash(c, "success", msg, h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/servers")
+}
+
+// planAll parses and plans a whole configuration (servers with the checks plan makes;
+// categories, tools and settings need auth.PermSettings, an administrator's).
+func (h ImportExportHandler) planAll(c echo.Context, name string, data []byte, prune bool) (*configcode.Plan, []string, error) {
+	// No ${VAR} expansion from the browser: it would read Toolwarden's own environment.
+	file, err := configcode.Parse(name, data, registry.ParseOptions{ExpandEnv: false})
+	if err != nil {
+		return nil, nil, err
+	}
+	p := PrincipalOf(c)
+	plan, err := h.ConfigCode.Plan(c.Request().Context(), file, configcode.ImportOptions{Prune: prune, CompareSecrets: p.Can(auth.PermServerCommand)})
+	if err != nil {
+		return nil, nil, err
+	}
+	before := len(plan.Servers.Errors)
+	denied := h.deny(c, plan.Servers)
+	plan.Errors = append(plan.Errors, plan.Servers.Errors[before:]...)
+	if (file.HasTools || file.HasCats || file.Settings != nil) && !p.Can(auth.PermSettings) {
+		denied = append(denied, "configuration")
+		plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Field: "tools",
+			Message: "sets categories, tools' settings, permissions or run-time settings; only administrators can import those (import the servers alone, or ask an administrator)"})
+	}
+	return plan, denied, nil
 }
 
 // plan parses and plans an import. Servers whose stdio command the file changes, when
@@ -124,7 +163,13 @@ func (h ImportExportHandler) plan(c echo.Context, name string, data []byte, prun
 	if err != nil {
 		return nil, nil, err
 	}
-	if !admin {
+	return plan, h.deny(c, plan), nil
+}
+
+// deny adds to plan an error for each server whose change the caller may not make
+// (stdio commands: auth.PermServerCommand; trust: auth.PermServerTrust) and names them.
+func (h ImportExportHandler) deny(c echo.Context, plan *registry.Plan) (denied []string) {
+	if !PrincipalOf(c).Can(auth.PermServerCommand) {
 		denied = plan.CommandChanges()
 		for _, n := range denied {
 			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "command",
@@ -138,7 +183,7 @@ func (h ImportExportHandler) plan(c echo.Context, name string, data []byte, prun
 				Message: "marks this server trusted or untrusted, or changes what a trusted server runs or where it points, which decides how risky its tools are; only administrators can import that"})
 		}
 	}
-	return plan, denied, nil
+	return denied
 }
 
 // uploaded returns the file from the "file" field, or the "content" textarea.
@@ -245,4 +290,85 @@ func problemsError(ps []registry.Problem) error {
 		ve.Add(strings.TrimSuffix(field, "/"), p.Message)
 	}
 	return ve.Err()
+}
+
+// configPlanView is a whole configuration's plan for the import page: the servers as
+// before, then categories, settings and tools with their changes, and what cannot be
+// applied.
+func configPlanView(p *configcode.Plan) *views.ImportPlan {
+	v := planView(p.Servers)
+	v.CanApply = !p.HasErrors()
+	v.Errors = nil
+	for _, e := range p.Errors {
+		v.Errors = append(v.Errors, e.String())
+	}
+	for _, it := range p.Items {
+		iv := views.ImportItem{Action: it.Action, Name: it.Name, Type: it.Kind}
+		for _, ch := range it.Changes {
+			iv.Changes = append(iv.Changes, ch.String())
+		}
+		v.Others = append(v.Others, iv)
+	}
+	for _, u := range p.Unapplied {
+		v.NotApplied = append(v.NotApplied, u.String())
+	}
+	if len(p.Items) > 0 || len(p.Unapplied) > 0 {
+		v.Summary += fmt.Sprintf("; %d tool(s) to change, %d after discovery, %d not applied",
+			p.Count(configcode.KindTool, registry.PlanUpdate), p.Count(configcode.KindTool, configcode.ActionPending), len(p.Unapplied))
+	}
+	return v
+}
+
+// APIExportAll returns the whole configuration as YAML (services/configcode), without
+// secret values.
+func (h ImportExportHandler) APIExportAll(c echo.Context) error {
+	out, err := h.ConfigCode.Export(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="toolwarden-config.yaml"`)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(http.StatusOK, "application/yaml; charset=utf-8", out)
+}
+
+// APIImportAll plans (and unless ?dry_run=true, applies) the request body as a whole
+// configuration named by ?filename=. A file with errors is 400 invalid_input naming each
+// problem; what cannot be applied is listed in not_applied and the rest applies.
+func (h ImportExportHandler) APIImportAll(c echo.Context) error {
+	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxImportBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(data) > maxImportBytes {
+		return verr.New("body", fmt.Sprintf("must be at most %d bytes", maxImportBytes))
+	}
+	name := c.QueryParam("filename")
+	if name == "" {
+		name = "body"
+	}
+	plan, denied, err := h.planAll(c, filepath.Base(name), data, c.QueryParam("prune") == "true")
+	if problems, ok := registry.ProblemsOf(err); ok {
+		return problemsError(problems)
+	}
+	if err != nil {
+		return err
+	}
+	if len(denied) > 0 {
+		var why []string
+		for _, p := range plan.Errors {
+			why = append(why, p.String())
+		}
+		return fault.Forbidden("only administrators can import this file: " + strings.Join(why, "; "))
+	}
+	if plan.HasErrors() {
+		return problemsError(plan.Errors)
+	}
+	if c.QueryParam("dry_run") == "true" {
+		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "plan": plan, "diff": plan.String()})
+	}
+	res, err := h.ConfigCode.Apply(c.Request().Context(), ActorOf(c), plan)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"dry_run": false, "plan": plan, "diff": plan.String(), "result": res})
 }

@@ -295,6 +295,10 @@ type ImportPlan struct {
 	Errors   []string
 	Summary  string
 	CanApply bool
+	// Others are the categories, settings and tools a whole configuration changes
+	// (Type is the kind); NotApplied what it states that cannot be applied here.
+	Others     []ImportItem
+	NotApplied []string
 }
 
 // ImportItem is what happens to one server.
@@ -303,6 +307,14 @@ type ImportItem struct {
 	Name    string
 	Type    string
 	Changes []string
+}
+
+// importAction names a plan action for people.
+func importAction(action string) string {
+	if action == "after_discovery" {
+		return "after the import discovers its server"
+	}
+	return action
 }
 
 func importSign(action string) string {
@@ -315,6 +327,8 @@ func importSign(action string) string {
 		return "−"
 	case "unchanged":
 		return "="
+	case "after_discovery":
+		return "…"
 	}
 	return "·"
 }

@@ -28,7 +28,7 @@ func (s *Server) routes() []Route {
 	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth, Proxies: d.TrustedProxies}
 	health := handlers.HealthHandler{Logger: d.Logger, System: d.System}
 	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP, Router: d.Router}
-	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry}
+	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry, ConfigCode: d.ConfigCode}
 	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}
 	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage}
 	stats := handlers.AnalyticsHandler{Shell: shell, Analytics: d.Analytics}
@@ -192,6 +192,10 @@ func (s *Server) routes() []Route {
 		{http.MethodPost, "/api/v1/servers/test", auth.PermServerCreate, servers.APITest},
 		{http.MethodGet, "/api/v1/servers/export", auth.PermServerView, importExport.APIExport},
 		{http.MethodPost, "/api/v1/servers/import", auth.PermServerCreate, importExport.APIImport},
+		// The whole configuration as code (services/configcode): reading it is reading
+		// configurations; importing it sets users' permissions and run-time settings.
+		{http.MethodGet, "/api/v1/export", auth.PermToolInspect, importExport.APIExportAll},
+		{http.MethodPost, "/api/v1/import", auth.PermSettings, importExport.APIImportAll},
 		{http.MethodGet, "/api/v1/servers/:id", auth.PermServerView, servers.APIGet},
 		{http.MethodPatch, "/api/v1/servers/:id", auth.PermServerEdit, servers.APIUpdate},
 		{http.MethodDelete, "/api/v1/servers/:id", auth.PermServerDelete, servers.APIDelete},

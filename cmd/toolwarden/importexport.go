@@ -6,18 +6,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/toolwarden/toolwarden/internal/atomicfile"
+	"github.com/toolwarden/toolwarden/services/configcode"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // maxImportSize bounds what `import` reads; real configuration files are kilobytes.
 const maxImportSize = 4 << 20
 
-// cmdExport writes every server registration as YAML (configuration as code, seed 004
-// scenario 4). It needs no secret key: secret values are never exported, so nothing is
-// decrypted.
+// cmdExport writes the whole configuration as YAML (configuration as code, seed 004
+// scenario 4; services/configcode): servers, categories, tools' settings, permissions,
+// compensations, test cases and settings. It needs no secret key: secret values are
+// never exported, so nothing is decrypted.
 func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c config
 	var out string
@@ -25,7 +30,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	commonFlags(fs, &c)
 	fs.StringVar(&out, "out", "", "write to this file (mode 0600, replaced atomically) instead of standard output")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolwarden export [--out F] [flags]\n\nWrites every MCP server registration as YAML, without secret values.")
+		fmt.Fprintln(stderr, "usage: toolwarden export [--out F] [flags]\n\nWrites the whole configuration as YAML (servers, categories, tools' states and\nsettings, permissions, compensations, test cases, settings), without secret values.")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -46,7 +51,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	} else if st.Version == 0 {
 		return errors.New("this database has no Toolwarden schema yet: nothing to export")
 	}
-	data, err := registry.New(d.Pool, nil, nil).Export(ctx)
+	data, err := configcode.New(d.Pool, registry.New(d.Pool, nil, nil), tools.New(d.Pool, nil, nil), nil).Export(ctx)
 	if err != nil {
 		return err
 	}
@@ -57,14 +62,16 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := atomicfile.Write(out, data); err != nil {
 		return fmt.Errorf("export: write %s: %w", out, err)
 	}
-	fmt.Fprintf(stderr, "exported the server configuration to %s\n", out)
+	fmt.Fprintf(stderr, "exported the configuration to %s\n", out)
 	return nil
 }
 
 // cmdImport reads a configuration file (Toolwarden YAML, claude_desktop_config.json,
-// .mcp.json or VS Code's mcp.json), prints the plan, and applies it in one transaction
-// unless --dry-run. ${env:NAME} and ${NAME} in the file are expanded from this
-// process's environment.
+// .mcp.json or VS Code's mcp.json), prints the plan (per server, category, tool and
+// field, old → new), and applies it in one transaction unless --dry-run. ${env:NAME}
+// and ${NAME} in the file are expanded from this process's environment, and so are the
+// secret references of tools' parameters. Servers the file registers are discovered
+// from here before their tools' settings apply (a second transaction).
 func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c config
 	var dryRun, prune bool
@@ -72,11 +79,13 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	commonFlags(fs, &c)
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key, created 0600 if missing (env TOOLWARDEN_SECRET_KEY_FILE)")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing")
-	fs.BoolVar(&prune, "prune", false, "delete registered servers the file does not list (by default they are kept)")
+	fs.BoolVar(&prune, "prune", false, "delete registered servers and categories the file does not list (by default they are kept)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolwarden import [--dry-run] [--prune] [flags] F\n\n"+
-			"Imports MCP server registrations from F (\"-\" for standard input): Toolwarden YAML from\n"+
-			"'toolwarden export', claude_desktop_config.json, .mcp.json or VS Code's mcp.json.")
+			"Imports the configuration in F (\"-\" for standard input): Toolwarden YAML from\n"+
+			"'toolwarden export' (servers, categories, tools, settings), or the servers of a\n"+
+			"claude_desktop_config.json, .mcp.json or VS Code's mcp.json. Prints what would change;\n"+
+			"applies it unless --dry-run, and reports what it could not apply.")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the file: `import f --dry-run` works too.
@@ -99,7 +108,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		return err
 	}
-	cfg, err := registry.ParseConfig(name, data, registry.ParseOptions{ExpandEnv: true, LookupEnv: os.LookupEnv})
+	file, err := configcode.Parse(name, data, registry.ParseOptions{ExpandEnv: true, LookupEnv: os.LookupEnv})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		fmt.Fprintln(stderr, "nothing was imported")
@@ -123,7 +132,15 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	defer d.Close()
 	reg := registry.New(d.Pool, keys, nil)
-	plan, err := reg.PlanImport(ctx, cfg, registry.ImportOptions{Prune: prune, CompareSecrets: true})
+	hide, err := confinement(c)
+	if err != nil {
+		return err
+	}
+	// Servers the file registers are discovered from here (a throwaway session each),
+	// confined as serve confines them, before their tools' settings apply.
+	mgr := mcpclient.New(reg, &mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide})
+	cc := configcode.New(d.Pool, reg, tools.New(d.Pool, keys, nil), &configcode.Options{Discoverer: mgr, Logger: newLogger(stderr, "warn")})
+	plan, err := cc.Plan(ctx, file, configcode.ImportOptions{Prune: prune, CompareSecrets: true})
 	if err != nil {
 		return err
 	}
@@ -136,11 +153,27 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stdout, "Dry run: nothing was changed.")
 		return nil
 	}
-	res, err := reg.ApplyImport(ctx, cliActor(), plan)
+	res, err := cc.Apply(ctx, cliActor(), plan)
+	if errors.Is(err, configcode.ErrPartial) {
+		fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res.Servers)
+		return fmt.Errorf("%w\nimport the file again to apply the rest", err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was imported", err)
 	}
-	fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res)
+	fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res.Servers)
+	if len(res.Changed) > 0 {
+		fmt.Fprintf(stdout, "Also changed: %s.\n", strings.Join(res.Changed, ", "))
+	}
+	if len(res.Discovered) > 0 {
+		fmt.Fprintf(stdout, "Discovered: %s.\n", strings.Join(res.Discovered, ", "))
+	}
+	if len(res.Unapplied) > 0 {
+		fmt.Fprintf(stdout, "Not applied (%d; everything else was):\n", len(res.Unapplied))
+		for _, u := range res.Unapplied {
+			fmt.Fprintf(stdout, "  ! %s\n", u)
+		}
+	}
 	return nil
 }
 

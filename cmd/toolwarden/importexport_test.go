@@ -160,3 +160,51 @@ func TestImportCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestImportWholeConfiguration: categories, settings and tools' settings through the
+// command: a dry run shows each change old → new, the import applies what it can and
+// names what it cannot, a second import changes nothing, and a bad value is refused
+// naming the file, the tool and the field.
+func TestImportWholeConfiguration(t *testing.T) {
+	t.Parallel()
+	dir := dbtest.TempDir(t)
+	common := []string{"--database-url", dbtest.NewURL(t), "--data-dir", dir}
+	run := func(stdin string, args ...string) (string, error) {
+		t.Helper()
+		stdout, stderr, err := runCmd(t, stdin, append(append([]string{args[0]}, common...), args[1:]...)...)
+		return stdout + stderr, err
+	}
+	file := writeFile(t, dir, "config.yaml", "version: 1\nservers: []\ncategories:\n  - name: utilities\n    description: Small helpers\n"+
+		"tools:\n  - tool: nosuch__echo\n    risk: high\nsettings:\n  approval_ttl_seconds: 3600\n  high_separation: 'off'\n")
+	out, err := run("", "import", "--dry-run", file)
+	if err != nil {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	wantOutput(t, "dry run", out, "+ create category utilities\n    description: \"Small helpers\"\n",
+		"~ update settings\n    approval_ttl_seconds: 86400 → 3600\n    high_separation: auto → off\n",
+		"Not applied (the rest is):\n  ! "+file+": tools.nosuch__echo: there is no server \"nosuch\"", "Dry run: nothing was changed.")
+	if out, _ := run("", "export"); strings.Contains(out, "utilities") {
+		t.Fatalf("the dry run changed the configuration:\n%s", out)
+	}
+	out, err = run("", "import", file)
+	if err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	wantOutput(t, "import", out, "Also changed: category utilities, settings.", "Not applied (1; everything else was):\n  ! "+file+": tools.nosuch__echo")
+	exported, err := run("", "export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutput(t, "export", exported, "categories:\n  - name: utilities\n    description: Small helpers\n", "approval_ttl_seconds: 3600\n", "high_separation: \"off\"\n")
+	out, err = run("", "import", file)
+	if err != nil || strings.Contains(out, "Also changed") || strings.Contains(out, "~ update") {
+		t.Fatalf("second import: %v\n%s", err, out)
+	}
+	bad := writeFile(t, dir, "bad.yaml", "version: 1\ntools:\n  - tool: ev__echo\n    risk: extreme\n")
+	out, err = run("", "import", bad)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("bad file: %v\n%s", err, out)
+	}
+	wantOutput(t, "bad file", out, bad+": tools.ev__echo.risk: must be low, medium or high", "nothing was imported")
+}

@@ -158,6 +158,11 @@ func Person(a audit.Actor, verb string) error {
 
 // Separation reads the setting (SeparationAuto when nobody set one).
 func (s *Service) Separation(ctx context.Context, q db.Querier) (Separation, error) {
+	return ReadSeparation(ctx, q)
+}
+
+// ReadSeparation reads the setting through q (SeparationAuto when nobody set one).
+func ReadSeparation(ctx context.Context, q db.Querier) (Separation, error) {
 	var raw json.RawMessage
 	err := q.QueryRow(ctx, `/* decide.Separation */ SELECT value FROM settings WHERE key = $1`, SettingKey).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {

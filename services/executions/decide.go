@@ -515,35 +515,64 @@ func (s *Service) Settings(ctx context.Context) (Settings, error) {
 
 // SetSettings stores the settings, audited.
 func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Settings) error {
+	if err := CheckSettings(st); err != nil {
+		return err
+	}
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		return StoreSettings(ctx, tx, actor, st)
+	})
+}
+
+// CheckSettings names what is wrong with settings before they are stored.
+func CheckSettings(st Settings) error {
 	e := &verr.Error{}
 	if st.ApprovalTTL < time.Minute || st.ApprovalTTL > 30*24*time.Hour {
 		e.Add("approval_ttl", "must be between one minute and 30 days")
 	}
+	if st.HighSeparation != "" && !st.HighSeparation.Valid() {
+		e.Add("high_separation", "must be auto (another person approves whenever there is one), always or off")
+	}
+	return e.Err()
+}
+
+// ReadSettings reads the current settings through q (SettingsOf a service, or a
+// configuration export).
+func ReadSettings(ctx context.Context, q db.Querier) (Settings, error) {
+	st := Settings{ApprovalTTL: DefaultApprovalTTL}
+	var raw json.RawMessage
+	err := q.QueryRow(ctx, `/* executions.ReadSettings */ SELECT value FROM settings WHERE key = $1`, settingTTL).Scan(&raw)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return Settings{}, fmt.Errorf("executions: settings: %w", err)
+	}
+	var secs int64
+	if err == nil && json.Unmarshal(raw, &secs) == nil && secs > 0 {
+		st.ApprovalTTL = time.Duration(secs) * time.Second
+	}
+	if st.HighSeparation, err = decide.ReadSeparation(ctx, q); err != nil {
+		return Settings{}, err
+	}
+	return st, nil
+}
+
+// StoreSettings writes settings checked by CheckSettings in the caller's transaction, audited.
+func StoreSettings(ctx context.Context, tx pgx.Tx, actor audit.Actor, st Settings) error {
 	if st.HighSeparation == "" {
 		st.HighSeparation = decide.SeparationAuto
 	}
-	if !st.HighSeparation.Valid() {
-		e.Add("high_separation", "must be auto (another person approves whenever there is one), always or off")
+	raw, _ := json.Marshal(int64(st.ApprovalTTL / time.Second))
+	if _, err := tx.Exec(ctx, `/* executions.SetSettings */
+		INSERT INTO settings (key, value, updated_by) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_by = EXCLUDED.updated_by, updated_at = now()`,
+		settingTTL, raw, actor.Name); err != nil {
+		return fmt.Errorf("executions: settings: %w", err)
 	}
-	if err := e.Err(); err != nil {
+	if err := decide.SetSeparation(ctx, tx, st.HighSeparation, actor.Name); err != nil {
 		return err
 	}
-	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		raw, _ := json.Marshal(int64(st.ApprovalTTL / time.Second))
-		if _, err := tx.Exec(ctx, `/* executions.SetSettings */
-			INSERT INTO settings (key, value, updated_by) VALUES ($1, $2, $3)
-			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_by = EXCLUDED.updated_by, updated_at = now()`,
-			settingTTL, raw, actor.Name); err != nil {
-			return fmt.Errorf("executions: settings: %w", err)
-		}
-		if err := decide.SetSeparation(ctx, tx, st.HighSeparation, actor.Name); err != nil {
-			return err
-		}
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "settings.executions", TargetType: "settings",
-			TargetID: "executions", Payload: map[string]any{"approval_ttl_seconds": int64(st.ApprovalTTL / time.Second),
-				"high_separation": st.HighSeparation}})
-		return err
-	})
+	_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "settings.executions", TargetType: "settings",
+		TargetID: "executions", Payload: map[string]any{"approval_ttl_seconds": int64(st.ApprovalTTL / time.Second),
+			"high_separation": st.HighSeparation}})
+	return err
 }
 
 // clip cuts s to at most n runes (a client's self-declared name is not trusted to be short).

@@ -66,6 +66,21 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 	} else if len(m) > 0 {
 		e.Add("undo_tool", "pick the tool that undoes this one, or remove the argument mapping")
 	}
+	var ve *verr.Error
+	if errors.As(CheckArgumentMap(m), &ve) {
+		e.Fields = append(e.Fields, ve.Fields...)
+	}
+	if err := e.Err(); err != nil {
+		return err
+	}
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		return StoreCompensation(ctx, tx, actor, toolID, undoToolID, m)
+	})
+}
+
+// CheckArgumentMap names what is wrong with a compensation's argument mapping.
+func CheckArgumentMap(m map[string]MappedArgument) error {
+	e := &verr.Error{}
 	for name, a := range m {
 		switch {
 		case strings.TrimSpace(name) == "":
@@ -78,25 +93,28 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 			e.Add("/argument_map/"+name, `"from" is a JSON pointer into the step's arguments, like "/path"`)
 		}
 	}
-	if err := e.Err(); err != nil {
-		return err
+	return e.Err()
+}
+
+// StoreCompensation writes tool toolID's compensation (undoToolID "" removes it) in the
+// caller's transaction, audited; the ids are checked by the caller (SetCompensation,
+// configuration import) and m by CheckArgumentMap.
+func StoreCompensation(ctx context.Context, tx pgx.Tx, actor audit.Actor, toolID, undoToolID string, m map[string]MappedArgument) error {
+	var err error
+	if undoToolID == "" {
+		_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
+	} else {
+		_, err = tx.Exec(ctx, `/* executions.SetCompensation */
+			INSERT INTO tool_compensations (tool_id, undo_tool_id, argument_map, updated_by) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (tool_id) DO UPDATE SET undo_tool_id = EXCLUDED.undo_tool_id, argument_map = EXCLUDED.argument_map,
+				updated_by = EXCLUDED.updated_by, updated_at = now()`, toolID, undoToolID, m, actor.Name)
 	}
-	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		if undoToolID == "" {
-			_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
-		} else {
-			_, err = tx.Exec(ctx, `/* executions.SetCompensation */
-				INSERT INTO tool_compensations (tool_id, undo_tool_id, argument_map, updated_by) VALUES ($1, $2, $3, $4)
-				ON CONFLICT (tool_id) DO UPDATE SET undo_tool_id = EXCLUDED.undo_tool_id, argument_map = EXCLUDED.argument_map,
-					updated_by = EXCLUDED.updated_by, updated_at = now()`, toolID, undoToolID, m, actor.Name)
-		}
-		if err != nil {
-			return fmt.Errorf("executions: compensation: %w", err)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.compensation", TargetType: "tool", TargetID: toolID,
-			Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
-		return err
-	})
+	if err != nil {
+		return fmt.Errorf("executions: compensation: %w", err)
+	}
+	_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.compensation", TargetType: "tool", TargetID: toolID,
+		Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
+	return err
 }
 
 // CompensationOf is the compensation configured for tool toolID, or nil when none is.

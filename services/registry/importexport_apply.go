@@ -55,10 +55,31 @@ func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan
 	if plan.Count(PlanCreate)+plan.Count(PlanUpdate)+plan.Count(PlanDelete) == 0 {
 		return res, nil
 	}
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		var err error
+		res, err = s.ApplyImportTx(ctx, tx, actor, plan)
+		return err
+	})
+	if err != nil {
+		return ImportResult{Unchanged: res.Unchanged, Kept: res.Kept}, err
+	}
+	return res, nil
+}
+
+// ApplyImportTx is ApplyImport in the caller's transaction (services/configcode applies
+// the servers of a file with the rest of its configuration).
+func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, plan *Plan) (ImportResult, error) {
+	var res ImportResult
+	if plan == nil {
+		return res, errors.New("registry: apply import: no plan")
+	}
+	if plan.HasErrors() {
+		return res, fmt.Errorf("%w:\n%s", ErrInvalidPlan, configError(plan.Errors).Error())
+	}
+	res.Unchanged, res.Kept = plan.Count(PlanUnchanged), plan.Count(PlanKeep)
 	source := map[string]any{"file": filepath.Base(plan.File), "format": plan.Format}
 	var created, updated, deleted []ServerRef
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		created, updated, deleted = nil, nil, nil
+	err := func() error {
 		for _, it := range plan.Items {
 			switch it.Action {
 			case PlanCreate:
@@ -127,9 +148,9 @@ func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil {
-		return ImportResult{Unchanged: res.Unchanged, Kept: res.Kept}, err
+		return res, err
 	}
 	res.Created, res.Updated, res.Deleted = created, updated, deleted
 	return res, nil

@@ -61,11 +61,36 @@ type configAuth struct {
 // so exporting an unchanged database twice gives identical bytes and a diff in version
 // control shows only real changes. It decrypts nothing.
 func (s *Service) Export(ctx context.Context) ([]byte, error) {
+	list, err := s.ExportServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := configFile{Version: ConfigVersion, Servers: list}
+	var buf bytes.Buffer
+	buf.WriteString(exportHeader)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("registry: export: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("registry: export: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ServerEntry is one server as the native file holds it (the YAML encoding of an item
+// of its servers list).
+type ServerEntry = configServer
+
+// ExportServers lists every registered server as Export writes it, by name, for a file
+// that carries more than servers (services/configcode). It decrypts nothing.
+func (s *Service) ExportServers(ctx context.Context) ([]ServerEntry, error) {
 	list, err := allServers(ctx, s.pool)
 	if err != nil {
 		return nil, err
 	}
-	f := configFile{Version: ConfigVersion, Servers: make([]configServer, 0, len(list))}
+	out := make([]configServer, 0, len(list))
 	for _, sv := range list {
 		if sv.Type == TypeBuiltin {
 			continue // Toolwarden creates it; a file never carries it
@@ -85,19 +110,9 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 			}
 		}
 		cs.Env, cs.Headers = namesOnly(sv.Env), namesOnly(sv.Headers)
-		f.Servers = append(f.Servers, cs)
+		out = append(out, cs)
 	}
-	var buf bytes.Buffer
-	buf.WriteString(exportHeader)
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
-		return nil, fmt.Errorf("registry: export: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("registry: export: %w", err)
-	}
-	return buf.Bytes(), nil
+	return out, nil
 }
 
 // namesOnly maps each secret name to nil: the value is not exported.

@@ -28,6 +28,10 @@ type ParseOptions struct {
 	ExpandEnv bool
 	// LookupEnv reads a variable (the command line passes os.LookupEnv); nil finds none.
 	LookupEnv func(name string) (string, bool)
+	// Sections are further top-level keys of the native format that the caller reads
+	// itself (services/configcode: tools, categories, settings); without them such a key
+	// is an unknown field.
+	Sections []string
 }
 
 // maxConfigSize bounds what ParseConfig reads; a real file is a few kilobytes.
@@ -104,6 +108,26 @@ func (p *parser) err() error {
 	}
 	return configError(p.errs)
 }
+
+// DecodeTree decodes a configuration file (YAML, or JSON with comments) into the tree
+// ParseConfig reads: nil, bool, string, json.Number, []any and map[string]any; YAML
+// scalars keep their text, duplicate keys are refused. Problems are a CodeInvalidConfig
+// fault naming the file.
+func DecodeTree(filename string, data []byte) (any, error) {
+	p := &parser{file: filename, cfg: &Config{File: filename}}
+	if len(data) > maxConfigSize {
+		p.fail("", "", fmt.Sprintf("is larger than %d bytes; is it the right file?", maxConfigSize))
+		return nil, p.err()
+	}
+	v, ok := p.decode(data)
+	if !ok {
+		return nil, p.err()
+	}
+	return v, nil
+}
+
+// ConfigError is the CodeInvalidConfig fault of problems (see ProblemsOf).
+func ConfigError(ps []Problem) error { return configError(ps) }
 
 // decode turns JSON (with comments and trailing commas, as VS Code writes them) or YAML
 // into a tree of nil, bool, string, json.Number, []any and map[string]any.
@@ -282,6 +306,9 @@ func (p *parser) native(m map[string]any) {
 		p.fail("", "servers", "must be a list of servers")
 	}
 	top.used("servers")
+	for _, k := range p.opts.Sections {
+		top.used(k)
+	}
 	top.finish()
 	for i, item := range list {
 		sm, ok := item.(map[string]any)

@@ -68,7 +68,23 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 	}
 	var out []Outcome
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		out = out[:0]
+		var err error
+		out, err = setEnabledTx(ctx, tx, actor, ids, enable, reason, override)
+		return err
+	})
+	return out, err
+}
+
+// SetEnabledTx is SetEnabled in the caller's transaction (configuration import, which
+// applies many changes at once), without SetEnabled's checks of the input: ids are tool
+// ids, reason is short, an override has a reason.
+func (s *Service) SetEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
+	return setEnabledTx(ctx, tx, actor, sortedIDs(ids), enable, strings.TrimSpace(reason), override)
+}
+
+func setEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
+	var out []Outcome
+	err := func() error {
 		var moves []toolstate.Move
 		var moved []Item
 		for _, id := range ids { // sorted: concurrent bulk actions lock in one order
@@ -152,7 +168,7 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 			}
 		}
 		return nil
-	})
+	}()
 	return out, err
 }
 

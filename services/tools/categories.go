@@ -70,6 +70,28 @@ func (s *Service) SaveCategory(ctx context.Context, actor audit.Actor, id string
 	}
 	var out Category
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		var err error
+		out, err = saveCategoryTx(ctx, tx, actor, id, in)
+		return err
+	})
+	return out, err
+}
+
+// SaveCategoryTx is SaveCategory in the caller's transaction.
+func (s *Service) SaveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, in CategoryInput) (Category, error) {
+	if err := in.check(); err != nil {
+		return Category{}, err
+	}
+	return saveCategoryTx(ctx, tx, actor, id, in)
+}
+
+// CheckCategory reports what is wrong with a category before it is saved, and
+// normalizes it (lower case, trimmed).
+func CheckCategory(in *CategoryInput) error { return in.check() }
+
+func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, in CategoryInput) (Category, error) {
+	var out Category
+	err := func() error {
 		var rows pgx.Rows
 		var err error
 		action := "category.update"
@@ -105,7 +127,7 @@ func (s *Service) SaveCategory(ctx context.Context, actor audit.Actor, id string
 			TargetID: out.ID, TargetName: out.Name, Payload: map[string]any{"name": out.Name,
 				"description": out.Description, "auto_enable": out.AutoEnable}})
 		return err
-	})
+	}()
 	return out, err
 }
 
@@ -115,20 +137,32 @@ func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id stri
 		return ErrNotFound
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		var name string
-		var n int
-		err := tx.QueryRow(ctx, `/* tools.DeleteCategory */ WITH gone AS (DELETE FROM tool_categories WHERE id = $1 RETURNING name)
-			SELECT name, (SELECT count(*)::int FROM mcp_tools WHERE category_id = $1) FROM gone`, id).Scan(&name, &n)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return fmt.Errorf("tools: delete category: %w", err)
-		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "category.delete", TargetType: "category",
-			TargetID: id, TargetName: name, Payload: map[string]any{"tools_uncategorized": n}})
-		return err
+		return deleteCategoryTx(ctx, tx, actor, id)
 	})
+}
+
+// DeleteCategoryTx is DeleteCategory in the caller's transaction.
+func (s *Service) DeleteCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string) error {
+	if uuid.Validate(id) != nil {
+		return ErrNotFound
+	}
+	return deleteCategoryTx(ctx, tx, actor, id)
+}
+
+func deleteCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string) error {
+	var name string
+	var n int
+	err := tx.QueryRow(ctx, `/* tools.DeleteCategory */ WITH gone AS (DELETE FROM tool_categories WHERE id = $1 RETURNING name)
+		SELECT name, (SELECT count(*)::int FROM mcp_tools WHERE category_id = $1) FROM gone`, id).Scan(&name, &n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("tools: delete category: %w", err)
+	}
+	_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "category.delete", TargetType: "category",
+		TargetID: id, TargetName: name, Payload: map[string]any{"tools_uncategorized": n}})
+	return err
 }
 
 // Tags lists every tag with how many tools carry it, most used first.

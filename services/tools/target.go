@@ -115,20 +115,37 @@ func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, user
 		return verr.New("username", "is required: the user the rule is for")
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		_, err := setPermissionTx(ctx, tx, actor, t, username, canUse)
+		return err
+	})
+}
+
+// SetPermissionTx is SetPermission in the caller's transaction; changed reports whether
+// the rule changed (an unchanged rule writes no audit row).
+func (s *Service) SetPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id, username string, canUse *bool) (changed bool, err error) {
+	t, err := getItem(ctx, tx, id, false)
+	if err != nil {
+		return false, err
+	}
+	return setPermissionTx(ctx, tx, actor, t, username, canUse)
+}
+
+func setPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, username string, canUse *bool) (bool, error) {
+	n, err := func() (int64, error) {
 		var userID string
 		err := tx.QueryRow(ctx, `/* tools.SetPermission.user */ SELECT id FROM users WHERE username = $1`, username).Scan(&userID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return verr.New("username", fmt.Sprintf("there is no user %q", username))
+			return 0, verr.New("username", fmt.Sprintf("there is no user %q", username))
 		}
 		if err != nil {
-			return fmt.Errorf("tools: permission: find user: %w", err)
+			return 0, fmt.Errorf("tools: permission: find user: %w", err)
 		}
 		var n int64
 		if canUse == nil {
 			tag, err := tx.Exec(ctx, `/* tools.SetPermission.delete */
 				DELETE FROM user_tool_permissions WHERE user_id = $1 AND tool_id = $2`, userID, t.ID)
 			if err != nil {
-				return fmt.Errorf("tools: permission: %w", err)
+				return 0, fmt.Errorf("tools: permission: %w", err)
 			}
 			n = tag.RowsAffected()
 		} else {
@@ -137,20 +154,21 @@ func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, user
 				ON CONFLICT (user_id, tool_id) DO UPDATE SET can_use = EXCLUDED.can_use, updated_at = now()
 				WHERE user_tool_permissions.can_use IS DISTINCT FROM EXCLUDED.can_use`, userID, t.ID, *canUse)
 			if err != nil {
-				return fmt.Errorf("tools: permission: %w", err)
+				return 0, fmt.Errorf("tools: permission: %w", err)
 			}
 			n = tag.RowsAffected()
 		}
 		if n == 0 {
-			return nil // nothing changed: nothing to record
+			return 0, nil // nothing changed: nothing to record
 		}
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.permission", TargetType: "tool",
 			TargetID: t.ID, TargetName: t.QualifiedName(), Payload: map[string]any{"user": username, "can_use": canUse}}); err != nil {
-			return err
+			return 0, err
 		}
 		_, err = events.ToolPermission.Publish(ctx, tx, Topic, events.ToolGrant{ToolID: t.ID, UserID: userID})
-		return err
-	})
+		return n, err
+	}()
+	return n > 0, err
 }
 
 // Touch sets last_used of the given tools to at. It skips rows another transaction has

@@ -89,6 +89,34 @@ func (s *Service) SaveTestCase(ctx context.Context, actor audit.Actor, id string
 	if err != nil {
 		return TestCase{}, err
 	}
+	if err := checkTestCase(&tc); err != nil {
+		return TestCase{}, err
+	}
+	var out TestCase
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		out, err = saveTestCaseTx(ctx, tx, actor, t, tc)
+		return err
+	})
+	return out, err
+}
+
+// SaveTestCaseTx is SaveTestCase in the caller's transaction.
+func (s *Service) SaveTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, tc TestCase) (TestCase, error) {
+	t, err := getItem(ctx, tx, id, false)
+	if err != nil {
+		return TestCase{}, err
+	}
+	if err := checkTestCase(&tc); err != nil {
+		return TestCase{}, err
+	}
+	return saveTestCaseTx(ctx, tx, actor, t, tc)
+}
+
+// CheckTestCase reports what is wrong with a case before it is saved (a configuration
+// file is checked whole before anything is applied); it fills in defaults.
+func CheckTestCase(tc *TestCase) error { return checkTestCase(tc) }
+
+func checkTestCase(tc *TestCase) error {
 	e := &verr.Error{}
 	tc.Name = strings.TrimSpace(tc.Name)
 	if tc.Name == "" {
@@ -111,11 +139,12 @@ func (s *Service) SaveTestCase(ctx context.Context, actor audit.Actor, id string
 	} else if json.Unmarshal(tc.Arguments, &obj) != nil || obj == nil {
 		e.Add("arguments", "must be a JSON object")
 	}
-	if err := e.Err(); err != nil {
-		return TestCase{}, err
-	}
+	return e.Err()
+}
+
+func saveTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, tc TestCase) (TestCase, error) {
 	var out TestCase
-	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	err := func() error {
 		cs, err := db.All[TestCase](ctx, tx, "tools: save test case", `/* tools.SaveTestCase */
 			INSERT INTO tool_test_cases (tool_id, name, arguments, expect, expect_text, created_by)
 			VALUES ($1, $2, $3, $4, $5, $6)
@@ -129,7 +158,7 @@ func (s *Service) SaveTestCase(ctx context.Context, actor audit.Actor, id string
 		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.testcase.save", TargetType: "tool", TargetID: t.ID,
 			TargetName: t.QualifiedName(), Payload: map[string]any{"case": tc.Name, "expect": tc.Expect}})
 		return err
-	})
+	}()
 	return out, err
 }
 
@@ -144,13 +173,32 @@ func (s *Service) DeleteTestCase(ctx context.Context, actor audit.Actor, id, cas
 		return err
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `/* tools.DeleteTestCase */ DELETE FROM tool_test_cases WHERE id = $1`, tc.ID); err != nil {
-			return fmt.Errorf("tools: delete test case: %w", err)
-		}
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.testcase.delete", TargetType: "tool", TargetID: t.ID,
-			TargetName: t.QualifiedName(), Payload: map[string]any{"case": tc.Name}})
-		return err
+		return deleteTestCaseTx(ctx, tx, actor, t, tc)
 	})
+}
+
+// DeleteTestCaseTx removes tool id's case named name in the caller's transaction;
+// audited. A case that is not there is not an error.
+func (s *Service) DeleteTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id, name string) error {
+	t, err := getItem(ctx, tx, id, false)
+	if err != nil {
+		return err
+	}
+	cs, err := db.All[TestCase](ctx, tx, "tools: test case", `/* tools.DeleteTestCaseTx */
+		SELECT `+testCaseColumns+` FROM tool_test_cases WHERE tool_id = $1 AND name = $2`, t.ID, name)
+	if err != nil || len(cs) == 0 {
+		return err
+	}
+	return deleteTestCaseTx(ctx, tx, actor, t, cs[0])
+}
+
+func deleteTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, tc TestCase) error {
+	if _, err := tx.Exec(ctx, `/* tools.DeleteTestCase */ DELETE FROM tool_test_cases WHERE id = $1`, tc.ID); err != nil {
+		return fmt.Errorf("tools: delete test case: %w", err)
+	}
+	_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.testcase.delete", TargetType: "tool", TargetID: t.ID,
+		TargetName: t.QualifiedName(), Payload: map[string]any{"case": tc.Name}})
+	return err
 }
 
 // CaseResult is one case's outcome in a test run.

@@ -1,0 +1,274 @@
+package configcode
+
+// Applying: a reviewed plan carried out in one transaction; the tools of servers the
+// import registers follow in a second, after those servers are discovered.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+)
+
+// ErrInvalidPlan is returned by Apply for a plan that has errors.
+var ErrInvalidPlan = errors.New("configcode: the import plan has errors; nothing was changed")
+
+// ErrPartial: the first transaction (servers, categories, settings, known tools) was
+// applied, the settings of the tools of servers discovered afterwards were not.
+var ErrPartial = errors.New("configcode: the import was applied except for the settings of the tools of the servers it discovered")
+
+// Result is what Apply did.
+type Result struct {
+	Servers    registry.ImportResult `json:"servers"`
+	Changed    []string              `json:"changed"`    // "tool a__b", "category c", "settings"
+	Discovered []string              `json:"discovered"` // servers discovered by the import
+	Unapplied  []registry.Problem    `json:"not_applied"`
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("servers: %s; %d other change(s), %d server(s) discovered, %d not applied",
+		r.Servers, len(r.Changed), len(r.Discovered), len(r.Unapplied))
+}
+
+// Apply carries out plan: servers, categories, settings and the tools already known in
+// one transaction, each change audited by its owner as the pages audit it, plus one
+// config.import entry summing the import up. Then, when the file states settings of
+// tools on servers that this import registered (or that were never discovered), it
+// discovers those servers (Options.Discoverer) and applies those tools' settings in a
+// second transaction, planned against what discovery found. What cannot be applied is
+// reported in Result.Unapplied, and the rest is applied.
+func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Result, error) {
+	var res Result
+	if plan == nil {
+		return res, errors.New("configcode: apply: no plan")
+	}
+	if plan.HasErrors() {
+		return res, fmt.Errorf("%w:\n%s", ErrInvalidPlan, registry.ConfigError(plan.Errors).Error())
+	}
+	res.Unapplied = slices.Clone(plan.Unapplied)
+	var pending []Item
+	for _, it := range plan.Items {
+		if it.Action == ActionPending {
+			pending = append(pending, it)
+		}
+	}
+	serverChanges := plan.Servers.Count(registry.PlanCreate)+plan.Servers.Count(registry.PlanUpdate)+plan.Servers.Count(registry.PlanDelete) > 0
+	if serverChanges || len(pending) < len(plan.Items) {
+		base := len(res.Unapplied)
+		err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+			var err error
+			// Begun again after a retry: what the last attempt noted goes.
+			res.Changed, res.Servers, res.Unapplied = nil, registry.ImportResult{}, res.Unapplied[:base]
+			if res.Servers, err = s.reg.ApplyImportTx(ctx, tx, actor, plan.Servers); err != nil {
+				return err
+			}
+			for _, it := range plan.Items {
+				if it.Action == ActionPending {
+					continue
+				}
+				if err := s.applyItem(ctx, tx, actor, it, plan.File, &res); err != nil {
+					return err
+				}
+			}
+			return s.summary(ctx, tx, actor, plan, &res, len(res.Servers.Created)+len(res.Servers.Updated)+len(res.Servers.Deleted))
+		})
+		if err != nil {
+			return Result{}, err
+		}
+	}
+	if len(pending) == 0 {
+		return res, nil
+	}
+	if err := s.applyPending(ctx, actor, plan, pending, &res); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrPartial, err)
+	}
+	return res, nil
+}
+
+// applyPending discovers the servers of the pending tools, then plans and applies those
+// tools against what was found.
+func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Plan, pending []Item, res *Result) error {
+	notApplied := func(it Item, msg string) {
+		res.Unapplied = append(res.Unapplied, registry.Problem{File: plan.File, Field: "tools." + it.Name, Message: msg})
+	}
+	failed := map[string]string{}
+	var servers []string
+	for _, it := range pending {
+		server, _, _ := toolname.Split(it.Name)
+		if !slices.Contains(servers, server) {
+			servers = append(servers, server)
+		}
+	}
+	slices.Sort(servers)
+	for _, name := range servers {
+		sv, err := s.reg.GetServerByName(ctx, name)
+		switch {
+		case errors.Is(err, registry.ErrNotFound):
+			failed[name] = "server " + name + " is not registered"
+			continue
+		case err != nil:
+			return err
+		case !sv.Enabled:
+			failed[name] = "server " + name + " is disabled, so it was not discovered: enable it and import the file again"
+			continue
+		case s.discover == nil:
+			failed[name] = "server " + name + " is not discovered yet: import the file again once it is"
+			continue
+		}
+		if _, err := s.discover.DiscoverOnce(ctx, sv.ID, "import", actor); err != nil {
+			failed[name] = "server " + name + " could not be discovered (" + err.Error() + "): import the file again once it is"
+			continue
+		}
+		res.Discovered = append(res.Discovered, name)
+	}
+	st, err := s.load(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	cats := map[string]bool{}
+	for name := range st.Categories {
+		cats[name] = true
+	}
+	var items []Item
+	for _, it := range pending {
+		server, _, _ := toolname.Split(it.Name)
+		if why, ok := failed[server]; ok {
+			notApplied(it, why+"; its settings were not applied")
+			continue
+		}
+		ft := *it.tool
+		next, ps := s.planTool(&ft, st, map[string]bool{}, cats, plan.opts.CompareSecrets, plan.File)
+		res.Unapplied = append(res.Unapplied, ps...)
+		if next != nil {
+			items = append(items, *next)
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	before, unapplied := len(res.Changed), len(res.Unapplied)
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		res.Changed, res.Unapplied = res.Changed[:before], res.Unapplied[:unapplied]
+		for _, it := range items {
+			if err := s.applyItem(ctx, tx, actor, it, plan.File, res); err != nil {
+				res.Changed = res.Changed[:before]
+				return err
+			}
+		}
+		return s.summary(ctx, tx, actor, &Plan{File: plan.File, Format: plan.Format, Items: items}, &Result{Changed: res.Changed[before:]}, 0)
+	})
+}
+
+// applyItem makes one change through the owning service.
+func (s *Service) applyItem(ctx context.Context, tx pgx.Tx, actor audit.Actor, it Item, file string, res *Result) error {
+	wrap := func(err error) error {
+		return fmt.Errorf("configcode: import %s: %s %s: %w", filepath.Base(file), it.Kind, it.Name, err)
+	}
+	switch it.Kind {
+	case KindCategory:
+		if it.Action == registry.PlanDelete {
+			if err := s.tools.DeleteCategoryTx(ctx, tx, actor, it.catID); err != nil {
+				return wrap(err)
+			}
+		} else if _, err := s.tools.SaveCategoryTx(ctx, tx, actor, it.catID,
+			tools.CategoryInput{Name: it.cat.Name, Description: it.cat.Description, AutoEnable: it.cat.AutoEnable}); err != nil {
+			return wrap(err)
+		}
+	case KindSettings:
+		if err := executions.StoreSettings(ctx, tx, actor, settingsOf(it.set)); err != nil {
+			return wrap(err)
+		}
+	case KindTool:
+		if err := s.applyTool(ctx, tx, actor, it, file, res); err != nil {
+			return wrap(err)
+		}
+	}
+	res.Changed = append(res.Changed, it.label())
+	return nil
+}
+
+func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, it Item, file string, res *Result) error {
+	ft, id := it.tool, it.cur.ID
+	if it.patch || it.params != nil {
+		risk, cat := ft.Risk, ft.Category
+		timeout, rate := ft.TimeoutMS, ft.RateLimit
+		p := tools.Patch{Risk: &risk, TimeoutMS: &timeout, RateLimit: &rate, Category: &cat, Tags: ft.Tags, SetTags: true,
+			Params: it.params, MayLowerRisk: true, Reason: "imported from " + filepath.Base(file)}
+		if _, err := s.tools.UpdateTx(ctx, tx, actor, id, p, "tool.import"); err != nil {
+			return err
+		}
+	}
+	if it.state != "" {
+		moves := []bool{it.state == toolstate.Enabled}
+		if it.via {
+			moves = []bool{true, false}
+		}
+		reason := "imported from " + filepath.Base(file)
+		if it.override {
+			reason = ft.Override
+		}
+		for _, enable := range moves {
+			outs, err := s.tools.SetEnabledTx(ctx, tx, actor, []string{id}, enable, reason, it.override && enable)
+			if err != nil {
+				return err
+			}
+			if len(outs) == 1 && outs[0].Error != "" {
+				res.Unapplied = append(res.Unapplied, registry.Problem{File: file, Field: "tools." + it.Name + ".state", Message: outs[0].Error})
+				break
+			}
+		}
+	}
+	for _, user := range slices.Sorted(maps.Keys(it.perms)) {
+		if _, err := s.tools.SetPermissionTx(ctx, tx, actor, id, user, it.perms[user]); err != nil {
+			return err
+		}
+	}
+	if it.comp {
+		undoID := ""
+		var args map[string]executions.MappedArgument
+		if c := ft.Compensation; c != nil {
+			t, err := s.tools.Target(ctx, c.Undo)
+			if err != nil {
+				return fmt.Errorf("compensation: undo tool %s: %w", c.Undo, err)
+			}
+			undoID, args = t.ID, c.Arguments
+		}
+		if err := executions.StoreCompensation(ctx, tx, actor, id, undoID, args); err != nil {
+			return err
+		}
+	}
+	for _, tc := range it.cases {
+		if _, err := s.tools.SaveTestCaseTx(ctx, tx, actor, id, tc); err != nil {
+			return err
+		}
+	}
+	for _, name := range it.drop {
+		if err := s.tools.DeleteTestCaseTx(ctx, tx, actor, id, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summary writes the config.import entry: what the file was and what changed.
+func (s *Service) summary(ctx context.Context, tx pgx.Tx, actor audit.Actor, plan *Plan, res *Result, serverChanges int) error {
+	if len(res.Changed)+serverChanges == 0 {
+		return nil
+	}
+	_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "config.import", TargetType: "configuration",
+		TargetName: filepath.Base(plan.File), Payload: map[string]any{"file": filepath.Base(plan.File), "format": plan.Format,
+			"server_changes": serverChanges, "changed": res.Changed, "not_applied": len(plan.Unapplied)}})
+	return err
+}

@@ -1,0 +1,223 @@
+package configcode
+
+// Export: the whole configuration as one YAML file, deterministic byte for byte.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// header opens every exported file.
+const header = `# Toolwarden configuration: written by 'toolwarden export', read by 'toolwarden import'.
+#
+# Secret values are never exported.
+#   - servers: env and headers list each secret by name with a null value, and an auth
+#     block never holds its token. A null value keeps the value stored for that name; a
+#     name not stored yet is skipped with a warning; a value written here replaces it
+#     ('toolwarden import' expands ${env:NAME}).
+#   - tools: a secret parameter is a reference, secret: ${env:NAME}. 'toolwarden import'
+#     stores the value of that environment variable when it is set; otherwise the value
+#     already stored stays, and a parameter with neither is reported as not applied.
+# Tools are listed by qualified name (server__tool) with what an administrator set on
+# them; a listed tool gets exactly these settings, tools not listed are left as they are.
+`
+
+type fileOut struct {
+	Version    int                    `yaml:"version"`
+	Servers    []registry.ServerEntry `yaml:"servers"`
+	Categories []categoryOut          `yaml:"categories,omitempty"`
+	Tools      []toolOut              `yaml:"tools,omitempty"`
+	Settings   settingsOut            `yaml:"settings"`
+}
+
+type categoryOut struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description,omitempty"`
+	AutoEnable  bool   `yaml:"auto_enable,omitempty"`
+}
+
+type toolOut struct {
+	Tool         string              `yaml:"tool"`
+	State        string              `yaml:"state,omitempty"`
+	Override     string              `yaml:"override,omitempty"`
+	Risk         string              `yaml:"risk,omitempty"`
+	TimeoutMS    int                 `yaml:"timeout_ms,omitempty"`
+	RateLimit    int                 `yaml:"rate_limit,omitempty"`
+	Category     string              `yaml:"category,omitempty"`
+	Tags         []string            `yaml:"tags,omitempty,flow"`
+	Config       map[string]paramOut `yaml:"config,omitempty"`
+	Permissions  map[string]bool     `yaml:"permissions,omitempty"`
+	Compensation *compensationOut    `yaml:"compensation,omitempty"`
+	TestCases    []testCaseOut       `yaml:"test_cases,omitempty"`
+}
+
+type paramOut struct {
+	Mode   string `yaml:"mode"`
+	Value  any    `yaml:"value,omitempty"`
+	Secret string `yaml:"secret,omitempty"`
+}
+
+type compensationOut struct {
+	Undo      string                 `yaml:"undo"`
+	Arguments map[string]argumentOut `yaml:"arguments,omitempty"`
+}
+
+type argumentOut struct {
+	From  string `yaml:"from,omitempty"`
+	Value any    `yaml:"value,omitempty"`
+}
+
+type testCaseOut struct {
+	Name       string         `yaml:"name"`
+	Arguments  map[string]any `yaml:"arguments,omitempty"`
+	Expect     string         `yaml:"expect"`
+	ExpectText string         `yaml:"expect_text,omitempty"`
+}
+
+type settingsOut struct {
+	ApprovalTTLSeconds int64  `yaml:"approval_ttl_seconds"`
+	HighSeparation     string `yaml:"high_separation"`
+}
+
+// Export writes the whole configuration. The output depends only on what is stored:
+// lists sorted by name, mappings by key, no ids or timestamps, so exporting twice gives
+// identical bytes, and exporting a database an export was imported into gives the same
+// file again. It decrypts nothing: no secret value can reach the file.
+func (s *Service) Export(ctx context.Context) ([]byte, error) {
+	servers, err := s.reg.ExportServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.load(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	f := fileOut{Version: registry.ConfigVersion, Servers: servers,
+		Settings: settingsOut{ApprovalTTLSeconds: int64(st.Settings.ApprovalTTL / time.Second), HighSeparation: string(st.Settings.HighSeparation)}}
+	for _, name := range slices.Sorted(maps.Keys(st.Categories)) {
+		c := st.Categories[name]
+		f.Categories = append(f.Categories, categoryOut{Name: c.Name, Description: c.Description, AutoEnable: c.AutoEnable})
+	}
+	for _, t := range st.sortedTools() {
+		if !t.configured() {
+			continue
+		}
+		f.Tools = append(f.Tools, toolEntry(t))
+	}
+	var buf bytes.Buffer
+	buf.WriteString(header)
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("configcode: export: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("configcode: export: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func toolEntry(t *storedTool) toolOut {
+	o := toolOut{Tool: t.qualified(), Risk: t.Risk, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit,
+		Category: t.Category, Tags: t.Tags}
+	if t.Status == "enabled" || t.Status == "disabled" {
+		o.State, o.Override = t.Status, t.Override
+	}
+	if len(t.Config.Params) > 0 {
+		o.Config = map[string]paramOut{}
+		for name, p := range t.Config.Params {
+			po := paramOut{Mode: p.Mode}
+			if p.Secret != "" {
+				po.Secret = SecretRef(t.qualified(), name)
+			} else {
+				po.Value = yamlValue(p.Value)
+			}
+			o.Config[name] = po
+		}
+	}
+	if len(t.Permissions) > 0 {
+		o.Permissions = t.Permissions
+	}
+	if c := t.Compensation; c != nil {
+		co := &compensationOut{Undo: c.Undo}
+		if len(c.Arguments) > 0 {
+			co.Arguments = map[string]argumentOut{}
+			for k, a := range c.Arguments {
+				co.Arguments[k] = argumentOut{From: a.From, Value: yamlValue(a.Value)}
+			}
+		}
+		o.Compensation = co
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.TestCases)) {
+		c := t.TestCases[name]
+		tc := testCaseOut{Name: c.Name, Expect: c.Expect, ExpectText: c.ExpectText}
+		if m, ok := yamlValue(c.Arguments).(map[string]any); ok && len(m) > 0 {
+			tc.Arguments = m
+		}
+		o.TestCases = append(o.TestCases, tc)
+	}
+	return o
+}
+
+// envUnsafe are the characters an environment variable name cannot hold.
+var envUnsafe = regexp.MustCompile(`[^A-Z0-9_]`)
+
+// SecretRef is the reference Export writes for the secret parameter param of the tool
+// with the qualified name tool: ${env:TOOLWARDEN_SECRET_<TOOL>__<PARAM>}, upper case,
+// other characters as "_". It is derived from names only, so it is the same in every
+// database and export.
+func SecretRef(tool, param string) string {
+	return "${env:" + SecretEnv(tool, param) + "}"
+}
+
+// SecretEnv is the environment variable SecretRef names.
+func SecretEnv(tool, param string) string {
+	return "TOOLWARDEN_SECRET_" + envUnsafe.ReplaceAllString(strings.ToUpper(tool+"__"+param), "_")
+}
+
+// yamlValue turns a JSON value into what the YAML encoder writes naturally: numbers as
+// YAML numbers (integers exactly), objects as mappings (keys sorted by the encoder).
+func yamlValue(raw json.RawMessage) any {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return string(raw)
+	}
+	return numbers(v)
+}
+
+func numbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	}
+	return v
+}

@@ -1,0 +1,462 @@
+package configcode
+
+// Reading a configuration file: the servers through registry.ParseConfig, the rest here.
+// Unknown keys are errors (a misspelt key in a file kept in version control must not be
+// silently ignored); every problem names the file, the tool and the field.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// sections are the top-level keys this package reads (registry reads version and servers).
+var sections = []string{"categories", "tools", "settings"}
+
+// File is a parsed configuration file.
+type File struct {
+	Servers *registry.Config
+	// Categories, Tools and Settings are nil when the file has no such section (a file
+	// of servers only, or a client's claude_desktop_config.json): nothing of that kind
+	// changes.
+	Categories []Category
+	Tools      []Tool
+	Settings   *Settings
+	HasTools   bool
+	HasCats    bool
+}
+
+// Category is a category as the file states it.
+type Category struct {
+	Name, Description string
+	AutoEnable        bool
+}
+
+// Tool is one tool's settings as the file states them: the whole of them.
+type Tool struct {
+	Name  string // qualified
+	State string // "enabled", "disabled" or "" (as the lifecycle leaves it)
+	// Override is why an administrator enabled the tool despite critical or error
+	// findings or a failed test: with it, the import may do the same.
+	Override     string
+	Risk         string
+	TimeoutMS    int
+	RateLimit    int
+	Category     string
+	Tags         []string
+	Params       map[string]Param
+	Permissions  map[string]bool
+	Compensation *Compensation
+	TestCases    []tools.TestCase
+}
+
+// Param is one configured parameter. A secret one has SecretEnv (the reference) and,
+// when the importer's environment holds it, Value.
+type Param struct {
+	Mode      string
+	Value     json.RawMessage
+	SecretEnv string
+}
+
+// Compensation is how a tool is undone.
+type Compensation struct {
+	Undo      string
+	Arguments map[string]executions.MappedArgument
+}
+
+// Settings are the run-time settings.
+type Settings struct {
+	ApprovalTTLSeconds int64
+	HighSeparation     string
+}
+
+// Parse reads a configuration file: Toolwarden's YAML (Export), or a client's file that
+// only registers servers (registry.ParseConfig). Every problem is reported at once as a
+// registry.CodeInvalidConfig fault.
+func Parse(filename string, data []byte, opts registry.ParseOptions) (*File, error) {
+	opts.Sections = sections
+	cfg, err := registry.ParseConfig(filename, data, opts)
+	if err != nil {
+		return nil, err
+	}
+	f := &File{Servers: cfg}
+	if cfg.Format != registry.FormatToolwarden {
+		return f, nil
+	}
+	tree, err := registry.DecodeTree(filename, data)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{file: filename, opts: opts}
+	top, _ := tree.(map[string]any)
+	p.read(f, top)
+	if len(p.errs) > 0 {
+		return nil, registry.ConfigError(p.errs)
+	}
+	return f, nil
+}
+
+type parser struct {
+	file string
+	opts registry.ParseOptions
+	errs []registry.Problem
+}
+
+func (p *parser) fail(field, msg string) {
+	p.errs = append(p.errs, registry.Problem{File: p.file, Field: field, Message: msg})
+}
+
+// fields reads one mapping strictly.
+type fields struct {
+	p    *parser
+	path string
+	m    map[string]any
+	seen map[string]bool
+}
+
+func (p *parser) mapping(path string, v any) (*fields, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		p.fail(path, fmt.Sprintf("must be a mapping, not %s", describe(v)))
+		return nil, false
+	}
+	return &fields{p: p, path: path, m: m, seen: map[string]bool{}}, true
+}
+
+func (o *fields) field(k string) string { return o.path + "." + k }
+
+func (o *fields) get(k string) (any, bool) {
+	o.seen[k] = true
+	v, ok := o.m[k]
+	return v, ok && v != nil
+}
+
+func (o *fields) finish() {
+	for _, k := range slices.Sorted(maps.Keys(o.m)) {
+		if !o.seen[k] {
+			o.p.fail(o.field(k), "is not a field Toolwarden knows (check the spelling)")
+		}
+	}
+}
+
+func (o *fields) str(k string) string {
+	v, ok := o.get(k)
+	if !ok {
+		return ""
+	}
+	switch x := v.(type) {
+	case string:
+		return x
+	case json.Number:
+		return x.String()
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	o.p.fail(o.field(k), fmt.Sprintf("must be a string, not %s", describe(v)))
+	return ""
+}
+
+func (o *fields) integer(k string) int64 {
+	v, ok := o.get(k)
+	if !ok {
+		return 0
+	}
+	n, isNum := v.(json.Number)
+	i, err := strconv.ParseInt(n.String(), 10, 64)
+	if !isNum || err != nil {
+		o.p.fail(o.field(k), fmt.Sprintf("must be a whole number, not %s", describe(v)))
+		return 0
+	}
+	return i
+}
+
+func (o *fields) boolean(k string) bool {
+	v, ok := o.get(k)
+	if !ok {
+		return false
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		o.p.fail(o.field(k), fmt.Sprintf("must be true or false, not %s", describe(v)))
+	}
+	return b
+}
+
+func (o *fields) list(k string) []any {
+	v, ok := o.get(k)
+	if !ok {
+		return nil
+	}
+	l, isList := v.([]any)
+	if !isList {
+		o.p.fail(o.field(k), fmt.Sprintf("must be a list, not %s", describe(v)))
+	}
+	return l
+}
+
+// jsonOf is a value of the file as JSON.
+func jsonOf(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+var envRefRE = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+func (p *parser) read(f *File, top map[string]any) {
+	if v, ok := top["categories"]; ok && v != nil {
+		f.HasCats = true
+		l, isList := v.([]any)
+		if !isList {
+			p.fail("categories", "must be a list of categories (name, description, auto_enable)")
+		}
+		seen := map[string]bool{}
+		for i, item := range l {
+			o, ok := p.mapping(fmt.Sprintf("categories[%d]", i), item)
+			if !ok {
+				continue
+			}
+			c := tools.CategoryInput{Name: o.str("name"), Description: o.str("description"), AutoEnable: o.boolean("auto_enable")}
+			o.path = "categories." + c.Name
+			o.finish()
+			if err := tools.CheckCategory(&c); err != nil {
+				p.fieldErrors(o.path, err)
+				continue
+			}
+			if seen[c.Name] {
+				p.fail(o.path, "appears twice in the file")
+				continue
+			}
+			seen[c.Name] = true
+			f.Categories = append(f.Categories, Category{Name: c.Name, Description: c.Description, AutoEnable: c.AutoEnable})
+		}
+	}
+	if v, ok := top["settings"]; ok && v != nil {
+		if o, ok := p.mapping("settings", v); ok {
+			st := &Settings{ApprovalTTLSeconds: o.integer("approval_ttl_seconds"), HighSeparation: o.str("high_separation")}
+			o.finish()
+			if st.ApprovalTTLSeconds == 0 {
+				st.ApprovalTTLSeconds = int64(executions.DefaultApprovalTTL.Seconds())
+			}
+			if err := executions.CheckSettings(settingsOf(st)); err != nil {
+				p.fieldErrors("settings", err)
+			}
+			f.Settings = st
+		}
+	}
+	if v, ok := top["tools"]; ok && v != nil {
+		f.HasTools = true
+		l, isList := v.([]any)
+		if !isList {
+			p.fail("tools", "must be a list of tools, each with tool: server__name")
+		}
+		seen := map[string]bool{}
+		for i, item := range l {
+			o, ok := p.mapping(fmt.Sprintf("tools[%d]", i), item)
+			if !ok {
+				continue
+			}
+			t := p.tool(o, i)
+			if t.Name == "" {
+				continue
+			}
+			if seen[t.Name] {
+				p.fail("tools."+t.Name, "appears twice in the file")
+				continue
+			}
+			seen[t.Name] = true
+			f.Tools = append(f.Tools, t)
+		}
+		slices.SortFunc(f.Tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+	}
+}
+
+func (p *parser) tool(o *fields, i int) Tool {
+	t := Tool{Name: o.str("tool")}
+	if server, name, ok := toolname.Split(t.Name); !ok || server == "" || name == "" {
+		p.fail(fmt.Sprintf("tools[%d].tool", i), fmt.Sprintf("%q is not a qualified tool name: write server__tool", t.Name))
+		t.Name = ""
+		return t
+	}
+	o.path = "tools." + t.Name
+	t.State = o.str("state")
+	if t.State != "" && t.State != "enabled" && t.State != "disabled" {
+		p.fail(o.field("state"), fmt.Sprintf("%q is not a state an administrator sets: enabled or disabled (or leave it out)", t.State))
+	}
+	t.Override = strings.TrimSpace(o.str("override"))
+	if t.Override != "" && t.State == "" {
+		p.fail(o.field("override"), "is the reason an enabled tool was enabled despite its findings: give state too")
+	}
+	if len(t.Override) > tools.MaxReason {
+		p.fail(o.field("override"), fmt.Sprintf("is too long (at most %d characters)", tools.MaxReason))
+	}
+	t.Risk = strings.ToLower(o.str("risk"))
+	if t.Risk != "" && t.Risk != "low" && t.Risk != "medium" && t.Risk != "high" {
+		p.fail(o.field("risk"), "must be low, medium or high (or left out to let the annotations decide)")
+	}
+	t.TimeoutMS = int(o.integer("timeout_ms"))
+	if t.TimeoutMS != 0 && (t.TimeoutMS < tools.MinTimeoutMS || t.TimeoutMS > tools.MaxTimeoutMS) {
+		p.fail(o.field("timeout_ms"), fmt.Sprintf("must be between %d and %d milliseconds", tools.MinTimeoutMS, tools.MaxTimeoutMS))
+	}
+	t.RateLimit = int(o.integer("rate_limit"))
+	if t.RateLimit < 0 || t.RateLimit > tools.MaxRateLimit {
+		p.fail(o.field("rate_limit"), fmt.Sprintf("must be between 1 and %d calls a minute", tools.MaxRateLimit))
+	}
+	t.Category = strings.ToLower(o.str("category"))
+	var tags []string
+	for j, v := range o.list("tags") {
+		s, ok := v.(string)
+		if !ok {
+			p.fail(fmt.Sprintf("%s[%d]", o.field("tags"), j), fmt.Sprintf("must be a string, not %s", describe(v)))
+			continue
+		}
+		tags = append(tags, s)
+	}
+	norm, err := tools.NormalizeTags(tags)
+	if err != nil {
+		p.fieldErrors(o.path, err)
+	}
+	t.Tags = norm
+	if v, ok := o.get("config"); ok {
+		if co, ok := p.mapping(o.field("config"), v); ok {
+			t.Params = map[string]Param{}
+			for _, name := range slices.Sorted(maps.Keys(co.m)) {
+				co.seen[name] = true
+				po, ok := p.mapping(co.field(name), co.m[name])
+				if !ok {
+					continue
+				}
+				pm := Param{Mode: po.str("mode")}
+				if pm.Mode != tools.ModeDefault && pm.Mode != tools.ModeFixed {
+					p.fail(po.field("mode"), "must be default or fixed")
+				}
+				value, hasValue := po.get("value")
+				ref := po.str("secret")
+				po.finish()
+				switch {
+				case hasValue && ref != "":
+					p.fail(po.path, "give a value or a secret reference, not both")
+				case ref != "":
+					m := envRefRE.FindStringSubmatch(ref)
+					if m == nil {
+						p.fail(po.field("secret"), fmt.Sprintf("%q is not a reference: write ${env:NAME}; a secret value itself never belongs in the file", ref))
+						continue
+					}
+					pm.SecretEnv = m[1]
+					if p.opts.ExpandEnv && p.opts.LookupEnv != nil {
+						if val, found := p.opts.LookupEnv(m[1]); found {
+							pm.Value = jsonOf(val)
+						}
+					}
+				case hasValue:
+					pm.Value = jsonOf(value)
+				default:
+					p.fail(po.path, "needs a value (or, for a secret, secret: ${env:NAME})")
+				}
+				t.Params[name] = pm
+			}
+		}
+	}
+	if v, ok := o.get("permissions"); ok {
+		if po, ok := p.mapping(o.field("permissions"), v); ok {
+			t.Permissions = map[string]bool{}
+			for _, user := range slices.Sorted(maps.Keys(po.m)) {
+				t.Permissions[user] = po.boolean(user)
+			}
+		}
+	}
+	if v, ok := o.get("compensation"); ok {
+		if co, ok := p.mapping(o.field("compensation"), v); ok {
+			c := &Compensation{Undo: co.str("undo"), Arguments: map[string]executions.MappedArgument{}}
+			if s, n, ok := toolname.Split(c.Undo); !ok || s == "" || n == "" {
+				p.fail(co.field("undo"), fmt.Sprintf("%q is not a qualified tool name: write server__tool", c.Undo))
+			}
+			if av, ok := co.get("arguments"); ok {
+				if ao, ok := p.mapping(co.field("arguments"), av); ok {
+					for _, name := range slices.Sorted(maps.Keys(ao.m)) {
+						ao.seen[name] = true
+						mo, ok := p.mapping(ao.field(name), ao.m[name])
+						if !ok {
+							continue
+						}
+						a := executions.MappedArgument{From: mo.str("from")}
+						if val, ok := mo.get("value"); ok {
+							a.Value = jsonOf(val)
+						}
+						mo.finish()
+						c.Arguments[name] = a
+					}
+				}
+			}
+			co.finish()
+			if err := executions.CheckArgumentMap(c.Arguments); err != nil {
+				p.fieldErrors(co.path, err)
+			}
+			t.Compensation = c
+		}
+	}
+	names := map[string]bool{}
+	for j, item := range o.list("test_cases") {
+		co, ok := p.mapping(fmt.Sprintf("%s[%d]", o.field("test_cases"), j), item)
+		if !ok {
+			continue
+		}
+		tc := tools.TestCase{Name: co.str("name"), Expect: co.str("expect"), ExpectText: co.str("expect_text"), Arguments: json.RawMessage("{}")}
+		if av, ok := co.get("arguments"); ok {
+			tc.Arguments = jsonOf(av)
+		}
+		co.finish()
+		if err := tools.CheckTestCase(&tc); err != nil {
+			p.fieldErrors(co.path, err)
+			continue
+		}
+		if names[tc.Name] {
+			p.fail(co.path, fmt.Sprintf("a second test case named %q", tc.Name))
+			continue
+		}
+		names[tc.Name] = true
+		t.TestCases = append(t.TestCases, tc)
+	}
+	o.finish()
+	return t
+}
+
+// fieldErrors reports a validation error's fields under path.
+func (p *parser) fieldErrors(path string, err error) {
+	var ve *verr.Error
+	if errors.As(err, &ve) {
+		for _, fe := range ve.Fields {
+			p.fail(path+"."+strings.TrimPrefix(fe.Field, "/"), fe.Message)
+		}
+		return
+	}
+	p.fail(path, err.Error())
+}
+
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return strconv.Quote(x)
+	case json.Number:
+		return x.String()
+	case bool:
+		return strconv.FormatBool(x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}

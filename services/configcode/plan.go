@@ -1,0 +1,554 @@
+package configcode
+
+// Planning: what importing a file would change, field by field, computed against the
+// database without changing it.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/toolstate"
+)
+
+// ImportOptions tune Plan.
+type ImportOptions struct {
+	// Prune deletes registered servers and categories the file does not list.
+	Prune bool
+	// CompareSecrets lets the plan say that a secret in the file equals the stored one
+	// (see registry.ImportOptions): only callers who could read secrets anyway set it.
+	CompareSecrets bool
+}
+
+// Item kinds and actions (besides registry's).
+const (
+	KindCategory = "category"
+	KindSettings = "settings"
+	KindTool     = "tool"
+	// ActionPending: the tool's server is registered by this import (or was never
+	// discovered); its settings apply once the import has discovered it.
+	ActionPending = "after_discovery"
+)
+
+// Plan is what importing a file would do. Apply it with Apply; a plan with Errors
+// cannot be applied. Unapplied lists what the file states that cannot be applied here
+// (a tool the server does not offer, a user that does not exist): the rest applies.
+type Plan struct {
+	File      string             `json:"file"`
+	Format    string             `json:"format"`
+	Servers   *registry.Plan     `json:"servers"`
+	Items     []Item             `json:"items"`
+	Unapplied []registry.Problem `json:"not_applied"`
+	Warnings  []registry.Problem `json:"warnings"`
+	Errors    []registry.Problem `json:"errors"`
+
+	file *File
+	opts ImportOptions
+}
+
+// Item is what happens to one category, the settings or one tool.
+type Item struct {
+	Kind    string                 `json:"kind"`
+	Name    string                 `json:"name"`
+	Action  string                 `json:"action"` // create, update, delete or after_discovery
+	Changes []registry.FieldChange `json:"changes,omitempty"`
+
+	tool     *Tool
+	cur      *storedTool
+	catID    string
+	cat      *Category
+	params   map[string]tools.ParamInput // nil: the parameters do not change
+	perms    map[string]*bool            // user → new rule (nil removes it)
+	comp     bool                        // the compensation changes
+	cases    []tools.TestCase            // to save
+	drop     []string                    // test cases to delete
+	patch    bool                        // risk, timeout, rate limit, category or tags change
+	state    string                      // "" or the state to move to
+	via      bool                        // disabled through enabled
+	override bool                        // the enable overrides findings (with the file's reason)
+	set      *Settings                   // KindSettings: the new settings
+}
+
+// label names the item for people: "tool ev__echo", "category utilities", "settings".
+func (it Item) label() string {
+	if it.Kind == KindSettings {
+		return it.Kind
+	}
+	return it.Kind + " " + it.Name
+}
+
+// HasErrors reports whether the plan cannot be applied.
+func (p *Plan) HasErrors() bool { return len(p.Errors) > 0 }
+
+// Empty reports whether applying the plan would change nothing.
+func (p *Plan) Empty() bool {
+	return p.Servers.Count(registry.PlanCreate)+p.Servers.Count(registry.PlanUpdate)+p.Servers.Count(registry.PlanDelete) == 0 &&
+		len(p.Items) == 0
+}
+
+// Count returns how many items of kind get action.
+func (p *Plan) Count(kind, action string) int {
+	n := 0
+	for _, it := range p.Items {
+		if it.Kind == kind && it.Action == action {
+			n++
+		}
+	}
+	return n
+}
+
+// Digest identifies what the plan does (see registry.Plan.Digest).
+func (p *Plan) Digest() string {
+	h := sha256.New()
+	h.Write([]byte(p.Servers.Digest()))
+	h.Write([]byte(p.String()))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Plan computes what importing f would change.
+func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan, error) {
+	if f == nil || f.Servers == nil {
+		return nil, errors.New("configcode: plan: no file")
+	}
+	sp, err := s.reg.PlanImport(ctx, f.Servers, registry.ImportOptions{Prune: opts.Prune, CompareSecrets: opts.CompareSecrets})
+	if err != nil {
+		return nil, err
+	}
+	plan := &Plan{File: f.Servers.File, Format: f.Servers.Format, Servers: sp, file: f, opts: opts,
+		Warnings: sp.Warnings, Errors: slices.Clone(sp.Errors)}
+	st, err := s.load(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	plan.planCategories(st)
+	plan.planSettings(st)
+	pending := plan.pendingServers(st)
+	cats := plan.categoryNames(st)
+	for i := range f.Tools {
+		it, ps := s.planTool(&f.Tools[i], st, pending, cats, opts.CompareSecrets, plan.File)
+		plan.Unapplied = append(plan.Unapplied, ps...)
+		if it != nil {
+			plan.Items = append(plan.Items, *it)
+		}
+	}
+	return plan, nil
+}
+
+func (p *Plan) planCategories(st *state) {
+	if !p.file.HasCats {
+		return
+	}
+	inFile := map[string]bool{}
+	for i, c := range p.file.Categories {
+		inFile[c.Name] = true
+		cur, ok := st.Categories[c.Name]
+		it := Item{Kind: KindCategory, Name: c.Name, Action: registry.PlanCreate, cat: &p.file.Categories[i]}
+		if ok {
+			it.Action, it.catID = registry.PlanUpdate, cur.ID
+		}
+		add := func(field, from, to string) {
+			if !ok || from != to {
+				if !ok {
+					from = ""
+				}
+				it.Changes = append(it.Changes, registry.FieldChange{Field: field, From: from, To: to})
+			}
+		}
+		add("description", strconv.Quote(cur.Description), strconv.Quote(c.Description))
+		add("auto_enable", strconv.FormatBool(cur.AutoEnable), strconv.FormatBool(c.AutoEnable))
+		if len(it.Changes) > 0 {
+			p.Items = append(p.Items, it)
+		}
+	}
+	if p.opts.Prune {
+		for _, name := range slices.Sorted(maps.Keys(st.Categories)) {
+			if !inFile[name] {
+				p.Items = append(p.Items, Item{Kind: KindCategory, Name: name, Action: registry.PlanDelete, catID: st.Categories[name].ID})
+			}
+		}
+	}
+}
+
+func (p *Plan) categoryNames(st *state) map[string]bool {
+	out := map[string]bool{}
+	for name := range st.Categories {
+		out[name] = true
+	}
+	for _, it := range p.Items {
+		if it.Kind == KindCategory && it.Action == registry.PlanDelete {
+			delete(out, it.Name)
+		}
+	}
+	for _, c := range p.file.Categories {
+		out[c.Name] = true
+	}
+	return out
+}
+
+func settingsOf(s *Settings) executions.Settings {
+	return executions.Settings{ApprovalTTL: time.Duration(s.ApprovalTTLSeconds) * time.Second, HighSeparation: decide.Separation(s.HighSeparation)}
+}
+
+func (p *Plan) planSettings(st *state) {
+	f := p.file.Settings
+	if f == nil {
+		return
+	}
+	it := Item{Kind: KindSettings, Name: "settings", Action: registry.PlanUpdate, set: f}
+	if cur, want := int64(st.Settings.ApprovalTTL/time.Second), f.ApprovalTTLSeconds; cur != want {
+		it.Changes = append(it.Changes, registry.FieldChange{Field: "approval_ttl_seconds", From: strconv.FormatInt(cur, 10), To: strconv.FormatInt(want, 10)})
+	}
+	want := f.HighSeparation
+	if want == "" {
+		want = string(decide.SeparationAuto)
+	}
+	if cur := string(st.Settings.HighSeparation); cur != want {
+		it.Changes = append(it.Changes, registry.FieldChange{Field: "high_separation", From: cur, To: want})
+	}
+	if len(it.Changes) > 0 {
+		p.Items = append(p.Items, it)
+	}
+}
+
+// pendingServers are the servers whose tools this import can know only after
+// discovering them: servers it registers, and registered ones never discovered (no
+// tools yet), with whether they are enabled (a disabled server is not discovered).
+func (p *Plan) pendingServers(st *state) map[string]bool {
+	out := map[string]bool{}
+	for _, it := range p.Servers.Items {
+		if it.Action == registry.PlanCreate {
+			out[it.Name] = true
+		}
+	}
+	has := map[string]bool{}
+	for _, t := range st.Tools {
+		has[t.Server] = true
+	}
+	for name := range st.Servers {
+		if !has[name] {
+			out[name] = true
+		}
+	}
+	return out
+}
+
+// planTool compares one tool of the file with the stored one.
+func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, compare bool, file string) (*Item, []registry.Problem) {
+	var not []registry.Problem
+	skip := func(field, msg string) {
+		f := "tools." + ft.Name
+		if field != "" {
+			f += "." + field
+		}
+		not = append(not, registry.Problem{File: file, Field: f, Message: msg})
+	}
+	server, name, _ := toolname.Split(ft.Name)
+	cur := st.Tools[ft.Name]
+	if cur == nil {
+		switch _, registered := st.Servers[server]; {
+		case pending[server]:
+			it := &Item{Kind: KindTool, Name: ft.Name, Action: ActionPending, tool: ft}
+			it.Changes = []registry.FieldChange{{Field: "waits for", To: "discovery of server " + server}}
+			return it, nil
+		case registered:
+			offered := []string{}
+			for _, t := range st.sortedTools() {
+				if t.Server == server {
+					offered = append(offered, t.Name)
+				}
+			}
+			skip("", fmt.Sprintf("server %s does not offer a tool %q (it offers %s): its settings were not applied", server, name, strings.Join(offered, ", ")))
+		default:
+			skip("", fmt.Sprintf("there is no server %q, here or in the file: the tool's settings were not applied", server))
+		}
+		return nil, not
+	}
+	it := &Item{Kind: KindTool, Name: ft.Name, Action: registry.PlanUpdate, tool: ft, cur: cur}
+	change := func(field, from, to string) {
+		it.Changes = append(it.Changes, registry.FieldChange{Field: field, From: from, To: to})
+	}
+	or := func(v, none string) string {
+		if v == "" {
+			return none
+		}
+		return v
+	}
+	num := func(v int) string {
+		if v == 0 {
+			return "none"
+		}
+		return strconv.Itoa(v)
+	}
+	if ft.Risk != cur.Risk {
+		change("risk", or(cur.Risk, "(annotations)"), or(ft.Risk, "(annotations)"))
+		it.patch = true
+	}
+	if ft.TimeoutMS != cur.TimeoutMS {
+		change("timeout_ms", num(cur.TimeoutMS), num(ft.TimeoutMS))
+		it.patch = true
+	}
+	if ft.RateLimit != cur.RateLimit {
+		change("rate_limit", num(cur.RateLimit), num(ft.RateLimit))
+		it.patch = true
+	}
+	category := ft.Category
+	if category != "" && !cats[category] {
+		skip("category", fmt.Sprintf("there is no category %q, here or in the file's categories: the tool keeps its category", category))
+		category = cur.Category
+	}
+	if category != cur.Category {
+		change("category", or(cur.Category, "none"), or(category, "none"))
+		it.patch = true
+	}
+	ft.Category = category
+	if !slices.Equal(ft.Tags, cur.Tags) && !(len(ft.Tags) == 0 && len(cur.Tags) == 0) {
+		change("tags", "["+strings.Join(cur.Tags, ", ")+"]", "["+strings.Join(ft.Tags, ", ")+"]")
+		it.patch = true
+	}
+	s.planParams(it, ft, cur, compare, skip)
+	if ft.State != "" && ft.State != cur.Status {
+		// A tool reaches disabled only from enabled: a file's disabled tool that was never
+		// enabled here is enabled and disabled in the one transaction (nobody sees it
+		// enabled), so it ends as the file says.
+		step := ft.State
+		if ft.State == toolstate.Disabled && cur.Status != toolstate.Enabled {
+			step, it.via = toolstate.Enabled, true
+		}
+		blocked := step == toolstate.Enabled && (cur.ValidationWorst == "critical" || cur.ValidationWorst == "error")
+		switch {
+		case !toolstate.Allowed(cur.Status, step):
+			skip("state", fmt.Sprintf("a tool that is %s cannot be %s", cur.Status, ft.State))
+		case (blocked || toolstate.NeedsOverride(cur.Status, step)) && ft.Override == "":
+			skip("state", fmt.Sprintf("enabling it (now %s) needs an administrator's override with a reason: enable it on the tool's page, or give override: <reason> in the file", cur.Status))
+		default:
+			to := ft.State
+			if it.via {
+				to += " (enabled, then disabled)"
+			}
+			if blocked || toolstate.NeedsOverride(cur.Status, step) {
+				to += ", overriding its findings: " + strconv.Quote(ft.Override)
+				it.override = true
+			}
+			change("state", cur.Status, to)
+			it.state = ft.State
+		}
+	}
+	it.perms = map[string]*bool{}
+	for _, user := range slices.Sorted(maps.Keys(ft.Permissions)) {
+		want := ft.Permissions[user]
+		if !st.Users[user] {
+			skip("permissions."+user, fmt.Sprintf("there is no user %q: the permission was not applied", user))
+			continue
+		}
+		if have, ok := cur.Permissions[user]; !ok || have != want {
+			from := "role"
+			if ok {
+				from = strconv.FormatBool(have)
+			}
+			change("permissions."+user, from, strconv.FormatBool(want))
+			it.perms[user] = &want
+		}
+	}
+	for _, user := range slices.Sorted(maps.Keys(cur.Permissions)) {
+		if _, ok := ft.Permissions[user]; !ok {
+			change("permissions."+user, strconv.FormatBool(cur.Permissions[user]), "role")
+			it.perms[user] = nil
+		}
+	}
+	s.planCompensation(it, ft, cur, st, pending, skip)
+	planCases(it, ft, cur)
+	if len(it.Changes) == 0 {
+		return nil, not
+	}
+	return it, not
+}
+
+func (s *Service) planParams(it *Item, ft *Tool, cur *storedTool, compare bool, skip func(field, msg string)) {
+	inputs := map[string]tools.ParamInput{}
+	changed := false
+	for _, name := range slices.Sorted(maps.Keys(ft.Params)) {
+		fp := ft.Params[name]
+		cs, stored := cur.Config.Params[name]
+		field := "config." + name
+		switch {
+		case fp.SecretEnv != "" && fp.Value == nil:
+			if !stored || cs.Secret == "" {
+				skip(field, fmt.Sprintf("the secret's value is not stored here and ${env:%s} is not set where the file was imported: set it on the tool's page, or set %s and import again", fp.SecretEnv, fp.SecretEnv))
+				continue
+			}
+			inputs[name] = tools.ParamInput{Mode: fp.Mode} // keeps the stored value
+			if cs.Mode != fp.Mode {
+				it.Changes = append(it.Changes, registry.FieldChange{Field: field + ".mode", From: cs.Mode, To: fp.Mode})
+				changed = true
+			}
+		case fp.SecretEnv != "":
+			inputs[name] = tools.ParamInput{Mode: fp.Mode, Value: fp.Value}
+			same := stored && cs.Secret != "" && cs.Mode == fp.Mode && compare && s.tools.SameSecret(cur.ID, name, cs.Secret, fp.Value)
+			if !same {
+				to := "set"
+				if stored {
+					to = "replaced"
+				}
+				it.Changes = append(it.Changes, registry.FieldChange{Field: field, To: to + " (secret, from ${env:" + fp.SecretEnv + "})", Secret: true})
+				changed = true
+			}
+		default:
+			inputs[name] = tools.ParamInput{Mode: fp.Mode, Value: fp.Value}
+			if stored && cs.Secret == "" && cs.Mode == fp.Mode && tools.SameJSON(cs.Value, fp.Value) {
+				continue
+			}
+			from := ""
+			if stored {
+				from = cs.Mode + " " + compactJSON(cs.Value)
+				if cs.Secret != "" {
+					from = cs.Mode + " (secret)"
+				}
+			}
+			it.Changes = append(it.Changes, registry.FieldChange{Field: field, From: from, To: fp.Mode + " " + compactJSON(fp.Value)})
+			changed = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cur.Config.Params)) {
+		if _, ok := ft.Params[name]; !ok {
+			it.Changes = append(it.Changes, registry.FieldChange{Field: "config." + name, To: "removed"})
+			changed = true
+		}
+	}
+	if changed {
+		it.params = inputs
+	}
+}
+
+func (s *Service) planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending map[string]bool, skip func(field, msg string)) {
+	want := ft.Compensation
+	if want != nil {
+		server, _, _ := toolname.Split(want.Undo)
+		switch {
+		case want.Undo == ft.Name:
+			skip("compensation.undo", "a tool cannot undo itself")
+			want = nil
+		case st.Tools[want.Undo] == nil && !pending[server]:
+			skip("compensation.undo", fmt.Sprintf("there is no tool %q: the compensation was not applied", want.Undo))
+			want = nil
+		case st.Tools[want.Undo] == nil:
+			skip("compensation.undo", fmt.Sprintf("tool %q is not discovered yet: import the file again once server %s is discovered", want.Undo, server))
+			want = nil
+		}
+	}
+	have := cur.Compensation
+	switch {
+	case want == nil && have == nil:
+	case want == nil:
+		if ft.Compensation == nil { // not applicable is not "remove"
+			it.Changes = append(it.Changes, registry.FieldChange{Field: "compensation", From: have.Undo, To: "none"})
+			it.comp = true
+		}
+	case have == nil || have.Undo != want.Undo || !sameArgs(have.Arguments, want.Arguments):
+		from := "none"
+		if have != nil {
+			from = have.Undo + " " + argsText(have.Arguments)
+		}
+		it.Changes = append(it.Changes, registry.FieldChange{Field: "compensation", From: from, To: want.Undo + " " + argsText(want.Arguments)})
+		it.comp = true
+	}
+}
+
+func argsText(m map[string]executions.MappedArgument) string {
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+func sameArgs(a, b map[string]executions.MappedArgument) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || x.From != y.From || (len(x.Value) > 0) != (len(y.Value) > 0) || len(x.Value) > 0 && !tools.SameJSON(x.Value, y.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+func planCases(it *Item, ft *Tool, cur *storedTool) {
+	names := map[string]bool{}
+	for _, tc := range ft.TestCases {
+		names[tc.Name] = true
+		have, ok := cur.TestCases[tc.Name]
+		if ok && have.Expect == tc.Expect && have.ExpectText == tc.ExpectText && tools.SameJSON(have.Arguments, tc.Arguments) {
+			continue
+		}
+		to := fmt.Sprintf("%s %s", compactJSON(tc.Arguments), tc.Expect)
+		if tc.ExpectText != "" {
+			to += " containing " + strconv.Quote(tc.ExpectText)
+		}
+		from := ""
+		if ok {
+			from = fmt.Sprintf("%s %s", compactJSON(have.Arguments), have.Expect)
+			if have.ExpectText != "" {
+				from += " containing " + strconv.Quote(have.ExpectText)
+			}
+		}
+		it.Changes = append(it.Changes, registry.FieldChange{Field: "test_cases." + tc.Name, From: from, To: to})
+		it.cases = append(it.cases, tc)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cur.TestCases)) {
+		if !names[name] {
+			it.Changes = append(it.Changes, registry.FieldChange{Field: "test_cases." + name, To: "removed"})
+			it.drop = append(it.drop, name)
+		}
+	}
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// String renders the plan for people: the servers as registry renders them, then each
+// category, the settings and each tool with its changed fields (old → new), what waits
+// for discovery, what cannot be applied, and a summary. Never a secret value.
+func (p *Plan) String() string {
+	var b strings.Builder
+	b.WriteString(p.Servers.String())
+	if len(p.Items) > 0 || len(p.Unapplied) > 0 {
+		b.WriteString("\nCategories, settings and tools\n")
+	}
+	for _, it := range p.Items {
+		sign := map[string]string{registry.PlanCreate: "+ create", registry.PlanUpdate: "~ update",
+			registry.PlanDelete: "- delete", ActionPending: "… after discovery:"}[it.Action]
+		fmt.Fprintf(&b, "%s %s\n", sign, it.label())
+		for _, c := range it.Changes {
+			fmt.Fprintf(&b, "    %s\n", c)
+		}
+	}
+	if len(p.Unapplied) > 0 {
+		b.WriteString("\nNot applied (the rest is):\n")
+		for _, u := range p.Unapplied {
+			b.WriteString("  ! " + u.String() + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "\n%d tool(s) to change, %d after discovery, %d categories to create, %d to update, %d to delete, settings %s; %d not applied.\n",
+		p.Count(KindTool, registry.PlanUpdate), p.Count(KindTool, ActionPending), p.Count(KindCategory, registry.PlanCreate),
+		p.Count(KindCategory, registry.PlanUpdate), p.Count(KindCategory, registry.PlanDelete),
+		map[bool]string{true: "change", false: "unchanged"}[p.Count(KindSettings, registry.PlanUpdate) > 0], len(p.Unapplied))
+	return b.String()
+}

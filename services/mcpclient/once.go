@@ -1,0 +1,62 @@
+package mcpclient
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// DiscoverOnce opens a throwaway session with server id as it is registered, lists its
+// tools (and resources and prompts) and stores them as a discovery with trigger, then
+// closes the session. It needs no Run: `toolwarden import` uses it to discover the
+// servers a file registers before it applies their tools' settings, and so does the
+// import API (the manager's own session may still be connecting). A running manager
+// discovers the same server on connect; the registry serializes the two and the second
+// finds nothing changed.
+func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor audit.Actor) (registry.DiscoveryResult, error) {
+	cfg, err := m.reg.Connection(ctx, id)
+	if err != nil {
+		return registry.DiscoveryResult{}, err
+	}
+	bound := m.opts.TestTimeout
+	if cfg.Timeout > bound {
+		bound = cfg.Timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*bound)
+	defer cancel()
+	stderr := newLineBuffer(50, 2048)
+	redact := redactor(cfg)
+	stderr.setRedact(redact)
+	fail := func(err error) (registry.DiscoveryResult, error) {
+		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: %s", cfg.Name, redact(err.Error()))
+	}
+	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin, m.opts.Egress)
+	if err != nil {
+		return fail(err)
+	}
+	m.track(ep)
+	cs, stop, err := connect(ctx, m.newClient(nil), ep, cfg.Timeout)
+	if err != nil {
+		return fail(err)
+	}
+	s := &session{cs: cs, ep: ep, cancel: stop}
+	defer s.close()
+	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now()}
+	tools, pages, err := listTools(ctx, cs, m.opts.MaxPages, nil)
+	if err != nil {
+		return fail(err)
+	}
+	d.Tools, d.Pages = tools, pages
+	if caps := cs.InitializeResult().Capabilities; caps != nil {
+		if caps.Resources != nil {
+			d.Resources = listResources(ctx, cs)
+		}
+		if caps.Prompts != nil {
+			d.Prompts = listPrompts(ctx, cs)
+		}
+	}
+	return m.reg.ApplyDiscovery(ctx, id, d)
+}
