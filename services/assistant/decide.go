@@ -159,7 +159,11 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		op.Choose = true
 		d.State.Pending = &op
 		d.State.LastKind, d.State.LastIDs = op.Kind, ids
-		d.Reply = fmt.Sprintf("I found %d %ss that match %q. Did you mean:", len(ids), op.Kind, u.Ref)
+		what := op.Kind + "s"
+		if op.Kind == "" {
+			what = "servers and tools"
+		}
+		d.Reply = fmt.Sprintf("I found %d %s that match %q. Did you mean:", len(ids), what, u.Ref)
 		d.Choices = choicesFor(cat, op.Kind, ids)
 		return d
 	}
@@ -341,6 +345,16 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	op := *p
 	op.Choose = false
 	op.IDs = picked
+	if op.Kind == "" { // the choice was between servers and tools: the pick says which
+		op.Kind = "tool"
+		if isServer(cat, picked[0]) {
+			op.Kind = "server"
+		}
+		op.Intent = retargetKind(op.Intent, op.Kind)
+		if op.Kind == "tool" {
+			op.Intent = toolTwin(op.Intent)
+		}
+	}
 	d.State.Pending = nil
 	if destructive(op) {
 		op.Confirm = true
@@ -404,6 +418,15 @@ func label(cat *Catalogue, id string) string {
 		}
 	}
 	return id
+}
+
+func isServer(cat *Catalogue, id string) bool {
+	for _, s := range cat.Servers {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func serverOf(cat *Catalogue, id string) string {

@@ -141,3 +141,22 @@ func TestDecideGuidedSetup(t *testing.T) {
 	})
 	_ = st
 }
+
+// A name that is both a server's and a tool's (no "server" or "tool" said): the choice
+// says which, and the op follows the pick's kind.
+func TestDecideServerOrTool(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	cat.Tools = append(cat.Tools, Tool{ID: "t-ev2.translation", Name: "translation", Server: "ev2", ServerID: "s-ev2",
+		Description: "Translate a charging station's name", State: "enabled", Risk: "LOW"})
+	d := Decide("disable translation", Understand("disable translation", cat), State{}, cat)
+	if d.Do != nil || len(d.Choices) != 2 || !strings.Contains(d.Reply, "servers and tools") {
+		t.Fatalf("both kinds: %+v", d)
+	}
+	for pick, want := range map[string]Intent{"1": IntentDisableServer, "2": IntentDisableTool} {
+		d2 := Decide(pick, Understand(pick, cat), d.State, cat)
+		if d2.Do == nil || d2.Do.Intent != want {
+			t.Fatalf("pick %s: %+v, want %s", pick, d2.Do, want)
+		}
+	}
+}
