@@ -235,6 +235,44 @@ func planView(p *registry.Plan) *views.ImportPlan {
 	return v
 }
 
+// importBody reads an import's body (bounded) and the file name it is known by.
+func importBody(c echo.Context) (string, []byte, error) {
+	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxImportBytes+1))
+	if err != nil {
+		return "", nil, err
+	}
+	if len(data) > maxImportBytes {
+		return "", nil, verr.New("body", fmt.Sprintf("must be at most %d bytes", maxImportBytes))
+	}
+	name := c.QueryParam("filename")
+	if name == "" {
+		name = "body"
+	}
+	return filepath.Base(name), data, nil
+}
+
+// importRefusal is why a planned import may not go on: the file could not be read, the
+// person may not import what it holds (denied), or the plan has errors.
+func importRefusal(err error, denied bool, problems []registry.Problem) error {
+	if ps, ok := registry.ProblemsOf(err); ok {
+		return problemsError(ps)
+	}
+	if err != nil {
+		return err
+	}
+	if denied {
+		var why []string
+		for _, p := range problems {
+			why = append(why, p.String())
+		}
+		return fault.Forbidden("only administrators can import this file: " + strings.Join(why, "; "))
+	}
+	if len(problems) > 0 {
+		return problemsError(problems)
+	}
+	return nil
+}
+
 // APIExport returns the YAML export.
 func (h ImportExportHandler) APIExport(c echo.Context) error { return h.Export(c) }
 
@@ -242,33 +280,16 @@ func (h ImportExportHandler) APIExport(c echo.Context) error { return h.Export(c
 // configuration file named by ?filename= (the format is detected from the content).
 // A plan with errors is 400 invalid_input with each problem in details.
 func (h ImportExportHandler) APIImport(c echo.Context) error {
-	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxImportBytes+1))
+	name, data, err := importBody(c)
 	if err != nil {
 		return err
 	}
-	if len(data) > maxImportBytes {
-		return verr.New("body", fmt.Sprintf("must be at most %d bytes", maxImportBytes))
-	}
-	name := c.QueryParam("filename")
-	if name == "" {
-		name = "body"
-	}
-	plan, denied, err := h.plan(c, filepath.Base(name), data, c.QueryParam("prune") == "true")
-	if problems, ok := registry.ProblemsOf(err); ok {
-		return problemsError(problems)
-	}
+	plan, denied, err := h.plan(c, name, data, c.QueryParam("prune") == "true")
 	if err != nil {
+		return importRefusal(err, false, nil)
+	}
+	if err := importRefusal(nil, len(denied) > 0, plan.Errors); err != nil {
 		return err
-	}
-	if len(denied) > 0 {
-		var why []string
-		for _, p := range plan.Errors {
-			why = append(why, p.String())
-		}
-		return fault.Forbidden("only administrators can import this file: " + strings.Join(why, "; "))
-	}
-	if plan.HasErrors() {
-		return problemsError(plan.Errors)
 	}
 	if c.QueryParam("dry_run") == "true" {
 		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "plan": plan})
@@ -335,33 +356,16 @@ func (h ImportExportHandler) APIExportAll(c echo.Context) error {
 // configuration named by ?filename=. A file with errors is 400 invalid_input naming each
 // problem; what cannot be applied is listed in not_applied and the rest applies.
 func (h ImportExportHandler) APIImportAll(c echo.Context) error {
-	data, err := io.ReadAll(io.LimitReader(c.Request().Body, maxImportBytes+1))
+	name, data, err := importBody(c)
 	if err != nil {
 		return err
 	}
-	if len(data) > maxImportBytes {
-		return verr.New("body", fmt.Sprintf("must be at most %d bytes", maxImportBytes))
-	}
-	name := c.QueryParam("filename")
-	if name == "" {
-		name = "body"
-	}
-	plan, denied, err := h.planAll(c, filepath.Base(name), data, c.QueryParam("prune") == "true")
-	if problems, ok := registry.ProblemsOf(err); ok {
-		return problemsError(problems)
-	}
+	plan, denied, err := h.planAll(c, name, data, c.QueryParam("prune") == "true")
 	if err != nil {
+		return importRefusal(err, false, nil)
+	}
+	if err := importRefusal(nil, len(denied) > 0, plan.Errors); err != nil {
 		return err
-	}
-	if len(denied) > 0 {
-		var why []string
-		for _, p := range plan.Errors {
-			why = append(why, p.String())
-		}
-		return fault.Forbidden("only administrators can import this file: " + strings.Join(why, "; "))
-	}
-	if plan.HasErrors() {
-		return problemsError(plan.Errors)
 	}
 	if c.QueryParam("dry_run") == "true" {
 		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "plan": plan, "diff": plan.String()})

@@ -167,15 +167,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		d.Choices = choicesFor(cat, op.Kind, ids)
 		return d
 	}
-	if destructive(op) {
-		op.Confirm = true
-		d.State.Pending = &op
-		d.Reply = confirmText(op, cat)
-		d.Choices = []Choice{{"Yes", "yes"}, {"No", "no"}}
-		return d
-	}
-	d.Do = &op
-	return d
+	return confirmOrDo(d, op, cat)
 }
 
 // changes reports whether an intent does something (a new request, not an answer).
@@ -356,6 +348,11 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 		}
 	}
 	d.State.Pending = nil
+	return confirmOrDo(d, op, cat)
+}
+
+// confirmOrDo asks for a yes before a destructive op, and decides to do any other.
+func confirmOrDo(d Decision, op Op, cat *Catalogue) Decision {
 	if destructive(op) {
 		op.Confirm = true
 		d.State.Pending = &op

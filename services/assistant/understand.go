@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // Understand reads one message against the catalogue: its intent from verb families and
@@ -807,7 +809,7 @@ func serverByName(cat *Catalogue, n string) string {
 	}
 	if len(n) >= 5 {
 		for _, s := range cat.Servers {
-			if editDistance(strings.ToLower(s.Name), n) == 1 {
+			if textcheck.EditDistance(strings.ToLower(s.Name), n) == 1 {
 				return s.ID
 			}
 		}
@@ -937,7 +939,7 @@ func matchServers(cat *Catalogue, ref string) []string {
 		switch {
 		case n == r:
 			exact = append(exact, s.ID)
-		case len(r) >= 4 && editDistance(n, r) <= 1+len(r)/8:
+		case len(r) >= 4 && textcheck.EditDistance(n, r) <= 1+len(r)/8:
 			near = append(near, s.ID)
 		case containsAll(words(s.Name+" "+s.Description), contentWords(" "+r+" ")):
 			rel = append(rel, s.ID)
@@ -961,7 +963,7 @@ func matchTools(cat *Catalogue, ref, on string) []string {
 		switch {
 		case n == r || tl.Title != "" && norm(tl.Title) == r || norm(tl.Server+" "+tl.Name) == r:
 			exact = append(exact, tl.ID)
-		case len(r) >= 5 && editDistance(n, r) <= 1+len(r)/8:
+		case len(r) >= 5 && textcheck.EditDistance(n, r) <= 1+len(r)/8:
 			near = append(near, tl.ID)
 		case len(rw) > 0 && containsAllStem(toolWords(tl), rw):
 			rel = append(rel, tl.ID)
@@ -1028,25 +1030,4 @@ func containsAllStem(hay map[string]bool, need []string) bool {
 		}
 	}
 	return true
-}
-
-// editDistance is the Levenshtein distance of a and b (for names: bytes suffice).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

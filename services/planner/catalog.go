@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/toolname"
 )
 
@@ -140,7 +141,7 @@ func (c *catalog) suggest(name string, n int) []string {
 	var cands []cand
 	for full := range c.byName {
 		lf, lb := strings.ToLower(full), strings.ToLower(bare(full))
-		d := min(distance(q, lf), distance(q, lb), distance(base, lf), distance(base, lb))
+		d := min(textcheck.EditDistance(q, lf), textcheck.EditDistance(q, lb), textcheck.EditDistance(base, lf), textcheck.EditDistance(base, lb))
 		within := len(base) >= 3 && strings.Contains(lf, base)
 		if within || d <= limit {
 			cands = append(cands, cand{full, within, d})
@@ -163,27 +164,6 @@ func (c *catalog) suggest(name string, n int) []string {
 		out = append(out, c.name)
 	}
 	return out
-}
-
-// distance is the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func orList(s []string) string {
