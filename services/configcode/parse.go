@@ -128,7 +128,7 @@ type fields struct {
 func (p *parser) mapping(path string, v any) (*fields, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		p.fail(path, fmt.Sprintf("must be a mapping, not %s", describe(v)))
+		p.fail(path, fmt.Sprintf("must be a mapping, not %s", registry.Describe(v)))
 		return nil, false
 	}
 	return &fields{p: p, path: path, m: m, seen: map[string]bool{}}, true
@@ -163,7 +163,7 @@ func (o *fields) str(k string) string {
 	case bool:
 		return strconv.FormatBool(x)
 	}
-	o.p.fail(o.field(k), fmt.Sprintf("must be a string, not %s", describe(v)))
+	o.p.fail(o.field(k), fmt.Sprintf("must be a string, not %s", registry.Describe(v)))
 	return ""
 }
 
@@ -175,7 +175,7 @@ func (o *fields) integer(k string) int64 {
 	n, isNum := v.(json.Number)
 	i, err := strconv.ParseInt(n.String(), 10, 64)
 	if !isNum || err != nil {
-		o.p.fail(o.field(k), fmt.Sprintf("must be a whole number, not %s", describe(v)))
+		o.p.fail(o.field(k), fmt.Sprintf("must be a whole number, not %s", registry.Describe(v)))
 		return 0
 	}
 	return i
@@ -188,7 +188,7 @@ func (o *fields) boolean(k string) bool {
 	}
 	b, isBool := v.(bool)
 	if !isBool {
-		o.p.fail(o.field(k), fmt.Sprintf("must be true or false, not %s", describe(v)))
+		o.p.fail(o.field(k), fmt.Sprintf("must be true or false, not %s", registry.Describe(v)))
 	}
 	return b
 }
@@ -200,7 +200,7 @@ func (o *fields) list(k string) []any {
 	}
 	l, isList := v.([]any)
 	if !isList {
-		o.p.fail(o.field(k), fmt.Sprintf("must be a list, not %s", describe(v)))
+		o.p.fail(o.field(k), fmt.Sprintf("must be a list, not %s", registry.Describe(v)))
 	}
 	return l
 }
@@ -317,7 +317,7 @@ func (p *parser) tool(o *fields, i int) Tool {
 	for j, v := range o.list("tags") {
 		s, ok := v.(string)
 		if !ok {
-			p.fail(fmt.Sprintf("%s[%d]", o.field("tags"), j), fmt.Sprintf("must be a string, not %s", describe(v)))
+			p.fail(fmt.Sprintf("%s[%d]", o.field("tags"), j), fmt.Sprintf("must be a string, not %s", registry.Describe(v)))
 			continue
 		}
 		tags = append(tags, s)
@@ -441,22 +441,4 @@ func (p *parser) fieldErrors(path string, err error) {
 		return
 	}
 	p.fail(path, err.Error())
-}
-
-func describe(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return strconv.Quote(x)
-	case json.Number:
-		return x.String()
-	case bool:
-		return strconv.FormatBool(x)
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "a mapping"
-	}
-	return fmt.Sprintf("%T", v)
 }

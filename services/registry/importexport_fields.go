@@ -53,7 +53,7 @@ func (o *obj) str(key string) string {
 	}
 	s, ok := scalarString(v)
 	if !ok {
-		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a string, not %s", describe(v)))
+		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a string, not %s", Describe(v)))
 	}
 	return s
 }
@@ -77,7 +77,7 @@ func (o *obj) list(key string) []string {
 	}
 	l, ok := v.([]any)
 	if !ok {
-		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a list of strings, not %s", describe(v)))
+		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a list of strings, not %s", Describe(v)))
 		return nil
 	}
 	out := make([]string, 0, len(l))
@@ -85,7 +85,7 @@ func (o *obj) list(key string) []string {
 		field := fmt.Sprintf("%s%s[%d]", o.prefix, key, i)
 		s, ok := scalarString(item)
 		if !ok || item == nil {
-			o.p.fail(o.server, field, fmt.Sprintf("must be a string, not %s", describe(item)))
+			o.p.fail(o.server, field, fmt.Sprintf("must be a string, not %s", Describe(item)))
 			continue
 		}
 		if s, keep := o.p.expand(o.server, field, s, o.env); keep {
@@ -104,7 +104,7 @@ func (o *obj) secrets(key string) map[string]*string {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a mapping from names to values, not %s", describe(v)))
+		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a mapping from names to values, not %s", Describe(v)))
 		return map[string]*string{}
 	}
 	out := make(map[string]*string, len(m))
@@ -131,7 +131,7 @@ func (o *obj) secretValue(field string, v any) *string {
 	}
 	s, ok := scalarString(v)
 	if !ok {
-		o.p.fail(o.server, field, fmt.Sprintf("must be a string or null, not %s", describe(v)))
+		o.p.fail(o.server, field, fmt.Sprintf("must be a string or null, not %s", Describe(v)))
 		return nil
 	}
 	s, keep := o.p.expand(o.server, field, s, nil)
@@ -150,7 +150,7 @@ func (o *obj) integer(key string, def int) int {
 	n, isNum := v.(json.Number)
 	i, err := strconv.Atoi(string(n))
 	if !isNum || err != nil {
-		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a whole number, not %s", describe(v)))
+		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be a whole number, not %s", Describe(v)))
 		return def
 	}
 	return i
@@ -164,7 +164,7 @@ func (o *obj) boolean(key string, def bool) bool {
 	}
 	b, ok := v.(bool)
 	if !ok {
-		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be true or false, not %s", describe(v)))
+		o.p.fail(o.server, o.prefix+key, fmt.Sprintf("must be true or false, not %s", Describe(v)))
 		return def
 	}
 	return b
@@ -222,7 +222,9 @@ func scalarString(v any) (string, bool) {
 	return "", false
 }
 
-func describe(v any) string {
+// Describe names a value of a configuration file for an error: "null", "a list", a
+// quoted string.
+func Describe(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "null"

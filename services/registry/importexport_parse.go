@@ -297,7 +297,7 @@ func (p *parser) native(m map[string]any) {
 		p.fail("", "version", fmt.Sprintf("is missing: the first line of the file should be version: %d", ConfigVersion))
 	default:
 		if n, ok := v.(json.Number); !ok || n.String() != strconv.Itoa(ConfigVersion) {
-			p.fail("", "version", fmt.Sprintf("%s is not a version this Toolwarden reads (want %d)", describe(v), ConfigVersion))
+			p.fail("", "version", fmt.Sprintf("%s is not a version this Toolwarden reads (want %d)", Describe(v), ConfigVersion))
 		}
 	}
 	top.used("version")
