@@ -67,7 +67,7 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 	serverChanges := plan.Servers.Count(registry.PlanCreate)+plan.Servers.Count(registry.PlanUpdate)+plan.Servers.Count(registry.PlanDelete) > 0
 	if serverChanges || len(pending) < len(plan.Items) {
 		base := len(res.Unapplied)
-		err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		err := db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 			var err error
 			// Begun again after a retry: what the last attempt noted goes.
 			res.Changed, res.Servers, res.Unapplied = nil, registry.ImportResult{}, res.Unapplied[:base]
@@ -159,7 +159,7 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 		return nil
 	}
 	before, unapplied := len(res.Changed), len(res.Unapplied)
-	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	return db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		res.Changed, res.Unapplied = res.Changed[:before], res.Unapplied[:unapplied]
 		for _, it := range items {
 			if err := s.applyItem(ctx, tx, actor, it, plan.File, res); err != nil {

@@ -75,6 +75,31 @@ func WithTx(ctx context.Context, b TxBeginner, fn func(tx pgx.Tx) error) (err er
 	return nil
 }
 
+// txAttempts bounds how often WithTxRetry runs a transaction that lost a deadlock or a
+// serialization conflict.
+const txAttempts = 4
+
+// WithTxRetry is WithTx for a transaction that takes many locks in an order other work
+// may not share (an import touching many tools while discovery updates them): when
+// PostgreSQL ends it as a deadlock's victim or for a serialization conflict, fn runs
+// again in a new transaction, up to four times. fn must start from scratch each time.
+func WithTxRetry(ctx context.Context, b TxBeginner, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range txAttempts {
+		if err = WithTx(ctx, b, fn); !Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// Retryable reports whether err ended a transaction that may succeed if run again: a
+// deadlock's victim (40P01) or a serialization failure (40001).
+func Retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
 // hookedTx is a transaction begun by WithTx: the pgx.Tx with the functions to run once
 // its outermost transaction commits.
 type hookedTx struct {

@@ -387,3 +387,52 @@ func TestAfterCommit(t *testing.T) {
 		t.Fatalf("ran for a rollback or a foreign transaction: %v", got)
 	}
 }
+
+// A transaction that loses a deadlock runs again; other errors end it at once.
+func TestWithTxRetry(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := t.Context()
+	if _, err := pool.Exec(ctx, `CREATE TABLE retry_rows (id int PRIMARY KEY, n int); INSERT INTO retry_rows VALUES (1, 0), (2, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	// Two transactions lock the rows in opposite orders: one is the deadlock's victim
+	// and runs again.
+	start := make(chan struct{})
+	runs := [2]int{}
+	errs := make(chan error, 2)
+	for i, order := range [][2]int{{1, 2}, {2, 1}} {
+		go func() {
+			errs <- db.WithTxRetry(ctx, pool, func(tx pgx.Tx) error {
+				runs[i]++
+				if _, err := tx.Exec(ctx, `UPDATE retry_rows SET n = n + 1 WHERE id = $1`, order[0]); err != nil {
+					return err
+				}
+				if runs[i] == 1 {
+					<-start
+					time.Sleep(50 * time.Millisecond)
+				}
+				_, err := tx.Exec(ctx, `UPDATE retry_rows SET n = n + 1 WHERE id = $1`, order[1])
+				return err
+			})
+		}()
+	}
+	close(start)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a transaction failed: %v", err)
+		}
+	}
+	var total int
+	if err := pool.QueryRow(ctx, `SELECT sum(n) FROM retry_rows`).Scan(&total); err != nil || total != 4 {
+		t.Fatalf("sum %d (%v), want both transactions' 4 updates", total, err)
+	}
+	if runs[0]+runs[1] != 3 {
+		t.Fatalf("runs %v, want one of them run twice", runs)
+	}
+	calls := 0
+	err := db.WithTxRetry(ctx, pool, func(tx pgx.Tx) error { calls++; return errors.New("plain") })
+	if err == nil || calls != 1 {
+		t.Fatalf("a plain error: %v after %d calls", err, calls)
+	}
+}
