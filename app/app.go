@@ -123,8 +123,8 @@ type App struct {
 	Assistant *assistant.Service
 	// AuditLog reads the audit log for people and checks its chain on request.
 	AuditLog *audit.Log
-	Memory    *memory.Service
-	Web       *web.Server
+	Memory   *memory.Service
+	Web      *web.Server
 	// FirstAdminPassword is the password of the administrator New created on a fresh
 	// database ("" when there was one already).
 	FirstAdminPassword string
