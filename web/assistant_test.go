@@ -2,11 +2,13 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -194,4 +196,43 @@ func TestAssistantAPI(t *testing.T) {
 		t.Fatalf("empty message: %+v", e)
 	}
 	admin.Error(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"conversation_id": "bad id!", "message": "hi"}, 400, "invalid_input")
+}
+
+// Without JavaScript the chat form posts and comes back to the page, which shows the
+// conversation; a choice is a form of its own that sends its target.
+func TestAssistantPageWithoutJS(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	send := func(conv, msg string) *goquery.Document {
+		t.Helper()
+		res := srv.PostForm(t, admin, "/assistant/messages", url.Values{"conversation_id": {conv}, "message": {msg}})
+		_ = res.Body.Close()
+		loc := res.Header.Get("Location")
+		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/assistant?c=") {
+			t.Fatalf("after the post: %d to %q", res.StatusCode, loc)
+		}
+		return page(t, srv.Get(t, admin, loc))
+	}
+	doc := send("", "how do I add a server?")
+	msgs := doc.Find(`[data-testid="assistant-msg-assistant"]`)
+	if msgs.Length() != 1 || !strings.Contains(msgs.Text(), "guide you through adding a server") {
+		t.Fatalf("the page shows %q", doc.Find(`[data-testid="assistant-log"]`).Text())
+	}
+	conv := doc.Find(`form[data-assistant-form] input[name=conversation_id]`).AttrOr("value", "")
+	target := doc.Find(`[data-assistant-choice] input[name=message]`).First().AttrOr("value", "")
+	if conv == "" || target != "yes" {
+		t.Fatalf("conversation %q, first choice sends %q", conv, target)
+	}
+	doc = send(conv, target)
+	if got := doc.Find(`[data-testid="assistant-msg-assistant"]`).Last().Text(); !strings.Contains(got, "what's the URL") {
+		t.Fatalf("after the choice: %q", got)
+	}
+	// The page without ?c= shows the latest conversation; ?new=1 a fresh one.
+	if n := page(t, srv.Get(t, admin, "/assistant")).Find(`[data-testid="assistant-msg-person"]`).Length(); n != 2 {
+		t.Fatalf("latest conversation: %d messages of the person", n)
+	}
+	if n := page(t, srv.Get(t, admin, "/assistant?new=1")).Find(`[data-testid="assistant-hello"]`).Length(); n != 1 {
+		t.Fatal("a new conversation does not start empty")
+	}
 }
