@@ -449,6 +449,42 @@
   });
   document.addEventListener("DOMContentLoaded", syncOperations);
   document.addEventListener("htmx:afterSwap", syncOperations);
+  // The test form's choices and null boxes (views/testform.templ): only the chosen
+  // variant of a oneOf/anyOf is shown, and the inputs of the other variants and of a
+  // value set to null are disabled, so they are neither sent nor checked. Without
+  // script every variant shows and the server reads the chosen one only.
+  function syncFormParts() {
+    document.querySelectorAll(".test-form").forEach(function (form) {
+      var off = [];
+      form.querySelectorAll("[data-variant-of]").forEach(function (p) {
+        var sel = form.querySelector('[data-variant-select="' + CSS.escape(p.dataset.variantOf) + '"]');
+        var on = !sel || sel.value === p.dataset.variant;
+        p.hidden = !on;
+        if (!on) off.push(p);
+      });
+      form.querySelectorAll("[data-null-toggle]").forEach(function (t) {
+        var region = t.closest("[data-nullable]");
+        if (t.checked && region) off.push(region);
+      });
+      form.querySelectorAll("input, select, textarea, button").forEach(function (c) {
+        var isOff = off.some(function (r) {
+          return r.contains(c) && !(c.matches("[data-null-toggle]") && c.closest("[data-nullable]") === r);
+        });
+        if (isOff && !c.disabled) {
+          c.disabled = true;
+          c.dataset.formOff = "1";
+        } else if (!isOff && c.dataset.formOff) {
+          c.disabled = false;
+          delete c.dataset.formOff;
+        }
+      });
+    });
+  }
+  document.addEventListener("change", function (e) {
+    if (e.target.matches && e.target.matches("[data-variant-select], [data-null-toggle]")) syncFormParts();
+  });
+  document.addEventListener("DOMContentLoaded", syncFormParts);
+  document.addEventListener("htmx:afterSwap", syncFormParts);
   // A question the page showed when it loaded may arrive again over the socket (asked
   // between the page's cursor and its list): keep the first card of each.
   // A question that ended (answered elsewhere, cancelled) is removed with its marker.

@@ -346,7 +346,7 @@ func TestEditRows(t *testing.T) {
 		"j": {"type": "object", "additionalProperties": {}, "maxProperties": 2}
 	}}`)
 	sub := url.Values{
-		"arg/m": {"3"},
+		"arg/m":        {"3"},
 		"arg/m/0/~key": {"a"}, "arg/m/0": {"1"}, "arg/m/0/0": {"1"},
 		"arg/m/1/~key": {"b"}, "arg/m/1": {"2"}, "arg/m/1/0": {"2"}, "arg/m/1/1": {"3"},
 		"arg/m/2/~key": {"c"}, "arg/m/2": {"0"},
