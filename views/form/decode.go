@@ -556,9 +556,28 @@ func setAt(root *schema.Object, ptr string, v any) error {
 	return fmt.Errorf("schema: edit array: no value at %q", ptr)
 }
 
-// newItem is the value "Add item" appends for the item template f.
+// newItem is the value "Add item" appends for the item template f: of a
+// choice, the first variant's (an object variant with its constants, so the
+// item reads as that variant); of a map, {}.
 func newItem(f Field) any {
 	switch f.Kind {
+	case "choice":
+		if f.Default == "" && len(f.Variants) > 0 {
+			v := newItem(f.Variants[0])
+			if o, ok := v.(*schema.Object); ok && f.Variants[0].Kind == "object" {
+				for _, c := range f.Variants[0].Fields {
+					if c.Required && c.Kind == "enum" && len(c.EnumJSON) == 1 {
+						cv, _ := schema.Decode([]byte(c.EnumJSON[0]))
+						o.Set(c.Name, cv)
+					}
+				}
+			}
+			return v
+		}
+	case "map":
+		if f.Default == "" {
+			return schema.NewObject()
+		}
 	case "string":
 		return f.Default
 	case "enum":

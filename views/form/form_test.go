@@ -841,9 +841,14 @@ func TestFormRoundTrip(t *testing.T) {
 					t.Errorf("add to %s: %v", f.Pointer, err)
 					return
 				}
-				got, errs := Decode(tl.InputSchema, formSubmission(Build(tl.InputSchema, edited)))
+				em := Build(tl.InputSchema, edited)
+				got, errs := Decode(tl.InputSchema, formSubmission(em))
 				if errs != nil || !sameFormArgs(t, got, edited) {
 					t.Errorf("after adding to %s: got %s (%v), want %s", f.Pointer, got, errs, edited)
+				}
+				// The new item is a form too, unless the items already were JSON.
+				if len(em.Unsupported) > len(m.Unsupported) {
+					t.Errorf("after adding to %s: got JSON sub-editors %q, want those of before %q", f.Pointer, em.Unsupported, m.Unsupported)
 				}
 			})
 		})
