@@ -116,3 +116,35 @@ func TestTestFormVariantsMarkup(t *testing.T) {
 		t.Errorf("submitting the kept form again: got %s, want %s", again, values)
 	}
 }
+
+// Nested editors as HTML: choices in array items, nullable map values, rows of
+// arrays, and rows for an object's further properties, through a browser's
+// submission and back.
+func TestTestFormVariantsNested(t *testing.T) {
+	t.Parallel()
+	s := formCorpusTool(t, "variants").InputSchema
+	args := json.RawMessage(`{"steps": [{"op": "wait", "ms": 5}, {"op": "call", "tool": "echo", "args": {"message": "hi"}}],
+		"env": {"HOME": null, "USER": "ann"}, "matrix": {"r": [1, 2.5], "s": []}, "owner": null, "when": 3,
+		"limits": {"default": 1, "cpu": 2}, "nested": {"choice": "auto"}}`)
+	doc := renderTestForm(t, form.Build(s, args), nil)
+	checkFormMarkup(t, doc)
+	if doc.Find(`[data-testid="form-unsupported"]`).Length() != 0 {
+		t.Error("got parts edited as JSON, want none")
+	}
+	for _, sel := range []string{
+		`select[name="arg/steps/1/~v"] option[value="1"][selected]`,
+		`input[name="arg/steps/1/~v1/args/0/~key"][value="message"]`,
+		`input[type=checkbox][name="arg/env/0/~null"][checked]`,
+		`input[type=hidden][name="arg/matrix/1"][value="0"]`,
+		`input[name="arg/limits/~more/0/~key"][value="cpu"]`,
+		`[data-testid="map-add-/limits/~more"]`,
+	} {
+		if doc.Find(sel).Length() != 1 {
+			t.Errorf("got no %s", sel)
+		}
+	}
+	got, errs := form.Decode(s, browserSubmit(doc))
+	if errs != nil || !sameFormArgs(t, got, args) {
+		t.Errorf("got %s (%v), want %s", got, errs, args)
+	}
+}

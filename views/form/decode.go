@@ -290,6 +290,19 @@ func (d *formDecoder) object(f Field, l loc, item, variant bool) (any, bool) {
 			out.Set(c.Name, cv)
 		}
 	}
+	if f.Extra != nil {
+		mv, _ := d.mapValue(*f.Extra, loc{l.ptr, l.path + MoreSuffix}, false)
+		more, _ := mv.(*schema.Object)
+		for _, k := range more.Keys() {
+			if slices.ContainsFunc(f.Fields, func(c Field) bool { return c.Name == k }) {
+				d.errs.Add(l.ptr, fmt.Sprintf("the key %s is a property of its own: use its field", strconv.Quote(k)))
+				continue
+			}
+			x, _ := more.Get(k)
+			out.Set(k, x)
+			set = true
+		}
+	}
 	return out, set || item
 }
 
@@ -490,6 +503,11 @@ func findPath(f *Field, path string) *Field {
 	if f.Path != "" && !strings.HasPrefix(path, f.Path+"/") {
 		return nil
 	}
+	if f.Extra != nil {
+		if got := findPath(f.Extra, path); got != nil {
+			return got
+		}
+	}
 	for _, fs := range [][]Field{f.Fields, f.Variants} {
 		for i := range fs {
 			if got := findPath(&fs[i], path); got != nil {
@@ -515,6 +533,13 @@ func findField(f *Field, ptr string) *Field {
 	for i := range f.Fields {
 		if got := findField(&f.Fields[i], ptr); got != nil {
 			return got
+		}
+	}
+	if f.Extra != nil {
+		for i := range f.Extra.Fields {
+			if got := findField(&f.Extra.Fields[i], ptr); got != nil {
+				return got
+			}
 		}
 	}
 	return nil

@@ -885,10 +885,27 @@ func (b *former) objectField(f *Field, v schema.View, a formPos) string {
 		}))
 	}
 	var extra []string
+	more := schema.NewObject()
 	for _, k := range vo.Keys() {
 		if !known[k] {
 			extra = append(extra, strconv.Quote(k))
+			x, _ := vo.Get(k)
+			more.Set(k, x)
 		}
+	}
+	if xs, pat, ok := b.mapSchema(v); ok && !v.Has("patternProperties") {
+		// Properties beyond the declared ones, as rows under them.
+		mf := Field{Pointer: a.ptr, Path: a.path + MoreSuffix, Label: "More properties"}
+		if reason := b.mapField(&mf, v, formPos{ptr: a.ptr, path: a.path + MoreSuffix, item: -1,
+			val: more, has: len(extra) > 0, depth: a.depth}, xs, pat); reason != "" {
+			return reason
+		}
+		mf.MinItems, mf.MaxItems, mf.Hint = nil, nil, ""
+		if pat != "" {
+			mf.Hint = "keys match " + pat
+		}
+		f.Extra = &mf
+		return ""
 	}
 	if len(extra) > 0 {
 		return "holds properties the schema does not declare: " + strings.Join(extra, ", ")

@@ -59,7 +59,9 @@ import (
 //     and the map, when it holds a value, a hidden row count as arrays do.
 //     A row whose key is empty and whose value is not set is skipped; any
 //     other empty key, a key used twice or one its pattern refuses is
-//     reported at the map's pointer ("row 2: ...") and the row left out.
+//     reported at the map's pointer ("row 2: ...") and the row left out. An
+//     object with properties of its own and an additionalProperties schema
+//     has such rows too (Field.Extra), under the path "<object path>/~more";
 //
 // Inputs are named by a field's Path, which is its Pointer except under a
 // choice's variants and a map's rows (the key of a row is text the person is
@@ -87,6 +89,7 @@ const (
 	VariantSuffix = "/~v"
 	NullSuffix    = "/~null"
 	KeySuffix     = "/~key"
+	MoreSuffix    = "/~more"
 )
 
 // VariantPath is the path of the inputs of variant i of the choice at path.
@@ -183,6 +186,11 @@ type Field struct {
 	// Item the template of a new row's value.
 	Key        string
 	KeyPattern string
+	// Extra holds an object's properties beyond those it declares, when
+	// additionalProperties is a schema: a map (Kind "map") at the object's
+	// Pointer whose Path is the object's plus MoreSuffix. A key that names a
+	// declared property is refused there (it has its own input).
+	Extra *Field
 }
 
 // Model is the generated form of one input schema with its current values.
@@ -335,6 +343,9 @@ func collectJSON(f Field, out *[]string) {
 	}
 	for _, c := range f.Fields {
 		collectJSON(c, out)
+	}
+	if f.Extra != nil {
+		collectJSON(*f.Extra, out)
 	}
 	if f.Kind == "choice" && f.Chosen < len(f.Variants) {
 		collectJSON(f.Variants[f.Chosen], out)

@@ -82,6 +82,9 @@ func formSubmission(m Model) url.Values {
 			for _, c := range f.Fields {
 				walk(c)
 			}
+			if f.Extra != nil {
+				walk(*f.Extra)
+			}
 		case "array", "map":
 			if f.Set {
 				out.Add(FieldName(f.Path), strconv.Itoa(len(f.Fields)))
@@ -162,6 +165,9 @@ func walkFields(f Field, fn func(Field)) {
 	}
 	for _, c := range f.Variants {
 		walkFields(c, fn)
+	}
+	if f.Extra != nil {
+		walkFields(*f.Extra, fn)
 	}
 }
 

@@ -411,3 +411,50 @@ func TestEditArrayInsideVariants(t *testing.T) {
 		t.Errorf("got %s, %v", got, err)
 	}
 }
+
+// An object with properties of its own and an additionalProperties schema:
+// the declared ones are fields, the others rows under them.
+func TestObjectExtraRows(t *testing.T) {
+	t.Parallel()
+	vs := variantsSchema(t)
+	m := Build(vs, json.RawMessage(`{"steps": [], "limits": {"default": 1, "cpu": 2, "mem": 3}}`))
+	if len(m.Unsupported) != 0 {
+		t.Fatalf("got JSON sub-editors %q, want none", m.Unsupported)
+	}
+	lim := fieldAt(t, m, "/limits")
+	if lim.Kind != "object" || len(lim.Fields) != 1 || lim.Extra == nil || lim.Extra.Path != "/limits/~more" {
+		t.Fatalf("got %+v, want the field default and rows for the rest", lim)
+	}
+	var rows []string
+	for _, r := range lim.Extra.Fields {
+		rows = append(rows, r.Key+"="+r.Value+"@"+r.Pointer+"@"+r.Path)
+	}
+	if want := []string{"cpu=2@/limits/cpu@/limits/~more/0", "mem=3@/limits/mem@/limits/~more/1"}; !slices.Equal(rows, want) {
+		t.Errorf("got rows %q, want %q", rows, want)
+	}
+	got, errs := Decode(vs, formSubmission(m))
+	if errs != nil || !sameFormArgs(t, got, []byte(`{"steps": [], "limits": {"default": 1, "cpu": 2, "mem": 3}}`)) {
+		t.Errorf("round trip: got %s %v", got, errs)
+	}
+
+	// A row that names a declared property is refused; the form keeps it.
+	sub := url.Values{"arg/limits/default": {"1"}, "arg/limits/~more/0/~key": {"default"}, "arg/limits/~more/0": {"5"},
+		"arg/limits/~more/1/~key": {"io"}, "arg/limits/~more/1": {"7"}}
+	got, errMap := decodeErrs(t, vs, sub)
+	if !sameFormArgs(t, got, []byte(`{"limits": {"default": 1, "io": 7}}`)) ||
+		!reflect.DeepEqual(errMap, map[string]string{"/limits": `the key "default" is a property of its own: use its field`}) {
+		t.Errorf("got %s %v", got, errMap)
+	}
+	if r := fieldAt(t, BuildFrom(vs, got, sub), "/limits").Extra.Fields; len(r) != 2 || r[0].Key != "default" || r[0].Value != "5" {
+		t.Errorf("got rows %+v, want the refused row kept", r)
+	}
+	// Rows are added by path.
+	edited, err := EditRows(vs, url.Values{}, OpAddRow, "/limits/~more")
+	if err != nil || edited.Get("arg/limits/~more") != "1" {
+		t.Errorf("add a row: got %v, %v", edited, err)
+	}
+	// Without an additionalProperties schema, undeclared properties stay JSON.
+	if f := fieldAt(t, Build(oneProp(`{"type": "object", "properties": {"a": {"type": "string"}}}`), json.RawMessage(`{"p": {"a": "x", "b": 1}}`)), "/p"); f.Kind != "json" {
+		t.Errorf("got %+v, want JSON", f)
+	}
+}
