@@ -65,9 +65,9 @@ func TestTestPanelFormEditors(t *testing.T) {
 	}
 	b.do("fill the rect", chromedp.SendKeys(chromedp.CSS(width), "2"), chromedp.SendKeys(chromedp.CSS(height), "3"))
 
-	// 2. A nullable field set to null: its text input is disabled.
+	// 2. A nullable field set to null: its text input is read-only (and kept).
 	b.do("type a label, then set it to null", chromedp.SendKeys(chromedp.CSS(label), "not sent"), chromedp.Click(chromedp.CSS(null)))
-	b.waitJS("the label input is disabled", `document.querySelector('`+label+`').disabled`)
+	b.waitJS("the label input is read-only", `document.querySelector('`+label+`').readOnly`)
 
 	// 3. A map with two rows, each added with "Add entry" (the form posts and comes back).
 	add := `[data-testid="map-add-/tags"]`
@@ -81,12 +81,17 @@ func TestTestPanelFormEditors(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`input[name="arg/tags/1"]`), "2"))
 	// Adding rows kept everything else as it was.
 	if got := eval[string](b, `document.querySelector('`+picker+`').value + " " + document.querySelector('`+width+`').value + " " +
-		document.querySelector('`+null+`').checked + " " + document.querySelector('input[name="arg/tags/0/~key"]').value`); got != "1 2 true a" {
-		t.Errorf("after adding rows the picker, width, null box and first key read %q, want \"1 2 true a\"", got)
+		document.querySelector('`+null+`').checked + " " + document.querySelector('`+label+`').value + " " +
+		document.querySelector('input[name="arg/tags/0/~key"]').value`); got != "1 2 true not sent a" {
+		t.Errorf("after adding rows the picker, width, null box, label and first key read %q, want \"1 2 true not sent a\"", got)
 	}
-	if visible(radius) || !disabled(label) {
-		t.Error("after the form came back, the hidden variant or the null label is shown or enabled again")
+	if visible(radius) || !eval[bool](b, `document.querySelector('`+label+`').readOnly`) {
+		t.Error("after the form came back, the hidden variant is shown or the null label editable again")
 	}
+	// Unticking null makes the label editable again.
+	b.do("untick null", chromedp.Click(chromedp.CSS(null)))
+	b.waitJS("the label is editable", `!document.querySelector('`+label+`').readOnly`)
+	b.do("tick null again", chromedp.Click(chromedp.CSS(null)))
 
 	b.runTest("run shapes", "success")
 	var got map[string]any

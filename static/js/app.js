@@ -450,32 +450,46 @@
   document.addEventListener("DOMContentLoaded", syncOperations);
   document.addEventListener("htmx:afterSwap", syncOperations);
   // The test form's choices and null boxes (views/testform.templ): only the chosen
-  // variant of a oneOf/anyOf is shown, and the inputs of the other variants and of a
-  // value set to null are disabled, so they are neither sent nor checked. Without
-  // script every variant shows and the server reads the chosen one only.
+  // variant of a oneOf/anyOf is shown, and the inputs of the other variants are
+  // disabled, so they are neither sent nor checked. Behind a checked null box, text
+  // inputs are read-only (still sent, so the server shows them again, but not checked:
+  // the server reads null) and the other controls disabled. Without script every
+  // variant shows and the server reads the chosen one only.
   function syncFormParts() {
     document.querySelectorAll(".test-form").forEach(function (form) {
-      var off = [];
+      var hidden = [], nulled = [];
       form.querySelectorAll("[data-variant-of]").forEach(function (p) {
         var sel = form.querySelector('[data-variant-select="' + CSS.escape(p.dataset.variantOf) + '"]');
         var on = !sel || sel.value === p.dataset.variant;
         p.hidden = !on;
-        if (!on) off.push(p);
+        if (!on) hidden.push(p);
       });
       form.querySelectorAll("[data-null-toggle]").forEach(function (t) {
         var region = t.closest("[data-nullable]");
-        if (t.checked && region) off.push(region);
+        if (t.checked && region) nulled.push(region);
       });
-      form.querySelectorAll("input, select, textarea, button").forEach(function (c) {
-        var isOff = off.some(function (r) {
+      var within = function (list, c) {
+        return list.some(function (r) {
           return r.contains(c) && !(c.matches("[data-null-toggle]") && c.closest("[data-nullable]") === r);
         });
-        if (isOff && !c.disabled) {
+      };
+      form.querySelectorAll("input, select, textarea, button").forEach(function (c) {
+        var text = c.matches("textarea, input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=submit]):not([type=button])");
+        var isHidden = within(hidden, c), isNull = within(nulled, c);
+        var off = isHidden || (isNull && !text), ro = !isHidden && isNull && text;
+        if (off && !c.disabled) {
           c.disabled = true;
           c.dataset.formOff = "1";
-        } else if (!isOff && c.dataset.formOff) {
+        } else if (!off && c.dataset.formOff) {
           c.disabled = false;
           delete c.dataset.formOff;
+        }
+        if (ro && !c.readOnly) {
+          c.readOnly = true;
+          c.dataset.formRo = "1";
+        } else if (!ro && c.dataset.formRo) {
+          c.readOnly = false;
+          delete c.dataset.formRo;
         }
       });
     });
