@@ -243,8 +243,9 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		if err != nil {
 			tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
 		} else {
-			// The items after a removed one move up, so the form as sent no longer lines up.
-			tv, kept = h.testView(c, it, mode, next, nil), false
+			// The items after a removed one move up, so the form as sent no longer lines up
+			// with them; an added item is new, and the rest of the form is as it was sent.
+			tv, kept = h.testView(c, it, mode, next, nil), op != "remove"
 		}
 	case "mode:json", "mode:form":
 		to := strings.TrimPrefix(action, "mode:")
