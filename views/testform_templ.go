@@ -146,7 +146,7 @@ func TestForm(m form.Model, errs *verr.Error) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if len(m.Root.Fields) == 0 {
+			if len(m.Root.Fields) == 0 && m.Root.Extra == nil {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<p class=\"empty\" data-testid=\"form-empty\">This tool takes no arguments.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -196,6 +196,10 @@ func (d *formDecoder) mapValue(f Field, l loc, item bool) (any, bool) {
 	d.items += n
 	out := schema.NewObject()
 	rowOf := map[string]int{}
+	var re *regexp.Regexp
+	if f.KeyPattern != "" {
+		re, _ = regexp.Compile(f.KeyPattern)
+	}
 	for i := range n {
 		rl := loc{path: l.path + "/" + strconv.Itoa(i)}
 		key := d.form.Get(FieldName(rl.path) + KeySuffix)
@@ -207,7 +211,7 @@ func (d *formDecoder) mapValue(f Field, l loc, item bool) (any, bool) {
 				continue
 			}
 		}
-		problem := keyProblem(key, f.KeyPattern)
+		problem := keyProblem(key, f.KeyPattern, re)
 		if first, dup := rowOf[key]; dup && problem == "" {
 			problem = fmt.Sprintf("the key %s is already used in row %d", strconv.Quote(key), first+1)
 		}

@@ -542,15 +542,14 @@ func (b *former) subRows(path string) (int, bool) {
 	return min(n, maxFormItems), ok
 }
 
-// keyProblem says what is wrong with a map row's key, or "".
-func keyProblem(key, pattern string) string {
+// keyProblem says what is wrong with a map row's key, or "". re is the
+// compiled pattern (nil: none, or one Go cannot run: the server checks it).
+func keyProblem(key, pattern string, re *regexp.Regexp) string {
 	if key == "" {
 		return "the key is empty"
 	}
-	if pattern != "" {
-		if re, err := regexp.Compile(pattern); err == nil && !re.MatchString(key) {
-			return "the key " + strconv.Quote(key) + " does not match " + pattern
-		}
+	if re != nil && !re.MatchString(key) {
+		return "the key " + strconv.Quote(key) + " does not match " + pattern
 	}
 	return ""
 }
@@ -850,12 +849,14 @@ func (b *former) objectField(f *Field, v schema.View, a formPos) string {
 		}
 	}
 	props, required := schema.ObjectProperties(b.root, v)
+	_, _, isMap := b.mapSchema(v)
 	if len(props) == 0 && !v.Has("properties") {
 		if vs, pat, ok := b.mapSchema(v); ok && a.depth > 0 {
 			return b.mapField(f, v, a, vs, pat)
 		}
 		ap, _, hasAP := v.Get("additionalProperties")
-		if v.Has("patternProperties") || ap != false && (hasAP || a.depth > 0) {
+		rootMap := a.depth == 0 && isMap && !v.Has("patternProperties") // the arguments stay an object: rows in it
+		if !rootMap && (v.Has("patternProperties") || ap != false && (hasAP || a.depth > 0)) {
 			return "an object with free-form properties"
 		}
 	}

@@ -253,6 +253,7 @@ func build(inputSchema, values json.RawMessage, sub url.Values) Model {
 	}
 	b := &former{root: doc, stack: map[string]bool{}, sub: sub}
 	f := b.field(s, "", formPos{required: true, val: val, has: root.Set, item: -1})
+	f.Nullable, f.Null = false, false // the arguments are an object, never null
 	if f.Label == "" {
 		f.Label = root.Label
 	}

@@ -458,3 +458,28 @@ func TestObjectExtraRows(t *testing.T) {
 		t.Errorf("got %+v, want JSON", f)
 	}
 }
+
+// Arguments that are a map: rows at the top of the form, the arguments still an object.
+func TestRootMap(t *testing.T) {
+	t.Parallel()
+	s := formTool(t, "root-map").InputSchema
+	m := Build(s, json.RawMessage(`{"b": "2", "a": "1"}`))
+	if m.JSONOnly || len(m.Root.Fields) != 0 || m.Root.Extra == nil || len(m.Root.Extra.Fields) != 2 || m.Root.Extra.Path != MoreSuffix {
+		t.Fatalf("got %+v, want rows for the arguments", m.Root)
+	}
+	got, errs := Decode(s, formSubmission(m))
+	if errs != nil || string(got) != `{"b":"2","a":"1"}` {
+		t.Errorf("got %s %v, want the rows in order", got, errs)
+	}
+	if got, errs := Decode(s, url.Values{}); errs != nil || string(got) != `{}` {
+		t.Errorf("nothing sent: got %s %v, want {}", got, errs)
+	}
+	got, errMap := decodeErrs(t, s, url.Values{"arg/~more/0/~key": {""}, "arg/~more/0": {"x"}})
+	if string(got) != `{}` || !reflect.DeepEqual(errMap, map[string]string{"": "row 1: the key is empty"}) {
+		t.Errorf("got %s %v, want the empty key reported for the arguments", got, errMap)
+	}
+	// A root that may be null is still an object.
+	if m := Build(json.RawMessage(`{"anyOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"type": "null"}]}`), nil); m.JSONOnly || m.Root.Nullable {
+		t.Errorf("got %+v, want an object form without a null box", m.Root)
+	}
+}
