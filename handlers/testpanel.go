@@ -245,7 +245,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		} else {
 			// The items after a removed one move up, so the form as sent no longer lines up
 			// with them; an added item is new, and the rest of the form is as it was sent.
-			tv, kept = h.testView(c, it, mode, next, nil), op != "remove"
+			tv, kept, args = h.testView(c, it, mode, next, nil), op != "remove", next
 		}
 	case "mode:json", "mode:form":
 		to := strings.TrimPrefix(action, "mode:")

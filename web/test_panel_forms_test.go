@@ -23,7 +23,9 @@ func TestTestPanelFormEditors(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt", Shapes: true})
-	srv.RegisterServer(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: true}, "shapes")
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "tags", InputSchema: json.RawMessage(`{"type":"object","properties":{
+		"tags":{"type":"array","items":{"type":"string"}},"meta":{"type":"object","additionalProperties":{"type":"string"}}}}`)})
+	srv.RegisterServer(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: true}, "shapes", "tags")
 	c := srv.Login(t, "admin", webtest.AdminPassword)
 	id := toolID(t, srv, "mt__shapes")
 
@@ -89,6 +91,14 @@ func TestTestPanelFormEditors(t *testing.T) {
 	ws = testPost(t, srv, c, id, sent)
 	if ws.Find(`input[name="arg/tags/0/~key"]`).AttrOr("value", "") != "b" || ws.Find(`input[name="arg/tags/1/~key"]`).Length() != 0 {
 		t.Error("removing row 1 did not leave row b alone")
+	}
+	// Add item on an array shows the new item, and keeps a map row the arguments cannot hold.
+	tags := toolID(t, srv, "mt__tags")
+	ws = testPost(t, srv, c, tags, url.Values{"mode": {"form"}, "_edit": {"add:/tags"},
+		"arg/meta/0/~key": {""}, "arg/meta/0": {"no key yet"}})
+	if ws.Find(`input[name="arg/tags/0"]`).Length() != 1 || ws.Find(`input[name="arg/meta/0"]`).AttrOr("value", "") != "no key yet" {
+		t.Errorf("after Add item: got the new item %d times and the keyless row %q, want both",
+			ws.Find(`input[name="arg/tags/0"]`).Length(), ws.Find(`input[name="arg/meta/0"]`).AttrOr("value", ""))
 	}
 	if res := srv.PostFormHeaders(t, c, "/tools/"+id+"/test", url.Values{"mode": {"form"}, "_edit": {"removerow:/tags/9"}}, map[string]string{"HX-Request": "true"}); res.StatusCode != http.StatusOK {
 		t.Errorf("a bad row edit: got %d, want the panel with the error", res.StatusCode)
