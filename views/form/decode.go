@@ -24,23 +24,11 @@ import (
 // everything could be read. The JSON is always an object.
 func Decode(inputSchema json.RawMessage, form url.Values) (json.RawMessage, *verr.Error) {
 	m := Build(inputSchema, nil)
-	d := &formDecoder{form: form, json: map[string]bool{}, last: map[string]int{}, errs: &verr.Error{}}
+	d := &formDecoder{form: form, json: map[string]bool{}, errs: &verr.Error{}}
 	for _, p := range form[JSONKey] {
 		d.json[p] = true
 	}
-	// Index every "<name>/<index>" prefix of the submitted names once, so an
-	// array finds its items without scanning every name.
-	for k := range form {
-		for i := 0; i < len(k); i++ {
-			if k[i] != '/' {
-				continue
-			}
-			tok, _, _ := strings.Cut(k[i+1:], "/")
-			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && n+1 > d.last[k[:i]] {
-				d.last[k[:i]] = n + 1
-			}
-		}
-	}
+	d.last = lastIndexes(form)
 	var out any
 	if m.JSONOnly || d.json[""] {
 		out = d.rootJSON()
@@ -60,6 +48,25 @@ type loc struct{ ptr, path string }
 
 func (l loc) child(name string) loc {
 	return loc{schema.PtrJoin(l.ptr, name), schema.PtrJoin(l.path, name)}
+}
+
+// lastIndexes indexes every "<name>/<index>" prefix of the submitted names
+// once (name → 1 + the highest index), so an array or a map finds its items
+// without scanning every name.
+func lastIndexes(form url.Values) map[string]int {
+	last := map[string]int{}
+	for k := range form {
+		for i := 0; i < len(k); i++ {
+			if k[i] != '/' {
+				continue
+			}
+			tok, _, _ := strings.Cut(k[i+1:], "/")
+			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && n+1 > last[k[:i]] {
+				last[k[:i]] = n + 1
+			}
+		}
+	}
+	return last
 }
 
 type formDecoder struct {

@@ -22,8 +22,13 @@ type former struct {
 	root any
 	// stack holds the schemas being expanded, by pointer, to stop at recursion.
 	stack map[string]bool
-	// sub is the submitted form BuildFrom shows where the values cannot.
-	sub url.Values
+	// sub is the submitted form BuildFrom shows where the values cannot;
+	// subLast indexes it as Decode does (input name → 1 + the highest row or
+	// item index under it), and subRows counts the map rows built from it,
+	// which are bounded as Decode bounds items.
+	sub     url.Values
+	subLast map[string]int
+	subRows int
 	// misfits counts the fields turned into JSON sub-editors because of their
 	// value (not their schema): a choice's variant fits a value when building
 	// it with the value adds none.
@@ -337,7 +342,7 @@ func (b *former) choiceField(f *Field, v schema.View, a formPos) string {
 	}
 	chosen := max(picked, 0)
 	if a.has {
-		saved := b.misfits
+		saved, savedRows := b.misfits, b.subRows
 		fits := func(j int) bool {
 			before := b.misfits
 			b.field(vs[j].s, vs[j].ptr, pos(j, true))
@@ -354,7 +359,7 @@ func (b *former) choiceField(f *Field, v schema.View, a formPos) string {
 				}
 			}
 		}
-		b.misfits = saved
+		b.misfits, b.subRows = saved, savedRows
 		if chosen < 0 {
 			return "the value fits none of the variants"
 		}
@@ -482,7 +487,7 @@ func (b *former) mapField(f *Field, v schema.View, a formPos, vs variantSchema, 
 		has bool
 	}
 	var rows []row
-	if n, ok := b.subRows(a.path); ok {
+	if n, ok := b.rowsSent(a.path); ok {
 		f.Set = true
 		used := map[string]bool{}
 		for i := range n {
@@ -515,11 +520,15 @@ func (b *former) mapField(f *Field, v schema.View, a formPos, vs variantSchema, 
 	return ""
 }
 
-// subRows counts the rows a submitted form has for the map at path: its row
-// count, or one more than the highest row index among its inputs.
-func (b *former) subRows(path string) (int, bool) {
+// rowsSent counts the rows a submitted form has for the map at path: its row
+// count, or one more than the highest row index among its inputs. All maps
+// together get at most maxFormItems rows.
+func (b *former) rowsSent(path string) (int, bool) {
 	if b.sub == nil {
 		return 0, false
+	}
+	if b.subLast == nil {
+		b.subLast = lastIndexes(b.sub)
 	}
 	name := FieldName(path)
 	n, ok := 0, false
@@ -529,17 +538,12 @@ func (b *former) subRows(path string) (int, bool) {
 			n = x
 		}
 	}
-	for k := range b.sub {
-		rest, found := strings.CutPrefix(k, name+"/")
-		if !found {
-			continue
-		}
-		tok, _, _ := strings.Cut(rest, "/")
-		if i, err := strconv.Atoi(tok); err == nil && i >= 0 && strconv.Itoa(i) == tok {
-			n, ok = max(n, i+1), true
-		}
+	if last, has := b.subLast[name]; has {
+		n, ok = max(n, last), true
 	}
-	return min(n, maxFormItems), ok
+	n = max(min(n, maxFormItems-b.subRows), 0)
+	b.subRows += n
+	return n, ok
 }
 
 // keyProblem says what is wrong with a map row's key, or "". re is the
