@@ -53,8 +53,8 @@ func TestTestPanelFormEditors(t *testing.T) {
 	if !visible(radius) || visible(width) || !disabled(width) {
 		t.Fatal("before a pick: want the first variant (Circle) shown and the second hidden and disabled")
 	}
-	if got := eval[string](b, `document.querySelector('label[for="'+document.querySelector('`+picker+`').id+'"]')?.textContent ?? ""`); got != "Variant" {
-		t.Errorf("the picker's label reads %q, want Variant", got)
+	if got := eval[string](b, `document.querySelector('label[for="'+document.querySelector('`+picker+`').id+'"]')?.textContent ?? ""`); got != "Variant of shape" {
+		t.Errorf("the picker's label reads %q, want \"Variant of shape\"", got)
 	}
 
 	// 1. The oneOf: the second variant picked from the keyboard, its fields filled.

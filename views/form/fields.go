@@ -369,6 +369,7 @@ func (b *former) choiceField(f *Field, v schema.View, a formPos) string {
 	for j, alt := range vs {
 		vf := b.field(alt.s, alt.ptr, pos(j, a.has && j == chosen))
 		vf.Label = b.variantLabel(alt, vf)
+		vf.Name = "" // the choice is the property; its variants are not marked required again
 		if n := seen[vf.Label]; n > 0 {
 			vf.Label += " (" + strconv.Itoa(n+1) + ")"
 		}
