@@ -2304,9 +2304,13 @@ type formOption struct {
 }
 
 // formSelectOptions are the options of a boolean or enum select. The empty option
-// is "not set"; a required field has one only while it is unset.
+// is "not set"; a required field has one only while it is unset, unless it has
+// one choice only (a constant, such as the kind of a variant), which is then chosen.
 func formSelectOptions(f form.Field) []formOption {
 	var out []formOption
+	if f.Kind == "enum" && f.Required && len(f.Enum) == 1 && (!f.Set || f.Value == f.Enum[0]) {
+		return []formOption{{Value: f.Enum[0], Label: f.Enum[0], Selected: true}}
+	}
 	switch {
 	case !f.Required:
 		label := "(not set)"

@@ -53,6 +53,10 @@ func TestTestFormVariantsMarkup(t *testing.T) {
 	if one(`input[name="arg/shape/~v1/width"]`).AttrOr("value", "") != "2" || one(`input[name="arg/shape/~v0/radius"]`).AttrOr("value", "") != "" {
 		t.Error("the chosen variant does not hold the value, or the other one is not empty")
 	}
+	// A variant's constant is chosen already: there is nothing else to pick.
+	if got := one(`select[name="arg/shape/~v0/kind"]`).Find("option"); got.Length() != 1 || got.AttrOr("value", "") != "circle" || got.AttrOr("selected", "x") != "" {
+		t.Errorf("the circle's kind offers %d options, want circle alone, selected", got.Length())
+	}
 	if _, req := one(`input[name="arg/shape/~v0/radius"]`).Attr("required"); req {
 		t.Error("a variant's input is required: without script the browser would refuse the form for the variant not chosen")
 	}

@@ -293,7 +293,9 @@ func (d *formDecoder) object(f Field, l loc, item, variant bool) (any, bool) {
 		switch {
 		case ok:
 			out.Set(c.Name, v)
-			set = true
+			// A required constant is always sent (its select has nothing else to offer):
+			// alone it does not make an optional object set.
+			set = set || !(c.Kind == "enum" && c.Required && len(c.EnumJSON) == 1)
 		case c.Required && isObj:
 			out.Set(c.Name, v) // {} so the server names what it lacks
 		case variant && c.Required && c.Kind == "enum" && len(c.EnumJSON) == 1 && !d.json[l.child(c.Name).path]:

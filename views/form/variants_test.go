@@ -483,3 +483,24 @@ func TestRootMap(t *testing.T) {
 		t.Errorf("got %+v, want an object form without a null box", m.Root)
 	}
 }
+
+// A required constant is sent whatever else is (its select offers nothing
+// else), but alone it does not make an optional object set.
+func TestConstAloneLeavesOptionalOut(t *testing.T) {
+	t.Parallel()
+	s := json.RawMessage(`{"type": "object", "properties": {"opt": {"oneOf": [
+		{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "string"}}, "required": ["kind"]},
+		{"type": "object", "properties": {"kind": {"const": "b"}}, "required": ["kind"]}]}}}`)
+	for _, tt := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"arg/opt/~v": {"0"}, "arg/opt/~v0/kind": {"a"}, "arg/opt/~v0/x": {""}}, `{}`},
+		{url.Values{"arg/opt/~v": {"0"}, "arg/opt/~v0/kind": {"a"}, "arg/opt/~v0/x": {"y"}}, `{"opt":{"kind":"a","x":"y"}}`},
+		{url.Values{"arg/opt/~v": {"1"}, "arg/opt/~v1/kind": {"b"}}, `{}`},
+	} {
+		if got, errs := Decode(s, tt.form); errs != nil || string(got) != tt.want {
+			t.Errorf("%v: got %s %v, want %s", tt.form, got, errs, tt.want)
+		}
+	}
+}
