@@ -341,12 +341,17 @@ func (b *former) choiceField(f *Field, v schema.View, a formPos) string {
 		}
 	}
 	chosen := max(picked, 0)
+	var fitted *Field // the chosen variant, built with the value while trying it
 	if a.has {
 		saved, savedRows := b.misfits, b.subRows
 		fits := func(j int) bool {
 			before := b.misfits
-			b.field(vs[j].s, vs[j].ptr, pos(j, true))
-			return b.misfits == before
+			vf := b.field(vs[j].s, vs[j].ptr, pos(j, true))
+			if b.misfits != before {
+				return false
+			}
+			fitted = &vf
+			return true
 		}
 		chosen = -1
 		if picked >= 0 && fits(picked) {
@@ -367,7 +372,12 @@ func (b *former) choiceField(f *Field, v schema.View, a formPos) string {
 	f.Chosen = chosen
 	seen := map[string]int{}
 	for j, alt := range vs {
-		vf := b.field(alt.s, alt.ptr, pos(j, a.has && j == chosen))
+		var vf Field
+		if j == chosen && fitted != nil {
+			vf = *fitted
+		} else {
+			vf = b.field(alt.s, alt.ptr, pos(j, a.has && j == chosen))
+		}
 		vf.Label = b.variantLabel(alt, vf)
 		vf.Name = "" // the choice is the property; its variants are not marked required again
 		if n := seen[vf.Label]; n > 0 {
