@@ -237,7 +237,7 @@ func formField(f form.Field, req bool, errs *verr.Error) templ.Component {
 }
 
 // formNullToggle is a nullable field's "null" checkbox. Checked, the field is
-// null and its other inputs are not read; app.js also disables them.
+// null and its other inputs are not read; app.js makes them read-only.
 func formNullToggle(f form.Field) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
