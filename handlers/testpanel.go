@@ -221,14 +221,31 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		tv.CaseName, tv.Expect, tv.ExpectTxt = f.Get("case_name"), f.Get("expect"), f.Get("expect_text")
 	}
 	var tv views.ToolTest
+	// kept shows the form as it was sent, where the arguments cannot (form.BuildFrom).
+	kept := mode == "form"
 	switch action {
 	case "edit":
 		op, ptr, _ := strings.Cut(f.Get("_edit"), ":")
+		if op == form.OpAddRow || op == form.OpRemoveRow {
+			// Map rows: the edit is made to the form as sent, whose rows may hold keys the
+			// arguments cannot (empty, or used twice); errors wait for the next run.
+			next, err := form.EditRows(it.InputSchema, f, op, ptr)
+			if err != nil {
+				tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
+				break
+			}
+			f = next
+			args, _ = readArgs(it, mode, f)
+			tv = h.testView(c, it, mode, args, nil)
+			break
+		}
 		next, err := form.EditArray(it.InputSchema, args, op, ptr)
 		if err != nil {
 			tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
 		} else {
-			tv = h.testView(c, it, mode, next, nil)
+			// The items after a removed one move up, so the form as sent no longer lines up
+			// with them; an added item is new, and the rest of the form is as it was sent.
+			tv, kept, args = h.testView(c, it, mode, next, nil), op != "remove", next
 		}
 	case "mode:json", "mode:form":
 		to := strings.TrimPrefix(action, "mode:")
@@ -289,6 +306,9 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		}
 	}
 	keep(&tv)
+	if kept && tv.Mode == "form" && !tv.Form.JSONOnly {
+		tv.Form = form.BuildFrom(it.InputSchema, args, f)
+	}
 	if mode == "json" && tv.Mode == "json" && action != "mode:json" && errs != nil {
 		tv.JSON = f.Get("arguments_json")
 	}

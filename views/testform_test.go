@@ -256,7 +256,7 @@ const nestedForm = `{
 		},
 		"tags": {"type": "array", "items": {"type": "string"}},
 		"retry": {"type": "object", "properties": {"times": {"type": "integer"}}, "required": ["times"]},
-		"extra": {"oneOf": [{"type": "string"}, {"type": "integer"}]}
+		"extra": {"type": ["string", "integer"]}
 	},
 	"required": ["name", "level", "verbose", "options"]
 }`
@@ -408,8 +408,8 @@ func TestTestFormNested(t *testing.T) {
 	if doc.Find(`input[type=hidden][name="_json"][value="/extra"]`).Length() != 1 {
 		t.Error("got no JSON marker for /extra, want one")
 	}
-	if got := doc.Find("#f-extra-hint").Text(); !strings.Contains(got, "cannot express") || !strings.Contains(got, "oneOf") {
-		t.Errorf("got JSON note %q, want it to say the form cannot express oneOf", got)
+	if got := doc.Find("#f-extra-hint").Text(); !strings.Contains(got, "cannot express") || !strings.Contains(got, "several types") {
+		t.Errorf("got JSON note %q, want it to say the form cannot express several types", got)
 	}
 	if doc.Find(`[data-testid="form-unsupported"]`).Length() != 1 {
 		t.Error("got no notice of parts edited as JSON, want one")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -741,4 +742,28 @@ func initializeContentType(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.Header.Get("Content-Type")
+}
+
+// The tool shapes answers with the arguments it received, over every transport, and
+// only when opted in.
+func TestShapes(t *testing.T) {
+	t.Parallel()
+	if names := mcptest.New(nil).Tools(); slices.Contains(names, "shapes") {
+		t.Errorf("default tools: got %v, want no shapes", names)
+	}
+	for _, kind := range []string{"stdio", "streamable"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			s := connect(t, start(t, kind, &mcptest.Options{Shapes: true}))
+			if names := listNames(t, s); !slices.Contains(names, "shapes") {
+				t.Fatalf("tools: got %v, want shapes among them", names)
+			}
+			args := map[string]any{"shape": map[string]any{"kind": "rect", "width": 2.0, "height": 3.0}, "label": nil, "tags": map[string]any{"a": "1"}}
+			text, res := callText(t, s, "shapes", args)
+			var got map[string]any
+			if err := json.Unmarshal([]byte(text), &got); err != nil || res.IsError || !reflect.DeepEqual(got, args) {
+				t.Errorf("shapes: got %q (%v, error result %v), want %v", text, err, res.IsError, args)
+			}
+		})
+	}
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// test message size caps. It is not a default tool because many tests count
 	// the tools.
 	Big bool
+	// Shapes adds the tool shapes (ShapesSchema: a oneOf, nullable values and
+	// maps), which answers with the arguments it received, to test clients that
+	// build such arguments. Not a default tool, for the same reason as Big.
+	Shapes bool
 	// JSONResponse makes streamable HTTP answer each call with an
 	// application/json body instead of an SSE stream.
 	JSONResponse bool
@@ -93,7 +97,8 @@ type Server struct {
 func (s *Server) FailPings(n int) { s.failPings.Store(int64(n)) }
 
 // New builds a server with the default tools (echo, add, fail, sleep,
-// write-note), the tool run if opts.RunCommands, opts.Generated generated
+// write-note), the tool run if opts.RunCommands, big if opts.Big, shapes if
+// opts.Shapes, opts.Generated generated
 // tools, the resource test://readme, the resource template test://notes/{name} and
 // the prompt greet. opts may be nil.
 func New(opts *Options) *Server {
@@ -126,6 +131,9 @@ func New(opts *Options) *Server {
 	s.addDefaultTools()
 	if o.Big {
 		s.addBigTool()
+	}
+	if o.Shapes {
+		s.addShapesTool()
 	}
 	if o.RunCommands {
 		s.addRunTool()

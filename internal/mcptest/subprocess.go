@@ -30,6 +30,7 @@ const (
 	envHang         = "TOOLWARDEN_MCPTEST_HANG"
 	envRunCommands  = "TOOLWARDEN_MCPTEST_RUN_COMMANDS"
 	envBig          = "TOOLWARDEN_MCPTEST_BIG"
+	envShapes       = "TOOLWARDEN_MCPTEST_SHAPES"
 	envControlFile  = "TOOLWARDEN_MCPTEST_CONTROL_FILE"
 )
 
@@ -99,7 +100,7 @@ func optionsFromEnv() (*Options, string, error) {
 	for _, f := range []struct {
 		key string
 		dst *bool
-	}{{envHang, &opts.Hang}, {envRunCommands, &opts.RunCommands}, {envBig, &opts.Big}} {
+	}{{envHang, &opts.Hang}, {envRunCommands, &opts.RunCommands}, {envBig, &opts.Big}, {envShapes, &opts.Shapes}} {
 		v := os.Getenv(f.key)
 		if v == "" {
 			continue
@@ -153,6 +154,7 @@ func StdioCommand(opts *Options, controlFile string) (command string, args []str
 		envHang:         strconv.FormatBool(o.Hang),
 		envRunCommands:  strconv.FormatBool(o.RunCommands),
 		envBig:          strconv.FormatBool(o.Big),
+		envShapes:       strconv.FormatBool(o.Shapes),
 		envControlFile:  controlFile,
 		// A -race binary sleeps a second at exit so late reports can land;
 		// here that second can outlast a short

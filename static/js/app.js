@@ -496,6 +496,56 @@
   });
   document.addEventListener("DOMContentLoaded", syncOperations);
   document.addEventListener("htmx:afterSwap", syncOperations);
+  // The test form's choices and null boxes (views/testform.templ): only the chosen
+  // variant of a oneOf/anyOf is shown, and the inputs of the other variants are
+  // disabled, so they are neither sent nor checked. Behind a checked null box, text
+  // inputs are read-only (still sent, so the server shows them again, but not checked:
+  // the server reads null) and the other controls disabled. Without script every
+  // variant shows and the server reads the chosen one only.
+  function syncFormParts() {
+    document.querySelectorAll(".test-form").forEach(function (form) {
+      var hidden = [], nulled = [];
+      form.querySelectorAll("[data-variant-of]").forEach(function (p) {
+        var sel = form.querySelector('[data-variant-select="' + CSS.escape(p.dataset.variantOf) + '"]');
+        var on = !sel || sel.value === p.dataset.variant;
+        p.hidden = !on;
+        if (!on) hidden.push(p);
+      });
+      form.querySelectorAll("[data-null-toggle]").forEach(function (t) {
+        var region = t.closest("[data-nullable]");
+        if (t.checked && region) nulled.push(region);
+      });
+      var within = function (list, c) {
+        return list.some(function (r) {
+          return r.contains(c) && !(c.matches("[data-null-toggle]") && c.closest("[data-nullable]") === r);
+        });
+      };
+      form.querySelectorAll("input, select, textarea, button").forEach(function (c) {
+        var text = c.matches("textarea, input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=submit]):not([type=button])");
+        var isHidden = within(hidden, c), isNull = within(nulled, c);
+        var off = isHidden || (isNull && !text), ro = !isHidden && isNull && text;
+        if (off && !c.disabled) {
+          c.disabled = true;
+          c.dataset.formOff = "1";
+        } else if (!off && c.dataset.formOff) {
+          c.disabled = false;
+          delete c.dataset.formOff;
+        }
+        if (ro && !c.readOnly) {
+          c.readOnly = true;
+          c.dataset.formRo = "1";
+        } else if (!ro && c.dataset.formRo) {
+          c.readOnly = false;
+          delete c.dataset.formRo;
+        }
+      });
+    });
+  }
+  document.addEventListener("change", function (e) {
+    if (e.target.matches && e.target.matches("[data-variant-select], [data-null-toggle]")) syncFormParts();
+  });
+  document.addEventListener("DOMContentLoaded", syncFormParts);
+  document.addEventListener("htmx:afterSwap", syncFormParts);
   // A question the page showed when it loaded may arrive again over the socket (asked
   // between the page's cursor and its list): keep the first card of each.
   // A question that ended (answered elsewhere, cancelled) is removed with its marker.

@@ -24,28 +24,16 @@ import (
 // everything could be read. The JSON is always an object.
 func Decode(inputSchema json.RawMessage, form url.Values) (json.RawMessage, *verr.Error) {
 	m := Build(inputSchema, nil)
-	d := &formDecoder{form: form, json: map[string]bool{}, last: map[string]int{}, errs: &verr.Error{}}
+	d := &formDecoder{form: form, json: map[string]bool{}, errs: &verr.Error{}}
 	for _, p := range form[JSONKey] {
 		d.json[p] = true
 	}
-	// Index every "<name>/<index>" prefix of the submitted names once, so an
-	// array finds its items without scanning every name.
-	for k := range form {
-		for i := 0; i < len(k); i++ {
-			if k[i] != '/' {
-				continue
-			}
-			tok, _, _ := strings.Cut(k[i+1:], "/")
-			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && n+1 > d.last[k[:i]] {
-				d.last[k[:i]] = n + 1
-			}
-		}
-	}
+	d.last = lastIndexes(form)
 	var out any
 	if m.JSONOnly || d.json[""] {
 		out = d.rootJSON()
 	} else {
-		out, _ = d.value(m.Root, "", false)
+		out, _ = d.value(m.Root, loc{}, false)
 	}
 	raw := json.RawMessage(jsonText(out, false))
 	if len(d.errs.Fields) == 0 {
@@ -54,9 +42,36 @@ func Decode(inputSchema json.RawMessage, form url.Values) (json.RawMessage, *ver
 	return raw, d.errs
 }
 
+// loc is where a field's value goes (ptr, which errors name) and where its
+// inputs are (path, which names them).
+type loc struct{ ptr, path string }
+
+func (l loc) child(name string) loc {
+	return loc{schema.PtrJoin(l.ptr, name), schema.PtrJoin(l.path, name)}
+}
+
+// lastIndexes indexes every "<name>/<index>" prefix of the submitted names
+// once (name → 1 + the highest index), so an array or a map finds its items
+// without scanning every name.
+func lastIndexes(form url.Values) map[string]int {
+	last := map[string]int{}
+	for k := range form {
+		for i := 0; i < len(k); i++ {
+			if k[i] != '/' {
+				continue
+			}
+			tok, _, _ := strings.Cut(k[i+1:], "/")
+			if n, err := strconv.Atoi(tok); err == nil && n >= 0 && n+1 > last[k[:i]] {
+				last[k[:i]] = n + 1
+			}
+		}
+	}
+	return last
+}
+
 type formDecoder struct {
 	form  url.Values
-	json  map[string]bool // pointers of JSON sub-editors
+	json  map[string]bool // paths of JSON sub-editors
 	last  map[string]int  // input name of an array → 1 + the highest item index submitted
 	items int             // array items read so far
 	errs  *verr.Error
@@ -79,19 +94,27 @@ func (d *formDecoder) rootJSON() any {
 	return v
 }
 
-// value reads the field f at ptr. It reports whether the field is set; an
+// value reads the field f at l. It reports whether the field is set; an
 // object is returned even when it is not, for a parent that requires it.
-func (d *formDecoder) value(f Field, ptr string, item bool) (any, bool) {
-	if f.Kind == "json" || d.json[ptr] {
-		return d.jsonValue(ptr, item)
+func (d *formDecoder) value(f Field, l loc, item bool) (any, bool) {
+	if f.Kind == "json" || d.json[l.path] {
+		return d.jsonValue(l, item)
+	}
+	if f.Nullable && d.form.Get(FieldName(l.path)+NullSuffix) != "" {
+		return nil, true
 	}
 	switch f.Kind {
 	case "object":
-		return d.object(f, ptr, item)
+		return d.object(f, l, item, false)
 	case "array":
-		return d.array(f, ptr, item)
+		return d.array(f, l, item)
+	case "choice":
+		return d.choice(f, l, item)
+	case "map":
+		return d.mapValue(f, l, item)
 	}
-	s := strings.ReplaceAll(d.form.Get(FieldName(ptr)), "\r\n", "\n") // textareas send CRLF
+	ptr := l.ptr
+	s := strings.ReplaceAll(d.form.Get(FieldName(l.path)), "\r\n", "\n") // textareas send CRLF
 	if f.Kind == "number" || f.Kind == "integer" || f.Kind == "boolean" {
 		s = strings.TrimSpace(s)
 	}
@@ -133,6 +156,84 @@ func (d *formDecoder) value(f Field, ptr string, item bool) (any, bool) {
 	return s, true
 }
 
+// choice reads the chosen variant only. A choice that names no variant reads
+// the first (a form from before the choice had a picker).
+func (d *formDecoder) choice(f Field, l loc, item bool) (any, bool) {
+	if len(f.Variants) == 0 {
+		return nil, false
+	}
+	j := 0
+	if s := strings.TrimSpace(d.form.Get(FieldName(l.path) + VariantSuffix)); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n >= len(f.Variants) {
+			d.errs.Add(l.ptr, "names a variant the schema does not have")
+			return nil, false
+		}
+		j = n
+	}
+	vf := f.Variants[j]
+	vl := loc{l.ptr, VariantPath(l.path, j)}
+	if vf.Kind == "object" && !d.json[vl.path] {
+		return d.object(vf, vl, item, true)
+	}
+	return d.value(vf, vl, item)
+}
+
+// mapValue reads a map's rows in order; rows whose key is wrong are reported
+// and left out.
+func (d *formDecoder) mapValue(f Field, l loc, item bool) (any, bool) {
+	name := FieldName(l.path)
+	n := -1
+	if s, ok := d.form[name]; ok && len(s) > 0 {
+		n = 0
+		if c, err := strconv.Atoi(strings.TrimSpace(s[0])); err == nil && c > 0 {
+			n = c
+		}
+	}
+	if last, ok := d.last[name]; ok {
+		n = max(n, last)
+	}
+	if n < 0 || f.Item == nil {
+		return schema.NewObject(), item
+	}
+	if d.items+n > maxFormItems {
+		d.errs.Add(l.ptr, fmt.Sprintf("has too many entries (the form takes %d in all)", maxFormItems))
+		return schema.NewObject(), false
+	}
+	d.items += n
+	out := schema.NewObject()
+	rowOf := map[string]int{}
+	var re *regexp.Regexp
+	if f.KeyPattern != "" {
+		re, _ = regexp.Compile(f.KeyPattern)
+	}
+	for i := range n {
+		rl := loc{path: l.path + "/" + strconv.Itoa(i)}
+		key := d.form.Get(FieldName(rl.path) + KeySuffix)
+		rl.ptr = schema.PtrJoin(l.ptr, key)
+		if key == "" {
+			// A row left blank (as "Add entry" made it) is no entry.
+			scratch := &formDecoder{form: d.form, json: d.json, last: d.last, items: d.items, errs: &verr.Error{}}
+			if _, set := scratch.value(*f.Item, rl, false); !set && len(scratch.errs.Fields) == 0 {
+				continue
+			}
+		}
+		problem := keyProblem(key, f.KeyPattern, re)
+		if first, dup := rowOf[key]; dup && problem == "" {
+			problem = fmt.Sprintf("the key %s is already used in row %d", strconv.Quote(key), first+1)
+		}
+		if problem != "" {
+			d.errs.Add(l.ptr, fmt.Sprintf("row %d: %s", i+1, problem))
+			continue
+		}
+		rowOf[key] = i
+		if v, ok := d.value(*f.Item, rl, true); ok {
+			out.Set(key, v)
+		}
+	}
+	return out, true
+}
+
 var numberText = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 
 // parseNumber reads a number as the browser's number input sends it. It keeps
@@ -159,17 +260,17 @@ func parseNumber(s string, integer bool) (any, string) {
 	return json.Number(s), ""
 }
 
-func (d *formDecoder) jsonValue(ptr string, item bool) (any, bool) {
-	s := strings.TrimSpace(d.form.Get(FieldName(ptr)))
+func (d *formDecoder) jsonValue(l loc, item bool) (any, bool) {
+	s := strings.TrimSpace(d.form.Get(FieldName(l.path)))
 	if s == "" {
 		if item {
-			d.errs.Add(ptr, "is required")
+			d.errs.Add(l.ptr, "is required")
 		}
 		return nil, false
 	}
 	v, err := schema.Decode([]byte(s))
 	if err != nil {
-		d.errs.Add(ptr, jsonProblem(err))
+		d.errs.Add(l.ptr, jsonProblem(err))
 		return nil, false
 	}
 	return v, true
@@ -182,23 +283,45 @@ func jsonProblem(err error) string {
 	return "is not valid JSON: " + err.Error()
 }
 
-func (d *formDecoder) object(f Field, ptr string, item bool) (any, bool) {
+// object reads an object's properties. variant says it is a choice's
+// chosen variant: its required constant properties are filled in.
+func (d *formDecoder) object(f Field, l loc, item, variant bool) (any, bool) {
 	out, set := schema.NewObject(), false
 	for _, c := range f.Fields {
-		v, ok := d.value(c, schema.PtrJoin(ptr, c.Name), false)
+		v, ok := d.value(c, l.child(c.Name), false)
+		_, isObj := v.(*schema.Object)
 		switch {
 		case ok:
 			out.Set(c.Name, v)
-			set = true
-		case c.Required && c.Kind == "object" && !d.json[schema.PtrJoin(ptr, c.Name)]:
+			// A required constant is always sent (its select has nothing else to offer):
+			// alone it does not make an optional object set.
+			set = set || !(c.Kind == "enum" && c.Required && len(c.EnumJSON) == 1)
+		case c.Required && isObj:
 			out.Set(c.Name, v) // {} so the server names what it lacks
+		case variant && c.Required && c.Kind == "enum" && len(c.EnumJSON) == 1 && !d.json[l.child(c.Name).path]:
+			cv, _ := schema.Decode([]byte(c.EnumJSON[0]))
+			out.Set(c.Name, cv)
+		}
+	}
+	if f.Extra != nil {
+		mv, _ := d.mapValue(*f.Extra, loc{l.ptr, l.path + MoreSuffix}, false)
+		more, _ := mv.(*schema.Object)
+		for _, k := range more.Keys() {
+			if slices.ContainsFunc(f.Fields, func(c Field) bool { return c.Name == k }) {
+				d.errs.Add(l.ptr, fmt.Sprintf("the key %s is a property of its own: use its field", strconv.Quote(k)))
+				continue
+			}
+			x, _ := more.Get(k)
+			out.Set(k, x)
+			set = true
 		}
 	}
 	return out, set || item
 }
 
-func (d *formDecoder) array(f Field, ptr string, item bool) (any, bool) {
-	name := FieldName(ptr)
+func (d *formDecoder) array(f Field, l loc, item bool) (any, bool) {
+	ptr := l.ptr
+	name := FieldName(l.path)
 	n := -1
 	if s, ok := d.form[name]; ok && len(s) > 0 {
 		n = 0
@@ -222,7 +345,7 @@ func (d *formDecoder) array(f Field, ptr string, item bool) (any, bool) {
 	d.items += n
 	out := make([]any, 0, n)
 	for i := range n {
-		if v, ok := d.value(*f.Item, schema.PtrJoin(ptr, strconv.Itoa(i)), true); ok {
+		if v, ok := d.value(*f.Item, l.child(strconv.Itoa(i)), true); ok {
 			out = append(out, v)
 		}
 	}
@@ -287,8 +410,133 @@ func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.Ra
 	return json.RawMessage(jsonText(args, false)), nil
 }
 
-// findField finds the field at ptr among f and its descendants (not templates).
+// Map row edits: "Add entry" and "Remove" of a map's rows are _edit buttons
+// whose value is "addrow:<map path>" or "removerow:<row path>". They edit the
+// submitted form itself, since rows may hold keys the arguments cannot (empty,
+// or used twice): the page applies the edit, decodes the result and shows it
+// with BuildFrom.
+const (
+	OpAddRow    = "addrow"
+	OpRemoveRow = "removerow"
+)
+
+// EditRows applies a map row edit to a submitted form and returns the edited
+// form: "addrow" adds an empty row to the map whose path is path; "removerow"
+// removes the row at path ("<map path>/<i>"), and the rows after it move up
+// one, with their inputs and JSON markers. A path that names no map (or no
+// row of one) is an error.
+func EditRows(inputSchema json.RawMessage, submitted url.Values, op, path string) (url.Values, error) {
+	values, _ := Decode(inputSchema, submitted)
+	m := BuildFrom(inputSchema, values, submitted)
+	if m.JSONOnly {
+		return nil, errors.New("form: edit rows: the form cannot express these arguments")
+	}
+	mapPath, idx := path, -1
+	if op == OpRemoveRow {
+		i := strings.LastIndexByte(path, '/')
+		n, err := strconv.Atoi(path[i+1:])
+		if i < 0 || err != nil || n < 0 || strconv.Itoa(n) != path[i+1:] {
+			return nil, fmt.Errorf("form: edit rows: no map entry at %q", path)
+		}
+		mapPath, idx = path[:i], n
+	}
+	f := findPath(&m.Root, mapPath)
+	switch {
+	case op != OpAddRow && op != OpRemoveRow:
+		return nil, fmt.Errorf("form: edit rows: unknown operation %q", op)
+	case f == nil || f.Kind != "map":
+		return nil, fmt.Errorf("form: edit rows: no map at %q", mapPath)
+	case op == OpRemoveRow && idx >= len(f.Fields):
+		return nil, fmt.Errorf("form: edit rows: no map entry at %q", path)
+	}
+	out := url.Values{}
+	for k, vs := range submitted {
+		if k == "_edit" {
+			continue
+		}
+		out[k] = slices.Clone(vs)
+	}
+	n := len(f.Fields)
+	if op == OpAddRow {
+		out.Set(FieldName(mapPath), strconv.Itoa(n+1))
+		return out, nil
+	}
+	// rename moves the inputs of row i to row i-1, or drops them (to < 0).
+	prefix := mapPath + "/"
+	rename := func(p string) (string, bool) {
+		rest, ok := strings.CutPrefix(p, prefix)
+		if !ok {
+			return p, true
+		}
+		tok, tail, _ := strings.Cut(rest, "/")
+		i, err := strconv.Atoi(tok)
+		if err != nil || strconv.Itoa(i) != tok || i < idx {
+			return p, true
+		}
+		if i == idx {
+			return "", false
+		}
+		p = prefix + strconv.Itoa(i-1)
+		if tail != "" || strings.HasPrefix(rest[len(tok):], "/") {
+			p += "/" + tail
+		}
+		return p, true
+	}
+	edited := url.Values{}
+	for k, vs := range out {
+		p, isArg := strings.CutPrefix(k, FieldName(""))
+		if !isArg || k == JSONKey {
+			edited[k] = vs
+			continue
+		}
+		if np, keep := rename(p); keep {
+			edited[FieldName(np)] = vs
+		}
+	}
+	var marks []string
+	for _, p := range edited[JSONKey] {
+		if np, keep := rename(p); keep {
+			marks = append(marks, np)
+		}
+	}
+	if marks == nil {
+		delete(edited, JSONKey)
+	} else {
+		edited[JSONKey] = marks
+	}
+	edited.Set(FieldName(mapPath), strconv.Itoa(n-1))
+	return edited, nil
+}
+
+// findPath finds the field whose inputs are at path, through every variant.
+func findPath(f *Field, path string) *Field {
+	if f.Path == path {
+		return f
+	}
+	if f.Path != "" && !strings.HasPrefix(path, f.Path+"/") {
+		return nil
+	}
+	if f.Extra != nil {
+		if got := findPath(f.Extra, path); got != nil {
+			return got
+		}
+	}
+	for _, fs := range [][]Field{f.Fields, f.Variants} {
+		for i := range fs {
+			if got := findPath(&fs[i], path); got != nil {
+				return got
+			}
+		}
+	}
+	return nil
+}
+
+// findField finds the field at ptr among f and its descendants (not
+// templates; of a choice, the chosen variant).
 func findField(f *Field, ptr string) *Field {
+	if f.Kind == "choice" && f.Chosen < len(f.Variants) {
+		return findField(&f.Variants[f.Chosen], ptr)
+	}
 	if f.Pointer == ptr {
 		return f
 	}
@@ -298,6 +546,13 @@ func findField(f *Field, ptr string) *Field {
 	for i := range f.Fields {
 		if got := findField(&f.Fields[i], ptr); got != nil {
 			return got
+		}
+	}
+	if f.Extra != nil {
+		for i := range f.Extra.Fields {
+			if got := findField(&f.Extra.Fields[i], ptr); got != nil {
+				return got
+			}
 		}
 	}
 	return nil
@@ -339,9 +594,28 @@ func setAt(root *schema.Object, ptr string, v any) error {
 	return fmt.Errorf("schema: edit array: no value at %q", ptr)
 }
 
-// newItem is the value "Add item" appends for the item template f.
+// newItem is the value "Add item" appends for the item template f: of a
+// choice, the first variant's (an object variant with its constants, so the
+// item reads as that variant); of a map, {}.
 func newItem(f Field) any {
 	switch f.Kind {
+	case "choice":
+		if f.Default == "" && len(f.Variants) > 0 {
+			v := newItem(f.Variants[0])
+			if o, ok := v.(*schema.Object); ok && f.Variants[0].Kind == "object" {
+				for _, c := range f.Variants[0].Fields {
+					if c.Required && c.Kind == "enum" && len(c.EnumJSON) == 1 {
+						cv, _ := schema.Decode([]byte(c.EnumJSON[0]))
+						o.Set(c.Name, cv)
+					}
+				}
+			}
+			return v
+		}
+	case "map":
+		if f.Default == "" {
+			return schema.NewObject()
+		}
 	case "string":
 		return f.Default
 	case "enum":

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,31 +22,43 @@ type former struct {
 	root any
 	// stack holds the schemas being expanded, by pointer, to stop at recursion.
 	stack map[string]bool
+	// sub is the submitted form BuildFrom shows where the values cannot;
+	// subLast indexes it as Decode does (input name → 1 + the highest row or
+	// item index under it), and subRows counts the map rows built from it,
+	// which are bounded as Decode bounds items.
+	sub     url.Values
+	subLast map[string]int
+	subRows int
+	// misfits counts the fields turned into JSON sub-editors because of their
+	// value (not their schema): a choice's variant fits a value when building
+	// it with the value adds none.
+	misfits int
 }
 
 // formPos is where a field sits and what the arguments hold there.
 type formPos struct {
-	ptr, name string
-	item      int // index of an array item, -1 for a property or the root
-	required  bool
-	val       any
-	has       bool
-	depth     int
+	ptr, path, name string
+	item            int // index of an array item, -1 for a property or the root
+	required        bool
+	val             any
+	has             bool
+	depth           int
 }
 
 func (b *former) field(s any, sptr string, a formPos) Field {
-	f := Field{Pointer: a.ptr, Name: a.name, Label: a.name, Required: a.required, Set: a.has}
+	f := Field{Pointer: a.ptr, Path: a.path, Name: a.name, Label: a.name, Required: a.required, Set: a.has}
 	if a.item >= 0 {
 		f.Label = "Item " + strconv.Itoa(a.item+1)
 	}
 	so, ok := s.(*schema.Object)
 	if !ok {
-		return toJSON(f, a, nil, false, "any JSON value is allowed")
+		return b.toJSON(f, a, nil, false, "any JSON value is allowed")
 	}
 	v := schema.Resolve(b.root, so, sptr)
 	ev := v // what the value must be: X for an optional "anyOf [X, null]"
 	if alt, ok := schema.UnwrapOptional(b.root, v); ok {
 		ev = alt
+		f.Nullable = hasNullAlternative(b.root, v)
 	}
 	if t := firstNonEmpty(v.Str("title"), ev.Str("title")); t != "" {
 		f.Label = t
@@ -58,10 +72,16 @@ func (b *former) field(s any, sptr string, a formPos) Field {
 		dflt, _, hasDflt = ev.Get("default")
 	}
 	if a.depth > schema.MaxParamDepth {
-		return toJSON(f, a, dflt, hasDflt, fmt.Sprintf("nested more than %d levels deep", schema.MaxParamDepth))
+		return b.toJSON(f, a, dflt, hasDflt, fmt.Sprintf("nested more than %d levels deep", schema.MaxParamDepth))
 	}
 	kind, reason := b.classify(ev, a.depth == 0)
-	if kind == "array" || kind == "object" {
+	if kind != "json" && slices.Contains(ev.Types(), "null") {
+		f.Nullable = true
+	}
+	if kind == "choice" && hasNullAlternative(b.root, ev) {
+		f.Nullable = true
+	}
+	if kind == "array" || kind == "object" || kind == "choice" {
 		target := ev[len(ev)-1].Ptr
 		if b.stack[target] {
 			kind, reason = "json", "a recursive definition"
@@ -70,29 +90,45 @@ func (b *former) field(s any, sptr string, a formPos) Field {
 			defer delete(b.stack, target)
 		}
 	}
+	if kind == "json" {
+		f.Nullable = false
+	}
+	in := a // what the editor of X shows: nothing when the value is null
+	if f.Nullable && a.has && a.val == nil {
+		f.Null = true
+		in.has, in.val = false, nil
+	}
 	switch kind {
 	case "string":
-		reason = stringField(&f, ev, a)
+		reason = stringField(&f, ev, in)
 	case "number", "integer":
-		reason = numberField(&f, ev, a, kind == "integer")
+		reason = numberField(&f, ev, in, kind == "integer")
 	case "boolean":
 		f.Kind = "boolean"
-		if a.has {
-			bv, ok := a.val.(bool)
+		if in.has {
+			bv, ok := in.val.(bool)
 			if !ok {
 				reason = "the value is not true or false"
 			}
 			f.Value = strconv.FormatBool(bv)
 		}
 	case "enum":
-		reason = enumField(&f, ev, a)
+		reason = enumField(&f, ev, in)
 	case "object":
-		reason = b.objectField(&f, ev, a)
+		reason = b.objectField(&f, ev, in)
 	case "array":
-		reason = b.arrayField(&f, ev, a)
+		reason = b.arrayField(&f, ev, in)
+	case "choice":
+		reason = b.choiceField(&f, ev, in)
 	}
 	if reason != "" {
-		return toJSON(f, a, dflt, hasDflt, reason)
+		if isValueReason(reason) {
+			b.misfits++
+		}
+		return b.toJSON(f, a, dflt, hasDflt, reason)
+	}
+	if !in.has {
+		b.keepTyped(&f)
 	}
 	if hasDflt {
 		f.Default = valueText(f, dflt)
@@ -103,14 +139,71 @@ func (b *former) field(s any, sptr string, a formPos) Field {
 	return f
 }
 
+// isValueReason tells the reasons that come from a field's value (it does not
+// fit the schema) from those that come from the schema itself.
+func isValueReason(reason string) bool {
+	return strings.HasPrefix(reason, "the value ") || strings.HasPrefix(reason, "holds properties") ||
+		strings.HasPrefix(reason, "item ") && !strings.HasPrefix(reason, "items")
+}
+
+// hasNullAlternative reports whether anyOf or oneOf offers {"type": "null"}.
+func hasNullAlternative(root any, v schema.View) bool {
+	for _, k := range []string{"anyOf", "oneOf"} {
+		x, p, _ := v.Get(k)
+		alts, _ := x.([]any)
+		for i, e := range alts {
+			if eo, ok := e.(*schema.Object); ok {
+				if ts := schema.Resolve(root, eo, schema.PtrJoin(p, k, strconv.Itoa(i))).Types(); len(ts) == 1 && ts[0] == "null" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// keepTyped shows, in a field the values leave unset, what was submitted for
+// it (BuildFrom): text that could not be read, or a value that was left out
+// with its map row.
+func (b *former) keepTyped(f *Field) {
+	if b.sub == nil {
+		return
+	}
+	t, ok := b.sub[FieldName(f.Path)]
+	if !ok || len(t) == 0 || t[0] == "" {
+		return
+	}
+	text := strings.ReplaceAll(t[0], "\r\n", "\n")
+	switch f.Kind {
+	case "string", "number", "integer", "json":
+		f.Value = text
+		if f.Kind == "string" && strings.ContainsAny(text, "\n") {
+			f.Input = "textarea"
+		}
+	case "boolean":
+		if text == "true" || text == "false" {
+			f.Value, f.Set = text, true
+		}
+	case "enum":
+		if i := slices.Index(f.EnumJSON, text); i >= 0 {
+			text = f.Enum[i]
+		}
+		if slices.Contains(f.Enum, text) {
+			f.Value, f.Set = text, true
+		}
+	}
+}
+
 // toJSON turns f into a JSON sub-editor, keeping where it is and what it is called.
-func toJSON(f Field, a formPos, dflt any, hasDflt bool, reason string) Field {
+func (b *former) toJSON(f Field, a formPos, dflt any, hasDflt bool, reason string) Field {
 	j := Field{
-		Pointer: f.Pointer, Name: f.Name, Label: f.Label, Help: f.Help,
+		Pointer: f.Pointer, Path: f.Path, Name: f.Name, Label: f.Label, Help: f.Help,
 		Kind: "json", Required: f.Required, Set: a.has, Hint: reason,
 	}
 	if a.has {
 		j.Value = jsonText(a.val, true)
+	} else {
+		b.keepTyped(&j)
 	}
 	if hasDflt {
 		j.Default = jsonText(dflt, false)
@@ -136,10 +229,8 @@ func (b *former) classify(v schema.View, root bool) (kind, reason string) {
 		}
 		return "enum", ""
 	}
-	for _, k := range []string{"oneOf", "anyOf"} {
-		if v.Has(k) {
-			return "json", k + ": one of several schemas"
-		}
+	if v.Has("oneOf") || v.Has("anyOf") {
+		return b.classifyChoice(v)
 	}
 	merged := v.Has("allOf") && !allOfFollowed(v) // parts schema.ObjectProperties merges
 	if merged && !b.objectParts(v) {
@@ -172,6 +263,310 @@ func (b *former) classify(v schema.View, root bool) (kind, reason string) {
 		return "object", "" // MCP: the arguments are an object, typed or not
 	}
 	return "json", "no type: any JSON value is allowed"
+}
+
+// choiceSiblings are the keywords that make a oneOf/anyOf a constraint on a
+// schema of its own (properties that one of several subsets must hold)
+// rather than a choice between schemas: such a schema stays JSON.
+var choiceSiblings = []string{"properties", "required", "items", "prefixItems", "additionalProperties",
+	"patternProperties", "allOf", "enum", "const", "not", "if"}
+
+// classifyChoice reads oneOf/anyOf: a choice between at least two schemas
+// that are not null, or JSON when the form cannot offer it as one.
+func (b *former) classifyChoice(v schema.View) (kind, reason string) {
+	key := "anyOf"
+	if v.Has("oneOf") {
+		key = "oneOf"
+		if v.Has("anyOf") {
+			return "json", "oneOf and anyOf together"
+		}
+	}
+	alts := v.Array(key)
+	for _, s := range choiceSiblings {
+		if v.Has(s) {
+			return "json", key + ": one of several schemas"
+		}
+	}
+	n := 0
+	for _, e := range alts {
+		if _, ok := e.(*schema.Object); !ok && e != true {
+			return "json", key + ": one of several schemas"
+		}
+		n++
+	}
+	if n < 2 {
+		return "json", key + ": one of several schemas"
+	}
+	return "choice", ""
+}
+
+// variantSchema is one schema of a choice and its pointer in the document.
+type variantSchema struct {
+	s   any
+	ptr string
+}
+
+// choiceField builds a choice's variants: the one the value fits (the
+// submitted choice when it fits too) is built with the value, the others
+// empty; without a value, the submitted choice or the first is chosen.
+func (b *former) choiceField(f *Field, v schema.View, a formPos) string {
+	f.Kind = "choice"
+	key := "anyOf"
+	if v.Has("oneOf") {
+		key = "oneOf"
+	}
+	x, p, _ := v.Get(key)
+	alts, _ := x.([]any)
+	var vs []variantSchema
+	for i, e := range alts {
+		ptr := schema.PtrJoin(p, key, strconv.Itoa(i))
+		if eo, ok := e.(*schema.Object); ok {
+			if ts := schema.Resolve(b.root, eo, ptr).Types(); len(ts) == 1 && ts[0] == "null" {
+				continue
+			}
+		}
+		vs = append(vs, variantSchema{e, ptr})
+	}
+	if len(vs) == 0 {
+		return key + ": always null"
+	}
+	pos := func(j int, has bool) formPos {
+		return formPos{ptr: a.ptr, path: VariantPath(a.path, j), name: a.name, item: a.item,
+			required: a.required, val: a.val, has: has, depth: a.depth + 1}
+	}
+	picked := -1
+	if b.sub != nil {
+		if n, err := strconv.Atoi(b.sub.Get(FieldName(a.path) + VariantSuffix)); err == nil && n >= 0 && n < len(vs) {
+			picked = n
+		}
+	}
+	chosen := max(picked, 0)
+	var fitted *Field // the chosen variant, built with the value while trying it
+	if a.has {
+		saved, savedRows := b.misfits, b.subRows
+		fits := func(j int) bool {
+			before := b.misfits
+			vf := b.field(vs[j].s, vs[j].ptr, pos(j, true))
+			if b.misfits != before {
+				return false
+			}
+			fitted = &vf
+			return true
+		}
+		chosen = -1
+		if picked >= 0 && fits(picked) {
+			chosen = picked
+		} else {
+			for j := range vs {
+				if fits(j) {
+					chosen = j
+					break
+				}
+			}
+		}
+		b.misfits, b.subRows = saved, savedRows
+		if chosen < 0 {
+			return "the value fits none of the variants"
+		}
+	}
+	f.Chosen = chosen
+	seen := map[string]int{}
+	for j, alt := range vs {
+		var vf Field
+		if j == chosen && fitted != nil {
+			vf = *fitted
+		} else {
+			vf = b.field(alt.s, alt.ptr, pos(j, a.has && j == chosen))
+		}
+		vf.Label = b.variantLabel(alt, vf)
+		vf.Name = "" // the choice is the property; its variants are not marked required again
+		if n := seen[vf.Label]; n > 0 {
+			vf.Label += " (" + strconv.Itoa(n+1) + ")"
+		}
+		seen[vf.Label]++
+		f.Variants = append(f.Variants, vf)
+	}
+	return ""
+}
+
+// variantLabel names a variant for the picker: its title, else what tells it
+// apart: a constant ("circle"), a constant property ("kind: circle"), the
+// properties an object requires ("object: width, height"), or its type.
+func (b *former) variantLabel(alt variantSchema, f Field) string {
+	format := ""
+	if so, ok := alt.s.(*schema.Object); ok {
+		v := schema.Resolve(b.root, so, alt.ptr)
+		if t := v.Str("title"); strings.TrimSpace(t) != "" {
+			return strings.TrimSpace(t)
+		}
+		format = v.Str("format")
+	}
+	if format != "" && (f.Kind == "string" || f.Kind == "number" || f.Kind == "integer") {
+		return f.Kind + " (" + format + ")"
+	}
+	switch f.Kind {
+	case "enum":
+		if len(f.Enum) == 1 {
+			return f.Enum[0]
+		}
+		return "one of " + strings.Join(f.Enum, ", ")
+	case "object":
+		var names []string
+		for _, c := range f.Fields {
+			if c.Kind == "enum" && len(c.Enum) == 1 {
+				return c.Name + ": " + c.Enum[0]
+			}
+		}
+		for _, c := range f.Fields {
+			if c.Required {
+				names = append(names, c.Name)
+			}
+		}
+		if len(names) == 0 {
+			for _, c := range f.Fields {
+				names = append(names, c.Name)
+			}
+		}
+		switch {
+		case len(names) == 0:
+			return "object"
+		case len(names) > 3:
+			names = append(names[:3], "…")
+		}
+		return "object: " + strings.Join(names, ", ")
+	case "array":
+		if f.Item != nil {
+			return "list of " + f.Item.Kind
+		}
+		return "list"
+	case "map":
+		return "map"
+	case "choice":
+		return "one of several"
+	case "json":
+		return "JSON value"
+	}
+	return f.Kind
+}
+
+// mapSchema finds the schema of a map's values: additionalProperties, or
+// the one pattern of patternProperties (whose pattern keys must then match),
+// with the pattern of propertyNames. ok is false for an object whose
+// properties the form cannot list as rows.
+func (b *former) mapSchema(v schema.View) (vs variantSchema, keyPattern string, ok bool) {
+	ap, app, hasAP := v.Get("additionalProperties")
+	pp, ppp := v.Object("patternProperties")
+	if names, _ := v.Object("propertyNames"); names != nil {
+		keyPattern = names.Str("pattern")
+	}
+	switch {
+	case pp != nil:
+		if len(pp.Keys()) != 1 || hasAP && ap != false || keyPattern != "" {
+			return vs, "", false
+		}
+		k := pp.Keys()[0]
+		s, _ := pp.Get(k)
+		return variantSchema{s, schema.PtrJoin(ppp, "patternProperties", k)}, k, true
+	case hasAP:
+		if ao, isObj := ap.(*schema.Object); isObj {
+			return variantSchema{ao, schema.PtrJoin(app, "additionalProperties")}, keyPattern, true
+		}
+	}
+	return vs, "", false
+}
+
+// mapField builds a map's rows: from the values, or from a submitted form as
+// its rows were typed (BuildFrom), a row's value from the values when its
+// key is there and not taken by an earlier row.
+func (b *former) mapField(f *Field, v schema.View, a formPos, vs variantSchema, keyPattern string) string {
+	f.Kind = "map"
+	f.KeyPattern = keyPattern
+	f.MinItems, f.MaxItems = intPtr(v, "minProperties"), intPtr(v, "maxProperties")
+	var vo *schema.Object
+	if a.has {
+		var ok bool
+		if vo, ok = a.val.(*schema.Object); !ok {
+			return "the value is not an object"
+		}
+	}
+	tmpl := b.field(vs.s, vs.ptr, formPos{ptr: a.ptr + "/-", path: a.path + "/-", item: -1, required: true, depth: a.depth + 1})
+	tmpl.Label = "Value"
+	f.Item = &tmpl
+	type row struct {
+		key string
+		val any
+		has bool
+	}
+	var rows []row
+	if n, ok := b.rowsSent(a.path); ok {
+		f.Set = true
+		used := map[string]bool{}
+		for i := range n {
+			r := row{key: b.sub.Get(FieldName(a.path+"/"+strconv.Itoa(i)) + KeySuffix)}
+			if x, ok := vo.Get(r.key); ok && !used[r.key] {
+				r.val, r.has, used[r.key] = x, true, true
+			}
+			rows = append(rows, r)
+		}
+	} else {
+		for _, k := range vo.Keys() {
+			x, _ := vo.Get(k)
+			rows = append(rows, row{k, x, true})
+		}
+	}
+	for i, r := range rows {
+		rf := b.field(vs.s, vs.ptr, formPos{ptr: schema.PtrJoin(a.ptr, r.key), path: a.path + "/" + strconv.Itoa(i),
+			item: i, required: true, val: r.val, has: r.has, depth: a.depth + 1})
+		rf.Key, rf.Label = r.key, "Value "+strconv.Itoa(i+1)
+		f.Fields = append(f.Fields, rf)
+	}
+	var hints []string
+	if c := countText(f.MinItems, f.MaxItems); c != "" {
+		hints = append(hints, c+" entries")
+	}
+	if keyPattern != "" {
+		hints = append(hints, "keys match "+keyPattern)
+	}
+	f.Hint = joinHints(hints...)
+	return ""
+}
+
+// rowsSent counts the rows a submitted form has for the map at path: its row
+// count, or one more than the highest row index among its inputs. All maps
+// together get at most maxFormItems rows.
+func (b *former) rowsSent(path string) (int, bool) {
+	if b.sub == nil {
+		return 0, false
+	}
+	if b.subLast == nil {
+		b.subLast = lastIndexes(b.sub)
+	}
+	name := FieldName(path)
+	n, ok := 0, false
+	if c, has := b.sub[name]; has && len(c) > 0 {
+		ok = true
+		if x, err := strconv.Atoi(strings.TrimSpace(c[0])); err == nil && x > 0 {
+			n = x
+		}
+	}
+	if last, has := b.subLast[name]; has {
+		n, ok = max(n, last), true
+	}
+	n = max(min(n, maxFormItems-b.subRows), 0)
+	b.subRows += n
+	return n, ok
+}
+
+// keyProblem says what is wrong with a map row's key, or "". re is the
+// compiled pattern (nil: none, or one Go cannot run: the server checks it).
+func keyProblem(key, pattern string, re *regexp.Regexp) string {
+	if key == "" {
+		return "the key is empty"
+	}
+	if re != nil && !re.MatchString(key) {
+		return "the key " + strconv.Quote(key) + " does not match " + pattern
+	}
+	return ""
 }
 
 // allOfFollowed reports whether resolve already read a single-part allOf as
@@ -469,9 +864,14 @@ func (b *former) objectField(f *Field, v schema.View, a formPos) string {
 		}
 	}
 	props, required := schema.ObjectProperties(b.root, v)
+	_, _, isMap := b.mapSchema(v)
 	if len(props) == 0 && !v.Has("properties") {
+		if vs, pat, ok := b.mapSchema(v); ok && a.depth > 0 {
+			return b.mapField(f, v, a, vs, pat)
+		}
 		ap, _, hasAP := v.Get("additionalProperties")
-		if v.Has("patternProperties") || ap != false && (hasAP || a.depth > 0) {
+		rootMap := a.depth == 0 && isMap && !v.Has("patternProperties") // the arguments stay an object: rows in it
+		if !rootMap && (v.Has("patternProperties") || ap != false && (hasAP || a.depth > 0)) {
 			return "an object with free-form properties"
 		}
 	}
@@ -496,15 +896,32 @@ func (b *former) objectField(f *Field, v schema.View, a formPos) string {
 		known[p.Name] = true
 		cv, has := vo.Get(p.Name)
 		f.Fields = append(f.Fields, b.field(p.Schema, p.Ptr, formPos{
-			ptr: schema.PtrJoin(a.ptr, p.Name), name: p.Name, item: -1,
+			ptr: schema.PtrJoin(a.ptr, p.Name), path: schema.PtrJoin(a.path, p.Name), name: p.Name, item: -1,
 			required: required[p.Name], val: cv, has: has, depth: a.depth + 1,
 		}))
 	}
 	var extra []string
+	more := schema.NewObject()
 	for _, k := range vo.Keys() {
 		if !known[k] {
 			extra = append(extra, strconv.Quote(k))
+			x, _ := vo.Get(k)
+			more.Set(k, x)
 		}
+	}
+	if xs, pat, ok := b.mapSchema(v); ok && !v.Has("patternProperties") {
+		// Properties beyond the declared ones, as rows under them.
+		mf := Field{Pointer: a.ptr, Path: a.path + MoreSuffix, Label: "More properties"}
+		if reason := b.mapField(&mf, v, formPos{ptr: a.ptr, path: a.path + MoreSuffix, item: -1,
+			val: more, has: len(extra) > 0, depth: a.depth}, xs, pat); reason != "" {
+			return reason
+		}
+		mf.MinItems, mf.MaxItems, mf.Hint = nil, nil, ""
+		if pat != "" {
+			mf.Hint = "keys match " + pat
+		}
+		f.Extra = &mf
+		return ""
 	}
 	if len(extra) > 0 {
 		return "holds properties the schema does not declare: " + strings.Join(extra, ", ")
@@ -554,14 +971,14 @@ func (b *former) arrayField(f *Field, v schema.View, a formPos) string {
 		}
 	}
 	iptr := schema.PtrJoin(ip, "items")
-	tmpl := b.field(items, iptr, formPos{ptr: a.ptr + "/-", item: len(arr), required: true, depth: a.depth + 1})
+	tmpl := b.field(items, iptr, formPos{ptr: a.ptr + "/-", path: a.path + "/-", item: len(arr), required: true, depth: a.depth + 1})
 	if tmpl.Kind == "json" {
 		return "items: " + tmpl.Hint
 	}
 	f.Item = &tmpl
 	for i, el := range arr {
 		it := b.field(items, iptr, formPos{
-			ptr: schema.PtrJoin(a.ptr, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
+			ptr: schema.PtrJoin(a.ptr, strconv.Itoa(i)), path: schema.PtrJoin(a.path, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
 		})
 		if it.Kind == "json" {
 			return fmt.Sprintf("item %d: %s", i+1, it.Hint)

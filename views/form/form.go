@@ -8,6 +8,8 @@ package form
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
+	"strconv"
 
 	"github.com/toolwarden/toolwarden/services/schema"
 )
@@ -41,7 +43,35 @@ import (
 //     value that does not fit the form is shown as JSON);
 //   - an object is left out when none of its inputs is set, unless it is
 //     required (then it is {}) or an array item (objects and arrays that are
-//     items are always there); the root is always an object.
+//     items are always there); the root is always an object;
+//   - a nullable field (type [X, "null"], anyOf [X, {"type": "null"}]) has a
+//     checkbox named FieldName(path)+NullSuffix: checked, the value is null
+//     and X's inputs are not read;
+//   - a choice (Kind "choice": oneOf or anyOf of several schemas) has a select
+//     named FieldName(path)+VariantSuffix holding the index of the chosen
+//     variant; each variant has its own inputs, under the path
+//     VariantPath(path, i), and only the chosen one's are read. When the
+//     chosen variant is an object, its required constant properties (the
+//     usual discriminator, {"kind": {"const": "circle"}}) are filled in;
+//   - a map (Kind "map": an object whose properties are additionalProperties,
+//     or one patternProperties pattern) has rows: row i's value has the path
+//     "<map path>/<i>" and its key the input FieldName(row path)+KeySuffix,
+//     and the map, when it holds a value, a hidden row count as arrays do.
+//     A row whose key is empty and whose value is not set is skipped; any
+//     other empty key, a key used twice or one its pattern refuses is
+//     reported at the map's pointer ("row 2: ...") and the row left out. An
+//     object with properties of its own and an additionalProperties schema
+//     has such rows too (Field.Extra), under the path "<object path>/~more";
+//
+// Inputs are named by a field's Path, which is its Pointer except under a
+// choice's variants and a map's rows (the key of a row is text the person is
+// still typing; two variants may have the same properties). Errors are
+// always reported at Pointers, which is what the server's validation names.
+//
+// BuildFrom re-renders a submitted form: what the arguments cannot hold (a
+// map row whose key is empty or used twice, text that is not a number or not
+// JSON, which variant was chosen while its inputs are still empty) is shown
+// as it was typed, so nothing is lost when a submission has errors.
 //
 // Build never puts defaults into values: they are shown as Default (the page
 // shows them as hints in the empty inputs), since a server applies its own defaults.
@@ -50,6 +80,22 @@ import (
 // value is the pointer of a field whose input holds JSON text. The pointer ""
 // marks the whole arguments as one JSON editor named FieldName("").
 const JSONKey = "_json"
+
+// The suffixes of the inputs that are not values: a choice's variant select,
+// a nullable field's null checkbox and a map row's key. Each starts with "~",
+// which an escaped JSON pointer token never does unless followed by 0 or 1, so
+// no property's input can be named like them.
+const (
+	VariantSuffix = "/~v"
+	NullSuffix    = "/~null"
+	KeySuffix     = "/~key"
+	MoreSuffix    = "/~more"
+)
+
+// VariantPath is the path of the inputs of variant i of the choice at path.
+func VariantPath(path string, i int) string {
+	return path + VariantSuffix + strconv.Itoa(i)
+}
 
 // maxFormItems bounds the array items Decode reads in one form, whatever
 // the submitted counts say, since nested counts multiply.
@@ -61,7 +107,10 @@ type Field struct {
 	// Pointer is the JSON pointer of the value in the arguments, "/a/0/b"; ""
 	// is the root object. An array's Item template has the pointer "/a/-".
 	Pointer string
-	// Name is the property name ("" for array items and the root).
+	// Path names the field's inputs (FieldName(Path)): the Pointer, except
+	// under a choice's variants (VariantPath) and in map rows ("<map path>/<i>").
+	Path string
+	// Name is the property name ("" for array items, map rows and the root).
 	Name string
 	// Label is the title, else the property name; array items are "Item N"
 	// (or "<title> N" when the item schema has a title).
@@ -69,7 +118,8 @@ type Field struct {
 	// Help is the description, as plain text.
 	Help string
 	// Kind is "string", "number", "integer", "boolean", "enum", "object",
-	// "array" or "json" (a raw JSON sub-editor, for what a form cannot express).
+	// "array", "choice" (oneOf/anyOf: a variant picker), "map" (key/value
+	// rows) or "json" (a raw JSON sub-editor, for what a form cannot express).
 	Kind string
 	// Input is the HTML control for strings: "text", "email", "url", "date",
 	// "password" or "textarea" (see stringInput for the rules). "date-time"
@@ -120,6 +170,27 @@ type Field struct {
 	// Secret marks password-like strings: writeOnly, format "password", or a
 	// name that holds credentials (secrets.LooksSecretName).
 	Secret bool
+	// Nullable says the schema also allows null (the form shows a "null"
+	// checkbox); Null says the value is null (the checkbox is checked).
+	Nullable, Null bool
+	// Variants are a choice's schemas, each built at the choice's Pointer with
+	// its own Path and labelled by its title, else by what tells it apart
+	// (a constant property, its type and required properties). Chosen is the
+	// index of the one in use: the first the value fits, or the one the
+	// person picked.
+	Variants []Field
+	Chosen   int
+	// Key is a map row's key as entered; KeyPattern the pattern keys must
+	// match (propertyNames or the one patternProperties pattern); a map's
+	// MinItems and MaxItems are its minProperties and maxProperties, and its
+	// Item the template of a new row's value.
+	Key        string
+	KeyPattern string
+	// Extra holds an object's properties beyond those it declares, when
+	// additionalProperties is a schema: a map (Kind "map") at the object's
+	// Pointer whose Path is the object's plus MoreSuffix. A key that names a
+	// declared property is refused there (it has its own input).
+	Extra *Field
 }
 
 // Model is the generated form of one input schema with its current values.
@@ -147,6 +218,20 @@ func FieldName(pointer string) string {
 // schema wants a number, properties the schema does not declare) turn their
 // field into a JSON sub-editor, so nothing is lost by going through the form.
 func Build(inputSchema, values json.RawMessage) Model {
+	return build(inputSchema, values, nil)
+}
+
+// BuildFrom is Build for a form that was submitted (values are what Decode
+// made of it): where the values cannot hold what was entered, the form shows
+// the submission as it was: map rows as typed (keys that are empty or used
+// twice, and their values), the text of inputs that could not be read (not a
+// number, not JSON), the variant each choice was set to, and the values of
+// fields that were left out (the select of an enum in a refused map row).
+func BuildFrom(inputSchema, values json.RawMessage, submitted url.Values) Model {
+	return build(inputSchema, values, submitted)
+}
+
+func build(inputSchema, values json.RawMessage, sub url.Values) Model {
 	root := Field{Label: "Arguments", Kind: "object", Required: true}
 	var val any
 	if present(values) {
@@ -166,14 +251,21 @@ func Build(inputSchema, values json.RawMessage) Model {
 	if err != nil || !ok {
 		return jsonOnly(rootJSON(root, val), "the input schema is not a JSON object")
 	}
-	b := &former{root: doc, stack: map[string]bool{}}
+	b := &former{root: doc, stack: map[string]bool{}, sub: sub}
 	f := b.field(s, "", formPos{required: true, val: val, has: root.Set, item: -1})
+	f.Nullable, f.Null = false, false // the arguments are an object, never null
 	if f.Label == "" {
 		f.Label = root.Label
 	}
 	switch f.Kind {
 	case "json":
 		return jsonOnly(f, f.Hint)
+	case "choice":
+		key := "anyOf"
+		if s.Has("oneOf") {
+			key = "oneOf"
+		}
+		return jsonOnly(rootJSON(f, val), key+": one of several schemas")
 	case "object":
 	default:
 		return jsonOnly(rootJSON(f, val), "the arguments are of type "+f.Kind+", not an object")
@@ -252,6 +344,12 @@ func collectJSON(f Field, out *[]string) {
 	}
 	for _, c := range f.Fields {
 		collectJSON(c, out)
+	}
+	if f.Extra != nil {
+		collectJSON(*f.Extra, out)
+	}
+	if f.Kind == "choice" && f.Chosen < len(f.Variants) {
+		collectJSON(f.Variants[f.Chosen], out)
 	}
 }
 

@@ -71,23 +71,37 @@ func formSubmission(m Model) url.Values {
 	}
 	var walk func(f Field)
 	walk = func(f Field) {
+		if f.Null {
+			out.Add(FieldName(f.Path)+NullSuffix, "1")
+		}
 		switch f.Kind {
 		case "json":
-			out.Add(FieldName(f.Pointer), f.Value)
-			out.Add(JSONKey, f.Pointer)
+			out.Add(FieldName(f.Path), f.Value)
+			out.Add(JSONKey, f.Path)
 		case "object":
 			for _, c := range f.Fields {
 				walk(c)
 			}
-		case "array":
+			if f.Extra != nil {
+				walk(*f.Extra)
+			}
+		case "array", "map":
 			if f.Set {
-				out.Add(FieldName(f.Pointer), strconv.Itoa(len(f.Fields)))
+				out.Add(FieldName(f.Path), strconv.Itoa(len(f.Fields)))
 			}
 			for _, c := range f.Fields {
+				if f.Kind == "map" {
+					out.Add(FieldName(c.Path)+KeySuffix, c.Key)
+				}
 				walk(c)
 			}
+		case "choice":
+			out.Add(FieldName(f.Path)+VariantSuffix, strconv.Itoa(f.Chosen))
+			for _, v := range f.Variants {
+				walk(v)
+			}
 		default:
-			out.Add(FieldName(f.Pointer), f.Value)
+			out.Add(FieldName(f.Path), f.Value)
 		}
 	}
 	walk(m.Root)
@@ -143,11 +157,17 @@ func formJSON(t testing.TB, v any) json.RawMessage {
 	return b
 }
 
-// walkFields visits f and its descendants (not item templates).
+// walkFields visits f and its descendants (not item templates; every variant).
 func walkFields(f Field, fn func(Field)) {
 	fn(f)
 	for _, c := range f.Fields {
 		walkFields(c, fn)
+	}
+	for _, c := range f.Variants {
+		walkFields(c, fn)
+	}
+	if f.Extra != nil {
+		walkFields(*f.Extra, fn)
 	}
 }
 
@@ -155,7 +175,7 @@ func fieldAt(t testing.TB, m Model, ptr string) Field {
 	t.Helper()
 	var got *Field
 	walkFields(m.Root, func(f Field) {
-		if f.Pointer == ptr {
+		if f.Pointer == ptr && got == nil { // a choice before its variants, which share its pointer
 			got = &f
 		}
 	})
@@ -202,10 +222,20 @@ func TestFormKinds(t *testing.T) {
 		{"optional via anyOf null", `{"anyOf": [{"type": "integer"}, {"type": "null"}]}`, "integer", "", false, "", nil, nil},
 		{"integer or number", `{"type": ["integer", "number"]}`, "number", "", false, "", nil, nil},
 		{"allOf of one", `{"allOf": [{"type": "string"}]}`, "string", "text", false, "", nil, nil},
+		{"oneOf", `{"oneOf": [{"type": "string"}, {"type": "integer"}]}`, "choice", "", false, "", nil, nil},
+		{"anyOf", `{"anyOf": [{"type": "string"}, {"type": "integer"}]}`, "choice", "", false, "", nil, nil},
+		{"anyOf with null", `{"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}`, "choice", "", false, "", nil, nil},
+		{"array of oneOf", `{"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}`, "array", "", false, "", nil, nil},
+		{"map", `{"type": "object", "additionalProperties": {"type": "string"}}`, "map", "", false, "", nil, nil},
+		{"map of numbers with bounds", `{"type": "object", "additionalProperties": {"type": "number"}, "maxProperties": 3}`, "map", "", false, "at most 3 entries", nil, nil},
+		{"patternProperties", `{"type": "object", "patternProperties": {"^x": {"type": "string"}}}`, "map", "", false, "keys match ^x", nil, nil},
+		{"propertyNames", `{"type": "object", "additionalProperties": {"type": "integer"}, "propertyNames": {"pattern": "^[a-z]+$"}}`, "map", "", false, "keys match ^[a-z]+$", nil, nil},
 		{"allOf of objects", `{"allOf": [{"type": "object", "properties": {"a": {"type": "string"}}}, {"properties": {"b": {"type": "integer"}}}]}`, "object", "", false, "", nil, nil},
 		// What a form cannot express becomes a JSON sub-editor.
-		{"oneOf", `{"oneOf": [{"type": "string"}, {"type": "integer"}]}`, "json", "", false, "oneOf", nil, nil},
-		{"anyOf", `{"anyOf": [{"type": "string"}, {"type": "integer"}]}`, "json", "", false, "anyOf", nil, nil},
+		{"oneOf next to properties", `{"type": "object", "properties": {"a": {"type": "string"}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}`, "json", "", false, "oneOf", nil, nil},
+		{"oneOf and anyOf", `{"oneOf": [{"type": "string"}, {"type": "integer"}], "anyOf": [{"type": "string"}, {"type": "integer"}]}`, "json", "", false, "oneOf and anyOf", nil, nil},
+		{"map with two patterns", `{"type": "object", "patternProperties": {"^x": {"type": "string"}, "^y": {"type": "integer"}}}`, "json", "", false, "free-form", nil, nil},
+		{"map of anything", `{"type": "object", "additionalProperties": true}`, "json", "", false, "free-form", nil, nil},
 		{"allOf of scalars", `{"allOf": [{"type": "string"}, {"type": "integer"}]}`, "json", "", false, "allOf", nil, nil},
 		{"several types", `{"type": ["string", "number"]}`, "json", "", false, "string | number", nil, nil},
 		{"only null", `{"type": "null"}`, "json", "", false, "null", nil, nil},
@@ -213,12 +243,9 @@ func TestFormKinds(t *testing.T) {
 		{"true schema", `true`, "json", "", false, "any JSON value", nil, nil},
 		{"unknown type", `{"type": "file"}`, "json", "", false, "unknown type", nil, nil},
 		{"free-form object", `{"type": "object"}`, "json", "", false, "free-form", nil, nil},
-		{"map", `{"type": "object", "additionalProperties": {"type": "string"}}`, "json", "", false, "free-form", nil, nil},
-		{"patternProperties", `{"type": "object", "patternProperties": {"^x": {"type": "string"}}}`, "json", "", false, "free-form", nil, nil},
 		{"tuple", `{"type": "array", "prefixItems": [{"type": "string"}]}`, "json", "", false, "tuple", nil, nil},
 		{"draft-07 tuple", `{"type": "array", "items": [{"type": "string"}]}`, "json", "", false, "tuple", nil, nil},
 		{"array of anything", `{"type": "array"}`, "json", "", false, "any type", nil, nil},
-		{"array of oneOf", `{"type": "array", "items": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}`, "json", "", false, "items: oneOf", nil, nil},
 		{"enum of objects", `{"enum": [{"a": 1}]}`, "json", "", false, "objects or arrays", nil, nil},
 		{"const object", `{"const": {"a": 1}}`, "json", "", false, "constant object", nil, nil},
 		// String inputs from formats, names and lengths.
@@ -548,7 +575,6 @@ func TestFormJSONOnly(t *testing.T) {
 		hint, value          string
 	}{
 		{"root oneOf", `{"oneOf": [{"type": "object"}, {"type": "object"}]}`, `{"a": 1}`, "oneOf: one of several schemas", "{\n  \"a\": 1\n}"},
-		{"root map", `{"type": "object", "additionalProperties": {"type": "string"}}`, ``, "an object with free-form properties", ""},
 		{"root patternProperties", `{"type": "object", "patternProperties": {"^x": {}}}`, ``, "an object with free-form properties", ""},
 		{"root string", `{"type": "string"}`, ``, "the arguments are of type string, not an object", ""},
 		{"schema not JSON", `{`, ``, "the input schema is not a JSON object", ""},
@@ -596,7 +622,7 @@ const decodeSchema = `{
 		"i": {"type": "integer"},
 		"b": {"type": "boolean"},
 		"e": {"enum": ["a", 1, true, "1"]},
-		"j": {"oneOf": [{"type": "string"}, {"type": "object"}]},
+		"j": {"type": ["string", "object"]},
 		"o": {"type": "object", "properties": {"x": {"type": "string"}, "need": {"type": "object", "properties": {"y": {"type": "string"}}}}, "required": ["need"]},
 		"ro": {"type": "object", "properties": {"x": {"type": "string"}}},
 		"strs": {"type": "array", "items": {"type": "string"}},
@@ -820,9 +846,14 @@ func TestFormRoundTrip(t *testing.T) {
 					t.Errorf("add to %s: %v", f.Pointer, err)
 					return
 				}
-				got, errs := Decode(tl.InputSchema, formSubmission(Build(tl.InputSchema, edited)))
+				em := Build(tl.InputSchema, edited)
+				got, errs := Decode(tl.InputSchema, formSubmission(em))
 				if errs != nil || !sameFormArgs(t, got, edited) {
 					t.Errorf("after adding to %s: got %s (%v), want %s", f.Pointer, got, errs, edited)
+				}
+				// The new item is a form too, unless the items already were JSON.
+				if len(em.Unsupported) > len(m.Unsupported) {
+					t.Errorf("after adding to %s: got JSON sub-editors %q, want those of before %q", f.Pointer, em.Unsupported, m.Unsupported)
 				}
 			})
 		})
@@ -848,7 +879,7 @@ func TestFormCorpusCoverage(t *testing.T) {
 			}
 		})
 	}
-	for _, k := range []string{"string", "number", "integer", "boolean", "enum", "object", "array", "json"} {
+	for _, k := range []string{"string", "number", "integer", "boolean", "enum", "object", "array", "choice", "map", "json"} {
 		if kinds[k] == 0 {
 			t.Errorf("got no field of kind %s in the corpus, want some (kinds %v)", k, kinds)
 		}
@@ -858,8 +889,8 @@ func TestFormCorpusCoverage(t *testing.T) {
 			t.Errorf("got no %s input in the corpus, want some (inputs %v)", in, inputs)
 		}
 	}
-	if jsonOnly != 2 {
-		t.Errorf("got %d JSON-only schemas, want 2 (root-oneof, root-map)", jsonOnly)
+	if jsonOnly != 1 {
+		t.Errorf("got %d JSON-only schemas, want 1 (root-oneof)", jsonOnly)
 	}
 }
 

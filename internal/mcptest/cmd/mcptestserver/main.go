@@ -35,12 +35,13 @@ func run() error {
 	generated := flag.Int("generated", 0, "number of extra generated tools gen-00001..gen-N")
 	pageSize := flag.Int("page-size", 0, "tools/list page size (0 = SDK default)")
 	hang := flag.Bool("hang", false, "accept connections but never answer")
+	shapes := flag.Bool("shapes", false, "add the tool shapes (a oneOf, nullable values and maps), which answers with its arguments")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	srv := mcptest.New(&mcptest.Options{Name: *name, Generated: *generated, PageSize: *pageSize, Hang: *hang})
+	srv := mcptest.New(&mcptest.Options{Name: *name, Generated: *generated, PageSize: *pageSize, Hang: *hang, Shapes: *shapes})
 	var path string
 	switch *transport {
 	case "stdio":
