@@ -427,8 +427,8 @@ func TestWithTxRetry(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT sum(n) FROM retry_rows`).Scan(&total); err != nil || total != 4 {
 		t.Fatalf("sum %d (%v), want both transactions' 4 updates", total, err)
 	}
-	if runs[0]+runs[1] != 3 {
-		t.Fatalf("runs %v, want one of them run twice", runs)
+	if runs[0]+runs[1] < 3 {
+		t.Fatalf("runs %v, want the deadlock's victim run again", runs)
 	}
 	calls := 0
 	err := db.WithTxRetry(ctx, pool, func(tx pgx.Tx) error { calls++; return errors.New("plain") })
