@@ -2,10 +2,12 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/assistant"
+	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -58,12 +60,16 @@ func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error
 		for _, msg := range ms {
 			m.Messages = append(m.Messages, messageView(msg))
 		}
+		// Only the last reply's choices are open; older ones answer nothing now.
+		for i := range m.Messages[:max(len(m.Messages)-1, 0)] {
+			m.Messages[i].Choices = nil
+		}
 	}
 	return m, nil
 }
 
 func messageView(m assistant.Message) views.AssistantMessage {
-	out := views.AssistantMessage{Person: m.Author == "person", Body: m.Body}
+	out := views.AssistantMessage{Person: m.Author == "person", Body: m.Body, Question: m.Question}
 	for _, ch := range m.Choices {
 		out.Choices = append(out.Choices, views.AssistantChoice{Label: ch.Label, Target: ch.Target})
 	}
@@ -77,7 +83,15 @@ func messageView(m assistant.Message) views.AssistantMessage {
 // again without JavaScript.
 func (h AssistantHandler) Send(c echo.Context) error {
 	conv, msg := c.FormValue("conversation_id"), c.FormValue("message")
-	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), conv, msg)
+	var question int64
+	if q := c.FormValue("question"); q != "" {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil || n < 1 {
+			return verr.New("question", "is not a question this conversation asked")
+		}
+		question = n
+	}
+	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), conv, msg, question)
 	if err != nil {
 		return err
 	}
@@ -85,7 +99,7 @@ func (h AssistantHandler) Send(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, "/assistant?c="+r.ConversationID)
 	}
 	c.Response().Header().Set("HX-Trigger", `{"assistant-replied":{"conversation_id":"`+r.ConversationID+`"}}`)
-	reply := assistant.Message{Author: "assistant", Body: r.Reply, Choices: r.Choices, Actions: r.Actions}
+	reply := assistant.Message{Author: "assistant", Body: r.Reply, Choices: r.Choices, Actions: r.Actions, Question: r.Question}
 	return render(c, http.StatusOK, views.AssistantExchange(r.ConversationID,
 		[]views.AssistantMessage{{Person: true, Body: msg}, messageView(reply)}))
 }
@@ -95,11 +109,15 @@ func (h AssistantHandler) APIMessage(c echo.Context) error {
 	var in struct {
 		ConversationID string `json:"conversation_id"`
 		Message        string `json:"message"`
+		InReplyTo      int64  `json:"in_reply_to"`
 	}
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), in.ConversationID, in.Message)
+	if in.InReplyTo < 0 {
+		return verr.New("in_reply_to", "is not a question this conversation asked")
+	}
+	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), in.ConversationID, in.Message, in.InReplyTo)
 	if err != nil {
 		return err
 	}

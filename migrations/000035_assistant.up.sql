@@ -19,6 +19,7 @@ CREATE TABLE assistant_messages (
     body            text NOT NULL,
     choices         jsonb NOT NULL DEFAULT '[]',
     actions         jsonb NOT NULL DEFAULT '[]',
+    question        bigint NOT NULL DEFAULT 0, -- the question its choices answer (0: none)
     FOREIGN KEY (user_id, conversation_id) REFERENCES assistant_conversations (user_id, id) ON DELETE CASCADE
 );
 CREATE INDEX assistant_messages_conversation ON assistant_messages (user_id, conversation_id, id);

@@ -20,6 +20,9 @@ type AssistantMessage struct {
 	Body    string
 	Choices []AssistantChoice
 	Actions []AssistantAction
+	// Question is what the choices answer; a choice sends it back, so one clicked after
+	// the conversation moved on changes nothing.
+	Question int64
 }
 
 // AssistantChoice is an answer the person can click: it sends Target.

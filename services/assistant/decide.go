@@ -2,6 +2,7 @@ package assistant
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -17,6 +18,8 @@ type State struct {
 	LastIDs  []string `json:"last_ids,omitempty"`
 	Pending  *Op      `json:"pending,omitempty"`
 	Flow     *Flow    `json:"flow,omitempty"`
+	// Question numbers the last reply that offered choices (Reply.Question).
+	Question int64 `json:"question,omitempty"`
 }
 
 // Op is one thing to do, decided: the intent, what it acts on and its arguments. Pending
@@ -39,6 +42,8 @@ type Op struct {
 	Confirm  bool   `json:"confirm,omitempty"`
 	// Confirmed is the person's yes to running a tool that asks for a confirmation.
 	Confirmed bool `json:"confirmed,omitempty"`
+	// ByModel: a language model read the sentence (recorded with the act).
+	ByModel bool `json:"by_model,omitempty"`
 }
 
 // Flow is a guided set-up in progress (seed 004 §7 Guided Workflows).
@@ -87,7 +92,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	// A yes or no to a question asked (the guided set-up's "discover its tools?") answers
 	// that question before the set-up's next one.
 	confirming := st.Pending != nil && st.Pending.Confirm && (u.Intent == IntentYes || u.Intent == IntentNo)
-	if st.Flow != nil && answersFlow(u) && !confirming {
+	if st.Flow != nil && answersFlow(u, st.Flow.Step, sentence) && !confirming {
 		return flowStep(sentence, u, st, cat)
 	}
 	if p := st.Pending; p != nil {
@@ -314,6 +319,10 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 		picked = []string{p.IDs[u.Pick-1]}
 	case u.Pick < 0:
 		picked = []string{p.IDs[len(p.IDs)-1]}
+	case u.All && p.Kind == "" && mixedKinds(cat, p.IDs):
+		d.Reply = "These are servers and tools, which cannot be changed as one: pick one of them by its number."
+		d.Choices = choicesFor(cat, p.Kind, p.IDs)
+		return d
 	case u.All:
 		picked = p.IDs
 	default:
@@ -415,6 +424,16 @@ func label(cat *Catalogue, id string) string {
 		}
 	}
 	return id
+}
+
+func mixedKinds(cat *Catalogue, ids []string) bool {
+	servers := 0
+	for _, id := range ids {
+		if isServer(cat, id) {
+			servers++
+		}
+	}
+	return servers > 0 && servers < len(ids)
 }
 
 func isServer(cat *Catalogue, id string) bool {
@@ -527,13 +546,25 @@ func nameFromURL(u string) string {
 
 // answersFlow reports whether a message answers the guided set-up's question rather than
 // asking for something new.
-func answersFlow(u Understanding) bool {
+func answersFlow(u Understanding, step, sentence string) bool {
+	switch step {
+	case StepWhichTools:
+		// Numbers, "all of them" or "none" only: a sentence that holds a digit (a URL's
+		// port, "what does number 2 do?") is not a choice of tools.
+		return u.Intent == IntentNo || u.All && len(u.Tools) == 0 || whichToolsRE.MatchString(strings.ToLower(sentence)) ||
+			u.Intent == IntentUnknown && len(u.Tools) > 0
+	case StepURL:
+		return u.Intent == IntentUnknown || u.Intent == IntentAddServer
+	}
 	switch u.Intent {
-	case IntentUnknown, IntentYes, IntentNo, IntentPick, IntentAddServer:
+	case IntentUnknown, IntentYes, IntentNo, IntentPick:
 		return true
 	}
 	return false
 }
+
+// whichToolsRE is an answer of numbers: "1 and 3", "2, 4", "#1".
+var whichToolsRE = regexp.MustCompile(`^\s*(?:(?:numbers?|#)\s*)?\d+(?:\s*(?:,|and|&|\+)?\s*#?\d+)*\s*(?:please)?\s*$`)
 
 // flowStep moves the guided set-up on: URL → name → add → discover → which tools.
 func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decision {
@@ -542,7 +573,10 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 	d.State.Flow = &f
 	switch f.Step {
 	case StepHaveServer:
-		if u.Intent == IntentNo || strings.Contains(sentence, "already") || strings.Contains(strings.ToLower(sentence), "have one") {
+		// "Do you already have an MCP server?": yes (or "I already have one") picks one
+		// of them; no (or "I need to add one") adds one.
+		low := strings.ToLower(sentence)
+		if u.Intent == IntentYes || strings.Contains(low, "already") || strings.Contains(low, "have one") && !strings.Contains(low, "need") {
 			f.Step = StepWhichServer
 			d.Reply = "Which server? Say its name."
 			for i, s := range cat.Servers {
@@ -702,4 +736,51 @@ func help(d Decision, u Understanding, msg string) Decision {
 
 func notUnderstood(msg string) string {
 	return fmt.Sprintf("I didn't understand %q. You can say things like \"show me all tools\", \"enable get_forecast\", \"add a new MCP server at https://example.com/mcp\", or \"help\".", strings.TrimSpace(msg))
+}
+
+// describeOp says what an op will do, for a confirmation: "disable 'get_forecast' on
+// weather", "add the server 'stocks' at https://…".
+func describeOp(op Op, cat *Catalogue) string {
+	what := labels(cat, op.IDs)
+	switch op.Intent {
+	case IntentAddServer:
+		return fmt.Sprintf("add the server '%s' at %s", op.Name, op.URL)
+	case IntentRemoveServer:
+		return "remove the server " + what
+	case IntentEnableServer, IntentEnableTool:
+		return "enable " + what
+	case IntentDisableServer, IntentDisableTool:
+		return "disable " + what
+	case IntentConfigureTool:
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(op.Settings)) {
+			parts = append(parts, k+" = "+op.Settings[k])
+		}
+		return "set " + strings.Join(parts, ", ") + " on " + what
+	case IntentTestTool:
+		return "run the test cases of " + what
+	case IntentDiscover:
+		return "discover the tools of " + what
+	case IntentRefresh:
+		return "discover the tools of every enabled server"
+	case IntentSetRisk:
+		return "make " + what + " " + strings.ToLower(op.Risk) + " risk"
+	case IntentTag:
+		return "tag " + what + " with " + strings.Join(op.Tags, ", ")
+	case IntentUntag:
+		return "remove the tags " + strings.Join(op.Tags, ", ") + " from " + what
+	case IntentSetCategory:
+		return "put " + what + " in the " + op.Category + " category"
+	case IntentGrant:
+		return "let " + op.Username + " use " + what
+	case IntentRevoke:
+		return "stop " + op.Username + " from using " + what
+	case IntentPreference:
+		return "enable new " + op.Query + " tools automatically when they are discovered"
+	case IntentForget:
+		return "stop enabling new " + op.Query + " tools automatically"
+	case IntentSetup:
+		return "start the guided set-up"
+	}
+	return string(op.Intent) + " " + what
 }

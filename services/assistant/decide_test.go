@@ -160,3 +160,32 @@ func TestDecideServerOrTool(t *testing.T) {
 		}
 	}
 }
+
+// Review findings: a sentence holding a digit is not a choice of tools; yes to "do you
+// already have a server?" picks one of them; "all of them" between a server and tools
+// is refused rather than applied to the wrong kind.
+func TestDecideReviewed(t *testing.T) {
+	t.Parallel()
+	which := State{Flow: &Flow{Step: StepWhichTools}, LastKind: "tool", LastIDs: []string{"a", "b", "c"}}
+	for _, msg := range []string{"add a new MCP server at https://ev1.example.com:8443/mcp", "what does number 2 do?"} {
+		d := Decide(msg, Understand(msg, fixture()), which, fixture())
+		if d.Do != nil && d.Do.Intent == IntentEnableTool {
+			t.Errorf("%q enabled tools %v", msg, d.Do.IDs)
+		}
+	}
+	converse(t, State{}, []turn{
+		{msg: "I want to set up a new tool", reply: "Do you already have", choices: 2},
+		{msg: "yes", reply: "Which server?", choices: 5},
+	})
+	converse(t, State{}, []turn{
+		{msg: "I want to set up a new tool", reply: "Do you already have", choices: 2},
+		{msg: "no", reply: "URL of the MCP server"},
+	})
+	cat := fixture()
+	cat.Tools = append(cat.Tools, Tool{ID: "t-ev2.translation", Name: "translation", Server: "ev2", ServerID: "s-ev2", State: "enabled"})
+	d := Decide("disable translation", Understand("disable translation", cat), State{}, cat)
+	d = Decide("all of them", Understand("all of them", cat), d.State, cat)
+	if d.Do != nil || !strings.Contains(d.Reply, "cannot be changed as one") {
+		t.Fatalf("all of a server and a tool: %+v", d)
+	}
+}

@@ -15,10 +15,12 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -57,6 +59,9 @@ type Reply struct {
 	Reply          string   `json:"reply"`
 	Choices        []Choice `json:"choices"`
 	Actions        []Action `json:"actions"`
+	// Question numbers the question the choices answer; sent back as in_reply_to, an
+	// answer to a question that is no longer open changes nothing.
+	Question int64 `json:"question,omitempty"`
 }
 
 // Action is one thing the assistant did (or tried) for a message.
@@ -78,6 +83,8 @@ type Message struct {
 	Body    string    `json:"body"`
 	Choices []Choice  `json:"choices"`
 	Actions []Action  `json:"actions"`
+	// Question is the question the choices answer (Reply.Question).
+	Question int64 `json:"question,omitempty"`
 }
 
 // MaxMessage bounds a message's length.
@@ -95,8 +102,10 @@ func readOnly(in Intent) bool {
 	return false
 }
 
-// Handle answers one message of conversation convID ("" starts a new one).
-func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Actor, convID, msg string) (Reply, error) {
+// Handle answers one message of conversation convID ("" starts a new one). inReplyTo,
+// when given, is the question (Reply.Question) the message answers: an answer to a
+// question that is no longer the open one changes nothing.
+func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Actor, convID, msg string, inReplyTo int64) (Reply, error) {
 	msg = strings.TrimSpace(msg)
 	switch {
 	case msg == "":
@@ -109,45 +118,115 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	} else if !convIDRE.MatchString(convID) {
 		return Reply{}, verr.New("conversation_id", "must be 1 to 64 letters, digits, '.', '_', ':' or '-'")
 	}
-	st, err := s.state(ctx, p.User.ID, convID)
-	if err != nil {
-		return Reply{}, err
-	}
-	cat, err := s.Catalogue(ctx, p)
-	if err != nil {
-		return Reply{}, err
-	}
-	u := Understand(msg, cat)
-	byModel := false
-	if u.Intent == IntentUnknown && st.Flow == nil && s.model != nil {
-		if mu, ok := fromModel(ctx, s.model, msg, cat); ok {
-			u, byModel = mu, true
+	// What is kept (the conversation, the audit log, a model's prompt) is the message
+	// with secret-looking values masked.
+	said, masked := redact(msg)
+	out := Reply{ConversationID: convID, Actions: []Action{}, Choices: []Choice{}}
+	err := s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
+		cat, err := s.Catalogue(ctx, p)
+		if err != nil {
+			return err
 		}
-	}
-	d := Decide(msg, u, st, cat)
-	out := Reply{ConversationID: convID, Reply: d.Reply, Choices: d.Choices, Actions: []Action{}}
-	if d.Do != nil {
-		if p.Kind == audit.ActorToken && !readOnly(d.Do.Intent) {
-			out.Reply = "An API token may only ask questions of the assistant (list, status, details, find). Sign in to the browser to change things."
-			d.State.Pending = nil
-		} else {
-			actor.Said = d.Do.Sentence
-			if actor.Said == "" {
-				actor.Said = msg
+		if inReplyTo != 0 && inReplyTo != st.Question {
+			out.Reply = "That question is no longer open: nothing was changed. Answer the latest question, or say what you would like to do."
+			return save(said, out)
+		}
+		u := Understand(msg, cat)
+		if masked && u.Intent == IntentConfigureTool {
+			out.Reply = "I don't take secret values in a conversation: they would stay in it and in the audit log. Set them on the tool's page, where they are stored encrypted. Nothing was changed."
+			for _, id := range u.Tools {
+				out.Actions = append(out.Actions, Action{Kind: string(u.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id), Href: "/tools/" + id})
 			}
-			s.run(ctx, p, actor, d.Do, cat, &d, &out)
+			st.Pending = nil
+			return save(said, out)
 		}
-	}
-	if out.Choices == nil {
-		out.Choices = []Choice{}
-	}
-	if byModel {
-		out.Reply += " (I read your message with the help of the language model.)"
-	}
-	if err := s.save(ctx, p.User.ID, convID, msg, d.State, out); err != nil {
+		byModel := false
+		if u.Intent == IntentUnknown && st.Flow == nil && s.model != nil {
+			if mu, ok := fromModel(ctx, s.model, said, cat); ok {
+				u, byModel = mu, true
+			}
+		}
+		d := Decide(said, u, *st, cat)
+		if byModel && d.Do != nil && !readOnly(d.Do.Intent) {
+			// A model's reading is a proposal: the person says yes to what it will do.
+			op := *d.Do
+			op.Confirm, op.ByModel = true, true
+			d.Do, d.State.Pending = nil, &op
+			d.Reply = "I read this, with the help of the language model, as: " + describeOp(op, cat) + ". Shall I do that?"
+			d.Choices = []Choice{{"Yes", "yes"}, {"No", "no"}}
+		} else if byModel {
+			d.Reply += " (I read your message with the help of the language model.)"
+		}
+		out.Reply, out.Choices = d.Reply, d.Choices
+		if d.Do != nil {
+			if p.Kind == audit.ActorToken && !readOnly(d.Do.Intent) {
+				out.Reply = "An API token may only ask questions of the assistant (list, status, details, find). Sign in to the browser to change things."
+				s.refuse(ctx, actor, said, d.Do.Intent, "an API token asks questions only")
+			} else {
+				actor.Said = d.Do.Sentence
+				if d.Do.ByModel {
+					actor.Said += " (read by the language model)"
+				}
+				s.run(ctx, p, actor, d.Do, cat, &d, &out)
+			}
+		}
+		if p.Kind == audit.ActorToken {
+			// A token leaves nothing for a person to confirm or continue: no pending
+			// change, no guided set-up (its conversations are its own besides).
+			if d.State.Pending != nil && !readOnly(d.State.Pending.Intent) {
+				d.State.Pending = nil
+			}
+			d.State.Flow = nil
+		}
+		if out.Choices == nil {
+			out.Choices = []Choice{}
+		}
+		// Every turn asks anew: a choice shown before this reply answers nothing now.
+		*st = d.State
+		st.Question++
+		if len(out.Choices) > 0 {
+			out.Question = st.Question
+		}
+		return save(said, out)
+	})
+	if err != nil {
 		return Reply{}, err
 	}
 	return out, nil
+}
+
+// refuse audits an act the assistant would not do for the principal.
+func (s *Service) refuse(ctx context.Context, actor audit.Actor, said string, in Intent, why string) {
+	actor.Said = said
+	_ = audit.AppendAlone(ctx, s.pool, audit.Entry{Actor: actor, Action: "assistant.refused", TargetType: "assistant",
+		Payload: map[string]any{"intent": in, "why": why}, Result: audit.ResultDenied})
+}
+
+// secretWordRE finds the words of a message that may be values: key=value pairs and
+// single words.
+var secretWordRE = regexp.MustCompile(`([A-Za-z_][\w.-]*)\s*=\s*("[^"]*"|'[^']*'|\S+)|\S+`)
+
+// redact masks what looks like a secret in msg: the value of a key=value pair whose key
+// names a secret (api_key=…), and any word that looks like a credential. masked reports
+// whether anything was.
+func redact(msg string) (string, bool) {
+	masked := false
+	out := secretWordRE.ReplaceAllStringFunc(msg, func(w string) string {
+		if m := secretWordRE.FindStringSubmatch(w); m[1] != "" {
+			v := strings.Trim(m[2], `"'`)
+			if secrets.LooksSecretName(m[1]) || secrets.LooksSecretValue(v) {
+				masked = true
+				return m[1] + "=***"
+			}
+			return w
+		}
+		if secrets.LooksSecretValue(strings.Trim(w, `"'.,;:!?()`)) {
+			masked = true
+			return "***"
+		}
+		return w
+	})
+	return out, masked
 }
 
 // Catalogue reads the servers, tools and people the principal may see.
@@ -252,8 +331,7 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor,
 		if !p.Can(perm) {
 			out.Reply = fmt.Sprintf("You may not do that: it needs the %s permission, which your role (%s) does not have.", perm, p.User.Role.Label())
 			out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: "forbidden"})
-			_ = audit.AppendAlone(ctx, s.pool, audit.Entry{Actor: actor, Action: "assistant.refused", TargetType: "assistant",
-				Payload: map[string]any{"intent": op.Intent, "permission": perm}, Result: audit.ResultDenied})
+			s.refuse(ctx, actor, actor.Said, op.Intent, "needs the "+string(perm)+" permission")
 			return
 		}
 	}
@@ -681,7 +759,11 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 		var ids []string
 		for i, t := range ts {
 			ids = append(ids, t.ID)
-			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: fmt.Sprint(i + 1)})
+			target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
+			if d.State.Flow == nil || d.State.Flow.Step != StepWhichTools {
+				target = "tell me about the " + ordinalWord(i+1) + " one"
+			}
+			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: target})
 		}
 		d.State.LastKind, d.State.LastIDs = "tool", ids
 		out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
@@ -796,53 +878,65 @@ func (s *Service) permission(ctx context.Context, actor audit.Actor, op *Op, cat
 	return nil
 }
 
-// state reads a conversation's state (empty for a new one).
-func (s *Service) state(ctx context.Context, userID, convID string) (State, error) {
-	var raw []byte
-	err := s.pool.QueryRow(ctx, `/* assistant.state */
-		SELECT state FROM assistant_conversations WHERE user_id = $1 AND id = $2`, userID, convID).Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return State{}, nil
+// storedID is the id a conversation is stored under: the person's own id, or for an
+// API token one of the token's own (ids a person picks cannot hold "~"), so a token's
+// conversations are never the ones a person's page opens.
+func storedID(p *auth.Principal, convID string) string {
+	if p.Kind == audit.ActorToken {
+		return "~" + p.TokenID + "~" + convID
 	}
-	if err != nil {
-		return State{}, fmt.Errorf("assistant: read conversation: %w", err)
-	}
-	var st State
-	_ = json.Unmarshal(raw, &st) // a state an older version wrote starts afresh
-	return st, nil
+	return convID
 }
 
-// save stores the new state and both messages in one transaction.
-func (s *Service) save(ctx context.Context, userID, convID, msg string, st State, out Reply) error {
+// withConversation runs fn with the conversation's state locked for the message's whole
+// turn (two answers sent at once are taken one after the other, so a yes cannot run its
+// op twice); save stores the new state and both messages in the same transaction.
+func (s *Service) withConversation(ctx context.Context, p *auth.Principal, convID string,
+	fn func(st *State, save func(msg string, out Reply) error) error) error {
+	id := storedID(p, convID)
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `/* assistant.open */ INSERT INTO assistant_conversations (user_id, id) VALUES ($1, $2)
+			ON CONFLICT (user_id, id) DO NOTHING`, p.User.ID, id); err != nil {
+			return fmt.Errorf("assistant: open conversation: %w", err)
+		}
+		var raw []byte
+		if err := tx.QueryRow(ctx, `/* assistant.lock */ SELECT state FROM assistant_conversations
+			WHERE user_id = $1 AND id = $2 FOR UPDATE`, p.User.ID, id).Scan(&raw); err != nil {
+			return fmt.Errorf("assistant: read conversation: %w", err)
+		}
+		var st State
+		_ = json.Unmarshal(raw, &st) // a state an older version wrote starts afresh
+		return fn(&st, func(msg string, out Reply) error {
+			return saveTurn(ctx, tx, p.User.ID, id, msg, st, out)
+		})
+	})
+}
+
+// saveTurn stores the new state and both messages.
+func saveTurn(ctx context.Context, q db.Querier, userID, id, msg string, st State, out Reply) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
 	choices, _ := json.Marshal(out.Choices)
 	actions, _ := json.Marshal(out.Actions)
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
+	if _, err := q.Exec(ctx, `/* assistant.save */ UPDATE assistant_conversations SET state = $3, updated_at = now()
+		WHERE user_id = $1 AND id = $2`, userID, id, state); err != nil {
 		return fmt.Errorf("assistant: save: %w", err)
 	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `/* assistant.save */
-		INSERT INTO assistant_conversations (user_id, id, state) VALUES ($1, $2, $3)
-		ON CONFLICT (user_id, id) DO UPDATE SET state = excluded.state, updated_at = now()`, userID, convID, state); err != nil {
+	if _, err := q.Exec(ctx, `/* assistant.save.messages */
+		INSERT INTO assistant_messages (user_id, conversation_id, author, body, choices, actions, question)
+		VALUES ($1, $2, 'person', $3, '[]', '[]', 0), ($1, $2, 'assistant', $4, $5, $6, $7)`,
+		userID, id, msg, out.Reply, choices, actions, out.Question); err != nil {
 		return fmt.Errorf("assistant: save: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `/* assistant.save.messages */
-		INSERT INTO assistant_messages (user_id, conversation_id, author, body, choices, actions)
-		VALUES ($1, $2, 'person', $3, '[]', '[]'), ($1, $2, 'assistant', $4, $5, $6)`,
-		userID, convID, msg, out.Reply, choices, actions); err != nil {
-		return fmt.Errorf("assistant: save: %w", err)
-	}
-	return tx.Commit(ctx)
+	return nil
 }
 
 // History is a conversation's last messages, oldest first.
 func (s *Service) History(ctx context.Context, userID, convID string, limit int) ([]Message, error) {
 	rows, err := s.pool.Query(ctx, `/* assistant.History */
-		SELECT id, at, author, body, choices, actions FROM (
+		SELECT id, at, author, body, choices, actions, question FROM (
 			SELECT * FROM assistant_messages WHERE user_id = $1 AND conversation_id = $2 ORDER BY id DESC LIMIT $3) m
 		ORDER BY id`, userID, convID, limit)
 	if err != nil {
@@ -851,7 +945,7 @@ func (s *Service) History(ctx context.Context, userID, convID string, limit int)
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Message, error) {
 		var m Message
 		var ch, ac []byte
-		if err := r.Scan(&m.ID, &m.At, &m.Author, &m.Body, &ch, &ac); err != nil {
+		if err := r.Scan(&m.ID, &m.At, &m.Author, &m.Body, &ch, &ac, &m.Question); err != nil {
 			return m, err
 		}
 		_ = json.Unmarshal(ch, &m.Choices)
@@ -864,7 +958,7 @@ func (s *Service) History(ctx context.Context, userID, convID string, limit int)
 func (s *Service) LatestConversation(ctx context.Context, userID string) (string, error) {
 	var id string
 	err := s.pool.QueryRow(ctx, `/* assistant.LatestConversation */
-		SELECT id FROM assistant_conversations WHERE user_id = $1 ORDER BY updated_at DESC LIMIT 1`, userID).Scan(&id)
+		SELECT id FROM assistant_conversations WHERE user_id = $1 AND id NOT LIKE '~%' ORDER BY updated_at DESC LIMIT 1`, userID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
@@ -24,37 +26,60 @@ func TestConversationStore(t *testing.T) {
 		}
 	}
 	s := New(pool, nil, nil, nil, nil, nil, nil)
-	st := State{LastKind: "tool", LastIDs: []string{"a", "b"}}
-	if err := s.save(ctx, ann, "c1", "list tools", st, Reply{Reply: "Here are 2", Choices: []Choice{{"1. a", "1"}}}); err != nil {
-		t.Fatal(err)
+	person := func(id string) *auth.Principal {
+		return &auth.Principal{User: auth.User{ID: id}, Kind: audit.ActorUser}
 	}
-	got, err := s.state(ctx, ann, "c1")
-	if err != nil || got.LastKind != "tool" || len(got.LastIDs) != 2 {
-		t.Fatalf("state: %+v %v", got, err)
+	turn := func(p *auth.Principal, conv, msg string, st State, out Reply) {
+		t.Helper()
+		if err := s.withConversation(ctx, p, conv, func(cur *State, save func(string, Reply) error) error {
+			*cur = st
+			return save(msg, out)
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// The same id is another conversation for someone else.
-	if other, err := s.state(ctx, bob, "c1"); err != nil || other.LastKind != "" {
-		t.Fatalf("bob sees ann's state: %+v %v", other, err)
+	read := func(p *auth.Principal, conv string) State {
+		t.Helper()
+		var got State
+		if err := s.withConversation(ctx, p, conv, func(cur *State, _ func(string, Reply) error) error {
+			got = *cur
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	turn(person(ann), "c1", "list tools", State{LastKind: "tool", LastIDs: []string{"a", "b"}},
+		Reply{Reply: "Here are 2", Choices: []Choice{{"1. a", "1"}}, Question: 3})
+	if got := read(person(ann), "c1"); got.LastKind != "tool" || len(got.LastIDs) != 2 {
+		t.Fatalf("state: %+v", got)
+	}
+	// The same id is another conversation for someone else, and for a token of ann's.
+	if other := read(person(bob), "c1"); other.LastKind != "" {
+		t.Fatalf("bob sees ann's state: %+v", other)
+	}
+	tok := &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: "tok1"}
+	if got := read(tok, "c1"); got.LastKind != "" {
+		t.Fatalf("ann's token sees her conversation: %+v", got)
 	}
 	if h, err := s.History(ctx, bob, "c1", 10); err != nil || len(h) != 0 {
 		t.Fatalf("bob sees ann's messages: %+v %v", h, err)
 	}
 	h, err := s.History(ctx, ann, "c1", 10)
-	if err != nil || len(h) != 2 || h[0].Author != "person" || h[1].Body != "Here are 2" || len(h[1].Choices) != 1 {
+	if err != nil || len(h) != 2 || h[0].Author != "person" || h[1].Body != "Here are 2" || len(h[1].Choices) != 1 || h[1].Question != 3 {
 		t.Fatalf("history: %+v %v", h, err)
 	}
+	turn(tok, "later", "list servers", State{}, Reply{Reply: "none"})
 	if last, err := s.LatestConversation(ctx, ann); err != nil || last != "c1" {
 		t.Fatalf("latest: %q %v", last, err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE assistant_conversations SET updated_at = now() - interval '100 days'`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.save(ctx, bob, "c2", "hi", State{}, Reply{Reply: "Hello"}); err != nil {
-		t.Fatal(err)
-	}
+	turn(person(bob), "c2", "hi", State{}, Reply{Reply: "Hello"})
 	n, err := s.Prune(ctx, 90*24*time.Hour)
-	if err != nil || n != 1 {
-		t.Fatalf("pruned %d (%v), want ann's old one", n, err)
+	if err != nil || n != 4 {
+		t.Fatalf("pruned %d (%v), want the four old ones (reading a conversation opens it)", n, err)
 	}
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM assistant_messages`).Scan(&left); err != nil || left != 2 {

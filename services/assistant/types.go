@@ -60,6 +60,8 @@ type Catalogue struct {
 	Servers []Server
 	Tools   []Tool
 	Users   []string // usernames of active people
+
+	toolWords []map[string]bool // wordsOf's cache, by index in Tools
 }
 
 // Server is a registered MCP server.

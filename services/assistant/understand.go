@@ -234,7 +234,7 @@ func (m message) quoteAt(marker string) (string, bool) {
 
 // The small words: answers to a question the assistant asked.
 var (
-	yesRE    = regexp.MustCompile(`^ (?:(?:yes|yeah|yep|ok|okay|sure) )?(?:yes|y|yeah|yep|yup|sure|ok|okay|please|please do|do it|go ahead|go for it|confirm|confirmed|correct|right|absolutely|of course|sounds good|yes please|yes do it|yes go ahead|that's right|that one|i do|i need to add one|i need one) $`)
+	yesRE    = regexp.MustCompile(`^ (?:(?:yes|yeah|yep|ok|okay|sure) )?(?:yes|y|yeah|yep|yup|sure|ok|okay|please|please do|do it|go ahead|go for it|confirm|confirmed|correct|right|absolutely|of course|sounds good|yes please|yes do it|yes go ahead|that's right|that one|i do) $`)
 	noRE     = regexp.MustCompile(`^ (?:no|n|nope|nah|no thanks|no thank you|not now|don't|do not|i already have one|i have one)(?: (?:thanks|leave it|don't do that|do not do that|not now|keep it))? $`)
 	cancelRE = regexp.MustCompile(`^ (?:actually |oh |ok |okay |no )?(?:never ?mind|cancel|cancel that|forget it|forget about it|forget that|abort|stop|stop it|quit|none|none of them|nothing)(?: then)? $`)
 	pickOnly = regexp.MustCompile(`^ (?:i'll take |i will take |i want |give me |let's go with |go with |pick |choose )?(?:(?:number|option|choice|#) ?)?(?:the )?(\d+|one|two|three|four|five|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|1st|2nd|3rd|\dth)(?: one| option| choice)?(?: please)? $`)
@@ -671,13 +671,14 @@ func related(cat *Catalogue, q string) []string {
 	if len(ws) == 0 {
 		return nil
 	}
+	ws = ws[:min(len(ws), maxRefWords)]
 	type hit struct {
 		id    string
 		score int
 	}
 	var hits []hit
-	for _, tl := range cat.Tools {
-		hay := toolWords(tl)
+	for i, tl := range cat.Tools {
+		hay := cat.wordsOf(i)
 		n := 0
 		for _, w := range ws {
 			if hay[stem(w)] {
@@ -700,6 +701,18 @@ func related(cat *Catalogue, q string) []string {
 	return out
 }
 
+// wordsOf is the stemmed words of the catalogue's tool i, worked out once per catalogue
+// (a message compares them for every reference and search).
+func (c *Catalogue) wordsOf(i int) map[string]bool {
+	if c.toolWords == nil {
+		c.toolWords = make([]map[string]bool, len(c.Tools))
+	}
+	if c.toolWords[i] == nil {
+		c.toolWords[i] = toolWords(c.Tools[i])
+	}
+	return c.toolWords[i]
+}
+
 // toolWords are the stemmed words a tool is known by.
 func toolWords(tl Tool) map[string]bool {
 	out := map[string]bool{}
@@ -711,11 +724,14 @@ func toolWords(tl Tool) map[string]bool {
 	return out
 }
 
-var wordRE = regexp.MustCompile(`[\pL\pN]+`)
+var (
+	wordRE         = regexp.MustCompile(`[\pL\pN]+`)
+	nameSeparators = strings.NewReplacer("_", " ", "-", " ", ".", " ")
+)
 
 // words splits a name or a text into lower-case words (get_forecast → get, forecast).
 func words(s string) []string {
-	return wordRE.FindAllString(strings.ToLower(strings.NewReplacer("_", " ", "-", " ", ".", " ").Replace(s)), -1)
+	return wordRE.FindAllString(strings.ToLower(nameSeparators.Replace(s)), -1)
 }
 
 // stem folds plurals and the commonest endings so "forecasts" finds "forecast" and
@@ -768,7 +784,7 @@ func contentWords(t string) []string {
 	for _, w := range strings.Fields(t) {
 		w = strings.Trim(w, ".,:;'\"")
 		w = strings.TrimSuffix(w, "'s")
-		if w == "" || noise[w] || w == "url0" || strings.HasPrefix(w, "q") && len(w) <= 3 && w[1] >= '0' && w[1] <= '9' {
+		if w == "" || noise[w] || w == "url0" || isQuoteMarker(w) {
 			continue
 		}
 		if pickWord[w] {
@@ -809,7 +825,7 @@ func serverByName(cat *Catalogue, n string) string {
 	}
 	if len(n) >= 5 {
 		for _, s := range cat.Servers {
-			if textcheck.EditDistance(strings.ToLower(s.Name), n) == 1 {
+			if within(strings.ToLower(s.Name), n, 1) {
 				return s.ID
 			}
 		}
@@ -831,7 +847,8 @@ func refOf(t string, m message, cat *Catalogue) string {
 			return sub[1]
 		}
 	}
-	return strings.Join(contentWords(t), " ")
+	ws := contentWords(t)
+	return strings.Join(ws[:min(len(ws), maxRefWords)], " ")
 }
 
 var namedRE = regexp.MustCompile(` (\S+) (?:tool|server) `)
@@ -939,7 +956,7 @@ func matchServers(cat *Catalogue, ref string) []string {
 		switch {
 		case n == r:
 			exact = append(exact, s.ID)
-		case len(r) >= 4 && textcheck.EditDistance(n, r) <= 1+len(r)/8:
+		case len(r) >= 4 && within(n, r, 1+len(r)/8):
 			near = append(near, s.ID)
 		case containsAll(words(s.Name+" "+s.Description), contentWords(" "+r+" ")):
 			rel = append(rel, s.ID)
@@ -952,7 +969,7 @@ func matchTools(cat *Catalogue, ref, on string) []string {
 	r := norm(ref)
 	rw := contentWords(" " + r + " ")
 	var exact, near, rel, bySrv []string
-	for _, tl := range cat.Tools {
+	for i, tl := range cat.Tools {
 		if on != "" && tl.ServerID != on {
 			continue
 		}
@@ -963,9 +980,9 @@ func matchTools(cat *Catalogue, ref, on string) []string {
 		switch {
 		case n == r || tl.Title != "" && norm(tl.Title) == r || norm(tl.Server+" "+tl.Name) == r:
 			exact = append(exact, tl.ID)
-		case len(r) >= 5 && textcheck.EditDistance(n, r) <= 1+len(r)/8:
+		case len(r) >= 5 && within(n, r, 1+len(r)/8):
 			near = append(near, tl.ID)
-		case len(rw) > 0 && containsAllStem(toolWords(tl), rw):
+		case len(rw) > 0 && containsAllStem(cat.wordsOf(i), rw):
 			rel = append(rel, tl.ID)
 		}
 	}
@@ -1026,6 +1043,39 @@ func containsAll(hay []string, need []string) bool {
 func containsAllStem(hay map[string]bool, need []string) bool {
 	for _, w := range need {
 		if !hay[stem(w)] {
+			return false
+		}
+	}
+	return true
+}
+
+// within reports whether a and b are at most d edits apart; names of very different
+// lengths are not compared at all (a long message against 10,000 names must stay cheap).
+func within(a, b string, d int) bool {
+	if abs(len(a)-len(b)) > d {
+		return false
+	}
+	return textcheck.EditDistance(a, b) <= d
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// maxRefWords bounds the words a reference or a search is matched by.
+const maxRefWords = 12
+
+// isQuoteMarker reports whether w is a marker newMessage put in place of a quoted string
+// ("q0", "q12").
+func isQuoteMarker(w string) bool {
+	if len(w) < 2 || w[0] != 'q' {
+		return false
+	}
+	for _, c := range w[1:] {
+		if c < '0' || c > '9' {
 			return false
 		}
 	}

@@ -67,6 +67,12 @@
     if (chat && m) chat.querySelectorAll("[data-assistant-conversation]").forEach(function (i) { i.value = m[1]; });
     if (form.matches("[data-assistant-form]")) form.reset();
     if (chat) {
+      // Only the newest reply's choices are open (the server refuses the others).
+      var replies = chat.querySelectorAll(".assistant-msg.from-assistant");
+      var last = replies[replies.length - 1];
+      chat.querySelectorAll(".assistant-choices").forEach(function (c) {
+        if (!last || !last.contains(c)) c.remove();
+      });
       var log = chat.querySelector("[data-assistant-log]");
       if (log) log.scrollTop = log.scrollHeight;
       // The box, not a choice's hidden input of the same name.
