@@ -10,7 +10,11 @@ import (
 // the planner (--llm-url), it may ask the model what a sentence means.
 func (a *App) assistant(pool *pgxpool.Pool, cfg Config) *assistant.Service {
 	s := assistant.New(pool, a.Auth, a.Registry, a.Tools, a.MCP, a.Router, cfg.Logger)
-	if m, ok := cfg.Planner.(assistant.Model); ok {
+	planner := cfg.Planner
+	if planner == nil {
+		planner = cfg.Executions.Planner // how tests configure it
+	}
+	if m, ok := planner.(assistant.Model); ok {
 		s.SetModel(m)
 	}
 	return s

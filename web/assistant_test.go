@@ -1,7 +1,9 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,12 +15,15 @@ import (
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 type asstReply struct {
 	ConversationID string `json:"conversation_id"`
 	Reply          string `json:"reply"`
+	Question       int64  `json:"question"`
 	Choices        []struct {
 		Label, Target string
 	} `json:"choices"`
@@ -234,5 +239,106 @@ func TestAssistantPageWithoutJS(t *testing.T) {
 	}
 	if n := page(t, srv.Get(t, admin, "/assistant?new=1")).Find(`[data-testid="assistant-hello"]`).Length(); n != 1 {
 		t.Fatal("a new conversation does not start empty")
+	}
+}
+
+// Review findings over the API: a choice answers only the question it was shown for; a
+// token leaves nothing for a person to confirm; secret values are refused and never kept.
+func TestAssistantGuards(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "g1", true, "echo")
+	srv.LiveServer(t, "g2", true, "echo")
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	ctx := t.Context()
+	say := func(api webtest.API, conv *string, msg string, inReplyTo int64, want string) asstReply {
+		t.Helper()
+		var r asstReply
+		api.JSON(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"conversation_id": *conv, "message": msg,
+			"in_reply_to": inReplyTo}, http.StatusOK, &r)
+		*conv = r.ConversationID
+		if !strings.Contains(r.Reply, want) {
+			t.Fatalf("%q: reply %q, want %q", msg, r.Reply, want)
+		}
+		return r
+	}
+	enabled := func(server string) string {
+		var st string
+		if err := srv.Pool.QueryRow(ctx, `SELECT t.status FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+			WHERE t.name = 'echo' AND s.name = $1`, server).Scan(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	// An old Yes does not confirm a newer question.
+	conv := ""
+	q1 := say(admin, &conv, "remove the g1 server", 0, "cannot be undone")
+	say(admin, &conv, "disable echo", 0, "Did you mean")
+	say(admin, &conv, "yes", q1.Question, "no longer open")
+	if n := srv.App.Count(t, `SELECT count(*) FROM mcp_servers WHERE name = 'g1'`); n != 1 {
+		t.Fatal("a stale yes removed the server")
+	}
+	say(admin, &conv, "disable the echo tool on g2", 0, "disabled")
+	if enabled("g2") != "disabled" || enabled("g1") != "enabled" {
+		t.Fatalf("g1 %s, g2 %s", enabled("g1"), enabled("g2"))
+	}
+
+	// A token's question leaves nothing pending for the person, and its conversations
+	// are not the person's.
+	tok := webtest.API{T: t, Srv: srv, Bearer: srv.Token(t, "admin")}
+	tc := "shared"
+	say(tok, &tc, "remove the g1 server", 0, "only ask questions")
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'assistant.refused' AND payload->>'said' = 'remove the g1 server'`); n != 1 {
+		t.Fatalf("the token's refusal audited %d times", n)
+	}
+	pc := "shared"
+	say(admin, &pc, "yes", 0, "haven't asked anything")
+	say(tok, &tc, "I want to set up a new tool", 0, "")
+	say(admin, &pc, "http://127.0.0.1:1/mcp", 0, "couldn't connect") // read afresh, not as the step of a set-up the token began
+
+	// A secret value is refused and not kept anywhere.
+	const secret = "sk-live-9f8e7d6c5b4a3f2e1d0c9b8a"
+	sc := ""
+	say(admin, &sc, "configure echo on g1 with api_key="+secret, 0, "don't take secret values")
+	if n := srv.App.Count(t, `SELECT count(*) FROM assistant_messages WHERE body LIKE '%`+secret+`%'`) +
+		srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE payload::text LIKE '%`+secret+`%'`) +
+		srv.App.Count(t, `SELECT count(*) FROM assistant_conversations WHERE state::text LIKE '%`+secret+`%'`); n != 0 {
+		t.Fatalf("the secret was kept in %d places", n)
+	}
+}
+
+// With a language model configured, a sentence the rules cannot read goes to it, and a
+// change it proposes waits for the person's yes; the act's audit entry says the model
+// read it.
+func TestAssistantModelAsksFirst(t *testing.T) {
+	t.Parallel()
+	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{
+			"content": `{"intent":"disable_tool","tool":"echo","server":"m1"}`}}}})
+	}))
+	t.Cleanup(llm.Close)
+	srv := webtest.Start(t, &webtest.Options{Executions: &executions.Options{Planner: planner.NewLLM(llm.URL, nil)}})
+	srv.LiveServer(t, "m1", true, "echo")
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	conv := ""
+	asstSay(t, admin, &conv, "that parrot thing, put it to sleep", "Shall I do that?")
+	status := func() string {
+		var st string
+		if err := srv.Pool.QueryRow(t.Context(), `SELECT status FROM mcp_tools WHERE name = 'echo'`).Scan(&st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if status() != "enabled" {
+		t.Fatal("the model's reading acted before the yes")
+	}
+	asstSay(t, admin, &conv, "yes", "disabled")
+	if status() != "disabled" {
+		t.Fatal("the yes did not act")
+	}
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'tool.disable'
+		AND payload->>'said' = 'that parrot thing, put it to sleep (read by the language model)'`); n != 1 {
+		t.Fatalf("the act's audit entry: %d", n)
 	}
 }

@@ -158,25 +158,31 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			d.Reply += " (I read your message with the help of the language model.)"
 		}
 		out.Reply, out.Choices = d.Reply, d.Choices
-		if d.Do != nil {
-			if p.Kind == audit.ActorToken && !readOnly(d.Do.Intent) {
+		if p.Kind == audit.ActorToken {
+			// A token asks questions only, and leaves nothing for a person to confirm or
+			// continue: no pending change, no guided set-up.
+			var change Intent
+			switch {
+			case d.Do != nil && !readOnly(d.Do.Intent):
+				change = d.Do.Intent
+			case d.State.Pending != nil && !readOnly(d.State.Pending.Intent):
+				change = d.State.Pending.Intent
+			case d.State.Flow != nil:
+				change = IntentSetup
+			}
+			if change != "" {
 				out.Reply = "An API token may only ask questions of the assistant (list, status, details, find). Sign in to the browser to change things."
-				s.refuse(ctx, actor, said, d.Do.Intent, "an API token asks questions only")
-			} else {
-				actor.Said = d.Do.Sentence
-				if d.Do.ByModel {
-					actor.Said += " (read by the language model)"
-				}
-				s.run(ctx, p, actor, d.Do, cat, &d, &out)
+				out.Choices = []Choice{}
+				s.refuse(ctx, actor, said, change, "an API token asks questions only")
+				d.Do, d.State.Pending, d.State.Flow = nil, nil, nil
 			}
 		}
-		if p.Kind == audit.ActorToken {
-			// A token leaves nothing for a person to confirm or continue: no pending
-			// change, no guided set-up (its conversations are its own besides).
-			if d.State.Pending != nil && !readOnly(d.State.Pending.Intent) {
-				d.State.Pending = nil
+		if d.Do != nil {
+			actor.Said = d.Do.Sentence
+			if d.Do.ByModel {
+				actor.Said += " (read by the language model)"
 			}
-			d.State.Flow = nil
+			s.run(ctx, p, actor, d.Do, cat, &d, &out)
 		}
 		if out.Choices == nil {
 			out.Choices = []Choice{}
