@@ -56,15 +56,15 @@ func caseClash(raw []byte, t reflect.Type, at string) (string, bool) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			f, ok := fields[strings.ToLower(k)]
+			f, ok := fields[fold(k)]
 			if !ok {
 				continue
 			}
 			ptr := at + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-			if prev, dup := seen[strings.ToLower(k)]; dup && prev != k {
+			if prev, dup := seen[fold(k)]; dup && prev != k {
 				return ptr, true
 			}
-			seen[strings.ToLower(k)] = k
+			seen[fold(k)] = k
 			if p, bad := caseClash(obj[k], f, ptr); bad {
 				return p, true
 			}
@@ -100,7 +100,11 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		if name == "" {
 			name = f.Name
 		}
-		out[strings.ToLower(name)] = f.Type
+		out[fold(name)] = f.Type
 	}
 	return out
 }
+
+// fold is a key as Go's decoder compares it: without case, and with the letters that
+// fold to ASCII ones ("ſ" is "s", the Kelvin sign is "k") folded too.
+func fold(k string) string { return strings.ToLower(strings.ToUpper(k)) }

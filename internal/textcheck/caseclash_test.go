@@ -23,6 +23,7 @@ func TestCaseClash(t *testing.T) {
 		{`{"NAME":"a","name":"b"}`, "/name"},
 		{`{"steps":[{"tool":"a"},{"tool":"b","TOOL":"c"}]}`, "/steps/1/tool"},
 		{`{"plain":1,"Plain":2}`, "/plain"},
+		{"{\"steps\":[{\"tool\":\"a\",\"\u017fteps\":1}],\"\u017fteps\":[]}", "/\u017fteps"}, // "ſ" folds to "s"
 		// Keys kept exactly: maps and raw arguments.
 		{`{"env":{"HOME":"x","home":"y"}}`, ""},
 		{`{"steps":[{"tool":"a","arguments":{"Name":1,"name":2}}]}`, ""},
