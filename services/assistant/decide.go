@@ -52,6 +52,9 @@ type Flow struct {
 	URL      string `json:"url,omitempty"`
 	Name     string `json:"name,omitempty"`
 	ServerID string `json:"server_id,omitempty"`
+	// Said is the person's words since the set-up began ("I want to set up a new tool →
+	// https://… → Example API"): what its acts are audited with.
+	Said string `json:"said,omitempty"`
 }
 
 // The steps of the guided set-up.
@@ -126,7 +129,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	case IntentHelp:
 		return help(d, u, msg)
 	case IntentSetup:
-		d.State.Flow = &Flow{Step: StepHaveServer}
+		d.State.Flow = &Flow{Step: StepHaveServer, Said: sentence}
 		d.Reply = "I can help you set up a new tool. Do you already have an MCP server, or do you need to add one first?"
 		d.Choices = []Choice{{"I need to add one", "I need to add one"}, {"I already have one", "I already have one"}}
 		return d
@@ -495,7 +498,7 @@ func clip(s string, n int) string {
 // asks for what is missing through the guided flow.
 func addServer(d Decision, op Op) Decision {
 	if op.URL == "" {
-		d.State.Flow = &Flow{Step: StepURL, Name: op.Name}
+		d.State.Flow = &Flow{Step: StepURL, Name: op.Name, Said: op.Sentence}
 		d.Reply = "What's the URL of the MCP server? For example: `https://example.com/mcp`."
 		return d
 	}
@@ -570,6 +573,7 @@ var whichToolsRE = regexp.MustCompile(`^\s*(?:(?:numbers?|#)\s*)?\d+(?:\s*(?:,|a
 func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decision {
 	d := Decision{State: st}
 	f := *st.Flow
+	f.Said = clip(strings.TrimPrefix(f.Said+" → "+sentence, " → "), 500)
 	d.State.Flow = &f
 	switch f.Step {
 	case StepHaveServer:
@@ -603,7 +607,7 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		}
 		f.ServerID = id
 		f.Step = StepWhichTools
-		d.Do = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{id}, Sentence: sentence}
+		d.Do = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{id}, Sentence: f.Said}
 		return d
 	case StepURL:
 		raw := u.URL
@@ -616,7 +620,7 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		}
 		f.URL = raw
 		if f.Name != "" {
-			d.Do = &Op{Intent: IntentAddServer, Kind: "server", URL: f.URL, Name: f.Name, Sentence: sentence}
+			d.Do = &Op{Intent: IntentAddServer, Kind: "server", URL: f.URL, Name: f.Name, Sentence: f.Said}
 			return d
 		}
 		f.Step = StepName
@@ -630,7 +634,7 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 			return d
 		}
 		f.Name = name
-		d.Do = &Op{Intent: IntentAddServer, Kind: "server", URL: f.URL, Name: f.Name, Sentence: sentence}
+		d.Do = &Op{Intent: IntentAddServer, Kind: "server", URL: f.URL, Name: f.Name, Sentence: f.Said}
 		return d
 	case StepWhichTools:
 		var ids []string
@@ -658,7 +662,7 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 			return d
 		}
 		d.State.Flow = nil
-		d.Do = &Op{Intent: IntentEnableTool, Kind: "tool", IDs: ids, Sentence: sentence}
+		d.Do = &Op{Intent: IntentEnableTool, Kind: "tool", IDs: ids, Sentence: f.Said}
 		return d
 	}
 	d.State.Flow = nil

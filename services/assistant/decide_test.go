@@ -189,3 +189,19 @@ func TestDecideReviewed(t *testing.T) {
 		t.Fatalf("all of a server and a tool: %+v", d)
 	}
 }
+
+// The acts of a guided set-up are audited with the whole exchange, not its last answer.
+func TestDecideSetupSaid(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	st := State{}
+	var last Decision
+	for _, msg := range []string{"I want to set up a new tool", "I need to add one", "https://example.com/mcp", "Example API"} {
+		last = Decide(msg, Understand(msg, cat), st, cat)
+		st = last.State
+	}
+	want := "I want to set up a new tool → I need to add one → https://example.com/mcp → Example API"
+	if last.Do == nil || last.Do.Sentence != want {
+		t.Fatalf("the add's sentence: %+v, want %q", last.Do, want)
+	}
+}

@@ -402,7 +402,7 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor,
 			}
 		}
 	case IntentSetup:
-		d.State.Flow = &Flow{Step: StepURL}
+		d.State.Flow = &Flow{Step: StepURL, Said: op.Sentence}
 		out.Reply = "Great! Let's add a server. First, what's the URL of the MCP server you want to add?"
 	default:
 		out.Reply = notUnderstood(op.Sentence)
@@ -454,7 +454,7 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	flow := d.State.Flow != nil
 	d.State.Pending = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{sv.ID}, Confirm: true, Sentence: op.Sentence}
 	if flow {
-		d.State.Flow = &Flow{Step: StepWhichTools, ServerID: sv.ID}
+		d.State.Flow = &Flow{Step: StepWhichTools, ServerID: sv.ID, Said: op.Sentence}
 		d.State.Pending.Confirm = true
 	}
 	d.Choices, out.Choices = []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}, []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}
