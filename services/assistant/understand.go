@@ -105,9 +105,12 @@ func Understand(msg string, cat *Catalogue) Understanding {
 	}
 	resolve(&u, cat)
 	if len(u.Tools) == 0 && len(u.Servers) == 0 {
-		// A tool named like a common word ("add", "list") is still its name.
+		// A name written exactly is that name, however many other words surround it
+		// ("I don't want write_file to be usable anymore"), even one that reads like a
+		// common word ("add").
 		for _, w := range strings.Fields(rest) {
-			if noise[w] && exactTool(cat, w, u.OnServer) {
+			w = strings.Trim(w, ".,:;!?'\"")
+			if exactTool(cat, w, u.OnServer) || u.OnServer == "" && exactServer(cat, w) && len(w) > 2 {
 				u.Ref = w
 				resolve(&u, cat)
 				break
@@ -211,6 +214,8 @@ var phrasal = []struct {
 	{regexp.MustCompile(` (?:turn|switch|flip|shut) ((?:\S+ ){0,5}?)off((?: please)?) `), " disable $1$2 "},
 	{regexp.MustCompile(`^ (\S+) off((?: please| now)?) $`), " disable $1$2 "},
 	{regexp.MustCompile(` bring ((?:\S+ ){1,5}?)back(?: online| up| on)? `), " enable $1"},
+	{regexp.MustCompile(` ((?:\S+ ){1,5}?)(?:turned|switched) (?:back )?on `), " enable $1"},
+	{regexp.MustCompile(` ((?:\S+ ){1,5}?)(?:turned|switched) off `), " disable $1"},
 }
 
 func canonical(t string) string {
@@ -307,7 +312,7 @@ type verb struct {
 var verbs = []verb{
 	{regexp.MustCompile(` (?:stop|quit|no longer|don't|do not|never) (?:automatically |auto-?)?(?:enabling|enable|turning on|activating) | forget (?:my |the )?preference| (?:remove|delete|drop|clear) (?:my |the )?(?:auto-?enable )?preference`), IntentForget},
 	{regexp.MustCompile(` (?:my|what are my|list my|show my|show me my|which) (?:\w+ )?preferences | preferences | (?:what|anything) (?:have|did) i (?:asked|told) you to remember| what do you remember `), IntentListPreference},
-	{regexp.MustCompile(` (?:always|automatically|auto-?enable|from now on) .*(?:enable|activate|make)| auto-?enable | whenever .*(?:new|shows up|appears|discovered).* enable | enable .*(?:whenever|every time|each time) `), IntentPreference},
+	{regexp.MustCompile(` (?:always|automatically|auto-?enable|from now on) .*(?:enable|activate|make)| auto-?enable | whenever .*(?:new|shows up|appears|discovered).* enable | enable .*(?:whenever|every time|each time|automatically|from now on) `), IntentPreference},
 	{regexp.MustCompile(` (?:set ?up|configure|create|add|install|get|connect) (?:a |an |my |some )(?:new )?(?:tool|tools)(?: |,)| (?:set ?up|create|install) new tools? | (?:walk|guide|take) me through | step by step | help me (?:set ?up|add|get started)| get started | onboard | set up a new server together `), IntentSetup},
 	{regexp.MustCompile(`^ (?:help|help me|\?|what can (?:i|you) do(?: with \S+(?: \S+)?)?|what do you do|how does this work|what are you|hi|hello|hey) $| how (?:do|can|would|should) (?:i|we|you) | what can (?:i|you) do | what (?:sorts?|kinds?) of things | what (?:can|could) you help `), IntentHelp},
 	{regexp.MustCompile(` (?:stop|prevent|forbid|block|disallow|ban|bar) \S+ (?:from )?(?:using|running|calling|accessing)| revoke | (?:take away|remove|cut off|withdraw) \S+'s (?:access|permission)| (?:don't|do not) let \S+ (?:use|run|call|access)| no longer let \S+ | deny \S+ | (?:should|may|can|must) no longer (?:be able to |be allowed to )?(?:use|run|call|access)| (?:shouldn't|should not|mustn't|must not|can't|cannot|may not) (?:be allowed to |be able to )?(?:use|run|call|access)`), IntentRevoke},
@@ -315,22 +320,22 @@ var verbs = []verb{
 	{regexp.MustCompile(` (?:low|medium|high)[ -]risk | risk (?:level |rating )?(?:of|for|on|to) | risk (?:to|as|at) (?:low|medium|high) | (?:risk|riskiness) `), IntentSetRisk},
 	{regexp.MustCompile(` untag | (?:remove|delete|drop|take off|strip) (?:the )?(?:tags?|labels?) | (?:remove|delete|drop|take off|strip) (?:the )?\S+ (?:tag|label) | take (?:the )?\S+ (?:tag|label) off | (?:shouldn't|should not) be (?:tagged|labell?ed) `), IntentUntag},
 	{regexp.MustCompile(` tag | (?:add|put|attach|apply|give) (?:the |a )?(?:tags?|labels?) | (?:add|put|attach|apply) (?:the |a )?\S+ (?:tag|label) | label `), IntentTag},
-	{regexp.MustCompile(` categor| (?:in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) | (?:move|put|file|place|assign) .* (?:to|in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) `), IntentSetCategory},
-	{regexp.MustCompile(` configur| config | settings? (?:of|for) | (?:set|change|switch|update) (?:the |its |\S+'s )?\S+ (?:to|=) | (?:set|change|switch|update) (?:the )?\S+ (?:of|for|on) .* to |=| to use | (?:use|using) \S+ (?:units|mode|format) `), IntentConfigureTool},
+	{regexp.MustCompile(` categor| file \S+ under | (?:in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) | (?:move|put|file|place|assign) .* (?:to|in|into|under) (?:the )?\S+(?: \S+)? (?:category|group) `), IntentSetCategory},
+	{regexp.MustCompile(` configur| config | settings? (?:of|for) | (?:set|change|switch|update) (?:the |its |\S+'s )?\S+ (?:to|=) | (?:set|change|switch|update) (?:the )?\S+ (?:of|for|on) .* to | switch \S+ (?:over )?to |=| to use | (?:use|using) \S+ (?:units|mode|format) `), IntentConfigureTool},
 	{regexp.MustCompile(` (?:refresh|reload|resync|re-sync|sync|rescan|re-?discover|update) | (?:discover|scan|fetch|look for|pull|find) .*(?:all|every) servers? `), IntentRefresh},
 	{regexp.MustCompile(` discover | (?:scan|crawl|probe|inspect) | (?:fetch|pull|get|load|look for|find) (?:the )?(?:new |latest |any )?tools (?:from|on|of) | (?:check|look at|search|go check) .* (?:for|if) (?:new|more|any) tools| for (?:any )?(?:new )?tools it (?:added|has) `), IntentDiscover},
-	{regexp.MustCompile(` test | (?:check|see|verify) (?:if|whether|that) .* (?:works?|working|up|running|ok|fine) | (?:is|are) .* (?:working|broken) | try (?:out )?`), IntentTestTool},
+	{regexp.MustCompile(` test | (?:check|see|verify|make sure) (?:if |whether |that )?.* (?:works?|working|up|running|ok|fine) | (?:is|are) .* (?:working|broken) | try (?:out )?`), IntentTestTool},
 	{regexp.MustCompile(` (?:add|register|connect|hook up|attach|plug in|onboard|link|set ?up a connection|new) (?:to )?(?:a |an |the |this |my )?(?:new )?(?:\S+ )?(?:mcp |tool )?servers? | (?:add|register|connect to|hook up|attach|plug in|link|set ?up a connection to) .*url0`), IntentAddServer},
 	{regexp.MustCompile(` (?:remove|delete|unregister|deregister|drop|get rid of|uninstall|disconnect|detach|forget|destroy|trash|kill) `), IntentRemoveServer},
 	{regexp.MustCompile(` (?:disable|turn off|switch off|deactivate|shut off|shut down|suspend|pause|unpublish|hide|block|take down|take offline|put offline|stop) | make .* (?:unavailable|inactive|offline) | (?:off)$`), IntentDisableTool},
 	{regexp.MustCompile(` (?:enable|re-?enable|turn on|switch on|activate|reactivate|unpause|resume|unblock|publish|bring back|bring up|put online) | make .* (?:available|active|usable|online) | start (?:using )?`), IntentEnableTool},
-	{regexp.MustCompile(` (?:status|health|healthy|online|offline|connected|reachable|up and running|alive|down) |^ is (?:the )?\S+(?: mcp)? server | how (?:is|'s) | check on `), IntentServerStatus},
+	{regexp.MustCompile(` (?:status|health|healthy|online|offline|connected|reachable|up and running|alive|down) |^ is (?:the )?\S+(?: mcp)? server | how (?:is|'s) | check on | any (?:problems?|issues?|trouble|errors?) with `), IntentServerStatus},
 	{regexp.MustCompile(` (?:what|which) (?:mcp )?(?:servers|tools) (?:do we|are there|have we|are available|are registered|exist)| (?:what|which) tools does \S+ (?:have|offer)`), IntentListTools},
 	{regexp.MustCompile(` (?:tell me|talk) about | describe | details? | info(?:rmation)? | explain | more about | (?:schema|parameters|arguments|inputs) (?:of|for) | what (?:parameters|arguments|inputs) `), IntentToolDetails},
 	{regexp.MustCompile(` suggest| recommend| would (?:help|be useful|be good)| (?:help|helps|useful|good) (?:with|for) | what should i use | (?:which|what) tools? (?:should|could|would|can|might) (?:i|we|help)`), IntentSuggestTools},
 	{regexp.MustCompile(` do (?:we|you|i) have | is there | are there (?:any )?(?:tools? )?(?:for|that|to) | (?:find|search for|look for|looking for|locate) | which tool (?:can|could|should|would|will|does|do) | any tools? (?:for|that|to) | what tool (?:can|could|should|would|does|do) `), IntentFindTool},
-	{regexp.MustCompile(` (?:list|show|display|see|view|give me|get|print|enumerate|what|which|any) .*(?:servers|tools) | (?:servers|tools) (?:do we|are there|have we|are available|are registered)| (?:list|show) (?:all|everything|them) | (?:list|show) (?:every|each|all) (?:tool|server) `), IntentListTools},
-	{regexp.MustCompile(` what (?:does|is) | what's `), intentWeakDetails},
+	{regexp.MustCompile(` (?:list|show|display|see|view|give me|get|print|enumerate|what|which|any) .*(?:servers|tools) | (?:servers|tools) (?:do we|are there|have we|are available|are registered)| (?:list|show) (?:all|everything|them) | (?:list|show) (?:every|each|all) (?:tool|server) | (?:a |the )?list of (?:all |every |the )?(?:tools?|servers?) `), IntentListTools},
+	{regexp.MustCompile(` what (?:exactly |precisely )?(?:does|is) | what's `), intentWeakDetails},
 	{regexp.MustCompile(` show (?:me )?(?:the )?\S+`), IntentToolDetails},
 }
 
@@ -445,7 +450,7 @@ func nameOf(m message, t string) string {
 }
 
 var nameREs = []*regexp.Regexp{
-	regexp.MustCompile(` (?:called|named|name it|call it|with the name|with name) (.+?)(?: at url0| on url0| with url0)? $`),
+	regexp.MustCompile(` (?:called|named|name it|call it|with the name|with name|under the name|by the name) (.+?)(?: at url0| on url0| with url0)? $`),
 	regexp.MustCompile(` (?:called|named|name it|call it) (.+?) (?:at|on|with|from) `),
 	regexp.MustCompile(` as (.+?)(?: at url0| on url0| with url0)? $`),
 	regexp.MustCompile(` (?:register|add|connect) (?:the |a |an )?(?:new )?(.+?) (?:mcp )?server (?:at|on|from|url0)`),
@@ -553,6 +558,8 @@ func tagsOf(t string, in Intent) ([]string, string) {
 }
 
 var categoryREs = []*regexp.Regexp{
+	regexp.MustCompile(` file (?P<ref>.+?) under (?:the )?(?P<cat>\S+)(?: category| group)? $`),
+	regexp.MustCompile(` (?:category|group) (?:of|for) (?P<ref>.+?) (?:should be|must be|is|to|as) (?:the )?(?P<cat>\S+)(?: category)? $`),
 	regexp.MustCompile(` (?:in|into|under|to) (?:the )?(?P<cat>\S+(?: \S+)?) (?:category|group) `),
 	regexp.MustCompile(` categor(?:y|i[sz]e) (?P<ref>.+?) (?:as|in|under|to) (?:the )?(?P<cat>.+?) $`),
 	regexp.MustCompile(` (?:category|group) (?:of |for )?(?P<ref>.+?) (?:to|as) (?:the )?(?P<cat>.+?) $`),
@@ -802,8 +809,13 @@ var pickWord = map[string]bool{"first": true, "second": true, "third": true, "fo
 func serverQualifier(t string, cat *Catalogue) (string, string) {
 	for _, re := range []*regexp.Regexp{onServerRE, possessiveRE} {
 		for _, sub := range re.FindAllStringSubmatch(t, -1) {
-			if id := serverByName(cat, sub[1]); id != "" {
-				return strings.Replace(t, sub[0], " ", 1), id
+			for _, name := range sub[1:] {
+				if name == "" {
+					continue
+				}
+				if id := serverByName(cat, name); id != "" {
+					return strings.Replace(t, sub[0], " ", 1), id
+				}
 			}
 		}
 	}
@@ -812,7 +824,7 @@ func serverQualifier(t string, cat *Catalogue) (string, string) {
 
 var (
 	onServerRE   = regexp.MustCompile(` (?:on|from|of|in|at|provided by|offered by) (?:the )?(\S+?)(?: mcp)?(?: server)? `)
-	possessiveRE = regexp.MustCompile(` (\S+?)(?:'s|s') `)
+	possessiveRE = regexp.MustCompile(` (\S+?)'s | (\S+?s)' | (\S+?)s' `)
 )
 
 // serverByName is the id of the server named n (exact, or one letter off for a long name).
