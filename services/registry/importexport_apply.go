@@ -37,6 +37,17 @@ func (r ImportResult) String() string {
 		len(r.Created), len(r.Updated), len(r.Deleted), r.Unchanged, r.Kept)
 }
 
+// applicable says why a plan cannot be applied (nil when it can).
+func (p *Plan) applicable() error {
+	if p == nil {
+		return errors.New("registry: apply import: no plan")
+	}
+	if p.HasErrors() {
+		return fmt.Errorf("%w:\n%s", ErrInvalidPlan, configError(p.Errors).Error())
+	}
+	return nil
+}
+
 // ApplyImport carries out plan in one transaction: every server changes, or none does.
 // Each change writes an audit entry (server.import.create, .update or .delete; names of
 // secrets, never values) and the usual server.changed or server.deleted event, so a
@@ -45,11 +56,8 @@ func (r ImportResult) String() string {
 // plan again and review.
 func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan) (ImportResult, error) {
 	var res ImportResult
-	if plan == nil {
-		return res, errors.New("registry: apply import: no plan")
-	}
-	if plan.HasErrors() {
-		return res, fmt.Errorf("%w:\n%s", ErrInvalidPlan, configError(plan.Errors).Error())
+	if err := plan.applicable(); err != nil {
+		return res, err
 	}
 	res.Unchanged, res.Kept = plan.Count(PlanUnchanged), plan.Count(PlanKeep)
 	if plan.Count(PlanCreate)+plan.Count(PlanUpdate)+plan.Count(PlanDelete) == 0 {
@@ -70,11 +78,8 @@ func (s *Service) ApplyImport(ctx context.Context, actor audit.Actor, plan *Plan
 // the servers of a file with the rest of its configuration).
 func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, plan *Plan) (ImportResult, error) {
 	var res ImportResult
-	if plan == nil {
-		return res, errors.New("registry: apply import: no plan")
-	}
-	if plan.HasErrors() {
-		return res, fmt.Errorf("%w:\n%s", ErrInvalidPlan, configError(plan.Errors).Error())
+	if err := plan.applicable(); err != nil {
+		return res, err
 	}
 	res.Unchanged, res.Kept = plan.Count(PlanUnchanged), plan.Count(PlanKeep)
 	source := map[string]any{"file": filepath.Base(plan.File), "format": plan.Format}
