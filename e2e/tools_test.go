@@ -84,6 +84,14 @@ func TestBrowserToolLifecycle(t *testing.T) {
 		t.Fatal("searching reloaded the page; results should be swapped in place")
 	}
 	b.checkConsole()
+	// Leaving the search box fires its change event; the list must not be fetched again
+	// (a second swap under the pointer ate the click on a result card).
+	b.do("count list requests", chromedp.Evaluate[chromedp.Void](
+		`window.__listReqs = 0; document.addEventListener("htmx:beforeRequest", () => window.__listReqs++)`))
+	b.do("leave the search box", chromedp.Evaluate[chromedp.Void](`document.getElementById("tool-q").blur()`))
+	if n := eval[int](b, `window.__listReqs`); n != 0 {
+		t.Fatalf("leaving the search box fetched the list %d more times", n)
+	}
 
 	// Open the tool and configure it: a default for its parameter, a tag.
 	b.do("open the tool", chromedp.Click(chromedp.CSS(`[data-tool="live__echo"] [data-testid=tool-link]`)),

@@ -58,7 +58,7 @@ func Tools(p ToolsPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, ")</span></h1><div class=\"actions\"><a class=\"button\" href=\"/tools/categories\" data-testid=\"categories-link\">Categories</a> <a class=\"button\" href=\"/servers\">Servers</a></div></div><form class=\"filters panel\" method=\"get\" action=\"/tools\" role=\"search\" data-testid=\"tool-filters\" hx-get=\"/tools\" hx-trigger=\"input changed delay:250ms from:#tool-q, change\" hx-target=\"#tool-results\" hx-select=\"#tool-results\" hx-swap=\"outerHTML\" hx-push-url=\"true\" hx-sync=\"this:queue last\"><div class=\"inline-fields\"><div class=\"field tool-search\"><label for=\"tool-q\">Search <kbd class=\"muted\">/</kbd></label> <input id=\"tool-q\" name=\"q\" type=\"search\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, ")</span></h1><div class=\"actions\"><a class=\"button\" href=\"/tools/categories\" data-testid=\"categories-link\">Categories</a> <a class=\"button\" href=\"/servers\">Servers</a></div></div><form id=\"tool-filters\" class=\"filters panel\" method=\"get\" action=\"/tools\" role=\"search\" data-testid=\"tool-filters\" hx-get=\"/tools\" hx-trigger=\"input changed delay:250ms from:#tool-q, change from:(#tool-filters select)\" hx-target=\"#tool-results\" hx-select=\"#tool-results\" hx-swap=\"outerHTML\" hx-push-url=\"true\" hx-sync=\"this:queue last\"><div class=\"inline-fields\"><div class=\"field tool-search\"><label for=\"tool-q\">Search <kbd class=\"muted\">/</kbd></label> <input id=\"tool-q\" name=\"q\" type=\"search\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
