@@ -38,6 +38,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/memory"
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/replicas"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/system"
@@ -83,6 +84,9 @@ type Config struct {
 	// BuiltinRoot holds the built-in tools' workspaces (--builtin-root); "" leaves the
 	// built-in server out (Toolwarden's serve always sets it).
 	BuiltinRoot string
+	// Replica names this process among the serve processes on one database and says
+	// where the others reach it (services/replicas).
+	Replica replicas.Options
 	// Prune is how often old sessions, health checks and events are removed.
 	// Default 5 minutes.
 	Prune time.Duration
@@ -118,6 +122,8 @@ type App struct {
 	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
 	Terminals *builtin.Terminals
 	Grants    *grants.Service
+	// Replicas is this process's record among the replicas sharing the database.
+	Replicas  *replicas.Service
 	Analytics *analytics.Service
 	// Assistant manages Toolwarden in plain language (/assistant).
 	Assistant *assistant.Service
@@ -211,6 +217,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.FirstAdminPassword = pw
 	a.Auth.Follow(a.Bus)
 	a.Jobs = jobs.New(pool, log)
+	rpo := cfg.Replica
+	rpo.Logger = log
+	if rpo.Version == "" {
+		rpo.Version = cfg.Version
+	}
+	a.Replicas = replicas.New(pool, rpo)
 
 	a.Registry = registry.New(pool, a.Keys, &registry.Options{Logger: log, Local: a.Local, Egress: cfg.Egress})
 	// A server named before its name was reserved is told of on every start.
@@ -224,6 +236,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Analytics = analytics.New(pool)
 	mo := cfg.MCP
 	mo.Logger, mo.Bus = log, a.Bus
+	if mo.Shared == nil {
+		mo.Shared = func(ctx context.Context) bool { n, err := a.Replicas.Others(ctx); return err == nil && n > 0 }
+	}
 	if mo.Egress == nil {
 		mo.Egress = cfg.Egress
 	}
@@ -249,6 +264,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Assistant = a.assistant(pool, cfg)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
+	if eo.Runner == "" {
+		eo.Runner = a.Replicas.Name()
+	}
 	if cfg.Planner != nil {
 		eo.Planner = cfg.Planner
 	}
@@ -264,6 +282,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.ConfigCode = configcode.New(pool, a.Registry, a.Tools, &configcode.Options{Discoverer: a.MCP, Local: a.Local, Logger: log})
 	a.components = []Component{
 		{Name: "bus", Run: a.Bus.Run, Ready: func(ctx context.Context) error { return wait(ctx, a.Bus.Ready()) }},
+		// This replica's row, kept fresh while it runs (services/replicas).
+		{Name: "replicas", Run: a.Replicas.Run},
 		// Sessions stop after the router (reverse order), so every server is marked
 		// disconnected and every stdio process is gone on exit.
 		{Name: "mcp", Run: a.MCP.Run, Start: a.logConfinement, Ready: poll(a.MCP.Running)},
@@ -272,7 +292,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// Executions a previous process left in the middle are settled before the queue
 		// works jobs; the queue stops first, letting running steps finish through a live
 		// router and handing the rest to the next start.
-		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }},
+		// While it runs it also settles, within seconds, what another replica killed
+		// mid-step left running.
+		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }, Run: a.Executions.Watch},
 		{Name: "jobs", Run: a.Jobs.Run},
 		{Name: "prune", Scope: Once, Every: cfg.Prune, Job: a.prune},
 		// Finished days' calls are added up for /analytics (services/analytics).

@@ -91,6 +91,9 @@ func (a *App) prune(ctx context.Context) error {
 	if _, err := a.Assistant.Prune(ctx, conversationRetention); err != nil {
 		return fmt.Errorf("prune conversations: %w", err)
 	}
+	if err := a.Replicas.Prune(ctx); err != nil {
+		return err
+	}
 	return nil
 }
 

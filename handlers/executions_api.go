@@ -61,6 +61,7 @@ type apiExecution struct {
 	CreatedAt          time.Time         `json:"created_at"`
 	StartedAt          *time.Time        `json:"started_at,omitempty"`
 	FinishedAt         *time.Time        `json:"finished_at,omitempty"`
+	Runner             string            `json:"runner,omitempty"` // the replica that runs or ran it
 	Steps              []executions.Step `json:"steps,omitempty"`
 	Rollback           []executions.Step `json:"rollback,omitempty"`
 	URL                string            `json:"url"`
@@ -71,7 +72,7 @@ func toAPIExecution(ex *executions.Execution) apiExecution {
 		Prompt: ex.Prompt, Planner: ex.Planner, Requester: ex.RequesterName, ConversationID: ex.ConversationID, Approval: ex.Approval, Approver: ex.ApproverName,
 		SelfApproved: ex.SelfApproved,
 		ApprovedAt:   ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
-		StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, URL: "/executions/" + ex.ID}
+		StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, Runner: ex.Runner, URL: "/executions/" + ex.ID}
 	if ex.Status == executions.AwaitingApproval {
 		out.ConfirmationPhrase = ex.ConfirmationPhrase
 	}

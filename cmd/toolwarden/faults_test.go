@@ -88,6 +88,13 @@ func launch(t *testing.T, dir string, args ...string) *serveProc {
 func startServe(t *testing.T, dir string, args ...string) *serveProc {
 	t.Helper()
 	p := launch(t, dir, args...)
+	p.waitReady(t)
+	return p
+}
+
+// waitReady waits until a launched serve is ready and knows its address.
+func (p *serveProc) waitReady(t *testing.T) {
+	t.Helper()
 	ready := p.addr
 	p.addr = ""
 	deadline := time.Now().Add(90 * time.Second)
@@ -105,7 +112,6 @@ func startServe(t *testing.T, dir string, args ...string) *serveProc {
 			t.Fatalf("serve never became ready:\n%s", p.stderr.String())
 		}
 	}
-	return p
 }
 
 // kill sends sig and waits for the process to end.

@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/planner"
+	"github.com/toolwarden/toolwarden/services/replicas"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/template"
 )
@@ -46,6 +47,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	hold := fs.String("mcp-hold", envOr("TOOLWARDEN_MCP_HOLD", "50s"), "how long a call through /mcp that needs approval waits for the decision before it answers that it is pending; keep it under the client's call timeout, often 60s (env TOOLWARDEN_MCP_HOLD)")
 	testTimeout := fs.String("test-connection-timeout", envOr("TOOLWARDEN_TEST_CONNECTION_TIMEOUT", "10s"), "the longest a \"Test connection\" attempt may take, from start to the tool list; a server's own shorter timeout wins (env TOOLWARDEN_TEST_CONNECTION_TIMEOUT)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
+	replicaName := fs.String("replica-name", envOr("TOOLWARDEN_REPLICA_NAME", ""), "what pages and logs call this serve among several on one database (docs/deploy.md); default <host>:<pid> (env TOOLWARDEN_REPLICA_NAME)")
 	cpKey := checkpointKeyFlag(fs)
 	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
 	egressAllow := fs.String("egress-allow", envOr("TOOLWARDEN_EGRESS_ALLOW", ""), "CIDRs, addresses and host names (*.example.com) that HTTP servers' URLs may reach (comma-separated); empty: anything not denied (env TOOLWARDEN_EGRESS_ALLOW)")
@@ -140,6 +142,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Gateway:     gateway.Options{Hold: mcpHold},
 		BuiltinRoot: orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces")),
 		Checkpoints: checkpointConfig(c, *cpKey, *cpEvery),
+		Replica:     replicas.Options{Name: *replicaName},
 	})
 	if err != nil {
 		return err

@@ -92,7 +92,7 @@ func migrateQueue(url string, dir rivermigrate.Direction) error {
 	if err != nil {
 		return fmt.Errorf("db: migrate queue: %w", err)
 	}
-	cfg.MaxConns = 2
+	cfg.MaxConns = 3 // the lock's, and the migrator's
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("db: migrate queue: %w", err)
@@ -106,6 +106,19 @@ func migrateQueue(url string, dir rivermigrate.Direction) error {
 	if dir == rivermigrate.DirectionDown {
 		opts.TargetVersion = -1 // all of them
 	}
+	// River's migrator takes no lock of its own: replicas starting together on a fresh
+	// database would each create its tables. A lock held on a connection of its own while
+	// it runs (not one transaction: a River migration adds an enum value and uses it)
+	// lets one do them and the others find them done.
+	lock, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("db: migrate queue: %w", err)
+	}
+	defer lock.Release()
+	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('toolwarden.migrate_queue', 0))`); err != nil {
+		return fmt.Errorf("db: migrate queue: lock: %w", err)
+	}
+	defer func() { _, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('toolwarden.migrate_queue', 0))`) }()
 	if _, err := m.Migrate(ctx, dir, opts); err != nil {
 		return fmt.Errorf("db: migrate queue: %w", err)
 	}

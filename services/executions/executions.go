@@ -73,6 +73,12 @@ type Options struct {
 	// Display is the short line that says what a step does (router.Options.Display);
 	// nil: none.
 	Display func(qualifiedName string, args json.RawMessage) string
+	// Runner names this process among replicas (services/replicas); it is recorded on
+	// each execution a phase of which runs here. Default: none.
+	Runner string
+	// SweepEvery is how often Watch looks for executions whose runner died (another
+	// replica killed mid-step). Default 3 s.
+	SweepEvery time.Duration
 }
 
 // reservedConns are the pool's connections kept for everything but runners (the
@@ -113,6 +119,9 @@ func New(pool *pgxpool.Pool, r *router.Router, ts *tools.Service, opts *Options)
 	}
 	if o.Workers <= 0 {
 		o.Workers = 8
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = 3 * time.Second
 	}
 	// Each running execution holds a connection for its lock and uses another for its
 	// steps: more runners than the pool can serve would wait for connections forever.
@@ -191,12 +200,14 @@ type Execution struct {
 	UpdatedAt      time.Time  `db:"updated_at" json:"updated_at"`
 	StartedAt      *time.Time `db:"started_at" json:"started_at,omitempty"`
 	FinishedAt     *time.Time `db:"finished_at" json:"finished_at,omitempty"`
+	// Runner is the replica that runs, or last ran, a phase of it ("" before any).
+	Runner string `db:"runner" json:"runner,omitempty"`
 }
 
 const columns = `id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan, plan_hash, status, risk,
 	risk_why, confirmation_phrase, approval, approved_by, approver_name, approved_at, approved_hash, self_approved,
 	requested_token, rollback_plan, rollback_hash, seal, expires_at, reason, decision, decided_by, source, client, error, created_at,
-	updated_at, started_at, finished_at, conversation_id`
+	updated_at, started_at, finished_at, conversation_id, runner`
 
 // Requester is who asked for the execution, as recorded, with the role they had when
 // they asked; its steps run as them with the role they have when each step starts

@@ -89,6 +89,41 @@ func (s *Service) Recover(ctx context.Context) {
 	}
 }
 
+// Watch settles, every SweepEvery until ctx ends, the executions whose runner died
+// while this process runs: another replica killed in the middle of a step leaves the
+// step running and its lock free; the step ends interrupted and the execution failed
+// within seconds, as Recover does after a restart (docs/architecture.md, Several replicas).
+func (s *Service) Watch(ctx context.Context) error {
+	t := time.NewTicker(s.opts.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if s.stopping.Load() {
+				continue
+			}
+			if err := s.settleOrphans(ctx, true); err != nil && ctx.Err() == nil {
+				s.log.Warn("executions: sweep for executions whose runner died", "err", err)
+			}
+		}
+	}
+}
+
+// jobWaiting reports whether a run job of execution id waits to be worked (a job
+// marked running may be a dead replica's, which River rescues only much later).
+func (s *Service) jobWaiting(ctx context.Context, id string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `/* executions.job_waiting */
+		SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1
+		               AND state IN ('available', 'pending', 'scheduled', 'retryable'))`, id).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("executions: is a job waiting: %w", err)
+	}
+	return ok, nil
+}
+
 // Run is the runner of a service on a queue of its own (Options.Jobs nil): it recovers,
 // then works queued jobs until ctx ends, finishing the steps that are running (each
 // ends within its tool's timeout) without starting further ones: those are queued

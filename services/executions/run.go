@@ -55,6 +55,13 @@ func unlock(conn *pgxpool.Conn, id string) {
 // was interrupted, so its execution fails (or its rollback fails) and nothing runs it
 // again; one between steps continues with its next step.
 func (s *Service) recover(ctx context.Context) error {
+	return s.settleOrphans(ctx, false)
+}
+
+// settleOrphans settles every unfinished execution no live runner holds. At start
+// (sweep false) each is then queued to continue; in a sweep (Watch) only one with no
+// job waiting for it is, since one between steps is most often about to be run.
+func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	ids, err := db.Column[string](ctx, s.pool, "executions: unfinished", `/* executions.recover */
 		SELECT id FROM executions WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`)
 	if err != nil {
@@ -77,7 +84,13 @@ func (s *Service) recover(ctx context.Context) error {
 			if ex.Status == RollingBack {
 				phase = PhaseRollback
 			}
-			err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
+			waiting := false
+			if sweep {
+				waiting, err = s.jobWaiting(ctx, id)
+			}
+			if err == nil && !waiting {
+				err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
+			}
 		}
 		release()
 		if err != nil {
@@ -96,11 +109,16 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 	} else if ex.Status != Executing {
 		return nil
 	}
+	on := "" // which replica: with several, the one that died
+	if ex.Runner != "" {
+		on = " (replica " + ex.Runner + ")"
+	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		positions, err := db.Column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted */
 			UPDATE tool_calls SET status = 'interrupted', finished_at = now(),
-			       error = 'Toolwarden stopped while this step ran; it may or may not have taken effect, and it is not run again'
-			WHERE execution_id = $1 AND phase = $2 AND status = 'running' RETURNING position`, ex.ID, phase)
+			       error = $3
+			WHERE execution_id = $1 AND phase = $2 AND status = 'running' RETURNING position`, ex.ID, phase,
+			"Toolwarden"+on+" stopped while this step ran; it may or may not have taken effect, and it is not run again")
 		if err != nil || len(positions) == 0 {
 			return err
 		}
@@ -110,7 +128,7 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 			ex.ID, phase); err != nil {
 			return fmt.Errorf("executions: skip after an interrupted step: %w", err)
 		}
-		msg := fmt.Sprintf("interrupted: Toolwarden stopped while step %d ran", positions[0]+1)
+		msg := fmt.Sprintf("interrupted: Toolwarden%s stopped while step %d ran", on, positions[0]+1)
 		out, err := s.apply(ctx, tx, ex.ID, change{from: []Status{ex.Status}, to: to, want: "failed",
 			set: map[string]any{"error": msg, "finished_at": s.opts.Now()}, actor: audit.System, action: "execution.interrupted",
 			event: announce(func(b events.Execution) events.ExecutionEnded {
@@ -139,6 +157,12 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if s.opts.Runner != "" && ex.Runner != s.opts.Runner && (ex.Status == Executing || ex.Status == RollingBack) {
+		// Which replica runs it: the page shows it, and a dead one's steps are its.
+		if _, err := s.pool.Exec(ctx, `/* executions.runner */ UPDATE executions SET runner = $2 WHERE id = $1`, id, s.opts.Runner); err != nil {
+			return fmt.Errorf("executions: record the runner: %w", err)
+		}
 	}
 	if err := s.settleInterrupted(ctx, ex); err != nil {
 		return err

@@ -42,6 +42,10 @@ type Options struct {
 	// during which the server is not contacted at all. Defaults 5 and 60 s.
 	BreakerFailures int
 	BreakerCooldown time.Duration
+	// Shared, when set, reports whether other live replicas keep sessions to the same
+	// servers: a stopping manager then leaves the servers' statuses as they are instead
+	// of marking them disconnected. Nil: this process is alone.
+	Shared func(ctx context.Context) bool
 	// StderrLines bounds the standard error kept per stdio server. Default 200.
 	StderrLines int
 	// MaxPages stops a discovery whose server keeps paging. Default 10,000.
@@ -374,9 +378,17 @@ func (m *Manager) stopAll() {
 	}
 	m.ctx = nil
 	m.mu.Unlock()
+	final := registry.StatusDisconnected
+	if m.opts.Shared != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if m.opts.Shared(ctx) {
+			final = "" // other replicas are still connected to them
+		}
+		cancel()
+	}
 	var wg sync.WaitGroup
 	for _, id := range ids {
-		wg.Go(func() { m.stop(id, registry.StatusDisconnected) })
+		wg.Go(func() { m.stop(id, final) })
 	}
 	wg.Wait()
 }

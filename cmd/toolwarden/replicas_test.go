@@ -1,0 +1,500 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// replicaSet is several `serve` processes on one database, as docs/deploy.md sets them up.
+type replicaSet struct {
+	url, appURL, keyFile string
+	procs                []*serveProc
+	dirs                 []string
+}
+
+// startReplicas starts n replicas at once on an empty database (they migrate it
+// together): each its own data dir, all the same database and secret key file, which
+// the first start writes.
+func startReplicas(t *testing.T, n int) *replicaSet {
+	t.Helper()
+	url := dbtest.NewEmpty(t)
+	rs := &replicaSet{url: url, appURL: dbtest.AppURL(t, url), keyFile: filepath.Join(dbtest.TempDir(t), "secret.key")}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	if err := os.WriteFile(rs.keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		rs.launch(t, i)
+	}
+	for _, p := range rs.procs {
+		p.waitReady(t)
+	}
+	return rs
+}
+
+// start starts replica i again (after it was killed) and waits until it is ready.
+func (rs *replicaSet) start(t *testing.T, i int) *serveProc {
+	t.Helper()
+	p := rs.launch(t, i)
+	p.waitReady(t)
+	return p
+}
+
+// launch starts replica i without waiting.
+func (rs *replicaSet) launch(t *testing.T, i int) *serveProc {
+	t.Helper()
+	for len(rs.dirs) <= i {
+		rs.dirs = append(rs.dirs, dbtest.TempDir(t))
+		rs.procs = append(rs.procs, nil)
+	}
+	p := launch(t, rs.dirs[i], "--database-url", rs.appURL, "--migrate-database-url", rs.url,
+		"--secret-key-file", rs.keyFile, "--confine", "off", "--replica-name", "r"+strconv.Itoa(i))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replica r%d's log:\n%s", i, p.stderr.String())
+		}
+	})
+	rs.procs[i] = p
+	return p
+}
+
+// token creates an API token for admin.
+func (rs *replicaSet) token(t *testing.T) string {
+	t.Helper()
+	stdout, stderr, err := runCmd(t, "", "token", "create", "--database-url", rs.url, "--data-dir", rs.dirs[0],
+		"--user", "admin", "--name", "replicas")
+	if err != nil {
+		t.Fatalf("token create: %v\n%s", err, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	return lines[len(lines)-1]
+}
+
+// person is a signed-in browser session: one cookie, valid on every replica.
+type person struct {
+	c *http.Client
+}
+
+func signIn(t *testing.T, p *serveProc, username, password string) *person {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	form := url.Values{"username": {username}, "password": {password}}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+p.addr)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in on %s: got %d", p.addr, res.StatusCode)
+	}
+	return &person{c: c}
+}
+
+// do makes a same-origin request on replica p with the person's session.
+func (h *person) do(t *testing.T, p *serveProc, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, rd)
+	req.Header.Set("Origin", "http://"+p.addr)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := h.c.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, b
+}
+
+type execView struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Error  string `json:"error"`
+	Runner string `json:"runner"`
+	Steps  []struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	} `json:"steps"`
+}
+
+// byName is the replica called name.
+func (rs *replicaSet) byName(t *testing.T, name string) *serveProc {
+	t.Helper()
+	i, err := strconv.Atoi(strings.TrimPrefix(name, "r"))
+	if err != nil || i < 0 || i >= len(rs.procs) {
+		t.Fatalf("no replica %q", name)
+	}
+	return rs.procs[i]
+}
+
+// restart starts a killed replica again on its data dir.
+func (rs *replicaSet) restart(t *testing.T, p *serveProc) {
+	t.Helper()
+	for i, q := range rs.procs {
+		if q == p {
+			rs.start(t, i)
+			return
+		}
+	}
+	t.Fatal("not a replica of this set")
+}
+
+// ws opens /ws on replica p with the person's session, following topics from now on.
+func (h *person) ws(t *testing.T, p *serveProc, topics []string) *websocket.Conn {
+	t.Helper()
+	u, _ := url.Parse("http://" + p.addr)
+	var parts []string
+	for _, ck := range h.c.Jar.Cookies(u) {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	hd := http.Header{}
+	hd.Set("Cookie", strings.Join(parts, "; "))
+	hd.Set("Origin", "http://"+p.addr)
+	conn, res, err := websocket.DefaultDialer.Dial("ws://"+p.addr+"/ws", hd)
+	if err != nil {
+		status := 0
+		if res != nil {
+			status = res.StatusCode
+		}
+		t.Fatalf("dial /ws on %s: %v (HTTP %d)", p.addr, err, status)
+	}
+	t.Cleanup(func() { conn.Close() })
+	// From the newest event a page of that replica shows: only what happens next counts.
+	_, page := h.do(t, p, http.MethodGet, "/executions", nil)
+	m := regexp.MustCompile(`id="ws-cursor" data-last-event-id="(\d+)"`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no websocket cursor on /executions of %s", p.addr)
+	}
+	last, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	if err := conn.WriteJSON(map[string]any{"subscribe": topics, "last_id": last}); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// wsUntil reads the socket until a message contains want.
+func wsUntil(t *testing.T, conn *websocket.Conn, what, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_ = conn.SetReadDeadline(deadline)
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if strings.Contains(string(msg), want) {
+			return
+		}
+	}
+}
+
+// toolID is the id of the tool called qualified.
+func toolID(t *testing.T, p *serveProc, token, qualified string) string {
+	t.Helper()
+	server, _, _ := strings.Cut(qualified, "__")
+	code, body := p.request(t, token, http.MethodGet, "/api/v1/tools?limit=100&server="+server, nil)
+	var out struct {
+		Tools []struct {
+			ID            string `json:"id"`
+			QualifiedName string `json:"qualified_name"`
+		} `json:"tools"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &out) != nil {
+		t.Fatalf("list tools: %d %s", code, body)
+	}
+	for _, tl := range out.Tools {
+		if tl.QualifiedName == qualified {
+			return tl.ID
+		}
+	}
+	t.Fatalf("no tool %s", qualified)
+	return ""
+}
+
+// createPlan asks replica p (with the token) for a plan of one step.
+func createPlan(t *testing.T, p *serveProc, token, tool string, args map[string]any) execView {
+	t.Helper()
+	code, body := p.request(t, token, http.MethodPost, "/api/v1/executions",
+		map[string]any{"plan": map[string]any{"steps": []any{map[string]any{"tool": tool, "arguments": args}}}})
+	var ex execView
+	if code != http.StatusCreated || json.Unmarshal(body, &ex) != nil {
+		t.Fatalf("create a plan of %s: %d %s", tool, code, body)
+	}
+	return ex
+}
+
+func getExecution(t *testing.T, p *serveProc, token, id string) execView {
+	t.Helper()
+	code, body := p.request(t, token, http.MethodGet, "/api/v1/executions/"+id, nil)
+	var ex execView
+	if code != http.StatusOK || json.Unmarshal(body, &ex) != nil {
+		t.Fatalf("get execution %s: %d %s", id, code, body)
+	}
+	return ex
+}
+
+// waitExecution waits until execution id has status on replica p.
+func waitExecution(t *testing.T, p *serveProc, token, id, status string) execView {
+	t.Helper()
+	var ex execView
+	testkit.WaitFor(t, 60*time.Second, func() bool {
+		ex = getExecution(t, p, token, id)
+		return ex.Status == status
+	}, "execution never reached "+status)
+	return ex
+}
+
+// waitPending returns the id of the execution awaiting approval whose step's arguments
+// contain marker.
+func waitPending(t *testing.T, p *serveProc, token, marker string) string {
+	t.Helper()
+	var id string
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		code, body := p.request(t, token, http.MethodGet, "/api/v1/approvals", nil)
+		var out struct {
+			Items []struct {
+				ID string `json:"id"`
+			} `json:"items"`
+		}
+		if code != http.StatusOK || json.Unmarshal(body, &out) != nil {
+			return false
+		}
+		for _, it := range out.Items {
+			if _, raw := p.request(t, token, http.MethodGet, "/api/v1/executions/"+it.ID, nil); strings.Contains(string(raw), marker) {
+				id = it.ID
+			}
+		}
+		return id != ""
+	}, "the held call never showed among the approvals")
+	return id
+}
+
+// mcpConnect connects the go-sdk client to endpoint with the token, on protocol era.
+func mcpConnect(t *testing.T, endpoint, token, era string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "replicas-test", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint,
+		HTTPClient: &http.Client{Transport: bearerTransport(token)}}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatalf("connect to %s on %s: %v", endpoint, era, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// balancer is a load balancer with no affinity: each request goes to the next replica.
+type balancer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	used map[string]bool
+}
+
+func roundRobin(t *testing.T, procs []*serveProc) *balancer {
+	t.Helper()
+	lb := &balancer{used: map[string]bool{}}
+	var n atomic.Int64
+	proxy := &httputil.ReverseProxy{FlushInterval: -1, Rewrite: func(r *httputil.ProxyRequest) {
+		p := procs[int(n.Add(1))%len(procs)]
+		lb.mu.Lock()
+		lb.used[p.addr] = true
+		lb.mu.Unlock()
+		r.SetURL(&url.URL{Scheme: "http", Host: p.addr})
+	}}
+	lb.Server = httptest.NewServer(proxy)
+	t.Cleanup(lb.Close)
+	return lb
+}
+
+func (lb *balancer) backends() int {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return len(lb.used)
+}
+
+// TestThreeReplicas runs three replicas on one database (issue #23): a page and a
+// websocket on one show what another did; an approval on one releases a plan another
+// was asked for and a third runs; a replica SIGKILLed in the middle of a step leaves the
+// step interrupted and the plan failed, settled by a survivor within seconds; a call
+// held on /mcp of one replica is released by an approval on another; and a stateless
+// MCP client whose requests go round-robin over all three works with no affinity.
+func TestThreeReplicas(t *testing.T) {
+	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "up"})
+	rs := startReplicas(t, 3)
+	a, b, c := rs.procs[0], rs.procs[1], rs.procs[2]
+	token := rs.token(t)
+
+	code, body := a.request(t, token, http.MethodPost, "/api/v1/servers", map[string]any{"name": "up", "type": "streamable_http",
+		"url": up.URL(), "enabled": true})
+	if code != http.StatusCreated {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	enableTool(t, a, token, "builtin__think")
+	for _, tool := range []string{"up__echo", "up__sleep"} {
+		enableTool(t, b, token, tool)
+		// MEDIUM: every plan and /mcp call of it waits for a person.
+		if code, body := c.request(t, token, http.MethodPatch, "/api/v1/tools/"+toolID(t, c, token, tool),
+			map[string]any{"risk": "medium", "reason": "needs a person"}); code != http.StatusOK {
+			t.Fatalf("make %s medium: %d %s", tool, code, body)
+		}
+	}
+	admin := signIn(t, a, "admin", testAdminPassword)
+	top := t
+
+	t.Run("pages and websocket events cross replicas", func(t *testing.T) {
+		// A page of one replica shows a server another registered.
+		if code, page := admin.do(t, c, http.MethodGet, "/servers", nil); code != http.StatusOK || !strings.Contains(string(page), up.URL()) {
+			t.Fatalf("/servers on the third replica: %d, the server registered on the first is missing", code)
+		}
+		conn := admin.ws(t, c, []string{"executions"})
+		ex := createPlan(t, a, token, "up__echo", map[string]any{"message": "seen elsewhere"})
+		wsUntil(t, conn, "the plan asked on the first replica, on the third's websocket", ex.ID)
+	})
+
+	t.Run("an approval on another replica", func(t *testing.T) {
+		ex := createPlan(t, a, token, "up__echo", map[string]any{"message": "approved elsewhere"})
+		if code, body := admin.do(t, b, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}); code != http.StatusOK {
+			t.Fatalf("confirm on the second replica: %d %s", code, body)
+		}
+		got := waitExecution(t, c, token, ex.ID, "success")
+		if got.Runner == "" {
+			_, raw := c.request(t, token, http.MethodGet, "/api/v1/executions/"+ex.ID, nil)
+			t.Fatalf("the execution does not say which replica ran it: %s", raw)
+		}
+	})
+
+	t.Run("a replica killed mid-step", func(t *testing.T) {
+		ex := createPlan(t, a, token, "up__sleep", map[string]any{"ms": 8000})
+		if code, body := admin.do(t, a, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}); code != http.StatusOK {
+			t.Fatalf("confirm: %d %s", code, body)
+		}
+		var running execView
+		testkit.WaitFor(t, 30*time.Second, func() bool {
+			running = getExecution(t, a, token, ex.ID)
+			return len(running.Steps) == 1 && running.Steps[0].Status == "running" && running.Runner != ""
+		}, "the step never started")
+		victim := rs.byName(t, running.Runner)
+		victim.kill(t, syscall.SIGKILL)
+		var survivor *serveProc
+		for _, p := range rs.procs {
+			if p != victim {
+				survivor = p
+			}
+		}
+		// Within seconds, not after River's rescue (minutes): the survivors' sweep.
+		start := time.Now()
+		got := waitExecution(t, survivor, token, ex.ID, "failed")
+		if got.Steps[0].Status != "interrupted" || !strings.Contains(got.Error, running.Runner) {
+			t.Fatalf("after the kill: step %s, error %q; want interrupted, naming replica %s", got.Steps[0].Status, got.Error, running.Runner)
+		}
+		t.Logf("settled %v after the kill", time.Since(start).Round(time.Millisecond))
+		// Started again by the whole test (a subtest's cleanup would stop it).
+		rs.restart(top, victim)
+		a, b, c = rs.procs[0], rs.procs[1], rs.procs[2]
+	})
+
+	t.Run("a held /mcp call released from another replica", func(t *testing.T) {
+		for _, era := range []string{"2025-11-25", "2026-07-28"} {
+			cs := mcpConnect(t, "http://"+a.addr+"/mcp", token, era)
+			done := make(chan *mcp.CallToolResult, 1)
+			errc := make(chan error, 1)
+			go func() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__echo",
+					Arguments: map[string]any{"message": "held on " + era}})
+				if err != nil {
+					errc <- err
+					return
+				}
+				done <- res
+			}()
+			id := waitPending(t, c, token, "held on "+era)
+			if code, body := admin.do(t, c, http.MethodPost, "/api/v1/executions/"+id+"/confirm", map[string]any{}); code != http.StatusOK {
+				t.Fatalf("%s: confirm on the third replica: %d %s", era, code, body)
+			}
+			select {
+			case res := <-done:
+				if res.IsError || !strings.Contains(textOf(res), "Echo: held on "+era) {
+					t.Fatalf("%s: the held call answered %q (error %v)", era, textOf(res), res.IsError)
+				}
+			case err := <-errc:
+				t.Fatalf("%s: the held call failed: %v", era, err)
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s: the held call was not released by the approval on another replica", era)
+			}
+		}
+	})
+
+	t.Run("stateless MCP round-robin over the replicas", func(t *testing.T) {
+		lb := roundRobin(t, rs.procs)
+		cs := mcpConnect(t, lb.URL+"/mcp", token, "2026-07-28")
+		for i := range 6 {
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil || len(res.Tools) == 0 {
+				t.Fatalf("list %d through the balancer: %v", i, err)
+			}
+			if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "builtin__think",
+				Arguments: map[string]any{"thought": "round " + strconv.Itoa(i)}}); err != nil {
+				t.Fatalf("call %d through the balancer: %v", i, err)
+			}
+		}
+		if n := lb.backends(); n != 3 {
+			t.Fatalf("the balancer used %d replicas, want all 3", n)
+		}
+	})
+}

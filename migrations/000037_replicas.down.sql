@@ -1,0 +1,2 @@
+ALTER TABLE executions DROP COLUMN runner;
+DROP TABLE replicas;

@@ -1,0 +1,187 @@
+// Package replicas keeps the record of the `serve` processes sharing one database
+// (docs/architecture.md, Several replicas): each replica has a row while it runs, seen
+// again every few seconds; a row not seen for DeadAfter is a replica that died. Other
+// parts ask it who is alive (a stopping replica leaves server statuses to the others)
+// and where a replica is reached (a terminal's requests go to the replica running it).
+package replicas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/db"
+)
+
+// Defaults: how often a replica says it is alive, and how long without that makes it dead.
+const (
+	DefaultEvery     = 2 * time.Second
+	DefaultDeadAfter = 10 * time.Second
+)
+
+// Replica is one serve process.
+type Replica struct {
+	ID   string `json:"id" db:"id"`
+	Name string `json:"name" db:"name"`
+	// Address is the base URL other replicas reach this one at (--advertise-url).
+	Address   string    `json:"address" db:"address"`
+	Host      string    `json:"host" db:"host"`
+	PID       int       `json:"pid" db:"pid"`
+	Version   string    `json:"version" db:"version"`
+	StartedAt time.Time `json:"started_at" db:"started_at"`
+	SeenAt    time.Time `json:"seen_at" db:"seen_at"`
+	Self      bool      `json:"self" db:"self"`
+}
+
+// Options tunes a Service; zero fields take the defaults.
+type Options struct {
+	// Name is what pages and logs call this replica; default host:pid.
+	Name string
+	// Address is where other replicas reach this one (a base URL), "" when unknown.
+	Address   string
+	Version   string
+	Every     time.Duration
+	DeadAfter time.Duration
+	Logger    *slog.Logger
+}
+
+// Service is this process's replica record.
+type Service struct {
+	pool *pgxpool.Pool
+	opts Options
+	self Replica
+	log  *slog.Logger
+}
+
+// New describes this process; nothing is written until Run.
+func New(pool *pgxpool.Pool, opts Options) *Service {
+	if opts.Every <= 0 {
+		opts.Every = DefaultEvery
+	}
+	if opts.DeadAfter <= 0 {
+		opts.DeadAfter = DefaultDeadAfter
+	}
+	host, _ := os.Hostname()
+	if opts.Name == "" {
+		opts.Name = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{pool: pool, opts: opts, log: log, self: Replica{ID: uuid.NewString(), Name: opts.Name,
+		Address: opts.Address, Host: host, PID: os.Getpid(), Version: opts.Version, Self: true}}
+}
+
+// Self is this replica.
+func (s *Service) Self() Replica { return s.self }
+
+// Name is this replica's name.
+func (s *Service) Name() string { return s.self.Name }
+
+// Join writes this replica's row; Run calls it, and then keeps it fresh.
+func (s *Service) Join(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `/* replicas.join */
+		INSERT INTO replicas (id, name, address, host, pid, version) VALUES ($1, $2, $3, $4, $5, $6)`,
+		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version)
+	if err != nil {
+		return fmt.Errorf("replicas: join: %w", err)
+	}
+	return nil
+}
+
+// Run keeps this replica's row seen until ctx ends, then removes it. A beat that fails
+// (the database restarting) is tried again at the next; a row removed meanwhile (pruned
+// as dead after a long pause) is written again.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.Join(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(s.opts.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			leave, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if _, err := s.pool.Exec(leave, `/* replicas.leave */ DELETE FROM replicas WHERE id = $1`, s.self.ID); err != nil {
+				s.log.Warn("replicas: leave", "err", err)
+			}
+			return nil
+		case <-t.C:
+			if err := s.beat(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("replicas: heartbeat", "err", err)
+			}
+		}
+	}
+}
+
+func (s *Service) beat(ctx context.Context) error {
+	tag, err := s.pool.Exec(ctx, `/* replicas.beat */ UPDATE replicas SET seen_at = now() WHERE id = $1`, s.self.ID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return s.Join(ctx)
+	}
+	return nil
+}
+
+// Live lists the replicas seen within DeadAfter, this one first, then by start.
+func (s *Service) Live(ctx context.Context) ([]Replica, error) {
+	rows, err := db.All[Replica](ctx, s.pool, "replicas: live", `/* replicas.live */
+		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self
+		FROM replicas WHERE seen_at > now() - make_interval(secs => $2)
+		ORDER BY id = $1 DESC, started_at, name`, s.self.ID, s.opts.DeadAfter.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Others counts the live replicas other than this one.
+func (s *Service) Others(ctx context.Context) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `/* replicas.others */
+		SELECT count(*) FROM replicas WHERE id <> $1 AND seen_at > now() - make_interval(secs => $2)`,
+		s.self.ID, s.opts.DeadAfter.Seconds()).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("replicas: others: %w", err)
+	}
+	return n, nil
+}
+
+// Get returns the live replica called name.
+func (s *Service) Get(ctx context.Context, name string) (Replica, error) {
+	rows, err := db.All[Replica](ctx, s.pool, "replicas: get", `/* replicas.get */
+		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self
+		FROM replicas WHERE name = $2 AND seen_at > now() - make_interval(secs => $3)
+		ORDER BY seen_at DESC LIMIT 1`, s.self.ID, name, s.opts.DeadAfter.Seconds())
+	if err != nil {
+		return Replica{}, err
+	}
+	if len(rows) == 0 {
+		return Replica{}, ErrGone
+	}
+	return rows[0], nil
+}
+
+// ErrGone: no live replica has that name.
+var ErrGone = errors.New("replicas: no such live replica")
+
+// Prune removes rows of replicas dead for an hour (a killed replica cannot remove its own).
+func (s *Service) Prune(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, `/* replicas.prune */ DELETE FROM replicas WHERE seen_at < now() - interval '1 hour'`)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("replicas: prune: %w", err)
+	}
+	return nil
+}
