@@ -118,7 +118,9 @@ func migrateQueue(url string, dir rivermigrate.Direction) error {
 	if _, err := lock.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('toolwarden.migrate_queue', 0))`); err != nil {
 		return fmt.Errorf("db: migrate queue: lock: %w", err)
 	}
-	defer func() { _, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('toolwarden.migrate_queue', 0))`) }()
+	defer func() {
+		_, _ = lock.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('toolwarden.migrate_queue', 0))`)
+	}()
 	if _, err := m.Migrate(ctx, dir, opts); err != nil {
 		return fmt.Errorf("db: migrate queue: %w", err)
 	}
