@@ -55,7 +55,7 @@ RUN set -eux; \
     apt-get install -y --no-install-recommends ca-certificates tini postgresql-15; \
     rm -rf /var/lib/apt/lists/*; \
     groupadd --system --gid 10001 toolwarden; \
-    useradd --system --uid 10001 --gid toolwarden --home-dir /home/toolwarden --create-home --shell /usr/sbin/nologin toolwarden; \
+    useradd --no-log-init --uid 10001 --gid toolwarden --home-dir /home/toolwarden --create-home --shell /usr/sbin/nologin toolwarden; \
     install -d -o toolwarden -g toolwarden -m 0700 /data
 COPY --from=build /out/toolwarden /usr/local/bin/toolwarden
 ENV TOOLWARDEN_ADDR=0.0.0.0:8080 \
