@@ -373,3 +373,77 @@ func matchSegs(pat, segs []string) bool {
 	ok, err := path.Match(pat[0], segs[0])
 	return err == nil && ok && matchSegs(pat[1:], segs[1:])
 }
+
+// TestDeployFiles keeps deploy/ and docs/deploy.md honest: the environment file names
+// only variables toolwarden reads, its data dir is below the unit's state directory
+// (the user's home) and not the home itself, the unit turns on none of the settings
+// that break the confinement of stdio servers (docs/deploy.md says why for each), and
+// the files docs/deploy.md links to exist.
+func TestDeployFiles(t *testing.T) {
+	reads := envNamesRead(t)
+	env, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "toolwarden.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(string(env), "\n") {
+		m := regexp.MustCompile(`^#?([A-Z][A-Z0-9_]*)=(.*)$`).FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		vars[m[1]] = m[2]
+		if !reads[m[1]] {
+			t.Errorf("deploy/toolwarden.env sets %s, which toolwarden does not read", m[1])
+		}
+	}
+
+	unit, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "toolwarden.service"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]string{}
+	for _, line := range strings.Split(string(unit), "\n") {
+		line = strings.TrimSpace(line)
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			set[k] = v
+		}
+	}
+	state := set["StateDirectory"]
+	if state == "" {
+		t.Fatal("deploy/toolwarden.service has no StateDirectory")
+	}
+	home := "/var/lib/" + state
+	if dir := vars["TOOLWARDEN_DATA_DIR"]; !within(dir, home) || filepath.Clean(dir) == home {
+		t.Errorf("deploy/toolwarden.env: TOOLWARDEN_DATA_DIR=%q must be below %s (the unit's state directory, the user's home), not the home itself", dir, home)
+	}
+	if set["ExecStart"] != "/usr/local/bin/toolwarden serve" {
+		t.Errorf("deploy/toolwarden.service: ExecStart=%s", set["ExecStart"])
+	}
+	for _, k := range []string{"ProtectKernelTunables", "ProtectKernelLogs", "MemoryDenyWriteExecute", "SystemCallFilter", "PrivateUsers", "ProcSubset"} {
+		if v, ok := set[k]; ok && v != "no" && v != "false" && v != "all" && v != "" {
+			t.Errorf("deploy/toolwarden.service sets %s=%s, which breaks the confinement of stdio servers or the servers themselves (docs/deploy.md, systemd)", k, v)
+		}
+	}
+	if v, ok := set["RestrictNamespaces"]; ok {
+		got := strings.Fields(v)
+		for _, ns := range []string{"user", "mnt", "pid", "ipc"} {
+			if !slices.Contains(got, ns) {
+				t.Errorf("deploy/toolwarden.service: RestrictNamespaces=%s leaves out %s, which the confinement of stdio servers creates", v, ns)
+			}
+		}
+	}
+
+	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`\]\((\.\./[^)#]+|[a-z]+\.md)(?:#[^)]*)?\)`).FindAllSubmatch(doc, -1)
+	if len(links) < 3 {
+		t.Errorf("docs/deploy.md: found %d links to files of the repository, expected the Dockerfile and deploy/", len(links))
+	}
+	for _, l := range links {
+		if _, err := os.Stat(filepath.Join(repoRoot, "docs", string(l[1]))); err != nil {
+			t.Errorf("docs/deploy.md links to %s: %v", l[1], err)
+		}
+	}
+}
