@@ -12,7 +12,7 @@ import (
 )
 
 // The repository root, from this package's directory.
-const repoRoot = "../.."
+const deployRepoRoot = "../.."
 
 // dockerInstruction is one instruction of a Dockerfile, continuation lines joined.
 type dockerInstruction struct {
@@ -96,7 +96,7 @@ func parseDockerfile(t *testing.T, p string) []dockerStage {
 // goDirective is go.mod's go (or toolchain) version.
 func goDirective(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "go.mod"))
+	b, err := os.ReadFile(filepath.Join(deployRepoRoot, "go.mod"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func versionParts(v string) [3]int {
 // read by the binary, and .dockerignore leaves no source, migration or static asset
 // out of the build.
 func TestDockerfile(t *testing.T) {
-	stages := parseDockerfile(t, filepath.Join(repoRoot, "Dockerfile"))
+	stages := parseDockerfile(t, filepath.Join(deployRepoRoot, "Dockerfile"))
 	if len(stages) < 2 {
 		t.Fatalf("Dockerfile: want a build stage and a runtime stage, found %d stages", len(stages))
 	}
@@ -189,7 +189,7 @@ func TestDockerfile(t *testing.T) {
 	if !strings.HasPrefix(pkg, "./") {
 		t.Fatalf("Dockerfile: go build's last argument is %q, want a package path such as ./cmd/toolwarden", pkg)
 	}
-	if main, err := os.ReadFile(filepath.Join(repoRoot, pkg, "main.go")); err != nil || !strings.Contains(string(main), "package main") || !strings.Contains(string(main), "func main()") {
+	if main, err := os.ReadFile(filepath.Join(deployRepoRoot, pkg, "main.go")); err != nil || !strings.Contains(string(main), "package main") || !strings.Contains(string(main), "func main()") {
 		t.Errorf("Dockerfile: go build builds %s, which is not this repository's main package (%v)", pkg, err)
 	}
 
@@ -247,11 +247,11 @@ func TestDockerfile(t *testing.T) {
 	// .dockerignore leaves out nothing the build needs.
 	ignore := readDockerignore(t)
 	needed := 0
-	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(deployRepoRoot, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(repoRoot, p)
+		rel, _ := filepath.Rel(deployRepoRoot, p)
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() && (rel == ".git" || d.Name() == "node_modules") {
 			return filepath.SkipDir
@@ -321,7 +321,7 @@ type dockerignore []struct {
 
 func readDockerignore(t *testing.T) dockerignore {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, ".dockerignore"))
+	b, err := os.ReadFile(filepath.Join(deployRepoRoot, ".dockerignore"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +381,7 @@ func matchSegs(pat, segs []string) bool {
 // the files docs/deploy.md links to exist.
 func TestDeployFiles(t *testing.T) {
 	reads := envNamesRead(t)
-	env, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "toolwarden.env"))
+	env, err := os.ReadFile(filepath.Join(deployRepoRoot, "deploy", "toolwarden.env"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestDeployFiles(t *testing.T) {
 		}
 	}
 
-	unit, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "toolwarden.service"))
+	unit, err := os.ReadFile(filepath.Join(deployRepoRoot, "deploy", "toolwarden.service"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +433,7 @@ func TestDeployFiles(t *testing.T) {
 		}
 	}
 
-	doc, err := os.ReadFile(filepath.Join(repoRoot, "docs", "deploy.md"))
+	doc, err := os.ReadFile(filepath.Join(deployRepoRoot, "docs", "deploy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestDeployFiles(t *testing.T) {
 		t.Errorf("docs/deploy.md: found %d links to files of the repository, expected the Dockerfile and deploy/", len(links))
 	}
 	for _, l := range links {
-		if _, err := os.Stat(filepath.Join(repoRoot, "docs", string(l[1]))); err != nil {
+		if _, err := os.Stat(filepath.Join(deployRepoRoot, "docs", string(l[1]))); err != nil {
 			t.Errorf("docs/deploy.md links to %s: %v", l[1], err)
 		}
 	}
