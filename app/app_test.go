@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestStartStop(t *testing.T) {
 	for _, c := range a.Components() {
 		names = append(names, c.Name)
 	}
-	want := []string{"bus", "mcp", "router", "executions", "jobs", "prune", "rollup"}
+	want := []string{"bus", "replicas", "mcp", "router", "executions", "jobs", "prune", "rollup"}
 	if len(names) != len(want) {
 		t.Fatalf("components %v, want %v", names, want)
 	}
@@ -41,9 +42,18 @@ func TestStartStop(t *testing.T) {
 	if !a.MCP.Running() || !a.Router.Running() {
 		t.Errorf("after Start: sessions running %v, router running %v", a.MCP.Running(), a.Router.Running())
 	}
+	// The replica's row is there while it runs, and gone once it stopped.
+	ctx := context.Background()
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		live, err := a.Replicas.Live(ctx)
+		return err == nil && len(live) == 1 && live[0].Self && live[0].Name == a.Replicas.Name()
+	}, "the running app is not among the live replicas")
 	a.Stop()
 	if a.MCP.Running() || a.Router.Running() {
 		t.Errorf("after Stop: sessions running %v, router running %v", a.MCP.Running(), a.Router.Running())
+	}
+	if live, err := a.Replicas.Live(ctx); err != nil || len(live) != 0 {
+		t.Errorf("after Stop the live replicas are %v (%v), want none", live, err)
 	}
 	a.Stop()
 }

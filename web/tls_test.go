@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -78,5 +79,41 @@ func TestSecureCookiesAndHSTSOverTLS(t *testing.T) {
 	res.Body.Close()
 	if res.Header.Get("Strict-Transport-Security") == "" {
 		t.Error("direct TLS: the sign-in page has no HSTS")
+	}
+}
+
+// /mcp and /sse keep the SDK's DNS-rebinding protection (a loopback listener reached
+// under another name is refused) except for a trusted reverse proxy on this machine,
+// which sends the public host name.
+func TestMCPRebindingProtectionAndTrustedProxy(t *testing.T) {
+	t.Parallel()
+	post := func(srv *webtest.Server, path string) (int, string) {
+		method, body := http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+		if path == "/sse" {
+			method, body = http.MethodGet, ""
+		}
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req.Host = "tools.example.com"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+srv.Token(t, "admin"))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b := new(strings.Builder)
+		_, _ = io.Copy(b, res.Body)
+		return res.StatusCode, b.String()
+	}
+	plain := webtest.Start(t, nil)
+	for _, path := range []string{"/mcp", "/sse"} {
+		if code, body := post(plain, path); code != http.StatusForbidden || !strings.Contains(body, "invalid Host header") {
+			t.Errorf("%s under another name, no proxy: %d %q; want 403 invalid Host header", path, code, body)
+		}
+	}
+	proxied := webtest.Start(t, &webtest.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}})
+	if code, body := post(proxied, "/mcp"); code == http.StatusForbidden {
+		t.Errorf("/mcp from a trusted proxy naming the public host: %d %q; want it served", code, body)
 	}
 }
