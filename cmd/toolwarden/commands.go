@@ -111,6 +111,8 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		state = "dirty: a migration failed half way; fix the database by hand"
 	case st.Version < st.Latest:
 		state = fmt.Sprintf("%d pending", len(pending(st.Version)))
+	case st.Version > st.Latest:
+		state = "newer than this binary: a later release migrated it; run that release, or its `migrate down`"
 	}
 	fmt.Fprintf(stdout, "version %d of %d (%s)\n", st.Version, st.Latest, state)
 	return nil

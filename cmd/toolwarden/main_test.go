@@ -255,3 +255,21 @@ func TestTemplateMaxTimeoutFlag(t *testing.T) {
 		}
 	}
 }
+
+// A database a later release migrated: `migrate status` says so instead of calling it
+// current.
+func TestMigrateStatusOfANewerDatabase(t *testing.T) {
+	url := dbtest.NewURL(t)
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `UPDATE schema_migrations SET version = version + 1`); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runCmd(t, "", "migrate", "status", "--database-url", url)
+	if err != nil || !strings.Contains(stdout, "newer than this binary") || strings.Contains(stdout, "(current)") {
+		t.Fatalf("migrate status: %v %q %q; want it named newer than this binary", err, stdout, stderr)
+	}
+}

@@ -34,6 +34,10 @@ var ErrBuiltinNameTaken = errors.New("registry: a server registered before the n
 func (s *Service) EnsureBuiltin(ctx context.Context, description string) (Server, error) {
 	var out Server
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		// Replicas starting together: one registers it, the others wait and find it.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('toolwarden.builtin_server', 0))`); err != nil {
+			return fmt.Errorf("registry: ensure the built-in server: %w", err)
+		}
 		var id string
 		err := tx.QueryRow(ctx, `/* registry.EnsureBuiltin.find */
 			SELECT id FROM mcp_servers WHERE server_type = 'builtin'`).Scan(&id)
