@@ -372,8 +372,10 @@ func (lb *balancer) backends() int {
 // websocket on one show what another did; an approval on one releases a plan another
 // was asked for and a third runs; a replica SIGKILLed in the middle of a step leaves the
 // step interrupted and the plan failed, settled by a survivor within seconds; a call
-// held on /mcp of one replica is released by an approval on another; and a stateless
-// MCP client whose requests go round-robin over all three works with no affinity.
+// held on /mcp of one replica is released by an approval on another; a tool disabled
+// through one replica sends list_changed to MCP clients of all three; and a stateless
+// MCP client whose requests go round-robin over all three works with no affinity. The
+// three start together on an empty database and migrate it together.
 func TestThreeReplicas(t *testing.T) {
 	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "up"})
 	rs := startReplicas(t, 3)
@@ -477,6 +479,38 @@ func TestThreeReplicas(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatalf("%s: the held call was not released by the approval on another replica", era)
 			}
+		}
+	})
+
+	t.Run("list_changed reaches MCP clients on every replica", func(t *testing.T) {
+		changed := make([]chan struct{}, len(rs.procs))
+		for i, p := range rs.procs {
+			ch := make(chan struct{}, 8)
+			changed[i] = ch
+			c := mcp.NewClient(&mcp.Implementation{Name: "replicas-test", Version: "1"}, &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { ch <- struct{}{} }})
+			cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: "http://" + p.addr + "/mcp",
+				HTTPClient: &http.Client{Transport: bearerTransport(token)}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+		}
+		// A tool disabled through one replica leaves every replica's clients' lists.
+		if code, body := a.request(t, token, http.MethodPost, "/api/v1/tools/"+toolID(t, a, token, "builtin__think")+"/disable",
+			map[string]any{}); code != http.StatusOK {
+			t.Fatalf("disable: %d %s", code, body)
+		}
+		for i, ch := range changed {
+			select {
+			case <-ch:
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the client on replica r%d heard no list_changed", i)
+			}
+		}
+		if code, body := b.request(t, token, http.MethodPost, "/api/v1/tools/"+toolID(t, b, token, "builtin__think")+"/enable",
+			map[string]any{}); code != http.StatusOK {
+			t.Fatalf("enable again: %d %s", code, body)
 		}
 	})
 
