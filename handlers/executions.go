@@ -73,7 +73,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
 		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Decision: ex.Decision,
 		DecidedBy: ex.DecidedBy, Source: ex.Source, Client: ex.Client, Error: ex.Error, CreatedAt: ex.CreatedAt,
-		ApprovedAt: ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt}
+		ApprovedAt: ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, Runner: ex.Runner}
 	if ex.Status == executions.AwaitingApproval {
 		x.Phrase = ex.ConfirmationPhrase
 	}

@@ -89,6 +89,7 @@ type ExecutionView struct {
 	ExpiresAt     *time.Time
 	StartedAt     *time.Time
 	FinishedAt    *time.Time
+	Runner        string // the replica that runs or ran its steps
 	// PlanSteps say what the plan runs, for the confirm dialog and the danger zone.
 	PlanSteps     []ExecutionBrief
 	Steps         []ExecutionStepView // the run's

@@ -419,6 +419,9 @@ func TestThreeReplicas(t *testing.T) {
 			_, raw := c.request(t, token, http.MethodGet, "/api/v1/executions/"+ex.ID, nil)
 			t.Fatalf("the execution does not say which replica ran it: %s", raw)
 		}
+		if _, page := admin.do(t, c, http.MethodGet, "/executions/"+ex.ID, nil); !strings.Contains(string(page), `data-testid="execution-runner">on `+got.Runner+`<`) {
+			t.Fatalf("the execution's page on the third replica does not say it ran on %s", got.Runner)
+		}
 	})
 
 	t.Run("a replica killed mid-step", func(t *testing.T) {
