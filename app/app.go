@@ -325,7 +325,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
-		Events: a.Bus, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: a.AuditLog,
+		Events: a.Bus, Replicas: a.Replicas, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: a.AuditLog,
 		Usage: usage.New(pool), Analytics: a.Analytics,
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,

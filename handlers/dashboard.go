@@ -12,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/replicas"
 	"github.com/toolwarden/toolwarden/services/system"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -23,6 +24,7 @@ type DashboardHandler struct {
 	AuditLog  *audit.Log
 	Registry  *registry.Service
 	System    *system.Service
+	Replicas  *replicas.Service
 	StartedAt time.Time
 	// LiveClients counts open websocket connections.
 	LiveClients func() int
@@ -95,6 +97,15 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	}
 	if h.LiveClients != nil {
 		st.LiveClients = h.LiveClients()
+	}
+	if h.Replicas != nil {
+		st.Replica = h.Replicas.Name()
+		if live, err := h.Replicas.Live(ctx); err == nil {
+			for _, r := range live {
+				st.Replicas = append(st.Replicas, views.ReplicaRow{Name: r.Name, Version: r.Version, Host: r.Host,
+					StartedAt: r.StartedAt, SeenAt: r.SeenAt, Self: r.Self})
+			}
+		}
 	}
 	return st
 }

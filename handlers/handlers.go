@@ -29,6 +29,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/replicas"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/system"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -48,7 +49,9 @@ type Deps struct {
 	Events *events.Bus
 	// System reports on the database (dashboard, readiness); AuditLog reads the audit
 	// log; Usage reads tools' usage.
-	System   *system.Service
+	System *system.Service
+	// Replicas are the serve processes sharing the database (the dashboard lists them).
+	Replicas *replicas.Service
 	AuditLog *audit.Log
 	Usage    *usage.Service
 	// Analytics reads what calls and approvals add up to (/analytics).

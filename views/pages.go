@@ -45,6 +45,16 @@ type SystemStatus struct {
 	LiveClients      int
 	Servers          int // registered MCP servers
 	ServersConnected int
+	// Replica is this process's name; Replicas every live serve process on the database.
+	Replica  string
+	Replicas []ReplicaRow
+}
+
+// ReplicaRow is one serve process sharing the database.
+type ReplicaRow struct {
+	Name, Version, Host string
+	StartedAt, SeenAt   time.Time
+	Self                bool // the replica that served this page
 }
 
 // SignedInUser is one row of "Signed in now".

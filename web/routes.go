@@ -22,7 +22,7 @@ func (s *Server) routes() []Route {
 	d := s.deps
 	shell := s.shell
 	session := handlers.SessionHandler{Shell: shell, Auth: d.Auth}
-	dash := handlers.DashboardHandler{Shell: shell, Auth: d.Auth, AuditLog: d.AuditLog, Registry: d.Registry, System: d.System,
+	dash := handlers.DashboardHandler{Shell: shell, Auth: d.Auth, AuditLog: d.AuditLog, Registry: d.Registry, System: d.System, Replicas: d.Replicas,
 		StartedAt: d.StartedAt, LiveClients: d.LiveClients}
 	users := handlers.UsersHandler{Shell: shell, Auth: d.Auth}
 	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth, Proxies: d.TrustedProxies}

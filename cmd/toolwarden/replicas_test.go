@@ -404,6 +404,12 @@ func TestThreeReplicas(t *testing.T) {
 		if code, page := admin.do(t, c, http.MethodGet, "/servers", nil); code != http.StatusOK || !strings.Contains(string(page), up.URL()) {
 			t.Fatalf("/servers on the third replica: %d, the server registered on the first is missing", code)
 		}
+		// The dashboard lists the replicas on the database.
+		testkit.WaitFor(t, 15*time.Second, func() bool {
+			_, page := admin.do(t, b, http.MethodGet, "/", nil)
+			return strings.Count(string(page), `data-testid="replica-row"`) == 3 &&
+				strings.Contains(string(page), `data-testid="replica-self">r1<`)
+		}, "the dashboard of the second replica does not list the three replicas")
 		conn := admin.ws(t, c, []string{"executions"})
 		ex := createPlan(t, a, token, "up__echo", map[string]any{"message": "seen elsewhere"})
 		wsUntil(t, conn, "the plan asked on the first replica, on the third's websocket", ex.ID)
