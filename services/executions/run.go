@@ -62,8 +62,18 @@ func (s *Service) recover(ctx context.Context) error {
 // (sweep false) each is then queued to continue; in a sweep (Watch) only one with no
 // job waiting for it is, since one between steps is most often about to be run.
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
-	ids, err := db.Column[string](ctx, s.pool, "executions: unfinished", `/* executions.recover */
-		SELECT id FROM executions WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`)
+	q := `/* executions.recover */ SELECT id FROM executions WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`
+	if sweep {
+		// Only what may be orphaned: a step running (its lock tells whether its runner
+		// lives), or no job waiting. One just approved, whose job waits to be picked up,
+		// is left alone: taking its lock, even briefly, could make its runner wait.
+		q = `/* executions.sweep */ SELECT e.id FROM executions e WHERE e.status IN ('executing', 'rolling_back')
+			AND (EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running')
+			     OR NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'execution.run' AND j.args->>'execution_id' = e.id::text
+			                    AND j.state IN ('available', 'pending', 'scheduled', 'retryable')))
+			ORDER BY e.created_at`
+	}
+	ids, err := db.Column[string](ctx, s.pool, "executions: unfinished", q)
 	if err != nil {
 		return err
 	}
@@ -85,7 +95,7 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 				phase = PhaseRollback
 			}
 			waiting := false
-			if sweep {
+			if sweep { // looked again: a job may have been queued since the query
 				waiting, err = s.jobWaiting(ctx, id)
 			}
 			if err == nil && !waiting {
