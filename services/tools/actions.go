@@ -67,7 +67,9 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 		return nil, verr.New("reason", "an override needs a reason: say why the tool may be used despite its findings")
 	}
 	var out []Outcome
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	// Discovery on several replicas at once updates the same tools in its own order:
+	// a deadlock's victim here runs again rather than failing the person's click.
+	err := db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		out, err = setEnabledTx(ctx, tx, actor, ids, enable, reason, override)
 		return err
