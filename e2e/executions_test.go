@@ -354,7 +354,7 @@ func TestBrowserExecutionFlow(t *testing.T) {
 		t.Errorf("the tools you can use: %v, want mt__sleep and mt__write-note", hints)
 	}
 	doc := b.execDocNo()
-	const prompt = `call mt__sleep ms=2000 then call mt__write-note text="hello"`
+	const prompt = `call mt__sleep ms=5000 then call mt__write-note text="hello"`
 	b.do("write the prompt and plan it",
 		chromedp.SendKeys(chromedp.CSS(`[data-testid=prompt]`), prompt),
 		chromedp.Click(chromedp.CSS(`[data-testid=submit-prompt]`)))
@@ -383,8 +383,8 @@ func TestBrowserExecutionFlow(t *testing.T) {
 			t.Errorf("preview step %d: %+v, want %s with a visible %s risk badge", i+1, st, want.tool, want.risk)
 		}
 	}
-	if a := execArgs(t, preview[0]); a["ms"] != float64(2000) {
-		t.Errorf("preview of mt__sleep: arguments %v, want ms 2000", a)
+	if a := execArgs(t, preview[0]); a["ms"] != float64(5000) {
+		t.Errorf("preview of mt__sleep: arguments %v, want ms 5000", a)
 	}
 	if a := execArgs(t, preview[1]); a["text"] != "hello" {
 		t.Errorf("preview of mt__write-note: arguments %v, want text hello", a)
