@@ -38,9 +38,6 @@ func firstValue(v string) string {
 	return strings.TrimSpace(first)
 }
 
-// FromTrustedProxy reports whether the request's peer is one of the trusted proxies.
-func FromTrustedProxy(r *http.Request, proxies []netip.Prefix) bool { return fromTrustedProxy(r, proxies) }
-
 func fromTrustedProxy(r *http.Request, proxies []netip.Prefix) bool {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {

@@ -54,9 +54,6 @@ func (s *Server) sse(c echo.Context) error {
 // its links use (the origin the client reached, behind trusted proxies).
 func (s *Server) withClient(c echo.Context) *http.Request {
 	req := c.Request()
-	ctx := gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c), handlers.Origin(req, s.deps.TrustedProxies))
-	if handlers.FromTrustedProxy(req, s.deps.TrustedProxies) {
-		ctx = gateway.WithTrustedProxy(ctx)
-	}
-	return req.WithContext(ctx)
+	return req.WithContext(gateway.WithClient(req.Context(), c.RealIP(), handlers.RequestID(c),
+		handlers.Origin(req, s.deps.TrustedProxies)))
 }

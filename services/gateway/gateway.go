@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -146,12 +145,10 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	g.follow()
 	g.sse = g.newSSE() // after every middleware that reads the caller
 	get := func(*http.Request) *mcp.Server { return g.server }
-	// The SDK's localhost/DNS-rebinding protection is done by rebound (ServeHTTP,
-	// ServeSSE), which lets a trusted reverse proxy on this machine through.
-	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout,
-		DisableLocalhostProtection: true})
+	// The SDK's localhost/DNS-rebinding protection stays on (the options' zero value).
+	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout})
 	g.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, Stateless: true,
-		PropagateRequestCancellation: true, DisableLocalhostProtection: true})
+		PropagateRequestCancellation: true})
 	// Toolwarden's API tokens expire or not; AuthenticateToken refuses an expired one
 	// on every request, so the SDK need not see an expiry.
 	g.bearer = mcpauth.RequireBearerToken(g.verify, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})
@@ -172,9 +169,6 @@ func (g *Gateway) Close() {
 // ServeHTTP authenticates the bearer token and serves the request on the handler of
 // its protocol era.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if rebound(w, req) {
-		return
-	}
 	if req.Method == http.MethodGet {
 		ctx, cancel := context.WithCancel(req.Context())
 		defer cancel()
@@ -222,44 +216,6 @@ type client struct{ ip, requestID, base string }
 // URL this server is reached at (scheme and host, no path), for the links it sends.
 func WithClient(ctx context.Context, ip, requestID, base string) context.Context {
 	return context.WithValue(ctx, clientKey{}, client{ip: ip, requestID: requestID, base: strings.TrimRight(base, "/")})
-}
-
-type proxiedKey struct{}
-
-// WithTrustedProxy marks a request a trusted reverse proxy sent (--trusted-proxy): it
-// may name the public host while reaching a loopback listener.
-func WithTrustedProxy(ctx context.Context) context.Context {
-	return context.WithValue(ctx, proxiedKey{}, true)
-}
-
-// rebound refuses, as the SDK's DNS-rebinding protection does, a request that reached
-// a loopback listener under a name that is not loopback (a web page whose name was
-// rebound to 127.0.0.1), unless a trusted reverse proxy on this machine sent it. It
-// answers 403 and reports true when it refused.
-func rebound(w http.ResponseWriter, req *http.Request) bool {
-	local, ok := req.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !loopback(local.String()) || loopback(req.Host) {
-		return false
-	}
-	if v, _ := req.Context().Value(proxiedKey{}).(bool); v {
-		return false
-	}
-	http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", req.Host), http.StatusForbidden)
-	return true
-}
-
-// loopback reports whether a host or host:port names this machine's loopback.
-func loopback(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // caller is the authenticated user of a request and where the request came from.

@@ -67,8 +67,7 @@ type sseSessionKey struct{}
 // that reads the caller (it then runs before them).
 func (g *Gateway) newSSE() *sseSessions {
 	s := &sseSessions{byID: map[string]*sseSession{}}
-	s.handler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return g.server },
-		&mcp.SSEOptions{DisableLocalhostProtection: true}) // rebound does it, as for /mcp
+	s.handler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return g.server }, nil)
 	g.server.AddReceivingMiddleware(sseCaller)
 	return s
 }
@@ -83,9 +82,6 @@ var ErrOtherToken = fault.Forbidden("this SSE session was opened with another AP
 // session's is left unanswered and ErrOtherToken returned, for the caller to answer
 // and record as a refusal.
 func (g *Gateway) ServeSSE(w http.ResponseWriter, req *http.Request) error {
-	if rebound(w, req) {
-		return nil
-	}
 	var refused error
 	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		switch r.Method {
