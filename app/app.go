@@ -264,8 +264,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Assistant = a.assistant(pool, cfg)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
-	if eo.Runner == "" {
-		eo.Runner = a.Replicas.Name()
+	if eo.RunnerID == "" {
+		eo.Runner, eo.RunnerID, eo.RunnerAlive = a.Replicas.Name(), a.Replicas.Self().ID, a.Replicas.Alive
 	}
 	if cfg.Planner != nil {
 		eo.Planner = cfg.Planner

@@ -1,2 +1,2 @@
-ALTER TABLE executions DROP COLUMN runner;
+ALTER TABLE executions DROP COLUMN runner, DROP COLUMN runner_id;
 DROP TABLE replicas;

@@ -12,5 +12,7 @@ CREATE TABLE replicas (
     seen_at    timestamptz NOT NULL DEFAULT now()
 );
 
--- The replica that runs (or last ran) a phase of the execution.
-ALTER TABLE executions ADD COLUMN runner text NOT NULL DEFAULT '';
+-- The replica that runs (or last ran) a phase of the execution: its name, shown, and
+-- its id (a restarted replica keeps its name, not its id).
+ALTER TABLE executions ADD COLUMN runner text NOT NULL DEFAULT '',
+                       ADD COLUMN runner_id uuid;

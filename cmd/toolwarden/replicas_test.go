@@ -493,6 +493,7 @@ func TestThreeReplicas(t *testing.T) {
 
 	t.Run("list_changed reaches MCP clients on every replica", func(t *testing.T) {
 		changed := make([]chan struct{}, len(rs.procs))
+		sessions := make([]*mcp.ClientSession, len(rs.procs))
 		for i, p := range rs.procs {
 			ch := make(chan struct{}, 8)
 			changed[i] = ch
@@ -504,6 +505,7 @@ func TestThreeReplicas(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cs.Close() })
+			sessions[i] = cs
 		}
 		// A tool disabled through one replica leaves every replica's clients' lists.
 		if code, body := a.request(t, token, http.MethodPost, "/api/v1/tools/"+toolID(t, a, token, "builtin__think")+"/disable",
@@ -516,6 +518,19 @@ func TestThreeReplicas(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatalf("the client on replica r%d heard no list_changed", i)
 			}
+			// And what it lists then is without the tool.
+			testkit.WaitFor(t, 10*time.Second, func() bool {
+				res, err := sessions[i].ListTools(context.Background(), nil)
+				if err != nil {
+					return false
+				}
+				for _, tl := range res.Tools {
+					if tl.Name == "builtin__think" {
+						return false
+					}
+				}
+				return true
+			}, "the client on a replica still lists the disabled tool")
 		}
 		if code, body := b.request(t, token, http.MethodPost, "/api/v1/tools/"+toolID(t, b, token, "builtin__think")+"/enable",
 			map[string]any{}); code != http.StatusOK {

@@ -436,3 +436,36 @@ func TestWithTxRetry(t *testing.T) {
 		t.Fatalf("a plain error: %v after %d calls", err, calls)
 	}
 }
+
+// Replicas starting together on an empty database migrate it together: each waits for
+// the one migrating (Toolwarden's migrations and River's), none fails, and the
+// database ends up current.
+func TestConcurrentMigrations(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewEmpty(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			mg, err := db.NewMigrator(url)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer mg.Close()
+			errs <- mg.Up()
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a migrator running beside three others: %v", err)
+		}
+	}
+	mg, err := db.NewMigrator(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mg.Close()
+	if st, err := mg.Status(); err != nil || !st.Current() {
+		t.Fatalf("after four at once: %+v %v", st, err)
+	}
+}

@@ -62,6 +62,9 @@ func NewMigrator(url string) (*Migrator, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("db: migrate: %w", err)
 	}
+	// Replicas starting together wait for the one migrating, however long a migration
+	// takes (golang-migrate's default is to give up after 15 s).
+	m.LockTimeout = migrateWait
 	return &Migrator{m: m, db: sqlDB, url: url}, nil
 }
 
@@ -85,8 +88,11 @@ func (mg *Migrator) Up() error {
 // River's tables go too.
 const queueSince = 16
 
+// migrateWait bounds how long a migration may wait for another process's to finish.
+const migrateWait = 10 * time.Minute
+
 func migrateQueue(url string, dir rivermigrate.Direction) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), migrateWait)
 	defer cancel()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -73,9 +74,12 @@ type Options struct {
 	// Display is the short line that says what a step does (router.Options.Display);
 	// nil: none.
 	Display func(qualifiedName string, args json.RawMessage) string
-	// Runner names this process among replicas (services/replicas); it is recorded on
-	// each execution a phase of which runs here. Default: none.
-	Runner string
+	// Runner and RunnerID name this process among replicas (services/replicas); they
+	// are recorded on each execution a phase of which runs here. Default: none.
+	Runner, RunnerID string
+	// RunnerAlive reports whether the replica with that id is alive: a sweep leaves
+	// the executions of a live replica to it. Nil: only the lock decides.
+	RunnerAlive func(ctx context.Context, runnerID string) bool
 	// SweepEvery is how often Watch looks for executions whose runner died (another
 	// replica killed mid-step). Default 3 s.
 	SweepEvery time.Duration
@@ -100,6 +104,8 @@ type Service struct {
 	dec     *decide.Service
 	// stopping is set when Run's context ends: running jobs start no further step.
 	stopping atomic.Bool
+	// held are the executions whose lock this process holds (their ids).
+	held sync.Map
 }
 
 // New returns the execution service. Call Run to start its runner.

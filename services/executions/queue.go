@@ -64,6 +64,11 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	if errors.Is(err, errBusy) {
 		return river.JobSnooze(busyRetry)
 	}
+	if errors.Is(err, errSettledElsewhere) {
+		w.s.log.Warn("executions: a step this runner ran was settled as interrupted meanwhile; its result is not recorded",
+			"execution", job.Args.ExecutionID)
+		return nil
+	}
 	return err
 }
 
@@ -116,7 +121,7 @@ func (s *Service) Watch(ctx context.Context) error {
 func (s *Service) jobWaiting(ctx context.Context, id string) (bool, error) {
 	var ok bool
 	err := s.pool.QueryRow(ctx, `/* executions.job_waiting */
-		SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1
+		SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'execution.run' AND args @> jsonb_build_object('execution_id', $1::text)
 		               AND state IN ('available', 'pending', 'scheduled', 'retryable'))`, id).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("executions: is a job waiting: %w", err)

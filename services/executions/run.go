@@ -23,6 +23,10 @@ import (
 // job finds nothing left to do.
 var errBusy = errors.New("executions: another runner holds this execution")
 
+// errSettledElsewhere: the step this runner ran was settled by another (marked
+// interrupted while its lock's connection was gone); the runner stops, its job done.
+var errSettledElsewhere = errors.New("executions: the step was settled by another runner")
+
 // lockExecution takes execution id's runner lock on a connection of its own, held
 // until release. Whoever holds it is the one runner of that execution; the lock dies
 // with its connection, so a crashed runner's steps can be recognised as interrupted
@@ -39,7 +43,10 @@ func (s *Service) lockExecution(ctx context.Context, id string) (release func(),
 		}
 		return nil, false, nil
 	}
-	return func() { unlock(conn, id) }, true, nil
+	// This process holds it, whatever becomes of the connection: a sweep here never
+	// takes a lock a database restart dropped under a runner that goes on.
+	s.held.Store(id, struct{}{})
+	return func() { s.held.Delete(id); unlock(conn, id) }, true, nil
 }
 
 func unlock(conn *pgxpool.Conn, id string) {
@@ -58,56 +65,88 @@ func (s *Service) recover(ctx context.Context) error {
 	return s.settleOrphans(ctx, false)
 }
 
-// settleOrphans settles every unfinished execution no live runner holds. At start
-// (sweep false) each is then queued to continue; in a sweep (Watch) only one with no
-// job waiting for it is, since one between steps is most often about to be run.
+// settleOrphans settles every unfinished execution no live runner holds, and queues
+// one left between steps to go on (unless a job for it waits already). At start (sweep
+// false) every unfinished execution is looked at; in a sweep (Watch) only those that
+// may be orphaned, and never one whose runner is this process or a replica seen alive:
+// a runner whose lock's connection broke (a database restart) goes on, and must not be
+// declared dead. An execution that cannot be settled is logged and the rest still are.
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
-	q := `/* executions.recover */ SELECT id FROM executions WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`
+	q := `/* executions.recover */ SELECT id, coalesce(runner_id::text, '') FROM executions
+		WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`
 	if sweep {
 		// Only what may be orphaned: a step running (its lock tells whether its runner
 		// lives), or no job waiting. One just approved, whose job waits to be picked up,
-		// is left alone: taking its lock, even briefly, could make its runner wait.
-		q = `/* executions.sweep */ SELECT e.id FROM executions e WHERE e.status IN ('executing', 'rolling_back')
+		// is left alone: taking its lock could make its runner wait.
+		q = `/* executions.sweep */ SELECT e.id, coalesce(e.runner_id::text, '') FROM executions e
+			WHERE e.status IN ('executing', 'rolling_back')
 			AND (EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running')
-			     OR NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'execution.run' AND j.args->>'execution_id' = e.id::text
+			     OR NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'execution.run'
+			                    AND j.args @> jsonb_build_object('execution_id', e.id::text)
 			                    AND j.state IN ('available', 'pending', 'scheduled', 'retryable')))
 			ORDER BY e.created_at`
 	}
-	ids, err := db.Column[string](ctx, s.pool, "executions: unfinished", q)
+	rows, err := s.pool.Query(ctx, q)
+	if err != nil {
+		return fmt.Errorf("executions: unfinished: %w", err)
+	}
+	type orphan struct{ id, runner string }
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orphan, error) {
+		var o orphan
+		return o, r.Scan(&o.id, &o.runner)
+	})
+	if err != nil {
+		return fmt.Errorf("executions: unfinished: %w", err)
+	}
+	var failed error
+	for _, o := range list {
+		if err := s.settleOrphan(ctx, o.id, o.runner, sweep); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			s.log.Warn("executions: settle an execution whose runner stopped", "execution", o.id, "err", err)
+			failed = err
+		}
+	}
+	return failed
+}
+
+// settleOrphan is settleOrphans for one execution.
+func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep bool) error {
+	if sweep {
+		if _, mine := s.held.Load(id); mine {
+			return nil
+		}
+		if runner != "" && s.opts.RunnerAlive != nil && s.opts.RunnerAlive(ctx, runner) {
+			return nil
+		}
+	}
+	release, ok, err := s.lockExecution(ctx, id)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		release, ok, err := s.lockExecution(ctx, id)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue // a live runner has it
-		}
-		ex, err := s.get(ctx, s.pool, id)
-		if err == nil {
-			err = s.settleInterrupted(ctx, ex)
-		}
-		if err == nil && (ex.Status == Executing || ex.Status == RollingBack) {
-			phase := PhaseRun
-			if ex.Status == RollingBack {
-				phase = PhaseRollback
-			}
-			waiting := false
-			if sweep { // looked again: a job may have been queued since the query
-				waiting, err = s.jobWaiting(ctx, id)
-			}
-			if err == nil && !waiting {
-				err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
-			}
-		}
-		release()
-		if err != nil {
-			return err
-		}
+	if !ok {
+		return nil // a live runner has it
 	}
-	return nil
+	defer release()
+	ex, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	if err := s.settleInterrupted(ctx, ex); err != nil {
+		return err
+	}
+	if ex.Status != Executing && ex.Status != RollingBack {
+		return nil
+	}
+	phase := PhaseRun
+	if ex.Status == RollingBack {
+		phase = PhaseRollback
+	}
+	if waiting, err := s.jobWaiting(ctx, id); err != nil || waiting {
+		return err
+	}
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
 }
 
 // settleInterrupted marks the steps of ex found running as interrupted and fails ex;
@@ -168,9 +207,11 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 	if err != nil {
 		return err
 	}
-	if s.opts.Runner != "" && ex.Runner != s.opts.Runner && (ex.Status == Executing || ex.Status == RollingBack) {
-		// Which replica runs it: the page shows it, and a dead one's steps are its.
-		if _, err := s.pool.Exec(ctx, `/* executions.runner */ UPDATE executions SET runner = $2 WHERE id = $1`, id, s.opts.Runner); err != nil {
+	if s.opts.RunnerID != "" && (ex.Status == Executing || ex.Status == RollingBack) {
+		// Which replica runs it: the page shows its name, and a sweep leaves the steps
+		// of a replica seen alive to it.
+		if _, err := s.pool.Exec(ctx, `/* executions.runner */ UPDATE executions SET runner = $2, runner_id = $3
+			WHERE id = $1 AND runner_id IS DISTINCT FROM $3::uuid`, id, s.opts.Runner, s.opts.RunnerID); err != nil {
 			return fmt.Errorf("executions: record the runner: %w", err)
 		}
 	}
@@ -288,10 +329,17 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			status, msg = StepFailed, "the tool reported an error: "+router.TextOf(res.Content)
 		}
 	}
-	if _, err := s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.finish */
-		UPDATE tool_calls SET status = $2, result = $3, error = $4, finished_at = now(), duration_ms = $5 WHERE id = $1`,
-		st.ID, status, result, msg, dur); err != nil {
+	tag, err = s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.finish */
+		UPDATE tool_calls SET status = $2, result = $3, error = $4, finished_at = now(), duration_ms = $5
+		WHERE id = $1 AND status = 'running'`,
+		st.ID, status, result, msg, dur)
+	if err != nil {
 		return "", fmt.Errorf("executions: finish step: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		// Settled meanwhile as interrupted (its runner was taken for dead): what is
+		// recorded stands, and this runner stops.
+		return "", errSettledElsewhere
 	}
 	if status == StepFailed {
 		return fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, msg), nil

@@ -221,3 +221,25 @@ func (f *fixture) toolsByName(serverID string) map[string]registry.Tool {
 	}
 	return out
 }
+
+// Replicas starting together each ensure the built-in server: one registers it, the
+// others find it.
+func TestEnsureBuiltinConcurrently(t *testing.T) {
+	f := newFixture(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := registry.New(f.pool, f.keys, nil).EnsureBuiltin(f.ctx, "built in")
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("EnsureBuiltin beside three others: %v", err)
+		}
+	}
+	var n int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM mcp_servers WHERE server_type = 'builtin'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d built-in servers (%v), want 1", n, err)
+	}
+}

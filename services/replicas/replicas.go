@@ -24,7 +24,7 @@ import (
 // Defaults: how often a replica says it is alive, and how long without that makes it dead.
 const (
 	DefaultEvery     = 2 * time.Second
-	DefaultDeadAfter = 10 * time.Second
+	DefaultDeadAfter = 6 * time.Second
 )
 
 // Replica is one serve process.
@@ -89,6 +89,10 @@ func (s *Service) Name() string { return s.self.Name }
 
 // Join writes this replica's row; Run calls it, and then keeps it fresh.
 func (s *Service) Join(ctx context.Context) error {
+	if same, err := s.Get(ctx, s.self.Name); err == nil && same.ID != s.self.ID {
+		s.log.Warn("replicas: another live replica has this name; give each its own --replica-name",
+			"name", s.self.Name, "host", same.Host, "pid", same.PID)
+	}
 	_, err := s.pool.Exec(ctx, `/* replicas.join */
 		INSERT INTO replicas (id, name, address, host, pid, version) VALUES ($1, $2, $3, $4, $5, $6)`,
 		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version)
@@ -98,12 +102,12 @@ func (s *Service) Join(ctx context.Context) error {
 	return nil
 }
 
-// Run keeps this replica's row seen until ctx ends, then removes it. A beat that fails
-// (the database restarting) is tried again at the next; a row removed meanwhile (pruned
-// as dead after a long pause) is written again.
+// Run keeps this replica's row seen until ctx ends, then removes it. A join or beat
+// that fails (the database restarting) is tried again at the next beat; a row removed
+// meanwhile (pruned as dead after a long pause) is written again.
 func (s *Service) Run(ctx context.Context) error {
 	if err := s.Join(ctx); err != nil {
-		return err
+		s.log.Warn("replicas: join; trying again", "err", err)
 	}
 	t := time.NewTicker(s.opts.Every)
 	defer t.Stop()
@@ -145,6 +149,18 @@ func (s *Service) Live(ctx context.Context) ([]Replica, error) {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// Alive reports whether the replica with that id is alive (this one always is).
+func (s *Service) Alive(ctx context.Context, id string) bool {
+	if id == s.self.ID {
+		return true
+	}
+	var ok bool
+	err := s.pool.QueryRow(ctx, `/* replicas.alive */
+		SELECT EXISTS (SELECT 1 FROM replicas WHERE id::text = $1 AND seen_at > now() - make_interval(secs => $2))`,
+		id, s.opts.DeadAfter.Seconds()).Scan(&ok)
+	return err != nil || ok // unsure: alive, so nothing is declared dead on a failed query
 }
 
 // Others counts the live replicas other than this one.
