@@ -86,7 +86,8 @@ vendor: ## Copy the front-end libraries pinned in package.json into static/vendo
 BENCH_CMD = go test -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 4h ./...
 bench: ## Run the benchmarks and write docs/benchmarks.md (BENCH=regexp to pick some)
 	@mkdir -p bin
-	@echo "benchdoc-load-start: $$(cat /proc/loadavg 2>/dev/null)" > bin/bench.txt
+	@echo "benchdoc-start: $$(date -u '+%Y-%m-%d %H:%M UTC')" > bin/bench.txt
+	@echo "benchdoc-load-start: $$(cat /proc/loadavg 2>/dev/null)" >> bin/bench.txt
 	@status=0; $(BENCH_CMD) 2>&1 | tee -a bin/bench.txt || status=$$?; \
 	echo "benchdoc-load-end: $$(cat /proc/loadavg 2>/dev/null)" >> bin/bench.txt; \
 	go run ./internal/benchdoc -in bin/bench.txt -out docs/benchmarks.md \

@@ -79,7 +79,7 @@ func TestRender(t *testing.T) {
 		t.Errorf("measured %d targets, want 7:\n%s", measured, doc)
 	}
 	for id, want := range map[string][]string{
-		"P1":  {"+0.250 ms (mcptest_http)", "| met |", "2026-11-28 17:00 UTC"},
+		"P1":  {"+0.250 ms (mcptest_http)", "| met |", "| 2026-11-28 16:55 UTC |"},
 		"P2":  {"0.82× at 4,100 calls/s (everything_stdio)", "| not met |"},
 		"P3":  {"p95 4.2 ms", "| met | 2026-11-01 10:00 UTC |"}, // kept from the previous document
 		"P4":  {"| not measured | — |"},
@@ -114,6 +114,21 @@ func TestRender(t *testing.T) {
 	again, _ := Render(&Run{Results: map[string]map[string]float64{}}, m, now.Add(time.Hour), "make bench", nil, doc)
 	if got, want := row(t, again, "P9"), row(t, doc, "P9"); got != want {
 		t.Errorf("a run without P9 changed its row:\n got %s\nwant %s", got, want)
+	}
+	// ... and the description of the run its rows come from, figures included, after its own.
+	_, earlier, _ := strings.Cut(doc, "## The run of 2026-11-28 16:55 UTC")
+	this := strings.Index(again, "## The run of 2026-11-28 18:00 UTC")
+	kept := strings.Index(again, "## The run of 2026-11-28 16:55 UTC"+earlier)
+	if this < 0 || kept < this {
+		t.Errorf("a later run of a subset: its section at %d, the earlier run's kept whole at %d:\n%s", this, kept, again)
+	}
+	if strings.Contains(again, "2026-11-01 10:00 UTC\n") {
+		t.Errorf("a run no row came from any more is described")
+	}
+	// The same run rendered again describes itself once.
+	full, _ := Render(r, m, now.Add(2*time.Hour), "make bench", nil, again)
+	if strings.Count(full, "## The run of ") != 1 {
+		t.Errorf("after a full run, %d runs are described", strings.Count(full, "## The run of "))
 	}
 }
 

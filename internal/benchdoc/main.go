@@ -146,7 +146,11 @@ func previousRows(doc string) map[string]Row {
 // measured counts the targets this run measured.
 func Render(r *Run, m Machine, now time.Time, command string, env map[string]string, previous string) (doc string, measured int) {
 	date := now.Format("2006-01-02 15:04 UTC")
+	if r.Started != "" {
+		date = r.Started
+	}
 	prev := previousRows(previous)
+	kept := map[string]bool{} // dates of earlier runs some row still comes from
 	var w strings.Builder
 	w.WriteString("# Benchmarks\n\n")
 	w.WriteString("The performance targets of issue #23 and what `make bench` measured. This file is written by\n")
@@ -162,6 +166,7 @@ func Render(r *Run, m Machine, now time.Time, command string, env map[string]str
 			measured++
 		} else if p, ok := prev[t.ID]; ok {
 			row.Measured, row.Verdict, row.Date = p.Measured, p.Verdict, p.Date
+			kept[p.Date] = true
 		}
 		fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s | %s |\n", row.ID, row.Measure, row.Target, row.Measured, row.Benchmark, row.Verdict, row.Date)
 	}
@@ -173,7 +178,7 @@ func Render(r *Run, m Machine, now time.Time, command string, env map[string]str
 	w.WriteString("costs next to nothing, so Toolwarden's own cost shows) and throughput on `everything_stdio`\n")
 	w.WriteString("(server-everything over stdio, the upstream P2 names); both are shown.\n\n")
 
-	fmt.Fprintf(&w, "## The run of %s\n\n", date)
+	fmt.Fprintf(&w, runHeading+"%s\n\n", date)
 	fmt.Fprintf(&w, "- command: `%s`\n", command)
 	if measured < len(Targets) {
 		fmt.Fprintf(&w, "- it measured %d of the %d targets; the other rows come from the runs their last column names\n", measured, len(Targets))
@@ -227,7 +232,7 @@ func Render(r *Run, m Machine, now time.Time, command string, env map[string]str
 		fmt.Fprintf(&w, "- packages whose benchmarks FAILED in this run: %s\n", strings.Join(r.Failed, ", "))
 	}
 
-	w.WriteString("\n## Every figure of the run\n\n")
+	w.WriteString("\n### Every figure of the run\n\n")
 	w.WriteString("The named figures each benchmark reported (ns/op and allocations left out).\n\n")
 	w.WriteString("| benchmark | figures |\n|---|---|\n")
 	for _, name := range r.Order {
@@ -248,7 +253,39 @@ func Render(r *Run, m Machine, now time.Time, command string, env map[string]str
 		}
 		fmt.Fprintf(&w, "| `%s` | %s |\n", name, strings.Join(parts, ", "))
 	}
+	// The earlier runs rows still come from, as the previous document described them.
+	for _, sec := range previousRuns(previous) {
+		if sec.date != date && kept[sec.date] {
+			w.WriteString("\n" + sec.text)
+		}
+	}
 	return w.String(), measured
+}
+
+// runSection is one "## The run of …" section of an earlier document.
+type runSection struct{ date, text string }
+
+const runHeading = "## The run of "
+
+// previousRuns reads the run sections of an earlier document, each up to the next
+// second-level heading.
+func previousRuns(doc string) []runSection {
+	var out []runSection
+	lines := strings.SplitAfter(doc, "\n")
+	for i := 0; i < len(lines); i++ {
+		date, ok := strings.CutPrefix(strings.TrimRight(lines[i], "\n"), runHeading)
+		if !ok {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString(lines[i])
+		for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "## ") {
+			i++
+			b.WriteString(lines[i])
+		}
+		out = append(out, runSection{date: date, text: strings.TrimRight(b.String(), "\n") + "\n"})
+	}
+	return out
 }
 
 // figure formats a reported value with as many decimals as its size wants.

@@ -20,6 +20,8 @@ type Run struct {
 	// Database is the database's version and durability settings, from the line the
 	// benchmarks that use one print ("PostgreSQL 15.18 (...), fsync=on, ...").
 	Database Database
+	// Started is when make bench started the run ("2006-01-02 15:04 UTC"), if it said.
+	Started string
 	// LoadStart and LoadEnd are the load averages make bench recorded around the run.
 	LoadStart, LoadEnd string
 	// Failed lists the packages whose benchmarks failed ("FAIL <pkg>").
@@ -52,6 +54,9 @@ func Parse(r io.Reader) (*Run, error) {
 		switch {
 		case strings.HasPrefix(line, "cpu: "):
 			run.CPU = strings.TrimPrefix(line, "cpu: ")
+			continue
+		case strings.HasPrefix(line, "benchdoc-start: "):
+			run.Started = strings.TrimSpace(strings.TrimPrefix(line, "benchdoc-start: "))
 			continue
 		case strings.HasPrefix(line, "benchdoc-load-start: "):
 			run.LoadStart = loadavg(strings.TrimPrefix(line, "benchdoc-load-start: "))
