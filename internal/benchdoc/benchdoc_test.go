@@ -72,6 +72,11 @@ func TestRender(t *testing.T) {
 	now := time.Date(2026, 11, 28, 17, 0, 0, 0, time.UTC)
 	previous := "| P3 | old | old | p95 4.2 ms | old | met | 2026-11-01 10:00 UTC |\n" +
 		"| P1 | old | old | +9 ms | old | not met | 2026-11-01 10:00 UTC |\n"
+	// A run of one half of P6 keeps the previous row whole.
+	half := &Run{Results: map[string]map[string]float64{"BenchmarkVerify/workers=2": {"rows/s": 1, "rows": 1}}}
+	if d, _ := Render(half, m, now, "make bench", nil, "| P6 | a | b | p95 9 ms; verify 3 rows/s | c | met | 2026-11-01 10:00 UTC |\n"); !strings.Contains(row(t, d, "P6"), "p95 9 ms; verify 3 rows/s") {
+		t.Errorf("a run of verify alone replaced P6's row: %s", row(t, d, "P6"))
+	}
 	doc, measured := Render(r, m, now, "make bench", map[string]string{"TOOLWARDEN_BENCH_AUDIT_ROWS": "1000000"}, previous)
 	// P1, P6, P7, P8, P9, P10 are in the sample; P2 lacks mcptest_http but has its
 	// own upstream; P3, P4, P5 are not.
@@ -83,7 +88,7 @@ func TestRender(t *testing.T) {
 		"P2":  {"0.82× at 4,100 calls/s (everything_stdio)", "| not met |"},
 		"P3":  {"p95 4.2 ms", "| met | 2026-11-01 10:00 UTC |"}, // kept from the previous document
 		"P4":  {"| not measured | — |"},
-		"P6":  {"p95 45.5 ms at worst (filter q) at 1,000,000 rows", "| reported |"},
+		"P6":  {"p95 45.5 ms at worst (filter q) at 1,000,000 rows; verify 2,500,000 rows/s over 1,000,000 rows", "| reported |"},
 		"P7":  {"2.49 s on an empty data dir", "0.31 s on an existing one", "RSS 156 MB", "| not met |"},
 		"P8":  {"+0.300 ms (mcptest_http); 0.78× at 3,900 calls/s", "| met |"},
 		"P9":  {"p99 77.4 ms (p50 39.1) over 100 held calls", "| met |"},
