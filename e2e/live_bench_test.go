@@ -198,6 +198,7 @@ func BenchmarkTransitionToDOM(b *testing.B) {
 	transition()
 	firstDOM, firstWS := dom[0], slices.Max(gotAll)
 	dom, gotAll = dom[:0], gotAll[:0]
+	b.StartTimer()
 	transitions := 0
 	for b.Loop() {
 		transition()

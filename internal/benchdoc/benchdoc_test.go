@@ -147,3 +147,31 @@ func TestNum(t *testing.T) {
 		t.Errorf("num 2 decimals: %s", got)
 	}
 }
+
+// A run that measured no target (a failed benchmark, a subset of others) leaves the
+// document as it was; one that did rewrites it.
+func TestRunWritesOnlyWhatItMeasured(t *testing.T) {
+	dir := t.TempDir()
+	in, out := dir+"/bench.txt", dir+"/benchmarks.md"
+	if err := os.WriteFile(in, []byte("pkg: x\nBenchmarkOther-2 \t 10\t 100 ns/op\t 3.0 widgets/s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, []byte("before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(in, out, "make bench"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "before\n" {
+		t.Errorf("a run without targets rewrote the document: %q", got)
+	}
+	if err := run("testdata/bench.txt", out, "make bench"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(out); !strings.Contains(string(got), "| P10 |") {
+		t.Errorf("a run with targets did not write the table:\n%s", got)
+	}
+	if err := run("", out, "make bench"); err == nil || !strings.Contains(err.Error(), "-in") {
+		t.Errorf("no -in: got %v, want an error naming -in", err)
+	}
+}

@@ -54,6 +54,10 @@ func run(in, out, command string) error {
 	m := ThisMachine()
 	m.CPU = firstNonEmpty(m.CPU, r.CPU)
 	doc, measured := Render(r, m, time.Now().UTC(), command, benchEnv(), previous)
+	if measured == 0 {
+		fmt.Fprintf(os.Stderr, "benchdoc: this run measured none of the targets; %s is left as it was\n", out)
+		return nil
+	}
 	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
 		return fmt.Errorf("-out: %w", err)
 	}
