@@ -218,6 +218,13 @@ func BenchmarkTransitionToDOM(b *testing.B) {
 	b.ReportMetric(dom.percentile(0.99), "dom-p99-ms")
 	b.ReportMetric(float64(firstDOM)/float64(time.Millisecond), "first-dom-ms")
 	b.ReportMetric(float64(firstWS)/float64(time.Millisecond), "first-ws-max-ms")
+	// The database's settings, in the form internal/benchdoc reads.
+	var version, fsync, syncCommit, fpw string
+	if err := srv.Pool.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'),
+		current_setting('synchronous_commit'), current_setting('full_page_writes')`).Scan(&version, &fsync, &syncCommit, &fpw); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Printf("\n- database: PostgreSQL %s, fsync=%s, synchronous_commit=%s, full_page_writes=%s\n", version, fsync, syncCommit, fpw)
 }
 
 // benchDurations are measured times.

@@ -133,7 +133,7 @@ var Targets = []Target{
 				num(dom, 1), num(domp50, 1), num(clients, 0), num(p99, 1), num(p50, 1), num(n, 0))
 			if first, ok := r.Get(name, "first-dom-ms"); ok {
 				last, _ := r.Get(name, "first-ws-max-ms")
-				s += fmt.Sprintf(" after a first one, apart: DOM %s ms, last client %s ms", num(first, 1), num(last, 1))
+				s += fmt.Sprintf("; the first transition after the clients connected, measured apart: DOM %s ms, last client %s ms", num(first, 1), num(last, 1))
 			}
 			return s, verdict(dom < 100, p99 < 100, clients >= 5000), true
 		}},
