@@ -79,8 +79,20 @@ vendor: ## Copy the front-end libraries pinned in package.json into static/vendo
 
 # Benchmarks get a durable test cluster (fsync and synchronous_commit on, as `make run`;
 # services/db/dbtest.Durable): TOOLWARDEN_TEST_DURABLE=off make bench compares with the fast one.
-bench: ## Run the benchmarks (BENCH=regexp to pick some)
-	go test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 ./...
+# One package at a time (-p 1), so that packages' benchmarks do not share the cores. The
+# output goes to bin/bench.txt, from which internal/benchdoc writes docs/benchmarks.md (a
+# subset updates only the rows of the targets it measured). TOOLWARDEN_BENCH_AUDIT_ROWS
+# sizes the audit log of P6 (default 10,000,000: loading it takes about half an hour).
+BENCH_CMD = go test -p 1 -run '^$$' -bench '$(BENCH)' -benchmem -count=1 -timeout 4h ./...
+bench: ## Run the benchmarks and write docs/benchmarks.md (BENCH=regexp to pick some)
+	@mkdir -p bin
+	@echo "benchdoc-start: $$(date -u '+%Y-%m-%d %H:%M UTC')" > bin/bench.txt
+	@echo "benchdoc-load-start: $$(cat /proc/loadavg 2>/dev/null)" >> bin/bench.txt
+	@status=0; $(BENCH_CMD) 2>&1 | tee -a bin/bench.txt || status=$$?; \
+	echo "benchdoc-load-end: $$(cat /proc/loadavg 2>/dev/null)" >> bin/bench.txt; \
+	go run ./internal/benchdoc -in bin/bench.txt -out docs/benchmarks.md \
+		-command "$(if $(filter .,$(BENCH)),make bench,BENCH='$(BENCH)' make bench): $(BENCH_CMD)"; \
+	exit $$status
 
 fuzz: ## Run each fuzz target for FUZZTIME (plan JSON, tool arguments, forms, text, prompts)
 	@for t in $(FUZZ_TARGETS); do \

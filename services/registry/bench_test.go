@@ -67,6 +67,7 @@ func BenchmarkApplyDiscovery5000(b *testing.B) {
 			apply(b, id, n, 0)
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tools/s")
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/discovery")
 	})
 	b.Run("unchanged", func(b *testing.B) {
 		id := newServer(b)
@@ -75,5 +76,6 @@ func BenchmarkApplyDiscovery5000(b *testing.B) {
 			apply(b, id, 0, n)
 		}
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tools/s")
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/discovery")
 	})
 }

@@ -1,0 +1,310 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// Benchmarks of `toolwarden serve` as a process of its own (this test binary run as
+// toolwarden, see TestMain): P7 (start-up and memory, startup_bench_test.go) and P10
+// (calls/s with three replicas on one database, below). Their helpers are named bench*
+// so they do not meet the tests' own.
+
+// benchServe is a `toolwarden serve` process.
+type benchServe struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+// benchEnv is this process's environment for a serve: run as toolwarden, and with the
+// embedded cluster's durable settings (as `make run`), which TestMain turns off for tests.
+func benchEnv() []string {
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "TOOLWARDEN_TEST_FAST_DB=")
+	})
+	return append(env, asToolwardenEnv+"=1")
+}
+
+// benchStartServe starts `toolwarden serve --data-dir dir args...` and waits for its
+// ready file; took is the time from the process's start to the file's existence.
+func benchStartServe(tb testing.TB, dir string, args ...string) (p *benchServe, took time.Duration) {
+	tb.Helper()
+	ready := filepath.Join(dbtest.TempDir(tb), "ready")
+	all := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--ready-file", ready,
+		"--admin-password", testAdminPassword, "--rate-limit", "-1", "--log-level", "warn"}, args...)
+	cmd := exec.Command(os.Args[0], all...)
+	cmd.Env = benchEnv()
+	p = &benchServe{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = io.Discard, p.stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	tb.Cleanup(p.stop)
+	deadline := start.Add(120 * time.Second)
+	for {
+		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+			took = time.Since(start)
+			p.addr = string(b)
+			return p, took
+		}
+		select {
+		case <-p.done:
+			tb.Fatalf("serve exited early: %v\n%s", p.err, p.stderr.String())
+		case <-time.After(2 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("serve never became ready:\n%s", p.stderr.String())
+		}
+	}
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 30 s) and waits for it.
+func (p *benchServe) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// do makes an API request with token; out, when given, receives the JSON answer.
+func (p *benchServe) do(tb testing.TB, token, method, path string, body any, want int, out any) {
+	tb.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, rd)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		tb.Fatalf("%s %s: got %d %s, want %d", method, path, res.StatusCode, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			tb.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
+}
+
+// benchToken creates an API token for admin with the CLI (`token create`), with the
+// extra flags that name the database (--data-dir, --database-url).
+func benchToken(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	var out, errb bytes.Buffer
+	args := append([]string{"token", "create", "--user", "admin", "--name", "bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)}, flags...)
+	if err := run(context.Background(), args, strings.NewReader(""), &out, &errb); err != nil {
+		tb.Fatalf("token create: %v\n%s", err, errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	return lines[len(lines)-1]
+}
+
+// benchRegister registers up as the trusted, enabled streamable HTTP server name through
+// p's API and waits until it is connected with tools tools; it returns the server's id.
+func benchRegister(tb testing.TB, p *benchServe, token, name, url string, tools int, within time.Duration) string {
+	tb.Helper()
+	var sv struct {
+		ID string `json:"id"`
+	}
+	p.do(tb, token, http.MethodPost, "/api/v1/servers", map[string]any{"name": name, "type": "streamable_http",
+		"url": url, "enabled": true, "trusted": true}, http.StatusCreated, &sv)
+	deadline := time.Now().Add(within)
+	for {
+		var got struct {
+			Status    string `json:"status"`
+			ToolCount int    `json:"tool_count"`
+		}
+		p.do(tb, token, http.MethodGet, "/api/v1/servers/"+sv.ID, nil, http.StatusOK, &got)
+		if got.Status == "connected" && got.ToolCount == tools {
+			return sv.ID
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("server %s: %s with %d tools after %s, want connected with %d", name, got.Status, got.ToolCount, within, tools)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// benchEnable enables the tool qualified (once discovered and validated).
+func benchEnable(tb testing.TB, p *benchServe, token, qualified string) {
+	tb.Helper()
+	server, _, _ := strings.Cut(qualified, "__")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var out struct {
+			Tools []struct {
+				ID            string `json:"id"`
+				QualifiedName string `json:"qualified_name"`
+				Status        string `json:"status"`
+			} `json:"tools"`
+		}
+		p.do(tb, token, http.MethodGet, "/api/v1/tools?limit=100&server="+server, nil, http.StatusOK, &out)
+		for _, tl := range out.Tools {
+			if tl.QualifiedName == qualified && tl.Status != "discovered" && tl.Status != "validating" {
+				p.do(tb, token, http.MethodPost, "/api/v1/tools/"+tl.ID+"/enable", map[string]any{}, http.StatusOK, nil)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the tool %s was never discovered", qualified)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// benchCallAPI is one LOW call through POST /api/v1/tools/call on addr.
+func benchCallAPI(c *http.Client, addr, token string, body []byte) error {
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/tools/call", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d: %s", addr, res.StatusCode, raw)
+	}
+	return nil
+}
+
+// BenchmarkReplicas is P10 (issue #23): calls/s through POST /api/v1/tools/call with
+// 64 callers, first on one `serve` alone, then spread round-robin over three `serve`
+// processes on the same external database (each its own data dir, one shared secret
+// key). The upstream is the in-repo Go MCP server over streamable HTTP in this
+// process, which costs next to nothing, so Toolwarden and its database are what is
+// measured. "replicas=3" reports ratio: its calls/s ÷ replicas=1's. On a 2-core
+// machine the three replicas, the database and the callers share the same two cores,
+// so the ratio says what replication costs there, not what more machines would give.
+//
+//	go test ./cmd/toolwarden -run '^$' -bench 'Replicas' -count=1
+func BenchmarkReplicas(b *testing.B) {
+	url := dbtest.NewURL(b)
+	appURL := dbtest.AppURL(b, url)
+	key := filepath.Join(dbtest.TempDir(b), "secret.key")
+	dbFlags := []string{"--database-url", appURL, "--migrate-database-url", url, "--secret-key-file", key}
+	up := mcptest.StartHTTP(b, &mcptest.Options{Name: "bench"})
+
+	first, _ := benchStartServe(b, dbtest.TempDir(b), dbFlags...)
+	token := benchToken(b, "--data-dir", dbtest.TempDir(b), "--database-url", appURL)
+	benchRegister(b, first, token, "bench", up.URL(), 5, 60*time.Second)
+	benchEnable(b, first, token, "bench__echo")
+	body := []byte(`{"tool":"bench__echo","arguments":{"message":"hi"}}`)
+	ready := func(p *benchServe) {
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			err := benchCallAPI(http.DefaultClient, p.addr, token, body)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("replica %s never answered a call: %v\n%s", p.addr, err, p.stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	ready(first)
+	replicas := []*benchServe{first}
+	var oneRate float64
+	for _, n := range []int{1, 3} {
+		for len(replicas) < n {
+			p, _ := benchStartServe(b, dbtest.TempDir(b), dbFlags...)
+			ready(p)
+			replicas = append(replicas, p)
+		}
+		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+			var next atomic.Int64
+			var failed atomic.Value
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			start := time.Now()
+			for i := range 64 {
+				addr := replicas[i%len(replicas)].addr
+				wg.Go(func() {
+					for next.Add(1) <= int64(b.N) {
+						if err := benchCallAPI(client, addr, token, body); err != nil {
+							failed.Store(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			took := time.Since(start)
+			b.StopTimer()
+			if err, _ := failed.Load().(error); err != nil {
+				b.Fatal(err)
+			}
+			rate := float64(b.N) / took.Seconds()
+			b.ReportMetric(rate, "calls/s")
+			if n == 1 {
+				oneRate = rate
+			} else if oneRate > 0 {
+				b.ReportMetric(rate/oneRate, "ratio")
+			}
+		})
+	}
+	benchDatabaseSettings(b, url)
+}
+
+// benchDatabaseSettings prints the database's version and durability settings in the
+// form the ToolCall benchmark's table uses (internal/benchdoc reads it).
+func benchDatabaseSettings(tb testing.TB, url string) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var version, fsync, syncCommit, fpw string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'),
+		current_setting('synchronous_commit'), current_setting('full_page_writes')`).Scan(&version, &fsync, &syncCommit, &fpw); err != nil {
+		tb.Fatal(err)
+	}
+	fmt.Printf("\n- database: PostgreSQL %s, fsync=%s, synchronous_commit=%s, full_page_writes=%s\n", version, fsync, syncCommit, fpw)
+}

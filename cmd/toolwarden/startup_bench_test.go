@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// BenchmarkServeStartup is P7 (issue #23): `toolwarden serve` as a process of its own
+// (what `make run` starts after its build), with the embedded PostgreSQL on its durable
+// settings, timed from the process's start to its ready file (written once it listens).
+//
+//   - fresh: an empty data directory, so the time includes creating the cluster (initdb),
+//     migrating and the first admin: a first `make run`.
+//
+//   - restart: the data directory of a serve that ran and stopped: every later `make run`.
+//
+//   - tools=10000: a fresh serve given a streamable HTTP server with 10,000 tools (the
+//     in-repo Go server, in this process); once they are discovered and stored, the
+//     serve process's resident memory (VmRSS of /proc/<pid>/status, the Go process only:
+//     the embedded PostgreSQL runs as processes of its own) and its peak (VmHWM).
+//
+//     go test ./cmd/toolwarden -run '^$' -bench 'ServeStartup' -count=1
+func BenchmarkServeStartup(b *testing.B) {
+	b.Run("fresh", func(b *testing.B) {
+		var times []time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			dir := dbtest.TempDir(b)
+			b.StartTimer()
+			p, took := benchStartServe(b, dir)
+			b.StopTimer()
+			times = append(times, took)
+			p.stop()
+			b.StartTimer()
+		}
+		benchReportSeconds(b, times, "s-to-ready")
+	})
+	b.Run("restart", func(b *testing.B) {
+		dir := dbtest.TempDir(b)
+		p, _ := benchStartServe(b, dir)
+		p.stop()
+		var times []time.Duration
+		for b.Loop() {
+			p, took := benchStartServe(b, dir)
+			b.StopTimer()
+			times = append(times, took)
+			p.stop()
+			b.StartTimer()
+		}
+		benchReportSeconds(b, times, "s-to-ready")
+	})
+	b.Run("tools=10000", func(b *testing.B) {
+		up := mcptest.StartHTTP(b, &mcptest.Options{Name: "big", Generated: 10000 - 5})
+		for b.Loop() {
+			b.StopTimer()
+			dir := dbtest.TempDir(b)
+			p, _ := benchStartServe(b, dir)
+			token := benchToken(b, "--data-dir", dir)
+			// Timed: registering the server until its 10,000 tools are stored.
+			b.StartTimer()
+			start := time.Now()
+			benchRegister(b, p, token, "big", up.URL(), 10000, 5*time.Minute)
+			discovered := time.Since(start)
+			b.StopTimer()
+			// What a person does next: the tools page, over all of them.
+			req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+"/api/v1/tools?limit=100", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != http.StatusOK {
+				b.Fatalf("tools list: %v %v", res, err)
+			} else {
+				res.Body.Close()
+			}
+			rss, hwm := benchRSS(b, p.cmd.Process.Pid)
+			p.stop()
+			b.ReportMetric(rss, "rss-MB")
+			b.ReportMetric(hwm, "peak-rss-MB")
+			b.ReportMetric(discovered.Seconds(), "s-to-discover")
+			b.StartTimer()
+		}
+	})
+}
+
+// benchReportSeconds reports the median of times as unit (seconds), and the slowest as
+// max-<unit>.
+func benchReportSeconds(b *testing.B, times []time.Duration, unit string) {
+	if len(times) == 0 {
+		return
+	}
+	s := slices.Clone(times)
+	slices.Sort(s)
+	b.ReportMetric(s[len(s)/2].Seconds(), unit)
+	b.ReportMetric(s[len(s)-1].Seconds(), "max-"+unit)
+}
+
+// benchRSS reads VmRSS and VmHWM of pid in MB (10^6 bytes).
+func benchRSS(tb testing.TB, pid int) (rss, hwm float64) {
+	tb.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if err != nil {
+			tb.Fatalf("%s: %q", k, v)
+		}
+		if k == "VmRSS" {
+			rss = kb * 1024 / 1e6
+		} else {
+			hwm = kb * 1024 / 1e6
+		}
+	}
+	return rss, hwm
+}
