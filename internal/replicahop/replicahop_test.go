@@ -1,0 +1,80 @@
+package replicahop_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+func keyring(t *testing.T) *secrets.Keyring {
+	t.Helper()
+	k, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := secrets.NewKeyring(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kr
+}
+
+// A hop signed by a replica verifies on another with the same keyring; anything else
+// (another key, another method or path, a changed sender, an old or future time, a
+// malformed value) is refused.
+func TestHop(t *testing.T) {
+	kr, other := keyring(t), keyring(t)
+	now := time.Now()
+	const path = "/internal/v1/terminals/term-1/op"
+	good := replicahop.Sign(kr, "r0", http.MethodPost, path, now)
+	if from, err := replicahop.Verify(kr, good, http.MethodPost, path, now.Add(time.Second)); err != nil || from != "r0" {
+		t.Fatalf("a replica's hop: from %q, err %v", from, err)
+	}
+	forged := []struct{ name, value, method, path string }{
+		{"another keyring", replicahop.Sign(other, "r0", http.MethodPost, path, now), http.MethodPost, path},
+		{"another path", good, http.MethodPost, "/internal/v1/terminals/term-2/op"},
+		{"another method", good, http.MethodGet, path},
+		{"another sender", strings.Replace(good, " r0 ", " r1 ", 1), http.MethodPost, path},
+		{"another time", strings.Replace(good, "v1 1", "v1 2", 1), http.MethodPost, path},
+		{"no MAC", strings.Join(strings.Fields(good)[:3], " "), http.MethodPost, path},
+		{"junk", "v1 x y z", http.MethodPost, path},
+		{"empty MAC", "v1 1 r0 ", http.MethodPost, path},
+	}
+	for _, f := range forged {
+		if _, err := replicahop.Verify(kr, f.value, f.method, f.path, now); !errors.Is(err, replicahop.ErrForged) {
+			t.Errorf("%s: got %v, want ErrForged", f.name, err)
+		}
+	}
+	for _, at := range []time.Time{now.Add(-replicahop.MaxSkew - time.Second), now.Add(replicahop.MaxSkew + time.Second)} {
+		stale := replicahop.Sign(kr, "r0", http.MethodPost, path, at)
+		if _, err := replicahop.Verify(kr, stale, http.MethodPost, path, now); !errors.Is(err, replicahop.ErrStale) {
+			t.Errorf("a hop signed %s away: got %v, want ErrStale", at.Sub(now), err)
+		}
+	}
+}
+
+// VerifyRequest reads the header of a request as the receiver sees it (path and query).
+func TestVerifyRequest(t *testing.T) {
+	kr := keyring(t)
+	out, _ := http.NewRequest(http.MethodGet, "http://r0.internal:8080/terminals/term-1/ws?from=12", nil)
+	replicahop.SignRequest(kr, "r1", out)
+	in := httptest.NewRequest(http.MethodGet, "/terminals/term-1/ws?from=12", nil)
+	in.Header = out.Header.Clone()
+	if from, ok, err := replicahop.VerifyRequest(kr, in); !ok || err != nil || from != "r1" {
+		t.Fatalf("verify: from %q ok %v err %v", from, ok, err)
+	}
+	in = httptest.NewRequest(http.MethodGet, "/terminals/term-1/ws?from=0", nil)
+	in.Header = out.Header.Clone()
+	if _, ok, err := replicahop.VerifyRequest(kr, in); ok || err == nil {
+		t.Fatal("a hop moved to another query verified")
+	}
+	if _, ok, err := replicahop.VerifyRequest(kr, httptest.NewRequest(http.MethodGet, "/", nil)); ok || err != nil {
+		t.Fatalf("no header: ok %v err %v", ok, err)
+	}
+}
