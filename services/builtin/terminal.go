@@ -243,7 +243,11 @@ func TerminalTool(ts *Terminals) Tool {
 					if t.ConversationID != c.ConversationID {
 						continue
 					}
-					out = append(out, map[string]any{"sessionId": t.ID, "kind": t.Kind, "exited": t.Exited(), "command": t.Command})
+					s := map[string]any{"sessionId": t.ID, "kind": t.Kind, "exited": t.Exited(), "command": t.Command}
+					if ts.opts.Store != nil {
+						s["replica"] = ts.opts.Store.Replica()
+					}
+					out = append(out, s)
 					fmt.Fprintf(&b, "%s %s exited=%v %s\n", t.ID, t.Kind, t.Exited(), t.Command)
 				}
 				if ts.opts.Store != nil {
