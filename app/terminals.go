@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -132,13 +131,13 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 		return nil, err
 	}
 	u := strings.TrimRight(owner.Address, "/") + "/internal/v1/terminals/" + url.PathEscape(rec.ID) + "/op"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	replicahop.SignRequest(a.Keys, a.Replicas.Name(), req)
+	replicahop.SignRequest(a.Keys, a.Replicas.Name(), req, body)
 	res, err := terminalClient.Do(req)
 	if err != nil {
 		return nil, err

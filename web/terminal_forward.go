@@ -92,8 +92,8 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 			FlushInterval: -1,
 			Rewrite: func(r *httputil.ProxyRequest) {
 				r.SetURL(target)
-				r.Out.Host = r.In.Host // the owner checks the same Origin against the same Host
-				replicahop.SignRequest(s.deps.Keys, self, r.Out)
+				r.Out.Host = r.In.Host                                // the owner checks the same Origin against the same Host
+				replicahop.SignRequest(s.deps.Keys, self, r.Out, nil) // pages and the websocket: GET, no body
 			},
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 				s.log.Warn("forward a terminal's request", "terminal", id, "replica", owner.Name, "err", err)

@@ -71,7 +71,7 @@ func TestTerminalForwarding(t *testing.T) {
 	// A hop that is not a replica's: refused on any route.
 	for name, hop := range map[string]string{
 		"forged": "v1 " + strings.Repeat("1", 13) + " loop AAAA",
-		"stale":  replicahop.Sign(srv.Keys, "loop", http.MethodGet, "/terminals", time.Now().Add(-time.Minute)),
+		"stale":  replicahop.Sign(srv.Keys, "loop", http.MethodGet, "/terminals", nil, time.Now().Add(-time.Minute)),
 	} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/terminals", nil)
 		req.Header.Set(replicahop.Header, hop)
@@ -101,7 +101,7 @@ func TestTerminalForwarding(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
 		if sign {
-			replicahop.SignRequest(srv.Keys, "loop", req)
+			replicahop.SignRequest(srv.Keys, "loop", req, b)
 		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

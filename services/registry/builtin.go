@@ -34,6 +34,11 @@ var ErrBuiltinNameTaken = errors.New("registry: a server registered before the n
 func (s *Service) EnsureBuiltin(ctx context.Context, description string) (Server, error) {
 	var out Server
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		// Replicas starting together on a fresh database: one creates it, the others
+		// find it.
+		if _, err := tx.Exec(ctx, `/* registry.EnsureBuiltin.lock */ SELECT pg_advisory_xact_lock(hashtextextended('registry:builtin', 0))`); err != nil {
+			return fmt.Errorf("registry: find the built-in server: %w", err)
+		}
 		var id string
 		err := tx.QueryRow(ctx, `/* registry.EnsureBuiltin.find */
 			SELECT id FROM mcp_servers WHERE server_type = 'builtin'`).Scan(&id)
