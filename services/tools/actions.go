@@ -67,7 +67,9 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 		return nil, verr.New("reason", "an override needs a reason: say why the tool may be used despite its findings")
 	}
 	var out []Outcome
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	// Retried as a deadlock's victim: replicas starting together discover (and write)
+	// the same built-in tools while one is enabled.
+	err := db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		out, err = setEnabledTx(ctx, tx, actor, ids, enable, reason, override)
 		return err
