@@ -300,6 +300,10 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// Finished days' calls are added up for /analytics (services/analytics).
 		{Name: "rollup", Scope: Once, Every: time.Hour, Job: a.rollup},
 	}
+	if a.Terminals != nil {
+		// Ends, within seconds, the records of the terminals of a replica that died.
+		a.components = append(a.components, Component{Name: "terminals", Run: a.sweepTerminals})
+	}
 	if cfg.Checkpoints.Dir != "" {
 		c, err := a.checkpoints()
 		if err != nil {
@@ -330,7 +334,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway, ConfigCode: a.ConfigCode}, a.Bus)
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys}, a.Bus)
 
 	return a, nil
 }

@@ -2,14 +2,24 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/replicahop"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/replicas"
 )
 
 // auditTerminalInput records a line typed into a terminal (terminal.input), or
@@ -43,23 +53,113 @@ func (a *App) announceTerminal(t *builtin.Terminal, change builtin.TerminalChang
 	}
 	cols, rows := t.Size()
 	ev := events.Terminal{ID: t.ID, Kind: t.Kind, ConversationID: t.ConversationID, OwnerID: t.OwnerID, OwnerName: t.OwnerName,
-		Dir: t.Dir, Command: t.Command, Started: t.Started, Exited: t.Exited(), Cols: int(cols), Rows: int(rows)}
+		Dir: t.Dir, Command: t.Command, Started: t.Started, Exited: t.Exited(), Cols: int(cols), Rows: int(rows), Replica: a.Replicas.Name()}
 	kind := map[builtin.TerminalChange]events.Kind[events.Terminal]{builtin.TerminalOpened: events.TerminalOpened,
 		builtin.TerminalExited: events.TerminalExited, builtin.TerminalClosed: events.TerminalClosed}[change]
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := db.WithTx(ctx, a.Local, func(tx pgx.Tx) error {
-		if _, err := kind.Publish(ctx, tx, builtin.TerminalsTopic, ev); err != nil {
-			return err
-		}
-		if t.OwnerID == "" {
-			return nil
-		}
-		_, err := kind.Publish(ctx, tx, builtin.OwnerTopic(t.OwnerID), ev)
-		return err
-	})
-	if err != nil {
+	if err := a.publishTerminal(kind, ev); err != nil {
 		// Stopping: the pool may be closed before the last terminals are.
 		a.log.Debug("announce a terminal", "terminal", t.ID, "err", err)
 	}
+}
+
+func (a *App) publishTerminal(kind events.Kind[events.Terminal], ev events.Terminal) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return db.WithTx(ctx, a.Local, func(tx pgx.Tx) error {
+		if _, err := kind.Publish(ctx, tx, builtin.TerminalsTopic, ev); err != nil {
+			return err
+		}
+		if ev.OwnerID == "" {
+			return nil
+		}
+		_, err := kind.Publish(ctx, tx, builtin.OwnerTopic(ev.OwnerID), ev)
+		return err
+	})
+}
+
+// sweepTerminals ends, every few seconds, the records of the terminals of replicas not
+// seen for replicas' DeadAfter (their processes died with them: children in sessions of
+// their own, killed as their parent dies or by the orphan cleanup of its next start),
+// and tells the /terminals pages. Each replica sweeps; each record is ended once.
+func (a *App) sweepTerminals(ctx context.Context) error {
+	every, dead := a.cfg.Replica.Every, a.cfg.Replica.DeadAfter
+	if every <= 0 {
+		every = replicas.DefaultEvery
+	}
+	if dead <= 0 {
+		dead = replicas.DefaultDeadAfter
+	}
+	store := a.Terminals.Store()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		ended, err := store.EndOrphaned(ctx, dead)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("terminals: end those of stopped replicas", "err", err)
+		}
+		for _, r := range ended {
+			a.log.Info("terminal ended with its replica", "terminal", r.ID, "replica", r.Replica)
+			ev := events.Terminal{ID: r.ID, Kind: r.Kind, ConversationID: r.ConversationID, OwnerID: r.OwnerID, OwnerName: r.OwnerName,
+				Dir: r.Dir, Command: r.Command, Started: r.StartedAt, Exited: true, Cols: r.Cols, Rows: r.Rows, Replica: r.Replica,
+				ReplicaStopped: true}
+			if err := a.publishTerminal(events.TerminalExited, ev); err != nil {
+				a.log.Warn("announce a terminal", "terminal", r.ID, "err", err)
+			}
+		}
+	}
+}
+
+// terminalClient sends terminal operations to the replicas that run the terminals.
+var terminalClient = &http.Client{Timeout: 30 * time.Second}
+
+// forwardTerminalOp runs a terminal_operations operation on the replica that runs the
+// terminal (POST /internal/v1/terminals/:id/op, signed as a replica hop): the router
+// of this replica already checked, rated, approved and audits the call; only the
+// operation on the process moves.
+func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op string, c builtin.Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+	owner, err := a.Terminals.Store().Owner(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(builtin.TerminalOpRequest{Operation: op, Arguments: args, Call: c.Meta})
+	if err != nil {
+		return nil, err
+	}
+	u := strings.TrimRight(owner.Address, "/") + "/internal/v1/terminals/" + url.PathEscape(rec.ID) + "/op"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	replicahop.SignRequest(a.Keys, a.Replicas.Name(), req, body)
+	res, err := terminalClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(raw, &e)
+		if e.Error.Message == "" {
+			e.Error.Message = strings.TrimSpace(string(raw))
+		}
+		return nil, fmt.Errorf("replica %s answered %d: %s", owner.Name, res.StatusCode, e.Error.Message)
+	}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("replica %s's answer: %w", owner.Name, err)
+	}
+	return &out, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/replicas"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/system"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/usage"
@@ -88,6 +89,9 @@ type Deps struct {
 	TrustedProxies []netip.Prefix
 	// Grants are what people allowed through user_collaboration, and its questions.
 	Grants *grants.Service
+	// Keys sign and check the requests one replica forwards another (a terminal's page,
+	// websocket and operations go to the replica that runs it; internal/replicahop).
+	Keys *secrets.Keyring
 }
 
 // Shell is what every page needs around its content: the layout with its live cursor

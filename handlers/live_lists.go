@@ -54,7 +54,7 @@ func terminalParts(ev events.Event) ([]templ.Component, error) {
 		return nil, err
 	}
 	row := views.TerminalRow{ID: t.ID, Kind: t.Kind, Owner: t.OwnerName, Conversation: t.ConversationID, Command: t.Command,
-		Dir: t.Dir, Started: t.Started, Exited: t.Exited, Cols: t.Cols, Rows: t.Rows}
+		Dir: t.Dir, Started: t.Started, Exited: t.Exited, Cols: t.Cols, Rows: t.Rows, Replica: t.Replica, ReplicaStopped: t.ReplicaStopped}
 	if row.Owner == "" {
 		row.Owner = "system"
 	}

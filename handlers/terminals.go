@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,23 +23,53 @@ type TerminalsHandler struct {
 // and auditors) and type into it (its owner when they may use tools, and
 // administrators; only a PTY session takes input). Auditors watch read-only.
 func TerminalAccess(p *auth.Principal, t *builtin.Terminal) (see, typeIn bool) {
-	if p == nil || t == nil {
+	if t == nil {
 		return false, false
 	}
-	own := t.OwnerID != "" && t.OwnerID == p.User.ID
+	return access(p, t.OwnerID, t.Kind)
+}
+
+// RecordAccess is TerminalAccess for a terminal another replica runs.
+func RecordAccess(p *auth.Principal, r builtin.TerminalRecord) (see, typeIn bool) {
+	return access(p, r.OwnerID, r.Kind)
+}
+
+func access(p *auth.Principal, ownerID, kind string) (see, typeIn bool) {
+	if p == nil {
+		return false, false
+	}
+	own := ownerID != "" && ownerID == p.User.ID
 	see = own || p.Can(auth.PermAuditView)
-	typeIn = see && t.Kind == builtin.KindPTY && (p.User.Role == auth.RoleAdmin || own && p.Can(auth.PermToolUse))
+	typeIn = see && kind == builtin.KindPTY && (p.User.Role == auth.RoleAdmin || own && p.Can(auth.PermToolUse))
 	return see, typeIn
 }
 
-func terminalRow(t *builtin.Terminal) views.TerminalRow {
+func (h TerminalsHandler) terminalRow(t *builtin.Terminal) views.TerminalRow {
 	owner := t.OwnerName
 	if owner == "" {
 		owner = "system"
 	}
 	cols, rows := t.Size()
-	return views.TerminalRow{ID: t.ID, Kind: t.Kind, Owner: owner, Conversation: t.ConversationID, Command: t.Command,
+	row := views.TerminalRow{ID: t.ID, Kind: t.Kind, Owner: owner, Conversation: t.ConversationID, Command: t.Command,
 		Dir: t.Dir, Started: t.Started, Exited: t.Exited(), Cols: int(cols), Rows: int(rows)}
+	if s := h.Terminals.Store(); s != nil {
+		row.Replica = s.Replica()
+	}
+	return row
+}
+
+// recordRow is the row of a terminal another replica runs (or ran).
+func recordRow(r builtin.TerminalRecord) views.TerminalRow {
+	owner := r.OwnerName
+	if owner == "" {
+		owner = "system"
+	}
+	row := views.TerminalRow{ID: r.ID, Kind: r.Kind, Owner: owner, Conversation: r.ConversationID, Command: r.Command,
+		Dir: r.Dir, Started: r.StartedAt, Exited: r.Ended(), Cols: r.Cols, Rows: r.Rows, Replica: r.Replica}
+	if r.EndedReason == "replica_stopped" {
+		row.ReplicaStopped = true
+	}
+	return row
 }
 
 // List shows the terminals the caller may see, oldest first.
@@ -52,8 +83,22 @@ func (h TerminalsHandler) List(c echo.Context) error {
 	if h.Terminals != nil {
 		for _, t := range h.Terminals.List() {
 			if see, _ := TerminalAccess(p, t); see {
-				page.Rows = append(page.Rows, terminalRow(t))
+				page.Rows = append(page.Rows, h.terminalRow(t))
 			}
+		}
+		// The other replicas' terminals (docs/architecture.md, Terminals on several replicas).
+		if s := h.Terminals.Store(); s != nil {
+			others, err := s.Others(c.Request().Context(), h.Terminals.KeepEnded())
+			if err != nil {
+				return err
+			}
+			for _, r := range others {
+				if see, _ := RecordAccess(p, r); see {
+					page.Rows = append(page.Rows, recordRow(r))
+				}
+			}
+			slices.SortStableFunc(page.Rows, func(a, b views.TerminalRow) int { return a.Started.Compare(b.Started) })
+			page.Replicas = true
 		}
 	}
 	return render(c, http.StatusOK, views.Terminals(page))
@@ -66,7 +111,7 @@ func (h TerminalsHandler) Show(c echo.Context) error {
 	if !see {
 		return fault.NotFound("terminal")
 	}
-	row := terminalRow(t)
+	row := h.terminalRow(t)
 	return render(c, http.StatusOK, views.Terminal(views.TerminalPage{Layout: h.layout(c, "Terminal "+t.ID), Row: row,
 		ReadOnly: !typeIn, Socket: "/terminals/" + t.ID + "/ws"}))
 }

@@ -64,6 +64,7 @@ var pageTitles = map[int]string{
 	http.StatusNotFound:            "Page not found",
 	http.StatusMethodNotAllowed:    "Not allowed",
 	http.StatusConflict:            "That cannot be done right now",
+	http.StatusGone:                "No longer here",
 	http.StatusUnprocessableEntity: "That was not understood",
 	http.StatusBadGateway:          "An upstream service failed",
 	http.StatusTooManyRequests:     "Slow down",

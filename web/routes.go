@@ -161,8 +161,12 @@ func (s *Server) routes() []Route {
 
 		// The built-in terminals (handlers/terminals.go, web/terminal_ws.go).
 		{http.MethodGet, "/terminals", auth.PermTerminalView, terminals.List},
-		{http.MethodGet, "/terminals/:id", auth.PermTerminalView, terminals.Show},
-		{http.MethodGet, "/terminals/:id/ws", auth.PermTerminalView, s.hub.terminalSocket(d.Terminals)},
+		// A terminal another replica runs is served there (web/terminal_forward.go).
+		{http.MethodGet, "/terminals/:id", auth.PermTerminalView, s.forwardTerminal(terminals.Show)},
+		{http.MethodGet, "/terminals/:id/ws", auth.PermTerminalView, s.forwardTerminal(s.hub.terminalSocket(d.Terminals))},
+		// Replicas only: a terminal_operations operation on a session this replica runs,
+		// let through by another replica's router (a signed hop, internal/replicahop).
+		{http.MethodPost, "/internal/v1/terminals/:id/op", auth.PermReplica, s.terminalOp},
 
 		// Toolwarden as an MCP server (services/gateway), for API tokens only
 		// (BearerOnly); the router decides who may call which tool, as for

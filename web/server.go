@@ -57,6 +57,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	e.Use(middleware.BodyLimit("4M"))
 	e.Use(s.securityHeaders)
 	e.Use(crossOriginProtection())
+	e.Use(s.replicaHop)
 	e.Use(s.authenticate)
 
 	staticFiles, _ := fs.Sub(static.FS, ".")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,6 +48,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	hold := fs.String("mcp-hold", envOr("TOOLWARDEN_MCP_HOLD", "50s"), "how long a call through /mcp that needs approval waits for the decision before it answers that it is pending; keep it under the client's call timeout, often 60s (env TOOLWARDEN_MCP_HOLD)")
 	testTimeout := fs.String("test-connection-timeout", envOr("TOOLWARDEN_TEST_CONNECTION_TIMEOUT", "10s"), "the longest a \"Test connection\" attempt may take, from start to the tool list; a server's own shorter timeout wins (env TOOLWARDEN_TEST_CONNECTION_TIMEOUT)")
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
+	advertise := fs.String("advertise-url", envOr("TOOLWARDEN_ADVERTISE_URL", ""), "the base URL the other replicas on this database reach this one at, to forward a terminal's requests to it (docs/deploy.md); default http://<listen address>, or http://<hostname>:<port> when --addr listens on every address (env TOOLWARDEN_ADVERTISE_URL)")
 	replicaName := fs.String("replica-name", envOr("TOOLWARDEN_REPLICA_NAME", ""), "what pages and logs call this serve among several on one database (docs/deploy.md); default <host>:<pid> (env TOOLWARDEN_REPLICA_NAME)")
 	cpKey := checkpointKeyFlag(fs)
 	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
@@ -69,6 +71,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.TrustedProxies, err = parseProxies(*proxies); err != nil {
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
+	}
+	if *advertise != "" {
+		if err := checkAdvertiseURL(*advertise); err != nil {
+			fmt.Fprintln(stderr, "toolwarden serve: --advertise-url:", err)
+			return errUsage
+		}
 	}
 	if *cpEvery != 0 && *cpEvery < time.Second {
 		fmt.Fprintf(stderr, "toolwarden serve: --checkpoint-every: %s is not 0 (never) or a duration of at least 1s, such as 1h\n", *cpEvery)
@@ -125,6 +133,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if k := checkpointKeyPath(c, *cpKey); !within(k, c.DataDir) {
 		hide.Hide = append(hide.Hide, k)
 	}
+	// Listening comes first: the replica's record says where the others reach it.
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another toolwarden running? set --addr)", c.Addr, err)
+	}
+	defer ln.Close()
+	advertiseURL := *advertise
+	if advertiseURL == "" {
+		advertiseURL = defaultAdvertiseURL(ln.Addr())
+	}
 	var plan planner.Planner // default: the rule-based planner, no network
 	if c.LLMURL != "" {
 		plan = planner.NewLLM(c.LLMURL, &planner.LLMOptions{Model: c.LLMModel, APIKey: c.LLMAPIKey})
@@ -142,7 +160,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Gateway:     gateway.Options{Hold: mcpHold},
 		BuiltinRoot: orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces")),
 		Checkpoints: checkpointConfig(c, *cpKey, *cpEvery),
-		Replica:     replicas.Options{Name: *replicaName},
+		Replica:     replicas.Options{Name: *replicaName, Address: advertiseURL},
 	})
 	if err != nil {
 		return err
@@ -161,10 +179,6 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if a.DB.Cluster != nil && !a.DB.Cluster.Owned() {
 		log.Warn("database: another toolwarden process started this data dir's PostgreSQL; when it exits, the database stops under this server")
-	}
-	ln, err := net.Listen("tcp", c.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another toolwarden running? set --addr)", c.Addr, err)
 	}
 	return a.Run(ctx, ln, func() {
 		url := "http://" + ln.Addr().String()
@@ -232,4 +246,35 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+// defaultAdvertiseURL is where the other replicas reach a server listening at addr:
+// that address when it is a specific one, else this host's name and the port.
+func defaultAdvertiseURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			host = h
+		}
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+// checkAdvertiseURL: an http(s) URL with a host and nothing after the path.
+func checkAdvertiseURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%q is not a URL: %v", s, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q: must start with http:// or https://", s)
+	case u.Host == "":
+		return fmt.Errorf("%q: names no host", s)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return fmt.Errorf("%q: must be a base URL (no query, fragment or user)", s)
+	}
+	return nil
 }

@@ -94,6 +94,10 @@ const (
 	// PermMetricsView: read /metrics (a Prometheus scraper's API token, or a session).
 	// Administrators and auditors.
 	PermMetricsView Permission = "metrics.view"
+	// PermReplica: the internal routes one replica calls on another (a terminal's
+	// operation run where the terminal is). No role has it: only a request signed as a
+	// replica hop passes (internal/replicahop, web's requirePermission).
+	PermReplica Permission = "replica"
 )
 
 // AllPermissions lists every permission except PermPublic and PermSignedIn.

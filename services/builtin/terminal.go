@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,15 +236,32 @@ func TerminalTool(ts *Terminals) Tool {
 			Name:        "list_sessions",
 			Description: "the conversation's sessions and background commands",
 			Display:     func(map[string]any) string { return "Listing terminal sessions" },
-			Run: func(_ context.Context, c Call, _ json.RawMessage) (*mcp.CallToolResult, error) {
+			Run: func(ctx context.Context, c Call, _ json.RawMessage) (*mcp.CallToolResult, error) {
 				var out []map[string]any
 				var b strings.Builder
 				for _, t := range ts.List() {
 					if t.ConversationID != c.ConversationID {
 						continue
 					}
-					out = append(out, map[string]any{"sessionId": t.ID, "kind": t.Kind, "exited": t.Exited(), "command": t.Command})
+					s := map[string]any{"sessionId": t.ID, "kind": t.Kind, "exited": t.Exited(), "command": t.Command}
+					if ts.opts.Store != nil {
+						s["replica"] = ts.opts.Store.Replica()
+					}
+					out = append(out, s)
 					fmt.Fprintf(&b, "%s %s exited=%v %s\n", t.ID, t.Kind, t.Exited(), t.Command)
+				}
+				if ts.opts.Store != nil {
+					others, err := ts.opts.Store.Others(ctx, ts.opts.KeepEnded)
+					if err != nil {
+						return errorResult(err.Error()), nil
+					}
+					for _, r := range others {
+						if r.ConversationID != c.ConversationID {
+							continue
+						}
+						out = append(out, map[string]any{"sessionId": r.ID, "kind": r.Kind, "exited": r.Ended(), "command": r.Command, "replica": r.Replica})
+						fmt.Fprintf(&b, "%s %s exited=%v %s (on replica %s)\n", r.ID, r.Kind, r.Ended(), r.Command, r.Replica)
+					}
 				}
 				if b.Len() == 0 {
 					b.WriteString("no sessions")
@@ -253,7 +271,68 @@ func TerminalTool(ts *Terminals) Tool {
 			},
 		},
 	}
+	// The operations on one session run where the session is: this process keeps them
+	// (RunOp), and a session another replica runs is sent there (Forward).
+	ts.ops = map[string]func(context.Context, Call, json.RawMessage) (*mcp.CallToolResult, error){}
+	for i, op := range tool.Operations {
+		if !slices.Contains(sessionOps, op.Name) {
+			continue
+		}
+		local, name := op.Run, op.Name
+		ts.ops[name] = local
+		tool.Operations[i].Run = func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+			if res, ok := ts.elsewhere(ctx, c, name, args); ok {
+				return res, nil
+			}
+			return local(ctx, c, args)
+		}
+	}
 	return tool
+}
+
+// sessionOps are the operations that name a session (sessionId).
+var sessionOps = []string{"send_input", "get_output", "get_history", "resize_session", "close_session"}
+
+// RunOp runs operation op of terminal_operations on a session of this process (a
+// call another replica forwarded; docs/api.md, the internal terminal route): never
+// forwarded again.
+func (ts *Terminals) RunOp(ctx context.Context, c Call, op string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	run, ok := ts.ops[op]
+	if !ok {
+		return errorResult(fmt.Sprintf("operation: %q is not an operation on a session (%s)", op, strings.Join(sessionOps, ", "))), nil
+	}
+	return run(ctx, c, args)
+}
+
+// elsewhere runs op on the replica that runs the session args name when that is
+// another replica: ok false when the session is this process's, or nobody's.
+func (ts *Terminals) elsewhere(ctx context.Context, c Call, op string, args json.RawMessage) (*mcp.CallToolResult, bool) {
+	store := ts.opts.Store
+	if store == nil {
+		return nil, false
+	}
+	var in struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(args, &in) != nil || in.SessionID == "" || ts.Get(in.SessionID) != nil {
+		return nil, false
+	}
+	rec, err := store.Get(ctx, in.SessionID)
+	if err != nil || rec.Local || rec.ConversationID != c.ConversationID {
+		return nil, false // "no such session in this conversation"
+	}
+	gone := fmt.Sprintf("sessionId: session %s ran on replica %s, which stopped; its processes ended with it. Create a new session with create_session", rec.ID, rec.Replica)
+	if rec.EndedReason == "replica_stopped" || ts.opts.Forward == nil {
+		return errorResult(gone), true
+	}
+	res, err := ts.opts.Forward(ctx, rec, op, c, args)
+	switch {
+	case errors.Is(err, ErrReplicaGone):
+		return errorResult(gone), true
+	case err != nil:
+		return errorResult(fmt.Sprintf("sessionId: session %s runs on replica %s, which did not answer: %v", rec.ID, rec.Replica, err)), true
+	}
+	return res, true
 }
 
 func caller(c Call) TerminalCaller {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +47,16 @@ type TerminalOptions struct {
 	// OnChange, when set, is told when a terminal opens, when its process ends and
 	// when it leaves the list (the /terminals page follows them).
 	OnChange func(t *Terminal, change TerminalChange)
+	// Store, when set, records every terminal in the database so that the other
+	// replicas list it and send its requests here (terminal_store.go).
+	Store *TerminalStore
+	// Forward, when set, runs a terminal_operations operation on a terminal another
+	// replica runs (rec), on that replica; ErrReplicaGone when it stopped.
+	Forward func(ctx context.Context, rec TerminalRecord, op string, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
 }
+
+// ErrReplicaGone: the replica that ran a terminal stopped (its processes ended with it).
+var ErrReplicaGone = errors.New("the replica that ran the terminal stopped")
 
 // TerminalChange is what happened to a terminal (TerminalOptions.OnChange).
 type TerminalChange int
@@ -57,6 +68,22 @@ const (
 )
 
 func (ts *Terminals) changed(t *Terminal, c TerminalChange) {
+	if s := ts.opts.Store; s != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		switch c {
+		case TerminalOpened:
+			err = s.opened(ctx, t)
+		case TerminalExited:
+			err = s.ended(ctx, t)
+		case TerminalClosed:
+			err = s.gone(ctx, t)
+		}
+		cancel()
+		if err != nil {
+			ts.opts.Logger.Warn("terminals: record a change", "terminal", t.ID, "err", err)
+		}
+	}
 	if ts.opts.OnChange != nil {
 		ts.opts.OnChange(t, c)
 	}
@@ -73,6 +100,9 @@ type Terminals struct {
 	mu     sync.Mutex
 	byID   map[string]*Terminal
 	closed bool
+	// ops are terminal_operations' operations on one session, as this process runs
+	// them (RunOp), set by TerminalTool.
+	ops map[string]func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
 }
 
 // Terminal is one PTY session or background command.

@@ -381,6 +381,9 @@ type Terminal struct {
 	Exited         bool      `json:"exited,omitempty"`
 	Cols           int       `json:"cols,omitempty"`
 	Rows           int       `json:"rows,omitempty"`
+	// Replica is the serve process that runs it; ReplicaStopped: that replica died.
+	Replica        string `json:"replica,omitempty"`
+	ReplicaStopped bool   `json:"replica_stopped,omitempty"`
 }
 
 // Collaboration is a user_collaboration question as its events carry it.

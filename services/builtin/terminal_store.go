@@ -1,0 +1,167 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/internal/callmeta"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/replicas"
+)
+
+// TerminalStore is the record of every replica's terminals (table terminals): a
+// terminal's process belongs to the replica that started it, and the record says which
+// one, so any replica can list it and send its requests there (docs/architecture.md,
+// Terminals on several replicas). The Terminals write it as their terminals start,
+// end and leave the list; a surviving replica ends the records of a replica that died
+// (EndOrphaned).
+type TerminalStore struct {
+	pool     *pgxpool.Pool
+	replicas *replicas.Service
+	// This process's replica: its id (new at every start) and name.
+	replicaID, replica string
+}
+
+// NewTerminalStore is the store of the replica rs describes.
+func NewTerminalStore(pool *pgxpool.Pool, rs *replicas.Service) *TerminalStore {
+	self := rs.Self()
+	return &TerminalStore{pool: pool, replicas: rs, replicaID: self.ID, replica: self.Name}
+}
+
+// Replica is this process's replica name.
+func (s *TerminalStore) Replica() string { return s.replica }
+
+// Owner is the live replica that runs rec, with the address it is reached at;
+// ErrReplicaGone when that replica stopped (no live replica of its name, or one
+// started since: the terminal died with its predecessor).
+func (s *TerminalStore) Owner(ctx context.Context, rec TerminalRecord) (replicas.Replica, error) {
+	r, err := s.replicas.Get(ctx, rec.Replica)
+	if errors.Is(err, replicas.ErrGone) || err == nil && r.ID != rec.ReplicaID {
+		return replicas.Replica{}, ErrReplicaGone
+	}
+	if err != nil {
+		return replicas.Replica{}, err
+	}
+	if r.Address == "" {
+		return replicas.Replica{}, fmt.Errorf("replica %s has no address other replicas reach it at (--advertise-url)", r.Name)
+	}
+	return r, nil
+}
+
+// TerminalRecord is a terminal as the table has it.
+type TerminalRecord struct {
+	ID             string     `json:"id" db:"id"`
+	ReplicaID      string     `json:"replica_id" db:"replica_id"`
+	Replica        string     `json:"replica" db:"replica"`
+	Kind           string     `json:"kind" db:"kind"`
+	ConversationID string     `json:"conversation_id" db:"conversation_id"`
+	OwnerID        string     `json:"owner_id" db:"owner_id"`
+	OwnerName      string     `json:"owner_name" db:"owner_name"`
+	Dir            string     `json:"dir" db:"dir"`
+	Command        string     `json:"command,omitempty" db:"command"`
+	Cols           int        `json:"cols" db:"cols"`
+	Rows           int        `json:"rows" db:"rows"`
+	StartedAt      time.Time  `json:"started_at" db:"started_at"`
+	EndedAt        *time.Time `json:"ended_at,omitempty" db:"ended_at"`
+	ExitCode       *int       `json:"exit_code,omitempty" db:"exit_code"`
+	EndedReason    string     `json:"ended_reason,omitempty" db:"ended_reason"`
+	Local          bool       `json:"-" db:"local"`
+}
+
+// Ended reports whether the terminal's process ended.
+func (r TerminalRecord) Ended() bool { return r.EndedAt != nil }
+
+// ErrNoTerminal: no replica recorded that terminal.
+var ErrNoTerminal = errors.New("terminals: no such terminal")
+
+const recordColumns = `id, replica_id::text AS replica_id, replica, kind, conversation_id, owner_id, owner_name, dir, command,
+	cols, rows, started_at, ended_at, exit_code, ended_reason, replica_id = $1::uuid AS local`
+
+func (s *TerminalStore) opened(ctx context.Context, t *Terminal) error {
+	cols, rows := t.Size()
+	_, err := s.pool.Exec(ctx, `/* builtin.TerminalOpened */
+		INSERT INTO terminals (id, replica_id, replica, kind, conversation_id, owner_id, owner_name, dir, command, cols, rows, started_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		t.ID, s.replicaID, s.replica, t.Kind, t.ConversationID, t.OwnerID, t.OwnerName, t.Dir, t.Command, int(cols), int(rows), t.Started)
+	if err != nil {
+		return fmt.Errorf("terminals: record %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+func (s *TerminalStore) ended(ctx context.Context, t *Terminal) error {
+	_, err := s.pool.Exec(ctx, `/* builtin.TerminalEnded */
+		UPDATE terminals SET ended_at = coalesce(ended_at, now()), exit_code = $2, ended_reason = 'exited'
+		WHERE id = $1 AND ended_at IS NULL`, t.ID, t.exit)
+	return err
+}
+
+func (s *TerminalStore) gone(ctx context.Context, t *Terminal) error {
+	_, err := s.pool.Exec(ctx, `/* builtin.TerminalGone */
+		UPDATE terminals SET ended_at = coalesce(ended_at, now()), ended_reason = CASE WHEN ended_at IS NULL THEN 'closed' ELSE ended_reason END,
+		gone_at = now() WHERE id = $1`, t.ID)
+	return err
+}
+
+// Get is terminal id's record, whichever replica runs it (ErrNoTerminal when none does
+// or did).
+func (s *TerminalStore) Get(ctx context.Context, id string) (TerminalRecord, error) {
+	rows, err := db.All[TerminalRecord](ctx, s.pool, "terminals: get", `/* builtin.TerminalGet */
+		SELECT `+recordColumns+` FROM terminals WHERE id = $2`, s.replicaID, id)
+	if err != nil {
+		return TerminalRecord{}, err
+	}
+	if len(rows) == 0 {
+		return TerminalRecord{}, ErrNoTerminal
+	}
+	return rows[0], nil
+}
+
+// Others are the listed terminals of the other replicas (and of this replica's previous
+// runs), oldest first: those not gone, and whose process ended less than keepEnded ago.
+func (s *TerminalStore) Others(ctx context.Context, keepEnded time.Duration) ([]TerminalRecord, error) {
+	return db.All[TerminalRecord](ctx, s.pool, "terminals: others", `/* builtin.TerminalOthers */
+		SELECT `+recordColumns+` FROM terminals
+		WHERE gone_at IS NULL AND replica_id <> $1::uuid AND (ended_at IS NULL OR ended_at > now() - make_interval(secs => $2))
+		ORDER BY started_at, id`, s.replicaID, keepEnded.Seconds())
+}
+
+// EndOrphaned ends the records of the terminals of replicas not seen for deadAfter
+// (their processes died with them) and returns them; each is returned by one replica
+// only. Records gone a day ago are removed.
+func (s *TerminalStore) EndOrphaned(ctx context.Context, deadAfter time.Duration) ([]TerminalRecord, error) {
+	ended, err := db.All[TerminalRecord](ctx, s.pool, "terminals: end orphaned", `/* builtin.TerminalEndOrphaned */
+		UPDATE terminals t SET ended_at = now(), ended_reason = 'replica_stopped'
+		WHERE t.ended_at IS NULL AND t.replica_id <> $1::uuid AND NOT EXISTS (
+			SELECT 1 FROM replicas r WHERE r.id = t.replica_id AND r.seen_at > now() - make_interval(secs => $2))
+		RETURNING `+recordColumns, s.replicaID, deadAfter.Seconds())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.pool.Exec(ctx, `/* builtin.TerminalPrune */
+		DELETE FROM terminals WHERE gone_at < now() - interval '1 day'
+			OR ended_at < now() - interval '1 day' AND replica_id <> $1::uuid`, s.replicaID); err != nil {
+		return ended, fmt.Errorf("terminals: prune: %w", err)
+	}
+	return ended, nil
+}
+
+// TerminalOpRequest is a terminal_operations operation one replica sends the replica
+// that runs the session (POST /internal/v1/terminals/:id/op): the operation, its
+// arguments, and the call as the router let it through.
+type TerminalOpRequest struct {
+	Operation string          `json:"operation"`
+	Arguments json.RawMessage `json:"arguments"`
+	Call      callmeta.Meta   `json:"call"`
+}
+
+// Store is the terminals' record (nil without one).
+func (ts *Terminals) Store() *TerminalStore { return ts.opts.Store }
+
+// KeepEnded is how long a terminal whose process ended stays listed.
+func (ts *Terminals) KeepEnded() time.Duration { return ts.opts.KeepEnded }

@@ -1,0 +1,147 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/fault"
+)
+
+// hopKey is where replicaHop leaves the name of the replica that forwarded a request.
+const hopKey = "replica_hop"
+
+// replicaHop checks the header of a request another replica forwarded (package
+// replicahop): a valid one marks the request (no second forwarding; the internal
+// routes), a forged or stale one is refused, so no outside client passes for a replica.
+func (s *Server) replicaHop(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Header.Get(replicahop.Header) == "" {
+			return next(c)
+		}
+		if s.deps.Keys == nil {
+			return echo.NewHTTPError(http.StatusForbidden, "replica hop refused: this server has no keyring")
+		}
+		from, _, err := replicahop.VerifyRequest(s.deps.Keys, c.Request())
+		if err != nil {
+			s.log.Warn("a request claimed to come from a replica", "err", err, "path", c.Request().URL.Path, "ip", c.RealIP())
+			return echo.NewHTTPError(http.StatusForbidden, "replica hop refused: "+err.Error())
+		}
+		c.Set(hopKey, from)
+		return next(c)
+	}
+}
+
+// hopFrom is the replica that forwarded c's request ("" when none did).
+func hopFrom(c echo.Context) string {
+	from, _ := c.Get(hopKey).(string)
+	return from
+}
+
+// forwardTerminal sends a request for a terminal another replica runs (its page, its
+// websocket) to that replica, which answers it as if the browser had asked it: the
+// same Host, cookies and Origin, so it authenticates the same session and its origin
+// check passes; streamed, websocket upgrade included. A terminal whose replica stopped
+// answers 410. A request that was already forwarded is never forwarded again.
+func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ts := s.deps.Terminals
+		id := c.Param("id")
+		if ts == nil || ts.Store() == nil || ts.Get(id) != nil {
+			return next(c)
+		}
+		ctx := c.Request().Context()
+		rec, err := ts.Store().Get(ctx, id)
+		if errors.Is(err, builtin.ErrNoTerminal) || err == nil && rec.Local {
+			return next(c)
+		}
+		if err != nil {
+			return err
+		}
+		if see, _ := handlers.RecordAccess(handlers.PrincipalOf(c), rec); !see {
+			return fault.NotFound("terminal")
+		}
+		if from := hopFrom(c); from != "" {
+			return echo.NewHTTPError(http.StatusNotFound, fmt.Sprintf("terminal %s is not on replica %s (forwarded by %s)", id, ts.Store().Replica(), from))
+		}
+		if rec.EndedReason == "replica_stopped" {
+			return terminalGone(rec)
+		}
+		owner, err := ts.Store().Owner(ctx, rec)
+		if errors.Is(err, builtin.ErrReplicaGone) {
+			return terminalGone(rec)
+		}
+		if err != nil {
+			return err
+		}
+		target, err := url.Parse(owner.Address)
+		if err != nil {
+			return fmt.Errorf("replica %s's address %q: %w", owner.Name, owner.Address, err)
+		}
+		self := ts.Store().Replica()
+		proxy := &httputil.ReverseProxy{
+			FlushInterval: -1,
+			Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(target)
+				r.Out.Host = r.In.Host                                // the owner checks the same Origin against the same Host
+				replicahop.SignRequest(s.deps.Keys, self, r.Out, nil) // pages and the websocket: GET, no body
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				s.log.Warn("forward a terminal's request", "terminal", id, "replica", owner.Name, "err", err)
+				w.WriteHeader(http.StatusBadGateway)
+				_, _ = io.WriteString(w, "replica "+owner.Name+", which runs terminal "+id+", did not answer")
+			},
+		}
+		proxy.ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
+}
+
+// terminalGone is the answer for a terminal whose replica stopped.
+func terminalGone(rec builtin.TerminalRecord) error {
+	return echo.NewHTTPError(http.StatusGone, fmt.Sprintf("Terminal %s ran on replica %s, which stopped; the terminal's processes ended with it.", rec.ID, rec.Replica))
+}
+
+// terminalOp serves POST /internal/v1/terminals/:id/op: a terminal_operations
+// operation another replica's router let through, run here where the terminal is
+// (builtin.Terminals.RunOp). Replicas only (a signed hop; auth.PermReplica).
+func (s *Server) terminalOp(c echo.Context) error {
+	ts := s.deps.Terminals
+	if hopFrom(c) == "" || ts == nil {
+		return echo.NewHTTPError(http.StatusForbidden, "replicas only")
+	}
+	var in builtin.TerminalOpRequest
+	if err := json.NewDecoder(c.Request().Body).Decode(&in); err != nil {
+		return fault.Invalid("invalid_body", "the body is not a terminal operation: "+err.Error(), nil)
+	}
+	if in.Operation == "" {
+		return fault.Invalid("invalid_body", "operation: required", nil)
+	}
+	if in.Call.ConversationID == "" {
+		return fault.Invalid("invalid_body", "call.conversation_id: required", nil)
+	}
+	var args map[string]any
+	if err := json.Unmarshal(in.Arguments, &args); err != nil {
+		return fault.Invalid("invalid_body", "arguments: not an object", nil)
+	}
+	if sid, _ := args["sessionId"].(string); sid != c.Param("id") {
+		return fault.Invalid("invalid_body", "arguments.sessionId: must be the terminal of the path", nil)
+	}
+	if ts.Get(c.Param("id")) == nil {
+		return fault.NotFound("terminal")
+	}
+	res, err := ts.RunOp(c.Request().Context(), builtin.Call{Meta: in.Call}, in.Operation, in.Arguments)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, res)
+}

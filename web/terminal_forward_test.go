@@ -1,0 +1,138 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/services/builtin"
+)
+
+// Terminals of other replicas (docs/architecture.md, Terminals on several replicas),
+// with one server standing in for the cluster: a replica whose address leads back
+// here shows that a forwarded request is never forwarded again (no loop); a
+// terminal of a replica that is gone answers 410 and is soon listed as ended with it;
+// a request claiming to be a replica's without the key, or too late, is refused; and
+// the internal route runs an operation on a session of this replica, for the session's
+// own conversation only.
+func TestTerminalForwarding(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	loop, dead := uuid.NewString(), uuid.NewString()
+	if _, err := srv.Pool.Exec(ctx, `INSERT INTO replicas (id, name, address, host, pid) VALUES ($1, 'loop', $2, 'h', 1)`, loop, srv.URL); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ id, replicaID, replica string }{{"term-loop", loop, "loop"}, {"term-dead", dead, "gone"}} {
+		if _, err := srv.Pool.Exec(ctx, `INSERT INTO terminals (id, replica_id, replica, kind, conversation_id, dir, started_at)
+			VALUES ($1, $2, $3, 'pty', 'conv-x', '/tmp', now())`, r.id, r.replicaID, r.replica); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The loop replica stays alive while the test runs.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+				_, _ = srv.Pool.Exec(ctx, `UPDATE replicas SET seen_at = now() WHERE id = $1`, loop)
+			}
+		}
+	}()
+
+	if b := body(t, srv.Get(t, admin, "/terminals")); !strings.Contains(b, "term-loop") || !strings.Contains(b, ">loop<") {
+		t.Fatalf("the list lacks the other replica's terminal:\n%s", b)
+	}
+	res := srv.Get(t, admin, "/terminals/term-loop")
+	if b := body(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(b, "term-loop is not on replica") {
+		t.Fatalf("a terminal whose replica leads back here: %d\n%s", res.StatusCode, b)
+	}
+	res = srv.Get(t, admin, "/terminals/term-dead")
+	if b := body(t, res); res.StatusCode != http.StatusGone || !strings.Contains(b, "ran on replica gone, which stopped") {
+		t.Fatalf("a terminal of a replica that is gone: %d\n%s", res.StatusCode, b)
+	}
+	webtest.WaitFor(t, 20*time.Second, func() bool {
+		return strings.Contains(body(t, srv.Get(t, admin, "/terminals")), "ended: replica gone stopped")
+	}, "the terminal of the replica that is gone was never listed as ended")
+
+	// A hop that is not a replica's: refused on any route.
+	for name, hop := range map[string]string{
+		"forged": "v1 " + strings.Repeat("1", 13) + " loop AAAA",
+		"stale":  replicahop.Sign(srv.Keys, "loop", http.MethodGet, "/terminals", nil, time.Now().Add(-time.Minute)),
+	} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/terminals", nil)
+		req.Header.Set(replicahop.Header, hop)
+		res, err := admin.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("a %s hop: %d, want 403", name, res.StatusCode)
+		}
+	}
+
+	// The internal route, as a replica calls it.
+	ws, err := srv.App.Builtin.Workspace("conv-op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserName: "agent"}, "conv-op", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(path, conv string, args map[string]any, sign bool) (int, map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"operation": args["operation"], "arguments": args, "call": map[string]any{"conversation_id": conv}})
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		if sign {
+			replicahop.SignRequest(srv.Keys, "loop", req, b)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return res.StatusCode, out
+	}
+	path := "/internal/v1/terminals/" + term.ID + "/op"
+	if code, out := op(path, "conv-op", map[string]any{"operation": "send_input", "sessionId": term.ID, "input": "echo internal-$((3*3))\n"}, true); code != http.StatusOK || out["isError"] == true {
+		t.Fatalf("send_input through the internal route: %d %v", code, out)
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		code, out := op(path, "conv-op", map[string]any{"operation": "get_output", "sessionId": term.ID}, true)
+		st, _ := out["structuredContent"].(map[string]any)
+		o, _ := st["output"].(string)
+		return code == http.StatusOK && strings.Contains(o, "internal-9")
+	}, "get_output through the internal route never showed the command's output")
+	if code, out := op(path, "conv-other", map[string]any{"operation": "get_output", "sessionId": term.ID}, true); code != http.StatusOK || out["isError"] != true {
+		t.Fatalf("another conversation through the internal route: %d %v", code, out)
+	}
+	if code, _ := op(path, "conv-op", map[string]any{"operation": "get_output", "sessionId": "term-other"}, true); code != http.StatusBadRequest {
+		t.Fatalf("a sessionId that is not the path's: %d", code)
+	}
+	if code, _ := op("/internal/v1/terminals/term-nowhere/op", "conv-op", map[string]any{"operation": "get_output", "sessionId": "term-nowhere"}, true); code != http.StatusNotFound {
+		t.Fatalf("a session not on this replica: %d", code)
+	}
+	if code, _ := op(path, "conv-op", map[string]any{"operation": "get_output", "sessionId": term.ID}, false); code == http.StatusOK {
+		t.Fatalf("the internal route without a hop: %d", code)
+	}
+}
