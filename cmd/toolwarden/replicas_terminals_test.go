@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -43,23 +42,7 @@ func termCall(t *testing.T, p *serveProc, token, conv string, args map[string]an
 // termSocket opens terminal id's websocket on replica p with the person's session.
 func (h *person) termSocket(t *testing.T, p *serveProc, id string) *websocket.Conn {
 	t.Helper()
-	u, _ := url.Parse("http://" + p.addr)
-	var parts []string
-	for _, ck := range h.c.Jar.Cookies(u) {
-		parts = append(parts, ck.Name+"="+ck.Value)
-	}
-	hd := http.Header{}
-	hd.Set("Cookie", strings.Join(parts, "; "))
-	hd.Set("Origin", "http://"+p.addr)
-	conn, res, err := websocket.DefaultDialer.Dial("ws://"+p.addr+"/terminals/"+id+"/ws?from=0", hd)
-	if err != nil {
-		status := 0
-		if res != nil {
-			status = res.StatusCode
-		}
-		t.Fatalf("dial terminal %s on %s: %v (HTTP %d)", id, p.addr, err, status)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := h.dial(t, p, "/terminals/"+id+"/ws?from=0")
 	var hello map[string]any
 	if err := conn.ReadJSON(&hello); err != nil || hello["type"] != "hello" || hello["readOnly"] != false {
 		t.Fatalf("terminal %s on %s: hello %v, err %v", id, p.addr, hello, err)

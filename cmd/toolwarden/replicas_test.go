@@ -178,8 +178,9 @@ func (rs *replicaSet) restart(t *testing.T, p *serveProc) {
 	t.Fatal("not a replica of this set")
 }
 
-// ws opens /ws on replica p with the person's session, following topics from now on.
-func (h *person) ws(t *testing.T, p *serveProc, topics []string) *websocket.Conn {
+// dial opens the websocket at path on replica p with the person's session, as a page
+// of that replica would; it is closed when the test ends.
+func (h *person) dial(t *testing.T, p *serveProc, path string) *websocket.Conn {
 	t.Helper()
 	u, _ := url.Parse("http://" + p.addr)
 	var parts []string
@@ -189,15 +190,22 @@ func (h *person) ws(t *testing.T, p *serveProc, topics []string) *websocket.Conn
 	hd := http.Header{}
 	hd.Set("Cookie", strings.Join(parts, "; "))
 	hd.Set("Origin", "http://"+p.addr)
-	conn, res, err := websocket.DefaultDialer.Dial("ws://"+p.addr+"/ws", hd)
+	conn, res, err := websocket.DefaultDialer.Dial("ws://"+p.addr+path, hd)
 	if err != nil {
 		status := 0
 		if res != nil {
 			status = res.StatusCode
 		}
-		t.Fatalf("dial /ws on %s: %v (HTTP %d)", p.addr, err, status)
+		t.Fatalf("dial %s on %s: %v (HTTP %d)", path, p.addr, err, status)
 	}
 	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// ws opens /ws on replica p with the person's session, following topics from now on.
+func (h *person) ws(t *testing.T, p *serveProc, topics []string) *websocket.Conn {
+	t.Helper()
+	conn := h.dial(t, p, "/ws")
 	// From the newest event a page of that replica shows: only what happens next counts.
 	_, page := h.do(t, p, http.MethodGet, "/executions", nil)
 	m := regexp.MustCompile(`id="ws-cursor" data-last-event-id="(\d+)"`).FindSubmatch(page)
