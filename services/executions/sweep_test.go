@@ -53,9 +53,13 @@ func TestSweepLeavesALiveRunnerAlone(t *testing.T) {
 			st := e.steps(ex.ID)
 			return len(st) == 1 && st[0].Status == executions.StepRunning
 		}, "the step never started")
+		// The execution's own lock (a bigint key: high half in classid, low in objid);
+		// other advisory locks (the audit journal's) come and go meanwhile.
 		if n := e.count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_locks
-			WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())) t`); n != 1 {
-			t.Fatalf("terminated %d lock holders, want the runner's one", n)
+			WHERE locktype = 'advisory' AND granted AND objsubid = 1
+			  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 7)) t`, ex.ID); n != 1 {
+			t.Fatalf("terminated %d holders of the execution's lock, want the runner's one", n)
 		}
 	}
 
