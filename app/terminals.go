@@ -98,6 +98,19 @@ func (a *App) sweepTerminals(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+		var running []string
+		for _, t := range a.Terminals.List() {
+			if !t.Exited() {
+				running = append(running, t.ID)
+			}
+		}
+		back, err := store.Restore(ctx, running)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("terminals: reopen this replica's terminals taken for stopped", "err", err)
+		}
+		for _, r := range back {
+			a.log.Warn("a terminal of this replica had been taken for stopped while the replica was not seen; it runs", "terminal", r.ID)
+		}
 		ended, err := store.EndOrphaned(ctx, dead)
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("terminals: end those of stopped replicas", "err", err)

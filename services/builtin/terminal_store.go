@@ -37,11 +37,11 @@ func NewTerminalStore(pool *pgxpool.Pool, rs *replicas.Service) *TerminalStore {
 func (s *TerminalStore) Replica() string { return s.replica }
 
 // Owner is the live replica that runs rec, with the address it is reached at;
-// ErrReplicaGone when that replica stopped (no live replica of its name, or one
-// started since: the terminal died with its predecessor).
+// ErrReplicaGone when that replica stopped (by its id: a replica started since under
+// the same name is not it, the terminal died with its predecessor).
 func (s *TerminalStore) Owner(ctx context.Context, rec TerminalRecord) (replicas.Replica, error) {
-	r, err := s.replicas.Get(ctx, rec.Replica)
-	if errors.Is(err, replicas.ErrGone) || err == nil && r.ID != rec.ReplicaID {
+	r, err := s.replicas.GetByID(ctx, rec.ReplicaID)
+	if errors.Is(err, replicas.ErrGone) {
 		return replicas.Replica{}, ErrReplicaGone
 	}
 	if err != nil {
@@ -129,6 +129,19 @@ func (s *TerminalStore) Others(ctx context.Context, keepEnded time.Duration) ([]
 		SELECT `+recordColumns+` FROM terminals
 		WHERE gone_at IS NULL AND replica_id <> $1::uuid AND (ended_at IS NULL OR ended_at > now() - make_interval(secs => $2))
 		ORDER BY started_at, id`, s.replicaID, keepEnded.Seconds())
+}
+
+// Restore reopens the records of this replica's terminals in running that another
+// replica ended as orphaned while this one was not seen for a while (a long pause, a
+// database stall): the processes still run here. It returns them.
+func (s *TerminalStore) Restore(ctx context.Context, running []string) ([]TerminalRecord, error) {
+	if len(running) == 0 {
+		return nil, nil
+	}
+	return db.All[TerminalRecord](ctx, s.pool, "terminals: restore", `/* builtin.TerminalRestore */
+		UPDATE terminals SET ended_at = NULL, ended_reason = ''
+		WHERE replica_id = $1::uuid AND ended_reason = 'replica_stopped' AND id = ANY($2)
+		RETURNING `+recordColumns, s.replicaID, running)
 }
 
 // EndOrphaned ends the records of the terminals of replicas not seen for deadAfter

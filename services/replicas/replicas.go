@@ -190,6 +190,20 @@ func (s *Service) Get(ctx context.Context, name string) (Replica, error) {
 	return rows[0], nil
 }
 
+// GetByID returns the live replica with that id.
+func (s *Service) GetByID(ctx context.Context, id string) (Replica, error) {
+	rows, err := db.All[Replica](ctx, s.pool, "replicas: get by id", `/* replicas.get_by_id */
+		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self
+		FROM replicas WHERE id::text = $2 AND seen_at > now() - make_interval(secs => $3)`, s.self.ID, id, s.opts.DeadAfter.Seconds())
+	if err != nil {
+		return Replica{}, err
+	}
+	if len(rows) == 0 {
+		return Replica{}, ErrGone
+	}
+	return rows[0], nil
+}
+
 // ErrGone: no live replica has that name.
 var ErrGone = errors.New("replicas: no such live replica")
 
