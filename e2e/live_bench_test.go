@@ -26,7 +26,7 @@ import (
 )
 
 // benchWSClients is how many websocket clients follow the tools topic in
-// BenchmarkTransitionToDOM: P4's 5,000, or TOOLWARDEN_BENCH_WS_CLIENTS.
+// BenchmarkTransitionReachesDOM: P4's 5,000, or TOOLWARDEN_BENCH_WS_CLIENTS.
 var benchWSClients = func() int {
 	if n, err := strconv.Atoi(os.Getenv("TOOLWARDEN_BENCH_WS_CLIENTS")); err == nil && n > 0 {
 		return n
@@ -34,7 +34,7 @@ var benchWSClients = func() int {
 	return 5000
 }()
 
-// BenchmarkTransitionToDOM is P4 (issue #23): a transition reaching the pages with
+// BenchmarkTransitionReachesDOM is P4 (issue #23): a transition reaching the pages with
 // 5,000 websocket clients. 5,000 Go websocket clients (gorilla, compression negotiated
 // as a browser does) are signed in as the admin and follow the tools topic, as the
 // /tools page does; one headless chromium shows /tools, its own socket live. Each
@@ -52,8 +52,8 @@ var benchWSClients = func() int {
 // a browser adds after the frame, the swap into its DOM, is the chromium figure's
 // share, measured here under the same load.
 //
-//	go test ./e2e -run '^$' -bench 'TransitionToDOM' -count=1
-func BenchmarkTransitionToDOM(b *testing.B) {
+//	go test ./e2e -run '^$' -bench 'TransitionReachesDOM' -count=1
+func BenchmarkTransitionReachesDOM(b *testing.B) {
 	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}})
 	srv.LiveServer(b, "bench", true, "echo")
 	ctx := context.Background()
