@@ -150,7 +150,9 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	replicahop.SignRequest(a.Keys, a.Replicas.Name(), req, body)
+	// The router of this replica already recorded the call with its caller; the owner
+	// only runs the operation.
+	replicahop.SignRequest(a.Keys, replicahop.Hop{From: a.Replicas.Name(), To: owner.ID}, req, body)
 	res, err := terminalClient.Do(req)
 	if err != nil {
 		return nil, err

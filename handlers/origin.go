@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -16,6 +17,9 @@ import (
 // then their X-Forwarded-Proto and X-Forwarded-Host say what the client used. Those
 // headers from anyone else are ignored.
 func Origin(r *http.Request, proxies []netip.Prefix) string {
+	if o, ok := r.Context().Value(forwardedOrigin{}).(string); ok && o != "" {
+		return o
+	}
 	scheme, host := "http", r.Host
 	if r.TLS != nil {
 		scheme = "https"
@@ -71,4 +75,22 @@ func MarkSecure(c echo.Context) { c.Set(secureKey, true) }
 func secureCookie(c echo.Context, always bool) bool {
 	v, _ := c.Get(secureKey).(bool)
 	return always || v
+}
+
+type forwardedOrigin struct{}
+
+// Forwarded is r as the replica that forwarded it served it (a verified replica hop):
+// from client's address, reached at origin ("https://tw.example.com"), so what this
+// replica records, and whether it answers as over TLS, are as if the client had asked
+// it directly. Empty values leave r's own.
+func Forwarded(r *http.Request, client, origin string) *http.Request {
+	ctx := r.Context()
+	if origin != "" {
+		ctx = context.WithValue(ctx, forwardedOrigin{}, origin)
+	}
+	r = r.WithContext(ctx) // a copy, whatever changes
+	if a, err := netip.ParseAddr(client); err == nil {
+		r.RemoteAddr = netip.AddrPortFrom(a, 0).String()
+	}
+	return r
 }

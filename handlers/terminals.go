@@ -88,9 +88,12 @@ func (h TerminalsHandler) List(c echo.Context) error {
 		}
 		// The other replicas' terminals (docs/architecture.md, Terminals on several replicas).
 		if s := h.Terminals.Store(); s != nil {
+			// This replica's terminals are in memory: a failed read of the others' records
+			// (the database is away) still shows them, and says what is missing.
 			others, err := s.Others(c.Request().Context(), h.Terminals.KeepEnded())
 			if err != nil {
-				return err
+				h.Logger.Warn("list the other replicas' terminals", "err", err)
+				page.OthersMissing = true
 			}
 			for _, r := range others {
 				if see, _ := RecordAccess(p, r); see {

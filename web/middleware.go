@@ -72,6 +72,10 @@ func validRequestID(id string) bool {
 	return true
 }
 
+// securityHeaderNames are the headers securityHeaders sets.
+var securityHeaderNames = []string{"Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy",
+	"Cross-Origin-Opener-Policy", "Permissions-Policy", "Strict-Transport-Security"}
+
 // securityHeaders sets the CSP with a fresh nonce per request (templ renders it on our
 // script tags) and the other hardening headers. A request that came over TLS, directly
 // or through a trusted proxy that says so (X-Forwarded-Proto), gets HSTS, and its

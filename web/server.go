@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/static"
 )
@@ -28,6 +29,8 @@ type Server struct {
 	hub     *hub
 	metrics *metrics
 	table   []Route
+	// hops checks the requests other replicas forward here (nil without a keyring).
+	hops *replicahop.Verifier
 }
 
 // New builds the server. bus delivers events to websocket clients.
@@ -37,6 +40,13 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 		log = slog.Default()
 	}
 	s := &Server{e: echo.New(), deps: deps, shell: deps.Shell(), log: log}
+	if deps.Keys != nil {
+		self := ""
+		if deps.Replicas != nil {
+			self = deps.Replicas.Self().ID
+		}
+		s.hops = replicahop.NewVerifier(deps.Keys, self)
+	}
 	s.hub = newHub(deps, bus, log)
 	if deps.LiveClients == nil {
 		deps.LiveClients = s.hub.count
@@ -55,9 +65,11 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 			return err
 		}}))
 	e.Use(middleware.BodyLimit("4M"))
+	// A forwarded request is checked first: it then carries its client's address and
+	// origin, which the headers (HSTS) and everything after them go by.
+	e.Use(s.replicaHop)
 	e.Use(s.securityHeaders)
 	e.Use(crossOriginProtection())
-	e.Use(s.replicaHop)
 	e.Use(s.authenticate)
 
 	staticFiles, _ := fs.Sub(static.FS, ".")

@@ -22,21 +22,31 @@ const hopKey = "replica_hop"
 
 // replicaHop checks the header of a request another replica forwarded (package
 // replicahop): a valid one marks the request (no second forwarding; the internal
-// routes), a forged or stale one is refused, so no outside client passes for a replica.
+// routes) and gives it the address and origin of the client the other replica served;
+// a forged, stale, replayed or misdirected one is refused, so no outside client passes
+// for a replica.
 func (s *Server) replicaHop(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().Header.Get(replicahop.Header) == "" {
 			return next(c)
 		}
-		if s.deps.Keys == nil {
+		if s.hops == nil {
 			return echo.NewHTTPError(http.StatusForbidden, "replica hop refused: this server has no keyring")
 		}
-		from, _, err := replicahop.VerifyRequest(s.deps.Keys, c.Request())
+		hop, _, err := s.hops.VerifyRequest(c.Request())
 		if err != nil {
 			s.log.Warn("a request claimed to come from a replica", "err", err, "path", c.Request().URL.Path, "ip", c.RealIP())
-			return echo.NewHTTPError(http.StatusForbidden, "replica hop refused: "+err.Error())
+			status := http.StatusForbidden
+			switch {
+			case errors.Is(err, replicahop.ErrBusy):
+				status = http.StatusServiceUnavailable
+			case errors.Is(err, replicahop.ErrMisdirected):
+				status = http.StatusMisdirectedRequest // the sender's ErrorHandler names the address at fault
+			}
+			return echo.NewHTTPError(status, "replica hop refused: "+err.Error())
 		}
-		c.Set(hopKey, from)
+		c.SetRequest(handlers.Forwarded(c.Request(), hop.Client, hop.Origin))
+		c.Set(hopKey, hop.From)
 		return next(c)
 	}
 }
@@ -87,24 +97,45 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return fmt.Errorf("replica %s's address %q: %w", owner.Name, owner.Address, err)
 		}
-		self := ts.Store().Replica()
+		hop := replicahop.Hop{From: ts.Store().Replica(), To: owner.ID, Client: c.RealIP(),
+			Origin: handlers.Origin(c.Request(), s.deps.TrustedProxies)}
 		proxy := &httputil.ReverseProxy{
 			FlushInterval: -1,
 			Rewrite: func(r *httputil.ProxyRequest) {
 				r.SetURL(target)
-				r.Out.Host = r.In.Host                                // the owner checks the same Origin against the same Host
-				replicahop.SignRequest(s.deps.Keys, self, r.Out, nil) // pages and the websocket: GET, no body
+				r.Out.Host = r.In.Host                               // the owner checks the same Origin against the same Host
+				replicahop.SignRequest(s.deps.Keys, hop, r.Out, nil) // pages and the websocket: GET, no body
+			},
+			ModifyResponse: func(res *http.Response) error {
+				if res.StatusCode == http.StatusMisdirectedRequest {
+					return errMisdirected
+				}
+				return nil
 			},
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				s.log.Warn("forward a terminal's request", "terminal", id, "replica", owner.Name, "err", err)
+				s.log.Warn("forward a terminal's request", "terminal", id, "replica", owner.Name, "address", owner.Address, "err", err)
 				w.WriteHeader(http.StatusBadGateway)
+				if errors.Is(err, errMisdirected) {
+					_, _ = io.WriteString(w, "replica "+owner.Name+", which runs terminal "+id+", advertises the address "+owner.Address+
+						", but another replica answers there: give each replica its own --advertise-url")
+					return
+				}
 				_, _ = io.WriteString(w, "replica "+owner.Name+", which runs terminal "+id+", did not answer")
 			},
+		}
+		// The owner's answer has its own security headers (its CSP names the nonce of
+		// its page's scripts); this replica's would be sent beside them, and a browser
+		// enforces both.
+		for _, h := range securityHeaderNames {
+			c.Response().Header().Del(h)
 		}
 		proxy.ServeHTTP(c.Response(), c.Request())
 		return nil
 	}
 }
+
+// errMisdirected: the replica at a terminal owner's address is another one.
+var errMisdirected = errors.New("another replica answered at the owner's address")
 
 // terminalGone is the answer for a terminal whose replica stopped.
 func terminalGone(rec builtin.TerminalRecord) error {

@@ -57,8 +57,18 @@ func TestTerminalForwarding(t *testing.T) {
 		t.Fatalf("the list lacks the other replica's terminal:\n%s", b)
 	}
 	res := srv.Get(t, admin, "/terminals/term-loop")
-	if b := body(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(b, "term-loop is not on replica") {
-		t.Fatalf("a terminal whose replica leads back here: %d\n%s", res.StatusCode, b)
+	if b := body(t, res); res.StatusCode != http.StatusBadGateway || !strings.Contains(b, "another replica answers there: give each replica its own --advertise-url") {
+		t.Fatalf("a terminal whose replica's address leads back here: %d\n%s", res.StatusCode, b)
+	}
+	self := srv.App.Replicas.Self().ID
+	// Even when a replica's hop reaches here (its address was this one), the terminal is
+	// not forwarded a second time.
+	loopReq, _ := http.NewRequest(http.MethodGet, srv.URL+"/terminals/term-loop", nil)
+	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self}, loopReq, nil)
+	if res, err := admin.Do(loopReq); err != nil {
+		t.Fatal(err)
+	} else if b := body(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(b, "term-loop is not on replica") {
+		t.Fatalf("a forwarded request for a terminal not here: %d\n%s", res.StatusCode, b)
 	}
 	res = srv.Get(t, admin, "/terminals/term-dead")
 	if b := body(t, res); res.StatusCode != http.StatusGone || !strings.Contains(b, "ran on replica gone, which stopped") {
@@ -68,22 +78,69 @@ func TestTerminalForwarding(t *testing.T) {
 		return strings.Contains(body(t, srv.Get(t, admin, "/terminals")), "ended: replica gone stopped")
 	}, "the terminal of the replica that is gone was never listed as ended")
 
-	// A hop that is not a replica's: refused on any route.
-	for name, hop := range map[string]string{
-		"forged": "v1 " + strings.Repeat("1", 13) + " loop AAAA",
-		"stale":  replicahop.Sign(srv.Keys, "loop", http.MethodGet, "/terminals", nil, time.Now().Add(-time.Minute)),
+	// When the other replicas' records cannot be read, the list still has this
+	// replica's terminals and says what is missing.
+	mineDir, err := srv.App.Builtin.Workspace("conv-mine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserName: "admin"}, "conv-mine", mineDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE terminals RENAME TO terminals_away`); err != nil {
+		t.Fatal(err)
+	}
+	res = srv.Get(t, admin, "/terminals")
+	b := body(t, res)
+	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE terminals_away RENAME TO terminals`); err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || !strings.Contains(b, mine.ID) || strings.Contains(b, "term-loop") ||
+		!strings.Contains(b, "the other replicas' could not be read") {
+		t.Fatalf("/terminals while the records cannot be read: %d\n%s", res.StatusCode, b)
+	}
+
+	// A hop that is not a replica's, or not for this one, or already used: refused on
+	// any route.
+	fresh := replicahop.Sign(srv.Keys, replicahop.Hop{From: "loop", To: self}, http.MethodGet, "/terminals", nil, time.Now())
+	for _, h := range []struct {
+		name, value string
+		want        int
+	}{
+		{"forged", "v2 " + strings.Repeat("1", 13) + " AAAAAAAAAAAAAAAAAAAAAA loop " + self + " 127.0.0.1 http%3A%2F%2Fx AAAA", http.StatusForbidden},
+		{"stale", replicahop.Sign(srv.Keys, replicahop.Hop{From: "loop", To: self}, http.MethodGet, "/terminals", nil, time.Now().Add(-time.Minute)), http.StatusForbidden},
+		{"misdirected", replicahop.Sign(srv.Keys, replicahop.Hop{From: "loop", To: loop}, http.MethodGet, "/terminals", nil, time.Now()), http.StatusMisdirectedRequest},
+		{"fresh", fresh, http.StatusOK},
+		{"replayed", fresh, http.StatusForbidden},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/terminals", nil)
-		req.Header.Set(replicahop.Header, hop)
+		req.Header.Set(replicahop.Header, h.value)
 		res, err := admin.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if res.StatusCode != http.StatusForbidden {
-			t.Errorf("a %s hop: %d, want 403", name, res.StatusCode)
+		if res.StatusCode != h.want {
+			t.Errorf("a %s hop: %d, want %d", h.name, res.StatusCode, h.want)
 		}
 	}
+
+	// A forwarded request is answered and recorded as the client the other replica
+	// served: its address and the origin it used (HSTS over https).
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/servers", nil)
+	req.Header.Set("Authorization", "Bearer tw_not-a-token")
+	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self, Client: "203.0.113.7", Origin: "https://tw.example.com"}, req, nil)
+	if res, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else if res.Body.Close(); res.StatusCode != http.StatusUnauthorized || res.Header.Get("Strict-Transport-Security") == "" {
+		t.Fatalf("a forwarded request with a bad token: %d, HSTS %q", res.StatusCode, res.Header.Get("Strict-Transport-Security"))
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		var n int
+		_ = srv.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'request.denied' AND ip = '203.0.113.7'`).Scan(&n)
+		return n == 1
+	}, "the refused forwarded request was not recorded with its client's address")
 
 	// The internal route, as a replica calls it.
 	ws, err := srv.App.Builtin.Workspace("conv-op")
@@ -101,7 +158,7 @@ func TestTerminalForwarding(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
 		if sign {
-			replicahop.SignRequest(srv.Keys, "loop", req, b)
+			replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self}, req, b)
 		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

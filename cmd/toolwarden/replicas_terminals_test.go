@@ -99,9 +99,15 @@ func TestTerminalsOnThreeReplicas(t *testing.T) {
 	if code != http.StatusOK || row == nil || !strings.Contains(string(row), ">r0<") || !strings.Contains(string(row), "running") {
 		t.Fatalf("/terminals on B: %d, row of %s: %s", code, id, row)
 	}
-	// Its page on B is A's.
-	if code, page := admin.do(t, b, http.MethodGet, "/terminals/"+id, nil); code != http.StatusOK || !strings.Contains(string(page), `data-ws="/terminals/`+id+`/ws"`) {
+	// Its page on B is A's, with A's security headers only: one CSP, naming the nonce
+	// of the page's scripts (B's own beside it would block them).
+	code, hdr, page := admin.get(t, b, "/terminals/"+id)
+	if code != http.StatusOK || !strings.Contains(string(page), `data-ws="/terminals/`+id+`/ws"`) {
 		t.Fatalf("/terminals/%s on B: %d\n%s", id, code, page)
+	}
+	nonce := regexp.MustCompile(`<script[^>]* nonce="([^"]+)"`).FindSubmatch(page)
+	if csp := hdr.Values("Content-Security-Policy"); nonce == nil || len(csp) != 1 || !strings.Contains(csp[0], "'nonce-"+string(nonce[1])+"'") {
+		t.Fatalf("/terminals/%s on B: the CSP headers %q do not allow the page's scripts (nonce %q)", id, csp, nonce)
 	}
 
 	// Typed on B's websocket, run by A's shell, echoed back through B.

@@ -145,6 +145,20 @@ func (h *person) do(t *testing.T, p *serveProc, method, path string, body any) (
 	return res.StatusCode, b
 }
 
+// get is a same-origin GET on replica p with the person's session, with the answer's headers.
+func (h *person) get(t *testing.T, p *serveProc, path string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+p.addr+path, nil)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res, err := h.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, b
+}
+
 type execView struct {
 	ID     string `json:"id"`
 	Status string `json:"status"`

@@ -1,34 +1,47 @@
 // Package replicahop authenticates a request one replica sends another (a terminal's
 // page, websocket or operation forwarded to the replica that runs it; docs/architecture.md,
 // Terminals on several replicas). The sender signs the request's method, path and query,
-// body and the time with an HMAC under a key derived from the secret keyring, which every replica
-// of one database shares and no outside client has; the receiver checks the MAC and
-// that the time is recent. A request carrying the header is never forwarded again, so
-// forwarding cannot loop.
+// body, the time, a fresh nonce, the replica it is meant for and the client it came from,
+// with an HMAC under a key derived from the secret keyring, which every replica of one
+// database shares and no outside client has. The receiver (a Verifier) checks the MAC,
+// that the time is recent, that the hop is meant for it, and that it has not seen the
+// nonce before: a captured hop cannot be sent again, nor to another replica. A request
+// carrying the header is never forwarded again, so forwarding cannot loop.
 package replicahop
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-// Header carries the hop: "v1 <unix milliseconds> <sending replica> <MAC>".
+// Header carries the hop:
+// "v2 <unix milliseconds> <nonce> <from> <to> <client address> <client origin> <MAC>".
 const Header = "Toolwarden-Replica-Hop"
 
 // MaxSkew is how old (or how far ahead) a hop's time may be.
 const MaxSkew = 30 * time.Second
 
+// MaxBody is the largest body a signed request may have.
+const MaxBody = 4 << 20
+
+// maxSeen bounds the nonces a Verifier remembers (those of the last 2×MaxSkew): past it,
+// hops are refused rather than forgotten early, which would let a replay through.
+const maxSeen = 1 << 17
+
 // domain separates these MACs from the keyring's other uses.
-const domain = "toolwarden/replica-hop/v1\n"
+const domain = "toolwarden/replica-hop/v2\n"
 
 // Keys is what signs and checks: secrets.Keyring.
 type Keys interface {
@@ -36,84 +49,181 @@ type Keys interface {
 	VerifyMAC(data, mac []byte) bool
 }
 
-func input(from, method, target string, body []byte, ms int64) []byte {
-	sum := sha256.Sum256(body)
-	return []byte(domain + strconv.FormatInt(ms, 10) + "\n" + from + "\n" + method + "\n" + target + "\n" +
-		base64.RawURLEncoding.EncodeToString(sum[:]))
+// Hop is what a signed request says about itself beside the request.
+type Hop struct {
+	From string // the sending replica's name
+	To   string // the receiving replica's id
+	// Client is the address of the client the sender served (the person's browser),
+	// and Origin the scheme and host that client reached the sender by
+	// ("https://tw.example.com"): the receiver answers and audits as if it served the
+	// client itself.
+	Client string
+	Origin string
 }
 
-// MaxBody is the largest body a signed request may have.
-const MaxBody = 4 << 20
+type signed struct {
+	Hop
+	ms    int64
+	nonce string
+}
+
+func (s signed) input(method, target string, body []byte) []byte {
+	sum := sha256.Sum256(body)
+	return []byte(domain + strconv.FormatInt(s.ms, 10) + "\n" + s.nonce + "\n" + s.From + "\n" + s.To + "\n" +
+		s.Client + "\n" + s.Origin + "\n" + method + "\n" + target + "\n" + base64.RawURLEncoding.EncodeToString(sum[:]))
+}
 
 // Sign is the header value for a request of method to target (its path and query,
-// url.URL.RequestURI) with body, sent by replica from at time at.
-func Sign(k Keys, from, method, target string, body []byte, at time.Time) string {
-	ms := at.UnixMilli()
-	mac := k.MAC(input(from, method, target, body, ms))
-	return "v1 " + strconv.FormatInt(ms, 10) + " " + url.QueryEscape(from) + " " + base64.RawURLEncoding.EncodeToString(mac)
+// url.URL.RequestURI) with body, signed at time at.
+func Sign(k Keys, h Hop, method, target string, body []byte, at time.Time) string {
+	var n [16]byte
+	_, _ = rand.Read(n[:]) // never fails (crypto/rand)
+	s := signed{Hop: h, ms: at.UnixMilli(), nonce: base64.RawURLEncoding.EncodeToString(n[:])}
+	mac := k.MAC(s.input(method, target, body))
+	return strings.Join([]string{"v2", strconv.FormatInt(s.ms, 10), s.nonce, url.QueryEscape(h.From), url.QueryEscape(h.To),
+		url.QueryEscape(h.Client), url.QueryEscape(h.Origin), base64.RawURLEncoding.EncodeToString(mac)}, " ")
 }
 
 // SignRequest sets the hop header of r, whose body is body (nil: none; the request's
 // body is set to it).
-func SignRequest(k Keys, from string, r *http.Request, body []byte) {
+func SignRequest(k Keys, h Hop, r *http.Request, body []byte) {
 	if len(body) == 0 {
 		r.Body, r.ContentLength = http.NoBody, 0
 	} else {
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
-	r.Header.Set(Header, Sign(k, from, r.Method, r.URL.RequestURI(), body, time.Now()))
+	r.Header.Set(Header, Sign(k, h, r.Method, r.URL.RequestURI(), body, time.Now()))
 }
 
-// ErrForged: the header is malformed or its MAC is wrong.
-var ErrForged = errors.New("replica hop: the signature is not a replica's")
+var (
+	// ErrForged: the header is malformed or its MAC is wrong.
+	ErrForged = errors.New("replica hop: the signature is not a replica's")
+	// ErrStale: the header's time is more than MaxSkew away.
+	ErrStale = errors.New("replica hop: the signature is stale")
+	// ErrReplayed: this replica already accepted a request with the same signature.
+	ErrReplayed = errors.New("replica hop: the signed request was already received")
+	// ErrMisdirected: the hop was signed for another replica.
+	ErrMisdirected = errors.New("replica hop: the signed request is meant for another replica")
+	// ErrBusy: more hops arrived within 2×MaxSkew than a Verifier remembers.
+	ErrBusy = errors.New("replica hop: too many forwarded requests; try again shortly")
+)
 
-// ErrStale: the header's time is more than MaxSkew away.
-var ErrStale = errors.New("replica hop: the signature is stale")
+// Verifier checks the hops sent to one replica and remembers their nonces. It is
+// safe for concurrent use.
+type Verifier struct {
+	keys Keys
+	self string // this replica's id
 
-// Verify checks a header value for a request of method to target with body at now,
-// and returns the replica that sent it.
-func Verify(k Keys, value, method, target string, body []byte, now time.Time) (string, error) {
+	mu   sync.Mutex
+	seen map[string]time.Time // nonce → when it may be forgotten
+	next time.Time            // the next sweep of seen
+}
+
+// NewVerifier is the verifier of the replica whose id is self.
+func NewVerifier(k Keys, self string) *Verifier {
+	return &Verifier{keys: k, self: self, seen: map[string]time.Time{}}
+}
+
+func parse(value string) (signed, []byte, error) {
 	parts := strings.Split(value, " ")
-	if len(parts) != 4 || parts[0] != "v1" {
-		return "", ErrForged
+	if len(parts) != 8 || parts[0] != "v2" {
+		return signed{}, nil, ErrForged
 	}
-	ms, err := strconv.ParseInt(parts[1], 10, 64)
-	if err != nil {
-		return "", ErrForged
+	var s signed
+	var err error
+	if s.ms, err = strconv.ParseInt(parts[1], 10, 64); err != nil {
+		return signed{}, nil, ErrForged
 	}
-	from, err := url.QueryUnescape(parts[2])
-	if err != nil {
-		return "", ErrForged
+	s.nonce = parts[2]
+	if n, err := base64.RawURLEncoding.DecodeString(s.nonce); err != nil || len(n) != 16 {
+		return signed{}, nil, ErrForged
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(parts[3])
-	if err != nil || !k.VerifyMAC(input(from, method, target, body, ms), mac) {
-		return "", ErrForged
+	fields := []*string{&s.From, &s.To, &s.Client, &s.Origin}
+	for i, f := range fields {
+		if *f, err = url.QueryUnescape(parts[3+i]); err != nil {
+			return signed{}, nil, ErrForged
+		}
 	}
-	if d := now.Sub(time.UnixMilli(ms)); d > MaxSkew || d < -MaxSkew {
-		return "", fmt.Errorf("%w (%s off)", ErrStale, d.Round(time.Second))
+	if s.Client != "" {
+		if _, err := netip.ParseAddr(s.Client); err != nil {
+			return signed{}, nil, ErrForged
+		}
 	}
-	return from, nil
+	if s.Origin != "" {
+		u, err := url.Parse(s.Origin)
+		if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return signed{}, nil, ErrForged
+		}
+	}
+	mac, err := base64.RawURLEncoding.DecodeString(parts[7])
+	if err != nil || len(mac) == 0 {
+		return signed{}, nil, ErrForged
+	}
+	return s, mac, nil
+}
+
+// Verify checks a header value for a request of method to target with body at now.
+// A hop it accepts once it refuses from then on (ErrReplayed).
+func (v *Verifier) Verify(value, method, target string, body []byte, now time.Time) (Hop, error) {
+	s, mac, err := parse(value)
+	if err != nil || !v.keys.VerifyMAC(s.input(method, target, body), mac) {
+		return Hop{}, ErrForged
+	}
+	at := time.UnixMilli(s.ms)
+	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
+		return Hop{}, fmt.Errorf("%w (%s off)", ErrStale, d.Round(time.Second))
+	}
+	if s.To != v.self {
+		return Hop{}, ErrMisdirected
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if now.After(v.next) || len(v.seen) >= maxSeen {
+		for n, until := range v.seen {
+			if now.After(until) {
+				delete(v.seen, n)
+			}
+		}
+		v.next = now.Add(time.Second)
+	}
+	if _, ok := v.seen[s.nonce]; ok {
+		return Hop{}, ErrReplayed
+	}
+	if len(v.seen) >= maxSeen {
+		return Hop{}, ErrBusy
+	}
+	// Past at+MaxSkew the time check refuses it anyway; MaxSkew more covers a clock
+	// that moves back.
+	v.seen[s.nonce] = at.Add(2 * MaxSkew)
+	return s.Hop, nil
+}
+
+// Remembered is how many nonces v keeps (those of hops that are not stale yet).
+func (v *Verifier) Remembered() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.seen)
 }
 
 // VerifyRequest checks r's hop header, reading its body (at most MaxBody) and putting
 // it back: ok false with no error when r has none.
-func VerifyRequest(k Keys, r *http.Request) (from string, ok bool, err error) {
-	v := r.Header.Get(Header)
-	if v == "" {
-		return "", false, nil
+func (v *Verifier) VerifyRequest(r *http.Request) (h Hop, ok bool, err error) {
+	value := r.Header.Get(Header)
+	if value == "" {
+		return Hop{}, false, nil
 	}
 	var body []byte
 	if r.Body != nil && r.Body != http.NoBody {
 		body, err = io.ReadAll(io.LimitReader(r.Body, MaxBody+1))
 		_ = r.Body.Close()
 		if err != nil {
-			return "", false, fmt.Errorf("replica hop: read the body: %w", err)
+			return Hop{}, false, fmt.Errorf("replica hop: read the body: %w", err)
 		}
 		if len(body) > MaxBody {
-			return "", false, ErrForged
+			return Hop{}, false, ErrForged
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	from, err = Verify(k, v, r.Method, r.URL.RequestURI(), body, time.Now())
-	return from, err == nil, err
+	h, err = v.Verify(value, r.Method, r.URL.RequestURI(), body, time.Now())
+	return h, err == nil, err
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,43 +28,74 @@ func keyring(t *testing.T) *secrets.Keyring {
 	return kr
 }
 
-// A hop signed by a replica verifies on another with the same keyring; anything else
-// (another key, another method or path, a changed sender, an old or future time, a
-// malformed value) is refused.
+// A hop signed by a replica verifies once on the replica it names, with the same
+// keyring; anything else (another key, method, path, body, sender, receiver, client,
+// origin or time, a malformed value, the same hop again) is refused.
 func TestHop(t *testing.T) {
 	kr, other := keyring(t), keyring(t)
 	now := time.Now()
 	const path = "/internal/v1/terminals/term-1/op"
 	body := []byte(`{"operation":"send_input","arguments":{"sessionId":"term-1","input":"ls\n"}}`)
-	good := replicahop.Sign(kr, "r0", http.MethodPost, path, body, now)
-	if from, err := replicahop.Verify(kr, good, http.MethodPost, path, body, now.Add(time.Second)); err != nil || from != "r0" {
-		t.Fatalf("a replica's hop: from %q, err %v", from, err)
+	hop := replicahop.Hop{From: "r0", To: "id-r1", Client: "203.0.113.7", Origin: "https://tw.example.com"}
+	v := replicahop.NewVerifier(kr, "id-r1")
+	good := replicahop.Sign(kr, hop, http.MethodPost, path, body, now)
+	if got, err := v.Verify(good, http.MethodPost, path, body, now.Add(time.Second)); err != nil || got != hop {
+		t.Fatalf("a replica's hop: %+v, err %v", got, err)
+	}
+	if _, err := v.Verify(good, http.MethodPost, path, body, now.Add(2*time.Second)); !errors.Is(err, replicahop.ErrReplayed) {
+		t.Fatalf("the same hop again: got %v, want ErrReplayed", err)
+	}
+	if _, err := replicahop.NewVerifier(kr, "id-r2").Verify(replicahop.Sign(kr, hop, http.MethodPost, path, body, now),
+		http.MethodPost, path, body, now); !errors.Is(err, replicahop.ErrMisdirected) {
+		t.Fatalf("a hop for another replica: got %v, want ErrMisdirected", err)
+	}
+	fresh := func() string { return replicahop.Sign(kr, hop, http.MethodPost, path, body, now) }
+	field := func(value string, i int, to string) string {
+		f := strings.Fields(value)
+		f[i] = to
+		return strings.Join(f, " ")
 	}
 	forged := []struct {
 		name, value, method, path string
 		body                      []byte
 	}{
-		{"another keyring", replicahop.Sign(other, "r0", http.MethodPost, path, body, now), http.MethodPost, path, body},
-		{"another path", good, http.MethodPost, "/internal/v1/terminals/term-2/op", body},
-		{"another method", good, http.MethodGet, path, body},
-		{"another body", good, http.MethodPost, path, []byte(`{"operation":"send_input","arguments":{"sessionId":"term-1","input":"rm -rf ~\n"}}`)},
-		{"no body", good, http.MethodPost, path, nil},
-		{"another sender", strings.Replace(good, " r0 ", " r1 ", 1), http.MethodPost, path, body},
-		{"another time", strings.Replace(good, "v1 1", "v1 2", 1), http.MethodPost, path, body},
-		{"no MAC", strings.Join(strings.Fields(good)[:3], " "), http.MethodPost, path, body},
-		{"junk", "v1 x y z", http.MethodPost, path, body},
-		{"empty MAC", "v1 1 r0 ", http.MethodPost, path, body},
+		{"another keyring", replicahop.Sign(other, hop, http.MethodPost, path, body, now), http.MethodPost, path, body},
+		{"another path", fresh(), http.MethodPost, "/internal/v1/terminals/term-2/op", body},
+		{"another method", fresh(), http.MethodGet, path, body},
+		{"another body", fresh(), http.MethodPost, path, []byte(`{"operation":"send_input","arguments":{"sessionId":"term-1","input":"rm -rf ~\n"}}`)},
+		{"no body", fresh(), http.MethodPost, path, nil},
+		{"another time", field(fresh(), 1, strconv.FormatInt(now.UnixMilli()+1, 10)), http.MethodPost, path, body},
+		{"another nonce", field(fresh(), 2, "AAAAAAAAAAAAAAAAAAAAAA"), http.MethodPost, path, body},
+		{"another sender", field(fresh(), 3, "r9"), http.MethodPost, path, body},
+		{"another receiver", field(fresh(), 4, "id-r9"), http.MethodPost, path, body},
+		{"another client", field(fresh(), 5, "198.51.100.1"), http.MethodPost, path, body},
+		{"another origin", field(fresh(), 6, url.QueryEscape("https://evil.example")), http.MethodPost, path, body},
+		{"a client that is not an address", field(fresh(), 5, "example.com"), http.MethodPost, path, body},
+		{"an origin with a path", field(fresh(), 6, url.QueryEscape("https://tw.example.com/x")), http.MethodPost, path, body},
+		{"a short nonce", field(fresh(), 2, "AAAA"), http.MethodPost, path, body},
+		{"no MAC", strings.Join(strings.Fields(fresh())[:7], " "), http.MethodPost, path, body},
+		{"version 1", "v1 " + strconv.FormatInt(now.UnixMilli(), 10) + " r0 AAAA", http.MethodPost, path, body},
+		{"junk", "v2 x y z a b c d", http.MethodPost, path, body},
+		{"empty MAC", field(fresh(), 7, ""), http.MethodPost, path, body},
 	}
 	for _, f := range forged {
-		if _, err := replicahop.Verify(kr, f.value, f.method, f.path, f.body, now); !errors.Is(err, replicahop.ErrForged) {
+		if _, err := v.Verify(f.value, f.method, f.path, f.body, now); !errors.Is(err, replicahop.ErrForged) {
 			t.Errorf("%s: got %v, want ErrForged", f.name, err)
 		}
 	}
 	for _, at := range []time.Time{now.Add(-replicahop.MaxSkew - time.Second), now.Add(replicahop.MaxSkew + time.Second)} {
-		stale := replicahop.Sign(kr, "r0", http.MethodPost, path, body, at)
-		if _, err := replicahop.Verify(kr, stale, http.MethodPost, path, body, now); !errors.Is(err, replicahop.ErrStale) {
+		stale := replicahop.Sign(kr, hop, http.MethodPost, path, body, at)
+		if _, err := v.Verify(stale, http.MethodPost, path, body, now); !errors.Is(err, replicahop.ErrStale) {
 			t.Errorf("a hop signed %s away: got %v, want ErrStale", at.Sub(now), err)
 		}
+	}
+	// Nonces are forgotten once their hops would be stale anyway: memory stays bounded.
+	later := now.Add(3 * replicahop.MaxSkew)
+	if _, err := v.Verify(replicahop.Sign(kr, hop, http.MethodPost, path, body, later), http.MethodPost, path, body, later); err != nil {
+		t.Fatal(err)
+	}
+	if n := v.Remembered(); n != 1 {
+		t.Errorf("after 3×MaxSkew the verifier remembers %d nonces, want 1 (the last)", n)
 	}
 }
 
@@ -70,36 +103,39 @@ func TestHop(t *testing.T) {
 // body, which it puts back for the handler).
 func TestVerifyRequest(t *testing.T) {
 	kr := keyring(t)
+	v := replicahop.NewVerifier(kr, "id-r0")
+	hop := replicahop.Hop{From: "r1", To: "id-r0"}
 	body := `{"operation":"get_output"}`
 	post, _ := http.NewRequest(http.MethodPost, "http://r0.internal:8080/internal/v1/terminals/term-1/op", nil)
-	replicahop.SignRequest(kr, "r1", post, []byte(body))
+	replicahop.SignRequest(kr, hop, post, []byte(body))
 	in := httptest.NewRequest(http.MethodPost, "/internal/v1/terminals/term-1/op", strings.NewReader(body))
 	in.Header = post.Header.Clone()
-	if from, ok, err := replicahop.VerifyRequest(kr, in); !ok || err != nil || from != "r1" {
-		t.Fatalf("verify a POST: from %q ok %v err %v", from, ok, err)
+	if got, ok, err := v.VerifyRequest(in); !ok || err != nil || got != hop {
+		t.Fatalf("verify a POST: %+v ok %v err %v", got, ok, err)
 	}
 	if b, _ := io.ReadAll(in.Body); string(b) != body {
 		t.Fatalf("the body after the check: %q", b)
 	}
+	replicahop.SignRequest(kr, hop, post, []byte(body))
 	in = httptest.NewRequest(http.MethodPost, "/internal/v1/terminals/term-1/op", strings.NewReader(`{"operation":"close_session"}`))
 	in.Header = post.Header.Clone()
-	if _, ok, err := replicahop.VerifyRequest(kr, in); ok || !errors.Is(err, replicahop.ErrForged) {
+	if _, ok, err := v.VerifyRequest(in); ok || !errors.Is(err, replicahop.ErrForged) {
 		t.Fatalf("a signed hop with another body: ok %v err %v", ok, err)
 	}
 
 	out, _ := http.NewRequest(http.MethodGet, "http://r0.internal:8080/terminals/term-1/ws?from=12", nil)
-	replicahop.SignRequest(kr, "r1", out, nil)
-	in = httptest.NewRequest(http.MethodGet, "/terminals/term-1/ws?from=12", nil)
-	in.Header = out.Header.Clone()
-	if from, ok, err := replicahop.VerifyRequest(kr, in); !ok || err != nil || from != "r1" {
-		t.Fatalf("verify: from %q ok %v err %v", from, ok, err)
-	}
+	replicahop.SignRequest(kr, hop, out, nil)
 	in = httptest.NewRequest(http.MethodGet, "/terminals/term-1/ws?from=0", nil)
 	in.Header = out.Header.Clone()
-	if _, ok, err := replicahop.VerifyRequest(kr, in); ok || err == nil {
+	if _, ok, err := v.VerifyRequest(in); ok || err == nil {
 		t.Fatal("a hop moved to another query verified")
 	}
-	if _, ok, err := replicahop.VerifyRequest(kr, httptest.NewRequest(http.MethodGet, "/", nil)); ok || err != nil {
+	in = httptest.NewRequest(http.MethodGet, "/terminals/term-1/ws?from=12", nil)
+	in.Header = out.Header.Clone()
+	if got, ok, err := v.VerifyRequest(in); !ok || err != nil || got != hop {
+		t.Fatalf("verify: %+v ok %v err %v", got, ok, err)
+	}
+	if _, ok, err := v.VerifyRequest(httptest.NewRequest(http.MethodGet, "/", nil)); ok || err != nil {
 		t.Fatalf("no header: ok %v err %v", ok, err)
 	}
 }
