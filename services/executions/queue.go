@@ -119,14 +119,7 @@ func (s *Service) Watch(ctx context.Context) error {
 // jobWaiting reports whether a run job of execution id waits to be worked (a job
 // marked running may be a dead replica's, which River rescues only much later).
 func (s *Service) jobWaiting(ctx context.Context, id string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `/* executions.job_waiting */
-		SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'execution.run' AND args @> jsonb_build_object('execution_id', $1::text)
-		               AND state IN ('available', 'pending', 'scheduled', 'retryable'))`, id).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("executions: is a job waiting: %w", err)
-	}
-	return ok, nil
+	return s.jobs.WaitingFor(ctx, runArgs{}.Kind(), "execution_id", id)
 }
 
 // Run is the runner of a service on a queue of its own (Options.Jobs nil): it recovers,

@@ -72,34 +72,37 @@ func (s *Service) recover(ctx context.Context) error {
 // a runner whose lock's connection broke (a database restart) goes on, and must not be
 // declared dead. An execution that cannot be settled is logged and the rest still are.
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
-	q := `/* executions.recover */ SELECT id, coalesce(runner_id::text, '') FROM executions
-		WHERE status IN ('executing', 'rolling_back') ORDER BY created_at`
-	if sweep {
-		// Only what may be orphaned: a step running (its lock tells whether its runner
-		// lives), or no job waiting. One just approved, whose job waits to be picked up,
-		// is left alone: taking its lock could make its runner wait.
-		q = `/* executions.sweep */ SELECT e.id, coalesce(e.runner_id::text, '') FROM executions e
-			WHERE e.status IN ('executing', 'rolling_back')
-			AND (EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running')
-			     OR NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'execution.run'
-			                    AND j.args @> jsonb_build_object('execution_id', e.id::text)
-			                    AND j.state IN ('available', 'pending', 'scheduled', 'retryable')))
-			ORDER BY e.created_at`
-	}
-	rows, err := s.pool.Query(ctx, q)
+	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT e.id, coalesce(e.runner_id::text, ''),
+			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running')
+		FROM executions e WHERE e.status IN ('executing', 'rolling_back') ORDER BY e.created_at`)
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
 	}
-	type orphan struct{ id, runner string }
+	type orphan struct {
+		id, runner  string
+		stepRunning bool
+	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orphan, error) {
 		var o orphan
-		return o, r.Scan(&o.id, &o.runner)
+		return o, r.Scan(&o.id, &o.runner, &o.stepRunning)
 	})
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
 	}
+	var waiting map[string]bool
+	if sweep && len(list) > 0 {
+		// Only what may be orphaned: a step running (its lock tells whether its runner
+		// lives), or no job waiting. One just approved, whose job waits to be picked up,
+		// is left alone: taking its lock could make its runner wait.
+		if waiting, err = s.jobs.Waiting(ctx, runArgs{}.Kind(), "execution_id"); err != nil {
+			return err
+		}
+	}
 	var failed error
 	for _, o := range list {
+		if sweep && !o.stepRunning && waiting[o.id] {
+			continue
+		}
 		if err := s.settleOrphan(ctx, o.id, o.runner, sweep); err != nil {
 			if ctx.Err() != nil {
 				return err

@@ -111,6 +111,42 @@ func (q *Queue) Insert(ctx context.Context, args river.JobArgs, opts *river.Inse
 	return err
 }
 
+// waitingStates are the states of a job that waits to be worked. A job marked running
+// is left out: it may be a dead process's, which River rescues only much later.
+const waitingStates = "'available', 'pending', 'scheduled', 'retryable'"
+
+// Waiting is the set of values its args have under key among the jobs of kind that wait
+// to be worked ("execution_id" of the execution runs waiting).
+func (q *Queue) Waiting(ctx context.Context, kind, key string) (map[string]bool, error) {
+	rows, err := q.pool.Query(ctx, `/* jobs.waiting */ SELECT DISTINCT args->>$2 FROM river_job
+		WHERE kind = $1 AND state IN (`+waitingStates+`) AND args ? $2`, kind, key)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: waiting %s: %w", kind, err)
+	}
+	values, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("jobs: waiting %s: %w", kind, err)
+	}
+	set := make(map[string]bool, len(values))
+	for _, v := range values {
+		set[v] = true
+	}
+	return set, nil
+}
+
+// WaitingFor reports whether a job of kind whose args have value under key waits to be
+// worked.
+func (q *Queue) WaitingFor(ctx context.Context, kind, key, value string) (bool, error) {
+	var ok bool
+	err := q.pool.QueryRow(ctx, `/* jobs.waiting_for */ SELECT EXISTS (SELECT 1 FROM river_job
+		WHERE kind = $1 AND args @> jsonb_build_object($2::text, $3::text) AND state IN (`+waitingStates+`))`,
+		kind, key, value).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("jobs: is a %s job waiting: %w", kind, err)
+	}
+	return ok, nil
+}
+
 // Run works jobs until ctx ends, then lets running jobs finish for up to two minutes
 // before cancelling them.
 func (q *Queue) Run(ctx context.Context) error {
