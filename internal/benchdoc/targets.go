@@ -204,7 +204,11 @@ var Targets = []Target{
 			}
 			if ok3 {
 				hwm, _ := r.Get("BenchmarkServeStartup/tools=10000", "peak-rss-MB")
-				parts = append(parts, fmt.Sprintf("RSS %s MB at 10,000 tools (peak %s MB)", num(rss, 0), num(hwm, 0)))
+				s := fmt.Sprintf("RSS %s MB at 10,000 tools, idle (peak %s MB", num(rss, 0), num(hwm, 0))
+				if busy, ok := r.Get("BenchmarkServeStartup/tools=10000", "rss-busy-MB"); ok {
+					s += fmt.Sprintf(", %s MB right after their discovery", num(busy, 0))
+				}
+				parts = append(parts, s+")")
 				conds = append(conds, rss < 100)
 			}
 			return strings.Join(parts, "; "), verdict(conds...), true

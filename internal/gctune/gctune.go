@@ -6,6 +6,9 @@
 // with a soft memory limit of three times the live heap plus what the runtime holds
 // beside the heap (stacks, metadata), but never under 128 MiB: a small server stays
 // small, a large one never collects more often than at GOGC=200.
+// Once the process goes idle after a burst (a large discovery, a load of calls), the
+// memory that burst left free is given back to the system at once, rather than kept at
+// the heap size the burst reached.
 // GOGC or GOMEMLIMIT in the environment leave the runtime as the operator set it.
 package gctune
 
@@ -21,6 +24,10 @@ const (
 	floor    = 128 << 20 // bytes
 	headroom = 3         // the limit is this many times the live heap
 	every    = time.Second
+	// A second in which the process allocated less than idleAllocs is idle; then free
+	// heap memory of at least idleRetained is given back (once per burst).
+	idleAllocs   = 4 << 20
+	idleRetained = 16 << 20
 )
 
 var once sync.Once
@@ -56,10 +63,13 @@ func follow() {
 		{Name: "/memory/classes/heap/unused:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"},
 		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/gc/heap/allocs:bytes"},
 	}
+	var lastAllocs uint64
+	returned := true // nothing to give back before a first burst
 	for range time.Tick(every) {
 		metrics.Read(samples)
-		var v [6]uint64
+		var v [7]uint64
 		for i, s := range samples {
 			if s.Value.Kind() != metrics.KindUint64 {
 				return // not this runtime's metrics: keep the last limit
@@ -68,5 +78,25 @@ func follow() {
 		}
 		heap := v[2] + v[3] + v[4] + v[5]
 		debug.SetMemoryLimit(Limit(v[0], v[1]-min(heap, v[1])))
+		var release bool
+		release, returned = GiveBack(v[6]-lastAllocs, v[3]+v[4], returned)
+		lastAllocs = v[6]
+		if release {
+			debug.FreeOSMemory()
+		}
 	}
+}
+
+// GiveBack decides, each second, whether to give free heap memory back to the system:
+// allocated is what the process allocated in that second, retained the heap memory not
+// holding objects and not yet given back, returned whether that was done since the
+// last busy second. It reports whether to do it now and the new returned.
+func GiveBack(allocated, retained uint64, returned bool) (release, nowReturned bool) {
+	switch {
+	case allocated >= idleAllocs:
+		return false, false // busy: the memory is about to be used again
+	case returned || retained < idleRetained:
+		return false, returned
+	}
+	return true, true
 }

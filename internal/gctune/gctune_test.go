@@ -43,3 +43,30 @@ func TestStartHonoursTheEnvironment(t *testing.T) {
 		t.Fatalf("memory limit: got %d, want at least %d", got, Limit(0, 0))
 	}
 }
+
+// Free memory goes back once a burst is over: not while busy, not when there is little,
+// and once per burst.
+func TestGiveBack(t *testing.T) {
+	const mib = 1 << 20
+	returned := true
+	for i, step := range []struct {
+		allocated, retained uint64
+		release             bool
+	}{
+		{0, 100 * mib, false},       // idle since the start: nothing was used
+		{50 * mib, 80 * mib, false}, // a burst
+		{200 * mib, 90 * mib, false},
+		{1 * mib, 90 * mib, true},  // idle: give it back
+		{1 * mib, 90 * mib, false}, // and only once
+		{0, 2 * mib, false},
+		{30 * mib, 40 * mib, false}, // the next burst
+		{0, 8 * mib, false},         // over, but little left free
+		{0, 20 * mib, true},         // more became free
+	} {
+		var release bool
+		release, returned = GiveBack(step.allocated, step.retained, returned)
+		if release != step.release {
+			t.Errorf("second %d (%d MiB allocated, %d MiB free): release %v, want %v", i, step.allocated/mib, step.retained/mib, release, step.release)
+		}
+	}
+}
