@@ -264,6 +264,17 @@ func (b *Batch) InsertAfterQuery(head Head) (string, []any) {
 
 func (b *Batch) insert(where string) (string, []any) {
 	n := len(b.recs)
+	if n == 1 {
+		// Most appends are one entry: plain parameters cost the server less than
+		// unpacking fifteen one-element arrays (about 40 µs of a call's wait).
+		r := b.recs[0]
+		return `/* audit.AppendOne */
+		INSERT INTO audit_log (id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip, request_id, payload, prev_hash, hash, result)
+		SELECT $1::bigint, $2::timestamptz, $3::text, $4::uuid, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text,
+			$12::json, $13::bytea, $14::bytea, $15::text` + where,
+			[]any{r.ID, r.At, r.ActorKind, r.ActorID, r.ActorName, r.Action, r.TargetType, r.TargetID, r.TargetName, r.IP, r.RequestID,
+				string(r.Payload), r.PrevHash, r.Hash, r.Result}
+	}
 	ids, ats := make([]int64, n), make([]time.Time, n)
 	actorIDs := make([]*string, n)
 	texts := make([][]string, 10)
