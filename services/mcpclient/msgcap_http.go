@@ -3,12 +3,15 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // capTransport caps what an HTTP server sends, in the http.Client the SDK's SSE and
@@ -20,13 +23,39 @@ type capTransport struct {
 	lim  msgLimit
 }
 
+// drainGrace is how long a response may still be read after its caller's context
+// ended. The SDK hands a call its result as soon as the result's event arrives and reads
+// the rest of the stream behind it, so the connection can carry the next call; the
+// caller cancelling its context on return would cut that short and close the connection
+// instead (a new TCP connection for about one call in four).
+const drainGrace = time.Second
+
 // RoundTrip implements http.RoundTripper: it wraps the response's body in the reader
-// for its Content-Type.
+// for its Content-Type. A caller that gives up before the response's headers arrive
+// ends the request at once; after, the body may be read for drainGrace more.
 func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := t.base.RoundTrip(r)
+	parent := r.Context()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	var answered atomic.Bool
+	stop := context.AfterFunc(parent, func() {
+		if answered.Load() {
+			time.AfterFunc(drainGrace, cancel)
+		} else {
+			cancel()
+		}
+	})
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
 	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		stop()
+		cancel()
 		return resp, err
 	}
+	answered.Store(true)
+	if parent.Err() != nil && stop() {
+		// Ended while the headers came: the grace starts now.
+		time.AfterFunc(drainGrace, cancel)
+	}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: func() { stop(); cancel() }}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "text/event-stream":
 		resp.Body = newEventReader(resp.Body, t.lim)
@@ -41,6 +70,18 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &limitedBody{src: resp.Body, lim: t.lim, left: int64(t.lim.max) + 1}
 	}
 	return resp, nil
+}
+
+// releasingBody ends its request's context once it is closed.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
 }
 
 // CloseIdleConnections lets http.Client.CloseIdleConnections reach the base transport.
