@@ -162,6 +162,10 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 	if err != nil {
 		return nil, err
 	}
+	if res.StatusCode == http.StatusMisdirectedRequest {
+		return nil, fmt.Errorf("replica %s, which runs terminal %s, advertises the address %s, but another replica answers there: "+
+			"give each replica its own --advertise-url", owner.Name, rec.ID, owner.Address)
+	}
 	if res.StatusCode != http.StatusOK {
 		var e struct {
 			Error struct{ Message string } `json:"error"`

@@ -77,9 +77,7 @@ var securityHeaderNames = []string{"Content-Security-Policy", "X-Content-Type-Op
 	"Cross-Origin-Opener-Policy", "Permissions-Policy", "Strict-Transport-Security"}
 
 // securityHeaders sets the CSP with a fresh nonce per request (templ renders it on our
-// script tags) and the other hardening headers. A request that came over TLS, directly
-// or through a trusted proxy that says so (X-Forwarded-Proto), gets HSTS, and its
-// cookies are Secure.
+// script tags) and the other hardening headers, on every answer, refusals included.
 func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		b := make([]byte, 16)
@@ -96,8 +94,18 @@ func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("Cross-Origin-Opener-Policy", "same-origin")
 		h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()")
-		if handlers.OverTLS(req, s.deps.TrustedProxies) {
-			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		return next(c)
+	}
+}
+
+// transportSecurity gives a request that came over TLS — directly, through a trusted
+// proxy that says so (X-Forwarded-Proto), or to the replica that forwarded it (a
+// replica hop's origin) — HSTS and Secure cookies. It runs after replicaHop, which
+// tells it the forwarded client's origin.
+func (s *Server) transportSecurity(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if handlers.OverTLS(c.Request(), s.deps.TrustedProxies) {
+			c.Response().Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
 			handlers.MarkSecure(c)
 		}
 		return next(c)

@@ -65,10 +65,11 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 			return err
 		}}))
 	e.Use(middleware.BodyLimit("4M"))
-	// A forwarded request is checked first: it then carries its client's address and
-	// origin, which the headers (HSTS) and everything after them go by.
-	e.Use(s.replicaHop)
 	e.Use(s.securityHeaders)
+	// A forwarded request is checked before anything that goes by its client: it then
+	// carries that client's address and origin (HSTS, Secure cookies).
+	e.Use(s.replicaHop)
+	e.Use(s.transportSecurity)
 	e.Use(crossOriginProtection())
 	e.Use(s.authenticate)
 

@@ -110,6 +110,12 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 				if res.StatusCode == http.StatusMisdirectedRequest {
 					return errMisdirected
 				}
+				// The owner's answer has its own security headers (its CSP names the
+				// nonce of its page's scripts); this replica's would go out beside them,
+				// and a browser enforces both.
+				for _, h := range securityHeaderNames {
+					c.Response().Header().Del(h)
+				}
 				return nil
 			},
 			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -122,12 +128,6 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 				_, _ = io.WriteString(w, "replica "+owner.Name+", which runs terminal "+id+", did not answer")
 			},
-		}
-		// The owner's answer has its own security headers (its CSP names the nonce of
-		// its page's scripts); this replica's would be sent beside them, and a browser
-		// enforces both.
-		for _, h := range securityHeaderNames {
-			c.Response().Header().Del(h)
 		}
 		proxy.ServeHTTP(c.Response(), c.Request())
 		return nil

@@ -60,6 +60,9 @@ func TestTerminalForwarding(t *testing.T) {
 	if b := body(t, res); res.StatusCode != http.StatusBadGateway || !strings.Contains(b, "another replica answers there: give each replica its own --advertise-url") {
 		t.Fatalf("a terminal whose replica's address leads back here: %d\n%s", res.StatusCode, b)
 	}
+	if res.Header.Get("Content-Security-Policy") == "" {
+		t.Error("the forwarder's own error page lacks its security headers")
+	}
 	self := srv.App.Replicas.Self().ID
 	// Even when a replica's hop reaches here (its address was this one), the terminal is
 	// not forwarded a second time.
@@ -123,6 +126,9 @@ func TestTerminalForwarding(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != h.want {
 			t.Errorf("a %s hop: %d, want %d", h.name, res.StatusCode, h.want)
+		}
+		if res.Header.Get("Content-Security-Policy") == "" || res.Header.Get("X-Frame-Options") == "" {
+			t.Errorf("a %s hop: the answer lacks the security headers", h.name)
 		}
 	}
 

@@ -6,9 +6,9 @@
 // with a soft memory limit of three times the live heap plus what the runtime holds
 // beside the heap (stacks, metadata), but never under 128 MiB: a small server stays
 // small, a large one never collects more often than at GOGC=200.
-// Once the process goes idle after a burst (a large discovery, a load of calls), the
-// memory that burst left free is given back to the system at once, rather than kept at
-// the heap size the burst reached.
+// Once the process has been idle for a few seconds after a burst (a large discovery, a
+// load of calls), the memory that burst left free is given back to the system, rather
+// than kept at the heap size the burst reached.
 // GOGC or GOMEMLIMIT in the environment leave the runtime as the operator set it.
 package gctune
 
@@ -24,10 +24,14 @@ const (
 	floor    = 128 << 20 // bytes
 	headroom = 3         // the limit is this many times the live heap
 	every    = time.Second
-	// A second in which the process allocated less than idleAllocs is idle; then free
-	// heap memory of at least idleRetained is given back (once per burst).
-	idleAllocs   = 4 << 20
-	idleRetained = 16 << 20
+	// A second in which the process allocated less than idleAllocs is idle. After
+	// idleFor idle seconds in a row, free heap memory of at least idleRetained is given
+	// back: once per burst, and at most once every giveBackEvery, so a steady light
+	// load does not make the collector run a full cycle every few seconds.
+	idleAllocs    = 1 << 20
+	idleFor       = 3
+	idleRetained  = 16 << 20
+	giveBackEvery = 30 * time.Second
 )
 
 var once sync.Once
@@ -66,8 +70,8 @@ func follow() {
 		{Name: "/gc/heap/allocs:bytes"},
 	}
 	var lastAllocs uint64
-	returned := true // nothing to give back before a first burst
-	for range time.Tick(every) {
+	g := giver{returned: true} // nothing to give back before a first burst
+	for now := range time.Tick(every) {
 		metrics.Read(samples)
 		var v [7]uint64
 		for i, s := range samples {
@@ -78,8 +82,7 @@ func follow() {
 		}
 		heap := v[2] + v[3] + v[4] + v[5]
 		debug.SetMemoryLimit(Limit(v[0], v[1]-min(heap, v[1])))
-		var release bool
-		release, returned = GiveBack(v[6]-lastAllocs, v[3]+v[4], returned)
+		release := g.tick(now, v[6]-lastAllocs, v[3]+v[4])
 		lastAllocs = v[6]
 		if release {
 			debug.FreeOSMemory()
@@ -87,16 +90,24 @@ func follow() {
 	}
 }
 
-// GiveBack decides, each second, whether to give free heap memory back to the system:
-// allocated is what the process allocated in that second, retained the heap memory not
-// holding objects and not yet given back, returned whether that was done since the
-// last busy second. It reports whether to do it now and the new returned.
-func GiveBack(allocated, retained uint64, returned bool) (release, nowReturned bool) {
-	switch {
-	case allocated >= idleAllocs:
-		return false, false // busy: the memory is about to be used again
-	case returned || retained < idleRetained:
-		return false, returned
+// giver decides, each second, whether to give free heap memory back to the system.
+type giver struct {
+	idle     int       // idle seconds in a row
+	returned bool      // given back since the last busy second
+	last     time.Time // when it last gave back
+}
+
+// tick is one second in which the process allocated allocated bytes and retained
+// is the heap memory holding no objects and not given back yet; true: give it back now.
+func (g *giver) tick(now time.Time, allocated, retained uint64) bool {
+	if allocated >= idleAllocs {
+		g.idle, g.returned = 0, false // busy: the memory is about to be used again
+		return false
 	}
-	return true, true
+	g.idle++
+	if g.returned || g.idle < idleFor || retained < idleRetained || !g.last.IsZero() && now.Sub(g.last) < giveBackEvery {
+		return false
+	}
+	g.returned, g.last = true, now
+	return true
 }

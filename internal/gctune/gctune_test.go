@@ -3,6 +3,7 @@ package gctune
 import (
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestLimit(t *testing.T) {
@@ -44,11 +45,13 @@ func TestStartHonoursTheEnvironment(t *testing.T) {
 	}
 }
 
-// Free memory goes back once a burst is over: not while busy, not when there is little,
-// and once per burst.
+// Free memory goes back once a burst is over and the process stayed idle a few seconds:
+// not while busy, not when there is little, once per burst and at most once every
+// giveBackEvery.
 func TestGiveBack(t *testing.T) {
 	const mib = 1 << 20
-	returned := true
+	g := giver{returned: true}
+	now := time.Unix(0, 0)
 	for i, step := range []struct {
 		allocated, retained uint64
 		release             bool
@@ -56,17 +59,33 @@ func TestGiveBack(t *testing.T) {
 		{0, 100 * mib, false},       // idle since the start: nothing was used
 		{50 * mib, 80 * mib, false}, // a burst
 		{200 * mib, 90 * mib, false},
-		{1 * mib, 90 * mib, true},  // idle: give it back
-		{1 * mib, 90 * mib, false}, // and only once
+		{0, 90 * mib, false}, // idle 1 s
+		{0, 90 * mib, false}, // 2 s
+		{0, 90 * mib, true},  // 3 s: give it back
+		{0, 90 * mib, false}, // and only once
 		{0, 2 * mib, false},
-		{30 * mib, 40 * mib, false}, // the next burst
-		{0, 8 * mib, false},         // over, but little left free
-		{0, 20 * mib, true},         // more became free
+		{30 * mib, 40 * mib, false}, // a light load near the threshold: busy,
+		{0, 40 * mib, false},        // idle,
+		{30 * mib, 40 * mib, false}, // busy,
+		{0, 40 * mib, false},        // idle: never three idle seconds in a row
+		{0, 40 * mib, false},
+		{0, 40 * mib, false}, // three now, but the last release was 8 s ago
 	} {
-		var release bool
-		release, returned = GiveBack(step.allocated, step.retained, returned)
-		if release != step.release {
-			t.Errorf("second %d (%d MiB allocated, %d MiB free): release %v, want %v", i, step.allocated/mib, step.retained/mib, release, step.release)
+		now = now.Add(time.Second)
+		if got := g.tick(now, step.allocated, step.retained); got != step.release {
+			t.Errorf("second %d (%d MiB allocated, %d MiB free): release %v, want %v", i, step.allocated/mib, step.retained/mib, got, step.release)
+		}
+	}
+	// Half a minute after the last release, the next idle spell gives back again, if
+	// there is enough to give.
+	now = now.Add(giveBackEvery)
+	if !g.tick(now, 0, 40*mib) {
+		t.Error("no release half a minute later")
+	}
+	g.tick(now.Add(time.Second), 50*mib, 10*mib)
+	for k := 2; k <= 5; k++ {
+		if g.tick(now.Add(time.Duration(k)*time.Second), 0, 10*mib) {
+			t.Error("released 10 MiB (less than worth it)")
 		}
 	}
 }

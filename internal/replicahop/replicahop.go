@@ -74,8 +74,15 @@ func (s signed) input(method, target string, body []byte) []byte {
 }
 
 // Sign is the header value for a request of method to target (its path and query,
-// url.URL.RequestURI) with body, signed at time at.
+// url.URL.RequestURI) with body, signed at time at. A client address or origin that is
+// not one (ValidClient, ValidOrigin) is left out.
 func Sign(k Keys, h Hop, method, target string, body []byte, at time.Time) string {
+	if !ValidClient(h.Client) {
+		h.Client = ""
+	}
+	if !ValidOrigin(h.Origin) {
+		h.Origin = ""
+	}
 	var n [16]byte
 	_, _ = rand.Read(n[:]) // never fails (crypto/rand)
 	s := signed{Hop: h, ms: at.UnixMilli(), nonce: base64.RawURLEncoding.EncodeToString(n[:])}
@@ -98,6 +105,8 @@ func SignRequest(k Keys, h Hop, r *http.Request, body []byte) {
 var (
 	// ErrForged: the header is malformed or its MAC is wrong.
 	ErrForged = errors.New("replica hop: the signature is not a replica's")
+	// ErrMalformed: a replica signed a client address or origin that is not one.
+	ErrMalformed = errors.New("replica hop: the signed client address or origin is malformed")
 	// ErrStale: the header's time is more than MaxSkew away.
 	ErrStale = errors.New("replica hop: the signature is stale")
 	// ErrReplayed: this replica already accepted a request with the same signature.
@@ -144,22 +153,25 @@ func parse(value string) (signed, []byte, error) {
 			return signed{}, nil, ErrForged
 		}
 	}
-	if s.Client != "" {
-		if _, err := netip.ParseAddr(s.Client); err != nil {
-			return signed{}, nil, ErrForged
-		}
-	}
-	if s.Origin != "" {
-		u, err := url.Parse(s.Origin)
-		if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
-			return signed{}, nil, ErrForged
-		}
-	}
 	mac, err := base64.RawURLEncoding.DecodeString(parts[7])
 	if err != nil || len(mac) == 0 {
 		return signed{}, nil, ErrForged
 	}
 	return s, mac, nil
+}
+
+// ValidOrigin reports whether o is an origin a hop may carry: "http" or "https", a
+// host, nothing else (a Host header the server took may not parse as one).
+func ValidOrigin(o string) bool {
+	u, err := url.Parse(o)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" &&
+		u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil && u.Opaque == ""
+}
+
+// ValidClient reports whether a is a client address a hop may carry.
+func ValidClient(a string) bool {
+	_, err := netip.ParseAddr(a)
+	return err == nil
 }
 
 // Verify checks a header value for a request of method to target with body at now.
@@ -168,6 +180,9 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 	s, mac, err := parse(value)
 	if err != nil || !v.keys.VerifyMAC(s.input(method, target, body), mac) {
 		return Hop{}, ErrForged
+	}
+	if s.Client != "" && !ValidClient(s.Client) || s.Origin != "" && !ValidOrigin(s.Origin) {
+		return Hop{}, ErrMalformed
 	}
 	at := time.UnixMilli(s.ms)
 	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
@@ -178,7 +193,7 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if now.After(v.next) || len(v.seen) >= maxSeen {
+	if now.After(v.next) { // at most once a second, however full
 		for n, until := range v.seen {
 			if now.After(until) {
 				delete(v.seen, n)
@@ -194,7 +209,7 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 	}
 	// Past at+MaxSkew the time check refuses it anyway; MaxSkew more covers a clock
 	// that moves back.
-	v.seen[s.nonce] = at.Add(2 * MaxSkew)
+	v.seen[strings.Clone(s.nonce)] = at.Add(2 * MaxSkew) // not a slice of the whole header
 	return s.Hop, nil
 }
 

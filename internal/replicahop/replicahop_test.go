@@ -89,6 +89,13 @@ func TestHop(t *testing.T) {
 			t.Errorf("a hop signed %s away: got %v, want ErrStale", at.Sub(now), err)
 		}
 	}
+	// A client address or origin that is not one (a Host header the server took but
+	// URLs refuse) is left out by the sender rather than refused by the receiver.
+	odd := replicahop.Hop{From: "r0", To: "id-r1", Client: "not-an-address", Origin: "http://a%zz"}
+	if got, err := v.Verify(replicahop.Sign(kr, odd, http.MethodGet, "/", nil, now), http.MethodGet, "/", nil, now); err != nil ||
+		got != (replicahop.Hop{From: "r0", To: "id-r1"}) {
+		t.Fatalf("a hop with an odd client and origin: %+v, %v", got, err)
+	}
 	// Nonces are forgotten once their hops would be stale anyway: memory stays bounded.
 	later := now.Add(3 * replicahop.MaxSkew)
 	if _, err := v.Verify(replicahop.Sign(kr, hop, http.MethodPost, path, body, later), http.MethodPost, path, body, later); err != nil {

@@ -32,14 +32,18 @@ const drainGrace = time.Second
 
 // RoundTrip implements http.RoundTripper: it wraps the response's body in the reader
 // for its Content-Type. A caller that gives up before the response's headers arrive
-// ends the request at once; after, the body may be read for drainGrace more.
+// ends the request at once; once they arrived, its body may be read for drainGrace
+// more (the server hears of it that much later; the SDK tells it of a cancelled call
+// at once anyway).
 func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	parent := r.Context()
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	var answered atomic.Bool
+	var grace atomic.Pointer[time.Timer]
+	startGrace := func() { grace.Store(time.AfterFunc(drainGrace, cancel)) }
 	stop := context.AfterFunc(parent, func() {
 		if answered.Load() {
-			time.AfterFunc(drainGrace, cancel)
+			startGrace()
 		} else {
 			cancel()
 		}
@@ -52,10 +56,15 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	answered.Store(true)
 	if parent.Err() != nil && stop() {
-		// Ended while the headers came: the grace starts now.
-		time.AfterFunc(drainGrace, cancel)
+		startGrace() // ended while the headers came: the grace starts now
 	}
-	resp.Body = &releasingBody{ReadCloser: resp.Body, release: func() { stop(); cancel() }}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: func() {
+		stop()
+		cancel()
+		if t := grace.Load(); t != nil {
+			t.Stop() // the timer would keep the request's context for the rest of its second
+		}
+	}}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "text/event-stream":
 		resp.Body = newEventReader(resp.Body, t.lim)

@@ -2,8 +2,10 @@ package mcpclient
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,12 +49,48 @@ func TestConnectionsOutliveTheirCalls(t *testing.T) {
 		t.Errorf("%d calls dialed %d new connections; a connection should carry call after call", calls, n)
 	}
 
-	// Giving up while the server has not answered ends the call without waiting.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+}
+
+// At the transport: a request whose caller gives up before the headers arrive ends at
+// once; one whose headers arrived may be read for drainGrace more, then ends too, even
+// when the server never finishes it.
+func TestGivingUpEndsTheRequest(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/headers" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+		}
+		select { // a server that never finishes
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer hs.Close()
+	lim, _ := testLimit(1 << 20)
+	hc := &http.Client{Transport: &capTransport{base: http.DefaultTransport.(*http.Transport).Clone(), lim: lim}}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"ms": 1500}})
-	if err == nil || time.Since(start) > 2*time.Second {
-		t.Fatalf("a call given up after 200 ms: err %v after %s", err, time.Since(start))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/slow", nil)
+	if _, err := hc.Do(req); err == nil || time.Since(start) > 700*time.Millisecond {
+		t.Fatalf("a request given up before its headers: err %v after %s", err, time.Since(start))
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/headers", nil)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	cancel()
+	start = time.Now()
+	_, err = io.ReadAll(res.Body)
+	if took := time.Since(start); err == nil || took > drainGrace+time.Second {
+		t.Fatalf("reading a stream given up after its headers: err %v after %s", err, took)
+	} else if took < drainGrace/2 {
+		t.Fatalf("the stream ended %s after its caller gave up: no grace to read the rest", took)
 	}
 }
