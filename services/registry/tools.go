@@ -57,13 +57,45 @@ const toolColumns = tools.RowColumns + `, t.first_seen, t.last_seen, t.updated_a
 // DefinitionHash is the pin of a tool definition (docs/architecture.md, State machines): SHA-256 over the canonical
 // JSON of its name, title, description, input and output schema and annotations. Key
 // order and whitespace do not change it; any change of meaning does.
+//
+// It writes that JSON itself, in Marshal's order of the keys, and copies a schema that
+// is already canonical (canonjson.IsCanonical) instead of decoding and re-encoding it:
+// a discovery hashes every tool it lists, changed or not, and most schemas arrive as
+// Go's encoding/json wrote them. The bytes are those of
+// canonjson.Marshal(map[string]any{"name": ..., "inputSchema": canonical(...), ...});
+// TestDefinitionHashForm holds it to them.
 func DefinitionHash(d ToolDef) string {
-	v := map[string]any{"name": d.Name, "title": d.Title, "description": d.Description,
-		"inputSchema": canonical(d.InputSchema), "outputSchema": canonical(d.OutputSchema),
-		"annotations": canonical(d.Annotations)}
-	b, _ := canonjson.Marshal(v)
+	b := make([]byte, 0, 128+len(d.Name)+len(d.Title)+len(d.Description)+len(d.InputSchema)+len(d.OutputSchema)+len(d.Annotations))
+	b = append(b, `{"annotations":`...)
+	b = appendCanonical(b, d.Annotations)
+	b = append(b, `,"description":`...)
+	b = appendString(b, d.Description)
+	b = append(b, `,"inputSchema":`...)
+	b = appendCanonical(b, d.InputSchema)
+	b = append(b, `,"name":`...)
+	b = appendString(b, d.Name)
+	b = append(b, `,"outputSchema":`...)
+	b = appendCanonical(b, d.OutputSchema)
+	b = append(b, `,"title":`...)
+	b = appendString(b, d.Title)
+	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// appendCanonical appends the canonical JSON of canonical(raw).
+func appendCanonical(b []byte, raw json.RawMessage) []byte {
+	if canonjson.IsCanonical(raw) {
+		return append(b, raw...)
+	}
+	c, _ := canonjson.Marshal(canonical(raw))
+	return append(b, c...)
+}
+
+// appendString appends s as Marshal writes a string.
+func appendString(b []byte, s string) []byte {
+	c, _ := canonjson.Marshal(s)
+	return append(b, c...)
 }
 
 // canonical decodes raw JSON keeping numbers exact, so re-encoding sorts keys only. An
