@@ -8,8 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -374,7 +377,6 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	}
 	list := make([]listed, 0, len(d.Tools))
 	seen := make(map[string]bool, len(d.Tools))
-	needs := make(map[string]bool)
 	for _, def := range d.Tools {
 		if seen[def.Name] {
 			continue // a server listing one name twice: the first definition wins
@@ -385,9 +387,13 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		if len(bytes.TrimSpace(def.InputSchema)) == 0 || string(bytes.TrimSpace(def.InputSchema)) == "null" {
 			def.InputSchema = json.RawMessage(`{}`)
 		}
-		hash := DefinitionHash(def)
-		list = append(list, listed{def, hash})
-		if cur, ok := byName[def.Name]; ok && cur.DefinitionHash != hash {
+		list = append(list, listed{def: def})
+	}
+	// Hashing is most of the work for a list that has not changed: on every CPU.
+	parallel(len(list), func(i int) { list[i].hash = DefinitionHash(list[i].def) })
+	needs := make(map[string]bool)
+	for _, l := range list {
+		if cur, ok := byName[l.def.Name]; ok && cur.DefinitionHash != l.hash {
 			needs[cur.ID] = true
 		}
 	}
@@ -490,6 +496,27 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		}
 	}
 	return res, nil
+}
+
+// parallel calls fn(0) … fn(n-1) on GOMAXPROCS goroutines (one for a short list).
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), (n+255)/256)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // awaitsValidation reports whether a tool in this state has a definition not validated

@@ -202,65 +202,115 @@ type judgement struct {
 	validated []int // indexes of the tools that end validated
 }
 
-// judge validates tools (services/schema) on every CPU: the checks are pure and a large
-// discovery brings thousands. Results are in the order of tools.
+// judge validates tools (services/schema) on every CPU. Results are in the order of tools.
 func judge(tools []toolstate.Pending, actor string) (judgement, error) {
-	j := judgement{out: make([]toolstate.Outcome, len(tools)), worst: make([]*string, len(tools)),
-		rows: make([][]any, len(tools))}
-	findings := make([][]schema.Finding, len(tools))
-	encoded := make([]json.RawMessage, len(tools))
-	errs := make([]error, len(tools))
-	workers := min(runtime.GOMAXPROCS(0), (len(tools)+63)/64)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(tools) {
-					return
-				}
-				findings[i] = schema.ValidateTool(tools[i].Def)
-				encoded[i], errs[i] = json.Marshal(findings[i])
-			}
-		}()
+	return startJudging(tools, nil).result(actor)
+}
+
+// judging is a validation of many tools under way: the checks are pure and a large
+// discovery brings thousands, so they run on every CPU while the caller writes what
+// it can (StoreDiscovery streams each new tool to PostgreSQL as soon as its state is known).
+type judging struct {
+	tools    []toolstate.Pending
+	findings [][]schema.Finding
+	encoded  []json.RawMessage
+	errs     []error
+	done     []chan struct{}
+	wg       sync.WaitGroup
+}
+
+// startJudging starts validating tools: those at the indexes first first, in that order,
+// then the rest.
+func startJudging(tools []toolstate.Pending, first []int) *judging {
+	n := len(tools)
+	j := &judging{tools: tools, findings: make([][]schema.Finding, n), encoded: make([]json.RawMessage, n),
+		errs: make([]error, n), done: make([]chan struct{}, n)}
+	for i := range j.done {
+		j.done[i] = make(chan struct{})
 	}
-	wg.Wait()
-	for i, t := range tools {
-		if errs[i] != nil {
-			return judgement{}, fmt.Errorf("toolstate: findings: %w", errs[i])
+	order := make([]int, 0, n)
+	queued := make([]bool, n)
+	for _, i := range first {
+		if !queued[i] {
+			queued[i] = true
+			order = append(order, i)
 		}
-		fs := findings[i]
+	}
+	for i := range n {
+		if !queued[i] {
+			order = append(order, i)
+		}
+	}
+	var next atomic.Int64
+	for range max(1, min(runtime.GOMAXPROCS(0), (n+63)/64)) {
+		j.wg.Go(func() {
+			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
+				i := order[k]
+				j.findings[i] = schema.ValidateTool(tools[i].Def)
+				j.encoded[i], j.errs[i] = json.Marshal(j.findings[i])
+				close(j.done[i])
+			}
+		})
+	}
+	return j
+}
+
+// verdict waits for tool i and returns the state validation leaves it in and its worst
+// finding (nil: clean).
+func (j *judging) verdict(i int) (string, *string) {
+	<-j.done[i]
+	fs := j.findings[i]
+	var w *string
+	if worst := schema.Worst(fs); worst != "" {
+		s := string(worst)
+		w = &s
+	}
+	switch t := j.tools[i]; t.Status {
+	case toolstate.Discovered, toolstate.Updating, toolstate.Validated, toolstate.Invalid:
+		if schema.Blocking(fs) {
+			return toolstate.Invalid, w
+		}
+		return toolstate.Validated, w
+	default:
+		return t.Status, w
+	}
+}
+
+// result waits for every tool and returns the judgement.
+func (j *judging) result(actor string) (judgement, error) {
+	j.wg.Wait()
+	tools := j.tools
+	r := judgement{out: make([]toolstate.Outcome, len(tools)), worst: make([]*string, len(tools)),
+		rows: make([][]any, len(tools))}
+	for i, t := range tools {
+		if j.errs[i] != nil {
+			return judgement{}, fmt.Errorf("toolstate: findings: %w", j.errs[i])
+		}
+		fs := j.findings[i]
 		worst := schema.Worst(fs)
 		blocking := schema.Blocking(fs)
 		o := toolstate.Outcome{ID: t.ID, Status: t.Status, Worst: worst, Findings: fs}
-		var w *string
-		if worst != "" {
-			s := string(worst)
-			w = &s
-		}
-		j.rows[i] = []any{uuidArg(t.ID), t.Hash, "schema", !blocking, w, encoded[i], actor}
-		j.worst[i] = w
+		_, w := j.verdict(i)
+		r.rows[i] = []any{uuidArg(t.ID), t.Hash, "schema", !blocking, w, j.encoded[i], actor}
+		r.worst[i] = w
 		switch t.Status {
 		case toolstate.Discovered, toolstate.Updating, toolstate.Validated, toolstate.Invalid:
 			to, reason := toolstate.Validated, summary(fs)
 			if blocking {
 				to = toolstate.Invalid
 			}
-			j.moves = append(j.moves,
+			r.moves = append(r.moves,
 				toolstate.Move{ToolID: t.ID, From: t.Status, To: toolstate.Validating, Reason: "validating definition " + short(t.Hash), Actor: actor},
 				toolstate.Move{ToolID: t.ID, From: toolstate.Validating, To: to, Reason: reason, Actor: actor,
 					Metadata: map[string]any{"definition_hash": t.Hash, "worst": worst}})
 			o.Status = to
 			if to == toolstate.Validated {
-				j.validated = append(j.validated, i)
+				r.validated = append(r.validated, i)
 			}
 		}
-		j.out[i] = o
+		r.out[i] = o
 	}
-	return j, nil
+	return r, nil
 }
 
 func copyValidations(ctx context.Context, tx pgx.Tx, rows [][]any) error {

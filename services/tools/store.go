@@ -97,51 +97,46 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if err := sortByName(ctx, tx, pending); err != nil {
 		return nil, err
 	}
-	var j judgement
-	if len(pending) > 0 {
-		var err error
-		if j, err = judge(pending, w.Actor); err != nil {
-			return nil, err
+	// Validation runs on every CPU meanwhile; the new tools first, in the order the
+	// COPY below sends them, each as soon as its state is known.
+	at := make(map[string]int, len(pending))
+	for i, p := range pending {
+		at[p.ID] = i
+	}
+	first := make([]int, len(w.New))
+	for k, t := range w.New {
+		first[k] = at[t.ID]
+	}
+	jg := startJudging(pending, first)
+
+	if len(w.New) > 0 {
+		src := &newTools{serverID: uuidArg(serverID), tools: w.New, at: at, judging: jg, i: -1}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"id", "server_id", "name", "title",
+			"description", "input_schema", "output_schema", "annotations", "definition", "definition_hash",
+			"status", "validation_worst"}, src); err != nil {
+			return nil, fmt.Errorf("insert tools: %w", err)
 		}
 	}
-	final := make(map[string]verdict, len(pending))
-	for i, p := range pending {
-		final[p.ID] = verdict{status: j.out[i].Status, worst: j.worst[i]}
-	}
-
 	batch := &pgx.Batch{}
 	for _, r := range w.Relisted {
 		if r.Definition == nil {
 			batch.Queue(`/* tools.StoreDiscovery.restore */ UPDATE mcp_tools SET available = true, last_seen = now(), updated_at = now() WHERE id = $1`, r.ID)
 			continue
 		}
-		d, v := r.Definition, final[r.ID]
+		d := r.Definition
+		status, worst := jg.verdict(at[r.ID])
 		batch.Queue(`/* tools.StoreDiscovery.update */
 				UPDATE mcp_tools SET title = $2, description = $3, input_schema = $4, output_schema = $5,
 					annotations = $6, definition = $7, definition_hash = $8, version_major = $9, version_minor = $10,
 					status = $11, validation_worst = $12, available = true, last_seen = now(), updated_at = now()
 				WHERE id = $1`, r.ID, d.Title, d.Description, d.InputSchema, nullJSON(d.OutputSchema),
-			nullJSON(d.Annotations), d.Raw, d.Hash, r.VersionMajor, r.VersionMinor, v.status, v.worst)
+			nullJSON(d.Annotations), d.Raw, d.Hash, r.VersionMajor, r.VersionMinor, status, worst)
 	}
 	if len(w.Gone) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.unavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, w.Gone)
 	}
 	if len(w.Seen) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.seen */ UPDATE mcp_tools SET last_seen = now() WHERE server_id = $1 AND name = ANY($2)`, serverID, w.Seen)
-	}
-	if len(w.New) > 0 {
-		server := uuidArg(serverID)
-		rows := make([][]any, len(w.New))
-		for i, t := range w.New {
-			v := final[t.ID]
-			rows[i] = []any{uuidArg(t.ID), server, t.Name, t.Title, t.Description, t.InputSchema,
-				nullJSON(t.OutputSchema), nullJSON(t.Annotations), t.Raw, t.Hash, v.status, v.worst}
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"id", "server_id", "name", "title",
-			"description", "input_schema", "output_schema", "annotations", "definition", "definition_hash",
-			"status", "validation_worst"}, pgx.CopyFromRows(rows)); err != nil {
-			return nil, fmt.Errorf("insert tools: %w", err)
-		}
 	}
 	if batch.Len() > 0 {
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
@@ -154,8 +149,8 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		ids, froms, tos, worsts := make([]string, len(w.Waiting)), make([]string, len(w.Waiting)),
 			make([]string, len(w.Waiting)), make([]*string, len(w.Waiting))
 		for i, p := range w.Waiting {
-			v := final[p.ID]
-			ids[i], froms[i], tos[i], worsts[i] = p.ID, p.Status, v.status, v.worst
+			status, worst := jg.verdict(at[p.ID])
+			ids[i], froms[i], tos[i], worsts[i] = p.ID, p.Status, status, worst
 		}
 		rows, err := tx.Query(ctx, `/* tools.StoreDiscovery.waiting */
 			UPDATE mcp_tools t SET status = u.to_status, validation_worst = u.worst, updated_at = now()
@@ -183,6 +178,10 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		}
 		return nil, nil
 	}
+	j, err := jg.result(w.Actor)
+	if err != nil {
+		return nil, err
+	}
 	if err := copyValidations(ctx, tx, j.rows); err != nil {
 		return nil, err
 	}
@@ -196,10 +195,23 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	return j.out, autoEnable(ctx, tx, j.out, j.validated)
 }
 
-// verdict is where validation leaves a tool.
-type verdict struct {
-	status string
-	worst  *string
+// newTools is the COPY source of a discovery's new tools: each row goes as soon as the
+// tool's validation has decided its state.
+type newTools struct {
+	serverID any
+	tools    []NewTool
+	at       map[string]int // tool id → index in judging
+	judging  *judging
+	i        int
+}
+
+func (s *newTools) Next() bool { s.i++; return s.i < len(s.tools) }
+func (s *newTools) Err() error { return nil }
+func (s *newTools) Values() ([]any, error) {
+	t := s.tools[s.i]
+	status, worst := s.judging.verdict(s.at[t.ID])
+	return []any{uuidArg(t.ID), s.serverID, t.Name, t.Title, t.Description, t.InputSchema,
+		nullJSON(t.OutputSchema), nullJSON(t.Annotations), t.Raw, t.Hash, status, worst}, nil
 }
 
 func (d Definition) tool(name string) schema.Tool {
