@@ -81,8 +81,9 @@ type DiscoveryWrite struct {
 // stores: the same rows, history and events. But the definitions are validated first,
 // on every CPU, so each new tool is inserted once with its final state (one COPY) and
 // each changed one updated once, instead of being written again for its findings and
-// for each move: a row written in its own transaction is checked against its server's
-// foreign key again on every update, and every index takes each new version.
+// for each move: PostgreSQL checks a row updated in the transaction that inserted it
+// against its server's foreign key again, and every index of mcp_tools takes each new
+// version of a row.
 func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w DiscoveryWrite) ([]toolstate.Outcome, error) {
 	pending := make([]toolstate.Pending, 0, len(w.New)+len(w.Relisted)+len(w.Waiting))
 	for _, t := range w.New {
