@@ -251,6 +251,11 @@ func sortByName(ctx context.Context, tx pgx.Tx, ts []toolstate.Pending) error {
 		slices.SortStableFunc(ts, func(a, b toolstate.Pending) int { return strings.Compare(a.Def.Name, b.Def.Name) })
 		return nil
 	}
+	return sortByNameInDB(ctx, tx, ts)
+}
+
+// sortByNameInDB orders tools by name as the database's collation orders them.
+func sortByNameInDB(ctx context.Context, tx pgx.Tx, ts []toolstate.Pending) error {
 	names := make([]string, len(ts))
 	for i, t := range ts {
 		names[i] = t.Def.Name
