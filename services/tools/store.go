@@ -119,19 +119,28 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		}
 	}
 	batch := &pgx.Batch{}
+	var changed changedTools
 	for _, r := range w.Relisted {
 		if r.Definition == nil {
 			batch.Queue(`/* tools.StoreDiscovery.restore */ UPDATE mcp_tools SET available = true, last_seen = now(), updated_at = now() WHERE id = $1`, r.ID)
 			continue
 		}
-		d := r.Definition
 		status, worst := jg.verdict(at[r.ID])
+		changed.add(r, status, worst)
+	}
+	if len(changed.ids) > 0 {
+		// One statement for every changed tool: a statement per tool costs its own
+		// round of parse, plan and execute in PostgreSQL, thousands of them seconds.
 		batch.Queue(`/* tools.StoreDiscovery.update */
-				UPDATE mcp_tools SET title = $2, description = $3, input_schema = $4, output_schema = $5,
-					annotations = $6, definition = $7, definition_hash = $8, version_major = $9, version_minor = $10,
-					status = $11, validation_worst = $12, available = true, last_seen = now(), updated_at = now()
-				WHERE id = $1`, r.ID, d.Title, d.Description, d.InputSchema, nullJSON(d.OutputSchema),
-			nullJSON(d.Annotations), d.Raw, d.Hash, r.VersionMajor, r.VersionMinor, status, worst)
+				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
+					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
+					definition_hash = u.hash, version_major = u.major, version_minor = u.minor, status = u.status,
+					validation_worst = u.worst, available = true, last_seen = now(), updated_at = now()
+				FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+					$9::int[], $10::int[], $11::text[], $12::text[])
+					AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst)
+				WHERE t.id = u.id`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
+			changed.annotations, changed.raws, changed.hashes, changed.majors, changed.minors, changed.statuses, changed.worsts)
 	}
 	if len(w.Gone) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.unavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, w.Gone)
@@ -194,6 +203,44 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		return nil, err
 	}
 	return j.out, autoEnable(ctx, tx, j.out, j.validated)
+}
+
+// changedTools are the columns of the changed tools' update, one array each.
+type changedTools struct {
+	ids, titles, descriptions, hashes, statuses []string
+	inputs, outputs, annotations, raws, worsts []*string
+	majors, minors                             []int32
+}
+
+func (c *changedTools) add(r Relisted, status string, worst *string) {
+	d := r.Definition
+	// As the columns took these values as parameters: output schema and annotations
+	// through nullJSON, the others as they are (nil is NULL).
+	text := func(raw json.RawMessage) *string {
+		if raw == nil {
+			return nil
+		}
+		s := string(raw)
+		return &s
+	}
+	nullText := func(raw json.RawMessage) *string {
+		if v, ok := nullJSON(raw).(json.RawMessage); ok {
+			return text(v)
+		}
+		return nil
+	}
+	c.ids = append(c.ids, r.ID)
+	c.titles = append(c.titles, d.Title)
+	c.descriptions = append(c.descriptions, d.Description)
+	c.inputs = append(c.inputs, text(d.InputSchema))
+	c.outputs = append(c.outputs, nullText(d.OutputSchema))
+	c.annotations = append(c.annotations, nullText(d.Annotations))
+	c.raws = append(c.raws, text(d.Raw))
+	c.hashes = append(c.hashes, d.Hash)
+	c.majors = append(c.majors, int32(r.VersionMajor))
+	c.minors = append(c.minors, int32(r.VersionMinor))
+	c.statuses = append(c.statuses, status)
+	c.worsts = append(c.worsts, worst)
 }
 
 // newTools is the COPY source of a discovery's new tools: each row goes as soon as the
