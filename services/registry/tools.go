@@ -222,9 +222,7 @@ func typeOf(raw json.RawMessage) string {
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
-	ca, _ := canonjson.Marshal(canonical(a))
-	cb, _ := canonjson.Marshal(canonical(b))
-	return bytes.Equal(ca, cb)
+	return bytes.Equal(appendCanonical(nil, a), appendCanonical(nil, b))
 }
 
 // Discovery is one completed tools/list sweep to store.
@@ -405,11 +403,18 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	if err := readDefinitions(ctx, tx, slices.Collect(maps.Keys(needs)), byName); err != nil {
 		return res, err
 	}
+	// The diffs of changed tools, on every CPU too.
+	diffs := make([][]Change, len(list))
+	parallel(len(list), func(i int) {
+		if cur, ok := byName[list[i].def.Name]; ok && cur.DefinitionHash != list[i].hash {
+			diffs[i] = Diff(cur.def, list[i].def)
+		}
+	})
 
 	var schemaRows [][]any
 	w := tools.DiscoveryWrite{Actor: actor}
 	written := make(map[string]bool)
-	for _, l := range list {
+	for i, l := range list {
 		def, hash := l.def, l.hash
 		in := def.InputSchema
 		raw := def.Raw
@@ -437,7 +442,7 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 			res.Updated++
 			note(def.Name)
 		default:
-			changes := Diff(cur.def, def)
+			changes := diffs[i]
 			breaking := slices.ContainsFunc(changes, func(c Change) bool { return c.Breaking })
 			major, minor := cur.VersionMajor, cur.VersionMinor+1
 			if breaking {
