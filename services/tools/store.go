@@ -208,8 +208,8 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 // changedTools are the columns of the changed tools' update, one array each.
 type changedTools struct {
 	ids, titles, descriptions, hashes, statuses []string
-	inputs, outputs, annotations, raws, worsts []*string
-	majors, minors                             []int32
+	inputs, outputs, annotations, raws, worsts  []*string
+	majors, minors                              []int32
 }
 
 func (c *changedTools) add(r Relisted, status string, worst *string) {
