@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -66,28 +67,45 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 }
 
 // listTools follows nextCursor to the end. It fails rather than return a partial list:
-// a repeated cursor, too many pages or any error means no list at all.
+// a repeated cursor, too many pages or any error means no list at all. Each page's
+// tools are converted (toolDef marshals each one) on another goroutine while the next
+// page is fetched.
 func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progress func(pages, tools int)) ([]registry.ToolDef, int, error) {
-	var out []registry.ToolDef
+	var pageDefs [][]registry.ToolDef
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	seen := map[string]bool{}
 	cursor := ""
-	pages := 0
+	pages, total := 0, 0
 	for {
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
 			return nil, pages, fmt.Errorf("tools/list page %d: %w", pages+1, err)
 		}
 		pages++
+		listed := make([]*mcp.Tool, 0, len(res.Tools))
 		for _, t := range res.Tools {
-			if t == nil {
-				continue
+			if t != nil {
+				listed = append(listed, t)
 			}
-			out = append(out, toolDef(t))
 		}
+		total += len(listed)
+		defs := make([]registry.ToolDef, len(listed))
+		pageDefs = append(pageDefs, defs)
+		wg.Go(func() {
+			for i, t := range listed {
+				defs[i] = toolDef(t)
+			}
+		})
 		if progress != nil {
-			progress(pages, len(out))
+			progress(pages, total)
 		}
 		if res.NextCursor == "" {
+			wg.Wait()
+			var out []registry.ToolDef
+			for _, defs := range pageDefs {
+				out = append(out, defs...)
+			}
 			return out, pages, nil
 		}
 		if seen[res.NextCursor] {

@@ -575,3 +575,55 @@ func TestDiscoveryActor(t *testing.T) {
 		t.Fatalf("audit: got %v, want alice on %s", got, sv.ID)
 	}
 }
+
+// TestApplyDiscoveryValidatesWaitingTools: a tool of the server still awaiting validation
+// (left discovered or updating, as an older version or an interrupted writer could leave
+// it) is validated by the next discovery, listed unchanged or no longer listed, as any
+// new definition is: its moves, findings and event, and its worst finding on the row.
+func TestApplyDiscoveryValidatesWaitingTools(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("waiting"))
+	f.discover(sv.ID, discovery("connect", threeTools()...))
+	tools := f.toolsByName(sv.ID)
+	echo, ping := tools["echo"].ID, tools["ping"].ID
+	f.exec(`UPDATE mcp_tools SET status = 'discovered', validation_worst = NULL WHERE id = $1`, echo)
+	f.exec(`UPDATE mcp_tools SET status = 'updating', validation_worst = NULL WHERE id = $1`, ping)
+	before := len(f.eventPayloads("tool.state"))
+
+	res := f.discover(sv.ID, discovery("connect", threeTools()[:2]...)) // ping is no longer listed
+	wantResult(t, "run with waiting tools", res, 0, 0, 2, 1)
+	if res.Validated != 2 || res.Invalid != 0 {
+		t.Fatalf("got validated %d invalid %d, want the 2 waiting tools validated", res.Validated, res.Invalid)
+	}
+	after := f.toolsByName(sv.ID)
+	if tl := after["echo"]; tl.Status != "validated" || !tl.Available {
+		t.Fatalf("echo: got %s, available %v; want validated, available", tl.Status, tl.Available)
+	}
+	if tl := after["ping"]; tl.Status != "validated" || tl.Available {
+		t.Fatalf("ping: got %s, available %v; want validated, unavailable", tl.Status, tl.Available)
+	}
+	if got, want := f.transitions(echo), append(slices.Clone(newTool), "discovered→validating", "validating→validated"); !slices.Equal(got, want) {
+		t.Fatalf("echo history: got %v, want %v", got, want)
+	}
+	if got, want := f.transitions(ping), append(slices.Clone(newTool), "updating→validating", "validating→validated"); !slices.Equal(got, want) {
+		t.Fatalf("ping history: got %v, want %v", got, want)
+	}
+	for _, id := range []string{echo, ping} {
+		if n := f.count(`SELECT count(*) FROM tool_validations WHERE tool_id = $1`, id); n != 2 {
+			t.Fatalf("tool %s: got %d validations, want 2", id, n)
+		}
+		if got := f.strings(`SELECT coalesce(validation_worst, '') FROM mcp_tools WHERE id = $1`, id); !slices.Equal(got, []string{"warning"}) {
+			t.Fatalf("tool %s validation_worst: got %v, want warning", id, got)
+		}
+	}
+	ev := f.eventPayloads("tool.state")
+	if len(ev) != before+1 || ev[len(ev)-1]["count"] != float64(2) {
+		t.Fatalf("tool.state events: got %v after %d, want one more, for 2 tools", ev, before)
+	}
+	changes, _ := ev[len(ev)-1]["changes"].([]any)
+	if len(changes) != 2 || changes[0].(map[string]any)["id"] != echo || changes[1].(map[string]any)["from"] != "updating" ||
+		changes[1].(map[string]any)["to"] != "validated" {
+		t.Fatalf("tool.state changes: got %v, want echo then ping (by name), ping from updating to validated", changes)
+	}
+}

@@ -8,17 +8,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
@@ -55,13 +60,45 @@ const toolColumns = tools.RowColumns + `, t.first_seen, t.last_seen, t.updated_a
 // DefinitionHash is the pin of a tool definition (docs/architecture.md, State machines): SHA-256 over the canonical
 // JSON of its name, title, description, input and output schema and annotations. Key
 // order and whitespace do not change it; any change of meaning does.
+//
+// It writes that JSON itself, in Marshal's order of the keys, and copies a schema that
+// is already canonical (canonjson.IsCanonical) instead of decoding and re-encoding it:
+// a discovery hashes every tool it lists, changed or not, and most schemas arrive as
+// Go's encoding/json wrote them. The bytes are those of
+// canonjson.Marshal(map[string]any{"name": ..., "inputSchema": canonical(...), ...});
+// TestDefinitionHashForm holds it to them.
 func DefinitionHash(d ToolDef) string {
-	v := map[string]any{"name": d.Name, "title": d.Title, "description": d.Description,
-		"inputSchema": canonical(d.InputSchema), "outputSchema": canonical(d.OutputSchema),
-		"annotations": canonical(d.Annotations)}
-	b, _ := canonjson.Marshal(v)
+	b := make([]byte, 0, 128+len(d.Name)+len(d.Title)+len(d.Description)+len(d.InputSchema)+len(d.OutputSchema)+len(d.Annotations))
+	b = append(b, `{"annotations":`...)
+	b = appendCanonical(b, d.Annotations)
+	b = append(b, `,"description":`...)
+	b = appendString(b, d.Description)
+	b = append(b, `,"inputSchema":`...)
+	b = appendCanonical(b, d.InputSchema)
+	b = append(b, `,"name":`...)
+	b = appendString(b, d.Name)
+	b = append(b, `,"outputSchema":`...)
+	b = appendCanonical(b, d.OutputSchema)
+	b = append(b, `,"title":`...)
+	b = appendString(b, d.Title)
+	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// appendCanonical appends the canonical JSON of canonical(raw).
+func appendCanonical(b []byte, raw json.RawMessage) []byte {
+	if canonjson.IsCanonical(raw) {
+		return append(b, raw...)
+	}
+	c, _ := canonjson.Marshal(canonical(raw))
+	return append(b, c...)
+}
+
+// appendString appends s as Marshal writes a string.
+func appendString(b []byte, s string) []byte {
+	c, _ := canonjson.Marshal(s)
+	return append(b, c...)
 }
 
 // canonical decodes raw JSON keeping numbers exact, so re-encoding sorts keys only. An
@@ -185,9 +222,7 @@ func typeOf(raw json.RawMessage) string {
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
-	ca, _ := canonjson.Marshal(canonical(a))
-	cb, _ := canonjson.Marshal(canonical(b))
-	return bytes.Equal(ca, cb)
+	return bytes.Equal(appendCanonical(nil, a), appendCanonical(nil, b))
 }
 
 // Discovery is one completed tools/list sweep to store.
@@ -215,12 +250,6 @@ type DiscoveryResult struct {
 	Invalid   int      `json:"invalid"`           // of those, tools with critical or error findings
 }
 
-// defOf is a stored tool's definition as discovery compares it.
-func defOf(t tools.Row) ToolDef {
-	return ToolDef{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
-		OutputSchema: t.OutputSchema, Annotations: t.Annotations}
-}
-
 // ApplyDiscovery stores the complete tool list of a server in one transaction: new tools
 // are inserted as discovered, changed ones get a new version and move to updating,
 // both are then validated (→ validated or invalid, services/toolstate), missing ones are
@@ -241,24 +270,28 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 			}
 			return err
 		}
-		rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.load */ SELECT `+tools.RowColumns+tools.RowFrom+`
-			WHERE t.server_id = $1`, serverID)
+		// What the comparison needs of each stored tool; the definitions themselves
+		// are read only for the tools that changed (applyTools).
+		rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.load */
+			SELECT id::text, name, status, available, definition_hash, version_major, version_minor
+			FROM mcp_tools WHERE server_id = $1`, serverID)
 		if err != nil {
 			return err
 		}
-		existing, err := pgx.CollectRows(rows, pgx.RowToStructByName[tools.Row])
+		existing, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (storedTool, error) {
+			var t storedTool
+			err := r.Scan(&t.ID, &t.Name, &t.Status, &t.Available, &t.DefinitionHash, &t.VersionMajor, &t.VersionMinor)
+			return t, err
+		})
 		if err != nil {
 			return err
 		}
-		byName := make(map[string]tools.Row, len(existing))
-		for _, t := range existing {
-			byName[t.Name] = t
+		byName := make(map[string]*storedTool, len(existing))
+		for i := range existing {
+			byName[existing[i].Name] = &existing[i]
 		}
 		res, err = s.applyTools(ctx, tx, serverID, d, byName)
 		if err != nil {
-			return err
-		}
-		if err := validatePending(ctx, tx, serverID, d.Actor.Name, &res); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.run */
@@ -307,10 +340,23 @@ func nilIfNil[T any](v []T) any {
 	return v
 }
 
-// applyTools computes the difference and writes it with as few round trips as the
-// change needs: the tools through tools.StoreDiscovery, then one COPY for their new
-// versions and one for their history.
-func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d Discovery, byName map[string]tools.Row) (DiscoveryResult, error) {
+// storedTool is what discovery compares of a stored tool; def is read only when needed.
+type storedTool struct {
+	ID             string
+	Name           string
+	Status         string
+	Available      bool
+	DefinitionHash string
+	VersionMajor   int
+	VersionMinor   int
+	def            ToolDef
+}
+
+// applyTools computes the difference and writes it, with the validation of every new
+// definition, through tools.StoreDiscovery (one COPY for new tools, one batch for the
+// rest), then one COPY for the new versions. Hashing is the only work done for a tool
+// listed unchanged.
+func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d Discovery, byName map[string]*storedTool) (DiscoveryResult, error) {
 	res := DiscoveryResult{Total: len(d.Tools), Pages: d.Pages}
 	note := func(name string) {
 		if len(res.Changed) < 50 {
@@ -321,8 +367,13 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	if actor == "" {
 		actor = "system"
 	}
-	var schemaRows, historyRows [][]any
-	var w tools.DiscoveryWrite
+	// A changed tool's old definition is diffed against the new one, and a tool still
+	// awaiting validation is validated: read those definitions, and only those.
+	type listed struct {
+		def  ToolDef
+		hash string
+	}
+	list := make([]listed, 0, len(d.Tools))
 	seen := make(map[string]bool, len(d.Tools))
 	for _, def := range d.Tools {
 		if seen[def.Name] {
@@ -334,8 +385,38 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		if len(bytes.TrimSpace(def.InputSchema)) == 0 || string(bytes.TrimSpace(def.InputSchema)) == "null" {
 			def.InputSchema = json.RawMessage(`{}`)
 		}
+		list = append(list, listed{def: def})
+	}
+	// Hashing is most of the work for a list that has not changed: on every CPU.
+	parallel(len(list), func(i int) { list[i].hash = DefinitionHash(list[i].def) })
+	needs := make(map[string]bool)
+	for _, l := range list {
+		if cur, ok := byName[l.def.Name]; ok && cur.DefinitionHash != l.hash {
+			needs[cur.ID] = true
+		}
+	}
+	for _, cur := range byName {
+		if awaitsValidation(cur.Status) {
+			needs[cur.ID] = true
+		}
+	}
+	if err := readDefinitions(ctx, tx, slices.Collect(maps.Keys(needs)), byName); err != nil {
+		return res, err
+	}
+	// The diffs of changed tools, on every CPU too.
+	diffs := make([][]Change, len(list))
+	parallel(len(list), func(i int) {
+		if cur, ok := byName[list[i].def.Name]; ok && cur.DefinitionHash != list[i].hash {
+			diffs[i] = Diff(cur.def, list[i].def)
+		}
+	})
+
+	var schemaRows [][]any
+	w := tools.DiscoveryWrite{Actor: actor}
+	written := make(map[string]bool)
+	for i, l := range list {
+		def, hash := l.def, l.hash
 		in := def.InputSchema
-		hash := DefinitionHash(def)
 		raw := def.Raw
 		if len(raw) == 0 {
 			raw, _ = json.Marshal(map[string]any{"name": def.Name})
@@ -347,8 +428,9 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		case !ok:
 			id := uuid.NewString()
 			w.New = append(w.New, tools.NewTool{ID: id, Name: def.Name, Definition: stored})
-			schemaRows = append(schemaRows, []any{id, 1, 0, hash, raw, false, json.RawMessage(`[]`)})
-			historyRows = append(historyRows, []any{id, nil, ToolDiscovered, "discovered by " + d.Trigger + " discovery", actor, json.RawMessage(`{}`)})
+			schemaRows = append(schemaRows, []any{uuidArg(id), int32(1), int32(0), hash, raw, false, json.RawMessage(`[]`)})
+			w.History = append(w.History, tools.HistoryRow{ToolID: id, To: ToolDiscovered,
+				Reason: "discovered by " + d.Trigger + " discovery", Actor: actor})
 			res.Added++
 			note(def.Name)
 		case cur.DefinitionHash == hash && cur.Available:
@@ -356,11 +438,11 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 			res.Unchanged++
 		case cur.DefinitionHash == hash:
 			// Listed again after being missing: the same definition, available again.
-			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID})
+			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name})
 			res.Updated++
 			note(def.Name)
 		default:
-			changes := Diff(defOf(cur), def)
+			changes := diffs[i]
 			breaking := slices.ContainsFunc(changes, func(c Change) bool { return c.Breaking })
 			major, minor := cur.VersionMajor, cur.VersionMinor+1
 			if breaking {
@@ -372,16 +454,17 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 			if cur.Status == ToolDiscovered {
 				next = ToolDiscovered
 			}
-			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Definition: &stored,
+			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name, Definition: &stored,
 				VersionMajor: major, VersionMinor: minor, Status: next})
-			schemaRows = append(schemaRows, []any{cur.ID, major, minor, hash, raw, breaking, json.RawMessage(changesJSON)})
+			written[cur.ID] = true
+			schemaRows = append(schemaRows, []any{uuidArg(cur.ID), int32(major), int32(minor), hash, raw, breaking, json.RawMessage(changesJSON)})
 			if cur.Status != next {
 				reason := fmt.Sprintf("definition changed (v%d.%d → v%d.%d)", cur.VersionMajor, cur.VersionMinor, major, minor)
 				if breaking {
 					reason += ", breaking"
 				}
-				historyRows = append(historyRows, []any{cur.ID, cur.Status, next, reason, actor,
-					mustJSON(map[string]any{"from_hash": cur.DefinitionHash, "to_hash": hash, "changes": changes})})
+				w.History = append(w.History, tools.HistoryRow{ToolID: cur.ID, From: cur.Status, To: next, Reason: reason,
+					Actor: actor, Metadata: mustJSON(map[string]any{"from_hash": cur.DefinitionHash, "to_hash": hash, "changes": changes})})
 			}
 			res.Updated++
 			note(def.Name)
@@ -389,55 +472,21 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	}
 	res.Total = len(seen)
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		if !seen[name] && byName[name].Available {
-			w.Gone = append(w.Gone, byName[name].ID)
+		cur := byName[name]
+		if !seen[name] && cur.Available {
+			w.Gone = append(w.Gone, cur.ID)
 			res.Removed++
 			note(name)
 		}
+		if awaitsValidation(cur.Status) && !written[cur.ID] {
+			w.Waiting = append(w.Waiting, toolstate.Pending{ID: cur.ID, Status: cur.Status, Hash: cur.DefinitionHash,
+				Def: schema.Tool{Name: cur.Name, Title: cur.def.Title, Description: cur.def.Description,
+					InputSchema: cur.def.InputSchema, OutputSchema: cur.def.OutputSchema, Annotations: cur.def.Annotations}})
+		}
 	}
-	if err := tools.StoreDiscovery(ctx, tx, serverID, w); err != nil {
+	out, err := tools.StoreDiscovery(ctx, tx, serverID, w)
+	if err != nil {
 		return res, err
-	}
-	if len(schemaRows) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_schemas"}, []string{"tool_id", "version_major",
-			"version_minor", "definition_hash", "definition", "breaking", "changes"}, pgx.CopyFromRows(schemaRows)); err != nil {
-			return res, fmt.Errorf("insert tool versions: %w", err)
-		}
-	}
-	if len(historyRows) > 0 {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_state_history"}, []string{"tool_id", "from_status",
-			"to_status", "reason", "actor", "metadata"}, pgx.CopyFromRows(historyRows)); err != nil {
-			return res, fmt.Errorf("insert tool history: %w", err)
-		}
-	}
-	return res, nil
-}
-
-// validatePending validates every tool of the server whose definition is new
-// (discovered, updating): the automatic path discovered → validating → validated |
-// invalid of services/toolstate, in the discovery's transaction.
-func validatePending(ctx context.Context, tx pgx.Tx, serverID, actor string, res *DiscoveryResult) error {
-	rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.pending */
-		SELECT id, status, definition_hash, name, title, description, input_schema, output_schema, annotations
-		FROM mcp_tools WHERE server_id = $1 AND status IN ('discovered', 'updating') ORDER BY name`, serverID)
-	if err != nil {
-		return err
-	}
-	pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (toolstate.Pending, error) {
-		var p toolstate.Pending
-		err := r.Scan(&p.ID, &p.Status, &p.Hash, &p.Def.Name, &p.Def.Title, &p.Def.Description,
-			&p.Def.InputSchema, &p.Def.OutputSchema, &p.Def.Annotations)
-		return p, err
-	})
-	if err != nil {
-		return err
-	}
-	if actor == "" {
-		actor = "system"
-	}
-	out, err := tools.Validate(ctx, tx, pending, actor)
-	if err != nil {
-		return err
 	}
 	res.Validated = len(out)
 	for _, o := range out {
@@ -445,7 +494,72 @@ func validatePending(ctx context.Context, tx pgx.Tx, serverID, actor string, res
 			res.Invalid++
 		}
 	}
-	return nil
+	if len(schemaRows) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_schemas"}, []string{"tool_id", "version_major",
+			"version_minor", "definition_hash", "definition", "breaking", "changes"}, pgx.CopyFromRows(schemaRows)); err != nil {
+			return res, fmt.Errorf("insert tool versions: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// parallel calls fn(0) … fn(n-1) on GOMAXPROCS goroutines (one for a short list).
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), (n+255)/256)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// awaitsValidation reports whether a tool in this state has a definition not validated
+// yet: discovery validates it (services/toolstate's automatic path).
+func awaitsValidation(status string) bool {
+	return status == ToolDiscovered || status == ToolUpdating
+}
+
+// readDefinitions fills in the stored definitions of the tools with the given ids.
+func readDefinitions(ctx context.Context, tx pgx.Tx, ids []string, byName map[string]*storedTool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.definitions */
+		SELECT name, title, description, input_schema, output_schema, annotations FROM mcp_tools WHERE id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return err
+	}
+	var name string
+	var def ToolDef
+	_, err = pgx.ForEachRow(rows, []any{&name, &def.Title, &def.Description, &def.InputSchema, &def.OutputSchema, &def.Annotations}, func() error {
+		if t := byName[name]; t != nil {
+			t.def = ToolDef{Name: name, Title: def.Title, Description: def.Description, InputSchema: def.InputSchema,
+				OutputSchema: def.OutputSchema, Annotations: def.Annotations}
+		}
+		def = ToolDef{}
+		return nil
+	})
+	return err
+}
+
+// uuidArg is an id as pgx encodes a uuid column without first failing on its text form.
+func uuidArg(id string) any {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return id
+	}
+	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 func mustJSON(v any) json.RawMessage {

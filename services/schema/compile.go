@@ -203,3 +203,130 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 	}
 	return out
 }
+
+// surelyCompiles reports whether a decoded schema (Decode's form) is certain to compile,
+// so that ValidateTool can skip compileDoc, which costs about a hundred times more (a
+// new compiler, the schema checked against the draft 2020-12 meta-schema, every
+// subschema compiled) and whose result it does not keep. It answers true only for an
+// object schema made of the common keywords with values of the type the meta-schema
+// requires and no references, identifiers or $schema: nothing in such a schema can fail
+// to compile. Anything else (an unknown keyword included) answers false and is compiled.
+// TestSurelyCompiles holds it to that against the compiler.
+func surelyCompiles(v any) bool {
+	o, ok := v.(*Object)
+	return ok && plainSchema(o, 0)
+}
+
+var simpleTypes = map[string]bool{"array": true, "boolean": true, "integer": true, "null": true, "number": true,
+	"object": true, "string": true}
+
+func plainSchema(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch t := v.(type) {
+	case bool:
+		return true
+	case *Object:
+		for _, k := range t.keys {
+			if !plainKeyword(k, t.m[k], depth) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func plainKeyword(k string, v any, depth int) bool {
+	switch k {
+	case "type":
+		switch t := v.(type) {
+		case string:
+			return simpleTypes[t]
+		case []any:
+			return len(t) > 0 && uniqueStrings(t, func(s string) bool { return simpleTypes[s] })
+		}
+		return false
+	case "title", "description", "format", "pattern":
+		// pattern: the compiler's regexp engine (lenientRegexp) accepts every pattern.
+		_, ok := v.(string)
+		return ok
+	case "default", "const":
+		return true
+	case "enum", "examples":
+		_, ok := v.([]any)
+		return ok
+	case "deprecated", "readOnly", "writeOnly", "uniqueItems":
+		_, ok := v.(bool)
+		return ok
+	case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum":
+		_, ok := finite(v)
+		return ok
+	case "multipleOf":
+		f, ok := finite(v)
+		return ok && f > 0
+	case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties":
+		n, ok := v.(json.Number)
+		if !ok || len(n) == 0 || len(n) > 15 {
+			return false
+		}
+		for _, c := range []byte(n) {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	case "required":
+		a, ok := v.([]any)
+		return ok && uniqueStrings(a, func(string) bool { return true })
+	case "properties":
+		p, ok := v.(*Object)
+		if !ok {
+			return false
+		}
+		for _, name := range p.keys {
+			if !plainSchema(p.m[name], depth+1) {
+				return false
+			}
+		}
+		return true
+	case "items", "additionalProperties", "not":
+		return plainSchema(v, depth+1)
+	case "anyOf", "oneOf", "allOf":
+		a, ok := v.([]any)
+		if !ok || len(a) == 0 {
+			return false
+		}
+		for _, e := range a {
+			if !plainSchema(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// finite is a JSON number that float64 holds without overflow or underflow to zero.
+func finite(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	return f, err == nil
+}
+
+// uniqueStrings reports whether a holds only strings, each accepted by ok, none twice.
+func uniqueStrings(a []any, ok func(string) bool) bool {
+	seen := make(map[string]bool, len(a))
+	for _, e := range a {
+		s, isStr := e.(string)
+		if !isStr || !ok(s) || seen[s] {
+			return false
+		}
+		seen[s] = true
+	}
+	return true
+}

@@ -5,9 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -25,30 +30,13 @@ func ApplyMoves(ctx context.Context, tx pgx.Tx, moves []toolstate.Move) error {
 	if len(moves) == 0 {
 		return nil
 	}
-	for _, m := range moves {
-		if err := m.Check(); err != nil {
-			return err
-		}
+	c, err := chainMoves(moves)
+	if err != nil {
+		return err
 	}
-	// A tool's moves must chain (each From is the previous To); the first one is checked
-	// against the row, the rest follow from it.
-	first := map[string]toolstate.Move{}
-	last := map[string]string{}
-	var order []string
-	for _, m := range moves {
-		if prev, ok := last[m.ToolID]; ok {
-			if prev != m.From {
-				return fmt.Errorf("toolstate: moves of tool %s do not chain: %s, then %s → %s", m.ToolID, prev, m.From, m.To)
-			}
-		} else {
-			first[m.ToolID] = m
-			order = append(order, m.ToolID)
-		}
-		last[m.ToolID] = m.To
-	}
-	ids, froms, tos := make([]string, len(order)), make([]string, len(order)), make([]string, len(order))
-	for i, id := range order {
-		ids[i], froms[i], tos[i] = id, first[id].From, last[id]
+	ids, froms, tos := make([]string, len(c.order)), make([]string, len(c.order)), make([]string, len(c.order))
+	for i, id := range c.order {
+		ids[i], froms[i], tos[i] = id, c.first[id].From, c.last[id]
 	}
 	rows, err := tx.Query(ctx, `/* tools.ApplyMoves */
 		UPDATE mcp_tools t SET status = u.to_status, updated_at = now()
@@ -62,10 +50,52 @@ func ApplyMoves(ctx context.Context, tx pgx.Tx, moves []toolstate.Move) error {
 	if err != nil {
 		return fmt.Errorf("toolstate: update: %w", err)
 	}
-	if len(done) != len(order) {
-		return conflict(ctx, tx, order, first, done)
+	if len(done) != len(c.order) {
+		return conflict(ctx, tx, c.order, c.first, done)
 	}
-	history := make([][]any, 0, len(moves))
+	return recordMoves(ctx, tx, nil, moves, c)
+}
+
+// chained is a checked list of moves: each tool's first move and final state, in the
+// order the tools first appear.
+type chained struct {
+	order []string
+	first map[string]toolstate.Move
+	last  map[string]string
+}
+
+// chainMoves checks each move and that a tool's moves chain (each From is the previous
+// To); the first one is checked against the row by the caller, the rest follow from it.
+func chainMoves(moves []toolstate.Move) (chained, error) {
+	for _, m := range moves {
+		if err := m.Check(); err != nil {
+			return chained{}, err
+		}
+	}
+	c := chained{first: map[string]toolstate.Move{}, last: map[string]string{}}
+	for _, m := range moves {
+		if prev, ok := c.last[m.ToolID]; ok {
+			if prev != m.From {
+				return chained{}, fmt.Errorf("toolstate: moves of tool %s do not chain: %s, then %s → %s", m.ToolID, prev, m.From, m.To)
+			}
+		} else {
+			c.first[m.ToolID] = m
+			c.order = append(c.order, m.ToolID)
+		}
+		c.last[m.ToolID] = m.To
+	}
+	return c, nil
+}
+
+// historyColumns are the columns of the tool_state_history rows a COPY writes.
+var historyColumns = []string{"tool_id", "from_status", "to_status", "reason", "actor", "metadata"}
+
+// recordMoves writes the history of moves whose statuses are already stored: the rows
+// before (a discovery's own, written first), then one per move, in one COPY, and the
+// "tool.state" event of c.
+func recordMoves(ctx context.Context, tx pgx.Tx, before [][]any, moves []toolstate.Move, c chained) error {
+	history := make([][]any, 0, len(before)+len(moves))
+	history = append(history, before...)
 	for _, m := range moves {
 		meta := m.Metadata
 		if m.Override {
@@ -74,23 +104,37 @@ func ApplyMoves(ctx context.Context, tx pgx.Tx, moves []toolstate.Move) error {
 		if meta == nil {
 			meta = map[string]any{}
 		}
-		history = append(history, []any{m.ToolID, m.From, m.To, m.Reason, m.Actor, meta})
+		history = append(history, []any{uuidArg(m.ToolID), m.From, m.To, m.Reason, m.Actor, meta})
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_state_history"},
-		[]string{"tool_id", "from_status", "to_status", "reason", "actor", "metadata"}, pgx.CopyFromRows(history)); err != nil {
-		return fmt.Errorf("toolstate: history: %w", err)
+	if len(history) > 0 {
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_state_history"}, historyColumns, pgx.CopyFromRows(history)); err != nil {
+			return fmt.Errorf("toolstate: history: %w", err)
+		}
 	}
-	payload := events.ToolStates{Count: len(order)}
-	if len(order) <= 100 {
-		payload.Changes = make([]events.ToolState, len(order))
-		for i, id := range order {
-			payload.Changes[i] = events.ToolState{ID: id, From: first[id].From, To: last[id]}
+	if len(c.order) == 0 {
+		return nil
+	}
+	payload := events.ToolStates{Count: len(c.order)}
+	if len(c.order) <= 100 {
+		payload.Changes = make([]events.ToolState, len(c.order))
+		for i, id := range c.order {
+			payload.Changes[i] = events.ToolState{ID: id, From: c.first[id].From, To: c.last[id]}
 		}
 	}
 	if _, err := events.ToolStateChanged.Publish(ctx, tx, toolstate.Topic, payload); err != nil {
 		return err
 	}
 	return nil
+}
+
+// uuidArg is a tool id as pgx encodes a uuid column without a detour: a COPY given the
+// text form tries the binary encoding first, fails, and parses it again, for every value.
+func uuidArg(id string) any {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return id // let PostgreSQL name what is wrong with it
+	}
+	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 func withOverride(meta map[string]any) map[string]any {
@@ -127,63 +171,171 @@ func Validate(ctx context.Context, tx pgx.Tx, tools []toolstate.Pending, actor s
 	if len(tools) == 0 {
 		return nil, nil
 	}
-	out := make([]toolstate.Outcome, len(tools))
-	var moves []toolstate.Move
-	rows := make([][]any, len(tools))
-	ids, worsts := make([]string, len(tools)), make([]*string, len(tools))
-	var validated []int
-	for i, t := range tools {
-		fs := schema.ValidateTool(t.Def)
-		worst := schema.Worst(fs)
-		blocking := schema.Blocking(fs)
-		o := toolstate.Outcome{ID: t.ID, Status: t.Status, Worst: worst, Findings: fs}
-		var w *string
-		if worst != "" {
-			s := string(worst)
-			w = &s
-		}
-		findings, err := json.Marshal(fs)
-		if err != nil {
-			return nil, fmt.Errorf("toolstate: findings: %w", err)
-		}
-		rows[i] = []any{t.ID, t.Hash, "schema", !blocking, w, json.RawMessage(findings), actor}
-		ids[i], worsts[i] = t.ID, w
-		switch t.Status {
-		case toolstate.Discovered, toolstate.Updating, toolstate.Validated, toolstate.Invalid:
-			to, reason := toolstate.Validated, summary(fs)
-			if blocking {
-				to = toolstate.Invalid
-			}
-			moves = append(moves,
-				toolstate.Move{ToolID: t.ID, From: t.Status, To: toolstate.Validating, Reason: "validating definition " + short(t.Hash), Actor: actor},
-				toolstate.Move{ToolID: t.ID, From: toolstate.Validating, To: to, Reason: reason, Actor: actor,
-					Metadata: map[string]any{"definition_hash": t.Hash, "worst": worst}})
-			o.Status = to
-			if to == toolstate.Validated {
-				validated = append(validated, i)
-			}
-		}
-		out[i] = o
+	j, err := judge(tools, actor)
+	if err != nil {
+		return nil, err
 	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_validations"},
-		[]string{"tool_id", "definition_hash", "validation_type", "success", "worst", "findings", "validated_by"},
-		pgx.CopyFromRows(rows)); err != nil {
-		return nil, fmt.Errorf("toolstate: store validations: %w", err)
+	ids, worsts := make([]string, len(tools)), make([]*string, len(tools))
+	for i, t := range tools {
+		ids[i], worsts[i] = t.ID, j.worst[i]
+	}
+	if err := copyValidations(ctx, tx, j.rows); err != nil {
+		return nil, err
 	}
 	if _, err := tx.Exec(ctx, `/* tools.Validate.worst */
 		UPDATE mcp_tools t SET validation_worst = u.worst
 		FROM unnest($1::uuid[], $2::text[]) AS u(id, worst) WHERE t.id = u.id`, ids, worsts); err != nil {
 		return nil, fmt.Errorf("toolstate: store validations: %w", err)
 	}
-	if err := ApplyMoves(ctx, tx, moves); err != nil {
+	if err := ApplyMoves(ctx, tx, j.moves); err != nil {
 		return nil, err
 	}
-	return out, autoEnable(ctx, tx, out, validated)
+	return j.out, autoEnable(ctx, tx, j.out, j.validated)
+}
+
+// judgement is what validating tools found, before anything is stored.
+type judgement struct {
+	out       []toolstate.Outcome
+	worst     []*string // per tool: its worst finding, nil when clean
+	rows      [][]any   // tool_validations rows
+	moves     []toolstate.Move
+	validated []int // indexes of the tools that end validated
+}
+
+// judge validates tools (services/schema) on every CPU. Results are in the order of tools.
+func judge(tools []toolstate.Pending, actor string) (judgement, error) {
+	return startJudging(tools, nil).result(actor)
+}
+
+// judging is a validation of many tools under way: the checks are pure and a large
+// discovery brings thousands, so they run on every CPU while the caller writes what
+// it can (StoreDiscovery streams each new tool to PostgreSQL as soon as its state is known).
+type judging struct {
+	tools    []toolstate.Pending
+	findings [][]schema.Finding
+	encoded  []json.RawMessage
+	errs     []error
+	done     []chan struct{}
+	wg       sync.WaitGroup
+}
+
+// startJudging starts validating tools: those at the indexes first first, in that order,
+// then the rest.
+func startJudging(tools []toolstate.Pending, first []int) *judging {
+	n := len(tools)
+	j := &judging{tools: tools, findings: make([][]schema.Finding, n), encoded: make([]json.RawMessage, n),
+		errs: make([]error, n), done: make([]chan struct{}, n)}
+	for i := range j.done {
+		j.done[i] = make(chan struct{})
+	}
+	order := make([]int, 0, n)
+	queued := make([]bool, n)
+	for _, i := range first {
+		if !queued[i] {
+			queued[i] = true
+			order = append(order, i)
+		}
+	}
+	for i := range n {
+		if !queued[i] {
+			order = append(order, i)
+		}
+	}
+	var next atomic.Int64
+	for range max(1, min(runtime.GOMAXPROCS(0), (n+63)/64)) {
+		j.wg.Go(func() {
+			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
+				i := order[k]
+				j.findings[i] = schema.ValidateTool(tools[i].Def)
+				j.encoded[i], j.errs[i] = json.Marshal(j.findings[i])
+				close(j.done[i])
+			}
+		})
+	}
+	return j
+}
+
+// verdict waits for tool i and returns the state validation leaves it in and its worst
+// finding (nil: clean).
+func (j *judging) verdict(i int) (string, *string) {
+	<-j.done[i]
+	fs := j.findings[i]
+	var w *string
+	if worst := schema.Worst(fs); worst != "" {
+		s := string(worst)
+		w = &s
+	}
+	switch t := j.tools[i]; t.Status {
+	case toolstate.Discovered, toolstate.Updating, toolstate.Validated, toolstate.Invalid:
+		if schema.Blocking(fs) {
+			return toolstate.Invalid, w
+		}
+		return toolstate.Validated, w
+	default:
+		return t.Status, w
+	}
+}
+
+// result waits for every tool and returns the judgement.
+func (j *judging) result(actor string) (judgement, error) {
+	j.wg.Wait()
+	tools := j.tools
+	r := judgement{out: make([]toolstate.Outcome, len(tools)), worst: make([]*string, len(tools)),
+		rows: make([][]any, len(tools))}
+	for i, t := range tools {
+		if j.errs[i] != nil {
+			return judgement{}, fmt.Errorf("toolstate: findings: %w", j.errs[i])
+		}
+		fs := j.findings[i]
+		worst := schema.Worst(fs)
+		blocking := schema.Blocking(fs)
+		o := toolstate.Outcome{ID: t.ID, Status: t.Status, Worst: worst, Findings: fs}
+		_, w := j.verdict(i)
+		r.rows[i] = []any{uuidArg(t.ID), t.Hash, "schema", !blocking, w, j.encoded[i], actor}
+		r.worst[i] = w
+		switch t.Status {
+		case toolstate.Discovered, toolstate.Updating, toolstate.Validated, toolstate.Invalid:
+			to, reason := toolstate.Validated, summary(fs)
+			if blocking {
+				to = toolstate.Invalid
+			}
+			r.moves = append(r.moves,
+				toolstate.Move{ToolID: t.ID, From: t.Status, To: toolstate.Validating, Reason: "validating definition " + short(t.Hash), Actor: actor},
+				toolstate.Move{ToolID: t.ID, From: toolstate.Validating, To: to, Reason: reason, Actor: actor,
+					Metadata: map[string]any{"definition_hash": t.Hash, "worst": worst}})
+			o.Status = to
+			if to == toolstate.Validated {
+				r.validated = append(r.validated, i)
+			}
+		}
+		r.out[i] = o
+	}
+	return r, nil
+}
+
+func copyValidations(ctx context.Context, tx pgx.Tx, rows [][]any) error {
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_validations"},
+		[]string{"tool_id", "definition_hash", "validation_type", "success", "worst", "findings", "validated_by"},
+		pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("toolstate: store validations: %w", err)
+	}
+	return nil
 }
 
 // autoEnable enables the validated tools whose server or category has auto-enable on.
 func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validated []int) error {
 	if len(validated) == 0 {
+		return nil
+	}
+	// Most installations have no policy at all: then no tool can match, and the query
+	// below (a regular expression per tool and preference) is not worth its time.
+	var anyPolicy bool
+	if err := tx.QueryRow(ctx, `/* tools.autoEnable.any */ SELECT EXISTS (SELECT 1 FROM mcp_servers WHERE auto_enable)
+		OR EXISTS (SELECT 1 FROM tool_categories WHERE auto_enable)
+		OR EXISTS (SELECT 1 FROM tool_auto_enable_preferences)`).Scan(&anyPolicy); err != nil {
+		return fmt.Errorf("toolstate: auto-enable policy: %w", err)
+	}
+	if !anyPolicy {
 		return nil
 	}
 	ids := make([]string, len(validated))

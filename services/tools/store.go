@@ -5,8 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
 // This package is the one writer of mcp_tools: discovery (services/registry) stores what
@@ -24,7 +29,8 @@ type Definition struct {
 	Hash         string
 }
 
-// NewTool is a tool a discovery found for the first time; it is stored as discovered.
+// NewTool is a tool a discovery found for the first time; it is stored as discovered
+// and validated at once.
 type NewTool struct {
 	ID   string
 	Name string
@@ -33,7 +39,8 @@ type NewTool struct {
 
 // Relisted is a known tool a discovery listed again after it changed or went missing.
 type Relisted struct {
-	ID string
+	ID   string
+	Name string
 	// Definition is the new definition, with its version and state; nil when the tool
 	// is listed again unchanged after being missing (it becomes available again).
 	Definition   *Definition
@@ -42,30 +49,98 @@ type Relisted struct {
 	Status       string
 }
 
+// HistoryRow is a tool_state_history row a discovery writes for its own transitions
+// (a new tool → discovered, a changed one → updating). From "" is NULL.
+type HistoryRow struct {
+	ToolID   string
+	From     string
+	To       string
+	Reason   string
+	Actor    string
+	Metadata json.RawMessage
+}
+
 // DiscoveryWrite is what one discovery changes in a server's tools.
 type DiscoveryWrite struct {
 	New      []NewTool
 	Relisted []Relisted // in the order the server listed them
 	Gone     []string   // ids of tools no longer listed: unavailable from now on
 	Seen     []string   // names of tools listed unchanged: seen now
+	History  []HistoryRow
+	// Waiting are the server's other tools whose definition awaits validation
+	// (discovered or updating) that New and Relisted do not cover.
+	Waiting []toolstate.Pending
+	Actor   string // who validates: "system" or the user's name
 }
 
-// StoreDiscovery writes w for server serverID in tx (the discovery's transaction) with as
-// few round trips as the change needs: one COPY for the new tools, one batch for the rest.
-func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w DiscoveryWrite) error {
+// StoreDiscovery writes w for server serverID in tx (the discovery's transaction) and
+// validates every tool whose definition is new (Validate's automatic path discovered |
+// updating → validating → validated | invalid, then auto-enable), with as few round
+// trips and row writes as the change needs. The result is what storing the tools
+// and then calling Validate on the server's discovered and updating tools (by name)
+// stores: the same rows, history and events. But the definitions are validated first,
+// on every CPU, so each new tool is inserted once with its final state (one COPY) and
+// each changed one updated once, instead of being written again for its findings and
+// for each move: PostgreSQL checks a row updated in the transaction that inserted it
+// against its server's foreign key again, and every index of mcp_tools takes each new
+// version of a row.
+func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w DiscoveryWrite) ([]toolstate.Outcome, error) {
+	pending := make([]toolstate.Pending, 0, len(w.New)+len(w.Relisted)+len(w.Waiting))
+	for _, t := range w.New {
+		pending = append(pending, toolstate.Pending{ID: t.ID, Status: toolstate.Discovered, Hash: t.Hash, Def: t.tool(t.Name)})
+	}
+	for _, r := range w.Relisted {
+		if r.Definition != nil {
+			pending = append(pending, toolstate.Pending{ID: r.ID, Status: r.Status, Hash: r.Definition.Hash, Def: r.Definition.tool(r.Name)})
+		}
+	}
+	pending = append(pending, w.Waiting...)
+	if err := sortByName(ctx, tx, pending); err != nil {
+		return nil, err
+	}
+	// Validation runs on every CPU meanwhile; the new tools first, in the order the
+	// COPY below sends them, each as soon as its state is known.
+	at := make(map[string]int, len(pending))
+	for i, p := range pending {
+		at[p.ID] = i
+	}
+	first := make([]int, len(w.New))
+	for k, t := range w.New {
+		first[k] = at[t.ID]
+	}
+	jg := startJudging(pending, first)
+
+	if len(w.New) > 0 {
+		src := &newTools{serverID: uuidArg(serverID), tools: w.New, at: at, judging: jg, i: -1}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"id", "server_id", "name", "title",
+			"description", "input_schema", "output_schema", "annotations", "definition", "definition_hash",
+			"status", "validation_worst"}, src); err != nil {
+			return nil, fmt.Errorf("insert tools: %w", err)
+		}
+	}
 	batch := &pgx.Batch{}
+	var changed changedTools
 	for _, r := range w.Relisted {
 		if r.Definition == nil {
 			batch.Queue(`/* tools.StoreDiscovery.restore */ UPDATE mcp_tools SET available = true, last_seen = now(), updated_at = now() WHERE id = $1`, r.ID)
 			continue
 		}
-		d := r.Definition
+		status, worst := jg.verdict(at[r.ID])
+		changed.add(r, status, worst)
+	}
+	if len(changed.ids) > 0 {
+		// One statement for every changed tool: a statement per tool costs its own
+		// round of parse, plan and execute in PostgreSQL, thousands of them seconds.
 		batch.Queue(`/* tools.StoreDiscovery.update */
-				UPDATE mcp_tools SET title = $2, description = $3, input_schema = $4, output_schema = $5,
-					annotations = $6, definition = $7, definition_hash = $8, version_major = $9, version_minor = $10,
-					status = $11, available = true, last_seen = now(), updated_at = now()
-				WHERE id = $1`, r.ID, d.Title, d.Description, d.InputSchema, nullJSON(d.OutputSchema),
-			nullJSON(d.Annotations), d.Raw, d.Hash, r.VersionMajor, r.VersionMinor, r.Status)
+				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
+					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
+					definition_hash = u.hash, version_major = u.major, version_minor = u.minor, status = u.status,
+					validation_worst = u.worst, available = true, last_seen = now(), updated_at = now()
+				FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+					$9::int[], $10::int[], $11::text[], $12::text[])
+					AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst)
+				WHERE t.id = u.id`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
+			changed.annotations, changed.raws, changed.hashes, changed.majors, changed.minors, changed.statuses, changed.worsts)
 	}
 	if len(w.Gone) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.unavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, w.Gone)
@@ -73,23 +148,180 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if len(w.Seen) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.seen */ UPDATE mcp_tools SET last_seen = now() WHERE server_id = $1 AND name = ANY($2)`, serverID, w.Seen)
 	}
-	if len(w.New) > 0 {
-		rows := make([][]any, len(w.New))
-		for i, t := range w.New {
-			rows[i] = []any{t.ID, serverID, t.Name, t.Title, t.Description, t.InputSchema,
-				nullJSON(t.OutputSchema), nullJSON(t.Annotations), t.Raw, t.Hash}
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"mcp_tools"}, []string{"id", "server_id", "name", "title",
-			"description", "input_schema", "output_schema", "annotations", "definition", "definition_hash"},
-			pgx.CopyFromRows(rows)); err != nil {
-			return fmt.Errorf("insert tools: %w", err)
-		}
-	}
 	if batch.Len() > 0 {
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return fmt.Errorf("update tools: %w", err)
+			return nil, fmt.Errorf("update tools: %w", err)
 		}
 	}
+	if len(w.Waiting) > 0 {
+		// Tools this discovery did not write move as ApplyMoves moves them: only from
+		// the state they were read in.
+		ids, froms, tos, worsts := make([]string, len(w.Waiting)), make([]string, len(w.Waiting)),
+			make([]string, len(w.Waiting)), make([]*string, len(w.Waiting))
+		for i, p := range w.Waiting {
+			status, worst := jg.verdict(at[p.ID])
+			ids[i], froms[i], tos[i], worsts[i] = p.ID, p.Status, status, worst
+		}
+		rows, err := tx.Query(ctx, `/* tools.StoreDiscovery.waiting */
+			UPDATE mcp_tools t SET status = u.to_status, validation_worst = u.worst, updated_at = now()
+			FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[]) AS u(id, from_status, to_status, worst)
+			WHERE t.id = u.id AND t.status = u.from_status
+			RETURNING t.id::text`, ids, froms, tos, worsts)
+		if err != nil {
+			return nil, fmt.Errorf("toolstate: update: %w", err)
+		}
+		done, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("toolstate: update: %w", err)
+		}
+		if len(done) != len(ids) {
+			first := make(map[string]toolstate.Move, len(w.Waiting))
+			for _, p := range w.Waiting {
+				first[p.ID] = toolstate.Move{ToolID: p.ID, From: p.Status}
+			}
+			return nil, conflict(ctx, tx, ids, first, done)
+		}
+	}
+	if len(pending) == 0 {
+		if len(w.History) > 0 {
+			return nil, recordMoves(ctx, tx, historyRows(w.History), nil, chained{})
+		}
+		return nil, nil
+	}
+	j, err := jg.result(w.Actor)
+	if err != nil {
+		return nil, err
+	}
+	if err := copyValidations(ctx, tx, j.rows); err != nil {
+		return nil, err
+	}
+	c, err := chainMoves(j.moves)
+	if err != nil {
+		return nil, err
+	}
+	if err := recordMoves(ctx, tx, historyRows(w.History), j.moves, c); err != nil {
+		return nil, err
+	}
+	return j.out, autoEnable(ctx, tx, j.out, j.validated)
+}
+
+// changedTools are the columns of the changed tools' update, one array each.
+type changedTools struct {
+	ids, titles, descriptions, hashes, statuses []string
+	inputs, outputs, annotations, raws, worsts  []*string
+	majors, minors                              []int32
+}
+
+func (c *changedTools) add(r Relisted, status string, worst *string) {
+	d := r.Definition
+	// As the columns took these values as parameters: output schema and annotations
+	// through nullJSON, the others as they are (nil is NULL).
+	text := func(raw json.RawMessage) *string {
+		if raw == nil {
+			return nil
+		}
+		s := string(raw)
+		return &s
+	}
+	nullText := func(raw json.RawMessage) *string {
+		if v, ok := nullJSON(raw).(json.RawMessage); ok {
+			return text(v)
+		}
+		return nil
+	}
+	c.ids = append(c.ids, r.ID)
+	c.titles = append(c.titles, d.Title)
+	c.descriptions = append(c.descriptions, d.Description)
+	c.inputs = append(c.inputs, text(d.InputSchema))
+	c.outputs = append(c.outputs, nullText(d.OutputSchema))
+	c.annotations = append(c.annotations, nullText(d.Annotations))
+	c.raws = append(c.raws, text(d.Raw))
+	c.hashes = append(c.hashes, d.Hash)
+	c.majors = append(c.majors, int32(r.VersionMajor))
+	c.minors = append(c.minors, int32(r.VersionMinor))
+	c.statuses = append(c.statuses, status)
+	c.worsts = append(c.worsts, worst)
+}
+
+// newTools is the COPY source of a discovery's new tools: each row goes as soon as the
+// tool's validation has decided its state.
+type newTools struct {
+	serverID any
+	tools    []NewTool
+	at       map[string]int // tool id → index in judging
+	judging  *judging
+	i        int
+}
+
+func (s *newTools) Next() bool { s.i++; return s.i < len(s.tools) }
+func (s *newTools) Err() error { return nil }
+func (s *newTools) Values() ([]any, error) {
+	t := s.tools[s.i]
+	status, worst := s.judging.verdict(s.at[t.ID])
+	return []any{uuidArg(t.ID), s.serverID, t.Name, t.Title, t.Description, t.InputSchema,
+		nullJSON(t.OutputSchema), nullJSON(t.Annotations), t.Raw, t.Hash, status, worst}, nil
+}
+
+func (d Definition) tool(name string) schema.Tool {
+	return schema.Tool{Name: name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema,
+		OutputSchema: d.OutputSchema, Annotations: d.Annotations}
+}
+
+func historyRows(h []HistoryRow) [][]any {
+	rows := make([][]any, len(h))
+	for i, r := range h {
+		var from any
+		if r.From != "" {
+			from = r.From
+		}
+		meta := r.Metadata
+		if meta == nil {
+			meta = json.RawMessage(`{}`)
+		}
+		rows[i] = []any{uuidArg(r.ToolID), from, r.To, r.Reason, r.Actor, meta}
+	}
+	return rows
+}
+
+// sortByName orders tools by name as the database orders names (ORDER BY name): by
+// their bytes under the C collation the embedded cluster uses, else by asking it.
+func sortByName(ctx context.Context, tx pgx.Tx, ts []toolstate.Pending) error {
+	if len(ts) < 2 {
+		return nil
+	}
+	var collate string
+	if err := tx.QueryRow(ctx, `/* tools.sortByName.collation */
+		SELECT datcollate FROM pg_database WHERE datname = current_database()`).Scan(&collate); err != nil {
+		return fmt.Errorf("tools: collation: %w", err)
+	}
+	if collate == "C" || collate == "POSIX" {
+		slices.SortStableFunc(ts, func(a, b toolstate.Pending) int { return strings.Compare(a.Def.Name, b.Def.Name) })
+		return nil
+	}
+	return sortByNameInDB(ctx, tx, ts)
+}
+
+// sortByNameInDB orders tools by name as the database's collation orders them.
+func sortByNameInDB(ctx context.Context, tx pgx.Tx, ts []toolstate.Pending) error {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Def.Name
+	}
+	rows, err := tx.Query(ctx, `/* tools.sortByName */ SELECT n FROM unnest($1::text[]) n ORDER BY n`, names)
+	if err != nil {
+		return fmt.Errorf("tools: sort names: %w", err)
+	}
+	sorted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("tools: sort names: %w", err)
+	}
+	rank := make(map[string]int, len(sorted))
+	for i, n := range sorted {
+		if _, ok := rank[n]; !ok {
+			rank[n] = i
+		}
+	}
+	slices.SortStableFunc(ts, func(a, b toolstate.Pending) int { return rank[a.Def.Name] - rank[b.Def.Name] })
 	return nil
 }
 
