@@ -67,7 +67,7 @@ func (h ToolsHandler) List(c echo.Context) error {
 		return err
 	}
 	q := toolQuery(c)
-	q.Limit = toolsPerPage
+	q.Limit, q.Brief = toolsPerPage, true
 	v := views.ToolsPage{Layout: h.layout(c, "Tools", tools.Topic)}
 	v.Live.LastEventID = last
 	page, err := h.Tools.List(ctx, q)
@@ -80,17 +80,19 @@ func (h ToolsHandler) List(c echo.Context) error {
 	if errors.As(err, &ve) {
 		// A bad filter in a hand-edited URL: say so and show the first page unfiltered.
 		v.Notice = ve.Error()
-		q = tools.Query{Limit: toolsPerPage}
+		q = tools.Query{Limit: toolsPerPage, Brief: true}
 		page, err = h.Tools.List(ctx, q)
 	}
 	if err != nil {
 		return err
 	}
-	total, err := h.Tools.Count(ctx, q)
+	// The facets first: kept in memory, they also answer the count of an unfiltered or
+	// single-filter list without counting again.
+	facets, err := h.Tools.Facets(ctx)
 	if err != nil {
 		return err
 	}
-	facets, err := h.Tools.Facets(ctx)
+	total, err := h.Tools.Count(ctx, q)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,8 @@ type Service struct {
 	begin db.TxBeginner // pool, or its Local
 	keys  *secrets.Keyring
 	log   *slog.Logger
+
+	facets facetCache
 }
 
 // Options tune the service; nil means defaults.
@@ -52,6 +54,9 @@ type Options struct {
 	// on it, so its events are delivered to them before its methods return (see
 	// events.Local). nil: they arrive with the NOTIFY.
 	Local *events.Local
+	// Bus, when set, lets the service keep the list's facets in memory, cleared by the
+	// events that change them (tools and servers topics).
+	Bus *events.Bus
 }
 
 // New returns the tool service; keys encrypt secret configuration values.
@@ -63,7 +68,9 @@ func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
+	s := &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
+	s.facets.watch(opts.Bus)
+	return s
 }
 
 // Item is a tool as lists and the API show it: its row and its settings.
@@ -131,6 +138,9 @@ type Query struct {
 	Sort     string
 	Limit    int    // 1..200, default 50
 	Cursor   string // next_cursor of the previous page
+	// Brief leaves the definitions' schemas out of the items (InputSchema and
+	// OutputSchema nil): the list page's cards do not show them.
+	Brief bool
 }
 
 // Page is one page of the list.
@@ -239,8 +249,21 @@ const itemColumns = RowColumns + `, t.risk_override, c.name AS category,
 	ARRAY(SELECT tg.tag FROM tool_tags tg WHERE tg.tool_id = t.id ORDER BY tg.tag) AS tags,
 	t.timeout_ms, t.rate_limit, t.validation_worst, t.enable_override, t.configuration_version, t.last_used, t.updated_at`
 
+// briefItemColumns are itemColumns without the schemas (Query.Brief).
+var briefItemColumns = func() string {
+	c := strings.Replace(itemColumns, "t.input_schema, t.output_schema,", "NULL::jsonb AS input_schema, NULL::jsonb AS output_schema,", 1)
+	if c == itemColumns {
+		panic("tools: RowColumns no longer lists the schemas as briefItemColumns expects")
+	}
+	return c
+}()
+
 const itemFrom = RowFrom + `
 	LEFT JOIN tool_categories c ON c.id = t.category_id`
+
+// maxTagProbes is how many tags a filter checks one by one (EXISTS each); more are
+// matched together.
+const maxTagProbes = 4
 
 // where builds the filter of q; args are appended to.
 func (q *Query) where(args *[]any) []string {
@@ -270,9 +293,17 @@ func (q *Query) where(args *[]any) []string {
 	if len(q.Status) > 0 {
 		conds = append(conds, "t.status = ANY("+arg(q.Status)+"::text[])")
 	}
-	if len(q.Tags) > 0 {
+	switch {
+	case len(q.Tags) > 0 && len(q.Tags) <= maxTagProbes:
+		// One probe of the (tag, tool_id) index per tag: the planner knows from the tag's
+		// statistics how many tools carry it, so it can start from a narrower filter (a
+		// server's 200 tools) or walk the name index until a page is full.
+		for _, tag := range q.Tags {
+			conds = append(conds, "EXISTS (SELECT 1 FROM tool_tags tg WHERE tg.tool_id = t.id AND tg.tag = "+arg(tag)+")")
+		}
+	case len(q.Tags) > 0:
 		p := arg(q.Tags)
-		// The tools carrying every tag, found once from the tag index (not per tool).
+		// Many tags: the tools carrying every one, found once from the tag index.
 		conds = append(conds, "t.id IN (SELECT tg.tool_id FROM tool_tags tg WHERE tg.tag = ANY("+p+"::text[]) GROUP BY tg.tool_id HAVING count(*) = cardinality("+p+"::text[]))")
 	}
 	if q.Risk != "" {
@@ -324,7 +355,11 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 			conds = append(conds, "(t.name, t.id) > ("+arg(c.Name)+", "+arg(c.ID)+"::uuid)")
 		}
 	}
-	sql := `/* tools.List */ SELECT ` + itemColumns + `, ` + rank + ` AS rank` + itemFrom
+	cols := itemColumns
+	if q.Brief {
+		cols = briefItemColumns
+	}
+	sql := `/* tools.List */ SELECT ` + cols + `, ` + rank + ` AS rank` + itemFrom
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -340,11 +375,15 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	return p, nil
 }
 
-// Count returns how many tools match q (its cursor, sort and limit do not matter).
+// Count returns how many tools match q (its cursor, sort and limit do not matter). With
+// no filter, or one facet alone, the facets kept in memory know it without counting.
 func (s *Service) Count(ctx context.Context, q Query) (int, error) {
 	q.Cursor, q.Sort, q.Limit = "", "", 0
 	if err := q.check(); err != nil {
 		return 0, err
+	}
+	if n, ok := s.countFromFacets(q); ok {
+		return n, nil
 	}
 	var args []any
 	conds := q.where(&args)
@@ -403,50 +442,6 @@ func normalID(id string) (string, bool) {
 		return "", false
 	}
 	return u.String(), true
-}
-
-// Facets are the choices the list's filters offer, with how many tools each has.
-type Facets struct {
-	Servers    []Facet
-	Categories []Facet
-	Statuses   []Facet
-	Tags       []Facet
-}
-
-// Facet is one choice of a filter.
-type Facet struct {
-	Value string `db:"value" json:"value"`
-	Count int    `db:"count" json:"count"`
-}
-
-// Facets returns the servers, categories, states and tags tools have (for the filters).
-func (s *Service) Facets(ctx context.Context) (Facets, error) {
-	var f Facets
-	var err error
-	if f.Servers, err = db.All[Facet](ctx, s.pool, "tools: server facets", `/* tools.Facets.servers */
-		SELECT s.name AS value, coalesce(n.count, 0) AS count FROM mcp_servers s
-		LEFT JOIN (SELECT server_id, count(*)::int AS count FROM mcp_tools GROUP BY server_id) n ON n.server_id = s.id
-		ORDER BY s.name`); err != nil {
-		return f, err
-	}
-	if f.Categories, err = db.All[Facet](ctx, s.pool, "tools: category facets", `/* tools.Facets.categories */
-		SELECT c.name AS value, coalesce(n.count, 0) AS count FROM tool_categories c
-		LEFT JOIN (SELECT category_id, count(*)::int AS count FROM mcp_tools WHERE category_id IS NOT NULL
-			GROUP BY category_id) n ON n.category_id = c.id
-		ORDER BY c.name`); err != nil {
-		return f, err
-	}
-	if f.Statuses, err = db.All[Facet](ctx, s.pool, "tools: status facets", `/* tools.Facets.statuses */
-		SELECT status AS value, count(*)::int AS count FROM mcp_tools GROUP BY status`); err != nil {
-		return f, err
-	}
-	slices.SortFunc(f.Statuses, func(a, b Facet) int {
-		return slices.Index(toolstate.States, a.Value) - slices.Index(toolstate.States, b.Value)
-	})
-	if f.Tags, err = s.Tags(ctx); err != nil {
-		return f, err
-	}
-	return f, nil
 }
 
 // Validation is the latest validation of a tool's current definition.
