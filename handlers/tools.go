@@ -28,7 +28,10 @@ type ToolsHandler struct {
 }
 
 // toolsPerPage is the page size of the list: the page renders this many cards at most.
-const toolsPerPage = 48
+// 24 fill whole rows of two, three, four or six columns and keep the page under 60 KB
+// however many tools there are (issue #23 P3; it was 48, about 100 KB); search, the
+// filters and "Next page" reach the rest.
+const toolsPerPage = 24
 
 // toolCard is the view of one tool.
 func toolCard(it tools.Item) views.ToolCard {
