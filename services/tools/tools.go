@@ -193,6 +193,14 @@ func tsQuery(q string) string {
 	return strings.Join(words, " & ")
 }
 
+// tsQueryExpr is the search's tsquery from the parameter p (tsQuery's text), as an
+// uncorrelated subquery: PostgreSQL computes it once per statement (an InitPlan). Written
+// inline, a prepared statement's generic plan would parse it again for every matching
+// row it ranks.
+func tsQueryExpr(p string) string {
+	return "(SELECT to_tsquery('simple', " + p + ") || to_tsquery('english', " + p + "))"
+}
+
 // check validates a query and fills in defaults; errors name the parameter.
 func (q *Query) check() error {
 	e := &verr.Error{}
@@ -274,7 +282,7 @@ func (q *Query) where(args *[]any) []string {
 	var conds []string
 	if tq := tsQuery(q.Q); tq != "" {
 		p := arg(tq)
-		conds = append(conds, "t.search @@ (to_tsquery('simple', "+p+") || to_tsquery('english', "+p+"))")
+		conds = append(conds, "t.search @@ "+tsQueryExpr(p))
 	}
 	if q.Server != "" {
 		if id, ok := normalID(q.Server); ok {
@@ -328,7 +336,7 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	rank := "0::real"
 	if tq := tsQuery(q.Q); tq != "" {
 		p := arg(tq)
-		rank = "ts_rank(t.search, to_tsquery('simple', " + p + ") || to_tsquery('english', " + p + "))"
+		rank = "ts_rank(t.search, " + tsQueryExpr(p) + ")"
 	}
 	var order string
 	switch q.Sort {
