@@ -269,6 +269,19 @@ var briefItemColumns = func() string {
 const itemFrom = RowFrom + `
 	LEFT JOIN tool_categories c ON c.id = t.category_id`
 
+// from is the FROM clause of q's filter: the tools, joined only to what the filters (or,
+// with server, the order by server name) read; counting every tool needs no join at all.
+func (q *Query) from(server bool) string {
+	from := ` FROM mcp_tools t`
+	if _, byID := normalID(q.Server); server || q.Risk != "" || (q.Server != "" && !byID) {
+		from += ` JOIN mcp_servers s ON s.id = t.server_id`
+	}
+	if q.Category != "" && q.Category != "none" {
+		from += ` LEFT JOIN tool_categories c ON c.id = t.category_id`
+	}
+	return from
+}
+
 // maxTagProbes is how many tags a filter checks one by one (EXISTS each); more are
 // matched together.
 const maxTagProbes = 4
@@ -367,11 +380,18 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	if q.Brief {
 		cols = briefItemColumns
 	}
-	sql := `/* tools.List */ SELECT ` + cols + `, ` + rank + ` AS rank` + itemFrom
+	// The page's rows are chosen first, reading only what the filters and the order need
+	// (the name index alone, or a search's matches alone, to rank them); only those rows
+	// are then joined to their servers, categories and tags. The outer ORDER BY is the
+	// inner one over the same values.
+	pick := `SELECT t.id, ` + rank + ` AS rank` + q.from(q.Sort == SortServer)
 	if len(conds) > 0 {
-		sql += " WHERE " + strings.Join(conds, " AND ")
+		pick += " WHERE " + strings.Join(conds, " AND ")
 	}
-	sql += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
+	pick += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
+	sql := `/* tools.List */ SELECT ` + cols + `, p.rank AS rank FROM (` + pick + `) p
+		JOIN mcp_tools t ON t.id = p.id JOIN mcp_servers s ON s.id = t.server_id
+		LEFT JOIN tool_categories c ON c.id = t.category_id ORDER BY ` + order
 	items, err := db.All[Item](ctx, s.pool, "tools: list", sql, args...)
 	if err != nil {
 		return Page{}, err
@@ -395,15 +415,7 @@ func (s *Service) Count(ctx context.Context, q Query) (int, error) {
 	}
 	var args []any
 	conds := q.where(&args)
-	// Join only what the filters read: counting every tool then needs no join at all.
-	from := ` FROM mcp_tools t`
-	if _, byID := normalID(q.Server); q.Risk != "" || (q.Server != "" && !byID) {
-		from += ` JOIN mcp_servers s ON s.id = t.server_id`
-	}
-	if q.Category != "" && q.Category != "none" {
-		from += ` LEFT JOIN tool_categories c ON c.id = t.category_id`
-	}
-	sql := `/* tools.Count */ SELECT count(*)` + from
+	sql := `/* tools.Count */ SELECT count(*)` + q.from(false)
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
