@@ -95,9 +95,11 @@ func (h ToolsHandler) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	total, err := h.Tools.Count(ctx, q)
-	if err != nil {
-		return err
+	total := page.Total // a search's first page counted its matches
+	if total < 0 {
+		if total, err = h.Tools.Count(ctx, q); err != nil {
+			return err
+		}
 	}
 	v.Filter = views.ToolFilter{Q: q.Q, Server: q.Server, Category: q.Category, Tags: q.Tags, Risk: q.Risk, Sort: c.QueryParam("sort")}
 	if len(q.Status) > 0 {

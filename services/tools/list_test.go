@@ -98,6 +98,20 @@ func TestListSearch(t *testing.T) {
 		if err != nil || n != len(tc.want) {
 			t.Errorf("count %q: %d (%v), want %d", tc.q, n, err, len(tc.want))
 		}
+		// The first page of a search counts its matches, however short the page.
+		p, err := c.svc.List(c.ctx, tools.Query{Q: tc.q, Limit: 1})
+		if err != nil || p.Total != len(tc.want) {
+			t.Errorf("search %q: the first page says %d matches (%v), want %d", tc.q, p.Total, err, len(tc.want))
+		}
+		if p.NextCursor != "" {
+			if p, err = c.svc.List(c.ctx, tools.Query{Q: tc.q, Limit: 1, Cursor: p.NextCursor}); err != nil || p.Total != -1 {
+				t.Errorf("search %q: a later page says %d matches (%v), want -1 (unknown)", tc.q, p.Total, err)
+			}
+		}
+	}
+	// Without a search (name order), a page does not count.
+	if p, err := c.svc.List(c.ctx, tools.Query{Limit: 2}); err != nil || p.Total != -1 {
+		t.Errorf("unsearched page says %d matches (%v), want -1", p.Total, err)
 	}
 }
 

@@ -147,6 +147,17 @@ type Query struct {
 type Page struct {
 	Items      []Item
 	NextCursor string // "" on the last page
+	// Total is how many tools match when the page's own query could tell at no extra
+	// cost (the first page of a search, which ranks every match anyway); -1 otherwise
+	// (Count tells).
+	Total int
+}
+
+// listRow is a row of List's query: an item and, on a search's first page, the number
+// of matches (-1 otherwise).
+type listRow struct {
+	Item
+	Total int `db:"total"`
 }
 
 // MaxLimit bounds a page.
@@ -384,19 +395,34 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	// (the name index alone, or a search's matches alone, to rank them); only those rows
 	// are then joined to their servers, categories and tags. The outer ORDER BY is the
 	// inner one over the same values.
-	pick := `SELECT t.id, ` + rank + ` AS rank` + q.from(q.Sort == SortServer)
+	// A search's first page ranks every match before it keeps the best: counting them
+	// there (over the narrow picked rows) spares the page a second pass (Count).
+	total := "-1"
+	counted := q.Sort == SortRelevance && q.Cursor == ""
+	if counted {
+		total = "count(*) OVER ()"
+	}
+	pick := `SELECT t.id, ` + rank + ` AS rank, ` + total + ` AS total` + q.from(q.Sort == SortServer)
 	if len(conds) > 0 {
 		pick += " WHERE " + strings.Join(conds, " AND ")
 	}
 	pick += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
-	sql := `/* tools.List */ SELECT ` + cols + `, p.rank AS rank FROM (` + pick + `) p
+	sql := `/* tools.List */ SELECT ` + cols + `, p.rank AS rank, p.total::int AS total FROM (` + pick + `) p
 		JOIN mcp_tools t ON t.id = p.id JOIN mcp_servers s ON s.id = t.server_id
 		LEFT JOIN tool_categories c ON c.id = t.category_id ORDER BY ` + order
-	items, err := db.All[Item](ctx, s.pool, "tools: list", sql, args...)
+	rows, err := db.All[listRow](ctx, s.pool, "tools: list", sql, args...)
 	if err != nil {
 		return Page{}, err
 	}
-	var p Page
+	p := Page{Total: -1}
+	if counted {
+		p.Total = 0 // no row: nothing matches
+	}
+	items := make([]Item, len(rows))
+	for i, r := range rows {
+		items[i] = r.Item
+		p.Total = r.Total
+	}
 	p.Items, p.NextCursor = db.NextPage(items, q.Limit, func(last Item) any {
 		return cursor{Sort: q.Sort, Q: tsQuery(q.Q), Rank: last.Rank, Name: last.Name, Srv: last.Server, At: last.UpdatedAt, ID: last.ID}
 	})
