@@ -249,7 +249,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		mo.Builtin = a.Builtin.MCP()
 	}
 	a.MCP = mcpclient.New(a.Registry, &mo)
-	a.Tools = tools.New(pool, a.Keys, &tools.Options{Logger: log, Local: a.Local})
+	a.Tools = tools.New(pool, a.Keys, &tools.Options{Logger: log, Local: a.Local, Bus: a.Bus})
 	a.Decide = decide.New(pool, a.Auth)
 	ro := cfg.Router
 	ro.Logger, ro.Bus, ro.Decide, ro.Local = log, a.Bus, a.Decide, a.Local

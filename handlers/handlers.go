@@ -3,13 +3,16 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
@@ -151,14 +154,33 @@ func IsAPI(c echo.Context) bool {
 }
 
 // render writes a templ component as a full HTML response. Pages are never cached:
-// they can show secrets once.
+// they can show secrets once. The page is rendered into a buffer first and sent in one
+// write with its length (not as a dozen 4 KB chunks, a system call each), and a page
+// that fails to render leaves the response untouched for the error handler.
 func render(c echo.Context, status int, comp templ.Component) error {
+	buf := pageBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledPage {
+			buf.Reset()
+			pageBuffers.Put(buf)
+		}
+	}()
+	if err := comp.Render(c.Request().Context(), buf); err != nil {
+		return err
+	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	h.Set("Cache-Control", "no-store")
+	h.Set(echo.HeaderContentLength, strconv.Itoa(buf.Len()))
 	c.Response().WriteHeader(status)
-	return comp.Render(c.Request().Context(), c.Response())
+	_, err := c.Response().Write(buf.Bytes())
+	return err
 }
+
+// pageBuffers are render's buffers; one that grew past maxPooledPage is let go.
+var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledPage = 1 << 20
 
 // setFlash leaves a message for the next page the browser loads (post/redirect/get).
 func setFlash(c echo.Context, kind, msg string, secure bool) {

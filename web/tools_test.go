@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -244,20 +246,34 @@ func TestToolListPage(t *testing.T) {
 		}
 		return res
 	}
+	// 61 tools: pages of 24, 24 and 13, each tool once.
 	doc := page(t, get("/tools"))
-	if n := doc.Find("[data-testid=tool-card]").Length(); n != 48 {
-		t.Errorf("first page: %d cards, want one page of 48", n)
+	seen := map[string]bool{}
+	for i, want := range []int{24, 24, 13} {
+		cards := doc.Find("[data-testid=tool-card]")
+		if cards.Length() != want {
+			t.Errorf("page %d: %d cards, want %d", i+1, cards.Length(), want)
+		}
+		cards.Each(func(_ int, c *goquery.Selection) {
+			if qn := c.AttrOr("data-tool", ""); seen[qn] {
+				t.Errorf("page %d shows %s again", i+1, qn)
+			} else {
+				seen[qn] = true
+			}
+		})
+		if i > 0 && doc.Find("[data-testid=first-page]").Length() != 1 {
+			t.Errorf("page %d has no link back to the first", i+1)
+		}
+		next, ok := doc.Find("[data-testid=next-page]").Attr("href")
+		if ok != (i < 2) {
+			t.Fatalf("page %d: next page link %v", i+1, ok)
+		}
+		if ok {
+			doc = page(t, get(next))
+		}
 	}
-	next, ok := doc.Find("[data-testid=next-page]").Attr("href")
-	if !ok {
-		t.Fatal("no next page link")
-	}
-	doc2 := page(t, get(next))
-	if n := doc2.Find("[data-testid=tool-card]").Length(); n != 13 {
-		t.Errorf("second page: %d cards, want 13", n)
-	}
-	if doc2.Find("[data-testid=first-page]").Length() != 1 {
-		t.Error("second page has no link back to the first")
+	if len(seen) != 61 {
+		t.Errorf("the pages showed %d tools, want 61", len(seen))
 	}
 	// Search: the card's description is escaped, the risk badge explains itself.
 	doc = page(t, get("/tools?q=weath"))
@@ -295,7 +311,18 @@ func TestToolListPage(t *testing.T) {
 	if doc.Find("[data-testid=tool-card]").AttrOr("data-status", "") != "enabled" {
 		t.Errorf("after bulk enable: %s", doc.Find("[data-testid=tool-card]").AttrOr("data-status", ""))
 	}
-	doc = page(t, post("/tools/"+id+"/disable", url.Values{"back": {"/tools?q=weath"}}))
+	// The card's switch submits the list's bulk form to its own address, as a browser
+	// does: with the form's back, its tags box and whatever else is ticked.
+	sw := doc.Find("[data-testid=tool-card] [data-testid=tool-toggle]")
+	action := sw.AttrOr("formaction", "")
+	if sw.AttrOr("form", "") != "bulk" || action != "/tools/"+id+"/disable" || sw.AttrOr("aria-checked", "") != "true" {
+		t.Fatalf("switch: form %q formaction %q", sw.AttrOr("form", ""), action)
+	}
+	back := doc.Find("form#bulk input[name=back]").AttrOr("value", "")
+	if back != "/tools?q=weath" {
+		t.Fatalf("the bulk form returns to %q", back)
+	}
+	doc = page(t, post(action, url.Values{"back": {back}, "tags": {""}, "id": {id, "00000000-0000-0000-0000-000000000000"}}))
 	if doc.Find("[data-testid=tool-card]").AttrOr("data-status", "") != "disabled" {
 		t.Errorf("after toggle: %s", doc.Find("[data-testid=tool-card]").AttrOr("data-status", ""))
 	}

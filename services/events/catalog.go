@@ -67,6 +67,7 @@ const (
 	ToolChanged      Kind[ToolVersion]     = "tool.changed"  // settings saved
 	ToolPermission   Kind[ToolGrant]       = "tool.permission"
 	ToolStateChanged Kind[ToolStates]      = "tool.state"
+	CategoryChanged  Kind[CategoryRef]     = "category.changed" // a category created, renamed or deleted
 
 	// On router.Topic and on the call's own Topic (a test run's, an execution's).
 	ToolStarted   Kind[CallStarted]   = "tool.started"
@@ -122,6 +123,7 @@ var catalog = []KindInfo{
 	info(ServerStatusChanged), info(ServerChanged), info(ServerDeleted),
 	info(DiscoveryCompleted), info(DiscoveryFailed), info(DiscoveryProgress),
 	info(ToolsChanged), info(ToolChanged), info(ToolPermission), info(ToolStateChanged),
+	info(CategoryChanged),
 	info(ToolStarted), info(ToolOutput), info(ToolFailed), info(ToolCompleted), info(RunEnded),
 	info(PlanCreated), info(ApprovalRequested), info(ApprovalGranted), info(ApprovalRejected),
 	info(ExecutionCancelled), info(ExecutionExpired), info(ExecutionSucceeded), info(ExecutionFailed),
@@ -205,6 +207,13 @@ type DiscoverySoFar struct {
 type ToolVersion struct {
 	ID      string `json:"id"`
 	Version int    `json:"version"`
+}
+
+// CategoryRef names a tool category that was created, changed or deleted.
+type CategoryRef struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Deleted bool   `json:"deleted,omitempty"`
 }
 
 // ToolGrant is a change of one user's permission on a tool.

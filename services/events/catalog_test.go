@@ -40,6 +40,7 @@ var payloadSamples = map[string][]string{
 	"discovery.progress": {`{"server_id":"s1","trigger":"manual","pages":2,"tools":150}`},
 	"tool.changed":       {`{"id":"t1","version":3}`},
 	"tool.permission":    {`{"tool_id":"t1","user_id":"u1"}`},
+	"category.changed":   {`{"id":"c1","name":"weather"}`, `{"id":"c1","name":"weather","deleted":true}`},
 	"tool.state":         {`{"count":1,"changes":[{"id":"t1","from":"discovered","to":"validated"}]}`, `{"count":101}`},
 	"tool.started": {`{"call_id":"c1","tool_id":"t1","tool":"fs__read","source":"api","actor":"alice","risk":"low",
 		"conversation_id":"conv","runtime":{"state":"executing","active":1,"since":"2025-01-02T03:04:05Z"}}`},

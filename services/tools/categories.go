@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -123,9 +124,13 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 		case err != nil:
 			return fmt.Errorf("tools: save category: %w", err)
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "category",
+		if _, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "category",
 			TargetID: out.ID, TargetName: out.Name, Payload: map[string]any{"name": out.Name,
-				"description": out.Description, "auto_enable": out.AutoEnable}})
+				"description": out.Description, "auto_enable": out.AutoEnable}}); err != nil {
+			return err
+		}
+		// The list's category filter (tools.Facets) follows it.
+		_, err = events.CategoryChanged.Publish(ctx, tx, Topic, events.CategoryRef{ID: out.ID, Name: out.Name})
 		return err
 	}()
 	return out, err
@@ -160,8 +165,11 @@ func deleteCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id stri
 	if err != nil {
 		return fmt.Errorf("tools: delete category: %w", err)
 	}
-	_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "category.delete", TargetType: "category",
-		TargetID: id, TargetName: name, Payload: map[string]any{"tools_uncategorized": n}})
+	if _, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "category.delete", TargetType: "category",
+		TargetID: id, TargetName: name, Payload: map[string]any{"tools_uncategorized": n}}); err != nil {
+		return err
+	}
+	_, err = events.CategoryChanged.Publish(ctx, tx, Topic, events.CategoryRef{ID: id, Name: name, Deleted: true})
 	return err
 }
 

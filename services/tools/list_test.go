@@ -98,6 +98,20 @@ func TestListSearch(t *testing.T) {
 		if err != nil || n != len(tc.want) {
 			t.Errorf("count %q: %d (%v), want %d", tc.q, n, err, len(tc.want))
 		}
+		// The first page of a search counts its matches, however short the page.
+		p, err := c.svc.List(c.ctx, tools.Query{Q: tc.q, Limit: 1})
+		if err != nil || p.Total != len(tc.want) {
+			t.Errorf("search %q: the first page says %d matches (%v), want %d", tc.q, p.Total, err, len(tc.want))
+		}
+		if p.NextCursor != "" {
+			if p, err = c.svc.List(c.ctx, tools.Query{Q: tc.q, Limit: 1, Cursor: p.NextCursor}); err != nil || p.Total != -1 {
+				t.Errorf("search %q: a later page says %d matches (%v), want -1 (unknown)", tc.q, p.Total, err)
+			}
+		}
+	}
+	// Without a search (name order), a page does not count.
+	if p, err := c.svc.List(c.ctx, tools.Query{Limit: 2}); err != nil || p.Total != -1 {
+		t.Errorf("unsearched page says %d matches (%v), want -1", p.Total, err)
 	}
 }
 
@@ -161,7 +175,7 @@ func TestListFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tag("files__read_file", "fs", "read")
+	tag("files__read_file", "fs", "read", "t1", "t2", "t3")
 	tag("files__write_file", "fs", "write")
 	tag("web__search_web", "read", "net")
 
@@ -188,6 +202,9 @@ func TestListFilters(t *testing.T) {
 		{"tags are normalized", tools.Query{Tags: []string{" FS ", "Read", ""}}, []string{"files__read_file"}},
 		{"a tag twice", tools.Query{Tags: []string{"fs", "FS"}}, []string{"files__read_file", "files__write_file"}},
 		{"tag nobody has", tools.Query{Tags: []string{"fs", "nope"}}, nil},
+		{"four tags, one missing", tools.Query{Tags: []string{"fs", "read", "write", "net"}}, nil},
+		{"five tags (matched together)", tools.Query{Tags: []string{"fs", "read", "t1", "t2", "T3"}}, []string{"files__read_file"}},
+		{"six tags, one missing", tools.Query{Tags: []string{"fs", "read", "t1", "t2", "t3", "nope"}}, nil},
 		{"read tag", tools.Query{Tags: []string{"read"}}, []string{"files__read_file", "web__search_web"}},
 		{"combined", tools.Query{Server: "files", Status: []string{"enabled", "disabled"}, Tags: []string{"fs"}, Q: "writes"},
 			[]string{"files__write_file"}},
@@ -212,7 +229,7 @@ func TestListFilters(t *testing.T) {
 	}
 	// The items carry what the filters looked at.
 	it := c.get(c.id["files__read_file"])
-	if it.Category == nil || *it.Category != cat.Name || !slices.Equal(it.Tags, []string{"fs", "read"}) ||
+	if it.Category == nil || *it.Category != cat.Name || !slices.Equal(it.Tags, []string{"fs", "read", "t1", "t2", "t3"}) ||
 		it.Server != "files" || it.ServerID != c.files || !it.ServerTrusted || it.Status != "enabled" {
 		t.Errorf("read_file: got %+v", it)
 	}

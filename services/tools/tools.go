@@ -43,6 +43,8 @@ type Service struct {
 	begin db.TxBeginner // pool, or its Local
 	keys  *secrets.Keyring
 	log   *slog.Logger
+
+	facets facetCache
 }
 
 // Options tune the service; nil means defaults.
@@ -52,6 +54,9 @@ type Options struct {
 	// on it, so its events are delivered to them before its methods return (see
 	// events.Local). nil: they arrive with the NOTIFY.
 	Local *events.Local
+	// Bus, when set, lets the service keep the list's facets in memory, cleared by the
+	// events that change them (tools and servers topics).
+	Bus *events.Bus
 }
 
 // New returns the tool service; keys encrypt secret configuration values.
@@ -63,7 +68,9 @@ func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
+	s := &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
+	s.facets.watch(opts.Bus)
+	return s
 }
 
 // Item is a tool as lists and the API show it: its row and its settings.
@@ -131,12 +138,26 @@ type Query struct {
 	Sort     string
 	Limit    int    // 1..200, default 50
 	Cursor   string // next_cursor of the previous page
+	// Brief leaves the definitions' schemas out of the items (InputSchema and
+	// OutputSchema nil): the list page's cards do not show them.
+	Brief bool
 }
 
 // Page is one page of the list.
 type Page struct {
 	Items      []Item
 	NextCursor string // "" on the last page
+	// Total is how many tools match when the page's own query could tell at no extra
+	// cost (the first page of a search, which ranks every match anyway); -1 otherwise
+	// (Count tells).
+	Total int
+}
+
+// listRow is a row of List's query: an item and, on a search's first page, the number
+// of matches (-1 otherwise).
+type listRow struct {
+	Item
+	Total int `db:"total"`
 }
 
 // MaxLimit bounds a page.
@@ -181,6 +202,14 @@ func tsQuery(q string) string {
 		words[i] = w + ":*"
 	}
 	return strings.Join(words, " & ")
+}
+
+// tsQueryExpr is the search's tsquery from the parameter p (tsQuery's text), as an
+// uncorrelated subquery: PostgreSQL computes it once per statement (an InitPlan). Written
+// inline, a prepared statement's generic plan would parse it again for every matching
+// row it ranks.
+func tsQueryExpr(p string) string {
+	return "(SELECT to_tsquery('simple', " + p + ") || to_tsquery('english', " + p + "))"
 }
 
 // check validates a query and fills in defaults; errors name the parameter.
@@ -239,8 +268,34 @@ const itemColumns = RowColumns + `, t.risk_override, c.name AS category,
 	ARRAY(SELECT tg.tag FROM tool_tags tg WHERE tg.tool_id = t.id ORDER BY tg.tag) AS tags,
 	t.timeout_ms, t.rate_limit, t.validation_worst, t.enable_override, t.configuration_version, t.last_used, t.updated_at`
 
+// briefItemColumns are itemColumns without the schemas (Query.Brief).
+var briefItemColumns = func() string {
+	c := strings.Replace(itemColumns, "t.input_schema, t.output_schema,", "NULL::jsonb AS input_schema, NULL::jsonb AS output_schema,", 1)
+	if c == itemColumns {
+		panic("tools: RowColumns no longer lists the schemas as briefItemColumns expects")
+	}
+	return c
+}()
+
 const itemFrom = RowFrom + `
 	LEFT JOIN tool_categories c ON c.id = t.category_id`
+
+// from is the FROM clause of q's filter: the tools, joined only to what the filters (or,
+// with server, the order by server name) read; counting every tool needs no join at all.
+func (q *Query) from(server bool) string {
+	from := ` FROM mcp_tools t`
+	if _, byID := normalID(q.Server); server || q.Risk != "" || (q.Server != "" && !byID) {
+		from += ` JOIN mcp_servers s ON s.id = t.server_id`
+	}
+	if q.Category != "" && q.Category != "none" {
+		from += ` LEFT JOIN tool_categories c ON c.id = t.category_id`
+	}
+	return from
+}
+
+// maxTagProbes is how many tags a filter checks one by one (EXISTS each); more are
+// matched together.
+const maxTagProbes = 4
 
 // where builds the filter of q; args are appended to.
 func (q *Query) where(args *[]any) []string {
@@ -251,7 +306,7 @@ func (q *Query) where(args *[]any) []string {
 	var conds []string
 	if tq := tsQuery(q.Q); tq != "" {
 		p := arg(tq)
-		conds = append(conds, "t.search @@ (to_tsquery('simple', "+p+") || to_tsquery('english', "+p+"))")
+		conds = append(conds, "t.search @@ "+tsQueryExpr(p))
 	}
 	if q.Server != "" {
 		if id, ok := normalID(q.Server); ok {
@@ -270,9 +325,17 @@ func (q *Query) where(args *[]any) []string {
 	if len(q.Status) > 0 {
 		conds = append(conds, "t.status = ANY("+arg(q.Status)+"::text[])")
 	}
-	if len(q.Tags) > 0 {
+	switch {
+	case len(q.Tags) > 0 && len(q.Tags) <= maxTagProbes:
+		// One probe of the (tag, tool_id) index per tag: the planner knows from the tag's
+		// statistics how many tools carry it, so it can start from a narrower filter (a
+		// server's 200 tools) or walk the name index until a page is full.
+		for _, tag := range q.Tags {
+			conds = append(conds, "EXISTS (SELECT 1 FROM tool_tags tg WHERE tg.tool_id = t.id AND tg.tag = "+arg(tag)+")")
+		}
+	case len(q.Tags) > 0:
 		p := arg(q.Tags)
-		// The tools carrying every tag, found once from the tag index (not per tool).
+		// Many tags: the tools carrying every one, found once from the tag index.
 		conds = append(conds, "t.id IN (SELECT tg.tool_id FROM tool_tags tg WHERE tg.tag = ANY("+p+"::text[]) GROUP BY tg.tool_id HAVING count(*) = cardinality("+p+"::text[]))")
 	}
 	if q.Risk != "" {
@@ -297,7 +360,7 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	rank := "0::real"
 	if tq := tsQuery(q.Q); tq != "" {
 		p := arg(tq)
-		rank = "ts_rank(t.search, to_tsquery('simple', " + p + ") || to_tsquery('english', " + p + "))"
+		rank = "ts_rank(t.search, " + tsQueryExpr(p) + ")"
 	}
 	var order string
 	switch q.Sort {
@@ -324,39 +387,61 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 			conds = append(conds, "(t.name, t.id) > ("+arg(c.Name)+", "+arg(c.ID)+"::uuid)")
 		}
 	}
-	sql := `/* tools.List */ SELECT ` + itemColumns + `, ` + rank + ` AS rank` + itemFrom
-	if len(conds) > 0 {
-		sql += " WHERE " + strings.Join(conds, " AND ")
+	cols := itemColumns
+	if q.Brief {
+		cols = briefItemColumns
 	}
-	sql += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
-	items, err := db.All[Item](ctx, s.pool, "tools: list", sql, args...)
+	// The page's rows are chosen first, reading only what the filters and the order need
+	// (the name index alone, or a search's matches alone, to rank them); only those rows
+	// are then joined to their servers, categories and tags. The outer ORDER BY is the
+	// inner one over the same values.
+	// A search's first page ranks every match before it keeps the best: counting them
+	// there (over the narrow picked rows) spares the page a second pass (Count).
+	total := "-1"
+	counted := q.Sort == SortRelevance && q.Cursor == ""
+	if counted {
+		total = "count(*) OVER ()"
+	}
+	pick := `SELECT t.id, ` + rank + ` AS rank, ` + total + ` AS total` + q.from(q.Sort == SortServer)
+	if len(conds) > 0 {
+		pick += " WHERE " + strings.Join(conds, " AND ")
+	}
+	pick += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
+	sql := `/* tools.List */ SELECT ` + cols + `, p.rank AS rank, p.total::int AS total FROM (` + pick + `) p
+		JOIN mcp_tools t ON t.id = p.id JOIN mcp_servers s ON s.id = t.server_id
+		LEFT JOIN tool_categories c ON c.id = t.category_id ORDER BY ` + order
+	rows, err := db.All[listRow](ctx, s.pool, "tools: list", sql, args...)
 	if err != nil {
 		return Page{}, err
 	}
-	var p Page
+	p := Page{Total: -1}
+	if counted {
+		p.Total = 0 // no row: nothing matches
+	}
+	items := make([]Item, len(rows))
+	for i, r := range rows {
+		items[i] = r.Item
+		p.Total = r.Total
+	}
 	p.Items, p.NextCursor = db.NextPage(items, q.Limit, func(last Item) any {
 		return cursor{Sort: q.Sort, Q: tsQuery(q.Q), Rank: last.Rank, Name: last.Name, Srv: last.Server, At: last.UpdatedAt, ID: last.ID}
 	})
 	return p, nil
 }
 
-// Count returns how many tools match q (its cursor, sort and limit do not matter).
+// Count returns how many tools match q (its cursor, sort and limit do not matter). With
+// no filter, or one facet alone, the facets kept in memory know it without counting.
 func (s *Service) Count(ctx context.Context, q Query) (int, error) {
 	q.Cursor, q.Sort, q.Limit = "", "", 0
 	if err := q.check(); err != nil {
 		return 0, err
 	}
+	if n, ok := s.countFromFacets(q); ok {
+		return n, nil
+	}
 	var args []any
 	conds := q.where(&args)
-	// Join only what the filters read: counting every tool then needs no join at all.
-	from := ` FROM mcp_tools t`
-	if _, byID := normalID(q.Server); q.Risk != "" || (q.Server != "" && !byID) {
-		from += ` JOIN mcp_servers s ON s.id = t.server_id`
-	}
-	if q.Category != "" && q.Category != "none" {
-		from += ` LEFT JOIN tool_categories c ON c.id = t.category_id`
-	}
-	sql := `/* tools.Count */ SELECT count(*)` + from
+	sql := `/* tools.Count */ SELECT count(*)` + q.from(false)
 	if len(conds) > 0 {
 		sql += " WHERE " + strings.Join(conds, " AND ")
 	}
@@ -403,50 +488,6 @@ func normalID(id string) (string, bool) {
 		return "", false
 	}
 	return u.String(), true
-}
-
-// Facets are the choices the list's filters offer, with how many tools each has.
-type Facets struct {
-	Servers    []Facet
-	Categories []Facet
-	Statuses   []Facet
-	Tags       []Facet
-}
-
-// Facet is one choice of a filter.
-type Facet struct {
-	Value string `db:"value" json:"value"`
-	Count int    `db:"count" json:"count"`
-}
-
-// Facets returns the servers, categories, states and tags tools have (for the filters).
-func (s *Service) Facets(ctx context.Context) (Facets, error) {
-	var f Facets
-	var err error
-	if f.Servers, err = db.All[Facet](ctx, s.pool, "tools: server facets", `/* tools.Facets.servers */
-		SELECT s.name AS value, coalesce(n.count, 0) AS count FROM mcp_servers s
-		LEFT JOIN (SELECT server_id, count(*)::int AS count FROM mcp_tools GROUP BY server_id) n ON n.server_id = s.id
-		ORDER BY s.name`); err != nil {
-		return f, err
-	}
-	if f.Categories, err = db.All[Facet](ctx, s.pool, "tools: category facets", `/* tools.Facets.categories */
-		SELECT c.name AS value, coalesce(n.count, 0) AS count FROM tool_categories c
-		LEFT JOIN (SELECT category_id, count(*)::int AS count FROM mcp_tools WHERE category_id IS NOT NULL
-			GROUP BY category_id) n ON n.category_id = c.id
-		ORDER BY c.name`); err != nil {
-		return f, err
-	}
-	if f.Statuses, err = db.All[Facet](ctx, s.pool, "tools: status facets", `/* tools.Facets.statuses */
-		SELECT status AS value, count(*)::int AS count FROM mcp_tools GROUP BY status`); err != nil {
-		return f, err
-	}
-	slices.SortFunc(f.Statuses, func(a, b Facet) int {
-		return slices.Index(toolstate.States, a.Value) - slices.Index(toolstate.States, b.Value)
-	})
-	if f.Tags, err = s.Tags(ctx); err != nil {
-		return f, err
-	}
-	return f, nil
 }
 
 // Validation is the latest validation of a tool's current definition.

@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// TestBrowserToolCardSwitch: a card's enable switch, which submits the list's bulk form
+// to the tool's own address (formaction), changes that tool alone and brings the person
+// back to the same search, by mouse and by keyboard; the status badge keeps its dot.
+func TestBrowserToolCardSwitch(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	ctx := context.Background()
+	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "docs", Type: registry.TypeStreamableHTTP,
+		URL: "http://127.0.0.1:9/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"What to look for."}}}`)
+	if _, err := srv.Registry.ApplyDiscovery(ctx, sv.ID, registry.Discovery{Trigger: "manual", Actor: audit.System,
+		StartedAt: time.Now(), Pages: 1, Tools: []registry.ToolDef{
+			{Name: "search_docs", Description: "Searches the documentation for a phrase.", InputSchema: schema},
+			{Name: "search_code", Description: "Searches the source code for a phrase.", InputSchema: schema},
+			{Name: "read_page", Description: "Reads one page of the documentation.", InputSchema: schema},
+		}}); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("open the search", chromedp.Navigate(srv.URL+"/tools?q=search"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=tool-cards]`)))
+	card := func(name string) string { return `[data-tool="docs__` + name + `"]` }
+	status := func(name string) string {
+		return eval[string](b, `document.querySelector('`+card(name)+`').dataset.status`)
+	}
+	if n := eval[int](b, `document.querySelectorAll("[data-testid=tool-card]").length`); n != 2 || status("search_docs") != "validated" {
+		t.Fatalf("the search shows %d cards, search_docs %s", n, status("search_docs"))
+	}
+	if w := eval[string](b, `getComputedStyle(document.querySelector('`+card("search_docs")+` [data-testid=tool-status]'), "::before").width`); w != "8px" {
+		t.Errorf("the status badge's dot is %q wide, want 8px", w)
+	}
+
+	// Tick the other card, then flip this one's switch: only this one changes.
+	b.do("tick search_code", chromedp.Click(chromedp.CSS(card("search_code")+` [data-testid=tool-pick]`)))
+	b.waitJS("the bulk bar counts it", `document.getElementById("bulk-count").textContent === "1 tool selected"`)
+	b.do("switch search_docs on", chromedp.Click(chromedp.CSS(card("search_docs")+` [data-testid=tool-toggle]`)))
+	b.waitAfterNavigation("search_docs is enabled, on the same search",
+		`document.querySelector('`+card("search_docs")+`')?.dataset.status === "enabled" && location.search === "?q=search"`)
+	if got := status("search_code"); got != "validated" {
+		t.Errorf("the ticked tool moved to %s; the switch acts on its own tool only", got)
+	}
+	if got := eval[string](b, `document.querySelector('`+card("search_docs")+` [data-testid=tool-toggle]').getAttribute("aria-checked")`); got != "true" {
+		t.Errorf("the switch says aria-checked=%s", got)
+	}
+
+	// By keyboard: focus the switch, press Enter.
+	b.do("switch search_docs off by keyboard", chromedp.Focus(chromedp.CSS(card("search_docs")+` [data-testid=tool-toggle]`)),
+		chromedp.KeyEvent("\r"))
+	b.waitAfterNavigation("search_docs is disabled",
+		`document.querySelector('`+card("search_docs")+`')?.dataset.status === "disabled" && location.search === "?q=search"`)
+	b.checkConsole()
+}
