@@ -280,7 +280,21 @@ func TestCrashChild(t *testing.T) {
 	// what ignores SIGHUP (nohup) outlives it.
 	_ = p.Input(TerminalCaller{}, "nohup sleep 305 >/dev/null 2>&1 & echo PI\"\"DS $!\n")
 	out := waitFor(t, p, 0, "\nPIDS ")
-	waitPIDs(t, p, 0)
+	// nohup ignores SIGHUP and then becomes sleep: until it has, the hangup of the
+	// killed parent's terminal would still end it.
+	for _, pid := range waitPIDs(t, p, 0) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+			if strings.TrimSpace(string(comm)) == "sleep" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d never became sleep (%q)", pid, comm)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	c, err := ts.Start(TerminalCaller{}, "conv", root, "sleep 306 & echo PI\"\"DS $$ $!; wait", time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
