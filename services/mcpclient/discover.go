@@ -73,6 +73,8 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progress func(pages, tools int)) ([]registry.ToolDef, int, error) {
 	var pageDefs [][]registry.ToolDef
 	var wg sync.WaitGroup
+	var convOnce sync.Once
+	var convErr error // the first conversion that panicked
 	defer wg.Wait()
 	seen := map[string]bool{}
 	cursor := ""
@@ -92,7 +94,15 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progres
 		total += len(listed)
 		defs := make([]registry.ToolDef, len(listed))
 		pageDefs = append(pageDefs, defs)
+		page := pages
 		wg.Go(func() {
+			// A tool that makes the conversion panic (a hostile server's) fails the
+			// discovery, not the process.
+			defer func() {
+				if p := recover(); p != nil {
+					convOnce.Do(func() { convErr = fmt.Errorf("tools/list page %d: converting a tool failed: %v", page, p) })
+				}
+			}()
 			for i, t := range listed {
 				defs[i] = toolDef(t)
 			}
@@ -102,6 +112,9 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progres
 		}
 		if res.NextCursor == "" {
 			wg.Wait()
+			if convErr != nil {
+				return nil, pages, convErr
+			}
 			var out []registry.ToolDef
 			for _, defs := range pageDefs {
 				out = append(out, defs...)

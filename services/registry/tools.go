@@ -514,14 +514,26 @@ func parallel(n int, fn func(i int)) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var once sync.Once
+	var panicked any
 	for range workers {
 		wg.Go(func() {
+			// A panic goes back to the caller's goroutine, as if fn had run there.
+			defer func() {
+				if p := recover(); p != nil {
+					once.Do(func() { panicked = p })
+					next.Store(int64(n)) // the others stop at their next item
+				}
+			}()
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
 				fn(i)
 			}
 		})
 	}
 	wg.Wait()
+	if panicked != nil {
+		panic(panicked)
+	}
 }
 
 // awaitsValidation reports whether a tool in this state has a definition not validated

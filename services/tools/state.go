@@ -245,14 +245,25 @@ func startJudging(tools []toolstate.Pending, first []int) *judging {
 	for range max(1, min(runtime.GOMAXPROCS(0), (n+63)/64)) {
 		j.wg.Go(func() {
 			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
-				i := order[k]
-				j.findings[i] = schema.ValidateTool(tools[i].Def)
-				j.encoded[i], j.errs[i] = json.Marshal(j.findings[i])
-				close(j.done[i])
+				j.judge(order[k])
 			}
 		})
 	}
 	return j
+}
+
+// judge validates tool i. A definition that makes the validator panic (a hostile
+// server's schema) fails its discovery instead of the process: this runs on a goroutine
+// of its own, where no recovery of the caller reaches.
+func (j *judging) judge(i int) {
+	defer close(j.done[i])
+	defer func() {
+		if p := recover(); p != nil {
+			j.errs[i] = fmt.Errorf("tools: validating %s failed: %v", j.tools[i].Def.Name, p)
+		}
+	}()
+	j.findings[i] = schema.ValidateTool(j.tools[i].Def)
+	j.encoded[i], j.errs[i] = json.Marshal(j.findings[i])
 }
 
 // verdict waits for tool i and returns the state validation leaves it in and its worst
