@@ -19,7 +19,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
-	"github.com/toolwarden/toolwarden/services/replicas"
 )
 
 // auditTerminalInput records a line typed into a terminal (terminal.input), or
@@ -82,15 +81,9 @@ func (a *App) publishTerminal(kind events.Kind[events.Terminal], ev events.Termi
 // their own, killed as their parent dies or by the orphan cleanup of its next start),
 // and tells the /terminals pages. Each replica sweeps; each record is ended once.
 func (a *App) sweepTerminals(ctx context.Context) error {
-	every, dead := a.cfg.Replica.Every, a.cfg.Replica.DeadAfter
-	if every <= 0 {
-		every = replicas.DefaultEvery
-	}
-	if dead <= 0 {
-		dead = replicas.DefaultDeadAfter
-	}
+	dead := a.Replicas.DeadAfter()
 	store := a.Terminals.Store()
-	t := time.NewTicker(every)
+	t := time.NewTicker(a.Replicas.Every())
 	defer t.Stop()
 	for {
 		select {

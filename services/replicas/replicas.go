@@ -87,6 +87,13 @@ func (s *Service) Self() Replica { return s.self }
 // Name is this replica's name.
 func (s *Service) Name() string { return s.self.Name }
 
+// Every is how often this replica's row is refreshed; DeadAfter how long a replica may
+// go unseen before it is taken for stopped (Options, defaults applied).
+func (s *Service) Every() time.Duration { return s.opts.Every }
+
+// DeadAfter: see Every.
+func (s *Service) DeadAfter() time.Duration { return s.opts.DeadAfter }
+
 // Join writes this replica's row; Run calls it, and then keeps it fresh.
 func (s *Service) Join(ctx context.Context) error {
 	if same, err := s.Get(ctx, s.self.Name); err == nil && same.ID != s.self.ID {
