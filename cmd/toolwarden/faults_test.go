@@ -46,88 +46,106 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// serveProc is a `toolwarden serve` running as a process of its own.
+// serveProc is a `toolwarden serve` running as a process of its own (the tests' and the
+// benchmarks').
 type serveProc struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error // Wait's, once done is closed
+	cmd     *exec.Cmd
+	addr    string // once ready
+	ready   string // the file serve writes its address to
+	started time.Time
+	stderr  *syncBuffer
+	done    chan struct{}
+	err     error // Wait's, once done is closed
 }
 
 const testAdminPassword = "fault-test-admin-password"
 
 // launch starts `toolwarden serve --data-dir dir args...` and returns at once.
-func launch(t *testing.T, dir string, args ...string) *serveProc {
-	t.Helper()
-	ready := filepath.Join(t.TempDir(), "ready")
+func launch(tb testing.TB, dir string, args ...string) *serveProc {
+	tb.Helper()
+	return launchEnv(tb, append(os.Environ(), asToolwardenEnv+"=1"), dir, args...)
+}
+
+// launchEnv is launch with the environment env (which must run the test binary as
+// toolwarden: asToolwardenEnv).
+func launchEnv(tb testing.TB, env []string, dir string, args ...string) *serveProc {
+	tb.Helper()
+	ready := filepath.Join(tb.TempDir(), "ready")
 	all := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--ready-file", ready,
 		"--admin-password", testAdminPassword}, args...)
 	cmd := exec.Command(os.Args[0], all...)
-	cmd.Env = append(os.Environ(), asToolwardenEnv+"=1")
-	p := &serveProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Env = env
+	p := &serveProc{cmd: cmd, ready: ready, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, p.stderr
+	p.started = time.Now()
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	p.addr = ready // until ready: the file it is written to
+	tb.Cleanup(p.stop)
 	return p
+}
+
+// stop ends the process with SIGTERM (SIGKILL after 30 s) and waits for it.
+func (p *serveProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 }
 
 // startServe is launch, waiting until the server is ready.
-func startServe(t *testing.T, dir string, args ...string) *serveProc {
-	t.Helper()
-	p := launch(t, dir, args...)
-	p.waitReady(t)
+func startServe(tb testing.TB, dir string, args ...string) *serveProc {
+	tb.Helper()
+	p := launch(tb, dir, args...)
+	p.waitReady(tb)
 	return p
 }
 
-// waitReady waits until a launched serve is ready and knows its address.
-func (p *serveProc) waitReady(t *testing.T) {
-	t.Helper()
-	ready := p.addr
-	p.addr = ""
-	deadline := time.Now().Add(90 * time.Second)
-	for p.addr == "" {
-		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
+// waitReady waits until a launched serve is ready and knows its address; took is the
+// time from the process's start to its ready file.
+func (p *serveProc) waitReady(tb testing.TB) (took time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		if b, err := os.ReadFile(p.ready); err == nil && len(b) > 0 {
+			took = time.Since(p.started)
 			p.addr = string(b)
-			break
+			return took
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("serve exited early: %v\n%s", p.err, p.stderr.String())
-		case <-time.After(20 * time.Millisecond):
+			tb.Fatalf("serve exited early: %v\n%s", p.err, p.stderr.String())
+		case <-time.After(2 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve never became ready:\n%s", p.stderr.String())
+			tb.Fatalf("serve never became ready:\n%s", p.stderr.String())
 		}
 	}
 }
 
 // kill sends sig and waits for the process to end.
-func (p *serveProc) kill(t *testing.T, sig syscall.Signal) {
-	t.Helper()
+func (p *serveProc) kill(tb testing.TB, sig syscall.Signal) {
+	tb.Helper()
 	_ = p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("serve did not end after %v", sig)
+		tb.Fatalf("serve did not end after %v", sig)
 	}
 }
 
-// request makes an API request with the admin's token.
-func (p *serveProc) request(t *testing.T, token, method, path string, body any) (int, []byte) {
-	t.Helper()
+// request makes an API request with token (none: "").
+func (p *serveProc) request(tb testing.TB, token, method, path string, body any) (int, []byte) {
+	tb.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -147,6 +165,20 @@ func (p *serveProc) request(t *testing.T, token, method, path string, body any) 
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode, b
+}
+
+// do is request expecting status want; out, when given, receives the JSON answer.
+func (p *serveProc) do(tb testing.TB, token, method, path string, body any, want int, out any) {
+	tb.Helper()
+	code, raw := p.request(tb, token, method, path, body)
+	if code != want {
+		tb.Fatalf("%s %s: got %d %s, want %d", method, path, code, raw, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			tb.Fatalf("%s %s: %v: %s", method, path, err, raw)
+		}
+	}
 }
 
 // adminToken creates an API token for admin through the CLI, against the running serve.

@@ -3,19 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,17 +24,8 @@ import (
 
 // Benchmarks of `toolwarden serve` as a process of its own (this test binary run as
 // toolwarden, see TestMain): P7 (start-up and memory, startup_bench_test.go) and P10
-// (calls/s with three replicas on one database, below). Their helpers are named bench*
-// so they do not meet the tests' own.
-
-// benchServe is a `toolwarden serve` process.
-type benchServe struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *syncBuffer
-	done   chan struct{}
-	err    error
-}
+// (calls/s with three replicas on one database, below). They start serve with the
+// tests' launchEnv (faults_test.go) in the environment of `make run`.
 
 // benchEnv is this process's environment for a serve: run as toolwarden, and with the
 // embedded cluster's durable settings (as `make run`), which TestMain turns off for tests.
@@ -48,84 +36,13 @@ func benchEnv() []string {
 	return append(env, asToolwardenEnv+"=1")
 }
 
-// benchStartServe starts `toolwarden serve --data-dir dir args...` and waits for its
-// ready file; took is the time from the process's start to the file's existence.
-func benchStartServe(tb testing.TB, dir string, args ...string) (p *benchServe, took time.Duration) {
+// benchStartServe starts `toolwarden serve --data-dir dir args...` as `make run` would
+// (benchEnv, no rate limit, quiet) and waits for its ready file; took is the time from
+// the process's start to the file's existence.
+func benchStartServe(tb testing.TB, dir string, args ...string) (p *serveProc, took time.Duration) {
 	tb.Helper()
-	ready := filepath.Join(dbtest.TempDir(tb), "ready")
-	all := append([]string{"serve", "--data-dir", dir, "--addr", "127.0.0.1:0", "--ready-file", ready,
-		"--admin-password", testAdminPassword, "--rate-limit", "-1", "--log-level", "warn"}, args...)
-	cmd := exec.Command(os.Args[0], all...)
-	cmd.Env = benchEnv()
-	p = &benchServe{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	cmd.Stdout, cmd.Stderr = io.Discard, p.stderr
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	tb.Cleanup(p.stop)
-	deadline := start.Add(120 * time.Second)
-	for {
-		if b, err := os.ReadFile(ready); err == nil && len(b) > 0 {
-			took = time.Since(start)
-			p.addr = string(b)
-			return p, took
-		}
-		select {
-		case <-p.done:
-			tb.Fatalf("serve exited early: %v\n%s", p.err, p.stderr.String())
-		case <-time.After(2 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("serve never became ready:\n%s", p.stderr.String())
-		}
-	}
-}
-
-// stop ends the process with SIGTERM (SIGKILL after 30 s) and waits for it.
-func (p *benchServe) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// do makes an API request with token; out, when given, receives the JSON answer.
-func (p *benchServe) do(tb testing.TB, token, method, path string, body any, want int, out any) {
-	tb.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, "http://"+p.addr+path, rd)
-	req.Header.Set("Authorization", "Bearer "+token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if res.StatusCode != want {
-		tb.Fatalf("%s %s: got %d %s, want %d", method, path, res.StatusCode, raw, want)
-	}
-	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
-			tb.Fatalf("%s %s: %v: %s", method, path, err, raw)
-		}
-	}
+	p = launchEnv(tb, benchEnv(), dir, append([]string{"--rate-limit", "-1", "--log-level", "warn"}, args...)...)
+	return p, p.waitReady(tb)
 }
 
 // benchToken creates an API token for admin with the CLI (`token create`), with the
@@ -143,7 +60,7 @@ func benchToken(tb testing.TB, flags ...string) string {
 
 // benchRegister registers up as the trusted, enabled streamable HTTP server name through
 // p's API and waits until it is connected with tools tools; it returns the server's id.
-func benchRegister(tb testing.TB, p *benchServe, token, name, url string, tools int, within time.Duration) string {
+func benchRegister(tb testing.TB, p *serveProc, token, name, url string, tools int, within time.Duration) string {
 	tb.Helper()
 	var sv struct {
 		ID string `json:"id"`
@@ -168,7 +85,7 @@ func benchRegister(tb testing.TB, p *benchServe, token, name, url string, tools 
 }
 
 // benchEnable enables the tool qualified (once discovered and validated).
-func benchEnable(tb testing.TB, p *benchServe, token, qualified string) {
+func benchEnable(tb testing.TB, p *serveProc, token, qualified string) {
 	tb.Helper()
 	server, _, _ := strings.Cut(qualified, "__")
 	deadline := time.Now().Add(30 * time.Second)
@@ -233,7 +150,7 @@ func BenchmarkReplicas(b *testing.B) {
 	benchRegister(b, first, token, "bench", up.URL(), 5, 60*time.Second)
 	benchEnable(b, first, token, "bench__echo")
 	body := []byte(`{"tool":"bench__echo","arguments":{"message":"hi"}}`)
-	ready := func(p *benchServe) {
+	ready := func(p *serveProc) {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			err := benchCallAPI(http.DefaultClient, p.addr, token, body)
@@ -247,7 +164,7 @@ func BenchmarkReplicas(b *testing.B) {
 		}
 	}
 	ready(first)
-	replicas := []*benchServe{first}
+	replicas := []*serveProc{first}
 	var oneRate float64
 	for _, n := range []int{1, 3} {
 		for len(replicas) < n {
