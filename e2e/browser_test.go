@@ -18,11 +18,15 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/views"
 )
 
 func TestMain(m *testing.M) {
@@ -274,6 +278,32 @@ func TestBrowserDashboardLive(t *testing.T) {
 	}
 	if st := eval[string](b, `document.querySelector("#live-status").dataset.state`); st != "open" {
 		t.Errorf("#live-status is %q after the updates, want open", st)
+	}
+
+	// Bursts of entries arrive several to a message (web/ws.go); every one shows, in
+	// order, and the list keeps its newest views.ActivityKeep rows.
+	for batch := range 2 {
+		entries := make([]audit.Entry, 10)
+		for i := range entries {
+			entries[i] = audit.Entry{Actor: audit.System, Action: "test.burst", TargetType: "test",
+				TargetID: "burst-" + strconv.Itoa(batch*10+i)}
+		}
+		if err := db.WithTx(context.Background(), srv.Pool, func(tx pgx.Tx) error {
+			_, err := audit.AppendBatch(context.Background(), tx, entries)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.waitJS("the burst's last entry is the top activity row",
+		`document.querySelector("[data-testid=activity-row]").textContent.includes("burst-19")`)
+	got := eval[string](b, `[...document.querySelectorAll("[data-testid=activity-row]")].map(r => r.textContent.match(/burst-\d+/)?.[0] ?? "other").join(" ")`)
+	var want []string
+	for i := 19; i > 19-views.ActivityKeep; i-- {
+		want = append(want, "burst-"+strconv.Itoa(i))
+	}
+	if got != strings.Join(want, " ") {
+		t.Errorf("activity rows %q, want the newest %d in order: %q", got, views.ActivityKeep, strings.Join(want, " "))
 	}
 
 	// Quality 100 is what makes FullScreenshot encode a PNG; below it gives a JPEG.

@@ -93,6 +93,14 @@ func subscribe(t *testing.T, srv *webtest.Server, h http.Header, topics []string
 // readCursor reads one message and returns its cursor (the id of the event it carries).
 func readCursor(t *testing.T, conn *websocket.Conn) (int64, string) {
 	t.Helper()
+	ids, msg := readMessageCursors(t, conn)
+	return ids[len(ids)-1], msg
+}
+
+// readMessageCursors reads one message and returns every cursor in it: the audit log's
+// events come several to a message (web/ws.go, sampledTopics), each fragment with its own.
+func readMessageCursors(t *testing.T, conn *websocket.Conn) ([]int64, string) {
+	t.Helper()
 	_ = conn.SetReadDeadline(time.Now().Add(wsRead))
 	typ, msg, err := conn.ReadMessage()
 	if err != nil {
@@ -101,24 +109,28 @@ func readCursor(t *testing.T, conn *websocket.Conn) (int64, string) {
 	if typ != websocket.TextMessage {
 		t.Fatalf("message type %d, want text", typ)
 	}
-	m := cursorRE.FindSubmatch(msg)
-	if m == nil {
+	ms := cursorRE.FindAllSubmatch(msg, -1)
+	if ms == nil {
 		t.Fatalf("message has no ws-cursor element: %s", msg)
 	}
-	id, err := strconv.ParseInt(string(m[1]), 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	ids := make([]int64, len(ms))
+	for i, m := range ms {
+		id, err := strconv.ParseInt(string(m[1]), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = id
 	}
-	return id, string(msg)
+	return ids, string(msg)
 }
 
-// readCursors reads n messages and returns their cursors.
+// readCursors reads messages until they carried n cursors and returns those cursors.
 func readCursors(t *testing.T, conn *websocket.Conn, n int) []int64 {
 	t.Helper()
 	out := make([]int64, 0, n)
-	for range n {
-		id, _ := readCursor(t, conn)
-		out = append(out, id)
+	for len(out) < n {
+		ids, _ := readMessageCursors(t, conn)
+		out = append(out, ids...)
 	}
 	return out
 }
@@ -319,8 +331,60 @@ func TestWebsocketDemotionStopsAudit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("read: %v", err)
 		}
-		if m := cursorRE.FindSubmatch(msg); m != nil && string(m[1]) == strconv.FormatInt(lastAudit, 10) {
-			t.Fatalf("the demoted user received the audit entry written after the demotion: %s", msg)
+		for _, m := range cursorRE.FindAllSubmatch(msg, -1) {
+			if string(m[1]) == strconv.FormatInt(lastAudit, 10) {
+				t.Fatalf("the demoted user received the audit entry written after the demotion: %s", msg)
+			}
 		}
+	}
+}
+
+// TestWebsocketAuditEventsComeInBatches: the audit log's events reach a socket a few
+// times a second, several to a message (web/ws.go), in id order among the other topics'
+// events and none left out: a burst of entries is one message, not one each.
+func TestWebsocketAuditEventsComeInBatches(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	h := sessionHeader(t, srv, "admin", webtest.AdminPassword, srv.URL)
+	start := maxEventID(t, srv)
+	conn := subscribe(t, srv, h, []string{"audit", "sessions"}, start)
+	// Wait until the socket is live (a sessions event arrives) before the burst.
+	srv.Login(t, "admin", webtest.AdminPassword)
+	seen := readCursors(t, conn, len(eventIDs(t, srv, start, "audit", "sessions")))
+
+	entries := make([]audit.Entry, 5)
+	for i := range entries {
+		entries[i] = audit.Entry{Actor: audit.System, Action: "test.burst", TargetType: "test", TargetID: strconv.Itoa(i)}
+	}
+	ctx := context.Background()
+	tx, err := srv.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	burst := eventIDs(t, srv, seen[len(seen)-1], "audit")
+	if len(burst) != len(entries) {
+		t.Fatalf("the burst announced %v, want %d events", burst, len(entries))
+	}
+	ids, msg := readMessageCursors(t, conn)
+	if !equalIDs(ids, burst) {
+		t.Fatalf("one message carried cursors %v, want the whole burst %v", ids, burst)
+	}
+	if n := strings.Count(msg, `data-testid="activity-row"`); n != len(entries) {
+		t.Fatalf("the message carries %d activity rows, want %d: %s", n, len(entries), msg)
+	}
+
+	// Held audit events never arrive after a later event of another topic: a sign-in
+	// (an audit entry, then a sessions event) comes in id order.
+	from := burst[len(burst)-1]
+	srv.Login(t, "admin", webtest.AdminPassword)
+	want := eventIDs(t, srv, from, "audit", "sessions")
+	if got := readCursors(t, conn, len(want)); !equalIDs(got, want) {
+		t.Fatalf("after the burst got cursors %v, want %v in id order", got, want)
 	}
 }

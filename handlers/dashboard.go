@@ -50,7 +50,7 @@ func (h DashboardHandler) Show(c echo.Context) error {
 	page.SignedIn = signedInRows(active)
 	if p.Can(auth.PermAuditView) {
 		page.ShowActivity = true
-		recs, err := h.AuditLog.Recent(ctx, 15)
+		recs, err := h.AuditLog.Recent(ctx, views.ActivityKeep)
 		if err != nil {
 			return err
 		}

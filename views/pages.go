@@ -67,6 +67,10 @@ type SignedInUser struct {
 }
 
 // ActivityRow is one audit entry in "Recent activity".
+// ActivityKeep is how many rows "Recent activity" shows: the page's first rows, and
+// the most the list keeps as live ones arrive (app.js trims it to its data-keep).
+const ActivityKeep = 15
+
 type ActivityRow struct {
 	ID     int64
 	At     time.Time

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 )
@@ -25,7 +27,16 @@ const (
 	wsRecheckEvery = 30 * time.Second // how often the session is checked again
 	wsMaxReplay    = 1000             // more missed events than this: ask the page to reload
 	wsRenderCache  = 512
+	// The audit log's events reach a page at most every wsSampleEvery, the newest
+	// wsSampleKeep of them in one message: each call announces itself there, and a
+	// thousand open dashboards must not cost a thousand writes per call (issue #21).
+	wsSampleEvery = 250 * time.Millisecond
+	wsSampleKeep  = 16
+	wsBatchCache  = 64
 )
+
+// sampledTopics are the topics a socket receives in batches (wsSampleEvery).
+var sampledTopics = []string{audit.Topic}
 
 // Close codes. 1012/1013 make the htmx ws extension reconnect; 4401 tells our script
 // the session is gone.
@@ -54,15 +65,25 @@ type hub struct {
 	mu sync.Mutex
 	// cache holds each event's fragment, rendered and framed (compressed, for clients
 	// that negotiated compression) once and written to every client as the same bytes.
-	cache  map[int64]*websocket.PreparedMessage
-	order  []int64
-	conns  map[*websocket.Conn]struct{}
-	closed bool
+	cache map[int64]rendered
+	order []int64
+	// batches holds the messages of several sampled events each, keyed by their ids:
+	// sockets flush at the same instants, so most of them send the same batch.
+	batches    map[string]*websocket.PreparedMessage
+	batchOrder []string
+	conns      map[*websocket.Conn]struct{}
+	closed     bool
+}
+
+// rendered is one event's fragment: its bytes (for batches) and its framed message.
+type rendered struct {
+	raw []byte
+	msg *websocket.PreparedMessage
 }
 
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
-		cache: map[int64]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}}
+		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}}
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -154,7 +175,13 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 
 	// Subscribe before replaying, so nothing falls between the two; duplicates are
 	// skipped by id.
-	s := h.bus.Subscribe(topics...)
+	var sampled []string
+	for _, t := range topics {
+		if slices.Contains(sampledTopics, t) {
+			sampled = append(sampled, t)
+		}
+	}
+	s := h.bus.SubscribeSampled(topics, sampled, wsSampleKeep)
 	defer s.Close()
 	// What the socket follows knows it is watched while the socket is open (a test
 	// run: the page that started it is still there).
@@ -213,6 +240,62 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			return
 		}
 	}
+	// deliverHeld sends events of the sampled topics the bus held: one alone as any
+	// other, several in one message.
+	deliverHeld := func(evs []events.Event) bool {
+		evs = slices.DeleteFunc(evs, func(ev events.Event) bool { return ev.ID <= last })
+		switch len(evs) {
+		case 0:
+			return true
+		case 1:
+			return deliver(evs[0])
+		}
+		msg, err := h.batch(ctx, evs)
+		if err != nil {
+			h.log.Warn("ws: render events", "from", evs[0].ID, "to", evs[len(evs)-1].ID, "err", err)
+		} else {
+			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if conn.WritePreparedMessage(msg) != nil {
+				return false
+			}
+		}
+		last = evs[len(evs)-1].ID
+		return true
+	}
+	// received is the id of the last event taken from s.C: held events are handed over
+	// only once everything before them was (TakeSampled).
+	var received int64
+	fromBus := func(ev events.Event) bool {
+		received = ev.ID
+		return deliverHeld(s.TakeSampledBefore(ev.ID)) && deliver(ev)
+	}
+	// flush hands over what the bus held for the sampled topics, after whatever C
+	// received before them.
+	flush := func() bool {
+		for {
+			if held, ok := s.TakeSampled(received); ok {
+				return deliverHeld(held)
+			}
+			ev, open := <-s.C
+			if !open {
+				return true // the loop below sees C closed
+			}
+			if !fromBus(ev) {
+				return false
+			}
+		}
+	}
+	// Every socket flushes at the same instants, so that they share their batches.
+	sample := time.NewTimer(time.Hour)
+	defer sample.Stop()
+	armSample := func() {
+		if len(sampled) > 0 {
+			now := time.Now()
+			sample.Reset(now.Truncate(wsSampleEvery).Add(wsSampleEvery).Sub(now))
+		}
+	}
+	sample.Stop()
+	armSample()
 
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
@@ -229,9 +312,14 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 				h.closeWith(conn, closeTryAgainLater, "fell behind; reconnect")
 				return
 			}
-			if !deliver(ev) {
+			if !fromBus(ev) {
 				return
 			}
+		case <-sample.C:
+			if !flush() {
+				return
+			}
+			armSample()
 		case <-ping.C:
 			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
 			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
@@ -291,23 +379,29 @@ func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) b
 // connection (with or without compression) however many clients it goes to, so an idle
 // page costs a write, not a render and a compression, per event.
 func (h *hub) fragment(ctx context.Context, ev events.Event) (*websocket.PreparedMessage, error) {
+	r, err := h.render(ctx, ev)
+	return r.msg, err
+}
+
+func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 	h.mu.Lock()
-	b, ok := h.cache[ev.ID]
+	r, ok := h.cache[ev.ID]
 	h.mu.Unlock()
 	if ok {
-		return b, nil
+		return r, nil
 	}
 	raw, err := h.live.Render(ctx, ev)
 	if err != nil {
-		return nil, err
+		return rendered{}, err
 	}
-	b, err = websocket.NewPreparedMessage(websocket.TextMessage, raw)
+	msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
 	if err != nil {
-		return nil, err
+		return rendered{}, err
 	}
+	r = rendered{raw: raw, msg: msg}
 	h.mu.Lock()
 	if _, dup := h.cache[ev.ID]; !dup {
-		h.cache[ev.ID] = b
+		h.cache[ev.ID] = r
 		h.order = append(h.order, ev.ID)
 		if len(h.order) > wsRenderCache {
 			delete(h.cache, h.order[0])
@@ -315,7 +409,46 @@ func (h *hub) fragment(ctx context.Context, ev events.Event) (*websocket.Prepare
 		}
 	}
 	h.mu.Unlock()
-	return b, nil
+	return r, nil
+}
+
+// batch is one message carrying several events' fragments in id order (each ends with
+// its cursor, so the page's cursor is the last one's), built once for every socket that
+// sends the same events.
+func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.PreparedMessage, error) {
+	key := make([]byte, 0, 12*len(evs))
+	for _, ev := range evs {
+		key = strconv.AppendInt(append(key, ','), ev.ID, 10)
+	}
+	h.mu.Lock()
+	msg, ok := h.batches[string(key)]
+	h.mu.Unlock()
+	if ok {
+		return msg, nil
+	}
+	var raw []byte
+	for _, ev := range evs {
+		r, err := h.render(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		raw = append(raw, r.raw...)
+	}
+	msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if _, dup := h.batches[string(key)]; !dup {
+		h.batches[string(key)] = msg
+		h.batchOrder = append(h.batchOrder, string(key))
+		if len(h.batchOrder) > wsBatchCache {
+			delete(h.batches, h.batchOrder[0])
+			h.batchOrder = h.batchOrder[1:]
+		}
+	}
+	h.mu.Unlock()
+	return msg, nil
 }
 
 func (h *hub) write(conn *websocket.Conn, msg []byte) error {

@@ -150,6 +150,12 @@ type Subscription struct {
 	bus     *Bus
 	dropped bool
 	closed  bool
+	// sampled are the topics whose events are held instead of sent on c (the newest
+	// keep of them); lastSent is the id of the last event sent on c. Guarded by bus.mu.
+	sampled  []string
+	keep     int
+	held     []Event
+	lastSent int64
 }
 
 // Subscribe starts delivering events on the given topics (all topics when empty).
@@ -160,6 +166,51 @@ func (b *Bus) Subscribe(topics ...string) *Subscription {
 	b.addLocked(s)
 	b.mu.Unlock()
 	return s
+}
+
+// SubscribeSampled is Subscribe, except that the events of the sampled topics (some of
+// topics) are not sent on C: the subscription holds the newest keep of them until
+// TakeSampled hands them over. A subscriber that shows a busy topic at its own pace (an
+// idle dashboard following the audit log while thousands of calls a second are
+// recorded) then wakes when it chooses, not once per event; what it skips it can read
+// with Since.
+func (b *Bus) SubscribeSampled(topics, sampled []string, keep int) *Subscription {
+	s := b.Subscribe(topics...)
+	b.mu.Lock()
+	s.sampled, s.keep = slices.Clone(sampled), max(keep, 1)
+	b.mu.Unlock()
+	return s
+}
+
+// TakeSampled returns the held events of the sampled topics, oldest first, and forgets
+// them. received is the id of the last event the caller took from C: while C holds
+// events not yet received, it returns ok false and nothing, so that the caller receives
+// those first and never sees events out of id order.
+func (s *Subscription) TakeSampled(received int64) (evs []Event, ok bool) {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	if s.lastSent > received {
+		return nil, false
+	}
+	evs, s.held = s.held, nil
+	return evs, true
+}
+
+// TakeSampledBefore returns the held events with ids below id, oldest first, and
+// forgets them: the caller delivers them before the event id it took from C.
+func (s *Subscription) TakeSampledBefore(id int64) []Event {
+	s.bus.mu.Lock()
+	defer s.bus.mu.Unlock()
+	n := 0
+	for n < len(s.held) && s.held[n].ID < id {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	evs := slices.Clone(s.held[:n])
+	s.held = slices.Delete(s.held, 0, n)
+	return evs
 }
 
 // Watch calls fn with each event of the topics (all when empty) as the bus delivers
@@ -416,8 +467,16 @@ func (b *Bus) dispatchLocked(evs []Event) {
 					s.fn(ev)
 					continue
 				}
+				if s.sampled != nil && slices.Contains(s.sampled, ev.Topic) {
+					if len(s.held) == s.keep {
+						s.held = slices.Delete(s.held, 0, 1)
+					}
+					s.held = append(s.held, ev)
+					continue
+				}
 				select {
 				case s.c <- ev:
+					s.lastSent = ev.ID
 				default:
 					s.dropped = true
 					s.closeLocked() // deleting from the map being ranged over is allowed

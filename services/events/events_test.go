@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -384,5 +385,51 @@ func TestPrune(t *testing.T) {
 	}
 	if len(left) != 105+2 || left[0] != "execution:e1" || left[105] != "calls recent" || left[106] != "calls newest" {
 		t.Fatalf("left %d events (%v … %v), want the execution's 105, the recent one and the newest", len(left), left[:min(3, len(left))], left[max(0, len(left)-3):])
+	}
+}
+
+// TestSubscribeSampled: events of a sampled topic are held (the newest keep) instead of
+// sent on C, and handed over only in id order with what C carries.
+func TestSubscribeSampled(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	bus, stop := startBus(t, pool, nil)
+	defer stop()
+
+	s := bus.SubscribeSampled([]string{"s", "c"}, []string{"s"}, 4)
+	defer s.Close()
+	all := bus.Subscribe() // delivered after s for each event: tells when s has seen one
+	defer all.Close()
+
+	var ids []int64
+	for _, topic := range []string{"s", "s", "c", "s", "s", "s"} {
+		ids = append(ids, publish(t, pool, topic, "k", nil))
+	}
+	for ev := receive(t, all); ev.ID != ids[5]; ev = receive(t, all) {
+	}
+	if evs, ok := s.TakeSampled(0); ok || evs != nil {
+		t.Fatalf("TakeSampled before C's event was received = %v, %v; want nothing, false", evs, ok)
+	}
+	c := receive(t, s)
+	if c.ID != ids[2] {
+		t.Fatalf("C carried %d, want only the event of topic c (%d)", c.ID, ids[2])
+	}
+	idsOf := func(evs []events.Event) []int64 {
+		out := []int64{}
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	// ids[0] fell out (keep 4); ids[1] came before C's event.
+	if got := idsOf(s.TakeSampledBefore(c.ID)); !slices.Equal(got, ids[1:2]) {
+		t.Fatalf("TakeSampledBefore(%d) = %v, want %v", c.ID, got, ids[1:2])
+	}
+	evs, ok := s.TakeSampled(c.ID)
+	if got := idsOf(evs); !ok || !slices.Equal(got, ids[3:]) {
+		t.Fatalf("TakeSampled = %v, %v; want %v, true", got, ok, ids[3:])
+	}
+	if evs, ok := s.TakeSampled(c.ID); !ok || len(evs) != 0 {
+		t.Fatalf("a second TakeSampled = %v, %v; want nothing, true", evs, ok)
 	}
 }

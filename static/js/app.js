@@ -338,7 +338,15 @@
       }
     });
   }
-  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); });
+  // A live list with data-keep shows at most that many rows, the newest first: a
+  // dashboard left open for days must not grow without end.
+  function trimLive() {
+    document.querySelectorAll("[data-keep]").forEach(function (list) {
+      var keep = Number(list.dataset.keep);
+      while (list.children.length > keep) list.lastElementChild.remove();
+    });
+  }
+  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); trimLive(); });
 
   // The audit browser: every audit event names the newest entry (#audit-appended); when
   // it is newer than the top of the list, the "N new entries" banner asks the server how
