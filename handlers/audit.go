@@ -168,12 +168,15 @@ func (h AuditHandler) results(p *auth.Principal, f audit.Filter, list audit.Page
 		r.TopID = list.Items[0].ID
 		q.Set("after", strconv.FormatInt(r.TopID, 10))
 	}
+	q.Set("shown", "0")
 	r.NewURL = "/audit/new?" + q.Encode()
 	return r
 }
 
 // New renders the "N new entries" banner: how many entries that match the filters are
-// newer than the page's top (?after=).
+// newer than the page's top (?after=). When that is the count the banner already shows
+// (?shown=) it answers 204, so the page keeps the banner as it is: re-rendering it for
+// nothing would take the focus, or a click, from its button.
 func (h AuditHandler) New(c echo.Context) error {
 	qp := c.QueryParams()
 	f, err := audit.ParseFilter(qp)
@@ -184,6 +187,10 @@ func (h AuditHandler) New(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if shown, err := strconv.ParseInt(qp.Get("shown"), 10, 64); err == nil && shown == n {
+		return c.NoContent(http.StatusNoContent)
+	}
+	qp.Set("shown", strconv.FormatInt(n, 10))
 	top := f.After
 	f.After = 0
 	return render(c, http.StatusOK, views.AuditNewBanner(views.AuditNew{Count: n, More: n >= audit.MaxNewer,
