@@ -388,3 +388,40 @@ func TestWebsocketAuditEventsComeInBatches(t *testing.T) {
 		t.Fatalf("after the burst got cursors %v, want %v in id order", got, want)
 	}
 }
+
+// TestWebsocketDatabaseErrorIsNotASignOut: when the session cannot be re-checked before
+// an event about its person (the database does not answer), the socket is closed with
+// 1013, so the page reconnects and authenticates again; 4401 would send the person to
+// the sign-in page for the database's fault.
+func TestWebsocketDatabaseErrorIsNotASignOut(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	ctx := context.Background()
+	admin, err := srv.Auth.GetUserByName(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := srv.Auth.CreateToken(ctx, audit.System, admin.ID, auth.NewToken{Name: "to revoke"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sessionHeader(t, srv, "admin", webtest.AdminPassword, srv.URL)
+	start := maxEventID(t, srv)
+	conn := subscribe(t, srv, h, []string{"sessions"}, start)
+	srv.Login(t, "admin", webtest.AdminPassword) // the socket is live once this arrives
+	readCursors(t, conn, len(eventIDs(t, srv, start, "sessions")))
+
+	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
+	if _, err := srv.Auth.RevokeToken(ctx, audit.System, tok.ID, admin.ID); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(wsRead))
+	_, msg, err := conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 1013 {
+		t.Fatalf("after the event with the session unreadable: %v %s; want close 1013 (reconnect), not 4401 (signed out)", err, msg)
+	}
+}

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -159,10 +160,14 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 				return
 			}
 		case <-recheck.C:
-			role, ok := h.deps.Auth.CurrentRole(ctx, p)
-			if !ok {
+			role, err := h.deps.Auth.CurrentRole(ctx, p)
+			if errors.Is(err, auth.ErrNoLongerValid) {
 				h.closeWith(conn, closeSessionEnded, "session ended")
 				return
+			}
+			if err != nil { // the database did not answer: check again next time
+				h.log.Warn("terminal ws: re-check the session", "err", err)
+				continue
 			}
 			if role != p.User.Role {
 				h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")

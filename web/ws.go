@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -225,7 +226,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		}
 		if ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
 			var ok bool
-			if p, ok = h.recheck(ctx, conn, p, topics); !ok {
+			if p, ok = h.recheck(ctx, conn, p, topics, true); !ok {
 				return false
 			}
 		}
@@ -327,7 +328,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			}
 		case <-recheck.C:
 			var ok bool
-			if p, ok = h.recheck(ctx, conn, p, topics); !ok {
+			if p, ok = h.recheck(ctx, conn, p, topics, false); !ok {
 				return
 			}
 		}
@@ -338,11 +339,23 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 // socket for good (4401: the page goes to sign-in); a role that no longer allows one of
 // the topics closes it with 1012, so the page reconnects and subscribes again, and the
 // server grants only what the new role allows. It returns the refreshed principal.
-func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string) (*auth.Principal, bool) {
-	role, ok := h.deps.Auth.CurrentRole(ctx, p)
-	if !ok {
+// When the database cannot answer, the person is not signed out: the periodic check
+// keeps the socket until the next one, and the check before an event about the caller
+// (which must not go out unchecked) closes it with 1013, so the page reconnects and
+// its handshake authenticates again.
+func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string, beforeEvent bool) (*auth.Principal, bool) {
+	role, err := h.deps.Auth.CurrentRole(ctx, p)
+	switch {
+	case errors.Is(err, auth.ErrNoLongerValid):
 		h.closeWith(conn, closeSessionEnded, "session ended")
 		return p, false
+	case err != nil:
+		h.log.Warn("ws: re-check the session", "err", err)
+		if beforeEvent {
+			h.closeWith(conn, closeTryAgainLater, "try again")
+			return p, false
+		}
+		return p, true
 	}
 	if role == p.User.Role {
 		return p, true

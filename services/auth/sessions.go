@@ -325,15 +325,20 @@ func truncate(s string, n int) string {
 // StillValid reports whether the principal's session or token would still
 // authenticate now (long-lived connections re-check it periodically).
 func (s *Service) StillValid(ctx context.Context, p *Principal) bool {
-	_, ok := s.CurrentRole(ctx, p)
-	return ok
+	_, err := s.CurrentRole(ctx, p)
+	return err == nil
 }
 
-// CurrentRole re-reads the principal's role, and reports false when its session or
-// token would no longer authenticate (ended, expired, revoked, user disabled).
-func (s *Service) CurrentRole(ctx context.Context, p *Principal) (Role, bool) {
+// ErrNoLongerValid is CurrentRole's answer for a session or token that would no longer
+// authenticate. Any other error is the database's: the caller cannot tell, and must not
+// sign a person out for it.
+var ErrNoLongerValid = errors.New("auth: the session or token no longer authenticates")
+
+// CurrentRole re-reads the principal's role. It returns ErrNoLongerValid when the
+// session or token would no longer authenticate (ended, expired, revoked, user disabled).
+func (s *Service) CurrentRole(ctx context.Context, p *Principal) (Role, error) {
 	if p == nil {
-		return "", false
+		return "", ErrNoLongerValid
 	}
 	var role Role
 	var err error
@@ -348,5 +353,11 @@ func (s *Service) CurrentRole(ctx context.Context, p *Principal) (Role, bool) {
 			WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - $2::interval AND u.disabled_at IS NULL`,
 			p.SessionID, s.opts.IdleTimeout).Scan(&role)
 	}
-	return role, err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNoLongerValid
+	}
+	if err != nil {
+		return "", fmt.Errorf("auth: re-read the role: %w", err)
+	}
+	return role, nil
 }
