@@ -175,3 +175,97 @@ func TestRunWritesOnlyWhatItMeasured(t *testing.T) {
 		t.Errorf("no -in: got %v, want an error naming -in", err)
 	}
 }
+
+// builtinSample is the output of the built-in tools' benchmarks (services/builtin).
+const builtinSample = `benchdoc-start: 2026-11-29 09:00 UTC
+pkg: github.com/toolwarden/toolwarden/services/builtin
+BenchmarkRunCommand-2           	      20	  29807855 ns/op	        20.42 p50-ms	        85.55 p95-ms
+BenchmarkPTYThroughput-2        	      20	 174343032 ns/op	   6.01 MB/s
+BenchmarkReadFileSmall-2        	      20	   2064583 ns/op	         0.3301 p50-ms	        10.51 p95-ms
+BenchmarkReadFileLarge-2        	      20	  21698995 ns/op	        10.81 p50-ms	        79.41 p95-ms
+BenchmarkGrepSearch10kFiles-2   	      20	 235060205 ns/op	     44735 files/s	       223.5 p50-ms	       349.1 p95-ms
+PASS
+`
+
+func builtinRow(t *testing.T, doc, op string) string {
+	t.Helper()
+	for line := range strings.SplitSeq(doc, "\n") {
+		if strings.HasPrefix(line, "| "+op+" |") {
+			return line
+		}
+	}
+	t.Fatalf("no row %q in:\n%s", op, doc)
+	return ""
+}
+
+// The built-in tools' benchmarks fill their own table (seed 001's operations), a run
+// of them alone counts as measuring something, and a later run of other benchmarks
+// keeps their rows and the description of the run they come from.
+func TestRenderBuiltin(t *testing.T) {
+	r, err := Parse(strings.NewReader(builtinSample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Machine{CPU: "Xeon", Cores: 2, Go: "go1.26.8", GOOS: "linux", GOARCH: "amd64"}
+	now := time.Date(2026, 11, 29, 9, 30, 0, 0, time.UTC)
+	doc, measured := Render(r, m, now, "BENCH=ReadFile make bench", nil, "")
+	if measured != len(BuiltinRows) {
+		t.Errorf("measured %d rows, want the %d built-in ones:\n%s", measured, len(BuiltinRows), doc)
+	}
+	for op, want := range map[string]string{
+		"read_file 1 KiB": "| p50 0.33 ms, p95 10.51 ms | `BenchmarkReadFileSmall` (services/builtin/bench_test.go) | 2026-11-29 09:00 UTC |",
+		"read_file 10 MiB with a limit (1,000 lines from line 50,000)": "| p50 10.81 ms, p95 79.41 ms |",
+		"grep_search over 10,000 files":                                "| p50 223.5 ms, p95 349.1 ms (44,735 files/s) |",
+		"run_command round trip (`echo hello`)":                        "| p50 20.42 ms, p95 85.55 ms |",
+		"PTY output throughput":                                        "| 6.01 MB/s (1 MiB of output per round",
+	} {
+		if line := builtinRow(t, doc, op); !strings.Contains(line, want) {
+			t.Errorf("%s: %q lacks %q", op, line, want)
+		}
+	}
+	for _, w := range []string{builtinHeading + "\n", "it measured 0 of the 10 targets", "| P1 |"} {
+		if !strings.Contains(doc, w) {
+			t.Errorf("the document lacks %q:\n%s", w, doc)
+		}
+	}
+	if strings.Contains(doc, "built-in tools' rows; the others") {
+		t.Errorf("a run of every built-in benchmark says some rows come from earlier runs:\n%s", doc)
+	}
+	// The table comes before the run's description, which ends at the next "## ".
+	if b, run := strings.Index(doc, builtinHeading), strings.Index(doc, runHeading); b < 0 || run < b {
+		t.Errorf("built-in table at %d, run section at %d", b, run)
+	}
+
+	// A later run of the P-targets alone keeps the built-in rows and their run's section.
+	later, _ := Render(parseSample(t), m, now.Add(24*time.Hour), "make bench", nil, doc)
+	for _, b := range BuiltinRows {
+		if got, want := builtinRow(t, later, b.Op), builtinRow(t, doc, b.Op); got != want {
+			t.Errorf("a run without %s changed its row:\n got %s\nwant %s", b.Op, got, want)
+		}
+	}
+	if !strings.Contains(later, runHeading+"2026-11-29 09:00 UTC") || !strings.Contains(later, "it measured 0 of the 5 built-in tools' rows") {
+		t.Errorf("the run the built-in rows come from is not described:\n%s", later)
+	}
+	// A run of one of them replaces that row only.
+	one, _ := Parse(strings.NewReader("benchdoc-start: 2026-12-01 08:00 UTC\nBenchmarkReadFileSmall-2 \t 20\t 1 ns/op\t 0.5 p50-ms\t 0.9 p95-ms\n"))
+	third, n := Render(one, m, now.Add(48*time.Hour), "make bench", nil, later)
+	if n != 1 || !strings.Contains(builtinRow(t, third, "read_file 1 KiB"), "| p50 0.5 ms, p95 0.9 ms |") {
+		t.Errorf("a run of one built-in benchmark (%d measured): %s", n, builtinRow(t, third, "read_file 1 KiB"))
+	}
+	if got, want := builtinRow(t, third, "PTY output throughput"), builtinRow(t, doc, "PTY output throughput"); got != want {
+		t.Errorf("a run of read_file changed the PTY row:\n got %s\nwant %s", got, want)
+	}
+
+	// run() writes the document for a run of the built-in benchmarks alone.
+	dir := t.TempDir()
+	in, out := dir+"/bench.txt", dir+"/benchmarks.md"
+	if err := os.WriteFile(in, []byte(builtinSample), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(in, out, "make bench"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(out); !strings.Contains(string(got), "| read_file 1 KiB |") {
+		t.Errorf("a run of the built-in benchmarks did not write the document:\n%s", got)
+	}
+}

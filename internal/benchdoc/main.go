@@ -1,6 +1,7 @@
 // Command benchdoc writes docs/benchmarks.md from the output of `make bench`: the table
-// of the targets of issue #23 (P1–P10) with the figures measured, the machine and the
-// database settings, and the date.
+// of the targets of issue #23 (P1–P10) with the figures measured, the table of the
+// built-in tools' operations beside seed 001's timings, the machine and the database
+// settings, and the date.
 //
 //	go run ./internal/benchdoc -in bin/bench.txt -out docs/benchmarks.md -command "make bench"
 //
@@ -55,13 +56,13 @@ func run(in, out, command string) error {
 	m.CPU = firstNonEmpty(m.CPU, r.CPU)
 	doc, measured := Render(r, m, time.Now().UTC(), command, benchEnv(), previous)
 	if measured == 0 {
-		fmt.Fprintf(os.Stderr, "benchdoc: this run measured none of the targets; %s is left as it was\n", out)
+		fmt.Fprintf(os.Stderr, "benchdoc: this run measured none of the targets or built-in tools' rows; %s is left as it was\n", out)
 		return nil
 	}
 	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
 		return fmt.Errorf("-out: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "benchdoc: wrote %s (%d of %d targets measured in this run)\n", out, measured, len(Targets))
+	fmt.Fprintf(os.Stderr, "benchdoc: wrote %s (%d of %d rows measured in this run)\n", out, measured, len(Targets)+len(BuiltinRows))
 	return nil
 }
 
@@ -145,9 +146,9 @@ func previousRows(doc string) map[string]Row {
 	return rows
 }
 
-// Render writes the document: every target's row (this run's, else the previous
-// document's, else "not measured"), the machine, the settings and the figures.
-// measured counts the targets this run measured.
+// Render writes the document: every target's row and every built-in tool's row (this
+// run's, else the previous document's, else "not measured"), the machine, the settings
+// and the figures. measured counts the rows of both tables this run measured.
 func Render(r *Run, m Machine, now time.Time, command string, env map[string]string, previous string) (doc string, measured int) {
 	date := now.Format("2006-01-02 15:04 UTC")
 	if r.Started != "" {
@@ -181,11 +182,17 @@ func Render(r *Run, m Machine, now time.Time, command string, env map[string]str
 	w.WriteString("upstreams, latency targets are judged on `mcptest_http` (the in-repo Go server over HTTP, which\n")
 	w.WriteString("costs next to nothing, so Toolwarden's own cost shows) and throughput on `everything_stdio`\n")
 	w.WriteString("(server-everything over stdio, the upstream P2 names); both are shown.\n\n")
+	targets := measured
+	builtins := renderBuiltin(&w, r, date, previous, kept)
+	measured += builtins
 
 	fmt.Fprintf(&w, runHeading+"%s\n\n", date)
 	fmt.Fprintf(&w, "- command: `%s`\n", command)
-	if measured < len(Targets) {
-		fmt.Fprintf(&w, "- it measured %d of the %d targets; the other rows come from the runs their last column names\n", measured, len(Targets))
+	if targets < len(Targets) {
+		fmt.Fprintf(&w, "- it measured %d of the %d targets; the other rows come from the runs their last column names\n", targets, len(Targets))
+	}
+	if builtins < len(BuiltinRows) {
+		fmt.Fprintf(&w, "- it measured %d of the %d built-in tools' rows; the others come from the runs their last column names\n", builtins, len(BuiltinRows))
 	}
 	fmt.Fprintf(&w, "- machine: %s, %d cores, %s RAM, %s, %s/%s\n", firstNonEmpty(m.CPU, "unknown CPU"), m.Cores,
 		firstNonEmpty(m.RAM, "unknown"), firstNonEmpty(m.Kernel, "unknown kernel"), m.GOOS, m.GOARCH)

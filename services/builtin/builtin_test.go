@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -63,9 +64,24 @@ func TestBuiltinServer(t *testing.T) {
 	if _, err := srv.Registry.SetEnabled(ctx, audit.System, sv.ID, false); err != nil {
 		t.Fatalf("disabling the built-in server: %v", err)
 	}
+	// While it is disabled its tools are refused (the router learns of it through the
+	// bus); once enabled again they run.
+	think := func() (*router.Result, error) {
+		return srv.Router.Call(ctx, router.Call{Tool: "builtin__think", Arguments: json.RawMessage(`{"thought":"again"}`),
+			Actor: admin, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: "conv-1"})
+	}
+	var callErr error
+	webtest.WaitFor(t, 10*time.Second, func() bool { _, callErr = think(); return callErr != nil }, "a call refused while builtin is disabled")
+	if !strings.Contains(callErr.Error(), "builtin__think cannot be called: its server builtin is disabled") {
+		t.Fatalf("a call while builtin is disabled: %v", callErr)
+	}
 	if _, err := srv.Registry.SetEnabled(ctx, audit.System, sv.ID, true); err != nil {
 		t.Fatalf("enabling the built-in server: %v", err)
 	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		res, err := think()
+		return err == nil && !res.IsError && router.TextOf(res.Content) == "again"
+	}, "think running again once builtin is enabled")
 	if _, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "other", Type: registry.TypeBuiltin}); err == nil {
 		t.Fatal("a second built-in server was created")
 	}

@@ -201,7 +201,12 @@ func TestFileOperations(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "moved.txt")); !os.IsNotExist(err) {
 		t.Fatalf("delete_file: %v", err)
 	}
-	f.fails("c1", args{"operation": "create_file", "filePath": "big.txt", "content": strings.Repeat("x", 10<<20+1)}, "")
+	// One byte over the 10 MiB limit: refused with the sizes, and nothing is written.
+	f.fails("c1", args{"operation": "create_file", "filePath": "big.txt", "content": strings.Repeat("x", 10<<20+1)},
+		"content: 10485761 bytes, more than the limit of 10485760")
+	if _, err := os.Stat(filepath.Join(ws, "big.txt")); !os.IsNotExist(err) {
+		t.Fatalf("an oversize create_file left a file: %v", err)
+	}
 
 	for _, c := range []struct {
 		args args

@@ -1,0 +1,86 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
+)
+
+// An administrator types into a terminal someone else owns (handlers.TerminalAccess),
+// the line audited under the administrator's name; a tool manager, who may use tools
+// but neither owns the terminal nor is an administrator, cannot open its socket at all.
+func TestTerminalAdminTypesIntoOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.CreateUser(t, "ada", auth.RoleAdmin, "ada-password-123")
+	srv.CreateUser(t, "tom", auth.RoleToolManager, "tom-password-123")
+	ws, err := srv.App.Builtin.Workspace("conv-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-a", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adc := srv.Login(t, "ada", "ada-password-123")
+	tc := srv.Login(t, "tom", "tom-password-123")
+
+	if b := body(t, srv.Get(t, adc, "/terminals/"+term.ID)); !strings.Contains(b, `data-readonly="false"`) {
+		t.Fatalf("the administrator's page of alice's terminal is read-only:\n%s", b)
+	}
+	conn, hello := termDial(t, srv, adc, term.ID, 0)
+	if hello["readOnly"] != false {
+		t.Fatalf("the administrator's hello: %v", hello)
+	}
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo admin-$((40+2))\r"})
+	readUntil(t, conn, "admin-42")
+	if data, _, _ := term.Output(0); !strings.Contains(string(data), "admin-42") {
+		t.Fatalf("the terminal's own output lacks the administrator's command: %q", data)
+	}
+	webtest.WaitFor(t, 5*time.Second, func() bool {
+		var n int
+		if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'terminal.input' AND target_id = $1
+			AND actor_name = 'ada' AND payload->>'input' = 'echo admin-$((40+2))'`, term.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 1
+	}, "the administrator's line audited under their name")
+
+	// The tool manager: the page and the socket answer 404, as for a terminal that
+	// does not exist, and nothing they could send reaches it.
+	if res := srv.Get(t, tc, "/terminals/"+term.ID); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("the tool manager opens alice's terminal: %d", res.StatusCode)
+	}
+	u, _ := url.Parse(srv.URL)
+	var parts []string
+	for _, ck := range tc.Jar.Cookies(u) {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	h := http.Header{}
+	h.Set("Cookie", strings.Join(parts, "; "))
+	h.Set("Origin", srv.URL)
+	tconn, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/terminals/"+term.ID+"/ws?from=0", h)
+	if err == nil {
+		_ = tconn.WriteJSON(map[string]any{"type": "input", "data": "echo MANAGER-TYPED\r"})
+		time.Sleep(300 * time.Millisecond)
+		tconn.Close()
+		t.Fatal("the tool manager opened alice's terminal's socket")
+	}
+	if res == nil || res.StatusCode != http.StatusNotFound {
+		t.Fatalf("the tool manager's socket: %v, want HTTP 404", err)
+	}
+	if data, _, _ := term.Output(0); strings.Contains(string(data), "MANAGER-TYPED") {
+		t.Fatal("the tool manager typed into the terminal")
+	}
+}
