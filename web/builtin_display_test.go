@@ -60,3 +60,44 @@ func TestAuditEntryShowsDisplayLine(t *testing.T) {
 		t.Error("a login entry shows a display line")
 	}
 }
+
+// A plan with a built-in write shows the write's display line on its approval card in
+// /approvals and, once it ran, in its execution's log.
+func TestExecutionDisplayLineOnCardAndLog(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low) // a write stays medium: an approver confirms
+	srv.CreateUser(t, "ann", auth.RoleToolUser, xpPassword)
+	ann := svClient{t: t, srv: srv, c: srv.Login(t, "ann", xpPassword)}
+	adminC := srv.Login(t, "admin", webtest.AdminPassword)
+	admin := svClient{t: t, srv: srv, c: adminC}
+	body := plan(step("builtin__file_operations.create_file", map[string]any{"filePath": "docs/notes.txt", "content": "hello"}))
+	body["conversation_id"] = "conv-card"
+	var ex apiExec
+	ann.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	if ex.Status != "awaiting_approval" {
+		t.Fatalf("created %+v", ex)
+	}
+
+	d := page(t, srv.Get(t, adminC, "/approvals"))
+	card := d.Find(`[data-testid=approval-item][data-execution-id="` + ex.ID + `"]`)
+	if card.Length() != 1 {
+		t.Fatalf("no approval card for %s", ex.ID)
+	}
+	if got := strings.TrimSpace(card.Find(`[data-testid=approval-steps] li`).Text()); got != "Creating file notes.txt" {
+		t.Fatalf("the card's steps: %q, want %q", got, "Creating file notes.txt")
+	}
+
+	admin.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}, 200, nil)
+	waitExec(t, admin, ex.ID, "success")
+	var line string
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		d := page(t, srv.Get(t, adminC, "/executions/"+ex.ID))
+		line = strings.TrimSpace(d.Find(`[data-testid=log-panel] [data-testid=log-line][data-kind="tool.started"]`).Text())
+		return line != ""
+	}, "the tool.started line in the execution's log")
+	if !strings.Contains(line, "builtin__file_operations started: Creating file notes.txt") {
+		t.Fatalf("the log's tool.started line: %q", line)
+	}
+}
