@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -113,4 +114,75 @@ func typeInto(keys string) chromedp.Action[chromedp.Void] {
 		}
 		return nil
 	})
+}
+
+// socketLog records every websocket the page opens (window.__twSockets), so a test can
+// drop the terminal's connection as a network failure would, without a hook in the page.
+const socketLog = `(function () {
+	var W = window.WebSocket;
+	window.__twSockets = [];
+	window.WebSocket = class extends W {
+		constructor(url, protocols) {
+			super(url, protocols);
+			window.__twSockets.push(this);
+		}
+	};
+})();`
+
+// TestBrowserTerminalReconnect drops the terminal page's websocket: the page says it
+// is reconnecting, connects again from the index it reached, shows what is typed after
+// the reconnect, and does not write the history a second time.
+func TestBrowserTerminalReconnect(t *testing.T) {
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-e2e-re")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-re", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The terminal's whole buffer (scrollback too), a line each.
+	bufferText := `(function () { var b = window.twTerminal.buffer.active, out = [];
+		for (var i = 0; i < b.length; i++) { out.push(b.getLine(i).translateToString(true)); }
+		return out.join("\n"); })()`
+	count := func(b *browser, s string) int { return strings.Count(eval[string](b, bufferText), s) }
+	termSockets := `window.__twSockets.filter(function (s) { return s.url.includes("/terminals/` + term.ID + `/ws"); })`
+
+	b := newBrowser(t)
+	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument,
+		page.AddScriptToEvaluateOnNewDocumentParams{Source: socketLog}); err != nil {
+		t.Fatalf("install the socket log: %v", err)
+	}
+	b.login(srv, "alice", "alice-password-1")
+	b.do("open the terminal",
+		chromedp.Navigate(srv.URL+"/terminals/"+term.ID),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)),
+	)
+	b.waitJS("the terminal is connected", `document.getElementById("terminal").dataset.state === "connected"`)
+	b.do("type a command", typeInto("echo before-$((2+3))"+kb.Enter))
+	b.waitJS("its output", bufferText+`.includes("before-5")`)
+	if n := count(b, "before-5"); n != 1 {
+		t.Fatalf("before the reconnect, before-5 shows %d times", n)
+	}
+
+	b.do("drop the terminal's socket", chromedp.Evaluate[chromedp.Void](termSockets+`.forEach(function (s) { s.close(); })`))
+	b.waitJS("the page reconnects", `document.getElementById("terminal").dataset.state === "reconnecting"`)
+	b.waitJS("a second socket is open", termSockets+`.length === 2 && `+termSockets+`[1].readyState === WebSocket.OPEN`+
+		` && document.getElementById("terminal").dataset.state === "connected"`)
+	if from := eval[string](b, termSockets+`[1].url`); strings.HasSuffix(from, "?from=0") {
+		t.Fatalf("the reconnect asked for the whole history again: %s", from)
+	}
+
+	b.do("type after the reconnect", typeInto("echo after-$((3+4))"+kb.Enter))
+	b.waitJS("the output after the reconnect", bufferText+`.includes("after-7")`)
+	text := eval[string](b, bufferText)
+	if n := strings.Count(text, "before-5"); n != 1 {
+		t.Fatalf("after the reconnect, before-5 shows %d times (history written again):\n%s", n, text)
+	}
+	if strings.Contains(text, "output was dropped") {
+		t.Fatalf("the reconnect says output was dropped:\n%s", text)
+	}
+	b.checkConsole()
 }

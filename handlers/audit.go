@@ -297,6 +297,7 @@ func (h AuditHandler) Show(c echo.Context) error {
 		page.TokenName = firstString(payload, "token_name", "token")
 		page.UserAgent = firstString(payload, "user_agent")
 		page.Client = firstString(payload, "client", "mcp_client", "client_name")
+		page.Display = firstString(payload, "display")
 		page.Changes, page.Diff = payloadChanges(payload)
 	}
 	return render(c, http.StatusOK, views.AuditEntry(page))

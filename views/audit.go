@@ -105,6 +105,9 @@ type AuditEntryPage struct {
 	UserAgent  string
 	Client     string
 	RequestURL string
+	// Display is what a tool call did in a short line, as its tool says it ("Creating
+	// file notes.txt", seed 000 §6); "" for other entries.
+	Display string
 	// Payload is the entry's payload, indented.
 	Payload string
 	// Changes are field changes the payload records (from/to), Diff the line diff of its
