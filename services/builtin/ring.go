@@ -28,12 +28,17 @@ func (r *ring) Write(p []byte) (int, error) {
 		r.end += int64(len(p) - r.cap)
 		p = p[len(p)-r.cap:]
 	}
-	if len(r.buf) < r.cap { // still growing: appends until full
-		room := r.cap - len(r.buf)
-		k := min(room, len(p))
-		r.buf = append(r.buf, p[:k]...)
-		r.end += int64(k)
-		p = p[k:]
+	// While it grows, buf holds indexes 0..end-1 in order. A write that would pass the
+	// capacity, or that follows bytes skipped above, makes it full size first, so that
+	// every index is at buf[i % cap] (appending after a skip put them elsewhere).
+	if len(r.buf) < r.cap {
+		if int64(len(r.buf)) == r.end && len(r.buf)+len(p) <= r.cap {
+			r.buf = append(r.buf, p...)
+			r.end += int64(len(p))
+			p = nil
+		} else {
+			r.buf = append(r.buf, make([]byte, r.cap-len(r.buf))...)
+		}
 	}
 	for len(p) > 0 { // full: overwrite the oldest bytes
 		at := int(r.end % int64(r.cap))

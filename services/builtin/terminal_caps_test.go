@@ -34,7 +34,7 @@ func TestRunCommandOutputCap(t *testing.T) {
 		sc := res.StructuredContent.(map[string]any)
 		out, _ := sc["output"].(string)
 		if len(out) != tc.kept || out != strings.Repeat("a", tc.kept-4)+"END\n" || sc["truncated"] != true || sc["bytes"] != int64(tc.total) {
-			t.Fatalf("%s: kept %d bytes (want the last %d), truncated %v, bytes %v", tc.name, len(out), tc.kept, sc["truncated"], sc["bytes"])
+			t.Fatalf("%s: kept %d bytes (want the last %d), truncated %v, bytes %v: %q", tc.name, len(out), tc.kept, sc["truncated"], sc["bytes"], out)
 		}
 		want := "[the first " + strconv.Itoa(tc.total-tc.kept) + " bytes of output were dropped]\n"
 		if txt := res.Content[0].(*mcp.TextContent).Text; !strings.HasPrefix(txt, want) || !strings.HasSuffix(txt, "END\n\n[exit code 0]") {

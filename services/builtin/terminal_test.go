@@ -382,20 +382,24 @@ func TestCleanupAfterCrash(t *testing.T) {
 // The ring against a plain buffer, over writes of every size, across many wraps.
 func TestRingWraps(t *testing.T) {
 	t.Parallel()
-	r := newRing(7)
-	var all []byte
-	for i := range 40 {
-		p := make([]byte, i%11)
-		for j := range p {
-			p[j] = byte('a' + (len(all)+j)%26)
-		}
-		_, _ = r.Write(p)
-		all = append(all, p...)
-		for _, from := range []int64{0, int64(len(all)) - 3, int64(len(all))} {
-			data, at, next := r.From(from)
-			wantAt := max(from, max(0, int64(len(all))-7))
-			if next != int64(len(all)) || at != min(wantAt, next) || string(data) != string(all[at:]) {
-				t.Fatalf("after %d bytes, from %d: %q at %d next %d", len(all), from, data, at, next)
+	// Write sizes growing from 0, and sizes where a write larger than the capacity
+	// comes while the buffer is still part full (3 bytes, then 8).
+	for _, size := range []func(i int) int{func(i int) int { return i % 11 }, func(i int) int { return (i*5 + 3) % 17 }} {
+		r := newRing(7)
+		var all []byte
+		for i := range 40 {
+			p := make([]byte, size(i))
+			for j := range p {
+				p[j] = byte('a' + (len(all)+j)%26)
+			}
+			_, _ = r.Write(p)
+			all = append(all, p...)
+			for _, from := range []int64{0, int64(len(all)) - 3, int64(len(all))} {
+				data, at, next := r.From(from)
+				wantAt := max(from, max(0, int64(len(all))-7))
+				if next != int64(len(all)) || at != min(wantAt, next) || string(data) != string(all[at:]) {
+					t.Fatalf("after %d bytes, from %d: %q at %d next %d", len(all), from, data, at, next)
+				}
 			}
 		}
 	}
