@@ -17,6 +17,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/app/webtest"
@@ -466,5 +467,95 @@ func TestAuditVerifyReachesCheckpoint(t *testing.T) {
 	}
 	if c := d.Find(`[data-testid=chain-checkpoint]`).Text(); !strings.Contains(c, fmt.Sprintf("entry %d at", cp.ID)) {
 		t.Fatalf("page's checkpoint: got %q, want the checkpoint of entry %d", c, cp.ID)
+	}
+}
+
+// uaBearer sends a bearer token and a user agent of its own, as an agent would.
+type uaBearer struct{ token, ua string }
+
+func (b uaBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	r.Header.Set("User-Agent", b.ua)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The entry page says who acted: the API token's name, the user agent and, for a call
+// through /mcp, the MCP client; with a link to the target and, for an edit, the diff of
+// before and after. Every audited request records its token and user agent, not only a
+// sign-in.
+func TestAuditEntryShowsWho(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := auditStart(t)
+	e.srv.LiveServer(t, "live", true, "echo")
+	admin, err := e.srv.Auth.GetUserByName(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := e.srv.Auth.CreateToken(ctx, audit.System, admin.ID, auth.NewToken{Name: "ci-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &http.Client{Transport: uaBearer{token: tok, ua: "audit-agent-http/3.4"}}
+
+	// A tool call through /mcp.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "audit-agent", Version: "2.1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: agent}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "live__echo", Arguments: map[string]any{"message": "hi"}}); err != nil || res.IsError {
+		t.Fatalf("call through /mcp: %v %+v", err, res)
+	}
+	toolID := e.srv.ToolID(t, "live__echo")
+	// An edit of the tool through the API, with the same token.
+	req, err := http.NewRequest(http.MethodPatch, e.srv.URL+"/api/v1/tools/"+toolID, strings.NewReader(`{"risk":"high","tags":["audited"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := agent.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH tool: %d", res.StatusCode)
+	}
+
+	entry := func(action string) *goquery.Document {
+		t.Helper()
+		var l auditList
+		e.api.JSON(http.MethodGet, "/api/v1/audit?action="+action+"&target_type=tool&target_id="+toolID, nil, 200, &l)
+		if len(l.Items) != 1 {
+			t.Fatalf("%s entries of the tool: %+v", action, l.Items)
+		}
+		// The admin may open the tool, so the target is a link.
+		return doc(t, e.srv.Get(t, e.admin, fmt.Sprintf("/audit/%d", l.Items[0].ID)))
+	}
+	who := func(d *goquery.Document, what string) {
+		t.Helper()
+		if got := d.Find(`[data-testid=entry-token]`).Text(); got != "ci-agent" {
+			t.Errorf("%s: token: got %q, want ci-agent", what, got)
+		}
+		if got := d.Find(`[data-testid=entry-user-agent]`).Text(); got != "audit-agent-http/3.4" {
+			t.Errorf("%s: user agent: got %q", what, got)
+		}
+		if href := d.Find(`[data-testid=entry-target-link]`).AttrOr("href", ""); href != "/tools/"+toolID {
+			t.Errorf("%s: target link: got %q, want /tools/%s", what, href, toolID)
+		}
+	}
+	d := entry("tool.call")
+	who(d, "tool.call")
+	if got := d.Find(`[data-testid=entry-client]`).Text(); !strings.Contains(got, "audit-agent") {
+		t.Errorf("tool.call: MCP client: got %q, want audit-agent", got)
+	}
+	d = entry("tool.configure")
+	who(d, "tool.configure")
+	diff := d.Find(`[data-testid=entry-diff]`).Text()
+	if !strings.Contains(diff, "audited") || !strings.Contains(diff, "high") {
+		t.Errorf("tool.configure: diff of before and after: got %q", diff)
 	}
 }
