@@ -78,7 +78,8 @@ type Config struct {
 	// Grants: the clock of grants and user_collaboration (tests move it).
 	Grants  grants.Options
 	Denials audit.DenialOptions
-	// Checkpoints: where and how often the audit chain's head is signed; no Dir, never.
+	// Checkpoints: where and how often the audit chain's head is signed (no Dir or no
+	// Every: never), and where the audit page's and API's check finds the newest one.
 	Checkpoints CheckpointConfig
 	Gateway     gateway.Options
 	// BuiltinRoot holds the built-in tools' workspaces (--builtin-root); "" leaves the
@@ -261,6 +262,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
 	a.AuditLog = audit.NewLog(pool)
+	if cc := cfg.Checkpoints; cc.Dir != "" {
+		a.AuditLog.UseCheckpoints(audit.CheckpointSource{Dir: cc.Dir, KeyFile: cc.KeyFile})
+	}
 	a.Assistant = a.assistant(pool, cfg)
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
@@ -304,7 +308,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// Ends, within seconds, the records of the terminals of a replica that died.
 		a.components = append(a.components, Component{Name: "terminals", Run: a.sweepTerminals})
 	}
-	if cfg.Checkpoints.Dir != "" {
+	if cfg.Checkpoints.Dir != "" && cfg.Checkpoints.Every > 0 {
 		c, err := a.checkpoints()
 		if err != nil {
 			return nil, err

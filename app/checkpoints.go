@@ -11,12 +11,13 @@ import (
 // CheckpointConfig says where and how often the server signs the audit chain's head
 // (docs/security.md, Signed checkpoints).
 type CheckpointConfig struct {
-	// Dir receives the checkpoint files; "" writes none.
+	// Dir receives the checkpoint files; "" writes none. The audit page's and API's
+	// check reaches the newest one here (audit.Log.UseCheckpoints), written or not.
 	Dir string
 	// KeyFile is the Ed25519 signing key, created 0600 on first use with its public key
 	// beside it (audit.OpenSigner).
 	KeyFile string
-	// Every is how often; default an hour.
+	// Every is how often; 0 writes none (serve --checkpoint-every 0).
 	Every time.Duration
 }
 
@@ -26,9 +27,6 @@ type CheckpointConfig struct {
 // scatter one series over whichever replica ran it.
 func (a *App) checkpoints() (Component, error) {
 	cc := a.cfg.Checkpoints
-	if cc.Every <= 0 {
-		cc.Every = time.Hour
-	}
 	signer, err := audit.OpenSigner(cc.KeyFile)
 	if err != nil {
 		return Component{}, err

@@ -209,7 +209,8 @@ func (h AuditHandler) chain(c echo.Context) (views.AuditChain, error) {
 		return ch, nil
 	}
 	ch.Running, ch.Checked, ch.Total, ch.OK, ch.Through = st.Running, st.Checked, st.Total, st.OK, st.VerifiedThrough
-	ch.At, ch.By, ch.BadID, ch.Reason, ch.Err = st.FinishedAt, st.StartedBy, st.BadID, st.Reason, st.Err
+	ch.At, ch.By, ch.BadID, ch.Reason, ch.Err, ch.Checkpoint = st.FinishedAt, st.StartedBy, st.BadID, st.Reason, st.Err, st.Checkpoint
+	ch.CheckpointID = st.CheckpointID
 	return ch, nil
 }
 
@@ -486,7 +487,8 @@ func (w *lazyWriter) Write(b []byte) (int, error) {
 }
 
 // APIVerify checks the chain now and answers how far it holds:
-// {"ok","verified_through","checked","bad_id","reason","started_at","finished_at"}.
+// {"ok","verified_through","checked","bad_id","reason","started_at","finished_at",
+// "checkpoint","checkpoint_id"}, against the newest checkpoint as the CLI's check is.
 func (h AuditHandler) APIVerify(c echo.Context) error {
 	v, err := h.Log.VerifyNow(c.Request().Context(), PrincipalOf(c).User.Username)
 	if err != nil {

@@ -140,7 +140,9 @@ func PrincipalOf(c echo.Context) *auth.Principal {
 
 // ActorOf describes the caller for the audit log.
 func ActorOf(c echo.Context) audit.Actor {
-	return PrincipalOf(c).Actor(c.RealIP(), RequestID(c))
+	a := PrincipalOf(c).Actor(c.RealIP(), RequestID(c))
+	a.UserAgent = c.Request().UserAgent()
+	return a
 }
 
 // RequestID is the request's id (set by the request-id middleware).

@@ -84,6 +84,10 @@ type AuditChain struct {
 	Reason    string
 	Err       string
 	CanVerify bool
+	// Checkpoint says which signed checkpoint the chain had to reach, or that there was
+	// none (empty: not known, the check ran in another process).
+	Checkpoint   string
+	CheckpointID int64 // the entry it signed; 0: there was none
 }
 
 // AuditNew is the "N new entries" banner.

@@ -2,17 +2,24 @@ package web_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/jackc/pgx/v5"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -368,4 +375,201 @@ func TestAuditNewEntriesBanner(t *testing.T) {
 		t.Fatalf("banner of a full page: %q", newURL)
 	}
 	noChange(newURL) // nothing new: no count to show
+}
+
+// The page's Verify and GET /api/v1/audit/verify reach the newest signed checkpoint, as
+// `toolwarden audit verify` does: a database owner who deletes the end of the log is
+// caught, though the chain that is left verifies on its own.
+func TestAuditVerifyReachesCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	cps := webtest.Options{Denials: &audit.DenialOptions{PerActor: 1000, Total: 1000},
+		Checkpoints: app.CheckpointConfig{Dir: filepath.Join(dataDir, "checkpoints"), KeyFile: filepath.Join(dataDir, "checkpoint.key")}}
+	srv := webtest.Start(t, &cps)
+	srv.CreateUser(t, "carol", auth.RoleAuditor, auditPassword)
+	auditor := srv.Login(t, "carol", auditPassword)
+	api := webtest.API{T: t, Srv: srv, C: auditor}
+	type verification struct {
+		OK           bool   `json:"ok"`
+		BadID        int64  `json:"bad_id"`
+		Reason       string `json:"reason"`
+		Checkpoint   string `json:"checkpoint"`
+		CheckpointID int64  `json:"checkpoint_id"`
+	}
+	var v verification
+	api.JSON(http.MethodGet, "/api/v1/audit/verify", nil, 200, &v)
+	if !v.OK || v.CheckpointID != 0 || !strings.Contains(v.Checkpoint, "no checkpoint yet") {
+		t.Fatalf("verify before any checkpoint: %+v, want OK and saying there is no checkpoint yet", v)
+	}
+	if c := doc(t, srv.Get(t, auditor, "/audit")).Find(`[data-testid=chain-checkpoint]`).Text(); !strings.Contains(c, "without a checkpoint: no checkpoint yet") {
+		t.Fatalf("page's checkpoint before any: got %q, want it to say there is none yet", c)
+	}
+
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	for _, name := range []string{"dave", "erin", "fred"} {
+		admin.JSON(http.MethodPost, "/api/v1/users", map[string]any{"username": name, "role": "tool_user", "password": auditPassword}, 201, nil)
+	}
+	signer, err := audit.OpenSigner(cps.Checkpoints.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := audit.MakeCheckpoint(ctx, srv.Pool, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.WriteCheckpoint(cps.Checkpoints.Dir, cp); err != nil {
+		t.Fatal(err)
+	}
+	api.JSON(http.MethodGet, "/api/v1/audit/verify", nil, 200, &v)
+	if !v.OK || v.CheckpointID != cp.ID || !strings.Contains(v.Checkpoint, fmt.Sprintf("entry %d at", cp.ID)) ||
+		!strings.Contains(v.Checkpoint, "signed by the trusted key "+cp.KeyFingerprint) {
+		t.Fatalf("verify with a checkpoint of entry %d: %+v", cp.ID, v)
+	}
+
+	// A newer checkpoint whose statement was altered is refused, not passed over.
+	forged := cp
+	forged.At, forged.ID = cp.At.Add(time.Second), cp.ID+100
+	forgedPath, err := audit.WriteCheckpoint(cps.Checkpoints.Dir, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bad struct {
+		OK  bool   `json:"ok"`
+		Err string `json:"error"`
+	}
+	api.JSON(http.MethodGet, "/api/v1/audit/verify", nil, 200, &bad)
+	if bad.OK || !strings.Contains(bad.Err, "signature does not verify") {
+		t.Fatalf("verify with a forged newest checkpoint: %+v, want not OK naming the signature", bad)
+	}
+	if err := os.Remove(forgedPath); err != nil {
+		t.Fatal(err)
+	}
+
+	// The application's role cannot delete entries; the tables' owner can.
+	if _, err := srv.Pool.Exec(ctx, `DELETE FROM audit_log WHERE id >= $1`, cp.ID-1); err == nil {
+		t.Fatal("the app role deleted audit entries")
+	}
+	owner, err := pgx.Connect(ctx, srv.App.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	if _, err := owner.Exec(ctx, `ALTER TABLE audit_log DISABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `DELETE FROM audit_log WHERE id >= $1`, cp.ID-1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `ALTER TABLE audit_log ENABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+
+	api.JSON(http.MethodGet, "/api/v1/audit/verify", nil, 200, &v)
+	if v.OK || v.BadID != cp.ID-1 || !strings.Contains(v.Reason, "the end of the log was deleted") || v.CheckpointID != cp.ID {
+		t.Fatalf("verify after the end was deleted: %+v, want broken at entry %d, the end of the log deleted", v, cp.ID-1)
+	}
+	// The page's Verify runs the same check in the background.
+	srv.PostForm(t, auditor, "/audit/verify", nil).Body.Close()
+	srv.App.AuditLog.WaitVerify()
+	d := doc(t, srv.Get(t, auditor, "/audit"))
+	if st := d.Find(`[data-testid=audit-chain]`).AttrOr("data-state", ""); st != "broken" {
+		t.Fatalf("page's chain state: got %q, want broken", st)
+	}
+	if r := d.Find(`[data-testid=chain-reason]`).Text(); !strings.Contains(r, "the end of the log was deleted") {
+		t.Fatalf("page's reason: got %q", r)
+	}
+	if c := d.Find(`[data-testid=chain-checkpoint]`).Text(); !strings.Contains(c, fmt.Sprintf("entry %d at", cp.ID)) {
+		t.Fatalf("page's checkpoint: got %q, want the checkpoint of entry %d", c, cp.ID)
+	}
+}
+
+// uaBearer sends a bearer token and a user agent of its own, as an agent would.
+type uaBearer struct{ token, ua string }
+
+func (b uaBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	r.Header.Set("User-Agent", b.ua)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// The entry page says who acted: the API token's name, the user agent and, for a call
+// through /mcp, the MCP client; with a link to the target and, for an edit, the diff of
+// before and after. Every audited request records its token and user agent, not only a
+// sign-in.
+func TestAuditEntryShowsWho(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := auditStart(t)
+	e.srv.LiveServer(t, "live", true, "echo")
+	admin, err := e.srv.Auth.GetUserByName(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := e.srv.Auth.CreateToken(ctx, audit.System, admin.ID, auth.NewToken{Name: "ci-agent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := &http.Client{Transport: uaBearer{token: tok, ua: "audit-agent-http/3.4"}}
+
+	// A tool call through /mcp.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "audit-agent", Version: "2.1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: e.srv.URL + "/mcp", HTTPClient: agent}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "live__echo", Arguments: map[string]any{"message": "hi"}}); err != nil || res.IsError {
+		t.Fatalf("call through /mcp: %v %+v", err, res)
+	}
+	toolID := e.srv.ToolID(t, "live__echo")
+	// An edit of the tool through the API, with the same token.
+	req, err := http.NewRequest(http.MethodPatch, e.srv.URL+"/api/v1/tools/"+toolID, strings.NewReader(`{"risk":"high","tags":["audited"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := agent.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("PATCH tool: %d", res.StatusCode)
+	}
+
+	entry := func(action string) *goquery.Document {
+		t.Helper()
+		var l auditList
+		e.api.JSON(http.MethodGet, "/api/v1/audit?action="+action+"&target_type=tool&target_id="+toolID, nil, 200, &l)
+		if len(l.Items) != 1 {
+			t.Fatalf("%s entries of the tool: %+v", action, l.Items)
+		}
+		// The admin may open the tool, so the target is a link.
+		return doc(t, e.srv.Get(t, e.admin, fmt.Sprintf("/audit/%d", l.Items[0].ID)))
+	}
+	who := func(d *goquery.Document, what string) {
+		t.Helper()
+		if got := d.Find(`[data-testid=entry-token]`).Text(); got != "ci-agent" {
+			t.Errorf("%s: token: got %q, want ci-agent", what, got)
+		}
+		if got := d.Find(`[data-testid=entry-user-agent]`).Text(); got != "audit-agent-http/3.4" {
+			t.Errorf("%s: user agent: got %q", what, got)
+		}
+		if href := d.Find(`[data-testid=entry-target-link]`).AttrOr("href", ""); href != "/tools/"+toolID {
+			t.Errorf("%s: target link: got %q, want /tools/%s", what, href, toolID)
+		}
+	}
+	d := entry("tool.call")
+	who(d, "tool.call")
+	if got := d.Find(`[data-testid=entry-client]`).Text(); !strings.Contains(got, "audit-agent") {
+		t.Errorf("tool.call: MCP client: got %q, want audit-agent", got)
+	}
+	d = entry("tool.configure")
+	who(d, "tool.configure")
+	diff := d.Find(`[data-testid=entry-diff]`).Text()
+	if !strings.Contains(diff, "audited") || !strings.Contains(diff, "high") {
+		t.Errorf("tool.configure: diff of before and after: got %q", diff)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +81,76 @@ func TestCallCircuitVisible(t *testing.T) {
 	}
 	if code != http.StatusOK || json.Unmarshal(body, &res) != nil || len(res.Content) == 0 || res.Content[0].Text != "Echo: back" {
 		t.Fatalf("the first call after the server came back: got %d %s", code, body)
+	}
+}
+
+// The server page's Reconnect button closes an open call circuit: the session it opens
+// resets the breaker, as an automatic reconnect does. Nothing else reconnects here (no
+// health check within the test, an hour's backoff), so only the button can close it.
+func TestReconnectButtonClosesCircuit(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Router: &router.Options{BreakerFailures: 1, BreakerCooldown: time.Hour},
+		MCP: &mcpclient.Options{BackoffInitial: time.Hour, BackoffMax: time.Hour, Debounce: 50 * time.Millisecond,
+			BreakerFailures: 50, BreakerCooldown: time.Second}})
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "recon"})
+	srv.RegisterServer(t, registry.Spec{Name: "recon", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true,
+		Trusted: true, HealthIntervalMS: 3_600_000}, "sleep", "echo")
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	api := webtest.API{T: t, Srv: srv, C: admin}
+	sv, err := srv.Registry.GetServerByName(context.Background(), "recon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := func() (inAPI, metric string) {
+		var out struct {
+			Live struct {
+				Circuit struct {
+					State string `json:"state"`
+				} `json:"call_circuit"`
+			} `json:"live"`
+		}
+		api.JSON(http.MethodGet, "/api/v1/servers/"+sv.ID, nil, http.StatusOK, &out)
+		res := srv.Get(t, admin, "/metrics")
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, `toolwarden_server_circuit_state{server="recon"`) {
+				metric = l[strings.LastIndexByte(l, ' ')+1:]
+			}
+		}
+		return out.Live.Circuit.State, metric
+	}
+	// A call the server drops (it stops mid-call) opens the circuit.
+	time.AfterFunc(300*time.Millisecond, hs.Stop)
+	if code, body := api.Do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "recon__sleep", "arguments": map[string]any{"ms": 10000}}); code == http.StatusOK {
+		t.Fatalf("a call the server dropped: got %d %s", code, body)
+	}
+	if a, m := state(); a != router.CircuitOpen || m != "2" {
+		t.Fatalf("after the dropped call: API %q, metric %q; want open, 2", a, m)
+	}
+	hs.Restart()
+	// Back, but nothing has reconnected: the circuit stays open.
+	time.Sleep(time.Second)
+	if a, m := state(); a != router.CircuitOpen || m != "2" {
+		t.Fatalf("with the server back, before Reconnect: API %q, metric %q; want still open", a, m)
+	}
+	// Press Reconnect: the form on the server's page.
+	form := page(t, srv.Get(t, admin, "/servers/"+sv.ID)).Find("[data-testid=reconnect-server]").Closest("form")
+	action, ok := form.Attr("action")
+	if !ok || strings.ToLower(form.AttrOr("method", "")) != "post" {
+		t.Fatalf("the server page has no Reconnect form (action %q)", action)
+	}
+	res := srv.PostForm(t, admin, action, url.Values{})
+	res.Body.Close()
+	if res.StatusCode >= 400 {
+		t.Fatalf("Reconnect: got %d", res.StatusCode)
+	}
+	webtest.WaitFor(t, 30*time.Second, func() bool {
+		a, m := state()
+		return a == router.CircuitClosed && m == "0"
+	}, "Reconnect did not close the circuit")
+	code, body := api.Do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "recon__echo", "arguments": map[string]any{"message": "back"}})
+	if code != http.StatusOK || !strings.Contains(string(body), "Echo: back") {
+		t.Fatalf("a call after Reconnect: got %d %s", code, body)
 	}
 }

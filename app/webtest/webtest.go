@@ -83,6 +83,9 @@ type Options struct {
 	Egress *egress.Policy
 	// Grants tunes grants and user_collaboration (a clock: Now); nil uses the defaults.
 	Grants *grants.Options
+	// Checkpoints is where the audit chain's checkpoints are and the key that signs
+	// them (app.Config.Checkpoints); zero: none.
+	Checkpoints app.CheckpointConfig
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -114,6 +117,7 @@ func Start(t testing.TB, opts *Options) *Server {
 			c.Grants = *opts.Grants
 		}
 		c.TrustedProxies = opts.TrustedProxies
+		c.Checkpoints = opts.Checkpoints
 		c.Egress = opts.Egress
 	}})
 	hs := httptest.NewServer(a.Web)

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -118,47 +115,13 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-// loadCheckpoint finds, reads and checks the signature of the checkpoint verify uses
-// (nil when there is none), and says which one it is.
+// loadCheckpoint is the checkpoint verify uses (nil when there is none, or with
+// --checkpoint none), by the server's own rules (audit.LoadCheckpoint), and which one it is.
 func loadCheckpoint(c config, flagValue, pubFlag, keyPath string) (*audit.Checkpoint, string, error) {
-	path := flagValue
-	switch path {
-	case "none":
+	if flagValue == "none" {
 		return nil, "no checkpoint (--checkpoint none)", nil
-	case "":
-		latest, err := audit.LatestCheckpoint(checkpointDir(c))
-		if err != nil {
-			return nil, "", err
-		}
-		if latest == "" {
-			return nil, "no checkpoint yet in " + checkpointDir(c), nil
-		}
-		path = latest
 	}
-	cp, err := audit.ReadCheckpoint(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("--checkpoint: %w", err)
-	}
-	var trusted ed25519.PublicKey
-	pubPath := pubFlag
-	if pubPath == "" {
-		if _, err := os.Stat(audit.PublicKeyPath(keyPath)); err == nil {
-			pubPath = audit.PublicKeyPath(keyPath)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", err
-		}
-	}
-	signedBy := "signed by " + cp.KeyFingerprint + " (no trusted public key here to compare it with: pass --public-key)"
-	if pubPath != "" {
-		if trusted, err = audit.ReadPublicKey(pubPath); err != nil {
-			return nil, "", fmt.Errorf("--public-key: %w", err)
-		}
-		signedBy = "signed by the trusted key " + cp.KeyFingerprint
-	}
-	if err := cp.Verify(trusted); err != nil {
-		return nil, "", fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	return &cp, fmt.Sprintf("checkpoint %s: entry %d at %s, %s", path, cp.ID, cp.At.Format(time.RFC3339), signedBy), nil
+	return audit.LoadCheckpoint(audit.CheckpointSource{Path: flagValue, Dir: checkpointDir(c), PublicKey: pubFlag, KeyFile: keyPath})
 }
 
 func printVerify(w io.Writer, res audit.VerifyResult, cpNote string) {

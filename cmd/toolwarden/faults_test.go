@@ -317,9 +317,12 @@ func TestPostgresKilledIsRestarted(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// While it is down, healthz names what is down. The restart may be quick: the
-	// 503 is looked for until the database is back, and must have been seen.
-	saw503 := false
+	// While it is down, healthz names what is down, and a call fails closed: it is
+	// refused, not run unrecorded. The restart may be quick: the 503 is looked for until
+	// the database is back, and must have been seen. A call counts as made while the
+	// database was down when healthz said 503 both before and after it (the database goes
+	// down once and comes back once).
+	saw503, refusedWhileDown := false, 0
 	testkit.WaitFor(t, 60*time.Second, func() bool {
 		code, h := healthOf(t, p)
 		if code == http.StatusServiceUnavailable {
@@ -328,9 +331,19 @@ func TestPostgresKilledIsRestarted(t *testing.T) {
 				t.Fatalf("healthz while down: got %v, want status down naming what is down", h)
 			}
 			saw503 = true
+			callCode, body := call()
+			if after, _ := healthOf(t, p); after == http.StatusServiceUnavailable {
+				if callCode >= 200 && callCode < 300 {
+					t.Fatalf("a call while the database was down: got %d %s, want it refused", callCode, body)
+				}
+				refusedWhileDown++
+			}
 		}
 		return saw503 && code == http.StatusOK
 	}, "healthz never went 503 and back to 200")
+	if refusedWhileDown == 0 {
+		t.Fatal("no call was made while healthz said the database was down")
+	}
 	code, h = healthOf(t, p)
 	comps, _ = h["components"].(map[string]any)
 	pg, _ := comps["embedded_postgres"].(map[string]any)

@@ -206,11 +206,9 @@ func confinement(c config) (confine.Spec, error) {
 }
 
 // checkpointConfig is where serve signs checkpoints: <data-dir>/checkpoints, every
-// `every` (0: none).
+// `every` (0: none). The directory is set even then: the audit page's check reads the
+// newest checkpoint there, as `toolwarden audit verify` does.
 func checkpointConfig(c config, keyFlag string, every time.Duration) app.CheckpointConfig {
-	if every <= 0 {
-		return app.CheckpointConfig{}
-	}
 	return app.CheckpointConfig{Dir: checkpointDir(c), KeyFile: checkpointKeyPath(c, keyFlag), Every: every}
 }
 

@@ -36,9 +36,13 @@ type Actor struct {
 	Name      string // username (or "system")
 	IP        string
 	RequestID string
-	// TokenID is the API token a token actor used (not part of the entry: who acted is
-	// the token's user), so what it asked for can be dropped once the token is revoked.
-	TokenID string
+	// TokenID is the API token a token actor used (who acted is the token's user), so
+	// what it asked for can be dropped once the token is revoked. With TokenName it is
+	// recorded in the entry's payload ("token_id", "token_name"), and so is UserAgent
+	// ("user_agent"): the entry page's "who" (a key the payload sets itself is kept).
+	TokenID   string
+	TokenName string
+	UserAgent string
 	// Said is the sentence that asked for the act (the assistant's message), recorded in
 	// the entry's payload as "said".
 	Said string
@@ -168,9 +172,9 @@ func NewBatch(entries []Entry) (*Batch, error) {
 				return nil, fmt.Errorf("audit: marshal %s payload: %w", e.Action, err)
 			}
 		}
-		if e.Actor.Said != "" {
+		if a := e.Actor; a.Said != "" || a.TokenID != "" || a.TokenName != "" || a.UserAgent != "" {
 			var err error
-			if payload, err = withSaid(payload, e.Actor.Said); err != nil {
+			if payload, err = withActor(payload, a); err != nil {
 				return nil, fmt.Errorf("audit: %s payload: %w", e.Action, err)
 			}
 		}
@@ -193,18 +197,31 @@ func NewBatch(entries []Entry) (*Batch, error) {
 	return &Batch{recs: rs}, nil
 }
 
-// withSaid adds "said" to a payload object (a payload that is not an object is kept
-// under "payload").
-func withSaid(payload []byte, said string) ([]byte, error) {
+// withActor adds to a payload object what the actor says of the request: "said" (always
+// the actor's), and "token_id", "token_name" and "user_agent" unless the payload has
+// them (a sign-in records its own user agent). A payload that is not an object is kept
+// under "payload".
+func withActor(payload []byte, a Actor) ([]byte, error) {
 	m := map[string]json.RawMessage{}
-	if err := json.Unmarshal(payload, &m); err != nil {
+	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
 		m = map[string]json.RawMessage{"payload": payload}
 	}
-	s, err := json.Marshal(said)
-	if err != nil {
-		return nil, err
+	set := func(key, v string, replace bool) error {
+		if _, ok := m[key]; v == "" || ok && !replace {
+			return nil
+		}
+		s, err := json.Marshal(v)
+		m[key] = s
+		return err
 	}
-	m["said"] = s
+	for _, f := range []struct {
+		key, v  string
+		replace bool
+	}{{"said", a.Said, true}, {"token_id", a.TokenID, false}, {"token_name", a.TokenName, false}, {"user_agent", a.UserAgent, false}} {
+		if err := set(f.key, f.v, f.replace); err != nil {
+			return nil, err
+		}
+	}
 	return json.Marshal(m)
 }
 

@@ -342,7 +342,7 @@ func TestVerifyRuns(t *testing.T) {
 	}
 	appendN(t, pool, 30)
 	var calls [][2]int64
-	res, err := l.Verify(ctx, func(c, n int64) { calls = append(calls, [2]int64{c, n}) })
+	res, _, err := l.Verify(ctx, func(c, n int64) { calls = append(calls, [2]int64{c, n}) })
 	if err != nil || !res.OK() || len(calls) == 0 || calls[len(calls)-1] != [2]int64{30, 30} {
 		t.Fatalf("verify: %+v %v, progress %v", res, err, calls)
 	}

@@ -421,3 +421,62 @@ func (c *Checkpointer) loadLast() error {
 	}
 	return nil
 }
+
+// CheckpointSource says which checkpoint a check of the chain must still reach: what
+// `toolwarden audit verify` takes from its flags, and what the server's page and API
+// take from its checkpoint directory and key, so both run the same check.
+type CheckpointSource struct {
+	// Path is one checkpoint file; "" takes the newest in Dir.
+	Path string
+	// Dir holds the checkpoint files (serve's <data-dir>/checkpoints).
+	Dir string
+	// PublicKey is the file of the key the checkpoint must be signed with; "" takes the
+	// .pub beside KeyFile when it exists, else only the checkpoint's own signature is
+	// checked (and the note says so).
+	PublicKey string
+	// KeyFile is the signing key whose public key (PublicKeyPath) is trusted by default.
+	KeyFile string
+}
+
+// LoadCheckpoint finds, reads and checks the signature of the checkpoint src names, and
+// says which one it is; it is nil, with a note saying so, when there is none yet.
+func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
+	path := src.Path
+	if path == "" {
+		if src.Dir == "" {
+			return nil, "no checkpoint directory configured", nil
+		}
+		latest, err := LatestCheckpoint(src.Dir)
+		if err != nil {
+			return nil, "", err
+		}
+		if latest == "" {
+			return nil, "no checkpoint yet in " + src.Dir, nil
+		}
+		path = latest
+	}
+	cp, err := ReadCheckpoint(path)
+	if err != nil {
+		return nil, "", err
+	}
+	pubPath := src.PublicKey
+	if pubPath == "" && src.KeyFile != "" {
+		if _, err := os.Stat(PublicKeyPath(src.KeyFile)); err == nil {
+			pubPath = PublicKeyPath(src.KeyFile)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("audit: checkpoint public key: %w", err)
+		}
+	}
+	var trusted ed25519.PublicKey
+	signedBy := "signed by " + cp.KeyFingerprint + " (no trusted public key here to compare it with: pass --public-key)"
+	if pubPath != "" {
+		if trusted, err = ReadPublicKey(pubPath); err != nil {
+			return nil, "", err
+		}
+		signedBy = "signed by the trusted key " + cp.KeyFingerprint
+	}
+	if err := cp.Verify(trusted); err != nil {
+		return nil, "", fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	return &cp, fmt.Sprintf("checkpoint %s: entry %d at %s, %s", path, cp.ID, cp.At.Format(time.RFC3339), signedBy), nil
+}

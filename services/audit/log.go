@@ -15,7 +15,12 @@ type Log struct {
 
 	mu  sync.Mutex
 	run *Verification // the check running in this process, nil when none
-	wg  sync.WaitGroup
+	// last is the last check this process finished: the table has no column for the
+	// checkpoint it reached, so the page learns it from here.
+	last *Verification
+	// checkpoints is where the newest checkpoint is (UseCheckpoints); nil: none configured.
+	checkpoints *CheckpointSource
+	wg          sync.WaitGroup
 	// stop ends a background check when the process stops (Close).
 	stop   context.Context
 	cancel context.CancelFunc
@@ -26,6 +31,12 @@ func NewLog(pool *pgxpool.Pool) *Log {
 	stop, cancel := context.WithCancel(context.Background())
 	return &Log{pool: pool, stop: stop, cancel: cancel}
 }
+
+// UseCheckpoints makes every check of the chain from the pages and the API reach the
+// newest checkpoint src names, as `toolwarden audit verify` does: without it a database
+// superuser who deleted the end of the log, emptied it or rewrote it would see it pass.
+// Call it before the Log is used.
+func (l *Log) UseCheckpoints(src CheckpointSource) { l.checkpoints = &src }
 
 // Close ends a background check of the chain and waits for it, so the process stops
 // with nothing left reading a database that is about to close. The check is not

@@ -25,13 +25,33 @@ type Verification struct {
 	BadID           int64  `json:"bad_id,omitempty"`
 	Reason          string `json:"reason,omitempty"`
 	Err             string `json:"error,omitempty"`
+	// Checkpoint says which signed checkpoint the chain had to reach, or that there was
+	// none (LoadCheckpoint's note); CheckpointID is its entry (0: none).
+	Checkpoint   string `json:"checkpoint,omitempty"`
+	CheckpointID int64  `json:"checkpoint_id,omitempty"`
 }
 
-// Verify checks the whole chain, calling progress (when not nil) with how many entries
-// are checked of how many there are. It is the one way the pages and the API check the
-// chain: the CLI's check (VerifyWith) behind it, its progress passed on.
-func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (VerifyResult, error) {
-	return VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress})
+// ErrCheckpointUnusable means the newest checkpoint could not be read or its signature
+// does not verify: the chain cannot be checked against it.
+var ErrCheckpointUnusable = errors.New("audit: the newest checkpoint cannot be used")
+
+// Verify checks the whole chain against the newest checkpoint (UseCheckpoints), calling
+// progress (when not nil) with how many entries are checked of how many there are, and
+// says which checkpoint it was. It is the one way the pages and the API check the
+// chain: the CLI's check (LoadCheckpoint, then VerifyWith) behind it, its progress
+// passed on. A checkpoint that cannot be read or whose signature does not verify is an
+// error: the check could not be made.
+func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (VerifyResult, string, error) {
+	var cp *Checkpoint
+	note := "no checkpoint directory configured"
+	if l.checkpoints != nil {
+		var err error
+		if cp, note, err = LoadCheckpoint(*l.checkpoints); err != nil {
+			return VerifyResult{}, "", fmt.Errorf("%w: %w", ErrCheckpointUnusable, err)
+		}
+	}
+	res, err := VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress, Checkpoint: cp})
+	return res, note, err
 }
 
 // through is the last entry of the unbroken chain from the start.
@@ -39,19 +59,40 @@ func through(res VerifyResult) int64 { return res.VerifiedThrough }
 
 // VerifyNow checks the chain and records the outcome (the API's GET /api/v1/audit/verify).
 func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
-	v := Verification{StartedAt: time.Now().UTC(), StartedBy: by}
-	res, err := l.Verify(ctx, func(checked, total int64) { v.Checked, v.Total = checked, total })
+	v := Verification{StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
+	res, note, err := l.Verify(ctx, func(checked, total int64) { v.Checked, v.Total = checked, total })
+	if errors.Is(err, ErrCheckpointUnusable) {
+		// Not a pass: the answer says why (the table has no column for it, so it is not
+		// recorded).
+		v.FinishedAt, v.Err = time.Now().UTC(), err.Error()
+		return v, nil
+	}
 	if err != nil {
 		return Verification{}, err
 	}
-	v = finish(v, res)
-	return v, l.record(ctx, v)
+	v = finish(v, res, note)
+	if err := l.record(ctx, v); err != nil {
+		return Verification{}, err
+	}
+	l.remember(v)
+	return v, nil
 }
 
-func finish(v Verification, res VerifyResult) Verification {
+func finish(v Verification, res VerifyResult, note string) Verification {
 	v.Running, v.FinishedAt = false, time.Now().UTC()
 	v.Checked, v.OK, v.VerifiedThrough, v.BadID, v.Reason = res.Checked, res.OK(), through(res), res.BadID, res.Reason
+	v.Checkpoint = note
+	if res.Checkpoint != nil {
+		v.CheckpointID = res.Checkpoint.ID
+	}
 	return v
+}
+
+// remember keeps v as this process's last finished check (for its checkpoint note).
+func (l *Log) remember(v Verification) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = &v
 }
 
 func (l *Log) record(ctx context.Context, v Verification) error {
@@ -72,13 +113,13 @@ func (l *Log) StartVerify(by string) Verification {
 	if l.run != nil {
 		return *l.run
 	}
-	l.run = &Verification{Running: true, StartedAt: time.Now().UTC(), StartedBy: by}
+	l.run = &Verification{Running: true, StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		ctx, cancel := context.WithTimeout(l.stop, time.Hour)
 		defer cancel()
-		res, err := l.Verify(ctx, func(checked, total int64) {
+		res, note, err := l.Verify(ctx, func(checked, total int64) {
 			l.mu.Lock()
 			l.run.Checked, l.run.Total = checked, total
 			l.mu.Unlock()
@@ -87,8 +128,10 @@ func (l *Log) StartVerify(by string) Verification {
 		v := *l.run
 		l.mu.Unlock()
 		if err == nil {
-			v = finish(v, res)
-			err = l.record(ctx, v)
+			v = finish(v, res, note)
+			if err = l.record(ctx, v); err == nil {
+				l.remember(v)
+			}
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -129,5 +172,12 @@ func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
 		return nil, fmt.Errorf("audit: verification status: %w", err)
 	}
 	v.Total = v.Checked
+	// The row has no checkpoint column: when it is this process's last check, say which
+	// checkpoint it reached.
+	l.mu.Lock()
+	if last := l.last; last != nil && last.StartedAt.Equal(v.StartedAt) && last.StartedBy == v.StartedBy {
+		v.Checkpoint, v.CheckpointID = last.Checkpoint, last.CheckpointID
+	}
+	l.mu.Unlock()
 	return &v, nil
 }

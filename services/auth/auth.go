@@ -122,6 +122,7 @@ type Principal struct {
 	User      User
 	Kind      string // audit.ActorUser (session) or audit.ActorToken
 	TokenID   string // the API token's id when Kind is audit.ActorToken
+	TokenName string // and its name
 	SessionID []byte // the session's token hash when Kind is audit.ActorUser
 	// TokenExpiresAt is the API token's expiry (nil: none), so an agent can be told
 	// when its token is about to end.
@@ -145,7 +146,8 @@ func (p *Principal) Actor(ip, requestID string) audit.Actor {
 	if p == nil {
 		return audit.Actor{Kind: audit.ActorAnonymous, IP: ip, RequestID: requestID}
 	}
-	return audit.Actor{Kind: p.Kind, ID: p.User.ID, Name: p.User.Username, IP: ip, RequestID: requestID, TokenID: p.TokenID}
+	return audit.Actor{Kind: p.Kind, ID: p.User.ID, Name: p.User.Username, IP: ip, RequestID: requestID, TokenID: p.TokenID,
+		TokenName: p.TokenName}
 }
 
 // randomToken returns prefix followed by 32 random bytes in base64url, and its SHA-256.

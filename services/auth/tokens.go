@@ -210,7 +210,7 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (*Princip
 func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, error) {
 	rows, err := s.pool.Query(ctx, `/* auth.AuthenticateToken */
 		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
-		       u.created_at, u.updated_at, t.id::text AS token_id, t.last_used_at, t.expires_at
+		       u.created_at, u.updated_at, t.id::text AS token_id, t.name AS token_name, t.last_used_at, t.expires_at
 		FROM api_tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
 		  AND u.disabled_at IS NULL`, hash)
@@ -220,6 +220,7 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 	type row struct {
 		User
 		TokenID    string     `db:"token_id"`
+		TokenName  string     `db:"token_name"`
 		LastUsedAt *time.Time `db:"last_used_at"`
 		ExpiresAt  *time.Time `db:"expires_at"`
 	}
@@ -230,7 +231,7 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 	if err != nil {
 		return nil, fmt.Errorf("auth: authenticate token: %w", err)
 	}
-	e := &cachedToken{p: Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID, TokenExpiresAt: r.ExpiresAt}, expires: r.ExpiresAt, fetched: time.Now()}
+	e := &cachedToken{p: Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID, TokenName: r.TokenName, TokenExpiresAt: r.ExpiresAt}, expires: r.ExpiresAt, fetched: time.Now()}
 	if r.LastUsedAt != nil {
 		e.lastUsed = *r.LastUsedAt
 	}

@@ -209,7 +209,7 @@ const principalKey = "toolwarden.principal"
 // clientKey carries what the HTTP layer knows of the client (ClientOf).
 type clientKey struct{}
 
-type client struct{ ip, requestID, base string }
+type client struct{ ip, requestID, base, userAgent string }
 
 // WithClient records the client's address (as the HTTP layer decided it, behind
 // trusted proxies) and the request's id, for the audit rows of its calls, and the
@@ -239,6 +239,7 @@ func (g *Gateway) verify(ctx context.Context, token string, req *http.Request) (
 		cl.ip, _, _ = net.SplitHostPort(req.RemoteAddr)
 		cl.base = "http://" + req.Host
 	}
+	cl.userAgent = req.UserAgent()
 	return &mcpauth.TokenInfo{UserID: p.User.ID, Extra: map[string]any{principalKey: caller{p: p, client: cl}}}, nil
 }
 
@@ -256,4 +257,8 @@ func callerOf(req mcp.Request) *caller {
 }
 
 // actor is the caller as the audit log names it.
-func (c *caller) actor() audit.Actor { return c.p.Actor(c.client.ip, c.client.requestID) }
+func (c *caller) actor() audit.Actor {
+	a := c.p.Actor(c.client.ip, c.client.requestID)
+	a.UserAgent = c.client.userAgent
+	return a
+}
