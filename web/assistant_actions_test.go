@@ -1,6 +1,9 @@
 package web_test
 
 import (
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
@@ -51,5 +54,131 @@ func TestAssistantConfigureBySynonym(t *testing.T) {
 	asstSay(t, admin, &conv, "switch get_forecast to fahrenheit", "units = imperial")
 	if mode, v := units(); mode != "default" || v != "imperial" {
 		t.Fatalf("units is %q %q, want the default imperial", mode, v)
+	}
+}
+
+// The assistant's other acts, each checked where it lands: a server's status (its
+// tool counts as the database has them), disabling and enabling a server, refreshing
+// every enabled server (a disabled one is left alone), untagging a tool, forgetting a
+// preference, and finding and suggesting tools (exactly the tools that fit).
+func TestAssistantActions(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	wx := weatherServer(t, srv)
+	ev := srv.LiveServer(t, "ev", true, "echo")
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	ctx := t.Context()
+	conv := ""
+	one := func(sql string, args ...any) (v string) {
+		t.Helper()
+		if err := srv.Pool.QueryRow(ctx, sql, args...).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return v
+	}
+	serverID := func(name string) string { return one(`SELECT id::text FROM mcp_servers WHERE name = $1`, name) }
+	audited := func(action, targetID, sentence string) {
+		t.Helper()
+		if n := one(`SELECT count(*)::text FROM audit_log WHERE action = $1 AND target_id = $2 AND payload->>'said' = $3`,
+			action, targetID, sentence); n != "1" {
+			t.Errorf("%s of %s with %q audited %s times, want once", action, targetID, sentence, n)
+		}
+	}
+	wxID, evID := serverID("wx"), serverID("ev")
+
+	// Status: what the database holds about the server, in one sentence.
+	total := one(`SELECT count(*)::text FROM mcp_tools WHERE server_id = $1`, wxID)
+	enabled := one(`SELECT count(*)::text FROM mcp_tools WHERE server_id = $1 AND status = 'enabled'`, wxID)
+	if enabled != "1" {
+		t.Fatalf("wx has %s enabled tools, want get_forecast only", enabled)
+	}
+	r := asstSay(t, admin, &conv, "What's the status of the wx server?",
+		"wx ("+wx.URL()+") is enabled and connected, with "+total+" tools (1 enabled).")
+	if len(r.Actions) != 1 || r.Actions[0].TargetID != wxID || r.Actions[0].TargetType != "server" {
+		t.Fatalf("status actions: %+v", r.Actions)
+	}
+
+	// Disable a server: stored, audited with the sentence, and its status says so.
+	asstSay(t, admin, &conv, "disable the ev server", "I've disabled the server")
+	if on := one(`SELECT enabled::text FROM mcp_servers WHERE id = $1`, evID); on != "false" {
+		t.Fatalf("ev enabled = %s after disabling it", on)
+	}
+	audited("server.update", evID, "disable the ev server")
+	asstSay(t, admin, &conv, "is the ev server connected?", "ev ("+ev.URL()+") is disabled")
+
+	// Refresh from all servers: wx's new tool is there after it (the server's
+	// list_changed may have brought it a moment earlier, so the discovery audited with
+	// the sentence is the proof that the refresh asked wx); ev, disabled, is not asked.
+	wx.Server().SetTool(mcptest.ToolSpec{Name: "get_alerts", Description: "Weather alerts for a region"})
+	r = asstSay(t, admin, &conv, "Refresh the tools list from all servers", "I refreshed the tools of every enabled server.")
+	total = one(`SELECT count(*)::text FROM mcp_tools WHERE server_id = $1`, wxID)
+	if !strings.Contains(r.Reply, "wx: "+total+" tools (") || strings.Contains(r.Reply, "ev: ") {
+		t.Fatalf("refresh: %q, want wx's %s tools and nothing of ev", r.Reply, total)
+	}
+	for _, a := range r.Actions {
+		if a.TargetID == evID || a.TargetID == wxID && !a.OK {
+			t.Errorf("refresh action %+v", a)
+		}
+	}
+	if n := one(`SELECT count(*)::text FROM mcp_tools WHERE server_id = $1 AND name = 'get_alerts'`, wxID); n != "1" {
+		t.Fatalf("get_alerts not discovered by the refresh: %s", n)
+	}
+	audited("server.discover", wxID, "Refresh the tools list from all servers")
+	if n := one(`SELECT count(*)::text FROM audit_log WHERE action = 'server.discover' AND target_id = $1`, evID); n != "1" {
+		t.Errorf("ev was discovered %s times, want once (when it was registered)", n)
+	}
+
+	// Enable it again.
+	asstSay(t, admin, &conv, "turn the ev server back on", "I've enabled the server")
+	if on := one(`SELECT enabled::text FROM mcp_servers WHERE id = $1`, evID); on != "true" {
+		t.Fatalf("ev enabled = %s after enabling it", on)
+	}
+	audited("server.update", evID, "turn the ev server back on")
+
+	// Untag: one tag goes, the other stays.
+	fc := srv.ToolID(t, "wx__get_forecast")
+	asstSay(t, admin, &conv, "tag get_forecast with beta, stable", "tagged")
+	asstSay(t, admin, &conv, "remove the beta tag from get_forecast", "removed the tags beta from")
+	var tool struct {
+		Tags []string `json:"tags"`
+	}
+	admin.JSON(http.MethodGet, "/api/v1/tools/"+fc, nil, http.StatusOK, &tool)
+	if !slices.Equal(tool.Tags, []string{"stable"}) {
+		t.Fatalf("get_forecast's tags after untagging beta: %v", tool.Tags)
+	}
+	audited("tool.configure", fc, "remove the beta tag from get_forecast")
+
+	// Forget a preference: the stored row goes; forgetting it again says there is none.
+	asstSay(t, admin, &conv, "always enable new alert tools", "automatically enable new alert tools")
+	if n := one(`SELECT count(*)::text FROM tool_auto_enable_preferences WHERE words = 'alert'`); n != "1" {
+		t.Fatalf("the preference was not stored: %s", n)
+	}
+	asstSay(t, admin, &conv, "stop enabling new alert tools", "will no longer be enabled automatically")
+	if n := one(`SELECT count(*)::text FROM tool_auto_enable_preferences`); n != "0" {
+		t.Fatalf("the preference is still stored: %s", n)
+	}
+	asstSay(t, admin, &conv, "forget my preference about alert tools", "You have no preference about \"alert\"")
+
+	// Find and suggest: exactly the tools whose words fit, numbered.
+	names := func(r asstReply) []string {
+		var out []string
+		for _, c := range r.Choices {
+			out = append(out, strings.SplitN(c.Label, " — ", 2)[0])
+		}
+		return out
+	}
+	r = asstSay(t, admin, &conv, "Do we have a tool for weather forecasts?", "Yes: 1 tool(s) match")
+	if got := names(r); !slices.Equal(got, []string{"1. get_forecast on wx"}) {
+		t.Fatalf("found %v, want get_forecast only", got)
+	}
+	asstSay(t, admin, &conv, "tell me about the first one", "get_forecast on wx: The weather forecast for a city")
+	r = asstSay(t, admin, &conv, "What tools would help with weather?", "These could help: 2 tool(s) match")
+	if got := names(r); len(got) != 2 || !slices.Contains(got, "1. get_alerts on wx") && !slices.Contains(got, "2. get_alerts on wx") ||
+		!slices.Contains(got, "1. get_forecast on wx") && !slices.Contains(got, "2. get_forecast on wx") {
+		t.Fatalf("suggested %v, want get_alerts and get_forecast", got)
+	}
+	r = asstSay(t, admin, &conv, "Do we have a tool for stock prices?", "I found no tool for")
+	if len(r.Choices) != 0 {
+		t.Fatalf("choices for nothing found: %+v", r.Choices)
 	}
 }

@@ -694,7 +694,12 @@ var queryLeadRE = regexp.MustCompile(` (?:for|with|to|about|that|which|related t
 // a tool for weather forecasts", "weather" of "always enable new weather tools".
 func queryOf(t string, in Intent) string {
 	if in == IntentPreference || in == IntentForget {
-		t = prefNoiseRE.ReplaceAllString(t, " ")
+		// Again until nothing changes: one match takes the space after its word, so of
+		// two noise words in a row ("stop enabling") one pass removes only the first,
+		// and "stop enabling new weather tools" would forget "enabling weather".
+		for n := ""; n != t; {
+			n, t = t, prefNoiseRE.ReplaceAllString(t, " ")
+		}
 		return strings.Join(contentWords(t), " ")
 	}
 	if sub := queryLeadRE.FindStringSubmatch(t); sub != nil {
