@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
@@ -180,5 +181,57 @@ func TestAssistantActions(t *testing.T) {
 	r = asstSay(t, admin, &conv, "Do we have a tool for stock prices?", "I found no tool for")
 	if len(r.Choices) != 0 {
 		t.Fatalf("choices for nothing found: %+v", r.Choices)
+	}
+}
+
+// A preference is audited with the sentence that set it and the one that dropped it,
+// and the tool it enables says so in its state history: whose preference, in which
+// words, and that testing was skipped.
+func TestAssistantPreferencesAudited(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	wx := weatherServer(t, srv)
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	ctx := t.Context()
+	conv := ""
+	const set, drop = "always enable new alert tools", "stop enabling new alert tools"
+
+	r := asstSay(t, admin, &conv, set, "automatically enable new alert tools")
+	if len(r.Actions) != 1 || r.Actions[0].TargetType != "preference" || r.Actions[0].TargetID == "" {
+		t.Fatalf("actions: %+v", r.Actions)
+	}
+	prefID := r.Actions[0].TargetID
+	var actor, target, targetName, words, sentence, said string
+	if err := srv.Pool.QueryRow(ctx, `SELECT actor_name, target_id, target_name, payload->>'auto_enable', payload->>'sentence', payload->>'said'
+		FROM audit_log WHERE action = 'preference.save'`).Scan(&actor, &target, &targetName, &words, &sentence, &said); err != nil {
+		t.Fatalf("no preference.save audit row: %v", err)
+	}
+	if actor != "admin" || target != prefID || targetName != "alert" || words != "alert" || sentence != set || said != set {
+		t.Fatalf("preference.save: actor %q target %q words %q sentence %q said %q", actor, target, words, sentence, said)
+	}
+
+	// A new alert tool is enabled at discovery, and its history says by whose preference.
+	wx.Server().SetTool(mcptest.ToolSpec{Name: "get_alerts", Description: "Weather alerts for a region"})
+	asstSay(t, admin, &conv, "discover new tools on the wx server", "I found")
+	var from, reason, hactor, policy string
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		err := srv.Pool.QueryRow(ctx, `SELECT coalesce(h.from_status, ''), h.reason, h.actor, coalesce(h.metadata->>'policy', '')
+			FROM tool_state_history h JOIN mcp_tools t ON t.id = h.tool_id
+			WHERE t.name = 'get_alerts' AND h.to_status = 'enabled'`).Scan(&from, &reason, &hactor, &policy)
+		return err == nil
+	}, "the preference never enabled get_alerts")
+	wantPolicy := `the preference of admin ("` + set + `")`
+	if from != "validated" || hactor != "system" || policy != wantPolicy ||
+		reason != "enabled by the auto-enable policy of "+wantPolicy+" (testing skipped)" {
+		t.Fatalf("get_alerts enabled from %q by %q: reason %q, policy %q", from, hactor, reason, policy)
+	}
+
+	asstSay(t, admin, &conv, drop, "will no longer be enabled automatically")
+	if err := srv.Pool.QueryRow(ctx, `SELECT actor_name, target_id, target_name, payload->>'said'
+		FROM audit_log WHERE action = 'preference.delete'`).Scan(&actor, &target, &words, &said); err != nil {
+		t.Fatalf("no preference.delete audit row: %v", err)
+	}
+	if actor != "admin" || target != prefID || words != "alert" || said != drop {
+		t.Fatalf("preference.delete: actor %q target %q words %q said %q", actor, target, words, said)
 	}
 }
