@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/app/apptest"
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -233,5 +234,42 @@ func TestAssistantPreferencesAudited(t *testing.T) {
 	}
 	if actor != "admin" || target != prefID || words != "alert" || said != drop {
 		t.Fatalf("preference.delete: actor %q target %q words %q said %q", actor, target, words, said)
+	}
+}
+
+// Seed 004's connection-timeout reply: a server that accepts the connection and never
+// answers is not added, and the reply says the connection timed out after the test's
+// limit (2 s here), in the seed's words; the refused-port case says why it failed.
+func TestAssistantConnectionTimeout(t *testing.T) {
+	t.Parallel()
+	hung := startHung(t)
+	mo := apptest.DefaultMCP()
+	mo.TestTimeout = 2 * time.Second
+	srv := webtest.Start(t, &webtest.Options{MCP: &mo})
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	conv := ""
+	start := time.Now()
+	r := asstSay(t, admin, &conv, "add a new MCP server at "+hung.url()+" called stuck",
+		"I couldn't connect to the server at `"+hung.url()+"`. The connection timed out after 2 seconds. "+
+			"Please check that the server is running and accessible, or try again later.")
+	// The limit is 2 s; the reply comes later (about 7 s here: closing the attempt
+	// takes its time), but well before the server's own 30 s.
+	if took := time.Since(start); took > 15*time.Second {
+		t.Fatalf("the reply took %s, want about the 2 s limit", took)
+	}
+	if hung.seen.Load() == 0 {
+		t.Fatal("the hung server was never reached: the test proves nothing")
+	}
+	if len(r.Actions) != 1 || r.Actions[0].OK || r.Actions[0].Name != "stuck" || r.Actions[0].Error == "" {
+		t.Fatalf("actions: %+v", r.Actions)
+	}
+	var n int
+	if err := srv.Pool.QueryRow(t.Context(), `SELECT count(*) FROM mcp_servers WHERE name = 'stuck'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the hung server was added: %d (%v)", n, err)
+	}
+	// Refused at once: not a timeout, and the reply says what happened instead.
+	r = asstSay(t, admin, &conv, "add a new MCP server at "+refusedAddress(t)+" called nowhere", "I couldn't connect to the server at `")
+	if strings.Contains(r.Reply, "timed out") || !strings.Contains(r.Reply, "refused") {
+		t.Fatalf("refused: %q", r.Reply)
 	}
 }
