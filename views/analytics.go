@@ -66,3 +66,25 @@ func periodText(p AnalyticsPage) string {
 	}
 	return p.Report.From.Format("2006-01-02 15:04") + " to " + p.Report.To.Format("2006-01-02 15:04") + " UTC"
 }
+
+// approvals, waitP50 and waitP95 read a row's approval waits (none when it has none).
+func approvals(r analytics.Row) int64 {
+	if r.Waits == nil {
+		return 0
+	}
+	return r.Approvals
+}
+
+func waitP50(r analytics.Row) *float64 {
+	if r.Waits == nil {
+		return nil
+	}
+	return r.P50S
+}
+
+func waitP95(r analytics.Row) *float64 {
+	if r.Waits == nil {
+		return nil
+	}
+	return r.P95S
+}

@@ -91,6 +91,20 @@ type Row struct {
 	Name string `json:"name"` // what people call it (a tool's qualified name)
 	Stats
 	ErrorRate float64 `json:"error_rate"`
+	// Waits is set on the rows of servers, users and days (a tool's are in
+	// Report.ApprovalWait); nil, and left out of the JSON, on the rows of tools.
+	*Waits
+}
+
+// Waits is how long a group's plans waited for a person's approval: the plans
+// created in the period and approved by a person (confirm or phrase), each counted
+// once per group it belongs to. A plan belongs to the day (UTC) it was created, to
+// the person who asked for it (its requester, the same name the calls are counted
+// under; "system" for none) and to every server one of its steps' tools is on.
+type Waits struct {
+	Approvals int64    `json:"approvals"`
+	P50S      *float64 `json:"approval_p50_seconds"` // nil without approvals
+	P95S      *float64 `json:"approval_p95_seconds"`
 }
 
 // Wait is how long approvals of a tool's plans took.
@@ -145,9 +159,11 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 	// The parts read different tables (or write different fields of r), so they run
 	// side by side on the pool's connections: a report takes as long as its slowest part.
 	var unused, raise, lower Report
+	var waits []groupWait
 	parts := []func(context.Context) error{
 		func(ctx context.Context) error { return s.calls(ctx, p, r) },
 		func(ctx context.Context) error { return s.approvals(ctx, p, r) },
+		func(ctx context.Context) error { var err error; waits, err = s.groupWaits(ctx, p); return err },
 		func(ctx context.Context) error { return s.unused(ctx, now, &unused) },
 		func(ctx context.Context) error { return s.rolledBackLow(ctx, p, &raise) },
 		func(ctx context.Context) error { return s.quickMedium(ctx, p, &lower) },
@@ -167,6 +183,7 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	addWaits(r, waits)
 	r.Recommendations = slices.Concat(unused.Recommendations, failing(r), raise.Recommendations, lower.Recommendations)
 	return r, nil
 }
@@ -295,12 +312,6 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 	if err := s.serverNames(ctx, r); err != nil {
 		return err
 	}
-	byCalls := func(a, b Row) int {
-		if a.Calls != b.Calls {
-			return int(b.Calls - a.Calls)
-		}
-		return cmpString(a.Name, b.Name)
-	}
 	slices.SortFunc(r.Tools, byCalls)
 	slices.SortFunc(r.Servers, byCalls)
 	slices.SortFunc(r.Users, byCalls)
@@ -322,6 +333,14 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 			return int(b.Errors - a.Errors)
 		})
 	return nil
+}
+
+// byCalls orders rows most calls first, then by name.
+func byCalls(a, b Row) int {
+	if a.Calls != b.Calls {
+		return int(b.Calls - a.Calls)
+	}
+	return cmpString(a.Name, b.Name)
 }
 
 func stats(g *group) Stats {
@@ -466,4 +485,75 @@ func (s *Service) approvals(ctx context.Context, p Period, r *Report) error {
 		return fmt.Errorf("analytics: pending: %w", err)
 	}
 	return nil
+}
+
+// groupWait is the approval waits of one server, user or day.
+type groupWait struct {
+	kind, key, name string // kind: server, user or day
+	Waits
+}
+
+// groupWaits reads the approval waits of the period's plans by server, requester and
+// day (see Waits). The percentiles are exact: they come from the executions, which
+// are few beside the calls.
+func (s *Service) groupWaits(ctx context.Context, p Period) ([]groupWait, error) {
+	rows, err := s.pool.Query(ctx, `/* analytics.group_waits */
+		WITH w AS (
+			SELECT e.id, e.plan, coalesce(nullif(e.requester_name, ''), 'system') AS who,
+				to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS day,
+				extract(epoch FROM e.approved_at - e.created_at)::float8 AS wait
+			FROM executions e
+			WHERE e.approved_at IS NOT NULL AND e.approval IN ('confirm', 'phrase') AND e.created_at >= $1 AND e.created_at < $2
+		), srv AS (
+			SELECT DISTINCT w.id, w.wait, sv.id::text AS key, sv.name
+			FROM w, jsonb_array_elements(w.plan->'steps') st
+				JOIN mcp_tools t ON t.id::text = st->>'tool_id' JOIN mcp_servers sv ON sv.id = t.server_id
+		)
+		SELECT 'server', key, name, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
+			percentile_cont(0.95) WITHIN GROUP (ORDER BY wait) FROM srv GROUP BY key, name
+		UNION ALL
+		SELECT 'user', who, who, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
+			percentile_cont(0.95) WITHIN GROUP (ORDER BY wait) FROM w GROUP BY who
+		UNION ALL
+		SELECT 'day', day, day, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY wait),
+			percentile_cont(0.95) WITHIN GROUP (ORDER BY wait) FROM w GROUP BY day`, p.From, p.To)
+	if err != nil {
+		return nil, fmt.Errorf("analytics: approval waits by group: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (groupWait, error) {
+		var g groupWait
+		err := row.Scan(&g.kind, &g.key, &g.name, &g.Approvals, &g.P50S, &g.P95S)
+		return g, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("analytics: approval waits by group: %w", err)
+	}
+	return out, nil
+}
+
+// addWaits puts the approval waits on the rows of servers, users and days. A server or
+// person with approvals but no call in the period gets a row of its own (no calls);
+// every other row gets no approvals.
+func addWaits(r *Report, waits []groupWait) {
+	lists := map[string]*[]Row{"server": &r.Servers, "user": &r.Users, "day": &r.Days}
+	for _, rows := range lists {
+		for i := range *rows {
+			(*rows)[i].Waits = &Waits{}
+		}
+	}
+	for _, g := range waits {
+		rows := lists[g.kind]
+		i := slices.IndexFunc(*rows, func(x Row) bool { return x.Key == g.key })
+		if i < 0 {
+			if g.kind == "day" { // every day of the period has its row already
+				continue
+			}
+			*rows = append(*rows, row(g.key, g.name, Stats{}))
+			i = len(*rows) - 1
+		}
+		w := g.Waits
+		(*rows)[i].Waits = &w
+	}
+	slices.SortStableFunc(r.Servers, byCalls)
+	slices.SortStableFunc(r.Users, byCalls)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -65,12 +66,22 @@ func (w world) calls(tool, actor string, at time.Time, n, fail int, ms float64) 
 	}
 }
 
-// execution records an execution of one step of tool at risk, approved by approver
-// (its id; "" for policy) after wait.
+// execution records an execution asked for by ann of one step of tool at risk,
+// approved by approver (its id; "" for policy) after wait.
 func (w world) execution(toolID, tool, level, status, approver string, created time.Time, wait time.Duration) {
 	w.t.Helper()
-	plan, _ := json.Marshal(map[string]any{"steps": []any{map[string]any{"tool_id": toolID, "tool": tool,
-		"risk": map[string]any{"level": level}}}})
+	w.plan("ann", [][2]string{{toolID, tool}}, level, status, approver, created, wait)
+}
+
+// plan records an execution asked for by requester of steps ({tool id, qualified
+// name}), every one at level, approved by approver (its id; "" for policy) after wait.
+func (w world) plan(requester string, steps [][2]string, level, status, approver string, created time.Time, wait time.Duration) {
+	w.t.Helper()
+	var sts []any
+	for _, st := range steps {
+		sts = append(sts, map[string]any{"tool_id": st[0], "tool": st[1], "risk": map[string]any{"level": level}})
+	}
+	plan, _ := json.Marshal(map[string]any{"steps": sts})
 	approval, approved := "policy", (*time.Time)(nil)
 	var by *string
 	if approver != "" {
@@ -80,8 +91,8 @@ func (w world) execution(toolID, tool, level, status, approver string, created t
 	}
 	w.exec(`INSERT INTO executions (requester_name, requester_kind, plan, plan_hash, status, risk, approval, approved_by,
 			approver_name, approved_at, created_at)
-		VALUES ('ann', 'user', $1, '\x00', $2, $3, $4, $5, coalesce((SELECT username FROM users WHERE id = $5), ''), $6, $7)`,
-		plan, status, level, approval, by, approved, created)
+		VALUES ($8, 'user', $1, '\x00', $2, $3, $4, $5, coalesce((SELECT username FROM users WHERE id = $5), ''), $6, $7)`,
+		plan, status, level, approval, by, approved, created, requester)
 }
 
 // The report of a period: totals, per tool, server, user and day (every day, empty
@@ -112,8 +123,10 @@ func TestReport(t *testing.T) {
 	for i := range 5 { // deploy: MEDIUM, always alice within seconds
 		w.execution(deploy, "beta__deploy", "medium", "success", alice, day1.Add(time.Duration(i)*time.Hour), 3*time.Second)
 	}
-	w.execution(echo, "alpha__echo", "medium", "success", bob, day1, 40*time.Second)
-	w.execution(echo, "alpha__echo", "medium", "success", alice, day3, 20*time.Second)
+	w.plan("alice", [][2]string{{echo, "alpha__echo"}}, "medium", "success", bob, day1, 40*time.Second)
+	w.plan("bob", [][2]string{{echo, "alpha__echo"}}, "medium", "success", alice, day3, 20*time.Second)
+	// Two steps on one server: the plan counts once for alpha, bob and its day.
+	w.plan("bob", [][2]string{{echo, "alpha__echo"}, {flaky, "alpha__flaky"}}, "high", "success", alice, day3.Add(time.Hour), 100*time.Second)
 	w.execution(flaky, "alpha__flaky", "low", "rolled_back", "", day3, 0)
 	w.execution(slow, "beta__slow", "high", "awaiting_approval", "", day3, 0)
 
@@ -154,14 +167,35 @@ func TestReport(t *testing.T) {
 	if p := r.Slowest[0].P95MS; p == nil || math.Abs(*p-900)/900 > 0.1 {
 		t.Errorf("slow's p95: %v", *p)
 	}
-	if len(r.Servers) != 2 || r.Servers[0].Name != "alpha" || r.Servers[0].Calls != 50 || r.Servers[1].Name != "beta" {
-		t.Errorf("servers: %+v", r.Servers)
+	// Latency percentiles come from histograms: each is within its bucket (about 9%
+	// wide) of the exact one, or between the two durations the rank falls between.
+	if len(r.Servers) != 2 || r.Servers[0].Name != "alpha" || r.Servers[0].Calls != 50 || r.Servers[1].Name != "beta" || r.Servers[1].Calls != 12 {
+		t.Fatalf("servers: %+v", r.Servers)
 	}
-	if len(r.Users) != 2 || r.Users[0].Name != "alice" || r.Users[0].Calls != 42 || r.Users[1].Errors != 6 {
-		t.Errorf("users: %+v", r.Users)
+	near(t, "alpha's p50", r.Servers[0].P50MS, 2) // 30 calls of 2 ms, 10 of 3, 10 of 4
+	near(t, "alpha's p95", r.Servers[0].P95MS, 4)
+	near(t, "beta's p50", r.Servers[1].P50MS, 900)
+	near(t, "beta's p95", r.Servers[1].P95MS, 900)
+	if len(r.Users) != 3 || r.Users[0].Name != "alice" || r.Users[0].Calls != 42 || r.Users[1].Name != "bob" || r.Users[1].Errors != 6 ||
+		r.Users[2].Name != "ann" || r.Users[2].Calls != 0 {
+		t.Fatalf("users: %+v", r.Users)
+	}
+	near(t, "alice's p50", r.Users[0].P50MS, 2) // 30 calls of 2 ms, 12 of 900
+	near(t, "alice's p95", r.Users[0].P95MS, 900)
+	between(t, "bob's p50", r.Users[1].P50MS, 3, 4) // 10 calls of 3 ms, 10 of 4
+	near(t, "bob's p95", r.Users[1].P95MS, 4)
+	if r.Users[2].P50MS != nil || r.Users[2].P95MS != nil {
+		t.Errorf("ann made no call but has latencies: %+v", r.Users[2])
 	}
 	if len(r.Days) != 7 || r.Days[3].Calls != 42 || r.Days[5].Calls != 20 || r.Days[0].Calls != 0 {
-		t.Errorf("days: %+v", r.Days)
+		t.Fatalf("days: %+v", r.Days)
+	}
+	near(t, "day 4's p50", r.Days[3].P50MS, 2)
+	near(t, "day 4's p95", r.Days[3].P95MS, 900)
+	between(t, "day 6's p50", r.Days[5].P50MS, 3, 4)
+	near(t, "day 6's p95", r.Days[5].P95MS, 4)
+	if r.Days[0].P50MS != nil || r.Days[0].P95MS != nil {
+		t.Errorf("a day without calls has latencies: %+v", r.Days[0])
 	}
 	if len(r.Slowest) != 3 || r.Slowest[0].Name != "beta__slow" {
 		t.Errorf("slowest: %+v", r.Slowest)
@@ -169,9 +203,40 @@ func TestReport(t *testing.T) {
 	if len(r.MostFailing) != 2 || r.MostFailing[0].Name != "alpha__flaky" || math.Abs(r.MostFailing[0].ErrorRate-0.5) > 1e-9 {
 		t.Errorf("most failing: %+v", r.MostFailing)
 	}
-	if len(r.ApprovalWait) != 2 || r.ApprovalWait[0].Tool != "beta__deploy" || r.ApprovalWait[0].Approvals != 5 ||
-		r.ApprovalWait[1].Tool != "alpha__echo" || *r.ApprovalWait[1].P50S != 30 {
+	if len(r.ApprovalWait) != 3 || r.ApprovalWait[0].Tool != "beta__deploy" || r.ApprovalWait[0].Approvals != 5 ||
+		r.ApprovalWait[1].Tool != "alpha__echo" || r.ApprovalWait[1].Approvals != 3 || *r.ApprovalWait[1].P50S != 40 ||
+		r.ApprovalWait[2].Tool != "alpha__flaky" || *r.ApprovalWait[2].P95S != 100 {
 		t.Errorf("approval waits: %+v", r.ApprovalWait)
+	}
+	// Approval waits by server, by the person who asked and by the day asked, exact
+	// (percentile_cont over the waits): deploy's five of 3 s (asked by ann on day 4);
+	// echo's 40 s (alice, day 4) and 20 s (bob, day 6); the echo-and-flaky plan's
+	// 100 s (bob, day 6), once for alpha though both its steps are there.
+	waits := func(what string, r analytics.Row, n int64, p50, p95 float64) {
+		t.Helper()
+		switch {
+		case r.Waits == nil:
+			t.Errorf("%s: no approval waits", what)
+		case r.Approvals != n || n == 0 && (r.P50S != nil || r.P95S != nil):
+			t.Errorf("%s: %d approvals %s %s, want %d", what, r.Approvals, fmtp(r.P50S), fmtp(r.P95S), n)
+		case n > 0 && (r.P50S == nil || r.P95S == nil || math.Abs(*r.P50S-p50) > 1e-9 || math.Abs(*r.P95S-p95) > 1e-9):
+			t.Errorf("%s: approval wait p50 %s p95 %s, want %v and %v", what, fmtp(r.P50S), fmtp(r.P95S), p50, p95)
+		}
+	}
+	waits("alpha", r.Servers[0], 3, 40, 94) // 20, 40, 100: p95 at rank 1.9
+	waits("beta", r.Servers[1], 5, 3, 3)
+	waits("alice", r.Users[0], 1, 40, 40)
+	waits("bob", r.Users[1], 2, 60, 96)    // 20, 100
+	waits("ann", r.Users[2], 5, 3, 3)      // asked, never called: a row of her own
+	waits("day 4", r.Days[3], 6, 3, 30.75) // 3, 3, 3, 3, 3, 40: p95 at rank 4.75
+	waits("day 6", r.Days[5], 2, 60, 96)
+	for _, d := range []int{0, 1, 2, 4, 6} {
+		waits("day "+strconv.Itoa(d+1), r.Days[d], 0, 0, 0)
+	}
+	for _, tr := range r.Tools {
+		if tr.Waits != nil {
+			t.Errorf("tool %s has group waits (its own are in approval_wait): %+v", tr.Name, tr.Waits)
+		}
 	}
 	if len(r.PendingLongest) != 1 || r.PendingLongest[0].Tool != "beta__slow" || r.PendingLongest[0].Risk != "high" {
 		t.Errorf("pending: %+v", r.PendingLongest)
@@ -193,16 +258,59 @@ func TestReport(t *testing.T) {
 	if rec := got["failing alpha__flaky"]; rec.Numbers["errors"] != int64(5) || rec.Because != "5 of its 10 calls failed (50%) in this period." {
 		t.Errorf("failing: %+v", rec)
 	}
-	if rec := got["lower_risk beta__deploy"]; rec.Numbers["approver"] != "alice" || rec.Numbers["approvals"] != int64(5) {
+	if rec := got["failing alpha__flaky"]; rec.ToolID != flaky || rec.Numbers["calls"] != int64(10) || rec.Numbers["error_rate"] != 0.5 {
+		t.Errorf("failing: %+v", rec)
+	}
+	if rec := got["lower_risk beta__deploy"]; rec.ToolID != deploy || rec.Numbers["approver"] != "alice" || rec.Numbers["approvals"] != int64(5) ||
+		rec.Numbers["slowest_seconds"] != 3.0 || rec.Numbers["risk"] != "medium" ||
+		rec.Because != "All 5 approvals of plans with it as a MEDIUM step were given by alice, the slowest after 3.0 s." {
 		t.Errorf("lower risk: %+v", rec)
 	}
-	_ = fresh
-	_ = idle
+	// Unused: no call in 30 days, enabled since the tool was made (90 days ago); fresh
+	// was enabled yesterday, so it is not.
+	for _, c := range []struct{ key, id string }{{"unused beta__idle", idle}, {"unused beta__deploy", deploy}} {
+		rec := got[c.key]
+		if since, _ := rec.Numbers["enabled_since"].(time.Time); rec.ToolID != c.id || rec.Numbers["calls"] != 0 || rec.Numbers["days"] != 30 ||
+			!since.Equal(long) || rec.Because != "No call in the last 30 days; enabled since 2026-08-30." {
+			t.Errorf("%s: %+v", c.key, rec)
+		}
+	}
+	if _, ok := got["unused beta__fresh"]; ok || fresh == "" {
+		t.Error("fresh, enabled yesterday, was called unused")
+	}
+	// Raise risk: flaky's one LOW step was rolled back once.
+	if rec := got["raise_risk alpha__flaky"]; rec.ToolID != flaky || rec.Numbers["rolled_back_executions"] != int64(1) || rec.Numbers["risk"] != "low" ||
+		rec.Because != "Plans with it as a LOW step were rolled back once in this period; LOW runs without anyone's approval." {
+		t.Errorf("raise risk: %+v", rec)
+	}
 
 	// A period that cannot be is refused, naming the field.
 	if _, err := analytics.New(w.pool).Report(ctx, analytics.Period{From: now, To: now.Add(-time.Hour)}, now); err == nil {
 		t.Error("a reversed period was accepted")
 	}
+}
+
+// near checks a latency percentile within 10% of want.
+func near(t *testing.T, what string, p *float64, want float64) {
+	t.Helper()
+	if p == nil || math.Abs(*p-want)/want > 0.1 {
+		t.Errorf("%s: %v, want about %v", what, fmtp(p), want)
+	}
+}
+
+// between checks a latency percentile within [lo, hi].
+func between(t *testing.T, what string, p *float64, lo, hi float64) {
+	t.Helper()
+	if p == nil || *p < lo || *p > hi {
+		t.Errorf("%s: %v, want between %v and %v", what, fmtp(p), lo, hi)
+	}
+}
+
+func fmtp(p *float64) string {
+	if p == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*p, 'g', -1, 64)
 }
 
 func keys(m map[string]analytics.Recommendation) []string {

@@ -2,6 +2,7 @@ package assistant
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -203,5 +204,48 @@ func TestDecideSetupSaid(t *testing.T) {
 	want := "I want to set up a new tool → I need to add one → https://example.com/mcp → Example API"
 	if last.Do == nil || last.Do.Sentence != want {
 		t.Fatalf("the add's sentence: %+v, want %q", last.Do, want)
+	}
+}
+
+// An ambiguous name is answered with numbered choices, one per tool it fits, each
+// labelled with its number, name, server and description and answered by its number;
+// the reply says how many there are and nothing is done until a pick.
+func TestDecideChoiceLabels(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	for _, c := range []struct {
+		msg, reply string
+		labels     []string
+	}{
+		{"disable search", `I found 2 tools that match "search". Did you mean:`, []string{
+			"1. search on ev2 — Search charging stations near a place by connector type.",
+			"2. search on files — Search file contents in the workspace for a text pattern.",
+		}},
+		{"Disable the weather tool", `I found 3 tools that match "weather". Did you mean:`, []string{
+			"1. get_forecast on weather — Get the weather forecast for a location for the next few days (weather.gov).",
+			"2. get_alerts on weather — Active weather alerts (storms, floods, heat) for a US state.",
+			// A description is clipped at 80 characters.
+			"3. get_weather on ev2 — Current weather conditions (temperature, wind, rain) at a place, from OpenWeath…",
+		}},
+	} {
+		d := Decide(c.msg, Understand(c.msg, cat), State{}, cat)
+		if d.Do != nil || d.State.Pending == nil || !d.State.Pending.Choose {
+			t.Errorf("%q: decided %+v before a pick", c.msg, d.Do)
+		}
+		if d.Reply != c.reply {
+			t.Errorf("%q: reply %q, want %q", c.msg, d.Reply, c.reply)
+		}
+		var labels, targets []string
+		for _, ch := range d.Choices {
+			labels, targets = append(labels, ch.Label), append(targets, ch.Target)
+		}
+		if !slices.Equal(labels, c.labels) {
+			t.Errorf("%q: %d choices\n%s\nwant %d\n%s", c.msg, len(labels), strings.Join(labels, "\n"), len(c.labels), strings.Join(c.labels, "\n"))
+		}
+		for i, tg := range targets {
+			if tg != strconv.Itoa(i+1) {
+				t.Errorf("%q: choice %d answers %q, want its number", c.msg, i+1, tg)
+			}
+		}
 	}
 }

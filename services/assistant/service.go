@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -440,7 +441,11 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	res := s.mcp.Test(ctx, conn)
 	if !res.OK {
 		d.State.Flow = nil
-		out.Reply = fmt.Sprintf("I couldn't connect to the server at `%s`: %s. Please check that the server is running and accessible, or try again later. Nothing was added.", op.URL, res.Error)
+		why := ": " + res.Error + "."
+		if res.TimedOutAfter > 0 { // seed 004's connection-timeout reply
+			why = ". The connection timed out after " + durationWords(res.TimedOutAfter) + "."
+		}
+		out.Reply = fmt.Sprintf("I couldn't connect to the server at `%s`%s Please check that the server is running and accessible, or try again later. Nothing was added.", op.URL, why)
 		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
 		return nil
 	}
@@ -459,6 +464,18 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	}
 	d.Choices, out.Choices = []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}, []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}
 	return nil
+}
+
+// durationWords is a limit as people say it: "30 seconds", "1 minute", "1.5 seconds".
+func durationWords(d time.Duration) string {
+	unit, n := "second", d.Seconds()
+	if d >= time.Minute && d%time.Minute == 0 {
+		unit, n = "minute", d.Minutes()
+	}
+	if n != 1 {
+		unit += "s"
+	}
+	return strconv.FormatFloat(n, 'f', -1, 64) + " " + unit
 }
 
 func (s *Service) serverState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {

@@ -591,8 +591,9 @@ var (
 )
 
 // settingsOf reads what a configure message sets: key=value pairs, "set units to metric",
-// and a word that is one of a parameter's allowed values ("to use metric units"). The
-// text returned has them removed, leaving the tool's words.
+// and a word that is one of a parameter's allowed values or a synonym of one ("to use
+// metric units", "to use Celsius"). The text returned has them removed, leaving the
+// tool's words.
 func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string) {
 	out := map[string]string{}
 	for _, sub := range kvRE.FindAllStringSubmatch(t, -1) {
@@ -618,11 +619,9 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 				if _, set := out[p.Name]; set {
 					continue
 				}
-				for _, e := range p.Enum {
-					if strings.EqualFold(e, w) {
-						out[p.Name] = e
-						t = strings.Replace(t, " "+w+" ", " ", 1)
-					}
+				if e, ok := enumValue(p.Enum, w); ok {
+					out[p.Name] = e
+					t = strings.Replace(t, " "+w+" ", " ", 1)
 				}
 			}
 		}
@@ -639,6 +638,43 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 		return nil, t
 	}
 	return out, t
+}
+
+// valueSynonyms maps words people say to the enum values they may stand for, tried in
+// order against a parameter's own enum: "Celsius" is the metric of a weather tool's
+// units, the si of another's, the c of a third's. Only values the tool's schema lists
+// are ever set, so a synonym cannot invent a value.
+var valueSynonyms = map[string][]string{
+	"celsius":    {"metric", "si", "celsius", "c"},
+	"centigrade": {"metric", "si", "celsius", "c"},
+	"fahrenheit": {"imperial", "us", "fahrenheit", "f"},
+	"kelvin":     {"standard", "kelvin", "k"},
+	"metres":     {"metric", "si"},
+	"meters":     {"metric", "si"},
+	"kilometres": {"metric", "si"},
+	"kilometers": {"metric", "si"},
+	"miles":      {"imperial", "us"},
+	"feet":       {"imperial", "us"},
+	"casual":     {"informal", "less"},
+	"polite":     {"formal", "more"},
+}
+
+// enumValue is the value of enum that word names: the value itself (any case), or the
+// first of its synonyms' values that enum lists.
+func enumValue(enum []string, word string) (string, bool) {
+	for _, e := range enum {
+		if strings.EqualFold(e, word) {
+			return e, true
+		}
+	}
+	for _, alt := range valueSynonyms[strings.ToLower(word)] {
+		for _, e := range enum {
+			if strings.EqualFold(e, alt) {
+				return e, true
+			}
+		}
+	}
+	return "", false
 }
 
 func paramNamed(cat *Catalogue, name string) bool {
@@ -658,7 +694,12 @@ var queryLeadRE = regexp.MustCompile(` (?:for|with|to|about|that|which|related t
 // a tool for weather forecasts", "weather" of "always enable new weather tools".
 func queryOf(t string, in Intent) string {
 	if in == IntentPreference || in == IntentForget {
-		t = prefNoiseRE.ReplaceAllString(t, " ")
+		// Again until nothing changes: one match takes the space after its word, so of
+		// two noise words in a row ("stop enabling") one pass removes only the first,
+		// and "stop enabling new weather tools" would forget "enabling weather".
+		for n := ""; n != t; {
+			n, t = t, prefNoiseRE.ReplaceAllString(t, " ")
+		}
 		return strings.Join(contentWords(t), " ")
 	}
 	if sub := queryLeadRE.FindStringSubmatch(t); sub != nil {

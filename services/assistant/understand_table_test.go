@@ -329,7 +329,10 @@ var tableRows = []phrasing{
 	// ---- Configure tool.
 	{msg: "Configure the weather tool to use metric units", intent: IntentConfigureTool, kind: "tool",
 		toolsHas: tl("weather.get_forecast"), settings: map[string]string{"units": "metric"}},
-	{msg: "Configure the weather tool to use Celsius", intent: IntentConfigureTool, toolsHas: tl("weather.get_forecast")},
+	{msg: "Configure the weather tool to use Celsius", intent: IntentConfigureTool, toolsHas: tl("weather.get_forecast"),
+		settings: map[string]string{"units": "metric"}},
+	{msg: "switch get_forecast to fahrenheit", intent: IntentConfigureTool, tools: tl("weather.get_forecast"),
+		settings: map[string]string{"units": "imperial"}},
 	{msg: "configure get_forecast to use metric units", intent: IntentConfigureTool, tools: tl("weather.get_forecast"),
 		settings: map[string]string{"units": "metric"}},
 	{msg: "set units to imperial for get_forecast", intent: IntentConfigureTool, tools: tl("weather.get_forecast"),

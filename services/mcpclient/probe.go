@@ -19,6 +19,10 @@ type TestResult struct {
 	ToolCount int                 `json:"tool_count"`
 	Tools     []string            `json:"tools,omitempty"` // the first few names
 	Stderr    []string            `json:"stderr,omitempty"`
+	// TimedOutAfter is the limit that ran out when the server did not answer in time (0
+	// when it failed otherwise), so a reply can say so in people's words (seed 004: "The
+	// connection timed out after 30 seconds").
+	TimedOutAfter time.Duration `json:"-"`
 }
 
 // Test opens a throwaway session with cfg, runs the health probe and lists the tools,
@@ -53,6 +57,9 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	fail := func(err error) TestResult {
 		res.OK = false
 		res.Error = redact(err.Error())
+		if errors.Is(err, ErrTimeout) || errors.Is(parent.Err(), context.DeadlineExceeded) {
+			res.TimedOutAfter = bound
+		}
 		if parent.Err() != nil && !errors.Is(err, ErrTimeout) {
 			if errors.Is(parent.Err(), context.DeadlineExceeded) {
 				res.Error = fmt.Sprintf("no complete answer within %s (the test's limit): %s", bound, res.Error)
