@@ -289,9 +289,10 @@ func healthOf(t *testing.T, p *serveProc) (int, map[string]any) {
 	return code, m
 }
 
-// The embedded PostgreSQL killed with SIGKILL under a running serve: /healthz says
-// 503 and names it, calls fail closed, then the supervisor restarts it, /healthz is
-// 200 again with the restart counted, and a tool call works again.
+// The embedded PostgreSQL killed with SIGKILL under a running serve: /healthz (still
+// 200: the process is up) says degraded and names it, /readyz says 503, calls fail
+// closed, then the supervisor restarts it, /healthz is ok again with the restart
+// counted, and a tool call works again.
 func TestPostgresKilledIsRestarted(t *testing.T) {
 	dir := dbtest.TempDir(t)
 	p := startServe(t, dir)
@@ -317,30 +318,40 @@ func TestPostgresKilledIsRestarted(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// While it is down, healthz names what is down, and a call fails closed: it is
-	// refused, not run unrecorded. The restart may be quick: the 503 is looked for until
-	// the database is back, and must have been seen. A call counts as made while the
-	// database was down when healthz said 503 both before and after it (the database goes
-	// down once and comes back once).
-	saw503, refusedWhileDown := false, 0
+	// While it is down, healthz names what is down, readyz says 503, and a call fails
+	// closed: it is refused, not run unrecorded. The restart may be quick: "degraded" is
+	// looked for until the database is back, and must have been seen. A call counts as
+	// made while the database was down when healthz said so both before and after it
+	// (the database goes down once and comes back once).
+	sawDown, refusedWhileDown := false, 0
+	degraded := func(code int, h map[string]any) bool {
+		if code != http.StatusOK {
+			t.Fatalf("healthz: got %d %v, want 200 while the process is up", code, h)
+		}
+		return h["status"] == "degraded"
+	}
 	testkit.WaitFor(t, 60*time.Second, func() bool {
 		code, h := healthOf(t, p)
-		if code == http.StatusServiceUnavailable {
+		if degraded(code, h) {
 			down, _ := h["down"].([]any)
-			if len(down) == 0 || h["status"] != "down" {
-				t.Fatalf("healthz while down: got %v, want status down naming what is down", h)
+			if len(down) == 0 {
+				t.Fatalf("healthz while down: got %v, want it to name what is down", h)
 			}
-			saw503 = true
+			sawDown = true
 			callCode, body := call()
-			if after, _ := healthOf(t, p); after == http.StatusServiceUnavailable {
+			readyCode, _ := p.request(t, "", http.MethodGet, "/readyz", nil)
+			if degraded(healthOf(t, p)) {
 				if callCode >= 200 && callCode < 300 {
 					t.Fatalf("a call while the database was down: got %d %s, want it refused", callCode, body)
+				}
+				if readyCode != http.StatusServiceUnavailable {
+					t.Fatalf("readyz while the database was down: got %d, want 503", readyCode)
 				}
 				refusedWhileDown++
 			}
 		}
-		return saw503 && code == http.StatusOK
-	}, "healthz never went 503 and back to 200")
+		return sawDown && h["status"] == "ok"
+	}, "healthz never said degraded and then ok")
 	if refusedWhileDown == 0 {
 		t.Fatal("no call was made while healthz said the database was down")
 	}

@@ -28,7 +28,7 @@ type Component struct {
 // Health is the state of the process's dependencies: OK when all are up.
 type Health struct {
 	OK         bool                 `json:"-"`
-	Status     string               `json:"status"` // ok or down
+	Status     string               `json:"status"` // ok, or degraded when a component is down
 	Components map[string]Component `json:"components"`
 	Down       []string             `json:"down,omitempty"` // the names of the components that are down
 }
@@ -46,7 +46,7 @@ func (s *Service) Health(ctx context.Context) Health {
 	add := func(name string, c Component) {
 		h.Components[name] = c
 		if c.Status != Up {
-			h.OK, h.Status = false, "down"
+			h.OK, h.Status = false, "degraded"
 			h.Down = append(h.Down, name)
 		}
 	}
