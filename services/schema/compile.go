@@ -192,12 +192,6 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 			continue
 		}
 		msg := leafString(l)
-		if e, ok := l.ErrorKind.(*kind.Enum); ok {
-			// The library lists what is allowed; the caller also needs what it sent.
-			if got, err := json.Marshal(e.Got); err == nil && len(got) <= 80 {
-				msg = string(got) + " is not allowed: " + msg
-			}
-		}
 		if out.For(loc) == msg {
 			continue
 		}

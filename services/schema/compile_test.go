@@ -122,7 +122,7 @@ func TestValidateArguments(t *testing.T) {
 		{"nil arguments", nil, map[string]string{"/message": "is required"}},
 		{"wrong type", json.RawMessage(`{"message": 5}`), map[string]string{"/message": "want string"}},
 		{"below minimum", json.RawMessage(`{"message": "hi", "count": 0}`), map[string]string{"/count": "minimum"}},
-		{"nested", json.RawMessage(`{"message": "hi", "opts": {"mode": "c"}}`), map[string]string{"/opts/mode": `"c" is not allowed: value must be one of 'a', 'b'`}},
+		{"nested", json.RawMessage(`{"message": "hi", "opts": {"mode": "c"}}`), map[string]string{"/opts/mode": "value must be"}},
 		{"nested missing", json.RawMessage(`{"message": "hi", "opts": {}}`), map[string]string{"/opts/mode": "is required"}},
 		{"unknown", json.RawMessage(`{"message": "hi", "extra": 1}`), map[string]string{"": "extra"}},
 		{"not JSON", json.RawMessage(`{"message": `), map[string]string{"": "not valid JSON"}},
