@@ -117,9 +117,28 @@ func PublicKeyPath(keyPath string) string { return strings.TrimSuffix(keyPath, "
 // on first use: mode 0600, with its public key (PKIX PEM) beside it at
 // PublicKeyPath(keyPath). A key file others can read is refused.
 func OpenSigner(keyPath string) (*Signer, error) {
-	raw, err := os.ReadFile(keyPath)
+	s, err := readSigner(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return createSigner(keyPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The public key is only a copy for auditors; put it back if it went missing.
+	if _, err := os.Stat(PublicKeyPath(keyPath)); errors.Is(err, fs.ErrNotExist) {
+		if err := writePublicKey(PublicKeyPath(keyPath), s.Public()); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// readSigner loads an existing signing key (an error wrapping fs.ErrNotExist when there
+// is none).
+func readSigner(keyPath string) (*Signer, error) {
+	raw, err := os.ReadFile(keyPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: checkpoint key: %w", err)
@@ -139,14 +158,7 @@ func OpenSigner(keyPath string) (*Signer, error) {
 	if !ok {
 		return nil, fmt.Errorf("audit: checkpoint key file %s: not an Ed25519 key", keyPath)
 	}
-	s := &Signer{key: key}
-	// The public key is only a copy for auditors; put it back if it went missing.
-	if _, err := os.Stat(PublicKeyPath(keyPath)); errors.Is(err, fs.ErrNotExist) {
-		if err := writePublicKey(PublicKeyPath(keyPath), s.Public()); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
+	return &Signer{key: key}, nil
 }
 
 func createSigner(keyPath string) (*Signer, error) {
@@ -267,6 +279,15 @@ func ParseCheckpoint(data []byte) (Checkpoint, error) {
 
 // ReadCheckpoint reads and parses a checkpoint file.
 func ReadCheckpoint(path string) (Checkpoint, error) {
+	// A checkpoint is a small regular file: a FIFO or a link to a device put in its
+	// place must not hang or exhaust the reader.
+	st, err := os.Lstat(path)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("audit: checkpoint: %w", err)
+	}
+	if !st.Mode().IsRegular() || st.Size() > maxCheckpointFile {
+		return Checkpoint{}, fmt.Errorf("audit: checkpoint %s: not a regular file of at most %d bytes", path, maxCheckpointFile)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Checkpoint{}, fmt.Errorf("audit: checkpoint: %w", err)
@@ -277,6 +298,9 @@ func ReadCheckpoint(path string) (Checkpoint, error) {
 	}
 	return c, nil
 }
+
+// maxCheckpointFile bounds what ReadCheckpoint reads (a checkpoint is under 1 KB).
+const maxCheckpointFile = 64 << 10
 
 // FileName is the name WriteCheckpoint gives c: its time and id, so names sort by age.
 func (c Checkpoint) FileName() string {
@@ -459,20 +483,32 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if src.Path == "" && filepath.Base(path) != cp.FileName() {
+		// The newest is found by its name: an older checkpoint renamed to look newer
+		// would let the entries after it be deleted unnoticed.
+		return nil, "", fmt.Errorf("checkpoint %s: its name does not match its content (entry %d at %s)",
+			path, cp.ID, cp.At.Format(time.RFC3339))
+	}
 	pubPath := src.PublicKey
+	var trusted ed25519.PublicKey
 	if pubPath == "" && src.KeyFile != "" {
 		if _, err := os.Stat(PublicKeyPath(src.KeyFile)); err == nil {
 			pubPath = PublicKeyPath(src.KeyFile)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return nil, "", fmt.Errorf("audit: checkpoint public key: %w", err)
+		} else if s, err := readSigner(src.KeyFile); err == nil {
+			trusted = s.Public() // the .pub copy went missing: the key itself is trusted
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, "", err
 		}
 	}
-	var trusted ed25519.PublicKey
 	signedBy := "signed by " + cp.KeyFingerprint + " (no trusted public key here to compare it with: pass --public-key)"
 	if pubPath != "" {
 		if trusted, err = ReadPublicKey(pubPath); err != nil {
 			return nil, "", err
 		}
+	}
+	if trusted != nil {
 		signedBy = "signed by the trusted key " + cp.KeyFingerprint
 	}
 	if err := cp.Verify(trusted); err != nil {

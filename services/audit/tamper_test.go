@@ -8,8 +8,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -309,6 +311,75 @@ func TestCheckpointSignature(t *testing.T) {
 	// Without a trusted key, a checkpoint is checked against the key it names.
 	if err := forged.Verify(nil); err != nil {
 		t.Errorf("self-signed: got %v, want nil", err)
+	}
+}
+
+// LoadCheckpoint, as the server and the CLI find the newest checkpoint: an older one
+// renamed to look newer is refused, a file that is no regular file does not hang the
+// reader, and with the .pub copy gone the signing key itself is the trusted one.
+func TestLoadCheckpointRefusesPlants(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyPath := filepath.Join(dir, "checkpoint.key")
+	s, err := OpenSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := filepath.Join(dir, "checkpoints")
+	src := CheckpointSource{Dir: cps, KeyFile: keyPath}
+	at := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	old := s.Sign(Head{ID: 5, Hash: make([]byte, 32)}, at, at)
+	oldPath, err := WriteCheckpoint(cps, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := s.Sign(Head{ID: 9, Hash: make([]byte, 32)}, at.Add(time.Hour), at.Add(time.Hour))
+	if _, err := WriteCheckpoint(cps, newer); err != nil {
+		t.Fatal(err)
+	}
+	if cp, note, err := LoadCheckpoint(src); err != nil || cp.ID != 9 || !strings.Contains(note, "trusted key") {
+		t.Fatalf("the newest: got %v, %q, %v; want entry 9 signed by the trusted key", cp, note, err)
+	}
+
+	// The old one copied under a name newer than any.
+	planted := filepath.Join(cps, "checkpoint-29991231T000000.000000Z-5.json")
+	data, err := os.ReadFile(oldPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(planted, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadCheckpoint(src); err == nil || !strings.Contains(err.Error(), "does not match its content") {
+		t.Fatalf("an old checkpoint under a newer name: got %v, want it refused", err)
+	}
+	// A FIFO in its place: refused at once, not read.
+	if err := os.Remove(planted); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(planted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadCheckpoint(src); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("a FIFO: got %v, want it refused", err)
+	}
+	if err := os.Remove(planted); err != nil {
+		t.Fatal(err)
+	}
+
+	// The .pub copy gone: the key file still decides, and another key's checkpoint fails.
+	if err := os.Remove(PublicKeyPath(keyPath)); err != nil {
+		t.Fatal(err)
+	}
+	if cp, note, err := LoadCheckpoint(src); err != nil || cp.ID != 9 || !strings.Contains(note, "trusted key") {
+		t.Fatalf("without the .pub: got %v, %q, %v; want entry 9 signed by the trusted key", cp, note, err)
+	}
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	if _, err := WriteCheckpoint(cps, NewSigner(other).Sign(Head{ID: 12, Hash: make([]byte, 32)}, at.Add(2*time.Hour), at.Add(2*time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadCheckpoint(src); err == nil {
+		t.Fatal("a checkpoint signed by another key passed without the .pub copy")
 	}
 }
 
