@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -197,6 +198,9 @@ func NewBatch(entries []Entry) (*Batch, error) {
 	return &Batch{recs: rs}, nil
 }
 
+// maxUserAgent bounds the user agent an entry records.
+const maxUserAgent = 300
+
 // withActor adds to a payload object what the actor says of the request: "said" (always
 // the actor's), and "token_id", "token_name" and "user_agent" unless the payload has
 // them (a sign-in records its own user agent). A payload that is not an object is kept
@@ -217,7 +221,9 @@ func withActor(payload []byte, a Actor) ([]byte, error) {
 	for _, f := range []struct {
 		key, v  string
 		replace bool
-	}{{"said", a.Said, true}, {"token_id", a.TokenID, false}, {"token_name", a.TokenName, false}, {"user_agent", a.UserAgent, false}} {
+	}{{"said", a.Said, true}, {"token_id", a.TokenID, false}, {"token_name", a.TokenName, false},
+		// Any caller sends it, a refused anonymous one too: bounded as a sign-in's is.
+		{"user_agent", clip(strings.ToValidUTF8(a.UserAgent, "\uFFFD"), maxUserAgent), false}} {
 		if err := set(f.key, f.v, f.replace); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -498,5 +500,25 @@ func TestVerifyHandWrittenIDs(t *testing.T) {
 		if fmt.Sprint(res.Gaps) != "[{11 999999999999}]" || res.Checked != 11 || res.VerifiedThrough != 10 {
 			t.Errorf("workers %d: got gaps %v, checked %d, through %d; want [{11 999999999999}], 11, 10", opt.Workers, res.Gaps, res.Checked, res.VerifiedThrough)
 		}
+	}
+}
+
+// The user agent an entry records is bounded and valid UTF-8, whoever sent it (a
+// refused anonymous request records its caller too).
+func TestUserAgentBounded(t *testing.T) {
+	t.Parallel()
+	ua := strings.Repeat("é", 5000) + "\xff"
+	b, err := NewBatch([]Entry{{Actor: Actor{Kind: ActorAnonymous, UserAgent: ua}, Action: "request.denied"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		UserAgent string `json:"user_agent"`
+	}
+	if err := json.Unmarshal(b.recs[0].Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.UserAgent) > maxUserAgent+len("…") || !utf8.ValidString(p.UserAgent) || !strings.HasPrefix(ua, strings.TrimSuffix(p.UserAgent, "…")) {
+		t.Fatalf("recorded user agent of %d bytes: %.40q…", len(p.UserAgent), p.UserAgent)
 	}
 }
