@@ -165,9 +165,12 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 				h.closeWith(conn, closeSessionEnded, "session ended")
 				return
 			}
-			if err != nil { // the database did not answer: check again next time
+			if err != nil {
+				// The database did not answer: a terminal takes input, so it does not
+				// stay open unchecked; the page reconnects and authenticates again.
 				h.log.Warn("terminal ws: re-check the session", "err", err)
-				continue
+				h.closeWith(conn, closeTryAgainLater, "try again")
+				return
 			}
 			if role != p.User.Role {
 				h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")

@@ -26,8 +26,11 @@ const (
 	wsPongWait     = 60 * time.Second
 	wsPingEvery    = 25 * time.Second
 	wsRecheckEvery = 30 * time.Second // how often the session is checked again
-	wsMaxReplay    = 1000             // more missed events than this: ask the page to reload
-	wsRenderCache  = 512
+	// wsRecheckFailures periodic checks in a row that the database does not answer
+	// close a socket (1013: the page reconnects and authenticates again).
+	wsRecheckFailures = 2
+	wsMaxReplay       = 1000 // more missed events than this: ask the page to reload
+	wsRenderCache     = 512
 	// The audit log's events reach a page at most every wsSampleEvery, the newest
 	// wsSampleKeep of them in one message: each call announces itself there, and a
 	// thousand open dashboards must not cost a thousand writes per call (issue #21).
@@ -203,6 +206,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}()
 
 	last := sub.LastID
+	recheckFailures := 0 // the session checks in a row the database did not answer
 	missed, err := h.deps.Events.Since(ctx, last, topics, wsMaxReplay+1)
 	if err != nil {
 		h.log.Warn("ws: replay", "err", err)
@@ -226,7 +230,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		}
 		if ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
 			var ok bool
-			if p, ok = h.recheck(ctx, conn, p, topics, true); !ok {
+			if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
 				return false
 			}
 		}
@@ -328,7 +332,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			}
 		case <-recheck.C:
 			var ok bool
-			if p, ok = h.recheck(ctx, conn, p, topics, false); !ok {
+			if p, ok = h.recheck(ctx, conn, p, topics, false, &recheckFailures); !ok {
 				return
 			}
 		}
@@ -339,11 +343,12 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 // socket for good (4401: the page goes to sign-in); a role that no longer allows one of
 // the topics closes it with 1012, so the page reconnects and subscribes again, and the
 // server grants only what the new role allows. It returns the refreshed principal.
-// When the database cannot answer, the person is not signed out: the periodic check
-// keeps the socket until the next one, and the check before an event about the caller
-// (which must not go out unchecked) closes it with 1013, so the page reconnects and
-// its handshake authenticates again.
-func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string, beforeEvent bool) (*auth.Principal, bool) {
+// When the database cannot answer, the person is not signed out: the check before an
+// event about the caller (which must not go out unchecked) closes the socket with 1013,
+// so the page reconnects and its handshake authenticates again; the periodic check
+// does so after wsRecheckFailures failures in a row (one blip keeps the socket, but a
+// session nobody can check does not keep receiving events).
+func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string, beforeEvent bool, failures *int) (*auth.Principal, bool) {
 	role, err := h.deps.Auth.CurrentRole(ctx, p)
 	switch {
 	case errors.Is(err, auth.ErrNoLongerValid):
@@ -351,12 +356,13 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 		return p, false
 	case err != nil:
 		h.log.Warn("ws: re-check the session", "err", err)
-		if beforeEvent {
+		if *failures++; beforeEvent || *failures >= wsRecheckFailures {
 			h.closeWith(conn, closeTryAgainLater, "try again")
 			return p, false
 		}
 		return p, true
 	}
+	*failures = 0
 	if role == p.User.Role {
 		return p, true
 	}
@@ -443,9 +449,14 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 	for _, ev := range evs {
 		r, err := h.render(ctx, ev)
 		if err != nil {
-			return nil, err
+			// Skipped as send skips one alone; the cursor moves on with the next.
+			h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
+			continue
 		}
 		raw = append(raw, r.raw...)
+	}
+	if raw == nil {
+		return nil, errors.New("no event of the batch rendered")
 	}
 	msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
 	if err != nil {
