@@ -249,3 +249,25 @@ func TestDecideChoiceLabels(t *testing.T) {
 		}
 	}
 }
+
+// A synonym sets an enum value only on a parameter about what the word is about.
+func TestEnumValueSynonymsStayOnTopic(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p          Param
+		word, want string
+	}{
+		{Param{Name: "units", Enum: []string{"metric", "imperial"}}, "Celsius", "metric"},
+		{Param{Name: "scale", Description: "Temperature scale", Enum: []string{"c", "f"}}, "fahrenheit", "f"},
+		{Param{Name: "register", Enum: []string{"formal", "informal"}}, "polite", "formal"},
+		{Param{Name: "verbosity", Enum: []string{"less", "more"}}, "polite", ""},
+		{Param{Name: "language", Enum: []string{"c", "go"}}, "celsius", ""},
+		{Param{Name: "region", Enum: []string{"us", "eu"}}, "miles", ""},
+		{Param{Name: "language", Enum: []string{"c", "go"}}, "Go", "go"}, // the value itself, anywhere
+	} {
+		got, ok := enumValue(tc.p, tc.word)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s on %s %v: got %q %v, want %q", tc.word, tc.p.Name, tc.p.Enum, got, ok, tc.want)
+		}
+	}
+}

@@ -619,7 +619,7 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 				if _, set := out[p.Name]; set {
 					continue
 				}
-				if e, ok := enumValue(p.Enum, w); ok {
+				if e, ok := enumValue(p, w); ok {
 					out[p.Name] = e
 					t = strings.Replace(t, " "+w+" ", " ", 1)
 				}
@@ -643,32 +643,48 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 // valueSynonyms maps words people say to the enum values they may stand for, tried in
 // order against a parameter's own enum: "Celsius" is the metric of a weather tool's
 // units, the si of another's, the c of a third's. Only values the tool's schema lists
-// are ever set, so a synonym cannot invent a value.
-var valueSynonyms = map[string][]string{
-	"celsius":    {"metric", "si", "celsius", "c"},
-	"centigrade": {"metric", "si", "celsius", "c"},
-	"fahrenheit": {"imperial", "us", "fahrenheit", "f"},
-	"kelvin":     {"standard", "kelvin", "k"},
-	"metres":     {"metric", "si"},
-	"meters":     {"metric", "si"},
-	"kilometres": {"metric", "si"},
-	"kilometers": {"metric", "si"},
-	"miles":      {"imperial", "us"},
-	"feet":       {"imperial", "us"},
-	"casual":     {"informal", "less"},
-	"polite":     {"formal", "more"},
+// are ever set, so a synonym cannot invent a value; and only for a parameter whose name
+// or description speaks of what the word is about, so that "polite" does not set a
+// verbosity to "more", nor "celsius" a language to "c".
+var valueSynonyms = map[string]struct{ values, about []string }{
+	"celsius":    {[]string{"metric", "si", "celsius", "c"}, unitWords},
+	"centigrade": {[]string{"metric", "si", "celsius", "c"}, unitWords},
+	"fahrenheit": {[]string{"imperial", "us", "fahrenheit", "f"}, unitWords},
+	"kelvin":     {[]string{"standard", "kelvin", "k"}, unitWords},
+	"metres":     {[]string{"metric", "si"}, unitWords},
+	"meters":     {[]string{"metric", "si"}, unitWords},
+	"kilometres": {[]string{"metric", "si"}, unitWords},
+	"kilometers": {[]string{"metric", "si"}, unitWords},
+	"miles":      {[]string{"imperial", "us"}, unitWords},
+	"feet":       {[]string{"imperial", "us"}, unitWords},
+	"casual":     {[]string{"informal", "less"}, toneWords},
+	"polite":     {[]string{"formal", "more"}, toneWords},
 }
 
-// enumValue is the value of enum that word names: the value itself (any case), or the
-// first of its synonyms' values that enum lists.
-func enumValue(enum []string, word string) (string, bool) {
-	for _, e := range enum {
+var (
+	unitWords = []string{"unit", "temperature", "measure", "metric", "imperial", "scale"}
+	toneWords = []string{"formal", "tone", "register", "polite", "style"}
+)
+
+// enumValue is the value of p's enum that word names: the value itself (any case), or
+// the first of its synonyms' values that the enum lists, when p is about what the
+// synonym is about.
+func enumValue(p Param, word string) (string, bool) {
+	for _, e := range p.Enum {
 		if strings.EqualFold(e, word) {
 			return e, true
 		}
 	}
-	for _, alt := range valueSynonyms[strings.ToLower(word)] {
-		for _, e := range enum {
+	syn, ok := valueSynonyms[strings.ToLower(word)]
+	if !ok {
+		return "", false
+	}
+	about := strings.ToLower(p.Name + " " + p.Description)
+	if !slices.ContainsFunc(syn.about, func(w string) bool { return strings.Contains(about, w) }) {
+		return "", false
+	}
+	for _, alt := range syn.values {
+		for _, e := range p.Enum {
 			if strings.EqualFold(e, alt) {
 				return e, true
 			}
