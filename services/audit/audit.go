@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -167,13 +168,27 @@ func NewBatch(entries []Entry) (*Batch, error) {
 			kind = ActorAnonymous
 		}
 		payload := []byte("{}")
+		a := e.Actor
+		withA := a.Said != "" || a.TokenID != "" || a.TokenName != "" || a.UserAgent != ""
+		if m, ok := e.Payload.(map[string]any); ok && withA {
+			// The common case (a call's record): the actor's keys join a copy of the map,
+			// marshaled once, rather than the payload being marshaled, parsed and marshaled
+			// again (the same bytes either way: keys sorted, values compact).
+			m = maps.Clone(m)
+			for _, f := range actorFields(a) {
+				if _, ok := m[f.key]; f.v != "" && (!ok || f.replace) {
+					m[f.key] = f.v
+				}
+			}
+			e.Payload, withA = m, false
+		}
 		if e.Payload != nil {
 			var err error
 			if payload, err = json.Marshal(e.Payload); err != nil {
 				return nil, fmt.Errorf("audit: marshal %s payload: %w", e.Action, err)
 			}
 		}
-		if a := e.Actor; a.Said != "" || a.TokenID != "" || a.TokenName != "" || a.UserAgent != "" {
+		if withA {
 			var err error
 			if payload, err = withActor(payload, a); err != nil {
 				return nil, fmt.Errorf("audit: %s payload: %w", e.Action, err)
@@ -210,25 +225,30 @@ func withActor(payload []byte, a Actor) ([]byte, error) {
 	if err := json.Unmarshal(payload, &m); err != nil || m == nil {
 		m = map[string]json.RawMessage{"payload": payload}
 	}
-	set := func(key, v string, replace bool) error {
-		if _, ok := m[key]; v == "" || ok && !replace {
-			return nil
+	for _, f := range actorFields(a) {
+		if _, ok := m[f.key]; f.v == "" || ok && !f.replace {
+			continue
 		}
-		s, err := json.Marshal(v)
-		m[key] = s
-		return err
-	}
-	for _, f := range []struct {
-		key, v  string
-		replace bool
-	}{{"said", a.Said, true}, {"token_id", a.TokenID, false}, {"token_name", a.TokenName, false},
-		// Any caller sends it, a refused anonymous one too: bounded as a sign-in's is.
-		{"user_agent", clip(strings.ToValidUTF8(a.UserAgent, "\uFFFD"), maxUserAgent), false}} {
-		if err := set(f.key, f.v, f.replace); err != nil {
+		s, err := json.Marshal(f.v)
+		if err != nil {
 			return nil, err
 		}
+		m[f.key] = s
 	}
 	return json.Marshal(m)
+}
+
+// actorField is a payload key the actor adds: replace says whether it wins over the
+// payload's own.
+type actorField struct {
+	key, v  string
+	replace bool
+}
+
+func actorFields(a Actor) [4]actorField {
+	return [4]actorField{{"said", a.Said, true}, {"token_id", a.TokenID, false}, {"token_name", a.TokenName, false},
+		// Any caller sends it, a refused anonymous one too: bounded as a sign-in's is.
+		{"user_agent", clip(strings.ToValidUTF8(a.UserAgent, "\uFFFD"), maxUserAgent), false}}
 }
 
 // Len is the number of entries.

@@ -522,3 +522,32 @@ func TestUserAgentBounded(t *testing.T) {
 		t.Fatalf("recorded user agent of %d bytes: %.40q…", len(p.UserAgent), p.UserAgent)
 	}
 }
+
+// A map payload gets the actor's keys in one marshal; any other payload through
+// withActor. Both give the same bytes, which the hash covers.
+func TestActorKeysSameEitherWay(t *testing.T) {
+	t.Parallel()
+	a := Actor{Kind: ActorToken, TokenID: "t1", TokenName: "ci <bot>", UserAgent: "agent/1 & co", Said: "do it"}
+	m := map[string]any{"arguments": map[string]any{"q": "<b>x</b>", "n": 2.5}, "user_agent": "own", "said": "old", "list": []any{1, "a"}}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBatch([]Entry{{Actor: a, Action: "tool.call", Payload: m}, {Actor: a, Action: "tool.call", Payload: json.RawMessage(raw)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b.recs[0].Payload), string(b.recs[1].Payload); got != want {
+		t.Fatalf("map payload:\n%s\nraw payload:\n%s", got, want)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(b.recs[0].Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p["said"] != "do it" || p["user_agent"] != "own" || p["token_name"] != "ci <bot>" || p["token_id"] != "t1" {
+		t.Fatalf("payload %v: want said replaced, the payload's user_agent kept, the token added", p)
+	}
+	if _, ok := m["token_id"]; ok {
+		t.Fatal("the caller's map was changed")
+	}
+}
