@@ -304,38 +304,49 @@ func TestWebsocketFiltersTopicsByPermission(t *testing.T) {
 
 // TestWebsocketDemotionStopsAudit: an auditor following the audit log who is demoted
 // to guest is disconnected (1012, so the page resubscribes with what the new role
-// allows) before any further audit entry reaches them.
+// allows) before any further audit entry reaches them: also on a page that follows the
+// audit log without the sessions topic (the audit browser), which is re-checked on the
+// person's own session events all the same and is sent none of the topic's events.
 func TestWebsocketDemotionStopsAudit(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, nil)
-	aud := srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1234")
-	h := sessionHeader(t, srv, "audrey", "audrey-password-1234", srv.URL)
-	conn := subscribe(t, srv, h, []string{"audit", "sessions"}, maxEventID(t, srv))
+	for _, topics := range [][]string{{"audit", "sessions"}, {"audit"}} {
+		t.Run(strings.Join(topics, "+"), func(t *testing.T) {
+			t.Parallel()
+			srv := webtest.Start(t, nil)
+			aud := srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1234")
+			h := sessionHeader(t, srv, "audrey", "audrey-password-1234", srv.URL)
+			conn := subscribe(t, srv, h, topics, maxEventID(t, srv))
+			srv.Login(t, "admin", webtest.AdminPassword) // a sessions event about someone else
 
-	if _, err := srv.Auth.SetRole(context.Background(), audit.System, aud.ID, auth.RoleGuest); err != nil {
-		t.Fatal(err)
-	}
-	srv.CreateUser(t, "after", auth.RoleToolUser, "after-password-1234")
-	after := eventIDs(t, srv, 0, "audit")
-	lastAudit := after[len(after)-1]
-	for {
-		_ = conn.SetReadDeadline(time.Now().Add(wsRead))
-		_, msg, err := conn.ReadMessage()
-		var ce *websocket.CloseError
-		if errors.As(err, &ce) {
-			if ce.Code != 1012 {
-				t.Fatalf("close code %d, want 1012 (resubscribe)", ce.Code)
+			if _, err := srv.Auth.SetRole(context.Background(), audit.System, aud.ID, auth.RoleGuest); err != nil {
+				t.Fatal(err)
 			}
-			return
-		}
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		for _, m := range cursorRE.FindAllSubmatch(msg, -1) {
-			if string(m[1]) == strconv.FormatInt(lastAudit, 10) {
-				t.Fatalf("the demoted user received the audit entry written after the demotion: %s", msg)
+			srv.CreateUser(t, "after", auth.RoleToolUser, "after-password-1234")
+			after := eventIDs(t, srv, 0, "audit")
+			lastAudit := after[len(after)-1]
+			for {
+				_ = conn.SetReadDeadline(time.Now().Add(wsRead))
+				_, msg, err := conn.ReadMessage()
+				var ce *websocket.CloseError
+				if errors.As(err, &ce) {
+					if ce.Code != 1012 {
+						t.Fatalf("close code %d, want 1012 (resubscribe)", ce.Code)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("read: %v", err)
+				}
+				for _, m := range cursorRE.FindAllSubmatch(msg, -1) {
+					if string(m[1]) == strconv.FormatInt(lastAudit, 10) {
+						t.Fatalf("the demoted user received the audit entry written after the demotion: %s", msg)
+					}
+				}
+				if len(topics) == 1 && strings.Contains(string(msg), `data-testid="signed-in"`) {
+					t.Fatalf("a socket that did not ask for sessions was sent one of its events: %s", msg)
+				}
 			}
-		}
+		})
 	}
 }
 

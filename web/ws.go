@@ -185,7 +185,16 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			sampled = append(sampled, t)
 		}
 	}
-	s := h.bus.SubscribeSampled(topics, sampled, wsSampleKeep)
+	// The sessions topic is always followed, for the events about this person (role
+	// changed, disabled, signed out): a page that does not show sessions (the audit
+	// browser) is re-checked at once too, not only every wsRecheckEvery. Those events
+	// are not sent to a page that did not ask for the topic.
+	subscribed := topics
+	sessionsOnlyForCheck := !slices.Contains(topics, auth.SessionsTopic)
+	if sessionsOnlyForCheck {
+		subscribed = append(slices.Clone(topics), auth.SessionsTopic)
+	}
+	s := h.bus.SubscribeSampled(subscribed, sampled, wsSampleKeep)
 	defer s.Close()
 	// What the socket follows knows it is watched while the socket is open (a test
 	// run: the page that started it is still there).
@@ -233,6 +242,9 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
 				return false
 			}
+		}
+		if sessionsOnlyForCheck && ev.Topic == auth.SessionsTopic {
+			return true
 		}
 		if !h.send(ctx, conn, ev) {
 			return false
