@@ -442,6 +442,15 @@ func TestAuditVerifyReachesCheckpoint(t *testing.T) {
 	if bad.OK || !strings.Contains(bad.Err, "signature does not verify") {
 		t.Fatalf("verify with a forged newest checkpoint: %+v, want not OK naming the signature", bad)
 	}
+	// Recorded as a failed check, so the page does not go back to the last one that passed.
+	var lastOK bool
+	var lastReason string
+	if err := srv.Pool.QueryRow(ctx, `SELECT ok, reason FROM audit_verifications ORDER BY id DESC LIMIT 1`).Scan(&lastOK, &lastReason); err != nil {
+		t.Fatal(err)
+	}
+	if lastOK || !strings.Contains(lastReason, "signature does not verify") {
+		t.Fatalf("the recorded check after a forged checkpoint: ok=%v reason %q", lastOK, lastReason)
+	}
 	if err := os.Remove(forgedPath); err != nil {
 		t.Fatal(err)
 	}

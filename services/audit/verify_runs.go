@@ -54,6 +54,14 @@ func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (
 	return res, note, err
 }
 
+// refused is a check that could not be made because the newest checkpoint is unusable:
+// not OK, its reason recorded.
+func refused(v Verification, err error) Verification {
+	v.Running, v.FinishedAt, v.OK, v.Err = false, time.Now().UTC(), false, err.Error()
+	v.Reason = "the check could not be made: " + err.Error()
+	return v
+}
+
 // through is the last entry of the unbroken chain from the start.
 func through(res VerifyResult) int64 { return res.VerifiedThrough }
 
@@ -62,10 +70,10 @@ func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
 	v := Verification{StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
 	res, note, err := l.Verify(ctx, func(checked, total int64) { v.Checked, v.Total = checked, total })
 	if errors.Is(err, ErrCheckpointUnusable) {
-		// Not a pass: the answer says why (the table has no column for it, so it is not
-		// recorded).
-		v.FinishedAt, v.Err = time.Now().UTC(), err.Error()
-		return v, nil
+		// Not a pass, and recorded as a failed check: a planted checkpoint must not leave
+		// the page showing the last check that passed.
+		v = refused(v, err)
+		return v, l.record(ctx, v)
 	}
 	if err != nil {
 		return Verification{}, err
@@ -127,7 +135,16 @@ func (l *Log) StartVerify(by string) Verification {
 		l.mu.Lock()
 		v := *l.run
 		l.mu.Unlock()
-		if err == nil {
+		if errors.Is(err, ErrCheckpointUnusable) {
+			v = refused(v, err)
+			err = l.record(ctx, v)
+			l.mu.Lock()
+			*l.run = v // says why once; the record says it after
+			l.mu.Unlock()
+			if err == nil {
+				err = errors.New(v.Err)
+			}
+		} else if err == nil {
 			v = finish(v, res, note)
 			if err = l.record(ctx, v); err == nil {
 				l.remember(v)
