@@ -396,9 +396,10 @@ func TestWithTxRetry(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE retry_rows (id int PRIMARY KEY, n int); INSERT INTO retry_rows VALUES (1, 0), (2, 0)`); err != nil {
 		t.Fatal(err)
 	}
-	// Two transactions lock the rows in opposite orders: one is the deadlock's victim
-	// and runs again.
-	start := make(chan struct{})
+	// Two transactions lock the rows in opposite orders, each waiting until both hold
+	// their first row (so they surely deadlock, however slow the machine): one is the
+	// deadlock's victim and runs again.
+	locked, both := make(chan struct{}, 2), make(chan struct{})
 	runs := [2]int{}
 	errs := make(chan error, 2)
 	for i, order := range [][2]int{{1, 2}, {2, 1}} {
@@ -409,15 +410,17 @@ func TestWithTxRetry(t *testing.T) {
 					return err
 				}
 				if runs[i] == 1 {
-					<-start
-					time.Sleep(50 * time.Millisecond)
+					locked <- struct{}{}
+					<-both
 				}
 				_, err := tx.Exec(ctx, `UPDATE retry_rows SET n = n + 1 WHERE id = $1`, order[1])
 				return err
 			})
 		}()
 	}
-	close(start)
+	<-locked
+	<-locked
+	close(both)
 	for range 2 {
 		if err := <-errs; err != nil {
 			t.Fatalf("a transaction failed: %v", err)
