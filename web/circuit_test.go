@@ -38,24 +38,9 @@ func TestCallCircuitVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := func() (inAPI, onPage, metric string) {
-		var out struct {
-			Live struct {
-				Circuit struct {
-					State string `json:"state"`
-				} `json:"call_circuit"`
-			} `json:"live"`
-		}
-		webtest.API{T: t, Srv: srv, C: admin}.JSON(http.MethodGet, "/api/v1/servers/"+sv.ID, nil, http.StatusOK, &out)
+		inAPI, metric = circuitState(t, srv, admin, sv.ID, "circ")
 		doc := page(t, srv.Get(t, admin, "/servers/"+sv.ID))
-		res := srv.Get(t, admin, "/metrics")
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, `toolwarden_server_circuit_state{server="circ"`) {
-				metric = l[strings.LastIndexByte(l, ' ')+1:]
-			}
-		}
-		return out.Live.Circuit.State, doc.Find("[data-testid=call-circuit]").AttrOr("data-state", ""), metric
+		return inAPI, doc.Find("[data-testid=call-circuit]").AttrOr("data-state", ""), metric
 	}
 	if a, p, _ := state(); a != router.CircuitClosed || p != router.CircuitClosed {
 		t.Fatalf("before any call: API %q, page %q; want closed", a, p)
@@ -101,25 +86,7 @@ func TestReconnectButtonClosesCircuit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := func() (inAPI, metric string) {
-		var out struct {
-			Live struct {
-				Circuit struct {
-					State string `json:"state"`
-				} `json:"call_circuit"`
-			} `json:"live"`
-		}
-		api.JSON(http.MethodGet, "/api/v1/servers/"+sv.ID, nil, http.StatusOK, &out)
-		res := srv.Get(t, admin, "/metrics")
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, `toolwarden_server_circuit_state{server="recon"`) {
-				metric = l[strings.LastIndexByte(l, ' ')+1:]
-			}
-		}
-		return out.Live.Circuit.State, metric
-	}
+	state := func() (inAPI, metric string) { return circuitState(t, srv, admin, sv.ID, "recon") }
 	// A call the server drops (it stops mid-call) opens the circuit.
 	time.AfterFunc(300*time.Millisecond, hs.Stop)
 	if code, body := api.Do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "recon__sleep", "arguments": map[string]any{"ms": 10000}}); code == http.StatusOK {
@@ -153,4 +120,26 @@ func TestReconnectButtonClosesCircuit(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(body), "Echo: back") {
 		t.Fatalf("a call after Reconnect: got %d %s", code, body)
 	}
+}
+
+// circuitState is a server's call circuit as the API says it and as /metrics counts it.
+func circuitState(t *testing.T, srv *webtest.Server, c *http.Client, serverID, name string) (inAPI, metric string) {
+	t.Helper()
+	var out struct {
+		Live struct {
+			Circuit struct {
+				State string `json:"state"`
+			} `json:"call_circuit"`
+		} `json:"live"`
+	}
+	webtest.API{T: t, Srv: srv, C: c}.JSON(http.MethodGet, "/api/v1/servers/"+serverID, nil, http.StatusOK, &out)
+	res := srv.Get(t, c, "/metrics")
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, `toolwarden_server_circuit_state{server="`+name+`"`) {
+			metric = l[strings.LastIndexByte(l, ' ')+1:]
+		}
+	}
+	return out.Live.Circuit.State, metric
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/builtin"
 )
 
 // An administrator types into a terminal someone else owns (handlers.TerminalAccess),
@@ -22,17 +21,9 @@ func TestTerminalAdminTypesIntoOthers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	term := aliceTerminal(t, srv)
 	srv.CreateUser(t, "ada", auth.RoleAdmin, "ada-password-123")
 	srv.CreateUser(t, "tom", auth.RoleToolManager, "tom-password-123")
-	ws, err := srv.App.Builtin.Workspace("conv-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-a", ws)
-	if err != nil {
-		t.Fatal(err)
-	}
 	adc := srv.Login(t, "ada", "ada-password-123")
 	tc := srv.Login(t, "tom", "tom-password-123")
 

@@ -73,17 +73,9 @@ func TestTerminalPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	term := aliceTerminal(t, srv)
 	srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-12")
 	srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1")
-	ws, err := srv.App.Builtin.Workspace("conv-a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-a", ws)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ac := srv.Login(t, "alice", "alice-password-1")
 	bc := srv.Login(t, "bob", "bob-password-12")
 	dc := srv.Login(t, "audrey", "audrey-password-1")
@@ -179,4 +171,20 @@ func TestTerminalPages(t *testing.T) {
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audited input:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// aliceTerminal creates the tool user alice (password alice-password-1) and a PTY
+// terminal of hers in conversation conv-a.
+func aliceTerminal(t *testing.T, srv *webtest.Server) *builtin.Terminal {
+	t.Helper()
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-a", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return term
 }

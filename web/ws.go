@@ -397,23 +397,19 @@ func aboutUser(ev events.Event, userID string) bool {
 
 // send renders (once per event, shared by every client) and writes one event.
 func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) bool {
-	frag, err := h.fragment(ctx, ev)
+	r, err := h.render(ctx, ev)
 	if err != nil {
 		h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
 		return true // skip it; the cursor moves on with the next one
 	}
 	_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-	return conn.WritePreparedMessage(frag) == nil
+	return conn.WritePreparedMessage(r.msg) == nil
 }
 
-// fragment is ev's message: rendered once for all clients, and framed once per kind of
+// render is ev's message: rendered once for all clients, and framed once per kind of
 // connection (with or without compression) however many clients it goes to, so an idle
-// page costs a write, not a render and a compression, per event.
-func (h *hub) fragment(ctx context.Context, ev events.Event) (*websocket.PreparedMessage, error) {
-	r, err := h.render(ctx, ev)
-	return r.msg, err
-}
-
+// page costs a write, not a render and a compression, per event; the bytes are kept
+// for batches.
 func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 	h.mu.Lock()
 	r, ok := h.cache[ev.ID]

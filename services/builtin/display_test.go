@@ -25,7 +25,7 @@ func TestDisplayLines(t *testing.T) {
 		{"file_operations", "list_dir", `{}`, "Listing the workspace"},
 		{"file_operations", "list_dir", `{"path":"docs/api"}`, "Listing api"},
 		{"file_operations", "file_search", `{"pattern":"**/*.go"}`, "Finding files **/*.go"},
-		{"file_operations", "grep_search", `{"pattern":"TODO"}`, "Searching code: TODO"},
+		{"file_operations", "grep_search", `{"pattern":"retry"}`, "Searching code: retry"},
 		{"file_operations", "grep_search", `{"pattern":"` + long + `"}`, "Searching code: " + clipped},
 		{"file_operations", "get_file_info", `{"filePath":"a/b.txt"}`, "Inspecting b.txt"},
 		{"file_operations", "create_file", `{"filePath":"a/notes.txt","content":""}`, "Creating file notes.txt"},

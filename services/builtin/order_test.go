@@ -46,15 +46,7 @@ func TestBuiltinToolOrder(t *testing.T) {
 		}
 		cs := connect(t, b)
 		for range 3 {
-			res, err := cs.ListTools(ctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, tool := range res.Tools {
-				names = append(names, tool.Name)
-			}
-			if got := listed(names); got != builtinOrder {
+			if got := listed(listNames(t, cs)); got != builtinOrder {
 				t.Fatalf("added reversed=%v: tools/list %q, want %q", reversed, got, builtinOrder)
 			}
 		}
@@ -69,15 +61,7 @@ func TestBuiltinToolOrder(t *testing.T) {
 	var cs *mcp.ClientSession
 	webtest.WaitFor(t, 10*time.Second, func() bool { cs, err = srv.MCP.Session(sv.ID); return err == nil }, "the built-in server's session")
 	for i := range 3 {
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
-		if got := listed(names); got != builtinOrder {
+		if got := listed(listNames(t, cs)); got != builtinOrder {
 			t.Fatalf("the running server's tools/list %q, want %q", got, builtinOrder)
 		}
 		if _, err := srv.MCP.Discover(ctx, sv.ID, audit.System); err != nil {
@@ -87,7 +71,7 @@ func TestBuiltinToolOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		names = names[:0]
+		var names []string
 		for _, tool := range stored {
 			names = append(names, strings.TrimPrefix(tool.Name, registry.BuiltinName+"__"))
 		}
@@ -95,4 +79,18 @@ func TestBuiltinToolOrder(t *testing.T) {
 			t.Fatalf("the registry's tools of builtin after discovery %d: %q, want %q", i+1, got, builtinOrder)
 		}
 	}
+}
+
+// listNames is the names a tools/list of cs answers, in its order.
+func listNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
 }
