@@ -21,6 +21,9 @@ import (
 type capTransport struct {
 	base http.RoundTripper
 	lim  msgLimit
+	// life ends when the session's endpoint is cleaned up: every request still in
+	// flight ends with it, and none starts after.
+	life context.Context
 }
 
 // drainGrace is how long a response may still be read after its caller's context
@@ -37,7 +40,15 @@ const drainGrace = time.Second
 // at once anyway).
 func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	parent := r.Context()
+	if t.life != nil && t.life.Err() != nil {
+		return nil, errSessionEnded
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	if t.life != nil {
+		// Unregistered once the request ends, so a long session does not collect them.
+		endLife := context.AfterFunc(t.life, cancel)
+		context.AfterFunc(ctx, func() { endLife() })
+	}
 	var answered atomic.Bool
 	var grace atomic.Pointer[time.Timer]
 	startGrace := func() { grace.Store(time.AfterFunc(drainGrace, cancel)) }
@@ -80,6 +91,9 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// errSessionEnded refuses a request made after its session's endpoint was cleaned up.
+var errSessionEnded = errors.New("mcpclient: the session has ended")
 
 // releasingBody ends its request's context once it is closed.
 type releasingBody struct {

@@ -52,6 +52,7 @@ type endpoint struct {
 	cmd       *exec.Cmd          // stdio only
 	stderr    *lineBuffer        // stdio only
 	http      *http.Client       // HTTP only
+	endHTTP   func()             // HTTP only: ends every request still in flight
 	builtin   bool               // the built-in server: calls carry who calls (CallMeta)
 	inproc    *mcp.ServerSession // template only: the server side of the in-memory session
 	pipe      net.Conn           // template only: the server's end of the pipe between them
@@ -119,19 +120,20 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: server URL: %w", err)
 		}
-		hc := &http.Client{Transport: &capTransport{lim: lim,
+		life, end := context.WithCancel(context.Background())
+		hc := &http.Client{Transport: &capTransport{lim: lim, life: life,
 			base: &headerTransport{base: base, headers: c.Headers, scheme: u.Scheme, host: u.Host}},
 			CheckRedirect: sameOrigin}
 		// capTransport decides about every event; the SDK's own event limit (which ends
 		// the session) stays above it.
 		maxEvent := lim.max + eventSlack + sdkSlack
 		if c.Type == registry.TypeSSE {
-			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxEventSize: maxEvent}, http: hc}, nil
+			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxEventSize: maxEvent}, http: hc, endHTTP: end}, nil
 		}
 		// MaxRetries < 0: the SDK must not retry a broken stream on its own; the session
 		// supervisor reconnects with backoff and reports the outage.
 		return &endpoint{transport: &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1,
-			MaxEventSize: maxEvent}, http: hc}, nil
+			MaxEventSize: maxEvent}, http: hc, endHTTP: end}, nil
 	}
 	return nil, fmt.Errorf("mcpclient: unknown server type %q", c.Type)
 }
@@ -160,7 +162,9 @@ func (e *endpoint) interrupt() {
 }
 
 // cleanup releases what the session left behind: the stdio server's process group
-// (anything it started that outlived it) and idle HTTP connections.
+// (anything it started that outlived it) and HTTP requests: idle connections, and
+// whatever the SDK still sends on its own (its notice of a cancelled call waits up to 5 s
+// for a server that does not answer, holding a connection that long).
 func (e *endpoint) cleanup() {
 	e.closeOnce.Do(func() {
 		if e.cmd != nil && e.cmd.Process != nil {
@@ -172,12 +176,20 @@ func (e *endpoint) cleanup() {
 			}
 		}
 		if e.http != nil {
+			e.endRequests()
 			e.http.CloseIdleConnections()
 		}
 		if e.inproc != nil {
 			_ = e.inproc.Close()
 		}
 	})
+}
+
+// endRequests ends the HTTP requests in flight to the server and refuses new ones.
+func (e *endpoint) endRequests() {
+	if e.endHTTP != nil {
+		e.endHTTP()
+	}
 }
 
 // exitDescription says how a stdio server ended, for the status message.
@@ -341,7 +353,12 @@ func redactor(c registry.Connection) func(string) string { return maskerOf(c).St
 func connect(ctx context.Context, client *mcp.Client, ep *endpoint, timeout time.Duration) (*mcp.ClientSession, context.CancelFunc, error) {
 	sctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(timeout, cancel)
+	// An attempt given up ends its HTTP requests at once: on failure the SDK closes the
+	// session, which waits for its notice of the cancelled initialize, and that waits
+	// up to 5 s for a server that does not answer.
+	abort := context.AfterFunc(sctx, ep.endRequests)
 	sess, err := client.Connect(sctx, ep.transport, nil)
+	abort()
 	expired := !timer.Stop() // the timer already fired: it cancelled the attempt
 	if err != nil {
 		cancel()
