@@ -173,6 +173,9 @@ var Targets = []Target{
 			if ok2 {
 				rows, _, _ := r.Max("BenchmarkVerify/", "rows")
 				parts = append(parts, fmt.Sprintf("verify %s rows/s over %s rows", num(rate, 0), num(rows, 0)))
+				if c, ok := r.Get("BenchmarkVerify/copy-only", "ceiling-rows/s"); ok {
+					parts = append(parts, fmt.Sprintf("reading the rows alone, hashing nothing, caps this machine at %s rows/s", num(c, 0)))
+				}
 				conds = append(conds, rate >= 2_000_000)
 			}
 			v := verdict(conds...)

@@ -369,10 +369,7 @@ const columns = 15
 func (r *reader) read(ctx context.Context, conn *pgx.Conn, ch *chunk) error {
 	r.ch, r.prev, r.expect = ch, nil, ch.lo
 	r.parser = copyParser{row: r.row, buf: r.parser.buf[:0]}
-	sql := `COPY (SELECT id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip,
-		request_id, payload, result, prev_hash, hash FROM audit_log WHERE id BETWEEN ` +
-		strconv.FormatInt(ch.lo, 10) + ` AND ` + strconv.FormatInt(ch.hi, 10) + ` ORDER BY id) TO STDOUT (FORMAT binary)`
-	if _, err := conn.PgConn().CopyTo(ctx, &r.parser, sql); err != nil {
+	if _, err := conn.PgConn().CopyTo(ctx, &r.parser, chunkCopy(ch.lo, ch.hi)); err != nil {
 		return fmt.Errorf("audit: verify ids %d to %d: %w", ch.lo, ch.hi, err)
 	}
 	if !r.parser.ended {
@@ -387,6 +384,13 @@ func (r *reader) read(ctx context.Context, conn *pgx.Conn, ch *chunk) error {
 	r.checked.Add(r.pending)
 	r.pending = 0
 	return nil
+}
+
+// chunkCopy is the COPY that reads the entries with ids lo through hi, in id order.
+func chunkCopy(lo, hi int64) string {
+	return `COPY (SELECT id, at, actor_kind, actor_id, actor_name, action, target_type, target_id, target_name, ip,
+		request_id, payload, result, prev_hash, hash FROM audit_log WHERE id BETWEEN ` +
+		strconv.FormatInt(lo, 10) + ` AND ` + strconv.FormatInt(hi, 10) + ` ORDER BY id) TO STDOUT (FORMAT binary)`
 }
 
 // pgEpochMicros is 2000-01-01, PostgreSQL's epoch, in Unix microseconds.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -95,6 +96,33 @@ func BenchmarkVerify(b *testing.B) {
 			b.ReportMetric(float64(n), "rows") // the chain's length
 		})
 	}
+	// The rows alone: verify's COPY of the whole chain into nothing, on one connection.
+	// Cores ÷ (database + Go CPU per row) is the most any verify that reads its rows
+	// from PostgreSQL can reach on this machine, whatever it does with them.
+	b.Run("copy-only", func(b *testing.B) {
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Release()
+		if _, err := conn.Exec(ctx, readPlan); err != nil {
+			b.Fatal(err)
+		}
+		goCPU0, dbCPU0 := processCPU(b), databaseCPU(b, pool)
+		var rows int64
+		for b.Loop() {
+			tag, err := conn.Conn().PgConn().CopyTo(ctx, io.Discard, chunkCopy(1, int64(n)))
+			if err != nil || tag.RowsAffected() != int64(n) {
+				b.Fatalf("copy: %v %v", tag, err)
+			}
+			rows += tag.RowsAffected()
+		}
+		goCPU, dbCPU := processCPU(b)-goCPU0, databaseCPU(b, pool)-dbCPU0
+		perRow := float64((goCPU + dbCPU).Nanoseconds()) / float64(rows)
+		b.ReportMetric(float64(goCPU.Nanoseconds())/float64(rows), "go-cpu-ns/row")
+		b.ReportMetric(float64(dbCPU.Nanoseconds())/float64(rows), "db-cpu-ns/row")
+		b.ReportMetric(float64(runtime.GOMAXPROCS(0))*1e9/perRow, "ceiling-rows/s")
+	})
 }
 
 // processCPU is the CPU time this process has used.
