@@ -426,6 +426,15 @@ func TestAuditVerifyReachesCheckpoint(t *testing.T) {
 		!strings.Contains(v.Checkpoint, "signed by the trusted key "+cp.KeyFingerprint) {
 		t.Fatalf("verify with a checkpoint of entry %d: %+v", cp.ID, v)
 	}
+	// Auditors learn which checkpoint, not where the server keeps its files.
+	if strings.Contains(v.Checkpoint, dataDir) {
+		t.Fatalf("the checkpoint note names the server's data dir: %q", v.Checkpoint)
+	}
+	// Recorded with the check: another replica (a Log of its own) says the same.
+	other, err := audit.NewLog(srv.Pool).VerifyStatus(ctx)
+	if err != nil || other == nil || other.CheckpointID != cp.ID || other.Checkpoint != v.Checkpoint {
+		t.Fatalf("the recorded check as another replica reads it: %+v %v, want checkpoint %d %q", other, err, cp.ID, v.Checkpoint)
+	}
 
 	// A newer checkpoint whose statement was altered is refused, not passed over.
 	forged := cp
@@ -439,7 +448,7 @@ func TestAuditVerifyReachesCheckpoint(t *testing.T) {
 		Err string `json:"error"`
 	}
 	api.JSON(http.MethodGet, "/api/v1/audit/verify", nil, 200, &bad)
-	if bad.OK || !strings.Contains(bad.Err, "signature does not verify") {
+	if bad.OK || !strings.Contains(bad.Err, "signature does not verify") || strings.Contains(bad.Err, dataDir) {
 		t.Fatalf("verify with a forged newest checkpoint: %+v, want not OK naming the signature", bad)
 	}
 	// Recorded as a failed check, so the page does not go back to the last one that passed.

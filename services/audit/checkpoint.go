@@ -462,6 +462,15 @@ type CheckpointSource struct {
 	KeyFile string
 }
 
+// shownAs is an error said in other words (a path shortened), still wrapping it.
+type shownAs struct {
+	msg string
+	err error
+}
+
+func (e shownAs) Error() string { return e.msg }
+func (e shownAs) Unwrap() error { return e.err }
+
 // LoadCheckpoint finds, reads and checks the signature of the checkpoint src names, and
 // says which one it is; it is nil, with a note saying so, when there is none yet.
 func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
@@ -479,15 +488,24 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 		}
 		path = latest
 	}
+	// One found in Dir is named by its file alone: the notes reach the audit page, and
+	// auditors need not learn the server's paths.
+	shown := path
+	if src.Path == "" {
+		shown = filepath.Base(path)
+	}
 	cp, err := ReadCheckpoint(path)
 	if err != nil {
+		if src.Path == "" {
+			err = shownAs{msg: strings.ReplaceAll(err.Error(), path, shown), err: err}
+		}
 		return nil, "", err
 	}
 	if src.Path == "" && filepath.Base(path) != cp.FileName() {
 		// The newest is found by its name: an older checkpoint renamed to look newer
 		// would let the entries after it be deleted unnoticed.
 		return nil, "", fmt.Errorf("checkpoint %s: its name does not match its content (entry %d at %s)",
-			path, cp.ID, cp.At.Format(time.RFC3339))
+			shown, cp.ID, cp.At.Format(time.RFC3339))
 	}
 	pubPath := src.PublicKey
 	var trusted ed25519.PublicKey
@@ -512,7 +530,7 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 		signedBy = "signed by the trusted key " + cp.KeyFingerprint
 	}
 	if err := cp.Verify(trusted); err != nil {
-		return nil, "", fmt.Errorf("checkpoint %s: %w", path, err)
+		return nil, "", fmt.Errorf("checkpoint %s: %w", shown, err)
 	}
-	return &cp, fmt.Sprintf("checkpoint %s: entry %d at %s, %s", path, cp.ID, cp.At.Format(time.RFC3339), signedBy), nil
+	return &cp, fmt.Sprintf("checkpoint %s: entry %d at %s, %s", shown, cp.ID, cp.At.Format(time.RFC3339), signedBy), nil
 }

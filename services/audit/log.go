@@ -15,9 +15,6 @@ type Log struct {
 
 	mu  sync.Mutex
 	run *Verification // the check running in this process, nil when none
-	// last is the last check this process finished: the table has no column for the
-	// checkpoint it reached, so the page learns it from here.
-	last *Verification
 	// checkpoints is where the newest checkpoint is (UseCheckpoints); nil: none configured.
 	checkpoints *CheckpointSource
 	wg          sync.WaitGroup

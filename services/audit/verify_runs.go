@@ -49,6 +49,9 @@ func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (
 		if cp, note, err = LoadCheckpoint(*l.checkpoints); err != nil {
 			return VerifyResult{}, "", fmt.Errorf("%w: %w", ErrCheckpointUnusable, err)
 		}
+		if cp == nil {
+			note = "no checkpoint yet in the server's checkpoint directory" // not its path
+		}
 	}
 	res, err := VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress, Checkpoint: cp})
 	return res, note, err
@@ -82,7 +85,6 @@ func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
 	if err := l.record(ctx, v); err != nil {
 		return Verification{}, err
 	}
-	l.remember(v)
 	return v, nil
 }
 
@@ -96,17 +98,11 @@ func finish(v Verification, res VerifyResult, note string) Verification {
 	return v
 }
 
-// remember keeps v as this process's last finished check (for its checkpoint note).
-func (l *Log) remember(v Verification) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.last = &v
-}
-
 func (l *Log) record(ctx context.Context, v Verification) error {
 	_, err := l.pool.Exec(ctx, `/* audit.recordVerification */ INSERT INTO audit_verifications
-		(started_at, finished_at, started_by, ok, checked, verified_through, bad_id, reason) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		v.StartedAt, v.FinishedAt, v.StartedBy, v.OK, v.Checked, v.VerifiedThrough, v.BadID, v.Reason)
+		(started_at, finished_at, started_by, ok, checked, verified_through, bad_id, reason, checkpoint, checkpoint_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		v.StartedAt, v.FinishedAt, v.StartedBy, v.OK, v.Checked, v.VerifiedThrough, v.BadID, v.Reason, v.Checkpoint, v.CheckpointID)
 	if err != nil {
 		return fmt.Errorf("audit: record verification: %w", err)
 	}
@@ -146,9 +142,7 @@ func (l *Log) StartVerify(by string) Verification {
 			}
 		} else if err == nil {
 			v = finish(v, res, note)
-			if err = l.record(ctx, v); err == nil {
-				l.remember(v)
-			}
+			err = l.record(ctx, v)
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -180,8 +174,8 @@ func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
 	l.mu.Unlock()
 	var v Verification
 	err := l.pool.QueryRow(ctx, `/* audit.VerifyStatus */ SELECT started_at, finished_at, started_by, ok, checked, verified_through,
-		bad_id, reason FROM audit_verifications ORDER BY id DESC LIMIT 1`).Scan(&v.StartedAt, &v.FinishedAt, &v.StartedBy, &v.OK,
-		&v.Checked, &v.VerifiedThrough, &v.BadID, &v.Reason)
+		bad_id, reason, checkpoint, checkpoint_id FROM audit_verifications ORDER BY id DESC LIMIT 1`).Scan(&v.StartedAt, &v.FinishedAt,
+		&v.StartedBy, &v.OK, &v.Checked, &v.VerifiedThrough, &v.BadID, &v.Reason, &v.Checkpoint, &v.CheckpointID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -189,12 +183,5 @@ func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
 		return nil, fmt.Errorf("audit: verification status: %w", err)
 	}
 	v.Total = v.Checked
-	// The row has no checkpoint column: when it is this process's last check, say which
-	// checkpoint it reached.
-	l.mu.Lock()
-	if last := l.last; last != nil && last.StartedAt.Equal(v.StartedAt) && last.StartedBy == v.StartedBy {
-		v.Checkpoint, v.CheckpointID = last.Checkpoint, last.CheckpointID
-	}
-	l.mu.Unlock()
 	return &v, nil
 }

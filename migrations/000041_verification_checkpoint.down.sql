@@ -1,0 +1,1 @@
+ALTER TABLE audit_verifications DROP COLUMN checkpoint, DROP COLUMN checkpoint_id;
