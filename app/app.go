@@ -88,6 +88,9 @@ type Config struct {
 	// Replica names this process among the serve processes on one database and says
 	// where the others reach it (services/replicas).
 	Replica replicas.Options
+	// SessionRecheck is how often an open websocket checks its person's session again
+	// (0: every 30 s; tests shorten it).
+	SessionRecheck time.Duration
 	// Prune is how often old sessions, health checks and events are removed.
 	// Default 5 minutes.
 	Prune time.Duration
@@ -338,7 +341,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys}, a.Bus)
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, SessionRecheck: cfg.SessionRecheck}, a.Bus)
 
 	return a, nil
 }

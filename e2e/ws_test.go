@@ -436,3 +436,34 @@ func TestWebsocketDatabaseErrorIsNotASignOut(t *testing.T) {
 		t.Fatalf("after the event with the session unreadable: %v %s; want close 1013 (reconnect), not 4401 (signed out)", err, msg)
 	}
 }
+
+// TestWebsocketPeriodicCheckFailures: the periodic session check that the database
+// cannot answer keeps the socket the first time (a blip), and closes it with 1013 at the
+// second failure in a row, so a session nobody can check stops receiving events without
+// the person being signed out (4401).
+func TestWebsocketPeriodicCheckFailures(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{SessionRecheck: 200 * time.Millisecond})
+	ctx := context.Background()
+	h := sessionHeader(t, srv, "admin", webtest.AdminPassword, srv.URL)
+	conn := subscribe(t, srv, h, []string{"tools"}, maxEventID(t, srv))
+	const failed = "ws: re-check the session"
+	if n := strings.Count(srv.Logs.String(), failed); n != 0 {
+		t.Fatalf("%d failed checks logged before the database stopped answering", n)
+	}
+	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
+	_ = conn.SetReadDeadline(time.Now().Add(wsRead))
+	_, msg, err := conn.ReadMessage()
+	var ce *websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != 1013 {
+		t.Fatalf("with the session unreadable: %v %s; want close 1013 (reconnect), not 4401 (signed out)", err, msg)
+	}
+	// Closed at the second failed check, not the first: each is logged before the
+	// socket closes.
+	if n := strings.Count(srv.Logs.String(), failed); n != 2 {
+		t.Fatalf("closed after %d failed checks, want 2:\n%s", n, srv.Logs.String())
+	}
+}

@@ -64,6 +64,9 @@ type Deps struct {
 	Assistant *assistant.Service
 	// LiveClients counts open websocket connections (for the dashboard).
 	LiveClients func() int
+	// SessionRecheck is how often an open websocket checks its person's session again;
+	// 0: every 30 s.
+	SessionRecheck time.Duration
 	// SecureCookies sets the Secure flag on cookies (behind TLS).
 	SecureCookies bool
 	// Registry holds the MCP servers and their tools; MCP keeps their live sessions.

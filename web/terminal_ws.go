@@ -28,7 +28,7 @@ type terminalMsg struct {
 // terminalSocket serves /terminals/:id/ws: the terminal's output from the index
 // ?from= (binary frames), then live; keys and resizes from a viewer who may type
 // (handlers.TerminalAccess), refused from a read-only one. Same origin as /ws; the
-// session is checked again every 30 s.
+// session is checked again as often as /ws checks it (every 30 s).
 func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p := handlers.PrincipalOf(c)
@@ -121,7 +121,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
-	recheck := time.NewTicker(wsRecheckEvery)
+	recheck := time.NewTicker(h.recheckEvery())
 	defer recheck.Stop()
 	lastCols, lastRows := cols, rows
 	flush := func() bool {

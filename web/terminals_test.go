@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -187,4 +188,34 @@ func aliceTerminal(t *testing.T, srv *webtest.Server) *builtin.Terminal {
 		t.Fatal(err)
 	}
 	return term
+}
+
+// A terminal's socket takes input, so it does not stay open while its session cannot be
+// checked: the first periodic check the database cannot answer closes it with 1013 (the
+// page reconnects and authenticates again), not 4401 (signed out).
+func TestTerminalSocketClosesAtFirstFailedCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true, SessionRecheck: 200 * time.Millisecond})
+	term := aliceTerminal(t, srv)
+	conn, _ := termDial(t, srv, srv.Login(t, "alice", "alice-password-1"), term.ID, 0)
+	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err == nil {
+			continue // the shell's output
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != 1013 {
+			t.Fatalf("with the session unreadable: %v %s; want close 1013", err, msg)
+		}
+		break
+	}
+	if n := strings.Count(srv.Logs.String(), "terminal ws: re-check the session"); n != 1 {
+		t.Fatalf("closed after %d failed checks, want 1", n)
+	}
 }

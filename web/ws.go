@@ -25,7 +25,7 @@ const (
 	wsWriteWait    = 10 * time.Second
 	wsPongWait     = 60 * time.Second
 	wsPingEvery    = 25 * time.Second
-	wsRecheckEvery = 30 * time.Second // how often the session is checked again
+	wsRecheckEvery = 30 * time.Second // how often the session is checked again (Deps.SessionRecheck)
 	// wsRecheckFailures periodic checks in a row that the database does not answer
 	// close a socket (1013: the page reconnects and authenticates again).
 	wsRecheckFailures = 2
@@ -316,7 +316,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
-	recheck := time.NewTicker(wsRecheckEvery)
+	recheck := time.NewTicker(h.recheckEvery())
 	defer recheck.Stop()
 	for {
 		select {
@@ -349,6 +349,14 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			}
 		}
 	}
+}
+
+// recheckEvery is how often a socket checks its person's session again.
+func (h *hub) recheckEvery() time.Duration {
+	if h.deps.SessionRecheck > 0 {
+		return h.deps.SessionRecheck
+	}
+	return wsRecheckEvery
 }
 
 // recheck re-reads the caller's session and role. A session that ended closes the

@@ -86,6 +86,8 @@ type Options struct {
 	// Checkpoints is where the audit chain's checkpoints are and the key that signs
 	// them (app.Config.Checkpoints); zero: none.
 	Checkpoints app.CheckpointConfig
+	// SessionRecheck is how often websockets check their session again (0: 30 s).
+	SessionRecheck time.Duration
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -118,6 +120,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		}
 		c.TrustedProxies = opts.TrustedProxies
 		c.Checkpoints = opts.Checkpoints
+		c.SessionRecheck = opts.SessionRecheck
 		c.Egress = opts.Egress
 	}})
 	hs := httptest.NewServer(a.Web)
