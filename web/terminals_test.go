@@ -2,8 +2,8 @@ package web_test
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
