@@ -465,6 +465,8 @@ var tableRows = []phrasing{
 	{msg: "list my saved preferences", intent: IntentListPreference},
 	{msg: "stop enabling new weather tools", intent: IntentForget, query: "weather"},
 	{msg: "forget my preference about translation tools", intent: IntentForget, query: "translation"},
+	{msg: "forget my alert preference", intent: IntentForget, query: "alert"},
+	{msg: "delete the auto-enable weather preference", intent: IntentForget, query: "weather"},
 	{msg: "don't auto-enable image tools anymore", intent: IntentForget, query: "image"},
 	{msg: "stop automatically enabling new tools", intent: IntentForget},
 
