@@ -43,11 +43,15 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.life != nil && t.life.Err() != nil {
 		return nil, errSessionEnded
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	ctx, cancelCtx := context.WithCancel(context.WithoutCancel(parent))
+	cancel := cancelCtx
 	if t.life != nil {
+		endLife := context.AfterFunc(t.life, cancelCtx)
 		// Unregistered once the request ends, so a long session does not collect them.
-		endLife := context.AfterFunc(t.life, cancel)
-		context.AfterFunc(ctx, func() { endLife() })
+		cancel = func() {
+			cancelCtx()
+			endLife()
+		}
 	}
 	var answered atomic.Bool
 	var grace atomic.Pointer[time.Timer]
