@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
 // wsRead bounds every read in these tests; a message that does not come in time is a failure.
@@ -466,4 +468,58 @@ func TestWebsocketPeriodicCheckFailures(t *testing.T) {
 	if n := strings.Count(srv.Logs.String(), failed); n != 2 {
 		t.Fatalf("closed after %d failed checks, want 2:\n%s", n, srv.Logs.String())
 	}
+}
+
+// TestWebsocketRendersEachEventOnce: an event that reaches many sockets at once is
+// rendered once for all of them. Every socket that asked before the first rendering
+// was done rendered it again (a query and a template each): with 5,000 clients, a
+// transition took tens of milliseconds before the first of them heard of it.
+func TestWebsocketRendersEachEventOnce(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "once", true, "echo")
+	toolID := srv.ToolID(t, "once__echo")
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	h := sessionHeader(t, srv, "admin", webtest.AdminPassword, srv.URL)
+	start := maxEventID(t, srv)
+	conns := make([]*websocket.Conn, 40)
+	for i := range conns {
+		conns[i] = subscribe(t, srv, h, []string{toolstate.Topic}, start)
+	}
+	before := renderedFragments(t, srv, admin)
+	if _, err := srv.Tools.SetEnabled(context.Background(), audit.System, []string{toolID}, false, "test", false); err != nil {
+		t.Fatal(err)
+	}
+	want := eventIDs(t, srv, start, toolstate.Topic)
+	if len(want) == 0 {
+		t.Fatal("the transition published no event on the tools topic")
+	}
+	for _, c := range conns {
+		readCursors(t, c, len(want))
+	}
+	if n := renderedFragments(t, srv, admin) - before; n != len(want) {
+		t.Fatalf("%d fragments rendered for %d events sent to %d sockets, want one per event", n, len(want), len(conns))
+	}
+}
+
+// renderedFragments reads toolwarden_websocket_fragments_rendered_total off /metrics.
+func renderedFragments(t *testing.T, srv *webtest.Server, c *http.Client) int {
+	t.Helper()
+	res := srv.Get(t, c, "/metrics")
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "toolwarden_websocket_fragments_rendered_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("metric value %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no toolwarden_websocket_fragments_rendered_total in /metrics:\n%.2000s", b)
+	return 0
 }

@@ -59,7 +59,7 @@ func (c *circuitCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func newMetrics(liveClients func() float64, rt *router.Router) *metrics {
+func newMetrics(liveClients, fragments func() float64, rt *router.Router) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolwarden_http_requests_total", Help: "HTTP requests by method, route and status.",
@@ -71,7 +71,11 @@ func newMetrics(liveClients func() float64, rt *router.Router) *metrics {
 	m.wsConns = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolwarden_websocket_connections", Help: "Open websocket connections.",
 	}, liveClients)
-	m.reg.MustRegister(m.requests, m.duration, m.wsConns,
+	rendered := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "toolwarden_websocket_fragments_rendered_total",
+		Help: "Event fragments rendered for websocket clients: one per event, however many clients follow it.",
+	}, fragments)
+	m.reg.MustRegister(m.requests, m.duration, m.wsConns, rendered,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if rt != nil {
 		m.reg.MustRegister(newCircuitCollector(rt))

@@ -9,9 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/sync/singleflight"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/handlers"
@@ -77,6 +79,12 @@ type hub struct {
 	batchOrder []string
 	conns      map[*websocket.Conn]struct{}
 	closed     bool
+	// flights makes every socket that wants an event (or a batch) not yet rendered wait
+	// for one rendering of it: an event reaches all sockets at once, and each rendering
+	// itself (a query and a template) made thousands of clients cost thousands of renders.
+	flights singleflight.Group
+	// renders counts the fragments rendered (/metrics): about one per event.
+	renders atomic.Int64
 }
 
 // rendered is one event's fragment: its bytes (for batches) and its framed message.
@@ -425,26 +433,56 @@ func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 	if ok {
 		return r, nil
 	}
-	raw, err := h.live.Render(ctx, ev)
-	if err != nil {
-		return rendered{}, err
-	}
-	msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
-	if err != nil {
-		return rendered{}, err
-	}
-	r = rendered{raw: raw, msg: msg}
-	h.mu.Lock()
-	if _, dup := h.cache[ev.ID]; !dup {
-		h.cache[ev.ID] = r
-		h.order = append(h.order, ev.ID)
-		if len(h.order) > wsRenderCache {
-			delete(h.cache, h.order[0])
-			h.order = h.order[1:]
+	v, err := h.once(ctx, "e"+strconv.FormatInt(ev.ID, 10), func(ctx context.Context) (any, error) {
+		h.mu.Lock()
+		r, ok := h.cache[ev.ID] // rendered by a flight that ended just before this one began
+		h.mu.Unlock()
+		if ok {
+			return r, nil
 		}
+		raw, err := h.live.Render(ctx, ev)
+		if err != nil {
+			return rendered{}, err
+		}
+		h.renders.Add(1)
+		msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
+		if err != nil {
+			return rendered{}, err
+		}
+		r = rendered{raw: raw, msg: msg}
+		h.mu.Lock()
+		if _, dup := h.cache[ev.ID]; !dup {
+			h.cache[ev.ID] = r
+			h.order = append(h.order, ev.ID)
+			if len(h.order) > wsRenderCache {
+				delete(h.cache, h.order[0])
+				h.order = h.order[1:]
+			}
+		}
+		h.mu.Unlock()
+		return r, nil
+	})
+	if err != nil {
+		return rendered{}, err
 	}
-	h.mu.Unlock()
-	return r, nil
+	return v.(rendered), nil
+}
+
+// once runs fn for key once for all the sockets that ask while it runs, and gives each
+// its outcome. fn's context outlives the socket that started it (the others still wait
+// for it), bounded by the write timeout.
+func (h *hub) once(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+	ch := h.flights.DoChan(key, func() (any, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wsWriteWait)
+		defer cancel()
+		return fn(fctx)
+	})
+	select {
+	case res := <-ch:
+		return res.Val, res.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // batch is one message carrying several events' fragments in id order (each ends with
@@ -461,34 +499,46 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 	if ok {
 		return msg, nil
 	}
-	var raw []byte
-	for _, ev := range evs {
-		r, err := h.render(ctx, ev)
-		if err != nil {
-			// Skipped as send skips one alone; the cursor moves on with the next.
-			h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
-			continue
+	v, err := h.once(ctx, "b"+string(key), func(ctx context.Context) (any, error) {
+		h.mu.Lock()
+		msg, ok := h.batches[string(key)]
+		h.mu.Unlock()
+		if ok {
+			return msg, nil
 		}
-		raw = append(raw, r.raw...)
-	}
-	if raw == nil {
-		return nil, errors.New("no event of the batch rendered")
-	}
-	msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
+		var raw []byte
+		for _, ev := range evs {
+			r, err := h.render(ctx, ev)
+			if err != nil {
+				// Skipped as send skips one alone; the cursor moves on with the next.
+				h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
+				continue
+			}
+			raw = append(raw, r.raw...)
+		}
+		if raw == nil {
+			return nil, errors.New("no event of the batch rendered")
+		}
+		msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
+		if err != nil {
+			return nil, err
+		}
+		h.mu.Lock()
+		if _, dup := h.batches[string(key)]; !dup {
+			h.batches[string(key)] = msg
+			h.batchOrder = append(h.batchOrder, string(key))
+			if len(h.batchOrder) > wsBatchCache {
+				delete(h.batches, h.batchOrder[0])
+				h.batchOrder = h.batchOrder[1:]
+			}
+		}
+		h.mu.Unlock()
+		return msg, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	h.mu.Lock()
-	if _, dup := h.batches[string(key)]; !dup {
-		h.batches[string(key)] = msg
-		h.batchOrder = append(h.batchOrder, string(key))
-		if len(h.batchOrder) > wsBatchCache {
-			delete(h.batches, h.batchOrder[0])
-			h.batchOrder = h.batchOrder[1:]
-		}
-	}
-	h.mu.Unlock()
-	return msg, nil
+	return v.(*websocket.PreparedMessage), nil
 }
 
 func (h *hub) write(conn *websocket.Conn, msg []byte) error {
