@@ -48,8 +48,9 @@ var benchWSClients = func() int {
 // client), and dom-p50-ms, dom-p99-ms of the same transitions in chromium (from the
 // same instant to the MutationObserver that sees the new card inserted into the page;
 // both clocks are the machine's wall clock); commit-p99-ms of the transitions' own
-// calls (the change committed and flushed to disk), and slowest-dom-commit-ms, that
-// call's time in the transition chromium saw last. The Go clients stand for 5,000 browsers:
+// calls (the change committed and flushed to disk, and the fan-out that starts with it
+// competing for the cores: an upper bound of the disk's part), and
+// slowest-dom-commit-ms, that call's time in the transition chromium saw last. The Go clients stand for 5,000 browsers:
 // the server's work per client is the same (one frame each, rendered once), and what
 // a browser adds after the frame, the swap into its DOM, is the chromium figure's
 // share, measured here under the same load.

@@ -3,9 +3,11 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -472,7 +474,15 @@ func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 // its outcome. fn's context outlives the socket that started it (the others still wait
 // for it), bounded by the write timeout.
 func (h *hub) once(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	ch := h.flights.DoChan(key, func() (any, error) {
+	ch := h.flights.DoChan(key, func() (v any, err error) {
+		// fn runs on a goroutine of its own, outside the request's recovery: a panic in
+		// a view would end the process.
+		defer func() {
+			if p := recover(); p != nil {
+				h.log.Error("ws: rendering panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
+				v, err = nil, fmt.Errorf("rendering failed: %v", p)
+			}
+		}()
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wsWriteWait)
 		defer cancel()
 		return fn(fctx)
@@ -508,6 +518,9 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 		}
 		var raw []byte
 		for _, ev := range evs {
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // out of time: the rest would only fail the same way
+			}
 			r, err := h.render(ctx, ev)
 			if err != nil {
 				// Skipped as send skips one alone; the cursor moves on with the next.

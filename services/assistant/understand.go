@@ -310,7 +310,7 @@ type verb struct {
 }
 
 var verbs = []verb{
-	{regexp.MustCompile(` (?:stop|quit|no longer|don't|do not|never) (?:automatically |auto-?)?(?:enabling|enable|turning on|activating) | forget (?:my |the )?(?:[\w-]+ ){0,3}preference| (?:remove|delete|drop|clear) (?:my |the )?(?:[\w-]+ ){0,3}preference`), IntentForget},
+	{regexp.MustCompile(` (?:stop|quit|no longer|don't|do not|never) (?:automatically |auto-?)?(?:enabling|enable|turning on|activating) | forget (?:my |the )?(?:[\w-]+ ){0,3}preferences? (?:$|about |for |on |of |to |that |regarding )| (?:remove|delete|drop|clear) (?:my |the )?(?:[\w-]+ ){0,3}preferences? (?:$|about |for |on |of |to |that |regarding )`), IntentForget},
 	{regexp.MustCompile(` (?:my|what are my|list my|show my|show me my|which) (?:\w+ )?preferences | preferences | (?:what|anything) (?:have|did) i (?:asked|told) you to remember| what do you remember `), IntentListPreference},
 	{regexp.MustCompile(` (?:always|automatically|auto-?enable|from now on) .*(?:enable|activate|make)| auto-?enable | whenever .*(?:new|shows up|appears|discovered).* enable | enable .*(?:whenever|every time|each time|automatically|from now on) `), IntentPreference},
 	{regexp.MustCompile(` (?:set ?up|configure|create|add|install|get|connect) (?:a |an |my |some )(?:new )?(?:tool|tools)(?: |,)| (?:set ?up|create|install) new tools? | (?:walk|guide|take) me through | step by step | help me (?:set ?up|add|get started)| get started | onboard | set up a new server together `), IntentSetup},

@@ -467,6 +467,9 @@ var tableRows = []phrasing{
 	{msg: "forget my preference about translation tools", intent: IntentForget, query: "translation"},
 	{msg: "forget my alert preference", intent: IntentForget, query: "alert"},
 	{msg: "delete the auto-enable weather preference", intent: IntentForget, query: "weather"},
+	{msg: "remove my preference for weather tools", intent: IntentForget, query: "weather"},
+	// A server or tool named after preferences is not a preference.
+	{msg: "Remove the MCP server named 'user-preferences'", intent: IntentRemoveServer, name: "user-preferences", servers: none},
 	{msg: "don't auto-enable image tools anymore", intent: IntentForget, query: "image"},
 	{msg: "stop automatically enabling new tools", intent: IntentForget},
 

@@ -481,7 +481,7 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 		}
 		latest, err := LatestCheckpoint(src.Dir)
 		if err != nil {
-			return nil, "", err
+			return nil, "", shownAs{msg: strings.ReplaceAll(err.Error(), src.Dir, "the checkpoint directory"), err: err}
 		}
 		if latest == "" {
 			return nil, "no checkpoint yet in " + src.Dir, nil

@@ -41,6 +41,9 @@ const drainGrace = time.Second
 func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	parent := r.Context()
 	if t.life != nil && t.life.Err() != nil {
+		if r.Body != nil {
+			_ = r.Body.Close() // a RoundTripper closes the body, even on error
+		}
 		return nil, errSessionEnded
 	}
 	ctx, cancelCtx := context.WithCancel(context.WithoutCancel(parent))

@@ -358,7 +358,11 @@ func connect(ctx context.Context, client *mcp.Client, ep *endpoint, timeout time
 	// up to 5 s for a server that does not answer.
 	abort := context.AfterFunc(sctx, ep.endRequests)
 	sess, err := client.Connect(sctx, ep.transport, nil)
-	abort()
+	if !abort() && err == nil {
+		// Given up just as it connected: its requests are ended, so it cannot be used.
+		_ = sess.Close()
+		err = sctx.Err()
+	}
 	expired := !timer.Stop() // the timer already fired: it cancelled the attempt
 	if err != nil {
 		cancel()
