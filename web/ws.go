@@ -70,7 +70,7 @@ type hub struct {
 	log      *slog.Logger
 	upgrader websocket.Upgrader
 
-	mu sync.Mutex
+	mu sync.RWMutex // read-locked by every socket for every event: the caches' lookups
 	// cache holds each event's fragment, rendered and framed (compressed, for clients
 	// that negotiated compression) once and written to every client as the same bytes.
 	cache map[int64]rendered
@@ -429,16 +429,16 @@ func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) b
 // page costs a write, not a render and a compression, per event; the bytes are kept
 // for batches.
 func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
-	h.mu.Lock()
+	h.mu.RLock()
 	r, ok := h.cache[ev.ID]
-	h.mu.Unlock()
+	h.mu.RUnlock()
 	if ok {
 		return r, nil
 	}
 	v, err := h.once(ctx, "e"+strconv.FormatInt(ev.ID, 10), func(ctx context.Context) (any, error) {
-		h.mu.Lock()
+		h.mu.RLock()
 		r, ok := h.cache[ev.ID] // rendered by a flight that ended just before this one began
-		h.mu.Unlock()
+		h.mu.RUnlock()
 		if ok {
 			return r, nil
 		}
@@ -503,16 +503,16 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 	for _, ev := range evs {
 		key = strconv.AppendInt(append(key, ','), ev.ID, 10)
 	}
-	h.mu.Lock()
+	h.mu.RLock()
 	msg, ok := h.batches[string(key)]
-	h.mu.Unlock()
+	h.mu.RUnlock()
 	if ok {
 		return msg, nil
 	}
 	v, err := h.once(ctx, "b"+string(key), func(ctx context.Context) (any, error) {
-		h.mu.Lock()
+		h.mu.RLock()
 		msg, ok := h.batches[string(key)]
-		h.mu.Unlock()
+		h.mu.RUnlock()
 		if ok {
 			return msg, nil
 		}

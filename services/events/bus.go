@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -156,6 +157,10 @@ type Subscription struct {
 	keep     int
 	held     []Event
 	lastSent int64
+	// anyHeld is whether held has events, readable without bus.mu: every socket takes
+	// what is held before each event it receives, and taking the bus's lock for that
+	// made thousands of sockets queue behind the delivery of one event to all of them.
+	anyHeld atomic.Bool
 }
 
 // Subscribe starts delivering events on the given topics (all topics when empty).
@@ -193,12 +198,18 @@ func (s *Subscription) TakeSampled(received int64) (evs []Event, ok bool) {
 		return nil, false
 	}
 	evs, s.held = s.held, nil
+	s.anyHeld.Store(false)
 	return evs, true
 }
 
 // TakeSampledBefore returns the held events with ids below id, oldest first, and
 // forgets them: the caller delivers them before the event id it took from C.
 func (s *Subscription) TakeSampledBefore(id int64) []Event {
+	// Events are held before any later event is sent on C, so one taken from C finds
+	// anyHeld set for whatever was held before it.
+	if !s.anyHeld.Load() {
+		return nil
+	}
 	s.bus.mu.Lock()
 	defer s.bus.mu.Unlock()
 	n := 0
@@ -210,6 +221,7 @@ func (s *Subscription) TakeSampledBefore(id int64) []Event {
 	}
 	evs := slices.Clone(s.held[:n])
 	s.held = slices.Delete(s.held, 0, n)
+	s.anyHeld.Store(len(s.held) > 0)
 	return evs
 }
 
@@ -472,6 +484,7 @@ func (b *Bus) dispatchLocked(evs []Event) {
 						s.held = slices.Delete(s.held, 0, 1)
 					}
 					s.held = append(s.held, ev)
+					s.anyHeld.Store(true)
 					continue
 				}
 				select {
