@@ -62,6 +62,7 @@ type Catalogue struct {
 	Users   []string // usernames of active people
 
 	toolWords []map[string]bool // wordsOf's cache, by index in Tools
+	names     *names            // namesOf's cache
 }
 
 // Server is a registered MCP server.

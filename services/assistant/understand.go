@@ -767,6 +767,38 @@ func related(cat *Catalogue, q string) []string {
 
 // wordsOf is the stemmed words of the catalogue's tool i, worked out once per catalogue
 // (a message compares them for every reference and search).
+// names are the catalogue's names normalised (norm) once: a message tries many of its
+// words as exact names, and normalising 10,000 tool names for each word made one long
+// message cost seconds.
+type names struct {
+	tool, title, full []string         // by index in Tools: name, title, "server name"
+	exactTool         map[string][]int // a tool's name or title → its indexes
+	exactServer       map[string]bool  // a server's name
+}
+
+func (c *Catalogue) namesOf() *names {
+	if c.names != nil {
+		return c.names
+	}
+	n := &names{tool: make([]string, len(c.Tools)), title: make([]string, len(c.Tools)), full: make([]string, len(c.Tools)),
+		exactTool: map[string][]int{}, exactServer: map[string]bool{}}
+	for i, tl := range c.Tools {
+		n.tool[i], n.full[i] = norm(tl.Name), norm(tl.Server+" "+tl.Name)
+		n.exactTool[n.tool[i]] = append(n.exactTool[n.tool[i]], i)
+		if tl.Title != "" {
+			n.title[i] = norm(tl.Title)
+			if n.title[i] != n.tool[i] {
+				n.exactTool[n.title[i]] = append(n.exactTool[n.title[i]], i)
+			}
+		}
+	}
+	for _, s := range c.Servers {
+		n.exactServer[norm(s.Name)] = true
+	}
+	c.names = n
+	return n
+}
+
 func (c *Catalogue) wordsOf(i int) map[string]bool {
 	if c.toolWords == nil {
 		c.toolWords = make([]map[string]bool, len(c.Tools))
@@ -1000,17 +1032,12 @@ func toolIntent(in Intent) bool {
 func norm(s string) string { return strings.Join(words(s), " ") }
 
 func exactServer(cat *Catalogue, ref string) bool {
-	for _, s := range cat.Servers {
-		if norm(s.Name) == norm(ref) {
-			return true
-		}
-	}
-	return false
+	return cat.namesOf().exactServer[norm(ref)]
 }
 
 func exactTool(cat *Catalogue, ref, on string) bool {
-	for _, tl := range cat.Tools {
-		if (on == "" || tl.ServerID == on) && (norm(tl.Name) == norm(ref) || tl.Title != "" && norm(tl.Title) == norm(ref)) {
+	for _, i := range cat.namesOf().exactTool[norm(ref)] {
+		if on == "" || cat.Tools[i].ServerID == on {
 			return true
 		}
 	}
@@ -1038,16 +1065,25 @@ func matchTools(cat *Catalogue, ref, on string) []string {
 	r := norm(ref)
 	rw := contentWords(" " + r + " ")
 	var exact, near, rel, bySrv []string
+	nm := cat.namesOf()
+	srvWords := map[string][]string{} // a server's words, once per server
 	for i, tl := range cat.Tools {
 		if on != "" && tl.ServerID != on {
 			continue
 		}
-		if len(rw) > 0 && containsAll(words(tl.Server), rw) {
-			bySrv = append(bySrv, tl.ID)
+		if len(rw) > 0 {
+			sw, ok := srvWords[tl.Server]
+			if !ok {
+				sw = words(tl.Server)
+				srvWords[tl.Server] = sw
+			}
+			if containsAll(sw, rw) {
+				bySrv = append(bySrv, tl.ID)
+			}
 		}
-		n := norm(tl.Name)
+		n := nm.tool[i]
 		switch {
-		case n == r || tl.Title != "" && norm(tl.Title) == r || norm(tl.Server+" "+tl.Name) == r:
+		case n == r || tl.Title != "" && nm.title[i] == r || nm.full[i] == r:
 			exact = append(exact, tl.ID)
 		case len(r) >= 5 && within(n, r, 1+len(r)/8):
 			near = append(near, tl.ID)
