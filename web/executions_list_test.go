@@ -395,9 +395,8 @@ func TestNavApprovalsCount(t *testing.T) {
 	}
 }
 
-// wsDial opens /ws with c's session and subscribes to topics from lastID.
-func wsDial(t *testing.T, srv *webtest.Server, c *http.Client, topics []string, lastID int64) *websocket.Conn {
-	t.Helper()
+// wsHeader is what a page's websocket handshake sends: c's cookies and this site's Origin.
+func wsHeader(srv *webtest.Server, c *http.Client) http.Header {
 	u, _ := url.Parse(srv.URL)
 	var parts []string
 	for _, ck := range c.Jar.Cookies(u) {
@@ -406,6 +405,13 @@ func wsDial(t *testing.T, srv *webtest.Server, c *http.Client, topics []string, 
 	h := http.Header{}
 	h.Set("Cookie", strings.Join(parts, "; "))
 	h.Set("Origin", srv.URL)
+	return h
+}
+
+// wsDial opens /ws with c's session and subscribes to topics from lastID.
+func wsDial(t *testing.T, srv *webtest.Server, c *http.Client, topics []string, lastID int64) *websocket.Conn {
+	t.Helper()
+	h := wsHeader(srv, c)
 	conn, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", h)
 	if err != nil {
 		status := 0

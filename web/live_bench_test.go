@@ -7,7 +7,6 @@ import (
 	"html"
 	"io"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -109,14 +108,7 @@ func BenchmarkCallsWithIdleDashboards(b *testing.B) {
 // comes, as an idle browser tab would.
 func idleDashboard(b *testing.B, srv *webtest.Server, c *http.Client, topics []string, received *atomic.Int64) *websocket.Conn {
 	b.Helper()
-	u, _ := url.Parse(srv.URL)
-	var parts []string
-	for _, ck := range c.Jar.Cookies(u) {
-		parts = append(parts, ck.Name+"="+ck.Value)
-	}
-	h := http.Header{}
-	h.Set("Cookie", strings.Join(parts, "; "))
-	h.Set("Origin", srv.URL)
+	h := wsHeader(srv, c)
 	d := websocket.Dialer{EnableCompression: true, HandshakeTimeout: 10 * time.Second}
 	conn, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", h)
 	if err != nil {

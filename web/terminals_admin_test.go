@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -53,14 +52,7 @@ func TestTerminalAdminTypesIntoOthers(t *testing.T) {
 	if res := srv.Get(t, tc, "/terminals/"+term.ID); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("the tool manager opens alice's terminal: %d", res.StatusCode)
 	}
-	u, _ := url.Parse(srv.URL)
-	var parts []string
-	for _, ck := range tc.Jar.Cookies(u) {
-		parts = append(parts, ck.Name+"="+ck.Value)
-	}
-	h := http.Header{}
-	h.Set("Cookie", strings.Join(parts, "; "))
-	h.Set("Origin", srv.URL)
+	h := wsHeader(srv, tc)
 	tconn, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/terminals/"+term.ID+"/ws?from=0", h)
 	if err == nil {
 		_ = tconn.WriteJSON(map[string]any{"type": "input", "data": "echo MANAGER-TYPED\r"})

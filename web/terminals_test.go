@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,14 +20,7 @@ import (
 // termDial opens a terminal's websocket with c's session, from index from.
 func termDial(t *testing.T, srv *webtest.Server, c *http.Client, id string, from int64) (*websocket.Conn, map[string]any) {
 	t.Helper()
-	u, _ := url.Parse(srv.URL)
-	var parts []string
-	for _, ck := range c.Jar.Cookies(u) {
-		parts = append(parts, ck.Name+"="+ck.Value)
-	}
-	h := http.Header{}
-	h.Set("Cookie", strings.Join(parts, "; "))
-	h.Set("Origin", srv.URL)
+	h := wsHeader(srv, c)
 	conn, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/terminals/"+id+"/ws?from="+strconv.FormatInt(from, 10), h)
 	if err != nil {
 		status := 0

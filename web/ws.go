@@ -453,14 +453,7 @@ func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 		}
 		r = rendered{raw: raw, msg: msg}
 		h.mu.Lock()
-		if _, dup := h.cache[ev.ID]; !dup {
-			h.cache[ev.ID] = r
-			h.order = append(h.order, ev.ID)
-			if len(h.order) > wsRenderCache {
-				delete(h.cache, h.order[0])
-				h.order = h.order[1:]
-			}
-		}
+		keepNewest(h.cache, &h.order, ev.ID, r, wsRenderCache)
 		h.mu.Unlock()
 		return r, nil
 	})
@@ -468,6 +461,20 @@ func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 		return rendered{}, err
 	}
 	return v.(rendered), nil
+}
+
+// keepNewest adds v under k to m unless k is there, forgetting the oldest key once more
+// than limit are kept (order lists m's keys, oldest first).
+func keepNewest[K comparable, V any](m map[K]V, order *[]K, k K, v V, limit int) {
+	if _, dup := m[k]; dup {
+		return
+	}
+	m[k] = v
+	*order = append(*order, k)
+	if len(*order) > limit {
+		delete(m, (*order)[0])
+		*order = (*order)[1:]
+	}
 }
 
 // once runs fn for key once for all the sockets that ask while it runs, and gives each
@@ -537,14 +544,7 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 			return nil, err
 		}
 		h.mu.Lock()
-		if _, dup := h.batches[string(key)]; !dup {
-			h.batches[string(key)] = msg
-			h.batchOrder = append(h.batchOrder, string(key))
-			if len(h.batchOrder) > wsBatchCache {
-				delete(h.batches, h.batchOrder[0])
-				h.batchOrder = h.batchOrder[1:]
-			}
-		}
+		keepNewest(h.batches, &h.batchOrder, string(key), msg, wsBatchCache)
 		h.mu.Unlock()
 		return msg, nil
 	})
