@@ -43,7 +43,15 @@ func TestBrowserCancelConnectionTest(t *testing.T) {
 	b.do("test the connection", chromedp.Click(chromedp.CSS(`[data-testid=test-connection]`)))
 	b.waitJS("the panel shows the test initializing",
 		`(document.querySelector("[data-testid=test-step]")||{}).textContent === "connecting and initializing"`)
-	b.do("cancel it", chromedp.Click(chromedp.CSS(`[data-testid=test-cancel]`)))
+	// The status polls in place: the Cancel button a keyboard user reached keeps its
+	// focus through the polls, and Enter cancels (a button replaced under a click lost it).
+	b.do("focus Cancel", chromedp.Focus(chromedp.CSS(`[data-testid=test-cancel]`)))
+	b.waitJS("the status polled since",
+		`/^[1-9]/.test((document.querySelector("[data-testid=test-running] .muted")||{}).textContent.slice(1)||"")`)
+	if !eval[bool](b, `document.activeElement && document.activeElement.dataset.testid === "test-cancel"`) {
+		t.Fatal("the Cancel button lost the focus while the test ran")
+	}
+	b.do("cancel it with the keyboard", chromedp.KeyEvent("\r"))
 	b.waitJS("the panel says it was cancelled",
 		`!!document.querySelector("[data-testid=test-failed]") && document.querySelector("[data-testid=test-failed]").textContent.includes("cancelled")`)
 	if eval[bool](b, `!!document.querySelector("[data-testid=test-running]")`) {

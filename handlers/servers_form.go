@@ -383,14 +383,20 @@ func (h ServersHandler) testRunView(id string, p mcpclient.TestProgress) views.S
 // step while it runs (polled), its result once it ended.
 func (h ServersHandler) TestProgress(c echo.Context) error {
 	run, ok := h.MCP.TestRunOf(c.Param("run"), PrincipalOf(c).User.ID)
+	// The page polls the status alone; an ended test replaces the whole panel.
+	whole := func(t *views.ServerTest) error {
+		c.Response().Header().Set("HX-Retarget", "#test-result")
+		c.Response().Header().Set("HX-Reswap", "outerHTML")
+		return render(c, http.StatusOK, views.ServerTestResult(t))
+	}
 	if !ok {
-		return render(c, http.StatusOK, views.ServerTestResult(&views.ServerTest{Error: "this test is over and its result is gone; test again"}))
+		return whole(&views.ServerTest{Error: "this test is over and its result is gone; test again"})
 	}
 	p := run.Progress(h.MCP.TestTimeout())
 	if p.Done {
-		return render(c, http.StatusOK, views.ServerTestResult(testView(p.Result)))
+		return whole(testView(p.Result))
 	}
-	return render(c, http.StatusOK, views.ServerTestRunning(h.testRunView(run.ID, p)))
+	return render(c, http.StatusOK, views.ServerTestStatus(h.testRunView(run.ID, p)))
 }
 
 // TestCancel stops a connection test running in the background and shows its result.
