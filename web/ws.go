@@ -478,8 +478,11 @@ func keepNewest[K comparable, V any](m map[K]V, order *[]K, k K, v V, limit int)
 }
 
 // once runs fn for key once for all the sockets that ask while it runs, and gives each
-// its outcome. fn's context outlives the socket that started it (the others still wait
-// for it), bounded by the write timeout.
+// its outcome. fn's context is its own, bounded by the write timeout: it outlives the
+// socket that started it (the others still wait for it), and carries none of that
+// socket's request values. Those hold templ's per-request state (the CSP nonce and
+// the children being rendered), which two renderings at once must not share, and a
+// fragment sent to every socket must not depend on whose request started it.
 func (h *hub) once(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
 	ch := h.flights.DoChan(key, func() (v any, err error) {
 		// fn runs on a goroutine of its own, outside the request's recovery: a panic in
@@ -490,7 +493,7 @@ func (h *hub) once(ctx context.Context, key string, fn func(context.Context) (an
 				v, err = nil, fmt.Errorf("rendering failed: %v", p)
 			}
 		}()
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wsWriteWait)
+		fctx, cancel := context.WithTimeout(context.Background(), wsWriteWait)
 		defer cancel()
 		return fn(fctx)
 	})

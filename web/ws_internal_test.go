@@ -1,0 +1,54 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/events"
+)
+
+// TestHubRendersApartFromTheRequest: the sockets' contexts carry templ's per-request
+// state (securityHeaders sets the CSP nonce), and the renderings shared by all sockets
+// run on goroutines of their own. Rendering several events at once for sockets of the
+// same request context must not share that state (the race detector caught
+// LiveCursor clearing templ's children while another event's rendering read them),
+// and no fragment may carry the nonce of the request that happened to render it.
+func TestHubRendersApartFromTheRequest(t *testing.T) {
+	h := newHub(&handlers.Deps{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := templ.WithNonce(context.Background(), "nonce-of-one-request")
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			id := int64(i + 1)
+			payload, err := json.Marshal(events.AuditSummary{ID: id, At: time.Now(), ActorKind: "system",
+				ActorName: "system", Action: "test.render", TargetType: "test", TargetID: strconv.Itoa(i), Result: "success"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			r, err := h.render(ctx, events.Event{ID: id, Topic: audit.Topic, Kind: string(events.AuditAppended), Payload: payload})
+			if err != nil {
+				t.Errorf("render event %d: %v", id, err)
+				return
+			}
+			if strings.Contains(string(r.raw), "nonce-of-one-request") {
+				t.Errorf("event %d's fragment carries the nonce of the request that rendered it: %s", id, r.raw)
+			}
+		})
+	}
+	wg.Wait()
+	if n := h.renders.Load(); n != 16 {
+		t.Fatalf("%d renderings for 16 events", n)
+	}
+}
