@@ -164,7 +164,9 @@ func (b *browser) waitJS(what, expr string) {
 	b.t.Helper()
 	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
 		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-		b.t.Fatalf("waiting until %s: %v", what, err)
+		// What the page showed, so that a failure in CI says why.
+		shown, _ := chromedp.Run(b.ctx, chromedp.Evaluate[string](`location.pathname + location.search + "\n" + document.body.innerText.slice(0, 3000)`))
+		b.t.Fatalf("waiting until %s: %v; the page showed:\n%s", what, err, shown)
 	}
 }
 
