@@ -191,6 +191,17 @@ func TestBrowserAssistantGuidedSetup(t *testing.T) {
 	}
 	b.do("focus the box", chromedp.Focus(chromedp.ID("assistant-input")))
 	c.say("show me all tools on wx", "Here are the")
+
+	// What the person types while a reply is on its way stays in the box (typing is
+	// simulated at the instant the request leaves, after its message was taken).
+	b.do("type on while the next reply comes", chromedp.Evaluate[chromedp.Void](`document.addEventListener("htmx:beforeSend",
+		() => { document.getElementById("assistant-input").value = "and then" }, { once: true })`))
+	before := c.replies()
+	b.do("say list servers", chromedp.SendKeys(chromedp.ID("assistant-input"), "list servers"+kb.Enter))
+	c.awaitReply(before, "list servers", "There is one MCP server")
+	if got := eval[string](b, `document.getElementById("assistant-input").value`); got != "and then" {
+		t.Errorf("what was typed while the reply came reads %q, want \"and then\"", got)
+	}
 	b.checkConsole()
 }
 

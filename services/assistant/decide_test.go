@@ -271,3 +271,27 @@ func TestEnumValueSynonymsStayOnTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestListsSayTheirCount: a list of one reads as one ("There is one MCP server", with
+// hints that exist), not as "the 1 MCP servers … the second one".
+func TestListsSayTheirCount(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	var d Decision
+	var out Reply
+	listServers(cat, &d, &out)
+	if want := "Here are the " + strconv.Itoa(len(cat.Servers)) + " MCP servers:"; !strings.HasPrefix(out.Reply, want) || !strings.Contains(out.Reply, "the second one") {
+		t.Errorf("several servers: %q", out.Reply)
+	}
+	one := &Catalogue{Servers: cat.Servers[:1]}
+	d, out = Decision{}, Reply{}
+	listServers(one, &d, &out)
+	if !strings.HasPrefix(out.Reply, "There is one MCP server:") || strings.Contains(out.Reply, "second") || len(out.Choices) != 1 {
+		t.Errorf("one server: %q with %d choices", out.Reply, len(out.Choices))
+	}
+	d, out = Decision{}, Reply{}
+	listTools(&Catalogue{Servers: cat.Servers, Tools: cat.Tools[:1]}, &Op{}, &d, &out)
+	if !strings.HasPrefix(out.Reply, "There is one tool:") {
+		t.Errorf("one tool: %q", out.Reply)
+	}
+}

@@ -513,6 +513,9 @@ func listServers(cat *Catalogue, d *Decision, out *Reply) {
 	}
 	d.State.LastKind, d.State.LastIDs = "server", ids
 	out.Reply = fmt.Sprintf("Here are the %d MCP servers:", len(ids))
+	if len(ids) == 1 {
+		out.Reply = "There is one MCP server:"
+	}
 	for i, sv := range cat.Servers {
 		state := sv.Status
 		if !sv.Enabled {
@@ -521,7 +524,11 @@ func listServers(cat *Catalogue, d *Decision, out *Reply) {
 		out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, sv.Name, state),
 			Target: "what's the status of the " + ordinalWord(i+1) + " one"})
 	}
-	out.Reply += " Say \"enable the first one\" or \"tell me about the second one\"."
+	if len(ids) == 1 {
+		out.Reply += " Say \"enable the first one\" or \"tell me about the first one\"."
+	} else {
+		out.Reply += " Say \"enable the first one\" or \"tell me about the second one\"."
+	}
 }
 
 func (s *Service) serverStatus(cat *Catalogue, op *Op, out *Reply) {
@@ -574,6 +581,9 @@ func listTools(cat *Catalogue, op *Op, d *Decision, out *Reply) {
 		shown = shown[:25]
 	}
 	out.Reply = fmt.Sprintf("Here are the %d tools", len(ids))
+	if len(ids) == 1 {
+		out.Reply = "There is one tool"
+	}
 	if len(op.IDs) == 1 {
 		out.Reply += " on " + nameOf2(cat, op.IDs[0])
 	}

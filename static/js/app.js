@@ -57,6 +57,11 @@
   document.addEventListener("keydown", function (e) {
     if (e.key === "Escape" && assistantPanel() && !assistantPanel().hidden) closeAssistant();
   });
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var form = e.target.closest && e.target.closest("[data-assistant-form]");
+    var box = form && form.querySelector("input[name=message]");
+    if (box) form.dataset.sent = box.value;
+  });
   // After a reply: remember the conversation, empty the box, show the newest line.
   document.addEventListener("htmx:afterRequest", function (e) {
     var form = e.target.closest && e.target.closest("[data-assistant-form], [data-assistant-choice]");
@@ -65,7 +70,11 @@
     var conv = e.detail.xhr.getResponseHeader("HX-Trigger");
     var m = conv && /"conversation_id":"([^"]+)"/.exec(conv);
     if (chat && m) chat.querySelectorAll("[data-assistant-conversation]").forEach(function (i) { i.value = m[1]; });
-    if (form.matches("[data-assistant-form]")) form.reset();
+    if (form.matches("[data-assistant-form]")) {
+      // What was typed while the reply was on its way stays in the box.
+      var box = form.querySelector("input[name=message]");
+      if (!box || box.value === form.dataset.sent) form.reset();
+    }
     if (chat) {
       // Only the newest reply's choices are open (the server refuses the others).
       var replies = chat.querySelectorAll(".assistant-msg.from-assistant");
@@ -110,9 +119,26 @@
     var d = document.getElementById("confirm-dialog");
     d.querySelector("[data-confirm-text]").textContent = form.dataset.confirm;
     var ok = d.querySelector("[data-confirm-ok]");
-    ok.onclick = function () { form.dataset.confirmed = "yes"; d.close(); form.requestSubmit ? form.requestSubmit() : form.submit(); };
+    var key = confirmKey(form);
+    ok.onclick = function () {
+      d.close();
+      // A live update may have replaced the form while the dialog was open (a running
+      // execution's section is redrawn at each step): submitting the detached one would
+      // do nothing at all, so its replacement is submitted, or the person is told.
+      var target = form.isConnected ? form : Array.prototype.find.call(
+        document.querySelectorAll("form[data-confirm]"), function (f) { return confirmKey(f) === key; });
+      if (!target) {
+        showToast("warn", "The page changed while you were deciding: that action is no longer offered here.");
+        return;
+      }
+      target.dataset.confirmed = "yes";
+      target.requestSubmit ? target.requestSubmit() : target.submit();
+    };
     d.showModal();
   });
+  function confirmKey(f) {
+    return (f.getAttribute("hx-post") || f.getAttribute("action") || "") + "\n" + f.dataset.confirm;
+  }
 
   // Copy buttons: [data-copy="element-id"]. Where the clipboard cannot be written (a
   // page served over plain HTTP to another host has no navigator.clipboard), the text is
@@ -181,6 +207,19 @@
         t.remove();
       }, 6000);
     });
+  }
+
+  // showToast shows a message as the server's toasts do (LiveToast).
+  function showToast(kind, message) {
+    var box = document.getElementById("toasts");
+    if (!box) return;
+    var t = document.createElement("div");
+    t.className = "toast " + kind;
+    t.setAttribute("role", "status");
+    t.dataset.testid = "toast";
+    t.textContent = message;
+    box.appendChild(t);
+    scheduleToasts(box);
   }
 
   // Live updates over the websocket (htmx ws extension). On every (re)connect we send
@@ -399,6 +438,60 @@
     }
   });
 
+  // A pushed fragment replaces whole parts of the page (htmx's oob swaps), and htmx
+  // restores neither focus nor what was typed after them. What the person was doing in
+  // a replaced part is kept, for elements with an id: the focus and the cursor, what
+  // was typed or ticked (unless the server's fragment changed that field's own value),
+  // and which <details> were open.
+  var kept = null;
+  document.addEventListener("htmx:wsBeforeMessage", function () {
+    var a = document.activeElement;
+    kept = { focus: a && a !== document.body && a.id ? a : null, fields: [], open: [] };
+    if (kept.focus) {
+      try { kept.start = a.selectionStart; kept.end = a.selectionEnd; } catch (err) { /* not a text field */ }
+    }
+    document.querySelectorAll("input[id], textarea[id]").forEach(function (f) {
+      var tick = f.type === "checkbox" || f.type === "radio";
+      if (f.type === "hidden" || (tick ? f.checked === f.defaultChecked : f.value === f.defaultValue)) return;
+      kept.fields.push({ el: f, tick: tick, checked: f.checked, value: f.value });
+    });
+    document.querySelectorAll("details[id][open]").forEach(function (d) { kept.open.push(d); });
+  });
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    if (!kept) return;
+    var k = kept;
+    kept = null;
+    var replacement = function (el) {
+      if (el.isConnected) return null;
+      var n = document.getElementById(el.id);
+      return n && n.tagName === el.tagName && n.type === el.type ? n : null;
+    };
+    k.fields.forEach(function (f) {
+      var n = replacement(f.el);
+      if (!n) return;
+      if (f.tick) {
+        if (n.defaultChecked === f.el.defaultChecked) n.checked = f.checked;
+      } else if (n.defaultValue === f.el.defaultValue) {
+        n.value = f.value;
+      } else return;
+      n.dispatchEvent(new Event(f.tick ? "change" : "input", { bubbles: true }));
+    });
+    k.open.forEach(function (d) {
+      var n = replacement(d);
+      if (n) n.open = true;
+    });
+    var a = document.activeElement;
+    if (k.focus && (!a || a === document.body)) {
+      var n = replacement(k.focus);
+      if (n) {
+        n.focus({ preventScroll: true });
+        if (k.start != null && n.setSelectionRange) {
+          try { n.setSelectionRange(k.start, k.end); } catch (err) { /* not a text field */ }
+        }
+      }
+    }
+  });
+
   // Tool list: "/" jumps to the search box; the bulk bar says how many tools are ticked.
   document.addEventListener("keydown", function (e) {
     if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
@@ -420,6 +513,7 @@
     if (e.target.matches && e.target.matches("input[form=bulk][name=id]")) countPicked();
   });
   document.addEventListener("htmx:afterSettle", countPicked);
+  document.addEventListener("htmx:wsAfterMessage", countPicked);
 
   // What htmx disables while a request is in flight (hx-disabled-elt: the test panel's
   // Run) also says it is busy, until htmx enables it again after the answer or an error.

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// TestBrowserLiveUpdatesKeepWhatYouDo: a live update replaces whole parts of a page (a
+// card, a page head) while a person is using them. What they were doing survives it:
+// a tool ticked for a bulk action stays ticked and counted, a reason being typed keeps
+// its text and the focus, an open menu stays open, and a confirmation given in the
+// dialog acts on the replaced form (it did nothing at all before).
+func TestBrowserLiveUpdatesKeepWhatYouDo(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	ctx := context.Background()
+	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "docs", Type: registry.TypeStreamableHTTP,
+		URL: "http://127.0.0.1:9/mcp"}) // disabled: its card changes only when the test changes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"What to look for."}}}`)
+	if _, err := srv.Registry.ApplyDiscovery(ctx, sv.ID, registry.Discovery{Trigger: "manual", Actor: audit.System,
+		StartedAt: time.Now(), Pages: 1, Tools: []registry.ToolDef{
+			{Name: "search_docs", Description: "Searches the documentation for a phrase.", InputSchema: schema},
+			{Name: "search_code", Description: "Searches the source code for a phrase.", InputSchema: schema},
+			{Name: "broken", Description: "Has a schema that cannot be used.",
+				InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"strin"}}}`)},
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	tag := func(name string) {
+		t.Helper()
+		if _, err := srv.Tools.Tag(ctx, audit.System, []string{srv.ToolID(t, "docs__"+name)}, []string{"live"}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+
+	// A tick in the tool list survives its card being replaced.
+	b.do("open the tool list", chromedp.Navigate(srv.URL+"/tools?q=search"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=tool-cards]`)))
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	const pick = `[data-tool="docs__search_code"] [data-testid=tool-pick]`
+	b.do("tick search_code", chromedp.Click(chromedp.CSS(pick)))
+	b.waitJS("the bulk bar counts it", `document.getElementById("bulk-count").textContent === "1 tool selected"`)
+	b.do("remember the card", chromedp.Evaluate[chromedp.Void](`window.__old = document.querySelector('`+pick+`')`))
+	tag("search_code")
+	b.waitJS("the card was replaced", `!window.__old.isConnected && !!document.querySelector('`+pick+`')`)
+	if !eval[bool](b, `document.querySelector('`+pick+`').checked`) {
+		t.Error("the tick was lost when the card was replaced")
+	}
+	if got := eval[string](b, `document.getElementById("bulk-count").textContent`); got != "1 tool selected" {
+		t.Errorf("after the card was replaced the bulk bar reads %q", got)
+	}
+
+	// A reason being typed keeps its text and the focus when the page head is replaced.
+	brokenID := srv.ToolID(t, "docs__broken")
+	reason := `#override-reason-` + brokenID
+	b.do("open the blocked tool", chromedp.Navigate(srv.URL+"/tools/"+brokenID),
+		chromedp.WaitVisible(chromedp.CSS(reason)))
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	b.do("type a reason", chromedp.SendKeys(chromedp.CSS(reason), "a false positive"))
+	b.do("remember the field", chromedp.Evaluate[chromedp.Void](`window.__old = document.querySelector('`+reason+`')`))
+	tag("broken")
+	b.waitJS("the head was replaced", `!window.__old.isConnected && !!document.querySelector('`+reason+`')`)
+	if got := eval[string](b, `document.querySelector('`+reason+`').value`); got != "a false positive" {
+		t.Errorf("the reason reads %q after the head was replaced", got)
+	}
+	if got := eval[string](b, `document.activeElement?.id ?? ""`); got != "override-reason-"+brokenID {
+		t.Errorf("the focus moved to %q when the head was replaced", got)
+	}
+	b.do("type on", chromedp.SendKeys(chromedp.CSS(reason), " in the finding"))
+	if got := eval[string](b, `document.querySelector('`+reason+`').value`); got != "a false positive in the finding" {
+		t.Errorf("typing on after the update gives %q", got)
+	}
+
+	// A confirmation given after the form it asked about was replaced still acts.
+	card := `#server-card-` + sv.ID
+	b.do("open the servers", chromedp.Navigate(srv.URL+"/servers"), chromedp.WaitVisible(chromedp.CSS(card)))
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	b.do("open the actions menu", chromedp.Click(chromedp.CSS(card+` details.menu > summary`)))
+	b.do("ask to delete", chromedp.Click(chromedp.CSS(card+` form[action$="/delete"] button`)))
+	b.waitJS("the dialog asks", `document.getElementById("confirm-dialog").open`)
+	b.do("remember the card", chromedp.Evaluate[chromedp.Void](`window.__old = document.querySelector('`+card+`')`))
+	desc := "Changed while the dialog was open."
+	if _, err := srv.Registry.UpdateServer(ctx, audit.System, sv.ID, registry.Patch{Description: &desc}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("the card was replaced", `!window.__old.isConnected && !!document.querySelector('`+card+`')`)
+	if !eval[bool](b, `document.querySelector('`+card+` details.menu').open`) {
+		t.Error("the actions menu closed when its card was replaced")
+	}
+	b.do("confirm", chromedp.Click(chromedp.CSS(`#confirm-dialog [data-confirm-ok]`)))
+	b.waitAfterNavigation("the server is gone from the list", `!document.querySelector('`+card+`')`)
+	if _, err := srv.Registry.GetServer(ctx, sv.ID); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("the confirmed deletion did not happen: %v", err)
+	}
+}
