@@ -193,7 +193,7 @@ func TestAssistantAPI(t *testing.T) {
 	// An API token asks questions only.
 	tok := webtest.API{T: t, Srv: srv, Bearer: srv.Token(t, "admin")}
 	k := ""
-	asstSay(t, tok, &k, "list servers", "Here are the")
+	asstSay(t, tok, &k, "list servers", "There is one MCP server")
 	asstSay(t, tok, &k, "enable get_forecast", "only ask questions")
 
 	// Bad input changes nothing.
