@@ -10,7 +10,10 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -106,5 +109,37 @@ func TestBrowserLiveUpdatesKeepWhatYouDo(t *testing.T) {
 	b.waitAfterNavigation("the server is gone from the list", `!document.querySelector('`+card+`')`)
 	if _, err := srv.Registry.GetServer(ctx, sv.ID); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("the confirmed deletion did not happen: %v", err)
+	}
+}
+
+// TestBrowserDecisionElsewhereIsExplained: a person looking at a plan that waits for
+// approval, its DangerZone half typed, sees the controls go when someone else decides,
+// and a toast says who decided and why, instead of the controls just vanishing.
+func TestBrowserDecisionElsewhereIsExplained(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	enabledLiveTools(t, srv, hs, "mt", "write-note")
+	bob := srv.CreateUser(t, "bob", auth.RoleAdmin, "bob-password-12345")
+
+	b := newExecBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("plan a high-risk call", chromedp.Navigate(srv.URL+"/executions/new"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=prompt]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=prompt]`), `call mt__write-note text="hello"`),
+		chromedp.Click(chromedp.CSS(`[data-testid=submit-prompt]`)))
+	b.do("the DangerZone is shown", chromedp.WaitVisible(chromedp.CSS(`[data-testid=danger-zone] [data-testid=danger-input]`)))
+	id := b.execLanded(srv)
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	b.do("start typing the phrase", chromedp.SendKeys(chromedp.CSS(`[data-testid=danger-input]`), "mt__"))
+
+	who := executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: bob.ID, Name: "bob"}, Role: auth.RoleAdmin}
+	if _, err := srv.Executions.Reject(context.Background(), who, id, "not during the freeze"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("a toast says who rejected it and why",
+		`[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("Rejected by bob: not during the freeze"))`)
+	if eval[bool](b, `!!document.querySelector("[data-testid=danger-zone]")`) {
+		t.Error("the DangerZone is still offered after the plan was rejected")
 	}
 }

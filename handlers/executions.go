@@ -254,6 +254,18 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 	line := executionLogLine(ev)
 	parts := []templ.Component{views.LiveExecution(x, &line)}
 	switch ev.Kind {
+	case string(events.ApprovalGranted), string(events.ApprovalRejected), string(events.ExecutionCancelled),
+		string(events.ExecutionExpired):
+		// A decision replaces the approval controls someone may be using on this page
+		// (an open dialog, a phrase being typed): the toast says who decided. An
+		// approval by policy follows the plan at once and needs no news.
+		if g, err := events.ApprovalGranted.Decode(ev); err != nil || g.Approval != "policy" {
+			kind := "info"
+			if line.Level == "error" {
+				kind = "error"
+			}
+			parts = append(parts, views.LiveToast(kind, line.Text))
+		}
 	case string(events.ExecutionSucceeded):
 		parts = append(parts, views.LiveToast("success", "The execution finished: every step succeeded."))
 	case string(events.ExecutionFailed):
