@@ -85,6 +85,9 @@ type Config struct {
 	// BuiltinRoot holds the built-in tools' workspaces (--builtin-root); "" leaves the
 	// built-in server out (Toolwarden's serve always sets it).
 	BuiltinRoot string
+	// TerminalEnv is added to the built-in terminals' environment
+	// (builtin.TerminalOptions.Env).
+	TerminalEnv []string
 	// Replica names this process among the serve processes on one database and says
 	// where the others reach it (services/replicas).
 	Replica replicas.Options

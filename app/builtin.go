@@ -27,7 +27,7 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 	}
 	b.Add(builtin.Memory(a.Memory))
 	b.Add(builtin.Think())
-	ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root(), Logger: a.log, OnInput: a.auditTerminalInput,
+	ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root(), Logger: a.log, Env: cfg.TerminalEnv, OnInput: a.auditTerminalInput,
 		OnChange: a.announceTerminal, Store: builtin.NewTerminalStore(a.Pool, a.Replicas), Forward: a.forwardTerminalOp})
 	if err != nil {
 		return nil, err

@@ -89,6 +89,29 @@ func TestBrowserLiveUpdatesKeepWhatYouDo(t *testing.T) {
 		t.Errorf("typing on after the update gives %q", got)
 	}
 
+	// A field's typed value is not carried into a replacement whose form's hidden fields
+	// differ (a phrase typed to approve one plan must not approve the plan that replaced
+	// it), and is when they are the same. The swap is played by hand, as the websocket
+	// extension announces it.
+	kept := eval[[]string](b, `(() => {
+		const play = (hash) => {
+			const box = document.createElement("div");
+			box.innerHTML = '<form><input type="hidden" name="plan_hash" value="1"><input id="e2e-phrase" type="text"></form>';
+			document.body.appendChild(box);
+			document.getElementById("e2e-phrase").value = "typed";
+			document.body.dispatchEvent(new CustomEvent("htmx:wsBeforeMessage", { bubbles: true }));
+			box.innerHTML = '<form><input type="hidden" name="plan_hash" value="' + hash + '"><input id="e2e-phrase" type="text"></form>';
+			document.body.dispatchEvent(new CustomEvent("htmx:wsAfterMessage", { bubbles: true }));
+			const v = document.getElementById("e2e-phrase").value;
+			box.remove();
+			return v;
+		};
+		return [play("1"), play("2")];
+	})()`)
+	if len(kept) != 2 || kept[0] != "typed" || kept[1] != "" {
+		t.Errorf("typed text kept for the same plan and a changed one: %q, want typed and nothing", kept)
+	}
+
 	// A confirmation given after the form it asked about was replaced still acts.
 	card := `#server-card-` + sv.ID
 	b.do("open the servers", chromedp.Navigate(srv.URL+"/servers"), chromedp.WaitVisible(chromedp.CSS(card)))

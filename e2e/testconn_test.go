@@ -47,7 +47,7 @@ func TestBrowserCancelConnectionTest(t *testing.T) {
 	// focus through the polls, and Enter cancels (a button replaced under a click lost it).
 	b.do("focus Cancel", chromedp.Focus(chromedp.CSS(`[data-testid=test-cancel]`)))
 	b.waitJS("the status polled since",
-		`/^[1-9]/.test((document.querySelector("[data-testid=test-running] .muted")||{}).textContent.slice(1)||"")`)
+		`/^[1-9]/.test(((document.querySelector("[data-testid=test-running] .muted")||{}).textContent||"").slice(1))`)
 	if !eval[bool](b, `document.activeElement && document.activeElement.dataset.testid === "test-cancel"`) {
 		t.Fatal("the Cancel button lost the focus while the test ran")
 	}

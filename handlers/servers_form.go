@@ -383,9 +383,11 @@ func (h ServersHandler) testRunView(id string, p mcpclient.TestProgress) views.S
 // step while it runs (polled), its result once it ended.
 func (h ServersHandler) TestProgress(c echo.Context) error {
 	run, ok := h.MCP.TestRunOf(c.Param("run"), PrincipalOf(c).User.ID)
-	// The page polls the status alone; an ended test replaces the whole panel.
+	// The page polls the status alone; an ended test replaces the whole panel: the
+	// panel around the poll that asked, so a poll still in flight when its panel was
+	// replaced (Cancel, another test) lands in the old one, never in the new.
 	whole := func(t *views.ServerTest) error {
-		c.Response().Header().Set("HX-Retarget", "#test-result")
+		c.Response().Header().Set("HX-Retarget", "closest .test-result")
 		c.Response().Header().Set("HX-Reswap", "outerHTML")
 		return render(c, http.StatusOK, views.ServerTestResult(t))
 	}

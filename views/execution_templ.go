@@ -3645,9 +3645,9 @@ func execRollback(x ExecutionView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var206 string
-					templ_7745c5c3_Var206, templ_7745c5c3_Err = templ.JoinStringErrs("exec-rollback-" + x.ID)
+					templ_7745c5c3_Var206, templ_7745c5c3_Err = templ.JoinStringErrs("exec-rollback-submit-" + x.ID)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/execution.templ`, Line: 658, Col: 63}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/execution.templ`, Line: 658, Col: 70}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var206))
 					if templ_7745c5c3_Err != nil {
@@ -3676,9 +3676,9 @@ func execRollback(x ExecutionView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var208 string
-					templ_7745c5c3_Var208, templ_7745c5c3_Err = templ.JoinStringErrs("exec-rollback-" + x.ID)
+					templ_7745c5c3_Var208, templ_7745c5c3_Err = templ.JoinStringErrs("exec-rollback-submit-" + x.ID)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/execution.templ`, Line: 664, Col: 63}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/execution.templ`, Line: 664, Col: 70}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var208))
 					if templ_7745c5c3_Err != nil {
@@ -3694,9 +3694,9 @@ func execRollback(x ExecutionView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var209 string
-					templ_7745c5c3_Var209, templ_7745c5c3_Err = templ.JoinStringErrs("exec-rollback-" + x.ID)
+					templ_7745c5c3_Var209, templ_7745c5c3_Err = templ.JoinStringErrs("exec-rollback-submit-" + x.ID)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/execution.templ`, Line: 666, Col: 63}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/execution.templ`, Line: 666, Col: 70}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var209))
 					if templ_7745c5c3_Err != nil {

@@ -51,4 +51,8 @@ func TestHubRendersApartFromTheRequest(t *testing.T) {
 	if n := h.renders.Load(); n != 16 {
 		t.Fatalf("%d renderings for 16 events", n)
 	}
+	nonce, err := h.once(ctx, "nonce", func(ctx context.Context) (any, error) { return templ.GetNonce(ctx), nil })
+	if err != nil || nonce != "" {
+		t.Fatalf("a shared rendering sees the nonce %q of the request that started it (%v)", nonce, err)
+	}
 }

@@ -110,6 +110,10 @@ func Start(t testing.TB, opts *Options) *App {
 		MCP:    DefaultMCP()}
 	if opts.Builtin {
 		cfg.BuiltinRoot = t.TempDir()
+		// The terminals' login shells read their own home, not the host's: a login
+		// file there (a pyenv rehash, slow, or stuck behind the lock a killed shell
+		// left) would make every test's terminal wait on it.
+		cfg.TerminalEnv = []string{"HOME=" + t.TempDir()}
 	}
 	if opts.Config != nil {
 		opts.Config(&cfg)

@@ -73,7 +73,10 @@ func (rs *replicaSet) launch(t *testing.T, i int) *serveProc {
 		rs.dirs = append(rs.dirs, dbtest.TempDir(t))
 		rs.procs = append(rs.procs, nil)
 	}
-	p := launch(t, rs.dirs[i], "--database-url", rs.appURL, "--migrate-database-url", rs.url,
+	// Its terminals' login shells read a home of their own, not the host's login files
+	// (a pyenv rehash there waits a minute on the lock a shell killed in it leaves).
+	env := append(os.Environ(), asToolwardenEnv+"=1", "HOME="+filepath.Join(rs.dirs[i], "home"))
+	p := launchEnv(t, env, rs.dirs[i], "--database-url", rs.appURL, "--migrate-database-url", rs.url,
 		"--secret-key-file", rs.keyFile, "--confine", "off", "--replica-name", "r"+strconv.Itoa(i))
 	t.Cleanup(func() {
 		if t.Failed() {

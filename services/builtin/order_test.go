@@ -32,7 +32,7 @@ func TestBuiltinToolOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root()})
+		ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root(), Env: []string{"HOME=" + t.TempDir()}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,7 +14,7 @@ import (
 // runs, is reaped, and its output and exit code come back.
 func BenchmarkRunCommand(b *testing.B) {
 	root := b.TempDir()
-	ts, err := NewTerminals(TerminalOptions{Root: root})
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func BenchmarkRunCommand(b *testing.B) {
 // shell writes 1 MiB per iteration, read until its end marker arrives.
 func BenchmarkPTYThroughput(b *testing.B) {
 	root := b.TempDir()
-	ts, err := NewTerminals(TerminalOptions{Root: root, BufferBytes: 4 << 20})
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(b), BufferBytes: 4 << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,6 +36,10 @@ type TerminalOptions struct {
 	// Root is the built-in root; running sessions are recorded under <Root>/.terminals.
 	Root   string
 	Logger *slog.Logger
+	// Env is added to every terminal's and command's environment, after Toolwarden's
+	// own ("NAME=value"; a name given here wins). Tests give terminals a home of their
+	// own, so that the host's login files do not run in them.
+	Env []string
 	// BufferBytes is how much output a terminal keeps. Default 1 MiB.
 	BufferBytes int
 	// KeepEnded is how long a terminal whose process ended stays listed, its output
@@ -160,12 +164,23 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b)
 }
 
-// env is a terminal's environment: Toolwarden's, TERM set, and the marker.
+// env is a terminal's environment: Toolwarden's without its own settings (secrets
+// among them: the database's address and password, the model's API key), TERM set, the
+// marker, and Options.Env. A command as innocent as env would otherwise hand them to
+// whoever reads its output, an agent or the audit log.
 func (ts *Terminals) env() []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "TERM=") || strings.HasPrefix(kv, markerEnv+"=")
+		return strings.HasPrefix(kv, "TERM=") || privateEnv(kv)
 	})
-	return append(env, "TERM=xterm-256color", "LANG=C.UTF-8", markerEnv+"="+ts.marker)
+	env = append(env, "TERM=xterm-256color", "LANG=C.UTF-8", markerEnv+"="+ts.marker)
+	return append(env, ts.opts.Env...)
+}
+
+// privateEnv reports whether the environment entry kv is one of Toolwarden's settings
+// (TOOLWARDEN_*, DATABASE_URL) or PostgreSQL's client settings (PG*: a password, a
+// server), which no terminal needs.
+func privateEnv(kv string) bool {
+	return strings.HasPrefix(kv, "TOOLWARDEN_") || strings.HasPrefix(kv, "DATABASE_URL=") || strings.HasPrefix(kv, "PG")
 }
 
 // Get is terminal id, or nil.

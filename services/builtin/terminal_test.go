@@ -16,7 +16,7 @@ import (
 
 func newTestTerminals(t *testing.T, root string) *Terminals {
 	t.Helper()
-	ts, err := NewTerminals(TerminalOptions{Root: root, BufferBytes: 64 << 10})
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t), BufferBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestCrashChild(t *testing.T) {
 	if root == "" {
 		t.Skip("run by TestCleanupAfterCrash")
 	}
-	ts, err := NewTerminals(TerminalOptions{Root: root})
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 	}
 
 	// The restart: the terminals start by cleaning up after the previous run.
-	if _, err := NewTerminals(TerminalOptions{Root: root}); err != nil {
+	if _, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t)}); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, pids...)
@@ -410,7 +410,7 @@ func TestRingWraps(t *testing.T) {
 func TestEndedTerminalsDropped(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	ts, err := NewTerminals(TerminalOptions{Root: root, KeepEnded: 300 * time.Millisecond})
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t), KeepEnded: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,5 +429,46 @@ func TestEndedTerminalsDropped(t *testing.T) {
 			t.Fatal("the ended command is still listed")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ownHome gives a test's terminals a home of their own: the login shell then reads no
+// login file of the host's (a pyenv rehash there is slow, and waits a minute on the
+// lock a shell killed during it leaves behind).
+func ownHome(tb testing.TB) []string { return []string{"HOME=" + tb.TempDir()} }
+
+// TestTerminalEnvironmentLeavesToolwardenOut: a command sees Toolwarden's environment
+// without Toolwarden's own settings (its secrets among them) or PostgreSQL's client
+// settings, so `env` in a terminal shows an agent no database password or API key;
+// the rest passes, and TerminalOptions.Env comes last.
+func TestTerminalEnvironmentLeavesToolwardenOut(t *testing.T) {
+	t.Setenv("TOOLWARDEN_LLM_API_KEY", "sk-leak-check")
+	t.Setenv("DATABASE_URL", "postgres://owner:db-leak-check@db/toolwarden")
+	t.Setenv("PGPASSWORD", "pg-leak-check")
+	t.Setenv("TW_TEST_PASSES", "passes-through")
+	root := t.TempDir()
+	home := t.TempDir()
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: []string{"HOME=" + home}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ts.Close)
+	c, err := ts.Start(TerminalCaller{}, "conv", root, "env", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := c.ExitCode(); code != 0 {
+		t.Fatalf("env exited %d", code)
+	}
+	out, _, _ := c.Output(0)
+	for _, leak := range []string{"sk-leak-check", "db-leak-check", "pg-leak-check"} {
+		if strings.Contains(string(out), leak) {
+			t.Errorf("the terminal's environment holds %q:\n%s", leak, out)
+		}
+	}
+	for _, want := range []string{"TW_TEST_PASSES=passes-through", "HOME=" + home + "\n", "TERM=xterm-256color", markerEnv + "="} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the terminal's environment lacks %q:\n%s", want, out)
+		}
 	}
 }

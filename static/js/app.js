@@ -128,7 +128,7 @@
       var target = form.isConnected ? form : Array.prototype.find.call(
         document.querySelectorAll("form[data-confirm]"), function (f) { return confirmKey(f) === key; });
       if (!target) {
-        showToast("warn", "The page changed while you were deciding: that action is no longer offered here.");
+        showToast("info", "The page changed while you were deciding: that action is no longer offered here.");
         return;
       }
       target.dataset.confirmed = "yes";
@@ -441,9 +441,15 @@
   // A pushed fragment replaces whole parts of the page (htmx's oob swaps), and htmx
   // restores neither focus nor what was typed after them. What the person was doing in
   // a replaced part is kept, for elements with an id: the focus and the cursor, what
-  // was typed or ticked (unless the server's fragment changed that field's own value),
-  // and which <details> were open.
+  // was typed or ticked, and which <details> were open. A field is left as the server
+  // sent it when the fragment changed its own value or its form's hidden fields: a
+  // phrase typed to approve one plan must not approve the plan that replaced it.
   var kept = null;
+  function hiddenOf(f) {
+    if (!f.form) return "";
+    return Array.prototype.map.call(f.form.querySelectorAll("input[type=hidden]"),
+      function (h) { return h.name + "=" + h.value; }).join("&");
+  }
   document.addEventListener("htmx:wsBeforeMessage", function () {
     var a = document.activeElement;
     kept = { focus: a && a !== document.body && a.id ? a : null, fields: [], open: [] };
@@ -452,8 +458,9 @@
     }
     document.querySelectorAll("input[id], textarea[id]").forEach(function (f) {
       var tick = f.type === "checkbox" || f.type === "radio";
-      if (f.type === "hidden" || (tick ? f.checked === f.defaultChecked : f.value === f.defaultValue)) return;
-      kept.fields.push({ el: f, tick: tick, checked: f.checked, value: f.value });
+      if (f.type === "hidden" || f.type === "file" || f.type === "password") return;
+      if (tick ? f.checked === f.defaultChecked : f.value === f.defaultValue) return;
+      kept.fields.push({ el: f, tick: tick, checked: f.checked, value: f.value, hidden: hiddenOf(f) });
     });
     document.querySelectorAll("details[id][open]").forEach(function (d) { kept.open.push(d); });
   });
@@ -468,7 +475,7 @@
     };
     k.fields.forEach(function (f) {
       var n = replacement(f.el);
-      if (!n) return;
+      if (!n || hiddenOf(n) !== f.hidden) return;
       if (f.tick) {
         if (n.defaultChecked === f.el.defaultChecked) n.checked = f.checked;
       } else if (n.defaultValue === f.el.defaultValue) {
