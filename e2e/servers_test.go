@@ -55,6 +55,10 @@ func TestBrowserAddStdioServer(t *testing.T) {
 
 	b.do("test the connection", chromedp.Click(chromedp.CSS(`[data-testid=test-connection]`)))
 	b.waitJS("the test reports a connection", `!!document.querySelector("[data-testid=test-ok]")`)
+	// The result replaced the whole panel, not only the status that polled for it.
+	if !eval[bool](b, `document.querySelectorAll("#test-result").length === 1 && !document.querySelector("[data-testid=test-cancel]") && !document.querySelector("[data-testid=test-running]")`) {
+		t.Fatalf("the result sits inside the running panel: %s", eval[string](b, `document.getElementById("test-result").outerHTML`))
+	}
 	if txt := eval[string](b, `document.querySelector("[data-testid=test-ok]").textContent`); !strings.Contains(txt, "5 tools") {
 		t.Fatalf("test result %q does not report the 5 tools", strings.Join(strings.Fields(txt), " "))
 	}

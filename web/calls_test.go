@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,24 +112,46 @@ func TestAPIToolCall(t *testing.T) {
 		}
 	}
 
-	// A burst past the user's limit: 429 with Retry-After.
-	var limited *http.Response
-	for range 80 {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/tools/call", bytes.NewReader([]byte(`{"tool":"mt__echo","arguments":{"message":"x"}}`)))
-		req.Header.Set("Authorization", "Bearer "+api.bearer)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode == http.StatusTooManyRequests {
-			limited = res
-			break
-		}
+	// A burst past the user's limit (600 a minute, 60 at once): 429 with Retry-After.
+	// The calls go 30 at a time, so that a loaded machine's slow calls still outrun the
+	// refill of 10 a second (one after the other, they did not).
+	var (
+		mu      sync.Mutex
+		limited *http.Response
+		wg      sync.WaitGroup
+	)
+	calls := make(chan struct{}, 300)
+	for range cap(calls) {
+		calls <- struct{}{}
 	}
+	close(calls)
+	for range 30 {
+		wg.Go(func() {
+			for range calls {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/tools/call", bytes.NewReader([]byte(`{"tool":"mt__echo","arguments":{"message":"x"}}`)))
+				req.Header.Set("Authorization", "Bearer "+api.bearer)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				res.Body.Close()
+				mu.Lock()
+				done := limited != nil
+				if res.StatusCode == http.StatusTooManyRequests && !done {
+					limited, done = res, true
+				}
+				mu.Unlock()
+				if done {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 	if limited == nil {
-		t.Fatal("80 quick calls were never limited at 600 a minute")
+		t.Fatal("300 quick calls, 30 at a time, were never limited at 600 a minute")
 	}
 	if n, err := strconv.Atoi(limited.Header.Get("Retry-After")); err != nil || n < 1 {
 		t.Fatalf("Retry-After: got %q, want whole seconds", limited.Header.Get("Retry-After"))
