@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -26,21 +25,8 @@ func TestBrowserLiveUpdatesKeepWhatYouDo(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
 	ctx := context.Background()
-	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "docs", Type: registry.TypeStreamableHTTP,
-		URL: "http://127.0.0.1:9/mcp"}) // disabled: its card changes only when the test changes it
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"What to look for."}}}`)
-	if _, err := srv.Registry.ApplyDiscovery(ctx, sv.ID, registry.Discovery{Trigger: "manual", Actor: audit.System,
-		StartedAt: time.Now(), Pages: 1, Tools: []registry.ToolDef{
-			{Name: "search_docs", Description: "Searches the documentation for a phrase.", InputSchema: schema},
-			{Name: "search_code", Description: "Searches the source code for a phrase.", InputSchema: schema},
-			{Name: "broken", Description: "Has a schema that cannot be used.",
-				InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"strin"}}}`)},
-		}}); err != nil {
-		t.Fatal(err)
-	}
+	sv := docsServer(t, srv, registry.ToolDef{Name: "broken", Description: "Has a schema that cannot be used.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"strin"}}}`)})
 	tag := func(name string) {
 		t.Helper()
 		if _, err := srv.Tools.Tag(ctx, audit.System, []string{srv.ToolID(t, "docs__"+name)}, []string{"live"}, false); err != nil {

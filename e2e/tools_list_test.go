@@ -13,26 +13,37 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
-// TestBrowserToolCardSwitch: a card's enable switch, which submits the list's bulk form
-// to the tool's own address (formaction), changes that tool alone and brings the person
-// back to the same search, by mouse and by keyboard; the status badge keeps its dot.
-func TestBrowserToolCardSwitch(t *testing.T) {
-	srv := webtest.Start(t, nil)
+// searchSchema is the input schema of docsServer's tools.
+var searchSchema = json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"What to look for."}}}`)
+
+// docsServer registers a disabled server "docs" (at an address nothing answers, so its
+// cards change only when a test changes them) with the tools search_docs, search_code
+// and more, as if discovered.
+func docsServer(t *testing.T, srv *webtest.Server, more ...registry.ToolDef) registry.Server {
+	t.Helper()
 	ctx := context.Background()
 	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "docs", Type: registry.TypeStreamableHTTP,
 		URL: "http://127.0.0.1:9/mcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	schema := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","description":"What to look for."}}}`)
+	tools := append([]registry.ToolDef{
+		{Name: "search_docs", Description: "Searches the documentation for a phrase.", InputSchema: searchSchema},
+		{Name: "search_code", Description: "Searches the source code for a phrase.", InputSchema: searchSchema},
+	}, more...)
 	if _, err := srv.Registry.ApplyDiscovery(ctx, sv.ID, registry.Discovery{Trigger: "manual", Actor: audit.System,
-		StartedAt: time.Now(), Pages: 1, Tools: []registry.ToolDef{
-			{Name: "search_docs", Description: "Searches the documentation for a phrase.", InputSchema: schema},
-			{Name: "search_code", Description: "Searches the source code for a phrase.", InputSchema: schema},
-			{Name: "read_page", Description: "Reads one page of the documentation.", InputSchema: schema},
-		}}); err != nil {
+		StartedAt: time.Now(), Pages: 1, Tools: tools}); err != nil {
 		t.Fatal(err)
 	}
+	return sv
+}
+
+// TestBrowserToolCardSwitch: a card's enable switch, which submits the list's bulk form
+// to the tool's own address (formaction), changes that tool alone and brings the person
+// back to the same search, by mouse and by keyboard; the status badge keeps its dot.
+func TestBrowserToolCardSwitch(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	docsServer(t, srv, registry.ToolDef{Name: "read_page", Description: "Reads one page of the documentation.", InputSchema: searchSchema})
 
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
