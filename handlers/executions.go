@@ -253,6 +253,11 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 	}
 	line := executionLogLine(ev)
 	parts := []templ.Component{views.LiveExecution(x, &line)}
+	if events.ToolOutput.Is(ev) {
+		// A long step may report progress many times a second, to every page that
+		// follows it: only what progress changes is sent (and redrawn).
+		parts = []templ.Component{views.LiveExecutionProgress(x, &line)}
+	}
 	switch ev.Kind {
 	case string(events.ApprovalGranted), string(events.ApprovalRejected), string(events.ExecutionCancelled),
 		string(events.ExecutionExpired):

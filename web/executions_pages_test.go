@@ -15,6 +15,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/planner"
@@ -508,10 +509,15 @@ var xpCursorRE = regexp.MustCompile(`id="ws-cursor"[^>]*\sdata-last-event-id="(\
 
 // The page follows its execution over the websocket: after a confirm the socket pushes
 // fragments that replace the stepper and append log lines, newer than the page's cursor.
+// A step's progress sends the stepper and its log line only; every other event sends
+// every part.
 func TestExecutionPageLiveUpdates(t *testing.T) {
 	t.Parallel()
 	e := xpStart(t)
-	id := e.createPlan(t, e.ann, `{"steps":[{"tool":"mt__echo","arguments":{"message":"live"}},{"tool":"lo__add","arguments":{"a":2,"b":3}}]}`)
+	if _, err := e.srv.Tools.SetEnabled(context.Background(), audit.System, []string{e.srv.ToolID(t, "lo__sleep")}, true, "test", false); err != nil {
+		t.Fatal(err)
+	}
+	id := e.createPlan(t, e.ann, `{"steps":[{"tool":"mt__echo","arguments":{"message":"live"}},{"tool":"lo__sleep","arguments":{"ms":250}},{"tool":"lo__add","arguments":{"a":2,"b":3}}]}`)
 	doc := e.show(t, e.ann, id, http.StatusOK)
 	topic := "execution:" + id
 	if !strings.Contains(doc.Find("[ws-connect]").AttrOr("data-topics", ""), topic) {
@@ -544,7 +550,7 @@ func TestExecutionPageLiveUpdates(t *testing.T) {
 	ex := e.get(t, id)
 	e.decide(t, e.ann, id, "confirm", url.Values{"plan_hash": {ex.Hash()}})
 
-	var sawRunning, sawLog, sawDone bool
+	var sawRunning, sawLog, sawDone, sawProgress bool
 	var lastLine string
 	deadline := time.Now().Add(30 * time.Second)
 	for !sawDone {
@@ -565,13 +571,19 @@ func TestExecutionPageLiveUpdates(t *testing.T) {
 			t.Fatal(err)
 		}
 		stepper := frag.Find("#exec-steps-" + id + "[data-testid=stepper]")
-		if stepper.Length() != 1 || frag.Find("#exec-head-"+id).Length() != 1 || frag.Find("#exec-approval-"+id).Length() != 1 ||
-			frag.Find("#exec-results-"+id).Length() != 1 || frag.Find("#exec-rollback-"+id).Length() != 1 {
-			t.Fatalf("a fragment without every live part: %s", msg)
-		}
 		logs := frag.Find("ol#exec-log-lines-" + id + "[hx-swap-oob=beforeend] [data-testid=log-line]")
 		if logs.Length() != 1 {
 			t.Fatalf("a fragment without exactly one log line: %s", msg)
+		}
+		others := frag.Find("#exec-head-"+id).Length() + frag.Find("#exec-approval-"+id).Length() +
+			frag.Find("#exec-results-"+id).Length() + frag.Find("#exec-rollback-"+id).Length()
+		if logs.AttrOr("data-kind", "") == "tool.output" {
+			sawProgress = true
+			if stepper.Length() != 1 || others != 0 || !strings.Contains(stepper.Text(), "slept") {
+				t.Fatalf("a progress fragment is not the stepper (with its progress) and its log line alone: %s", msg)
+			}
+		} else if stepper.Length() != 1 || others != 4 {
+			t.Fatalf("a fragment without every live part: %s", msg)
 		}
 		sawLog = true
 		lastLine = logs.Text()
@@ -580,7 +592,7 @@ func TestExecutionPageLiveUpdates(t *testing.T) {
 		}
 		if logs.AttrOr("data-kind", "") == "execution.success" {
 			sawDone = true
-			if got := xpStepStatuses(frag, "step"); strings.Join(got, ",") != "succeeded,succeeded" {
+			if got := xpStepStatuses(frag, "step"); strings.Join(got, ",") != "succeeded,succeeded,succeeded" {
 				t.Errorf("the last fragment's stepper: %v", got)
 			}
 			if xpStatus(frag) != "success" || !strings.Contains(frag.Find("#exec-results-"+id).Text(), "Echo: live") {
@@ -588,7 +600,7 @@ func TestExecutionPageLiveUpdates(t *testing.T) {
 			}
 		}
 	}
-	if !sawRunning || !strings.Contains(lastLine, "every step succeeded") {
-		t.Errorf("running seen %v, last line %q", sawRunning, lastLine)
+	if !sawRunning || !sawProgress || !strings.Contains(lastLine, "every step succeeded") {
+		t.Errorf("running seen %v, progress seen %v, last line %q", sawRunning, sawProgress, lastLine)
 	}
 }
