@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -51,7 +52,15 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 			return nil, err
 		}
 		res, err := cb.Execute(func() (*mcp.CallToolResult, error) {
-			return r.mcp.CallToolBound(cctx, e.t.ServerID, identity, e.t.Name, args, progress)
+			res, err := r.mcp.CallToolBound(cctx, e.t.ServerID, identity, e.t.Name, args, progress)
+			if err != nil && cctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+				// A context error while the call's own context is alive is the session's:
+				// it ended under the call (a crashed server's session is closed, which can
+				// reach its pending calls before the read error does). That is the server
+				// failing, not the caller giving up, so it must count against the circuit.
+				err = fmt.Errorf("the server's session ended during the call (%v)", err)
+			}
+			return res, err
 		})
 		if err == nil {
 			return res, nil
