@@ -252,25 +252,25 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		return nil, err
 	}
 	line := executionLogLine(ev)
-	parts := []templ.Component{views.LiveExecution(x, &line)}
 	if events.ToolOutput.Is(ev) {
 		// A long step may report progress many times a second, to every page that
 		// follows it: only what progress changes is sent (and redrawn).
-		parts = []templ.Component{views.LiveExecutionProgress(x, &line)}
+		return []templ.Component{views.LiveExecutionProgress(x, &line)}, nil
 	}
+	parts := []templ.Component{views.LiveExecution(x, &line)}
+	// A decision replaces the approval controls someone may be using on this page (an
+	// open dialog, a phrase being typed): a toast says who decided.
+	decision := func(kind string) { parts = append(parts, views.LiveToast(kind, line.Text)) }
 	switch ev.Kind {
-	case string(events.ApprovalGranted), string(events.ApprovalRejected), string(events.ExecutionCancelled),
-		string(events.ExecutionExpired):
-		// A decision replaces the approval controls someone may be using on this page
-		// (an open dialog, a phrase being typed): the toast says who decided. An
-		// approval by policy follows the plan at once and needs no news.
+	case string(events.ApprovalGranted):
+		// An approval by policy follows the plan at once and needs no news.
 		if g, err := events.ApprovalGranted.Decode(ev); err != nil || g.Approval != "policy" {
-			kind := "info"
-			if line.Level == "error" {
-				kind = "error"
-			}
-			parts = append(parts, views.LiveToast(kind, line.Text))
+			decision("info")
 		}
+	case string(events.ApprovalRejected):
+		decision("error")
+	case string(events.ExecutionCancelled), string(events.ExecutionExpired):
+		decision("info")
 	case string(events.ExecutionSucceeded):
 		parts = append(parts, views.LiveToast("success", "The execution finished: every step succeeded."))
 	case string(events.ExecutionFailed):

@@ -429,38 +429,53 @@ func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) b
 // page costs a write, not a render and a compression, per event; the bytes are kept
 // for batches.
 func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
+	return cached(ctx, h, h.cache, &h.order, ev.ID, "e"+strconv.FormatInt(ev.ID, 10), wsRenderCache,
+		func(ctx context.Context) (rendered, error) {
+			raw, err := h.live.Render(ctx, ev)
+			if err != nil {
+				return rendered{}, err
+			}
+			h.renders.Add(1)
+			msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
+			if err != nil {
+				return rendered{}, err
+			}
+			return rendered{raw: raw, msg: msg}, nil
+		})
+}
+
+// cached is the value under k in one of the hub's caches (m, its keys oldest first in
+// order), or else builds it once for every socket that asks meanwhile (flight names the
+// build among the hub's flights) and keeps it among the newest limit.
+func cached[K comparable, V any](ctx context.Context, h *hub, m map[K]V, order *[]K, k K, flight string, limit int,
+	build func(context.Context) (V, error)) (V, error) {
 	h.mu.RLock()
-	r, ok := h.cache[ev.ID]
+	v, ok := m[k]
 	h.mu.RUnlock()
 	if ok {
-		return r, nil
+		return v, nil
 	}
-	v, err := h.once(ctx, "e"+strconv.FormatInt(ev.ID, 10), func(ctx context.Context) (any, error) {
+	got, err := h.once(ctx, flight, func(ctx context.Context) (any, error) {
 		h.mu.RLock()
-		r, ok := h.cache[ev.ID] // rendered by a flight that ended just before this one began
+		v, ok := m[k] // built by a flight that ended just before this one began
 		h.mu.RUnlock()
 		if ok {
-			return r, nil
+			return v, nil
 		}
-		raw, err := h.live.Render(ctx, ev)
+		v, err := build(ctx)
 		if err != nil {
-			return rendered{}, err
+			return nil, err
 		}
-		h.renders.Add(1)
-		msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
-		if err != nil {
-			return rendered{}, err
-		}
-		r = rendered{raw: raw, msg: msg}
 		h.mu.Lock()
-		keepNewest(h.cache, &h.order, ev.ID, r, wsRenderCache)
+		keepNewest(m, order, k, v, limit)
 		h.mu.Unlock()
-		return r, nil
+		return v, nil
 	})
 	if err != nil {
-		return rendered{}, err
+		var zero V
+		return zero, err
 	}
-	return v.(rendered), nil
+	return got.(V), nil
 }
 
 // keepNewest adds v under k to m unless k is there, forgetting the oldest key once more
@@ -513,48 +528,26 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 	for _, ev := range evs {
 		key = strconv.AppendInt(append(key, ','), ev.ID, 10)
 	}
-	h.mu.RLock()
-	msg, ok := h.batches[string(key)]
-	h.mu.RUnlock()
-	if ok {
-		return msg, nil
-	}
-	v, err := h.once(ctx, "b"+string(key), func(ctx context.Context) (any, error) {
-		h.mu.RLock()
-		msg, ok := h.batches[string(key)]
-		h.mu.RUnlock()
-		if ok {
-			return msg, nil
-		}
-		var raw []byte
-		for _, ev := range evs {
-			if ctx.Err() != nil {
-				return nil, ctx.Err() // out of time: the rest would only fail the same way
+	return cached(ctx, h, h.batches, &h.batchOrder, string(key), "b"+string(key), wsBatchCache,
+		func(ctx context.Context) (*websocket.PreparedMessage, error) {
+			var raw []byte
+			for _, ev := range evs {
+				if ctx.Err() != nil {
+					return nil, ctx.Err() // out of time: the rest would only fail the same way
+				}
+				r, err := h.render(ctx, ev)
+				if err != nil {
+					// Skipped as send skips one alone; the cursor moves on with the next.
+					h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
+					continue
+				}
+				raw = append(raw, r.raw...)
 			}
-			r, err := h.render(ctx, ev)
-			if err != nil {
-				// Skipped as send skips one alone; the cursor moves on with the next.
-				h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
-				continue
+			if raw == nil {
+				return nil, errors.New("no event of the batch rendered")
 			}
-			raw = append(raw, r.raw...)
-		}
-		if raw == nil {
-			return nil, errors.New("no event of the batch rendered")
-		}
-		msg, err := websocket.NewPreparedMessage(websocket.TextMessage, raw)
-		if err != nil {
-			return nil, err
-		}
-		h.mu.Lock()
-		keepNewest(h.batches, &h.batchOrder, string(key), msg, wsBatchCache)
-		h.mu.Unlock()
-		return msg, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*websocket.PreparedMessage), nil
+			return websocket.NewPreparedMessage(websocket.TextMessage, raw)
+		})
 }
 
 func (h *hub) write(conn *websocket.Conn, msg []byte) error {
