@@ -309,6 +309,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		{Name: "prune", Scope: Once, Every: cfg.Prune, Job: a.prune},
 		// Finished days' calls are added up for /analytics (services/analytics).
 		{Name: "rollup", Scope: Once, Every: time.Hour, Job: a.rollup},
+		// The audit log's free-text index, kept behind the appends (services/audit).
+		{Name: "audit-search", Run: a.indexAuditSearch},
 	}
 	if a.Terminals != nil {
 		// Ends, within seconds, the records of the terminals of a replica that died.

@@ -52,7 +52,11 @@ func TestAppRole(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, func() bool {
 		return a.Count(t, `SELECT count(*) FROM tool_usage_logs`) > 0
 	}, "the call was never recorded")
-	for _, table := range []string{"tool_state_history", "tool_schemas", "audit_log"} {
+	// The audit log's free-text index is filled behind the appends, by the App.
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		return a.Count(t, `SELECT count(*) FROM audit_search`) > 0
+	}, "no entry was indexed for search")
+	for _, table := range []string{"tool_state_history", "tool_schemas", "audit_log", "audit_search"} {
 		if n := a.Count(t, `SELECT count(*) FROM `+table); n == 0 {
 			t.Errorf("%s: no rows written as %s", table, db.AppRole)
 		}
@@ -71,6 +75,9 @@ func TestAppRole(t *testing.T) {
 		`UPDATE tool_schemas SET breaking = NOT breaking`,
 		`DELETE FROM tool_schemas`,
 		`TRUNCATE tool_schemas CASCADE`,
+		`UPDATE audit_search SET doc = to_tsvector('forged')`,
+		`DELETE FROM audit_search`,
+		`TRUNCATE audit_search`,
 		`UPDATE schema_migrations SET version = 1`,
 	} {
 		_, err := a.Pool.Exec(ctx, stmt)

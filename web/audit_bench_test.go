@@ -67,6 +67,10 @@ func BenchmarkAuditPage(b *testing.B) {
 			return "from=" + from.Format(time.RFC3339) + "&to=" + from.Add(span/100).Format(time.RFC3339)
 		}, true},
 		{"q", func(i int) string { return fmt.Sprintf("q=tool-%d", 10000+(i*13)%40000) }, false},
+		// A word every entry has, alone and with an actor: read newest first, not found
+		// through the words' index.
+		{"q-common", func(i int) string { return "q=bench" }, true},
+		{"q-common+actor", func(i int) string { return fmt.Sprintf("q=bench&actor=user%d", i%audittest.Actors) }, true},
 		{"actor+group", func(i int) string { return fmt.Sprintf("actor=user%d&action=calls", i%audittest.Actors) }, true},
 		{"deep", func(i int) string { return fmt.Sprintf("action=calls&cursor=%d", mid-int64(i)*1000) }, true},
 	}

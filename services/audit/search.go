@@ -1,0 +1,58 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// searchBatch bounds one indexing statement, so a long backlog is indexed in steps that
+// each commit (and a search waiting behind one waits for a step, not the backlog).
+const searchBatch = 20_000
+
+// indexSearchSQL indexes, for the free-text filter, the next entries after the last one
+// indexed. Appends commit in id order under the journal lock, so the indexed ids are
+// always a prefix of the chain and their maximum is where to go on from.
+const indexSearchSQL = `/* audit.IndexSearch */ INSERT INTO audit_search (id, doc)
+	SELECT id, to_tsvector('simple'::regconfig, audit_search_text(actor_name, action, target_type, target_id, target_name, payload))
+	FROM audit_log WHERE id > (SELECT coalesce(max(id), 0) FROM audit_search) ORDER BY id LIMIT $1`
+
+// IndexSearch indexes the entries the free-text filter cannot find yet (audit_search,
+// migration 42) and returns how many it indexed. The index is kept behind the appends
+// rather than by them, so no call waits for it: the server runs this a few times a
+// second, and every search runs it before it reads, so a search sees every committed
+// entry. Indexers (replicas, searches) take turns on an advisory lock; a step commits
+// without waiting for the disk, since a crash that loses one only means it is redone.
+func (l *Log) IndexSearch(ctx context.Context) (int64, error) {
+	var total int64
+	for {
+		var n int64
+		b := &pgx.Batch{}
+		b.Queue("BEGIN")
+		b.Queue("SET LOCAL synchronous_commit = off")
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('toolwarden.audit_search', 0))`)
+		b.Queue(indexSearchSQL, searchBatch).Exec(func(tag pgconn.CommandTag) error {
+			n = tag.RowsAffected()
+			return nil
+		})
+		b.Queue("COMMIT")
+		if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
+			return total, fmt.Errorf("audit: index for search: %w", err)
+		}
+		total += n
+		if n < searchBatch {
+			return total, nil
+		}
+	}
+}
+
+// searchable makes sure a search by f finds every entry committed so far.
+func (l *Log) searchable(ctx context.Context, f Filter) error {
+	if f.Q == "" {
+		return nil
+	}
+	_, err := l.IndexSearch(ctx)
+	return err
+}
