@@ -20,19 +20,6 @@ type Appender struct {
 	head *Head
 }
 
-// Forget drops the remembered head, before the writer appends in a transaction of its
-// own making (AppendBatch); Wrote tells it the head once that transaction committed.
-func (a *Appender) Forget() { a.head = nil }
-
-// Wrote remembers the last of rs, entries AppendBatch wrote in a transaction that has
-// committed.
-func (a *Appender) Wrote(rs []Record) {
-	if len(rs) > 0 {
-		last := rs[len(rs)-1]
-		a.head = &Head{ID: last.ID, Hash: last.Hash}
-	}
-}
-
 // Append writes entries in a transaction of its own on a connection from pool and
 // returns their audit.appended events for the caller to publish (later, off the path
 // of whoever waits for the append). It is the fixed cost every tool call pays before it

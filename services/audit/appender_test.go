@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
@@ -29,19 +27,6 @@ func TestAppender(t *testing.T) {
 	appendN(t, pool, 1) // someone else appends: the remembered head is stale
 	if _, err := a.Append(ctx, pool, two, db.Synchronous); err != nil {
 		t.Fatalf("after a stale head: %v", err)
-	}
-	a.Forget()
-	var written []audit.Record
-	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
-		var err error
-		written, err = audit.AppendBatch(ctx, tx, two)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	a.Wrote(written)
-	if _, err := a.Append(ctx, pool, two, db.Synchronous); err != nil {
-		t.Fatalf("after Wrote: %v", err)
 	}
 	if announce, err := a.Append(ctx, pool, nil, db.Synchronous); err != nil || announce != nil {
 		t.Fatalf("nothing to append: got %v, %v", announce, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -522,5 +523,62 @@ func TestConcurrentCallsKeepTheAuditChain(t *testing.T) {
 	res, err := audit.Verify(e.ctx, e.pool)
 	if err != nil || !res.OK() {
 		t.Fatalf("audit chain: %+v %v", res, err)
+	}
+}
+
+// A caller waits only for its own audit row: calls go on while the writes gathered
+// behind them (usage rows, events) cannot proceed, and those follow, in order, once
+// they can.
+func TestCallsDoNotWaitForGatheredWrites(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("mt", true, "echo")
+	// Inserts into tool_usage_logs wait for this lock: so does every gathered write.
+	tx, err := e.pool.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(e.ctx) }()
+	if _, err := tx.Exec(e.ctx, `LOCK TABLE tool_usage_logs IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 3 {
+		done := make(chan error, 1)
+		go func() {
+			res, err := e.call("mt__echo", fmt.Sprintf(`{"message":"%d"}`, i))
+			if err == nil {
+				ids = append(ids, res.CallID)
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("call %d is waiting for the gathered writes of the calls before it", i)
+		}
+		// The next call starts once the gathered write of this one waits for the lock.
+		testkit.WaitFor(t, 10*time.Second, func() bool {
+			return e.count(`SELECT count(*) FROM pg_locks WHERE relation = 'tool_usage_logs'::regclass AND NOT granted`) > 0
+		}, "the call's usage row was never written")
+	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call'`); n != 3 {
+		t.Errorf("audit rows while the rest waits: %d, want 3", n)
+	}
+	if err := tx.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.flush()
+	for _, id := range ids {
+		if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE metadata->>'call_id' = $1`, id); n != 1 {
+			t.Errorf("call %s: %d usage rows, want 1", id, n)
+		}
+		if n := e.count(`SELECT count(*) FROM events s JOIN events c ON c.payload->>'call_id' = s.payload->>'call_id'
+			WHERE s.kind = 'tool.started' AND c.kind = 'tool.completed' AND s.id < c.id AND s.payload->>'call_id' = $1`, id); n != 1 {
+			t.Errorf("call %s: its started event does not precede its completed one", id)
+		}
 	}
 }

@@ -36,10 +36,11 @@ type job struct {
 // must be committed before a call runs, docs/security.md) go first: every such job queued while
 // the previous transaction committed is written in the next one, so a burst of N calls
 // costs about one commit and callers do not serialize on the journal lock. What is
-// written behind the callers' backs (usage rows, completion events) is gathered for up
-// to flushEvery and written in one transaction, never ahead of a waiting job. A
-// transaction whose jobs are all LOW calls' commits asynchronously (job.commit): it
-// neither waits for the disk nor holds the journal lock while the disk flushes.
+// written behind the callers' backs (usage rows, events, completion records) is
+// gathered for up to flushEvery and written in one transaction by a second writer
+// (runLater), so those writes never hold up a waiting caller. A transaction whose jobs
+// are all LOW calls' commits asynchronously (job.commit): it neither waits for the
+// disk nor holds the journal lock while the disk flushes.
 type recorder struct {
 	pool       *pgxpool.Pool
 	begin      db.TxBeginner // pool, or its Local
@@ -50,9 +51,9 @@ type recorder struct {
 	maxBatch   int
 	flushEvery time.Duration
 	stopped    chan struct{}
-	// deferred are jobs a write produced for the next gathered write (writer goroutine only).
+	// deferred are jobs an urgent write left to the gathered writes (run's goroutine only).
 	deferred []*job
-	// chain remembers the audit chain head this recorder wrote last (writer goroutine
+	// chain remembers the audit chain head the urgent writes wrote last (run's goroutine
 	// only). While nobody else appends, it saves the waiting callers' append a round trip.
 	chain audit.Appender
 }
@@ -104,76 +105,86 @@ func (w *recorder) flush(ctx context.Context) error {
 	return w.submit(ctx, &job{flush: true}, true)
 }
 
-// run writes until ctx ends, then writes what is still queued and returns.
+// run writes until ctx ends, then writes what is still queued and returns. Waiting
+// callers' audit rows are written here, and everything else by runLater, on a
+// connection of its own: a caller never waits behind a gathered write, and the two
+// meet only on the journal lock, which a gathered write takes last.
 func (w *recorder) run(ctx context.Context) {
 	defer close(w.stopped)
-	var pending []*job
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	armed := false
-	writePending := func() error {
-		var first error
-		for len(pending) > 0 {
-			n := min(len(pending), w.maxBatch)
-			if err := w.writeBatch(pending[:n], false); err != nil && first == nil {
-				first = err
-			}
-			pending = pending[n:]
-		}
-		pending = nil
-		return first
-	}
-	arm := func() {
-		if len(pending) >= w.maxBatch {
-			_ = writePending()
-		} else if len(pending) > 0 && !armed {
-			timer.Reset(w.flushEvery)
-			armed = true
-		}
-	}
-	gather := func(j *job) {
-		pending = append(pending, j)
-		pending = w.drainInto(w.later, pending, 4*w.maxBatch)
-		arm()
-	}
+	stop, laterDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(laterDone)
+		w.runLater(stop)
+	}()
 	for {
-		// Waiting callers first.
 		select {
 		case j := <-w.urgent:
-			w.writeUrgent(j, &pending, writePending)
-			arm()
-			continue
-		default:
-		}
-		select {
-		case j := <-w.urgent:
-			w.writeUrgent(j, &pending, writePending)
-			arm()
-		case j := <-w.later:
-			gather(j)
-		case <-timer.C:
-			armed = false
-			_ = writePending() // each failed job was logged
+			w.writeUrgent(j)
 		case <-ctx.Done():
 			for {
 				select {
 				case j := <-w.urgent:
-					w.writeUrgent(j, &pending, writePending)
-					continue
-				case j := <-w.later:
-					pending = append(pending, j)
+					w.writeUrgent(j)
 					continue
 				default:
 				}
 				break
 			}
-			_ = writePending()
+			close(stop)
+			<-laterDone
 			return
 		}
 	}
 }
 
-func (w *recorder) writeUrgent(first *job, pending *[]*job, writePending func() error) {
+// runLater writes the gathered jobs: up to flushEvery after the first, or at once when
+// maxBatch are waiting or a flush asks. When stop closes it writes what is queued and
+// returns.
+func (w *recorder) runLater(stop <-chan struct{}) {
+	var pending []*job
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed, flush := false, false
+	writePending := func() {
+		for len(pending) > 0 {
+			n := min(len(pending), w.maxBatch)
+			_ = w.writeBatch(pending[:n], false) // each failed job was logged or told its waiter
+			pending = pending[n:]
+		}
+		pending, flush = nil, false
+	}
+	for {
+		select {
+		case j := <-w.later:
+			pending = append(pending, j)
+			pending = w.drainInto(w.later, pending, 4*w.maxBatch)
+			for _, j := range pending {
+				flush = flush || j.flush
+			}
+			if flush || len(pending) >= w.maxBatch {
+				// A flush is finished with the batch it is in, once everything before it
+				// is written.
+				writePending()
+			} else if !armed {
+				timer.Reset(w.flushEvery)
+				armed = true
+			}
+		case <-timer.C:
+			armed = false
+			writePending()
+		case <-stop:
+			pending = w.drainInto(w.later, pending, 1<<30)
+			writePending()
+			return
+		}
+	}
+}
+
+// writeUrgent writes the waiting callers' audit rows of first and of the waiting jobs
+// queued behind it in one transaction. The rest of those jobs (their events, and the
+// chain's announcements) and any flush go to runLater before the callers are told, so a
+// call's later records always follow them there.
+func (w *recorder) writeUrgent(first *job) {
 	var jobs, flushes []*job
 	for _, j := range w.drainInto(w.urgent, []*job{first}, w.maxBatch) {
 		if j.flush {
@@ -185,16 +196,8 @@ func (w *recorder) writeUrgent(first *job, pending *[]*job, writePending func() 
 	if len(jobs) > 0 {
 		w.writeBatch(jobs, true)
 	}
-	*pending = append(*pending, w.deferred...)
-	w.deferred = nil
-	if len(flushes) > 0 {
-		// Everything submitted before the flush: the waiting jobs just written, their
-		// deferred events and whatever was gathered.
-		*pending = w.drainInto(w.later, *pending, 1<<30)
-		err := writePending()
-		for _, f := range flushes {
-			f.finish(err, w.log)
-		}
+	for _, f := range flushes {
+		w.later <- f
 	}
 }
 
@@ -224,14 +227,27 @@ func (w *recorder) writeBatch(batch []*job, urgent bool) error {
 			if err != nil && first == nil {
 				first = err
 			}
+			w.handOff(urgent)
 			j.finish(err, w.log)
 		}
 		return first
 	}
+	w.handOff(urgent)
 	for _, j := range batch {
 		j.finish(err, w.log)
 	}
 	return err
+}
+
+// handOff queues for runLater what an urgent write left to it.
+func (w *recorder) handOff(urgent bool) {
+	if !urgent {
+		return
+	}
+	for _, d := range w.deferred {
+		w.later <- d
+	}
+	w.deferred = nil
 }
 
 func (j *job) finish(err error, log *slog.Logger) {
@@ -277,20 +293,25 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 	if len(audits)+len(drafts)+len(logs)+len(touch) == 0 {
 		return nil // a flush marker
 	}
-	if urgent && len(audits) > 0 && len(logs)+len(touch) == 0 {
+	if urgent {
+		// Only the audit rows are written for the waiting callers. The rest follows in
+		// a gathered write (runLater), so NOTIFY and the work every replica's bus does
+		// for it stay off their path, and events are published by one writer only.
 		announce, err := w.chain.Append(ctx, w.pool, audits, commit)
-		if err == nil && len(drafts)+len(announce) > 0 {
-			// The events follow in the next gathered write: NOTIFY and the work every
-			// replica's bus does for it stay off the path of the waiting caller.
-			w.deferred = append(w.deferred, &job{drafts: append(drafts, announce...), commit: commit})
+		if err == nil && len(drafts)+len(announce)+len(logs)+len(touch) > 0 {
+			var rest []*job
+			for _, j := range batch {
+				if len(j.usage)+len(j.touch) > 0 {
+					rest = append(rest, &job{usage: j.usage, touch: j.touch, at: j.at, commit: commit})
+				}
+			}
+			w.deferred = append(w.deferred, append(rest, &job{drafts: append(drafts, announce...), commit: commit})...)
 		}
 		return err
 	}
-	var written []audit.Record
+	// The gathered writes leave the chain head the urgent writes remember alone: when
+	// one appends, the next urgent append finds the head moved and reads it.
 	var published *events.Published
-	if len(audits) > 0 {
-		w.chain.Forget() // known again once the append commits
-	}
 	err := db.WithTx(ctx, w.begin, func(tx pgx.Tx) error {
 		if err := db.SetCommit(ctx, tx, commit); err != nil {
 			return err
@@ -304,8 +325,7 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 			}
 		}
 		// The journal lock is taken last, so it is held only for the appends.
-		var err error
-		if written, err = audit.AppendBatch(ctx, tx, audits); err != nil {
+		if _, err := audit.AppendBatch(ctx, tx, audits); err != nil {
 			return err
 		}
 		if w.bus == nil {
@@ -314,13 +334,10 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 		}
 		// This replica's subscribers get them from memory (Deliver below); the
 		// NOTIFY is for the others.
+		var err error
 		published, err = w.bus.PublishBatch(ctx, tx, drafts)
 		return err
 	})
 	published.Deliver(err)
-	if err != nil {
-		return err
-	}
-	w.chain.Wrote(written)
-	return nil
+	return err
 }
