@@ -18,6 +18,8 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The module go.mod replaces with a patched copy (third_party/go-sdk/TOOLWARDEN.md).
+COPY third_party/ third_party/
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG VERSION=dev

@@ -75,3 +75,5 @@ require (
 )
 
 tool github.com/a-h/templ/cmd/templ
+
+replace github.com/modelcontextprotocol/go-sdk => ./third_party/go-sdk

@@ -158,6 +158,29 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 
+	// A module go.mod replaces with a directory of this repository (third_party/) is
+	// copied in before the modules are downloaded: go mod download reads its go.mod.
+	gomod, err := os.ReadFile(filepath.Join(deployRepoRoot, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^replace \S+ => \./(\S+)`).FindAllSubmatch(gomod, -1) {
+		dir, copied := string(m[1]), false
+		for _, in := range build.ins {
+			if in.cmd == "RUN" && strings.Contains(in.args, "go mod download") {
+				break
+			}
+			if f := strings.Fields(in.args); in.cmd == "COPY" && len(f) > 1 && slices.ContainsFunc(f[:len(f)-1], func(src string) bool {
+				return within(dir, strings.TrimSuffix(src, "/"))
+			}) {
+				copied = true
+			}
+		}
+		if !copied {
+			t.Errorf("Dockerfile: go.mod replaces a module with ./%s, which is not copied before go mod download", dir)
+		}
+	}
+
 	// The go build command.
 	var buildCmd string
 	for _, in := range build.ins {
@@ -247,7 +270,7 @@ func TestDockerfile(t *testing.T) {
 	// .dockerignore leaves out nothing the build needs.
 	ignore := readDockerignore(t)
 	needed := 0
-	err := filepath.WalkDir(deployRepoRoot, func(p string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(deployRepoRoot, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
