@@ -308,14 +308,19 @@ type Page struct {
 
 // List returns a page of the entries f selects, newest first.
 func (l *Log) List(ctx context.Context, f Filter) (Page, error) {
+	if err := l.searchable(ctx, f); err != nil {
+		return Page{}, err
+	}
+	return l.list(ctx, f)
+}
+
+// list is List without indexing for search first.
+func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-	if err := l.searchable(ctx, f); err != nil {
-		return Page{}, err
-	}
 	where, args := f.where()
 	args = append(args, limit+1)
 	rows, err := l.pool.Query(ctx, `/* audit.List */ SELECT `+recordColumns+` FROM audit_log`+where+

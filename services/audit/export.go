@@ -62,8 +62,12 @@ var csvHeader = []string{"id", "at", "actor_kind", "actor_id", "actor_name", "ac
 // appended meanwhile are not included. It stops at fn's first error.
 func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
 	f.Cursor, f.After, f.Limit = 0, 0, exportBatch
+	// Indexed once: what is appended meanwhile is newer than the first page anyway.
+	if err := l.searchable(ctx, f); err != nil {
+		return err
+	}
 	for {
-		p, err := l.List(ctx, f)
+		p, err := l.list(ctx, f)
 		if err != nil {
 			return err
 		}

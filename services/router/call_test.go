@@ -582,3 +582,26 @@ func TestCallsDoNotWaitForGatheredWrites(t *testing.T) {
 		}
 	}
 }
+
+// Flush says when what it waited for could not be written.
+func TestFlushReportsFailedWrites(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("mt", true, "echo")
+	if _, err := e.pool.Exec(e.ctx, `ALTER TABLE tool_usage_logs RENAME TO tool_usage_logs_away`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call("mt__echo", `{"message":"hi"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.r.Flush(e.ctx); err == nil || !strings.Contains(err.Error(), "tool_usage_logs") {
+		t.Errorf("Flush with the usage table gone: %v, want an error naming it", err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `ALTER TABLE tool_usage_logs_away RENAME TO tool_usage_logs`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.call("mt__echo", `{"message":"again"}`); err != nil {
+		t.Fatal(err)
+	}
+	e.flush()
+}

@@ -145,11 +145,28 @@ func (w *recorder) runLater(stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	armed, flush := false, false
+	// writePending writes everything gathered, then tells each flush among it the first
+	// error of those writes (each failed job was also logged).
 	writePending := func() {
+		var flushes []*job
+		var first error
 		for len(pending) > 0 {
 			n := min(len(pending), w.maxBatch)
-			_ = w.writeBatch(pending[:n], false) // each failed job was logged or told its waiter
+			var jobs []*job
+			for _, j := range pending[:n] {
+				if j.flush {
+					flushes = append(flushes, j)
+				} else {
+					jobs = append(jobs, j)
+				}
+			}
+			if err := w.writeBatch(jobs, false); err != nil && first == nil {
+				first = err
+			}
 			pending = pending[n:]
+		}
+		for _, f := range flushes {
+			f.finish(first, w.log)
 		}
 		pending, flush = nil, false
 	}
@@ -162,8 +179,6 @@ func (w *recorder) runLater(stop <-chan struct{}) {
 				flush = flush || j.flush
 			}
 			if flush || len(pending) >= w.maxBatch {
-				// A flush is finished with the batch it is in, once everything before it
-				// is written.
 				writePending()
 			} else if !armed {
 				timer.Reset(w.flushEvery)

@@ -80,10 +80,11 @@ func Load(ctx context.Context, pool *pgxpool.Pool, n int) error {
 			return fmt.Errorf("audittest: load rows %d–%d: %w", from+1, to, err)
 		}
 	}
-	// The free-text filter's words, as the server's indexer adds them (audit.Log.IndexSearch).
+	// The free-text filter's words, as the server's indexer adds them (audit.Log.IndexSearch);
+	// a running server's indexer may have indexed some of the new rows meanwhile.
 	if _, err := conn.Exec(ctx, `INSERT INTO audit_search (id, doc)
 		SELECT id, to_tsvector('simple'::regconfig, audit_search_text(actor_name, action, target_type, target_id, target_name, payload))
-		FROM audit_log WHERE id > $1`, head); err != nil {
+		FROM audit_log WHERE id > $1 ON CONFLICT (id) DO NOTHING`, head); err != nil {
 		return fmt.Errorf("audittest: index for search: %w", err)
 	}
 	if _, err := conn.Exec(ctx, `SET maintenance_work_mem = '512MB'`); err != nil {
