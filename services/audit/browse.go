@@ -83,6 +83,9 @@ type Filter struct {
 	Cursor int64
 	After  int64
 	Limit  int // DefaultLimit when 0
+	// matches are the ids of every entry Q finds, when it finds few (searchable); nil
+	// when Q is empty or finds many.
+	matches []int64
 }
 
 // filterFields are the query parameters of a filter, in the order Query writes them.
@@ -259,8 +262,13 @@ func (f Filter) where() (string, []any) {
 	}
 	if f.Q != "" {
 		// Every word of q, as a whole word in any case (the words of migration 42, which
-		// searchable brings up to date first).
-		add(`EXISTS (SELECT 1 FROM audit_search s WHERE s.id = audit_log.id AND s.doc @@ plainto_tsquery('simple'::regconfig, $?))`, f.Q)
+		// searchable brings up to date first): the few entries it found, or, when the
+		// words are common, each entry's words checked as the page is read.
+		if f.matches != nil {
+			add("id = ANY($?::bigint[])", f.matches)
+		} else {
+			add(`EXISTS (SELECT 1 FROM audit_search s WHERE s.id = audit_log.id AND s.doc @@ plainto_tsquery('simple'::regconfig, $?))`, f.Q)
+		}
 	}
 	if !f.From.IsZero() {
 		add("at >= $?", f.From)
@@ -308,7 +316,8 @@ type Page struct {
 
 // List returns a page of the entries f selects, newest first.
 func (l *Log) List(ctx context.Context, f Filter) (Page, error) {
-	if err := l.searchable(ctx, f); err != nil {
+	f, err := l.searchable(ctx, f)
+	if err != nil {
 		return Page{}, err
 	}
 	return l.list(ctx, f)
@@ -347,7 +356,8 @@ const MaxNewer = 1000
 // that is shown), up to 1000, for the "N new entries" banner.
 func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, error) {
 	f.Cursor, f.After = 0, after
-	if err := l.searchable(ctx, f); err != nil {
+	f, err := l.searchable(ctx, f)
+	if err != nil {
 		return 0, err
 	}
 	where, args := f.where()

@@ -63,7 +63,8 @@ var csvHeader = []string{"id", "at", "actor_kind", "actor_id", "actor_name", "ac
 func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
 	f.Cursor, f.After, f.Limit = 0, 0, exportBatch
 	// Indexed once: what is appended meanwhile is newer than the first page anyway.
-	if err := l.searchable(ctx, f); err != nil {
+	f, err := l.searchable(ctx, f)
+	if err != nil {
 		return err
 	}
 	for {

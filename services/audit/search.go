@@ -48,11 +48,36 @@ func (l *Log) IndexSearch(ctx context.Context) (int64, error) {
 	}
 }
 
-// searchable makes sure a search by f finds every entry committed so far.
-func (l *Log) searchable(ctx context.Context, f Filter) error {
+// fewMatches is how many entries a search may find and still be answered from their
+// ids (Filter.matches).
+const fewMatches = 10_000
+
+// searchable makes sure a search by f finds every entry committed so far, and finds
+// out whether its words are rare. PostgreSQL estimates a rare word's entries from the
+// least frequent words it keeps statistics of, thousands of times too many at 10
+// million entries, and so reads the log newest first checking each entry's words (a
+// second or more) instead of looking the word up. So the entries are looked up here,
+// up to fewMatches of them, and the page is read from those ids; a search that finds
+// more is common enough that reading newest first finds a page soon.
+func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
+	f.matches = nil
 	if f.Q == "" {
-		return nil
+		return f, nil
 	}
-	_, err := l.IndexSearch(ctx)
-	return err
+	if _, err := l.IndexSearch(ctx); err != nil {
+		return f, err
+	}
+	rows, err := l.pool.Query(ctx, `/* audit.searchable */ SELECT id FROM audit_search
+		WHERE doc @@ plainto_tsquery('simple'::regconfig, $1) LIMIT $2`, f.Q, fewMatches+1)
+	if err != nil {
+		return f, fmt.Errorf("audit: search: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return f, fmt.Errorf("audit: search: %w", err)
+	}
+	if len(ids) <= fewMatches {
+		f.matches = append(make([]int64, 0, len(ids)), ids...)
+	}
+	return f, nil
 }
