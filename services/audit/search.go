@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // searchBatch bounds one indexing statement, so a long backlog is indexed in steps that
@@ -31,7 +33,7 @@ func (l *Log) IndexSearch(ctx context.Context) (int64, error) {
 		var n int64
 		b := &pgx.Batch{}
 		b.Queue("BEGIN")
-		b.Queue("SET LOCAL synchronous_commit = off")
+		b.Queue(db.AsyncCommitSQL)
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('toolwarden.audit_search', 0))`)
 		b.Queue(indexSearchSQL, searchBatch).Exec(func(tag pgconn.CommandTag) error {
 			n = tag.RowsAffected()
