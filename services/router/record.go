@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,6 +52,10 @@ type recorder struct {
 	maxBatch   int
 	flushEvery time.Duration
 	stopped    chan struct{}
+	// gate is held for reading while a job is queued; run takes it to set closed, so a
+	// job is either queued before the writers' last drain or refused (errStopped).
+	gate   sync.RWMutex
+	closed bool
 	// deferred are jobs an urgent write left to the gathered writes (run's goroutine only).
 	deferred []*job
 	// chain remembers the audit chain head the urgent writes wrote last (run's goroutine
@@ -72,16 +77,16 @@ func (w *recorder) submit(ctx context.Context, j *job, wait bool) error {
 		j.done = make(chan error, 1)
 		q = w.urgent
 	}
-	select {
-	case <-w.stopped:
+	w.gate.RLock()
+	if w.closed {
+		w.gate.RUnlock()
 		return errStopped
-	default:
 	}
 	select {
 	case q <- j:
-	case <-w.stopped:
-		return errStopped
+		w.gate.RUnlock()
 	case <-ctx.Done():
+		w.gate.RUnlock()
 		return ctx.Err()
 	}
 	if !wait {
@@ -121,6 +126,23 @@ func (w *recorder) run(ctx context.Context) {
 		case j := <-w.urgent:
 			w.writeUrgent(j)
 		case <-ctx.Done():
+			// Submitters already past the gate may be waiting for room in a queue: keep
+			// writing until the gate is closed, then write what the queues hold.
+			closed := make(chan struct{})
+			go func() {
+				w.gate.Lock()
+				w.closed = true
+				w.gate.Unlock()
+				close(closed)
+			}()
+			for open := true; open; {
+				select {
+				case j := <-w.urgent:
+					w.writeUrgent(j)
+				case <-closed:
+					open = false
+				}
+			}
 			for {
 				select {
 				case j := <-w.urgent:
