@@ -212,8 +212,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		defer h.live.Watch(t)()
 	}
 
-	// Reader: answers pings, notices the client leaving.
+	// Reader: answers pings, notices the client leaving. Closing the subscription is how
+	// the loop below hears it: one channel fewer to wait on there.
 	go func() {
+		defer s.Close()
 		defer cancel()
 		_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))
 		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
@@ -312,28 +314,41 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			}
 		}
 	}
-	// Every socket flushes at the same instants, so that they share their batches.
+	// The loop below waits on as few channels as it can: each costs it on every event,
+	// times every open socket (a fifth of the CPU of a fan-out to 5,000 sockets with
+	// five). Every socket following a sampled topic flushes at the same instants, so
+	// that they share their batches; the others wait on no sampling timer.
+	var sampleC <-chan time.Time
 	sample := time.NewTimer(time.Hour)
 	defer sample.Stop()
 	armSample := func() {
-		if len(sampled) > 0 {
-			now := time.Now()
-			sample.Reset(now.Truncate(wsSampleEvery).Add(wsSampleEvery).Sub(now))
-		}
+		now := time.Now()
+		sample.Reset(now.Truncate(wsSampleEvery).Add(wsSampleEvery).Sub(now))
 	}
 	sample.Stop()
-	armSample()
-
-	ping := time.NewTicker(wsPingEvery)
-	defer ping.Stop()
-	recheck := time.NewTicker(h.recheckEvery())
-	defer recheck.Stop()
+	if len(sampled) > 0 {
+		sampleC = sample.C
+		armSample()
+	}
+	// Pings and session checks share one timer.
+	nextPing, nextRecheck := time.Now().Add(wsPingEvery), time.Now().Add(h.recheckEvery())
+	chores := time.NewTimer(time.Hour)
+	defer chores.Stop()
+	armChores := func() {
+		next := nextPing
+		if nextRecheck.Before(next) {
+			next = nextRecheck
+		}
+		chores.Reset(time.Until(next))
+	}
+	armChores()
 	for {
 		select {
-		case <-ctx.Done():
-			return
 		case ev, ok := <-s.C:
 			if !ok {
+				if ctx.Err() != nil {
+					return // the client left
+				}
 				// Dropped for falling behind (or the bus stopped): the client reconnects
 				// and resumes from its cursor, so nothing is lost.
 				h.closeWith(conn, closeTryAgainLater, "fell behind; reconnect")
@@ -342,21 +357,27 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			if !fromBus(ev) {
 				return
 			}
-		case <-sample.C:
+		case <-sampleC:
 			if !flush() {
 				return
 			}
 			armSample()
-		case <-ping.C:
-			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
-			if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
-				return
+		case now := <-chores.C:
+			if !now.Before(nextPing) {
+				nextPing = now.Add(wsPingEvery)
+				_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+				if err := conn.WriteMessage(websocket.PingMessage, nil); err != nil {
+					return
+				}
 			}
-		case <-recheck.C:
-			var ok bool
-			if p, ok = h.recheck(ctx, conn, p, topics, false, &recheckFailures); !ok {
-				return
+			if !now.Before(nextRecheck) {
+				nextRecheck = now.Add(h.recheckEvery())
+				var ok bool
+				if p, ok = h.recheck(ctx, conn, p, topics, false, &recheckFailures); !ok {
+					return
+				}
 			}
+			armChores()
 		}
 	}
 }
