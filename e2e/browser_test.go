@@ -30,7 +30,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	mcptest.Main() // stdio MCP servers in these tests are this binary, re-executed
+	wsClientsMain() // BenchmarkTransitionReachesDOM's websocket clients are this binary too
+	mcptest.Main()  // stdio MCP servers in these tests are this binary, re-executed
 	dbtest.Main(m)
 }
 
