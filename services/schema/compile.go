@@ -146,10 +146,35 @@ func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 // leafString is the English message for a leaf error without the library's
 // "jsonschema validation failed with ..." header.
 func leafString(ve *jsonschema.ValidationError) string {
+	msg := "is not valid"
 	if u := ve.BasicOutput(); u.Error != nil {
-		return u.Error.String()
+		msg = u.Error.String()
 	}
-	return "is not valid"
+	// The library names the allowed values but not the one given: a caller who sent
+	// "Read" where "read" is allowed should see both.
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Enum:
+		msg += gotValue(k.Got)
+	case *kind.Const:
+		msg += gotValue(k.Got)
+	}
+	return msg
+}
+
+// gotValue is "; got <v as JSON>" for a scalar (cut to 60 characters), else "".
+func gotValue(v any) string {
+	switch v.(type) {
+	case []any, map[string]any:
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	if r := []rune(string(b)); len(r) > 60 {
+		b = []byte(string(r[:60]) + "…")
+	}
+	return "; got " + string(b)
 }
 
 // ValidateArguments checks call arguments against a compiled input schema.
