@@ -2,9 +2,10 @@ package textcheck
 
 import (
 	"bytes"
-	"encoding/json"
-	"strconv"
-	"strings"
+	"errors"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // WhyDuplicate is what is wrong with an object key given twice.
@@ -22,73 +23,25 @@ func DuplicateKey(raw []byte) (ptr string, found bool) {
 	if bytes.Count(raw, []byte(":")) < 2 {
 		return "", false // fewer than two keys: nothing to compare
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]bool
-		key    string // the current key (objects) or index (arrays)
-		index  int
-		expect bool // objects: the next string token is a key
-	}
-	var stack []*frame
-	pointer := func() string {
-		var sb strings.Builder
-		for _, f := range stack {
-			sb.WriteByte('/')
-			if f.object {
-				sb.WriteString(strings.ReplaceAll(strings.ReplaceAll(f.key, "~", "~0"), "/", "~1"))
-			} else {
-				sb.WriteString(strconv.Itoa(f.index - 1))
-			}
-		}
-		return sb.String()
-	}
-	// afterValue is called once a value (scalar or closed container) is complete.
-	afterValue := func() {
-		if n := len(stack); n > 0 && stack[n-1].object {
-			stack[n-1].expect = true
-		}
-	}
+	// jsontext refuses duplicate names (after unescaping) as it reads, and says where.
+	dec := decoders.Get().(*jsontext.Decoder)
+	defer func() {
+		dec.Reset(bytes.NewReader(nil)) // the pool keeps no request's body alive
+		decoders.Put(dec)
+	}()
+	dec.Reset(bytes.NewReader(raw))
 	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false // the end, or not JSON: nothing found
-		}
-		top := (*frame)(nil)
-		if n := len(stack); n > 0 {
-			top = stack[n-1]
-		}
-		if top != nil && top.object && top.expect {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
-				afterValue()
-				continue
-			}
-			k, _ := tok.(string)
-			top.key = k
-			top.expect = false
-			if top.keys[k] {
-				return pointer(), true
-			}
-			top.keys[k] = true
+		// Every value of the text, as a reader of a stream of values would see them.
+		_, err := dec.ReadValue()
+		if err == nil {
 			continue
 		}
-		if top != nil && !top.object {
-			if d, ok := tok.(json.Delim); !ok || d != ']' {
-				top.index++
-			}
+		if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok && errors.Is(se.Err, jsontext.ErrDuplicateName) {
+			return string(se.JSONPointer), true
 		}
-		switch d, _ := tok.(json.Delim); d {
-		case '{':
-			stack = append(stack, &frame{object: true, keys: map[string]bool{}, expect: true})
-		case '[':
-			stack = append(stack, &frame{})
-		case ']', '}':
-			stack = stack[:len(stack)-1]
-			afterValue()
-		default:
-			afterValue()
-		}
+		return "", false // every key unique, or not JSON: nothing found
 	}
 }
+
+// decoders keeps jsontext's decoders (and their buffers) between requests.
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
