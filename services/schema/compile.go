@@ -13,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -146,25 +147,33 @@ func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 // leafString is the English message for a leaf error without the library's
 // "jsonschema validation failed with ..." header.
 func leafString(ve *jsonschema.ValidationError) string {
-	msg := "is not valid"
 	if u := ve.BasicOutput(); u.Error != nil {
-		msg = u.Error.String()
+		return u.Error.String()
 	}
-	// The library names the allowed values but not the one given: a caller who sent
-	// "Read" where "read" is allowed should see both.
-	switch k := ve.ErrorKind.(type) {
-	case *kind.Enum:
-		msg += gotValue(k.Got)
-	case *kind.Const:
-		msg += gotValue(k.Got)
-	}
-	return msg
+	return "is not valid"
 }
 
-// gotValue is "; got <v as JSON>" for a scalar (cut to 60 characters), else "".
-func gotValue(v any) string {
+// given is "; got <value as JSON>" for an enum or const error: the library names the
+// allowed values but not the one given, and a caller who sent "Read" where "read" is
+// allowed should see both. It is "" for an object or array, and for a value that may
+// be a credential (by its look, or a name on its path such as "api_key"): the message
+// reaches the audit log and the usage records, which keep no secret. Scalars are cut
+// to 60 characters.
+func given(ve *jsonschema.ValidationError) string {
+	var v any
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Enum:
+		v = k.Got
+	case *kind.Const:
+		v = k.Got
+	default:
+		return ""
+	}
 	switch v.(type) {
 	case []any, map[string]any:
+		return ""
+	}
+	if secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
 		return ""
 	}
 	b, err := json.Marshal(v)
@@ -174,8 +183,12 @@ func gotValue(v any) string {
 	if r := []rune(string(b)); len(r) > 60 {
 		b = []byte(string(r[:60]) + "…")
 	}
-	return "; got " + string(b)
+	return GotSep + string(b)
 }
+
+// GotSep starts the part of an argument error that shows the value given; a caller
+// that validates values it must not show (a configured secret) cuts the message there.
+const GotSep = "; got "
 
 // ValidateArguments checks call arguments against a compiled input schema.
 // It returns nil when they are valid and otherwise a *verr.Error with one
@@ -216,7 +229,7 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 			}
 			continue
 		}
-		msg := leafString(l)
+		msg := leafString(l) + given(l)
 		if out.For(loc) == msg {
 			continue
 		}

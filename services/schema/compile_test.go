@@ -102,6 +102,7 @@ func TestValidateArguments(t *testing.T) {
 		"type": "object",
 		"properties": {
 			"message": {"type": "string"},
+			"api_key": {"enum": ["k1", "k2"]},
 			"count": {"type": "integer", "minimum": 1},
 			"opts": {"type": "object", "properties": {"mode": {"enum": ["a", "b"]}}, "required": ["mode"]}
 		},
@@ -126,6 +127,10 @@ func TestValidateArguments(t *testing.T) {
 		{"enum long value", json.RawMessage(`{"message": "hi", "opts": {"mode": "` + strings.Repeat("x", 100) + `"}}`),
 			map[string]string{"/opts/mode": `; got "` + strings.Repeat("x", 59) + `…`}},
 		{"enum object", json.RawMessage(`{"message": "hi", "opts": {"mode": {"a": 1}}}`), map[string]string{"/opts/mode": `value must be one of 'a', 'b'`}},
+		// What may be a credential is not repeated: the message reaches the audit log.
+		{"enum secret name", json.RawMessage(`{"message": "hi", "api_key": "k3"}`), map[string]string{"/api_key": `value must be one of 'k1', 'k2'`}},
+		{"enum secret value", json.RawMessage(`{"message": "hi", "opts": {"mode": "Bearer abcdefghijklmnopqrstuvwx"}}`),
+			map[string]string{"/opts/mode": `value must be one of 'a', 'b'`}},
 		{"nested missing", json.RawMessage(`{"message": "hi", "opts": {}}`), map[string]string{"/opts/mode": "is required"}},
 		{"unknown", json.RawMessage(`{"message": "hi", "extra": 1}`), map[string]string{"": "extra"}},
 		{"not JSON", json.RawMessage(`{"message": `), map[string]string{"": "not valid JSON"}},
@@ -147,6 +152,9 @@ func TestValidateArguments(t *testing.T) {
 			for path, msg := range tc.want {
 				if got := ve.For(path); !strings.Contains(got, msg) {
 					t.Errorf("at %q: got %q, want a message containing %q (all: %v)", path, got, msg, ve.Fields)
+				}
+				if got := ve.For(path); strings.HasPrefix(tc.name, "enum ") && !strings.Contains(msg, GotSep) && strings.Contains(got, GotSep) {
+					t.Errorf("at %q: %q shows the value given", path, got)
 				}
 			}
 		})

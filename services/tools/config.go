@@ -220,6 +220,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 	pr := props(t.InputSchema)
 	next := Configuration{Params: map[string]Setting{}}
 	values := map[string]any{}
+	hidden := map[string]bool{} // parameters whose values are stored encrypted: never shown
 	for _, name := range slices.Sorted(maps.Keys(in)) {
 		pi := in[name]
 		field := "params." + name
@@ -238,6 +239,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 		// A value stored encrypted (the parameter is secret, or its value looked like a
 		// credential) stays secret: blank keeps it, and it is never shown again.
 		secret := IsSecretParam(name, prop) || cur.Params[name].Secret != ""
+		hidden[name] = secret
 		val := pi.Value
 		if val == nil && pi.Text != nil && !(secret && *pi.Text == "") {
 			v, msg := fromText(*pi.Text, prop)
@@ -265,6 +267,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 		}
 		values[name] = decodeAny(val)
 		if secret || secrets.HoldsSecret(values[name]) {
+			hidden[name] = true
 			c, err := s.keys.Encrypt(val, configAAD(t.ID, name))
 			if err != nil {
 				return cur, fmt.Errorf("tools: encrypt %s: %w", name, err)
@@ -276,13 +279,13 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 		_ = json.Compact(&compact, val)
 		next.Params[name] = Setting{Mode: pi.Mode, Value: compact.Bytes()}
 	}
-	checkValues(t.InputSchema, values, e)
+	checkValues(t.InputSchema, values, hidden, e)
 	return next, nil
 }
 
 // checkValues validates configured values against the input schema: each must be a value
 // the parameter accepts (the call as a whole may still need other arguments).
-func checkValues(inputSchema json.RawMessage, values map[string]any, e *verr.Error) {
+func checkValues(inputSchema json.RawMessage, values map[string]any, hidden map[string]bool, e *verr.Error) {
 	if len(values) == 0 {
 		return
 	}
@@ -299,7 +302,11 @@ func checkValues(inputSchema json.RawMessage, values map[string]any, e *verr.Err
 		token, _, _ := strings.Cut(strings.TrimPrefix(f.Field, "/"), "/")
 		name := pointerUnescape.Replace(token) // "a~1b" is the parameter "a/b"
 		if _, set := values[name]; set && f.Field != "" && !(f.Message == "is required" && f.Field == "/"+token) {
-			e.Add("params."+name, strings.TrimSpace(strings.TrimPrefix(f.Field, "/"+token)+" "+f.Message))
+			msg := f.Message
+			if hidden[name] {
+				msg, _, _ = strings.Cut(msg, schema.GotSep) // a secret's value is never shown again
+			}
+			e.Add("params."+name, strings.TrimSpace(strings.TrimPrefix(f.Field, "/"+token)+" "+msg))
 		}
 	}
 }

@@ -806,3 +806,26 @@ func TestParamNamesWithPointerCharacters(t *testing.T) {
 		t.Errorf("valid values: %+v", c.Params)
 	}
 }
+
+// A configured value the schema refuses is named in the error, unless it is a secret's:
+// that is never shown again (stored encrypted, typed blind).
+func TestConfigErrorsShowNoSecret(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := f.server("cfg-enum", false)
+	id := f.tool(toolSpec{server: srv, name: "work", status: "validated", schema: `{"type":"object","properties":{
+		"tier":{"type":"string","enum":["gold","silver"],"writeOnly":true},
+		"mode":{"type":"string","enum":["fast","slow"]}}}`})
+	_, err := f.svc.Update(f.ctx, alice, id, tools.Patch{Reason: "enum", Params: map[string]tools.ParamInput{
+		"tier": value(`"bronze-plan"`), "mode": value(`"medium"`)}})
+	var ve *verr.Error
+	if !errors.As(err, &ve) {
+		t.Fatalf("update: %v, want field errors", err)
+	}
+	if got := ve.For("params.mode"); !strings.Contains(got, `one of 'fast', 'slow'; got "medium"`) {
+		t.Errorf("params.mode: %q, want the allowed values and the value given", got)
+	}
+	if got := ve.For("params.tier"); !strings.Contains(got, "one of 'gold', 'silver'") || strings.Contains(got, "bronze") {
+		t.Errorf("params.tier: %q, want the allowed values and not the secret given", got)
+	}
+}
