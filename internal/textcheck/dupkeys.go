@@ -24,12 +24,16 @@ func DuplicateKey(raw []byte) (ptr string, found bool) {
 		return "", false // fewer than two keys: nothing to compare
 	}
 	// jsontext refuses duplicate names (after unescaping) as it reads, and says where.
+	// A *bytes.Buffer is read in place (no copy of raw kept in the decoder), and
+	// resetting to an empty one drops it: the pool keeps no request's body. Invalid
+	// UTF-8 and lone surrogates are read as encoding/json reads them (replaced), so that
+	// they do not hide a duplicate from this check.
 	dec := decoders.Get().(*jsontext.Decoder)
 	defer func() {
-		dec.Reset(bytes.NewReader(nil)) // the pool keeps no request's body alive
+		dec.Reset(&bytes.Buffer{})
 		decoders.Put(dec)
 	}()
-	dec.Reset(bytes.NewReader(raw))
+	dec.Reset(bytes.NewBuffer(raw), jsontext.AllowInvalidUTF8(true))
 	for {
 		// Every value of the text, as a reader of a stream of values would see them.
 		_, err := dec.ReadValue()
@@ -44,4 +48,4 @@ func DuplicateKey(raw []byte) (ptr string, found bool) {
 }
 
 // decoders keeps jsontext's decoders (and their buffers) between requests.
-var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(bytes.NewReader(nil)) }}
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(&bytes.Buffer{}) }}

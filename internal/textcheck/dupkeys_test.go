@@ -23,6 +23,8 @@ func TestDuplicateKey(t *testing.T) {
 		{`not json`, "", false},
 		{`{"a":{},"a":[]}`, "/a", true},
 		{`{"x":{"a":1},"a":2}`, "", false},
+		{`{"a":"\ud800","k":1,"k":2}`, "/k", true},       // a lone surrogate, as encoding/json reads it
+		{"{\"a\":\"\xff\",\"k\":1,\"k\":2}", "/k", true}, // invalid UTF-8 likewise
 	} {
 		ptr, found := DuplicateKey([]byte(tc.in))
 		if ptr != tc.ptr || found != tc.found {
