@@ -345,10 +345,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	for {
 		select {
 		case ev, ok := <-s.C:
+			if ctx.Err() != nil {
+				return // the client left: what is still queued goes nowhere
+			}
 			if !ok {
-				if ctx.Err() != nil {
-					return // the client left
-				}
 				// Dropped for falling behind (or the bus stopped): the client reconnects
 				// and resumes from its cursor, so nothing is lost.
 				h.closeWith(conn, closeTryAgainLater, "fell behind; reconnect")
