@@ -199,10 +199,15 @@ func (c *Cluster) prepareDirs(cred *syscall.Credential) error {
 		return nil
 	}
 	err := filepath.WalkDir(c.Dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+		if err == nil {
+			err = os.Lchown(p, int(cred.Uid), int(cred.Gid))
 		}
-		return os.Lchown(p, int(cred.Uid), int(cred.Gid))
+		// A postmaster still exiting (its serve was just killed) removes files as we
+		// walk: one that is gone needs no owner.
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("db: hand %s to uid %d: %w", c.Dir, cred.Uid, err)
