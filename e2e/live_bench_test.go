@@ -133,7 +133,7 @@ func BenchmarkTransitionReachesDOM(b *testing.B) {
 			b.Fatal(err)
 		}
 		commits = append(commits, time.Since(began))
-		got := clients.wait(b, k, 60*time.Second)
+		got := clients.wait(b, k, benchWSClients, 60*time.Second)
 		b.StopTimer()
 		poll("chromium shows the card "+state, fmt.Sprintf(`window.__cards.some(function (c) { return c.status === %q && c.at >= %f; })`,
 			state, float64(began.UnixNano())/1e6))

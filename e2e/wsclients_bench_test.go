@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,7 +162,10 @@ func runWSClients(cfg wsClientsConfig, in io.Reader, out io.Writer) error {
 		}()
 	}
 	w := bufio.NewWriter(out)
+	var sayMu sync.Mutex // the collector and the command loop both answer
 	say := func(line string) error {
+		sayMu.Lock()
+		defer sayMu.Unlock()
 		if _, err := w.WriteString(line + "\n"); err != nil {
 			return err
 		}
@@ -172,18 +176,24 @@ func runWSClients(cfg wsClientsConfig, in io.Reader, out io.Writer) error {
 	}
 	// Each transition's delays, reported once every client has one.
 	reported := make(chan error, 1)
+	var delaysMu sync.Mutex
+	delays := map[int64][]time.Duration{}
 	go func() {
-		delays := map[int64][]time.Duration{}
 		for s := range seen {
+			delaysMu.Lock()
 			delays[s.k] = append(delays[s.k], s.delay)
-			if len(delays[s.k]) < cfg.Clients {
+			got := delays[s.k]
+			if len(got) == cfg.Clients {
+				delete(delays, s.k)
+			}
+			delaysMu.Unlock()
+			if len(got) < cfg.Clients {
 				continue
 			}
 			line := []byte("got " + strconv.FormatInt(s.k, 10))
-			for _, d := range delays[s.k] {
+			for _, d := range got {
 				line = strconv.AppendInt(append(line, ' '), d.Microseconds(), 10)
 			}
-			delete(delays, s.k)
 			if err := say(string(line)); err != nil {
 				reported <- err
 				return
@@ -194,6 +204,16 @@ func runWSClients(cfg wsClientsConfig, in io.Reader, out io.Writer) error {
 	for lines.Scan() {
 		var k, start int64
 		var status string
+		if _, err := fmt.Sscanf(lines.Text(), "count %d", &k); err == nil {
+			// How many clients hold transition k's card (the benchmark gave up waiting).
+			delaysMu.Lock()
+			n := len(delays[k])
+			delaysMu.Unlock()
+			if err := say(fmt.Sprintf("have %d %d", k, n)); err != nil {
+				return err
+			}
+			continue
+		}
 		if _, err := fmt.Sscanf(lines.Text(), "expect %d %d %s", &k, &start, &status); err != nil {
 			return fmt.Errorf("clients: %q: %w", lines.Text(), err)
 		}
@@ -285,10 +305,32 @@ func (c *wsClients) expect(b *testing.B, k int64, t0 time.Time, status string) {
 	}
 }
 
-// wait returns each client's delay of transition k, once all hold its card.
-func (c *wsClients) wait(b *testing.B, k int64, within time.Duration) []time.Duration {
+// wait returns each client's delay of transition k, once all hold its card; after
+// within it fails, saying how many do.
+func (c *wsClients) wait(b *testing.B, k int64, clients int, within time.Duration) []time.Duration {
 	b.Helper()
-	f := strings.Fields(c.next(b, within))
+	var line string
+	select {
+	case l, ok := <-c.lines:
+		if !ok {
+			b.Fatal("websocket clients: the process ended")
+		}
+		line = l
+	case <-time.After(within):
+		if _, err := fmt.Fprintf(c.in, "count %d\n", k); err != nil {
+			b.Fatal(err)
+		}
+		var n int
+		for !strings.HasPrefix(line, "have ") {
+			line = c.next(b, 10*time.Second)
+		}
+		_, _ = fmt.Sscanf(line, "have %d %d", &k, &n)
+		b.Fatalf("transition %d: %d of %d websocket clients got the card within %s", k, n, clients, within)
+	}
+	if strings.HasPrefix(line, "error ") {
+		b.Fatalf("websocket clients: %s", line)
+	}
+	f := strings.Fields(line)
 	if len(f) < 2 || f[0] != "got" || f[1] != strconv.FormatInt(k, 10) {
 		b.Fatalf("websocket clients: %q, want got %d", strings.Join(f[:min(len(f), 3)], " "), k)
 	}
