@@ -16,7 +16,6 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -84,7 +83,8 @@ type hub struct {
 	// flights makes every socket that wants an event (or a batch) not yet rendered wait
 	// for one rendering of it: an event reaches all sockets at once, and each rendering
 	// itself (a query and a template) made thousands of clients cost thousands of renders.
-	flights singleflight.Group
+	flyMu  sync.Mutex
+	flying map[string]*flight
 	// renders counts the fragments rendered (/metrics): about one per event.
 	renders atomic.Int64
 }
@@ -97,7 +97,7 @@ type rendered struct {
 
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
-		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}}
+		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, flying: map[string]*flight{}}
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -520,25 +520,47 @@ func keepNewest[K comparable, V any](m map[K]V, order *[]K, k K, v V, limit int)
 // the children being rendered), which two renderings at once must not share, and a
 // fragment sent to every socket must not depend on whose request started it.
 func (h *hub) once(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	ch := h.flights.DoChan(key, func() (v any, err error) {
-		// fn runs on a goroutine of its own, outside the request's recovery: a panic in
-		// a view would end the process.
-		defer func() {
-			if p := recover(); p != nil {
-				h.log.Error("ws: rendering panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
-				v, err = nil, fmt.Errorf("rendering failed: %v", p)
-			}
+	h.flyMu.Lock()
+	f := h.flying[key]
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+		h.flying[key] = f
+		go func() {
+			defer func() {
+				h.flyMu.Lock()
+				delete(h.flying, key)
+				h.flyMu.Unlock()
+				close(f.done)
+			}()
+			// fn runs on a goroutine of its own, outside the request's recovery: a panic
+			// in a view would end the process.
+			defer func() {
+				if p := recover(); p != nil {
+					h.log.Error("ws: rendering panicked", "key", key, "panic", p, "stack", string(debug.Stack()))
+					f.v, f.err = nil, fmt.Errorf("rendering failed: %v", p)
+				}
+			}()
+			fctx, cancel := context.WithTimeout(context.Background(), wsWriteWait)
+			defer cancel()
+			f.v, f.err = fn(fctx)
 		}()
-		fctx, cancel := context.WithTimeout(context.Background(), wsWriteWait)
-		defer cancel()
-		return fn(fctx)
-	})
+	}
+	h.flyMu.Unlock()
 	select {
-	case res := <-ch:
-		return res.Val, res.Err
+	case <-f.done:
+		return f.v, f.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// flight is one rendering every socket that asks meanwhile waits for. Its end closes
+// done, which wakes them all at once (singleflight sent each waiter its result on a
+// channel of its own: 5,000 channels made and sent to for each event).
+type flight struct {
+	done chan struct{}
+	v    any
+	err  error
 }
 
 // batch is one message carrying several events' fragments in id order (each ends with
