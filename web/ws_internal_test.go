@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/a-h/templ"
@@ -55,4 +57,43 @@ func TestHubRendersApartFromTheRequest(t *testing.T) {
 	if err != nil || nonce != "" {
 		t.Fatalf("a shared rendering sees the nonce %q of the request that started it (%v)", nonce, err)
 	}
+}
+
+// Every socket asking for a rendering while it runs waits for that one rendering and gets
+// its result; a rendering that panics fails all of them, not the process; a waiter whose
+// socket went away stops waiting.
+func TestHubRendersOnceForAllWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHub(&handlers.Deps{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		release := make(chan struct{})
+		var renders atomic.Int32
+		var runs sync.WaitGroup
+		for range 50 {
+			runs.Go(func() {
+				v, err := h.once(context.Background(), "k", func(context.Context) (any, error) {
+					renders.Add(1)
+					<-release
+					return "fragment", nil
+				})
+				if err != nil || v != "fragment" {
+					t.Errorf("got %v %v, want the one rendering's fragment", v, err)
+				}
+			})
+		}
+		synctest.Wait() // all 50 wait: one in the rendering, the others for it
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := h.once(ctx, "k", func(context.Context) (any, error) { return nil, nil }); err == nil {
+			t.Error("a waiter whose socket went away got a result before the rendering ended")
+		}
+		close(release)
+		runs.Wait()
+		if n := renders.Load(); n != 1 {
+			t.Errorf("%d renderings for 50 waiters at once, want 1", n)
+		}
+		if _, err := h.once(context.Background(), "p", func(context.Context) (any, error) { panic("view broke") }); err == nil ||
+			!strings.Contains(err.Error(), "rendering failed: view broke") {
+			t.Errorf("a panicking rendering: %v", err)
+		}
+	})
 }
