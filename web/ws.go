@@ -80,8 +80,8 @@ type hub struct {
 	batchOrder []string
 	conns      map[*websocket.Conn]struct{}
 	closed     bool
-	// flights makes every socket that wants an event (or a batch) not yet rendered wait
-	// for one rendering of it: an event reaches all sockets at once, and each rendering
+	// flying makes every socket that wants an event (or a batch) not yet rendered wait
+	// for one rendering of it (once): an event reaches all sockets at once, and each rendering
 	// itself (a query and a template) made thousands of clients cost thousands of renders.
 	flyMu  sync.Mutex
 	flying map[string]*flight

@@ -79,7 +79,7 @@ func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
 		return f, fmt.Errorf("audit: search: %w", err)
 	}
 	if len(ids) <= fewMatches {
-		f.matches = append(make([]int64, 0, len(ids)), ids...)
+		f.matches = ids // never nil: CollectRows starts from an empty slice
 	}
 	return f, nil
 }

@@ -143,14 +143,9 @@ func (w *recorder) run(ctx context.Context) {
 					open = false
 				}
 			}
-			for {
-				select {
-				case j := <-w.urgent:
-					w.writeUrgent(j)
-					continue
-				default:
-				}
-				break
+			// The gate is closed: nothing is queued any more.
+			for len(w.urgent) > 0 {
+				w.writeUrgent(<-w.urgent)
 			}
 			close(stop)
 			<-laterDone
