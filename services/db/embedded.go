@@ -42,6 +42,9 @@ type ClusterOptions struct {
 	Fast bool
 	// Logger receives progress messages; nil means slog.Default().
 	Logger *slog.Logger
+	// Template is a cluster template's folder (MakeTemplate): a first start copies it
+	// when it fits this build and this PostgreSQL, instead of running initdb. Empty: none.
+	Template string
 }
 
 // Cluster is a private PostgreSQL cluster under <data-dir>/pg that listens only on a
@@ -154,7 +157,7 @@ func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*C
 	if err := c.prepareDirs(cred); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); errors.Is(err, fs.ErrNotExist) && !c.copiedTemplate(cred) {
 		if err := c.initdb(ctx, cred); err != nil {
 			return nil, err
 		}
@@ -263,6 +266,28 @@ func (c *Cluster) command(ctx context.Context, cred *syscall.Credential, name st
 		Pdeathsig: syscall.SIGINT,
 	}
 	return cmd
+}
+
+// copiedTemplate makes the cluster from the template when there is one that fits, and
+// says whether it did; the caller runs initdb when not.
+func (c *Cluster) copiedTemplate(cred *syscall.Credential) bool {
+	dir := c.opts.Template
+	if dir == "" {
+		return false
+	}
+	if ok, why := templateUsable(dir, c.binDir); !ok {
+		level := slog.LevelInfo
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			level = slog.LevelDebug // no template at all: the usual case for an installed binary
+		}
+		c.log.Log(context.Background(), level, "database: not using the cluster template; running initdb", "template", dir, "why", why)
+		return false
+	}
+	if err := c.fromTemplate(dir, cred); err != nil {
+		c.log.Warn("database: copying the cluster template failed; running initdb", "template", dir, "err", err)
+		return false
+	}
+	return true
 }
 
 func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential) error {
