@@ -41,8 +41,13 @@ setup-test: ## As setup-run, plus Chromium for the browser tests and a C compile
 generate: ## Generate Go code from templ templates (go tool templ generate)
 	go tool templ generate
 
-build: generate ## Build bin/toolwarden
+# The build also makes bin/pg-template, a migrated cluster a first start copies instead
+# of running initdb and the migrations (docs/architecture.md, Start-up); it is remade
+# only when the migrations or PostgreSQL change. Without PostgreSQL installed the build
+# still succeeds, and a first start runs initdb.
+build: generate ## Build bin/toolwarden and its cluster template bin/pg-template
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/toolwarden
+	@./$(BIN) pg-template || echo "make: made no cluster template (see above): a first start runs initdb instead"
 
 run: setup-run build ## Build and start the server: bin/toolwarden serve (ARGS for extra flags)
 	./$(BIN) serve $(ARGS)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -30,7 +31,7 @@ func openDB(ctx context.Context, c config, migrate bool, stderr io.Writer) (*db.
 		log = newLogger(stderr, c.LogLevel)
 	}
 	return db.Open(ctx, db.Config{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, DataDir: c.DataDir, Migrate: migrate,
-		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}})
+		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log, Template: c.PGTemplate}})
 }
 
 // openDBAsOwner is openDB connected as the tables' owner (--migrate-database-url; the
@@ -41,7 +42,7 @@ func openDBAsOwner(ctx context.Context, c config, stderr io.Writer) (*db.DB, err
 		log = newLogger(stderr, c.LogLevel)
 	}
 	return db.Open(ctx, db.Config{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, Owner: true, DataDir: c.DataDir,
-		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}})
+		Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log, Template: c.PGTemplate}})
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -278,4 +279,30 @@ func ensureSecretKey(path string) error {
 		return fmt.Errorf("write secret key file: %w", err)
 	}
 	return f.Sync()
+}
+
+// cmdPGTemplate makes the embedded cluster's template (`make build` runs it): a first
+// start then copies a migrated cluster instead of creating one.
+func cmdPGTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("pg-template", stderr)
+	out := fs.String("out", envOr("TOOLWARDEN_PG_TEMPLATE", db.DefaultTemplateDir()), "folder to make the template in (env TOOLWARDEN_PG_TEMPLATE)")
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: toolwarden pg-template [--out DIR]"); fs.PrintDefaults() }
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *out == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	start := time.Now()
+	made, err := db.MakeTemplate(ctx, *out, newLogger(stderr, "warn"))
+	if err != nil {
+		return err
+	}
+	if made {
+		fmt.Fprintf(stdout, "made the cluster template in %s (%s): a first start copies it instead of running initdb\n", *out, time.Since(start).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(stdout, "the cluster template in %s is current\n", *out)
+	}
+	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // version is set at build time (-ldflags "-X main.version=...").
@@ -64,6 +66,8 @@ Usage:
   toolwarden secrets rotate               add a key and re-encrypt every stored secret with it
   toolwarden secrets retire-key ID        remove an old key once no stored secret needs it
   toolwarden secrets status               the keys and how many stored secrets each seals
+  toolwarden pg-template [--out DIR]      make the cluster template a first start copies instead of
+                                          running initdb (make build runs it)
   toolwarden version
 
 Every command takes --data-dir and --database-url; run 'toolwarden <command> -h' for its flags.
@@ -108,6 +112,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return errUsage
 	case "secrets":
 		return cmdSecrets(ctx, rest, stdout, stderr)
+	case "pg-template":
+		return cmdPGTemplate(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "toolwarden", version)
 		return nil
@@ -142,7 +148,9 @@ type config struct {
 	Confine string
 	// TemplateMaxTimeout caps every template tool's timeout (--template-max-timeout).
 	TemplateMaxTimeout time.Duration
-	fastDB             bool // tests only: fsync off
+	// PGTemplate is the embedded cluster's template folder (--pg-template).
+	PGTemplate string
+	fastDB     bool // tests only: fsync off
 	// MigrateDatabaseURL is the external database as the tables' owner (migrations);
 	// empty: DatabaseURL.
 	MigrateDatabaseURL string
@@ -188,6 +196,7 @@ func commonFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.MigrateDatabaseURL, "migrate-database-url", envOr("TOOLWARDEN_MIGRATE_DATABASE_URL", ""), "external PostgreSQL URL as the tables' owner, for migrations; empty: --database-url (env TOOLWARDEN_MIGRATE_DATABASE_URL)")
 	fs.StringVar(&c.DataDir, "data-dir", envOr("TOOLWARDEN_DATA_DIR", "./data"), "data directory: embedded database, secret key, workspaces (env TOOLWARDEN_DATA_DIR)")
 	fs.StringVar(&c.LogLevel, "log-level", envOr("TOOLWARDEN_LOG_LEVEL", "info"), "log level: debug, info, warn, error (env TOOLWARDEN_LOG_LEVEL)")
+	fs.StringVar(&c.PGTemplate, "pg-template", envOr("TOOLWARDEN_PG_TEMPLATE", db.DefaultTemplateDir()), "cluster template a new embedded PostgreSQL is copied from when it fits (made by 'toolwarden pg-template'; empty: always initdb) (env TOOLWARDEN_PG_TEMPLATE)")
 	c.fastDB = os.Getenv("TOOLWARDEN_TEST_FAST_DB") == "1"
 }
 

@@ -182,9 +182,33 @@ func TestServeAndCommands(t *testing.T) {
 	}
 }
 
+// `pg-template` makes the cluster template once and keeps a current one; a first start
+// with --pg-template copies it: `migrate status` (which migrates nothing) finds a new
+// data dir already current, where without the template it finds every migration pending.
+func TestPGTemplateCommand(t *testing.T) {
+	t.Parallel()
+	tpl := filepath.Join(dbtest.TempDir(t), "tpl")
+	out, _, err := runCmd(t, "", "pg-template", "--out", tpl)
+	if err != nil || !strings.Contains(out, "made the cluster template in "+tpl) {
+		t.Fatalf("pg-template: %v %q", err, out)
+	}
+	out, _, err = runCmd(t, "", "pg-template", "--out", tpl)
+	if err != nil || !strings.Contains(out, "is current") {
+		t.Fatalf("pg-template again: %v %q", err, out)
+	}
+	out, _, err = runCmd(t, "", "migrate", "status", "--data-dir", dbtest.TempDir(t), "--pg-template", tpl)
+	if err != nil || !strings.Contains(out, "(current)") {
+		t.Fatalf("migrate status on a data dir made from the template: %v %q", err, out)
+	}
+	out, _, err = runCmd(t, "", "migrate", "status", "--data-dir", dbtest.TempDir(t), "--pg-template", "")
+	if err != nil || !strings.Contains(out, "pending") {
+		t.Fatalf("migrate status on a data dir made by initdb: %v %q", err, out)
+	}
+}
+
 func TestUsage(t *testing.T) {
 	t.Parallel()
-	for _, args := range [][]string{{}, {"bogus"}, {"user"}, {"token", "list"}, {"migrate", "down"}, {"migrate", "down", "zero"}} {
+	for _, args := range [][]string{{}, {"bogus"}, {"user"}, {"token", "list"}, {"migrate", "down"}, {"migrate", "down", "zero"}, {"pg-template", "extra"}} {
 		if _, _, err := runCmd(t, "", args...); !errors.Is(err, errUsage) {
 			t.Errorf("%q: got %v, want a usage error", args, err)
 		}

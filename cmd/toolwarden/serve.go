@@ -149,7 +149,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	a, err := app.New(ctx, app.Config{
 		DB: db.Config{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, DataDir: c.DataDir, Migrate: true,
-			Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log}},
+			Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log, Template: c.PGTemplate}},
 		Keys: keys, Logger: log, Version: version, StartedAt: start, AdminPassword: c.AdminPassword,
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
 		Auth: auth.Options{TokenDefaultTTL: c.TokenDefaultTTL}, Egress: egressPolicy,
