@@ -198,7 +198,13 @@ var Targets = []Target{
 			var parts []string
 			conds := []bool{ok1, ok2, ok3}
 			if ok1 {
-				parts = append(parts, fmt.Sprintf("%s s on an empty data dir (initdb included)", num(fresh, 2)))
+				// make run's build makes the cluster template a first start copies; a
+				// binary without one runs initdb and every migration (fresh-initdb).
+				part := fmt.Sprintf("%s s on an empty data dir (the cluster template of `make build` copied)", num(fresh, 2))
+				if initdb, ok := r.Get("BenchmarkServeStartup/fresh-initdb", "s-to-ready"); ok {
+					part += fmt.Sprintf(", %s s without a template (initdb and the migrations)", num(initdb, 2))
+				}
+				parts = append(parts, part)
 				conds = append(conds, fresh < 1)
 			}
 			if ok2 {
