@@ -14,11 +14,19 @@ import (
 // each commit (and a search waiting behind one waits for a step, not the backlog).
 const searchBatch = 20_000
 
+// SearchTextChars is how much of an entry's text (actor, action, target, payload) the
+// free-text filter finds words in: its first 100,000 characters. PostgreSQL refuses a
+// tsvector over 1 MB, and an entry past that would stop the indexing of every entry
+// after it (the index is a prefix of the chain), so every search would fail; 100,000
+// characters make at most about 600 KB of tsvector, whatever the words.
+const SearchTextChars = 100_000
+
 // indexSearchSQL indexes, for the free-text filter, the next entries after the last one
 // indexed. Appends commit in id order under the journal lock, so the indexed ids are
 // always a prefix of the chain and their maximum is where to go on from.
 const indexSearchSQL = `/* audit.IndexSearch */ INSERT INTO audit_search (id, doc)
-	SELECT id, to_tsvector('simple'::regconfig, audit_search_text(actor_name, action, target_type, target_id, target_name, payload))
+	SELECT id, to_tsvector('simple'::regconfig,
+		left(audit_search_text(actor_name, action, target_type, target_id, target_name, payload), $2))
 	FROM audit_log WHERE id > (SELECT coalesce(max(id), 0) FROM audit_search) ORDER BY id LIMIT $1`
 
 // IndexSearch indexes the entries the free-text filter cannot find yet (audit_search,
@@ -35,7 +43,7 @@ func (l *Log) IndexSearch(ctx context.Context) (int64, error) {
 		b.Queue("BEGIN")
 		b.Queue(db.AsyncCommitSQL)
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('toolwarden.audit_search', 0))`)
-		b.Queue(indexSearchSQL, searchBatch).Exec(func(tag pgconn.CommandTag) error {
+		b.Queue(indexSearchSQL, searchBatch, SearchTextChars).Exec(func(tag pgconn.CommandTag) error {
 			n = tag.RowsAffected()
 			return nil
 		})

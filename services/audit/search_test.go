@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -88,5 +89,41 @@ func TestSearchIndexBehindTheAppends(t *testing.T) {
 	}
 	if n, err := l.CountNewer(ctx, Filter{Q: "hello"}, last-10); err != nil || n != 10 {
 		t.Errorf("CountNewer with q: %d, %v; want 10", n, err)
+	}
+}
+
+// An entry whose text would make a tsvector over PostgreSQL's 1 MB (here 2 MB of
+// distinct words) is indexed by its first SearchTextChars characters: before, its
+// indexing failed, and with it the indexing of every later entry and every search.
+func TestSearchIndexTakesAHugeEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	l := NewLog(pool)
+	var b strings.Builder
+	for i := 0; b.Len() < 2<<20; i++ {
+		fmt.Fprintf(&b, "w%x ", i*7919)
+	}
+	for _, e := range []Entry{
+		{Actor: System, Action: "test.huge", TargetType: "test", TargetID: "1", Payload: map[string]any{"text": b.String()}},
+		{Actor: System, Action: "test.after", TargetType: "test", TargetID: "2", Payload: map[string]any{"text": "afterword"}},
+	} {
+		if err := AppendAlone(ctx, pool, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := l.IndexSearch(ctx); err != nil || n != 2 {
+		t.Fatalf("IndexSearch: %d, %v; want both entries indexed", n, err)
+	}
+	for word, want := range map[string]string{"w0 w1eef": "test.huge", "afterword": "test.after", "test.huge": "test.huge"} {
+		p, err := l.List(ctx, Filter{Q: word})
+		if err != nil || len(p.Items) != 1 || p.Items[0].Action != want {
+			t.Errorf("search %q: %+v, %v; want the entry %s", word, p.Items, err, want)
+		}
+	}
+	// A word beyond the first SearchTextChars characters is not found.
+	last := strings.Fields(b.String())
+	if p, err := l.List(ctx, Filter{Q: last[len(last)-1]}); err != nil || len(p.Items) != 0 {
+		t.Errorf("a word past the searchable text: %+v, %v; want none", p.Items, err)
 	}
 }
