@@ -157,9 +157,15 @@ func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*C
 	if err := c.prepareDirs(cred); err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); errors.Is(err, fs.ErrNotExist) && !c.copiedTemplate(cred) {
-		if err := c.initdb(ctx, cred); err != nil {
+	if _, err := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); errors.Is(err, fs.ErrNotExist) {
+		copied, err := c.copiedTemplate(cred)
+		if err != nil {
 			return nil, err
+		}
+		if !copied {
+			if err := c.initdb(ctx, cred); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := c.start(ctx, cred); err != nil {
@@ -198,6 +204,7 @@ func (c *Cluster) prepareDirs(cred *syscall.Credential) error {
 			return fmt.Errorf("db: create %s: %w", d, err)
 		}
 	}
+	removeStale(filepath.Join(c.Dir, copyPrefix+"*"))
 	if cred == nil {
 		return nil
 	}
@@ -268,31 +275,13 @@ func (c *Cluster) command(ctx context.Context, cred *syscall.Credential, name st
 	return cmd
 }
 
-// copiedTemplate makes the cluster from the template when there is one that fits, and
-// says whether it did; the caller runs initdb when not.
-func (c *Cluster) copiedTemplate(cred *syscall.Credential) bool {
-	dir := c.opts.Template
-	if dir == "" {
-		return false
-	}
-	if ok, why := templateUsable(dir, c.binDir); !ok {
-		level := slog.LevelInfo
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			level = slog.LevelDebug // no template at all: the usual case for an installed binary
-		}
-		c.log.Log(context.Background(), level, "database: not using the cluster template; running initdb", "template", dir, "why", why)
-		return false
-	}
-	if err := c.fromTemplate(dir, cred); err != nil {
-		c.log.Warn("database: copying the cluster template failed; running initdb", "template", dir, "err", err)
-		return false
-	}
-	return true
-}
+// initdbArgs make every embedded cluster (beside -D); a cluster template's stamp names
+// them, so a template made otherwise is not used.
+var initdbArgs = []string{"-U", embeddedUser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-instructions"}
 
 func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential) error {
 	start := time.Now()
-	args := []string{"-D", c.DataDir(), "-U", embeddedUser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-instructions"}
+	args := append([]string{"-D", c.DataDir()}, initdbArgs...)
 	if c.opts.Fast {
 		args = append(args, "--no-sync")
 	}

@@ -32,18 +32,36 @@ import (
 // made once (by `make build`, through `toolwarden pg-template`) so that a first start
 // copies it instead of running initdb and the migrations: most of a fresh start's time
 // (docs/architecture.md, Start-up). A template is used only when its stamp says it was
-// made by the same PostgreSQL major version from the same installation and holds exactly
-// this build's schema; anything else falls back to initdb.
+// made the way this build makes clusters, by the same PostgreSQL installation and major
+// version, and holds exactly this build's schema; anything else falls back to initdb.
 
 // templateStamp describes a template: it sits beside the template's data folder.
 type templateStamp struct {
 	BinDir    string `json:"bin_dir"`    // the PostgreSQL installation that made it
 	PGVersion string `json:"pg_version"` // its PG_VERSION (the major version)
+	Recipe    string `json:"recipe"`     // clusterRecipe when it was made
 	Schema    string `json:"schema"`     // SchemaDigest when it was made
 	Made      string `json:"made"`
 }
 
-const templateStampFile = "stamp.json"
+const (
+	templateStampFile = "stamp.json"
+	// templateFormat changes when what a template holds changes other than through
+	// initdb's arguments, the roles or the migrations.
+	templateFormat = 1
+	// copyPrefix names the folders a first start copies a template into, beside the
+	// data folder; workPrefix those MakeTemplate builds one in, beside the template.
+	copyPrefix = "data.copy-"
+	workPrefix = ".pg-template-"
+	// staleAfter is when such a folder is a crashed process's leftover: copying or
+	// making a template takes seconds.
+	staleAfter = time.Hour
+)
+
+// clusterRecipe says how this build makes a cluster, beside the migrations.
+func clusterRecipe() string {
+	return fmt.Sprintf("format %d; initdb %s; application role %s", templateFormat, strings.Join(initdbArgs, " "), AppRole)
+}
 
 // SchemaDigest identifies the schema this build migrates to: Toolwarden's migrations
 // and River's, by content.
@@ -86,35 +104,74 @@ func TemplateCurrent(dir string) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	return templateUsable(dir, binDir)
+	root, why := openTemplate(dir, binDir)
+	if root == nil {
+		return false, why
+	}
+	root.Close()
+	return true, ""
 }
 
-func templateUsable(dir, binDir string) (bool, string) {
-	raw, err := os.ReadFile(filepath.Join(dir, templateStampFile))
+// openTemplate opens the template in dir when it fits binDir and this build, else says
+// why not. Everything of the template is read through the returned root: a template
+// remade meanwhile (renamed aside, then removed) makes the reading fail instead of
+// mixing two templates' files.
+func openTemplate(dir, binDir string) (*os.Root, string) {
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return false, "no template: " + err.Error()
+		return nil, "no template: " + err.Error()
+	}
+	why := templateFits(root, binDir)
+	if why != "" {
+		root.Close()
+		return nil, why
+	}
+	return root, ""
+}
+
+func templateFits(root *os.Root, binDir string) string {
+	// Whoever can write the template decides the configuration of every cluster made
+	// from it (postgresql.conf can load libraries and run commands): it must be ours or
+	// root's, and writable by nobody else.
+	for _, name := range []string{".", templateStampFile} {
+		st, err := root.Lstat(name)
+		if err != nil {
+			return "the template has no stamp: " + err.Error()
+		}
+		sys, ok := st.Sys().(*syscall.Stat_t)
+		if ok && (sys.Uid != uint32(os.Geteuid()) && sys.Uid != 0 || st.Mode().Perm()&0o022 != 0) {
+			return fmt.Sprintf("%s of the template belongs to uid %d with mode %v: a template must belong to this user or root and be writable by no one else",
+				name, sys.Uid, st.Mode().Perm())
+		}
+	}
+	raw, err := root.ReadFile(templateStampFile)
+	if err != nil {
+		return "the template has no stamp: " + err.Error()
 	}
 	var st templateStamp
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return false, fmt.Sprintf("template stamp %s: %v", filepath.Join(dir, templateStampFile), err)
+		return fmt.Sprintf("the template's stamp: %v", err)
 	}
 	if st.BinDir != binDir {
-		return false, fmt.Sprintf("the template was made by the PostgreSQL in %s, this start uses %s", st.BinDir, binDir)
+		return fmt.Sprintf("the template was made by the PostgreSQL in %s, this start uses %s", st.BinDir, binDir)
 	}
 	major, err := binMajor(binDir)
 	if err != nil {
-		return false, err.Error()
+		return err.Error()
 	}
 	if st.PGVersion != major {
-		return false, fmt.Sprintf("the template is for PostgreSQL %s, %s is PostgreSQL %s", st.PGVersion, binDir, major)
+		return fmt.Sprintf("the template is for PostgreSQL %s, %s is PostgreSQL %s", st.PGVersion, binDir, major)
+	}
+	if st.Recipe != clusterRecipe() {
+		return fmt.Sprintf("the template's cluster was made otherwise (%s) than this build makes one (%s)", st.Recipe, clusterRecipe())
 	}
 	if st.Schema != SchemaDigest() {
-		return false, "the template holds another build's schema (make build makes a new one)"
+		return "the template holds another build's schema (make build makes a new one)"
 	}
-	if _, err := os.Stat(filepath.Join(dir, "data", "PG_VERSION")); err != nil {
-		return false, "the template has no cluster: " + err.Error()
+	if _, err := root.Stat(filepath.Join("data", "PG_VERSION")); err != nil {
+		return "the template has no cluster: " + err.Error()
 	}
-	return true, ""
+	return ""
 }
 
 // binMajor is the major version of the postgres in binDir ("15" for 15.10), as its
@@ -138,7 +195,8 @@ func binMajor(binDir string) (string, error) {
 
 // MakeTemplate makes the cluster template in dir, unless one this build can use is
 // there already (made reports whether it made one). It builds beside dir and renames,
-// so a start never sees half a template.
+// so a start never sees half a template; it replaces only a template (or an empty
+// folder), never another folder that happens to be named.
 func MakeTemplate(ctx context.Context, dir string, log *slog.Logger) (made bool, err error) {
 	if ok, _ := TemplateCurrent(dir); ok {
 		return false, nil
@@ -158,10 +216,15 @@ func MakeTemplate(ctx context.Context, dir string, log *slog.Logger) (made bool,
 	if err != nil {
 		return false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	if err := replaceable(abs); err != nil {
+		return false, err
+	}
+	parent := filepath.Dir(abs)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
 	}
-	work, err := os.MkdirTemp(filepath.Dir(abs), ".pg-template-")
+	removeStale(filepath.Join(parent, workPrefix+"*"))
+	work, err := os.MkdirTemp(parent, workPrefix)
 	if err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
 	}
@@ -180,6 +243,10 @@ func MakeTemplate(ctx context.Context, dir string, log *slog.Logger) (made bool,
 	if err != nil {
 		return false, err
 	}
+	// Copies start without recovery only from a cluster that was shut down cleanly.
+	if _, err := os.Stat(filepath.Join(c.DataDir(), "postmaster.pid")); err == nil {
+		return false, fmt.Errorf("db: template: postgres did not shut down cleanly (see %s)", filepath.Join(c.Dir, "postgres.log"))
+	}
 	// The cluster's data folder is the template; the socket folder and log are not.
 	if err := os.Rename(c.DataDir(), filepath.Join(work, "data")); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
@@ -188,116 +255,182 @@ func MakeTemplate(ctx context.Context, dir string, log *slog.Logger) (made bool,
 	if err := os.RemoveAll(filepath.Join(work, "pg")); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
 	}
-	stamp, _ := json.MarshalIndent(templateStamp{BinDir: binDir, PGVersion: major, Schema: SchemaDigest(),
-		Made: time.Now().UTC().Format(time.RFC3339)}, "", "  ")
+	stamp, _ := json.MarshalIndent(templateStamp{BinDir: binDir, PGVersion: major, Recipe: clusterRecipe(),
+		Schema: SchemaDigest(), Made: time.Now().UTC().Format(time.RFC3339)}, "", "  ")
 	if err := os.WriteFile(filepath.Join(work, templateStampFile), append(stamp, '\n'), 0o644); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
 	}
 	if err := os.Chmod(work, 0o700); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
 	}
-	if err := os.RemoveAll(abs); err != nil {
-		return false, fmt.Errorf("db: template: remove the old one: %w", err)
+	// The old template goes aside first, so dir always names a whole template or none;
+	// a start reading the old one meanwhile fails its copy and runs initdb.
+	old := ""
+	if _, err := os.Lstat(abs); err == nil {
+		old = work + ".old"
+		if err := os.Rename(abs, old); err != nil {
+			return false, fmt.Errorf("db: template: move the old one aside: %w", err)
+		}
 	}
 	if err := os.Rename(work, abs); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
 	}
+	if old != "" {
+		_ = os.RemoveAll(old)
+	}
 	return true, nil
 }
 
-// fromTemplate fills the cluster's empty data folder with a copy of the template in dir,
-// owned by cred (nil: by us). It copies into a folder beside the data folder and renames
-// it, so a crash part way leaves no cluster that looks whole.
-func (c *Cluster) fromTemplate(dir string, cred *syscall.Credential) error {
-	start := time.Now()
-	src := filepath.Join(dir, "data")
-	tmp := c.DataDir() + ".copy"
-	if err := os.RemoveAll(tmp); err != nil {
-		return err
+// replaceable refuses to let MakeTemplate replace dir unless it is missing, an empty
+// folder or a template (a stamp and a data folder): --out names a folder that is
+// removed, and a mistyped one must not cost a data dir.
+func replaceable(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("db: template: %w", err)
 	}
-	err := c.copyTree(src, tmp, cred)
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	if len(entries) == 0 || len(entries) == 2 && names[templateStampFile] && names["data"] {
+		return nil
+	}
+	return fmt.Errorf("db: template: %s holds something other than a cluster template; name an empty or missing folder", dir)
+}
+
+// removeStale removes the folders matching pattern that no one has changed for
+// staleAfter: what a process killed while copying or making a template left.
+func removeStale(pattern string) {
+	paths, _ := filepath.Glob(pattern)
+	for _, p := range paths {
+		if st, err := os.Lstat(p); err == nil && st.IsDir() && time.Since(st.ModTime()) > staleAfter {
+			_ = os.RemoveAll(p)
+		}
+	}
+}
+
+// copiedTemplate makes the cluster from the template when there is one that fits, and
+// says whether it did; the caller runs initdb when not. The error is for a copy that
+// is in place but could not be made durable: initdb cannot run over it.
+func (c *Cluster) copiedTemplate(cred *syscall.Credential) (bool, error) {
+	dir := c.opts.Template
+	if dir == "" {
+		return false, nil
+	}
+	root, why := openTemplate(dir, c.binDir)
+	if root == nil {
+		level := slog.LevelInfo
+		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+			level = slog.LevelDebug // no template at all: the usual case for an installed binary
+		}
+		c.log.Log(context.Background(), level, "database: not using the cluster template; running initdb", "template", dir, "why", why)
+		return false, nil
+	}
+	defer root.Close()
+	start := time.Now()
+	tmp, err := c.copyTemplate(root, cred)
 	if err == nil {
 		err = os.Rename(tmp, c.DataDir())
 	}
-	if err == nil && !c.opts.Fast {
-		err = syncPath(c.Dir)
-	}
 	if err != nil {
-		_ = os.RemoveAll(tmp)
-		return err
+		if tmp != "" {
+			_ = os.RemoveAll(tmp)
+		}
+		c.log.Warn("database: copying the cluster template failed; running initdb", "template", dir, "err", err)
+		return false, nil
+	}
+	if !c.opts.Fast {
+		if err := syncPath(c.Dir); err != nil {
+			return false, fmt.Errorf("db: the cluster copied from the template is in place but not durable: %w", err)
+		}
 	}
 	c.log.Info("database: created embedded PostgreSQL cluster from the template", "dir", c.DataDir(), "template", dir,
 		"took", time.Since(start).Round(time.Millisecond))
-	return nil
+	return true, nil
 }
 
-// copyTree copies the folder src to dst (which must not exist), files and folders only,
-// owned by cred when not nil, and unless the cluster is Fast, durable when it returns
-// (as initdb makes its files: a crash right after a first start must not leave a
-// cluster with half its files). A cluster is about 1,500 small files, and creating a
-// file is most of the cost, so several are created at once (4 at a time: 210 ms where
-// one at a time took 370 on the 2-core development machine).
-func (c *Cluster) copyTree(src, dst string, cred *syscall.Credential) error {
+// copyTemplate copies the template's data folder to a new folder beside the cluster's
+// data folder, owned by cred when not nil, and unless the cluster is Fast, durable when
+// it returns (as initdb makes its files: a crash right after a first start must not
+// leave a cluster with half its files). It returns the folder, also on an error after
+// making it. A cluster is about 1,500 small files, and creating a file is most of the
+// cost, so several are created at once (4 at a time: 210 ms where one at a time took
+// 370 on the 2-core development machine).
+func (c *Cluster) copyTemplate(root *os.Root, cred *syscall.Credential) (string, error) {
+	src, err := root.OpenRoot("data")
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst, err := os.MkdirTemp(c.Dir, copyPrefix)
+	if err != nil {
+		return "", err
+	}
 	type file struct {
-		from, to string
-		perm     fs.FileMode
+		name string
+		perm fs.FileMode
 	}
 	var files []file
 	var dirs []string
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(src.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
 		info, err := d.Info()
 		if err != nil {
 			return err
 		}
+		to := filepath.Join(dst, name)
 		switch {
 		case d.IsDir():
-			if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
-				return err
+			if name == "." {
+				err = os.Chmod(to, info.Mode().Perm())
+			} else {
+				err = os.Mkdir(to, info.Mode().Perm())
 			}
-			dirs = append(dirs, to)
-			return chownTo(to, cred)
+			if err == nil {
+				dirs = append(dirs, to)
+				err = chownTo(to, cred)
+			}
+			return err
 		case d.Type().IsRegular():
-			files = append(files, file{p, to, info.Mode().Perm()})
+			files = append(files, file{name, info.Mode().Perm()})
 			return nil
 		}
-		return fmt.Errorf("%s: not a file or folder", p)
+		return fmt.Errorf("%s: not a file or folder", name)
 	})
 	if err != nil {
-		return err
+		return dst, err
 	}
 	var g errgroup.Group
 	g.SetLimit(4)
 	for _, f := range files {
-		g.Go(func() error { return copyFile(f.from, f.to, f.perm, cred) })
+		g.Go(func() error { return copyFile(src, f.name, filepath.Join(dst, f.name), f.perm, cred) })
 	}
 	if err := g.Wait(); err != nil || c.opts.Fast {
-		return err
+		return dst, err
 	}
 	// One syncfs makes the whole copy durable (40 ms on the development machine, against
 	// 400 ms for an fsync of each file and folder); where it fails, fsync each.
 	if err := syncFS(dst); err == nil {
-		return nil
+		return dst, nil
 	}
 	for _, f := range files {
-		g.Go(func() error { return syncPath(f.to) })
+		g.Go(func() error { return syncPath(filepath.Join(dst, f.name)) })
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return dst, err
 	}
 	for _, d := range slices.Backward(dirs) {
 		if err := syncPath(d); err != nil {
-			return err
+			return dst, err
 		}
 	}
-	return nil
+	return dst, nil
 }
 
 // syncFS writes out everything waiting for the file system that holds p (syncfs(2)):
@@ -318,9 +451,9 @@ func chownTo(p string, cred *syscall.Credential) error {
 	return os.Lchown(p, int(cred.Uid), int(cred.Gid))
 }
 
-// copyFile copies src to the new file dst.
-func copyFile(src, dst string, perm fs.FileMode, cred *syscall.Credential) error {
-	in, err := os.Open(src)
+// copyFile copies the file name of src to the new file dst.
+func copyFile(src *os.Root, name, dst string, perm fs.FileMode, cred *syscall.Credential) error {
+	in, err := src.Open(name)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
@@ -109,17 +110,7 @@ func TestClusterTemplate(t *testing.T) {
 	// A template of another schema (a build with other migrations): initdb, then the
 	// migrations as always; MakeTemplate remakes it.
 	other := copyTemplate(t, tpl)
-	stamp := filepath.Join(other, "stamp.json")
-	raw, _ := os.ReadFile(stamp)
-	var s map[string]any
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatal(err)
-	}
-	s["schema"] = "0000"
-	raw, _ = json.Marshal(s)
-	if err := os.WriteFile(stamp, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	restamp(t, other, "schema", "0000")
 	if ok, why := db.TemplateCurrent(other); ok || !strings.Contains(why, "another build's schema") {
 		t.Fatalf("a template of another schema: current %v, %q", ok, why)
 	}
@@ -133,6 +124,30 @@ func TestClusterTemplate(t *testing.T) {
 	migratedAndUsable(t, c)
 	if made, err := db.MakeTemplate(ctx, other, nil); err != nil || !made {
 		t.Fatalf("MakeTemplate over another schema's template: made %v, %v; want remade", made, err)
+	}
+	if ok, why := db.TemplateCurrent(other); !ok {
+		t.Fatalf("the remade template is not current: %s", why)
+	}
+
+	// Made by another PostgreSQL installation, another major version or another recipe
+	// (initdb's arguments, the roles), or writable by others: not used.
+	for _, tc := range []struct{ key, value, why string }{
+		{"bin_dir", "/opt/elsewhere/bin", "made by the PostgreSQL in /opt/elsewhere/bin"},
+		{"pg_version", "9", "the template is for PostgreSQL 9"},
+		{"recipe", "format 0", "made otherwise"},
+	} {
+		spoilt := copyTemplate(t, tpl)
+		restamp(t, spoilt, tc.key, tc.value)
+		if ok, why := db.TemplateCurrent(spoilt); ok || !strings.Contains(why, tc.why) {
+			t.Errorf("%s %q: current %v, %q; want refused for %q", tc.key, tc.value, ok, why, tc.why)
+		}
+	}
+	writable := copyTemplate(t, tpl)
+	if err := os.Chmod(writable, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := db.TemplateCurrent(writable); ok || !strings.Contains(why, "writable by no one else") {
+		t.Errorf("a template others may write: current %v, %q", ok, why)
 	}
 
 	// A file the copy cannot take (here a named pipe): initdb, no half copy left.
@@ -159,6 +174,106 @@ func TestClusterTemplate(t *testing.T) {
 	_, log = startFrom(t, "", true)
 	if strings.Contains(log, "template") {
 		t.Fatalf("no template named, yet the log speaks of one:\n%s", log)
+	}
+}
+
+// restamp sets key in the stamp of the template in dir.
+func restamp(t *testing.T, dir, key, value string) {
+	t.Helper()
+	p := filepath.Join(dir, "stamp.json")
+	raw, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s map[string]any
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s[key]; !ok {
+		t.Fatalf("the stamp has no %q: %s", key, raw)
+	}
+	s[key] = value
+	raw, _ = json.Marshal(s)
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// MakeTemplate replaces only a template or an empty folder: --out naming anything else
+// (a data dir, say) is refused and left as it was.
+func TestMakeTemplateRefusesOtherFolders(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keep := filepath.Join(dir, "secret.key")
+	if err := os.WriteFile(keep, []byte("k"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	made, err := db.MakeTemplate(context.Background(), dir, slog.New(slog.DiscardHandler))
+	if err == nil || made || !strings.Contains(err.Error(), "holds something other than a cluster template") {
+		t.Fatalf("MakeTemplate over a folder with a file in it: made %v, %v", made, err)
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("the folder's file is gone: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), ".pg-template-*")); len(left) > 0 {
+		t.Fatalf("work folders left: %v", left)
+	}
+}
+
+// A data dir that has its cluster keeps it (the template is for first starts only); a
+// copy a killed start left behind goes once it is stale, and a recent one (another
+// process's copy under way) stays.
+func TestClusterTemplateOnlyForFirstStarts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tpl := filepath.Join(dbtest.TempDir(t), "pg-template")
+	if _, err := db.MakeTemplate(ctx, tpl, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := dbtest.TempDir(t)
+	c, err := db.StartCluster(ctx, dataDir, &db.ClusterOptions{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := connect(t, c.URL())
+	if _, err := conn.Exec(ctx, "CREATE TABLE keep (v int); INSERT INTO keep VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	c.Stop()
+
+	stale := filepath.Join(dataDir, "pg", "data.copy-1")
+	recent := filepath.Join(dataDir, "pg", "data.copy-2")
+	for _, d := range []string{stale, recent} {
+		if err := os.MkdirAll(filepath.Join(d, "base"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	var log logBuffer
+	c, err = db.StartCluster(ctx, dataDir, &db.ClusterOptions{Fast: true, Template: tpl,
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if strings.Contains(log.String(), "template") || strings.Contains(log.String(), "created embedded") {
+		t.Fatalf("a restart made its cluster again:\n%s", log.String())
+	}
+	conn = connect(t, c.URL())
+	defer conn.Close(ctx)
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM keep").Scan(&v); err != nil || v != 7 {
+		t.Fatalf("the cluster's data after a start with a template: %d, %v", v, err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("a stale copy was left")
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("a recent copy (another process's, maybe) was removed: %v", err)
 	}
 }
 
