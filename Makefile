@@ -43,11 +43,12 @@ generate: ## Generate Go code from templ templates (go tool templ generate)
 
 # The build also makes bin/pg-template, a migrated cluster a first start copies instead
 # of running initdb and the migrations (docs/architecture.md, Start-up); it is remade
-# only when the migrations or PostgreSQL change. Without PostgreSQL installed the build
-# still succeeds, and a first start runs initdb.
+# only when the migrations or PostgreSQL change. Without PostgreSQL installed (exit 3)
+# the build goes on without it, and a first start runs initdb; any other failure of it
+# fails the build.
 build: generate ## Build bin/toolwarden and its cluster template bin/pg-template
 	go build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/toolwarden
-	@./$(BIN) pg-template || echo "make: made no cluster template (see above): a first start runs initdb instead"
+	@./$(BIN) pg-template || { rc=$$?; [ $$rc -eq 3 ] && echo "make: no cluster template without PostgreSQL: a first start runs initdb"; } || exit $$rc
 
 run: setup-run build ## Build and start the server: bin/toolwarden serve (ARGS for extra flags)
 	./$(BIN) serve $(ARGS)

@@ -281,6 +281,9 @@ func ensureSecretKey(path string) error {
 	return f.Sync()
 }
 
+// exitNoPostgres is pg-template's exit code when no PostgreSQL is installed.
+const exitNoPostgres = 3
+
 // cmdPGTemplate makes the embedded cluster's template (`make build` runs it): a first
 // start then copies a migrated cluster instead of creating one.
 func cmdPGTemplate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -296,6 +299,12 @@ func cmdPGTemplate(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	start := time.Now()
 	made, err := db.MakeTemplate(ctx, *out, newLogger(stderr, "warn"))
+	if errors.Is(err, db.ErrNoPostgres) {
+		// Its own exit code: make build goes on without a template then, and fails
+		// on any other error.
+		fmt.Fprintln(stderr, "toolwarden:", err)
+		return exitError{exitNoPostgres}
+	}
 	if err != nil {
 		return err
 	}
