@@ -199,9 +199,9 @@ var Targets = []Target{
 			conds := []bool{ok1, ok2, ok3}
 			if ok1 {
 				// make run's build makes the cluster template a first start copies; a
-				// binary without one runs initdb and every migration (fresh-initdb).
+				// binary without one runs initdb and every migration (initdb-s-to-ready).
 				part := fmt.Sprintf("%s s on an empty data dir (the cluster template of `make build` copied)", num(fresh, 2))
-				if initdb, ok := r.Get("BenchmarkServeStartup/fresh-initdb", "s-to-ready"); ok {
+				if initdb, ok := r.Get("BenchmarkServeStartup/fresh", "initdb-s-to-ready"); ok {
 					part += fmt.Sprintf(", %s s without a template (initdb and the migrations)", num(initdb, 2))
 				}
 				parts = append(parts, part)
