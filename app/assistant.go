@@ -10,6 +10,7 @@ import (
 // the planner (--llm-url), it may ask the model what a sentence means.
 func (a *App) assistant(pool *pgxpool.Pool, cfg Config) *assistant.Service {
 	s := assistant.New(pool, a.Auth, a.Registry, a.Tools, a.MCP, a.Router, cfg.Logger)
+	s.Watch(a.Bus)
 	planner := cfg.Planner
 	if planner == nil {
 		planner = cfg.Executions.Planner // how tests configure it

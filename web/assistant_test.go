@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -340,5 +341,52 @@ func TestAssistantModelAsksFirst(t *testing.T) {
 	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'tool.disable'
 		AND payload->>'said' = 'that parrot thing, put it to sleep (read by the language model)'`); n != 1 {
 		t.Fatalf("the act's audit entry: %d", n)
+	}
+}
+
+// The assistant keeps the catalogue in memory between the events that change it: a
+// change written behind the services' back (no event) is not seen, and any change made
+// through them is, in the very next reply.
+func TestAssistantCatalogueFollowsChanges(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "cat1", true, "echo")
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	ctx := t.Context()
+	conv := ""
+	echo := srv.ToolID(t, "cat1__echo")
+	asstSay(t, admin, &conv, "tell me about the echo tool", "It is enabled")
+
+	// Kept: a description changed behind the services' back is not seen...
+	if _, err := srv.Pool.Exec(ctx, `UPDATE mcp_tools SET description = 'Repeats what it hears.' WHERE id = $1`, echo); err != nil {
+		t.Fatal(err)
+	}
+	if r := asstSay(t, admin, &conv, "tell me about the echo tool", "It is enabled"); strings.Contains(r.Reply, "Repeats what it hears") {
+		t.Fatalf("the catalogue was read again without an event: %q", r.Reply)
+	}
+	// ...until a change through a service clears it: a tag on the tool (tools topic),
+	r := asstSay(t, admin, &conv, "tag the echo tool with parrots", "")
+	if len(r.Actions) != 1 || !r.Actions[0].OK {
+		t.Fatalf("tagging: %+v", r)
+	}
+	asstSay(t, admin, &conv, "tell me about the echo tool", "Repeats what it hears")
+	asstSay(t, admin, &conv, "tell me about the echo tool", "Tags: parrots")
+	// a state change made on the tools page's API,
+	admin.JSON(http.MethodPost, "/api/v1/tools/"+echo+"/disable", nil, http.StatusOK, nil)
+	asstSay(t, admin, &conv, "tell me about the echo tool", "It is disabled")
+	// and a new server (servers topic).
+	srv.LiveServer(t, "cat2", true)
+	// Replies at the same time share what is kept (the race detector watches).
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			var r asstReply
+			admin.JSON(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"message": "find tools that echo messages"}, http.StatusOK, &r)
+		})
+	}
+	wg.Wait()
+	r = asstSay(t, admin, &conv, "list servers", "MCP servers")
+	if !slices.ContainsFunc(r.Choices, func(c struct{ Label, Target string }) bool { return strings.Contains(c.Label, "cat2") }) {
+		t.Fatalf("list servers after cat2 was added: %+v", r.Choices)
 	}
 }

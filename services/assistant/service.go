@@ -39,6 +39,7 @@ type Service struct {
 	router   *router.Router
 	log      *slog.Logger
 	model    Model
+	cache    catalogueCache
 }
 
 // SetModel lets the assistant ask m what a sentence means when its own reading finds no
@@ -234,49 +235,6 @@ func redact(msg string) (string, bool) {
 		return w
 	})
 	return out, masked
-}
-
-// Catalogue reads the servers, tools and people the principal may see.
-func (s *Service) Catalogue(ctx context.Context, p *auth.Principal) (*Catalogue, error) {
-	cat := &Catalogue{}
-	if p.Can(auth.PermServerView) {
-		svs, _, err := s.registry.ListServers(ctx, registry.ListQuery{Limit: 200})
-		if err != nil {
-			return nil, err
-		}
-		for _, sv := range svs {
-			cat.Servers = append(cat.Servers, Server{ID: sv.ID, Name: sv.Name, Description: sv.Description, URL: sv.URL,
-				Type: sv.Type, Status: sv.Status, Enabled: sv.Enabled, Builtin: sv.Name == registry.BuiltinName})
-		}
-	}
-	if p.Can(auth.PermToolView) {
-		q := tools.Query{Limit: tools.MaxLimit}
-		for range 50 { // at most 10,000 tools
-			page, err := s.tools.List(ctx, q)
-			if err != nil {
-				return nil, err
-			}
-			for _, it := range page.Items {
-				cat.Tools = append(cat.Tools, toolOf(it))
-			}
-			if page.NextCursor == "" {
-				break
-			}
-			q.Cursor = page.NextCursor
-		}
-	}
-	if p.Can(auth.PermUsers) {
-		us, err := s.auth.ListUsers(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, u := range us {
-			if u.DisabledAt == nil {
-				cat.Users = append(cat.Users, u.Username)
-			}
-		}
-	}
-	return cat, nil
 }
 
 func toolOf(it tools.Item) Tool {
