@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -418,4 +419,50 @@ func BenchmarkToolList10000(b *testing.B) {
 		}
 		benchRequests(b, api, token, apiURL(v), benchAPICheck(50))
 	})
+	// The assistant over the same 10,000 tools (seed 004 §7): a message that lists
+	// tools, and one that finds them by what they do. Each reply reads the catalogue the
+	// person may see.
+	for _, m := range []struct{ name, msg string }{
+		{"assistant/list", "show me all tools"},
+		{"assistant/find", "find tools that search issues"},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			body, _ := json.Marshal(map[string]string{"message": m.msg})
+			ask := func() []byte {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/assistant/messages", bytes.NewReader(body))
+				req.Header.Set("Authorization", "Bearer "+token)
+				req.Header.Set("Content-Type", "application/json")
+				res, err := api.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				out, err := io.ReadAll(res.Body)
+				res.Body.Close()
+				if err != nil || res.StatusCode != http.StatusOK {
+					b.Fatalf("assistant: %d %v %.300s", res.StatusCode, err, out)
+				}
+				return out
+			}
+			check := func(out []byte) {
+				var r struct {
+					Reply string `json:"reply"`
+				}
+				if err := json.Unmarshal(out, &r); err != nil || !strings.Contains(r.Reply, "tool") {
+					b.Fatalf("assistant reply %q (%v)", r.Reply, err)
+				}
+			}
+			check(ask())
+			var times benchTimes
+			for b.Loop() {
+				start := time.Now()
+				out := ask()
+				times = append(times, time.Since(start))
+				b.StopTimer()
+				check(out)
+				b.StartTimer()
+			}
+			b.ReportMetric(times.percentile(0.50), "p50-ms")
+			b.ReportMetric(times.percentile(0.95), "p95-ms")
+		})
+	}
 }
