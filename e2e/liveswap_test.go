@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // TestBrowserLiveUpdatesKeepWhatYouDo: a live update replaces whole parts of a page (a
@@ -123,7 +124,8 @@ func TestBrowserLiveUpdatesKeepWhatYouDo(t *testing.T) {
 
 // TestBrowserDecisionElsewhereIsExplained: a person looking at a plan that waits for
 // approval, its DangerZone half typed, sees the controls go when someone else decides,
-// and a toast says who decided and why, instead of the controls just vanishing.
+// and a toast says who decided and why, instead of the controls just vanishing; the
+// focus moves to the section's new heading instead of falling to the page.
 func TestBrowserDecisionElsewhereIsExplained(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
@@ -150,5 +152,52 @@ func TestBrowserDecisionElsewhereIsExplained(t *testing.T) {
 		`[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("Rejected by bob: not during the freeze"))`)
 	if eval[bool](b, `!!document.querySelector("[data-testid=danger-zone]")`) {
 		t.Error("the DangerZone is still offered after the plan was rejected")
+	}
+	// The focus was in the phrase's field, which went: it lands on the approval
+	// section's heading (now "Rejected"), not on the page's body.
+	if got := eval[string](b, `document.activeElement.id + " " + document.activeElement.textContent.trim()`); got != "exec-approval-h-"+id+" Rejected" {
+		t.Errorf("the focus after the controls went: %q, want the section's heading", got)
+	}
+}
+
+// TestBrowserConfirmDialogOfADecidedPlan: the confirm dialog of a medium-risk plan is
+// open when someone else rejects the plan: the dialog goes with the controls, a toast
+// says who decided, and the focus lands on the section's new heading instead of the
+// page's body.
+func TestBrowserConfirmDialogOfADecidedPlan(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "md"})
+	ids := enabledLiveTools(t, srv, hs, "md", "write-note")
+	medium := "medium"
+	if _, err := srv.Tools.Update(context.Background(), audit.System, ids["write-note"], tools.Patch{Risk: &medium, MayLowerRisk: true, Reason: "a medium-risk plan"}); err != nil {
+		t.Fatal(err)
+	}
+	bob := srv.CreateUser(t, "bob", auth.RoleAdmin, "bob-password-12345")
+
+	b := newExecBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("plan a medium-risk call", chromedp.Navigate(srv.URL+"/executions/new"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=prompt]`)),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=prompt]`), `call md__write-note text="hello"`),
+		chromedp.Click(chromedp.CSS(`[data-testid=submit-prompt]`)))
+	b.do("the confirm dialog opens", chromedp.WaitVisible(chromedp.CSS(`[data-testid=confirm-open]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid=confirm-open]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=confirm-modal] [data-testid=confirm-submit]`)))
+	id := b.execLanded(srv)
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	b.do("focus is in the dialog", chromedp.Focus(chromedp.CSS(`[data-testid=confirm-modal] [data-testid=confirm-submit]`)))
+
+	who := executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: bob.ID, Name: "bob"}, Role: auth.RoleAdmin}
+	if _, err := srv.Executions.Reject(context.Background(), who, id, "wrong note"); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("a toast says who rejected it",
+		`[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("Rejected by bob: wrong note"))`)
+	if eval[bool](b, `!!document.querySelector("dialog[open]")`) {
+		t.Error("a dialog is still open after the plan was decided elsewhere")
+	}
+	if got := eval[string](b, `document.activeElement.id + " " + document.activeElement.textContent.trim()`); got != "exec-approval-h-"+id+" Rejected" {
+		t.Errorf("the focus after the dialog went: %q, want the section's heading", got)
 	}
 }

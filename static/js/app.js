@@ -450,9 +450,28 @@
     return Array.prototype.map.call(f.form.querySelectorAll("input[type=hidden]"),
       function (h) { return h.name + "=" + h.value; }).join("&");
   }
+  // The parts (elements with an id) around the focus, innermost first: when the focused
+  // element goes with no replacement (someone else decided, so the approval controls
+  // or the open confirm dialog went), the focus moves to the nearest part still there.
+  function anchorsOf(el) {
+    var ids = [];
+    for (var n = el && el.parentElement; n && n !== document.body; n = n.parentElement) {
+      if (n.id) ids.push(n.id);
+    }
+    return ids;
+  }
+  // landOn focuses a part that replaced the one the focus was in: its heading when it
+  // names one (aria-labelledby), else the part itself, reachable by script only.
+  function landOn(part) {
+    var h = part.getAttribute("aria-labelledby") && document.getElementById(part.getAttribute("aria-labelledby"));
+    var t = h && part.contains(h) ? h : part;
+    if (!t.matches("a[href], button, input, select, textarea, [tabindex]")) t.setAttribute("tabindex", "-1");
+    t.focus({ preventScroll: true });
+  }
   document.addEventListener("htmx:wsBeforeMessage", function () {
     var a = document.activeElement;
-    kept = { focus: a && a !== document.body && a.id ? a : null, fields: [], open: [] };
+    kept = { focus: a && a !== document.body && a.id ? a : null, fields: [], open: [],
+      anchors: a && a !== document.body ? anchorsOf(a) : [], was: a && a !== document.body ? a : null };
     if (kept.focus) {
       try { kept.start = a.selectionStart; kept.end = a.selectionEnd; } catch (err) { /* not a text field */ }
     }
@@ -495,6 +514,13 @@
         if (k.start != null && n.setSelectionRange) {
           try { n.setSelectionRange(k.start, k.end); } catch (err) { /* not a text field */ }
         }
+      }
+    }
+    a = document.activeElement;
+    if (k.was && !k.was.isConnected && (!a || a === document.body)) {
+      for (var i = 0; i < k.anchors.length; i++) {
+        var part = document.getElementById(k.anchors[i]);
+        if (part && part.tagName !== "DIALOG") { landOn(part); break; }
       }
     }
   });
