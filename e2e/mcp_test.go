@@ -157,8 +157,12 @@ func TestBrowserApprovalInsideMCPCall(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	out = mcpCall(cctx, cs, "mt__write-note", map[string]any{"text": "never mind"}, 0)
 	b.do("back to the approvals", chromedp.Navigate(srv.URL+"/approvals"))
-	b.waitJS("the call waits", `!!document.querySelector("[data-testid=approval-item]")`)
-	b.do("open it", chromedp.Click(chromedp.CSS(`[data-testid=approval-title]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=danger-input]`)))
+	// Found and clicked in one step: the list is live, and a push that redraws it between
+	// finding the link and clicking it made chromedp's click miss the node (once, in a
+	// loaded run).
+	b.waitJS("the call waits, and its link is clicked",
+		`(() => { const a = document.querySelector("[data-testid=approval-item] [data-testid=approval-title]"); if (!a) return false; a.click(); return true })()`)
+	b.do("open it", chromedp.WaitVisible(chromedp.CSS(`[data-testid=danger-input]`)))
 	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
 	cancel()
 	<-out
