@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -376,15 +378,31 @@ func TestAssistantCatalogueFollowsChanges(t *testing.T) {
 	asstSay(t, admin, &conv, "tell me about the echo tool", "It is disabled")
 	// and a new server (servers topic).
 	srv.LiveServer(t, "cat2", true)
-	// Replies at the same time share what is kept (the race detector watches).
+	// Replies at the same time share what is kept, words included (the race detector
+	// watches): one reply fills the copy first.
+	asstSay(t, admin, &conv, "find tools that echo messages", "")
 	var wg sync.WaitGroup
-	for range 4 {
+	errs := make([]error, 4)
+	for i := range errs {
 		wg.Go(func() {
-			var r asstReply
-			admin.JSON(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"message": "find tools that echo messages"}, http.StatusOK, &r)
+			body := strings.NewReader(`{"message": "find tools that echo messages"}`)
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/assistant/messages", body)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Origin", srv.URL)
+			res, err := admin.C.Do(req)
+			if err == nil {
+				if res.StatusCode != http.StatusOK {
+					err = fmt.Errorf("status %d", res.StatusCode)
+				}
+				res.Body.Close()
+			}
+			errs[i] = err
 		})
 	}
 	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("replies at the same time: %v", err)
+	}
 	r = asstSay(t, admin, &conv, "list servers", "MCP servers")
 	if !slices.ContainsFunc(r.Choices, func(c struct{ Label, Target string }) bool { return strings.Contains(c.Label, "cat2") }) {
 		t.Fatalf("list servers after cat2 was added: %+v", r.Choices)

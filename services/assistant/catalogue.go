@@ -2,6 +2,7 @@ package assistant
 
 import (
 	"context"
+	"strconv"
 	"sync"
 
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -56,25 +57,24 @@ type kept struct {
 	words   []map[string]bool
 }
 
-// get returns what is kept (ok), or the generation a load must quote to keep its own.
-func (c *catalogueCache) get() (k kept, gen uint64, ok bool) {
+// get returns what is kept (ok), or the generation a load must quote to keep its own;
+// keep is false when no load may be kept (no bus, or the bus not listening yet when the
+// load began: what committed before that is never delivered to clear it).
+func (c *catalogueCache) get() (k kept, gen uint64, ok, keep bool) {
 	if c.ready == nil {
-		return k, 0, false
+		return k, 0, false, false
 	}
 	select {
 	case <-c.ready:
 	default:
-		return k, 0, false
+		return k, 0, false, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return kept{c.servers, c.tools, c.words}, c.gen, c.loaded
+	return kept{c.servers, c.tools, c.words}, c.gen, c.loaded, true
 }
 
 func (c *catalogueCache) put(gen uint64, k kept) {
-	if c.ready == nil {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen == gen {
@@ -88,13 +88,27 @@ func (c *catalogueCache) put(gen uint64, k kept) {
 func (s *Service) Catalogue(ctx context.Context, p *auth.Principal) (*Catalogue, error) {
 	cat := &Catalogue{}
 	if p.Can(auth.PermServerView) || p.Can(auth.PermToolView) {
-		k, gen, ok := s.cache.get()
-		if !ok {
+		k, gen, ok, keep := s.cache.get()
+		switch {
+		case ok:
+		case keep:
+			// Replies that find the copy gone share one load of the next.
+			v, err, _ := s.loading.Do(strconv.FormatUint(gen, 10), func() (any, error) {
+				k, err := s.loadCatalogue(context.WithoutCancel(ctx))
+				if err == nil {
+					s.cache.put(gen, k)
+				}
+				return k, err
+			})
+			if err != nil {
+				return nil, err
+			}
+			k = v.(kept)
+		default:
 			var err error
 			if k, err = s.loadCatalogue(ctx); err != nil {
 				return nil, err
 			}
-			s.cache.put(gen, k)
 		}
 		if p.Can(auth.PermServerView) {
 			cat.Servers = k.servers

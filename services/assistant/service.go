@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -40,6 +41,7 @@ type Service struct {
 	log      *slog.Logger
 	model    Model
 	cache    catalogueCache
+	loading  singleflight.Group // loads of the catalogue, by the generation they are for
 }
 
 // SetModel lets the assistant ask m what a sentence means when its own reading finds no

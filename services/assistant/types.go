@@ -55,7 +55,9 @@ const (
 )
 
 // Catalogue is what the assistant knows of the installation when it reads a message:
-// read fresh for each message, so names are the live ones.
+// the servers and tools as the last event left them (catalogue.go keeps them between
+// events, which clear them before a change's author hears it committed), so names are
+// the live ones; people are read for each message.
 type Catalogue struct {
 	Servers []Server
 	Tools   []Tool

@@ -121,6 +121,39 @@ func TestSearchIndexTakesAHugeEntry(t *testing.T) {
 			t.Errorf("search %q: %+v, %v; want the entry %s", word, p.Items, err, want)
 		}
 	}
+	// The worst text for the size of a tsvector under the cluster's C locale: every
+	// character a 4-byte letter, words joined by hyphens (each indexed whole and in its
+	// parts), none repeated.
+	next := rune(0x10000)
+	letter := func() rune { next++; return next }
+	for _, parts := range []int{2, 6} {
+		var w strings.Builder
+		for w.Len() < 4*SearchTextChars*2 {
+			for p := range parts {
+				if p > 0 {
+					w.WriteByte('-')
+				}
+				w.WriteRune(letter())
+				if parts == 2 {
+					w.WriteRune(letter())
+				}
+			}
+			w.WriteByte(' ')
+		}
+		if err := AppendAlone(ctx, pool, Entry{Actor: System, Action: "test.wide", TargetType: "test", TargetID: "3",
+			Payload: map[string]any{"text": w.String()}}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := l.IndexSearch(ctx); err != nil || n != 1 {
+			t.Fatalf("IndexSearch of 4-byte words of %d hyphenated parts: %d, %v", parts, n, err)
+		}
+		var size int
+		if err := pool.QueryRow(ctx, `SELECT pg_column_size(doc) FROM audit_search ORDER BY id DESC LIMIT 1`).Scan(&size); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("4-byte words of %d hyphenated parts: a tsvector of %d bytes (PostgreSQL's limit 1,048,575)", parts, size)
+	}
+
 	// A word beyond the first SearchTextChars characters is not found.
 	last := strings.Fields(b.String())
 	if p, err := l.List(ctx, Filter{Q: last[len(last)-1]}); err != nil || len(p.Items) != 0 {

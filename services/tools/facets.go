@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 
@@ -90,19 +91,24 @@ func (c *facetCache) clear() {
 }
 
 // get returns the kept facets, or the generation a load must quote to store its own.
+// Before the bus listens it is one no generation has (noGen): a load that began then
+// may miss what committed before, which no event will clear, so it is not kept.
 func (c *facetCache) get() (*Facets, uint64) {
 	if c.ready == nil {
-		return nil, 0
+		return nil, noGen
 	}
 	select {
 	case <-c.ready:
 	default:
-		return nil, 0
+		return nil, noGen
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.f, c.gen
 }
+
+// noGen is the generation of a load that must not be kept.
+const noGen = math.MaxUint64
 
 func (c *facetCache) put(gen uint64, f Facets) {
 	if c.ready == nil {

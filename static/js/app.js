@@ -461,12 +461,21 @@
     return ids;
   }
   // landOn focuses a part that replaced the one the focus was in: its heading when it
-  // names one (aria-labelledby), else the part itself, reachable by script only.
+  // names one (aria-labelledby), else the part itself, reachable by script only until
+  // the focus leaves it. It reports whether the focus got there (a hidden or inert part
+  // takes none).
   function landOn(part) {
     var h = part.getAttribute("aria-labelledby") && document.getElementById(part.getAttribute("aria-labelledby"));
     var t = h && part.contains(h) ? h : part;
-    if (!t.matches("a[href], button, input, select, textarea, [tabindex]")) t.setAttribute("tabindex", "-1");
+    var added = !t.matches("a[href], button, input, select, textarea, [tabindex]");
+    if (added) t.setAttribute("tabindex", "-1");
     t.focus({ preventScroll: true });
+    if (document.activeElement !== t) {
+      if (added) t.removeAttribute("tabindex");
+      return false;
+    }
+    if (added) t.addEventListener("blur", function () { t.removeAttribute("tabindex"); }, { once: true });
+    return true;
   }
   document.addEventListener("htmx:wsBeforeMessage", function () {
     var a = document.activeElement;
@@ -520,7 +529,7 @@
     if (k.was && !k.was.isConnected && (!a || a === document.body)) {
       for (var i = 0; i < k.anchors.length; i++) {
         var part = document.getElementById(k.anchors[i]);
-        if (part && part.tagName !== "DIALOG") { landOn(part); break; }
+        if (part && part.tagName !== "DIALOG" && landOn(part)) break;
       }
     }
   });
