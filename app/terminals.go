@@ -145,7 +145,7 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 	req.Header.Set("Accept", "application/json")
 	// The router of this replica already recorded the call with its caller; the owner
 	// only runs the operation.
-	replicahop.SignRequest(a.Keys, replicahop.Hop{From: a.Replicas.Name(), To: owner.ID}, req, body)
+	replicahop.SignRequest(a.Keys, replicahop.Hop{From: a.Replicas.Name(), To: owner.ID}, req, body, a.Replicas.Now())
 	res, err := terminalClient.Do(req)
 	if err != nil {
 		return nil, err

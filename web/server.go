@@ -46,6 +46,9 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 			self = deps.Replicas.Self().ID
 		}
 		s.hops = replicahop.NewVerifier(deps.Keys, self)
+		if deps.Replicas != nil {
+			s.hops.Clock = deps.Replicas.Now
+		}
 	}
 	s.hub = newHub(deps, bus, log)
 	if deps.LiveClients == nil {

@@ -67,7 +67,7 @@ func TestTerminalForwarding(t *testing.T) {
 	// Even when a replica's hop reaches here (its address was this one), the terminal is
 	// not forwarded a second time.
 	loopReq, _ := http.NewRequest(http.MethodGet, srv.URL+"/terminals/term-loop", nil)
-	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self}, loopReq, nil)
+	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self}, loopReq, nil, time.Now())
 	if res, err := admin.Do(loopReq); err != nil {
 		t.Fatal(err)
 	} else if b := body(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(b, "term-loop is not on replica") {
@@ -136,7 +136,7 @@ func TestTerminalForwarding(t *testing.T) {
 	// served: its address and the origin it used (HSTS over https).
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/servers", nil)
 	req.Header.Set("Authorization", "Bearer tw_not-a-token")
-	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self, Client: "203.0.113.7", Origin: "https://tw.example.com"}, req, nil)
+	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self, Client: "203.0.113.7", Origin: "https://tw.example.com"}, req, nil, time.Now())
 	if res, err := http.DefaultClient.Do(req); err != nil {
 		t.Fatal(err)
 	} else if res.Body.Close(); res.StatusCode != http.StatusUnauthorized || res.Header.Get("Strict-Transport-Security") == "" {
@@ -164,7 +164,7 @@ func TestTerminalForwarding(t *testing.T) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json")
 		if sign {
-			replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self}, req, b)
+			replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "loop", To: self}, req, b, time.Now())
 		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {

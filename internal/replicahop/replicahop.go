@@ -92,14 +92,15 @@ func Sign(k Keys, h Hop, method, target string, body []byte, at time.Time) strin
 }
 
 // SignRequest sets the hop header of r, whose body is body (nil: none; the request's
-// body is set to it).
-func SignRequest(k Keys, h Hop, r *http.Request, body []byte) {
+// body is set to it), signed at time at: the replicas' shared time (the database's,
+// replicas.Service.Now), so hosts whose clocks disagree still agree on it.
+func SignRequest(k Keys, h Hop, r *http.Request, body []byte, at time.Time) {
 	if len(body) == 0 {
 		r.Body, r.ContentLength = http.NoBody, 0
 	} else {
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 	}
-	r.Header.Set(Header, Sign(k, h, r.Method, r.URL.RequestURI(), body, time.Now()))
+	r.Header.Set(Header, Sign(k, h, r.Method, r.URL.RequestURI(), body, at))
 }
 
 var (
@@ -122,6 +123,9 @@ var (
 type Verifier struct {
 	keys Keys
 	self string // this replica's id
+	// Clock is the time VerifyRequest checks hops against: the replicas' shared time
+	// (replicas.Service.Now); NewVerifier sets time.Now. Set it before use.
+	Clock func() time.Time
 
 	mu   sync.Mutex
 	seen map[string]time.Time // nonce → when it may be forgotten
@@ -130,7 +134,7 @@ type Verifier struct {
 
 // NewVerifier is the verifier of the replica whose id is self.
 func NewVerifier(k Keys, self string) *Verifier {
-	return &Verifier{keys: k, self: self, seen: map[string]time.Time{}}
+	return &Verifier{keys: k, self: self, seen: map[string]time.Time{}, Clock: time.Now}
 }
 
 func parse(value string) (signed, []byte, error) {
@@ -239,6 +243,6 @@ func (v *Verifier) VerifyRequest(r *http.Request) (h Hop, ok bool, err error) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	h, err = v.Verify(value, r.Method, r.URL.RequestURI(), body, time.Now())
+	h, err = v.Verify(value, r.Method, r.URL.RequestURI(), body, v.Clock())
 	return h, err == nil, err
 }

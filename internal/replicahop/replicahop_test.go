@@ -114,7 +114,7 @@ func TestVerifyRequest(t *testing.T) {
 	hop := replicahop.Hop{From: "r1", To: "id-r0"}
 	body := `{"operation":"get_output"}`
 	post, _ := http.NewRequest(http.MethodPost, "http://r0.internal:8080/internal/v1/terminals/term-1/op", nil)
-	replicahop.SignRequest(kr, hop, post, []byte(body))
+	replicahop.SignRequest(kr, hop, post, []byte(body), time.Now())
 	in := httptest.NewRequest(http.MethodPost, "/internal/v1/terminals/term-1/op", strings.NewReader(body))
 	in.Header = post.Header.Clone()
 	if got, ok, err := v.VerifyRequest(in); !ok || err != nil || got != hop {
@@ -123,7 +123,7 @@ func TestVerifyRequest(t *testing.T) {
 	if b, _ := io.ReadAll(in.Body); string(b) != body {
 		t.Fatalf("the body after the check: %q", b)
 	}
-	replicahop.SignRequest(kr, hop, post, []byte(body))
+	replicahop.SignRequest(kr, hop, post, []byte(body), time.Now())
 	in = httptest.NewRequest(http.MethodPost, "/internal/v1/terminals/term-1/op", strings.NewReader(`{"operation":"close_session"}`))
 	in.Header = post.Header.Clone()
 	if _, ok, err := v.VerifyRequest(in); ok || !errors.Is(err, replicahop.ErrForged) {
@@ -131,7 +131,7 @@ func TestVerifyRequest(t *testing.T) {
 	}
 
 	out, _ := http.NewRequest(http.MethodGet, "http://r0.internal:8080/terminals/term-1/ws?from=12", nil)
-	replicahop.SignRequest(kr, hop, out, nil)
+	replicahop.SignRequest(kr, hop, out, nil, time.Now())
 	in = httptest.NewRequest(http.MethodGet, "/terminals/term-1/ws?from=0", nil)
 	in.Header = out.Header.Clone()
 	if _, ok, err := v.VerifyRequest(in); ok || err == nil {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,6 +52,8 @@ type Options struct {
 	Every     time.Duration
 	DeadAfter time.Duration
 	Logger    *slog.Logger
+	// Clock is this host's clock; default time.Now (tests give a wrong one).
+	Clock func() time.Time
 }
 
 // Service is this process's replica record.
@@ -59,6 +62,34 @@ type Service struct {
 	opts Options
 	self Replica
 	log  *slog.Logger
+	// offset is how far the database's clock is ahead of this host's, in nanoseconds,
+	// as the last heartbeat measured it (Now).
+	offset atomic.Int64
+	warned atomic.Bool // the clock's offset was logged as too large
+}
+
+// ClockWarnAfter is how far this host's clock may be off the database's before the
+// log says so.
+const ClockWarnAfter = 5 * time.Second
+
+// Now is the database's time as this replica's clock and the last heartbeat tell it:
+// what replicas sign and check their hops with, so hosts whose clocks disagree (by more
+// than replicahop.MaxSkew, even) still reach each other's terminals.
+func (s *Service) Now() time.Time { return s.opts.Clock().Add(time.Duration(s.offset.Load())) }
+
+// measure keeps the database clock's offset from the time db it read between this
+// host's times before and after: the reading is taken to be halfway.
+func (s *Service) measure(before, after, db time.Time) {
+	off := db.Sub(before.Add(after.Sub(before) / 2))
+	s.offset.Store(int64(off))
+	if off.Abs() > ClockWarnAfter {
+		if !s.warned.Swap(true) {
+			s.log.Warn("replicas: this host's clock is off the database's; hops between replicas use the database's time, but other hosts' logs and pages will disagree with this one's: set the clock (NTP)",
+				"offset", off.Round(time.Millisecond).String())
+		}
+	} else if s.warned.Swap(false) {
+		s.log.Info("replicas: this host's clock agrees with the database's again", "offset", off.Round(time.Millisecond).String())
+	}
 }
 
 // New describes this process; nothing is written until Run.
@@ -76,6 +107,9 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	return &Service{pool: pool, opts: opts, log: log, self: Replica{ID: uuid.NewString(), Name: opts.Name,
 		Address: opts.Address, Host: host, PID: os.Getpid(), Version: opts.Version, Self: true}}
@@ -100,12 +134,16 @@ func (s *Service) Join(ctx context.Context) error {
 		s.log.Warn("replicas: another live replica has this name; give each its own --replica-name",
 			"name", s.self.Name, "host", same.Host, "pid", same.PID)
 	}
-	_, err := s.pool.Exec(ctx, `/* replicas.join */
-		INSERT INTO replicas (id, name, address, host, pid, version) VALUES ($1, $2, $3, $4, $5, $6)`,
-		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version)
+	var at time.Time
+	before := s.opts.Clock()
+	err := s.pool.QueryRow(ctx, `/* replicas.join */
+		INSERT INTO replicas (id, name, address, host, pid, version) VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING clock_timestamp()`,
+		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version).Scan(&at)
 	if err != nil {
 		return fmt.Errorf("replicas: join: %w", err)
 	}
+	s.measure(before, s.opts.Clock(), at)
 	return nil
 }
 
@@ -136,13 +174,17 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 func (s *Service) beat(ctx context.Context) error {
-	tag, err := s.pool.Exec(ctx, `/* replicas.beat */ UPDATE replicas SET seen_at = now() WHERE id = $1`, s.self.ID)
+	var at time.Time
+	before := s.opts.Clock()
+	err := s.pool.QueryRow(ctx, `/* replicas.beat */ UPDATE replicas SET seen_at = now() WHERE id = $1
+		RETURNING clock_timestamp()`, s.self.ID).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.Join(ctx)
+	}
 	if err != nil {
 		return err
 	}
-	if tag.RowsAffected() == 0 {
-		return s.Join(ctx)
-	}
+	s.measure(before, s.opts.Clock(), at)
 	return nil
 }
 

@@ -1,0 +1,89 @@
+package replicas
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Two replicas whose hosts' clocks are 45 s behind and 45 s ahead (90 s apart, three
+// times replicahop.MaxSkew) agree on the database's time after a heartbeat, so a hop
+// one signs is fresh to the other; signed and checked by the hosts' own clocks it would
+// be refused as stale. Each logs that its clock is off, once.
+func TestReplicasShareTheDatabasesTime(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := t.Context()
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	behind := New(pool, Options{Name: "behind", Logger: log, Clock: func() time.Time { return time.Now().Add(-45 * time.Second) }})
+	ahead := New(pool, Options{Name: "ahead", Logger: log, Clock: func() time.Time { return time.Now().Add(45 * time.Second) }})
+	for _, r := range []*Service{behind, ahead} {
+		if err := r.Join(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if off := r.Now().Sub(time.Now()); off.Abs() > time.Second {
+			t.Errorf("%s: Now is %s off the real time after a heartbeat", r.Name(), off)
+		}
+	}
+	if n := strings.Count(logs.String(), "this host's clock is off the database's"); n != 2 {
+		t.Errorf("the clock warning was logged %d times, want once per replica:\n%s", n, logs.String())
+	}
+
+	k, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, err := secrets.NewKeyring(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(at time.Time, clock func() time.Time) error {
+		req, _ := http.NewRequest(http.MethodPost, "http://ahead.example/internal/v1/terminals/t1/op", nil)
+		replicahop.SignRequest(kr, replicahop.Hop{From: behind.Name(), To: ahead.Self().ID}, req, []byte(`{}`), at)
+		v := replicahop.NewVerifier(kr, ahead.Self().ID)
+		v.Clock = clock
+		_, ok, err := v.VerifyRequest(req)
+		if err == nil && !ok {
+			err = errors.New("no hop found")
+		}
+		return err
+	}
+	if err := send(behind.Now(), ahead.Now); err != nil {
+		t.Errorf("a hop in the database's time: %v", err)
+	}
+	if err := send(behind.opts.Clock(), ahead.opts.Clock); !errors.Is(err, replicahop.ErrStale) {
+		t.Errorf("a hop in the hosts' own times: %v, want it stale", err)
+	}
+}
