@@ -103,8 +103,8 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 			FlushInterval: -1,
 			Rewrite: func(r *httputil.ProxyRequest) {
 				r.SetURL(target)
-				r.Out.Host = r.In.Host                                                      // the owner checks the same Origin against the same Host
-				replicahop.SignRequest(s.deps.Keys, hop, r.Out, nil, s.deps.Replicas.Now()) // pages and the websocket: GET, no body
+				r.Out.Host = r.In.Host                                               // the owner checks the same Origin against the same Host
+				replicahop.SignRequest(s.deps.Keys, hop, r.Out, nil, s.hops.Clock()) // pages and the websocket: GET, no body
 			},
 			ModifyResponse: func(res *http.Response) error {
 				if res.StatusCode == http.StatusMisdirectedRequest {

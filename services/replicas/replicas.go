@@ -77,17 +77,43 @@ const ClockWarnAfter = 5 * time.Second
 // than replicahop.MaxSkew, even) still reach each other's terminals.
 func (s *Service) Now() time.Time { return s.opts.Clock().Add(time.Duration(s.offset.Load())) }
 
+// maxClockRoundTrip bounds the round trip of a clock reading that is kept: the reading
+// is taken to be halfway, so a slower one could be off by more than half of this.
+const maxClockRoundTrip = 500 * time.Millisecond
+
+// readClock runs the statement sql (which returns clock_timestamp()) on a connection of
+// its own, and keeps the database clock's offset when the round trip was short.
+func (s *Service) readClock(ctx context.Context, sql string, args ...any) error {
+	conn, err := s.pool.Acquire(ctx) // not timed: a wait for a connection is no clock's
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var db time.Time
+	before := s.opts.Clock()
+	if err := conn.QueryRow(ctx, sql, args...).Scan(&db); err != nil {
+		return err
+	}
+	after := s.opts.Clock()
+	if rtt := after.Sub(before); rtt <= maxClockRoundTrip {
+		s.measure(before, after, db)
+	}
+	return nil
+}
+
 // measure keeps the database clock's offset from the time db it read between this
 // host's times before and after: the reading is taken to be halfway.
 func (s *Service) measure(before, after, db time.Time) {
 	off := db.Sub(before.Add(after.Sub(before) / 2))
 	s.offset.Store(int64(off))
-	if off.Abs() > ClockWarnAfter {
+	switch {
+	case off.Abs() > ClockWarnAfter:
 		if !s.warned.Swap(true) {
 			s.log.Warn("replicas: this host's clock is off the database's; hops between replicas use the database's time, but other hosts' logs and pages will disagree with this one's: set the clock (NTP)",
 				"offset", off.Round(time.Millisecond).String())
 		}
-	} else if s.warned.Swap(false) {
+	case off.Abs() < ClockWarnAfter/2 && s.warned.Swap(false):
+		// Below half the threshold only, so an offset near it does not flap.
 		s.log.Info("replicas: this host's clock agrees with the database's again", "offset", off.Round(time.Millisecond).String())
 	}
 }
@@ -134,16 +160,13 @@ func (s *Service) Join(ctx context.Context) error {
 		s.log.Warn("replicas: another live replica has this name; give each its own --replica-name",
 			"name", s.self.Name, "host", same.Host, "pid", same.PID)
 	}
-	var at time.Time
-	before := s.opts.Clock()
-	err := s.pool.QueryRow(ctx, `/* replicas.join */
+	err := s.readClock(ctx, `/* replicas.join */
 		INSERT INTO replicas (id, name, address, host, pid, version) VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING clock_timestamp()`,
-		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version).Scan(&at)
+		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version)
 	if err != nil {
 		return fmt.Errorf("replicas: join: %w", err)
 	}
-	s.measure(before, s.opts.Clock(), at)
 	return nil
 }
 
@@ -174,18 +197,12 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 func (s *Service) beat(ctx context.Context) error {
-	var at time.Time
-	before := s.opts.Clock()
-	err := s.pool.QueryRow(ctx, `/* replicas.beat */ UPDATE replicas SET seen_at = now() WHERE id = $1
-		RETURNING clock_timestamp()`, s.self.ID).Scan(&at)
+	err := s.readClock(ctx, `/* replicas.beat */ UPDATE replicas SET seen_at = now() WHERE id = $1
+		RETURNING clock_timestamp()`, s.self.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.Join(ctx)
 	}
-	if err != nil {
-		return err
-	}
-	s.measure(before, s.opts.Clock(), at)
-	return nil
+	return err
 }
 
 // Live lists the replicas seen within DeadAfter, this one first, then by start.

@@ -86,4 +86,26 @@ func TestReplicasShareTheDatabasesTime(t *testing.T) {
 	if err := send(behind.opts.Clock(), ahead.opts.Clock); !errors.Is(err, replicahop.ErrStale) {
 		t.Errorf("a hop in the hosts' own times: %v, want it stale", err)
 	}
+
+	// A heartbeat that finds its row gone (pruned after a long pause) joins again, and
+	// reads the clock on the way; a host whose clock is set right says so, once.
+	if _, err := pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, behind.Self().ID); err != nil {
+		t.Fatal(err)
+	}
+	behind.opts.Clock = time.Now
+	if err := behind.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := behind.Get(ctx, "behind"); err != nil {
+		t.Errorf("the heartbeat did not join again: %v", err)
+	}
+	if err := behind.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if off := behind.Now().Sub(time.Now()); off.Abs() > time.Second {
+		t.Errorf("after the clock was set right, Now is %s off", off)
+	}
+	if n := strings.Count(logs.String(), "agrees with the database's again"); n != 1 {
+		t.Errorf("the clock's recovery was logged %d times, want once:\n%s", n, logs.String())
+	}
 }
