@@ -13,11 +13,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -40,8 +40,7 @@ type Service struct {
 	router   *router.Router
 	log      *slog.Logger
 	model    Model
-	cache    catalogueCache
-	loading  singleflight.Group // loads of the catalogue, by the generation they are for
+	cache    events.Memo[kept] // the catalogue between events (catalogue.go)
 }
 
 // SetModel lets the assistant ask m what a sentence means when its own reading finds no

@@ -2,9 +2,7 @@ package tools
 
 import (
 	"context"
-	"math"
 	"slices"
-	"sync"
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -53,92 +51,22 @@ func countOf(fs []Facet, value string) int {
 	return 0
 }
 
-// facetCache keeps the facets between the events that change them: counting 10,000
-// tools four times is most of what the list page would otherwise cost (issue #23, P3).
-// Like the router's snapshot it watches the bus, so it is cleared before the author of
-// a change hears it committed; a load that began before a clear is not kept (gen). With
-// no bus, or before the bus first listens (what committed earlier it never delivers),
-// nothing is kept.
-type facetCache struct {
-	ready <-chan struct{} // the bus's Ready; nil: no bus, no cache
-
-	mu  sync.Mutex
-	gen uint64
-	f   *Facets
-}
-
-// watch starts clearing the cache on the events that can change a facet.
-func (c *facetCache) watch(bus *events.Bus) {
-	if bus == nil {
-		return
-	}
-	c.ready = bus.Ready()
-	bus.Watch(func(ev events.Event) {
-		switch ev.Kind {
-		case string(events.ServerStatusChanged), string(events.DiscoveryProgress), string(events.ToolPermission):
-			// Connection status, progress and grants change no count.
-		default:
-			c.clear()
-		}
-	}, Topic, ServersTopic)
-}
-
-func (c *facetCache) clear() {
-	c.mu.Lock()
-	c.gen++
-	c.f = nil
-	c.mu.Unlock()
-}
-
-// get returns the kept facets, or the generation a load must quote to store its own.
-// Before the bus listens it is one no generation has (noGen): a load that began then
-// may miss what committed before, which no event will clear, so it is not kept.
-func (c *facetCache) get() (*Facets, uint64) {
-	if c.ready == nil {
-		return nil, noGen
-	}
-	select {
-	case <-c.ready:
-	default:
-		return nil, noGen
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.f, c.gen
-}
-
-// noGen is the generation of a load that must not be kept.
-const noGen = math.MaxUint64
-
-func (c *facetCache) put(gen uint64, f Facets) {
-	if c.ready == nil {
-		return
-	}
-	select {
-	case <-c.ready:
-	default:
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen == gen {
-		c.f = &f
-	}
+// watchFacets keeps the facets in memory between the events that can change a count:
+// counting 10,000 tools four times is most of what the list page would otherwise cost
+// (issue #23, P3). Connection status, discovery progress and grants change no count.
+func (s *Service) watchFacets(bus *events.Bus) {
+	s.facets.Watch(bus, []string{Topic, ServersTopic},
+		string(events.ServerStatusChanged), string(events.DiscoveryProgress), string(events.ToolPermission))
 }
 
 // Facets returns the servers, categories, states and tags tools have (for the filters),
 // from memory between the events that change them.
 func (s *Service) Facets(ctx context.Context) (Facets, error) {
-	kept, gen := s.facets.get()
-	if kept != nil {
-		return kept.clone(), nil
-	}
-	f, err := s.loadFacets(ctx)
+	f, err := s.facets.Get(func() (Facets, error) { return s.loadFacets(context.WithoutCancel(ctx)) })
 	if err != nil {
 		return f, err
 	}
-	s.facets.put(gen, f.clone())
-	return f, nil
+	return f.clone(), nil
 }
 
 // loadFacets counts the facets: the states, servers and categories in one pass over the
@@ -188,8 +116,8 @@ func (s *Service) loadFacets(ctx context.Context) (Facets, error) {
 // nothing else: the facets hold that number already. q has been checked. ok is false
 // otherwise.
 func (s *Service) countFromFacets(q Query) (int, bool) {
-	f, _ := s.facets.get()
-	if f == nil || q.Q != "" || q.Risk != "" || len(q.Tags) > 1 {
+	f, ok := s.facets.Kept()
+	if !ok || q.Q != "" || q.Risk != "" || len(q.Tags) > 1 {
 		return 0, false
 	}
 	if _, byID := normalID(q.Server); byID {

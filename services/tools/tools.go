@@ -44,7 +44,7 @@ type Service struct {
 	keys  *secrets.Keyring
 	log   *slog.Logger
 
-	facets facetCache
+	facets events.Memo[Facets] // the list's filters' choices (facets.go)
 }
 
 // Options tune the service; nil means defaults.
@@ -69,7 +69,7 @@ func New(pool *pgxpool.Pool, keys *secrets.Keyring, opts *Options) *Service {
 		log = slog.Default()
 	}
 	s := &Service{pool: pool, begin: opts.Local.Beginner(pool), keys: keys, log: log}
-	s.facets.watch(opts.Bus)
+	s.watchFacets(opts.Bus)
 	return s
 }
 
