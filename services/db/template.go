@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,8 +65,8 @@ func clusterRecipe() string {
 }
 
 // SchemaDigest identifies the schema this build migrates to: Toolwarden's migrations
-// and River's, by content.
-func SchemaDigest() string {
+// and River's, by content (computed once: they are compiled in).
+var SchemaDigest = sync.OnceValue(func() string {
 	h := sha256.New()
 	_ = fs.WalkDir(migrations.FS, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -85,6 +86,19 @@ func SchemaDigest() string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+})
+
+// install is a PostgreSQL installation: its bin folder and major version ("15").
+type install struct{ binDir, major string }
+
+// findInstall is the installation FindBinDir picks, with its major version.
+func findInstall() (install, error) {
+	binDir, err := FindBinDir()
+	if err != nil {
+		return install{}, err
+	}
+	major, err := binMajor(binDir)
+	return install{binDir, major}, err
 }
 
 // DefaultTemplateDir is where serve looks for a template by default: pg-template beside
@@ -100,11 +114,11 @@ func DefaultTemplateDir() string {
 // TemplateCurrent reports whether dir holds a template this build and this machine's
 // PostgreSQL can use, and if not, why.
 func TemplateCurrent(dir string) (bool, string) {
-	binDir, err := FindBinDir()
+	in, err := findInstall()
 	if err != nil {
 		return false, err.Error()
 	}
-	root, why := openTemplate(dir, binDir)
+	root, why := openTemplate(dir, in)
 	if root == nil {
 		return false, why
 	}
@@ -112,16 +126,16 @@ func TemplateCurrent(dir string) (bool, string) {
 	return true, ""
 }
 
-// openTemplate opens the template in dir when it fits binDir and this build, else says
+// openTemplate opens the template in dir when it fits in and this build, else says
 // why not. Everything of the template is read through the returned root: a template
 // remade meanwhile (renamed aside, then removed) makes the reading fail instead of
 // mixing two templates' files.
-func openTemplate(dir, binDir string) (*os.Root, string) {
+func openTemplate(dir string, in install) (*os.Root, string) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, "no template: " + err.Error()
 	}
-	why := templateFits(root, binDir)
+	why := templateFits(root, in)
 	if why != "" {
 		root.Close()
 		return nil, why
@@ -129,7 +143,7 @@ func openTemplate(dir, binDir string) (*os.Root, string) {
 	return root, ""
 }
 
-func templateFits(root *os.Root, binDir string) string {
+func templateFits(root *os.Root, in install) string {
 	// Whoever can write the template decides the configuration of every cluster made
 	// from it (postgresql.conf can load libraries and run commands): it must be ours or
 	// root's, and writable by nobody else.
@@ -152,15 +166,11 @@ func templateFits(root *os.Root, binDir string) string {
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return fmt.Sprintf("the template's stamp: %v", err)
 	}
-	if st.BinDir != binDir {
-		return fmt.Sprintf("the template was made by the PostgreSQL in %s, this start uses %s", st.BinDir, binDir)
+	if st.BinDir != in.binDir {
+		return fmt.Sprintf("the template was made by the PostgreSQL in %s, this start uses %s", st.BinDir, in.binDir)
 	}
-	major, err := binMajor(binDir)
-	if err != nil {
-		return err.Error()
-	}
-	if st.PGVersion != major {
-		return fmt.Sprintf("the template is for PostgreSQL %s, %s is PostgreSQL %s", st.PGVersion, binDir, major)
+	if st.PGVersion != in.major {
+		return fmt.Sprintf("the template is for PostgreSQL %s, %s is PostgreSQL %s", st.PGVersion, in.binDir, in.major)
 	}
 	if st.Recipe != clusterRecipe() {
 		return fmt.Sprintf("the template's cluster was made otherwise (%s) than this build makes one (%s)", st.Recipe, clusterRecipe())
@@ -198,16 +208,13 @@ func binMajor(binDir string) (string, error) {
 // so a start never sees half a template; it replaces only a template (or an empty
 // folder), never another folder that happens to be named.
 func MakeTemplate(ctx context.Context, dir string, log *slog.Logger) (made bool, err error) {
-	if ok, _ := TemplateCurrent(dir); ok {
+	in, err := findInstall()
+	if err != nil {
+		return false, err
+	}
+	if root, _ := openTemplate(dir, in); root != nil {
+		root.Close()
 		return false, nil
-	}
-	binDir, err := FindBinDir()
-	if err != nil {
-		return false, err
-	}
-	major, err := binMajor(binDir)
-	if err != nil {
-		return false, err
 	}
 	if log == nil {
 		log = slog.Default()
@@ -255,7 +262,7 @@ func MakeTemplate(ctx context.Context, dir string, log *slog.Logger) (made bool,
 	if err := os.RemoveAll(filepath.Join(work, "pg")); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
 	}
-	stamp, _ := json.MarshalIndent(templateStamp{BinDir: binDir, PGVersion: major, Recipe: clusterRecipe(),
+	stamp, _ := json.MarshalIndent(templateStamp{BinDir: in.binDir, PGVersion: in.major, Recipe: clusterRecipe(),
 		Schema: SchemaDigest(), Made: time.Now().UTC().Format(time.RFC3339)}, "", "  ")
 	if err := os.WriteFile(filepath.Join(work, templateStampFile), append(stamp, '\n'), 0o644); err != nil {
 		return false, fmt.Errorf("db: template: %w", err)
@@ -321,13 +328,19 @@ func (c *Cluster) copiedTemplate(cred *syscall.Credential) (bool, error) {
 	if dir == "" {
 		return false, nil
 	}
-	root, why := openTemplate(dir, c.binDir)
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		// No template at all: the usual case for an installed binary.
+		c.log.Debug("database: no cluster template; running initdb", "template", dir)
+		return false, nil
+	}
+	major, err := binMajor(c.binDir)
+	if err != nil {
+		c.log.Warn("database: not using the cluster template; running initdb", "template", dir, "err", err)
+		return false, nil
+	}
+	root, why := openTemplate(dir, install{c.binDir, major})
 	if root == nil {
-		level := slog.LevelInfo
-		if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-			level = slog.LevelDebug // no template at all: the usual case for an installed binary
-		}
-		c.log.Log(context.Background(), level, "database: not using the cluster template; running initdb", "template", dir, "why", why)
+		c.log.Info("database: not using the cluster template; running initdb", "template", dir, "why", why)
 		return false, nil
 	}
 	defer root.Close()
