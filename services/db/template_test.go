@@ -1,7 +1,6 @@
 package db_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io/fs"
@@ -9,37 +8,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
-// logBuffer collects a cluster's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // startFrom starts a cluster on a new data dir with template, and returns it and its log.
 func startFrom(t *testing.T, template string, fast bool) (*db.Cluster, string) {
 	t.Helper()
-	var log logBuffer
+	var log testkit.SyncBuffer
 	c, err := db.StartCluster(context.Background(), dbtest.TempDir(t), &db.ClusterOptions{Fast: fast, Template: template,
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
@@ -253,7 +234,7 @@ func TestClusterTemplateOnlyForFirstStarts(t *testing.T) {
 	if err := os.Chtimes(stale, old, old); err != nil {
 		t.Fatal(err)
 	}
-	var log logBuffer
+	var log testkit.SyncBuffer
 	c, err = db.StartCluster(ctx, dataDir, &db.ClusterOptions{Fast: true, Template: tpl,
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {

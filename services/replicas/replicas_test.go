@@ -1,38 +1,20 @@
 package replicas
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // Two replicas whose hosts' clocks are 45 s behind and 45 s ahead (90 s apart, three
 // times replicahop.MaxSkew) agree on the database's time after a heartbeat, so a hop
@@ -42,7 +24,7 @@ func TestReplicasShareTheDatabasesTime(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := t.Context()
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	behind := New(pool, Options{Name: "behind", Logger: log, Clock: func() time.Time { return time.Now().Add(-45 * time.Second) }})
 	ahead := New(pool, Options{Name: "ahead", Logger: log, Clock: func() time.Time { return time.Now().Add(45 * time.Second) }})
