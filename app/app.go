@@ -465,7 +465,7 @@ func (a *App) cluster() *db.Cluster {
 	return a.DB.Cluster
 }
 
-// logConfinement says how stdio servers run. In the background: the check behind it
+// logConfinement says how stdio servers and the built-in terminals run. In the background: the check behind it
 // starts a process, and start-up is timed.
 func (a *App) logConfinement(context.Context) error {
 	go func() {
@@ -473,6 +473,14 @@ func (a *App) logConfinement(context.Context) error {
 			a.log.Warn("stdio servers run unconfined: they can read the data dir and reach the database", "confinement", how)
 		} else {
 			a.log.Info("stdio servers run confined", "confinement", how)
+		}
+		if a.Terminals == nil {
+			return
+		}
+		if how := a.Terminals.Confinement(); strings.HasPrefix(how, "none") {
+			a.log.Warn("built-in terminals run unconfined: their commands can read the data dir and reach the database", "confinement", how)
+		} else {
+			a.log.Info("built-in terminals run confined", "confinement", how)
 		}
 	}()
 	return nil

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/internal/confine"
 
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -27,8 +30,13 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 	}
 	b.Add(builtin.Memory(a.Memory))
 	b.Add(builtin.Think())
+	// Terminals are confined as stdio servers are, and the built-in root is hidden from
+	// them too: each reaches only its own conversation's workspace there.
+	spec := cfg.MCP.Confine
+	spec.Hide = append(slices.Clip(spec.Hide), b.Root())
 	ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root(), Logger: a.log, Env: cfg.TerminalEnv, OnInput: a.auditTerminalInput,
-		OnChange: a.announceTerminal, Store: builtin.NewTerminalStore(a.Pool, a.Replicas), Forward: a.forwardTerminalOp})
+		OnChange: a.announceTerminal, Store: builtin.NewTerminalStore(a.Pool, a.Replicas), Forward: a.forwardTerminalOp,
+		Confiner: confine.New(spec)})
 	if err != nil {
 		return nil, err
 	}

@@ -50,6 +50,8 @@ var catalogue = []behaviour{
 	{what: "12. stdio servers cannot reach the data dir, the secret key or the database; reference servers work confined", proofs: []proof{
 		{"services/mcpclient", "TestConfinedServerAttack"}, {"services/mcpclient", "TestReferenceServersConfined"},
 		{"internal/confine", "TestRoot"}, {"internal/confine", "TestUnprivileged"}, {"web", "TestServerPageConfinement"}}},
+	{what: "12b. built-in terminals reach their own conversation's workspace and nothing of Toolwarden's: not the data dir, the key, the database's socket, other workspaces or Toolwarden's processes", proofs: []proof{
+		{"services/builtin", "TestTerminalsConfined"}, {"internal/confine", "TestShowing"}}},
 
 	// The checkable behaviours the issue lists.
 	{what: "param binding: an approval is for the plan hash the person saw", proofs: []proof{

@@ -97,13 +97,20 @@ func (m mode) String() string {
 // death signal), standard streams and environment. A command that cannot start is
 // left alone, so Start reports the same clear error as without confinement. Apply
 // does nothing when confinement is off or unavailable.
-func (c *Confiner) Apply(cmd *exec.Cmd) {
+func (c *Confiner) Apply(cmd *exec.Cmd) { c.ApplyShowing(cmd) }
+
+// ApplyShowing is Apply, except that the directories in show stay reachable, and
+// writable, even where they lie inside a hidden directory: a built-in terminal works
+// in its conversation's workspace, inside the data dir that is hidden from it along
+// with every other conversation's workspace. A directory in show that does not exist
+// when the command starts is left hidden.
+func (c *Confiner) ApplyShowing(cmd *exec.Cmd, show ...string) {
 	if c == nil || c.spec.Off {
 		return
 	}
 	c.once.Do(c.probe)
 	if c.mode == 0 && c.spec.Required && cmd.Err == nil {
-		cmd.Err = fmt.Errorf("confine: stdio servers must run confined (--confine=required), and confinement is not available here: %s", c.reason)
+		cmd.Err = fmt.Errorf("confine: stdio servers and terminals must run confined (--confine=required), and confinement is not available here: %s", c.reason)
 		return
 	}
 	if c.mode == 0 || cmd.Err != nil || cmd.Process != nil || !startable(cmd) {
@@ -132,6 +139,9 @@ func (c *Confiner) Apply(cmd *exec.Cmd) {
 	args := helperArgs(dir, c.hide, false)
 	for _, k := range given(dir, cmd.Dir, cmd.Path, rest) {
 		args = append(args, "-keep="+k)
+	}
+	for _, p := range normalize(show) {
+		args = append(args, "-show="+p, "-keep="+p)
 	}
 	args = append(args, "--", cmd.Path, argv0)
 	cmd.Args = append(args, rest...)
@@ -270,7 +280,7 @@ func (c *Confiner) Describe() string {
 	}
 	c.once.Do(c.probe)
 	if c.mode == 0 && c.spec.Required {
-		return "none, so stdio servers do not start (--confine=required): " + c.reason
+		return "none, so stdio servers and terminals do not start (--confine=required): " + c.reason
 	}
 	if c.mode == 0 {
 		return "none: " + c.reason

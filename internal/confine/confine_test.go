@@ -441,3 +441,58 @@ func TestUnavailable(t *testing.T) {
 		t.Fatalf("required, unavailable: got %q, %v; want a refusal naming --confine=required", out, err)
 	}
 }
+
+// TestShowing: a directory shown inside a hidden one (a terminal's workspace inside the
+// data dir) is reachable and writable at its path, with what is mounted below it; the
+// rest of the hidden directory, the other workspaces and the secret key among it,
+// stays hidden and read-only. As root in both of its modes, as in TestRoot.
+func TestShowing(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	for _, m := range []struct {
+		name string
+		new  func(confine.Spec) *confine.Confiner
+	}{{"host user namespace", confine.New}, {"own user namespace", confine.NewUserMode}} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			dir, key, _, secret := secretDir(t)
+			mine := filepath.Join(dir, "workspaces", "conv-a")
+			theirs := filepath.Join(dir, "workspaces", "conv-b")
+			for _, d := range []string{filepath.Join(mine, "sub"), theirs} {
+				if err := os.MkdirAll(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(filepath.Join(mine, "note"), []byte("mine-"+secret[7:]), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(theirs, "note"), []byte("theirs-"+secret[7:]), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := m.new(confine.Spec{Hide: []string{dir}})
+			script := `pwd; cat ../note; echo made > ../made; ls -A "$1/workspaces"; cat "$2" "$1/workspaces/conv-b/note"; ` +
+				`mkdir "$1/new" 2>&1 | grep -c 'Read-only'; echo end`
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "sh", "-c", script, "sh", dir, key)
+			cmd.Dir = filepath.Join(mine, "sub")
+			cmd.Env = cleanEnv()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			c.ApplyShowing(cmd, mine, filepath.Join(dir, "not-there"))
+			out, _ := cmd.CombinedOutput()
+			want := filepath.Join(mine, "sub") + "\nmine-" + secret[7:] + "conv-a\n"
+			if !strings.HasPrefix(string(out), want) || !strings.HasSuffix(string(out), "1\nend\n") {
+				t.Fatalf("got output:\n%s\nwant it to start %q and end with the refused mkdir", out, want)
+			}
+			if strings.Contains(string(out), secret) || strings.Contains(string(out), "theirs-") {
+				t.Fatalf("the hidden key or another workspace was read:\n%s", out)
+			}
+			if b, err := os.ReadFile(filepath.Join(mine, "made")); err != nil || string(b) != "made\n" {
+				t.Fatalf("a file written in the shown directory: got %q, %v", b, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+				t.Fatal("a directory was made in the hidden data dir")
+			}
+		})
+	}
+}

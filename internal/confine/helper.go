@@ -50,6 +50,7 @@ type options struct {
 	dir   string
 	hide  []string
 	keep  []string // directories that stay writable (see given)
+	show  []string // directories that stay reachable inside hidden ones (ApplyShowing)
 	check bool
 	// path is the server's program and argv its argv (argv[0] as Toolwarden gave it).
 	path string
@@ -81,6 +82,8 @@ func parseArgs(args []string) (options, error) {
 			o.hide = append(o.hide, strings.TrimPrefix(a, "-hide="))
 		case strings.HasPrefix(a, "-keep="):
 			o.keep = append(o.keep, strings.TrimPrefix(a, "-keep="))
+		case strings.HasPrefix(a, "-show="):
+			o.show = append(o.show, strings.TrimPrefix(a, "-show="))
 		case a == "-check":
 			o.check = true
 		default:

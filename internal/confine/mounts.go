@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,17 @@ func setup(o options) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make mounts private: %w", err)
 	}
+	// Opened before anything is hidden: afterwards their paths lead into the tmpfs
+	// that covers them.
+	shown, err := openShown(o.show)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, d := range shown {
+			unix.Close(d.fd)
+		}
+	}()
 	if err := freshProc(); err != nil {
 		return err
 	}
@@ -77,9 +89,23 @@ func setup(o options) error {
 		}
 	}
 	// Last, so that nothing mounted above covers a hidden path's mount.
+	var uncover []string
 	for _, p := range hide {
+		if st, err := os.Stat(p); err == nil && st.IsDir() && slices.ContainsFunc(shown, func(d shownDir) bool { return inside(d.path, p) }) {
+			if err := showInside(p, shown); err != nil {
+				return err
+			}
+			uncover = append(uncover, p)
+			continue
+		}
 		if err := hidePath(p); err != nil {
 			return err
+		}
+	}
+	// Read-only only now: the directories shown needed their mount points made in it.
+	for _, p := range uncover {
+		if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|hiddenFlags, ""); err != nil {
+			return fmt.Errorf("hide directory %s: %w", p, err)
 		}
 	}
 	// Return to the working directory by name: the one inherited was looked up before
@@ -127,7 +153,7 @@ func hidePath(p string) error {
 	case err != nil:
 		return fmt.Errorf("hide %s: %w", p, err)
 	}
-	const flags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	const flags = hiddenFlags
 	if st.IsDir() {
 		if err := unix.Mount("tmpfs", p, "tmpfs", flags, "mode=0555,size=4k"); err != nil {
 			return fmt.Errorf("hide directory %s: %w", p, err)
@@ -139,6 +165,57 @@ func hidePath(p string) error {
 	}
 	if err := unix.Mount("", p, "", unix.MS_BIND|unix.MS_REMOUNT|flags, ""); err != nil {
 		return fmt.Errorf("hide file %s: %w", p, err)
+	}
+	return nil
+}
+
+// hiddenFlags are the flags of what covers a hidden path.
+const hiddenFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+
+// shownDir is a directory to show (ApplyShowing), opened before the mounts.
+type shownDir struct {
+	path string
+	fd   int
+}
+
+// openShown opens each directory to show; one that does not exist (or is no
+// directory) is skipped, and stays hidden.
+func openShown(paths []string) ([]shownDir, error) {
+	var out []shownDir
+	for _, p := range paths {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+			continue
+		case err != nil:
+			for _, d := range out {
+				unix.Close(d.fd)
+			}
+			return nil, fmt.Errorf("show %s: %w", p, err)
+		}
+		out = append(out, shownDir{path: p, fd: fd})
+	}
+	return out, nil
+}
+
+// showInside hides directory p as hidePath does, except that the shown directories
+// inside it are bound back at their paths, with what is mounted below them. The
+// tmpfs stays writable for the caller to make the mount points; the caller makes it
+// read-only afterwards.
+func showInside(p string, shown []shownDir) error {
+	if err := unix.Mount("tmpfs", p, "tmpfs", hiddenFlags&^unix.MS_RDONLY, "mode=0755,size=4k"); err != nil {
+		return fmt.Errorf("hide directory %s: %w", p, err)
+	}
+	for _, d := range shown {
+		if !inside(d.path, p) {
+			continue
+		}
+		if err := os.MkdirAll(d.path, 0o755); err != nil {
+			return fmt.Errorf("show %s: %w", d.path, err)
+		}
+		if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(d.fd), d.path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("show %s: %w", d.path, err)
+		}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,8 @@ import (
 	"github.com/creack/pty"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
+
+	"github.com/toolwarden/toolwarden/internal/confine"
 )
 
 // Terminal kinds.
@@ -54,6 +57,11 @@ type TerminalOptions struct {
 	// Store, when set, records every terminal in the database so that the other
 	// replicas list it and send its requests here (terminal_store.go).
 	Store *TerminalStore
+	// Confiner, when set, confines every shell and command (docs/security.md, Built-in
+	// terminals): what it hides (the data dir, the key, the database's socket, the
+	// built-in root) is out of reach but for the terminal's own conversation's
+	// workspace. Nil: terminals run unconfined.
+	Confiner *confine.Confiner
 	// Forward, when set, runs a terminal_operations operation on a terminal another
 	// replica runs (rec), on that replica; ErrReplicaGone when it stopped.
 	Forward func(ctx context.Context, rec TerminalRecord, op string, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
@@ -237,6 +245,7 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	cmd := exec.Command("/bin/bash", "-il")
 	cmd.Dir = dir
 	cmd.Env = ts.env()
+	ts.opts.Confiner.ApplyShowing(cmd, ts.workspaceOf(dir))
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: t.cols, Rows: t.rows}) // Setsid, Setctty
 	if err != nil {
 		return nil, false, fmt.Errorf("start a terminal: %w", err)
@@ -265,6 +274,7 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 	cmd.Stdout, cmd.Stderr = t.out, t.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = time.Second
+	ts.opts.Confiner.ApplyShowing(cmd, ts.workspaceOf(dir))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("run the command: %w", err)
 	}
@@ -283,6 +293,22 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 		}()
 	}
 	return t, nil
+}
+
+// Confinement says how terminals run (Confiner.Describe): which namespaces hide what
+// from them, or "none: <why>".
+func (ts *Terminals) Confinement() string { return ts.opts.Confiner.Describe() }
+
+// workspaceOf is what a terminal working in dir may reach under its confinement: its
+// conversation's workspace, the first directory below the root (dir itself when it
+// is not below the root).
+func (ts *Terminals) workspaceOf(dir string) string {
+	rel, err := filepath.Rel(ts.opts.Root, dir)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return dir
+	}
+	first, _, _ := strings.Cut(rel, string(filepath.Separator))
+	return filepath.Join(ts.opts.Root, first)
 }
 
 // track records t's session (for a cleanup after a crash), registers it and reaps it.
