@@ -133,6 +133,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if k := checkpointKeyPath(c, *cpKey); !within(k, c.DataDir) {
 		hide.Hide = append(hide.Hide, k)
 	}
+	root := orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces"))
+	if err := builtinRootApart(root, hide.Hide); err != nil {
+		return err
+	}
 	// Listening comes first: the replica's record says where the others reach it.
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -158,7 +162,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			ProcessDir: filepath.Join(c.DataDir, "run", "stdio"), TestTimeout: testBound},
 		Router:      router.Options{UserRate: c.RateLimit},
 		Gateway:     gateway.Options{Hold: mcpHold},
-		BuiltinRoot: orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces")),
+		BuiltinRoot: root,
 		Checkpoints: checkpointConfig(c, *cpKey, *cpEvery),
 		Replica:     replicas.Options{Name: *replicaName, Address: advertiseURL},
 	})
@@ -222,6 +226,31 @@ func envDuration(key string, def time.Duration) time.Duration {
 }
 
 // within reports whether path is dir or inside it.
+// builtinRootApart refuses a built-in root that holds what stdio servers and terminals
+// must not reach (hidden: the data dir, a key, a database's socket): a terminal is
+// shown its conversation's workspace, a folder right below the root, and a
+// conversation named after such a folder would be shown it whole.
+func builtinRootApart(root string, hidden []string) error {
+	forms := func(p string) []string {
+		out := []string{p}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			out = append(out, real)
+		}
+		return out
+	}
+	for _, h := range hidden {
+		for _, hf := range forms(h) {
+			for _, rf := range forms(root) {
+				if within(hf, rf) {
+					return fmt.Errorf("--builtin-root %s holds %s, which the built-in tools and terminals must not reach; "+
+						"give it a folder of its own (the default is <data-dir>/workspaces)", root, h)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func within(path, dir string) bool {
 	ap, err1 := filepath.Abs(path)
 	ad, err2 := filepath.Abs(dir)

@@ -97,14 +97,22 @@ func (m mode) String() string {
 // death signal), standard streams and environment. A command that cannot start is
 // left alone, so Start reports the same clear error as without confinement. Apply
 // does nothing when confinement is off or unavailable.
-func (c *Confiner) Apply(cmd *exec.Cmd) { c.ApplyShowing(cmd) }
+func (c *Confiner) Apply(cmd *exec.Cmd) { c.apply(cmd, nil, true) }
 
-// ApplyShowing is Apply, except that the directories in show stay reachable, and
-// writable, even where they lie inside a hidden directory: a built-in terminal works
-// in its conversation's workspace, inside the data dir that is hidden from it along
-// with every other conversation's workspace. A directory in show that does not exist
-// when the command starts is left hidden.
-func (c *Confiner) ApplyShowing(cmd *exec.Cmd, show ...string) {
+// ApplyUntrusted is Apply for a command whose arguments a caller chose rather than an
+// administrator: a built-in terminal's command line, a template tool's arguments. Its
+// command line is not searched for directories that stay writable (an agent naming
+// "/" there would otherwise keep the system read-only trees writable for a root
+// Toolwarden); only the directories in show are. Those also stay reachable where they
+// lie inside a hidden directory: a terminal works in its conversation's workspace,
+// inside the data dir that is hidden from it with every other conversation's
+// workspace. A directory in show that does not exist, or is a symbolic link, when the
+// command starts stays hidden.
+func (c *Confiner) ApplyUntrusted(cmd *exec.Cmd, show ...string) { c.apply(cmd, show, false) }
+
+// apply confines cmd; scan says whether its command line names directories to keep
+// writable (see given).
+func (c *Confiner) apply(cmd *exec.Cmd, show []string, scan bool) {
 	if c == nil || c.spec.Off {
 		return
 	}
@@ -137,8 +145,10 @@ func (c *Confiner) ApplyShowing(cmd *exec.Cmd, show ...string) {
 		rest = cmd.Args[1:]
 	}
 	args := helperArgs(dir, c.hide, false)
-	for _, k := range given(dir, cmd.Dir, cmd.Path, rest) {
-		args = append(args, "-keep="+k)
+	if scan {
+		for _, k := range given(dir, cmd.Dir, cmd.Path, rest) {
+			args = append(args, "-keep="+k)
+		}
 	}
 	for _, p := range normalize(show) {
 		args = append(args, "-show="+p, "-keep="+p)

@@ -452,10 +452,19 @@ func TestShowing(t *testing.T) {
 	for _, m := range []struct {
 		name string
 		new  func(confine.Spec) *confine.Confiner
-	}{{"host user namespace", confine.New}, {"own user namespace", confine.NewUserMode}} {
+		link bool // the data dir is hidden by a path through a symbolic link
+	}{{"host user namespace", confine.New, false}, {"own user namespace", confine.NewUserMode, false},
+		{"hidden through a link", confine.New, true}} {
 		t.Run(m.name, func(t *testing.T) {
 			t.Parallel()
 			dir, key, _, secret := secretDir(t)
+			hide := dir
+			if m.link {
+				hide = filepath.Join(t.TempDir(), "data")
+				if err := os.Symlink(dir, hide); err != nil {
+					t.Fatal(err)
+				}
+			}
 			mine := filepath.Join(dir, "workspaces", "conv-a")
 			theirs := filepath.Join(dir, "workspaces", "conv-b")
 			for _, d := range []string{filepath.Join(mine, "sub"), theirs} {
@@ -469,7 +478,7 @@ func TestShowing(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(theirs, "note"), []byte("theirs-"+secret[7:]), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			c := m.new(confine.Spec{Hide: []string{dir}})
+			c := m.new(confine.Spec{Hide: []string{hide}})
 			script := `pwd; cat ../note; echo made > ../made; ls -A "$1/workspaces"; cat "$2" "$1/workspaces/conv-b/note"; ` +
 				`mkdir "$1/new" 2>&1 | grep -c 'Read-only'; echo end`
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -478,7 +487,7 @@ func TestShowing(t *testing.T) {
 			cmd.Dir = filepath.Join(mine, "sub")
 			cmd.Env = cleanEnv()
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-			c.ApplyShowing(cmd, mine, filepath.Join(dir, "not-there"))
+			c.ApplyUntrusted(cmd, mine, filepath.Join(dir, "not-there"))
 			out, _ := cmd.CombinedOutput()
 			want := filepath.Join(mine, "sub") + "\nmine-" + secret[7:] + "conv-a\n"
 			if !strings.HasPrefix(string(out), want) || !strings.HasSuffix(string(out), "1\nend\n") {
@@ -494,5 +503,59 @@ func TestShowing(t *testing.T) {
 				t.Fatal("a directory was made in the hidden data dir")
 			}
 		})
+	}
+}
+
+// TestUntrustedCommandLine: what a caller puts on the command line (a terminal's
+// command, a template tool's arguments) keeps nothing writable, not "/" named there
+// nor a link to it: as root, the system trees stay read-only. A directory named on an
+// administrator's command line (Apply) still is, which is why the two differ. And a
+// link planted where a shown directory should be shows nothing: what it points to
+// stays hidden.
+func TestUntrustedCommandLine(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	dir, _, _, secret := secretDir(t)
+	if err := os.WriteFile(filepath.Join(dir, "checkpoints", "cp.json"), []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := os.Symlink("/", filepath.Join(work, "x")); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(dir, "workspaces")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(ws, "evil")
+	if err := os.Symlink(filepath.Join(dir, "checkpoints"), evil); err != nil {
+		t.Fatal(err)
+	}
+	c := confine.New(confine.Spec{Hide: []string{dir}})
+	probe := func(untrusted bool, show ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", `test -w /etc && echo etc-writable || echo etc-read-only; cat "$3"/* 2>/dev/null; echo end`,
+			"sh", "/", "x", evil)
+		cmd.Dir = work
+		cmd.Env = cleanEnv()
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if untrusted {
+			c.ApplyUntrusted(cmd, show...)
+		} else {
+			c.Apply(cmd)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return string(out)
+	}
+	if got := probe(true, evil); got != "etc-read-only\nend\n" {
+		t.Fatalf("untrusted: got %q, want /etc read-only and nothing through the planted link", got)
+	}
+	if got := probe(false); !strings.HasPrefix(got, "etc-writable\n") || strings.Contains(got, secret) {
+		t.Fatalf("an administrator's command line naming /: got %q, want /etc kept writable (the contrast) and still nothing hidden", got)
 	}
 }

@@ -50,7 +50,7 @@ type options struct {
 	dir   string
 	hide  []string
 	keep  []string // directories that stay writable (see given)
-	show  []string // directories that stay reachable inside hidden ones (ApplyShowing)
+	show  []string // directories that stay reachable inside hidden ones (ApplyUntrusted)
 	check bool
 	// path is the server's program and argv its argv (argv[0] as Toolwarden gave it).
 	path string

@@ -91,8 +91,14 @@ func setup(o options) error {
 	// Last, so that nothing mounted above covers a hidden path's mount.
 	var uncover []string
 	for _, p := range hide {
-		if st, err := os.Stat(p); err == nil && st.IsDir() && slices.ContainsFunc(shown, func(d shownDir) bool { return inside(d.path, p) }) {
-			if err := showInside(p, shown); err != nil {
+		// Compared by real paths: the tmpfs lands where p leads (mount follows links),
+		// and shown paths are real.
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			real = p
+		}
+		if st, err := os.Stat(p); err == nil && st.IsDir() && slices.ContainsFunc(shown, func(d shownDir) bool { return inside(d.path, real) }) {
+			if err := showInside(p, real, shown); err != nil {
 				return err
 			}
 			uncover = append(uncover, p)
@@ -172,20 +178,21 @@ func hidePath(p string) error {
 // hiddenFlags are the flags of what covers a hidden path.
 const hiddenFlags = unix.MS_RDONLY | unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
 
-// shownDir is a directory to show (ApplyShowing), opened before the mounts.
+// shownDir is a directory to show (ApplyUntrusted), opened before the mounts.
 type shownDir struct {
-	path string
+	path string // its real path, no link in it
 	fd   int
 }
 
-// openShown opens each directory to show; one that does not exist (or is no
-// directory) is skipped, and stays hidden.
+// openShown opens each directory to show. One that does not exist, is no directory or
+// is a symbolic link (planted where a workspace should be, it would show what it
+// points to) is skipped, and stays hidden; links among its parents are resolved.
 func openShown(paths []string) ([]shownDir, error) {
 	var out []shownDir
 	for _, p := range paths {
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		switch {
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
 			continue
 		case err != nil:
 			for _, d := range out {
@@ -193,21 +200,30 @@ func openShown(paths []string) ([]shownDir, error) {
 			}
 			return nil, fmt.Errorf("show %s: %w", p, err)
 		}
-		out = append(out, shownDir{path: p, fd: fd})
+		// The real path must lead to what was opened: a link swapped in meanwhile, or
+		// a link to a directory (O_PATH opens the link itself), does not.
+		real, err := filepath.EvalSymlinks(p)
+		var at, there unix.Stat_t
+		if err != nil || unix.Fstat(fd, &at) != nil || at.Mode&unix.S_IFMT != unix.S_IFDIR ||
+			unix.Lstat(real, &there) != nil || at.Dev != there.Dev || at.Ino != there.Ino {
+			unix.Close(fd)
+			continue
+		}
+		out = append(out, shownDir{path: real, fd: fd})
 	}
 	return out, nil
 }
 
-// showInside hides directory p as hidePath does, except that the shown directories
-// inside it are bound back at their paths, with what is mounted below them. The
-// tmpfs stays writable for the caller to make the mount points; the caller makes it
-// read-only afterwards.
-func showInside(p string, shown []shownDir) error {
+// showInside hides directory p (whose real path is real) as hidePath does, except
+// that the shown directories inside it are bound back at their paths, with what is
+// mounted below them. The tmpfs stays writable for the mount points to be made; the
+// caller makes it read-only afterwards.
+func showInside(p, real string, shown []shownDir) error {
 	if err := unix.Mount("tmpfs", p, "tmpfs", hiddenFlags&^unix.MS_RDONLY, "mode=0755,size=4k"); err != nil {
 		return fmt.Errorf("hide directory %s: %w", p, err)
 	}
 	for _, d := range shown {
-		if !inside(d.path, p) {
+		if !inside(d.path, real) {
 			continue
 		}
 		if err := os.MkdirAll(d.path, 0o755); err != nil {

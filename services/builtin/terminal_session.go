@@ -106,12 +106,13 @@ type TerminalCaller struct{ UserID, UserName, Source string }
 
 // Terminals are the PTY sessions and background commands of every conversation.
 type Terminals struct {
-	opts   TerminalOptions
-	marker string     // this run's marker (markerEnv)
-	openMu sync.Mutex // one create_session at a time: a conversation gets one session
-	mu     sync.Mutex
-	byID   map[string]*Terminal
-	closed bool
+	opts     TerminalOptions
+	realRoot string     // opts.Root with its links resolved (working directories are real)
+	marker   string     // this run's marker (markerEnv)
+	openMu   sync.Mutex // one create_session at a time: a conversation gets one session
+	mu       sync.Mutex
+	byID     map[string]*Terminal
+	closed   bool
 	// ops are terminal_operations' operations on one session, as this process runs
 	// them (RunOp), set by TerminalTool.
 	ops map[string]func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
@@ -135,7 +136,7 @@ type Terminal struct {
 	sid    int
 	done   chan struct{} // closed when the leader was reaped
 	gone   chan struct{} // closed when its session's processes and record are gone too
-	exit   int           // its exit code, once done (-1: killed by a signal)
+	exit   int           // its exit code, once done (-1, or 128+n when confined: killed by signal n)
 	inMu   sync.Mutex
 	inLine lineEditor // what was typed since the last newline (for the audit)
 	once   sync.Once
@@ -163,7 +164,11 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	} else if n > 0 {
 		opts.Logger.Warn("terminals: killed processes a previous run left running", "processes", n)
 	}
-	return &Terminals{opts: opts, marker: newID("run-"), byID: map[string]*Terminal{}}, nil
+	real, err := filepath.EvalSymlinks(opts.Root)
+	if err != nil {
+		real = opts.Root
+	}
+	return &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}}, nil
 }
 
 func newID(prefix string) string {
@@ -245,7 +250,7 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	cmd := exec.Command("/bin/bash", "-il")
 	cmd.Dir = dir
 	cmd.Env = ts.env()
-	ts.opts.Confiner.ApplyShowing(cmd, ts.workspaceOf(dir))
+	ts.opts.Confiner.ApplyUntrusted(cmd, ts.workspaceOf(dir))
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: t.cols, Rows: t.rows}) // Setsid, Setctty
 	if err != nil {
 		return nil, false, fmt.Errorf("start a terminal: %w", err)
@@ -274,7 +279,7 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 	cmd.Stdout, cmd.Stderr = t.out, t.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = time.Second
-	ts.opts.Confiner.ApplyShowing(cmd, ts.workspaceOf(dir))
+	ts.opts.Confiner.ApplyUntrusted(cmd, ts.workspaceOf(dir))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("run the command: %w", err)
 	}
@@ -300,15 +305,19 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 func (ts *Terminals) Confinement() string { return ts.opts.Confiner.Describe() }
 
 // workspaceOf is what a terminal working in dir may reach under its confinement: its
-// conversation's workspace, the first directory below the root (dir itself when it
-// is not below the root).
+// conversation's workspace, the first directory below the root (dir may name it
+// through the root's real path). Nothing ("") when dir is not below the root: the
+// terminal then cannot start there, confined.
 func (ts *Terminals) workspaceOf(dir string) string {
-	rel, err := filepath.Rel(ts.opts.Root, dir)
-	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
-		return dir
+	for _, root := range []string{ts.opts.Root, ts.realRoot} {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || rel == "." || !filepath.IsLocal(rel) {
+			continue
+		}
+		first, _, _ := strings.Cut(rel, string(filepath.Separator))
+		return filepath.Join(root, first)
 	}
-	first, _, _ := strings.Cut(rel, string(filepath.Separator))
-	return filepath.Join(ts.opts.Root, first)
+	return ""
 }
 
 // track records t's session (for a cleanup after a crash), registers it and reaps it.
@@ -362,7 +371,8 @@ func (t *Terminal) Exited() bool {
 	}
 }
 
-// ExitCode is the process's exit code once Exited (-1: killed by a signal).
+// ExitCode is the process's exit code once Exited: -1 when it was killed by a signal,
+// or 128+n when confined (the namespace's init reports its death by signal n as a shell does).
 func (t *Terminal) ExitCode() int {
 	<-t.done
 	return t.exit

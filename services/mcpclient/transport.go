@@ -84,7 +84,8 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: %w", err)
 		}
-		tpl.Name, tpl.Env, tpl.Prepare = c.Name, childEnv(inherit, nil), conf.Apply
+		// A tool's arguments are the caller's: they widen nothing (ApplyUntrusted).
+		tpl.Name, tpl.Env, tpl.Prepare = c.Name, childEnv(inherit, nil), func(cmd *exec.Cmd) { conf.ApplyUntrusted(cmd) }
 		// The SDK's in-memory transport over a pipe whose server end we keep: closing it
 		// (interrupt) cancels the calls the server is still running, and so kills their
 		// commands; a session's Close alone would wait for them to finish.
