@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -78,5 +79,50 @@ func TestBrowserToolCardSwitch(t *testing.T) {
 		chromedp.KeyEvent("\r"))
 	b.waitAfterNavigation("search_docs is disabled",
 		`document.querySelector('`+card("search_docs")+`')?.dataset.status === "disabled" && location.search === "?q=search"`)
+	b.checkConsole()
+}
+
+// TestBrowserServerDeletedFromToolList: the tool list open in a browser loses the cards
+// of a server deleted elsewhere, live, and says so; another server's cards stay. A guest
+// (no server.view) sees the server's name on a card as text, not as a link to a page
+// that would refuse them, and no Servers button.
+func TestBrowserServerDeletedFromToolList(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	ctx := context.Background()
+	docs := docsServer(t, srv)
+	other, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "other", Type: registry.TypeStreamableHTTP,
+		URL: "http://127.0.0.1:9/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Registry.ApplyDiscovery(ctx, other.ID, registry.Discovery{Trigger: "manual", Actor: audit.System,
+		StartedAt: time.Now(), Pages: 1, Tools: []registry.ToolDef{{Name: "keep_me", InputSchema: searchSchema}}}); err != nil {
+		t.Fatal(err)
+	}
+	srv.CreateUser(t, "gus", auth.RoleGuest, "gus-password-1234")
+
+	b := newBrowser(t)
+	b.login(srv, "gus", "gus-password-1234")
+	b.do("open the tool list", chromedp.Navigate(srv.URL+"/tools"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=tool-cards]`)))
+	if n := eval[int](b, `document.querySelectorAll("[data-testid=tool-card]").length`); n != 3 {
+		t.Fatalf("the list shows %d cards, want 3", n)
+	}
+	if n := eval[int](b, `[...document.querySelectorAll('a[href^="/servers"]')].filter(a => a.offsetParent !== null).length`); n != 0 {
+		t.Errorf("a guest sees %d links to server pages, which refuse them", n)
+	}
+	if n := eval[int](b, `[...document.querySelectorAll("[data-testid=tool-card] .badge")].filter(s => s.textContent === "docs").length`); n != 2 {
+		t.Errorf("the cards name their server %d times, want 2 (as text)", n)
+	}
+	if vis := eval[bool](b, `[...document.querySelectorAll('a')].some(a => a.textContent.trim() === "Servers" && a.offsetParent !== null)`); vis {
+		t.Error("a guest sees the Servers button")
+	}
+	b.waitJS("the page's live connection is open", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	if err := srv.Registry.DeleteServer(ctx, audit.System, docs.ID); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("the deleted server's cards go", `document.querySelectorAll("[data-testid=tool-card]").length === 1 &&
+		document.querySelector('[data-tool="other__keep_me"]') !== null`)
+	b.waitJS("a toast says why", `[...document.querySelectorAll(".toast")].some(t => t.textContent.includes("Server docs was deleted"))`)
 	b.checkConsole()
 }

@@ -208,6 +208,12 @@ const maxLiveTools = 50
 func (l Live) toolParts(ctx context.Context, ev events.Event) ([]templ.Component, error) {
 	var ids []string
 	switch ev.Kind {
+	case string(events.ServerDeleted):
+		p, err := events.ServerDeleted.Decode(ev)
+		if err != nil {
+			return nil, err
+		}
+		return []templ.Component{views.LiveServerToolsGone(p.ID), views.LiveToast("info", "Server "+p.Name+" was deleted, and its tools with it.")}, nil
 	case string(events.ToolChanged):
 		p, err := events.ToolChanged.Decode(ev)
 		if err != nil {

@@ -54,7 +54,7 @@ const (
 	// On audit.Topic, for each appended entry (or the last of a big batch).
 	AuditAppended Kind[AuditSummary] = "audit.appended"
 
-	// On registry.ServersTopic.
+	// On registry.ServersTopic (server.deleted on the tools topic too: its tools went).
 	ServerStatusChanged Kind[ServerStatus]     = "server.status"  // connection status
 	ServerChanged       Kind[ServerStatus]     = "server.changed" // settings
 	ServerDeleted       Kind[ServerRef]        = "server.deleted"

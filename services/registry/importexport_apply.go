@@ -146,7 +146,7 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 					"type": cur.Type, "tool_count": cur.ToolCount, "import": source}); err != nil {
 					return err
 				}
-				if _, err := events.ServerDeleted.Publish(ctx, tx, ServersTopic, events.ServerRef{ID: cur.ID, Name: cur.Name}); err != nil {
+				if err := publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name}); err != nil {
 					return err
 				}
 				deleted = append(deleted, ServerRef{ID: cur.ID, Name: cur.Name})

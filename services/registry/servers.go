@@ -479,9 +479,18 @@ func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string
 			TargetID: cur.ID, TargetName: cur.Name, Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount}}); err != nil {
 			return err
 		}
-		_, err = events.ServerDeleted.Publish(ctx, tx, ServersTopic, events.ServerRef{ID: cur.ID, Name: cur.Name})
-		return err
+		return publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name})
 	})
+}
+
+// publishDeleted announces a server's deletion on the servers' topic and on the tools'
+// (its tools went with it: the tool list's pages follow only that topic).
+func publishDeleted(ctx context.Context, tx pgx.Tx, ref events.ServerRef) error {
+	if _, err := events.ServerDeleted.Publish(ctx, tx, ServersTopic, ref); err != nil {
+		return err
+	}
+	_, err := events.ServerDeleted.Publish(ctx, tx, ToolsTopic, ref)
+	return err
 }
 
 func publishChanged(ctx context.Context, tx pgx.Tx, sv Server) error {

@@ -366,6 +366,14 @@
         tpl.innerHTML = text;
         var dropped = false;
         Array.prototype.slice.call(tpl.content.children).forEach(function (el) {
+          // data-live-remove: the elements its selector finds go (a deleted server's
+          // tool cards); the part itself is not swapped in.
+          var gone = el.getAttribute("data-live-remove");
+          if (gone) {
+            document.querySelectorAll(gone).forEach(function (g) { g.remove(); });
+            el.remove(); dropped = true;
+            return;
+          }
           // data-live-if: a part that applies only where the element it names is shown
           // (a run's result replaces that run's running panel, nothing else).
           var cond = el.getAttribute("data-live-if");
@@ -385,7 +393,18 @@
       while (list.children.length > keep) list.lastElementChild.remove();
     });
   }
-  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); trimLive(); });
+  // A link to a page the viewer may not open (a tool card's server, for a guest) reads
+  // as plain text: live fragments are rendered once for every viewer, so the page
+  // takes the href off by the viewer's permissions (data-link-perm).
+  function unlinkForbidden() {
+    var perms = (document.body.dataset.perms || "").split(" ");
+    document.querySelectorAll("a[data-link-perm][href]").forEach(function (a) {
+      if (perms.indexOf(a.dataset.linkPerm) < 0) a.removeAttribute("href");
+    });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", unlinkForbidden); else unlinkForbidden();
+  document.addEventListener("htmx:afterSettle", unlinkForbidden);
+  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); trimLive(); unlinkForbidden(); });
 
   // The audit browser: every audit event names the newest entry (#audit-appended); when
   // it is newer than the top of the list, the "N new entries" banner asks the server how
