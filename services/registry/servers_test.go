@@ -295,9 +295,13 @@ func TestDeleteServer(t *testing.T) {
 	if tid := f.strings(`SELECT target_id FROM audit_log WHERE action = 'server.delete'`); tid[0] != sv.ID {
 		t.Fatalf("server.delete target: got %q, want %q", tid[0], sv.ID)
 	}
+	// One on the servers' topic, one on the tools' (the tool list's pages follow that one).
 	ev := f.eventPayloads("server.deleted")
-	if len(ev) != 1 || ev[0]["id"] != sv.ID || ev[0]["name"] != "doomed" {
-		t.Fatalf("server.deleted events: got %v, want one for %s", ev, sv.ID)
+	if len(ev) != 2 || ev[0]["id"] != sv.ID || ev[0]["name"] != "doomed" || ev[1]["id"] != sv.ID {
+		t.Fatalf("server.deleted events: got %v, want two for %s", ev, sv.ID)
+	}
+	if topics := f.strings(`SELECT topic FROM events WHERE kind = 'server.deleted' ORDER BY id`); !slices.Equal(topics, []string{"servers", "tools"}) {
+		t.Fatalf("server.deleted topics: got %v, want servers and tools", topics)
 	}
 	if err := f.reg.DeleteServer(f.ctx, audit.System, sv.ID); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("delete again: got %v, want ErrNotFound", err)
