@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
 // TestBrowserAddStdioServer adds a stdio server through the form (with environment
@@ -134,4 +137,33 @@ func screenshot(t *testing.T, b *browser, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name), shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBrowserServerInfoLive: a server's page open before its first connection fills
+// its "Server" panel (name, version, last connected, capabilities) when the server
+// connects, without a reload.
+func TestBrowserServerInfoLive(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	ctx := context.Background()
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "infotest"})
+	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "info", Type: registry.TypeStreamableHTTP, URL: hs.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("open the server's page", chromedp.Navigate(srv.URL+"/servers/"+sv.ID),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=server-head]`)))
+	if got := eval[string](b, `document.getElementById("server-info-panel-`+sv.ID+`").textContent`); !strings.Contains(got, "Not connected yet") {
+		t.Fatalf("before the first connection the panel says %q", got)
+	}
+	b.waitJS("the page's live connection is open", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	if _, err := srv.Registry.SetEnabled(ctx, audit.System, sv.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("the panel shows what the server said", `(document.querySelector("#server-info-panel-`+sv.ID+` [data-testid=server-info]")?.textContent || "").includes("infotest")`)
+	if got := eval[string](b, `document.getElementById("server-info-panel-`+sv.ID+`").textContent`); !strings.Contains(got, "Last connected") {
+		t.Errorf("the panel lacks the last connection: %q", got)
+	}
+	b.checkConsole()
 }

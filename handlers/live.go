@@ -174,6 +174,8 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 	parts := []templ.Component{views.LiveServer(serverCard(sv))}
 	switch {
 	case events.ServerStatusChanged.Is(ev):
+		// A connection brings what the server says about itself (its page's first panel).
+		parts = append(parts, views.LiveServerInfo(serverInfo(sv)))
 		switch {
 		case status.Status == registry.StatusConnected && status.Previous != registry.StatusConnected:
 			parts = append(parts, views.LiveToast("success", sv.Name+" connected"))

@@ -31,12 +31,7 @@ func (h ServersHandler) Show(c echo.Context) error {
 	v := views.ServerPage{Layout: h.layout(c, s.Name, registry.ServersTopic), Server: serverCard(s),
 		IsStdio: s.Type == registry.TypeStdio, Template: s.Template}
 	v.Live.LastEventID = last
-	if s.Info.Name != "" || s.Info.ProtocolVersion != "" {
-		v.Info = []views.KV{{Key: "Name", Value: firstNonEmpty(s.Info.Title, s.Info.Name)}, {Key: "Version", Value: s.Info.Version},
-			{Key: "Protocol", Value: s.Info.ProtocolVersion}, {Key: "Last connected", Value: stampOf(s.LastConnected)}}
-		v.Capabilities = capabilityNames(s.Info.Capabilities)
-		v.Instructions = s.Info.Instructions
-	}
+	v.Info = serverInfo(s)
 	v.Connection = connectionKVs(s)
 	if runsCommands(s) {
 		v.Confinement = h.MCP.Confinement()
@@ -80,6 +75,18 @@ func (h ServersHandler) Show(c echo.Context) error {
 		v.Prompts = append(v.Prompts, views.KV{Key: pr.Name, Value: firstNonEmpty(pr.Description, pr.Title)})
 	}
 	return render(c, http.StatusOK, views.Server(v))
+}
+
+// serverInfo is what s said about itself at its last connection.
+func serverInfo(s registry.Server) views.ServerInfo {
+	si := views.ServerInfo{ServerID: s.ID}
+	if s.Info.Name != "" || s.Info.ProtocolVersion != "" {
+		si.Info = []views.KV{{Key: "Name", Value: firstNonEmpty(s.Info.Title, s.Info.Name)}, {Key: "Version", Value: s.Info.Version},
+			{Key: "Protocol", Value: s.Info.ProtocolVersion}, {Key: "Last connected", Value: stampOf(s.LastConnected)}}
+		si.Capabilities = capabilityNames(s.Info.Capabilities)
+		si.Instructions = s.Info.Instructions
+	}
+	return si
 }
 
 func connectionKVs(s registry.Server) []views.KV {

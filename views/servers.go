@@ -174,9 +174,7 @@ type KV struct {
 type ServerPage struct {
 	Layout
 	Server        ServerCard
-	Info          []KV
-	Capabilities  []string
-	Instructions  string
+	Info          ServerInfo
 	Connection    []KV
 	Health        []HealthRow
 	HealthSummary string
@@ -331,4 +329,13 @@ func importSign(action string) string {
 		return "…"
 	}
 	return "·"
+}
+
+// ServerInfo is what a server says about itself at its last connection (the server
+// page's first panel, replaced live when the server connects again).
+type ServerInfo struct {
+	ServerID     string
+	Info         []KV // empty: never connected
+	Capabilities []string
+	Instructions string
 }
