@@ -52,6 +52,9 @@ func (h ImportExportHandler) ImportForm(c echo.Context) error {
 func (h ImportExportHandler) ImportPreview(c echo.Context) error {
 	name, data, err := uploaded(c)
 	page := views.ImportPage{Layout: h.layout(c, "Import servers"), Prune: c.FormValue("prune") == "true", FileName: name}
+	// Pasted text comes back with any error, to be fixed where it is (a file is the
+	// person's own to fix; its content is not echoed).
+	page.Content = c.FormValue("content")
 	if err != nil {
 		page.Error = err.Error()
 		return render(c, http.StatusUnprocessableEntity, views.Import(page))
@@ -69,6 +72,7 @@ func (h ImportExportHandler) ImportPreview(c echo.Context) error {
 	}
 	page.Plan = configPlanView(plan)
 	if !plan.HasErrors() {
+		page.Content = "" // the preview's apply form carries the sealed file instead
 		if page.Sealed, err = h.Registry.SealUpload(PrincipalOf(c).User.ID, name, data); err != nil {
 			return err
 		}

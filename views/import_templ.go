@@ -583,17 +583,30 @@ func Import(p ImportPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, " <section class=\"panel\" aria-labelledby=\"upload-h\"><h2 id=\"upload-h\">Upload a file</h2><p class=\"muted\">Toolwarden's own YAML export (servers alone, or the whole configuration from <code>toolwarden export</code>: categories, tools' settings, permissions and settings too, which only administrators import), Claude Desktop's <code>claude_desktop_config.json</code>, a project's <code>.mcp.json</code>, or VS Code's <code>mcp.json</code>. You see what would change before anything does.</p><form class=\"stack wide\" method=\"post\" action=\"/servers/import\" enctype=\"multipart/form-data\" data-testid=\"import-form\"><div class=\"field\"><label for=\"file\">File</label> <input id=\"file\" name=\"file\" type=\"file\" accept=\".yaml,.yml,.json,application/json,application/yaml\"></div><div class=\"field\"><label for=\"content\">…or paste its content</label> <textarea id=\"content\" name=\"content\" rows=\"8\" spellcheck=\"false\" class=\"mono\"></textarea></div><div class=\"checks\"><label><input type=\"checkbox\" name=\"prune\" value=\"true\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, " <section class=\"panel\" aria-labelledby=\"upload-h\"><h2 id=\"upload-h\">Upload a file</h2><p class=\"muted\">Toolwarden's own YAML export (servers alone, or the whole configuration from <code>toolwarden export</code>: categories, tools' settings, permissions and settings too, which only administrators import), Claude Desktop's <code>claude_desktop_config.json</code>, a project's <code>.mcp.json</code>, or VS Code's <code>mcp.json</code>. You see what would change before anything does.</p><form class=\"stack wide\" method=\"post\" action=\"/servers/import\" enctype=\"multipart/form-data\" data-testid=\"import-form\"><div class=\"field\"><label for=\"file\">File</label> <input id=\"file\" name=\"file\" type=\"file\" accept=\".yaml,.yml,.json,application/json,application/yaml\"></div><div class=\"field\"><label for=\"content\">…or paste its content</label> <textarea id=\"content\" name=\"content\" rows=\"8\" spellcheck=\"false\" class=\"mono\">")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			var templ_7745c5c3_Var32 string
+			templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(p.Content)
+			if templ_7745c5c3_Err != nil {
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/import.templ`, Line: 113, Col: 95}
+			}
+			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var32))
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, "</textarea></div><div class=\"checks\"><label><input type=\"checkbox\" name=\"prune\" value=\"true\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			if p.Prune {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 64, " checked")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, " checked")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "> Delete servers that are not in the file</label></div><div><button type=\"submit\" class=\"primary\" data-testid=\"preview-import\">Preview</button></div></form></section>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 66, "> Delete servers that are not in the file</label></div><div><button type=\"submit\" class=\"primary\" data-testid=\"preview-import\">Preview</button></div></form></section>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -275,6 +275,8 @@ func lower(s string) string { return strings.ToLower(s) }
 type ImportPage struct {
 	Layout
 	FileName string
+	// Content is what was pasted, given back with the errors to be fixed in place.
+	Content  string
 	Error    string
 	Problems []string
 	Plan     *ImportPlan

@@ -442,6 +442,7 @@ type importPage struct {
 	status          int
 	items           map[string]string // server name → action
 	errors, message string
+	content         string // the paste box, as given back
 	sealed, digest  string
 	prune, apply    bool
 }
@@ -455,6 +456,7 @@ func readImportPage(t *testing.T, res *http.Response) importPage {
 	})
 	p.errors = doc.Find("[data-testid=import-plan-errors]").Text()
 	p.message = doc.Find("[data-testid=import-error]").Text()
+	p.content = doc.Find("textarea#content").Text()
 	form := doc.Find("form[action='/servers/import/apply']")
 	p.sealed = form.Find("input[name=sealed]").AttrOr("value", "")
 	p.digest = form.Find("input[name=digest]").AttrOr("value", "")
@@ -528,11 +530,23 @@ func TestImportCommandPermission(t *testing.T) {
 		!strings.Contains(p.errors, "imp-stdio") || p.apply || p.sealed != "" || p.digest != "" {
 		t.Errorf("import page as tool manager with a stdio server: got %+v, want 422 with a plan error about administrators naming imp-stdio and no Apply", p)
 	}
+	if p.content != file {
+		t.Errorf("the pasted file is not given back with the errors: got %q", p.content)
+	}
+	// Text that is not YAML: the error, and the text back to be fixed.
+	broken := "servers:\n  - name: [unclosed\n"
+	p = readImportPage(t, srv.PostForm(t, f.tmWeb, "/servers/import", url.Values{"content": {broken}, "filename": {"servers.yaml"}}))
+	if p.status != http.StatusUnprocessableEntity || p.content != broken {
+		t.Errorf("a paste that is not YAML: got %+v, want 422 with the paste given back", p)
+	}
 	// The administrator can apply the same file.
 	res = srv.PostForm(t, f.adminWb, "/servers/import", url.Values{"content": {file}, "filename": {"servers.yaml"}})
 	p = readImportPage(t, res)
 	if p.status != http.StatusOK || p.errors != "" || !p.apply || p.items["imp-stdio"] != registry.PlanCreate {
 		t.Errorf("import page as admin with a stdio server: got %+v, want 200 with imp-stdio to create and Apply", p)
+	}
+	if p.content != "" {
+		t.Errorf("a preview without errors keeps the paste box filled: %q", p.content)
 	}
 	status, raw = admin.do(http.MethodPost, "/api/v1/servers/import?filename=servers.yaml", file)
 	if status != http.StatusOK {
