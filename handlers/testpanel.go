@@ -56,10 +56,11 @@ func NewTestPanel(page ToolPageHandler, r *router.Router, runs *router.Runs, dec
 
 func (h TestPanelHandler) TestPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	it, err := h.Tools.Get(ctx, c.Param("id"))
+	ci, err := h.forCaller(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
+	it := ci.Item
 	tv := h.testView(c, it, "form", nil, nil)
 	if id := c.QueryParam("case"); id != "" {
 		tc, err := h.Tools.TestCase(ctx, it.ID, id)
@@ -72,11 +73,44 @@ func (h TestPanelHandler) TestPage(c echo.Context) error {
 	if err := h.fillCases(ctx, it, &tv); err != nil {
 		return err
 	}
-	return h.renderTest(c, it, tv, true)
+	return h.renderTest(c, ci, tv, true)
+}
+
+// callerItem is a tool as its test panel shows it: its input schema without the
+// parameters its configuration fixes (the router adds their values, and refuses another
+// value for one), which the workspace lists instead.
+type callerItem struct {
+	tools.Item
+	fixed []views.KV
+}
+
+// forCaller reads tool id for the test panel (callerItem).
+func (h TestPanelHandler) forCaller(ctx context.Context, id string) (callerItem, error) {
+	it, err := h.Tools.Get(ctx, id)
+	if err != nil {
+		return callerItem{}, err
+	}
+	cfg, err := h.Tools.Configuration(ctx, it.ID)
+	if err != nil {
+		return callerItem{}, err
+	}
+	names, values := cfg.FixedParams()
+	ci := callerItem{Item: it}
+	ci.InputSchema = tools.CallerSchema(it.InputSchema, names)
+	for i, n := range names {
+		v := values[i]
+		if v == "" {
+			v = "a secret value"
+		}
+		ci.fixed = append(ci.fixed, views.KV{Key: n, Value: v})
+	}
+	return ci, nil
 }
 
 // renderTest answers htmx with the workspace alone and a browser with the whole page.
-func (h TestPanelHandler) renderTest(c echo.Context, it tools.Item, tv views.ToolTest, page bool) error {
+func (h TestPanelHandler) renderTest(c echo.Context, ci callerItem, tv views.ToolTest, page bool) error {
+	it := ci.Item
+	tv.Fixed = ci.fixed
 	if !page && c.Request().Header.Get("HX-Request") == "true" {
 		return render(c, http.StatusOK, views.TestWorkspace(toolCard(it), tv))
 	}
@@ -199,10 +233,11 @@ func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.
 // the arguments as they were sent.
 func (h TestPanelHandler) TestPost(c echo.Context) error {
 	ctx := c.Request().Context()
-	it, err := h.Tools.Get(ctx, c.Param("id"))
+	ci, err := h.forCaller(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
+	it := ci.Item
 	f, err := c.FormParams()
 	if err != nil {
 		return err
@@ -312,7 +347,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 	if mode == "json" && tv.Mode == "json" && action != "mode:json" && errs != nil {
 		tv.JSON = f.Get("arguments_json")
 	}
-	return h.renderTest(c, it, tv, false)
+	return h.renderTest(c, ci, tv, false)
 }
 
 // testCall is the router call of a test panel run.

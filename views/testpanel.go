@@ -15,6 +15,9 @@ const ToolTabTest = "test"
 type ToolTest struct {
 	Action  string // where the workspace posts
 	Mode    string // "form" or "json"
+	// Fixed are the parameters the tool's configuration fixes, with their values (JSON
+	// text): not in the form, and added to every call.
+	Fixed   []KV
 	Form    form.Model
 	JSON    string // the arguments as JSON text (mode json)
 	Errors  *verr.Error

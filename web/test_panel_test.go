@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -16,8 +18,10 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/web"
 )
 
@@ -474,5 +478,34 @@ func TestTestPanelRunWatched(t *testing.T) {
 	var re *router.Error
 	if !errors.As(err, &re) || re.Code != router.CodeCancelled {
 		t.Fatalf("the abandoned run ended with %v, want cancelled", err)
+	}
+}
+
+// A parameter the tool's configuration fixes is not asked in the test panel (its form,
+// the required mark): the workspace says it is set, and a run uses the fixed value.
+// Before, the form asked for it as required and the router refused any value typed.
+func TestTestPanelFixedParameter(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "echo")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	echo := toolID(t, srv, "mt__echo")
+	if _, err := srv.Tools.Update(context.Background(), audit.System, echo, tools.Patch{Reason: "test",
+		Params: map[string]tools.ParamInput{"message": {Mode: tools.ModeFixed, Value: json.RawMessage(`"from the configuration"`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	doc := page(t, srv.Get(t, c, "/tools/"+echo+"/test"))
+	if n := doc.Find(`[data-testid="test-workspace"] [name="arg/message"]`).Length(); n != 0 {
+		t.Fatalf("the form asks for the fixed parameter (%d inputs)", n)
+	}
+	if got := doc.Find(`[data-testid="test-fixed"]`).Text(); !strings.Contains(got, "message") || !strings.Contains(got, `"from the configuration"`) {
+		t.Fatalf("the workspace does not say what is fixed: %q", got)
+	}
+	ws := testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}})
+	if got := ws.Find(`[data-testid="test-result"]`).AttrOr("data-status", ""); got != "success" {
+		t.Fatalf("status: got %q, want success: %s", got, ws.Find("#test-result").Text())
+	}
+	if out := ws.Find(`[data-testid="output-0"]`).Text(); !strings.Contains(out, "Echo: from the configuration") {
+		t.Fatalf("the run did not use the fixed value: %q", out)
 	}
 }

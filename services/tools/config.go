@@ -397,6 +397,53 @@ func (c Configuration) masked() map[string]any {
 	return out
 }
 
+// FixedParams are the parameters the configuration fixes, sorted, with their values as
+// JSON text ("" for a secret one, whose value is never shown).
+func (c Configuration) FixedParams() (names, values []string) {
+	for _, name := range slices.Sorted(maps.Keys(c.Params)) {
+		st := c.Params[name]
+		if st.Mode != ModeFixed {
+			continue
+		}
+		v := string(st.Value)
+		if st.Secret != "" {
+			v = ""
+		}
+		names, values = append(names, name), append(values, v)
+	}
+	return names, values
+}
+
+// CallerSchema is input without the top-level parameters in fixed: what a caller may
+// still give (the router adds the fixed values, and refuses another value for one).
+// input is returned as it is when it fixes nothing or is not an object schema.
+func CallerSchema(input json.RawMessage, fixed []string) json.RawMessage {
+	if len(fixed) == 0 {
+		return input
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(input, &top) != nil || top == nil {
+		return input
+	}
+	var props map[string]json.RawMessage
+	if raw, ok := top["properties"]; ok && json.Unmarshal(raw, &props) == nil && props != nil {
+		for _, name := range fixed {
+			delete(props, name)
+		}
+		top["properties"], _ = json.Marshal(props)
+	}
+	var required []string
+	if raw, ok := top["required"]; ok && json.Unmarshal(raw, &required) == nil {
+		required = slices.DeleteFunc(required, func(n string) bool { return slices.Contains(fixed, n) })
+		top["required"], _ = json.Marshal(required)
+	}
+	out, err := json.Marshal(top)
+	if err != nil {
+		return input
+	}
+	return out
+}
+
 // APIView is the configuration in the public shape: {"defaults":{...},"fixed":{...}},
 // secret values as Mask.
 func (c Configuration) APIView() map[string]map[string]json.RawMessage {
