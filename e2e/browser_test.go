@@ -26,6 +26,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -373,5 +374,37 @@ func TestBrowserMobileNav(t *testing.T) {
 		t.Fatalf("Menu aria-expanded = %q after closing, want false", got)
 	}
 
+	b.checkConsole()
+}
+
+// TestBrowserNarrowPagesDoNotScrollSideways: on a 375 px phone, pages with long
+// unbreakable text (the audit page's checkpoint and key, the tokens table's hidden
+// header, a stdio server's long arguments) fit the screen's width.
+func TestBrowserNarrowPagesDoNotScrollSideways(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	ctx := context.Background()
+	long := "/work/toolwarden/node_modules/@modelcontextprotocol/server-everything/dist/index.js-" + strings.Repeat("x", 60)
+	sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: "longargs", Type: registry.TypeStdio,
+		Command: "node", Args: []string{long, "stdio"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := srv.Auth.GetUserByName(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := srv.Auth.CreateToken(ctx, audit.System, admin.ID, auth.NewToken{Name: "phone token"}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.do("emulate a phone", chromedp.EmulateViewport(375, 812, chromedp.EmulatePortrait))
+	b.login(srv, "admin", webtest.AdminPassword)
+	for _, path := range []string{"/audit", "/tokens", "/servers/" + sv.ID, "/tools", "/users"} {
+		b.do("open "+path, chromedp.Navigate(srv.URL+path), chromedp.WaitReady("main"))
+		if w := eval[int](b, `document.documentElement.scrollWidth`); w > 375 {
+			wide := eval[string](b, `[...document.querySelectorAll("main *")].filter(e => e.getBoundingClientRect().right > 376).slice(0, 3).map(e => e.tagName + "." + e.className).join(", ")`)
+			t.Errorf("%s is %d px wide on a 375 px screen (beyond the edge: %s)", path, w, wide)
+		}
+	}
 	b.checkConsole()
 }
