@@ -374,6 +374,17 @@ func TestBrowserMobileNav(t *testing.T) {
 		t.Fatalf("Menu aria-expanded = %q after closing, want false", got)
 	}
 
+	// Escape closes it too, and the focus goes back to the Menu button.
+	b.do("open the menu again and press Escape",
+		chromedp.Click(chromedp.CSS(`[data-nav-toggle]`)),
+		chromedp.WaitVisible(chromedp.ID("app-nav")),
+		chromedp.KeyEvent(kb.Escape),
+		chromedp.WaitNotVisible(chromedp.ID("app-nav")),
+	)
+	if !eval[bool](b, `document.activeElement === document.querySelector("[data-nav-toggle]")`) {
+		t.Fatal("after Escape the focus is not on the Menu button")
+	}
+
 	b.checkConsole()
 }
 
@@ -405,6 +416,44 @@ func TestBrowserNarrowPagesDoNotScrollSideways(t *testing.T) {
 			wide := eval[string](b, `[...document.querySelectorAll("main *")].filter(e => e.getBoundingClientRect().right > 376).slice(0, 3).map(e => e.tagName + "." + e.className).join(", ")`)
 			t.Errorf("%s is %d px wide on a 375 px screen (beyond the edge: %s)", path, w, wide)
 		}
+	}
+	b.checkConsole()
+}
+
+// TestBrowserMenusClose: a server card's Actions menu closes with Escape (focus back
+// on its button), when another menu opens and when a click lands elsewhere.
+func TestBrowserMenusClose(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	ctx := context.Background()
+	var ids []string
+	for _, name := range []string{"one", "two"} {
+		sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP,
+			URL: "http://127.0.0.1:9/mcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sv.ID)
+	}
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("open the servers", chromedp.Navigate(srv.URL+"/servers"), chromedp.WaitVisible(chromedp.ID("server-menu-"+ids[0])))
+	open := func(i int) bool { return eval[bool](b, `document.getElementById("server-menu-`+ids[i]+`").open`) }
+	b.do("open the first menu", chromedp.Click(chromedp.CSS(`#server-menu-`+ids[0]+` > summary`)))
+	if !open(0) {
+		t.Fatal("the first menu did not open")
+	}
+	b.do("press Escape", chromedp.KeyEvent(kb.Escape))
+	if open(0) || !eval[bool](b, `document.activeElement === document.querySelector("#server-menu-`+ids[0]+` > summary")`) {
+		t.Fatal("Escape left the menu open or the focus elsewhere than its button")
+	}
+	b.do("open both menus in turn", chromedp.Click(chromedp.CSS(`#server-menu-`+ids[0]+` > summary`)),
+		chromedp.Click(chromedp.CSS(`#server-menu-`+ids[1]+` > summary`)))
+	if open(0) || !open(1) {
+		t.Fatalf("after opening the second menu: first open %v, second open %v; want only the second", open(0), open(1))
+	}
+	b.do("click elsewhere", chromedp.Click(chromedp.CSS(`main h1`)))
+	if open(1) {
+		t.Fatal("a click elsewhere left the menu open")
 	}
 	b.checkConsole()
 }

@@ -28,6 +28,35 @@
     btn.setAttribute("aria-expanded", open ? "true" : "false");
   });
 
+  // Drop-down menus (<details class="menu">) and the phone's navigation close with
+  // Escape, focus going back to what opened them, and a menu closes when a click lands
+  // outside it or another menu opens: one open at a time.
+  function closeMenus(except) {
+    document.querySelectorAll("details.menu[open]").forEach(function (d) { if (d !== except) d.open = false; });
+  }
+  document.addEventListener("click", function (e) {
+    closeMenus(e.target.closest("details.menu"));
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape") return;
+    var menu = e.target.closest && e.target.closest("details.menu[open]");
+    if (menu) {
+      menu.open = false;
+      var sum = menu.querySelector("summary");
+      if (sum) sum.focus();
+      e.preventDefault();
+      return;
+    }
+    var nav = document.getElementById("app-nav");
+    var btn = document.querySelector("[data-nav-toggle]");
+    if (nav && btn && nav.classList.contains("open") && (nav.contains(e.target) || btn.contains(e.target))) {
+      nav.classList.remove("open");
+      btn.setAttribute("aria-expanded", "false");
+      btn.focus();
+      e.preventDefault();
+    }
+  });
+
   // The assistant's slide-over: the header's Assistant link opens it on any page but
   // /assistant itself (without JavaScript the link goes to the page); Escape closes it.
   function assistantPanel() { return document.getElementById("assistant-panel"); }
