@@ -104,7 +104,8 @@ func short(d time.Duration) string {
 	case d < 48*time.Hour:
 		return fmt.Sprintf("%dh", int(d.Hours()))
 	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
+	// To the nearest day: a token made to last 7 days reads "in 7d", not "in 6d".
+	return fmt.Sprintf("%dd", int((d+12*time.Hour)/(24*time.Hour)))
 }
 
 func agoPtr(t *time.Time, never string) string {
