@@ -118,6 +118,10 @@ func TestBrowserAssistantGuidedSetup(t *testing.T) {
 		t.Fatalf("choices %q, want \"I need to add one\"", choices)
 	}
 	c.choose("I need to add one", "I need to add one", "URL of the MCP server")
+	// The first reply's choices stay shown, disabled, once the conversation moved on.
+	if got := eval[string](b, `[...document.querySelectorAll("main [data-testid=assistant-msg-assistant]")[0].querySelectorAll("[data-testid=assistant-choice]")].map(b => b.textContent.trim() + (b.disabled ? ":off" : ":on")).join(",")`); !strings.Contains(got, "I need to add one:off") || strings.Contains(got, ":on") {
+		t.Fatalf("the first reply's choices after the next reply: %q, want them shown and disabled", got)
+	}
 	_, choices = c.say(up.URL(), "What would you like to name this server?")
 	if len(choices) != 1 {
 		t.Fatalf("the name question offers %q, want one suggested name", choices)

@@ -60,9 +60,10 @@ func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error
 		for _, msg := range ms {
 			m.Messages = append(m.Messages, messageView(msg))
 		}
-		// Only the last reply's choices are open; older ones answer nothing now.
+		// Only the last reply's choices are open; older ones answer nothing now, but stay
+		// shown (a list of tools is given as choices).
 		for i := range m.Messages[:max(len(m.Messages)-1, 0)] {
-			m.Messages[i].Choices = nil
+			m.Messages[i].Spent = true
 		}
 	}
 	return m, nil

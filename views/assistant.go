@@ -23,6 +23,9 @@ type AssistantMessage struct {
 	// Question is what the choices answer; a choice sends it back, so one clicked after
 	// the conversation moved on changes nothing.
 	Question int64
+	// Spent: the conversation moved on, so the choices are shown (they may be the
+	// list the reply gave) but no longer answer.
+	Spent bool
 }
 
 // AssistantChoice is an answer the person can click: it sends Target.

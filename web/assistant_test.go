@@ -236,6 +236,12 @@ func TestAssistantPageWithoutJS(t *testing.T) {
 	if got := doc.Find(`[data-testid="assistant-msg-assistant"]`).Last().Text(); !strings.Contains(got, "what's the URL") {
 		t.Fatalf("after the choice: %q", got)
 	}
+	// The earlier reply keeps its choices to be read (a list of tools comes as choices),
+	// disabled: they answer nothing now.
+	old := doc.Find(`[data-testid="assistant-msg-assistant"]`).First().Find(`[data-testid="assistant-choice"]`)
+	if old.Length() == 0 || old.Length() != old.Filter("[disabled]").Length() {
+		t.Fatalf("the earlier reply shows %d choices, %d of them disabled; want them all shown, disabled", old.Length(), old.Filter("[disabled]").Length())
+	}
 	// The page without ?c= shows the latest conversation; ?new=1 a fresh one.
 	if n := page(t, srv.Get(t, admin, "/assistant")).Find(`[data-testid="assistant-msg-person"]`).Length(); n != 2 {
 		t.Fatalf("latest conversation: %d messages of the person", n)

@@ -105,11 +105,14 @@
       if (!box || box.value === form.dataset.sent) form.reset();
     }
     if (chat) {
-      // Only the newest reply's choices are open (the server refuses the others).
+      // Only the newest reply's choices are open (the server refuses the others); the
+      // older ones stay to be read (a list of tools is given as choices), disabled.
       var replies = chat.querySelectorAll(".assistant-msg.from-assistant");
       var last = replies[replies.length - 1];
       chat.querySelectorAll(".assistant-choices").forEach(function (c) {
-        if (!last || !last.contains(c)) c.remove();
+        if (last && last.contains(c)) return;
+        c.classList.add("spent");
+        c.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
       });
       var log = chat.querySelector("[data-assistant-log]");
       if (log) log.scrollTop = log.scrollHeight;
