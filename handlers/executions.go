@@ -10,8 +10,11 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -62,6 +65,14 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	p := PrincipalOf(c)
 	v := views.ExecutionPage{Layout: h.layout(c, ex.Title(), topic), X: x, Preview: preview, Log: lines, LogOmitted: omitted,
 		Mine: ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID}
+	// A requester who may approve but not their own high-risk plan learns it before
+	// typing the phrase (separation of duties), not from the refusal after.
+	if v.Mine && ex.Status == executions.AwaitingApproval && ex.Risk == string(risk.High) && h.Decide != nil &&
+		p.Can(auth.PermExecutionApprove) {
+		_, err := h.Decide.Check(ctx, decide.Decision{Actor: ActorOf(c), Role: p.User.Role, Requester: p.User.ID,
+			Level: risk.High, Verb: "approve a high-risk plan"})
+		v.NeedsOther = decide.NeedsOther(err)
+	}
 	v.Live.LastEventID = last
 	return render(c, http.StatusOK, views.ExecutionDetail(v))
 }

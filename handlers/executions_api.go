@@ -22,6 +22,8 @@ import (
 type ExecutionsHandler struct {
 	*Shell
 	Tools *tools.Service
+	// Decide tells a requester up front when someone else must approve their plan.
+	Decide *decide.Service
 }
 
 // callerOf is who asks, for the execution service.

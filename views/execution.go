@@ -55,8 +55,11 @@ type ExecutionToolHint struct {
 type ExecutionPage struct {
 	Layout
 	// Mine: the viewer asked for this execution (shows "execution.cancel" controls).
-	Mine    bool
-	X       ExecutionView
+	Mine bool
+	// NeedsOther: the viewer asked for this high-risk plan and someone else must approve
+	// it (separation of duties): the page says so instead of offering the phrase.
+	NeedsOther bool
+	X          ExecutionView
 	Preview []ExecutionPreviewStep
 	Log     []ExecutionLogLine
 	// LogOmitted counts the earliest log lines not shown.

@@ -321,6 +321,16 @@ func TestExecutionPagesDangerZone(t *testing.T) {
 	if doc.Find("[data-testid=execution-page][data-mine]").Length() != 0 {
 		t.Errorf("admin's view of ann's plan is marked as admin's")
 	}
+	// ann asked for it and may approve plans, but with admin there to approve, not her
+	// own high-risk one: her page says so up front (the phrase is not offered), admin's not.
+	if doc.Find("[data-testid=execution-page][data-needs-other]").Length() != 0 {
+		t.Errorf("admin's page says someone else must approve")
+	}
+	adoc := e.show(t, e.ann, id, http.StatusOK)
+	if adoc.Find("[data-testid=execution-page][data-mine][data-needs-other]").Length() != 1 ||
+		!strings.Contains(adoc.Find("[data-testid=needs-other]").Text(), "another person who may approve") {
+		t.Errorf("ann's page of her own high-risk plan does not say another person must approve it")
+	}
 
 	// A LOW plan never waits: no confirm, no danger zone, approved by policy.
 	low := e.createPlan(t, e.ann, `{"steps":[{"tool":"lo__echo","arguments":{"message":"low"}}]}`)

@@ -35,7 +35,7 @@ func (s *Server) routes() []Route {
 	chat := handlers.AssistantHandler{Shell: shell, Assistant: d.Assistant}
 	panel := handlers.NewTestPanel(tool, d.Router, d.Runs, d.Decide)
 	categories := handlers.CategoriesHandler{Shell: shell, Tools: d.Tools}
-	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools}
+	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools, Decide: d.Decide}
 	settings := handlers.SettingsHandler{Shell: shell}
 	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals}
 	collab := handlers.CollaborationsHandler{Shell: shell, Grants: d.Grants}
