@@ -60,8 +60,8 @@ type ExecutionPage struct {
 	// it (separation of duties): the page says so instead of offering the phrase.
 	NeedsOther bool
 	X          ExecutionView
-	Preview []ExecutionPreviewStep
-	Log     []ExecutionLogLine
+	Preview    []ExecutionPreviewStep
+	Log        []ExecutionLogLine
 	// LogOmitted counts the earliest log lines not shown.
 	LogOmitted int
 }

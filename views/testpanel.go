@@ -13,8 +13,8 @@ const ToolTabTest = "test"
 // ToolTest is the test panel: the arguments (form or JSON), the approval the tool's
 // risk needs, the result of the last run and the saved cases.
 type ToolTest struct {
-	Action  string // where the workspace posts
-	Mode    string // "form" or "json"
+	Action string // where the workspace posts
+	Mode   string // "form" or "json"
 	// Fixed are the parameters the tool's configuration fixes, with their values (JSON
 	// text): not in the form, and added to every call.
 	Fixed   []KV
