@@ -4,23 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/toolwarden/toolwarden/internal/confine"
 )
 
 // BenchmarkRunCommand is run_command's round trip: bash -c starts in the workspace,
-// runs, is reaped, and its output and exit code come back.
+// confined as serve runs it (the data dir and the built-in root hidden but for the
+// workspace; where this machine has namespaces), runs, is reaped, and its output and
+// exit code come back.
 func BenchmarkRunCommand(b *testing.B) {
-	root := b.TempDir()
-	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(b)})
+	data := b.TempDir()
+	root := filepath.Join(data, "workspaces")
+	ws := filepath.Join(root, "bench")
+	if err := os.MkdirAll(ws, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(b), Confiner: confine.New(confine.Spec{Hide: []string{data, root}})})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ts.Close()
+	b.Logf("confinement: %s", ts.Confinement())
 	run := TerminalTool(ts).Operations[0].Run
-	c := Call{Workspace: root}
+	c := Call{Workspace: ws}
 	c.ConversationID = "bench"
 	args := json.RawMessage(`{"operation":"run_command","command":"echo hello"}`)
 	ctx := context.Background()
