@@ -179,6 +179,12 @@ func (h AuditHandler) results(p *auth.Principal, f audit.Filter, list audit.Page
 // nothing would take the focus, or a click, from its button.
 func (h AuditHandler) New(c echo.Context) error {
 	qp := c.QueryParams()
+	if c.Request().Header.Get("HX-Request") == "" {
+		// A fragment for the page's banner; opened by itself, the page it belongs to.
+		qp.Del("after")
+		qp.Del("shown")
+		return c.Redirect(http.StatusSeeOther, "/audit?"+qp.Encode())
+	}
 	f, err := audit.ParseFilter(qp)
 	if err != nil {
 		return err
@@ -216,6 +222,9 @@ func (h AuditHandler) chain(c echo.Context) (views.AuditChain, error) {
 
 // VerifyStatus renders the chain's status (polled while a check runs).
 func (h AuditHandler) VerifyStatus(c echo.Context) error {
+	if c.Request().Header.Get("HX-Request") == "" {
+		return c.Redirect(http.StatusSeeOther, "/audit") // a fragment of that page, which polls it
+	}
 	ch, err := h.chain(c)
 	if err != nil {
 		return err

@@ -344,7 +344,14 @@ func TestAuditNewEntriesBanner(t *testing.T) {
 	for i := range 3 {
 		e.srv.PostForm(t, e.admin, "/tokens", url.Values{"name": {fmt.Sprintf("n-%d", i)}}).Body.Close()
 	}
-	d = doc(t, e.srv.Get(t, e.auditor, newURL))
+	// Opened by itself (not by the page's htmx), the fragment's address is the page.
+	if res := e.srv.Get(t, e.auditor, newURL); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/audit?action=token.create" {
+		t.Fatalf("GET %s without htmx: %d to %q, want 303 to the page with its filters", newURL, res.StatusCode, res.Header.Get("Location"))
+	}
+	if res := e.srv.Get(t, e.auditor, "/audit/verify"); res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "/audit" {
+		t.Fatalf("GET /audit/verify without htmx: %d to %q, want 303 to the page", res.StatusCode, res.Header.Get("Location"))
+	}
+	d = doc(t, hxGet(t, e.srv, e.auditor, newURL))
 	btn := d.Find(`[data-testid=audit-new-button]`)
 	if !strings.Contains(strings.Join(strings.Fields(btn.Text()), " "), "3 new entries") {
 		t.Fatalf("banner after three tokens: %q", btn.Text())
@@ -357,7 +364,7 @@ func TestAuditNewEntriesBanner(t *testing.T) {
 	again := d.Find(`[data-testid=audit-new]`).AttrOr("hx-get", "")
 	noChange := func(u string) {
 		t.Helper()
-		res := e.srv.Get(t, e.auditor, u)
+		res := hxGet(t, e.srv, e.auditor, u)
 		res.Body.Close()
 		if res.StatusCode != http.StatusNoContent {
 			t.Fatalf("GET %s: %d, want 204 (the count the banner shows)", u, res.StatusCode)
@@ -365,7 +372,7 @@ func TestAuditNewEntriesBanner(t *testing.T) {
 	}
 	noChange(again)
 	e.srv.PostForm(t, e.admin, "/tokens", url.Values{"name": {"n-3"}}).Body.Close()
-	if got := doc(t, e.srv.Get(t, e.auditor, again)).Find(`[data-testid=audit-new-button]`).Text(); !strings.Contains(strings.Join(strings.Fields(got), " "), "4 new entries") {
+	if got := doc(t, hxGet(t, e.srv, e.auditor, again)).Find(`[data-testid=audit-new-button]`).Text(); !strings.Contains(strings.Join(strings.Fields(got), " "), "4 new entries") {
 		t.Fatalf("banner after a fourth token: %q", got)
 	}
 	// The first page's banner counts from its top.
