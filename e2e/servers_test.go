@@ -167,3 +167,29 @@ func TestBrowserServerInfoLive(t *testing.T) {
 	}
 	b.checkConsole()
 }
+
+// TestBrowserFormErrorTakesFocus: a form sent back with errors puts the focus on its
+// first invalid field (the server form's name here), so a keyboard user lands where
+// the fix goes; a failed sign-in puts it on the password, the username being kept.
+func TestBrowserFormErrorTakesFocus(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	b := newBrowser(t)
+	b.do("a wrong password", chromedp.Navigate(srv.URL+"/login"), chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), "admin"), chromedp.SendKeys(chromedp.ID("password"), "not-the-password"),
+		chromedp.Click(chromedp.CSS(`[data-testid=login-submit]`)))
+	b.waitAfterNavigation("the sign-in page says so", `document.querySelector("[data-testid=login-error]")`)
+	if id := eval[string](b, `document.activeElement.id`); id != "password" {
+		t.Errorf("after a failed sign-in the focus is on %q, want the password", id)
+	}
+	b.checkConsole("status of 401") // the refused sign-in, as expected
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("a server with a bad name", chromedp.Navigate(srv.URL+"/servers/new"), chromedp.WaitVisible(chromedp.ID("name")),
+		chromedp.SetValue(chromedp.ID("name"), "Bad Name"),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("name").removeAttribute("pattern")`),
+		chromedp.Submit(chromedp.ID("name")))
+	b.waitAfterNavigation("the form comes back with the error", `document.querySelector("#name[aria-invalid=true]")`)
+	if id := eval[string](b, `document.activeElement.id`); id != "name" {
+		t.Errorf("after the server refused the form the focus is on %q, want the invalid name", id)
+	}
+	b.checkConsole("status of 422") // the refused form, as expected
+}

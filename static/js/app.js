@@ -425,6 +425,21 @@
       while (list.children.length > keep) list.lastElementChild.remove();
     });
   }
+  // A form that comes back with errors (a whole page, or a part htmx swapped in) puts
+  // the focus on its first field marked invalid, unless the person already moved it.
+  function focusFirstInvalid(root) {
+    var active = document.activeElement;
+    if (active && active !== document.body && !(root !== document && root.contains(active))) return;
+    var bad = root.querySelector("[aria-invalid=true]");
+    if (bad && bad.focus) bad.focus();
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", function () { focusFirstInvalid(document); });
+  } else focusFirstInvalid(document);
+  document.addEventListener("htmx:afterSettle", function (e) {
+    if (e.detail && e.detail.elt && e.detail.elt.querySelector) focusFirstInvalid(e.detail.elt);
+  });
+
   // A link to a page the viewer may not open (a tool card's server, for a guest) reads
   // as plain text: live fragments are rendered once for every viewer, so the page
   // takes the href off by the viewer's permissions (data-link-perm).
