@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -337,6 +338,18 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		if errs == nil {
 			if tv.Result, tv.Errors, err = h.startRun(c, it, args, f); err != nil {
 				return err
+			}
+			// Refused for want of the box ticked or the phrase typed: said at that control
+			// (where the focus goes), not as a failed run.
+			// Only a person's run with the box left empty (or no phrase): anything else keeps
+			// the router's reason (an API token confirms nothing, a wrong phrase).
+			missing := (tv.Risk == "medium" && f.Get("confirm") != "1") || (tv.Risk == "high" && tv.NeedsApprover == "" && f.Get("phrase") == "")
+			if r := tv.Result; r != nil && r.Code == router.CodeApprovalRequired && missing && ActorOf(c).Kind == audit.ActorUser {
+				tv.ConfirmError = "Tick this box to confirm the call, then run it again."
+				if tv.Risk == "high" {
+					tv.ConfirmError = "Type the phrase exactly as shown to run the call."
+				}
+				tv.Result = nil
 			}
 		}
 	}

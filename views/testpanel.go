@@ -25,6 +25,9 @@ type ToolTest struct {
 	RiskWhy string
 	Phrase  string // what to type for a HIGH tool
 	Confirm bool   // the confirm box was ticked
+	// ConfirmError: the last run was refused because the box was not ticked (medium) or
+	// the phrase not typed (high); said at that control.
+	ConfirmError string
 	Typed   string // the phrase as typed
 	// CanRun: the caller may call the tool (enabled, or testable by someone who may enable it).
 	CanRun    bool

@@ -509,3 +509,29 @@ func TestTestPanelFixedParameter(t *testing.T) {
 		t.Fatalf("the run did not use the fixed value: %q", out)
 	}
 }
+
+// Run on a medium-risk tool with the confirm box left empty: the panel says so at the
+// box (marked invalid, where the focus goes) instead of showing a failed run; ticked,
+// the call runs.
+func TestTestPanelConfirmLeftEmpty(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", false, "echo") // untrusted: echo is medium
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	echo := toolID(t, srv, "mt__echo")
+	ws := testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/message": {"hi"}})
+	box := ws.Find(`[data-testid="confirm-check"]`)
+	if box.AttrOr("aria-invalid", "") != "true" || !strings.Contains(ws.Find(`[data-testid="confirm-error"]`).Text(), "Tick this box") {
+		t.Fatalf("the empty confirm box is not marked: %q", strings.Join(strings.Fields(ws.Find(`[data-testid="confirm-zone"]`).Text()), " "))
+	}
+	if ws.Find(`[data-testid="test-result"]`).Length() != 0 {
+		t.Errorf("a failed run is shown besides: %q", ws.Find(`[data-testid="test-result"]`).Text())
+	}
+	if ws.Find(`input[name="arg/message"]`).AttrOr("value", "") != "hi" {
+		t.Error("the arguments were lost")
+	}
+	ws = testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/message": {"hi"}, "confirm": {"1"}})
+	if got := ws.Find(`[data-testid="test-result"]`).AttrOr("data-status", ""); got != "success" {
+		t.Fatalf("ticked: status %q: %s", got, ws.Find("#test-result").Text())
+	}
+}
