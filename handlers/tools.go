@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -125,8 +126,16 @@ func (h ToolsHandler) List(c echo.Context) error {
 	}
 	v.Sorts = []views.Option{{Value: tools.SortRelevance, Label: "Best match (when searching)"}, {Value: tools.SortName, Label: "Name"},
 		{Value: tools.SortServer, Label: "Server"}, {Value: tools.SortUpdated, Label: "Recently changed"}}
+	// After a refused bulk action (withBulkState): its ticks and tags, as they were.
+	picked := map[string]bool{}
+	for _, id := range c.QueryParams()["picked"] {
+		picked[id] = true
+	}
+	v.BulkTags = c.QueryParam("bulk_tags")
 	for _, it := range page.Items {
-		v.Tools = append(v.Tools, toolCard(it))
+		card := toolCard(it)
+		card.Picked = picked[it.ID]
+		v.Tools = append(v.Tools, card)
 	}
 	v.Back = listURL(q, "")
 	if page.NextCursor != "" {
@@ -276,5 +285,47 @@ func (h ToolsHandler) Bulk(c echo.Context) error {
 	default:
 		err = verr.New("action", "choose enable, disable, tag or untag")
 	}
+	if ve := (*verr.Error)(nil); errors.As(err, &ve) {
+		// The list comes back as it was, the tools still ticked and the tags still
+		// typed, with what to fix.
+		setFlash(c, "error", bulkProblem(ve), h.SecureCookies)
+		return c.Redirect(http.StatusSeeOther, withBulkState(back, ids, c.FormValue("tags")))
+	}
 	return h.redirectWithOutcome(c, err, func() string { return msg }, back)
+}
+
+// bulkProblem says what to fix in a refused bulk action, in the words of its form.
+func bulkProblem(ve *verr.Error) string {
+	var out []string
+	for _, f := range ve.Fields {
+		switch f.Field {
+		case "ids", "id":
+			out = append(out, "Tick at least one tool first.")
+		case "tags":
+			out = append(out, "Tags: "+f.Message+".")
+		default:
+			out = append(out, f.Message+".")
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// withBulkState is back with the ticked tools (picked) and the typed tags, which the
+// list shows again (List); ids that are not tool ids are left out.
+func withBulkState(back string, ids []string, tags string) string {
+	u, err := url.Parse(back)
+	if err != nil {
+		return back
+	}
+	q := u.Query()
+	for _, id := range ids {
+		if uuid.Validate(id) == nil && len(q["picked"]) < toolsPerPage {
+			q.Add("picked", id)
+		}
+	}
+	if tags = strings.TrimSpace(tags); tags != "" && len(tags) <= 500 {
+		q.Set("bulk_tags", tags)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

@@ -28,6 +28,9 @@ type ToolCard struct {
 	Version       string
 	Worst         string // worst validation finding: critical, error, warning, info, or ""
 	Override      string // why an administrator enabled it despite its findings
+	// Picked: ticked for a bulk action that was refused, so the page comes back with it
+	// still ticked (never set in live updates).
+	Picked bool
 }
 
 // Enabled reports whether the tool can be called.
@@ -60,6 +63,7 @@ type ToolsPage struct {
 	NextURL    string // the next page ("" on the last)
 	FirstURL   string // the first page, when this is not it
 	Back       string // this page's URL, for actions to return to
+	BulkTags   string // the tags typed for a bulk action that was refused
 	HasFilter  bool
 	Notice     string // why the filters in the address were not applied
 }

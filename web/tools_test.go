@@ -326,6 +326,32 @@ func TestToolListPage(t *testing.T) {
 	if doc.Find("[data-testid=tool-card]").AttrOr("data-status", "") != "disabled" {
 		t.Errorf("after toggle: %s", doc.Find("[data-testid=tool-card]").AttrOr("data-status", ""))
 	}
+
+	// A refused bulk action (a bad tag) brings the same page back with the tool still
+	// ticked, the tags still typed and what to fix; nothing changed.
+	res := srv.PostForm(t, c, "/tools/bulk", url.Values{"id": {id}, "action": {"tag"}, "tags": {"Bad Tag!!"}, "back": {"/tools?q=weath"}})
+	res.Body.Close()
+	loc := res.Header.Get("Location")
+	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/tools?") {
+		t.Fatalf("refused bulk tag: %d to %q", res.StatusCode, loc)
+	}
+	doc = page(t, get(loc))
+	if _, ticked := doc.Find("[data-testid=tool-card] [data-testid=tool-pick]").Attr("checked"); !ticked ||
+		doc.Find("#bulk-tags").AttrOr("value", "") != "Bad Tag!!" || doc.Find("[data-testid=tool-card]").Length() != 1 {
+		t.Errorf("after a refused bulk tag the page lost the ticks or the tags (%q)", loc)
+	}
+	if msg := doc.Find("[data-testid=flash]").Text(); !strings.Contains(msg, "Tags:") || strings.Contains(msg, "invalid input") {
+		t.Errorf("the refusal reads %q", msg)
+	}
+	if back := doc.Find("form#bulk input[name=back]").AttrOr("value", ""); back != "/tools?q=weath" {
+		t.Errorf("the bulk form now returns to %q, want the list without the refused action's state", back)
+	}
+	// Nothing ticked: said in the form's words.
+	res = srv.PostForm(t, c, "/tools/bulk", url.Values{"action": {"enable"}, "back": {"/tools?q=weath"}})
+	res.Body.Close()
+	if msg := page(t, get(res.Header.Get("Location"))).Find("[data-testid=flash]").Text(); !strings.Contains(msg, "Tick at least one tool") {
+		t.Errorf("a bulk action with nothing ticked reads %q", msg)
+	}
 }
 
 func TestToolCategories(t *testing.T) {

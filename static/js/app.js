@@ -622,6 +622,8 @@
   });
   document.addEventListener("htmx:afterSettle", countPicked);
   document.addEventListener("htmx:wsAfterMessage", countPicked);
+  // A page that comes back from a refused bulk action has tools ticked already.
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", countPicked); else countPicked();
 
   // What htmx disables while a request is in flight (hx-disabled-elt: the test panel's
   // Run) also says it is busy, until htmx enables it again after the answer or an error.
