@@ -455,5 +455,15 @@ func TestBrowserMenusClose(t *testing.T) {
 	if open(1) {
 		t.Fatal("a click elsewhere left the menu open")
 	}
+	// Delete asks first; Cancel in that dialog keeps the menu open and gives the focus
+	// back to Delete.
+	del := `#server-menu-` + ids[0] + ` form[action$="/delete"] button`
+	b.do("open the menu and ask to delete", chromedp.Click(chromedp.CSS(`#server-menu-`+ids[0]+` > summary`)),
+		chromedp.Click(chromedp.CSS(del)), chromedp.WaitVisible(chromedp.ID("confirm-dialog")),
+		chromedp.Click(chromedp.CSS(`#confirm-dialog [data-dialog-close]`)), chromedp.WaitNotVisible(chromedp.ID("confirm-dialog")))
+	if !open(0) || !eval[bool](b, `document.activeElement === document.querySelector(`+strconv.Quote(del)+`)`) {
+		t.Fatalf("after Cancel: menu open %v, focus on %q; want the menu open and the focus on Delete", open(0),
+			eval[string](b, `document.activeElement.outerHTML.slice(0, 80)`))
+	}
 	b.checkConsole()
 }

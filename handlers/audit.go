@@ -183,7 +183,11 @@ func (h AuditHandler) New(c echo.Context) error {
 		// A fragment for the page's banner; opened by itself, the page it belongs to.
 		qp.Del("after")
 		qp.Del("shown")
-		return c.Redirect(http.StatusSeeOther, "/audit?"+qp.Encode())
+		to := "/audit"
+		if len(qp) > 0 {
+			to += "?" + qp.Encode()
+		}
+		return c.Redirect(http.StatusSeeOther, to)
 	}
 	f, err := audit.ParseFilter(qp)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -72,6 +73,9 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 		_, err := h.Decide.Check(ctx, decide.Decision{Actor: ActorOf(c), Role: p.User.Role, Requester: p.User.ID,
 			Level: risk.High, Verb: "approve a high-risk plan"})
 		v.NeedsOther = decide.NeedsOther(err)
+		if fe, _ := fault.As(err); err != nil && fe == nil {
+			h.Logger.Warn("executions: who may approve is unknown; the page offers the phrase", "execution", ex.ID, "err", err)
+		}
 	}
 	v.Live.LastEventID = last
 	return render(c, http.StatusOK, views.ExecutionDetail(v))

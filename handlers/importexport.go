@@ -54,7 +54,9 @@ func (h ImportExportHandler) ImportPreview(c echo.Context) error {
 	page := views.ImportPage{Layout: h.layout(c, "Import servers"), Prune: c.FormValue("prune") == "true", FileName: name}
 	// Pasted text comes back with any error, to be fixed where it is (a file is the
 	// person's own to fix; its content is not echoed).
-	page.Content = c.FormValue("content")
+	if content := c.FormValue("content"); len(content) <= maxImportBytes {
+		page.Content = content // one refused for its size is not sent back
+	}
 	if err != nil {
 		page.Error = err.Error()
 		return render(c, http.StatusUnprocessableEntity, views.Import(page))

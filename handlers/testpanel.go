@@ -57,7 +57,7 @@ func NewTestPanel(page ToolPageHandler, r *router.Router, runs *router.Runs, dec
 
 func (h TestPanelHandler) TestPage(c echo.Context) error {
 	ctx := c.Request().Context()
-	ci, err := h.forCaller(ctx, c.Param("id"))
+	ci, err := h.forCaller(c, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -82,11 +82,13 @@ func (h TestPanelHandler) TestPage(c echo.Context) error {
 // value for one), which the workspace lists instead.
 type callerItem struct {
 	tools.Item
-	fixed []views.KV
+	fixed []views.FixedParam
 }
 
-// forCaller reads tool id for the test panel (callerItem).
-func (h TestPanelHandler) forCaller(ctx context.Context, id string) (callerItem, error) {
+// forCaller reads tool id for the test panel (callerItem). The fixed values are shown
+// only to who may see a tool's configuration (tool.inspect); others see the names.
+func (h TestPanelHandler) forCaller(c echo.Context, id string) (callerItem, error) {
+	ctx := c.Request().Context()
 	it, err := h.Tools.Get(ctx, id)
 	if err != nil {
 		return callerItem{}, err
@@ -98,12 +100,16 @@ func (h TestPanelHandler) forCaller(ctx context.Context, id string) (callerItem,
 	names, values := cfg.FixedParams()
 	ci := callerItem{Item: it}
 	ci.InputSchema = tools.CallerSchema(it.InputSchema, names)
+	inspect := PrincipalOf(c).Can(auth.PermToolInspect)
 	for i, n := range names {
-		v := values[i]
-		if v == "" {
-			v = "a secret value"
+		fp := views.FixedParam{Name: n, Value: values[i]}
+		switch {
+		case !inspect:
+			fp.Value, fp.Why = "", "set by the tool's configuration"
+		case fp.Value == "":
+			fp.Why = "a secret value"
 		}
-		ci.fixed = append(ci.fixed, views.KV{Key: n, Value: v})
+		ci.fixed = append(ci.fixed, fp)
 	}
 	return ci, nil
 }
@@ -234,7 +240,7 @@ func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.
 // the arguments as they were sent.
 func (h TestPanelHandler) TestPost(c echo.Context) error {
 	ctx := c.Request().Context()
-	ci, err := h.forCaller(ctx, c.Param("id"))
+	ci, err := h.forCaller(c, c.Param("id"))
 	if err != nil {
 		return err
 	}

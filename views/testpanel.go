@@ -17,7 +17,7 @@ type ToolTest struct {
 	Mode   string // "form" or "json"
 	// Fixed are the parameters the tool's configuration fixes, with their values (JSON
 	// text): not in the form, and added to every call.
-	Fixed   []KV
+	Fixed   []FixedParam
 	Form    form.Model
 	JSON    string // the arguments as JSON text (mode json)
 	Errors  *verr.Error
@@ -28,7 +28,7 @@ type ToolTest struct {
 	// ConfirmError: the last run was refused because the box was not ticked (medium) or
 	// the phrase not typed (high); said at that control.
 	ConfirmError string
-	Typed   string // the phrase as typed
+	Typed        string // the phrase as typed
 	// CanRun: the caller may call the tool (enabled, or testable by someone who may enable it).
 	CanRun    bool
 	CannotRun string
@@ -116,4 +116,11 @@ type TestCase struct {
 	LoadURL    string
 	RunURL     string
 	DeleteURL  string
+}
+
+// FixedParam is a parameter the tool's configuration fixes, as the test panel names it:
+// its value (JSON text), or why it is not shown (a secret; a viewer who may not see the
+// tool's configuration).
+type FixedParam struct {
+	Name, Value, Why string
 }

@@ -508,6 +508,13 @@ func TestTestPanelFixedParameter(t *testing.T) {
 	if out := ws.Find(`[data-testid="output-0"]`).Text(); !strings.Contains(out, "Echo: from the configuration") {
 		t.Fatalf("the run did not use the fixed value: %q", out)
 	}
+	// A guest (no tool.inspect) learns that the parameter is set, not its value.
+	srv.CreateUser(t, "gus", auth.RoleGuest, "gus-password-1234")
+	gus := srv.Login(t, "gus", "gus-password-1234")
+	got := page(t, srv.Get(t, gus, "/tools/"+echo+"/test")).Find(`[data-testid="test-fixed"]`).Text()
+	if !strings.Contains(got, "message") || strings.Contains(got, "from the configuration") {
+		t.Fatalf("a guest's panel says %q: want the name without the value", got)
+	}
 }
 
 // Run on a medium-risk tool with the confirm box left empty: the panel says so at the
@@ -516,7 +523,7 @@ func TestTestPanelFixedParameter(t *testing.T) {
 func TestTestPanelConfirmLeftEmpty(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
-	liveServer(t, srv, "mt", false, "echo") // untrusted: echo is medium
+	liveServer(t, srv, "mt", false, "echo", "write-note") // untrusted: echo is medium, write-note high
 	c := srv.Login(t, "admin", webtest.AdminPassword)
 	echo := toolID(t, srv, "mt__echo")
 	ws := testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/message": {"hi"}})
@@ -533,5 +540,17 @@ func TestTestPanelConfirmLeftEmpty(t *testing.T) {
 	ws = testPost(t, srv, c, echo, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/message": {"hi"}, "confirm": {"1"}})
 	if got := ws.Find(`[data-testid="test-result"]`).AttrOr("data-status", ""); got != "success" {
 		t.Fatalf("ticked: status %q: %s", got, ws.Find("#test-result").Text())
+	}
+	// High risk (admin alone may approve their own run): no phrase is said at the phrase
+	// field; a wrong one keeps the router's reason as the run's result.
+	note := toolID(t, srv, "mt__write-note")
+	ws = testPost(t, srv, c, note, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/text": {"x"}})
+	if ws.Find(`[data-testid="confirm-phrase"]`).AttrOr("aria-invalid", "") != "true" ||
+		!strings.Contains(ws.Find(`[data-testid="confirm-error"]`).Text(), "Type the phrase") || ws.Find(`[data-testid="test-result"]`).Length() != 0 {
+		t.Fatalf("no phrase: %q", strings.Join(strings.Fields(ws.Find(`[data-testid="danger-zone"]`).Text()), " "))
+	}
+	ws = testPost(t, srv, c, note, url.Values{"mode": {"form"}, "_action": {"run"}, "arg/text": {"x"}, "phrase": {"wrong"}})
+	if ws.Find(`[data-testid="confirm-error"]`).Length() != 0 || ws.Find(`[data-testid="test-result"]`).AttrOr("data-status", "") != "failed" {
+		t.Fatalf("a wrong phrase: want the router's refusal as the result, got %q", strings.Join(strings.Fields(ws.Find(`[data-testid="test-workspace"]`).Text()), " "))
 	}
 }

@@ -35,6 +35,9 @@
     document.querySelectorAll("details.menu[open]").forEach(function (d) { if (d !== except) d.open = false; });
   }
   document.addEventListener("click", function (e) {
+    // Not from a dialog a menu's item opened (a confirm): its menu stays, so the focus
+    // can go back to the item when the dialog closes.
+    if (e.target.closest("dialog")) return;
     closeMenus(e.target.closest("details.menu"));
   });
   document.addEventListener("keydown", function (e) {

@@ -1,0 +1,33 @@
+package tools_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// CallerSchema takes the fixed parameters out of the top-level properties and required
+// list, and leaves anything else as it was: a schema that is not an object, one without
+// properties or required, and what allOf or $ref say (the configuration fixes only
+// top-level parameters).
+func TestCallerSchema(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"fixed and required", `{"type":"object","properties":{"a":{"type":"string"},"b":{}},"required":["a","b"]}`,
+			`{"properties":{"b":{}},"required":["b"],"type":"object"}`},
+		{"no required", `{"type":"object","properties":{"a":{},"b":{}}}`, `{"properties":{"b":{}},"type":"object"}`},
+		{"no properties", `{"type":"object","required":["a"]}`, `{"required":[],"type":"object"}`},
+		{"allOf and $ref left alone", `{"allOf":[{"required":["a"]}],"$ref":"#/x","properties":{"a":{}}}`,
+			`{"$ref":"#/x","allOf":[{"required":["a"]}],"properties":{}}`},
+		{"not an object schema", `true`, `true`},
+		{"not JSON", `{`, `{`},
+	} {
+		got := tools.CallerSchema(json.RawMessage(tc.in), []string{"a"})
+		if string(got) != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if got := tools.CallerSchema(json.RawMessage(`{"properties":{"a":{}}}`), nil); string(got) != `{"properties":{"a":{}}}` {
+		t.Errorf("nothing fixed: got %s, want the schema as it was", got)
+	}
+}
