@@ -144,7 +144,7 @@ func (h ServersHandler) withLive(s registry.Server) apiServer {
 		ls.NextAttempt = &t
 	}
 	if h.Router != nil {
-		b := h.Router.Breaker(s.ID)
+		b := circuitOf(h.Router, s)
 		ls.Circuit = &circuitState{State: b.State, Since: b.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"), Failures: b.Failures}
 		if !b.Until.IsZero() {
 			u := b.Until.UTC().Format("2006-01-02T15:04:05.000Z07:00")

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -40,7 +41,7 @@ func (h ServersHandler) Show(c echo.Context) error {
 	v.Stderr = snap.Stderr
 	v.BreakerOpen = snap.BreakerOpen
 	if h.Router != nil {
-		b := h.Router.Breaker(s.ID)
+		b := circuitOf(h.Router, s)
 		v.Circuit = views.CircuitView{State: b.State, Since: b.Since, Failures: b.Failures}
 		if !b.Until.IsZero() {
 			v.Circuit.Until = &b.Until
@@ -75,6 +76,16 @@ func (h ServersHandler) Show(c echo.Context) error {
 		v.Prompts = append(v.Prompts, views.KV{Key: pr.Name, Value: firstNonEmpty(pr.Description, pr.Title)})
 	}
 	return render(c, http.StatusOK, views.Server(v))
+}
+
+// circuitOf is s's call circuit. One no call has touched is closed since the router
+// started, or since s was registered when that came later.
+func circuitOf(r *router.Router, s registry.Server) router.BreakerState {
+	b := r.Breaker(s.ID)
+	if b.Failures == 0 && b.State == router.CircuitClosed && b.Since.Before(s.CreatedAt) {
+		b.Since = s.CreatedAt
+	}
+	return b
 }
 
 // serverInfo is what s said about itself at its last connection.

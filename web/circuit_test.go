@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -142,4 +143,29 @@ func circuitState(t *testing.T, srv *webtest.Server, c *http.Client, serverID, n
 		}
 	}
 	return out.Live.Circuit.State, metric
+}
+
+// A server registered after Toolwarden started, which no call has reached yet, has its
+// call circuit closed since its registration, not since the process started.
+func TestCircuitSinceRegistration(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	time.Sleep(20 * time.Millisecond) // the router's start is before the registration
+	sv, err := srv.Registry.CreateServer(context.Background(), audit.System, registry.Spec{Name: "late", Type: registry.TypeStreamableHTTP,
+		URL: "http://127.0.0.1:9/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Live struct {
+			Circuit struct {
+				State string    `json:"state"`
+				Since time.Time `json:"since"`
+			} `json:"call_circuit"`
+		} `json:"live"`
+	}
+	webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}.JSON(http.MethodGet, "/api/v1/servers/"+sv.ID, nil, http.StatusOK, &out)
+	if c := out.Live.Circuit; c.State != "closed" || !c.Since.Equal(sv.CreatedAt.Truncate(time.Millisecond)) { // the API gives milliseconds
+		t.Fatalf("call circuit %s since %s, want closed since the registration %s", c.State, c.Since, sv.CreatedAt)
+	}
 }
