@@ -61,8 +61,16 @@ func (h UsersHandler) Create(c echo.Context) error {
 
 // SetRole changes a user's role from the form.
 func (h UsersHandler) SetRole(c echo.Context) error {
-	u, err := h.Auth.SetRole(c.Request().Context(), ActorOf(c), c.Param("id"), auth.Role(c.FormValue("role")))
-	return h.afterAction(c, err, func() string { return u.Username + " is now " + u.Role.Label() + "." })
+	ctx := c.Request().Context()
+	role := auth.Role(c.FormValue("role"))
+	before, _ := h.Auth.GetUser(ctx, c.Param("id")) // only for the message: SetRole checks all
+	u, err := h.Auth.SetRole(ctx, ActorOf(c), c.Param("id"), role)
+	return h.afterAction(c, err, func() string {
+		if before.ID == u.ID && before.Role == role {
+			return u.Username + " already is " + u.Role.Label() + "; nothing changed."
+		}
+		return u.Username + " is now " + u.Role.Label() + "."
+	})
 }
 
 // Disable disables a user.

@@ -171,6 +171,14 @@ func TestUserManagementPages(t *testing.T) {
 	if got, _ := srv.Auth.GetUser(context.Background(), u.ID); got.Role != auth.RoleToolManager {
 		t.Errorf("role after change: got %s", got.Role)
 	}
+	if msg := page(t, srv.Get(t, admin, "/users")).Find("[data-testid=flash]").Text(); !strings.Contains(msg, "is now Tool manager") {
+		t.Errorf("after a role change: flash %q", msg)
+	}
+	// The same role again changes nothing, and says so.
+	srv.PostForm(t, admin, "/users/"+u.ID+"/role", url.Values{"role": {"tool_manager"}}).Body.Close()
+	if msg := page(t, srv.Get(t, admin, "/users")).Find("[data-testid=flash]").Text(); !strings.Contains(msg, "already is Tool manager; nothing changed") {
+		t.Errorf("the same role again: flash %q", msg)
+	}
 	res = srv.PostForm(t, admin, "/users/"+u.ID+"/enable", nil)
 	res.Body.Close()
 	doc = page(t, srv.PostForm(t, admin, "/users/"+u.ID+"/password", nil))
