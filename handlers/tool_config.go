@@ -52,7 +52,7 @@ func (h ToolPageHandler) toolConfig(c echo.Context, it tools.Item, form *configF
 		v.RateLimit = strconv.Itoa(*it.RateLimit)
 	}
 	annotated := risk.Decide(risk.Input{Annotations: it.Annotations, Trusted: it.ServerTrusted})
-	v.RiskOpts = []views.Option{{Value: "", Label: "Annotations decide (now " + annotated.Level.Label() + ")"}}
+	v.RiskOpts = []views.Option{{Value: "", Label: "By annotations (" + annotated.Level.Label() + ")"}}
 	for _, l := range risk.Levels {
 		v.RiskOpts = append(v.RiskOpts, views.Option{Value: string(l), Label: l.Label()})
 	}
