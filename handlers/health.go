@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/toolwarden/toolwarden/services/system"
+	"github.com/toolwarden/toolwarden/static"
 )
 
 // HealthHandler serves the liveness and readiness probes.
@@ -41,4 +42,10 @@ func (h HealthHandler) Readyz(c echo.Context) error {
 		return c.JSON(http.StatusServiceUnavailable, body)
 	}
 	return c.JSON(http.StatusOK, body)
+}
+
+// Favicon answers /favicon.ico, which browsers ask for whatever a page links, with the
+// SVG icon the pages name.
+func Favicon(c echo.Context) error {
+	return c.Redirect(http.StatusMovedPermanently, static.URL("img/favicon.svg"))
 }

@@ -45,6 +45,7 @@ func (s *Server) routes() []Route {
 		// Probes and metrics.
 		{http.MethodGet, "/healthz", auth.PermPublic, health.Healthz},
 		{http.MethodGet, "/readyz", auth.PermPublic, health.Readyz},
+		{http.MethodGet, "/favicon.ico", auth.PermPublic, handlers.Favicon},
 		{http.MethodGet, "/metrics", auth.PermMetricsView, s.metrics.handler}, // a scraper's API token (or a session)
 
 		// Sign-in.

@@ -294,6 +294,13 @@ func TestProbesAndStatic(t *testing.T) {
 	if res.StatusCode != 404 {
 		t.Errorf("directory listing: got %d, want 404", res.StatusCode)
 	}
+	// /favicon.ico, asked by browsers whatever a page links, leads to the pages' icon,
+	// signed in or not.
+	res = srv.Get(t, c, "/favicon.ico")
+	res.Body.Close()
+	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != static.URL("img/favicon.svg") {
+		t.Errorf("/favicon.ico: got %d to %q, want 301 to the SVG icon", res.StatusCode, res.Header.Get("Location"))
+	}
 	// Readiness fails when migrations are behind.
 	if _, err := srv.Pool.Exec(context.Background(), "UPDATE schema_migrations SET version = 1"); err != nil {
 		t.Fatal(err)
