@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/web"
 )
 
 // The execution history (/executions), the approvals inbox (/approvals), the count of
@@ -460,7 +461,8 @@ func lastEventID(t *testing.T, srv *webtest.Server) int64 {
 func TestExecutionsLiveNavCount(t *testing.T) {
 	t.Parallel()
 	e := xlStart(t)
-	conn := wsDial(t, e.srv, e.clients[auth.RoleAdmin], []string{executions.Topic}, lastEventID(t, e.srv))
+	// "approvals" (DESIGN §6's name) is the executions topic.
+	conn := wsDial(t, e.srv, e.clients[auth.RoleAdmin], []string{web.ApprovalsTopic}, lastEventID(t, e.srv))
 
 	// A MEDIUM plan waits: the count, a new history row, a new inbox entry and a toast.
 	ex := e.create(t, auth.RoleToolUser, "xl__echo", `{"message":"live"}`)

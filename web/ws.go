@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
 )
 
 // Websocket timing and limits.
@@ -52,6 +53,10 @@ const (
 	closeTryAgainLater  = 1013
 	closeSessionEnded   = 4401
 )
+
+// ApprovalsTopic is another name for executions.Topic (DESIGN §6 names it): the plans
+// that wait for approval, the inbox and its count in the navigation.
+const ApprovalsTopic = "approvals"
 
 // subscribeMsg is the first message a client sends: its topics and the id of the last
 // event it has seen.
@@ -169,6 +174,9 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 	var topics, refused []string
 	for _, t := range sub.Subscribe {
+		if t == ApprovalsTopic {
+			t = executions.Topic // the approvals inbox and its count are that topic's
+		}
 		switch {
 		case slices.Contains(topics, t) || slices.Contains(refused, t):
 		case h.live.MayFollow(p, t):
