@@ -100,6 +100,13 @@ func TestAssistantActions(t *testing.T) {
 		t.Fatalf("status actions: %+v", r.Actions)
 	}
 
+	// Enabling a tool that already is says so, and changes and records nothing.
+	before := one(`SELECT coalesce(max(id), 0)::text FROM audit_log`)
+	asstSay(t, admin, &conv, "enable get_forecast", "The wx__get_forecast tool is already enabled; nothing changed.")
+	if n := one(`SELECT count(*)::text FROM audit_log WHERE action LIKE 'tool.%' AND id > $1::bigint`, before); n != "0" {
+		t.Errorf("enabling an enabled tool wrote %s tool entries", n)
+	}
+
 	// Disable a server: stored, audited with the sentence, and its status says so.
 	asstSay(t, admin, &conv, "disable the ev server", "I've disabled the server")
 	if on := one(`SELECT enabled::text FROM mcp_servers WHERE id = $1`, evID); on != "false" {

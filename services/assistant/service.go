@@ -597,14 +597,17 @@ func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat 
 	if err != nil {
 		return err
 	}
-	var done, failed []string
+	var done, already, failed []string
 	for _, o := range outs {
 		a := Action{Kind: string(op.Intent), TargetType: "tool", TargetID: o.ID, Name: o.Name, Href: "/tools/" + o.ID, OK: o.Error == "", Error: o.Error}
 		out.Actions = append(out.Actions, a)
-		if o.Error == "" {
-			done = append(done, o.Name)
-		} else {
+		switch {
+		case o.Error != "":
 			failed = append(failed, o.Name+": "+o.Error)
+		case o.From == o.To:
+			already = append(already, o.Name) // nothing moved, nothing was written
+		default:
+			done = append(done, o.Name)
 		}
 	}
 	verb := "disabled"
@@ -612,7 +615,11 @@ func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat 
 		verb = "enabled"
 	}
 	switch {
-	case len(failed) == 0 && len(done) == 1:
+	case len(failed) == 0 && len(done) == 0 && len(already) == 1:
+		out.Reply = fmt.Sprintf("The %s tool is already %s; nothing changed.", already[0], verb)
+	case len(failed) == 0 && len(done) == 0:
+		out.Reply = fmt.Sprintf("These tools are already %s; nothing changed: %s.", verb, strings.Join(already, ", "))
+	case len(failed) == 0 && len(done) == 1 && len(already) == 0:
 		out.Reply = fmt.Sprintf("✅ The %s tool has been %s", done[0], verb)
 		if enable {
 			out.Reply += " and is ready to use."
@@ -620,11 +627,21 @@ func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat 
 			out.Reply += "."
 		}
 	case len(failed) == 0:
-		out.Reply = fmt.Sprintf("✅ I've %s %d tools: %s.", verb, len(done), strings.Join(done, ", "))
+		n := fmt.Sprintf("%d tools", len(done))
+		if len(done) == 1 {
+			n = "1 tool"
+		}
+		out.Reply = fmt.Sprintf("✅ I've %s %s: %s.", verb, n, strings.Join(done, ", "))
+		if len(already) > 0 {
+			out.Reply += fmt.Sprintf(" Already %s: %s.", verb, strings.Join(already, ", "))
+		}
 	default:
 		out.Reply = ""
 		if len(done) > 0 {
 			out.Reply = fmt.Sprintf("✅ %s: %s. ", verb, strings.Join(done, ", "))
+		}
+		if len(already) > 0 {
+			out.Reply += fmt.Sprintf("Already %s: %s. ", verb, strings.Join(already, ", "))
 		}
 		out.Reply += "❌ Not changed: " + strings.Join(failed, "; ") + "."
 	}
