@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -124,5 +125,40 @@ func TestBrowserServerDeletedFromToolList(t *testing.T) {
 	b.waitJS("the deleted server's cards go", `document.querySelectorAll("[data-testid=tool-card]").length === 1 &&
 		document.querySelector('[data-tool="other__keep_me"]') !== null`)
 	b.waitJS("a toast says why", `[...document.querySelectorAll(".toast")].some(t => t.textContent.includes("Server docs was deleted"))`)
+	b.checkConsole()
+}
+
+// TestBrowserToolTabsByKeyboard: on a tool's page the section tabs (links) take the
+// arrow keys, Home and End, and Enter opens the focused one.
+func TestBrowserToolTabsByKeyboard(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	docsServer(t, srv)
+	tg, err := srv.Tools.Target(context.Background(), "docs__search_docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("open the tool", chromedp.Navigate(srv.URL+"/tools/"+tg.ID), chromedp.WaitVisible(chromedp.CSS(`[data-testid=tool-tabs]`)))
+	tabs := eval[[]string](b, `[...document.querySelectorAll("[data-testid=tool-tabs] a[role=tab]")].map(a => a.id)`)
+	if len(tabs) < 3 {
+		t.Fatalf("tabs %v", tabs)
+	}
+	focused := func() string { return eval[string](b, `document.activeElement.id`) }
+	b.do("focus the first tab", chromedp.Focus(chromedp.ID(tabs[0])), chromedp.KeyEvent(kb.ArrowRight))
+	if got := focused(); got != tabs[1] {
+		t.Fatalf("ArrowRight: focus on %q, want %q", got, tabs[1])
+	}
+	b.do("End", chromedp.KeyEvent(kb.End))
+	if got := focused(); got != tabs[len(tabs)-1] {
+		t.Fatalf("End: focus on %q, want %q", got, tabs[len(tabs)-1])
+	}
+	b.do("ArrowRight wraps", chromedp.KeyEvent(kb.ArrowRight))
+	if got := focused(); got != tabs[0] {
+		t.Fatalf("ArrowRight from the last: focus on %q, want %q", got, tabs[0])
+	}
+	b.do("ArrowLeft, Enter", chromedp.KeyEvent(kb.ArrowLeft), chromedp.KeyEvent(kb.Enter))
+	last := tabs[len(tabs)-1]
+	b.waitAfterNavigation("the last tab's page opens", `document.getElementById("`+last+`")?.getAttribute("aria-selected") === "true"`)
 	b.checkConsole()
 }

@@ -232,6 +232,21 @@
     selectTab(next);
     next.focus();
   });
+  // Tabs that are links to pages (a tool's sections): the arrow keys, Home and End move
+  // the focus along them; Enter follows the one focused.
+  document.addEventListener("keydown", function (e) {
+    var tab = e.target.closest && e.target.closest("[role=tablist]:not([data-tabs]) a[role=tab]");
+    if (!tab) return;
+    var tabs = Array.prototype.slice.call(tab.closest("[role=tablist]").querySelectorAll("a[role=tab]"));
+    var i = tabs.indexOf(tab), next = null;
+    if (e.key === "ArrowRight") next = tabs[(i + 1) % tabs.length];
+    else if (e.key === "ArrowLeft") next = tabs[(i - 1 + tabs.length) % tabs.length];
+    else if (e.key === "Home") next = tabs[0];
+    else if (e.key === "End") next = tabs[tabs.length - 1];
+    if (!next) return;
+    e.preventDefault();
+    next.focus();
+  });
 
   // Toasts remove themselves after a while; they stay while hovered or focused.
   function scheduleToasts(root) {
