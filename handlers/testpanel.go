@@ -88,18 +88,17 @@ type callerItem struct {
 // forCaller reads tool id for the test panel (callerItem). The fixed values are shown
 // only to who may see a tool's configuration (tool.inspect); others see the names.
 func (h TestPanelHandler) forCaller(c echo.Context, id string) (callerItem, error) {
-	ctx := c.Request().Context()
-	it, err := h.Tools.Get(ctx, id)
+	if uuid.Validate(id) != nil {
+		return callerItem{}, tools.ErrNotFound // an id, as the page's address holds (Target also takes names)
+	}
+	// The router's own read of a tool: the item and its configuration in one query.
+	tg, err := h.Tools.Target(c.Request().Context(), id)
 	if err != nil {
 		return callerItem{}, err
 	}
-	cfg, err := h.Tools.Configuration(ctx, it.ID)
-	if err != nil {
-		return callerItem{}, err
-	}
-	names, values := cfg.FixedParams()
-	ci := callerItem{Item: it}
-	ci.InputSchema = tools.CallerSchema(it.InputSchema, names)
+	names, values := tg.Configuration().FixedParams()
+	ci := callerItem{Item: tg.Item}
+	ci.InputSchema = tools.CallerSchema(tg.InputSchema, names)
 	inspect := PrincipalOf(c).Can(auth.PermToolInspect)
 	for i, n := range names {
 		fp := views.FixedParam{Name: n, Value: values[i]}

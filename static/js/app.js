@@ -218,10 +218,13 @@
     var tab = e.target.closest("[data-tabs] [role=tab]");
     if (tab) selectTab(tab);
   });
+  // The arrow keys, Home and End move along a tablist. [data-tabs] selects the tab they
+  // reach; tabs that are links to pages (a tool's sections) only take the focus, and
+  // Enter follows the one focused.
   document.addEventListener("keydown", function (e) {
-    var tab = e.target.closest && e.target.closest("[data-tabs] [role=tab]");
+    var tab = e.target.closest && e.target.closest("[role=tablist] [role=tab]");
     if (!tab) return;
-    var tabs = Array.prototype.slice.call(tab.closest("[data-tabs]").querySelectorAll("[role=tab]"));
+    var tabs = Array.prototype.slice.call(tab.closest("[role=tablist]").querySelectorAll("[role=tab]"));
     var i = tabs.indexOf(tab), next = null;
     if (e.key === "ArrowRight") next = tabs[(i + 1) % tabs.length];
     else if (e.key === "ArrowLeft") next = tabs[(i - 1 + tabs.length) % tabs.length];
@@ -229,22 +232,7 @@
     else if (e.key === "End") next = tabs[tabs.length - 1];
     if (!next) return;
     e.preventDefault();
-    selectTab(next);
-    next.focus();
-  });
-  // Tabs that are links to pages (a tool's sections): the arrow keys, Home and End move
-  // the focus along them; Enter follows the one focused.
-  document.addEventListener("keydown", function (e) {
-    var tab = e.target.closest && e.target.closest("[role=tablist]:not([data-tabs]) a[role=tab]");
-    if (!tab) return;
-    var tabs = Array.prototype.slice.call(tab.closest("[role=tablist]").querySelectorAll("a[role=tab]"));
-    var i = tabs.indexOf(tab), next = null;
-    if (e.key === "ArrowRight") next = tabs[(i + 1) % tabs.length];
-    else if (e.key === "ArrowLeft") next = tabs[(i - 1 + tabs.length) % tabs.length];
-    else if (e.key === "Home") next = tabs[0];
-    else if (e.key === "End") next = tabs[tabs.length - 1];
-    if (!next) return;
-    e.preventDefault();
+    if (tab.closest("[data-tabs]")) selectTab(next);
     next.focus();
   });
 
@@ -451,9 +439,7 @@
     var bad = root.querySelector("[aria-invalid=true]");
     if (bad && bad.focus) bad.focus();
   }
-  if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", function () { focusFirstInvalid(document); });
-  } else focusFirstInvalid(document);
+  document.addEventListener("DOMContentLoaded", function () { focusFirstInvalid(document); });
   document.addEventListener("htmx:afterSettle", function (e) {
     if (e.detail && e.detail.elt && e.detail.elt.querySelector) focusFirstInvalid(e.detail.elt);
   });
@@ -467,7 +453,7 @@
       if (perms.indexOf(a.dataset.linkPerm) < 0) a.removeAttribute("href");
     });
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", unlinkForbidden); else unlinkForbidden();
+  document.addEventListener("DOMContentLoaded", unlinkForbidden);
   document.addEventListener("htmx:afterSettle", unlinkForbidden);
   document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); trimLive(); unlinkForbidden(); });
 
@@ -641,7 +627,7 @@
   document.addEventListener("htmx:afterSettle", countPicked);
   document.addEventListener("htmx:wsAfterMessage", countPicked);
   // A page that comes back from a refused bulk action has tools ticked already.
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", countPicked); else countPicked();
+  document.addEventListener("DOMContentLoaded", countPicked);
 
   // What htmx disables while a request is in flight (hx-disabled-elt: the test panel's
   // Run) also says it is busy, until htmx enables it again after the answer or an error.
