@@ -155,6 +155,11 @@ func TestToolsAPI(t *testing.T) {
 		string(tl.Configuration.Defaults["count"]) != "2" {
 		t.Errorf("after PATCH: %+v", tl)
 	}
+	// DESIGN §1 leaves the shape of "configuration" open; a flat map is a set of defaults.
+	a.json(http.MethodPatch, "/api/v1/tools/"+rf.ID, map[string]any{"configuration": map[string]any{"count": 3}}, http.StatusOK, &tl)
+	if string(tl.Configuration.Defaults["count"]) != "3" {
+		t.Errorf("after a flat PATCH: %+v", tl.Configuration)
+	}
 	a.json(http.MethodPatch, "/api/v1/tools/"+rf.ID, map[string]any{"risk": nil}, http.StatusOK, &tl)
 	if tl.Risk != "low" {
 		t.Errorf("risk null: risk %s, want the annotations' low", tl.Risk)

@@ -462,17 +462,38 @@ func (c Configuration) APIView() map[string]map[string]json.RawMessage {
 	return out
 }
 
-// ParamInputs reads the public shape ({"defaults":{...},"fixed":{...}}) as the inputs of
-// an update that replaces the whole parameter configuration.
+// ParamInputs reads a configuration as the inputs of an update that replaces the whole
+// parameter configuration. It takes the public shape ({"defaults":{...},"fixed":{...}})
+// or a flat map of default values ({"units":"metric"}, the shape DESIGN §1 leaves open
+// and seed 004 uses); a map mixing the two is refused rather than guessed at.
 func ParamInputs(raw json.RawMessage) (map[string]ParamInput, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
+		return nil, verr.New("configuration", `must be an object: {"defaults": {...}, "fixed": {...}} or {"<parameter>": <default value>, ...}`)
+	}
+	shaped := 0
+	for k := range top {
+		if k == "defaults" || k == "fixed" {
+			shaped++
+		}
+	}
+	if shaped == 0 {
+		out := make(map[string]ParamInput, len(top))
+		for name, val := range top {
+			out[name] = ParamInput{Mode: ModeDefault, Value: val}
+		}
+		return out, nil
+	}
+	if shaped != len(top) {
+		return nil, verr.New("configuration", `mixes "defaults"/"fixed" with parameter names: send {"defaults": {...}, "fixed": {...}} `+
+			`(a tool with a parameter named defaults or fixed needs this form) or a flat map of default values`)
+	}
 	var v struct {
 		Defaults map[string]json.RawMessage `json:"defaults"`
 		Fixed    map[string]json.RawMessage `json:"fixed"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return nil, verr.New("configuration", `must be {"defaults": {...}, "fixed": {...}}: `+err.Error())
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, verr.New("configuration", `"defaults" and "fixed" must each be an object of parameter values: `+err.Error())
 	}
 	out := map[string]ParamInput{}
 	e := &verr.Error{}

@@ -704,7 +704,13 @@ func TestParamInputs(t *testing.T) {
 	if !strings.Contains(ve.For("params.a"), "both") {
 		t.Errorf("message %q", ve.For("params.a"))
 	}
-	for _, raw := range []string{`{"default":{"a":1}}`, `not json`, `[]`, `{"defaults":[1]}`, `{"defaults":{"a":1},"other":1}`} {
+	// A flat map is a set of defaults (seed 004's updateToolConfiguration(id, {units: "metric"})).
+	in, err = tools.ParamInputs(json.RawMessage(`{"units":"metric","default":{"a":1}}`))
+	if err != nil || len(in) != 2 || in["units"].Mode != tools.ModeDefault || string(in["units"].Value) != `"metric"` ||
+		in["default"].Mode != tools.ModeDefault || string(in["default"].Value) != `{"a":1}` {
+		t.Errorf("flat map: %+v %v", in, err)
+	}
+	for _, raw := range []string{`not json`, `[]`, `null`, `"x"`, `{"defaults":[1]}`, `{"defaults":{"a":1},"other":1}`, `{"fixed":{},"units":"metric"}`} {
 		_, err := tools.ParamInputs(json.RawMessage(raw))
 		t.Run(raw, func(t *testing.T) { wantFields(t, err, "configuration") })
 	}
