@@ -729,7 +729,7 @@ func TestBrowserExecutionRollback(t *testing.T) {
 	}
 	all := strings.Join(texts, "\n")
 	t.Logf("the log:\n%s", all)
-	if !strings.Contains(all, "Rollback started: 2 undo step(s)") || !strings.Contains(all, "Rolled back") {
+	if !strings.Contains(all, "Rollback started: 2 undo steps") || !strings.Contains(all, "Rolled back") {
 		t.Errorf("the log does not tell the rollback:\n%s", all)
 	}
 

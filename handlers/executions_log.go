@@ -49,7 +49,7 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 	switch ev.Kind {
 	case string(events.PlanCreated):
 		if p, err := events.PlanCreated.Decode(ev); err == nil {
-			l.Text = fmt.Sprintf("Plan created by %s: %d step(s)", p.Requester, p.Steps)
+			l.Text = "Plan created by " + p.Requester + ": " + views.Plural(p.Steps, "step", "steps")
 			if p.Risk != "" {
 				l.Text += ", " + p.Risk + " risk"
 			}
@@ -93,7 +93,7 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 	case string(events.RollbackStarted):
 		l.Text = "Rollback started"
 		if p, err := events.RollbackStarted.Decode(ev); err == nil {
-			l.Text += fmt.Sprintf(": %d undo step(s)", p.Steps)
+			l.Text += ": " + views.Plural(p.Steps, "undo step", "undo steps")
 			if len(p.NotUndone) > 0 {
 				l.Text += "; nothing undoes " + strings.Join(p.NotUndone, ", ")
 			}

@@ -440,7 +440,7 @@ func accessForm(a ToolAccess) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var20 string
-			templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(a.Errors), "field", "fields"))
+			templ_7745c5c3_Var20, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(a.Errors), "field", "fields"))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/access.templ`, Line: 109, Col: 92}
 			}

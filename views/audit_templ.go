@@ -459,7 +459,7 @@ func Audit(p AuditPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var17 string
-				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(p.Errors), "field", "fields"))
+				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(p.Errors), "field", "fields"))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/audit.templ`, Line: 93, Col: 102}
 				}
@@ -1201,7 +1201,7 @@ func AuditNewBanner(n AuditNew, top int64) templ.Component {
 				}
 			}
 			var templ_7745c5c3_Var51 string
-			templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(plural(int(n.Count), "new entry", "new entries"))
+			templ_7745c5c3_Var51, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(int(n.Count), "new entry", "new entries"))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/audit.templ`, Line: 251, Col: 54}
 			}

@@ -202,7 +202,7 @@ func Categories(p CategoriesPage) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var10 string
-						templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs("Delete category " + c.Name + "? Its " + plural(c.Tools, "tool keeps", "tools keep") + " working, without a category.")
+						templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs("Delete category " + c.Name + "? Its " + Plural(c.Tools, "tool keeps", "tools keep") + " working, without a category.")
 						if templ_7745c5c3_Err != nil {
 							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/categories.templ`, Line: 44, Col: 230}
 						}

@@ -346,7 +346,7 @@ func compensationForm(r ToolCompensationTab) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var15 string
-			templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(r.Errors), "field", "fields"))
+			templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(r.Errors), "field", "fields"))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/compensation.templ`, Line: 85, Col: 92}
 			}

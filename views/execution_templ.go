@@ -1741,7 +1741,7 @@ func execConfirmModal(x ExecutionView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var93 string
-		templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(x.PlanSteps), "step", "steps"))
+		templ_7745c5c3_Var93, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(x.PlanSteps), "step", "steps"))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/execution.templ`, Line: 361, Col: 57}
 		}

@@ -295,7 +295,7 @@ func Executions(p ExecutionsPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var10 string
-				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(p.Errors), "field", "fields"))
+				templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(p.Errors), "field", "fields"))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/executions.templ`, Line: 73, Col: 102}
 				}

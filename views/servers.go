@@ -251,7 +251,8 @@ func msf(v float64) string {
 	return fmt.Sprintf("%.0f ms", v)
 }
 
-func plural(n int, one, many string) string {
+// Plural is "1 step" or "3 steps".
+func Plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}

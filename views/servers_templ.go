@@ -305,7 +305,7 @@ func Servers(p ServersPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var13 string
-				templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(plural(p.Total, "server", "servers"))
+				templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(p.Total, "server", "servers"))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/servers.templ`, Line: 80, Col: 108}
 				}
@@ -542,7 +542,7 @@ func serverCard(s ServerCard) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var26 string
-		templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(plural(s.ToolCount, "tool", "tools"))
+		templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(s.ToolCount, "tool", "tools"))
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/servers.templ`, Line: 108, Col: 72}
 		}
@@ -2203,7 +2203,7 @@ func ServerTestResult(t *ServerTest) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var98 string
-				templ_7745c5c3_Var98, templ_7745c5c3_Err = templ.JoinStringErrs(plural(t.ToolCount, "tool", "tools"))
+				templ_7745c5c3_Var98, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(t.ToolCount, "tool", "tools"))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/servers.templ`, Line: 452, Col: 48}
 				}
@@ -3754,7 +3754,7 @@ func discoveryRuns(serverID string, runs []RunRow) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var176 string
-					templ_7745c5c3_Var176, templ_7745c5c3_Err = templ.JoinStringErrs(plural(r.Pages, "page", "pages"))
+					templ_7745c5c3_Var176, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(r.Pages, "page", "pages"))
 					if templ_7745c5c3_Err != nil {
 						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/servers.templ`, Line: 746, Col: 153}
 					}

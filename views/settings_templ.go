@@ -66,7 +66,7 @@ func ExecutionSettings(p ExecutionSettingsPage) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var4 string
-				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(p.Errors), "field", "fields"))
+				templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(p.Errors), "field", "fields"))
 				if templ_7745c5c3_Err != nil {
 					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/settings.templ`, Line: 15, Col: 93}
 				}

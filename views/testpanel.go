@@ -45,6 +45,30 @@ type ToolTest struct {
 	ExpectTxt     string
 }
 
+// caseFields are the save-case form's own inputs: their errors are shown beside them,
+// not again with the arguments'.
+var caseFields = map[string]bool{"case_name": true, "expect": true, "expect_text": true}
+
+// ArgErrors are the errors about the arguments, without the save-case form's.
+func (v ToolTest) ArgErrors() *verr.Error {
+	if v.Errors == nil {
+		return nil
+	}
+	out := &verr.Error{}
+	for _, f := range v.Errors.Fields {
+		if !caseFields[f.Field] {
+			out.Fields = append(out.Fields, f)
+		}
+	}
+	return out
+}
+
+// CaseHasErrors: saving a case was refused for one of its own inputs (the save-case
+// form opens to show it).
+func (v ToolTest) CaseHasErrors() bool {
+	return v.Errors != nil && len(v.ArgErrors().Fields) < len(v.Errors.Fields)
+}
+
 // TestRunButton is the state of the workspace's Run button.
 type TestRunButton struct {
 	CanRun    bool

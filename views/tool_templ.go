@@ -2372,7 +2372,7 @@ func toolConfig(t ToolCard, c ToolConfig) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var122 string
-			templ_7745c5c3_Var122, templ_7745c5c3_Err = templ.JoinStringErrs(plural(len(c.Errors), "field", "fields"))
+			templ_7745c5c3_Var122, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(len(c.Errors), "field", "fields"))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tool.templ`, Line: 494, Col: 90}
 			}
@@ -3802,7 +3802,7 @@ func toolUsage(u ToolUsage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var192 string
-			templ_7745c5c3_Var192, templ_7745c5c3_Err = templ.JoinStringErrs(plural(int(u.Failures), "failure", "failures"))
+			templ_7745c5c3_Var192, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(int(u.Failures), "failure", "failures"))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tool.templ`, Line: 705, Col: 207}
 			}

@@ -173,7 +173,7 @@ func Tools(p ToolsPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var8 string
-			templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(plural(p.Total, "tool", "tools"))
+			templ_7745c5c3_Var8, templ_7745c5c3_Err = templ.JoinStringErrs(Plural(p.Total, "tool", "tools"))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/tools.templ`, Line: 49, Col: 39}
 			}

@@ -208,6 +208,12 @@ func TestTestPanel(t *testing.T) {
 			t.Fatalf("save %s: got %s", name, ws.Text())
 		}
 	}
+	// A case without a name: the error is said once, at the name, and the form keeps it open.
+	ws = testPost(t, srv, c, add, url.Values{"mode": {"form"}, "_action": {"save"}, "arg/a": {"1"}, "arg/b": {"1"}, "case_name": {" "}})
+	if ws.Find(`details.save-case[open] .has-error #case-name`).Length() != 1 ||
+		strings.Count(ws.Text(), "name the case") != 1 || strings.Contains(ws.Text(), "case_name") {
+		t.Errorf("a case without a name: want its error once, at the name field: %s", ws.Find("#test-workspace").Text())
+	}
 	res = srv.PostForm(t, c, "/tools/"+add+"/test/cases/run", url.Values{})
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther {
