@@ -90,7 +90,12 @@ type Server struct {
 	names map[string]struct{}
 
 	failPings atomic.Int64 // FailPings: how many pings still to refuse
+	sleeping  atomic.Int64 // calls of sleep under way
 }
+
+// Sleeping is how many calls of sleep are under way: a test that crashes the server
+// with calls in flight waits until the server has them all.
+func (s *Server) Sleeping() int { return int(s.sleeping.Load()) }
 
 // FailPings makes the next n pings fail with an error while everything else keeps
 // working: a server that is alive but does not pass its health check.
@@ -264,6 +269,8 @@ func (s *Server) addDefaultTools() {
 		Description: "Sleeps for ms milliseconds, or until the call is cancelled; with a progress token it reports progress in five steps.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	}, func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+		s.sleeping.Add(1)
+		defer s.sleeping.Add(-1)
 		tok := req.Params.GetProgressToken()
 		steps := 1
 		if tok != nil {

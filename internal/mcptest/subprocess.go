@@ -192,6 +192,9 @@ func serveControl(srv *Server, file string) error {
 	mux.HandleFunc("GET /pid", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]int{"pid": os.Getpid()})
 	})
+	mux.HandleFunc("GET /sleeping", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]int{"sleeping": srv.Sleeping()})
+	})
 	mux.HandleFunc("POST /die", func(w http.ResponseWriter, r *http.Request) {
 		// Drain the request first: closing a socket with unread input sends
 		// a reset, which could destroy the reply before the client reads it.
@@ -281,6 +284,17 @@ func (c *Control) Die() error {
 		return fmt.Errorf("mcptest: control die: %w", err)
 	}
 	return nil
+}
+
+// Sleeping returns how many calls of sleep the child has under way.
+func (c *Control) Sleeping() (int, error) {
+	var out struct {
+		Sleeping int `json:"sleeping"`
+	}
+	if err := c.do(http.MethodGet, "/sleeping", nil, &out); err != nil {
+		return 0, fmt.Errorf("mcptest: control sleeping: %w", err)
+	}
+	return out.Sleeping, nil
 }
 
 // PID returns the child's process ID.
