@@ -40,9 +40,13 @@ func TestBrowserCancelConnectionTest(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS(row+` input[name=env_value]`), env[k]),
 		)
 	}
+	// On a short window the panel starts below the fold; the click brings it into view.
+	b.do("a short window", chromedp.EmulateViewport(1000, 420))
 	b.do("test the connection", chromedp.Click(chromedp.CSS(`[data-testid=test-connection]`)))
 	b.waitJS("the panel shows the test initializing",
 		`(document.querySelector("[data-testid=test-step]")||{}).textContent === "connecting and initializing"`)
+	b.waitJS("the panel is in view",
+		`(function(){var r=document.querySelector("[data-testid=test-result]").getBoundingClientRect();return r.top>=0&&r.bottom<=innerHeight;})()`)
 	// The status polls in place: the Cancel button a keyboard user reached keeps its
 	// focus through the polls, and Enter cancels (a button replaced under a click lost it).
 	b.do("focus Cancel", chromedp.Focus(chromedp.CSS(`[data-testid=test-cancel]`)))

@@ -1650,7 +1650,7 @@ func ServerFormView(p ServerFormPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 173, "\" hx-target=\"#test-result\" hx-swap=\"outerHTML\" hx-disabled-elt=\"this\" hx-indicator=\"next .htmx-indicator\" data-testid=\"test-connection\">Test connection</button> <span class=\"htmx-indicator muted\" aria-hidden=\"true\">Testing…</span></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 173, "\" hx-target=\"#test-result\" hx-swap=\"outerHTML\" hx-disabled-elt=\"this\" hx-indicator=\"next .htmx-indicator\" data-reveal data-testid=\"test-connection\">Test connection</button> <span class=\"htmx-indicator muted\" aria-hidden=\"true\">Testing…</span></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

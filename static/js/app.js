@@ -444,6 +444,18 @@
     if (e.detail && e.detail.elt && e.detail.elt.querySelector) focusFirstInvalid(e.detail.elt);
   });
 
+  // A button marked data-reveal brings what it fills (its hx-target) into view when
+  // that lands below the fold (a long form's "Test connection"); later swaps from
+  // inside the panel (its polls) do not move the page.
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var elt = e.detail && e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-reveal")) return;
+    var target = document.querySelector(elt.getAttribute("hx-target"));
+    if (!target) return;
+    var r = target.getBoundingClientRect();
+    if (r.top < 0 || r.bottom > window.innerHeight) target.scrollIntoView({ block: "nearest" });
+  });
+
   // A link to a page the viewer may not open (a tool card's server, for a guest) reads
   // as plain text: live fragments are rendered once for every viewer, so the page
   // takes the href off by the viewer's permissions (data-link-perm).
