@@ -38,7 +38,7 @@ func ActionGroup(action string) string {
 		return "users"
 	case prefix == "server" && strings.Contains(action, "."):
 		return "servers"
-	case slices.Contains([]string{"tool.call", "tool.call.refused", "resource.read", "prompt.get", "terminal.input"}, action),
+	case slices.Contains([]string{"tool.call", "tool.call.refused", "tool.call.failed", "resource.read", "prompt.get", "terminal.input"}, action),
 		(prefix == "memory" || prefix == "todo") && strings.Contains(action, "."):
 		return "calls"
 	case (prefix == "tool" || prefix == "category") && strings.Contains(action, "."):

@@ -216,7 +216,7 @@ func TestActionGroupMatchesSQL(t *testing.T) {
 	pool := dbtest.New(t)
 	actions := []string{"user.login", "user.login_failed", "user.logout", "request.denied", "token.create", "token.revoke",
 		"session.started", "user.create", "user.role_change", "user.password_reset", "user.disable", "server.create",
-		"server.import.create", "server.test", "tool.call", "tool.call.refused", "resource.read", "prompt.get", "terminal.input",
+		"server.import.create", "server.test", "tool.call", "tool.call.refused", "tool.call.failed", "resource.read", "prompt.get", "terminal.input",
 		"memory.store", "todo.add", "tool.enable", "tool.validate", "tool.testcase.save", "category.create", "execution.approve",
 		"execution.approve.refused", "execution.reject", "grant.create", "collaboration.request", "execution.create",
 		"execution.success", "execution.rollback", "secret.rotate", "secrets.rotate", "settings.executions", "audit.export",

@@ -28,10 +28,14 @@ import (
 func TestCallRecordsEverything(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
-	e.server("mt", true, "echo")
+	e.server("mt", true, "echo", "fail")
 	res, err := e.call("mt__echo", `{"message":"hi"}`)
 	if err != nil {
 		t.Fatal(err)
+	}
+	failed, err := e.call("mt__fail", `{"message":"out of paper"}`)
+	if err != nil || !failed.IsError {
+		t.Fatalf("fail: got %+v, %v; want an error result", failed, err)
 	}
 	if res.IsError || router.TextOf(res.Content) != "Echo: hi" || res.Tool != "mt__echo" || res.Attempts != 1 {
 		t.Fatalf("got %+v, want Echo: hi in one attempt", res)
@@ -39,6 +43,15 @@ func TestCallRecordsEverything(t *testing.T) {
 	e.flush()
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call' AND target_name = 'mt__echo' AND payload->>'call_id' = $1`, res.CallID); n != 1 {
 		t.Errorf("audit rows: got %d, want 1", n)
+	}
+	// A call whose tool answered with an error has a second row saying so (result
+	// failure); a call that succeeded has none.
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed'`); n != 1 {
+		t.Errorf("tool.call.failed rows: got %d, want 1 (the failed call's only)", n)
+	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed' AND result = 'failure' AND target_name = 'mt__fail'
+		AND payload->>'call_id' = $1 AND payload->>'code' = 'tool_error' AND payload->>'message' LIKE '%out of paper%'`, failed.CallID); n != 1 {
+		t.Errorf("the failed call's audit row: got %d, want 1 with result failure, code tool_error and the tool's message", n)
 	}
 	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE success AND source = 'test_panel' AND metadata->>'call_id' = $1 AND request->>'message' = 'hi'`, res.CallID); n != 1 {
 		t.Errorf("usage rows: got %d, want 1", n)
@@ -384,6 +397,11 @@ func TestTimeout(t *testing.T) {
 	}
 	if res, err := e.call("tm__echo", `{"message":"still here"}`); err != nil || res.IsError {
 		t.Fatalf("after a timeout: %v %v", res, err)
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed' AND result = 'failure' AND payload->>'code' = 'timeout'
+		AND payload->>'call_id' = $1`, re.CallID); n != 1 {
+		t.Errorf("the timed-out call's audit row: got %d, want 1 with result failure and code timeout", n)
 	}
 }
 

@@ -233,8 +233,25 @@ func (cr *callRecord) failed(err error) error {
 	p := events.CallFailed{Call: cr.base(), Code: e.Code, Message: e.Message, DurationMS: d, Runtime: rt}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, true)},
+		audits: []audit.Entry{cr.failure(e.Code, e.Message, d)},
 		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
 	return e
+}
+
+// failure is the audit row of a call that ran and did not succeed (the router failed it,
+// or the tool answered with an error). The call's tool.call row is written before the
+// call and cannot say how it ended; this one does, as result failure, so the audit
+// log's failure filter finds failed calls. message is masked already.
+func (cr *callRecord) failure(code, message string, durationMS float64) audit.Entry {
+	p := map[string]any{"call_id": cr.id, "source": cr.c.Source, "code": code, "message": message, "duration_ms": durationMS}
+	if cr.attempts > 1 {
+		p["attempts"] = cr.attempts
+	}
+	if cr.c.ConversationID != "" {
+		p["conversation_id"] = cr.c.ConversationID
+	}
+	return audit.Entry{Actor: cr.c.Actor, Action: "tool.call.failed", TargetType: "tool", TargetID: cr.e.t.ID,
+		TargetName: cr.e.t.QualifiedName(), Payload: p, Result: audit.ResultFailure}
 }
 
 // completed records a call that returned a result (an error result too).
@@ -254,9 +271,11 @@ func (cr *callRecord) completed(res *Result) {
 	resp, _ := json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent})
 	resp, _ = usage.Cap(resp, usage.MaxJSONBytes)
 	code := ""
+	var audits []audit.Entry
 	if res.IsError {
 		code = "tool_error"
+		audits = []audit.Entry{cr.failure(code, p.Summary, res.DurationMS)}
 	}
 	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, true)},
-		drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
+		audits: audits, drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
 }
