@@ -119,6 +119,11 @@ func TestReport(t *testing.T) {
 	w.calls(flaky, "bob", day3, 10, 5, 3)
 	w.calls(slow, "alice", day1, 12, 0, 900)
 	w.calls(echo, "alice", now.Add(-40*24*time.Hour), 5, 0, 1) // before the period
+	// Calls the router refused (they never ran: no duration) are neither calls nor failures.
+	if err := usage.Insert(ctx, w.pool, []usage.Entry{{ToolID: flaky, Actor: "bob", Source: "api", UsedAt: day3, ErrorCode: "forbidden"},
+		{ToolID: echo, Actor: "alice", Source: "api", UsedAt: day1, ErrorCode: "invalid_arguments"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	for i := range 5 { // deploy: MEDIUM, always alice within seconds
 		w.execution(deploy, "beta__deploy", "medium", "success", alice, day1.Add(time.Duration(i)*time.Hour), 3*time.Second)

@@ -71,10 +71,12 @@ type rawRow struct {
 }
 
 // raw reads the calls in [from, to) grouped by day, tool, actor and latency bucket.
+// Only calls that ran count: a call the router refused (no permission, no approval,
+// bad arguments) has no duration, never reached the tool and is not its failure.
 func (s *Service) raw(ctx context.Context, from, to time.Time) ([]rawRow, error) {
 	rows, err := s.pool.Query(ctx, `/* analytics.raw */
 		SELECT (used_at AT TIME ZONE 'UTC')::date, tool_id::text, actor, `+bucketSQL+`, count(*), count(*) FILTER (WHERE NOT success)
-		FROM tool_usage_logs WHERE used_at >= $1 AND used_at < $2 GROUP BY 1, 2, 3, 4`, from, to)
+		FROM tool_usage_logs WHERE used_at >= $1 AND used_at < $2 AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4`, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("analytics: calls: %w", err)
 	}

@@ -150,7 +150,8 @@ type statsRow struct {
 	LastUsed  *time.Time `db:"last_used"`
 }
 
-// Summary sums up toolID's calls in [from, to).
+// Summary sums up toolID's calls in [from, to): the calls that ran (a call the router
+// refused has no duration and is not the tool's failure; it stays in the log).
 func Summary(ctx context.Context, q db.Querier, toolID string, from, to time.Time) (Stats, error) {
 	from, to, err := period(from, to)
 	if err != nil {
@@ -164,7 +165,7 @@ func Summary(ctx context.Context, q db.Querier, toolID string, from, to time.Tim
 		       avg(duration_ms) AS avg,
 		       (SELECT max(used_at) FROM tool_usage_logs WHERE tool_id = $1) AS last_used
 		FROM tool_usage_logs
-		WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3`, toolID, from, to)
+		WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3 AND duration_ms IS NOT NULL`, toolID, from, to)
 	if err != nil {
 		return Stats{}, fmt.Errorf("usage: summary: %w", err)
 	}
@@ -219,7 +220,7 @@ func Series(ctx context.Context, q db.Querier, toolID string, from, to time.Time
 			       percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
 			       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95
 			FROM tool_usage_logs
-			WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3
+			WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3 AND duration_ms IS NOT NULL
 			GROUP BY 1
 		)
 		SELECT g.idx::bigint AS idx, coalesce(a.calls, 0) AS calls, coalesce(a.failures, 0) AS failures, a.p50, a.p95
