@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
@@ -172,6 +173,44 @@ func TestToolsThroughGateway(t *testing.T) {
 			}
 			if era == eras[0] && conv == "" {
 				t.Fatal("a stateful session has no id")
+			}
+		})
+	}
+}
+
+// A parameter the tool's configuration fixes is not offered to MCP clients (the router
+// adds its value and refuses another): tools/list leaves it out of the input schema and
+// its required list, and a call without it runs with the fixed value.
+func TestGatewayLeavesOutFixedParameters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "mt", true, "add")
+	add := srv.ToolID(t, "mt__add")
+	if _, err := srv.Tools.Update(ctx, audit.System, add, tools.Patch{Params: map[string]tools.ParamInput{
+		"b": {Mode: tools.ModeFixed, Value: json.RawMessage("40")}}}); err != nil {
+		t.Fatal(err)
+	}
+	srv.CreateUser(t, "tina", auth.RoleToolUser, password)
+	token := srv.Token(t, "tina")
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs := mustConnect(t, srv, token, era)
+			_, by := names(t, cs)
+			var schema struct {
+				Properties map[string]any `json:"properties"`
+				Required   []string       `json:"required"`
+			}
+			if err := json.Unmarshal(mustJSON(t, by["mt__add"].InputSchema), &schema); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := schema.Properties["b"]; ok || slices.Contains(schema.Required, "b") || schema.Properties["a"] == nil ||
+				!slices.Contains(schema.Required, "a") {
+				t.Fatalf("mt__add's schema: got %+v, want a without the fixed b", schema)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mt__add", Arguments: map[string]any{"a": 2}})
+			if err != nil || res.IsError || !strings.Contains(string(mustJSON(t, res.StructuredContent)), `"sum":42`) {
+				t.Fatalf("add without the fixed b: %v %+v", err, res)
 			}
 		})
 	}

@@ -111,9 +111,10 @@ func (g *Gateway) list(ctx context.Context, c *caller, cursor string) (*mcp.List
 	return res, nil
 }
 
-// toolOf is the MCP definition of a stored tool, named server__tool.
-func toolOf(t tools.Item) *mcp.Tool {
-	out := &mcp.Tool{Name: t.QualifiedName(), Title: t.Title, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema)}
+// toolOf is the MCP definition of a stored tool, named server__tool, without the
+// parameters its configuration fixes (a value given for one is refused).
+func toolOf(t tools.CallableItem) *mcp.Tool {
+	out := &mcp.Tool{Name: t.QualifiedName(), Title: t.Title, Description: t.Description, InputSchema: t.CallerSchema()}
 	if present(t.OutputSchema) {
 		out.OutputSchema = json.RawMessage(t.OutputSchema)
 	}

@@ -12,7 +12,7 @@ import (
 // name: the enabled tools of enabled servers, after the same permission rule Call
 // applies (the role's tool.use, unless the user's per-tool permission says otherwise).
 // It is what an MCP client of the gateway sees in tools/list.
-func (r *Router) Usable(ctx context.Context, caller audit.Actor, role auth.Role) ([]tools.Item, error) {
+func (r *Router) Usable(ctx context.Context, caller audit.Actor, role auth.Role) ([]tools.CallableItem, error) {
 	all, err := r.tools.Callable(ctx)
 	if err != nil {
 		return nil, err
