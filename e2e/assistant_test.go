@@ -61,8 +61,9 @@ func (c chat) say(msg, want string) (string, []string) {
 }
 
 // choose clicks the choice button whose label is label in the newest reply, and waits
-// for the reply to what it sends (target, which the log shows as the person's words).
-func (c chat) choose(label, target, want string) (string, []string) {
+// for the reply to what it sends; the log shows the label as the person's words (not
+// the target the choice sends), then and after a reload.
+func (c chat) choose(label, want string) (string, []string) {
 	c.b.t.Helper()
 	before := c.replies()
 	all := `document.querySelectorAll(` + jsString(c.scope+` [data-testid=assistant-msg-assistant]`) + `)`
@@ -76,7 +77,7 @@ func (c chat) choose(label, target, want string) (string, []string) {
 		c.b.t.Fatalf("the newest reply has no choice %q", label)
 	}
 	c.b.do("click the choice "+strconv.Quote(label), chromedp.Click(chromedp.CSS(c.scope+` [data-e2e-pick="1"]`)))
-	text, choices := c.awaitReply(before, target, want)
+	text, choices := c.awaitReply(before, label, want)
 	c.ready()
 	return text, choices
 }
@@ -117,7 +118,7 @@ func TestBrowserAssistantGuidedSetup(t *testing.T) {
 	if !slices.Contains(choices, "I need to add one") {
 		t.Fatalf("choices %q, want \"I need to add one\"", choices)
 	}
-	c.choose("I need to add one", "I need to add one", "URL of the MCP server")
+	c.choose("I need to add one", "URL of the MCP server")
 	// The first reply's choices stay shown, disabled, once the conversation moved on.
 	if got := eval[string](b, `[...document.querySelectorAll("main [data-testid=assistant-msg-assistant]")[0].querySelectorAll("[data-testid=assistant-choice]")].map(b => b.textContent.trim() + (b.disabled ? ":off" : ":on")).join(",")`); !strings.Contains(got, "I need to add one:off") || strings.Contains(got, ":on") {
 		t.Fatalf("the first reply's choices after the next reply: %q, want them shown and disabled", got)
@@ -138,7 +139,7 @@ func TestBrowserAssistantGuidedSetup(t *testing.T) {
 		t.Fatalf("the reply links to %q, want the new server's page", href)
 	}
 
-	_, choices = c.choose("Yes, discover them", "yes", "Which ones would you like to enable?")
+	_, choices = c.choose("Yes, discover them", "Which ones would you like to enable?")
 	// "1. name (status)" for each tool, then "All of them" and "None".
 	var listed []string
 	for i, l := range choices {
@@ -281,7 +282,7 @@ func TestBrowserAssistantPanelChoice(t *testing.T) {
 		picked, other = "ev2", "ev1"
 	}
 	screenshot(t, b, "assistant-panel-choices.png")
-	c.choose(choices[1], "2", "disabled")
+	c.choose(choices[1], "disabled")
 	if st := echoStatus(); st[picked] != "disabled" || st[other] != "enabled" {
 		t.Fatalf("after clicking %q echo is %v, want disabled on %s only", choices[1], st, picked)
 	}

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -57,8 +58,12 @@ func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error
 		if err != nil {
 			return m, err
 		}
-		for _, msg := range ms {
-			m.Messages = append(m.Messages, messageView(msg))
+		for i, msg := range ms {
+			v := messageView(msg)
+			if i > 0 && v.Person {
+				v.Body = choiceLabel(ms[i-1].Choices, msg.Body)
+			}
+			m.Messages = append(m.Messages, v)
 		}
 		// Only the last reply's choices are open; older ones answer nothing now, but stay
 		// shown (a list of tools is given as choices).
@@ -67,6 +72,18 @@ func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error
 		}
 	}
 	return m, nil
+}
+
+// choiceLabel is what a person's message reads as in the conversation: the label of
+// the choice they clicked ("Yes, guide me"), not the target it sent ("yes"), when the
+// reply before offered a choice with that target; their own words otherwise.
+func choiceLabel(offered []assistant.Choice, said string) string {
+	for _, ch := range offered {
+		if ch.Target == said && ch.Label != "" {
+			return ch.Label
+		}
+	}
+	return said
 }
 
 func messageView(m assistant.Message) views.AssistantMessage {
@@ -101,8 +118,12 @@ func (h AssistantHandler) Send(c echo.Context) error {
 	}
 	c.Response().Header().Set("HX-Trigger", `{"assistant-replied":{"conversation_id":"`+r.ConversationID+`"}}`)
 	reply := assistant.Message{Author: "assistant", Body: r.Reply, Choices: r.Choices, Actions: r.Actions, Question: r.Question}
+	shown := msg
+	if label := strings.TrimSpace(c.FormValue("label")); label != "" {
+		shown = label // a choice clicked: read as it was offered (the page after a reload says the same)
+	}
 	return render(c, http.StatusOK, views.AssistantExchange(r.ConversationID,
-		[]views.AssistantMessage{{Person: true, Body: msg}, messageView(reply)}))
+		[]views.AssistantMessage{{Person: true, Body: shown}, messageView(reply)}))
 }
 
 // APIMessage answers POST /api/v1/assistant/messages {"conversation_id","message"}.

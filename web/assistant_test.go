@@ -232,9 +232,14 @@ func TestAssistantPageWithoutJS(t *testing.T) {
 	if conv == "" || target != "yes" {
 		t.Fatalf("conversation %q, first choice sends %q", conv, target)
 	}
+	label := strings.TrimSpace(doc.Find(`[data-testid="assistant-choice"]`).First().Text())
 	doc = send(conv, target)
 	if got := doc.Find(`[data-testid="assistant-msg-assistant"]`).Last().Text(); !strings.Contains(got, "what's the URL") {
 		t.Fatalf("after the choice: %q", got)
+	}
+	// The person's side reads as the choice they clicked, not the target it sent.
+	if got := strings.TrimSpace(doc.Find(`[data-testid="assistant-msg-person"]`).Last().Text()); label == target || got != label {
+		t.Fatalf("the clicked choice shows as %q, want its label %q", got, label)
 	}
 	// The earlier reply keeps its choices to be read (a list of tools comes as choices),
 	// disabled: they answer nothing now.
