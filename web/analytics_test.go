@@ -27,7 +27,14 @@ func TestAnalytics(t *testing.T) {
 	for range 3 {
 		api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "hi"}}, 200, nil)
 	}
-	api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__fail", "arguments": map[string]any{}})
+	// fail answers with an error result: a call that ran and failed. It has no
+	// annotations (MEDIUM); made LOW so the token may call it.
+	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__fail"), map[string]any{"risk": "low"}, 200, nil)
+	api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__fail", "arguments": map[string]any{}}, 200, nil)
+	// A call the router refuses (MEDIUM, no approval) never ran: neither a call nor a failure.
+	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "un__echo", "arguments": map[string]any{"message": "m"}}); status != 403 {
+		t.Fatalf("un__echo without approval: %d %s", status, raw)
+	}
 	// A plan admin asks for with a token and approves in a browser session: an
 	// approval wait for server un, for admin and for today.
 	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
