@@ -130,8 +130,8 @@ func crossOriginProtection() echo.MiddlewareFunc {
 	}
 }
 
-// TokenExpiresHeader is set on every answer to an API token that expires within
-// auth.ExpiryWarning: when it ends (RFC 3339).
+// TokenExpiresHeader is set on every answer to an API token whose owner is being warned
+// of its end (auth.WarnFrom): when it ends (RFC 3339).
 const TokenExpiresHeader = "Toolwarden-Token-Expires"
 
 // authenticate attaches the caller (bearer token or session cookie; only a bearer
@@ -157,7 +157,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			handlers.SetPrincipal(c, p)
 			// An agent learns that its token is about to end from every answer.
-			if exp := p.TokenExpiresAt; exp != nil && time.Until(*exp) <= auth.ExpiryWarning {
+			if exp, from := p.TokenExpiresAt, p.TokenWarnFrom; exp != nil && from != nil && !time.Now().Before(*from) {
 				c.Response().Header().Set(TokenExpiresHeader, exp.UTC().Format(time.RFC3339))
 			}
 			return next(c)

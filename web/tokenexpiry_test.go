@@ -12,7 +12,8 @@ import (
 )
 
 // API tokens get the default lifetime when their creator names none (an explicit one,
-// or 0 for never, still wins), and their owner is warned in the week before one ends:
+// or 0 for never, still wins), and their owner is warned in the week before one ends
+// (the last quarter of a shorter life):
 // expires_soon in the API, a badge on /tokens, a banner on every page, and a header
 // on every answer to the token.
 func TestTokenDefaultExpiryAndWarning(t *testing.T) {
@@ -24,18 +25,26 @@ func TestTokenDefaultExpiryAndWarning(t *testing.T) {
 		Token string     `json:"token"`
 		Info  auth.Token `json:"info"`
 	}
-	var def, never, short created
+	var def, never, short, week created
 	api.JSON(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "default"}, http.StatusCreated, &def)
 	api.JSON(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "never", "expires_in_days": 0}, http.StatusCreated, &never)
 	api.JSON(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "short", "expires_in_days": 3}, http.StatusCreated, &short)
+	// A token made for a week is not "expiring soon" from its first minute: the warning
+	// comes in the last quarter of a life shorter than four weeks.
+	api.JSON(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "week", "expires_in_days": 7}, http.StatusCreated, &week)
+	if week.Info.ExpiresSoon || short.Info.ExpiresSoon {
+		t.Errorf("fresh 7- and 3-day tokens: soon %v %v, want neither", week.Info.ExpiresSoon, short.Info.ExpiresSoon)
+	}
+	// short was made ten days ago (thirteen days of life): its last three days are in the
+	// warning window.
+	if _, err := srv.App.Pool.Exec(t.Context(), `UPDATE api_tokens SET created_at = now() - interval '10 days' WHERE id::text = $1`, short.Info.ID); err != nil {
+		t.Fatal(err)
+	}
 	if e := def.Info.ExpiresAt; e == nil || time.Until(*e) < 29*24*time.Hour || time.Until(*e) > 31*24*time.Hour || def.Info.ExpiresSoon {
 		t.Errorf("default: expires %v soon %v, want in 30 days and not soon", e, def.Info.ExpiresSoon)
 	}
 	if never.Info.ExpiresAt != nil || never.Info.ExpiresSoon {
 		t.Errorf("explicit 0: expires %v, want never", never.Info.ExpiresAt)
-	}
-	if short.Info.ExpiresAt == nil || !short.Info.ExpiresSoon {
-		t.Errorf("3 days: expires %v soon %v, want soon", short.Info.ExpiresAt, short.Info.ExpiresSoon)
 	}
 	var list struct {
 		Tokens []auth.Token `json:"tokens"`
@@ -45,7 +54,7 @@ func TestTokenDefaultExpiryAndWarning(t *testing.T) {
 	for _, tk := range list.Tokens {
 		soon[tk.Name] = tk.ExpiresSoon
 	}
-	if !soon["short"] || soon["default"] || soon["never"] {
+	if !soon["short"] || soon["default"] || soon["never"] || soon["week"] {
 		t.Errorf("list: expires_soon %v", soon)
 	}
 
@@ -67,7 +76,7 @@ func TestTokenDefaultExpiryAndWarning(t *testing.T) {
 	}
 
 	// An agent using the token hears it from every answer.
-	for tok, want := range map[string]bool{short.Token: true, def.Token: false, never.Token: false} {
+	for tok, want := range map[string]bool{short.Token: true, def.Token: false, never.Token: false, week.Token: false} {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/tools", nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		res, err := http.DefaultClient.Do(req)

@@ -127,6 +127,8 @@ type Principal struct {
 	// TokenExpiresAt is the API token's expiry (nil: none), so an agent can be told
 	// when its token is about to end.
 	TokenExpiresAt *time.Time
+	// TokenWarnFrom is when its owner starts being warned of that end (WarnFrom).
+	TokenWarnFrom *time.Time
 }
 
 // Can reports whether the principal's role grants p; an API token is never granted

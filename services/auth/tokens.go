@@ -38,12 +38,21 @@ type Token struct {
 // (--token-default-ttl's default).
 const DefaultTokenTTL = 90 * 24 * time.Hour
 
-// ExpiryWarning is how long before a token expires its owner is warned.
+// ExpiryWarning is how long before a token expires its owner is warned, at most: a
+// token made to live a shorter time is warned about in the last quarter of its life
+// (WarnFrom), so a 7-day token is not "expiring soon" from its first minute.
 const ExpiryWarning = 7 * 24 * time.Hour
+
+// WarnFrom is when the owner of a token created at created that expires at expires
+// starts being warned: ExpiryWarning before the end, or a quarter of its life before
+// it when that is shorter.
+func WarnFrom(created, expires time.Time) time.Time {
+	return expires.Add(-min(ExpiryWarning, expires.Sub(created)/4))
+}
 
 // soon fills ExpiresSoon as of now.
 func (t Token) soon(now time.Time) Token {
-	t.ExpiresSoon = t.Status() == "active" && t.ExpiresAt != nil && t.ExpiresAt.Sub(now) <= ExpiryWarning
+	t.ExpiresSoon = t.Status() == "active" && t.ExpiresAt != nil && !now.Before(WarnFrom(t.CreatedAt, *t.ExpiresAt))
 	return t
 }
 
@@ -210,7 +219,8 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (*Princip
 func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, error) {
 	rows, err := s.pool.Query(ctx, `/* auth.AuthenticateToken */
 		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
-		       u.created_at, u.updated_at, t.id::text AS token_id, t.name AS token_name, t.last_used_at, t.expires_at
+		       u.created_at, u.updated_at, t.id::text AS token_id, t.name AS token_name, t.last_used_at, t.expires_at,
+		       t.created_at AS token_created_at
 		FROM api_tokens t JOIN users u ON u.id = t.user_id
 		WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
 		  AND u.disabled_at IS NULL`, hash)
@@ -223,6 +233,7 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 		TokenName  string     `db:"token_name"`
 		LastUsedAt *time.Time `db:"last_used_at"`
 		ExpiresAt  *time.Time `db:"expires_at"`
+		CreatedAt  time.Time  `db:"token_created_at"`
 	}
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -231,7 +242,12 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 	if err != nil {
 		return nil, fmt.Errorf("auth: authenticate token: %w", err)
 	}
-	e := &cachedToken{p: Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID, TokenName: r.TokenName, TokenExpiresAt: r.ExpiresAt}, expires: r.ExpiresAt, fetched: time.Now()}
+	pr := Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID, TokenName: r.TokenName, TokenExpiresAt: r.ExpiresAt}
+	if r.ExpiresAt != nil {
+		warn := WarnFrom(r.CreatedAt, *r.ExpiresAt)
+		pr.TokenWarnFrom = &warn
+	}
+	e := &cachedToken{p: pr, expires: r.ExpiresAt, fetched: time.Now()}
 	if r.LastUsedAt != nil {
 		e.lastUsed = *r.LastUsedAt
 	}
@@ -256,7 +272,8 @@ func Days(n int) *int { return &n }
 // first: what the owner is warned about on every page.
 func (s *Service) ExpiringTokens(ctx context.Context, userID string) ([]Token, error) {
 	rows, err := s.pool.Query(ctx, `/* auth.ExpiringTokens */ SELECT `+tokenColumns+` FROM api_tokens
-		WHERE user_id::text = $1 AND revoked_at IS NULL AND expires_at > now() AND expires_at <= now() + $2::interval
+		WHERE user_id::text = $1 AND revoked_at IS NULL AND expires_at > now()
+		  AND expires_at <= now() + LEAST($2::interval, (expires_at - created_at) / 4)
 		ORDER BY expires_at`, userID, ExpiryWarning)
 	if err != nil {
 		return nil, fmt.Errorf("auth: expiring tokens: %w", err)
