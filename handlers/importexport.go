@@ -118,7 +118,7 @@ func (h ImportExportHandler) ImportApply(c echo.Context) error {
 	}
 	msg := "Imported " + filepath.Base(name) + ": " + res.Servers.String()
 	if len(res.Changed) > 0 {
-		msg += fmt.Sprintf("; %d other change(s)", len(res.Changed))
+		msg += "; " + views.Plural(len(res.Changed), "other change", "other changes")
 	}
 	if len(res.Unapplied) > 0 {
 		var why []string
@@ -340,8 +340,9 @@ func configPlanView(p *configcode.Plan) *views.ImportPlan {
 		v.NotApplied = append(v.NotApplied, u.String())
 	}
 	if len(p.Items) > 0 || len(p.Unapplied) > 0 {
-		v.Summary += fmt.Sprintf("; %d tool(s) to change, %d after discovery, %d not applied",
-			p.Count(configcode.KindTool, registry.PlanUpdate), p.Count(configcode.KindTool, configcode.ActionPending), len(p.Unapplied))
+		v.Summary += fmt.Sprintf("; %s to change, %d after discovery, %d not applied",
+			views.Plural(p.Count(configcode.KindTool, registry.PlanUpdate), "tool", "tools"),
+			p.Count(configcode.KindTool, configcode.ActionPending), len(p.Unapplied))
 	}
 	return v
 }
