@@ -19,9 +19,9 @@ import (
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
