@@ -1,5 +1,5 @@
 -- Back to migration 27's groups; rows of tool.call.failed move to "tools", so the
--- index built on the function is rebuilt.
+-- index built on the function is rebuilt (it blocks writes to audit_log meanwhile).
 CREATE OR REPLACE FUNCTION audit_action_group(action text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE

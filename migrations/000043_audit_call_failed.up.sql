@@ -1,6 +1,7 @@
 -- tool.call.failed (a call that ran and did not succeed, result failure) is in the
--- "calls" group with tool.call. No row has that action yet, so no row changes group
--- and the index built on the function (audit_log_group_idx) stays right.
+-- "calls" group with tool.call. On a first upgrade no row has that action, so no row
+-- changes group and the index built on the function (audit_log_group_idx) stays right;
+-- after a downgrade and this again, rows of it exist and the index is rebuilt.
 CREATE OR REPLACE FUNCTION audit_action_group(action text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE
@@ -19,4 +20,12 @@ CREATE OR REPLACE FUNCTION audit_action_group(action text) RETURNS text
         WHEN action LIKE 'audit.%' THEN 'audit'
         ELSE 'other'
     END
+$$;
+
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM audit_log WHERE action = 'tool.call.failed') THEN
+        REINDEX INDEX audit_log_group_idx;
+    END IF;
+END
 $$;

@@ -37,6 +37,11 @@ func TestCallRecordsEverything(t *testing.T) {
 	if err != nil || !failed.IsError {
 		t.Fatalf("fail: got %+v, %v; want an error result", failed, err)
 	}
+	// A credential the caller passed and the tool echoed back is masked in the audit row.
+	leaked, err := e.call("mt__fail", `{"message":"rejected key sk-abcdefghijklmnopqrstuvwxyz0123"}`)
+	if err != nil || !leaked.IsError {
+		t.Fatalf("fail: got %+v, %v; want an error result", leaked, err)
+	}
 	if res.IsError || router.TextOf(res.Content) != "Echo: hi" || res.Tool != "mt__echo" || res.Attempts != 1 {
 		t.Fatalf("got %+v, want Echo: hi in one attempt", res)
 	}
@@ -46,8 +51,12 @@ func TestCallRecordsEverything(t *testing.T) {
 	}
 	// A call whose tool answered with an error has a second row saying so (result
 	// failure); a call that succeeded has none.
-	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed'`); n != 1 {
-		t.Errorf("tool.call.failed rows: got %d, want 1 (the failed call's only)", n)
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed'`); n != 2 {
+		t.Errorf("tool.call.failed rows: got %d, want 2 (the failed calls' only)", n)
+	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed' AND payload->>'call_id' = $1
+		AND payload->>'message' LIKE '%rejected key%' AND payload::text NOT LIKE '%sk-abcdefghij%'`, leaked.CallID); n != 1 {
+		t.Errorf("the echoed key in the audit row: got %d rows without it, want 1", n)
 	}
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed' AND result = 'failure' AND target_name = 'mt__fail'
 		AND payload->>'call_id' = $1 AND payload->>'code' = 'tool_error' AND payload->>'message' LIKE '%out of paper%'`, failed.CallID); n != 1 {

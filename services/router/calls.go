@@ -163,7 +163,7 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 	if refusedAudited[e.Code] {
 		// A refusal in the audit log is someone trying what they may not: kept synchronously.
 		j.commit = db.Synchronous
-		refusal := cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": e.Message})
+		refusal := cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": usage.RedactText(e.Message)})
 		refusal.Result = audit.ResultDenied
 		j.audits = []audit.Entry{refusal}
 	}
@@ -232,17 +232,28 @@ func (cr *callRecord) failed(err error) error {
 	rt := cr.r.setRuntime(cr.e.t.ID, StateError, -1, e.Message, d)
 	p := events.CallFailed{Call: cr.base(), Code: e.Code, Message: e.Message, DurationMS: d, Runtime: rt}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
-	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, true)},
+	// A call that never reached the server (its circuit open, the server not connected,
+	// its approval stale) has no duration: the statistics count calls the tool saw.
+	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, e.Ran)},
 		audits: []audit.Entry{cr.failure(e.Code, e.Message, d)},
 		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
 	return e
 }
 
+// maxAuditMessage caps the message of a failed call's audit row, in characters.
+const maxAuditMessage = 500
+
 // failure is the audit row of a call that ran and did not succeed (the router failed it,
 // or the tool answered with an error). The call's tool.call row is written before the
 // call and cannot say how it ended; this one does, as result failure, so the audit
-// log's failure filter finds failed calls. message is masked already.
+// log's failure filter finds failed calls. message has configured secrets masked
+// already; credential-shaped words (a key the caller passed, echoed by the server) are
+// masked here, as the usage log masks them, and it is capped.
 func (cr *callRecord) failure(code, message string, durationMS float64) audit.Entry {
+	message = usage.RedactText(message)
+	if r := []rune(message); len(r) > maxAuditMessage {
+		message = string(r[:maxAuditMessage]) + "…"
+	}
 	p := map[string]any{"call_id": cr.id, "source": cr.c.Source, "code": code, "message": message, "duration_ms": durationMS}
 	if cr.attempts > 1 {
 		p["attempts"] = cr.attempts

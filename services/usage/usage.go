@@ -365,6 +365,15 @@ func Redact(raw json.RawMessage) json.RawMessage {
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
 }
 
+// RedactText is Redact for one string (an error message): the whole of it masked when it
+// looks like a credential, else each credential-like word in it.
+func RedactText(s string) string {
+	if secrets.LooksSecretValue(s) {
+		return Mask
+	}
+	return redactWords(s)
+}
+
 func redactValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
