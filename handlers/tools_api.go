@@ -190,12 +190,12 @@ func (in toolPatch) patch() (tools.Patch, error) {
 		if string(in.Configuration) == "null" {
 			p.Params = map[string]tools.ParamInput{}
 		} else {
-			params, err := tools.ParamInputs(in.Configuration)
+			params, merge, err := tools.ParamInputs(in.Configuration)
 			var ve *verr.Error
 			if errors.As(err, &ve) {
 				e.Fields = append(e.Fields, ve.Fields...)
 			}
-			p.Params = params
+			p.Params, p.MergeParams = params, merge
 		}
 	}
 	return p, e.Err()

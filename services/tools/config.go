@@ -435,7 +435,11 @@ func CallerSchema(input json.RawMessage, fixed []string) json.RawMessage {
 	var required []string
 	if raw, ok := top["required"]; ok && json.Unmarshal(raw, &required) == nil {
 		required = slices.DeleteFunc(required, func(n string) bool { return slices.Contains(fixed, n) })
-		top["required"], _ = json.Marshal(required)
+		if len(required) == 0 {
+			delete(top, "required") // an empty list is invalid in draft-04 schemas
+		} else {
+			top["required"], _ = json.Marshal(required)
+		}
 	}
 	out, err := json.Marshal(top)
 	if err != nil {
@@ -462,14 +466,15 @@ func (c Configuration) APIView() map[string]map[string]json.RawMessage {
 	return out
 }
 
-// ParamInputs reads a configuration as the inputs of an update that replaces the whole
-// parameter configuration. It takes the public shape ({"defaults":{...},"fixed":{...}})
-// or a flat map of default values ({"units":"metric"}, the shape DESIGN §1 leaves open
-// and seed 004 uses); a map mixing the two is refused rather than guessed at.
-func ParamInputs(raw json.RawMessage) (map[string]ParamInput, error) {
+// ParamInputs reads a configuration as the inputs of an update. The public shape
+// ({"defaults":{...},"fixed":{...}}) replaces the whole parameter configuration; a flat
+// map of default values ({"units":"metric"}, the shape DESIGN §1 leaves open and seed
+// 004 uses) sets those defaults and keeps the rest (merge, Patch.MergeParams). A map
+// mixing the two is refused rather than guessed at.
+func ParamInputs(raw json.RawMessage) (inputs map[string]ParamInput, merge bool, err error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil || top == nil {
-		return nil, verr.New("configuration", `must be an object: {"defaults": {...}, "fixed": {...}} or {"<parameter>": <default value>, ...}`)
+		return nil, false, verr.New("configuration", `must be an object: {"defaults": {...}, "fixed": {...}} or {"<parameter>": <default value>, ...}`)
 	}
 	shaped := 0
 	for k := range top {
@@ -477,15 +482,15 @@ func ParamInputs(raw json.RawMessage) (map[string]ParamInput, error) {
 			shaped++
 		}
 	}
-	if shaped == 0 {
+	if shaped == 0 && len(top) > 0 { // {} is the public shape with nothing set: it clears
 		out := make(map[string]ParamInput, len(top))
 		for name, val := range top {
 			out[name] = ParamInput{Mode: ModeDefault, Value: val}
 		}
-		return out, nil
+		return out, true, nil
 	}
 	if shaped != len(top) {
-		return nil, verr.New("configuration", `mixes "defaults"/"fixed" with parameter names: send {"defaults": {...}, "fixed": {...}} `+
+		return nil, false, verr.New("configuration", `mixes "defaults"/"fixed" with parameter names: send {"defaults": {...}, "fixed": {...}} `+
 			`(a tool with a parameter named defaults or fixed needs this form) or a flat map of default values`)
 	}
 	var v struct {
@@ -493,7 +498,8 @@ func ParamInputs(raw json.RawMessage) (map[string]ParamInput, error) {
 		Fixed    map[string]json.RawMessage `json:"fixed"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, verr.New("configuration", `"defaults" and "fixed" must each be an object of parameter values: `+err.Error())
+		return nil, false, verr.New("configuration", `"defaults" and "fixed" must each be an object of parameter values `+
+			`(for a parameter named defaults or fixed: {"defaults": {"defaults": …}}): `+err.Error())
 	}
 	out := map[string]ParamInput{}
 	e := &verr.Error{}
@@ -506,5 +512,5 @@ func ParamInputs(raw json.RawMessage) (map[string]ParamInput, error) {
 		}
 		out[name] = ParamInput{Mode: ModeFixed, Value: val}
 	}
-	return out, e.Err()
+	return out, false, e.Err()
 }

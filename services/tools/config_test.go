@@ -686,8 +686,8 @@ func TestFirstParamsConfigure(t *testing.T) {
 
 func TestParamInputs(t *testing.T) {
 	t.Parallel()
-	in, err := tools.ParamInputs(json.RawMessage(`{"defaults":{"a":1,"b":"x"},"fixed":{"c":[true]}}`))
-	if err != nil {
+	in, merge, err := tools.ParamInputs(json.RawMessage(`{"defaults":{"a":1,"b":"x"},"fixed":{"c":[true]}}`))
+	if err != nil || merge {
 		t.Fatal(err)
 	}
 	if len(in) != 3 || in["a"].Mode != tools.ModeDefault || string(in["a"].Value) != "1" || in["b"].Mode != tools.ModeDefault ||
@@ -695,24 +695,54 @@ func TestParamInputs(t *testing.T) {
 		t.Errorf("inputs: %+v", in)
 	}
 	for _, raw := range []string{`{}`, `{"defaults":{}}`, `{"fixed":null}`} {
-		if in, err := tools.ParamInputs(json.RawMessage(raw)); err != nil || len(in) != 0 || in == nil {
+		if in, merge, err := tools.ParamInputs(json.RawMessage(raw)); err != nil || len(in) != 0 || in == nil || merge {
 			t.Errorf("%s: %+v %v, want an empty (not nil) set: it clears the configuration", raw, in, err)
 		}
 	}
-	_, err = tools.ParamInputs(json.RawMessage(`{"defaults":{"a":1,"b":2},"fixed":{"a":1,"c":3}}`))
+	_, _, err = tools.ParamInputs(json.RawMessage(`{"defaults":{"a":1,"b":2},"fixed":{"a":1,"c":3}}`))
 	ve := wantFields(t, err, "params.a")
 	if !strings.Contains(ve.For("params.a"), "both") {
 		t.Errorf("message %q", ve.For("params.a"))
 	}
-	// A flat map is a set of defaults (seed 004's updateToolConfiguration(id, {units: "metric"})).
-	in, err = tools.ParamInputs(json.RawMessage(`{"units":"metric","default":{"a":1}}`))
-	if err != nil || len(in) != 2 || in["units"].Mode != tools.ModeDefault || string(in["units"].Value) != `"metric"` ||
+	// A flat map is a set of defaults to merge (seed 004's updateToolConfiguration(id, {units: "metric"})).
+	in, merge, err = tools.ParamInputs(json.RawMessage(`{"units":"metric","default":{"a":1}}`))
+	if err != nil || !merge || len(in) != 2 || in["units"].Mode != tools.ModeDefault || string(in["units"].Value) != `"metric"` ||
 		in["default"].Mode != tools.ModeDefault || string(in["default"].Value) != `{"a":1}` {
 		t.Errorf("flat map: %+v %v", in, err)
 	}
 	for _, raw := range []string{`not json`, `[]`, `null`, `"x"`, `{"defaults":[1]}`, `{"defaults":{"a":1},"other":1}`, `{"fixed":{},"units":"metric"}`} {
-		_, err := tools.ParamInputs(json.RawMessage(raw))
+		_, _, err := tools.ParamInputs(json.RawMessage(raw))
 		t.Run(raw, func(t *testing.T) { wantFields(t, err, "configuration") })
+	}
+}
+
+// A flat configuration (MergeParams) sets its defaults and keeps every other setting, a
+// stored secret included; it does not loosen a fixed parameter into a default.
+func TestMergeParams(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := configTool(f, "validated")
+	f.update(id, tools.Patch{Params: map[string]tools.ParamInput{"count": text("3"), "mode": fixedText("fast"),
+		"api_key": fixedText("sk-merge-secret")}})
+	before := f.config(id)
+	in, merge, err := tools.ParamInputs(json.RawMessage(`{"names":["y"],"count":4}`))
+	if err != nil || !merge {
+		t.Fatal(merge, err)
+	}
+	f.update(id, tools.Patch{Params: in, MergeParams: merge})
+	after := f.config(id)
+	if len(after.Params) != 4 || string(after.Params["count"].Value) != "4" || compact(after.Params["names"].Value) != `["y"]` ||
+		after.Params["mode"].Mode != tools.ModeFixed || string(after.Params["mode"].Value) != `"fast"` ||
+		after.Params["api_key"].Mode != tools.ModeFixed || after.Params["api_key"].Secret != before.Params["api_key"].Secret {
+		t.Errorf("after a flat update: %+v", after.Params)
+	}
+	in, merge, _ = tools.ParamInputs(json.RawMessage(`{"mode":"slow"}`))
+	_, err = f.svc.Update(f.ctx, alice, id, tools.Patch{Params: in, MergeParams: merge})
+	if ve := wantFields(t, err, "params.mode"); !strings.Contains(ve.For("params.mode"), "is fixed") {
+		t.Errorf("loosening a fixed parameter: %q", ve.For("params.mode"))
+	}
+	if got := f.config(id); string(got.Params["mode"].Value) != `"fast"` || got.Params["mode"].Mode != tools.ModeFixed {
+		t.Errorf("the refused update changed mode: %+v", got.Params["mode"])
 	}
 }
 
@@ -726,7 +756,7 @@ func TestParamInputsRoundTrip(t *testing.T) {
 		"api_key": fixedText("sk-roundtrip"), "names": text(`["x"]`)}})
 	before := f.config(id)
 	raw, _ := json.Marshal(before.APIView())
-	in, err := tools.ParamInputs(raw)
+	in, _, err := tools.ParamInputs(raw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,9 +31,13 @@ type Patch struct {
 	Tags      []string // the new tags (replacing the old ones) when SetTags
 	SetTags   bool
 	// Params replaces the whole parameter configuration when not nil (parameters left
-	// out lose their setting).
+	// out lose their setting), unless MergeParams.
 	Params map[string]ParamInput
-	Reason string // why, for the version history
+	// MergeParams: Params are defaults to set, and every other parameter keeps its
+	// setting (the flat form of the API's configuration). A fixed parameter is not
+	// turned into a default this way.
+	MergeParams bool
+	Reason      string // why, for the version history
 	// ExpectVersion, when set, is the configuration version the change was based on: a
 	// newer one (someone saved meanwhile) fails with a CodeStale fault instead of undoing it.
 	ExpectVersion *int
@@ -240,7 +244,11 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 			next.Tags = tags
 		}
 	}
-	cfg, err := s.applyParams(t, cur, p.Params, e)
+	params := p.Params
+	if p.MergeParams {
+		params = mergeParams(cur, p.Params, e)
+	}
+	cfg, err := s.applyParams(t, cur, params, e)
 	if err != nil {
 		return Item{}, err
 	}
@@ -332,4 +340,27 @@ func (s *Service) ConfigVersions(ctx context.Context, id string, limit int) ([]C
 		}
 	}
 	return vs, err
+}
+
+// mergeParams is the whole configuration after setting the defaults in set: the other
+// parameters keep their settings (a secret its stored value). A parameter that is fixed
+// stays so: a flat configuration names defaults, and loosening a fixed value is asked
+// for in the form that says so.
+func mergeParams(cur Configuration, set map[string]ParamInput, e *verr.Error) map[string]ParamInput {
+	out := make(map[string]ParamInput, len(cur.Params)+len(set))
+	for name, st := range cur.Params {
+		in := ParamInput{Mode: st.Mode, Value: st.Value}
+		if st.Secret != "" {
+			in.Value = nil // kept as stored
+		}
+		out[name] = in
+	}
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if cur.Params[name].Mode == ModeFixed {
+			e.Add("params."+name, `is fixed; a flat configuration sets defaults only: send {"defaults": {...}, "fixed": {...}} to change it`)
+			continue
+		}
+		out[name] = set[name]
+	}
+	return out
 }
