@@ -22,7 +22,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
-	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -206,23 +205,22 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 	return req, s.opts.Planner.Name(), nil
 }
 
-// plannable are the enabled tools a planner may use for c (the router still checks each).
+// maxPlannable bounds the tools a planner is shown.
+const maxPlannable = 2000
+
+// plannable are the tools that can be called now that a planner may use for c (the
+// router still checks each), each with the input schema a caller sees: without the
+// parameters its configuration fixes, which a plan may not give.
 func (s *Service) plannable(ctx context.Context, c Caller) ([]planner.Tool, error) {
-	var out []planner.Tool
-	q := tools.Query{Status: []string{"enabled"}, Limit: 200}
-	for {
-		page, err := s.tools.List(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range page.Items {
-			out = append(out, planner.Tool{Name: t.QualifiedName(), Description: t.Description, InputSchema: t.InputSchema})
-		}
-		if page.NextCursor == "" || len(out) >= 2000 {
-			return out, nil
-		}
-		q.Cursor = page.NextCursor
+	all, err := s.tools.Callable(ctx)
+	if err != nil {
+		return nil, err
 	}
+	out := make([]planner.Tool, 0, min(len(all), maxPlannable))
+	for _, t := range all[:min(len(all), maxPlannable)] {
+		out = append(out, planner.Tool{Name: t.QualifiedName(), Description: t.Description, InputSchema: t.CallerSchema()})
+	}
+	return out, nil
 }
 
 // start moves an approved execution to executing and queues its run, in tx.

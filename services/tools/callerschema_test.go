@@ -16,7 +16,7 @@ func TestCallerSchema(t *testing.T) {
 		{"fixed and required", `{"type":"object","properties":{"a":{"type":"string"},"b":{}},"required":["a","b"]}`,
 			`{"properties":{"b":{}},"required":["b"],"type":"object"}`},
 		{"no required", `{"type":"object","properties":{"a":{},"b":{}}}`, `{"properties":{"b":{}},"type":"object"}`},
-		{"no properties", `{"type":"object","required":["a"]}`, `{"required":[],"type":"object"}`},
+		{"no properties, nothing left required", `{"type":"object","required":["a"]}`, `{"type":"object"}`},
 		{"allOf and $ref left alone", `{"allOf":[{"required":["a"]}],"$ref":"#/x","properties":{"a":{}}}`,
 			`{"$ref":"#/x","allOf":[{"required":["a"]}],"properties":{}}`},
 		{"not an object schema", `true`, `true`},

@@ -189,24 +189,26 @@ func Touch(ctx context.Context, q db.Querier, ids []string, at time.Time) error 
 	return nil
 }
 
-// CallableItem is a tool that can be called now, with the parameters its configuration
-// fixes: a caller may not give those (the router adds them and refuses another value),
-// so what is offered to callers leaves them out (CallerSchema).
+// CallableItem is a tool that can be called now, with its parameter configuration: the
+// parameters it fixes may not be given by a caller (the router adds them and refuses
+// another value), so what is offered to callers leaves them out (CallerSchema).
 type CallableItem struct {
 	Item
-	Fixed []string `db:"fixed_params" json:"-"`
+	RawConfig []byte `db:"configuration" json:"-"`
 }
 
 // CallerSchema is the tool's input schema as a caller should see it.
-func (t CallableItem) CallerSchema() json.RawMessage { return CallerSchema(t.InputSchema, t.Fixed) }
+func (t CallableItem) CallerSchema() json.RawMessage {
+	fixed, _ := parseConfiguration(t.RawConfig).FixedParams()
+	return CallerSchema(t.InputSchema, fixed)
+}
 
 // Callable lists the tools that can be called now, whoever calls: enabled, still
 // offered by their server, on an enabled server; by server name, then tool name (the
 // gateway's stable order). Who may call which is the router's to say.
 func (s *Service) Callable(ctx context.Context) ([]CallableItem, error) {
 	return db.All[CallableItem](ctx, s.pool, "tools: callable", `/* tools.Callable */ SELECT `+itemColumns+`, 0::real AS rank,
-		ARRAY(SELECT p.key FROM jsonb_each(CASE WHEN jsonb_typeof(t.configuration->'params') = 'object'
-			THEN t.configuration->'params' ELSE '{}' END) p WHERE p.value->>'mode' = 'fixed' ORDER BY p.key) AS fixed_params`+itemFrom+`
+		t.configuration`+itemFrom+`
 		WHERE t.status = 'enabled' AND t.available AND s.enabled
 		ORDER BY s.name, t.name, t.id`)
 }
