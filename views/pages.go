@@ -136,7 +136,8 @@ type TokenRow struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	ExpiresAt  *time.Time
-	// ExpiresSoon: active and ending within a week.
+	// ExpiresSoon: active, and its owner is warned of its end (the last week, or the
+	// last quarter of a shorter life).
 	ExpiresSoon bool
 }
 

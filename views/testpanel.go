@@ -60,13 +60,24 @@ func (v ToolTest) ArgErrors() *verr.Error {
 			out.Fields = append(out.Fields, f)
 		}
 	}
+	if len(out.Fields) == 0 {
+		return nil
+	}
 	return out
 }
 
 // CaseHasErrors: saving a case was refused for one of its own inputs (the save-case
 // form opens to show it).
 func (v ToolTest) CaseHasErrors() bool {
-	return v.Errors != nil && len(v.ArgErrors().Fields) < len(v.Errors.Fields)
+	if v.Errors == nil {
+		return false
+	}
+	for _, f := range v.Errors.Fields {
+		if caseFields[f.Field] {
+			return true
+		}
+	}
+	return false
 }
 
 // TestRunButton is the state of the workspace's Run button.

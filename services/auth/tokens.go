@@ -29,8 +29,8 @@ type Token struct {
 	LastUsedAt *time.Time `db:"last_used_at" json:"last_used_at"`
 	ExpiresAt  *time.Time `db:"expires_at" json:"expires_at"`
 	RevokedAt  *time.Time `db:"revoked_at" json:"revoked_at"`
-	// ExpiresSoon: the token is active and expires within ExpiryWarning (its owner is
-	// warned on /tokens and on every page).
+	// ExpiresSoon: the token is active and its owner is being warned of its end
+	// (WarnFrom has passed): on /tokens and on every page.
 	ExpiresSoon bool `db:"-" json:"expires_soon"`
 }
 
@@ -229,11 +229,11 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 	}
 	type row struct {
 		User
-		TokenID    string     `db:"token_id"`
-		TokenName  string     `db:"token_name"`
-		LastUsedAt *time.Time `db:"last_used_at"`
-		ExpiresAt  *time.Time `db:"expires_at"`
-		CreatedAt  time.Time  `db:"token_created_at"`
+		TokenID        string     `db:"token_id"`
+		TokenName      string     `db:"token_name"`
+		LastUsedAt     *time.Time `db:"last_used_at"`
+		ExpiresAt      *time.Time `db:"expires_at"`
+		TokenCreatedAt time.Time  `db:"token_created_at"`
 	}
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -244,7 +244,7 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 	}
 	pr := Principal{User: r.User, Kind: audit.ActorToken, TokenID: r.TokenID, TokenName: r.TokenName, TokenExpiresAt: r.ExpiresAt}
 	if r.ExpiresAt != nil {
-		warn := WarnFrom(r.CreatedAt, *r.ExpiresAt)
+		warn := WarnFrom(r.TokenCreatedAt, *r.ExpiresAt)
 		pr.TokenWarnFrom = &warn
 	}
 	e := &cachedToken{p: pr, expires: r.ExpiresAt, fetched: time.Now()}
@@ -268,12 +268,12 @@ func (s *Service) CountTokens(ctx context.Context) (int, error) {
 // Days is an ExpiresInDays of n days (0: never).
 func Days(n int) *int { return &n }
 
-// ExpiringTokens lists userID's active tokens that expire within ExpiryWarning, soonest
-// first: what the owner is warned about on every page.
+// ExpiringTokens lists userID's active tokens whose warning time (WarnFrom) has come,
+// soonest first: what the owner is warned about on every page.
 func (s *Service) ExpiringTokens(ctx context.Context, userID string) ([]Token, error) {
 	rows, err := s.pool.Query(ctx, `/* auth.ExpiringTokens */ SELECT `+tokenColumns+` FROM api_tokens
 		WHERE user_id::text = $1 AND revoked_at IS NULL AND expires_at > now()
-		  AND expires_at <= now() + LEAST($2::interval, (expires_at - created_at) / 4)
+		  AND expires_at <= now() + LEAST($2::interval, make_interval(secs => extract(epoch FROM expires_at - created_at) / 4))
 		ORDER BY expires_at`, userID, ExpiryWarning)
 	if err != nil {
 		return nil, fmt.Errorf("auth: expiring tokens: %w", err)

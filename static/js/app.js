@@ -450,7 +450,10 @@
   document.addEventListener("htmx:afterSettle", function (e) {
     var elt = e.detail && e.detail.requestConfig && e.detail.requestConfig.elt;
     if (!elt || !elt.hasAttribute || !elt.hasAttribute("data-reveal")) return;
-    var target = document.querySelector(elt.getAttribute("hx-target"));
+    // Only a plain #id target: htmx's extended ones ("closest …", "this") are no selectors.
+    var sel = elt.getAttribute("hx-target") || "";
+    if (!/^#[A-Za-z][\w-]*$/.test(sel)) return;
+    var target = document.getElementById(sel.slice(1));
     if (!target) return;
     var r = target.getBoundingClientRect();
     if (r.top < 0 || r.bottom > window.innerHeight) target.scrollIntoView({ block: "nearest" });
