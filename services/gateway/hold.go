@@ -40,7 +40,7 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 	}
 	ex, err := g.exec.Create(ctx, executions.Caller{Actor: call.Actor, Role: call.Role}, executions.Input{
 		Plan:   &executions.Request{Steps: []executions.RequestStep{{Tool: p.Name, Arguments: args}}},
-		Source: executions.SourceMCP, Client: call.Client})
+		Source: executions.SourceMCP, Client: call.Client, ConversationID: call.ConversationID})
 	if err != nil {
 		return g.refused(p.Name, err)
 	}

@@ -73,8 +73,16 @@ type callOutcome struct {
 
 // call starts a tools/call and returns where its outcome arrives.
 func call(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, progress string) <-chan callOutcome {
+	return callIn(ctx, cs, name, args, progress, "")
+}
+
+// callIn is call in the agent conversation conv (its _meta.conversation_id), unless "".
+func callIn(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, progress, conv string) <-chan callOutcome {
 	out := make(chan callOutcome, 1)
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
+	if conv != "" {
+		p.Meta = mcp.Meta{"conversation_id": conv}
+	}
 	if progress != "" {
 		p.SetProgressToken(progress)
 	}
@@ -130,10 +138,14 @@ func TestApprovalInsideTheCall(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			cs, progress := e.client(t, era)
-			out := call(ctx, cs, "ut__echo", map[string]any{"message": "held " + era}, "p-"+era)
+			// The step runs in the call's conversation (the built-in tools' workspace and
+			// grants are the conversation's).
+			out := callIn(ctx, cs, "ut__echo", map[string]any{"message": "held " + era}, "p-"+era, "conv-"+era)
 			ex := e.pending(t, "ut__echo")
-			if ex.Source != executions.SourceMCP || ex.Client != "hold-test 2.1" || ex.Risk != "medium" || ex.RequesterName != "tina" {
-				t.Fatalf("the execution: source %q client %q risk %q requester %q", ex.Source, ex.Client, ex.Risk, ex.RequesterName)
+			if ex.Source != executions.SourceMCP || ex.Client != "hold-test 2.1" || ex.Risk != "medium" || ex.RequesterName != "tina" ||
+				ex.ConversationID != "conv-"+era {
+				t.Fatalf("the execution: source %q client %q risk %q requester %q conversation %q", ex.Source, ex.Client, ex.Risk,
+					ex.RequesterName, ex.ConversationID)
 			}
 			webtest.WaitFor(t, 10*time.Second, func() bool { return len(progress()) > 0 }, "no progress while waiting")
 			if msg := progress()[0]; !strings.Contains(msg, "Waiting for a person to approve") {
