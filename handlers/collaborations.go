@@ -118,6 +118,12 @@ func (h CollaborationsHandler) GrantsPage(c echo.Context) error {
 	if all {
 		f.UserID = ""
 	}
+	// The cursor is read before the grants, so a change in between is replayed (never
+	// 0: a socket from 0 replays the whole history).
+	last, err := h.Events.LatestID(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	list, err := h.Grants.Active(c.Request().Context(), f)
 	if err != nil {
 		return err
@@ -127,6 +133,7 @@ func (h CollaborationsHandler) GrantsPage(c echo.Context) error {
 		topic = grants.Topic
 	}
 	page := views.GrantsPage{Layout: h.layout(c, "Grants", topic), All: all}
+	page.Layout.Live.LastEventID = last
 	for _, g := range list {
 		page.Grants = append(page.Grants, grantRow(g))
 	}

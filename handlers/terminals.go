@@ -79,7 +79,14 @@ func (h TerminalsHandler) List(c echo.Context) error {
 	if p.Can(auth.PermAuditView) {
 		topic = builtin.TerminalsTopic
 	}
+	// The cursor is read before the list, so a terminal that starts or ends in between
+	// is replayed (never 0: a socket from 0 replays the whole history).
+	last, err := h.Events.LatestID(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	page := views.TerminalsPage{Layout: h.layout(c, "Terminals", topic), SeesAll: p.Can(auth.PermAuditView)}
+	page.Layout.Live.LastEventID = last
 	if h.Terminals != nil {
 		for _, t := range h.Terminals.List() {
 			if see, _ := TerminalAccess(p, t); see {
