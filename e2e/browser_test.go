@@ -410,11 +410,16 @@ func TestBrowserNarrowPagesDoNotScrollSideways(t *testing.T) {
 	b := newBrowser(t)
 	b.do("emulate a phone", chromedp.EmulateViewport(375, 812, chromedp.EmulatePortrait))
 	b.login(srv, "admin", webtest.AdminPassword)
-	for _, path := range []string{"/audit", "/tokens", "/servers/" + sv.ID, "/tools", "/users"} {
+	for _, path := range []string{"/audit", "/tokens", "/servers/" + sv.ID, "/tools", "/users", "/grants", "/terminals"} {
 		b.do("open "+path, chromedp.Navigate(srv.URL+path), chromedp.WaitReady("main"))
 		if w := eval[int](b, `document.documentElement.scrollWidth`); w > 375 {
 			wide := eval[string](b, `[...document.querySelectorAll("main *")].filter(e => e.getBoundingClientRect().right > 376).slice(0, 3).map(e => e.tagName + "." + e.className).join(", ")`)
 			t.Errorf("%s is %d px wide on a 375 px screen (beyond the edge: %s)", path, w, wide)
+		}
+		// The page starts right under the header: a short page's hidden navigation row
+		// took the spare height and pushed the heading down.
+		if gap := eval[int](b, `Math.round(document.querySelector("main h1, main h2").getBoundingClientRect().top - document.querySelector("header").getBoundingClientRect().bottom)`); gap > 60 {
+			t.Errorf("%s: the heading starts %d px under the header on a 375 px screen", path, gap)
 		}
 	}
 	b.checkConsole()
