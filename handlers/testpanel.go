@@ -148,7 +148,7 @@ func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, a
 			tv.Mode, tv.JSON = "json", indentJSON(args)
 		}
 	}
-	tv.CanRun, tv.CannotRun = canRun(p, it)
+	tv.CanRun, tv.CannotRun = h.mayRun(c, it)
 	tv.Verifies = p.Can(auth.PermToolEnable) && toolstate.Allowed(it.Status, toolstate.Testing)
 	if tv.CanRun && r.Level != risk.Low {
 		h.mayConfirm(c, it, r.Level, &tv)
@@ -177,7 +177,25 @@ func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.L
 	}
 }
 
-// canRun mirrors the router's first checks, to say before a run why it would be refused.
+// mayRun is canRun and the router's permission rule (the role's tool.use, or the
+// person's own rule for the tool), to say before a run why it would be refused.
+func (h TestPanelHandler) mayRun(c echo.Context, it tools.Item) (bool, string) {
+	p := PrincipalOf(c)
+	if ok, why := canRun(p, it); !ok {
+		return ok, why
+	}
+	ok, err := h.Router.MayUse(c.Request().Context(), ActorOf(c), p.User.Role, it.ID)
+	if err != nil {
+		h.Logger.Warn("handlers: could not ask whether the caller may use a tool", "tool", it.ID, "err", err)
+		return true, "" // the router says it at the run
+	}
+	if !ok {
+		return false, "You may not use this tool; ask an administrator for access."
+	}
+	return true, ""
+}
+
+// canRun mirrors the router's first checks on the tool's state.
 func canRun(p *auth.Principal, it tools.Item) (bool, string) {
 	switch {
 	case !it.Available:
@@ -500,7 +518,7 @@ func (h TestPanelHandler) renderPoll(c echo.Context, res views.TestResult) error
 		if err != nil {
 			return err
 		}
-		run.CanRun, run.CannotRun = canRun(PrincipalOf(c), it)
+		run.CanRun, run.CannotRun = h.mayRun(c, it)
 	}
 	return render(c, http.StatusOK, views.TestPoll(res, run))
 }

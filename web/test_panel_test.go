@@ -517,9 +517,23 @@ func TestTestPanelFixedParameter(t *testing.T) {
 	// A guest (no tool.inspect) learns that the parameter is set, not its value.
 	srv.CreateUser(t, "gus", auth.RoleGuest, "gus-password-1234")
 	gus := srv.Login(t, "gus", "gus-password-1234")
-	got := page(t, srv.Get(t, gus, "/tools/"+echo+"/test")).Find(`[data-testid="test-fixed"]`).Text()
+	gdoc := page(t, srv.Get(t, gus, "/tools/"+echo+"/test"))
+	got := gdoc.Find(`[data-testid="test-fixed"]`).Text()
 	if !strings.Contains(got, "message") || strings.Contains(got, "from the configuration") {
 		t.Fatalf("a guest's panel says %q: want the name without the value", got)
+	}
+	// A guest may not use the tool: Run is off and says why, before a refused run does.
+	if gdoc.Find(`[data-testid="run-test"][disabled]`).Length() != 1 || !strings.Contains(gdoc.Text(), "You may not use this tool") {
+		t.Fatalf("a guest's Run: %s", gdoc.Find(`#test-run-actions`).Text())
+	}
+	// Allowed this tool by a rule of their own, they may.
+	yes := true
+	if err := srv.Tools.SetPermission(context.Background(), audit.System, echo, "gus", &yes); err != nil {
+		t.Fatal(err)
+	}
+	gdoc = page(t, srv.Get(t, gus, "/tools/"+echo+"/test"))
+	if gdoc.Find(`[data-testid="run-test"]:not([disabled])`).Length() != 1 {
+		t.Fatalf("a guest allowed the tool: Run is still off: %s", gdoc.Find(`#test-run-actions`).Text())
 	}
 }
 

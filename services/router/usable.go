@@ -32,3 +32,13 @@ func (r *Router) Usable(ctx context.Context, caller audit.Actor, role auth.Role)
 	}
 	return out, nil
 }
+
+// MayUse reports whether caller (with role) may call tool toolID, by the rule Call
+// applies: the role's tool.use, unless the user's per-tool permission says otherwise.
+// Whether the tool can be called now (enabled, offered) is not asked here.
+func (r *Router) MayUse(ctx context.Context, caller audit.Actor, role auth.Role, toolID string) (bool, error) {
+	if caller.Kind == audit.ActorSystem {
+		return true, nil
+	}
+	return r.mayUse(ctx, caller.ID, toolID, role.Can(auth.PermToolUse))
+}
