@@ -78,6 +78,10 @@ func TestBrowserAddStdioServer(t *testing.T) {
 	initial := eval[string](b, `document.querySelector("[data-testid=server-head]").dataset.status`)
 	b.waitJS("the server goes connected live", `document.querySelector("[data-testid=server-head]").dataset.status === "connected"`)
 	b.waitJS("its tools are listed live", `document.querySelector("[data-testid=server-tools]").dataset.count === "5"`)
+	// Each tool leads to its page (the rows came live: the links too).
+	if n := eval[int](b, `[...document.querySelectorAll("[data-testid=server-tools] a[data-testid=tool-link]")].filter(a => /^\/tools\/[0-9a-f-]{36}$/.test(a.getAttribute("href"))).length`); n != 5 {
+		t.Fatalf("links from the server's tools to their pages: %d, want 5", n)
+	}
 	if initial != "connected" {
 		b.waitJS("a toast says it connected",
 			`[...document.querySelectorAll("[data-testid=toast]")].some(t => t.textContent.includes("browser connected"))`)

@@ -355,7 +355,7 @@ func (h ServersHandler) Test(c echo.Context) error {
 	}
 	if htmx {
 		if fe, ok := formErrors(err); ok {
-			result = &views.ServerTest{Error: "fix the form first: " + strings.Join(fieldMessages(fe), "; ")}
+			result = &views.ServerTest{FormProblems: fieldMessages(fe)}
 		} else if err != nil {
 			return err
 		}
@@ -370,7 +370,9 @@ func (h ServersHandler) Test(c echo.Context) error {
 func fieldMessages(fe views.FormErrors) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(fe)) {
-		out = append(out, k+" "+fe[k])
+		for _, line := range strings.Split(fe[k], "\n") { // a template's problems, one a line
+			out = append(out, k+" "+line)
+		}
 	}
 	return out
 }

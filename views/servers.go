@@ -107,8 +107,10 @@ type ServerFormPage struct {
 
 // ServerTest is the result of "Test connection".
 type ServerTest struct {
-	OK         bool
-	Error      string
+	OK    bool
+	Error string
+	// FormProblems: nothing was tried, the form has these problems (one a line).
+	FormProblems []string
 	ConnectMS  float64
 	LatencyMS  float64
 	ServerName string

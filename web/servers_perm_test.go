@@ -378,8 +378,8 @@ func TestServerCommandPermissionForms(t *testing.T) {
 	// Trying one from the form is refused the same way.
 	res = svPost(t, srv, tm, "/servers/test", sf, map[string]string{"HX-Request": "true"})
 	frag := bodyString(t, res)
-	if !strings.Contains(frag, `data-testid="test-failed"`) || !strings.Contains(frag, "administrators") {
-		t.Errorf("test a stdio form as tool manager: got %d %.300s, want a test-failed panel about administrators", res.StatusCode, frag)
+	if !strings.Contains(frag, `data-testid="test-form-problems"`) || !strings.Contains(frag, "administrators") {
+		t.Errorf("test a stdio form as tool manager: got %d %.300s, want the form's problem about administrators", res.StatusCode, frag)
 	}
 
 	// The tool manager may turn a stdio server into an HTTP one from the form: with the
