@@ -62,7 +62,7 @@ func (h ToolPageHandler) SetCompensation(c echo.Context) error {
 		}
 		return h.renderCompensation(c, http.StatusUnprocessableEntity, it, r)
 	}
-	msg := "A failed step of " + it.QualifiedName() + " is now undone with " + form.UndoTool + "."
+	msg := "A completed step of " + it.QualifiedName() + " is now undone with " + form.UndoTool + " when its execution fails or is rolled back."
 	if form.UndoTool == "" {
 		msg = "The compensation of " + it.QualifiedName() + " was removed: only undo steps of plans undo it now."
 	}

@@ -107,8 +107,8 @@ func source(t *testing.T, hs *mcptest.HTTPServer) *apptest.App {
 		t.Fatal(err)
 	}
 	a.Settled(t, "ev__write-note")
-	if err := a.Executions.SetCompensation(ctx, admin, "ev__write-note", "ev__echo", map[string]executions.MappedArgument{
-		"message": {From: "/text"}, "note": {Value: json.RawMessage(`{"undo":true,"n":2}`)}}); err != nil {
+	if err := a.Executions.SetCompensation(ctx, admin, "ev__write-note", "ev__add", map[string]executions.MappedArgument{
+		"a": {From: "/text"}, "b": {Value: json.RawMessage(`2`)}}); err != nil {
 		t.Fatal(err)
 	}
 	must[tools.TestCase](t)(a.Tools.SaveTestCase(ctx, admin, echo, tools.TestCase{Name: "hello", Arguments: json.RawMessage(`{"message":"hi"}`), ExpectText: "hi"}))
@@ -144,7 +144,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("the export holds the secret value:\n%s", first)
 	}
 	for _, want := range []string{"tool: ev__weather", "secret: ${env:" + secretEnv + "}", "state: disabled", "bob: false",
-		"undo: ev__echo", "name: hello", "approval_ttl_seconds: 7200", "high_separation: always", "name: utilities",
+		"undo: ev__add", "name: hello", "approval_ttl_seconds: 7200", "high_separation: always", "name: utilities",
 		"tool: tpl__word_count", "word_count", "risk: low", "tool: ev__shady\n    state: enabled\n    override: test\n"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("the export lacks %q:\n%s", want, first)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,6 +63,7 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 			e.Add("undo_tool", "a tool cannot undo itself; pick the tool that reverses it")
 		default:
 			undoToolID = t.ID
+			checkMapNames(m, self.InputSchema, t.InputSchema, t.QualifiedName(), e)
 		}
 	} else if len(m) > 0 {
 		e.Add("undo_tool", "pick the tool that undoes this one, or remove the argument mapping")
@@ -76,6 +78,49 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		return StoreCompensation(ctx, tx, actor, toolID, undoToolID, m)
 	})
+}
+
+// checkMapNames names the mapped arguments the undo tool does not take, and the "from"
+// pointers that start at an argument the undone tool does not take: mistakes that
+// would otherwise show only in a rollback. A schema that lists no properties (it
+// takes anything) is not checked against.
+func checkMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawMessage, undoName string, e *verr.Error) {
+	undoArgs, selfArgs := topProperties(undoSchema), topProperties(selfSchema)
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		field := "/argument_map/" + name
+		if undoArgs != nil && !slices.Contains(undoArgs, name) {
+			e.Add(field, fmt.Sprintf("%s takes no argument %q (it takes %s)", undoName, name, listOrNone(undoArgs)))
+			continue
+		}
+		from := m[name].From
+		if from == "" || selfArgs == nil {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(from, "/"), "/")
+		first = strings.NewReplacer("~1", "/", "~0", "~").Replace(first)
+		if !slices.Contains(selfArgs, first) {
+			e.Add(field, fmt.Sprintf("%q points at no argument of the undone step (its arguments: %s)", from, listOrNone(selfArgs)))
+		}
+	}
+}
+
+// topProperties are the names of a schema's top-level properties, sorted; nil when it
+// lists none.
+func topProperties(raw json.RawMessage) []string {
+	var v struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(raw, &v) != nil || len(v.Properties) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(v.Properties))
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // CheckArgumentMap names what is wrong with a compensation's argument mapping.
