@@ -343,6 +343,9 @@ func TestTestPanel(t *testing.T) {
 	// The answer takes 1.5 s (the server waits that long before it shows progress).
 	b.waitJS("Run is disabled and busy while the request is in flight",
 		`(r => r.disabled && r.getAttribute("aria-busy") === "true" && r.closest("form").__old === true)(`+runButton+`)`)
+	// Meanwhile the last result is dimmed at once: it is not this run's.
+	b.waitJS("the last result is dimmed while the request is in flight",
+		`document.querySelector("[data-testid=test-run-form]").__old === true && Number(getComputedStyle(document.querySelector(".test-result-area")).opacity) < 0.6`)
 	b.do("wait for the running panel",
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-running][aria-busy=true] [data-testid=test-run-progress]`)))
 	topic := eval[string](b, `document.querySelector("[data-testid=test-running]")?.dataset.liveTopic ?? ""`)
