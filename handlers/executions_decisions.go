@@ -21,7 +21,7 @@ import (
 func (h ExecutionsHandler) ConfirmForm(c echo.Context) error {
 	return h.pageDecision(c, "Not approved", func(ctx context.Context, who executions.Caller, id string) (*executions.Execution, error) {
 		return h.Executions.Confirm(ctx, who, id, c.FormValue("phrase"), c.FormValue("plan_hash"))
-	}, func(*executions.Execution) string { return "Approved: the plan is running." })
+	}, func(*executions.Execution) string { return "Approved: the plan was started." })
 }
 
 // RejectForm turns a plan down with a reason.

@@ -253,6 +253,21 @@ func msf(v float64) string {
 	return fmt.Sprintf("%.0f ms", v)
 }
 
+// callSourceText is where a call came from, in words (the usage log's source).
+func callSourceText(source string) string {
+	switch source {
+	case "test_panel":
+		return "Test panel"
+	case "api":
+		return "JSON API"
+	case "execution":
+		return "Execution"
+	case "mcp":
+		return "MCP client"
+	}
+	return source
+}
+
 // Plural is "1 step" or "3 steps".
 func Plural(n int, one, many string) string {
 	if n == 1 {

@@ -800,6 +800,9 @@ func TestToolUsageAndLogs(t *testing.T) {
 	if strings.Contains(html, leaked) || strings.Contains(html, "<script>x") {
 		t.Fatal("logs: a secret or markup reached the page")
 	}
+	if got := rows.First().Find("td").Eq(2).Text(); got != "JSON API" {
+		t.Errorf("logs: a call's source reads %q, want it in words (JSON API)", got)
+	}
 	if !strings.Contains(rows.First().Find("[data-testid=log-request]").Text(), `"message": "call 0"`) {
 		t.Errorf("logs: first row %q, want the newest call", rows.First().Find("[data-testid=log-request]").Text())
 	}

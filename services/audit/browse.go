@@ -172,16 +172,22 @@ func validAction(a string) bool {
 }
 
 // timeLayouts are what from and to accept: RFC 3339, and the forms a browser's date
-// and time inputs send (read as UTC).
+// and time inputs send (read as UTC). A space may stand for the T, as people type it
+// ("2026-01-31 08:00", the way the list shows times).
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
 
 func parseTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if len(s) > 10 && s[10] == ' ' {
+		s = s[:10] + "T" + strings.TrimSpace(s[11:])
+	}
+	s = strings.TrimSuffix(strings.TrimSuffix(s, " UTC"), "UTC")
 	for _, l := range timeLayouts {
 		if t, err := time.Parse(l, s); err == nil {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, errors.New("must be a time such as 2026-01-31T08:00:00Z or 2026-01-31")
+	return time.Time{}, errors.New("must be a time such as 2026-01-31 08:00 (UTC), 2026-01-31T08:00:00Z or 2026-01-31")
 }
 
 // Query is the filter as query parameters, without its cursor and limit: a page's
