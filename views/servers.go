@@ -111,14 +111,14 @@ type ServerTest struct {
 	Error string
 	// FormProblems: nothing was tried, the form has these problems (one a line).
 	FormProblems []string
-	ConnectMS  float64
-	LatencyMS  float64
-	ServerName string
-	Version    string
-	Protocol   string
-	ToolCount  int
-	Tools      []string
-	Stderr     []string
+	ConnectMS    float64
+	LatencyMS    float64
+	ServerName   string
+	Version      string
+	Protocol     string
+	ToolCount    int
+	Tools        []string
+	Stderr       []string
 }
 
 // ServerTestRun is a connection test running in the background.
