@@ -85,6 +85,12 @@ func TestBrowserTerminal(t *testing.T) {
 	if out, _, _ := term.Output(0); strings.Contains(string(out), "AUDITOR") {
 		t.Fatal("the auditor's keys reached the terminal")
 	}
+	// Closed by its agent (close_session), the terminal says so, not "exit code -1",
+	// and stays readable: a reload still shows its page and output.
+	term.End()
+	d.waitJS("the page says the agent closed it", `document.getElementById("terminal").dataset.state === "closed by its agent"`)
+	d.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)))
+	d.waitJS("the closed terminal's output is still there", rowsText+`.includes("live-7")`)
 	d.checkConsole()
 	b.checkConsole()
 }

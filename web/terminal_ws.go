@@ -148,7 +148,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 		case <-done:
 			done = nil
 			time.Sleep(50 * time.Millisecond) // the last output, read after the exit
-			if !flush() || writeJSON(map[string]any{"type": "exit", "code": t.ExitCode()}) != nil {
+			if !flush() || writeJSON(map[string]any{"type": "exit", "code": t.ExitCode(), "closed": t.Closed()}) != nil {
 				return
 			}
 		case <-ping.C:

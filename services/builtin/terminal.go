@@ -228,7 +228,7 @@ func TerminalTool(ts *Terminals) Tool {
 				if res != nil {
 					return res, nil
 				}
-				t.Close()
+				t.End()
 				return textResult("closed " + t.ID), nil
 			},
 		},

@@ -110,8 +110,12 @@ func TestTerminalOperations(t *testing.T) {
 	if res, err = call("conv-t", `{"operation":"close_session","sessionId":"`+cs.SessionID+`"}`); err != nil || res.IsError {
 		t.Fatalf("close: %v %+v", err, res)
 	}
-	if srv.App.Terminals.Get(cs.SessionID) != nil {
-		t.Fatal("the closed session is still there")
+	// Closed, it stays listed (its output readable for a while), ended and marked closed.
+	if tm := srv.App.Terminals.Get(cs.SessionID); tm == nil || !tm.Exited() || !tm.Closed() {
+		t.Fatalf("the closed session: %v, want it kept, ended, marked closed", tm)
+	}
+	if res, err = call("conv-t", `{"operation":"send_input","sessionId":"`+cs.SessionID+`","input":"echo late\n"}`); err == nil && !res.IsError {
+		t.Fatalf("input to a closed session: %+v, want it refused", res)
 	}
 
 	// The rules raise a LOW tool's risk: rm -rf needs an approval; the same tool with a

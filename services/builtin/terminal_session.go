@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -137,6 +138,7 @@ type Terminal struct {
 	done   chan struct{} // closed when the leader was reaped
 	gone   chan struct{} // closed when its session's processes and record are gone too
 	exit   int           // its exit code, once done (-1, or 128+n when confined: killed by signal n)
+	closed atomic.Bool   // ended by close_session, not by itself
 	inMu   sync.Mutex
 	inLine lineEditor // what was typed since the last newline (for the audit)
 	once   sync.Once
@@ -445,6 +447,7 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 // Close ends the terminal: SIGTERM to its session's processes, 100 ms, SIGKILL;
 // then forgets it.
 func (t *Terminal) Close() {
+	t.closed.Store(true)
 	t.once.Do(func() {
 		select {
 		case <-t.gone: // ended by itself; its session id may be someone else's by now
@@ -461,6 +464,28 @@ func (t *Terminal) Close() {
 		t.forget()
 	})
 }
+
+// End ends the terminal's process as close_session asks, and keeps the terminal listed,
+// its output readable, for KeepEnded like one that ended by itself (a reviewer reads
+// what it did afterwards).
+func (t *Terminal) End() {
+	t.closed.Store(true)
+	select {
+	case <-t.gone:
+		return
+	default:
+	}
+	endSession(t.sid, t.ts.marker, closeGrace, t.done)
+	select {
+	case <-t.gone:
+	case <-time.After(2 * time.Second):
+		t.Close() // it would not end: drop it as before
+	}
+}
+
+// Closed reports whether the terminal was ended by close_session (its exit code then
+// is the signal's, not the program's own).
+func (t *Terminal) Closed() bool { return t.closed.Load() }
 
 // forget drops the terminal from the list.
 func (t *Terminal) forget() {

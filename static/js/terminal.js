@@ -99,7 +99,7 @@
 				term.resize(m.cols, m.rows);
 			} else if (m.type === "exit") {
 				done = true;
-				setStatus("ended, exit code " + m.code);
+				setStatus(m.closed ? "closed by its agent" : "ended, exit code " + m.code);
 			} else if (m.type === "error") {
 				setStatus(m.message);
 			}
