@@ -185,7 +185,8 @@ func TestCompensationTab(t *testing.T) {
 		t.Error("after remove: want 'no compensation' and a flash saying so")
 	}
 	var audited int
-	if err := e.srv.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'tool.compensation' AND target_id = $1`, id).Scan(&audited); err != nil || audited != 3 {
-		t.Errorf("audit: %d tool.compensation rows (%v), want 3 (set, changed, removed)", audited, err)
+	if err := e.srv.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'tool.compensation' AND target_id = $1
+		AND target_name = 'xl__write-note'`, id).Scan(&audited); err != nil || audited != 3 {
+		t.Errorf("audit: %d tool.compensation rows naming xl__write-note (%v), want 3 (set, changed, removed)", audited, err)
 	}
 }

@@ -245,7 +245,7 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 			}
 			undoID, args = t.ID, c.Arguments
 		}
-		if err := executions.StoreCompensation(ctx, tx, actor, id, undoID, args); err != nil {
+		if err := executions.StoreCompensation(ctx, tx, actor, id, ft.Name, undoID, args); err != nil {
 			return err
 		}
 	}

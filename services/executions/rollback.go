@@ -76,7 +76,7 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 		return err
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		return StoreCompensation(ctx, tx, actor, toolID, undoToolID, m)
+		return StoreCompensation(ctx, tx, actor, toolID, self.QualifiedName(), undoToolID, m)
 	})
 }
 
@@ -144,7 +144,7 @@ func CheckArgumentMap(m map[string]MappedArgument) error {
 // StoreCompensation writes tool toolID's compensation (undoToolID "" removes it) in the
 // caller's transaction, audited; the ids are checked by the caller (SetCompensation,
 // configuration import) and m by CheckArgumentMap.
-func StoreCompensation(ctx context.Context, tx pgx.Tx, actor audit.Actor, toolID, undoToolID string, m map[string]MappedArgument) error {
+func StoreCompensation(ctx context.Context, tx pgx.Tx, actor audit.Actor, toolID, toolName, undoToolID string, m map[string]MappedArgument) error {
 	var err error
 	if undoToolID == "" {
 		_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)
@@ -158,7 +158,7 @@ func StoreCompensation(ctx context.Context, tx pgx.Tx, actor audit.Actor, toolID
 		return fmt.Errorf("executions: compensation: %w", err)
 	}
 	_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.compensation", TargetType: "tool", TargetID: toolID,
-		Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
+		TargetName: toolName, Payload: map[string]any{"undo_tool_id": undoToolID, "argument_map": m}})
 	return err
 }
 
