@@ -159,7 +159,10 @@ func TestCompensationTab(t *testing.T) {
 			t.Errorf("POST as %s: got %d, want 403", r, res.StatusCode)
 		}
 	}
-	e.get(t, auth.RoleGuest, path, http.StatusForbidden)
+	// The refusal names what the role lacks, so the person knows what to ask for.
+	if doc := e.get(t, auth.RoleGuest, path, http.StatusForbidden); !strings.Contains(doc.Text(), "needs the tool.inspect permission") {
+		t.Errorf("guest refused: %q, want it to name tool.inspect", strings.Join(strings.Fields(doc.Find("main").Text()), " "))
+	}
 	if doc := e.get(t, auth.RoleGuest, "/tools/"+id, http.StatusOK); doc.Find("[data-testid=tab-compensation]").Length() != 0 {
 		t.Error("guest: the Compensation tab is offered")
 	}

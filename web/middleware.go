@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // observe handles the request's error (so the status is final), then logs one
@@ -196,7 +198,8 @@ func requirePermission(perm auth.Permission) echo.MiddlewareFunc {
 				}
 			}
 			if !p.Can(perm) {
-				return handlers.ErrForbidden
+				// Named, so the person knows what to ask an administrator for.
+				return fault.Forbidden(fmt.Sprintf("Your role (%s) does not allow this: it needs the %s permission.", p.User.Role.Label(), perm))
 			}
 			return next(c)
 		}
