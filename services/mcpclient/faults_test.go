@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -475,4 +476,23 @@ func TestHealthRetries(t *testing.T) {
 		t.Fatalf("last error: got %v, want three failed health checks", got.LastError)
 	}
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
+}
+
+// A URL with the wrong path (or the wrong transport type) answers 404: the test says
+// which path each type usually has and to check the type, not the SDK's bare "Not Found".
+func TestWrongPathSaysWhatToCheck(t *testing.T) {
+	t.Parallel()
+	e := start(t, fast())
+	nothing := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(nothing.Close)
+	for typ, want := range map[string]string{
+		registry.TypeStreamableHTTP: "often /mcp; if this is an SSE server",
+		registry.TypeSSE:            "often /sse; if this is a Streamable HTTP server",
+	} {
+		res := e.mgr.Test(context.Background(), registry.Connection{Name: "wrong", Type: typ, URL: nothing.URL + "/nope",
+			Timeout: 5 * time.Second})
+		if res.OK || !strings.Contains(res.Error, "404 Not Found at that URL: check its path") || !strings.Contains(res.Error, want) {
+			t.Errorf("%s at a wrong path: got %q, want it to say 404 and %q", typ, res.Error, want)
+		}
+	}
 }
