@@ -251,6 +251,10 @@ func TestFailingStep(t *testing.T) {
 	}
 	e.bothTopics(ex.ID, "execution.failed", 1)
 	e.sameTx(ex.ID, "execution.failed", "execution.failed")
+	// The audit row of a failed run reads failure, not the success of recording it.
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.failed' AND result = 'failure'`, ex.ID); n != 1 {
+		t.Errorf("execution.failed audit rows with result failure: %d, want 1", n)
+	}
 	checkInvariant(t, e, ex.ID)
 }
 

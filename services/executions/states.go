@@ -182,10 +182,21 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 		return nil, err
 	}
 	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: c.actor, Action: c.action, TargetType: "execution", TargetID: id,
-		TargetName: ex.Title(), Payload: payload}); err != nil {
+		TargetName: ex.Title(), Payload: payload, Result: resultOf(c.action)}); err != nil {
 		return nil, err
 	}
 	return ex, nil
+}
+
+// resultOf is an execution transition's audit result: the ones that record a failure
+// (the run failed, was interrupted, or its rollback failed) read "failure", not the
+// "success" of having recorded it.
+func resultOf(action string) string {
+	switch action {
+	case "execution.failed", "execution.interrupted", "execution.rollback_failed":
+		return audit.ResultFailure
+	}
+	return audit.ResultSuccess
 }
 
 // decided is the event of a rejection or cancellation: why, and by whom.
