@@ -198,6 +198,9 @@ func requirePermission(perm auth.Permission) echo.MiddlewareFunc {
 				}
 			}
 			if !p.Can(perm) {
+				if perm == auth.PermReplica {
+					return handlers.ErrForbidden // replicas' own routes: nothing a person asks for
+				}
 				// Named, so the person knows what to ask an administrator for.
 				return fault.Forbidden(fmt.Sprintf("Your role (%s) does not allow this: it needs the %s permission.", p.User.Role.Label(), perm))
 			}

@@ -177,11 +177,10 @@ func validAction(a string) bool {
 var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02"}
 
 func parseTime(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "UTC"))
 	if len(s) > 10 && s[10] == ' ' {
 		s = s[:10] + "T" + strings.TrimSpace(s[11:])
 	}
-	s = strings.TrimSuffix(strings.TrimSuffix(s, " UTC"), "UTC")
 	for _, l := range timeLayouts {
 		if t, err := time.Parse(l, s); err == nil {
 			return t.UTC(), nil

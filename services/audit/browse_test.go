@@ -208,7 +208,7 @@ func TestParseFilterNamesBadFields(t *testing.T) {
 		t.Fatalf("query: got %s", got)
 	}
 	// As a person types a time (and the list shows one): a space for the T, "UTC" after.
-	for _, typed := range []string{"2026-01-31 08:00", " 2026-01-31 08:00:00 UTC", "2026-01-31 08:00 UTC"} {
+	for _, typed := range []string{"2026-01-31 08:00", " 2026-01-31 08:00:00 UTC", "2026-01-31 08:00 UTC", "2026-01-31T08:00UTC"} {
 		f, err := audit.ParseFilter(url.Values{"from": {typed}})
 		if err != nil || f.From != time.Date(2026, 1, 31, 8, 0, 0, 0, time.UTC) {
 			t.Errorf("from=%q: got %v, %v", typed, f.From, err)

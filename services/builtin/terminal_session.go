@@ -447,7 +447,6 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 // Close ends the terminal: SIGTERM to its session's processes, 100 ms, SIGKILL;
 // then forgets it.
 func (t *Terminal) Close() {
-	t.closed.Store(true)
 	t.once.Do(func() {
 		select {
 		case <-t.gone: // ended by itself; its session id may be someone else's by now
@@ -469,11 +468,13 @@ func (t *Terminal) Close() {
 // its output readable, for KeepEnded like one that ended by itself (a reviewer reads
 // what it did afterwards).
 func (t *Terminal) End() {
-	t.closed.Store(true)
 	select {
 	case <-t.gone:
 		return
 	default:
+	}
+	if !t.Exited() {
+		t.closed.Store(true) // set before its end is announced
 	}
 	endSession(t.sid, t.ts.marker, closeGrace, t.done)
 	select {

@@ -353,8 +353,8 @@ func TestStaleAtRun(t *testing.T) {
 			if s := stepStatuses(sts); !slices.Equal(s, []string{"skipped", "skipped"}) {
 				t.Fatalf("steps: got %v, want skipped, skipped", s)
 			}
-			if n := e.audits(tc.ex.ID, "execution.stale"); n != 1 {
-				t.Errorf("execution.stale audit rows: got %d, want 1", n)
+			if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.stale' AND result = 'failure'`, tc.ex.ID); n != 1 {
+				t.Errorf("execution.stale audit rows with result failure (the execution failed): got %d, want 1", n)
 			}
 			e.bothTopics(tc.ex.ID, "execution.failed", 1)
 			checkInvariant(t, e, tc.ex.ID)

@@ -182,18 +182,17 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 		return nil, err
 	}
 	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: c.actor, Action: c.action, TargetType: "execution", TargetID: id,
-		TargetName: ex.Title(), Payload: payload, Result: resultOf(c.action)}); err != nil {
+		TargetName: ex.Title(), Payload: payload, Result: resultOf(c.to)}); err != nil {
 		return nil, err
 	}
 	return ex, nil
 }
 
-// resultOf is an execution transition's audit result: the ones that record a failure
-// (the run failed, was interrupted, or its rollback failed) read "failure", not the
-// "success" of having recorded it.
-func resultOf(action string) string {
-	switch action {
-	case "execution.failed", "execution.interrupted", "execution.rollback_failed":
+// resultOf is an execution transition's audit result: one that ends it failed (its run
+// failed, was interrupted or refused before a step, or its rollback failed) reads
+// "failure", not the "success" of having recorded it.
+func resultOf(to Status) string {
+	if to == Failed || to == RollbackFailed {
 		return audit.ResultFailure
 	}
 	return audit.ResultSuccess

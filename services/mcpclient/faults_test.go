@@ -491,7 +491,7 @@ func TestWrongPathSaysWhatToCheck(t *testing.T) {
 	} {
 		res := e.mgr.Test(context.Background(), registry.Connection{Name: "wrong", Type: typ, URL: nothing.URL + "/nope",
 			Timeout: 5 * time.Second})
-		if res.OK || !strings.Contains(res.Error, "404 Not Found at that URL: check its path") || !strings.Contains(res.Error, want) {
+		if res.OK || !strings.Contains(res.Error, "404 Not Found at that URL: check its path and type") || !strings.Contains(res.Error, want) {
 			t.Errorf("%s at a wrong path: got %q, want it to say 404 and %q", typ, res.Error, want)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
@@ -391,16 +392,20 @@ func describeConnectError(err error, ep *endpoint) error {
 		return fmt.Errorf("cannot start %q: %v (check the command, its permissions and the working directory)", pathErr.Path, pathErr.Err)
 	case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
 		return fmt.Errorf("connection refused: nothing is listening at that address (%w)", err)
-	case ep.http != nil && strings.HasSuffix(msg, "Not Found"):
+	case ep.http != nil && !errors.As(err, new(*jsonrpc.Error)) && !strings.Contains(msg, "failed to write") &&
+		(strings.HasSuffix(msg, "Not Found") || strings.HasSuffix(msg, "Method Not Allowed")):
+		// The URL typed answered 404 or 405 with no MCP error of its own (an SSE
+		// server's messages endpoint, which it chose itself, is not the URL's fault).
 		_, sse := ep.transport.(*mcp.SSEClientTransport)
 		hint := "a Streamable HTTP server's endpoint is often /mcp; if this is an SSE server (an endpoint like /sse), choose the SSE type"
 		if sse {
 			hint = "an SSE server's endpoint is often /sse; if this is a Streamable HTTP server (an endpoint like /mcp), choose that type"
 		}
-		return fmt.Errorf("the server answered 404 Not Found at that URL: check its path (%s)", hint)
-	case ep.http != nil && strings.HasSuffix(msg, "Method Not Allowed"):
-		return fmt.Errorf("the server answered 405 Method Not Allowed at that URL: it does not take MCP messages there; "+
-			"if it is an SSE server, choose the SSE type (%w)", err)
+		status := "404 Not Found"
+		if strings.HasSuffix(msg, "Method Not Allowed") {
+			status = "405 Method Not Allowed"
+		}
+		return fmt.Errorf("the server answered %s at that URL: check its path and type (%s): %w", status, hint, err)
 	case ep.stderr != nil:
 		if last := ep.stderr.Last(); last != "" {
 			return fmt.Errorf("%w (last stderr line: %s)", err, last)
