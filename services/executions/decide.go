@@ -39,6 +39,9 @@ const (
 )
 
 // forbidden is a decision this caller may not make, and why.
+// MaxConversationID is the longest conversation id an execution keeps.
+const MaxConversationID = 200
+
 func forbidden(msg string) *fault.Error { return fault.Forbidden(msg).About("execution") }
 
 // wrongPhrase is the phrase a refused confirmation should have typed: the cause of a
@@ -100,8 +103,8 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	if err != nil {
 		return nil, err
 	}
-	if utf8.RuneCountInString(in.ConversationID) > 200 {
-		return nil, verr.New("/conversation_id", "at most 200 characters")
+	if utf8.RuneCountInString(in.ConversationID) > MaxConversationID {
+		return nil, verr.New("/conversation_id", fmt.Sprintf("at most %d characters", MaxConversationID))
 	}
 	conv := in.ConversationID
 	if conv == "" {
