@@ -69,7 +69,7 @@ func TestBrowserLiveLists(t *testing.T) {
 	if ok, err := srv.App.Grants.Allow(ctx, "conv-live", "file_operations.create_file", "/x"); err != nil || !ok {
 		t.Fatalf("use the grant: %v %v", ok, err)
 	}
-	b.waitJS("its use is counted", grow+`?.textContent.includes("1 uses so far")`)
+	b.waitJS("its use is counted", grow+`?.textContent.includes("1 use so far")`)
 	if n := eval[int](b, `document.querySelectorAll("[data-testid=grant-row]").length`); n != 1 {
 		t.Fatalf("alice's page lists %d grants, want her one", n)
 	}
