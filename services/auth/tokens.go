@@ -145,11 +145,15 @@ func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error
 	if err != nil {
 		return nil, fmt.Errorf("auth: list tokens: %w", err)
 	}
+	// The SQL bounds the window by ExpiryWarning; WarnFrom, the one rule, says the rest.
 	now := time.Now()
-	for i := range toks {
-		toks[i] = toks[i].soon(now)
+	out := toks[:0]
+	for _, t := range toks {
+		if t = t.soon(now); t.ExpiresSoon {
+			out = append(out, t)
+		}
 	}
-	return toks, nil
+	return out, nil
 }
 
 // RevokeToken revokes a token. ownerID limits it to that user's tokens; an empty ownerID
@@ -272,8 +276,7 @@ func Days(n int) *int { return &n }
 // soonest first: what the owner is warned about on every page.
 func (s *Service) ExpiringTokens(ctx context.Context, userID string) ([]Token, error) {
 	rows, err := s.pool.Query(ctx, `/* auth.ExpiringTokens */ SELECT `+tokenColumns+` FROM api_tokens
-		WHERE user_id::text = $1 AND revoked_at IS NULL AND expires_at > now()
-		  AND expires_at <= now() + LEAST($2::interval, make_interval(secs => extract(epoch FROM expires_at - created_at) / 4))
+		WHERE user_id::text = $1 AND revoked_at IS NULL AND expires_at > now() AND expires_at <= now() + $2::interval
 		ORDER BY expires_at`, userID, ExpiryWarning)
 	if err != nil {
 		return nil, fmt.Errorf("auth: expiring tokens: %w", err)
@@ -282,11 +285,15 @@ func (s *Service) ExpiringTokens(ctx context.Context, userID string) ([]Token, e
 	if err != nil {
 		return nil, fmt.Errorf("auth: expiring tokens: %w", err)
 	}
+	// The SQL bounds the window by ExpiryWarning; WarnFrom, the one rule, says the rest.
 	now := time.Now()
-	for i := range toks {
-		toks[i] = toks[i].soon(now)
+	out := toks[:0]
+	for _, t := range toks {
+		if t = t.soon(now); t.ExpiresSoon {
+			out = append(out, t)
+		}
 	}
-	return toks, nil
+	return out, nil
 }
 
 // TokenDefaultTTL is the lifetime of a token created without an expiry (0: none).

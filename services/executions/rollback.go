@@ -20,6 +20,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -104,16 +105,15 @@ func checkMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawM
 	}
 }
 
-// topProperties are the names of a schema's top-level properties, sorted; nil when it
-// lists none.
+// topProperties are the names of a schema's top-level parameters, sorted (local
+// references followed); nil when it lists none.
 func topProperties(raw json.RawMessage) []string {
-	var v struct {
-		Properties map[string]json.RawMessage `json:"properties"`
+	var names []string
+	for _, p := range schema.Parameters(raw) {
+		names = append(names, p.Name)
 	}
-	if json.Unmarshal(raw, &v) != nil || len(v.Properties) == 0 {
-		return nil
-	}
-	return slices.Sorted(maps.Keys(v.Properties))
+	slices.Sort(names)
+	return names
 }
 
 func listOrNone(names []string) string {

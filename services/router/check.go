@@ -7,8 +7,6 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/toolwarden/toolwarden/services/audit"
-	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -195,10 +193,7 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 	if e.inputErr != nil {
 		return fail(CodeToolDisabled, "%s cannot be called: its input schema is not usable (%v)", name, e.inputErr)
 	}
-	if c.Actor.Kind == audit.ActorSystem {
-		return nil
-	}
-	ok, err := r.mayUse(ctx, c.Actor.ID, t.ID, c.Role.Can(auth.PermToolUse))
+	ok, err := r.MayUse(ctx, c.Actor, c.Role, t.ID)
 	if err != nil {
 		return err
 	}

@@ -17,14 +17,11 @@ func (r *Router) Usable(ctx context.Context, caller audit.Actor, role auth.Role)
 	if err != nil {
 		return nil, err
 	}
-	roleCan := role.Can(auth.PermToolUse)
 	out := all[:0]
 	for _, t := range all {
-		ok := true
-		if caller.Kind != audit.ActorSystem {
-			if ok, err = r.mayUse(ctx, caller.ID, t.ID, roleCan); err != nil {
-				return nil, err
-			}
+		ok, err := r.MayUse(ctx, caller, role, t.ID)
+		if err != nil {
+			return nil, err
 		}
 		if ok {
 			out = append(out, t)
