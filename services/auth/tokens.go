@@ -145,15 +145,11 @@ func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error
 	if err != nil {
 		return nil, fmt.Errorf("auth: list tokens: %w", err)
 	}
-	// The SQL bounds the window by ExpiryWarning; WarnFrom, the one rule, says the rest.
 	now := time.Now()
-	out := toks[:0]
-	for _, t := range toks {
-		if t = t.soon(now); t.ExpiresSoon {
-			out = append(out, t)
-		}
+	for i := range toks {
+		toks[i] = toks[i].soon(now)
 	}
-	return out, nil
+	return toks, nil
 }
 
 // RevokeToken revokes a token. ownerID limits it to that user's tokens; an empty ownerID
