@@ -266,6 +266,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if ro.Display == nil && a.Builtin != nil {
 		ro.Display = a.BuiltinDisplay
 	}
+	if ro.Preflight == nil && a.Builtin != nil {
+		ro.Preflight = a.builtinPreflight
+	}
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
 	a.AuditLog = audit.NewLog(pool)
 	if cc := cfg.Checkpoints; cc.Dir != "" {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/internal/callmeta"
 	"github.com/toolwarden/toolwarden/internal/confine"
 
 	"github.com/toolwarden/toolwarden/services/builtin"
@@ -63,6 +64,16 @@ func builtinArgumentRisk(qualified string, args json.RawMessage) (risk.Level, st
 		return "", "", false
 	}
 	return builtin.ArgumentRisk(name, args)
+}
+
+// builtinPreflight is the router's Preflight for the built-in tools: why a call would
+// be refused whatever a person decided, asked before anyone is asked to approve it.
+func (a *App) builtinPreflight(ctx context.Context, qualified string, m callmeta.Meta, args json.RawMessage) error {
+	name := bare(qualified)
+	if name == "" || a.Builtin == nil {
+		return nil
+	}
+	return a.Builtin.Preflight(ctx, name, m, args)
 }
 
 // Previewer is the executions' previewer of the built-in file tools (nil without the

@@ -192,3 +192,31 @@ func TestBrowserTerminalReconnect(t *testing.T) {
 	}
 	b.checkConsole()
 }
+
+// TestBrowserCommandOutput opens a background command's page: its output, which comes
+// from pipes with bare newlines, shows each line from the first column, not as a
+// staircase.
+func TestBrowserCommandOutput(t *testing.T) {
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-e2e-cmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := srv.App.Terminals.Start(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-cmd", ws,
+		"printf 'first line\\nsecond line\\nthird line\\n'", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := `(function () { var b = window.twTerminal.buffer.active, out = [];
+		for (var i = 0; i < 3; i++) { out.push(b.getLine(i).translateToString(true)); }
+		return out.join("|"); })()`
+	b := newBrowser(t)
+	b.login(srv, "alice", "alice-password-1")
+	b.do("open the command", chromedp.Navigate(srv.URL+"/terminals/"+cmd.ID), chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)))
+	b.waitJS("its output", lines+`.includes("third line")`)
+	if got := eval[string](b, lines); got != "first line|second line|third line" {
+		t.Fatalf("the command's lines in the page: %q", got)
+	}
+	b.checkConsole()
+}

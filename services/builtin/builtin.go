@@ -53,6 +53,9 @@ type Conversations interface {
 	OwnerOfDir(ctx context.Context, dir string) (owner string, known bool, err error)
 	// DirsOf is the workspace directories of userID's conversations.
 	DirsOf(ctx context.Context, userID string) (map[string]bool, error)
+	// OwnerOf is conversation's owner without claiming it: claimed is false when
+	// nobody has called in it yet, and owner "" when the owner was removed.
+	OwnerOf(ctx context.Context, conversation string) (owner string, claimed bool, err error)
 }
 
 // Grants are the permissions a person gave through user_collaboration with
@@ -62,6 +65,8 @@ type Grants interface {
 	// operation's name, "write_file"...) on target (a path, a command), consuming it
 	// when it is for one use only.
 	Allow(ctx context.Context, conversation, operation, target string) (bool, error)
+	// Has reports whether a grant would allow it now, without using it.
+	Has(ctx context.Context, conversation, operation, target string) (bool, error)
 }
 
 // Server is the built-in tools and the MCP server that serves them.
@@ -97,6 +102,8 @@ func (s *Server) Close() {
 type Call struct {
 	callmeta.Meta
 	Workspace string
+	// peek: the guard only looks (Preflight): a grant it finds is not used.
+	peek bool
 }
 
 // Operation is one operation of a tool.
@@ -282,13 +289,22 @@ func (s *Server) claim(ctx context.Context, m callmeta.Meta, ws string) (string,
 	if err != nil {
 		return "", err
 	}
-	if owner == "" {
-		return fmt.Sprintf("conversation_id: the conversation %q belonged to a person who was removed; start a new conversation", m.ConversationID), nil
-	}
-	if owner != m.UserID {
-		return fmt.Sprintf("conversation_id: the conversation %q belongs to another person; use a conversation id of your own", m.ConversationID), nil
+	if msg := notYours(m, owner); msg != "" {
+		return "conversation_id: " + msg, nil
 	}
 	return "", nil
+}
+
+// notYours says why m's caller may not call in a conversation owned by owner ("" for
+// one whose owner was removed), or "" when it is theirs.
+func notYours(m callmeta.Meta, owner string) string {
+	switch owner {
+	case m.UserID:
+		return ""
+	case "":
+		return fmt.Sprintf("the conversation %q belonged to a person who was removed; start a new conversation", m.ConversationID)
+	}
+	return fmt.Sprintf("the conversation %q belongs to another person; use a conversation id of your own", m.ConversationID)
 }
 
 // operation is the operation args choose.
@@ -338,12 +354,7 @@ var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // An id that is not a plain name (slashes, dots only, very long, other characters) gets
 // a directory named by its hash, so no id can name a path outside the root.
 func (s *Server) Workspace(conversation string) (string, error) {
-	name := conversation
-	if !safeName.MatchString(name) || strings.Trim(name, ".") == "" {
-		sum := sha256.Sum256([]byte(conversation))
-		name = "c-" + hex.EncodeToString(sum[:16])
-	}
-	dir := filepath.Join(s.opts.Root, name)
+	dir := s.workspaceDir(conversation)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("builtin: create the workspace of %q: %w", conversation, err)
 	}
@@ -353,6 +364,16 @@ func (s *Server) Workspace(conversation string) (string, error) {
 		return "", fmt.Errorf("builtin: the workspace of %q, %s, is not a directory (a symbolic link?); remove it", conversation, dir)
 	}
 	return dir, nil
+}
+
+// workspaceDir is the directory of conversation under the root (Workspace), made or not.
+func (s *Server) workspaceDir(conversation string) string {
+	name := conversation
+	if !safeName.MatchString(name) || strings.Trim(name, ".") == "" {
+		sum := sha256.Sum256([]byte(conversation))
+		name = "c-" + hex.EncodeToString(sum[:16])
+	}
+	return filepath.Join(s.opts.Root, name)
 }
 
 func errorResult(text string) *mcp.CallToolResult {

@@ -36,6 +36,12 @@ func (g *fakeGrants) Allow(_ context.Context, conv, op, target string) (bool, er
 	return g.allow[k], nil
 }
 
+func (g *fakeGrants) Has(_ context.Context, conv, op, target string) (bool, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.allow[conv+" "+op+" "+target], nil
+}
+
 type filesFx struct {
 	t      testing.TB
 	b      *builtin.Server

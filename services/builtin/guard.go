@@ -203,7 +203,11 @@ func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) erro
 func (s *Server) granted(ctx context.Context, c Call, op string, t target) error {
 	key := "file_operations." + op
 	if t.area != "" && s.opts.Grants != nil {
-		ok, err := s.opts.Grants.Allow(ctx, c.ConversationID, key, t.abs)
+		use := s.opts.Grants.Allow
+		if c.peek {
+			use = s.opts.Grants.Has
+		}
+		ok, err := use(ctx, c.ConversationID, key, t.abs)
 		if err != nil {
 			return fmt.Errorf("checking the grants: %w", err)
 		}

@@ -99,12 +99,12 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	if err != nil {
 		return nil, err
 	}
-	plan, err := s.prepare(ctx, c.Actor, c.Role, req)
-	if err != nil {
-		return nil, err
-	}
 	if utf8.RuneCountInString(in.ConversationID) > MaxConversationID {
 		return nil, verr.New("/conversation_id", fmt.Sprintf("at most %d characters", MaxConversationID))
+	}
+	plan, err := s.prepare(ctx, c.Actor, c.Role, in.ConversationID, req)
+	if err != nil {
+		return nil, err
 	}
 	conv := in.ConversationID
 	if conv == "" {

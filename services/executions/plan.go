@@ -54,9 +54,10 @@ type PlannedStep struct {
 const MaxSteps = 50
 
 // prepare checks every step of req for actor through the router (names, enabled,
-// permissions, configured values, arguments) and reports every problem at once, each
+// permissions, configured values, arguments, and what would refuse a step in
+// conversation whatever the approval: Call.Preflight) and reports every problem at once, each
 // under the step's JSON pointer ("/steps/1/arguments/path").
-func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role, req Request) (Plan, error) {
+func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role, conversation string, req Request) (Plan, error) {
 	e := &verr.Error{}
 	if len(req.Steps) == 0 {
 		e.Add("/steps", "a plan needs at least one step")
@@ -77,7 +78,7 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 			return PlannedStep{}, false
 		}
 		p, err := s.router.Prepare(ctx, router.Call{Tool: st.Tool, Arguments: st.Arguments, Actor: actor, Role: role,
-			Source: router.SourceExecution})
+			Source: router.SourceExecution, ConversationID: conversation, Preflight: true})
 		if err != nil {
 			addRouterError(e, field, err)
 			return PlannedStep{}, false

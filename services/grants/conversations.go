@@ -39,6 +39,23 @@ func (s *Service) Claim(ctx context.Context, conversation, dir, userID, userName
 	return "", fmt.Errorf("grants: conversation %q: its workspace directory %s belongs to another conversation", conversation, dir)
 }
 
+// OwnerOf is the owner of conversation: claimed is false when nobody has called in it
+// yet, and the owner is "" when they were removed. It claims nothing.
+func (s *Service) OwnerOf(ctx context.Context, conversation string) (owner string, claimed bool, err error) {
+	var o *string
+	err = s.pool.QueryRow(ctx, `/* grants.OwnerOf */ SELECT user_id::text FROM conversations WHERE id = $1`, conversation).Scan(&o)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("grants: owner of conversation %q: %w", conversation, err)
+	}
+	if o == nil {
+		return "", true, nil
+	}
+	return *o, true, nil
+}
+
 // OwnerOfDir is the owner of the conversation whose workspace is dir; known is false
 // for a directory no conversation claimed (or whose owner was removed).
 func (s *Service) OwnerOfDir(ctx context.Context, dir string) (owner string, known bool, err error) {

@@ -259,6 +259,24 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 	return allowed, err
 }
 
+// Has reports whether a grant would let conversation do operation on target now,
+// without using it: the check made before a person is asked to approve a call that
+// will need the grant when it runs.
+func (s *Service) Has(ctx context.Context, conversation, operation, target string) (bool, error) {
+	if conversation == "" || normalize(operation) == "" {
+		return false, nil
+	}
+	var ok bool
+	err := s.pool.QueryRow(ctx, `/* grants.Has */ SELECT EXISTS (SELECT 1 FROM grants
+			WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
+			  AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $4)`,
+		conversation, candidates(operation), target, s.now(), bare(operation)).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("grants: look for a grant: %w", err)
+	}
+	return ok, nil
+}
+
 // Filter chooses grants to list.
 type Filter struct {
 	// UserID: only grants this person gave ("" for everyone's).

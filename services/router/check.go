@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -58,6 +59,11 @@ func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 	e, args, err := r.check(ctx, c)
 	if err != nil {
 		return nil, err
+	}
+	if c.Preflight {
+		if err := r.preflight(ctx, e, c, "", args.merged); err != nil {
+			return nil, err
+		}
 	}
 	given, err := json.Marshal(args.given)
 	if err != nil {
@@ -216,4 +222,20 @@ func (r *Router) argumentRisk(e *entry, args json.RawMessage) *entry {
 	raised := *e
 	raised.risk = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
 	return &raised
+}
+
+// preflight asks Options.Preflight whether c (checked as e, with merged args) could run
+// at all, and is the refusal to answer with instead of asking anyone to approve it.
+func (r *Router) preflight(ctx context.Context, e *entry, c Call, callID string, args json.RawMessage) error {
+	if r.opts.Preflight == nil {
+		return nil
+	}
+	err := r.opts.Preflight(ctx, e.t.QualifiedName(), metaOf(c, callID), args)
+	if ve := (*verr.Error)(nil); err == nil || errors.As(err, &ve) {
+		return invalid(err) // nil stays nil
+	}
+	if f, ok := fault.As(err); ok && f.Kind == fault.KindForbidden {
+		return fail(CodeForbidden, "%s", f.Message)
+	}
+	return err
 }

@@ -81,6 +81,11 @@ type Options struct {
 	// command line): when ok and riskier than the tool's own level, the call takes
 	// that level. It only ever raises a call's risk.
 	ArgumentRisk func(qualifiedName string, args json.RawMessage) (level risk.Level, why string, ok bool)
+	// Preflight, when set, says why a call would be refused however a person decided
+	// (a built-in file call's path outside its workspace with no grant yet): Call asks
+	// it before a call waits for approval, and refuses the call instead. A *verr.Error
+	// becomes invalid_arguments, a forbidden fault forbidden.
+	Preflight func(ctx context.Context, qualifiedName string, m callmeta.Meta, args json.RawMessage) error
 }
 
 func (o *Options) withDefaults() Options {
@@ -239,6 +244,10 @@ type Call struct {
 	// fingerprint of the content it was previewed against: the write is refused if the
 	// file no longer has it (internal/callmeta).
 	Expect string
+	// Preflight has Prepare ask Options.Preflight too, as Call does before anyone is
+	// asked to approve a call: set for a plan being submitted, in the conversation it
+	// will run in (ConversationID).
+	Preflight bool
 }
 
 // Pin is what a prepared call was checked and approved against.
@@ -332,6 +341,11 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	}
 	raw := args.merged
 	self, err := r.approve(ctx, e, c)
+	if re := (*Error)(nil); errors.As(err, &re) && re.Code == CodeApprovalRequired {
+		if perr := r.preflight(ctx, e, c, callID, raw); perr != nil {
+			err = perr
+		}
+	}
 	if err != nil {
 		return nil, rec.refused(ctx, err)
 	}

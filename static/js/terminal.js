@@ -40,7 +40,10 @@
 	new MutationObserver(syncStyles).observe(document.documentElement, { subtree: true, childList: true, characterData: true });
 
 	var readOnly = el.dataset.readonly === "true";
-	var term = new Terminal({ cursorBlink: !readOnly, disableStdin: readOnly, fontSize: 14, scrollback: 5000 });
+	// A command's output comes from pipes, not a PTY, so its lines end in a bare "\n",
+	// which xterm.js takes as "down one row" without a return to the first column.
+	var convertEol = el.dataset.kind === "command";
+	var term = new Terminal({ cursorBlink: !readOnly, disableStdin: readOnly, fontSize: 14, scrollback: 5000, convertEol: convertEol });
 	var fit = new FitAddon.FitAddon();
 	term.loadAddon(fit);
 	term.open(el);

@@ -1,0 +1,124 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/toolwarden/toolwarden/internal/callmeta"
+	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/verr"
+)
+
+// Preflight says why a call of tool (its bare name) with args, made as m says, would be
+// refused whatever a person decided: the conversation is another person's, or a path
+// argument is one the path guard refuses (outside the root, another person's
+// workspace, outside the workspace with no grant yet). The router asks it before anyone
+// is asked to approve a call, so nobody approves a call that cannot run. It changes
+// nothing: no conversation is claimed, no workspace made, no grant used; the call
+// checks again when it runs. nil when nothing refuses the call now; a *verr.Error
+// naming each argument at fault, or a forbidden fault for the conversation.
+func (s *Server) Preflight(ctx context.Context, tool string, m callmeta.Meta, args json.RawMessage) error {
+	s.mu.Lock()
+	t := s.tools[tool]
+	s.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	if s.opts.Conversations != nil && m.UserID != "" {
+		owner, claimed, err := s.opts.Conversations.OwnerOf(ctx, m.ConversationID)
+		if err != nil {
+			return err
+		}
+		if msg := notYours(m, owner); claimed && msg != "" {
+			return fault.Forbidden("conversation_id: " + msg)
+		}
+	}
+	if tool != "file_operations" {
+		return nil
+	}
+	var a struct {
+		Operation string `json:"operation"`
+		FilePath  string `json:"filePath"`
+		NewPath   string `json:"newPath"`
+		Path      string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return nil // the call itself says what is wrong with its arguments
+	}
+	p := preflight{ctx: ctx, s: s, c: Call{Meta: m, Workspace: s.workspaceDir(m.ConversationID), peek: true}, op: a.Operation}
+	switch a.Operation {
+	case "read_file", "get_file_info":
+		p.read("filePath", a.FilePath)
+	case "list_dir", "file_search", "grep_search":
+		if a.Path != "" {
+			p.read("path", a.Path)
+		}
+	case "copy_file":
+		p.read("filePath", a.FilePath)
+		p.write("newPath", a.NewPath)
+	case "rename_file":
+		p.write("filePath", a.FilePath)
+		p.write("newPath", a.NewPath)
+	case "create_file", "replace_string", "multi_replace", "insert_edit", "delete_file", "create_directory":
+		p.write("filePath", a.FilePath)
+	}
+	if p.err != nil {
+		return p.err
+	}
+	return p.fields.Err()
+}
+
+// preflight collects what the path guard says of a call's path arguments.
+type preflight struct {
+	ctx    context.Context
+	s      *Server
+	c      Call
+	op     string
+	fields verr.Error
+	err    error // not a refusal: the guard could not tell (the database)
+}
+
+func (p *preflight) read(param, path string) { p.check(param, path, false) }
+
+func (p *preflight) write(param, path string) { p.check(param, path, true) }
+
+func (p *preflight) check(param, path string, write bool) {
+	if path == "" || p.err != nil {
+		return // a missing argument is the schema's to report
+	}
+	t, err := p.s.resolve(p.c, param, path)
+	switch {
+	case err != nil:
+		p.refuse(param, err)
+		return
+	case t.area == "":
+		if param != "path" { // only a listing or a search may name the root
+			p.refuse(param, guardf("%s: %s is the built-in root, which holds workspaces, not files", param, path))
+		}
+		return
+	case write && t.rel == ".":
+		p.refuse(param, guardf("%s: %s is a workspace itself, not a file in it", param, path))
+		return
+	}
+	if write {
+		err = p.s.mayWrite(p.ctx, p.c, p.op, t)
+	} else {
+		err = p.s.mayRead(p.ctx, p.c, p.op, t)
+	}
+	if err != nil {
+		p.refuse(param, err)
+	}
+}
+
+// refuse records the guard's refusal of param, or keeps an error that is not one.
+func (p *preflight) refuse(param string, err error) {
+	var g *errGuard
+	var a *errAuthorization
+	if !errors.As(err, &g) && !errors.As(err, &a) {
+		p.err = err
+		return
+	}
+	p.fields.Add("/"+param, strings.TrimPrefix(err.Error(), param+": "))
+}
