@@ -141,6 +141,14 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 	for name := range st.Categories {
 		cats[name] = true
 	}
+	fts := make([]Tool, 0, len(pending))
+	for _, it := range pending {
+		fts = append(fts, *it.tool)
+	}
+	schemas, err := s.compensationSchemas(ctx, fts, st)
+	if err != nil {
+		return err
+	}
 	var items []Item
 	for _, it := range pending {
 		server, _, _ := toolname.Split(it.Name)
@@ -149,7 +157,7 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 			continue
 		}
 		ft := *it.tool
-		next, ps := s.planTool(&ft, st, map[string]bool{}, cats, plan.opts.CompareSecrets, plan.File)
+		next, ps := s.planTool(&ft, st, map[string]bool{}, cats, schemas, plan.opts.CompareSecrets, plan.File)
 		res.Unapplied = append(res.Unapplied, ps...)
 		if next != nil {
 			items = append(items, *next)

@@ -217,12 +217,17 @@ func TestPlanAndUnapplied(t *testing.T) {
 	edited = strings.Replace(edited, "bob: false", "bob: true\n      nobody: true", 1)
 	edited = strings.Replace(edited, "\ntools:\n", "\ntools:\n  - tool: ev__gone\n    risk: high\n", 1)
 	edited = strings.Replace(edited, "approval_ttl_seconds: 7200", "approval_ttl_seconds: 3600", 1)
+	if !strings.Contains(edited, "from: /text") {
+		t.Fatalf("the export has no compensation mapping:\n%s", edited)
+	}
+	edited = strings.Replace(edited, "from: /text", "from: /nope", 1) // write-note takes no argument nope
 	entries := a.Count(t, `SELECT count(*) FROM audit_log`)
 	p := plan(t, a, "edited.yaml", edited)
 	text := p.String()
 	for _, want := range []string{"~ update tool ev__weather", "risk: high → medium", "permissions.bob: false → true",
 		"approval_ttl_seconds: 7200 → 3600", "ev__gone", "server ev does not offer a tool \"gone\"",
-		"tools.ev__echo.permissions.nobody: there is no user \"nobody\""} {
+		"tools.ev__echo.permissions.nobody: there is no user \"nobody\"",
+		"tools.ev__write-note.compensation.arguments.a: \"/nope\" points at no argument of the undone step"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the plan lacks %q:\n%s", want, text)
 		}
@@ -234,11 +239,12 @@ func TestPlanAndUnapplied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Unapplied) != 2 {
+	if len(res.Unapplied) != 3 {
 		t.Fatalf("not applied: %+v", res.Unapplied)
 	}
 	after := export(t, a)
 	if !strings.Contains(after, "risk: medium") || !strings.Contains(after, "bob: true") || strings.Contains(after, "nobody") ||
+		!strings.Contains(after, "from: /text") ||
 		!strings.Contains(after, "approval_ttl_seconds: 3600") {
 		t.Fatalf("after the import:\n%s", after)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // ImportOptions tune Plan.
@@ -138,8 +139,12 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 	plan.planSettings(st)
 	pending := plan.pendingServers(st)
 	cats := plan.categoryNames(st)
+	schemas, err := s.compensationSchemas(ctx, f.Tools, st)
+	if err != nil {
+		return nil, err
+	}
 	for i := range f.Tools {
-		it, ps := s.planTool(&f.Tools[i], st, pending, cats, opts.CompareSecrets, plan.File)
+		it, ps := s.planTool(&f.Tools[i], st, pending, cats, schemas, opts.CompareSecrets, plan.File)
 		plan.Unapplied = append(plan.Unapplied, ps...)
 		if it != nil {
 			plan.Items = append(plan.Items, *it)
@@ -247,7 +252,7 @@ func (p *Plan) pendingServers(st *state) map[string]bool {
 }
 
 // planTool compares one tool of the file with the stored one.
-func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, compare bool, file string) (*Item, []registry.Problem) {
+func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, schemas map[string]json.RawMessage, compare bool, file string) (*Item, []registry.Problem) {
 	var not []registry.Problem
 	skip := func(field, msg string) {
 		f := "tools." + ft.Name
@@ -369,7 +374,7 @@ func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, c
 			it.perms[user] = nil
 		}
 	}
-	s.planCompensation(it, ft, cur, st, pending, skip)
+	planCompensation(it, ft, cur, st, pending, schemas, skip)
 	planCases(it, ft, cur)
 	if len(it.Changes) == 0 {
 		return nil, not
@@ -433,7 +438,30 @@ func (s *Service) planParams(it *Item, ft *Tool, cur *storedTool, compare bool, 
 	}
 }
 
-func (s *Service) planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending map[string]bool, skip func(field, msg string)) {
+// compensationSchemas are the input schemas of the stored tools the file's
+// compensations name (the tool undone and its undo tool), by qualified name: what
+// planCompensation checks the argument names against, as the tool page does.
+func (s *Service) compensationSchemas(ctx context.Context, fts []Tool, st *state) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	for _, ft := range fts {
+		if ft.Compensation == nil {
+			continue
+		}
+		for _, name := range []string{ft.Name, ft.Compensation.Undo} {
+			if _, done := out[name]; done || st.Tools[name] == nil {
+				continue
+			}
+			t, err := s.tools.Target(ctx, st.Tools[name].ID)
+			if err != nil {
+				return nil, fmt.Errorf("configcode: plan: the schema of %s: %w", name, err)
+			}
+			out[name] = t.InputSchema
+		}
+	}
+	return out, nil
+}
+
+func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending map[string]bool, schemas map[string]json.RawMessage, skip func(field, msg string)) {
 	want := ft.Compensation
 	if want != nil {
 		server, _, _ := toolname.Split(want.Undo)
@@ -447,6 +475,15 @@ func (s *Service) planCompensation(it *Item, ft *Tool, cur *storedTool, st *stat
 		case st.Tools[want.Undo] == nil:
 			skip("compensation.undo", fmt.Sprintf("tool %q is not discovered yet: import the file again once server %s is discovered", want.Undo, server))
 			want = nil
+		default:
+			var ve *verr.Error
+			if errors.As(executions.CheckMapNames(want.Arguments, schemas[ft.Name], schemas[want.Undo], want.Undo), &ve) {
+				for _, f := range ve.Fields {
+					name := strings.TrimPrefix(f.Field, "/argument_map/")
+					skip("compensation.arguments."+name, f.Message+": the compensation was not applied")
+				}
+				want = nil
+			}
 		}
 	}
 	have := cur.Compensation

@@ -105,6 +105,14 @@ func checkMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawM
 	}
 }
 
+// CheckMapNames is checkMapNames for another caller (configuration import): nil, or a
+// *verr.Error with a field "/argument_map/<name>" for each mistake.
+func CheckMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawMessage, undoName string) error {
+	e := &verr.Error{}
+	checkMapNames(m, selfSchema, undoSchema, undoName, e)
+	return e.Err()
+}
+
 // topProperties are the names of a schema's top-level parameters, sorted (local
 // references followed); nil when it lists none.
 func topProperties(raw json.RawMessage) []string {
