@@ -39,8 +39,9 @@ const (
 )
 
 // forbidden is a decision this caller may not make, and why.
-// MaxConversationID is the longest conversation id an execution keeps.
-const MaxConversationID = 200
+// MaxConversationID is the longest conversation id an execution keeps: the longest a
+// call may name.
+const MaxConversationID = router.MaxConversationID
 
 func forbidden(msg string) *fault.Error { return fault.Forbidden(msg).About("execution") }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,11 +29,6 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 	args := p.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
-	}
-	// What the execution cannot keep is said now, not after a person approved it.
-	if utf8.RuneCountInString(call.ConversationID) > executions.MaxConversationID {
-		return errorResult(fmt.Sprintf("Not run: _meta.conversation_id is longer than %d characters; use a shorter one.",
-			executions.MaxConversationID)), nil
 	}
 	// An agent in a loop must not bury the approvers: past this many of its user's
 	// calls waiting, it is told to wait for them first.

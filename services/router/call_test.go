@@ -632,3 +632,29 @@ func TestFlushReportsFailedWrites(t *testing.T) {
 	}
 	e.flush()
 }
+
+// A conversation id longer than conversations, grants and executions keep is refused
+// for every tool, a LOW one too, naming the field.
+func TestLongConversationIDRefused(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := e.server("v", true)
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "look", Description: "A read-only tool for the tests.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
+	e.enable("v__look")
+	call := func(conv string) error {
+		_, err := e.r.Call(e.ctx, router.Call{Tool: "v__look", Actor: admin, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: conv})
+		return err
+	}
+	if err := call(strings.Repeat("é", router.MaxConversationID)); err != nil {
+		t.Fatalf("a conversation id of %d characters: %v", router.MaxConversationID, err)
+	}
+	err := call(strings.Repeat("c", router.MaxConversationID+1))
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeInvalidArguments || !strings.Contains(re.Message, "conversation_id is longer than 200 characters") {
+		t.Fatalf("a conversation id of %d characters: %v", router.MaxConversationID+1, err)
+	}
+	if fields, _ := re.Details.([]verr.Field); len(fields) != 1 || fields[0].Field != "/conversation_id" {
+		t.Fatalf("the details: %+v", re.Details)
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -49,6 +51,9 @@ type Prepared struct {
 	Effective json.RawMessage `json:"effective_arguments"`
 	Risk      risk.Decision   `json:"risk"`
 }
+
+// MaxConversationID is the longest conversation id a call may name (in characters).
+const MaxConversationID = 200
 
 // MaskedSecret stands for a configured secret value in Prepared.Effective.
 const MaskedSecret = "••••••"
@@ -104,6 +109,11 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 		return nil, checkedArgs{}, err
 	}
 	e := res.e
+	if utf8.RuneCountInString(c.ConversationID) > MaxConversationID {
+		// Conversations, grants and executions keep it: too long is refused whatever the tool.
+		return e, checkedArgs{}, errorOf(CodeInvalidArguments, fmt.Sprintf("conversation_id is longer than %d characters; use a shorter one", MaxConversationID)).
+			with([]verr.Field{{Field: "/conversation_id", Message: fmt.Sprintf("is longer than %d characters", MaxConversationID), Kind: verr.KindValue}})
+	}
 	if err := r.pinned(ctx, e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}
