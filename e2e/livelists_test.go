@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -64,7 +65,7 @@ func TestBrowserLiveLists(t *testing.T) {
 		By: audit.Actor{Kind: audit.ActorUser, ID: bob.ID, Name: "bob"}}); err != nil {
 		t.Fatal(err)
 	}
-	grow := `document.querySelector("[data-grant-id='` + g.ID + `']")`
+	grow := `document.getElementById("grant-` + g.ID + `")`
 	b.waitJS("the grant appears", grow+`?.textContent.includes("0 uses so far")`)
 	if ok, err := srv.App.Grants.Allow(ctx, "conv-live", "file_operations.create_file", "/x"); err != nil || !ok {
 		t.Fatalf("use the grant: %v %v", ok, err)
@@ -77,5 +78,37 @@ func TestBrowserLiveLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.waitJS("the revoked grant goes", `!`+grow+` && !!document.querySelector("[data-testid=no-grants]")?.checkVisibility()`)
+	ended := func(id string) string { return `document.getElementById("grant-ended-` + id + `")?.textContent` }
+	b.waitJS("and shows as ended", ended(g.ID)+`?.includes("revoked")`)
+
+	// A one-time grant used, and one that expires, end under the same list.
+	once, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "conv-live", Operation: "file_operations.delete_file",
+		OneTime: true, By: audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "conv-live", Operation: "file_operations.rename_file",
+		TTL: 3 * time.Second, By: audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("both appear", `!!document.getElementById("grant-`+once.ID+`") && !!document.getElementById("grant-`+short.ID+`")`)
+	if ok, err := srv.App.Grants.Allow(ctx, "conv-live", "file_operations.delete_file", "/x"); err != nil || !ok {
+		t.Fatalf("use the one-time grant: %v %v", ok, err)
+	}
+	b.waitJS("the used grant ends", `!document.getElementById("grant-`+once.ID+`") && `+ended(once.ID)+`?.includes("used")`)
+	b.waitJS("the short grant expires", `!document.getElementById("grant-`+short.ID+`") && `+ended(short.ID)+`?.includes("expired")`)
+	if n := eval[int](b, `document.querySelectorAll("#grant-ended-rows > tr").length`); n != 3 {
+		t.Fatalf("ended grants listed: %d, want 3", n)
+	}
+	if first := eval[string](b, `document.querySelector("#grant-ended-rows > tr").id`); first != "grant-ended-"+short.ID {
+		t.Fatalf("the latest to end is not first: %s", first)
+	}
+	// A reload shows the same three, from the server.
+	b.do("reload", chromedp.Reload())
+	b.waitJS("ended after a reload", `document.querySelectorAll("#grant-ended-rows > tr").length === 3 && `+ended(short.ID)+`?.includes("expired")`)
+	if n := eval[int](b, `document.querySelectorAll("#grant-ended-rows td:last-child form, #grant-ended-rows button").length`); n != 0 {
+		t.Fatalf("an ended grant offers %d actions", n)
+	}
 	b.checkConsole()
 }

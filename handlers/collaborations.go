@@ -110,7 +110,8 @@ func answeredMessage(c grants.Collaboration) string {
 	return "Answered: the agent has your answer."
 }
 
-// GrantsPage lists the active grants: one's own, or everyone's for an administrator.
+// GrantsPage lists the active grants, and those that ended in the last day: one's own,
+// or everyone's for an administrator.
 func (h CollaborationsHandler) GrantsPage(c echo.Context) error {
 	p := PrincipalOf(c)
 	f := grants.Filter{UserID: p.User.ID}
@@ -136,6 +137,13 @@ func (h CollaborationsHandler) GrantsPage(c echo.Context) error {
 	page.Layout.Live.LastEventID = last
 	for _, g := range list {
 		page.Grants = append(page.Grants, grantRow(g))
+	}
+	ended, err := h.Grants.Ended(c.Request().Context(), f)
+	if err != nil {
+		return err
+	}
+	for _, g := range ended {
+		page.Ended = append(page.Ended, endedGrantRow(h.Grants, g))
 	}
 	return render(c, http.StatusOK, views.Grants(page))
 }

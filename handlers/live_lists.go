@@ -33,7 +33,9 @@ func (l Live) grantParts(ctx context.Context, ev events.Event) ([]templ.Componen
 		return nil, err
 	}
 	if !l.Grants.Usable(g) {
-		return []templ.Component{views.LiveGrantGone(g.ID)}, nil
+		// One table part a message (a second would be parsed into the first's table):
+		// app.js removes the active row when its ended row arrives.
+		return []templ.Component{views.LiveGrantEnded(endedGrantRow(l.Grants, g))}, nil
 	}
 	if events.GrantCreated.Is(ev) {
 		return []templ.Component{views.LiveGrantNew(grantRow(g))}, nil
@@ -44,6 +46,13 @@ func (l Live) grantParts(ctx context.Context, ev events.Event) ([]templ.Componen
 func grantRow(g grants.Grant) views.GrantRow {
 	return views.GrantRow{ID: g.ID, ConversationID: g.ConversationID, Operation: g.Operation, Target: g.Target,
 		OneTime: g.OneTime, Uses: g.Uses, By: g.UserName, CreatedAt: g.CreatedAt, ExpiresAt: g.ExpiresAt}
+}
+
+// endedGrantRow is g, which can no longer be used, with how it ended.
+func endedGrantRow(s *grants.Service, g grants.Grant) views.GrantRow {
+	row := grantRow(g)
+	row.Ended, row.EndedAt = s.EndOf(g)
+	return row
 }
 
 // terminalParts renders a terminal's event from the row it carries (the terminal

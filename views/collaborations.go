@@ -17,14 +17,19 @@ type CollaborationPrompt struct {
 type GrantsPage struct {
 	Layout Layout
 	Grants []GrantRow
+	// Ended are the grants that ended in the last day, the latest first.
+	Ended []GrantRow
 	// All: everyone's grants (an administrator), else the viewer's own.
 	All bool
 }
 
-// GrantRow is one active grant.
+// GrantRow is one grant, active or ended.
 type GrantRow struct {
 	ID, ConversationID, Operation, Target, By string
 	OneTime                                   bool
 	Uses                                      int
 	CreatedAt, ExpiresAt                      time.Time
+	// Ended says how an ended grant ended ("used", "revoked", "expired"), at EndedAt.
+	Ended   string
+	EndedAt time.Time
 }

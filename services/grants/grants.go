@@ -297,6 +297,37 @@ func (s *Service) Active(ctx context.Context, f Filter) ([]Grant, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Grant, error) { return scanGrant(r) })
 }
 
+// EndedKept is how long a grant that can no longer be used stays listed (Ended) after
+// it expired; Prune removes it then. Its audit entries stay.
+const EndedKept = 24 * time.Hour
+
+// Ended lists the grants that ended in the last EndedKept (used up, revoked or
+// expired), the most recent end first.
+func (s *Service) Ended(ctx context.Context, f Filter) ([]Grant, error) {
+	now := s.now()
+	rows, err := s.pool.Query(ctx, `/* grants.Ended */ SELECT `+grantColumns+` FROM grants
+		WHERE (revoked_at > $1 OR consumed_at > $1 OR (expires_at > $1 AND expires_at <= $2))
+		  AND ($3 = '' OR user_id::text = $3) AND ($4 = '' OR conversation_id = $4)
+		ORDER BY LEAST(revoked_at, consumed_at, expires_at) DESC LIMIT 200`, now.Add(-EndedKept), now, f.UserID, f.ConversationID)
+	if err != nil {
+		return nil, fmt.Errorf("grants: ended: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Grant, error) { return scanGrant(r) })
+}
+
+// EndOf says how g ended ("used", "revoked", "expired") and when; "" while it is usable.
+func (s *Service) EndOf(g Grant) (string, time.Time) {
+	switch {
+	case g.RevokedAt != nil:
+		return "revoked", *g.RevokedAt
+	case g.ConsumedAt != nil:
+		return "used", *g.ConsumedAt
+	case !g.ExpiresAt.After(s.now()):
+		return "expired", g.ExpiresAt
+	}
+	return "", time.Time{}
+}
+
 // Usable reports whether g can still be used now (not revoked, used up or expired).
 func (s *Service) Usable(g Grant) bool {
 	return g.RevokedAt == nil && g.ConsumedAt == nil && g.ExpiresAt.After(s.now())
@@ -343,7 +374,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 // expired, so a second use of a one-time grant is still recognised until then), and
 // marks questions nobody answered within Unanswered as expired.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= $1`, s.now())
+	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= $1`, s.now().Add(-EndedKept))
 	if err != nil {
 		return 0, fmt.Errorf("grants: prune: %w", err)
 	}

@@ -135,10 +135,32 @@ func TestGrantLifetime(t *testing.T) {
 		t.Fatalf("grant.revoke entries: %d", n)
 	}
 
-	// Pruned once expired.
+	// Listed as ended (used up, revoked, expired) for a day after they expire, then pruned.
 	clk.Add(time.Hour)
+	ended, err := s.Ended(ctx, grants.Filter{UserID: alice.ID})
+	if err != nil || len(ended) != 3 {
+		t.Fatalf("ended: %v %+v", err, ended)
+	}
+	hows := map[string]int{}
+	for _, g := range ended {
+		how, at := s.EndOf(g)
+		if at.IsZero() || at.After(clk.Now()) {
+			t.Fatalf("grant %s ended %s at %v", g.ID, how, at)
+		}
+		hows[how]++
+	}
+	if hows["used"] != 1 || hows["revoked"] != 1 || hows["expired"] != 1 {
+		t.Fatalf("how they ended: %v", hows)
+	}
+	if n, err := s.Prune(ctx); err != nil || n != 0 {
+		t.Fatalf("prune within a day of expiry: %d %v, want 0", n, err)
+	}
+	clk.Add(grants.EndedKept)
 	if n, err := s.Prune(ctx); err != nil || n != 3 {
 		t.Fatalf("prune: %d %v, want 3", n, err)
+	}
+	if ended, err := s.Ended(ctx, grants.Filter{}); err != nil || len(ended) != 0 {
+		t.Fatalf("ended after the prune: %v %+v", err, ended)
 	}
 }
 

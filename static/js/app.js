@@ -373,15 +373,36 @@
   // (recent activity, execution history, approvals inbox, an execution's log), keyed
   // by the attribute named.
   var liveLists = [["#activity-rows", "data-audit-id"], ["#execution-rows", "id"], ["#approval-items", "id"],
-    ["ol.exec-log", "data-event-id"], ["#grant-rows", "id"], ["#terminal-rows", "id"]];
-  // Rows that say when they end (a grant's expiry) leave the list then.
+    ["ol.exec-log", "data-event-id"], ["#grant-rows", "id"], ["#grant-ended-rows", "id"], ["#terminal-rows", "id"]];
+  // Rows that say when they end (a grant's expiry) leave the list then, for the list
+  // of ended ones when the page has it: the row loses its actions, and its expiry reads
+  // "expired <time>" (views/collaborations.templ, endedGrantRow).
   setInterval(function () {
     var now = Date.now();
     document.querySelectorAll("[data-live-rows] > [data-expires-at]").forEach(function (el) {
-      if (Number(el.dataset.expiresAt) <= now) el.remove();
+      if (Number(el.dataset.expiresAt) > now) return;
+      var into = el.dataset.endedInto && document.getElementById(el.dataset.endedInto);
+      if (!into) {
+        el.remove();
+        return;
+      }
+      el.removeAttribute("data-expires-at");
+      el.id = el.id.replace(/^grant-/, "grant-ended-");
+      el.dataset.testid = "ended-grant-row";
+      el.deleteCell(el.cells.length - 1);
+      var when = el.cells[el.cells.length - 1];
+      when.insertBefore(document.createTextNode("expired "), when.firstChild);
+      var twin = document.getElementById(el.id);
+      if (twin && twin !== el) el.remove(); else into.prepend(el);
     });
   }, 1000);
   function dedupeLive() {
+    // A grant that ended arrives as its row in the ended list alone (one message cannot
+    // carry two table parts): its active row goes then.
+    document.querySelectorAll("#grant-ended-rows > tr[data-grant-id]").forEach(function (el) {
+      var active = document.getElementById("grant-" + el.dataset.grantId);
+      if (active) active.remove();
+    });
     liveLists.forEach(function (spec) {
       document.querySelectorAll(spec[0]).forEach(function (list) {
         var seen = {};
