@@ -52,7 +52,7 @@ func (s *Server) Preflight(ctx context.Context, tool string, m callmeta.Meta, ar
 	case "read_file", "get_file_info":
 		p.read("filePath", a.FilePath)
 	case "list_dir", "file_search", "grep_search":
-		if a.Path != "" {
+		if a.Path != "" && a.Path != "." {
 			p.read("path", a.Path)
 		}
 	case "copy_file":
@@ -61,6 +61,11 @@ func (s *Server) Preflight(ctx context.Context, tool string, m callmeta.Meta, ar
 	case "rename_file":
 		p.write("filePath", a.FilePath)
 		p.write("newPath", a.NewPath)
+		from, ferr := s.resolve(p.c, "filePath", a.FilePath)
+		to, terr := s.resolve(p.c, "newPath", a.NewPath)
+		if ferr == nil && terr == nil && len(p.fields.Fields) == 0 && from.area != to.area {
+			p.fields.AddKind("/newPath", verr.KindValue, "rename_file moves files within one workspace; to another, use copy_file and then delete_file")
+		}
 	case "create_file", "replace_string", "multi_replace", "insert_edit", "delete_file", "create_directory":
 		p.write("filePath", a.FilePath)
 	}
@@ -78,6 +83,9 @@ type preflight struct {
 	op     string
 	fields verr.Error
 	err    error // not a refusal: the guard could not tell (the database)
+	// allowed are the areas outside the workspace a write may change already (a rename
+	// asks once for its two paths, as the write does: files.go, write.target).
+	allowed map[string]bool
 }
 
 func (p *preflight) read(param, path string) { p.check(param, path, false) }
@@ -94,13 +102,25 @@ func (p *preflight) check(param, path string, write bool) {
 		p.refuse(param, err)
 		return
 	case t.area == "":
-		if param != "path" { // only a listing or a search may name the root
+		if p.op != "list_dir" { // only a listing may name the root
 			p.refuse(param, guardf("%s: %s is the built-in root, which holds workspaces, not files", param, path))
 		}
 		return
 	case write && t.rel == ".":
 		p.refuse(param, guardf("%s: %s is a workspace itself, not a file in it", param, path))
 		return
+	case write && p.allowed[t.area]:
+		return
+	}
+	if !t.own {
+		// Another workspace must exist: asking for a grant to reach one that does not
+		// would only end in "not a workspace".
+		ar, err := p.s.openArea(t.area)
+		if err != nil {
+			p.refuse(param, err)
+			return
+		}
+		ar.Close()
 	}
 	if write {
 		err = p.s.mayWrite(p.ctx, p.c, p.op, t)
@@ -109,6 +129,13 @@ func (p *preflight) check(param, path string, write bool) {
 	}
 	if err != nil {
 		p.refuse(param, err)
+		return
+	}
+	if write && !t.own {
+		if p.allowed == nil {
+			p.allowed = map[string]bool{}
+		}
+		p.allowed[t.area] = true
 	}
 }
 
@@ -120,5 +147,5 @@ func (p *preflight) refuse(param string, err error) {
 		p.err = err
 		return
 	}
-	p.fields.Add("/"+param, strings.TrimPrefix(err.Error(), param+": "))
+	p.fields.AddKind("/"+param, verr.KindNotAllowed, strings.TrimPrefix(err.Error(), param+": "))
 }

@@ -64,7 +64,8 @@ func TestNoApprovalAskedForACallThatCannotRun(t *testing.T) {
 			return callIn(ctx, cs, "builtin__file_operations.create_file", map[string]any{"filePath": path, "content": "x"}, "", conv)
 		}
 		res := wait(t, create(conv, "/etc/toolwarden-preflight"))
-		if !res.IsError || !strings.Contains(text(res), "filePath: /etc/toolwarden-preflight is outside the built-in root") {
+		if !res.IsError || !strings.HasPrefix(text(res), "Not run; the call may not reach what its arguments name:") ||
+			!strings.Contains(text(res), "filePath: /etc/toolwarden-preflight is outside the built-in root") {
 			t.Fatalf("%s: a write outside the root: %+v %q", era, res, text(res))
 		}
 		res = wait(t, create(conv, other))
@@ -108,6 +109,10 @@ func TestNoApprovalAskedForACallThatCannotRun(t *testing.T) {
 	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'tool.call.refused' AND result = 'denied'
 		AND actor_id = $1 AND payload->>'code' = 'forbidden'`, tina.ID); n != len(eras) {
 		t.Fatalf("audited refusals of another person's conversation: %d, want %d", n, len(eras))
+	}
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'tool.call.refused' AND result = 'denied'
+		AND actor_id = $1 AND payload->>'code' = 'invalid_arguments'`, tina.ID); n != 2*len(eras) {
+		t.Fatalf("audited refusals of paths: %d, want %d", n, 2*len(eras))
 	}
 
 	// A plan with such a step is refused where it is submitted, at the step's argument.

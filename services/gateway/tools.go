@@ -195,7 +195,12 @@ func argumentsText(f *fault.Error) string {
 		return "Invalid arguments: " + f.Message + "."
 	}
 	var b strings.Builder
-	b.WriteString("Invalid arguments; correct them and call again:")
+	head := "Invalid arguments; correct them and call again:"
+	if !slices.ContainsFunc(fields, func(fl verr.Field) bool { return fl.Kind != verr.KindNotAllowed }) {
+		// Well-formed, but not allowed now: each line says what to do (ask for a grant).
+		head = "Not run; the call may not reach what its arguments name:"
+	}
+	b.WriteString(head)
 	for _, fl := range fields {
 		where := strings.TrimPrefix(fl.Field, "/")
 		if where == "" {

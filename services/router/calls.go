@@ -29,6 +29,9 @@ type callRecord struct {
 	redacted json.RawMessage // args with secrets masked, made once for the audit and usage rows
 	// selfApproved: a high-risk call approved by its own requester, nobody else could.
 	selfApproved bool
+	// auditRefusal: the refusal is audited whatever its code (a risky call the check
+	// before approval turned away: Options.Preflight).
+	auditRefusal bool
 	display      *string // displayLine's, made once
 
 	pmu          sync.Mutex
@@ -160,7 +163,7 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 	}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, false)}, commit: cr.commit()}
-	if refusedAudited[e.Code] {
+	if refusedAudited[e.Code] || cr.auditRefusal {
 		// A refusal in the audit log is someone trying what they may not: kept synchronously.
 		j.commit = db.Synchronous
 		refusal := cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": usage.RedactText(e.Message)})

@@ -66,8 +66,8 @@ func (r *Router) Prepare(ctx context.Context, c Call) (*Prepared, error) {
 		return nil, err
 	}
 	if c.Preflight {
-		if err := r.preflight(ctx, e, c, "", args.merged); err != nil {
-			return nil, err
+		if re := r.preflight(ctx, e, c, "", args.merged); re != nil {
+			return nil, re
 		}
 	}
 	given, err := json.Marshal(args.given)
@@ -235,17 +235,26 @@ func (r *Router) argumentRisk(e *entry, args json.RawMessage) *entry {
 }
 
 // preflight asks Options.Preflight whether c (checked as e, with merged args) could run
-// at all, and is the refusal to answer with instead of asking anyone to approve it.
-func (r *Router) preflight(ctx context.Context, e *entry, c Call, callID string, args json.RawMessage) error {
+// at all, and is the refusal to answer with instead of asking anyone to approve it, or
+// nil. When the check itself fails (the database), the call goes on: the tool checks
+// again when it runs.
+func (r *Router) preflight(ctx context.Context, e *entry, c Call, callID string, args json.RawMessage) *Error {
 	if r.opts.Preflight == nil {
 		return nil
 	}
 	err := r.opts.Preflight(ctx, e.t.QualifiedName(), metaOf(c, callID), args)
-	if ve := (*verr.Error)(nil); err == nil || errors.As(err, &ve) {
-		return invalid(err) // nil stays nil
+	if err == nil {
+		return nil
+	}
+	if ve := (*verr.Error)(nil); errors.As(err, &ve) {
+		var re *Error
+		if errors.As(invalid(err), &re) {
+			return re
+		}
 	}
 	if f, ok := fault.As(err); ok && f.Kind == fault.KindForbidden {
 		return fail(CodeForbidden, "%s", f.Message)
 	}
-	return err
+	r.log.Warn("router: the check before approval failed; the call goes on", "tool", e.t.QualifiedName(), "err", err)
+	return nil
 }

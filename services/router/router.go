@@ -342,8 +342,9 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	raw := args.merged
 	self, err := r.approve(ctx, e, c)
 	if re := (*Error)(nil); errors.As(err, &re) && re.Code == CodeApprovalRequired {
-		if perr := r.preflight(ctx, e, c, callID, raw); perr != nil {
-			err = perr
+		if pre := r.preflight(ctx, e, c, callID, raw); pre != nil {
+			// Refused instead of asked for: audited as the refusal of a risky call it is.
+			err, rec.auditRefusal = pre, true
 		}
 	}
 	if err != nil {

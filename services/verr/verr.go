@@ -23,6 +23,9 @@ const (
 	KindMissing = "missing"    // a required parameter is absent
 	KindType    = "wrong_type" // present with the wrong JSON type
 	KindValue   = "bad_value"  // the right type, but a value the schema does not allow
+	// KindNotAllowed: a valid value the caller may not use now (a path outside the
+	// conversation's workspace without a grant); what it says is what to do instead.
+	KindNotAllowed = "not_allowed"
 )
 
 // Error is a set of field problems. A nil *Error means the input was fine.
