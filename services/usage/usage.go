@@ -151,7 +151,8 @@ type statsRow struct {
 }
 
 // Summary sums up toolID's calls in [from, to): the calls that ran (a call the router
-// refused has no duration and is not the tool's failure; it stays in the log).
+// refused has no duration and is not the tool's failure; it stays in the log). LastUsed
+// is the newest call that ran, in any period.
 func Summary(ctx context.Context, q db.Querier, toolID string, from, to time.Time) (Stats, error) {
 	from, to, err := period(from, to)
 	if err != nil {
@@ -163,7 +164,7 @@ func Summary(ctx context.Context, q db.Querier, toolID string, from, to time.Tim
 		       percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
 		       percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95,
 		       avg(duration_ms) AS avg,
-		       (SELECT max(used_at) FROM tool_usage_logs WHERE tool_id = $1) AS last_used
+		       (SELECT max(used_at) FROM tool_usage_logs WHERE tool_id = $1 AND duration_ms IS NOT NULL) AS last_used
 		FROM tool_usage_logs
 		WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3 AND duration_ms IS NOT NULL`, toolID, from, to)
 	if err != nil {

@@ -116,6 +116,8 @@ func TestSummaryAndSeries(t *testing.T) {
 	entries = append(entries,
 		usage.Entry{ToolID: tool, UsedAt: from.Add(-time.Second), DurationMS: ms(9999), Success: false},
 		usage.Entry{ToolID: tool, UsedAt: to, DurationMS: ms(9999), Success: false},
+		// Refused later still (no duration): not a use.
+		usage.Entry{ToolID: tool, UsedAt: to.Add(time.Minute), Success: false},
 		usage.Entry{ToolID: other, UsedAt: from.Add(20 * time.Minute), DurationMS: ms(5000), Success: false},
 		usage.Entry{ToolID: other, UsedAt: from.Add(30 * time.Minute), DurationMS: ms(6000), Success: true},
 	)
@@ -158,7 +160,8 @@ func TestSummaryAndSeries(t *testing.T) {
 		if s.AvgMS == nil || math.Abs(*s.AvgMS-sum/float64(len(durs))) > 1e-6 {
 			t.Errorf("avg = %s, want %v", fmtp(s.AvgMS), sum/float64(len(durs)))
 		}
-		// The newest call of the tool at all (the one at `to`, outside the period).
+		// The newest call of the tool that ran, in any period (the one at `to`): the
+		// refusal after it is not a use.
 		if s.LastUsed == nil || !s.LastUsed.Equal(to) {
 			t.Errorf("last used = %v, want %v", s.LastUsed, to)
 		}
