@@ -647,8 +647,27 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 	return h
 }
 
+// tableExtracts are the values of a table parser's extract (seed 002's EdgeLake
+// templates): the column of a blockchain table whose distinct values are the result.
+var tableExtracts = map[string]int{"unique_databases": 0, "unique_tables": 1}
+
+// extract sets p's column from a table parser's extract, which says the column and
+// uniqueness at once.
+func (r *reader) extract(p *Parser, m *mapping, v *yaml.Node) {
+	what, _ := r.scalar(v, "extract")
+	col, ok := tableExtracts[what]
+	switch {
+	case !ok:
+		r.fail(v.Line, "extract: %q is not known; use unique_databases (the first column's distinct values) or unique_tables (the second's), or from_column and unique", what)
+	case m.get("from_column") != nil || m.get("unique") != nil:
+		r.fail(v.Line, "extract says the column and uniqueness already: leave out from_column and unique, or extract")
+	default:
+		p.FromColumn, p.Unique = col, true
+	}
+}
+
 func (r *reader) parser(name string, line int, n *yaml.Node) *Parser {
-	m := r.mapping(n, "response parser "+name, "type", "pattern", "group", "all", "path", "from_column", "unique", "header", "separator")
+	m := r.mapping(n, "response parser "+name, "type", "pattern", "group", "all", "path", "from_column", "unique", "header", "separator", "extract")
 	if m == nil {
 		return nil
 	}
@@ -659,7 +678,7 @@ func (r *reader) parser(name string, line int, n *yaml.Node) *Parser {
 	}
 	p.Type = typ
 	allowed := map[string][]string{ParserRegex: {"pattern", "group", "all"}, ParserJSON: {"path"},
-		ParserTable: {"from_column", "unique", "header", "separator"}}
+		ParserTable: {"from_column", "unique", "header", "separator", "extract"}}
 	keys, ok := allowed[typ]
 	if !ok {
 		r.fail(line, "response parser %s needs a type: regex, json or table", name)
@@ -718,6 +737,9 @@ func (r *reader) parser(name string, line int, n *yaml.Node) *Parser {
 		}
 		if v := m.get("separator"); v != nil {
 			p.Separator, _ = r.scalar(v, "separator")
+		}
+		if v := m.get("extract"); v != nil {
+			r.extract(p, m, v)
 		}
 	}
 	if bad {

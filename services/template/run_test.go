@@ -66,6 +66,17 @@ func TestParsers(t *testing.T) {
           | lsl_demo | sensor   |
           | test_db  | data     |
     parse_response: dbs
+  - name: tables
+    command:
+      argv:
+        - printf
+        - |
+          | Database | Table    |
+          |----------|----------|
+          | lsl_demo | ping     |
+          | test_db  | ping     |
+          | test_db  | data     |
+    parse_response: edgelake_tables
   - name: spaced
     command: {argv: [printf, "NAME SIZE\nalpha 1\nbeta 2\n"]}
     parse_response: second
@@ -77,6 +88,7 @@ response_parsers:
   hours:     {type: json, path: "$.hours[*].t"}
   dbs:       {type: blockchain_table, from_column: 0, unique: true}
   second:    {type: table, from_column: 1}
+  edgelake_tables: {type: blockchain_table, extract: unique_tables}
 `, srv.URL))
 	cases := []struct {
 		tool    string
@@ -95,6 +107,7 @@ response_parsers:
 		{"missing", nil, "GET " + srv.URL + "/missing answered 404 Not Found\nno such city", true},
 		{"dbs", nil, `["lsl_demo","test_db"]`, false},
 		{"spaced", nil, `["1","2"]`, false},
+		{"tables", nil, `["ping","data"]`, false},
 	}
 	for _, tc := range cases {
 		res := call(t, tpl, tc.tool, tc.args)
