@@ -40,7 +40,8 @@ func UserCollaboration(a Asker) Tool {
 	return Tool{
 		Name:  "user_collaboration",
 		Title: "Ask the user",
-		Description: "Ask the person you work for a question and wait for the answer (no time limit). " +
+		// grants.Unanswered is the day a question waits (a test keeps the two in step).
+		Description: "Ask the person you work for a question and wait for the answer (up to a day; unanswered, it expires). " +
 			"To do something that needs their permission (a write outside the conversation's workspace), " +
 			"name it in authorize_operation (\"file_operations.create_file\") and, optionally, target (the path); " +
 			"an approving answer allows it for 5 minutes.",

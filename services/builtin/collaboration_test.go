@@ -12,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/router"
 )
@@ -171,5 +172,14 @@ func TestAnsweredGrantExpires(t *testing.T) {
 	advance(2 * time.Second)
 	if ok, err := srv.App.Grants.Allow(ctx, "conv-2", "run_command", "ls"); err != nil || ok {
 		t.Fatalf("at 301 s: %v %v", ok, err)
+	}
+}
+
+// The tool tells the model how long a question waits: as long as grants keeps it.
+func TestUserCollaborationSaysHowLongItWaits(t *testing.T) {
+	t.Parallel()
+	d := builtin.UserCollaboration(nil).Description
+	if grants.Unanswered != 24*time.Hour || !strings.Contains(d, "up to a day") {
+		t.Fatalf("questions wait %s; the tool says %q", grants.Unanswered, d)
 	}
 }
