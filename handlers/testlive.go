@@ -96,5 +96,13 @@ func (l Live) testRunParts(ctx context.Context, id string, ev events.Event) ([]t
 	}
 	var b views.TestRunButton
 	b.CanRun, b.CannotRun = canRun(&auth.Principal{User: auth.User{Role: run.Role}}, it)
+	if b.CanRun && l.Router != nil {
+		// The person's own rule for the tool too, as the page says it (mayRun).
+		if ok, err := l.Router.MayUse(ctx, run.Actor, run.Role, it.ID); err != nil {
+			return nil, err
+		} else if !ok {
+			b.CanRun, b.CannotRun = false, mayNotUse
+		}
+	}
 	return []templ.Component{views.LiveTestResult(res, b)}, nil
 }

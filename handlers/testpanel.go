@@ -190,10 +190,13 @@ func (h TestPanelHandler) mayRun(c echo.Context, it tools.Item) (bool, string) {
 		return true, "" // the router says it at the run
 	}
 	if !ok {
-		return false, "You may not use this tool; ask an administrator for access."
+		return false, mayNotUse
 	}
 	return true, ""
 }
+
+// mayNotUse says why a person may not run a tool their role could: their own rule.
+const mayNotUse = "You may not use this tool; ask an administrator for access."
 
 // canRun mirrors the router's first checks on the tool's state.
 func canRun(p *auth.Principal, it tools.Item) (bool, string) {

@@ -574,3 +574,36 @@ func TestTestPanelConfirmLeftEmpty(t *testing.T) {
 		t.Fatalf("a wrong phrase: want the router's refusal as the result, got %q", strings.Join(strings.Fields(ws.Find(`[data-testid="test-workspace"]`).Text()), " "))
 	}
 }
+
+// The result a run pushes brings Run back as the person may use it now: a rule of
+// their own that denies them the tool, set while the run went on, turns it off and
+// says why (as the page would).
+func TestTestPanelLiveResultKeepsThePersonsRule(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "sleep")
+	srv.CreateUser(t, "tess", auth.RoleToolUser, "tess-password-123")
+	c := srv.Login(t, "tess", "tess-password-123")
+	sleep := toolID(t, srv, "mt__sleep")
+
+	id, topic, since := startSleep(t, srv, c, sleep, 1500)
+	conn := wsDial(t, srv, c, []string{topic}, since)
+	no := false
+	if err := srv.Tools.SetPermission(context.Background(), audit.System, sleep, "tess", &no); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		frag, raw, ok := wsNext(t, conn, 20*time.Second)
+		if !ok {
+			t.Fatal("no result pushed in 20 s")
+		}
+		if _, res := runParts(frag, id); res.Length() == 0 {
+			continue
+		}
+		back := frag.Find(`template > #test-run-actions [data-testid="run-test"]`)
+		if _, disabled := back.Attr("disabled"); back.Length() != 1 || !disabled || !strings.Contains(frag.Text(), "You may not use this tool") {
+			t.Fatalf("the pushed result offers Run to a person denied the tool: %s", raw)
+		}
+		return
+	}
+}

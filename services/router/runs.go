@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 )
@@ -50,6 +51,7 @@ type Run struct {
 	ID      string
 	ToolID  string
 	Owner   string    // the actor's user id or name: only they may follow or cancel it
+	Actor   audit.Actor
 	Role    auth.Role // the caller's role when it started
 	Topic   string    // the call's own topic, if it has one
 	Started time.Time
@@ -72,7 +74,7 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		c.ID = uuid.NewString()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &Run{ID: c.ID, ToolID: toolID, Owner: userKey(c.Actor), Role: c.Role, Topic: c.Topic, Started: time.Now(),
+	run := &Run{ID: c.ID, ToolID: toolID, Owner: userKey(c.Actor), Actor: c.Actor, Role: c.Role, Topic: c.Topic, Started: time.Now(),
 		cancel: cancel, done: make(chan struct{})}
 	rs.mu.Lock()
 	run.idle = time.AfterFunc(rs.abandon, cancel)
