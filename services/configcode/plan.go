@@ -462,9 +462,10 @@ func (s *Service) compensationSchemas(ctx context.Context, fts []Tool, st *state
 }
 
 func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending map[string]bool, schemas map[string]json.RawMessage, skip func(field, msg string)) {
-	want := ft.Compensation
+	want, have := ft.Compensation, cur.Compensation
 	if want != nil {
 		server, _, _ := toolname.Split(want.Undo)
+		same := have != nil && have.Undo == want.Undo && sameArgs(have.Arguments, want.Arguments)
 		switch {
 		case want.Undo == ft.Name:
 			skip("compensation.undo", "a tool cannot undo itself")
@@ -475,7 +476,9 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 		case st.Tools[want.Undo] == nil:
 			skip("compensation.undo", fmt.Sprintf("tool %q is not discovered yet: import the file again once server %s is discovered", want.Undo, server))
 			want = nil
-		default:
+		case !same:
+			// Checked as the tool page checks it, when it would change (a stored one
+			// that no longer passes is the tool page's to show).
 			var ve *verr.Error
 			if errors.As(executions.CheckMapNames(want.Arguments, schemas[ft.Name], schemas[want.Undo], want.Undo), &ve) {
 				for _, f := range ve.Fields {
@@ -486,7 +489,6 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 			}
 		}
 	}
-	have := cur.Compensation
 	switch {
 	case want == nil && have == nil:
 	case want == nil:

@@ -140,7 +140,7 @@ func TestApprovalInsideTheCall(t *testing.T) {
 			cs, progress := e.client(t, era)
 			// A conversation id the execution cannot keep is refused before anyone is asked.
 			if res := wait(t, callIn(ctx, cs, "ut__echo", map[string]any{"message": "x"}, "", strings.Repeat("c", 201))); !res.IsError ||
-				!strings.Contains(text(res), "longer than 200 characters") {
+				!strings.Contains(text(res), "_meta.conversation_id: is longer than 200 characters") {
 				t.Fatalf("a 201-character conversation id: got %+v %q", res, text(res))
 			}
 			// The step runs in the call's conversation (the built-in tools' workspace and

@@ -203,8 +203,11 @@ func argumentsText(f *fault.Error) string {
 	b.WriteString(head)
 	for _, fl := range fields {
 		where := strings.TrimPrefix(fl.Field, "/")
-		if where == "" {
+		switch where {
+		case "":
 			where = "(arguments)"
+		case "conversation_id":
+			where = "_meta.conversation_id" // where an MCP client names it
 		}
 		fmt.Fprintf(&b, "\n- %s: %s", where, fl.Message)
 	}

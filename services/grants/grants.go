@@ -352,10 +352,19 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
 		g, err = scanGrant(tx.QueryRow(ctx, `/* grants.Revoke */ UPDATE grants SET revoked_at = $2, revoked_by = $3
-			WHERE id::text = $1 AND revoked_at IS NULL AND ($4 = '' OR user_id::text = $4) RETURNING `+grantColumns,
+			WHERE id::text = $1 AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $2
+			  AND ($4 = '' OR user_id::text = $4) RETURNING `+grantColumns,
 			id, s.now(), by.Name, own))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fault.NotFound("grant")
+			// Ended already (kept a day to be listed): say so, and change nothing.
+			ended, gerr := scanGrant(tx.QueryRow(ctx, `/* grants.Revoke.ended */ SELECT `+grantColumns+` FROM grants
+				WHERE id::text = $1 AND ($2 = '' OR user_id::text = $2)`, id, own))
+			if gerr != nil {
+				return fault.NotFound("grant")
+			}
+			how, at := s.EndOf(ended)
+			return fault.Conflict("grant_ended", fmt.Sprintf("The grant of %s already ended (%s at %s UTC); there is nothing to revoke.",
+				ended.Operation, how, at.UTC().Format("15:04:05")))
 		}
 		if err != nil {
 			return fmt.Errorf("grants: revoke: %w", err)
@@ -370,9 +379,10 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 	return g, err
 }
 
-// Prune removes grants that expired (used-up and revoked ones go once they would have
-// expired, so a second use of a one-time grant is still recognised until then), and
-// marks questions nobody answered within Unanswered as expired.
+// Prune removes grants a day (EndedKept) after they expired (used-up and revoked ones
+// too, so a second use of a one-time grant is recognised until they expire, and the
+// ended list shows them for that day), and marks questions nobody answered within
+// Unanswered as expired.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= $1`, s.now().Add(-EndedKept))
 	if err != nil {

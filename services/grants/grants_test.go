@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,13 @@ func TestGrantLifetime(t *testing.T) {
 		t.Fatalf("grant.revoke entries: %d", n)
 	}
 
+	// An ended grant cannot be revoked again: it says how it ended, and nothing changes.
+	if _, err := s.Revoke(ctx, alice, g.ID, true); !fault.Is(err, fault.KindConflict) || !strings.Contains(err.Error(), "already ended (revoked") {
+		t.Fatalf("revoke a revoked grant: %v", err)
+	}
+	if n := auditCount(t, pool, "grant.revoke", audit.ResultSuccess); n != 1 {
+		t.Fatalf("grant.revoke entries after a second revoke: %d", n)
+	}
 	// Listed as ended (used up, revoked, expired) for a day after they expire, then pruned.
 	clk.Add(time.Hour)
 	ended, err := s.Ended(ctx, grants.Filter{UserID: alice.ID})

@@ -109,11 +109,6 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 		return nil, checkedArgs{}, err
 	}
 	e := res.e
-	if utf8.RuneCountInString(c.ConversationID) > MaxConversationID {
-		// Conversations, grants and executions keep it: too long is refused whatever the tool.
-		return e, checkedArgs{}, errorOf(CodeInvalidArguments, fmt.Sprintf("conversation_id is longer than %d characters; use a shorter one", MaxConversationID)).
-			with([]verr.Field{{Field: "/conversation_id", Message: fmt.Sprintf("is longer than %d characters", MaxConversationID), Kind: verr.KindValue}})
-	}
 	if err := r.pinned(ctx, e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}
@@ -124,6 +119,11 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 	}
 	if err := r.admit(ctx, e, c); err != nil {
 		return e, checkedArgs{}, err
+	}
+	if utf8.RuneCountInString(c.ConversationID) > MaxConversationID {
+		// Conversations, grants and executions keep it: too long is refused whatever the tool.
+		return e, checkedArgs{}, errorOf(CodeInvalidArguments, fmt.Sprintf("conversation_id is longer than %d characters; use a shorter one", MaxConversationID)).
+			with([]verr.Field{{Field: "/conversation_id", Message: fmt.Sprintf("is longer than %d characters", MaxConversationID), Kind: verr.KindValue}})
 	}
 	merged, err := e.resolved.Merge(args)
 	if err != nil {

@@ -136,7 +136,7 @@ type Stats struct {
 	// Latency percentiles (percentile_cont) and mean in milliseconds over the calls
 	// that have a duration; nil when there were none.
 	P50MS, P95MS, AvgMS *float64
-	// LastUsed is the tool's newest call at all, inside the period or not; nil: never.
+	// LastUsed is the tool's newest call that ran, inside the period or not; nil: never.
 	LastUsed *time.Time
 }
 

@@ -392,8 +392,7 @@
       el.deleteCell(el.cells.length - 1);
       var when = el.cells[el.cells.length - 1];
       when.insertBefore(document.createTextNode("expired "), when.firstChild);
-      var twin = document.getElementById(el.id);
-      if (twin && twin !== el) el.remove(); else into.prepend(el);
+      if (into.querySelector(":scope > [id='" + el.id + "']")) el.remove(); else into.prepend(el);
     });
   }, 1000);
   function dedupeLive() {
