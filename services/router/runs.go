@@ -50,7 +50,7 @@ func (rs *Runs) SetGrace(d time.Duration) {
 type Run struct {
 	ID      string
 	ToolID  string
-	Owner   string    // the actor's user id or name: only they may follow or cancel it
+	Owner   string // the actor's user id or name: only they may follow or cancel it
 	Actor   audit.Actor
 	Role    auth.Role // the caller's role when it started
 	Topic   string    // the call's own topic, if it has one
