@@ -126,6 +126,9 @@ type App struct {
 	Denials    *audit.Denials
 	Gateway    *gateway.Gateway
 	Builtin    *builtin.Server // nil without Config.BuiltinRoot
+	// builtinServerID is the registry's id of the built-in server ("" when another
+	// server kept the name builtin).
+	builtinServerID string
 	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
 	Terminals *builtin.Terminals
 	Grants    *grants.Service
@@ -262,6 +265,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	ro.Logger, ro.Bus, ro.Decide, ro.Local = log, a.Bus, a.Decide, a.Local
 	if a.Builtin != nil && ro.ArgumentRisk == nil {
 		ro.ArgumentRisk = builtinArgumentRisk
+	}
+	if a.Builtin != nil && ro.OperationRisk == nil {
+		ro.OperationRisk = a.builtinOperationRisk
 	}
 	if ro.Display == nil && a.Builtin != nil {
 		ro.Display = a.BuiltinDisplay

@@ -47,10 +47,12 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 	b.Add(b.FileOperations())
 	b.KeepSnapshotsPruned()
 	b.Add(builtin.UserCollaboration(asker{a.Grants}))
-	if _, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
+	if sv, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
 		a.log.Warn(err.Error())
 	} else if err != nil {
 		return nil, err
+	} else {
+		a.builtinServerID = sv.ID
 	}
 	return b, nil
 }
@@ -74,6 +76,17 @@ func (a *App) builtinPreflight(ctx context.Context, qualified string, m callmeta
 		return nil
 	}
 	return a.Builtin.Preflight(ctx, name, m, args)
+}
+
+// builtinOperationRisk is the router's OperationRisk: the level of a built-in
+// operation (a file read is low), for the built-in server's own tools only, never a
+// server that kept the name builtin.
+func (a *App) builtinOperationRisk(serverID, qualified string, args json.RawMessage) (risk.Level, string, bool) {
+	name := bare(qualified)
+	if name == "" || a.builtinServerID == "" || serverID != a.builtinServerID {
+		return "", "", false
+	}
+	return builtin.OperationRisk(name, args)
 }
 
 // Previewer is the executions' previewer of the built-in file tools (nil without the

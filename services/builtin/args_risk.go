@@ -34,11 +34,33 @@ func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) 
 	return "", "", false
 }
 
+// OperationRisk is the level of what a call of a built-in tool (its bare name) does,
+// where the tool's annotations overstate it: file_operations' reads (read_file,
+// list_dir, file_search, grep_search, get_file_info) are low, as reading needs no one's
+// say-so (the path guard still bounds what they reach). The router puts it in place of
+// a level derived from the annotations, never of an administrator's.
+func OperationRisk(tool string, args json.RawMessage) (risk.Level, string, bool) {
+	if tool != "file_operations" {
+		return "", "", false
+	}
+	var a struct {
+		Operation string `json:"operation"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return "", "", false
+	}
+	switch a.Operation {
+	case "read_file", "list_dir", "file_search", "grep_search", "get_file_info":
+		return risk.Low, "It only reads files (" + a.Operation + "), inside what the path guard lets this conversation reach.", true
+	}
+	return "", "", false
+}
+
 // fileWriteRisk rates file_operations by what the call does, for ArgumentRisk: reads
-// add nothing to the tool's level; a write is at least medium, and deleting or moving
-// a file high. So an administrator who sets file_operations low lets reads run without
-// asking while every write still asks; left as discovered (destructive, so high),
-// everything asks.
+// add nothing to the tool's level (OperationRisk makes them low unless an administrator
+// set the tool's level); a write is at least medium, and deleting or moving a file
+// high. Left as discovered (destructive, so high), every write asks for the typed
+// phrase; set low, a write asks for a confirm and a delete for the phrase.
 func fileWriteRisk(args json.RawMessage) (risk.Level, string, bool) {
 	var a struct {
 		Operation string `json:"operation"`

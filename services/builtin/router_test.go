@@ -44,3 +44,45 @@ func TestFileOperationsThroughRouter(t *testing.T) {
 			AND payload->>'display' = 'Creating file notes.txt'`, res.CallID) > 0
 	}, "no call event with the display line")
 }
+
+// file_operations as discovered (destructive, so high) reads without asking: a read's
+// own level is low, in place of the one its annotations give the whole tool; writes
+// keep the tool's level. An administrator's level for the tool is never replaced: set
+// high, a read asks too; set low, a write still asks for a confirm.
+func TestFileReadsAreLowUnlessAnAdministratorSaysOtherwise(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__file_operations")
+	admin := audit.Actor{Kind: audit.ActorUser, Name: "admin"}
+	level := func(op, args string) (string, string) {
+		t.Helper()
+		var p *router.Prepared
+		var err error
+		// The risk setting reaches the router's snapshot through the bus.
+		webtest.WaitFor(t, 10*time.Second, func() bool {
+			p, err = srv.Router.Prepare(ctx, router.Call{Tool: "builtin__file_operations." + op, Arguments: json.RawMessage(args),
+				Actor: admin, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: "conv-r"})
+			return err == nil
+		}, "prepare "+op)
+		return string(p.Risk.Level), p.Risk.Source
+	}
+	check := func(when, op, args, wantLevel, wantSource string) {
+		t.Helper()
+		var l, src string
+		webtest.WaitFor(t, 10*time.Second, func() bool {
+			l, src = level(op, args)
+			return l == wantLevel && src == wantSource
+		}, when+": "+op)
+	}
+	check("as discovered", "read_file", `{"filePath":"a.txt"}`, "low", "operation")
+	check("as discovered", "grep_search", `{"pattern":"x"}`, "low", "operation")
+	check("as discovered", "create_file", `{"filePath":"a.txt","content":"x"}`, "high", "annotations")
+	// The operation is what the arguments say, whatever the dotted name.
+	check("as discovered", "read_file", `{"operation":"delete_file","filePath":"a.txt"}`, "high", "annotations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.High)
+	check("set high", "read_file", `{"filePath":"a.txt"}`, "high", "override")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	check("set low", "read_file", `{"filePath":"a.txt"}`, "low", "override")
+	check("set low", "create_file", `{"filePath":"a.txt","content":"x"}`, "medium", "arguments")
+}

@@ -78,6 +78,17 @@ func TestNoApprovalAskedForACallThatCannotRun(t *testing.T) {
 			t.Fatalf("%s: a call in another person's conversation: %v %+v", era, o.err, o.res)
 		}
 		noneHeld(era)
+		// A read runs at once: its own level is low, though the tool's is high.
+		ws, err := srv.App.Builtin.Workspace(conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, "seen.txt"), []byte("read me\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if res := wait(t, callIn(ctx, cs, "builtin__file_operations.read_file", map[string]any{"filePath": "seen.txt"}, "", conv)); res.IsError || text(res) != "read me\n" {
+			t.Fatalf("%s: read_file: %+v %q", era, res, text(res))
+		}
 
 		// With a grant, the call is held; the check did not use the grant, the run does.
 		g, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: conv, Operation: "file_operations.create_file",

@@ -67,6 +67,7 @@ const (
 	SourceOverride    = "override"    // an administrator set the level for this tool
 	SourceAnnotations = "annotations" // derived from the tool's annotations and the server's trust
 	SourceArguments   = "arguments"   // raised by what one call's arguments say (a built-in terminal's command)
+	SourceOperation   = "operation"   // the level of the built-in operation the call names (a file read), in place of the annotations
 )
 
 // Decision is a tool's risk and why.

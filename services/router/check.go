@@ -219,19 +219,28 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 	return nil
 }
 
-// argumentRisk is e with its risk raised to what the arguments carry
-// (Options.ArgumentRisk); e itself, shared by every call, is not changed.
+// argumentRisk is e with its risk as this call's arguments make it: the operation's own
+// level in place of one derived from annotations (Options.OperationRisk), then raised
+// to what the arguments carry (Options.ArgumentRisk). e itself, shared by every call,
+// is not changed.
 func (r *Router) argumentRisk(e *entry, args json.RawMessage) *entry {
-	if r.opts.ArgumentRisk == nil {
+	d := e.risk
+	if r.opts.OperationRisk != nil && d.Source == risk.SourceAnnotations {
+		if level, why, ok := r.opts.OperationRisk(e.t.ServerID, e.t.QualifiedName(), args); ok {
+			d = risk.Decision{Level: level, Source: risk.SourceOperation, Why: why}
+		}
+	}
+	if r.opts.ArgumentRisk != nil {
+		if level, why, ok := r.opts.ArgumentRisk(e.t.QualifiedName(), args); ok && risk.Max(d.Level, level) != d.Level {
+			d = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
+		}
+	}
+	if d == e.risk {
 		return e
 	}
-	level, why, ok := r.opts.ArgumentRisk(e.t.QualifiedName(), args)
-	if !ok || risk.Max(e.risk.Level, level) == e.risk.Level {
-		return e
-	}
-	raised := *e
-	raised.risk = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
-	return &raised
+	rated := *e
+	rated.risk = d
+	return &rated
 }
 
 // preflight asks Options.Preflight whether c (checked as e, with merged args) could run

@@ -81,6 +81,11 @@ type Options struct {
 	// command line): when ok and riskier than the tool's own level, the call takes
 	// that level. It only ever raises a call's risk.
 	ArgumentRisk func(qualifiedName string, args json.RawMessage) (level risk.Level, why string, ok bool)
+	// OperationRisk, when set, is the level of what one call of a tool does (a built-in
+	// file read), which replaces the tool's level when that was derived from its
+	// annotations (a consolidated tool's annotations speak for its riskiest operation);
+	// an administrator's level for the tool is never replaced. ArgumentRisk still raises.
+	OperationRisk func(serverID, qualifiedName string, args json.RawMessage) (level risk.Level, why string, ok bool)
 	// Preflight, when set, says why a call would be refused however a person decided
 	// (a built-in file call's path outside its workspace with no grant yet): Call asks
 	// it before a call waits for approval, and refuses the call instead. A *verr.Error
