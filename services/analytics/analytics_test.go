@@ -325,3 +325,32 @@ func keys(m map[string]analytics.Recommendation) []string {
 	}
 	return out
 }
+
+// A step that was LOW by the operation it named (a built-in file read), not by its
+// tool's level, does not make its tool a candidate for a higher risk when its plan is
+// rolled back: raising the tool's level would not have asked for that step anyway.
+func TestRolledBackReadIsNoReasonToRaise(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for _, st := range []struct{ tool, source string }{{"builtin__file_operations", "operation"}, {"alpha__flaky", "annotations"}} {
+		plan, _ := json.Marshal(map[string]any{"steps": []any{map[string]any{"tool_id": uuid.NewString(), "tool": st.tool,
+			"risk": map[string]any{"level": "low", "source": st.source}}}})
+		w.exec(`INSERT INTO executions (requester_name, requester_kind, plan, plan_hash, status, risk, approval, created_at)
+			VALUES ('ann', 'user', $1, '\x00', 'rolled_back', 'low', 'policy', $2)`, plan, now.Add(-time.Hour))
+	}
+	r, err := analytics.New(w.pool).Report(ctx, analytics.LastDays(now, 7), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raise []string
+	for _, rec := range r.Recommendations {
+		if rec.Kind == "raise_risk" {
+			raise = append(raise, rec.Tool)
+		}
+	}
+	if len(raise) != 1 || raise[0] != "alpha__flaky" {
+		t.Fatalf("raise the risk of: %v, want alpha__flaky only", raise)
+	}
+}

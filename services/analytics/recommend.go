@@ -12,7 +12,8 @@ import (
 //     disable it?
 //   - a tool failing more than FailingRate of at least FailingMinCalls calls:
 //     investigate;
-//   - a tool whose step was LOW and whose execution was rolled back: raise its risk?
+//   - a tool whose step was LOW by the tool's level (not by the operation it named)
+//     and whose execution was rolled back: raise its risk?
 //   - a MEDIUM tool approved QuickApprovals times or more, every time by the same
 //     person within QuickWithin: lower its risk?
 
@@ -63,6 +64,7 @@ func (s *Service) rolledBackLow(ctx context.Context, p Period, r *Report) error 
 		SELECT st->>'tool_id', st->>'tool', count(DISTINCT e.id)
 		FROM executions e, jsonb_array_elements(e.plan->'steps') st
 		WHERE e.status IN ('rolled_back', 'rollback_failed') AND st->'risk'->>'level' = 'low'
+		  AND st->'risk'->>'source' IS DISTINCT FROM 'operation'
 		  AND e.created_at >= $1 AND e.created_at < $2
 		GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 100`, p.From, p.To)
 	if err != nil {

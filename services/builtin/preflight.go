@@ -69,8 +69,8 @@ func (s *Server) Preflight(ctx context.Context, tool string, m callmeta.Meta, ar
 	case "create_file", "replace_string", "multi_replace", "insert_edit", "delete_file", "create_directory":
 		p.write("filePath", a.FilePath)
 	}
-	if p.err != nil {
-		return p.err
+	if p.err != nil && len(p.fields.Fields) == 0 {
+		return p.err // the router lets the call go on: the tool checks again
 	}
 	return p.fields.Err()
 }
@@ -93,7 +93,7 @@ func (p *preflight) read(param, path string) { p.check(param, path, false) }
 func (p *preflight) write(param, path string) { p.check(param, path, true) }
 
 func (p *preflight) check(param, path string, write bool) {
-	if path == "" || p.err != nil {
+	if path == "" {
 		return // a missing argument is the schema's to report
 	}
 	t, err := p.s.resolve(p.c, param, path)

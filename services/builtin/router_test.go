@@ -3,8 +3,10 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // file_operations through the router: the dotted name chooses the operation, the call
@@ -85,4 +89,24 @@ func TestFileReadsAreLowUnlessAnAdministratorSaysOtherwise(t *testing.T) {
 	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
 	check("set low", "read_file", `{"filePath":"a.txt"}`, "low", "override")
 	check("set low", "create_file", `{"filePath":"a.txt","content":"x"}`, "medium", "arguments")
+}
+
+// Clearing file_operations' level lets its reads run without asking, as lowering it
+// would: only someone who may lower risk may.
+func TestClearingFileOperationsLevelIsLowering(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.High)
+	id := srv.App.ToolID(t, "builtin__file_operations")
+	empty := ""
+	_, err := srv.App.Tools.Update(ctx, audit.System, id, tools.Patch{Risk: &empty, Reason: "a tool manager"})
+	var ve *verr.Error
+	if !errors.As(err, &ve) || !strings.Contains(ve.For("risk"), "only an administrator may clear this level") {
+		t.Fatalf("a tool manager clears the level: %v", err)
+	}
+	if _, err := srv.App.Tools.Update(ctx, audit.System, id, tools.Patch{Risk: &empty, MayLowerRisk: true, Reason: "an administrator"}); err != nil {
+		t.Fatalf("an administrator clears the level: %v", err)
+	}
 }

@@ -186,6 +186,12 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		switch l, ok := risk.Parse(strings.ToLower(strings.TrimSpace(*p.Risk))); {
 		case strings.TrimSpace(*p.Risk) == "":
 			next.RiskOverride = nil
+			// The built-in server's tools rate their own operations once nobody set a level
+			// (router Options.OperationRisk: a file read is low), so clearing the level of
+			// one of them may remove confirmations, as lowering it would.
+			if t.RiskOverride != nil && t.Server == builtinServer && !p.MayLowerRisk {
+				e.Add("risk", "only an administrator may clear this level: without it, the built-in tool's own operations decide, and its reads run without asking")
+			}
 		case ok:
 			v := string(l)
 			next.RiskOverride = &v
@@ -364,3 +370,6 @@ func mergeParams(cur Configuration, set map[string]ParamInput, e *verr.Error) ma
 	}
 	return out
 }
+
+// builtinServer is the built-in server's reserved name (registry.BuiltinName).
+const builtinServer = "builtin"
