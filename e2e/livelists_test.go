@@ -110,5 +110,12 @@ func TestBrowserLiveLists(t *testing.T) {
 	if n := eval[int](b, `document.querySelectorAll("#grant-ended-rows td:last-child form, #grant-ended-rows button").length`); n != 0 {
 		t.Fatalf("an ended grant offers %d actions", n)
 	}
+	// A row leaves the list a day after its grant ended, on a page left open.
+	leaves := eval[float64](b, `Number(document.getElementById("grant-ended-`+once.ID+`").dataset.leavesAt)`)
+	if d := time.Until(time.UnixMilli(int64(leaves))); d < 23*time.Hour || d > 25*time.Hour {
+		t.Fatalf("the used grant's row leaves in %s, want a day", d)
+	}
+	b.do("a day passes for that row", chromedp.Evaluate[chromedp.Void](`document.getElementById("grant-ended-`+once.ID+`").dataset.leavesAt = "1"`))
+	b.waitJS("it leaves", `!document.getElementById("grant-ended-`+once.ID+`") && document.querySelectorAll("#grant-ended-rows > tr").length === 2`)
 	b.checkConsole()
 }

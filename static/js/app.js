@@ -379,6 +379,9 @@
   // "expired <time>" (views/collaborations.templ, endedGrantRow).
   setInterval(function () {
     var now = Date.now();
+    document.querySelectorAll("[data-live-rows] > [data-leaves-at]").forEach(function (el) {
+      if (Number(el.dataset.leavesAt) <= now) el.remove();
+    });
     document.querySelectorAll("[data-live-rows] > [data-expires-at]").forEach(function (el) {
       if (Number(el.dataset.expiresAt) > now) return;
       var into = el.dataset.endedInto && document.getElementById(el.dataset.endedInto);
@@ -387,6 +390,7 @@
         return;
       }
       el.removeAttribute("data-expires-at");
+      el.dataset.leavesAt = String(now + 24 * 3600 * 1000);
       el.id = el.id.replace(/^grant-/, "grant-ended-");
       el.dataset.testid = "ended-grant-row";
       el.deleteCell(el.cells.length - 1);
