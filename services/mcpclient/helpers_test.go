@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -23,6 +25,7 @@ func TestMain(m *testing.M) {
 
 // env is a registry and a running session manager on a fresh database.
 type env struct {
+	pool *pgxpool.Pool
 	reg  *registry.Service
 	mgr  *mcpclient.Manager
 	opts mcpclient.Options
@@ -62,7 +65,7 @@ func start(t testing.TB, opts *mcpclient.Options) *env {
 	t.Cleanup(stop)
 	// Run must have started before Refresh does anything.
 	testkit.WaitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
-	return &env{reg: reg, mgr: mgr, opts: *opts, stop: stop}
+	return &env{pool: pool, reg: reg, mgr: mgr, opts: *opts, stop: stop}
 }
 
 func (e *env) create(t testing.TB, sp registry.Spec) registry.Server {
@@ -90,6 +93,21 @@ func (e *env) waitStatus(t testing.TB, id, status string) registry.Server {
 	testkit.WaitFor(t, 30*time.Second, func() bool { sv = e.server(t, id); return sv.Status == status },
 		"server never reached status "+status)
 	return sv
+}
+
+// waitStatusEvent waits until server id was announced in status (a server.status
+// event) and returns the last error it was announced with: a status the server leaves
+// quickly (an error it reconnects from at once) may never be seen by polling the row.
+func (e *env) waitStatusEvent(t testing.TB, id, status string) string {
+	t.Helper()
+	var lastError string
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		err := e.pool.QueryRow(context.Background(), `SELECT coalesce(payload->>'last_error', '') FROM events
+			WHERE topic = $1 AND kind = 'server.status' AND payload->>'id' = $2 AND payload->>'status' = $3
+			ORDER BY id DESC LIMIT 1`, registry.ServersTopic, id, status).Scan(&lastError)
+		return err == nil
+	}, "server was never announced in status "+status)
+	return lastError
 }
 
 func (e *env) runs(t testing.TB, id string) []registry.DiscoveryRun {
