@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -160,6 +161,9 @@ func (h ToolPageHandler) toolOverview(ctx context.Context, it tools.Item) (*view
 		o.Timeout = msDuration(*it.TimeoutMS)
 	}
 	o.AnnotationsRisk = string(risk.Decide(risk.Input{Annotations: it.Annotations, Trusted: it.ServerTrusted}).Level)
+	if it.Server == registry.BuiltinName {
+		o.OperationRisk = builtin.OperationRiskNote(it.Name)
+	}
 	var ann map[string]any
 	if json.Unmarshal(it.Annotations, &ann) == nil && ann != nil {
 		o.HasAnnotations = true

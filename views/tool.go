@@ -74,16 +74,19 @@ type ToolOverview struct {
 	RiskSource     string
 	// AnnotationsRisk is what the annotations alone would decide (shown next to an override).
 	AnnotationsRisk string
-	DefinitionHash  string
-	Timeout         string
-	ConfigVersion   int
-	LastUsed        *time.Time
-	UpdatedAt       time.Time
-	Validated       bool
-	ValidatedAt     time.Time
-	ValidatedBy     string
-	Findings        []ToolFinding
-	Blocking        bool // a critical or error finding
+	// OperationRisk says which of a built-in tool's operations have a level of their own
+	// while no administrator sets the tool's ("" for other tools).
+	OperationRisk  string
+	DefinitionHash string
+	Timeout        string
+	ConfigVersion  int
+	LastUsed       *time.Time
+	UpdatedAt      time.Time
+	Validated      bool
+	ValidatedAt    time.Time
+	ValidatedBy    string
+	Findings       []ToolFinding
+	Blocking       bool // a critical or error finding
 }
 
 // ToolParamRow is one parameter of the readable schema table; Depth indents nested ones.

@@ -74,3 +74,27 @@ func TestRollbackPanelRestoresSnapshot(t *testing.T) {
 		t.Fatalf("the rollback panel does not restore the snapshot:\n%s", page[max(i, 0):])
 	}
 }
+
+// The page of file_operations says that its reads run without asking while nobody
+// set its level, and what they would do without an administrator's level once one is
+// set; another tool's page says nothing of it.
+func TestToolPageSaysReadsAreLow(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__file_operations")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	note := func(qualified string) string {
+		t.Helper()
+		return strings.TrimSpace(page(t, srv.Get(t, c, "/tools/"+toolID(t, srv, qualified))).Find(`[data-testid="operation-risk"]`).Text())
+	}
+	if got := note("builtin__file_operations"); !strings.HasPrefix(got, "Its reads (read_file,") || !strings.Contains(got, "run without asking") {
+		t.Fatalf("the note as discovered: %q", got)
+	}
+	srv.App.SetRisk(t, "builtin__file_operations", risk.High)
+	if got := note("builtin__file_operations"); !strings.HasPrefix(got, "Without the override, its reads") {
+		t.Fatalf("the note with an administrator's level: %q", got)
+	}
+	if got := note("builtin__think"); got != "" {
+		t.Fatalf("think's page: %q", got)
+	}
+}

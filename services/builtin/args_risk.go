@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/toolwarden/toolwarden/services/risk"
 )
@@ -49,11 +51,22 @@ func OperationRisk(tool string, args json.RawMessage) (risk.Level, string, bool)
 	if json.Unmarshal(args, &a) != nil {
 		return "", "", false
 	}
-	switch a.Operation {
-	case "read_file", "list_dir", "file_search", "grep_search", "get_file_info":
+	if slices.Contains(readOperations, a.Operation) {
 		return risk.Low, "It only reads files (" + a.Operation + "), inside what the path guard lets this conversation reach.", true
 	}
 	return "", "", false
+}
+
+// readOperations are file_operations' reads, low on their own (OperationRisk).
+var readOperations = []string{"read_file", "list_dir", "file_search", "grep_search", "get_file_info"}
+
+// OperationRiskNote says, for a tool's page, which of the built-in tool's operations
+// have a level of their own (OperationRisk); "" when none do.
+func OperationRiskNote(tool string) string {
+	if tool != "file_operations" {
+		return ""
+	}
+	return "reads (" + strings.Join(readOperations, ", ") + ") are low risk on their own and run without asking; its writes take the level above."
 }
 
 // fileWriteRisk rates file_operations by what the call does, for ArgumentRisk: reads
