@@ -586,12 +586,21 @@ func TestTestPanelLiveResultKeepsThePersonsRule(t *testing.T) {
 	c := srv.Login(t, "tess", "tess-password-123")
 	sleep := toolID(t, srv, "mt__sleep")
 
-	id, topic, since := startSleep(t, srv, c, sleep, 1500)
+	id, topic, since := startSleep(t, srv, c, sleep, 5000)
 	conn := wsDial(t, srv, c, []string{topic}, since)
 	no := false
 	if err := srv.Tools.SetPermission(context.Background(), audit.System, sleep, "tess", &no); err != nil {
 		t.Fatal(err)
 	}
+	// The rule reaches the router through the bus, well before the run ends.
+	var tess string
+	if err := srv.Pool.QueryRow(context.Background(), `SELECT id FROM users WHERE username = 'tess'`).Scan(&tess); err != nil {
+		t.Fatal(err)
+	}
+	webtest.WaitFor(t, 4*time.Second, func() bool {
+		ok, err := srv.Router.MayUse(context.Background(), audit.Actor{Kind: audit.ActorUser, ID: tess, Name: "tess"}, auth.RoleToolUser, sleep)
+		return err == nil && !ok
+	}, "the router never saw tess's rule")
 	for {
 		frag, raw, ok := wsNext(t, conn, 20*time.Second)
 		if !ok {
