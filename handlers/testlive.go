@@ -57,7 +57,7 @@ func (l Live) MayFollow(p *auth.Principal, topic string) bool {
 		return false
 	}
 	run, ok := l.Runs.Lookup(id)
-	return ok && run.Owner == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
+	return ok && run.Owner() == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
 }
 
 // Watch tells what topic names that a socket follows it, until the returned function
@@ -95,14 +95,9 @@ func (l Live) testRunParts(ctx context.Context, id string, ev events.Event) ([]t
 		return nil, err
 	}
 	var b views.TestRunButton
-	b.CanRun, b.CannotRun = canRun(&auth.Principal{User: auth.User{Role: run.Role}}, it)
-	if b.CanRun && l.Router != nil {
-		// The person's own rule for the tool too, as the page says it (mayRun).
-		if ok, err := l.Router.MayUse(ctx, run.Actor, run.Role, it.ID); err != nil {
-			return nil, err
-		} else if !ok {
-			b.CanRun, b.CannotRun = false, mayNotUse
-		}
+	b.CanRun, b.CannotRun, err = mayRunAs(ctx, l.Router, &auth.Principal{User: auth.User{Role: run.Role}}, run.Actor, it)
+	if err != nil {
+		return nil, err
 	}
 	return []templ.Component{views.LiveTestResult(res, b)}, nil
 }

@@ -177,26 +177,30 @@ func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.L
 	}
 }
 
-// mayRun is canRun and the router's permission rule (the role's tool.use, or the
-// person's own rule for the tool), to say before a run why it would be refused.
+// mayRun says before a run why it would be refused (mayRunAs for the caller).
 func (h TestPanelHandler) mayRun(c echo.Context, it tools.Item) (bool, string) {
 	p := PrincipalOf(c)
-	if ok, why := canRun(p, it); !ok {
-		return ok, why
-	}
-	ok, err := h.Router.MayUse(c.Request().Context(), ActorOf(c), p.User.Role, it.ID)
+	ok, why, err := mayRunAs(c.Request().Context(), h.Router, p, ActorOf(c), it)
 	if err != nil {
 		h.Logger.Warn("handlers: could not ask whether the caller may use a tool", "tool", it.ID, "err", err)
 		return true, "" // the router says it at the run
 	}
-	if !ok {
-		return false, mayNotUse
-	}
-	return true, ""
+	return ok, why
 }
 
-// mayNotUse says why a person may not run a tool their role could: their own rule.
-const mayNotUse = "You may not use this tool; ask an administrator for access."
+// mayRunAs is canRun and the router's permission rule (the role's tool.use, or the
+// person's own rule for the tool) for actor, whom p describes: whether a run would
+// pass them, and why not. On an error it says yes: the router decides at the run.
+func mayRunAs(ctx context.Context, rt *router.Router, p *auth.Principal, actor audit.Actor, it tools.Item) (bool, string, error) {
+	if ok, why := canRun(p, it); !ok || rt == nil {
+		return ok, why, nil
+	}
+	ok, err := rt.MayUse(ctx, actor, p.User.Role, it.ID)
+	if err != nil || ok {
+		return true, "", err
+	}
+	return false, "You may not use this tool; ask an administrator for access.", nil
+}
 
 // canRun mirrors the router's first checks on the tool's state.
 func canRun(p *auth.Principal, it tools.Item) (bool, string) {

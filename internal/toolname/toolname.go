@@ -55,7 +55,10 @@ func CutOperation(name string) (tool, operation string, ok bool) {
 // reserved are the server names Toolwarden keeps for its own tools (the MCP gateway's
 // toolwarden__await_execution, …): no registered server may take one, or its tools'
 // qualified names would collide with Toolwarden's.
-var reserved = [...]string{"toolwarden", "builtin"}
+var reserved = [...]string{"toolwarden", Builtin}
+
+// Builtin is the built-in server's name (registry.BuiltinName).
+const Builtin = "builtin"
 
 // Reserved reports whether server is a name kept for Toolwarden's own tools.
 func Reserved(server string) bool { return slices.Contains(reserved[:], server) }

@@ -45,14 +45,8 @@ func OperationRisk(tool string, args json.RawMessage) (risk.Level, string, bool)
 	if tool != "file_operations" {
 		return "", "", false
 	}
-	var a struct {
-		Operation string `json:"operation"`
-	}
-	if json.Unmarshal(args, &a) != nil {
-		return "", "", false
-	}
-	if slices.Contains(readOperations, a.Operation) {
-		return risk.Low, "It only reads files (" + a.Operation + "), inside what the path guard lets this conversation reach.", true
+	if op := operationOf(args); slices.Contains(readOperations, op) {
+		return risk.Low, "It only reads files (" + op + "), inside what the path guard lets this conversation reach.", true
 	}
 	return "", "", false
 }
@@ -75,17 +69,21 @@ func OperationRiskNote(tool string) string {
 // high. Left as discovered (destructive, so high), every write asks for the typed
 // phrase; set low, a write asks for a confirm and a delete for the phrase.
 func fileWriteRisk(args json.RawMessage) (risk.Level, string, bool) {
+	switch op := operationOf(args); op {
+	case "create_file", "replace_string", "multi_replace", "insert_edit", "copy_file", "create_directory", "restore_snapshot":
+		return risk.Medium, "It writes files (" + op + ").", true
+	case "delete_file", "rename_file":
+		return risk.High, "It deletes or moves a file (" + op + ").", true
+	}
+	return "", "", false
+}
+
+// operationOf is the operation a consolidated tool's call names ("" when the arguments
+// name none or are not an object).
+func operationOf(args json.RawMessage) string {
 	var a struct {
 		Operation string `json:"operation"`
 	}
-	if json.Unmarshal(args, &a) != nil {
-		return "", "", false
-	}
-	switch a.Operation {
-	case "create_file", "replace_string", "multi_replace", "insert_edit", "copy_file", "create_directory", "restore_snapshot":
-		return risk.Medium, "It writes files (" + a.Operation + ").", true
-	case "delete_file", "rename_file":
-		return risk.High, "It deletes or moves a file (" + a.Operation + ").", true
-	}
-	return "", "", false
+	_ = json.Unmarshal(args, &a)
+	return a.Operation
 }

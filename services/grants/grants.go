@@ -134,6 +134,11 @@ func bare(op string) string {
 // target, $5 bare).
 const matches = `operation = ANY($2) OR ($5 <> '' AND split_part(operation, '.', 2) = $5)`
 
+// usableFor is the condition of a grant that lets conversation $1 do the operation
+// (matches) on target $3 at $4: what Allow uses and Has looks for.
+const usableFor = `conversation_id = $1 AND (` + matches + `) AND (target = '' OR target = $3)
+	AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $4`
+
 func scanGrant(row pgx.Row) (Grant, error) {
 	var g Grant
 	err := row.Scan(&g.ID, &g.ConversationID, &g.Operation, &g.Target, &g.OneTime, &g.Uses, &g.UserID, &g.UserName,
@@ -220,9 +225,7 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
 				consumed_at = CASE WHEN one_time THEN $4::timestamptz ELSE consumed_at END
-			WHERE id = (SELECT id FROM grants
-				WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
-				  AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $4
+			WHERE id = (SELECT id FROM grants WHERE `+usableFor+`
 				ORDER BY one_time, created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
 			  AND consumed_at IS NULL AND revoked_at IS NULL AND expires_at > $4
 			RETURNING `+grantColumns, conversation, candidates(operation), target, now, bare(operation)))
@@ -267,9 +270,7 @@ func (s *Service) Has(ctx context.Context, conversation, operation, target strin
 		return false, nil
 	}
 	var ok bool
-	err := s.pool.QueryRow(ctx, `/* grants.Has */ SELECT EXISTS (SELECT 1 FROM grants
-			WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
-			  AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $4)`,
+	err := s.pool.QueryRow(ctx, `/* grants.Has */ SELECT EXISTS (SELECT 1 FROM grants WHERE `+usableFor+`)`,
 		conversation, candidates(operation), target, s.now(), bare(operation)).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("grants: look for a grant: %w", err)
@@ -330,7 +331,8 @@ func (s *Service) EndOf(g Grant) (string, time.Time) {
 
 // Usable reports whether g can still be used now (not revoked, used up or expired).
 func (s *Service) Usable(g Grant) bool {
-	return g.RevokedAt == nil && g.ConsumedAt == nil && g.ExpiresAt.After(s.now())
+	how, _ := s.EndOf(g)
+	return how == ""
 }
 
 // Get returns one grant.

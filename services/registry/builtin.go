@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
+
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -19,7 +21,7 @@ import (
 const TypeBuiltin = "builtin"
 
 // BuiltinName is the built-in server's name (reserved for it: toolname.Reserved).
-const BuiltinName = "builtin"
+const BuiltinName = toolname.Builtin
 
 // ErrBuiltinFixed refuses any change to the built-in server but enabling or disabling it,
 // and deleting it.

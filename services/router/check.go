@@ -163,6 +163,11 @@ func invalid(err error) error {
 	if !errors.As(err, &ve) {
 		return err
 	}
+	return invalidFields(ve)
+}
+
+// invalidFields is invalid_arguments naming every field of ve.
+func invalidFields(ve *verr.Error) *Error {
 	parts := make([]string, len(ve.Fields))
 	for i, f := range ve.Fields {
 		where := strings.TrimPrefix(f.Field, "/")
@@ -256,10 +261,7 @@ func (r *Router) preflight(ctx context.Context, e *entry, c Call, callID string,
 		return nil
 	}
 	if ve := (*verr.Error)(nil); errors.As(err, &ve) {
-		var re *Error
-		if errors.As(invalid(err), &re) {
-			return re
-		}
+		return invalidFields(ve)
 	}
 	if f, ok := fault.As(err); ok && f.Kind == fault.KindForbidden {
 		return fail(CodeForbidden, "%s", f.Message)

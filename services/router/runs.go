@@ -50,10 +50,9 @@ func (rs *Runs) SetGrace(d time.Duration) {
 type Run struct {
 	ID      string
 	ToolID  string
-	Owner   string // the actor's user id or name: only they may follow or cancel it
-	Actor   audit.Actor
-	Role    auth.Role // the caller's role when it started
-	Topic   string    // the call's own topic, if it has one
+	Actor   audit.Actor // who started it: only they may follow or cancel it (Owner)
+	Role    auth.Role   // the caller's role when it started
+	Topic   string      // the call's own topic, if it has one
 	Started time.Time
 
 	cancel context.CancelFunc
@@ -74,7 +73,7 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		c.ID = uuid.NewString()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &Run{ID: c.ID, ToolID: toolID, Owner: userKey(c.Actor), Actor: c.Actor, Role: c.Role, Topic: c.Topic, Started: time.Now(),
+	run := &Run{ID: c.ID, ToolID: toolID, Actor: c.Actor, Role: c.Role, Topic: c.Topic, Started: time.Now(),
 		cancel: cancel, done: make(chan struct{})}
 	rs.mu.Lock()
 	run.idle = time.AfterFunc(rs.abandon, cancel)
@@ -119,7 +118,7 @@ func (rs *Runs) Lookup(id string) (*Run, bool) {
 // there while nobody watches the run.
 func (rs *Runs) Get(id, owner string) (*Run, bool) {
 	run, ok := rs.Lookup(id)
-	if !ok || run.Owner != owner {
+	if !ok || run.Owner() != owner {
 		return nil, false
 	}
 	rs.mu.Lock()
@@ -164,6 +163,9 @@ func (rs *Runs) Watch(id string) (unwatch func()) {
 
 // OwnerOf is the owner key of a caller, for Get.
 func OwnerOf(c Call) string { return userKey(c.Actor) }
+
+// Owner is the run's actor as OwnerOf names callers.
+func (run *Run) Owner() string { return userKey(run.Actor) }
 
 // Wait waits up to d for the run to end and reports whether it has.
 func (run *Run) Wait(d time.Duration) bool {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
+
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -189,7 +191,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 			// The built-in server's tools rate their own operations once nobody set a level
 			// (router Options.OperationRisk: a file read is low), so clearing the level of
 			// one of them may remove confirmations, as lowering it would.
-			if t.RiskOverride != nil && t.Server == builtinServer && !p.MayLowerRisk {
+			if t.RiskOverride != nil && t.Server == toolname.Builtin && !p.MayLowerRisk {
 				e.Add("risk", "only an administrator may clear this level: without it, the built-in tool's own operations decide, and its reads run without asking")
 			}
 		case ok:
@@ -370,6 +372,3 @@ func mergeParams(cur Configuration, set map[string]ParamInput, e *verr.Error) ma
 	}
 	return out
 }
-
-// builtinServer is the built-in server's reserved name (registry.BuiltinName).
-const builtinServer = "builtin"
