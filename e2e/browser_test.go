@@ -97,7 +97,10 @@ func newBrowser(t *testing.T) *browser {
 		// A fresh profile each time, made before the cleanups below so that it is
 		// removed after the browser has exited.
 		profile := t.TempDir()
-		allocCtx, cancelAlloc := chromedp.NewExecAllocator(root, append(opts, chromedp.UserDataDir(profile))...)
+		// Chromium leaves a folder in TMPDIR behind on every start: one of ours, removed
+		// with the test (short, for the socket in it).
+		tmp := dbtest.TempDir(t)
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(root, append(opts, chromedp.UserDataDir(profile), chromedp.Env("TMPDIR="+tmp))...)
 		tab, cancelTab := chromedp.NewContext(allocCtx)
 		err := chromedp.Do(tab) // starts the browser and opens the tab
 		if err == nil {

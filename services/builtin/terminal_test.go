@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
 func newTestTerminals(t *testing.T, root string) *Terminals {
@@ -318,7 +320,9 @@ func TestCleanupAfterCrash(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	child := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	child.Env = append(os.Environ(), crashChildEnv+"="+root)
+	// The child's own temporary folders go inside one of ours: it is killed, so its
+	// test cleanup never runs, and they would stay behind in /tmp.
+	child.Env = append(os.Environ(), crashChildEnv+"="+root, "TMPDIR="+dbtest.TempDir(t))
 	stdout, err := child.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

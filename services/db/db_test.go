@@ -91,7 +91,7 @@ func TestOrphanedPostgresStops(t *testing.T) {
 	}
 	dataDir := dbtest.TempDir(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStartAndHang$")
-	cmd.Env = append(os.Environ(), "TW_DB_CHILD="+dataDir)
+	cmd.Env = append(os.Environ(), "TW_DB_CHILD="+dataDir, "TMPDIR="+dbtest.TempDir(t)) // it is killed: no clean-up of its own
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -492,7 +493,9 @@ func TestRunnerCrash(t *testing.T) {
 
 	// The child is this test binary running only TestRunnerChild, on the same database.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRunnerChild$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), childDB+"="+e.url, childKey+"="+keyHex(e.key), childExec+"="+ex.ID)
+	// Its temporary folders (a test cluster's among them) go inside one of ours: it is
+	// killed, so its own clean-up never runs.
+	cmd.Env = append(os.Environ(), childDB+"="+e.url, childKey+"="+keyHex(e.key), childExec+"="+ex.ID, "TMPDIR="+dbtest.TempDir(t))
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
