@@ -796,7 +796,7 @@ func TestEditArray(t *testing.T) {
 		{"remove without a pointer", `{}`, "remove", "", "", `schema: edit array: no array item at ""`},
 		{"unknown op", `{}`, "move", "/tags", "", `schema: edit array: unknown operation "move"`},
 		{"values not an object", `[1]`, "add", "/tags", "", "schema: edit array: the arguments are not a JSON object"},
-		{"values not JSON", `{`, "add", "/tags", "", "schema: edit array: arguments: EOF"},
+		{"values not JSON", `{`, "add", "/tags", "", "schema: edit array: arguments: unexpected EOF"},
 		{"values the form cannot show", `{"zzz": 1}`, "add", "/tags", "", "schema: edit array: the form cannot express these arguments"},
 	}
 	for _, tt := range tests {
