@@ -169,12 +169,15 @@ func (s *Server) openRead(ctx context.Context, c Call, op, param, p string) (tar
 	if err != nil {
 		return t, nil, err
 	}
+	byGrant := false
 	if t.area != "" {
-		if err := s.mayRead(ctx, c, op, t); err != nil {
+		if byGrant, err = s.mayRead(ctx, c, op, t); err != nil {
 			return t, nil, err
 		}
 	}
-	return s.open(c, param, p)
+	t, ar, err := s.open(c, param, p)
+	t.byGrant = byGrant
+	return t, ar, err
 }
 
 // open resolves p and opens its area.
@@ -325,7 +328,7 @@ func listDir(ctx context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolRes
 		}
 		ar, err = os.OpenRoot(s.opts.Root)
 	} else {
-		if err := s.mayRead(ctx, c, "list_dir", t); err != nil {
+		if _, err := s.mayRead(ctx, c, "list_dir", t); err != nil {
 			return nil, err
 		}
 		ar, err = s.openArea(t.area)
@@ -668,12 +671,17 @@ func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, 
 		return t, ar, err
 	}
 	if !t.own {
-		if w.allowed == nil {
-			w.allowed = map[string]bool{}
-		}
-		w.allowed[t.area] = true
+		w.allow(t.area)
 	}
 	return t, ar, nil
+}
+
+// allow lets this write change area without asking for a grant again.
+func (w *write) allow(area string) {
+	if w.allowed == nil {
+		w.allowed = map[string]bool{}
+	}
+	w.allowed[area] = true
 }
 
 // expected refuses the write when the call expects t to have content it no longer
@@ -1087,6 +1095,9 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 		return w.done("", nil, err)
 	}
 	w.open = append(w.open, far)
+	if from.byGrant {
+		w.allow(from.area)
+	}
 	if err := w.expected(from, far); err != nil {
 		return w.done("", nil, err)
 	}

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/callmeta"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 )
@@ -86,5 +88,62 @@ func TestWriteElsewhereWithPermission(t *testing.T) {
 	}
 	if res := write("again"); !res.IsError {
 		t.Fatal("a one-time grant allowed a second write")
+	}
+}
+
+// A copy within a workspace no conversation claimed needs one grant, as a rename does:
+// the grant that lets it read the source lets it write the copy beside it. Before, the
+// read used a one-time grant up and the write was refused. The check before approval
+// agrees, and says nothing of a copy it would let run.
+func TestCopyInAnUnclaimedWorkspaceOnOneGrant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	actor := audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}
+
+	dir, err := srv.App.Builtin.Workspace("nobodys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "report.txt")
+	if err := os.WriteFile(src, []byte("figures"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]any{"operation": "copy_file", "filePath": src, "newPath": filepath.Join(dir, "report-copy.txt")})
+	meta := callmeta.Meta{ConversationID: "conv-a", UserID: alice.ID}
+	// copyOnce returns what the call said and whether it ran.
+	copyOnce := func() (string, bool) {
+		t.Helper()
+		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations", Arguments: args, Actor: actor,
+			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: "conv-a"})
+		if err != nil {
+			return err.Error(), false
+		}
+		return router.TextOf(res.Content), !res.IsError
+	}
+	if err := srv.App.Builtin.Preflight(ctx, "file_operations", meta, args); err == nil || !strings.Contains(err.Error(), "filePath") {
+		t.Fatalf("the check before approval, with no grant: %v", err)
+	}
+	if out, ok := copyOnce(); ok || !strings.Contains(out, "authorize_operation") {
+		t.Fatalf("a copy with no grant: %s", out)
+	}
+	if _, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "conv-a", Operation: "file_operations.copy_file",
+		Target: src, OneTime: true, By: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Builtin.Preflight(ctx, "file_operations", meta, args); err != nil {
+		t.Fatalf("the check before approval, with the grant: %v", err)
+	}
+	if out, ok := copyOnce(); !ok {
+		t.Fatalf("the copy on one grant: %s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "report-copy.txt")); err != nil || string(b) != "figures" {
+		t.Fatalf("the copy: %q %v", b, err)
+	}
+	if err := srv.App.Builtin.Preflight(ctx, "file_operations", meta, args); err == nil {
+		t.Fatal("the check before approval passes a copy whose one-time grant is used")
 	}
 }

@@ -44,6 +44,10 @@ type target struct {
 	// inside it, absolute otherwise.
 	shown string
 	abs   string
+	// byGrant: a grant let this call read it (openRead), in a workspace no
+	// conversation claimed. A copy then writes in that workspace on the same grant,
+	// as a rename does on one grant for its two paths.
+	byGrant bool
 }
 
 // errGuard is a refusal of the path guard.
@@ -172,17 +176,20 @@ func errOthers(t target) error {
 }
 
 // mayRead refuses a read (operation op) of t in another person's workspace, or in one
-// no conversation claimed unless a grant allows it.
-func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) error {
+// no conversation claimed unless a grant allows it; byGrant says a grant did.
+func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) (byGrant bool, err error) {
 	switch a, err := s.accessOf(ctx, c, t); {
 	case err != nil:
-		return err
+		return false, err
 	case a == accessOwn || a == accessMine:
-		return nil
+		return false, nil
 	case a == accessOthers:
-		return errOthers(t)
+		return false, errOthers(t)
 	}
-	return s.granted(ctx, c, op, t)
+	if err := s.granted(ctx, c, op, t); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // mayWrite refuses a write (operation op) to t outside the caller's workspace unless a

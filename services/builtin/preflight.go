@@ -122,16 +122,19 @@ func (p *preflight) check(param, path string, write bool) {
 		}
 		ar.Close()
 	}
+	byGrant := false
 	if write {
 		err = p.s.mayWrite(p.ctx, p.c, p.op, t)
 	} else {
-		err = p.s.mayRead(p.ctx, p.c, p.op, t)
+		byGrant, err = p.s.mayRead(p.ctx, p.c, p.op, t)
 	}
 	if err != nil {
 		p.refuse(param, err)
 		return
 	}
-	if write && !t.own {
+	// As the call does: a write outside the workspace, or a read on a grant (a copy's
+	// source), lets the write that follows in the same workspace go without another.
+	if (write && !t.own) || byGrant {
 		if p.allowed == nil {
 			p.allowed = map[string]bool{}
 		}
