@@ -61,10 +61,17 @@ func fileError(err error) *mcp.CallToolResult {
 	res := errorResult("ERROR: " + err.Error())
 	var ae *errAuthorization
 	if errors.As(err, &ae) {
-		res.StructuredContent = map[string]any{"requiresAuthorization": true, "authorizationKey": ae.key,
-			"reason": "Operation affects files outside the conversation's working directory", "attemptedPath": ae.path}
+		res.StructuredContent = AuthorizationContent(ae.key, ae.path)
 	}
 	return res
+}
+
+// AuthorizationContent is the structured content of a call refused until a grant
+// allows operation key on path: the tool's own refusal, and the gateway's when the
+// check before approval refused the call (seed 001: requiresAuthorization).
+func AuthorizationContent(key, path string) map[string]any {
+	return map[string]any{"requiresAuthorization": true, "authorizationKey": key,
+		"reason": "Operation affects files outside the conversation's working directory", "attemptedPath": path}
 }
 
 func pathProp(desc string) map[string]any {

@@ -150,5 +150,9 @@ func (p *preflight) refuse(param string, err error) {
 		p.err = err
 		return
 	}
-	p.fields.AddKind("/"+param, verr.KindNotAllowed, strings.TrimPrefix(err.Error(), param+": "))
+	f := verr.Field{Field: "/" + param, Kind: verr.KindNotAllowed, Message: strings.TrimPrefix(err.Error(), param+": ")}
+	if a != nil {
+		f.AuthorizationKey, f.Target = a.key, a.path
+	}
+	p.fields.Fields = append(p.fields.Fields, f)
 }

@@ -68,10 +68,18 @@ func TestNoApprovalAskedForACallThatCannotRun(t *testing.T) {
 			!strings.Contains(text(res), "filePath: /etc/toolwarden-preflight is outside the built-in root") {
 			t.Fatalf("%s: a write outside the root: %+v %q", era, res, text(res))
 		}
+		if res.StructuredContent != nil {
+			t.Fatalf("%s: a path no grant could allow has structured content %v", era, res.StructuredContent)
+		}
 		res = wait(t, create(conv, other))
 		if !res.IsError || !strings.Contains(text(res), "authorization required: "+other) ||
 			!strings.Contains(text(res), "user_collaboration") {
 			t.Fatalf("%s: a write to another workspace with no grant: %+v %q", era, res, text(res))
+		}
+		// Its structured content is the tool's own refusal's: what to ask for, and for which path.
+		if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"requiresAuthorization":true`) ||
+			!strings.Contains(string(sc), `"authorizationKey":"file_operations.create_file"`) || !strings.Contains(string(sc), `"attemptedPath":`+jsonText(other)) {
+			t.Fatalf("%s: the refusal's structured content: %s", era, sc)
 		}
 		o := <-create("pf-otto", "notes.txt")
 		if o.err == nil || !strings.Contains(o.err.Error(), `the conversation "pf-otto" belongs to another person`) {
@@ -159,3 +167,5 @@ func pendingFor(t *testing.T, srv *webtest.Server, userID, tool string) *executi
 	}, "no execution of "+tool+" awaits approval")
 	return found
 }
+
+func jsonText(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -179,7 +180,9 @@ func (g *Gateway) refused(name string, err error) (*mcp.CallToolResult, error) {
 	case router.CodeForbidden, router.CodeToolDisabled:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: f.Message}
 	case router.CodeInvalidArguments:
-		return errorResult(argumentsText(f)), nil
+		res := errorResult(argumentsText(f))
+		res.StructuredContent = authorizationNeeded(f)
+		return res, nil
 	case router.CodeApprovalRequired:
 		return errorResult(approvalText(f)), nil
 	case router.CodeRateLimited:
@@ -212,6 +215,20 @@ func argumentsText(f *fault.Error) string {
 		fmt.Fprintf(&b, "\n- %s: %s", where, fl.Message)
 	}
 	return b.String()
+}
+
+// authorizationNeeded is, for a call refused because it needs a grant, what the
+// built-in tool says of it when it refuses the call itself (builtin fileError): an
+// agent that reads requiresAuthorization (seed 001) reads it whichever refused. nil
+// for any other refusal.
+func authorizationNeeded(f *fault.Error) any {
+	fields, _ := f.Details.([]verr.Field)
+	for _, fl := range fields {
+		if fl.AuthorizationKey != "" {
+			return builtin.AuthorizationContent(fl.AuthorizationKey, fl.Target)
+		}
+	}
+	return nil
 }
 
 // approvalText says that a person must approve the call and how to ask for it (the

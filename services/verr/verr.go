@@ -16,6 +16,11 @@ type Field struct {
 	// Kind sorts argument errors the way seed 001 does: KindMissing, KindType or
 	// KindValue ("" where nobody needs it).
 	Kind string `json:"kind,omitempty"`
+	// AuthorizationKey is, for a KindNotAllowed field a grant would allow, the
+	// operation to ask for (user_collaboration's authorize_operation), and Target the
+	// path it is for.
+	AuthorizationKey string `json:"authorization_key,omitempty"`
+	Target           string `json:"target,omitempty"`
 }
 
 // The kinds of argument error (seed 001's validation stages).
