@@ -40,3 +40,41 @@ func TestBrowserOperationForm(t *testing.T) {
 	}
 	b.checkConsole()
 }
+
+// TestBrowserTestPanelRiskFollowsOperation: the test panel asks for what a call with the
+// arguments as they stand needs, as the router will rate it. A tool user who may not
+// approve their own high-risk call sees a built-in file read as low (Run, nothing to
+// type) and a write as high (ask someone else), as the operation changes, with no reload.
+func TestBrowserTestPanelRiskFollowsOperation(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	tg := srv.App.Enable(t, "builtin__file_operations")
+	srv.CreateUser(t, "tina", "tool_user", "tina-password-123")
+	srv.Login(t, "admin", webtest.AdminPassword) // someone else who could approve
+	b := newBrowser(t)
+	b.login(srv, "tina", "tina-password-123")
+	b.do("open the test panel", chromedp.Navigate(srv.URL+"/tools/"+tg.ID+"/test"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-operation-select] select`)))
+	choose := func(op string) {
+		b.do("choose "+op, chromedp.SetValue(chromedp.CSS(`[data-operation-select] select`), op),
+			chromedp.Evaluate[chromedp.Void](`document.querySelector("[data-operation-select] select").dispatchEvent(new Event("change", {bubbles: true}))`))
+	}
+	state := `(() => { const z = document.querySelector("#test-approval"), run = document.querySelector("[data-testid=run-test]");
+		return z.dataset.risk + " " + (z.querySelector("[data-testid=needs-approver]") ? "ask" : "-") + " " + (run.disabled ? "off" : "on"); })()`
+	for _, c := range []struct{ op, want string }{
+		{"read_file", "low - on"},
+		{"create_file", "high ask off"},
+		{"get_file_info", "low - on"},
+	} {
+		choose(c.op)
+		b.waitJS(c.op+" shows "+c.want, state+` === "`+c.want+`"`)
+	}
+	// The router agrees: the read runs (the file is missing, which the tool says), it
+	// is not held for someone else's approval.
+	b.do("read a file", chromedp.SendKeys(chromedp.CSS(`[data-testid='field-/filePath'] input`), "missing.txt"),
+		chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-result]`)))
+	if got := eval[string](b, `document.querySelector("[data-testid=test-result]").dataset.status`); got != "tool_error" {
+		t.Errorf("the read's result is %q (%s), want tool_error", got, eval[string](b, `document.querySelector("[data-testid=test-result]").textContent`))
+	}
+	b.checkConsole()
+}

@@ -69,7 +69,8 @@ document.addEventListener("htmx:beforeSwap", e => { if (e.detail.shouldSwap) win
 document.addEventListener("htmx:afterSettle", e => window.__unsettled.delete(e.detail.xhr));
 document.addEventListener("htmx:afterSwap", e => { if (e.detail.target?.id === "test-workspace") window.__workspaceSwaps++; });
 document.addEventListener("htmx:beforeRequest", e => {
-	if (e.detail.elt.closest("#test-workspace, #test-result")) window.__panelRequests++;
+	// Not the refresh of the approval part that a change of an argument asks for.
+	if (e.detail.elt.closest("#test-workspace, #test-result") && e.detail.elt.id !== "test-args") window.__panelRequests++;
 });
 document.addEventListener("invalid", () => window.__invalid++, true);
 if (new URLSearchParams(location.search).has("nosocket")) {

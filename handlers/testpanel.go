@@ -134,7 +134,7 @@ func (h TestPanelHandler) renderTest(c echo.Context, ci callerItem, tv views.Too
 // testView builds the workspace for arguments args shown in mode.
 func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, args json.RawMessage, errs *verr.Error) views.ToolTest {
 	p := PrincipalOf(c)
-	r := it.Risk()
+	r := h.riskOf(it, args)
 	tv := views.ToolTest{Action: testURL(it.ID), Mode: mode, Errors: errs, Risk: string(r.Level), RiskWhy: r.Why,
 		Phrase: router.Phrase(it.QualifiedName()), CanSave: p.Can(auth.PermToolConfigure)}
 	if mode == "json" {
@@ -154,6 +154,14 @@ func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, a
 		h.mayConfirm(c, it, r.Level, &tv)
 	}
 	return tv
+}
+
+// riskOf is the level of a call of it with args, as the router will rate it.
+func (h TestPanelHandler) riskOf(it tools.Item, args json.RawMessage) risk.Decision {
+	if h.Router == nil {
+		return it.Risk()
+	}
+	return h.Router.RiskOf(it, args)
 }
 
 // mayConfirm asks package decide whether the caller may confirm their own run of a
@@ -223,9 +231,12 @@ func (h TestPanelHandler) fillCases(ctx context.Context, it tools.Item, tv *view
 		return err
 	}
 	tv.Cases = tv.Cases[:0]
+	casesRisk := risk.Low
 	for _, tc := range cs {
+		level := h.riskOf(it, tc.Arguments).Level
+		casesRisk = risk.Max(casesRisk, level)
 		vc := views.TestCase{ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments), Expect: tc.Expect, ExpectText: tc.ExpectText,
-			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage,
+			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage, Risk: string(level),
 			LoadURL: testURL(it.ID) + "?case=" + url.QueryEscape(tc.ID), RunURL: testURL(it.ID) + "/cases/" + tc.ID + "/run",
 			DeleteURL: testURL(it.ID) + "/cases/" + tc.ID + "/delete"}
 		if tc.LastDurationMS != nil {
@@ -233,6 +244,7 @@ func (h TestPanelHandler) fillCases(ctx context.Context, it tools.Item, tv *view
 		}
 		tv.Cases = append(tv.Cases, vc)
 	}
+	tv.CasesRisk = string(casesRisk)
 	return nil
 }
 
@@ -391,6 +403,32 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		tv.JSON = f.Get("arguments_json")
 	}
 	return h.renderTest(c, ci, tv, false)
+}
+
+// TestRisk answers a change of the workspace's arguments (POST /tools/:id/test/risk):
+// the approval part for the level of a call with them, and the Run button as it allows,
+// so a built-in file read shows no phrase to type and a write shows one before Run.
+// The box and the phrase keep what was entered.
+func (h TestPanelHandler) TestRisk(c echo.Context) error {
+	ci, err := h.forCaller(c, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	f, err := c.FormParams()
+	if err != nil {
+		return err
+	}
+	mode := f.Get("mode")
+	if mode != "json" {
+		mode = "form"
+	}
+	args, _ := readArgs(ci.Item, mode, f) // what is wrong with them is said at Run
+	tv := h.testView(c, ci.Item, mode, args, nil)
+	if tv.ApprovalShown() == f.Get("_approval_shown") {
+		return c.NoContent(http.StatusNoContent) // htmx swaps nothing
+	}
+	tv.Confirm, tv.Typed = f.Get("confirm") == "1", f.Get("phrase")
+	return render(c, http.StatusOK, views.TestRisk(toolCard(ci.Item), tv))
 }
 
 // testCall is the router call of a test panel run.

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -21,7 +23,9 @@ type ToolTest struct {
 	Form    form.Model
 	JSON    string // the arguments as JSON text (mode json)
 	Errors  *verr.Error
-	Risk    string // low, medium, high
+	// Risk is the level of a call with these arguments (low, medium, high), as the
+	// router rates it: a built-in tool's read is low though the tool is high.
+	Risk    string
 	RiskWhy string
 	Phrase  string // what to type for a HIGH tool
 	Confirm bool   // the confirm box was ticked
@@ -40,6 +44,7 @@ type ToolTest struct {
 	Notice        string
 	Result        *TestResult
 	Cases         []TestCase
+	CasesRisk     string // the highest Risk of the cases: what Run all asks for
 	CaseName      string
 	Expect        string
 	ExpectTxt     string
@@ -88,6 +93,13 @@ type TestRunButton struct {
 }
 
 // RunButton is the Run button of the workspace.
+// ApprovalShown names what the approval part and the Run button show, so that a change
+// of the arguments that changes neither renders nothing again (TestRisk): a swap would
+// replace the button a person is about to press.
+func (v ToolTest) ApprovalShown() string {
+	return strings.Join([]string{v.Risk, v.RiskWhy, v.NeedsApprover, strconv.FormatBool(v.CanRun), v.CannotRun}, "\x1f")
+}
+
 func (v ToolTest) RunButton() TestRunButton {
 	return TestRunButton{CanRun: v.CanRun, CannotRun: v.CannotRun, Busy: v.Result != nil && v.Result.Running}
 }
@@ -148,6 +160,7 @@ type TestCase struct {
 	LastPassed *bool
 	LastMS     float64
 	LastMsg    string
+	Risk       string // of a call with the case's arguments
 	LoadURL    string
 	RunURL     string
 	DeleteURL  string

@@ -112,6 +112,7 @@ func (s *Server) routes() []Route {
 		// The test panel; the router decides who may run what.
 		{http.MethodGet, "/tools/:id/test", auth.PermToolView, panel.TestPage},
 		{http.MethodPost, "/tools/:id/test", auth.PermToolView, panel.TestPost},
+		{http.MethodPost, "/tools/:id/test/risk", auth.PermToolView, panel.TestRisk},
 		{http.MethodGet, "/tools/:id/test/runs/:call", auth.PermToolView, panel.TestRun},
 		{http.MethodPost, "/tools/:id/test/runs/:call/cancel", auth.PermToolView, panel.TestCancel},
 		{http.MethodPost, "/tools/:id/test/cases/run", auth.PermToolView, panel.TestCasesRun},

@@ -12,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -229,23 +230,34 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 // to what the arguments carry (Options.ArgumentRisk). e itself, shared by every call,
 // is not changed.
 func (r *Router) argumentRisk(e *entry, args json.RawMessage) *entry {
-	d := e.risk
-	if r.opts.OperationRisk != nil && d.Source == risk.SourceAnnotations {
-		if level, why, ok := r.opts.OperationRisk(e.t.ServerID, e.t.QualifiedName(), args); ok {
-			d = risk.Decision{Level: level, Source: risk.SourceOperation, Why: why}
-		}
-	}
-	if r.opts.ArgumentRisk != nil {
-		if level, why, ok := r.opts.ArgumentRisk(e.t.QualifiedName(), args); ok && risk.Max(d.Level, level) != d.Level {
-			d = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
-		}
-	}
+	d := r.rate(e.t.ServerID, e.t.QualifiedName(), e.risk, args)
 	if d == e.risk {
 		return e
 	}
 	rated := *e
 	rated.risk = d
 	return &rated
+}
+
+// RiskOf is the level a call of it with args gets, as the router rates the call: what
+// the test panel shows and asks for before a run.
+func (r *Router) RiskOf(it tools.Item, args json.RawMessage) risk.Decision {
+	return r.rate(it.ServerID, it.QualifiedName(), it.Risk(), args)
+}
+
+// rate is d, the tool's level, as a call with args makes it (argumentRisk).
+func (r *Router) rate(serverID, qualifiedName string, d risk.Decision, args json.RawMessage) risk.Decision {
+	if r.opts.OperationRisk != nil && d.Source == risk.SourceAnnotations {
+		if level, why, ok := r.opts.OperationRisk(serverID, qualifiedName, args); ok {
+			d = risk.Decision{Level: level, Source: risk.SourceOperation, Why: why}
+		}
+	}
+	if r.opts.ArgumentRisk != nil {
+		if level, why, ok := r.opts.ArgumentRisk(qualifiedName, args); ok && risk.Max(d.Level, level) != d.Level {
+			d = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
+		}
+	}
+	return d
 }
 
 // preflight asks Options.Preflight whether c (checked as e, with merged args) could run
