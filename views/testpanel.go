@@ -19,10 +19,10 @@ type ToolTest struct {
 	Mode   string // "form" or "json"
 	// Fixed are the parameters the tool's configuration fixes, with their values (JSON
 	// text): not in the form, and added to every call.
-	Fixed   []FixedParam
-	Form    form.Model
-	JSON    string // the arguments as JSON text (mode json)
-	Errors  *verr.Error
+	Fixed  []FixedParam
+	Form   form.Model
+	JSON   string // the arguments as JSON text (mode json)
+	Errors *verr.Error
 	// Risk is the level of a call with these arguments (low, medium, high), as the
 	// router rates it: a built-in tool's read is low though the tool is high.
 	Risk    string
