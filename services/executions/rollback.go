@@ -86,7 +86,9 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 // would otherwise show only in a rollback. A schema that lists no properties (it
 // takes anything) is not checked against.
 func checkMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawMessage, undoName string, e *verr.Error) {
-	undoArgs, selfArgs := topProperties(undoSchema), topProperties(selfSchema)
+	// Names a variant declares count (schema.ArgumentNames): a tool's operations can
+	// take different arguments.
+	undoArgs, selfArgs := schema.ArgumentNames(undoSchema), schema.ArgumentNames(selfSchema)
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		field := "/argument_map/" + name
 		if undoArgs != nil && !slices.Contains(undoArgs, name) {
@@ -111,17 +113,6 @@ func CheckMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawM
 	e := &verr.Error{}
 	checkMapNames(m, selfSchema, undoSchema, undoName, e)
 	return e.Err()
-}
-
-// topProperties are the names of a schema's top-level parameters, sorted (local
-// references followed); nil when it lists none.
-func topProperties(raw json.RawMessage) []string {
-	var names []string
-	for _, p := range schema.Parameters(raw) {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	return names
 }
 
 func listOrNone(names []string) string {

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,54 @@ type Param struct {
 // ExampleArguments) follows nested objects; recursive definitions stop where
 // they repeat. Code that walks schemas for people should stop there too.
 const MaxParamDepth = 8
+
+// ArgumentNames lists, sorted, every top-level argument name an input schema
+// declares: its properties and those of the parts it combines (allOf, oneOf, anyOf,
+// then, else; local references followed), as a tool whose operations take different
+// arguments declares them. nil when it declares none or is not valid JSON.
+func ArgumentNames(inputSchema json.RawMessage) []string {
+	root, err := Decode(inputSchema)
+	if err != nil {
+		return nil
+	}
+	o, ok := root.(*Object)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	// Each part once: a hostile schema's parts can refer to each other, or to the root.
+	walked := map[*Object]bool{}
+	var walk func(v View, depth int)
+	walk = func(v View, depth int) {
+		if depth > MaxParamDepth {
+			return
+		}
+		props, _ := v.Object("properties")
+		for _, k := range props.Keys() {
+			seen[k] = true
+		}
+		for _, kw := range []string{"allOf", "oneOf", "anyOf"} {
+			_, ptr, _ := v.Get(kw)
+			for i, e := range v.Array(kw) {
+				if sub, ok := e.(*Object); ok && !walked[sub] {
+					walked[sub] = true
+					walk(Resolve(root, sub, PtrJoin(ptr, kw, strconv.Itoa(i))), depth+1)
+				}
+			}
+		}
+		for _, kw := range []string{"then", "else"} {
+			if sub, ptr := v.Object(kw); sub != nil && !walked[sub] {
+				walked[sub] = true
+				walk(Resolve(root, sub, PtrJoin(ptr, kw)), depth+1)
+			}
+		}
+	}
+	walk(Resolve(root, o, ""), 0)
+	if len(seen) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
 
 // Parameters lists the parameters of an input schema in the order the schema
 // declares them, following local $ref/$defs references. It returns an empty

@@ -269,3 +269,27 @@ func TestExampleArgumentsOfUnusableSchemas(t *testing.T) {
 		}
 	}
 }
+
+// ArgumentNames: every top-level name a call may carry, from the properties and every
+// part the schema combines, through references, each part once however they refer
+// to each other.
+func TestArgumentNames(t *testing.T) {
+	for _, c := range []struct {
+		schema string
+		want   []string
+	}{
+		{`{"type":"object","properties":{"b":{},"a":{}}}`, []string{"a", "b"}},
+		{`{"type":"object","properties":{"a":{}},"allOf":[{"properties":{"b":{}}}]}`, []string{"a", "b"}},
+		{`{"type":"object","properties":{"op":{}},"oneOf":[{"properties":{"path":{}}},{"properties":{"from":{},"to":{}}}]}`, []string{"from", "op", "path", "to"}},
+		{`{"type":"object","anyOf":[{"$ref":"#/$defs/x"}],"$defs":{"x":{"properties":{"z":{}}}}}`, []string{"z"}},
+		{`{"type":"object","if":{"properties":{"k":{"const":1}}},"then":{"properties":{"t":{}}},"else":{"properties":{"e":{}}}}`, []string{"e", "t"}},
+		{`{"type":"object","properties":{"a":{}},"allOf":[{"$ref":"#"},{"oneOf":[{"$ref":"#"}]}]}`, []string{"a"}},
+		{`{"type":"object"}`, nil},
+		{`not json`, nil},
+		{`[1]`, nil},
+	} {
+		if got := ArgumentNames(json.RawMessage(c.schema)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.schema, got, c.want)
+		}
+	}
+}
