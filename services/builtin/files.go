@@ -55,13 +55,43 @@ func run[T any](s *Server, f fileOp[T]) func(ctx context.Context, c Call, args j
 	}
 }
 
-// fileError is the result of a refused or failed operation; an authorization refusal
-// says so in its structured content too (seed 001: requiresAuthorization).
+// The errorType of a failed operation's structured content (seed 001's error result),
+// for an agent that acts on the kind of failure rather than its words.
+const (
+	ErrorFileNotFound          = "FileNotFound"
+	ErrorPermissionDenied      = "PermissionDenied"
+	ErrorAlreadyExists         = "AlreadyExists"
+	ErrorPathNotAllowed        = "PathNotAllowed" // the path guard's refusal: no grant can allow it
+	ErrorAuthorizationRequired = "AuthorizationRequired"
+	ErrorExecutionFailed       = "ExecutionFailed"
+)
+
+// errFile is a failure of the file system at a path, of a kind (an Error* constant).
+type errFile struct {
+	kind, path string
+	err        error
+}
+
+func (e *errFile) Error() string { return e.err.Error() }
+func (e *errFile) Unwrap() error { return e.err }
+
+// fileError is the result of a refused or failed operation: the message, and in its
+// structured content the errorType and the path it concerns (seed 001); an
+// authorization refusal says what to ask for (requiresAuthorization).
 func fileError(err error) *mcp.CallToolResult {
 	res := errorResult("ERROR: " + err.Error())
 	var ae *errAuthorization
-	if errors.As(err, &ae) {
+	var fe *errFile
+	var ge *errGuard
+	switch {
+	case errors.As(err, &ae):
 		res.StructuredContent = AuthorizationContent(ae.key, ae.path)
+	case errors.As(err, &fe):
+		res.StructuredContent = map[string]any{"errorType": fe.kind, "attemptedPath": fe.path}
+	case errors.As(err, &ge):
+		res.StructuredContent = map[string]any{"errorType": ErrorPathNotAllowed}
+	default:
+		res.StructuredContent = map[string]any{"errorType": ErrorExecutionFailed}
 	}
 	return res
 }
@@ -70,7 +100,7 @@ func fileError(err error) *mcp.CallToolResult {
 // allows operation key on path: the tool's own refusal, and the gateway's when the
 // check before approval refused the call (seed 001: requiresAuthorization).
 func AuthorizationContent(key, path string) map[string]any {
-	return map[string]any{"requiresAuthorization": true, "authorizationKey": key,
+	return map[string]any{"errorType": ErrorAuthorizationRequired, "requiresAuthorization": true, "authorizationKey": key,
 		"reason": "Operation affects files outside the conversation's working directory", "attemptedPath": path}
 }
 
@@ -302,11 +332,17 @@ func fsError(t target, err error) error {
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("file not found: %s", t.shown)
+		return &errFile{ErrorFileNotFound, t.shown, fmt.Errorf("file not found: %s", t.shown)}
 	case errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes"):
 		return guardf("%s leads outside its workspace (a symlink or ..), which the path guard refuses", t.shown)
+	case errors.Is(err, fs.ErrPermission):
+		why := err
+		if errors.As(err, &pe) {
+			why = pe.Err
+		}
+		return &errFile{ErrorPermissionDenied, t.shown, fmt.Errorf("%s: %v", t.shown, why)}
 	case errors.As(err, &pe):
-		return fmt.Errorf("%s: %v", t.shown, pe.Err)
+		return &errFile{ErrorExecutionFailed, t.shown, fmt.Errorf("%s: %v", t.shown, pe.Err)}
 	}
 	return err
 }
@@ -812,7 +848,8 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 		case fi.IsDir():
 			return w.done("", nil, fmt.Errorf("%s is a directory", t.shown))
 		case !in.Overwrite:
-			return w.done("", nil, fmt.Errorf("%s already exists; to replace it set overwrite to true, or edit it with replace_string", t.shown))
+			return w.done("", nil, &errFile{ErrorAlreadyExists, t.shown,
+				fmt.Errorf("%s already exists; to replace it set overwrite to true, or edit it with replace_string", t.shown)})
 		case !fi.Mode().IsRegular():
 			return w.done("", nil, fmt.Errorf("%s is not a regular file", t.shown))
 		}
@@ -1044,7 +1081,7 @@ func destination(t target, ar *os.Root, overwrite bool) error {
 	case fi.IsDir():
 		return fmt.Errorf("newPath: %s is a directory; name the file to create", t.shown)
 	case !overwrite:
-		return fmt.Errorf("newPath: %s already exists; set overwrite to true to replace it", t.shown)
+		return &errFile{ErrorAlreadyExists, t.shown, fmt.Errorf("newPath: %s already exists; set overwrite to true to replace it", t.shown)}
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("newPath: %s is not a regular file", t.shown)
 	}

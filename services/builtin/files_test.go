@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -624,4 +625,31 @@ func TestPruneSnapshots(t *testing.T) {
 	}
 	f.fails("c1", args{"operation": "restore_snapshot", "snapshotId": old}, "no snapshot "+old)
 	f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": fresh})
+}
+
+// A failed operation says what kind of failure it was in its structured content, and
+// the path it concerns (seed 001's error result: errorType, attemptedPath).
+func TestErrorTypes(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	f.ws("c1")
+	other := f.ws("c2")
+	f.ok("c1", args{"operation": "create_file", "filePath": "here.txt", "content": "x"})
+	for _, c := range []struct {
+		args args
+		want map[string]any
+	}{
+		{args{"operation": "read_file", "filePath": "missing.txt"}, map[string]any{"errorType": "FileNotFound", "attemptedPath": "missing.txt"}},
+		{args{"operation": "create_file", "filePath": "here.txt", "content": "y"}, map[string]any{"errorType": "AlreadyExists", "attemptedPath": "here.txt"}},
+		{args{"operation": "copy_file", "filePath": "here.txt", "newPath": "here.txt"}, map[string]any{"errorType": "AlreadyExists", "attemptedPath": "here.txt"}},
+		{args{"operation": "read_file", "filePath": "/etc/passwd"}, map[string]any{"errorType": "PathNotAllowed"}},
+		{args{"operation": "create_file", "filePath": filepath.Join(other, "x.txt"), "content": "x"}, map[string]any{"errorType": "AuthorizationRequired",
+			"requiresAuthorization": true, "authorizationKey": "file_operations.create_file", "attemptedPath": filepath.Join(other, "x.txt"),
+			"reason": "Operation affects files outside the conversation's working directory"}},
+	} {
+		res := f.call("c1", c.args)
+		if got := structured(t, res); !res.IsError || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%v: %v %v, want an error with %v", c.args, res.IsError, got, c.want)
+		}
+	}
 }

@@ -68,8 +68,8 @@ func TestNoApprovalAskedForACallThatCannotRun(t *testing.T) {
 			!strings.Contains(text(res), "filePath: /etc/toolwarden-preflight is outside the built-in root") {
 			t.Fatalf("%s: a write outside the root: %+v %q", era, res, text(res))
 		}
-		if res.StructuredContent != nil {
-			t.Fatalf("%s: a path no grant could allow has structured content %v", era, res.StructuredContent)
+		if sc, _ := json.Marshal(res.StructuredContent); string(sc) != `{"errorType":"PathNotAllowed"}` {
+			t.Fatalf("%s: a path no grant could allow has structured content %s, want the path guard's errorType", era, sc)
 		}
 		res = wait(t, create(conv, other))
 		if !res.IsError || !strings.Contains(text(res), "authorization required: "+other) ||
@@ -78,6 +78,7 @@ func TestNoApprovalAskedForACallThatCannotRun(t *testing.T) {
 		}
 		// Its structured content is the tool's own refusal's: what to ask for, and for which path.
 		if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"requiresAuthorization":true`) ||
+			!strings.Contains(string(sc), `"errorType":"AuthorizationRequired"`) ||
 			!strings.Contains(string(sc), `"authorizationKey":"file_operations.create_file"`) || !strings.Contains(string(sc), `"attemptedPath":`+jsonText(other)) {
 			t.Fatalf("%s: the refusal's structured content: %s", era, sc)
 		}

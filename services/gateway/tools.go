@@ -181,7 +181,7 @@ func (g *Gateway) refused(name string, err error) (*mcp.CallToolResult, error) {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: f.Message}
 	case router.CodeInvalidArguments:
 		res := errorResult(argumentsText(f))
-		res.StructuredContent = authorizationNeeded(f)
+		res.StructuredContent = notAllowedContent(f)
 		return res, nil
 	case router.CodeApprovalRequired:
 		return errorResult(approvalText(f)), nil
@@ -217,16 +217,20 @@ func argumentsText(f *fault.Error) string {
 	return b.String()
 }
 
-// authorizationNeeded is, for a call refused because it needs a grant, what the
-// built-in tool says of it when it refuses the call itself (builtin fileError): an
-// agent that reads requiresAuthorization (seed 001) reads it whichever refused. nil
-// for any other refusal.
-func authorizationNeeded(f *fault.Error) any {
+// notAllowedContent is, for a call refused before approval because its paths may
+// not be reached, the structured content the built-in tool gives when it refuses the
+// call itself (builtin fileError): what to ask for when a grant would allow it
+// (requiresAuthorization), else the path guard's errorType. An agent reads the same
+// whichever refused. nil for arguments that are wrong rather than not allowed.
+func notAllowedContent(f *fault.Error) any {
 	fields, _ := f.Details.([]verr.Field)
 	for _, fl := range fields {
 		if fl.AuthorizationKey != "" {
 			return builtin.AuthorizationContent(fl.AuthorizationKey, fl.Target)
 		}
+	}
+	if len(fields) > 0 && !slices.ContainsFunc(fields, func(fl verr.Field) bool { return fl.Kind != verr.KindNotAllowed }) {
+		return map[string]any{"errorType": builtin.ErrorPathNotAllowed}
 	}
 	return nil
 }
