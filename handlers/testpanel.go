@@ -71,7 +71,7 @@ func (h TestPanelHandler) TestPage(c echo.Context) error {
 		tv = h.testView(c, it, "form", tc.Arguments, nil)
 		tv.CaseName, tv.Expect, tv.ExpectTxt = tc.Name, tc.Expect, tc.ExpectText
 	}
-	if err := h.fillCases(ctx, it, &tv); err != nil {
+	if err := h.fillCases(c, it, &tv); err != nil {
 		return err
 	}
 	return h.renderTest(c, ci, tv, true)
@@ -120,7 +120,7 @@ func (h TestPanelHandler) renderTest(c echo.Context, ci callerItem, tv views.Too
 	if !page && c.Request().Header.Get("HX-Request") == "true" {
 		return render(c, http.StatusOK, views.TestWorkspace(toolCard(it), tv))
 	}
-	if err := h.fillCases(c.Request().Context(), it, &tv); err != nil {
+	if err := h.fillCases(c, it, &tv); err != nil {
 		return err
 	}
 	v, err := h.page.toolPage(c, it, views.ToolTabTest)
@@ -134,7 +134,7 @@ func (h TestPanelHandler) renderTest(c echo.Context, ci callerItem, tv views.Too
 // testView builds the workspace for arguments args shown in mode.
 func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, args json.RawMessage, errs *verr.Error) views.ToolTest {
 	p := PrincipalOf(c)
-	r := h.riskOf(it, args)
+	r := h.riskOf(c, it, args)
 	tv := views.ToolTest{Action: testURL(it.ID), Mode: mode, Errors: errs, Risk: string(r.Level), RiskWhy: r.Why,
 		Phrase: router.Phrase(it.QualifiedName()), CanSave: p.Can(auth.PermToolConfigure)}
 	if mode == "json" {
@@ -156,12 +156,17 @@ func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, a
 	return tv
 }
 
-// riskOf is the level of a call of it with args, as the router will rate it.
-func (h TestPanelHandler) riskOf(it tools.Item, args json.RawMessage) risk.Decision {
+// riskOf is the level of a call of it with args, as the router will rate it (the
+// tool's own level when the router cannot say).
+func (h TestPanelHandler) riskOf(c echo.Context, it tools.Item, args json.RawMessage) risk.Decision {
 	if h.Router == nil {
 		return it.Risk()
 	}
-	return h.Router.RiskOf(it, args)
+	d, err := h.Router.RiskOf(c.Request().Context(), it.ID, args)
+	if err != nil {
+		return it.Risk()
+	}
+	return d
 }
 
 // mayConfirm asks package decide whether the caller may confirm their own run of a
@@ -225,18 +230,42 @@ func canRun(p *auth.Principal, it tools.Item) (bool, string) {
 	return false, fmt.Sprintf("A tool that is %s cannot be run.", it.Status)
 }
 
-func (h TestPanelHandler) fillCases(ctx context.Context, it tools.Item, tv *views.ToolTest) error {
-	cs, err := h.Tools.TestCases(ctx, it.ID)
+// fillCases lists the saved cases, each with the level of a call with its arguments
+// and whether the caller may run it (what the workspace's Run would say for those
+// arguments); Run all is offered when every case may run, and asks for what any needs.
+func (h TestPanelHandler) fillCases(c echo.Context, it tools.Item, tv *views.ToolTest) error {
+	cs, err := h.Tools.TestCases(c.Request().Context(), it.ID)
 	if err != nil {
 		return err
 	}
 	tv.Cases = tv.Cases[:0]
-	casesRisk := risk.Low
+	may, why := h.mayRun(c, it)
+	type verdict struct {
+		ok  bool
+		why string
+	}
+	byLevel := map[risk.Level]verdict{}
+	tv.CasesCanRun, tv.CasesMedium, tv.CasesHigh = may, false, false
 	for _, tc := range cs {
-		level := h.riskOf(it, tc.Arguments).Level
-		casesRisk = risk.Max(casesRisk, level)
+		level := h.riskOf(c, it, tc.Arguments).Level
+		v, seen := byLevel[level]
+		if !seen {
+			v = verdict{may, why}
+			if may && level != risk.Low {
+				probe := views.ToolTest{CanRun: true}
+				h.mayConfirm(c, it, level, &probe)
+				v = verdict{probe.CanRun, probe.CannotRun}
+				if probe.NeedsApprover != "" {
+					v.why = "Another person must approve a run with these arguments: load the case and use Ask for approval."
+				}
+			}
+			byLevel[level] = v
+		}
+		tv.CasesCanRun = tv.CasesCanRun && v.ok
+		tv.CasesMedium = tv.CasesMedium || level == risk.Medium
+		tv.CasesHigh = tv.CasesHigh || level == risk.High
 		vc := views.TestCase{ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments), Expect: tc.Expect, ExpectText: tc.ExpectText,
-			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage, Risk: string(level),
+			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage, Risk: string(level), CanRun: v.ok, CannotRun: v.why,
 			LoadURL: testURL(it.ID) + "?case=" + url.QueryEscape(tc.ID), RunURL: testURL(it.ID) + "/cases/" + tc.ID + "/run",
 			DeleteURL: testURL(it.ID) + "/cases/" + tc.ID + "/delete"}
 		if tc.LastDurationMS != nil {
@@ -244,8 +273,22 @@ func (h TestPanelHandler) fillCases(ctx context.Context, it tools.Item, tv *view
 		}
 		tv.Cases = append(tv.Cases, vc)
 	}
-	tv.CasesRisk = string(casesRisk)
 	return nil
+}
+
+// workspaceArgs reads the workspace's form: the form values, its mode ("form" or
+// "json") and the arguments it holds (readArgs).
+func workspaceArgs(c echo.Context, it tools.Item) (url.Values, string, json.RawMessage, *verr.Error, error) {
+	f, err := c.FormParams()
+	if err != nil {
+		return nil, "", nil, nil, err
+	}
+	mode := f.Get("mode")
+	if mode != "json" {
+		mode = "form"
+	}
+	args, errs := readArgs(it, mode, f)
+	return f, mode, args, errs, nil
 }
 
 // readArgs reads the arguments the workspace holds, from the form or the JSON editor.
@@ -281,15 +324,10 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		return err
 	}
 	it := ci.Item
-	f, err := c.FormParams()
+	f, mode, args, errs, err := workspaceArgs(c, it)
 	if err != nil {
 		return err
 	}
-	mode := f.Get("mode")
-	if mode != "json" {
-		mode = "form"
-	}
-	args, errs := readArgs(it, mode, f)
 	action := f.Get("_action")
 	if edit := f.Get("_edit"); edit != "" {
 		action = "edit"
@@ -414,16 +452,15 @@ func (h TestPanelHandler) TestRisk(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f, err := c.FormParams()
+	// What is wrong with the arguments is said at Run.
+	f, mode, args, _, err := workspaceArgs(c, ci.Item)
 	if err != nil {
 		return err
 	}
-	mode := f.Get("mode")
-	if mode != "json" {
-		mode = "form"
-	}
-	args, _ := readArgs(ci.Item, mode, f) // what is wrong with them is said at Run
 	tv := h.testView(c, ci.Item, mode, args, nil)
+	if f.Get("_run_busy") == "1" {
+		tv.Result = &views.TestResult{Running: true} // Run stays off until the run ends
+	}
 	if tv.ApprovalShown() == f.Get("_approval_shown") {
 		return c.NoContent(http.StatusNoContent) // htmx swaps nothing
 	}

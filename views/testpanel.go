@@ -44,10 +44,13 @@ type ToolTest struct {
 	Notice        string
 	Result        *TestResult
 	Cases         []TestCase
-	CasesRisk     string // the highest Risk of the cases: what Run all asks for
-	CaseName      string
-	Expect        string
-	ExpectTxt     string
+	// CasesCanRun: every case may run, so Run all is offered; it asks for the box when
+	// a case is medium risk and the phrase when one is high (CasesMedium, CasesHigh).
+	CasesCanRun            bool
+	CasesMedium, CasesHigh bool
+	CaseName               string
+	Expect                 string
+	ExpectTxt              string
 }
 
 // caseFields are the save-case form's own inputs: their errors are shown beside them,
@@ -92,7 +95,6 @@ type TestRunButton struct {
 	Busy      bool   // a run is in progress: disabled until it ends
 }
 
-// RunButton is the Run button of the workspace.
 // ApprovalShown names what the approval part and the Run button show, so that a change
 // of the arguments that changes neither renders nothing again (TestRisk): a swap would
 // replace the button a person is about to press.
@@ -100,6 +102,7 @@ func (v ToolTest) ApprovalShown() string {
 	return strings.Join([]string{v.Risk, v.RiskWhy, v.NeedsApprover, strconv.FormatBool(v.CanRun), v.CannotRun}, "\x1f")
 }
 
+// RunButton is the Run button of the workspace.
 func (v ToolTest) RunButton() TestRunButton {
 	return TestRunButton{CanRun: v.CanRun, CannotRun: v.CannotRun, Busy: v.Result != nil && v.Result.Running}
 }
@@ -161,6 +164,8 @@ type TestCase struct {
 	LastMS     float64
 	LastMsg    string
 	Risk       string // of a call with the case's arguments
+	CanRun     bool   // the caller may run the case (as the workspace's Run for its arguments)
+	CannotRun  string // why not
 	LoadURL    string
 	RunURL     string
 	DeleteURL  string

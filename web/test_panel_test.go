@@ -20,6 +20,8 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/web"
@@ -614,5 +616,93 @@ func TestTestPanelLiveResultKeepsThePersonsRule(t *testing.T) {
 			t.Fatalf("the pushed result offers Run to a person denied the tool: %s", raw)
 		}
 		return
+	}
+}
+
+// The test panel rates each call as the router will: the workspace's from its
+// arguments with the tool's configured values, each saved case's from its own. A tool
+// user who may not approve their own high call may run a saved read of file_operations
+// but not its write, and Run all is not offered; a change of the arguments renders the
+// approval part again only when it changes (204 otherwise), and keeps Run off while a
+// run goes on. An administrator's Run all over a medium and a high case asks for both
+// the box and the phrase.
+func TestTestPanelRatesEachCall(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	tg := srv.App.Enable(t, "builtin__file_operations") // high as a whole
+	id := tg.ID
+	srv.CreateUser(t, "tina", auth.RoleToolUser, "tina-password-123")
+	tina := srv.Login(t, "tina", "tina-password-123")
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	for name, args := range map[string]string{"read": `{"operation":"read_file","filePath":"a.txt"}`,
+		"write": `{"operation":"create_file","filePath":"a.txt","content":"x"}`} {
+		if _, err := srv.Tools.SaveTestCase(ctx, audit.System, id, tools.TestCase{Name: name, Arguments: json.RawMessage(args), Expect: "success"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caseRow := func(doc *goquery.Document, name string) *goquery.Selection {
+		return doc.Find(`[data-testid="test-cases"] tr`).FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return strings.TrimSpace(s.Find("td").First().Text()) == name
+		})
+	}
+	doc := page(t, srv.Get(t, tina, "/tools/"+id+"/test"))
+	if r := caseRow(doc, "read"); r.Find(`[data-testid="case-run"]`).Length() != 1 || r.Find(`[name="phrase"]`).Length() != 0 {
+		t.Errorf("tina's read case: %q", r.Text())
+	}
+	if r := caseRow(doc, "write"); r.Find(`[data-testid="case-run"]`).Length() != 0 || !strings.Contains(r.Find(`[data-testid="case-cannot-run"]`).Text(), "Another person must approve") {
+		t.Errorf("tina's write case: %q", r.Text())
+	}
+	if doc.Find(`[data-testid="run-all-form"]`).Length() != 0 {
+		t.Error("Run all is offered over a case tina may not run")
+	}
+
+	// A change of the arguments: rated again; nothing sent when nothing changes.
+	shown := doc.Find(`[name="_approval_shown"]`).AttrOr("value", "")
+	risk := func(form url.Values) *http.Response {
+		t.Helper()
+		return srv.PostFormHeaders(t, tina, "/tools/"+id+"/test/risk", form, map[string]string{"HX-Request": "true"})
+	}
+	if res := risk(url.Values{"mode": {"json"}, "arguments_json": {`{}`}, "_approval_shown": {shown}}); res.StatusCode != http.StatusNoContent {
+		t.Errorf("unchanged: got %d, want 204", res.StatusCode)
+	}
+	res := risk(url.Values{"mode": {"json"}, "arguments_json": {`{"operation":"read_file","filePath":"a.txt"}`}, "_approval_shown": {shown}})
+	frag := page(t, res)
+	if res.StatusCode != http.StatusOK || frag.Find(`#test-approval`).AttrOr("data-risk", "") != "low" ||
+		frag.Find(`#test-run-actions [data-testid="run-test"]:not([disabled])`).Length() != 1 {
+		t.Errorf("a read: %d %q %s", res.StatusCode, frag.Find(`#test-approval`).AttrOr("data-risk", ""), frag.Find(`#test-run-actions`).Text())
+	}
+	frag = page(t, risk(url.Values{"mode": {"json"}, "arguments_json": {`{"operation":"read_file","filePath":"a.txt"}`}, "_run_busy": {"1"}}))
+	if frag.Find(`#test-run-actions [data-testid="run-test"][disabled][aria-busy="true"]`).Length() != 1 {
+		t.Errorf("a change while a run goes on turned Run on: %s", frag.Find(`#test-run-actions`).Text())
+	}
+
+	// An operation the configuration fixes is rated with the arguments.
+	if _, err := srv.Tools.Update(ctx, audit.System, id, tools.Patch{Reason: "test",
+		Params: map[string]tools.ParamInput{"operation": {Mode: tools.ModeFixed, Value: json.RawMessage(`"read_file"`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	doc = page(t, srv.Get(t, tina, "/tools/"+id+"/test"))
+	if got := doc.Find(`#test-approval`).AttrOr("data-risk", ""); got != "low" || doc.Find(`[data-testid="run-test"][disabled]`).Length() != 0 {
+		t.Errorf("with the operation fixed to read_file: risk %q, Run %s", got, doc.Find(`#test-run-actions`).Text())
+	}
+	if _, err := srv.Tools.Update(ctx, audit.System, id, tools.Patch{Reason: "test", Params: map[string]tools.ParamInput{}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// An administrator's level: a write is medium, a delete high; Run all asks for both
+	// (of an administrator who may approve their own high call).
+	srv.App.SetRisk(t, "builtin__file_operations", "low")
+	if err := srv.Executions.SetSettings(ctx, audit.System, executions.Settings{ApprovalTTL: time.Hour, HighSeparation: decide.SeparationOff}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Tools.SaveTestCase(ctx, audit.System, id, tools.TestCase{Name: "delete",
+		Arguments: json.RawMessage(`{"operation":"delete_file","filePath":"a.txt"}`), Expect: "success"}); err != nil {
+		t.Fatal(err)
+	}
+	doc = page(t, srv.Get(t, admin, "/tools/"+id+"/test"))
+	all := doc.Find(`[data-testid="run-all-form"]`)
+	if all.Find(`[name="confirm"]`).Length() != 1 || all.Find(`[name="phrase"]`).Length() != 1 {
+		t.Errorf("Run all over a medium and a high case: %q; the cases: %q", all.Text(), doc.Find(`[data-testid="test-cases"]`).Text())
 	}
 }

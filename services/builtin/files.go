@@ -45,7 +45,9 @@ func run[T any](s *Server, f fileOp[T]) func(ctx context.Context, c Call, args j
 	return func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
 		var in T
 		if err := json.Unmarshal(args, &in); err != nil {
-			return errorResult("the arguments: " + err.Error()), nil
+			res := errorResult("the arguments: " + err.Error())
+			res.StructuredContent = map[string]any{"errorType": ErrorInvalidParameters}
+			return res, nil
 		}
 		res, err := f(ctx, s, c, in)
 		if err != nil {
@@ -64,6 +66,7 @@ const (
 	ErrorPathNotAllowed        = "PathNotAllowed" // the path guard's refusal: no grant can allow it
 	ErrorAuthorizationRequired = "AuthorizationRequired"
 	ErrorExecutionFailed       = "ExecutionFailed"
+	ErrorInvalidParameters     = "InvalidParameters" // arguments the operation cannot read
 )
 
 // errFile is a failure of the file system at a path, of a kind (an Error* constant).

@@ -124,7 +124,9 @@ func TestCopyInAnUnclaimedWorkspaceOnOneGrant(t *testing.T) {
 		}
 		return router.TextOf(res.Content), !res.IsError
 	}
-	if err := srv.App.Builtin.Preflight(ctx, "file_operations", meta, args); err == nil || !strings.Contains(err.Error(), "filePath") {
+	// One grant to ask for, the source's: the copy beside it needs no other.
+	if err := srv.App.Builtin.Preflight(ctx, "file_operations", meta, args); err == nil || !strings.Contains(err.Error(), "/filePath") ||
+		strings.Contains(err.Error(), "/newPath") {
 		t.Fatalf("the check before approval, with no grant: %v", err)
 	}
 	if out, ok := copyOnce(); ok || !strings.Contains(out, "authorize_operation") {

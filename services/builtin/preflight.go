@@ -128,17 +128,22 @@ func (p *preflight) check(param, path string, write bool) {
 	} else {
 		byGrant, err = p.s.mayRead(p.ctx, p.c, p.op, t)
 	}
-	if err != nil {
+	var ae *errAuthorization
+	if err != nil && !errors.As(err, &ae) {
 		p.refuse(param, err)
 		return
 	}
 	// As the call does: a write outside the workspace, or a read on a grant (a copy's
-	// source), lets the write that follows in the same workspace go without another.
-	if (write && !t.own) || byGrant {
+	// source), lets the write that follows in the same workspace go without another;
+	// so one grant is asked for, the first path's, not one per path.
+	if (write && !t.own) || byGrant || ae != nil {
 		if p.allowed == nil {
 			p.allowed = map[string]bool{}
 		}
 		p.allowed[t.area] = true
+	}
+	if err != nil {
+		p.refuse(param, err)
 	}
 }
 

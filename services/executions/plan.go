@@ -130,7 +130,8 @@ func addRouterError(e *verr.Error, field string, err error) {
 	}
 	if re.Code == router.CodeInvalidArguments && len(fields) > 0 {
 		for _, f := range fields {
-			e.AddKind(field+"/arguments"+f.Field, f.Kind, f.Message)
+			f.Field = field + "/arguments" + f.Field // what a grant would allow stays with it
+			e.Fields = append(e.Fields, f)
 		}
 		return
 	}

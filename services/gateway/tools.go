@@ -219,20 +219,19 @@ func argumentsText(f *fault.Error) string {
 
 // notAllowedContent is, for a call refused before approval because its paths may
 // not be reached, the structured content the built-in tool gives when it refuses the
-// call itself (builtin fileError): what to ask for when a grant would allow it
+// call itself (builtin fileError): what to ask for when a grant would allow the call
 // (requiresAuthorization), else the path guard's errorType. An agent reads the same
 // whichever refused. nil for arguments that are wrong rather than not allowed.
 func notAllowedContent(f *fault.Error) any {
 	fields, _ := f.Details.([]verr.Field)
-	for _, fl := range fields {
-		if fl.AuthorizationKey != "" {
-			return builtin.AuthorizationContent(fl.AuthorizationKey, fl.Target)
-		}
+	if len(fields) == 0 || slices.ContainsFunc(fields, func(fl verr.Field) bool { return fl.Kind != verr.KindNotAllowed }) {
+		return nil
 	}
-	if len(fields) > 0 && !slices.ContainsFunc(fields, func(fl verr.Field) bool { return fl.Kind != verr.KindNotAllowed }) {
+	// Asking for a grant helps only when a grant would allow every path refused.
+	if slices.ContainsFunc(fields, func(fl verr.Field) bool { return fl.AuthorizationKey == "" }) {
 		return map[string]any{"errorType": builtin.ErrorPathNotAllowed}
 	}
-	return nil
+	return builtin.AuthorizationContent(fields[0].AuthorizationKey, fields[0].Target)
 }
 
 // approvalText says that a person must approve the call and how to ask for it (the

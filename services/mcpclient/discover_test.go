@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -40,5 +41,16 @@ func TestToolDefParts(t *testing.T) {
 	}
 	if member([]byte(`[1]`), "a") != nil || member([]byte(`{"a":`), "a") != nil || member([]byte(`{"b":1}`), "a") != nil {
 		t.Error("member found a value that is not there")
+	}
+	if got := string(member([]byte(`{"a":1,"b":{"c":[2,"}"]},"d":3}`), "b")); got != `{"c":[2,"}"]}` {
+		t.Errorf("member b: %q", got)
+	}
+	// The parts are slices of the whole encoding, not encoded again.
+	d := toolDef(&mcp.Tool{Name: "s", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{Title: "S"}})
+	for i := range d.Raw {
+		d.Raw[i] = 'x'
+	}
+	if strings.Trim(string(d.InputSchema), "x") != "" || strings.Trim(string(d.Annotations), "x") != "" {
+		t.Errorf("the parts do not share the tool's encoding: %s %s", d.InputSchema, d.Annotations)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
-	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -239,10 +238,30 @@ func (r *Router) argumentRisk(e *entry, args json.RawMessage) *entry {
 	return &rated
 }
 
-// RiskOf is the level a call of it with args gets, as the router rates the call: what
-// the test panel shows and asks for before a run.
-func (r *Router) RiskOf(it tools.Item, args json.RawMessage) risk.Decision {
-	return r.rate(it.ServerID, it.QualifiedName(), it.Risk(), args)
+// RiskOf is the level a call of tool (an id or a name) with args gets, as the router
+// rates the call: with the tool's configured values merged in, whether or not the
+// arguments are complete yet. The test panel shows it and asks for what it needs
+// before a run.
+func (r *Router) RiskOf(ctx context.Context, tool string, args json.RawMessage) (risk.Decision, error) {
+	res, err := r.resolve(ctx, tool)
+	if err != nil {
+		return risk.Decision{}, err
+	}
+	rated := args
+	if given, err := parseArguments(args); err == nil {
+		if res.operation != "" {
+			if _, ok := given["operation"]; !ok {
+				given["operation"], _ = json.Marshal(res.operation)
+			}
+		}
+		// Arguments that set a fixed parameter are refused at the run; rate them as given.
+		if merged, err := res.e.resolved.Merge(given); err == nil {
+			if b, err := json.Marshal(merged); err == nil {
+				rated = b
+			}
+		}
+	}
+	return r.argumentRisk(res.e, rated).risk, nil
 }
 
 // rate is d, the tool's level, as a call with args makes it (argumentRisk).

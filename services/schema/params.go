@@ -66,26 +66,31 @@ func ArgumentNames(inputSchema json.RawMessage) []string {
 	walked := map[*Object]bool{}
 	var walk func(v View, depth int)
 	walk = func(v View, depth int) {
-		if depth > MaxParamDepth {
-			return
-		}
-		props, _ := v.Object("properties")
-		for _, k := range props.Keys() {
-			seen[k] = true
-		}
-		for _, kw := range []string{"allOf", "oneOf", "anyOf"} {
-			_, ptr, _ := v.Get(kw)
-			for i, e := range v.Array(kw) {
-				if sub, ok := e.(*Object); ok && !walked[sub] {
+		// Every layer: a schema's own keywords, and those of what it references.
+		for _, l := range v {
+			for _, k := range l.Schema.Object("properties").Keys() {
+				seen[k] = true
+			}
+			if depth == MaxParamDepth {
+				continue
+			}
+			part := func(sub *Object, ptr string) {
+				if !walked[sub] {
 					walked[sub] = true
-					walk(Resolve(root, sub, PtrJoin(ptr, kw, strconv.Itoa(i))), depth+1)
+					walk(Resolve(root, sub, ptr), depth+1)
 				}
 			}
-		}
-		for _, kw := range []string{"then", "else"} {
-			if sub, ptr := v.Object(kw); sub != nil && !walked[sub] {
-				walked[sub] = true
-				walk(Resolve(root, sub, PtrJoin(ptr, kw)), depth+1)
+			for _, kw := range []string{"allOf", "oneOf", "anyOf"} {
+				for i, e := range l.Schema.Array(kw) {
+					if sub, ok := e.(*Object); ok {
+						part(sub, PtrJoin(l.Ptr, kw, strconv.Itoa(i)))
+					}
+				}
+			}
+			for _, kw := range []string{"then", "else"} {
+				if sub := l.Schema.Object(kw); sub != nil {
+					part(sub, PtrJoin(l.Ptr, kw))
+				}
 			}
 		}
 	}

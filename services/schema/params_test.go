@@ -284,6 +284,7 @@ func TestArgumentNames(t *testing.T) {
 		{`{"type":"object","anyOf":[{"$ref":"#/$defs/x"}],"$defs":{"x":{"properties":{"z":{}}}}}`, []string{"z"}},
 		{`{"type":"object","if":{"properties":{"k":{"const":1}}},"then":{"properties":{"t":{}}},"else":{"properties":{"e":{}}}}`, []string{"e", "t"}},
 		{`{"type":"object","properties":{"a":{}},"allOf":[{"$ref":"#"},{"oneOf":[{"$ref":"#"}]}]}`, []string{"a"}},
+		{`{"type":"object","properties":{"x":{}},"$ref":"#/$defs/b","$defs":{"b":{"properties":{"y":{}},"oneOf":[{"properties":{"z":{}}}]}}}`, []string{"x", "y", "z"}},
 		{`{"type":"object"}`, nil},
 		{`not json`, nil},
 		{`[1]`, nil},

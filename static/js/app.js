@@ -752,9 +752,11 @@
       });
     });
   }
+  // In the capture phase: before htmx reads the form for the change (the test panel
+  // rates the call again, TestRisk), so it reads the new operation's inputs.
   document.addEventListener("change", function (e) {
     if (e.target.closest && e.target.closest("[data-operation-select]")) syncOperations();
-  });
+  }, true);
   document.addEventListener("DOMContentLoaded", syncOperations);
   document.addEventListener("htmx:afterSwap", syncOperations);
   // The test form's choices and null boxes (views/testform.templ): only the chosen
@@ -804,7 +806,7 @@
   }
   document.addEventListener("change", function (e) {
     if (e.target.matches && e.target.matches("[data-variant-select], [data-null-toggle]")) syncFormParts();
-  });
+  }, true); // before htmx reads the form, as above
   document.addEventListener("DOMContentLoaded", syncFormParts);
   document.addEventListener("htmx:afterSwap", syncFormParts);
   // A question the page showed when it loaded may arrive again over the socket (asked
