@@ -8,13 +8,17 @@ package dbtest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,10 +51,52 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// ownerFile names, in a cluster's folder, the process that made it: a later test process
+// removes the folder once that process is gone (sweep).
+const ownerFile = "owner.pid"
+
+// sweep removes the cluster folders that test processes killed before their clean-up
+// (Main) left in the temp dir: those whose owner process is gone, and whose postgres,
+// which stops itself once its owner is gone, has stopped too.
+func sweep() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "twdb-*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // an older folder, or one being made: not ours to judge
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || alive(pid) {
+			continue
+		}
+		if pm, err := os.ReadFile(filepath.Join(d, "pg", "data", "postmaster.pid")); err == nil {
+			if first, _, _ := strings.Cut(string(pm), "\n"); alive(atoi(first)) {
+				continue // its postgres has not noticed yet
+			}
+		}
+		_ = os.RemoveAll(d)
+	}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(strings.TrimSpace(s)); return n }
+
+// alive reports whether a process with this pid exists.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
 func setup() {
+	sweep()
 	// A short path under the system temp dir: the unix socket path limit is 107 bytes.
 	dir, initErr = os.MkdirTemp("", "twdb-")
 	if initErr != nil {
+		return
+	}
+	if initErr = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); initErr != nil {
 		return
 	}
 	// postgres may run as another user (we are root): let it through this folder.
