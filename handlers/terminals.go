@@ -29,6 +29,15 @@ func TerminalAccess(p *auth.Principal, t *builtin.Terminal) (see, typeIn bool) {
 	return access(p, t.OwnerID, t.Kind)
 }
 
+// TerminalSizer reports whether p's page sets t's size to its window: only the
+// owner's, who may type. The terminal is the agent's; anyone else who may type in it
+// (an administrator) sees it at the size its agent and owner gave it, and a second
+// window of the owner's takes it over when it connects or is resized.
+func TerminalSizer(p *auth.Principal, t *builtin.Terminal) bool {
+	_, typeIn := TerminalAccess(p, t)
+	return typeIn && t.OwnerID == p.User.ID
+}
+
 // RecordAccess is TerminalAccess for a terminal another replica runs.
 func RecordAccess(p *auth.Principal, r builtin.TerminalRecord) (see, typeIn bool) {
 	return access(p, r.OwnerID, r.Kind)
@@ -123,7 +132,7 @@ func (h TerminalsHandler) Show(c echo.Context) error {
 	}
 	row := h.terminalRow(t)
 	return render(c, http.StatusOK, views.Terminal(views.TerminalPage{Layout: h.layout(c, "Terminal "+t.ID), Row: row,
-		ReadOnly: !typeIn, Socket: "/terminals/" + t.ID + "/ws"}))
+		ReadOnly: !typeIn, Sizes: TerminalSizer(PrincipalOf(c), t), Socket: "/terminals/" + t.ID + "/ws"}))
 }
 
 func (h TerminalsHandler) find(c echo.Context) *builtin.Terminal {

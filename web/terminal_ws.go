@@ -56,12 +56,12 @@ func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 		}
 		h.track(conn, true)
 		defer h.track(conn, false)
-		h.runTerminal(c.Request().Context(), conn, p, t, from, typeIn)
+		h.runTerminal(c.Request().Context(), conn, p, t, from, typeIn, handlers.TerminalSizer(p, t))
 		return nil
 	}
 }
 
-func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.Principal, t *builtin.Terminal, from int64, typeIn bool) {
+func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.Principal, t *builtin.Terminal, from int64, typeIn, sizes bool) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	defer conn.Close()
@@ -111,7 +111,9 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			case "input":
 				err = t.Input(who, m.Data)
 			case "resize":
-				err = t.Resize(m.Cols, m.Rows)
+				if sizes { // anyone else's window leaves the size as it is (TerminalSizer)
+					err = t.Resize(m.Cols, m.Rows)
+				}
 			}
 			if err != nil {
 				_ = writeJSON(map[string]any{"type": "error", "message": err.Error()})

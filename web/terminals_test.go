@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,24 @@ func TestTerminalPages(t *testing.T) {
 	_ = conn.WriteJSON(map[string]any{"type": "resize", "cols": 77, "rows": 19})
 	webtest.WaitFor(t, 5*time.Second, func() bool { c, r := term.Size(); return c == 77 && r == 19 }, "the resize")
 
+	// An administrator may type in it, and sees it at its size: their window does not
+	// resize alice's agent's terminal.
+	adm := srv.Login(t, "admin", webtest.AdminPassword)
+	if b := body(t, srv.Get(t, adm, "/terminals/"+term.ID)); !strings.Contains(b, `data-readonly="false"`) || !strings.Contains(b, `data-sizes="false"`) {
+		t.Fatalf("the administrator's page:\n%s", b)
+	}
+	if b := body(t, srv.Get(t, ac, "/terminals/"+term.ID)); !strings.Contains(b, `data-sizes="true"`) {
+		t.Fatalf("alice's page does not size her terminal:\n%s", b)
+	}
+	aconn, _ := termDial(t, srv, adm, term.ID, 0)
+	_ = aconn.WriteJSON(map[string]any{"type": "resize", "cols": 200, "rows": 60})
+	_ = aconn.WriteJSON(map[string]any{"type": "input", "data": "echo admin-$((1+1))\r"})
+	readUntil(t, aconn, "admin-2")
+	if c, r := term.Size(); c != 77 || r != 19 {
+		t.Fatalf("the administrator's window resized the terminal to %dx%d", c, r)
+	}
+	aconn.Close()
+
 	// A password prompt: echo off, the line is audited hidden.
 	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "read -s PW; echo got-${#PW}\r"})
 	webtest.WaitFor(t, 5*time.Second, func() bool { return !term.Echo() }, "echo off")
@@ -159,7 +178,14 @@ func TestTerminalPages(t *testing.T) {
 		return lines
 	}
 	var lines []string
-	webtest.WaitFor(t, 5*time.Second, func() bool { lines = audited(); return len(lines) >= 5 }, "five audited lines")
+	webtest.WaitFor(t, 5*time.Second, func() bool { lines = audited(); return len(lines) >= 6 }, "six audited lines")
+	// The administrator's line, audited as theirs, may be written before or after
+	// alice's next: each typist's lines are in order.
+	if i := slices.Index(lines, "admin: echo admin-$((1+1))"); i < 0 {
+		t.Fatalf("the administrator's line is not audited as theirs:\n%s", strings.Join(lines, "\n"))
+	} else {
+		lines = slices.Delete(lines, i, i+1)
+	}
 	want := []string{"alice: echo ws-$((2+3))", "alice: read -s PW; echo got-${#PW}", "alice: [hidden input]", "alice: echo after", "alice: echo again"}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audited input:\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))

@@ -1,8 +1,10 @@
 // The terminal page (/terminals/:id): xterm.js over the terminal's websocket.
 // Output arrives as binary frames from an absolute index; a reconnect asks from the
 // index it reached, so nothing repeats and the first connection shows the history.
-// Keys and size changes go back as JSON ({type:"input"}, {type:"resize"}), unless the
-// page is read-only (the server refuses them from a read-only viewer anyway).
+// Keys go back as JSON ({type:"input"}) unless the page is read-only (the server refuses
+// them from a read-only viewer anyway). The owner's page fits the terminal to its window
+// and sends its size ({type:"resize"}); any other page shows the terminal at its own
+// size and follows it (the server ignores a size from anyone else).
 (function () {
 	"use strict";
 	var el = document.getElementById("terminal");
@@ -40,6 +42,7 @@
 	new MutationObserver(syncStyles).observe(document.documentElement, { subtree: true, childList: true, characterData: true });
 
 	var readOnly = el.dataset.readonly === "true";
+	var sizes = !readOnly && el.dataset.sizes === "true";
 	// A command's output comes from pipes, not a PTY, so its lines end in a bare "\n",
 	// which xterm.js takes as "down one row" without a return to the first column.
 	var convertEol = el.dataset.kind === "command";
@@ -48,10 +51,10 @@
 	term.loadAddon(fit);
 	term.open(el);
 	syncStyles();
-	if (readOnly) {
-		term.resize(parseInt(el.dataset.cols, 10) || 80, parseInt(el.dataset.rows, 10) || 24);
-	} else {
+	if (sizes) {
 		fit.fit();
+	} else {
+		term.resize(parseInt(el.dataset.cols, 10) || 80, parseInt(el.dataset.rows, 10) || 24);
 	}
 	var status = document.getElementById("terminal-status");
 	function setStatus(s) {
@@ -71,7 +74,9 @@
 		}
 	}
 	function sendSize() {
-		send({ type: "resize", cols: term.cols, rows: term.rows });
+		if (sizes) {
+			send({ type: "resize", cols: term.cols, rows: term.rows });
+		}
 	}
 	function connect() {
 		var proto = location.protocol === "https:" ? "wss:" : "ws:";
@@ -95,10 +100,10 @@
 					term.write("\r\n[output was dropped while disconnected]\r\n");
 				}
 				next = m.at;
-				if (readOnly && m.cols && m.rows) {
+				if (!sizes && m.cols && m.rows) {
 					term.resize(m.cols, m.rows);
 				}
-			} else if (m.type === "size" && readOnly) {
+			} else if (m.type === "size" && !sizes) {
 				term.resize(m.cols, m.rows);
 			} else if (m.type === "exit") {
 				done = true;
@@ -124,7 +129,7 @@
 	});
 	term.onResize(sendSize);
 	window.addEventListener("resize", function () {
-		if (!readOnly) {
+		if (sizes) {
 			fit.fit();
 		}
 	});
