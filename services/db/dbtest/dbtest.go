@@ -51,8 +51,9 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// ownerFile names, in a cluster's folder, the process that made it: a later test process
-// removes the folder once that process is gone (sweep).
+// ownerFile names, in a cluster's folder, the process that made it (its pid, then its
+// command line): a later test process removes the folder once that process is gone
+// (sweep).
 const ownerFile = "owner.pid"
 
 // sweep removes the cluster folders that test processes killed before their clean-up
@@ -65,7 +66,8 @@ func sweep() {
 		if err != nil {
 			continue // an older folder, or one being made: not ours to judge
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		first, _, _ := strings.Cut(string(b), "\n")
+		pid, err := strconv.Atoi(strings.TrimSpace(first))
 		if err != nil || pid <= 0 || alive(pid) {
 			continue
 		}
@@ -96,7 +98,9 @@ func setup() {
 	if initErr != nil {
 		return
 	}
-	if initErr = os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); initErr != nil {
+	// The pid, then the command line: which test left a folder behind.
+	owner := strconv.Itoa(os.Getpid()) + "\n" + strings.Join(os.Args, " ") + "\n"
+	if initErr = os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner), 0o644); initErr != nil {
 		return
 	}
 	// postgres may run as another user (we are root): let it through this folder.
