@@ -71,10 +71,7 @@ func (h TestPanelHandler) TestPage(c echo.Context) error {
 		tv = h.testView(c, it, "form", tc.Arguments, nil)
 		tv.CaseName, tv.Expect, tv.ExpectTxt = tc.Name, tc.Expect, tc.ExpectText
 	}
-	if err := h.fillCases(c, it, &tv); err != nil {
-		return err
-	}
-	return h.renderTest(c, ci, tv, true)
+	return h.renderTest(c, ci, tv, true) // which lists the cases
 }
 
 // callerItem is a tool as its test panel shows it: its input schema without the
@@ -265,14 +262,18 @@ func (h TestPanelHandler) fillCases(c echo.Context, it tools.Item, tv *views.Too
 		tv.CasesMedium = tv.CasesMedium || level == risk.Medium
 		tv.CasesHigh = tv.CasesHigh || level == risk.High
 		vc := views.TestCase{ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments), Expect: tc.Expect, ExpectText: tc.ExpectText,
-			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage, Risk: string(level), CanRun: v.ok, CannotRun: v.why,
+			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage, Risk: string(level), CanRun: v.ok,
 			LoadURL: testURL(it.ID) + "?case=" + url.QueryEscape(tc.ID), RunURL: testURL(it.ID) + "/cases/" + tc.ID + "/run",
 			DeleteURL: testURL(it.ID) + "/cases/" + tc.ID + "/delete"}
+		if may && !v.ok {
+			vc.CannotRun = v.why // this case's own reason; the tool's is said once, at Run
+		}
 		if tc.LastDurationMS != nil {
 			vc.LastMS = float64(*tc.LastDurationMS)
 		}
 		tv.Cases = append(tv.Cases, vc)
 	}
+	tv.CasesWithheld = may && !tv.CasesCanRun
 	return nil
 }
 
@@ -433,6 +434,12 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 			}
 		}
 	}
+	if tv.Result == nil {
+		// A mode switch, an edit or a saved case while a run goes on keeps its panel.
+		if tv.Result, err = h.liveRun(c, it.ID, f.Get("_run")); err != nil {
+			return err
+		}
+	}
 	keep(&tv)
 	if kept && tv.Mode == "form" && !tv.Form.JSONOnly {
 		tv.Form = form.BuildFrom(it.InputSchema, args, f)
@@ -458,8 +465,12 @@ func (h TestPanelHandler) TestRisk(c echo.Context) error {
 		return err
 	}
 	tv := h.testView(c, ci.Item, mode, args, nil)
-	if f.Get("_run_busy") == "1" {
-		tv.Result = &views.TestResult{Running: true} // Run stays off until the run ends
+	live, err := h.liveRun(c, ci.Item.ID, f.Get("_run"))
+	if err != nil {
+		return err
+	}
+	if live != nil && live.Running {
+		tv.Result = live // Run stays off until the run ends
 	}
 	if tv.ApprovalShown() == f.Get("_approval_shown") {
 		return c.NoContent(http.StatusNoContent) // htmx swaps nothing
@@ -582,6 +593,24 @@ func outputView(c router.Content) views.TestOutput {
 		}
 	}
 	return o
+}
+
+// liveRun is the caller's run callID of tool toolID as its panel shows it now (running,
+// or how it ended), or nil when there is none to show (no id, not theirs, forgotten).
+func (h TestPanelHandler) liveRun(c echo.Context, toolID, callID string) (*views.TestResult, error) {
+	if callID == "" {
+		return nil, nil
+	}
+	run, ok := h.Runs.Get(callID, router.OwnerOf(router.Call{Actor: ActorOf(c)}))
+	if !ok || run.ToolID != toolID {
+		return nil, nil
+	}
+	since, err := h.Events.LatestID(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	r := runResult(toolID, run, since)
+	return &r, nil
 }
 
 // ownRun is the caller's run named in the path, or false when it is not kept (it ended

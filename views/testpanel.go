@@ -47,6 +47,7 @@ type ToolTest struct {
 	// CasesCanRun: every case may run, so Run all is offered; it asks for the box when
 	// a case is medium risk and the phrase when one is high (CasesMedium, CasesHigh).
 	CasesCanRun            bool
+	CasesWithheld          bool // the caller may run the tool, but not every case
 	CasesMedium, CasesHigh bool
 	CaseName               string
 	Expect                 string
@@ -93,6 +94,7 @@ type TestRunButton struct {
 	CanRun    bool
 	CannotRun string // why not, when !CanRun
 	Busy      bool   // a run is in progress: disabled until it ends
+	Run       string // the call id of that run: the workspace sends it back (_run)
 }
 
 // ApprovalShown names what the approval part and the Run button show, so that a change
@@ -104,7 +106,11 @@ func (v ToolTest) ApprovalShown() string {
 
 // RunButton is the Run button of the workspace.
 func (v ToolTest) RunButton() TestRunButton {
-	return TestRunButton{CanRun: v.CanRun, CannotRun: v.CannotRun, Busy: v.Result != nil && v.Result.Running}
+	b := TestRunButton{CanRun: v.CanRun, CannotRun: v.CannotRun}
+	if v.Result != nil && v.Result.Running {
+		b.Busy, b.Run = true, v.Result.CallID
+	}
+	return b
 }
 
 // TestResult is a run: in progress (Running) or ended.

@@ -26,9 +26,10 @@ type terminalMsg struct {
 }
 
 // terminalSocket serves /terminals/:id/ws: the terminal's output from the index
-// ?from= (binary frames), then live; keys and resizes from a viewer who may type
-// (handlers.TerminalAccess), refused from a read-only one. Same origin as /ws; the
-// session is checked again as often as /ws checks it (every 30 s).
+// ?from= (binary frames), then live; keys from a viewer who may type
+// (handlers.TerminalAccess), refused from a read-only one; a resize from the owner only
+// (handlers.TerminalSizer). Same origin as /ws; the session is checked again as often as
+// /ws checks it (every 30 s).
 func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p := handlers.PrincipalOf(c)

@@ -653,8 +653,8 @@ func TestTestPanelRatesEachCall(t *testing.T) {
 	if r := caseRow(doc, "write"); r.Find(`[data-testid="case-run"]`).Length() != 0 || !strings.Contains(r.Find(`[data-testid="case-cannot-run"]`).Text(), "Another person must approve") {
 		t.Errorf("tina's write case: %q", r.Text())
 	}
-	if doc.Find(`[data-testid="run-all-form"]`).Length() != 0 {
-		t.Error("Run all is offered over a case tina may not run")
+	if doc.Find(`[data-testid="run-all-form"]`).Length() != 0 || doc.Find(`[data-testid="run-all-withheld"]`).Length() != 1 {
+		t.Error("Run all is offered over a case tina may not run, or its absence is not explained")
 	}
 
 	// A change of the arguments: rated again; nothing sent when nothing changes.
@@ -671,10 +671,6 @@ func TestTestPanelRatesEachCall(t *testing.T) {
 	if res.StatusCode != http.StatusOK || frag.Find(`#test-approval`).AttrOr("data-risk", "") != "low" ||
 		frag.Find(`#test-run-actions [data-testid="run-test"]:not([disabled])`).Length() != 1 {
 		t.Errorf("a read: %d %q %s", res.StatusCode, frag.Find(`#test-approval`).AttrOr("data-risk", ""), frag.Find(`#test-run-actions`).Text())
-	}
-	frag = page(t, risk(url.Values{"mode": {"json"}, "arguments_json": {`{"operation":"read_file","filePath":"a.txt"}`}, "_run_busy": {"1"}}))
-	if frag.Find(`#test-run-actions [data-testid="run-test"][disabled][aria-busy="true"]`).Length() != 1 {
-		t.Errorf("a change while a run goes on turned Run on: %s", frag.Find(`#test-run-actions`).Text())
 	}
 
 	// An operation the configuration fixes is rated with the arguments.
@@ -704,5 +700,38 @@ func TestTestPanelRatesEachCall(t *testing.T) {
 	all := doc.Find(`[data-testid="run-all-form"]`)
 	if all.Find(`[name="confirm"]`).Length() != 1 || all.Find(`[name="phrase"]`).Length() != 1 {
 		t.Errorf("Run all over a medium and a high case: %q; the cases: %q", all.Text(), doc.Find(`[data-testid="test-cases"]`).Text())
+	}
+}
+
+// While a run goes on, what renders the workspace again keeps it: a change of the
+// arguments keeps Run off (and its answer is dropped if the run ends first), a switch
+// to JSON keeps the running panel; the workspace names the run (_run), and a run that
+// is not the caller's is not shown.
+func TestTestPanelKeepsTheRunningRun(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "sleep")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	sleep := toolID(t, srv, "mt__sleep")
+	id, _, _ := startSleep(t, srv, c, sleep, 5000)
+
+	res := srv.PostFormHeaders(t, c, "/tools/"+sleep+"/test/risk", url.Values{"mode": {"form"}, "arg/ms": {"10"}, "_run": {id}},
+		map[string]string{"HX-Request": "true"})
+	frag := page(t, res)
+	acts := frag.Find(`#test-run-actions`)
+	if res.StatusCode != http.StatusOK || acts.Find(`[data-testid="run-test"][disabled][aria-busy="true"]`).Length() != 1 ||
+		acts.AttrOr("data-live-if", "") != "test-run-"+id || acts.Find(`[name="_run"]`).AttrOr("value", "") != id {
+		t.Fatalf("a change while the run goes on: %d %q %s", res.StatusCode, acts.AttrOr("data-live-if", ""), acts.Text())
+	}
+	ws := testPost(t, srv, c, sleep, url.Values{"mode": {"form"}, "_action": {"mode:json"}, "arg/ms": {"10"}, "_run": {id}})
+	if ws.Find(`[data-testid="test-running"]`).Length() != 1 || ws.Find(`[data-testid="run-test"][disabled]`).Length() != 1 {
+		t.Fatalf("a switch to JSON while the run goes on lost it: %s", ws.Find("#test-workspace").Text())
+	}
+	// Another person naming the run sees nothing of it.
+	srv.CreateUser(t, "tom", auth.RoleToolManager, "tom-password-123")
+	tom := srv.Login(t, "tom", "tom-password-123")
+	ws = testPost(t, srv, tom, sleep, url.Values{"mode": {"form"}, "_action": {"mode:json"}, "arg/ms": {"10"}, "_run": {id}})
+	if ws.Find(`[data-testid="test-running"]`).Length() != 0 {
+		t.Fatal("another person's workspace shows the run")
 	}
 }

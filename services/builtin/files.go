@@ -1091,8 +1091,22 @@ func destination(t target, ar *os.Root, overwrite bool) error {
 	return nil
 }
 
+// errRenameAcross is why a rename cannot cross workspaces, whatever grants there are:
+// said before any grant is asked for (and by the check before approval alike).
+var errRenameAcross = errors.New("rename_file moves files within one workspace; to another, use copy_file and then delete_file")
+
+// renameAcross reports whether a rename from from to to names two different workspaces.
+func (s *Server) renameAcross(c Call, from, to string) bool {
+	f, ferr := s.resolve(c, "filePath", from)
+	t, terr := s.resolve(c, "newPath", to)
+	return ferr == nil && terr == nil && f.area != "" && t.area != "" && f.area != t.area
+}
+
 func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallToolResult, error) {
 	w := s.newWrite(c, "rename_file")
+	if s.renameAcross(c, in.FilePath, in.NewPath) {
+		return w.done("", nil, errRenameAcross)
+	}
 	from, far, err := w.target(ctx, "filePath", in.FilePath)
 	if err != nil {
 		return w.done("", nil, err)
@@ -1105,7 +1119,7 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 		return w.done("", nil, err)
 	}
 	if from.area != to.area {
-		return w.done("", nil, errors.New("rename_file moves files within one workspace; to another, use copy_file and then delete_file"))
+		return w.done("", nil, errRenameAcross)
 	}
 	fi, err := far.Lstat(from.rel)
 	if err != nil {

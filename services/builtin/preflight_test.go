@@ -50,16 +50,20 @@ func TestPreflightAgreesWithTheCall(t *testing.T) {
 			t.Errorf("%s: refused: %v", ok, err)
 		}
 	}
-	refused(`{"operation":"rename_file","filePath":"a.txt","newPath":"`+filepath.Join(f.root, "pf-third", "a.txt")+`"}`,
-		"/newPath", "authorization required")
+	// Across workspaces: refused as such, with or without a grant, and by the call alike.
+	across := `{"operation":"rename_file","filePath":"a.txt","newPath":"` + filepath.Join(f.root, "pf-third", "a.txt") + `"}`
+	refused(across, "/newPath", "moves files within one workspace")
 	f.grants.allow["pf-own file_operations.rename_file "+filepath.Join(f.root, "pf-third", "a.txt")] = true
-	refused(`{"operation":"rename_file","filePath":"a.txt","newPath":"`+filepath.Join(f.root, "pf-third", "a.txt")+`"}`,
-		"/newPath", "moves files within one workspace")
+	refused(across, "/newPath", "moves files within one workspace")
+	var acrossArgs map[string]any
+	_ = json.Unmarshal([]byte(across), &acrossArgs)
+	f.ok("pf-own", args{"operation": "create_file", "filePath": "a.txt", "content": "x"})
+	f.fails("pf-own", acrossArgs, "moves files within one workspace")
 	refused(`{"operation":"file_search","pattern":"*","path":"`+f.root+`"}`, "/path", "is the built-in root")
 	refused(`{"operation":"create_file","filePath":"`+filepath.Join(f.root, "pf-nowhere", "a.txt")+`","content":"x"}`,
 		"/filePath", "is not a workspace")
 	refused(`{"operation":"delete_file","filePath":"/etc/passwd"}`, "/filePath", "is outside the built-in root")
 	if len(f.grants.asked) != 0 {
-		t.Fatalf("the check used grants: %v", f.grants.asked)
+		t.Fatalf("the check or the rename across workspaces used grants: %v", f.grants.asked)
 	}
 }

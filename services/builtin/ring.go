@@ -46,12 +46,7 @@ func (r *ring) Write(p []byte) (int, error) {
 		r.end += int64(k)
 		p = p[k:]
 	}
-	for ch := range r.subs {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
+	r.wakeLocked()
 	r.mu.Unlock()
 	return n, nil
 }
@@ -78,6 +73,23 @@ func (r *ring) End() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.end
+}
+
+// Wake tells the watchers something changed though no byte was written (a terminal's
+// size): they look again.
+func (r *ring) Wake() {
+	r.mu.Lock()
+	r.wakeLocked()
+	r.mu.Unlock()
+}
+
+func (r *ring) wakeLocked() {
+	for ch := range r.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Notify returns a channel that receives (coalesced) when bytes are written, and its cancel.

@@ -398,7 +398,9 @@ func (t *Terminal) Resize(cols, rows int) error {
 	t.inMu.Lock()
 	t.cols, t.rows = uint16(cols), uint16(rows)
 	t.inMu.Unlock()
-	return pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	err := pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	t.out.Wake() // the pages that follow its size learn it now, not with the next output
+	return err
 }
 
 // Echo reports whether what is typed shows: false at a password prompt, where the

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -52,26 +53,32 @@ func Main(m *testing.M) {
 }
 
 // ownerFile names, in a cluster's folder, the process that made it (its pid, then its
-// command line): a later test process removes the folder once that process is gone
-// (sweep).
+// command line), which holds a lock on it while it lives: a later test process removes
+// the folder once nobody holds the lock (sweep).
 const ownerFile = "owner.pid"
 
 // sweep removes the cluster folders that test processes killed before their clean-up
 // (Main) left in the temp dir: those whose owner process is gone, and whose postgres,
 // which stops itself once its owner is gone, has stopped too.
+//
+// The owner holds a lock on its owner.pid for as long as it lives (ownerLock): a lock
+// the sweep can take is a lock nobody holds, whatever became of the owner's pid (reused,
+// or in another pid namespace). A folder younger than a minute is left alone: its owner
+// may not have taken the lock yet.
 func sweep() {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "twdb-*"))
 	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, ownerFile))
-		if err != nil {
-			continue // an older folder, or one being made: not ours to judge
-		}
-		first, _, _ := strings.Cut(string(b), "\n")
-		pid, err := strconv.Atoi(strings.TrimSpace(first))
-		if err != nil || pid <= 0 || alive(pid) {
+		if fi, err := os.Stat(d); err != nil || time.Since(fi.ModTime()) < time.Minute {
 			continue
 		}
-		if pm, err := os.ReadFile(filepath.Join(d, "pg", "data", "postmaster.pid")); err == nil {
+		if !ownerGone(filepath.Join(d, ownerFile)) {
+			continue
+		}
+		pm, err := os.ReadFile(filepath.Join(d, "pg", "data", "postmaster.pid"))
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			continue
+		case err == nil:
 			if first, _, _ := strings.Cut(string(pm), "\n"); alive(atoi(first)) {
 				continue // its postgres has not noticed yet
 			}
@@ -79,6 +86,23 @@ func sweep() {
 		_ = os.RemoveAll(d)
 	}
 }
+
+// ownerGone reports whether the owner file exists and nobody holds its lock.
+func ownerGone(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false // an older folder, or one being made: not ours to judge
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false // held: its owner lives
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return true
+}
+
+// ownerLock is this process's owner.pid, open and locked until the process ends.
+var ownerLock *os.File
 
 func atoi(s string) int { n, _ := strconv.Atoi(strings.TrimSpace(s)); return n }
 
@@ -99,8 +123,13 @@ func setup() {
 		return
 	}
 	// The pid, then the command line: which test left a folder behind.
-	owner := strconv.Itoa(os.Getpid()) + "\n" + strings.Join(os.Args, " ") + "\n"
-	if initErr = os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner), 0o644); initErr != nil {
+	if ownerLock, initErr = os.Create(filepath.Join(dir, ownerFile)); initErr != nil {
+		return
+	}
+	if initErr = syscall.Flock(int(ownerLock.Fd()), syscall.LOCK_EX); initErr != nil {
+		return
+	}
+	if _, initErr = ownerLock.WriteString(strconv.Itoa(os.Getpid()) + "\n" + strings.Join(os.Args, " ") + "\n"); initErr != nil {
 		return
 	}
 	// postgres may run as another user (we are root): let it through this folder.
