@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 )
@@ -71,8 +72,9 @@ func TestBrowserTestPanelRiskFollowsOperation(t *testing.T) {
 	}
 	// The router agrees: the read runs (the file is missing, which the tool says), it
 	// is not held for someone else's approval.
-	b.do("read a file", chromedp.SendKeys(chromedp.CSS(`[data-testid='field-/filePath'] input`), "missing.txt"),
-		chromedp.Click(chromedp.CSS(`[data-testid=run-test]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-result]`)))
+	// Enter in an argument runs it, as Run does.
+	b.do("read a file", chromedp.SendKeys(chromedp.CSS(`[data-testid='field-/filePath'] input`), "missing.txt"+kb.Enter),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-result]`)))
 	if got := eval[string](b, `document.querySelector("[data-testid=test-result]").dataset.status`); got != "tool_error" {
 		t.Errorf("the read's result is %q (%s), want tool_error", got, eval[string](b, `document.querySelector("[data-testid=test-result]").textContent`))
 	}

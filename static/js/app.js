@@ -752,6 +752,16 @@
       });
     });
   }
+  // Enter in one of the test panel's inputs runs the call, as Run does (when Run may be
+  // pressed): the form's first submit button, which Enter would press, switches modes.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Enter" || e.isComposing || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey) return;
+    var t = e.target;
+    if (!t.matches || !t.matches(".test-run-form input:not([type=checkbox]):not([type=radio]):not([type=submit]):not([type=button])")) return;
+    var run = t.form && t.form.querySelector(".run-button");
+    e.preventDefault();
+    if (run && !run.disabled) run.click();
+  });
   // In the capture phase: before htmx reads the form for the change (the test panel
   // rates the call again, TestRisk), so it reads the new operation's inputs.
   document.addEventListener("change", function (e) {
