@@ -148,7 +148,9 @@ func (h TestPanelHandler) testView(c echo.Context, it tools.Item, mode string, a
 	tv.CanRun, tv.CannotRun = h.mayRun(c, it)
 	tv.Verifies = p.Can(auth.PermToolEnable) && toolstate.Allowed(it.Status, toolstate.Testing)
 	if tv.CanRun && r.Level != risk.Low {
-		h.mayConfirm(c, it, r.Level, &tv)
+		if v := h.mayConfirm(c, it, r.Level); !v.ok {
+			tv.CanRun, tv.CannotRun, tv.NeedsApprover = false, v.why, v.needsApprover
+		}
 	}
 	return tv
 }
@@ -166,10 +168,17 @@ func (h TestPanelHandler) riskOf(c echo.Context, it tools.Item, args json.RawMes
 	return d
 }
 
+// runVerdict is whether the caller may run a call, why not, and, when another person
+// must approve it instead, why (the workspace then offers to ask for that approval).
+type runVerdict struct {
+	ok                 bool
+	why, needsApprover string
+}
+
 // mayConfirm asks package decide whether the caller may confirm their own run of a
-// risky tool, as the router will; when another person must approve it, the workspace
-// offers to ask for that approval instead of a Run that would be refused.
-func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level, tv *views.ToolTest) {
+// call of this level, as the router will; when another person must approve it, the
+// workspace offers to ask for that approval instead of a Run that would be refused.
+func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level) runVerdict {
 	p := PrincipalOf(c)
 	_, err := h.Decide.Check(c.Request().Context(), decide.Decision{Actor: ActorOf(c), Role: p.User.Role,
 		Requester: p.User.ID, Level: level, Verb: "run a " + string(level) + "-risk tool",
@@ -178,13 +187,13 @@ func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.L
 	forbidden := fe != nil && fe.Kind == fault.KindForbidden
 	switch {
 	case forbidden && decide.NeedsOther(err) && it.Status == "enabled" && p.Can(auth.PermExecutionCreate):
-		tv.CanRun, tv.CannotRun = false, "Another person must approve a run of this tool: use Ask for approval."
-		tv.NeedsApprover = httperr.Sentence(fe.Message)
+		return runVerdict{why: "Another person must approve a run of this tool: use Ask for approval.", needsApprover: httperr.Sentence(fe.Message)}
 	case forbidden:
-		tv.CanRun, tv.CannotRun = false, httperr.Sentence(fe.Message)
+		return runVerdict{why: httperr.Sentence(fe.Message)}
 	case err != nil:
 		h.Logger.Warn("handlers: could not ask who may confirm a run", "tool", it.ID, "err", err)
 	}
+	return runVerdict{ok: true}
 }
 
 // mayRun says before a run why it would be refused (mayRunAs for the caller).
@@ -237,22 +246,15 @@ func (h TestPanelHandler) fillCases(c echo.Context, it tools.Item, tv *views.Too
 	}
 	tv.Cases = tv.Cases[:0]
 	may, why := h.mayRun(c, it)
-	type verdict struct {
-		ok  bool
-		why string
-	}
-	byLevel := map[risk.Level]verdict{}
+	byLevel := map[risk.Level]runVerdict{}
 	tv.CasesCanRun, tv.CasesMedium, tv.CasesHigh = may, false, false
 	for _, tc := range cs {
 		level := h.riskOf(c, it, tc.Arguments).Level
 		v, seen := byLevel[level]
 		if !seen {
-			v = verdict{may, why}
+			v = runVerdict{ok: may, why: why}
 			if may && level != risk.Low {
-				probe := views.ToolTest{CanRun: true}
-				h.mayConfirm(c, it, level, &probe)
-				v = verdict{probe.CanRun, probe.CannotRun}
-				if probe.NeedsApprover != "" {
+				if v = h.mayConfirm(c, it, level); v.needsApprover != "" {
 					v.why = "Another person must approve a run with these arguments: load the case and use Ask for approval."
 				}
 			}

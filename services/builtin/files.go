@@ -1118,9 +1118,6 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 	if err != nil {
 		return w.done("", nil, err)
 	}
-	if from.area != to.area {
-		return w.done("", nil, errRenameAcross)
-	}
 	fi, err := far.Lstat(from.rel)
 	if err != nil {
 		return w.done("", nil, fsError(from, err))

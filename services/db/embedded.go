@@ -355,12 +355,7 @@ func (c *Cluster) start(ctx context.Context, cred *syscall.Credential) error {
 
 // running reports whether a postgres of this data dir is already up and answering.
 func (c *Cluster) running(ctx context.Context) bool {
-	raw, err := os.ReadFile(filepath.Join(c.DataDir(), "postmaster.pid"))
-	if err != nil {
-		return false
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(raw), "\n", 2)[0]))
-	if err != nil || pid <= 0 || syscall.Kill(pid, 0) != nil && !errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+	if !ProcessAlive(c.postmasterPID()) {
 		return false
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)

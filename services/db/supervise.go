@@ -80,7 +80,7 @@ func (c *Cluster) isStopped() bool {
 // process did not start is watched this way).
 func (c *Cluster) alive(ctx context.Context) bool {
 	pid := c.postmasterPID()
-	if pid <= 0 || syscall.Kill(pid, 0) != nil && !errors.Is(syscall.Kill(pid, 0), syscall.EPERM) {
+	if !ProcessAlive(pid) {
 		return false
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -143,6 +143,16 @@ func (c *Cluster) restart(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return c.start(sctx, cred)
+}
+
+// ProcessAlive reports whether a process with this pid exists (one of another user's
+// counts: signalling it is refused, not unknown).
+func ProcessAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // postmasterPID reads the postmaster's pid from its pid file (0 when there is none).

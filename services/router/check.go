@@ -112,11 +112,7 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 	if err := r.pinned(ctx, e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}
-	if res.operation != "" {
-		if _, given := args["operation"]; !given {
-			args["operation"], _ = json.Marshal(res.operation)
-		}
-	}
+	res.addOperation(args)
 	if err := r.admit(ctx, e, c); err != nil {
 		return e, checkedArgs{}, err
 	}
@@ -229,7 +225,17 @@ func (r *Router) admit(ctx context.Context, e *entry, c Call) error {
 // to what the arguments carry (Options.ArgumentRisk). e itself, shared by every call,
 // is not changed.
 func (r *Router) argumentRisk(e *entry, args json.RawMessage) *entry {
-	d := r.rate(e.t.ServerID, e.t.QualifiedName(), e.risk, args)
+	d := e.risk
+	if r.opts.OperationRisk != nil && d.Source == risk.SourceAnnotations {
+		if level, why, ok := r.opts.OperationRisk(e.t.ServerID, e.t.QualifiedName(), args); ok {
+			d = risk.Decision{Level: level, Source: risk.SourceOperation, Why: why}
+		}
+	}
+	if r.opts.ArgumentRisk != nil {
+		if level, why, ok := r.opts.ArgumentRisk(e.t.QualifiedName(), args); ok && risk.Max(d.Level, level) != d.Level {
+			d = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
+		}
+	}
 	if d == e.risk {
 		return e
 	}
@@ -249,11 +255,7 @@ func (r *Router) RiskOf(ctx context.Context, tool string, args json.RawMessage) 
 	}
 	rated := args
 	if given, err := parseArguments(args); err == nil {
-		if res.operation != "" {
-			if _, ok := given["operation"]; !ok {
-				given["operation"], _ = json.Marshal(res.operation)
-			}
-		}
+		res.addOperation(given)
 		// Arguments that set a fixed parameter are refused at the run; rate them as given.
 		if merged, err := res.e.resolved.Merge(given); err == nil {
 			if b, err := json.Marshal(merged); err == nil {
@@ -262,21 +264,6 @@ func (r *Router) RiskOf(ctx context.Context, tool string, args json.RawMessage) 
 		}
 	}
 	return r.argumentRisk(res.e, rated).risk, nil
-}
-
-// rate is d, the tool's level, as a call with args makes it (argumentRisk).
-func (r *Router) rate(serverID, qualifiedName string, d risk.Decision, args json.RawMessage) risk.Decision {
-	if r.opts.OperationRisk != nil && d.Source == risk.SourceAnnotations {
-		if level, why, ok := r.opts.OperationRisk(serverID, qualifiedName, args); ok {
-			d = risk.Decision{Level: level, Source: risk.SourceOperation, Why: why}
-		}
-	}
-	if r.opts.ArgumentRisk != nil {
-		if level, why, ok := r.opts.ArgumentRisk(qualifiedName, args); ok && risk.Max(d.Level, level) != d.Level {
-			d = risk.Decision{Level: level, Source: risk.SourceArguments, Why: why}
-		}
-	}
-	return d
 }
 
 // preflight asks Options.Preflight whether c (checked as e, with merged args) could run

@@ -38,6 +38,16 @@ type resolution struct {
 	operation string
 }
 
+// addOperation puts the operation a dotted name named into args, unless they name one.
+func (res resolution) addOperation(args map[string]json.RawMessage) {
+	if res.operation == "" {
+		return
+	}
+	if _, given := args["operation"]; !given {
+		args["operation"], _ = json.Marshal(res.operation)
+	}
+}
+
 // cache is the in-memory snapshot of resolved names and compiled schemas. Events that
 // change tools, servers or permissions clear it; a load that started before a clear
 // is not stored (gen), so a stale read cannot outlive the event that made it stale.

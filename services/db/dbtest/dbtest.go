@@ -79,7 +79,8 @@ func sweep() {
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
 			continue
 		case err == nil:
-			if first, _, _ := strings.Cut(string(pm), "\n"); alive(atoi(first)) {
+			first, _, _ := strings.Cut(string(pm), "\n")
+			if pid, _ := strconv.Atoi(strings.TrimSpace(first)); db.ProcessAlive(pid) {
 				continue // its postgres has not noticed yet
 			}
 		}
@@ -103,17 +104,6 @@ func ownerGone(path string) bool {
 
 // ownerLock is this process's owner.pid, open and locked until the process ends.
 var ownerLock *os.File
-
-func atoi(s string) int { n, _ := strconv.Atoi(strings.TrimSpace(s)); return n }
-
-// alive reports whether a process with this pid exists.
-func alive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
 
 func setup() {
 	sweep()
