@@ -322,6 +322,59 @@ func TestAssistantGuards(t *testing.T) {
 	}
 }
 
+// "Test X" rates each saved case as the router will, not the tool as a whole:
+// file_operations is high risk overall, yet its read case runs at once; a high case
+// sends the person to the test panel, a medium one asks for a yes. A case that asks for
+// anything stops the run before any case ran.
+func TestAssistantTestsEachCaseAtItsLevel(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	id := srv.App.Enable(t, "builtin__file_operations").ID
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	addCase := func(name, args string) {
+		t.Helper()
+		if _, err := srv.Tools.SaveTestCase(ctx, audit.System, id, tools.TestCase{Name: name, Arguments: json.RawMessage(args), Expect: tools.ExpectSuccess}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ran := func() int {
+		t.Helper()
+		if err := srv.Router.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return srv.App.Count(t, `SELECT count(*) FROM tool_usage_logs WHERE tool_id = '`+id+`' AND error_code IS DISTINCT FROM 'approval_required'`)
+	}
+	conv := ""
+	addCase("read", `{"operation":"read_file","filePath":"a.txt"}`)
+	r := asstSay(t, admin, &conv, "test file_operations", "of 1 test cases passed")
+	if len(r.Choices) != 0 || ran() != 1 {
+		t.Fatalf("a low case: choices %+v, %d calls", r.Choices, ran())
+	}
+
+	// A write is high while the tool as a whole is; once it is low, a write is medium.
+	addCase("write", `{"operation":"create_file","filePath":"a.txt","content":"x"}`)
+	asstSay(t, admin, &conv, "test file_operations", "1 of the test cases of file_operations on builtin are high risk")
+	if n := ran(); n != 1 {
+		t.Fatalf("the read case ran although the write needs the phrase: %d calls", n)
+	}
+	srv.App.SetRisk(t, "builtin__file_operations", "low")
+	asstSay(t, admin, &conv, "test file_operations", "1 of the 2 test cases of file_operations on builtin are medium risk, so running them needs your confirmation")
+	if n := ran(); n != 1 {
+		t.Fatalf("the read case ran before the yes: %d calls", n)
+	}
+	asstSay(t, admin, &conv, "yes", "of 2 test cases passed")
+	if n := ran(); n != 3 {
+		t.Fatalf("after the yes: %d calls, want 3", n)
+	}
+
+	addCase("delete", `{"operation":"delete_file","filePath":"a.txt"}`)
+	asstSay(t, admin, &conv, "test file_operations", "1 of the test cases of file_operations on builtin are high risk: they run only from its test panel")
+	if n := ran(); n != 3 {
+		t.Fatalf("cases ran although one needs the phrase: %d calls", n)
+	}
+}
+
 // With a language model configured, a sentence the rules cannot read goes to it, and a
 // change it proposes waits for the person's yes; the act's audit entry says the model
 // read it.

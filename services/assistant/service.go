@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -701,16 +702,23 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			Test: p.Can(auth.PermToolEnable), Approval: router.Approval{Confirmed: op.Confirmed}}, cases)
 		var re *router.Error
 		if errors.As(err, &re) && re.Code == router.CodeApprovalRequired && len(op.IDs) == 1 {
-			// As on the test panel: a MEDIUM tool runs once the person confirms; a HIGH
-			// one needs its phrase typed there.
-			if t.Risk == "HIGH" {
-				out.Reply = fmt.Sprintf("%s on %s is high risk: its test cases run only from its test panel, where you type the confirmation phrase.", t.Name, t.Server)
-			} else {
+			// As on the test panel, by each case's own level (the router checked them all
+			// before running any): medium cases run once the person confirms; a high one
+			// needs its phrase typed there, and another approver is asked there too.
+			switch need, _ := re.Details.(router.ApprovalNeeded); need.Needs {
+			case "confirm":
 				next := *op
 				next.Confirm, next.Confirmed = true, true
 				d.State.Pending = &next
-				out.Reply = fmt.Sprintf("%s on %s is %s risk, so running its %d test cases needs your confirmation. Run them?", t.Name, t.Server, strings.ToLower(t.Risk), len(cases))
+				out.Reply = fmt.Sprintf("%s of the %d test cases of %s on %s are medium risk, so running them needs your confirmation. Run them?",
+					s.countCases(ctx, id, cases, risk.Medium), len(cases), t.Name, t.Server)
 				out.Choices = []Choice{{"Yes, run them", "yes"}, {"No", "no"}}
+			case "phrase":
+				out.Reply = fmt.Sprintf("%s of the test cases of %s on %s are high risk: they run only from its test panel, where you type the confirmation phrase.",
+					s.countCases(ctx, id, cases, risk.High), t.Name, t.Server)
+			default:
+				out.Reply = fmt.Sprintf("The test cases of %s on %s did not run: %s. Load a case on its test panel and use Ask for approval.",
+					t.Name, t.Server, re.Message)
 			}
 			out.Actions = append(out.Actions, a)
 			return nil
@@ -750,6 +758,25 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 	}
 	out.Reply = strings.Join(lines, "\n")
 	return nil
+}
+
+// countCases says how many of a tool's cases the router rates at level, as a word for a
+// reply ("Some" when it cannot tell).
+func (s *Service) countCases(ctx context.Context, toolID string, cases []tools.TestCase, level risk.Level) string {
+	n := 0
+	for _, tc := range cases {
+		d, err := s.router.RiskOf(ctx, toolID, tc.Arguments)
+		if err != nil {
+			return "Some"
+		}
+		if d.Level == level {
+			n++
+		}
+	}
+	if n == 0 {
+		return "Some"
+	}
+	return fmt.Sprint(n)
 }
 
 func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) error {

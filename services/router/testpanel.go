@@ -3,6 +3,9 @@ package router
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/toolwarden/toolwarden/services/tools"
 )
@@ -10,15 +13,19 @@ import (
 // RunCases runs saved test cases in order through Call, each with base's caller and
 // approval and the case's arguments, and judges each outcome against the case. A
 // refusal that says nothing about the tool (approval missing, no permission, not
-// runnable) stops the run and is returned instead: nothing ran, so nothing is judged.
+// runnable) stops the run and is returned instead. Every case's approval is checked
+// before the first runs, so a case that would stop the run stops it before any ran:
+// nothing ran, so nothing is judged.
 func (r *Router) RunCases(ctx context.Context, base Call, cases []tools.TestCase) ([]tools.CaseResult, error) {
+	if err := r.casesConsent(ctx, base, cases); err != nil {
+		return nil, err
+	}
 	var results []tools.CaseResult
 	for _, tc := range cases {
 		c := base
 		c.Arguments, c.ID = tc.Arguments, ""
 		res, err := r.Call(ctx, c)
-		var re *Error
-		if errors.As(err, &re) && (re.Code == CodeApprovalRequired || re.Code == CodeForbidden || re.Code == CodeToolDisabled) {
+		if re := (*Error)(nil); errors.As(err, &re) && stopsCases(re) {
 			return nil, re
 		}
 		cr := tools.CaseResult{CaseID: tc.ID, Name: tc.Name}
@@ -33,6 +40,69 @@ func (r *Router) RunCases(ctx context.Context, base Call, cases []tools.TestCase
 		results = append(results, cr)
 	}
 	return results, nil
+}
+
+// stopsCases reports a refusal that stops a run of cases instead of failing one case.
+func stopsCases(re *Error) bool {
+	return re.Code == CodeApprovalRequired || re.Code == CodeForbidden || re.Code == CodeToolDisabled
+}
+
+// casesConsent is the refusal that would stop a run of cases, found before any case
+// runs: each case is checked and rated as Call checks it, and its approval asked as
+// Call asks it. Of several, it returns the one the caller can least give on their own
+// (another approver, then the phrase, then a confirm), recorded as Call records its
+// refusal; a case whose own arguments are refused is left to fail as that case.
+func (r *Router) casesConsent(ctx context.Context, base Call, cases []tools.TestCase) error {
+	var worst *Error
+	var rec *callRecord
+	for _, tc := range cases {
+		c := base
+		c.Arguments, c.ID = tc.Arguments, ""
+		e, args, err := r.check(ctx, c)
+		preflighted := false
+		if err == nil {
+			_, err = r.approve(ctx, e, c)
+			if re := (*Error)(nil); errors.As(err, &re) && re.Code == CodeApprovalRequired {
+				if pre := r.preflight(ctx, e, c, "", args.merged); pre != nil {
+					err, preflighted = pre, true
+				}
+			}
+		}
+		re := (*Error)(nil)
+		if !errors.As(err, &re) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if e != nil && stopsCases(re) && consentRank(re) > consentRank(worst) {
+			worst = re
+			rec = &callRecord{r: r, c: c, id: uuid.NewString(), e: e, args: c.Arguments, start: time.Now(), auditRefusal: preflighted}
+		}
+	}
+	if worst == nil {
+		return nil
+	}
+	return rec.refused(ctx, worst)
+}
+
+// consentRank orders the refusals that stop a run of cases by how little the caller
+// can do about them from where they are (0 for none).
+func consentRank(re *Error) int {
+	if re == nil {
+		return 0
+	}
+	if re.Code != CodeApprovalRequired {
+		return 4
+	}
+	need, _ := re.Details.(ApprovalNeeded)
+	switch need.Needs {
+	case "confirm":
+		return 1
+	case "phrase":
+		return 2
+	}
+	return 3
 }
 
 // Testable reports whether the test panel may run a tool in status (validated and later)
