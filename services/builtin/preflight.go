@@ -32,7 +32,10 @@ func (s *Server) Preflight(ctx context.Context, tool string, m callmeta.Meta, ar
 			return err
 		}
 		if msg := notYours(m, owner); claimed && msg != "" {
-			return fault.Forbidden("conversation_id: " + msg)
+			// A field the caller can change, as the call's own refusal says (an error
+			// result over /mcp, not a protocol error).
+			return fault.Forbidden("conversation_id: " + msg).WithDetails(
+				[]verr.Field{{Field: "/conversation_id", Message: msg, Kind: verr.KindNotAllowed}})
 		}
 	}
 	if tool != "file_operations" {

@@ -82,9 +82,15 @@ func TestNoApprovalAskedForACallThatCannotRun(t *testing.T) {
 			!strings.Contains(string(sc), `"authorizationKey":"file_operations.create_file"`) || !strings.Contains(string(sc), `"attemptedPath":`+jsonText(other)) {
 			t.Fatalf("%s: the refusal's structured content: %s", era, sc)
 		}
-		o := <-create("pf-otto", "notes.txt")
-		if o.err == nil || !strings.Contains(o.err.Error(), `the conversation "pf-otto" belongs to another person`) {
-			t.Fatalf("%s: a call in another person's conversation: %v %+v", era, o.err, o.res)
+		// Another person's conversation is the call's to change: a result the model reads,
+		// as the tool's own refusal of a low call there is.
+		res = wait(t, create("pf-otto", "notes.txt"))
+		if !res.IsError || !strings.Contains(text(res), `_meta.conversation_id: the conversation "pf-otto" belongs to another person`) {
+			t.Fatalf("%s: a call in another person's conversation: %+v %q", era, res, text(res))
+		}
+		if res := wait(t, callIn(ctx, cs, "builtin__file_operations.read_file", map[string]any{"filePath": "notes.txt"}, "", "pf-otto")); !res.IsError ||
+			!strings.Contains(text(res), `the conversation "pf-otto" belongs to another person`) {
+			t.Fatalf("%s: a low call in another person's conversation: %+v %q", era, res, text(res))
 		}
 		noneHeld(era)
 		// A read runs at once: its own level is low, though the tool's is high.

@@ -165,7 +165,7 @@ func clientOf(req *mcp.CallToolRequest) string {
 }
 
 // refused turns a refused or failed call into what MCP expects: a name the caller
-// cannot call is a JSON-RPC error (unknown tool); anything the model can act on
+// cannot call, or may not use, is a JSON-RPC error (unknown tool); anything the model can act on
 // (arguments to fix, an approval to seek, a wait, an upstream failure) is a tool
 // result with isError, so the model reads it.
 func (g *Gateway) refused(name string, err error) (*mcp.CallToolResult, error) {
@@ -178,6 +178,11 @@ func (g *Gateway) refused(name string, err error) (*mcp.CallToolResult, error) {
 	case router.CodeToolNotFound:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	case router.CodeForbidden, router.CodeToolDisabled:
+		if fields, _ := f.Details.([]verr.Field); len(fields) > 0 {
+			// Refused for what this call names (a conversation of another person's),
+			// which the caller can change: the model reads it, as the tool's own refusal.
+			return errorResult(argumentsText(f)), nil
+		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: f.Message}
 	case router.CodeInvalidArguments:
 		res := errorResult(argumentsText(f))

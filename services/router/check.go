@@ -282,7 +282,7 @@ func (r *Router) preflight(ctx context.Context, e *entry, c Call, callID string,
 		return invalidFields(ve)
 	}
 	if f, ok := fault.As(err); ok && f.Kind == fault.KindForbidden {
-		return fail(CodeForbidden, "%s", f.Message)
+		return fail(CodeForbidden, "%s", f.Message).with(f.Details)
 	}
 	r.log.Warn("router: the check before approval failed; the call goes on", "tool", e.t.QualifiedName(), "err", err)
 	return nil
