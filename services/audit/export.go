@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -84,6 +85,19 @@ func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
 	}
 }
 
+// cells makes CSV cells that a spreadsheet shows as text: a cell that begins with =,
+// +, -, @, a tab or a carriage return would be read as a formula (a name someone
+// typed at the sign-in form, say), so it gets a leading apostrophe, which spreadsheets
+// do not show. JSON Lines keeps every value exact.
+func cells(vals ...string) []string {
+	for i, v := range vals {
+		if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+			vals[i] = "'" + v
+		}
+	}
+	return vals
+}
+
 // Export records that actor exports what f selects (action audit.export, with the
 // filter and format), then writes it to w as CSV or JSON Lines. The entry is written
 // before any data: an export that cannot be audited does not happen.
@@ -109,8 +123,8 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 			if e.ActorID != nil {
 				actorID = *e.ActorID
 			}
-			return cw.Write([]string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorKind, actorID, e.ActorName,
-				e.Action, e.Group, e.TargetType, e.TargetID, e.TargetName, e.Result, e.IP, e.RequestID, string(e.Payload), e.PrevHash, e.Hash})
+			return cw.Write(cells(strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorKind, actorID, e.ActorName,
+				e.Action, e.Group, e.TargetType, e.TargetID, e.TargetName, e.Result, e.IP, e.RequestID, string(e.Payload), e.PrevHash, e.Hash))
 		})
 		cw.Flush()
 		if err == nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -499,6 +500,33 @@ func TestVerifyHandWrittenIDs(t *testing.T) {
 		}
 		if fmt.Sprint(res.Gaps) != "[{11 999999999999}]" || res.Checked != 11 || res.VerifiedThrough != 10 {
 			t.Errorf("workers %d: got gaps %v, checked %d, through %d; want [{11 999999999999}], 11, 10", opt.Workers, res.Gaps, res.Checked, res.VerifiedThrough)
+		}
+	}
+}
+
+// An entry written by hand with id 0 breaks the chain as any other id below 1 does
+// (0 is also "no bad entry"), and one with the largest id there is ends the walk.
+func TestVerifyIDZeroAndTheLargestID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	chainOf(t, pool, 3)
+	copyOf := func(id int64) string {
+		return fmt.Sprintf(`INSERT INTO audit_log (id, at, actor_kind, action, prev_hash, hash)
+			SELECT %d, at, actor_kind, action, prev_hash, hash FROM audit_log WHERE id = 3`, id)
+	}
+	asSuperuser(t, pool, copyOf(0), copyOf(math.MaxInt64))
+	for _, opt := range []VerifyOptions{{Workers: 1}, {Workers: 2}} {
+		res, err := VerifyWith(ctx, pool, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, p := range res.Problems {
+			ids = append(ids, p.ID)
+		}
+		if res.OK() || res.BadID != 0 || !strings.Contains(res.Reason, "by hand") || fmt.Sprint(ids) != fmt.Sprint([]int64{0, math.MaxInt64}) {
+			t.Errorf("workers %d: ok %v, first %d (%q), problems %v; want broken at 0 by hand, then the largest id", opt.Workers, res.OK(), res.BadID, res.Reason, ids)
 		}
 	}
 }

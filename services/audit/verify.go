@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sort"
 	"strconv"
@@ -83,7 +84,8 @@ type VerifyResult struct {
 }
 
 // OK reports whether the whole chain verified (and reaches the checkpoint, if one was given).
-func (v VerifyResult) OK() bool { return v.BadID == 0 }
+// An entry written by hand with id 0 is a BadID of 0 too: Reason says so.
+func (v VerifyResult) OK() bool { return v.BadID == 0 && v.Reason == "" }
 
 // Verify walks the whole chain, recomputing every hash and link, and reports the first
 // entry that does not match. q is a pool (then it is VerifyWith with the default
@@ -302,6 +304,9 @@ func sparseChunks(ctx context.Context, conn *pgx.Conn, size, maxID int64) ([]*ch
 			return nil, fmt.Errorf("audit: verify: ranges: %w", err)
 		}
 		chunks = append(chunks, &chunk{lo: lo, hi: hi})
+		if hi == math.MaxInt64 {
+			break // hi + 1 would wrap around
+		}
 		lo = hi + 1
 	}
 	return chunks, nil
