@@ -165,7 +165,11 @@ func (h AuditHandler) results(p *auth.Principal, f audit.Filter, list audit.Page
 	}
 	q := f.Query()
 	if len(list.Items) > 0 {
-		r.TopID = list.Items[0].ID
+		// The largest id listed, not the first row's: a page filtered by time is in time
+		// order, and an entry may take its time before an entry appended ahead of it.
+		for _, rec := range list.Items {
+			r.TopID = max(r.TopID, rec.ID)
+		}
 		q.Set("after", strconv.FormatInt(r.TopID, 10))
 	}
 	q.Set("shown", "0")
@@ -470,6 +474,9 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 	w := &lazyWriter{c: c}
 	if err := h.Log.Export(c.Request().Context(), ActorOf(c), f, format, w); err != nil {
 		if !w.started {
+			// The error is answered as a page or JSON, not saved as the export's file.
+			hd.Del(echo.HeaderContentDisposition)
+			hd.Del(echo.HeaderContentType)
 			return err
 		}
 		// Mid-stream: the status is sent; the client sees a cut-off body.

@@ -36,7 +36,7 @@ type AuditFilter struct {
 type AuditResults struct {
 	Rows      []AuditRow
 	HasFilter bool
-	// TopID is the newest entry listed on the first page; NewURL (first page only)
+	// TopID is the largest id listed on the first page; NewURL (first page only)
 	// counts what is newer, ReloadURL loads the first page again.
 	TopID     int64
 	NewURL    string

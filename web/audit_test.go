@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -337,6 +338,7 @@ func TestAuditRoutePermissions(t *testing.T) {
 func TestAuditNewEntriesBanner(t *testing.T) {
 	t.Parallel()
 	e := auditStart(t)
+	ctx := context.Background()
 	d := doc(t, e.srv.Get(t, e.auditor, "/audit?action=token.create"))
 	banner := d.Find(`[data-testid=audit-new]`)
 	newURL, ok := banner.Attr("hx-get")
@@ -384,6 +386,23 @@ func TestAuditNewEntriesBanner(t *testing.T) {
 		t.Fatalf("banner of a full page: %q", newURL)
 	}
 	noChange(newURL) // nothing new: no count to show
+
+	// A page in time order counts from the largest id it lists, not from its first row:
+	// an entry can take its time before an entry appended ahead of it.
+	var newest int64
+	if err := e.srv.Pool.QueryRow(ctx, `SELECT max(id) FROM audit_log WHERE action = 'token.create'`).Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.srv.Pool.Exec(ctx, `ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update;
+		UPDATE audit_log SET at = at - interval '1 hour' WHERE id = `+strconv.FormatInt(newest, 10)+`;
+		ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update`); err != nil {
+		t.Fatal(err)
+	}
+	d = doc(t, e.srv.Get(t, e.auditor, "/audit?action=token.create&from=2000-01-01"))
+	if top := d.Find(`[data-testid=audit-new]`).AttrOr("data-top", ""); top != strconv.FormatInt(newest, 10) {
+		t.Fatalf("banner of a page in time order counts from %s, want %d, the largest id listed", top, newest)
+	}
+	noChange(d.Find(`[data-testid=audit-new]`).AttrOr("hx-get", ""))
 }
 
 // The page's Verify and GET /api/v1/audit/verify reach the newest signed checkpoint, as
