@@ -257,7 +257,42 @@ func MakeCheckpoint(ctx context.Context, q db.Querier, s *Signer) (Checkpoint, e
 	} else if err != nil {
 		return Checkpoint{}, fmt.Errorf("audit: checkpoint: chain head: %w", err)
 	}
+	// The head may be a LOW call's entry, committed without waiting for the disk
+	// (docs/security.md): signed and then lost in a crash, it would leave a whole chain
+	// that never again reaches its checkpoint.
+	if err := durable(ctx, q); err != nil {
+		return Checkpoint{}, fmt.Errorf("audit: checkpoint: %w", err)
+	}
 	return s.Sign(head, at, time.Now()), nil
+}
+
+// durable waits until the WAL written so far is flushed to disk, and with it every
+// commit so far. PostgreSQL's WAL writer flushes asynchronous commits within a few
+// wal_writer_delay (200 ms by default); a transaction that writes nothing cannot make
+// its own commit flush them.
+func durable(ctx context.Context, q db.Querier) error {
+	var lsn string
+	if err := q.QueryRow(ctx, `/* audit.durable */ SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var flushed bool
+		if err := q.QueryRow(ctx, `/* audit.durable */ SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, lsn).Scan(&flushed); err != nil {
+			return err
+		}
+		if flushed {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the database has not flushed its log to disk (up to %s) in 10 s", lsn)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Marshal is the checkpoint file's content.

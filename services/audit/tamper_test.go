@@ -531,6 +531,30 @@ func TestVerifyIDZeroAndTheLargestID(t *testing.T) {
 	}
 }
 
+// A checkpoint signs only what is on disk: the head a LOW call's append committed
+// without waiting for the disk is flushed before it is signed.
+func TestCheckpointMakesTheHeadDurable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	var a Appender
+	if _, err := a.Append(ctx, pool, []Entry{{Actor: System, Action: "tool.call"}}, db.Asynchronous); err != nil {
+		t.Fatal(err)
+	}
+	var written string
+	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_insert_lsn()::text`).Scan(&written); err != nil {
+		t.Fatal(err)
+	}
+	_, key, _ := ed25519.GenerateKey(nil)
+	if _, err := MakeCheckpoint(ctx, pool, NewSigner(key)); err != nil {
+		t.Fatal(err)
+	}
+	var flushed bool
+	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, written).Scan(&flushed); err != nil || !flushed {
+		t.Fatalf("the signed head's commit is not flushed yet (%v)", err)
+	}
+}
+
 // The user agent an entry records is bounded and valid UTF-8, whoever sent it (a
 // refused anonymous request records its caller too).
 func TestUserAgentBounded(t *testing.T) {
