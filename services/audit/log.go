@@ -13,8 +13,13 @@ import (
 type Log struct {
 	pool *pgxpool.Pool
 
-	mu  sync.Mutex
-	run *Verification // the check running in this process, nil when none
+	mu sync.Mutex
+	// run is the check started here that is running, or that ended without a record
+	// (so the page can say why) until the next one starts; nil when none.
+	run *Verification
+	// checking is held by the check that reads the chain now: one at a time in this
+	// process, whoever asked, so checks cannot take every connection of the pool.
+	checking chan struct{}
 	// checkpoints is where the newest checkpoint is (UseCheckpoints); nil: none configured.
 	checkpoints *CheckpointSource
 	wg          sync.WaitGroup
@@ -26,7 +31,7 @@ type Log struct {
 // NewLog is a Log on pool.
 func NewLog(pool *pgxpool.Pool) *Log {
 	stop, cancel := context.WithCancel(context.Background())
-	return &Log{pool: pool, stop: stop, cancel: cancel}
+	return &Log{pool: pool, stop: stop, cancel: cancel, checking: make(chan struct{}, 1)}
 }
 
 // UseCheckpoints makes every check of the chain from the pages and the API reach the

@@ -42,6 +42,12 @@ var ErrCheckpointUnusable = errors.New("audit: the newest checkpoint cannot be u
 // passed on. A checkpoint that cannot be read or whose signature does not verify is an
 // error: the check could not be made.
 func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (VerifyResult, string, error) {
+	select {
+	case l.checking <- struct{}{}:
+		defer func() { <-l.checking }()
+	case <-ctx.Done():
+		return VerifyResult{}, "", ctx.Err()
+	}
 	var cp *Checkpoint
 	note := "no checkpoint directory configured"
 	if l.checkpoints != nil {
@@ -110,14 +116,16 @@ func (l *Log) record(ctx context.Context, v Verification) error {
 }
 
 // StartVerify starts a check in the background unless one runs in this process
-// already, and returns the running check.
+// already, and returns the running check. A check that ended without a record (it could
+// not be made) is replaced.
 func (l *Log) StartVerify(by string) Verification {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.run != nil {
+	if l.run != nil && l.run.Running {
 		return *l.run
 	}
-	l.run = &Verification{Running: true, StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
+	run := &Verification{Running: true, StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
+	l.run = run
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -125,49 +133,49 @@ func (l *Log) StartVerify(by string) Verification {
 		defer cancel()
 		res, note, err := l.Verify(ctx, func(checked, total int64) {
 			l.mu.Lock()
-			l.run.Checked, l.run.Total = checked, total
+			run.Checked, run.Total = checked, total
 			l.mu.Unlock()
 		})
 		l.mu.Lock()
-		v := *l.run
+		v := *run
 		l.mu.Unlock()
-		if errors.Is(err, ErrCheckpointUnusable) {
+		switch {
+		case errors.Is(err, ErrCheckpointUnusable):
+			// Recorded as a failed check: a planted checkpoint must not leave the page
+			// showing the last check that passed.
 			v = refused(v, err)
 			err = l.record(ctx, v)
-			l.mu.Lock()
-			*l.run = v // says why once; the record says it after
-			l.mu.Unlock()
-			if err == nil {
-				err = errors.New(v.Err)
-			}
-		} else if err == nil {
+		case err == nil:
 			v = finish(v, res, note)
 			err = l.record(ctx, v)
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if err != nil {
-			// Kept until the next check, so the page can say it failed.
-			l.run.Running, l.run.Err, l.run.FinishedAt = false, err.Error(), time.Now().UTC()
+		if err == nil {
+			l.run = nil // the record says how it ended
 			return
 		}
-		l.run = nil
+		// The check could not be made or not recorded (the database, the hour's limit):
+		// kept until the next check, so the page says so.
+		v.Running, v.OK, v.FinishedAt = false, false, time.Now().UTC()
+		if v.Err == "" {
+			v.Err = err.Error()
+		}
+		*run = v
 	}()
-	return *l.run
+	return *run
 }
 
 // WaitVerify waits for the background check of this process to end (tests, shutdown).
 func (l *Log) WaitVerify() { l.wg.Wait() }
 
-// VerifyStatus is the check running in this process, else the last one recorded (nil
-// when the chain was never checked from the page or the API).
+// VerifyStatus is the check running in this process (or the last started here, when it
+// could not be made), else the last one recorded (nil when the chain was never checked
+// from the page or the API).
 func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
 	l.mu.Lock()
 	if l.run != nil {
 		v := *l.run
-		if !v.Running {
-			l.run = nil // its failure is said once
-		}
 		l.mu.Unlock()
 		return &v, nil
 	}
