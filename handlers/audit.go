@@ -117,6 +117,10 @@ func (h AuditHandler) List(c echo.Context) error {
 		page.ExportCSV = "/api/v1/audit/export?" + withFormat(f, audit.FormatCSV)
 		page.ExportJSONL = "/api/v1/audit/export?" + withFormat(f, audit.FormatJSONL)
 		list, err := h.Log.List(ctx, f)
+		if err != nil && onlyCursor(err) {
+			f.Cursor, page.Notice = 0, outdatedCursor
+			list, err = h.Log.List(ctx, f)
+		}
 		if err != nil {
 			return err
 		}

@@ -141,10 +141,17 @@ func TestAuditAPIFiltersPagesAndErrors(t *testing.T) {
 		{Name: "bad from", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?from=yesterday", Status: 400, Code: "invalid_input", Details: []string{"from"}},
 		{Name: "bad limit", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?limit=0", Status: 400, Code: "invalid_input", Details: []string{"limit"}},
 		{Name: "bad cursor", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?cursor=x", Status: 400, Code: "invalid_input", Details: []string{"cursor"}},
+		{Name: "a cursor in time order that names no entry", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit?from=2000-01-01&cursor=999999999",
+			Status: 400, Code: "invalid_input", Details: []string{"cursor"}},
 		{Name: "bad export format", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit/export?format=xml", Status: 400, Code: "invalid_input", Details: []string{"format"}},
 		{Name: "entry not found", As: e.api, Method: http.MethodGet, Path: "/api/v1/audit/999999", Status: 404, Code: "not_found"},
 		{Name: "tool user", As: webtest.API{Srv: e.srv, C: e.user}, Method: http.MethodGet, Path: "/api/v1/audit", Status: 403, Code: "forbidden"},
 	})
+	// On the page, such a cursor gives the first page and says why.
+	d0 := doc(t, e.srv.Get(t, e.auditor, "/audit?from=2000-01-01&cursor=999999999"))
+	if !strings.Contains(d0.Text(), "That page link is out of date") || d0.Find(`[data-testid=audit-row]`).Length() == 0 {
+		t.Fatalf("a cursor that names no entry on the page: %q", strings.Join(strings.Fields(d0.Find("main").Text()), " "))
+	}
 	// A bad filter on the page is said next to its field, and nothing is listed.
 	res := e.srv.Get(t, e.auditor, "/audit?result=maybe&from=nope")
 	if res.StatusCode != http.StatusBadRequest {

@@ -320,7 +320,20 @@ type Page struct {
 }
 
 // List returns a page of the entries f selects, newest first.
+// A cursor of a list in time order must name an entry (its time is where the page
+// starts): one that names none is an error naming cursor, as a malformed one is.
 func (l *Log) List(ctx context.Context, f Filter) (Page, error) {
+	if f.Cursor > 0 && f.timed() {
+		var found bool
+		if err := l.pool.QueryRow(ctx, `/* audit.List.cursor */ SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)`, f.Cursor).Scan(&found); err != nil {
+			return Page{}, fmt.Errorf("audit: list: %w", err)
+		}
+		if !found {
+			var ve verr.Error
+			ve.Add("cursor", "is not a cursor this list gave")
+			return Page{}, ve.Err()
+		}
+	}
 	f, err := l.searchable(ctx, f)
 	if err != nil {
 		return Page{}, err
