@@ -194,6 +194,17 @@ func IsUniqueViolation(err error, constraint string) bool {
 // running execution holds one for its lock besides the one its step works with.
 const DefaultMaxConns = 32
 
+// sessionKeepalives make PostgreSQL notice within seconds that a replica's host died or
+// was cut off: such a host sends nothing more, and without them the server keeps its
+// sessions, and the execution and advisory locks they hold, until the kernel gives up
+// (about two hours), so no surviving replica could take its work over. About 20 s with
+// these (10 s idle, then 3 probes 3 s apart; 20 s for data sent and never acknowledged).
+// A URL that sets one (?tcp_keepalives_idle=…) keeps its own; over a Unix socket
+// PostgreSQL ignores them.
+var sessionKeepalives = map[string]string{
+	"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "3", "tcp_keepalives_count": "3", "tcp_user_timeout": "20000",
+}
+
 // NewPool opens a pgx pool for url and checks it answers.
 func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
@@ -204,6 +215,11 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "toolwarden"
+	for k, v := range sessionKeepalives {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("db: connect: %w", err)

@@ -472,3 +472,29 @@ func TestConcurrentMigrations(t *testing.T) {
 		t.Fatalf("after four at once: %+v %v", st, err)
 	}
 }
+
+// PostgreSQL notices a replica whose host died within seconds (docs/deploy.md): every
+// session of the pool asks for TCP keepalives, unless the URL sets its own, and the
+// server accepts them. (The test cluster listens on a Unix socket only, where
+// PostgreSQL ignores them, so what the sessions asked for is read from the pool.)
+func TestSessionKeepalives(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	for _, tc := range []struct{ url, idle string }{{url, "10"}, {url + " tcp_keepalives_idle=30", "30"}} {
+		pool, err := db.NewPool(ctx, tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params := pool.Config().ConnConfig.RuntimeParams
+		var app string
+		err = pool.QueryRow(ctx, `SELECT current_setting('application_name')`).Scan(&app)
+		pool.Close()
+		if err != nil || app != "toolwarden" {
+			t.Fatalf("%s: application_name %q, %v", tc.url, app, err)
+		}
+		if params["tcp_keepalives_idle"] != tc.idle || params["tcp_keepalives_interval"] != "3" || params["tcp_keepalives_count"] != "3" || params["tcp_user_timeout"] != "20000" {
+			t.Errorf("%s: the sessions ask for %v; want keepalives after %s s idle", tc.url, params, tc.idle)
+		}
+	}
+}
