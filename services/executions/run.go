@@ -74,7 +74,9 @@ func (s *Service) recover(ctx context.Context) error {
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT e.id, coalesce(e.runner_id::text, ''),
 			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running')
-		FROM executions e WHERE e.status IN ('executing', 'rolling_back') ORDER BY e.created_at`)
+		FROM executions e WHERE e.status IN ('executing', 'rolling_back')
+		   OR e.status = 'cancelled' AND e.id IN (SELECT execution_id FROM tool_calls WHERE status = 'running')
+		ORDER BY e.created_at`)
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
 	}
@@ -156,14 +158,18 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep boo
 // ex.Status is updated. Only call it holding the execution's lock.
 func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 	phase, to, kind := PhaseRun, Failed, events.ExecutionFailed
-	if ex.Status == RollingBack {
-		phase, to, kind = PhaseRollback, RollbackFailed, events.RollbackFailed
-	} else if ex.Status != Executing {
-		return nil
-	}
 	on := "" // which replica: with several, the one that died
 	if ex.Runner != "" {
 		on = " (replica " + ex.Runner + ")"
+	}
+	switch ex.Status {
+	case RollingBack:
+		phase, to, kind = PhaseRollback, RollbackFailed, events.RollbackFailed
+	case Cancelled:
+		return s.settleCancelledStep(ctx, ex, on)
+	case Executing:
+	default:
+		return nil
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		positions, err := db.Column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted */
@@ -189,6 +195,24 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 		if err == nil {
 			*ex = *out
 		}
+		return err
+	})
+}
+
+// settleCancelledStep marks the step of a cancelled execution that was left to finish
+// on its own, and whose runner stopped first, as interrupted (the execution stays
+// cancelled); audited, as a step that ends is.
+func (s *Service) settleCancelledStep(ctx context.Context, ex *Execution, on string) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		positions, err := db.Column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted.cancelled */
+			UPDATE tool_calls SET status = 'interrupted', finished_at = now(), error = $2
+			WHERE execution_id = $1 AND status = 'running' RETURNING position`, ex.ID,
+			"Toolwarden"+on+" stopped while this step ran, after the execution was cancelled; it may or may not have taken effect")
+		if err != nil || len(positions) == 0 {
+			return err
+		}
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "execution.step_interrupted", TargetType: "execution",
+			TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"step": positions[0] + 1, "status": string(ex.Status)}})
 		return err
 	})
 }

@@ -578,6 +578,37 @@ func TestRunnerCrash(t *testing.T) {
 	checkInvariant(t, e, ex.ID)
 }
 
+// A cancelled execution's running step is left to finish on its own; if its runner
+// stops first, the next runner marks that step interrupted (audited) and the execution
+// stays cancelled, where the step stayed running for good.
+func TestCancelledStepOfAStoppedRunner(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "echo")
+	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`))
+	// As a runner leaves it when it stops after a cancel: the first step running.
+	for _, q := range []string{`UPDATE executions SET status = 'cancelled', finished_at = now() WHERE id = $1`,
+		`UPDATE tool_calls SET status = 'running', started_at = now() WHERE execution_id = $1 AND position = 0`,
+		`UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND position = 1`} {
+		if _, err := e.pool.Exec(e.ctx, q, ex.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run(e.service())
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		return slices.Equal(stepStatuses(e.steps(ex.ID)), []string{"interrupted", "skipped"})
+	}, "the cancelled execution's running step was never settled")
+	if got := e.get(ex.ID).Status; got != executions.Cancelled {
+		t.Errorf("execution: got %s, want it still cancelled", got)
+	}
+	if sts := e.steps(ex.ID); !strings.Contains(sts[0].Error, "after the execution was cancelled") || sts[0].FinishedAt == nil {
+		t.Errorf("step 1: error %q, finished %v", sts[0].Error, sts[0].FinishedAt)
+	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.step_interrupted' AND actor_kind = 'system'`, ex.ID); n != 1 {
+		t.Errorf("audit rows: got %d, want 1", n)
+	}
+}
+
 // TestRunnerChild is TestRunnerCrash's runner process: it builds its own services on
 // the parent's database and runs the runner until the execution ends (it is killed
 // long before).
