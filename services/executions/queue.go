@@ -69,7 +69,36 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 			"execution", job.Args.ExecutionID)
 		return nil
 	}
+	if err != nil && job.Attempt >= job.MaxAttempts && ctx.Err() == nil {
+		// River discards the job now: nothing would run the execution again while this
+		// replica lives (a sweep leaves a live runner's executions to it).
+		if gerr := w.s.giveUp(ctx, job.Args.ExecutionID, job.Args.Phase, err); gerr != nil {
+			w.s.log.Error("executions: could not fail an execution its runner gave up on", "execution", job.Args.ExecutionID, "err", gerr)
+		}
+	}
 	return err
+}
+
+// giveUp ends an execution whose phase failed to run as many times as its job may try:
+// a step found running is interrupted, and the execution fails (or its rollback does)
+// saying why.
+func (s *Service) giveUp(ctx context.Context, id, phase string, cause error) error {
+	release, ok, err := s.lockExecution(ctx, id)
+	if err != nil || !ok {
+		return err // another runner has it
+	}
+	defer release()
+	ex, err := s.get(ctx, s.pool, id)
+	if err != nil {
+		return err
+	}
+	if err := s.settleInterrupted(ctx, ex); err != nil {
+		return err
+	}
+	if ex.Status != Executing && ex.Status != RollingBack {
+		return nil
+	}
+	return s.finish(context.WithoutCancel(ctx), ex, phase, "Toolwarden could not run it: "+cause.Error())
 }
 
 // busyRetry is how soon a job whose execution another runner holds looks again.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -606,6 +607,44 @@ func TestCancelledStepOfAStoppedRunner(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.step_interrupted' AND actor_kind = 'system'`, ex.ID); n != 1 {
 		t.Errorf("audit rows: got %d, want 1", n)
+	}
+}
+
+// A run job that failed as many times as it may try fails its execution, saying why,
+// instead of leaving it executing while its runner lives (no sweep takes a live
+// runner's execution over).
+func TestRunJobGivesUp(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "echo")
+	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`))
+	for _, q := range []string{`UPDATE executions SET status = 'executing' WHERE id = $1`,
+		`UPDATE tool_calls SET status = 'running', started_at = now() WHERE execution_id = $1 AND position = 0`} {
+		if _, err := e.pool.Exec(e.ctx, q, ex.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := executions.GiveUp(e.ctx, e.service(), ex.ID, executions.PhaseRun, errors.New("executions: record the runner: connection refused")); err != nil {
+		t.Fatal(err)
+	}
+	got := e.get(ex.ID)
+	if got.Status != executions.Failed || !strings.Contains(got.Error, "interrupted") {
+		t.Errorf("execution: %s %q, want failed, its running step interrupted", got.Status, got.Error)
+	}
+	if s := stepStatuses(e.steps(ex.ID)); !slices.Equal(s, []string{"interrupted", "skipped"}) {
+		t.Errorf("steps: %v", s)
+	}
+
+	// Between steps: failed with the cause.
+	ex = e.create(e.admin, step("mt__echo", `{"message":"three"}`))
+	if _, err := e.pool.Exec(e.ctx, `UPDATE executions SET status = 'executing' WHERE id = $1`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := executions.GiveUp(e.ctx, e.service(), ex.ID, executions.PhaseRun, errors.New("no workspace")); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.get(ex.ID); got.Status != executions.Failed || !strings.Contains(got.Error, "could not run it: no workspace") {
+		t.Errorf("execution between steps: %s %q", got.Status, got.Error)
 	}
 }
 
