@@ -284,7 +284,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	eo := cfg.Executions
 	eo.Logger, eo.Auth, eo.Decide, eo.Keys, eo.Jobs, eo.Local = log, a.Auth, a.Decide, a.Keys, a.Jobs, a.Local
 	if eo.RunnerID == "" {
-		eo.Runner, eo.RunnerID, eo.RunnerAlive = a.Replicas.Name(), a.Replicas.Self().ID, a.Replicas.Alive
+		eo.Runner, eo.RunnerID, eo.RunnerAlive, eo.Steady = a.Replicas.Name(), a.Replicas.Self().ID, a.Replicas.Alive, a.Replicas.Steady
 	}
 	if cfg.Planner != nil {
 		eo.Planner = cfg.Planner

@@ -104,6 +104,9 @@ func (a *App) sweepTerminals(ctx context.Context) error {
 		for _, r := range back {
 			a.log.Warn("a terminal of this replica had been taken for stopped while the replica was not seen; it runs", "terminal", r.ID)
 		}
+		if !a.Replicas.Steady() {
+			continue // just back from a database outage, every replica looks stopped
+		}
 		ended, err := store.EndOrphaned(ctx, dead)
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("terminals: end those of stopped replicas", "err", err)

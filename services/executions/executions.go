@@ -80,6 +80,10 @@ type Options struct {
 	// RunnerAlive reports whether the replica with that id is alive: a sweep leaves
 	// the executions of a live replica to it. Nil: only the lock decides.
 	RunnerAlive func(ctx context.Context, runnerID string) bool
+	// Steady reports whether this replica may take others for stopped now
+	// (replicas.Service.Steady): not while it is just back from a database outage,
+	// when every replica looks stopped. nil: always.
+	Steady func() bool
 	// SweepEvery is how often Watch looks for executions whose runner died (another
 	// replica killed mid-step). Default 3 s.
 	SweepEvery time.Duration

@@ -135,7 +135,7 @@ func (s *Service) Watch(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if s.stopping.Load() {
+			if s.stopping.Load() || s.opts.Steady != nil && !s.opts.Steady() {
 				continue
 			}
 			if err := s.settleOrphans(ctx, true); err != nil && ctx.Err() == nil {

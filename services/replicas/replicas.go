@@ -66,6 +66,27 @@ type Service struct {
 	// as the last heartbeat measured it (Now).
 	offset atomic.Int64
 	warned atomic.Bool // the clock's offset was logged as too large
+	// steadySince is when this replica's current run of heartbeats that reached the
+	// database began (unix nanoseconds; 0 after one failed): Steady.
+	steadySince atomic.Int64
+}
+
+// Steady reports whether this replica's heartbeats have reached the database without a
+// miss for DeadAfter: only then may it take other replicas whose rows look old for
+// stopped. After a database outage every row looks old, its own too; the others beat
+// again within a beat of the database's return.
+func (s *Service) Steady() bool {
+	since := s.steadySince.Load()
+	return since != 0 && s.opts.Clock().Sub(time.Unix(0, since)) >= s.opts.DeadAfter
+}
+
+// beaten records how the last heartbeat (or join) went, for Steady.
+func (s *Service) beaten(err error) {
+	if err != nil {
+		s.steadySince.Store(0)
+		return
+	}
+	s.steadySince.CompareAndSwap(0, s.opts.Clock().UnixNano())
 }
 
 // ClockWarnAfter is how far this host's clock may be off the database's before the
@@ -174,7 +195,9 @@ func (s *Service) Join(ctx context.Context) error {
 // that fails (the database restarting) is tried again at the next beat; a row removed
 // meanwhile (pruned as dead after a long pause) is written again.
 func (s *Service) Run(ctx context.Context) error {
-	if err := s.Join(ctx); err != nil {
+	err := s.Join(ctx)
+	s.beaten(err)
+	if err != nil {
 		s.log.Warn("replicas: join; trying again", "err", err)
 	}
 	t := time.NewTicker(s.opts.Every)
@@ -189,7 +212,9 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-t.C:
-			if err := s.beat(ctx); err != nil && ctx.Err() == nil {
+			err := s.beat(ctx)
+			s.beaten(err)
+			if err != nil && ctx.Err() == nil {
 				s.log.Warn("replicas: heartbeat", "err", err)
 			}
 		}

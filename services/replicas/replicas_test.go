@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,5 +90,43 @@ func TestReplicasShareTheDatabasesTime(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "agrees with the database's again"); n != 1 {
 		t.Errorf("the clock's recovery was logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// A replica takes others for stopped only once its own heartbeats have reached the
+// database for DeadAfter without a miss: just back from a database outage every row
+// looks old, its own too.
+func TestSteadyAfterDeadAfterOfBeats(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	s := New(pool, Options{Name: "r", Every: time.Hour, DeadAfter: 6 * time.Second, Clock: clock})
+	if s.Steady() {
+		t.Fatal("steady before any heartbeat")
+	}
+	s.beaten(s.Join(t.Context()))
+	advance(5 * time.Second)
+	s.beaten(s.beat(t.Context()))
+	if s.Steady() {
+		t.Fatal("steady after 5 s of heartbeats, want 6")
+	}
+	advance(time.Second)
+	s.beaten(s.beat(t.Context()))
+	if !s.Steady() {
+		t.Fatal("not steady after 6 s of heartbeats")
+	}
+	s.beaten(errors.New("the database is restarting"))
+	advance(time.Second)
+	s.beaten(s.beat(t.Context()))
+	if s.Steady() {
+		t.Fatal("steady right after a missed heartbeat")
+	}
+	advance(6 * time.Second)
+	s.beaten(s.beat(t.Context()))
+	if !s.Steady() {
+		t.Fatal("not steady 6 s after the heartbeats came back")
 	}
 }
