@@ -68,9 +68,9 @@ func (s *Service) recover(ctx context.Context) error {
 // settleOrphans settles every unfinished execution no live runner holds, and queues
 // one left between steps to go on (unless a job for it waits already). At start (sweep
 // false) every unfinished execution is looked at; in a sweep (Watch) only those that
-// may be orphaned, and never one whose runner is this process or a replica seen alive:
-// a runner whose lock's connection broke (a database restart) goes on, and must not be
-// declared dead. An execution that cannot be settled is logged and the rest still are.
+// may be orphaned. Never one whose runner is another replica seen alive (nor, in a
+// sweep, this process): a runner whose lock's connection broke (a database restart)
+// goes on, and must not be declared dead. An execution that cannot be settled is logged and the rest still are.
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT e.id, coalesce(e.runner_id::text, ''),
 			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running')
@@ -118,13 +118,14 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 
 // settleOrphan is settleOrphans for one execution.
 func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep bool) error {
-	if sweep {
-		if _, mine := s.held.Load(id); mine {
-			return nil
-		}
-		if runner != "" && s.opts.RunnerAlive != nil && s.opts.RunnerAlive(ctx, runner) {
-			return nil
-		}
+	if _, mine := s.held.Load(id); mine {
+		return nil
+	}
+	// At start too (for another replica's runner): a replica starting beside live ones,
+	// in a rolling deploy, must not take a live runner's execution whose lock a database
+	// restart dropped.
+	if runner != "" && (sweep || runner != s.opts.RunnerID) && s.opts.RunnerAlive != nil && s.opts.RunnerAlive(ctx, runner) {
+		return nil
 	}
 	release, ok, err := s.lockExecution(ctx, id)
 	if err != nil {

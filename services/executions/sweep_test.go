@@ -33,8 +33,8 @@ func (e *env) sweeper(id string, alive func(string) bool) *executions.Service {
 }
 
 // A runner whose lock's connection broke (a database restart, a failover) goes on: the
-// sweep of its own process (which knows it holds the execution) and of another replica
-// that sees it alive leave it alone, and its step's result is recorded. A replica that
+// sweep of its own process (which knows it holds the execution), of another replica
+// that sees it alive, and the recovery of a replica starting then leave it alone, and its step's result is recorded. A replica that
 // is not seen alive is taken for dead, as after a SIGKILL (cmd/toolwarden's
 // TestThreeReplicas): its running step ends interrupted, and when its runner finishes
 // after all, what was recorded stands.
@@ -65,6 +65,8 @@ func TestSweepLeavesALiveRunnerAlone(t *testing.T) {
 
 	ex := e.create(e.admin, step("mt__sleep", `{"ms":1500}`))
 	breakLock(ex)
+	// A replica that starts now (a rolling deploy) leaves it alone too.
+	e.sweeper("33333333-3333-4333-8333-333333333333", func(string) bool { return true }).Recover(context.Background())
 	got := e.waitStatus(ex.ID, executions.Success, 30*time.Second)
 	if st := e.steps(ex.ID); st[0].Status != executions.StepSucceeded || got.Runner != "replica-11111111" {
 		t.Fatalf("after its lock's connection broke: step %s, runner %q; want succeeded on replica-11111111", st[0].Status, got.Runner)
