@@ -69,10 +69,13 @@ func auditTargetURL(p *auth.Principal, targetType, id string) string {
 
 func auditRow(p *auth.Principal, r audit.Record) views.AuditRow {
 	actor := r.ActorName
-	if actor == "" {
+	switch {
+	case r.ActorKind == audit.ActorSystem:
+		actor = "Toolwarden" // not to be taken for a user named "system"
+	case actor == "":
 		actor = r.ActorKind
 	}
-	return views.AuditRow{ID: r.ID, URL: "/audit/" + strconv.FormatInt(r.ID, 10), At: r.At, Actor: actor, ActorKind: r.ActorKind,
+	return views.AuditRow{ID: r.ID, URL: "/audit/" + strconv.FormatInt(r.ID, 10), At: r.At, Actor: actor, ActorName: r.ActorName, ActorKind: r.ActorKind,
 		Action: r.Action, Group: audit.ActionGroup(r.Action), TargetType: r.TargetType, TargetID: r.TargetID,
 		TargetName: r.TargetName, TargetURL: auditTargetURL(p, r.TargetType, r.TargetID), Result: r.Result, RequestID: r.RequestID}
 }

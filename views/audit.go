@@ -47,10 +47,14 @@ type AuditResults struct {
 
 // AuditRow is one entry in the list, and the head of its detail page.
 type AuditRow struct {
-	ID         int64
-	URL        string
-	At         time.Time
+	ID  int64
+	URL string
+	At  time.Time
+	// Actor is who acted, as shown: the name recorded, "Toolwarden" for the system, the
+	// kind when there is no name; ActorName is the name the actor filter matches ("":
+	// none, no link to filter by).
 	Actor      string
+	ActorName  string
 	ActorKind  string
 	Action     string
 	Group      string

@@ -626,3 +626,48 @@ func TestAuditEntryShowsWho(t *testing.T) {
 		t.Errorf("tool.configure: diff of before and after: got %q", diff)
 	}
 }
+
+// Who acted is told apart by kind: a failed sign-in is listed under the name typed,
+// marked as not signed in; Toolwarden's own entries read "Toolwarden", not "system", so
+// a user named "system" is not taken for it; an actor with no name has no filter link.
+func TestAuditTellsActorsApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := auditStart(t)
+	e.srv.CreateUser(t, "system", auth.RoleToolUser, auditPassword)
+	e.srv.Login(t, "system", auditPassword)
+	res, err := http.PostForm(e.srv.URL+"/login", url.Values{"username": {"carol"}, "password": {"not-her-password"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if err := audit.AppendAlone(ctx, e.srv.Pool, audit.Entry{Actor: audit.System, Action: "server.health"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.AppendAlone(ctx, e.srv.Pool, audit.Entry{Actor: audit.Actor{Kind: audit.ActorAnonymous}, Action: "request.denied", Result: audit.ResultDenied}); err != nil {
+		t.Fatal(err)
+	}
+	row := func(action string) *goquery.Selection {
+		t.Helper()
+		r := doc(t, e.srv.Get(t, e.auditor, "/audit?action="+action)).Find(`[data-testid=audit-row]`).First()
+		if r.Length() == 0 {
+			t.Fatalf("no %s row", action)
+		}
+		return r.Find("td").Eq(2)
+	}
+	who := func(s *goquery.Selection) string { return strings.Join(strings.Fields(s.Text()), " ") }
+	if got := who(row("user.login_failed")); got != "carol not signed in" {
+		t.Errorf("a failed sign-in typed as carol: %q", got)
+	}
+	if got := who(row("server.health")); got != "Toolwarden system" {
+		t.Errorf("Toolwarden's own entry: %q", got)
+	}
+	if got := who(row("user.login")); got != "system" {
+		t.Errorf("the sign-in of a user named system: %q", got)
+	}
+	id := row("request.denied").Parent().AttrOr("data-audit-id", "")
+	d := doc(t, e.srv.Get(t, e.auditor, "/audit/"+id))
+	if a := d.Find(`[data-testid=entry-actor]`); a.Find("a").Length() != 0 || strings.TrimSpace(a.Text()) != "anonymous" {
+		t.Errorf("an actor with no name: %q, links %d; want anonymous, no filter link", strings.TrimSpace(a.Text()), a.Find("a").Length())
+	}
+}
