@@ -48,6 +48,7 @@ type Bus struct {
 	byTopic   map[string]map[*Subscription]struct{}
 	all       map[*Subscription]struct{}
 	lastID    int64
+	primed    bool // lastID was set when the bus first listened: a reconnect catches up from it
 	listening bool
 	ready     chan struct{}
 }
@@ -335,23 +336,28 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 		return fmt.Errorf("events: listen: %w", err)
 	}
 	b.mu.Lock()
-	first := b.lastID == 0
+	first := !b.primed
 	b.mu.Unlock()
 	if first {
+		// Events from before the bus first listened are history, not news.
 		id, err := LatestID(ctx, b.pool)
 		if err != nil {
 			return err
 		}
 		b.mu.Lock()
-		if b.lastID == 0 {
-			b.lastID = id
+		if !b.primed {
+			b.lastID, b.primed = max(b.lastID, id), true
 		}
 		b.mu.Unlock()
-	} else if err := b.catchUp(ctx); err != nil {
-		return err
 	}
+	// Listening first, then the catch-up: an event published here meanwhile is either
+	// delivered by its publisher or read by the catch-up (its NOTIFY, of this bus's own
+	// origin, is skipped), never left to the next notification.
 	b.setListening(true)
 	defer b.setListening(false)
+	if err := b.catchUp(ctx); err != nil {
+		return err
+	}
 	onReady()
 	for {
 		n, err := pc.WaitForNotification(ctx)

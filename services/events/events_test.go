@@ -433,3 +433,25 @@ func TestSubscribeSampled(t *testing.T) {
 		t.Fatalf("a second TakeSampled = %v, %v; want nothing, true", evs, ok)
 	}
 }
+
+// An event committed while the listener reconnects is delivered when it is back, also
+// when no event had reached the bus before (the first listen skips history; a
+// reconnect must not).
+func TestEventsDuringAReconnectAreDelivered(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	bus, stop := startBus(t, pool, nil)
+	defer stop()
+	all := bus.Subscribe()
+	defer all.Close()
+	ctx := context.Background()
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN %'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("ended %d listeners (%v), want the bus's", n, err)
+	}
+	id := publish(t, pool, "a", "thing.created", map[string]string{"name": "while away"})
+	if ev := receive(t, all); ev.ID != id {
+		t.Fatalf("got event %d, want %d", ev.ID, id)
+	}
+}
