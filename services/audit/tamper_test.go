@@ -473,6 +473,20 @@ func TestCopyParserPieces(t *testing.T) {
 	}
 }
 
+// copyOfEntry is the statement that writes entry from again by hand, as entry id.
+func copyOfEntry(from, id int64) string {
+	return fmt.Sprintf(`INSERT INTO audit_log (id, at, actor_kind, action, prev_hash, hash)
+		SELECT %d, at, actor_kind, action, prev_hash, hash FROM audit_log WHERE id = %d`, id, from)
+}
+
+func problemIDs(res VerifyResult) []int64 {
+	var ids []int64
+	for _, p := range res.Problems {
+		ids = append(ids, p.ID)
+	}
+	return ids
+}
+
 // Rows written by hand with ids appends never make are reported, and a huge id does not
 // make verify walk every id up to it.
 func TestVerifyHandWrittenIDs(t *testing.T) {
@@ -480,21 +494,14 @@ func TestVerifyHandWrittenIDs(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	chainOf(t, pool, 10)
-	copyOf := func(id int64) string {
-		return fmt.Sprintf(`INSERT INTO audit_log (id, at, actor_kind, action, prev_hash, hash)
-			SELECT %d, at, actor_kind, action, prev_hash, hash FROM audit_log WHERE id = 10`, id)
-	}
-	asSuperuser(t, pool, copyOf(1_000_000_000_000), copyOf(-3))
+	asSuperuser(t, pool, copyOfEntry(10, 1_000_000_000_000), copyOfEntry(10, -3))
 	for _, opt := range []VerifyOptions{{Workers: 1}, {Workers: 2}} {
 		// Walking every id would be four million ranges: the test would not end.
 		res, err := VerifyWith(ctx, pool, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []int64
-		for _, p := range res.Problems {
-			ids = append(ids, p.ID)
-		}
+		ids := problemIDs(res)
 		if res.BadID != -3 || !strings.Contains(res.Reason, "by hand") || fmt.Sprint(ids) != "[-3 1000000000000]" {
 			t.Errorf("workers %d: got first %d (%q), problems %v; want -3 by hand, then 1000000000000", opt.Workers, res.BadID, res.Reason, ids)
 		}
@@ -511,20 +518,13 @@ func TestVerifyIDZeroAndTheLargestID(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	chainOf(t, pool, 3)
-	copyOf := func(id int64) string {
-		return fmt.Sprintf(`INSERT INTO audit_log (id, at, actor_kind, action, prev_hash, hash)
-			SELECT %d, at, actor_kind, action, prev_hash, hash FROM audit_log WHERE id = 3`, id)
-	}
-	asSuperuser(t, pool, copyOf(0), copyOf(math.MaxInt64))
+	asSuperuser(t, pool, copyOfEntry(3, 0), copyOfEntry(3, math.MaxInt64))
 	for _, opt := range []VerifyOptions{{Workers: 1}, {Workers: 2}} {
 		res, err := VerifyWith(ctx, pool, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []int64
-		for _, p := range res.Problems {
-			ids = append(ids, p.ID)
-		}
+		ids := problemIDs(res)
 		if res.OK() || res.BadID != 0 || !strings.Contains(res.Reason, "by hand") || fmt.Sprint(ids) != fmt.Sprint([]int64{0, math.MaxInt64}) {
 			t.Errorf("workers %d: ok %v, first %d (%q), problems %v; want broken at 0 by hand, then the largest id", opt.Workers, res.OK(), res.BadID, res.Reason, ids)
 		}

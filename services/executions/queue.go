@@ -83,22 +83,9 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 // a step found running is interrupted, and the execution fails (or its rollback does)
 // saying why.
 func (s *Service) giveUp(ctx context.Context, id, phase string, cause error) error {
-	release, ok, err := s.lockExecution(ctx, id)
-	if err != nil || !ok {
-		return err // another runner has it
-	}
-	defer release()
-	ex, err := s.get(ctx, s.pool, id)
-	if err != nil {
-		return err
-	}
-	if err := s.settleInterrupted(ctx, ex); err != nil {
-		return err
-	}
-	if ex.Status != Executing && ex.Status != RollingBack {
-		return nil
-	}
-	return s.finish(context.WithoutCancel(ctx), ex, phase, "Toolwarden could not run it: "+cause.Error())
+	return s.settleLocked(ctx, id, func(ex *Execution) error {
+		return s.finish(context.WithoutCancel(ctx), ex, phase, "Toolwarden could not run it: "+cause.Error())
+	})
 }
 
 // busyRetry is how soon a job whose execution another runner holds looks again.

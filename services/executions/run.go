@@ -127,12 +127,25 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep boo
 	if runner != "" && (sweep || runner != s.opts.RunnerID) && s.opts.RunnerAlive != nil && s.opts.RunnerAlive(ctx, runner) {
 		return nil
 	}
+	return s.settleLocked(ctx, id, func(ex *Execution) error {
+		phase := PhaseRun
+		if ex.Status == RollingBack {
+			phase = PhaseRollback
+		}
+		if waiting, err := s.jobWaiting(ctx, id); err != nil || waiting {
+			return err
+		}
+		return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
+	})
+}
+
+// settleLocked takes the execution's lock (doing nothing when a runner holds it),
+// settles a step found running (settleInterrupted), and calls then while the
+// execution still executes or rolls back, the lock still held.
+func (s *Service) settleLocked(ctx context.Context, id string, then func(ex *Execution) error) error {
 	release, ok, err := s.lockExecution(ctx, id)
-	if err != nil {
+	if err != nil || !ok {
 		return err
-	}
-	if !ok {
-		return nil // a live runner has it
 	}
 	defer release()
 	ex, err := s.get(ctx, s.pool, id)
@@ -145,14 +158,7 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep boo
 	if ex.Status != Executing && ex.Status != RollingBack {
 		return nil
 	}
-	phase := PhaseRun
-	if ex.Status == RollingBack {
-		phase = PhaseRollback
-	}
-	if waiting, err := s.jobWaiting(ctx, id); err != nil || waiting {
-		return err
-	}
-	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
+	return then(ex)
 }
 
 // settleInterrupted marks the steps of ex found running as interrupted and fails ex;
