@@ -68,15 +68,22 @@ func (s *Service) recover(ctx context.Context) error {
 // settleOrphans settles every unfinished execution no live runner holds, and queues
 // one left between steps to go on (unless a job for it waits already). At start (sweep
 // false) every unfinished execution is looked at; in a sweep (Watch) only those that
-// may be orphaned. Never one whose runner is another replica seen alive (nor, in a
-// sweep, this process): a runner whose lock's connection broke (a database restart)
-// goes on, and must not be declared dead. An execution that cannot be settled is logged and the rest still are.
+// may be orphaned. At start, only those no runner took or this process's; in a sweep,
+// never one whose runner is this process or a replica seen alive: a runner whose lock's
+// connection broke (a database restart) goes on, and must not be declared dead. An execution that cannot be settled is logged and the rest still are.
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
-	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT e.id, coalesce(e.runner_id::text, ''),
-			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running')
+	// Two arms, each an index's: the unfinished executions, and the cancelled ones
+	// with a step still running (from the running steps, not from every execution ever
+	// cancelled).
+	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT id, runner, step_running FROM (
+		SELECT e.id, coalesce(e.runner_id::text, '') AS runner, e.created_at,
+			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running') AS step_running
 		FROM executions e WHERE e.status IN ('executing', 'rolling_back')
-		   OR e.status = 'cancelled' AND e.id IN (SELECT execution_id FROM tool_calls WHERE status = 'running')
-		ORDER BY e.created_at`)
+		UNION
+		SELECT e.id, coalesce(e.runner_id::text, ''), e.created_at, true
+		FROM (SELECT DISTINCT execution_id FROM tool_calls WHERE status = 'running') r
+		JOIN executions e ON e.id = r.execution_id WHERE e.status = 'cancelled'
+		) u ORDER BY created_at`)
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
 	}
@@ -121,11 +128,17 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep boo
 	if _, mine := s.held.Load(id); mine {
 		return nil
 	}
-	// At start too (for another replica's runner): a replica starting beside live ones,
-	// in a rolling deploy, must not take a live runner's execution whose lock a database
-	// restart dropped.
-	if runner != "" && (sweep || runner != s.opts.RunnerID) && s.opts.RunnerAlive != nil && s.opts.RunnerAlive(ctx, runner) {
-		return nil
+	if runner != "" && s.opts.RunnerAlive != nil {
+		if !sweep && runner != s.opts.RunnerID {
+			// At start, another runner's (another replica's, or this one's before a
+			// restart) is left to the sweep, which judges runners only once this replica
+			// is steady: starting as the database comes back from a restart, every
+			// runner looks dead and every lock is free, live runners' too.
+			return nil
+		}
+		if sweep && s.opts.RunnerAlive(ctx, runner) {
+			return nil
+		}
 	}
 	return s.settleLocked(ctx, id, func(ex *Execution) error {
 		phase := PhaseRun

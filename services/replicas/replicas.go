@@ -69,15 +69,19 @@ type Service struct {
 	// steadySince is when this replica's current run of heartbeats that reached the
 	// database began (unix nanoseconds; 0 after one failed): Steady.
 	steadySince atomic.Int64
+	lastBeat    atomic.Int64 // when the last heartbeat that reached the database returned
 }
 
 // Steady reports whether this replica's heartbeats have reached the database without a
 // miss for DeadAfter: only then may it take other replicas whose rows look old for
 // stopped. After a database outage every row looks old, its own too; the others beat
 // again within a beat of the database's return.
+// A heartbeat that hangs (a connection to a host that died) counts as a miss once two
+// beats' time has passed without one returning.
 func (s *Service) Steady() bool {
-	since := s.steadySince.Load()
-	return since != 0 && s.opts.Clock().Sub(time.Unix(0, since)) >= s.opts.DeadAfter
+	since, now := s.steadySince.Load(), s.opts.Clock()
+	return since != 0 && now.Sub(time.Unix(0, since)) >= s.opts.DeadAfter &&
+		now.Sub(time.Unix(0, s.lastBeat.Load())) <= 2*s.opts.Every
 }
 
 // beaten records how the last heartbeat (or join) went, for Steady.
@@ -86,7 +90,9 @@ func (s *Service) beaten(err error) {
 		s.steadySince.Store(0)
 		return
 	}
-	s.steadySince.CompareAndSwap(0, s.opts.Clock().UnixNano())
+	now := s.opts.Clock().UnixNano()
+	s.lastBeat.Store(now)
+	s.steadySince.CompareAndSwap(0, now)
 }
 
 // ClockWarnAfter is how far this host's clock may be off the database's before the
@@ -212,7 +218,10 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-t.C:
-			err := s.beat(ctx)
+			// Bounded: a beat stuck on a dead connection must not hold the next ones.
+			bctx, cancel := context.WithTimeout(ctx, s.opts.DeadAfter)
+			err := s.beat(bctx)
+			cancel()
 			s.beaten(err)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("replicas: heartbeat", "err", err)

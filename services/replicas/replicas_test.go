@@ -95,7 +95,7 @@ func TestReplicasShareTheDatabasesTime(t *testing.T) {
 
 // A replica takes others for stopped only once its own heartbeats have reached the
 // database for DeadAfter without a miss: just back from a database outage every row
-// looks old, its own too.
+// looks old, its own too. A heartbeat that hangs is a miss after two beats' time.
 func TestSteadyAfterDeadAfterOfBeats(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
@@ -103,29 +103,39 @@ func TestSteadyAfterDeadAfterOfBeats(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	s := New(pool, Options{Name: "r", Every: time.Hour, DeadAfter: 6 * time.Second, Clock: clock})
+	s := New(pool, Options{Name: "r", Every: 2 * time.Second, DeadAfter: 6 * time.Second, Clock: clock})
+	beats := func(n int) {
+		for range n {
+			advance(2 * time.Second)
+			s.beaten(s.beat(t.Context()))
+		}
+	}
 	if s.Steady() {
 		t.Fatal("steady before any heartbeat")
 	}
 	s.beaten(s.Join(t.Context()))
-	advance(5 * time.Second)
-	s.beaten(s.beat(t.Context()))
+	beats(2)
 	if s.Steady() {
-		t.Fatal("steady after 5 s of heartbeats, want 6")
+		t.Fatal("steady after 4 s of heartbeats, want 6")
 	}
-	advance(time.Second)
-	s.beaten(s.beat(t.Context()))
+	beats(1)
 	if !s.Steady() {
 		t.Fatal("not steady after 6 s of heartbeats")
 	}
-	s.beaten(errors.New("the database is restarting"))
-	advance(time.Second)
+	advance(5 * time.Second) // the next beat hangs
+	if s.Steady() {
+		t.Fatal("steady 5 s after the last heartbeat returned")
+	}
 	s.beaten(s.beat(t.Context()))
+	if !s.Steady() {
+		t.Fatal("a late heartbeat that returned, none failed: want steady again")
+	}
+	s.beaten(errors.New("the database is restarting"))
+	beats(1)
 	if s.Steady() {
 		t.Fatal("steady right after a missed heartbeat")
 	}
-	advance(6 * time.Second)
-	s.beaten(s.beat(t.Context()))
+	beats(3)
 	if !s.Steady() {
 		t.Fatal("not steady 6 s after the heartbeats came back")
 	}
