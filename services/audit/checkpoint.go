@@ -266,33 +266,27 @@ func MakeCheckpoint(ctx context.Context, q db.Querier, s *Signer) (Checkpoint, e
 	return s.Sign(head, at, time.Now()), nil
 }
 
-// durable waits until the WAL written so far is flushed to disk, and with it every
-// commit so far. PostgreSQL's WAL writer flushes asynchronous commits within a few
-// wal_writer_delay (200 ms by default); a transaction that writes nothing cannot make
-// its own commit flush them.
+// durable makes every commit so far durable: a transaction that writes a record of
+// its own (a logical message, which changes no table) and commits synchronously
+// flushes the WAL up to its commit record, and with it every asynchronous commit
+// before, and waits for the synchronous standbys too. On a standby what can be read is
+// on its disk already.
 func durable(ctx context.Context, q db.Querier) error {
-	var lsn string
-	if err := q.QueryRow(ctx, `/* audit.durable */ SELECT pg_current_wal_insert_lsn()::text`).Scan(&lsn); err != nil {
+	b, ok := q.(db.TxBeginner)
+	if !ok {
+		return nil
+	}
+	var standby bool
+	if err := q.QueryRow(ctx, `/* audit.durable */ SELECT pg_is_in_recovery()`).Scan(&standby); err != nil || standby {
 		return err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var flushed bool
-		if err := q.QueryRow(ctx, `/* audit.durable */ SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn`, lsn).Scan(&flushed); err != nil {
+	return db.WithTx(ctx, b, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `/* audit.durable */ SET LOCAL synchronous_commit = on`); err != nil {
 			return err
 		}
-		if flushed {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the database has not flushed its log to disk (up to %s) in 10 s", lsn)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		_, err := tx.Exec(ctx, `/* audit.durable */ SELECT pg_logical_emit_message(true, 'toolwarden.checkpoint', '')`)
+		return err
+	})
 }
 
 // Marshal is the checkpoint file's content.
