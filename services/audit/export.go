@@ -88,10 +88,11 @@ func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
 // cells makes CSV cells that a spreadsheet shows as text: a cell that begins with =,
 // +, -, @, a tab or a carriage return would be read as a formula (a name someone
 // typed at the sign-in form, say), so it gets a leading apostrophe, which spreadsheets
-// do not show. JSON Lines keeps every value exact.
+// do not show; so does one that begins with an apostrophe, so that removing the first
+// apostrophe always gives the value back. JSON Lines keeps every value exact.
 func cells(vals ...string) []string {
 	for i, v := range vals {
-		if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+		if v != "" && strings.ContainsRune("=+-@\t\r'", rune(v[0])) {
 			vals[i] = "'" + v
 		}
 	}

@@ -174,12 +174,31 @@ func (l *Log) WaitVerify() { l.wg.Wait() }
 // from the page or the API).
 func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
 	l.mu.Lock()
-	if l.run != nil {
-		v := *l.run
-		l.mu.Unlock()
-		return &v, nil
+	run := l.run
+	var v Verification
+	if run != nil {
+		v = *run
 	}
 	l.mu.Unlock()
+	if run != nil && v.Running {
+		return &v, nil
+	}
+	rec, err := l.lastRecorded(ctx)
+	if run != nil && (err != nil || rec == nil || !rec.StartedAt.After(v.StartedAt)) {
+		return &v, nil // the check that could not be made is the newest
+	}
+	if run != nil {
+		l.mu.Lock()
+		if l.run == run {
+			l.run = nil // a newer check was recorded (the API's, another replica's)
+		}
+		l.mu.Unlock()
+	}
+	return rec, err
+}
+
+// lastRecorded is the newest check recorded, nil when none.
+func (l *Log) lastRecorded(ctx context.Context) (*Verification, error) {
 	var v Verification
 	err := l.pool.QueryRow(ctx, `/* audit.VerifyStatus */ SELECT started_at, finished_at, started_by, ok, checked, verified_through,
 		bad_id, reason, checkpoint, checkpoint_id FROM audit_verifications ORDER BY id DESC LIMIT 1`).Scan(&v.StartedAt, &v.FinishedAt,

@@ -64,4 +64,21 @@ func TestVerifyRunsOneAtATime(t *testing.T) {
 		t.Fatalf("Verify after a check that could not be made: %+v, want a new check", v)
 	}
 	lb.WaitVerify()
+
+	// A check recorded after it (the API's, another replica's) is the one shown then.
+	lc := NewLog(pool)
+	lc.checking <- struct{}{}
+	lc.StartVerify("carol")
+	lc.Close() // the check, still waiting for its turn, ends unmade
+	<-lc.checking
+	if st, _ := lc.VerifyStatus(ctx); st == nil || st.Err == "" {
+		t.Fatalf("a check ended before it was made: %+v", st)
+	}
+	time.Sleep(10 * time.Millisecond) // a later start
+	if v, err := lc.VerifyNow(ctx, "api"); err != nil || !v.OK {
+		t.Fatalf("API check: %+v, %v", v, err)
+	}
+	if st, _ := lc.VerifyStatus(ctx); st == nil || st.Err != "" || !st.OK || st.StartedBy != "api" {
+		t.Fatalf("after a newer check was recorded: %+v, want that one", st)
+	}
 }
