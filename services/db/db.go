@@ -200,9 +200,27 @@ const DefaultMaxConns = 32
 // (about two hours), so no surviving replica could take its work over. About 20 s with
 // these (10 s idle, then 3 probes 3 s apart; 20 s for data sent and never acknowledged).
 // A URL that sets one (?tcp_keepalives_idle=…) keeps its own; over a Unix socket
-// PostgreSQL ignores them.
-var sessionKeepalives = map[string]string{
-	"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "3", "tcp_keepalives_count": "3", "tcp_user_timeout": "20000",
+// PostgreSQL ignores them, and behind a TCP proxy they reach the proxy only.
+var sessionKeepalives = [][2]string{
+	{"tcp_keepalives_idle", "10"}, {"tcp_keepalives_interval", "3"}, {"tcp_keepalives_count", "3"}, {"tcp_user_timeout", "20000"},
+}
+
+// keepaliveSQL sets, in one statement, the sessionKeepalives the connection's startup
+// parameters do not set already ("" when they set them all).
+func keepaliveSQL(startup map[string]string) (string, []any) {
+	var sets []string
+	var args []any
+	for _, kv := range sessionKeepalives {
+		if _, set := startup[kv[0]]; set {
+			continue
+		}
+		args = append(args, kv[0], kv[1])
+		sets = append(sets, fmt.Sprintf("set_config($%d, $%d, false)", len(args)-1, len(args)))
+	}
+	if len(sets) == 0 {
+		return "", nil
+	}
+	return "/* db.keepalives */ SELECT " + strings.Join(sets, ", "), args
 }
 
 // NewPool opens a pgx pool for url and checks it answers.
@@ -215,9 +233,13 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "toolwarden"
-	for k, v := range sessionKeepalives {
-		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
-			cfg.ConnConfig.RuntimeParams[k] = v
+	if sql, args := keepaliveSQL(cfg.ConnConfig.RuntimeParams); sql != "" {
+		// Set once connected, not in the startup message: poolers (PgBouncer) refuse
+		// startup parameters they do not know. One that refuses the statement leaves the
+		// session as it was.
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, _ = c.Exec(ctx, sql, args...)
+			return nil
 		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
