@@ -116,9 +116,6 @@ func (h AuditHandler) List(c echo.Context) error {
 		}
 		page.Errors, status = fe, http.StatusBadRequest
 	} else {
-		page.Query = f.Query().Encode()
-		page.ExportCSV = "/api/v1/audit/export?" + withFormat(f, audit.FormatCSV)
-		page.ExportJSONL = "/api/v1/audit/export?" + withFormat(f, audit.FormatJSONL)
 		list, err := h.Log.List(ctx, f)
 		if err != nil && onlyCursor(err) {
 			f.Cursor, page.Notice = 0, outdatedCursor
@@ -127,6 +124,9 @@ func (h AuditHandler) List(c echo.Context) error {
 		if err != nil {
 			return err
 		}
+		page.Query = f.Query().Encode()
+		page.ExportCSV = "/api/v1/audit/export?" + withFormat(f, audit.FormatCSV)
+		page.ExportJSONL = "/api/v1/audit/export?" + withFormat(f, audit.FormatJSONL)
 		page.List = h.results(p, f, list)
 	}
 	if p.Kind == audit.ActorUser {

@@ -152,7 +152,9 @@ func (l *Log) StartVerify(by string) Verification {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if err == nil {
-			l.run = nil // the record says how it ended
+			if l.run == run {
+				l.run = nil // the record says how it ended
+			}
 			return
 		}
 		// The check could not be made or not recorded (the database, the hour's limit):

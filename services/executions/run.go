@@ -70,7 +70,8 @@ func (s *Service) recover(ctx context.Context) error {
 // false) every unfinished execution is looked at; in a sweep (Watch) only those that
 // may be orphaned. At start, only those no runner took or this process's; in a sweep,
 // never one whose runner is this process or a replica seen alive: a runner whose lock's
-// connection broke (a database restart) goes on, and must not be declared dead. An execution that cannot be settled is logged and the rest still are.
+// connection broke (a database restart) goes on, and must not be declared dead. An
+// execution that cannot be settled is logged and the rest still are.
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	// Two arms, each an index's: the unfinished executions, and the cancelled ones
 	// with a step still running (from the running steps, not from every execution ever
