@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"slices"
@@ -612,11 +611,21 @@ func TestCancelledStepOfAStoppedRunner(t *testing.T) {
 
 // A run job that failed as many times as it may try fails its execution, saying why,
 // instead of leaving it executing while its runner lives (no sweep takes a live
-// runner's execution over).
+// runner's execution over); an earlier attempt leaves it to River's retry. The runner
+// here cannot record itself (its id is not one), so every attempt fails.
 func TestRunJobGivesUp(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	e.server("mt", true, "echo")
+	keys, err := secrets.NewKeyring(e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys,
+		Local: e.app.Local, Runner: "broken", RunnerID: "not-a-replica-id"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`))
 	for _, q := range []string{`UPDATE executions SET status = 'executing' WHERE id = $1`,
 		`UPDATE tool_calls SET status = 'running', started_at = now() WHERE execution_id = $1 AND position = 0`} {
@@ -624,12 +633,18 @@ func TestRunJobGivesUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := executions.GiveUp(e.ctx, e.service(), ex.ID, executions.PhaseRun, errors.New("executions: record the runner: connection refused")); err != nil {
-		t.Fatal(err)
+	if err := executions.WorkRun(e.ctx, broken, ex.ID, 1, 3); err == nil {
+		t.Fatal("the first attempt did not fail")
+	}
+	if got := e.get(ex.ID); got.Status != executions.Executing {
+		t.Fatalf("after the first failed attempt: %s, want executing (River tries again)", got.Status)
+	}
+	if err := executions.WorkRun(e.ctx, broken, ex.ID, 3, 3); err == nil {
+		t.Fatal("the last attempt did not fail")
 	}
 	got := e.get(ex.ID)
 	if got.Status != executions.Failed || !strings.Contains(got.Error, "interrupted") {
-		t.Errorf("execution: %s %q, want failed, its running step interrupted", got.Status, got.Error)
+		t.Errorf("after the last attempt: %s %q, want failed, its running step interrupted", got.Status, got.Error)
 	}
 	if s := stepStatuses(e.steps(ex.ID)); !slices.Equal(s, []string{"interrupted", "skipped"}) {
 		t.Errorf("steps: %v", s)
@@ -640,10 +655,8 @@ func TestRunJobGivesUp(t *testing.T) {
 	if _, err := e.pool.Exec(e.ctx, `UPDATE executions SET status = 'executing' WHERE id = $1`, ex.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := executions.GiveUp(e.ctx, e.service(), ex.ID, executions.PhaseRun, errors.New("no workspace")); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.get(ex.ID); got.Status != executions.Failed || !strings.Contains(got.Error, "could not run it: no workspace") {
+	_ = executions.WorkRun(e.ctx, broken, ex.ID, 3, 3)
+	if got := e.get(ex.ID); got.Status != executions.Failed || !strings.Contains(got.Error, "could not run it: executions: record the runner") {
 		t.Errorf("execution between steps: %s %q", got.Status, got.Error)
 	}
 }
