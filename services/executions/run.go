@@ -99,12 +99,12 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
 	}
-	var waiting map[string]bool
+	var waiting, running map[string]bool
 	if sweep && len(list) > 0 {
 		// Only what may be orphaned: a step running (its lock tells whether its runner
 		// lives), or no job waiting. One just approved, whose job waits to be picked up,
 		// is left alone: taking its lock could make its runner wait.
-		if waiting, err = s.jobs.Waiting(ctx, runArgs{}.Kind(), "execution_id"); err != nil {
+		if waiting, running, err = s.jobs.Waiting(ctx, runArgs{}.Kind(), "execution_id"); err != nil {
 			return err
 		}
 	}
@@ -113,7 +113,11 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 		if sweep && !o.stepRunning && waiting[o.id] {
 			continue
 		}
-		if err := s.settleOrphan(ctx, o.id, o.runner, sweep); err != nil {
+		// No job at all, not even one marked running, and no step running: its runner,
+		// even alive, is not working it (its last attempt could not fail it), and it is
+		// queued again.
+		idle := sweep && !o.stepRunning && !running[o.id]
+		if err := s.settleOrphan(ctx, o.id, o.runner, sweep, idle); err != nil {
 			if ctx.Err() != nil {
 				return err
 			}
@@ -125,7 +129,7 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 }
 
 // settleOrphan is settleOrphans for one execution.
-func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep bool) error {
+func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep, idle bool) error {
 	if _, mine := s.held.Load(id); mine {
 		return nil
 	}
@@ -137,7 +141,7 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep boo
 			// runner looks dead and every lock is free, live runners' too.
 			return nil
 		}
-		if sweep && s.opts.RunnerAlive(ctx, runner) {
+		if sweep && !idle && s.opts.RunnerAlive(ctx, runner) {
 			return nil
 		}
 	}

@@ -81,3 +81,23 @@ func TestSweepLeavesALiveRunnerAlone(t *testing.T) {
 		t.Fatalf("a runner not seen alive: step %s after it finished, want interrupted to stand (%s)", st[0].Status, got.Error)
 	}
 }
+
+// An execution its live runner no longer works (its run job is gone: the last attempt
+// could not fail it, the database being down then) is queued again by the sweep and
+// runs, though the sweep leaves a live runner's executions alone otherwise.
+func TestSweepQueuesWhatALiveRunnerDropped(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo")
+	const runnerID = "44444444-4444-4444-8444-444444444444"
+	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`))
+	if _, err := e.pool.Exec(e.ctx, `UPDATE executions SET status = 'executing', runner = 'replica-44444444', runner_id = $2
+		WHERE id = $1`, ex.ID, runnerID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `DELETE FROM river_job WHERE args->>'execution_id' = $1::text`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Another replica, which leaves it to the sweep at start.
+	e.run(e.sweeper("55555555-5555-4555-8555-555555555555", func(string) bool { return true }))
+	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}

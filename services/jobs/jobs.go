@@ -123,22 +123,29 @@ func (q *Queue) Insert(ctx context.Context, args river.JobArgs, opts *river.Inse
 const waitingStates = "'available', 'pending', 'scheduled', 'retryable'"
 
 // Waiting is the set of values its args have under key among the jobs of kind that wait
-// to be worked ("execution_id" of the execution runs waiting).
-func (q *Queue) Waiting(ctx context.Context, kind, key string) (map[string]bool, error) {
-	rows, err := q.pool.Query(ctx, `/* jobs.waiting */ SELECT DISTINCT args->>$2 FROM river_job
-		WHERE kind = $1 AND state IN (`+waitingStates+`) AND args ? $2`, kind, key)
+// to be worked ("execution_id" of the execution runs waiting), and the set among those
+// marked running (a live process's, or a dead one's).
+func (q *Queue) Waiting(ctx context.Context, kind, key string) (waiting, running map[string]bool, err error) {
+	rows, err := q.pool.Query(ctx, `/* jobs.waiting */ SELECT DISTINCT args->>$2, state = 'running' FROM river_job
+		WHERE kind = $1 AND state IN (`+waitingStates+`, 'running') AND args ? $2`, kind, key)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: waiting %s: %w", kind, err)
+		return nil, nil, fmt.Errorf("jobs: waiting %s: %w", kind, err)
 	}
-	values, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	waiting, running = map[string]bool{}, map[string]bool{}
+	var value string
+	var isRunning bool
+	_, err = pgx.ForEachRow(rows, []any{&value, &isRunning}, func() error {
+		if isRunning {
+			running[value] = true
+		} else {
+			waiting[value] = true
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("jobs: waiting %s: %w", kind, err)
+		return nil, nil, fmt.Errorf("jobs: waiting %s: %w", kind, err)
 	}
-	set := make(map[string]bool, len(values))
-	for _, v := range values {
-		set[v] = true
-	}
-	return set, nil
+	return waiting, running, nil
 }
 
 // WaitingFor reports whether a job of kind whose args have value under key waits to be

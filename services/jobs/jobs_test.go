@@ -26,7 +26,8 @@ func (waitWorker) Work(context.Context, *river.Job[waitArgs]) error { return nil
 // but not running), by kind and by the value of one of their arguments.
 func TestWaiting(t *testing.T) {
 	ctx := context.Background()
-	q := jobs.New(dbtest.New(t), nil)
+	pool := dbtest.New(t)
+	q := jobs.New(pool, nil)
 	if err := jobs.Register(q, &waitWorker{}); err != nil {
 		t.Fatal(err)
 	}
@@ -38,14 +39,22 @@ func TestWaiting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := q.Waiting(ctx, "test.wait", "execution_id")
-	if err != nil || len(got) != 2 || !got["a"] || !got["b"] {
-		t.Fatalf("waiting: %v, %v", got, err)
+	// One marked running (a worker's, live or dead) is told apart.
+	if err := q.Insert(ctx, waitArgs{ExecutionID: "r"}, nil); err != nil {
+		t.Fatal(err)
 	}
-	if got, err := q.Waiting(ctx, "test.other", "execution_id"); err != nil || len(got) != 0 {
-		t.Fatalf("waiting of another kind: %v, %v", got, err)
+	if _, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE args->>'execution_id' = 'r'`); err != nil {
+		t.Fatal(err)
 	}
-	for id, want := range map[string]bool{"a": true, "b": true, "c": false} {
+	got, running, err := q.Waiting(ctx, "test.wait", "execution_id")
+	if err != nil || len(got) != 2 || !got["a"] || !got["b"] || len(running) != 1 || !running["r"] {
+		t.Fatalf("waiting: %v, running %v, %v", got, running, err)
+	}
+	if got, running, err := q.Waiting(ctx, "test.other", "execution_id"); err != nil || len(got)+len(running) != 0 {
+		t.Fatalf("waiting of another kind: %v, %v, %v", got, running, err)
+	}
+	for id, want := range map[string]bool{"a": true, "b": true, "c": false, "r": false} {
 		if ok, err := q.WaitingFor(ctx, "test.wait", "execution_id", id); err != nil || ok != want {
 			t.Errorf("waiting for %s: %v, %v; want %v", id, ok, err, want)
 		}
