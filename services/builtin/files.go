@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -246,6 +247,56 @@ func isBinary(b []byte) bool {
 
 // --- reading ---
 
+// openNoWait opens rel in ar for reading without blocking: a FIFO (made by a terminal
+// command, or swapped in after a check) would otherwise hang the call in the kernel,
+// deaf to its context. Callers refuse what is not a regular file or a directory.
+func openNoWait(ar *os.Root, rel string) (*os.File, error) {
+	return ar.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// readRegular reads regular file rel of ar, refusing more than maxFileBytes however it
+// grew since it was looked at.
+func readRegular(ar *os.Root, rel string) ([]byte, error) {
+	f, err := openNoWait(ar, rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: errors.New("not a regular file")}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileBytes {
+		return nil, &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("more than the limit of %d bytes", maxFileBytes)}
+	}
+	return b, nil
+}
+
+// cutNote ends a line too long to show whole (its full size in bytes).
+const cutNote = "… [line cut: %d bytes in all]\n"
+
+// readLine reads one line of br (its newline included), keeping at most keep bytes of
+// it; size is its whole length. err is io.EOF after the last line.
+func readLine(br *bufio.Reader, keep int) (kept []byte, size int, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		size += len(chunk)
+		if room := keep - len(kept); room > 0 {
+			kept = append(kept, chunk[:min(room, len(chunk))]...)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return kept, size, err
+		}
+	}
+}
+
 type readIn struct {
 	FilePath string `json:"filePath"`
 	Offset   int    `json:"offset"`
@@ -258,7 +309,7 @@ func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolR
 		return nil, err
 	}
 	defer ar.Close()
-	f, err := ar.Open(t.rel)
+	f, err := openNoWait(ar, t.rel)
 	if err != nil {
 		return nil, fsError(t, err)
 	}
@@ -287,33 +338,49 @@ func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolR
 	var out strings.Builder
 	line, n, more, capped := 0, 0, false, false
 	for {
-		l, err := br.ReadSlice('\n')
-		if len(l) == 0 && err == io.EOF {
+		if line >= in.Offset && n == limit {
+			if _, err := br.Peek(1); err == nil {
+				more = true
+			}
 			break
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: read the rest of it.
-			rest, err2 := br.ReadBytes('\n')
-			l = append(append([]byte(nil), l...), rest...)
-			err = err2
+		// What is kept of a line is bounded (the output's room), whatever its length: a
+		// line before the offset is not kept at all.
+		keep := 0
+		if line >= in.Offset {
+			keep = maxReadOutput - out.Len() + 1
+		}
+		l, size, err := readLine(br, keep)
+		if size == 0 && err == io.EOF {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, err
 		}
 		if line >= in.Offset {
-			if n == limit {
-				more = true
-				break
-			}
-			if out.Len()+len(l) > maxReadOutput {
+			switch {
+			case out.Len()+size <= maxReadOutput:
+				out.Write(l)
+			case n > 0: // the next call starts at this line
 				more, capped = true, true
+			default:
+				// One line longer than the whole output: its start, cut, so that reading
+				// on gets past it.
+				l = l[:maxReadOutput-len(cutNote)-24]
+				for len(l) > 0 && !utf8.Valid(l) {
+					l = l[:len(l)-1]
+				}
+				out.Write(l)
+				fmt.Fprintf(&out, cutNote, size)
+			}
+			if capped {
 				break
 			}
-			out.Write(l)
 			n++
 		}
 		line++
 		if err == io.EOF {
 			break
-		} else if err != nil {
-			return nil, err
 		}
 	}
 	sc := map[string]any{"filePath": t.shown, "offset": in.Offset, "lines": n, "size": fi.Size(), "more": more}
@@ -383,11 +450,16 @@ func listDir(ctx context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolRes
 		return nil, err
 	}
 	defer ar.Close()
-	f, err := ar.Open(t.rel)
+	f, err := openNoWait(ar, t.rel)
 	if err != nil {
 		return nil, fsError(t, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fsError(t, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", t.shown)
+	}
 	ents, err := f.ReadDir(-1)
 	if err != nil {
 		return nil, fsError(t, err)
@@ -467,7 +539,7 @@ func globRegexp(g string) (*regexp.Regexp, bool, error) {
 
 // walk visits the regular files under dir of c's path p (symlinks are not followed),
 // with their path relative to dir (slash-separated), until visit says stop.
-func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(fsys fs.FS, name, rel string, d fs.DirEntry) (stop bool)) (target, error) {
+func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string, d fs.DirEntry) (stop bool)) (target, error) {
 	if p == "" {
 		p = "."
 	}
@@ -485,6 +557,9 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(fsys
 	}
 	stopped := errors.New("stop")
 	err = fs.WalkDir(fsys, start, func(name string, d fs.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err() // the call timed out or was cancelled: a large tree stops here
+		}
 		if err != nil {
 			return nil // unreadable: skipped
 		}
@@ -495,7 +570,7 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(fsys
 		if start == "." {
 			rel = name
 		}
-		if visit(fsys, name, rel, d) {
+		if visit(ar, name, rel, d) {
 			return stopped
 		}
 		return nil
@@ -536,7 +611,7 @@ func fileSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	limit := capOf(in.MaxResults)
 	var found []string
 	more := false
-	t, err := s.walk(ctx, c, "file_search", in.Path, func(_ fs.FS, _, rel string, _ fs.DirEntry) bool {
+	t, err := s.walk(ctx, c, "file_search", in.Path, func(_ *os.Root, _, rel string, _ fs.DirEntry) bool {
 		m := rel
 		if base {
 			m = path.Base(rel)
@@ -594,7 +669,7 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	more := false
 	skipped := 0
 	buf := make([]byte, 0, 64<<10)
-	t, err := s.walk(ctx, c, "grep_search", in.Path, func(fsys fs.FS, name, rel string, d fs.DirEntry) bool {
+	t, err := s.walk(ctx, c, "grep_search", in.Path, func(ar *os.Root, name, rel string, d fs.DirEntry) bool {
 		if inc != nil {
 			m := rel
 			if incBase {
@@ -608,8 +683,12 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 			skipped++
 			return false
 		}
-		f, err := fsys.Open(name)
+		f, err := openNoWait(ar, name)
 		if err != nil {
+			return false
+		}
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			f.Close()
 			return false
 		}
 		buf = buf[:0]
@@ -743,7 +822,7 @@ func (w *write) expected(t target, ar *os.Root) error {
 	case err != nil:
 		return fsError(t, err)
 	case fi.Mode().IsRegular() && fi.Size() <= maxFileBytes:
-		b, err := ar.ReadFile(t.rel)
+		b, err := readRegular(ar, t.rel)
 		if err != nil {
 			return fsError(t, err)
 		}
@@ -900,7 +979,7 @@ func readText(t target, ar *os.Root) ([]byte, fs.FileMode, error) {
 	if fi.Size() > maxFileBytes {
 		return nil, 0, fmt.Errorf("%s is %d bytes, more than the edit limit of %d", t.shown, fi.Size(), maxFileBytes)
 	}
-	b, err := ar.ReadFile(t.rel)
+	b, err := readRegular(ar, t.rel)
 	if err != nil {
 		return nil, 0, fsError(t, err)
 	}
@@ -1050,7 +1129,7 @@ func deleteFile(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToo
 		return w.done("", nil, fmt.Errorf("%s is %d bytes, more than the limit of %d that can be kept for undoing", t.shown, fi.Size(), maxFileBytes))
 	}
 	if fi.IsDir() {
-		f, err := ar.Open(t.rel)
+		f, err := openNoWait(ar, t.rel)
 		if err != nil {
 			return w.done("", nil, fsError(t, err))
 		}
@@ -1173,7 +1252,7 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 	if fi.Size() > maxFileBytes {
 		return w.done("", nil, fmt.Errorf("%s is %d bytes, more than the limit of %d", from.shown, fi.Size(), maxFileBytes))
 	}
-	b, err := far.ReadFile(from.rel)
+	b, err := readRegular(far, from.rel)
 	if err != nil {
 		return w.done("", nil, fsError(from, err))
 	}

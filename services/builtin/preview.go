@@ -128,7 +128,7 @@ func (s *Server) current(t target) (content *[]byte, ok bool) {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxFileBytes {
 		return nil, false
 	}
-	b, err := ar.ReadFile(t.rel)
+	b, err := readRegular(ar, t.rel)
 	if err != nil {
 		return nil, false
 	}

@@ -100,7 +100,7 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 		if fi.Size() > maxFileBytes {
 			return fmt.Errorf("%s is %d bytes, more than the %d a snapshot keeps; it cannot be changed here", rel, fi.Size(), maxFileBytes)
 		}
-		b, err := ar.ReadFile(rel)
+		b, err := readRegular(ar, rel)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,124 @@
+package builtin_test
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// read_file keeps only what it shows, however long a line is: a line longer than the
+// whole output is shown cut (and reading on gets past it), a line before the offset
+// is skipped without being kept, and lines that do not fit are left to the next call.
+func TestReadFileBounded(t *testing.T) {
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	long := strings.Repeat("a", 1<<20)
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("long.txt", long+"\nnext\n")
+	res := f.call("c1", args{"operation": "read_file", "filePath": "long.txt", "limit": 1})
+	got := text(res)
+	if res.IsError || !strings.Contains(got, "[line cut: 1048577 bytes in all]") || len(got) > 256<<10+200 {
+		t.Fatalf("a line of 1 MiB: error %v, %d bytes shown, ends %q", res.IsError, len(got), got[max(0, len(got)-120):])
+	}
+	if sc := structured(t, res); sc["nextOffset"] != float64(1) || sc["lines"] != float64(1) {
+		t.Fatalf("a line of 1 MiB: %v", sc)
+	}
+	if got := f.ok("c1", args{"operation": "read_file", "filePath": "long.txt", "offset": 1}); got != "next\n" {
+		t.Fatalf("after the long line: %q", got)
+	}
+
+	third := strings.Repeat("b", 100<<10) + "\n"
+	write("wide.txt", third+third+third)
+	res = f.call("c1", args{"operation": "read_file", "filePath": "wide.txt"})
+	if sc := structured(t, res); sc["lines"] != float64(2) || sc["nextOffset"] != float64(2) || !strings.Contains(text(res), "output capped") {
+		t.Fatalf("three lines of 100 KiB: %v", sc)
+	}
+	if sc := structured(t, f.call("c1", args{"operation": "read_file", "filePath": "wide.txt", "offset": 2})); sc["lines"] != float64(1) || sc["more"] != false {
+		t.Fatalf("the third line of 100 KiB: %v", sc)
+	}
+
+	// 64 MiB in one line, skipped: what the call allocates stays far below it.
+	big, err := os.Create(filepath.Join(ws, "big.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := []byte(strings.Repeat("c", 1<<20))
+	for range 64 {
+		if _, err := big.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := big.WriteString("\nlast\n"); err != nil {
+		t.Fatal(err)
+	}
+	big.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got = f.ok("c1", args{"operation": "read_file", "filePath": "big.txt", "offset": 1})
+	runtime.ReadMemStats(&after)
+	if got != "last\n" {
+		t.Fatalf("after 64 MiB in one line: %q", got)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 16<<20 {
+		t.Errorf("reading past 64 MiB in one line allocated %d MiB", n>>20)
+	}
+}
+
+// A FIFO (a terminal command can make one) is refused at once by every operation that
+// reads, instead of hanging the call in the kernel until a writer comes.
+func TestFIFOIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	if err := syscall.Mkfifo(filepath.Join(ws, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("needle\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		args args
+		want string
+	}{
+		{args{"operation": "read_file", "filePath": "pipe"}, "pipe is not a regular file"},
+		{args{"operation": "list_dir", "path": "pipe"}, "pipe is not a directory"},
+		{args{"operation": "replace_string", "filePath": "pipe", "oldString": "x", "newString": "y"}, "not a regular file"},
+		{args{"operation": "grep_search", "pattern": "needle"}, "a.txt"},
+	}
+	// The calls run aside: one that waits on the FIFO cannot be interrupted.
+	results := make(chan string, len(calls))
+	go func() {
+		for _, c := range calls {
+			res, err := f.callErr("c1", c.args)
+			if err != nil {
+				results <- err.Error()
+				continue
+			}
+			results <- text(res)
+		}
+	}()
+	for _, c := range calls {
+		select {
+		case got := <-results:
+			if !strings.Contains(got, c.want) {
+				t.Errorf("%v: %q, want %q", c.args, got, c.want)
+			}
+		case <-time.After(30 * time.Second):
+			// A writer lets the waiting open return, so the test ends.
+			if w, err := os.OpenFile(filepath.Join(ws, "pipe"), os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				w.Close()
+			}
+			t.Fatalf("%v waited on the FIFO", c.args)
+		}
+	}
+}
