@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -88,6 +89,9 @@ func (h UsersHandler) Enable(c echo.Context) error {
 // ResetPassword sets a new random password and shows it once.
 func (h UsersHandler) ResetPassword(c echo.Context) error {
 	ctx := c.Request().Context()
+	if ActorOf(c).Kind == audit.ActorToken {
+		return auth.ErrTokenGivesAccess // before the lookup: whoever it names, a token may not
+	}
 	u, err := h.Auth.GetUser(ctx, c.Param("id"))
 	if err == nil {
 		var pw string

@@ -24,8 +24,12 @@ var paramRe = regexp.MustCompile(`:[a-z_]+`)
 // tokenMinting are the routes that would let an API token make another (a leaked
 // short-lived token could mint itself a permanent successor): 403 for tokens.
 // Changing one's password is a person's too: a leaked token must not take over the account.
+// Giving access (a user, a password, a role, an enabled account) is a person's too: a
+// leaked token would otherwise make itself a person's session.
 var tokenMinting = map[string]bool{"POST /api/v1/tokens": true, "POST /tokens": true,
-	"POST /api/v1/me/password": true, "POST /account/password": true}
+	"POST /api/v1/me/password": true, "POST /account/password": true,
+	"POST /api/v1/users": true, "POST /users": true, "POST /api/v1/users/:id/password": true,
+	"POST /users/:id/password": true, "POST /users/:id/role": true, "POST /users/:id/enable": true}
 
 // decisions are the routes only a person's session may use (auth.PersonOnly on the
 // route's permission): a token gets 403 there whatever its role (docs/api.md). The walk

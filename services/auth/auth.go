@@ -29,6 +29,10 @@ var (
 	// ErrTokenMintsToken: otherwise a leaked short-lived token could mint itself a
 	// permanent successor that outlives its revocation.
 	ErrTokenMintsToken = fault.Forbidden("an API token cannot create API tokens: sign in to create one")
+	// ErrTokenGivesAccess: a leaked token that could create a user, set a password, give
+	// a role or enable an account would have a person's session of its own, outliving
+	// its revocation and deciding what only people decide. Disabling is left to tokens.
+	ErrTokenGivesAccess = fault.Forbidden("an API token cannot create users, set passwords, change roles or enable accounts: sign in to do it (or use toolwarden user create)")
 )
 
 // Throttle is the details of a sign-in refused for a while after too many failures

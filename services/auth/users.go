@@ -60,6 +60,9 @@ type NewUser struct {
 // CreateUser adds a user. When in.Password is empty a random one is generated and
 // returned (to be shown once). Problems with the input come back as *verr.Error.
 func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser) (User, string, error) {
+	if actor.Kind == audit.ActorToken {
+		return User{}, "", ErrTokenGivesAccess
+	}
 	in.Username = NormalizeUsername(in.Username)
 	in.DisplayName = strings.TrimSpace(in.DisplayName)
 	generated := ""
@@ -211,6 +214,9 @@ func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string,
 // it happens or none of it. It refuses to leave no active administrator, and refuses
 // to let anyone disable themselves.
 func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, ch UserChange) (User, error) {
+	if actor.Kind == audit.ActorToken && (ch.Role != nil || ch.Disabled != nil && !*ch.Disabled) {
+		return User{}, ErrTokenGivesAccess
+	}
 	if ch.Role != nil && !ch.Role.Valid() {
 		return User{}, verr.New("role", "must be one of "+roleList())
 	}
@@ -282,6 +288,9 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 // ResetPassword sets a new password for a user (a random one, returned, when pw is
 // empty) and ends their sessions.
 func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw string) (string, error) {
+	if actor.Kind == audit.ActorToken {
+		return "", ErrTokenGivesAccess
+	}
 	generated := ""
 	if pw == "" {
 		generated = GeneratePassword()

@@ -578,3 +578,44 @@ func TestLastAdminConcurrent(t *testing.T) {
 	}
 	f.verifyAudit(3)
 }
+
+// An API token cannot give access: create a user, set a password, change a role or
+// enable an account (each would let a leaked token make itself a person's session). It
+// may disable one. Nothing it was refused changed or was recorded as done.
+func TestTokenCannotGiveAccess(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	root := f.createUser("root", auth.RoleAdmin)
+	bob := f.createUser("bob", auth.RoleToolUser)
+	tok := actorOf(root)
+	tok.Kind = audit.ActorToken
+	admin, enable := auth.RoleAdmin, false
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, auth.ErrTokenGivesAccess) {
+			t.Errorf("%s by a token: %v, want ErrTokenGivesAccess", what, err)
+		}
+	}
+	_, _, err := f.svc.CreateUser(f.ctx, tok, auth.NewUser{Username: "mallory", Role: auth.RoleAdmin, Password: "long-enough-pass-1"})
+	refused("create a user", err)
+	_, err = f.svc.ResetPassword(f.ctx, tok, bob.ID, "long-enough-pass-2")
+	refused("set a password", err)
+	_, err = f.svc.UpdateUser(f.ctx, tok, bob.ID, auth.UserChange{Role: &admin})
+	refused("give a role", err)
+	if _, err := f.svc.SetDisabled(f.ctx, tok, bob.ID, true); err != nil {
+		t.Fatalf("disable by a token: %v", err)
+	}
+	_, err = f.svc.UpdateUser(f.ctx, tok, bob.ID, auth.UserChange{Disabled: &enable})
+	refused("enable an account", err)
+	if u, err := f.svc.GetUser(f.ctx, bob.ID); err != nil || u.Role != auth.RoleToolUser || !u.Disabled() {
+		t.Errorf("bob after the refusals: %+v, %v", u, err)
+	}
+	if _, err := f.svc.GetUserByName(f.ctx, "mallory"); !errors.Is(err, auth.ErrNotFound) {
+		t.Errorf("mallory: %v, want not found", err)
+	}
+	for _, action := range []string{"user.role_change", "user.password_reset", "user.enable"} {
+		if n := len(f.audits(action)); n != 0 {
+			t.Errorf("%s audit rows: %d", action, n)
+		}
+	}
+}
