@@ -94,6 +94,8 @@ type Config struct {
 	// SessionRecheck is how often an open websocket checks its person's session again
 	// (0: every 30 s; tests shorten it).
 	SessionRecheck time.Duration
+	// BodyReadTimeout bounds reading a request's body (0: a minute; tests shorten it).
+	BodyReadTimeout time.Duration
 	// Prune is how often old sessions, health checks and events are removed.
 	// Default 5 minutes.
 	Prune time.Duration
@@ -355,7 +357,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, SessionRecheck: cfg.SessionRecheck}, a.Bus)
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, SessionRecheck: cfg.SessionRecheck, BodyReadTimeout: cfg.BodyReadTimeout}, a.Bus)
 
 	return a, nil
 }
@@ -435,6 +437,14 @@ func (a *App) stopLocked() {
 	}
 }
 
+// NewHTTPServer is the HTTP server Run serves h with. It has no ReadTimeout: Go cancels
+// a request's context when that deadline passes after its body was read, which would
+// end every stream (/sse, /mcp, a long export) after it; the web layer bounds reading
+// a body instead (Config.BodyReadTimeout).
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+}
+
 // Run starts the server, serves HTTP on ln until ctx ends (or serving fails), then
 // drains requests for up to ten seconds and stops. ready, when set, is called once
 // every component is ready.
@@ -443,7 +453,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
-	httpSrv := &http.Server{Handler: a.Web, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute}
+	httpSrv := NewHTTPServer(a.Web)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
 	if ready != nil {

@@ -67,6 +67,9 @@ type Deps struct {
 	// SessionRecheck is how often an open websocket checks its person's session again;
 	// 0: every 30 s.
 	SessionRecheck time.Duration
+	// BodyReadTimeout bounds reading a request's body (0: a minute); nothing else of a
+	// request is bounded by time, so long streams live on.
+	BodyReadTimeout time.Duration
 	// SecureCookies sets the Secure flag on cookies (behind TLS).
 	SecureCookies bool
 	// Registry holds the MCP servers and their tools; MCP keeps their live sessions.

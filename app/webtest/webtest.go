@@ -88,6 +88,8 @@ type Options struct {
 	Checkpoints app.CheckpointConfig
 	// SessionRecheck is how often websockets check their session again (0: 30 s).
 	SessionRecheck time.Duration
+	// BodyReadTimeout bounds reading a request's body (0: a minute).
+	BodyReadTimeout time.Duration
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -121,9 +123,13 @@ func Start(t testing.TB, opts *Options) *Server {
 		c.TrustedProxies = opts.TrustedProxies
 		c.Checkpoints = opts.Checkpoints
 		c.SessionRecheck = opts.SessionRecheck
+		c.BodyReadTimeout = opts.BodyReadTimeout
 		c.Egress = opts.Egress
 	}})
-	hs := httptest.NewServer(a.Web)
+	// The HTTP server serve runs, with its timeouts.
+	hs := httptest.NewUnstartedServer(a.Web)
+	hs.Config = app.NewHTTPServer(a.Web)
+	hs.Start()
 	// Before the App stops (cleanups run last-registered first): requests end first.
 	t.Cleanup(func() {
 		a.Web.Shutdown()

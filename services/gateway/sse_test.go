@@ -3,7 +3,9 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -304,5 +306,42 @@ func TestRevokedTokenEndsStreams(t *testing.T) {
 	case <-keptEnded:
 		t.Fatal("another token's SSE stream ended too")
 	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+// A stream outlives the time a request's body may take: an SSE session that stays open
+// well past it still answers (Go would cancel the request's context at an http.Server
+// ReadTimeout, and end the stream), while a body that trickles is cut at that time.
+func TestStreamsOutliveTheBodyTimeout(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{BodyReadTimeout: time.Second})
+	srv.LiveServer(t, "mt", true, "echo")
+	srv.CreateUser(t, "tina", auth.RoleToolUser, password)
+	tok := srv.Token(t, "tina")
+	cs, err := connectSSE(t, srv, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mt__echo", Arguments: map[string]any{"message": "still here"}})
+	if err != nil || res.IsError || text(res) != "Echo: still here" {
+		t.Fatalf("a call 2.5 s into an SSE session, the body timeout 1 s: %v %+v", err, res)
+	}
+
+	// A body that stops halfway is answered with an error within about the timeout.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /api/v1/tools/call HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":", tok)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	got, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err == nil {
+		got.Body.Close()
+	}
+	if err == nil && got.StatusCode < 400 || time.Since(start) > 10*time.Second {
+		t.Fatalf("a body that stopped: %v %v after %s, want an error at about 1 s", got, err, time.Since(start))
 	}
 }
