@@ -164,7 +164,15 @@ func (p *Policy) checkAddr(a netip.Addr, allowedByName bool) error {
 	if p == nil {
 		p = &Policy{}
 	}
-	a = a.Unmap()
+	// A zone (fe80::1%eth0) would make no prefix contain the address; 0.0.0.0 and ::
+	// reach this host, as its loopback addresses do.
+	a = a.Unmap().WithZone("")
+	switch {
+	case a == netip.IPv4Unspecified():
+		a = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	case a == netip.IPv6Unspecified():
+		a = netip.IPv6Loopback()
+	}
 	if !p.allowMetadata && netMatch(MetadataPrefixes, a) {
 		return &Error{Target: a.String(), Why: "it is a cloud metadata address"}
 	}

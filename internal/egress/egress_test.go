@@ -18,6 +18,10 @@ func TestCheckURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	loopDenied, err := Parse("", "127.0.0.0/8, ::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
 	hostsOnly, err := Parse("api.example.com", "")
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +51,14 @@ func TestCheckURL(t *testing.T) {
 		{hostsOnly, "https://other.example.com/mcp", "allow list"},
 		{hostsOnly, "https://api.example.com/mcp", ""},
 		{strict, "http://169.254.169.254/", "metadata"},
+		// A zone does not hide an address from the rules; 0.0.0.0 and :: are this host.
+		{def, "http://[fd00:ec2::254%25x]/", "metadata"},
+		{def, "http://[fe80::a9fe:a9fe%25eth0]/", ""},
+		{strict, "http://[::1%25lo]/mcp", "allow list"},
+		{loopDenied, "http://[::1%25lo]/mcp", "deny list"},
+		{loopDenied, "http://0.0.0.0:3001/mcp", "deny list"},
+		{loopDenied, "http://[::]:3001/mcp", "deny list"},
+		{def, "http://0.0.0.0:3001/mcp", ""},
 	} {
 		got := tc.p.CheckURL(tc.url)
 		if tc.refuse == "" && got != "" || tc.refuse != "" && !strings.Contains(got, tc.refuse) {
