@@ -79,7 +79,8 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// rotateConfig re-encrypts the secrets of one stored configuration of tool id.
+// rotateConfig re-encrypts the secrets of one stored configuration of tool id; what
+// else it holds (a version's risk, timeout, category, tags) is kept as it was.
 func (s *Service) rotateConfig(id string, raw []byte) ([]byte, int, error) {
 	c := parseConfiguration(raw)
 	n := 0
@@ -98,7 +99,16 @@ func (s *Service) rotateConfig(id string, raw []byte) ([]byte, int, error) {
 	if n == 0 {
 		return raw, 0, nil
 	}
-	b, err := json.Marshal(c)
+	var whole map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &whole); err != nil || whole == nil {
+		whole = map[string]json.RawMessage{}
+	}
+	params, err := json.Marshal(c.Params)
+	if err != nil {
+		return nil, 0, err
+	}
+	whole["params"] = params
+	b, err := json.Marshal(whole)
 	return b, n, err
 }
 

@@ -3,8 +3,10 @@ package tools_test
 import (
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
@@ -35,10 +37,21 @@ func TestRotateToolSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	versions := func() string {
+		t.Helper()
+		// What each version holds but its secrets' ciphertexts.
+		return strings.Join(testkit.Strings(t, f.pool, `SELECT (configuration - 'params')::text || ' ' || (
+			SELECT string_agg(k || '=' || (v - 'secret')::text, ',' ORDER BY k) FROM jsonb_each(configuration->'params') AS p(k, v))
+			FROM tool_configurations WHERE tool_id = $1 ORDER BY id`, id), "\n")
+	}
+	before := versions()
 	rot := tools.New(f.pool, both, &tools.Options{Logger: slog.New(slog.DiscardHandler)})
 	n, err := rot.RotateSecrets(f.ctx)
 	if err != nil || n < 3 {
 		t.Fatalf("RotateSecrets: %d %v", n, err)
+	}
+	if after := versions(); after != before || !strings.Contains(before, `"timeout_ms"`) {
+		t.Errorf("the versions after rotation:\n%s\nbefore:\n%s", after, before)
 	}
 	usage, _ = rot.KeyUsage(f.ctx)
 	if usage[oldID] != 0 || usage[newKey.ID] < 3 {
