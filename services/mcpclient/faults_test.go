@@ -416,7 +416,7 @@ func readPID(t *testing.T, file string) int {
 }
 
 // TestStderrRedacted: a server that prints its secret on standard error does not put it
-// on the server page.
+// on the server page, in a finished line or in a line it has not finished.
 func TestStderrRedacted(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
@@ -424,10 +424,11 @@ func TestStderrRedacted(t *testing.T) {
 	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "chatty"}, "")
 	envm["SECRET_TOKEN"] = canary
 	sv := e.create(t, registry.Spec{Name: "chatty", Type: registry.TypeStdio, Command: "sh",
-		Args: append([]string{"-c", `echo "my token is $SECRET_TOKEN" >&2; exec "$0" "$@"`, cmd}, args...), Env: envm, Enabled: true})
+		Args: append([]string{"-c", `echo "my token is $SECRET_TOKEN" >&2; printf "unfinished $SECRET_TOKEN" >&2; exec "$0" "$@" 2>/dev/null`, cmd}, args...),
+		Env: envm, Enabled: true})
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
 	stderr := strings.Join(e.mgr.Snapshot(sv.ID).Stderr, "\n")
-	if strings.Contains(stderr, canary) || !strings.Contains(stderr, "my token is ***") {
+	if strings.Contains(stderr, canary) || !strings.Contains(stderr, "my token is ***") || !strings.Contains(stderr, "unfinished ***") {
 		t.Fatalf("stderr: got %q, want the token masked", stderr)
 	}
 }

@@ -313,7 +313,11 @@ func (b *lineBuffer) Lines() []string {
 	defer b.mu.Unlock()
 	out := slices.Clone(b.lines)
 	if len(b.partial) > 0 {
-		out = append(out, strings.ToValidUTF8(string(b.partial), "\uFFFD"))
+		line := strings.TrimRight(string(b.partial), "\r")
+		if b.redact != nil {
+			line = b.redact(line) // masked as a finished line is
+		}
+		out = append(out, strings.ToValidUTF8(line, "\uFFFD"))
 	}
 	return out
 }
