@@ -121,6 +121,25 @@ func (c *conn) setStatus(ctx context.Context, status, errText string, info *regi
 	c.writeStatus(ctx, status, errText, info)
 }
 
+// mask is err with the server's secrets masked in its text (errors.Is still sees err).
+func (c *conn) mask(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := c.redact(err.Error()); msg != err.Error() {
+		return &maskedError{msg: msg, err: err}
+	}
+	return err
+}
+
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }
+
 // writeStatus is setStatus with statusMu held.
 func (c *conn) writeStatus(ctx context.Context, status, errText string, info *registry.ServerInfo) {
 	errText = c.redact(errText)
@@ -187,7 +206,7 @@ func (c *conn) run() {
 			c.nextAttempt = time.Now().Add(wait)
 			c.mu.Unlock()
 			c.setStatus(ctx, registry.StatusError, err.Error(), nil)
-			c.m.log.Warn("mcpclient: connect failed", "server", c.cfg.Name, "err", err, "retry_in", wait)
+			c.m.log.Warn("mcpclient: connect failed", "server", c.cfg.Name, "err", c.mask(err), "retry_in", wait)
 			if !sleep(ctx, wait) {
 				break
 			}
@@ -228,7 +247,7 @@ func (c *conn) run() {
 		c.nextAttempt = time.Now().Add(wait)
 		c.mu.Unlock()
 		c.setStatus(ctx, registry.StatusError, reason, nil)
-		c.m.log.Warn("mcpclient: connection lost", "server", c.cfg.Name, "reason", reason, "retry_in", wait)
+		c.m.log.Warn("mcpclient: connection lost", "server", c.cfg.Name, "reason", c.redact(reason), "retry_in", wait)
 		if !sleep(ctx, wait) {
 			break
 		}

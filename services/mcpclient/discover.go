@@ -45,6 +45,7 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 	})
 	d.Pages = pages
 	if err != nil {
+		err = c.mask(err) // the server's own words may carry its secret (an error page's text)
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if _, rerr := c.m.reg.RecordDiscoveryFailure(wctx, c.cfg.ServerID, d, err); rerr != nil {

@@ -1,11 +1,16 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -425,7 +430,7 @@ func TestStderrRedacted(t *testing.T) {
 	envm["SECRET_TOKEN"] = canary
 	sv := e.create(t, registry.Spec{Name: "chatty", Type: registry.TypeStdio, Command: "sh",
 		Args: append([]string{"-c", `echo "my token is $SECRET_TOKEN" >&2; printf "unfinished $SECRET_TOKEN" >&2; exec "$0" "$@" 2>/dev/null`, cmd}, args...),
-		Env: envm, Enabled: true})
+		Env:  envm, Enabled: true})
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
 	stderr := strings.Join(e.mgr.Snapshot(sv.ID).Stderr, "\n")
 	if strings.Contains(stderr, canary) || !strings.Contains(stderr, "my token is ***") || !strings.Contains(stderr, "unfinished ***") {
@@ -495,5 +500,52 @@ func TestWrongPathSaysWhatToCheck(t *testing.T) {
 		if res.OK || !strings.Contains(res.Error, "404 Not Found at that URL: check its path and type") || !strings.Contains(res.Error, want) {
 			t.Errorf("%s at a wrong path: got %q, want it to say 404 and %q", typ, res.Error, want)
 		}
+	}
+}
+
+// A discovery that fails with the server's own words (an error page quoting the
+// credential it was sent) is recorded, published and logged with the secret masked.
+func TestDiscoveryFailureMasked(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	const canary = "sk-canary-discovery-98765"
+	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "quoting"})
+	target, err := url.Parse(up.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(body, &req)
+			msg, _ := json.Marshal("upstream refused the key " + r.Header.Get("Authorization"))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, req.ID, msg)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() }) // the session's stream is open still
+	sv := e.create(t, registry.Spec{Name: "quoting", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path,
+		AuthType: registry.AuthBearer, AuthToken: canary, Enabled: true})
+	var got string
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		rows := testkit.Strings(t, e.pool, `SELECT error FROM discovery_runs WHERE server_id = $1 AND status = 'failed'`, sv.ID)
+		if len(rows) > 0 {
+			got = rows[0]
+		}
+		return got != ""
+	}, fmt.Sprintf("no failed discovery recorded: %+v", e.server(t, sv.ID)))
+	if strings.Contains(got, canary) || !strings.Contains(got, "***") {
+		t.Fatalf("the failed discovery's error: %q, want the key masked", got)
+	}
+	if n := testkit.Count(t, e.pool, `SELECT count(*) FROM events WHERE payload::text LIKE '%' || $1 || '%'`, canary); n != 0 {
+		t.Fatalf("%d events carry the key", n)
 	}
 }
