@@ -80,6 +80,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key, created 0600 if missing (env TOOLWARDEN_SECRET_KEY_FILE)")
 	fs.BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&prune, "prune", false, "delete registered servers and categories the file does not list (by default they are kept)")
+	egressOf := egressFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolwarden import [--dry-run] [--prune] [flags] F\n\n"+
 			"Imports the configuration in F (\"-\" for standard input): Toolwarden YAML from\n"+
@@ -102,6 +103,11 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	if len(files) != 1 {
 		fs.Usage()
+		return errUsage
+	}
+	policy, err := egressOf()
+	if err != nil {
+		fmt.Fprintln(stderr, "toolwarden import:", err)
 		return errUsage
 	}
 	name, data, err := readImport(files[0], stdin)
@@ -131,14 +137,15 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	defer d.Close()
-	reg := registry.New(d.Pool, keys, nil)
+	reg := registry.New(d.Pool, keys, &registry.Options{Egress: policy})
 	hide, err := confinement(c)
 	if err != nil {
 		return err
 	}
 	// Servers the file registers are discovered from here (a throwaway session each),
 	// confined as serve confines them, before their tools' settings apply.
-	mgr := mcpclient.New(reg, &mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide})
+	mgr := mcpclient.New(reg, &mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
+		Egress: policy})
 	cc := configcode.New(d.Pool, reg, tools.New(d.Pool, keys, nil), &configcode.Options{Discoverer: mgr, Logger: newLogger(stderr, "warn")})
 	plan, err := cc.Plan(ctx, file, configcode.ImportOptions{Prune: prune, CompareSecrets: true})
 	if err != nil {

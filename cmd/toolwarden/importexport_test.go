@@ -128,6 +128,11 @@ func TestImportCommand(t *testing.T) {
 			args: []string{"import", "--dry-run", "FILE"}, wantCode: 1,
 			want: []string{`server "a": url: must start with http://`, `server "b": command: is required`, "2 errors."}},
 		{name: "bad file", file: "{\"mcpServers\": {", args: []string{"import", "FILE"}, wantCode: 1},
+		// The egress policy serve applies applies to the servers import registers.
+		{name: "egress deny", file: "version: 1\nservers:\n  - {name: a, type: streamable_http, url: 'http://10.9.1.1/mcp'}\n",
+			args: []string{"import", "--dry-run", "--egress-deny", "10.9.0.0/16", "FILE"}, wantCode: 1,
+			want: []string{`server "a": url:`, "deny list"}},
+		{name: "bad egress", args: []string{"import", "--egress-allow", "10.0.0.0/33", "x.yaml"}, wantCode: 2},
 		{name: "missing file", args: []string{"import", "/nonexistent/servers.yaml"}, wantCode: 3},
 		{name: "no file", args: []string{"import", "--dry-run"}, wantCode: 2},
 		{name: "two files", args: []string{"import", "a", "b"}, wantCode: 2},

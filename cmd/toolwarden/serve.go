@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -52,8 +53,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	replicaName := fs.String("replica-name", envOr("TOOLWARDEN_REPLICA_NAME", ""), "what pages and logs call this serve among several on one database (docs/deploy.md); default <host>:<pid> (env TOOLWARDEN_REPLICA_NAME)")
 	cpKey := checkpointKeyFlag(fs)
 	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
-	egressAllow := fs.String("egress-allow", envOr("TOOLWARDEN_EGRESS_ALLOW", ""), "CIDRs, addresses and host names (*.example.com) that HTTP servers' URLs may reach (comma-separated); empty: anything not denied (env TOOLWARDEN_EGRESS_ALLOW)")
-	egressDeny := fs.String("egress-deny", envOr("TOOLWARDEN_EGRESS_DENY", ""), "CIDRs, addresses and host names that HTTP servers' URLs may not reach, checked after DNS resolution; the cloud metadata endpoints are always denied unless allowed by address (env TOOLWARDEN_EGRESS_DENY)")
+	egressOf := egressFlags(fs)
 	tokenTTL := fs.String("token-default-ttl", envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", "90d"), "how long an API token lives when its creator names no expiry: days (90d) or a duration (720h); 0: such tokens never expire. An expiry given at creation wins (env TOOLWARDEN_TOKEN_DEFAULT_TTL)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -63,7 +63,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
 	}
-	egressPolicy, err := egress.Parse(*egressAllow, *egressDeny)
+	egressPolicy, err := egressOf()
 	if err != nil {
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
@@ -304,4 +304,12 @@ func checkAdvertiseURL(s string) error {
 		return fmt.Errorf("%q: must be a base URL (no query, fragment or user)", s)
 	}
 	return nil
+}
+
+// egressFlags defines --egress-allow and --egress-deny on fs (serve's, and import's,
+// which connects to the servers it registers); the function returns their policy.
+func egressFlags(fs *flag.FlagSet) func() (*egress.Policy, error) {
+	allow := fs.String("egress-allow", envOr("TOOLWARDEN_EGRESS_ALLOW", ""), "CIDRs, addresses and host names (*.example.com) that HTTP servers' URLs may reach (comma-separated); empty: anything not denied (env TOOLWARDEN_EGRESS_ALLOW)")
+	deny := fs.String("egress-deny", envOr("TOOLWARDEN_EGRESS_DENY", ""), "CIDRs, addresses and host names that HTTP servers' URLs may not reach, checked after DNS resolution; the cloud metadata endpoints are always denied unless allowed by address (env TOOLWARDEN_EGRESS_DENY)")
+	return func() (*egress.Policy, error) { return egress.Parse(*allow, *deny) }
 }
