@@ -396,6 +396,10 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 	if !mine && !c.Role.Can(auth.PermExecutionApprove) {
 		return nil, forbidden("only its requester or an approver may cancel an execution")
 	}
+	if !mine && c.Actor.Kind == audit.ActorToken {
+		// Cancelling another's waiting plan turns it down, as a rejection does.
+		return nil, forbidden("an API token may cancel only its own user's executions: an approver cancels another's from a browser session")
+	}
 	reason = strings.TrimSpace(reason)
 	if len([]rune(reason)) > MaxReason {
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))

@@ -441,7 +441,8 @@ func TestSeparationAlone(t *testing.T) {
 }
 
 // An agent's token cannot approve or reject, nor can a role without
-// execution.approve; cancelling is for the requester and approvers.
+// execution.approve; cancelling is for the requester (or their token) and approvers
+// signed in as people.
 func TestWhoMayDecide(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -460,6 +461,8 @@ func TestWhoMayDecide(t *testing.T) {
 		{"auditor confirms", func() error { _, err := e.svc.Confirm(e.ctx, auditor, ex.ID, "", ""); return err }},
 		{"auditor rejects", func() error { _, err := e.svc.Reject(e.ctx, auditor, ex.ID, "no"); return err }},
 		{"auditor cancels another's plan", func() error { _, err := e.svc.Cancel(e.ctx, auditor, ex.ID, ""); return err }},
+		// Cancelling another's waiting plan turns it down as a rejection does: a person's.
+		{"approver's token cancels another's plan", func() error { _, err := e.svc.Cancel(e.ctx, token(e.admin), ex.ID, ""); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.do(); !isForbidden(err) {
