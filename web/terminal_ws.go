@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
@@ -29,7 +30,7 @@ type terminalMsg struct {
 // ?from= (binary frames), then live; keys from a viewer who may type
 // (handlers.TerminalAccess), refused from a read-only one; a resize from the owner only
 // (handlers.TerminalSizer). Same origin as /ws; the session is checked again as often as
-// /ws checks it (every 30 s).
+// /ws checks it (every 30 s), and at once on an event about its person.
 func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p := handlers.PrincipalOf(c)
@@ -122,6 +123,44 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 		}
 	}()
 
+	// An event about this person (disabled, signed out, role changed, a token revoked)
+	// checks the session at once, not at the next tick: a terminal takes keys.
+	about := make(chan struct{}, 1)
+	if h.bus != nil {
+		w := h.bus.Watch(func(ev events.Event) {
+			if !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
+				select {
+				case about <- struct{}{}:
+				default:
+				}
+			}
+		}, auth.SessionsTopic)
+		defer w.Close()
+	}
+	// still reports whether the session still stands as it did, closing conn if not.
+	still := func() bool {
+		role, err := h.deps.Auth.CurrentRole(ctx, p)
+		if errors.Is(err, auth.ErrNoLongerValid) {
+			h.closeWith(conn, closeSessionEnded, "session ended")
+			return false
+		}
+		if err != nil {
+			// The database did not answer: a terminal takes input, so it does not
+			// stay open unchecked; the page reconnects and authenticates again.
+			h.log.Warn("terminal ws: re-check the session", "err", err)
+			h.closeWith(conn, closeTryAgainLater, "try again")
+			return false
+		}
+		if role != p.User.Role {
+			h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
+			return false
+		}
+		return true
+	}
+	// What changed between the handshake's check and the watch is not missed.
+	if !still() {
+		return
+	}
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
 	recheck := time.NewTicker(h.recheckEvery())
@@ -163,20 +202,11 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 				return
 			}
 		case <-recheck.C:
-			role, err := h.deps.Auth.CurrentRole(ctx, p)
-			if errors.Is(err, auth.ErrNoLongerValid) {
-				h.closeWith(conn, closeSessionEnded, "session ended")
+			if !still() {
 				return
 			}
-			if err != nil {
-				// The database did not answer: a terminal takes input, so it does not
-				// stay open unchecked; the page reconnects and authenticates again.
-				h.log.Warn("terminal ws: re-check the session", "err", err)
-				h.closeWith(conn, closeTryAgainLater, "try again")
-				return
-			}
-			if role != p.User.Role {
-				h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
+		case <-about:
+			if !still() {
 				return
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
 )
@@ -235,5 +236,34 @@ func TestTerminalSocketClosesAtFirstFailedCheck(t *testing.T) {
 	}
 	if n := strings.Count(srv.Logs.String(), "terminal ws: re-check the session"); n != 1 {
 		t.Fatalf("closed after %d failed checks, want 1", n)
+	}
+}
+
+// A person disabled while their terminal's socket is open loses it at once, not at the
+// next periodic check (30 s here): the socket follows the events about its person.
+func TestTerminalSocketClosesWhenItsPersonIsDisabled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	term := aliceTerminal(t, srv)
+	conn, _ := termDial(t, srv, srv.Login(t, "alice", "alice-password-1"), term.ID, 0)
+	alice, err := srv.Auth.GetUserByName(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Auth.SetDisabled(ctx, audit.System, alice.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err == nil {
+			continue // the shell's output
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != 4401 {
+			t.Fatalf("after alice was disabled: %v %s; want close 4401 at once", err, msg)
+		}
+		break
 	}
 }
