@@ -163,7 +163,7 @@ func (s *Service) PlanImport(ctx context.Context, cfg *Config, opts ImportOption
 	for _, sc := range cfg.Servers {
 		inFile[sc.Name] = true
 		cur, exists := byName[sc.Name]
-		it, err := s.planServer(plan, sc, cur, exists, opts.CompareSecrets)
+		it, err := s.planServer(ctx, plan, sc, cur, exists, opts.CompareSecrets)
 		if err != nil {
 			return nil, err
 		}
@@ -183,7 +183,7 @@ func (s *Service) PlanImport(ctx context.Context, cfg *Config, opts ImportOption
 	return plan, nil
 }
 
-func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists, compare bool) (PlanItem, error) {
+func (s *Service) planServer(ctx context.Context, plan *Plan, sc ServerConfig, cur Server, exists, compare bool) (PlanItem, error) {
 	it := PlanItem{Name: sc.Name, Action: PlanCreate}
 	var d, before draft
 	if exists {
@@ -202,7 +202,11 @@ func (s *Service) planServer(plan *Plan, sc ServerConfig, cur Server, exists, co
 	if exists {
 		prev = &before
 	}
-	if err := d.validateChange(prev, s.egress); err != nil {
+	err := d.validateChange(prev, s.egress)
+	if err == nil && prev != nil {
+		err = movedToolSecrets(ctx, s.pool, d.id, prev, &d)
+	}
+	if err != nil {
 		var ve *verr.Error
 		if !errors.As(err, &ve) {
 			return it, err

@@ -927,3 +927,37 @@ func TestOldArgsStillEditable(t *testing.T) {
 	_, err := f.reg.UpdateServer(f.ctx, audit.System, sv.ID, registry.Patch{Args: &[]string{"--token", "abc123", "${HOME}", "-v"}})
 	wantFields(t, err, "args/1", "args/2")
 }
+
+// A tool's secret parameter values stay with their server's origin too: the router
+// sends them, as arguments, wherever the server is. Moving it elsewhere is refused
+// (through an update and an import) while one is stored, naming the tool; moving
+// within the origin, or after the value was cleared, is not.
+func TestToolSecretsStayWithOrigin(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(registry.Spec{Name: "keyed", Type: registry.TypeStreamableHTTP, URL: "http://127.0.0.1:3001/mcp", Enabled: true})
+	f.discover(sv.ID, discovery("connect", tool("search", "finds", map[string]string{"q": `{"type":"string"}`, "api_key": `{"type":"string"}`}),
+		tool("plain", "no secret", map[string]string{"q": `{"type":"string"}`})))
+	// The value as the tools service stores it (encrypted: only its shape matters here).
+	f.exec(`UPDATE mcp_tools SET configuration = '{"params":{"api_key":{"mode":"fixed","secret":"v1:k:sealed"}}}'
+		WHERE server_id = $1 AND name = 'search'`, sv.ID)
+
+	_, err := f.reg.UpdateServer(f.ctx, audit.System, sv.ID, registry.Patch{URL: ptr("https://evil.example/mcp")})
+	var ve *verr.Error
+	if !errors.As(err, &ve) || !strings.Contains(ve.For("url"), "(search)") || !strings.Contains(ve.For("url"), "https://evil.example") {
+		t.Fatalf("moving a server whose tool keeps a secret value: %v", err)
+	}
+	if got := f.storedURL(sv.ID); got != "http://127.0.0.1:3001/mcp" {
+		t.Fatalf("url after the refusal: %s", got)
+	}
+	plan := f.plan("servers.yaml", "version: 1\nservers:\n  - {name: keyed, type: streamable_http, url: 'https://evil.example/mcp'}\n", false)
+	if len(plan.Errors) != 1 || plan.Errors[0].Field != "url" || !strings.Contains(plan.Errors[0].Message, "(search)") {
+		t.Fatalf("an import moving it: %+v", plan.Errors)
+	}
+	f.update(sv.ID, registry.Patch{URL: ptr("http://127.0.0.1:3001/v2/mcp")}) // the same origin
+
+	f.exec(`UPDATE mcp_tools SET configuration = '{}' WHERE server_id = $1`, sv.ID)
+	if got := f.update(sv.ID, registry.Patch{URL: ptr("https://elsewhere.example/mcp")}); got.URL != "https://elsewhere.example/mcp" {
+		t.Fatalf("url after the value was cleared: %s", got.URL)
+	}
+}

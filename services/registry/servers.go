@@ -420,6 +420,9 @@ func changedSecrets(p Patch) []string {
 }
 
 func (s *Service) update(ctx context.Context, tx pgx.Tx, cur Server, d draft) (Server, error) {
+	if err := movedToolSecrets(ctx, tx, cur.ID, ptr(draftOf(cur)), &d); err != nil {
+		return Server{}, err
+	}
 	sl, err := s.seal(d)
 	if err != nil {
 		return Server{}, err

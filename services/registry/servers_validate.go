@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -364,6 +366,29 @@ func (d *draft) validateChange(cur *draft, eg *egress.Policy) error {
 		ve.Add("auth_token", moved)
 	}
 	return ve.Err()
+}
+
+// movedToolSecrets refuses moving an HTTP server to another origin while a tool of it
+// keeps a secret parameter value: the router sends that value, as an argument, to
+// wherever the server now is, which whoever may edit the server might own. Those
+// values are the tools' (a person who may configure them clears them first).
+func movedToolSecrets(ctx context.Context, q db.Querier, id string, before, d *draft) error {
+	if before == nil || before.typ == TypeStdio || d.typ == TypeStdio || origin(before.url) == origin(d.url) {
+		return nil
+	}
+	names, err := db.Column[string](ctx, q, "registry: tools with secret values", `/* registry.movedToolSecrets */
+		SELECT name FROM mcp_tools t WHERE server_id::text = $1 AND jsonb_typeof(configuration->'params') = 'object'
+		  AND EXISTS (SELECT 1 FROM jsonb_each(t.configuration->'params') AS p WHERE jsonb_typeof(p.value) = 'object' AND p.value ? 'secret')
+		ORDER BY name`, id)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	which := strings.Join(names, ", ")
+	if len(names) > 5 {
+		which = strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return verr.New("url", fmt.Sprintf("the secret parameter values of its tools (%s) are stored for %s and would be sent to %s: "+
+		"clear them on each tool's Configuration tab first, then move the server", which, origin(before.url), origin(d.url)))
 }
 
 // checkPlainText refuses credentials in the fields stored in plain text (args, URL) and
