@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -56,6 +62,27 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, secretsUsage)
 		return errUsage
 	}
+	// One change of keys at a time, on this key file and on this database: two rotations
+	// at once could each re-encrypt with a key the other's write of the file dropped.
+	if sub != "status" {
+		unlock, err := lockKeyFile(path)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	d, err := openDB(ctx, c, true, stderr)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if sub != "status" {
+		release, err := lockSecrets(ctx, d.Pool)
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	var added secrets.Key
 	if sub == "rotate" && !reencryptOnly {
 		k, err := secrets.AddKeyToFile(path)
@@ -69,11 +96,9 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	d, err := openDB(ctx, c, true, stderr)
-	if err != nil {
-		return err
+	if added.ID != "" && keys.PrimaryID() != added.ID {
+		return fmt.Errorf("the key file %s changed while key %s was added (its first key is %s): nothing was re-encrypted; run 'toolwarden secrets status', then rotate again", path, added.ID, keys.PrimaryID())
 	}
-	defer d.Close()
 	reg := registry.New(d.Pool, keys, nil)
 	ts := tools.New(d.Pool, keys, nil)
 	usage := func() (map[string]int, error) {
@@ -111,18 +136,24 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	case "rotate":
 		nServers, err := reg.RotateSecrets(ctx)
-		if err != nil {
-			return err
+		nTools := 0
+		if err == nil {
+			nTools, err = ts.RotateSecrets(ctx)
 		}
-		nTools, err := ts.RotateSecrets(ctx)
+		// Recorded however it ended: a key added and values re-encrypted before a
+		// failure are changes too.
+		payload := map[string]any{"key": keys.PrimaryID(), "new_key": added.ID != "", "server_values": nServers, "tool_values": nTools,
+			"keys": keys.IDs()}
+		entry := audit.Entry{Actor: cliActor(), Action: "secrets.rotate", TargetType: "secret_key",
+			TargetID: keys.PrimaryID(), TargetName: keys.PrimaryID(), Payload: payload}
 		if err != nil {
-			return err
+			entry.Result, payload["error"] = audit.ResultFailure, err.Error()
 		}
-		if err := audit.AppendAlone(ctx, d.Pool, audit.Entry{Actor: cliActor(), Action: "secrets.rotate", TargetType: "secret_key",
-			TargetID: keys.PrimaryID(), TargetName: keys.PrimaryID(),
-			Payload: map[string]any{"key": keys.PrimaryID(), "new_key": added.ID != "", "server_values": nServers, "tool_values": nTools,
-				"keys": keys.IDs()}}); err != nil {
-			return err
+		if aerr := audit.AppendAlone(context.WithoutCancel(ctx), d.Pool, entry); err == nil && aerr != nil {
+			return aerr
+		}
+		if err != nil {
+			return fmt.Errorf("%w\nwhat was re-encrypted stays so; run 'toolwarden secrets rotate --reencrypt-only' to finish", err)
 		}
 		fmt.Fprintf(stdout, "re-encrypted %d server values and %d tool configuration values with key %s\n", nServers, nTools, keys.PrimaryID())
 		return nil
@@ -144,4 +175,47 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "retired key %s: values sealed with it no longer decrypt\n", id)
 	return nil
+}
+
+// lockKeyFile takes an exclusive lock beside the key file at path (<file>.lock; the key
+// file itself is replaced, not rewritten, so it cannot carry the lock), or says that
+// another secrets command holds it.
+func lockKeyFile(path string) (func(), error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: key file: %w", err)
+	}
+	f, err := os.OpenFile(real+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: lock the key file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another 'toolwarden secrets' command is changing the keys of %s; wait for it to end, then try again", path)
+		}
+		return nil, fmt.Errorf("secrets: lock the key file: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// lockSecrets takes the database's lock on key changes (a session advisory lock, held on
+// a connection of its own until release), so replicas' key files are not rotated at once.
+func lockSecrets(ctx context.Context, pool *pgxpool.Pool) (func(), error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: lock: %w", err)
+	}
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('toolwarden.secrets', 0))`).Scan(&ok); err != nil || !ok {
+		conn.Release()
+		if err != nil {
+			return nil, fmt.Errorf("secrets: lock: %w", err)
+		}
+		return nil, errors.New("another 'toolwarden secrets rotate' or 'retire-key' is running on this database (perhaps on another replica); wait for it to end, then try again")
+	}
+	return func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('toolwarden.secrets', 0))`)
+		conn.Release()
+	}, nil
 }

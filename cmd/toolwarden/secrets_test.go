@@ -138,6 +138,31 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE payload::text LIKE '%' || $1 || '%'`, canary).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("audit rows with the secret: %d %v", n, err)
 	}
+
+	// One change of keys at a time: while another holds the key file's lock, or the
+	// database's (another replica's rotation), a rotation is refused and adds no key.
+	unlock, err := lockKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli("secrets", "rotate"); err == nil || !strings.Contains(err.Error(), "another 'toolwarden secrets' command") {
+		t.Fatalf("rotate beside another on the key file: %v %s", err, out)
+	}
+	unlock()
+	release, err := lockSecrets(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli("secrets", "retire-key", "nope"); err == nil || !strings.Contains(err.Error(), "running on this database") {
+		t.Fatalf("retire beside a rotation on the database: %v %s", err, out)
+	}
+	if out, err := cli("secrets", "rotate"); err == nil || !strings.Contains(err.Error(), "running on this database") {
+		t.Fatalf("rotate beside another on the database: %v %s", err, out)
+	}
+	release()
+	if k, _ := secrets.LoadKeyring(path); len(k.IDs()) != 1 {
+		t.Fatalf("refused rotations changed the key file: %v", k.IDs())
+	}
 }
 
 func ptrTo(s string) *string { return &s }

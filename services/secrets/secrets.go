@@ -321,8 +321,8 @@ func ParseKeyFile(name string, data []byte) ([]Key, error) {
 // produce a fresh key file that nothing reads. It is replaced atomically (a temp
 // file in the same directory, fsync, rename, mode 0600); a symlinked path is
 // followed, so the link's target is what gets replaced. Two concurrent calls on
-// the same file may lose one of the new keys — before anything was encrypted
-// with it, since the lost key was never in a loaded keyring.
+// the same file may lose one of the new keys, so callers serialize them
+// (`toolwarden secrets` locks <file>.lock and the database first).
 func AddKeyToFile(path string) (Key, error) {
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
