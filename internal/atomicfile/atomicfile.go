@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 )
 
 // Write replaces path with data, mode 0600: a temporary file in the same directory,
@@ -26,6 +27,13 @@ func Write(path string, data []byte) (err error) {
 	// CreateTemp already uses 0600; Chmod says so explicitly and ignores umask.
 	if err = tmp.Chmod(0o600); err != nil {
 		return err
+	}
+	// The file keeps its owner: rewritten by root (a command run with sudo), it would
+	// otherwise become root's, and the service that reads it could no longer.
+	if fi, serr := os.Stat(path); serr == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid()) {
+			_ = tmp.Chown(int(st.Uid), int(st.Gid)) // only root may; anyone else keeps their own
+		}
 	}
 	if _, err = tmp.Write(data); err != nil {
 		return err

@@ -106,7 +106,12 @@ func (kr *Keyring) EncryptString(plaintext, aad string) (string, error) {
 // it again first: another process may have just added that key.
 func (kr *Keyring) Decrypt(ciphertext, aad string) ([]byte, error) {
 	plain, err := kr.r().Decrypt(ciphertext, aad)
-	if errors.Is(err, ErrUnknownKey) && kr.path != "" && kr.Reload() == nil {
+	if errors.Is(err, ErrUnknownKey) && kr.path != "" {
+		if rerr := kr.Reload(); rerr != nil {
+			// Say why the key may be missing: a key file this process cannot read
+			// (its owner or mode changed) looks otherwise like a retired key.
+			return nil, fmt.Errorf("%w; reading the key file again failed: %v", err, rerr)
+		}
 		return kr.cur.Load().Decrypt(ciphertext, aad)
 	}
 	return plain, err

@@ -207,6 +207,35 @@ func TestUnknownKeyMessage(t *testing.T) {
 	}
 }
 
+// A value under a key this process does not hold, when the key file cannot be read
+// again, says so: it is not told apart from a retired key otherwise.
+func TestUnknownKeyWithAnUnreadableFile(t *testing.T) {
+	t.Parallel()
+	ct, err := testKeyring(t, "elsewhere").EncryptString(canary, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "secret.key")
+	if err := os.WriteFile(path, []byte(k.ID+":"+base64.StdEncoding.EncodeToString(k.Bytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kr, err := LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("not a key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = kr.DecryptString(ct, "a")
+	if !errors.Is(err, ErrUnknownKey) || !strings.Contains(err.Error(), "reading the key file again failed") {
+		t.Fatalf("got %v, want ErrUnknownKey saying the key file could not be read again", err)
+	}
+}
+
 func TestIsCiphertext(t *testing.T) {
 	t.Parallel()
 	ct, err := testKeyring(t, "k1").EncryptString("x", "a")
