@@ -91,7 +91,11 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 			return g.pending(c, ex, ""), nil
 		case <-tick.C:
 			g.waiting(ctx, req, ex, started)
-			continue
+			if ex.Status != executions.Cancelled {
+				continue
+			}
+			// Cancelled while its step runs: nothing is published when the step ends, so
+			// look again now and then.
 		case _, ok := <-sub.C:
 			if !ok { // dropped for falling behind: the state is read again below
 				sub = g.bus.Subscribe(executions.TopicOf(id))
@@ -159,13 +163,25 @@ func (g *Gateway) outcome(ctx context.Context, ex *executions.Execution) (*mcp.C
 		return nil, false
 	case executions.Expired:
 		return errorResult(fmt.Sprintf("Not run: nobody approved %s before its approval expired.", ex.Title())), true
-	case executions.Cancelled:
-		return errorResult(decisionText(ex)), true
 	}
 	steps, err := g.exec.Steps(ctx, ex.ID)
 	if err != nil {
 		g.log.Error("gateway: read the steps of an execution", "execution", ex.ID, "err", err)
 		return errorResult(fmt.Sprintf("The call ran as execution %s, but its result could not be read; see it in Toolwarden.", ex.ID)), true
+	}
+	if ex.Status == executions.Cancelled {
+		// Cancelled before its step started, it did not run. Cancelled while it ran, the
+		// step finished on its own: its result is the call's, said to be cancelled late.
+		for _, st := range steps {
+			switch {
+			case st.Phase != "run":
+			case st.Status == executions.StepRunning:
+				return nil, false
+			case st.Status == executions.StepInterrupted:
+				return errorResult(fmt.Sprintf("Cancelled by %s while the call ran, and Toolwarden stopped before its result was known: it may or may not have taken effect.",
+					orSomeone(ex.DecidedBy))), true
+			}
+		}
 	}
 	for _, st := range steps {
 		if st.Phase != "run" || len(st.Result) == 0 || string(st.Result) == "null" {
@@ -177,8 +193,16 @@ func (g *Gateway) outcome(ctx context.Context, ex *executions.Execution) (*mcp.C
 			if len(ex.Plan.Steps) > 0 {
 				server = ex.Plan.Steps[0].Server
 			}
-			return resultOf(&res, server), true
+			out := resultOf(&res, server)
+			if ex.Status == executions.Cancelled {
+				note := &mcp.TextContent{Text: fmt.Sprintf("(Cancelled by %s after the call had started: it ran to the end, and this is its result.)", orSomeone(ex.DecidedBy))}
+				out.Content = append([]mcp.Content{note}, out.Content...)
+			}
+			return out, true
 		}
+	}
+	if ex.Status == executions.Cancelled {
+		return errorResult(decisionText(ex)), true
 	}
 	why := ex.Error
 	if why == "" {
@@ -220,9 +244,13 @@ func (g *Gateway) pending(c *caller, ex *executions.Execution, why string) *mcp.
 	url := c.client.base + "/executions/" + ex.ID
 	state := "awaiting_approval"
 	text := fmt.Sprintf("Waiting for approval: %s (%s risk) has not run yet; a person approves or rejects it at %s.", ex.Title(), ex.Risk, url)
-	if ex.Status == executions.Executing {
+	switch ex.Status {
+	case executions.Executing:
 		state = "executing"
 		text = fmt.Sprintf("Approved by %s and still running: %s.", orSomeone(ex.ApproverName), ex.Title())
+	case executions.Cancelled:
+		state = "executing"
+		text = fmt.Sprintf("Cancelled by %s after it had started; it is finishing: %s.", orSomeone(ex.DecidedBy), ex.Title())
 	}
 	if why != "" {
 		text += " (" + why + ".)"
@@ -257,6 +285,12 @@ func (g *Gateway) await(ctx context.Context, c *caller, req *mcp.CallToolRequest
 	if ex.RequestedBy == nil || *ex.RequestedBy != c.p.User.ID {
 		return notMine(in.ExecutionID), nil
 	}
+	if ex.Source != executions.SourceMCP {
+		// A plan made on a page or through the API is followed there: its outcome is not
+		// one call's result, and an agent giving up must not withdraw it.
+		return errorResult(fmt.Sprintf("Execution %s was not asked for by a call through MCP; follow it in Toolwarden at %s.",
+			ex.ID, c.client.base+"/executions/"+ex.ID)), nil
+	}
 	return g.hold(ctx, c, req, ex)
 }
 
@@ -280,6 +314,9 @@ func (g *Gateway) listPending(ctx context.Context, c *caller) (*mcp.CallToolResu
 	}{Pending: []item{}}
 	var b strings.Builder
 	for _, ex := range page.Items {
+		if ex.Source != executions.SourceMCP {
+			continue // a plan of a page or the API is not a call to wait for
+		}
 		it := item{ExecutionID: ex.ID, Title: ex.Title(), Risk: ex.Risk, CreatedAt: ex.CreatedAt,
 			ApproveURL: c.client.base + "/executions/" + ex.ID}
 		if ex.ExpiresAt != nil {

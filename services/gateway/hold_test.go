@@ -499,3 +499,45 @@ func TestInputRequiredRetry(t *testing.T) {
 }
 
 const approvalID = "approval"
+
+// A held call cancelled while its step runs gets that step's result when it finishes,
+// said to be cancelled late (the tool did run), not "the call did not run". A plan made
+// through the API is not a call to wait for: list_pending leaves it out and
+// await_execution sends the agent to its page, so giving up cannot withdraw it.
+func TestCancelWhileTheCallRuns(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	e.srv.LiveServer(t, "st", false, "sleep")
+	ctx := context.Background()
+	cs, _ := e.client(t, eras[len(eras)-1])
+	out := call(ctx, cs, "st__sleep", map[string]any{"ms": 2500}, "")
+	ex := e.pending(t, "st__sleep")
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		st, err := e.srv.Executions.Steps(ctx, ex.ID)
+		return err == nil && len(st) > 0 && st[0].Status == executions.StepRunning
+	}, "the step never started")
+	if _, err := e.srv.Executions.Cancel(ctx, e.admin, ex.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	res := wait(t, out)
+	if res.IsError || !strings.Contains(text(res), "Cancelled by admin after the call had started") || !strings.Contains(text(res), "slept") {
+		t.Fatalf("a call cancelled while it ran: %+v %q", res, text(res))
+	}
+
+	tina := executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: e.tina.ID, Name: "tina"}, Role: auth.RoleToolUser}
+	plan, err := e.srv.Executions.Create(ctx, tina, executions.Input{Plan: &executions.Request{
+		Steps: []executions.RequestStep{{Tool: "ut__echo", Arguments: json.RawMessage(`{"message":"a plan"}`)}}}})
+	if err != nil || plan.Status != executions.AwaitingApproval {
+		t.Fatalf("tina's plan: %v %v", plan, err)
+	}
+	if listed := wait(t, call(ctx, cs, gateway.PendingTool, nil, "")); strings.Contains(text(listed), plan.ID) {
+		t.Fatalf("list_pending shows a plan made through the API: %q", text(listed))
+	}
+	awaited := wait(t, call(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": plan.ID}, ""))
+	if !awaited.IsError || !strings.Contains(text(awaited), "was not asked for by a call through MCP") {
+		t.Fatalf("await of a plan made through the API: %q", text(awaited))
+	}
+}
