@@ -1294,11 +1294,25 @@ type restoreIn struct {
 	SnapshotID string `json:"snapshotId"`
 }
 
+// restoreSnapshot is a write like any other: what it replaces is kept first, and its
+// result's snapshotId (the rollback of a step that restored) undoes the restore.
 func restoreSnapshot(_ context.Context, s *Server, c Call, in restoreIn) (*mcp.CallToolResult, error) {
-	restored, err := s.restore(c, in.SnapshotID)
-	if err != nil {
-		return nil, err
+	w := s.newWrite(c, "restore_snapshot")
+	restored, notes, err := s.restore(w, in.SnapshotID)
+	if err != nil && len(restored) == 0 {
+		return w.done("", nil, err)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("restored %d paths from snapshot %s", len(restored), in.SnapshotID)}},
-		StructuredContent: map[string]any{"snapshotId": in.SnapshotID, "restored": restored}}, nil
+	text := fmt.Sprintf("restored %d paths from snapshot %s", len(restored), in.SnapshotID)
+	for _, n := range notes {
+		text += "; " + n
+	}
+	if err != nil {
+		// Some paths were restored and are kept for undoing; the error says which were not.
+		text += "; NOT restored: " + err.Error()
+	}
+	res, derr := w.done(text, map[string]any{"restoredFrom": in.SnapshotID, "restored": restored, "notes": notes}, nil)
+	if derr == nil && err != nil {
+		res.IsError = true
+	}
+	return res, derr
 }

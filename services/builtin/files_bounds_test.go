@@ -122,3 +122,44 @@ func TestFIFOIsNotWaitedFor(t *testing.T) {
 		}
 	}
 }
+
+// A restore is a write: it keeps what it replaces, and its own snapshot undoes it (the
+// hour of work a restore would put over is not lost). A rename restored after a file
+// was made in the directory the rename created still brings the file back, leaving that
+// directory with a note, instead of stopping with the file in neither place.
+func TestRestoreIsUndoneAndGoesOn(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := f.call("c1", args{"operation": "replace_string", "filePath": "a.txt", "oldString": "v1", "newString": "v2"})
+	edit, _ := structured(t, res)["snapshotId"].(string)
+	// Later work on the file, outside the built-in tools (a terminal).
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("an hour of work\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res = f.call("c1", args{"operation": "restore_snapshot", "snapshotId": edit})
+	undo, _ := structured(t, res)["snapshotId"].(string)
+	if res.IsError || undo == "" || undo == edit || string(readBytes(t, filepath.Join(ws, "a.txt"))) != "v1\n" {
+		t.Fatalf("restore: %v %q, its snapshot %q", res.IsError, text(res), undo)
+	}
+	f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": undo})
+	if got := string(readBytes(t, filepath.Join(ws, "a.txt"))); got != "an hour of work\n" {
+		t.Fatalf("after undoing the restore: %q", got)
+	}
+
+	res = f.call("c1", args{"operation": "rename_file", "filePath": "a.txt", "newPath": "pkg/new/a.txt"})
+	moved, _ := structured(t, res)["snapshotId"].(string)
+	if err := os.WriteFile(filepath.Join(ws, "pkg/new/b.txt"), []byte("made since\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": moved})
+	if !strings.Contains(got, "pkg/new was left") || string(readBytes(t, filepath.Join(ws, "a.txt"))) != "an hour of work\n" {
+		t.Fatalf("restoring the rename: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "pkg/new/b.txt")); err != nil {
+		t.Fatalf("the file made since: %v", err)
+	}
+}

@@ -134,41 +134,54 @@ func (sn *snapshot) discard() {
 func (sn *snapshot) close() { _ = sn.store.Close() }
 
 // restore puts back what snapshot id kept, newest change first; only the conversation
-// that took it may restore it.
-func (s *Server) restore(c Call, id string) ([]string, error) {
+// that took it may restore it. w keeps, first, what each path holds now, so the restore
+// is undone as any write is. A path that cannot be restored does not stop the others:
+// a directory the write created that holds files made since is left (with a note), and
+// the other failures are returned together after every path was tried.
+func (s *Server) restore(w *write, id string) (restored, notes []string, err error) {
+	c := w.c
 	if !safeName.MatchString(id) {
-		return nil, fmt.Errorf("snapshotId: %q is not a snapshot id", id)
+		return nil, nil, fmt.Errorf("snapshotId: %q is not a snapshot id", id)
 	}
 	store, err := s.openStore()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer store.Close()
 	b, err := store.ReadFile(filepath.Join(id, "manifest.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("snapshotId: no snapshot %s", id)
+		return nil, nil, fmt.Errorf("snapshotId: no snapshot %s", id)
 	} else if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var m snapManifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", id, err)
+		return nil, nil, fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	if m.Conversation != c.ConversationID {
-		return nil, fmt.Errorf("snapshotId: snapshot %s belongs to another conversation", id)
+		return nil, nil, fmt.Errorf("snapshotId: snapshot %s belongs to another conversation", id)
 	}
-	var restored []string
+	var failed []error
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]
-		if err := s.restoreEntry(store, id, e); err != nil {
-			return restored, fmt.Errorf("restoring %s: %w", filepath.Join(e.Area, e.Path), err)
+		shown := filepath.Join(e.Area, e.Path)
+		err := s.restoreEntry(w, store, id, e)
+		switch {
+		case err == nil:
+			restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
+		case errors.Is(err, errMadeSince):
+			notes = append(notes, fmt.Sprintf("%s was left: the write created this directory, and it holds files made since", shown))
+		default:
+			failed = append(failed, fmt.Errorf("restoring %s: %w", shown, err))
 		}
-		restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
 	}
-	return restored, nil
+	return restored, notes, errors.Join(failed...)
 }
 
-func (s *Server) restoreEntry(store *os.Root, id string, e snapEntry) error {
+// errMadeSince: a directory the write created is not removed while it holds files.
+var errMadeSince = errors.New("the directory holds files made since")
+
+func (s *Server) restoreEntry(w *write, store *os.Root, id string, e snapEntry) error {
 	ar, err := s.openArea(e.Area)
 	if err != nil {
 		return err
@@ -176,10 +189,26 @@ func (s *Server) restoreEntry(store *os.Root, id string, e snapEntry) error {
 	defer ar.Close()
 	fi, lerr := ar.Lstat(e.Path)
 	exists := lerr == nil
+	t := target{area: e.Area, rel: e.Path}
+	if err := w.keepParents(t, ar); err != nil {
+		return fmt.Errorf("keep what it holds now: %w", err)
+	}
+	if err := w.keep(t, ar); err != nil {
+		return fmt.Errorf("keep what it holds now: %w", err)
+	}
 	switch {
 	case !e.Existed:
 		if !exists {
 			return nil
+		}
+		if fi.IsDir() {
+			if f, err := openNoWait(ar, e.Path); err == nil {
+				names, _ := f.Readdirnames(1)
+				f.Close()
+				if len(names) > 0 {
+					return errMadeSince
+				}
+			}
 		}
 		return ar.Remove(e.Path)
 	case e.Dir:
