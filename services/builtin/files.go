@@ -925,7 +925,9 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 		return w.done("", nil, err)
 	}
 	mode := fs.FileMode(0o644)
+	excl := !in.Overwrite // nothing there: made only if still nothing is (another call may be making it)
 	if fi, err := ar.Lstat(t.rel); err == nil {
+		excl = false
 		switch {
 		case fi.IsDir():
 			return w.done("", nil, fmt.Errorf("%s is a directory", t.shown))
@@ -949,9 +951,29 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 		if err := mkParents(ar, t.rel); err != nil {
 			return fsError(t, err)
 		}
+		if excl {
+			if err := createNew(ar, t.rel, []byte(*in.Content), mode); errors.Is(err, fs.ErrExist) {
+				return &errFile{ErrorAlreadyExists, t.shown, fmt.Errorf("%s was created meanwhile (by another call?); to replace it set overwrite to true", t.shown)}
+			} else {
+				return fsError(t, err)
+			}
+		}
 		return fsError(t, writeFile(ar, t.rel, []byte(*in.Content), mode))
 	})
 	return w.done(fmt.Sprintf("created %s (%d bytes)", t.shown, len(*in.Content)), map[string]any{"filePath": t.shown, "bytes": len(*in.Content)}, err)
+}
+
+// createNew makes rel with content b, failing with fs.ErrExist if it exists.
+func createNew(ar *os.Root, rel string, b []byte, mode fs.FileMode) error {
+	f, err := ar.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // writeFile replaces rel's content; the file keeps (or gets) mode.

@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -8,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // read_file keeps only what it shows, however long a line is: a line longer than the
@@ -161,5 +164,31 @@ func TestRestoreIsUndoneAndGoesOn(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "pkg/new/b.txt")); err != nil {
 		t.Fatalf("the file made since: %v", err)
+	}
+}
+
+// Two calls creating the same new file without overwrite at once: one creates it, the
+// other is told it exists, and the file holds the winner's content (the loser's
+// snapshot, saying it did not exist, would otherwise delete the winner's on restore).
+func TestCreateRaceHasOneWinner(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	f.ws("c1")
+	for i := range 40 {
+		name := fmt.Sprintf("race-%d.txt", i)
+		results := make(chan *mcp.CallToolResult, 2)
+		for _, content := range []string{"first", "second"} {
+			go func() {
+				res, err := f.callErr("c1", args{"operation": "create_file", "filePath": name, "content": content})
+				if err != nil {
+					res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+				}
+				results <- res
+			}()
+		}
+		a, b := <-results, <-results
+		if a.IsError == b.IsError {
+			t.Fatalf("%s: both calls %s: %q / %q", name, map[bool]string{true: "failed", false: "succeeded"}[a.IsError], text(a), text(b))
+		}
 	}
 }
