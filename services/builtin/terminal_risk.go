@@ -22,6 +22,17 @@ var commandRules = []struct {
 	{"changes permissions recursively (chmod -R)", re(`\bchmod\s+(\S+\s+)*(-[a-zA-Z]*R[a-zA-Z]*|--recursive)\b`)},
 	{"force-pushes (git push --force)", re(`\bgit\b[^;&|\n]*\bpush\b[^;&|\n]*(\s--force(-with-lease)?\b|\s-[a-zA-Z]*f[a-zA-Z]*\b|\s\+\S+)`)},
 	{"writes to a device file", deviceWrite},
+	{"builds the command it runs (eval, or a command word made by $(…) or `…`)", re("(^|[;&|(\\n])\\s*(eval\\b|\\$\\(|`)")},
+}
+
+// unquoted is cmd as the shell reads its words: a backslash-newline joins the lines, and
+// quotes and backslashes go (`"rm" -rf` and `\rm -rf` are rm -rf, as is r, two quotes, m). The rules
+// are matched against both forms; a quoted rule-like argument (echo "rm -rf x") is rated
+// as the command it spells, which only ever raises the level.
+func unquoted(cmd string) string {
+	cmd = strings.ReplaceAll(cmd, "\\\r\n", "")
+	cmd = strings.ReplaceAll(cmd, "\\\n", "")
+	return strings.NewReplacer(`"`, "", "'", "", `\`, "").Replace(cmd)
 }
 
 func re(expr string) func(string) bool {
@@ -80,8 +91,9 @@ func deviceWrite(cmd string) bool {
 // matches, ok false otherwise.
 func CommandRisk(cmd string) (risk.Level, string, bool) {
 	var whys []string
+	plain := unquoted(cmd)
 	for _, r := range commandRules {
-		if r.match(cmd) {
+		if r.match(cmd) || r.match(plain) {
 			whys = append(whys, r.why)
 		}
 	}

@@ -19,6 +19,10 @@ func TestCommandRisk(t *testing.T) {
 		"chmod -R 777 .", "chmod --recursive a+w /srv",
 		"git push --force origin main", "git push -f", "git push origin +main", "git push --force-with-lease",
 		"echo x > /dev/sda", "cat img >> /dev/nvme0n1", "echo 1 | tee /dev/mem",
+		// Quoting, escapes and line continuations spell the same commands.
+		`"rm" -rf x`, `\rm -rf x`, `r''m -rf x`, `rm -r \` + "\n-f /srv", `"sudo" ls`, `bash -c "rm -rf /srv"`,
+		// A command word the shell builds.
+		`eval "$CMD"`, "x; eval $y", "$(echo rm) -rf x", "`printf rm` -rf x", "ls && $(cat cmd.txt)",
 	}
 	for _, c := range high {
 		if l, why, ok := CommandRisk(c); !ok || l != risk.High || why == "" {
@@ -29,6 +33,7 @@ func TestCommandRisk(t *testing.T) {
 		"rm -r build", "rm -f x.o", "ls -rf", "echo sudoku", "curl -o x https://x", "curl x > install.sh",
 		"chmod 644 a", "git push origin main", "git push --tags", "echo x > /dev/null", "cmd 2>/dev/stderr",
 		"npm test", "echo hi >/dev/tty",
+		"echo $(date)", "x=$(git rev-parse HEAD)", "grep eval main.go", `echo "it's fine"`,
 	}
 	for _, c := range low {
 		if l, why, ok := CommandRisk(c); ok {
