@@ -16,6 +16,8 @@ type lineEditor struct {
 	pending []byte // an escape sequence or a UTF-8 character cut between two inputs
 	// shellEdited: the shell changed the line in ways not seen here.
 	shellEdited bool
+	// cut: the line grew past maxAuditLine; what follows was not kept.
+	cut bool
 }
 
 // maxAuditLine bounds a line the editor keeps.
@@ -24,8 +26,11 @@ const maxAuditLine = 4096
 // edited is a finished line as it is audited.
 type edited struct {
 	text string
-	// shell: history or completion changed it (the text is what was typed).
+	// shell: history, completion or an editing key not followed here changed it (the
+	// text is what was typed).
 	shell bool
+	// cut: longer than maxAuditLine; the text is its start.
+	cut bool
 }
 
 // feed takes typed bytes and returns the lines they finished.
@@ -37,7 +42,7 @@ func (e *lineEditor) feed(b []byte) []edited {
 		c := data[i]
 		switch {
 		case c == '\r' || c == '\n':
-			out = append(out, edited{text: string(e.line), shell: e.shellEdited})
+			out = append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
 			e.reset()
 			i++
 		case c == 0x1b:
@@ -55,6 +60,17 @@ func (e *lineEditor) feed(b []byte) []edited {
 			i++
 		case c == 0x01: // Ctrl-A
 			e.cur = 0
+			i++
+		case c == 0x02: // Ctrl-B
+			e.cur = max(e.cur-1, 0)
+			i++
+		case c == 0x06: // Ctrl-F
+			e.cur = min(e.cur+1, len(e.line))
+			i++
+		case c == 0x04: // Ctrl-D: the character under the cursor (on an empty line, the end of input)
+			if e.cur < len(e.line) {
+				e.line = append(e.line[:e.cur], e.line[e.cur+1:]...)
+			}
 			i++
 		case c == 0x05: // Ctrl-E
 			e.cur = len(e.line)
@@ -83,6 +99,11 @@ func (e *lineEditor) feed(b []byte) []edited {
 		case c == 0x09 || c == 0x12 || c == 0x10 || c == 0x0e: // Tab, Ctrl-R, Ctrl-P, Ctrl-N
 			e.shellEdited = true
 			i++
+		case c == 0x19 || c == 0x14 || c == 0x16 || c == 0x18 || c == 0x1f:
+			// Ctrl-Y (yank back what a kill took), Ctrl-T, Ctrl-V, Ctrl-X (a prefix),
+			// Ctrl-_ (undo): the shell's edits, not followed here.
+			e.shellEdited = true
+			i++
 		case c < 0x20:
 			i++ // other control keys change nothing the audit shows
 		default:
@@ -94,6 +115,8 @@ func (e *lineEditor) feed(b []byte) []edited {
 			if len(e.line) < maxAuditLine {
 				e.line = append(e.line[:e.cur], append([]rune{r}, e.line[e.cur:]...)...)
 				e.cur++
+			} else {
+				e.cut = true
 			}
 			i += n
 		}
@@ -102,7 +125,7 @@ func (e *lineEditor) feed(b []byte) []edited {
 }
 
 func (e *lineEditor) reset() {
-	e.line, e.cur, e.shellEdited = e.line[:0], 0, false
+	e.line, e.cur, e.shellEdited, e.cut = e.line[:0], 0, false, false
 }
 
 // escape applies the escape sequence at the start of b and returns its length; ok is
@@ -126,7 +149,9 @@ func (e *lineEditor) escape(b []byte) (n int, ok bool) {
 		e.word(b[1] == 'f')
 		return 2, true
 	}
-	return 2, true // another Alt key
+	// Another Alt key (Alt-d, Alt-u, Alt-., Alt-y, Alt-backspace…): the shell's edit.
+	e.shellEdited = true
+	return 2, true
 }
 
 // key applies a cursor key (CSI or SS3 with params and final byte).

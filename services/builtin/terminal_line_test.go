@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +35,12 @@ func TestLineEditor(t *testing.T) {
 		{"escape cut in two", []string{"ab\x1b[", "Dx\r"}, []edited{{text: "axb"}}},
 		{"utf-8 cut in two", []string{"echo \xc3", "\xa9\r"}, []edited{{text: "echo é"}}},
 		{"no newline yet", []string{"partial"}, nil},
+		// Keys the editor does not follow mark the line: the shell ran something else.
+		{"ctrl-u then ctrl-y", []string{"sudo rm -rf /srv"}, []edited{{text: "", shell: true}}},
+		{"alt-d", []string{"ls x[D[Dd"}, []edited{{text: "ls x", shell: true}}},
+		{"ctrl-t", []string{"sl"}, []edited{{text: "sl", shell: true}}},
+		{"ctrl-b ctrl-f ctrl-d", []string{"lxs -l"}, []edited{{text: "ls -l"}}},
+		{"too long", []string{strings.Repeat("a", maxAuditLine+10) + ""}, []edited{{text: strings.Repeat("a", maxAuditLine), cut: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var e lineEditor

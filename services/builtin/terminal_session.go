@@ -428,17 +428,23 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 		return errors.New("the terminal has ended")
 	}
 	echo := t.Echo()
+	// Written and followed under one lock: two typists' keys are audited in the order
+	// the shell got them.
+	t.inMu.Lock()
 	if _, err := t.ptmx.Write([]byte(s)); err != nil {
+		t.inMu.Unlock()
 		return fmt.Errorf("write to the terminal: %w", err)
 	}
-	t.inMu.Lock()
 	lines := t.inLine.feed([]byte(s))
 	t.inMu.Unlock()
 	if f := t.ts.opts.OnInput; f != nil {
 		for _, l := range lines {
 			text := l.text
 			if l.shell {
-				text = "[edited with the shell's history or completion] " + text
+				text = "[edited with the shell's history, completion or editing keys] " + text
+			}
+			if l.cut {
+				text += fmt.Sprintf(" [cut: longer than %d characters]", maxAuditLine)
 			}
 			f(t, who, text, !echo)
 		}
