@@ -17,6 +17,8 @@ import (
 
 	"github.com/tidwall/jsonc"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // ParseOptions tunes ParseConfig.
@@ -152,6 +154,12 @@ func (p *parser) decode(data []byte) (any, bool) {
 		if off := dec.InputOffset(); len(bytes.TrimSpace(clean[off:])) > 0 {
 			off += int64(len(clean[off:]) - len(bytes.TrimLeft(clean[off:], " \t\r\n")))
 			p.fail("", "", "is not valid JSON: "+at(clean, off, "unexpected data after the end of the top-level object"))
+			return nil, false
+		}
+		// As in YAML (and every JSON body): a key twice would make the file's reader and
+		// the import disagree on which value counts.
+		if ptr, dup := textcheck.DuplicateKey(clean); dup {
+			p.fail("", "", fmt.Sprintf("is not valid JSON: the key at %s appears twice", ptr))
 			return nil, false
 		}
 		return v, true

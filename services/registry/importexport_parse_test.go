@@ -237,6 +237,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"truncated json", ".mcp.json", `{"mcpServers": {"a": {"command": "x"}`, false, []string{".mcp.json: is not valid JSON"}},
 		{"bad yaml", "servers.yaml", "version: 1\nservers:\n  - name: a\n   type: stdio\n", false, []string{"servers.yaml: is not valid YAML: line"}},
 		{"duplicate yaml key", "servers.yaml", "version: 1\nversion: 1\nservers: []\n", false, []string{`servers.yaml: is not valid YAML: line 2: key "version" appears twice`}},
+		{"duplicate json key beside a comment", "mcp.json", "{\n// reviewed\n\"mcpServers\": {\"a\": {\"command\": \"npx safe\", \"command\": \"evil\"}}}", false,
+			[]string{`mcp.json: is not valid JSON: the key at /mcpServers/a/command appears twice`}},
 		{"empty", "servers.yaml", " \n", false, []string{"servers.yaml: is empty"}},
 		{"unknown shape", "x.json", `{"tools": []}`, false, []string{"x.json: is not a server configuration"}},
 		{"not a mapping", "x.yaml", "- a\n- b\n", false, []string{"x.yaml: must hold a mapping"}},
