@@ -380,6 +380,17 @@ func TestRateLimits(t *testing.T) {
 	if codeOf(toolLimited) != router.CodeRateLimited || !strings.Contains(toolLimited.Error(), "r__add has made too many calls") {
 		t.Fatalf("tool limit: got %v, want rate_limited naming the tool", toolLimited)
 	}
+	// A call that only asks for approval counts too: a loop on a risky tool is slowed.
+	e.server("u", false, "echo")
+	asker := audit.Actor{Kind: audit.ActorUser, Name: "asker"}
+	var codes []string
+	for range 8 {
+		_, err := e.r.Call(e.ctx, router.Call{Tool: "u__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: asker, Role: auth.RoleAdmin})
+		codes = append(codes, codeOf(err))
+	}
+	if codes[0] != router.CodeApprovalRequired || codes[len(codes)-1] != router.CodeRateLimited {
+		t.Fatalf("calls asking for approval in a loop: %v, want approval_required, then rate_limited", codes)
+	}
 }
 
 // A call past the tool's timeout fails with timeout, and nothing stays stuck.

@@ -350,6 +350,13 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		if pre := r.preflight(ctx, e, c, callID, raw); pre != nil {
 			// Refused instead of asked for: audited as the refusal of a risky call it is.
 			err, rec.auditRefusal = pre, true
+		} else if wait, which := take(start, r.users.get(userKey(c.Actor))); which >= 0 {
+			// A call that asks for approval counts against its user's rate like any: an
+			// agent looping on a risky tool is slowed, not given a refusal (and its
+			// record) as fast as it can ask.
+			rl := fail(CodeRateLimited, "you have made too many calls; try again in %s", wait.Round(time.Millisecond))
+			rl.RetryAfter = wait
+			err = rl
 		}
 	}
 	if err != nil {
