@@ -86,6 +86,18 @@ type Input struct {
 	// ConversationID is the agent conversation the steps run in (the built-in tools'
 	// workspace); "" is the requester's own default one.
 	ConversationID string
+	// MaxWaiting, when above 0, refuses (*TooManyWaitingError) an execution whose
+	// requester has that many waiting for approval already; counted and created under
+	// one lock per requester, so calls at once cannot all slip under it.
+	MaxWaiting int
+}
+
+// TooManyWaitingError: the requester has Waiting executions awaiting approval, as many
+// as Input.MaxWaiting allows; nothing was created.
+type TooManyWaitingError struct{ Waiting int }
+
+func (e *TooManyWaitingError) Error() string {
+	return fmt.Sprintf("executions: %d of the requester's executions already wait for approval", e.Waiting)
 }
 
 // SourceMCP is an execution asked for by a call through /mcp that needed approval.
@@ -139,6 +151,22 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	var ex *Execution
 	id := uuid.NewString() // made here, so the seal can cover it from the start
 	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		if in.MaxWaiting > 0 && requestedBy != nil {
+			// The lock first, then the count in a statement of its own: its snapshot then
+			// sees what a creation that held the lock before committed.
+			if _, err := tx.Exec(ctx, `/* executions.Create.lock */ SELECT pg_advisory_xact_lock(hashtextextended('executions.waiting:' || $1, 0))`,
+				*requestedBy); err != nil {
+				return fmt.Errorf("executions: count waiting: %w", err)
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `/* executions.Create.waiting */
+				SELECT count(*) FROM executions WHERE requested_by = $1::uuid AND status = 'awaiting_approval'`, *requestedBy).Scan(&n); err != nil {
+				return fmt.Errorf("executions: count waiting: %w", err)
+			}
+			if n >= in.MaxWaiting {
+				return &TooManyWaitingError{Waiting: n}
+			}
+		}
 		_, err := tx.Exec(ctx, `/* executions.Create */
 			INSERT INTO executions (id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,

@@ -3,6 +3,7 @@ package executions_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -513,5 +514,37 @@ func TestWhoMayDecide(t *testing.T) {
 		if s := stepStatuses(e.steps(id)); !slices.Equal(s, []string{"skipped"}) {
 			t.Errorf("steps of %s: got %v, want skipped", e.get(id).Status, s)
 		}
+	}
+}
+
+// MaxWaiting caps a requester's executions awaiting approval, however many are asked
+// for at once: the count and the creation are one step per requester.
+func TestMaxWaitingHoldsAtOnce(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "add")
+	e.setRisk("mt__add", risk.Medium)
+	alice := e.user("alice", auth.RoleToolUser)
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			_, err := e.svc.Create(e.ctx, alice, executions.Input{MaxWaiting: 2,
+				Plan: &executions.Request{Steps: []executions.RequestStep{step("mt__add", fmt.Sprintf(`{"a":%d,"b":1}`, i))}}})
+			errs <- err
+		}()
+	}
+	refused := 0
+	for range 8 {
+		err := <-errs
+		var tw *executions.TooManyWaitingError
+		switch {
+		case errors.As(err, &tw):
+			refused++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM executions WHERE requester_name = 'alice' AND status = 'awaiting_approval'`); n != 2 || refused != 6 {
+		t.Fatalf("waiting %d, refused %d; want 2 and 6", n, refused)
 	}
 }

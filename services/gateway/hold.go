@@ -32,15 +32,13 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 	}
 	// An agent in a loop must not bury the approvers: past this many of its user's
 	// calls waiting, it is told to wait for them first.
-	if n, err := g.exec.Waiting(ctx, c.p.User.ID); err != nil {
-		return g.refused(p.Name, err)
-	} else if n >= g.opts.MaxWaiting {
-		return errorResult(fmt.Sprintf("Not run: %d of your calls already wait for a person's approval. Wait for them with %s "+
-			"(%s lists them) before asking for more.", n, AwaitTool, PendingTool)), nil
-	}
 	ex, err := g.exec.Create(ctx, executions.Caller{Actor: call.Actor, Role: call.Role}, executions.Input{
 		Plan:   &executions.Request{Steps: []executions.RequestStep{{Tool: p.Name, Arguments: args}}},
-		Source: executions.SourceMCP, Client: call.Client, ConversationID: call.ConversationID})
+		Source: executions.SourceMCP, Client: call.Client, ConversationID: call.ConversationID, MaxWaiting: g.opts.MaxWaiting})
+	if tw := (*executions.TooManyWaitingError)(nil); errors.As(err, &tw) {
+		return errorResult(fmt.Sprintf("Not run: %d of your calls already wait for a person's approval. Wait for them with %s "+
+			"(%s lists them) before asking for more.", tw.Waiting, AwaitTool, PendingTool)), nil
+	}
 	if err != nil {
 		return g.refused(p.Name, err)
 	}
