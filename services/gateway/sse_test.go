@@ -345,3 +345,30 @@ func TestStreamsOutliveTheBodyTimeout(t *testing.T) {
 		t.Fatalf("a body that stopped: %v %v after %s, want an error at about 1 s", got, err, time.Since(start))
 	}
 }
+
+// A token that expires ends the streams it opened when it does: expiry publishes
+// nothing, so the stream keeps its own time.
+func TestExpiringTokenEndsStreams(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	u := srv.CreateUser(t, "tina", auth.RoleToolUser, password)
+	tok, info, err := srv.Auth.CreateToken(ctx, audit.System, u.ID, auth.NewToken{Name: "short"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Pool.Exec(ctx, `UPDATE api_tokens SET expires_at = now() + interval '2 seconds' WHERE id = $1`, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	sse := openSSE(t, srv, map[string]string{"Authorization": "Bearer " + tok})
+	if sse.res.StatusCode != http.StatusOK {
+		t.Fatalf("open: %d", sse.res.StatusCode)
+	}
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, sse.events); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the SSE stream outlived its token's expiry")
+	}
+}

@@ -2,8 +2,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +24,7 @@ type streams struct {
 }
 
 type stream struct {
-	token  string
+	p      *auth.Principal
 	cancel context.CancelFunc
 }
 
@@ -33,11 +33,15 @@ type stream struct {
 func (g *Gateway) track(req *http.Request) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(req.Context())
 	c, ok := callerOfInfo(mcpauth.TokenInfoFromContext(req.Context()))
-	token, bearer := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
-	if !ok || !bearer {
+	if !ok || c.p.TokenID == "" {
 		return ctx, cancel
 	}
-	st := &stream{token: strings.TrimSpace(token), cancel: cancel}
+	st := &stream{p: c.p, cancel: cancel}
+	if exp := c.p.TokenExpiresAt; exp != nil {
+		// Expiry publishes nothing: the stream ends when its token does.
+		t := time.AfterFunc(time.Until(*exp), cancel)
+		context.AfterFunc(ctx, func() { t.Stop() })
+	}
 	uid := c.p.User.ID
 	g.open.mu.Lock()
 	if g.open.byUser == nil {
@@ -68,11 +72,15 @@ func (g *Gateway) recheck(uid string) {
 	}
 	g.open.mu.Unlock()
 	for _, st := range sts {
+		// From the database, not the token cache: this may run before the cache is
+		// cleared for the very change that called it.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := g.auth.AuthenticateToken(ctx, st.token)
+		_, err := g.auth.CurrentRole(ctx, st.p)
 		cancel()
-		if err != nil {
+		if errors.Is(err, auth.ErrNoLongerValid) {
 			st.cancel()
+		} else if err != nil {
+			g.log.Warn("gateway: re-check a stream's token", "err", err)
 		}
 	}
 }
