@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -517,6 +518,14 @@ func (w *lazyWriter) Write(b []byte) (int, error) {
 // {"ok","verified_through","checked","bad_id","reason","started_at","finished_at",
 // "checkpoint","checkpoint_id"}, against the newest checkpoint as the CLI's check is.
 func (h AuditHandler) APIVerify(c echo.Context) error {
+	// A check reads the whole chain and is recorded: a GET a link on another site makes
+	// a signed-in browser send (its cookie goes with a top-level navigation) does not
+	// start one. A token, a program, this site's own pages and POST may.
+	if r := c.Request(); r.Method == http.MethodGet && PrincipalOf(c).Kind != audit.ActorToken {
+		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+			return fault.Forbidden("a check of the audit chain is not started from another site's link: use Verify on /audit, POST, or an API token")
+		}
+	}
 	v, err := h.Log.VerifyNow(c.Request().Context(), PrincipalOf(c).User.Username)
 	if err != nil {
 		return err

@@ -284,6 +284,21 @@ func TestAuditSavedViewsAndVerify(t *testing.T) {
 	if !v1.OK || v1.VerifiedThrough < 5 || v1.Checked != v1.VerifiedThrough {
 		t.Fatalf("verify: %+v", v1)
 	}
+	// A link on another site does not start a check in a signed-in browser; this site's
+	// own fetch does, and so does POST.
+	for site, want := range map[string]int{"cross-site": 403, "same-site": 403, "same-origin": 200} {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/v1/audit/verify", nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		res, err := e.auditor.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Fatalf("GET /api/v1/audit/verify from %s: %d, want %d", site, res.StatusCode, want)
+		}
+	}
+	e.api.JSON(http.MethodPost, "/api/v1/audit/verify", nil, 200, &v1)
 	d = doc(t, e.srv.Get(t, e.auditor, "/audit"))
 	if st := d.Find(`[data-testid=audit-chain]`); st.AttrOr("data-state", "") != "ok" ||
 		d.Find(`[data-testid=chain-through]`).Text() != fmt.Sprint(v1.VerifiedThrough) {

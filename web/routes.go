@@ -252,6 +252,7 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/api/v1/audit", auth.PermAuditView, auditLog.APIList},
 		{http.MethodGet, "/api/v1/audit/export", auth.PermAuditExport, auditLog.APIExport},
 		{http.MethodGet, "/api/v1/audit/verify", auth.PermAuditView, auditLog.APIVerify},
+		{http.MethodPost, "/api/v1/audit/verify", auth.PermAuditView, auditLog.APIVerify},
 		{http.MethodGet, "/api/v1/audit/:id", auth.PermAuditView, auditLog.APIGet},
 	}
 }
