@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -43,6 +44,7 @@ type conn struct {
 
 	// Discovery: one at a time per server; requests while one is pending coalesce.
 	discoverMu   sync.Mutex
+	rediscover   atomic.Bool // asked for while one ran: run again after it
 	debounceMu   sync.Mutex
 	debounce     *time.Timer
 	debounceTrig string
@@ -399,6 +401,13 @@ func (c *conn) requestDiscovery(trigger string) {
 	}
 	c.debounceTrig = trigger
 	c.debounce = time.AfterFunc(c.m.opts.Debounce, func() {
+		// What a server sends must not end the process: a timer's goroutine has no
+		// other recover.
+		defer func() {
+			if p := recover(); p != nil {
+				c.m.log.Error("mcpclient: discovery failed on what the server sent", "server", c.cfg.Name, "panic", p)
+			}
+		}()
 		c.debounceMu.Lock()
 		trig := c.debounceTrig
 		c.debounce = nil
@@ -407,7 +416,13 @@ func (c *conn) requestDiscovery(trigger string) {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := c.discoverNow(ctx, trig, audit.System); err != nil && ctx.Err() == nil {
+		// One at a time, and none queued behind a slow one: it runs again when it ends.
+		if !c.discoverMu.TryLock() {
+			c.rediscover.Store(true)
+			return
+		}
+		defer c.discoveryDone()
+		if _, err := c.discoverLocked(ctx, trig, audit.System); err != nil && ctx.Err() == nil {
 			c.m.log.Warn("mcpclient: discovery failed", "server", c.cfg.Name, "trigger", trig, "err", err)
 		}
 	})

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -22,7 +24,21 @@ const progressEvery = 500 * time.Millisecond
 // the result. Discoveries of one server run one at a time.
 func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Actor) (registry.DiscoveryResult, error) {
 	c.discoverMu.Lock()
-	defer c.discoverMu.Unlock()
+	defer c.discoveryDone()
+	return c.discoverLocked(ctx, trigger, actor)
+}
+
+// discoveryDone ends a discovery: one asked for while it ran (a list_changed) is
+// scheduled now, rather than queued behind it.
+func (c *conn) discoveryDone() {
+	c.discoverMu.Unlock()
+	if c.rediscover.Swap(false) && c.ctx != nil && c.ctx.Err() == nil {
+		c.requestDiscovery("list_changed")
+	}
+}
+
+// discoverLocked is discoverNow with discoverMu held.
+func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.Actor) (registry.DiscoveryResult, error) {
 	c.mu.Lock()
 	s := c.sess
 	errText := c.errText
@@ -35,7 +51,8 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 	}
 	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now()}
 	lastProgress := time.Now()
-	tools, pages, err := listTools(ctx, s.cs, c.m.opts.MaxPages, func(pages, n int) {
+	lim := listLimits{maxPages: c.m.opts.MaxPages, timeout: c.timeout()}
+	tools, pages, err := listTools(ctx, s.cs, lim, func(pages, n int) {
 		if time.Since(lastProgress) >= progressEvery {
 			lastProgress = time.Now()
 			if perr := c.m.reg.DiscoveryProgress(ctx, c.cfg.ServerID, trigger, pages, n); perr != nil {
@@ -55,10 +72,10 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 	}
 	d.Tools = tools
 	if s.caps != nil && s.caps.Resources != nil {
-		d.Resources = listResources(ctx, s.cs)
+		d.Resources = listResources(ctx, s.cs, lim)
 	}
 	if s.caps != nil && s.caps.Prompts != nil {
-		d.Prompts = listPrompts(ctx, s.cs)
+		d.Prompts = listPrompts(ctx, s.cs, lim)
 	}
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if err != nil {
@@ -73,18 +90,27 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 // a repeated cursor, too many pages or any error means no list at all. Each page's
 // tools are converted (toolDef marshals each one) on another goroutine while the next
 // page is fetched.
-func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progress func(pages, tools int)) ([]registry.ToolDef, int, error) {
+func listTools(ctx context.Context, cs *mcp.ClientSession, lim listLimits, progress func(pages, tools int)) ([]registry.ToolDef, int, error) {
 	var pageDefs [][]registry.ToolDef
 	var wg sync.WaitGroup
 	var convOnce sync.Once
-	var convErr error // the first conversion that panicked
+	var convErr error     // the first conversion that panicked
+	var size atomic.Int64 // bytes of the definitions converted so far
 	defer wg.Wait()
 	seen := map[string]bool{}
 	cursor := ""
 	pages, total := 0, 0
 	for {
-		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if n := size.Load(); n > maxListBytes {
+			return nil, pages, fmt.Errorf("tools/list: the definitions passed %d MiB after %d pages: stopped, no tools changed", maxListBytes>>20, pages)
+		}
+		pctx, cancel := context.WithTimeout(ctx, lim.pageTimeout())
+		res, err := cs.ListTools(pctx, &mcp.ListToolsParams{Cursor: cursor})
+		cancel()
 		if err != nil {
+			if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+				return nil, pages, fmt.Errorf("tools/list page %d: no answer within %s: %w", pages+1, lim.pageTimeout(), ErrTimeout)
+			}
 			return nil, pages, fmt.Errorf("tools/list page %d: %w", pages+1, err)
 		}
 		pages++
@@ -108,6 +134,7 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progres
 			}()
 			for i, t := range listed {
 				defs[i] = toolDef(t)
+				size.Add(int64(len(defs[i].Raw)))
 			}
 		})
 		if progress != nil {
@@ -124,15 +151,50 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, maxPages int, progres
 			}
 			return out, pages, nil
 		}
-		if seen[res.NextCursor] {
-			return nil, pages, fmt.Errorf("tools/list repeated cursor %q after %d pages: stopped to avoid an endless loop, no tools changed", res.NextCursor, pages)
+		if err := lim.next(seen, res.NextCursor, pages); err != nil {
+			return nil, pages, fmt.Errorf("tools/list %w, no tools changed", err)
 		}
-		if pages >= maxPages {
-			return nil, pages, fmt.Errorf("tools/list still paging after %d pages: stopped, no tools changed", pages)
+		if total > maxListedTools {
+			return nil, pages, fmt.Errorf("tools/list: more than %d tools after %d pages: stopped, no tools changed", maxListedTools, pages)
 		}
-		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
+}
+
+// What a listing may take, whatever the server sends: a hostile or broken one could
+// page forever, answer never, or fill memory a page at a time.
+const (
+	maxListBytes   = 256 << 20 // tool definitions, as converted
+	maxListedTools = 200_000
+	maxCursor      = 4096 // bytes of one cursor
+)
+
+// listLimits bound one listing: how many pages, and how long each page may take.
+type listLimits struct {
+	maxPages int
+	timeout  time.Duration // a page's; 0: 30 s
+}
+
+func (l listLimits) pageTimeout() time.Duration {
+	if l.timeout > 0 {
+		return l.timeout
+	}
+	return 30 * time.Second
+}
+
+// next checks a page's next cursor before it is followed: not too long, not one seen
+// already (an endless loop), not past the page limit; seen records it.
+func (l listLimits) next(seen map[string]bool, cursor string, pages int) error {
+	switch {
+	case len(cursor) > maxCursor:
+		return fmt.Errorf("gave a cursor of %d bytes after %d pages (at most %d): stopped", len(cursor), pages, maxCursor)
+	case seen[cursor]:
+		return fmt.Errorf("repeated cursor %q after %d pages: stopped to avoid an endless loop", cursor, pages)
+	case pages >= l.maxPages:
+		return fmt.Errorf("still paging after %d pages: stopped", pages)
+	}
+	seen[cursor] = true
+	return nil
 }
 
 func toolDef(t *mcp.Tool) registry.ToolDef {
@@ -191,39 +253,77 @@ func member(raw []byte, name string) json.RawMessage {
 }
 
 // listResources returns the server's resources, or nil when listing fails (recorded
-// as "not listed", never as "no resources").
-func listResources(ctx context.Context, cs *mcp.ClientSession) []registry.Resource {
-	out := []registry.Resource{}
-	for r, err := range cs.Resources(ctx, nil) {
+// as "not listed", never as "no resources"): at most 1,000, each page bounded in time,
+// entries the server sent as null skipped.
+func listResources(ctx context.Context, cs *mcp.ClientSession, lim listLimits) []registry.Resource {
+	return listSome(ctx, lim, func(ctx context.Context, cursor string) ([]registry.Resource, string, error) {
+		res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
-			return nil
+			return nil, "", err
 		}
-		out = append(out, registry.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
-		if len(out) >= 1000 {
-			break
-		}
-	}
-	return out
-}
-
-func listPrompts(ctx context.Context, cs *mcp.ClientSession) []registry.Prompt {
-	out := []registry.Prompt{}
-	for p, err := range cs.Prompts(ctx, nil) {
-		if err != nil {
-			return nil
-		}
-		pr := registry.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
-		for _, a := range p.Arguments {
-			if a != nil {
-				pr.Arguments = append(pr.Arguments, a.Name)
+		out := make([]registry.Resource, 0, len(res.Resources))
+		for _, r := range res.Resources {
+			if r != nil {
+				out = append(out, registry.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
 			}
 		}
-		out = append(out, pr)
-		if len(out) >= 1000 {
-			break
+		return out, res.NextCursor, nil
+	})
+}
+
+func listPrompts(ctx context.Context, cs *mcp.ClientSession, lim listLimits) []registry.Prompt {
+	return listSome(ctx, lim, func(ctx context.Context, cursor string) ([]registry.Prompt, string, error) {
+		res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
+		if err != nil {
+			return nil, "", err
 		}
+		out := make([]registry.Prompt, 0, len(res.Prompts))
+		for _, p := range res.Prompts {
+			if p == nil {
+				continue
+			}
+			pr := registry.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
+			for _, a := range p.Arguments {
+				if a != nil {
+					pr.Arguments = append(pr.Arguments, a.Name)
+				}
+			}
+			out = append(out, pr)
+		}
+		return out, res.NextCursor, nil
+	})
+}
+
+// maxListedExtras bounds the resources and prompts a discovery records.
+const maxListedExtras = 1000
+
+// listSome follows page's cursors until maxListedExtras items or the end; nil when a
+// page fails or the cursors misbehave.
+func listSome[T any](ctx context.Context, lim listLimits, page func(context.Context, string) ([]T, string, error)) []T {
+	out := []T{}
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 1; ; pages++ {
+		pctx, cancel := context.WithTimeout(ctx, lim.pageTimeout())
+		items, next, err := page(pctx, cursor)
+		cancel()
+		if err != nil {
+			return nil
+		}
+		for _, it := range items {
+			if len(out) == maxListedExtras {
+				return out
+			}
+			out = append(out, it)
+		}
+		if next == "" {
+			return out
+		}
+		if lim.next(seen, next, pages) != nil {
+			return nil
+		}
+		cursor = next
 	}
-	return out
 }
 
 func mustJSON(v any) json.RawMessage {

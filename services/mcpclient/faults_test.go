@@ -549,3 +549,81 @@ func TestDiscoveryFailureMasked(t *testing.T) {
 		t.Fatalf("%d events carry the key", n)
 	}
 }
+
+// A server that lists null among its resources and prompts does not bring Toolwarden
+// down (the discovery after a connect runs on a timer, where a panic ended the
+// process): the nulls are skipped and the rest recorded.
+func TestNullListEntriesSkipped(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "nulls"})
+	target, err := url.Parse(up.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &req)
+		result := map[string]string{
+			"resources/list": `{"resources":[null,{"uri":"note://kept","name":"kept"}]}`,
+			"prompts/list":   `{"prompts":[null]}`,
+		}[req.Method]
+		if result != "" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	sv := e.create(t, registry.Spec{Name: "nulls", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path, Enabled: true})
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		got := e.server(t, sv.ID)
+		return len(got.Resources) == 1 && got.Resources[0].URI == "note://kept" && got.Prompts != nil
+	}, "the discovery never recorded the resource the server listed beside a null")
+}
+
+// A server that stops answering in the middle of a tools listing fails that discovery
+// within its timeout (nothing changed), instead of holding discovery forever.
+func TestListingPageTimesOut(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "stalls", Generated: 5, PageSize: 2})
+	target, err := url.Parse(up.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/list"`)) && bytes.Contains(body, []byte(`"cursor"`)) {
+			<-r.Context().Done() // the second page never comes
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	sv := e.create(t, registry.Spec{Name: "stalls", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path, Enabled: true,
+		TimeoutMS: 1000})
+	var got string
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		rows := testkit.Strings(t, e.pool, `SELECT error FROM discovery_runs WHERE server_id = $1 AND status = 'failed'`, sv.ID)
+		if len(rows) > 0 {
+			got = rows[0]
+		}
+		return got != ""
+	}, "the stalled listing never failed")
+	if !strings.Contains(got, "tools/list page 2: no answer within 1s") {
+		t.Fatalf("the failed discovery: %q", got)
+	}
+	if n := testkit.Count(t, e.pool, `SELECT count(*) FROM mcp_tools WHERE server_id = $1`, sv.ID); n != 0 {
+		t.Fatalf("%d tools stored from a listing that did not end", n)
+	}
+}

@@ -45,17 +45,18 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	s := &session{cs: cs, ep: ep, cancel: stop}
 	defer s.close()
 	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now()}
-	tools, pages, err := listTools(ctx, cs, m.opts.MaxPages, nil)
+	lim := listLimits{maxPages: m.opts.MaxPages, timeout: cfg.Timeout}
+	tools, pages, err := listTools(ctx, cs, lim, nil)
 	if err != nil {
 		return fail(err)
 	}
 	d.Tools, d.Pages = tools, pages
 	if caps := cs.InitializeResult().Capabilities; caps != nil {
 		if caps.Resources != nil {
-			d.Resources = listResources(ctx, cs)
+			d.Resources = listResources(ctx, cs, lim)
 		}
 		if caps.Prompts != nil {
-			d.Prompts = listPrompts(ctx, cs)
+			d.Prompts = listPrompts(ctx, cs, lim)
 		}
 	}
 	return m.reg.ApplyDiscovery(ctx, id, d)

@@ -97,7 +97,7 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	step(StepListing)
 	lctx, lcancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer lcancel()
-	tools, _, err := listTools(lctx, cs, m.opts.MaxPages, nil)
+	tools, _, err := listTools(lctx, cs, listLimits{maxPages: m.opts.MaxPages, timeout: cfg.Timeout}, nil)
 	if err != nil {
 		return fail(err)
 	}
