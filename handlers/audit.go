@@ -521,7 +521,7 @@ func (h AuditHandler) APIVerify(c echo.Context) error {
 	// A check reads the whole chain and is recorded: a GET a link on another site makes
 	// a signed-in browser send (its cookie goes with a top-level navigation) does not
 	// start one. A token, a program, this site's own pages and POST may.
-	if r := c.Request(); r.Method == http.MethodGet && PrincipalOf(c).Kind != audit.ActorToken {
+	if r := c.Request(); (r.Method == http.MethodGet || r.Method == http.MethodHead) && PrincipalOf(c).Kind != audit.ActorToken {
 		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
 			return fault.Forbidden("a check of the audit chain is not started from another site's link: use Verify on /audit, POST, or an API token")
 		}

@@ -286,8 +286,12 @@ func TestAuditSavedViewsAndVerify(t *testing.T) {
 	}
 	// A link on another site does not start a check in a signed-in browser; this site's
 	// own fetch does, and so does POST.
-	for site, want := range map[string]int{"cross-site": 403, "same-site": 403, "same-origin": 200} {
-		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/v1/audit/verify", nil)
+	for site, want := range map[string]int{"cross-site": 403, "same-site": 403, "same-origin": 200, "HEAD same-site": 403} {
+		method := http.MethodGet
+		if m, s, ok := strings.Cut(site, " "); ok {
+			method, site = m, s
+		}
+		req, _ := http.NewRequest(method, e.srv.URL+"/api/v1/audit/verify", nil)
 		req.Header.Set("Sec-Fetch-Site", site)
 		res, err := e.auditor.Do(req)
 		if err != nil {

@@ -185,7 +185,9 @@ func lockKeyFile(path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets: key file: %w", err)
 	}
-	f, err := os.OpenFile(real+".lock", os.O_RDWR|os.O_CREATE, 0o600)
+	// Read-only, and readable by all: a lock file made by a command run with sudo must
+	// not keep the service's user from taking the lock later (it holds nothing).
+	f, err := os.OpenFile(real+".lock", os.O_RDONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: lock the key file: %w", err)
 	}

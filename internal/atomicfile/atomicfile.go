@@ -10,8 +10,10 @@ import (
 	"syscall"
 )
 
-// Write replaces path with data, mode 0600: a temporary file in the same directory,
-// fsync, rename, then fsync of the directory so the rename itself survives a crash.
+// Write replaces path with data: a temporary file in the same directory, fsync, rename,
+// then fsync of the directory so the rename itself survives a crash. A new file is mode
+// 0600; a replaced one keeps its owner and its owner's and group's permissions (a key
+// file shared with a service's group stays readable to it), never others'.
 func Write(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -25,12 +27,17 @@ func Write(path string, data []byte) (err error) {
 		}
 	}()
 	// CreateTemp already uses 0600; Chmod says so explicitly and ignores umask.
-	if err = tmp.Chmod(0o600); err != nil {
+	mode := os.FileMode(0o600)
+	fi, serr := os.Stat(path)
+	if serr == nil {
+		mode = fi.Mode().Perm()&^0o007 | 0o600
+	}
+	if err = tmp.Chmod(mode); err != nil {
 		return err
 	}
 	// The file keeps its owner: rewritten by root (a command run with sudo), it would
 	// otherwise become root's, and the service that reads it could no longer.
-	if fi, serr := os.Stat(path); serr == nil {
+	if serr == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid()) {
 			_ = tmp.Chown(int(st.Uid), int(st.Gid)) // only root may; anyone else keeps their own
 		}

@@ -7,11 +7,15 @@ import (
 	"testing"
 )
 
-// Write replaces the content, mode 0600, and keeps the file's owner when it can (as
-// root): a key file rewritten by a command run with sudo stays its service's.
+// Write replaces the content and keeps the file's owner when it can (as root) and its
+// owner's and group's permissions: a key file rewritten by a command run with sudo stays
+// its service's. A new file is 0600.
 func TestWriteKeepsOwner(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "secret.key")
 	if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil { // whatever the umask
 		t.Fatal(err)
 	}
 	chowned := os.Getuid() == 0 && os.Chown(p, 65534, 65534) == nil
@@ -26,8 +30,15 @@ func TestWriteKeepsOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fi.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	if fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode %v, want 0640 (the group's read kept, others' dropped)", fi.Mode().Perm())
+	}
+	fresh := filepath.Join(filepath.Dir(p), "new.key")
+	if err := Write(fresh, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("a new file: %v %v, want 0600", fi, err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
 	want := uint32(os.Getuid())

@@ -279,6 +279,18 @@ func readRegular(ar *os.Root, rel string) ([]byte, error) {
 	return b, nil
 }
 
+// lastRuneStart is where the last character of b begins (at most utf8.UTFMax back).
+func lastRuneStart(b []byte) int {
+	i := len(b)
+	for n := 0; n < utf8.UTFMax && i > 0; n++ {
+		i--
+		if utf8.RuneStart(b[i]) {
+			return i
+		}
+	}
+	return len(b)
+}
+
 // cutNote ends a line too long to show whole (its full size in bytes).
 const cutNote = "… [line cut: %d bytes in all]\n"
 
@@ -367,8 +379,10 @@ func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolR
 				// One line longer than the whole output: its start, cut, so that reading
 				// on gets past it.
 				l = l[:maxReadOutput-len(cutNote)-24]
-				for len(l) > 0 && !utf8.Valid(l) {
-					l = l[:len(l)-1]
+				// Not in the middle of a character (a bad byte elsewhere stays, as
+				// read_file shows it).
+				if start := lastRuneStart(l); !utf8.FullRune(l[start:]) {
+					l = l[:start]
 				}
 				out.Write(l)
 				fmt.Fprintf(&out, cutNote, size)
@@ -976,10 +990,23 @@ func createNew(ar *os.Root, rel string, b []byte, mode fs.FileMode) error {
 	return f.Close()
 }
 
-// writeFile replaces rel's content; the file keeps (or gets) mode.
+// writeFile replaces rel's content; the file keeps (or gets) mode. Opened without
+// waiting, and refused unless it is a regular file: a FIFO swapped in since it was
+// looked at would otherwise hang the call until a reader came.
 func writeFile(ar *os.Root, rel string, b []byte, mode fs.FileMode) error {
-	f, err := ar.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	f, err := ar.OpenFile(rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
 	if err != nil {
+		return err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &fs.PathError{Op: "write", Path: rel, Err: errors.New("not a regular file")}
+		}
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
 		return err
 	}
 	if _, err := f.Write(b); err != nil {
@@ -1322,6 +1349,9 @@ func restoreSnapshot(_ context.Context, s *Server, c Call, in restoreIn) (*mcp.C
 	w := s.newWrite(c, "restore_snapshot")
 	restored, notes, err := s.restore(w, in.SnapshotID)
 	if err != nil && len(restored) == 0 {
+		if len(notes) > 0 {
+			err = fmt.Errorf("%w; %s", err, strings.Join(notes, "; "))
+		}
 		return w.done("", nil, err)
 	}
 	text := fmt.Sprintf("restored %d paths from snapshot %s", len(restored), in.SnapshotID)

@@ -1,6 +1,7 @@
 package builtin_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,6 +38,12 @@ func TestReadFileBounded(t *testing.T) {
 	}
 	if got := f.ok("c1", args{"operation": "read_file", "filePath": "long.txt", "offset": 1}); got != "next\n" {
 		t.Fatalf("after the long line: %q", got)
+	}
+
+	// A byte that is not UTF-8 early in a long line does not cut the line there.
+	write("latin1.txt", strings.Repeat("x", 9000)+"caf\xe9 "+long+"\n")
+	if got := f.ok("c1", args{"operation": "read_file", "filePath": "latin1.txt"}); len(got) < 250<<10 {
+		t.Fatalf("a long line with a Latin-1 byte: %d bytes shown", len(got))
 	}
 
 	third := strings.Repeat("b", 100<<10) + "\n"
@@ -164,6 +171,21 @@ func TestRestoreIsUndoneAndGoesOn(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "pkg/new/b.txt")); err != nil {
 		t.Fatalf("the file made since: %v", err)
+	}
+
+	// A file the write made that grew past what a snapshot keeps is still undone (the
+	// restore says it could not keep it for undoing).
+	res = f.call("c1", args{"operation": "create_file", "filePath": "log.txt", "content": "start\n"})
+	made, _ := structured(t, res)["snapshotId"].(string)
+	if err := os.WriteFile(filepath.Join(ws, "log.txt"), bytes.Repeat([]byte("x"), 11<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": made})
+	if !strings.Contains(got, "too large to keep for undoing") {
+		t.Fatalf("restoring over a grown file: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "log.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the file the write made: %v", err)
 	}
 }
 

@@ -98,7 +98,7 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 		e.Existed, e.Dir, e.Mode = true, true, fi.Mode().Perm()
 	case fi.Mode().IsRegular():
 		if fi.Size() > maxFileBytes {
-			return fmt.Errorf("%s is %d bytes, more than the %d a snapshot keeps; it cannot be changed here", rel, fi.Size(), maxFileBytes)
+			return fmt.Errorf("%w: %s is %d bytes, more than the %d a snapshot keeps; it cannot be changed here", errTooBigToKeep, rel, fi.Size(), maxFileBytes)
 		}
 		b, err := readRegular(ar, rel)
 		if err != nil {
@@ -165,7 +165,10 @@ func (s *Server) restore(w *write, id string) (restored, notes []string, err err
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]
 		shown := filepath.Join(e.Area, e.Path)
-		err := s.restoreEntry(w, store, id, e)
+		unkept, err := s.restoreEntry(w, store, id, e)
+		if unkept && err == nil {
+			notes = append(notes, fmt.Sprintf("%s was restored over a file too large to keep for undoing (over %d MiB)", shown, maxFileBytes>>20))
+		}
 		switch {
 		case err == nil:
 			restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
@@ -181,21 +184,34 @@ func (s *Server) restore(w *write, id string) (restored, notes []string, err err
 // errMadeSince: a directory the write created is not removed while it holds files.
 var errMadeSince = errors.New("the directory holds files made since")
 
-func (s *Server) restoreEntry(w *write, store *os.Root, id string, e snapEntry) error {
+// errTooBigToKeep: a file larger than a snapshot keeps.
+var errTooBigToKeep = errors.New("too large to keep")
+
+// restoreEntry restores one entry, keeping first what it replaces; unkept says that
+// was a file too large to keep (restored over all the same, as before restores kept
+// anything: undoing a write must not fail on what grew since).
+func (s *Server) restoreEntry(w *write, store *os.Root, id string, e snapEntry) (unkept bool, err error) {
 	ar, err := s.openArea(e.Area)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer ar.Close()
 	fi, lerr := ar.Lstat(e.Path)
 	exists := lerr == nil
 	t := target{area: e.Area, rel: e.Path}
 	if err := w.keepParents(t, ar); err != nil {
-		return fmt.Errorf("keep what it holds now: %w", err)
+		return false, fmt.Errorf("keep what it holds now: %w", err)
 	}
-	if err := w.keep(t, ar); err != nil {
-		return fmt.Errorf("keep what it holds now: %w", err)
+	if err := w.keep(t, ar); errors.Is(err, errTooBigToKeep) {
+		unkept = true
+	} else if err != nil {
+		return false, fmt.Errorf("keep what it holds now: %w", err)
 	}
+	return unkept, s.putBack(store, id, e, ar, fi, exists)
+}
+
+// putBack writes entry e of snapshot id back into ar (fi: what is at its path now).
+func (s *Server) putBack(store *os.Root, id string, e snapEntry, ar *os.Root, fi fs.FileInfo, exists bool) error {
 	switch {
 	case !e.Existed:
 		if !exists {

@@ -18,6 +18,8 @@ type lineEditor struct {
 	shellEdited bool
 	// cut: the line grew past maxAuditLine; what follows was not kept.
 	cut bool
+	// literal: the next key is taken as it is (after Ctrl-V), Enter included.
+	literal bool
 }
 
 // maxAuditLine bounds a line the editor keeps.
@@ -40,6 +42,14 @@ func (e *lineEditor) feed(b []byte) []edited {
 	e.pending = nil
 	for i := 0; i < len(data); {
 		c := data[i]
+		if e.literal {
+			e.literal = false
+			if c < 0x20 || c == 0x7f { // a control key put into the line, not acted on
+				e.insert(rune(c))
+				i++
+				continue
+			}
+		}
 		switch {
 		case c == '\r' || c == '\n':
 			out = append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
@@ -99,9 +109,12 @@ func (e *lineEditor) feed(b []byte) []edited {
 		case c == 0x09 || c == 0x12 || c == 0x10 || c == 0x0e: // Tab, Ctrl-R, Ctrl-P, Ctrl-N
 			e.shellEdited = true
 			i++
-		case c == 0x19 || c == 0x14 || c == 0x16 || c == 0x18 || c == 0x1f:
-			// Ctrl-Y (yank back what a kill took), Ctrl-T, Ctrl-V, Ctrl-X (a prefix),
-			// Ctrl-_ (undo): the shell's edits, not followed here.
+		case c == 0x16: // Ctrl-V: the next key goes into the line as it is
+			e.shellEdited, e.literal = true, true
+			i++
+		case c == 0x19 || c == 0x14 || c == 0x18 || c == 0x1f:
+			// Ctrl-Y (yank back what a kill took), Ctrl-T, Ctrl-X (a prefix), Ctrl-_
+			// (undo): the shell's edits, not followed here.
 			e.shellEdited = true
 			i++
 		case c < 0x20:
@@ -112,20 +125,25 @@ func (e *lineEditor) feed(b []byte) []edited {
 				e.pending = append([]byte(nil), data[i:]...)
 				return out
 			}
-			if len(e.line) < maxAuditLine {
-				e.line = append(e.line[:e.cur], append([]rune{r}, e.line[e.cur:]...)...)
-				e.cur++
-			} else {
-				e.cut = true
-			}
+			e.insert(r)
 			i += n
 		}
 	}
 	return out
 }
 
+// insert puts r at the cursor, up to maxAuditLine.
+func (e *lineEditor) insert(r rune) {
+	if len(e.line) < maxAuditLine {
+		e.line = append(e.line[:e.cur], append([]rune{r}, e.line[e.cur:]...)...)
+		e.cur++
+	} else {
+		e.cut = true
+	}
+}
+
 func (e *lineEditor) reset() {
-	e.line, e.cur, e.shellEdited, e.cut = e.line[:0], 0, false, false
+	e.line, e.cur, e.shellEdited, e.cut, e.literal = e.line[:0], 0, false, false, false
 }
 
 // escape applies the escape sequence at the start of b and returns its length; ok is

@@ -36,11 +36,12 @@ func TestLineEditor(t *testing.T) {
 		{"utf-8 cut in two", []string{"echo \xc3", "\xa9\r"}, []edited{{text: "echo é"}}},
 		{"no newline yet", []string{"partial"}, nil},
 		// Keys the editor does not follow mark the line: the shell ran something else.
-		{"ctrl-u then ctrl-y", []string{"sudo rm -rf /srv"}, []edited{{text: "", shell: true}}},
-		{"alt-d", []string{"ls x[D[Dd"}, []edited{{text: "ls x", shell: true}}},
-		{"ctrl-t", []string{"sl"}, []edited{{text: "sl", shell: true}}},
-		{"ctrl-b ctrl-f ctrl-d", []string{"lxs -l"}, []edited{{text: "ls -l"}}},
-		{"too long", []string{strings.Repeat("a", maxAuditLine+10) + ""}, []edited{{text: strings.Repeat("a", maxAuditLine), cut: true}}},
+		{"ctrl-u then ctrl-y", []string{"sudo rm -rf /srv\x15\x19\r"}, []edited{{text: "", shell: true}}},
+		{"alt-d", []string{"ls x\x1b[D\x1b[D\x1bd\r"}, []edited{{text: "ls x", shell: true}}},
+		{"ctrl-t", []string{"sl\x14\r"}, []edited{{text: "sl", shell: true}}},
+		{"ctrl-v enter stays in the line", []string{"echo a\x16\rb\r"}, []edited{{text: "echo a\rb", shell: true}}},
+		{"ctrl-b ctrl-f ctrl-d", []string{"lxs\x02\x02\x04\x06 -l\r"}, []edited{{text: "ls -l"}}},
+		{"too long", []string{strings.Repeat("a", maxAuditLine+10) + "\r"}, []edited{{text: strings.Repeat("a", maxAuditLine), cut: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var e lineEditor

@@ -139,6 +139,9 @@ type Terminal struct {
 	gone   chan struct{} // closed when its session's processes and record are gone too
 	exit   int           // its exit code, once done (-1, or 128+n when confined: killed by signal n)
 	closed atomic.Bool   // ended by close_session, not by itself
+	// typing orders writes of input with their audit (a write blocks while the
+	// program does not read; inMu, which Size and Resize take, is not held then).
+	typing sync.Mutex
 	inMu   sync.Mutex
 	inLine lineEditor // what was typed since the last newline (for the audit)
 	once   sync.Once
@@ -430,11 +433,12 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	echo := t.Echo()
 	// Written and followed under one lock: two typists' keys are audited in the order
 	// the shell got them.
-	t.inMu.Lock()
+	t.typing.Lock()
+	defer t.typing.Unlock()
 	if _, err := t.ptmx.Write([]byte(s)); err != nil {
-		t.inMu.Unlock()
 		return fmt.Errorf("write to the terminal: %w", err)
 	}
+	t.inMu.Lock()
 	lines := t.inLine.feed([]byte(s))
 	t.inMu.Unlock()
 	if f := t.ts.opts.OnInput; f != nil {

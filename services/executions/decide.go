@@ -87,8 +87,9 @@ type Input struct {
 	// workspace); "" is the requester's own default one.
 	ConversationID string
 	// MaxWaiting, when above 0, refuses (*TooManyWaitingError) an execution whose
-	// requester has that many waiting for approval already; counted and created under
-	// one lock per requester, so calls at once cannot all slip under it.
+	// requester has that many of the same Source waiting for approval already (an
+	// agent's calls are not held back by the plans its person made on a page); counted
+	// and created under one lock per requester, so calls at once cannot all slip under it.
 	MaxWaiting int
 }
 
@@ -160,7 +161,8 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 			}
 			var n int
 			if err := tx.QueryRow(ctx, `/* executions.Create.waiting */
-				SELECT count(*) FROM executions WHERE requested_by = $1::uuid AND status = 'awaiting_approval'`, *requestedBy).Scan(&n); err != nil {
+				SELECT count(*) FROM executions WHERE requested_by = $1::uuid AND status = 'awaiting_approval' AND source = $2`,
+				*requestedBy, in.Source).Scan(&n); err != nil {
 				return fmt.Errorf("executions: count waiting: %w", err)
 			}
 			if n >= in.MaxWaiting {

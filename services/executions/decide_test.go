@@ -528,7 +528,7 @@ func TestMaxWaitingHoldsAtOnce(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := range 8 {
 		go func() {
-			_, err := e.svc.Create(e.ctx, alice, executions.Input{MaxWaiting: 2,
+			_, err := e.svc.Create(e.ctx, alice, executions.Input{MaxWaiting: 2, Source: executions.SourceMCP,
 				Plan: &executions.Request{Steps: []executions.RequestStep{step("mt__add", fmt.Sprintf(`{"a":%d,"b":1}`, i))}}})
 			errs <- err
 		}()
@@ -546,5 +546,10 @@ func TestMaxWaitingHoldsAtOnce(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM executions WHERE requester_name = 'alice' AND status = 'awaiting_approval'`); n != 2 || refused != 6 {
 		t.Fatalf("waiting %d, refused %d; want 2 and 6", n, refused)
+	}
+	// Plans of another source (a page's) do not count against calls, nor calls against them.
+	if _, err := e.svc.Create(e.ctx, alice, executions.Input{MaxWaiting: 2,
+		Plan: &executions.Request{Steps: []executions.RequestStep{step("mt__add", `{"a":9,"b":9}`)}}}); err != nil {
+		t.Fatalf("a plan from a page beside two waiting calls: %v", err)
 	}
 }

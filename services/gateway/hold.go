@@ -129,8 +129,11 @@ func (g *Gateway) waiting(ctx context.Context, req *mcp.CallToolRequest, ex *exe
 		return
 	}
 	msg := fmt.Sprintf("Waiting for a person to approve %s (%s risk) in Toolwarden", ex.Title(), ex.Risk)
-	if ex.Status == executions.Executing {
+	switch ex.Status {
+	case executions.Executing:
 		msg = fmt.Sprintf("Approved by %s; running %s", ex.ApproverName, ex.Title())
+	case executions.Cancelled:
+		msg = fmt.Sprintf("Cancelled by %s; the running call is finishing: %s", orSomeone(ex.DecidedBy), ex.Title())
 	}
 	// Progress must grow with every notification: the seconds waited do.
 	_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok,
