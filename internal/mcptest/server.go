@@ -45,8 +45,9 @@ type Options struct {
 	// even initialize, to test timeouts.
 	Hang bool
 	// Big adds the tool big {"bytes": N}, whose result is a text of N bytes, to
-	// test message size caps. It is not a default tool because many tests count
-	// the tools.
+	// test message size caps, and flood {"count": N, "bytes": M}, which sends N
+	// progress notifications saying the work is done, each with a message of M
+	// bytes, before its result. Not default tools because many tests count the tools.
 	Big bool
 	// Shapes adds the tool shapes (ShapesSchema: a oneOf, nullable values and
 	// maps), which answers with the arguments it received, to test clients that
@@ -136,6 +137,7 @@ func New(opts *Options) *Server {
 	s.addDefaultTools()
 	if o.Big {
 		s.addBigTool()
+		s.addFloodTool()
 	}
 	if o.Shapes {
 		s.addShapesTool()
@@ -219,6 +221,27 @@ type addOut struct {
 
 type failIn struct {
 	Message string `json:"message,omitempty" jsonschema:"the error text to return"`
+}
+
+type floodIn struct {
+	Count int `json:"count" jsonschema:"how many progress notifications"`
+	Bytes int `json:"bytes,omitempty" jsonschema:"the length of each one's message"`
+}
+
+// addFloodTool adds flood: a server that reports progress without restraint.
+func (s *Server) addFloodTool() {
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:        "flood",
+		Description: "Sends count progress notifications, each saying the work is done, then answers.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, func(ctx context.Context, req *mcp.CallToolRequest, in floodIn) (*mcp.CallToolResult, any, error) {
+		tok := req.Params.GetProgressToken()
+		msg := strings.Repeat("p", in.Bytes)
+		for i := 0; tok != nil && i < in.Count; i++ {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 1, Message: msg})
+		}
+		return textResult("flooded"), nil, nil
+	})
 }
 
 type sleepIn struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -667,5 +668,38 @@ func TestLongConversationIDRefused(t *testing.T) {
 	}
 	if fields, _ := re.Details.([]verr.Field); len(fields) != 1 || fields[0].Field != "/conversation_id" {
 		t.Fatalf("the details: %+v", re.Details)
+	}
+}
+
+// A server that floods progress notifications, each saying the work is done and each
+// long, costs a bounded number of short records: "done" lets one through, not all.
+func TestProgressFloodBounded(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.register(registry.Spec{Name: "fl", Type: registry.TypeStreamableHTTP, Enabled: true, Trusted: true,
+		URL: mcptest.StartHTTP(t, &mcptest.Options{Name: "fl", Big: true}).URL()}, "flood")
+	var mu sync.Mutex
+	got := 0
+	began := time.Now()
+	res, err := e.r.Call(e.ctx, router.Call{Tool: "fl__flood", Arguments: json.RawMessage(`{"count":2000,"bytes":5000}`), Actor: admin, Role: auth.RoleAdmin,
+		Progress: func(p router.Progress) {
+			mu.Lock()
+			got++
+			mu.Unlock()
+			if len(p.Message) > 1100 {
+				t.Errorf("a progress message of %d bytes reached the caller", len(p.Message))
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.flush()
+	// One "done", plus ten a second.
+	limit := 2 + int(time.Since(began)/(100*time.Millisecond))
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'tool.output' AND payload->>'call_id' = $1`, res.CallID); n > limit {
+		t.Fatalf("tool.output events of 2,000 notifications over %s: %d, want at most %d", time.Since(began), n, limit)
+	}
+	if n := e.count(`SELECT max(length(payload::text)) FROM events WHERE kind = 'tool.output' AND payload->>'call_id' = $1`, res.CallID); n > 3000 {
+		t.Fatalf("a tool.output event of %d bytes", n)
 	}
 }

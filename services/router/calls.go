@@ -36,6 +36,7 @@ type callRecord struct {
 
 	pmu          sync.Mutex
 	lastProgress time.Time
+	finalSent    bool // a progress notification saying the work is done was let through
 }
 
 // refusedAudited are the refusals worth an audit row: someone tried to do what they may not.
@@ -198,19 +199,22 @@ func (cr *callRecord) started(ctx context.Context) error {
 	return nil
 }
 
-// progress announces a progress notification (at most ten a second per call).
+// progress announces a progress notification: at most ten a second per call, plus the
+// first that says the work is done (the server sets both numbers, so "done" cannot let
+// every one through); dropped, not waited for, when the recorder is full.
 func (cr *callRecord) progress(p Progress) {
 	cr.pmu.Lock()
 	now := time.Now()
-	final := p.Total > 0 && p.Progress >= p.Total
+	final := p.Total > 0 && p.Progress >= p.Total && !cr.finalSent
 	if !final && now.Sub(cr.lastProgress) < 100*time.Millisecond {
 		cr.pmu.Unlock()
 		return
 	}
 	cr.lastProgress = now
+	cr.finalSent = cr.finalSent || final
 	cr.pmu.Unlock()
 	payload := events.CallOutput{Call: cr.base(), Progress: p}
-	_ = cr.r.rec.submit(context.Background(), &job{drafts: drafts(cr, events.ToolOutput, payload), commit: cr.commit()}, false)
+	cr.r.rec.offer(&job{drafts: drafts(cr, events.ToolOutput, payload), commit: cr.commit()})
 }
 
 func (cr *callRecord) touch() []string {

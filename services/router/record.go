@@ -70,6 +70,23 @@ func newRecorder(pool *pgxpool.Pool, begin db.TxBeginner, bus *events.Bus, log *
 		maxBatch: maxBatch, flushEvery: 20 * time.Millisecond, stopped: make(chan struct{})}
 }
 
+// offer queues j if there is room now, and drops it otherwise: for what may be lost
+// under load (a progress notification), so a server that floods them cannot block the
+// call that reads them.
+func (w *recorder) offer(j *job) bool {
+	w.gate.RLock()
+	defer w.gate.RUnlock()
+	if w.closed {
+		return false
+	}
+	select {
+	case w.later <- j:
+		return true
+	default:
+		return false
+	}
+}
+
 // submit queues j; with wait it returns once j is committed (or failed).
 func (w *recorder) submit(ctx context.Context, j *job, wait bool) error {
 	q := w.later

@@ -67,6 +67,9 @@ type Run struct {
 	idle     *time.Timer // cancels the run when it fires
 }
 
+// maxRunProgress is how many progress notifications a run keeps for its page.
+const maxRunProgress = 200
+
 // Start runs c in the background and returns at once.
 func (rs *Runs) Start(c Call, toolID string) *Run {
 	if c.ID == "" {
@@ -82,6 +85,9 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 	prev := c.Progress
 	c.Progress = func(p Progress) {
 		run.mu.Lock()
+		if len(run.progress) == maxRunProgress { // the newest are kept
+			run.progress = append(run.progress[:0], run.progress[1:]...)
+		}
 		run.progress = append(run.progress, p)
 		run.mu.Unlock()
 		if prev != nil {
