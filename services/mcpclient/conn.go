@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -65,12 +66,30 @@ func (s *session) close() {
 	s.ep.cleanup()
 }
 
+// maxServerText bounds a text of the server's that Toolwarden records (an error).
+const maxServerText = 2048
+
+// clipText is s cut to at most n bytes, at a character's start, marked when cut.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "… (cut)"
+}
+
 // newConn prepares the supervisor of one server; its context derives from parent (Run's).
 func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr *lineBuffer) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	masker := maskerOf(cfg)
+	// What the server says (an error's text) is stored, published and logged: masked,
+	// and cut, since a server picks its length.
+	redact := func(s string) string { return clipText(masker.String(s), maxServerText) }
 	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(),
-		masker: masker, redact: masker.String}
+		masker: masker, redact: redact}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
 		Name:        cfg.Name,
 		MaxRequests: 1,

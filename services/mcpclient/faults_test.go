@@ -627,3 +627,44 @@ func TestListingPageTimesOut(t *testing.T) {
 		t.Fatalf("%d tools stored from a listing that did not end", n)
 	}
 }
+
+// A server's error text is recorded cut to a bound, however long the server made it.
+func TestServerErrorTextBounded(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "verbose"})
+	target, err := url.Parse(up.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	long := strings.Repeat("why ", 100_000)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools/list"`)) {
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(body, &req)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%q}}`, req.ID, long)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	sv := e.create(t, registry.Spec{Name: "verbose", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path, Enabled: true})
+	var got string
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		rows := testkit.Strings(t, e.pool, `SELECT error FROM discovery_runs WHERE server_id = $1 AND status = 'failed'`, sv.ID)
+		if len(rows) > 0 {
+			got = rows[0]
+		}
+		return got != ""
+	}, "no failed discovery recorded")
+	if len(got) > 4096 || !strings.Contains(got, "(cut)") {
+		t.Fatalf("the failed discovery's error: %d bytes", len(got))
+	}
+}
