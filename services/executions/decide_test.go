@@ -193,6 +193,10 @@ func TestPlanPhrase(t *testing.T) {
 		{"multi-line target", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"a\nb"}`)}, "sh__run"},
 		{"blank target", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"  ","id":"k"}`)}, "sh__run k"},
 		{"long target", []executions.PlannedStep{st("fs__rm", risk.High, `{"path":"`+long+`"}`)}, "fs__rm " + strings.Repeat("é", 60)},
+		// What a page shows and a person can type: spaces as one, tabs and invisible
+		// characters (zero-width space, direction marks) gone.
+		{"spaces and tabs", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"grep -r  foo\t."}`)}, "sh__run grep -r foo ."},
+		{"invisible characters", []executions.PlannedStep{st("fs__rm", risk.High, `{"path":"/srv/\u200bdata\u202e"}`)}, "fs__rm /srv/data"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := (executions.Plan{Steps: tc.steps}).Phrase(); got != tc.want {

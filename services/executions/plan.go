@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/internal/canonjson"
@@ -173,15 +174,34 @@ func (p Plan) Phrase() string {
 		_ = json.Unmarshal(st.Arguments, &args)
 		for _, k := range targetKeys {
 			if v, ok := args[k].(string); ok && strings.TrimSpace(v) != "" && !strings.ContainsAny(v, "\n\r") {
+				v = typeable(v)
 				if utf8.RuneCountInString(v) > 60 {
-					v = string([]rune(v)[:60])
+					v = strings.TrimSpace(string([]rune(v)[:60]))
 				}
-				return st.Tool + " " + strings.TrimSpace(v)
+				if v != "" {
+					return st.Tool + " " + v
+				}
 			}
 		}
 		return st.Tool
 	}
 	return ""
+}
+
+// typeable is v as a person can read and type it back: invisible and control
+// characters (a tab, a zero-width space, a direction mark) dropped, and each run of
+// spaces one space, as a page shows it.
+func typeable(v string) string {
+	v = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || unicode.IsSpace(r):
+			return ' '
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, v)
+	return strings.Join(strings.Fields(v), " ")
 }
 
 // Hash is the SHA-256 of the plan's canonical form: for each step, run and rollback, the
