@@ -751,3 +751,26 @@ func TestBrowserExecutionRollback(t *testing.T) {
 	b.execReloadLog(lines, doc)
 	b.checkConsole()
 }
+
+// A plan is posted once however fast "Plan it" is clicked again: a double click made
+// two executions, and a LOW one ran twice.
+func TestBrowserPlanPostedOnce(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	enabledLiveTools(t, srv, hs, "mt", "echo")
+	b := newExecBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("open the new execution page", chromedp.Navigate(srv.URL+"/executions/new"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=prompt]`)))
+	doc := b.execDocNo()
+	b.do("write the prompt", chromedp.SendKeys(chromedp.CSS(`[data-testid=prompt]`), `call mt__echo message="once"`))
+	// Two clicks 80 ms apart, the second while the first post is on its way.
+	_ = eval[bool](b, `(() => { const btn = document.querySelector("[data-testid=submit-prompt]");
+		btn.click(); setTimeout(() => btn.click(), 80); return true; })()`)
+	b.execWaitDoc("the execution's page after planning", doc+1)
+	time.Sleep(500 * time.Millisecond) // a second post, had there been one, is in by now
+	if n := srv.App.Count(t, `SELECT count(*) FROM executions WHERE prompt LIKE '%once%'`); n != 1 {
+		t.Fatalf("executions after a double click: %d, want 1", n)
+	}
+}

@@ -102,7 +102,7 @@ func TestWorkspace(t ToolCard, v ToolTest) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" hx-target=\"#test-workspace\" hx-swap=\"outerHTML settle:0ms\" hx-sync=\"this:queue last\" hx-disabled-elt=\"find .run-button\" data-testid=\"test-run-form\"><input type=\"hidden\" name=\"mode\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "\" hx-target=\"#test-workspace\" hx-swap=\"outerHTML settle:0ms\" hx-sync=\"this:queue last\" hx-disabled-elt=\"find .run-button, find [data-testid=request-approval]\" data-testid=\"test-run-form\"><input type=\"hidden\" name=\"mode\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -836,3 +836,26 @@
     });
   }
 })();
+
+// A form posted the plain way is posted once: a second click while the first is on its
+// way (a double click on "Plan it" made two plans, and a LOW one ran twice) is held back
+// for a few seconds. Registered last, so a submit other handlers held back (a confirm
+// dialog, a wrong phrase) does not count; htmx forms have their own guard.
+(function () {
+  "use strict";
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (e.defaultPrevented || !form.matches || form.matches("[hx-post]") || (form.method || "").toLowerCase() !== "post") return;
+    if (form.dataset.posting === "1") {
+      e.preventDefault();
+      return;
+    }
+    form.dataset.posting = "1";
+    setTimeout(function () { delete form.dataset.posting; }, 8000);
+  });
+  // Back to a page kept in the browser's cache: its forms may be posted again.
+  window.addEventListener("pageshow", function (e) {
+    if (!e.persisted) return;
+    document.querySelectorAll("form[data-posting]").forEach(function (f) { delete f.dataset.posting; });
+  });
+})();
