@@ -306,3 +306,24 @@ func TestExecutionsAPI(t *testing.T) {
 		expectErr(t, ann, http.MethodGet, path, nil, 404, "not_found")
 	}
 }
+
+// An id that is not one (or not in its canonical form, which PostgreSQL refuses) is a
+// 404 on every execution route, not a server error.
+func TestExecutionBadIDs(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	token := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
+	urn := "urn:uuid:6f1b1f0e-0000-4000-8000-000000000000"
+	for _, r := range []struct{ method, path string }{
+		{http.MethodPost, "/api/v1/executions/abc/cancel"},
+		{http.MethodPost, "/api/v1/executions/" + urn + "/cancel"},
+		{http.MethodGet, "/api/v1/executions/abc/rollback"},
+		{http.MethodGet, "/api/v1/executions/" + urn},
+	} {
+		token.json(r.method, r.path, map[string]any{}, 404, nil)
+	}
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	if res := srv.Get(t, admin, "/executions/"+urn); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("the page of %s: %d, want 404", urn, res.StatusCode)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -268,6 +269,10 @@ func (e *Execution) summary(from []Status) events.Execution {
 }
 
 func (s *Service) get(ctx context.Context, q db.Querier, id string) (*Execution, error) {
+	// Only the canonical form names one (PostgreSQL refuses the others: a 500, not a 404).
+	if len(id) != 36 || uuid.Validate(id) != nil {
+		return nil, ErrNotFound
+	}
 	rows, err := q.Query(ctx, `/* executions.get */ SELECT `+columns+` FROM executions WHERE id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("executions: get: %w", err)
