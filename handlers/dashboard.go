@@ -73,7 +73,12 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 		}
 		st.DatabaseDetail = fmt.Sprintf("PostgreSQL %s · %s", v, kind)
 	} else {
-		st.DatabaseDetail = err.Error()
+		// The driver's words name the database's user, host and address: for those who
+		// run Toolwarden, not every role; everyone else reads that it cannot be reached.
+		st.DatabaseDetail = "unreachable"
+		if p := PrincipalOf(c); p != nil && p.Can(auth.PermSettings) {
+			st.DatabaseDetail = err.Error()
+		}
 	}
 	if m, err := h.System.Migration(ctx); err == nil {
 		st.MigrationOK = m.Current()
