@@ -251,3 +251,17 @@ func hex4(b []byte, at int) (rune, bool) {
 	n, err := strconv.ParseUint(string(b[at:at+4]), 16, 32)
 	return rune(n), err == nil
 }
+
+// Clip is s cut to at most n bytes at a character's start, with mark added when it was
+// cut: for text a peer chose the length of (an upstream server's error or progress
+// message) before it is stored or shown.
+func Clip(s string, n int, mark string) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + mark
+}

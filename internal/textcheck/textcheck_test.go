@@ -79,3 +79,23 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// Clip cuts at a character's start and marks what it cut; short text stays as it is.
+func TestClip(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"abcdef", 3, "abc…"},
+		{"caféx", 4, "caf…"}, // é is two bytes: not cut in half
+		{"ééé", 1, "…"},
+	} {
+		if got := Clip(tc.s, tc.n, "…"); got != tc.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+}

@@ -7,12 +7,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -69,25 +69,13 @@ func (s *session) close() {
 // maxServerText bounds a text of the server's that Toolwarden records (an error).
 const maxServerText = 2048
 
-// clipText is s cut to at most n bytes, at a character's start, marked when cut.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "… (cut)"
-}
-
 // newConn prepares the supervisor of one server; its context derives from parent (Run's).
 func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr *lineBuffer) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	masker := maskerOf(cfg)
 	// What the server says (an error's text) is stored, published and logged: masked,
 	// and cut, since a server picks its length.
-	redact := func(s string) string { return clipText(masker.String(s), maxServerText) }
+	redact := func(s string) string { return textcheck.Clip(masker.String(s), maxServerText, "… (cut)") }
 	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(),
 		masker: masker, redact: redact}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{

@@ -503,46 +503,71 @@ func TestWrongPathSaysWhatToCheck(t *testing.T) {
 	}
 }
 
-// A discovery that fails with the server's own words (an error page quoting the
-// credential it was sent) is recorded, published and logged with the secret masked.
-func TestDiscoveryFailureMasked(t *testing.T) {
-	t.Parallel()
-	e := start(t, nil)
-	const canary = "sk-canary-discovery-98765"
-	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "quoting"})
-	target, err := url.Parse(up.URL())
+// interposed is the streamable HTTP URL of an mcptest server (opts) behind a front
+// that answers a request itself when answer returns true (given the JSON-RPC method, id
+// and body), and passes the rest on: a server that misbehaves on one method only.
+func interposed(t *testing.T, opts *mcptest.Options, answer func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage, body []byte) bool) string {
+	t.Helper()
+	target, err := url.Parse(mcptest.StartHTTP(t, opts).URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/list"`)) {
-			var req struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.Unmarshal(body, &req)
-			msg, _ := json.Marshal("upstream refused the key " + r.Header.Get("Authorization"))
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, req.ID, msg)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &req)
+		if answer(w, r, req.Method, req.ID, body) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { front.CloseClientConnections(); front.Close() }) // the session's stream is open still
-	sv := e.create(t, registry.Spec{Name: "quoting", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path,
-		AuthType: registry.AuthBearer, AuthToken: canary, Enabled: true})
+	return front.URL + target.Path
+}
+
+// rpcError answers request id with a JSON-RPC error (HTTP 400) whose message is msg.
+func rpcError(w http.ResponseWriter, id json.RawMessage, msg string) {
+	m, _ := json.Marshal(msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, id, m)
+}
+
+// failedDiscovery waits for server id's first failed discovery and returns its error.
+func (e *env) failedDiscovery(t *testing.T, id string) string {
+	t.Helper()
 	var got string
 	testkit.WaitFor(t, 20*time.Second, func() bool {
-		rows := testkit.Strings(t, e.pool, `SELECT error FROM discovery_runs WHERE server_id = $1 AND status = 'failed'`, sv.ID)
+		rows := testkit.Strings(t, e.pool, `SELECT error FROM discovery_runs WHERE server_id = $1 AND status = 'failed'`, id)
 		if len(rows) > 0 {
 			got = rows[0]
 		}
 		return got != ""
-	}, fmt.Sprintf("no failed discovery recorded: %+v", e.server(t, sv.ID)))
-	if strings.Contains(got, canary) || !strings.Contains(got, "***") {
+	}, "no failed discovery recorded")
+	return got
+}
+
+// A discovery that fails with the server's own words (an error page quoting the
+// credential it was sent) is recorded, published and logged with the secret masked.
+func TestDiscoveryFailureMasked(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	const canary = "sk-canary-discovery-98765"
+	u := interposed(t, &mcptest.Options{Name: "quoting"}, func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage, _ []byte) bool {
+		if method != "tools/list" {
+			return false
+		}
+		rpcError(w, id, "upstream refused the key "+r.Header.Get("Authorization"))
+		return true
+	})
+	sv := e.create(t, registry.Spec{Name: "quoting", Type: registry.TypeStreamableHTTP, URL: u,
+		AuthType: registry.AuthBearer, AuthToken: canary, Enabled: true})
+	if got := e.failedDiscovery(t, sv.ID); strings.Contains(got, canary) || !strings.Contains(got, "***") {
 		t.Fatalf("the failed discovery's error: %q, want the key masked", got)
 	}
 	if n := testkit.Count(t, e.pool, `SELECT count(*) FROM events WHERE payload::text LIKE '%' || $1 || '%'`, canary); n != 0 {
@@ -556,33 +581,19 @@ func TestDiscoveryFailureMasked(t *testing.T) {
 func TestNullListEntriesSkipped(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
-	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "nulls"})
-	target, err := url.Parse(up.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.Unmarshal(body, &req)
+	u := interposed(t, &mcptest.Options{Name: "nulls"}, func(w http.ResponseWriter, _ *http.Request, method string, id json.RawMessage, _ []byte) bool {
 		result := map[string]string{
 			"resources/list": `{"resources":[null,{"uri":"note://kept","name":"kept"}]}`,
 			"prompts/list":   `{"prompts":[null]}`,
-		}[req.Method]
-		if result != "" {
-			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
-			return
+		}[method]
+		if result == "" {
+			return false
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
-	sv := e.create(t, registry.Spec{Name: "nulls", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path, Enabled: true})
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result)
+		return true
+	})
+	sv := e.create(t, registry.Spec{Name: "nulls", Type: registry.TypeStreamableHTTP, URL: u, Enabled: true})
 	testkit.WaitFor(t, 20*time.Second, func() bool {
 		got := e.server(t, sv.ID)
 		return len(got.Resources) == 1 && got.Resources[0].URI == "note://kept" && got.Prompts != nil
@@ -594,33 +605,16 @@ func TestNullListEntriesSkipped(t *testing.T) {
 func TestListingPageTimesOut(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
-	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "stalls", Generated: 5, PageSize: 2})
-	target, err := url.Parse(up.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/list"`)) && bytes.Contains(body, []byte(`"cursor"`)) {
+	u := interposed(t, &mcptest.Options{Name: "stalls", Generated: 5, PageSize: 2},
+		func(_ http.ResponseWriter, r *http.Request, method string, _ json.RawMessage, body []byte) bool {
+			if method != "tools/list" || !bytes.Contains(body, []byte(`"cursor"`)) {
+				return false
+			}
 			<-r.Context().Done() // the second page never comes
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
-	sv := e.create(t, registry.Spec{Name: "stalls", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path, Enabled: true,
-		TimeoutMS: 1000})
-	var got string
-	testkit.WaitFor(t, 20*time.Second, func() bool {
-		rows := testkit.Strings(t, e.pool, `SELECT error FROM discovery_runs WHERE server_id = $1 AND status = 'failed'`, sv.ID)
-		if len(rows) > 0 {
-			got = rows[0]
-		}
-		return got != ""
-	}, "the stalled listing never failed")
-	if !strings.Contains(got, "tools/list page 2: no answer within 1s") {
+			return true
+		})
+	sv := e.create(t, registry.Spec{Name: "stalls", Type: registry.TypeStreamableHTTP, URL: u, Enabled: true, TimeoutMS: 1000})
+	if got := e.failedDiscovery(t, sv.ID); !strings.Contains(got, "tools/list page 2: no answer within 1s") {
 		t.Fatalf("the failed discovery: %q", got)
 	}
 	if n := testkit.Count(t, e.pool, `SELECT count(*) FROM mcp_tools WHERE server_id = $1`, sv.ID); n != 0 {
@@ -632,39 +626,16 @@ func TestListingPageTimesOut(t *testing.T) {
 func TestServerErrorTextBounded(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
-	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "verbose"})
-	target, err := url.Parse(up.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 	long := strings.Repeat("why ", 100_000)
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools/list"`)) {
-			var req struct {
-				ID json.RawMessage `json:"id"`
-			}
-			_ = json.Unmarshal(body, &req)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%q}}`, req.ID, long)
-			return
+	u := interposed(t, &mcptest.Options{Name: "verbose"}, func(w http.ResponseWriter, _ *http.Request, method string, id json.RawMessage, _ []byte) bool {
+		if method != "tools/list" {
+			return false
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
-	sv := e.create(t, registry.Spec{Name: "verbose", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path, Enabled: true})
-	var got string
-	testkit.WaitFor(t, 20*time.Second, func() bool {
-		rows := testkit.Strings(t, e.pool, `SELECT error FROM discovery_runs WHERE server_id = $1 AND status = 'failed'`, sv.ID)
-		if len(rows) > 0 {
-			got = rows[0]
-		}
-		return got != ""
-	}, "no failed discovery recorded")
-	if len(got) > 4096 || !strings.Contains(got, "(cut)") {
+		rpcError(w, id, long)
+		return true
+	})
+	sv := e.create(t, registry.Spec{Name: "verbose", Type: registry.TypeStreamableHTTP, URL: u, Enabled: true})
+	if got := e.failedDiscovery(t, sv.ID); len(got) > 4096 || !strings.Contains(got, "(cut)") {
 		t.Fatalf("the failed discovery's error: %d bytes", len(got))
 	}
 }

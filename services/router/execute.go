@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -31,18 +31,6 @@ func Blocking(qualified string) bool { return qualified == "builtin__user_collab
 // maxProgressMessage bounds a progress notification's message as recorded and shown.
 const maxProgressMessage = 1024
 
-// clipText is s cut to at most n bytes, at a character's start, marked when cut.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
 // execute calls the server with the tool's timeout, waiting for a server that is
 // still connecting, retrying a retryable tool after transport failures, behind the
 // server's circuit breaker.
@@ -54,7 +42,7 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	progress := func(p *mcp.ProgressNotificationParams) {
-		pr := Progress{Progress: p.Progress, Total: p.Total, Message: mask.text(clipText(p.Message, maxProgressMessage))}
+		pr := Progress{Progress: p.Progress, Total: p.Total, Message: mask.text(textcheck.Clip(p.Message, maxProgressMessage, "…"))}
 		if onProgress != nil {
 			onProgress(pr)
 		}
