@@ -77,6 +77,13 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 			h.Logger.Warn("executions: who may approve is unknown; the page offers the phrase", "execution", ex.ID, "err", err)
 		}
 	}
+	// The same for a high-risk rollback of one's own execution, whenever one is offered
+	// (the page follows the execution live, so it is asked now).
+	if v.Mine && h.Decide != nil && p.Can(auth.PermExecutionApprove) && ex.Status != executions.AwaitingApproval {
+		_, err := h.Decide.Check(ctx, decide.Decision{Actor: ActorOf(c), Role: p.User.Role, Requester: p.User.ID,
+			Level: risk.High, Verb: "roll executions back"})
+		v.RollbackNeedsOther = decide.NeedsOther(err)
+	}
 	v.Live.LastEventID = last
 	return render(c, http.StatusOK, views.ExecutionDetail(v))
 }

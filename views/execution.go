@@ -59,9 +59,11 @@ type ExecutionPage struct {
 	// NeedsOther: the viewer asked for this high-risk plan and someone else must approve
 	// it (separation of duties): the page says so instead of offering the phrase.
 	NeedsOther bool
-	X          ExecutionView
-	Preview    []ExecutionPreviewStep
-	Log        []ExecutionLogLine
+	// RollbackNeedsOther: the same for a high-risk rollback of the viewer's execution.
+	RollbackNeedsOther bool
+	X                  ExecutionView
+	Preview            []ExecutionPreviewStep
+	Log                []ExecutionLogLine
 	// LogOmitted counts the earliest log lines not shown.
 	LogOmitted int
 }

@@ -618,3 +618,27 @@ func TestExecutionPageLiveUpdates(t *testing.T) {
 		t.Errorf("running seen %v, progress seen %v, last line %q", sawRunning, sawProgress, lastLine)
 	}
 }
+
+// The requester of a failed plan whose rollback is high-risk, with another approver
+// there, reads that the rollback is someone else's instead of being offered a phrase
+// the server would refuse from them; the other approver's page offers it.
+func TestExecutionPagesRollbackNeedsOther(t *testing.T) {
+	t.Parallel()
+	e := xpStart(t)
+	id := e.createPlan(t, e.ann, `{"steps":[{"tool":"lo__echo","arguments":{"message":"do"}},{"tool":"lo__fail","arguments":{"message":"boom"}}],
+		"rollback":[{"tool":"mt__write-note","arguments":{"text":"undo"}}]}`)
+	if ex := e.get(t, id); ex.Status == executions.AwaitingApproval {
+		e.decide(t, e.admin, id, "confirm", url.Values{"plan_hash": {ex.Hash()}, "phrase": {ex.ConfirmationPhrase}})
+	}
+	e.wait(t, id, executions.Failed)
+	adoc := e.show(t, e.ann, id, http.StatusOK)
+	if adoc.Find("[data-testid=rollback-form].danger-zone").Length() != 1 ||
+		adoc.Find("[data-testid=execution-page][data-mine][data-rollback-needs-other]").Length() != 1 ||
+		!strings.Contains(adoc.Find("[data-testid=rollback-needs-other]").Text(), "another person who may roll") {
+		t.Fatalf("ann's page of her failed plan with a high-risk rollback: %q", strings.Join(strings.Fields(adoc.Find("main").Text()), " "))
+	}
+	doc := e.show(t, e.admin, id, http.StatusOK)
+	if doc.Find("[data-testid=execution-page][data-rollback-needs-other]").Length() != 0 || doc.Find("[data-testid=rollback-phrase]").Length() != 1 {
+		t.Fatalf("admin's page of ann's failed plan does not offer the rollback's phrase")
+	}
+}
