@@ -66,6 +66,13 @@ func (a *App) registerOnce() error {
 // healthRetention is how long server health checks are kept.
 const healthRetention = 7 * 24 * time.Hour
 
+// discoveriesKept and discoveryRetention bound the record of a server's discoveries:
+// its newest 500, and of those only the last one past 30 days.
+const (
+	discoveriesKept    = 500
+	discoveryRetention = 30 * 24 * time.Hour
+)
+
 // eventRetention is how long events are kept for websocket clients to catch up on,
 // except an execution's own, which are its log.
 const eventRetention = 7 * 24 * time.Hour
@@ -73,14 +80,17 @@ const eventRetention = 7 * 24 * time.Hour
 // conversationRetention is how long an assistant conversation nobody wrote in is kept.
 const conversationRetention = 90 * 24 * time.Hour
 
-// prune removes ended sessions, old sign-in failures, old health checks, old events and
-// old assistant conversations.
+// prune removes ended sessions, old sign-in failures, old health checks and discovery
+// records, old events and old assistant conversations.
 func (a *App) prune(ctx context.Context) error {
 	if err := a.Auth.Prune(ctx); err != nil {
 		return fmt.Errorf("prune sessions: %w", err)
 	}
 	if _, err := a.Registry.PruneHealth(ctx, healthRetention); err != nil {
 		return fmt.Errorf("prune health checks: %w", err)
+	}
+	if _, err := a.Registry.PruneDiscoveries(ctx, discoveriesKept, discoveryRetention); err != nil {
+		return fmt.Errorf("prune discoveries: %w", err)
 	}
 	if _, err := a.Grants.Prune(ctx); err != nil {
 		return fmt.Errorf("prune grants: %w", err)

@@ -588,3 +588,36 @@ func TestPreviewConnection(t *testing.T) {
 		t.Fatalf("unknown id: got %v, want ErrNotFound", err)
 	}
 }
+
+// PruneDiscoveries keeps a server's newest discoveries (past the count, none), and of
+// the old ones only the newest; another server's are its own.
+func TestPruneDiscoveries(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a, b := f.create(stdioSpec("pa")), f.create(stdioSpec("pb"))
+	for i := range 6 {
+		for _, sv := range []registry.Server{a, b} {
+			f.exec(`INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
+				VALUES ($1, 'list_changed', 'system', 'failed', 1, 'x', now() - make_interval(days => $2))`, sv.ID, 60-10*i)
+		}
+	}
+	// Newest first, a's runs are 10, 20, ... 60 days old; b's too.
+	n, err := f.reg.PruneDiscoveries(f.ctx, 4, 35*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each keeps its 4 newest (10 to 40 days old), less the one past 35 days (40): 3.
+	if n != 6 || f.count(`SELECT count(*) FROM discovery_runs WHERE server_id = $1`, a.ID) != 3 ||
+		f.count(`SELECT count(*) FROM discovery_runs WHERE server_id = $1`, b.ID) != 3 {
+		t.Fatalf("pruned %d; left a %d, b %d", n, f.count(`SELECT count(*) FROM discovery_runs WHERE server_id = $1`, a.ID),
+			f.count(`SELECT count(*) FROM discovery_runs WHERE server_id = $1`, b.ID))
+	}
+	// All of a server's old: the newest stays, as what the page shows last.
+	f.exec(`UPDATE discovery_runs SET started_at = now() - interval '90 days'`)
+	if _, err := f.reg.PruneDiscoveries(f.ctx, 4, 35*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.count(`SELECT count(*) FROM discovery_runs`); got != 2 {
+		t.Fatalf("after all were old: %d left, want each server's newest", got)
+	}
+}

@@ -274,6 +274,19 @@ func (s *Service) HealthHistory(ctx context.Context, id string, limit int) ([]He
 		SELECT checked_at, ok, latency_ms, error FROM server_health WHERE server_id = $1 ORDER BY checked_at DESC LIMIT $2`, id, limit)
 }
 
+// PruneDiscoveries deletes the record of discoveries past a server's newest keepN, and
+// those older than keep but its newest: a server that announces list_changed without
+// pause must not grow the table without end.
+func (s *Service) PruneDiscoveries(ctx context.Context, keepN int, keep time.Duration) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `/* registry.PruneDiscoveries */ DELETE FROM discovery_runs WHERE id IN (
+		SELECT id FROM (SELECT id, started_at, row_number() OVER (PARTITION BY server_id ORDER BY id DESC) AS n FROM discovery_runs) r
+		WHERE n > $1 OR n > 1 AND started_at < now() - $2::interval)`, keepN, keep)
+	if err != nil {
+		return 0, fmt.Errorf("registry: prune discoveries: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // PruneHealth deletes health checks older than keep.
 func (s *Service) PruneHealth(ctx context.Context, keep time.Duration) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `/* registry.PruneHealth */ DELETE FROM server_health WHERE checked_at < now() - $1::interval`, keep)
