@@ -49,7 +49,12 @@ type conn struct {
 	debounceMu   sync.Mutex
 	debounce     *time.Timer
 	debounceTrig string
+	// debounceFirst: when the pending discovery was first asked for.
+	debounceFirst time.Time
 }
+
+// maxDebounce is how many debounce delays requests may put a discovery off by.
+const maxDebounce = 8
 
 // session is one open MCP session and what to clean up after it.
 type session struct {
@@ -403,10 +408,14 @@ func (c *conn) requestDiscovery(trigger string) {
 		if trigger == "connect" {
 			c.debounceTrig = trigger
 		}
-		c.debounce.Reset(c.m.opts.Debounce)
+		// Joined, but not put off for good: a server that announces changes faster
+		// than the delay would otherwise never be discovered.
+		if time.Since(c.debounceFirst) < maxDebounce*c.m.opts.Debounce {
+			c.debounce.Reset(c.m.opts.Debounce)
+		}
 		return
 	}
-	c.debounceTrig = trigger
+	c.debounceTrig, c.debounceFirst = trigger, time.Now()
 	c.debounce = time.AfterFunc(c.m.opts.Debounce, func() {
 		// What a server sends must not end the process: a timer's goroutine has no
 		// other recover.

@@ -639,3 +639,31 @@ func TestServerErrorTextBounded(t *testing.T) {
 		t.Fatalf("the failed discovery's error: %d bytes", len(got))
 	}
 }
+
+// A server that announces list_changed faster than the debounce delay, without pause,
+// is still discovered while it goes on: the requests join the pending discovery but do
+// not put it off for good.
+func TestListChangedStormStillDiscovers(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil) // debounce 150 ms
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "storm"})
+	sv := e.create(t, registry.Spec{Name: "storm", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			hs.Server().SetTool(mcptest.ToolSpec{Name: "storm", Description: fmt.Sprintf("version %d", i),
+				InputSchema: json.RawMessage(`{"type":"object"}`)})
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	testkit.WaitFor(t, 5*time.Second, func() bool { return len(e.runs(t, sv.ID)) >= 2 },
+		"no discovery while list_changed kept coming every 50 ms")
+}
