@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -76,6 +77,20 @@ type Server struct {
 	mu      sync.Mutex
 	tools   map[string]*Tool
 	closers []func()
+	// editing serializes the edits of one file (read, change, write): two at once
+	// would each write their change over the same original, and one would be lost.
+	// Striped by path, so memory stays bounded.
+	editing [64]sync.Mutex
+}
+
+// lockEdit locks the edits of file rel of area (and of the few paths that share its
+// stripe) until the returned function is called.
+func (s *Server) lockEdit(area, rel string) func() {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(area + "\x00" + rel))
+	m := &s.editing[h.Sum32()%uint32(len(s.editing))]
+	m.Lock()
+	return m.Unlock
 }
 
 // OnClose has Close call f (a tool's sessions, processes).

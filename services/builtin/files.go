@@ -1060,6 +1060,7 @@ func edit(ctx context.Context, s *Server, c Call, op, p string, f func(shown str
 	if err != nil {
 		return w.done("", nil, err)
 	}
+	defer s.lockEdit(t.area, t.rel)() // taken once the call may write: a grant's wait is not under it
 	b, mode, err := readText(t, ar)
 	if err != nil {
 		return w.done("", nil, err)

@@ -214,3 +214,41 @@ func TestCreateRaceHasOneWinner(t *testing.T) {
 		}
 	}
 }
+
+// Edits of one file at once are applied one after the other: each sees the one before,
+// none is written over (each read the same original and wrote back its own change).
+func TestConcurrentEditsAllLand(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	var lines []string
+	for i := range 20 {
+		lines = append(lines, fmt.Sprintf("line-%02d", i))
+	}
+	if err := os.WriteFile(filepath.Join(ws, "shared.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan string, len(lines))
+	for _, l := range lines {
+		go func() {
+			res, err := f.callErr("c1", args{"operation": "replace_string", "filePath": "shared.txt", "oldString": l, "newString": strings.ToUpper(l)})
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case res.IsError:
+				errs <- text(res)
+			default:
+				errs <- ""
+			}
+		}()
+	}
+	for range lines {
+		if e := <-errs; e != "" {
+			t.Errorf("an edit failed: %s", e)
+		}
+	}
+	got := string(readBytes(t, filepath.Join(ws, "shared.txt")))
+	if strings.Contains(got, "line-") {
+		t.Fatalf("edits lost: %q", got)
+	}
+}
