@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -61,9 +60,6 @@ func (h ExecutionsHandler) pageDecision(c echo.Context, refused string,
 	do func(ctx context.Context, who executions.Caller, id string) (*executions.Execution, error),
 	ok func(*executions.Execution) string) error {
 	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
-		return executions.ErrNotFound
-	}
 	ex, err := do(c.Request().Context(), callerOf(c), id)
 	to := "/executions/" + id
 	if errors.Is(err, executions.ErrNotFound) {

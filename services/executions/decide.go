@@ -468,17 +468,6 @@ func (s *Service) Withdraw(ctx context.Context, c Caller, id, reason string) (*E
 		action: "execution.cancel", event: decided(events.ExecutionCancelled, reason, c.Actor.Name)})
 }
 
-// Waiting is how many executions requested by user id wait for approval.
-func (s *Service) Waiting(ctx context.Context, userID string) (int, error) {
-	var n int
-	err := s.pool.QueryRow(ctx, `/* executions.Waiting */
-		SELECT count(*) FROM executions WHERE requested_by = $1 AND status = 'awaiting_approval'`, userID).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("executions: count waiting: %w", err)
-	}
-	return n, nil
-}
-
 // ExpireDue moves every execution whose approval time ran out to expired; it returns
 // how many. The runner calls it every minute, and forgets the retry tokens that can
 // no longer be used.
