@@ -387,40 +387,47 @@ func TestPostgresKilledIsRestarted(t *testing.T) {
 // A stdio server that started a process of its own (a grandchild of serve): serve is
 // killed with SIGKILL, the server dies with it (parent death signal) and the grandchild
 // lives on; the next serve kills it before starting anything, from the record of the
-// server's process group in the data dir.
+// server's process group in the data dir. A grandchild that left the group (setsid)
+// goes too, by the run's marker, after a SIGKILL and after a clean stop.
 func TestStdioGrandchildrenReapedAfterSIGKILL(t *testing.T) {
 	dir := dbtest.TempDir(t)
 	// Unconfined: a confined server's PID namespace takes its processes with it anyway.
 	p := startServe(t, dir, "--confine", "off")
 	token := adminToken(t, dir)
 	pidFile := filepath.Join(t.TempDir(), "sleep.pid")
+	awayFile := filepath.Join(t.TempDir(), "away.pid")
 	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "parent"}, "")
-	// sh starts a background sleep, then becomes the server.
-	script := `sleep 300 & echo $! > "$PIDFILE"; exec "$0" "$@"`
-	envm["PIDFILE"] = pidFile
+	// sh starts a background sleep and one in a session of its own, then becomes the server.
+	script := `sleep 300 & echo $! > "$PIDFILE"; setsid sleep 303 & echo $! > "$AWAYFILE"; exec "$0" "$@"`
+	envm["PIDFILE"], envm["AWAYFILE"] = pidFile, awayFile
+	readPID := func(f string) int {
+		b, _ := os.ReadFile(f)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
 	code, body := p.request(t, token, http.MethodPost, "/api/v1/servers", map[string]any{"name": "parent", "type": "stdio",
 		"command": "sh", "args": append([]string{"-c", script, cmd}, args...), "env": envm, "enabled": true})
 	if code != http.StatusCreated {
 		t.Fatalf("register: got %d %s", code, body)
 	}
-	var sleepPID int
+	var sleepPID, awayPID int
 	testkit.WaitFor(t, 30*time.Second, func() bool {
-		b, err := os.ReadFile(pidFile)
-		sleepPID, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil && sleepPID > 0
-	}, "the server's background sleep never started")
+		sleepPID, awayPID = readPID(pidFile), readPID(awayFile)
+		return sleepPID > 0 && awayPID > 0 && alive(awayPID)
+	}, "the server's background sleeps never started")
 	if !proctrack.Marked(sleepPID, mcpclient.ServerMarkerEnv, markerOf(t, sleepPID)) {
 		t.Fatalf("the grandchild %d carries no marker", sleepPID)
 	}
-	recs, _ := os.ReadDir(filepath.Join(dir, "run", "stdio"))
-	if len(recs) != 1 {
-		t.Fatalf("records of running stdio servers: got %d, want 1", len(recs))
-	}
+	// The run's record and the server's group's.
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		recs, _ := os.ReadDir(filepath.Join(dir, "run", "stdio"))
+		return len(recs) == 2
+	}, "the records of this run and its stdio server were never both written")
 
 	p.kill(t, syscall.SIGKILL)
 	time.Sleep(200 * time.Millisecond)
-	if !alive(sleepPID) {
-		t.Fatalf("the grandchild %d died with serve; the test shows nothing", sleepPID)
+	if !alive(sleepPID) || !alive(awayPID) {
+		t.Fatalf("a grandchild (%d, %d away) died with serve; the test shows nothing", sleepPID, awayPID)
 	}
 	// A process group recorded with a marker its processes do not carry (the id was
 	// reused since) is left alone.
@@ -443,16 +450,19 @@ func TestStdioGrandchildrenReapedAfterSIGKILL(t *testing.T) {
 		}
 	})
 	testkit.WaitFor(t, 30*time.Second, func() bool { return !alive(sleepPID) }, "the orphaned grandchild survived the restart")
+	testkit.WaitFor(t, 10*time.Second, func() bool { return !alive(awayPID) }, "the grandchild that left the group survived the restart")
 	if !alive(decoy.Process.Pid) {
 		t.Fatal("the cleanup killed a process that was not one of ours")
 	}
 	// The server itself runs again (with a new grandchild, recorded anew).
+	var awayAgain int
 	testkit.WaitFor(t, 30*time.Second, func() bool {
-		b, _ := os.ReadFile(pidFile)
-		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return n > 0 && n != sleepPID && alive(n)
+		n := readPID(pidFile)
+		awayAgain = readPID(awayFile)
+		return n > 0 && n != sleepPID && alive(n) && awayAgain != awayPID && alive(awayAgain)
 	}, "the server did not start again")
 	again.kill(t, syscall.SIGTERM)
+	testkit.WaitFor(t, 10*time.Second, func() bool { return !alive(awayAgain) }, "a clean stop left the grandchild that left the group running")
 	if ents, _ := os.ReadDir(filepath.Join(dir, "run", "stdio")); len(ents) != 0 {
 		t.Fatalf("records left after a clean stop: %d", len(ents))
 	}

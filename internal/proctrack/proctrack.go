@@ -9,26 +9,38 @@
 // those files and kills every process of each recorded session or group that carries
 // the recorded marker: a process that only reuses a recorded id (the ids were
 // recycled since) carries no such marker and is left alone.
+//
+// A run also records its marker alone (WriteRun) before it starts anything: Cleanup
+// then kills every process that carries it, wherever it went. That catches what left
+// its group or session (setsid, a daemon) and what a crash between starting a tree and
+// recording it would otherwise miss.
 package proctrack
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/toolwarden/toolwarden/internal/atomicfile"
 )
 
-// Record is what the file of one running tree says. Exactly one of SID and PGID is set.
+// Record is what the file of one running tree says. Exactly one of SID and PGID is set,
+// or neither for a run's own record (WriteRun): every process that carries the marker.
 type Record struct {
 	SID     int       `json:"sid,omitempty"`  // a session (and everything in it)
 	PGID    int       `json:"pgid,omitempty"` // a process group
 	Marker  string    `json:"marker"`
 	Started time.Time `json:"started"`
 }
+
+// runPrefix starts the name of a run's record; a tree's record is named by its id.
+const runPrefix = "run-of-"
 
 func (r Record) id() int {
 	if r.SID > 0 {
@@ -37,13 +49,58 @@ func (r Record) id() int {
 	return r.PGID
 }
 
-// Write records r in dir (created 0700).
+// Write records r in dir (created 0700). The file appears whole or not at all: a crash
+// while writing must not leave a record Cleanup cannot read.
 func Write(dir string, r Record) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	b, _ := json.Marshal(r)
-	return os.WriteFile(filepath.Join(dir, strconv.Itoa(r.id())+".json"), b, 0o600)
+	return atomicfile.Write(filepath.Join(dir, strconv.Itoa(r.id())+".json"), b)
+}
+
+// WriteRun records in dir that the processes carrying marker are this run's, until
+// RemoveRun. marker must be a file name's worth of letters, digits and dashes.
+func WriteRun(dir, marker string) error {
+	if !plain(marker) {
+		return errors.New("proctrack: a run's marker must be letters, digits and dashes")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(Record{Marker: marker, Started: time.Now()})
+	return atomicfile.Write(filepath.Join(dir, runPrefix+marker+".json"), b)
+}
+
+// RemoveRun deletes the record WriteRun made.
+func RemoveRun(dir, marker string) {
+	if plain(marker) {
+		_ = os.Remove(filepath.Join(dir, runPrefix+marker+".json"))
+	}
+}
+
+func plain(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, c := range s {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// KillMarked kills every process that carries name=marker in its environment and
+// reports how many it killed.
+func KillMarked(name, marker string) int {
+	killed := 0
+	for _, pid := range pids() {
+		if pid != os.Getpid() && Marked(pid, name, marker) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed++
+		}
+	}
+	return killed
 }
 
 // Remove deletes the record of the tree id (a session or group id) from dir.
@@ -59,17 +116,24 @@ func GroupMembers(pgid int) []int { return members(pgid, 2) }
 
 // members are the processes whose field (after "(comm) ": state ppid pgrp session) is id.
 func members(id, field int) []int {
+	var out []int
+	for _, pid := range pids() {
+		if f, ok := statField(pid, field); ok && f == id {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// pids are the processes in /proc.
+func pids() []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	var out []int
+	out := make([]int, 0, len(ents))
 	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if f, ok := statField(pid, field); ok && f == id {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
 			out = append(out, pid)
 		}
 	}
@@ -112,8 +176,10 @@ func Marked(pid int, name, marker string) bool {
 
 // Cleanup kills what a previous run left running: every process of each session or
 // group recorded in dir that carries the record's marker in the environment variable
-// name; then it removes the records. It reports how many processes it killed.
-func Cleanup(dir, name string) (int, error) {
+// name, and every process that carries a run's recorded marker; then it removes the
+// records. The records of the run whose marker is keep (the caller's own) stay and
+// their processes live. It reports how many processes it killed.
+func Cleanup(dir, name, keep string) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return 0, nil
@@ -129,7 +195,17 @@ func Cleanup(dir, name string) (int, error) {
 			continue
 		}
 		var r Record
-		if json.Unmarshal(b, &r) != nil || r.id() <= 1 || r.Marker == "" {
+		run := strings.HasPrefix(e.Name(), runPrefix)
+		// A temporary file of Write that a crash left, or a record nobody can act on.
+		if json.Unmarshal(b, &r) != nil || r.Marker == "" || (!run && r.id() <= 1) {
+			_ = os.Remove(p)
+			continue
+		}
+		if r.Marker == keep {
+			continue
+		}
+		if run {
+			killed += KillMarked(name, r.Marker)
 			_ = os.Remove(p)
 			continue
 		}

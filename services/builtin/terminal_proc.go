@@ -28,6 +28,18 @@ func writeRecord(root string, r record) error { return proctrack.Write(recordDir
 
 func removeRecord(root string, sid int) { proctrack.Remove(recordDir(root), sid) }
 
+// writeRun records the run's marker: after a crash, a process that left its session
+// is still found by it.
+func writeRun(root, marker string) error { return proctrack.WriteRun(recordDir(root), marker) }
+
+// endRun kills every process that carries the run's marker and drops its record; it
+// reports how many it killed.
+func endRun(root, marker string) int {
+	n := proctrack.KillMarked(markerEnv, marker)
+	proctrack.RemoveRun(recordDir(root), marker)
+	return n
+}
+
 // sessionMembers are the processes whose session id is sid.
 func sessionMembers(sid int) []int { return proctrack.SessionMembers(sid) }
 
@@ -86,5 +98,5 @@ func endSession(sid int, marker string, grace time.Duration, exited <-chan struc
 // recorded session that carries the session's marker. A process that only reuses a
 // recorded id is left alone. It reports how many processes it killed.
 func CleanupOrphans(root string) (int, error) {
-	return proctrack.Cleanup(recordDir(root), markerEnv)
+	return proctrack.Cleanup(recordDir(root), markerEnv, "")
 }

@@ -173,7 +173,13 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if err != nil {
 		real = opts.Root
 	}
-	return &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}}, nil
+	ts := &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}}
+	// Before any terminal starts: a process that leaves its session (setsid) is still
+	// found by its marker after a crash.
+	if err := writeRun(opts.Root, ts.marker); err != nil {
+		opts.Logger.Warn("terminals: record this run", "err", err)
+	}
+	return ts, nil
 }
 
 func newID(prefix string) string {
@@ -527,6 +533,10 @@ func (ts *Terminals) Close() {
 		wg.Go(t.Close)
 	}
 	wg.Wait()
+	// What left its terminal's session (setsid, nohup with a new session) goes too.
+	if n := endRun(ts.opts.Root, ts.marker); n > 0 {
+		ts.opts.Logger.Warn("terminals: killed processes that left their terminal's session", "processes", n)
+	}
 }
 
 // CloseWith ends the terminals when ctx ends.

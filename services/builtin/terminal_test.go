@@ -297,7 +297,8 @@ func TestCrashChild(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	c, err := ts.Start(TerminalCaller{}, "conv", root, "sleep 306 & echo PI\"\"DS $$ $!; wait", time.Hour, 0)
+	// The last one leaves the terminal's session: only the run's marker finds it.
+	c, err := ts.Start(TerminalCaller{}, "conv", root, "sleep 306 & a=$!; setsid sleep 308 & echo PI\"\"DS $$ $a $!; wait", time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,8 @@ func TestCrashChild(t *testing.T) {
 }
 
 // A Toolwarden killed with SIGKILL leaves its terminals running; the next start
-// kills them, and only them: a process that is not marked as ours survives.
+// kills them, a process that left its terminal's session too, and only them: a
+// process that is not marked as ours survives.
 func TestCleanupAfterCrash(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -341,7 +343,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 			break
 		}
 	}
-	if len(pids) != 3 {
+	if len(pids) != 4 {
 		_ = child.Process.Kill()
 		t.Fatalf("the child's processes: %v", pids)
 	}
@@ -365,21 +367,24 @@ func TestCleanupAfterCrash(t *testing.T) {
 			t.Fatalf("process %d died with its Toolwarden; the test shows nothing", pid)
 		}
 	}
+	// Two sessions, the decoy's and the run's own.
 	ents, _ := os.ReadDir(recordDir(root))
-	if len(ents) != 3 {
+	if len(ents) != 4 {
 		t.Fatalf("records: %d", len(ents))
 	}
 
 	// The restart: the terminals start by cleaning up after the previous run.
-	if _, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t)}); err != nil {
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t)})
+	if err != nil {
 		t.Fatal(err)
 	}
+	ts.Close()
 	waitGone(t, pids...)
 	if !alive(decoy.Process.Pid) {
 		t.Fatal("the cleanup killed a process that was not a terminal's")
 	}
 	if ents, _ := os.ReadDir(recordDir(root)); len(ents) != 0 {
-		t.Fatalf("records left: %d", len(ents))
+		t.Fatalf("records left after a clean stop: %d", len(ents))
 	}
 }
 

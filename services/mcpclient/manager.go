@@ -150,6 +150,8 @@ type Manager struct {
 	progress   progressRoutes
 	onConnect  []func(serverID string)
 	marker     string // this run's value of ServerMarkerEnv (ProcessDir only)
+	runMu      sync.Mutex
+	runWritten bool // the run's record (proctrack.WriteRun) is in ProcessDir
 	tests      testRuns
 }
 
@@ -173,6 +175,7 @@ func (m *Manager) track(ep *endpoint) {
 		return
 	}
 	ep.cmd.Env = append(ep.cmd.Env, ServerMarkerEnv+"="+m.marker)
+	m.recordRun(dir)
 	ct.onStart = func(pid int) {
 		// Setpgid: the server's pid is its group's id.
 		if err := proctrack.Write(dir, proctrack.Record{PGID: pid, Marker: m.marker, Started: time.Now()}); err != nil {
@@ -180,6 +183,38 @@ func (m *Manager) track(ep *endpoint) {
 		}
 	}
 	ep.untrack = func(pid int) { proctrack.Remove(dir, pid) }
+}
+
+// recordRun records this run's marker in dir before its first stdio server starts: a
+// crash before the server's group is recorded, or a process that left the group, is
+// still found by the next run.
+func (m *Manager) recordRun(dir string) {
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if m.runWritten {
+		return
+	}
+	if err := proctrack.WriteRun(dir, m.marker); err != nil {
+		m.log.Warn("mcpclient: record this run", "dir", dir, "err", err)
+		return
+	}
+	m.runWritten = true
+}
+
+// endRun kills what this run's stdio servers left that escaped their process group
+// (a daemon that called setsid), once every server is stopped, and drops the run's record.
+func (m *Manager) endRun() {
+	dir := m.opts.ProcessDir
+	if dir == "" {
+		return
+	}
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if n := proctrack.KillMarked(ServerMarkerEnv, m.marker); n > 0 {
+		m.log.Warn("mcpclient: killed processes that left their stdio server's process group", "processes", n)
+	}
+	proctrack.RemoveRun(dir, m.marker)
+	m.runWritten = false
 }
 
 // templateOptions are how template servers run their tools.
@@ -200,7 +235,7 @@ func (m *Manager) Confinement() string {
 // closes every session, stops every stdio process and marks the servers disconnected.
 func (m *Manager) Run(ctx context.Context) error {
 	if dir := m.opts.ProcessDir; dir != "" {
-		if n, err := proctrack.Cleanup(dir, ServerMarkerEnv); err != nil {
+		if n, err := proctrack.Cleanup(dir, ServerMarkerEnv, m.marker); err != nil {
 			m.log.Warn("mcpclient: clean up after the previous run", "dir", dir, "err", err)
 		} else if n > 0 {
 			m.log.Warn("mcpclient: killed processes of stdio servers a previous run left running", "processes", n)
@@ -391,6 +426,7 @@ func (m *Manager) stopAll() {
 		wg.Go(func() { m.stop(id, final) })
 	}
 	wg.Wait()
+	m.endRun()
 }
 
 // Reconnect closes the session of server id and opens a new one at once (backoff and an

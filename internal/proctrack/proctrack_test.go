@@ -1,0 +1,83 @@
+package proctrack
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const env = "PROCTRACK_TEST_RUN"
+
+// start runs sleep in a session of its own carrying marker, and reaps it when it dies.
+func start(t *testing.T, marker string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	c.Env = []string{env + "=" + marker}
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = c.Wait(); close(done) }()
+	t.Cleanup(func() { _ = c.Process.Kill(); <-done })
+	return c, done
+}
+
+func dead(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
+// A run's record finds its processes wherever they went; the caller's own run and
+// other markers are left alone; a half-written record is dropped.
+func TestCleanupByRun(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteRun(dir, "run-old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRun(dir, "run-mine"); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteRun(dir, "../escape"); err == nil {
+		t.Fatal("a marker that is no plain name was recorded")
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".1234.json.tmp-1"), []byte(`{"pgid":12`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, oldDone := start(t, "run-old")
+	_, mineDone := start(t, "run-mine")
+	_, otherDone := start(t, "run-other")
+
+	n, err := Cleanup(dir, env, "run-mine")
+	if err != nil || n != 1 {
+		t.Fatalf("Cleanup: killed %d (%v), want 1", n, err)
+	}
+	if !dead(oldDone) {
+		t.Fatal("the old run's process lives")
+	}
+	select {
+	case <-mineDone:
+		t.Fatal("the caller's own process was killed")
+	case <-otherDone:
+		t.Fatal("a process of an unrecorded run was killed")
+	case <-time.After(100 * time.Millisecond):
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != runPrefix+"run-mine.json" {
+		t.Fatalf("records left: %v, want only the caller's run", ents)
+	}
+	if n := KillMarked(env, "run-mine"); n != 1 || !dead(mineDone) {
+		t.Fatalf("KillMarked: killed %d, want 1", n)
+	}
+	RemoveRun(dir, "run-mine")
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Fatalf("records left after RemoveRun: %v", ents)
+	}
+}
