@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // builtinDescription is the built-in server's description in the registry.
@@ -135,7 +136,9 @@ func (p builtinPreviewer) Fingerprint(ctx context.Context, conversation string, 
 
 // BuiltinDisplay is the short line that says what a call of a built-in tool does
 // (qualified, with a dotted operation when the call named one), or "" for another
-// server's tool.
+// server's tool. It is made from the masked arguments: the line goes into events, audit
+// rows, plans and pages, and a command or a note may carry a credential
+// ("GH_TOKEN=… gh api user").
 func (a *App) BuiltinDisplay(qualified string, args json.RawMessage) string {
 	if a.Builtin == nil {
 		return ""
@@ -156,7 +159,7 @@ func (a *App) BuiltinDisplay(qualified string, args json.RawMessage) string {
 		}
 		args, _ = json.Marshal(m)
 	}
-	return a.Builtin.Display(name, args)
+	return usage.RedactText(a.Builtin.Display(name, usage.Redact(args)))
 }
 
 // asker is user_collaboration's way to the person behind a call (services/grants).

@@ -40,6 +40,8 @@ func TestDisplayLines(t *testing.T) {
 
 		{"terminal_operations", "run_command", `{"command":"npm test"}`, "Running: npm test"},
 		{"terminal_operations", "run_command", `{"command":"` + long + `"}`, "Running: " + clipped},
+		// A credential in a command or a note is masked: the line goes into audit rows.
+		{"terminal_operations", "run_command", `{"command":"GH_TOKEN=ghp_aBcD1234EfGh5678IjKl9012MnOp3456QrSt gh api user"}`, "Running: ******** gh api user"},
 		{"terminal_operations", "create_session", `{}`, "Creating terminal session"},
 		{"terminal_operations", "send_input", `{"sessionId":"t1","input":"ls -la\n"}`, "Sending to terminal: ls -la"},
 		{"terminal_operations", "get_output", `{"sessionId":"t1"}`, "Reading terminal output"},
@@ -49,6 +51,7 @@ func TestDisplayLines(t *testing.T) {
 		{"terminal_operations", "list_sessions", `{}`, "Listing terminal sessions"},
 
 		{"memory_operations", "store", `{"content":"db-2 is staging"}`, "Remembering: db-2 is staging"},
+		{"memory_operations", "store", `{"content":"the key is ghp_aBcD1234EfGh5678IjKl9012MnOp3456QrSt"}`, "Remembering: the key is ********"},
 		{"memory_operations", "search", `{"query":"staging"}`, "Searching memory: staging"},
 		{"memory_operations", "search_memory", `{"query":"staging"}`, "Searching memory: staging"},
 		{"memory_operations", "list", `{}`, "Listing memory"},
