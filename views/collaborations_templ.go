@@ -225,7 +225,7 @@ func collaborationCard(c CollaborationPrompt) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "\" name=\"response\" type=\"text\" maxlength=\"10000\" autocomplete=\"off\" data-testid=\"collaboration-answer\"> <span class=\"hint\">\"yes\", \"ok\", \"proceed\" approve; \"no\", \"stop\", \"deny\" decline; anything else is passed on as it is.</span></div><div class=\"actions\"><button type=\"submit\" data-testid=\"collaboration-send\">Send answer</button> <button type=\"submit\" name=\"decision\" value=\"approve\" class=\"primary\" data-testid=\"collaboration-approve\">Approve</button> <button type=\"submit\" name=\"decision\" value=\"reject\" class=\"danger\" data-testid=\"collaboration-reject\">Reject</button></div></form></section>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "\" name=\"response\" type=\"text\" maxlength=\"10000\" autocomplete=\"off\" data-testid=\"collaboration-answer\"> <span class=\"hint\">\"yes\", \"ok\", \"proceed\" approve; \"no\", \"stop\", \"deny\" or a negated approval (\"don&#39;t proceed\") decline; anything else, a question included, is passed on as it is.</span></div><div class=\"actions\"><button type=\"submit\" data-testid=\"collaboration-send\">Send answer</button> <button type=\"submit\" name=\"decision\" value=\"approve\" class=\"primary\" data-testid=\"collaboration-approve\">Approve</button> <button type=\"submit\" name=\"decision\" value=\"reject\" class=\"danger\" data-testid=\"collaboration-reject\">Reject</button></div></form></section>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

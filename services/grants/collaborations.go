@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -100,29 +101,39 @@ const (
 
 // Seed 000 §4's approval and rejection words (matched as whole words, any case), with
 // the buttons' own words. A rejection word wins over an approval word ("no, don't
-// proceed").
+// proceed"), and so does a negation: "don't proceed" and "I do not approve" are
+// refusals, never a grant.
 var (
 	approvalWords  = []string{"yes", "ok", "okay", "proceed", "approve", "approved", "confirm", "confirmed", "allow"}
 	rejectionWords = []string{"no", "cancel", "stop", "deny", "denied", "reject", "rejected", "decline"}
+	negationWords  = []string{"not", "never", "nope", "nah", "dont", "doesnt", "didnt", "wont", "shouldnt", "cant", "cannot", "mustnt", "without", "neither", "nor"}
 )
 
-// Classify says whether a free-text answer approves, rejects or neither.
+// Classify says whether a free-text answer approves, rejects or neither. An answer that
+// asks back ("is that ok?") approves nothing.
 func Classify(response string) Verdict {
-	words := strings.FieldsFunc(strings.ToLower(response), func(r rune) bool { return !unicode.IsLetter(r) })
-	v := Neutral
+	lower := strings.ToLower(strings.NewReplacer("\u2019", "'", "\u2018", "'").Replace(response))
+	// "don't" is one word, "dont"; other punctuation separates words.
+	lower = strings.ReplaceAll(lower, "n't", "nt")
+	words := strings.FieldsFunc(lower, func(r rune) bool { return !unicode.IsLetter(r) })
+	approve, negated := false, false
 	for _, w := range words {
-		for _, r := range rejectionWords {
-			if w == r {
-				return Reject
-			}
-		}
-		for _, a := range approvalWords {
-			if w == a {
-				v = Approve
-			}
+		switch {
+		case slices.Contains(rejectionWords, w):
+			return Reject
+		case slices.Contains(negationWords, w):
+			negated = true
+		case slices.Contains(approvalWords, w):
+			approve = true
 		}
 	}
-	return v
+	switch {
+	case approve && negated:
+		return Reject
+	case approve && !strings.Contains(response, "?"):
+		return Approve
+	}
+	return Neutral
 }
 
 // Question is what user_collaboration asks.

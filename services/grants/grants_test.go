@@ -209,6 +209,10 @@ func TestClassify(t *testing.T) {
 		"Confirm": grants.Approve, "no": grants.Reject, "Cancel that": grants.Reject, "STOP": grants.Reject,
 		"deny": grants.Reject, "reject": grants.Reject, "no, don't proceed": grants.Reject,
 		"use the blue one": grants.Neutral, "yesterday": grants.Neutral, "nothing": grants.Neutral,
+		// A negated approval refuses; a question approves nothing.
+		"don't proceed": grants.Reject, "Don\u2019t approve that": grants.Reject, "Do not allow this": grants.Reject,
+		"I don't approve": grants.Reject, "not ok": grants.Reject, "never, ok?": grants.Reject,
+		"is that ok?": grants.Neutral, "proceed?": grants.Neutral, "I won't": grants.Neutral,
 	} {
 		if got := grants.Classify(in); got != want {
 			t.Errorf("Classify(%q) = %v, want %v", in, got, want)
