@@ -554,8 +554,8 @@ func answersFlow(u Understanding, step, sentence string) bool {
 	case StepWhichTools:
 		// Numbers, "all of them" or "none" only: a sentence that holds a digit (a URL's
 		// port, "what does number 2 do?") is not a choice of tools.
-		return u.Intent == IntentNo || u.All && len(u.Tools) == 0 || whichToolsRE.MatchString(strings.ToLower(sentence)) ||
-			u.Intent == IntentUnknown && len(u.Tools) > 0
+		return u.Intent == IntentNo || allTools(u, sentence) || whichToolsRE.MatchString(strings.ToLower(sentence)) ||
+			u.Intent == IntentUnknown && (len(u.Tools) > 0 || u.All)
 	case StepURL:
 		return u.Intent == IntentUnknown || u.Intent == IntentAddServer
 	}
@@ -565,6 +565,23 @@ func answersFlow(u Understanding, step, sentence string) bool {
 	}
 	return false
 }
+
+// allTools reports whether a message asks to enable every tool the set-up found: "all of
+// them", "enable them all". "Disable all of them", "no, not all of them" or "don't enable
+// all" do not.
+func allTools(u Understanding, sentence string) bool {
+	if !u.All || len(u.Tools) > 0 || negatedRE.MatchString(" "+strings.ToLower(sentence)+" ") {
+		return false
+	}
+	switch u.Intent {
+	case IntentUnknown, IntentPick, IntentEnableTool, IntentYes:
+		return true
+	}
+	return false
+}
+
+// negatedRE finds a negation in a sentence (padded with spaces).
+var negatedRE = regexp.MustCompile(`[^a-z](?:no|not|none|never|nope|nah|don'?t|doesn'?t|won'?t|except|but|disable|without)[^a-z]`)
 
 // whichToolsRE is an answer of numbers: "1 and 3", "2, 4", "#1".
 var whichToolsRE = regexp.MustCompile(`^\s*(?:(?:numbers?|#)\s*)?\d+(?:\s*(?:,|and|&|\+)?\s*#?\d+)*\s*(?:please)?\s*$`)
@@ -639,12 +656,14 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 	case StepWhichTools:
 		var ids []string
 		switch {
-		case u.All:
+		case allTools(u, sentence):
 			ids = st.LastIDs
 		case u.Intent == IntentNo:
 			d.State.Flow = nil
 			d.Reply = "OK, the tools stay as they are. You can enable them later on the Tools page or by asking me."
 			return d
+		case negatedRE.MatchString(" " + strings.ToLower(sentence) + " "):
+			// "All but 3", "not 2": the numbers said are the ones not wanted; ask plainly.
 		default:
 			for _, n := range numbersIn(sentence) {
 				if n >= 1 && n <= len(st.LastIDs) {

@@ -129,6 +129,13 @@ func TestDecideGuidedSetup(t *testing.T) {
 	st.Flow.Step, st.LastKind, st.LastIDs = StepWhichTools, "tool", []string{"a", "b", "c"}
 	converse(t, st, []turn{{msg: "1 and 3", do: IntentEnableTool, ids: []string{"a", "c"}}})
 	converse(t, st, []turn{{msg: "all of them", do: IntentEnableTool, ids: []string{"a", "b", "c"}}})
+	// A refusal or an exception is never "all": the question is asked again.
+	for _, msg := range []string{"don't enable all of them", "no, not all of them", "all but 3", "all of them except 2", "disable all of them"} {
+		if d := Decide(msg, Understand(msg, fixture()), st, fixture()); d.Do != nil && d.Do.Intent == IntentEnableTool {
+			t.Errorf("%q enabled %v", msg, d.Do.IDs)
+		}
+	}
+	converse(t, st, []turn{{msg: "no, not all of them", reply: "Which ones?"}})
 	// An existing server: its tools are discovered.
 	converse(t, State{}, []turn{
 		{msg: "help me set up a new tool", reply: "Do you already have", choices: 2},
