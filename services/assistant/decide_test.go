@@ -302,3 +302,25 @@ func TestListsSayTheirCount(t *testing.T) {
 		t.Errorf("one tool: %q", out.Reply)
 	}
 }
+
+// A setting of a parameter that holds secrets, by its name or its schema's format, is
+// found however harmless the words look, and its value is masked in what is kept.
+func TestSecretSettings(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	cat.Tools = append(cat.Tools, Tool{ID: "t-weather.db_query", Name: "db_query", Server: "weather", ServerID: "s-weather", State: "enabled",
+		Params: []Param{{Name: "password", Type: "string"}, {Name: "dsn", Type: "string", Secret: true}, {Name: "limit", Type: "string"}}})
+	for msg, want := range map[string]bool{
+		"set password to Hunter2pass for db_query": true,
+		"set dsn to s3cr3tvalue for db_query":      true,
+		"set limit to 10 for db_query":             false,
+	} {
+		u := Understand(msg, cat)
+		if got := secretSettings(u, cat); got != want {
+			t.Errorf("%q (%+v): secret %v, want %v", msg, u.Settings, got, want)
+		}
+	}
+	if got := maskValues("set password to Hunter2pass for db_query", map[string]string{"password": "hunter2pass"}); got != "set password to *** for db_query" {
+		t.Errorf("masked: %q", got)
+	}
+}

@@ -136,6 +136,11 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			return save(said, out)
 		}
 		u := Understand(msg, cat)
+		if secretSettings(u, cat) {
+			// "set password to Hunter2 for db_query": the words look harmless, the
+			// parameter says it is a secret; its value is kept out of every record.
+			said, masked = maskValues(said, u.Settings), true
+		}
 		if masked && u.Intent == IntentConfigureTool {
 			out.Reply = "I don't take secret values in a conversation: they would stay in it and in the audit log. Set them on the tool's page, where they are stored encrypted. Nothing was changed."
 			for _, id := range u.Tools {
@@ -239,6 +244,42 @@ func redact(msg string) (string, bool) {
 	return out, masked
 }
 
+// secretSettings reports whether a configure_tool message sets a parameter that holds
+// secrets (by its name or its schema's format) on any tool it may mean.
+func secretSettings(u Understanding, cat *Catalogue) bool {
+	if u.Intent != IntentConfigureTool {
+		return false
+	}
+	for name := range u.Settings {
+		if secrets.LooksSecretName(name) {
+			return true
+		}
+		for _, id := range u.Tools {
+			for _, t := range cat.Tools {
+				if t.ID != id {
+					continue
+				}
+				for _, pa := range t.Params {
+					if pa.Secret && strings.EqualFold(pa.Name, name) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// maskValues replaces every value of settings in msg (any case) with ***.
+func maskValues(msg string, settings map[string]string) string {
+	for _, v := range settings {
+		if v = strings.Trim(v, `"'`); v != "" {
+			msg = regexp.MustCompile(`(?i)`+regexp.QuoteMeta(v)).ReplaceAllString(msg, "***")
+		}
+	}
+	return msg
+}
+
 func toolOf(it tools.Item) Tool {
 	t := Tool{ID: it.ID, Name: it.Name, Title: it.Title, Description: it.Description, ServerID: it.ServerID, Server: it.Server,
 		State: it.Status, Risk: string(it.Risk().Level), Tags: it.Tags}
@@ -250,11 +291,13 @@ func toolOf(it tools.Item) Tool {
 			Type        any    `json:"type"`
 			Description string `json:"description"`
 			Enum        []any  `json:"enum"`
+			Format      string `json:"format"`
 		} `json:"properties"`
 	}
 	if json.Unmarshal(it.InputSchema, &sch) == nil {
 		for name, prop := range sch.Properties {
-			pa := Param{Name: name, Description: prop.Description}
+			pa := Param{Name: name, Description: prop.Description,
+				Secret: tools.IsSecretParam(name, map[string]any{"format": prop.Format})}
 			if s, ok := prop.Type.(string); ok {
 				pa.Type = s
 			}

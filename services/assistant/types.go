@@ -90,6 +90,7 @@ type Tool struct {
 type Param struct {
 	Name, Type, Description string
 	Enum                    []string
+	Secret                  bool // its values are secrets (tools.IsSecretParam)
 }
 
 // Understanding is what Understand read in one message. Servers and Tools are the ids of
