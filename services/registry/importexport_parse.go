@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
+	"github.com/toolwarden/toolwarden/internal/yamlsize"
 )
 
 // ParseOptions tunes ParseConfig.
@@ -169,6 +170,12 @@ func (p *parser) decode(data []byte) (any, bool) {
 		p.fail("", "", "is not valid YAML: "+strings.TrimPrefix(err.Error(), "yaml: "))
 		return nil, false
 	}
+	// fromYAML copies an anchor's value at every alias: a few hundred bytes of nested
+	// aliases would stand for billions of values.
+	if yamlsize.Expanded(&doc, maxConfigNodes) > maxConfigNodes {
+		p.fail("", "", fmt.Sprintf("stands for more than %d values once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", maxConfigNodes))
+		return nil, false
+	}
 	v, err := fromYAML(&doc, 0)
 	if err != nil {
 		p.fail("", "", "is not valid YAML: "+err.Error())
@@ -196,6 +203,10 @@ func at(data []byte, off int64, msg string) string {
 	col := int(off) - bytes.LastIndexByte(data[:off], '\n')
 	return fmt.Sprintf("line %d, column %d: %s", line, col, msg)
 }
+
+// maxConfigNodes bounds the values a configuration file stands for, aliases followed:
+// far above any real file, far below what would exhaust memory.
+const maxConfigNodes = 1_000_000
 
 // fromYAML converts a YAML node into the same tree JSON decodes to, keeping scalars'
 // text (so `PORT: 3000` stays "3000", not a float) and refusing duplicate keys.

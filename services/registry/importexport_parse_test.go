@@ -224,6 +224,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// aliasBomb is a few hundred bytes of YAML that stand for 10^9 values.
+var aliasBomb = func() string {
+	b := "version: 1\nservers: []\na: &a [x,x,x,x,x,x,x,x,x,x]\n"
+	prev := "a"
+	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		b += n + ": &" + n + " [" + strings.TrimSuffix(strings.Repeat("*"+prev+",", 10), ",") + "]\n"
+		prev = n
+	}
+	return b
+}()
+
 func TestParseConfigErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -240,6 +251,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"duplicate json key beside a comment", "mcp.json", "{\n// reviewed\n\"mcpServers\": {\"a\": {\"command\": \"npx safe\", \"command\": \"evil\"}}}", false,
 			[]string{`mcp.json: is not valid JSON: the key at /mcpServers/a/command appears twice`}},
 		{"empty", "servers.yaml", " \n", false, []string{"servers.yaml: is empty"}},
+		{"alias bomb", "servers.yaml", aliasBomb, false, []string{"servers.yaml: stands for more than 1000000 values once its aliases"}},
 		{"unknown shape", "x.json", `{"tools": []}`, false, []string{"x.json: is not a server configuration"}},
 		{"not a mapping", "x.yaml", "- a\n- b\n", false, []string{"x.yaml: must hold a mapping"}},
 		{"slug collision", "claude_desktop_config.json", `{"mcpServers": {"My Server": {"command": "a"}, "my_server": {"command": "b"}}}`,

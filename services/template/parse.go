@@ -14,6 +14,8 @@ import (
 
 	"github.com/theory/jsonpath"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/toolwarden/toolwarden/internal/yamlsize"
 	"golang.org/x/net/http/httpguts"
 )
 
@@ -69,6 +71,12 @@ func (r *reader) template(text string) *Template {
 	}
 	if len(doc.Content) == 0 {
 		r.fail(0, "is empty: list the tools under tools:, each with a name and a command or an http request")
+		return nil
+	}
+	// Aliases are followed wherever they are used: a small template whose aliases
+	// multiply would cost gigabytes each time it is parsed (on every connect and view).
+	if yamlsize.Expanded(&doc, MaxNodes) > MaxNodes {
+		r.fail(0, "stands for more than %d values once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", MaxNodes)
 		return nil
 	}
 	root := r.resolve(doc.Content[0])

@@ -2,6 +2,7 @@ package template_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,20 @@ func TestParseExample(t *testing.T) {
 
 // Every problem names its line; placeholders in the wrong place are refused before
 // anything runs.
+// aliasHeaders is a template whose 500 tools each use one anchor's 1,000 headers.
+var aliasHeaders = func() string {
+	var b strings.Builder
+	b.WriteString("tools:\n  - {name: t0, http: {url: \"https://example.com/\", headers: &h {")
+	for i := range 1000 {
+		fmt.Fprintf(&b, "h%d: a, ", i)
+	}
+	b.WriteString("}}}\n")
+	for i := 1; i < 500; i++ {
+		fmt.Fprintf(&b, "  - {name: t%d, http: {url: \"https://example.com/\", headers: *h}}\n", i)
+	}
+	return b.String()
+}()
+
 func TestParseProblems(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -77,6 +92,7 @@ func TestParseProblems(t *testing.T) {
 		want       []string // each a problem's text, "line N: ..." prefix included
 	}{
 		{"empty", "", []string{"is empty"}},
+		{"aliases that multiply", aliasHeaders, []string{"stands for more than 200000 values once its aliases"}},
 		{"not yaml", "tools:\n  - name: [\n", []string{"line 2: is not valid YAML"}},
 		{"no tools", "response_parsers: {}\n", []string{"line 1: has no tools"}},
 		{"unknown top key", "tool:\n  - name: x\n", []string{`line 1: the template has no key "tool"`}},

@@ -25,6 +25,8 @@ import (
 const (
 	// MaxBytes is the largest template accepted.
 	MaxBytes = 256 << 10
+	// MaxNodes bounds the YAML values a template stands for, its aliases followed.
+	MaxNodes = 200_000
 	// MaxTools is the most tools one template may define.
 	MaxTools = 500
 	// DefaultTimeout bounds a tool that does not set its own timeout.
