@@ -10,12 +10,12 @@ import (
 )
 
 // apply turns out into the parser's result.
-func (p *Parser) apply(out string) (string, error) {
+func (p *Parser) apply(out string, max int) (string, error) {
 	switch p.Type {
 	case ParserRegex:
 		return p.regex(out)
 	case ParserJSON:
-		return p.json(out)
+		return p.json(out, max)
 	case ParserTable:
 		return p.table(out)
 	}
@@ -41,7 +41,10 @@ func (p *Parser) regex(out string) (string, error) {
 	return marshal(list)
 }
 
-func (p *Parser) json(out string) (string, error) {
+// json selects with the parser's path. Its result is at most max bytes: a descendant
+// path ($..items) selects nested subtrees that overlap, and their copies grow as the
+// depth times the output (450 KB of nesting became 2 GB).
+func (p *Parser) json(out string, max int) (string, error) {
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.UseNumber()
 	var doc any
@@ -61,7 +64,24 @@ func (p *Parser) json(out string) (string, error) {
 		}
 		return marshal(nodes[0])
 	}
-	return marshal([]any(nodes))
+	// One node at a time: each is a part of the output, the whole could be far larger.
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, n := range nodes {
+		s, err := marshal(n)
+		if err != nil {
+			return "", err
+		}
+		if b.Len()+len(s)+2 > max {
+			return "", fmt.Errorf("path %s selects more than %s (%d values): select less, for example without ..", p.Path, byteCount(max), len(nodes))
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s)
+	}
+	b.WriteByte(']')
+	return b.String(), nil
 }
 
 // table reads a text table: one row a line, cells split by the separator, by "|" when

@@ -51,7 +51,7 @@ func (rn *runner) call(ctx context.Context, tool *Tool, values map[string]any) R
 	}
 	if !res.IsError && tool.Parse != "" {
 		if p := rn.parsers[tool.Parse]; p != nil {
-			out, err := p.apply(res.Text)
+			out, err := p.apply(res.Text, rn.opts.MaxOutput)
 			if err != nil {
 				res = errorResult("response parser %s: %v; the output began: %s", p.Name, err, excerpt(res.Text, 500))
 			} else {
@@ -242,7 +242,9 @@ func (rn *runner) http(ctx context.Context, h *HTTP, a args) (Result, bool) {
 	}
 	defer resp.Body.Close()
 	w := &capWriter{max: rn.opts.MaxOutput}
-	if _, err := io.Copy(w, resp.Body); err != nil && !w.truncated {
+	// One byte past the cap says it was cut; reading on to the end would cost the
+	// whole body, however large (or however far a compressed one inflates).
+	if _, err := io.Copy(w, io.LimitReader(resp.Body, int64(rn.opts.MaxOutput)+1)); err != nil && !w.truncated {
 		return errorResult("%s %s: reading the answer failed: %v", h.Method, redactURL(req.URL), err), false
 	}
 	text := w.String()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,6 +192,42 @@ func TestOutputCap(t *testing.T) {
 	res, _ = template.Call(context.Background(), htpl, template.Options{MaxOutput: 100}, "big", nil)
 	if res.IsError || res.Text != strings.Repeat("x", 100)+"\n[output truncated: only the first 100 bytes were kept]" {
 		t.Fatalf("http: got %q", res.Text)
+	}
+
+	// A body without end is read only up to the cap: the server could write little more
+	// before the call hung up (the old reading went on until the timeout).
+	var sent atomic.Int64
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("y", 64<<10))
+		for {
+			n, err := w.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil || sent.Load() > 1<<30 {
+				return
+			}
+		}
+	}))
+	defer endless.Close()
+	etpl := mustParse(t, fmt.Sprintf("tools:\n  - name: endless\n    http: {url: \"%s/\"}\n", endless.URL))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, _ = template.Call(ctx, etpl, template.Options{MaxOutput: 100}, "endless", nil)
+	if res.IsError || !strings.HasSuffix(res.Text, "[output truncated: only the first 100 bytes were kept]") {
+		t.Fatalf("endless: got %q", res.Text)
+	}
+	endless.CloseClientConnections()
+	if n := sent.Load(); n > 64<<20 {
+		t.Fatalf("the server sent %d bytes for a 100-byte answer", n)
+	}
+
+	// A descendant path over deep nesting selects overlapping subtrees: the parsed
+	// result is refused past the cap rather than built (it would be gigabytes).
+	deep := strings.Repeat(`{"name":"`+strings.Repeat("n", 100)+`","items":`, 3000) + "1" + strings.Repeat("}", 3000)
+	nested := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(deep)) }))
+	defer nested.Close()
+	ntpl := mustParse(t, fmt.Sprintf("tools:\n  - name: deep\n    http: {url: \"%s/\"}\n    parse_response: items\nresponse_parsers:\n  items: {type: json, path: \"$..items\"}\n", nested.URL))
+	if res := call(t, ntpl, "deep", nil); !res.IsError || !strings.Contains(res.Text, "selects more than 1 MiB") {
+		t.Fatalf("deep: got %d bytes %.200q", len(res.Text), res.Text)
 	}
 }
 

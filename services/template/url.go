@@ -117,7 +117,7 @@ func (r *reader) url(t Text) URL {
 
 // expand builds the URL of a call. Path values are escaped as path text ('/', '?',
 // '#' and '%' included), and a value may not make a whole segment "." or ".." (a
-// server would climb out of the path the template names); query values are escaped as
+// server would climb out of the path the template names) or empty; query values are escaped as
 // query text. The result is parsed again and must still have the template's origin.
 func (u URL) expand(a args) (string, error) {
 	var b strings.Builder
@@ -127,6 +127,11 @@ func (u URL) expand(a args) (string, error) {
 		s := seg.String()
 		if segParam != "" && (s == "." || s == "..") {
 			return refuse(segParam, "would make the URL path segment %q, which climbs out of the path the template names", s)
+		}
+		if segParam != "" && s == "" {
+			// /users//profile: servers merge or redirect it to /users/profile, and
+			// DELETE /items/{id} with no id would be DELETE /items/, the collection.
+			return refuse(segParam, "is empty, and would leave an empty URL path segment, which a server may read as another path")
 		}
 		seg.Reset()
 		segParam = ""
