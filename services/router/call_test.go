@@ -703,3 +703,27 @@ func TestProgressFloodBounded(t *testing.T) {
 		t.Fatalf("a tool.output event of %d bytes", n)
 	}
 }
+
+// A person's default conversation cannot be named by anyone else (who would own it
+// first, and leave its person's calls refused); the person may name it.
+func TestDefaultConversationIsItsPersons(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("dc", true, "echo")
+	bob := audit.Actor{Kind: audit.ActorUser, ID: "9f1c0e4e-0000-4000-8000-000000000002", Name: "bob"}
+	call := func(conv string) error {
+		_, err := e.r.Call(e.ctx, router.Call{Tool: "dc__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: bob, Role: auth.RoleAdmin,
+			Source: router.SourceTestPanel, ConversationID: conv, Approval: router.Approval{Confirmed: true}})
+		return err
+	}
+	for _, conv := range []string{"user-9f1c0e4e-0000-4000-8000-000000000001", "system"} {
+		if err := call(conv); codeOf(err) != router.CodeInvalidArguments || !strings.Contains(err.Error(), "another person's default conversation") {
+			t.Errorf("%s: got %v, want invalid_arguments", conv, err)
+		}
+	}
+	for _, conv := range []string{router.DefaultConversation(bob), "", "my-own-work"} {
+		if err := call(conv); err != nil {
+			t.Errorf("%q: %v", conv, err)
+		}
+	}
+}

@@ -121,6 +121,12 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 		return e, checkedArgs{}, errorOf(CodeInvalidArguments, fmt.Sprintf("conversation_id is longer than %d characters; use a shorter one", MaxConversationID)).
 			with([]verr.Field{{Field: "/conversation_id", Message: fmt.Sprintf("is longer than %d characters", MaxConversationID), Kind: verr.KindValue}})
 	}
+	if reservedConversation(c.ConversationID, c.Actor) {
+		// A person's default conversation is theirs alone: named by someone else first,
+		// it would be theirs, and every call of its person without one refused.
+		return e, checkedArgs{}, errorOf(CodeInvalidArguments, "conversation_id "+c.ConversationID+" is another person's default conversation; leave it out to use your own, or name another").
+			with([]verr.Field{{Field: "/conversation_id", Message: "is another person's default conversation", Kind: verr.KindValue}})
+	}
 	merged, err := e.resolved.Merge(args)
 	if err != nil {
 		return e, checkedArgs{}, invalid(err)

@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -435,6 +436,12 @@ func metaOf(c Call, callID string) callmeta.Meta {
 		m.ConversationID = DefaultConversation(c.Actor)
 	}
 	return m
+}
+
+// reservedConversation reports whether id names a default conversation (of a person or
+// of the system) that is not actor's own.
+func reservedConversation(id string, a audit.Actor) bool {
+	return (id == "system" || strings.HasPrefix(id, "user-")) && id != DefaultConversation(a)
 }
 
 // DefaultConversation is the conversation of a call that names none: its user's own.
