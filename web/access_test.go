@@ -406,7 +406,7 @@ type acPermissions struct {
 func TestAccessAPI(t *testing.T) {
 	t.Parallel()
 	e := acStart(t)
-	api := svClient{t: t, srv: e.srv, bearer: svToken(t, e.srv, "admin")}
+	api := svClient{t: t, srv: e.srv, c: e.srv.Login(t, "admin", webtest.AdminPassword)}
 	path := "/api/v1/tools/" + e.id + "/permissions"
 	tu, guest := e.users[auth.RoleToolUser], e.users[auth.RoleGuest]
 
@@ -440,6 +440,21 @@ func TestAccessAPI(t *testing.T) {
 		t.Errorf("got %d tool.permission audit rows, want 3", n)
 	}
 
+	// An API token takes a tool away, but gives none and lifts no refusal: a leaked
+	// admin token must not widen anyone's access.
+	tok := svClient{t: t, srv: e.srv, bearer: svToken(t, e.srv, "admin")}
+	for _, body := range []map[string]any{{"username": tu, "can_use": true}, {"username": guest, "can_use": nil}} {
+		if status, raw := tok.do(http.MethodPut, path, body); status != http.StatusForbidden || !strings.Contains(string(raw), "API token cannot give") {
+			t.Errorf("token PUT %v: got %d %s, want 403", body, status, raw)
+		}
+	}
+	tok.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": false}, http.StatusOK, &got)
+	tok.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": false}, http.StatusOK, &got) // unchanged: no row
+	if n := len(e.auditRows(t)); n != 4 {
+		t.Errorf("got %d tool.permission audit rows after the token's, want 4", n)
+	}
+	api.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": true}, http.StatusOK, &got)
+
 	for _, tc := range []struct {
 		name   string
 		method string
@@ -471,8 +486,8 @@ func TestAccessAPI(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.auditRows(t)); n != 3 {
-		t.Errorf("refused requests wrote audit rows: got %d, want 3", n)
+	if n := len(e.auditRows(t)); n != 5 {
+		t.Errorf("refused requests wrote audit rows: got %d, want 5", n)
 	}
 	api.json(http.MethodGet, path, nil, http.StatusOK, &listed)
 	if len(listed.Permissions) != 1 || listed.Permissions[0].Username != guest {

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -104,6 +105,10 @@ func (s *Service) Permissions(ctx context.Context, id string) ([]Permission, err
 		WHERE p.tool_id = $1 ORDER BY u.username`, id)
 }
 
+// ErrTokenGivesToolAccess: a user's override changes what they may do, as a role does,
+// and a leaked token must not widen anyone's access; it may still take a tool away.
+var ErrTokenGivesToolAccess = fault.Forbidden("an API token cannot give a user a tool or lift a refusal (can_use true or null): sign in to do it")
+
 // SetPermission gives (canUse true), takes away (false) or returns to the role's rule
 // (nil) user username's use of tool id; audited, and announced so routers forget what
 // they cached.
@@ -161,6 +166,9 @@ func setPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, 
 		}
 		if n == 0 {
 			return 0, nil // nothing changed: nothing to record
+		}
+		if actor.Kind == audit.ActorToken && (canUse == nil || *canUse) {
+			return 0, ErrTokenGivesToolAccess // the change rolls back with the transaction
 		}
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.permission", TargetType: "tool",
 			TargetID: t.ID, TargetName: t.QualifiedName(), Payload: map[string]any{"user": username, "can_use": canUse}}); err != nil {
