@@ -61,7 +61,9 @@ func cmdAuditCheckpoint(ctx context.Context, args []string, stdout, stderr io.Wr
 		return err
 	}
 	defer d.Close()
-	cp, err := audit.MakeCheckpoint(ctx, d.Pool, signer)
+	// As serve's schedule does: a chain cut back or rewritten since the newest checkpoint
+	// in the directory is refused, not signed (which would hide the cut from verify).
+	cp, _, err := audit.NewCheckpointer(d.Pool, signer, checkpointDir(c)).Make(ctx)
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,12 @@ func TestAuditCheckpointCommands(t *testing.T) {
 	if out := must("audit", "verify", "--checkpoint", "none"); !strings.Contains(out, "audit chain OK: 1 entries") {
 		t.Fatalf("verify --checkpoint none: got %q, want OK with 1 entry (the chain alone cannot tell)", out)
 	}
+	// A new checkpoint of the cut chain is refused: it would become the newest, and
+	// verify would then find nothing missing.
+	if _, _, err := runCmd(t, "", "audit", "checkpoint", "--data-dir", dataDir); err == nil || !strings.Contains(err.Error(), "no longer reaches the last checkpoint") {
+		t.Fatalf("audit checkpoint after a cut: got %v, want a refusal", err)
+	}
+	broken("BROKEN at entry 2: entries 2 to 2 are missing")
 	tamper(`TRUNCATE audit_log`)
 	broken("BROKEN at entry 1: the log is empty, but the checkpoint")
 

@@ -413,35 +413,12 @@ func NewCheckpointer(q db.Querier, s *Signer, dir string) *Checkpointer {
 }
 
 // Write signs the head unless it is the one the newest checkpoint already signed, and
-// returns the new file's path ("" when nothing changed). Before signing it checks that
-// the entry the newest checkpoint signed is still there with the same hash, so a chain
-// cut back or rewritten is not blessed by a new checkpoint: it returns
-// ErrChainRewound and writes nothing.
+// returns the new file's path ("" when nothing changed). It writes nothing when Make
+// refuses.
 func (c *Checkpointer) Write(ctx context.Context) (string, error) {
-	if c.last == nil {
-		if err := c.loadLast(); err != nil {
-			return "", err
-		}
-	}
-	cp, err := MakeCheckpoint(ctx, c.q, c.signer)
-	if err != nil {
+	cp, same, err := c.Make(ctx)
+	if err != nil || same {
 		return "", err
-	}
-	if last := c.last; last != nil {
-		if cp.ID == last.ID && cp.Hash == last.Hash {
-			return "", nil
-		}
-		if last.ID > 0 {
-			var hash []byte
-			err := c.q.QueryRow(ctx, `/* audit.Checkpointer.reach */ SELECT hash FROM audit_log WHERE id = $1`, last.ID).Scan(&hash)
-			switch {
-			case errors.Is(err, pgx.ErrNoRows) || err == nil && hex.EncodeToString(hash) != last.Hash:
-				return "", fmt.Errorf("%w: entry %d, signed at %s, is missing or was changed (run toolwarden audit verify)",
-					ErrChainRewound, last.ID, last.At.Format(time.RFC3339))
-			case err != nil:
-				return "", fmt.Errorf("audit: checkpoint: %w", err)
-			}
-		}
 	}
 	path, err := WriteCheckpoint(c.dir, cp)
 	if err != nil {
@@ -449,6 +426,42 @@ func (c *Checkpointer) Write(ctx context.Context) (string, error) {
 	}
 	c.last = &cp
 	return path, nil
+}
+
+// Make signs the chain head; same reports that the newest checkpoint in the directory
+// signed that head already. Before signing it checks that the entry the newest
+// checkpoint signed is still there with the same hash, so a chain cut back or rewritten
+// is not blessed by a new checkpoint: it returns ErrChainRewound. `toolwarden audit
+// checkpoint` and the server's schedule both sign through it.
+func (c *Checkpointer) Make(ctx context.Context) (cp Checkpoint, same bool, err error) {
+	if c.last == nil {
+		if err := c.loadLast(); err != nil {
+			return Checkpoint{}, false, err
+		}
+	}
+	cp, err = MakeCheckpoint(ctx, c.q, c.signer)
+	if err != nil {
+		return Checkpoint{}, false, err
+	}
+	last := c.last
+	if last == nil {
+		return cp, false, nil
+	}
+	if cp.ID == last.ID && cp.Hash == last.Hash {
+		return cp, true, nil
+	}
+	if last.ID > 0 {
+		var hash []byte
+		err := c.q.QueryRow(ctx, `/* audit.Checkpointer.reach */ SELECT hash FROM audit_log WHERE id = $1`, last.ID).Scan(&hash)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) || err == nil && hex.EncodeToString(hash) != last.Hash:
+			return Checkpoint{}, false, fmt.Errorf("%w: entry %d, signed at %s, is missing or was changed (run toolwarden audit verify)",
+				ErrChainRewound, last.ID, last.At.Format(time.RFC3339))
+		case err != nil:
+			return Checkpoint{}, false, fmt.Errorf("audit: checkpoint: %w", err)
+		}
+	}
+	return cp, false, nil
 }
 
 func (c *Checkpointer) loadLast() error {
