@@ -451,6 +451,11 @@ func (h AuditHandler) APIGet(c echo.Context) error {
 // APIExport streams every entry the filters select as CSV or JSON Lines
 // (?format=csv|jsonl), newest first; the export is audited before it starts.
 func (h AuditHandler) APIExport(c echo.Context) error {
+	// An export is recorded as the person's and streams the whole log: another site's
+	// link must not make them "export" it.
+	if crossSiteGet(c) {
+		return fault.Forbidden("an export of the audit log is not started from another site's link: use Export on /audit, or an API token")
+	}
 	qp := c.QueryParams()
 	format := qp.Get("format")
 	var ve verr.Error
@@ -497,6 +502,18 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 	return nil
 }
 
+// crossSiteGet reports a GET or HEAD that a signed-in browser sent from another site's
+// link (its cookie goes with a top-level navigation): not one to start recorded, costly
+// work with. A token, a program, this site's own pages and POST are not.
+func crossSiteGet(c echo.Context) bool {
+	r := c.Request()
+	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || PrincipalOf(c).Kind == audit.ActorToken {
+		return false
+	}
+	site := r.Header.Get("Sec-Fetch-Site")
+	return site == "cross-site" || site == "same-site"
+}
+
 // lazyWriter sends the status with the first bytes, so an error before any is still
 // the error handler's to answer.
 type lazyWriter struct {
@@ -518,13 +535,9 @@ func (w *lazyWriter) Write(b []byte) (int, error) {
 // {"ok","verified_through","checked","bad_id","reason","started_at","finished_at",
 // "checkpoint","checkpoint_id"}, against the newest checkpoint as the CLI's check is.
 func (h AuditHandler) APIVerify(c echo.Context) error {
-	// A check reads the whole chain and is recorded: a GET a link on another site makes
-	// a signed-in browser send (its cookie goes with a top-level navigation) does not
-	// start one. A token, a program, this site's own pages and POST may.
-	if r := c.Request(); (r.Method == http.MethodGet || r.Method == http.MethodHead) && PrincipalOf(c).Kind != audit.ActorToken {
-		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-			return fault.Forbidden("a check of the audit chain is not started from another site's link: use Verify on /audit, POST, or an API token")
-		}
+	// A check reads the whole chain and is recorded.
+	if crossSiteGet(c) {
+		return fault.Forbidden("a check of the audit chain is not started from another site's link: use Verify on /audit, POST, or an API token")
 	}
 	v, err := h.Log.VerifyNow(c.Request().Context(), PrincipalOf(c).User.Username)
 	if err != nil {

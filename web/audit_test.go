@@ -286,20 +286,23 @@ func TestAuditSavedViewsAndVerify(t *testing.T) {
 	}
 	// A link on another site does not start a check in a signed-in browser; this site's
 	// own fetch does, and so does POST.
-	for site, want := range map[string]int{"cross-site": 403, "same-site": 403, "same-origin": 200, "HEAD same-site": 403} {
-		method := http.MethodGet
-		if m, s, ok := strings.Cut(site, " "); ok {
-			method, site = m, s
-		}
-		req, _ := http.NewRequest(method, e.srv.URL+"/api/v1/audit/verify", nil)
-		req.Header.Set("Sec-Fetch-Site", site)
-		res, err := e.auditor.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != want {
-			t.Fatalf("GET /api/v1/audit/verify from %s: %d, want %d", site, res.StatusCode, want)
+	// The same for an export, which is recorded as the person's.
+	for _, path := range []string{"/api/v1/audit/verify", "/api/v1/audit/export?format=jsonl"} {
+		for site, want := range map[string]int{"cross-site": 403, "same-site": 403, "same-origin": 200, "HEAD same-site": 403} {
+			method := http.MethodGet
+			if m, s, ok := strings.Cut(site, " "); ok {
+				method, site = m, s
+			}
+			req, _ := http.NewRequest(method, e.srv.URL+path, nil)
+			req.Header.Set("Sec-Fetch-Site", site)
+			res, err := e.auditor.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != want {
+				t.Fatalf("%s %s from %s: %d, want %d", method, path, site, res.StatusCode, want)
+			}
 		}
 	}
 	e.api.JSON(http.MethodPost, "/api/v1/audit/verify", nil, 200, &v1)
