@@ -29,10 +29,43 @@ const (
 var admin = audit.Actor{Kind: audit.ActorSystem, Name: "test"}
 
 func lookup(name string) (string, bool) {
-	if name == secretEnv {
+	switch name {
+	case secretEnv:
 		return secretValue, true
+	case plainSecretEnv:
+		return plainSecret, true
 	}
 	return "", false
+}
+
+// A secret whose value and parameter name look like nothing secret.
+const (
+	plainSecretEnv = "TW_TEST_PLAIN_SECRET"
+	plainSecret    = "host=db user=app password=pw"
+)
+
+// A value the file gives as secret: is stored encrypted whatever its parameter's name
+// or its look, and is in no audit row or export.
+func TestFileSecretIsEncrypted(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	file := "version: 1\nservers: []\ntools:\n  - tool: ev__weather\n    config:\n      city:\n        mode: fixed\n        secret: ${env:" + plainSecretEnv + "}\n"
+	p := plan(t, a, "config.yaml", file)
+	if p.HasErrors() || len(p.Unapplied) > 0 {
+		t.Fatalf("plan:\n%s", p)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM mcp_tools WHERE configuration::text LIKE '%password=pw%'`) +
+		a.Count(t, `SELECT count(*) FROM tool_configurations WHERE configuration::text LIKE '%password=pw%'`) +
+		a.Count(t, `SELECT count(*) FROM audit_log WHERE payload::text LIKE '%password=pw%'`); n != 0 {
+		t.Fatalf("the secret is kept in plain text in %d rows", n)
+	}
+	if out := export(t, a); strings.Contains(out, plainSecret) || !strings.Contains(out, "secret: ${env:TOOLWARDEN_SECRET_EV__WEATHER__CITY}") {
+		t.Fatalf("the export:\n%s", out)
+	}
 }
 
 func parse(t *testing.T, name, data string, expand bool) *configcode.File {

@@ -395,13 +395,14 @@ func (s *Service) planParams(it *Item, ft *Tool, cur *storedTool, compare bool, 
 				skip(field, fmt.Sprintf("the secret's value is not stored here and ${env:%s} is not set where the file was imported: set it on the tool's page, or set %s and import again", fp.SecretEnv, fp.SecretEnv))
 				continue
 			}
-			inputs[name] = tools.ParamInput{Mode: fp.Mode} // keeps the stored value
+			inputs[name] = tools.ParamInput{Mode: fp.Mode, Secret: true} // keeps the stored value
 			if cs.Mode != fp.Mode {
 				it.Changes = append(it.Changes, registry.FieldChange{Field: field + ".mode", From: cs.Mode, To: fp.Mode})
 				changed = true
 			}
 		case fp.SecretEnv != "":
-			inputs[name] = tools.ParamInput{Mode: fp.Mode, Value: fp.Value}
+			// Encrypted whatever its look: the file says it is a secret.
+			inputs[name] = tools.ParamInput{Mode: fp.Mode, Value: fp.Value, Secret: true}
 			same := stored && cs.Secret != "" && cs.Mode == fp.Mode && compare && s.tools.SameSecret(cur.ID, name, cs.Secret, fp.Value)
 			if !same {
 				to := "set"

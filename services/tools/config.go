@@ -56,6 +56,9 @@ type ParamInput struct {
 	// Text is what a form field held; used when Value is nil, converted by the
 	// parameter's type ("3" is the number 3 for an integer parameter).
 	Text *string
+	// Secret stores the value encrypted whatever the parameter's name or the value's
+	// look: a configuration file that says `secret:` is believed.
+	Secret bool
 }
 
 // ConfigParam is one top-level parameter of a tool with its current setting, for the
@@ -238,7 +241,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 		}
 		// A value stored encrypted (the parameter is secret, or its value looked like a
 		// credential) stays secret: blank keeps it, and it is never shown again.
-		secret := IsSecretParam(name, prop) || cur.Params[name].Secret != ""
+		secret := pi.Secret || IsSecretParam(name, prop) || cur.Params[name].Secret != ""
 		hidden[name] = secret
 		val := pi.Value
 		if val == nil && pi.Text != nil && !(secret && *pi.Text == "") {
