@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/toolwarden/toolwarden/internal/atomicfile"
@@ -13,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
@@ -64,6 +67,61 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stderr, "exported the configuration to %s\n", out)
 	return nil
+}
+
+// schemaCurrent refuses a database whose schema is not this build's: a dry run does
+// not migrate, and plans only against what an import would apply to.
+func schemaCurrent(ctx context.Context, d *db.DB) error {
+	st, err := db.CurrentMigration(ctx, d.Pool)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w (a dry run does not create the schema: run toolwarden migrate up first)", err)
+	case st.Version == 0:
+		return errors.New("this database has no Toolwarden schema yet, and a dry run creates nothing: run toolwarden migrate up first, or import without --dry-run")
+	case st.Dirty || st.Version != st.Latest:
+		return fmt.Errorf("this database's schema is at version %d (dirty %v), this toolwarden's is %d, and a dry run does not migrate: run toolwarden migrate up first", st.Version, st.Dirty, st.Latest)
+	}
+	return nil
+}
+
+// importKeyring opens the secret key file (creating it on a first run, when the
+// database holds no secrets yet; a dry run then uses a key it forgets) and checks it
+// holds every key the database's secrets were sealed with: run without serve's
+// --secret-key-file, an import would otherwise create a new key, fail to compare, and
+// seal new secrets serve cannot open.
+func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun bool) (*secrets.Keyring, error) {
+	usage, err := registry.New(d.Pool, nil, nil).KeyUsage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	more, err := tools.New(d.Pool, nil, nil).KeyUsage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for k, n := range more {
+		usage[k] += n
+	}
+	path := secretKeyPath(c)
+	if keyMissing && len(usage) > 0 {
+		return nil, fmt.Errorf("there is no secret key file at %s, but the database holds secrets sealed with a key: point --secret-key-file (TOOLWARDEN_SECRET_KEY_FILE) at the key serve uses; nothing was imported", path)
+	}
+	if keyMissing && dryRun {
+		k, err := secrets.GenerateKey()
+		if err != nil {
+			return nil, err
+		}
+		return secrets.NewKeyring(k)
+	}
+	keys, err := openKeyring(c)
+	if err != nil {
+		return nil, err
+	}
+	for _, kid := range slices.Sorted(maps.Keys(usage)) {
+		if !slices.Contains(keys.IDs(), kid) {
+			return nil, fmt.Errorf("the database holds %d secrets sealed with key %s, which %s does not hold: point --secret-key-file (TOOLWARDEN_SECRET_KEY_FILE) at the key serve uses; nothing was imported", usage[kid], kid, path)
+		}
+	}
+	return keys, nil
 }
 
 // cmdImport reads a configuration file (Toolwarden YAML, claude_desktop_config.json,
@@ -122,21 +180,30 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 
 	// Secrets in the file are encrypted, and stored ones decrypted to compare them,
-	// with the key `serve` uses; a first run creates it as `serve` would.
-	if c.DatabaseURL == "" || c.SecretKeyFile == "" {
+	// with the key `serve` uses; a first run creates it as `serve` would. A dry run
+	// creates nothing: no key, no schema, no migration.
+	keyPath := secretKeyPath(c)
+	_, statErr := os.Stat(keyPath)
+	keyMissing := errors.Is(statErr, os.ErrNotExist)
+	if !dryRun && (c.DatabaseURL == "" || c.SecretKeyFile == "") {
 		if err := os.MkdirAll(c.DataDir, 0o711); err != nil {
 			return fmt.Errorf("create data dir: %w", err)
 		}
 	}
-	keys, err := openKeyring(c)
-	if err != nil {
-		return err
-	}
-	d, err := openDB(ctx, c, true, stderr)
+	d, err := openDB(ctx, c, !dryRun, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	if dryRun {
+		if err := schemaCurrent(ctx, d); err != nil {
+			return err
+		}
+	}
+	keys, err := importKeyring(ctx, c, d, keyMissing, dryRun)
+	if err != nil {
+		return err
+	}
 	reg := registry.New(d.Pool, keys, &registry.Options{Egress: policy})
 	hide, err := confinement(c)
 	if err != nil {

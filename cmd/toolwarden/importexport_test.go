@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
@@ -212,4 +214,54 @@ func TestImportWholeConfiguration(t *testing.T) {
 		t.Fatalf("bad file: %v\n%s", err, out)
 	}
 	wantOutput(t, "bad file", out, bad+": tools.ev__echo.risk: must be low, medium or high", "nothing was imported")
+}
+
+// An import refuses to work with a key that does not open the database's secrets (it
+// would seal new ones serve cannot open), and creates no key then; a dry run neither
+// migrates nor creates a key.
+func TestImportKeyAndDryRunCreateNothing(t *testing.T) {
+	t.Parallel()
+	dir := dbtest.TempDir(t)
+	url := dbtest.NewURL(t)
+	file := writeFile(t, dir, "servers.yaml", "version: 1\nservers:\n  - name: r\n    type: streamable_http\n    url: http://127.0.0.1:9/mcp\n    enabled: false\n    headers: {Authorization: \"Bearer sk-live-0123456789abcdef0123\"}\n")
+	run := func(key string, args ...string) (string, error) {
+		stdout, stderr, err := runCmd(t, "", append(append([]string{"import", "--database-url", url, "--data-dir", dir, "--secret-key-file", key}, args...), file)...)
+		return stdout + stderr, err
+	}
+	first := filepath.Join(dir, "first.key")
+	if out, err := run(first); err != nil {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	missing := filepath.Join(dir, "missing.key")
+	for _, args := range [][]string{nil, {"--dry-run"}} {
+		if out, err := run(missing, args...); err == nil || !strings.Contains(err.Error(), "holds secrets sealed with a key") {
+			t.Fatalf("import %v with no key file: %v\n%s", args, err, out)
+		}
+		if _, err := os.Stat(missing); !os.IsNotExist(err) {
+			t.Fatalf("import %v created a key file beside the database's", args)
+		}
+	}
+	other := filepath.Join(t.TempDir(), "other.key")
+	if err := ensureSecretKey(other); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(other); err == nil || !strings.Contains(err.Error(), "which "+other+" does not hold") {
+		t.Fatalf("import with another key: %v\n%s", err, out)
+	}
+
+	// A dry run against a database without the schema stops there and creates none.
+	empty := dbtest.NewEmpty(t)
+	stdout, stderr, err := runCmd(t, "", "import", "--database-url", empty, "--data-dir", dir, "--dry-run", file)
+	if err == nil || !strings.Contains(err.Error(), "migrate up first") {
+		t.Fatalf("dry run on an empty database: %v\n%s%s", err, stdout, stderr)
+	}
+	pool, err := db.NewPool(context.Background(), empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var tables int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("the dry run created %d tables (%v)", tables, err)
+	}
 }
