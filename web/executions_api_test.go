@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 )
 
@@ -232,6 +233,8 @@ func TestExecutionsAPI(t *testing.T) {
 			{Name: "a guest", As: guest.api(), Method: post, Path: execs, Body: map[string]any{"prompt": "call lo__echo message=hi"},
 				Status: 403, Code: "forbidden"},
 			{Name: "no such execution", As: ann.api(), Method: http.MethodGet, Path: execs + "/not-an-id", Status: 404, Code: "not_found"},
+			{Name: "a prompt too long to plan", As: ann.api(), Method: post, Path: execs, Body: map[string]any{"prompt": strings.Repeat("call lo__echo ", 600)},
+				Status: 400, Code: "invalid_input", Details: []string{"/prompt"}},
 		})
 		var n int
 		if err := srv.Pool.QueryRow(t.Context(), `SELECT count(*) FROM executions WHERE prompt LIKE '%tidy%' OR prompt LIKE '%message=hi%'`).Scan(&n); err != nil || n != 0 {
@@ -248,6 +251,20 @@ func TestExecutionsAPI(t *testing.T) {
 		e := expectErr(t, ann, http.MethodPost, "/api/v1/executions", map[string]any{"prompt": `echo 'hello'`}, 422, "not_understood")
 		if !strings.Contains(e.Error.Message, "mt__echo") || !strings.Contains(e.Error.Message, "lo__echo") {
 			t.Fatalf("an ambiguous sentence: %s", e.Error.Message)
+		}
+		// A tool the requester may not use is not the planner's to choose: with mt__echo
+		// taken from ann, the same sentence means lo__echo alone.
+		no := false
+		if err := srv.Tools.SetPermission(t.Context(), audit.System, srv.ToolID(t, "mt__echo"), "ann", &no); err != nil {
+			t.Fatal(err)
+		}
+		var only apiExec
+		ann.json(http.MethodPost, "/api/v1/executions", map[string]any{"prompt": `echo 'hello'`}, 201, &only)
+		if done := waitExec(t, ann, only.ID, "success"); len(done.Steps) != 1 || done.Steps[0].Tool != "lo__echo" {
+			t.Fatalf("with mt__echo denied, the plan ran %+v", done.Steps)
+		}
+		if err := srv.Tools.SetPermission(t.Context(), audit.System, srv.ToolID(t, "mt__echo"), "ann", nil); err != nil {
+			t.Fatal(err)
 		}
 		for _, c := range []struct{ prompt, want string }{{`echo 'hello' on lo`, "hello"}, {"add 17 and 25", "42"}} {
 			var ex apiExec

@@ -218,6 +218,11 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 	if strings.TrimSpace(in.Prompt) == "" {
 		return Request{}, "", verr.New("/prompt", "say what should be done, or give a plan")
 	}
+	if n := utf8.RuneCountInString(in.Prompt); n > MaxPrompt {
+		// A planner's work grows with the prompt (the rule planner's faster than that):
+		// a request is a sentence or a few, not a document.
+		return Request{}, "", verr.New("/prompt", fmt.Sprintf("is %d characters; a prompt may have at most %d: say what should be done in a few sentences, or give a plan", n, MaxPrompt))
+	}
 	avail, err := s.plannable(ctx, c)
 	if err != nil {
 		return Request{}, "", err
@@ -239,14 +244,18 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 	return req, s.opts.Planner.Name(), nil
 }
 
+// MaxPrompt bounds a prompt, in characters.
+const MaxPrompt = 8000
+
 // maxPlannable bounds the tools a planner is shown.
 const maxPlannable = 2000
 
-// plannable are the tools that can be called now that a planner may use for c (the
-// router still checks each), each with the input schema a caller sees: without the
-// parameters its configuration fixes, which a plan may not give.
+// plannable are the tools that can be called now that c may use (the router's rule, as
+// /mcp lists them; the router still checks each call), each with the input schema a
+// caller sees: without the parameters its configuration fixes, which a plan may not
+// give. A tool c may not use is neither shown to a planner nor named in its messages.
 func (s *Service) plannable(ctx context.Context, c Caller) ([]planner.Tool, error) {
-	all, err := s.tools.Callable(ctx)
+	all, err := s.router.Usable(ctx, c.Actor, c.Role)
 	if err != nil {
 		return nil, err
 	}
