@@ -310,6 +310,10 @@ func TestAssistantGuards(t *testing.T) {
 	say(admin, &pc, "yes", 0, "haven't asked anything")
 	say(tok, &tc, "I want to set up a new tool", 0, "")
 	say(admin, &pc, "http://127.0.0.1:1/mcp", 0, "couldn't connect") // read afresh, not as the step of a set-up the token began
+	// The attempt is on record, as a Test connection on the pages is.
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'server.test' AND payload->>'url' = 'http://127.0.0.1:1/mcp'`); n != 1 {
+		t.Fatalf("the assistant's connection attempt audited %d times, want 1", n)
+	}
 
 	// A secret value is refused and not kept anywhere.
 	const secret = "sk-live-9f8e7d6c5b4a3f2e1d0c9b8a"

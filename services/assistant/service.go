@@ -441,6 +441,10 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	if err != nil {
 		return err
 	}
+	// As the pages do: a connection attempt from this host is on record, reached or not.
+	if err := s.registry.AuditTest(ctx, actor, "", conn); err != nil {
+		return err
+	}
 	res := s.mcp.Test(ctx, conn)
 	if !res.OK {
 		d.State.Flow = nil
