@@ -324,3 +324,18 @@ func TestSecretSettings(t *testing.T) {
 		t.Errorf("masked: %q", got)
 	}
 }
+
+// A value is set as written: its case kept, a URL whole (the text is matched in lower
+// case with the URL stood in by a marker).
+func TestSettingValuesAsWritten(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]string{
+		"set location to London for get_forecast":                        "London",
+		"configure get_forecast with location=https://Geo.example.com/X": "https://Geo.example.com/X",
+		`set location to "New York" for get_forecast`:                    "New York",
+	} {
+		if u := Understand(msg, fixture()); u.Settings["location"] != want {
+			t.Errorf("%q: settings %v, want location %q", msg, u.Settings, want)
+		}
+	}
+}

@@ -226,6 +226,18 @@ func canonical(t string) string {
 }
 
 // quoteAt is the quoted string a marker stands for ("q0" → its text).
+// value is a value as the person wrote it: a quoted string, the URL, or the words in
+// their own case ("London", not the "london" the text is matched in).
+func (m message) value(v string) string {
+	if q, ok := m.quoteAt(v); ok {
+		return q
+	}
+	if v == "url0" && m.url != "" {
+		return m.url
+	}
+	return originalCase(m.raw, v)
+}
+
 func (m message) quoteAt(marker string) (string, bool) {
 	if len(marker) < 2 || marker[0] != 'q' {
 		return "", false
@@ -597,19 +609,11 @@ var (
 func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string) {
 	out := map[string]string{}
 	for _, sub := range kvRE.FindAllStringSubmatch(t, -1) {
-		v := sub[2]
-		if q, ok := m.quoteAt(v); ok {
-			v = q
-		}
-		out[sub[1]] = v
+		out[sub[1]] = m.value(sub[2])
 		t = strings.Replace(t, sub[0], " ", 1)
 	}
 	if sub := setToRE.FindStringSubmatch(t); sub != nil && paramNamed(cat, sub[2]) {
-		v := sub[4]
-		if q, ok := m.quoteAt(v); ok {
-			v = q
-		}
-		out[sub[2]] = v
+		out[sub[2]] = m.value(sub[4])
 		t = strings.Replace(t, sub[0], " "+sub[1]+" "+sub[3]+" ", 1)
 	}
 	words := strings.Fields(t)
