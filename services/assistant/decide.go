@@ -723,9 +723,18 @@ func found(d Decision, u Understanding, cat *Catalogue) Decision {
 	d.Reply = fmt.Sprintf("%s%d tool(s) match %q. Say \"tell me about the first one\" or \"enable the second one\".", lead, len(u.Tools), u.Query)
 	d.Choices = choicesFor(cat, "tool", ids)
 	for i := range d.Choices {
-		d.Choices[i].Target = "tell me about the " + ordinalWord(i+1) + " one"
+		d.Choices[i].Target = pickTarget("tell me about", i+1)
 	}
 	return d
+}
+
+// pickTarget is the message a choice sends: "tell me about the third one", and past
+// the tenth "tell me about number 11" (which pickOf reads; "the 11 one" it did not).
+func pickTarget(prefix string, n int) string {
+	if n > 10 {
+		return prefix + " number " + strconv.Itoa(n)
+	}
+	return prefix + " the " + ordinalWord(n) + " one"
 }
 
 func ordinalWord(n int) string {

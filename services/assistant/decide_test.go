@@ -339,3 +339,15 @@ func TestSettingValuesAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// Every choice's message reads back as its number, past the tenth too.
+func TestPickTargetsReadBack(t *testing.T) {
+	t.Parallel()
+	for n := 1; n <= 30; n++ {
+		for _, prefix := range []string{"tell me about", "what's the status of"} {
+			if msg := pickTarget(prefix, n); Understand(msg, fixture()).Pick != n {
+				t.Errorf("%q reads as pick %d, want %d", msg, Understand(msg, fixture()).Pick, n)
+			}
+		}
+	}
+}

@@ -529,7 +529,7 @@ func listServers(cat *Catalogue, d *Decision, out *Reply) {
 			state = "disabled"
 		}
 		out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, sv.Name, state),
-			Target: "what's the status of the " + ordinalWord(i+1) + " one"})
+			Target: pickTarget("what's the status of", i+1)})
 	}
 	if len(ids) == 1 {
 		out.Reply += " Say \"enable the first one\" or \"tell me about the first one\"."
@@ -601,7 +601,7 @@ func listTools(cat *Catalogue, op *Op, d *Decision, out *Reply) {
 	for i, id := range shown {
 		t := toolByID(cat, id)
 		out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s on %s (%s, %s)", i+1, t.Name, t.Server, t.State, t.Risk),
-			Target: "tell me about the " + ordinalWord(i+1) + " one"})
+			Target: pickTarget("tell me about", i+1)})
 	}
 }
 
@@ -844,7 +844,7 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 			ids = append(ids, t.ID)
 			target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
 			if d.State.Flow == nil || d.State.Flow.Step != StepWhichTools {
-				target = "tell me about the " + ordinalWord(i+1) + " one"
+				target = pickTarget("tell me about", i+1)
 			}
 			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: target})
 		}
