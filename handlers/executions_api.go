@@ -320,9 +320,17 @@ func (h ExecutionsHandler) APISetSettings(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	st := executions.Settings{ApprovalTTL: time.Duration(in.ApprovalTTLSeconds) * time.Second, HighSeparation: in.HighSeparation}
-	if st.HighSeparation == "" && in.SeparateHighApprover != nil && *in.SeparateHighApprover {
+	st := executions.Settings{ApprovalTTL: executions.TTLSeconds(in.ApprovalTTLSeconds), HighSeparation: in.HighSeparation}
+	switch {
+	case st.HighSeparation == "" && in.SeparateHighApprover != nil && *in.SeparateHighApprover:
 		st.HighSeparation = decide.SeparationAlways
+	case st.HighSeparation == "" && in.SeparateHighApprover == nil:
+		// Left out: kept. A body with the TTL alone loosened "always" to "auto".
+		cur, err := h.Executions.Settings(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		st.HighSeparation = cur.HighSeparation
 	}
 	if err := h.Executions.SetSettings(c.Request().Context(), ActorOf(c), st); err != nil {
 		return err

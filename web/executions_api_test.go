@@ -292,6 +292,13 @@ func TestExecutionsAPI(t *testing.T) {
 		if st.TTL != 3600 || !st.Separate || st.Separation != "always" {
 			t.Fatalf("saved %+v", st)
 		}
+		// A TTL alone keeps the separation; seconds no duration holds are refused, not
+		// wrapped into range (18446744134 s wrapped to 60 s).
+		admin.json(http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 7200}, 200, &st)
+		if st.TTL != 7200 || st.Separation != "always" {
+			t.Fatalf("a TTL alone: saved %+v, want always kept", st)
+		}
+		expectErr(t, admin, http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": int64(18446744134)}, 400, "invalid_input")
 		admin.json(http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 3600, "high_separation": "off"}, 200, &st)
 		if st.Separate || st.Separation != "off" {
 			t.Fatalf("saved %+v", st)

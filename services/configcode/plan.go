@@ -205,7 +205,7 @@ func (p *Plan) categoryNames(st *state) map[string]bool {
 }
 
 func settingsOf(s *Settings) executions.Settings {
-	return executions.Settings{ApprovalTTL: time.Duration(s.ApprovalTTLSeconds) * time.Second, HighSeparation: decide.Separation(s.HighSeparation)}
+	return executions.Settings{ApprovalTTL: executions.TTLSeconds(s.ApprovalTTLSeconds), HighSeparation: decide.Separation(s.HighSeparation)}
 }
 
 func (p *Plan) planSettings(st *state) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -558,6 +559,15 @@ func (s *Service) SetSettings(ctx context.Context, actor audit.Actor, st Setting
 }
 
 // CheckSettings names what is wrong with settings before they are stored.
+// TTLSeconds is n seconds as an approval TTL; a number of seconds no duration holds
+// (18446744134 wrapped to 60 s) is out of CheckSettings' range, not wrapped into it.
+func TTLSeconds(n int64) time.Duration {
+	if n < 0 || n > int64(math.MaxInt64/time.Second) {
+		return -1
+	}
+	return time.Duration(n) * time.Second
+}
+
 func CheckSettings(st Settings) error {
 	e := &verr.Error{}
 	if st.ApprovalTTL < time.Minute || st.ApprovalTTL > 30*24*time.Hour {
