@@ -214,6 +214,8 @@ func event(g Grant) events.GrantRef {
 
 // Allow reports whether a grant lets conversation do operation on target, consuming a
 // one-time grant (builtin.Grants). A multi-use grant is preferred to a one-time one.
+// A call waits for another's use of the same grant (FOR UPDATE, not SKIP LOCKED: two
+// parallel calls under one multi-use grant were refused, or took a one-time grant).
 // Every use is audited; a second use of a consumed one-time grant is refused and
 // audited as denied.
 func (s *Service) Allow(ctx context.Context, conversation, operation, target string) (bool, error) {
@@ -226,7 +228,7 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
 				consumed_at = CASE WHEN one_time THEN $4::timestamptz ELSE consumed_at END
 			WHERE id = (SELECT id FROM grants WHERE `+usableFor+`
-				ORDER BY one_time, created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+				ORDER BY one_time, created_at LIMIT 1 FOR UPDATE)
 			  AND consumed_at IS NULL AND revoked_at IS NULL AND expires_at > $4
 			RETURNING `+grantColumns, conversation, candidates(operation), target, now, bare(operation)))
 		if err == nil {

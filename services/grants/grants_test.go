@@ -201,6 +201,48 @@ func TestOneTimeGrantRace(t *testing.T) {
 	}
 }
 
+// Parallel calls under one multi-use grant all pass: one waits for another's use
+// rather than finding the grant taken.
+func TestMultiUseGrantParallel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice := addUser(t, pool, "alice")
+	g, err := s.Create(ctx, grants.Spec{ConversationID: "c", Operation: "x.y", By: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another call's use holds the grant's row.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM grants WHERE id = $1 FOR UPDATE`, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool, 1)
+	go func() {
+		ok, err := s.Allow(ctx, "c", "x.y", "")
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ok
+	}()
+	select {
+	case ok := <-done:
+		_ = tx.Rollback(ctx)
+		t.Fatalf("Allow answered %v while another use held the grant, want it to wait", ok)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !<-done {
+		t.Fatal("the call was refused under a multi-use grant")
+	}
+}
+
 // Free-text answers map to approve or reject with seed 000 §4's words.
 func TestClassify(t *testing.T) {
 	t.Parallel()
