@@ -42,6 +42,11 @@ func (r *reader) jsonTemplate(n *yaml.Node, depth int) *jsonValue {
 		}
 		return nil
 	}
+	if name, ok := bracedName(n); ok {
+		// body: {city: {city}} would send {"city": {"city": null}} whatever the argument.
+		r.fail(n.Line, "write \"{%s}\" in quotes: unquoted, {%s} is a YAML mapping, not a placeholder (for a key with no value write %s: null)", name, name, name)
+		return nil
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		v := &jsonValue{kind: jsonObject, object: []jsonMember{}}

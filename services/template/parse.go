@@ -214,6 +214,10 @@ func (r *reader) mapping(n *yaml.Node, what string, allowed ...string) *mapping 
 // ok is false, after reporting, for anything else. Null is "" and ok.
 func (r *reader) scalar(n *yaml.Node, what string) (string, bool) {
 	n = r.resolve(n)
+	if name, ok := bracedName(n); ok {
+		r.fail(n.Line, "%s: write \"{%s}\" in quotes: unquoted, {%s} is a YAML mapping, not a placeholder", what, name, name)
+		return "", false
+	}
 	if n == nil || n.Kind != yaml.ScalarNode {
 		line := 0
 		if n != nil {
@@ -226,6 +230,19 @@ func (r *reader) scalar(n *yaml.Node, what string) (string, bool) {
 		return "", true
 	}
 	return n.Value, true
+}
+
+// bracedName reports a placeholder written without quotes ({city}), which YAML reads
+// as a mapping of one key with no value.
+func bracedName(n *yaml.Node) (string, bool) {
+	if n == nil || n.Kind != yaml.MappingNode || n.Style&yaml.FlowStyle == 0 || len(n.Content) != 2 {
+		return "", false
+	}
+	k, v := n.Content[0], n.Content[1]
+	if k.Kind != yaml.ScalarNode || k.Style != 0 || v.Kind != yaml.ScalarNode || v.ShortTag() != "!!null" || v.Value != "" {
+		return "", false
+	}
+	return k.Value, true
 }
 
 // field is the text of m's scalar key, "" when it is absent.

@@ -93,6 +93,10 @@ func TestParseProblems(t *testing.T) {
 	}{
 		{"empty", "", []string{"is empty"}},
 		{"aliases that multiply", aliasHeaders, []string{"stands for more than 200000 values once its aliases"}},
+		{"unquoted placeholder in a body", "tools:\n  - name: t\n    input_schema: {type: object, properties: {city: {type: string}}}\n    http:\n      method: POST\n      url: \"https://example.com/\"\n      body:\n        city: {city}\n",
+			[]string{`line 8: write "{city}" in quotes: unquoted, {city} is a YAML mapping`}},
+		{"unquoted placeholder in a header", "tools:\n  - name: t\n    input_schema: {type: object, properties: {city: {type: string}}}\n    http:\n      url: \"https://example.com/\"\n      headers:\n        X-City: {city}\n",
+			[]string{`line 7: header X-City: write "{city}" in quotes`}},
 		{"not yaml", "tools:\n  - name: [\n", []string{"line 2: is not valid YAML"}},
 		{"no tools", "response_parsers: {}\n", []string{"line 1: has no tools"}},
 		{"unknown top key", "tool:\n  - name: x\n", []string{`line 1: the template has no key "tool"`}},

@@ -234,32 +234,24 @@ func (rn *runner) http(ctx context.Context, h *HTTP, a args) (Result, bool) {
 	if err != nil {
 		switch {
 		case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
-			return errorResult("%s %s: no answer within %s", h.Method, redactURL(req.URL), timeout), false
+			return errorResult("%s %s: no answer within %s", h.Method, h.URL.shown(), timeout), false
 		case ctx.Err() != nil:
-			return errorResult("%s %s was stopped: the call was cancelled", h.Method, redactURL(req.URL)), false
+			return errorResult("%s %s was stopped: the call was cancelled", h.Method, h.URL.shown()), false
 		}
-		return errorResult("%s %s failed: %v", h.Method, redactURL(req.URL), unwrapURLError(err)), false
+		return errorResult("%s %s failed: %v", h.Method, h.URL.shown(), unwrapURLError(err)), false
 	}
 	defer resp.Body.Close()
 	w := &capWriter{max: rn.opts.MaxOutput}
 	// One byte past the cap says it was cut; reading on to the end would cost the
 	// whole body, however large (or however far a compressed one inflates).
 	if _, err := io.Copy(w, io.LimitReader(resp.Body, int64(rn.opts.MaxOutput)+1)); err != nil && !w.truncated {
-		return errorResult("%s %s: reading the answer failed: %v", h.Method, redactURL(req.URL), err), false
+		return errorResult("%s %s: reading the answer failed: %v", h.Method, h.URL.shown(), err), false
 	}
 	text := w.String()
 	if resp.StatusCode >= 400 {
-		return errorResult("%s %s answered %s%s", h.Method, redactURL(req.URL), resp.Status, prefixed("\n", text)), w.truncated
+		return errorResult("%s %s answered %s%s", h.Method, h.URL.shown(), resp.Status, prefixed("\n", text)), w.truncated
 	}
 	return Result{Text: text}, w.truncated
-}
-
-// redactURL is the request URL without its query (arguments there may be private), for
-// error messages.
-func redactURL(u *url.URL) string {
-	c := *u
-	c.RawQuery, c.ForceQuery = "", false
-	return c.String()
 }
 
 func unwrapURLError(err error) error {

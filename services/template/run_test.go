@@ -302,3 +302,16 @@ func TestServer(t *testing.T) {
 		t.Fatalf("call: %+v", res.Content[0])
 	}
 }
+
+// An error names the template's path with its placeholders, never an argument's value
+// (escaped, a secret would slip past the masker).
+func TestErrorURLHidesArguments(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", http.StatusForbidden) }))
+	defer srv.Close()
+	tpl := mustParse(t, fmt.Sprintf("tools:\n  - name: get\n    input_schema: {type: object, properties: {key: {type: string}}}\n    http: {url: \"%s/k/{key}/data?v={key}\"}\n", srv.URL))
+	res := call(t, tpl, "get", map[string]any{"key": "c2VjcmV0/a2V5+dmFsdWU="})
+	if !res.IsError || !strings.Contains(res.Text, "/k/{key}/data answered 403") || strings.Contains(res.Text, "c2VjcmV0") {
+		t.Fatalf("got %q", res.Text)
+	}
+}

@@ -115,6 +115,29 @@ func (r *reader) url(t Text) URL {
 	return u
 }
 
+// shown is the URL for error messages: the template's path with its placeholders as
+// {name}, without the query. Arguments (a secret parameter among them, escaped past
+// what the masker recognises) never appear in it.
+func (u URL) shown() string {
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://" + u.Host)
+	for _, p := range u.parts {
+		if p.query {
+			break
+		}
+		if p.param != "" {
+			b.WriteString("{" + p.param + "}")
+			continue
+		}
+		lit, _, inQuery := strings.Cut(p.lit, "?")
+		b.WriteString(lit)
+		if inQuery {
+			break
+		}
+	}
+	return b.String()
+}
+
 // expand builds the URL of a call. Path values are escaped as path text ('/', '?',
 // '#' and '%' included), and a value may not make a whole segment "." or ".." (a
 // server would climb out of the path the template names) or empty; query values are escaped as
