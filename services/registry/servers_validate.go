@@ -406,6 +406,12 @@ func (d *draft) checkPlainText(cur *draft) error {
 			}
 		}
 	}
+	if d.typ == TypeTemplate && (cur == nil || cur.template != d.template) {
+		for _, where := range templateSecrets(d.template) {
+			ve.Add("template", where+" looks like a secret, and a template is stored, shown and audited in plain text: "+
+				"make it a placeholder ({name}) of an input_schema parameter, and give that parameter a fixed value on the tool's page, where secrets are stored encrypted")
+		}
+	}
 	if (d.typ == TypeSSE || d.typ == TypeStreamableHTTP) && (cur == nil || cur.url != d.url) {
 		if k := secretInURL(d.url); k != "" {
 			ve.Add("url", fmt.Sprintf("carries a secret in its query (%s), and URLs are stored and shown in plain text: "+
@@ -413,6 +419,63 @@ func (d *draft) checkPlainText(cur *draft) error {
 		}
 	}
 	return ve.Err()
+}
+
+// templateSecrets names each credential written into a template's text: a header's
+// value, the URL's query, a command's argument ("tool weather: header Authorization").
+// Placeholders are the caller's or the tool's configuration, never a secret here.
+func templateSecrets(text string) []string {
+	t, err := template.Parse(text)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, tool := range t.Tools {
+		if h := tool.HTTP; h != nil {
+			for _, hd := range h.Headers {
+				if literalSecret(hd.Name+": "+headerLiteral(hd.Value), "") != "" {
+					out = append(out, "tool "+tool.Name+": header "+hd.Name)
+				}
+			}
+			if k := secretInURL(withoutPlaceholders(h.URL.Raw)); k != "" {
+				out = append(out, "tool "+tool.Name+": the URL's "+k)
+			}
+		}
+		if c := tool.Command; c != nil {
+			args := make([]string, len(c.Argv))
+			for i, a := range c.Argv {
+				args[i] = withoutPlaceholders(a)
+			}
+			for i := range args {
+				if secretArg(args, i) != "" {
+					out = append(out, fmt.Sprintf("tool %s: argv[%d]", tool.Name, i))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// withoutPlaceholders is t's literal text alone.
+func withoutPlaceholders(t template.Text) string {
+	var b strings.Builder
+	for _, p := range t.Parts {
+		b.WriteString(p.Lit)
+	}
+	return b.String()
+}
+
+// headerLiteral is what a header's value says of itself: its literal words, without an
+// authentication scheme's name ("Bearer {token}" says nothing).
+func headerLiteral(t template.Text) string {
+	var words []string
+	for i, w := range strings.Fields(withoutPlaceholders(t)) {
+		if i == 0 && slices.Contains([]string{"bearer", "basic", "token", "bot", "digest", "apikey"}, strings.ToLower(w)) {
+			continue
+		}
+		words = append(words, w)
+	}
+	return strings.Join(words, " ")
 }
 
 // origin is scheme://host:port of a URL, lower-cased, with the scheme's default port

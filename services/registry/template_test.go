@@ -93,6 +93,30 @@ func TestTemplateServerValidation(t *testing.T) {
 	st.Template = tplHTTP
 	_, err = f.reg.CreateServer(f.ctx, audit.System, st)
 	wantFields(t, err, "template")
+
+	// A credential written into the template is refused where it is (the template is
+	// stored, shown and audited in plain text); placeholders and scheme names are not.
+	leaky := "tools:\n  - name: w\n    input_schema: {type: object, properties: {k: {type: string}}}\n" +
+		"    http:\n      url: \"https://api.example.com/w?api_key=abc123&c={k}\"\n      headers: {Authorization: \"Bearer sk-live-0123456789abcdef0123\", X-Key: \"{k}\", X-Tok: \"Bearer {k}\"}\n" +
+		"  - name: c\n    command: {argv: [curl, --token, s3cr3tValue99]}\n"
+	_, err = f.reg.CreateServer(f.ctx, audit.System, templateSpec("leaky", leaky))
+	msgs = nil
+	if !errors.As(err, &ve) {
+		t.Fatalf("a template with credentials: got %v", err)
+	}
+	for _, fe := range ve.Fields {
+		msgs = append(msgs, fe.Field+": "+fe.Message)
+	}
+	got := strings.Join(msgs, "\n")
+	for _, w := range []string{"template: tool w: header Authorization looks like a secret", "template: tool w: the URL's api_key looks like a secret",
+		"template: tool c: argv[2] looks like a secret"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in\n%s", w, got)
+		}
+	}
+	if strings.Contains(got, "X-Key") || strings.Contains(got, "X-Tok") || len(msgs) != 3 {
+		t.Errorf("placeholders refused too:\n%s", got)
+	}
 	if n := f.count(`SELECT count(*) FROM mcp_servers`); n != 0 {
 		t.Fatalf("%d servers stored", n)
 	}
