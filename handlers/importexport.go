@@ -140,6 +140,12 @@ func (h ImportExportHandler) planAll(c echo.Context, name string, data []byte, p
 		return nil, nil, err
 	}
 	p := PrincipalOf(c)
+	refused := (file.HasTools || file.HasCats || file.Settings != nil) && !p.Can(auth.PermSettings)
+	if refused {
+		// Not planned at all: the refusal says so, and planning them costs work (each
+		// listed tool against the stored ones) for a plan that cannot be applied.
+		file.Tools, file.Categories, file.Settings, file.HasTools, file.HasCats = nil, nil, nil, false, false
+	}
 	plan, err := h.ConfigCode.Plan(c.Request().Context(), file, configcode.ImportOptions{Prune: prune, CompareSecrets: p.Can(auth.PermServerCommand)})
 	if err != nil {
 		return nil, nil, err
@@ -147,7 +153,7 @@ func (h ImportExportHandler) planAll(c echo.Context, name string, data []byte, p
 	before := len(plan.Servers.Errors)
 	denied := h.deny(c, plan.Servers)
 	plan.Errors = append(plan.Errors, plan.Servers.Errors[before:]...)
-	if (file.HasTools || file.HasCats || file.Settings != nil) && !p.Can(auth.PermSettings) {
+	if refused {
 		denied = append(denied, "configuration")
 		plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Field: "tools",
 			Message: "sets categories, tools' settings, permissions or run-time settings; only administrators can import those (import the servers alone, or ask an administrator)"})

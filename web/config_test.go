@@ -89,4 +89,9 @@ func TestConfigAPI(t *testing.T) {
 	if p.status != http.StatusUnprocessableEntity || !strings.Contains(p.errors, "only administrators") || p.apply {
 		t.Fatalf("import page as tool manager: %+v", p)
 	}
+	// What they may not import is not planned at all (each listed tool would be
+	// planned against the stored ones for a plan that cannot be applied).
+	if strings.Contains(p.notApplied, "nosuch__echo") {
+		t.Fatalf("the refused tools were planned for a tool manager:\n%s", p.notApplied)
+	}
 }

@@ -442,6 +442,7 @@ type importPage struct {
 	status          int
 	items           map[string]string // server name → action
 	errors, message string
+	notApplied      string // what the plan names as not applied
 	content         string // the paste box, as given back
 	sealed, digest  string
 	prune, apply    bool
@@ -456,6 +457,7 @@ func readImportPage(t *testing.T, res *http.Response) importPage {
 	})
 	p.errors = doc.Find("[data-testid=import-plan-errors]").Text()
 	p.message = doc.Find("[data-testid=import-error]").Text()
+	p.notApplied = doc.Find("[data-testid=import-not-applied]").Text()
 	p.content = doc.Find("textarea#content").Text()
 	form := doc.Find("form[action='/servers/import/apply']")
 	p.sealed = form.Find("input[name=sealed]").AttrOr("value", "")
