@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,12 +261,20 @@ func fromYAML(n *yaml.Node, depth int) (any, error) {
 			}
 			return b, nil
 		case "!!int", "!!float":
+			// YAML numbers JSON has no form for (0x10, 0o17, 02134, 1_000, .5, +1, .inf)
+			// became "no value" further on; quoted they are text.
+			if !jsonNumber.MatchString(n.Value) {
+				return nil, fmt.Errorf("line %d: %s is a YAML number JSON cannot hold: quote it (\"%s\") for text, or write it as a plain decimal number", n.Line, n.Value, n.Value)
+			}
 			return json.Number(n.Value), nil
 		}
 		return n.Value, nil
 	}
 	return nil, fmt.Errorf("line %d: unexpected YAML node", n.Line)
 }
+
+// jsonNumber is a number as JSON writes it.
+var jsonNumber = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
 
 // detect recognizes the format by the keys at the top of the file.
 func (p *parser) detect(root any) string {

@@ -252,6 +252,8 @@ func TestParseConfigErrors(t *testing.T) {
 			[]string{`mcp.json: is not valid JSON: the key at /mcpServers/a/command appears twice`}},
 		{"empty", "servers.yaml", " \n", false, []string{"servers.yaml: is empty"}},
 		{"alias bomb", "servers.yaml", aliasBomb, false, []string{"servers.yaml: stands for more than 1000000 values once its aliases"}},
+		{"number JSON cannot hold", "servers.yaml", "version: 1\nservers:\n  - {name: a, type: stdio, command: x, timeout_ms: 0x10}\n", false,
+			[]string{`servers.yaml: is not valid YAML: line 3: 0x10 is a YAML number JSON cannot hold: quote it ("0x10")`}},
 		{"unknown shape", "x.json", `{"tools": []}`, false, []string{"x.json: is not a server configuration"}},
 		{"not a mapping", "x.yaml", "- a\n- b\n", false, []string{"x.yaml: must hold a mapping"}},
 		{"slug collision", "claude_desktop_config.json", `{"mcpServers": {"My Server": {"command": "a"}, "my_server": {"command": "b"}}}`,
