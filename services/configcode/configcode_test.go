@@ -325,3 +325,25 @@ func TestBadFile(t *testing.T) {
 		}
 	}
 }
+
+// A tool of a server the import deletes (prune) is not planned: its settings are named
+// as not applied, and the rest applies (it failed whole with "not found").
+func TestPruneTakesToolsAlong(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	file := "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    risk: high\n"
+	p, err := a.ConfigCode.Plan(context.Background(), parse(t, "config.yaml", file, true), configcode.ImportOptions{Prune: true, CompareSecrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Unapplied) != 1 || !strings.Contains(p.Unapplied[0].String(), "server ev is deleted by this import") {
+		t.Fatalf("plan:\n%s\nnot applied %+v", p, p.Unapplied)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM mcp_servers WHERE name IN ('ev', 'tpl')`); n != 0 {
+		t.Fatalf("%d pruned servers left", n)
+	}
+}

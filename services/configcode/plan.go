@@ -135,6 +135,20 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 	if err != nil {
 		return nil, err
 	}
+	// A server the import deletes takes its tools with it: planning their settings
+	// (or an undo step on one) would fail the whole import when applied.
+	st.Pruned = map[string]bool{}
+	for _, it := range sp.Items {
+		if it.Action == registry.PlanDelete {
+			st.Pruned[it.Name] = true
+			delete(st.Servers, it.Name)
+		}
+	}
+	for name, t := range st.Tools {
+		if st.Pruned[t.Server] {
+			delete(st.Tools, name)
+		}
+	}
 	plan.planCategories(st)
 	plan.planSettings(st)
 	pending := plan.pendingServers(st)
@@ -277,6 +291,8 @@ func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, s
 				}
 			}
 			skip("", fmt.Sprintf("server %s does not offer a tool %q (it offers %s): its settings were not applied", server, name, strings.Join(offered, ", ")))
+		case st.Pruned[server]:
+			skip("", fmt.Sprintf("server %s is deleted by this import (prune): its tools go with it, and the tool's settings were not applied", server))
 		default:
 			skip("", fmt.Sprintf("there is no server %q, here or in the file: the tool's settings were not applied", server))
 		}

@@ -45,6 +45,8 @@ type state struct {
 	Servers    map[string]serverInfo  // by name
 	Users      map[string]bool
 	Settings   executions.Settings
+	// Pruned are the servers this import deletes (--prune): their tools are gone.
+	Pruned map[string]bool
 }
 
 type storedCategory struct {
