@@ -3,6 +3,7 @@ package configcode_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -345,5 +346,28 @@ func TestPruneTakesToolsAlong(t *testing.T) {
 	}
 	if n := a.Count(t, `SELECT count(*) FROM mcp_servers WHERE name IN ('ev', 'tpl')`); n != 0 {
 		t.Fatalf("%d pruned servers left", n)
+	}
+}
+
+// Parameters are checked when planned, as applying them checks them: a clean plan
+// applies, and one the tool would refuse is named as not applied (it failed the
+// import after a clean dry run).
+func TestPlanChecksParams(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	file := "version: 1\nservers: []\ntools:\n  - tool: ev__weather\n    risk: high\n    config:\n      unit: {mode: default, value: metric}\n      days: {mode: fixed, value: soon}\n"
+	p := plan(t, a, "config.yaml", file)
+	got := fmt.Sprint(p.Unapplied)
+	for _, want := range []string{`tools.ev__weather.config.unit: the tool has no parameter "unit"`, "tools.ev__weather.config.days:"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("not applied %s, want %q", got, want)
+		}
+	}
+	if strings.Contains(p.String(), "\n    config.") {
+		t.Errorf("the plan still shows the refused parameters:\n%s", p)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatalf("apply after a plan that named what it would not apply: %v", err)
 	}
 }

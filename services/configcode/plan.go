@@ -158,7 +158,7 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 		return nil, err
 	}
 	for i := range f.Tools {
-		it, ps := s.planTool(&f.Tools[i], st, pending, cats, schemas, opts.CompareSecrets, plan.File)
+		it, ps := s.planTool(ctx, &f.Tools[i], st, pending, cats, schemas, opts.CompareSecrets, plan.File)
 		plan.Unapplied = append(plan.Unapplied, ps...)
 		if it != nil {
 			plan.Items = append(plan.Items, *it)
@@ -266,7 +266,7 @@ func (p *Plan) pendingServers(st *state) map[string]bool {
 }
 
 // planTool compares one tool of the file with the stored one.
-func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, schemas map[string]json.RawMessage, compare bool, file string) (*Item, []registry.Problem) {
+func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, cats map[string]bool, schemas map[string]json.RawMessage, compare bool, file string) (*Item, []registry.Problem) {
 	var not []registry.Problem
 	skip := func(field, msg string) {
 		f := "tools." + ft.Name
@@ -340,7 +340,7 @@ func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, s
 		change("tags", "["+strings.Join(cur.Tags, ", ")+"]", "["+strings.Join(ft.Tags, ", ")+"]")
 		it.patch = true
 	}
-	s.planParams(it, ft, cur, compare, skip)
+	s.planParams(ctx, it, ft, cur, compare, skip)
 	if ft.State != "" && ft.State != cur.Status {
 		// A tool reaches disabled only from enabled: a file's disabled tool that was never
 		// enabled here is enabled and disabled in the one transaction (nobody sees it
@@ -398,7 +398,7 @@ func (s *Service) planTool(ft *Tool, st *state, pending, cats map[string]bool, s
 	return it, not
 }
 
-func (s *Service) planParams(it *Item, ft *Tool, cur *storedTool, compare bool, skip func(field, msg string)) {
+func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *storedTool, compare bool, skip func(field, msg string)) {
 	inputs := map[string]tools.ParamInput{}
 	changed := false
 	for _, name := range slices.Sorted(maps.Keys(ft.Params)) {
@@ -450,9 +450,24 @@ func (s *Service) planParams(it *Item, ft *Tool, cur *storedTool, compare bool, 
 			changed = true
 		}
 	}
-	if changed {
-		it.params = inputs
+	if !changed {
+		return
 	}
+	// Checked as applying them will check (names, types, values): a clean plan must
+	// apply, and a dry run say what would be refused.
+	var ve *verr.Error
+	switch err := s.tools.CheckParams(ctx, cur.ID, inputs); {
+	case errors.As(err, &ve):
+		for _, f := range ve.Fields {
+			skip("config."+strings.TrimPrefix(f.Field, "params."), f.Message+": the tool's parameters were not applied")
+		}
+		it.Changes = slices.DeleteFunc(it.Changes, func(c registry.FieldChange) bool { return strings.HasPrefix(c.Field, "config.") })
+		return
+	case err != nil:
+		skip("config", err.Error()+": the tool's parameters were not applied")
+		return
+	}
+	it.params = inputs
 }
 
 // compensationSchemas are the input schemas of the stored tools the file's

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -216,6 +217,24 @@ func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 
 // applyParams computes the new parameter configuration from inputs (nil: unchanged), with
 // secrets encrypted bound to the tool and parameter. Errors name "params.<name>".
+// CheckParams checks in as Update would apply it to tool id's parameters, changing
+// nothing: a verr.Error names each parameter it would refuse.
+func (s *Service) CheckParams(ctx context.Context, id string, in map[string]ParamInput) error {
+	t, err := getItem(ctx, s.pool, id, false)
+	if err != nil {
+		return err
+	}
+	var raw []byte
+	if err := s.pool.QueryRow(ctx, `/* tools.CheckParams */ SELECT configuration FROM mcp_tools WHERE id = $1`, id).Scan(&raw); err != nil {
+		return fmt.Errorf("tools: configuration: %w", err)
+	}
+	e := &verr.Error{}
+	if _, err := s.applyParams(t, parseConfiguration(raw), in, e); err != nil {
+		return err
+	}
+	return e.Err()
+}
+
 func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInput, e *verr.Error) (Configuration, error) {
 	if in == nil {
 		return cur, nil
