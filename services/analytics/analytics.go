@@ -36,6 +36,8 @@ const (
 	// TopN is how many rows the "slowest", "most failing" and "pending longest" lists
 	// hold.
 	TopN = 5
+	// MaxRows bounds the lists of tools, servers, users and approvers of a report.
+	MaxRows = 50
 	// MaxPeriod bounds a report's period.
 	MaxPeriod = 366 * 24 * time.Hour
 )
@@ -136,18 +138,24 @@ type Recommendation struct {
 
 // Report is the analytics of a period.
 type Report struct {
-	From            time.Time        `json:"from"`
-	To              time.Time        `json:"to"`
-	Total           Stats            `json:"total"`
-	Tools           []Row            `json:"top_tools"` // most calls first
-	Servers         []Row            `json:"servers"`   // most calls first
-	Users           []Row            `json:"users"`     // most calls first
-	Days            []Row            `json:"days"`      // oldest first, every day of the period
-	Slowest         []Row            `json:"slowest"`   // by p95, tools with at least FailingMinCalls calls
-	MostFailing     []Row            `json:"most_failing"`
-	ApprovalWait    []Wait           `json:"approval_wait"` // most approvals first
-	PendingLongest  []Pending        `json:"pending_longest"`
-	Recommendations []Recommendation `json:"recommendations"`
+	From         time.Time `json:"from"`
+	To           time.Time `json:"to"`
+	Total        Stats     `json:"total"`
+	Tools        []Row     `json:"top_tools"` // most calls first
+	Servers      []Row     `json:"servers"`   // most calls first
+	Users        []Row     `json:"users"`     // most calls first
+	Days         []Row     `json:"days"`      // oldest first, every day of the period
+	Slowest      []Row     `json:"slowest"`   // by p95, tools with at least FailingMinCalls calls
+	MostFailing  []Row     `json:"most_failing"`
+	ApprovalWait []Wait    `json:"approval_wait"` // most approvals first
+	// How many tools, servers, users and approvers had calls (or approvals) in the
+	// period; the lists above hold at most MaxRows of them.
+	ToolCount         int              `json:"tool_count"`
+	ServerCount       int              `json:"server_count"`
+	UserCount         int              `json:"user_count"`
+	ApprovalWaitCount int              `json:"approval_wait_count"`
+	PendingLongest    []Pending        `json:"pending_longest"`
+	Recommendations   []Recommendation `json:"recommendations"`
 }
 
 // Report computes the analytics of p (now: the clock of the unused-tool rule).
@@ -185,6 +193,11 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 	}
 	addWaits(r, waits)
 	r.Recommendations = slices.Concat(unused.Recommendations, failing(r), raise.Recommendations, lower.Recommendations)
+	// Every group counts in the recommendations above; the lists carry the busiest
+	// MaxRows, and say how many there are (10,000 tools made 10,000 rows a view).
+	r.ToolCount, r.ServerCount, r.UserCount, r.ApprovalWaitCount = len(r.Tools), len(r.Servers), len(r.Users), len(r.ApprovalWait)
+	r.Tools, r.Servers, r.Users = r.Tools[:min(len(r.Tools), MaxRows)], r.Servers[:min(len(r.Servers), MaxRows)], r.Users[:min(len(r.Users), MaxRows)]
+	r.ApprovalWait = r.ApprovalWait[:min(len(r.ApprovalWait), MaxRows)]
 	return r, nil
 }
 

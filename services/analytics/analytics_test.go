@@ -3,6 +3,7 @@ package analytics_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"testing"
@@ -352,5 +353,39 @@ func TestRolledBackReadIsNoReasonToRaise(t *testing.T) {
 	}
 	if len(raise) != 1 || raise[0] != "alpha__flaky" {
 		t.Fatalf("raise the risk of: %v, want alpha__flaky only", raise)
+	}
+}
+
+// The lists of a report hold the busiest MaxRows and say how many there are; the
+// recommendations still weigh every tool.
+func TestReportListsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	srv := w.server("many")
+	var last string
+	for i := range analytics.MaxRows + 7 {
+		last = w.tool(srv, fmt.Sprintf("t%03d", i), now.Add(-48*time.Hour))
+		// The least called tool fails most: its recommendation must not be lost.
+		calls, fail := 20+i, 0
+		if i == analytics.MaxRows+6 {
+			calls, fail = analytics.FailingMinCalls, analytics.FailingMinCalls
+		}
+		w.calls(last, "ann", now.Add(-time.Hour), calls, fail, 5)
+	}
+	r, err := analytics.New(w.pool).Report(ctx, analytics.LastDays(now, 7), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tools) != analytics.MaxRows || r.ToolCount != analytics.MaxRows+7 || r.Tools[0].Name != fmt.Sprintf("many__t%03d", analytics.MaxRows+5) {
+		t.Fatalf("tools: %d rows of %d, first %+v", len(r.Tools), r.ToolCount, r.Tools[0])
+	}
+	found := false
+	for _, rec := range r.Recommendations {
+		found = found || rec.ToolID == last
+	}
+	if !found {
+		t.Fatalf("the failing tool past the list has no recommendation: %+v", r.Recommendations)
 	}
 }
