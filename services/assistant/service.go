@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,7 +43,21 @@ type Service struct {
 	log      *slog.Logger
 	model    Model
 	cache    events.Memo[kept] // the catalogue between events (catalogue.go)
+
+	// A turn holds its conversation's row lock and a pooled connection while it asks a
+	// model, tests a server or discovers tools (seconds each): turns are bounded, per
+	// replica and per person, so the assistant cannot take the pool from the rest.
+	turns  chan struct{}
+	busyMu sync.Mutex
+	busy   map[string]int // person (user id) → turns in progress
 }
+
+// MaxTurns bounds the turns one replica answers at once; MaxTurnsPerPerson, one person's.
+const (
+	MaxTurns          = 8
+	MaxTurnsPerPerson = 2
+	turnWait          = 30 * time.Second
+)
 
 // SetModel lets the assistant ask m what a sentence means when its own reading finds no
 // intent (nil: never).
@@ -54,7 +69,39 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log}
+	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
+		turns: make(chan struct{}, MaxTurns), busy: map[string]int{}}
+}
+
+// admit reserves a turn for p, or says why there is none now.
+func (s *Service) admit(ctx context.Context, p *auth.Principal) (release func(), err error) {
+	who := p.User.ID
+	s.busyMu.Lock()
+	if s.busy[who] >= MaxTurnsPerPerson {
+		s.busyMu.Unlock()
+		return nil, fault.RateLimited(fmt.Sprintf("you already have %d messages being answered: wait for their replies", MaxTurnsPerPerson), time.Second)
+	}
+	s.busy[who]++
+	s.busyMu.Unlock()
+	done := func() {
+		s.busyMu.Lock()
+		if s.busy[who]--; s.busy[who] <= 0 {
+			delete(s.busy, who)
+		}
+		s.busyMu.Unlock()
+	}
+	t := time.NewTimer(turnWait)
+	defer t.Stop()
+	select {
+	case s.turns <- struct{}{}:
+		return func() { <-s.turns; done() }, nil
+	case <-ctx.Done():
+		done()
+		return nil, ctx.Err()
+	case <-t.C:
+		done()
+		return nil, fault.Unavailable("assistant_busy", "the assistant is answering other messages; try again in a moment")
+	}
 }
 
 // Reply is the answer to one message (DESIGN §1).
@@ -122,11 +169,16 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	} else if !convIDRE.MatchString(convID) {
 		return Reply{}, verr.New("conversation_id", "must be 1 to 64 letters, digits, '.', '_', ':' or '-'")
 	}
+	release, err := s.admit(ctx, p)
+	if err != nil {
+		return Reply{}, err
+	}
+	defer release()
 	// What is kept (the conversation, the audit log, a model's prompt) is the message
 	// with secret-looking values masked.
 	said, masked := redact(msg)
 	out := Reply{ConversationID: convID, Actions: []Action{}, Choices: []Choice{}}
-	err := s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
+	err = s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
 		cat, err := s.Catalogue(ctx, p)
 		if err != nil {
 			return err
