@@ -172,7 +172,13 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 			what = "servers and tools"
 		}
 		d.Reply = fmt.Sprintf("I found %d %s that match %q. Did you mean:", len(ids), what, u.Ref)
-		d.Choices = choicesFor(cat, op.Kind, ids)
+		if len(ids) > MaxChoices {
+			// Thousands of choices help nobody (and each is a form on the page).
+			op.IDs, d.State.LastIDs = ids[:MaxChoices], ids[:MaxChoices]
+			d.Reply = fmt.Sprintf("I found %d %s that match %q; here are the first %d (say more of the name to narrow it down). Did you mean:",
+				len(ids), what, u.Ref, MaxChoices)
+		}
+		d.Choices = choicesFor(cat, op.Kind, op.IDs)
 		return d
 	}
 	return confirmOrDo(d, op, cat)
@@ -472,6 +478,9 @@ func nameOf2(cat *Catalogue, id string) string {
 }
 
 // choicesFor numbers ids as choices: "get_forecast on weather — Get the forecast".
+// MaxChoices bounds the choices of one reply.
+const MaxChoices = 25
+
 func choicesFor(cat *Catalogue, kind string, ids []string) []Choice {
 	out := make([]Choice, 0, len(ids))
 	for i, id := range ids {

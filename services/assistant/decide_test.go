@@ -1,6 +1,7 @@
 package assistant
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,5 +350,21 @@ func TestPickTargetsReadBack(t *testing.T) {
 				t.Errorf("%q reads as pick %d, want %d", msg, Understand(msg, fixture()).Pick, n)
 			}
 		}
+	}
+}
+
+// A name that fits many tools gets at most MaxChoices choices, and the reply says so.
+func TestChoicesBounded(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	for i := range MaxChoices + 15 {
+		name := fmt.Sprintf("export_%02d", i)
+		cat.Tools = append(cat.Tools, Tool{ID: "t-weather." + name, Name: name, Server: "weather", ServerID: "s-weather", State: "enabled",
+			Description: "Export data"})
+	}
+	msg := "disable export"
+	d := Decide(msg, Understand(msg, cat), State{}, cat)
+	if len(d.Choices) != MaxChoices || len(d.State.LastIDs) != MaxChoices || !strings.Contains(d.Reply, fmt.Sprintf("here are the first %d", MaxChoices)) {
+		t.Fatalf("%d choices, %d ids: %s", len(d.Choices), len(d.State.LastIDs), d.Reply)
 	}
 }

@@ -636,8 +636,8 @@ func listTools(cat *Catalogue, op *Op, d *Decision, out *Reply) {
 	}
 	d.State.LastKind, d.State.LastIDs = "tool", ids
 	shown := ids
-	if len(shown) > 25 {
-		shown = shown[:25]
+	if len(shown) > MaxChoices {
+		shown = shown[:MaxChoices]
 	}
 	out.Reply = fmt.Sprintf("Here are the %d tools", len(ids))
 	if len(ids) == 1 {
@@ -894,6 +894,9 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 		var ids []string
 		for i, t := range ts {
 			ids = append(ids, t.ID)
+			if i >= MaxChoices {
+				continue // numbers past the list still pick; "all of them" takes every one
+			}
 			target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
 			if d.State.Flow == nil || d.State.Flow.Step != StepWhichTools {
 				target = pickTarget("tell me about", i+1)
@@ -902,6 +905,9 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 		}
 		d.State.LastKind, d.State.LastIDs = "tool", ids
 		out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
+		if len(ids) > MaxChoices {
+			out.Reply += fmt.Sprintf(" The first %d are listed; the server's page has them all.", MaxChoices)
+		}
 		if d.State.Flow != nil && d.State.Flow.Step == StepWhichTools && len(ids) > 0 {
 			out.Reply += " Which ones would you like to enable? Say their numbers (\"1 and 3\"), \"all of them\", or \"none\"."
 			out.Choices = append(out.Choices, Choice{Label: "All of them", Target: "all of them"}, Choice{Label: "None", Target: "no"})
