@@ -324,6 +324,19 @@ func TestAssistantGuards(t *testing.T) {
 		srv.App.Count(t, `SELECT count(*) FROM assistant_conversations WHERE state::text LIKE '%`+secret+`%'`); n != 0 {
 		t.Fatalf("the secret was kept in %d places", n)
 	}
+	// A parameter whose stored value is kept encrypted (it looked like a credential)
+	// takes no value in a conversation either, however plain the new one looks.
+	g1echo := srv.ToolID(t, "g1__echo")
+	if _, err := srv.Tools.Update(ctx, audit.System, g1echo, tools.Patch{Params: map[string]tools.ParamInput{
+		"message": {Mode: tools.ModeFixed, Value: json.RawMessage(`"sk-live-0123456789abcdef0123"`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	const plain = "plainvalue4417"
+	say(admin, &sc, "set message to "+plain+" for echo on g1", 0, "don't take secret values")
+	if n := srv.App.Count(t, `SELECT count(*) FROM assistant_messages WHERE body LIKE '%`+plain+`%'`) +
+		srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE payload::text LIKE '%`+plain+`%'`); n != 0 {
+		t.Fatalf("the new secret value was kept in %d places", n)
+	}
 }
 
 // "Test X" rates each saved case as the router will, not the tool as a whole:

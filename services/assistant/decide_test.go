@@ -368,3 +368,25 @@ func TestChoicesBounded(t *testing.T) {
 		t.Fatalf("%d choices, %d ids: %s", len(d.Choices), len(d.State.LastIDs), d.Reply)
 	}
 }
+
+// Characters whose lower case has another length (İ, Ⱥ) move no value: it is read
+// whole, in its own case, and nothing panics.
+func TestValuesBesideWideCharacters(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	cat.Tools = append(cat.Tools, Tool{ID: "t-weather.db_query", Name: "db_query", Server: "weather", ServerID: "s-weather", State: "enabled",
+		Params: []Param{{Name: "password", Type: "string", Secret: true}}})
+	for msg, want := range map[string][2]string{
+		"İİİİİİİİİİİİ set password to Hunter2pass for db_query": {"password", "Hunter2pass"},
+		"Ⱥ set location to London for get_forecast":             {"location", "London"},
+	} {
+		u := Understand(msg, cat)
+		if got := u.Settings[want[0]]; got != want[1] {
+			t.Errorf("%q: %s = %q, want %q", msg, want[0], got, want[1])
+		}
+	}
+	said := maskValues("İİ set password to Hunter2pass for db_query", map[string]string{"password": "Hunter2pass"})
+	if strings.Contains(said, "Hunter2pass") {
+		t.Errorf("kept: %q", said)
+	}
+}

@@ -188,10 +188,16 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			return save(said, out)
 		}
 		u := Understand(msg, cat)
-		if secretSettings(u, cat) {
+		if secretSettings(u, cat) || s.storedSecret(ctx, u) {
 			// "set password to Hunter2 for db_query": the words look harmless, the
 			// parameter says it is a secret; its value is kept out of every record.
-			said, masked = maskValues(said, u.Settings), true
+			// When the value cannot be found in the message as written, none of it is kept.
+			if m := maskValues(said, u.Settings); m != said {
+				said = m
+			} else {
+				said = "(a message setting a secret value, not kept)"
+			}
+			masked = true
 		}
 		if masked && u.Intent == IntentConfigureTool {
 			out.Reply = "I don't take secret values in a conversation: they would stay in it and in the audit log. Set them on the tool's page, where they are stored encrypted. Nothing was changed."
@@ -322,6 +328,29 @@ func secretSettings(u Understanding, cat *Catalogue) bool {
 	return false
 }
 
+// storedSecret reports whether a configure_tool message sets a parameter whose value a
+// tool already keeps encrypted (it looked like a credential, or a file said secret:).
+func (s *Service) storedSecret(ctx context.Context, u Understanding) bool {
+	if u.Intent != IntentConfigureTool || len(u.Settings) == 0 {
+		return false
+	}
+	for _, id := range u.Tools {
+		t, err := s.tools.Target(ctx, id)
+		if err != nil {
+			continue
+		}
+		cfg := t.Configuration()
+		for name := range u.Settings {
+			for pname, st := range cfg.Params {
+				if st.Secret != "" && strings.EqualFold(pname, name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // maskValues replaces every value of settings in msg (any case) with ***.
 func maskValues(msg string, settings map[string]string) string {
 	for _, v := range settings {
@@ -344,12 +373,13 @@ func toolOf(it tools.Item) Tool {
 			Description string `json:"description"`
 			Enum        []any  `json:"enum"`
 			Format      string `json:"format"`
+			WriteOnly   bool   `json:"writeOnly"`
 		} `json:"properties"`
 	}
 	if json.Unmarshal(it.InputSchema, &sch) == nil {
 		for name, prop := range sch.Properties {
 			pa := Param{Name: name, Description: prop.Description,
-				Secret: tools.IsSecretParam(name, map[string]any{"format": prop.Format})}
+				Secret: tools.IsSecretParam(name, map[string]any{"format": prop.Format, "writeOnly": prop.WriteOnly})}
 			if s, ok := prop.Type.(string); ok {
 				pa.Type = s
 			}

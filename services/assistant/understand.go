@@ -470,8 +470,10 @@ var nameREs = []*regexp.Regexp{
 
 // originalCase finds lower in raw and returns it as written there.
 func originalCase(raw, lower string) string {
-	if i := strings.Index(strings.ToLower(raw), lower); i >= 0 {
-		return raw[i : i+len(lower)]
+	// Matched in raw itself: lower-casing changes the length of some characters (İ, Ⱥ),
+	// so an offset into the lower-cased text is not one into raw.
+	if loc := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(lower)).FindStringIndex(raw); loc != nil {
+		return raw[loc[0]:loc[1]]
 	}
 	return lower
 }
