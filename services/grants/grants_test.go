@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -394,5 +395,28 @@ func TestPruneQuestions(t *testing.T) {
 	}
 	if got["abandoned"] != grants.StatusCancelled || got["old"] != grants.StatusExpired || got["waiting"] != grants.StatusPending {
 		t.Fatalf("after the prune: %v", got)
+	}
+}
+
+// Migration 45 gives a person's default conversation, claimed by another user before
+// only its person could name it, back to its person.
+func TestDefaultConversationsGoBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice, bob := addUser(t, pool, "alice"), addUser(t, pool, "bob")
+	if owner, err := s.Claim(ctx, "user-"+alice.ID, "user-"+alice.ID, bob.ID, "bob"); err != nil || owner != bob.ID {
+		t.Fatalf("claim: %q %v", owner, err)
+	}
+	sql, err := migrations.FS.ReadFile("000045_default_conversations_owned.up.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, string(sql)); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _, err := s.OwnerOf(ctx, "user-"+alice.ID); err != nil || owner != alice.ID {
+		t.Fatalf("after the migration: owner %q %v, want alice", owner, err)
 	}
 }

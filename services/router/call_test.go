@@ -721,7 +721,7 @@ func TestDefaultConversationIsItsPersons(t *testing.T) {
 			t.Errorf("%s: got %v, want invalid_arguments", conv, err)
 		}
 	}
-	for _, conv := range []string{router.DefaultConversation(bob), "", "my-own-work"} {
+	for _, conv := range []string{router.DefaultConversation(bob), "", "my-own-work", "user-123-chat"} {
 		if err := call(conv); err != nil {
 			t.Errorf("%q: %v", conv, err)
 		}

@@ -438,10 +438,18 @@ func metaOf(c Call, callID string) callmeta.Meta {
 	return m
 }
 
-// reservedConversation reports whether id names a default conversation (of a person or
-// of the system) that is not actor's own.
+// reservedConversation reports whether id names a default conversation (of a person,
+// user-<their id>, or of the system) that is not actor's own. Other ids that start with
+// user- are a client's to choose.
 func reservedConversation(id string, a audit.Actor) bool {
-	return (id == "system" || strings.HasPrefix(id, "user-")) && id != DefaultConversation(a)
+	if id == DefaultConversation(a) {
+		return false
+	}
+	if id == "system" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(id, "user-")
+	return ok && uuid.Validate(rest) == nil && len(rest) == 36
 }
 
 // DefaultConversation is the conversation of a call that names none: its user's own.

@@ -1,0 +1,2 @@
+-- Nothing to undo: who claimed a conversation first is not kept.
+SELECT 1;
