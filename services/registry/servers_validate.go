@@ -433,15 +433,27 @@ func templateSecrets(text string) []string {
 	for _, tool := range t.Tools {
 		if h := tool.HTTP; h != nil {
 			for _, hd := range h.Headers {
-				if literalSecret(hd.Name+": "+headerLiteral(hd.Value), "") != "" {
+				if secretText(hd.Name, hd.Value) {
 					out = append(out, "tool "+tool.Name+": header "+hd.Name)
 				}
 			}
 			if k := secretInURL(withoutPlaceholders(h.URL.Raw)); k != "" {
 				out = append(out, "tool "+tool.Name+": the URL's "+k)
 			}
+			for _, f := range h.BodyFields() {
+				if secretText(f.Name, f.Value) {
+					where := "the body"
+					if f.Name != "" {
+						where = "the body's " + f.Name
+					}
+					out = append(out, "tool "+tool.Name+": "+where)
+				}
+			}
 		}
 		if c := tool.Command; c != nil {
+			if c.Stdin != nil && secretText("", *c.Stdin) {
+				out = append(out, "tool "+tool.Name+": stdin")
+			}
 			args := make([]string, len(c.Argv))
 			for i, a := range c.Argv {
 				args[i] = withoutPlaceholders(a)
@@ -465,17 +477,40 @@ func withoutPlaceholders(t template.Text) string {
 	return b.String()
 }
 
-// headerLiteral is what a header's value says of itself: its literal words, without an
-// authentication scheme's name ("Bearer {token}" says nothing).
-func headerLiteral(t template.Text) string {
-	var words []string
-	for i, w := range strings.Fields(withoutPlaceholders(t)) {
-		if i == 0 && slices.Contains([]string{"bearer", "basic", "token", "bot", "digest", "apikey"}, strings.ToLower(w)) {
-			continue
+// secretText reports whether a named text of a template (a header, a body's field, a
+// form field; name "" for a text body or stdin) holds a credential written as it is. A
+// value with a placeholder is the caller's or the tool's configuration: only a literal
+// word shaped like a credential counts then ("SSWS {token}", "session={sid}" do not);
+// a value without one under a secret-looking name counts whole
+// ("Authorization: Bearer sk-…", api_key: "abc123").
+func secretText(name string, t template.Text) bool {
+	lit := withoutPlaceholders(t)
+	if _, whole := t.Whole(); whole || !t.Literal() {
+		for _, w := range strings.FieldsFunc(lit, func(r rune) bool { return strings.ContainsRune(" \t\n=;,:&\"'", r) }) {
+			if secrets.LooksSecretValue(w) {
+				return true
+			}
 		}
-		words = append(words, w)
+		return false
 	}
-	return strings.Join(words, " ")
+	if strings.TrimSpace(lit) == "" {
+		return false
+	}
+	if name != "" && secrets.LooksSecretName(name) {
+		return true
+	}
+	if name == "" {
+		// A text: its key=value pairs and words.
+		for _, line := range strings.Split(lit, "\n") {
+			for _, w := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t&;,", r) }) {
+				if literalSecret(w, "") != "" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return literalSecret(name+": "+lit, "") != ""
 }
 
 // origin is scheme://host:port of a URL, lower-cased, with the scheme's default port

@@ -98,7 +98,10 @@ func TestTemplateServerValidation(t *testing.T) {
 	// stored, shown and audited in plain text); placeholders and scheme names are not.
 	leaky := "tools:\n  - name: w\n    input_schema: {type: object, properties: {k: {type: string}}}\n" +
 		"    http:\n      url: \"https://api.example.com/w?api_key=abc123&c={k}\"\n      headers: {Authorization: \"Bearer sk-live-0123456789abcdef0123\", X-Key: \"{k}\", X-Tok: \"Bearer {k}\"}\n" +
-		"  - name: c\n    command: {argv: [curl, --token, s3cr3tValue99]}\n"
+		"  - name: c\n    command: {argv: [curl, --token, s3cr3tValue99]}\n" +
+		"  - name: b\n    input_schema: {type: object, properties: {k: {type: string}}}\n" +
+		"    http:\n      method: POST\n      url: \"https://api.example.com/b\"\n      headers: {Authorization: \"SSWS {k}\", Cookie: \"session={k}\"}\n      body: {api_key: \"abc123\", city: \"{k}\", token_type: bearer}\n" +
+		"  - name: s\n    command: {argv: [cat], stdin: \"password=hunter2hunter2\"}\n"
 	_, err = f.reg.CreateServer(f.ctx, audit.System, templateSpec("leaky", leaky))
 	msgs = nil
 	if !errors.As(err, &ve) {
@@ -109,12 +112,12 @@ func TestTemplateServerValidation(t *testing.T) {
 	}
 	got := strings.Join(msgs, "\n")
 	for _, w := range []string{"template: tool w: header Authorization looks like a secret", "template: tool w: the URL's api_key looks like a secret",
-		"template: tool c: argv[2] looks like a secret"} {
+		"template: tool c: argv[2] looks like a secret", "template: tool b: the body's api_key looks like a secret", "template: tool s: stdin looks like a secret"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in\n%s", w, got)
 		}
 	}
-	if strings.Contains(got, "X-Key") || strings.Contains(got, "X-Tok") || len(msgs) != 3 {
+	if strings.Contains(got, "X-Key") || strings.Contains(got, "X-Tok") || strings.Contains(got, "tool b: header") || len(msgs) != 5 {
 		t.Errorf("placeholders refused too:\n%s", got)
 	}
 	if n := f.count(`SELECT count(*) FROM mcp_servers`); n != 0 {

@@ -119,6 +119,44 @@ func (v *jsonValue) texts() []Text {
 	return nil
 }
 
+// Field is a named text of a request or command: a JSON body's string with the key
+// it is under (a list's items under their list's key), a form field, or a text body
+// or standard input (Name "").
+type Field struct {
+	Name  string
+	Value Text
+}
+
+// BodyFields are the texts h sends in its body, each with its name.
+func (h *HTTP) BodyFields() []Field {
+	var out []Field
+	if h.JSON != nil {
+		h.JSON.fields("", &out)
+	}
+	for _, f := range h.Form {
+		out = append(out, Field{Name: f.Name, Value: f.Value})
+	}
+	if h.Body != nil {
+		out = append(out, Field{Value: *h.Body})
+	}
+	return out
+}
+
+func (v *jsonValue) fields(key string, out *[]Field) {
+	switch v.kind {
+	case jsonString:
+		*out = append(*out, Field{Name: key, Value: *v.str})
+	case jsonObject:
+		for _, m := range v.object {
+			m.value.fields(m.key, out)
+		}
+	case jsonArray:
+		for _, m := range v.array {
+			m.fields(key, out)
+		}
+	}
+}
+
 // encode writes v as JSON with the arguments in place, keys in the order written.
 func (v *jsonValue) encode(buf *bytes.Buffer, a args) error {
 	switch v.kind {
