@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/configcode"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -146,7 +147,8 @@ func (h ImportExportHandler) planAll(c echo.Context, name string, data []byte, p
 		// listed tool against the stored ones) for a plan that cannot be applied.
 		file.Tools, file.Categories, file.Settings, file.HasTools, file.HasCats = nil, nil, nil, false, false
 	}
-	plan, err := h.ConfigCode.Plan(c.Request().Context(), file, configcode.ImportOptions{Prune: prune, CompareSecrets: p.Can(auth.PermServerCommand)})
+	plan, err := h.ConfigCode.Plan(c.Request().Context(), file, configcode.ImportOptions{Prune: prune, CompareSecrets: p.Can(auth.PermServerCommand),
+		Token: p.Kind == audit.ActorToken})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -443,13 +443,14 @@ func TestAccessAPI(t *testing.T) {
 	// An API token takes a tool away, but gives none and lifts no refusal: a leaked
 	// admin token must not widen anyone's access.
 	tok := svClient{t: t, srv: e.srv, bearer: svToken(t, e.srv, "admin")}
+	tok.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": false}, http.StatusOK, &got)
+	tok.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": false}, http.StatusOK, &got) // unchanged: no row
+	// A grant, or lifting the refusal just made (null over false), widens access.
 	for _, body := range []map[string]any{{"username": tu, "can_use": true}, {"username": guest, "can_use": nil}} {
 		if status, raw := tok.do(http.MethodPut, path, body); status != http.StatusForbidden || !strings.Contains(string(raw), "API token cannot give") {
 			t.Errorf("token PUT %v: got %d %s, want 403", body, status, raw)
 		}
 	}
-	tok.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": false}, http.StatusOK, &got)
-	tok.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": false}, http.StatusOK, &got) // unchanged: no row
 	if n := len(e.auditRows(t)); n != 4 {
 		t.Errorf("got %d tool.permission audit rows after the token's, want 4", n)
 	}

@@ -157,7 +157,7 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 			continue
 		}
 		ft := *it.tool
-		next, ps := s.planTool(ctx, &ft, st, map[string]bool{}, cats, schemas, plan.opts.CompareSecrets, plan.File)
+		next, ps := s.planTool(ctx, &ft, st, map[string]bool{}, cats, schemas, plan.opts, plan.File)
 		res.Unapplied = append(res.Unapplied, ps...)
 		if next != nil {
 			items = append(items, *next)

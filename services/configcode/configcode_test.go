@@ -371,3 +371,32 @@ func TestPlanChecksParams(t *testing.T) {
 		t.Fatalf("apply after a plan that named what it would not apply: %v", err)
 	}
 }
+
+// An API token's import takes tools away but gives none: a rule it cannot change is
+// named as not applied at plan time, and the rest applies.
+func TestTokenImportPermissions(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs) // on ev__echo: bob false, carol true
+	file := "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    permissions: {dave: true}\n"
+	a.CreateUser(t, "dave", auth.RoleGuest, "dave-password-123")
+	p, err := a.ConfigCode.Plan(context.Background(), parse(t, "config.yaml", file, true), configcode.ImportOptions{Token: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(p.Unapplied)
+	if !strings.Contains(got, "permissions.bob: an API token cannot") || !strings.Contains(got, "permissions.dave: an API token cannot") ||
+		strings.Contains(got, "carol") {
+		t.Fatalf("not applied: %s", got)
+	}
+	token := audit.Actor{Kind: audit.ActorToken, ID: admin.ID, Name: "ci-token"}
+	if _, err := a.ConfigCode.Apply(context.Background(), token, p); err != nil {
+		t.Fatalf("apply by a token: %v", err)
+	}
+	rules := a.Count(t, `SELECT count(*) FROM user_tool_permissions p JOIN users u ON u.id = p.user_id
+		WHERE u.username = 'bob' AND NOT p.can_use`)
+	carol := a.Count(t, `SELECT count(*) FROM user_tool_permissions p JOIN users u ON u.id = p.user_id WHERE u.username = 'carol'`)
+	if rules != 1 || carol != 0 {
+		t.Fatalf("bob's refusal kept %d, carol's grant left %d; want 1 and 0", rules, carol)
+	}
+}

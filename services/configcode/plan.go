@@ -33,6 +33,9 @@ type ImportOptions struct {
 	// CompareSecrets lets the plan say that a secret in the file equals the stored one
 	// (see registry.ImportOptions): only callers who could read secrets anyway set it.
 	CompareSecrets bool
+	// Token: an API token imports, which may take a tool away from a user but not give
+	// one or lift a refusal (tools.ErrTokenGivesToolAccess); such rules are not applied.
+	Token bool
 }
 
 // Item kinds and actions (besides registry's).
@@ -158,7 +161,7 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 		return nil, err
 	}
 	for i := range f.Tools {
-		it, ps := s.planTool(ctx, &f.Tools[i], st, pending, cats, schemas, opts.CompareSecrets, plan.File)
+		it, ps := s.planTool(ctx, &f.Tools[i], st, pending, cats, schemas, opts, plan.File)
 		plan.Unapplied = append(plan.Unapplied, ps...)
 		if it != nil {
 			plan.Items = append(plan.Items, *it)
@@ -265,8 +268,12 @@ func (p *Plan) pendingServers(st *state) map[string]bool {
 	return out
 }
 
+// tokenPermission says why an API token's import leaves a rule as it is.
+const tokenPermission = "an API token cannot give a user a tool or lift a refusal: sign in to import it; the permission was not applied"
+
 // planTool compares one tool of the file with the stored one.
-func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, cats map[string]bool, schemas map[string]json.RawMessage, compare bool, file string) (*Item, []registry.Problem) {
+func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, cats map[string]bool, schemas map[string]json.RawMessage, opts ImportOptions, file string) (*Item, []registry.Problem) {
+	compare := opts.CompareSecrets
 	var not []registry.Problem
 	skip := func(field, msg string) {
 		f := "tools." + ft.Name
@@ -376,6 +383,10 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 			continue
 		}
 		if have, ok := cur.Permissions[user]; !ok || have != want {
+			if want && opts.Token {
+				skip("permissions."+user, tokenPermission)
+				continue
+			}
 			from := "role"
 			if ok {
 				from = strconv.FormatBool(have)
@@ -386,6 +397,10 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 	}
 	for _, user := range slices.Sorted(maps.Keys(cur.Permissions)) {
 		if _, ok := ft.Permissions[user]; !ok {
+			if !cur.Permissions[user] && opts.Token {
+				skip("permissions."+user, tokenPermission)
+				continue
+			}
 			change("permissions."+user, strconv.FormatBool(cur.Permissions[user]), "role")
 			it.perms[user] = nil
 		}

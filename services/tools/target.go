@@ -107,7 +107,7 @@ func (s *Service) Permissions(ctx context.Context, id string) ([]Permission, err
 
 // ErrTokenGivesToolAccess: a user's override changes what they may do, as a role does,
 // and a leaked token must not widen anyone's access; it may still take a tool away.
-var ErrTokenGivesToolAccess = fault.Forbidden("an API token cannot give a user a tool or lift a refusal (can_use true or null): sign in to do it")
+var ErrTokenGivesToolAccess = fault.Forbidden("an API token cannot give a user a tool or lift a refusal (can_use true, or null over false): sign in to do it")
 
 // SetPermission gives (canUse true), takes away (false) or returns to the role's rule
 // (nil) user username's use of tool id; audited, and announced so routers forget what
@@ -147,13 +147,19 @@ func setPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, 
 			return 0, fmt.Errorf("tools: permission: find user: %w", err)
 		}
 		var n int64
+		widens := canUse != nil && *canUse
 		if canUse == nil {
-			tag, err := tx.Exec(ctx, `/* tools.SetPermission.delete */
-				DELETE FROM user_tool_permissions WHERE user_id = $1 AND tool_id = $2`, userID, t.ID)
-			if err != nil {
+			// Removing a refusal widens access; removing a grant narrows it.
+			var was bool
+			err := tx.QueryRow(ctx, `/* tools.SetPermission.delete */
+				DELETE FROM user_tool_permissions WHERE user_id = $1 AND tool_id = $2 RETURNING can_use`, userID, t.ID).Scan(&was)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+			case err != nil:
 				return 0, fmt.Errorf("tools: permission: %w", err)
+			default:
+				n, widens = 1, !was
 			}
-			n = tag.RowsAffected()
 		} else {
 			tag, err := tx.Exec(ctx, `/* tools.SetPermission.upsert */
 				INSERT INTO user_tool_permissions (user_id, tool_id, can_use) VALUES ($1, $2, $3)
@@ -167,7 +173,7 @@ func setPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, 
 		if n == 0 {
 			return 0, nil // nothing changed: nothing to record
 		}
-		if actor.Kind == audit.ActorToken && (canUse == nil || *canUse) {
+		if actor.Kind == audit.ActorToken && widens {
 			return 0, ErrTokenGivesToolAccess // the change rolls back with the transaction
 		}
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "tool.permission", TargetType: "tool",
