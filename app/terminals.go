@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // auditTerminalInput records a line typed into a terminal (terminal.input), or
@@ -27,6 +28,8 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 	if hidden {
 		line = "[hidden input]"
 	}
+	// A typed "export GH_TOKEN=…" keeps its credential out of the append-only log.
+	line = usage.RedactText(line)
 	if a.Pool == nil {
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // Terminal kinds.
@@ -283,7 +284,9 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 		bufBytes = ts.opts.BufferBytes
 	}
 	t := &Terminal{ID: newID("cmd-"), Kind: KindCommand, ConversationID: conversation, OwnerID: c.UserID, OwnerName: c.UserName,
-		Dir: dir, Command: command, Started: time.Now().UTC(), ts: ts, out: newRing(bufBytes), done: make(chan struct{}), gone: make(chan struct{})}
+		Dir: dir, Command: usage.RedactText(command), Started: time.Now().UTC(), ts: ts, out: newRing(bufBytes), done: make(chan struct{}), gone: make(chan struct{})}
+	// What runs is the command as given; what is kept, stored, announced and listed
+	// (Command) has its credentials masked.
 	cmd := exec.Command("/bin/bash", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = ts.env()

@@ -215,6 +215,15 @@ func TestCommand(t *testing.T) {
 	if out, _, _ := c.Output(0); string(out) != "out\nerr\n" {
 		t.Fatalf("output %q", out)
 	}
+	// The command runs as given and is kept (stored, announced, listed) masked.
+	tok, err := ts.Start(TerminalCaller{}, "conv", root, "GH_TOKEN=ghp_aBcD1234EfGh5678IjKl9012MnOp3456QrSt; echo ${#GH_TOKEN}", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok.ExitCode()
+	if out, _, _ := tok.Output(0); string(out) != "40\n" || strings.Contains(tok.Command, "ghp_") {
+		t.Fatalf("output %q, kept command %q", out, tok.Command)
+	}
 	start := time.Now()
 	c, err = ts.Start(TerminalCaller{}, "conv", root, "sleep 302 & echo PI\"\"DS $$ $!; wait", 300*time.Millisecond, 0)
 	if err != nil {
