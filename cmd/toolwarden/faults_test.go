@@ -418,10 +418,10 @@ func TestStdioGrandchildrenReapedAfterSIGKILL(t *testing.T) {
 	if !proctrack.Marked(sleepPID, mcpclient.ServerMarkerEnv, markerOf(t, sleepPID)) {
 		t.Fatalf("the grandchild %d carries no marker", sleepPID)
 	}
-	// The run's record and the server's group's.
+	// The run's record and lock, and the server's group's record.
 	testkit.WaitFor(t, 10*time.Second, func() bool {
 		recs, _ := os.ReadDir(filepath.Join(dir, "run", "stdio"))
-		return len(recs) == 2
+		return len(recs) == 3
 	}, "the records of this run and its stdio server were never both written")
 
 	p.kill(t, syscall.SIGKILL)

@@ -13,17 +13,21 @@
 // A run also records its marker alone (WriteRun) before it starts anything: Cleanup
 // then kills every process that carries it, wherever it went. That catches what left
 // its group or session (setsid, a daemon) and what a crash between starting a tree and
-// recording it would otherwise miss.
+// recording it would otherwise miss. While it runs, a run holds a lock on
+// run-of-<marker>.lock: Cleanup leaves the records of a run whose lock is held alone
+// (another process sharing the directory, such as a second replica on the same host).
 package proctrack
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,8 +63,9 @@ func Write(dir string, r Record) error {
 	return atomicfile.Write(filepath.Join(dir, strconv.Itoa(r.id())+".json"), b)
 }
 
-// WriteRun records in dir that the processes carrying marker are this run's, until
-// RemoveRun. marker must be a file name's worth of letters, digits and dashes.
+// WriteRun records in dir that the processes carrying marker are this run's, and holds
+// the run's lock, until RemoveRun. marker must be a file name's worth of letters,
+// digits and dashes.
 func WriteRun(dir, marker string) error {
 	if !plain(marker) {
 		return errors.New("proctrack: a run's marker must be letters, digits and dashes")
@@ -68,15 +73,49 @@ func WriteRun(dir, marker string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	lock := filepath.Join(dir, runPrefix+marker+".lock")
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("proctrack: lock %s: %w", lock, err)
+	}
+	held.Store(lock, f)
 	b, _ := json.Marshal(Record{Marker: marker, Started: time.Now()})
 	return atomicfile.Write(filepath.Join(dir, runPrefix+marker+".json"), b)
 }
 
-// RemoveRun deletes the record WriteRun made.
+// held are the run locks this process holds, by path.
+var held sync.Map
+
+// RemoveRun deletes the record WriteRun made and releases the run's lock.
 func RemoveRun(dir, marker string) {
-	if plain(marker) {
-		_ = os.Remove(filepath.Join(dir, runPrefix+marker+".json"))
+	if !plain(marker) {
+		return
 	}
+	_ = os.Remove(filepath.Join(dir, runPrefix+marker+".json"))
+	lock := filepath.Join(dir, runPrefix+marker+".lock")
+	if f, ok := held.LoadAndDelete(lock); ok {
+		_ = os.Remove(lock)
+		f.(*os.File).Close()
+	}
+}
+
+// alive reports whether the run of marker holds its lock in dir (a process that has
+// not stopped; this one included).
+func alive(dir, marker string) bool {
+	f, err := os.OpenFile(filepath.Join(dir, runPrefix+marker+".lock"), os.O_RDWR, 0)
+	if err != nil {
+		return false // no lock: a run from before locks, or one that stopped
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
 }
 
 func plain(s string) bool {
@@ -177,8 +216,9 @@ func Marked(pid int, name, marker string) bool {
 // Cleanup kills what a previous run left running: every process of each session or
 // group recorded in dir that carries the record's marker in the environment variable
 // name, and every process that carries a run's recorded marker; then it removes the
-// records. The records of the run whose marker is keep (the caller's own) stay and
-// their processes live. It reports how many processes it killed.
+// records. The records of the run whose marker is keep (the caller's own), and of any
+// run that still holds its lock, stay and their processes live. It reports how many
+// processes it killed.
 func Cleanup(dir, name, keep string) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
@@ -188,8 +228,19 @@ func Cleanup(dir, name, keep string) (int, error) {
 		return 0, err
 	}
 	killed := 0
+	live := map[string]bool{}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
+		if strings.HasSuffix(e.Name(), ".lock") {
+			continue // a run's lock: removed with its record below, or by its run
+		}
+		if strings.HasPrefix(e.Name(), ".") {
+			// A record being written (atomicfile's temporary file): another process's,
+			// unless it is old enough to be a crash's.
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) < time.Minute {
+				continue
+			}
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			continue
@@ -204,9 +255,18 @@ func Cleanup(dir, name, keep string) (int, error) {
 		if r.Marker == keep {
 			continue
 		}
+		l, known := live[r.Marker]
+		if !known {
+			l = alive(dir, r.Marker)
+			live[r.Marker] = l
+		}
+		if l {
+			continue
+		}
 		if run {
 			killed += KillMarked(name, r.Marker)
 			_ = os.Remove(p)
+			_ = os.Remove(filepath.Join(dir, runPrefix+r.Marker+".lock"))
 			continue
 		}
 		pids := GroupMembers(r.PGID)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -42,18 +43,28 @@ func TestCleanupByRun(t *testing.T) {
 	if err := WriteRun(dir, "run-old"); err != nil {
 		t.Fatal(err)
 	}
+	// run-old crashed: its lock file stays, nobody holds it.
+	f, _ := held.LoadAndDelete(filepath.Join(dir, runPrefix+"run-old.lock"))
+	f.(*os.File).Close()
+	// run-live is another process's that still runs (its lock held).
+	if err := WriteRun(dir, "run-live"); err != nil {
+		t.Fatal(err)
+	}
 	if err := WriteRun(dir, "run-mine"); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteRun(dir, "../escape"); err == nil {
 		t.Fatal("a marker that is no plain name was recorded")
 	}
+	old := time.Now().Add(-time.Hour)
 	if err := os.WriteFile(filepath.Join(dir, ".1234.json.tmp-1"), []byte(`{"pgid":12`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	_ = os.Chtimes(filepath.Join(dir, ".1234.json.tmp-1"), old, old)
 	_, oldDone := start(t, "run-old")
 	_, mineDone := start(t, "run-mine")
 	_, otherDone := start(t, "run-other")
+	_, liveDone := start(t, "run-live")
 
 	n, err := Cleanup(dir, env, "run-mine")
 	if err != nil || n != 1 {
@@ -67,12 +78,19 @@ func TestCleanupByRun(t *testing.T) {
 		t.Fatal("the caller's own process was killed")
 	case <-otherDone:
 		t.Fatal("a process of an unrecorded run was killed")
+	case <-liveDone:
+		t.Fatal("a process of a run that holds its lock was killed")
 	case <-time.After(100 * time.Millisecond):
 	}
+	var left []string
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != runPrefix+"run-mine.json" {
-		t.Fatalf("records left: %v, want only the caller's run", ents)
+	for _, e := range ents {
+		left = append(left, e.Name())
 	}
+	if want := []string{runPrefix + "run-live.json", runPrefix + "run-live.lock", runPrefix + "run-mine.json", runPrefix + "run-mine.lock"}; !slices.Equal(left, want) {
+		t.Fatalf("records left: %v, want %v", left, want)
+	}
+	RemoveRun(dir, "run-live")
 	if n := KillMarked(env, "run-mine"); n != 1 || !dead(mineDone) {
 		t.Fatalf("KillMarked: killed %d, want 1", n)
 	}

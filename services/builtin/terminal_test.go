@@ -376,9 +376,9 @@ func TestCleanupAfterCrash(t *testing.T) {
 			t.Fatalf("process %d died with its Toolwarden; the test shows nothing", pid)
 		}
 	}
-	// Two sessions, the decoy's and the run's own.
+	// Two sessions, the decoy's, and the run's own record and lock.
 	ents, _ := os.ReadDir(recordDir(root))
-	if len(ents) != 4 {
+	if len(ents) != 5 {
 		t.Fatalf("records: %d", len(ents))
 	}
 
@@ -488,5 +488,27 @@ func TestTerminalEnvironmentLeavesToolwardenOut(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the terminal's environment lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Two runs sharing a root (replicas on one host): the second's start leaves the
+// first's running terminals and records alone.
+func TestSharedRootLeavesLiveRunsAlone(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	first := newTestTerminals(t, root)
+	c, err := first.Start(TerminalCaller{}, "conv", root, "setsid sleep 309 & sleep 308", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := newTestTerminals(t, root)
+	_ = second
+	select {
+	case <-c.done:
+		t.Fatal("the second run's start ended the first run's terminal")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := os.Stat(filepath.Join(recordDir(root), strconv.Itoa(c.sid)+".json")); err != nil {
+		t.Fatalf("the first run's record: %v", err)
 	}
 }
