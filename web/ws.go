@@ -236,6 +236,15 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 
 	last := sub.LastID
 	recheckFailures := 0 // the session checks in a row the database did not answer
+	// A change to this person between the handshake and the subscription (signed out,
+	// disabled, demoted) came before the subscription and is not replayed (the replay
+	// leaves the sessions topic out when the page did not ask for it): check once now.
+	{
+		var ok bool
+		if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
+			return
+		}
+	}
 	missed, err := h.deps.Events.Since(ctx, last, topics, wsMaxReplay+1)
 	if err != nil {
 		h.log.Warn("ws: replay", "err", err)
@@ -619,8 +628,23 @@ func (h *hub) shutdown() {
 		conns = append(conns, c)
 	}
 	h.mu.Unlock()
+	// All at once, and at most about wsCloseWait in all: a close frame waits up to a
+	// second for a socket whose client does not read, and hundreds one after another
+	// held the rest of the shutdown back for minutes.
+	var wg sync.WaitGroup
 	for _, c := range conns {
-		h.closeWith(c, closeServiceRestart, "restarting")
+		wg.Go(func() { h.closeWith(c, closeServiceRestart, "restarting") })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(wsCloseWait):
+	}
+	for _, c := range conns {
 		_ = c.Close()
 	}
 }
+
+// wsCloseWait bounds how long a shutdown waits for the close frames.
+const wsCloseWait = 2 * time.Second
