@@ -34,6 +34,7 @@ const (
 	// close a socket (1013: the page reconnects and authenticates again).
 	wsRecheckFailures = 2
 	wsMaxReplay       = 1000 // more missed events than this: ask the page to reload
+	wsReplays         = 4    // replays rendering at once, per process
 	wsRenderCache     = 512
 	// The audit log's events reach a page at most every wsSampleEvery, the newest
 	// wsSampleKeep of them in one message: each call announces itself there, and a
@@ -92,6 +93,9 @@ type hub struct {
 	flying map[string]*flight
 	// renders counts the fragments rendered (/metrics): about one per event.
 	renders atomic.Int64
+	// replays bounds the replays rendering at once: each renders up to wsMaxReplay
+	// events (queries each), and a client chooses where its replay starts.
+	replays chan struct{}
 }
 
 // rendered is one event's fragment: its bytes (for batches) and its framed message.
@@ -102,7 +106,8 @@ type rendered struct {
 
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
-		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, flying: map[string]*flight{}}
+		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, flying: map[string]*flight{},
+		replays: make(chan struct{}, wsReplays)}
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -281,10 +286,19 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		last = ev.ID
 		return true
 	}
-	for _, ev := range missed {
-		if !deliver(ev) {
+	if len(missed) > 0 {
+		select {
+		case h.replays <- struct{}{}:
+		case <-ctx.Done():
 			return
 		}
+		for _, ev := range missed {
+			if !deliver(ev) {
+				<-h.replays
+				return
+			}
+		}
+		<-h.replays
 	}
 	// deliverHeld sends events of the sampled topics the bus held: one alone as any
 	// other, several in one message.
