@@ -106,6 +106,10 @@ func (a *App) sweepTerminals(ctx context.Context) error {
 		}
 		for _, r := range back {
 			a.log.Warn("a terminal of this replica had been taken for stopped while the replica was not seen; it runs", "terminal", r.ID)
+			// Pages were told it ended: tell them it runs.
+			if t := a.Terminals.Get(r.ID); t != nil {
+				a.announceTerminal(t, builtin.TerminalOpened)
+			}
 		}
 		if !a.Replicas.Steady() {
 			continue // just back from a database outage, every replica looks stopped
