@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -71,6 +73,9 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 			var err error
 			// Begun again after a retry: what the last attempt noted goes.
 			res.Changed, res.Servers, res.Unapplied = nil, registry.ImportResult{}, res.Unapplied[:base]
+			if err := s.unchanged(ctx, tx, plan); err != nil {
+				return err
+			}
 			if res.Servers, err = s.reg.ApplyImportTx(ctx, tx, actor, plan.Servers); err != nil {
 				return err
 			}
@@ -95,6 +100,42 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 		return res, fmt.Errorf("%w: %w", ErrPartial, err)
 	}
 	return res, nil
+}
+
+// ErrChangedSincePlan: what a plan changes was changed by someone else after it was
+// made; applied, it would mix the two.
+var ErrChangedSincePlan = fault.Stale("changed_since_plan", "the configuration changed since this import was planned: plan it again")
+
+// unchanged checks, with imports one at a time, that the tools, categories and settings
+// plan changes are still as plan saw them: two imports applied at once each kept the
+// other's values where its own plan saw nothing to change, matching neither file.
+// Servers have their own check (registry's).
+func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
+	if plan.base == nil {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `/* configcode.unchanged */ SELECT pg_advisory_xact_lock(hashtext('toolwarden:config-import'))`); err != nil {
+		return fmt.Errorf("configcode: lock: %w", err)
+	}
+	now, err := s.load(ctx, tx)
+	if err != nil {
+		return err
+	}
+	for _, it := range plan.Items {
+		same := true
+		switch it.Kind {
+		case KindTool:
+			same = it.Action == ActionPending || reflect.DeepEqual(now.Tools[it.Name], plan.base.Tools[it.Name])
+		case KindCategory:
+			same = reflect.DeepEqual(now.Categories[it.Name], plan.base.Categories[it.Name])
+		case KindSettings:
+			same = now.Settings == plan.base.Settings
+		}
+		if !same {
+			return fmt.Errorf("%w (%s %s)", ErrChangedSincePlan, it.Kind, it.Name)
+		}
+	}
+	return nil
 }
 
 // applyPending discovers the servers of the pending tools, then plans and applies those

@@ -3,6 +3,7 @@ package configcode_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -398,5 +399,25 @@ func TestTokenImportPermissions(t *testing.T) {
 	carol := a.Count(t, `SELECT count(*) FROM user_tool_permissions p JOIN users u ON u.id = p.user_id WHERE u.username = 'carol'`)
 	if rules != 1 || carol != 0 {
 		t.Fatalf("bob's refusal kept %d, carol's grant left %d; want 1 and 0", rules, carol)
+	}
+}
+
+// Two imports planned against the same configuration: the second, applied after the
+// first changed a tool it changes too, is refused (plan again) instead of mixing them.
+func TestApplyRefusesAStalePlan(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	first := plan(t, a, "a.yaml", "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    risk: high\n")
+	second := plan(t, a, "b.yaml", "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    risk: low\n    timeout_ms: 4000\n")
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, second); !errors.Is(err, configcode.ErrChangedSincePlan) {
+		t.Fatalf("the stale plan: %v, want ErrChangedSincePlan", err)
+	}
+	// Planned again, it applies.
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, plan(t, a, "b.yaml", "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    risk: low\n    timeout_ms: 4000\n")); err != nil {
+		t.Fatal(err)
 	}
 }

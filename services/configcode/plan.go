@@ -62,6 +62,7 @@ type Plan struct {
 
 	file *File
 	opts ImportOptions
+	base *state // what the plan was made against (Apply checks it still holds)
 }
 
 // Item is what happens to one category, the settings or one tool.
@@ -152,6 +153,7 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 			delete(st.Tools, name)
 		}
 	}
+	plan.base = st
 	plan.planCategories(st)
 	plan.planSettings(st)
 	pending := plan.pendingServers(st)
