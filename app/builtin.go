@@ -166,7 +166,8 @@ func (a *App) BuiltinDisplay(qualified string, args json.RawMessage) string {
 type asker struct{ g *grants.Service }
 
 func (a asker) Ask(ctx context.Context, q builtin.Question) (builtin.Answer, error) {
-	c, err := a.g.Ask(ctx, grants.Question{UserID: q.Call.UserID, UserName: q.Call.UserName, ConversationID: q.Call.ConversationID,
+	c, err := a.g.Ask(ctx, grants.Question{UserID: q.Call.UserID, UserName: q.Call.UserName, ActorKind: q.Call.ActorKind,
+		TokenID: q.Call.TokenID, ConversationID: q.Call.ConversationID,
 		CallID: q.Call.CallID, ExecutionID: q.Call.ExecutionID, Source: q.Call.Source, Prompt: q.Prompt,
 		AuthorizeOperation: q.AuthorizeOperation, Target: q.Target, OneTime: q.OneTime})
 	if err != nil {

@@ -18,8 +18,12 @@ type Meta struct {
 	ConversationID string `json:"conversation_id"`
 	UserID         string `json:"user_id,omitempty"`
 	UserName       string `json:"user_name,omitempty"`
-	Role           string `json:"role,omitempty"`
-	CallID         string `json:"call_id,omitempty"`
+	// ActorKind is who calls: "user" (a session) or "token" (an API token, TokenID);
+	// the audit rows of what the call does name it as the call's own rows do.
+	ActorKind string `json:"actor_kind,omitempty"`
+	TokenID   string `json:"token_id,omitempty"`
+	Role      string `json:"role,omitempty"`
+	CallID    string `json:"call_id,omitempty"`
 	// ExecutionID is the execution the call is a step of ("" for a direct call).
 	ExecutionID string `json:"execution_id,omitempty"`
 	// Source is the router's source (api, mcp, test_panel, execution).

@@ -290,7 +290,8 @@ func (s *Server) handler(t *Tool) mcp.ToolHandler {
 		} else if msg != "" {
 			return errorResult(msg), nil
 		}
-		return op.Run(ctx, Call{Meta: meta, Workspace: ws}, args)
+		// What the operation records (a grant's use) names the caller as the call does.
+		return op.Run(callmeta.With(ctx, meta), Call{Meta: meta, Workspace: ws}, args)
 	}
 }
 

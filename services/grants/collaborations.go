@@ -139,6 +139,7 @@ func Classify(response string) Verdict {
 // Question is what user_collaboration asks.
 type Question struct {
 	UserID, UserName           string
+	ActorKind, TokenID         string // "token" when the person's API token asks (callmeta)
 	ConversationID, CallID     string
 	ExecutionID, Source        string
 	Prompt                     string
@@ -198,7 +199,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 		ttl = DefaultTTL
 	}
 	var c Collaboration
-	asker := audit.Actor{Kind: audit.ActorUser, ID: q.UserID, Name: q.UserName}
+	asker := callerOf(q.UserID, q.UserName, q.ActorKind, q.TokenID)
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Ask */ INSERT INTO collaborations (user_id, user_name, conversation_id, call_id,

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/callmeta"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -224,6 +225,11 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 	}
 	now := s.now()
 	allowed := false
+	// The use is the caller's (a person or their token), with the call it served.
+	user, callID := audit.System, ""
+	if m, ok := callmeta.From(ctx); ok && m.UserID != "" {
+		user, callID = callerOf(m.UserID, m.UserName, m.ActorKind, m.TokenID), m.CallID
+	}
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
 				consumed_at = CASE WHEN one_time THEN $4::timestamptz ELSE consumed_at END
@@ -233,9 +239,9 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 			RETURNING `+grantColumns, conversation, candidates(operation), target, now, bare(operation)))
 		if err == nil {
 			allowed = true
-			_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "grant.use", TargetType: "grant", TargetID: g.ID,
+			_, err = audit.Append(ctx, tx, audit.Entry{Actor: user, Action: "grant.use", TargetType: "grant", TargetID: g.ID,
 				TargetName: g.Operation, Payload: map[string]any{"conversation_id": conversation, "operation": normalize(operation),
-					"target": target, "one_time": g.OneTime, "uses": g.Uses}})
+					"target": target, "one_time": g.OneTime, "uses": g.Uses, "call_id": callID}})
 			if err != nil {
 				return err
 			}
@@ -256,12 +262,20 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 		if err != nil {
 			return fmt.Errorf("grants: look for a used grant: %w", err)
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "grant.reuse", TargetType: "grant", TargetID: used.ID,
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: user, Action: "grant.reuse", TargetType: "grant", TargetID: used.ID,
 			TargetName: used.Operation, Result: audit.ResultDenied, Payload: map[string]any{"conversation_id": conversation,
 				"operation": normalize(operation), "target": target, "reason": "a one-time grant was already used"}})
 		return err
 	})
 	return allowed, err
+}
+
+// callerOf is the actor of a call made by a person (kind "user") or their API token.
+func callerOf(id, name, kind, tokenID string) audit.Actor {
+	if kind == string(audit.ActorToken) {
+		return audit.Actor{Kind: audit.ActorToken, ID: id, Name: name, TokenID: tokenID}
+	}
+	return audit.Actor{Kind: audit.ActorUser, ID: id, Name: name}
 }
 
 // Has reports whether a grant would let conversation do operation on target now,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/callmeta"
 	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
@@ -395,6 +396,30 @@ func TestPruneQuestions(t *testing.T) {
 	}
 	if got["abandoned"] != grants.StatusCancelled || got["old"] != grants.StatusExpired || got["waiting"] != grants.StatusPending {
 		t.Fatalf("after the prune: %v", got)
+	}
+}
+
+// A grant's use is audited as its caller's (a person's token here), with the call.
+func TestGrantUseNamesTheCaller(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice := addUser(t, pool, "alice")
+	if _, err := s.Create(ctx, grants.Spec{ConversationID: "c", Operation: "x.y", By: alice}); err != nil {
+		t.Fatal(err)
+	}
+	call := callmeta.With(ctx, callmeta.Meta{ConversationID: "c", UserID: alice.ID, UserName: "alice", ActorKind: "token", TokenID: "tok-1", CallID: "call-9"})
+	if ok, err := s.Allow(call, "c", "x.y", ""); err != nil || !ok {
+		t.Fatalf("allow: %v %v", ok, err)
+	}
+	var kind, id, tok, callID string
+	if err := pool.QueryRow(ctx, `SELECT actor_kind, coalesce(actor_id::text, ''), payload->>'token_id', payload->>'call_id' FROM audit_log WHERE action = 'grant.use'`).
+		Scan(&kind, &id, &tok, &callID); err != nil {
+		t.Fatal(err)
+	}
+	if kind != "token" || id != alice.ID || tok != "tok-1" || callID != "call-9" {
+		t.Fatalf("grant.use by %s %s token %s call %s", kind, id, tok, callID)
 	}
 }
 

@@ -428,7 +428,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // that names no conversation is in its user's own default one.
 func metaOf(c Call, callID string) callmeta.Meta {
 	m := callmeta.Meta{ConversationID: c.ConversationID, UserID: c.Actor.ID, UserName: c.Actor.Name, Role: string(c.Role),
-		CallID: callID, Source: c.Source, Expect: c.Expect}
+		ActorKind: string(c.Actor.Kind), TokenID: c.Actor.TokenID, CallID: callID, Source: c.Source, Expect: c.Expect}
 	if c.Source == SourceExecution {
 		m.ExecutionID = c.Approval.Execution
 	}
