@@ -246,7 +246,8 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// leaves the sessions topic out when the page did not ask for it): check once now.
 	{
 		var ok bool
-		if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
+		// As a periodic check: a database that does not answer once keeps the socket.
+		if p, ok = h.recheck(ctx, conn, p, topics, false, &recheckFailures); !ok {
 			return
 		}
 	}
