@@ -390,3 +390,17 @@ func TestValuesBesideWideCharacters(t *testing.T) {
 		t.Errorf("kept: %q", said)
 	}
 }
+
+// Enum values are read from the first maxSettingWords words only: each word is tried
+// against every parameter of every tool, and a long message made that seconds of work.
+func TestSettingWordsBounded(t *testing.T) {
+	t.Parallel()
+	short := "configure get_forecast imperial"
+	if u := Understand(short, fixture()); u.Settings["units"] != "imperial" {
+		t.Fatalf("%q: %v", short, u.Settings)
+	}
+	long := "configure get_forecast " + strings.Repeat("please ", maxSettingWords) + "imperial"
+	if u := Understand(long, fixture()); u.Settings["units"] != "" {
+		t.Fatalf("a word past the bound was read: %v", u.Settings)
+	}
+}

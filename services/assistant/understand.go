@@ -608,6 +608,9 @@ var (
 // and a word that is one of a parameter's allowed values or a synonym of one ("to use
 // metric units", "to use Celsius"). The text returned has them removed, leaving the
 // tool's words.
+// maxSettingWords bounds the words of a message read for enum values.
+const maxSettingWords = 40
+
 func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string) {
 	out := map[string]string{}
 	for _, sub := range kvRE.FindAllStringSubmatch(t, -1) {
@@ -619,7 +622,10 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 		t = strings.Replace(t, sub[0], " "+sub[1]+" "+sub[3]+" ", 1)
 	}
 	words := strings.Fields(t)
-	for _, w := range words {
+	// Each word is tried against every tool's parameters: a sentence of a thousand
+	// words and a catalogue of thousands of tools made seconds of work for any user.
+	// A setting is said in a few words.
+	for _, w := range words[:min(len(words), maxSettingWords)] {
 		for _, tl := range cat.Tools {
 			for _, p := range tl.Params {
 				if _, set := out[p.Name]; set {
