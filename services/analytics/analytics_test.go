@@ -161,6 +161,17 @@ func TestReport(t *testing.T) {
 	if err := w.pool.QueryRow(ctx, `SELECT count(*) FROM usage_daily_tools`).Scan(&rolled); err != nil || rolled != 5 {
 		t.Fatalf("tool rollups: %d %v", rolled, err)
 	}
+	// A call recorded after its day was rolled (it waited hours for a person) rolls
+	// that day again, and counts.
+	late := now.Add(-rollupLate)
+	w.calls(echo, "ann", late, 1, 0, 3)
+	if n, err := svc.RollUp(ctx, now); err != nil || n != 1 {
+		t.Fatalf("a late record rolled %d days again (%v), want 1", n, err)
+	}
+	after, err := svc.Report(ctx, analytics.LastDays(now, 7), now)
+	if err != nil || after.Total.Calls != r.Total.Calls+1 {
+		t.Fatalf("after a late record: %+v (%v), want %d calls", after.Total, err, r.Total.Calls+1)
+	}
 	if r.Total.Calls != 62 || r.Total.Errors != 6 {
 		t.Errorf("total: %+v", r.Total)
 	}
@@ -330,6 +341,10 @@ func keys(m map[string]analytics.Recommendation) []string {
 // A step that was LOW by the operation it named (a built-in file read), not by its
 // tool's level, does not make its tool a candidate for a higher risk when its plan is
 // rolled back: raising the tool's level would not have asked for that step anyway.
+// rollupLate is how long before now a late record's call started: in yesterday,
+// already rolled up.
+const rollupLate = 20 * time.Hour
+
 func TestRolledBackReadIsNoReasonToRaise(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

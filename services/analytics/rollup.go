@@ -45,8 +45,31 @@ func (s *Service) RollUp(ctx context.Context, now time.Time) (int, error) {
 		}
 		n++
 	}
+	// A call is recorded when it ends, under the time it started: one that waited hours
+	// for a person (user_collaboration) lands in a day already rolled. The last
+	// rollAgainDays days are rolled again when their record count moved.
+	again, err := s.pool.Query(ctx, `/* analytics.rollup.moved */ SELECT d.day FROM usage_daily_done d
+		WHERE d.day >= $1 AND d.usage_rows IS DISTINCT FROM (SELECT count(*) FROM tool_usage_logs u
+			WHERE u.used_at >= d.day AND u.used_at < d.day + 1)
+		ORDER BY d.day`, before.Add(-rollAgainDays*day))
+	if err != nil {
+		return n, fmt.Errorf("analytics: rollup: %w", err)
+	}
+	moved, err := pgx.CollectRows(again, pgx.RowTo[time.Time])
+	if err != nil {
+		return n, fmt.Errorf("analytics: rollup: %w", err)
+	}
+	for _, d := range moved {
+		if err := s.rollDay(ctx, d.UTC()); err != nil {
+			return n, err
+		}
+		n++
+	}
 	return n, nil
 }
+
+// rollAgainDays is how many finished days are checked for records written late.
+const rollAgainDays = 3
 
 // group is calls added up: how many, how many failed, and their latencies.
 type group struct {
@@ -97,6 +120,13 @@ func (x rawRow) group() *group {
 
 // rollDay replaces day d's rollups with its calls added up.
 func (s *Service) rollDay(ctx context.Context, d time.Time) error {
+	// Counted before they are read: a record that commits in between makes the next
+	// RollUp roll the day again, never the other way round.
+	var count int64
+	if err := s.pool.QueryRow(ctx, `/* analytics.rollup.count */ SELECT count(*) FROM tool_usage_logs WHERE used_at >= $1 AND used_at < $2`,
+		d, d.Add(day)).Scan(&count); err != nil {
+		return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
+	}
 	rows, err := s.raw(ctx, d, d.Add(day))
 	if err != nil {
 		return err
@@ -135,8 +165,8 @@ func (s *Service) rollDay(ctx context.Context, d time.Time) error {
 			return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `/* analytics.rollup.done */ INSERT INTO usage_daily_done (day, rolled_at) VALUES ($1, now())
-		ON CONFLICT (day) DO UPDATE SET rolled_at = now()`, d); err != nil {
+	if _, err := tx.Exec(ctx, `/* analytics.rollup.done */ INSERT INTO usage_daily_done (day, rolled_at, usage_rows) VALUES ($1, now(), $2)
+		ON CONFLICT (day) DO UPDATE SET rolled_at = now(), usage_rows = EXCLUDED.usage_rows`, d, count); err != nil {
 		return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
 	}
 	if err := tx.Commit(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {

@@ -1,0 +1,1 @@
+ALTER TABLE usage_daily_done DROP COLUMN usage_rows;
