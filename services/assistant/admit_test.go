@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/auth"
-	"github.com/toolwarden/toolwarden/services/fault"
 )
 
-// Turns are bounded per person and per replica; a released turn is free again.
+// Turns are bounded per person and per replica (a turn past either waits); a released
+// turn is free again.
 func TestTurnsBounded(t *testing.T) {
 	t.Parallel()
 	s := New(nil, nil, nil, nil, nil, nil, nil)
@@ -25,8 +25,10 @@ func TestTurnsBounded(t *testing.T) {
 		}
 		releases = append(releases, r)
 	}
-	if _, err := s.admit(ctx, who("ann")); !fault.Is(err, fault.KindRateLimited) {
-		t.Fatalf("a third turn of one person: %v, want rate limited", err)
+	waiting, cancel0 := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel0()
+	if _, err := s.admit(waiting, who("ann")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a third turn of one person: %v, want it to wait", err)
 	}
 	for i := MaxTurnsPerPerson; i < MaxTurns; i++ {
 		r, err := s.admit(ctx, who(fmt.Sprint("p", i)))
@@ -48,7 +50,12 @@ func TestTurnsBounded(t *testing.T) {
 		t.Fatalf("after every turn ended: %v", err)
 	}
 	r()
-	if len(s.busy) != 0 || len(s.turns) != 0 {
-		t.Fatalf("left: busy %v, turns %d", s.busy, len(s.turns))
+	for who, mine := range s.busy {
+		if len(mine) != 0 {
+			t.Fatalf("%s keeps %d turns", who, len(mine))
+		}
+	}
+	if len(s.turns) != 0 {
+		t.Fatalf("the replica keeps %d turns", len(s.turns))
 	}
 }

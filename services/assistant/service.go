@@ -49,7 +49,7 @@ type Service struct {
 	// replica and per person, so the assistant cannot take the pool from the rest.
 	turns  chan struct{}
 	busyMu sync.Mutex
-	busy   map[string]int // person (user id) → turns in progress
+	busy   map[string]chan struct{} // person (user id) → their turns in progress
 }
 
 // MaxTurns bounds the turns one replica answers at once; MaxTurnsPerPerson, one person's.
@@ -70,36 +70,36 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 		log = slog.Default()
 	}
 	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
-		turns: make(chan struct{}, MaxTurns), busy: map[string]int{}}
+		turns: make(chan struct{}, MaxTurns), busy: map[string]chan struct{}{}}
 }
 
-// admit reserves a turn for p, or says why there is none now.
+// admit reserves a turn for p, waiting up to turnWait for one of theirs and one of the
+// replica's (a waiting message holds no database connection), or says why there is none.
 func (s *Service) admit(ctx context.Context, p *auth.Principal) (release func(), err error) {
-	who := p.User.ID
 	s.busyMu.Lock()
-	if s.busy[who] >= MaxTurnsPerPerson {
-		s.busyMu.Unlock()
-		return nil, fault.RateLimited(fmt.Sprintf("you already have %d messages being answered: wait for their replies", MaxTurnsPerPerson), time.Second)
+	mine := s.busy[p.User.ID]
+	if mine == nil {
+		mine = make(chan struct{}, MaxTurnsPerPerson)
+		s.busy[p.User.ID] = mine
 	}
-	s.busy[who]++
 	s.busyMu.Unlock()
-	done := func() {
-		s.busyMu.Lock()
-		if s.busy[who]--; s.busy[who] <= 0 {
-			delete(s.busy, who)
-		}
-		s.busyMu.Unlock()
-	}
 	t := time.NewTimer(turnWait)
 	defer t.Stop()
 	select {
-	case s.turns <- struct{}{}:
-		return func() { <-s.turns; done() }, nil
+	case mine <- struct{}{}:
 	case <-ctx.Done():
-		done()
 		return nil, ctx.Err()
 	case <-t.C:
-		done()
+		return nil, fault.RateLimited(fmt.Sprintf("you already have %d messages being answered: wait for their replies", MaxTurnsPerPerson), time.Second)
+	}
+	select {
+	case s.turns <- struct{}{}:
+		return func() { <-s.turns; <-mine }, nil
+	case <-ctx.Done():
+		<-mine
+		return nil, ctx.Err()
+	case <-t.C:
+		<-mine
 		return nil, fault.Unavailable("assistant_busy", "the assistant is answering other messages; try again in a moment")
 	}
 }

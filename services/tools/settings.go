@@ -157,7 +157,10 @@ func (s *Service) Reset(ctx context.Context, actor audit.Actor, id string) (Item
 
 func (s *Service) updateAs(ctx context.Context, actor audit.Actor, id string, p Patch, action string) (Item, error) {
 	var out Item
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	// Again when PostgreSQL ends it as a deadlock's victim: a change of settings that
+	// moves the tool's state takes its row, then the audit journal, while a discovery
+	// of its server may hold the journal and wait for the row.
+	err := db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
 		out, err = s.update(ctx, tx, actor, id, p, action)
 		return err
