@@ -94,10 +94,16 @@ func (h CollaborationsHandler) RespondForm(c echo.Context) error {
 		return render(c, http.StatusOK, views.CollaborationAnswered(id, "success", answeredMessage(got)))
 	}
 	to := "/approvals"
-	if ref := c.FormValue("back"); strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") {
+	if ref := c.FormValue("back"); localPath(ref) {
 		to = ref
 	}
 	return h.redirectWithOutcome(c, err, func() string { return answeredMessage(got) }, to)
+}
+
+// localPath reports whether ref is a path of this site to send a browser back to: not
+// another host's ("//host", or "/\host", which browsers read as "//host").
+func localPath(ref string) bool {
+	return strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") && !strings.Contains(ref, "\\")
 }
 
 func answeredMessage(c grants.Collaboration) string {
