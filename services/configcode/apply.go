@@ -288,7 +288,8 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 		undoID := ""
 		var args map[string]executions.MappedArgument
 		if c := ft.Compensation; c != nil {
-			t, err := s.tools.Target(ctx, c.Undo)
+			// In the import's own transaction: it may have deleted the tool (prune).
+			t, err := tools.TargetIn(ctx, tx, c.Undo)
 			if err != nil {
 				return fmt.Errorf("compensation: undo tool %s: %w", c.Undo, err)
 			}

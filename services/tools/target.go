@@ -42,12 +42,17 @@ const targetSQL = `SELECT ` + itemColumns + `, 0::real AS rank, s.enabled AS ser
 // Target finds a tool by id or by qualified name ("server__tool"); ErrNotFound when
 // there is none.
 func (s *Service) Target(ctx context.Context, ref string) (Target, error) {
+	return TargetIn(ctx, s.pool, ref)
+}
+
+// TargetIn is Target read through q (a transaction sees its own changes).
+func TargetIn(ctx context.Context, q db.Querier, ref string) (Target, error) {
 	var ts []Target
 	var err error
 	if id, ok := normalID(ref); ok {
-		ts, err = db.All[Target](ctx, s.pool, "tools: target", `/* tools.Target.id */ `+targetSQL+` WHERE t.id = $1`, id)
+		ts, err = db.All[Target](ctx, q, "tools: target", `/* tools.Target.id */ `+targetSQL+` WHERE t.id = $1`, id)
 	} else if server, name, ok := toolname.Split(ref); ok && server != "" && name != "" {
-		ts, err = db.All[Target](ctx, s.pool, "tools: target", `/* tools.Target.name */ `+targetSQL+`
+		ts, err = db.All[Target](ctx, q, "tools: target", `/* tools.Target.name */ `+targetSQL+`
 			WHERE s.name = $1 AND t.name = $2`, server, name)
 	}
 	if err != nil {
