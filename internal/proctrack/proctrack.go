@@ -90,10 +90,23 @@ func WriteRun(dir, marker string) error {
 // held are the run locks this process holds, by path.
 var held sync.Map
 
-// RemoveRun deletes the record WriteRun made and releases the run's lock.
+// RemoveRun deletes the record WriteRun made, and every record of a tree of the run (a
+// clean stop killed them all: a tree whose start was under way when the stop began
+// could leave its record), and releases the run's lock.
 func RemoveRun(dir, marker string) {
 	if !plain(marker) {
 		return
+	}
+	if ents, err := os.ReadDir(dir); err == nil {
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			var r Record
+			if !strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), runPrefix) {
+				if b, err := os.ReadFile(p); err == nil && json.Unmarshal(b, &r) == nil && r.Marker == marker {
+					_ = os.Remove(p)
+				}
+			}
+		}
 	}
 	_ = os.Remove(filepath.Join(dir, runPrefix+marker+".json"))
 	lock := filepath.Join(dir, runPrefix+marker+".lock")

@@ -94,6 +94,11 @@ func TestCleanupByRun(t *testing.T) {
 	if n := KillMarked(env, "run-mine"); n != 1 || !dead(mineDone) {
 		t.Fatalf("KillMarked: killed %d, want 1", n)
 	}
+	// A clean stop's RemoveRun takes the run's tree records too (one whose start was
+	// under way left its record), and only its own.
+	if err := Write(dir, Record{PGID: 4242, Marker: "run-mine"}); err != nil {
+		t.Fatal(err)
+	}
 	RemoveRun(dir, "run-mine")
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("records left after RemoveRun: %v", ents)
