@@ -103,7 +103,9 @@ func (h CollaborationsHandler) RespondForm(c echo.Context) error {
 // localPath reports whether ref is a path of this site to send a browser back to: not
 // another host's ("//host", or "/\host", which browsers read as "//host").
 func localPath(ref string) bool {
-	return strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") && !strings.Contains(ref, "\\")
+	// Browsers drop tabs and line breaks from a URL ("/\t/host" is "//host" too).
+	return strings.HasPrefix(ref, "/") && !strings.HasPrefix(ref, "//") &&
+		!strings.ContainsFunc(ref, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f })
 }
 
 func answeredMessage(c grants.Collaboration) string {

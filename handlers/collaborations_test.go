@@ -37,7 +37,7 @@ func TestUserTopicFollowers(t *testing.T) {
 // An answer's form goes back only to a path of this site.
 func TestLocalPath(t *testing.T) {
 	for ref, want := range map[string]bool{"/grants": true, "/approvals?x=1": true, "": false, "//evil.example": false,
-		"/\\evil.example": false, "https://evil.example/": false, "grants": false} {
+		"/\\evil.example": false, "/\t/evil.example": false, "https://evil.example/": false, "grants": false} {
 		if got := localPath(ref); got != want {
 			t.Errorf("localPath(%q) = %v, want %v", ref, got, want)
 		}

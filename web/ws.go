@@ -35,6 +35,7 @@ const (
 	wsRecheckFailures = 2
 	wsMaxReplay       = 1000 // more missed events than this: ask the page to reload
 	wsReplays         = 4    // replays rendering at once, per process
+	wsReplayWait      = 10 * time.Second
 	wsRenderCache     = 512
 	// The audit log's events reach a page at most every wsSampleEvery, the newest
 	// wsSampleKeep of them in one message: each call announces itself there, and a
@@ -266,6 +267,8 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		last = latest
 		missed = nil
 	}
+	// pre holds the replay's events rendered before they are sent (see below).
+	var pre map[int64]rendered
 	// deliver sends one event, after re-checking the caller when the event is about
 	// them (role changed, disabled, signed out); false ends the connection.
 	deliver := func(ev events.Event) bool {
@@ -281,25 +284,45 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		if sessionsOnlyForCheck && ev.Topic == auth.SessionsTopic {
 			return true
 		}
-		if !h.send(ctx, conn, ev) {
+		if r, ok := pre[ev.ID]; ok {
+			_ = conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if conn.WritePreparedMessage(r.msg) != nil {
+				return false
+			}
+		} else if !h.send(ctx, conn, ev) {
 			return false
 		}
 		last = ev.ID
 		return true
 	}
 	if len(missed) > 0 {
+		// The slot is held while the events render (queries each), not while a slow
+		// client reads them; waiting for one is bounded.
+		wait := time.NewTimer(wsReplayWait)
 		select {
 		case h.replays <- struct{}{}:
+			wait.Stop()
 		case <-ctx.Done():
 			return
+		case <-wait.C:
+			h.closeWith(conn, closeTryAgainLater, "busy; reconnect")
+			return
 		}
+		pre = make(map[int64]rendered, len(missed))
 		for _, ev := range missed {
-			if !deliver(ev) {
-				<-h.replays
-				return
+			if ev.ID > last {
+				if r, err := h.render(ctx, ev); err == nil {
+					pre[ev.ID] = r
+				}
 			}
 		}
 		<-h.replays
+		for _, ev := range missed {
+			if !deliver(ev) {
+				return
+			}
+		}
+		pre = nil
 	}
 	// deliverHeld sends events of the sampled topics the bus held: one alone as any
 	// other, several in one message.

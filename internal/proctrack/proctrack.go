@@ -103,6 +103,13 @@ func RemoveRun(dir, marker string) {
 			var r Record
 			if !strings.HasPrefix(e.Name(), ".") && strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), runPrefix) {
 				if b, err := os.ReadFile(p); err == nil && json.Unmarshal(b, &r) == nil && r.Marker == marker {
+					// A tree started as the stop began may not carry the marker yet
+					// (between fork and exec): a child of ours, its group goes with it.
+					if id := r.id(); id > 1 {
+						if ppid, ok := statField(id, 1); ok && ppid == os.Getpid() {
+							_ = syscall.Kill(-id, syscall.SIGKILL)
+						}
+					}
 					_ = os.Remove(p)
 				}
 			}

@@ -50,7 +50,7 @@ func (s *Service) RollUp(ctx context.Context, now time.Time) (int, error) {
 	// rollAgainDays days are rolled again when their record count moved.
 	again, err := s.pool.Query(ctx, `/* analytics.rollup.moved */ SELECT d.day FROM usage_daily_done d
 		WHERE d.day >= $1 AND d.usage_rows IS DISTINCT FROM (SELECT count(*) FROM tool_usage_logs u
-			WHERE u.used_at >= d.day AND u.used_at < d.day + 1)
+			WHERE u.used_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND u.used_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC'))
 		ORDER BY d.day`, before.Add(-rollAgainDays*day))
 	if err != nil {
 		return n, fmt.Errorf("analytics: rollup: %w", err)

@@ -208,8 +208,13 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 		return nil
 	}
 	before, unapplied := len(res.Changed), len(res.Unapplied)
+	// Planned against st: checked as the first transaction's items are.
+	again := &Plan{Items: items, base: st}
 	return db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		res.Changed, res.Unapplied = res.Changed[:before], res.Unapplied[:unapplied]
+		if err := s.unchanged(ctx, tx, again); err != nil {
+			return err
+		}
 		for _, it := range items {
 			if err := s.applyItem(ctx, tx, actor, it, plan.File, res); err != nil {
 				res.Changed = res.Changed[:before]

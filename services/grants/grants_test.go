@@ -434,6 +434,9 @@ func TestDefaultConversationsGoBack(t *testing.T) {
 	if owner, err := s.Claim(ctx, "user-"+alice.ID, "user-"+alice.ID, bob.ID, "bob"); err != nil || owner != bob.ID {
 		t.Fatalf("claim: %q %v", owner, err)
 	}
+	if _, err := s.Create(ctx, grants.Spec{ConversationID: "user-" + alice.ID, Operation: "x.y", By: bob}); err != nil {
+		t.Fatal(err)
+	}
 	sql, err := migrations.FS.ReadFile("000045_default_conversations_owned.up.sql")
 	if err != nil {
 		t.Fatal(err)
@@ -443,5 +446,8 @@ func TestDefaultConversationsGoBack(t *testing.T) {
 	}
 	if owner, _, err := s.OwnerOf(ctx, "user-"+alice.ID); err != nil || owner != alice.ID {
 		t.Fatalf("after the migration: owner %q %v, want alice", owner, err)
+	}
+	if ok, err := s.Has(ctx, "user-"+alice.ID, "x.y", ""); err != nil || ok {
+		t.Fatalf("bob's grant in alice's conversation still serves: %v %v", ok, err)
 	}
 }

@@ -433,7 +433,7 @@ func templateSecrets(text string) []string {
 	for _, tool := range t.Tools {
 		if h := tool.HTTP; h != nil {
 			for _, hd := range h.Headers {
-				if secretText(hd.Name, hd.Value) {
+				if secretText(true, hd.Name, hd.Value) {
 					out = append(out, "tool "+tool.Name+": header "+hd.Name)
 				}
 			}
@@ -441,7 +441,7 @@ func templateSecrets(text string) []string {
 				out = append(out, "tool "+tool.Name+": the URL's "+k)
 			}
 			for _, f := range h.BodyFields() {
-				if secretText(f.Name, f.Value) {
+				if secretText(false, f.Name, f.Value) {
 					where := "the body"
 					if f.Name != "" {
 						where = "the body's " + f.Name
@@ -451,7 +451,7 @@ func templateSecrets(text string) []string {
 			}
 		}
 		if c := tool.Command; c != nil {
-			if c.Stdin != nil && secretText("", *c.Stdin) {
+			if c.Stdin != nil && secretText(false, "", *c.Stdin) {
 				out = append(out, "tool "+tool.Name+": stdin")
 			}
 			args := make([]string, len(c.Argv))
@@ -477,40 +477,80 @@ func withoutPlaceholders(t template.Text) string {
 	return b.String()
 }
 
-// secretText reports whether a named text of a template (a header, a body's field, a
+// secretText reports whether a named text of a template (a header, a body's field or a
 // form field; name "" for a text body or stdin) holds a credential written as it is. A
-// value with a placeholder is the caller's or the tool's configuration: only a literal
-// word shaped like a credential counts then ("SSWS {token}", "session={sid}" do not);
-// a value without one under a secret-looking name counts whole
-// ("Authorization: Bearer sk-…", api_key: "abc123").
-func secretText(name string, t template.Text) bool {
-	lit := withoutPlaceholders(t)
-	if _, whole := t.Whole(); whole || !t.Literal() {
-		for _, w := range strings.FieldsFunc(lit, func(r rune) bool { return strings.ContainsRune(" \t\n=;,:&\"'", r) }) {
-			if secrets.LooksSecretValue(w) {
+// piece of it that holds a placeholder is the caller's or the tool's configuration
+// ("SSWS {token}", "session={sid}"); a piece written out counts when its name says it
+// is a secret or its value has a credential's shape (api_key=abc123,
+// "Authorization: Bearer sk-…", password=hunter2 beside user={u}).
+func secretText(header bool, name string, t template.Text) bool {
+	const mark = "\x00"
+	var b strings.Builder
+	for _, p := range t.Parts {
+		if p.Param != "" {
+			b.WriteString(mark)
+		} else {
+			b.WriteString(p.Lit)
+		}
+	}
+	text := b.String()
+	if strings.TrimSpace(strings.ReplaceAll(text, mark, "")) == "" {
+		return false
+	}
+	if name != "" && !strings.Contains(text, mark) {
+		if header {
+			return literalSecret(name+": "+text, "") != ""
+		}
+		if strictSecretName(name) || secrets.LooksSecretValue(strings.TrimSpace(text)) {
+			return true
+		}
+	}
+	for _, piece := range strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("\n;&,", r) }) {
+		piece = strings.TrimSpace(piece)
+		if k, v, ok := cutPair(piece); ok && !strings.Contains(k, mark) {
+			if v = strings.TrimSpace(v); v != "" && !strings.Contains(v, mark) && (strictSecretName(k) || secrets.LooksSecretValue(v)) {
+				return true
+			}
+			continue
+		}
+		for _, w := range strings.Fields(strings.ReplaceAll(piece, mark, " ")) {
+			if secrets.LooksSecretValue(strings.Trim(w, `"'`)) {
 				return true
 			}
 		}
-		return false
 	}
-	if strings.TrimSpace(lit) == "" {
-		return false
+	return false
+}
+
+// cutPair splits "key=value" or "key: value".
+func cutPair(s string) (string, string, bool) {
+	if k, v, ok := strings.Cut(s, "="); ok && k != "" && !strings.ContainsAny(k, " \t") {
+		return k, v, true
 	}
-	if name != "" && secrets.LooksSecretName(name) {
-		return true
+	if k, v, ok := strings.Cut(s, ": "); ok && k != "" && !strings.ContainsAny(k, " \t") {
+		return k, v, true
 	}
-	if name == "" {
-		// A text: its key=value pairs and words.
-		for _, line := range strings.Split(lit, "\n") {
-			for _, w := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(" \t&;,", r) }) {
-				if literalSecret(w, "") != "" {
-					return true
-				}
-			}
+	return "", "", false
+}
+
+// strictSecretName reports a name that holds a secret whatever its value looks like
+// (password, client_secret, api_key…): narrower than secrets.LooksSecretName, which also
+// takes "key", a body's field as often as not (a Jira project's key).
+func strictSecretName(name string) bool {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
 		}
-		return false
 	}
-	return literalSecret(name+": "+lit, "") != ""
+	n := b.String()
+	for _, w := range []string{"password", "passwd", "pwd", "secret", "apikey", "apitoken", "accesstoken", "refreshtoken", "authtoken",
+		"sessiontoken", "bearertoken", "privatekey", "secretkey", "accesskey", "authorization", "credentials"} {
+		if strings.HasSuffix(n, w) {
+			return true
+		}
+	}
+	return n == "token"
 }
 
 // origin is scheme://host:port of a URL, lower-cased, with the scheme's default port

@@ -101,7 +101,10 @@ func TestTemplateServerValidation(t *testing.T) {
 		"  - name: c\n    command: {argv: [curl, --token, s3cr3tValue99]}\n" +
 		"  - name: b\n    input_schema: {type: object, properties: {k: {type: string}}}\n" +
 		"    http:\n      method: POST\n      url: \"https://api.example.com/b\"\n      headers: {Authorization: \"SSWS {k}\", Cookie: \"session={k}\"}\n      body: {api_key: \"abc123\", city: \"{k}\", token_type: bearer}\n" +
-		"  - name: s\n    command: {argv: [cat], stdin: \"password=hunter2hunter2\"}\n"
+		"  - name: s\n    command: {argv: [cat], stdin: \"password=hunter2hunter2\"}\n" +
+		"  - name: s2\n    input_schema: {type: object, properties: {u: {type: string}}}\n    command: {argv: [cat], stdin: \"user={u}\\npassword=hunter2hunter2\"}\n" +
+		"  - name: j\n    input_schema: {type: object, properties: {k: {type: string}}}\n" +
+		"    http:\n      method: POST\n      url: \"https://jira.example.com/rest/api/2/issue\"\n      headers: {Cookie: \"session={k}; api_key=abc123\"}\n      body: {fields: {project: {key: OPS}, summary: \"{k}\"}}\n"
 	_, err = f.reg.CreateServer(f.ctx, audit.System, templateSpec("leaky", leaky))
 	msgs = nil
 	if !errors.As(err, &ve) {
@@ -112,12 +115,13 @@ func TestTemplateServerValidation(t *testing.T) {
 	}
 	got := strings.Join(msgs, "\n")
 	for _, w := range []string{"template: tool w: header Authorization looks like a secret", "template: tool w: the URL's api_key looks like a secret",
-		"template: tool c: argv[2] looks like a secret", "template: tool b: the body's api_key looks like a secret", "template: tool s: stdin looks like a secret"} {
+		"template: tool c: argv[2] looks like a secret", "template: tool b: the body's api_key looks like a secret", "template: tool s: stdin looks like a secret",
+		"template: tool s2: stdin looks like a secret", "template: tool j: header Cookie looks like a secret"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("missing %q in\n%s", w, got)
 		}
 	}
-	if strings.Contains(got, "X-Key") || strings.Contains(got, "X-Tok") || strings.Contains(got, "tool b: header") || len(msgs) != 5 {
+	if strings.Contains(got, "X-Key") || strings.Contains(got, "X-Tok") || strings.Contains(got, "tool b: header") || strings.Contains(got, "body's key") || len(msgs) != 7 {
 		t.Errorf("placeholders refused too:\n%s", got)
 	}
 	if n := f.count(`SELECT count(*) FROM mcp_servers`); n != 0 {
