@@ -171,7 +171,7 @@ func listURL(q tools.Query, cursor string) string {
 // toolsBack is where a form asked to return: a tools page, else def.
 func toolsBack(c echo.Context, def string) string {
 	b := c.FormValue("back")
-	if strings.HasPrefix(b, "/tools") && !strings.HasPrefix(b, "//") && !strings.Contains(b, "\\") {
+	if strings.HasPrefix(b, "/tools") && localPath(b) {
 		return b
 	}
 	return def

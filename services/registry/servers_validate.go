@@ -437,7 +437,7 @@ func templateSecrets(text string) []string {
 					out = append(out, "tool "+tool.Name+": header "+hd.Name)
 				}
 			}
-			if k := secretInURL(withoutPlaceholders(h.URL.Raw)); k != "" {
+			if k := secretInURL(h.URL.Raw.Filled("")); k != "" {
 				out = append(out, "tool "+tool.Name+": the URL's "+k)
 			}
 			for _, f := range h.BodyFields() {
@@ -456,7 +456,7 @@ func templateSecrets(text string) []string {
 			}
 			args := make([]string, len(c.Argv))
 			for i, a := range c.Argv {
-				args[i] = withoutPlaceholders(a)
+				args[i] = a.Filled("")
 			}
 			for i := range args {
 				if secretArg(args, i) != "" {
@@ -468,15 +468,6 @@ func templateSecrets(text string) []string {
 	return out
 }
 
-// withoutPlaceholders is t's literal text alone.
-func withoutPlaceholders(t template.Text) string {
-	var b strings.Builder
-	for _, p := range t.Parts {
-		b.WriteString(p.Lit)
-	}
-	return b.String()
-}
-
 // secretText reports whether a named text of a template (a header, a body's field or a
 // form field; name "" for a text body or stdin) holds a credential written as it is. A
 // piece of it that holds a placeholder is the caller's or the tool's configuration
@@ -485,15 +476,7 @@ func withoutPlaceholders(t template.Text) string {
 // "Authorization: Bearer sk-…", password=hunter2 beside user={u}).
 func secretText(header bool, name string, t template.Text) bool {
 	const mark = "\x00"
-	var b strings.Builder
-	for _, p := range t.Parts {
-		if p.Param != "" {
-			b.WriteString(mark)
-		} else {
-			b.WriteString(p.Lit)
-		}
-	}
-	text := b.String()
+	text := t.Filled(mark)
 	if strings.TrimSpace(strings.ReplaceAll(text, mark, "")) == "" {
 		return false
 	}
@@ -501,14 +484,14 @@ func secretText(header bool, name string, t template.Text) bool {
 		if header {
 			return literalSecret(name+": "+text, "") != ""
 		}
-		if strictSecretName(name) || secrets.LooksSecretValue(strings.TrimSpace(text)) {
+		if secrets.LooksSecretField(name) || secrets.LooksSecretValue(strings.TrimSpace(text)) {
 			return true
 		}
 	}
 	for _, piece := range strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune("\n;&,", r) }) {
 		piece = strings.TrimSpace(piece)
 		if k, v, ok := cutPair(piece); ok && !strings.Contains(k, mark) {
-			if v = strings.TrimSpace(v); v != "" && !strings.Contains(v, mark) && (strictSecretName(k) || secrets.LooksSecretValue(v)) {
+			if v = strings.TrimSpace(v); v != "" && !strings.Contains(v, mark) && (secrets.LooksSecretField(k) || secrets.LooksSecretValue(v)) {
 				return true
 			}
 			continue
@@ -531,26 +514,6 @@ func cutPair(s string) (string, string, bool) {
 		return k, v, true
 	}
 	return "", "", false
-}
-
-// strictSecretName reports a name that holds a secret whatever its value looks like
-// (password, client_secret, api_key…): narrower than secrets.LooksSecretName, which also
-// takes "key", a body's field as often as not (a Jira project's key).
-func strictSecretName(name string) bool {
-	var b strings.Builder
-	for _, r := range strings.ToLower(name) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		}
-	}
-	n := b.String()
-	for _, w := range []string{"password", "passwd", "pwd", "secret", "apikey", "apitoken", "accesstoken", "refreshtoken", "authtoken",
-		"sessiontoken", "bearertoken", "privatekey", "secretkey", "accesskey", "authorization", "credentials"} {
-		if strings.HasSuffix(n, w) {
-			return true
-		}
-	}
-	return n == "token"
 }
 
 // origin is scheme://host:port of a URL, lower-cased, with the scheme's default port

@@ -87,6 +87,27 @@ func LooksSecretName(name string) bool {
 	return false
 }
 
+// LooksSecretField reports a field name that holds a secret whatever its value looks
+// like (password, client_secret, api_key…), for the fields of request bodies: narrower
+// than LooksSecretName, which also takes "key", a body's field as often as not (a Jira
+// project's key).
+func LooksSecretField(name string) bool {
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	n := b.String()
+	for _, w := range []string{"password", "passwd", "pwd", "secret", "apikey", "apitoken", "accesstoken", "refreshtoken", "authtoken",
+		"sessiontoken", "bearertoken", "privatekey", "secretkey", "accesskey", "authorization", "credentials"} {
+		if strings.HasSuffix(n, w) {
+			return true
+		}
+	}
+	return n == "token"
+}
+
 func isDigits(s string) bool {
 	for _, r := range s {
 		if r < '0' || r > '9' {

@@ -102,6 +102,19 @@ func (t Text) Whole() (string, bool) {
 	return "", false
 }
 
+// Filled is t with every placeholder written as fill ("" leaves the literal text alone).
+func (t Text) Filled(fill string) string {
+	var b strings.Builder
+	for _, p := range t.Parts {
+		if p.Param != "" {
+			b.WriteString(fill)
+		} else {
+			b.WriteString(p.Lit)
+		}
+	}
+	return b.String()
+}
+
 // String is t as written in the template, with "{" of literals escaped again.
 func (t Text) String() string {
 	var b strings.Builder
