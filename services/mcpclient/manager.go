@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -152,6 +153,7 @@ type Manager struct {
 	marker     string // this run's value of ServerMarkerEnv (ProcessDir only)
 	runMu      sync.Mutex
 	runWritten bool // the run's record (proctrack.WriteRun) is in ProcessDir
+	runEnded   bool // endRun ran: a server that starts now is not recorded but stopped
 	tests      testRuns
 }
 
@@ -177,6 +179,14 @@ func (m *Manager) track(ep *endpoint) {
 	ep.cmd.Env = append(ep.cmd.Env, ServerMarkerEnv+"="+m.marker)
 	m.recordRun(dir)
 	ct.onStart = func(pid int) {
+		// Under runMu, so a start racing the clean stop is either recorded before the
+		// stop drops the records or killed after it, never left behind recorded.
+		m.runMu.Lock()
+		defer m.runMu.Unlock()
+		if m.runEnded {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			return
+		}
 		// Setpgid: the server's pid is its group's id.
 		if err := proctrack.Write(dir, proctrack.Record{PGID: pid, Marker: m.marker, Started: time.Now()}); err != nil {
 			m.log.Warn("mcpclient: record a stdio server's process group", "dir", dir, "err", err)
@@ -191,7 +201,7 @@ func (m *Manager) track(ep *endpoint) {
 func (m *Manager) recordRun(dir string) {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()
-	if m.runWritten {
+	if m.runWritten || m.runEnded {
 		return
 	}
 	if err := proctrack.WriteRun(dir, m.marker); err != nil {
@@ -214,7 +224,7 @@ func (m *Manager) endRun() {
 		m.log.Warn("mcpclient: killed processes that left their stdio server's process group", "processes", n)
 	}
 	proctrack.RemoveRun(dir, m.marker)
-	m.runWritten = false
+	m.runWritten, m.runEnded = false, true
 }
 
 // templateOptions are how template servers run their tools.
