@@ -247,7 +247,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Memory = memory.New(pool, a.Local)
 	a.Analytics = analytics.New(pool)
 	mo := cfg.MCP
-	mo.Logger, mo.Bus = log, a.Bus
+	mo.Logger, mo.Bus, mo.Replica = log, a.Bus, a.Replicas.Self().ID
 	if mo.Shared == nil {
 		mo.Shared = func(ctx context.Context) bool { n, err := a.Replicas.Others(ctx); return err == nil && n > 0 }
 	}
@@ -355,7 +355,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Events: a.Bus, Replicas: a.Replicas, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: a.AuditLog,
 		Usage: usage.New(pool), Analytics: a.Analytics,
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
-		Tools: a.Tools, Router: a.Router, Runs: router.NewRuns(a.Router), Executions: a.Executions, Decide: a.Decide,
+		Tools: a.Tools, Router: a.Router, Runs: a.testRuns(), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
 		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, SessionRecheck: cfg.SessionRecheck, BodyReadTimeout: cfg.BodyReadTimeout}, a.Bus)
 
@@ -537,4 +537,11 @@ func poll(running func() bool) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// testRuns is the registry of the test panel's runs, which run on this replica.
+func (a *App) testRuns() *router.Runs {
+	runs := router.NewRuns(a.Router)
+	runs.Replica = a.Replicas.Self().ID
+	return runs
 }

@@ -339,7 +339,7 @@ func TestSecretsNeverLeave(t *testing.T) {
 		// htmx: the test runs in the background; its fragment polls for the result.
 		for deadline := time.Now().Add(30 * time.Second); hx && strings.Contains(string(b), `data-testid="test-running"`) && time.Now().Before(deadline); {
 			lc.clean("the form test's progress", string(b))
-			m := regexp.MustCompile(`hx-get="(/servers/test/runs/[A-Za-z0-9]+)"`).FindSubmatch(b)
+			m := regexp.MustCompile(`hx-get="(/servers/test/runs/[A-Za-z0-9]+(?:\?replica=[0-9a-f-]+)?)"`).FindSubmatch(b)
 			if m == nil {
 				t.Fatalf("a running test without its progress URL: %s", b)
 			}

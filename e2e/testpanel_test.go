@@ -107,7 +107,7 @@ func watchNetwork(b *browser) *runNetwork {
 		defer n.mu.Unlock()
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
-			if strings.Contains(e.Request.URL, "/test/runs/") && !strings.HasSuffix(e.Request.URL, "/cancel") {
+			if strings.Contains(e.Request.URL, "/test/runs/") && !strings.Contains(e.Request.URL, "/cancel") {
 				n.asked = append(n.asked, e.Request.Method+" "+e.Request.URL)
 			}
 		case *network.EventWebSocketFrameSent:

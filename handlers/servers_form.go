@@ -378,7 +378,7 @@ func fieldMessages(fe views.FormErrors) []string {
 }
 
 func (h ServersHandler) testRunView(id string, p mcpclient.TestProgress) views.ServerTestRun {
-	return views.ServerTestRun{ID: id, Step: p.Step, ElapsedS: int(p.Elapsed.Seconds()), LimitS: int(p.Limit.Seconds())}
+	return views.ServerTestRun{ID: id, Replica: h.MCP.Replica(), Step: p.Step, ElapsedS: int(p.Elapsed.Seconds()), LimitS: int(p.Limit.Seconds())}
 }
 
 // TestProgress is the fragment of a connection test running in the background: its

@@ -438,7 +438,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 	}
 	if tv.Result == nil {
 		// A mode switch, an edit or a saved case while a run goes on keeps its panel.
-		if tv.Result, err = h.liveRun(c, it.ID, f.Get("_run")); err != nil {
+		if tv.Result, err = h.liveRun(c, it.ID, f.Get("_run"), f.Get("_run_replica")); err != nil {
 			return err
 		}
 	}
@@ -467,7 +467,7 @@ func (h TestPanelHandler) TestRisk(c echo.Context) error {
 		return err
 	}
 	tv := h.testView(c, ci.Item, mode, args, nil)
-	live, err := h.liveRun(c, ci.Item.ID, f.Get("_run"))
+	live, err := h.liveRun(c, ci.Item.ID, f.Get("_run"), f.Get("_run_replica"))
 	if err != nil {
 		return err
 	}
@@ -519,10 +519,10 @@ func (h TestPanelHandler) startRun(c echo.Context, it tools.Item, args json.RawM
 // before it read the run (see views.TestResult).
 func runResult(toolID string, run *router.Run, since int64) views.TestResult {
 	progress, res, err, ended := run.State()
-	base := testURL(toolID) + "/runs/" + run.ID
 	if !ended {
-		out := views.TestResult{CallID: run.ID, Running: true, Topic: TestRunTopic(run.ID), Since: since, PollURL: base,
-			CancelURL: base + "/cancel", Elapsed: time.Since(run.Started)}
+		out := views.TestResult{CallID: run.ID, Running: true, Replica: run.Replica, Topic: TestRunTopic(run.ID), Since: since,
+			PollURL: runURL(toolID, run.ID, "", run.Replica), CancelURL: runURL(toolID, run.ID, "/cancel", run.Replica),
+			Elapsed: time.Since(run.Started)}
 		for _, p := range progress {
 			tp := views.TestProgress{Message: p.Message, Percent: -1}
 			if p.Total > 0 {
@@ -599,20 +599,31 @@ func outputView(c router.Content) views.TestOutput {
 
 // liveRun is the caller's run callID of tool toolID as its panel shows it now (running,
 // or how it ended), or nil when there is none to show (no id, not theirs, forgotten).
-func (h TestPanelHandler) liveRun(c echo.Context, toolID, callID string) (*views.TestResult, error) {
+// A run that another replica runs (replica) is shown running, and its panel asks that
+// replica how it is: the first answer tells whether it is the caller's and still kept.
+func (h TestPanelHandler) liveRun(c echo.Context, toolID, callID, replica string) (*views.TestResult, error) {
 	if callID == "" {
-		return nil, nil
-	}
-	run, ok := h.Runs.Get(callID, router.OwnerOf(router.Call{Actor: ActorOf(c)}))
-	if !ok || run.ToolID != toolID {
 		return nil, nil
 	}
 	since, err := h.Events.LatestID(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
-	r := runResult(toolID, run, since)
-	return &r, nil
+	run, ok := h.Runs.Get(callID, router.OwnerOf(router.Call{Actor: ActorOf(c)}))
+	if ok && run.ToolID == toolID {
+		r := runResult(toolID, run, since)
+		return &r, nil
+	}
+	if ok || replica == "" || replica == h.Runs.Replica || uuid.Validate(callID) != nil || uuid.Validate(replica) != nil {
+		return nil, nil
+	}
+	return &views.TestResult{CallID: callID, Running: true, Replica: replica, Topic: TestRunTopic(callID), Since: since,
+		PollURL: runURL(toolID, callID, "", replica), CancelURL: runURL(toolID, callID, "/cancel", replica)}, nil
+}
+
+// runURL is the address of run callID of tool toolID (then what), at replica.
+func runURL(toolID, callID, what, replica string) string {
+	return views.AtReplica(testURL(toolID)+"/runs/"+callID+what, replica)
 }
 
 // ownRun is the caller's run named in the path, or false when it is not kept (it ended

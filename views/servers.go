@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -124,6 +125,7 @@ type ServerTest struct {
 // ServerTestRun is a connection test running in the background.
 type ServerTestRun struct {
 	ID       string
+	Replica  string // the replica that runs it: its polls and Cancel go there (AtReplica)
 	Step     string
 	ElapsedS int
 	LimitS   int
@@ -358,4 +360,26 @@ type ServerInfo struct {
 	Info         []KV // empty: never connected
 	Capabilities []string
 	Instructions string
+}
+
+// ReplicaParam names the replica that holds a run in the URLs of its polls and Cancel
+// (a test panel's run, a connection test): a replica that gets such a request for
+// another replica forwards it there (web/run_forward.go).
+const ReplicaParam = "replica"
+
+// AtReplica is path with the replica that holds its run named (ReplicaParam), when
+// one is.
+func AtReplica(path, replica string) string {
+	if replica == "" {
+		return path
+	}
+	return path + "?" + ReplicaParam + "=" + url.QueryEscape(replica)
+}
+
+// Poll is where a running connection test's status is asked for.
+func (r ServerTestRun) Poll() string { return AtReplica("/servers/test/runs/"+r.ID, r.Replica) }
+
+// Cancel is where a running connection test is stopped.
+func (r ServerTestRun) Cancel() string {
+	return AtReplica("/servers/test/runs/"+r.ID+"/cancel", r.Replica)
 }

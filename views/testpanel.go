@@ -95,6 +95,9 @@ type TestRunButton struct {
 	CannotRun string // why not, when !CanRun
 	Busy      bool   // a run is in progress: disabled until it ends
 	Run       string // the call id of that run: the workspace sends it back (_run)
+	// RunReplica is the replica that runs it (_run_replica): a workspace served by
+	// another replica keeps polling that one.
+	RunReplica string
 }
 
 // ApprovalShown names what the approval part and the Run button show, so that a change
@@ -108,7 +111,7 @@ func (v ToolTest) ApprovalShown() string {
 func (v ToolTest) RunButton() TestRunButton {
 	b := TestRunButton{CanRun: v.CanRun, CannotRun: v.CannotRun}
 	if v.Result != nil && v.Result.Running {
-		b.Busy, b.Run = true, v.Result.CallID
+		b.Busy, b.Run, b.RunReplica = true, v.Result.CallID, v.Result.Replica
 	}
 	return b
 }
@@ -117,6 +120,7 @@ func (v ToolTest) RunButton() TestRunButton {
 type TestResult struct {
 	CallID  string
 	Running bool
+	Replica string // the replica that runs it, while it runs
 	// Topic is the run's websocket topic, which the page follows while it runs; Since
 	// is the last event id the panel reflects (the socket replays what came after).
 	Topic string

@@ -20,7 +20,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
-var testRunURL = regexp.MustCompile(`hx-get="(/servers/test/runs/[A-Za-z0-9]+)"`)
+var testRunURL = regexp.MustCompile(`hx-get="(/servers/test/runs/[A-Za-z0-9]+(?:\?replica=[0-9a-f-]+)?)"`)
 
 // settleTest follows a "Test connection" fragment: while it says the test is running
 // it polls, as the page does, until the result comes.

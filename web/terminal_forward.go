@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/replicas"
 )
 
 // hopKey is where replicaHop leaves the name of the replica that forwarded a request.
@@ -93,45 +94,94 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		target, err := url.Parse(owner.Address)
-		if err != nil {
-			return fmt.Errorf("replica %s's address %q: %w", owner.Name, owner.Address, err)
-		}
-		hop := replicahop.Hop{From: ts.Store().Replica(), To: owner.ID, Client: c.RealIP(),
-			Origin: handlers.Origin(c.Request(), s.deps.TrustedProxies)}
-		proxy := &httputil.ReverseProxy{
-			FlushInterval: -1,
-			Rewrite: func(r *httputil.ProxyRequest) {
-				r.SetURL(target)
-				r.Out.Host = r.In.Host                                               // the owner checks the same Origin against the same Host
-				replicahop.SignRequest(s.deps.Keys, hop, r.Out, nil, s.hops.Clock()) // pages and the websocket: GET, no body
-			},
-			ModifyResponse: func(res *http.Response) error {
-				if res.StatusCode == http.StatusMisdirectedRequest {
-					return errMisdirected
-				}
-				// The owner's answer has its own security headers (its CSP names the
-				// nonce of its page's scripts); this replica's would go out beside them,
-				// and a browser enforces both.
-				for _, h := range securityHeaderNames {
-					c.Response().Header().Del(h)
-				}
-				return nil
-			},
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				s.log.Warn("forward a terminal's request", "terminal", id, "replica", owner.Name, "address", owner.Address, "err", err)
-				w.WriteHeader(http.StatusBadGateway)
-				if errors.Is(err, errMisdirected) {
-					_, _ = io.WriteString(w, "replica "+owner.Name+", which runs terminal "+id+", advertises the address "+owner.Address+
-						", but another replica answers there: give each replica its own --advertise-url")
-					return
-				}
-				_, _ = io.WriteString(w, "replica "+owner.Name+", which runs terminal "+id+", did not answer")
-			},
-		}
-		proxy.ServeHTTP(c.Response(), c.Request())
-		return nil
+		return s.forwardTo(c, owner, "terminal "+id, nil)
 	}
+}
+
+// forwardTo answers c's request by sending it to replica owner, which answers it as if
+// the browser had asked it: the same Host, cookies and Origin, so it authenticates the
+// same session and its origin check passes; streamed, websocket upgrade included. what
+// names what the request is about, in logs and in the error a browser gets when the
+// owner does not answer; unless unreachable answers then instead (it is told why).
+func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, unreachable func(echo.Context, error) error) error {
+	if owner.Address == "" {
+		err := fmt.Errorf("replica %s, which holds %s, has no address other replicas reach it at (--advertise-url)", owner.Name, what)
+		if unreachable != nil {
+			s.log.Warn("forward a request to the replica that holds it", "what", what, "err", err)
+			return unreachable(c, err)
+		}
+		return err
+	}
+	target, err := url.Parse(owner.Address)
+	if err != nil {
+		return fmt.Errorf("replica %s's address %q: %w", owner.Name, owner.Address, err)
+	}
+	body, err := forwardedBody(c.Request())
+	if err != nil {
+		return err
+	}
+	hop := replicahop.Hop{From: s.deps.Replicas.Name(), To: owner.ID, Client: c.RealIP(),
+		Origin: handlers.Origin(c.Request(), s.deps.TrustedProxies)}
+	proxy := &httputil.ReverseProxy{
+		FlushInterval: -1,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host // the owner checks the same Origin against the same Host
+			replicahop.SignRequest(s.deps.Keys, hop, r.Out, body, s.hops.Clock())
+		},
+		ModifyResponse: func(res *http.Response) error {
+			if res.StatusCode == http.StatusMisdirectedRequest {
+				return errMisdirected
+			}
+			// The owner's answer has its own security headers (its CSP names the
+			// nonce of its page's scripts); this replica's would go out beside them,
+			// and a browser enforces both.
+			for _, h := range securityHeaderNames {
+				c.Response().Header().Del(h)
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.log.Warn("forward a request to the replica that holds it", "what", what, "replica", owner.Name, "address", owner.Address, "err", err)
+			if unreachable != nil {
+				if err := unreachable(c, err); err != nil {
+					c.Error(err)
+				}
+				return
+			}
+			w.WriteHeader(http.StatusBadGateway)
+			if errors.Is(err, errMisdirected) {
+				_, _ = io.WriteString(w, "replica "+owner.Name+", which holds "+what+", advertises the address "+owner.Address+
+					", but another replica answers there: give each replica its own --advertise-url")
+				return
+			}
+			_, _ = io.WriteString(w, "replica "+owner.Name+", which holds "+what+", did not answer")
+		},
+	}
+	proxy.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+// forwardedBody is the body of a request to forward, which the hop signs (pages and
+// the websocket have none). A form was read already (refuseBadText checks its text), so
+// its values are sent again; a multipart form cannot be.
+func forwardedBody(in *http.Request) ([]byte, error) {
+	switch {
+	case in.MultipartForm != nil:
+		return nil, echo.NewHTTPError(http.StatusUnsupportedMediaType, "a multipart form cannot be forwarded to another replica")
+	case in.PostForm != nil:
+		return []byte(in.PostForm.Encode()), nil
+	case in.Body == nil || in.Body == http.NoBody:
+		return nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(in.Body, replicahop.MaxBody+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > replicahop.MaxBody {
+		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over %d bytes", replicahop.MaxBody))
+	}
+	return body, nil
 }
 
 // errMisdirected: the replica at a terminal owner's address is another one.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -13,6 +14,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -148,6 +150,30 @@ func (h *person) do(t *testing.T, p *serveProc, method, path string, body any) (
 	return res.StatusCode, b
 }
 
+// hx is a same-origin request of the page's script (htmx) on replica p with the
+// person's session: a form posted, or (form nil) a GET.
+func (h *person) hx(t *testing.T, p *serveProc, method, path string, form url.Values) (int, string) {
+	t.Helper()
+	var rd io.Reader
+	if form != nil {
+		rd = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, "http://"+p.addr+path, rd)
+	req.Header.Set("Origin", "http://"+p.addr)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	req.Header.Set("HX-Request", "true")
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	res, err := h.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
 // get is a same-origin GET on replica p with the person's session, with the answer's headers.
 func (h *person) get(t *testing.T, p *serveProc, path string) (int, http.Header, []byte) {
 	t.Helper()
@@ -171,6 +197,16 @@ type execView struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 	} `json:"steps"`
+}
+
+// hxURL is the first address in an attribute attr of an htmx fragment that contains has.
+func hxURL(frag, attr, has string) string {
+	for _, m := range regexp.MustCompile(attr+`="([^"]+)"`).FindAllStringSubmatch(frag, -1) {
+		if u := html.UnescapeString(m[1]); strings.Contains(u, has) {
+			return u
+		}
+	}
+	return ""
 }
 
 // byName is the replica called name.
@@ -452,6 +488,51 @@ func TestThreeReplicas(t *testing.T) {
 		}
 		if _, page := admin.do(t, c, http.MethodGet, "/executions/"+ex.ID, nil); !strings.Contains(string(page), `data-testid="execution-runner">on `+got.Runner+`<`) {
 			t.Fatalf("the execution's page on the third replica does not say it ran on %s", got.Runner)
+		}
+	})
+
+	t.Run("test runs followed on other replicas", func(t *testing.T) {
+		// A test panel's run goes on on the replica its Run reached; its polls and its
+		// Cancel, whichever replica they reach, are answered by that one.
+		sleep := toolID(t, b, token, "up__sleep")
+		code, frag := admin.hx(t, b, http.MethodPost, "/tools/"+sleep+"/test",
+			url.Values{"mode": {"form"}, "_action": {"run"}, "arg/ms": {"30000"}, "confirm": {"1"}})
+		poll, cancel := hxURL(frag, "hx-get", "/runs/"), hxURL(frag, "hx-post", "/cancel")
+		if code != http.StatusOK || !strings.Contains(poll, "replica=") || cancel == "" {
+			t.Fatalf("run on the second replica: %d, want a running panel whose poll and Cancel name the replica: %s", code, frag)
+		}
+		for _, p := range []*serveProc{a, c, b} {
+			if code, got := admin.hx(t, p, http.MethodGet, poll, nil); code != http.StatusOK || !strings.Contains(got, `data-testid="test-running"`) {
+				t.Fatalf("the run's poll on %s: %d, want it running: %s", p.addr, code, got)
+			}
+		}
+		// The workspace rendered again by another replica (a mode switch) keeps the
+		// running panel, which asks the replica that runs it.
+		pu, _ := url.Parse(poll)
+		code, got := admin.hx(t, c, http.MethodPost, "/tools/"+sleep+"/test", url.Values{"mode": {"form"}, "_action": {"mode:json"},
+			"arg/ms": {"30000"}, "_run": {path.Base(pu.Path)}, "_run_replica": {pu.Query().Get("replica")}})
+		if code != http.StatusOK || hxURL(got, "hx-get", "/runs/") != poll {
+			t.Fatalf("a mode switch on the third replica while the run goes on: %d, want its running panel asking %s: %s", code, poll, got)
+		}
+		code, got = admin.hx(t, c, http.MethodPost, cancel, url.Values{})
+		if code != http.StatusOK || !strings.Contains(got, `data-status="cancelled"`) {
+			t.Fatalf("Cancel on the third replica: %d, want the run cancelled: %s", code, got)
+		}
+
+		// A connection test's progress, asked of another replica, comes from the one
+		// that runs it.
+		code, frag = admin.hx(t, a, http.MethodPost, "/servers/test", url.Values{"name": {"probe"}, "type": {"streamable_http"},
+			"url": {up.URL()}, "auth_type": {"none"}, "timeout_ms": {"5000"}, "retries": {"0"}, "health_interval_ms": {"30000"}})
+		poll = hxURL(frag, "hx-get", "/servers/test/runs/")
+		if code != http.StatusOK || !strings.Contains(poll, "replica=") {
+			t.Fatalf("test a connection on the first replica: %d, want a running test whose poll names the replica: %s", code, frag)
+		}
+		testkit.WaitFor(t, 15*time.Second, func() bool {
+			_, got = admin.hx(t, c, http.MethodGet, poll, nil)
+			return !strings.Contains(got, `data-testid="test-running"`)
+		}, "the connection test never ended")
+		if !strings.Contains(got, `data-testid="test-ok"`) {
+			t.Fatalf("the connection test asked of the third replica: want its result, got %s", got)
 		}
 	})
 

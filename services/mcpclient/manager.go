@@ -53,6 +53,9 @@ type Options struct {
 	MaxPages int
 	// Version is reported to servers as the client version.
 	Version string
+	// Replica is the id of this replica (replicas.Service): a connection test's page
+	// asks about the test at this replica, whichever replica served the page.
+	Replica string
 	// MaxMessageBytes caps every message a server sends (a stdio line, an SSE event, a
 	// JSON body), enforced while it is read: a larger response is answered with
 	// ErrResultTooLarge, any other larger message is dropped, and the session goes on.

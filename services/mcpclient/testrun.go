@@ -19,6 +19,7 @@ const abandonAfter = 3 * time.Second
 type TestRun struct {
 	ID      string
 	Owner   string // who started it: only they may see or cancel it
+	Replica string // the replica that runs it (Options.Replica)
 	Started time.Time
 
 	cancel context.CancelFunc
@@ -50,7 +51,7 @@ type testRuns struct {
 func (m *Manager) StartTest(cfg registry.Connection, owner string) *TestRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	now := time.Now()
-	r := &TestRun{ID: rand.Text(), Owner: owner, Started: now, cancel: cancel, done: make(chan struct{}), seen: now, step: "waiting to start"}
+	r := &TestRun{ID: rand.Text(), Owner: owner, Replica: m.opts.Replica, Started: now, cancel: cancel, done: make(chan struct{}), seen: now, step: "waiting to start"}
 	m.tests.mu.Lock()
 	if m.tests.runs == nil {
 		m.tests.runs = map[string]*TestRun{}
@@ -142,3 +143,6 @@ func (r *TestRun) Wait(ctx context.Context) (TestResult, error) {
 
 // TestTimeout is the bound of a connection test (Options.TestTimeout).
 func (m *Manager) TestTimeout() time.Duration { return m.opts.TestTimeout }
+
+// Replica is the id of this manager's replica (Options.Replica).
+func (m *Manager) Replica() string { return m.opts.Replica }

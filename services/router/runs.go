@@ -25,6 +25,10 @@ const RunEnded = events.RunEnded
 // and one whose last watcher left Grace ago (a socket that reconnects within it keeps
 // the run). A finished run is forgotten after Keep.
 type Runs struct {
+	// Replica is the id of the replica that holds these runs (replicas.Service): a
+	// request about a run that reaches another replica is forwarded here by it.
+	Replica string
+
 	r       *Router
 	abandon time.Duration
 	grace   time.Duration
@@ -53,6 +57,7 @@ type Run struct {
 	Actor   audit.Actor // who started it: only they may follow or cancel it (Owner)
 	Role    auth.Role   // the caller's role when it started
 	Topic   string      // the call's own topic, if it has one
+	Replica string      // the replica that runs it (Runs.Replica)
 	Started time.Time
 
 	cancel context.CancelFunc
@@ -76,7 +81,7 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		c.ID = uuid.NewString()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	run := &Run{ID: c.ID, ToolID: toolID, Actor: c.Actor, Role: c.Role, Topic: c.Topic, Started: time.Now(),
+	run := &Run{ID: c.ID, ToolID: toolID, Actor: c.Actor, Role: c.Role, Topic: c.Topic, Replica: rs.Replica, Started: time.Now(),
 		cancel: cancel, done: make(chan struct{})}
 	rs.mu.Lock()
 	run.idle = time.AfterFunc(rs.abandon, cancel)

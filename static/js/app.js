@@ -302,10 +302,12 @@
   // following reports whether the open socket follows topic: asked for, and not among
   // those the server said it refused (#ws-refused, its first message when it refused any).
   function following(topic) {
-    var refused = document.getElementById("ws-refused");
-    var no = ((refused && refused.dataset.topics) || "").split(",");
-    return !!live.socket && live.socket.readyState === WebSocket.OPEN && live.topics.indexOf(topic) >= 0 &&
-      no.indexOf(topic) < 0;
+    return socketOpen() && live.topics.indexOf(topic) >= 0 && !refused(topic);
+  }
+  function socketOpen() { return !!live.socket && live.socket.readyState === WebSocket.OPEN; }
+  function refused(topic) {
+    var el = document.getElementById("ws-refused");
+    return ((el && el.dataset.topics) || "").split(",").indexOf(topic) >= 0;
   }
   // resubscribe reconnects an open socket whose topics are no longer what the page
   // shows; a socket that is not open subscribes to them when it opens.
@@ -351,15 +353,16 @@
   document.addEventListener("htmx:wsAfterMessage", resubscribe);
   // The fallback: a running part whose topic the socket has not followed for a few
   // seconds (no websocket, or it is down) asks the server how it is (tw-poll, its
-  // hx-get) once a second until the socket follows it again. While the socket follows
-  // the topic, nothing is asked: the server pushes.
+  // hx-get) once a second until the socket follows it again; one whose topic the open
+  // socket was refused (a test run that another replica runs) asks at once. While the
+  // socket follows the topic, nothing is asked: the server pushes.
   var followedAt = {}; // by topic: when the socket last followed it, or its part appeared
   setInterval(function () {
     var now = Date.now();
     document.querySelectorAll("[data-live-topic][hx-get]").forEach(function (el) {
       var topic = el.dataset.liveTopic;
       if (following(topic) || !(topic in followedAt)) { followedAt[topic] = now; return; }
-      if (now - followedAt[topic] >= 3000 && !el.__twAsked) {
+      if (((socketOpen() && refused(topic)) || now - followedAt[topic] >= 3000) && !el.__twAsked) {
         el.__twAsked = true; // the answer replaces the element
         htmx.trigger(el, "tw-poll");
       }
