@@ -75,7 +75,10 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			s.log.Warn("auth: sign-in refused while throttled", "username", username, "ip", req.IP, "scope", th.Scope)
 			return nil
 		}
-		u, err := getUser(ctx, tx, "username = $1", username, "")
+		// The row stays locked while the password is checked and the session made: a
+		// password reset or change, or a disable, that commits meanwhile would miss the
+		// new session (it deletes only committed ones); locked, it waits and ends it.
+		u, err := getUser(ctx, tx, "username = $1", username, " FOR NO KEY UPDATE")
 		found := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err

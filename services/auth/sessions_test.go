@@ -611,3 +611,79 @@ func TestThrottleIPv6Network(t *testing.T) {
 	throttled(t, err, "account from this address")
 	f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:1:3::1"}) // another network
 }
+
+// A sign-in under way while a password reset commits gets no session that outlives the
+// reset: the reset deletes the user's sessions, and one made with the old password
+// after that would survive it.
+func TestLoginRacingAReset(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	alice := f.createUser("alice", auth.RoleToolUser)
+	hash, err := auth.HashPassword("a brand new password 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The reset, as ResetPassword makes it: the row locked first.
+	tx, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(f.ctx)
+	if _, err := tx.Exec(f.ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: "192.0.2.1"})
+		done <- err
+	}()
+	// The sign-in waits on the reset's lock (wherever it takes it) before the reset commits.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sign-in never waited for the reset's lock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := tx.Exec(f.ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, alice.ID, hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(f.ctx, `DELETE FROM sessions WHERE user_id = $1`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, auth.ErrInvalidCredentials) {
+		t.Errorf("a sign-in with the old password racing the reset: got %v, want invalid credentials", err)
+	}
+	var left int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM sessions WHERE user_id = $1`, alice.ID).Scan(&left); err != nil || left != 0 {
+		t.Errorf("sessions left after the reset: %d (%v), want none", left, err)
+	}
+}
+
+// A password change whose session ended before the change took the user's row (a
+// disable or reset committed meanwhile) is refused.
+func TestPasswordChangeOfAnEndedSession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	alice := f.createUser("alice", auth.RoleToolUser)
+	s := f.login("alice", testPassword)
+	p := f.mustAuth(s.Token, alice)
+	if _, err := f.pool.Exec(f.ctx, `DELETE FROM sessions WHERE user_id = $1`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	err := f.svc.ChangePassword(f.ctx, audit.Actor{Kind: audit.ActorUser, ID: alice.ID}, p, testPassword, "a brand new password 42")
+	if !errors.Is(err, auth.ErrUnauthenticated) {
+		t.Fatalf("change through an ended session: got %v, want unauthenticated", err)
+	}
+	f.login("alice", testPassword) // unchanged
+}

@@ -121,7 +121,7 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 		}
 		if tok, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token]); err != nil {
 			if db.IsUniqueViolation(err, "api_tokens_user_name_live_key") {
-				return verr.New("name", fmt.Sprintf("you already have an active token named %q", in.Name))
+				return verr.New("name", fmt.Sprintf("you already have a token named %q that is not revoked (an expired one counts): revoke it or choose another name", in.Name))
 			}
 			return err
 		}

@@ -380,6 +380,16 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 		if err != nil {
 			return err
 		}
+		// The session was checked before the row was locked: a disable or a password
+		// reset committed meanwhile ended it, and ends this change too.
+		var live bool
+		if err := tx.QueryRow(ctx, `/* auth.ChangePassword.session */
+			SELECT EXISTS (SELECT 1 FROM sessions WHERE token_hash = $1 AND user_id = $2 AND expires_at > now())`, p.SessionID, u.ID).Scan(&live); err != nil {
+			return err
+		}
+		if !live || u.Disabled() {
+			return ErrUnauthenticated
+		}
 		if current == "" {
 			return verr.New("current_password", "is required")
 		}
