@@ -250,7 +250,7 @@ func rollbackView(rp *executions.RollbackPlan) *views.ExecutionRollbackPlan {
 	if len(rp.Steps) == 0 {
 		out.Nothing = "no step completed"
 		if len(rp.Missing) > 0 {
-			out.Nothing = "the plan has no undo step for the completed steps, and their tools have no compensation"
+			out.Nothing = "nothing undoes the steps that ran"
 		}
 	}
 	return out

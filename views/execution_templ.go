@@ -3491,7 +3491,7 @@ func execRollback(x ExecutionView) templ.Component {
 				}
 			}
 			if len(x.Rollback.Missing) > 0 {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 299, "<div class=\"alert warn-box\" data-testid=\"rollback-missing\"><p><strong>Nothing undoes</strong> these completed steps; they stay as they are:</p><ul>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 299, "<div class=\"alert warn-box\" data-testid=\"rollback-missing\"><p><strong>Nothing undoes</strong> these steps; what they did stays as it is:</p><ul>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

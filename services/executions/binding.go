@@ -46,6 +46,11 @@ func sealInput(id string, hashes ...[]byte) []byte {
 	return b
 }
 
+// sealed reports whether ex's seal is the MAC of its id and hashes as stored.
+func (s *Service) sealed(ex *Execution) bool {
+	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInput(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
+}
+
 // checkBinding recomputes, from what is stored to run now, the hash of phase's plan
 // and compares it with the hash that was approved (docs/security.md): the steps' tools and
 // arguments as the runner will read them, each tool's definition, configuration and
@@ -60,11 +65,14 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		return who, nil, &breach{action: actionStale, reason: "it was planned by an earlier version of Toolwarden, " +
 			"whose approvals were not bound to the servers' connection settings"}, nil
 	}
-	if !s.opts.Keys.VerifyMAC(sealInput(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal) {
+	if !s.sealed(ex) {
 		return who, nil, &breach{action: actionHashMismatch, reason: "its record was altered after it was planned or approved (its seal does not match)"}, nil
 	}
 	if ex.RequesterKind == audit.ActorToken && ex.RequestedToken == nil {
 		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (the API token it was asked with is gone)", ex.RequesterName)}, nil
+	}
+	if ex.RequestedBy == nil && ex.personal() {
+		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (their account is gone)", ex.RequesterName)}, nil
 	}
 	if ex.RequestedBy != nil {
 		role, err := s.auth.RequesterRole(ctx, *ex.RequestedBy, who.Actor.TokenID)

@@ -312,11 +312,17 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		return nil, conflict(id, ex.Status, "approved")
 	}
 	now := s.opts.Now()
-	if ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
-		if _, err := s.expire(ctx, id); err != nil {
-			return nil, err
+	expired := func() error {
+		if ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
+			if _, err := s.expire(ctx, id); err != nil {
+				return err
+			}
+			return conflict(id, Expired, "approved")
 		}
-		return nil, conflict(id, Expired, "approved")
+		return nil
+	}
+	if err := expired(); err != nil {
+		return nil, err
 	}
 	if planHash != "" && !strings.EqualFold(planHash, ex.Hash()) {
 		return nil, conflict(id, ex.Status, "approved as shown (the plan is not the one you saw; reload it)")
@@ -346,6 +352,12 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 			return nil, err
 		}
 		return nil, stale(b.reason + "; the plan was cancelled, plan it again")
+	}
+	// The checks above prepare every step through the router and may take a while:
+	// a plan whose time ran out meanwhile is not approved.
+	now = s.opts.Now()
+	if err := expired(); err != nil {
+		return nil, err
 	}
 	var out *Execution
 	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {

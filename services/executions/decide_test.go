@@ -557,3 +557,23 @@ func TestMaxWaitingHoldsAtOnce(t *testing.T) {
 		t.Fatalf("a plan from a page beside two waiting calls: %v", err)
 	}
 }
+
+// A person's plan whose requester row is gone (requested_by set to NULL by its foreign
+// key) does not run as the role stored with it.
+func TestRequesterRowGone(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "add")
+	e.setRisk("mt__add", risk.Medium)
+	ex := e.create(e.admin, step("mt__add", `{"a":1,"b":1}`))
+	if _, err := e.pool.Exec(e.ctx, `UPDATE executions SET requested_by = NULL WHERE id = $1`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash())
+	if se, _ := fault.As(err); !isCode(err, executions.CodeStale) || !strings.Contains(se.Message, "account is gone") {
+		t.Fatalf("confirm of a plan whose requester is gone: got %v, want it refused, saying the account is gone", err)
+	}
+	if got := e.get(ex.ID); got.Status != executions.Cancelled {
+		t.Fatalf("got %s, want cancelled", got.Status)
+	}
+}

@@ -223,6 +223,12 @@ const columns = `id, requested_by, requester_name, requester_kind, requester_rol
 // Requester is who asked for the execution, as recorded, with the role they had when
 // they asked; its steps run as them with the role they have when each step starts
 // (see Service.checkBinding).
+// personal reports whether a person asked for e (themselves or through their token),
+// as opposed to the system: then its steps run as that person, who must still exist.
+func (e *Execution) personal() bool {
+	return e.RequesterKind == "" || e.RequesterKind == audit.ActorUser || e.RequesterKind == audit.ActorToken
+}
+
 func (e *Execution) Requester() Caller {
 	a := audit.Actor{Kind: e.RequesterKind, Name: e.RequesterName}
 	if e.RequestedBy != nil {

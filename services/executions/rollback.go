@@ -196,8 +196,11 @@ func (s *Service) compensations(ctx context.Context, toolIDs []string) (map[stri
 // step, last first, the plan's undo step or its tool's compensation, prepared and
 // pinned now; and the completed steps nothing can undo.
 type RollbackPlan struct {
-	Steps    []PlannedStep
-	Missing  []string // "step 2 (fs__write_file)": completed, but nothing undoes it
+	Steps []PlannedStep
+	// Missing are the steps nothing undoes, which stay as they are: "step 2
+	// (fs__write_file)", completed with no undo; "step 3 (…), interrupted: it may have
+	// taken effect", which no undo is run for (it may not have).
+	Missing  []string
 	Risk     risk.Level
 	RiskWhy  string
 	Phrase   string // HIGH only
@@ -249,6 +252,9 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		return ex, nil, conflict(id, ex.Status, "rolled back (only a failed execution can be)")
 	}
 	c := ex.Requester()
+	if ex.RequestedBy == nil && ex.personal() {
+		return ex, &RollbackPlan{Problems: verr.New("/rollback", fmt.Sprintf("its steps would run as %s, whose account is gone", ex.RequesterName))}, nil
+	}
 	if ex.RequestedBy != nil {
 		role, err := s.auth.RequesterRole(ctx, *ex.RequestedBy, c.Actor.TokenID)
 		if errors.Is(err, auth.ErrRequesterGone) {
@@ -266,7 +272,13 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	}
 	var done []Step
 	var ids []string
+	var interrupted []string
 	for _, st := range steps {
+		if st.Phase == PhaseRun && st.Status == StepInterrupted {
+			// Its replica died during the call: an undo of something that never
+			// happened could undo something else, so it is named, never undone.
+			interrupted = append(interrupted, fmt.Sprintf("step %d (%s), interrupted: it may have taken effect", st.Position+1, st.Tool))
+		}
 		if st.Phase == PhaseRun && st.Status == StepSucceeded {
 			done = append(done, st)
 			if st.ToolID != nil {
@@ -315,6 +327,7 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		undoes := pos
 		rp.Steps = append(rp.Steps, PlannedStep{Prepared: *p, Undoes: &undoes})
 	}
+	rp.Missing = append(rp.Missing, interrupted...)
 	rp.Problems = e.Err()
 	plan := Plan{Steps: rp.Steps}
 	rp.Risk, rp.RiskWhy = plan.Risk()
@@ -362,7 +375,13 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	if err != nil {
 		return nil, err
 	}
-	// The plan's own undo steps come from the stored plan: it must be the one approved.
+	// The record must be the one sealed (the seal below would otherwise cover an altered
+	// one), and the plan's own undo steps, from the stored plan, the ones approved.
+	if !s.sealed(ex) {
+		const msg = "the execution's record was altered after it was planned or approved (its seal does not match), so its rollback does not run"
+		s.refusal(ctx, c, ex, msg)
+		return nil, stale(msg)
+	}
 	if h, err := ex.Plan.Hash(); err != nil || !bytes.Equal(h, ex.ApprovedHash) {
 		const msg = "the stored plan is not the one that was approved (it was altered after approval), so its rollback does not run"
 		s.refusal(ctx, c, ex, msg)
@@ -405,7 +424,7 @@ func nothingToUndo(rp *RollbackPlan) string {
 	if len(rp.Missing) == 0 {
 		return "no step completed"
 	}
-	return strings.Join(rp.Missing, ", ") + " completed, but the plan has no undo step for them and their tools no compensation"
+	return "nothing undoes " + strings.Join(rp.Missing, "; ") + " (a completed step is undone by the plan's undo step or its tool's compensation)"
 }
 
 // mapArguments builds a compensation's arguments from the undone step's.

@@ -381,27 +381,37 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			status, msg = StepFailed, "the tool reported an error: "+router.TextOf(res.Content)
 		}
 	}
-	tag, err = s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.finish */
-		UPDATE tool_calls SET status = $2, result = $3, error = $4, finished_at = now(), duration_ms = $5
-		WHERE id = $1 AND status = 'running'`,
-		st.ID, status, result, msg, dur)
-	if err != nil {
-		return "", fmt.Errorf("executions: finish step: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
+	// An undo step's end and its step's "compensated" commit together: a crash between
+	// them would leave the undone step shown in effect for good (the retried job finds
+	// the undo step ended and goes on).
+	settled, bg := false, context.WithoutCancel(ctx)
+	err = db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(bg, `/* executions.step.finish */
+			UPDATE tool_calls SET status = $2, result = $3, error = $4, finished_at = now(), duration_ms = $5
+			WHERE id = $1 AND status = 'running'`,
+			st.ID, status, result, msg, dur)
+		if err != nil {
+			return fmt.Errorf("executions: finish step: %w", err)
+		}
+		if settled = tag.RowsAffected() == 0; settled || status == StepFailed || st.Phase != PhaseRollback || st.Undoes == nil {
+			return nil
+		}
+		if _, err := tx.Exec(bg, `/* executions.step.compensated */
+			UPDATE tool_calls SET status = 'compensated' WHERE execution_id = $1 AND phase = 'run' AND position = $2`,
+			ex.ID, *st.Undoes); err != nil {
+			return fmt.Errorf("executions: mark compensated: %w", err)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return "", err
+	case settled:
 		// Settled meanwhile as interrupted (its runner was taken for dead): what is
 		// recorded stands, and this runner stops.
 		return "", errSettledElsewhere
-	}
-	if status == StepFailed {
+	case status == StepFailed:
 		return fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, msg), nil
-	}
-	if st.Phase == PhaseRollback && st.Undoes != nil {
-		if _, err := s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.compensated */
-			UPDATE tool_calls SET status = 'compensated' WHERE execution_id = $1 AND phase = 'run' AND position = $2`,
-			ex.ID, *st.Undoes); err != nil {
-			return "", fmt.Errorf("executions: mark compensated: %w", err)
-		}
 	}
 	return "", nil
 }

@@ -739,3 +739,56 @@ func TestManyAtOnce(t *testing.T) {
 		e.waitStatus(id, executions.Success, 60*time.Second)
 	}
 }
+
+// A rollback runs only from a record as it was sealed: rewritten with hashes to match
+// (its undo step changed), it is refused, not sealed anew. A step left interrupted is
+// named among what nothing undoes, never undone (it may not have happened).
+func TestRollbackGuards(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "echo", "fail")
+	e.setRisk("mt__fail", risk.Low)
+	e.run(nil)
+	failed := func() *executions.Execution {
+		ex, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &executions.Request{
+			Steps:    []executions.RequestStep{step("mt__echo", `{"message":"do"}`), step("mt__fail", `{}`)},
+			Rollback: []executions.RequestStep{step("mt__echo", `{"message":"undo"}`)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
+		return e.get(ex.ID)
+	}
+
+	ex := failed()
+	ex.Plan.Rollback[0].Arguments = json.RawMessage(`{"message":"planted"}`)
+	h, err := ex.Plan.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE executions SET plan = $2, plan_hash = $3, approved_hash = $3 WHERE id = $1`, ex.ID, ex.Plan, h); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{}); !isCode(err, executions.CodeStale) {
+		t.Fatalf("the rollback of a rewritten record: got %v, want it refused as stale", err)
+	}
+	if got := e.get(ex.ID).Status; got != executions.Failed {
+		t.Fatalf("after the refused rollback: got %s, want failed", got)
+	}
+
+	ex = failed()
+	if _, err := e.pool.Exec(e.ctx, `UPDATE tool_calls SET status = 'interrupted' WHERE execution_id = $1 AND phase = 'run' AND position = 0`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, rp, err := e.svc.PlanRollback(e.ctx, ex.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Steps) != 0 || len(rp.Missing) != 1 || !strings.Contains(rp.Missing[0], "step 1 (mt__echo), interrupted") {
+		t.Fatalf("the rollback of an interrupted step: got steps %v, not undone %q; want none, and the step named", rp.Steps, rp.Missing)
+	}
+	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{}); err == nil || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("rolling back only an interrupted step: got %v, want nothing to roll back, naming it", err)
+	}
+}
