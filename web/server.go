@@ -31,6 +31,8 @@ type Server struct {
 	table   []Route
 	// hops checks the requests other replicas forward here (nil without a keyring).
 	hops *replicahop.Verifier
+	// runHops bounds, per person, the run requests this replica forwards (forwardRun).
+	runHops hopLimits
 }
 
 // New builds the server. bus delivers events to websocket clients.
