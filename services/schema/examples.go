@@ -31,6 +31,7 @@ func ExampleArguments(inputSchema json.RawMessage) map[string]any {
 
 type generator struct {
 	root any
+	n    int // values made so far: past MaxParams, placeholders (see MaxParams)
 }
 
 func (g *generator) object(v View, depth int) map[string]any {
@@ -65,7 +66,7 @@ func (g *generator) object(v View, depth int) map[string]any {
 }
 
 func (g *generator) value(v View, name string, depth int) any {
-	if len(v) == 0 || v[0].Schema == nil {
+	if g.n++; len(v) == 0 || v[0].Schema == nil || g.n > MaxParams {
 		return nameExample(name)
 	}
 	for _, k := range []string{"const", "default"} {

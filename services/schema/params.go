@@ -128,7 +128,14 @@ func parameters(raw json.RawMessage, at string) []Param {
 type documenter struct {
 	root any
 	at   string // prefix of Param.Path: "/inputSchema" or "/outputSchema"
+	n    int    // parameters listed so far
 }
+
+// MaxParams bounds the parameters listed with their children: properties that refer
+// to one definition each list it in full, so a few kilobytes of schema nested a few
+// levels deep would stand for millions. Past it, parameters are listed without their
+// children.
+const MaxParams = 2000
 
 // Property is one property found while listing an object's properties: its
 // name, its schema (usually *Object; true or false are schemas too) and the
@@ -217,9 +224,10 @@ func (d *documenter) param(pr Property, arg string, required bool, stack map[str
 	}
 
 	// Children: the properties of a nested object or of array items, unless
-	// the definition is already being expanded further up (recursion).
+	// the definition is already being expanded further up (recursion) or the
+	// list is long enough already.
 	target := ev[len(ev)-1].Ptr
-	if stack[target] {
+	if d.n++; stack[target] || d.n > MaxParams {
 		return p
 	}
 	stack[target] = true

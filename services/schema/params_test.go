@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -292,5 +293,45 @@ func TestArgumentNames(t *testing.T) {
 		if got := ArgumentNames(json.RawMessage(c.schema)); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: got %v, want %v", c.schema, got, c.want)
 		}
+	}
+}
+
+// Properties that refer to one definition each list it in full: the list stops
+// expanding children past MaxParams, however many a few kilobytes of schema stand for.
+func TestParametersBounded(t *testing.T) {
+	defs := map[string]any{}
+	for level := 1; level <= 8; level++ {
+		props := map[string]any{}
+		for i := range 10 {
+			props[fmt.Sprintf("p%d", i)] = map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", level+1)}
+			if level == 8 {
+				props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
+			}
+		}
+		defs[fmt.Sprintf("d%d", level)] = map[string]any{"type": "object", "properties": props}
+	}
+	raw, _ := json.Marshal(map[string]any{"type": "object", "$defs": defs,
+		"properties": map[string]any{"top": map[string]any{"$ref": "#/$defs/d1"}}})
+	var count func([]Param) int
+	count = func(ps []Param) int {
+		n := len(ps)
+		for _, p := range ps {
+			n += count(p.Children)
+		}
+		return n
+	}
+	if n := count(Parameters(raw)); n > MaxParams+100 {
+		t.Fatalf("a schema of 10^8 parameters: %d listed, want about %d at most", n, MaxParams)
+	}
+	// Every property required: the example call is bounded too.
+	for level := 1; level <= 8; level++ {
+		d := defs[fmt.Sprintf("d%d", level)].(map[string]any)
+		d["required"] = []string{"p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"}
+	}
+	required, _ := json.Marshal(map[string]any{"type": "object", "$defs": defs, "required": []string{"top"},
+		"properties": map[string]any{"top": map[string]any{"$ref": "#/$defs/d1"}}})
+	b, _ := json.Marshal(ExampleArguments(required))
+	if len(b) > 200_000 {
+		t.Fatalf("the example call of a schema of 10^8 required values: %d bytes", len(b))
 	}
 }

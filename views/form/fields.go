@@ -33,7 +33,18 @@ type former struct {
 	// value (not their schema): a choice's variant fits a value when building
 	// it with the value adds none.
 	misfits int
+	// fields counts the fields built; past MaxFields the form is JSON only.
+	fields int
 }
+
+// MaxFields bounds the fields of one form: properties that refer to one
+// definition each build it in full, so a few kilobytes of schema nested a few
+// levels deep would stand for millions of fields. Past it the arguments are
+// edited as JSON.
+const MaxFields = 2000
+
+// tooManyFields is the reason a form past MaxFields is JSON only.
+var tooManyFields = fmt.Sprintf("the form would have more than %d fields", MaxFields)
 
 // formPos is where a field sits and what the arguments hold there.
 type formPos struct {
@@ -47,6 +58,9 @@ type formPos struct {
 
 func (b *former) field(s any, sptr string, a formPos) Field {
 	f := Field{Pointer: a.ptr, Path: a.path, Name: a.name, Label: a.name, Required: a.required, Set: a.has}
+	if b.fields++; b.fields > MaxFields {
+		return b.toJSON(f, a, nil, false, tooManyFields) // build gives up on the form
+	}
 	if a.item >= 0 {
 		f.Label = "Item " + strconv.Itoa(a.item+1)
 	}

@@ -257,6 +257,9 @@ func build(inputSchema, values json.RawMessage, sub url.Values) Model {
 	if f.Label == "" {
 		f.Label = root.Label
 	}
+	if b.fields > MaxFields {
+		return jsonOnly(rootJSON(root, val), tooManyFields)
+	}
 	switch f.Kind {
 	case "json":
 		return jsonOnly(f, f.Hint)

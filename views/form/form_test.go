@@ -3,6 +3,7 @@ package form
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/url"
 	"os"
@@ -929,5 +930,36 @@ func TestOperationFields(t *testing.T) {
 		if f.OperationSelect || len(f.Operations) > 0 {
 			t.Fatalf("a schema without an operation enum: %+v", f)
 		}
+	}
+}
+
+// Properties that refer to one definition each build it in full: a few kilobytes of
+// schema nested a few levels would stand for millions of fields. Past MaxFields the
+// arguments are edited as JSON, and building stops there.
+func TestFieldBudget(t *testing.T) {
+	defs := map[string]any{}
+	for level := 1; level <= 8; level++ {
+		props := map[string]any{}
+		for i := range 10 {
+			if level == 8 {
+				props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string"}
+			} else {
+				props[fmt.Sprintf("p%d", i)] = map[string]any{"$ref": fmt.Sprintf("#/$defs/d%d", level+1)}
+			}
+		}
+		defs[fmt.Sprintf("d%d", level)] = map[string]any{"type": "object", "properties": props}
+	}
+	s, _ := json.Marshal(map[string]any{"type": "object", "$defs": defs,
+		"properties": map[string]any{"top": map[string]any{"$ref": "#/$defs/d1"}}})
+	m := Build(s, json.RawMessage(`{"top":{"p0":{}}}`))
+	if !m.JSONOnly || !strings.Contains(m.Root.Hint, "more than 2000 fields") || !strings.Contains(m.Root.Value, `"p0"`) {
+		t.Fatalf("a schema of 10^8 fields: got JSON only %v, hint %q, value %q; want the arguments as JSON, saying why", m.JSONOnly, m.Root.Hint, m.Root.Value)
+	}
+	// A form just under the budget is still a form.
+	small, _ := json.Marshal(map[string]any{"type": "object", "$defs": map[string]any{"d": map[string]any{"type": "object",
+		"properties": map[string]any{"a": map[string]any{"type": "string"}, "b": map[string]any{"type": "number"}}}},
+		"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/d"}, "y": map[string]any{"$ref": "#/$defs/d"}}})
+	if m := Build(small, nil); m.JSONOnly {
+		t.Fatalf("a small schema: JSON only (%s)", m.Root.Hint)
 	}
 }
