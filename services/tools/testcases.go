@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -123,6 +126,8 @@ func checkTestCase(tc *TestCase) error {
 		e.Add("case_name", "is required: name the case so you can find it again")
 	} else if len([]rune(tc.Name)) > 120 {
 		e.Add("case_name", "is too long (at most 120 characters)")
+	} else if why := textcheck.Bad(tc.Name); why != "" {
+		e.Add("case_name", why)
 	}
 	if tc.Expect == "" {
 		tc.Expect = ExpectSuccess
@@ -132,17 +137,25 @@ func checkTestCase(tc *TestCase) error {
 	}
 	if len(tc.ExpectText) > 1000 {
 		e.Add("expect_text", "is too long (at most 1,000 characters)")
+	} else if why := textcheck.Bad(tc.ExpectText); why != "" {
+		e.Add("expect_text", why)
 	}
 	var obj map[string]json.RawMessage
 	if len(tc.Arguments) == 0 {
 		tc.Arguments = json.RawMessage("{}")
 	} else if json.Unmarshal(tc.Arguments, &obj) != nil || obj == nil {
 		e.Add("arguments", "must be a JSON object")
+	} else if ptr, why, bad := textcheck.JSON(tc.Arguments); bad {
+		e.Add("arguments", ptr+" "+why)
 	}
 	return e.Err()
 }
 
 func saveTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, tc TestCase) (TestCase, error) {
+	if held := secretArguments(t.InputSchema, tc.Arguments); len(held) > 0 {
+		return TestCase{}, verr.New("arguments", fmt.Sprintf("%s holds a secret, which a saved case does not keep (everyone who may see the tool "+
+			"would read it): leave it empty, or give it a fixed value in the tool's configuration, which is stored encrypted", strings.Join(held, ", ")))
+	}
 	var out TestCase
 	err := func() error {
 		cs, err := db.All[TestCase](ctx, tx, "tools: save test case", `/* tools.SaveTestCase */
@@ -260,4 +273,43 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id strin
 		return "", ErrNotFound
 	}
 	return status, err
+}
+
+// secretArguments names the arguments of a case that hold a secret value: a parameter
+// the tool's schema marks secret (IsSecretParam), or a value under a key that looks
+// secret at any depth (a token inside an "auth" object).
+func secretArguments(inputSchema, args json.RawMessage) []string {
+	var top map[string]any
+	if json.Unmarshal(args, &top) != nil {
+		return nil
+	}
+	ps := props(inputSchema)
+	var out []string
+	var walk func(ptr, name string, v any, secret bool)
+	walk = func(ptr, name string, v any, secret bool) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				walk(ptr+"/"+k, k, x, secrets.LooksSecretName(k))
+			}
+		case []any:
+			for i, x := range v {
+				walk(fmt.Sprintf("%s/%d", ptr, i), name, x, secret)
+			}
+		case string:
+			if secret && v != "" {
+				out = append(out, ptr)
+			}
+		case nil:
+		default:
+			if secret {
+				out = append(out, ptr)
+			}
+		}
+	}
+	for k, v := range top {
+		walk("/"+k, k, v, IsSecretParam(k, ps[k]))
+	}
+	slices.Sort(out)
+	return out
 }

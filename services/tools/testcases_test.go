@@ -3,6 +3,7 @@ package tools_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -103,5 +104,37 @@ func TestRecordTestRun(t *testing.T) {
 				t.Fatalf("history rows: got %d, want %d", moves, want)
 			}
 		})
+	}
+}
+
+// A saved case is shown to everyone who may see the tool, and exported: it keeps no
+// secret (a parameter the schema marks secret, or a key that looks secret at any
+// depth), and text that PostgreSQL cannot store is a field error, not a failure.
+func TestTestCaseRefusals(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.tool(toolSpec{server: f.server("s", true), name: "call", schema: `{"type":"object","properties":{
+		"query":{"type":"string"},"pin":{"type":"string","writeOnly":true},"auth":{"type":"object"}}}`})
+	for _, tc := range []struct {
+		args, field, want string
+	}{
+		{`{"query":"x","pin":"1234"}`, "arguments", "/pin holds a secret"},
+		{`{"auth":{"api_key":"sk-live-1"}}`, "arguments", "/auth/api_key holds a secret"},
+		{`{"query":"a\u0000b"}`, "arguments", "NUL"},
+	} {
+		_, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "c", Arguments: json.RawMessage(tc.args)})
+		var ve *verr.Error
+		if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != tc.field || !strings.Contains(ve.Fields[0].Message, tc.want) {
+			t.Errorf("save %s: got %v, want a %s error saying %q", tc.args, err, tc.field, tc.want)
+		}
+	}
+	for _, tc := range []tools.TestCase{{Name: "a\x00b"}, {Name: "c", ExpectText: "\xff"}} {
+		if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tc); err == nil || !errors.As(err, new(*verr.Error)) {
+			t.Errorf("save %q (expect %q): got %v, want a field error", tc.Name, tc.ExpectText, err)
+		}
+	}
+	// Empty secrets and ordinary values are kept.
+	if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "ok", Arguments: json.RawMessage(`{"query":"token bucket","pin":""}`)}); err != nil {
+		t.Fatalf("save a case without secret values: %v", err)
 	}
 }

@@ -214,7 +214,9 @@ func (d *formDecoder) mapValue(f Field, l loc, item bool) (any, bool) {
 		if key == "" {
 			// A row left blank (as "Add entry" made it) is no entry.
 			scratch := &formDecoder{form: d.form, json: d.json, last: d.last, items: d.items, errs: &verr.Error{}}
-			if _, set := scratch.value(*f.Item, rl, false); !set && len(scratch.errs.Fields) == 0 {
+			_, set := scratch.value(*f.Item, rl, false)
+			d.items = scratch.items // what it read counts against the bound, blank or not
+			if !set && len(scratch.errs.Fields) == 0 {
 				continue
 			}
 		}

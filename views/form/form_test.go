@@ -963,3 +963,18 @@ func TestFieldBudget(t *testing.T) {
 		t.Fatalf("a small schema: JSON only (%s)", m.Root.Hint)
 	}
 }
+
+// A map row without a key is read to see whether it is blank: what it reads counts
+// against the form's bound too, or each such row of a map of maps could read the
+// bound's worth of entries of its own.
+func TestBlankMapRowsBounded(t *testing.T) {
+	s := json.RawMessage(`{"type":"object","properties":{"m":{"type":"object","additionalProperties":{"type":"object","additionalProperties":{"type":"string"}}}}}`)
+	form := url.Values{"arg/m": {"4"}, "arg/m/3" + KeySuffix: {"real"}, "arg/m/3": {"2000"}}
+	for i := range 3 {
+		form.Set(fmt.Sprintf("arg/m/%d", i), "3000")
+	}
+	_, errs := Decode(s, form)
+	if errs == nil || !strings.Contains(errs.Error(), "too many entries") {
+		t.Fatalf("rows without keys of 3 × 3,000 entries, then one of 2,000: got %v, want the form's bound of 10,000 entries to hold", errs)
+	}
+}
