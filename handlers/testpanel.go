@@ -358,6 +358,17 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 			tv = h.testView(c, it, mode, args, nil)
 			break
 		}
+		arr := ptr // the array: the one added to, or the one of the item removed
+		if op == "remove" {
+			arr = ptr[:max(0, strings.LastIndexByte(ptr, '/'))]
+		}
+		if errs != nil && errorsWithin(errs, arr) {
+			// The arguments leave out the items that could not be read, so an item added
+			// to or removed from them would shift the rest: the form comes back as sent,
+			// with what to fix first.
+			tv = h.testView(c, it, mode, args, errs)
+			break
+		}
 		next, err := form.EditArray(it.InputSchema, args, op, ptr)
 		if err != nil {
 			tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
@@ -368,10 +379,15 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		}
 	case "mode:json", "mode:form":
 		to := strings.TrimPrefix(action, "mode:")
-		if errs != nil && mode == "json" {
+		switch {
+		case errs != nil && mode == "json":
 			tv = h.testView(c, it, mode, args, errs) // fix the JSON before the form can show it
 			tv.JSON = f.Get("arguments_json")
-		} else {
+		case errs != nil && to == "json":
+			// The JSON would leave out what could not be read: the form as sent, with
+			// what to fix before it can be shown as JSON.
+			tv = h.testView(c, it, mode, args, errs)
+		default:
 			tv = h.testView(c, it, to, args, nil)
 		}
 	case "save":
@@ -746,4 +762,14 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 func (h TestPanelHandler) TestCaseDelete(c echo.Context) error {
 	err := h.Tools.DeleteTestCase(c.Request().Context(), ActorOf(c), c.Param("id"), c.Param("case"))
 	return h.redirectWithOutcome(c, err, func() string { return "Deleted the test case." }, testURL(c.Param("id"))+"#test-cases")
+}
+
+// errorsWithin reports whether one of errs is at ptr or under it.
+func errorsWithin(errs *verr.Error, ptr string) bool {
+	for _, f := range errs.Fields {
+		if f.Field == ptr || strings.HasPrefix(f.Field, ptr+"/") {
+			return true
+		}
+	}
+	return false
 }

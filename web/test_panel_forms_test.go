@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,5 +103,41 @@ func TestTestPanelFormEditors(t *testing.T) {
 	}
 	if res := srv.PostFormHeaders(t, c, "/tools/"+id+"/test", url.Values{"mode": {"form"}, "_edit": {"removerow:/tags/9"}}, map[string]string{"HX-Request": "true"}); res.StatusCode != http.StatusOK {
 		t.Errorf("a bad row edit: got %d, want the panel with the error", res.StatusCode)
+	}
+}
+
+// What the form could not read is never dropped nor moved: adding or removing an
+// array item, switching to JSON, or running, with an item that is not a number comes
+// back as sent, each item in its place, with the error at that one.
+func TestTestPanelEditsKeepUnreadValues(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "nums", InputSchema: json.RawMessage(`{"type":"object","properties":{
+		"nums":{"type":"array","items":{"type":"number"}}}}`)})
+	srv.RegisterServer(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: true}, "nums")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	id := toolID(t, srv, "mt__nums")
+	sent := url.Values{"mode": {"form"}, "arg/nums": {"3"}, "arg/nums/0": {"5"}, "arg/nums/1": {"five"}, "arg/nums/2": {"7"}}
+	for _, edit := range []url.Values{{"_edit": {"remove:/nums/1"}}, {"_edit": {"add:/nums"}}, {"_action": {"mode:json"}}, {"_action": {"run"}}} {
+		v := url.Values{}
+		for k, x := range sent {
+			v[k] = x
+		}
+		for k, x := range edit {
+			v[k] = x
+		}
+		ws := testPost(t, srv, c, id, v)
+		var got []string
+		for i := range 4 {
+			if in := ws.Find(`input[name="arg/nums/` + strconv.Itoa(i) + `"]`); in.Length() == 1 {
+				got = append(got, in.AttrOr("value", ""))
+			}
+		}
+		if strings.Join(got, ",") != "5,five,7" || ws.Find(`[data-testid="field-error-/nums/1"], #err-arg-nums-1, [id$="nums/1-error"]`).Length() == 0 &&
+			!strings.Contains(ws.Text(), "is not a number") {
+			t.Errorf("%v with an item that is not a number: the form shows %q (error shown: %v), want 5, five, 7 and the error",
+				edit, got, strings.Contains(ws.Text(), "is not a number"))
+		}
 	}
 }

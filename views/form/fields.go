@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // former builds form fields from one schema document.
@@ -545,6 +546,35 @@ func (b *former) mapField(f *Field, v schema.View, a formPos, vs variantSchema, 
 	return ""
 }
 
+// itemsUnread puts back, for a submitted form (BuildFrom), the items of the array
+// at a that could not be read: the values leave them out, so the items after one
+// would each show in the place before theirs. The items are read again one by one
+// from the submission, in their places; those that cannot be read are reported, to
+// show what was typed (keepTyped).
+func (b *former) itemsUnread(item Field, a formPos, arr *[]any) map[int]bool {
+	n, ok := b.rowsSent(a.path)
+	if !ok || n <= len(*arr) {
+		return nil
+	}
+	d := &formDecoder{form: b.sub, json: map[string]bool{}, last: b.subLast, errs: &verr.Error{}}
+	for _, p := range b.sub[JSONKey] {
+		d.json[p] = true
+	}
+	unread := map[int]bool{}
+	out := make([]any, 0, n)
+	for i := range n {
+		before := len(d.errs.Fields)
+		l := loc{schema.PtrJoin(a.ptr, strconv.Itoa(i)), schema.PtrJoin(a.path, strconv.Itoa(i))}
+		v, ok := d.value(item, l, true)
+		if !ok || len(d.errs.Fields) > before {
+			unread[i], v = true, nil
+		}
+		out = append(out, v)
+	}
+	*arr = out
+	return unread
+}
+
 // rowsSent counts the rows a submitted form has for the map at path: its row
 // count, or one more than the highest row index among its inputs. All maps
 // together get at most maxFormItems rows.
@@ -990,9 +1020,10 @@ func (b *former) arrayField(f *Field, v schema.View, a formPos) string {
 		return "items: " + tmpl.Hint
 	}
 	f.Item = &tmpl
+	unread := b.itemsUnread(tmpl, a, &arr)
 	for i, el := range arr {
 		it := b.field(items, iptr, formPos{
-			ptr: schema.PtrJoin(a.ptr, strconv.Itoa(i)), path: schema.PtrJoin(a.path, strconv.Itoa(i)), item: i, required: true, val: el, has: true, depth: a.depth + 1,
+			ptr: schema.PtrJoin(a.ptr, strconv.Itoa(i)), path: schema.PtrJoin(a.path, strconv.Itoa(i)), item: i, required: true, val: el, has: !unread[i], depth: a.depth + 1,
 		})
 		if it.Kind == "json" {
 			return fmt.Sprintf("item %d: %s", i+1, it.Hint)
