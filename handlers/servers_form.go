@@ -91,9 +91,16 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	}
 	checked := func(name string) *bool { v := c.FormValue(name) == "true"; return &v }
 	var args []string
-	for line := range strings.SplitSeq(strings.ReplaceAll(c.FormValue("args"), "\r\n", "\n"), "\n") {
-		if strings.TrimSpace(line) != "" {
-			args = append(args, strings.TrimSpace(line))
+	typed := strings.ReplaceAll(c.FormValue("args"), "\r\n", "\n")
+	if cur != nil && strings.Trim(typed, "\n") == strings.Trim(strings.Join(cur.Args, "\n"), "\n") {
+		// The arguments as the form showed them: kept exactly, so an edit of another
+		// field does not trim an argument set through the API ("--sep", " ").
+		args = cur.Args
+	} else {
+		for line := range strings.SplitSeq(typed, "\n") {
+			if strings.TrimSpace(line) != "" {
+				args = append(args, strings.TrimSpace(line))
+			}
 		}
 	}
 	p := registry.Patch{Name: str("name"), Description: str("description"), Type: str("type"), Command: str("command"),

@@ -539,6 +539,19 @@ func TestServerForms(t *testing.T) {
 	if !slices.Equal(ss.EnvNames, []string{"API_KEY"}) || sconn.Env["API_KEY"] != secret {
 		t.Errorf("stdio server: got env names %v (value stored: %v), want [API_KEY] with its value", ss.EnvNames, sconn.Env["API_KEY"] == secret)
 	}
+	// Arguments set through the API that the form cannot hold as typed (a blank one)
+	// stay exactly as they are when an edit of another field sends them back as shown.
+	exact := []string{"--sep", " ", "last"}
+	if _, err := srv.Registry.UpdateServer(ctx, audit.System, sid, registry.Patch{Args: &exact}); err != nil {
+		t.Fatal(err)
+	}
+	sf.Set("args", "--sep\r\n \r\nlast")
+	sf.Set("description", "described again")
+	res = srv.PostForm(t, admin, "/servers/"+sid, sf)
+	res.Body.Close()
+	if ss, _ := srv.Registry.GetServer(ctx, sid); res.StatusCode != http.StatusSeeOther || !slices.Equal(ss.Args, exact) || ss.Description != "described again" {
+		t.Errorf("an edit of the description: got %d, args %q, description %q; want the args as they were", res.StatusCode, ss.Args, ss.Description)
+	}
 
 	// Test connection from the form: htmx gets the result panel only; a plain post the
 	// whole form with the result in it.

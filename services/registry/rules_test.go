@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -959,5 +960,33 @@ func TestToolSecretsStayWithOrigin(t *testing.T) {
 	f.exec(`UPDATE mcp_tools SET configuration = '{}' WHERE server_id = $1`, sv.ID)
 	if got := f.update(sv.ID, registry.Patch{URL: ptr("https://elsewhere.example/mcp")}); got.URL != "https://elsewhere.example/mcp" {
 		t.Fatalf("url after the value was cleared: %s", got.URL)
+	}
+}
+
+// A server whose URL a stricter egress policy refuses since it was registered can still
+// be disabled (and edited while disabled), but not enabled.
+func TestDisableUnderAStricterEgress(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv, err := f.reg.CreateServer(f.ctx, audit.System, registry.Spec{Name: "far", Type: registry.TypeStreamableHTTP,
+		URL: "http://192.0.2.10:8080/mcp", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := egress.Parse("127.0.0.0/8", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := registry.New(f.pool, f.keys, &registry.Options{Egress: strict})
+	if _, err := reg.SetEnabled(f.ctx, audit.System, sv.ID, false); err != nil {
+		t.Fatalf("disable under the stricter policy: %v", err)
+	}
+	desc := "kept off"
+	if _, err := reg.UpdateServer(f.ctx, audit.System, sv.ID, registry.Patch{Description: &desc}); err != nil {
+		t.Fatalf("edit the disabled server: %v", err)
+	}
+	var ve *verr.Error
+	if _, err := reg.SetEnabled(f.ctx, audit.System, sv.ID, true); !errors.As(err, &ve) || ve.For("url") == "" {
+		t.Fatalf("enable under the stricter policy: got %v, want the URL refused", err)
 	}
 }

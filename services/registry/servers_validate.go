@@ -41,8 +41,9 @@ var reservedHeaders = []string{"host", "content-length", "content-type", "accept
 
 // validate normalizes d and reports every problem, keyed by the API field name. was is
 // the name the server has now ("" for a new one): a server that had a reserved name
-// before names were reserved keeps it until it is renamed.
-func (d *draft) validate(was string, eg *egress.Policy) error {
+// before names were reserved keeps it until it is renamed. eg checks the URL unless
+// keptOff: a URL the policy refuses now can stay on a server that stays disabled.
+func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
 	var ve verr.Error
 	d.name = strings.TrimSpace(d.name)
 	d.description = strings.TrimSpace(d.description)
@@ -98,7 +99,7 @@ func (d *draft) validate(was string, eg *egress.Policy) error {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
 		} else if msg := checkURL(d.url); msg != "" {
 			ve.Add("url", msg)
-		} else if msg := eg.CheckURL(d.url); msg != "" {
+		} else if msg := eg.CheckURL(d.url); msg != "" && !keptOff {
 			ve.Add("url", msg)
 		}
 		if len(d.env) > 0 {
@@ -338,7 +339,9 @@ func (d *draft) validateChange(cur *draft, eg *egress.Policy) error {
 	if cur != nil {
 		was = cur.name
 	}
-	err := d.validate(was, eg)
+	// Disabling a server whose URL a stricter --egress-allow refuses since must work.
+	keptOff := cur != nil && !d.enabled && strings.TrimSpace(d.url) == cur.url
+	err := d.validate(was, eg, keptOff)
 	if err == nil {
 		err = d.checkPlainText(cur)
 	}

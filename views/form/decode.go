@@ -240,6 +240,24 @@ var numberText = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 
 // parseNumber reads a number as the browser's number input sends it. It keeps
 // the text where it is valid JSON, so large integers keep their digits.
+// plainDigits is a number as typed without a leading "+" and without the zeros
+// before its first digit (one is kept before a point or alone): what JSON refuses of
+// what people type, taken out as text, so a long integer keeps every digit.
+func plainDigits(s string) string {
+	sign := ""
+	switch {
+	case strings.HasPrefix(s, "+"):
+		s = s[1:]
+	case strings.HasPrefix(s, "-"):
+		sign, s = "-", s[1:]
+	}
+	t := strings.TrimLeft(s, "0")
+	if t == "" || t[0] < '0' || t[0] > '9' {
+		t = "0" + t
+	}
+	return sign + t
+}
+
 func parseNumber(s string, integer bool) (any, string) {
 	if !numberText.MatchString(s) {
 		return nil, "is not a number"
@@ -249,7 +267,11 @@ func parseNumber(s string, integer bool) (any, string) {
 		return nil, "is out of range"
 	}
 	if !json.Valid([]byte(s)) {
-		s = strconv.FormatFloat(f, 'g', -1, 64) // "+5", ".5", "5." and "05"
+		if t := plainDigits(s); json.Valid([]byte(t)) {
+			s = t // "+5" and "05" as written, every digit kept
+		} else {
+			s = strconv.FormatFloat(f, 'g', -1, 64) // ".5" and "5."
+		}
 	}
 	if integer {
 		if f != math.Trunc(f) {

@@ -660,6 +660,11 @@ func stringField(f *Field, v schema.View, a formPos) string {
 		if !ok {
 			return "the value is not a string"
 		}
+		if strings.ContainsRune(s, '\r') {
+			// A browser sends every line break of a text box as CR LF, and reading the
+			// form makes each one LF: a CR would be lost. As JSON it stays.
+			return "the value holds a carriage return (\\r), which a text box cannot keep"
+		}
 		f.Value = s
 	}
 	f.MinLength, f.MaxLength = intPtr(v, "minLength"), intPtr(v, "maxLength")

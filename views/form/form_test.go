@@ -978,3 +978,30 @@ func TestBlankMapRowsBounded(t *testing.T) {
 		t.Fatalf("rows without keys of 3 × 3,000 entries, then one of 2,000: got %v, want the form's bound of 10,000 entries to hold", errs)
 	}
 }
+
+// A string with a carriage return is edited as JSON: a text box would send it back
+// with every line break as CR LF, which reading the form makes LF.
+func TestCarriageReturnKept(t *testing.T) {
+	s := json.RawMessage(`{"type":"object","properties":{"body":{"type":"string"},"note":{"type":"string"}}}`)
+	m := Build(s, json.RawMessage(`{"body":"a\r\nb","note":"c\nd"}`))
+	if f := fieldAt(t, m, "/body"); f.Kind != "json" || f.Value != `"a\r\nb"` {
+		t.Errorf("a string with CR: got kind %s value %q, want a JSON editor holding it", f.Kind, f.Value)
+	}
+	if f := fieldAt(t, m, "/note"); f.Kind != "string" || f.Value != "c\nd" {
+		t.Errorf("a string with LF only: got kind %s value %q, want a text box", f.Kind, f.Value)
+	}
+}
+
+// What JSON refuses of a number as people type it (a "+", leading zeros) is taken out
+// as text: a long integer keeps every digit.
+func TestNumbersAsTyped(t *testing.T) {
+	s := json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"},"i":{"type":"integer"}}}`)
+	for typed, want := range map[string]string{"0123456789012345678901": "123456789012345678901", "+5": "5", "-007": "-7",
+		"00.5": "0.5", ".5": "0.5", "5.": "5", "0": "0", "+0.25e2": "0.25e2"} {
+		got, errs := Decode(s, url.Values{"arg/n": {typed}, "arg/i": {"0012345678901234567890123"}})
+		var m map[string]json.Number
+		if err := json.Unmarshal(got, &m); errs != nil || err != nil || m["n"].String() != want || m["i"].String() != "12345678901234567890123" {
+			t.Errorf("%q: got %s %v, want n = %s", typed, got, errs, want)
+		}
+	}
+}
