@@ -136,6 +136,7 @@ type App struct {
 	Grants    *grants.Service
 	// Replicas is this process's record among the replicas sharing the database.
 	Replicas  *replicas.Service
+	beats     *pgxpool.Pool // its heartbeats' own connections
 	Analytics *analytics.Service
 	// Assistant manages Toolwarden in plain language (/assistant).
 	Assistant *assistant.Service
@@ -231,6 +232,15 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Jobs = jobs.New(pool, log)
 	rpo := cfg.Replica
 	rpo.Logger = log
+	if rpo.Beats, err = db.SidePool(ctx, pool, "heartbeat", 2); err != nil {
+		return nil, err
+	}
+	a.beats = rpo.Beats
+	defer func() {
+		if err != nil {
+			a.beats.Close()
+		}
+	}()
 	if rpo.Version == "" {
 		rpo.Version = cfg.Version
 	}
@@ -415,6 +425,10 @@ func (a *App) Stop() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.stopLocked()
+	if a.beats != nil {
+		a.beats.Close()
+		a.beats = nil
+	}
 	if a.DB != nil {
 		a.DB.Close()
 		a.DB = nil

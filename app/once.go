@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,30 +82,32 @@ const eventRetention = 7 * 24 * time.Hour
 const conversationRetention = 90 * 24 * time.Hour
 
 // prune removes ended sessions, old sign-in failures, old health checks and discovery
-// records, old events and old assistant conversations.
+// records, old events, old assistant conversations and the rows of replicas long dead.
+// Each step runs whatever the others did: one that keeps failing does not keep the
+// rest from their work.
 func (a *App) prune(ctx context.Context) error {
-	if err := a.Auth.Prune(ctx); err != nil {
-		return fmt.Errorf("prune sessions: %w", err)
+	drop := func(_ int64, err error) error { return err }
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"sessions", func() error { return a.Auth.Prune(ctx) }},
+		{"health checks", func() error { return drop(a.Registry.PruneHealth(ctx, healthRetention)) }},
+		{"discoveries", func() error { return drop(a.Registry.PruneDiscoveries(ctx, discoveriesKept, discoveryRetention)) }},
+		{"grants", func() error { return drop(a.Grants.Prune(ctx)) }},
+		{"events", func() error {
+			return drop(events.Prune(ctx, a.Pool, time.Now().Add(-eventRetention), executions.TopicOf("")))
+		}},
+		{"conversations", func() error { return drop(a.Assistant.Prune(ctx, conversationRetention)) }},
+		{"replicas", func() error { return a.Replicas.Prune(ctx) }},
 	}
-	if _, err := a.Registry.PruneHealth(ctx, healthRetention); err != nil {
-		return fmt.Errorf("prune health checks: %w", err)
+	var errs []error
+	for _, st := range steps {
+		if err := st.run(); err != nil {
+			errs = append(errs, fmt.Errorf("prune %s: %w", st.what, err))
+		}
 	}
-	if _, err := a.Registry.PruneDiscoveries(ctx, discoveriesKept, discoveryRetention); err != nil {
-		return fmt.Errorf("prune discoveries: %w", err)
-	}
-	if _, err := a.Grants.Prune(ctx); err != nil {
-		return fmt.Errorf("prune grants: %w", err)
-	}
-	if _, err := events.Prune(ctx, a.Pool, time.Now().Add(-eventRetention), executions.TopicOf("")); err != nil {
-		return fmt.Errorf("prune events: %w", err)
-	}
-	if _, err := a.Assistant.Prune(ctx, conversationRetention); err != nil {
-		return fmt.Errorf("prune conversations: %w", err)
-	}
-	if err := a.Replicas.Prune(ctx); err != nil {
-		return err
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // rollup adds up the calls of the days that ended (services/analytics).

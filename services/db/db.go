@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -249,6 +250,24 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("db: connect to %s: %w", redact(cfg.ConnConfig), err)
+	}
+	return pool, nil
+}
+
+// SidePool is a small pool of n connections to main's database, with main's settings,
+// for work that must not wait behind main's busy connections (a replica's heartbeat,
+// whose lateness makes the others take it for dead). A connection it finds broken is
+// dropped after a ping of at most 2 s, not waited on.
+func SidePool(ctx context.Context, main *pgxpool.Pool, name string, n int32) (*pgxpool.Pool, error) {
+	cfg := main.Config()
+	cfg.MaxConns, cfg.MinConns, cfg.PingTimeout = n, 0, 2*time.Second
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "toolwarden " + name
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("db: %s pool: %w", name, err)
 	}
 	return pool, nil
 }

@@ -54,6 +54,10 @@ type Options struct {
 	Logger    *slog.Logger
 	// Clock is this host's clock; default time.Now (tests give a wrong one).
 	Clock func() time.Time
+	// Beats is the pool the heartbeats use, default the service's: a pool of their
+	// own (db.SidePool), so that a beat never waits behind requests for a connection
+	// and a live replica is not taken for dead while it is busy.
+	Beats *pgxpool.Pool
 }
 
 // Service is this process's replica record.
@@ -111,7 +115,7 @@ const maxClockRoundTrip = 500 * time.Millisecond
 // readClock runs the statement sql (which returns clock_timestamp()) on a connection of
 // its own, and keeps the database clock's offset when the round trip was short.
 func (s *Service) readClock(ctx context.Context, sql string, args ...any) error {
-	conn, err := s.pool.Acquire(ctx) // not timed: a wait for a connection is no clock's
+	conn, err := s.opts.Beats.Acquire(ctx) // not timed: a wait for a connection is no clock's
 	if err != nil {
 		return err
 	}
@@ -163,6 +167,9 @@ func New(pool *pgxpool.Pool, opts Options) *Service {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.Beats == nil {
+		opts.Beats = pool
 	}
 	return &Service{pool: pool, opts: opts, log: log, self: Replica{ID: uuid.NewString(), Name: opts.Name,
 		Address: opts.Address, Host: host, PID: os.Getpid(), Version: opts.Version, Self: true}}

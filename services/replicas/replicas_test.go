@@ -1,6 +1,7 @@
 package replicas
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -9,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -138,5 +142,40 @@ func TestSteadyAfterDeadAfterOfBeats(t *testing.T) {
 	beats(3)
 	if !s.Steady() {
 		t.Fatal("not steady 6 s after the heartbeats came back")
+	}
+}
+
+// A replica whose every request connection is taken still beats: its heartbeats have
+// connections of their own, so it is not taken for dead while busy.
+func TestBeatsWhileThePoolIsBusy(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	cfg := pool.Config()
+	cfg.MaxConns = 2
+	busy, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	side, err := db.SidePool(t.Context(), busy, "heartbeat", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer side.Close()
+	s := New(busy, Options{Name: "busy", Every: 50 * time.Millisecond, DeadAfter: 150 * time.Millisecond, Beats: side})
+	if err := s.Join(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		c, err := busy.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Release()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.beat(ctx); err != nil {
+		t.Fatalf("a heartbeat while every request connection is taken: %v", err)
 	}
 }
