@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/db"
@@ -28,6 +29,10 @@ type BusOptions struct {
 	// listens, so the transactions begun on it have the bus deliver their events before
 	// they return. NewBus panics when it is another pool's.
 	Local *Local
+	// Quiet is how long the bus waits for a notification before it checks that its
+	// listening connection still answers and reads what it may have missed. Default
+	// 15 s.
+	Quiet time.Duration
 }
 
 // Bus listens for NOTIFY on Channel and fans committed events out to subscribers.
@@ -36,6 +41,7 @@ type Bus struct {
 	log    *slog.Logger
 	buffer int
 	local  *Local // nil: none
+	quiet  time.Duration
 
 	// origin marks the NOTIFYs of events this bus delivers itself (PublishBatch).
 	origin string
@@ -68,6 +74,9 @@ func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
 	}
 	if b.buffer <= 0 {
 		b.buffer = 256
+	}
+	if b.quiet = opts.Quiet; b.quiet <= 0 {
+		b.quiet = 15 * time.Second
 	}
 	return b
 }
@@ -360,7 +369,24 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 	}
 	onReady()
 	for {
-		n, err := pc.WaitForNotification(ctx)
+		wait, cancel := context.WithTimeout(ctx, b.quiet)
+		n, err := pc.WaitForNotification(wait)
+		cancel()
+		if err != nil && ctx.Err() == nil && pgconn.Timeout(err) {
+			// Quiet for a while. A connection left half-open by a failover waits for
+			// ever (the TCP keepalives take minutes), and a catch-up that failed
+			// waits for the next notification: ask the connection, then the table.
+			ping, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := pc.Exec(ping, "/* events.listen.ping */ SELECT 1")
+			cancel()
+			if err != nil {
+				return fmt.Errorf("events: the listening connection does not answer: %w", err)
+			}
+			if err := b.catchUp(ctx); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -455,3 +455,22 @@ func TestEventsDuringAReconnectAreDelivered(t *testing.T) {
 		t.Fatalf("got event %d, want %d", ev.ID, id)
 	}
 }
+
+// An event whose notification never came (a listening connection left half-open by a
+// failover hears nothing) is read once the bus has been quiet for a while.
+func TestQuietBusReadsWhatItMissed(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	bus, stop := startBus(t, pool, &events.BusOptions{Quiet: 100 * time.Millisecond})
+	defer stop()
+	all := bus.Subscribe()
+	defer all.Close()
+	var id int64
+	if err := pool.QueryRow(context.Background(), `INSERT INTO events (id, topic, kind, payload)
+		VALUES (nextval('events_id_seq'), 'a', 'thing.created', '{}') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if ev := receive(t, all); ev.ID != id {
+		t.Fatalf("got event %d, want %d", ev.ID, id)
+	}
+}
