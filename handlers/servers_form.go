@@ -92,7 +92,8 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	checked := func(name string) *bool { v := c.FormValue(name) == "true"; return &v }
 	var args []string
 	typed := strings.ReplaceAll(c.FormValue("args"), "\r\n", "\n")
-	if cur != nil && strings.Trim(typed, "\n") == strings.Trim(strings.Join(cur.Args, "\n"), "\n") {
+	// A browser drops the line break that opens a text box's text.
+	if cur != nil && (typed == strings.Join(cur.Args, "\n") || "\n"+typed == strings.Join(cur.Args, "\n")) {
 		// The arguments as the form showed them: kept exactly, so an edit of another
 		// field does not trim an argument set through the API ("--sep", " ").
 		args = cur.Args

@@ -362,10 +362,11 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		if op == "remove" {
 			arr = ptr[:max(0, strings.LastIndexByte(ptr, '/'))]
 		}
-		if errs != nil && errorsWithin(errs, arr) {
-			// The arguments leave out the items that could not be read, so an item added
-			// to or removed from them would shift the rest: the form comes back as sent,
-			// with what to fix first.
+		if errs != nil && (op == "remove" || errorsWithin(errs, arr)) {
+			// The arguments leave out what could not be read: an item added to or
+			// removed from an array with such an item would shift the rest, and after a
+			// remove the form is built from the arguments alone. The form comes back as
+			// sent, with what to fix first.
 			tv = h.testView(c, it, mode, args, errs)
 			break
 		}
@@ -387,6 +388,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 			// The JSON would leave out what could not be read: the form as sent, with
 			// what to fix before it can be shown as JSON.
 			tv = h.testView(c, it, mode, args, errs)
+			tv.Notice = "Fix the marked fields first: as JSON, what the form could not read would be lost."
 		default:
 			tv = h.testView(c, it, to, args, nil)
 		}

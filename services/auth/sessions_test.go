@@ -641,7 +641,8 @@ func TestLoginRacingAReset(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var waiting int
-		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_locks WHERE NOT granted`).Scan(&waiting); err != nil {
+		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%auth.%'`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting > 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,6 +371,35 @@ func TestPlanChecksParams(t *testing.T) {
 	}
 	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
 		t.Fatalf("apply after a plan that named what it would not apply: %v", err)
+	}
+}
+
+// A test case that holds a secret is named as not applied at plan time, and the rest
+// applies: a saved case is shown to everyone who may see its tool.
+func TestPlanRefusesCaseSecrets(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	file := "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    test_cases:\n" +
+		"      - {name: leaky, arguments: {message: hi, auth: {client_secret: s3cr3t}}}\n" +
+		"      - {name: plain, arguments: {message: hi, key: PROJ-1}}\n"
+	p := plan(t, a, "config.yaml", file)
+	if got := fmt.Sprint(p.Unapplied); !strings.Contains(got, "test_cases.leaky.arguments: /auth/client_secret holds a secret") {
+		t.Fatalf("not applied: %s", got)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	cs, err := a.Tools.TestCases(context.Background(), a.ToolID(t, "ev__echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	if slices.Contains(names, "leaky") || !slices.Contains(names, "plain") {
+		t.Fatalf("cases after the import: %v, want plain and not leaky", names)
 	}
 }
 

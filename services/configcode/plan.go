@@ -408,7 +408,19 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 		}
 	}
 	planCompensation(it, ft, cur, st, pending, schemas, skip)
-	planCases(it, ft, cur)
+	// A case's arguments are read by the tool's schema, for the secrets it may not keep.
+	var caseSchema json.RawMessage
+	var err error
+	if len(ft.TestCases) > 0 {
+		var t tools.Target
+		t, err = s.tools.Target(ctx, cur.ID)
+		caseSchema = t.InputSchema
+	}
+	if err != nil {
+		skip("test_cases", err.Error()+": the test cases were not applied")
+	} else {
+		planCases(it, ft, cur, caseSchema, skip)
+	}
 	if len(it.Changes) == 0 {
 		return nil, not
 	}
@@ -573,10 +585,14 @@ func sameArgs(a, b map[string]executions.MappedArgument) bool {
 	return true
 }
 
-func planCases(it *Item, ft *Tool, cur *storedTool) {
+func planCases(it *Item, ft *Tool, cur *storedTool, schema json.RawMessage, skip func(field, msg string)) {
 	names := map[string]bool{}
 	for _, tc := range ft.TestCases {
 		names[tc.Name] = true
+		if msg := tools.SecretsHeld(schema, tc.Arguments); msg != "" {
+			skip("test_cases."+tc.Name+".arguments", msg+": the case was not applied")
+			continue
+		}
 		have, ok := cur.TestCases[tc.Name]
 		if ok && have.Expect == tc.Expect && have.ExpectText == tc.ExpectText && tools.SameJSON(have.Arguments, tc.Arguments) {
 			continue

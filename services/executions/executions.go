@@ -220,15 +220,15 @@ const columns = `id, requested_by, requester_name, requester_kind, requester_rol
 	requested_token, rollback_plan, rollback_hash, seal, expires_at, reason, decision, decided_by, source, client, error, created_at,
 	updated_at, started_at, finished_at, conversation_id, runner`
 
-// Requester is who asked for the execution, as recorded, with the role they had when
-// they asked; its steps run as them with the role they have when each step starts
-// (see Service.checkBinding).
 // personal reports whether a person asked for e (themselves or through their token),
 // as opposed to the system: then its steps run as that person, who must still exist.
 func (e *Execution) personal() bool {
 	return e.RequesterKind == "" || e.RequesterKind == audit.ActorUser || e.RequesterKind == audit.ActorToken
 }
 
+// Requester is who asked for the execution, as recorded, with the role they had when
+// they asked; its steps run as them with the role they have when each step starts
+// (see Service.checkBinding).
 func (e *Execution) Requester() Caller {
 	a := audit.Actor{Kind: e.RequesterKind, Name: e.RequesterName}
 	if e.RequestedBy != nil {

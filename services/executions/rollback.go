@@ -378,7 +378,10 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	// The record must be the one sealed (the seal below would otherwise cover an altered
 	// one), and the plan's own undo steps, from the stored plan, the ones approved.
 	if !s.sealed(ex) {
-		const msg = "the execution's record was altered after it was planned or approved (its seal does not match), so its rollback does not run"
+		msg := "the execution's record was altered after it was planned or approved (its seal does not match), so its rollback does not run"
+		if ex.Seal == nil {
+			msg = "it was planned by an earlier version of Toolwarden, whose records were not sealed, so its rollback does not run"
+		}
 		s.refusal(ctx, c, ex, msg)
 		return nil, stale(msg)
 	}

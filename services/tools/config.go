@@ -351,11 +351,14 @@ func configAAD(toolID, param string) string { return "mcp_tools/" + toolID + "/c
 type Resolved struct {
 	Defaults map[string]json.RawMessage
 	Fixed    map[string]json.RawMessage
+	// Secret names the fixed values stored encrypted: a caller may not send one even
+	// when it is the same, or the answer would tell whether a guess was right.
+	Secret map[string]bool
 }
 
 // Resolve decrypts a tool's configuration for a call.
 func (s *Service) Resolve(toolID string, c Configuration) (Resolved, error) {
-	r := Resolved{Defaults: map[string]json.RawMessage{}, Fixed: map[string]json.RawMessage{}}
+	r := Resolved{Defaults: map[string]json.RawMessage{}, Fixed: map[string]json.RawMessage{}, Secret: map[string]bool{}}
 	for name, st := range c.Params {
 		v := st.Value
 		if st.Secret != "" {
@@ -366,7 +369,7 @@ func (s *Service) Resolve(toolID string, c Configuration) (Resolved, error) {
 			v = plain
 		}
 		if st.Mode == ModeFixed {
-			r.Fixed[name] = v
+			r.Fixed[name], r.Secret[name] = v, st.Secret != ""
 		} else {
 			r.Defaults[name] = v
 		}
@@ -376,14 +379,15 @@ func (s *Service) Resolve(toolID string, c Configuration) (Resolved, error) {
 
 // Merge applies configured values to a call's arguments: defaults fill parameters the
 // caller left out; fixed values are always used, and a caller that gives a different
-// value for one gets an error naming it (rather than a silently changed call).
+// value for one gets an error naming it (rather than a silently changed call); for a
+// secret one, any value it gives.
 func (r Resolved) Merge(args map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(args)+len(r.Defaults)+len(r.Fixed))
 	maps.Copy(out, args)
 	e := &verr.Error{}
 	for _, name := range slices.Sorted(maps.Keys(r.Fixed)) {
 		v := r.Fixed[name]
-		if given, ok := args[name]; ok && !jsonSame(given, v) {
+		if given, ok := args[name]; ok && (r.Secret[name] || !jsonSame(given, v)) {
 			e.Add("/"+name, "is fixed by the tool's configuration and cannot be set by the caller")
 			continue
 		}

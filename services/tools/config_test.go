@@ -444,6 +444,14 @@ func TestResolvedMerge(t *testing.T) {
 	}
 	_, err = r.Merge(map[string]json.RawMessage{"c": json.RawMessage(`"true"`), "d": json.RawMessage(`{"k":1}`), "a": json.RawMessage(`9`)})
 	wantFields(t, err, "/c", "/d")
+	// A secret fixed value is refused even when the caller guessed it right: the answer
+	// must not tell a right guess from a wrong one.
+	r.Secret = map[string]bool{"c": true}
+	_, right := r.Merge(map[string]json.RawMessage{"c": json.RawMessage(`true`)})
+	_, wrong := r.Merge(map[string]json.RawMessage{"c": json.RawMessage(`false`)})
+	if right == nil || wrong == nil || right.Error() != wrong.Error() {
+		t.Errorf("a secret fixed value: the right guess gets %v, a wrong one %v; want the same refusal", right, wrong)
+	}
 
 	var empty tools.Resolved
 	got, err = empty.Merge(map[string]json.RawMessage{"x": json.RawMessage(`1`)})

@@ -315,7 +315,10 @@ func (j *judging) result(actor string) (judgement, error) {
 				toolstate.Move{ToolID: t.ID, From: toolstate.Validating, To: to, Reason: reason, Actor: actor,
 					Metadata: map[string]any{"definition_hash": t.Hash, "worst": worst}})
 			o.Status = to
-			if to == toolstate.Validated {
+			if to == toolstate.Validated && t.Status == toolstate.Discovered {
+				// Only new tools: one whose definition changed (updating) was enabled,
+				// disabled or failed by a person or its tests, and its new definition
+				// waits for a person's review whatever the policies say.
 				r.validated = append(r.validated, i)
 			}
 		}
@@ -333,7 +336,8 @@ func copyValidations(ctx context.Context, tx pgx.Tx, rows [][]any) error {
 	return nil
 }
 
-// autoEnable enables the validated tools whose server or category has auto-enable on.
+// autoEnable enables the validated tools whose server or category has auto-enable on
+// (validated lists new tools only, see judging.result).
 func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validated []int) error {
 	if len(validated) == 0 {
 		return nil

@@ -135,7 +135,7 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
 					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
 					definition_hash = u.hash, version_major = u.major, version_minor = u.minor, status = u.status,
-					validation_worst = u.worst, available = true, last_seen = now(), updated_at = now()
+					validation_worst = u.worst, enable_override = NULL, available = true, last_seen = now(), updated_at = now()
 				FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 					$9::int[], $10::int[], $11::text[], $12::text[])
 					AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst)

@@ -152,9 +152,8 @@ func checkTestCase(tc *TestCase) error {
 }
 
 func saveTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, tc TestCase) (TestCase, error) {
-	if held := secretArguments(t.InputSchema, tc.Arguments); len(held) > 0 {
-		return TestCase{}, verr.New("arguments", fmt.Sprintf("%s holds a secret, which a saved case does not keep (everyone who may see the tool "+
-			"would read it): leave it empty, or give it a fixed value in the tool's configuration, which is stored encrypted", strings.Join(held, ", ")))
+	if msg := SecretsHeld(t.InputSchema, tc.Arguments); msg != "" {
+		return TestCase{}, verr.New("arguments", msg)
 	}
 	var out TestCase
 	err := func() error {
@@ -275,41 +274,55 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id strin
 	return status, err
 }
 
-// secretArguments names the arguments of a case that hold a secret value: a parameter
-// the tool's schema marks secret (IsSecretParam), or a value under a key that looks
-// secret at any depth (a token inside an "auth" object).
-func secretArguments(inputSchema, args json.RawMessage) []string {
+// SecretsHeld says which arguments of a case hold a secret value, "" when none does:
+// a case is shown to everyone who may see its tool, and exported, so it keeps none. A
+// secret value is one of a parameter the tool's schema marks secret (format password,
+// writeOnly), or a text under a name that holds a secret whatever it looks like
+// (password, api_key, client_secret: secrets.LooksSecretField, at any depth; not "key"
+// or "session_id", which are as often plain values).
+func SecretsHeld(inputSchema, args json.RawMessage) string {
 	var top map[string]any
 	if json.Unmarshal(args, &top) != nil {
-		return nil
+		return ""
 	}
 	ps := props(inputSchema)
 	var out []string
-	var walk func(ptr, name string, v any, secret bool)
-	walk = func(ptr, name string, v any, secret bool) {
+	var walk func(ptr string, v any, secret bool)
+	walk = func(ptr string, v any, secret bool) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				walk(ptr+"/"+k, k, x, secrets.LooksSecretName(k))
+				walk(ptr+"/"+k, x, secrets.LooksSecretField(k))
 			}
 		case []any:
 			for i, x := range v {
-				walk(fmt.Sprintf("%s/%d", ptr, i), name, x, secret)
+				walk(fmt.Sprintf("%s/%d", ptr, i), x, secret)
 			}
 		case string:
 			if secret && v != "" {
 				out = append(out, ptr)
 			}
-		case nil:
-		default:
-			if secret {
-				out = append(out, ptr)
-			}
 		}
 	}
 	for k, v := range top {
-		walk("/"+k, k, v, IsSecretParam(k, ps[k]))
+		marked := false
+		if p := ps[k]; p != nil {
+			f, _ := p["format"].(string)
+			w, _ := p["writeOnly"].(bool)
+			marked = f == "password" || w
+		}
+		if marked && v != nil && v != "" {
+			if _, isString := v.(string); !isString {
+				out = append(out, "/"+k)
+				continue
+			}
+		}
+		walk("/"+k, v, marked || secrets.LooksSecretField(k))
+	}
+	if len(out) == 0 {
+		return ""
 	}
 	slices.Sort(out)
-	return out
+	return strings.Join(out, ", ") + " holds a secret, which a saved case does not keep (everyone who may see the tool would read it): " +
+		"leave it empty, or give it a fixed value in the tool's configuration, which is stored encrypted"
 }

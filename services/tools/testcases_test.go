@@ -134,7 +134,8 @@ func TestTestCaseRefusals(t *testing.T) {
 		}
 	}
 	// Empty secrets and ordinary values are kept.
-	if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "ok", Arguments: json.RawMessage(`{"query":"token bucket","pin":""}`)}); err != nil {
+	if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "ok", Arguments: json.RawMessage(`{"query":"token bucket","pin":"",
+		"auth":{"key":"PROJ-1","sessionId":"s-1","token_count":5,"tokens":["a"]}}`)}); err != nil {
 		t.Fatalf("save a case without secret values: %v", err)
 	}
 }

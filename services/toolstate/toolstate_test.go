@@ -344,5 +344,23 @@ func TestValidate(t *testing.T) {
 		if h := f.history(byCategory); len(h) != 3 || !strings.Contains(h[2], "auto-enable policy of category reading") {
 			t.Errorf("history: %q", h)
 		}
+
+		// A tool of the same server whose definition changed is judged again but not
+		// enabled by the policy: a person disabled it, or must review what changed.
+		changed := uuid.NewString()
+		if _, err := f.pool.Exec(f.ctx, `INSERT INTO mcp_tools (id, server_id, name, definition, definition_hash, status)
+			VALUES ($1, $2, 'changed', '{}', 'h', 'updating')`, changed, other); err != nil {
+			t.Fatal(err)
+		}
+		err = db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
+			_, err := tools.Validate(f.ctx, tx, []toolstate.Pending{{ID: changed, Status: "updating", Hash: "e", Def: cleanDef("changed")}}, "system")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.status(changed); got != "validated" {
+			t.Errorf("a changed tool of an auto-enable server: %s, want validated (waiting for a person)", got)
+		}
 	})
 }

@@ -238,8 +238,6 @@ func (d *formDecoder) mapValue(f Field, l loc, item bool) (any, bool) {
 
 var numberText = regexp.MustCompile(`^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$`)
 
-// parseNumber reads a number as the browser's number input sends it. It keeps
-// the text where it is valid JSON, so large integers keep their digits.
 // plainDigits is a number as typed without a leading "+" and without the zeros
 // before its first digit (one is kept before a point or alone): what JSON refuses of
 // what people type, taken out as text, so a long integer keeps every digit.
@@ -251,13 +249,15 @@ func plainDigits(s string) string {
 	case strings.HasPrefix(s, "-"):
 		sign, s = "-", s[1:]
 	}
-	t := strings.TrimLeft(s, "0")
+	t := strings.TrimSuffix(strings.TrimLeft(s, "0"), ".")
 	if t == "" || t[0] < '0' || t[0] > '9' {
 		t = "0" + t
 	}
 	return sign + t
 }
 
+// parseNumber reads a number as the browser's number input sends it. It keeps
+// the text where it is valid JSON, so large integers keep their digits.
 func parseNumber(s string, integer bool) (any, string) {
 	if !numberText.MatchString(s) {
 		return nil, "is not a number"

@@ -257,7 +257,9 @@ func build(inputSchema, values json.RawMessage, sub url.Values) Model {
 	if f.Label == "" {
 		f.Label = root.Label
 	}
-	if b.fields > MaxFields {
+	if b.fields > MaxFields || root.Set && schemaTooBig(doc, s) {
+		// Also when only the values kept it small (a null where a large object
+		// goes): Decode reads a submission by the schema alone.
 		return jsonOnly(rootJSON(root, val), tooManyFields)
 	}
 	switch f.Kind {
@@ -325,6 +327,14 @@ func markOperations(s *schema.Object, root *Field) {
 		}
 		f.Operations = of[f.Name]
 	}
+}
+
+// schemaTooBig reports whether the form of schema s (in document doc) without values
+// has more than MaxFields fields.
+func schemaTooBig(doc any, s *schema.Object) bool {
+	b := &former{root: doc, stack: map[string]bool{}}
+	b.field(s, "", formPos{required: true, item: -1})
+	return b.fields > MaxFields
 }
 
 func rootJSON(f Field, val any) Field {

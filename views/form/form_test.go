@@ -955,6 +955,14 @@ func TestFieldBudget(t *testing.T) {
 	if !m.JSONOnly || !strings.Contains(m.Root.Hint, "more than 2000 fields") || !strings.Contains(m.Root.Value, `"p0"`) {
 		t.Fatalf("a schema of 10^8 fields: got JSON only %v, hint %q, value %q; want the arguments as JSON, saying why", m.JSONOnly, m.Root.Hint, m.Root.Value)
 	}
+	// A value that keeps the form small (null where the large object goes) does not
+	// make it a form: a submission is read by the schema alone.
+	nullable, _ := json.Marshal(map[string]any{"type": "object", "$defs": defs, "properties": map[string]any{
+		"cfg": map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/d1"}, map[string]any{"type": "null"}}},
+		"q":   map[string]any{"type": "string"}}})
+	if m := Build(nullable, json.RawMessage(`{"cfg":null,"q":"hi"}`)); !m.JSONOnly {
+		t.Fatal("a large schema with a null where its large object goes: a form, want JSON only as Decode reads it")
+	}
 	// A form just under the budget is still a form.
 	small, _ := json.Marshal(map[string]any{"type": "object", "$defs": map[string]any{"d": map[string]any{"type": "object",
 		"properties": map[string]any{"a": map[string]any{"type": "string"}, "b": map[string]any{"type": "number"}}}},
@@ -997,7 +1005,7 @@ func TestCarriageReturnKept(t *testing.T) {
 func TestNumbersAsTyped(t *testing.T) {
 	s := json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"},"i":{"type":"integer"}}}`)
 	for typed, want := range map[string]string{"0123456789012345678901": "123456789012345678901", "+5": "5", "-007": "-7",
-		"00.5": "0.5", ".5": "0.5", "5.": "5", "0": "0", "+0.25e2": "0.25e2"} {
+		"00.5": "0.5", ".5": "0.5", "5.": "5", "0": "0", "+0.25e2": "0.25e2", "0123456789012345678901.": "123456789012345678901"} {
 		got, errs := Decode(s, url.Values{"arg/n": {typed}, "arg/i": {"0012345678901234567890123"}})
 		var m map[string]json.Number
 		if err := json.Unmarshal(got, &m); errs != nil || err != nil || m["n"].String() != want || m["i"].String() != "12345678901234567890123" {
