@@ -101,7 +101,7 @@ func (h ToolPageHandler) Show(c echo.Context) error {
 	case views.ToolTabLogs:
 		v.Logs, err = h.toolLogs(ctx, it, c.QueryParam("before"))
 	case views.ToolTabHistory:
-		v.History, err = h.toolHistory(ctx, it)
+		v.History, err = h.toolHistory(ctx, it, c.QueryParam("before"))
 	}
 	if err != nil {
 		return err

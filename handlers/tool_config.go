@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -145,7 +147,9 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 			e.Add("params."+cp.Name, "choose how the parameter is set: caller decides, default or fixed")
 		}
 		f.modes[cp.Name] = mode
-		if cp.Secret {
+		if cp.Secret || holdsSecretText(val) {
+			// A credential typed into an ordinary parameter is stored encrypted too,
+			// and like a secret one never shown back when the form must be fixed.
 			f.secretsTyped = f.secretsTyped || val != ""
 		} else {
 			f.values[cp.Name] = val
@@ -237,4 +241,14 @@ func (h ToolPageHandler) Validate(c echo.Context) error {
 		}
 		return fmt.Sprintf("Validated %s again (%s); it is %s.", out.QualifiedName(), found, out.Status)
 	}, toolsBack(c, toolTabURL(it.ID, views.ToolTabOverview, nil)))
+}
+
+// holdsSecretText reports whether a parameter's typed text (JSON, or a plain string)
+// carries a credential (secrets.HoldsSecret).
+func holdsSecretText(text string) bool {
+	var v any
+	if json.Unmarshal([]byte(text), &v) != nil {
+		v = text
+	}
+	return secrets.HoldsSecret(v)
 }

@@ -4,18 +4,38 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strconv"
 
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
 
-// toolHistory builds the History tab: every change of the tool's state and settings.
-func (h ToolPageHandler) toolHistory(ctx context.Context, it tools.Item) (*views.ToolHistory, error) {
-	rows, err := h.Registry.ToolHistory(ctx, it.ID)
+// toolHistoryPerPage is how many changes a page of the History tab shows.
+const toolHistoryPerPage = 50
+
+// toolHistory builds the History tab: the changes of the tool's state and settings,
+// newest first, a page at a time (before: the Older link's).
+func (h ToolPageHandler) toolHistory(ctx context.Context, it tools.Item, before string) (*views.ToolHistory, error) {
+	var beforeID int64
+	if before != "" {
+		n, err := strconv.ParseInt(before, 10, 64)
+		if err != nil || n < 0 {
+			return nil, verr.New("before", "must be the id of a change (from the Older link)")
+		}
+		beforeID = n
+	}
+	rows, next, err := h.Registry.ToolHistoryPage(ctx, it.ID, beforeID, toolHistoryPerPage)
 	if err != nil {
 		return nil, err
 	}
 	out := &views.ToolHistory{}
+	if next > 0 {
+		out.OlderURL = toolTabURL(it.ID, views.ToolTabHistory, url.Values{"before": {strconv.FormatInt(next, 10)}})
+	}
+	if beforeID > 0 {
+		out.NewestURL = toolTabURL(it.ID, views.ToolTabHistory, nil)
+	}
 	for _, r := range rows {
 		hr := views.ToolHistoryRow{From: deref(r.From), To: r.To, Actor: r.Actor, Reason: r.Reason, At: r.CreatedAt}
 		var meta map[string]any

@@ -268,6 +268,9 @@ type ToolHistoryRow struct {
 // ToolHistory is the History tab.
 type ToolHistory struct {
 	Rows []ToolHistoryRow
+	// OlderURL and NewestURL page through a long history ("" when there is no page
+	// that way).
+	OlderURL, NewestURL string
 }
 
 // toolTitle is what the head calls a tool.

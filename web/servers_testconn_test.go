@@ -123,7 +123,11 @@ func TestConnectionTestOfAHungServer(t *testing.T) {
 	if f := bodyString(t, srv.Get(t, oc, m[1])); strings.Contains(f, "test-running") {
 		t.Fatalf("another user sees the run: %s", f)
 	}
-	res = svPost(t, srv, admin, m[1]+"/cancel", url.Values{}, map[string]string{"HX-Request": "true"})
+	cancelURL := m[1] + "/cancel" // before the query naming the replica, if any
+	if path, query, ok := strings.Cut(m[1], "?"); ok {
+		cancelURL = path + "/cancel?" + query
+	}
+	res = svPost(t, srv, admin, cancelURL, url.Values{}, map[string]string{"HX-Request": "true"})
 	frag = bodyString(t, res)
 	if !strings.Contains(frag, `data-testid="test-failed"`) || !strings.Contains(frag, "cancelled") {
 		t.Fatalf("after Cancel: got %s, want a failed test saying cancelled", frag)

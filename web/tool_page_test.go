@@ -298,6 +298,15 @@ func TestToolConfigure(t *testing.T) {
 			t.Fatalf("%s: saved version %d, want nothing saved", tc.name, it.ConfigVersion)
 		}
 	}
+	// A credential typed into an ordinary parameter is not shown back either.
+	leak := base()
+	const token = "ghp_R4nd0mT0k3nV4lu3Th4tL00ksR34l1234567"
+	leak.Set("param.location.mode", "default")
+	leak.Set("param.location.value", token)
+	leak.Set("param.count.value", "many")
+	if html := bodyString(t, e.post(t, "/tools/"+id+"/configure", leak)); strings.Contains(html, token) {
+		t.Error("a token typed into an ordinary parameter came back in the page after an error")
+	}
 
 	// A good form: saved as version 1, a flash, and the secret never in the page.
 	res := e.post(t, "/tools/"+id+"/configure", base())
@@ -599,6 +608,44 @@ func TestToolValidateAndHistory(t *testing.T) {
 	if doc.Find("#tool-head-"+id+" [data-testid=tool-enable-toggle]").AttrOr("aria-checked", "") != "true" {
 		t.Error("the head's toggle does not show enabled")
 	}
+}
+
+// A long history comes a page at a time: a tool whose server changes it often has
+// thousands of changes.
+func TestToolHistoryPages(t *testing.T) {
+	t.Parallel()
+	e := tdStart(t)
+	id := e.ids["configurable"]
+	if _, err := e.srv.Pool.Exec(context.Background(), `INSERT INTO tool_state_history (tool_id, from_status, to_status, reason, actor)
+		SELECT $1, 'enabled', 'disabled', 'toggle ' || g, 'admin' FROM generate_series(1, 110) g`, id); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	path := "/tools/" + id + "?tab=history"
+	for page := 0; ; page++ {
+		doc, _ := e.get(t, nil, path, http.StatusOK)
+		n := doc.Find("[data-testid=history-row]").Length()
+		if n == 0 || n > 50 {
+			t.Fatalf("page %d: %d rows, want 1 to 50", page+1, n)
+		}
+		if page > 0 && doc.Find("[data-testid=history-newest]").Length() != 1 {
+			t.Errorf("page %d: no link back to the newest", page+1)
+		}
+		seen += n
+		older, ok := doc.Find("[data-testid=history-older]").Attr("href")
+		if !ok {
+			break
+		}
+		path = older
+	}
+	var total int
+	if err := e.srv.Pool.QueryRow(context.Background(), `SELECT count(*) FROM tool_state_history WHERE tool_id = $1`, id).Scan(&total); err != nil {
+		t.Fatal(err)
+	}
+	if seen != total {
+		t.Fatalf("the pages showed %d changes, want all %d", seen, total)
+	}
+	e.get(t, nil, "/tools/"+id+"?tab=history&before=x", http.StatusBadRequest)
 }
 
 func TestToolOverrideForm(t *testing.T) {

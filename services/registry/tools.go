@@ -657,6 +657,7 @@ func (s *Service) ToolVersions(ctx context.Context, toolID string) ([]ToolVersio
 
 // ToolStateChange is one row of a tool's state history.
 type ToolStateChange struct {
+	ID        int64           `db:"id" json:"-"`
 	From      *string         `db:"from_status" json:"from"`
 	To        string          `db:"to_status" json:"to"`
 	Reason    string          `db:"reason" json:"reason"`
@@ -667,9 +668,26 @@ type ToolStateChange struct {
 
 // ToolHistory returns a tool's state transitions, newest first.
 func (s *Service) ToolHistory(ctx context.Context, toolID string) ([]ToolStateChange, error) {
-	return db.All[ToolStateChange](ctx, s.pool, "registry: tool history", `/* registry.ToolHistory */
-		SELECT from_status, to_status, reason, actor, metadata, created_at FROM tool_state_history
-		WHERE tool_id = $1 ORDER BY id DESC`, toolID)
+	rows, _, err := s.ToolHistoryPage(ctx, toolID, 0, 0)
+	return rows, err
+}
+
+// ToolHistoryPage returns up to limit (0: every) of a tool's state transitions older
+// than the one with id before (0: the newest), newest first, and the id to ask before
+// for the next page (0 when there is none): a tool whose server changes it often has
+// thousands.
+func (s *Service) ToolHistoryPage(ctx context.Context, toolID string, before int64, limit int) ([]ToolStateChange, int64, error) {
+	n := int64(limit) + 1
+	if limit <= 0 {
+		n = -1
+	}
+	rows, err := db.All[ToolStateChange](ctx, s.pool, "registry: tool history", `/* registry.ToolHistory */
+		SELECT id, from_status, to_status, reason, actor, metadata, created_at FROM tool_state_history
+		WHERE tool_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT CASE WHEN $3 < 0 THEN NULL ELSE $3 END`, toolID, before, n)
+	if err != nil || limit <= 0 || len(rows) <= limit {
+		return rows, 0, err
+	}
+	return rows[:limit], rows[limit-1].ID, nil
 }
 
 // DiscoveryProgress announces how far a running discovery has got (pages and tools

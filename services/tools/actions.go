@@ -220,7 +220,8 @@ func (s *Service) Tag(ctx context.Context, actor audit.Actor, ids, tags []string
 		}
 	}
 	n := 0
-	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	// Retried: discovery locks the same rows in its own order (see Update).
+	err = db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		n = 0
 		if _, err := tx.Exec(ctx, `/* tools.Tag.lock */ SELECT 1 FROM mcp_tools WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`, lock); err != nil {
 			return fmt.Errorf("tools: lock: %w", err)

@@ -141,7 +141,8 @@ func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id stri
 	if uuid.Validate(id) != nil {
 		return ErrNotFound
 	}
-	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	// Retried: its tools' rows are set free of it in no order a tool's update shares.
+	return db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		return deleteCategoryTx(ctx, tx, actor, id)
 	})
 }
