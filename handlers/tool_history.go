@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -17,13 +16,9 @@ const toolHistoryPerPage = 50
 // toolHistory builds the History tab: the changes of the tool's state and settings,
 // newest first, a page at a time (before: the Older link's).
 func (h ToolPageHandler) toolHistory(ctx context.Context, it tools.Item, before string) (*views.ToolHistory, error) {
-	var beforeID int64
-	if before != "" {
-		n, err := strconv.ParseInt(before, 10, 64)
-		if err != nil || n < 0 {
-			return nil, verr.New("before", "must be the id of a change (from the Older link)")
-		}
-		beforeID = n
+	beforeID, err := olderThan(before, "a change")
+	if err != nil {
+		return nil, err
 	}
 	rows, next, err := h.Registry.ToolHistoryPage(ctx, it.ID, beforeID, toolHistoryPerPage)
 	if err != nil {

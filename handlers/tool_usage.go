@@ -109,14 +109,23 @@ func msPtr(v *float64) string {
 
 const toolLogsPerPage = 50
 
+// olderThan reads a tab's before parameter, the id of the last row of the page before
+// (0 for the newest page); what names the rows.
+func olderThan(before, what string) (int64, error) {
+	if before == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(before, 10, 64)
+	if err != nil || n < 0 {
+		return 0, verr.New("before", "must be the id of "+what+" (from the Older link)")
+	}
+	return n, nil
+}
+
 func (h ToolPageHandler) toolLogs(ctx context.Context, it tools.Item, before string) (*views.ToolLogs, error) {
-	var beforeID int64
-	if before != "" {
-		n, err := strconv.ParseInt(before, 10, 64)
-		if err != nil || n < 0 {
-			return nil, verr.New("before", "must be the id of a call (from the Older link)")
-		}
-		beforeID = n
+	beforeID, err := olderThan(before, "a call")
+	if err != nil {
+		return nil, err
 	}
 	logs, next, err := h.Usage.Recent(ctx, it.ID, beforeID, toolLogsPerPage)
 	if err != nil {
