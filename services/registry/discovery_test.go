@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -625,5 +626,59 @@ func TestApplyDiscoveryValidatesWaitingTools(t *testing.T) {
 	if len(changes) != 2 || changes[0].(map[string]any)["id"] != echo || changes[1].(map[string]any)["from"] != "updating" ||
 		changes[1].(map[string]any)["to"] != "validated" {
 		t.Fatalf("tool.state changes: got %v, want echo then ping (by name), ping from updating to validated", changes)
+	}
+}
+
+// A person's disable that commits while a discovery of a changed definition is under
+// way is what the change starts from: the discovery waits for the tool's row and reads
+// its status again, instead of writing over it from the list it loaded first.
+func TestDiscoveryWaitsForAChangeUnderWay(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("race"))
+	f.discover(sv.ID, discovery("connect", threeTools()...))
+	echo := f.toolsByName(sv.ID)["echo"]
+	if _, err := f.pool.Exec(f.ctx, `UPDATE mcp_tools SET status = 'enabled' WHERE id = $1`, echo.ID); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(f.ctx)
+	if _, err := tx.Exec(f.ctx, `UPDATE mcp_tools SET status = 'disabled' WHERE id = $1`, echo.ID); err != nil {
+		t.Fatal(err)
+	}
+	changed := threeTools()
+	changed[0].Description = "Echoes a message back, changed"
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.reg.ApplyDiscovery(f.ctx, sv.ID, discovery("list_changed", changed...))
+		done <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%Discovery%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the discovery never waited for the tool's row")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	h := f.transitions(echo.ID)
+	if got := h[len(h)-3:]; !slices.Equal(got, changedTool("disabled")) {
+		t.Fatalf("history after the change: %v, want it to start from disabled: %v", h, changedTool("disabled"))
 	}
 }

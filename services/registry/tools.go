@@ -547,15 +547,20 @@ func readDefinitions(ctx context.Context, tx pgx.Tx, ids []string, byName map[st
 	if len(ids) == 0 {
 		return nil
 	}
+	// Locked, in id order as every change of several tools locks them, and their
+	// status read again: a person's enable or disable committed since the list was
+	// loaded is what the change starts from, and one arriving now waits for it.
 	rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.definitions */
-		SELECT name, title, description, input_schema, output_schema, annotations FROM mcp_tools WHERE id = ANY($1::uuid[])`, ids)
+		SELECT name, status, title, description, input_schema, output_schema, annotations FROM mcp_tools
+		WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`, ids)
 	if err != nil {
 		return err
 	}
-	var name string
+	var name, status string
 	var def ToolDef
-	_, err = pgx.ForEachRow(rows, []any{&name, &def.Title, &def.Description, &def.InputSchema, &def.OutputSchema, &def.Annotations}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &status, &def.Title, &def.Description, &def.InputSchema, &def.OutputSchema, &def.Annotations}, func() error {
 		if t := byName[name]; t != nil {
+			t.Status = status
 			t.def = ToolDef{Name: name, Title: def.Title, Description: def.Description, InputSchema: def.InputSchema,
 				OutputSchema: def.OutputSchema, Annotations: def.Annotations}
 		}
