@@ -81,7 +81,9 @@ func (q *Queue) Open() error {
 		JobTimeout:  -1,
 		MaxAttempts: 3,
 		// A job whose worker died is worked again after this (River's default is an
-		// hour). Safe for executions: a second runner finds the lock held.
+		// hour). River's rescuer leaves alone the jobs of no timeout (JobTimeout -1, so
+		// execution runs): their rows stay marked running after a replica died, and the
+		// executions sweep, not River, settles the execution and queues a new run.
 		RescueStuckJobsAfter: 5 * time.Minute,
 		PeriodicJobs:         q.periodic,
 		FetchCooldown:        20 * time.Millisecond,
