@@ -358,15 +358,23 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 			tv = h.testView(c, it, mode, args, nil)
 			break
 		}
-		arr := ptr // the array: the one added to, or the one of the item removed
-		if op == "remove" {
-			arr = ptr[:max(0, strings.LastIndexByte(ptr, '/'))]
+		if errs != nil && op == "remove" {
+			// The arguments leave out what could not be read, so their items would not
+			// line up with the form's: the item is removed from the form as sent, as a
+			// map row is (what could not be read keeps its place, or goes with it).
+			next, err := form.EditRows(it.InputSchema, f, form.OpRemoveRow, ptr)
+			if err != nil {
+				tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
+				break
+			}
+			f = next
+			args, _ = readArgs(it, mode, f)
+			tv = h.testView(c, it, mode, args, nil)
+			break
 		}
-		if errs != nil && (op == "remove" || errorsWithin(errs, arr)) {
-			// The arguments leave out what could not be read: an item added to or
-			// removed from an array with such an item would shift the rest, and after a
-			// remove the form is built from the arguments alone. The form comes back as
-			// sent, with what to fix first.
+		if errs != nil && errorsWithin(errs, ptr) {
+			// An item added to an array with an item that could not be read would
+			// shift the rest: the form comes back as sent, with what to fix first.
 			tv = h.testView(c, it, mode, args, errs)
 			break
 		}

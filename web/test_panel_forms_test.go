@@ -119,7 +119,24 @@ func TestTestPanelEditsKeepUnreadValues(t *testing.T) {
 	c := srv.Login(t, "admin", webtest.AdminPassword)
 	id := toolID(t, srv, "mt__nums")
 	sent := url.Values{"mode": {"form"}, "arg/nums": {"3"}, "arg/nums/0": {"5"}, "arg/nums/1": {"five"}, "arg/nums/2": {"7"}}
-	for _, edit := range []url.Values{{"_edit": {"remove:/nums/1"}}, {"_edit": {"add:/nums"}}, {"_action": {"mode:json"}}, {"_action": {"run"}}} {
+	// Removing an item: the one that could not be read, or another, from the form as sent.
+	for _, tc := range []struct{ remove, want string }{{"/nums/1", "5,7"}, {"/nums/0", "five,7"}} {
+		v := url.Values{"_edit": {"remove:" + tc.remove}}
+		for k, x := range sent {
+			v[k] = x
+		}
+		ws := testPost(t, srv, c, id, v)
+		var got []string
+		for i := range 4 {
+			if in := ws.Find(`input[name="arg/nums/` + strconv.Itoa(i) + `"]`); in.Length() == 1 {
+				got = append(got, in.AttrOr("value", ""))
+			}
+		}
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("remove %s from 5, five, 7: the form shows %q, want %s", tc.remove, got, tc.want)
+		}
+	}
+	for _, edit := range []url.Values{{"_edit": {"add:/nums"}}, {"_action": {"mode:json"}}, {"_action": {"run"}}} {
 		v := url.Values{}
 		for k, x := range sent {
 			v[k] = x

@@ -646,6 +646,10 @@ func TestToolHistoryPages(t *testing.T) {
 		t.Fatalf("the pages showed %d changes, want all %d", seen, total)
 	}
 	e.get(t, nil, "/tools/"+id+"?tab=history&before=x", http.StatusBadRequest)
+	// An id past 2^31 is an id like another (no page older than it but this one).
+	if doc, _ := e.get(t, nil, "/tools/"+id+"?tab=history&before=3000000000", http.StatusOK); doc.Find("[data-testid=history-row]").Length() != 50 {
+		t.Error("before=3000000000: want the newest 50 changes")
+	}
 }
 
 func TestToolOverrideForm(t *testing.T) {

@@ -260,7 +260,7 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // dropped after a ping of at most 2 s, not waited on.
 func SidePool(ctx context.Context, main *pgxpool.Pool, name string, n int32) (*pgxpool.Pool, error) {
 	cfg := main.Config()
-	cfg.MaxConns, cfg.MinConns, cfg.PingTimeout = n, 0, 2*time.Second
+	cfg.MaxConns, cfg.MinConns, cfg.MinIdleConns, cfg.PingTimeout = n, 0, 0, 2*time.Second
 	if cfg.ConnConfig.RuntimeParams == nil {
 		cfg.ConnConfig.RuntimeParams = map[string]string{}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -455,7 +456,7 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 				next = ToolDiscovered
 			}
 			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name, Definition: &stored,
-				VersionMajor: major, VersionMinor: minor, Status: next})
+				VersionMajor: major, VersionMinor: minor, Status: next, Was: cur.Status})
 			written[cur.ID] = true
 			schemaRows = append(schemaRows, []any{uuidArg(cur.ID), int32(major), int32(minor), hash, raw, breaking, json.RawMessage(changesJSON)})
 			if cur.Status != next {
@@ -686,9 +687,12 @@ func (s *Service) ToolHistoryPage(ctx context.Context, toolID string, before int
 	if limit <= 0 {
 		n = -1
 	}
+	if before <= 0 {
+		before = math.MaxInt64 // one condition, which the (tool_id, id) index bounds
+	}
 	rows, err := db.All[ToolStateChange](ctx, s.pool, "registry: tool history", `/* registry.ToolHistory */
 		SELECT id, from_status, to_status, reason, actor, metadata, created_at FROM tool_state_history
-		WHERE tool_id = $1 AND ($2 = 0 OR id < $2) ORDER BY id DESC LIMIT CASE WHEN $3 < 0 THEN NULL ELSE $3 END`, toolID, before, n)
+		WHERE tool_id = $1 AND id < $2::bigint ORDER BY id DESC LIMIT CASE WHEN $3::bigint < 0 THEN NULL ELSE $3::bigint END`, toolID, before, n)
 	if err != nil || limit <= 0 || len(rows) <= limit {
 		return rows, 0, err
 	}

@@ -315,10 +315,9 @@ func (j *judging) result(actor string) (judgement, error) {
 				toolstate.Move{ToolID: t.ID, From: toolstate.Validating, To: to, Reason: reason, Actor: actor,
 					Metadata: map[string]any{"definition_hash": t.Hash, "worst": worst}})
 			o.Status = to
-			if to == toolstate.Validated && t.Status == toolstate.Discovered {
-				// Only new tools: one whose definition changed (updating) was enabled,
-				// disabled or failed by a person or its tests, and its new definition
-				// waits for a person's review whatever the policies say.
+			if to == toolstate.Validated && (t.Status == toolstate.Discovered || t.Status == toolstate.Updating && t.Was == toolstate.Enabled) {
+				// New tools, and enabled ones whose definition changed: a tool a person
+				// disabled, or whose tests failed, stays off whatever the policies say.
 				r.validated = append(r.validated, i)
 			}
 		}

@@ -47,6 +47,7 @@ type Relisted struct {
 	VersionMajor int
 	VersionMinor int
 	Status       string
+	Was          string // the state it was in before its definition changed (toolstate.Pending.Was)
 }
 
 // HistoryRow is a tool_state_history row a discovery writes for its own transitions
@@ -91,7 +92,7 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	}
 	for _, r := range w.Relisted {
 		if r.Definition != nil {
-			pending = append(pending, toolstate.Pending{ID: r.ID, Status: r.Status, Hash: r.Definition.Hash, Def: r.Definition.tool(r.Name)})
+			pending = append(pending, toolstate.Pending{ID: r.ID, Status: r.Status, Was: r.Was, Hash: r.Definition.Hash, Def: r.Definition.tool(r.Name)})
 		}
 	}
 	pending = append(pending, w.Waiting...)

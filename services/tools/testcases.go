@@ -276,10 +276,11 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id strin
 
 // SecretsHeld says which arguments of a case hold a secret value, "" when none does:
 // a case is shown to everyone who may see its tool, and exported, so it keeps none. A
-// secret value is one of a parameter the tool's schema marks secret (format password,
-// writeOnly), or a text under a name that holds a secret whatever it looks like
-// (password, api_key, client_secret: secrets.LooksSecretField, at any depth; not "key"
-// or "session_id", which are as often plain values).
+// secret value is a credential by its look (secrets.LooksSecretValue: ghp_…, sk-…), a
+// value of a parameter the tool's schema marks secret (format password, writeOnly),
+// or a value under a name the test form masks (secrets.LooksSecretName: password,
+// github_token, api_key…, at any depth), but for a bare "key" or a session id, which
+// name plain values as often (a Jira issue's key, a terminal's session).
 func SecretsHeld(inputSchema, args json.RawMessage) string {
 	var top map[string]any
 	if json.Unmarshal(args, &top) != nil {
@@ -292,14 +293,19 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				walk(ptr+"/"+k, x, secrets.LooksSecretField(k))
+				walk(ptr+"/"+k, x, secretName(k))
 			}
 		case []any:
 			for i, x := range v {
 				walk(fmt.Sprintf("%s/%d", ptr, i), x, secret)
 			}
 		case string:
-			if secret && v != "" {
+			if secret && v != "" || secrets.LooksSecretValue(v) {
+				out = append(out, ptr)
+			}
+		case nil, bool:
+		default:
+			if secret {
 				out = append(out, ptr)
 			}
 		}
@@ -311,13 +317,7 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 			w, _ := p["writeOnly"].(bool)
 			marked = f == "password" || w
 		}
-		if marked && v != nil && v != "" {
-			if _, isString := v.(string); !isString {
-				out = append(out, "/"+k)
-				continue
-			}
-		}
-		walk("/"+k, v, marked || secrets.LooksSecretField(k))
+		walk("/"+k, v, marked || secretName(k))
 	}
 	if len(out) == 0 {
 		return ""
@@ -325,4 +325,18 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 	slices.Sort(out)
 	return strings.Join(out, ", ") + " holds a secret, which a saved case does not keep (everyone who may see the tool would read it): " +
 		"leave it empty, or give it a fixed value in the tool's configuration, which is stored encrypted"
+}
+
+// secretName reports a name whose values a case may not keep (see SecretsHeld).
+func secretName(name string) bool {
+	if secrets.LooksSecretField(name) {
+		return true
+	}
+	n := strings.ToLower(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, name))
+	return secrets.LooksSecretName(name) && n != "key" && !strings.HasSuffix(n, "sessionid")
 }

@@ -121,6 +121,9 @@ func TestTestCaseRefusals(t *testing.T) {
 		{`{"query":"x","pin":"1234"}`, "arguments", "/pin holds a secret"},
 		{`{"auth":{"api_key":"sk-live-1"}}`, "arguments", "/auth/api_key holds a secret"},
 		{`{"query":"a\u0000b"}`, "arguments", "NUL"},
+		{`{"github_token":"x1"}`, "arguments", "/github_token holds a secret"},
+		{`{"auth":{"password":1234}}`, "arguments", "/auth/password holds a secret"},
+		{`{"query":"ghp_R4nd0mT0k3nV4lu3Th4tL00ksR34l1234567"}`, "arguments", "/query holds a secret"},
 	} {
 		_, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "c", Arguments: json.RawMessage(tc.args)})
 		var ve *verr.Error

@@ -353,14 +353,30 @@ func TestValidate(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
-			_, err := tools.Validate(f.ctx, tx, []toolstate.Pending{{ID: changed, Status: "updating", Hash: "e", Def: cleanDef("changed")}}, "system")
+			_, err := tools.Validate(f.ctx, tx, []toolstate.Pending{{ID: changed, Status: "updating", Was: "disabled", Hash: "e", Def: cleanDef("changed")}}, "system")
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := f.status(changed); got != "validated" {
-			t.Errorf("a changed tool of an auto-enable server: %s, want validated (waiting for a person)", got)
+			t.Errorf("a changed tool of an auto-enable server that a person had disabled: %s, want validated (waiting for a person)", got)
+		}
+		// One that was enabled goes back on by the policy.
+		wasOn := uuid.NewString()
+		if _, err := f.pool.Exec(f.ctx, `INSERT INTO mcp_tools (id, server_id, name, definition, definition_hash, status)
+			VALUES ($1, $2, 'was-on', '{}', 'h', 'updating')`, wasOn, other); err != nil {
+			t.Fatal(err)
+		}
+		err = db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
+			_, err := tools.Validate(f.ctx, tx, []toolstate.Pending{{ID: wasOn, Status: "updating", Was: "enabled", Hash: "f", Def: cleanDef("was-on")}}, "system")
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.status(wasOn); got != "enabled" {
+			t.Errorf("a changed tool of an auto-enable server that was enabled: %s, want enabled again", got)
 		}
 	})
 }

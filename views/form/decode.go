@@ -468,7 +468,7 @@ func EditRows(inputSchema json.RawMessage, submitted url.Values, op, path string
 	switch {
 	case op != OpAddRow && op != OpRemoveRow:
 		return nil, fmt.Errorf("form: edit rows: unknown operation %q", op)
-	case f == nil || f.Kind != "map":
+	case f == nil || f.Kind != "map" && (op != OpRemoveRow || f.Kind != "array"):
 		return nil, fmt.Errorf("form: edit rows: no map at %q", mapPath)
 	case op == OpRemoveRow && idx >= len(f.Fields):
 		return nil, fmt.Errorf("form: edit rows: no map entry at %q", path)
