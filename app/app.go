@@ -367,7 +367,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: a.testRuns(), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, SessionRecheck: cfg.SessionRecheck, BodyReadTimeout: cfg.BodyReadTimeout}, a.Bus)
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, RemoteRuns: remoteRuns{a}, SessionRecheck: cfg.SessionRecheck, BodyReadTimeout: cfg.BodyReadTimeout}, a.Bus)
 
 	return a, nil
 }

@@ -142,7 +142,7 @@ func (n *runNetwork) check(t *testing.T, what, id string) {
 	if len(n.asked) > 0 {
 		t.Errorf("%s: %d requests to a run's endpoint while the socket was up, want none: %v", what, len(n.asked), n.asked)
 	}
-	if !slices.ContainsFunc(n.sent, func(m string) bool { return strings.Contains(m, `"testrun:`+id+`"`) }) {
+	if !slices.ContainsFunc(n.sent, func(m string) bool { return strings.Contains(m, `"testrun:`+id+`@`) }) {
 		t.Errorf("%s: the socket never subscribed to the run's topic: %v", what, n.sent)
 	}
 	progress, result := -1, -1
@@ -351,6 +351,7 @@ func TestTestPanel(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=test-running][aria-busy=true] [data-testid=test-run-progress]`)))
 	topic := eval[string](b, `document.querySelector("[data-testid=test-running]")?.dataset.liveTopic ?? ""`)
 	runID, ok := strings.CutPrefix(topic, "testrun:")
+	runID, _, _ = strings.Cut(runID, "@") // then the replica that holds it
 	if !ok {
 		t.Fatalf("the running panel follows %q, want a test run's topic", topic)
 	}

@@ -101,6 +101,9 @@ type Deps struct {
 	// Keys sign and check the requests one replica forwards another (a terminal's page,
 	// websocket and operations go to the replica that runs it; internal/replicahop).
 	Keys *secrets.Keyring
+	// RemoteRuns reaches the test runs other replicas hold, for a page's websocket
+	// here that follows one (nil: such a topic is refused, and the page asks).
+	RemoteRuns RemoteRuns
 }
 
 // Shell is what every page needs around its content: the layout with its live cursor

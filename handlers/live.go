@@ -93,9 +93,9 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 			} else {
 				parts = append(parts, views.LiveCollaborationEnded(c.ID))
 			}
-		} else if id, ok := testRunOf(ev.Topic); ok {
+		} else if id, replica, ok := testRunOf(ev.Topic); ok {
 			// A test panel's run: its progress, then its result (testlive.go).
-			more, err := l.testRunParts(ctx, id, ev)
+			more, err := l.testRunParts(ctx, id, replica, ev)
 			if err != nil {
 				return nil, err
 			}
@@ -258,7 +258,7 @@ func (l Live) toolParts(ctx context.Context, ev events.Event) ([]templ.Component
 func (l Live) Refused(ctx context.Context, topics []string) ([]byte, error) {
 	var runs []string
 	for _, t := range topics {
-		if _, ok := testRunOf(t); ok {
+		if _, _, ok := testRunOf(t); ok {
 			runs = append(runs, t)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 
@@ -26,12 +27,40 @@ import (
 
 const testRunPrefix = "testrun:"
 
-// TestRunTopic is the websocket topic of the test run with call id id.
-func TestRunTopic(id string) string { return testRunPrefix + id }
+// TestRunTopic is the websocket topic of the test run with call id id, which replica
+// holds ("" for none named): a socket on another replica follows it through that one
+// (RemoteRuns).
+func TestRunTopic(id, replica string) string {
+	if replica == "" {
+		return testRunPrefix + id
+	}
+	return testRunPrefix + id + "@" + replica
+}
 
-// testRunOf returns the call id of a test run topic.
-func testRunOf(topic string) (string, bool) {
-	return strings.CutPrefix(topic, testRunPrefix)
+// testRunOf returns the call id of a test run topic and the replica it names.
+func testRunOf(topic string) (id, replica string, ok bool) {
+	rest, ok := strings.CutPrefix(topic, testRunPrefix)
+	id, replica, _ = strings.Cut(rest, "@")
+	return id, replica, ok
+}
+
+// RemoteRuns reaches the test runs another replica holds (app: over the signed
+// replica hop), for a page's socket here that follows one.
+type RemoteRuns interface {
+	// Owner is the owner key (router.OwnerOf) of run id on replica, or an error when
+	// that replica does not keep it (or cannot be reached).
+	Owner(ctx context.Context, replica, id string) (string, error)
+	// Watch tells that replica the run is watched until the returned function is
+	// called (router.Runs.Watch).
+	Watch(replica, id string) (stop func())
+	// Parts is the run's fragment for event eventID as that replica renders it
+	// (Live.TestRunFragment); "" when it does not keep the run.
+	Parts(ctx context.Context, replica, id string, eventID int64) (string, error)
+}
+
+// remote reports whether replica names one other than this one.
+func (l Live) remote(replica string) bool {
+	return replica != "" && l.Runs != nil && replica != l.Runs.Replica
 }
 
 // MayFollow reports whether p may subscribe to topic: a test run's topic only by the
@@ -49,12 +78,21 @@ func (l Live) MayFollow(p *auth.Principal, topic string) bool {
 		// One's own terminals (everyone's: builtin.TerminalsTopic).
 		return p != nil && p.User.ID == uid && p.Can(auth.PermTerminalView)
 	}
-	id, ok := testRunOf(topic)
+	id, replica, ok := testRunOf(topic)
 	if !ok {
 		return p.Can(TopicPermission(topic))
 	}
 	if p == nil || l.Runs == nil {
 		return false
+	}
+	if l.remote(replica) {
+		if l.RemoteRuns == nil {
+			return false
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		owner, err := l.RemoteRuns.Owner(ctx, replica, id)
+		return err == nil && owner == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
 	}
 	run, ok := l.Runs.Lookup(id)
 	return ok && run.Owner() == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
@@ -63,9 +101,15 @@ func (l Live) MayFollow(p *auth.Principal, topic string) bool {
 // Watch tells what topic names that a socket follows it, until the returned function
 // is called: a test run is not abandoned while its page's socket follows it.
 func (l Live) Watch(topic string) (stop func()) {
-	id, ok := testRunOf(topic)
+	id, replica, ok := testRunOf(topic)
 	if !ok || l.Runs == nil {
 		return func() {}
+	}
+	if l.remote(replica) {
+		if l.RemoteRuns == nil {
+			return func() {}
+		}
+		return l.RemoteRuns.Watch(replica, id)
 	}
 	return l.Runs.Watch(id)
 }
@@ -75,9 +119,20 @@ func (l Live) Watch(topic string) (stop func()) {
 // ended. Each event's fragment shows the run as it was when the event was first
 // rendered (once, for every socket), so in event order nothing goes back; the result
 // replaces only that run's running panel (views.LiveTestResult).
-func (l Live) testRunParts(ctx context.Context, id string, ev events.Event) ([]templ.Component, error) {
+func (l Live) testRunParts(ctx context.Context, id, replica string, ev events.Event) ([]templ.Component, error) {
 	if l.Runs == nil {
 		return nil, nil
+	}
+	if l.remote(replica) {
+		// Rendered where the run is, as it is there now.
+		if l.RemoteRuns == nil {
+			return nil, nil
+		}
+		html, err := l.RemoteRuns.Parts(ctx, replica, id, ev.ID)
+		if err != nil || html == "" {
+			return nil, nil // not kept there (or gone with its replica): the page finds out when it asks
+		}
+		return []templ.Component{templ.Raw(html)}, nil
 	}
 	run, ok := l.Runs.Lookup(id)
 	if !ok {
@@ -100,4 +155,21 @@ func (l Live) testRunParts(ctx context.Context, id string, ev events.Event) ([]t
 		return nil, err
 	}
 	return []templ.Component{views.LiveTestResult(res, b)}, nil
+}
+
+// TestRunFragment is the fragment of event eventID of run id, which this replica holds,
+// as a page's socket gets it ("" when the run is not kept): what another replica's
+// socket that follows the run sends (RemoteRuns.Parts).
+func (l Live) TestRunFragment(ctx context.Context, id string, eventID int64) (string, error) {
+	parts, err := l.testRunParts(ctx, id, "", events.Event{ID: eventID})
+	if err != nil || len(parts) == 0 {
+		return "", err
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if err := p.Render(ctx, &b); err != nil {
+			return "", err
+		}
+	}
+	return b.String(), nil
 }

@@ -526,7 +526,7 @@ func (h TestPanelHandler) startRun(c echo.Context, it tools.Item, args json.RawM
 	}
 	call := testCall(c, it, args, f)
 	call.ID = uuid.NewString()
-	call.Topic = TestRunTopic(call.ID)
+	call.Topic = TestRunTopic(call.ID, h.Runs.Replica)
 	run := h.Runs.Start(call, it.ID)
 	run.Wait(testWait)
 	res := runResult(it.ID, run, since)
@@ -546,7 +546,7 @@ func (h TestPanelHandler) startRun(c echo.Context, it tools.Item, args json.RawM
 func runResult(toolID string, run *router.Run, since int64) views.TestResult {
 	progress, res, err, ended := run.State()
 	if !ended {
-		out := views.TestResult{CallID: run.ID, Running: true, Replica: run.Replica, Topic: TestRunTopic(run.ID), Since: since,
+		out := views.TestResult{CallID: run.ID, Running: true, Replica: run.Replica, Topic: TestRunTopic(run.ID, run.Replica), Since: since,
 			PollURL: runURL(toolID, run.ID, "", run.Replica), CancelURL: runURL(toolID, run.ID, "/cancel", run.Replica),
 			Elapsed: time.Since(run.Started)}
 		for _, p := range progress {
@@ -643,7 +643,7 @@ func (h TestPanelHandler) liveRun(c echo.Context, toolID, callID, replica string
 	if ok || replica == "" || replica == h.Runs.Replica || uuid.Validate(callID) != nil || uuid.Validate(replica) != nil {
 		return nil, nil
 	}
-	return &views.TestResult{CallID: callID, Running: true, Replica: replica, Topic: TestRunTopic(callID), Since: since,
+	return &views.TestResult{CallID: callID, Running: true, Replica: replica, Topic: TestRunTopic(callID, replica), Since: since,
 		PollURL: runURL(toolID, callID, "", replica), CancelURL: runURL(toolID, callID, "/cancel", replica)}, nil
 }
 

@@ -169,6 +169,11 @@ func (s *Server) routes() []Route {
 		// Replicas only: a terminal_operations operation on a session this replica runs,
 		// let through by another replica's router (a signed hop, internal/replicahop).
 		{http.MethodPost, "/internal/v1/terminals/:id/op", auth.PermReplica, s.terminalOp},
+		// Replicas only: a test run held here, followed by a page's socket on another
+		// replica (web/run_forward.go).
+		{http.MethodGet, "/internal/v1/testruns/:call", auth.PermReplica, s.runOwner},
+		{http.MethodGet, "/internal/v1/testruns/:call/watch", auth.PermReplica, s.runWatch},
+		{http.MethodGet, "/internal/v1/testruns/:call/parts", auth.PermReplica, s.runParts},
 
 		// Toolwarden as an MCP server (services/gateway), for API tokens only
 		// (BearerOnly); the router decides who may call which tool, as for

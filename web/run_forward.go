@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 
 	"github.com/google/uuid"
@@ -10,8 +11,10 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/services/fault"
 
 	"github.com/toolwarden/toolwarden/services/replicas"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -66,4 +69,58 @@ func (l *hopLimits) allow(id string) bool {
 		l.m[id] = lim
 	}
 	return lim.Allow()
+}
+
+// The test runs this replica holds, as another replica's page socket follows one
+// (handlers.RemoteRuns; app/testruns.go sends these). Replicas only: a signed hop
+// (auth.PermReplica).
+
+// runOwner serves GET /internal/v1/testruns/:call: whose run it is.
+func (s *Server) runOwner(c echo.Context) error {
+	run, ok := s.localRun(c)
+	if !ok {
+		return fault.NotFound("test run")
+	}
+	return c.JSON(http.StatusOK, map[string]string{"owner": run.Owner()})
+}
+
+// runWatch serves GET /internal/v1/testruns/:call/watch: the run counts a watcher for as
+// long as the request lasts (until the other replica's socket stops following it, or
+// the run ends).
+func (s *Server) runWatch(c echo.Context) error {
+	run, ok := s.localRun(c)
+	if !ok {
+		return fault.NotFound("test run")
+	}
+	defer s.deps.Runs.Watch(run.ID)()
+	select {
+	case <-c.Request().Context().Done():
+	case <-run.Done():
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// runParts serves GET /internal/v1/testruns/:call/parts?event=N: the run's fragment for
+// that event, as this replica's own sockets get it (204 when it is not kept).
+func (s *Server) runParts(c echo.Context) error {
+	id, err := strconv.ParseInt(c.QueryParam("event"), 10, 64)
+	if err != nil || id < 0 {
+		return fault.Invalid("invalid_event", "event: must be an event id", nil)
+	}
+	if _, ok := s.localRun(c); !ok {
+		return c.NoContent(http.StatusNoContent)
+	}
+	html, err := s.hub.live.TestRunFragment(c.Request().Context(), c.Param("call"), id)
+	if err != nil {
+		return err
+	}
+	return c.HTML(http.StatusOK, html)
+}
+
+// localRun is the run of the path, held here, for a replica's request.
+func (s *Server) localRun(c echo.Context) (*router.Run, bool) {
+	if hopFrom(c) == "" || s.deps.Runs == nil {
+		return nil, false
+	}
+	return s.deps.Runs.Lookup(c.Param("call"))
 }

@@ -238,6 +238,7 @@ func startSleep(t *testing.T, srv *webtest.Server, c *http.Client, sleep string,
 	panel := ws.Find(`[data-testid="test-running"]`)
 	topic = panel.AttrOr("data-live-topic", "")
 	id, ok := strings.CutPrefix(topic, "testrun:")
+	id, _, _ = strings.Cut(id, "@") // then the replica that holds it
 	if panel.Length() != 1 || !ok {
 		t.Fatalf("a %d ms call: no running panel with its topic: %s", ms, ws.Find("#test-workspace").Text())
 	}

@@ -501,6 +501,14 @@ func TestThreeReplicas(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(poll, "replica=") || cancel == "" {
 			t.Fatalf("run on the second replica: %d, want a running panel whose poll and Cancel name the replica: %s", code, frag)
 		}
+		// A page's socket on another replica follows the run live, through the replica
+		// that holds it.
+		m := regexp.MustCompile(`data-live-topic="([^"]+)"`).FindStringSubmatch(frag)
+		if m == nil || !strings.Contains(m[1], "@") {
+			t.Fatalf("the running panel's topic does not name the replica: %s", frag)
+		}
+		conn := admin.ws(t, c, []string{html.UnescapeString(m[1])})
+		defer conn.Close()
 		for _, p := range []*serveProc{a, c, b} {
 			if code, got := admin.hx(t, p, http.MethodGet, poll, nil); code != http.StatusOK || !strings.Contains(got, `data-testid="test-running"`) {
 				t.Fatalf("the run's poll on %s: %d, want it running: %s", p.addr, code, got)
@@ -518,6 +526,7 @@ func TestThreeReplicas(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(got, `data-status="cancelled"`) {
 			t.Fatalf("Cancel on the third replica: %d, want the run cancelled: %s", code, got)
 		}
+		wsUntil(t, conn, "the run's result on a socket of the third replica", `data-status="cancelled"`)
 
 		// A connection test's progress, asked of another replica, comes from the one
 		// that runs it.

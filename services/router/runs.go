@@ -190,6 +190,9 @@ func (run *Run) Wait(d time.Duration) bool {
 	}
 }
 
+// Done is closed once the run ended.
+func (run *Run) Done() <-chan struct{} { return run.done }
+
 // Cancel stops the run (the server is told with notifications/cancelled).
 func (run *Run) Cancel() { run.cancel() }
 
