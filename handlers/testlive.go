@@ -44,6 +44,9 @@ func testRunOf(topic string) (id, replica string, ok bool) {
 	return id, replica, ok
 }
 
+// IsTestRunTopic reports whether topic is a test run's.
+func IsTestRunTopic(topic string) bool { return strings.HasPrefix(topic, testRunPrefix) }
+
 // RemoteRuns reaches the test runs another replica holds (app: over the signed
 // replica hop), for a page's socket here that follows one.
 type RemoteRuns interface {

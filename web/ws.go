@@ -163,6 +163,9 @@ func (h *hub) track(conn *websocket.Conn, add bool) {
 	}
 }
 
+// maxRunTopics bounds the test runs one socket follows.
+const maxRunTopics = 4
+
 // run is one connection's life: read the subscription, replay what was missed, then
 // stream live events until the client leaves, falls behind, or its session ends.
 func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principal) {
@@ -179,15 +182,25 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		return
 	}
 	var topics, refused []string
+	runs := 0
 	for _, t := range sub.Subscribe {
 		if t == ApprovalsTopic {
 			t = executions.Topic // the approvals inbox and its count are that topic's
 		}
-		switch {
-		case slices.Contains(topics, t) || slices.Contains(refused, t):
-		case h.live.MayFollow(p, t):
+		if slices.Contains(topics, t) || slices.Contains(refused, t) {
+			continue
+		}
+		if handlers.IsTestRunTopic(t) {
+			// A page shows one run at a time; checking one that another replica holds
+			// costs that replica a request.
+			if runs++; runs > maxRunTopics {
+				refused = append(refused, t)
+				continue
+			}
+		}
+		if h.live.MayFollow(p, t) {
 			topics = append(topics, t)
-		default:
+		} else {
 			refused = append(refused, t)
 		}
 	}
