@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,7 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/replicas"
 )
 
 // remoteRuns reaches the test runs other replicas hold (handlers.RemoteRuns), for a
@@ -21,7 +28,7 @@ type remoteRuns struct{ a *App }
 
 // runClient asks other replicas about their test runs; a watch has no timeout of its
 // own (it lasts while the socket follows the run).
-var runClient = &http.Client{}
+var runClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // get sends a signed GET for path to replica, bounded by ctx.
 func (r remoteRuns) get(ctx context.Context, replica, path string) (*http.Response, error) {
@@ -74,22 +81,50 @@ func (r remoteRuns) Parts(ctx context.Context, replica, id string, eventID int64
 	if res.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("test run %s on replica %s: %s", id, replica, res.Status)
 	}
-	b, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		return "", fmt.Errorf("test run %s on replica %s: answered %q, not HTML", id, replica, ct)
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, maxRunFragment+1))
+	if err == nil && len(b) > maxRunFragment {
+		err = fmt.Errorf("test run %s on replica %s: its fragment is over %d bytes", id, replica, maxRunFragment)
+	}
 	return string(b), err
 }
 
+// maxRunFragment bounds a run's fragment another replica renders (a result's output is
+// already bounded by the router's output cap, well under it).
+const maxRunFragment = 4 << 20
+
 // Watch holds a request open at the run's replica while the socket follows the run,
-// and opens it again (after a second) when it ends before the run does.
+// and opens it again (after a second) when it ends before the run does. When that
+// replica is gone, or keeps failing, the run is announced ended on its topic: its
+// result will never come, and the pages following it ask instead (the fragment of an
+// event of a run no replica renders says so; handlers.Live).
 func (r remoteRuns) Watch(replica, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
+		failed := 0
 		for ctx.Err() == nil {
 			res, err := r.get(ctx, replica, runPath(id, "/watch"))
-			if err == nil {
+			switch {
+			case errors.Is(err, replicas.ErrGone):
+				r.ended(replica, id)
+				return
+			case err == nil:
 				_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
 				res.Body.Close()
-				if res.StatusCode == http.StatusNoContent || res.StatusCode == http.StatusNotFound {
-					return // the run ended, or is not kept there
+				switch res.StatusCode {
+				case http.StatusNoContent:
+					return // the run ended (its own event says so)
+				case http.StatusNotFound:
+					r.ended(replica, id) // not kept there (its replica restarted)
+					return
+				}
+			}
+			if ctx.Err() == nil {
+				if failed++; failed >= maxWatchFailures {
+					r.ended(replica, id)
+					return
 				}
 			}
 			select {
@@ -99,4 +134,21 @@ func (r remoteRuns) Watch(replica, id string) (stop func()) {
 		}
 	}()
 	return cancel
+}
+
+// maxWatchFailures is how many watches in a row may fail (a second apart) before the
+// run is taken for lost.
+const maxWatchFailures = 10
+
+// ended announces on run id's topic that it ended where nobody can render it.
+func (r remoteRuns) ended(replica, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := db.WithTx(ctx, r.a.Local.Beginner(r.a.Pool), func(tx pgx.Tx) error {
+		_, err := events.RunEnded.Publish(ctx, tx, handlers.TestRunTopic(id, replica), events.RunRef{CallID: id})
+		return err
+	})
+	if err != nil {
+		r.a.log.Warn("announce a test run lost with its replica", "run", id, "replica", replica, "err", err)
+	}
 }

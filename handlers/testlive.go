@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a-h/templ"
+	"github.com/google/uuid"
+	"golang.org/x/time/rate"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -89,7 +92,10 @@ func (l Live) MayFollow(p *auth.Principal, topic string) bool {
 		return false
 	}
 	if l.remote(replica) {
-		if l.RemoteRuns == nil {
+		// Each check costs the other replica a request: only well-formed ids, and a
+		// person's checks bounded as their forwarded polls are.
+		if l.RemoteRuns == nil || uuid.Validate(id) != nil || uuid.Validate(replica) != nil ||
+			l.RunHops != nil && !l.RunHops.Allow(p.User.ID) {
 			return false
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -98,7 +104,9 @@ func (l Live) MayFollow(p *auth.Principal, topic string) bool {
 		return err == nil && owner == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
 	}
 	run, ok := l.Runs.Lookup(id)
-	return ok && run.Owner() == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
+	// The topic as its events are published: a page of an older release may name the
+	// run without its replica, and would wait for events that never come.
+	return ok && run.Topic == topic && run.Owner() == router.OwnerOf(router.Call{Actor: p.Actor("", "")})
 }
 
 // Watch tells what topic names that a socket follows it, until the returned function
@@ -133,7 +141,10 @@ func (l Live) testRunParts(ctx context.Context, id, replica string, ev events.Ev
 		}
 		html, err := l.RemoteRuns.Parts(ctx, replica, id, ev.ID)
 		if err != nil || html == "" {
-			return nil, nil // not kept there (or gone with its replica): the page finds out when it asks
+			// Not kept there, gone with its replica, or not answered: the page is told
+			// the socket does not follow the run, and asks (its polls reach the
+			// replica, or say the run is over).
+			return []templ.Component{views.LiveRefused(ev.Topic)}, nil
 		}
 		return []templ.Component{templ.Raw(html)}, nil
 	}
@@ -175,4 +186,26 @@ func (l Live) TestRunFragment(ctx context.Context, id string, eventID int64) (st
 		}
 	}
 	return b.String(), nil
+}
+
+// PersonLimits keeps a rate limit per person, created on first use: 10 a second, in
+// bursts of 20.
+type PersonLimits struct {
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+// Allow reports whether the person with id may have one more now.
+func (l *PersonLimits) Allow(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.m[id]
+	if lim == nil {
+		if l.m == nil || len(l.m) >= 100_000 {
+			l.m = map[string]*rate.Limiter{} // bounded; a forgotten person starts with a full burst
+		}
+		lim = rate.NewLimiter(10, 20)
+		l.m[id] = lim
+	}
+	return lim.Allow()
 }

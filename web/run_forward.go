@@ -4,11 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
-	"golang.org/x/time/rate"
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -35,7 +33,7 @@ func (s *Server) forwardRun(next echo.HandlerFunc) echo.HandlerFunc {
 		// Each forwarded request takes one of the nonces the owner remembers for a
 		// minute, past which it refuses every hop (terminals' too): a person's pages
 		// poll a run a few times a second at most.
-		if p := handlers.PrincipalOf(c); p == nil || !s.runHops.allow(p.User.ID) {
+		if p := handlers.PrincipalOf(c); p == nil || !s.deps.RunHops.Allow(p.User.ID) {
 			return echo.NewHTTPError(http.StatusTooManyRequests, "too many requests for runs on other replicas; wait a moment")
 		}
 		owner, err := rs.GetByID(c.Request().Context(), id)
@@ -47,28 +45,6 @@ func (s *Server) forwardRun(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return s.forwardTo(c, owner, "this run", func(c echo.Context, _ error) error { return next(c) })
 	}
-}
-
-// hopLimits keeps a limiter of forwarded run requests per person, created on first use.
-type hopLimits struct {
-	mu sync.Mutex
-	m  map[string]*rate.Limiter
-}
-
-// allow reports whether the person with id may have one more request forwarded now:
-// 10 a second, in bursts of 20.
-func (l *hopLimits) allow(id string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim := l.m[id]
-	if lim == nil {
-		if l.m == nil || len(l.m) >= 100_000 {
-			l.m = map[string]*rate.Limiter{} // bounded; a forgotten person starts with a full burst
-		}
-		lim = rate.NewLimiter(10, 20)
-		l.m[id] = lim
-	}
-	return lim.Allow()
 }
 
 // The test runs this replica holds, as another replica's page socket follows one

@@ -1,21 +1,25 @@
 package web
 
-import "testing"
+import (
+	"testing"
 
-// Forwarded run requests are bounded per person (each takes a nonce of the owner's):
-// a burst of 20, and one person's flood leaves another's requests alone.
+	"github.com/toolwarden/toolwarden/handlers"
+)
+
+// Requests about runs on other replicas are bounded per person (each takes a nonce of
+// the other replica's): a burst of 20, and one person's flood leaves another's alone.
 func TestHopLimits(t *testing.T) {
-	var l hopLimits
+	var l handlers.PersonLimits
 	refused := 0
 	for range 40 {
-		if !l.allow("flood") {
+		if !l.Allow("flood") {
 			refused++
 		}
 	}
 	if refused == 0 {
 		t.Fatal("40 forwarded requests at once: none refused, want those past a burst of 20")
 	}
-	if !l.allow("someone else") {
+	if !l.Allow("someone else") {
 		t.Fatal("another person's request was refused")
 	}
 }

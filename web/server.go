@@ -31,8 +31,6 @@ type Server struct {
 	table   []Route
 	// hops checks the requests other replicas forward here (nil without a keyring).
 	hops *replicahop.Verifier
-	// runHops bounds, per person, the run requests this replica forwards (forwardRun).
-	runHops hopLimits
 }
 
 // New builds the server. bus delivers events to websocket clients.
@@ -40,6 +38,9 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	log := deps.Logger
 	if log == nil {
 		log = slog.Default()
+	}
+	if deps.RunHops == nil {
+		deps.RunHops = &handlers.PersonLimits{}
 	}
 	s := &Server{e: echo.New(), deps: deps, shell: deps.Shell(), log: log}
 	if deps.Keys != nil {

@@ -556,13 +556,28 @@ func TestThreeReplicas(t *testing.T) {
 			return len(running.Steps) == 1 && running.Steps[0].Status == "running" && running.Runner != ""
 		}, "the step never started")
 		victim := rs.byName(t, running.Runner)
-		victim.kill(t, syscall.SIGKILL)
 		var survivor *serveProc
 		for _, p := range rs.procs {
 			if p != victim {
 				survivor = p
 			}
 		}
+		// A test run the victim holds, followed by a socket of a survivor: once the
+		// victim is gone, the socket says it no longer follows the run, so the page asks
+		// (and is told the run is over).
+		_, frag := admin.hx(t, victim, http.MethodPost, "/tools/"+toolID(t, victim, token, "up__sleep")+"/test",
+			url.Values{"mode": {"form"}, "_action": {"run"}, "arg/ms": {"30000"}, "confirm": {"1"}})
+		m := regexp.MustCompile(`data-live-topic="([^"]+)"`).FindStringSubmatch(frag)
+		if m == nil {
+			t.Fatalf("no running panel for a test run on %s: %s", victim.addr, frag)
+		}
+		conn := admin.ws(t, survivor, []string{html.UnescapeString(m[1]), "executions"})
+		defer conn.Close()
+		// The socket follows the run once it carries what came after its subscription.
+		marker := createPlan(t, survivor, token, "up__echo", map[string]any{"message": "subscribed"})
+		wsUntil(t, conn, "a plan asked after the survivor's socket subscribed", marker.ID)
+		victim.kill(t, syscall.SIGKILL)
+		wsUntil(t, conn, "the survivor's socket giving up a run its dead replica held", `id="ws-refused"`)
 		// Within seconds, not after River's rescue (minutes): the survivors' sweep.
 		start := time.Now()
 		got := waitExecution(t, survivor, token, ex.ID, "failed")
