@@ -345,24 +345,16 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 	switch action {
 	case "edit":
 		op, ptr, _ := strings.Cut(f.Get("_edit"), ":")
-		if op == form.OpAddRow || op == form.OpRemoveRow {
-			// Map rows: the edit is made to the form as sent, whose rows may hold keys the
-			// arguments cannot (empty, or used twice); errors wait for the next run.
-			next, err := form.EditRows(it.InputSchema, f, op, ptr)
-			if err != nil {
-				tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
-				break
-			}
-			f = next
-			args, _ = readArgs(it, mode, f)
-			tv = h.testView(c, it, mode, args, nil)
-			break
-		}
 		if errs != nil && op == "remove" {
 			// The arguments leave out what could not be read, so their items would not
 			// line up with the form's: the item is removed from the form as sent, as a
 			// map row is (what could not be read keeps its place, or goes with it).
-			next, err := form.EditRows(it.InputSchema, f, form.OpRemoveRow, ptr)
+			op = form.OpRemoveRow
+		}
+		if op == form.OpAddRow || op == form.OpRemoveRow {
+			// Map rows: the edit is made to the form as sent, whose rows may hold keys the
+			// arguments cannot (empty, or used twice); errors wait for the next run.
+			next, err := form.EditRows(it.InputSchema, f, op, ptr)
 			if err != nil {
 				tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
 				break
