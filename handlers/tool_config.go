@@ -147,7 +147,7 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 			e.Add("params."+cp.Name, "choose how the parameter is set: caller decides, default or fixed")
 		}
 		f.modes[cp.Name] = mode
-		if cp.Secret || holdsSecretText(val) {
+		if cp.Secret || holdsSecretText(val, cp.Kind) {
 			// A credential typed into an ordinary parameter is stored encrypted too,
 			// and like a secret one never shown back when the form must be fixed.
 			f.secretsTyped = f.secretsTyped || val != ""
@@ -243,12 +243,15 @@ func (h ToolPageHandler) Validate(c echo.Context) error {
 	}, toolsBack(c, toolTabURL(it.ID, views.ToolTabOverview, nil)))
 }
 
-// holdsSecretText reports whether a parameter's typed text (JSON, or a plain string)
-// carries a credential (secrets.HoldsSecret).
-func holdsSecretText(text string) bool {
-	var v any
-	if json.Unmarshal([]byte(text), &v) != nil {
-		v = text
+// holdsSecretText reports whether a parameter's typed text carries a credential
+// (secrets.HoldsSecret), read as the service reads it: a text parameter's as it is,
+// another's as JSON.
+func holdsSecretText(text, kind string) bool {
+	var v any = text
+	if kind != "text" {
+		if json.Unmarshal([]byte(text), &v) != nil {
+			v = text
+		}
 	}
 	return secrets.HoldsSecret(v)
 }
