@@ -71,6 +71,10 @@ func (s *Server) runWatch(c echo.Context) error {
 	select {
 	case <-c.Request().Context().Done():
 	case <-run.Done():
+	case <-s.closing:
+		// Stopping: the follower asks again, and finds this replica gone (the run
+		// ends with it), and says so to its pages.
+		return c.NoContent(http.StatusServiceUnavailable)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -31,6 +31,10 @@ type Server struct {
 	table   []Route
 	// hops checks the requests other replicas forward here (nil without a keyring).
 	hops *replicahop.Verifier
+	// closing is closed when the server begins to stop: requests held open for other
+	// replicas (a test run's watch) end then, not at the drain's end.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New builds the server. bus delivers events to websocket clients.
@@ -42,7 +46,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	if deps.RunHops == nil {
 		deps.RunHops = &handlers.PersonLimits{}
 	}
-	s := &Server{e: echo.New(), deps: deps, shell: deps.Shell(), log: log}
+	s := &Server{e: echo.New(), deps: deps, shell: deps.Shell(), log: log, closing: make(chan struct{})}
 	if deps.Keys != nil {
 		self := ""
 		if deps.Replicas != nil {
@@ -134,6 +138,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.e.ServeHT
 // ends the MCP sessions' GET streams and the SSE sessions' streams (calls in flight
 // finish).
 func (s *Server) Shutdown() {
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.hub.shutdown()
 	if s.deps.Gateway != nil {
 		s.deps.Gateway.Close()
