@@ -14,11 +14,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/replicahop"
-
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/replicas"
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
@@ -146,16 +146,14 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 	if err != nil {
 		return nil, err
 	}
-	u := strings.TrimRight(owner.Address, "/") + "/internal/v1/terminals/" + url.PathEscape(rec.ID) + "/op"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	// The router of this replica already recorded the call with its caller; the owner
+	// only runs the operation.
+	req, err := a.replicaRequest(ctx, owner, http.MethodPost, "/internal/v1/terminals/"+url.PathEscape(rec.ID)+"/op", body)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	// The router of this replica already recorded the call with its caller; the owner
-	// only runs the operation.
-	replicahop.SignRequest(a.Keys, replicahop.Hop{From: a.Replicas.Name(), To: owner.ID}, req, body, a.Replicas.Now())
 	res, err := terminalClient.Do(req)
 	if err != nil {
 		return nil, err
@@ -184,4 +182,19 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 		return nil, fmt.Errorf("replica %s's answer: %w", owner.Name, err)
 	}
 	return &out, nil
+}
+
+// replicaRequest is a request of method for path at replica owner, with body, signed as
+// a hop from this replica (internal/replicahop): the other replica's internal routes
+// take nothing else.
+func (a *App) replicaRequest(ctx context.Context, owner replicas.Replica, method, path string, body []byte) (*http.Request, error) {
+	if owner.Address == "" {
+		return nil, fmt.Errorf("replica %s has no address other replicas reach it at (--advertise-url)", owner.Name)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(owner.Address, "/")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	replicahop.SignRequest(a.Keys, replicahop.Hop{From: a.Replicas.Name(), To: owner.ID}, req, body, a.Replicas.Now())
+	return req, nil
 }

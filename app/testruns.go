@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/handlers"
-	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/replicas"
@@ -36,14 +35,10 @@ func (r remoteRuns) get(ctx context.Context, replica, path string) (*http.Respon
 	if err != nil {
 		return nil, err
 	}
-	if owner.Address == "" {
-		return nil, fmt.Errorf("replica %s has no address other replicas reach it at (--advertise-url)", owner.Name)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(owner.Address, "/")+path, nil)
+	req, err := r.a.replicaRequest(ctx, owner, http.MethodGet, path, nil)
 	if err != nil {
 		return nil, err
 	}
-	replicahop.SignRequest(r.a.Keys, replicahop.Hop{From: r.a.Replicas.Name(), To: owner.ID}, req, nil, r.a.Replicas.Now())
 	return runClient.Do(req)
 }
 

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/risk"
-	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -147,7 +145,7 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 			e.Add("params."+cp.Name, "choose how the parameter is set: caller decides, default or fixed")
 		}
 		f.modes[cp.Name] = mode
-		if cp.Secret || holdsSecretText(val, cp.Kind) {
+		if cp.Secret || tools.TypedSecret(val, cp.Kind) {
 			// A credential typed into an ordinary parameter is stored encrypted too,
 			// and like a secret one never shown back when the form must be fixed.
 			f.secretsTyped = f.secretsTyped || val != ""
@@ -241,17 +239,4 @@ func (h ToolPageHandler) Validate(c echo.Context) error {
 		}
 		return fmt.Sprintf("Validated %s again (%s); it is %s.", out.QualifiedName(), found, out.Status)
 	}, toolsBack(c, toolTabURL(it.ID, views.ToolTabOverview, nil)))
-}
-
-// holdsSecretText reports whether a parameter's typed text carries a credential
-// (secrets.HoldsSecret), read as the service reads it: a text parameter's as it is,
-// another's as JSON.
-func holdsSecretText(text, kind string) bool {
-	var v any = text
-	if kind != "text" {
-		if json.Unmarshal([]byte(text), &v) != nil {
-			v = text
-		}
-	}
-	return secrets.HoldsSecret(v)
 }

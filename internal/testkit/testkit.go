@@ -43,6 +43,17 @@ func Count(t testing.TB, q Querier, sql string, args ...any) int {
 	return n
 }
 
+// WaitForLockWait waits until a session of this database waits for a lock while
+// running a statement that contains marker (a statement comment such as
+// "auth.getUser"): a test that holds a lock knows the other side now waits for it.
+func WaitForLockWait(t testing.TB, q Querier, marker string) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, func() bool {
+		return Count(t, q, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, marker) > 0
+	}, "no statement containing "+marker+" ever waited for a lock")
+}
+
 // SyncBuffer is a bytes.Buffer safe for concurrent writers (a logger's output that a
 // test reads).
 type SyncBuffer struct {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -638,21 +639,7 @@ func TestLoginRacingAReset(t *testing.T) {
 		done <- err
 	}()
 	// The sign-in waits on the reset's lock (wherever it takes it) before the reset commits.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int
-		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%auth.%'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the sign-in never waited for the reset's lock")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitForLockWait(t, f.pool, "auth.")
 	if _, err := tx.Exec(f.ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, alice.ID, hash); err != nil {
 		t.Fatal(err)
 	}

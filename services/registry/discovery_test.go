@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -656,21 +656,7 @@ func TestDiscoveryWaitsForAChangeUnderWay(t *testing.T) {
 		_, err := f.reg.ApplyDiscovery(f.ctx, sv.ID, discovery("list_changed", changed...))
 		done <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int
-		if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-			AND wait_event_type = 'Lock' AND query LIKE '%Discovery%'`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the discovery never waited for the tool's row")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitForLockWait(t, f.pool, "Discovery")
 	if err := tx.Commit(f.ctx); err != nil {
 		t.Fatal(err)
 	}

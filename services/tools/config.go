@@ -87,6 +87,20 @@ func props(inputSchema json.RawMessage) map[string]map[string]any {
 	return s.Properties
 }
 
+// TypedSecret reports whether text typed for a parameter of form input kind (ConfigParam.Kind)
+// carries a credential (secrets.HoldsSecret), read as saving reads it: a text
+// parameter's as it is, another's as JSON. Such a value is stored encrypted, and a form
+// shown again does not carry it back.
+func TypedSecret(text, kind string) bool {
+	var v any = text
+	if kind != "text" {
+		if json.Unmarshal([]byte(text), &v) != nil {
+			v = text
+		}
+	}
+	return secrets.HoldsSecret(v)
+}
+
 // IsSecretParam reports whether a parameter holds a secret: by its name (api_key,
 // password, token...), or because its schema says format "password" or writeOnly.
 func IsSecretParam(name string, prop map[string]any) bool {
