@@ -24,6 +24,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -367,29 +368,17 @@ func toolOf(it tools.Item) Tool {
 	if it.Category != nil {
 		t.Category = *it.Category
 	}
-	var sch struct {
-		Properties map[string]struct {
-			Type        any    `json:"type"`
-			Description string `json:"description"`
-			Enum        []any  `json:"enum"`
-			Format      string `json:"format"`
-			WriteOnly   bool   `json:"writeOnly"`
-		} `json:"properties"`
-	}
-	if json.Unmarshal(it.InputSchema, &sch) == nil {
-		for name, prop := range sch.Properties {
-			pa := Param{Name: name, Description: prop.Description,
-				Secret: tools.IsSecretParam(name, map[string]any{"format": prop.Format, "writeOnly": prop.WriteOnly})}
-			if s, ok := prop.Type.(string); ok {
-				pa.Type = s
+	props := schema.PropertySchemas(it.InputSchema)
+	for _, p := range schema.Parameters(it.InputSchema) {
+		prop := props[p.Name]
+		pa := Param{Name: p.Name, Description: p.Description, Secret: tools.IsSecretParam(p.Name, prop)}
+		pa.Type, _ = prop["type"].(string)
+		for _, e := range p.Enum {
+			if s, ok := e.(string); ok {
+				pa.Enum = append(pa.Enum, s)
 			}
-			for _, e := range prop.Enum {
-				if s, ok := e.(string); ok {
-					pa.Enum = append(pa.Enum, s)
-				}
-			}
-			t.Params = append(t.Params, pa)
 		}
+		t.Params = append(t.Params, pa)
 	}
 	return t
 }

@@ -398,3 +398,34 @@ func arrayType(root any, v View, depth int) string {
 	}
 	return "array of " + t
 }
+
+// PropertySchemas gives each top-level parameter of an input schema (those Parameters
+// lists: its own properties, those of allOf parts, through $ref) as one plain map of
+// the keywords its resolved schema has, the nearest layer's keyword first, so a caller
+// reading "type", "enum" or "format" sees what the form and the validator see.
+func PropertySchemas(inputSchema json.RawMessage) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	root, err := Decode(inputSchema)
+	if err != nil {
+		return out
+	}
+	o, ok := root.(*Object)
+	if !ok {
+		return out
+	}
+	props, _ := ObjectProperties(root, Resolve(root, o, ""))
+	for _, p := range props {
+		m := map[string]any{}
+		if s, ok := p.Schema.(*Object); ok {
+			for _, l := range Resolve(root, s, p.Ptr) {
+				for _, k := range l.Schema.Keys() {
+					if _, set := m[k]; !set && k != "$ref" {
+						m[k] = plain(l.Schema.m[k])
+					}
+				}
+			}
+		}
+		out[p.Name] = m
+	}
+	return out
+}

@@ -335,3 +335,22 @@ func TestParametersBounded(t *testing.T) {
 		t.Fatalf("the example call of a schema of 10^8 required values: %d bytes", len(b))
 	}
 }
+
+// PropertySchemas reads each top-level parameter through $ref and allOf, the nearest
+// layer's keyword first, as Parameters lists them.
+func TestPropertySchemas(t *testing.T) {
+	got := PropertySchemas(json.RawMessage(`{"$defs":{"N":{"type":"integer","description":"far","minimum":1}},
+		"properties":{"n":{"$ref":"#/$defs/N","description":"near"},"s":{"type":"string"}},
+		"allOf":[{"properties":{"m":{"enum":["a"]},"s":{"type":"integer"}}}]}`))
+	want := map[string]map[string]any{
+		"n": {"type": "integer", "description": "near", "minimum": int64(1)},
+		"s": {"type": "string"},
+		"m": {"enum": []any{"a"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %#v, want %#v", got, want)
+	}
+	if got := PropertySchemas(json.RawMessage(`[`)); len(got) != 0 {
+		t.Errorf("not JSON: %v", got)
+	}
+}

@@ -8,17 +8,16 @@ import (
 )
 
 // CallerSchema takes the fixed parameters out of the top-level properties and required
-// list, and leaves anything else as it was: a schema that is not an object, one without
-// properties or required, and what allOf or $ref say (the configuration fixes only
-// top-level parameters).
+// list, those of inline allOf parts too, and leaves anything else as it was: a schema
+// that is not an object, one without properties or required, and what a $ref says.
 func TestCallerSchema(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"fixed and required", `{"type":"object","properties":{"a":{"type":"string"},"b":{}},"required":["a","b"]}`,
 			`{"properties":{"b":{}},"required":["b"],"type":"object"}`},
 		{"no required", `{"type":"object","properties":{"a":{},"b":{}}}`, `{"properties":{"b":{}},"type":"object"}`},
 		{"no properties, nothing left required", `{"type":"object","required":["a"]}`, `{"type":"object"}`},
-		{"allOf and $ref left alone", `{"allOf":[{"required":["a"]}],"$ref":"#/x","properties":{"a":{}}}`,
-			`{"$ref":"#/x","allOf":[{"required":["a"]}],"properties":{}}`},
+		{"inline allOf parts too, $ref left alone", `{"allOf":[{"required":["a","c"],"properties":{"a":{},"c":{}}},{"$ref":"#/y"}],"$ref":"#/x","properties":{"b":{}}}`,
+			`{"$ref":"#/x","allOf":[{"properties":{"c":{}},"required":["c"]},{"$ref":"#/y"}],"properties":{"b":{}}}`},
 		{"not an object schema", `true`, `true`},
 		{"not JSON", `{`, `{`},
 	} {

@@ -78,13 +78,9 @@ type ConfigParam struct {
 	Stored bool
 }
 
-// props returns the top-level properties of an input schema and the required names.
+// props returns the top-level parameters of an input schema, each as its resolved schema.
 func props(inputSchema json.RawMessage) map[string]map[string]any {
-	var s struct {
-		Properties map[string]map[string]any `json:"properties"`
-	}
-	_ = json.Unmarshal(inputSchema, &s)
-	return s.Properties
+	return schema.PropertySchemas(inputSchema)
 }
 
 // TypedSecret reports whether text typed for a parameter of form input kind (ConfigParam.Kind)
@@ -456,7 +452,9 @@ func (c Configuration) FixedParams() (names, values []string) {
 
 // CallerSchema is input without the top-level parameters in fixed: what a caller may
 // still give (the router adds the fixed values, and refuses another value for one).
-// input is returned as it is when it fixes nothing or is not an object schema.
+// Parameters of inline allOf parts are top-level parameters too; a $ref'd definition is
+// left as it is, as it may serve elsewhere. input is returned as it is when it fixes
+// nothing or is not an object schema.
 func CallerSchema(input json.RawMessage, fixed []string) json.RawMessage {
 	if len(fixed) == 0 {
 		return input
@@ -465,27 +463,44 @@ func CallerSchema(input json.RawMessage, fixed []string) json.RawMessage {
 	if json.Unmarshal(input, &top) != nil || top == nil {
 		return input
 	}
-	var props map[string]json.RawMessage
-	if raw, ok := top["properties"]; ok && json.Unmarshal(raw, &props) == nil && props != nil {
-		for _, name := range fixed {
-			delete(props, name)
+	withoutFixed(top, fixed)
+	var parts []json.RawMessage
+	if raw, ok := top["allOf"]; ok && json.Unmarshal(raw, &parts) == nil {
+		for i, raw := range parts {
+			var part map[string]json.RawMessage
+			if json.Unmarshal(raw, &part) == nil && part != nil {
+				withoutFixed(part, fixed)
+				parts[i], _ = json.Marshal(part)
+			}
 		}
-		top["properties"], _ = json.Marshal(props)
-	}
-	var required []string
-	if raw, ok := top["required"]; ok && json.Unmarshal(raw, &required) == nil {
-		required = slices.DeleteFunc(required, func(n string) bool { return slices.Contains(fixed, n) })
-		if len(required) == 0 {
-			delete(top, "required") // an empty list is invalid in draft-04 schemas
-		} else {
-			top["required"], _ = json.Marshal(required)
-		}
+		top["allOf"], _ = json.Marshal(parts)
 	}
 	out, err := json.Marshal(top)
 	if err != nil {
 		return input
 	}
 	return out
+}
+
+// withoutFixed takes the names in fixed out of an object schema's properties and
+// required list.
+func withoutFixed(obj map[string]json.RawMessage, fixed []string) {
+	var props map[string]json.RawMessage
+	if raw, ok := obj["properties"]; ok && json.Unmarshal(raw, &props) == nil && props != nil {
+		for _, name := range fixed {
+			delete(props, name)
+		}
+		obj["properties"], _ = json.Marshal(props)
+	}
+	var required []string
+	if raw, ok := obj["required"]; ok && json.Unmarshal(raw, &required) == nil {
+		required = slices.DeleteFunc(required, func(n string) bool { return slices.Contains(fixed, n) })
+		if len(required) == 0 {
+			delete(obj, "required") // an empty list is invalid in draft-04 schemas
+		} else {
+			obj["required"], _ = json.Marshal(required)
+		}
+	}
 }
 
 // APIView is the configuration in the public shape: {"defaults":{...},"fixed":{...}},

@@ -873,3 +873,34 @@ func TestConfigErrorsShowNoSecret(t *testing.T) {
 		t.Errorf("params.tier: %q, want the allowed values and not the secret given", got)
 	}
 }
+
+// Parameters that a generator composes through allOf, or defines through $ref, are
+// configured as the form lists them: typed by their resolved schema, secret by it.
+func TestComposedParams(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := f.server("cfg-composed", false)
+	id := f.tool(toolSpec{server: srv, name: "work", status: "validated", schema: `{"type":"object",
+		"$defs":{"Count":{"type":"integer","minimum":1},"Pin":{"type":"string","format":"password"}},
+		"properties":{"path":{"type":"string"},"count":{"$ref":"#/$defs/Count"},"pin":{"$ref":"#/$defs/Pin"}},
+		"allOf":[{"properties":{"depth":{"type":"integer"},"mode":{"type":"string","enum":["fast","slow"]}}}]}`})
+	byName := map[string]tools.ConfigParam{}
+	for _, p := range tools.ConfigParams(f.get(id), f.config(id)) {
+		byName[p.Name] = p
+	}
+	if byName["depth"].Kind != "integer" || byName["mode"].Kind != "enum" || byName["count"].Kind != "integer" || !byName["pin"].Secret {
+		t.Errorf("form kinds: %+v", byName)
+	}
+	_, err := f.svc.Update(f.ctx, alice, id, tools.Patch{Params: map[string]tools.ParamInput{
+		"depth": text("deep"), "count": text("0")}})
+	wantFields(t, err, "params.depth", "params.count")
+	f.update(id, tools.Patch{Params: map[string]tools.ParamInput{
+		"depth": text("3"), "mode": fixedText("slow"), "count": text("2"), "pin": text("1234")}})
+	c := f.config(id)
+	if string(c.Params["depth"].Value) != "3" || string(c.Params["mode"].Value) != `"slow"` || string(c.Params["count"].Value) != "2" {
+		t.Errorf("saved: %+v", c.Params)
+	}
+	if c.Params["pin"].Secret == "" || c.Params["pin"].Value != nil {
+		t.Errorf("a $ref password parameter is stored in plain: %+v", c.Params["pin"])
+	}
+}
