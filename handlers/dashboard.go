@@ -89,7 +89,9 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	}
 	st.Users, st.ActiveUsers, _ = h.Auth.CountUsers(ctx)
 	st.Tokens, _ = h.Auth.CountTokens(ctx)
-	st.AuditEntries, _ = h.AuditLog.Count(ctx)
+	// The chain numbers its entries 1, 2, 3…: the newest one's id is the count, read from
+	// the primary key where count(*) would scan a log of millions on every visit.
+	st.AuditEntries, _ = h.AuditLog.HeadID(ctx)
 	if h.Registry != nil {
 		if counts, err := h.Registry.CountServers(ctx); err == nil {
 			for status, n := range counts {

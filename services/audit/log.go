@@ -52,6 +52,3 @@ func (l *Log) Close() {
 func (l *Log) Recent(ctx context.Context, limit int) ([]Record, error) {
 	return Recent(ctx, l.pool, limit)
 }
-
-// Count is how many entries the log holds.
-func (l *Log) Count(ctx context.Context) (int64, error) { return Count(ctx, l.pool) }
