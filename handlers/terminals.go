@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -21,7 +22,7 @@ type TerminalsHandler struct {
 
 // TerminalAccess is what p may do with terminal t: see it (its owner, administrators
 // and auditors) and type into it (its owner when they may use tools, and
-// administrators; only a PTY session takes input). Auditors watch read-only.
+// administrators, signed in and not with an API token; only a PTY session takes input). Auditors watch read-only.
 func TerminalAccess(p *auth.Principal, t *builtin.Terminal) (see, typeIn bool) {
 	if t == nil {
 		return false, false
@@ -49,7 +50,10 @@ func access(p *auth.Principal, ownerID, kind string) (see, typeIn bool) {
 	}
 	own := ownerID != "" && ownerID == p.User.ID
 	see = own || p.Can(auth.PermAuditView)
-	typeIn = see && kind == builtin.KindPTY && (p.User.Role == auth.RoleAdmin || own && p.Can(auth.PermToolUse))
+	// Keys from an API token would reach the shell past the router, where send_input's
+	// risk is judged and approval asked: only a person's session types.
+	typeIn = see && kind == builtin.KindPTY && p.Kind != audit.ActorToken &&
+		(p.User.Role == auth.RoleAdmin || own && p.Can(auth.PermToolUse))
 	return see, typeIn
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // An administrator types into a terminal someone else owns (handlers.TerminalAccess),
-// the line audited under the administrator's name; a tool manager, who may use tools
+// the line audited under the administrator's name, though not with an API token; a tool manager, who may use tools
 // but neither owns the terminal nor is an administrator, cannot open its socket at all.
 func TestTerminalAdminTypesIntoOthers(t *testing.T) {
 	t.Parallel()
@@ -46,6 +46,34 @@ func TestTerminalAdminTypesIntoOthers(t *testing.T) {
 		}
 		return n == 1
 	}, "the administrator's line audited under their name")
+
+	// The administrator's API token sees the terminal but types nothing: keys an agent
+	// sends go through the router (send_input), where the risk of the command is judged.
+	th := http.Header{}
+	th.Set("Authorization", "Bearer "+srv.Token(t, "ada"))
+	aconn, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/terminals/"+term.ID+"/ws?from=0", th)
+	if err != nil {
+		t.Fatalf("the token's socket: %v (%v)", err, res)
+	}
+	defer aconn.Close()
+	var thello map[string]any
+	if err := aconn.ReadJSON(&thello); err != nil || thello["readOnly"] != true {
+		t.Fatalf("the token's hello: %v %v, want read-only", err, thello)
+	}
+	_ = aconn.WriteJSON(map[string]any{"type": "input", "data": "echo TOKEN-TYPED\r"})
+	_ = aconn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		kind, b, err := aconn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no refusal of the token's keys: %v", err)
+		}
+		if kind == websocket.TextMessage && strings.Contains(string(b), "read-only") {
+			break
+		}
+	}
+	if data, _, _ := term.Output(0); strings.Contains(string(data), "TOKEN-TYPED") {
+		t.Fatal("an API token typed into the terminal")
+	}
 
 	// The tool manager: the page and the socket answer 404, as for a terminal that
 	// does not exist, and nothing they could send reaches it.
