@@ -33,7 +33,7 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 	if a.Pool == nil {
 		return
 	}
-	actor := audit.Actor{Kind: audit.ActorUser, ID: who.UserID, Name: who.UserName}
+	actor := audit.Caller(who.ActorKind, who.UserID, who.UserName, who.TokenID)
 	if who.UserID == "" && who.UserName == "" {
 		actor = audit.System
 	}

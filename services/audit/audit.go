@@ -50,6 +50,16 @@ type Actor struct {
 	Said string
 }
 
+// Caller is the actor of a call made by a person (kind ActorUser) or their API token
+// (ActorToken, tokenID): a call's callmeta says which, and what the call does is
+// recorded under the same actor as the call.
+func Caller(kind, id, name, tokenID string) Actor {
+	if kind == ActorToken {
+		return Actor{Kind: ActorToken, ID: id, Name: name, TokenID: tokenID}
+	}
+	return Actor{Kind: ActorUser, ID: id, Name: name}
+}
+
 // System is the actor for what Toolwarden does on its own (bootstrap, expiry).
 var System = Actor{Kind: ActorSystem, Name: "system"}
 

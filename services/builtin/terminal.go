@@ -336,7 +336,7 @@ func (ts *Terminals) elsewhere(ctx context.Context, c Call, op string, args json
 }
 
 func caller(c Call) TerminalCaller {
-	return TerminalCaller{UserID: c.UserID, UserName: c.UserName, Source: c.Source}
+	return TerminalCaller{UserID: c.UserID, UserName: c.UserName, Source: c.Source, ActorKind: c.ActorKind, TokenID: c.TokenID}
 }
 
 // lookup decodes args into in and finds the session it names, which must be the

@@ -176,3 +176,73 @@ func TestTerminalsEndWithApp(t *testing.T) {
 		t.Fatal("the session's shell outlived the app")
 	}
 }
+
+// A background command that runs past its timeout ends and stays readable: get_output
+// answers what it wrote and the note that it timed out. A line an API token's call
+// types is audited as the token's, not as its person typing.
+func TestTerminalTimeoutAndTokenInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	const name = "builtin__terminal_operations"
+	tg := srv.App.Enable(t, name)
+	low := "low"
+	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	ada := srv.App.CreateUser(t, "ada", auth.RoleAdmin, "ada-password-123")
+	var tokenID string
+	srv.App.Token(t, "ada")
+	if err := srv.Pool.QueryRow(ctx, `SELECT id FROM api_tokens WHERE user_id = $1`, ada.ID).Scan(&tokenID); err != nil {
+		t.Fatal(err)
+	}
+	agent := audit.Actor{Kind: audit.ActorToken, ID: ada.ID, Name: "ada", TokenID: tokenID, TokenName: "agent"}
+	call := func(args string) *router.Result {
+		t.Helper()
+		var res *router.Result
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			// the risk setting reaches the router's snapshot through the bus
+			res, err = srv.Router.Call(ctx, router.Call{Tool: name, Arguments: json.RawMessage(args), Actor: agent, Role: auth.RoleAdmin,
+				Source: router.SourceAPI, ConversationID: "conv-to"})
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", args, err, res)
+		}
+		return res
+	}
+
+	var bg struct{ SessionID string }
+	_ = json.Unmarshal(call(`{"operation":"run_command","command":"echo started; sleep 30","background":true,"timeout":1}`).StructuredContent, &bg)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res := call(`{"operation":"get_output","sessionId":"` + bg.SessionID + `","fromIndex":0}`)
+		if text := router.TextOf(res.Content); strings.Contains(text, "timed out after 1s") {
+			if !strings.Contains(text, "started") {
+				t.Fatalf("the timed-out command's output: %q", text)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no timeout note: %s", router.TextOf(res.Content))
+		}
+	}
+
+	var cs struct{ SessionID string }
+	_ = json.Unmarshal(call(`{"operation":"create_session"}`).StructuredContent, &cs)
+	call(`{"operation":"send_input","sessionId":"` + cs.SessionID + `","input":"echo typed-by-agent\n"}`)
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		var kind, tok string
+		err := srv.Pool.QueryRow(ctx, `SELECT actor_kind, coalesce(payload->>'token_id', '') FROM audit_log
+			WHERE action = 'terminal.input' AND target_id = $1 AND payload->>'input' = 'echo typed-by-agent'`, cs.SessionID).Scan(&kind, &tok)
+		if err != nil {
+			return false
+		}
+		if kind != audit.ActorToken || tok != tokenID {
+			t.Fatalf("the agent's line audited as %s (token %q), want the token's", kind, tok)
+		}
+		return true
+	}, "the agent's line audited")
+}

@@ -103,8 +103,9 @@ func (ts *Terminals) changed(t *Terminal, c TerminalChange) {
 	}
 }
 
-// TerminalCaller is who typed into a terminal or called the tool.
-type TerminalCaller struct{ UserID, UserName, Source string }
+// TerminalCaller is who typed into a terminal or called the tool: a person, or their
+// API token (ActorKind "token", TokenID) when an agent's call did.
+type TerminalCaller struct{ UserID, UserName, Source, ActorKind, TokenID string }
 
 // Terminals are the PTY sessions and background commands of every conversation.
 type Terminals struct {
@@ -307,7 +308,7 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 			case <-t.done:
 			case <-time.After(timeout):
 				_, _ = t.out.Write(fmt.Appendf(nil, "\n[timed out after %s]\n", timeout))
-				t.Close()
+				t.End() // listed, its output readable, as one that ended by itself
 			}
 		}()
 	}

@@ -199,7 +199,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 		ttl = DefaultTTL
 	}
 	var c Collaboration
-	asker := callerOf(q.UserID, q.UserName, q.ActorKind, q.TokenID)
+	asker := audit.Caller(q.ActorKind, q.UserID, q.UserName, q.TokenID)
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Ask */ INSERT INTO collaborations (user_id, user_name, conversation_id, call_id,

@@ -228,7 +228,7 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 	// The use is the caller's (a person or their token), with the call it served.
 	user, callID := audit.System, ""
 	if m, ok := callmeta.From(ctx); ok && m.UserID != "" {
-		user, callID = callerOf(m.UserID, m.UserName, m.ActorKind, m.TokenID), m.CallID
+		user, callID = audit.Caller(m.ActorKind, m.UserID, m.UserName, m.TokenID), m.CallID
 	}
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
@@ -268,14 +268,6 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 		return err
 	})
 	return allowed, err
-}
-
-// callerOf is the actor of a call made by a person (kind "user") or their API token.
-func callerOf(id, name, kind, tokenID string) audit.Actor {
-	if kind == string(audit.ActorToken) {
-		return audit.Actor{Kind: audit.ActorToken, ID: id, Name: name, TokenID: tokenID}
-	}
-	return audit.Actor{Kind: audit.ActorUser, ID: id, Name: name}
 }
 
 // Has reports whether a grant would let conversation do operation on target now,
