@@ -31,6 +31,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/gateway"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // The name and version ts-client.mjs gives as its clientInfo.
@@ -445,6 +446,33 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		wantHTTPError(t, r.next(t, "error"), "connect", http.StatusUnauthorized)
 		r.finish(t)
 	})
+}
+
+// A held call of a tool that declares an output schema, still undecided when its hold
+// ends: the TypeScript SDK checks any structured content against that schema, an error
+// result's too, and would throw; the pending result carries the execution in _meta and
+// its text instead, and the SDK hands it to the agent.
+func TestTypeScriptSDKPendingWithOutputSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newHoldEnv(t, &gateway.Options{Hold: time.Second})
+	srv := e.srv
+	add := srv.App.Enable(t, "mt__add")
+	medium := "medium"
+	if _, err := srv.Tools.Update(ctx, audit.System, add.ID, tools.Patch{Risk: &medium, Reason: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	r := runTS(t, srv.URL+"/mcp", e.token, "http", "calls", []step{{Name: "mt__add", Arguments: map[string]any{"a": 2, "b": 3}}})
+	r.next(t, "initialized")
+	ev := r.next(t, "result")
+	ex := e.pending(t, "mt__add")
+	var p gateway.Pending
+	raw, _ := json.Marshal(ev.Result.Meta[gateway.PendingMeta])
+	if !ev.Result.IsError || ev.Result.StructuredContent != nil || json.Unmarshal(raw, &p) != nil ||
+		p.ExecutionID != ex.ID || p.Status != "awaiting_approval" || !strings.Contains(resultText(t, ev), ex.ID) {
+		t.Fatalf("the pending result: %s", ev.line)
+	}
+	r.finish(t)
 }
 
 // inspector runs the MCP Inspector's CLI against endpoint with args, with the token

@@ -84,9 +84,9 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 		case <-ctx.Done():
 			return nil, g.abandoned(c, ex, ctx.Err())
 		case <-g.stop.Done():
-			return g.pending(c, ex, "Toolwarden is restarting"), nil
+			return g.pending(ctx, c, req, ex, "Toolwarden is restarting"), nil
 		case <-deadline.C:
-			return g.pending(c, ex, ""), nil
+			return g.pending(ctx, c, req, ex, ""), nil
 		case <-tick.C:
 			g.waiting(ctx, req, ex, started)
 			if ex.Status != executions.Cancelled {
@@ -239,9 +239,16 @@ type Pending struct {
 	ApproveURL  string `json:"approve_url"`
 }
 
+// PendingMeta is the _meta key of a pending result's Pending when the tool called
+// declares an output schema.
+const PendingMeta = "toolwarden/pending"
+
 // pending is the result of a call whose hold ended undecided: an error result (the
-// call did not run) that tells the agent how to wait on.
-func (g *Gateway) pending(c *caller, ex *executions.Execution, why string) *mcp.CallToolResult {
+// call did not run) that tells the agent how to wait on. Its Pending is the structured
+// content, unless the tool called declares an output schema: a client may check
+// structured content against that (the TypeScript SDK does, error results too, and
+// throws instead of answering), so it goes in _meta (PendingMeta) and the text.
+func (g *Gateway) pending(ctx context.Context, c *caller, req *mcp.CallToolRequest, ex *executions.Execution, why string) *mcp.CallToolResult {
 	url := c.client.base + "/executions/" + ex.ID
 	state := "awaiting_approval"
 	text := fmt.Sprintf("Waiting for approval: %s (%s risk) has not run yet; a person approves or rejects it at %s.", ex.Title(), ex.Risk, url)
@@ -258,7 +265,12 @@ func (g *Gateway) pending(c *caller, ex *executions.Execution, why string) *mcp.
 	}
 	text += fmt.Sprintf(` To wait for the outcome, call %s with {"execution_id": %q}.`, AwaitTool, ex.ID)
 	res := errorResult(text)
-	res.StructuredContent = Pending{Status: state, ExecutionID: ex.ID, ApproveURL: url}
+	p := Pending{Status: state, ExecutionID: ex.ID, ApproveURL: url}
+	if g.router.DeclaresOutput(context.WithoutCancel(ctx), req.Params.Name) {
+		res.Meta = mcp.Meta{PendingMeta: p}
+	} else {
+		res.StructuredContent = p
+	}
 	return res
 }
 

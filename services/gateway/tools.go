@@ -116,7 +116,7 @@ func (g *Gateway) list(ctx context.Context, c *caller, cursor string) (*mcp.List
 // parameters its configuration fixes (a value given for one is refused).
 func toolOf(t tools.CallableItem) *mcp.Tool {
 	out := &mcp.Tool{Name: t.QualifiedName(), Title: t.Title, Description: t.Description, InputSchema: t.CallerSchema()}
-	if present(t.OutputSchema) {
+	if tools.DeclaresOutput(t.OutputSchema) {
 		out.OutputSchema = json.RawMessage(t.OutputSchema)
 	}
 	if present(t.Annotations) {

@@ -39,3 +39,12 @@ func (r *Router) MayUse(ctx context.Context, caller audit.Actor, role auth.Role,
 	}
 	return r.mayUse(ctx, caller.ID, toolID, role.Can(auth.PermToolUse))
 }
+
+// DeclaresOutput reports whether the tool a call names declares an output schema, as
+// tools/list offers it. A client may check any structured content against that schema,
+// an error result's too (the TypeScript SDK does), so a result Toolwarden gives in the
+// tool's place must not carry structured content of its own shape.
+func (r *Router) DeclaresOutput(ctx context.Context, ref string) bool {
+	res, err := r.resolve(ctx, ref)
+	return err == nil && res.e != nil && tools.DeclaresOutput(res.e.t.OutputSchema)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -230,4 +231,11 @@ func (s *Service) Callable(ctx context.Context) ([]CallableItem, error) {
 		t.configuration`+itemFrom+`
 		WHERE t.status = 'enabled' AND t.available AND s.enabled
 		ORDER BY s.name, t.name, t.id`)
+}
+
+// DeclaresOutput reports whether a tool's output schema says anything: not missing,
+// null or {} (which the MCP endpoint does not offer to clients).
+func DeclaresOutput(outputSchema json.RawMessage) bool {
+	s := strings.TrimSpace(string(outputSchema))
+	return s != "" && s != "null" && s != "{}"
 }
