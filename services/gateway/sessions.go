@@ -17,7 +17,12 @@ import (
 // and the session the SDK made for it is closed. Stateless 2026-07-28 requests hold
 // nothing between requests and are not counted.
 
-// held counts the open stateful sessions by user id.
+// A 2026-07-28 subscriptions/listen request is a stream too: it stays open until its
+// client leaves. It counts against the same limit while it is open, ends when its
+// credential no longer opens it (streams.go), and ends when the gateway closes, so it
+// does not hold the HTTP server's drain.
+
+// held counts the open stateful sessions and listen streams by user id.
 type held struct {
 	mu     sync.Mutex
 	byUser map[string]int
@@ -29,36 +34,67 @@ const refusedSessionGrace = time.Second
 
 func (g *Gateway) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "initialize" {
+		if method != "initialize" && method != methodListen {
 			return next(ctx, method, req)
 		}
 		c := callerOf(req)
+		if c == nil {
+			return next(ctx, method, req)
+		}
+		if method == methodListen {
+			if n, ok := g.admitStream(c.p.User.ID); !ok {
+				return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
+					"too many MCP streams: %s has %d open, the most one person may; close listens and sessions you no longer use",
+					c.p.User.Username, n)}
+			}
+			defer g.releaseStream(c.p.User.ID)
+			tracked, done := g.trackFor(ctx, c.p)
+			defer done()
+			defer context.AfterFunc(g.stop, done)()
+			return next(tracked, method, req)
+		}
 		ss, ok := req.GetSession().(*mcp.ServerSession)
-		if c == nil || !ok {
+		if !ok {
 			return next(ctx, method, req)
 		}
 		uid := c.p.User.ID
-		g.held.mu.Lock()
-		if g.held.byUser == nil {
-			g.held.byUser = map[string]int{}
-		}
-		if n := g.held.byUser[uid]; n >= g.opts.MaxSessions {
-			g.held.mu.Unlock()
+		if n, ok := g.admitStream(uid); !ok {
 			time.AfterFunc(refusedSessionGrace, func() { _ = ss.Close() })
 			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
 				"too many MCP sessions: %s has %d open, the most one person may; end sessions you no longer use "+
 					"(DELETE /mcp with their Mcp-Session-Id), or wait for idle ones to close after %s", c.p.User.Username, n, g.opts.SessionTimeout)}
 		}
-		g.held.byUser[uid]++
-		g.held.mu.Unlock()
 		go func() {
 			_ = ss.Wait()
-			g.held.mu.Lock()
-			if g.held.byUser[uid]--; g.held.byUser[uid] <= 0 {
-				delete(g.held.byUser, uid)
-			}
-			g.held.mu.Unlock()
+			g.releaseStream(uid)
 		}()
 		return next(ctx, method, req)
+	}
+}
+
+// methodListen is the 2026-07-28 request that holds a stream of notifications open.
+const methodListen = "subscriptions/listen"
+
+// admitStream counts one more session or stream of user uid's, unless they hold the most one
+// person may (n).
+func (g *Gateway) admitStream(uid string) (n int, ok bool) {
+	g.held.mu.Lock()
+	defer g.held.mu.Unlock()
+	if g.held.byUser == nil {
+		g.held.byUser = map[string]int{}
+	}
+	if n := g.held.byUser[uid]; n >= g.opts.MaxSessions {
+		return n, false
+	}
+	g.held.byUser[uid]++
+	return 0, true
+}
+
+// releaseStream counts one session or stream of user uid's less.
+func (g *Gateway) releaseStream(uid string) {
+	g.held.mu.Lock()
+	defer g.held.mu.Unlock()
+	if g.held.byUser[uid]--; g.held.byUser[uid] <= 0 {
+		delete(g.held.byUser, uid)
 	}
 }

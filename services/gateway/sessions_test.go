@@ -1,11 +1,16 @@
 package gateway_test
 
 import (
+	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/gateway"
 )
@@ -43,4 +48,69 @@ func TestSessionsPerUser(t *testing.T) {
 		}
 		return err == nil
 	}, "an ended session does not free its place")
+}
+
+// A 2026-07-28 subscriptions/listen stream counts against the same limit while it is
+// open (one past it is refused, so its client hears no list_changed), and ends once
+// its token is revoked, which frees its place.
+func TestListenStreamsPerUser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Gateway: &gateway.Options{MaxSessions: 1}})
+	srv.LiveServer(t, "mt", true, "echo")
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, password)
+	first, info, err := srv.Auth.CreateToken(ctx, audit.System, alice.ID, auth.NewToken{Name: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := srv.Token(t, "alice")
+	listen := func(token string) chan struct{} {
+		heard := make(chan struct{}, 10)
+		tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}}
+		c := mcp.NewClient(&mcp.Implementation{Name: "listen-test", Version: "1"}, &mcp.ClientOptions{
+			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { heard <- struct{}{} }})
+		cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return heard
+	}
+	wait := func(heard chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-heard:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s heard no list_changed", what)
+		}
+	}
+	a := listen(first)
+	time.Sleep(300 * time.Millisecond) // the first listen is open before the second asks
+	b := listen(second)
+	srv.App.Enable(t, "mt__add")
+	wait(a, "the first listen")
+	select {
+	case <-b:
+		t.Fatal("a listen past the limit was kept open")
+	case <-time.After(time.Second):
+	}
+
+	if _, err := srv.Auth.RevokeToken(ctx, audit.System, info.ID, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The revocation reaches the stream through the bus: each try opens a listen and
+	// changes the list once.
+	for i, tool := range []string{"mt__sleep", "mt__fail", "mt__write-note"} {
+		time.Sleep(time.Second)
+		c := listen(second)
+		time.Sleep(300 * time.Millisecond)
+		srv.App.Enable(t, tool)
+		select {
+		case <-c:
+			return
+		case <-time.After(3 * time.Second):
+			t.Logf("try %d: not heard", i+1)
+		}
+	}
+	t.Fatal("the revoked token's listen did not end and free its place")
 }

@@ -31,18 +31,26 @@ type stream struct {
 // track returns a context for the stream of req, which the gateway cancels once the
 // request's token no longer authenticates, and the function that ends the tracking.
 func (g *Gateway) track(req *http.Request) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(req.Context())
 	c, ok := callerOfInfo(mcpauth.TokenInfoFromContext(req.Context()))
-	if !ok || c.p.TokenID == "" {
+	if !ok {
+		return context.WithCancel(req.Context())
+	}
+	return g.trackFor(req.Context(), c.p)
+}
+
+// trackFor is track for a stream of principal p's whose context is parent.
+func (g *Gateway) trackFor(parent context.Context, p *auth.Principal) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	if p.TokenID == "" {
 		return ctx, cancel
 	}
-	st := &stream{p: c.p, cancel: cancel}
-	if exp := c.p.TokenExpiresAt; exp != nil {
+	st := &stream{p: p, cancel: cancel}
+	if exp := p.TokenExpiresAt; exp != nil {
 		// Expiry publishes nothing: the stream ends when its token does.
 		t := time.AfterFunc(time.Until(*exp), cancel)
 		context.AfterFunc(ctx, func() { t.Stop() })
 	}
-	uid := c.p.User.ID
+	uid := p.User.ID
 	g.open.mu.Lock()
 	if g.open.byUser == nil {
 		g.open.byUser = map[string]map[*stream]struct{}{}
