@@ -117,6 +117,21 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 	if _, err := tx.Exec(ctx, `/* configcode.unchanged */ SELECT pg_advisory_xact_lock(hashtext('toolwarden:config-import'))`); err != nil {
 		return fmt.Errorf("configcode: lock: %w", err)
 	}
+	// The tools' rows too, as the tool page's update locks them, before they are read:
+	// an edit committed meanwhile is seen (and refuses the import), a later one waits for
+	// the import to commit, instead of being overwritten by the import's update. In id
+	// order, as others lock many tools, so that two never wait on each other.
+	var ids []string
+	for _, it := range plan.Items {
+		if it.Kind == KindTool && it.cur != nil {
+			ids = append(ids, it.cur.ID)
+		}
+	}
+	if len(ids) > 0 {
+		if _, err := tx.Exec(ctx, `/* configcode.unchanged.tools */ SELECT 1 FROM mcp_tools WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`, ids); err != nil {
+			return fmt.Errorf("configcode: lock tools: %w", err)
+		}
+	}
 	now, err := s.load(ctx, tx)
 	if err != nil {
 		return err

@@ -313,7 +313,9 @@ func TestBadFile(t *testing.T) {
 		{"version: 1\ntools:\n  - tool: ev__echo\n    colour: red\n", "tools.ev__echo.colour", "not a field Toolwarden knows"},
 		{"version: 1\ntools:\n  - tool: ev__echo\n    config:\n      api_key: {mode: fixed, secret: hunter2}\n", "tools.ev__echo.config.api_key.secret", "not a reference"},
 		{"version: 1\ntools:\n  - tool: ev__echo\n    state: verified\n", "tools.ev__echo.state", "enabled or disabled"},
-		{"version: 1\nsettings:\n  approval_ttl_seconds: 5\n", "settings.approval_ttl", "between one minute and 30 days"},
+		{"version: 1\nsettings:\n  approval_ttl_seconds: 5\n", "settings.approval_ttl_seconds", "between one minute and 30 days"},
+		{"version: 1\nsettings:\n  approval_ttl_seconds: 0\n", "settings.approval_ttl_seconds", "between one minute and 30 days"},
+		{"version: 1\nsettings:\n  approval_ttl_seconds: soon\n", "settings.approval_ttl_seconds", "must be a whole number"},
 		{"version: 1\ncategories:\n  - name: Bad Name!\n", "categories.Bad Name!.name", "lowercase letters"},
 		{"version: 1\ntools:\n  - tool: ev__echo\n    test_cases:\n      - name: x\n        expect: maybe\n", "tools.ev__echo.test_cases[0].expect", "success or error"},
 	} {
@@ -449,5 +451,164 @@ func TestApplyRefusesAStalePlan(t *testing.T) {
 	// Planned again, it applies.
 	if _, err := a.ConfigCode.Apply(context.Background(), admin, plan(t, a, "b.yaml", "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    risk: low\n    timeout_ms: 4000\n")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Settings that leave approval_ttl_seconds out get the default (0 is refused, above).
+func TestSettingsDefaultTTL(t *testing.T) {
+	t.Parallel()
+	f, err := configcode.Parse("s.yaml", []byte("version: 1\nsettings:\n  high_separation: always\n"), registry.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(executions.DefaultApprovalTTL / time.Second); f.Settings.ApprovalTTLSeconds != want {
+		t.Fatalf("approval_ttl_seconds %d, want the default %d", f.Settings.ApprovalTTLSeconds, want)
+	}
+}
+
+// A secret reference with no value, for a parameter stored with a plain value, is named
+// as not applied and keeps the stored setting, though another parameter of the tool
+// changes (the new parameter set dropped it, turning a fixed value into the caller's).
+func TestUnsetSecretKeepsPlainSetting(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs) // ev__weather: units default "metric", days fixed 3, api_key secret
+	file := "version: 1\nservers: []\ntools:\n  - tool: ev__weather\n    risk: high\n    timeout_ms: 5000\n    rate_limit: 30\n" +
+		"    category: utilities\n    tags: [external, weather]\n    config:\n" +
+		"      api_key: {mode: fixed, secret: \"${env:" + secretEnv + "}\"}\n" +
+		"      days: {mode: fixed, secret: \"${env:TW_TEST_UNSET}\"}\n" +
+		"      units: {mode: default, value: imperial}\n"
+	p := plan(t, a, "config.yaml", file)
+	if got := fmt.Sprint(p.Unapplied); len(p.Unapplied) != 1 || !strings.Contains(got, "tools.ev__weather.config.days:") {
+		t.Fatalf("not applied: %s", got)
+	}
+	text := p.String()
+	if !strings.Contains(text, "config.units: default \"metric\" → default \"imperial\"") || strings.Contains(text, "\n    config.days") {
+		t.Fatalf("plan:\n%s", text)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatal(err)
+	}
+	var days, units string
+	if err := a.Pool.QueryRow(context.Background(), `SELECT COALESCE(configuration->'params'->>'days', 'none'), COALESCE(configuration->'params'->>'units', 'none')
+		FROM mcp_tools WHERE name = 'weather'`).Scan(&days, &units); err != nil {
+		t.Fatal(err)
+	}
+	if days != `{"mode": "fixed", "value": 3}` || units != `{"mode": "default", "value": "imperial"}` {
+		t.Fatalf("after the import: days %s, units %s; want days kept fixed at 3", days, units)
+	}
+}
+
+// A secret parameter given a plain value: the same value plans nothing, another is
+// shown as replaced without its value (in the text and the API's JSON alike).
+func TestPlainValueOfSecretParam(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs) // ev__weather's api_key is stored encrypted
+	file := func(key string) string {
+		return "version: 1\nservers: []\ntools:\n  - tool: ev__weather\n    risk: high\n    timeout_ms: 5000\n    rate_limit: 30\n" +
+			"    category: utilities\n    tags: [external, weather]\n    config:\n" +
+			"      api_key: {mode: fixed, value: \"" + key + "\"}\n" +
+			"      days: {mode: fixed, value: 3}\n      units: {mode: default, value: metric}\n"
+	}
+	if p := plan(t, a, "config.yaml", file(secretValue)); !p.Empty() || len(p.Unapplied) > 0 {
+		t.Fatalf("the stored value again:\n%s", p)
+	}
+	const other = "sk-live-0000aaaa1111bbbb2222"
+	p := plan(t, a, "config.yaml", file(other))
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := p.String(); strings.Contains(text, other) || strings.Contains(string(js), other) ||
+		!strings.Contains(text, "config.api_key: replaced (secret)") {
+		t.Fatalf("plan:\n%s\n%s", text, js)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatal(err)
+	}
+	if p := plan(t, a, "config.yaml", file(other)); !p.Empty() {
+		t.Fatalf("the same file again:\n%s", p)
+	}
+}
+
+// With --prune, a listed tool naming a category the file does not list loses it (it is
+// deleted), and the plan says so: kept, the tool's update failed the whole import
+// after a clean dry run.
+func TestPruneCategoryOfListedTool(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	file := export(t, a)
+	const utilities = "  - name: utilities\n    description: Small helpers\n"
+	if !strings.Contains(file, utilities) || !strings.Contains(file, "category: utilities") {
+		t.Fatalf("the export:\n%s", file)
+	}
+	file = strings.Replace(file, utilities, "", 1)
+	file = strings.Replace(file, "risk: high", "risk: medium", 1)
+	p, err := a.ConfigCode.Plan(context.Background(), parse(t, "config.yaml", file, true), configcode.ImportOptions{Prune: true, CompareSecrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := p.String()
+	for _, want := range []string{"- delete category utilities", "category: utilities → none",
+		`tools.ev__weather.category: there is no category "utilities"`, "deleted by this import (prune)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the plan lacks %q:\n%s", want, text)
+		}
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatalf("apply after a clean plan: %v", err)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM mcp_tools WHERE name = 'weather' AND risk_override = 'medium' AND category_id IS NULL`); n != 1 {
+		t.Fatal("ev__weather is not medium risk without a category after the import")
+	}
+}
+
+// A tool page's edit made while an import applies is not overwritten: one that commits
+// before the import reads the tool refuses the import as changed since its plan (the
+// import waits for the edit's row lock), and the edit stays.
+func TestApplyKeepsConcurrentToolEdit(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	ctx := context.Background()
+	p := plan(t, a, "config.yaml", "version: 1\nservers: []\ntools:\n  - tool: ev__fail\n    state: disabled\n    timeout_ms: 4000\n")
+	if p.Count(configcode.KindTool, registry.PlanUpdate) != 1 {
+		t.Fatalf("plan:\n%s", p)
+	}
+	// The page's edit, not committed yet: it holds the tool's row.
+	tx, err := a.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) // after a failure before the commit below
+	high := "high"
+	if _, err := a.Tools.UpdateTx(ctx, tx, admin, a.ToolID(t, "ev__fail"), tools.Patch{Risk: &high}, "tool.update"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.ConfigCode.Apply(ctx, admin, p)
+		done <- err
+	}()
+	// Commit once the import waits for the row (before the fix it read the tool without
+	// waiting, and waited only to update it).
+	deadline := time.Now().Add(20 * time.Second)
+	for a.Count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%'`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the import never waited for the edited tool's row")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, configcode.ErrChangedSincePlan) {
+		t.Fatalf("apply: %v, want ErrChangedSincePlan", err)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM mcp_tools WHERE name = 'fail' AND risk_override = 'high'`); n != 1 {
+		t.Fatal("the page's edit was overwritten by the import")
 	}
 }

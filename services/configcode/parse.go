@@ -243,12 +243,26 @@ func (p *parser) read(f *File, top map[string]any) {
 	}
 	if v, ok := top["settings"]; ok && v != nil {
 		if o, ok := p.mapping("settings", v); ok {
-			st := &Settings{ApprovalTTLSeconds: o.integer("approval_ttl_seconds"), HighSeparation: o.str("high_separation")}
-			o.finish()
-			if st.ApprovalTTLSeconds == 0 {
+			_, hasTTL := o.get("approval_ttl_seconds")
+			n := len(p.errs)
+			st := &Settings{ApprovalTTLSeconds: o.integer("approval_ttl_seconds")}
+			// Left out (or not a number, reported already), the default applies; 0 is
+			// checked as any other number, the file's format giving it no meaning.
+			if !hasTTL || len(p.errs) > n {
 				st.ApprovalTTLSeconds = int64(executions.DefaultApprovalTTL.Seconds())
 			}
+			st.HighSeparation = o.str("high_separation")
+			o.finish()
 			if err := executions.CheckSettings(settingsOf(st)); err != nil {
+				// Named by the file's keys, not the settings' own.
+				var ve *verr.Error
+				if errors.As(err, &ve) {
+					for i, fe := range ve.Fields {
+						if fe.Field == "approval_ttl" {
+							ve.Fields[i].Field = "approval_ttl_seconds"
+						}
+					}
+				}
 				p.fieldErrors("settings", err)
 			}
 			f.Settings = st

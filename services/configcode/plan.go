@@ -21,6 +21,8 @@ import (
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -337,8 +339,15 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 	}
 	category := ft.Category
 	if category != "" && !cats[category] {
-		skip("category", fmt.Sprintf("there is no category %q, here or in the file's categories: the tool keeps its category", category))
+		keeps := "the tool keeps its category"
 		category = cur.Category
+		if category != "" && !cats[category] {
+			// Its category is pruned by this import: kept, the tool's update would name a
+			// category deleted a moment before and fail the whole import after a clean plan.
+			keeps = fmt.Sprintf("its category %q is deleted by this import (prune), so the tool is left without one", category)
+			category = ""
+		}
+		skip("category", fmt.Sprintf("there is no category %q, here or in the file's categories: %s", ft.Category, keeps))
 	}
 	if category != cur.Category {
 		change("category", or(cur.Category, "none"), or(category, "none"))
@@ -430,6 +439,23 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *storedTool, compare bool, skip func(field, msg string)) {
 	inputs := map[string]tools.ParamInput{}
 	changed := false
+	// secretParam reports whether a plain value will be stored encrypted, as applying
+	// decides it (tools.IsSecretParam, a stored secret, a value that looks like one); the
+	// tool's schema is read once, when a value first needs it.
+	var props map[string]map[string]any
+	secretParam := func(name string, cs tools.Setting, v json.RawMessage) (bool, error) {
+		if cs.Secret != "" || secrets.LooksSecretName(name) || secrets.HoldsSecret(decodeJSON(v)) {
+			return true, nil
+		}
+		if props == nil {
+			t, err := s.tools.Target(ctx, cur.ID)
+			if err != nil {
+				return false, err
+			}
+			props = schema.PropertySchemas(t.InputSchema)
+		}
+		return tools.IsSecretParam(name, props[name]), nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(ft.Params)) {
 		fp := ft.Params[name]
 		cs, stored := cur.Config.Params[name]
@@ -438,6 +464,11 @@ func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *store
 		case fp.SecretEnv != "" && fp.Value == nil:
 			if !stored || cs.Secret == "" {
 				skip(field, fmt.Sprintf("the secret's value is not stored here and ${env:%s} is not set where the file was imported: set it on the tool's page, or set %s and import again", fp.SecretEnv, fp.SecretEnv))
+				if stored {
+					// The inputs replace the whole parameter set: left out, the stored setting
+					// would go with any other parameter's change, though the plan keeps it.
+					inputs[name] = tools.ParamInput{Mode: cs.Mode, Value: cs.Value}
+				}
 				continue
 			}
 			inputs[name] = tools.ParamInput{Mode: fp.Mode, Secret: true} // keeps the stored value
@@ -459,6 +490,26 @@ func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *store
 			}
 		default:
 			inputs[name] = tools.ParamInput{Mode: fp.Mode, Value: fp.Value}
+			secret, err := secretParam(name, cs, fp.Value)
+			if err != nil {
+				skip("config", err.Error()+": the tool's parameters were not applied")
+				it.Changes = slices.DeleteFunc(it.Changes, func(c registry.FieldChange) bool { return strings.HasPrefix(c.Field, "config.") })
+				return
+			}
+			if secret {
+				// Stored encrypted however the file gives it: compared as the secret it is,
+				// and its value never shown.
+				if stored && cs.Secret != "" && cs.Mode == fp.Mode && compare && s.tools.SameSecret(cur.ID, name, cs.Secret, fp.Value) {
+					continue
+				}
+				to := "set"
+				if stored {
+					to = "replaced"
+				}
+				it.Changes = append(it.Changes, registry.FieldChange{Field: field, To: to + " (secret)", Secret: true})
+				changed = true
+				continue
+			}
 			if stored && cs.Secret == "" && cs.Mode == fp.Mode && tools.SameJSON(cs.Value, fp.Value) {
 				continue
 			}
@@ -617,6 +668,15 @@ func planCases(it *Item, ft *Tool, cur *storedTool, schema json.RawMessage, skip
 			it.drop = append(it.drop, name)
 		}
 	}
+}
+
+// decodeJSON is a JSON value decoded as applying decodes it (numbers kept as written).
+func decodeJSON(raw json.RawMessage) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	_ = dec.Decode(&v)
+	return v
 }
 
 func compactJSON(raw json.RawMessage) string {
