@@ -44,6 +44,15 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 	ctx := c.Request().Context()
 	form := views.ExecutionSettingsForm{TTLValue: strings.TrimSpace(c.FormValue("approval_ttl_value")),
 		TTLUnit: c.FormValue("approval_ttl_unit"), HighSeparation: c.FormValue("high_separation")}
+	if _, given := c.Request().PostForm["high_separation"]; !given {
+		// Left out (the page always sends it): kept, as the API keeps it. Stored empty,
+		// it would loosen "always" to "auto".
+		cur, err := h.Executions.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		form.HighSeparation = string(cur.HighSeparation)
+	}
 	ttl, err := parseTTL(form.TTLValue, form.TTLUnit)
 	if err == nil {
 		err = h.Executions.SetSettings(ctx, ActorOf(c), executions.Settings{ApprovalTTL: ttl,

@@ -558,11 +558,11 @@ func TestExecutionSettingsPage(t *testing.T) {
 	if _, ok := doc.Find("[data-testid=high-separation-always]").Attr("checked"); !ok {
 		t.Error("after save: always is not the chosen separation")
 	}
-	// Without a choice: auto, the default.
+	// Without a choice (the page always sends one): kept, as the API keeps it.
 	res = post(auth.RoleAdmin, url.Values{"approval_ttl_value": {"2"}, "approval_ttl_unit": {"hours"}})
 	res.Body.Close()
-	if st, _ := e.srv.Executions.Settings(ctx); res.StatusCode != http.StatusSeeOther || st.ApprovalTTL != 2*time.Hour || st.HighSeparation != decide.SeparationAuto {
-		t.Errorf("save 2 hours without a separation: got %d, %+v", res.StatusCode, st)
+	if st, _ := e.srv.Executions.Settings(ctx); res.StatusCode != http.StatusSeeOther || st.ApprovalTTL != 2*time.Hour || st.HighSeparation != decide.SeparationAlways {
+		t.Errorf("save 2 hours without a separation: got %d, %+v, want always kept", res.StatusCode, st)
 	}
 	// An unknown separation is refused next to its field.
 	res = post(auth.RoleAdmin, url.Values{"approval_ttl_value": {"2"}, "approval_ttl_unit": {"hours"}, "high_separation": {"sometimes"}})
@@ -593,7 +593,7 @@ func TestExecutionSettingsPage(t *testing.T) {
 			t.Errorf("%q %s: the chosen separation was not kept", tc.value, tc.unit)
 		}
 	}
-	if st, _ := e.srv.Executions.Settings(ctx); st.ApprovalTTL != 2*time.Hour || st.HighSeparation != decide.SeparationAuto {
+	if st, _ := e.srv.Executions.Settings(ctx); st.ApprovalTTL != 2*time.Hour || st.HighSeparation != decide.SeparationAlways {
 		t.Errorf("refused input changed the settings: %+v", st)
 	}
 
