@@ -61,3 +61,11 @@ func TestLiveToolHead(t *testing.T) {
 		t.Error("live head: want exactly one root with the head's id")
 	}
 }
+
+func TestPercent(t *testing.T) {
+	for r, want := range map[float64]string{1: "100%", 0.5: "50%", 0.9995: "99.9%", 0.99999: "99.9%", 0.123: "12.3%", 0: "0%"} {
+		if got := percent(r); got != want {
+			t.Errorf("percent(%v) = %q, want %q", r, got, want)
+		}
+	}
+}

@@ -82,12 +82,14 @@ func latencyPoint(t time.Time, v *float64) views.ChartPoint {
 	return views.ChartPoint{T: t, V: *v}
 }
 
+// percent shows a success rate to a tenth; below 100 it never rounds up to it: one
+// failure in 2,000 calls is 99.9%, not 100% beside "1 failure".
 func percent(r float64) string {
 	p := r * 100
 	if p == math.Trunc(p) {
 		return fmt.Sprintf("%.0f%%", p)
 	}
-	return fmt.Sprintf("%.1f%%", p)
+	return fmt.Sprintf("%.1f%%", min(p, 99.9))
 }
 
 // msPtr formats a latency in milliseconds; "—" when there is none.
