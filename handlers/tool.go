@@ -85,6 +85,9 @@ func (h ToolPageHandler) Show(c echo.Context) error {
 	if inspectTabs[tab] && !PrincipalOf(c).Can(auth.PermToolInspect) {
 		return errInspectDenied
 	}
+	if tab == views.ToolTabUsage && !PrincipalOf(c).Can(auth.PermToolInspect) {
+		return errUsageDenied
+	}
 	v, err := h.toolPage(c, it, tab)
 	if err != nil {
 		return err
@@ -116,6 +119,10 @@ var errLogsDenied = fault.Forbidden("Your role may not see the calls made to too
 var inspectTabs = map[string]bool{views.ToolTabConfiguration: true, views.ToolTabHistory: true, views.ToolTabAccess: true,
 	views.ToolTabCompensation: true}
 
+// errUsageDenied: how often and how well a tool is called is for those who may look
+// into tools (tool.inspect), as /analytics is for log.view; a guest sees which tools exist.
+var errUsageDenied = fault.Forbidden("Your role may not see how tools are used (the tool.inspect permission).")
+
 var errInspectDenied = fault.Forbidden("Your role may not see how tools are configured or who changed them (the tool.inspect permission).")
 
 // toolPage is the frame of the page: layout (following the tools topic), head, tabs.
@@ -131,7 +138,7 @@ func (h ToolPageHandler) toolPage(c echo.Context, it tools.Item, tab string) (vi
 		if t == views.ToolTabLogs && !PrincipalOf(c).Can(auth.PermLogView) {
 			continue // calls carry other people's arguments: log.view only
 		}
-		if inspectTabs[t] && !PrincipalOf(c).Can(auth.PermToolInspect) {
+		if (inspectTabs[t] || t == views.ToolTabUsage) && !PrincipalOf(c).Can(auth.PermToolInspect) {
 			continue
 		}
 		v.Tabs = append(v.Tabs, views.ToolLink{Key: t, Label: toolTabLabels[t], URL: toolTabURL(it.ID, t, nil), Selected: t == tab})

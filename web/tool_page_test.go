@@ -566,6 +566,15 @@ func TestToolPagePermissions(t *testing.T) {
 	if it := e.item(t, "configurable"); it.ConfigVersion != 0 {
 		t.Errorf("a refused action saved version %d", it.ConfigVersion)
 	}
+	// A tool user sees how a tool does (Usage); a guest, who only sees which tools
+	// exist, does not.
+	e.get(t, viewer, "/tools/"+id+"?tab=usage", http.StatusOK)
+	e.srv.CreateUser(t, "guest", auth.RoleGuest, "guest-password-123")
+	guest := e.srv.Login(t, "guest", "guest-password-123")
+	if doc, _ := e.get(t, guest, "/tools/"+id, http.StatusOK); doc.Find("[data-testid=tab-usage]").Length() != 0 {
+		t.Error("a guest sees the Usage tab")
+	}
+	e.get(t, guest, "/tools/"+id+"?tab=usage", http.StatusForbidden)
 }
 
 func TestToolValidateAndHistory(t *testing.T) {
