@@ -70,6 +70,9 @@ func names(t *testing.T, cs *mcp.ClientSession) ([]string, map[string]*mcp.Tool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if v := cs.InitializeResult().ProtocolVersion; v >= "2026-07-28" && res.CacheScope != "private" {
+		t.Fatalf("tools/list at %s: cache scope %q, want private (each person's own list)", v, res.CacheScope)
+	}
 	var ns []string
 	by := map[string]*mcp.Tool{}
 	for _, tl := range res.Tools {

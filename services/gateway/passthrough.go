@@ -194,6 +194,9 @@ func pageOf[T any](ctx context.Context, g *Gateway, c *caller, l listing[T], cur
 	if err != nil {
 		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor: pass nextCursor as it came"}
 	}
+	if err := g.throttle(c); err != nil {
+		return nil, "", err
+	}
 	servers, err := g.reachable(ctx, c)
 	if err != nil {
 		g.log.Error("gateway: list "+l.kind, "err", err)
@@ -436,17 +439,29 @@ func contentIn(server string, m *secrets.Masker, c mcp.Content) mcp.Content {
 // errUnknownServer: the name is of no server with a tool that can be called now.
 var errUnknownServer = errors.New("gateway: unknown server")
 
+// throttle spends one of the caller's calls a minute (their tool calls' budget) on a
+// request that is no tool call but costs the upstream servers or the database as much:
+// a read, a list (each page asks every reachable server), a held wait. Refused, it is
+// a JSON-RPC error naming the wait, and not audited, so a flood cannot flood the log.
+func (g *Gateway) throttle(c *caller) *jsonrpc.Error {
+	err := g.router.Throttle(c.actor())
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if f, ok := fault.As(err); ok {
+		msg = f.Message
+	}
+	return &jsonrpc.Error{Code: codeRateLimited, Message: "rate limited: " + msg}
+}
+
 // admit decides whether the caller may read or get from server now: within their call
 // rate (a refusal for rate is not audited, so a flood of requests cannot flood the
 // log), a server with a tool that can be called (errUnknownServer, not audited), one
 // they may reach (denied and audited otherwise).
 func (g *Gateway) admit(ctx context.Context, c *caller, conversation, action, server string, payload map[string]any) (*use, error) {
-	if err := g.router.Throttle(c.actor()); err != nil {
-		msg := err.Error()
-		if f, ok := fault.As(err); ok {
-			msg = f.Message
-		}
-		return nil, &jsonrpc.Error{Code: codeRateLimited, Message: "rate limited: " + msg}
+	if err := g.throttle(c); err != nil {
+		return nil, err
 	}
 	servers, err := g.router.Servers(ctx, c.actor(), c.p.User.Role)
 	if err != nil {

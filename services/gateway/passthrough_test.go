@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 )
@@ -334,6 +335,18 @@ func TestPassthroughRate(t *testing.T) {
 	}
 	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE actor_id = $1 AND action IN ('resource.read', 'prompt.get')`, tina.ID); n != 1 {
 		t.Fatalf("audit rows: %d, want the one read that went through", n)
+	}
+	// Lists (a page of resources asks every reachable server) and the gateway's own
+	// tools spend the same budget.
+	if _, err := cs.ListResources(ctx, nil); err == nil || !strings.Contains(err.Error(), "rate limited") {
+		t.Fatalf("a resource list within the minute: %v, want rate limited", err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err == nil || !strings.Contains(err.Error(), "rate limited") {
+		t.Fatalf("a tool list within the minute: %v, want rate limited", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: gateway.PendingTool})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "Rate limited") {
+		t.Fatalf("list_pending within the minute: %v %+v, want a rate-limited result", err, res)
 	}
 }
 

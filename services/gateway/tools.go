@@ -35,6 +35,9 @@ func (g *Gateway) tools(next mcp.MethodHandler) mcp.MethodHandler {
 			if lr.Params != nil {
 				cursor = lr.Params.Cursor
 			}
+			if err := g.throttle(c); err != nil {
+				return nil, err
+			}
 			return g.list(ctx, c, cursor)
 		case "tools/call":
 			c := callerOf(req)
@@ -43,6 +46,9 @@ func (g *Gateway) tools(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, errNoCaller
 			}
 			if isOwn(cr.Params.Name) {
+				if err := g.throttle(c); err != nil {
+					return errorResult(strings.ToUpper(err.Message[:1]) + err.Message[1:] + "."), nil
+				}
 				return next(ctx, method, req) // the SDK's table holds them (changed.go)
 			}
 			if cr.Params.RequestState != "" && g.exec != nil {
@@ -105,7 +111,7 @@ func (g *Gateway) list(ctx context.Context, c *caller, cursor string) (*mcp.List
 		}
 	}
 	end := min(start+g.opts.PageSize, len(all))
-	res := &mcp.ListToolsResult{Tools: all[start:end]}
+	res := &mcp.ListToolsResult{Tools: all[start:end], Cacheable: private} // each person's own list
 	if end < len(all) {
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(all[end-1].Name))
 	}
