@@ -205,8 +205,8 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 // rolled up (rollup.go), and the calls themselves for the rest of the period.
 func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 	from, to := p.From.UTC(), p.To.UTC()
-	rows, err := s.pool.Query(ctx, `/* analytics.rolled */ SELECT day FROM usage_daily_done WHERE day >= $1 AND day < $2 ORDER BY day`,
-		from.Truncate(day), to)
+	rows, err := s.pool.Query(ctx, `/* analytics.rolled */ SELECT d.day FROM usage_daily_done d WHERE d.day >= $1 AND d.day < $2
+		AND NOT `+staleSQL+` ORDER BY d.day`, from.Truncate(day), to)
 	if err != nil {
 		return fmt.Errorf("analytics: calls: %w", err)
 	}
@@ -215,7 +215,7 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 		return fmt.Errorf("analytics: calls: %w", err)
 	}
 	// Whole days inside the period are read from their rollups; what lies between
-	// them, from the calls.
+	// them, and the days whose rollups are stale (rollup.go), from the calls.
 	var rolled []time.Time
 	var gaps [][2]time.Time
 	at := from
@@ -463,15 +463,18 @@ func (s *Service) serverNames(ctx context.Context, r *Report) error {
 }
 
 // approvals fills the approval waits of the period's plans (approved by a person) by
-// tool, and the executions waiting longest now.
+// tool, and the executions waiting longest now. A plan counts once per tool however
+// many of its steps use it (as in groupWaits): counted per step, a plan calling a
+// tool three times was three approvals and weighed its wait three times.
 func (s *Service) approvals(ctx context.Context, p Period, r *Report) error {
 	rows, err := s.pool.Query(ctx, `/* analytics.approvals */
-		SELECT st->>'tool', count(*),
-			percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM e.approved_at - e.created_at)),
-			percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM e.approved_at - e.created_at))
-		FROM executions e, jsonb_array_elements(e.plan->'steps') st
-		WHERE e.approved_at IS NOT NULL AND e.approval IN ('confirm', 'phrase') AND e.created_at >= $1 AND e.created_at < $2
-		GROUP BY 1 ORDER BY 2 DESC, 1`, p.From, p.To)
+		WITH w AS (
+			SELECT DISTINCT e.id, st->>'tool' AS tool, extract(epoch FROM e.approved_at - e.created_at) AS wait
+			FROM executions e, jsonb_array_elements(e.plan->'steps') st
+			WHERE e.approved_at IS NOT NULL AND e.approval IN ('confirm', 'phrase') AND e.created_at >= $1 AND e.created_at < $2
+		)
+		SELECT tool, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY wait), percentile_cont(0.95) WITHIN GROUP (ORDER BY wait)
+		FROM w GROUP BY 1 ORDER BY 2 DESC, 1`, p.From, p.To)
 	if err != nil {
 		return fmt.Errorf("analytics: approval waits: %w", err)
 	}

@@ -404,3 +404,133 @@ func TestReportListsBounded(t *testing.T) {
 		t.Fatalf("the failing tool past the list has no recommendation: %+v", r.Recommendations)
 	}
 }
+
+// A plan counts once in a tool's approval waits however many of its steps use the
+// tool, as it does for its server: three steps of echo are one approval of echo.
+func TestApprovalWaitOncePerPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	echo := w.tool(w.server("alpha"), "echo", now.Add(-48*time.Hour))
+	bob := w.user("bob")
+	step := [2]string{echo, "alpha__echo"}
+	w.plan("ann", [][2]string{step, step, step}, "medium", "success", bob, now.Add(-2*time.Hour), 10*time.Second)
+	w.plan("ann", [][2]string{step}, "medium", "success", bob, now.Add(-time.Hour), 100*time.Second)
+	r, err := analytics.New(w.pool).Report(ctx, analytics.LastDays(now, 7), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ApprovalWait) != 1 || r.ApprovalWait[0].Approvals != 2 || fmtp(r.ApprovalWait[0].P50S) != "55" ||
+		fmtp(r.ApprovalWait[0].P95S) != "95.5" { // 10 and 100 s: p95 at rank 0.95
+		t.Fatalf("approval waits: %+v, want alpha__echo's 2 approvals, p50 55 s, p95 95.5 s", r.ApprovalWait)
+	}
+	if len(r.Servers) != 1 || r.Servers[0].Approvals != 2 || r.Users[0].Approvals != 2 {
+		t.Fatalf("group waits: %+v %+v", r.Servers, r.Users)
+	}
+}
+
+// Latency percentiles, from the calls and from the rollups alike, are within 5% of
+// percentile_cont's: between buckets too (1 ms and 100 ms have a p50 of 50.5 ms), and
+// for a call that waited two hours (not capped at a last bucket of 4.4 minutes).
+func TestLatencyPercentiles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	srv := w.server("alpha")
+	yesterday := now.Add(-24 * time.Hour)
+	two, waited, spread := w.tool(srv, "two", yesterday), w.tool(srv, "waited", yesterday), w.tool(srv, "spread", yesterday)
+	w.calls(two, "ann", yesterday, 1, 0, 1)
+	w.calls(two, "ann", yesterday, 1, 0, 100)
+	w.calls(waited, "ann", yesterday, 1, 0, 2*3600*1000)
+	w.calls(waited, "ann", yesterday, 1, 0, 3*3600*1000)
+	for i := range 200 { // 0.3 ms to 3 hours, evenly on a log scale
+		w.calls(spread, "bob", yesterday, 1, 0, 0.3*math.Pow(3.6e7, float64(i)/199))
+	}
+	exact := map[string][2]float64{}
+	rows, err := w.pool.Query(ctx, `SELECT tool_id::text, percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms),
+		percentile_cont(0.95) WITHIN GROUP (ORDER BY duration_ms) FROM tool_usage_logs GROUP BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var p [2]float64
+		if err := rows.Scan(&id, &p[0], &p[1]); err != nil {
+			t.Fatal(err)
+		}
+		exact[id] = p
+	}
+	if rows.Err() != nil || len(exact) != 3 {
+		t.Fatalf("exact percentiles: %v %v", exact, rows.Err())
+	}
+	svc := analytics.New(w.pool)
+	for _, how := range []string{"from the calls", "from the rollups"} {
+		if how == "from the rollups" {
+			if n, err := svc.RollUp(ctx, now); err != nil || n != 1 {
+				t.Fatalf("rolled up %d days (%v)", n, err)
+			}
+		}
+		r, err := svc.Report(ctx, analytics.LastDays(now, 7), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Tools) != 3 {
+			t.Fatalf("%s: tools %+v", how, r.Tools)
+		}
+		for _, tr := range r.Tools {
+			for i, p := range []*float64{tr.P50MS, tr.P95MS} {
+				if want := exact[tr.Key][i]; p == nil || math.Abs(*p-want)/want > 0.05 {
+					t.Errorf("%s: %s's p%d: %s, want %v within 5%%", how, tr.Name, []int{50, 95}[i], fmtp(p), want)
+				}
+			}
+		}
+	}
+}
+
+// Deleting a server takes its tools' calls out of every part of a report: the people's
+// rollups, which name no tool, are stale from then on, and their days are read from the
+// calls, then rolled again.
+func TestDeletedServerLeavesNoCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	gone, kept := w.server("gone"), w.server("kept")
+	old, keep := w.tool(gone, "old", now.Add(-90*24*time.Hour)), w.tool(kept, "keep", now.Add(-90*24*time.Hour))
+	long := now.Add(-10 * 24 * time.Hour) // past the days rolled again for late records
+	w.calls(old, "carl", long, 3, 1, 5)
+	w.calls(old, "alice", long, 1, 0, 5)
+	w.calls(keep, "alice", long, 2, 0, 5)
+	svc := analytics.New(w.pool)
+	if _, err := svc.RollUp(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	w.exec(`DELETE FROM mcp_servers WHERE id = $1`, gone)
+	check := func(when string) {
+		t.Helper()
+		r, err := svc.Report(ctx, analytics.LastDays(now, 30), now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Total.Calls != 2 || r.Total.Errors != 0 || len(r.Servers) != 1 || r.Servers[0].Calls != 2 {
+			t.Fatalf("%s: total %+v, servers %+v", when, r.Total, r.Servers)
+		}
+		if len(r.Users) != 1 || r.Users[0].Name != "alice" || r.Users[0].Calls != 2 || r.Users[0].Errors != 0 {
+			t.Fatalf("%s: users %+v, want alice's 2 calls of keep only", when, r.Users)
+		}
+	}
+	check("deleted")
+	if n, err := svc.RollUp(ctx, now); err != nil || n != 1 {
+		t.Fatalf("rolled %d days again after the delete (%v), want 1", n, err)
+	}
+	check("rolled again")
+	var actors int
+	if err := w.pool.QueryRow(ctx, `SELECT count(*) FROM usage_daily_actors WHERE actor = 'carl'`).Scan(&actors); err != nil || actors != 0 {
+		t.Fatalf("carl's rollups: %d %v", actors, err)
+	}
+	if n, err := svc.RollUp(ctx, now); err != nil || n != 0 {
+		t.Fatalf("a second roll-up rolled %d days (%v)", n, err)
+	}
+}

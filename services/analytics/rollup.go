@@ -47,10 +47,12 @@ func (s *Service) RollUp(ctx context.Context, now time.Time) (int, error) {
 	}
 	// A call is recorded when it ends, under the time it started: one that waited hours
 	// for a person (user_collaboration) lands in a day already rolled. The last
-	// rollAgainDays days are rolled again when their record count moved.
+	// rollAgainDays days are rolled again when their record count moved, and any day
+	// whose rollups are stale.
 	again, err := s.pool.Query(ctx, `/* analytics.rollup.moved */ SELECT d.day FROM usage_daily_done d
-		WHERE d.day >= $1 AND d.usage_rows IS DISTINCT FROM (SELECT count(*) FROM tool_usage_logs u
-			WHERE u.used_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND u.used_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC'))
+		WHERE (d.day >= $1 AND d.usage_rows IS DISTINCT FROM (SELECT count(*) FROM tool_usage_logs u
+			WHERE u.used_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND u.used_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC')))
+			OR `+staleSQL+`
 		ORDER BY d.day`, before.Add(-rollAgainDays*day))
 	if err != nil {
 		return n, fmt.Errorf("analytics: rollup: %w", err)
@@ -70,6 +72,13 @@ func (s *Service) RollUp(ctx context.Context, now time.Time) (int, error) {
 
 // rollAgainDays is how many finished days are checked for records written late.
 const rollAgainDays = 3
+
+// staleSQL is true of a rolled day d whose rollups no longer agree: a deleted tool
+// (its server deleted) takes its calls and its usage_daily_tools rows along, but the
+// people's rollups, which name no tool, kept counting them. Both rollups of a day add
+// up the same calls, so the day's calls per tool and per person sum alike until then.
+const staleSQL = `(SELECT coalesce(sum(calls), 0) FROM usage_daily_tools t WHERE t.day = d.day)
+	<> (SELECT coalesce(sum(calls), 0) FROM usage_daily_actors a WHERE a.day = d.day)`
 
 // group is calls added up: how many, how many failed, and their latencies.
 type group struct {
