@@ -612,3 +612,72 @@ func TestApplyKeepsConcurrentToolEdit(t *testing.T) {
 		t.Fatal("the page's edit was overwritten by the import")
 	}
 }
+
+// Nulls and numbers survive export and import as stored: a null parameter value or
+// mapped argument was dropped (a file the import refused), and 2.50, 1.0 and integers
+// beyond int64 went through float64 (a change at every re-import).
+func TestExportKeepsNullsAndNumbers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "ev"})
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "tune", Description: "Tunes a thing.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"nothing":{},"ratio":{"type":"number"},"scale":{"type":"number"},"big":{},"nested":{}}}`)})
+	a := apptest.Start(t, nil)
+	a.RegisterServer(t, registry.Spec{Name: "ev", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	tune := a.Settled(t, "ev__tune")
+	const big = "12345678901234567890"
+	must[tools.Item](t)(a.Tools.Update(ctx, admin, tune.ID, tools.Patch{Params: map[string]tools.ParamInput{
+		"nothing": {Mode: tools.ModeFixed, Value: json.RawMessage(`null`)},
+		"ratio":   {Mode: tools.ModeDefault, Value: json.RawMessage(`2.50`)},
+		"scale":   {Mode: tools.ModeFixed, Value: json.RawMessage(`1.0`)},
+		"big":     {Mode: tools.ModeFixed, Value: json.RawMessage(big)},
+		"nested":  {Mode: tools.ModeDefault, Value: json.RawMessage(`{"none":null,"list":[1.0,2.50,` + big + `]}`)},
+	}}))
+	a.Settled(t, "ev__write-note")
+	if err := a.Executions.SetCompensation(ctx, admin, "ev__write-note", "ev__tune", map[string]executions.MappedArgument{
+		"nothing": {Value: json.RawMessage(`null`)}, "ratio": {Value: json.RawMessage(`2.50`)},
+		"big": {Value: json.RawMessage(big)}, "scale": {From: "/text"}}); err != nil {
+		t.Fatal(err)
+	}
+	must[tools.TestCase](t)(a.Tools.SaveTestCase(ctx, admin, tune.ID, tools.TestCase{Name: "numbers",
+		Arguments: json.RawMessage(`{"nothing":null,"ratio":2.50,"scale":1.0,"big":` + big + `}`)}))
+	out := export(t, a)
+	for _, want := range []string{"nothing:\n        mode: fixed\n        value: null\n", "value: 2.50", "value: 1.0", "value: " + big,
+		"nothing:\n          value: null\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the export lacks %q:\n%s", want, out)
+		}
+	}
+	p := plan(t, a, "config.yaml", out)
+	if !p.Empty() || len(p.Unapplied) > 0 || p.HasErrors() {
+		t.Fatalf("importing the export plans changes:\n%s%v", p, p.Errors)
+	}
+}
+
+// A file of many tools a server does not offer names the server's tools once, capped:
+// each message listed all of them (a file of thousands made a plan of hundreds of MB).
+func TestUnofferedToolsNamedOnce(t *testing.T) {
+	t.Parallel()
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "ev", Generated: 30})
+	a := apptest.Start(t, nil)
+	a.RegisterServer(t, registry.Spec{Name: "ev", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	a.Settled(t, "ev__gen-00030")
+	file := "version: 1\nservers: []\ntools:\n"
+	for i := range 50 {
+		file += fmt.Sprintf("  - tool: ev__gone%02d\n", i)
+	}
+	p := plan(t, a, "config.yaml", file)
+	if len(p.Unapplied) != 50 {
+		t.Fatalf("not applied: %v", p.Unapplied)
+	}
+	first := p.Unapplied[0].String()
+	if !strings.Contains(first, `server ev does not offer a tool "gone00" (it offers add, echo, fail, gen-00001, `) ||
+		!strings.Contains(first, " and 15 more)") || strings.Contains(first, "gen-00030") {
+		t.Fatalf("the first message: %s", first)
+	}
+	for _, u := range p.Unapplied[1:] {
+		if msg := u.String(); strings.Contains(msg, "echo") || !strings.Contains(msg, "(tools.ev__gone00 names the tools it offers)") {
+			t.Fatalf("a later message: %s", msg)
+		}
+	}
+}

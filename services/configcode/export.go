@@ -10,7 +10,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -187,8 +186,9 @@ func SecretEnv(tool, param string) string {
 	return "TOOLWARDEN_SECRET_" + envUnsafe.ReplaceAllString(strings.ToUpper(tool+"__"+param), "_")
 }
 
-// yamlValue turns a JSON value into what the YAML encoder writes naturally: numbers as
-// YAML numbers (integers exactly), objects as mappings (keys sorted by the encoder).
+// yamlValue turns a JSON value into what the YAML encoder writes naturally: objects as
+// mappings (keys sorted by the encoder), numbers with their JSON text unchanged, and a
+// null as an explicit null.
 func yamlValue(raw json.RawMessage) any {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
@@ -199,17 +199,26 @@ func yamlValue(raw json.RawMessage) any {
 	if dec.Decode(&v) != nil {
 		return string(raw)
 	}
+	if v == nil {
+		// A node, not nil: omitempty would drop the key, and a value left out is not a
+		// null one (the import refuses a parameter or mapped argument without a value).
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}
+	}
 	return numbers(v)
 }
 
 func numbers(v any) any {
 	switch x := v.(type) {
 	case json.Number:
-		if i, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
-			return i
+		// The stored text itself: through float64, 2.50 became 2.5 and 1.0 became 1 (a
+		// change at every re-import, the plan comparing number text) and integers beyond
+		// int64 lost digits. The encoder writes the tag only when the plain text would
+		// read as something else (!!int 123456789012345678901234567890).
+		tag := "!!int"
+		if strings.ContainsAny(x.String(), ".eE") {
+			tag = "!!float"
 		}
-		f, _ := x.Float64()
-		return f
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: x.String()}
 	case map[string]any:
 		for k, e := range x {
 			x[k] = numbers(e)

@@ -142,6 +142,14 @@ func (o *fields) get(k string) (any, bool) {
 	return v, ok && v != nil
 }
 
+// value is get for a key whose value may be null: `value: null` is the JSON null, not
+// a value left out.
+func (o *fields) value(k string) (any, bool) {
+	o.seen[k] = true
+	v, ok := o.m[k]
+	return v, ok
+}
+
 func (o *fields) finish() {
 	for _, k := range slices.Sorted(maps.Keys(o.m)) {
 		if !o.seen[k] {
@@ -354,7 +362,7 @@ func (p *parser) tool(o *fields, i int) Tool {
 				if pm.Mode != tools.ModeDefault && pm.Mode != tools.ModeFixed {
 					p.fail(po.field("mode"), "must be default or fixed")
 				}
-				value, hasValue := po.get("value")
+				value, hasValue := po.value("value")
 				ref := po.str("secret")
 				po.finish()
 				switch {
@@ -404,7 +412,7 @@ func (p *parser) tool(o *fields, i int) Tool {
 							continue
 						}
 						a := executions.MappedArgument{From: mo.str("from")}
-						if val, ok := mo.get("value"); ok {
+						if val, ok := mo.value("value"); ok {
 							a.Value = jsonOf(val)
 						}
 						mo.finish()

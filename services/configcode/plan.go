@@ -295,13 +295,7 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 			it.Changes = []registry.FieldChange{{Field: "waits for", To: "discovery of server " + server}}
 			return it, nil
 		case registered:
-			offered := []string{}
-			for _, t := range st.sortedTools() {
-				if t.Server == server {
-					offered = append(offered, t.Name)
-				}
-			}
-			skip("", fmt.Sprintf("server %s does not offer a tool %q (it offers %s): its settings were not applied", server, name, strings.Join(offered, ", ")))
+			skip("", fmt.Sprintf("server %s does not offer a tool %q (%s): its settings were not applied", server, name, st.offers(server, ft.Name)))
 		case st.Pruned[server]:
 			skip("", fmt.Sprintf("server %s is deleted by this import (prune): its tools go with it, and the tool's settings were not applied", server))
 		default:
@@ -434,6 +428,37 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 		return nil, not
 	}
 	return it, not
+}
+
+// maxOffered is how many of a server's tools a message names.
+const maxOffered = 20
+
+// offers says which tools server offers, for the file's tool named qualified that it
+// does not: the first such tool of each server names them (at most maxOffered), the
+// others point at it. Listed in full in every message, a file of thousands of such
+// tools took a sort of all tools each and made a plan of hundreds of megabytes.
+func (st *state) offers(server, qualified string) string {
+	if st.offered == nil {
+		st.offered, st.offeredAt = map[string][]string{}, map[string]string{}
+		for _, t := range st.Tools {
+			st.offered[t.Server] = append(st.offered[t.Server], t.Name)
+		}
+		for _, names := range st.offered {
+			slices.Sort(names)
+		}
+	}
+	if at, ok := st.offeredAt[server]; ok {
+		return "tools." + at + " names the tools it offers"
+	}
+	st.offeredAt[server] = qualified
+	names := st.offered[server]
+	if len(names) == 0 {
+		return "it offers none"
+	}
+	if len(names) > maxOffered {
+		return fmt.Sprintf("it offers %s and %d more", strings.Join(names[:maxOffered], ", "), len(names)-maxOffered)
+	}
+	return "it offers " + strings.Join(names, ", ")
 }
 
 func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *storedTool, compare bool, skip func(field, msg string)) {

@@ -47,6 +47,10 @@ type state struct {
 	Settings   executions.Settings
 	// Pruned are the servers this import deletes (--prune): their tools are gone.
 	Pruned map[string]bool
+	// offered are the stored tools' names by server, sorted, and offeredAt the file's
+	// first tool each server was found not to offer (see offers).
+	offered   map[string][]string
+	offeredAt map[string]string
 }
 
 type storedCategory struct {
