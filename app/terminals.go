@@ -22,28 +22,36 @@ import (
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
-// auditTerminalInput records a line typed into a terminal (terminal.input), or
-// "[hidden input]" when the terminal had echo off (a password prompt).
-func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller, line string, hidden bool) {
-	if hidden {
-		line = "[hidden input]"
-	}
-	// A typed "export GH_TOKEN=…" keeps its credential out of the append-only log.
-	line = usage.RedactText(line)
+// auditTerminalInput records the lines typed into a terminal (terminal.input, one
+// entry each, in one transaction), or "[hidden input]" when the terminal had echo off
+// (a password prompt). An error keeps the keys from the shell (Terminal.Input).
+func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller, lines []string, hidden bool) error {
 	if a.Pool == nil {
-		return
+		return nil
 	}
 	actor := audit.Caller(who.ActorKind, who.UserID, who.UserName, who.TokenID)
 	if who.UserID == "" && who.UserName == "" {
 		actor = audit.System
 	}
+	entries := make([]audit.Entry, len(lines))
+	for i, line := range lines {
+		if hidden {
+			line = "[hidden input]"
+		}
+		// A typed "export GH_TOKEN=…" keeps its credential out of the append-only log.
+		entries[i] = audit.Entry{Actor: actor, Action: "terminal.input", TargetType: "terminal", TargetID: t.ID,
+			TargetName: t.ConversationID, Payload: map[string]any{"input": usage.RedactText(line), "hidden": hidden, "source": who.Source, "kind": t.Kind}}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := audit.AppendAlone(ctx, a.Local, audit.Entry{Actor: actor, Action: "terminal.input", TargetType: "terminal", TargetID: t.ID,
-		TargetName: t.ConversationID, Payload: map[string]any{"input": line, "hidden": hidden, "source": who.Source, "kind": t.Kind}})
+	err := db.WithTx(ctx, a.Local, func(tx pgx.Tx) error {
+		_, err := audit.AppendBatch(ctx, tx, entries)
+		return err
+	})
 	if err != nil {
 		a.log.Warn("audit terminal input", "terminal", t.ID, "err", err)
 	}
+	return err
 }
 
 // announceTerminal publishes a terminal's change on everyone's terminals topic and its

@@ -267,3 +267,40 @@ func TestTerminalSocketClosesWhenItsPersonIsDisabled(t *testing.T) {
 		break
 	}
 }
+
+// A line is recorded before the key that ends it reaches the shell: while the audit log
+// cannot be written, nothing that would run a command is typed, and the typist is told.
+func TestTerminalInputNotTypedWithoutItsRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	term := aliceTerminal(t, srv)
+	conn, _ := termDial(t, srv, srv.Login(t, "alice", "alice-password-1"), term.ID, 0)
+	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE audit_log RENAME TO audit_log_away`); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo NOT-RUN-$((6*7))\r"})
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		kind, b, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no error for the unrecorded line: %v", err)
+		}
+		if kind == websocket.TextMessage && strings.Contains(string(b), "not typed") {
+			break
+		}
+	}
+	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE audit_log_away RENAME TO audit_log`); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo RUN-$((6*7))\r"})
+	readUntil(t, conn, "RUN-42")
+	if data, _, _ := term.Output(0); strings.Contains(string(data), "NOT-RUN") {
+		t.Fatalf("the unrecorded line reached the shell: %q", data)
+	}
+	var n int
+	if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'terminal.input' AND target_id = $1
+		AND payload->>'input' = 'echo RUN-$((6*7))'`, term.ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the recorded line's rows: %d (%v), want 1", n, err)
+	}
+}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"slices"
 	"unicode/utf8"
 )
 
@@ -33,6 +34,13 @@ type edited struct {
 	shell bool
 	// cut: longer than maxAuditLine; the text is its start.
 	cut bool
+}
+
+// clone is a copy of the editor that feeding the original leaves as it is.
+func (e *lineEditor) clone() lineEditor {
+	c := *e
+	c.line, c.pending = slices.Clone(e.line), slices.Clone(e.pending)
+	return c
 }
 
 // feed takes typed bytes and returns the lines they finished.

@@ -50,9 +50,10 @@ type TerminalOptions struct {
 	// KeepEnded is how long a terminal whose process ended stays listed, its output
 	// readable (get_output of a finished background command). Default 15 minutes.
 	KeepEnded time.Duration
-	// OnInput, when set, is told of every line typed into a terminal from the
-	// browser or by send_input (hidden: the terminal had echo off).
-	OnInput func(t *Terminal, who TerminalCaller, line string, hidden bool)
+	// OnInput, when set, records the lines typed into a terminal from the browser or by
+	// send_input (hidden: the terminal had echo off) before the keys that end them reach
+	// the shell; when it fails, nothing of that input is typed.
+	OnInput func(t *Terminal, who TerminalCaller, lines []string, hidden bool) error
 	// OnChange, when set, is told when a terminal opens, when its process ends and
 	// when it leaves the list (the /terminals page follows them).
 	OnChange func(t *Terminal, change TerminalChange)
@@ -408,10 +409,12 @@ func (t *Terminal) Resize(cols, rows int) error {
 	if cols < 2 || rows < 2 || cols > 1000 || rows > 1000 {
 		return fmt.Errorf("size %dx%d: cols and rows must be between 2 and 1000", cols, rows)
 	}
+	// The size shown and the kernel's are set under one lock: two windows resizing at
+	// once could otherwise leave the pages showing one size and the shell laying out another.
 	t.inMu.Lock()
 	t.cols, t.rows = uint16(cols), uint16(rows)
-	t.inMu.Unlock()
 	err := pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	t.inMu.Unlock()
 	t.out.Wake() // the pages that follow its size learn it now, not with the next output
 	return err
 }
@@ -431,8 +434,9 @@ func (t *Terminal) Echo() bool {
 	return tio.Lflag&unix.ECHO != 0 || tio.Lflag&unix.ICANON == 0
 }
 
-// Input types s into a PTY. Each completed line is reported to OnInput, as
-// "[hidden input]" when the terminal did not echo it.
+// Input types s into a PTY. The lines it completes are recorded first (OnInput, as
+// "[hidden input]" when the terminal did not echo them): keys that would run a command
+// whose record cannot be written are not typed.
 func (t *Terminal) Input(who TerminalCaller, s string) error {
 	if t.ptmx == nil {
 		return errors.New("a command takes no input; use a PTY session (create_session)")
@@ -445,23 +449,30 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	// the shell got them.
 	t.typing.Lock()
 	defer t.typing.Unlock()
-	if _, err := t.ptmx.Write([]byte(s)); err != nil {
-		return fmt.Errorf("write to the terminal: %w", err)
-	}
 	t.inMu.Lock()
+	before := t.inLine.clone()
 	lines := t.inLine.feed([]byte(s))
 	t.inMu.Unlock()
-	if f := t.ts.opts.OnInput; f != nil {
-		for _, l := range lines {
-			text := l.text
+	if f := t.ts.opts.OnInput; f != nil && len(lines) > 0 {
+		texts := make([]string, len(lines))
+		for i, l := range lines {
+			texts[i] = l.text
 			if l.shell {
-				text = "[edited with the shell's history, completion or editing keys] " + text
+				texts[i] = "[edited with the shell's history, completion or editing keys] " + texts[i]
 			}
 			if l.cut {
-				text += fmt.Sprintf(" [cut: longer than %d characters]", maxAuditLine)
+				texts[i] += fmt.Sprintf(" [cut: longer than %d characters]", maxAuditLine)
 			}
-			f(t, who, text, !echo)
 		}
+		if err := f(t, who, texts, !echo); err != nil {
+			t.inMu.Lock()
+			t.inLine = before // not typed: the line stays as the shell has it
+			t.inMu.Unlock()
+			return fmt.Errorf("not typed: the line could not be recorded in the audit log (%w); try again", err)
+		}
+	}
+	if _, err := t.ptmx.Write([]byte(s)); err != nil {
+		return fmt.Errorf("write to the terminal: %w", err)
 	}
 	return nil
 }
