@@ -47,6 +47,9 @@ type TerminalOptions struct {
 	Env []string
 	// BufferBytes is how much output a terminal keeps. Default 1 MiB.
 	BufferBytes int
+	// InputWait bounds how long typed input waits for the program to take it (it is
+	// not reading, and the PTY's queue is full). Default 10 s.
+	InputWait time.Duration
 	// KeepEnded is how long a terminal whose process ended stays listed, its output
 	// readable (get_output of a finished background command). Default 15 minutes.
 	KeepEnded time.Duration
@@ -145,6 +148,10 @@ type Terminal struct {
 	// typing orders writes of input with their audit (a write blocks while the
 	// program does not read; inMu, which Size and Resize take, is not held then).
 	typing sync.Mutex
+	// keys carry input to the one goroutine that writes to the PTY (writeKeys), so a
+	// write the program does not read is waited for a bounded time, not for ever.
+	keys    chan keysWrite
+	writing atomic.Bool // writeKeys is in a write the program has not taken yet
 	inMu   sync.Mutex
 	inLine lineEditor // what was typed since the last newline (for the audit)
 	once   sync.Once
@@ -160,6 +167,9 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	}
 	if opts.BufferBytes <= 0 {
 		opts.BufferBytes = 1 << 20
+	}
+	if opts.InputWait <= 0 {
+		opts.InputWait = 10 * time.Second
 	}
 	if opts.KeepEnded <= 0 {
 		opts.KeepEnded = 15 * time.Minute
@@ -276,8 +286,34 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	go func() {
 		_, _ = io.Copy(t.out, ptmx) // ends with EIO once the shell and its children are gone
 	}()
+	t.keys = make(chan keysWrite)
+	go t.writeKeys()
 	return t, false, nil
 }
+
+// keysWrite is one input for writeKeys, and where it answers.
+type keysWrite struct {
+	b    []byte
+	done chan error // buffered: an answer nobody waits for any more is dropped
+}
+
+// writeKeys writes the terminal's input until it ends. A write blocks while the PTY's
+// input queue is full (the program is not reading); the file is in blocking mode (the
+// size ioctls put it there), so neither a deadline nor Close would end such a write.
+func (t *Terminal) writeKeys() {
+	for {
+		select {
+		case w := <-t.keys:
+			t.writing.Store(true)
+			_, err := t.ptmx.Write(w.b)
+			t.writing.Store(false)
+			w.done <- err
+		case <-t.gone:
+			return
+		}
+	}
+}
+
 
 // Start runs command with bash -c in dir, its output (stdout and stderr) in the
 // terminal's buffer; timeout ends it.
@@ -449,6 +485,11 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	// the shell got them.
 	t.typing.Lock()
 	defer t.typing.Unlock()
+	if t.writing.Load() {
+		// Checked before anything is recorded: what is refused here is neither typed nor
+		// audited as typed.
+		return errors.New("not typed: the terminal's program has not read what was typed before; wait for it, or interrupt it")
+	}
 	t.inMu.Lock()
 	before := t.inLine.clone()
 	lines := t.inLine.feed([]byte(s))
@@ -471,10 +512,24 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 			return fmt.Errorf("not typed: the line could not be recorded in the audit log (%w); try again", err)
 		}
 	}
-	if _, err := t.ptmx.Write([]byte(s)); err != nil {
-		return fmt.Errorf("write to the terminal: %w", err)
+	w := keysWrite{b: []byte(s), done: make(chan error, 1)}
+	select {
+	case t.keys <- w: // at once: the writer is idle (checked above, under typing)
+	case <-t.gone:
+		return errors.New("the terminal has ended")
 	}
-	return nil
+	timeout := time.NewTimer(t.ts.opts.InputWait)
+	defer timeout.Stop()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			return fmt.Errorf("write to the terminal: %w", err)
+		}
+		return nil
+	case <-timeout.C:
+		// Recorded and handed over: it is typed once the program reads.
+		return errors.New("typed, but the terminal's program is not reading it yet; more input is refused until it does")
+	}
 }
 
 // Close ends the terminal: SIGTERM to its session's processes, 100 ms, SIGKILL;

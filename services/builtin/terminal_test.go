@@ -512,3 +512,53 @@ func TestSharedRootLeavesLiveRunsAlone(t *testing.T) {
 		t.Fatalf("the first run's record: %v", err)
 	}
 }
+
+// Input to a program that reads none of it fills the PTY's queue: the write that does
+// not go through is waited for a bounded time, what comes next is refused at once (and
+// not recorded), and the terminal still closes.
+func TestTerminalInputToAProgramNotReading(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var recorded int
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t), InputWait: 300 * time.Millisecond,
+		OnInput: func(_ *Terminal, _ TerminalCaller, lines []string, _ bool) error { recorded += len(lines); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ts.Close)
+	dir := filepath.Join(root, "conv-full")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := ts.OpenPTY(TerminalCaller{UserName: "u"}, "conv-full", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Input(TerminalCaller{}, "stty -icanon -echo; echo READY; sleep 600\r"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, term, 0, "READY")
+	chunk := strings.Repeat("x", 16<<10)
+	var waited error
+	for i := 0; i < 200 && waited == nil; i++ {
+		waited = term.Input(TerminalCaller{}, chunk)
+	}
+	if waited == nil || !strings.Contains(waited.Error(), "not reading it yet") {
+		t.Fatalf("input past a full queue: %v, want told the program is not reading", waited)
+	}
+	before := recorded
+	start := time.Now()
+	if err := term.Input(TerminalCaller{}, "echo more\r"); err == nil || !strings.Contains(err.Error(), "not typed") || time.Since(start) > time.Second {
+		t.Fatalf("input behind a write not taken: %v after %s, want refused at once", err, time.Since(start))
+	}
+	if recorded != before {
+		t.Fatalf("refused input was recorded (%d lines)", recorded-before)
+	}
+	done := make(chan struct{})
+	go func() { term.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the terminal did not close while a write was blocked")
+	}
+}
