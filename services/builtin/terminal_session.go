@@ -152,11 +152,11 @@ type Terminal struct {
 	// write the program does not read is waited for a bounded time, not for ever.
 	keys    chan keysWrite
 	writing atomic.Bool // writeKeys is in a write the program has not taken yet
-	inMu   sync.Mutex
-	inLine lineEditor // what was typed since the last newline (for the audit)
-	once   sync.Once
-	cols   uint16
-	rows   uint16
+	inMu    sync.Mutex
+	inLine  lineEditor // what was typed since the last newline (for the audit)
+	once    sync.Once
+	cols    uint16
+	rows    uint16
 }
 
 // NewTerminals returns the terminals, first killing what a previous run left
@@ -313,7 +313,6 @@ func (t *Terminal) writeKeys() {
 		}
 	}
 }
-
 
 // Start runs command with bash -c in dir, its output (stdout and stderr) in the
 // terminal's buffer; timeout ends it.
