@@ -54,7 +54,7 @@ func (g *Gateway) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(tracked, method, req)
 		}
 		ss, ok := req.GetSession().(*mcp.ServerSession)
-		if !ok {
+		if !ok || ctx.Value(sseSessionKey{}) != nil { // an SSE session counts from its stream's opening (openSSE)
 			return next(ctx, method, req)
 		}
 		uid := c.p.User.ID

@@ -114,3 +114,45 @@ func TestListenStreamsPerUser(t *testing.T) {
 	}
 	t.Fatal("the revoked token's listen did not end and free its place")
 }
+
+// An SSE stream counts from its opening, before any initialize: streams that never
+// initialize cannot go past the limit, and one that ends frees its place.
+func TestSSEStreamsCountFromTheirOpening(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Gateway: &gateway.Options{MaxSessions: 2}})
+	srv.CreateUser(t, "alice", auth.RoleToolUser, password)
+	token := srv.Token(t, "alice")
+	open := func() (*http.Response, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/sse", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cancel(); res.Body.Close() })
+		return res, cancel
+	}
+	first, end := open()
+	second, _ := open()
+	if first.StatusCode != http.StatusOK || second.StatusCode != http.StatusOK {
+		t.Fatalf("two streams: %d %d", first.StatusCode, second.StatusCode)
+	}
+	if third, _ := open(); third.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("a third stream that never initialized: %d, want 429", third.StatusCode)
+	}
+	end()
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		res, cancel := open()
+		defer cancel()
+		return res.StatusCode == http.StatusOK
+	}, "an ended stream does not free its place")
+	// An initialize over its stream is not counted a second time: with one stream open,
+	// one session fits and a second does not.
+	if _, err := connectSSE(t, srv, token); err != nil {
+		t.Fatalf("a session within the limit: %v", err)
+	}
+	if _, err := connectSSE(t, srv, token); err == nil {
+		t.Fatal("an SSE session past the limit was accepted")
+	}
+}

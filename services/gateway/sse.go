@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"reflect"
 	"sync"
@@ -110,6 +111,16 @@ func (g *Gateway) openSSE(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "no authenticated caller", http.StatusUnauthorized)
 		return
 	}
+	// Counted from the stream's opening, not from its initialize: the SDK holds a
+	// session for the stream at once, so streams that never initialize would otherwise
+	// go past the limit.
+	uid := c.p.User.ID
+	if n, ok := g.admitStream(uid); !ok {
+		http.Error(w, fmt.Sprintf("too many MCP sessions: %s has %d open, the most one person may; close sessions you no longer use",
+			c.p.User.Username, n), http.StatusTooManyRequests)
+		return
+	}
+	defer g.releaseStream(uid)
 	sess := &sseSession{tokenID: c.p.TokenID, info: info}
 	tracked, done := g.track(req)
 	defer done()
