@@ -246,3 +246,38 @@ func TestTerminalTimeoutAndTokenInput(t *testing.T) {
 		return true
 	}, "the agent's line audited")
 }
+
+// A command run in the foreground is closed as soon as it is done; its record keeps the
+// exit code and says it exited, however the two changes meet.
+func TestForegroundCommandRecordsItsExit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	const name = "builtin__terminal_operations"
+	tg := srv.App.Enable(t, name)
+	low := "low"
+	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	admin := audit.Actor{Kind: audit.ActorUser, Name: "admin"}
+	const runs = 12
+	for i := range runs {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			// the risk setting reaches the router's snapshot through the bus
+			_, err := srv.Router.Call(ctx, router.Call{Tool: name, Arguments: json.RawMessage(`{"operation":"run_command","command":"exit 3"}`),
+				Actor: admin, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: "conv-exit"})
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: %v", i, err)
+			}
+		}
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		return srv.App.Count(t, `SELECT count(*) FROM terminals WHERE conversation_id = 'conv-exit' AND gone_at IS NOT NULL`) == runs
+	}, "every command recorded gone")
+	if n := srv.App.Count(t, `SELECT count(*) FROM terminals WHERE conversation_id = 'conv-exit' AND exit_code = 3 AND ended_reason = 'exited'`); n != runs {
+		t.Fatalf("%d of %d commands recorded with their exit code", n, runs)
+	}
+}

@@ -396,8 +396,11 @@ func (ts *Terminals) track(t *Terminal) error {
 		// What the leader left behind in its session goes with it.
 		endSession(t.sid, ts.marker, 0, nil)
 		removeRecord(ts.opts.Root, t.sid)
-		close(t.gone)
+		// Recorded before gone closes: Close, which a foreground command's call makes as
+		// soon as it is done, waits for gone, so its exit code is stored and announced
+		// before the terminal is recorded closed, never lost to it.
 		ts.changed(t, TerminalExited)
+		close(t.gone)
 		time.AfterFunc(ts.opts.KeepEnded, t.Close)
 	}()
 	return nil
