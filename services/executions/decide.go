@@ -378,7 +378,8 @@ func (s *Service) mayDecideOn(ctx context.Context, c Caller, ex *Execution, leve
 	v, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester, Level: level, Verb: verb})
 	if fe, ok := fault.As(err); ok && fe.Kind == fault.KindForbidden {
 		s.refusal(ctx, c, ex, fe.Message)
-		return v, forbidden(fe.Message).MarkAudited()
+		// Its code kept: needs_other_approver tells a client someone else may decide.
+		return v, fault.New(fault.KindForbidden, fe.Code, fe.Message).About("execution").MarkAudited()
 	}
 	return v, err
 }
