@@ -29,10 +29,7 @@ import (
 const (
 	// execToolHints bounds the tools the new-execution page lists.
 	execToolHints = 40
-	// execLogBatch and execLogMax bound the stored events a page reads for its log;
-	// execLogShown is how many of the newest it shows.
-	execLogBatch = 1000
-	execLogMax   = 20000
+	// execLogShown is how many of a log's newest lines a page shows.
 	execLogShown = 1000
 )
 

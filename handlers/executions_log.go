@@ -12,33 +12,15 @@ import (
 // executionLog is the log of topic up to event last: its newest lines and how many
 // older ones are left out.
 func (h ExecutionsHandler) executionLog(ctx context.Context, topic string, last int64) ([]views.ExecutionLogLine, int, error) {
-	var lines []views.ExecutionLogLine
-	after := int64(0)
-	for read := 0; read < execLogMax; {
-		evs, err := h.Events.Since(ctx, after, []string{topic}, execLogBatch)
-		if err != nil {
-			return nil, 0, err
-		}
-		for _, ev := range evs {
-			if ev.ID > last {
-				return trimLog(lines)
-			}
-			lines = append(lines, executionLogLine(ev))
-		}
-		if len(evs) < execLogBatch {
-			break
-		}
-		read += len(evs)
-		after = evs[len(evs)-1].ID
+	evs, older, err := h.Events.Tail(ctx, topic, last, execLogShown)
+	if err != nil {
+		return nil, 0, err
 	}
-	return trimLog(lines)
-}
-
-func trimLog(lines []views.ExecutionLogLine) ([]views.ExecutionLogLine, int, error) {
-	if len(lines) > execLogShown {
-		return lines[len(lines)-execLogShown:], len(lines) - execLogShown, nil
+	lines := make([]views.ExecutionLogLine, len(evs))
+	for i, ev := range evs {
+		lines[i] = executionLogLine(ev)
 	}
-	return lines, 0, nil
+	return lines, int(older), nil
 }
 
 // executionLogLine is the log line of one event of an execution's topic: one of the

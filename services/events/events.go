@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -160,6 +161,32 @@ func Since(ctx context.Context, q db.Querier, afterID int64, topics []string, li
 		return nil, fmt.Errorf("events: since %d: %w", afterID, err)
 	}
 	return evs, nil
+}
+
+// Tail returns the newest limit events of topic up to event last (ids at most last),
+// oldest first, and how many older ones the topic holds: the end of a log, whatever
+// its length, in two index scans.
+func Tail(ctx context.Context, q db.Querier, topic string, last int64, limit int) ([]Event, int64, error) {
+	rows, err := q.Query(ctx, `/* events.Tail */
+		SELECT id, topic, kind, payload, created_at FROM events
+		WHERE topic = $1 AND id <= $2 ORDER BY id DESC LIMIT $3`, topic, last, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("events: tail of %s: %w", topic, err)
+	}
+	evs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
+	if err != nil {
+		return nil, 0, fmt.Errorf("events: tail of %s: %w", topic, err)
+	}
+	slices.Reverse(evs)
+	if len(evs) < limit {
+		return evs, 0, nil
+	}
+	var older int64
+	if err := q.QueryRow(ctx, `/* events.Tail.older */ SELECT count(*) FROM events WHERE topic = $1 AND id < $2`,
+		topic, evs[0].ID).Scan(&older); err != nil {
+		return nil, 0, fmt.Errorf("events: tail of %s: %w", topic, err)
+	}
+	return evs, older, nil
 }
 
 // LatestID is the id of the newest committed event (0 when there is none).

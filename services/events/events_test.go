@@ -474,3 +474,27 @@ func TestQuietBusReadsWhatItMissed(t *testing.T) {
 		t.Fatalf("got event %d, want %d", ev.ID, id)
 	}
 }
+
+// Tail is the end of a topic's log up to an event, oldest first, with the count of the
+// older ones: the newest lines, however long the log.
+func TestTail(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	var ids []int64
+	for i := range 25 {
+		ids = append(ids, publish(t, pool, "log", "line", map[string]int{"n": i}))
+		publish(t, pool, "other", "line", nil)
+	}
+	later := publish(t, pool, "log", "line", nil) // after the page's cursor
+	evs, older, err := events.Tail(ctx, pool, "log", ids[24], 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 10 || evs[0].ID != ids[15] || evs[9].ID != ids[24] || older != 15 {
+		t.Fatalf("Tail(10): %d events from %d to %d, %d older; want %d to %d, 15 older", len(evs), evs[0].ID, evs[len(evs)-1].ID, older, ids[15], ids[24])
+	}
+	if evs, older, err := events.Tail(ctx, pool, "log", later, 100); err != nil || len(evs) != 26 || older != 0 {
+		t.Fatalf("Tail(100): %d events, %d older, %v; want all 26", len(evs), older, err)
+	}
+}
