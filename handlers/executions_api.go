@@ -103,7 +103,7 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 // 201 with its id, status, risk and, for HIGH, the phrase a person must type.
 func (h ExecutionsHandler) APICreate(c echo.Context) error {
 	var in createRequest
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
 	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan,

@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -36,6 +38,27 @@ func formErrors(err error) (views.FormErrors, bool) {
 // (a conflict or bad input), and false for anything else.
 func userMessage(err error) (string, bool) { return httperr.PageMessage(err) }
 
+// bindJSONStrict is bindJSON that also refuses a key the shape does not have, naming
+// it: for a body where a misspelt key would silently drop what it held (a plan's
+// rollback).
+func bindJSONStrict(c echo.Context, v any) error {
+	if err := bindJSON(c, v); err != nil {
+		return err
+	}
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return verr.New("body", "has the key "+name+", which the documented shape does not: check its spelling")
+		}
+	}
+	return nil
+}
+
 // bindJSON decodes the request body, turning a malformed body into a field error.
 func bindJSON(c echo.Context, v any) error {
 	req := c.Request()
@@ -45,6 +68,7 @@ func bindJSON(c echo.Context, v any) error {
 			return err
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
+		defer func() { req.Body = io.NopCloser(bytes.NewReader(body)) }() // for bindJSONStrict
 		if ptr, bad := textcheck.CaseClash(body, v); bad {
 			return verr.New(ptr, textcheck.WhyCaseClash)
 		}
