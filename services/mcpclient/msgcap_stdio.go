@@ -43,22 +43,39 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if t.onStart != nil {
 		t.onStart(t.cmd.Process.Pid)
 	}
-	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate}
+	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate, writeWait: stdinWait}
 	// The reader's Close does nothing: the session ends by closing stdin (process.Close),
 	// and Wait closes stdout once the server has exited.
 	return (&mcp.IOTransport{Reader: io.NopCloser(newFrameReader(stdout, t.lim)), Writer: p,
 		MaxLineLength: t.lim.max + sdkSlack}).Connect(ctx)
 }
 
+// stdinWait bounds a write to a stdio server's standard input: a server that reads
+// nothing while its pipe is full (64 KiB) would hold the write, and with it the SDK's
+// write lock, health checks, reconnects and the shutdown, for ever. Past it the session
+// fails and is replaced; a server busy with a call but reading now and then is not affected.
+const stdinWait = 60 * time.Second
+
 // process is the writing half of a stdio session; closing it ends the server.
 type process struct {
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
 	terminate time.Duration
+	writeWait time.Duration
 }
 
-// Write implements io.Writer: it writes to the server's standard input.
-func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+// Write implements io.Writer: it writes to the server's standard input, giving up
+// after writeWait when the server does not read.
+func (p *process) Write(b []byte) (int, error) {
+	if d, ok := p.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok && p.writeWait > 0 {
+		_ = d.SetWriteDeadline(time.Now().Add(p.writeWait))
+	}
+	n, err := p.stdin.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("mcpclient: the server has not read its standard input for %s: %w", p.writeWait, err)
+	}
+	return n, err
+}
 
 // Close ends the server the way the MCP specification asks (and the SDK's
 // CommandTransport does): close its standard input and wait; SIGTERM and wait; SIGKILL.

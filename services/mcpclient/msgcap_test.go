@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // testLimit is a cap of max bytes for server "srv" whose log goes to the returned buffer.
@@ -538,4 +541,38 @@ func BenchmarkReaders(b *testing.B) {
 			drain(newJSONBody(io.NopCloser(strings.NewReader(big)), lim, -1, nil))
 		}
 	})
+}
+
+// A write to a stdio server that reads nothing ends once its pipe stays full for the
+// write wait, with an error saying so, instead of holding the session for ever.
+func TestStdinWriteGivesUp(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sleep", "30")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, stdin: stdin, terminate: 100 * time.Millisecond, writeWait: 300 * time.Millisecond}
+	defer p.Close()
+	chunk := make([]byte, 32<<10)
+	done := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := p.Write(chunk); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "has not read its standard input") {
+			t.Fatalf("the write ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a write to a server that reads nothing did not give up")
+	}
 }
