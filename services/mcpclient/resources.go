@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -138,9 +139,14 @@ func (c *conn) requestError(ctx, rctx context.Context, method string, err error)
 	return fmt.Errorf("mcpclient: %s: %w", method, tooLarge(err))
 }
 
+// MaxListedBytes bounds what one server's list brings back, as JSON: items and cursors
+// are the server's to size, and a list answers one request of an agent's.
+const MaxListedBytes = 32 << 20
+
 // listAll follows a list's cursors to the end: nil when the server does not offer the
 // kind, an error rather than a partial list when a page fails or the cursors go round
-// in circles or on past Options.MaxPages, and at most MaxListed items.
+// in circles, grow past maxCursor or on past Options.MaxPages, and at most MaxListed
+// items and MaxListedBytes.
 func listAll[T any](ctx context.Context, m *Manager, id, method string, offers func(*mcp.ServerCapabilities) bool,
 	page func(context.Context, *mcp.ClientSession, string) ([]*T, string, error)) ([]*T, error) {
 	s, c, err := m.liveSession(id, offers, method)
@@ -153,6 +159,8 @@ func listAll[T any](ctx context.Context, m *Manager, id, method string, offers f
 	var out []*T
 	seen := map[string]bool{}
 	cursor := ""
+	size := 0
+	lim := listLimits{maxPages: m.opts.MaxPages}
 	for pages := 1; ; pages++ {
 		pctx, cancel := context.WithTimeout(ctx, c.timeout())
 		items, next, err := page(pctx, s.cs, cursor)
@@ -170,17 +178,19 @@ func listAll[T any](ctx context.Context, m *Manager, id, method string, offers f
 				m.log.Warn("mcpclient: list cut", "server", c.cfg.Name, "method", method, "max_items", MaxListed)
 				return out, nil
 			}
+			b, _ := json.Marshal(it)
+			if size += len(b); size > MaxListedBytes {
+				m.log.Warn("mcpclient: list cut", "server", c.cfg.Name, "method", method, "max_bytes", MaxListedBytes)
+				return out, nil
+			}
 			out = append(out, it)
 		}
-		switch {
-		case next == "":
+		if next == "" {
 			return out, nil
-		case seen[next]:
-			return nil, fmt.Errorf("mcpclient: %s: %s repeated cursor %q after %d pages", method, c.cfg.Name, next, pages)
-		case pages >= m.opts.MaxPages:
-			return nil, fmt.Errorf("mcpclient: %s: %s still paging after %d pages", method, c.cfg.Name, pages)
 		}
-		seen[next] = true
+		if err := lim.next(seen, next, pages); err != nil {
+			return nil, fmt.Errorf("mcpclient: %s: %s %w", method, c.cfg.Name, err)
+		}
 		cursor = next
 	}
 }

@@ -104,3 +104,26 @@ func TestResourcesAndPrompts(t *testing.T) {
 		t.Fatalf("a server without a session: got %v, want ErrNotConnected", err)
 	}
 }
+
+// A resource list is bounded however the server pages it: a cursor longer than
+// maxCursor ends it with an error naming the length, before it is followed or kept.
+func TestResourceListCursorBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := start(t, fast())
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "resources/list" && err == nil {
+				res.(*mcp.ListResourcesResult).NextCursor = strings.Repeat("c", 4097) // past maxCursor
+			}
+			return res, err
+		}
+	})
+	sv := e.create(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	if _, err := e.mgr.ListResources(ctx, sv.ID); err == nil || !strings.Contains(err.Error(), "gave a cursor of 4097 bytes") {
+		t.Fatalf("a list with a huge cursor: %v, want refused", err)
+	}
+}
