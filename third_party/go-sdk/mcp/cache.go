@@ -42,11 +42,30 @@ func (mc *methodCache[R]) get(key string) (R, bool) {
 	return entry.result, true
 }
 
+// maxCacheEntries bounds the entries of one method's cache (TOOLWARDEN.md): keys are
+// the server's cursors and the caller's URIs, as many as they make.
+const maxCacheEntries = 256
+
 func (mc *methodCache[R]) put(key string, result R) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
+	if result.GetTTLMs() <= 0 {
+		// get never answers from such an entry: kept, it would only pin the result.
+		delete(mc.cachedValues, key)
+		return
+	}
 	if mc.cachedValues == nil {
 		mc.cachedValues = make(map[string]*cacheEntry[R])
+	}
+	if _, ok := mc.cachedValues[key]; !ok && len(mc.cachedValues) >= maxCacheEntries {
+		for k, e := range mc.cachedValues {
+			if !e.isValid() {
+				delete(mc.cachedValues, k)
+			}
+		}
+		if len(mc.cachedValues) >= maxCacheEntries {
+			clear(mc.cachedValues)
+		}
 	}
 	mc.cachedValues[key] = &cacheEntry[R]{
 		result:     result,
