@@ -1,10 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -158,6 +160,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				return err
 			}
 			handlers.SetPrincipal(c, p)
+			c.Set(authenticatedAtKey, time.Now())
 			// An agent learns that its token is about to end from every answer.
 			if exp, from := p.TokenExpiresAt, p.TokenWarnFrom; exp != nil && from != nil && !time.Now().Before(*from) {
 				c.Response().Header().Set(TokenExpiresHeader, exp.UTC().Format(time.RFC3339))
@@ -172,9 +175,55 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			switch {
 			case err == nil:
 				handlers.SetPrincipal(c, p)
+				c.Set(authenticatedAtKey, time.Now())
 			case !errors.Is(err, auth.ErrUnauthenticated):
 				return err
 			}
+		}
+		return next(c)
+	}
+}
+
+// authenticatedAtKey holds when the request's caller was authenticated (recheckSlowBody).
+const authenticatedAtKey = "toolwarden.authenticated_at"
+
+// slowBody is how long a request's body may take to arrive after its caller was
+// authenticated before the caller is checked again.
+const slowBody = 2 * time.Second
+
+// recheckSlowBody reads a request's body before its handler and, when it came more than
+// slowBody after the caller was authenticated (the headers), checks the caller again:
+// a client that trickles its body (bodyDeadline allows a minute) must not act with a
+// session that was signed out, a token that was revoked or a role that was taken away
+// meanwhile. A request whose body came at once costs nothing more.
+func (s *Server) recheckSlowBody(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		p := handlers.PrincipalOf(c)
+		at, _ := c.Get(authenticatedAtKey).(time.Time)
+		if p == nil || at.IsZero() || req.Body == nil || req.Body == http.NoBody || req.Method == http.MethodGet || req.Method == http.MethodHead {
+			return next(c)
+		}
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			if mb := (*http.MaxBytesError)(nil); errors.As(err, &mb) {
+				return echo.NewHTTPError(http.StatusRequestEntityTooLarge, "the request body is too large")
+			}
+			return err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		if time.Since(at) < slowBody {
+			return next(c)
+		}
+		role, err := s.deps.Auth.CurrentRole(req.Context(), p)
+		if errors.Is(err, auth.ErrNoLongerValid) {
+			return echo.NewHTTPError(http.StatusUnauthorized, "your session or token ended while the request was being sent: nothing was done")
+		}
+		if err != nil {
+			return err
+		}
+		if role != p.User.Role {
+			return echo.NewHTTPError(http.StatusForbidden, "your role changed while the request was being sent: nothing was done; send it again")
 		}
 		return next(c)
 	}

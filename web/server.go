@@ -90,7 +90,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	// Bad text is refused after the permission check: a refused request is recorded as
 	// denied whatever it carries.
 	for _, r := range s.table {
-		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
+		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm), s.recheckSlowBody, refuseBadText)
 		if r.Method == http.MethodGet && r.Path != "/ws" && !BearerOnly(r.Path) {
 			e.Add(http.MethodHead, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
 		}
