@@ -116,8 +116,25 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 
 		if req.OldSession != "" {
-			if _, err := tx.Exec(ctx, `/* auth.Login.rotate */ DELETE FROM sessions WHERE token_hash = $1`, hashToken(req.OldSession)); err != nil {
+			// The browser's previous session ends here. When it was someone else's (a
+			// shared browser), they are signed out as by Logout: audited, and announced
+			// so their open pages and terminal sockets end at once.
+			var prevID, prevName string
+			err := tx.QueryRow(ctx, `/* auth.Login.rotate */ DELETE FROM sessions s USING users u
+				WHERE s.token_hash = $1 AND u.id = s.user_id RETURNING u.id, u.username`, hashToken(req.OldSession)).Scan(&prevID, &prevName)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
+			}
+			if prevID != "" && prevID != u.ID {
+				who := audit.Actor{Kind: audit.ActorUser, ID: prevID, Name: prevName, IP: req.IP, RequestID: actor.RequestID}
+				if _, err := audit.Append(ctx, tx, audit.Entry{Actor: who, Action: "user.logout", TargetType: "user", TargetID: prevID, TargetName: prevName,
+					Payload: map[string]any{"username": prevName, "reason": "another person signed in on the same browser"}}); err != nil {
+					return err
+				}
+				if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: prevID, Username: prevName,
+					Reason: "another person signed in on the same browser"}); err != nil {
+					return err
+				}
 			}
 		}
 		// Only this address's failures are forgiven: another address guessing at the

@@ -86,6 +86,23 @@ func TestLoginRotatesSession(t *testing.T) {
 		t.Fatalf("wrong password: got %v, want ErrInvalidCredentials", err)
 	}
 	f.mustAuth(third.Token, alice)
+	if n := len(f.events("session.ended")); n != 0 {
+		t.Fatalf("a person's own rotated session announced as ended: %d events", n)
+	}
+
+	// Another person signing in on the same browser signs alice out: audited and
+	// announced, so her open pages end.
+	f.createUser("bob", auth.RoleToolUser)
+	f.loginReq(auth.LoginRequest{Username: "bob", Password: testPassword, IP: "192.0.2.9", OldSession: third.Token})
+	f.mustNotAuth(third.Token, "alice's session after bob signed in on her browser")
+	ev := f.events("session.ended")
+	want := auth.SessionEvent{UserID: alice.ID, Username: "alice", Reason: "another person signed in on the same browser"}
+	if len(ev) != 1 || ev[0].Payload != want {
+		t.Fatalf("session.ended events: %+v, want one for alice", ev)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE action = 'user.logout' AND actor_id = $1::uuid AND target_id = $1::text`, alice.ID); n != 1 {
+		t.Fatalf("alice's sign-out audit rows: %d, want 1", n)
+	}
 }
 
 func TestSessionTokenNotStored(t *testing.T) {
