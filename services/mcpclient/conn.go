@@ -231,7 +231,7 @@ func (c *conn) run() {
 		c.sess, c.nextAttempt = s, time.Time{}
 		c.mu.Unlock()
 		c.m.connected(c.cfg.ServerID)
-		c.setStatus(ctx, registry.StatusConnected, "", serverInfo(s.cs))
+		c.setStatus(ctx, registry.StatusConnected, "", serverInfo(s.cs, c.masker))
 		c.m.log.Info("mcpclient: connected", "server", c.cfg.Name)
 		c.requestDiscovery("connect")
 		reason := c.watch(ctx, s)
@@ -382,14 +382,16 @@ func probe(ctx context.Context, cs *mcp.ClientSession, timeout time.Duration) (t
 	return lat, nil
 }
 
-func serverInfo(cs *mcp.ClientSession) *registry.ServerInfo {
+// serverInfo is what the server said of itself, its secret values (m) hidden: it is
+// stored and shown on the server's page.
+func serverInfo(cs *mcp.ClientSession, m *secrets.Masker) *registry.ServerInfo {
 	ir := cs.InitializeResult()
 	if ir == nil {
 		return &registry.ServerInfo{}
 	}
-	info := &registry.ServerInfo{ProtocolVersion: ir.ProtocolVersion, Instructions: ir.Instructions}
+	info := &registry.ServerInfo{ProtocolVersion: ir.ProtocolVersion, Instructions: m.String(ir.Instructions)}
 	if ir.ServerInfo != nil {
-		info.Name, info.Title, info.Version = ir.ServerInfo.Name, ir.ServerInfo.Title, ir.ServerInfo.Version
+		info.Name, info.Title, info.Version = m.String(ir.ServerInfo.Name), m.String(ir.ServerInfo.Title), m.String(ir.ServerInfo.Version)
 	}
 	if ir.Capabilities != nil {
 		info.Capabilities = mustJSON(ir.Capabilities)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // progressEvery throttles discovery.progress events of a long, many-page discovery.
@@ -77,6 +78,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	if s.caps != nil && s.caps.Prompts != nil {
 		d.Prompts = listPrompts(ctx, s.cs, lim)
 	}
+	maskListed(c.masker, &d)
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if err != nil {
 		return registry.DiscoveryResult{}, err
@@ -250,6 +252,20 @@ func member(raw []byte, name string) json.RawMessage {
 		return raw[start:end:end]
 	}
 	return nil
+}
+
+// maskListed hides the server's secret values (its headers, environment, token) in what
+// it says of its resources and prompts, as the gateway does when it passes them on:
+// they are stored, shown on the server's page and in the API.
+func maskListed(m *secrets.Masker, d *registry.Discovery) {
+	for i := range d.Resources {
+		r := &d.Resources[i]
+		r.URI, r.Name, r.Title, r.Description = m.String(r.URI), m.String(r.Name), m.String(r.Title), m.String(r.Description)
+	}
+	for i := range d.Prompts {
+		p := &d.Prompts[i]
+		p.Name, p.Title, p.Description = m.String(p.Name), m.String(p.Title), m.String(p.Description)
+	}
 }
 
 // listResources returns the server's resources, or nil when listing fails (recorded

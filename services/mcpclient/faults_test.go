@@ -667,3 +667,29 @@ func TestListChangedStormStillDiscovers(t *testing.T) {
 	testkit.WaitFor(t, 5*time.Second, func() bool { return len(e.runs(t, sv.ID)) >= 2 },
 		"no discovery while list_changed kept coming every 50 ms")
 }
+
+// What a server says of itself (its instructions, name, resources and prompts) is
+// stored and shown with its secret values hidden: a server that puts its key in a
+// resource's URI does not show it on the server's page.
+func TestSelfDescriptionMasked(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	const canary = "sk-canary-describes-13579"
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "talkative"})
+	up := hs.Server().MCP()
+	up.AddResource(&mcp.Resource{URI: "test://keyed?api_key=" + canary, Name: "keyed " + canary, Description: "uses " + canary},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+	up.AddPrompt(&mcp.Prompt{Name: "with-key", Description: "signed with " + canary},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+	sv := e.create(t, registry.Spec{Name: "talkative", Type: registry.TypeStreamableHTTP, URL: hs.URL(),
+		AuthType: registry.AuthBearer, AuthToken: canary, Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	if n := testkit.Count(t, e.pool, `SELECT count(*) FROM mcp_servers WHERE id = $1 AND resources::text LIKE '%keyed%'`, sv.ID); n != 1 {
+		t.Fatalf("the resources were not stored (%d)", n)
+	}
+	if n := testkit.Count(t, e.pool, `SELECT count(*) FROM mcp_servers WHERE (resources::text || prompts::text) LIKE '%' || $1 || '%'`, canary); n != 0 {
+		t.Fatal("the server's key is stored in its resources or prompts")
+	}
+}

@@ -576,3 +576,21 @@ func TestStdinWriteGivesUp(t *testing.T) {
 		t.Fatal("a write to a server that reads nothing did not give up")
 	}
 }
+
+// A stderr line is masked before it is cut: a secret that begins just before the cut
+// shows no part of itself, in a finished line or one still being written.
+func TestStderrMaskedBeforeCut(t *testing.T) {
+	const secret = "sk-live-abcdefghijklmnopqrstuvwxyz0123"
+	b := newLineBuffer(10, 64)
+	b.setRedact(func(s string) string { return strings.ReplaceAll(s, secret, "***") })
+	line := strings.Repeat("a", 50) + secret + " and more"
+	_, _ = b.Write([]byte(line + "\n" + line))
+	for _, l := range b.Lines() {
+		if strings.Contains(l, secret[:8]) || len(l) > 64 {
+			t.Fatalf("a kept line shows part of the secret or is too long: %q", l)
+		}
+	}
+	if got := b.Lines(); len(got) != 2 || got[0] != strings.Repeat("a", 50)+"*** and more" {
+		t.Fatalf("lines: %q", got)
+	}
+}

@@ -59,5 +59,6 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 			d.Prompts = listPrompts(ctx, cs, lim)
 		}
 	}
+	maskListed(maskerOf(cfg), &d)
 	return m.reg.ApplyDiscovery(ctx, id, d)
 }

@@ -87,7 +87,7 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	s := &session{cs: cs, ep: ep, cancel: cancel}
 	defer s.close()
 	res.ConnectMS = ms(time.Since(start))
-	res.Info = *serverInfo(cs)
+	res.Info = *serverInfo(cs, maskerOf(cfg))
 	step(StepPinging)
 	lat, err := probe(ctx, cs, cfg.Timeout)
 	if err != nil {

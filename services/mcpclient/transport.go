@@ -270,21 +270,27 @@ func (b *lineBuffer) setRedact(f func(string) string) {
 	b.redact = f
 }
 
+// secretSlack is how much of a line past maxLine is kept until it is masked: a secret
+// that begins before the cut is masked whole, then the line is cut, so no part of it
+// shows (a secret longer than this may still show its start).
+const secretSlack = 4096
+
 // Write implements io.Writer.
 func (b *lineBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	rest := p
+	keep := b.maxLine + secretSlack
 	for len(rest) > 0 {
 		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
-			room := b.maxLine - len(b.partial)
+			room := keep - len(b.partial)
 			if room > 0 {
 				b.partial = append(b.partial, rest[:min(room, len(rest))]...)
 			}
 			break
 		}
-		room := b.maxLine - len(b.partial)
+		room := keep - len(b.partial)
 		if room > 0 {
 			b.partial = append(b.partial, rest[:min(room, i)]...)
 		}
@@ -296,15 +302,23 @@ func (b *lineBuffer) Write(p []byte) (int, error) {
 }
 
 func (b *lineBuffer) push(line string) {
-	line = strings.TrimRight(line, "\r")
-	if b.redact != nil {
-		line = b.redact(line)
-	}
 	if len(b.lines) == b.maxLines {
 		copy(b.lines, b.lines[1:])
 		b.lines = b.lines[:len(b.lines)-1]
 	}
-	b.lines = append(b.lines, strings.ToValidUTF8(line, "\uFFFD"))
+	b.lines = append(b.lines, b.shown(line))
+}
+
+// shown is a line as it is kept and shown: masked first, then cut to maxLine.
+func (b *lineBuffer) shown(line string) string {
+	line = strings.TrimRight(line, "\r")
+	if b.redact != nil {
+		line = b.redact(line)
+	}
+	if len(line) > b.maxLine {
+		line = line[:b.maxLine]
+	}
+	return strings.ToValidUTF8(line, "\uFFFD")
 }
 
 // Lines returns the kept lines, oldest first, including an unfinished last line.
@@ -313,11 +327,7 @@ func (b *lineBuffer) Lines() []string {
 	defer b.mu.Unlock()
 	out := slices.Clone(b.lines)
 	if len(b.partial) > 0 {
-		line := strings.TrimRight(string(b.partial), "\r")
-		if b.redact != nil {
-			line = b.redact(line) // masked as a finished line is
-		}
-		out = append(out, strings.ToValidUTF8(line, "\uFFFD"))
+		out = append(out, b.shown(string(b.partial))) // masked and cut as a finished line is
 	}
 	return out
 }
