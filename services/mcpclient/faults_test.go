@@ -682,7 +682,9 @@ func TestSelfDescriptionMasked(t *testing.T) {
 			return &mcp.ReadResourceResult{}, nil
 		})
 	up.AddPrompt(&mcp.Prompt{Name: "with-key", Description: "signed with " + canary},
-		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
 	sv := e.create(t, registry.Spec{Name: "talkative", Type: registry.TypeStreamableHTTP, URL: hs.URL(),
 		AuthType: registry.AuthBearer, AuthToken: canary, Enabled: true})
 	e.waitRuns(t, sv.ID, 1)
