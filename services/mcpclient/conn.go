@@ -44,7 +44,7 @@ type conn struct {
 	nextAttempt time.Time
 
 	// Discovery: one at a time per server; requests while one is pending coalesce.
-	discoverMu   sync.Mutex
+	discovering  chan struct{} // holds one token while a discovery runs (a lock a waiter can give up on)
 	rediscover   atomic.Bool // asked for while one ran: run again after it
 	debounceMu   sync.Mutex
 	debounce     *time.Timer
@@ -81,7 +81,7 @@ func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr
 	// What the server says (an error's text) is stored, published and logged: masked,
 	// and cut, since a server picks its length.
 	redact := func(s string) string { return textcheck.Clip(masker.String(s), maxServerText, "… (cut)") }
-	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(),
+	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(), discovering: make(chan struct{}, 1),
 		masker: masker, redact: redact}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
 		Name:        cfg.Name,
@@ -273,10 +273,10 @@ func (c *conn) run() {
 	}
 	c.mu.Unlock()
 	c.cancelDebounce()
-	// Wait for a discovery in flight, so nothing writes about this server after stop.
-	c.discoverMu.Lock()
-	//nolint:staticcheck // empty critical section: waiting is the point
-	c.discoverMu.Unlock()
+	// Wait for a discovery in flight, so nothing writes about this server after stop
+	// (one runs at most maxDiscovery).
+	c.discovering <- struct{}{}
+	<-c.discovering
 }
 
 // open starts one session.
@@ -435,7 +435,9 @@ func (c *conn) requestDiscovery(trigger string) {
 			return
 		}
 		// One at a time, and none queued behind a slow one: it runs again when it ends.
-		if !c.discoverMu.TryLock() {
+		select {
+		case c.discovering <- struct{}{}:
+		default:
 			c.rediscover.Store(true)
 			return
 		}

@@ -21,10 +21,20 @@ import (
 // progressEvery throttles discovery.progress events of a long, many-page discovery.
 const progressEvery = 500 * time.Millisecond
 
+// maxDiscovery bounds one discovery, however the server pages: each page has its own
+// timeout, but a server answering page after page just in time would otherwise keep
+// one running for hours, and every other discovery of it waiting.
+const maxDiscovery = 10 * time.Minute
+
 // discoverNow lists every tool (and resource and prompt) of the live session and stores
-// the result. Discoveries of one server run one at a time.
+// the result. Discoveries of one server run one at a time; one asked for while another
+// runs waits for it, or until ctx ends (the person who asked gave up).
 func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Actor) (registry.DiscoveryResult, error) {
-	c.discoverMu.Lock()
+	select {
+	case c.discovering <- struct{}{}:
+	case <-ctx.Done():
+		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: waited for the one running: %w", c.cfg.Name, ctx.Err())
+	}
 	defer c.discoveryDone()
 	return c.discoverLocked(ctx, trigger, actor)
 }
@@ -32,14 +42,16 @@ func (c *conn) discoverNow(ctx context.Context, trigger string, actor audit.Acto
 // discoveryDone ends a discovery: one asked for while it ran (a list_changed) is
 // scheduled now, rather than queued behind it.
 func (c *conn) discoveryDone() {
-	c.discoverMu.Unlock()
+	<-c.discovering
 	if c.rediscover.Swap(false) && c.ctx != nil && c.ctx.Err() == nil {
 		c.requestDiscovery("list_changed")
 	}
 }
 
-// discoverLocked is discoverNow with discoverMu held.
+// discoverLocked is discoverNow once it holds c.discovering.
 func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.Actor) (registry.DiscoveryResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, maxDiscovery)
+	defer cancel()
 	c.mu.Lock()
 	s := c.sess
 	errText := c.errText

@@ -695,3 +695,40 @@ func TestSelfDescriptionMasked(t *testing.T) {
 		t.Fatal("the server's key is stored in its resources or prompts")
 	}
 }
+
+// A discovery asked for while another of the same server runs waits for it only as long
+// as its caller does: a server that takes its time over a listing does not hold the
+// person who pressed Discover.
+func TestManualDiscoveryGivesUpWaiting(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	var slow atomic.Bool
+	release := make(chan struct{})
+	u := interposed(t, &mcptest.Options{Name: "slow"}, func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage, _ []byte) bool {
+		if method == "tools/list" && slow.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		return false
+	})
+	t.Cleanup(func() { close(release) })
+	sv := e.create(t, registry.Spec{Name: "slow", Type: registry.TypeStreamableHTTP, URL: u, Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	slow.Store(true)
+	go func() { _, _ = e.mgr.Discover(context.Background(), sv.ID, audit.System) }() // held by the server
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := e.mgr.Discover(ctx, sv.ID, audit.System); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "waited for the one running") {
+			t.Fatalf("the second discovery: %v, want it to give up waiting", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second discovery waited past its caller's deadline")
+	}
+}
