@@ -45,7 +45,7 @@ type conn struct {
 
 	// Discovery: one at a time per server; requests while one is pending coalesce.
 	discovering  chan struct{} // holds one token while a discovery runs (a lock a waiter can give up on)
-	rediscover   atomic.Bool // asked for while one ran: run again after it
+	rediscover   atomic.Bool   // asked for while one ran: run again after it
 	debounceMu   sync.Mutex
 	debounce     *time.Timer
 	debounceTrig string
