@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,6 +208,21 @@ func TestBrowserAssistantGuidedSetup(t *testing.T) {
 	if got := eval[string](b, `document.getElementById("assistant-input").value`); got != "and then" {
 		t.Errorf("what was typed while the reply came reads %q, want \"and then\"", got)
 	}
+
+	// Another window of the conversation (the same person, here over the API) moves it
+	// on: "the first one" typed in this page, which has not shown that, changes nothing.
+	// The form sends the last turn the page showed, which each reply updates.
+	if got := eval[string](b, `document.querySelector("main [data-assistant-form] input[name=seen]").value`); got != "8" {
+		t.Fatalf("after 8 replies the form sends seen %q", got)
+	}
+	conv := eval[string](b, `document.querySelector("main [data-assistant-form] input[name=conversation_id]").value`)
+	other := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	other.JSON(http.MethodPost, "/api/v1/assistant/messages", map[string]any{"conversation_id": conv, "message": "show me all servers"}, http.StatusOK, nil)
+	b.do("empty the box", chromedp.Evaluate[chromedp.Void](`document.getElementById("assistant-input").value = ""`))
+	c.say("tell me about the first one", "went on in another window")
+	b.do("reload the page", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`main [data-testid=assistant-chat]`)))
+	b.do("focus the box", chromedp.Focus(chromedp.ID("assistant-input")))
+	c.say("tell me about the first one", "wx (")
 	b.checkConsole()
 }
 

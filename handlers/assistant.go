@@ -29,7 +29,11 @@ func (h AssistantHandler) Page(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.AssistantPage(views.AssistantView{Layout: h.layout(c, "Assistant"), Chat: m}))
+	seen, err := h.turn(c, m.ConversationID)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AssistantPage(views.AssistantView{Layout: h.layout(c, "Assistant"), Chat: m}, seen))
 }
 
 // Panel renders the chat alone, for the slide-over every page has.
@@ -39,7 +43,20 @@ func (h AssistantHandler) Panel(c echo.Context) error {
 		return err
 	}
 	m.Panel = true
-	return render(c, http.StatusOK, views.AssistantChat(m))
+	seen, err := h.turn(c, m.ConversationID)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AssistantChat(m, seen))
+}
+
+// turn is the last turn of the conversation shown (0 for a new one): the chat form
+// sends it back, so the service can tell a window the conversation moved on from.
+func (h AssistantHandler) turn(c echo.Context, conv string) (int64, error) {
+	if conv == "" {
+		return 0, nil
+	}
+	return h.Assistant.Turn(c.Request().Context(), PrincipalOf(c).User.ID, conv)
 }
 
 func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error) {
@@ -109,7 +126,15 @@ func (h AssistantHandler) Send(c echo.Context) error {
 		}
 		question = n
 	}
-	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), conv, msg, question)
+	var seen int64
+	if q := c.FormValue("seen"); q != "" {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil || n < 0 {
+			return verr.New("seen", "is not a turn of this conversation")
+		}
+		seen = n
+	}
+	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), conv, msg, question, seen)
 	if err != nil {
 		return err
 	}
@@ -122,8 +147,8 @@ func (h AssistantHandler) Send(c echo.Context) error {
 	if label := strings.TrimSpace(c.FormValue("label")); label != "" {
 		shown = label // a choice clicked: read as it was offered (the page after a reload says the same)
 	}
-	return render(c, http.StatusOK, views.AssistantExchange(r.ConversationID,
-		[]views.AssistantMessage{{Person: true, Body: shown}, messageView(reply)}))
+	return render(c, http.StatusOK, views.AssistantReplied(r.ConversationID,
+		[]views.AssistantMessage{{Person: true, Body: shown}, messageView(reply)}, r.Turn))
 }
 
 // APIMessage answers POST /api/v1/assistant/messages {"conversation_id","message"}.
@@ -132,6 +157,7 @@ func (h AssistantHandler) APIMessage(c echo.Context) error {
 		ConversationID string `json:"conversation_id"`
 		Message        string `json:"message"`
 		InReplyTo      int64  `json:"in_reply_to"`
+		Seen           int64  `json:"seen"`
 	}
 	if err := bindJSON(c, &in); err != nil {
 		return err
@@ -139,7 +165,10 @@ func (h AssistantHandler) APIMessage(c echo.Context) error {
 	if in.InReplyTo < 0 {
 		return verr.New("in_reply_to", "is not a question this conversation asked")
 	}
-	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), in.ConversationID, in.Message, in.InReplyTo)
+	if in.Seen < 0 {
+		return verr.New("seen", "is not a turn of this conversation")
+	}
+	r, err := h.Assistant.Handle(c.Request().Context(), PrincipalOf(c), ActorOf(c), in.ConversationID, in.Message, in.InReplyTo, in.Seen)
 	if err != nil {
 		return err
 	}

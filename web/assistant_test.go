@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/planner"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
@@ -488,4 +490,103 @@ func TestAssistantCatalogueFollowsChanges(t *testing.T) {
 	if !slices.ContainsFunc(r.Choices, func(c struct{ Label, Target string }) bool { return strings.Contains(c.Label, "cat2") }) {
 		t.Fatalf("list servers after cat2 was added: %+v", r.Choices)
 	}
+}
+
+// A language model's reading that names a tool on two servers asks which one, and the
+// pick is still the model's reading: the person says yes to it first, and the act's
+// audit entry says the model read it.
+func TestAssistantModelPickAsksFirst(t *testing.T) {
+	t.Parallel()
+	llm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]any{
+			"content": `{"intent":"disable_tool","tool":"echo"}`}}}})
+	}))
+	t.Cleanup(llm.Close)
+	srv := webtest.Start(t, &webtest.Options{Executions: &executions.Options{Planner: planner.NewLLM(llm.URL, nil)}})
+	srv.LiveServer(t, "m1", true, "echo")
+	srv.LiveServer(t, "m2", true, "echo")
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	conv := ""
+	asstSay(t, admin, &conv, "that parrot thing, put it to sleep", "Did you mean")
+	asstSay(t, admin, &conv, "1", "Shall I do that?")
+	if n := srv.App.Count(t, `SELECT count(*) FROM mcp_tools WHERE name = 'echo' AND status = 'disabled'`); n != 0 {
+		t.Fatal("the pick acted on the model's reading before the yes")
+	}
+	asstSay(t, admin, &conv, "yes", "disabled")
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'tool.disable'
+		AND payload->>'said' = 'that parrot thing, put it to sleep (read by the language model)'`); n != 1 {
+		t.Fatalf("the act's audit entry: %d", n)
+	}
+}
+
+// A secret parameter is refused whichever way the tool was named: "the first one" of a
+// list, too, keeps the value out of the conversation, the audit log and the tool.
+func TestAssistantSecretFromList(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "db"})
+	up.Server().SetTool(mcptest.ToolSpec{Name: "unlock", Description: "Unlock the vault",
+		InputSchema: []byte(`{"type":"object","properties":{"pin":{"type":"string","format":"password"}}}`)})
+	srv.RegisterServer(t, registry.Spec{Name: "db", Type: registry.TypeStreamableHTTP, URL: up.URL(), Enabled: true, Trusted: true}, "unlock")
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	conv := ""
+	r := asstSay(t, admin, &conv, "show me the tools on db", "Here are the")
+	n := slices.IndexFunc(r.Choices, func(c struct{ Label, Target string }) bool { return strings.Contains(c.Label, "unlock") })
+	if n < 0 {
+		t.Fatalf("unlock is not listed: %+v", r.Choices)
+	}
+	const pin = "4921"
+	asstSay(t, admin, &conv, fmt.Sprintf("configure number %d with pin=%s", n+1, pin), "don't take secret values")
+	if n := srv.App.Count(t, `SELECT count(*) FROM assistant_messages WHERE body LIKE '%`+pin+`%'`) +
+		srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE payload::text LIKE '%`+pin+`%'`) +
+		srv.App.Count(t, `SELECT count(*) FROM assistant_conversations WHERE state::text LIKE '%`+pin+`%'`) +
+		srv.App.Count(t, `SELECT count(*) FROM mcp_tools WHERE configuration::text LIKE '%`+pin+`%'`); n != 0 {
+		t.Fatalf("the secret was kept in %d places", n)
+	}
+}
+
+// Two tabs of one conversation: a yes or "the second one" typed in the tab the
+// conversation moved on from (another tab asked something since) changes nothing and
+// says why; the tab that saw the latest reply is answered. The typed form sends the
+// last turn its tab showed, which each reply updates.
+func TestAssistantTwoTabs(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "tab1", true)
+	srv.LiveServer(t, "tab2", true)
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	conv := ""
+	send := func(msg, seen, want string) (string, *goquery.Document) {
+		t.Helper()
+		res := srv.PostFormHeaders(t, admin, "/assistant/messages", url.Values{"conversation_id": {conv}, "message": {msg}, "seen": {seen}},
+			map[string]string{"HX-Request": "true"})
+		if m := regexp.MustCompile(`"conversation_id":"([^"]+)"`).FindStringSubmatch(res.Header.Get("HX-Trigger")); m != nil {
+			conv = m[1]
+		}
+		doc := page(t, res)
+		if got := doc.Find(`[data-testid="assistant-msg-assistant"]`).Text(); !strings.Contains(got, want) {
+			t.Fatalf("%q (seen %s): reply %q, want %q", msg, seen, got, want)
+		}
+		return doc.Find(`input[data-assistant-seen][hx-swap-oob]`).AttrOr("value", ""), doc
+	}
+	if v := page(t, srv.Get(t, admin, "/assistant?new=1")).Find(`form[data-assistant-form] input[name=seen]`).AttrOr("value", ""); v != "0" {
+		t.Fatalf("a new conversation's form sends seen %q", v)
+	}
+	tabA, _ := send("show me all servers", "0", "MCP servers")
+	tabB, _ := send("what's the status of the tab1 server?", tabA, "tab1 (")
+	if tabA == "" || tabB == "" || tabA == tabB {
+		t.Fatalf("turns %q then %q", tabA, tabB)
+	}
+	if _, doc := send("enable the second one", tabA, "went on in another window"); doc.Find(`input[data-assistant-seen]`).Length() != 0 {
+		t.Fatal("a refused message moved its tab on")
+	}
+	send("yes", tabA, "went on in another window")
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE payload->>'said' = 'enable the second one'`); n != 0 {
+		t.Fatalf("the stale tab's message acted: %d entries", n)
+	}
+	// Reloaded, tab A shows the latest turn; tab B was on it already.
+	if v := page(t, srv.Get(t, admin, "/assistant?c="+conv)).Find(`form[data-assistant-form] input[name=seen]`).AttrOr("value", ""); v != tabB {
+		t.Fatalf("the page's form sends seen %q, want %q", v, tabB)
+	}
+	send("enable the second one", tabB, "enabled the server")
 }

@@ -87,9 +87,21 @@ type Decision struct {
 func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	d := Decision{State: st}
 	sentence := strings.TrimSpace(msg)
+	// The words quoted back ("couldn't find a tool named …", "… match …") were read
+	// from the message as written: what looks like a secret in them is masked too.
+	u.Ref, _ = redact(u.Ref)
+	u.Query, _ = redact(u.Query)
 	if u.Intent == IntentCancel {
 		d.State.Pending, d.State.Flow = nil, nil
 		d.Reply = "OK, I dropped that. Nothing was changed."
+		return d
+	}
+	if u.Negated != "" {
+		// "Please don't disable search" is not a request to disable it; an open yes
+		// or choice is not answered by it either.
+		d.State.Pending = nil
+		d.Reply = fmt.Sprintf("You said not to %s, so I did nothing. What would you like me to do? For example: \"show me all tools\".",
+			negatedVerb(u.Negated))
 		return d
 	}
 	// A yes or no to a question asked (the guided set-up's "discover its tools?") answers
@@ -120,6 +132,9 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		return d
 	}
 	d.State.Pending, d.State.Flow = nil, nil
+	if len(u.NearServers) > 1 {
+		return nearServers(d, u, sentence, cat)
+	}
 	op := Op{Intent: u.Intent, Kind: u.Kind, URL: u.URL, Name: u.Name, Username: u.Username, Risk: u.Risk, Tags: u.Tags,
 		Category: u.Category, Settings: u.Settings, Query: u.Query, Sentence: sentence}
 	switch u.Intent {
@@ -184,6 +199,23 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	return confirmOrDo(d, op, cat)
 }
 
+// answersContext reports whether a message answers what the conversation showed last
+// (a yes or no, a position in a list, "all of them", a step of a set-up) rather than
+// naming what it is about.
+func answersContext(u Understanding, st State, sentence string) bool {
+	switch {
+	case u.Intent == IntentYes || u.Intent == IntentNo || u.Intent == IntentPick:
+		return true
+	case u.Pick != 0 && u.Ref == "", fromList(u, st):
+		return true
+	case st.Pending != nil && st.Pending.Choose && u.Intent == IntentUnknown:
+		return true
+	case st.Flow != nil && answersFlow(u, st.Flow.Step, sentence):
+		return true
+	}
+	return false
+}
+
 // changes reports whether an intent does something (a new request, not an answer).
 func changes(in Intent) bool {
 	switch in {
@@ -195,7 +227,7 @@ func changes(in Intent) bool {
 
 // fromList reports whether the targets are the last list's, chosen as a whole ("them").
 func fromList(u Understanding, st State) bool {
-	return len(u.Servers) == 0 && len(u.Tools) == 0 && u.All && len(st.LastIDs) > 0
+	return len(u.Servers) == 0 && len(u.Tools) == 0 && u.Ref == "" && u.All && len(st.LastIDs) > 0
 }
 
 // toolTwin moves a server intent that only exists for servers back to the tools when the
@@ -213,7 +245,9 @@ func toolTwin(in Intent) Intent {
 }
 
 // targets are what an op acts on: the servers or tools named, else the last list's
-// entry the message points at ("the first one", "all of them").
+// entry the message points at ("the first one", "all of them"). A message that names
+// something the catalogue does not have ("all tools on ev3", "the first jira tool") is
+// not about the last list: it finds nothing, and the reply says so.
 func targets(u Understanding, st State) ([]string, string) {
 	switch {
 	case len(u.Tools) > 0 && (u.Kind != "server" || len(u.Servers) == 0):
@@ -225,6 +259,8 @@ func targets(u Understanding, st State) ([]string, string) {
 		return u.Servers, "server"
 	case u.OnServer != "" && u.All:
 		return nil, ""
+	case u.Ref != "":
+		return nil, ""
 	case len(st.LastIDs) > 0 && u.Pick != 0:
 		i := u.Pick - 1
 		if u.Pick < 0 {
@@ -233,7 +269,7 @@ func targets(u Understanding, st State) ([]string, string) {
 		if i >= 0 && i < len(st.LastIDs) {
 			return []string{st.LastIDs[i]}, st.LastKind
 		}
-	case len(st.LastIDs) > 0 && (u.All || u.Ref == "" && refersBack(u)):
+	case len(st.LastIDs) > 0 && refersBack(u):
 		return st.LastIDs, st.LastKind
 	}
 	return nil, ""
@@ -243,6 +279,34 @@ var backRE = regexp.MustCompile(` (?:them|those|these|it|that one|this one) `)
 
 func refersBack(u Understanding) bool {
 	return u.Ref == "" && backRE.MatchString(" "+u.Ref+" ") || u.All
+}
+
+// negatedVerb says what a negated intent would have done, for the reply.
+func negatedVerb(in Intent) string {
+	if v, ok := map[Intent]string{IntentAddServer: "add a server", IntentRemoveServer: "remove it", IntentEnableServer: "enable it",
+		IntentDisableServer: "disable it", IntentEnableTool: "enable it", IntentDisableTool: "disable it",
+		IntentConfigureTool: "change its settings", IntentTestTool: "test it", IntentDiscover: "discover its tools",
+		IntentRefresh: "refresh the tools", IntentSetRisk: "change its risk", IntentTag: "tag it", IntentUntag: "remove its tags",
+		IntentSetCategory: "change its category", IntentGrant: "give that access", IntentRevoke: "take that access away",
+		IntentPreference: "save that preference", IntentForget: "forget that preference", IntentSetup: "start a set-up"}[in]; ok {
+		return v
+	}
+	return "do that"
+}
+
+// nearServers asks which server a name one letter off several of them means: each
+// choice is the message again with that server's name, read afresh when sent.
+func nearServers(d Decision, u Understanding, sentence string, cat *Catalogue) Decision {
+	var names []string
+	written := originalCase(sentence, u.NearName)
+	for _, id := range u.NearServers {
+		n := nameOf2(cat, id)
+		names = append(names, n)
+		d.Choices = append(d.Choices, Choice{Label: n, Target: strings.Replace(sentence, written, n, 1)})
+	}
+	d.Reply = fmt.Sprintf("There is no server named %q, and it is one letter off %d servers (%s). Which one did you mean? Nothing was changed.",
+		u.NearName, len(names), strings.Join(names, ", "))
+	return d
 }
 
 // missing answers an op whose target was not found.
@@ -366,7 +430,22 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 		}
 	}
 	d.State.Pending = nil
+	if op.ByModel && !readOnly(op.Intent) && !destructive(op) {
+		// The language model's reading is still a proposal after the pick: the person
+		// says yes to what it will do (destructive ops ask below in any case).
+		return proposeModel(d, op, cat)
+	}
 	return confirmOrDo(d, op, cat)
+}
+
+// proposeModel puts a change read by the language model to the person first; their yes
+// runs it, audited as read by the model.
+func proposeModel(d Decision, op Op, cat *Catalogue) Decision {
+	op.Confirm, op.ByModel, op.Choose = true, true, false
+	d.Do, d.State.Pending = nil, &op
+	d.Reply = "I read this, with the help of the language model, as: " + describeOp(op, cat) + ". Shall I do that?"
+	d.Choices = []Choice{{"Yes", "yes"}, {"No", "no"}}
+	return d
 }
 
 // confirmOrDo asks for a yes before a destructive op, and decides to do any other.
@@ -655,8 +734,16 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		return d
 	case StepName:
 		name := strings.Trim(strings.TrimSpace(sentence), "`'\".")
-		if name == "" {
-			d.Reply = "What would you like to name this server?"
+		switch {
+		case u.Intent == IntentNo:
+			// "No" to "what would you like to name it?" is not a name: it stops.
+			d.State.Flow = nil
+			d.Reply = "OK, I stopped setting up the server. Nothing was added."
+			return d
+		case name == "" || u.Intent == IntentYes || u.Intent == IntentPick:
+			// Nor is "yes" or "the first one": ask for the name again.
+			d.Reply = "What would you like to name this server? Say the name, for example \"" + nameFromURL(f.URL) + "\"."
+			d.Choices = []Choice{{nameFromURL(f.URL), nameFromURL(f.URL)}}
 			return d
 		}
 		f.Name = name

@@ -404,3 +404,136 @@ func TestSettingWordsBounded(t *testing.T) {
 		t.Fatalf("a word past the bound was read: %v", u.Settings)
 	}
 }
+
+// A message that names something the catalogue does not have is not about the last
+// list: "enable all tools on ev3" (ev2 meant) or "disable the first jira tool" after a
+// list act on nothing, and say what was not found. A list's entries are still reached
+// by position alone.
+func TestDecideNamedTargetNotFromList(t *testing.T) {
+	t.Parallel()
+	listed := State{LastKind: "tool", LastIDs: []string{"t-weather.get_forecast", "t-weather.get_alerts", "t-ev2.get_weather"}}
+	converse(t, listed, []turn{{msg: "enable all tools on ev3", reply: `couldn't find a tool named "ev3"`, choices: 2}})
+	converse(t, listed, []turn{{msg: "disable the first jira tool", reply: `couldn't find a tool named "jira"`, choices: 2}})
+	converse(t, listed, []turn{{msg: "disable all jira tools", reply: `couldn't find a tool named "jira"`, choices: 2}})
+	converse(t, listed, []turn{{msg: "disable the third one", do: IntentDisableTool, ids: []string{"t-ev2.get_weather"}}})
+	converse(t, listed, []turn{{msg: "disable the 2nd one", do: IntentDisableTool, ids: []string{"t-weather.get_alerts"}}})
+	many := State{LastKind: "tool", LastIDs: strings.Fields("a b c d e f g h i j k l")}
+	converse(t, many, []turn{{msg: "enable the sixth one", do: IntentEnableTool, ids: []string{"f"}}})
+	converse(t, many, []turn{{msg: "tell me about number 11", do: IntentToolDetails, ids: []string{"k"}}})
+}
+
+// A negation before the verb is not that request: "please don't disable search on
+// ev2" disables nothing, and says so; an open question is not answered by it either.
+func TestDecideNegated(t *testing.T) {
+	t.Parallel()
+	for _, msg := range []string{"please don't disable search on ev2", "do not remove the ev2 server", "don't turn off get_forecast",
+		"I don't want you to enable book_charger", "never delete the files server", "don't ever let bob use get_forecast"} {
+		converse(t, State{}, []turn{{msg: msg, reply: "so I did nothing"}})
+	}
+	st := converse(t, State{}, []turn{
+		{msg: "remove the ev2 server", reply: "cannot be undone", choices: 2},
+		{msg: "don't remove it", reply: "You said not to remove it"},
+	})
+	if st.Pending != nil {
+		t.Fatalf("the question stays open after \"don't\": %+v", st.Pending)
+	}
+	converse(t, State{}, []turn{{msg: "disable search on ev2", do: IntentDisableTool, ids: []string{"t-ev2.search"}}})
+	converse(t, State{}, []turn{{msg: "is ev2 not connected?", do: IntentServerStatus}})
+	converse(t, State{}, []turn{{msg: "don't let bob use get_forecast", reply: "Stop bob from using", choices: 2}})
+}
+
+// A pick among the tools a language model's reading named is still the model's
+// reading: the person is asked before it is done, and the act is audited as read by
+// the model.
+func TestDecideModelPickAsksFirst(t *testing.T) {
+	t.Parallel()
+	st := State{Pending: &Op{Intent: IntentDisableTool, Kind: "tool", IDs: searchTools, Choose: true, ByModel: true,
+		Sentence: "that finder thing, put it to sleep"}}
+	st = converse(t, st, []turn{{msg: "2", reply: "Shall I do that?", choices: 2}})
+	if st.Pending == nil || !st.Pending.Confirm || !st.Pending.ByModel || !slices.Equal(st.Pending.IDs, searchTools[1:]) {
+		t.Fatalf("after the pick: %+v", st.Pending)
+	}
+	d := Decide("yes", Understand("yes", fixture()), st, fixture())
+	if d.Do == nil || !d.Do.ByModel || d.Do.Intent != IntentDisableTool {
+		t.Fatalf("the yes: %+v", d.Do)
+	}
+}
+
+// What the reply quotes of the message is masked like the message itself.
+func TestDecideQuotesMasked(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-live-9f8e7d6c5b4a3f2e1d0c9b8a"
+	cat := fixture()
+	for _, msg := range []string{"disable " + secret, "do we have a tool for " + secret} {
+		said, _ := redact(msg)
+		if d := Decide(said, Understand(msg, cat), State{}, cat); strings.Contains(d.Reply, secret) || !strings.Contains(d.Reply, "***") {
+			t.Errorf("%q: reply %q", msg, d.Reply)
+		}
+	}
+}
+
+// A server name one letter off several servers is not taken for the first of them:
+// the reply asks which, each choice the message again with that server's name.
+func TestDecideNearServers(t *testing.T) {
+	t.Parallel()
+	cat := fixture()
+	for _, n := range []string{"prod-1", "prod-2"} {
+		cat.Servers = append(cat.Servers, Server{ID: "s-" + n, Name: n, Status: "connected", Enabled: true})
+		cat.Tools = append(cat.Tools, Tool{ID: "t-" + n + ".lookup", Name: "lookup", Server: n, ServerID: "s-" + n, State: "enabled"})
+	}
+	for _, msg := range []string{"disable lookup on prod-3", "disable all tools on prod-3", "what tools does prod-3 have"} {
+		d := Decide(msg, Understand(msg, cat), State{}, cat)
+		if d.Do != nil || d.State.Pending != nil || len(d.Choices) != 2 || !strings.Contains(d.Reply, "prod-1, prod-2") {
+			t.Fatalf("%q: did %+v, reply %q, choices %+v", msg, d.Do, d.Reply, d.Choices)
+		}
+		if want := strings.Replace(msg, "prod-3", "prod-2", 1); d.Choices[1].Target != want {
+			t.Fatalf("%q: the second choice sends %q, want %q", msg, d.Choices[1].Target, want)
+		}
+	}
+	msg := "disable lookup on prod-2"
+	if d := Decide(msg, Understand(msg, cat), State{}, cat); d.Do == nil || !slices.Equal(d.Do.IDs, []string{"t-prod-2.lookup"}) {
+		t.Fatalf("%q: %+v", msg, d.Do)
+	}
+	// One server a letter off is that server.
+	msg = "disable lookup on prod-2x"
+	if d := Decide(msg, Understand(msg, cat), State{}, cat); d.Do == nil || !slices.Equal(d.Do.IDs, []string{"t-prod-2.lookup"}) {
+		t.Fatalf("%q: %+v (%s)", msg, d.Do, d.Reply)
+	}
+}
+
+// At "what would you like to name this server?", a no stops the set-up and a yes or a
+// pick asks again: neither is the server's name.
+func TestDecideSetupNameNotAnAnswer(t *testing.T) {
+	t.Parallel()
+	start := []turn{
+		{msg: "I want to set up a new tool", reply: "Do you already have an MCP server", choices: 2},
+		{msg: "I need to add one", reply: "URL of the MCP server"},
+		{msg: "https://example.com/mcp", reply: "What would you like to name this server?", choices: 1},
+	}
+	st := converse(t, State{}, append(start, turn{msg: "no", reply: "Nothing was added"}))
+	if st.Flow != nil {
+		t.Fatalf("the set-up goes on after no: %+v", st.Flow)
+	}
+	converse(t, State{}, append(start,
+		turn{msg: "yes", reply: "What would you like to name this server?", choices: 1},
+		turn{msg: "the second one", reply: "What would you like to name this server?", choices: 1},
+		turn{msg: "Example API", do: IntentAddServer}))
+}
+
+// BenchmarkUnderstandLongConfigure reads a configure message of 1,000 words against a
+// catalogue of 10,000 tools: the parameter names are collected once per message, so
+// its cost grows with the words and the catalogue, not their product (speed is measured
+// here, not asserted in a test).
+func BenchmarkUnderstandLongConfigure(b *testing.B) {
+	cat := fixture()
+	for i := range 10000 {
+		cat.Tools = append(cat.Tools, Tool{ID: fmt.Sprint("x", i), Name: fmt.Sprintf("tool_number_%d", i), Server: "ev2", ServerID: "s-ev2",
+			Params: []Param{{Name: fmt.Sprintf("zqparam%da", i)}, {Name: fmt.Sprintf("zqparam%db", i)}, {Name: fmt.Sprintf("zqparam%dc", i)}}})
+	}
+	msg := "configure get_forecast with units=metric" + strings.Repeat(" zqparam", 1000)
+	for b.Loop() {
+		if u := Understand(msg, cat); u.Settings["units"] != "metric" {
+			b.Fatalf("settings: %v", u.Settings)
+		}
+	}
+}

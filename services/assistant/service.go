@@ -114,6 +114,9 @@ type Reply struct {
 	// Question numbers the question the choices answer; sent back as in_reply_to, an
 	// answer to a question that is no longer open changes nothing.
 	Question int64 `json:"question,omitempty"`
+	// Turn numbers the conversation's state after this reply (every reply that moves it
+	// on, choices or not); a typed message sends the last one it saw back as seen.
+	Turn int64 `json:"turn,omitempty"`
 }
 
 // Action is one thing the assistant did (or tried) for a message.
@@ -156,8 +159,10 @@ func readOnly(in Intent) bool {
 
 // Handle answers one message of conversation convID ("" starts a new one). inReplyTo,
 // when given, is the question (Reply.Question) the message answers: an answer to a
-// question that is no longer the open one changes nothing.
-func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Actor, convID, msg string, inReplyTo int64) (Reply, error) {
+// question that is no longer the open one changes nothing. seen, when given, is the
+// last turn (Reply.Turn) the sender's window showed: a yes, a no or "the second one"
+// typed in a window the conversation moved on from (another tab) changes nothing.
+func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Actor, convID, msg string, inReplyTo, seen int64) (Reply, error) {
 	msg = strings.TrimSpace(msg)
 	switch {
 	case msg == "":
@@ -184,32 +189,54 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 		if err != nil {
 			return err
 		}
-		if inReplyTo != 0 && inReplyTo != st.Question {
-			out.Reply = "That question is no longer open: nothing was changed. Answer the latest question, or say what you would like to do."
+		u := Understand(msg, cat)
+		// stale refuses a message that answers what this window no longer shows. Whether
+		// a value it sets is a secret is not looked at: none is kept.
+		stale := func(reply string) error {
+			if len(u.Settings) > 0 {
+				said = maskValues(said, u.Settings)
+			}
+			out.Reply = reply
 			return save(said, out)
 		}
-		u := Understand(msg, cat)
-		if secretSettings(u, cat) || s.storedSecret(ctx, u) {
-			// "set password to Hunter2 for db_query": the words look harmless, the
-			// parameter says it is a secret; its value is kept out of every record.
-			// When the value cannot be found in the message as written, none of it is kept.
-			if m := maskValues(said, u.Settings); m != said {
-				said = m
-			} else {
-				said = "(a message setting a secret value, not kept)"
-			}
-			masked = true
+		if inReplyTo != 0 && inReplyTo != st.Question {
+			return stale("That question is no longer open: nothing was changed. Answer the latest question, or say what you would like to do.")
 		}
-		if masked && u.Intent == IntentConfigureTool {
+		if seen != 0 && seen != st.Question && answersContext(u, *st, said) {
+			// The conversation went on in another window (a second tab): a yes or "the
+			// second one" typed here would answer a question or a list this one never
+			// showed.
+			return stale("This conversation went on in another window since this one last showed it, so I can't tell what \"" +
+				clip(said, 80) + "\" answers here. Nothing was changed: reload the page to see the latest, or say what you would like by its name.")
+		}
+		// secret refuses a configure_tool op that sets a secret value: "set password to
+		// Hunter2 for db_query" (the words look harmless, the parameter says it is a
+		// secret) keeps the value of settings out of every record. When the value cannot
+		// be found in the message as written, none of it is kept.
+		secret := func(in Intent, ids []string, settings map[string]string) error {
+			if len(settings) > 0 {
+				if m := maskValues(said, settings); m != said {
+					said = m
+				} else {
+					said = "(a message setting a secret value, not kept)"
+				}
+			}
 			out.Reply = "I don't take secret values in a conversation: they would stay in it and in the audit log. Set them on the tool's page, where they are stored encrypted. Nothing was changed."
-			for _, id := range u.Tools {
-				out.Actions = append(out.Actions, Action{Kind: string(u.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id), Href: "/tools/" + id})
+			out.Choices = []Choice{}
+			for _, id := range ids {
+				out.Actions = append(out.Actions, Action{Kind: string(in), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id), Href: "/tools/" + id})
 			}
 			st.Pending = nil
 			return save(said, out)
 		}
+		if secretSettings(u, cat) || s.storedSecret(ctx, u.Intent, u.Tools, u.Settings) {
+			return secret(u.Intent, u.Tools, u.Settings)
+		}
+		if masked && u.Intent == IntentConfigureTool {
+			return secret(u.Intent, u.Tools, nil)
+		}
 		byModel := false
-		if u.Intent == IntentUnknown && st.Flow == nil && s.model != nil {
+		if u.Intent == IntentUnknown && u.Negated == "" && st.Flow == nil && s.model != nil {
 			if mu, ok := fromModel(ctx, s.model, said, cat); ok {
 				u, byModel = mu, true
 			}
@@ -217,13 +244,27 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 		d := Decide(said, u, *st, cat)
 		if byModel && d.Do != nil && !readOnly(d.Do.Intent) {
 			// A model's reading is a proposal: the person says yes to what it will do.
-			op := *d.Do
-			op.Confirm, op.ByModel = true, true
-			d.Do, d.State.Pending = nil, &op
-			d.Reply = "I read this, with the help of the language model, as: " + describeOp(op, cat) + ". Shall I do that?"
-			d.Choices = []Choice{{"Yes", "yes"}, {"No", "no"}}
+			d = proposeModel(d, *d.Do, cat)
 		} else if byModel {
+			if d.State.Pending != nil {
+				// A choice or a yes asked first: what it leads to is still the model's
+				// reading, put to the person again after a pick and audited as such.
+				op := *d.State.Pending
+				op.ByModel = true
+				d.State.Pending = &op
+			}
 			d.Reply += " (I read your message with the help of the language model.)"
+		}
+		// The op to do (or to ask about) is checked again: its tools may come from the
+		// last list ("configure the first one with pin=4921") or the model, not the
+		// words the check above read.
+		if op := d.Do; op != nil || d.State.Pending != nil {
+			if op == nil {
+				op = d.State.Pending
+			}
+			if op.Intent == IntentConfigureTool && (secretParams(op.Settings, op.IDs, cat) || s.storedSecret(ctx, op.Intent, op.IDs, op.Settings)) {
+				return secret(op.Intent, op.IDs, op.Settings)
+			}
 		}
 		out.Reply, out.Choices = d.Reply, d.Choices
 		if p.Kind == audit.ActorToken {
@@ -246,6 +287,10 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 		}
 		if d.Do != nil {
+			// The yes this act answers is spent before the act runs, and the turn is saved
+			// even if the request ends meanwhile (withConversation): an old Yes button
+			// cannot run it again.
+			st.Pending = nil
 			actor.Said = d.Do.Sentence
 			if d.Do.ByModel {
 				actor.Said += " (read by the language model)"
@@ -261,6 +306,7 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 		if len(out.Choices) > 0 {
 			out.Question = st.Question
 		}
+		out.Turn = st.Question
 		return save(said, out)
 	})
 	if err != nil {
@@ -306,14 +352,17 @@ func redact(msg string) (string, bool) {
 // secretSettings reports whether a configure_tool message sets a parameter that holds
 // secrets (by its name or its schema's format) on any tool it may mean.
 func secretSettings(u Understanding, cat *Catalogue) bool {
-	if u.Intent != IntentConfigureTool {
-		return false
-	}
-	for name := range u.Settings {
+	return u.Intent == IntentConfigureTool && secretParams(u.Settings, u.Tools, cat)
+}
+
+// secretParams reports whether settings set a parameter that holds secrets on any of the
+// tools ids.
+func secretParams(settings map[string]string, ids []string, cat *Catalogue) bool {
+	for name := range settings {
 		if secrets.LooksSecretName(name) {
 			return true
 		}
-		for _, id := range u.Tools {
+		for _, id := range ids {
 			for _, t := range cat.Tools {
 				if t.ID != id {
 					continue
@@ -331,17 +380,17 @@ func secretSettings(u Understanding, cat *Catalogue) bool {
 
 // storedSecret reports whether a configure_tool message sets a parameter whose value a
 // tool already keeps encrypted (it looked like a credential, or a file said secret:).
-func (s *Service) storedSecret(ctx context.Context, u Understanding) bool {
-	if u.Intent != IntentConfigureTool || len(u.Settings) == 0 {
+func (s *Service) storedSecret(ctx context.Context, in Intent, ids []string, settings map[string]string) bool {
+	if in != IntentConfigureTool || len(settings) == 0 {
 		return false
 	}
-	for _, id := range u.Tools {
+	for _, id := range ids {
 		t, err := s.tools.Target(ctx, id)
 		if err != nil {
 			continue
 		}
 		cfg := t.Configuration()
-		for name := range u.Settings {
+		for name := range settings {
 			for pname, st := range cfg.Params {
 				if st.Secret != "" && strings.EqualFold(pname, name) {
 					return true
@@ -1054,7 +1103,12 @@ func storedID(p *auth.Principal, convID string) string {
 func (s *Service) withConversation(ctx context.Context, p *auth.Principal, convID string,
 	fn func(st *State, save func(msg string, out Reply) error) error) error {
 	id := storedID(p, convID)
-	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	// Once the turn has its lock, it is saved and committed even when the person's
+	// request is gone: an act done for it has committed in its own transaction, and the
+	// state that says so (its yes spent) must be too, or the old Yes button would do it
+	// again. Waiting for the lock still ends with the request.
+	kept := context.WithoutCancel(ctx)
+	return db.WithTx(kept, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `/* assistant.open */ INSERT INTO assistant_conversations (user_id, id) VALUES ($1, $2)
 			ON CONFLICT (user_id, id) DO NOTHING`, p.User.ID, id); err != nil {
 			return fmt.Errorf("assistant: open conversation: %w", err)
@@ -1067,7 +1121,7 @@ func (s *Service) withConversation(ctx context.Context, p *auth.Principal, convI
 		var st State
 		_ = json.Unmarshal(raw, &st) // a state an older version wrote starts afresh
 		return fn(&st, func(msg string, out Reply) error {
-			return saveTurn(ctx, tx, p.User.ID, id, msg, st, out)
+			return saveTurn(kept, tx, p.User.ID, id, msg, st, out)
 		})
 	})
 }
@@ -1112,6 +1166,19 @@ func (s *Service) History(ctx context.Context, userID, convID string, limit int)
 		_ = json.Unmarshal(ac, &m.Actions)
 		return m, nil
 	})
+}
+
+// Turn is the conversation's last turn (Reply.Turn; 0 for none): what a window showing
+// it sends back as seen.
+func (s *Service) Turn(ctx context.Context, userID, convID string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `/* assistant.Turn */
+		SELECT coalesce((state->>'question')::bigint, 0) FROM assistant_conversations WHERE user_id = $1 AND id = $2`,
+		userID, convID).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // LatestConversation is the id of the person's most recent conversation ("" if none).

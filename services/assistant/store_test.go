@@ -1,6 +1,7 @@
 package assistant
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -84,5 +85,39 @@ func TestConversationStore(t *testing.T) {
 	var left int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM assistant_messages`).Scan(&left); err != nil || left != 2 {
 		t.Fatalf("%d messages left (%v), want bob's 2", left, err)
+	}
+}
+
+// A turn whose request ends while it runs (the person closed the page after their yes)
+// is still saved: its act has committed in a transaction of its own, and a state left
+// unsaved would keep the yes that asked for it, for the old Yes button to run again.
+func TestConversationSavedAfterRequestEnds(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	var ann string
+	if err := pool.QueryRow(t.Context(), `INSERT INTO users (username, role, password_hash) VALUES ('ann', 'admin', 'x') RETURNING id::text`).Scan(&ann); err != nil {
+		t.Fatal(err)
+	}
+	s := New(pool, nil, nil, nil, nil, nil, nil)
+	p := &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorUser}
+	pending := State{Pending: &Op{Intent: IntentRemoveServer, Kind: "server", IDs: []string{"s1"}, Confirm: true}, Question: 1}
+	if err := s.withConversation(t.Context(), p, "c1", func(cur *State, save func(string, Reply) error) error {
+		*cur = pending
+		return save("remove s1", Reply{Reply: "Say yes"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := s.withConversation(ctx, p, "c1", func(cur *State, save func(string, Reply) error) error {
+		cur.Pending, cur.Question = nil, 2
+		cancel() // the act ran; the person's request is gone
+		return save("yes", Reply{Reply: "removed"})
+	}); err != nil {
+		t.Fatalf("the turn after its request ended: %v", err)
+	}
+	var still bool
+	if err := pool.QueryRow(t.Context(), `SELECT state ? 'pending' FROM assistant_conversations WHERE user_id = $1 AND id = 'c1'`, ann).Scan(&still); err != nil || still {
+		t.Fatalf("the spent yes is still pending (%v)", err)
 	}
 }

@@ -104,6 +104,13 @@ type Understanding struct {
 	Tools   []string
 	// OnServer is the server a tool reference was narrowed to ("on ev2", "ev2's").
 	OnServer string
+	// NearServers are the servers a name one letter off fits when it fits more than one
+	// ("on prod-3" with prod-1 and prod-2), and NearName that name as read: which?
+	NearServers []string
+	NearName    string
+	// Negated is the intent a message asks NOT to be done ("don't disable search"): the
+	// Intent is then unknown, and nothing is done.
+	Negated Intent
 	// Ref is the words that name the server or tool, as written, so a reply can say
 	// what was not found.
 	Ref      string

@@ -23,7 +23,13 @@ func Understand(msg string, cat *Catalogue) Understanding {
 	if small(m, &u, cat) {
 		return u
 	}
-	u.Intent = intentOf(m)
+	var verbAt int
+	u.Intent, verbAt = intentOf(m)
+	if negated(m.text, u.Intent, verbAt) {
+		// "Please don't disable search": not a request to disable it.
+		u.Intent, u.Negated = IntentUnknown, u.Intent
+		return u
+	}
 	u.Pick = pickOf(m.text)
 	u.All = allRE.MatchString(m.text)
 	u.Kind = kindOf(m.text)
@@ -64,7 +70,10 @@ func Understand(msg string, cat *Catalogue) Understanding {
 		u.Name = calledOf(m, rest)
 	}
 	if !serverIntent(u.Intent) || u.Intent == IntentDiscover {
-		rest, u.OnServer = serverQualifier(rest, cat)
+		rest, u.OnServer, u.NearServers, u.NearName = serverQualifier(rest, cat)
+		if len(u.NearServers) > 1 {
+			return u // "on prod-3" with prod-1 and prod-2: Decide asks which
+		}
 	}
 	if u.Intent == IntentRefresh && u.OnServer != "" {
 		u.Intent = IntentDiscover // "refresh the tools on ev2": that server only
@@ -78,9 +87,15 @@ func Understand(msg string, cat *Catalogue) Understanding {
 	}
 	if u.Intent == IntentListTools {
 		for _, w := range contentWords(rest) {
-			if id := serverByName(cat, w); id != "" {
+			id, near := serverNear(cat, w)
+			if id != "" {
 				u.Servers = []string{id}
+			} else if len(near) > 1 {
+				u.NearServers, u.NearName = near, w
 			}
+		}
+		if len(u.Servers) > 0 {
+			u.NearServers, u.NearName = nil, ""
 		}
 		return u
 	}
@@ -89,6 +104,13 @@ func Understand(msg string, cat *Catalogue) Understanding {
 			u.Servers, u.Kind = []string{id}, "server"
 			u.Intent = retargetKind(u.Intent, "server")
 			return u
+		}
+	}
+	if u.Pick != 0 {
+		// "The first jira tool": the ordinal points into a list, the rest names the
+		// thing; a Ref left empty is what lets Decide take the last list's entry.
+		if loc := ordinalRE.FindStringIndex(rest); loc != nil {
+			rest = rest[:loc[0]] + " " + rest[loc[1]:]
 		}
 	}
 	u.Ref = refOf(rest, m, cat)
@@ -355,21 +377,37 @@ var verbs = []verb{
 const intentWeakDetails Intent = "weak_details"
 
 // intentOf is the intent of a message that is not an answer, before the object's kind
-// makes a tool intent a server one (or the other way round).
-func intentOf(m message) Intent {
+// makes a tool intent a server one (or the other way round), and where in the text the
+// verb that says it begins (-1: no verb).
+func intentOf(m message) (Intent, int) {
 	t := m.text
 	for _, v := range verbs {
-		if v.re.MatchString(t) {
+		if loc := v.re.FindStringIndex(t); loc != nil {
 			if v.intent == IntentSetup && m.url != "" {
 				continue // "add a new tool server at https://…" names the server
 			}
-			return retarget(v.intent, t)
+			return retarget(v.intent, t), loc[0]
 		}
 	}
 	if m.url != "" {
-		return IntentAddServer
+		return IntentAddServer, -1
 	}
-	return IntentUnknown
+	return IntentUnknown, -1
+}
+
+// negationRE is a negation right before a verb ("please don't disable", "do not ever
+// remove", "I don't want you to turn off"), read on the text before the verb's match.
+var negationRE = regexp.MustCompile(`(?:^| )(?:don'?t|do not|never|not)(?: (?:ever|please|just|yet|you|actually|even|really|want|need|to|try|go|ahead))*$`)
+
+// negated reports whether the verb that gave a message its intent is negated: the
+// person asks for that NOT to be done. Questions (status, details, lists, finds) are
+// not ("is ev2 not connected?"), nor a verb whose own words hold the negation ("don't
+// let bob use X", "never enable new weather tools").
+func negated(t string, in Intent, verbAt int) bool {
+	if verbAt < 0 || readOnly(in) || in == intentWeakDetails {
+		return false
+	}
+	return negationRE.MatchString(strings.TrimRight(t[:verbAt], " "))
 }
 
 // retarget turns the tool intents that also exist for servers into the server ones when
@@ -617,7 +655,8 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 		out[sub[1]] = m.value(sub[2])
 		t = strings.Replace(t, sub[0], " ", 1)
 	}
-	if sub := setToRE.FindStringSubmatch(t); sub != nil && paramNamed(cat, sub[2]) {
+	params := paramNames(cat)
+	if sub := setToRE.FindStringSubmatch(t); sub != nil && params[strings.ToLower(sub[2])] {
 		out[sub[2]] = m.value(sub[4])
 		t = strings.Replace(t, sub[0], " "+sub[1]+" "+sub[3]+" ", 1)
 	}
@@ -641,8 +680,11 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 	if sub := useUnitRE.FindStringSubmatch(t); sub != nil {
 		t = strings.Replace(t, sub[0], " ", 1)
 	}
+	// Every word is looked up in the set of parameter names, built once: compared with
+	// each tool's parameters, a long message against thousands of tools took seconds
+	// while holding the conversation's lock.
 	for _, w := range words {
-		if paramNamed(cat, w) {
+		if params[w] {
 			t = strings.Replace(t, " "+w+" ", " ", 1)
 		}
 	}
@@ -703,6 +745,17 @@ func enumValue(p Param, word string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// paramNames are the names of every tool's parameters, in lower case.
+func paramNames(cat *Catalogue) map[string]bool {
+	out := map[string]bool{}
+	for _, tl := range cat.Tools {
+		for _, p := range tl.Params {
+			out[strings.ToLower(p.Name)] = true
+		}
+	}
+	return out
 }
 
 func paramNamed(cat *Catalogue, name string) bool {
@@ -879,7 +932,8 @@ func init() {
 		register unregister deregister disconnect uninstall get rid fetch pull load look whats what's
 		set lower raise consider should shouldn't anymore longer be tagged able out doing going running connected
 		online offline reachable alive down healthy currently quick sure make needs need actually oh okay
-		don't doesn't can't won't rediscover re-discover new parameters arguments inputs take takes accept accepts`) {
+		don't doesn't can't won't rediscover re-discover new parameters arguments inputs take takes accept accepts
+		instead above listed shown`) {
 		noise[w] = true
 	}
 }
@@ -906,21 +960,26 @@ func contentWords(t string) []string {
 var pickWord = map[string]bool{"first": true, "second": true, "third": true, "fourth": true, "fifth": true, "last": true}
 
 // serverQualifier finds "on/from <server>" and "<server>'s" in t: the tools are that
-// server's. It returns t without the qualifier and the server's id.
-func serverQualifier(t string, cat *Catalogue) (string, string) {
+// server's. It returns t without the qualifier and the server's id; or, when the name
+// is one letter off several servers, those servers and the name (nobody can tell which).
+func serverQualifier(t string, cat *Catalogue) (rest, id string, near []string, name string) {
 	for _, re := range []*regexp.Regexp{onServerRE, possessiveRE} {
 		for _, sub := range re.FindAllStringSubmatch(t, -1) {
-			for _, name := range sub[1:] {
-				if name == "" {
+			for _, n := range sub[1:] {
+				if n == "" {
 					continue
 				}
-				if id := serverByName(cat, name); id != "" {
-					return strings.Replace(t, sub[0], " ", 1), id
+				id, ns := serverNear(cat, n)
+				if id != "" {
+					return strings.Replace(t, sub[0], " ", 1), id, nil, ""
+				}
+				if len(ns) > 1 {
+					return t, "", ns, n
 				}
 			}
 		}
 	}
-	return t, ""
+	return t, "", nil, ""
 }
 
 var (
@@ -928,22 +987,34 @@ var (
 	possessiveRE = regexp.MustCompile(` (\S+?)'s | (\S+?s)' | (\S+?)s' `)
 )
 
-// serverByName is the id of the server named n (exact, or one letter off for a long name).
+// serverByName is the id of the server named n (exact, or one letter off for a long name);
+// "" when none is, or when n is one letter off several.
 func serverByName(cat *Catalogue, n string) string {
+	id, _ := serverNear(cat, n)
+	return id
+}
+
+// serverNear is the server named n: exactly, else the only one a letter off (for a long
+// name). When several are a letter off, id is "" and near lists them: "prod-3" may be
+// prod-1 as well as prod-2, and taking the first acted on a server nobody named.
+func serverNear(cat *Catalogue, n string) (id string, near []string) {
 	n = strings.Trim(n, `"'`)
 	for _, s := range cat.Servers {
 		if strings.EqualFold(s.Name, n) {
-			return s.ID
+			return s.ID, nil
 		}
 	}
 	if len(n) >= 5 {
 		for _, s := range cat.Servers {
-			if within(strings.ToLower(s.Name), n, 1) {
-				return s.ID
+			if within(strings.ToLower(s.Name), strings.ToLower(n), 1) {
+				near = append(near, s.ID)
 			}
 		}
 	}
-	return ""
+	if len(near) == 1 {
+		return near[0], nil
+	}
+	return "", near
 }
 
 // refOf is what names the server or tool in t: a quoted name, a word before "tool" or
