@@ -159,7 +159,7 @@ func queryFrom(c echo.Context) (executions.Query, error) {
 	}
 	if l := c.QueryParam("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil {
+		if err != nil || n == 0 { // 0 would read as "not given" (the default) below
 			return q, verr.New("limit", "must be a whole number between 1 and 200")
 		}
 		q.Limit = n
@@ -298,7 +298,7 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 // auto, always or off; separate_high_approver is its older boolean form (true:
 // always), still read when high_separation is not given.
 type apiSettings struct {
-	ApprovalTTLSeconds   int64             `json:"approval_ttl_seconds"`
+	ApprovalTTLSeconds   *int64            `json:"approval_ttl_seconds"`
 	HighSeparation       decide.Separation `json:"high_separation"`
 	SeparateHighApprover *bool             `json:"separate_high_approver,omitempty"`
 }
@@ -310,29 +310,41 @@ func (h ExecutionsHandler) APISettings(c echo.Context) error {
 		return err
 	}
 	always := st.HighSeparation == decide.SeparationAlways
-	return c.JSON(http.StatusOK, apiSettings{ApprovalTTLSeconds: int64(st.ApprovalTTL / time.Second), HighSeparation: st.HighSeparation,
+	secs := int64(st.ApprovalTTL / time.Second)
+	return c.JSON(http.StatusOK, apiSettings{ApprovalTTLSeconds: &secs, HighSeparation: st.HighSeparation,
 		SeparateHighApprover: &always})
 }
 
-// APISetSettings changes them: both fields, as GET shows them.
+// APISetSettings changes them, as GET shows them; a field left out keeps its value.
 func (h ExecutionsHandler) APISetSettings(c echo.Context) error {
 	var in apiSettings
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	st := executions.Settings{ApprovalTTL: executions.TTLSeconds(in.ApprovalTTLSeconds), HighSeparation: in.HighSeparation}
+	cur, err := h.Executions.Settings(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	st := executions.Settings{ApprovalTTL: cur.ApprovalTTL, HighSeparation: in.HighSeparation}
+	if in.ApprovalTTLSeconds != nil {
+		st.ApprovalTTL = executions.TTLSeconds(*in.ApprovalTTLSeconds)
+	}
 	switch {
 	case st.HighSeparation == "" && in.SeparateHighApprover != nil && *in.SeparateHighApprover:
 		st.HighSeparation = decide.SeparationAlways
 	case st.HighSeparation == "" && in.SeparateHighApprover == nil:
 		// Left out: kept. A body with the TTL alone loosened "always" to "auto".
-		cur, err := h.Executions.Settings(c.Request().Context())
-		if err != nil {
-			return err
-		}
 		st.HighSeparation = cur.HighSeparation
 	}
 	if err := h.Executions.SetSettings(c.Request().Context(), ActorOf(c), st); err != nil {
+		// Named as the API names it.
+		if ve := (*verr.Error)(nil); errors.As(err, &ve) {
+			for i := range ve.Fields {
+				if ve.Fields[i].Field == "approval_ttl" {
+					ve.Fields[i].Field = "approval_ttl_seconds"
+				}
+			}
+		}
 		return err
 	}
 	return h.APISettings(c)

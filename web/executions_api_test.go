@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -307,6 +308,15 @@ func TestExecutionsAPI(t *testing.T) {
 			t.Fatalf("saved %+v", st)
 		}
 		expectErr(t, admin, http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 3600, "high_separation": "maybe"}, 400, "invalid_input")
+		// A separation alone keeps the expiry; a wrong expiry is named as the API names it.
+		admin.json(http.MethodPut, "/api/v1/executions/settings", map[string]any{"high_separation": "always"}, 200, &st)
+		if st.TTL != 3600 || st.Separation != "always" {
+			t.Fatalf("a separation alone: saved %+v, want the expiry kept", st)
+		}
+		if e := expectErr(t, admin, http.MethodPut, "/api/v1/executions/settings", map[string]any{"approval_ttl_seconds": 5}, 400, "invalid_input"); !strings.Contains(fmt.Sprint(e), "approval_ttl_seconds") {
+			t.Fatalf("a wrong expiry: %+v, want approval_ttl_seconds named", e)
+		}
+		expectErr(t, ann, http.MethodGet, "/api/v1/executions?limit=0", nil, 400, "invalid_input")
 	}
 
 	{ // compensation
