@@ -641,4 +641,13 @@ func TestExecutionPagesRollbackNeedsOther(t *testing.T) {
 	if doc.Find("[data-testid=execution-page][data-rollback-needs-other]").Length() != 0 || doc.Find("[data-testid=rollback-phrase]").Length() != 1 {
 		t.Fatalf("admin's page of ann's failed plan does not offer the rollback's phrase")
 	}
+	// A wrong phrase for the rollback is refused and audited as refused, as a confirm's is.
+	e.decide(t, e.admin, id, "rollback", url.Values{"rollback_hash": {doc.Find("[name=rollback_hash]").AttrOr("value", "")}, "phrase": {"not the phrase"}})
+	if got := e.get(t, id).Status; got != executions.Failed {
+		t.Fatalf("a wrong rollback phrase changed the execution: %s", got)
+	}
+	if n := e.srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'execution.approve.refused' AND target_id = $1
+		AND payload->>'reason' LIKE '%wrong phrase%'`, id); n != 1 {
+		t.Fatalf("refused rollback audit rows: %d, want 1", n)
+	}
 }

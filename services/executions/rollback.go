@@ -364,6 +364,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	switch rp.Risk {
 	case risk.High:
 		if d.Phrase != rp.Phrase {
+			s.refusal(ctx, c, ex, "wrong phrase for the rollback") // as a confirm's wrong phrase is
 			return nil, wrongPhraseFault(rp.Phrase)
 		}
 	case risk.Medium:
