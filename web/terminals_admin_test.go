@@ -61,16 +61,7 @@ func TestTerminalAdminTypesIntoOthers(t *testing.T) {
 		t.Fatalf("the token's hello: %v %v, want read-only", err, thello)
 	}
 	_ = aconn.WriteJSON(map[string]any{"type": "input", "data": "echo TOKEN-TYPED\r"})
-	_ = aconn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for {
-		kind, b, err := aconn.ReadMessage()
-		if err != nil {
-			t.Fatalf("no refusal of the token's keys: %v", err)
-		}
-		if kind == websocket.TextMessage && strings.Contains(string(b), "read-only") {
-			break
-		}
-	}
+	readNotice(t, aconn, "read-only")
 	if data, _, _ := term.Output(0); strings.Contains(string(data), "TOKEN-TYPED") {
 		t.Fatal("an API token typed into the terminal")
 	}

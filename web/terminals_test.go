@@ -60,6 +60,21 @@ func readUntil(t *testing.T, conn *websocket.Conn, want string) (string, []strin
 	return out.String(), texts
 }
 
+// readNotice reads a terminal socket until a text message (not output) says want.
+func readNotice(t *testing.T, conn *websocket.Conn, want string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		kind, b, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("no message saying %q: %v", want, err)
+		}
+		if kind == websocket.TextMessage && strings.Contains(string(b), want) {
+			return
+		}
+	}
+}
+
 // The terminal pages: the owner sees and types (every line audited, a password
 // typed with echo off as [hidden input]), resizes; another user sees nothing of it; an
 // auditor watches read-only and what they send is refused; a reconnect from an index
@@ -132,16 +147,7 @@ func TestTerminalPages(t *testing.T) {
 		t.Fatalf("the auditor's history: %s", out)
 	}
 	_ = dconn.WriteJSON(map[string]any{"type": "input", "data": "echo AUDITOR-TYPED\r"})
-	_ = dconn.SetReadDeadline(time.Now().Add(5 * time.Second))
-	for {
-		kind, b, err := dconn.ReadMessage()
-		if err != nil {
-			t.Fatalf("no refusal: %v", err)
-		}
-		if kind == websocket.TextMessage && strings.Contains(string(b), "read-only") {
-			break
-		}
-	}
+	readNotice(t, dconn, "read-only")
 	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo after\r"})
 	readUntil(t, conn, "after\r\n")
 	if data, _, _ := term.Output(0); strings.Contains(string(data), "AUDITOR-TYPED") {
@@ -280,16 +286,7 @@ func TestTerminalInputNotTypedWithoutItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo NOT-RUN-$((6*7))\r"})
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for {
-		kind, b, err := conn.ReadMessage()
-		if err != nil {
-			t.Fatalf("no error for the unrecorded line: %v", err)
-		}
-		if kind == websocket.TextMessage && strings.Contains(string(b), "not typed") {
-			break
-		}
-	}
+	readNotice(t, conn, "not typed")
 	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE audit_log_away RENAME TO audit_log`); err != nil {
 		t.Fatal(err)
 	}

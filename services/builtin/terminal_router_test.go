@@ -13,9 +13,30 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
+
+const terminalTool = "builtin__terminal_operations"
+
+// lowTerminals starts a server with terminal_operations enabled and set to LOW, once the
+// router's snapshot has the new risk (it comes through the bus).
+func lowTerminals(t *testing.T) *webtest.Server {
+	t.Helper()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	tg := srv.App.Enable(t, terminalTool)
+	low := "low"
+	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		d, err := srv.Router.RiskOf(ctx, terminalTool, json.RawMessage(`{"operation":"get_output","sessionId":"x"}`))
+		return err == nil && d.Level == risk.Low
+	}, "the tool's LOW risk in the router")
+	return srv
+}
 
 // terminal_operations through the router: run_command with its exit code, a
 // background command read with get_output, a PTY session answering sessionId, input,
@@ -24,27 +45,14 @@ import (
 func TestTerminalOperations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	const name = "builtin__terminal_operations"
-	tg := srv.App.Enable(t, name)
-	low := "low"
-	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true, Reason: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	srv := lowTerminals(t)
+	const name = terminalTool
 	admin := audit.Actor{Kind: audit.ActorUser, Name: "admin"}
 	call := func(conv, args string) (*router.Result, error) {
 		return srv.Router.Call(ctx, router.Call{Tool: name, Arguments: json.RawMessage(args), Actor: admin, Role: auth.RoleAdmin,
 			Source: router.SourceAPI, ConversationID: conv})
 	}
-	var res *router.Result
-	var err error
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		// the risk setting reaches the router's snapshot through the bus
-		res, err = call("conv-t", `{"operation":"run_command","command":"echo hello; pwd; exit 4"}`)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-	}
+	res, err := call("conv-t", `{"operation":"run_command","command":"echo hello; pwd; exit 4"}`)
 	if err != nil || !res.IsError || !strings.Contains(router.TextOf(res.Content), "hello") || !strings.Contains(router.TextOf(res.Content), "/conv-t") ||
 		!strings.Contains(string(res.StructuredContent), `"exitCode":4`) {
 		t.Fatalf("run_command: %v %+v", err, res)
@@ -183,13 +191,8 @@ func TestTerminalsEndWithApp(t *testing.T) {
 func TestTerminalTimeoutAndTokenInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	const name = "builtin__terminal_operations"
-	tg := srv.App.Enable(t, name)
-	low := "low"
-	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true, Reason: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	srv := lowTerminals(t)
+	const name = terminalTool
 	ada := srv.App.CreateUser(t, "ada", auth.RoleAdmin, "ada-password-123")
 	var tokenID string
 	srv.App.Token(t, "ada")
@@ -199,16 +202,8 @@ func TestTerminalTimeoutAndTokenInput(t *testing.T) {
 	agent := audit.Actor{Kind: audit.ActorToken, ID: ada.ID, Name: "ada", TokenID: tokenID, TokenName: "agent"}
 	call := func(args string) *router.Result {
 		t.Helper()
-		var res *router.Result
-		var err error
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			// the risk setting reaches the router's snapshot through the bus
-			res, err = srv.Router.Call(ctx, router.Call{Tool: name, Arguments: json.RawMessage(args), Actor: agent, Role: auth.RoleAdmin,
-				Source: router.SourceAPI, ConversationID: "conv-to"})
-			if err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
+		res, err := srv.Router.Call(ctx, router.Call{Tool: name, Arguments: json.RawMessage(args), Actor: agent, Role: auth.RoleAdmin,
+			Source: router.SourceAPI, ConversationID: "conv-to"})
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %+v", args, err, res)
 		}
@@ -252,26 +247,14 @@ func TestTerminalTimeoutAndTokenInput(t *testing.T) {
 func TestForegroundCommandRecordsItsExit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	const name = "builtin__terminal_operations"
-	tg := srv.App.Enable(t, name)
-	low := "low"
-	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true, Reason: "test"}); err != nil {
-		t.Fatal(err)
-	}
+	srv := lowTerminals(t)
+	const name = terminalTool
 	admin := audit.Actor{Kind: audit.ActorUser, Name: "admin"}
 	const runs = 12
 	for i := range runs {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			// the risk setting reaches the router's snapshot through the bus
-			_, err := srv.Router.Call(ctx, router.Call{Tool: name, Arguments: json.RawMessage(`{"operation":"run_command","command":"exit 3"}`),
-				Actor: admin, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: "conv-exit"})
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %d: %v", i, err)
-			}
+		if _, err := srv.Router.Call(ctx, router.Call{Tool: name, Arguments: json.RawMessage(`{"operation":"run_command","command":"exit 3"}`),
+			Actor: admin, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: "conv-exit"}); err != nil {
+			t.Fatalf("run %d: %v", i, err)
 		}
 	}
 	webtest.WaitFor(t, 10*time.Second, func() bool {
