@@ -193,7 +193,7 @@ func TestExecutionsAPI(t *testing.T) {
 			t.Fatalf("created %+v", ex)
 		}
 		// Another person could approve it (admin), so its requester may not (issue #17).
-		expectErr(t, ann, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"phrase": ex.ConfirmationPhrase}, 403, "needs_other_approver")
+		expectErr(t, ann, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"phrase": ex.ConfirmationPhrase}, 403, "forbidden")
 		admin.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"phrase": ex.ConfirmationPhrase}, 200, nil)
 		failed := waitExec(t, ann, ex.ID, "failed")
 		if failed.Steps[0].Status != "succeeded" || failed.Steps[1].Status != "failed" || !strings.Contains(failed.Error, "boom") {

@@ -378,8 +378,13 @@ func (s *Service) mayDecideOn(ctx context.Context, c Caller, ex *Execution, leve
 	v, err := s.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: requester, Level: level, Verb: verb})
 	if fe, ok := fault.As(err); ok && fe.Kind == fault.KindForbidden {
 		s.refusal(ctx, c, ex, fe.Message)
-		// Its code kept: needs_other_approver tells a client someone else may decide.
-		return v, fault.New(fault.KindForbidden, fe.Code, fe.Message).About("execution").MarkAudited()
+		out := forbidden(fe.Message)
+		if fe.Code == decide.CodeNeedsOther {
+			// forbidden as it has always answered, and the details tell a client that
+			// someone else may decide (it can offer to ask them).
+			out = out.WithDetails(map[string]string{"reason": decide.CodeNeedsOther})
+		}
+		return v, out.MarkAudited()
 	}
 	return v, err
 }

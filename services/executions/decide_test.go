@@ -366,8 +366,9 @@ func TestSeparationOfDuties(t *testing.T) {
 	}
 	ex := e.create(alice, high)
 	_, err = e.svc.Confirm(e.ctx, alice, ex.ID, ex.ConfirmationPhrase, "")
-	if !isForbidden(err) || !strings.Contains(err.Error(), "different person") || !decide.NeedsOther(err) {
-		t.Fatalf("requester approves own HIGH plan: got %v (%T), want a *ForbiddenError asking for a different person (code %s)", err, err, decide.CodeNeedsOther)
+	if fe, _ := fault.As(err); !isForbidden(err) || !strings.Contains(err.Error(), "different person") ||
+		fe == nil || fmt.Sprint(fe.Details) != "map[reason:"+decide.CodeNeedsOther+"]" {
+		t.Fatalf("requester approves own HIGH plan: got %v (%T), want a *ForbiddenError asking for a different person (details.reason %s)", err, err, decide.CodeNeedsOther)
 	}
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.approve.refused'
 		AND actor_id = $2 AND payload->>'reason' LIKE '%different person%'`, ex.ID, alice.Actor.ID); n != 1 {
