@@ -613,6 +613,46 @@ func TestApplyKeepsConcurrentToolEdit(t *testing.T) {
 	}
 }
 
+// An edit of a tool's access rules (another table than the tool's own row) committed
+// while an import checks its plan is seen, and refuses the import, as an edit of the
+// tool's row is: the edit holds the tool's row (tools.LockShared).
+func TestApplyKeepsConcurrentPermissionEdit(t *testing.T) {
+	t.Parallel()
+	hs := liveServer(t)
+	a := source(t, hs)
+	ctx := context.Background()
+	a.CreateUser(t, "perm-user", auth.RoleToolUser, "perm-user-password-1")
+	p := plan(t, a, "config.yaml", "version: 1\nservers: []\ntools:\n  - tool: ev__fail\n    state: disabled\n    timeout_ms: 4000\n")
+	tx, err := a.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) // after a failure before the commit below
+	no := false
+	if _, err := a.Tools.SetPermissionTx(ctx, tx, admin, a.ToolID(t, "ev__fail"), "perm-user", &no); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.ConfigCode.Apply(ctx, admin, p)
+		done <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for a.Count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+		AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%'`) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the import never waited for the tool whose access rule was being edited")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, configcode.ErrChangedSincePlan) {
+		t.Fatalf("apply: %v, want ErrChangedSincePlan", err)
+	}
+}
+
 // Nulls and numbers survive export and import as stored: a null parameter value or
 // mapped argument was dropped (a file the import refused), and 2.50, 1.0 and integers
 // beyond int64 went through float64 (a change at every re-import).

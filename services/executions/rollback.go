@@ -144,6 +144,9 @@ func CheckArgumentMap(m map[string]MappedArgument) error {
 // caller's transaction, audited; the ids are checked by the caller (SetCompensation,
 // configuration import) and m by CheckArgumentMap.
 func StoreCompensation(ctx context.Context, tx pgx.Tx, actor audit.Actor, toolID, toolName, undoToolID string, m map[string]MappedArgument) error {
+	if err := tools.LockShared(ctx, tx, toolID); err != nil {
+		return err
+	}
 	var err error
 	if undoToolID == "" {
 		_, err = tx.Exec(ctx, `/* executions.SetCompensation.delete */ DELETE FROM tool_compensations WHERE tool_id = $1`, toolID)

@@ -142,7 +142,22 @@ func (s *Service) SetPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Ac
 	return setPermissionTx(ctx, tx, actor, t, username, canUse)
 }
 
+// LockShared holds tool id's row in tx (FOR SHARE) while something that belongs to the
+// tool but lives in another table changes (a permission, a test case, a compensation): a
+// configuration import locks the rows of the tools it changes before it checks that
+// nothing changed since its plan, so such an edit either lands before that check (and
+// the import is refused) or waits for the import, instead of racing it.
+func LockShared(ctx context.Context, tx pgx.Tx, id string) error {
+	if _, err := tx.Exec(ctx, `/* tools.LockShared */ SELECT 1 FROM mcp_tools WHERE id = $1 FOR SHARE`, id); err != nil {
+		return fmt.Errorf("tools: lock %s: %w", id, err)
+	}
+	return nil
+}
+
 func setPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, username string, canUse *bool) (bool, error) {
+	if err := LockShared(ctx, tx, t.ID); err != nil {
+		return false, err
+	}
 	n, err := func() (int64, error) {
 		var userID string
 		err := tx.QueryRow(ctx, `/* tools.SetPermission.user */ SELECT id FROM users WHERE username = $1`, username).Scan(&userID)

@@ -152,6 +152,9 @@ func checkTestCase(tc *TestCase) error {
 }
 
 func saveTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, tc TestCase) (TestCase, error) {
+	if err := LockShared(ctx, tx, t.ID); err != nil {
+		return TestCase{}, err
+	}
 	if msg := SecretsHeld(t.InputSchema, tc.Arguments); msg != "" {
 		return TestCase{}, verr.New("arguments", msg)
 	}
@@ -205,6 +208,9 @@ func (s *Service) DeleteTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.A
 }
 
 func deleteTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, tc TestCase) error {
+	if err := LockShared(ctx, tx, t.ID); err != nil {
+		return err
+	}
 	if _, err := tx.Exec(ctx, `/* tools.DeleteTestCase */ DELETE FROM tool_test_cases WHERE id = $1`, tc.ID); err != nil {
 		return fmt.Errorf("tools: delete test case: %w", err)
 	}
