@@ -84,8 +84,19 @@ func LooksSecretName(name string) bool {
 	if len(words) > 1 && secretWords[words[len(words)-2]+last] {
 		return true
 	}
+	// Run together (PGPASSWORD, DBPASSWORD, MYAPIKEY): the words that name nothing
+	// but a secret, as the end of the last word. "token" is not among them: a
+	// NEXTPAGETOKEN or CSRFTOKEN run together cannot be told from a credential's name.
+	for _, w := range runTogether {
+		if len(last) > len(w) && strings.HasSuffix(last, w) {
+			return true
+		}
+	}
 	return false
 }
+
+// runTogether are the words that name a secret at the end of a longer word.
+var runTogether = []string{"password", "passwd", "secret", "apikey"}
 
 // LooksSecretField reports a field name that holds a secret whatever its value looks
 // like (password, client_secret, api_key…), for the fields of request bodies: narrower
@@ -183,15 +194,45 @@ func LooksSecretValue(v string) bool {
 		}
 	}
 	if strings.Contains(v, "://") {
-		if u, err := url.Parse(v); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok && pw != "" {
-				return true
-			}
-		}
-		return false
+		return secretURL(v)
 	}
 	return highEntropy(v)
 }
+
+// secretURL reports a URL that carries a credential: a password, a query value named
+// like one or shaped like one (?access_token=…, ?key=…), a path segment shaped like one,
+// or a webhook URL, whose path is the credential.
+func secretURL(v string) bool {
+	u, err := url.Parse(v)
+	if err != nil {
+		return false
+	}
+	if u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			return true
+		}
+	}
+	if webhookURL.MatchString(v) {
+		return true
+	}
+	for k, vals := range u.Query() {
+		for _, q := range vals {
+			if q != "" && (LooksSecretName(k) || LooksSecretValue(q)) {
+				return true
+			}
+		}
+	}
+	for seg := range strings.SplitSeq(u.Path, "/") {
+		if highEntropy(seg) || slices.ContainsFunc(secretValuePatterns, func(re *regexp.Regexp) bool { return re.MatchString(seg) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// webhookURL matches the incoming-webhook URLs of Slack, Discord and Microsoft Teams,
+// which are their own credential.
+var webhookURL = regexp.MustCompile(`^https://(hooks\.slack\.com/(services|workflows|triggers)/|(discord|discordapp)\.com/api/webhooks/|[a-z0-9-]+\.webhook\.office\.com/)`)
 
 // HoldsSecret reports whether a decoded JSON value carries a credential anywhere: a
 // string LooksSecretValue accepts, or an object key LooksSecretName accepts

@@ -576,6 +576,10 @@ func TestLooksSecretName(t *testing.T) {
 		{"accessToken", true},
 		{"ACCESSTOKEN", true},    // one word, but a known run-together form
 		{"MYACCESSTOKEN", false}, // one unknown word: no way to find "token" inside it safely
+		{"PGPASSWORD", true},     // run together, ending in a word that names only secrets
+		{"DBPASSWD", true},
+		{"MYAPIKEY", true},
+		{"CLIENTSECRET", true},
 		{"auth", true},
 		{"X-Auth-Token", true},
 		{"secret", true},
@@ -691,6 +695,13 @@ func TestLooksSecretValue(t *testing.T) {
 		{"user agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36", false},
 		{"url", "https://api.example.com/v1/resources?limit=100&cursor=abc", false},
 		{"url with user only", "https://key@o0.ingest.example.io/0", false},
+		{"url with a secret-named query value", "https://api.example.com/hook?access_token=abc123", true},
+		{"url with a password query value", "postgres://db.internal/app?sslmode=require&password=hunter2", true},
+		{"url with a token-shaped query value", "https://api.example.com/v1?k=ghp_abcdefghijklmnopqrstuvwxyz0123456789", true},
+		{"slack webhook", "https://hooks.slack.com/services/T0000000/B0000000/XXXXXXXXXXXXXXXXXXXXXXXX", true},
+		{"url with a random path segment", "https://api.example.com/hooks/Zq3xV9kLm2Pw8RtY4nBc7DfGh6JsKa1E", true},
+		{"url with a word path", "https://api.example.com/v1/customers/invoices/latest", false},
+		{"url with an empty secret-named value", "https://api.example.com/login?password=", false},
 		{"path", "/usr/local/lib/node_modules/@modelcontextprotocol/server-everything/dist/index.js", false},
 		{"path with digits", "/home/user2/Projects/App3/src/v1/Index9.ts", false},
 		{"data path", "/var/lib/toolwarden/data/pg/16/base/1/2619_fsm", false},
