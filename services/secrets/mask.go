@@ -3,7 +3,9 @@ package secrets
 import (
 	"bytes"
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,20 +30,23 @@ type Masker struct {
 	runes  map[rune]bool // every character of the values (see mayHold)
 }
 
-// NewMasker masks values (and, for "Bearer <token>", the token alone too); values
-// shorter than MinMasked are left alone.
+// NewMasker masks values, each also as a URL or base64 encodes it (a secret sent in a
+// query or a Basic header comes back that way in an echoed URL or error), and for an
+// Authorization value ("Bearer <token>", "Basic <base64>", "Token <token>", any case)
+// the credential alone too; values shorter than MinMasked are left alone.
 func NewMasker(values ...string) *Masker {
 	m := &Masker{}
 	for _, v := range values {
-		m.add(v)
-		if tok, ok := strings.CutPrefix(v, "Bearer "); ok {
-			m.add(tok)
+		v = strings.TrimSpace(v)
+		m.addForms(v)
+		if scheme, cred, ok := strings.Cut(v, " "); ok && authSchemes[strings.ToLower(scheme)] {
+			m.addForms(strings.TrimSpace(cred))
 		}
 	}
 	if len(m.values) == 0 {
 		return m
 	}
-	slices.SortFunc(m.values, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	slices.SortFunc(m.values, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
 	m.values = slices.Compact(m.values)
 	m.runes = map[rune]bool{}
 	for _, v := range m.values {
@@ -57,10 +62,17 @@ func NewMasker(values ...string) *Masker {
 	return m
 }
 
-func (m *Masker) add(v string) {
-	if v = strings.TrimSpace(v); len(v) >= MinMasked {
-		m.values = append(m.values, v)
+// authSchemes are the Authorization schemes whose credential is masked on its own too.
+var authSchemes = map[string]bool{"bearer": true, "basic": true, "token": true}
+
+// addForms adds v and the forms encoding gives it; an encoding that leaves v as it is
+// adds nothing new (Compact drops the repeat).
+func (m *Masker) addForms(v string) {
+	if len(v) < MinMasked {
+		return
 	}
+	m.values = append(m.values, v, url.QueryEscape(v), url.PathEscape(v),
+		base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)))
 }
 
 // NewJSONMasker masks the strings inside JSON values (a tool's configured secret

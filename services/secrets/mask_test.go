@@ -1,7 +1,9 @@
 package secrets_test
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -68,5 +70,29 @@ func TestMAC(t *testing.T) {
 		t.Error("a MAC verifies for other data")
 	case string(rotated.MAC([]byte("x"))) == string(old.MAC([]byte("x"))):
 		t.Error("the rotated keyring still makes MACs with the old key")
+	}
+}
+
+// A secret is masked as a URL or base64 encodes it too, and an Authorization value's
+// credential alone, whatever the scheme's case: an upstream that echoes the URL it was
+// called with, or a Basic header, does not show the secret encoded.
+func TestMaskerEncodedForms(t *testing.T) {
+	t.Parallel()
+	const key = "ab+c/d=e f&g12345"
+	basic := base64.StdEncoding.EncodeToString([]byte("user:pass-12345678"))
+	m := secrets.NewMasker(key, "basic "+basic, "Token tok-0123456789")
+	for _, s := range []string{
+		"GET /v1?key=" + url.QueryEscape(key) + " failed",
+		"path /" + url.PathEscape(key) + "/x",
+		"cred " + base64.StdEncoding.EncodeToString([]byte(key)),
+		"cred " + base64.RawURLEncoding.EncodeToString([]byte(key)),
+		"Authorization: Basic " + basic,
+		"token tok-0123456789 refused",
+	} {
+		got := m.String(s)
+		if !strings.Contains(got, secrets.Masked) || strings.Contains(got, "ab+c") || strings.Contains(got, "ab%2Bc") ||
+			strings.Contains(got, basic) || strings.Contains(got, "tok-0123456789") {
+			t.Errorf("%q masked as %q", s, got)
+		}
 	}
 }
