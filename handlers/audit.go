@@ -492,9 +492,11 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 			hd.Del(echo.HeaderContentType)
 			return err
 		}
-		// Mid-stream: the status is sent; the client sees a cut-off body.
+		// Mid-stream: the status is sent. Returning would end the body cleanly, cut at
+		// an arbitrary byte, and look complete; aborting the handler breaks the transfer
+		// (no final chunk, or a reset stream), so the client sees the export failed.
 		h.Logger.Error("handlers: audit export cut off", "err", err, "request_id", RequestID(c))
-		return nil
+		panic(http.ErrAbortHandler)
 	}
 	if !w.started {
 		c.Response().WriteHeader(http.StatusOK)

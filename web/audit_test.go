@@ -693,3 +693,94 @@ func TestAuditTellsActorsApart(t *testing.T) {
 		t.Errorf("an actor with no name: %q, links %d; want anonymous, no filter link", strings.TrimSpace(a.Text()), a.Find("a").Length())
 	}
 }
+
+// Ids are consecutive, so a missing one is a deleted entry even when the chain links
+// across the hole (recomputed by someone who knows the hash function): the API's check
+// and the page's say the chain is broken there, and which ids are missing.
+func TestAuditVerifyFailsOnMissingIDs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := auditStart(t)
+	recs, err := audit.Recent(ctx, e.srv.Pool, 1)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("head: %v %v", recs, err)
+	}
+	head := audit.Head{ID: recs[0].ID, Hash: recs[0].Hash}
+	// The next entry takes id head+4 and links to the head: ids head+1..head+3 missing.
+	b, err := audit.NewBatch([]audit.Entry{{Actor: audit.System, Action: "forged.entry"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Seal(audit.Head{ID: head.ID + 3, Hash: head.Hash})
+	sql, args := b.InsertAfterQuery(head)
+	if tag, err := e.srv.Pool.Exec(ctx, sql, args...); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("forged entry: %v %v", tag, err)
+	}
+	var v struct {
+		OK              bool        `json:"ok"`
+		BadID           int64       `json:"bad_id"`
+		Reason          string      `json:"reason"`
+		VerifiedThrough int64       `json:"verified_through"`
+		Missing         int64       `json:"missing"`
+		Gaps            []audit.Gap `json:"gaps"`
+	}
+	e.api.JSON(http.MethodGet, "/api/v1/audit/verify", nil, 200, &v)
+	from, to := head.ID+1, head.ID+3
+	if v.OK || v.BadID != from || v.VerifiedThrough != head.ID || v.Missing != 3 || fmt.Sprint(v.Gaps) != fmt.Sprint([]audit.Gap{{From: from, To: to}}) ||
+		!strings.Contains(v.Reason, fmt.Sprintf("entries %d to %d are missing", from, to)) {
+		t.Fatalf("verify: %+v, want broken at %d, through %d, ids %d to %d missing", v, from, head.ID, from, to)
+	}
+	e.srv.PostForm(t, e.auditor, "/audit/verify", nil).Body.Close()
+	e.srv.App.AuditLog.WaitVerify()
+	d := doc(t, e.srv.Get(t, e.auditor, "/audit"))
+	if st := d.Find(`[data-testid=audit-chain]`).AttrOr("data-state", ""); st != "broken" {
+		t.Fatalf("page's chain state: got %q, want broken", st)
+	}
+	if bad, r := d.Find(`[data-testid=chain-bad]`).Text(), d.Find(`[data-testid=chain-reason]`).Text(); bad != fmt.Sprint(from) ||
+		!strings.Contains(r, fmt.Sprintf("entries %d to %d are missing", from, to)) {
+		t.Fatalf("page: broken at %q: %q, want %d, ids %d to %d missing", bad, r, from, from, to)
+	}
+}
+
+// An export that fails after its first bytes were sent (a database error in a later
+// batch) breaks the transfer instead of ending a body cut at an arbitrary byte as if
+// it were complete.
+func TestAuditExportCutOffIsAborted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := auditStart(t)
+	entries := make([]audit.Entry, 600) // more than one batch, and more than the buffer
+	for i := range entries {
+		entries[i] = audit.Entry{Actor: audit.System, Action: "test.filler", TargetType: "thing", TargetID: fmt.Sprint(i),
+			Payload: map[string]any{"note": strings.Repeat("x", 200)}}
+	}
+	if err := pgx.BeginFunc(ctx, e.srv.Pool, func(tx pgx.Tx) error {
+		_, err := audit.AppendBatch(ctx, tx, entries)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	full := e.srv.Get(t, e.auditor, "/api/v1/audit/export?format=jsonl")
+	if _, err := io.ReadAll(full.Body); err != nil || full.StatusCode != 200 {
+		t.Fatalf("export: %d %v, want it whole", full.StatusCode, err)
+	}
+	full.Body.Close()
+	// The oldest entry, in the last batch, can no longer be read.
+	owner, err := pgx.Connect(ctx, e.srv.App.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	if _, err := owner.Exec(ctx, `ALTER TABLE audit_log DISABLE TRIGGER USER; UPDATE audit_log SET at = 'infinity' WHERE id = 1;
+		ALTER TABLE audit_log ENABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"jsonl", "csv"} {
+		res := e.srv.Get(t, e.auditor, "/api/v1/audit/export?format="+format)
+		body, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || err == nil || len(body) == 0 {
+			t.Fatalf("%s export failing mid-stream: %d, %d bytes, read error %v; want a broken transfer after the first bytes", format, res.StatusCode, len(body), err)
+		}
+	}
+}

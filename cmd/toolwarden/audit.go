@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -97,7 +96,7 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cp, cpNote, err := loadCheckpoint(c, *cpFlag, *pubFlag, checkpointKeyPath(c, *keyFile))
+	cp, older, cpNote, err := loadCheckpoint(c, *cpFlag, *pubFlag, checkpointKeyPath(c, *keyFile))
 	if err != nil {
 		return err
 	}
@@ -106,7 +105,7 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer d.Close()
-	res, err := audit.VerifyWith(ctx, d.Pool, audit.VerifyOptions{Checkpoint: cp, Workers: *workers})
+	res, err := audit.VerifyWith(ctx, d.Pool, audit.VerifyOptions{Checkpoint: cp, Older: older, Workers: *workers})
 	if err != nil {
 		return err
 	}
@@ -118,12 +117,18 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 // loadCheckpoint is the checkpoint verify uses (nil when there is none, or with
-// --checkpoint none), by the server's own rules (audit.LoadCheckpoint), and which one it is.
-func loadCheckpoint(c config, flagValue, pubFlag, keyPath string) (*audit.Checkpoint, string, error) {
+// --checkpoint none), by the server's own rules (audit.LoadCheckpoint), the older ones
+// beside it that narrow down a rewrite, and which one it is.
+func loadCheckpoint(c config, flagValue, pubFlag, keyPath string) (*audit.Checkpoint, []audit.Checkpoint, string, error) {
 	if flagValue == "none" {
-		return nil, "no checkpoint (--checkpoint none)", nil
+		return nil, nil, "no checkpoint (--checkpoint none)", nil
 	}
-	return audit.LoadCheckpoint(audit.CheckpointSource{Path: flagValue, Dir: checkpointDir(c), PublicKey: pubFlag, KeyFile: keyPath})
+	src := audit.CheckpointSource{Path: flagValue, Dir: checkpointDir(c), PublicKey: pubFlag, KeyFile: keyPath}
+	cp, note, err := audit.LoadCheckpoint(src)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return cp, audit.OlderCheckpoints(src, cp), note, nil
 }
 
 func printVerify(w io.Writer, res audit.VerifyResult, cpNote string) {
@@ -139,7 +144,9 @@ func printVerify(w io.Writer, res audit.VerifyResult, cpNote string) {
 	fmt.Fprintf(w, "audit chain BROKEN at entry %d: %s\n", res.BadID, res.Reason)
 	fmt.Fprintf(w, "(%d entries checked; the chain verifies from the start through entry %d; newest entry %d)\n", res.Checked, res.VerifiedThrough, res.Head.ID)
 	fmt.Fprintln(w, cpNote)
-	if res.ProblemCount > 1 {
+	// Listed unless the one problem is the break named above (a missing id is no
+	// problem of its own: the ids below say so).
+	if res.ProblemCount > 1 || res.ProblemCount == 1 && len(res.Problems) == 1 && res.Problems[0].ID != res.BadID {
 		fmt.Fprintf(w, "%d entries do not verify:\n", res.ProblemCount)
 		for _, p := range res.Problems {
 			fmt.Fprintf(w, "  entry %d: %s\n", p.ID, p.Reason)
@@ -149,14 +156,6 @@ func printVerify(w io.Writer, res audit.VerifyResult, cpNote string) {
 		}
 	}
 	if res.Missing > 0 {
-		var gaps []string
-		for _, g := range res.Gaps {
-			if g.From == g.To {
-				gaps = append(gaps, fmt.Sprint(g.From))
-			} else {
-				gaps = append(gaps, fmt.Sprintf("%d-%d", g.From, g.To))
-			}
-		}
-		fmt.Fprintf(w, "missing ids (%d; ids are consecutive, so each was deleted): %s\n", res.Missing, strings.Join(gaps, ", "))
+		fmt.Fprintf(w, "missing ids (%d; ids are consecutive, so each was deleted): %s\n", res.Missing, audit.GapList(res.Gaps))
 	}
 }

@@ -79,6 +79,56 @@ func TestAuditCheckpointCommands(t *testing.T) {
 			t.Fatalf("audit verify %v: got %v %q, want exit 1 and %q", args, err, stdout, want)
 		}
 	}
+	var h2 []byte
+	if err := owner.QueryRow(ctx, `SELECT hash FROM audit_log WHERE id = 2`).Scan(&h2); err != nil {
+		t.Fatal(err)
+	}
+	// appendAfter writes an entry that links to entry 2 as id, as a superuser who knows
+	// the hash function would.
+	appendAfter := func(id int64) {
+		t.Helper()
+		b, err := audit.NewBatch([]audit.Entry{{Actor: audit.System, Action: "forged.entry"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Seal(audit.Head{ID: id - 1, Hash: h2})
+		sql, args := b.InsertQuery()
+		if _, err := owner.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Entries deleted from the middle, the chain after them recomputed to link across
+	// the hole: the missing ids break it, with a checkpoint or without, and no checkpoint
+	// is signed over them.
+	appendAfter(5)
+	broken("BROKEN at entry 3: entries 3 to 4 are missing", "--checkpoint", "none")
+	broken("missing ids (2; ids are consecutive, so each was deleted): 3-4")
+	if _, _, err := runCmd(t, "", "audit", "checkpoint", "--data-dir", dataDir); err == nil || !strings.Contains(err.Error(), "entry 3: entries 3 to 4 are missing") {
+		t.Fatalf("audit checkpoint over missing ids: got %v, want a refusal naming them", err)
+	}
+	// A rewrite after the newest checkpoint's entry: the older checkpoint in the
+	// directory that still matches says how far the chain verifies.
+	tamper(`DELETE FROM audit_log WHERE id > 2`)
+	must("user", "create", "--name", "carl", "--role", "tool_user")
+	if out := must("audit", "checkpoint"); !strings.Contains(out, "checkpoint of entry 3 ") {
+		t.Fatalf("audit checkpoint: got %q, want a checkpoint of entry 3", out)
+	}
+	tamper(`DELETE FROM audit_log WHERE id = 3`)
+	appendAfter(3)
+	broken("BROKEN at entry 3: its hash differs from the one the checkpoint of")
+	broken("rewritten somewhere in entries 3 to 3 (the checkpoint of")
+	broken("the chain verifies from the start through entry 2;")
+	// Back to entries 1 and 2, with their checkpoint the newest again.
+	tamper(`DELETE FROM audit_log WHERE id > 2`)
+	newest, err := audit.LatestCheckpoint(filepath.Join(dataDir, "checkpoints"))
+	if err != nil || !strings.HasSuffix(newest, "-3.json") {
+		t.Fatalf("newest checkpoint: %q %v, want the one of entry 3", newest, err)
+	}
+	if err := os.Remove(newest); err != nil {
+		t.Fatal(err)
+	}
+	must("audit", "verify")
+
 	tamper(`DELETE FROM audit_log WHERE id = 2`)
 	broken("BROKEN at entry 2: entries 2 to 2 are missing")
 	broken("the end of the log was deleted", "--checkpoint", saved)

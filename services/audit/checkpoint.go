@@ -18,9 +18,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/db"
 )
@@ -395,7 +397,8 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 }
 
 // ErrChainRewound means the chain no longer holds the entry the newest checkpoint
-// signed, with the hash signed: entries were deleted from its end or rewritten.
+// signed, with the hash signed (entries were deleted from its end or rewritten), or the
+// entries after it do not verify (one was altered, removed or reordered since).
 var ErrChainRewound = errors.New("audit: the chain no longer reaches the last checkpoint")
 
 // Checkpointer writes signed checkpoints of the chain head into a directory: what
@@ -430,9 +433,10 @@ func (c *Checkpointer) Write(ctx context.Context) (string, error) {
 
 // Make signs the chain head; same reports that the newest checkpoint in the directory
 // signed that head already. Before signing it checks that the entry the newest
-// checkpoint signed is still there with the same hash, so a chain cut back or rewritten
-// is not blessed by a new checkpoint: it returns ErrChainRewound. `toolwarden audit
-// checkpoint` and the server's schedule both sign through it.
+// checkpoint signed is still there with the same hash, and that the entries from it to
+// the head verify (hashes, links, no missing id), so a chain cut back, rewritten or
+// broken since is not blessed by a new checkpoint: it returns ErrChainRewound.
+// `toolwarden audit checkpoint` and the server's schedule both sign through it.
 func (c *Checkpointer) Make(ctx context.Context) (cp Checkpoint, same bool, err error) {
 	if c.last == nil {
 		if err := c.loadLast(); err != nil {
@@ -461,7 +465,93 @@ func (c *Checkpointer) Make(ctx context.Context) (cp Checkpoint, same bool, err 
 			return Checkpoint{}, false, fmt.Errorf("audit: checkpoint: %w", err)
 		}
 	}
+	if err := verifySince(ctx, c.q, *last, cp); err != nil {
+		return Checkpoint{}, false, err
+	}
 	return cp, false, nil
+}
+
+// verifySince checks the entries after the one last signed through the head cp is
+// about to sign, as verify does: each hash, each link (the first to last's hash) and
+// that no id is missing. Signing a head vouches for every entry before it; those before
+// last were vouched for already.
+func verifySince(ctx context.Context, q db.Querier, last, cp Checkpoint) error {
+	if cp.ID <= last.ID {
+		return nil
+	}
+	prev, err := hex.DecodeString(last.Hash)
+	if err != nil {
+		return fmt.Errorf("audit: checkpoint: last checkpoint's hash: %w", err)
+	}
+	ch := &chunk{lo: last.ID + 1, hi: cp.ID}
+	err = onConn(ctx, q, func(conn *pgx.Conn) error {
+		return (&reader{checked: new(atomic.Int64)}).read(ctx, conn, ch)
+	})
+	if err != nil {
+		return fmt.Errorf("audit: checkpoint: %w", err)
+	}
+	res := assemble([]*chunk{ch}, prev, nil, nil)
+	if res.OK() && hex.EncodeToString(res.Head.Hash) != cp.Hash {
+		res.BadID, res.Reason = cp.ID, "its hash changed while the chain was checked"
+	}
+	if !res.OK() {
+		return fmt.Errorf("%w: the entries after entry %d, signed at %s, do not verify: entry %d: %s (run toolwarden audit verify)",
+			ErrChainRewound, last.ID, last.At.Format(time.RFC3339), res.BadID, res.Reason)
+	}
+	return nil
+}
+
+// onConn runs fn on a connection of q: one of the pool's, or a transaction's own.
+func onConn(ctx context.Context, q db.Querier, fn func(*pgx.Conn) error) error {
+	switch c := q.(type) {
+	case *pgxpool.Pool:
+		pc, err := c.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer pc.Release()
+		return fn(pc.Conn())
+	case interface{ Conn() *pgx.Conn }:
+		return fn(c.Conn())
+	}
+	return fmt.Errorf("need a pool, a connection or a transaction, got %T", q)
+}
+
+// OlderCheckpoints are the checkpoint files in src's directory (and beside src.Path)
+// that signed an entry before cp's, for VerifyOptions.Older. They are read, not
+// checked: verify checks the signature of the one it uses. A file that cannot be read
+// is passed over; an older checkpoint can only narrow where a rewrite lies, never make
+// a check pass.
+func OlderCheckpoints(src CheckpointSource, cp *Checkpoint) []Checkpoint {
+	if cp == nil {
+		return nil
+	}
+	dirs := []string{src.Dir}
+	if src.Path != "" {
+		dirs = append(dirs, filepath.Dir(src.Path))
+	}
+	var older []Checkpoint
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		if dir == "" || seen[filepath.Clean(dir)] {
+			continue
+		}
+		seen[filepath.Clean(dir)] = true
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			n := e.Name()
+			if e.IsDir() || !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
+				continue
+			}
+			if o, err := ReadCheckpoint(filepath.Join(dir, n)); err == nil && o.ID > 0 && o.ID < cp.ID {
+				older = append(older, o)
+			}
+		}
+	}
+	return older
 }
 
 func (c *Checkpointer) loadLast() error {

@@ -101,7 +101,10 @@ func cells(vals ...string) []string {
 
 // Export records that actor exports what f selects (action audit.export, with the
 // filter and format), then writes it to w as CSV or JSON Lines. The entry is written
-// before any data: an export that cannot be audited does not happen.
+// before any data: an export that cannot be audited does not happen. An error after
+// some of it reached w leaves it cut at an arbitrary byte, and neither format can say
+// where it should end: the caller must make the failure visible (the API aborts the
+// response), not end it as if complete.
 func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, w io.Writer) error {
 	if format != FormatCSV && format != FormatJSONL {
 		return fmt.Errorf("audit: unknown export format %q", format)

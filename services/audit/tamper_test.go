@@ -129,13 +129,13 @@ func TestTamperingAsSuperuser(t *testing.T) {
 		}, wantBad: 2, wantBadCP: 2, reason: "altered", reasonCP: "altered"},
 		{name: "delete middle", tamper: func(t *testing.T, p *pgxpool.Pool) {
 			asSuperuser(t, p, `DELETE FROM audit_log WHERE id = 12`)
-		}, wantBad: 13, wantBadCP: 13, reason: "entry 12 before it is missing", reasonCP: "removed", gaps: []Gap{{12, 12}}},
+		}, wantBad: 12, wantBadCP: 12, reason: "it is missing", reasonCP: "so it was deleted", gaps: []Gap{{12, 12}}},
 		{name: "delete run", tamper: func(t *testing.T, p *pgxpool.Pool) {
 			asSuperuser(t, p, `DELETE FROM audit_log WHERE id BETWEEN 6 AND 9`)
-		}, wantBad: 10, wantBadCP: 10, reason: "entries 6 to 9 before it are missing", reasonCP: "removed", gaps: []Gap{{6, 9}}},
+		}, wantBad: 6, wantBadCP: 6, reason: "entries 6 to 9 are missing", reasonCP: "so they were deleted", gaps: []Gap{{6, 9}}},
 		{name: "delete first", tamper: func(t *testing.T, p *pgxpool.Pool) {
 			asSuperuser(t, p, `DELETE FROM audit_log WHERE id <= 2`)
-		}, wantBad: 3, wantBadCP: 3, reason: "entries 1 to 2", reasonCP: "entries 1 to 2", gaps: []Gap{{1, 2}}},
+		}, wantBad: 1, wantBadCP: 1, reason: "entries 1 to 2 are missing", reasonCP: "entries 1 to 2", gaps: []Gap{{1, 2}}},
 		{name: "reorder", tamper: func(t *testing.T, p *pgxpool.Pool) { asSuperuser(t, p, swap) },
 			wantBad: 15, wantBadCP: 15, reason: "reordered", reasonCP: "reordered"},
 		{name: "truncate tail", tamper: func(t *testing.T, p *pgxpool.Pool) {
@@ -195,6 +195,117 @@ func TestTamperingAsSuperuser(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Deleted entries with the chain after them recomputed (as a superuser who knows the
+// hash function would) link across the hole, but their ids are missing: ids are
+// consecutive, so verify fails at the first, and the check the page and the API run
+// says which.
+func TestVerifyGapAloneFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	chainOf(t, pool, 80)
+	asSuperuser(t, pool, `DELETE FROM audit_log WHERE id BETWEEN 50 AND 60 OR id = 70`)
+	rewriteFrom(t, pool, 61)
+	for _, opt := range []VerifyOptions{{Workers: 1}, {Workers: 3, chunk: 4}} {
+		res, err := VerifyWith(ctx, pool, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OK() || res.BadID != 50 || !strings.Contains(res.Reason, "entries 50 to 60 are missing") || res.VerifiedThrough != 49 {
+			t.Errorf("workers %d: ok %v, bad %d (%q), through %d; want broken at 50, entries 50 to 60 missing, through 49",
+				opt.Workers, res.OK(), res.BadID, res.Reason, res.VerifiedThrough)
+		}
+		if fmt.Sprint(res.Gaps) != "[{50 60} {70 70}]" || res.Missing != 12 || res.ProblemCount != 0 || res.Head.ID != 80 {
+			t.Errorf("workers %d: gaps %v, missing %d, problems %d, head %d; want [{50 60} {70 70}], 12, none, 80",
+				opt.Workers, res.Gaps, res.Missing, res.ProblemCount, res.Head.ID)
+		}
+	}
+	l := NewLog(pool)
+	t.Cleanup(l.Close)
+	v, err := l.VerifyNow(ctx, "api")
+	if err != nil || v.OK || v.BadID != 50 || v.VerifiedThrough != 49 || v.Missing != 12 || fmt.Sprint(v.Gaps) != "[{50 60} {70 70}]" {
+		t.Fatalf("API check: %+v, %v; want not OK at 50, through 49, 12 missing in 50-60 and 70", v, err)
+	}
+	// Recorded without the gaps' own fields: its reason lists them.
+	st, err := l.VerifyStatus(ctx)
+	if err != nil || st == nil || st.OK || st.BadID != 50 || !strings.Contains(st.Reason, "missing ids (12; ids are consecutive, so each was deleted): 50-60, 70") {
+		t.Fatalf("recorded check: %+v, %v; want not OK, its reason listing 50-60, 70", st, err)
+	}
+}
+
+// A checkpoint whose hash differs says only that something up to its entry was
+// rewritten: the newest older checkpoint (signed by the same key) that still matches
+// is how far the chain verifies, and the rewrite lies between the two.
+func TestVerifyNarrowsARewrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	dir := t.TempDir()
+	s, err := OpenSigner(filepath.Join(dir, "checkpoint.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := filepath.Join(dir, "checkpoints")
+	var signed []Checkpoint
+	for range 3 {
+		chainOf(t, pool, 10)
+		cp, err := MakeCheckpoint(ctx, pool, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := WriteCheckpoint(cps, cp); err != nil {
+			t.Fatal(err)
+		}
+		signed = append(signed, cp)
+	}
+	newest := signed[2]
+	src := CheckpointSource{Dir: cps, KeyFile: filepath.Join(dir, "checkpoint.key")}
+	if older := OlderCheckpoints(src, &newest); len(older) != 2 {
+		t.Fatalf("older checkpoints: got %d, want the 2 before entry 30", len(older))
+	}
+	l := NewLog(pool)
+	t.Cleanup(l.Close)
+	l.UseCheckpoints(src)
+	check := func(name string, older []Checkpoint, through int64, span string) {
+		t.Helper()
+		for _, opt := range []VerifyOptions{{Workers: 1}, {Workers: 3, chunk: 4}} {
+			opt.Checkpoint, opt.Older = &newest, older
+			res, err := VerifyWith(ctx, pool, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK() || res.BadID != 30 || res.VerifiedThrough != through || res.RewrittenAfter != through || !strings.Contains(res.Reason, span) {
+				t.Errorf("%s, workers %d: bad %d (%q), through %d, after %d; want 30, %q, through %d",
+					name, opt.Workers, res.BadID, res.Reason, res.VerifiedThrough, res.RewrittenAfter, span, through)
+			}
+		}
+		// The server's check finds the older ones in its directory.
+		res, _, err := l.Verify(ctx, nil)
+		if err != nil || res.VerifiedThrough != through || !strings.Contains(res.Reason, span) {
+			t.Errorf("%s, the server's check: %+v, %v; want through %d, %q", name, res, err, through, span)
+		}
+	}
+	rewriteFrom(t, pool, 25)
+	check("rewritten from 25", signed[:2], 20, "rewritten somewhere in entries 21 to 30")
+	// A checkpoint of the forged chain signed by another key vouches for nothing
+	// (dated before the newest, so it is not taken for the newest).
+	var h28 []byte
+	if err := pool.QueryRow(ctx, `SELECT hash FROM audit_log WHERE id = 28`).Scan(&h28); err != nil {
+		t.Fatal(err)
+	}
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	forged := NewSigner(other).Sign(Head{ID: 28, Hash: h28}, newest.EntryAt, newest.At.Add(-time.Microsecond))
+	if _, err := WriteCheckpoint(cps, forged); err != nil {
+		t.Fatal(err)
+	}
+	check("with a forged older checkpoint", []Checkpoint{forged, signed[1], signed[0]}, 20, "entries 21 to 30")
+	rewriteFrom(t, pool, 15)
+	check("rewritten from 15", signed[:2], 10, "entries 11 to 30 (the checkpoint of")
+	rewriteFrom(t, pool, 1)
+	check("rewritten from 1", signed[:2], 0, "entries 1 to 30 (no older checkpoint still matches)")
+	check("no older checkpoint given", nil, 0, "entries 1 to 30")
 }
 
 // Every entry is checked however the ids are split among workers, and a good chain
@@ -431,6 +542,51 @@ func TestCheckpointer(t *testing.T) {
 	res, err := VerifyWith(ctx, pool, VerifyOptions{Checkpoint: &cp})
 	if err != nil || res.BadID != 5 || !strings.Contains(res.Reason, "rewritten") {
 		t.Fatalf("verify: got %+v, %v; want entry 5 rewritten", res, err)
+	}
+}
+
+// Before signing a new head the checkpointer checks every entry since its last
+// checkpoint, as verify does: an entry altered, or entries deleted with the chain after
+// them recomputed, is refused, not blessed by a checkpoint that verify would then
+// accept.
+func TestCheckpointerVerifiesSinceLast(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	dir := t.TempDir()
+	s, err := OpenSigner(filepath.Join(dir, "checkpoint.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := filepath.Join(dir, "checkpoints")
+	w := NewCheckpointer(pool, s, cps)
+	chainOf(t, pool, 10)
+	first, err := w.Write(ctx)
+	if err != nil || first == "" {
+		t.Fatalf("first: got %q, %v", first, err)
+	}
+	chainOf(t, pool, 10)
+	refused := func(want string) {
+		t.Helper()
+		got, err := w.Write(ctx)
+		if !errors.Is(err, ErrChainRewound) || got != "" || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %q, %v; want ErrChainRewound saying %q and nothing written", got, err, want)
+		}
+		if latest, _ := LatestCheckpoint(cps); latest != first {
+			t.Fatalf("newest checkpoint: got %q, want still %q", latest, first)
+		}
+	}
+	// The first entry after the checkpoint's, then one further on: each named.
+	for _, id := range []int{11, 17} {
+		asSuperuser(t, pool, fmt.Sprintf(`UPDATE audit_log SET actor_name = 'x' || actor_name WHERE id = %d`, id))
+		refused(fmt.Sprintf("entry %d: its contents do not match its hash", id))
+		asSuperuser(t, pool, fmt.Sprintf(`UPDATE audit_log SET actor_name = substr(actor_name, 2) WHERE id = %d`, id))
+	}
+	asSuperuser(t, pool, `DELETE FROM audit_log WHERE id BETWEEN 13 AND 14`)
+	rewriteFrom(t, pool, 15)
+	refused("entry 13: entries 13 to 14 are missing")
+	if _, _, err := NewCheckpointer(pool, s, cps).Make(ctx); !errors.Is(err, ErrChainRewound) {
+		t.Fatalf("a new process's checkpointer: got %v, want it refused too", err)
 	}
 }
 

@@ -2,15 +2,20 @@ package audit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +37,11 @@ type VerifyOptions struct {
 	// checked by Checkpoint.Verify): the chain must still reach it, with the same hash at
 	// its id.
 	Checkpoint *Checkpoint
+	// Older are earlier checkpoints (OlderCheckpoints), their signatures not yet
+	// checked: when the chain no longer has Checkpoint's hash at its id, the newest of
+	// them signed by Checkpoint's key whose hash still matches is where the chain is
+	// known good, so the rewrite lies after it.
+	Older []Checkpoint
 	// Workers is how many ranges of ids are read and hashed at once, each on its own
 	// connection; 0 means GOMAXPROCS. It is capped below the pool's size.
 	Workers int
@@ -60,12 +70,14 @@ const MaxReported = 100
 type VerifyResult struct {
 	Checked int64 `json:"checked"` // entries read and checked
 	// BadID is the first entry that does not verify (0 when all is well): its hash or its
-	// link to the entry before does not match, or it is the first of the entries a
-	// checkpoint signed that are missing or were rewritten.
+	// link to the entry before does not match, it is the first id of a run of missing
+	// ids, or it is the first of the entries a checkpoint signed that are missing or
+	// whose hash differs.
 	BadID  int64  `json:"bad_id,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// VerifiedThrough is the last entry of the part of the chain that verifies from the
-	// start: the newest entry when all is well.
+	// start: the newest entry when all is well. When the checkpoint's hash differs, only
+	// what an older checkpoint still vouches for (RewrittenAfter) verifies.
 	VerifiedThrough int64 `json:"verified_through"`
 	// Head is the chain's newest entry as found (ID 0 when the log is empty).
 	Head Head `json:"-"`
@@ -79,13 +91,35 @@ type VerifyResult struct {
 	Gaps    []Gap `json:"gaps,omitempty"`
 	Missing int64 `json:"missing"`
 	// Checkpoint is the checkpoint the chain was checked against (nil: none).
-	Checkpoint *Checkpoint   `json:"checkpoint,omitempty"`
-	Took       time.Duration `json:"-"`
+	Checkpoint *Checkpoint `json:"checkpoint,omitempty"`
+	// RewrittenAfter, when the checkpoint's hash differs, is the id of the newest older
+	// checkpoint that still matches (0: none does): the rewrite lies after it, up to the
+	// checkpoint's entry.
+	RewrittenAfter int64         `json:"rewritten_after,omitempty"`
+	Took           time.Duration `json:"-"`
 }
 
 // OK reports whether the whole chain verified (and reaches the checkpoint, if one was given).
-// An entry written by hand with id 0 is a BadID of 0 too: Reason says so.
+// An entry written by hand with id 0 is a BadID of 0 too: Reason says so. A missing id
+// is never OK: ids are consecutive, so it is a deleted entry, even when the chain after
+// it was recomputed to link across the hole.
 func (v VerifyResult) OK() bool { return v.BadID == 0 && v.Reason == "" }
+
+// GapList is the runs of missing ids as verify prints them ("10-11, 20"), the first
+// MaxReported of them.
+func GapList(gaps []Gap) string {
+	var b strings.Builder
+	for i, g := range gaps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.FormatInt(g.From, 10))
+		if g.To != g.From {
+			b.WriteString("-" + strconv.FormatInt(g.To, 10))
+		}
+	}
+	return b.String()
+}
 
 // Verify walks the whole chain, recomputing every hash and link, and reports the first
 // entry that does not match. q is a pool (then it is VerifyWith with the default
@@ -185,9 +219,18 @@ func verify(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, opt VerifyO
 			return res, fmt.Errorf("audit: verify: export snapshot: %w", err)
 		}
 	}
-	var cpID int64
+	// The ids whose hashes a checkpoint signed: the newest one's, and the older ones'
+	// that may bound a rewrite.
+	var marks []int64
 	if opt.Checkpoint != nil {
-		cpID = opt.Checkpoint.ID
+		marks = append(marks, opt.Checkpoint.ID)
+		for _, o := range opt.Older {
+			if o.ID > 0 && o.ID < opt.Checkpoint.ID {
+				marks = append(marks, o.ID)
+			}
+		}
+		slices.Sort(marks)
+		marks = slices.Compact(marks)
 	}
 
 	var checked atomic.Int64
@@ -254,7 +297,7 @@ func verify(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, opt VerifyO
 					return
 				}
 			}
-			r := &reader{cpID: cpID, checked: &checked}
+			r := &reader{marks: marks, checked: &checked}
 			for ch := range next {
 				if ctx.Err() != nil {
 					return
@@ -275,7 +318,7 @@ func verify(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, opt VerifyO
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	res = assemble(chunks, opt.Checkpoint)
+	res = assemble(chunks, genesis, opt.Checkpoint, opt.Older)
 	if below > 0 {
 		// Appends number from 1: these rows were written by hand, outside the chain.
 		res.ProblemCount += below
@@ -335,8 +378,13 @@ type chunk struct {
 	gaps            []Gap // the first MaxReported runs of missing ids in [lo, hi]
 	tailGap         *Gap  // the run of missing ids that ends at hi, if any
 	missing         int64
-	cpHash          []byte // the hash of the checkpoint's entry, when it is in this range
-	cpFound         bool
+	marked          []mark // the entries of this range a checkpoint signed, as found
+}
+
+// mark is the hash found at an id a checkpoint signed.
+type mark struct {
+	id   int64
+	hash []byte
 }
 
 type rowProblem struct {
@@ -357,7 +405,8 @@ func (c *chunk) gap(from, to int64) {
 
 // reader reads ranges on one connection, reusing its buffers.
 type reader struct {
-	cpID    int64
+	marks   []int64 // the ids checkpoints signed, ascending
+	mark    int     // the next of marks this range may hold
 	checked *atomic.Int64
 	buf     []byte
 	parser  copyParser
@@ -373,6 +422,7 @@ const columns = 15
 
 func (r *reader) read(ctx context.Context, conn *pgx.Conn, ch *chunk) error {
 	r.ch, r.prev, r.expect = ch, nil, ch.lo
+	r.mark, _ = slices.BinarySearch(r.marks, ch.lo)
 	r.parser = copyParser{row: r.row, buf: r.parser.buf[:0]}
 	if _, err := conn.PgConn().CopyTo(ctx, &r.parser, chunkCopy(ch.lo, ch.hi)); err != nil {
 		return fmt.Errorf("audit: verify ids %d to %d: %w", ch.lo, ch.hi, err)
@@ -442,8 +492,12 @@ func (r *reader) row(f *[columns][]byte) error {
 	r.prev = append(r.prevBuf[:0], f[14]...)
 	ch.n++
 	ch.lastID = id
-	if id == r.cpID {
-		ch.cpHash, ch.cpFound = bytes.Clone(f[14]), true
+	for r.mark < len(r.marks) && r.marks[r.mark] < id {
+		r.mark++ // missing
+	}
+	if r.mark < len(r.marks) && r.marks[r.mark] == id {
+		ch.marked = append(ch.marked, mark{id: id, hash: bytes.Clone(f[14])})
+		r.mark++
 	}
 	if r.pending++; r.pending == 8192 {
 		r.checked.Add(r.pending)
@@ -453,8 +507,8 @@ func (r *reader) row(f *[columns][]byte) error {
 }
 
 // assemble joins the ranges in order: merges their gaps, checks the links at the seams
-// and the checkpoint, and orders the problems.
-func assemble(chunks []*chunk, cp *Checkpoint) VerifyResult {
+// (the first entry's to prev) and the checkpoint, and orders the problems.
+func assemble(chunks []*chunk, prev []byte, cp *Checkpoint, older []Checkpoint) VerifyResult {
 	var res VerifyResult
 	res.Checkpoint = cp
 	var gaps []Gap
@@ -503,13 +557,11 @@ func assemble(chunks []*chunk, cp *Checkpoint) VerifyResult {
 		}
 		problems = append(problems, Problem{ID: p.id, Reason: reason})
 	}
-	prev := genesis
-	var cpHash []byte
-	var cpFound bool
+	found := map[int64][]byte{} // the hashes at the ids checkpoints signed
 	for _, c := range chunks {
 		res.Checked += c.n
-		if c.cpFound {
-			cpHash, cpFound = c.cpHash, true
+		for _, m := range c.marked {
+			found[m.id] = m.hash
 		}
 		if c.n == 0 {
 			continue
@@ -529,8 +581,10 @@ func assemble(chunks []*chunk, cp *Checkpoint) VerifyResult {
 	if res.Head.ID == 0 {
 		res.Head.Hash = genesis
 	}
+	rewritten := false
 	if cp != nil && cp.ID > 0 {
 		var p *Problem
+		cpHash, cpFound := found[cp.ID]
 		switch {
 		case res.Head.ID == 0:
 			p = &Problem{ID: 1, Reason: fmt.Sprintf("the log is empty, but the checkpoint of %s signed %d entries (the table was emptied)", cp.At.Format(time.RFC3339), cp.ID)}
@@ -540,7 +594,16 @@ func assemble(chunks []*chunk, cp *Checkpoint) VerifyResult {
 		case !cpFound:
 			p = &Problem{ID: cp.ID, Reason: fmt.Sprintf("it is missing, but the checkpoint of %s signed it", cp.At.Format(time.RFC3339))}
 		case hex.EncodeToString(cpHash) != cp.Hash:
-			p = &Problem{ID: cp.ID, Reason: fmt.Sprintf("its hash differs from the one the checkpoint of %s signed (the log was rewritten up to here)", cp.At.Format(time.RFC3339))}
+			// The differing hash proves only that something in 1..cp.ID was rewritten:
+			// the newest older checkpoint that still matches says from where.
+			rewritten = true
+			span := fmt.Sprintf("entries 1 to %d (no older checkpoint still matches)", cp.ID)
+			if good := stillMatching(cp, older, found); good != nil {
+				res.RewrittenAfter = good.ID
+				span = fmt.Sprintf("entries %d to %d (the checkpoint of %s still matches at entry %d)", good.ID+1, cp.ID, good.At.Format(time.RFC3339), good.ID)
+			}
+			p = &Problem{ID: cp.ID, Reason: fmt.Sprintf("its hash differs from the one the checkpoint of %s signed: the log was rewritten somewhere in %s",
+				cp.At.Format(time.RFC3339), span)}
 		}
 		if p != nil {
 			res.ProblemCount++
@@ -557,15 +620,55 @@ func assemble(chunks []*chunk, cp *Checkpoint) VerifyResult {
 	}
 	res.Gaps = gaps
 	res.VerifiedThrough = res.Head.ID
-	if len(problems) > 0 {
+	// Ids are consecutive, so a missing one is a deleted entry, even when the chain after
+	// it was recomputed and links across the hole: the first gap breaks the chain unless
+	// a problem comes before it.
+	switch {
+	case len(gaps) > 0 && (len(problems) == 0 || gaps[0].From < problems[0].ID):
+		g := gaps[0]
+		res.BadID, res.Reason = g.From, fmt.Sprintf("entries %d to %d are missing: ids are handed out one after the other, so they were deleted", g.From, g.To)
+		if g.From == g.To {
+			res.BadID, res.Reason = g.From, "it is missing: ids are handed out one after the other, so it was deleted"
+		}
+	case len(problems) > 0:
 		res.BadID, res.Reason = problems[0].ID, problems[0].Reason
+	}
+	if res.BadID != 0 {
 		res.VerifiedThrough = res.BadID - 1
 		if g := gapBefore(res.BadID); g != nil {
 			res.VerifiedThrough = g.From - 1
 		}
 		res.VerifiedThrough = min(res.VerifiedThrough, res.Head.ID)
 	}
+	if rewritten {
+		res.VerifiedThrough = min(res.VerifiedThrough, res.RewrittenAfter)
+	}
 	return res
+}
+
+// stillMatching is the newest of older (before cp) signed by cp's key whose hash the
+// chain still has at its id, nil when none is.
+func stillMatching(cp *Checkpoint, older []Checkpoint, found map[int64][]byte) *Checkpoint {
+	pub, err := base64.StdEncoding.DecodeString(cp.PublicKey)
+	if err != nil || len(pub) != ed25519.PublicKeySize {
+		return nil
+	}
+	var matching []*Checkpoint
+	for i := range older {
+		o := &older[i]
+		if h, ok := found[o.ID]; ok && o.ID > 0 && o.ID < cp.ID && hex.EncodeToString(h) == o.Hash {
+			matching = append(matching, o)
+		}
+	}
+	slices.SortFunc(matching, func(a, b *Checkpoint) int { return cmp.Compare(b.ID, a.ID) })
+	for _, o := range matching {
+		// Signatures are checked only here, newest first: one not signed by cp's key
+		// (forged by whoever rewrote the chain) must not vouch for it.
+		if o.Verify(ed25519.PublicKey(pub)) == nil {
+			return o
+		}
+	}
+	return nil
 }
 
 func formatUUID(dst *[36]byte, u []byte) []byte {

@@ -24,7 +24,12 @@ type Verification struct {
 	VerifiedThrough int64  `json:"verified_through"`
 	BadID           int64  `json:"bad_id,omitempty"`
 	Reason          string `json:"reason,omitempty"`
-	Err             string `json:"error,omitempty"`
+	// Missing counts the missing ids the check found (each a deleted entry) and Gaps are
+	// their runs (the first MaxReported). A recorded check keeps them in its Reason
+	// only: audit_verifications has no column for them.
+	Missing int64  `json:"missing"`
+	Gaps    []Gap  `json:"gaps,omitempty"`
+	Err     string `json:"error,omitempty"`
 	// Checkpoint says which signed checkpoint the chain had to reach, or that there was
 	// none (LoadCheckpoint's note); CheckpointID is its entry (0: none).
 	Checkpoint   string `json:"checkpoint,omitempty"`
@@ -49,6 +54,7 @@ func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (
 		return VerifyResult{}, "", ctx.Err()
 	}
 	var cp *Checkpoint
+	var older []Checkpoint
 	note := "no checkpoint directory configured"
 	if l.checkpoints != nil {
 		var err error
@@ -58,8 +64,9 @@ func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (
 		if cp == nil {
 			note = "no checkpoint yet in the server's checkpoint directory" // not its path
 		}
+		older = OlderCheckpoints(*l.checkpoints, cp)
 	}
-	res, err := VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress, Checkpoint: cp})
+	res, err := VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress, Checkpoint: cp, Older: older})
 	return res, note, err
 }
 
@@ -97,6 +104,19 @@ func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
 func finish(v Verification, res VerifyResult, note string) Verification {
 	v.Running, v.FinishedAt = false, time.Now().UTC()
 	v.Checked, v.OK, v.VerifiedThrough, v.BadID, v.Reason = res.Checked, res.OK(), through(res), res.BadID, res.Reason
+	v.Missing, v.Gaps = res.Missing, res.Gaps
+	// The record has no column for the missing ids: its reason lists them, unless it
+	// names the only run already.
+	if res.Missing > 0 && (len(res.Gaps) != 1 || res.BadID != res.Gaps[0].From) {
+		v.Reason += fmt.Sprintf("; missing ids (%d; ids are consecutive, so each was deleted): %s", res.Missing, GapList(res.Gaps))
+		listed := int64(0)
+		for _, g := range res.Gaps {
+			listed += g.To - g.From + 1
+		}
+		if listed < res.Missing {
+			v.Reason += ", …"
+		}
+	}
 	v.Checkpoint = note
 	if res.Checkpoint != nil {
 		v.CheckpointID = res.Checkpoint.ID
