@@ -285,14 +285,16 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// deliver sends one event, after re-checking the caller when the event is about
 	// them (role changed, disabled, signed out); false ends the connection.
 	deliver := func(ev events.Event) bool {
-		if ev.ID <= last {
-			return true
-		}
+		// A change to this person is checked even when the replay already moved the
+		// cursor past it: it may have come between the first check and the replay.
 		if ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
 			var ok bool
 			if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
 				return false
 			}
+		}
+		if ev.ID <= last {
+			return true
 		}
 		if sessionsOnlyForCheck && ev.Topic == auth.SessionsTopic {
 			return true
@@ -323,6 +325,12 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		}
 		pre = make(map[int64]rendered, len(missed))
 		for _, ev := range missed {
+			if ctx.Err() != nil {
+				// The client left: the rest is not rendered for nobody (each render is a
+				// query or more, and left unchecked they started one after another).
+				<-h.replays
+				return
+			}
 			if ev.ID > last {
 				if r, err := h.render(ctx, ev); err == nil {
 					pre[ev.ID] = r
@@ -588,6 +596,9 @@ func keepNewest[K comparable, V any](m map[K]V, order *[]K, k K, v V, limit int)
 // the children being rendered), which two renderings at once must not share, and a
 // fragment sent to every socket must not depend on whose request started it.
 func (h *hub) once(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // nobody to render for: a flight started now would run on alone
+	}
 	h.flyMu.Lock()
 	f := h.flying[key]
 	if f == nil {

@@ -97,3 +97,23 @@ func TestHubRendersOnceForAllWaiters(t *testing.T) {
 		}
 	})
 }
+
+// A socket that has gone starts no rendering: the replay of a client that left stops
+// there, instead of starting a query-backed render for every event it had left.
+func TestHubRendersNothingForAGoneSocket(t *testing.T) {
+	h := newHub(&handlers.Deps{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var ran atomic.Bool
+	if _, err := h.once(ctx, "k", func(context.Context) (any, error) { ran.Store(true); return nil, nil }); err == nil {
+		t.Fatal("a render for a gone socket answered")
+	}
+	payload, _ := json.Marshal(events.AuditSummary{ID: 1, At: time.Now(), ActorKind: "system", ActorName: "system", Action: "test.render", Result: "success"})
+	if _, err := h.render(ctx, events.Event{ID: 1, Topic: audit.Topic, Kind: string(events.AuditAppended), Payload: payload}); err == nil {
+		t.Fatal("an event rendered for a gone socket")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if ran.Load() || h.renders.Load() != 0 {
+		t.Fatalf("renderings started for a gone socket (%d)", h.renders.Load())
+	}
+}
