@@ -616,6 +616,9 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 					}
 				}
 				if strings.EqualFold(name, "Content-Type") {
+					if !val.Literal() {
+						r.fail(line, "the Content-Type header must be written out: a placeholder would let a caller decide how the body is read")
+					}
 					contentType = strings.ToLower(val.String())
 				}
 				h.Headers = append(h.Headers, Header{Name: name, Value: val})
@@ -630,8 +633,10 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 			if t, ok := r.text(v, "body"); ok {
 				h.Body = &t
 				texts = append(texts, t)
-				if !t.Literal() && (strings.Contains(contentType, "json") || strings.Contains(contentType, "x-www-form-urlencoded")) {
-					r.fail(v.Line, "a body written as text is sent as it is, so placeholders could break its %s: write the body as a mapping (sent as JSON, each value encoded) or use form:", contentType)
+				// Only plain text has no structure a caller's value could break out of (XML,
+				// JSON, a form, a SOAP envelope all have).
+				if !t.Literal() && contentType != "" && !strings.HasPrefix(contentType, "text/plain") {
+					r.fail(v.Line, "a body written as text is sent as it is, so placeholders could break its %s: write the body as a mapping (sent as JSON, each value encoded) or use form:, or send it as text/plain", contentType)
 				}
 			}
 		} else if jv := r.jsonTemplate(v, 0); jv != nil {
