@@ -10,16 +10,27 @@ import (
 	"github.com/toolwarden/toolwarden/internal/toolname"
 )
 
-// catalog is the tools of one Plan call, indexed for name resolution.
+// catalog is the tools of one Plan call, indexed for name resolution. What the
+// sentence reading needs of a tool (its words, its parameters) is read on first use
+// and kept, so that each step does not read every tool again.
 type catalog struct {
-	tools  []Tool
-	byName map[string]int   // qualified name → index
-	byBare map[string][]int // tool name without its server → indexes
-	props  map[int]map[string][]string
+	tools    []Tool
+	byName   map[string]int   // qualified name → index
+	byBare   map[string][]int // tool name without its server → indexes
+	props    map[int]map[string][]string
+	paramsOf map[int][]param
+	words    map[int]*toolWords
+}
+
+// toolWords are the words of a tool's name, server and description, as norm gives them.
+type toolWords struct {
+	name, server, desc map[string]bool
+	lower              string // the tool's name without its server, in lower case
 }
 
 func newCatalog(tools []Tool) *catalog {
-	c := &catalog{tools: tools, byName: make(map[string]int, len(tools)), byBare: map[string][]int{}, props: map[int]map[string][]string{}}
+	c := &catalog{tools: tools, byName: make(map[string]int, len(tools)), byBare: map[string][]int{}, props: map[int]map[string][]string{},
+		paramsOf: map[int][]param{}, words: map[int]*toolWords{}}
 	for i, t := range tools {
 		if _, dup := c.byName[t.Name]; dup {
 			continue // the first wins; a caller listing a tool twice means the same tool
@@ -174,6 +185,31 @@ func orList(s []string) string {
 		return s[0] + " or " + s[1]
 	}
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// wordsOf is tool i's words.
+func (c *catalog) wordsOf(i int) *toolWords {
+	if tw, ok := c.words[i]; ok {
+		return tw
+	}
+	server, tool, _ := strings.Cut(c.tools[i].Name, "__")
+	if tool == "" {
+		server, tool = "", c.tools[i].Name
+	}
+	tw := &toolWords{name: map[string]bool{}, server: map[string]bool{}, desc: map[string]bool{}, lower: strings.ToLower(tool)}
+	for _, w := range textcheck.NameWords(tool) {
+		tw.name[norm(w)] = true
+	}
+	for _, w := range textcheck.NameWords(server) {
+		tw.server[norm(w)] = true
+	}
+	for _, w := range readSentence(c.tools[i].Description).words {
+		if !stopWords[w] {
+			tw.desc[norm(w)] = true
+		}
+	}
+	c.words[i] = tw
+	return tw
 }
 
 // propTypes returns, for each property of tool i's input schema, the JSON types it

@@ -43,7 +43,7 @@ func (*Rules) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 	if sr.err == nil {
 		return sr.plan, nil
 	}
-	if look == callLike && !sr.fitted {
+	if look == callLike && !sr.fitted && !sr.stands {
 		return Plan{}, err
 	}
 	return Plan{}, sr.err
@@ -63,8 +63,9 @@ func (p *parser) looks() int {
 		return meantAsCall
 	}
 	// A step that says "call" and then no tool's name was meant as a call.
-	for _, part := range stepSplit.Split(rollbackSplit.ReplaceAllString(p.src, ";"), -1) {
-		r := &parser{src: strings.TrimSpace(part), cat: p.cat}
+	sp := splitSteps(p.src)
+	for _, part := range append(sp.run, sp.undo...) {
+		r := &parser{src: part.text, cat: p.cat}
 		if kw := r.name(); strings.EqualFold(kw, "call") || strings.EqualFold(kw, "run") && r.eof() {
 			r.skipHSpace()
 			if _, rerr := p.cat.resolve(r.name()); rerr != nil {

@@ -7,26 +7,22 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // Sentences. When a prompt is not written in the grammar, Rules reads it as plain
-// words: each step ("then", ";" or a new line between steps) is matched to the tool
-// whose name and description share the most words with it, and its arguments are
-// filled from the tool's input schema: key=value pairs as in the grammar, quoted
-// strings to string parameters in order, numbers to number parameters in order, a
-// word naming one of a parameter's enum values to that parameter, URLs and paths to
-// parameters named for them, and, for a tool with one required string left empty, the
-// words left over. "echo 'hello'" and "add 17 and 25" become plans. Two tools that fit
-// equally are named, with the words each matched, and nothing is chosen; a sentence no
-// tool fits says what was understood of it.
-
-// stepSplit separates the steps of a sentence.
-var stepSplit = regexp.MustCompile(`(?i)(?:,?\s*\band then\b|,?\s*\bthen\b|;|\n)+`)
-
-// rollbackSplit separates the calls to run from the calls that undo them.
-var rollbackSplit = regexp.MustCompile(`(?i)\b(?:rollback|undo)\s*:`)
+// words: each step ("then", ";" or a new line between steps, outside quotes; at most
+// maxSteps) is matched to the tool whose name and description share the most words
+// with it, and its arguments are filled from the tool's input schema: key=value pairs
+// as in the grammar, quoted strings to string parameters in order, numbers to number
+// parameters in order, a word naming one of a parameter's enum values to that
+// parameter, URLs and paths to parameters named for them, and, for a tool with one
+// required string left empty, the words left over. "echo 'hello'" and "add 17 and 25"
+// become plans. Two tools that fit equally are named, with the words each matched, and
+// nothing is chosen; a sentence no tool fits says what was understood of it; a step
+// that says not to do something is refused.
 
 // literal is a value written in a sentence.
 type literal struct {
@@ -105,6 +101,31 @@ func init() {
 	}
 }
 
+// negators are words that say not to do something. The words of a step are a bag, not
+// a parse: what a negation governs cannot be told, and dropping it would plan the
+// opposite of what was asked ("don't write 'hi' to /tmp/x"), so a step that has one
+// outside its quoted text is not planned.
+var negators = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`not no never without nor neither cannot dont doesnt didnt cant wont shouldnt mustnt`) {
+		negators[w] = true
+	}
+}
+
+// negation is the word, as written, by which sentence s says not to do something, or "".
+func negation(s sentence) string {
+	for k, w := range s.words {
+		switch {
+		case negators[w], strings.HasSuffix(w, "n't"):
+			return s.raw[k]
+		case w == "t" && k > 0 && strings.HasSuffix(s.words[k-1], "n"):
+			return s.raw[k-1] + "’t" // don’t, read as "don" and "t"
+		}
+	}
+	return ""
+}
+
 // synonyms map words to the word tools are usually named with.
 var synonyms = map[string]string{}
 
@@ -155,11 +176,13 @@ func norm(w string) string {
 }
 
 // sentenceResult is a sentence plan's outcome: fitted says whether a tool fitted some
-// step (a refusal is then about that tool, or a later step).
+// step (a refusal is then about that tool, or a later step); stands, that the refusal
+// is the sentence reading's own (a step negated, too many steps) and is what to show.
 type sentenceResult struct {
 	plan   Plan
 	err    error
 	fitted bool
+	stands bool
 }
 
 // toolFit is how well a tool fits a sentence, and why.
@@ -171,47 +194,46 @@ type toolFit struct {
 	problem string // why the arguments cannot be filled ("" when they can)
 }
 
-// fit scores tool i against s: a word of its name 3, of its server 1, of its
-// description 1 (three at most), its whole name as a word 5 more; filling its
-// arguments from the sentence breaks ties.
-func (c *catalog) fit(i int, s sentence) toolFit {
-	t := c.tools[i]
-	f := toolFit{tool: i}
-	server, tool, _ := strings.Cut(t.Name, "__")
-	if tool == "" {
-		server, tool = "", t.Name
-	}
-	nameSet := map[string]bool{}
-	for _, w := range textcheck.NameWords(tool) {
-		nameSet[norm(w)] = true
-	}
-	serverSet := map[string]bool{}
-	for _, w := range textcheck.NameWords(server) {
-		serverSet[norm(w)] = true
-	}
-	descSet := map[string]bool{}
-	for _, w := range readSentence(t.Description).words {
-		if !stopWords[w] {
-			descSet[norm(w)] = true
-		}
-	}
+// stepWords is a step's words as fit compares them, read once per step rather than
+// once per tool.
+type stepWords struct {
+	norms  []string        // each word's norm, "" for a stop word or one already seen
+	joined string          // the words joined by "_", a tool's name written out
+	has    map[string]bool // the words themselves
+}
+
+func readStepWords(s sentence) stepWords {
+	sw := stepWords{norms: make([]string, len(s.words)), joined: strings.Join(s.words, "_"), has: map[string]bool{}}
 	seen := map[string]bool{}
-	desc := 0
 	for k, w := range s.words {
+		sw.has[w] = true
 		if stopWords[w] {
 			continue
 		}
-		n := norm(w)
-		if seen[n] {
-			continue
+		if n := norm(w); !seen[n] {
+			seen[n] = true
+			sw.norms[k] = n
 		}
-		seen[n] = true
+	}
+	return sw
+}
+
+// fit scores tool i against s: a word of its name 3, of its server 1, of its
+// description 1 (three at most), its whole name as a word 5 more; filling its
+// arguments from the sentence breaks ties.
+func (c *catalog) fit(i int, s sentence, sw stepWords) toolFit {
+	tw := c.wordsOf(i)
+	f := toolFit{tool: i}
+	desc := 0
+	for k, n := range sw.norms {
 		switch {
-		case nameSet[n]:
+		case n == "":
+			continue
+		case tw.name[n]:
 			f.score += 3
-		case serverSet[n]:
+		case tw.server[n]:
 			f.score++
-		case descSet[n] && desc < 3:
+		case tw.desc[n] && desc < 3:
 			f.score++
 			desc++
 		default:
@@ -219,7 +241,7 @@ func (c *catalog) fit(i int, s sentence) toolFit {
 		}
 		f.matched = append(f.matched, s.raw[k])
 	}
-	if strings.EqualFold(strings.Join(s.words, "_"), strings.ToLower(tool)) || slices.Contains(s.words, strings.ToLower(tool)) {
+	if sw.joined == tw.lower || sw.has[tw.lower] {
 		f.score += 5
 	}
 	return f
@@ -227,33 +249,49 @@ func (c *catalog) fit(i int, s sentence) toolFit {
 
 // sentencePlan reads a prompt that is not in the grammar as sentences.
 func (c *catalog) sentencePlan(prompt string) sentenceResult {
-	run, undo, hasUndo := prompt, "", false
-	if loc := rollbackSplit.FindStringIndex(prompt); loc != nil {
-		run, undo, hasUndo = prompt[:loc[0]], prompt[loc[1]:], true
+	sp := splitSteps(prompt)
+	rest := func(at int) string { return strings.TrimRightFunc(prompt[at:], unicode.IsSpace) }
+	switch {
+	case sp.open >= 0:
+		// Where the quoted text ends, and so where the next step starts, would be a guess.
+		return sentenceResult{err: NotUnderstood{Message: fmt.Sprintf("The quote at byte %d is not closed, so where its text ends and the next step starts is not clear. Close it, as in: echo 'hello' then echo 'world'", sp.open),
+			Fragment: rest(sp.open), Offset: sp.open}.err()}
+	case sp.again >= 0:
+		return sentenceResult{err: NotUnderstood{Message: "A plan has one rollback clause, at its end; join the steps to undo with \"then\".",
+			Fragment: rest(sp.again), Offset: sp.again}.err()}
+	}
+	for k, steps := range [][]span{sp.run, sp.undo} {
+		if len(steps) > maxSteps {
+			return sentenceResult{stands: true, err: NotUnderstood{Message: fmt.Sprintf("The prompt has %d steps %s; a plan has at most %d. Split it into several plans.", len(steps), []string{"to run", "to undo"}[k], maxSteps),
+				Fragment: steps[maxSteps].text, Offset: steps[maxSteps].at}.err()}
+		}
 	}
 	var r sentenceResult
-	steps, err := c.sentenceSteps(prompt, run, &r.fitted)
+	steps, err := c.sentenceSteps(sp.run, &r)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	r.plan = Plan{Steps: steps}
-	if hasUndo {
-		if r.plan.Rollback, err = c.sentenceSteps(prompt, undo, &r.fitted); err != nil {
-			return sentenceResult{err: err, fitted: r.fitted}
+	if sp.undoAt >= 0 {
+		if r.plan.Rollback, err = c.sentenceSteps(sp.undo, &r); err != nil {
+			return sentenceResult{err: err, fitted: r.fitted, stands: r.stands}
 		}
 	}
 	return r
 }
 
-func (c *catalog) sentenceSteps(prompt, text string, fitted *bool) ([]Step, error) {
+func (c *catalog) sentenceSteps(parts []span, r *sentenceResult) ([]Step, error) {
 	var steps []Step
-	for _, part := range stepSplit.Split(text, -1) {
-		if strings.TrimSpace(part) == "" {
-			continue
+	for _, part := range parts {
+		s := readSentence(part.text)
+		if w := negation(s); w != "" {
+			r.stands = true
+			return nil, NotUnderstood{Message: fmt.Sprintf("%s says %q, and I do not plan what I am told not to do. Write only the steps to run; text meant as is goes in quotes, as in: echo 'do not disturb'",
+				quoteFragment(part.text), w), Fragment: part.text, Offset: part.at}.err()
 		}
-		st, fit, err := c.sentenceStep(prompt, part)
-		*fitted = *fitted || fit
+		st, fit, err := c.sentenceStep(part, s)
+		r.fitted = r.fitted || fit
 		if err != nil {
 			return nil, err
 		}
@@ -268,15 +306,16 @@ func (c *catalog) sentenceSteps(prompt, text string, fitted *bool) ([]Step, erro
 // minFit is the least score a tool needs to be chosen: one word of its name.
 const minFit = 3
 
-// sentenceStep reads one step; fit says whether some tool fitted it.
-func (c *catalog) sentenceStep(prompt, part string) (st Step, fit bool, err error) {
-	s := readSentence(part)
+// sentenceStep reads one step, s; fit says whether some tool fitted it.
+func (c *catalog) sentenceStep(part span, s sentence) (st Step, fit bool, err error) {
+	frag, at := part.text, part.at
+	sw := readStepWords(s)
 	var fits []toolFit
 	for i := range c.tools {
 		if _, dup := c.byName[c.tools[i].Name]; !dup || c.byName[c.tools[i].Name] != i {
 			continue
 		}
-		f := c.fit(i, s)
+		f := c.fit(i, s, sw)
 		if f.score < minFit {
 			continue
 		}
@@ -286,8 +325,6 @@ func (c *catalog) sentenceStep(prompt, part string) (st Step, fit bool, err erro
 		}
 		fits = append(fits, f)
 	}
-	frag := strings.TrimSpace(part)
-	at := strings.Index(prompt, frag)
 	if len(fits) == 0 {
 		return Step{}, false, NotUnderstood{Message: c.understood(s, frag), Fragment: frag, Offset: at}.err()
 	}
@@ -311,6 +348,10 @@ func (c *catalog) sentenceStep(prompt, part string) (st Step, fit bool, err erro
 	}
 	return Step{Tool: c.tools[best.tool].Name, Arguments: best.args.json()}, true, nil
 }
+
+// maxSuggestWords is how many of a step's words are looked up among the tools' names
+// when no tool fits it.
+const maxSuggestWords = 5
 
 // understood says what was read of a sentence no tool fits.
 func (c *catalog) understood(s sentence, frag string) string {
@@ -342,7 +383,8 @@ func (c *catalog) understood(s sentence, frag string) string {
 	if len(c.tools) == 0 {
 		return msg + " No tools are available to you (a tool must be enabled and you must be allowed to use it)."
 	}
-	for _, w := range words {
+	// Each word is compared with every tool's name; the first few say enough.
+	for _, w := range words[:min(len(words), maxSuggestWords)] {
 		if s := c.suggest(w, 3); len(s) > 0 {
 			return msg + fmt.Sprintf(" Tools with a similar name: %s. Name the tool, for example: %s", strings.Join(s, ", "), example)
 		}
@@ -366,8 +408,18 @@ type param struct {
 	required bool
 }
 
-// params are tool i's parameters in the schema's order.
+// params are tool i's parameters, required ones first, each group in the schema's
+// order; read once per catalogue.
 func (c *catalog) params(i int) []param {
+	if ps, ok := c.paramsOf[i]; ok {
+		return ps
+	}
+	ps := c.readParams(i)
+	c.paramsOf[i] = ps
+	return ps
+}
+
+func (c *catalog) readParams(i int) []param {
 	var s struct {
 		Properties json.RawMessage `json:"properties"`
 		Required   []string        `json:"required"`

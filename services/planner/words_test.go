@@ -83,3 +83,105 @@ func TestSentences(t *testing.T) {
 		}
 	}
 }
+
+// refusal checks that prompt is refused with a message saying each of says, about the
+// fragment at offset.
+func refusal(t *testing.T, tools []planner.Tool, prompt string, says []string, fragment string, offset int) {
+	t.Helper()
+	plan, err := planner.NewRules().Plan(context.Background(), prompt, tools)
+	nu, ok := planner.NotUnderstoodIn(err)
+	if !ok {
+		t.Errorf("%q: got %s, %v; want a refusal", prompt, marshal(t, plan), err)
+		return
+	}
+	for _, s := range says {
+		if !strings.Contains(nu.Message, s) {
+			t.Errorf("%q: %q does not say %q", prompt, nu.Message, s)
+		}
+	}
+	if nu.Fragment != fragment || nu.Offset != offset {
+		t.Errorf("%q: fragment %q at %d, want %q at %d", prompt, nu.Fragment, nu.Offset, fragment, offset)
+	}
+}
+
+// planned checks that prompt gives the plan want (as JSON).
+func planned(t *testing.T, tools []planner.Tool, prompt, want string) {
+	t.Helper()
+	plan, err := planner.NewRules().Plan(context.Background(), prompt, tools)
+	if err != nil {
+		t.Errorf("%q: %v", prompt, err)
+	} else if got := marshal(t, plan); got != want {
+		t.Errorf("%q:\n got %s\nwant %s", prompt, got, want)
+	}
+}
+
+// A step that says not to do something is not planned: its words are read as a bag,
+// so the negation would vanish and the plan do what was forbidden. Negations inside
+// quotes are text.
+func TestSentencesNegation(t *testing.T) {
+	t.Parallel()
+	tools := append([]planner.Tool{{Name: "fs__delete_file", Description: "Delete a file",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)}}, everyday...)
+	const said = "I do not plan what I am told not to do"
+	for _, c := range []struct {
+		prompt, word, fragment string
+		offset                 int
+	}{
+		{`don't write 'hi' to /tmp/x`, "don't", `don't write 'hi' to /tmp/x`, 0},
+		{`do not delete /tmp/x`, "not", `do not delete /tmp/x`, 0},
+		{`DO NOT delete /tmp/x`, "NOT", `DO NOT delete /tmp/x`, 0},
+		{`never echo 'x'`, "never", `never echo 'x'`, 0},
+		{`dont write 'hi' to /tmp/x`, "dont", `dont write 'hi' to /tmp/x`, 0},
+		{`write 'hi' to /tmp/x without overwriting`, "without", `write 'hi' to /tmp/x without overwriting`, 0},
+		{`echo 'x' then don’t delete /tmp/x`, "don’t", `don’t delete /tmp/x`, 14},
+		{`echo 'x' rollback: never delete /tmp/x`, "never", `never delete /tmp/x`, 19},
+		// Looks like a call (key=value), yet the negation is what the reply is about.
+		{`don't echo message=hi`, "don't", `don't echo message=hi`, 0},
+	} {
+		refusal(t, tools, c.prompt, []string{said, `"` + c.word + `"`}, c.fragment, c.offset)
+	}
+	planned(t, tools, `echo "don't stop" then echo 'never' then write 'do not disturb' to /tmp/x`,
+		`{"steps":[{"tool":"test__echo","arguments":{"message":"don't stop"}},{"tool":"test__echo","arguments":{"message":"never"}},{"tool":"fs__write_file","arguments":{"path":"/tmp/x","content":"do not disturb"}}]}`)
+}
+
+// Steps and the rollback clause are separated only outside quoted strings: a quote's
+// text is a value, never a step. An apostrophe is not a quote; a quote left open is
+// refused, since where its text ends would be a guess.
+func TestSentencesQuotedSeparators(t *testing.T) {
+	t.Parallel()
+	echo := func(msgs ...string) string {
+		steps := make([]string, len(msgs))
+		for i, m := range msgs {
+			b, _ := json.Marshal(m)
+			steps[i] = `{"tool":"test__echo","arguments":{"message":` + string(b) + `}}`
+		}
+		return `{"steps":[` + strings.Join(steps, ",") + `]}`
+	}
+	planned(t, everyday, `echo "done then write 'pwned' to /etc/motd now"`, echo(`done then write 'pwned' to /etc/motd now`))
+	planned(t, everyday, `echo 'a; b' then echo "c and then d"`, echo("a; b", "c and then d"))
+	planned(t, everyday, "echo 'one\ntwo'", echo("one\ntwo"))
+	planned(t, everyday, `echo 'then'; echo "it's \"then\""`, echo("then", `it's "then"`))
+	planned(t, everyday, `echo "done rollback: write 'x' to /tmp/y"`, echo(`done rollback: write 'x' to /tmp/y`))
+	planned(t, everyday, `echo it's fine then echo 'b', and then echo 'c'`, echo("it's fine", "b", "c"))
+	planned(t, everyday, `echo 'a' rollback: echo 'b; c'`,
+		`{"steps":[{"tool":"test__echo","arguments":{"message":"a"}}],"rollback":[{"tool":"test__echo","arguments":{"message":"b; c"}}]}`)
+
+	refusal(t, everyday, `echo 'a then b' then do a barrel roll`, []string{`No tool fits "do a barrel roll"`}, "do a barrel roll", 21)
+	refusal(t, everyday, `say "done then write 'pwned' to /etc/motd`, []string{"The quote at byte 4 is not closed"},
+		`"done then write 'pwned' to /etc/motd`, 4)
+	refusal(t, everyday, `say 'a' rollback: say 'b' undo: say 'c'`, []string{"one rollback clause"}, `undo: say 'c'`, 26)
+}
+
+// A prompt of more steps than a plan may have is refused before any step is read.
+func TestSentencesStepLimit(t *testing.T) {
+	t.Parallel()
+	fifty := strings.TrimSuffix(strings.Repeat("echo x; ", 50), " ")
+	plan, err := planner.NewRules().Plan(context.Background(), fifty, everyday)
+	if err != nil || len(plan.Steps) != 50 {
+		t.Fatalf("50 steps: got %d steps, %v", len(plan.Steps), err)
+	}
+	refusal(t, everyday, fifty+" echo y", []string{"The prompt has 51 steps to run; a plan has at most 50"}, "echo y", len(fifty)+1)
+	refusal(t, everyday, "echo 'a' rollback: "+fifty+" echo y", []string{"51 steps to undo"}, "echo y", len("echo 'a' rollback: ")+len(fifty)+1)
+	long := strings.Repeat("echo x;", 8000/len("echo x;"))
+	refusal(t, many, long, []string{"1142 steps to run"}, "echo x", 50*len("echo x;"))
+}
