@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -27,11 +28,21 @@ const (
 	maxFileBytes = 10 << 20
 	// maxReadOutput bounds the text read_file returns in one call.
 	maxReadOutput = 256 << 10
+	// maxReadScan bounds what read_file reads through in one call (the lines before
+	// the offset, the rest of a line too long to show): a huge file (a sparse one of
+	// terabytes passes the binary check) would otherwise keep the call reading for hours.
+	maxReadScan = 8 * maxFileBytes
 	// defaultReadLines and maxReadLines: read_file's limit.
 	defaultReadLines = 2000
 	maxReadLines     = 20000
 	// maxListEntries bounds list_dir.
 	maxListEntries = 1000
+	// maxListScan bounds the entries list_dir reads of a directory to show the first
+	// maxListEntries by name; maxDirScan those file_search and grep_search read of each
+	// directory. Both read in batches of dirBatch, so memory stays bounded too.
+	maxListScan = 10 * maxListEntries
+	maxDirScan  = 100 * maxListEntries
+	dirBatch    = 1024
 	// defaultResults and maxResults: file_search's and grep_search's maxResults.
 	defaultResults = 200
 	maxResults     = 1000
@@ -87,18 +98,37 @@ func fileError(err error) *mcp.CallToolResult {
 	var ae *errAuthorization
 	var fe *errFile
 	var ge *errGuard
+	var sc map[string]any
 	switch {
 	case errors.As(err, &ae):
-		res.StructuredContent = AuthorizationContent(ae.key, ae.path)
+		sc = AuthorizationContent(ae.key, ae.path)
 	case errors.As(err, &fe):
-		res.StructuredContent = map[string]any{"errorType": fe.kind, "attemptedPath": fe.path}
+		sc = map[string]any{"errorType": fe.kind, "attemptedPath": fe.path}
 	case errors.As(err, &ge):
-		res.StructuredContent = map[string]any{"errorType": ErrorPathNotAllowed}
+		sc = map[string]any{"errorType": ErrorPathNotAllowed}
 	default:
-		res.StructuredContent = map[string]any{"errorType": ErrorExecutionFailed}
+		sc = map[string]any{"errorType": ErrorExecutionFailed}
 	}
+	var ke *errKept
+	if errors.As(err, &ke) {
+		sc["snapshotId"] = ke.id
+	}
+	res.StructuredContent = sc
 	return res
 }
+
+// errKept is a write that failed after it may have changed something (made directories,
+// removed what a restore replaces): its snapshot is kept and named, so that
+// restore_snapshot can put back what was there.
+type errKept struct {
+	err error
+	id  string
+}
+
+func (e *errKept) Error() string {
+	return fmt.Sprintf("%v (part of the write may have happened: restore_snapshot %s puts back what was there before)", e.err, e.id)
+}
+func (e *errKept) Unwrap() error { return e.err }
 
 // AuthorizationContent is the structured content of a call refused until a grant
 // allows operation key on path: the tool's own refusal, and the gateway's when the
@@ -291,15 +321,34 @@ func lastRuneStart(b []byte) int {
 	return len(b)
 }
 
-// cutNote ends a line too long to show whole (its full size in bytes).
-const cutNote = "… [line cut: %d bytes in all]\n"
+// cutNote ends a line too long to show whole (its full size in bytes); cutScanNote one
+// that goes on past what read_file reads.
+const (
+	cutNote     = "… [line cut: %d bytes in all]\n"
+	cutScanNote = "… [line cut: more than the %d MiB read_file reads]\n"
+)
+
+// errScanLimit: read_file read maxReadScan bytes of a file without getting where it
+// was asked to.
+var errScanLimit = errors.New("read_file's scan limit")
 
 // readLine reads one line of br (its newline included), keeping at most keep bytes of
-// it; size is its whole length. err is io.EOF after the last line.
-func readLine(br *bufio.Reader, keep int) (kept []byte, size int, err error) {
+// it; size is its whole length, or what was read of it. err is io.EOF after the last
+// line, errScanLimit once *left bytes were read (it counts them down), or ctx's error.
+func readLine(ctx context.Context, br *bufio.Reader, keep int, left *int) (kept []byte, size int, err error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return kept, size, err
+		}
+		if *left <= 0 {
+			if _, err := br.Peek(1); err != nil {
+				return kept, size, err // the file ends here
+			}
+			return kept, size, errScanLimit
+		}
 		chunk, err := br.ReadSlice('\n')
 		size += len(chunk)
+		*left -= len(chunk)
 		if room := keep - len(kept); room > 0 {
 			kept = append(kept, chunk[:min(room, len(chunk))]...)
 		}
@@ -348,7 +397,19 @@ func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolR
 	}
 	limit = min(limit, maxReadLines)
 	var out strings.Builder
-	line, n, more, capped := 0, 0, false, false
+	line, n, more, capped, scanned := 0, 0, false, false, false
+	left := maxReadScan
+	// cut shows the start of line l, too long to show whole, ended by note.
+	cut := func(l []byte, note string) {
+		l = l[:maxReadOutput-len(note)-24]
+		// Not in the middle of a character (a bad byte elsewhere stays, as read_file
+		// shows it).
+		if start := lastRuneStart(l); !utf8.FullRune(l[start:]) {
+			l = l[:start]
+		}
+		out.Write(l)
+		out.WriteString(note)
+	}
 	for {
 		if line >= in.Offset && n == limit {
 			if _, err := br.Peek(1); err == nil {
@@ -362,7 +423,24 @@ func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolR
 		if line >= in.Offset {
 			keep = maxReadOutput - out.Len() + 1
 		}
-		l, size, err := readLine(br, keep)
+		l, size, err := readLine(ctx, br, keep, &left)
+		if errors.Is(err, errScanLimit) {
+			switch {
+			case line >= in.Offset && n > 0: // the next call starts at this line
+				more, capped, scanned = true, true, true
+			case line >= in.Offset && size > maxReadOutput:
+				cut(l, fmt.Sprintf(cutScanNote, maxReadScan>>20))
+				n++
+			default:
+				upTo := line
+				if line >= in.Offset {
+					upTo-- // this very line does not fit
+				}
+				return nil, fmt.Errorf("%s: read_file reads at most the first %d MiB of a file, and they end within line %d (counting from 0): "+
+					"read from an offset of at most %d, or use a terminal command (sed -n, tail) for the lines beyond", t.shown, maxReadScan>>20, line, max(upTo, 0))
+			}
+			break
+		}
 		if size == 0 && err == io.EOF {
 			break
 		}
@@ -378,14 +456,7 @@ func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolR
 			default:
 				// One line longer than the whole output: its start, cut, so that reading
 				// on gets past it.
-				l = l[:maxReadOutput-len(cutNote)-24]
-				// Not in the middle of a character (a bad byte elsewhere stays, as
-				// read_file shows it).
-				if start := lastRuneStart(l); !utf8.FullRune(l[start:]) {
-					l = l[:start]
-				}
-				out.Write(l)
-				fmt.Fprintf(&out, cutNote, size)
+				cut(l, fmt.Sprintf(cutNote, size))
 			}
 			if capped {
 				break
@@ -402,7 +473,10 @@ func readFile(ctx context.Context, s *Server, c Call, in readIn) (*mcp.CallToolR
 	if more {
 		sc["nextOffset"] = in.Offset + n
 		why := ""
-		if capped {
+		switch {
+		case scanned:
+			why = fmt.Sprintf(" (read_file reads at most the first %d MiB of a file)", maxReadScan>>20)
+		case capped:
 			why = fmt.Sprintf(" (output capped at %d bytes)", maxReadOutput)
 		}
 		text += fmt.Sprintf("\n[… more lines follow%s: read on with offset %d]", why, in.Offset+n)
@@ -474,21 +548,32 @@ func listDir(ctx context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolRes
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", t.shown)
 	}
-	ents, err := f.ReadDir(-1)
-	if err != nil {
+	var ents []fs.DirEntry
+	var total int
+	var cut bool
+	if shows != nil {
+		// The caller's own workspaces, looked up by name: the root holds everyone's.
+		for _, n := range slices.Sorted(maps.Keys(shows)) {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if n == "." || n == ".." || n == snapshotDir || strings.ContainsRune(n, filepath.Separator) {
+				continue
+			}
+			if fi, err := ar.Lstat(n); err == nil && fi.IsDir() {
+				if total++; len(ents) < maxListEntries {
+					ents = append(ents, fs.FileInfoToDirEntry(fi))
+				}
+			}
+		}
+	} else if ents, total, cut, err = firstEntries(ctx, f, maxListEntries, maxListScan, func(e fs.DirEntry) bool {
+		return t.area != "" || e.Name() != snapshotDir && e.IsDir()
+	}); err != nil {
 		return nil, fsError(t, err)
 	}
-	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	var lines []string
 	var names []string
 	for _, e := range ents {
-		if t.area == "" && (e.Name() == snapshotDir || !e.IsDir() || shows != nil && !shows[e.Name()]) {
-			continue
-		}
-		if len(names) == maxListEntries {
-			lines = append(lines, fmt.Sprintf("[… %d entries in all; the first %d shown]", len(ents), maxListEntries))
-			break
-		}
 		n := e.Name()
 		if e.IsDir() {
 			n += "/"
@@ -498,12 +583,60 @@ func listDir(ctx context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolRes
 		names = append(names, n)
 		lines = append(lines, n)
 	}
+	switch {
+	case cut:
+		lines = append(lines, fmt.Sprintf("[… more than %d entries; the first %d by name of the %d read shown]", maxListScan, len(ents), maxListScan))
+	case total > len(ents):
+		lines = append(lines, fmt.Sprintf("[… %d entries in all; the first %d shown]", total, len(ents)))
+	}
 	text := strings.Join(lines, "\n")
 	if len(names) == 0 {
 		text = t.shown + " is empty"
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: map[string]any{"path": t.shown, "entries": names}}, nil
+}
+
+// firstEntries reads directory f in batches, checking ctx between them, and returns
+// the first n entries by name of those keep accepts, how many it accepted in all, and
+// whether it stopped at scan entries with more to read. Only about 2n entries and a
+// batch are held at a time, however large the directory.
+func firstEntries(ctx context.Context, f *os.File, n, scan int, keep func(fs.DirEntry) bool) (ents []fs.DirEntry, total int, cut bool, err error) {
+	byName := func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) }
+	read := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, false, err
+		}
+		if read >= scan {
+			_, err := f.ReadDir(1)
+			cut = err == nil
+			break
+		}
+		batch, err := f.ReadDir(min(dirBatch, scan-read))
+		read += len(batch)
+		for _, e := range batch {
+			if keep(e) {
+				ents = append(ents, e)
+				total++
+			}
+		}
+		if len(ents) > 2*n {
+			slices.SortFunc(ents, byName)
+			ents = slices.Delete(ents, n, len(ents))
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+	}
+	slices.SortFunc(ents, byName)
+	if len(ents) > n {
+		ents = ents[:n]
+	}
+	return ents, total, cut, nil
 }
 
 // globRegexp turns a glob (*, ?, **, [...]) into a regular expression on
@@ -552,47 +685,89 @@ func globRegexp(g string) (*regexp.Regexp, bool, error) {
 }
 
 // walk visits the regular files under dir of c's path p (symlinks are not followed),
-// with their path relative to dir (slash-separated), until visit says stop.
-func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string, d fs.DirEntry) (stop bool)) (target, error) {
+// in order of their names, with their path relative to dir (slash-separated), until
+// visit says stop. Each directory is read in batches, at most maxDirScan of its
+// entries (cut names the directories that had more), and the walk stops when the call
+// is cancelled or times out.
+func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string, d fs.DirEntry) (stop bool)) (t target, cut []string, err error) {
 	if p == "" {
 		p = "."
 	}
 	t, ar, err := s.openRead(ctx, c, op, "path", p)
 	if err != nil {
-		return t, err
+		return t, nil, err
 	}
 	defer ar.Close()
-	fsys := ar.FS()
 	start := filepath.ToSlash(t.rel)
-	if fi, err := fs.Stat(fsys, start); err != nil {
-		return t, fsError(t, err)
+	if fi, err := ar.Stat(start); err != nil {
+		return t, nil, fsError(t, err)
 	} else if !fi.IsDir() {
-		return t, fmt.Errorf("%s is not a directory", t.shown)
+		return t, nil, fmt.Errorf("%s is not a directory", t.shown)
 	}
 	stopped := errors.New("stop")
-	err = fs.WalkDir(fsys, start, func(name string, d fs.DirEntry, err error) error {
+	all := func(fs.DirEntry) bool { return true }
+	var walkDir func(dir string) error
+	walkDir = func(dir string) error {
+		f, err := openNoWait(ar, dir)
+		if err != nil {
+			return nil // unreadable: skipped
+		}
+		ents, _, more, err := firstEntries(ctx, f, maxDirScan, maxDirScan, all)
+		f.Close()
 		if ctx.Err() != nil {
 			return ctx.Err() // the call timed out or was cancelled: a large tree stops here
 		}
 		if err != nil {
 			return nil // unreadable: skipped
 		}
-		if !d.Type().IsRegular() {
-			return nil
+		if more {
+			cut = append(cut, dir)
 		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(name, start), "/")
-		if start == "." {
-			rel = name
-		}
-		if visit(ar, name, rel, d) {
-			return stopped
+		for _, d := range ents {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			name := path.Join(dir, d.Name())
+			switch {
+			case d.IsDir():
+				if err := walkDir(name); err != nil {
+					return err
+				}
+			case d.Type().IsRegular():
+				if visit(ar, name, relUnder(start, name), d) {
+					return stopped
+				}
+			}
 		}
 		return nil
-	})
-	if err != nil && !errors.Is(err, stopped) {
-		return t, err
 	}
-	return t, nil
+	if err := walkDir(start); err != nil && !errors.Is(err, stopped) {
+		return t, nil, err
+	}
+	return t, cut, nil
+}
+
+// relUnder is name (slash-separated, in the area) relative to directory start.
+func relUnder(start, name string) string {
+	switch {
+	case name == start:
+		return ""
+	case start == ".":
+		return name
+	}
+	return strings.TrimPrefix(name, start+"/")
+}
+
+// cutNoteOf says which directories a search read only part of ("" when none).
+func cutNoteOf(t target, cut []string) string {
+	if len(cut) == 0 {
+		return ""
+	}
+	what := shownUnder(t, relUnder(filepath.ToSlash(t.rel), cut[0]))
+	if len(cut) > 1 {
+		what += fmt.Sprintf(" and %d other directories", len(cut)-1)
+	}
+	return fmt.Sprintf("\n[… %s has more than %d entries: only %d of them were searched]", what, maxDirScan, maxDirScan)
 }
 
 func capOf(n int) int {
@@ -625,7 +800,7 @@ func fileSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	limit := capOf(in.MaxResults)
 	var found []string
 	more := false
-	t, err := s.walk(ctx, c, "file_search", in.Path, func(_ *os.Root, _, rel string, _ fs.DirEntry) bool {
+	t, cut, err := s.walk(ctx, c, "file_search", in.Path, func(_ *os.Root, _, rel string, _ fs.DirEntry) bool {
 		m := rel
 		if base {
 			m = path.Base(rel)
@@ -654,6 +829,7 @@ func fileSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	if more {
 		text += fmt.Sprintf("\n[… more files match; the first %d shown]", limit)
 	}
+	text += cutNoteOf(t, cut)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: map[string]any{"files": shown, "more": more}}, nil
 }
@@ -683,7 +859,7 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	more := false
 	skipped := 0
 	buf := make([]byte, 0, 64<<10)
-	t, err := s.walk(ctx, c, "grep_search", in.Path, func(ar *os.Root, name, rel string, d fs.DirEntry) bool {
+	t, cut, err := s.walk(ctx, c, "grep_search", in.Path, func(ar *os.Root, name, rel string, d fs.DirEntry) bool {
 		if inc != nil {
 			m := rel
 			if incBase {
@@ -743,7 +919,7 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	if more {
 		fmt.Fprintf(&out, "[… more matches; the first %d shown]", limit)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(out.String(), "\n")}},
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(out.String(), "\n") + cutNoteOf(t, cut)}},
 		StructuredContent: map[string]any{"matches": matches, "more": more}}, nil
 }
 
@@ -789,6 +965,12 @@ type write struct {
 	// allowed are the areas outside the workspace a grant already let this write
 	// change (a rename asks once, not for each of its two paths).
 	allowed map[string]bool
+	// covered are the second paths of a two-path write that a grant covered before the
+	// first path used one (lookAhead): only those may go on the first path's grant.
+	covered map[string]bool
+	// changed: the write may have changed something before it failed, so its snapshot
+	// is kept rather than discarded.
+	changed bool
 }
 
 func (s *Server) newWrite(c Call, op string) *write { return &write{s: s, c: c, op: op} }
@@ -803,8 +985,15 @@ func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, 
 	if t.rel == "." {
 		return t, nil, guardf("%s: %s is a workspace itself, not a file in it", param, p)
 	}
-	if w.allowed[t.area] {
-		return t, ar, nil
+	if w.allowed[t.area] && w.covered[t.abs] {
+		// A grant covered this path before the first path used one; if none covers it
+		// now, the one used was it (a grant with no target), and it allows both paths.
+		switch left, err := w.s.hasGrant(ctx, w.c, w.op, t); {
+		case err != nil:
+			return t, ar, err
+		case !left:
+			return t, ar, nil
+		}
 	}
 	if err := w.s.mayWrite(ctx, w.c, w.op, t); err != nil {
 		return t, ar, err
@@ -813,6 +1002,43 @@ func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, 
 		w.allow(t.area)
 	}
 	return t, ar, nil
+}
+
+// lookAhead notes, before the first path of a two-path write uses a grant, whether a
+// grant covers its second path p (param) too. A grant for the first path alone does
+// not let the write change the second (a grant for README.md is no grant to overwrite
+// main.go); and when nothing covers the second, the write is refused now, before the
+// first path uses up a grant for a write that cannot happen.
+func (w *write) lookAhead(ctx context.Context, firstPath string, firstRead bool, param, p string) error {
+	first, ferr := w.s.resolve(w.c, "filePath", firstPath)
+	t, err := w.s.resolve(w.c, param, p)
+	if ferr != nil || err != nil || first.area == "" || t.own || t.area == "" || t.rel == "." {
+		return nil // the write says what is wrong when it comes to it
+	}
+	need, err := w.s.needsGrant(ctx, w.c, t, false)
+	if err != nil || !need {
+		return err
+	}
+	has, err := w.s.hasGrant(ctx, w.c, w.op, t)
+	if err != nil {
+		return err
+	}
+	if has {
+		if w.covered == nil {
+			w.covered = map[string]bool{}
+		}
+		w.covered[t.abs] = true
+		return nil
+	}
+	// The first path's own refusal comes first when it has no grant either.
+	if needFirst, err := w.s.needsGrant(ctx, w.c, first, firstRead); err != nil {
+		return err
+	} else if needFirst {
+		if ok, err := w.s.hasGrant(ctx, w.c, w.op, first); err != nil || !ok {
+			return err
+		}
+	}
+	return &errAuthorization{key: "file_operations." + w.op, path: t.abs, workspace: w.c.Workspace}
 }
 
 // allow lets this write change area without asking for a grant again.
@@ -829,25 +1055,57 @@ func (w *write) expected(t target, ar *os.Root) error {
 	if w.c.Expect == "" {
 		return nil
 	}
-	var content *[]byte
-	fi, err := ar.Lstat(t.rel)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return fsError(t, err)
-	case fi.Mode().IsRegular() && fi.Size() <= maxFileBytes:
-		b, err := readRegular(ar, t.rel)
-		if err != nil {
-			return fsError(t, err)
-		}
-		content = &b
-	default:
-		return fmt.Errorf("stale: %s is no longer the file that was previewed", t.shown)
+	fp, err := fingerprintAt(t, ar)
+	if err != nil {
+		return err
 	}
-	if fingerprint(content) != w.c.Expect {
+	if fp != w.c.Expect {
 		return fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", t.shown)
 	}
 	return nil
+}
+
+// expectedMove is expected for a copy or a rename: its preview showed the source and
+// what newPath held (which an overwrite replaces), and both must be as they were.
+func (w *write) expectedMove(from target, far *os.Root, to target, tar *os.Root) error {
+	if w.c.Expect == "" {
+		return nil
+	}
+	src, err := fingerprintAt(from, far)
+	if err != nil {
+		return err
+	}
+	dst, err := fingerprintAt(to, tar)
+	if err != nil {
+		return err
+	}
+	if moveFingerprint(src, dst) == w.c.Expect {
+		return nil
+	}
+	changed := from.shown
+	if strings.HasPrefix(w.c.Expect, src+" ") {
+		changed = to.shown
+	}
+	return fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", changed)
+}
+
+// fingerprintAt is the fingerprint of what is at t now; what is not a regular file
+// within the size limit is not what a preview showed.
+func fingerprintAt(t target, ar *os.Root) (string, error) {
+	fi, err := ar.Lstat(t.rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fingerprint(nil), nil
+	case err != nil:
+		return "", fsError(t, err)
+	case fi.Mode().IsRegular() && fi.Size() <= maxFileBytes:
+		b, err := readRegular(ar, t.rel)
+		if err != nil {
+			return "", fsError(t, err)
+		}
+		return fingerprint(&b), nil
+	}
+	return "", fmt.Errorf("stale: %s is no longer the file that was previewed", t.shown)
 }
 
 // keep snapshots t as it is now.
@@ -869,7 +1127,12 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 		r.Close()
 	}
 	if err != nil {
-		if w.sn != nil {
+		switch {
+		case w.sn == nil:
+		case w.changed && w.sn.save() == nil:
+			err = &errKept{err: err, id: w.sn.m.ID}
+			w.sn.close()
+		default:
 			w.sn.discard()
 		}
 		return nil, err
@@ -896,11 +1159,17 @@ func (w *write) snapFirst(t target, ar *os.Root, f func() error) error {
 	return f()
 }
 
-func mkParents(ar *os.Root, rel string) error {
-	if d := filepath.Dir(rel); d != "." {
-		return ar.MkdirAll(d, 0o755)
+// mkParents makes t's missing parents (kept by keepParents first): from then on a
+// failure keeps the snapshot, whose restore removes them again.
+func (w *write) mkParents(t target, ar *os.Root) error {
+	d := filepath.Dir(t.rel)
+	if d == "." {
+		return nil
 	}
-	return nil
+	if _, err := ar.Lstat(d); err != nil {
+		w.changed = true
+	}
+	return fsError(t, ar.MkdirAll(d, 0o755))
 }
 
 // keepParents snapshots the missing parents of rel (outermost first), so a restore
@@ -962,8 +1231,8 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 		return w.done("", nil, err)
 	}
 	err = w.snapFirst(t, ar, func() error {
-		if err := mkParents(ar, t.rel); err != nil {
-			return fsError(t, err)
+		if err := w.mkParents(t, ar); err != nil {
+			return err
 		}
 		if excl {
 			if err := createNew(ar, t.rel, []byte(*in.Content), mode); errors.Is(err, fs.ErrExist) {
@@ -977,43 +1246,94 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 	return w.done(fmt.Sprintf("created %s (%d bytes)", t.shown, len(*in.Content)), map[string]any{"filePath": t.shown, "bytes": len(*in.Content)}, err)
 }
 
-// createNew makes rel with content b, failing with fs.ErrExist if it exists.
+// createNew makes rel with content b, whole or not at all, failing with fs.ErrExist
+// if it exists: the content is written beside it first and then linked in place, which
+// fails when something is there (another call may be making it).
 func createNew(ar *os.Root, rel string, b []byte, mode fs.FileMode) error {
-	f, err := ar.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	tmp, err := tempFile(ar, rel, b, mode, false)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	defer func() { _ = ar.Remove(tmp) }()
+	if err := ar.Link(tmp, rel); err != nil {
+		return asPathError("create", rel, err)
 	}
-	return f.Close()
+	return nil
 }
 
-// writeFile replaces rel's content; the file keeps (or gets) mode. Opened without
-// waiting, and refused unless it is a regular file: a FIFO swapped in since it was
-// looked at would otherwise hang the call until a reader came.
+// writeFile replaces rel's content with b, whole or not at all: b is written to a new
+// file beside rel, synced, and renamed over it, so a write that fails (a full disk)
+// leaves rel as it was. The file keeps its mode, or gets mode when it is new. What is
+// at rel must be a regular file or nothing: a FIFO is neither opened nor waited for.
 func writeFile(ar *os.Root, rel string, b []byte, mode fs.FileMode) error {
-	f, err := ar.OpenFile(rel, os.O_WRONLY|os.O_CREATE|syscall.O_NONBLOCK, mode)
+	exact := false
+	if fi, err := ar.Lstat(rel); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &fs.PathError{Op: "write", Path: rel, Err: errors.New("not a regular file")}
+		}
+		mode, exact = fi.Mode().Perm(), true
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return replaceFile(ar, rel, b, mode, exact)
+}
+
+// replaceFile puts a new file with content b and mode (exactly, or as the umask leaves
+// it) at rel, in place of whatever is there, by a rename: rel is never half written.
+func replaceFile(ar *os.Root, rel string, b []byte, mode fs.FileMode, exact bool) error {
+	tmp, err := tempFile(ar, rel, b, mode, exact)
 	if err != nil {
 		return err
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = &fs.PathError{Op: "write", Path: rel, Err: errors.New("not a regular file")}
-		}
-		return err
+	if err := ar.Rename(tmp, rel); err != nil {
+		_ = ar.Remove(tmp)
+		return asPathError("write", rel, err)
 	}
-	if err := f.Truncate(0); err != nil {
-		f.Close()
-		return err
+	return nil
+}
+
+// tempFile writes b, synced, to a new file with a hidden unique name in rel's
+// directory (the same file system, so a rename or link to rel is atomic); nothing is
+// left when it fails.
+func tempFile(ar *os.Root, rel string, b []byte, mode fs.FileMode, exact bool) (string, error) {
+	base := filepath.Base(rel)
+	if len(base) > 100 {
+		base = base[:100]
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	tmp := filepath.Join(filepath.Dir(rel), "."+base+".tw-"+randomID()[:12]+".tmp")
+	f, err := ar.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return "", asPathError("write", rel, err)
 	}
-	return f.Close()
+	_, err = f.Write(b)
+	if err == nil && exact {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = ar.Remove(tmp)
+		return "", asPathError("write", rel, err)
+	}
+	return tmp, nil
+}
+
+// asPathError is err of an operation on a temporary file, as one on rel: the agent is
+// told of the file it named.
+func asPathError(op, rel string, err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return &fs.PathError{Op: op, Path: rel, Err: err}
 }
 
 // readText is rel's content for an edit: a regular text file within the size limit.
@@ -1236,15 +1556,18 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 	if s.renameAcross(c, in.FilePath, in.NewPath) {
 		return w.done("", nil, errRenameAcross)
 	}
+	if err := w.lookAhead(ctx, in.FilePath, false, "newPath", in.NewPath); err != nil {
+		return w.done("", nil, err)
+	}
 	from, far, err := w.target(ctx, "filePath", in.FilePath)
 	if err != nil {
 		return w.done("", nil, err)
 	}
-	if err := w.expected(from, far); err != nil {
-		return w.done("", nil, err)
-	}
 	to, tar, err := w.target(ctx, "newPath", in.NewPath)
 	if err != nil {
+		return w.done("", nil, err)
+	}
+	if err := w.expectedMove(from, far, to, tar); err != nil {
 		return w.done("", nil, err)
 	}
 	fi, err := far.Lstat(from.rel)
@@ -1267,8 +1590,8 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 		return w.done("", nil, err)
 	}
 	err = w.snapFirst(to, tar, func() error {
-		if err := mkParents(tar, to.rel); err != nil {
-			return fsError(to, err)
+		if err := w.mkParents(to, tar); err != nil {
+			return err
 		}
 		return fsError(from, far.Rename(from.rel, to.rel))
 	})
@@ -1277,6 +1600,9 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 
 func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallToolResult, error) {
 	w := s.newWrite(c, "copy_file")
+	if err := w.lookAhead(ctx, in.FilePath, true, "newPath", in.NewPath); err != nil {
+		return w.done("", nil, err)
+	}
 	from, far, err := s.openRead(ctx, c, "copy_file", "filePath", in.FilePath)
 	if err != nil {
 		return w.done("", nil, err)
@@ -1285,11 +1611,11 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 	if from.byGrant {
 		w.allow(from.area)
 	}
-	if err := w.expected(from, far); err != nil {
-		return w.done("", nil, err)
-	}
 	to, tar, err := w.target(ctx, "newPath", in.NewPath)
 	if err != nil {
+		return w.done("", nil, err)
+	}
+	if err := w.expectedMove(from, far, to, tar); err != nil {
 		return w.done("", nil, err)
 	}
 	fi, err := far.Stat(from.rel)
@@ -1313,8 +1639,8 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 		return w.done("", nil, err)
 	}
 	err = w.snapFirst(to, tar, func() error {
-		if err := mkParents(tar, to.rel); err != nil {
-			return fsError(to, err)
+		if err := w.mkParents(to, tar); err != nil {
+			return err
 		}
 		return fsError(to, writeFile(tar, to.rel, b, fi.Mode().Perm()))
 	})
@@ -1336,7 +1662,10 @@ func createDirectory(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.Ca
 	if err := w.keepParents(t, ar); err != nil {
 		return w.done("", nil, err)
 	}
-	err = w.snapFirst(t, ar, func() error { return fsError(t, ar.MkdirAll(t.rel, 0o755)) })
+	err = w.snapFirst(t, ar, func() error {
+		w.changed = true // MkdirAll may make some of the directories and then fail
+		return fsError(t, ar.MkdirAll(t.rel, 0o755))
+	})
 	return w.done("created directory "+t.shown, map[string]any{"filePath": t.shown}, err)
 }
 
@@ -1346,9 +1675,9 @@ type restoreIn struct {
 
 // restoreSnapshot is a write like any other: what it replaces is kept first, and its
 // result's snapshotId (the rollback of a step that restored) undoes the restore.
-func restoreSnapshot(_ context.Context, s *Server, c Call, in restoreIn) (*mcp.CallToolResult, error) {
+func restoreSnapshot(ctx context.Context, s *Server, c Call, in restoreIn) (*mcp.CallToolResult, error) {
 	w := s.newWrite(c, "restore_snapshot")
-	restored, notes, err := s.restore(w, in.SnapshotID)
+	restored, notes, err := s.restore(ctx, w, in.SnapshotID)
 	if err != nil && len(restored) == 0 {
 		if len(notes) > 0 {
 			err = fmt.Errorf("%w; %s", err, strings.Join(notes, "; "))

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -250,5 +251,71 @@ func TestConcurrentEditsAllLand(t *testing.T) {
 	got := string(readBytes(t, filepath.Join(ws, "shared.txt")))
 	if strings.Contains(got, "line-") {
 		t.Fatalf("edits lost: %q", got)
+	}
+}
+
+// read_file reads at most the first 80 MiB of a file in one call: a file of a GiB in
+// one line (sparse, of 'a's and then zeros the binary check does not look at) is
+// answered with the start of the line cut, and an offset past that with an error that
+// says which offsets can be read. Before, the call read the whole file, however large
+// (one of terabytes kept it reading for hours).
+func TestReadFileScanIsBounded(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	huge, err := os.Create(filepath.Join(ws, "huge.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := huge.WriteString(strings.Repeat("a", 9000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := huge.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	huge.Close()
+	read := func(offset int) *mcp.CallToolResult {
+		t.Helper()
+		return f.call("c1", args{"operation": "read_file", "filePath": "huge.txt", "offset": offset})
+	}
+	res := read(1)
+	if !res.IsError || !strings.Contains(text(res), "read_file reads at most the first 80 MiB of a file, and they end within line 0") ||
+		!strings.Contains(text(res), "offset of at most 0") {
+		t.Fatalf("an offset past 80 MiB: %v %q", res.IsError, text(res))
+	}
+	res = read(0)
+	if got := text(res); res.IsError || !strings.HasPrefix(got, "aaaa") || !strings.Contains(got, "[line cut: more than the 80 MiB read_file reads]") ||
+		len(got) > 256<<10+200 || structured(t, res)["more"] != false {
+		t.Fatalf("the start of a line of a GiB: %v, %d bytes, ends %q", res.IsError, len(got), got[max(0, len(got)-80):])
+	}
+}
+
+// list_dir reads a directory in batches, and at most 10000 of its entries: of a larger
+// one it shows the first 1000 by name of those and says there are more. Before, it read
+// and sorted every entry however many there were.
+func TestListDirReadsBounded(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	dir := filepath.Join(f.ws("c1"), "crowd")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Links to one file: the entries are made quicker than files.
+	one := filepath.Join(f.ws("c1"), "one")
+	if err := os.WriteFile(one, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10001 {
+		if err := os.Link(one, filepath.Join(dir, fmt.Sprintf("e%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := f.call("c1", args{"operation": "list_dir", "path": "crowd"})
+	lines := strings.Split(text(res), "\n")
+	if res.IsError || len(lines) != 1001 || lines[1000] != "[… more than 10000 entries; the first 1000 by name of the 10000 read shown]" {
+		t.Fatalf("list_dir of 10001 entries: %d lines, last %q", len(lines), lines[len(lines)-1])
+	}
+	if !slices.IsSorted(lines[:1000]) || len(structured(t, res)["entries"].([]any)) != 1000 {
+		t.Fatalf("list_dir of 10001 entries: not the first 1000 by name of those read")
 	}
 }

@@ -22,25 +22,40 @@ import (
 	"github.com/toolwarden/toolwarden/services/builtin"
 )
 
-// fakeGrants allows what allow lists ("conversation operation path").
+// fakeGrants allows what allow lists ("conversation operation path"; with no path, a
+// grant with no target, for any path), once for what once lists too.
 type fakeGrants struct {
 	mu    sync.Mutex
 	allow map[string]bool
+	once  map[string]bool
 	asked []string
+}
+
+// grant is the key of allow that lets conv do op on target ("" for none).
+func (g *fakeGrants) grant(conv, op, target string) string {
+	for _, k := range []string{conv + " " + op + " " + target, conv + " " + op + " "} {
+		if g.allow[k] {
+			return k
+		}
+	}
+	return ""
 }
 
 func (g *fakeGrants) Allow(_ context.Context, conv, op, target string) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	k := conv + " " + op + " " + target
-	g.asked = append(g.asked, k)
-	return g.allow[k], nil
+	g.asked = append(g.asked, conv+" "+op+" "+target)
+	k := g.grant(conv, op, target)
+	if g.once[k] {
+		delete(g.allow, k)
+	}
+	return k != "", nil
 }
 
 func (g *fakeGrants) Has(_ context.Context, conv, op, target string) (bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.allow[conv+" "+op+" "+target], nil
+	return g.grant(conv, op, target) != "", nil
 }
 
 type filesFx struct {
@@ -276,8 +291,10 @@ func TestPathGuard(t *testing.T) {
 	if got := string(readBytes(t, filepath.Join(other, "theirs.txt"))); got != "mine" {
 		t.Fatalf("the granted write: %q", got)
 	}
-	// A rename in another workspace asks for one grant, not one per path.
-	f.grants.allow["c1 file_operations.rename_file "+filepath.Join(other, "theirs.txt")] = true
+	// A rename in another workspace asks for one grant, not one per path: one with no
+	// target, for one use, allows both.
+	f.grants.allow["c1 file_operations.rename_file "] = true
+	f.grants.once = map[string]bool{"c1 file_operations.rename_file ": true}
 	asked := len(f.grants.asked)
 	f.ok("c1", args{"operation": "rename_file", "filePath": "../c2/theirs.txt", "newPath": "../c2/moved.txt"})
 	if n := len(f.grants.asked) - asked; n != 1 {
@@ -547,7 +564,7 @@ func TestPreviewMoves(t *testing.T) {
 		t.Fatalf("create_directory: %+v", ps[0])
 	}
 	if ps[1] == nil || !strings.HasPrefix(ps[1].Diff, "rename from a.txt\nrename to out/a.txt\n") || !strings.Contains(ps[1].Diff, "+alpha\n") ||
-		ps[1].Fingerprint != "sha256:"+sha("alpha\n") {
+		ps[1].Fingerprint != "sha256:"+sha("alpha\n")+" newPath=absent" {
 		t.Fatalf("rename_file: %+v", ps[1])
 	}
 	if ps[2] == nil || !strings.HasPrefix(ps[2].Diff, "copy from out/a.txt\ncopy to b.txt\n") || !strings.Contains(ps[2].Diff, "-beta\n+alpha\n") {

@@ -91,10 +91,13 @@ func TestWriteElsewhereWithPermission(t *testing.T) {
 	}
 }
 
-// A copy within a workspace no conversation claimed needs one grant, as a rename does:
-// the grant that lets it read the source lets it write the copy beside it. Before, the
-// read used a one-time grant up and the write was refused. The check before approval
-// agrees, and says nothing of a copy it would let run.
+// A copy within a workspace no conversation claimed needs one grant, as a rename does,
+// when that grant has no target: the grant that lets it read the source lets it write
+// the copy beside it. Before, the read used a one-time grant up and the write was
+// refused. A grant for the source alone does not let it write another file (it could
+// overwrite any file of the workspace): the copy is refused, naming newPath, before the
+// grant is used. The check before approval agrees, and says nothing of a copy it would
+// let run.
 func TestCopyInAnUnclaimedWorkspaceOnOneGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -134,6 +137,20 @@ func TestCopyInAnUnclaimedWorkspaceOnOneGrant(t *testing.T) {
 	}
 	if _, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "conv-a", Operation: "file_operations.copy_file",
 		Target: src, OneTime: true, By: actor}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Builtin.Preflight(ctx, "file_operations", meta, args); err == nil || strings.Contains(err.Error(), "/filePath") ||
+		!strings.Contains(err.Error(), "/newPath") {
+		t.Fatalf("the check before approval, with a grant for the source alone: %v", err)
+	}
+	if out, ok := copyOnce(); ok || !strings.Contains(out, "report-copy.txt") || !strings.Contains(out, "authorize_operation") {
+		t.Fatalf("a copy on a grant for its source alone: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report-copy.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the refused copy: %v", err)
+	}
+	if _, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "conv-a", Operation: "file_operations.copy_file",
+		OneTime: true, By: actor}); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.App.Builtin.Preflight(ctx, "file_operations", meta, args); err != nil {

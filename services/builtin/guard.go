@@ -46,7 +46,8 @@ type target struct {
 	abs   string
 	// byGrant: a grant let this call read it (openRead), in a workspace no
 	// conversation claimed. A copy then writes in that workspace on the same grant,
-	// as a rename does on one grant for its two paths.
+	// as a rename does on one grant for its two paths, when that grant covers the
+	// copy's path too (one with no target: files.go, write.lookAhead).
 	byGrant bool
 }
 
@@ -204,6 +205,28 @@ func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) erro
 		return errOthers(t)
 	}
 	return s.granted(ctx, c, op, t)
+}
+
+// needsGrant reports whether c may write t (or read it: read) only on a grant. Another
+// person's workspace is not one: no grant allows it.
+func (s *Server) needsGrant(ctx context.Context, c Call, t target, read bool) (bool, error) {
+	a, err := s.accessOf(ctx, c, t)
+	if err != nil {
+		return false, err
+	}
+	return a == accessUnclaimed || a == accessMine && !read, nil
+}
+
+// hasGrant reports whether a grant would allow operation op on t now, without using it.
+func (s *Server) hasGrant(ctx context.Context, c Call, op string, t target) (bool, error) {
+	if t.area == "" || s.opts.Grants == nil {
+		return false, nil
+	}
+	ok, err := s.opts.Grants.Has(ctx, c.ConversationID, "file_operations."+op, t.abs)
+	if err != nil {
+		return false, fmt.Errorf("checking the grants: %w", err)
+	}
+	return ok, nil
 }
 
 // granted uses a grant for operation op on t, or says what to ask for.

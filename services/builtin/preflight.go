@@ -42,10 +42,11 @@ func (s *Server) Preflight(ctx context.Context, tool string, m callmeta.Meta, ar
 		return nil
 	}
 	var a struct {
-		Operation string `json:"operation"`
-		FilePath  string `json:"filePath"`
-		NewPath   string `json:"newPath"`
-		Path      string `json:"path"`
+		Operation  string `json:"operation"`
+		FilePath   string `json:"filePath"`
+		NewPath    string `json:"newPath"`
+		Path       string `json:"path"`
+		SnapshotID string `json:"snapshotId"`
 	}
 	if json.Unmarshal(args, &a) != nil {
 		return nil // the call itself says what is wrong with its arguments
@@ -72,6 +73,12 @@ func (s *Server) Preflight(ctx context.Context, tool string, m callmeta.Meta, ar
 		p.write("newPath", a.NewPath)
 	case "create_file", "replace_string", "multi_replace", "insert_edit", "delete_file", "create_directory":
 		p.write("filePath", a.FilePath)
+	case "restore_snapshot":
+		// What the restore writes outside the workspace, as the restore checks it; a
+		// snapshot it cannot read is the call's to report.
+		for _, t := range s.restoreTargetsOf(p.c, a.SnapshotID) {
+			p.checkTarget("snapshotId", t.abs, t, true)
+		}
 	}
 	if p.err != nil && len(p.fields.Fields) == 0 {
 		return p.err // the router lets the call go on: the tool checks again
@@ -87,9 +94,10 @@ type preflight struct {
 	op     string
 	fields verr.Error
 	err    error // not a refusal: the guard could not tell (the database)
-	// allowed are the areas outside the workspace a write may change already (a rename
-	// asks once for its two paths, as the write does: files.go, write.target).
-	allowed map[string]bool
+	// asking are the areas whose grant the call is told to ask for already: one grant
+	// is asked for at a time, the first path's (a grant with no target, as the
+	// question suggests, covers a rename's or copy's two paths).
+	asking map[string]bool
 }
 
 func (p *preflight) read(param, path string) { p.check(param, path, false) }
@@ -101,10 +109,17 @@ func (p *preflight) check(param, path string, write bool) {
 		return // a missing argument is the schema's to report
 	}
 	t, err := p.s.resolve(p.c, param, path)
-	switch {
-	case err != nil:
+	if err != nil {
 		p.refuse(param, err)
 		return
+	}
+	p.checkTarget(param, path, t, write)
+}
+
+// checkTarget checks t, which param names as path.
+func (p *preflight) checkTarget(param, path string, t target, write bool) {
+	var err error
+	switch {
 	case t.area == "":
 		if p.op != "list_dir" { // only a listing may name the root
 			p.refuse(param, guardf("%s: %s is the built-in root, which holds workspaces, not files", param, path))
@@ -113,7 +128,7 @@ func (p *preflight) check(param, path string, write bool) {
 	case write && t.rel == ".":
 		p.refuse(param, guardf("%s: %s is a workspace itself, not a file in it", param, path))
 		return
-	case write && p.allowed[t.area]:
+	case p.asking[t.area]:
 		return
 	}
 	if !t.own {
@@ -126,25 +141,23 @@ func (p *preflight) check(param, path string, write bool) {
 		}
 		ar.Close()
 	}
-	byGrant := false
 	if write {
 		err = p.s.mayWrite(p.ctx, p.c, p.op, t)
 	} else {
-		byGrant, err = p.s.mayRead(p.ctx, p.c, p.op, t)
+		_, err = p.s.mayRead(p.ctx, p.c, p.op, t)
 	}
 	var ae *errAuthorization
 	if err != nil && !errors.As(err, &ae) {
 		p.refuse(param, err)
 		return
 	}
-	// As the call does: a write outside the workspace, or a read on a grant (a copy's
-	// source), lets the write that follows in the same workspace go without another;
-	// so one grant is asked for, the first path's, not one per path.
-	if (write && !t.own) || byGrant || ae != nil {
-		if p.allowed == nil {
-			p.allowed = map[string]bool{}
+	// A path the grants allow now leaves the next to be checked on its own: a grant
+	// for one file does not let the call write another (the call's write.lookAhead).
+	if ae != nil {
+		if p.asking == nil {
+			p.asking = map[string]bool{}
 		}
-		p.allowed[t.area] = true
+		p.asking[t.area] = true
 	}
 	if err != nil {
 		p.refuse(param, err)

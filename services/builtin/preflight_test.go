@@ -13,7 +13,8 @@ import (
 )
 
 // The check before approval refuses what the call would refuse when it runs, and only
-// that: a rename inside another workspace asks one grant, as the write does; a rename
+// that: a rename inside another workspace goes on one grant with no target, as the
+// write does, and on one for its source alone asks for its newPath too; a rename
 // across workspaces, the root named as a file or a search, and a workspace that does
 // not exist are refused; a listing of the root and a search of "." pass.
 func TestPreflightAgreesWithTheCall(t *testing.T) {
@@ -27,6 +28,7 @@ func TestPreflightAgreesWithTheCall(t *testing.T) {
 	}
 	other := filepath.Join(f.root, "pf-other")
 	f.grants.allow["pf-own file_operations.rename_file "+filepath.Join(other, "a.txt")] = true
+	f.grants.allow["pf-own file_operations.rename_file "+filepath.Join(other, "b.txt")] = true
 	m := callmeta.Meta{ConversationID: "pf-own", UserID: "u1", UserName: "una"}
 	check := func(args string) error {
 		t.Helper()
@@ -50,6 +52,8 @@ func TestPreflightAgreesWithTheCall(t *testing.T) {
 			t.Errorf("%s: refused: %v", ok, err)
 		}
 	}
+	// A grant for the source alone: newPath needs its own (the call refuses it too).
+	refused(`{"operation":"rename_file","filePath":"`+other+`/a.txt","newPath":"`+other+`/c.txt"}`, "/newPath", "authorization required")
 	// Across workspaces: refused as such, with or without a grant, and by the call alike.
 	across := `{"operation":"rename_file","filePath":"a.txt","newPath":"` + filepath.Join(f.root, "pf-third", "a.txt") + `"}`
 	refused(across, "/newPath", "moves files within one workspace")

@@ -36,7 +36,8 @@ type FilePreview struct {
 	Path string `json:"path"`
 	// Diff is the unified diff of the change ("" when the content stays the same).
 	Diff string `json:"diff"`
-	// Fingerprint is the content the step expects to find: "absent" or "sha256:<hex>".
+	// Fingerprint is the content the step expects to find: "absent" or "sha256:<hex>";
+	// for a copy or a rename, its source's and then newPath's ("<source> newPath=<new>").
 	Fingerprint string `json:"fingerprint"`
 }
 
@@ -60,7 +61,7 @@ var previewable = map[string]func(json.RawMessage) (func(shown string, b []byte)
 
 // moves are the file operations that a preview shows by what they move, copy or
 // create rather than by an edit of filePath's content: filePath is the file the step
-// reads (its fingerprint is what the step expects), newPath the one it writes.
+// reads, newPath the one it writes (what the step expects is the fingerprints of both).
 var moves = map[string]bool{"rename_file": true, "copy_file": true, "create_directory": true}
 
 type changer interface {
@@ -74,6 +75,10 @@ func decodeChange[T changer](raw json.RawMessage) (func(string, []byte) ([]byte,
 	}
 	return in.change, nil
 }
+
+// moveFingerprint is what a copy or a rename expects: its source's fingerprint and that
+// of what newPath holds, which an overwrite would otherwise replace unseen.
+func moveFingerprint(from, to string) string { return from + " newPath=" + to }
 
 // fingerprint is content's fingerprint (nil: the file does not exist).
 func fingerprint(content *[]byte) string {
@@ -275,7 +280,7 @@ func (s *Server) previewMove(ctx context.Context, c Call, op string, args json.R
 	}
 	head := fmt.Sprintf("%s from %s\n%s to %s\n", verb, from.shown, verb, to.shown)
 	diff := bounded(head + udiff.Unified("a/"+to.shown, "b/"+to.shown, string(wasBytes), string(content)))
-	return &FilePreview{Path: from.shown, Fingerprint: fingerprint(&content), Diff: diff}, key, &content, true
+	return &FilePreview{Path: from.shown, Fingerprint: moveFingerprint(fingerprint(&content), fingerprint(was)), Diff: diff}, key, &content, true
 }
 
 // Fingerprint is the fingerprint of the file a previewable call changes, as it is now
@@ -295,7 +300,22 @@ func (s *Server) Fingerprint(_ context.Context, conversation string, pc PreviewC
 	if !ok {
 		return "unreadable", nil
 	}
-	return fingerprint(content), nil
+	if !moves[op] {
+		return fingerprint(content), nil
+	}
+	var in twoPathIn
+	if json.Unmarshal(pc.Arguments, &in) != nil {
+		return "", nil
+	}
+	to, err := s.resolve(c, "newPath", in.NewPath)
+	if err != nil || to.area == "" || to.rel == "." {
+		return "", nil // not previewed: the step says what is wrong when it runs
+	}
+	dst, ok := s.current(to)
+	if !ok {
+		return "unreadable", nil
+	}
+	return moveFingerprint(fingerprint(content), fingerprint(dst)), nil
 }
 
 func overwriting(args json.RawMessage) bool {

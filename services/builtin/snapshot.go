@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -133,33 +134,97 @@ func (sn *snapshot) discard() {
 
 func (sn *snapshot) close() { _ = sn.store.Close() }
 
-// restore puts back what snapshot id kept, newest change first; only the conversation
-// that took it may restore it. w keeps, first, what each path holds now, so the restore
-// is undone as any write is. A path that cannot be restored does not stop the others:
-// a directory the write created that holds files made since is left (with a note), and
-// the other failures are returned together after every path was tried.
-func (s *Server) restore(w *write, id string) (restored, notes []string, err error) {
-	c := w.c
+// manifest reads snapshot id's manifest from store, refusing one that another
+// conversation than c's took.
+func manifest(store *os.Root, c Call, id string) (snapManifest, error) {
+	var m snapManifest
 	if !safeName.MatchString(id) {
-		return nil, nil, fmt.Errorf("snapshotId: %q is not a snapshot id", id)
+		return m, fmt.Errorf("snapshotId: %q is not a snapshot id", id)
 	}
+	b, err := store.ReadFile(filepath.Join(id, "manifest.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, fmt.Errorf("snapshotId: no snapshot %s", id)
+	} else if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	if m.Conversation != c.ConversationID {
+		return m, fmt.Errorf("snapshotId: snapshot %s belongs to another conversation", id)
+	}
+	return m, nil
+}
+
+// restoreTargets are the paths a restore of m must be allowed to write, one for each
+// area other than c's workspace: the first of it restored (the file the write
+// changed; its new parent directories go with it).
+func (s *Server) restoreTargets(c Call, m snapManifest) []target {
+	ws := filepath.Base(c.Workspace)
+	seen := map[string]bool{}
+	var ts []target
+	for i := len(m.Entries) - 1; i >= 0; i-- {
+		e := m.Entries[i]
+		if e.Area == ws || seen[e.Area] {
+			continue
+		}
+		seen[e.Area] = true
+		abs := filepath.Join(s.opts.Root, e.Area, e.Path)
+		ts = append(ts, target{area: e.Area, rel: e.Path, abs: abs, shown: abs})
+	}
+	return ts
+}
+
+// restoreTargetsOf is restoreTargets of snapshot id as c would restore it; nil when
+// it cannot be read. It looks without making the snapshot store.
+func (s *Server) restoreTargetsOf(c Call, id string) []target {
+	rr, err := os.OpenRoot(s.opts.Root)
+	if err != nil {
+		return nil
+	}
+	defer rr.Close()
+	store, err := rr.OpenRoot(snapshotDir)
+	if err != nil {
+		return nil
+	}
+	defer store.Close()
+	m, err := manifest(store, c, id)
+	if err != nil {
+		return nil
+	}
+	return s.restoreTargets(c, m)
+}
+
+// restore puts back what snapshot id kept, newest change first; only the conversation
+// that took it may restore it, and outside its workspace only as the path guard lets it
+// write now (a grant for restore_snapshot; never another person's workspace): what
+// allowed the write once does not allow its undoing for as long as the snapshot lasts.
+// w keeps, first, what each path holds now, so the restore is undone as any write is.
+// A path that cannot be restored does not stop the others: a directory the write
+// created that holds files made since is left (with a note), and the other failures
+// are returned together after every path was tried.
+func (s *Server) restore(ctx context.Context, w *write, id string) (restored, notes []string, err error) {
+	c := w.c
 	store, err := s.openStore()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer store.Close()
-	b, err := store.ReadFile(filepath.Join(id, "manifest.json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("snapshotId: no snapshot %s", id)
-	} else if err != nil {
+	m, err := manifest(store, c, id)
+	if err != nil {
 		return nil, nil, err
 	}
-	var m snapManifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, fmt.Errorf("snapshot %s: %w", id, err)
-	}
-	if m.Conversation != c.ConversationID {
-		return nil, nil, fmt.Errorf("snapshotId: snapshot %s belongs to another conversation", id)
+	// Every area is looked at before a grant is used: a one-time grant is not used up
+	// for a restore that another area stops.
+	ts := s.restoreTargets(c, m)
+	peek := c
+	peek.peek = true
+	for _, cc := range []Call{peek, c} {
+		for _, t := range ts {
+			if err := s.mayWrite(ctx, cc, w.op, t); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	var failed []error
 	for i := len(m.Entries) - 1; i >= 0; i-- {
@@ -207,11 +272,14 @@ func (s *Server) restoreEntry(w *write, store *os.Root, id string, e snapEntry) 
 	} else if err != nil {
 		return false, fmt.Errorf("keep what it holds now: %w", err)
 	}
-	return unkept, s.putBack(store, id, e, ar, fi, exists)
+	return unkept, s.putBack(w, store, id, e, ar, fi, exists)
 }
 
-// putBack writes entry e of snapshot id back into ar (fi: what is at its path now).
-func (s *Server) putBack(store *os.Root, id string, e snapEntry, ar *os.Root, fi fs.FileInfo, exists bool) error {
+// putBack writes entry e of snapshot id back into ar (fi: what is at its path now). A
+// file is put back whole or not at all (writeFile's rename), never opened in place; a
+// step that changes something before a later one fails marks w changed, so that the
+// snapshot of what was there is kept.
+func (s *Server) putBack(w *write, store *os.Root, id string, e snapEntry, ar *os.Root, fi fs.FileInfo, exists bool) error {
 	switch {
 	case !e.Existed:
 		if !exists {
@@ -233,12 +301,25 @@ func (s *Server) putBack(store *os.Root, id string, e snapEntry, ar *os.Root, fi
 		}
 		return ar.MkdirAll(e.Path, e.Mode|0o700)
 	}
-	if exists && (fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 || e.Link != "") {
+	var b []byte
+	if e.Link == "" {
+		var err error
+		if b, err = store.ReadFile(filepath.Join(id, e.Blob)); err != nil {
+			return err
+		}
+	}
+	// A file's rename replaces a file or a symlink there; a directory goes first, and
+	// anything before a symlink is made.
+	if exists && (fi.IsDir() || e.Link != "") {
+		w.changed = true
 		if err := ar.Remove(e.Path); err != nil {
 			return err
 		}
 	}
 	if dir := filepath.Dir(e.Path); dir != "." {
+		if _, err := ar.Lstat(dir); err != nil {
+			w.changed = true
+		}
 		if err := ar.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -246,14 +327,7 @@ func (s *Server) putBack(store *os.Root, id string, e snapEntry, ar *os.Root, fi
 	if e.Link != "" {
 		return ar.Symlink(e.Link, e.Path)
 	}
-	b, err := store.ReadFile(filepath.Join(id, e.Blob))
-	if err != nil {
-		return err
-	}
-	if err := ar.WriteFile(e.Path, b, e.Mode); err != nil {
-		return err
-	}
-	return ar.Chmod(e.Path, e.Mode)
+	return replaceFile(ar, e.Path, b, e.Mode, true)
 }
 
 // SnapshotRetention is how long a write's snapshot is kept: a failed execution's
