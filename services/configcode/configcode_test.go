@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/toolwarden/toolwarden/app/apptest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -578,34 +580,12 @@ func TestApplyKeepsConcurrentToolEdit(t *testing.T) {
 		t.Fatalf("plan:\n%s", p)
 	}
 	// The page's edit, not committed yet: it holds the tool's row.
-	tx, err := a.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) // after a failure before the commit below
 	high := "high"
-	if _, err := a.Tools.UpdateTx(ctx, tx, admin, a.ToolID(t, "ev__fail"), tools.Patch{Risk: &high}, "tool.update"); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := a.ConfigCode.Apply(ctx, admin, p)
-		done <- err
-	}()
-	// Commit once the import waits for the row (before the fix it read the tool without
-	// waiting, and waited only to update it).
-	deadline := time.Now().Add(20 * time.Second)
-	for a.Count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
-		AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%'`) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the import never waited for the edited tool's row")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; !errors.Is(err, configcode.ErrChangedSincePlan) {
+	err := applyDuringEdit(t, a, p, func(tx pgx.Tx) error {
+		_, err := a.Tools.UpdateTx(ctx, tx, admin, a.ToolID(t, "ev__fail"), tools.Patch{Risk: &high}, "tool.update")
+		return err
+	})
+	if !errors.Is(err, configcode.ErrChangedSincePlan) {
 		t.Fatalf("apply: %v, want ErrChangedSincePlan", err)
 	}
 	if n := a.Count(t, `SELECT count(*) FROM mcp_tools WHERE name = 'fail' AND risk_override = 'high'`); n != 1 {
@@ -623,13 +603,28 @@ func TestApplyKeepsConcurrentPermissionEdit(t *testing.T) {
 	ctx := context.Background()
 	a.CreateUser(t, "perm-user", auth.RoleToolUser, "perm-user-password-1")
 	p := plan(t, a, "config.yaml", "version: 1\nservers: []\ntools:\n  - tool: ev__fail\n    state: disabled\n    timeout_ms: 4000\n")
+	no := false
+	err := applyDuringEdit(t, a, p, func(tx pgx.Tx) error {
+		_, err := a.Tools.SetPermissionTx(ctx, tx, admin, a.ToolID(t, "ev__fail"), "perm-user", &no)
+		return err
+	})
+	if !errors.Is(err, configcode.ErrChangedSincePlan) {
+		t.Fatalf("apply: %v, want ErrChangedSincePlan", err)
+	}
+}
+
+// applyDuringEdit makes an edit in a transaction of its own, applies plan p while the
+// edit is not committed, commits the edit once the import waits for the tool's row
+// (before the row locks, the import read without waiting), and returns Apply's error.
+func applyDuringEdit(t *testing.T, a *apptest.App, p *configcode.Plan, edit func(pgx.Tx) error) error {
+	t.Helper()
+	ctx := context.Background()
 	tx, err := a.Pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx) // after a failure before the commit below
-	no := false
-	if _, err := a.Tools.SetPermissionTx(ctx, tx, admin, a.ToolID(t, "ev__fail"), "perm-user", &no); err != nil {
+	if err := edit(tx); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -641,16 +636,14 @@ func TestApplyKeepsConcurrentPermissionEdit(t *testing.T) {
 	for a.Count(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
 		AND wait_event_type = 'Lock' AND query LIKE '%FOR NO KEY UPDATE%'`) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatal("the import never waited for the tool whose access rule was being edited")
+			t.Fatal("the import never waited for the edited tool's row")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, configcode.ErrChangedSincePlan) {
-		t.Fatalf("apply: %v, want ErrChangedSincePlan", err)
-	}
+	return <-done
 }
 
 // Nulls and numbers survive export and import as stored: a null parameter value or
