@@ -51,6 +51,45 @@ type conn struct {
 	debounceTrig string
 	// debounceFirst: when the pending discovery was first asked for.
 	debounceFirst time.Time
+	// churn counts the discoveries in a row, each soon after the one before, that a
+	// list_changed asked for and that changed tools; churnEnd is when the last ended.
+	churn     int
+	churnEnd  time.Time
+	churnHeld bool // the pending discovery waits out churnWait: a request joining it does not bring it forward
+}
+
+// A server that changes its tools and says so without pause would have them discovered
+// back to back, each run writing schema versions, history and an audit entry: after
+// Options.ChurnRuns such runs in a row, the next waits Options.ChurnWait, doubling up to
+// churnMax, until a run finds nothing changed or the server pauses for churnGap.
+const (
+	churnMax = 5 * time.Minute
+	churnGap = 30 * time.Second
+)
+
+// churnWait is how long a discovery a list_changed asks for waits on top of the
+// debounce delay (debounceMu held).
+func (c *conn) churnWait() time.Duration {
+	if c.churn < c.m.opts.ChurnRuns {
+		return 0
+	}
+	wait := c.m.opts.ChurnWait << min(c.churn-c.m.opts.ChurnRuns, 6)
+	return max(min(wait, churnMax)-time.Since(c.churnEnd), 0)
+}
+
+// churned records a discovery a list_changed asked for: whether it changed anything.
+func (c *conn) churned(changed bool) {
+	c.debounceMu.Lock()
+	defer c.debounceMu.Unlock()
+	switch {
+	case !changed:
+		c.churn = 0
+	case c.churn > 0 && time.Since(c.churnEnd) > churnGap+c.churnWait():
+		c.churn = 1
+	default:
+		c.churn++
+	}
+	c.churnEnd = time.Now()
 }
 
 // maxDebounce is how many debounce delays requests may put a discovery off by.
@@ -412,13 +451,22 @@ func (c *conn) requestDiscovery(trigger string) {
 		}
 		// Joined, but not put off for good: a server that announces changes faster
 		// than the delay would otherwise never be discovered.
-		if time.Since(c.debounceFirst) < maxDebounce*c.m.opts.Debounce {
+		if time.Since(c.debounceFirst) < maxDebounce*c.m.opts.Debounce && !c.churnHeld {
 			c.debounce.Reset(c.m.opts.Debounce)
 		}
 		return
 	}
 	c.debounceTrig, c.debounceFirst = trigger, time.Now()
-	c.debounce = time.AfterFunc(c.m.opts.Debounce, func() {
+	delay := c.m.opts.Debounce
+	c.churnHeld = false
+	if trigger == "list_changed" {
+		if w := c.churnWait(); w > 0 {
+			c.churnHeld = true
+			delay += w
+			c.m.log.Warn("mcpclient: the server keeps changing its tools; discovery waits", "server", c.cfg.Name, "wait", w, "runs_in_a_row", c.churn)
+		}
+	}
+	c.debounce = time.AfterFunc(delay, func() {
 		// What a server sends must not end the process: a timer's goroutine has no
 		// other recover.
 		defer func() {
@@ -442,8 +490,12 @@ func (c *conn) requestDiscovery(trigger string) {
 			return
 		}
 		defer c.discoveryDone()
-		if _, err := c.discoverLocked(ctx, trig, audit.System); err != nil && ctx.Err() == nil {
+		res, err := c.discoverLocked(ctx, trig, audit.System)
+		if err != nil && ctx.Err() == nil {
 			c.m.log.Warn("mcpclient: discovery failed", "server", c.cfg.Name, "trigger", trig, "err", err)
+		}
+		if trig == "list_changed" && err == nil {
+			c.churned(res.Added+res.Updated+res.Removed > 0)
 		}
 	})
 }

@@ -732,3 +732,38 @@ func TestManualDiscoveryGivesUpWaiting(t *testing.T) {
 		t.Fatal("the second discovery waited past its caller's deadline")
 	}
 }
+
+// A server that keeps changing its tools and saying so is discovered back to back only
+// ChurnRuns times; then each discovery waits (ChurnWait, doubling), so such a server
+// cannot make Toolwarden write schema versions, history and audit entries without end.
+func TestChangingServerSlowedDown(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.Debounce, opts.ChurnRuns, opts.ChurnWait = 20*time.Millisecond, 3, 3*time.Second
+	e := start(t, opts)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "churn"})
+	sv := e.create(t, registry.Spec{Name: "churn", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+			}
+			hs.Server().SetTool(mcptest.ToolSpec{Name: "churn", Description: fmt.Sprintf("version %d", i),
+				InputSchema: json.RawMessage(`{"type":"object"}`)})
+		}
+	}()
+	time.Sleep(4 * time.Second)
+	close(stop)
+	<-done
+	// Without the wait a run every 20–160 ms: dozens in 4 s. With it: the connect's,
+	// three in a row, then one after 3 s at most.
+	if n := len(e.runs(t, sv.ID)); n > 8 {
+		t.Fatalf("%d discoveries in 4 s of a server changing its tools every 30 ms, want them slowed down", n)
+	}
+}

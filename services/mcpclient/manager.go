@@ -36,6 +36,11 @@ type Options struct {
 	// Debounce coalesces list_changed notifications (and the discovery after connect):
 	// server-everything sends two right after connecting. Default 250 ms.
 	Debounce time.Duration
+	// ChurnRuns and ChurnWait slow down a server that keeps changing its tools: after
+	// ChurnRuns discoveries in a row that a list_changed asked for and that changed
+	// something, the next waits ChurnWait, doubling up to 5 minutes. Defaults 10 and 5 s.
+	ChurnRuns int
+	ChurnWait time.Duration
 	// BackoffInitial and BackoffMax bound the wait between reconnect attempts
 	// (exponential, with jitter). Defaults 500 ms and 30 s.
 	BackoffInitial, BackoffMax time.Duration
@@ -95,6 +100,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.Logger == nil {
 		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.ChurnRuns <= 0 {
+		out.ChurnRuns = 10
+	}
+	if out.ChurnWait <= 0 {
+		out.ChurnWait = 5 * time.Second
 	}
 	if out.Debounce <= 0 {
 		out.Debounce = 250 * time.Millisecond
