@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // Websocket timing and limits.
@@ -97,6 +99,40 @@ type hub struct {
 	// replays bounds the replays rendering at once: each renders up to wsMaxReplay
 	// events (queries each), and a client chooses where its replay starts.
 	replays chan struct{}
+	// failedAt holds when each event first failed to render (retryRender).
+	failMu   sync.Mutex
+	failedAt map[int64]time.Time
+}
+
+// renderRetryFor is how long after an event first failed to render a socket that
+// cannot render it is closed to try again, rather than skipping the event: the page
+// reconnects and replays from its cursor, so a database that did not answer for a
+// moment loses nobody the event; one that still fails after this is skipped.
+const renderRetryFor = 30 * time.Second
+
+// retryRender reports whether a socket that could not render event id (err) should be
+// closed to replay it: not when the event itself cannot be read (its payload), which
+// no retry changes, nor past renderRetryFor.
+func (h *hub) retryRender(id int64, err error) bool {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &se) || errors.As(err, &te) {
+		return false
+	}
+	if _, ok := fault.As(err); ok {
+		return false // a refusal or a thing gone: the same on every try
+	}
+	h.failMu.Lock()
+	defer h.failMu.Unlock()
+	first, ok := h.failedAt[id]
+	if !ok {
+		if h.failedAt == nil || len(h.failedAt) > 1000 {
+			h.failedAt = map[int64]time.Time{} // bounded
+		}
+		h.failedAt[id] = time.Now()
+		return true
+	}
+	return time.Since(first) < renderRetryFor
 }
 
 // rendered is one event's fragment: its bytes (for batches) and its framed message.
@@ -356,6 +392,11 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			return deliver(evs[0])
 		}
 		msg, err := h.batch(ctx, evs)
+		if err != nil && ctx.Err() == nil && h.retryRender(evs[0].ID, err) {
+			h.log.Warn("ws: render events; the page reconnects to replay them", "from", evs[0].ID, "to", evs[len(evs)-1].ID, "err", err)
+			h.closeWith(conn, closeTryAgainLater, "try again")
+			return false
+		}
 		if err != nil {
 			h.log.Warn("ws: render events", "from", evs[0].ID, "to", evs[len(evs)-1].ID, "err", err)
 		} else {
@@ -514,6 +555,11 @@ func aboutUser(ev events.Event, userID string) bool {
 func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) bool {
 	r, err := h.render(ctx, ev)
 	if err != nil {
+		if ctx.Err() == nil && h.retryRender(ev.ID, err) {
+			h.log.Warn("ws: render event; the page reconnects to replay it", "id", ev.ID, "kind", ev.Kind, "err", err)
+			h.closeWith(conn, closeTryAgainLater, "try again")
+			return false
+		}
 		h.log.Warn("ws: render event", "id", ev.ID, "kind", ev.Kind, "err", err)
 		return true // skip it; the cursor moves on with the next one
 	}

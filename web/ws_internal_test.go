@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -115,5 +117,29 @@ func TestHubRendersNothingForAGoneSocket(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if ran.Load() || h.renders.Load() != 0 {
 		t.Fatalf("renderings started for a gone socket (%d)", h.renders.Load())
+	}
+}
+
+// An event that fails to render for a moment (the database did not answer) closes the
+// socket to try again, so the page reconnects and replays it from its cursor, instead of
+// skipping it for good; one that still fails after renderRetryFor is skipped, and one
+// whose payload cannot be read is skipped at once.
+func TestHubRetriesAFailedRender(t *testing.T) {
+	h := newHub(&handlers.Deps{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if !h.retryRender(7, errors.New("timeout: the pool had no connection")) {
+		t.Fatal("a render that failed for a moment is not retried")
+	}
+	if !h.retryRender(7, errors.New("timeout again")) {
+		t.Fatal("a second failure within the window is not retried")
+	}
+	h.failMu.Lock()
+	h.failedAt[7] = time.Now().Add(-renderRetryFor - time.Second)
+	h.failMu.Unlock()
+	if h.retryRender(7, errors.New("still failing")) {
+		t.Fatal("an event failing past the window is retried for ever")
+	}
+	var bad map[string]any
+	if err := json.Unmarshal([]byte(`{"x":`), &bad); h.retryRender(8, fmt.Errorf("events: decode: %w", err)) {
+		t.Fatal("an event whose payload cannot be read is retried")
 	}
 }
