@@ -649,21 +649,7 @@ func TestListChangedStormStillDiscovers(t *testing.T) {
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "storm"})
 	sv := e.create(t, registry.Spec{Name: "storm", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
 	e.waitRuns(t, sv.ID, 1)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			hs.Server().SetTool(mcptest.ToolSpec{Name: "storm", Description: fmt.Sprintf("version %d", i),
-				InputSchema: json.RawMessage(`{"type":"object"}`)})
-		}
-	}()
-	defer func() { close(stop); <-done }()
+	defer changeEvery(hs, "storm", 50*time.Millisecond)()
 	testkit.WaitFor(t, 5*time.Second, func() bool { return len(e.runs(t, sv.ID)) >= 2 },
 		"no discovery while list_changed kept coming every 50 ms")
 }
@@ -744,6 +730,19 @@ func TestChangingServerSlowedDown(t *testing.T) {
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "churn"})
 	sv := e.create(t, registry.Spec{Name: "churn", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
 	e.waitRuns(t, sv.ID, 1)
+	stop := changeEvery(hs, "churn", 30*time.Millisecond)
+	time.Sleep(4 * time.Second)
+	stop()
+	// Without the wait a run every 20–160 ms: dozens in 4 s. With it: the connect's,
+	// three in a row, then one after 3 s at most.
+	if n := len(e.runs(t, sv.ID)); n > 8 {
+		t.Fatalf("%d discoveries in 4 s of a server changing its tools every 30 ms, want them slowed down", n)
+	}
+}
+
+// changeEvery changes tool name's description on hs every interval (each change sends
+// list_changed) until the returned function is called.
+func changeEvery(hs *mcptest.HTTPServer, name string, every time.Duration) func() {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -752,18 +751,11 @@ func TestChangingServerSlowedDown(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(30 * time.Millisecond):
+			case <-time.After(every):
 			}
-			hs.Server().SetTool(mcptest.ToolSpec{Name: "churn", Description: fmt.Sprintf("version %d", i),
+			hs.Server().SetTool(mcptest.ToolSpec{Name: name, Description: fmt.Sprintf("version %d", i),
 				InputSchema: json.RawMessage(`{"type":"object"}`)})
 		}
 	}()
-	time.Sleep(4 * time.Second)
-	close(stop)
-	<-done
-	// Without the wait a run every 20–160 ms: dozens in 4 s. With it: the connect's,
-	// three in a row, then one after 3 s at most.
-	if n := len(e.runs(t, sv.ID)); n > 8 {
-		t.Fatalf("%d discoveries in 4 s of a server changing its tools every 30 ms, want them slowed down", n)
-	}
+	return func() { close(stop); <-done }
 }

@@ -14,7 +14,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // LLMOptions configures an LLM planner; the zero value (or nil) means the defaults.
@@ -101,18 +102,6 @@ const systemPrompt = `You plan tool calls for the user's request. Use only the f
 // a tool does, not room for a page of instructions to the model.
 const maxDescription = 1024
 
-// clipDescription is a description cut to maxDescription bytes, at a character boundary.
-func clipDescription(s string) string {
-	if len(s) <= maxDescription {
-		return s
-	}
-	n := maxDescription
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 type chatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
@@ -176,7 +165,7 @@ func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 		Temperature: 0,
 	}
 	for i, t := range tools {
-		req.Tools[i] = chatTool{Type: "function", Function: chatFunction{Name: names.fn[i], Description: clipDescription(t.Description), Parameters: parameters(t.InputSchema)}}
+		req.Tools[i] = chatTool{Type: "function", Function: chatFunction{Name: names.fn[i], Description: textcheck.Clip(t.Description, maxDescription, "…"), Parameters: parameters(t.InputSchema)}}
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -223,7 +223,7 @@ func secretURL(v string) bool {
 		}
 	}
 	for seg := range strings.SplitSeq(u.Path, "/") {
-		if highEntropy(seg) || slices.ContainsFunc(secretValuePatterns, func(re *regexp.Regexp) bool { return re.MatchString(seg) }) {
+		if seg != "" && LooksSecretValue(seg) {
 			return true
 		}
 	}
