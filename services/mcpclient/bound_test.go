@@ -2,13 +2,17 @@ package mcpclient_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // A call bound to a connection identity runs only on a session with that identity; the
@@ -58,5 +62,49 @@ func TestCallToolBound(t *testing.T) {
 	}
 	if _, err := e.mgr.CallToolBound(ctx, sv.ID, id, "echo", args, nil); !errors.Is(err, mcpclient.ErrIdentityChanged) {
 		t.Fatalf("bound to the old identity: got %v, want ErrIdentityChanged", err)
+	}
+}
+
+// A session that outlives a key rotation answers with the identity a fresh read of its
+// server's settings gives, so a plan approved after the rotation runs on it.
+func TestCallToolBoundAfterKeyRotation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	k, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "secret.key")
+	if err := os.WriteFile(path, []byte(k.ID+":"+base64.StdEncoding.EncodeToString(k.Bytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startWith(t, nil, keys)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	sv := e.create(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true,
+		Headers: map[string]string{"X-Api-Key": "first-key-0123456789"}})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	before := e.mgr.Identity(ctx, sv.ID)
+	if _, err := secrets.AddKeyToFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := keys.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := e.reg.Connection(ctx, sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Identity == before {
+		t.Fatal("the identity did not change with the primary key; the test proves nothing")
+	}
+	if got := e.mgr.Identity(ctx, sv.ID); got != cfg.Identity {
+		t.Fatalf("session identity after rotation: got %q, want the settings' %q", got, cfg.Identity)
+	}
+	if _, err := e.mgr.CallToolBound(ctx, sv.ID, cfg.Identity, "echo", map[string]any{"message": "hi"}, nil); err != nil {
+		t.Fatalf("bound to the identity read after the rotation: %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 	if c == nil {
 		return nil, ErrNotConnected
 	}
-	if identity != "" && c.cfg.Identity != identity {
+	if identity != "" && m.reg.IdentityNow(c.cfg) != identity {
 		return nil, ErrIdentityChanged
 	}
 	cs, err := c.current()
@@ -121,7 +121,7 @@ func (m *Manager) Identity(ctx context.Context, id string) string {
 	m.mu.Lock()
 	if c := m.conns[id]; c != nil {
 		m.mu.Unlock()
-		return c.cfg.Identity
+		return m.reg.IdentityNow(c.cfg)
 	}
 	m.mu.Unlock()
 	cfg, err := m.reg.Connection(ctx, id)

@@ -41,7 +41,6 @@ func fast() *mcpclient.Options {
 
 func start(t testing.TB, opts *mcpclient.Options) *env {
 	t.Helper()
-	pool := dbtest.New(t)
 	key, err := secrets.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +49,13 @@ func start(t testing.TB, opts *mcpclient.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startWith(t, opts, keys)
+}
+
+// startWith is start with the keyring given.
+func startWith(t testing.TB, opts *mcpclient.Options, keys *secrets.Keyring) *env {
+	t.Helper()
+	pool := dbtest.New(t)
 	if opts == nil {
 		opts = fast()
 	}

@@ -45,6 +45,9 @@ type Connection struct {
 	// which secrets (not the timings): a plan's approval is bound to it, so a changed
 	// command, environment, URL or credential is noticed before the next step runs.
 	Identity string
+	// ident is what Identity is the MAC of, kept so the identity can be computed again
+	// under the current primary key after a key rotation (IdentityNow).
+	ident []byte
 }
 
 // String hides the secrets if a Connection is ever formatted by mistake.
@@ -139,12 +142,23 @@ func (s *Service) open(d draft) (Connection, error) {
 		}
 		_ = enc.Encode("|")
 	}
-	c.Identity = hex.EncodeToString(s.keys.MAC(ident.Bytes()))
+	c.ident = ident.Bytes()
+	c.Identity = s.IdentityNow(c)
 	h := sha256.New()
 	h.Write(ident.Bytes())
 	_ = json.NewEncoder(h).Encode([]any{c.Timeout, c.Retries, c.HealthInterval})
 	c.Fingerprint = hex.EncodeToString(h.Sum(nil))
 	return c, nil
+}
+
+// IdentityNow is c's Identity under the primary key the keyring holds now: a session
+// that outlives a key rotation must answer with the identity a fresh read of its
+// settings gives, or every plan approved after the rotation is refused as changed.
+func (s *Service) IdentityNow(c Connection) string {
+	if c.ident == nil {
+		return c.Identity
+	}
+	return hex.EncodeToString(s.keys.MAC(c.ident))
 }
 
 func (s *Service) openMap(id, field string, m map[string]secretValue) (map[string]string, error) {
