@@ -26,6 +26,7 @@ const (
 	MaxContent = 100_000 // characters of a note
 	MaxTags    = 20
 	MaxResults = 50
+	MaxTodos   = 500 // items of one conversation's todo list
 )
 
 // Service keeps the notes and todos.
@@ -253,6 +254,17 @@ func checkStatus(status string) (string, error) {
 	return status, nil
 }
 
+// lockList serializes the changes of one conversation's todo list, first in their
+// transaction (before any row or the journal lock): AddTodo's count then holds until it
+// commits, and no two changes lock the list's rows in different orders.
+func lockList(ctx context.Context, tx pgx.Tx, o Owner) error {
+	if _, err := tx.Exec(ctx, `/* memory.lockList */ SELECT pg_advisory_xact_lock(hashtextextended('todos:' || $1 || ':' || $2, 0))`,
+		o.UserID, o.ConversationID); err != nil {
+		return fmt.Errorf("memory: lock the todo list: %w", err)
+	}
+	return nil
+}
+
 func addTodo(ctx context.Context, tx pgx.Tx, o Owner, title, status string) (Todo, error) {
 	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.AddTodo */ INSERT INTO todos (user_id, conversation_id, title, status, done_at, created_at)
 		VALUES ($1, $2, $3, $4, CASE WHEN $4 = 'completed' THEN now() END, clock_timestamp()) RETURNING `+todoColumns, o.UserID, o.ConversationID, title, status))
@@ -273,6 +285,19 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 	}
 	var t Todo
 	err = s.change(ctx, o, "todo.add", "todo", func(tx pgx.Tx) (string, map[string]any, error) {
+		if err := lockList(ctx, tx, o); err != nil {
+			return "", nil, err
+		}
+		// Todos lists MaxTodos items: one more would be stored but never shown.
+		var n int
+		if err := tx.QueryRow(ctx, `/* memory.AddTodo.count */ SELECT count(*) FROM todos WHERE user_id = $1 AND conversation_id = $2`,
+			o.UserID, o.ConversationID).Scan(&n); err != nil {
+			return "", nil, fmt.Errorf("memory: count the todos: %w", err)
+		}
+		if n >= MaxTodos {
+			return "", nil, fault.Invalid("todo_list_full", fmt.Sprintf(
+				"todos: the list is full (%d items, completed ones included); write the list again without the items no longer needed, then add", MaxTodos), nil)
+		}
 		var err error
 		t, err = addTodo(ctx, tx, o, title, TodoNotStarted)
 		return t.ID, map[string]any{"title": t.Title}, err
@@ -312,6 +337,9 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 	if len(changes) == 0 {
 		return nil, fault.Invalid("invalid_todos", "todos: name at least one (id, and title or status)", nil)
 	}
+	if len(changes) > MaxTodos {
+		return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos: at most %d", MaxTodos), nil)
+	}
 	for i, c := range changes {
 		if c.ID == "" {
 			return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos[%d].id: which todo", i), nil)
@@ -327,8 +355,16 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 			}
 		}
 	}
-	out := make([]Todo, 0, len(changes))
+	var out []Todo
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		if err := lockList(ctx, tx, o); err != nil {
+			return err
+		}
+		// Every row is updated before the journal lock is taken, by one batch at the end:
+		// appending per row would hold the cluster-wide journal lock while waiting for the
+		// next row, deadlocking with whoever holds that row and appends next.
+		out = make([]Todo, 0, len(changes))
+		entries := make([]audit.Entry, 0, len(changes))
 		for _, c := range changes {
 			t, err := updateTodo(ctx, tx, o, c)
 			if err != nil {
@@ -338,16 +374,18 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 			if t.Status == TodoCompleted && c.Status == TodoCompleted {
 				action = "todo.complete"
 			}
-			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
+			entries = append(entries, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
 				Action: action, TargetType: "todo", TargetID: t.ID, TargetName: t.Title,
-				Payload: map[string]any{"conversation_id": o.ConversationID, "status": t.Status}}); err != nil {
-				return err
-			}
+				Payload: map[string]any{"conversation_id": o.ConversationID, "status": t.Status}})
 			out = append(out, t)
 		}
-		return nil
+		_, err := audit.AppendBatch(ctx, tx, entries)
+		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // WriteTodos replaces the conversation's todo list (seed 000's manage_todos write).
@@ -355,8 +393,8 @@ func (s *Service) WriteTodos(ctx context.Context, o Owner, items []TodoChange) (
 	if err := owned(o); err != nil {
 		return nil, err
 	}
-	if len(items) > 500 {
-		return nil, fault.Invalid("invalid_todos", "todos: at most 500", nil)
+	if len(items) > MaxTodos {
+		return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos: at most %d", MaxTodos), nil)
 	}
 	for i := range items {
 		var err error
@@ -369,6 +407,9 @@ func (s *Service) WriteTodos(ctx context.Context, o Owner, items []TodoChange) (
 	}
 	out := make([]Todo, 0, len(items))
 	err := s.change(ctx, o, "todo.write", "todo_list", func(tx pgx.Tx) (string, map[string]any, error) {
+		if err := lockList(ctx, tx, o); err != nil {
+			return "", nil, err
+		}
 		if _, err := tx.Exec(ctx, `/* memory.WriteTodos */ DELETE FROM todos WHERE user_id = $1 AND conversation_id = $2`,
 			o.UserID, o.ConversationID); err != nil {
 			return "", nil, fmt.Errorf("memory: write the todo list: %w", err)
@@ -391,7 +432,7 @@ func (s *Service) Todos(ctx context.Context, o Owner) ([]Todo, error) {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `/* memory.Todos */ SELECT `+todoColumns+` FROM todos
-		WHERE user_id = $1 AND conversation_id = $2 ORDER BY created_at, id LIMIT 500`, o.UserID, o.ConversationID)
+		WHERE user_id = $1 AND conversation_id = $2 ORDER BY created_at, id LIMIT $3`, o.UserID, o.ConversationID, MaxTodos)
 	if err != nil {
 		return nil, fmt.Errorf("memory: todos: %w", err)
 	}

@@ -2,10 +2,14 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/memory"
@@ -103,5 +107,117 @@ func TestTodos(t *testing.T) {
 	list, err := s.Todos(ctx, o)
 	if err != nil || len(list) != 2 || list[0].Title != "write the tests" || !list[0].Done || list[1].Done {
 		t.Fatalf("todos: %+v %v", list, err)
+	}
+}
+
+// A bulk update waiting for a todo another transaction holds must not hold the journal
+// lock while it waits: that transaction (a todo_complete of the same item) appends its
+// audit entry next, and the two would deadlock (40P01). Both must succeed.
+func TestUpdateTodosWaitsWithoutJournalLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.New(t)
+	s := memory.New(pool, nil)
+	o := memory.Owner{UserID: aliceID, ConversationID: "conv-1"}
+	a, err := s.AddTodo(ctx, o, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.AddTodo(ctx, o, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	raw, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = raw.Rollback(context.WithoutCancel(ctx)) }()
+	var rawPID int
+	if err := raw.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&rawPID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(ctx, `UPDATE todos SET status = 'in-progress' WHERE id = $1`, b.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		todos []memory.Todo
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ts, err := s.UpdateTodos(ctx, o, []memory.TodoChange{{ID: a.ID, Status: memory.TodoCompleted}, {ID: b.ID, Status: memory.TodoCompleted}})
+		done <- result{ts, err}
+	}()
+	// Wait until the update is blocked on the raw transaction's row lock.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var waiting int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, rawPID).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("the update finished without waiting for the held todo: %+v %v", r.todos, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the update never waited for the held todo")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	if _, err := audit.Append(ctx, raw, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: aliceID},
+		Action: "todo.update", TargetType: "todo", TargetID: b.ID}); err != nil {
+		t.Fatalf("the holder's audit entry: %v", err)
+	}
+	if err := raw.Commit(ctx); err != nil {
+		t.Fatalf("the holder's commit: %v", err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("the bulk update: %v", r.err)
+	}
+	if len(r.todos) != 2 || r.todos[0].ID != a.ID || r.todos[1].ID != b.ID || !r.todos[0].Done || !r.todos[1].Done {
+		t.Fatalf("updated: %+v", r.todos)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = 'todo.complete' AND target_id = ANY($1)`,
+		[]string{a.ID, b.ID}).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("todo.complete entries: %d %v, want 2", n, err)
+	}
+}
+
+// A todo list holds at most 500 items: the 501st add is refused (it would be stored but
+// never listed), saying the list is full.
+func TestAddTodoToFullList(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := memory.New(dbtest.New(t), nil)
+	o := memory.Owner{UserID: aliceID, ConversationID: "conv-1"}
+	items := make([]memory.TodoChange, memory.MaxTodos)
+	for i := range items {
+		items[i] = memory.TodoChange{Title: fmt.Sprintf("item %d", i)}
+	}
+	if _, err := s.WriteTodos(ctx, o, items); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.AddTodo(ctx, o, "one too many")
+	if !fault.Is(err, fault.KindInvalid) || !strings.Contains(err.Error(), "full") {
+		t.Fatalf("adding to a full list: %v", err)
+	}
+	if list, err := s.Todos(ctx, o); err != nil || len(list) != memory.MaxTodos {
+		t.Fatalf("todos: %d %v", len(list), err)
+	}
+	// Another conversation's list is its own.
+	if _, err := s.AddTodo(ctx, memory.Owner{UserID: aliceID, ConversationID: "conv-2"}, "elsewhere"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteTodos(ctx, o, append(items, memory.TodoChange{Title: "over"})); !fault.Is(err, fault.KindInvalid) {
+		t.Fatalf("writing 501: %v", err)
 	}
 }
