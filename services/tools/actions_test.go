@@ -736,3 +736,89 @@ func TestBulkTagWithConcurrentChanges(t *testing.T) {
 		t.Errorf("last tool at version %d, want every change recorded", n)
 	}
 }
+
+// TestCategoryAutoEnableOnAssign: discovery stores new tools without a category, so an
+// auto-enable category acts when a person puts a validated tool in it that was never
+// enabled: enabled by the system, in the same change, with history and audit naming the
+// category. A tool a person disabled before, an invalid one, or one put in a category
+// without auto-enable stays as it is.
+func TestCategoryAutoEnableOnAssign(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	reg := registry.New(f.pool, f.keys, nil)
+	sv, err := reg.CreateServer(f.ctx, audit.System, registry.Spec{Name: "cats", Type: registry.TypeStdio, Command: "npx", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := func(name, description string) registry.ToolDef {
+		schema := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"The file to read."}},"required":["path"]}`)
+		d := registry.ToolDef{Name: name, Description: description, InputSchema: schema}
+		d.Raw, _ = json.Marshal(map[string]any{"name": name, "description": description, "inputSchema": schema})
+		return d
+	}
+	discover := func(defs ...registry.ToolDef) {
+		t.Helper()
+		if _, err := reg.ApplyDiscovery(f.ctx, sv.ID, registry.Discovery{Trigger: "manual", Actor: audit.System,
+			StartedAt: time.Now(), Pages: 1, Tools: defs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readDef, toggledDef := def("read_file", "Reads a file from the workspace and returns its text."),
+		def("toggled", "Reads a file from the workspace and returns its first line.")
+	discover(readDef, toggledDef, registry.ToolDef{Name: "nodesc", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	byName := map[string]string{}
+	for _, it := range f.listAll(tools.Query{Server: "cats"}) {
+		byName[it.Name] = it.ID
+	}
+	rf, toggled, nd := byName["read_file"], byName["toggled"], byName["nodesc"]
+	// A person enables and disables toggled; its definition changes: validated again,
+	// and left for a person to decide.
+	f.setEnabled([]string{toggled}, true, "", false)
+	f.setEnabled([]string{toggled}, false, "noisy", false)
+	discover(readDef, def("toggled", "Reads a file from the workspace and returns its first line, trimmed."),
+		registry.ToolDef{Name: "nodesc", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	for id, want := range map[string]string{rf: "validated", toggled: "validated", nd: "invalid"} {
+		if got := f.status(id); got != want {
+			t.Fatalf("tool %s after discovery: %s, want %s", id, got, want)
+		}
+	}
+	if _, err := f.svc.SaveCategory(f.ctx, alice, "", tools.CategoryInput{Name: "plain"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.SaveCategory(f.ctx, alice, "", tools.CategoryInput{Name: "reading", AutoEnable: true}); err != nil {
+		t.Fatal(err)
+	}
+
+	if it := f.update(rf, tools.Patch{Category: ptr("plain")}); it.Status != "validated" {
+		t.Errorf("read_file put in a category without auto-enable: %s, want validated", it.Status)
+	}
+	it := f.update(rf, tools.Patch{Category: ptr("reading")})
+	if it.Status != "enabled" || f.status(rf) != "enabled" {
+		t.Fatalf("read_file put in the auto-enable category: %s, want enabled", it.Status)
+	}
+	if h := f.history(rf); !slices.Equal(h, []string{"→discovered", "discovered→validating", "validating→validated", "validated→enabled"}) {
+		t.Errorf("history of read_file: %v", h)
+	}
+	if by := f.str(`SELECT actor || ': ' || reason FROM tool_state_history WHERE tool_id = $1 ORDER BY id DESC LIMIT 1`, rf); !strings.Contains(by, "system: enabled by the auto-enable policy of category reading") {
+		t.Errorf("the enable's history row: %q", by)
+	}
+	p := f.auditPayloads("tool.enable", rf)
+	if len(p) != 1 || p[0]["policy"] != "category" || p[0]["category"] != "reading" {
+		t.Errorf("tool.enable audit rows of read_file: %v, want one naming the category's policy", p)
+	}
+	if actor := f.str(`SELECT actor_kind || '/' || actor_name FROM audit_log WHERE action = 'tool.enable' AND target_id = $1`, rf); actor != "system/system" {
+		t.Errorf("read_file enabled by %s, want the system", actor)
+	}
+	if n := len(f.auditPayloads("tool.configure", rf)); n != 2 {
+		t.Errorf("%d tool.configure audit rows of read_file, want 2 (the two category changes)", n)
+	}
+
+	for id, want := range map[string]string{toggled: "validated", nd: "invalid"} {
+		if it := f.update(id, tools.Patch{Category: ptr("reading")}); it.Status != want {
+			t.Errorf("tool %s put in the auto-enable category: %s, want %s", id, it.Status, want)
+		}
+		if p := f.auditPayloads("tool.enable", id); id == nd && len(p) != 0 || id == toggled && len(p) != 1 {
+			t.Errorf("tool %s: tool.enable audit rows %v (the person's only)", id, p)
+		}
+	}
+}

@@ -102,9 +102,13 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 				VALUES ($1, $2, $3, $4) RETURNING id::text, name, description, auto_enable, created_at, 0 AS tools`,
 				uuid.NewString(), in.Name, in.Description, in.AutoEnable)
 		} else {
-			if uuid.Validate(id) != nil {
+			// Other spellings of a UUID (urn:uuid:…, {…}) are unknown ids, as for tools:
+			// PostgreSQL takes some of them and refuses others.
+			n, ok := normalID(id)
+			if !ok {
 				return ErrNotFound
 			}
+			id = n
 			rows, err = tx.Query(ctx, `/* tools.SaveCategory.update */ UPDATE tool_categories SET name = $2, description = $3,
 				auto_enable = $4, updated_at = now() WHERE id = $1
 				RETURNING id::text, name, description, auto_enable, created_at,
@@ -138,7 +142,8 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 
 // DeleteCategory removes a category; its tools keep working, without a category.
 func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id string) error {
-	if uuid.Validate(id) != nil {
+	id, ok := normalID(id)
+	if !ok {
 		return ErrNotFound
 	}
 	// Retried: its tools' rows are set free of it in no order a tool's update shares.
@@ -149,7 +154,8 @@ func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id stri
 
 // DeleteCategoryTx is DeleteCategory in the caller's transaction.
 func (s *Service) DeleteCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string) error {
-	if uuid.Validate(id) != nil {
+	id, ok := normalID(id)
+	if !ok {
 		return ErrNotFound
 	}
 	return deleteCategoryTx(ctx, tx, actor, id)

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
@@ -96,5 +99,28 @@ func TestIDForms(t *testing.T) {
 	out, err := f.svc.SetEnabled(f.ctx, alice, []string{strings.ToUpper(id), id}, true, "", false)
 	if err != nil || len(out) != 1 || out[0].ID != id || out[0].To != "enabled" {
 		t.Errorf("the same tool twice, in two cases: %+v %v", out, err)
+	}
+	// Categories the same way: other spellings of an id are unknown ones, not a failure.
+	cat, err := f.svc.SaveCategory(f.ctx, alice, "", tools.CategoryInput{Name: "ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"urn:uuid:" + cat.ID, "{" + cat.ID + "}", strings.ReplaceAll(cat.ID, "-", "")} {
+		if _, err := f.svc.SaveCategory(f.ctx, alice, bad, tools.CategoryInput{Name: "ids"}); !errors.Is(err, tools.ErrNotFound) {
+			t.Errorf("SaveCategory(%q): %v", bad, err)
+		}
+		if err := f.svc.DeleteCategory(f.ctx, alice, bad); !errors.Is(err, tools.ErrNotFound) {
+			t.Errorf("DeleteCategory(%q): %v", bad, err)
+		}
+		err := db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error { return f.svc.DeleteCategoryTx(f.ctx, tx, alice, bad) })
+		if !errors.Is(err, tools.ErrNotFound) {
+			t.Errorf("DeleteCategoryTx(%q): %v", bad, err)
+		}
+	}
+	if _, err := f.svc.SaveCategory(f.ctx, alice, strings.ToUpper(cat.ID), tools.CategoryInput{Name: "ids", Description: "upper"}); err != nil {
+		t.Errorf("SaveCategory with an upper-case id: %v", err)
+	}
+	if err := f.svc.DeleteCategory(f.ctx, alice, strings.ToUpper(cat.ID)); err != nil {
+		t.Errorf("DeleteCategory with an upper-case id: %v", err)
 	}
 }

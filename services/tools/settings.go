@@ -296,21 +296,48 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		VALUES ($1, $2, $3, $4, $5)`, id, version, snap, actor.Name, strings.TrimSpace(p.Reason)); err != nil {
 		return Item{}, fmt.Errorf("tools: version: %w", err)
 	}
+	status := t.Status
 	if slices.Contains(changed, "params") && len(cfg.Params) > 0 && t.Status == toolstate.Validated {
 		if err := ApplyMoves(ctx, tx, []toolstate.Move{{ToolID: id, From: t.Status, To: toolstate.Configured,
 			Actor: actor.Name, Reason: "configuration saved"}}); err != nil {
 			return Item{}, err
 		}
+		status = toolstate.Configured
 	}
 	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "tool", TargetID: id,
 		TargetName: t.QualifiedName(), Payload: map[string]any{"version": version, "changed": changed,
 			"before": before.masked(), "after": after.masked(), "reason": strings.TrimSpace(p.Reason)}}); err != nil {
 		return Item{}, err
 	}
+	if slices.Contains(changed, "category") && categoryID != nil && status == toolstate.Validated {
+		if err := enableByCategory(ctx, tx, t, *categoryID); err != nil {
+			return Item{}, err
+		}
+	}
 	if _, err := events.ToolChanged.Publish(ctx, tx, Topic, events.ToolVersion{ID: id, Version: version}); err != nil {
 		return Item{}, err
 	}
 	return getItem(ctx, tx, id, false)
+}
+
+// enableByCategory enables a validated tool just put in category categoryID when the
+// category has auto-enable on and the tool was never enabled: discovery stores new tools
+// without a category, so this is where a category's policy meets its new tools. One a
+// person enabled or disabled before (or enabled with an override) waits for a person.
+func enableByCategory(ctx context.Context, tx pgx.Tx, t Item, categoryID string) error {
+	var name string
+	err := tx.QueryRow(ctx, `/* tools.update.auto_enable */
+		SELECT c.name FROM mcp_tools t JOIN tool_categories c ON c.id = t.category_id
+		WHERE t.id = $1 AND c.id = $2 AND c.auto_enable AND t.status = 'validated' AND t.enable_override IS NULL
+			AND NOT EXISTS (SELECT 1 FROM tool_state_history h WHERE h.tool_id = t.id AND h.to_status IN ('enabled', 'disabled'))`,
+		t.ID, categoryID).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tools: category auto-enable: %w", err)
+	}
+	return enableByPolicy(ctx, tx, []policy{{toolID: t.ID, tool: t.QualifiedName(), kind: "category", name: name}})
 }
 
 // changedFields names the settings that differ between two snapshots.

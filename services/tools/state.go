@@ -14,6 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
+
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -359,9 +362,10 @@ func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validat
 	// A person's preference matches when each of its words starts a word of the tool's
 	// name, title, description or category; it acts while its owner may enable tools.
 	rows, err := tx.Query(ctx, `/* tools.autoEnable */
-		SELECT t.id::text, CASE WHEN s.auto_enable THEN 'server ' || s.name
-			WHEN coalesce(c.auto_enable, false) THEN 'category ' || c.name
-			ELSE 'the preference of ' || p.username || ' ("' || p.sentence || '")' END
+		SELECT t.id::text, s.name, t.name,
+			CASE WHEN s.auto_enable THEN 'server' WHEN coalesce(c.auto_enable, false) THEN 'category' ELSE 'preference' END,
+			CASE WHEN s.auto_enable THEN s.name WHEN coalesce(c.auto_enable, false) THEN c.name ELSE p.username END,
+			coalesce(p.sentence, '')
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
 		LEFT JOIN tool_categories c ON c.id = t.category_id
 		LEFT JOIN LATERAL (
@@ -376,26 +380,22 @@ func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validat
 	if err != nil {
 		return fmt.Errorf("toolstate: auto-enable policy: %w", err)
 	}
-	type policy struct{ id, by string }
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (policy, error) {
 		var p policy
-		return p, r.Scan(&p.id, &p.by)
+		var server, name string
+		err := r.Scan(&p.toolID, &server, &name, &p.kind, &p.name, &p.sentence)
+		p.tool = toolname.Join(server, name)
+		return p, err
 	})
 	if err != nil {
 		return fmt.Errorf("toolstate: auto-enable policy: %w", err)
 	}
-	moves := make([]toolstate.Move, 0, len(list))
-	for _, p := range list {
-		moves = append(moves, toolstate.Move{ToolID: p.id, From: toolstate.Validated, To: toolstate.Enabled, Actor: "system",
-			Reason:   "enabled by the auto-enable policy of " + p.by + " (testing skipped)",
-			Metadata: map[string]any{"policy": p.by, "skipped_testing": true}})
-	}
-	if err := ApplyMoves(ctx, tx, moves); err != nil {
+	if err := enableByPolicy(ctx, tx, list); err != nil {
 		return err
 	}
 	enabled := make(map[string]bool, len(list))
 	for _, p := range list {
-		enabled[p.id] = true
+		enabled[p.toolID] = true
 	}
 	for i := range out {
 		if enabled[out[i].ID] {
@@ -403,6 +403,52 @@ func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validat
 		}
 	}
 	return nil
+}
+
+// policy is the auto-enable policy that enables a validated tool.
+type policy struct {
+	toolID, tool string // the tool's id and qualified name
+	kind         string // "server", "category" or "preference"
+	name         string // the server's or category's name, or the preference's owner
+	sentence     string // a preference's words as its owner said them
+}
+
+// by names the policy in the tool's history ("server ev", "category reading", ...).
+func (p policy) by() string {
+	if p.kind == "preference" {
+		return "the preference of " + p.name + ` ("` + p.sentence + `")`
+	}
+	return p.kind + " " + p.name
+}
+
+// enableByPolicy moves validated tools to enabled as the system, with one history row
+// and one tool.enable audit entry each naming the policy: nobody clicked, so the audit
+// trail is the only place that says why the tool is on.
+func enableByPolicy(ctx context.Context, tx pgx.Tx, list []policy) error {
+	if len(list) == 0 {
+		return nil
+	}
+	moves := make([]toolstate.Move, len(list))
+	entries := make([]audit.Entry, len(list))
+	for i, p := range list {
+		reason := "enabled by the auto-enable policy of " + p.by() + " (testing skipped)"
+		moves[i] = toolstate.Move{ToolID: p.toolID, From: toolstate.Validated, To: toolstate.Enabled, Actor: "system",
+			Reason: reason, Metadata: map[string]any{"policy": p.by(), "skipped_testing": true}}
+		payload := map[string]any{"from": toolstate.Validated, "to": toolstate.Enabled, "testing_skipped": true,
+			"reason": reason, "policy": p.kind}
+		if p.kind == "preference" {
+			payload["owner"], payload["preference"] = p.name, p.sentence
+		} else {
+			payload[p.kind] = p.name
+		}
+		entries[i] = audit.Entry{Actor: audit.System, Action: "tool.enable", TargetType: "tool", TargetID: p.toolID,
+			TargetName: p.tool, Payload: payload}
+	}
+	if err := ApplyMoves(ctx, tx, moves); err != nil {
+		return err
+	}
+	_, err := audit.AppendBatch(ctx, tx, entries)
+	return err
 }
 
 // summary is the history reason of a validation: what it found.

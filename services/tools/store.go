@@ -47,7 +47,9 @@ type Relisted struct {
 	VersionMajor int
 	VersionMinor int
 	Status       string
-	Was          string // the state it was in before its definition changed (toolstate.Pending.Was)
+	// Was is the state the discovery read, before the definition changed
+	// (toolstate.Pending.Was); the tool is updated only while it is still in it.
+	Was string
 }
 
 // HistoryRow is a tool_state_history row a discovery writes for its own transitions
@@ -132,16 +134,20 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if len(changed.ids) > 0 {
 		// One statement for every changed tool: a statement per tool costs its own
 		// round of parse, plan and execute in PostgreSQL, thousands of them seconds.
+		// Each row changes only from the state the discovery read (Was): a person who
+		// disabled the tool meanwhile is not undone, nor the tool enabled again by policy.
 		batch.Queue(`/* tools.StoreDiscovery.update */
 				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
 					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
 					definition_hash = u.hash, version_major = u.major, version_minor = u.minor, status = u.status,
 					validation_worst = u.worst, enable_override = NULL, available = true, last_seen = now(), updated_at = now()
 				FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-					$9::int[], $10::int[], $11::text[], $12::text[])
-					AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst)
-				WHERE t.id = u.id`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
-			changed.annotations, changed.raws, changed.hashes, changed.majors, changed.minors, changed.statuses, changed.worsts)
+					$9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
+					AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst, from_status)
+				WHERE t.id = u.id AND t.status = u.from_status
+				RETURNING t.id::text`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
+			changed.annotations, changed.raws, changed.hashes, changed.majors, changed.minors, changed.statuses, changed.worsts,
+			changed.froms)
 	}
 	if len(w.Gone) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.unavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, w.Gone)
@@ -150,8 +156,8 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		batch.Queue(`/* tools.StoreDiscovery.seen */ UPDATE mcp_tools SET last_seen = now() WHERE server_id = $1 AND name = ANY($2)`, serverID, w.Seen)
 	}
 	if batch.Len() > 0 {
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return nil, fmt.Errorf("update tools: %w", err)
+		if err := storeBatch(ctx, tx, batch, changed, w.Relisted); err != nil {
+			return nil, err
 		}
 	}
 	if len(w.Waiting) > 0 {
@@ -206,11 +212,51 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	return j.out, autoEnable(ctx, tx, j.out, j.validated)
 }
 
+// storeBatch sends a discovery's updates and checks that every changed tool was still
+// in the state the discovery read: a short count is a conflict naming the first that
+// was not (the whole discovery fails, and the next one starts from what is stored).
+func storeBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, changed changedTools, relisted []Relisted) error {
+	br := tx.SendBatch(ctx, batch)
+	var done []string
+	err := func() error {
+		for _, r := range relisted {
+			if r.Definition == nil {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+		}
+		if len(changed.ids) == 0 {
+			return nil
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		done, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	}()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("update tools: %w", err)
+	}
+	if len(done) != len(changed.ids) {
+		first := make(map[string]toolstate.Move, len(changed.ids))
+		for i, id := range changed.ids {
+			first[id] = toolstate.Move{ToolID: id, From: changed.froms[i]}
+		}
+		return conflict(ctx, tx, changed.ids, first, done)
+	}
+	return nil
+}
+
 // changedTools are the columns of the changed tools' update, one array each.
 type changedTools struct {
-	ids, titles, descriptions, hashes, statuses []string
-	inputs, outputs, annotations, raws, worsts  []*string
-	majors, minors                              []int32
+	ids, titles, descriptions, hashes, statuses, froms []string
+	inputs, outputs, annotations, raws, worsts         []*string
+	majors, minors                                     []int32
 }
 
 func (c *changedTools) add(r Relisted, status string, worst *string) {
@@ -242,6 +288,7 @@ func (c *changedTools) add(r Relisted, status string, worst *string) {
 	c.minors = append(c.minors, int32(r.VersionMinor))
 	c.statuses = append(c.statuses, status)
 	c.worsts = append(c.worsts, worst)
+	c.froms = append(c.froms, r.Was)
 }
 
 // newTools is the COPY source of a discovery's new tools: each row goes as soon as the

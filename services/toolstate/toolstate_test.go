@@ -159,6 +159,40 @@ func (f *fixture) history(id string) []string {
 	return out
 }
 
+// enableAudits returns the payloads of a tool's tool.enable audit rows, oldest first,
+// each with its actor added as "actor" ("system", or "kind/name").
+func (f *fixture) enableAudits(id string) []map[string]any {
+	f.t.Helper()
+	rows, err := f.pool.Query(f.ctx, `SELECT actor_kind, actor_name, target_name, payload::text FROM audit_log
+		WHERE action = 'tool.enable' AND target_type = 'tool' AND target_id = $1 ORDER BY id`, id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []map[string]any
+	for rows.Next() {
+		var kind, name, target, raw string
+		if err := rows.Scan(&kind, &name, &target, &raw); err != nil {
+			f.t.Fatal(err)
+		}
+		p := map[string]any{}
+		if err := json.Unmarshal([]byte(raw), &p); err != nil {
+			f.t.Fatal(err)
+		}
+		p["actor"] = kind + "/" + name
+		if kind == "system" && name == "system" {
+			p["actor"] = "system"
+		}
+		if target == "" {
+			f.t.Errorf("tool.enable audit row of %s names no tool", id)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	return out
+}
+
 func (f *fixture) apply(moves ...toolstate.Move) error {
 	return db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error { return tools.ApplyMoves(f.ctx, tx, moves) })
 }
@@ -324,25 +358,53 @@ func TestValidate(t *testing.T) {
 		if _, err := f.pool.Exec(f.ctx, `UPDATE mcp_tools SET category_id = $2 WHERE id = $1`, byCategory, cat); err != nil {
 			t.Fatal(err)
 		}
+		// A person's preference ("always enable new forecast tools") matches this one.
+		byPreference := f.tool("forecast", "discovered")
+		if _, err := f.pool.Exec(f.ctx, `WITH u AS (INSERT INTO users (username, role, password_hash) VALUES ('wendy', 'admin', 'x') RETURNING id)
+			INSERT INTO tool_auto_enable_preferences (id, user_id, words, sentence) SELECT $1, id, 'forecast', 'always enable new forecast tools' FROM u`,
+			uuid.NewString()); err != nil {
+			t.Fatal(err)
+		}
 		err := db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
 			_, err := tools.Validate(f.ctx, tx, []toolstate.Pending{
 				{ID: byServer, Status: "discovered", Hash: "a", Def: cleanDef("x")},
 				{ID: byCategory, Status: "discovered", Hash: "b", Def: cleanDef("in-category")},
 				{ID: manual, Status: "discovered", Hash: "c", Def: cleanDef("manual")},
 				{ID: badAuto, Status: "discovered", Hash: "d", Def: bad},
+				{ID: byPreference, Status: "discovered", Hash: "g", Def: cleanDef("forecast")},
 			}, "system")
 			return err
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for id, want := range map[string]string{byServer: "enabled", byCategory: "enabled", manual: "validated", badAuto: "invalid"} {
+		for id, want := range map[string]string{byServer: "enabled", byCategory: "enabled", byPreference: "enabled", manual: "validated", badAuto: "invalid"} {
 			if got := f.status(id); got != want {
 				t.Errorf("tool %s: %s, want %s", id, got, want)
 			}
 		}
 		if h := f.history(byCategory); len(h) != 3 || !strings.Contains(h[2], "auto-enable policy of category reading") {
 			t.Errorf("history: %q", h)
+		}
+		// Each enable by policy is audited as the system's, naming the policy.
+		for id, want := range map[string]map[string]any{byServer: {"policy": "server", "server": "auto"},
+			byCategory:   {"policy": "category", "category": "reading"},
+			byPreference: {"policy": "preference", "owner": "wendy", "preference": "always enable new forecast tools"}} {
+			got := f.enableAudits(id)
+			if len(got) != 1 || got[0]["actor"] != "system" {
+				t.Errorf("tool %s: tool.enable audit rows %v, want one by the system", id, got)
+				continue
+			}
+			for k, v := range want {
+				if got[0][k] != v {
+					t.Errorf("tool %s: audit payload %v, want %s %v", id, got[0], k, v)
+				}
+			}
+		}
+		for _, id := range []string{manual, badAuto} {
+			if got := f.enableAudits(id); len(got) != 0 {
+				t.Errorf("tool %s was not enabled but has tool.enable audit rows %v", id, got)
+			}
 		}
 
 		// A tool of the same server whose definition changed is judged again but not
@@ -377,6 +439,12 @@ func TestValidate(t *testing.T) {
 		}
 		if got := f.status(wasOn); got != "enabled" {
 			t.Errorf("a changed tool of an auto-enable server that was enabled: %s, want enabled again", got)
+		}
+		if got := f.enableAudits(wasOn); len(got) != 1 || got[0]["policy"] != "server" {
+			t.Errorf("tool.enable audit rows of the tool enabled again: %v, want one naming the server's policy", got)
+		}
+		if got := f.enableAudits(changed); len(got) != 0 {
+			t.Errorf("the tool left validated has tool.enable audit rows %v", got)
 		}
 	})
 }
