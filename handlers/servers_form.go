@@ -134,10 +134,14 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	var d2 bool
 	p.Headers, pf.view.Headers, d2 = secretPairs(c, "headers", storedHeaders, isHTTP)
 	token := c.FormValue("auth_token")
+	// Authentication none needs no empty token here: the registry drops the stored one
+	// then. Sending one would read as a new credential, which a tool manager may not set
+	// on a trusted server (registry.ChangesTrustedTarget).
 	switch {
-	case c.FormValue("auth_token_clear") == "true" || *p.AuthType == registry.AuthNone:
+	case c.FormValue("auth_token_clear") == "true":
 		empty := ""
 		p.AuthToken = &empty
+	case *p.AuthType == registry.AuthNone:
 	case token != "":
 		p.AuthToken = &token
 		d2 = true

@@ -748,3 +748,52 @@ func TestTestConnectionAudited(t *testing.T) {
 		}
 	}
 }
+
+// A tool manager can save an edit of a trusted server's other fields from the form: the
+// form does not count as changing its credentials (an empty token for a server without
+// authentication), while a change of where it points is still refused.
+func TestTrustedServersFormEditByToolManager(t *testing.T) {
+	t.Parallel()
+	f := newPermFixture(t)
+	srv, tm := f.srv, f.tmWeb
+	ctx := context.Background()
+	for _, sp := range []registry.Spec{
+		{Name: "trusted-stdio", Type: registry.TypeStdio, Command: noSuchCmd, Env: map[string]string{"API_KEY": "k1"}, Trusted: true},
+		{Name: "trusted-http", Type: registry.TypeStreamableHTTP, URL: "http://127.0.0.1:9/mcp", Trusted: true},
+		{Name: "trusted-tpl", Type: registry.TypeTemplate, Trusted: true,
+			Template: "tools:\n  - name: weather\n    input_schema: {type: object, properties: {city: {type: string}}}\n    http: {url: \"https://api.example.com/w/{city}\"}\n"},
+	} {
+		sv, err := srv.Registry.CreateServer(ctx, audit.System, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		form := browserForm(t, page(t, srv.Get(t, tm, "/servers/"+sv.ID+"/edit")))
+		form.Set("description", "edited by the tool manager")
+		res := srv.PostForm(t, tm, "/servers/"+sv.ID, form)
+		body := bodyString(t, res)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Errorf("%s: save a new description as tool manager: got %d, want 303 (%.400s)", sp.Name, res.StatusCode, body)
+			continue
+		}
+		got, err := srv.Registry.GetServer(ctx, sv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Description != "edited by the tool manager" || !got.Trusted || got.Command != sv.Command || got.URL != sv.URL ||
+			got.Template != sv.Template || !slices.Equal(got.EnvNames, sv.EnvNames) {
+			t.Errorf("%s after the save: %+v", sp.Name, got)
+		}
+	}
+	// Pointing the trusted HTTP server elsewhere stays an administrator's call.
+	sv, err := srv.Registry.GetServerByName(ctx, "trusted-http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := browserForm(t, page(t, srv.Get(t, tm, "/servers/"+sv.ID+"/edit")))
+	form.Set("url", "http://127.0.0.1:10/mcp")
+	res := srv.PostForm(t, tm, "/servers/"+sv.ID, form)
+	body := bodyString(t, res)
+	if res.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "only administrators can change what a trusted server runs") {
+		t.Errorf("move the trusted server as tool manager: got %d, want 422 (%.400s)", res.StatusCode, body)
+	}
+}

@@ -72,10 +72,12 @@ func (s *Service) EnsureBuiltin(ctx context.Context, description string) (Server
 }
 
 // builtinPatch refuses a patch of the built-in server that changes more than whether
-// it is enabled.
+// it is enabled. Its audit view leaves out the command, args, env, template and
+// credentials (a builtin row has none), so connectionChanged compares those: nothing in
+// such a patch is ever validated, and it would be stored as sent.
 func builtinPatch(before, after draft) error {
 	after.enabled = before.enabled
-	if !reflect.DeepEqual(before.auditView(), after.auditView()) {
+	if connectionChanged(before, after) || !reflect.DeepEqual(before.auditView(), after.auditView()) {
 		return ErrBuiltinFixed
 	}
 	return nil

@@ -181,5 +181,8 @@ func lockUnchanged(ctx context.Context, tx pgx.Tx, file string, it PlanItem) (Se
 		return Server{}, fmt.Errorf("registry: import %s: server %q was changed (at %s) after the plan was made; plan the import again",
 			file, it.Name, cur.UpdatedAt.UTC().Format(time.RFC3339))
 	}
+	if cur.Type == TypeBuiltin {
+		return Server{}, ErrBuiltinFixed // planServer refuses it; a plan built otherwise must not write it either
+	}
 	return cur, nil
 }

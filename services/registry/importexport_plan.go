@@ -185,6 +185,14 @@ func (s *Service) PlanImport(ctx context.Context, cfg *Config, opts ImportOption
 
 func (s *Service) planServer(ctx context.Context, plan *Plan, sc ServerConfig, cur Server, exists, compare bool) (PlanItem, error) {
 	it := PlanItem{Name: sc.Name, Action: PlanCreate}
+	if exists && cur.Type == TypeBuiltin {
+		// Toolwarden's own server: only enabling it is anyone's to change (ErrBuiltinFixed),
+		// and an import would store whatever the file gives it, unchecked.
+		it.Action, it.ID, it.Type, it.cur = PlanUnchanged, cur.ID, cur.Type, cur
+		plan.Errors = append(plan.Errors, Problem{File: plan.File, Server: sc.Name, Field: "name",
+			Message: sc.Name + " is Toolwarden's own server and cannot be imported over: remove this entry or give it another name"})
+		return it, nil
+	}
 	var d, before draft
 	if exists {
 		it.Action, it.ID, it.cur = PlanUpdate, cur.ID, cur

@@ -348,3 +348,26 @@ func TestPlanDoesNotConfirmGuesses(t *testing.T) {
 		}
 	}
 }
+
+// A file naming a server builtin cannot import over the built-in server (Toolwarden's
+// own, which only can be enabled or disabled): the plan names the entry as an error and
+// the server stays as it is.
+func TestImportCannotOverwriteBuiltin(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	bi, err := f.reg.EnsureBuiltin(f.ctx, "Toolwarden's own tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := f.plan("servers.yaml", "version: 1\nservers:\n  - {name: builtin, type: stdio, command: sh, args: [-c, 'id']}\n", false)
+	if len(plan.Errors) != 1 || plan.Errors[0].Server != "builtin" ||
+		!strings.Contains(plan.Errors[0].Message, "builtin is Toolwarden's own server and cannot be imported over") {
+		t.Fatalf("plan errors: %+v, want one on the builtin entry", plan.Errors)
+	}
+	if _, err := f.reg.ApplyImport(f.ctx, audit.System, plan); !errors.Is(err, registry.ErrInvalidPlan) {
+		t.Fatalf("apply: got %v, want ErrInvalidPlan", err)
+	}
+	if got := mustGet(t, f, bi.ID); got.Type != registry.TypeBuiltin || got.Command != "" || got.Description != bi.Description {
+		t.Fatalf("the built-in server after the import: %+v", got)
+	}
+}

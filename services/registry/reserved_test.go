@@ -145,3 +145,36 @@ func TestReservedNameBeforeTheMigration(t *testing.T) {
 	_, err = reg.UpdateServer(ctx, audit.System, legacy.ID, registry.Patch{Name: ptr("toolwarden")})
 	reservedMessage(t, err, "toolwarden")
 }
+
+// The built-in server can be enabled and disabled, nothing else: a patch setting what it
+// would run (fields its audit view leaves out for its type) is refused as well.
+func TestBuiltinServerOnlyEnabled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	bi, err := f.reg.EnsureBuiltin(f.ctx, "Toolwarden's own tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]registry.Patch{
+		"env":         {Env: map[string]*string{"LD_PRELOAD": ptr("/tmp/x.so")}},
+		"command":     {Command: ptr("sh")},
+		"args":        {Args: &[]string{"-c", "id"}},
+		"working_dir": {WorkingDir: ptr("/tmp")},
+		"template":    {Template: ptr(tplHTTP)},
+		"auth token":  {AuthToken: ptr("secret")},
+		"description": {Description: ptr("mine")},
+	} {
+		if _, err := f.reg.UpdateServer(f.ctx, audit.System, bi.ID, p); !errors.Is(err, registry.ErrBuiltinFixed) {
+			t.Errorf("patch of %s: got %v, want ErrBuiltinFixed", name, err)
+		}
+	}
+	if got := mustGet(t, f, bi.ID); got.Command != "" || len(got.EnvNames) != 0 || got.WorkingDir != "" || len(got.Args) != 0 || got.Template != "" {
+		t.Fatalf("the built-in server after the refusals: %+v", got)
+	}
+	if sv := f.update(bi.ID, registry.Patch{Enabled: ptr(false)}); sv.Enabled {
+		t.Fatal("disabling the built-in server did not")
+	}
+	if sv := f.update(bi.ID, registry.Patch{Enabled: ptr(true), Args: &[]string{}}); !sv.Enabled {
+		t.Fatal("enabling the built-in server did not")
+	}
+}

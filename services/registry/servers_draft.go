@@ -187,8 +187,10 @@ func targetChanged(cur *draft, next draft) bool {
 	if commandChanged(cur, next) {
 		return true
 	}
+	// Clearing a token that is not stored changes nothing.
+	tokenChanged := next.authToken.plain != nil && (*next.authToken.plain != "" || cur.authToken.cipher != "")
 	if cur.typ != next.typ || cur.url != strings.TrimSpace(next.url) || cur.template != normalizeTemplate(next.template) || cur.authType != next.authType ||
-		cur.authHeader != next.authHeader || next.authToken.plain != nil || len(cur.headers) != len(next.headers) {
+		cur.authHeader != next.authHeader || tokenChanged || len(cur.headers) != len(next.headers) {
 		return true
 	}
 	for k, v := range next.headers {

@@ -313,21 +313,24 @@ func literalSecret(a, prev string) string {
 	return ""
 }
 
-// secretInURL names the query parameter of raw that looks like a credential, or "".
-func secretInURL(raw string) string {
+// secretInURL reports whether raw carries a credential, and names the query parameter
+// that holds it ("" when it is the path). Besides the query, secrets.LooksSecretValue
+// judges the path: a segment shaped like a token (Zapier's /mcp/sk-ak-…/sse) or a
+// webhook URL, whose path is the credential.
+func secretInURL(raw string) (param string, ok bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return ""
+		return "", false
 	}
 	q := u.Query()
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		for _, v := range q[k] {
 			if v != "" && (secrets.LooksSecretName(k) || secrets.LooksSecretValue(v)) {
-				return k
+				return k, true
 			}
 		}
 	}
-	return ""
+	return "", secrets.LooksSecretValue(raw)
 }
 
 // validateChange validates d as the new state of cur (nil for a new server): the rules
@@ -371,27 +374,106 @@ func (d *draft) validateChange(cur *draft, eg *egress.Policy) error {
 	return ve.Err()
 }
 
-// movedToolSecrets refuses moving an HTTP server to another origin while a tool of it
-// keeps a secret parameter value: the router sends that value, as an argument, to
-// wherever the server now is, which whoever may edit the server might own. Those
-// values are the tools' (a person who may configure them clears them first).
+// movedToolSecrets refuses sending a tool's secret parameter value anywhere but where
+// it went when it was set: the router passes that value, as an argument, to whatever
+// the server now is, which whoever may edit the server might own. A move is an HTTP
+// server's change of origin, a type change to or from stdio or template, or a template
+// tool whose request goes to another origin (or that turns from a command into a
+// request). Those values are the tools' (a person who may configure them clears them
+// first).
 func movedToolSecrets(ctx context.Context, q db.Querier, id string, before, d *draft) error {
-	if before == nil || before.typ == TypeStdio || d.typ == TypeStdio || origin(before.url) == origin(d.url) {
+	if before == nil {
 		return nil
+	}
+	field := "url"
+	var moved func(tool string) (from, to string, ok bool)
+	switch {
+	case before.typ != d.typ && (before.typ == TypeStdio || d.typ == TypeStdio || before.typ == TypeTemplate || d.typ == TypeTemplate):
+		field = "type"
+		from, to := targetOf(before), targetOf(d)
+		moved = func(string) (string, string, bool) { return from, to, true }
+	case before.typ == TypeTemplate && d.typ == TypeTemplate:
+		if before.template == normalizeTemplate(d.template) {
+			return nil
+		}
+		field = "template"
+		was, now := templateTargets(before.template), templateTargets(normalizeTemplate(d.template))
+		moved = func(tool string) (string, string, bool) {
+			to, ok := now[tool]
+			from := was[tool]
+			if from == "" {
+				from = "a tool of that name the template no longer had"
+			}
+			return from, to, ok && to != was[tool] // a tool gone sends nothing
+		}
+	case before.typ == TypeStdio || d.typ == TypeStdio || origin(before.url) == origin(d.url):
+		// What a stdio server runs is for administrators alone (server.command).
+		return nil
+	default:
+		from, to := origin(before.url), origin(d.url)
+		moved = func(string) (string, string, bool) { return from, to, true }
 	}
 	names, err := db.Column[string](ctx, q, "registry: tools with secret values", `/* registry.movedToolSecrets */
 		SELECT name FROM mcp_tools t WHERE server_id::text = $1 AND jsonb_typeof(configuration->'params') = 'object'
 		  AND EXISTS (SELECT 1 FROM jsonb_each(t.configuration->'params') AS p WHERE jsonb_typeof(p.value) = 'object' AND p.value ? 'secret')
 		ORDER BY name`, id)
-	if err != nil || len(names) == 0 {
+	if err != nil {
 		return err
 	}
-	which := strings.Join(names, ", ")
-	if len(names) > 5 {
-		which = strings.Join(names[:5], ", ") + fmt.Sprintf(" and %d more", len(names)-5)
+	var which []string
+	var from, to string
+	for _, n := range names {
+		if f, t, ok := moved(n); ok {
+			which = append(which, n)
+			from, to = f, t
+		}
 	}
-	return verr.New("url", fmt.Sprintf("the secret parameter values of its tools (%s) are stored for %s and would be sent to %s: "+
-		"clear them on each tool's Configuration tab first, then move the server", which, origin(before.url), origin(d.url)))
+	if len(which) == 0 {
+		return nil
+	}
+	list := strings.Join(which, ", ")
+	if len(which) > 5 {
+		list = strings.Join(which[:5], ", ") + fmt.Sprintf(" and %d more", len(which)-5)
+	}
+	where := fmt.Sprintf("are stored for %s and would be sent to %s", from, to)
+	if field == "template" && len(which) > 1 {
+		where = "are stored for where each tool sends its request, and the template sends them elsewhere"
+	}
+	return verr.New(field, fmt.Sprintf("the secret parameter values of its tools (%s) %s: "+
+		"clear them on each tool's Configuration tab first, then move the server", list, where))
+}
+
+// targetOf names where a server's tools send their arguments, for movedToolSecrets.
+func targetOf(d *draft) string {
+	switch d.typ {
+	case TypeStdio:
+		return "its stdio command"
+	case TypeTemplate:
+		return "its template's tools"
+	case TypeBuiltin:
+		return "Toolwarden's built-in tools"
+	}
+	return origin(d.url)
+}
+
+// templateTargets maps each tool of a template to where its arguments go: its request's
+// origin, or the Toolwarden host for a command. A template that does not parse has none
+// (it is refused where it would be stored).
+func templateTargets(text string) map[string]string {
+	out := map[string]string{}
+	t, err := template.Parse(text)
+	if err != nil {
+		return out
+	}
+	for _, tool := range t.Tools {
+		switch {
+		case tool.HTTP != nil:
+			out[tool.Name] = origin(tool.HTTP.URL.Scheme + "://" + tool.HTTP.URL.Host)
+		case tool.Command != nil:
+			out[tool.Name] = "a command on the Toolwarden host"
+		}
+	}
+	return out
 }
 
 // checkPlainText refuses credentials in the fields stored in plain text (args, URL) and
@@ -416,9 +498,13 @@ func (d *draft) checkPlainText(cur *draft) error {
 		}
 	}
 	if (d.typ == TypeSSE || d.typ == TypeStreamableHTTP) && (cur == nil || cur.url != d.url) {
-		if k := secretInURL(d.url); k != "" {
-			ve.Add("url", fmt.Sprintf("carries a secret in its query (%s), and URLs are stored and shown in plain text: "+
-				"send it as a header or with Authentication instead, which are stored encrypted", k))
+		if k, ok := secretInURL(d.url); ok {
+			where := "its path"
+			if k != "" {
+				where = "its query (" + k + ")"
+			}
+			ve.Add("url", "carries a secret in "+where+", and URLs are stored and shown in plain text: "+
+				"send it as a header or with Authentication instead, which are stored encrypted")
 		}
 	}
 	return ve.Err()
@@ -440,7 +526,10 @@ func templateSecrets(text string) []string {
 					out = append(out, "tool "+tool.Name+": header "+hd.Name)
 				}
 			}
-			if k := secretInURL(h.URL.Raw.Filled("")); k != "" {
+			if k, ok := secretInURL(h.URL.Raw.Filled("")); ok {
+				if k == "" {
+					k = "path"
+				}
 				out = append(out, "tool "+tool.Name+": the URL's "+k)
 			}
 			for _, f := range h.BodyFields() {

@@ -1,11 +1,14 @@
 package registry_test
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 func TestCreateServerValidation(t *testing.T) {
@@ -281,5 +284,39 @@ func TestDuplicateName(t *testing.T) {
 	}
 	if _, err := f.reg.GetServerByName(f.ctx, "beta"); err != registry.ErrNotFound {
 		t.Fatalf("old name: got %v, want ErrNotFound", err)
+	}
+}
+
+// A credential in a URL's path (Zapier's /mcp/sk-ak-…/sse, a webhook URL) is refused
+// as one in its query is: URLs are stored and shown in plain text.
+func TestCredentialsRefusedInURLPath(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for i, tc := range []struct {
+		url     string
+		refused bool
+	}{
+		{"https://actions.zapier.com/mcp/sk-ak-" + strings.Repeat("a1B2c3D4", 4) + "/sse", true},
+		{"https://hooks.slack.com/services/T000/B000/XXXXXXXX", true},
+		{"https://h.example/mcp/q8Xv2LpR7tN0zYb4KcW1mHs9DfJ6uGe3/sse", true},
+		{"https://h.example/v1/550e8400-e29b-41d4-a716-446655440000/mcp", false},
+		{"https://h.example/api/v2/mcp", false},
+	} {
+		sp := registry.Spec{Name: fmt.Sprintf("path-%d", i), Type: registry.TypeStreamableHTTP, URL: tc.url, Enabled: true}
+		_, err := f.reg.CreateServer(f.ctx, audit.System, sp)
+		if !tc.refused {
+			if err != nil {
+				t.Errorf("%s: %v", tc.url, err)
+			}
+			continue
+		}
+		wantFields(t, err, "url")
+		var ve *verr.Error
+		if errors.As(err, &ve) && !strings.Contains(ve.For("url"), "header") {
+			t.Errorf("%s: message %q, want it to say where the credential goes instead", tc.url, ve.For("url"))
+		}
+		if strings.Contains(err.Error(), "sk-ak-") {
+			t.Errorf("the error repeats the credential: %v", err)
+		}
 	}
 }
