@@ -244,41 +244,43 @@ func explain(err error) error {
 	return err
 }
 
-// ensureSecretKey creates the key used to encrypt secrets at rest on first run: 32
-// random bytes, base64, in a file only the owner can read.
-// openKeyring loads the secret key file, creating it first on a first run.
-func openKeyring(c config) (*secrets.Keyring, error) {
+// openKeyring loads the secret key file, creating it first on a first run; created
+// says this call made it.
+func openKeyring(c config) (keys *secrets.Keyring, created bool, err error) {
 	path := secretKeyPath(c)
-	if err := ensureSecretKey(path); err != nil {
-		return nil, err
+	if created, err = ensureSecretKey(path); err != nil {
+		return nil, false, err
 	}
-	return secrets.LoadKeyring(path)
+	keys, err = secrets.LoadKeyring(path)
+	return keys, created, err
 }
 
-func ensureSecretKey(path string) error {
+// ensureSecretKey creates the key used to encrypt secrets at rest on first run: 32
+// random bytes, base64, in a file only the owner can read. created says it made it.
+func ensureSecretKey(path string) (created bool, err error) {
 	st, err := os.Stat(path)
 	if err == nil {
 		if st.Mode().Perm()&0o077 != 0 {
-			return fmt.Errorf("secret key file %s is readable by others (mode %o): chmod 600 it", path, st.Mode().Perm())
+			return false, fmt.Errorf("secret key file %s is readable by others (mode %o): chmod 600 it", path, st.Mode().Perm())
 		}
-		return nil
+		return false, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("secret key file: %w", err)
+		return false, fmt.Errorf("secret key file: %w", err)
 	}
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
-		return err
+		return false, err
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("create secret key file: %w", err)
+		return false, fmt.Errorf("create secret key file: %w", err)
 	}
 	defer f.Close()
 	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-		return fmt.Errorf("write secret key file: %w", err)
+		return true, fmt.Errorf("write secret key file: %w", err)
 	}
-	return f.Sync()
+	return true, f.Sync()
 }
 
 // exitNoPostgres is pg-template's exit code when no PostgreSQL is installed.

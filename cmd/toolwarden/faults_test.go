@@ -22,6 +22,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // asToolwardenEnv makes the test binary run main() (TestMain): a real toolwarden
@@ -235,6 +236,71 @@ func TestSecondServeRefused(t *testing.T) {
 	}
 	again.kill(t, syscall.SIGTERM)
 	stopLeftoverCluster(t, dir)
+}
+
+// exited waits for a launched serve that must not start to end, and returns what it
+// said; it must exit with status 1.
+func (p *serveProc) exited(t *testing.T) string {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("serve did not exit:\n%s", p.stderr.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(p.err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("serve: got %v, want exit status 1\n%s", p.err, p.stderr.String())
+	}
+	return p.stderr.String()
+}
+
+// serve refuses a key file that lacks a key the database's secrets are sealed with,
+// naming the file and the key: the key file deleted (or --secret-key-file mistyped),
+// where serve would make a new key and leave it behind, or another installation's key.
+// A replica with such a key could not open the secrets, and the approvals it sealed
+// would look altered to the others. Keys lost for good are named to start anyway.
+func TestServeRefusesAKeyFileWithoutTheDatabasesKeys(t *testing.T) {
+	dir := dbtest.TempDir(t)
+	p := startServe(t, dir)
+	token := adminToken(t, dir)
+	p.do(t, token, http.MethodPost, "/api/v1/servers", map[string]any{"name": "sealed", "type": "streamable_http",
+		"url": "http://127.0.0.1:9/mcp", "enabled": false, "headers": map[string]string{"X-Secret": "sealed-header-value"}}, http.StatusCreated, nil)
+	p.stop()
+	keyPath := filepath.Join(dir, "secret.key")
+	keys, err := secrets.LoadKeyring(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid := keys.PrimaryID()
+	saved, err := os.ReadFile(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(keyPath); err != nil {
+		t.Fatal(err)
+	}
+
+	msg := launch(t, dir).exited(t)
+	if !strings.Contains(msg, "no secret key file at "+keyPath) || !strings.Contains(msg, kid) {
+		t.Fatalf("serve without its key file: got %q, want it to name %s and key %s", msg, keyPath, kid)
+	}
+	if _, err := os.Stat(keyPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused serve left a key file behind: %v", err)
+	}
+	other := filepath.Join(t.TempDir(), "other.key")
+	writeKeyFile(t, other)
+	msg = launch(t, dir, "--secret-key-file", other).exited(t)
+	if !strings.Contains(msg, "which "+other+" does not hold") || !strings.Contains(msg, kid) {
+		t.Fatalf("serve with another key file: got %q, want it to name %s and key %s", msg, other, kid)
+	}
+
+	// A key lost for good, named, no longer keeps serve from starting.
+	startServe(t, dir, "--secret-key-file", other, "--lost-keys", kid).stop()
+	// Nor does anything once the key is back.
+	if err := os.WriteFile(keyPath, saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startServe(t, dir).stop()
 }
 
 // stopLeftoverCluster stops a postmaster a killed serve left running on dir.

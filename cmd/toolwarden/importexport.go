@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -85,41 +84,30 @@ func schemaCurrent(ctx context.Context, d *db.DB) error {
 }
 
 // importKeyring opens the secret key file (creating it on a first run, when the
-// database holds no secrets yet; a dry run then uses a key it forgets) and checks it
-// holds every key the database's secrets were sealed with: run without serve's
-// --secret-key-file, an import would otherwise create a new key, fail to compare, and
-// seal new secrets serve cannot open.
+// database holds nothing sealed yet; a dry run then uses a key it forgets) and checks it
+// holds every key the database's secrets were sealed with (keyFileFits): run without
+// serve's --secret-key-file, an import would otherwise create a new key, fail to
+// compare, and seal new secrets serve cannot open.
 func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun bool) (*secrets.Keyring, error) {
-	usage, err := registry.New(d.Pool, nil, nil).KeyUsage(ctx)
-	if err != nil {
-		return nil, err
-	}
-	more, err := tools.New(d.Pool, nil, nil).KeyUsage(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for k, n := range more {
-		usage[k] += n
-	}
 	path := secretKeyPath(c)
-	if keyMissing && len(usage) > 0 {
-		return nil, fmt.Errorf("there is no secret key file at %s, but the database holds secrets sealed with a key: point --secret-key-file (TOOLWARDEN_SECRET_KEY_FILE) at the key serve uses; nothing was imported", path)
-	}
-	if keyMissing && dryRun {
-		k, err := secrets.GenerateKey()
-		if err != nil {
-			return nil, err
+	if keyMissing {
+		if err := keyFileFits(ctx, d.Pool, nil, path, nil); err != nil {
+			return nil, fmt.Errorf("%w; nothing was imported", err)
 		}
-		return secrets.NewKeyring(k)
+		if dryRun {
+			k, err := secrets.GenerateKey()
+			if err != nil {
+				return nil, err
+			}
+			return secrets.NewKeyring(k)
+		}
 	}
-	keys, err := openKeyring(c)
+	keys, _, err := openKeyring(c)
 	if err != nil {
 		return nil, err
 	}
-	for _, kid := range slices.Sorted(maps.Keys(usage)) {
-		if !slices.Contains(keys.IDs(), kid) {
-			return nil, fmt.Errorf("the database holds %d secrets sealed with key %s, which %s does not hold: point --secret-key-file (TOOLWARDEN_SECRET_KEY_FILE) at the key serve uses; nothing was imported", usage[kid], kid, path)
-		}
+	if err := keyFileFits(ctx, d.Pool, keys, path, nil); err != nil {
+		return nil, fmt.Errorf("%w; nothing was imported", err)
 	}
 	return keys, nil
 }
@@ -139,6 +127,10 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs.BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing")
 	fs.BoolVar(&prune, "prune", false, "delete registered servers and categories the file does not list (by default they are kept)")
 	egressOf := egressFlags(fs)
+	// The stdio servers the file registers are started to discover them: confined as
+	// serve confines them, hiding the same files.
+	confineMode := confineFlag(fs)
+	cpKey := checkpointKeyFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolwarden import [--dry-run] [--prune] [flags] F\n\n"+
 			"Imports the configuration in F (\"-\" for standard input): Toolwarden YAML from\n"+
@@ -167,6 +159,9 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if err != nil {
 		fmt.Fprintln(stderr, "toolwarden import:", err)
 		return errUsage
+	}
+	if err := setConfine(&c, *confineMode, "import", stderr); err != nil {
+		return err
 	}
 	name, data, err := readImport(files[0], stdin)
 	if err != nil {
@@ -205,7 +200,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return err
 	}
 	reg := registry.New(d.Pool, keys, &registry.Options{Egress: policy})
-	hide, err := confinement(c)
+	hide, err := confinement(c, *cpKey)
 	if err != nil {
 		return err
 	}
@@ -226,6 +221,10 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case dryRun:
 		fmt.Fprintln(stdout, "Dry run: nothing was changed.")
 		return nil
+	}
+	if registersStdio(file) {
+		// As serve logs it: an operator learns here that servers run unconfined.
+		fmt.Fprintf(stderr, "stdio servers this import discovers run with confinement: %s\n", mgr.Confinement())
 	}
 	res, err := cc.Apply(ctx, cliActor(), plan)
 	if errors.Is(err, configcode.ErrPartial) {
@@ -249,6 +248,15 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		}
 	}
 	return nil
+}
+
+// registersStdio reports whether the file registers a stdio server, which the import
+// starts to discover its tools.
+func registersStdio(f *configcode.File) bool {
+	if f.Servers == nil {
+		return false
+	}
+	return slices.ContainsFunc(f.Servers.Servers, func(s registry.ServerConfig) bool { return s.Type == registry.TypeStdio })
 }
 
 // readImport reads the file to import, or standard input for "-".

@@ -242,7 +242,7 @@ func TestImportKeyAndDryRunCreateNothing(t *testing.T) {
 		}
 	}
 	other := filepath.Join(t.TempDir(), "other.key")
-	if err := ensureSecretKey(other); err != nil {
+	if _, err := ensureSecretKey(other); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := run(other); err == nil || !strings.Contains(err.Error(), "which "+other+" does not hold") {

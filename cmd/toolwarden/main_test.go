@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -213,9 +214,37 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%q: got %v, want a usage error", args, err)
 		}
 	}
+	// Usage errors that must say what is wrong. The database URL leads nowhere: a
+	// command that takes a wrong command line for a right one fails on it instead.
+	nowhere := "postgres://toolwarden@127.0.0.1:1/none?connect_timeout=1"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// A later flag is wrong too: a serve that took 0 would stop on it, not start.
+		{[]string{"serve", "--rate-limit", "0", "--template-max-timeout", "soon", "--data-dir", t.TempDir()}, "--rate-limit: 0 is not a limit"},
+		{[]string{"secrets", "rotate", "--data-dir", t.TempDir(), "--database-url", nowhere, "now"}, `unexpected argument "now"`},
+		{[]string{"secrets", "status", "--data-dir", t.TempDir(), "--database-url", nowhere, "all"}, `unexpected argument "all"`},
+		{[]string{"secrets", "retire-key", "k1", "--data-dir", t.TempDir(), "--database-url", nowhere, "k2"}, `unexpected argument "k2"`},
+		{[]string{"secrets", "retire-key", "--data-dir", t.TempDir(), "--database-url", nowhere, "k1", "k2"}, `unexpected argument "k2"`},
+	} {
+		if _, stderr, err := runCmd(t, "", tc.args...); !errors.Is(err, errUsage) || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: got %v\n%s\nwant a usage error saying %q", tc.args, err, stderr, tc.want)
+		}
+	}
 	out, _, err := runCmd(t, "", "version")
 	if err != nil || !strings.HasPrefix(out, "toolwarden ") {
 		t.Errorf("version: %q %v", out, err)
+	}
+}
+
+// TOOLWARDEN_RATE_LIMIT=0 is refused as --rate-limit 0 is, instead of taken for the
+// default: -1 is no limit.
+func TestRateLimitZeroFromEnv(t *testing.T) {
+	t.Setenv("TOOLWARDEN_RATE_LIMIT", "0")
+	_, stderr, err := runCmd(t, "", "serve", "--template-max-timeout", "soon", "--data-dir", t.TempDir())
+	if !errors.Is(err, errUsage) || !strings.Contains(stderr, "--rate-limit: 0 is not a limit") || !strings.Contains(stderr, "-1") {
+		t.Errorf("got %v\n%s\nwant a usage error naming --rate-limit and -1", err, stderr)
 	}
 }
 
@@ -262,10 +291,54 @@ func TestConfineFlag(t *testing.T) {
 		t.Errorf("got %v\n%s\nwant a usage error naming --confine", err, stderr)
 	}
 	for mode, want := range map[string][2]bool{"auto": {false, false}, "required": {true, false}, "off": {false, true}} {
-		spec, err := confinement(config{DataDir: t.TempDir(), Confine: mode})
+		spec, err := confinement(config{DataDir: t.TempDir(), Confine: mode}, "")
 		if err != nil || spec.Required != want[0] || spec.Off != want[1] {
 			t.Errorf("%s: got %+v, %v", mode, spec, err)
 		}
+	}
+}
+
+// import starts the stdio servers a file registers (to discover their tools) confined
+// as serve starts them: --confine (TOOLWARDEN_CONFINE) is read and checked as serve's,
+// and a checkpoint key kept outside the data dir is hidden too. It says how they run.
+func TestImportConfine(t *testing.T) {
+	dir := dbtest.TempDir(t)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"local": map[string]any{"command": os.Args[0]}}})
+	file := writeFile(t, dir, "mcp.json", string(cfg))
+	_, stderr, err := runCmd(t, "", "import", "--confine=bogus", "--data-dir", dir, file)
+	if !errors.Is(err, errUsage) || !strings.Contains(stderr, `toolwarden import: --confine: "bogus" is not one of auto, required, off`) {
+		t.Errorf("--confine=bogus: got %v\n%s\nwant a usage error naming --confine", err, stderr)
+	}
+	url := dbtest.NewURL(t)
+	cpKey := filepath.Join(t.TempDir(), "checkpoint.key")
+	t.Setenv("TOOLWARDEN_CHECKPOINT_KEY_FILE", cpKey)
+	confinement := func(mode string) string {
+		t.Helper()
+		t.Setenv("TOOLWARDEN_CONFINE", mode)
+		stdout, stderr, err := runCmd(t, "", "import", "--database-url", url, "--data-dir", dir, file)
+		if err != nil {
+			t.Fatalf("import with TOOLWARDEN_CONFINE=%s: %v\n%s%s", mode, err, stdout, stderr)
+		}
+		_, how, ok := strings.Cut(stderr, "stdio servers this import discovers run with confinement: ")
+		if !ok {
+			t.Fatalf("import with TOOLWARDEN_CONFINE=%s did not say how it confines stdio servers:\n%s", mode, stderr)
+		}
+		how, _, _ = strings.Cut(how, "\n")
+		return how
+	}
+	if how := confinement("off"); !strings.HasPrefix(how, "none: turned off") {
+		t.Errorf("TOOLWARDEN_CONFINE=off: %q", how)
+	}
+	// Where namespaces work, required confines as auto does (hiding the checkpoint key);
+	// elsewhere it starts nothing.
+	if how := confinement("required"); !strings.Contains(how, "(--confine=required)") && !strings.Contains(how, "hidden: ") {
+		t.Errorf("TOOLWARDEN_CONFINE=required: %q", how)
+	} else if strings.Contains(how, "hidden: ") && !strings.Contains(how, cpKey) {
+		t.Errorf("TOOLWARDEN_CONFINE=required: %q does not hide the checkpoint key %s", how, cpKey)
+	}
+	t.Setenv("TOOLWARDEN_CONFINE", "sometimes")
+	if _, stderr, err := runCmd(t, "", "import", "--database-url", url, "--data-dir", dir, file); !errors.Is(err, errUsage) || !strings.Contains(stderr, `--confine: "sometimes"`) {
+		t.Errorf("TOOLWARDEN_CONFINE=sometimes: got %v\n%s\nwant a usage error naming --confine", err, stderr)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -47,8 +48,13 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := parse(fs, rest); err != nil {
 		return err
 	}
-	if id == "" && fs.NArg() == 1 {
-		id = fs.Arg(0)
+	extra := fs.Args()
+	if id == "" && sub == "retire-key" && len(extra) > 0 {
+		id, extra = extra[0], extra[1:]
+	}
+	if len(extra) > 0 {
+		fmt.Fprintf(stderr, "toolwarden secrets %s: unexpected argument %q\n%s\n", sub, extra[0], secretsUsage)
+		return errUsage
 	}
 	path := secretKeyPath(c)
 	switch sub {
@@ -101,23 +107,9 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	reg := registry.New(d.Pool, keys, nil)
 	ts := tools.New(d.Pool, keys, nil)
-	usage := func() (map[string]int, error) {
-		a, err := reg.KeyUsage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		b, err := ts.KeyUsage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for k, n := range b {
-			a[k] += n
-		}
-		return a, nil
-	}
 	switch sub {
 	case "status":
-		u, err := usage()
+		u, err := keyUsage(ctx, d.Pool)
 		if err != nil {
 			return err
 		}
@@ -134,16 +126,28 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 		return nil
-	case "rotate":
+	}
+	// Execution approvals are sealed with a MAC, which names no key: each key is tried.
+	keyOf, err := sealKeyOf(path)
+	if err != nil {
+		return err
+	}
+	if sub == "rotate" {
 		nServers, err := reg.RotateSecrets(ctx)
-		nTools := 0
+		nTools, nSeals := 0, 0
 		if err == nil {
 			nTools, err = ts.RotateSecrets(ctx)
+		}
+		// A seal verifies while its key is in the file: sealed again with the new key,
+		// the old one can be retired without failed executions' rollbacks being refused
+		// as altered.
+		if err == nil {
+			nSeals, err = executions.Reseal(ctx, d.Pool, keys, keyOf)
 		}
 		// Recorded however it ended: a key added and values re-encrypted before a
 		// failure are changes too.
 		payload := map[string]any{"key": keys.PrimaryID(), "new_key": added.ID != "", "server_values": nServers, "tool_values": nTools,
-			"keys": keys.IDs()}
+			"execution_seals": nSeals, "keys": keys.IDs()}
 		entry := audit.Entry{Actor: cliActor(), Action: "secrets.rotate", TargetType: "secret_key",
 			TargetID: keys.PrimaryID(), TargetName: keys.PrimaryID(), Payload: payload}
 		if err != nil {
@@ -155,23 +159,33 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return fmt.Errorf("%w\nwhat was re-encrypted stays so; run 'toolwarden secrets rotate --reencrypt-only' to finish", err)
 		}
-		fmt.Fprintf(stdout, "re-encrypted %d server values and %d tool configuration values with key %s\n", nServers, nTools, keys.PrimaryID())
+		fmt.Fprintf(stdout, "re-encrypted %d server values and %d tool configuration values with key %s, and sealed the approvals of %d executions again\n",
+			nServers, nTools, keys.PrimaryID(), nSeals)
 		return nil
 	}
 	// retire-key
-	u, err := usage()
+	u, err := keyUsage(ctx, d.Pool)
 	if err != nil {
 		return err
 	}
 	if n := u[id]; n > 0 {
 		return fmt.Errorf("key %s still seals %d stored values: run 'toolwarden secrets rotate' (or --reencrypt-only) first; nothing was changed", id, n)
 	}
+	seals, err := executions.SealUsage(ctx, d.Pool, keyOf, 0)
+	if err != nil {
+		return err
+	}
+	if n := seals[id]; n > 0 {
+		return fmt.Errorf("key %s still seals the approvals of %d executions not yet final (awaiting approval, running, or failed and so open to a rollback), which would look altered without it: run 'toolwarden secrets rotate' (or --reencrypt-only) first; nothing was changed", id, n)
+	}
 	if err := secrets.RemoveKeyFromFile(path, id); err != nil {
 		return err
 	}
-	if err := audit.AppendAlone(ctx, d.Pool, audit.Entry{Actor: cliActor(), Action: "secrets.retire_key", TargetType: "secret_key",
+	// The key is gone from the file already: the row is written even if the command is
+	// interrupted now, and a failure says what was done.
+	if err := audit.AppendAlone(context.WithoutCancel(ctx), d.Pool, audit.Entry{Actor: cliActor(), Action: "secrets.retire_key", TargetType: "secret_key",
 		TargetID: id, TargetName: id, Payload: map[string]any{"key": id}}); err != nil {
-		return err
+		return fmt.Errorf("key %s was removed from %s already, but its retirement could not be written to the audit log: %w", id, path, err)
 	}
 	fmt.Fprintf(stdout, "retired key %s: values sealed with it no longer decrypt\n", id)
 	return nil

@@ -4,16 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolwarden/toolwarden/app"
+	"github.com/toolwarden/toolwarden/app/apptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -162,6 +171,150 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 	release()
 	if k, _ := secrets.LoadKeyring(path); len(k.IDs()) != 1 {
 		t.Fatalf("refused rotations changed the key file: %v", k.IDs())
+	}
+}
+
+// writeKeyFile writes a new key file holding one new key at path, and returns the key.
+func writeKeyFile(t *testing.T, path string) secrets.Key {
+	t.Helper()
+	k, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(k.Bytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// An execution's approval is sealed (a MAC) with the primary key of its time, and a
+// failed one's rollback needs the seal to verify. retire-key refuses while such a seal
+// of an execution not yet final only the key verifies (a rotation that re-encrypted the
+// secrets alone left it so); `secrets rotate` seals those again with the new key, so the
+// old key is retired and the rollback still starts. A seal no key verifies (an altered
+// record) is not sealed again.
+func TestSecretsRotateReseals(t *testing.T) {
+	ctx := context.Background()
+	dir := dbtest.TempDir(t)
+	path := filepath.Join(dir, "secret.key")
+	old := writeKeyFile(t, path)
+	// The serving keyring follows the key file, as serve's does.
+	keys, err := secrets.LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := apptest.Start(t, &apptest.Options{Config: func(c *app.Config) { c.Keys = keys }})
+	a.LiveServer(t, "mt", true, "echo", "fail")
+	a.SetRisk(t, "mt__fail", risk.Low)
+	u, err := a.Auth.GetUserByName(ctx, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	boss := executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Username}, Role: auth.RoleAdmin}
+	step := func(tool, args string) executions.RequestStep {
+		return executions.RequestStep{Tool: tool, Arguments: json.RawMessage(args)}
+	}
+	failed := func() string {
+		t.Helper()
+		ex, err := a.Executions.Create(ctx, boss, executions.Input{Plan: &executions.Request{
+			Steps:    []executions.RequestStep{step("mt__echo", `{"message":"do"}`), step("mt__fail", `{}`)},
+			Rollback: []executions.RequestStep{step("mt__echo", `{"message":"undo"}`)},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, a, ex.ID, executions.Failed)
+		return ex.ID
+	}
+	ex, altered := failed(), failed()
+	if _, err := a.Pool.Exec(ctx, `UPDATE executions SET seal = '\x00'::bytea || seal WHERE id = $1`, altered); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(ctx, append(args, "--database-url", a.DBURL, "--data-dir", dir), nil, &out, &errb)
+		return out.String() + errb.String(), err
+	}
+
+	// A key added without sealing again (a rotation before seals were): the old key
+	// still makes the only seal of the failed execution, so it is not retired.
+	if _, err := secrets.AddKeyToFile(path); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cli("secrets", "retire-key", old.ID)
+	if err == nil || !strings.Contains(err.Error(), "approvals of 1 executions") {
+		t.Fatalf("retire a key that still seals an approval: %v %s", err, out)
+	}
+	if k, _ := secrets.LoadKeyring(path); len(k.IDs()) != 2 {
+		t.Fatal("a refused retire changed the key file")
+	}
+	if out, err = cli("secrets", "rotate"); err != nil || !strings.Contains(out, "sealed the approvals of 1 executions again") {
+		t.Fatalf("rotate: %v %s", err, out)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'secrets.rotate' AND payload->>'execution_seals' = '1'`); n != 1 {
+		t.Errorf("audited rotations that sealed one approval again: %d, want 1", n)
+	}
+	if out, err = cli("secrets", "retire-key", old.ID); err != nil {
+		t.Fatalf("retire the old key after the rotation: %v %s", err, out)
+	}
+	// The serving process reads the key file again (it would within seconds).
+	if err := keys.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(keys.IDs(), old.ID) {
+		t.Fatalf("the serving keyring still holds the retired key: %v", keys.IDs())
+	}
+	if _, err := a.Executions.Rollback(ctx, boss, ex, executions.RollbackDecision{}); err != nil {
+		t.Fatalf("the rollback after the old key was retired: %v", err)
+	}
+	waitStatus(t, a, ex, executions.RolledBack)
+	if _, err := a.Executions.Rollback(ctx, boss, altered, executions.RollbackDecision{}); err == nil || !strings.Contains(err.Error(), "its seal does not match") {
+		t.Fatalf("the rollback of an altered execution: %v, want it refused as altered", err)
+	}
+}
+
+// waitStatus waits until execution id is in status want.
+func waitStatus(t *testing.T, a *apptest.App, id string, want executions.Status) {
+	t.Helper()
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		got, err := a.Executions.Get(context.Background(), id)
+		return err == nil && got.Status == want
+	}, "execution "+id+" never became "+string(want))
+}
+
+// retire-key edits the key file before it writes its audit row: when the row cannot be
+// written, the error says the key is gone from the file already.
+func TestSecretsRetireAuditFails(t *testing.T) {
+	ctx := context.Background()
+	dir := dbtest.TempDir(t)
+	url := dbtest.NewURL(t)
+	path := filepath.Join(dir, "secret.key")
+	old := writeKeyFile(t, path)
+	cli := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(ctx, append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
+		return out.String() + errb.String(), err
+	}
+	if out, err := cli("secrets", "rotate"); err != nil {
+		t.Fatalf("rotate: %v %s", err, out)
+	}
+	pool, err := db.NewPool(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION refuse_retire() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'audit log full'; END $$;
+		CREATE TRIGGER refuse_retire BEFORE INSERT ON audit_log FOR EACH ROW
+		WHEN (NEW.action = 'secrets.retire_key') EXECUTE FUNCTION refuse_retire()`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cli("secrets", "retire-key", old.ID)
+	if err == nil || !strings.Contains(err.Error(), "key "+old.ID+" was removed from "+path+" already") || !strings.Contains(err.Error(), "audit log full") {
+		t.Fatalf("retire with an audit log that refuses the row: %v %s", err, out)
+	}
+	if k, err := secrets.LoadKeyring(path); err != nil || slices.Contains(k.IDs(), old.ID) {
+		t.Fatalf("the key file after the retire: %v %v", k, err)
 	}
 }
 

@@ -33,6 +33,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	commonFlags(fs, &c)
 	fs.StringVar(&c.Addr, "addr", envOr("TOOLWARDEN_ADDR", "127.0.0.1:8080"), "listen address (env TOOLWARDEN_ADDR)")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key, created 0600 on first run (env TOOLWARDEN_SECRET_KEY_FILE)")
+	lostKeys := fs.String("lost-keys", envOr("TOOLWARDEN_LOST_KEYS", ""), "ids of secret keys lost for good (comma-separated; 'unknown' when none is named): serve starts although the key file lacks them, instead of refusing; what they sealed must be entered, or planned, again (env TOOLWARDEN_LOST_KEYS)")
 	fs.StringVar(&c.AdminPassword, "admin-password", envOr("TOOLWARDEN_ADMIN_PASSWORD", ""), "password for the first-start admin user; empty: random, printed once (env TOOLWARDEN_ADMIN_PASSWORD)")
 	fs.StringVar(&c.LLMURL, "llm-url", envOr("TOOLWARDEN_LLM_URL", ""), "OpenAI-compatible chat completions base URL for the planner (env TOOLWARDEN_LLM_URL)")
 	fs.StringVar(&c.LLMModel, "llm-model", envOr("TOOLWARDEN_LLM_MODEL", ""), "model name for --llm-url (env TOOLWARDEN_LLM_MODEL)")
@@ -42,7 +43,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.Var(&maxMessage, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
 		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
-	confineMode := fs.String("confine", envOr("TOOLWARDEN_CONFINE", "auto"), "how stdio servers and the built-in terminals run: auto (confined where this machine allows it, else unconfined with a warning), required (never unconfined: they do not start where confinement is unavailable) or off (env TOOLWARDEN_CONFINE)")
+	confineMode := confineFlag(fs)
 	tplTimeout := fs.String("template-max-timeout", envOr("TOOLWARDEN_TEMPLATE_MAX_TIMEOUT", template.MaxTimeout.String()),
 		"the longest a template tool's command or HTTP request may run, whatever its template says; at most "+template.MaxTimeout.String()+" (env TOOLWARDEN_TEMPLATE_MAX_TIMEOUT)")
 	builtinRoot := fs.String("builtin-root", envOr("TOOLWARDEN_BUILTIN_ROOT", ""), "where the built-in file and terminal tools keep each conversation's workspace (<root>/<conversation_id>); they never reach outside it. Default <data-dir>/workspaces (env TOOLWARDEN_BUILTIN_ROOT)")
@@ -57,6 +58,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tokenTTL := fs.String("token-default-ttl", envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", "90d"), "how long an API token lives when its creator names no expiry: days (90d) or a duration (720h); 0: such tokens never expire. An expiry given at creation wins (env TOOLWARDEN_TOKEN_DEFAULT_TTL)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	// The router would take 0 for its default (1200) in silence: who sets 0 means no
+	// calls or no limit, and is told how to say the latter.
+	if c.RateLimit == 0 {
+		fmt.Fprintln(stderr, "toolwarden serve: --rate-limit: 0 is not a limit: give how many tool calls a minute one user may make, or -1 for no limit (TOOLWARDEN_RATE_LIMIT too)")
+		return errUsage
 	}
 	var err error
 	if c.TokenDefaultTTL, err = tokenDefaultTTL(*tokenTTL); err != nil {
@@ -92,11 +99,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "toolwarden serve: --test-connection-timeout: %q is not a duration between 1s and 5m, such as 10s\n", *testTimeout)
 		return errUsage
 	}
-	switch c.Confine = *confineMode; c.Confine {
-	case "auto", "required", "off":
-	default:
-		fmt.Fprintf(stderr, "toolwarden serve: --confine: %q is not one of auto, required, off\n", c.Confine)
-		return errUsage
+	if err := setConfine(&c, *confineMode, "serve", stderr); err != nil {
+		return err
 	}
 	if c.TemplateMaxTimeout, err = time.ParseDuration(*tplTimeout); err != nil || c.TemplateMaxTimeout < time.Second || c.TemplateMaxTimeout > template.MaxTimeout {
 		fmt.Fprintf(stderr, "toolwarden serve: --template-max-timeout: %q is not a duration from 1s to %s\n", *tplTimeout, template.MaxTimeout)
@@ -121,17 +125,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer lock.release()
-	keys, err := openKeyring(c)
+	keys, madeKey, err := openKeyring(c)
 	if err != nil {
 		return err
 	}
-	hide, err := confinement(c)
+	hide, err := confinement(c, *cpKey)
 	if err != nil {
 		return err
-	}
-	// A checkpoint key kept outside the data dir is hidden from stdio servers too.
-	if k := checkpointKeyPath(c, *cpKey); !within(k, c.DataDir) {
-		hide.Hide = append(hide.Hide, k)
 	}
 	root := orDefault(*builtinRoot, filepath.Join(c.DataDir, "workspaces"))
 	if err := builtinRootApart(root, hide.Hide); err != nil {
@@ -171,6 +171,19 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// Stops the embedded PostgreSQL on every way out of here (Run stops it too).
 	defer a.Stop()
+	// Checked once the database is open (New opens it), before anything runs: a key file
+	// without the database's keys (deleted, mistyped, another installation's) would seal
+	// and encrypt with a key the rest of the installation does not hold.
+	held := keys
+	if madeKey {
+		held = nil // the key file was not there: what the database holds was sealed with another
+	}
+	if err := keyFileFits(ctx, a.Pool, held, secretKeyPath(c), parseLostKeys(*lostKeys)); err != nil {
+		if madeKey {
+			_ = os.Remove(secretKeyPath(c)) // made for a first start this is not
+		}
+		return fmt.Errorf("%w; serve did not start. If those keys are lost for good, name them in --lost-keys (TOOLWARDEN_LOST_KEYS; 'unknown' when none is named) to start without them: what they sealed must then be entered, or planned, again", err)
+	}
 	if warn, err := db.RoleWarning(ctx, a.Pool); err != nil {
 		return err
 	} else if warn != "" {
@@ -194,11 +207,33 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	})
 }
 
+// confineFlag defines --confine on fs: serve's, and import's, which starts the stdio
+// servers a file registers to discover their tools.
+func confineFlag(fs *flag.FlagSet) *string {
+	return fs.String("confine", envOr("TOOLWARDEN_CONFINE", "auto"), "how stdio servers and the built-in terminals run: auto (confined where this machine allows it, else unconfined with a warning), required (never unconfined: they do not start where confinement is unavailable) or off (env TOOLWARDEN_CONFINE)")
+}
+
+// setConfine sets c.Confine from --confine; a value that is not a mode is a usage
+// error of command cmd, printed on stderr.
+func setConfine(c *config, mode, cmd string, stderr io.Writer) error {
+	switch mode {
+	case "auto", "required", "off":
+		c.Confine = mode
+		return nil
+	}
+	fmt.Fprintf(stderr, "toolwarden %s: --confine: %q is not one of auto, required, off\n", cmd, mode)
+	return errUsage
+}
+
 // confinement is what stdio servers must not reach (docs/security.md): the data dir (embedded
 // database and its socket, secret key, workspaces), the secret key file wherever it is,
-// and the unix socket of an external database.
-func confinement(c config) (confine.Spec, error) {
+// the checkpoint key when it is kept outside the data dir (cpKeyFlag is
+// --checkpoint-key-file), and the unix socket of an external database.
+func confinement(c config, cpKeyFlag string) (confine.Spec, error) {
 	hide := []string{c.DataDir, secretKeyPath(c)}
+	if k := checkpointKeyPath(c, cpKeyFlag); !within(k, c.DataDir) {
+		hide = append(hide, k)
+	}
 	if c.DatabaseURL != "" {
 		socks, err := db.SocketPaths(c.DatabaseURL)
 		if err != nil {

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// pointAtKey is how to mend a key file that does not fit the database.
+const pointAtKey = "point --secret-key-file (TOOLWARDEN_SECRET_KEY_FILE) at the key file serve uses"
+
+// keyUsage counts the database's stored secret values (servers' and tools') by the id
+// of the key that sealed them.
+func keyUsage(ctx context.Context, pool *pgxpool.Pool) (map[string]int, error) {
+	usage, err := registry.New(pool, nil, nil).KeyUsage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	more, err := tools.New(pool, nil, nil).KeyUsage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for k, n := range more {
+		usage[k] += n
+	}
+	return usage, nil
+}
+
+// keyFileFits checks, for serve and import, that the key file at path holds every key a
+// stored secret value names, but those in lost (lost for good: --lost-keys). keys nil
+// means there is no file at path and a new key would be made: then nothing may be sealed
+// yet, the approvals of executions not yet final included (their seals name no key),
+// unless keys are declared lost. A process with another key could not open the values,
+// sealed values the others cannot open, and approvals that look altered to them. The
+// error names the file and the keys; the caller adds what it did not do.
+func keyFileFits(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, path string, lost []string) error {
+	usage, err := keyUsage(ctx, pool)
+	if err != nil {
+		return err
+	}
+	var held []string
+	if keys != nil {
+		held = keys.IDs()
+	}
+	var missing []string
+	for _, kid := range slices.Sorted(maps.Keys(usage)) {
+		if !slices.Contains(held, kid) && !slices.Contains(lost, kid) {
+			missing = append(missing, fmt.Sprintf("%d under key %s", usage[kid], kid))
+		}
+	}
+	if keys != nil {
+		if len(missing) > 0 {
+			return fmt.Errorf("the database holds secret values (%s) which %s does not hold: %s", strings.Join(missing, ", "), path, pointAtKey)
+		}
+		return nil
+	}
+	var what []string
+	if len(missing) > 0 {
+		what = append(what, "secrets sealed with a key ("+strings.Join(missing, ", ")+")")
+	}
+	if len(lost) == 0 {
+		seals, err := executions.SealUsage(ctx, pool, func(_, _ []byte) string { return "" }, 0)
+		if err != nil {
+			return err
+		}
+		if n := seals[""]; n > 0 {
+			what = append(what, fmt.Sprintf("the approvals of %d executions not yet final, sealed with a key", n))
+		}
+	}
+	if len(what) > 0 {
+		return fmt.Errorf("there is no secret key file at %s, but the database holds %s: %s", path, strings.Join(what, " and "), pointAtKey)
+	}
+	return nil
+}
+
+// sealKeyOf says which key of the key file at path made an execution's seal (a MAC,
+// which names no key, so each key is tried).
+func sealKeyOf(path string) (executions.SealKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: key file: %w", err)
+	}
+	keys, err := secrets.ParseKeyFile(path, data)
+	if err != nil {
+		return nil, err
+	}
+	rings := make([]*secrets.Keyring, len(keys))
+	for i, k := range keys {
+		if rings[i], err = secrets.NewKeyring(k); err != nil {
+			return nil, err
+		}
+	}
+	return func(input, seal []byte) string {
+		for _, r := range rings {
+			if r.VerifyMAC(input, seal) {
+				return r.PrimaryID()
+			}
+		}
+		return ""
+	}, nil
+}
+
+// parseLostKeys reads --lost-keys: key ids separated by commas or spaces.
+func parseLostKeys(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' })
+}
