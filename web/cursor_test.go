@@ -1,11 +1,21 @@
 package web_test
 
 import (
+	"context"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // Every page that follows topics over the websocket carries the cursor it was read at:
@@ -29,4 +39,45 @@ func TestEveryLivePageHasACursor(t *testing.T) {
 			t.Errorf("%s follows %q from cursor %q, want the newest event id", path, topics, doc.Find(`#ws-cursor`).AttrOr("data-last-event-id", ""))
 		}
 	}
+}
+
+// A page resuming from a cursor older than what the retention pruned cannot be sent
+// what it missed: it is told to reload, not replayed the rest as if that were all.
+func TestSocketBehindPrunedEventsIsToldToReload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "mt", true, "echo")
+	id := srv.ToolID(t, "mt__echo")
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	cursor := lastEventID(t, srv)
+	changed := func(version int) int64 {
+		var ev int64
+		err := db.WithTx(ctx, srv.Pool, func(tx pgx.Tx) error {
+			var err error
+			ev, err = events.ToolChanged.Publish(ctx, tx, tools.Topic, events.ToolVersion{ID: id, Version: version})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	old := changed(2)
+	testkit.Exec(t, srv.Pool, `UPDATE events SET created_at = now() - interval '8 days' WHERE id = $1`, old)
+	changed(3)
+	if n, err := events.Prune(ctx, srv.Pool, time.Now().Add(-7*24*time.Hour)); err != nil || n < 1 {
+		t.Fatalf("pruned %d events (%v), want the backdated one", n, err)
+	}
+	conn := wsDial(t, srv, admin, []string{tools.Topic}, cursor)
+	wsUntil(t, conn, "the reload toast", func(doc *goquery.Document) bool {
+		html, _ := doc.Html()
+		if strings.Contains(html, "missed too many") {
+			return true
+		}
+		if strings.Contains(html, id) {
+			t.Fatalf("a page behind pruned event %d was replayed the later one alone, with no reload: %s", old, html)
+		}
+		return false
+	})
 }

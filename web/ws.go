@@ -292,8 +292,8 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	last := sub.LastID
 	recheckFailures := 0 // the session checks in a row the database did not answer
 	// A change to this person between the handshake and the subscription (signed out,
-	// disabled, demoted) came before the subscription and is not replayed (the replay
-	// leaves the sessions topic out when the page did not ask for it): check once now.
+	// disabled, demoted) may be older than the page's cursor, or left out of a replay too
+	// long to send: check once now.
 	{
 		var ok bool
 		// As a periodic check: a database that does not answer once keeps the socket.
@@ -301,13 +301,23 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			return
 		}
 	}
-	missed, err := h.deps.Events.Since(ctx, last, topics, wsMaxReplay+1)
+	// The replay reads the sessions topic too: a change to this person committed after
+	// the check above is then re-checked (deliver) before the events that follow it,
+	// which the new role may not see, not after them when it arrives on s.C.
+	missed, err := h.deps.Events.Since(ctx, last, subscribed, wsMaxReplay+1)
+	var pruned int64
+	if err == nil {
+		// Read after the replay, so a prune that deleted events before it read is seen.
+		pruned, err = h.deps.Events.PrunedThrough(ctx)
+	}
 	if err != nil {
 		h.log.Warn("ws: replay", "err", err)
 		h.closeWith(conn, closeTryAgainLater, "try again")
 		return
 	}
-	if len(missed) > wsMaxReplay {
+	// A cursor below what the retention pruned missed events nobody can replay: what is
+	// left would look complete, so the page is told to reload as when it missed too many.
+	if len(missed) > wsMaxReplay || last < pruned {
 		latest, _ := h.deps.Events.LatestID(ctx)
 		frag, err := h.live.Reload(ctx, latest)
 		if err != nil || h.write(conn, frag) != nil {
@@ -367,7 +377,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 				<-h.replays
 				return
 			}
-			if ev.ID > last {
+			if ev.ID > last && !(sessionsOnlyForCheck && ev.Topic == auth.SessionsTopic) {
 				if r, err := h.render(ctx, ev); err == nil {
 					pre[ev.ID] = r
 				}

@@ -25,9 +25,9 @@ type BusOptions struct {
 	// Buffer is each subscription's queue length; a subscriber that falls this far
 	// behind is dropped (its channel closed) rather than blocking everyone.
 	Buffer int
-	// Local, when set, is the Local of the pool the bus reads: the bus joins it while it
-	// listens, so the transactions begun on it have the bus deliver their events before
-	// they return. NewBus panics when it is another pool's.
+	// Local, when set, is the Local of the pool the bus reads: the bus joins it once it
+	// first listens, until Run ends, so the transactions begun on it have the bus
+	// deliver their events before they return. NewBus panics when it is another pool's.
 	Local *Local
 	// Quiet is how long the bus waits for a notification before it checks that its
 	// listening connection still answers and reads what it may have missed. Default
@@ -56,6 +56,8 @@ type Bus struct {
 	lastID    int64
 	primed    bool // lastID was set when the bus first listened: a reconnect catches up from it
 	listening bool
+	stopped   bool      // Run ended: nothing is delivered any more
+	since     time.Time // when listening last changed (NewBus: since when it has not listened)
 	ready     chan struct{}
 }
 
@@ -68,7 +70,7 @@ func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
 		panic("events: a bus joins the Local of the pool it reads")
 	}
 	b := &Bus{pool: pool, log: opts.Logger, buffer: opts.Buffer, local: opts.Local, subs: map[*Subscription]struct{}{}, byTopic: map[string]map[*Subscription]struct{}{}, all: map[*Subscription]struct{}{},
-		ready: make(chan struct{}), origin: rand.Text()[:12]}
+		ready: make(chan struct{}), origin: rand.Text()[:12], since: time.Now()}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -85,7 +87,8 @@ func NewBus(pool *pgxpool.Pool, opts *BusOptions) *Bus {
 // root creates it, joins its buses to it (BusOptions.Local) and hands it to the services
 // that publish, which begin their transactions on it (it is a db.TxBeginner; see
 // Beginner). Once a transaction begun on it that published events commits, every bus
-// of it that listens delivers the events up to the newest before db.WithTx returns, so
+// of it that has listened delivers the events up to the newest before db.WithTx
+// returns, also while it reconnects (it reads them from the pool as its catch-up would), so
 // what watches them synchronously (Watch: the router's snapshot, the token cache) has
 // seen the change by the time its author answers. Without it they would arrive with
 // the NOTIFY, a little later, and a call right after "disabled" could still run. A
@@ -95,7 +98,7 @@ type Local struct {
 	pool *pgxpool.Pool
 
 	mu    sync.Mutex
-	buses []*Bus // those listening
+	buses []*Bus // those that have listened and still run
 }
 
 // NewLocal creates the Local of pool, with no bus yet.
@@ -114,19 +117,21 @@ func (l *Local) Beginner(pool *pgxpool.Pool) db.TxBeginner {
 	return l
 }
 
-// set adds bus to the listening buses or removes it.
-func (l *Local) set(bus *Bus, listening bool) {
+// set adds bus to the buses that deliver local commits or removes it.
+func (l *Local) set(bus *Bus, joined bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buses = slices.DeleteFunc(l.buses, func(x *Bus) bool { return x == bus })
-	if listening {
+	if joined {
 		l.buses = append(l.buses, bus)
 	}
 }
 
 // syncLocal runs after a transaction begun on b committed event id: when b is a Local,
-// each of its listening buses delivers the events up to id before it returns (see
-// Local). Failing to read is logged: the NOTIFY catches up.
+// each of its buses delivers the events up to id before it returns (see Local), whether
+// or not it listens at the moment: a bus reconnecting would otherwise leave its watches
+// (the router's tool lookups) stale until it is back. Failing to read is logged: the
+// NOTIFY, or the reconnect's catch-up, catches up.
 func syncLocal(ctx context.Context, b db.TxBeginner, id int64) {
 	l, ok := b.(*Local)
 	if !ok {
@@ -137,7 +142,7 @@ func syncLocal(ctx context.Context, b db.TxBeginner, id int64) {
 	l.mu.Unlock()
 	for _, bus := range buses {
 		bus.mu.Lock()
-		behind := bus.listening && bus.lastID < id
+		behind := bus.primed && bus.lastID < id
 		bus.mu.Unlock()
 		if !behind {
 			continue
@@ -319,6 +324,14 @@ func (b *Bus) Ready() <-chan struct{} { return b.ready }
 // Run listens until ctx ends, reconnecting with backoff after errors and catching up on
 // the events committed while it was away.
 func (b *Bus) Run(ctx context.Context) error {
+	defer func() {
+		b.mu.Lock()
+		b.stopped = true
+		b.mu.Unlock()
+		if b.local != nil {
+			b.local.set(b, false)
+		}
+	}()
 	var readyOnce sync.Once
 	backoff := 100 * time.Millisecond
 	for {
@@ -416,12 +429,21 @@ func (b *Bus) delivered(id int64) bool {
 	return id <= b.lastID
 }
 
+// Listening reports whether the bus listens for other replicas' events, and since when
+// it has (or has not).
+func (b *Bus) Listening() (bool, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.listening, b.since
+}
+
 func (b *Bus) setListening(on bool) {
 	b.mu.Lock()
-	b.listening = on
+	b.listening, b.since = on, time.Now()
 	b.mu.Unlock()
-	if b.local != nil {
-		b.local.set(b, on)
+	if on && b.local != nil {
+		// Joined once primed, and not left when the listener is lost (see syncLocal).
+		b.local.set(b, true)
 	}
 }
 
@@ -453,9 +475,11 @@ func (p *Published) Deliver(commitErr error) {
 	}
 	b := p.bus
 	b.mu.Lock()
-	if !b.listening {
+	if !b.primed || b.stopped {
+		// Before the first listen the bus delivers nothing committed earlier; after Run,
+		// nothing at all. While it reconnects it does deliver (see syncLocal).
 		b.mu.Unlock()
-		return // the listener catches up when it is back
+		return
 	}
 	next := commitErr == nil
 	for i, ev := range p.evs {

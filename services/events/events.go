@@ -206,24 +206,45 @@ const pruneBatch = 10_000
 // execution's log) and the newest event (the cursor pages start from). Websocket
 // clients only replay what they missed while away, so old events serve nobody, and
 // every tool call writes two or three. It deletes in batches and returns how many.
+// Each batch records the newest id it deleted in the same statement (PrunedThrough),
+// so a client resuming from before it is told it cannot be replayed everything.
 func Prune(ctx context.Context, q db.Querier, before time.Time, keep ...string) (int64, error) {
 	if keep == nil {
 		keep = []string{}
 	}
 	var total int64
 	for {
-		tag, err := q.Exec(ctx, `/* events.Prune */
-			DELETE FROM events WHERE id IN (
-				SELECT id FROM events
-				WHERE created_at < $1 AND id < (SELECT max(id) FROM events)
-				  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS k(prefix) WHERE starts_with(topic, k.prefix))
-				LIMIT $3)`, before, keep, pruneBatch)
+		var n int64
+		err := q.QueryRow(ctx, `/* events.Prune */
+			WITH gone AS (
+				DELETE FROM events WHERE id IN (
+					SELECT id FROM events
+					WHERE created_at < $1 AND id < (SELECT max(id) FROM events)
+					  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS k(prefix) WHERE starts_with(topic, k.prefix))
+					LIMIT $3)
+				RETURNING id
+			), mark AS (
+				INSERT INTO events_pruned (through_id) SELECT max(id) FROM gone HAVING count(*) > 0
+				ON CONFLICT (only_row) DO UPDATE SET through_id = greatest(events_pruned.through_id, excluded.through_id)
+			)
+			SELECT count(*) FROM gone`, before, keep, pruneBatch).Scan(&n)
 		if err != nil {
 			return total, fmt.Errorf("events: prune: %w", err)
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < pruneBatch {
+		total += n
+		if n < pruneBatch {
 			return total, nil
 		}
 	}
+}
+
+// PrunedThrough is the newest event id Prune ever deleted (0 when none): a client whose
+// cursor is below it may have missed events that can no longer be replayed.
+func PrunedThrough(ctx context.Context, q db.Querier) (int64, error) {
+	var id int64
+	if err := q.QueryRow(ctx, `/* events.PrunedThrough */
+		SELECT coalesce((SELECT through_id FROM events_pruned), 0)`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("events: pruned through: %w", err)
+	}
+	return id, nil
 }

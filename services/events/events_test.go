@@ -6,12 +6,14 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -367,12 +369,28 @@ func TestPrune(t *testing.T) {
 		VALUES (nextval('events_id_seq'), 'calls', 'k', '{}', now() - interval '30 days')`); err != nil {
 		t.Fatal(err)
 	}
+	if through, err := events.PrunedThrough(ctx, pool); err != nil || through != 0 {
+		t.Fatalf("pruned through %d (%v) before any prune, want 0", through, err)
+	}
+	var newestOld int64 // the newest event the prune deletes: the last old calls one before the recent
+	if err := pool.QueryRow(ctx, `SELECT max(id) FROM events WHERE topic = 'calls' AND id < $1`, recent).Scan(&newestOld); err != nil {
+		t.Fatal(err)
+	}
 	n, err := events.Prune(ctx, pool, time.Now().Add(-7*24*time.Hour), "execution:")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n != 10500-105 {
 		t.Errorf("pruned %d, want %d (the old calls events)", n, 10500-105)
+	}
+	// Recorded, and kept by a prune that deletes nothing: a page behind it must reload.
+	for range 2 {
+		if through, err := events.PrunedThrough(ctx, pool); err != nil || through != newestOld {
+			t.Fatalf("pruned through %d (%v), want %d", through, err, newestOld)
+		}
+		if n, err := events.Prune(ctx, pool, time.Now().Add(-7*24*time.Hour), "execution:"); err != nil || n != 0 {
+			t.Fatalf("a second prune deleted %d (%v), want nothing", n, err)
+		}
 	}
 	var left []string
 	rows, err := pool.Query(ctx, `SELECT topic || CASE WHEN id = $1 THEN ' recent' WHEN id = (SELECT max(id) FROM events) THEN ' newest' ELSE '' END
@@ -496,5 +514,49 @@ func TestTail(t *testing.T) {
 	}
 	if evs, older, err := events.Tail(ctx, pool, "log", later, 100); err != nil || len(evs) != 26 || older != 0 {
 		t.Fatalf("Tail(100): %d events, %d older, %v; want all 26", len(evs), older, err)
+	}
+}
+
+// While the bus reconnects, a transaction begun on its Local that published an event
+// still has the bus's watches see it before it returns: what they keep (the router's
+// tool lookups) must not outlive a change its author was told had committed.
+func TestWatchSeesLocalCommitsWhileTheBusReconnects(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	local := events.NewLocal(pool)
+	bus, stop := startBus(t, pool, &events.BusOptions{Local: local})
+	defer stop()
+	var seen atomic.Int64
+	w := bus.Watch(func(ev events.Event) { seen.Store(ev.ID) }, "w")
+	defer w.Close()
+	for attempt := 1; ; attempt++ {
+		_, before := bus.Listening()
+		n := testkit.Count(t, pool, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid()
+			  AND (query LIKE 'LISTEN %' OR query LIKE '%events.listen.ping%')`)
+		if n != 1 {
+			t.Fatalf("ended %d listeners, want the bus's", n)
+		}
+		var on bool
+		var away time.Time
+		testkit.WaitFor(t, 30*time.Second, func() bool {
+			on, away = bus.Listening()
+			return away.After(before)
+		}, "the bus never noticed its listener ended")
+		if !on {
+			id := publish(t, local, "w", "k", nil)
+			if on, since := bus.Listening(); !on && since.Equal(away) {
+				// Away for the whole commit: only the Local could have delivered it.
+				if got := seen.Load(); got != id {
+					t.Fatalf("while the bus reconnected: watched up to %d when the commit of %d returned", got, id)
+				}
+				return
+			}
+		}
+		// Back already (each reconnect waits longer, so the next try finds it away).
+		if attempt == 5 {
+			t.Fatal("the bus was back before every commit")
+		}
+		testkit.WaitFor(t, 30*time.Second, func() bool { on, _ := bus.Listening(); return on }, "the bus never listened again")
 	}
 }

@@ -16,3 +16,7 @@ func (b *Bus) Tail(ctx context.Context, topic string, last int64, limit int) ([]
 func (b *Bus) Since(ctx context.Context, afterID int64, topics []string, limit int) ([]Event, error) {
 	return Since(ctx, b.pool, afterID, topics, limit)
 }
+
+// PrunedThrough is the newest event id pruned (0 when none): a cursor below it cannot be
+// replayed everything it missed.
+func (b *Bus) PrunedThrough(ctx context.Context) (int64, error) { return PrunedThrough(ctx, b.pool) }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 )
 
 // Component states in a Health report.
@@ -16,7 +17,7 @@ const (
 // Component is the state of one part /healthz reports on.
 type Component struct {
 	Status string `json:"status"` // up or down
-	// Since is when an embedded cluster last came up or went down.
+	// Since is when an embedded cluster or the event bus last came up or went down.
 	Since *time.Time `json:"since,omitempty"`
 	// Restarts counts the embedded cluster's restarts since the process started.
 	Restarts *int `json:"restarts,omitempty"`
@@ -39,8 +40,15 @@ func (s *Service) Supervised(c *db.Cluster) *Service {
 	return s
 }
 
+// WithBus makes Health report on the event bus b: whether it listens for the events of
+// other replicas (nil: not reported).
+func (s *Service) WithBus(b *events.Bus) *Service {
+	s.bus = b
+	return s
+}
+
 // Health checks the database (a round trip, at most a second) and, when embedded, what
-// the cluster's supervisor knows.
+// the cluster's supervisor knows, and whether the event bus listens.
 func (s *Service) Health(ctx context.Context) Health {
 	h := Health{OK: true, Status: "ok", Components: map[string]Component{}}
 	add := func(name string, c Component) {
@@ -57,6 +65,16 @@ func (s *Service) Health(ctx context.Context) Health {
 			c.Status, c.Problem = Down, "the embedded PostgreSQL is not running; it is being restarted"
 		}
 		add("embedded_postgres", c)
+	}
+	if s.bus != nil {
+		// A bus that does not listen still delivers this replica's changes (events.Local),
+		// but the pages it serves miss the other replicas' until it is back.
+		on, since := s.bus.Listening()
+		c := Component{Status: Up, Since: &since}
+		if !on {
+			c.Status, c.Problem = Down, "live updates from other replicas are paused: the event listener is not connected"
+		}
+		add("event_bus", c)
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

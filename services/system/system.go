@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/events"
 )
 
 // Service answers questions about the database.
@@ -15,6 +16,7 @@ type Service struct {
 	pool     *pgxpool.Pool
 	embedded bool
 	cluster  *db.Cluster // the embedded cluster Health reports on (Supervised)
+	bus      *events.Bus // the event bus Health reports on (WithBus)
 }
 
 // New is a Service on pool; embedded says whether it is the embedded cluster.
