@@ -183,22 +183,49 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 			parts = append(parts, views.LiveToast("error", sv.Name+" lost its connection: "+status.LastError))
 		}
 	case discovery != nil || failure != nil:
-		tools, runs, err := serverToolsAndRuns(ctx, l.Registry, id)
-		if err != nil {
-			return nil, err
-		}
 		var msg string
 		if failure != nil {
 			msg = "Last discovery failed: " + failure.Error
 		} else {
 			msg = fmt.Sprintf("Last discovery: %d tools (+%d added, ~%d updated, −%d removed)", discovery.Total, discovery.Added, discovery.Updated, discovery.Removed)
 		}
-		parts = append(parts, views.LiveDiscovery(id, msg, tools, runs))
+		part, err := l.discoveryPart(ctx, sv, msg)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
 		if discovery != nil && discovery.Added+discovery.Updated+discovery.Removed > 0 {
 			parts = append(parts, views.LiveToast("info", fmt.Sprintf("%s: %d tools added, %d updated, %d removed", sv.Name, discovery.Added, discovery.Updated, discovery.Removed)))
 		}
 	}
 	return parts, nil
+}
+
+// maxLiveServerTools bounds the rows of a server's tool table pushed after a discovery:
+// the fragment goes to every page following the servers topic, so a bigger table is
+// replaced by a notice to reload the page.
+const maxLiveServerTools = 100
+
+// discoveryPart renders what a discovery changes on sv's page: its progress line, its
+// tool table (or, past maxLiveServerTools, a notice to reload) and its runs.
+func (l Live) discoveryPart(ctx context.Context, sv registry.Server, msg string) (templ.Component, error) {
+	runs, err := serverRuns(ctx, l.Registry, sv.ID)
+	if err != nil {
+		return nil, err
+	}
+	// ToolCount counts the tools the server still lists, so a server past the bound by
+	// it is not read at all; the table also lists unavailable tools, hence the check below.
+	if sv.ToolCount > maxLiveServerTools {
+		return views.LiveDiscoveryOmitted(sv.ID, msg, sv.ToolCount, runs), nil
+	}
+	tools, err := l.Registry.ServerTools(ctx, sv.ID)
+	if err != nil {
+		return nil, err
+	}
+	if len(tools) > maxLiveServerTools {
+		return views.LiveDiscoveryOmitted(sv.ID, msg, len(tools), runs), nil
+	}
+	return views.LiveDiscovery(sv.ID, msg, toolRows(tools), runs), nil
 }
 
 // maxLiveTools bounds how many tools one event re-renders; a bigger change (a discovery

@@ -175,16 +175,21 @@ func capabilityNames(raw json.RawMessage) []string {
 }
 
 // serverToolsAndRuns loads the tool table and the latest discovery runs of a server, for
-// the detail page and its live updates.
+// the detail page.
 func serverToolsAndRuns(ctx context.Context, reg *registry.Service, id string) ([]views.ToolRow, []views.RunRow, error) {
 	tools, err := reg.ServerTools(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	runs, err := reg.DiscoveryRuns(ctx, id, 10)
+	runs, err := serverRuns(ctx, reg, id)
 	if err != nil {
 		return nil, nil, err
 	}
+	return toolRows(tools), runs, nil
+}
+
+// toolRows are the rows of a server's tool table.
+func toolRows(tools []registry.Tool) []views.ToolRow {
 	var tr []views.ToolRow
 	for _, t := range tools {
 		var ann struct {
@@ -196,13 +201,22 @@ func serverToolsAndRuns(ctx context.Context, reg *registry.Service, id string) (
 			Version: t.Version(), Available: t.Available, ReadOnly: ann.ReadOnly,
 			Destructive: !ann.ReadOnly && ann.Destructive != nil && *ann.Destructive})
 	}
+	return tr
+}
+
+// serverRuns are the latest discovery runs of a server.
+func serverRuns(ctx context.Context, reg *registry.Service, id string) ([]views.RunRow, error) {
+	runs, err := reg.DiscoveryRuns(ctx, id, 10)
+	if err != nil {
+		return nil, err
+	}
 	var rr []views.RunRow
 	for _, r := range runs {
 		rr = append(rr, views.RunRow{ID: r.ID, Trigger: r.Trigger, Actor: r.Actor, OK: r.Status == "succeeded", Error: deref(r.Error),
 			Added: r.Added, Updated: r.Updated, Unchanged: r.Unchanged, Removed: r.Removed, Pages: r.Pages,
 			DurationMS: float64(r.Duration().Microseconds()) / 1000, At: r.FinishedAt})
 	}
-	return tr, rr, nil
+	return rr, nil
 }
 
 func stampOf(t *time.Time) string {
