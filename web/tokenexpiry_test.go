@@ -89,3 +89,27 @@ func TestTokenDefaultExpiryAndWarning(t *testing.T) {
 		}
 	}
 }
+
+// An expired token keeps its name until it is revoked, as creating another of that
+// name says: /tokens offers its Revoke, and revoking it frees the name.
+func TestExpiredTokenRevocable(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	api := webtest.API{T: t, Srv: srv, C: admin}
+	var made struct {
+		Info auth.Token `json:"info"`
+	}
+	api.JSON(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "ci", "expires_in_days": 3}, http.StatusCreated, &made)
+	if _, err := srv.App.Pool.Exec(t.Context(), `UPDATE api_tokens SET expires_at = now() - interval '1 hour' WHERE id::text = $1`, made.Info.ID); err != nil {
+		t.Fatal(err)
+	}
+	api.JSON(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "ci"}, http.StatusBadRequest, nil)
+	doc := page(t, srv.Get(t, admin, "/tokens"))
+	if doc.Find(`[data-token-name="ci"] [data-testid="revoke-token"]`).Length() != 1 {
+		t.Fatal("/tokens offers no Revoke for the expired token whose name it holds")
+	}
+	api.JSON(http.MethodDelete, "/api/v1/tokens/"+made.Info.ID, nil, http.StatusOK, nil)
+	api.JSON(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "ci"}, http.StatusCreated, nil)
+	api.JSON(http.MethodDelete, "/api/v1/tokens/00000000-0000-4000-8000-000000000000", nil, http.StatusNotFound, nil)
+}

@@ -22,6 +22,8 @@ import (
 // Errors the web layer maps to responses.
 var (
 	ErrNotFound = fault.NotFound("user")
+	// ErrTokenNotFound is a token that does not exist or is not the caller's to revoke.
+	ErrTokenNotFound = fault.NotFound("token")
 	// ErrInvalidCredentials is answered by the sign-in form itself, never by the error
 	// handler, so it says nothing of which half was wrong.
 	ErrInvalidCredentials = errors.New("auth: wrong username or password")

@@ -163,8 +163,14 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 			return err
 		}
 		if tok, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Token]); errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
+			return ErrTokenNotFound
 		} else if err != nil {
+			return err
+		}
+		// An administrator revoking someone else's token: the audit row and the event
+		// name whose it was.
+		var owner string
+		if err := tx.QueryRow(ctx, `/* auth.RevokeToken.owner */ SELECT username FROM users WHERE id::text = $1`, tok.UserID).Scan(&owner); err != nil {
 			return err
 		}
 		if tok.RevokedAt != nil {
@@ -175,11 +181,11 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 			return err
 		}
 		if _, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID, TargetName: tok.Name,
-			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix}}); err != nil {
+			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix, "user": owner}}); err != nil {
 			return err
 		}
 		// Other replicas forget the token (Follow); live connections it opened end.
-		_, err = events.TokenRevoked.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: tok.UserID, Reason: "API token revoked"})
+		_, err = events.TokenRevoked.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: tok.UserID, Username: owner, Reason: "API token revoked"})
 		return err
 	})
 	if err != nil {

@@ -247,8 +247,8 @@ func TestRevokeToken(t *testing.T) {
 		{"unknown", "00000000-0000-4000-8000-000000000000"},
 		{"not a uuid", "nope"},
 	} {
-		if _, err := f.svc.RevokeToken(f.ctx, actorOf(alice), tc.id, alice.ID); !errors.Is(err, auth.ErrNotFound) {
-			t.Errorf("alice revoking %s token: got %v, want ErrNotFound", tc.name, err)
+		if _, err := f.svc.RevokeToken(f.ctx, actorOf(alice), tc.id, alice.ID); !errors.Is(err, auth.ErrTokenNotFound) || err.Error() != "token not found" {
+			t.Errorf("alice revoking %s token: got %v, want ErrTokenNotFound (token not found)", tc.name, err)
 		}
 	}
 	f.mustAuthToken(bobPlain, bob)
@@ -279,7 +279,8 @@ func TestRevokeToken(t *testing.T) {
 	if r := revokes[0]; r.ActorID != alice.ID || r.TargetID != aliceTok.ID || r.Payload["name"] != "ci" || r.Payload["prefix"] != aliceTok.Prefix {
 		t.Errorf("alice's token.revoke: got %+v", r)
 	}
-	if r := revokes[1]; r.ActorID != admin.ID || r.TargetID != bobTok.ID {
+	// The administrator's row names whose token it was.
+	if r := revokes[1]; r.ActorID != admin.ID || r.TargetID != bobTok.ID || r.Payload["user"] != "bob" {
 		t.Errorf("admin's token.revoke: got %+v", r)
 	}
 	for _, plain := range []string{alicePlain, bobPlain} {
