@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -219,4 +221,173 @@ func TestBrowserCommandOutput(t *testing.T) {
 		t.Fatalf("the command's lines in the page: %q", got)
 	}
 	b.checkConsole()
+}
+
+// pressKey presses one key in the page as Chrome's own keyboard does (rawKeyDown, then
+// keyUp), with modifiers, wherever the focus is: the browser's default action (Tab
+// moving the focus) happens unless the page cancels the keydown.
+func pressKey(r rune, modifiers int64) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		evs := kb.Encode(r)
+		down, up := *evs[0], *evs[len(evs)-1]
+		down.Type = input.DispatchKeyEventTypeRawKeyDown
+		for _, k := range []input.DispatchKeyEventParams{down, up} {
+			k.Modifiers = modifiers
+			if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// focusInTerminal is whether the keyboard focus is inside the terminal.
+const focusInTerminal = `document.getElementById("terminal").contains(document.activeElement)`
+
+// TestBrowserTerminalTabLeaves: Tab and Shift+Tab take the focus out of a read-only
+// terminal (it takes no keys, so they would only trap a keyboard user there); in a
+// terminal one types into, Tab goes to the program (completion) and Escape then Tab
+// leaves.
+func TestBrowserTerminalTabLeaves(t *testing.T) {
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-e2e-tab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-tab", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	textarea := chromedp.CSS(`#terminal .xterm-helper-textarea`)
+
+	d := newBrowser(t)
+	d.login(srv, "audrey", "audrey-password-1")
+	d.do("open the terminal as auditor",
+		chromedp.Navigate(srv.URL+"/terminals/"+term.ID),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=terminal-readonly]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)),
+	)
+	d.waitJS("the terminal is watched", `document.getElementById("terminal").dataset.state === "watching"`)
+	for _, k := range []struct {
+		name string
+		mods int64
+	}{{"Tab", 0}, {"Shift+Tab", 8}} { // CDP's modifier bits: Shift=8
+		d.do("focus the read-only terminal", chromedp.Focus(textarea))
+		if !eval[bool](d, focusInTerminal) {
+			t.Fatal("the read-only terminal did not take the focus")
+		}
+		d.do("press "+k.name, pressKey('\t', k.mods))
+		if eval[bool](d, focusInTerminal) {
+			t.Fatalf("%s in a read-only terminal: the focus stays in it (%s)", k.name, eval[string](d, `document.activeElement.outerHTML.slice(0, 200)`))
+		}
+	}
+	d.checkConsole()
+
+	b := newBrowser(t)
+	b.login(srv, "alice", "alice-password-1")
+	b.do("open the terminal as its owner",
+		chromedp.Navigate(srv.URL+"/terminals/"+term.ID),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)),
+	)
+	b.waitJS("the terminal is connected", `document.getElementById("terminal").dataset.state === "connected"`)
+	b.do("focus the terminal, press Tab", chromedp.Focus(textarea), pressKey('\t', 0))
+	if !eval[bool](b, focusInTerminal) {
+		t.Fatal("Tab left a terminal one types into: it belongs to the program")
+	}
+	b.do("press Escape, then Tab", pressKey('\u001b', 0), pressKey('\t', 0))
+	if eval[bool](b, focusInTerminal) {
+		t.Fatal("Escape then Tab did not leave the terminal")
+	}
+	if got := eval[string](b, `document.querySelector("#terminal .xterm-helper-textarea").getAttribute("aria-description") || ""`); !strings.Contains(got, "Escape") {
+		t.Errorf("the terminal's input does not tell how to leave it: aria-description %q", got)
+	}
+	b.checkConsole()
+}
+
+// socketHold records the terminal page's sockets like socketLog, and while
+// window.__twHold is set sends a terminal socket to an address with no socket, as an
+// unreachable server would fail it.
+const socketHold = `(function () {
+	var W = window.WebSocket;
+	window.__twSockets = [];
+	window.__twHold = false;
+	window.WebSocket = class extends W {
+		constructor(url, protocols) {
+			if (window.__twHold && String(url).includes("/terminals/")) {
+				url = String(url).replace(/\/terminals\/.*$/, "/held-socket");
+			}
+			super(url, protocols);
+			window.__twSockets.push(this);
+		}
+	};
+})();`
+
+// TestBrowserTerminalGoneWhileDisconnected: a terminal closed while its page is
+// disconnected is gone when the page comes back: the page says so and stops trying,
+// rather than reconnecting forever to a socket that answers 404. A page whose session
+// ended meanwhile goes to sign in, and back to the terminal after.
+func TestBrowserTerminalGoneWhileDisconnected(t *testing.T) {
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-e2e-gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-gone", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	termSockets := `window.__twSockets.filter(function (s) { return s.url.includes("/terminals/"); })`
+
+	b := newBrowser(t)
+	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument,
+		page.AddScriptToEvaluateOnNewDocumentParams{Source: socketHold}); err != nil {
+		t.Fatalf("install the socket hold: %v", err)
+	}
+	b.login(srv, "alice", "alice-password-1")
+	b.do("open the terminal",
+		chromedp.Navigate(srv.URL+"/terminals/"+term.ID),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)),
+	)
+	b.waitJS("the terminal is connected", `document.getElementById("terminal").dataset.state === "connected"`)
+	b.do("disconnect the page", chromedp.Evaluate[chromedp.Void](`window.__twHold = true; `+termSockets+`.forEach(function (s) { s.close(); })`))
+	b.waitJS("the page tries to reconnect", `document.getElementById("terminal").dataset.state === "reconnecting"`)
+	term.Close() // ends it and drops it from the list: its page and socket answer 404
+	if srv.App.Terminals.Get(term.ID) != nil {
+		t.Fatal("the closed terminal is still listed")
+	}
+	b.do("the network comes back", chromedp.Evaluate[chromedp.Void](`window.__twHold = false`))
+	b.waitJS("the page says the terminal is gone", `document.getElementById("terminal").dataset.state === "gone"`)
+
+	other, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-gone", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.do("open another terminal",
+		chromedp.Navigate(srv.URL+"/terminals/"+other.ID),
+		chromedp.WaitVisible(chromedp.CSS(`#terminal .xterm-rows`)),
+	)
+	b.waitJS("the terminal is connected", `document.getElementById("terminal").dataset.state === "connected"`)
+	b.do("disconnect the page", chromedp.Evaluate[chromedp.Void](`window.__twHold = true; `+termSockets+`.forEach(function (s) { s.close(); })`))
+	b.waitJS("the page tries to reconnect", `document.getElementById("terminal").dataset.state === "reconnecting"`)
+	if _, err := chromedp.Call(b.ctx, network.DeleteCookies, network.DeleteCookiesParams{Name: "tw_session", URL: srv.URL}); err != nil {
+		t.Fatalf("forget the session cookie: %v", err)
+	}
+	b.do("the network comes back", chromedp.Evaluate[chromedp.Void](`window.__twHold = false`))
+	// A navigation ends a polled script, so the sign-in form is waited for instead.
+	wait, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(wait, chromedp.WaitVisible(chromedp.CSS(`#username`))); err != nil {
+		t.Fatalf("signed out while disconnected, the page did not go to sign in (%v): it shows %q", err,
+			eval[string](b, `location.pathname + " " + document.getElementById("terminal").dataset.state`))
+	}
+	loc, err := chromedp.Run(b.ctx, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := srv.URL + "/login?next=" + url.QueryEscape("/terminals/"+other.ID); loc != want {
+		t.Fatalf("signed out while disconnected, the page went to %s, want %s", loc, want)
+	}
 }

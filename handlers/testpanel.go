@@ -57,6 +57,10 @@ func NewTestPanel(page ToolPageHandler, r *router.Router, runs *router.Runs, dec
 
 func (h TestPanelHandler) TestPage(c echo.Context) error {
 	ctx := c.Request().Context()
+	last, err := h.cursor(c, true)
+	if err != nil {
+		return err
+	}
 	ci, err := h.forCaller(c, c.Param("id"))
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func (h TestPanelHandler) TestPage(c echo.Context) error {
 		tv = h.testView(c, it, "form", tc.Arguments, nil)
 		tv.CaseName, tv.Expect, tv.ExpectTxt = tc.Name, tc.Expect, tc.ExpectText
 	}
-	return h.renderTest(c, ci, tv, true) // which lists the cases
+	return h.renderTest(c, ci, tv, true, last) // which lists the cases
 }
 
 // callerItem is a tool as its test panel shows it: its input schema without the
@@ -110,20 +114,33 @@ func (h TestPanelHandler) forCaller(c echo.Context, id string) (callerItem, erro
 	return ci, nil
 }
 
-// renderTest answers htmx with the workspace alone and a browser with the whole page.
-func (h TestPanelHandler) renderTest(c echo.Context, ci callerItem, tv views.ToolTest, page bool) error {
+// testFragment reports whether renderTest answers with the workspace alone.
+func testFragment(c echo.Context, page bool) bool {
+	return !page && c.Request().Header.Get("HX-Request") == "true"
+}
+
+// cursor is the event cursor the whole page renderTest answers with follows from, read
+// before the tool so that a change landing in between is replayed rather than lost
+// (dashboard.go). The workspace alone follows nothing: none is read for it.
+func (h TestPanelHandler) cursor(c echo.Context, page bool) (int64, error) {
+	if testFragment(c, page) {
+		return 0, nil
+	}
+	return h.Events.LatestID(c.Request().Context())
+}
+
+// renderTest answers htmx with the workspace alone and a browser with the whole page,
+// which follows events after last (cursor).
+func (h TestPanelHandler) renderTest(c echo.Context, ci callerItem, tv views.ToolTest, page bool, last int64) error {
 	it := ci.Item
 	tv.Fixed = ci.fixed
-	if !page && c.Request().Header.Get("HX-Request") == "true" {
+	if testFragment(c, page) {
 		return render(c, http.StatusOK, views.TestWorkspace(toolCard(it), tv))
 	}
 	if err := h.fillCases(c, it, &tv); err != nil {
 		return err
 	}
-	v, err := h.page.toolPage(c, it, views.ToolTabTest)
-	if err != nil {
-		return err
-	}
+	v := h.page.toolPageAt(c, it, views.ToolTabTest, last)
 	v.Test = &tv
 	return render(c, http.StatusOK, views.Tool(v))
 }
@@ -322,6 +339,10 @@ func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.
 // the arguments as they were sent.
 func (h TestPanelHandler) TestPost(c echo.Context) error {
 	ctx := c.Request().Context()
+	last, err := h.cursor(c, false)
+	if err != nil {
+		return err
+	}
 	ci, err := h.forCaller(c, c.Param("id"))
 	if err != nil {
 		return err
@@ -467,7 +488,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 	if mode == "json" && tv.Mode == "json" && action != "mode:json" && errs != nil {
 		tv.JSON = f.Get("arguments_json")
 	}
-	return h.renderTest(c, ci, tv, false)
+	return h.renderTest(c, ci, tv, false, last)
 }
 
 // TestRisk answers a change of the workspace's arguments (POST /tools/:id/test/risk):

@@ -74,6 +74,12 @@ type ToolPageHandler struct {
 
 func (h ToolPageHandler) Show(c echo.Context) error {
 	ctx := c.Request().Context()
+	// The cursor is read before the tool, so a change that lands in between is replayed
+	// rather than lost (dashboard.go).
+	last, err := h.Events.LatestID(ctx)
+	if err != nil {
+		return err
+	}
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
@@ -88,10 +94,7 @@ func (h ToolPageHandler) Show(c echo.Context) error {
 	if tab == views.ToolTabUsage && !PrincipalOf(c).Can(auth.PermToolInspect) {
 		return errUsageDenied
 	}
-	v, err := h.toolPage(c, it, tab)
-	if err != nil {
-		return err
-	}
+	v := h.toolPageAt(c, it, tab, last)
 	switch tab {
 	case views.ToolTabOverview:
 		v.Overview, err = h.toolOverview(ctx, it)
@@ -126,11 +129,18 @@ var errUsageDenied = fault.Forbidden("Your role may not see how tools are used (
 var errInspectDenied = fault.Forbidden("Your role may not see how tools are configured or who changed them (the tool.inspect permission).")
 
 // toolPage is the frame of the page: layout (following the tools topic), head, tabs.
+// It reads the event cursor after the tool it is given; a page that can read the cursor
+// first calls toolPageAt.
 func (h ToolPageHandler) toolPage(c echo.Context, it tools.Item, tab string) (views.ToolPage, error) {
 	last, err := h.Events.LatestID(c.Request().Context())
 	if err != nil {
 		return views.ToolPage{}, err
 	}
+	return h.toolPageAt(c, it, tab, last), nil
+}
+
+// toolPageAt is toolPage following events after last, a cursor read before it was.
+func (h ToolPageHandler) toolPageAt(c echo.Context, it tools.Item, tab string, last int64) views.ToolPage {
 	v := views.ToolPage{Layout: h.layout(c, it.QualifiedName(), tools.Topic), Tool: toolCard(it), Tab: tab,
 		Back: toolTabURL(it.ID, tab, nil)}
 	v.Live.LastEventID = last
@@ -149,7 +159,7 @@ func (h ToolPageHandler) toolPage(c echo.Context, it tools.Item, tab string) (vi
 	if tab == views.ToolTabTest {
 		v.Back = testURL(it.ID)
 	}
-	return v, nil
+	return v
 }
 
 // Overview.

@@ -94,6 +94,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	if status == http.StatusUnauthorized {
+		// htmx follows a redirect itself and would swap the sign-in page into the
+		// fragment's target: it is told to send the whole page there instead, back to
+		// the page it shows.
+		if req.Header.Get("HX-Request") == "true" {
+			c.Response().Header().Set("HX-Redirect", "/login?next="+url.QueryEscape(s.currentPage(req)))
+			_ = c.NoContent(http.StatusUnauthorized)
+			return
+		}
 		next := "/"
 		if req.Method == http.MethodGet {
 			next = req.URL.RequestURI()
@@ -108,4 +116,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if rerr := s.shell.RenderError(c, status, title, msg); rerr != nil {
 		s.log.Error("render error page", "err", rerr)
 	}
+}
+
+// currentPage is the path (and query) of the page an htmx request came from
+// (HX-Current-URL), to return to after signing in: "/" when it is missing or of another
+// origin, so sign-in never sends anyone off this site.
+func (s *Server) currentPage(req *http.Request) string {
+	u, err := url.Parse(req.Header.Get("HX-Current-URL"))
+	if err != nil || u.Scheme+"://"+u.Host != handlers.Origin(req, s.deps.TrustedProxies) || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	return u.RequestURI()
 }

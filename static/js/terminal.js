@@ -5,6 +5,8 @@
 // them from a read-only viewer anyway). The owner's page fits the terminal to its window
 // and sends its size ({type:"resize"}); any other page shows the terminal at its own
 // size and follows it (the server ignores a size from anyone else).
+// The keyboard can always leave: Tab and Shift+Tab move the focus out of a read-only
+// terminal, and out of one that takes keys after Escape (Tab alone goes to the program).
 (function () {
 	"use strict";
 	var el = document.getElementById("terminal");
@@ -51,6 +53,27 @@
 	term.loadAddon(fit);
 	term.open(el);
 	syncStyles();
+	// xterm.js cancels Tab to send it to the program, which would trap a keyboard user
+	// in the terminal: where no key reaches a program (read-only), or right after Escape,
+	// Tab is left to the browser, which moves the focus on.
+	var escaped = false;
+	term.attachCustomKeyEventHandler(function (ev) {
+		if (ev.key === "Tab" && !ev.ctrlKey && !ev.altKey && !ev.metaKey && (readOnly || escaped)) {
+			if (ev.type === "keydown") {
+				escaped = false;
+			}
+			return false;
+		}
+		if (ev.type === "keydown" && ["Shift", "Control", "Alt", "Meta"].indexOf(ev.key) < 0) {
+			escaped = ev.key === "Escape";
+		}
+		return true;
+	});
+	if (term.textarea) {
+		term.textarea.setAttribute("aria-description", readOnly
+			? "Read-only. Tab and Shift+Tab leave the terminal."
+			: "Tab goes to the terminal's program; press Escape, then Tab or Shift+Tab, to leave the terminal.");
+	}
 	if (sizes) {
 		fit.fit();
 	} else {
@@ -78,11 +101,37 @@
 			send({ type: "resize", cols: term.cols, rows: term.rows });
 		}
 	}
+	function reconnect() {
+		setTimeout(connect, retry);
+		retry = Math.min(retry * 2, 10000);
+	}
+	// A refused handshake does not say why: the page's own address, which answers as
+	// the socket does, tells a terminal that is gone (404, or 410 when its replica
+	// stopped) and an ended session (a redirect to sign in) from a network that failed.
+	function probe() {
+		fetch(location.pathname, { redirect: "manual", credentials: "same-origin", cache: "no-store" }).then(function (res) {
+			if (res.body) {
+				res.body.cancel();
+			}
+			if (res.type === "opaqueredirect") {
+				setStatus("signed out");
+				location.reload(); // the server sends the browser to sign in, and back here
+			} else if (res.status === 404 || res.status === 410) {
+				setStatus("gone");
+			} else if (res.status === 403) {
+				setStatus("no longer allowed");
+			} else {
+				reconnect();
+			}
+		}, reconnect);
+	}
 	function connect() {
 		var proto = location.protocol === "https:" ? "wss:" : "ws:";
+		var opened = false;
 		ws = new WebSocket(proto + "//" + location.host + el.dataset.ws + "?from=" + next);
 		ws.binaryType = "arraybuffer";
 		ws.onopen = function () {
+			opened = true;
 			retry = 500;
 			setStatus(readOnly ? "watching" : "connected");
 			sendSize();
@@ -120,8 +169,11 @@
 				return;
 			}
 			setStatus("reconnecting");
-			setTimeout(connect, retry);
-			retry = Math.min(retry * 2, 10000);
+			if (opened) {
+				reconnect();
+			} else {
+				probe();
+			}
 		};
 	}
 	term.onData(function (d) {
