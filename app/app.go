@@ -333,6 +333,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// The audit log's free-text index, kept behind the appends (services/audit).
 		{Name: "audit-search", Run: a.indexAuditSearch},
 	}
+	// A disabled person's terminals of this replica and pending questions end
+	// (app/terminals.go).
+	a.components = append(a.components, Component{Name: "disabled-users", Run: a.endDisabled})
 	if a.Terminals != nil {
 		// Ends, within seconds, the records of the terminals of a replica that died.
 		a.components = append(a.components, Component{Name: "terminals", Run: a.sweepTerminals})
@@ -362,7 +365,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
-		Events: a.Bus, Replicas: a.Replicas, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()), AuditLog: a.AuditLog,
+		Events: a.Bus, Replicas: a.Replicas, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()).WithBus(a.Bus), AuditLog: a.AuditLog,
 		Usage: usage.New(pool), Analytics: a.Analytics,
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: a.testRuns(), Executions: a.Executions, Decide: a.Decide,

@@ -3,11 +3,15 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -138,8 +143,90 @@ func (a *App) sweepTerminals(ctx context.Context) error {
 	}
 }
 
+// endDisabled ends what the people whose account is disabled left running: their
+// terminals of this replica (each replica ends its own processes), and the questions
+// waiting for their answer (every replica tries; each question is cancelled once). It
+// follows user.changed on the sessions topic and asks auth whether the account is
+// disabled now: the event only says whom it is about.
+func (a *App) endDisabled(ctx context.Context) error {
+	var mu sync.Mutex
+	due := map[string]bool{}
+	kick := make(chan struct{}, 1)
+	wake := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	// The watch runs with the bus locked: it only notes whom to look at.
+	sub := a.Bus.Watch(func(ev events.Event) {
+		var s events.Session
+		if ev.Kind != string(events.UserChanged) || ev.Decode(&s) != nil || s.UserID == "" {
+			return
+		}
+		mu.Lock()
+		due[s.UserID] = true
+		mu.Unlock()
+		wake()
+	}, auth.SessionsTopic)
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		}
+		mu.Lock()
+		ids := slices.Collect(maps.Keys(due))
+		clear(due)
+		mu.Unlock()
+		for _, id := range ids {
+			if err := a.endFor(ctx, id); err != nil && ctx.Err() == nil {
+				// The database is away: look again in a while, so a disable is not missed.
+				a.log.Warn("end what a disabled person left running; trying again", "user", id, "err", err)
+				mu.Lock()
+				due[id] = true
+				mu.Unlock()
+				time.AfterFunc(5*time.Second, wake)
+			}
+		}
+	}
+}
+
+// endFor ends user id's terminals of this replica and cancels their pending questions
+// when their account is disabled.
+func (a *App) endFor(ctx context.Context, id string) error {
+	u, err := a.Auth.GetUser(ctx, id)
+	if errors.Is(err, auth.ErrNotFound) {
+		return nil // deleted: nothing of theirs is left to end
+	}
+	if err != nil {
+		return err
+	}
+	if !u.Disabled() {
+		return nil
+	}
+	if a.Terminals != nil {
+		for _, t := range a.Terminals.EndOwnedBy(u.ID) {
+			a.log.Info("terminal ended: its owner's account was disabled", "terminal", t.ID, "user", u.Username)
+		}
+	}
+	cancelled, err := a.Grants.CancelAsked(ctx, u.ID)
+	for _, c := range cancelled {
+		a.log.Info("question cancelled: the person asked was disabled", "collaboration", c.ID, "user", u.Username)
+	}
+	return err
+}
+
 // terminalClient sends terminal operations to the replicas that run the terminals.
 var terminalClient = &http.Client{Timeout: 30 * time.Second}
+
+// maxTerminalAnswer bounds the answer of the replica that runs a terminal. The most
+// output an answer carries is a terminal's buffer (builtin.TerminalOptions.BufferBytes,
+// left at its 1 MiB default, and run_command's largest maxOutput), sent twice (the text
+// and structuredContent.output), each byte up to six in JSON (\ufffd for one that is not
+// UTF-8, \u0000 for a control byte); the rest is a few fields.
+const maxTerminalAnswer = 2*6*(1<<20) + 64<<10
 
 // forwardTerminalOp runs a terminal_operations operation on the replica that runs the
 // terminal (POST /internal/v1/terminals/:id/op, signed as a replica hop): the router
@@ -167,9 +254,12 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 		return nil, err
 	}
 	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
+	raw, err := io.ReadAll(io.LimitReader(res.Body, maxTerminalAnswer+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(raw) > maxTerminalAnswer {
+		return nil, fmt.Errorf("replica %s's answer is over %d bytes, more than any of its terminals' output makes", owner.Name, maxTerminalAnswer)
 	}
 	if res.StatusCode == http.StatusMisdirectedRequest {
 		return nil, fmt.Errorf("replica %s, which runs terminal %s, advertises the address %s, but another replica answers there: "+

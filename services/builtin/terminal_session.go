@@ -145,6 +145,9 @@ type Terminal struct {
 	gone   chan struct{} // closed when its session's processes and record are gone too
 	exit   int           // its exit code, once done (-1, or 128+n when confined: killed by signal n)
 	closed atomic.Bool   // ended by close_session, not by itself
+	// endedFor is why Toolwarden ended it, when it did for a reason of its own (its
+	// owner was disabled): its record says so, and the audit log (TerminalStore.ended).
+	endedFor atomic.Pointer[string]
 	// typing orders writes of input with their audit (a write blocks while the
 	// program does not read; inMu, which Size and Resize take, is not held then).
 	typing sync.Mutex
@@ -574,9 +577,38 @@ func (t *Terminal) End() {
 	}
 }
 
-// Closed reports whether the terminal was ended by close_session (its exit code then
-// is the signal's, not the program's own).
+// Closed reports whether the terminal was ended by close_session or by Toolwarden (its
+// exit code then is the signal's, not the program's own).
 func (t *Terminal) Closed() bool { return t.closed.Load() }
+
+// EndedOwnerDisabled is the ended_reason of the record of a terminal Toolwarden ended
+// because its owner's account was disabled.
+const EndedOwnerDisabled = "owner_disabled"
+
+// EndOwnedBy ends the running terminals of this process that userID owns, as
+// close_session does, because their account was disabled: what they left running must
+// not outlive their access. Each says so in its output, its record and the audit log
+// (ended by the system). It returns those it ended, once they did.
+func (ts *Terminals) EndOwnedBy(userID string) []*Terminal {
+	if userID == "" {
+		return nil // the system's terminals (started by no person)
+	}
+	var ended []*Terminal
+	for _, t := range ts.List() {
+		if t.OwnerID == userID && !t.Exited() {
+			ended = append(ended, t)
+		}
+	}
+	reason := EndedOwnerDisabled
+	var wg sync.WaitGroup
+	for _, t := range ended {
+		t.endedFor.Store(&reason) // before it ends: its record is written as it does
+		_, _ = t.out.Write([]byte("\n[ended: the owner's account was disabled]\n"))
+		wg.Go(t.End)
+	}
+	wg.Wait()
+	return ended
+}
 
 // forget drops the terminal from the list.
 func (t *Terminal) forget() {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/callmeta"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/replicas"
 )
@@ -95,11 +97,30 @@ func (s *TerminalStore) opened(ctx context.Context, t *Terminal) error {
 }
 
 func (s *TerminalStore) ended(ctx context.Context, t *Terminal) error {
-	_, err := s.pool.Exec(ctx, `/* builtin.TerminalEnded */
-		UPDATE terminals SET ended_at = coalesce(ended_at, now()), exit_code = $2, ended_reason = 'exited'
-		WHERE id = $1 AND ended_at IS NULL`, t.ID, t.exit)
-	return err
+	why := t.endedFor.Load()
+	if why == nil {
+		_, err := s.pool.Exec(ctx, `/* builtin.TerminalEnded */
+			UPDATE terminals SET ended_at = coalesce(ended_at, now()), exit_code = $2, ended_reason = 'exited'
+			WHERE id = $1 AND ended_at IS NULL`, t.ID, t.exit)
+		return err
+	}
+	// Ended by Toolwarden, not by its program nor by a call: the record and the audit log
+	// say why, together.
+	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `/* builtin.TerminalEndedFor */
+			UPDATE terminals SET ended_at = coalesce(ended_at, now()), exit_code = $2, ended_reason = $3
+			WHERE id = $1 AND ended_at IS NULL`, t.ID, t.exit, *why); err != nil {
+			return err
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "terminal.end", TargetType: "terminal", TargetID: t.ID,
+			TargetName: t.ConversationID, Payload: map[string]any{"reason": endedWhy[*why], "ended_reason": *why, "kind": t.Kind,
+				"owner_id": t.OwnerID, "owner_name": t.OwnerName, "command": t.Command, "replica": s.replica}})
+		return err
+	})
 }
+
+// endedWhy says in words why Toolwarden ended a terminal (its record's ended_reason).
+var endedWhy = map[string]string{EndedOwnerDisabled: "the owner's account was disabled"}
 
 func (s *TerminalStore) gone(ctx context.Context, t *Terminal) error {
 	_, err := s.pool.Exec(ctx, `/* builtin.TerminalGone */

@@ -271,6 +271,43 @@ func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, caus
 	return c, err
 }
 
+// CancelAsked cancels every question still waiting for userID's answer, because their
+// account was disabled: nobody may answer it now, nor when the account is enabled again,
+// and the calls waiting for it return. Each is audited as cancelled by the system. Every
+// replica that learns of the disable may call it: only the questions still pending
+// change, so each is cancelled and audited once. It returns those it cancelled.
+func (s *Service) CancelAsked(ctx context.Context, userID string) ([]Collaboration, error) {
+	var ended []Collaboration
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `/* grants.CancelAsked */ UPDATE collaborations SET status = 'cancelled', answered_at = $2
+			WHERE user_id::text = $1 AND status = 'pending' RETURNING `+collabColumns, userID, s.now())
+		if err != nil {
+			return fmt.Errorf("grants: cancel the questions of a disabled person: %w", err)
+		}
+		if ended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) }); err != nil {
+			return fmt.Errorf("grants: cancel the questions of a disabled person: %w", err)
+		}
+		for _, c := range ended {
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "collaboration.cancel", TargetType: "collaboration",
+				TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: map[string]any{"reason": "the person asked was disabled",
+					"user_id": c.UserID, "conversation_id": c.ConversationID}}); err != nil {
+				return err
+			}
+			if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range ended {
+		s.wait.wake(c.ID) // a call waiting here returns now, elsewhere at its next look
+	}
+	return ended, nil
+}
+
 // ErrNotPending is an answer to a question that is no longer waiting.
 var ErrNotPending = fault.Conflict("not_pending", "this question is no longer waiting for an answer")
 

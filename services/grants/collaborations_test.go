@@ -1,0 +1,75 @@
+package grants_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/grants"
+)
+
+// CancelAsked cancels the questions waiting for a disabled person: the call waiting for
+// one returns cancelled, and two replicas doing it at once cancel and audit each question
+// once, as the system's. Another person's question still waits.
+func TestCancelAsked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	here, there := grants.New(pool, nil), grants.New(pool, nil) // two replicas
+	alice := addUser(t, pool, "alice")
+	bob := addUser(t, pool, "bob")
+	if _, err := pool.Exec(ctx, `INSERT INTO collaborations (user_id, conversation_id, prompt) VALUES ($1, 'c', 'left waiting')`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO collaborations (user_id, conversation_id, prompt) VALUES ($1, 'c', 'for bob')`, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan grants.Collaboration, 1)
+	errs := make(chan error, 1)
+	go func() {
+		c, err := here.Ask(ctx, grants.Question{UserID: alice.ID, UserName: "alice", ConversationID: "c", Prompt: "May I deploy?"})
+		errs <- err
+		done <- c
+	}()
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		list, err := here.Collaborations(ctx, alice.ID, grants.StatusPending)
+		return err == nil && len(list) == 2
+	}, "alice's two questions pending")
+
+	var wg sync.WaitGroup
+	counts := make([]int, 2)
+	for i, s := range []*grants.Service{here, there} {
+		wg.Go(func() {
+			ended, err := s.CancelAsked(ctx, alice.ID)
+			if err != nil {
+				t.Error(err)
+			}
+			counts[i] = len(ended)
+		})
+	}
+	wg.Wait()
+	if counts[0]+counts[1] != 2 {
+		t.Fatalf("cancelled %v, want the two questions once in all", counts)
+	}
+	select {
+	case c := <-done:
+		if err := <-errs; err != nil || c.Status != grants.StatusCancelled {
+			t.Fatalf("the waiting call: %v %+v", err, c)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call still waits for a cancelled question")
+	}
+	if ended, err := there.CancelAsked(ctx, alice.ID); err != nil || len(ended) != 0 {
+		t.Fatalf("again: %v %+v", err, ended)
+	}
+	if n := testkit.Count(t, pool, `SELECT count(*) FROM audit_log WHERE action = 'collaboration.cancel' AND actor_kind = 'system'
+		AND payload->>'reason' = 'the person asked was disabled'`); n != 2 {
+		t.Fatalf("%d cancellations audited, want 2", n)
+	}
+	if list, err := here.Collaborations(ctx, bob.ID, grants.StatusPending); err != nil || len(list) != 1 {
+		t.Fatalf("bob's question: %v %+v", err, list)
+	}
+}
