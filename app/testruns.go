@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,10 +99,17 @@ const maxRunFragment = 4 << 20
 // event of a run no replica renders says so; handlers.Live).
 func (r remoteRuns) Watch(replica, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
+	held, retry := watchHeld, watchRetry
 	go func() {
 		failed := 0
 		for ctx.Err() == nil {
-			res, err := r.get(ctx, replica, runPath(id, "/watch"))
+			// sent is when the request was sent, after began, plus one (0: not sent); the
+			// transport's goroutine says so.
+			began := time.Now()
+			var sent atomic.Int64
+			wctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+				WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(int64(time.Since(began)) + 1) }})
+			res, err := r.get(wctx, replica, runPath(id, "/watch"))
 			switch {
 			case errors.Is(err, replicas.ErrGone):
 				r.ended(replica, id)
@@ -117,6 +126,12 @@ func (r remoteRuns) Watch(replica, id string) (stop func()) {
 				}
 			}
 			if ctx.Err() == nil {
+				// A watch held open a while reached the replica holding the run (it answers
+				// at once otherwise): what cut it then (a proxy's idle timeout) is no sign
+				// of the run being lost, so only the failures since count.
+				if at := sent.Load(); at != 0 && time.Since(began)-time.Duration(at-1) >= held {
+					failed = 0
+				}
 				if failed++; failed >= maxWatchFailures {
 					r.ended(replica, id)
 					return
@@ -124,16 +139,21 @@ func (r remoteRuns) Watch(replica, id string) (stop func()) {
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Second):
+			case <-time.After(retry):
 			}
 		}
 	}()
 	return cancel
 }
 
-// maxWatchFailures is how many watches in a row may fail (a second apart) before the
-// run is taken for lost.
+// maxWatchFailures is how many watches in a row may fail (a second apart, none held
+// open for watchHeld) before the run is taken for lost.
 const maxWatchFailures = 10
+
+// watchRetry is how long a watch waits before asking again; watchHeld how long a
+// watch must have been held open to show its replica holds the run (variables: tests
+// shorten them).
+var watchRetry, watchHeld = time.Second, 5 * time.Second
 
 // ended announces on run id's topic that it ended where nobody can render it.
 func (r remoteRuns) ended(replica, id string) {

@@ -181,3 +181,41 @@ func TestTerminalsOnThreeReplicas(t *testing.T) {
 		t.Fatalf("get_output through C after A died: error %v, %q", isErr, text)
 	}
 }
+
+// A terminal's whole history, read through another replica, arrives whole however
+// large its JSON grows: a megabyte of bytes that are not UTF-8 (each sent as \ufffd,
+// six bytes, twice: as text and as structuredContent.output) is some 12 MiB.
+func TestTerminalHistoryOfBinaryThroughAnotherReplica(t *testing.T) {
+	rs := startReplicas(t, 2)
+	a, b := rs.procs[0], rs.procs[1]
+	token := rs.token(t)
+	enableTool(t, a, token, "builtin__terminal_operations")
+	if code, body := a.request(t, token, http.MethodPatch, "/api/v1/tools/"+toolID(t, a, token, "builtin__terminal_operations"),
+		map[string]any{"risk": "low", "reason": "the test's own terminal"}); code != http.StatusOK {
+		t.Fatalf("make terminal_operations low: %d %s", code, body)
+	}
+	const conv = "replica-binary"
+	_, st, isErr := termCall(t, a, token, conv, map[string]any{"operation": "create_session"})
+	id, _ := st["sessionId"].(string)
+	if isErr || id == "" {
+		t.Fatalf("create_session on A: %v", st)
+	}
+	if text, _, isErr := termCall(t, a, token, conv, map[string]any{"operation": "send_input", "sessionId": id,
+		"input": "head -c 1048576 /dev/zero | tr '\\0' '\\377'; echo; echo binary-$((6*7))-done\n"}); isErr {
+		t.Fatalf("send_input on A: %s", text)
+	}
+	testkit.WaitFor(t, 60*time.Second, func() bool {
+		_, st, isErr := termCall(t, a, token, conv, map[string]any{"operation": "get_output", "sessionId": id})
+		o, _ := st["output"].(string)
+		return !isErr && strings.Contains(o, "binary-42-done")
+	}, "the megabyte never reached the terminal")
+
+	text, st, isErr := termCall(t, b, token, conv, map[string]any{"operation": "get_history", "sessionId": id})
+	o, _ := st["output"].(string)
+	if isErr || !strings.Contains(o, "binary-42-done") || strings.Count(o, "\ufffd") < 1<<20-64<<10 {
+		if len(text) > 300 {
+			text = text[:300]
+		}
+		t.Fatalf("get_history through B: error %v, %d replacement characters, %q", isErr, strings.Count(o, "\ufffd"), text)
+	}
+}

@@ -113,6 +113,12 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 		if sweep && !o.stepRunning && waiting[o.id] {
 			continue
 		}
+		// A job marked running with no runner recorded: a replica picked it up and is
+		// about to take the lock (the lock being free then proves nothing), and a second
+		// job would only wait to settle that runner's step. River rescues it if stuck.
+		if sweep && o.runner == "" && running[o.id] {
+			continue
+		}
 		// No job at all, not even one marked running, and no step running: its runner,
 		// even alive, is not working it (its last attempt could not fail it), and it is
 		// queued again.
@@ -244,6 +250,9 @@ func (s *Service) settleCancelledStep(ctx context.Context, ex *Execution, on str
 
 // runPhase runs the pending steps of one phase in order, holding the execution's lock.
 func (s *Service) runPhase(ctx context.Context, id, phase string) error {
+	if _, mine := s.held.Load(id); mine {
+		return errBusy // a runner of this process works it (its lock may have dropped under it)
+	}
 	release, ok, err := s.lockExecution(ctx, id)
 	if err != nil {
 		return err
@@ -258,6 +267,12 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if elsewhere, err := s.runsElsewhere(ctx, id); err != nil || elsewhere {
+		if err != nil {
+			return err
+		}
+		return errBusy
 	}
 	if s.opts.RunnerID != "" && (ex.Status == Executing || ex.Status == RollingBack) {
 		// Which replica runs it: the page shows its name, and a sweep leaves the steps
@@ -339,6 +354,28 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 		return err
 	}
 	return s.finish(ctx, cur, phase, "")
+}
+
+// runsElsewhere reports whether a step of execution id runs on another replica that
+// is alive (or cannot be judged: this replica is just back from a database outage),
+// though its lock was free: that runner's lock's connection broke and it goes on, so
+// its step is not settled as interrupted here, as a sweep would not either.
+func (s *Service) runsElsewhere(ctx context.Context, id string) (bool, error) {
+	if s.opts.RunnerAlive == nil {
+		return false, nil
+	}
+	var runner string
+	var stepRunning bool
+	err := s.pool.QueryRow(ctx, `/* executions.runs_elsewhere */ SELECT coalesce(runner_id::text, ''),
+		EXISTS (SELECT 1 FROM tool_calls WHERE execution_id = $1 AND status = 'running') FROM executions WHERE id = $1`,
+		id).Scan(&runner, &stepRunning)
+	if err != nil {
+		return false, fmt.Errorf("executions: whose step runs: %w", err)
+	}
+	if !stepRunning || runner == "" || runner == s.opts.RunnerID {
+		return false, nil
+	}
+	return s.opts.Steady != nil && !s.opts.Steady() || s.opts.RunnerAlive(ctx, runner), nil
 }
 
 // runStep runs one step through the router; failure says why it failed ("" when it

@@ -2,9 +2,12 @@ package executions_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -14,6 +17,17 @@ import (
 // sweeper is a service as a replica's: it records its runner id, and Watch sweeps
 // every 50 ms; alive says which runner ids it sees alive.
 func (e *env) sweeper(id string, alive func(string) bool) *executions.Service {
+	e.t.Helper()
+	svc := e.replica(id, alive)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- svc.Watch(ctx) }()
+	e.t.Cleanup(func() { cancel(); <-done })
+	return svc
+}
+
+// replica is sweeper without the sweep (its runner and Watch not started).
+func (e *env) replica(id string, alive func(string) bool) *executions.Service {
 	e.t.Helper()
 	keys, err := secrets.NewKeyring(e.key)
 	if err != nil {
@@ -25,10 +39,6 @@ func (e *env) sweeper(id string, alive func(string) bool) *executions.Service {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- svc.Watch(ctx) }()
-	e.t.Cleanup(func() { cancel(); <-done })
 	return svc
 }
 
@@ -47,24 +57,8 @@ func TestSweepLeavesALiveRunnerAlone(t *testing.T) {
 	e.sweeper(otherID, func(id string) bool { return id != runnerID || !dead.Load() })
 	e.run(runner)
 
-	breakLock := func(ex *executions.Execution) {
-		t.Helper()
-		testkit.WaitFor(t, 20*time.Second, func() bool {
-			st := e.steps(ex.ID)
-			return len(st) == 1 && st[0].Status == executions.StepRunning
-		}, "the step never started")
-		// The execution's own lock (a bigint key: high half in classid, low in objid);
-		// other advisory locks (the audit journal's) come and go meanwhile.
-		if n := e.count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_locks
-			WHERE locktype = 'advisory' AND granted AND objsubid = 1
-			  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-			  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 7)) t`, ex.ID); n != 1 {
-			t.Fatalf("terminated %d holders of the execution's lock, want the runner's one", n)
-		}
-	}
-
 	ex := e.create(e.admin, step("mt__sleep", `{"ms":1500}`))
-	breakLock(ex)
+	e.breakLock(ex)
 	// A replica that starts now (a rolling deploy) leaves it alone too.
 	e.sweeper("33333333-3333-4333-8333-333333333333", func(string) bool { return true }).Recover(context.Background())
 	got := e.waitStatus(ex.ID, executions.Success, 30*time.Second)
@@ -74,12 +68,33 @@ func TestSweepLeavesALiveRunnerAlone(t *testing.T) {
 
 	dead.Store(true)
 	ex = e.create(e.admin, step("mt__sleep", `{"ms":1500}`))
-	breakLock(ex)
+	e.breakLock(ex)
 	got = e.waitStatus(ex.ID, executions.Failed, 30*time.Second)
 	time.Sleep(2 * time.Second) // the runner's sleep ends: its result must not overwrite the record
 	if st := e.steps(ex.ID); st[0].Status != executions.StepInterrupted {
 		t.Fatalf("a runner not seen alive: step %s after it finished, want interrupted to stand (%s)", st[0].Status, got.Error)
 	}
+}
+
+// breakLock waits for the one step of ex to run, and ends the connection its runner
+// holds the execution's lock on (as a database restart does), the runner going on.
+func (e *env) breakLock(ex *executions.Execution) {
+	e.t.Helper()
+	testkit.WaitFor(e.t, 20*time.Second, func() bool {
+		st := e.steps(ex.ID)
+		return len(st) == 1 && st[0].Status == executions.StepRunning
+	}, "the step never started")
+	// The execution's own lock (a bigint key: high half in classid, low in objid);
+	// other advisory locks (the audit journal's) come and go meanwhile.
+	const held = `FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND ((classid::bigint << 32) | objid::bigint) = hashtextextended($1, 7)`
+	if n := e.count(`SELECT count(*) FROM (SELECT pg_terminate_backend(pid) `+held+`) t`, ex.ID); n != 1 {
+		e.t.Fatalf("terminated %d holders of the execution's lock, want the runner's one", n)
+	}
+	// The backend ends, and the lock goes with it, a moment after it is told to.
+	testkit.WaitFor(e.t, 10*time.Second, func() bool { return e.count(`SELECT count(*) `+held, ex.ID) == 0 },
+		"the runner's lock outlived its connection")
 }
 
 // An execution its live runner no longer works (its run job is gone: the last attempt
@@ -99,5 +114,96 @@ func TestSweepQueuesWhatALiveRunnerDropped(t *testing.T) {
 	}
 	// Another replica, which leaves it to the sweep at start.
 	e.run(e.sweeper("55555555-5555-4555-8555-555555555555", func(string) bool { return true }))
+	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}
+
+// An execution whose run job a replica has picked up, but whose lock that replica has
+// not taken yet (no runner recorded), is being worked: a sweep on another replica
+// queues no second job for it (which could later take the lock, should the first
+// runner's lock's connection break, and settle its live step). One with no job at all
+// is queued again, and tells when a sweep went past the first.
+func TestSweepLeavesAPickedUpJob(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo")
+	executing := func(message string) string {
+		t.Helper()
+		ex := e.create(e.admin, step("mt__echo", `{"message":"`+message+`"}`))
+		testkit.Exec(t, e.pool, `UPDATE executions SET status = 'executing', runner = '', runner_id = NULL WHERE id = $1`, ex.ID)
+		return ex.ID
+	}
+	jobs := func(id, state string) int {
+		return e.count(`SELECT count(*) FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text
+			AND state::text LIKE $2`, id, state)
+	}
+	picked := executing("picked up")
+	// River marks a job it picks up running, and counts the attempt.
+	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(),
+		attempted_by = ARRAY['replica-a'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, picked)
+	if n := jobs(picked, "running"); n != 1 {
+		t.Fatalf("%d run jobs running, want 1", n)
+	}
+	dropped := executing("dropped")
+	testkit.Exec(t, e.pool, `DELETE FROM river_job WHERE args->>'execution_id' = $1::text`, dropped)
+
+	e.sweeper("66666666-6666-4666-8666-666666666666", func(string) bool { return true })
+	testkit.WaitFor(t, 20*time.Second, func() bool { return jobs(dropped, "%") == 1 },
+		"the sweep never queued the execution that had no job")
+	if n := jobs(picked, "%"); n != 1 {
+		t.Fatalf("the execution whose job was picked up has %d run jobs after a sweep, want its one", n)
+	}
+}
+
+// A run job that finds a step running whose runner (another replica) is seen alive
+// leaves it to that runner, though it got the lock (the runner's lock's connection
+// broke: a database restart): it looks again later, and the step and runner stand.
+func TestRunLeavesALiveRunnersStep(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo")
+	const runnerID, otherID = "77777777-7777-4777-8777-777777777777", "88888888-8888-4888-8888-888888888888"
+	var alive atomic.Bool
+	alive.Store(true)
+	other := e.replica(otherID, func(id string) bool { return id != runnerID || alive.Load() })
+	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`))
+	testkit.Exec(t, e.pool, `UPDATE executions SET status = 'executing', runner = 'replica-77777777', runner_id = $2 WHERE id = $1`,
+		ex.ID, runnerID)
+	testkit.Exec(t, e.pool, `UPDATE tool_calls SET status = 'running', started_at = now() WHERE execution_id = $1 AND position = 0`, ex.ID)
+
+	var snooze *rivertype.JobSnoozeError
+	if err := executions.WorkRun(e.ctx, other, ex.ID, 1, 25); !errors.As(err, &snooze) {
+		t.Fatalf("a job on another replica: %v; want it snoozed", err)
+	}
+	got := e.get(ex.ID)
+	if st := e.steps(ex.ID); got.Status != executions.Executing || st[0].Status != executions.StepRunning || got.Runner != "replica-77777777" {
+		t.Fatalf("after a job on another replica: %s, step %s, runner %q; want executing, running on replica-77777777",
+			got.Status, st[0].Status, got.Runner)
+	}
+	// Its runner no longer seen alive: the step ends interrupted, as after a SIGKILL.
+	alive.Store(false)
+	if err := executions.WorkRun(e.ctx, other, ex.ID, 2, 25); err != nil {
+		t.Fatal(err)
+	}
+	if got, st := e.get(ex.ID), e.steps(ex.ID); got.Status != executions.Failed || st[0].Status != executions.StepInterrupted {
+		t.Fatalf("a runner not seen alive: %s, step %s; want failed, interrupted", got.Status, st[0].Status)
+	}
+}
+
+// A second run job of an execution a runner of the same process works, whose lock's
+// connection broke (a database restart), finds it held by this process: it looks again
+// later, and the running step is not settled as interrupted under its runner.
+func TestRunLeavesThisProcessStep(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "sleep")
+	runner := e.replica("99999999-9999-4999-8999-999999999999", func(string) bool { return true })
+	e.run(runner)
+	// Long enough for what follows to happen while the step runs.
+	ex := e.create(e.admin, step("mt__sleep", `{"ms":10000}`))
+	e.breakLock(ex)
+	var snooze *rivertype.JobSnoozeError
+	if err := executions.WorkRun(e.ctx, runner, ex.ID, 1, 25); !errors.As(err, &snooze) {
+		t.Fatalf("a second job in the runner's process: %v; want it snoozed", err)
+	}
+	if st := e.steps(ex.ID); st[0].Status != executions.StepRunning {
+		t.Fatalf("after a second job in the runner's process: step %s, want running", st[0].Status)
+	}
 	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
 }
