@@ -26,10 +26,13 @@ func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to
 		s.OutputJSON = indentJSON(it.OutputSchema)
 	}
 	s.Example = exampleCall(it.QualifiedName(), schema.ExampleArguments(it.InputSchema))
-	versions, err := h.Registry.ToolVersions(ctx, it.ID)
+	// The newest versions only, without their definitions: a server flipping between two
+	// definitions leaves thousands, and guests may open this tab.
+	versions, older, err := h.Registry.ToolVersionsPage(ctx, it.ID, registry.MaxToolVersions)
 	if err != nil {
 		return nil, err
 	}
+	s.OlderVersions = older
 	byHash := map[string]registry.ToolVersion{}
 	label := func(v registry.ToolVersion) string {
 		l := fmt.Sprintf("v%d.%d", v.VersionMajor, v.VersionMinor)
@@ -53,6 +56,21 @@ func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to
 		}
 		s.Versions = append(s.Versions, row)
 		s.VersionOpts = append(s.VersionOpts, views.Option{Value: v.DefinitionHash, Label: label(v)})
+	}
+	// A version chosen but too old to be listed (the History tab links to every change)
+	// is found by its hash, and offered in the selects.
+	for _, hash := range []string{from, to} {
+		if _, ok := byHash[hash]; ok || hash == "" {
+			continue
+		}
+		v, found, err := h.Registry.ToolVersionOf(ctx, it.ID, hash)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			byHash[hash] = v
+			s.VersionOpts = append(s.VersionOpts, views.Option{Value: hash, Label: label(v)})
+		}
 	}
 	if len(s.VersionOpts) < 2 {
 		return s, nil
@@ -80,8 +98,19 @@ func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to
 		return s, nil
 	}
 	s.FromLabel, s.ToLabel = label(a), label(b)
-	s.Diff, s.DiffTruncated = views.FoldDiff(views.DiffLines(strings.Split(indentJSON(a.Definition), "\n"),
-		strings.Split(indentJSON(b.Definition), "\n")), 3)
+	// Only the two definitions compared are read.
+	defA, err := h.Registry.ToolDefinition(ctx, it.ID, a.VersionMajor, a.VersionMinor)
+	if err != nil {
+		return nil, err
+	}
+	defB := defA
+	if b.DefinitionHash != a.DefinitionHash {
+		if defB, err = h.Registry.ToolDefinition(ctx, it.ID, b.VersionMajor, b.VersionMinor); err != nil {
+			return nil, err
+		}
+	}
+	s.Diff, s.DiffTruncated = views.FoldDiff(views.DiffLines(strings.Split(indentJSON(defA), "\n"),
+		strings.Split(indentJSON(defB), "\n")), 3)
 	for _, l := range s.Diff {
 		switch l.Op {
 		case views.ToolDiffAdded:

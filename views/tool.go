@@ -144,6 +144,8 @@ type ToolSchema struct {
 	Markdown   string // untrusted text: shown escaped, never as HTML
 	Example    string // a call for POST /api/v1/tools/call
 	Versions   []ToolVersionRow
+	// OlderVersions: the tool has stored versions older than those listed.
+	OlderVersions bool
 	// The comparison: the chosen versions and the diff of their pretty-printed definitions.
 	VersionOpts     []Option
 	From, To        string // definition hashes

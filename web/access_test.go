@@ -495,3 +495,75 @@ func TestAccessAPI(t *testing.T) {
 		t.Errorf("refused requests changed the rules: got %+v", listed.Permissions)
 	}
 }
+
+// Deleting a server takes its tools' per-user rules with it. A refusal only an
+// administrator may set (users.manage) is not lifted by someone who may merely delete
+// servers, nor by an API token; an administrator's delete records each rule it removes.
+func TestAccessRulesOnServerDelete(t *testing.T) {
+	t.Parallel()
+	e := acStart(t)
+	ctx := context.Background()
+	tu, guest := e.users[auth.RoleToolUser], e.users[auth.RoleGuest]
+	bearer := svToken(t, e.srv, tu)
+	admin := svClient{t: t, srv: e.srv, c: e.admin}
+	path := "/api/v1/tools/" + e.id + "/permissions"
+	admin.json(http.MethodPut, path, map[string]any{"username": tu, "can_use": false}, http.StatusOK, nil)
+	admin.json(http.MethodPut, path, map[string]any{"username": guest, "can_use": true}, http.StatusOK, nil)
+	e.waitCall(t, bearer, http.StatusForbidden, "tool user after deny")
+	it, err := e.srv.Tools.Get(ctx, e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := "/api/v1/servers/" + it.ServerID
+
+	// A tool manager may delete servers (and add them again, its tools enabled), which
+	// would lift the refusal without anyone deciding to.
+	mgr := svClient{t: t, srv: e.srv, c: e.srv.Login(t, e.users[auth.RoleToolManager], acPassword)}
+	tok := svClient{t: t, srv: e.srv, bearer: svToken(t, e.srv, "admin")}
+	for _, tc := range []struct {
+		who  string
+		c    svClient
+		want string
+	}{{"tool manager", mgr, "administrator"}, {"admin's API token", tok, "sign in"}} {
+		status, raw := tc.c.do(http.MethodDelete, del, nil)
+		var ae apiErr
+		_ = json.Unmarshal(raw, &ae)
+		if status != http.StatusConflict || !strings.Contains(ae.Error.Message, "1 per-user rule") ||
+			!strings.Contains(ae.Error.Message, tc.want) {
+			t.Errorf("%s's delete: got %d %s, want 409 naming the 1 refusal and saying %q", tc.who, status, raw, tc.want)
+		}
+	}
+	if perms, err := e.srv.Tools.Permissions(ctx, e.id); err != nil || len(perms) != 2 {
+		t.Fatalf("after refused deletes: got rules %+v (%v), want both still there", perms, err)
+	}
+	if status, code := e.call(t, bearer); status != http.StatusForbidden {
+		t.Fatalf("tool user after refused deletes: got %d %s, want 403", status, code)
+	}
+	if n := len(e.auditRows(t)); n != 2 {
+		t.Fatalf("refused deletes: got %d tool.permission audit rows, want 2", n)
+	}
+
+	// An administrator's delete goes through, one tool.permission row per rule removed.
+	admin.json(http.MethodDelete, del, nil, http.StatusNoContent, nil)
+	rows := e.auditRows(t)
+	if len(rows) != 4 {
+		t.Fatalf("admin's delete: got %d tool.permission audit rows, want 4: %v", len(rows), rows)
+	}
+	removed := map[string]bool{}
+	for _, r := range rows[2:] {
+		var p struct {
+			User    string `json:"user"`
+			CanUse  *bool  `json:"can_use"`
+			Removed *bool  `json:"removed_rule"`
+			Because string `json:"because"`
+		}
+		if err := json.Unmarshal([]byte(r), &p); err != nil || p.CanUse != nil || p.Removed == nil || p.Because != "server.delete" {
+			t.Errorf("audit payload %s, want can_use null, the removed rule and because server.delete", r)
+			continue
+		}
+		removed[p.User] = *p.Removed
+	}
+	if len(removed) != 2 || removed[tu] || !removed[guest] {
+		t.Errorf("removed rules %v, want %s's refusal and %s's grant", removed, tu, guest)
+	}
+}

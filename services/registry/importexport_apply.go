@@ -139,11 +139,18 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 				if err != nil {
 					return err
 				}
+				rules, err := userRulesOf(ctx, tx, actor, cur)
+				if err != nil {
+					return fmt.Errorf("registry: import %s: %w", plan.File, err)
+				}
 				if _, err := tx.Exec(ctx, `/* registry.ImportDelete */ DELETE FROM mcp_servers WHERE id = $1`, cur.ID); err != nil {
 					return fmt.Errorf("registry: import %s: delete server %q: %w", plan.File, cur.Name, err)
 				}
-				if err := s.importAudit(ctx, tx, actor, "server.import.delete", cur, map[string]any{"name": cur.Name,
-					"type": cur.Type, "tool_count": cur.ToolCount, "import": source}); err != nil {
+				entries := append(removedRuleEntries(actor, cur, rules, "server.import.delete"), audit.Entry{Actor: actor,
+					Action: "server.import.delete", TargetType: "server", TargetID: cur.ID, TargetName: cur.Name,
+					Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount,
+						"rules_removed": len(rules), "import": source}})
+				if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
 					return err
 				}
 				if err := publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name}); err != nil {

@@ -465,7 +465,9 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, id string, 
 	return s.UpdateServer(ctx, actor, id, Patch{Enabled: &enabled})
 }
 
-// DeleteServer removes a server and, with it, its tools and their history.
+// DeleteServer removes a server and, with it, its tools, their history and their
+// per-user rules: refused (CodeUserRules) when some rule refuses a tool and actor may
+// not lift refusals; each removed rule is audited as tool.permission.
 func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string) error {
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		cur, err := getServer(ctx, tx, id, true)
@@ -475,11 +477,17 @@ func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string
 		if cur.Type == TypeBuiltin {
 			return ErrBuiltinFixed
 		}
+		rules, err := userRulesOf(ctx, tx, actor, cur)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `/* registry.DeleteServer */ DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("registry: delete server %q: %w", cur.Name, err)
 		}
-		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "server.delete", TargetType: "server",
-			TargetID: cur.ID, TargetName: cur.Name, Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount}}); err != nil {
+		entries := append(removedRuleEntries(actor, cur, rules, "server.delete"), audit.Entry{Actor: actor, Action: "server.delete",
+			TargetType: "server", TargetID: cur.ID, TargetName: cur.Name,
+			Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount, "rules_removed": len(rules)}})
+		if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
 			return err
 		}
 		return publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name})

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -24,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -256,11 +258,58 @@ type DiscoveryResult struct {
 // both are then validated (→ validated or invalid, services/toolstate), missing ones are
 // marked unavailable (never deleted), and the run, its audit entry and events commit
 // with them. Callers pass only complete lists; a failed or partial
-// fetch goes to RecordDiscoveryFailure and changes no tool.
+// fetch goes to RecordDiscoveryFailure and changes no tool. A transaction lost to a
+// deadlock, a serialization failure or a tool moved meanwhile runs again from scratch
+// (retryDiscovery).
 func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
 	if uuid.Validate(serverID) != nil {
 		return DiscoveryResult{}, ErrNotFound
 	}
+	var res DiscoveryResult
+	err := retryDiscovery(ctx, func() error {
+		var err error
+		res, err = s.applyDiscovery(ctx, serverID, d)
+		return err
+	})
+	if err != nil {
+		return DiscoveryResult{}, fmt.Errorf("registry: discovery of %s: %w", serverID, err)
+	}
+	return res, nil
+}
+
+// discoveryAttempts bounds how often ApplyDiscovery runs its transaction.
+const discoveryAttempts = 3
+
+// retryDiscovery runs attempt until it succeeds, fails in a way running it again cannot
+// fix, or has run discoveryAttempts times. The list a server sent is still what it
+// offers: losing a race with a person's change or another transaction's locks must not
+// make the run fail (and wait for the next list) when reading the tools again succeeds.
+func retryDiscovery(ctx context.Context, attempt func() error) error {
+	var err error
+	for range discoveryAttempts {
+		if err = attempt(); err == nil || !discoveryRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// discoveryRetryable reports whether err ended a discovery's transaction that may
+// succeed from a fresh read: a deadlock's victim or a serialization failure
+// (db.Retryable), or a tool that was no longer in the state the discovery read
+// (toolstate.Moved: a conflict about a tool with the kind's default code; an illegal
+// transition has its own code and would fail the same way again).
+func discoveryRetryable(err error) bool {
+	if db.Retryable(err) {
+		return true
+	}
+	var fe *fault.Error
+	return errors.As(err, &fe) && fe.Kind == fault.KindConflict && fe.Subject == "tool" && fe.Code == fault.KindConflict.String()
+}
+
+// applyDiscovery is one attempt of ApplyDiscovery: it reads the stored tools and writes
+// the difference in one transaction.
+func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
 	var res DiscoveryResult
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var name string
@@ -328,10 +377,7 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 		}
 		return nil
 	})
-	if err != nil {
-		return DiscoveryResult{}, fmt.Errorf("registry: discovery of %s: %w", serverID, err)
-	}
-	return res, nil
+	return res, err
 }
 
 func nilIfNil[T any](v []T) any {
@@ -643,7 +689,8 @@ func (s *Service) ServerTools(ctx context.Context, serverID string) ([]Tool, err
 		WHERE t.server_id = $1 ORDER BY NOT t.available, t.name`, serverID)
 }
 
-// ToolVersion is one stored definition of a tool.
+// ToolVersion is one stored definition of a tool. Listings leave Definition nil:
+// ToolDefinition reads it for the versions shown.
 type ToolVersion struct {
 	VersionMajor   int             `db:"version_major" json:"-"`
 	VersionMinor   int             `db:"version_minor" json:"-"`
@@ -654,11 +701,66 @@ type ToolVersion struct {
 	CreatedAt      time.Time       `db:"created_at" json:"created_at"`
 }
 
-// ToolVersions returns every stored definition of a tool, newest first.
+// MaxToolVersions is the most versions of a tool one listing returns: tool_schemas is
+// append-only, and a server flipping between two definitions adds thousands a day.
+const MaxToolVersions = 100
+
+// ErrToolVersionNotFound: the tool has no stored version with that number.
+var ErrToolVersionNotFound = fault.NotFound("tool version")
+
+// toolVersionColumns are a version's columns without its definition.
+const toolVersionColumns = `version_major, version_minor, definition_hash, breaking, changes, NULL::jsonb AS definition, created_at`
+
+// ToolVersions returns the newest MaxToolVersions stored versions of a tool, newest
+// first, without their definitions.
 func (s *Service) ToolVersions(ctx context.Context, toolID string) ([]ToolVersion, error) {
-	return db.All[ToolVersion](ctx, s.pool, "registry: tool versions", `/* registry.ToolVersions */
-		SELECT version_major, version_minor, definition_hash, breaking, changes, definition, created_at
-		FROM tool_schemas WHERE tool_id = $1 ORDER BY version_major DESC, version_minor DESC`, toolID)
+	vs, _, err := s.ToolVersionsPage(ctx, toolID, MaxToolVersions)
+	return vs, err
+}
+
+// ToolVersionsPage returns the newest limit (1 to MaxToolVersions; otherwise
+// MaxToolVersions) stored versions of a tool, newest first, without their definitions,
+// and whether older ones exist.
+func (s *Service) ToolVersionsPage(ctx context.Context, toolID string, limit int) ([]ToolVersion, bool, error) {
+	if limit <= 0 || limit > MaxToolVersions {
+		limit = MaxToolVersions
+	}
+	vs, err := db.All[ToolVersion](ctx, s.pool, "registry: tool versions", `/* registry.ToolVersions */
+		SELECT `+toolVersionColumns+` FROM tool_schemas WHERE tool_id = $1
+		ORDER BY version_major DESC, version_minor DESC LIMIT $2`, toolID, limit+1)
+	if err != nil || len(vs) <= limit {
+		return vs, false, err
+	}
+	return vs[:limit], true, nil
+}
+
+// ToolVersionOf returns the newest stored version of a tool with the definition hash,
+// without its definition; found is false when the tool never had that definition. It
+// finds a version too old for ToolVersionsPage (a link from the tool's history).
+func (s *Service) ToolVersionOf(ctx context.Context, toolID, hash string) (v ToolVersion, found bool, err error) {
+	vs, err := db.All[ToolVersion](ctx, s.pool, "registry: tool version of hash", `/* registry.ToolVersionOf */
+		SELECT `+toolVersionColumns+` FROM tool_schemas WHERE tool_id = $1 AND definition_hash = $2
+		ORDER BY version_major DESC, version_minor DESC LIMIT 1`, toolID, hash)
+	if err != nil || len(vs) == 0 {
+		return ToolVersion{}, false, err
+	}
+	return vs[0], true, nil
+}
+
+// ToolDefinition returns the stored definition of version major.minor of a tool
+// (ErrToolVersionNotFound when it has none).
+func (s *Service) ToolDefinition(ctx context.Context, toolID string, major, minor int) (json.RawMessage, error) {
+	var def json.RawMessage
+	err := s.pool.QueryRow(ctx, `/* registry.ToolDefinition */
+		SELECT definition FROM tool_schemas WHERE tool_id = $1 AND version_major = $2 AND version_minor = $3`,
+		toolID, major, minor).Scan(&def)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrToolVersionNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("registry: tool definition %s v%d.%d: %w", toolID, major, minor, err)
+	}
+	return def, nil
 }
 
 // ToolStateChange is one row of a tool's state history.
