@@ -97,7 +97,7 @@ func (h ToolPageHandler) Show(c echo.Context) error {
 	v := h.toolPageAt(c, it, tab, last)
 	switch tab {
 	case views.ToolTabOverview:
-		v.Overview, err = h.toolOverview(ctx, it)
+		v.Overview, err = h.toolOverview(ctx, it, PrincipalOf(c).Can(auth.PermToolInspect))
 	case views.ToolTabSchema:
 		v.Schema, err = h.toolSchema(ctx, it, c.QueryParam("from"), c.QueryParam("to"))
 	case views.ToolTabConfiguration:
@@ -128,22 +128,15 @@ var errUsageDenied = fault.Forbidden("Your role may not see how tools are used (
 
 var errInspectDenied = fault.Forbidden("Your role may not see how tools are configured or who changed them (the tool.inspect permission).")
 
-// toolPage is the frame of the page: layout (following the tools topic), head, tabs.
-// It reads the event cursor after the tool it is given; a page that can read the cursor
-// first calls toolPageAt.
-func (h ToolPageHandler) toolPage(c echo.Context, it tools.Item, tab string) (views.ToolPage, error) {
-	last, err := h.Events.LatestID(c.Request().Context())
-	if err != nil {
-		return views.ToolPage{}, err
-	}
-	return h.toolPageAt(c, it, tab, last), nil
-}
-
-// toolPageAt is toolPage following events after last, a cursor read before it was.
+// toolPageAt is the frame of the page: layout (following the tools topic from last, a
+// cursor read before the tool, as Show does), head, tabs.
 func (h ToolPageHandler) toolPageAt(c echo.Context, it tools.Item, tab string, last int64) views.ToolPage {
 	v := views.ToolPage{Layout: h.layout(c, it.QualifiedName(), tools.Topic), Tool: toolCard(it), Tab: tab,
 		Back: toolTabURL(it.ID, tab, nil)}
 	v.Live.LastEventID = last
+	if !PrincipalOf(c).Can(auth.PermToolInspect) {
+		v.Tool.Override = "" // why an administrator overrode the findings: tool.inspect, as the findings are
+	}
 	for _, t := range views.ToolTabs {
 		if t == views.ToolTabLogs && !PrincipalOf(c).Can(auth.PermLogView) {
 			continue // calls carry other people's arguments: log.view only
@@ -171,7 +164,9 @@ var toolHints = []struct{ key, label, yes, no, unset string }{
 	{"openWorldHint", "Open world", "Yes: it reaches outside systems", "No: it works in a closed domain", "Not stated (MCP assumes it reaches outside systems)"},
 }
 
-func (h ToolPageHandler) toolOverview(ctx context.Context, it tools.Item) (*views.ToolOverview, error) {
+// toolOverview builds the Overview tab; the validation's findings only when inspect
+// (tool.inspect, docs/api.md), as the API keeps them from others.
+func (h ToolPageHandler) toolOverview(ctx context.Context, it tools.Item, inspect bool) (*views.ToolOverview, error) {
 	o := &views.ToolOverview{Description: it.Description, DefinitionHash: it.DefinitionHash, ConfigVersion: it.ConfigVersion,
 		LastUsed: it.LastUsed, UpdatedAt: it.UpdatedAt, Timeout: "The server's timeout"}
 	if it.TimeoutMS != nil {
@@ -199,6 +194,10 @@ func (h ToolPageHandler) toolOverview(ctx context.Context, it tools.Item) (*view
 			row.Note = "(meaningless for a read-only tool)"
 		}
 		o.Hints = append(o.Hints, row)
+	}
+	if !inspect {
+		o.FindingsHidden = true
+		return o, nil
 	}
 	val, ok, err := h.Tools.LatestValidation(ctx, it)
 	if err != nil {

@@ -23,7 +23,12 @@ import (
 // its label and the rule that only tool.inspect shows it.
 // Access renders the Access tab.
 func (h ToolPageHandler) Access(c echo.Context) error {
-	it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
+	ctx := c.Request().Context()
+	last, err := h.Events.LatestID(ctx) // before the tool: a change in between is replayed (Show)
+	if err != nil {
+		return err
+	}
+	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -31,7 +36,7 @@ func (h ToolPageHandler) Access(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.renderAccess(c, http.StatusOK, it, a)
+	return h.renderAccess(c, http.StatusOK, it, a, last)
 }
 
 // SetAccess adds, changes (access=allow|deny) or removes (access=role) one user's
@@ -40,6 +45,10 @@ func (h ToolPageHandler) Access(c echo.Context) error {
 // browser without it gets 422 with the whole page, or a redirect on success.
 func (h ToolPageHandler) SetAccess(c echo.Context) error {
 	ctx := c.Request().Context()
+	last, err := h.Events.LatestID(ctx) // for the whole page a bad form comes back on (Show)
+	if err != nil {
+		return err
+	}
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
@@ -62,7 +71,7 @@ func (h ToolPageHandler) SetAccess(c echo.Context) error {
 		if htmx {
 			return render(c, http.StatusOK, views.ToolAccessPanel(toolCard(it), *a))
 		}
-		return h.renderAccess(c, http.StatusUnprocessableEntity, it, a)
+		return h.renderAccess(c, http.StatusUnprocessableEntity, it, a, last)
 	}
 	msg := accessOutcome(it, form.Username, canUse)
 	if !htmx {
@@ -109,12 +118,10 @@ func accessOutcome(it tools.Item, username string, canUse *bool) string {
 	return username + " may not call " + it.QualifiedName() + ", whatever their role."
 }
 
-// renderAccess renders the tool page with the Access tab.
-func (h ToolPageHandler) renderAccess(c echo.Context, status int, it tools.Item, a *views.ToolAccess) error {
-	v, err := h.toolPage(c, it, views.ToolTabAccess)
-	if err != nil {
-		return err
-	}
+// renderAccess renders the tool page with the Access tab, following events after last
+// (read before it was).
+func (h ToolPageHandler) renderAccess(c echo.Context, status int, it tools.Item, a *views.ToolAccess, last int64) error {
+	v := h.toolPageAt(c, it, views.ToolTabAccess, last)
 	v.Back = views.ToolAccessURL(it.ID) // the head's actions come back here, not to ?tab=access
 	v.Access = a
 	return render(c, status, views.Tool(v))

@@ -24,7 +24,12 @@ import (
 
 // Compensation renders the Compensation tab.
 func (h ToolPageHandler) Compensation(c echo.Context) error {
-	it, err := h.Tools.Get(c.Request().Context(), c.Param("id"))
+	ctx := c.Request().Context()
+	last, err := h.Events.LatestID(ctx) // before the tool: a change in between is replayed (Show)
+	if err != nil {
+		return err
+	}
+	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -32,7 +37,7 @@ func (h ToolPageHandler) Compensation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return h.renderCompensation(c, http.StatusOK, it, r)
+	return h.renderCompensation(c, http.StatusOK, it, r, last)
 }
 
 // SetCompensation sets, changes or (remove=true, or no undo tool and no arguments)
@@ -40,6 +45,10 @@ func (h ToolPageHandler) Compensation(c echo.Context) error {
 // the input kept and each error next to its field.
 func (h ToolPageHandler) SetCompensation(c echo.Context) error {
 	ctx := c.Request().Context()
+	last, err := h.Events.LatestID(ctx) // for the page a bad form comes back on (Show)
+	if err != nil {
+		return err
+	}
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
@@ -60,7 +69,7 @@ func (h ToolPageHandler) SetCompensation(c echo.Context) error {
 		if rerr != nil {
 			return rerr
 		}
-		return h.renderCompensation(c, http.StatusUnprocessableEntity, it, r)
+		return h.renderCompensation(c, http.StatusUnprocessableEntity, it, r, last)
 	}
 	msg := "A completed step of " + it.QualifiedName() + " is now undone with " + form.UndoTool + " when its execution fails or is rolled back."
 	if form.UndoTool == "" {
@@ -112,12 +121,10 @@ func parseCompensation(c echo.Context) (views.ToolCompensationForm, map[string]e
 	return form, m, e.Err()
 }
 
-// renderCompensation renders the tool page with the Compensation tab.
-func (h ToolPageHandler) renderCompensation(c echo.Context, status int, it tools.Item, r *views.ToolCompensationTab) error {
-	v, err := h.toolPage(c, it, views.ToolTabCompensation)
-	if err != nil {
-		return err
-	}
+// renderCompensation renders the tool page with the Compensation tab, following events
+// after last (read before it was).
+func (h ToolPageHandler) renderCompensation(c echo.Context, status int, it tools.Item, r *views.ToolCompensationTab, last int64) error {
+	v := h.toolPageAt(c, it, views.ToolTabCompensation, last)
 	v.Back = views.ToolCompensationURL(it.ID) // the head's actions come back here
 	v.Compensation = r
 	return render(c, status, views.Tool(v))

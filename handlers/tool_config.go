@@ -165,6 +165,10 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 // again (422) with each error next to its field.
 func (h ToolPageHandler) Configure(c echo.Context) error {
 	ctx := c.Request().Context()
+	last, err := h.Events.LatestID(ctx) // for the page a bad form comes back on (Show)
+	if err != nil {
+		return err
+	}
 	it, err := h.Tools.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err
@@ -188,12 +192,10 @@ func (h ToolPageHandler) Configure(c echo.Context) error {
 		if !ok {
 			return err
 		}
-		v, perr := h.toolPage(c, it, views.ToolTabConfiguration)
-		if perr != nil {
-			return perr
-		}
-		if v.Config, perr = h.toolConfig(c, it, &form, fe); perr != nil {
-			return perr
+		v := h.toolPageAt(c, it, views.ToolTabConfiguration, last)
+		var cerr error
+		if v.Config, cerr = h.toolConfig(c, it, &form, fe); cerr != nil {
+			return cerr
 		}
 		return render(c, status, views.Tool(v))
 	}

@@ -60,6 +60,16 @@ func TestLiveToolHead(t *testing.T) {
 	if strings.Count(html, `id="tool-head-`) != 1 {
 		t.Error("live head: want exactly one root with the head's id")
 	}
+	// The live head goes to everyone who follows the tools, guests too: it never
+	// carries the override's reason (tool.inspect only).
+	b.Reset()
+	card.Status, card.Override = "enabled", "a secret reason"
+	if err := views.LiveToolHead(card).Render(t.Context(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "a secret reason") {
+		t.Errorf("live head: has the override reason: %s", b.String())
+	}
 }
 
 func TestPercent(t *testing.T) {

@@ -36,6 +36,11 @@ func (h ToolsHandler) APIList(c echo.Context) error {
 	if list == nil {
 		list = []tools.Item{}
 	}
+	if !PrincipalOf(c).Can(auth.PermToolInspect) {
+		for i := range list {
+			list[i].EnableOverride = nil // as apiTool: tool.inspect only
+		}
+	}
 	return c.JSON(http.StatusOK, map[string]any{"tools": list, "next_cursor": page.NextCursor})
 }
 
@@ -74,7 +79,9 @@ func (h ToolsHandler) writeTool(c echo.Context, it tools.Item) error {
 func (h ToolsHandler) apiTool(c echo.Context, it tools.Item) (apiTool, error) {
 	ctx := c.Request().Context()
 	if !PrincipalOf(c).Can(auth.PermToolInspect) {
-		return apiTool{Item: it}, nil // configuration and findings: tool.inspect only
+		// Configuration, findings and why an administrator overrode them: tool.inspect only.
+		it.EnableOverride = nil
+		return apiTool{Item: it}, nil
 	}
 	cfg, err := h.Tools.Configuration(ctx, it.ID)
 	if err != nil {

@@ -87,6 +87,8 @@ type ToolOverview struct {
 	ValidatedBy    string
 	Findings       []ToolFinding
 	Blocking       bool // a critical or error finding
+	// FindingsHidden: the viewer may not inspect tools, so the validation is not shown.
+	FindingsHidden bool
 }
 
 // ToolParamRow is one parameter of the readable schema table; Depth indents nested ones.

@@ -24,8 +24,8 @@ func TestToolPageReadsTheCursorFirst(t *testing.T) {
 	admin := srv.Login(t, "admin", webtest.AdminPassword)
 	ctx := context.Background()
 	actor := audit.Actor{Kind: audit.ActorUser, Name: "admin"}
-	for i, path := range []string{"/tools/" + id, "/tools/" + id + "/test"} {
-		enable := i%2 == 1 // the first path sees the tool disabled, the second enabled again
+	for i, path := range []string{"/tools/" + id, "/tools/" + id + "/test", "/tools/" + id + "/access", "/tools/" + id + "/compensation"} {
+		enable := i%2 == 1 // each path sees the tool change: disabled, enabled again, and so on
 		tx, err := srv.Pool.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -94,6 +94,12 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// Each forwarded request takes one of the nonces the owner remembers for a
+		// minute, past which it refuses every hop (other people's terminals and runs
+		// too): a person's share is limited as forwardRun's is (a websocket counts once).
+		if p := handlers.PrincipalOf(c); p == nil || !s.deps.RunHops.Allow(p.User.ID) {
+			return echo.NewHTTPError(http.StatusTooManyRequests, "too many requests for terminals on other replicas; wait a moment")
+		}
 		return s.forwardTo(c, owner, "terminal "+id, nil)
 	}
 }

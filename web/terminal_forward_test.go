@@ -198,6 +198,36 @@ func TestTerminalForwarding(t *testing.T) {
 	if code, _ := op(path, "conv-op", map[string]any{"operation": "get_output", "sessionId": term.ID}, false); code == http.StatusOK {
 		t.Fatalf("the internal route without a hop: %d", code)
 	}
+
+	// Each forwarded request takes one of the nonces the owner remembers for a minute,
+	// past which it refuses every hop: one person's requests for another replica's
+	// terminal are limited (as runs' are), so they cannot use up everyone's.
+	const flood = 60
+	codes := make(chan string, flood)
+	for range flood {
+		go func() {
+			res, err := admin.Get(srv.URL + "/terminals/term-loop")
+			if err != nil {
+				codes <- err.Error()
+				return
+			}
+			raw, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode == http.StatusTooManyRequests && strings.Contains(string(raw), "other replicas") {
+				raw = []byte("limited")
+			}
+			codes <- string(raw)
+		}()
+	}
+	limited := 0
+	for range flood {
+		if <-codes == "limited" {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Errorf("%d requests at once for a terminal of another replica: all forwarded, want those past a burst refused (429)", flood)
+	}
 }
 
 // A replica taken for stopped while it was only paused (not seen for a few seconds)

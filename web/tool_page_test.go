@@ -700,6 +700,50 @@ func TestToolOverrideForm(t *testing.T) {
 	if !strings.Contains(doc.Find("[data-testid=override-note]").Text(), "the type is a typo") {
 		t.Error("the head does not show the override reason")
 	}
+
+	// The findings and the override's reason are for those who may inspect tools
+	// (tool.inspect): a guest sees neither, on the page or in the API.
+	e.srv.CreateUser(t, "guest", auth.RoleGuest, "guest-password-123")
+	guest := e.srv.Login(t, "guest", "guest-password-123")
+	for _, who := range []struct {
+		name    string
+		c       *http.Client
+		inspect bool
+	}{{"admin", e.admin, true}, {"guest", guest, false}} {
+		doc, html := e.get(t, who.c, "/tools/"+it.ID, http.StatusOK)
+		if got := doc.Find("[data-testid=findings]").Length() == 1; got != who.inspect {
+			t.Errorf("%s: the overview lists the findings: %v, want %v", who.name, got, who.inspect)
+		}
+		if got := strings.Contains(doc.Find("[data-testid=override-reason]").Text(), "the type is a typo"); got != who.inspect {
+			t.Errorf("%s: the overview shows the override reason: %v, want %v", who.name, got, who.inspect)
+		}
+		if !who.inspect && strings.Contains(html, "the type is a typo") {
+			t.Errorf("%s: the page has the override reason somewhere", who.name)
+		}
+		for _, path := range []string{"/api/v1/tools?server=td&q=broken", "/api/v1/tools/" + it.ID} {
+			res := e.srv.Get(t, who.c, path)
+			var out struct {
+				Tools []map[string]json.RawMessage `json:"tools"`
+			}
+			raw := bodyString(t, res)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("%s: GET %s: %d %s", who.name, path, res.StatusCode, raw)
+			}
+			if err := json.Unmarshal([]byte(raw), &out); err != nil || out.Tools == nil {
+				var one map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(raw), &one); err != nil {
+					t.Fatal(err)
+				}
+				out.Tools = []map[string]json.RawMessage{one}
+			}
+			if len(out.Tools) != 1 {
+				t.Fatalf("%s: GET %s: %d tools, want the broken one", who.name, path, len(out.Tools))
+			}
+			if _, got := out.Tools[0]["enable_override"]; got != who.inspect {
+				t.Errorf("%s: GET %s has enable_override: %v, want %v", who.name, path, got, who.inspect)
+			}
+		}
+	}
 }
 
 func TestToolDefinitionDiff(t *testing.T) {
