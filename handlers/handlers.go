@@ -104,9 +104,9 @@ type Deps struct {
 	// RemoteRuns reaches the test runs other replicas hold, for a page's websocket
 	// here that follows one (nil: such a topic is refused, and the page asks).
 	RemoteRuns RemoteRuns
-	// RunHops bounds, per person, the requests about test runs this replica sends
-	// others (each takes one of the nonces the other remembers for a minute, past which
-	// it refuses every hop); web sets it.
+	// RunHops bounds, per person, the requests about test runs and terminals this
+	// replica forwards to others (each takes one of the nonces the other remembers for a
+	// minute, past which it refuses every hop); web sets it.
 	RunHops *PersonLimits
 }
 
