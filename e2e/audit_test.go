@@ -9,9 +9,12 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // TestBrowserAuditor walks the audit browser as an auditor, from the keyboard where a
@@ -147,4 +150,62 @@ func fetchText(b *browser, urlExpr string) string {
 		b.t.Fatalf("fetch %s: %v", urlExpr, err)
 	}
 	return v
+}
+
+// TestBrowserAuditNewBannerUnderSteadyActivity: while entries keep arriving (one every
+// 150 ms, so a batch reaches the page every 250 ms), the "N new entries" banner shows.
+// It asked the server 300 ms after the last batch, a wait each batch started again, so
+// with steady activity it never asked at all.
+func TestBrowserAuditNewBannerUnderSteadyActivity(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("open the audit log", chromedp.Navigate(srv.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=audit-table]`)))
+	b.waitJS(`#live-status is open`, `document.querySelector("#live-status")?.dataset.state === "open"`)
+
+	// Entries every 150 ms, at most appends of them (6 s), until the banner showed.
+	const appends = 40
+	appendEntry := func(n int) error {
+		return db.WithTx(context.Background(), srv.Pool, func(tx pgx.Tx) error {
+			_, err := audit.AppendBatch(context.Background(), tx, []audit.Entry{{Actor: audit.System, Action: "test.steady",
+				TargetType: "test", TargetID: "steady-" + itoa(n)}})
+			return err
+		})
+	}
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		tick := time.NewTicker(150 * time.Millisecond)
+		defer tick.Stop()
+		for ; n < appends; n++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if err := appendEntry(n); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	b.waitJS("the banner shows new entries", `!!document.querySelector("[data-testid=audit-new-button]")`)
+	close(stop)
+	n := <-done
+	if n >= appends {
+		t.Fatalf("the banner showed only after the activity stopped (%d entries, one every 150 ms)", n)
+	}
+	// Entries after the banner showed are counted too, the last of them included: the
+	// banner asks again for what came while it was asking, once its answer is in.
+	for range 2 {
+		if err := appendEntry(n); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	b.waitJS("the banner counts all "+itoa(n)+" entries",
+		`(document.querySelector("[data-testid=audit-new-button]")?.textContent || "").replace(/\s+/g, " ").trim().startsWith("`+itoa(n)+` new entr")`)
+	b.checkConsole()
 }

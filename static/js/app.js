@@ -319,8 +319,24 @@
     live.resubscribing = true;
     live.wrapper.reconnect();
   }
+  // How long the page waits before it reconnects. The ws extension counts its tries
+  // afresh whenever a socket opens, so a server that accepts and then closes at once
+  // (1013: its database fails, a replay slot is busy) was asked again within a second,
+  // by every open page, forever. Sockets that closed within quickFor of opening count
+  // here too; one that stayed open longer starts the count again. The delay doubles
+  // from a second up to maxDelay, a random half of it taken off (so pages spread out).
+  var backoff = { quick: 0, openedAt: 0, quickFor: 10000, maxDelay: 30000 };
+  if (window.htmx) {
+    htmx.config.wsReconnectDelay = function (retries) {
+      if (backoff.openedAt) backoff.quick = Date.now() - backoff.openedAt < backoff.quickFor ? backoff.quick + 1 : 0;
+      backoff.openedAt = 0; // retries counts the handshakes that failed since
+      var delay = Math.min(backoff.maxDelay, 1000 * Math.pow(2, Math.min(Math.max(retries, backoff.quick), 5)));
+      return delay / 2 + Math.random() * delay / 2;
+    };
+  }
   document.addEventListener("htmx:wsConnecting", function () { if (!live.resubscribing) liveStatus("connecting"); });
   document.addEventListener("htmx:wsOpen", function (e) {
+    backoff.openedAt = Date.now();
     var topics = wantedTopics();
     var before = live.topics, reconnected = live.opened && !live.resubscribing;
     live.wrapper = e.detail.socketWrapper;
@@ -370,6 +386,28 @@
   }, 1000);
   document.addEventListener("htmx:afterRequest", function (e) {
     if (e.detail.elt && e.detail.elt.__twAsked && !e.detail.successful) e.detail.elt.__twAsked = false; // ask again
+  });
+  // A connection test's status polls itself: each answer brings the next poll. htmx
+  // swaps no failed answer (an error status, no network), so one failure froze the
+  // progress for good; it is asked again a second later (the server stops a test nobody
+  // asks about for three seconds), and after pollTries failures in a row the panel says
+  // it lost touch.
+  var pollTries = 10;
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var el = e.detail.elt;
+    if (!el || !el.matches || !el.matches(".test-status[hx-get]") || e.detail.successful) return;
+    el.__twFailed = (el.__twFailed || 0) + 1; // a successful poll replaces the element
+    if (el.__twFailed < pollTries) {
+      setTimeout(function () { if (el.isConnected) htmx.trigger(el, "tw-poll"); }, 1000);
+      return;
+    }
+    if (el.querySelector("[data-testid=test-poll-failed]")) return;
+    var note = document.createElement("span");
+    note.className = "danger-text";
+    note.setAttribute("role", "alert");
+    note.dataset.testid = "test-poll-failed";
+    note.textContent = " Could not ask the server how the test goes (" + pollTries + " tries in a row); a test nobody asks about stops by itself. Test again.";
+    el.appendChild(note);
   });
   // Something written while the page was being rendered is both on the page and
   // replayed by the socket: keep the first copy of each entry of these live lists
@@ -501,12 +539,42 @@
 
   // The audit browser: every audit event names the newest entry (#audit-appended); when
   // it is newer than the top of the list, the "N new entries" banner asks the server how
-  // many of them match the page's filters (its hx-get, on tw-audit-new).
-  document.addEventListener("htmx:wsAfterMessage", function () {
+  // many of them match the page's filters (its hx-get, on tw-audit-new). It asks at once,
+  // then at most every auditAskEvery and never while an answer is on its way, and once
+  // more for what came meanwhile: batches come every quarter second while entries are
+  // written, so a wait that each one restarted (htmx's delay:) never ended, and htmx's
+  // throttle: would drop the last of them, leaving the count short.
+  var auditAsk = { at: 0, asked: 0, busy: false, timer: null }, auditAskEvery = 500;
+  function askAuditNew() {
     var marker = document.getElementById("audit-appended");
     var banner = document.getElementById("audit-new");
-    if (!marker || !banner || !window.htmx) return;
-    if (Number(marker.dataset.id || 0) > Number(banner.dataset.top || 0)) htmx.trigger(banner, "tw-audit-new");
+    if (!marker || !banner || !window.htmx || auditAsk.busy) return;
+    var newest = Number(marker.dataset.id || 0);
+    if (newest <= Number(banner.dataset.top || 0) || newest <= auditAsk.asked) return;
+    var wait = auditAsk.at + auditAskEvery - Date.now();
+    if (wait > 0) {
+      if (!auditAsk.timer) auditAsk.timer = setTimeout(function () { auditAsk.timer = null; askAuditNew(); }, wait);
+      return;
+    }
+    auditAsk.at = Date.now();
+    auditAsk.asked = newest;
+    htmx.trigger(banner, "tw-audit-new");
+  }
+  document.addEventListener("htmx:wsAfterMessage", askAuditNew);
+  // The banner that asked, not detail.elt: an answer that replaced it is reported on
+  // the element around it.
+  function fromAuditBanner(e) {
+    var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    return !!elt && elt.id === "audit-new";
+  }
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    if (fromAuditBanner(e)) auditAsk.busy = true;
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    if (!fromAuditBanner(e)) return;
+    auditAsk.busy = false;
+    if (!e.detail.successful) auditAsk.asked = 0; // not counted: the next entry asks again
+    else askAuditNew(); // for what came while it was asking
   });
 
   // Server form: show the fields of the chosen type; add and remove env/header rows.
