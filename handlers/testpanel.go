@@ -765,7 +765,9 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 		return echo.NewHTTPError(http.StatusNotFound, "No such test case.")
 	}
 	verify := only == "" && PrincipalOf(c).Can(auth.PermToolEnable)
-	status, err := h.Tools.RecordTestRun(ctx, ActorOf(c), it.ID, results, verify)
+	// The cases started against the definition read above; if discovery changed it
+	// meanwhile, the run must not verify the new one.
+	rec, err := h.Tools.RecordTestRunOf(ctx, ActorOf(c), it.ID, it.DefinitionHash, results, verify)
 	passed := 0
 	for _, r := range results {
 		if r.Passed {
@@ -774,8 +776,11 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 	}
 	return h.redirectWithOutcome(c, err, func() string {
 		msg := fmt.Sprintf("%d of %d test cases passed.", passed, len(results))
-		if verify && status != it.Status {
-			msg += " The tool is now " + status + "."
+		switch {
+		case verify && rec.DefinitionChanged:
+			msg += " The tool's definition changed while they ran, so they did not verify it: run them again."
+		case verify && rec.Status != it.Status:
+			msg += " The tool is now " + rec.Status + "."
 		}
 		return msg
 	}, testURL(it.ID)+"#test-cases")

@@ -859,6 +859,12 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 		if err != nil {
 			return err
 		}
+		// The definition the cases run against: a run that ends on another one (a
+		// discovery meanwhile) verifies nothing.
+		before, err := s.tools.Get(ctx, id)
+		if err != nil {
+			return err
+		}
 		if len(cases) == 0 || s.router == nil {
 			lines = append(lines, fmt.Sprintf("%s on %s has no saved test cases, so I can't tell whether it works without calling it with made-up arguments. Its server is %s and the tool is %s; try it on its test panel and save a test case.",
 				t.Name, t.Server, s.mcp.Snapshot(t.ServerID).Status, t.State))
@@ -897,10 +903,11 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			continue
 		}
 		verify := p.Can(auth.PermToolEnable)
-		status, err := s.tools.RecordTestRun(ctx, actor, id, results, verify)
+		rec, err := s.tools.RecordTestRunOf(ctx, actor, id, before.DefinitionHash, results, verify)
 		if err != nil {
 			return err
 		}
+		status := rec.Status
 		passed := 0
 		var failed []string
 		for _, r := range results {
@@ -917,7 +924,9 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			line = "❌ " + line + " " + strings.Join(failed, "; ")
 			a.OK = false
 		}
-		if verify && status != t.State {
+		if rec.DefinitionChanged {
+			line += " Its definition changed while they ran, so they did not verify it: run them again."
+		} else if verify && status != t.State {
 			line += " The tool is now " + status + "."
 		}
 		lines = append(lines, line)

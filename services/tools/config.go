@@ -390,13 +390,22 @@ func (s *Service) Resolve(toolID string, c Configuration) (Resolved, error) {
 // Merge applies configured values to a call's arguments: defaults fill parameters the
 // caller left out; fixed values are always used, and a caller that gives a different
 // value for one gets an error naming it (rather than a silently changed call); for a
-// secret one, any value it gives.
+// secret one, any value it gives; for a key that differs from a fixed name only in
+// case, any value.
 func (r Resolved) Merge(args map[string]json.RawMessage) (map[string]json.RawMessage, error) {
 	out := make(map[string]json.RawMessage, len(args)+len(r.Defaults)+len(r.Fixed))
 	maps.Copy(out, args)
 	e := &verr.Error{}
 	for _, name := range slices.Sorted(maps.Keys(r.Fixed)) {
 		v := r.Fixed[name]
+		// A key that differs only in case reaches the server beside the fixed one, and a
+		// server binding with encoding/json (case-insensitive, last key wins) may take it.
+		// strings.EqualFold folds as encoding/json does (Unicode simple folding: K, ſ).
+		for _, key := range slices.Sorted(maps.Keys(args)) {
+			if key != name && strings.EqualFold(key, name) {
+				e.Add("/"+key, fmt.Sprintf("is the parameter %q, which is fixed by the tool's configuration and cannot be set by the caller", name))
+			}
+		}
 		if given, ok := args[name]; ok && (r.Secret[name] || !jsonSame(given, v)) {
 			e.Add("/"+name, "is fixed by the tool's configuration and cannot be set by the caller")
 			continue

@@ -460,6 +460,53 @@ func TestResolvedMerge(t *testing.T) {
 	}
 }
 
+// A key that differs from a fixed parameter only in case is refused: both keys would
+// reach the server, and one that binds with encoding/json (case-insensitive, last key
+// wins, json.Marshal sorting "apikey" after "apiKey") would use the caller's value.
+func TestResolvedMergeFoldedNames(t *testing.T) {
+	t.Parallel()
+	r := tools.Resolved{
+		Fixed:  map[string]json.RawMessage{"apiKey": json.RawMessage(`"configured"`), "sort": json.RawMessage(`"asc"`)},
+		Secret: map[string]bool{"apiKey": true},
+	}
+	for _, tc := range []struct{ key, fixed string }{
+		{"apikey", "apiKey"},
+		{"APIKEY", "apiKey"},
+		{"api\u212aey", "apiKey"}, // KELVIN SIGN folds to k in encoding/json
+		{"\u017fort", "sort"},     // LATIN SMALL LETTER LONG S folds to s
+		{"SORT", "sort"},
+	} {
+		var args map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(`{"`+tc.key+`":"mine"}`), &args); err != nil {
+			t.Fatal(err)
+		}
+		var key string
+		for k := range args {
+			key = k
+		}
+		got, err := r.Merge(args)
+		if err == nil {
+			// What a Go server binding the call would read.
+			body, _ := json.Marshal(got)
+			var server struct {
+				APIKey string `json:"apiKey"`
+				Sort   string `json:"sort"`
+			}
+			_ = json.Unmarshal(body, &server)
+			t.Errorf("%q is accepted; the server reads apiKey = %q, sort = %q", key, server.APIKey, server.Sort)
+			continue
+		}
+		ve := wantFields(t, err, "/"+key)
+		if msg := ve.For("/" + key); !strings.Contains(msg, `"`+tc.fixed+`"`) || !strings.Contains(msg, "tool's configuration") {
+			t.Errorf("%q: message %q, want it to name %q and say the configuration sets it", key, msg, tc.fixed)
+		}
+	}
+	// Other keys are the caller's to give.
+	if _, err := r.Merge(map[string]json.RawMessage{"api_key": json.RawMessage(`"x"`), "sorted": json.RawMessage(`1`)}); err != nil {
+		t.Errorf("keys that are not a fixed name: %v", err)
+	}
+}
+
 func TestConfigVersionsAndReset(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)

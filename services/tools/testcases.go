@@ -228,13 +228,21 @@ type CaseResult struct {
 	Message    string  `json:"message"`
 }
 
-// RecordTestRun stores the outcomes of cases that ran. When verify is set (an
-// administrator ran every case of a tool that is validated, configured, verified or
-// failed) the tool moves to testing, then verified when all passed or failed otherwise
-// (seed 004 §5), with the outcomes in the history; audited either way. It reports the
-// tool's status afterwards.
-func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id string, results []CaseResult, verify bool) (string, error) {
+// TestRunRecord is what RecordTestRunOf did.
+type TestRunRecord struct {
+	Status string // the tool's status afterwards
+	// DefinitionChanged is set when the tool's definition is no longer the one the run
+	// started against: the outcomes are recorded, but they verify nothing.
+	DefinitionChanged bool
+}
+
+// RecordTestRunOf is RecordTestRun for a run that started against the definition with
+// hash: when the tool's definition has changed since (discovery may do that while the
+// cases run), the outcomes are recorded and audited but the tool's state is left as it
+// is, as they say nothing of the definition it has now. A hash of "" is not checked.
+func (s *Service) RecordTestRunOf(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify bool) (TestRunRecord, error) {
 	var status string
+	changed := false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		t, err := getItem(ctx, tx, id, true)
 		if err != nil {
@@ -254,7 +262,11 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id strin
 			}
 		}
 		payload := map[string]any{"cases": len(results), "passed": passed, "results": results}
-		if verify && toolstate.Allowed(t.Status, toolstate.Testing) && len(results) > 0 {
+		if changed = hash != "" && hash != t.DefinitionHash; changed {
+			payload["definition_changed"] = true
+			payload["note"] = "the tool's definition changed while the cases ran, so the run does not change its state"
+		}
+		if verify && !changed && toolstate.Allowed(t.Status, toolstate.Testing) && len(results) > 0 {
 			to := toolstate.Failed
 			reason := "a test case failed"
 			if passed {
@@ -275,9 +287,9 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id strin
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
+		return TestRunRecord{}, ErrNotFound
 	}
-	return status, err
+	return TestRunRecord{Status: status, DefinitionChanged: changed}, err
 }
 
 // SecretsHeld says which arguments of a case hold a secret value, "" when none does:

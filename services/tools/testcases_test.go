@@ -92,7 +92,8 @@ func TestRecordTestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := f.tool(toolSpec{server: sv, name: tc.name, status: tc.status})
-			got, err := f.svc.RecordTestRun(f.ctx, alice, id, []tools.CaseResult{{Name: "a", Passed: tc.passed}}, tc.verify)
+			rec, err := f.svc.RecordTestRunOf(f.ctx, alice, id, "", []tools.CaseResult{{Name: "a", Passed: tc.passed}}, tc.verify)
+			got := rec.Status
 			if err != nil || got != tc.want {
 				t.Fatalf("got %q %v, want %q", got, err, tc.want)
 			}
@@ -104,6 +105,33 @@ func TestRecordTestRun(t *testing.T) {
 				t.Fatalf("history rows: got %d, want %d", moves, want)
 			}
 		})
+	}
+}
+
+// A run verifies only the definition it ran against: when discovery changes the tool
+// while the cases run (leaving it validated), the outcomes are recorded but the tool
+// stays validated, and the audit row says why.
+func TestRecordTestRunDefinitionChanged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.tool(toolSpec{server: f.server("s", true), name: "changes", status: "configured"})
+	seen := f.get(id).DefinitionHash // what the handler passes on to RunCases
+	f.exec(`UPDATE mcp_tools SET definition_hash = 'hash-b', status = 'validated' WHERE id = $1`, id)
+	got, err := f.svc.RecordTestRunOf(f.ctx, alice, id, seen, []tools.CaseResult{{Name: "a", Passed: true}}, true)
+	if err != nil || got.Status != "validated" || !got.DefinitionChanged {
+		t.Fatalf("got %+v %v, want status validated with the definition changed", got, err)
+	}
+	if s := f.status(id); s != "validated" || len(f.history(id)) != 0 {
+		t.Fatalf("status %q with %d history rows, want validated and none", s, len(f.history(id)))
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'tool.test'
+		AND payload->>'definition_changed' = 'true' AND payload->>'to' IS NULL`, id); n != 1 {
+		t.Fatalf("audit rows noting the changed definition: got %d, want 1", n)
+	}
+	// Run again against the definition it has now: verified.
+	got, err = f.svc.RecordTestRunOf(f.ctx, alice, id, "hash-b", []tools.CaseResult{{Name: "a", Passed: true}}, true)
+	if err != nil || got.Status != "verified" || got.DefinitionChanged {
+		t.Fatalf("a run of the current definition: got %+v %v, want verified", got, err)
 	}
 }
 
