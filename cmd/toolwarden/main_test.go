@@ -3,12 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"io"
+	"math/big"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -296,6 +304,53 @@ func TestConfineFlag(t *testing.T) {
 			t.Errorf("%s: got %+v, %v", mode, spec, err)
 		}
 	}
+}
+
+// TestConfineDatabaseAccess: what could connect to the database is hidden for both URLs:
+// the migrate URL's socket too (as the tables' owner, a server could rewrite audit_log),
+// and the client certificate, key and passfile that either URL names.
+func TestConfineDatabaseAccess(t *testing.T) {
+	t.Parallel()
+	sockDir, creds := t.TempDir(), t.TempDir()
+	cert, key := writeClientCert(t, creds)
+	pass := writeFile(t, creds, "pgpass", "*:*:*:toolwarden_app:secret\n")
+	c := config{
+		DataDir:            t.TempDir(),
+		DatabaseURL:        "postgres://a@localhost/x?passfile=" + pass,
+		MigrateDatabaseURL: "host=" + sockDir + ",localhost user=o dbname=x sslmode=require sslcert='" + cert + "' sslkey='" + key + "'",
+	}
+	spec, err := confinement(c, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{sockDir, cert, key, pass} {
+		if !slices.Contains(spec.Hide, p) {
+			t.Errorf("%s is not hidden: %v", p, spec.Hide)
+		}
+	}
+}
+
+// writeClientCert writes a self-signed client certificate and its key into dir: what
+// a client presents to PostgreSQL for certificate authentication.
+func writeClientCert(t *testing.T, dir string) (cert, key string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "o"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key = writeFile(t, dir, "client.key", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	cert = writeFile(t, dir, "client.crt", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	return cert, key
 }
 
 // import starts the stdio servers a file registers (to discover their tools) confined

@@ -228,18 +228,30 @@ func setConfine(c *config, mode, cmd string, stderr io.Writer) error {
 // confinement is what stdio servers must not reach (docs/security.md): the data dir (embedded
 // database and its socket, secret key, workspaces), the secret key file wherever it is,
 // the checkpoint key when it is kept outside the data dir (cpKeyFlag is
-// --checkpoint-key-file), and the unix socket of an external database.
+// --checkpoint-key-file), and what could connect to an external database: its unix
+// socket, client key and certificate and passfile, for the owner's URL too (whoever
+// connects as the owner can rewrite audit_log).
 func confinement(c config, cpKeyFlag string) (confine.Spec, error) {
 	hide := []string{c.DataDir, secretKeyPath(c)}
 	if k := checkpointKeyPath(c, cpKeyFlag); !within(k, c.DataDir) {
 		hide = append(hide, k)
 	}
+	// The migrate URL is used only with an external database (DatabaseURL).
 	if c.DatabaseURL != "" {
-		socks, err := db.SocketPaths(c.DatabaseURL)
-		if err != nil {
-			return confine.Spec{}, err
+		for _, u := range []struct{ flag, conn string }{{"--database-url", c.DatabaseURL}, {"--migrate-database-url", c.MigrateDatabaseURL}} {
+			if u.conn == "" {
+				continue
+			}
+			socks, err := db.SocketPaths(u.conn)
+			if err != nil {
+				return confine.Spec{}, fmt.Errorf("%s: %w", u.flag, err)
+			}
+			files, err := db.CredentialFiles(u.conn)
+			if err != nil {
+				return confine.Spec{}, fmt.Errorf("%s: %w", u.flag, err)
+			}
+			hide = append(append(hide, socks...), files...)
 		}
-		hide = append(hide, socks...)
 	}
 	return confine.Spec{Hide: hide, Required: c.Confine == "required", Off: c.Confine == "off"}, nil
 }

@@ -76,6 +76,11 @@ func parseList(flag, list string) ([]netip.Prefix, []string, error) {
 			continue
 		}
 		if pr, err := netip.ParsePrefix(f); err == nil {
+			// Addresses are unmapped before they are matched, so an IPv4-mapped CIDR
+			// (::ffff:10.0.0.0/104) must be too, or it would match nothing.
+			if pr.Addr().Is4In6() && pr.Bits() >= 96 {
+				pr = netip.PrefixFrom(pr.Addr().Unmap(), pr.Bits()-96)
+			}
 			nets = append(nets, pr.Masked())
 			continue
 		}
@@ -133,14 +138,21 @@ func hostMatch(rules []string, host string) bool {
 	return false
 }
 
-func netMatch(rules []netip.Prefix, a netip.Addr) bool {
+// netMatch reports whether a rule contains one of addrs.
+func netMatch(rules []netip.Prefix, addrs ...netip.Addr) bool {
 	for _, r := range rules {
-		if r.Contains(a) {
-			return true
+		for _, a := range addrs {
+			if r.Contains(a) {
+				return true
+			}
 		}
 	}
 	return false
 }
+
+// nat64 is the well-known NAT64 prefix (RFC 6052): where a NAT64 gateway serves it, an
+// address in it reaches the IPv4 address in its last 32 bits.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 // hostVerdict is what the rules say of a host name before it is resolved: an error
 // when it is denied, and whether an allow rule names it (then its addresses need only
@@ -173,10 +185,18 @@ func (p *Policy) checkAddr(a netip.Addr, allowedByName bool) error {
 	case a == netip.IPv6Unspecified():
 		a = netip.IPv6Loopback()
 	}
-	if !p.allowMetadata && netMatch(MetadataPrefixes, a) {
+	// A NAT64 address is denied when the IPv4 address it reaches is; only a rule naming
+	// the NAT64 address itself allows it (an IPv4 rule allows that address, not every
+	// route to it).
+	reached := []netip.Addr{a}
+	if nat64.Contains(a) {
+		b := a.As16()
+		reached = append(reached, netip.AddrFrom4([4]byte(b[12:])))
+	}
+	if !p.allowMetadata && netMatch(MetadataPrefixes, reached...) {
 		return &Error{Target: a.String(), Why: "it is a cloud metadata address"}
 	}
-	if netMatch(p.denyNets, a) {
+	if netMatch(p.denyNets, reached...) {
 		return &Error{Target: a.String(), Why: "it is on the deny list (--egress-deny)"}
 	}
 	if allowedByName || len(p.allowNets)+len(p.allowHosts) == 0 || netMatch(p.allowNets, a) {

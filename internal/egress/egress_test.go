@@ -136,3 +136,49 @@ func TestDialChecksResolvedAddress(t *testing.T) {
 		t.Fatalf("dial metadata: %v", err)
 	}
 }
+
+// IPv4 addresses written in IPv6 are judged as the IPv4 address they reach: a CIDR
+// written IPv4-mapped (::ffff:10.0.0.0/104) matches IPv4 addresses, and a NAT64 address
+// (64:ff9b::/96) is refused when the IPv4 address it embeds is. Only a rule naming the
+// NAT64 address itself allows it.
+func TestMappedAndNAT64(t *testing.T) {
+	t.Parallel()
+	parse := func(allow, deny string) *Policy {
+		t.Helper()
+		p, err := Parse(allow, deny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	mappedDeny := parse("", "::ffff:10.0.0.0/104")
+	mappedAllow := parse("::ffff:10.0.0.0/104", "")
+	tenDenied := parse("", "10.0.0.0/8")
+	tenAllowed := parse("10.0.0.0/8", "")
+	nat64 := parse("64:ff9b::/96", "10.0.0.0/8")
+	for _, tc := range []struct {
+		p      *Policy
+		url    string
+		refuse string
+	}{
+		{mappedDeny, "http://10.1.2.3/", "deny list"},
+		{mappedDeny, "http://[::ffff:10.1.2.3]/", "deny list"},
+		{mappedDeny, "http://11.1.2.3/", ""},
+		{mappedAllow, "http://10.1.2.3/", ""},
+		{mappedAllow, "http://11.1.2.3/", "allow list"},
+		{tenDenied, "http://[64:ff9b::a00:5]/", "deny list"},
+		{tenDenied, "http://[64:ff9b::b00:5]/", ""},
+		{nil, "http://[64:ff9b::a9fe:a9fe]/", "metadata"},
+		{tenAllowed, "http://[64:ff9b::a00:5]/", "allow list"},
+		{nat64, "http://[64:ff9b::808:808]/", ""},
+		{nat64, "http://[64:ff9b::a00:5]/", "deny list"},
+	} {
+		got := tc.p.CheckURL(tc.url)
+		if tc.refuse == "" && got != "" || tc.refuse != "" && !strings.Contains(got, tc.refuse) {
+			t.Errorf("CheckURL(%s) = %q, want %q", tc.url, got, tc.refuse)
+		}
+	}
+	if !parse("::ffff:169.254.169.254", "").allowMetadata {
+		t.Error("allowing the metadata address written IPv4-mapped does not lift its denial")
+	}
+}
