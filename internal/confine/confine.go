@@ -32,6 +32,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,6 +59,8 @@ type Spec struct {
 type Confiner struct {
 	spec Spec
 	hide []string
+	// runtime are the user's runtime directories, hidden as well (see runtimeDirs).
+	runtime []string
 	// extraClone is added to the clone flags; tests use it to make clone fail.
 	extraClone uintptr
 	// modes overrides the modes tried in order; tests use it to try one alone.
@@ -71,7 +74,43 @@ type Confiner struct {
 // New returns a Confiner for spec. It starts nothing: the first Apply or Describe
 // checks, once, that confinement works on this machine.
 func New(spec Spec) *Confiner {
-	return &Confiner{spec: spec, hide: normalize(spec.Hide)}
+	return &Confiner{spec: spec, hide: normalize(spec.Hide), runtime: runtimeDirs()}
+}
+
+// runtimeDirs are the runtime directories of Toolwarden's user: /run/user/<uid> and
+// $XDG_RUNTIME_DIR. They hold the sockets of the daemons that run whatever that user
+// asks, outside any namespace of ours: systemd --user (systemd-run --user), the session
+// D-Bus, rootless podman and docker; same user id, so the daemons obey the server.
+// $XDG_RUNTIME_DIR counts only where it is what the XDG spec says it is, a directory
+// only the user may enter, and not the home directory or above it (the server keeps
+// those).
+func runtimeDirs() []string {
+	out := []string{"/run/user/" + strconv.Itoa(os.Geteuid())}
+	d := os.Getenv("XDG_RUNTIME_DIR")
+	if d == "" || !filepath.IsAbs(d) {
+		return out
+	}
+	d = filepath.Clean(d)
+	real, err := filepath.EvalSymlinks(d)
+	if err != nil {
+		return out
+	}
+	st, err := os.Stat(real)
+	if err != nil || !st.IsDir() || st.Mode().Perm()&0o077 != 0 {
+		return out
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
+		return out
+	}
+	if home := os.Getenv("HOME"); real == "/" || (filepath.IsAbs(home) && inside(filepath.Clean(home), real)) {
+		return out
+	}
+	return normalize(append(out, d))
+}
+
+// hidden is everything the helper hides: the spec's paths and the runtime directories.
+func (c *Confiner) hidden() []string {
+	return normalize(append(slices.Clone(c.hide), c.runtime...))
 }
 
 // mode is how the namespaces are created.
@@ -144,7 +183,7 @@ func (c *Confiner) apply(cmd *exec.Cmd, show []string, scan bool) {
 	if len(cmd.Args) > 1 {
 		rest = cmd.Args[1:]
 	}
-	args := helperArgs(dir, c.hide, false)
+	args := helperArgs(dir, c.hidden(), false)
 	if scan {
 		for _, k := range given(dir, cmd.Dir, cmd.Path, rest) {
 			args = append(args, "-keep="+k)
@@ -304,6 +343,7 @@ func (c *Confiner) Describe() string {
 	if len(c.hide) > 0 {
 		b.WriteString("; hidden: " + strings.Join(c.hide, ", "))
 	}
+	b.WriteString("; the user's runtime directory (" + strings.Join(c.runtime, ", ") + ") hidden, with its daemons' sockets")
 	b.WriteString("; only its own processes in /proc, /proc/sys read-only")
 	if os.Geteuid() == 0 {
 		b.WriteString("; as root: " + strings.Join(readOnlyTrees, ", ") +
@@ -346,7 +386,7 @@ func (c *Confiner) check(m mode) string {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/proc/self/exe")
-	cmd.Args = append(helperArgs("/", c.hide, true), "--")
+	cmd.Args = append(helperArgs("/", c.hidden(), true), "--")
 	cmd.Env = []string{}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.namespaces(cmd.SysProcAttr, m)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,56 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(envParent); spec != "" {
 		os.Exit(parentRole(spec))
 	}
+	if sock := os.Getenv(envDial); sock != "" {
+		os.Exit(dialRole(sock))
+	}
 	os.Exit(m.Run())
+}
+
+// envDial makes the test binary a client that connects to a unix socket (dialRole).
+const envDial = "TOOLWARDEN_CONFINE_TEST_DIAL"
+
+// dialed is what dialRole prints once it has connected.
+const dialed = "connected to the daemon"
+
+// dialRole connects to the unix socket at sock, as a client of a daemon would.
+func dialRole(sock string) int {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	c.Close()
+	fmt.Println(dialed)
+	return 0
+}
+
+// dialProbe is the command line that runs dialRole on sock.
+func dialProbe(sock string) []string {
+	self, err := os.Executable()
+	if err != nil {
+		self = os.Args[0]
+	}
+	return []string{"env", envDial + "=" + sock, self}
+}
+
+// listen listens on a unix socket at sock and accepts (and drops) every connection
+// until it is closed.
+func listen(sock string) (net.Listener, error) {
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return l, nil
 }
 
 // result is how one command ended.
@@ -122,16 +172,35 @@ func TestRoot(t *testing.T) {
 			t.Parallel()
 			dir, key, other, secret := secretDir(t)
 			c := m.new(confine.Spec{Hide: []string{dir, other}})
+			run, bus := runtimeDir(t)
+			confine.SetRuntimeDirs(c, run)
 			if d := c.Describe(); !strings.HasPrefix(d, m.describe) || !strings.Contains(d, dir) ||
-				!strings.Contains(d, other) || !strings.Contains(d, "as root: /etc") {
-				t.Fatalf("describe: got %q, want %q hiding %s and %s, and the root's read-only trees", d, m.describe, dir, other)
+				!strings.Contains(d, other) || !strings.Contains(d, "as root: /etc") || !strings.Contains(d, "runtime directory ("+run+")") {
+				t.Fatalf("describe: got %q, want %q hiding %s, %s and the runtime directory %s, and the root's read-only trees", d, m.describe, dir, other, run)
 			}
-			testRoot(t, c, dir, key, other, secret)
+			testRoot(t, c, dir, key, other, secret, bus)
 		})
 	}
 }
 
-func testRoot(t *testing.T, c *confine.Confiner, dir, key, other, secret string) {
+// runtimeDir is a runtime directory as logind makes it (only its user may enter it)
+// with a daemon listening on "bus" in it, as the user's D-Bus or systemd would.
+func runtimeDir(t *testing.T) (dir, bus string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bus = filepath.Join(dir, "bus")
+	l, err := listen(bus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return dir, bus
+}
+
+func testRoot(t *testing.T, c *confine.Confiner, dir, key, other, secret, bus string) {
 	off := confine.New(confine.Spec{Off: true})
 	blk := blockDevice(t)
 
@@ -148,6 +217,7 @@ func testRoot(t *testing.T, c *confine.Confiner, dir, key, other, secret string)
 		{"read a secret file elsewhere", []string{"cat", other}, contains(secret), true},
 		{"see the parent's processes", []string{"cat", "/proc/" + strconv.Itoa(os.Getpid()) + "/cmdline"}, succeeded, true},
 		{"keep a capability", []string{"grep", "-E", "^Cap(Inh|Prm|Eff|Bnd|Amb):", "/proc/self/status"}, nonZeroCaps, true},
+		{"reach a daemon of the runtime directory", dialProbe(bus), contains(dialed), true},
 		{"read a block device in /dev", []string{"head", "-c", "1", blk.inDev}, succeeded, true},
 		{"read a block device node elsewhere", []string{"head", "-c", "1", blk.elsewhere}, succeeded, true},
 		{"unmount the hidden dir", []string{"umount", dir}, refusedUnless("superuser", "permission denied"), false},
@@ -557,5 +627,44 @@ func TestUntrustedCommandLine(t *testing.T) {
 	}
 	if got := probe(false); !strings.HasPrefix(got, "etc-writable\n") || strings.Contains(got, secret) {
 		t.Fatalf("an administrator's command line naming /: got %q, want /etc kept writable (the contrast) and still nothing hidden", got)
+	}
+}
+
+// TestRuntimeDirs: $XDG_RUNTIME_DIR is hidden with /run/user/<uid> where it is a
+// runtime directory (only its user may enter it), and not where hiding it would take
+// away what the server keeps: the home directory, or a directory others share.
+func TestRuntimeDirs(t *testing.T) {
+	own := "/run/user/" + strconv.Itoa(os.Geteuid())
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	shared := t.TempDir()
+	if err := os.Chmod(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(private, "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, xdg, home string
+		want            []string
+	}{
+		{"a runtime directory", private, "/nonexistent", []string{own, private}},
+		{"unset", "", "/nonexistent", []string{own}},
+		{"relative", "run", "/nonexistent", []string{own}},
+		{"shared with others", shared, "/nonexistent", []string{own}},
+		{"the home directory", home, home, []string{own}},
+		{"above the home directory", private, home, []string{own}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("XDG_RUNTIME_DIR", tc.xdg)
+			t.Setenv("HOME", tc.home)
+			slices.Sort(tc.want)
+			if got := confine.RuntimeDirs(confine.New(confine.Spec{})); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

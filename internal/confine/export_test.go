@@ -17,3 +17,11 @@ func NewUserMode(spec Spec) *Confiner {
 	c.modes = []mode{modeUser}
 	return c
 }
+
+// SetRuntimeDirs replaces the user's runtime directories c hides (runtimeDirs reads
+// them from the environment, which a parallel test may not change); before c's first
+// use.
+func SetRuntimeDirs(c *Confiner, dirs ...string) { c.runtime = dirs }
+
+// RuntimeDirs are the user's runtime directories c hides.
+func RuntimeDirs(c *Confiner) []string { return c.runtime }

@@ -26,6 +26,9 @@ type parentSpec struct {
 	KeyFile string `json:"key_file"` // a secret file kept outside the data dir
 	Secret  string `json:"secret"`
 	Canary  string `json:"canary"` // also in the parent's own environment
+	// RuntimeDir is the parent's XDG_RUNTIME_DIR, where it listens on "bus" as the
+	// user's D-Bus (or systemd --user, rootless podman) would.
+	RuntimeDir string `json:"runtime_dir"`
 }
 
 // parentReport is what the parent prints: the description and, per probe, how the
@@ -51,6 +54,7 @@ func probes(p parentSpec, shm string) map[string][]string {
 		"nested": {"unshare", "-Urm", "sh", "-c", "umount -l " + p.DataDir + "; umount " + p.DataDir + "; cat " + key},
 		"whoami": {"id", "-u"},
 		"shmkey": {"cat", shm},
+		"bus":    dialProbe(filepath.Join(p.RuntimeDir, "bus")),
 	}
 }
 
@@ -69,6 +73,12 @@ func parentRole(raw string) int {
 		return 2
 	}
 	defer os.Remove(shm)
+	bus, err := listen(filepath.Join(p.RuntimeDir, "bus"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer bus.Close()
 	c := confine.New(confine.Spec{Hide: []string{p.DataDir, p.KeyFile}})
 	rep := parentReport{Describe: c.Describe(), Confined: map[string]result{}, Unconfined: map[string]result{}}
 	off := confine.New(confine.Spec{Off: true})
@@ -92,8 +102,9 @@ func (failer) Fatalf(format string, args ...any) {
 }
 
 // TestUnprivileged: Toolwarden running as a normal user confines servers with a user
-// namespace: the hidden data dir, the parent's environment and its shared memory are
-// out of reach, no capability is left, and a user namespace of the server's own does
+// namespace: the hidden data dir, the parent's environment, its shared memory and the
+// daemons of its runtime directory (systemd --user would run anything outside every
+// namespace) are out of reach, no capability is left, and a user namespace of the server's own does
 // not undo the mounts. The same probes unconfined get through, so the test shows the
 // difference.
 func TestUnprivileged(t *testing.T) {
@@ -124,16 +135,18 @@ func TestUnprivileged(t *testing.T) {
 	bin := filepath.Join(base, "confine.test")
 	copyFile(t, os.Args[0], bin)
 	p := parentSpec{DataDir: filepath.Join(base, "data"), KeyFile: filepath.Join(base, "toolwarden.key"),
-		Secret: "secret-" + token(t), Canary: "canary-" + token(t)}
-	if err := os.Mkdir(p.DataDir, 0o700); err != nil {
-		t.Fatal(err)
+		Secret: "secret-" + token(t), Canary: "canary-" + token(t), RuntimeDir: filepath.Join(base, "run")}
+	for _, d := range []string{p.DataDir, p.RuntimeDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, f := range []string{filepath.Join(p.DataDir, "secret.key"), p.KeyFile} {
 		if err := os.WriteFile(f, []byte(p.Secret), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{p.DataDir, filepath.Join(p.DataDir, "secret.key"), p.KeyFile} {
+	for _, f := range []string{p.DataDir, filepath.Join(p.DataDir, "secret.key"), p.KeyFile, p.RuntimeDir} {
 		if err := os.Chown(f, uid, gid); err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +154,7 @@ func TestUnprivileged(t *testing.T) {
 	raw, _ := json.Marshal(p)
 	cmd := exec.Command(bin)
 	cmd.Dir = "/"
-	cmd.Env = append(cleanEnv(), envParent+"="+string(raw), "TOOLWARDEN_CANARY="+p.Canary)
+	cmd.Env = append(cleanEnv(), envParent+"="+string(raw), "TOOLWARDEN_CANARY="+p.Canary, "XDG_RUNTIME_DIR="+p.RuntimeDir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
 		Pdeathsig: syscall.SIGKILL}
 	var stderr bytes.Buffer
@@ -171,6 +184,7 @@ func TestUnprivileged(t *testing.T) {
 		{"caps", nonZeroCaps},
 		{"shm", contains("toolwarden-confine-test-")},
 		{"shmkey", contains(p.Secret)},
+		{"bus", contains(dialed)},
 	} {
 		if got := rep.Confined[tc.probe]; tc.broke(got) {
 			t.Errorf("confined %s: got exit %d, output:\n%s", tc.probe, got.Code, got.Out)

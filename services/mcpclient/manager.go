@@ -11,6 +11,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -87,9 +89,10 @@ type Options struct {
 	// list tools); a server's own shorter timeout wins. Default 10 s.
 	TestTimeout time.Duration
 	// ProcessDir, when set, is where the process group of every running stdio server is
-	// recorded (package proctrack; serve uses <data-dir>/run/stdio): Run first kills
-	// the groups a previous run left behind (it was killed before it could stop its
-	// servers, and what they started lives on). "": nothing is recorded.
+	// recorded (package proctrack; serve uses <data-dir>/run/stdio), with the run's
+	// marker that those servers and template tools' commands carry: Run first kills
+	// what a previous run left behind (it was killed before it could stop its servers,
+	// and what they started lives on). "": nothing is recorded.
 	ProcessDir string
 }
 
@@ -178,14 +181,19 @@ func New(reg *registry.Service, opts *Options) *Manager {
 		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}, marker: "run-" + rand.Text()}
 }
 
-// ServerMarkerEnv marks the processes of stdio servers (and what they start) with this
-// run's marker when Options.ProcessDir is set, so a later run kills only what is
-// provably ours.
+// ServerMarkerEnv marks the processes of stdio servers and template tools' commands (and
+// what they start) with this run's marker when Options.ProcessDir is set, so a later
+// run kills only what is provably ours.
 const ServerMarkerEnv = "TOOLWARDEN_SERVER_RUN"
 
-// track records a stdio endpoint's process group in ProcessDir while it runs.
+// track records a stdio endpoint's process group in ProcessDir while it runs, and has a
+// template endpoint mark its commands (markCommand).
 func (m *Manager) track(ep *endpoint) {
 	dir := m.opts.ProcessDir
+	if dir != "" && ep.template {
+		ep.mark = func(cmd *exec.Cmd) { m.markCommand(dir, cmd) }
+		return
+	}
 	ct, ok := ep.transport.(*commandTransport)
 	if dir == "" || !ok || ep.cmd == nil {
 		return
@@ -209,9 +217,29 @@ func (m *Manager) track(ep *endpoint) {
 	ep.untrack = func(pid int) { proctrack.Remove(dir, pid) }
 }
 
-// recordRun records this run's marker in dir before its first stdio server starts: a
-// crash before the server's group is recorded, or a process that left the group, is
-// still found by the next run.
+// markCommand gives a template tool's command, about to start, this run's marker, with
+// the run recorded in dir: what it leaves outside its group (setsid, ssh -f) is killed
+// by endRun, or by the next run's Cleanup after a crash. Its group needs no record of
+// its own: the template server kills it when the command ends, and every process in it
+// carries the marker. After endRun, the command does not start.
+func (m *Manager) markCommand(dir string, cmd *exec.Cmd) {
+	m.recordRun(dir)
+	m.runMu.Lock()
+	ended := m.runEnded
+	m.runMu.Unlock()
+	if ended {
+		if cmd.Err == nil {
+			cmd.Err = errors.New("mcpclient: not started: Toolwarden is stopping")
+		}
+		return
+	}
+	// Clipped: the template server's environment is shared by its concurrent calls.
+	cmd.Env = append(slices.Clip(cmd.Env), ServerMarkerEnv+"="+m.marker)
+}
+
+// recordRun records this run's marker in dir before its first stdio server or template
+// command starts: a crash before the server's group is recorded, or a process that
+// left the group, is still found by the next run.
 func (m *Manager) recordRun(dir string) {
 	m.runMu.Lock()
 	defer m.runMu.Unlock()

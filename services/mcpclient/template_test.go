@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -97,6 +101,45 @@ func TestTemplateSessionEndKillsCommands(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the call never returned")
 	}
+}
+
+// Unconfined (no PID namespace ends what a command leaves), a command's process that
+// left its group (setsid, as ssh -f does) carries the run's marker, with the run
+// recorded in ProcessDir for the next start after a crash, and is killed when
+// Toolwarden stops.
+func TestTemplateEscapeeKilledAtStop(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.Confine = confine.Spec{Off: true}
+	opts.ProcessDir = t.TempDir()
+	e := start(t, opts)
+	marker := fmt.Sprintf("300.%d", time.Now().UnixNano()%1_000_000_000)
+	// setsid -f: the escapee prints its pid once it is in its own session, so the kill
+	// of the command's group when it ends cannot catch it still inside.
+	yaml := fmt.Sprintf("tools:\n  - name: escape\n    command: {argv: [sh, -c, \"pid=$(setsid -f sh -c 'echo $$; exec sleep %s >/dev/null 2>&1'); echo $pid\"]}\n", marker)
+	sv := e.create(t, registry.Spec{Name: "tpl", Type: registry.TypeTemplate, Template: yaml, Enabled: true})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	cs, err := e.mgr.Session(sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := toolText(t, cs, "escape", nil)
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("the command printed %q, want the escaped pid", out)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	testkit.WaitFor(t, 20*time.Second, func() bool { return sleeping(marker) }, "the escaped sleep never ran")
+	runs, _ := filepath.Glob(filepath.Join(opts.ProcessDir, "run-of-*.json"))
+	if len(runs) != 1 {
+		t.Fatalf("run records in ProcessDir: got %v, want this run's", runs)
+	}
+	run := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(runs[0]), "run-of-"), ".json")
+	if !proctrack.Marked(pid, mcpclient.ServerMarkerEnv, run) {
+		t.Fatalf("the escaped process %d does not carry %s=%s: a start after a crash could not find it", pid, mcpclient.ServerMarkerEnv, run)
+	}
+	e.stop()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return !sleeping(marker) }, "the command's escaped process outlived Toolwarden's stop")
 }
 
 // toolText calls a tool and returns its text, error result or not.

@@ -55,9 +55,13 @@ type endpoint struct {
 	http      *http.Client       // HTTP only
 	endHTTP   func()             // HTTP only: ends every request still in flight
 	builtin   bool               // the built-in server: calls carry who calls (CallMeta)
+	template  bool               // a template server: its tools run commands
 	inproc    *mcp.ServerSession // template only: the server side of the in-memory session
 	pipe      net.Conn           // template only: the server's end of the pipe between them
 	untrack   func(pid int)      // stdio with Options.ProcessDir: drops the group's record
+	// mark, set by Manager.track before the session starts (template with
+	// Options.ProcessDir), marks each command of the template's tools as this run's.
+	mark      func(cmd *exec.Cmd)
 	closeOnce sync.Once
 }
 
@@ -85,8 +89,17 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: %w", err)
 		}
-		// A tool's arguments are the caller's: they widen nothing (ApplyUntrusted).
-		tpl.Name, tpl.Env, tpl.Prepare = c.Name, childEnv(inherit, nil), func(cmd *exec.Cmd) { conf.ApplyUntrusted(cmd) }
+		ep := &endpoint{}
+		// Marked as a stdio server is, so that what a command leaves outside its group
+		// is found at the stop or after a crash; a tool's arguments are the caller's:
+		// they widen nothing (ApplyUntrusted).
+		tpl.Name, tpl.Env = c.Name, childEnv(inherit, nil)
+		tpl.Prepare = func(cmd *exec.Cmd) {
+			if ep.mark != nil {
+				ep.mark(cmd)
+			}
+			conf.ApplyUntrusted(cmd)
+		}
 		// The SDK's in-memory transport over a pipe whose server end we keep: closing it
 		// (interrupt) cancels the calls the server is still running, and so kills their
 		// commands; a session's Close alone would wait for them to finish.
@@ -95,7 +108,8 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: start template server: %w", err)
 		}
-		return &endpoint{transport: &mcp.IOTransport{Reader: cp, Writer: cp}, inproc: ss, pipe: sp}, nil
+		ep.transport, ep.inproc, ep.pipe, ep.template = &mcp.IOTransport{Reader: cp, Writer: cp}, ss, sp, true
+		return ep, nil
 	case registry.TypeStdio:
 		cmd := exec.Command(c.Command, registry.ExpandArgs(c.Args, c.Env)...)
 		cmd.Dir = c.WorkingDir
