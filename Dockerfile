@@ -65,7 +65,7 @@ ENV TOOLWARDEN_ADDR=0.0.0.0:8080 \
 USER toolwarden:toolwarden
 WORKDIR /home/toolwarden
 # The cluster template: a first start copies this migrated cluster into the volume
-# instead of running initdb and the migrations (docs/architecture.md, Start-up).
+# instead of running initdb and the migrations (docs/architecture.md, Performance (Start-up)).
 ENV TOOLWARDEN_PG_TEMPLATE=/home/toolwarden/pg-template
 RUN ["/usr/local/bin/toolwarden", "pg-template"]
 VOLUME /data

@@ -35,14 +35,14 @@ help: ## Show this list of targets
 setup-run: ## Check Go and templ; install PostgreSQL if missing (apt-get, as root)
 	@bash scripts/setup.sh run
 
-setup-test: ## As setup-run, plus Chromium for the browser tests and a C compiler for -race
+setup-test: ## As setup-run, plus Chromium, Node.js and the npm packages, and a C compiler for -race
 	@bash scripts/setup.sh test
 
 generate: ## Generate Go code from templ templates (go tool templ generate)
 	go tool templ generate
 
 # The build also makes bin/pg-template, a migrated cluster a first start copies instead
-# of running initdb and the migrations (docs/architecture.md, Start-up); it is remade
+# of running initdb and the migrations (docs/architecture.md, Performance (Start-up)); it is remade
 # only when the migrations or PostgreSQL change. Without PostgreSQL installed (exit 3)
 # the build goes on without it, and a first start runs initdb; any other failure of it
 # fails the build.

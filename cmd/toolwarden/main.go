@@ -54,12 +54,13 @@ const usage = `Toolwarden — a control plane for MCP tools.
 Usage:
   toolwarden serve                        run the web UI, API and websocket
   toolwarden migrate up|down N|status     database migrations
-  toolwarden user create --name N --role R [--password-stdin]
-  toolwarden token create --user N --name T
-  toolwarden export [--out F]             write the MCP server registrations as YAML (no secrets)
+  toolwarden user create --name N --role R [--display-name D] [--password-stdin]
+  toolwarden token create --user N --name T [--expires-in-days D]
+  toolwarden export [--out F]             write the whole configuration as YAML (no secret values)
   toolwarden import [--dry-run] [--prune] F
-                                          import servers from Toolwarden YAML, claude_desktop_config.json,
-                                          .mcp.json or VS Code mcp.json (F "-" reads standard input)
+                                          import Toolwarden YAML (the whole configuration), or the servers
+                                          of claude_desktop_config.json, .mcp.json or VS Code mcp.json
+                                          (F "-" reads standard input)
   toolwarden audit verify [--checkpoint F] check the audit log's hash chain, and that it still reaches
                                           the newest signed checkpoint (or F)
   toolwarden audit checkpoint [--out F]   sign the chain head (default into <data-dir>/checkpoints)
@@ -70,7 +71,8 @@ Usage:
                                           running initdb (make build runs it)
   toolwarden version
 
-Every command takes --data-dir and --database-url; run 'toolwarden <command> -h' for its flags.
+Every command but pg-template and version takes --data-dir and --database-url; run
+'toolwarden <command> -h' for its flags.
 `
 
 // run dispatches a command line; main and the tests call it.
@@ -87,13 +89,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdMigrate(ctx, rest, stdout, stderr)
 	case "user":
 		if len(rest) == 0 || rest[0] != "create" {
-			fmt.Fprintln(stderr, "usage: toolwarden user create --name N --role R [--password-stdin]")
+			fmt.Fprintln(stderr, "usage: toolwarden user create --name N --role R [--display-name D] [--password-stdin]")
 			return errUsage
 		}
 		return cmdUserCreate(ctx, rest[1:], stdin, stdout, stderr)
 	case "token":
 		if len(rest) == 0 || rest[0] != "create" {
-			fmt.Fprintln(stderr, "usage: toolwarden token create --user N --name T")
+			fmt.Fprintln(stderr, "usage: toolwarden token create --user N --name T [--expires-in-days D]")
 			return errUsage
 		}
 		return cmdTokenCreate(ctx, rest[1:], stdout, stderr)

@@ -32,7 +32,7 @@ import (
 // A cluster template is a cleanly stopped embedded cluster with every migration applied,
 // made once (by `make build`, through `toolwarden pg-template`) so that a first start
 // copies it instead of running initdb and the migrations: most of a fresh start's time
-// (docs/architecture.md, Start-up). A template is used only when its stamp says it was
+// (docs/architecture.md, Performance (Start-up)). A template is used only when its stamp says it was
 // made the way this build makes clusters, by the same PostgreSQL installation and major
 // version, and holds exactly this build's schema; anything else falls back to initdb.
 
