@@ -77,7 +77,8 @@ func (c *conn) churnWait() time.Duration {
 	return max(min(wait, churnMax)-time.Since(c.churnEnd), 0)
 }
 
-// churned records a discovery a list_changed asked for: whether it changed anything.
+// churned records a discovery a list_changed asked for: whether it changed anything (or
+// failed).
 func (c *conn) churned(changed bool) {
 	c.debounceMu.Lock()
 	defer c.debounceMu.Unlock()
@@ -494,8 +495,10 @@ func (c *conn) requestDiscovery(trigger string) {
 		if err != nil && ctx.Err() == nil {
 			c.m.log.Warn("mcpclient: discovery failed", "server", c.cfg.Name, "trigger", trig, "err", err)
 		}
-		if trig == "list_changed" && err == nil {
-			c.churned(res.Added+res.Updated+res.Removed > 0)
+		// A run that failed counts as one that changed something: a server whose lists
+		// keep failing (changing under the pagination, say) is slowed down the same way.
+		if trig == "list_changed" && ctx.Err() == nil {
+			c.churned(err != nil || res.Added+res.Updated+res.Removed > 0)
 		}
 	})
 }

@@ -508,7 +508,13 @@ func TestWrongPathSaysWhatToCheck(t *testing.T) {
 // and body), and passes the rest on: a server that misbehaves on one method only.
 func interposed(t *testing.T, opts *mcptest.Options, answer func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage, body []byte) bool) string {
 	t.Helper()
-	target, err := url.Parse(mcptest.StartHTTP(t, opts).URL())
+	return interposedOn(t, mcptest.StartHTTP(t, opts), answer)
+}
+
+// interposedOn is interposed in front of the server hs.
+func interposedOn(t *testing.T, hs *mcptest.HTTPServer, answer func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage, body []byte) bool) string {
+	t.Helper()
+	target, err := url.Parse(hs.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -735,9 +741,45 @@ func TestChangingServerSlowedDown(t *testing.T) {
 	stop()
 	// Without the wait a run every 20–160 ms: dozens in 4 s. With it: the connect's,
 	// three in a row, then one after 3 s at most.
-	if n := len(e.runs(t, sv.ID)); n > 8 {
-		t.Fatalf("%d discoveries in 4 s of a server changing its tools every 30 ms, want them slowed down", n)
+	if runs := e.runs(t, sv.ID); len(runs) > 8 {
+		t.Fatalf("%d discoveries in 4 s of a server changing its tools every 30 ms, want them slowed down: %s", len(runs), runStatuses(runs))
 	}
+}
+
+// A server that keeps announcing changes whose lists then fail is slowed down as one
+// whose lists change: each failed run counts as a changed one.
+func TestFailingServerSlowedDown(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.Debounce, opts.ChurnRuns, opts.ChurnWait = 20*time.Millisecond, 3, 3*time.Second
+	e := start(t, opts)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "flaky"})
+	var failing atomic.Bool
+	u := interposedOn(t, hs, func(w http.ResponseWriter, r *http.Request, method string, id json.RawMessage, _ []byte) bool {
+		if method == "tools/list" && failing.Load() {
+			rpcError(w, id, "the list changed while it was read")
+			return true
+		}
+		return false
+	})
+	sv := e.create(t, registry.Spec{Name: "flaky", Type: registry.TypeStreamableHTTP, URL: u, Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	failing.Store(true)
+	stop := changeEvery(hs, "flaky", 30*time.Millisecond)
+	time.Sleep(4 * time.Second)
+	stop()
+	if runs := e.runs(t, sv.ID); len(runs) > 8 {
+		t.Fatalf("%d discoveries in 4 s of a server whose lists fail after each change, want them slowed down: %s", len(runs), runStatuses(runs))
+	}
+}
+
+// runStatuses lists the runs' statuses, for a failure message.
+func runStatuses(runs []registry.DiscoveryRun) string {
+	var out []string
+	for _, r := range runs {
+		out = append(out, r.Trigger+":"+r.Status)
+	}
+	return strings.Join(out, " ")
 }
 
 // changeEvery changes tool name's description on hs every interval (each change sends
