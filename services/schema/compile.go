@@ -54,7 +54,9 @@ func (a anything) String() string          { return string(a) }
 // CompileSchema compiles a JSON Schema. Schemas without "$schema" are read as
 // draft 2020-12 (the MCP default); draft-07 and 2019-09 schemas that say so
 // are honoured. References must stay inside the schema ("#/$defs/Name");
-// anything else fails with an error wrapping ErrRemoteRef.
+// anything else fails with an error wrapping ErrRemoteRef. A schema that would
+// make validating one value apply its subschemas more than maxEvaluations times
+// fails with an error wrapping ErrTooComplex.
 func CompileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	s, _, err := compile(raw)
 	return s, err
@@ -86,6 +88,9 @@ func compileDoc(doc any) (*jsonschema.Schema, string, error) {
 	s, err := c.Compile(baseURL)
 	if err != nil {
 		ptr, err := compileError(err)
+		return nil, ptr, err
+	}
+	if ptr, err := checkComplexity(c, s, doc); err != nil {
 		return nil, ptr, err
 	}
 	return s, "", nil
@@ -221,26 +226,54 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		return verr.New("", err.Error())
 	}
 	out := &verr.Error{}
+	seen := map[string]bool{} // path and message: the branches of an anyOf repeat each other
+	listed := map[string]bool{}
+	more := 0
+	add := func(loc, k, msg string) {
+		switch key := loc + "\x00" + msg; {
+		case seen[key]:
+		case len(out.Fields) >= MaxFieldErrors:
+			more++
+		default:
+			seen[key], listed[loc] = true, true
+			out.AddKind(loc, k, msg)
+		}
+	}
 	for _, l := range leaves(ve) {
 		loc := PtrJoin("", l.InstanceLocation...)
-		if req, ok := l.ErrorKind.(*kind.Required); ok {
-			for _, name := range req.Missing {
-				out.AddKind(PtrJoin(loc, name), verr.KindMissing, "is required")
+		req, isReq := l.ErrorKind.(*kind.Required)
+		if len(out.Fields) >= MaxFieldErrors {
+			// Only counted: formatting each message is the costly part.
+			switch {
+			case isReq:
+				more += len(req.Missing)
+			case !listed[loc]:
+				more++
 			}
 			continue
 		}
-		msg := leafString(l) + given(l)
-		if out.For(loc) == msg {
+		if isReq {
+			for _, name := range req.Missing {
+				add(PtrJoin(loc, name), verr.KindMissing, "is required")
+			}
 			continue
 		}
 		k := verr.KindValue
 		if _, ok := l.ErrorKind.(*kind.Type); ok {
 			k = verr.KindType
 		}
-		out.AddKind(loc, k, msg)
+		add(loc, k, leafString(l)+given(l))
+	}
+	if more > 0 {
+		out.Add("", fmt.Sprintf("and %d more problems not listed", more))
 	}
 	return out
 }
+
+// MaxFieldErrors bounds the problems ValidateArguments names one by one: a body of a
+// few megabytes can break a schema in millions of places (one per array item), and
+// naming them all would cost more than the call. The rest are counted in one last field.
+const MaxFieldErrors = 100
 
 // surelyCompiles reports whether a decoded schema (Decode's form) is certain to compile,
 // so that ValidateTool can skip compileDoc, which costs about a hundred times more (a
@@ -249,17 +282,20 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 // object schema made of the common keywords with values of the type the meta-schema
 // requires and no references, identifiers or $schema: nothing in such a schema can fail
 // to compile. Anything else (an unknown keyword included) answers false and is compiled.
-// TestSurelyCompiles holds it to that against the compiler.
+// TestSurelyCompiles holds it to that against the compiler. Without references, validation
+// applies each subschema at most once to a value, so one with at most maxEvaluations
+// subschemas cannot be too complex (ErrTooComplex) either; a larger one is compiled.
 func surelyCompiles(v any) bool {
 	o, ok := v.(*Object)
-	return ok && plainSchema(o, 0)
+	n := 0
+	return ok && plainSchema(o, 0, &n) && n <= maxEvaluations
 }
 
 var simpleTypes = map[string]bool{"array": true, "boolean": true, "integer": true, "null": true, "number": true,
 	"object": true, "string": true}
 
-func plainSchema(v any, depth int) bool {
-	if depth > maxDepth {
+func plainSchema(v any, depth int, n *int) bool {
+	if *n++; depth > maxDepth {
 		return false
 	}
 	switch t := v.(type) {
@@ -267,7 +303,7 @@ func plainSchema(v any, depth int) bool {
 		return true
 	case *Object:
 		for _, k := range t.keys {
-			if !plainKeyword(k, t.m[k], depth) {
+			if !plainKeyword(k, t.m[k], depth, n) {
 				return false
 			}
 		}
@@ -276,7 +312,7 @@ func plainSchema(v any, depth int) bool {
 	return false
 }
 
-func plainKeyword(k string, v any, depth int) bool {
+func plainKeyword(k string, v any, depth int, n *int) bool {
 	switch k {
 	case "type":
 		switch t := v.(type) {
@@ -324,20 +360,20 @@ func plainKeyword(k string, v any, depth int) bool {
 			return false
 		}
 		for _, name := range p.keys {
-			if !plainSchema(p.m[name], depth+1) {
+			if !plainSchema(p.m[name], depth+1, n) {
 				return false
 			}
 		}
 		return true
 	case "items", "additionalProperties", "not":
-		return plainSchema(v, depth+1)
+		return plainSchema(v, depth+1, n)
 	case "anyOf", "oneOf", "allOf":
 		a, ok := v.([]any)
 		if !ok || len(a) == 0 {
 			return false
 		}
 		for _, e := range a {
-			if !plainSchema(e, depth+1) {
+			if !plainSchema(e, depth+1, n) {
 				return false
 			}
 		}

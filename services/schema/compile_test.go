@@ -160,3 +160,42 @@ func TestValidateArguments(t *testing.T) {
 		})
 	}
 }
+
+// A call that breaks the schema in every one of 200,000 places (a body of a few
+// megabytes) is answered with MaxFieldErrors problems and a count of the rest, and the
+// answer costs time in proportion to the problems, not their square.
+func TestValidateArgumentsManyErrors(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"tags":[0` + strings.Repeat(",0", 199_999) + `]}`
+	within(t, func() {
+		err := ValidateArguments(s, json.RawMessage(body))
+		var ve *verr.Error
+		if !errors.As(err, &ve) {
+			t.Errorf("got %v, want a *verr.Error", err)
+			return
+		}
+		if len(ve.Fields) > MaxFieldErrors+1 {
+			t.Errorf("got %d fields, want at most %d", len(ve.Fields), MaxFieldErrors+1)
+			return
+		}
+		if got := ve.Fields[0]; got.Field != "/tags/0" || got.Kind != verr.KindType {
+			t.Errorf("first field: got %+v, want a wrong_type at /tags/0", got)
+		}
+		if last := ve.Fields[len(ve.Fields)-1]; last.Field != "" || !strings.Contains(last.Message, "199900 more") {
+			t.Errorf("last field: got %+v, want one counting the 199,900 problems left out", last)
+		}
+	})
+	// The same problem at one place, repeated by the branches of an anyOf, is said once.
+	s, err = CompileSchema(json.RawMessage(`{"type":"object","properties":{"a":{"anyOf":[{"type":"string"},{"type":"string","minLength":1}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ve *verr.Error
+	if err := ValidateArguments(s, json.RawMessage(`{"a":1}`)); !errors.As(err, &ve) || len(ve.Fields) != 1 {
+		t.Errorf("got %v, want one field", err)
+	}
+}

@@ -26,6 +26,7 @@
 //	input_schema_missing      error          /inputSchema                  absent or null
 //	input_schema_invalid      error          /inputSchema[/...]            not JSON, or does not compile (pointer to the fault)
 //	input_schema_not_object   error          /inputSchema[/type]           root is not {"type": "object"}
+//	schema_too_complex        error          {input,output}Schema[/...]    validating one value could apply subschemas over 10,000 times (ErrTooComplex)
 //	param_untyped             warning        .../properties/<p>            no type, enum, const, $ref or oneOf/anyOf/allOf
 //	param_undescribed         warning/info   .../properties/<p>            no description (info when nested or in $defs)
 //	param_name                warning        .../properties/<p>            name outside ^[a-zA-Z0-9_.-]{1,64}$ (model APIs reject it)
@@ -38,10 +39,13 @@
 //
 // "Model-read text" is the tool's title and description, the annotations'
 // title, and in both schemas every description, title, enum value, const,
-// default and example; hidden characters are also looked for in property
-// names. Each text gets at most one finding per code, at the text's pointer
-// ("/description", "/inputSchema/properties/path/description",
-// "/inputSchema/properties/mode/enum/2").
+// default and example, and every string under any other keyword that is not a
+// subschema ($comment, format, pattern, x-... and unknown keywords, with the
+// keys and strings of objects under them): clients hand the whole schema to
+// the model. Hidden characters alone are looked for in property names, types,
+// references, identifiers and required names. Each text gets at most one
+// finding per code, at the text's pointer ("/description",
+// "/inputSchema/properties/path/description", "/inputSchema/properties/mode/enum/2").
 //
 // # Heuristics
 //
@@ -63,5 +67,8 @@
 // cannot run (JavaScript lookahead, backreferences) compile as "matches
 // anything" and are reported as pattern_unsupported, rather than making the
 // tool unusable. A missing additionalProperties is not reported: MCP schemas
-// commonly leave objects open.
+// commonly leave objects open. The validator remembers nothing between branches
+// and cannot be interrupted, so a schema whose references fan out (each
+// definition applying the next one twice, forty deep) is refused when compiled
+// (ErrTooComplex, schema_too_complex) instead of spinning on every call.
 package schema

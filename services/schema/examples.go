@@ -16,22 +16,106 @@ import (
 // its const, default, first example or first enum value, or else a typed
 // example value that satisfies the schema's bounds ("<path>", 0, false, []).
 // It returns an empty map when the schema has no parameters or is unusable.
+// An example too large to show is shortened (see ExampleArgumentsShortened).
 func ExampleArguments(inputSchema json.RawMessage) map[string]any {
+	args, _ := ExampleArgumentsShortened(inputSchema)
+	return args
+}
+
+// The example is documentation that anyone who may see the tool reads, and a schema
+// from an untrusted server may ask for more than any page can hold ("minItems":
+// 2147483647, or one long name repeated through a definition thousands of times). So
+// generated values stop at these sizes, and the example is then marked as shortened.
+const (
+	maxExampleItems = 16       // array items made for minItems
+	maxExampleText  = 256      // characters of a string padded to minLength
+	maxExampleName  = 64       // characters of a parameter's name shown as "<name>"
+	maxExampleBytes = 64 << 10 // the whole example, counted roughly as JSON
+)
+
+// ExampleArgumentsShortened is ExampleArguments that also reports whether the example
+// was shortened: cut at maxExampleItems items, maxExampleText characters or
+// maxExampleBytes in all, where the schema asks for more. A shortened example does
+// not pass its schema, and whoever shows it should say so (Markdown does).
+func ExampleArgumentsShortened(inputSchema json.RawMessage) (map[string]any, bool) {
 	root, err := Decode(inputSchema)
 	if err != nil {
-		return map[string]any{}
+		return map[string]any{}, false
 	}
 	o, ok := root.(*Object)
 	if !ok {
-		return map[string]any{}
+		return map[string]any{}, false
 	}
 	g := &generator{root: root}
-	return g.object(Resolve(root, o, ""), 0)
+	args := g.object(Resolve(root, o, ""), 0)
+	return args, g.shortened
 }
 
 type generator struct {
-	root any
-	n    int // values made so far: past MaxParams, placeholders (see MaxParams)
+	root      any
+	n         int  // values made so far: past MaxParams, placeholders (see MaxParams)
+	size      int  // bytes made so far, roughly as JSON: past maxExampleBytes, no more
+	shortened bool // something was cut
+}
+
+// full reports whether the example has reached maxExampleBytes, and marks it shortened.
+func (g *generator) full() bool {
+	if g.size > maxExampleBytes {
+		g.shortened = true
+		return true
+	}
+	return false
+}
+
+// copy returns a value from the schema (a const, a default) for the example, or false
+// when it would not fit in what is left of maxExampleBytes.
+func (g *generator) copy(x any) (any, bool) {
+	n, ok := jsonSize(x, maxExampleBytes-g.size, 0)
+	if !ok {
+		g.shortened = true
+		return nil, false
+	}
+	g.size += n
+	return plain(x), true
+}
+
+// jsonSize is about how many bytes v takes as JSON, or false when that is more than
+// limit; it stops counting there, so a huge value costs no more than a small one.
+func jsonSize(v any, limit, depth int) (int, bool) {
+	n := 0
+	switch t := v.(type) {
+	case string:
+		n = len(t) + 2
+	case json.Number:
+		n = len(t)
+	case *Object:
+		n = 2
+		for _, k := range t.keys {
+			if n > limit || depth > maxDepth {
+				return 0, false
+			}
+			m, ok := jsonSize(t.m[k], limit-n-len(k)-4, depth+1)
+			if !ok {
+				return 0, false
+			}
+			n += len(k) + 4 + m
+		}
+	case []any:
+		n = 2
+		for _, e := range t {
+			if n > limit || depth > maxDepth {
+				return 0, false
+			}
+			m, ok := jsonSize(e, limit-n-1, depth+1)
+			if !ok {
+				return 0, false
+			}
+			n += m + 1
+		}
+	default: // true, false, null
+		n = 5
+	}
+	return n, n <= limit
 }
 
 func (g *generator) object(v View, depth int) map[string]any {
@@ -39,27 +123,33 @@ func (g *generator) object(v View, depth int) map[string]any {
 	if depth > MaxParamDepth {
 		return out
 	}
+	add := func(p Property) bool {
+		if g.full() {
+			return false
+		}
+		g.size += len(p.Name) + 4
+		s, _ := p.Schema.(*Object)
+		out[p.Name] = g.value(Resolve(g.root, s, p.Ptr), p.Name, depth+1)
+		return true
+	}
 	props, required := ObjectProperties(g.root, v)
 	var optional []Property
 	for _, p := range props {
 		s, _ := p.Schema.(*Object)
-		pv := Resolve(g.root, s, p.Ptr)
 		switch {
-		case required[p.Name]:
-			out[p.Name] = g.value(pv, p.Name, depth+1)
-		case s != nil && pv.Has("default"):
-			out[p.Name] = g.value(pv, p.Name, depth+1)
+		case required[p.Name] || s != nil && Resolve(g.root, s, p.Ptr).Has("default"):
+			if !add(p) {
+				return out
+			}
 		default:
 			optional = append(optional, p)
 		}
 	}
 	if n, ok := v.Integer("minProperties"); ok {
 		for _, p := range optional {
-			if len(out) >= n {
+			if len(out) >= n || !add(p) {
 				break
 			}
-			s, _ := p.Schema.(*Object)
-			out[p.Name] = g.value(Resolve(g.root, s, p.Ptr), p.Name, depth+1)
 		}
 	}
 	return out
@@ -67,18 +157,25 @@ func (g *generator) object(v View, depth int) map[string]any {
 
 func (g *generator) value(v View, name string, depth int) any {
 	if g.n++; len(v) == 0 || v[0].Schema == nil || g.n > MaxParams {
-		return nameExample(name)
+		return g.nameExample(name)
 	}
+	given, found := any(nil), false
 	for _, k := range []string{"const", "default"} {
-		if x, _, ok := v.Get(k); ok {
-			return plain(x)
+		if x, _, ok := v.Get(k); ok && !found {
+			given, found = x, true
 		}
 	}
-	if ex := v.Array("examples"); len(ex) > 0 {
-		return plain(ex[0])
+	if ex := v.Array("examples"); len(ex) > 0 && !found {
+		given, found = ex[0], true
 	}
-	if enum := v.Array("enum"); len(enum) > 0 {
-		return plain(enum[0])
+	if enum := v.Array("enum"); len(enum) > 0 && !found {
+		given, found = enum[0], true
+	}
+	if found {
+		if x, ok := g.copy(given); ok {
+			return x
+		}
+		return g.nameExample(name)
 	}
 	if depth > MaxParamDepth {
 		return nil
@@ -107,12 +204,18 @@ func (g *generator) value(v View, name string, depth int) any {
 	}
 	switch typ {
 	case "string":
-		return stringExample(v, name)
+		ex, cut := stringExample(v, name)
+		g.size += len(ex) + 2
+		g.shortened = g.shortened || cut
+		return ex
 	case "integer":
+		g.size += 8
 		return numberExample(v, true)
 	case "number":
+		g.size += 8
 		return numberExample(v, false)
 	case "boolean":
+		g.size += 5
 		return false
 	case "array":
 		return g.array(v, name, depth)
@@ -149,34 +252,57 @@ func (g *generator) alternative(v View) (View, bool) {
 func (g *generator) array(v View, name string, depth int) []any {
 	out := []any{}
 	n, _ := v.Integer("minItems")
+	if n > maxExampleItems {
+		n, g.shortened = maxExampleItems, true
+	}
 	x, pp, _ := v.Get("prefixItems")
 	prefix, _ := x.([]any)
 	items, ip := v.Object("items")
-	for i := 0; i < n; i++ {
-		var el any = nameExample(name)
+	g.size += 2
+	for i := 0; i < n && !g.full(); i++ {
+		g.size++
+		var el any
+		made := false
 		switch {
 		case i < len(prefix):
 			if po, ok := prefix[i].(*Object); ok {
-				el = g.value(Resolve(g.root, po, PtrJoin(pp, "prefixItems", strconv.Itoa(i))), name, depth+1)
+				el, made = g.value(Resolve(g.root, po, PtrJoin(pp, "prefixItems", strconv.Itoa(i))), name, depth+1), true
 			}
 		case items != nil:
 			iv := Resolve(g.root, items, PtrJoin(ip, "items"))
 			if enum := iv.Array("enum"); i < len(enum) {
-				el = plain(enum[i]) // distinct values, in case of uniqueItems
+				el, made = g.copy(enum[i]) // distinct values, in case of uniqueItems
 			} else {
-				el = g.value(iv, name, depth+1)
+				el, made = g.value(iv, name, depth+1), true
 			}
+		}
+		if !made {
+			el = g.nameExample(name)
 		}
 		out = append(out, el)
 	}
 	return out
 }
 
+// nameExample is g's nameExample, counted in the example's size.
+func (g *generator) nameExample(name string) string {
+	ex := nameExample(name)
+	g.size += len(ex) + 2
+	if utf8.RuneCountInString(name) > maxExampleName {
+		g.shortened = true
+	}
+	return ex
+}
+
 // nameExample is the example value of a string parameter with nothing better to
-// show: its name in angle brackets, as documentation writes it ("<path>").
+// show: its name in angle brackets, as documentation writes it ("<path>"), a long
+// name cut at maxExampleName characters ("<aaa…>").
 func nameExample(name string) string {
 	if name == "" {
 		name = "value"
+	}
+	if utf8.RuneCountInString(name) > maxExampleName {
+		name = string([]rune(name)[:maxExampleName]) + "…"
 	}
 	return "<" + name + ">"
 }
@@ -211,7 +337,9 @@ var formatExamples = map[string]string{
 	"uri-template":  "https://example.com/{id}",
 }
 
-func stringExample(v View, name string) string {
+// stringExample picks a string that meets the schema's bounds, or one cut at
+// maxExampleText characters when minLength asks for more (then cut is true).
+func stringExample(v View, name string) (ex string, cut bool) {
 	minLen, hasMin := v.Integer("minLength")
 	maxLen, hasMax := v.Integer("maxLength")
 	var re *regexp.Regexp
@@ -223,25 +351,33 @@ func stringExample(v View, name string) string {
 		return (!hasMin || n >= minLen) && (!hasMax || n <= maxLen) && (re == nil || re.MatchString(s))
 	}
 	if f, ok := formatExamples[v.Str("format")]; ok {
-		return f
+		return f, false
 	}
-	cands := []string{nameExample(name), name, "example", "abc", "a", "A", "0", "1", "123", "x"}
+	long := utf8.RuneCountInString(name) > maxExampleName // nameExample cuts it
+	short := name
+	if long {
+		short = "" // never a candidate
+	}
+	cands := []string{nameExample(name), short, "example", "abc", "a", "A", "0", "1", "123", "x"}
 	if re != nil {
 		cands = append(cands, patternExample(re.String()))
 	}
-	for _, c := range cands {
+	for i, c := range cands {
 		if c != "" && fits(c) {
-			return c
+			return c, long && i == 0
 		}
 	}
 	s := nameExample(name)
-	if hasMin && utf8.RuneCountInString(s) < minLen {
-		s += strings.Repeat("x", minLen-utf8.RuneCountInString(s))
+	if hasMin && minLen > maxExampleText {
+		minLen, cut = maxExampleText, true
+	}
+	if n := utf8.RuneCountInString(s); hasMin && n < minLen {
+		s += strings.Repeat("x", minLen-n)
 	}
 	if hasMax && utf8.RuneCountInString(s) > maxLen {
 		s = string([]rune(s)[:maxLen])
 	}
-	return s
+	return s, cut || long
 }
 
 // numberExample picks 0, or the nearest value the bounds and multipleOf allow.

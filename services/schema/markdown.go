@@ -82,8 +82,12 @@ func Markdown(t Tool, qualifiedName string) string {
 	}
 
 	b.WriteString("## Example call\n\n`POST /api/v1/tools/call`\n\n```json\n")
-	b.WriteString(exampleJSON(name, ExampleArguments(t.InputSchema)))
+	args, shortened := ExampleArgumentsShortened(t.InputSchema)
+	b.WriteString(exampleJSON(name, args))
 	b.WriteString("```\n\n")
+	if shortened {
+		b.WriteString("This example is shortened: the schema asks for more items, longer text or more values than a document can show, so the call above does not pass it as written.\n\n")
+	}
 	b.WriteString("Arguments that do not match the input schema are refused with `400 invalid_arguments`; ")
 	b.WriteString("the error's `details` name each parameter at fault (`path`) and why (`message`).\n")
 	return b.String()

@@ -129,6 +129,7 @@ type documenter struct {
 	root any
 	at   string // prefix of Param.Path: "/inputSchema" or "/outputSchema"
 	n    int    // parameters listed so far
+	size int    // bytes of text listed so far
 }
 
 // MaxParams bounds the parameters listed with their children: properties that refer
@@ -136,6 +137,11 @@ type documenter struct {
 // levels deep would stand for millions. Past it, parameters are listed without their
 // children.
 const MaxParams = 2000
+
+// maxParamBytes bounds the text of the parameters listed in the same way, for a
+// definition with long names or descriptions that many properties refer to: past it,
+// parameters are listed without their children, description, default or allowed values.
+const maxParamBytes = 1 << 20
 
 // Property is one property found while listing an object's properties: its
 // name, its schema (usually *Object; true or false are schemas too) and the
@@ -201,20 +207,28 @@ func (d *documenter) param(pr Property, arg string, required bool, stack map[str
 		ev = alt
 	}
 	p.Type = typeString(d.root, v, 0)
+	d.size += len(p.Path) + len(p.Arg) + len(p.Type)
+	if d.size > maxParamBytes {
+		return p
+	}
 	p.Description = firstNonEmpty(v.Str("description"), ev.Str("description"), v.Str("title"), ev.Str("title"))
+	d.size += len(p.Description)
 	if x, _, ok := v.Get("default"); ok {
-		p.Default = plain(x)
+		p.Default, _ = d.copy(x)
 	} else if x, _, ok := ev.Get("default"); ok {
-		p.Default = plain(x)
+		p.Default, _ = d.copy(x)
 	}
 	if c, _, ok := ev.Get("const"); ok {
-		p.Enum = []any{plain(c)}
-	} else {
-		for _, e := range ev.Array("enum") {
-			p.Enum = append(p.Enum, plain(e))
+		if x, ok := d.copy(c); ok {
+			p.Enum = []any{x}
+		}
+	} else if enum := ev.Array("enum"); len(enum) > 0 {
+		if x, ok := d.copy(enum); ok {
+			p.Enum, _ = x.([]any)
 		}
 	}
 	p.Format, p.Pattern = ev.Str("format"), ev.Str("pattern")
+	d.size += len(p.Format) + len(p.Pattern)
 	p.Min, p.ExclusiveMin = bound(ev, "minimum", "exclusiveMinimum")
 	p.Max, p.ExclusiveMax = bound(ev, "maximum", "exclusiveMaximum")
 	p.MinLength, p.MaxLength = intPtr(ev, "minLength"), intPtr(ev, "maxLength")
@@ -227,7 +241,7 @@ func (d *documenter) param(pr Property, arg string, required bool, stack map[str
 	// the definition is already being expanded further up (recursion) or the
 	// list is long enough already.
 	target := ev[len(ev)-1].Ptr
-	if d.n++; stack[target] || d.n > MaxParams {
+	if d.n++; stack[target] || d.n > MaxParams || d.size > maxParamBytes {
 		return p
 	}
 	stack[target] = true
@@ -249,6 +263,17 @@ func (d *documenter) param(pr Property, arg string, required bool, stack map[str
 		}
 	}
 	return p
+}
+
+// copy returns a value from the schema (a default, the allowed values) for the list,
+// or false when it would take the list past maxParamBytes.
+func (d *documenter) copy(x any) (any, bool) {
+	n, ok := jsonSize(x, maxParamBytes-d.size, 0)
+	if !ok {
+		return nil, false
+	}
+	d.size += n
+	return plain(x), true
 }
 
 func firstNonEmpty(ss ...string) string {

@@ -463,15 +463,7 @@ func (c *checker) scanText(ptr, what, s string) {
 	if s == "" {
 		return
 	}
-	h := scanHidden(s)
-	if h.first >= 0 {
-		msg := fmt.Sprintf("%s contains hidden characters (%s): %q. Invisible text can carry instructions that a reviewer never sees; remove them.",
-			what, codePoints(h.runes), excerpt(s, h.first, h.first, 120))
-		if h.tagText != "" {
-			msg += fmt.Sprintf(" The tag characters spell %q.", truncate(h.tagText, 120))
-		}
-		c.add(ptr, "hidden_characters", SeverityCritical, msg)
-	}
+	h := c.hiddenText(ptr, what, s)
 	texts := []string{h.clean}
 	if h.tagText != "" {
 		texts = append(texts, h.tagText)
@@ -497,6 +489,22 @@ func (c *checker) scanText(ptr, what, s string) {
 			}
 		}
 	}
+}
+
+// hiddenText runs only the hidden-characters check, for text that names something
+// rather than says something (a type, a reference, a required property's name), and
+// returns what it found.
+func (c *checker) hiddenText(ptr, what, s string) hiddenScan {
+	h := scanHidden(s)
+	if h.first >= 0 {
+		msg := fmt.Sprintf("%s contains hidden characters (%s): %q. Invisible text can carry instructions that a reviewer never sees; remove them.",
+			what, codePoints(h.runes), excerpt(s, h.first, h.first, 120))
+		if h.tagText != "" {
+			msg += fmt.Sprintf(" The tag characters spell %q.", truncate(h.tagText, 120))
+		}
+		c.add(ptr, "hidden_characters", SeverityCritical, msg)
+	}
+	return h
 }
 
 func injection(sentence string) (why string, from, to int, ok bool) {

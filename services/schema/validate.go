@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -177,7 +178,12 @@ func (c *checker) schema(raw json.RawMessage, side schemaSide) (any, *Object) {
 		return nil, nil
 	}
 	if !surelyCompiles(root) { // compiling is the costly part of a tool's checks; its result is not kept
-		if _, ptr, err := compileDoc(schemaDoc(root)); err != nil {
+		_, ptr, err := compileDoc(schemaDoc(root))
+		switch {
+		case errors.Is(err, ErrTooComplex):
+			c.add(at+ptr, "schema_too_complex", SeverityError, fmt.Sprintf(
+				"%s is refused, so %s: %s", side.field, side.use, strings.TrimPrefix(err.Error(), "schema: ")))
+		case err != nil:
 			c.add(at+ptr, side.code+"_invalid", SeverityError, fmt.Sprintf(
 				"%s does not compile, so %s: %s", side.field, side.use, strings.TrimPrefix(err.Error(), "schema: ")))
 		}
@@ -253,25 +259,43 @@ func (c *checker) annotations(raw json.RawMessage) {
 }
 
 // schemaTexts walks every subschema of a schema and checks the text in it
-// that a model reads: descriptions, titles, enum values, defaults, examples.
-// It also reports patterns that Go's regexp cannot run.
+// that a model reads: descriptions, titles, enum values, defaults, examples,
+// and every other string a keyword holds ($comment, format, pattern, x-...
+// and unknown keywords, with the objects under them), since clients pass the
+// whole schema to the model. Types, references and property names get only the
+// hidden-characters check. It also reports patterns that Go's regexp cannot run.
 func (c *checker) schemaTexts(root any, side string, o *Object, ptr string, depth int) {
 	if depth > maxDepth {
 		return
 	}
 	where := place(side, ptr)
-	if s, ok := o.m["description"].(string); ok {
-		c.scanText(PtrJoin(ptr, "description"), "description of "+where, s)
-	}
-	if s, ok := o.m["title"].(string); ok {
-		c.scanText(PtrJoin(ptr, "title"), "title of "+where, s)
-	}
-	for i, e := range o.Array("enum") {
-		c.valueTexts(PtrJoin(ptr, "enum", strconv.Itoa(i)), "enum value of "+where, e, 0)
-	}
-	for _, k := range []string{"const", "default", "examples"} {
-		if v, ok := o.Get(k); ok {
-			c.valueTexts(PtrJoin(ptr, k), k+" of "+where, v, 0)
+	for _, k := range o.keys {
+		v, at := o.m[k], PtrJoin(ptr, k)
+		switch {
+		case k == "description" || k == "title":
+			if s, ok := v.(string); ok {
+				c.scanText(at, k+" of "+where, s)
+			}
+		case k == "enum":
+			for i, e := range o.Array("enum") {
+				c.valueTexts(PtrJoin(at, strconv.Itoa(i)), "enum value of "+where, e, false, 0)
+			}
+		case k == "const" || k == "default" || k == "examples":
+			c.valueTexts(at, k+" of "+where, v, false, 0)
+		case identifierKeywords[k]:
+			c.hiddenTexts(at, k+" of "+where, v, 0)
+		case subschemaKeywords[k]:
+			// Walked below, as subschemas; what else they hold (the names in draft-07's
+			// "dependencies") only names properties.
+			if m, ok := v.(*Object); ok && k == "dependencies" {
+				for _, name := range m.keys {
+					if _, isSchema := m.m[name].(*Object); !isSchema {
+						c.hiddenTexts(PtrJoin(at, name), k+" of "+where, m.m[name], 0)
+					}
+				}
+			}
+		default: // $comment, format, pattern, x-..., unknown keywords: text a model may read
+			c.valueTexts(at, k+" of "+where, v, true, 0)
 		}
 	}
 	if p, ok := o.m["pattern"].(string); ok {
@@ -280,13 +304,28 @@ func (c *checker) schemaTexts(root any, side string, o *Object, ptr string, dept
 	if pp := o.Object("patternProperties"); pp != nil {
 		for _, k := range pp.keys {
 			c.pattern(PtrJoin(ptr, "patternProperties", k), where, k)
+			c.scanText(PtrJoin(ptr, "patternProperties", k), "pattern of "+where, k)
 		}
 	}
 	forEachSubschema(o, ptr, func(sub *Object, p string) { c.schemaTexts(root, side, sub, p, depth+1) })
 }
 
-// valueTexts checks the strings inside a JSON value (an enum entry, a default).
-func (c *checker) valueTexts(ptr, what string, v any, depth int) {
+// identifierKeywords hold types, references, identifiers and property names, not
+// prose: only hidden characters are looked for in them.
+var identifierKeywords = map[string]bool{"type": true, "$ref": true, "$dynamicRef": true, "$recursiveRef": true,
+	"$id": true, "$anchor": true, "$dynamicAnchor": true, "$recursiveAnchor": true, "$schema": true,
+	"$vocabulary": true, "required": true, "dependentRequired": true}
+
+// subschemaKeywords hold subschemas, which forEachSubschema walks.
+var subschemaKeywords = map[string]bool{"items": true, "additionalProperties": true, "unevaluatedProperties": true,
+	"unevaluatedItems": true, "contains": true, "propertyNames": true, "not": true, "if": true, "then": true,
+	"else": true, "contentSchema": true, "additionalItems": true, "properties": true, "patternProperties": true,
+	"$defs": true, "definitions": true, "dependentSchemas": true, "dependencies": true, "allOf": true,
+	"anyOf": true, "oneOf": true, "prefixItems": true}
+
+// valueTexts checks the strings inside a JSON value (an enum entry, a default, an
+// unknown keyword's value), and the keys of its objects too when keys is set.
+func (c *checker) valueTexts(ptr, what string, v any, keys bool, depth int) {
 	if depth > maxDepth {
 		return
 	}
@@ -295,11 +334,37 @@ func (c *checker) valueTexts(ptr, what string, v any, depth int) {
 		c.scanText(ptr, what, t)
 	case []any:
 		for i, e := range t {
-			c.valueTexts(PtrJoin(ptr, strconv.Itoa(i)), what, e, depth+1)
+			c.valueTexts(PtrJoin(ptr, strconv.Itoa(i)), what, e, keys, depth+1)
 		}
 	case *Object:
 		for _, k := range t.keys {
-			c.valueTexts(PtrJoin(ptr, k), what, t.m[k], depth+1)
+			at := PtrJoin(ptr, k)
+			if keys {
+				c.scanText(at, what, k)
+			}
+			c.valueTexts(at, what, t.m[k], keys, depth+1)
+		}
+	}
+}
+
+// hiddenTexts looks for hidden characters in the strings inside a JSON value, and in
+// the keys of its objects.
+func (c *checker) hiddenTexts(ptr, what string, v any, depth int) {
+	if depth > maxDepth {
+		return
+	}
+	switch t := v.(type) {
+	case string:
+		c.hiddenText(ptr, what, t)
+	case []any:
+		for i, e := range t {
+			c.hiddenTexts(PtrJoin(ptr, strconv.Itoa(i)), what, e, depth+1)
+		}
+	case *Object:
+		for _, k := range t.keys {
+			at := PtrJoin(ptr, k)
+			c.hiddenText(at, what, k)
+			c.hiddenTexts(at, what, t.m[k], depth+1)
 		}
 	}
 }
