@@ -522,6 +522,25 @@ func TestFinding09DeniedAudited(t *testing.T) {
 	}
 }
 
+// A refused request's method is the caller's to choose, of any length (Go's server
+// takes any token up to its header limit): the append-only log keeps a bounded one,
+// as it does the path, since the denial limits count entries, not bytes.
+func TestDeniedHugeMethodBounded(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	method := "X" + strings.Repeat("M", 100<<10)
+	expect(t, webtest.API{T: t, Srv: srv, Bearer: "tw_not-a-token"}, method, "/api/v1/tools", nil, 401, "unauthenticated")
+	var n, id, payload int
+	if err := srv.Pool.QueryRow(context.Background(), `SELECT count(*), coalesce(max(octet_length(target_id)), 0),
+		coalesce(max(octet_length(payload::text)), 0) FROM audit_log WHERE action = 'request.denied'`).Scan(&n, &id, &payload); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || id >= 400 || payload >= 1000 {
+		t.Fatalf("a 100 KB method with a bad token: %d request.denied entries, target_id %d bytes, payload %d bytes; want 1, under 400 and 1000",
+			n, id, payload)
+	}
+}
+
 // Finding 10: a configured secret an upstream echoes back is masked in the API's
 // result, the usage log, the events and an execution's results; so is a server's
 // environment printed by the tool.

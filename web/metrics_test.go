@@ -1,8 +1,12 @@
 package web_test
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,5 +65,52 @@ func TestMetricsNeedsAToken(t *testing.T) {
 	}
 	if st, _, _ := get("", srv.Login(t, "m-tool-user", pw)); st != 403 {
 		t.Errorf("tool user's session: %d", st)
+	}
+}
+
+// The method label takes only the standard methods: Go's server accepts any token as a
+// method, before anyone is authenticated, and each new label value would add series
+// that stay forever (an anonymous client could grow the memory and /metrics at will).
+func TestMetricsMethodLabelBounded(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	c := srv.Client(t)
+	for i := range 50 {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		req, err := http.NewRequest("X"+strconv.Itoa(i)+hex.EncodeToString(b), srv.URL+"/api/v1/tools", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+srv.Token(t, "admin"))
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d %.200s", res.StatusCode, body)
+	}
+	allowed := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true,
+		"OPTIONS": true, "CONNECT": true, "TRACE": true, "OTHER": true}
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`method="([^"]*)"`).FindAllStringSubmatch(string(body), -1) {
+		seen[m[1]] = true
+	}
+	for m := range seen {
+		if !allowed[m] {
+			t.Errorf("the method label has %q, want only the standard methods and OTHER", m)
+		}
+	}
+	if !seen["OTHER"] {
+		t.Errorf("no method=\"OTHER\" series after 50 requests of unknown methods: %v", seen)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/httpmethod"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -35,8 +36,11 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		s.metrics.requests.WithLabelValues(req.Method, route, strconv.Itoa(res.Status)).Inc()
-		s.metrics.duration.WithLabelValues(req.Method, route).Observe(took.Seconds())
+		// Any token is a method to Go's server, before authentication: only the standard
+		// ones get their own series, or anyone could add series without end.
+		method := httpmethod.Label(req.Method)
+		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(res.Status)).Inc()
+		s.metrics.duration.WithLabelValues(method, route).Observe(took.Seconds())
 		if strings.HasPrefix(req.URL.Path, "/static/") || req.URL.Path == "/healthz" || req.URL.Path == "/metrics" {
 			return nil // keep the log about what people and agents do
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/time/rate"
 
+	"github.com/toolwarden/toolwarden/internal/httpmethod"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 )
@@ -140,6 +141,9 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	// The path is the caller's to choose: what the append-only log keeps of it is
 	// bounded text.
 	x.Path = clip(strings.ToValidUTF8(strings.ReplaceAll(x.Path, "\x00", ""), "\uFFFD"), 300)
+	// So is the method (any token, of any length, to Go's server): the standard ones
+	// are kept, any other is OTHER.
+	x.Method = httpmethod.Label(x.Method)
 	payload := map[string]any{"method": x.Method, "path": x.Path, "status": x.Status, "code": x.Code, "reason": x.Reason}
 	if x.Route != "" {
 		payload["route"] = x.Route

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -470,5 +471,41 @@ func TestTokenNotForwarded(t *testing.T) {
 	}
 	if len(seen) == 0 {
 		t.Fatal("the upstream saw nothing")
+	}
+}
+
+// The client's name and version are the client's to choose, of any length, and every
+// call's audit and usage rows keep them: what is kept is bounded, in both eras (a
+// stateless request brings them anew each time).
+func TestClientNameBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "mt", true, "echo")
+	token := srv.Token(t, "admin")
+	name := "huge-client-" + strings.Repeat("é", 50<<10) // 100 KB
+	for _, era := range eras {
+		tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearer{token}}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: strings.Repeat("9", 10<<10)}, nil).
+			Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatalf("%s: connect: %v", era, err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mt__echo", Arguments: map[string]any{"message": "big " + era}})
+		_ = cs.Close()
+		if err != nil || res.IsError {
+			t.Fatalf("%s: echo: %v %+v", era, err, res)
+		}
+		if err := srv.Router.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var client string
+		if err := srv.Pool.QueryRow(ctx, `SELECT payload->>'client' FROM audit_log WHERE action = 'tool.call'
+			AND payload::text LIKE $1`, "%big "+era+"%").Scan(&client); err != nil {
+			t.Fatalf("%s: the call's audit row: %v", era, err)
+		}
+		if n := utf8.RuneCountInString(client); n > 200 || !utf8.ValidString(client) || !strings.HasPrefix(client, "huge-client-é") {
+			t.Fatalf("%s: the audit row's client is %d characters (%.40q…), want the name's start, at most 200", era, n, client)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -161,13 +162,19 @@ func (g *Gateway) call(ctx context.Context, c *caller, req *mcp.CallToolRequest)
 	return resultOf(res, server), nil
 }
 
-// clientOf is the MCP client's name and version as it gave them.
+// maxClient bounds, in bytes, the client's name and version as every call's audit and
+// usage rows keep them (as router.MaxConversationID does the conversation's).
+const maxClient = 200
+
+// clientOf is the MCP client's name and version as it gave them, cut to maxClient: the
+// client chooses them, of any length, and they are stored with every call.
 func clientOf(req *mcp.CallToolRequest) string {
 	info := req.ClientInfo()
 	if info == nil {
 		return ""
 	}
-	return strings.TrimSpace(info.Name + " " + info.Version)
+	s := strings.TrimSpace(strings.ToValidUTF8(info.Name+" "+info.Version, "\uFFFD"))
+	return textcheck.Clip(s, maxClient-len("…"), "…")
 }
 
 // refused turns a refused or failed call into what MCP expects: a name the caller
