@@ -18,14 +18,7 @@ import (
 // toolSchema builds the Schema tab: parameters, the JSON schemas, the generated docs
 // and the definition's versions to compare.
 func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to string) (*views.ToolSchema, error) {
-	def := schema.Tool{Name: it.Name, Title: it.Title, Description: it.Description, InputSchema: it.InputSchema,
-		OutputSchema: it.OutputSchema, Annotations: it.Annotations}
-	s := &views.ToolSchema{Params: schemaParamRows(schema.Parameters(it.InputSchema), 0), InputJSON: indentJSON(it.InputSchema),
-		Markdown: schema.Markdown(def, it.QualifiedName())}
-	if len(bytes.TrimSpace(it.OutputSchema)) > 0 && string(bytes.TrimSpace(it.OutputSchema)) != "null" {
-		s.OutputJSON = indentJSON(it.OutputSchema)
-	}
-	s.Example = exampleCall(it.QualifiedName(), schema.ExampleArguments(it.InputSchema))
+	s := schemaDocs(it)
 	// The newest versions only, without their definitions: a server flipping between two
 	// definitions leaves thousands, and guests may open this tab.
 	versions, older, err := h.Registry.ToolVersionsPage(ctx, it.ID, registry.MaxToolVersions)
@@ -120,6 +113,21 @@ func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to
 		}
 	}
 	return s, nil
+}
+
+// schemaDocs is what the Schema tab shows of the current definition: parameters, the
+// JSON schemas, the generated docs and an example call.
+func schemaDocs(it tools.Item) *views.ToolSchema {
+	def := schema.Tool{Name: it.Name, Title: it.Title, Description: it.Description, InputSchema: it.InputSchema,
+		OutputSchema: it.OutputSchema, Annotations: it.Annotations}
+	s := &views.ToolSchema{Params: schemaParamRows(schema.Parameters(it.InputSchema), 0), InputJSON: indentJSON(it.InputSchema),
+		Markdown: schema.Markdown(def, it.QualifiedName())}
+	if len(bytes.TrimSpace(it.OutputSchema)) > 0 && string(bytes.TrimSpace(it.OutputSchema)) != "null" {
+		s.OutputJSON = indentJSON(it.OutputSchema)
+	}
+	args, shortened := schema.ExampleArgumentsShortened(it.InputSchema)
+	s.Example, s.ExampleShortened = exampleCall(it.QualifiedName(), args), shortened
+	return s
 }
 
 // schemaParamRows flattens parameters and their nested children, depth first.

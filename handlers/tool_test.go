@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -77,5 +78,39 @@ func TestPercent(t *testing.T) {
 		if got := percent(r); got != want {
 			t.Errorf("percent(%v) = %q, want %q", r, got, want)
 		}
+	}
+}
+
+// TestSchemaTabSaysExampleShortened: an example cut short does not pass its schema, and
+// the Schema tab says so, as the generated Markdown does; a whole example says nothing.
+func TestSchemaTabSaysExampleShortened(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, schema string
+		shortened    bool
+	}{
+		{"huge minItems", `{"type":"object","properties":{"a":{"type":"array","minItems":2147483647}},"required":["a"]}`, true},
+		{"small", `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			it := tools.Item{Row: tools.Row{ID: "t1", Server: "srv", Name: "big", Description: "Takes many items.",
+				InputSchema: json.RawMessage(tc.schema)}}
+			s := schemaDocs(it)
+			if s.ExampleShortened != tc.shortened {
+				t.Errorf("ExampleShortened: got %v, want %v", s.ExampleShortened, tc.shortened)
+			}
+			var b strings.Builder
+			page := views.ToolPage{Tool: views.ToolCard{ID: "t1", QualifiedName: it.QualifiedName()}, Tab: views.ToolTabSchema, Schema: s}
+			if err := views.Tool(page).Render(t.Context(), &b); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(b.String(), `data-testid="example-shortened"`); got != tc.shortened {
+				t.Errorf("the page says the example is shortened: %v, want %v", got, tc.shortened)
+			}
+			if md := strings.Contains(s.Markdown, "This example is shortened"); md != tc.shortened {
+				t.Errorf("the Markdown says the example is shortened: %v, want %v", md, tc.shortened)
+			}
+		})
 	}
 }

@@ -145,7 +145,10 @@ type ToolSchema struct {
 	OutputJSON string // "" when the tool declares no output schema
 	Markdown   string // untrusted text: shown escaped, never as HTML
 	Example    string // a call for POST /api/v1/tools/call
-	Versions   []ToolVersionRow
+	// ExampleShortened: the schema asks for more than the example shows, so it does not
+	// pass the schema as written.
+	ExampleShortened bool
+	Versions         []ToolVersionRow
 	// OlderVersions: the tool has stored versions older than those listed.
 	OlderVersions bool
 	// The comparison: the chosen versions and the diff of their pretty-printed definitions.

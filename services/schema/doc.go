@@ -36,6 +36,13 @@
 //	output_schema_not_object  error          /outputSchema[/type]          root is not {"type": "object"}
 //	annotations_invalid       warning        /annotations[/<key>]          not an object, a hint that is not a boolean, a non-string title
 //	annotations_contradict    warning        /annotations/destructiveHint  readOnlyHint and destructiveHint both true
+//	findings_omitted          worst omitted  (empty)                       last: more than 200 findings (or 256 KiB of them); counts the rest by code
+//
+// A tool's findings are bounded, whatever its definition: names and pointer
+// tokens are cut to 64 characters in paths and messages ("…" marks the cut), a
+// path to 512 bytes, and only the most serious 200 findings are listed. The
+// findings_omitted finding that counts the rest has the severity of the worst
+// of them, so Blocking and Worst are the same as for every finding.
 //
 // "Model-read text" is the tool's title and description, the annotations'
 // title, and in both schemas every description, title, enum value, const,

@@ -1,10 +1,13 @@
 package schema
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -24,19 +27,99 @@ const (
 // forwards the tool to such an API fails on other names.
 var paramName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
-// checker collects findings for one tool.
+// Bounds on the findings of one tool. Discovery validates every tool a server lists
+// and stores the findings, so a hostile schema (thousands of properties under a long
+// name, repeated in every path and message) must not make them large.
+const (
+	maxFindings      = 200       // findings listed; the rest are counted in one findings_omitted
+	maxFindingsBytes = 256 << 10 // the findings listed, as JSON, findings_omitted included
+	omittedReserve   = 4 << 10   // room left for findings_omitted (one count per code)
+	maxQuoted        = 64        // characters of a name or pointer token in a path or message
+	maxPathBytes     = 512       // a finding's path
+	maxMessageBytes  = 2048      // a finding's message
+)
+
+// checker collects findings for one tool: the most serious maxFindings (up to twice
+// as many between trims) and how many it left out, by code.
 type checker struct {
-	out []Finding
+	out     []Finding
+	omitted map[string]omission
+}
+
+// omission counts the findings of one code that are not listed.
+type omission struct {
+	n     int
+	worst Severity
 }
 
 func (c *checker) add(path, code string, sev Severity, msg string) {
-	c.out = append(c.out, Finding{Path: path, Code: code, Severity: sev, Message: msg})
+	c.out = append(c.out, Finding{Path: shortPath(path), Code: code, Severity: sev, Message: clipBytes(msg, maxMessageBytes)})
+	if len(c.out) >= 2*maxFindings {
+		SortFindings(c.out)
+		c.omit(c.out[maxFindings:])
+		clear(c.out[maxFindings:]) // the dropped findings' strings can be freed
+		c.out = c.out[:maxFindings]
+	}
+}
+
+func (c *checker) omit(fs []Finding) {
+	if len(fs) > 0 && c.omitted == nil {
+		c.omitted = map[string]omission{}
+	}
+	for _, f := range fs {
+		o := c.omitted[f.Code]
+		o.n++
+		if o.worst == "" || f.Severity.Rank() < o.worst.Rank() {
+			o.worst = f.Severity
+		}
+		c.omitted[f.Code] = o
+	}
+}
+
+// findings sorts what was found and keeps the most serious: at most maxFindings, and
+// maxFindingsBytes as JSON. What is left out is counted in a last finding,
+// findings_omitted, with the severity of the worst finding it counts, so that Blocking
+// and Worst say of the list what they would of every finding.
+func (c *checker) findings() []Finding {
+	SortFindings(c.out)
+	size, kept := len("[]"), 0
+	for ; kept < len(c.out) && kept < maxFindings; kept++ {
+		b, err := json.Marshal(c.out[kept])
+		if err != nil || size+len(b)+1 > maxFindingsBytes-omittedReserve {
+			break
+		}
+		size += len(b) + 1
+	}
+	c.omit(c.out[kept:])
+	clear(c.out[kept:])
+	c.out = c.out[:kept]
+	if len(c.omitted) == 0 {
+		return c.out
+	}
+	codes := slices.Collect(maps.Keys(c.omitted))
+	slices.SortFunc(codes, func(a, b string) int {
+		oa, ob := c.omitted[a], c.omitted[b]
+		return cmp.Or(cmp.Compare(oa.worst.Rank(), ob.worst.Rank()), cmp.Compare(ob.n, oa.n), cmp.Compare(a, b))
+	})
+	total, worst, parts := 0, Severity(""), make([]string, len(codes))
+	for i, code := range codes {
+		o := c.omitted[code]
+		total += o.n
+		if worst == "" || o.worst.Rank() < worst.Rank() {
+			worst = o.worst
+		}
+		parts[i] = fmt.Sprintf("%d %s (%s)", o.n, code, o.worst)
+	}
+	return append(c.out, Finding{Path: "", Code: "findings_omitted", Severity: worst, Message: fmt.Sprintf(
+		"%d more findings are not listed (a tool lists at most %d, fewer when they are long): %s. Fix those listed and validate again to see the rest.",
+		total, maxFindings, strings.Join(parts, ", "))})
 }
 
 // ValidateTool checks a tool definition against the MCP rules, JSON Schema
 // 2020-12 and Toolwarden's own rules (see the package documentation for the
-// codes). It returns every finding, sorted by SortFindings; a clean tool gets
-// an empty, non-nil slice.
+// codes). It returns the findings sorted by SortFindings, the most serious 200
+// at most (fewer when they are large), followed when some were left out by one
+// findings_omitted that counts them; a clean tool gets an empty, non-nil slice.
 func ValidateTool(t Tool) []Finding {
 	c := &checker{out: []Finding{}}
 	c.name(t.Name)
@@ -45,8 +128,92 @@ func ValidateTool(t Tool) []Finding {
 	c.inputSchema(t.InputSchema)
 	c.outputSchema(t.OutputSchema)
 	c.annotations(t.Annotations)
-	SortFindings(c.out)
-	return c.out
+	return c.findings()
+}
+
+// join is PtrJoin with each token cut to maxQuoted characters. The checks build the
+// pointer of every subschema from its parent's, so a long name would otherwise be
+// copied into the pointer of everything under it.
+func join(ptr string, tokens ...string) string {
+	for _, t := range tokens {
+		ptr = PtrJoin(ptr, clipRunes(t, maxQuoted))
+	}
+	return ptr
+}
+
+// shortPath bounds a finding's path: each token cut to maxQuoted characters, and a
+// path still over maxPathBytes keeps its first and last tokens around "/…".
+func shortPath(p string) string {
+	toks := strings.Split(p, "/")
+	for i, t := range toks[1:] {
+		if utf8.RuneCountInString(t) > maxQuoted {
+			toks[i+1] = ptrEscape(clipRunes(ptrUnescape(t), maxQuoted))
+		}
+	}
+	if n := len(toks) - 1 + sumLen(toks); n <= maxPathBytes {
+		return strings.Join(toks, "/") // a new string: p, however long, is not kept
+	}
+	// The last token says what is at fault, the first tokens where: keep the last
+	// always (at most 4*maxQuoted+3 bytes), then up to half the bytes of tokens before
+	// it, then as many of the first tokens as fit.
+	tail := len(toks) - 1
+	size := len(toks[tail]) + 1
+	for tail-1 > 1 && size+len(toks[tail-1])+1 <= maxPathBytes/2 {
+		tail--
+		size += len(toks[tail]) + 1
+	}
+	head := 1
+	size += len(toks[0]) + len("/…")
+	for head < tail && size+len(toks[head])+1 <= maxPathBytes {
+		size += len(toks[head]) + 1
+		head++
+	}
+	return strings.Join(toks[:head], "/") + "/…/" + strings.Join(toks[tail:], "/")
+}
+
+func sumLen(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s)
+	}
+	return n
+}
+
+func ptrUnescape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+}
+
+// clipRunes cuts s to n characters, marking the cut with "…". A string cut from a
+// long one is a copy, so the long one can be freed.
+func clipRunes(s string, n int) string {
+	i, count := 0, 0
+	for i < len(s) && count < n {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+		count++
+	}
+	if i >= len(s) {
+		return s
+	}
+	return strings.Clone(s[:i]) + "…"
+}
+
+// clipBytes cuts s to at most n bytes, on a character boundary, marking the cut with "…".
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return strings.Clone(s[:i]) + "…"
+}
+
+// quoteName renders a name for a message: hidden characters shown, cut to maxQuoted
+// characters.
+func quoteName(s string) string {
+	return clipRunes(visible(clipRunes(s, maxQuoted)), maxQuoted)
 }
 
 func (c *checker) name(name string) {
@@ -75,12 +242,12 @@ func (c *checker) name(name string) {
 	if len(bad) > 0 {
 		c.add("/name", "name_charset", SeverityError, fmt.Sprintf(
 			"name %q contains %s; MCP tool names may only use A-Z, a-z, 0-9, \"_\", \"-\" and \".\".",
-			visible(name), strings.Join(bad, ", ")))
+			quoteName(name), strings.Join(bad, ", ")))
 	}
 	if strings.Contains(name, toolname.Sep) {
 		c.add("/name", "name_double_underscore", SeverityWarning, fmt.Sprintf(
 			"name %q contains \"__\", which Toolwarden uses to join server and tool (server__tool); the qualified name will be hard to read and may be ambiguous.",
-			visible(name)))
+			quoteName(name)))
 	}
 }
 
@@ -108,7 +275,7 @@ func (c *checker) description(t Tool) {
 			"description only repeats the tool's name; say what the tool does, what it returns and when to use it.")
 	case n < minDescriptionLen || len(strings.Fields(d)) == 1:
 		c.add("/description", "description_short", SeverityWarning, fmt.Sprintf(
-			"description %q is too short to tell a model when to use the tool; say what it does, what it returns and when to use it.", visible(d)))
+			"description %q is too short to tell a model when to use the tool; say what it does, what it returns and when to use it.", quoteName(d)))
 	}
 	switch {
 	case n > hugeDescriptionLen:
@@ -239,20 +406,20 @@ func (c *checker) annotations(raw json.RawMessage) {
 		}
 		if _, isBool := x.(bool); !isBool {
 			b, _ := json.Marshal(plain(x))
-			c.add(PtrJoin(at, h), "annotations_invalid", SeverityWarning, fmt.Sprintf(
+			c.add(join(at, h), "annotations_invalid", SeverityWarning, fmt.Sprintf(
 				"%s is %s; hints must be true or false, so Toolwarden ignores this one.", h, b))
 		}
 	}
 	if x, ok := o.Get("title"); ok && x != nil {
 		if s, isStr := x.(string); isStr {
-			c.scanText(PtrJoin(at, "title"), "annotations title", s)
+			c.scanText(join(at, "title"), "annotations title", s)
 		} else {
-			c.add(PtrJoin(at, "title"), "annotations_invalid", SeverityWarning, "annotations title must be a string.")
+			c.add(join(at, "title"), "annotations_invalid", SeverityWarning, "annotations title must be a string.")
 		}
 	}
 	if ro, _ := o.m["readOnlyHint"].(bool); ro {
 		if d, _ := o.m["destructiveHint"].(bool); d {
-			c.add(PtrJoin(at, "destructiveHint"), "annotations_contradict", SeverityWarning,
+			c.add(join(at, "destructiveHint"), "annotations_contradict", SeverityWarning,
 				"readOnlyHint and destructiveHint are both true; a read-only tool cannot destroy anything, so one of them is wrong. Ask the server's author which, and set the tool's risk by hand meanwhile.")
 		}
 	}
@@ -270,41 +437,42 @@ func (c *checker) schemaTexts(root any, side string, o *Object, ptr string, dept
 	}
 	where := place(side, ptr)
 	for _, k := range o.keys {
-		v, at := o.m[k], PtrJoin(ptr, k)
+		v, at := o.m[k], join(ptr, k)
+		what := clipRunes(k, maxQuoted) + " of " + where
 		switch {
 		case k == "description" || k == "title":
 			if s, ok := v.(string); ok {
-				c.scanText(at, k+" of "+where, s)
+				c.scanText(at, what, s)
 			}
 		case k == "enum":
 			for i, e := range o.Array("enum") {
-				c.valueTexts(PtrJoin(at, strconv.Itoa(i)), "enum value of "+where, e, false, 0)
+				c.valueTexts(join(at, strconv.Itoa(i)), "enum value of "+where, e, false, 0)
 			}
 		case k == "const" || k == "default" || k == "examples":
-			c.valueTexts(at, k+" of "+where, v, false, 0)
+			c.valueTexts(at, what, v, false, 0)
 		case identifierKeywords[k]:
-			c.hiddenTexts(at, k+" of "+where, v, 0)
+			c.hiddenTexts(at, what, v, 0)
 		case subschemaKeywords[k]:
 			// Walked below, as subschemas; what else they hold (the names in draft-07's
 			// "dependencies") only names properties.
 			if m, ok := v.(*Object); ok && k == "dependencies" {
 				for _, name := range m.keys {
 					if _, isSchema := m.m[name].(*Object); !isSchema {
-						c.hiddenTexts(PtrJoin(at, name), k+" of "+where, m.m[name], 0)
+						c.hiddenTexts(join(at, name), what, m.m[name], 0)
 					}
 				}
 			}
 		default: // $comment, format, pattern, x-..., unknown keywords: text a model may read
-			c.valueTexts(at, k+" of "+where, v, true, 0)
+			c.valueTexts(at, what, v, true, 0)
 		}
 	}
 	if p, ok := o.m["pattern"].(string); ok {
-		c.pattern(PtrJoin(ptr, "pattern"), where, p)
+		c.pattern(join(ptr, "pattern"), where, p)
 	}
 	if pp := o.Object("patternProperties"); pp != nil {
 		for _, k := range pp.keys {
-			c.pattern(PtrJoin(ptr, "patternProperties", k), where, k)
-			c.scanText(PtrJoin(ptr, "patternProperties", k), "pattern of "+where, k)
+			c.pattern(join(ptr, "patternProperties", k), where, k)
+			c.scanText(join(ptr, "patternProperties", k), "pattern of "+where, k)
 		}
 	}
 	forEachSubschema(o, ptr, func(sub *Object, p string) { c.schemaTexts(root, side, sub, p, depth+1) })
@@ -334,11 +502,11 @@ func (c *checker) valueTexts(ptr, what string, v any, keys bool, depth int) {
 		c.scanText(ptr, what, t)
 	case []any:
 		for i, e := range t {
-			c.valueTexts(PtrJoin(ptr, strconv.Itoa(i)), what, e, keys, depth+1)
+			c.valueTexts(join(ptr, strconv.Itoa(i)), what, e, keys, depth+1)
 		}
 	case *Object:
 		for _, k := range t.keys {
-			at := PtrJoin(ptr, k)
+			at := join(ptr, k)
 			if keys {
 				c.scanText(at, what, k)
 			}
@@ -358,11 +526,11 @@ func (c *checker) hiddenTexts(ptr, what string, v any, depth int) {
 		c.hiddenText(ptr, what, t)
 	case []any:
 		for i, e := range t {
-			c.hiddenTexts(PtrJoin(ptr, strconv.Itoa(i)), what, e, depth+1)
+			c.hiddenTexts(join(ptr, strconv.Itoa(i)), what, e, depth+1)
 		}
 	case *Object:
 		for _, k := range t.keys {
-			at := PtrJoin(ptr, k)
+			at := join(ptr, k)
 			c.hiddenText(at, what, k)
 			c.hiddenTexts(at, what, t.m[k], depth+1)
 		}
@@ -373,7 +541,7 @@ func (c *checker) pattern(ptr, where, p string) {
 	if _, err := regexp.Compile(p); err != nil {
 		c.add(ptr, "pattern_unsupported", SeverityWarning, fmt.Sprintf(
 			"pattern %q of %s cannot be compiled by Go's regexp (%v); Toolwarden does not enforce it, so only the server checks it.",
-			p, where, strings.TrimPrefix(err.Error(), "error parsing regexp: ")))
+			clipRunes(p, 4*maxQuoted), where, clipRunes(strings.TrimPrefix(err.Error(), "error parsing regexp: "), 4*maxQuoted)))
 	}
 }
 
@@ -382,14 +550,14 @@ func forEachSubschema(o *Object, ptr string, fn func(*Object, string)) {
 	for _, k := range []string{"items", "additionalProperties", "unevaluatedProperties", "unevaluatedItems",
 		"contains", "propertyNames", "not", "if", "then", "else", "contentSchema", "additionalItems"} {
 		if sub := o.Object(k); sub != nil {
-			fn(sub, PtrJoin(ptr, k))
+			fn(sub, join(ptr, k))
 		}
 	}
 	for _, k := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"} {
 		if m := o.Object(k); m != nil {
 			for _, name := range m.keys {
 				if sub, ok := m.m[name].(*Object); ok {
-					fn(sub, PtrJoin(ptr, k, name))
+					fn(sub, join(ptr, k, name))
 				}
 			}
 		}
@@ -397,7 +565,7 @@ func forEachSubschema(o *Object, ptr string, fn func(*Object, string)) {
 	for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"} {
 		for i, e := range o.Array(k) {
 			if sub, ok := e.(*Object); ok {
-				fn(sub, PtrJoin(ptr, k, strconv.Itoa(i)))
+				fn(sub, join(ptr, k, strconv.Itoa(i)))
 			}
 		}
 	}
@@ -407,7 +575,7 @@ func forEachSubschema(o *Object, ptr string, fn func(*Object, string)) {
 // `output field "temperature"`, `definition "Options"`, `input schema`.
 func place(side, ptr string) string {
 	unescape := func(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~") }
-	quote := func(s string) string { return `"` + visible(s) + `"` }
+	quote := func(s string) string { return `"` + clipRunes(visible(s), 4*maxQuoted) + `"` }
 	toks := strings.Split(ptr, "/")[2:] // drop "" and "inputSchema"
 	var names []string
 	def := ""
@@ -415,12 +583,12 @@ func place(side, ptr string) string {
 		switch tok := toks[i]; {
 		case tok == "properties" && i+1 < len(toks):
 			i++
-			names = append(names, unescape(toks[i]))
+			names = append(names, clipRunes(unescape(toks[i]), maxQuoted))
 		case tok == "items" && len(names) > 0:
 			names[len(names)-1] += "[]"
 		case (tok == "$defs" || tok == "definitions") && i+1 < len(toks):
 			i++
-			def, names = unescape(toks[i]), nil
+			def, names = clipRunes(unescape(toks[i]), maxQuoted), nil
 		}
 	}
 	noun := "parameter"
@@ -450,7 +618,7 @@ func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int
 	}
 	props := o.Object("properties")
 	for _, name := range props.Keys() {
-		pp := PtrJoin(ptr, "properties", name)
+		pp := join(ptr, "properties", name)
 		where := place("input", pp)
 		if !paramName.MatchString(name) {
 			c.add(pp, "param_name", SeverityWarning, fmt.Sprintf(
@@ -485,13 +653,13 @@ func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int
 	c.required(root, o, ptr)
 	for _, k := range []string{"items", "additionalProperties", "unevaluatedProperties"} {
 		if sub := o.Object(k); sub != nil {
-			c.params(root, sub, PtrJoin(ptr, k), true, depth+1)
+			c.params(root, sub, join(ptr, k), true, depth+1)
 		}
 	}
 	for _, k := range []string{"items", "prefixItems", "anyOf", "oneOf", "allOf"} {
 		for i, e := range o.Array(k) {
 			if sub, ok := e.(*Object); ok {
-				c.params(root, sub, PtrJoin(ptr, k, strconv.Itoa(i)), nested || k == "items" || k == "prefixItems", depth+1)
+				c.params(root, sub, join(ptr, k, strconv.Itoa(i)), nested || k == "items" || k == "prefixItems", depth+1)
 			}
 		}
 	}
@@ -499,7 +667,7 @@ func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int
 		defs := o.Object(k)
 		for _, name := range defs.Keys() {
 			if sub, ok := defs.m[name].(*Object); ok {
-				c.params(root, sub, PtrJoin(ptr, k, name), true, depth+1)
+				c.params(root, sub, join(ptr, k, name), true, depth+1)
 			}
 		}
 	}
@@ -546,7 +714,7 @@ func (c *checker) required(root any, o *Object, ptr string) {
 	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
 		for i, e := range v.Array(k) {
 			if sub, ok := e.(*Object); ok {
-				addProps(Resolve(root, sub, PtrJoin(ptr, k, strconv.Itoa(i))))
+				addProps(Resolve(root, sub, join(ptr, k, strconv.Itoa(i))))
 			}
 		}
 	}
@@ -555,7 +723,7 @@ func (c *checker) required(root any, o *Object, ptr string) {
 		if !ok || known[name] {
 			continue
 		}
-		c.add(PtrJoin(ptr, "required", strconv.Itoa(i)), "required_unknown", SeverityError, fmt.Sprintf(
-			"%q is listed in required but no property of that name is defined; define the property or remove it from required.", name))
+		c.add(join(ptr, "required", strconv.Itoa(i)), "required_unknown", SeverityError, fmt.Sprintf(
+			"%q is listed in required but no property of that name is defined; define the property or remove it from required.", clipRunes(name, maxQuoted)))
 	}
 }

@@ -411,3 +411,148 @@ func TestSchemaTooComplex(t *testing.T) {
 		})
 	}
 }
+
+// hostileProps is an input schema whose properties object, at where ("" for the root,
+// or a $defs entry's name), holds n properties made by prop(i) (a `"name": schema` pair).
+func hostileProps(where string, n int, prop func(i int) string, extra string) json.RawMessage {
+	props := make([]string, n)
+	for i := range n {
+		props[i] = prop(i)
+	}
+	body := `"properties":{` + strings.Join(props, ",") + `}`
+	if where == "" {
+		return json.RawMessage(`{"type":"object",` + body + extra + `}`)
+	}
+	key, _ := json.Marshal(where)
+	return json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/` + where + `","description":"The thing."}}` +
+		extra + `,"$defs":{` + string(key) + `:{"type":"object",` + body + `}}}`)
+}
+
+// TestFindingsBounded: a hostile server's schema cannot make the findings of one tool
+// large, whatever it repeats: a long definition name under thousands of properties used
+// to be repeated in every path and message (a 121 KB schema gave 800 MB). The blocking
+// findings stay first, and Blocking and Worst say what they say of all the findings.
+func TestFindingsBounded(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 20_000)
+	hidden := strings.Repeat("h", 5_000) + "\u200b"
+	tests := []struct {
+		name   string
+		schema json.RawMessage
+		worst  Severity
+	}{
+		{"long definition name", hostileProps(long, 2_000, func(i int) string { return fmt.Sprintf(`"p%d":{}`, i) }, ""), SeverityWarning},
+		{"long property names", hostileProps("", 500, func(i int) string { return fmt.Sprintf(`"%s%d":{}`, long, i) }, ""), SeverityWarning},
+		{"hidden characters in names", hostileProps("", 2_000, func(i int) string { return fmt.Sprintf(`"%s%d":{"type":"string"}`, hidden, i) }, ""), SeverityCritical},
+		{"names that JSON escapes", hostileProps("", 300, func(i int) string {
+			n := strings.Repeat(`\u0001<`, 500)
+			return fmt.Sprintf(`"%d%s":{"type":"object","properties":{"%s":{"type":"object","properties":{"%s":{}}}}}`, i, n, n, n)
+		}, ""), SeverityCritical},
+		{"unknown required names", hostileProps("", 300, func(i int) string { return fmt.Sprintf(`"p%d":{}`, i) },
+			`,"required":[`+strings.TrimSuffix(strings.Repeat(`"`+strings.Repeat("r", 5_000)+`",`, 2_000), ",")+`]`), SeverityError},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { // one at a time: without the bound each takes up to 160 MB
+			tl := cleanTool()
+			tl.InputSchema = tc.schema
+			fs := ValidateTool(tl)
+			b, err := json.Marshal(fs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) > 256<<10 {
+				t.Fatalf("got %d findings, %d bytes as JSON from a %d-byte schema; want at most 256 KiB", len(fs), len(b), len(tc.schema))
+			}
+			if len(fs) > 200+1 {
+				t.Errorf("got %d findings, want at most 200 and one findings_omitted", len(fs))
+			}
+			for _, f := range fs {
+				if len(f.Path) > 512 {
+					t.Errorf("%s: path of %d bytes, want at most 512", f.Code, len(f.Path))
+				}
+			}
+			if got := Worst(fs); got != tc.worst {
+				t.Errorf("Worst: got %q, want %q", got, tc.worst)
+			}
+			if Blocking(fs) != (tc.worst.Rank() <= SeverityError.Rank()) {
+				t.Errorf("Blocking: got %v with worst %s", Blocking(fs), tc.worst)
+			}
+			for i := 1; i < len(fs); i++ {
+				if Blocking(fs[i:i+1]) && !Blocking(fs[i-1:i]) {
+					t.Errorf("blocking finding %d (%s) comes after a non-blocking one (%s)", i, fs[i].Code, fs[i-1].Code)
+					break
+				}
+			}
+			last := fs[len(fs)-1]
+			if last.Code != "findings_omitted" {
+				t.Fatalf("got last finding %s, want findings_omitted", last.Code)
+			}
+		})
+	}
+}
+
+// TestFindingsOmittedCountsTheRest: past maxFindings, the findings kept are the most
+// serious (every error here) and one more finding says how many of which codes are
+// not listed.
+func TestFindingsOmittedCountsTheRest(t *testing.T) {
+	t.Parallel()
+	tl := cleanTool()
+	tl.InputSchema = hostileProps("", 300, func(i int) string { return fmt.Sprintf(`"p%03d":{}`, i) }, `,"required":["x1","x2","x3"]`)
+	fs := ValidateTool(tl)
+	if len(fs) != 200+1 {
+		t.Fatalf("got %d findings, want 200 and findings_omitted", len(fs))
+	}
+	for i, f := range fs[:3] {
+		if f.Code != "required_unknown" {
+			t.Errorf("finding %d: got %s, want the 3 required_unknown errors first", i, f.Code)
+		}
+	}
+	// 300 param_undescribed and 300 param_untyped warnings, in order of path: those of
+	// p000 to p097 and p098's param_undescribed are listed, 403 are not.
+	last := fs[len(fs)-1]
+	want := Finding{Path: "", Code: "findings_omitted", Severity: SeverityWarning,
+		Message: "403 more findings are not listed (a tool lists at most 200, fewer when they are long): 202 param_untyped (warning), 201 param_undescribed (warning). Fix those listed and validate again to see the rest."}
+	if last != want {
+		t.Errorf("got\n%+v\nwant\n%+v", last, want)
+	}
+	if Worst(fs) != SeverityError || !Blocking(fs) {
+		t.Errorf("got worst %s, want error", Worst(fs))
+	}
+}
+
+// TestFindingsShortenNames: a long name is cut in paths and messages, marked with an
+// ellipsis.
+func TestFindingsShortenNames(t *testing.T) {
+	t.Parallel()
+	name := strings.Repeat("x", 1000)
+	tl := cleanTool()
+	tl.InputSchema = json.RawMessage(`{"type":"object","properties":{"` + name + `":{"type":"string","description":"A thing."}}}`)
+	f, ok := find(ValidateTool(tl), "param_name", "")
+	if !ok {
+		t.Fatal("got no param_name finding")
+	}
+	short := strings.Repeat("x", 64) + "…"
+	if want := "/inputSchema/properties/" + short; f.Path != want {
+		t.Errorf("got path %q, want %q", f.Path, want)
+	}
+	if !strings.HasPrefix(f.Message, `parameter "`+short+`" does not match`) {
+		t.Errorf("got message %q, want the name cut to 64 characters", f.Message)
+	}
+
+	// Twenty levels of long names: the path keeps its first and last tokens.
+	deep := `{"type":"string"}`
+	for i := 20; i > 0; i-- {
+		deep = fmt.Sprintf(`{"type":"object","description":"Level.","properties":{"%s%02d":%s}}`, name, i, deep)
+	}
+	tl.InputSchema = json.RawMessage(deep)
+	var last Finding
+	for _, f := range ValidateTool(tl) {
+		if f.Code == "param_undescribed" && (last.Path == "" || len(f.Path) > len(last.Path)) {
+			last = f
+		}
+	}
+	if len(last.Path) > 512 || !strings.HasPrefix(last.Path, "/inputSchema/properties/"+short+"/properties/") ||
+		!strings.Contains(last.Path, "/…/") || !strings.HasSuffix(last.Path, "/properties/"+short) {
+		t.Errorf("got path %q (%d bytes), want at most 512 bytes, with its first and last tokens", last.Path, len(last.Path))
+	}
+}
