@@ -125,12 +125,18 @@ func typeInto(keys string) chromedp.Action[chromedp.Void] {
 }
 
 // socketLog records every websocket the page opens (window.__twSockets), so a test can
-// drop the terminal's connection as a network failure would, without a hook in the page.
+// drop the terminal's connection as a network failure would, without a hook in the page;
+// while window.__twHold is set it sends a terminal socket to an address with no socket,
+// as an unreachable server would fail it.
 const socketLog = `(function () {
 	var W = window.WebSocket;
 	window.__twSockets = [];
+	window.__twHold = false;
 	window.WebSocket = class extends W {
 		constructor(url, protocols) {
+			if (window.__twHold && String(url).includes("/terminals/")) {
+				url = String(url).replace(/\/terminals\/.*$/, "/held-socket");
+			}
 			super(url, protocols);
 			window.__twSockets.push(this);
 		}
@@ -306,24 +312,6 @@ func TestBrowserTerminalTabLeaves(t *testing.T) {
 	b.checkConsole()
 }
 
-// socketHold records the terminal page's sockets like socketLog, and while
-// window.__twHold is set sends a terminal socket to an address with no socket, as an
-// unreachable server would fail it.
-const socketHold = `(function () {
-	var W = window.WebSocket;
-	window.__twSockets = [];
-	window.__twHold = false;
-	window.WebSocket = class extends W {
-		constructor(url, protocols) {
-			if (window.__twHold && String(url).includes("/terminals/")) {
-				url = String(url).replace(/\/terminals\/.*$/, "/held-socket");
-			}
-			super(url, protocols);
-			window.__twSockets.push(this);
-		}
-	};
-})();`
-
 // TestBrowserTerminalGoneWhileDisconnected: a terminal closed while its page is
 // disconnected is gone when the page comes back: the page says so and stops trying,
 // rather than reconnecting forever to a socket that answers 404. A page whose session
@@ -343,7 +331,7 @@ func TestBrowserTerminalGoneWhileDisconnected(t *testing.T) {
 
 	b := newBrowser(t)
 	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument,
-		page.AddScriptToEvaluateOnNewDocumentParams{Source: socketHold}); err != nil {
+		page.AddScriptToEvaluateOnNewDocumentParams{Source: socketLog}); err != nil {
 		t.Fatalf("install the socket hold: %v", err)
 	}
 	b.login(srv, "alice", "alice-password-1")
