@@ -315,11 +315,13 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		{Name: "bus", Run: a.Bus.Run, Ready: func(ctx context.Context) error { return wait(ctx, a.Bus.Ready()) }},
 		// This replica's row, kept fresh while it runs (services/replicas).
 		{Name: "replicas", Run: a.Replicas.Run},
-		// Sessions stop after the router (reverse order), so every server is marked
-		// disconnected and every stdio process is gone on exit.
-		{Name: "mcp", Run: a.MCP.Run, Start: a.logConfinement, Ready: poll(a.MCP.Running)},
-		// The router stops after the job queue, writing the records of the last calls.
+		// The router stops after the job queue and after the sessions (reverse order):
+		// closing a session lets its calls in flight end, and the router, still
+		// running, writes their records, then waits for any left before it stops.
 		{Name: "router", Run: a.Router.Run, Ready: poll(a.Router.Running)},
+		// Sessions stop before the router and after the job queue, so every server is
+		// marked disconnected and every stdio process is gone on exit.
+		{Name: "mcp", Run: a.MCP.Run, Start: a.logConfinement, Ready: poll(a.MCP.Running)},
 		// Executions a previous process left in the middle are settled before the queue
 		// works jobs; the queue stops first, letting running steps finish through a live
 		// router and handing the rest to the next start.

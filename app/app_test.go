@@ -25,7 +25,7 @@ func TestStartStop(t *testing.T) {
 	for _, c := range a.Components() {
 		names = append(names, c.Name)
 	}
-	want := []string{"bus", "replicas", "mcp", "router", "executions", "jobs", "prune", "rollup", "audit-search", "disabled-users"}
+	want := []string{"bus", "replicas", "router", "mcp", "executions", "jobs", "prune", "rollup", "audit-search", "disabled-users"}
 	if len(names) != len(want) {
 		t.Fatalf("components %v, want %v", names, want)
 	}

@@ -36,11 +36,35 @@ type BreakerState struct {
 // callBreaker is one server's circuit plus when it last changed state, which gobreaker
 // does not keep.
 type callBreaker struct {
-	cb     *gobreaker.CircuitBreaker[*mcp.CallToolResult]
-	server string
+	cb *gobreaker.CircuitBreaker[*mcp.CallToolResult]
 
-	mu    sync.Mutex
-	since time.Time
+	mu     sync.Mutex
+	since  time.Time
+	server string // renamed with the server (Router.follow)
+}
+
+// name is the server's current name as the circuit knows it.
+func (b *callBreaker) name() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.server
+}
+
+// forgetBreaker drops the call circuit of a deleted server, so Breakers (and the
+// metrics made of them) no longer list it.
+func (r *Router) forgetBreaker(serverID string) {
+	r.breakers.Delete(serverID)
+}
+
+// renameBreaker gives the call circuit of a renamed server its new name; its state is
+// kept (the connection did not change with the name).
+func (r *Router) renameBreaker(serverID, name string) {
+	if b, ok := r.breakers.Load(serverID); ok && name != "" {
+		cb := b.(*callBreaker)
+		cb.mu.Lock()
+		cb.server = name
+		cb.mu.Unlock()
+	}
 }
 
 // breaker returns the call circuit of server serverID (named server), creating it closed.
@@ -85,16 +109,16 @@ func (r *Router) resetBreaker(serverID string) {
 	if ob.cb.State() == gobreaker.StateClosed && ob.cb.Counts().ConsecutiveFailures == 0 {
 		return
 	}
-	r.breakers.Store(serverID, r.newBreaker(serverID, ob.server))
-	r.log.Info("router: call circuit closed: the server connected again", "server", ob.server)
+	r.breakers.Store(serverID, r.newBreaker(serverID, ob.name()))
+	r.log.Info("router: call circuit closed: the server connected again", "server", ob.name())
 }
 
 func (b *callBreaker) state(serverID string, cooldown time.Duration) BreakerState {
 	st := b.cb.State() // first: it may move an open circuit to half-open, and since with it
 	b.mu.Lock()
-	since := b.since
+	since, server := b.since, b.server
 	b.mu.Unlock()
-	out := BreakerState{ServerID: serverID, Server: b.server, Since: since, Failures: b.cb.Counts().ConsecutiveFailures}
+	out := BreakerState{ServerID: serverID, Server: server, Since: since, Failures: b.cb.Counts().ConsecutiveFailures}
 	switch st {
 	case gobreaker.StateOpen:
 		out.State, out.Until = CircuitOpen, since.Add(cooldown)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -93,4 +94,49 @@ func TestCrashWithCallsInFlightClosesCircuitOnReconnect(t *testing.T) {
 	if !found {
 		t.Fatalf("Breakers: got %+v, want crashy closed", e.r.Breakers())
 	}
+}
+
+// A server's call circuit follows the server: renamed, it carries the new name; deleted,
+// it is gone from Breakers (and so from /metrics).
+func TestBreakerFollowsItsServer(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{BreakerFailures: 1, BreakerCooldown: time.Hour}, nil)
+	hs := e.server("brk", true, "sleep")
+	serverID := e.tool("brk__sleep").ServerID
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.call("brk__sleep", `{"ms":5000}`)
+		errc <- err
+	}()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return hs.Server().Sleeping() == 1 }, "the call never reached the server")
+	hs.Stop()
+	if err := <-errc; codeOf(err) != router.CodeUpstream {
+		t.Fatalf("a call whose server died: got %v, want upstream_error", err)
+	}
+	entry := func() (router.BreakerState, bool) {
+		for _, b := range e.r.Breakers() {
+			if b.ServerID == serverID {
+				return b, true
+			}
+		}
+		return router.BreakerState{}, false
+	}
+	if b, ok := entry(); !ok || b.State != router.CircuitOpen || b.Server != "brk" {
+		t.Fatalf("after the failed call: got %+v (listed %v), want brk open", b, ok)
+	}
+	name := "brk-renamed"
+	if _, err := e.reg.UpdateServer(e.ctx, audit.System, serverID, registry.Patch{Name: &name}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		b, ok := entry()
+		return ok && b.Server == name && b.State == router.CircuitOpen
+	}, "the circuit never took the server's new name")
+	if err := e.reg.DeleteServer(e.ctx, audit.System, serverID); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		_, ok := entry()
+		return !ok
+	}, "the deleted server's circuit is still listed")
 }

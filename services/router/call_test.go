@@ -727,3 +727,172 @@ func TestDefaultConversationIsItsPersons(t *testing.T) {
 		}
 	}
 }
+
+// A caller looping on a call it may not make is charged for each refusal like a call:
+// past its limit the refusals are answered rate_limited and not recorded one by one,
+// so the append-only logs grow by about its burst, not by the loop.
+func TestRefusalsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	e := start(t, &router.Options{UserRate: 60}) // a burst of 6, then one a second
+	e.server("rf", true, "echo")
+	looper := audit.Actor{Kind: audit.ActorUser, Name: "looper"}
+	began := time.Now()
+	codes := map[string]int{}
+	var last error
+	for range 500 {
+		_, last = e.r.Call(e.ctx, router.Call{Tool: "rf__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: looper,
+			Role: auth.RoleGuest, Source: router.SourceAPI})
+		codes[codeOf(last)]++
+	}
+	elapsed := time.Since(began)
+	e.flush()
+	var re *router.Error
+	if !errors.As(last, &re) || re.Code != router.CodeRateLimited || re.RetryAfter <= 0 || re.CallID == "" {
+		t.Fatalf("the 500th refused call: got %v, want rate_limited with a wait", last)
+	}
+	limit := 6 + int(elapsed/time.Second) + 1 // the burst, plus what refilled meanwhile
+	refused := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.refused' AND actor_name = 'looper'`)
+	if refused == 0 || refused > limit || refused != codes[router.CodeForbidden] {
+		t.Fatalf("tool.call.refused rows of 500 forbidden calls in %s: %d (answers %v), want 1..%d, one per forbidden answer",
+			elapsed, refused, codes, limit)
+	}
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE actor = 'looper'`); n != refused {
+		t.Errorf("usage rows: %d, want %d (the recorded refusals')", n, refused)
+	}
+	if !strings.Contains(e.app.Logs.String(), "no longer each recorded") {
+		t.Error("nothing logged about the refusals held back")
+	}
+	// Once the limit lets one through again, its record says how many were held back.
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		_, err := e.r.Call(e.ctx, router.Call{Tool: "rf__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: looper,
+			Role: auth.RoleGuest, Source: router.SourceAPI})
+		return codeOf(err) == router.CodeForbidden
+	}, "the limit never let a refusal through again")
+	e.flush()
+	// Each held back is counted by the next recorded one (the polls above add their own).
+	if n := e.count(`SELECT coalesce(sum((payload->>'withheld_before')::int), 0) FROM audit_log
+		WHERE action = 'tool.call.refused' AND actor_name = 'looper'`); n < codes[router.CodeRateLimited] {
+		t.Errorf("refusals held back, as the recorded ones say: %d, want at least the %d answered rate_limited", n, codes[router.CodeRateLimited])
+	}
+}
+
+// A call whose server is deleted while it runs still gets its failure recorded: its
+// tool row went with the server (and the usage rows with it), so the usage row is left
+// out, not the audit row and the events. (Closing the session waits for the calls in
+// flight, so the call ends by its timeout.)
+func TestServerDeletedMidCallKeepsItsFailure(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := e.server("gone", true, "sleep")
+	tg := e.tool("gone__sleep")
+	serverID := tg.ServerID
+	timeout := 3000
+	if _, err := e.tools.Update(e.ctx, admin, tg.ID, tools.Patch{TimeoutMS: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.call("gone__sleep", `{"ms":10000}`)
+		errc <- err
+	}()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return hs.Server().Sleeping() == 1 }, "the call never reached the server")
+	if err := e.reg.DeleteServer(e.ctx, audit.System, serverID); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-errc:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call did not end when its server was deleted")
+	}
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeTimeout || re.CallID == "" {
+		t.Fatalf("the call whose server was deleted: got %v, want timeout", err)
+	}
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		return e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.failed' AND payload->>'call_id' = $1`, re.CallID) == 1
+	}, "the call's tool.call.failed row was never written")
+	// The failure came after the deletion, or this tested nothing.
+	if n := e.count(`SELECT count(*) FROM audit_log f JOIN audit_log d ON d.action = 'server.delete' AND d.target_id = $2
+		WHERE f.action = 'tool.call.failed' AND f.payload->>'call_id' = $1 AND f.id > d.id`, re.CallID, serverID); n != 1 {
+		t.Fatal("the call failed before its server was deleted")
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'tool.failed' AND payload->>'call_id' = $1`, re.CallID); n != 1 {
+		t.Errorf("tool.failed events: got %d, want 1", n)
+	}
+}
+
+// A call still running when the app stops gets its records written: the sessions
+// close first, which lets their calls in flight end, and the router, still running,
+// writes what those calls leave before it stops. The router's own wait for calls in
+// flight is left out here (StopWait: a nanosecond), so this is the components' order.
+func TestCallsInFlightAtShutdownAreRecorded(t *testing.T) {
+	t.Parallel()
+	e := start(t, &router.Options{StopWait: time.Nanosecond})
+	hs := e.server("sd", true, "sleep")
+	type outcome struct {
+		res *router.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := e.call("sd__sleep", `{"ms":3000}`)
+		done <- outcome{res, err}
+	}()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return hs.Server().Sleeping() == 1 }, "the call never reached the server")
+	e.app.Stop()
+	var out outcome
+	select {
+	case out = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call did not end when the app stopped")
+	}
+	if out.err != nil {
+		t.Fatalf("the call in flight at shutdown: %v", out.err)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'tool.completed' AND payload->>'call_id' = $1`, out.res.CallID); n != 1 {
+		t.Errorf("the call's tool.completed events after the app stopped: got %d, want 1", n)
+	}
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE success AND metadata->>'call_id' = $1`, out.res.CallID); n != 1 {
+		t.Errorf("the call's usage rows after the app stopped: got %d, want 1", n)
+	}
+}
+
+// A router told to stop waits for the calls it has in flight and writes their records
+// before its recorder stops.
+func TestRunWaitsForCallsInFlight(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := e.server("dr", true, "sleep")
+	r := router.New(e.pool, e.tools, e.mgr, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() {
+		_ = r.Run(ctx)
+		close(stopped)
+	}()
+	testkit.WaitFor(t, 10*time.Second, r.Running, "the router never ran")
+	type outcome struct {
+		res *router.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := r.Call(e.ctx, router.Call{Tool: "dr__sleep", Arguments: json.RawMessage(`{"ms":2000}`), Actor: admin, Role: auth.RoleAdmin})
+		done <- outcome{res, err}
+	}()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return hs.Server().Sleeping() == 1 }, "the call never reached the server")
+	cancel()
+	out := <-done
+	if out.err != nil {
+		t.Fatalf("the call in flight while the router stopped: %v", out.err)
+	}
+	<-stopped
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE success AND metadata->>'call_id' = $1`, out.res.CallID); n != 1 {
+		t.Errorf("the call's usage rows after the router stopped: got %d, want 1", n)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'tool.completed' AND payload->>'call_id' = $1`, out.res.CallID); n != 1 {
+		t.Errorf("the call's tool.completed events after the router stopped: got %d, want 1", n)
+	}
+}

@@ -32,7 +32,13 @@ type callRecord struct {
 	// auditRefusal: the refusal is audited whatever its code (a risky call the check
 	// before approval turned away: Options.Preflight).
 	auditRefusal bool
-	display      *string // displayLine's, made once
+	// charged: the call already spent one of its user's calls (it asked for approval),
+	// so its refusal spends none.
+	charged bool
+	// withheldBefore counts the refusals of the caller held back (not recorded) since
+	// its last recorded one; the records of this one say so.
+	withheldBefore int64
+	display        *string // displayLine's, made once
 
 	pmu          sync.Mutex
 	lastProgress time.Time
@@ -116,6 +122,9 @@ func (cr *callRecord) usageEntry(success bool, code string, response, errJSON js
 		u.DurationMS = &d
 	}
 	meta := map[string]any{"call_id": cr.id}
+	if cr.withheldBefore > 0 {
+		meta["withheld_before"] = cr.withheldBefore
+	}
 	if cr.attempts > 1 {
 		meta["attempts"] = cr.attempts
 	}
@@ -162,17 +171,65 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 	if e.Code == CodeRateLimited {
 		return err // a flood of refusals must not become a flood of writes
 	}
+	if rl := cr.charge(e); rl != nil {
+		return rl
+	}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, false)}, commit: cr.commit()}
 	if refusedAudited[e.Code] || cr.auditRefusal {
 		// A refusal in the audit log is someone trying what they may not: kept synchronously.
 		j.commit = db.Synchronous
-		refusal := cr.entry("tool.call.refused", map[string]any{"code": e.Code, "reason": usage.RedactText(e.Message)})
+		extra := map[string]any{"code": e.Code, "reason": usage.RedactText(e.Message)}
+		if cr.withheldBefore > 0 {
+			extra["withheld_before"] = cr.withheldBefore // refusals of this caller not recorded one by one
+		}
+		refusal := cr.entry("tool.call.refused", extra)
 		refusal.Result = audit.ResultDenied
 		j.audits = []audit.Entry{refusal}
 	}
-	_ = cr.r.rec.submit(ctx, j, false)
+	cr.submitted(cr.r.rec.submit(ctx, j, false), "refused")
 	return err
+}
+
+// charge spends one of the caller's calls on refusal e, as a call would: a caller
+// looping on a call it may not make is slowed like one making calls, and past its
+// limit its refusals are answered rate_limited and not recorded one by one (they are
+// counted: the caller's next recorded refusal says how many were held back, and Run
+// logs the total). It returns that rate_limited answer, or nil when e is recorded.
+func (cr *callRecord) charge(e *Error) *Error {
+	r := cr.r
+	u := r.users.entry(userKey(cr.c.Actor))
+	if u == nil || cr.charged {
+		return nil
+	}
+	wait, which := take(time.Now(), u.lim)
+	if which < 0 {
+		cr.withheldBefore = u.withheld.Swap(0)
+		return nil
+	}
+	if u.withheld.Add(1) == 1 {
+		r.log.Warn("router: refused calls of one caller are no longer each recorded (rate limit)",
+			"actor", userKey(cr.c.Actor), "tool", cr.e.t.QualifiedName(), "code", e.Code)
+	}
+	r.withheld.Add(1)
+	rl := fail(CodeRateLimited, "you have made too many calls that were refused; try again in %s (this one: %s)",
+		wait.Round(time.Millisecond), e.Message)
+	rl.RetryAfter, rl.CallID = wait, cr.id
+	return rl
+}
+
+// submitted logs a record of the call that could not be queued: the router had
+// stopped (a call that outlived the wait for calls in flight), or the caller gave up.
+func (cr *callRecord) submitted(err error, outcome string) {
+	switch {
+	case err == nil:
+	case errors.Is(err, errStopped):
+		cr.r.log.Warn("router: a call's record was not written: the router had stopped",
+			"tool", cr.e.t.QualifiedName(), "call_id", cr.id, "outcome", outcome)
+	default: // the caller of a refused call gave up before its record was queued
+		cr.r.log.Debug("router: a call's record was not written", "tool", cr.e.t.QualifiedName(), "call_id", cr.id,
+			"outcome", outcome, "err", err)
+	}
 }
 
 // started makes the call's audit row durable and announces it; only then may it run.
@@ -241,9 +298,9 @@ func (cr *callRecord) failed(err error) error {
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	// A call that never reached the server (its circuit open, the server not connected,
 	// its approval stale) has no duration: the statistics count calls the tool saw.
-	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, e.Ran)},
+	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, e.Ran)},
 		audits: []audit.Entry{cr.failure(e.Code, e.Message, d)},
-		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
+		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false), "failed")
 	return e
 }
 
@@ -294,6 +351,6 @@ func (cr *callRecord) completed(res *Result) {
 		code = "tool_error"
 		audits = []audit.Entry{cr.failure(code, p.Summary, res.DurationMS)}
 	}
-	_ = cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, true)},
-		audits: audits, drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false)
+	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, true)},
+		audits: audits, drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false), "completed")
 }

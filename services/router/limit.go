@@ -2,6 +2,7 @@ package router
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -17,28 +18,43 @@ func perMinute(n int) *rate.Limiter {
 type limiters struct {
 	perMin int // 0: no limit
 	mu     sync.Mutex
-	m      map[string]*rate.Limiter
+	m      map[string]*userLimit
+}
+
+// userLimit is one caller's limiter, and how many of its refusals were held back
+// since one was last recorded.
+type userLimit struct {
+	lim      *rate.Limiter
+	withheld atomic.Int64
 }
 
 func newLimiters(perMin int) *limiters {
-	return &limiters{perMin: perMin, m: map[string]*rate.Limiter{}}
+	return &limiters{perMin: perMin, m: map[string]*userLimit{}}
 }
 
 func (l *limiters) get(key string) *rate.Limiter {
+	if u := l.entry(key); u != nil {
+		return u.lim
+	}
+	return nil
+}
+
+// entry is key's limit, nil when there is none.
+func (l *limiters) entry(key string) *userLimit {
 	if l.perMin <= 0 {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lim, ok := l.m[key]
+	u, ok := l.m[key]
 	if !ok {
 		if len(l.m) > 100_000 {
-			l.m = map[string]*rate.Limiter{} // bounded; a forgotten caller starts with a full burst
+			l.m = map[string]*userLimit{} // bounded; a forgotten caller starts with a full burst
 		}
-		lim = perMinute(l.perMin)
-		l.m[key] = lim
+		u = &userLimit{lim: perMinute(l.perMin)}
+		l.m[key] = u
 	}
-	return lim
+	return u
 }
 
 // take spends one token from each limiter, or none: when one of them has no token it

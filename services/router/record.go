@@ -273,6 +273,9 @@ func (w *recorder) writeBatch(batch []*job, urgent bool) error {
 		var first error
 		for _, j := range batch {
 			err := w.write(ctx, []*job{j}, urgent)
+			if err != nil && usage.MissingTool(err) {
+				err = w.withoutUsage(ctx, j, urgent)
+			}
 			if err != nil && first == nil {
 				first = err
 			}
@@ -281,11 +284,27 @@ func (w *recorder) writeBatch(batch []*job, urgent bool) error {
 		}
 		return first
 	}
+	if err != nil && len(batch) == 1 && usage.MissingTool(err) {
+		err = w.withoutUsage(ctx, batch[0], urgent)
+	}
 	w.handOff(urgent)
 	for _, j := range batch {
 		j.finish(err, w.log)
 	}
 	return err
+}
+
+// withoutUsage writes j without its usage rows, which name a tool deleted meanwhile
+// (its server was deleted during the call): they can never be written, and the call's
+// audit rows and events must not be lost with them. The normal case keeps its one COPY.
+func (w *recorder) withoutUsage(ctx context.Context, j *job, urgent bool) error {
+	for _, u := range j.usage {
+		w.log.Warn("router: a call's usage row was not written: its tool was deleted during the call",
+			"tool_id", u.ToolID, "metadata", string(u.Metadata))
+	}
+	rest := *j
+	rest.usage = nil
+	return w.write(ctx, []*job{&rest}, urgent)
 }
 
 // handOff queues for runLater what an urgent write left to it.

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/callmeta"
@@ -71,6 +72,9 @@ type Options struct {
 	BreakerCooldown time.Duration
 	// MaxBatch bounds how many calls' records share a transaction. Default 512.
 	MaxBatch int
+	// StopWait bounds how long Run, told to stop, waits for the calls in flight to end
+	// so their records are written. Default 15 s.
+	StopWait time.Duration
 	// Decide says who may confirm a risky call in the test panel (package decide).
 	// Default: decide.New over the router's pool.
 	Decide *decide.Service
@@ -123,6 +127,9 @@ func (o *Options) withDefaults() Options {
 	if out.MaxBatch <= 0 {
 		out.MaxBatch = 512
 	}
+	if out.StopWait <= 0 {
+		out.StopWait = 15 * time.Second
+	}
 	return out
 }
 
@@ -141,10 +148,18 @@ type Router struct {
 	breakers sync.Map // server id → *callBreaker
 	started  time.Time
 
+	// running: Run has started and its ctx has not ended; calls are accepted.
+	running atomic.Bool
+	// inflight counts the calls Call is in; idle is signalled when the last one ends
+	// after running went false, so Run can stop its recorder after them.
+	inflight atomic.Int64
+	idle     chan struct{}
+	// withheld counts the refusals not recorded one by one since Run last logged them.
+	withheld atomic.Int64
+
 	mu      sync.Mutex
 	runtime map[string]*Runtime // tool id → live state
 	touched map[string]time.Time
-	running bool
 }
 
 // New returns a router over the tool service and the session manager.
@@ -156,42 +171,105 @@ func New(pool *pgxpool.Pool, ts *tools.Service, m *mcpclient.Manager, opts *Opti
 	}
 	r := &Router{tools: ts, mcp: m, opts: o, log: o.Logger, cache: newCache(o.Bus != nil), users: newLimiters(max(o.UserRate, 0)),
 		rec: newRecorder(pool, o.Local.Beginner(pool), o.Bus, o.Logger, o.MaxBatch), dec: dec, runtime: map[string]*Runtime{}, touched: map[string]time.Time{},
-		started: time.Now()}
+		started: time.Now(), idle: make(chan struct{}, 1)}
 	if m != nil {
 		m.OnConnect(r.resetBreaker)
 	}
 	return r
 }
 
-// Run writes call records and follows change events until ctx ends; then it writes
+// Run writes call records and follows change events until ctx ends; then it refuses
+// new calls, waits (up to Options.StopWait) for the calls in flight to end, and writes
 // what is still queued.
 func (r *Router) Run(ctx context.Context) error {
-	r.mu.Lock()
-	r.running = true
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		r.running = false
-		r.mu.Unlock()
-	}()
+	// The recorder outlives ctx: the calls in flight when it ends still write their records.
+	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRec()
 	done := make(chan struct{})
-	go func() { r.rec.run(ctx); close(done) }()
+	go func() { r.rec.run(recCtx); close(done) }()
+	r.running.Store(true)
+	go r.logWithheld(ctx)
 	if r.opts.Bus != nil {
 		r.follow(ctx)
+	} else {
+		<-ctx.Done()
 	}
+	r.running.Store(false)
+	r.drain()
+	stopRec()
 	<-done
+	if n := r.withheld.Swap(0); n > 0 {
+		r.log.Warn("router: refused calls held back by the rate limit and not recorded one by one", "count", n)
+	}
 	return nil
+}
+
+// drain waits, up to Options.StopWait, until no call is in flight. running is false already:
+// a call that starts now is refused (see Call), so the count only goes down.
+func (r *Router) drain() {
+	if r.inflight.Load() == 0 {
+		return
+	}
+	t := time.NewTimer(r.opts.StopWait)
+	defer t.Stop()
+	for r.inflight.Load() > 0 {
+		select {
+		case <-r.idle:
+		case <-t.C:
+			r.log.Warn("router: stopping with calls still running; their records will not be written", "calls", r.inflight.Load())
+			return
+		}
+	}
+}
+
+// callEnded counts a call out of the calls in flight, and tells a stopping Run when it
+// was the last.
+func (r *Router) callEnded() {
+	if r.inflight.Add(-1) == 0 && !r.running.Load() {
+		select {
+		case r.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// logWithheld logs, once a minute, how many refused calls the rate limit kept out of
+// the records (each caller's next recorded refusal says how many of its own were).
+func (r *Router) logWithheld(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n := r.withheld.Swap(0); n > 0 {
+				r.log.Warn("router: refused calls held back by the rate limit and not recorded one by one", "count", n)
+			}
+		}
+	}
 }
 
 // follow clears the snapshot on every change that can alter how a call resolves. It
 // watches the bus rather than subscribing, so the snapshot is cleared before the
-// change's author hears it committed: a call right after "disabled" is refused.
+// change's author hears it committed: a call right after "disabled" is refused. A
+// deleted server's call circuit goes, a renamed one's takes the new name.
 func (r *Router) follow(ctx context.Context) {
 	w := r.opts.Bus.Watch(func(ev events.Event) {
 		switch ev.Kind {
 		case string(events.ServerStatusChanged), string(events.DiscoveryProgress), string(events.DiscoveryCompleted), string(events.DiscoveryFailed):
 		default:
 			r.cache.clear()
+		}
+		switch ev.Kind {
+		case string(events.ServerDeleted):
+			if p, err := events.ServerDeleted.Decode(ev); err == nil {
+				r.forgetBreaker(p.ID)
+			}
+		case string(events.ServerChanged):
+			if p, err := events.ServerChanged.Decode(ev); err == nil {
+				r.renameBreaker(p.ID, p.Name)
+			}
 		}
 	}, tools.Topic, registry.ServersTopic)
 	r.cache.clear() // anything may have changed before the watch began
@@ -206,11 +284,9 @@ func (r *Router) follow(ctx context.Context) {
 	w.Close()
 }
 
-// Running reports whether Run has started.
+// Running reports whether Run has started and is not stopping.
 func (r *Router) Running() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.running
+	return r.running.Load()
 }
 
 // Flush returns once everything recorded before it is written.
@@ -330,7 +406,11 @@ func (r *Router) setRuntime(id, state string, delta int, errText string, ms floa
 // result is a Result with IsError set.
 func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	start := time.Now()
-	if !r.Running() {
+	// Counted before running is read: a stopping Run that saw no call in flight has
+	// set running false before this call reads it.
+	r.inflight.Add(1)
+	defer r.callEnded()
+	if !r.running.Load() {
 		return nil, errorOf(CodeUnavailable, "tool calls are not being accepted right now (Toolwarden is starting or stopping); try again shortly")
 	}
 	callID := c.ID
@@ -358,6 +438,8 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 			rl := fail(CodeRateLimited, "you have made too many calls; try again in %s", wait.Round(time.Millisecond))
 			rl.RetryAfter = wait
 			err = rl
+		} else {
+			rec.charged = true // its refusal below spends no second call
 		}
 	}
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -101,6 +102,14 @@ func Insert(ctx context.Context, q Copier, entries []Entry) error {
 		return fmt.Errorf("usage: insert %d logs: %w", len(entries), err)
 	}
 	return nil
+}
+
+// MissingTool reports whether err is Insert failing on an entry whose tool no longer
+// exists (deleted with its server while the call ran): tool_id's foreign key. Such an
+// entry can never be written; its tool's other usage rows went with the tool.
+func MissingTool(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23503" && pe.TableName == "tool_usage_logs"
 }
 
 // jsonOr returns raw, or def when raw is empty (nil when def is "": SQL NULL).
