@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // masks hide the configured secret values of one call, its server's (environment,
@@ -44,10 +45,20 @@ func (ms masks) result(res *Result) {
 	res.StructuredContent = ms.json(res.StructuredContent)
 }
 
-// err masks the message of a router error (an upstream's error text may quote a secret).
+// err masks the message of a router error (an upstream's error text may quote a secret),
+// and the messages of its fields: an output that fails its schema is quoted in them
+// ("got ..."), and a server may echo a configured secret into it.
 func (ms masks) err(err error) error {
 	if e, ok := err.(*Error); ok {
 		e.Message = ms.text(e.Message)
+		if fields, ok := e.Details.([]verr.Field); ok {
+			masked := make([]verr.Field, len(fields))
+			for i, f := range fields {
+				f.Field, f.Message = ms.text(f.Field), ms.text(f.Message)
+				masked[i] = f
+			}
+			e.Details = masked
+		}
 	}
 	return err
 }

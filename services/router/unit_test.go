@@ -217,6 +217,12 @@ func TestMasks(t *testing.T) {
 	if strings.Contains(err.Error(), secret) {
 		t.Errorf("error still shows the secret: %v", err)
 	}
+	// An output that fails its schema is quoted in the fields' messages.
+	err = ms.err(errorOf(CodeUpstream, "s__t returned structured content that does not match its output schema").
+		with([]verr.Field{{Field: "/mode", Message: `value must be one of "a", "b"; got "` + secret + `"`, Kind: verr.KindValue}}))
+	if raw, _ := json.Marshal(err.(*Error).Details); strings.Contains(string(raw), secret) {
+		t.Errorf("error details still show the secret: %s", raw)
+	}
 	if got := ms.text("slept with " + secret); strings.Contains(got, secret) {
 		t.Errorf("progress message still shows the secret: %q", got)
 	}
