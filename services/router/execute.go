@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -42,7 +41,7 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	progress := func(p *mcp.ProgressNotificationParams) {
-		pr := Progress{Progress: p.Progress, Total: p.Total, Message: mask.text(textcheck.Clip(p.Message, maxProgressMessage, "…"))}
+		pr := Progress{Progress: p.Progress, Total: p.Total, Message: mask.progress(p.Message)}
 		if onProgress != nil {
 			onProgress(pr)
 		}

@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/json"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -43,6 +44,13 @@ func (ms masks) result(res *Result) {
 		}
 	}
 	res.StructuredContent = ms.json(res.StructuredContent)
+}
+
+// progress masks a progress message and clips it to maxProgressMessage. It masks before
+// the final cut, so a secret across the cut is not left half shown; the first cut only
+// bounds the masking work, and whatever it splits lies far past the final one.
+func (ms masks) progress(msg string) string {
+	return textcheck.Clip(ms.text(textcheck.Clip(msg, 64*maxProgressMessage, "…")), maxProgressMessage, "…")
 }
 
 // err masks the message of a router error (an upstream's error text may quote a secret),

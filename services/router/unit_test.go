@@ -223,6 +223,12 @@ func TestMasks(t *testing.T) {
 	if raw, _ := json.Marshal(err.(*Error).Details); strings.Contains(string(raw), secret) {
 		t.Errorf("error details still show the secret: %s", raw)
 	}
+	// A progress message is masked before it is cut: a secret across the cut leaves no
+	// part of itself.
+	long := strings.Repeat("a", maxProgressMessage-10) + secret
+	if got := ms.progress(long); strings.Contains(got, secret[:8]) || len(got) > maxProgressMessage+len("…") {
+		t.Errorf("progress cut across the secret: ends %q", got[len(got)-20:])
+	}
 	if got := ms.text("slept with " + secret); strings.Contains(got, secret) {
 		t.Errorf("progress message still shows the secret: %q", got)
 	}
