@@ -9,8 +9,8 @@ import (
 )
 
 // ArgumentRisk is the risk a built-in tool's call carries by its arguments (tool is
-// the bare name): terminal_operations' run_command command and send_input input by
-// CommandRisk, file_operations' writes by fileWriteRisk. The router raises the tool's
+// the bare name): terminal_operations' run_command command by CommandRisk, send_input's
+// input by InputRisk, file_operations' writes by fileWriteRisk. The router raises the tool's
 // risk to it, never lowers it.
 func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) {
 	if tool == "file_operations" {
@@ -31,7 +31,7 @@ func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) 
 	case "run_command":
 		return CommandRisk(a.Command)
 	case "send_input":
-		return CommandRisk(a.Input)
+		return InputRisk(a.Input)
 	}
 	return "", "", false
 }
@@ -66,14 +66,15 @@ func OperationRiskNote(tool string) string {
 // fileWriteRisk rates file_operations by what the call does, for ArgumentRisk: reads
 // add nothing to the tool's level (OperationRisk makes them low unless an administrator
 // set the tool's level); a write is at least medium, and deleting or moving a file
-// high. Left as discovered (destructive, so high), every write asks for the typed
+// (restore_snapshot too) high. Left as discovered (destructive, so high), every write asks for the typed
 // phrase; set low, a write asks for a confirm and a delete for the phrase.
 func fileWriteRisk(args json.RawMessage) (risk.Level, string, bool) {
 	switch op := operationOf(args); op {
-	case "create_file", "replace_string", "multi_replace", "insert_edit", "copy_file", "create_directory", "restore_snapshot":
+	case "create_file", "replace_string", "multi_replace", "insert_edit", "copy_file", "create_directory":
 		return risk.Medium, "It writes files (" + op + ").", true
-	case "delete_file", "rename_file":
-		return risk.High, "It deletes or moves a file (" + op + ").", true
+	case "delete_file", "rename_file", "restore_snapshot":
+		// A restore deletes what a write created and moves renamed files back.
+		return risk.High, "It deletes or moves files (" + op + ").", true
 	}
 	return "", "", false
 }

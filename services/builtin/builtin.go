@@ -81,16 +81,38 @@ type Server struct {
 	// would each write their change over the same original, and one would be lost.
 	// Striped by path, so memory stays bounded.
 	editing [64]sync.Mutex
+	// beforeEditLock, set by tests only, is called as a write is about to take its
+	// paths' edit locks, so a test holding one knows the write waits on it.
+	beforeEditLock func()
 }
 
 // lockEdit locks the edits of file rel of area (and of the few paths that share its
 // stripe) until the returned function is called.
-func (s *Server) lockEdit(area, rel string) func() {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(area + "\x00" + rel))
-	m := &s.editing[h.Sum32()%uint32(len(s.editing))]
-	m.Lock()
-	return m.Unlock
+func (s *Server) lockEdit(area, rel string) func() { return s.lockEdits(target{area: area, rel: rel}) }
+
+// lockEdits locks the edits of the files ts (a write's paths) until the returned
+// function is called: their stripes once each, in ascending order, so two writes
+// locking the same two paths named the other way round do not wait on each other.
+func (s *Server) lockEdits(ts ...target) func() {
+	var idx []int
+	for _, t := range ts {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(t.area + "\x00" + t.rel))
+		idx = append(idx, int(h.Sum32()%uint32(len(s.editing))))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	if s.beforeEditLock != nil {
+		s.beforeEditLock()
+	}
+	for _, i := range idx {
+		s.editing[i].Lock()
+	}
+	return func() {
+		for _, i := range slices.Backward(idx) {
+			s.editing[i].Unlock()
+		}
+	}
 }
 
 // OnClose has Close call f (a tool's sessions, processes).

@@ -1207,6 +1207,8 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 	if err != nil {
 		return w.done("", nil, err)
 	}
+	// Held from the checks to the write, as an edit holds it (edit).
+	defer s.lockEdits(t)()
 	mode := fs.FileMode(0o644)
 	excl := !in.Overwrite // nothing there: made only if still nothing is (another call may be making it)
 	if fi, err := ar.Lstat(t.rel); err == nil {
@@ -1491,6 +1493,7 @@ func deleteFile(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToo
 	if err != nil {
 		return w.done("", nil, err)
 	}
+	defer s.lockEdits(t)()
 	fi, err := ar.Lstat(t.rel)
 	if err != nil {
 		return w.done("", nil, fsError(t, err))
@@ -1567,6 +1570,7 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 	if err != nil {
 		return w.done("", nil, err)
 	}
+	defer s.lockEdits(from, to)()
 	if err := w.expectedMove(from, far, to, tar); err != nil {
 		return w.done("", nil, err)
 	}
@@ -1615,6 +1619,7 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 	if err != nil {
 		return w.done("", nil, err)
 	}
+	defer s.lockEdits(from, to)()
 	if err := w.expectedMove(from, far, to, tar); err != nil {
 		return w.done("", nil, err)
 	}
@@ -1653,6 +1658,7 @@ func createDirectory(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.Ca
 	if err != nil {
 		return w.done("", nil, err)
 	}
+	defer s.lockEdits(t)()
 	if fi, err := ar.Lstat(t.rel); err == nil {
 		if fi.IsDir() {
 			return w.done(t.shown+" exists already", map[string]any{"filePath": t.shown}, nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -252,6 +253,60 @@ func TestRestoreIsGuarded(t *testing.T) {
 	}
 }
 
+// A restore writes every path its snapshot kept, and a grant for one of them is no
+// grant for the others: undoing a rename of a.txt to b.txt in another workspace
+// removes b.txt and writes a.txt back, so a grant for b.txt alone is refused, naming
+// a.txt, before anything is written; with a grant with no target (one-time, too) it
+// runs. Before, one path of each workspace was checked, and a.txt, rewritten since,
+// was overwritten on the grant for b.txt.
+func TestRestoreNeedsEveryPath(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	f.ws("c1")
+	proj := f.ws("proj")
+	a, b := filepath.Join(proj, "a.txt"), filepath.Join(proj, "b.txt")
+	if err := os.WriteFile(a, []byte("first\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.grants.allow["c1 file_operations.rename_file "] = true
+	res := f.call("c1", args{"operation": "rename_file", "filePath": a, "newPath": b})
+	snap, _ := structured(t, res)["snapshotId"].(string)
+	if res.IsError || snap == "" {
+		t.Fatalf("the rename: %s", text(res))
+	}
+	f.grants.allow["c1 file_operations.create_file "+a] = true
+	f.ok("c1", args{"operation": "create_file", "filePath": a, "content": "rewritten\n"})
+
+	f.grants.allow["c1 file_operations.restore_snapshot "+b] = true
+	res = f.fails("c1", args{"operation": "restore_snapshot", "snapshotId": snap}, "authorize_operation")
+	if sc := structured(t, res); sc["attemptedPath"] != a || sc["authorizationKey"] != "file_operations.restore_snapshot" {
+		t.Fatalf("the restore on a grant for b.txt alone: %s %v", text(res), sc)
+	}
+	if got := string(readBytes(t, a)); got != "rewritten\n" {
+		t.Fatalf("the refused restore overwrote a.txt: %q", got)
+	}
+	if got := string(readBytes(t, b)); got != "first\n" {
+		t.Fatalf("the refused restore changed b.txt: %q", got)
+	}
+	err := f.b.Preflight(context.Background(), "file_operations", callmeta.Meta{ConversationID: "c1"}, json.RawMessage(`{"operation":"restore_snapshot","snapshotId":"`+snap+`"}`))
+	var ve *verr.Error
+	if !errors.As(err, &ve) || !strings.Contains(ve.For("/snapshotId"), a) {
+		t.Fatalf("the check before approval: %v", err)
+	}
+
+	delete(f.grants.allow, "c1 file_operations.restore_snapshot "+b)
+	k := "c1 file_operations.restore_snapshot "
+	f.grants.allow[k] = true
+	f.grants.once = map[string]bool{k: true}
+	f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": snap})
+	if got := string(readBytes(t, a)); got != "first\n" {
+		t.Fatalf("the restore on a one-time grant with no target: a.txt %q", got)
+	}
+	if _, err := os.Stat(b); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the restore left b.txt: %v", err)
+	}
+}
+
 // A grant for one path of a rename or a copy is no grant for the other: a grant to
 // rename README.md does not let the rename overwrite main.go. The rename is refused,
 // naming newPath, before the grant is used; with a grant for each path (or one with no
@@ -343,5 +398,73 @@ func TestMoveExpectsItsDestination(t *testing.T) {
 		}
 		write("a.txt", "alpha\n")
 		write("b.txt", "beta\n")
+	}
+}
+
+// Every write holds its paths' edit lock from its check of what a plan's step expects
+// to its write, as text edits do: a write that comes while another edit of the file is
+// under way waits for it, and then finds the file changed (stale) rather than
+// overwriting, deleting or moving what the edit wrote. The test holds a.txt's lock as an
+// edit in progress, lets the write reach the lock, changes a.txt, and lets go. Before,
+// create_file, delete_file, rename_file and copy_file did not wait, and their check
+// could pass on what the edit was about to replace.
+func TestWritesWaitForEdits(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	ws := f.ws("c1")
+	a, b := filepath.Join(ws, "a.txt"), filepath.Join(ws, "b.txt")
+	ctx := context.Background()
+	for _, c := range []args{
+		{"operation": "create_file", "filePath": "a.txt", "content": "created\n", "overwrite": true},
+		{"operation": "delete_file", "filePath": "a.txt"},
+		{"operation": "rename_file", "filePath": "a.txt", "newPath": "b.txt"},
+		{"operation": "copy_file", "filePath": "a.txt", "newPath": "b.txt"},
+	} {
+		op := c["operation"].(string)
+		if err := os.WriteFile(a, []byte("before\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Remove(b)
+		raw, _ := json.Marshal(c)
+		ps, err := f.b.PreviewPlan(ctx, "c1", "", []builtin.PreviewCall{{Tool: "file_operations", Arguments: raw}})
+		if err != nil || ps[0] == nil {
+			t.Fatalf("%s: the preview: %+v %v", op, ps, err)
+		}
+		waiting := make(chan struct{}, 1)
+		unlock := builtin.LockEditForTest(f.b, "c1", "a.txt", func() {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		})
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := f.cs.CallTool(ctx, &mcp.CallToolParams{Name: "file_operations", Arguments: c,
+				Meta: mcp.Meta{callmeta.Key: callmeta.Meta{ConversationID: "c1", CallID: "wait-" + op, Expect: ps[0].Fingerprint}}})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		select {
+		case <-waiting:
+		case res := <-done:
+			unlock()
+			t.Fatalf("%s ran while an edit of a.txt held its lock: %s", op, text(res))
+		}
+		if err := os.WriteFile(a, []byte("edited\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		unlock()
+		res := <-done
+		if res == nil || !res.IsError || !strings.Contains(text(res), "stale") {
+			t.Fatalf("%s after the edit it waited for: %v", op, res)
+		}
+		if got := string(readBytes(t, a)); got != "edited\n" {
+			t.Fatalf("%s changed the edited a.txt: %q", op, got)
+		}
+		if _, err := os.Stat(b); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("%s wrote b.txt: %v", op, err)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -156,23 +157,36 @@ func manifest(store *os.Root, c Call, id string) (snapManifest, error) {
 	return m, nil
 }
 
-// restoreTargets are the paths a restore of m must be allowed to write, one for each
-// area other than c's workspace: the first of it restored (the file the write
-// changed; its new parent directories go with it).
+// restoreTargets are the paths a restore of m must be allowed to write outside c's
+// workspace: every path it restores (undoing a rename writes both of its paths), newest
+// change first, but for a directory the write created above another of them, which
+// goes with it as it came with it.
 func (s *Server) restoreTargets(c Call, m snapManifest) []target {
 	ws := filepath.Base(c.Workspace)
-	seen := map[string]bool{}
+	seen := map[snapEntry]bool{}
 	var ts []target
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]
-		if e.Area == ws || seen[e.Area] {
+		k := snapEntry{Area: e.Area, Path: e.Path}
+		if e.Area == ws || seen[k] || !e.Existed && parentOfAnother(m, e) {
 			continue
 		}
-		seen[e.Area] = true
+		seen[k] = true
 		abs := filepath.Join(s.opts.Root, e.Area, e.Path)
 		ts = append(ts, target{area: e.Area, rel: e.Path, abs: abs, shown: abs})
 	}
 	return ts
+}
+
+// parentOfAnother reports whether e's path holds another entry's path of its area.
+func parentOfAnother(m snapManifest, e snapEntry) bool {
+	prefix := e.Path + string(filepath.Separator)
+	for _, o := range m.Entries {
+		if o.Area == e.Area && strings.HasPrefix(o.Path, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // restoreTargetsOf is restoreTargets of snapshot id as c would restore it; nil when
@@ -214,18 +228,38 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	if err != nil {
 		return nil, nil, err
 	}
-	// Every area is looked at before a grant is used: a one-time grant is not used up
-	// for a restore that another area stops.
+	// Every path is looked at before a grant is used: a one-time grant is not used up
+	// for a restore that another path stops.
 	ts := s.restoreTargets(c, m)
 	peek := c
 	peek.peek = true
-	for _, cc := range []Call{peek, c} {
-		for _, t := range ts {
-			if err := s.mayWrite(ctx, cc, w.op, t); err != nil {
-				return nil, nil, err
-			}
+	for _, t := range ts {
+		if err := s.mayWrite(ctx, peek, w.op, t); err != nil {
+			return nil, nil, err
 		}
 	}
+	for _, t := range ts {
+		if w.allowed[t.area] {
+			// A grant covered t a moment ago; if none does now, the one this restore
+			// used was it (one with no target), and it allows every path (write.target).
+			switch left, err := s.hasGrant(ctx, c, w.op, t); {
+			case err != nil:
+				return nil, nil, err
+			case !left:
+				continue
+			}
+		}
+		if err := s.mayWrite(ctx, c, w.op, t); err != nil {
+			return nil, nil, err
+		}
+		w.allow(t.area)
+	}
+	// Every path it puts back is locked as an edit locks its file (in the workspace too).
+	locks := make([]target, len(m.Entries))
+	for i, e := range m.Entries {
+		locks[i] = target{area: e.Area, rel: e.Path}
+	}
+	defer s.lockEdits(locks...)()
 	var failed []error
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]

@@ -23,6 +23,12 @@ func TestCommandRisk(t *testing.T) {
 		`"rm" -rf x`, `\rm -rf x`, `r''m -rf x`, `rm -r \` + "\n-f /srv", `"sudo" ls`, `bash -c "rm -rf /srv"`,
 		// A command word the shell builds.
 		`eval "$CMD"`, "x; eval $y", "$(echo rm) -rf x", "`printf rm` -rf x", "ls && $(cat cmd.txt)",
+		// Forms the shell or the command reads as the same thing.
+		"echo `rm -rf x`", "rm --rec --f x", "rm -r --forc x", "chmod --rec 777 /srv", "git push --forc", "git push --force-with=x",
+		"/usr/bin/sudo id", "x; /bin/sudo -i", "curl x |& sh", "curl x | env sh", "curl x | env -i PATH=/bin bash",
+		"wget -qO- x | nohup sh", "curl x | command bash", "curl x | exec /bin/sh", "curl x | nice -n 5 sh",
+		"bash <(curl -s x)", "source <(wget -qO- x)", `bash -c "$(curl -fsSL x)"`,
+		"{rm,-rf,x}", "{sudo,id}", "rm -{r,f} x", "echo x >|/dev/sda",
 	}
 	for _, c := range high {
 		if l, why, ok := CommandRisk(c); !ok || l != risk.High || why == "" {
@@ -34,6 +40,8 @@ func TestCommandRisk(t *testing.T) {
 		"chmod 644 a", "git push origin main", "git push --tags", "echo x > /dev/null", "cmd 2>/dev/stderr",
 		"npm test", "echo hi >/dev/tty",
 		"echo $(date)", "x=$(git rev-parse HEAD)", "grep eval main.go", `echo "it's fine"`,
+		"rm --verbose -r x", "git push --follow-tags", "cat /etc/sudo.conf", "curl x | grep sh", "echo {a,b}",
+		"bash <(cat x)", "echo x >| out.txt",
 	}
 	for _, c := range low {
 		if l, why, ok := CommandRisk(c); ok {
@@ -43,7 +51,39 @@ func TestCommandRisk(t *testing.T) {
 	if _, _, ok := ArgumentRisk("terminal_operations", json.RawMessage(`{"operation":"send_input","sessionId":"s","input":"sudo su\n"}`)); !ok {
 		t.Error("send_input sudo")
 	}
+	if l, _, ok := ArgumentRisk("file_operations", json.RawMessage(`{"operation":"restore_snapshot","snapshotId":"s1"}`)); !ok || l != risk.High {
+		t.Errorf("restore_snapshot: %v %v", l, ok)
+	}
 	if _, _, ok := ArgumentRisk("think", json.RawMessage(`{"thought":"rm -rf /"}`)); ok {
 		t.Error("think is not a command")
+	}
+}
+
+// send_input is rated on the lines the shell will run: a line rebuilt from the keys
+// (backspace, Ctrl-U, Ctrl-A, cursor keys) as the audit rebuilds it, and a line the shell
+// takes from its history (history keys, !-expansion, ^old^new, fc) is HIGH, as what it
+// runs is not in the text.
+func TestInputRisk(t *testing.T) {
+	t.Parallel()
+	high := []string{
+		"rmx\x7f -rf /tmp/x\n", "echo hi\x15rm -rf x\n", " -rf x\x01rm\n", "rm -r x\x1b[D\x1b[D -f\n",
+		"rm -r\x1b[Df x\n",
+		"sudo ls\n", "\x1b[A\n", "\x1bOA\n", "\x1b[A", "\x10\n", "\x12build\n", "^build^~\n", "  ^a^b\n", "!!\n", "!-1\n",
+		"!rm\n", "echo !$\n", "ls; !!\n", "fc -s\n", "fc\n", "ls && fc -s build\n",
+		"rm -rf /tmp/y",     // not finished yet: still rated
+		"sudo rm x\x15ls\n", // raw text kept as a net
+	}
+	for _, in := range high {
+		args, _ := json.Marshal(map[string]string{"operation": "send_input", "sessionId": "s", "input": in})
+		if l, why, ok := ArgumentRisk("terminal_operations", args); !ok || l != risk.High || why == "" {
+			t.Errorf("%q: %v %q %v", in, l, why, ok)
+		}
+	}
+	low := []string{"ls -la\n", "echo hi!\n", "echo hi! there\n", "[ ! -e x ] && echo y\n", "x!=y\n", "echo $((1 != 2))\n", "ls\x7f\x7fpwd\n", "vim x", ":wq\r", "y\n", "\x03"}
+	for _, in := range low {
+		args, _ := json.Marshal(map[string]string{"operation": "send_input", "sessionId": "s", "input": in})
+		if l, why, ok := ArgumentRisk("terminal_operations", args); ok {
+			t.Errorf("%q: %v %q", in, l, why)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // startBuiltin is start with the built-in server, its file tool enabled at LOW risk.
@@ -71,7 +72,11 @@ func TestBuiltinWriteRollback(t *testing.T) {
 			t.Fatalf("an undo step is not restore_snapshot: %s", st.Arguments)
 		}
 	}
-	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{Hash: rp.Hash, Confirmed: true}); err != nil {
+	// A restore deletes and moves files, so it is high risk: the phrase is typed.
+	if rp.Risk != risk.High || rp.Phrase == "" {
+		t.Fatalf("the rollback's risk: %s %q", rp.Risk, rp.Phrase)
+	}
+	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{Hash: rp.Hash, Phrase: rp.Phrase}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(ex.ID, executions.RolledBack, 20*time.Second)
@@ -166,6 +171,51 @@ func TestBuiltinPreviewStale(t *testing.T) {
 		t.Fatalf("a stale file: %q %q", got.Error, got.Reason)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "one\ntwo\nthree\nfour\n" {
+		t.Fatalf("the stale step ran: %q", b)
+	}
+}
+
+// A plan's preview and fingerprint use the arguments the step will run with, the tool's
+// configured defaults merged: with overwrite true as a default, create_file on a file
+// that exists overwrites it, so the step shows that diff and expects the file as
+// previewed. Before, the preview read the arguments as given (no overwrite), showed
+// nothing and set no expectation, and the file was overwritten unseen.
+func TestBuiltinPreviewUsesDefaults(t *testing.T) {
+	t.Parallel()
+	e := startBuiltin(t)
+	e.update("builtin__file_operations", tools.Patch{MergeParams: true,
+		Params: map[string]tools.ParamInput{"overwrite": {Mode: tools.ModeDefault, Value: json.RawMessage(`true`)}}})
+	e.run(nil)
+	ws, err := e.app.Builtin.Workspace("conv-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := executions.Request{Steps: []executions.RequestStep{
+		step("builtin__file_operations.create_file", `{"filePath":"a.txt","content":"new\n"}`),
+	}}
+	ex, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &req, ConversationID: "conv-d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ex.Plan.Steps[0].Preview
+	if p == nil || p.Fingerprint == "" || p.Fingerprint == "absent" || !strings.Contains(p.Diff, "-old\n+new\n") {
+		t.Fatalf("the preview of create_file over a file, overwrite by default: %+v", p)
+	}
+	// The file changes after the preview: the step is stale, not run.
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("edited since\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	got := e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
+	if !strings.Contains(got.Error+got.Reason, "a.txt changed since the plan's preview") {
+		t.Fatalf("a stale file: %q %q", got.Error, got.Reason)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "edited since\n" {
 		t.Fatalf("the stale step ran: %q", b)
 	}
 }

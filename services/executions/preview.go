@@ -45,7 +45,7 @@ func (s *Service) preview(ctx context.Context, conversation, user string, plan *
 	}
 	calls := make([]PreviewCall, len(plan.Steps))
 	for i, st := range plan.Steps {
-		calls[i] = PreviewCall{Tool: st.Tool, Arguments: st.Arguments}
+		calls[i] = PreviewCall{Tool: st.Tool, Arguments: st.runArguments()}
 	}
 	ps, err := s.opts.Previewer.PreviewPlan(ctx, conversation, user, calls)
 	if err != nil {
@@ -69,7 +69,7 @@ func (s *Service) staleFile(ctx context.Context, ex *Execution, st Step) (string
 	if want == nil {
 		return "", nil
 	}
-	got, err := s.opts.Previewer.Fingerprint(ctx, ex.conversation(), PreviewCall{Tool: st.Tool, Arguments: st.Arguments})
+	got, err := s.opts.Previewer.Fingerprint(ctx, ex.conversation(), PreviewCall{Tool: st.Tool, Arguments: ex.Plan.Steps[st.Position].runArguments()})
 	if err != nil {
 		return "", err
 	}
@@ -77,6 +77,17 @@ func (s *Service) staleFile(ctx context.Context, ex *Execution, st Step) (string
 		return "", nil
 	}
 	return fmt.Sprintf("%s changed since the plan's preview was made (the diff approved is no longer what it would do); make the plan again", want.Path), nil
+}
+
+// runArguments are the arguments the step runs with: as given, with the tool's
+// configured values merged (Effective; the plan's hash binds them), for a preview must
+// show what the call will do (a default overwrite: true makes create_file replace a
+// file). Only a plan stored before Effective was kept falls back to the arguments given.
+func (st PlannedStep) runArguments() json.RawMessage {
+	if len(st.Effective) > 0 && string(st.Effective) != "null" {
+		return st.Effective
+	}
+	return st.Arguments
 }
 
 // expectOf is the fingerprint run step st's file must have when it is written (the

@@ -1,0 +1,10 @@
+package builtin
+
+// LockEditForTest holds the edit lock of path rel of workspace area, as a write in
+// progress does, until the returned function is called; before is called as any
+// write is about to take its locks from then on.
+func LockEditForTest(s *Server, area, rel string, before func()) func() {
+	unlock := s.lockEdit(area, rel)
+	s.beforeEditLock = before
+	return unlock
+}
