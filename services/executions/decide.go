@@ -128,6 +128,9 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 	if err := s.preview(ctx, conv, c.Actor.ID, &plan); err != nil {
 		return nil, err
 	}
+	if plan, err = s.asStored(ctx, plan); err != nil {
+		return nil, err
+	}
 	hash, err := plan.Hash()
 	if err != nil {
 		return nil, err

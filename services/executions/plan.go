@@ -1,16 +1,22 @@
 package executions
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/toolwarden/toolwarden/internal/canonjson"
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -78,6 +84,9 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 			e.Add(field+"/tool", "name the tool (\"server__tool\")")
 			return PlannedStep{}, false
 		}
+		if !checkArguments(e, field+"/arguments", st.Arguments) {
+			return PlannedStep{}, false
+		}
 		p, err := s.router.Prepare(ctx, router.Call{Tool: st.Tool, Arguments: st.Arguments, Actor: actor, Role: role,
 			Source: router.SourceExecution, ConversationID: conversation, Preflight: true})
 		if err != nil {
@@ -116,6 +125,82 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 		}
 	}
 	return plan, e.Err()
+}
+
+// maxStoredNumber bounds, in characters, a number of a step's arguments as PostgreSQL
+// writes it out (jsonb keeps numbers as numeric, exponent expanded): 1e100000 is eight
+// bytes given and 100,001 digits stored and shown.
+const maxStoredNumber = 100
+
+// checkArguments refuses, under field, step arguments that could not be stored as
+// given: text PostgreSQL does not keep (a NUL, a lone surrogate), a key given twice, and
+// a number that expands to more than maxStoredNumber digits. Every plan passes here,
+// a planner's too, so none reaches the INSERT to fail there. False when it added an error.
+func checkArguments(e *verr.Error, field string, raw json.RawMessage) bool {
+	if ptr, why, bad := textcheck.JSON(raw); bad {
+		e.Add(field+ptr, why)
+		return false
+	}
+	if ptr, dup := textcheck.DuplicateKey(raw); dup {
+		e.Add(field+ptr, textcheck.WhyDuplicate)
+		return false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	for {
+		if dec.PeekKind() != '0' {
+			if _, err := dec.ReadToken(); err != nil {
+				return true // the end, or not JSON: the router says what is wrong with that
+			}
+			continue
+		}
+		num, err := dec.ReadValue()
+		if err != nil {
+			return true
+		}
+		if n := storedLen(string(num)); n > max(maxStoredNumber, int64(len(num))) {
+			e.Add(field+string(dec.StackPointer()), fmt.Sprintf("is a number that would be stored as more than %d digits "+
+				"(PostgreSQL writes its exponent out in full); give it with a smaller exponent", maxStoredNumber))
+			return false
+		}
+	}
+}
+
+// storedLen is about how many characters PostgreSQL's numeric writes the JSON number
+// num as: its significant digits, with as many zeros and decimals as its exponent asks
+// for (1e-7 is 0.0000001, 1e3 is 1000, -0.0 is 0.0).
+func storedLen(num string) int64 {
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(num, "-")), "e")
+	whole, frac, _ := strings.Cut(mant, ".")
+	var e int64
+	if exp != "" {
+		neg := strings.HasPrefix(exp, "-")
+		exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+		if len(exp) > 9 {
+			return math.MaxInt32 // beyond what numeric holds at all
+		}
+		e, _ = strconv.ParseInt("0"+exp, 10, 64)
+		if neg {
+			e = -e
+		}
+	}
+	digits := int64(len(strings.TrimLeft(whole+frac, "0")))
+	scale := int64(len(frac)) - e // decimals shown
+	if scale <= 0 {
+		return max(1, digits-scale)
+	}
+	return max(1, digits-scale) + 1 + scale
+}
+
+// asStored is plan as PostgreSQL gives it back once stored as jsonb (numbers as numeric
+// writes them: 1e-7 as 0.0000001, -0 as 0), so that its hash is the one a check of the
+// stored plan and its stored steps computes; hashed as given, such a plan would look
+// altered after approval and never run.
+func (s *Service) asStored(ctx context.Context, plan Plan) (Plan, error) {
+	var out Plan
+	if err := s.pool.QueryRow(ctx, `/* executions.asStored */ SELECT $1::jsonb`, plan).Scan(&out); err != nil {
+		return Plan{}, fmt.Errorf("executions: plan as stored: %w", err)
+	}
+	return out, nil
 }
 
 // addRouterError files a router refusal under the step it belongs to.
