@@ -93,7 +93,12 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		}
 	}
 	if len(approved) == 0 {
-		approved = ex.PlanHash // not approved yet: the hash the plan was made with
+		// Only a plan still awaiting its approval is checked without one (Confirm): a
+		// status moved on by a write to that column alone has no approval sealed with it.
+		if phase == PhaseRollback || ex.Status != AwaitingApproval {
+			return who, nil, &breach{action: actionHashMismatch, reason: "it was never approved (no approval is sealed with its record)"}, nil
+		}
+		approved = ex.PlanHash
 	}
 	if h, err := stored.Hash(); err != nil || !bytes.Equal(h, approved) {
 		return who, nil, &breach{action: actionHashMismatch, reason: "the stored plan is not the one that was approved (it was altered after approval)"}, nil

@@ -330,15 +330,18 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 	if planHash != "" && !strings.EqualFold(planHash, ex.Hash()) {
 		return nil, conflict(id, ex.Status, "approved as shown (the plan is not the one you saw; reload it)")
 	}
-	how := "confirm"
-	if ex.Risk == string(risk.High) {
-		if phrase != ex.ConfirmationPhrase {
+	// The level and phrase come from the stored plan, which checkBinding below proves is
+	// the one hashed and sealed, not from the risk and phrase columns, which no seal covers.
+	how, want := "confirm", ex.Plan.Phrase()
+	level, _ := ex.Plan.Risk()
+	if level == risk.High {
+		if phrase != want {
 			s.refusal(ctx, c, ex, "wrong phrase")
-			return nil, wrongPhraseFault(ex.ConfirmationPhrase)
+			return nil, wrongPhraseFault(want)
 		}
 		how = "phrase"
 	}
-	verdict, err := s.mayDecideOn(ctx, c, ex, risk.Level(ex.Risk), verb)
+	verdict, err := s.mayDecideOn(ctx, c, ex, level, verb)
 	if err != nil {
 		return nil, err
 	}

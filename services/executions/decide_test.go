@@ -170,6 +170,31 @@ func TestPhrase(t *testing.T) {
 	}
 }
 
+// The phrase a HIGH plan needs comes from its stored plan, which the seal vouches for,
+// not from the risk and phrase columns, which it does not cover: lowering those in the
+// database does not let a confirm without the phrase approve it.
+func TestPhraseFromTheSealedPlan(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "echo")
+	e.setRisk("mt__echo", risk.High)
+	ex := e.create(e.admin, step("mt__echo", `{"message":"sealed"}`))
+	if ex.Risk != "high" || ex.ConfirmationPhrase != "mt__echo" {
+		t.Fatalf("got risk %s, phrase %q; want high, mt__echo", ex.Risk, ex.ConfirmationPhrase)
+	}
+	testkit.Exec(t, e.pool, `UPDATE executions SET risk = 'medium', confirmation_phrase = '' WHERE id = $1`, ex.ID)
+	_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash())
+	if got, ok := executions.WrongPhrase(err); !ok || got != "mt__echo" {
+		t.Fatalf("a confirm without the phrase after the columns were lowered: got %v, want a wrong_phrase asking for mt__echo", err)
+	}
+	if got := e.get(ex.ID); got.Status != executions.AwaitingApproval {
+		t.Fatalf("got %s, want it still awaiting approval", got.Status)
+	}
+	if got, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "mt__echo", ex.Hash()); err != nil || got.Approval != "phrase" {
+		t.Fatalf("with the phrase: got %v, %v; want it approved by phrase", got, err)
+	}
+}
+
 // Plan.Phrase names the first HIGH step's tool and, when its arguments say, its target.
 func TestPlanPhrase(t *testing.T) {
 	t.Parallel()

@@ -3,6 +3,7 @@ package executions_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -115,6 +118,42 @@ func TestSweepQueuesWhatALiveRunnerDropped(t *testing.T) {
 	// Another replica, which leaves it to the sweep at start.
 	e.run(e.sweeper("55555555-5555-4555-8555-555555555555", func(string) bool { return true }))
 	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}
+
+// The seal proves what was approved, not just what was planned: an execution made to
+// look started by a write to its status column alone (a HIGH plan still awaiting its
+// phrase, or a rejected one with its steps set pending again) is queued by the sweep
+// like any dropped one, but its runner refuses it as altered and runs no step.
+func TestSweepRefusesAnUnapprovedExecution(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo")
+	e.setRisk("mt__echo", risk.High)
+	alice := e.user("alice", auth.RoleToolUser)
+	awaiting := e.create(alice, step("mt__echo", `{"message":"never approved"}`))
+	rejected := e.create(alice, step("mt__echo", `{"message":"rejected"}`))
+	if _, err := e.svc.Reject(e.ctx, e.admin, rejected.ID, "no"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{awaiting.ID, rejected.ID} {
+		if got := e.get(id); len(got.ApprovedHash) != 0 {
+			t.Fatalf("%s: an approval hash before any approval", got.Status)
+		}
+		testkit.Exec(t, e.pool, `UPDATE tool_calls SET status = 'pending' WHERE execution_id = $1`, id)
+		testkit.Exec(t, e.pool, `UPDATE executions SET status = 'executing' WHERE id = $1`, id)
+	}
+	e.run(e.sweeper("abababab-abab-4bab-8bab-abababababab", func(string) bool { return true }))
+	for _, id := range []string{awaiting.ID, rejected.ID} {
+		got := e.waitStatus(id, executions.Failed, 30*time.Second)
+		if !strings.Contains(got.Error, "never approved") {
+			t.Errorf("error: got %q, want it to say the plan was never approved", got.Error)
+		}
+		if st := e.steps(id); st[0].Status != executions.StepSkipped {
+			t.Errorf("its step: got %s, want skipped", st[0].Status)
+		}
+		if n := e.audits(id, "execution.plan_hash_mismatch"); n != 1 {
+			t.Errorf("execution.plan_hash_mismatch audit rows: got %d, want 1", n)
+		}
+	}
 }
 
 // An execution whose run job a replica has picked up, but whose lock that replica has
