@@ -435,9 +435,13 @@ func nothingToUndo(rp *RollbackPlan) string {
 }
 
 // mapArguments builds a compensation's arguments from the undone step's.
+// Numbers are copied as written: as float64, an id such as 9007199254740993 would
+// come back as ...992 and the compensation would act on another record.
 func mapArguments(m map[string]MappedArgument, stepArgs json.RawMessage) (json.RawMessage, error) {
 	var src any
-	if err := json.Unmarshal(stepArgs, &src); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(stepArgs))
+	dec.UseNumber()
+	if err := dec.Decode(&src); err != nil {
 		return nil, fmt.Errorf("the step's arguments: %w", err)
 	}
 	out := map[string]json.RawMessage{}
