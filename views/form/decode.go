@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -50,12 +51,22 @@ func (l loc) child(name string) loc {
 	return loc{schema.PtrJoin(l.ptr, name), schema.PtrJoin(l.path, name)}
 }
 
+// maxNameSegments bounds the "/" segments of a submitted name that can be some
+// input's: each level of nesting (at most schema.MaxParamDepth+1, then a JSON
+// sub-editor) adds a property, item or row, perhaps a variant and "~more", and a
+// suffix ends it. Longer names are no input's and are not indexed: indexing
+// each prefix of "arg/0/0/…" would hash the whole prefix at every segment.
+const maxNameSegments = 3*(schema.MaxParamDepth+1) + 2
+
 // lastIndexes indexes every "<name>/<index>" prefix of the submitted names
 // once (name → 1 + the highest index), so an array or a map finds its items
 // without scanning every name.
 func lastIndexes(form url.Values) map[string]int {
 	last := map[string]int{}
 	for k := range form {
+		if strings.Count(k, "/") > maxNameSegments {
+			continue
+		}
 		for i := 0; i < len(k); i++ {
 			if k[i] != '/' {
 				continue
@@ -85,6 +96,10 @@ func (d *formDecoder) rootJSON() any {
 	v, err := schema.Decode([]byte(s))
 	if err != nil {
 		d.errs.Add("", jsonProblem(err))
+		return schema.NewObject()
+	}
+	if problem := jsonTextProblem(s); problem != "" {
+		d.errs.Add("", problem)
 		return schema.NewObject()
 	}
 	if _, ok := v.(*schema.Object); !ok {
@@ -297,7 +312,29 @@ func (d *formDecoder) jsonValue(l loc, item bool) (any, bool) {
 		d.errs.Add(l.ptr, jsonProblem(err))
 		return nil, false
 	}
+	if problem := jsonTextProblem(s); problem != "" {
+		d.errs.Add(l.ptr, problem)
+		return nil, false
+	}
 	return v, true
+}
+
+// jsonTextProblem says what is wrong with JSON text typed into a form beyond its
+// syntax, or "": a NUL, a lone surrogate or bytes that are not UTF-8 (which
+// PostgreSQL refuses, so they would fail later as an internal error), or a key
+// given twice (schema.Decode keeps the last; other readers may keep the first).
+// The pointer it names is inside the text.
+func jsonTextProblem(s string) string {
+	if ptr, why, found := textcheck.JSON([]byte(s)); found {
+		if ptr == "" {
+			return why
+		}
+		return "at " + ptr + ": " + why
+	}
+	if ptr, dup := textcheck.DuplicateKey([]byte(s)); dup {
+		return "the key " + ptr + " " + textcheck.WhyDuplicate
+	}
+	return ""
 }
 
 func jsonProblem(err error) string {

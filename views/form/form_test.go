@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/services/schema"
 )
@@ -1010,6 +1011,59 @@ func TestNumbersAsTyped(t *testing.T) {
 		var m map[string]json.Number
 		if err := json.Unmarshal(got, &m); errs != nil || err != nil || m["n"].String() != want || m["i"].String() != "12345678901234567890123" {
 			t.Errorf("%q: got %s %v, want n = %s", typed, got, errs, want)
+		}
+	}
+}
+
+// A submitted name with more segments than any field's path has is ignored before it
+// is indexed: indexing every "/<n>" prefix of "arg/0/0/…" would hash the whole prefix
+// at each segment, quadratic in the name's length.
+func TestLongNameIgnored(t *testing.T) {
+	t.Parallel()
+	s := json.RawMessage(`{"type":"object","properties":{"xs":{"type":"array","items":{"type":"string"}}}}`)
+	long := "arg/xs" + strings.Repeat("/0", 2_000)
+	if last := lastIndexes(url.Values{long: {"x"}, "arg/xs/1": {"b"}}); len(last) != 1 || last["arg/xs"] != 2 {
+		t.Errorf("indexes of a 2,000-segment name: got %d entries (/xs: %d), want only the short name's", len(last), last["arg/xs"])
+	}
+	// Decoding a 200,000-segment name returns (the test's own timeout is the guard) with
+	// the name ignored, as any name that is no field's.
+	done := make(chan struct{})
+	var got json.RawMessage
+	go func() {
+		defer close(done)
+		got, _ = Decode(s, url.Values{"arg/xs" + strings.Repeat("/0", 200_000): {"x"}, "arg/xs/0": {"a"}})
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		t.Fatal("Decode of a 200,000-segment name did not return within 5 minutes")
+	}
+	if !sameFormArgs(t, got, []byte(`{"xs": ["a"]}`)) {
+		t.Errorf("got %s, want the long name ignored", got)
+	}
+}
+
+// JSON typed into a sub-editor or the whole-arguments editor that holds a NUL, a lone
+// surrogate or a key given twice is refused at that editor's pointer, saying where
+// inside it, instead of reaching the database (a 500) or keeping the last key.
+func TestJSONEditorsRefuseBadText(t *testing.T) {
+	t.Parallel()
+	s := json.RawMessage(`{"type":"object","properties":{"cfg":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":true},"n":{"type":"string"}}}`)
+	for _, tt := range []struct {
+		name string
+		form url.Values
+		ptr  string
+		want string
+	}{
+		{"NUL in a sub-editor", url.Values{"arg/cfg": {`{"a": "x\u0000y"}`}, JSONKey: {"/cfg"}}, "/cfg", `at /a: contains a NUL byte`},
+		{"lone surrogate in a sub-editor", url.Values{"arg/cfg": {`{"b": "\ud800"}`}, JSONKey: {"/cfg"}}, "/cfg", `at /b: contains a lone UTF-16 surrogate`},
+		{"duplicate key in a sub-editor", url.Values{"arg/cfg": {`{"a": "x", "a": "rm -rf /"}`}, JSONKey: {"/cfg"}}, "/cfg", `the key /a is given twice`},
+		{"NUL in the arguments editor", url.Values{"arg": {`{"n": "\u0000"}`}, JSONKey: {""}}, "", `at /n: contains a NUL byte`},
+		{"duplicate key in the arguments editor", url.Values{"arg": {`{"n": "a", "n": "b"}`}, JSONKey: {""}}, "", `the key /n is given twice`},
+	} {
+		_, errs := Decode(s, tt.form)
+		if errs == nil || len(errs.Fields) != 1 || errs.Fields[0].Field != tt.ptr || !strings.HasPrefix(errs.Fields[0].Message, tt.want) {
+			t.Errorf("%s: got %v, want one error at %q starting %q", tt.name, errs, tt.ptr, tt.want)
 		}
 	}
 }
