@@ -328,6 +328,10 @@ func readArgs(it tools.Item, mode string, f url.Values) (json.RawMessage, *verr.
 		}
 		return json.RawMessage(text), &verr.Error{Fields: []verr.Field{{Field: "", Message: msg}}}
 	}
+	if ptr, why, bad := textcheck.JSON([]byte(text)); bad {
+		// PostgreSQL refuses such text where the run is recorded: said here, not as a 500.
+		return json.RawMessage(text), &verr.Error{Fields: []verr.Field{{Field: ptr, Message: ptr + ": " + why}}}
+	}
 	if ptr, dup := textcheck.DuplicateKey([]byte(text)); dup {
 		return json.RawMessage(text), &verr.Error{Fields: []verr.Field{{Field: ptr, Message: ptr + " " + textcheck.WhyDuplicate}}}
 	}
@@ -391,6 +395,12 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 			tv = h.testView(c, it, mode, args, errs)
 			break
 		}
+		if op == "remove" {
+			// The button names the item's inputs' path; the arguments know it by its pointer.
+			if p, ok := form.PointerAt(it.InputSchema, args, f, ptr); ok {
+				ptr = p
+			}
+		}
 		next, err := form.EditArray(it.InputSchema, args, op, ptr)
 		if err != nil {
 			tv = h.testView(c, it, mode, args, verr.New(ptr, err.Error()).(*verr.Error))
@@ -442,7 +452,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 			var ve *verr.Error
 			switch {
 			case errors.As(err, &ve):
-				tv.Errors = ve
+				tv.Errors = ownStep(ve) // at the fields, as Run shows them
 			case err != nil:
 				return err
 			default:
@@ -489,6 +499,23 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 		tv.JSON = f.Get("arguments_json")
 	}
 	return h.renderTest(c, ci, tv, false, last)
+}
+
+// ownStep is a plan's errors about its one step as the workspace shows them: those at
+// the step's arguments at the arguments' own fields, the rest (the tool) at the top.
+func ownStep(ve *verr.Error) *verr.Error {
+	out := &verr.Error{}
+	for _, f := range ve.Fields {
+		const args = "/steps/0/arguments"
+		switch {
+		case f.Field == args || strings.HasPrefix(f.Field, args+"/"):
+			f.Field = strings.TrimPrefix(f.Field, args)
+		case f.Field == "/steps/0" || strings.HasPrefix(f.Field, "/steps/0/"):
+			f.Field = ""
+		}
+		out.Fields = append(out.Fields, f)
+	}
+	return out
 }
 
 // TestRisk answers a change of the workspace's arguments (POST /tools/:id/test/risk):

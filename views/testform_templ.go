@@ -1509,9 +1509,9 @@ func formArray(f form.Field, errs *verr.Error) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var71 string
-				templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinStringErrs("remove:" + it.Pointer)
+				templ_7745c5c3_Var71, templ_7745c5c3_Err = templ.JoinStringErrs("remove:" + it.Path)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 249, Col: 85}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 249, Col: 82}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var71))
 				if templ_7745c5c3_Err != nil {
@@ -1524,7 +1524,7 @@ func formArray(f form.Field, errs *verr.Error) templ.Component {
 				var templ_7745c5c3_Var72 string
 				templ_7745c5c3_Var72, templ_7745c5c3_Err = templ.JoinStringErrs("Remove " + it.Label + " from " + f.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 249, Col: 157}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 249, Col: 154}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var72))
 				if templ_7745c5c3_Err != nil {
@@ -1537,7 +1537,7 @@ func formArray(f form.Field, errs *verr.Error) templ.Component {
 				var templ_7745c5c3_Var73 string
 				templ_7745c5c3_Var73, templ_7745c5c3_Err = templ.JoinStringErrs("array-remove-" + it.Path)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 249, Col: 199}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/testform.templ`, Line: 249, Col: 196}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var73))
 				if templ_7745c5c3_Err != nil {

@@ -471,6 +471,18 @@ func EditArray(inputSchema, values json.RawMessage, op, pointer string) (json.Ra
 	return json.RawMessage(jsonText(args, false)), nil
 }
 
+// PointerAt is the JSON pointer, in values, of the input at path of the form
+// built from values and the form submitted: an array item's Remove names its
+// inputs' path, which is not its pointer in a map whose keys are digits or in
+// a choice's variant. False when no input of the form has that path.
+func PointerAt(inputSchema, values json.RawMessage, submitted url.Values, path string) (string, bool) {
+	m := BuildFrom(inputSchema, values, submitted)
+	if f := findPath(&m.Root, path); f != nil {
+		return f.Pointer, true
+	}
+	return "", false
+}
+
 // Map row edits: "Add entry" and "Remove" of a map's rows are _edit buttons
 // whose value is "addrow:<map path>" or "removerow:<row path>". They edit the
 // submitted form itself, since rows may hold keys the arguments cannot (empty,
