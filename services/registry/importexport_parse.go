@@ -172,9 +172,13 @@ func (p *parser) decode(data []byte) (any, bool) {
 		return nil, false
 	}
 	// fromYAML copies an anchor's value at every alias: a few hundred bytes of nested
-	// aliases would stand for billions of values.
-	if yamlsize.Expanded(&doc, maxConfigNodes) > maxConfigNodes {
-		p.fail("", "", fmt.Sprintf("stands for more than %d values once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", maxConfigNodes))
+	// aliases would stand for billions of values, or one long string for gigabytes.
+	if nodes, _, over := yamlsize.Size(&doc, maxConfigNodes, maxConfigExpanded); over {
+		if nodes > maxConfigNodes {
+			p.fail("", "", fmt.Sprintf("stands for more than %d values once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", maxConfigNodes))
+		} else {
+			p.fail("", "", fmt.Sprintf("stands for more than %d MiB of text once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", maxConfigExpanded>>20))
+		}
 		return nil, false
 	}
 	v, err := fromYAML(&doc, 0)
@@ -208,6 +212,10 @@ func at(data []byte, off int64, msg string) string {
 // maxConfigNodes bounds the values a configuration file stands for, aliases followed:
 // far above any real file, far below what would exhaust memory.
 const maxConfigNodes = 1_000_000
+
+// maxConfigExpanded bounds the bytes of text a configuration file stands for, aliases
+// followed: a few times what a file may hold written out.
+const maxConfigExpanded = 4 * maxConfigSize
 
 // fromYAML converts a YAML node into the same tree JSON decodes to, keeping scalars'
 // text (so `PORT: 3000` stays "3000", not a float) and refusing duplicate keys.

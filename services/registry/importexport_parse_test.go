@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,6 +236,17 @@ var aliasBomb = func() string {
 	return b
 }()
 
+// bigStringAliases is a 100 KiB description that 400 servers use through an alias:
+// 40 MiB of text once the aliases are followed, from a file of 110 KiB.
+var bigStringAliases = func() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nservers:\n  - {name: s0, type: stdio, command: x, description: &s " + strings.Repeat("x", 100<<10) + "}\n")
+	for i := 1; i < 400; i++ {
+		fmt.Fprintf(&b, "  - {name: s%d, type: stdio, command: x, description: *s}\n", i)
+	}
+	return b.String()
+}()
+
 func TestParseConfigErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -252,6 +264,7 @@ func TestParseConfigErrors(t *testing.T) {
 			[]string{`mcp.json: is not valid JSON: the key at /mcpServers/a/command appears twice`}},
 		{"empty", "servers.yaml", " \n", false, []string{"servers.yaml: is empty"}},
 		{"alias bomb", "servers.yaml", aliasBomb, false, []string{"servers.yaml: stands for more than 1000000 values once its aliases"}},
+		{"aliases of a big string", "servers.yaml", bigStringAliases, false, []string{"servers.yaml: stands for more than 16 MiB of text once its aliases"}},
 		{"number JSON cannot hold", "servers.yaml", "version: 1\nservers:\n  - {name: a, type: stdio, command: x, timeout_ms: 0x10}\n", false,
 			[]string{`servers.yaml: is not valid YAML: line 3: 0x10 is a YAML number JSON cannot hold: quote it ("0x10")`}},
 		{"unknown shape", "x.json", `{"tools": []}`, false, []string{"x.json: is not a server configuration"}},

@@ -43,6 +43,10 @@ func (r *reader) fail(line int, format string, a ...any) {
 	}
 }
 
+// maxExpandedBytes bounds the bytes of text a template stands for, its aliases
+// followed: a few times what a template may hold written out.
+const maxExpandedBytes = 4 * MaxBytes
+
 // yamlLine finds the line in a YAML syntax error ("yaml: line 3: ...").
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
@@ -75,8 +79,13 @@ func (r *reader) template(text string) *Template {
 	}
 	// Aliases are followed wherever they are used: a small template whose aliases
 	// multiply would cost gigabytes each time it is parsed (on every connect and view).
-	if yamlsize.Expanded(&doc, MaxNodes) > MaxNodes {
-		r.fail(0, "stands for more than %d values once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", MaxNodes)
+	// One long string behind many aliases costs as much as many values.
+	if nodes, _, over := yamlsize.Size(&doc, MaxNodes, maxExpandedBytes); over {
+		if nodes > MaxNodes {
+			r.fail(0, "stands for more than %d values once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", MaxNodes)
+		} else {
+			r.fail(0, "stands for more than %d MiB of text once its aliases (*name) are followed: write the repeated parts out, or repeat fewer of them", maxExpandedBytes>>20)
+		}
 		return nil
 	}
 	root := r.resolve(doc.Content[0])

@@ -85,6 +85,17 @@ var aliasHeaders = func() string {
 	return b.String()
 }()
 
+// aliasDescription is a template whose 50 tools each use one anchor's 100 KiB
+// description: 5 MiB of text once the aliases are followed, from 100 KiB.
+var aliasDescription = func() string {
+	var b strings.Builder
+	b.WriteString("tools:\n  - {name: t0, command: {argv: [\"true\"]}, description: &d " + strings.Repeat("x", 100<<10) + "}\n")
+	for i := 1; i < 50; i++ {
+		fmt.Fprintf(&b, "  - {name: t%d, command: {argv: [\"true\"]}, description: *d}\n", i)
+	}
+	return b.String()
+}()
+
 func TestParseProblems(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -93,6 +104,7 @@ func TestParseProblems(t *testing.T) {
 	}{
 		{"empty", "", []string{"is empty"}},
 		{"aliases that multiply", aliasHeaders, []string{"stands for more than 200000 values once its aliases"}},
+		{"aliases of a big string", aliasDescription, []string{"stands for more than 1 MiB of text once its aliases"}},
 		{"unquoted placeholder in a body", "tools:\n  - name: t\n    input_schema: {type: object, properties: {city: {type: string}}}\n    http:\n      method: POST\n      url: \"https://example.com/\"\n      body:\n        city: {city}\n",
 			[]string{`line 8: write "{city}" in quotes: unquoted, {city} is a YAML mapping`}},
 		{"unquoted placeholder in a header", "tools:\n  - name: t\n    input_schema: {type: object, properties: {city: {type: string}}}\n    http:\n      url: \"https://example.com/\"\n      headers:\n        X-City: {city}\n",
