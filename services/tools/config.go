@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,6 +180,11 @@ func textOf(v json.RawMessage) string {
 	return string(v)
 }
 
+var (
+	wholeNumber  = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+	plainDecimal = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`)
+)
+
 // fromText converts what a form field held to the JSON value the property's type wants.
 func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 	ts := types(prop)
@@ -194,7 +201,8 @@ func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 	}
 	switch {
 	case has("integer") && !has("string"):
-		if _, err := strconv.ParseInt(trimmed, 10, 64); err != nil || !json.Valid([]byte(trimmed)) {
+		// Any length: an id past 2^63 is a whole number too, kept as typed.
+		if !wholeNumber.MatchString(trimmed) {
 			return nil, "must be a whole number"
 		}
 		return json.RawMessage(trimmed), ""
@@ -202,6 +210,12 @@ func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 		f, err := strconv.ParseFloat(trimmed, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return nil, "must be a number"
+		}
+		if plainDecimal.MatchString(trimmed) {
+			// Digits a float64 cannot hold are kept as typed (0.1000000000000000055 is not 0.1).
+			if r, ok := new(big.Rat).SetString(trimmed); ok && r.Cmp(new(big.Rat).SetFloat64(f)) != 0 {
+				return json.RawMessage(trimmed), ""
+			}
 		}
 		return json.RawMessage(strconv.FormatFloat(f, 'g', -1, 64)), ""
 	case has("boolean") && !has("string"):

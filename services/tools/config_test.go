@@ -175,6 +175,23 @@ func TestUpdateParamsFromText(t *testing.T) {
 	}
 }
 
+// Numbers typed into the settings keep digits a float64 cannot hold: a whole number
+// past 2^63 and a decimal with more precision are stored as typed, not rounded.
+func TestUpdateParamsKeepNumbers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := configTool(f, "validated")
+	f.update(id, tools.Patch{Params: map[string]tools.ParamInput{"path": value(`"/srv"`),
+		"level": text("123456789012345678901"), "ratio": text("0.1000000000000000055511151231257827")}})
+	c := f.config(id)
+	if got := compact(c.Params["level"].Value); got != "123456789012345678901" {
+		t.Errorf("level: got %s, want 123456789012345678901", got)
+	}
+	if got := compact(c.Params["ratio"].Value); got != "0.1000000000000000055511151231257827" {
+		t.Errorf("ratio: got %s, want 0.1000000000000000055511151231257827", got)
+	}
+}
+
 func TestUpdateParamErrors(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
