@@ -198,6 +198,33 @@ func TestApprovalInsideTheCall(t *testing.T) {
 	}
 }
 
+// A caller whose role may not ask for approval (an auditor a rule lets use one tool) is
+// told the call needs approval; no execution is made for the approvers to decide on.
+func TestNoHeldCallWithoutExecutionCreate(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	ctx := context.Background()
+	audra := e.srv.CreateUser(t, "audra", auth.RoleAuditor, password)
+	target, err := e.srv.Tools.Target(ctx, "ut__echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Tools.SetPermission(ctx, e.admin.Actor, target.ID, "audra", new(true)); err != nil {
+		t.Fatal(err)
+	}
+	token := e.srv.Token(t, "audra")
+	for _, era := range eras {
+		cs := mustConnect(t, e.srv, token, era)
+		res := wait(t, call(ctx, cs, "ut__echo", map[string]any{"message": "held?"}, ""))
+		if !res.IsError || !strings.Contains(strings.ToLower(text(res)), "approval") {
+			t.Fatalf("%s: got %+v %q, want a result saying the call needs approval", era, res, text(res))
+		}
+	}
+	if n := e.srv.App.Count(t, `SELECT count(*) FROM executions WHERE requested_by = $1`, audra.ID); n != 0 {
+		t.Errorf("%d executions asked for by the auditor, want none", n)
+	}
+}
+
 // When nobody decides before the hold ends, the call answers that it waits, naming the
 // execution; toolwarden__await_execution waits again and returns the real result.
 // toolwarden__list_pending lists the caller's waiting calls. Another user cannot await

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -152,7 +153,9 @@ func (g *Gateway) call(ctx context.Context, c *caller, req *mcp.CallToolRequest)
 		}
 	}
 	res, err := g.router.Call(ctx, call)
-	if f, ok := fault.As(err); ok && f.Code == router.CodeApprovalRequired && g.exec != nil {
+	// Only a caller who may ask for approval gets a held call; others (an auditor allowed
+	// one tool by a rule) are told it needs approval, as the executions API would.
+	if f, ok := fault.As(err); ok && f.Code == router.CodeApprovalRequired && g.exec != nil && call.Role.Can(auth.PermExecutionCreate) {
 		return g.ask(ctx, c, req, call)
 	}
 	if err != nil {
