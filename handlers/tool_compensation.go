@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -110,6 +111,9 @@ func parseCompensation(c echo.Context) (views.ToolCompensationForm, map[string]e
 			continue
 		case row.Value != "" && !json.Valid([]byte(row.Value)):
 			e.Add(field, `the fixed value must be JSON: text in quotes ("like this"); numbers, true, false and null as they are`)
+			continue
+		case row.Value != "" && textcheck.Problem([]byte(row.Value)) != "":
+			e.Add(field, "the fixed value: "+textcheck.Problem([]byte(row.Value)))
 			continue
 		}
 		a := executions.MappedArgument{From: row.From}

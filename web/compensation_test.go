@@ -108,6 +108,7 @@ func TestCompensationTab(t *testing.T) {
 		{"itself", cpForm("xl__write-note"), "undo_tool", "cannot undo itself"},
 		{"arguments without a tool", cpForm("", [3]string{"message", "/text", ""}), "undo_tool", "pick the tool"},
 		{"value not JSON", cpForm("xl__echo", [3]string{"note", "", "undone"}), "/argument_map/note", "must be JSON"},
+		{"value with a NUL", cpForm("xl__echo", [3]string{"message", "", `"a\u0000b"`}), "/argument_map/message", "contains a NUL"},
 		{"both", cpForm("xl__echo", [3]string{"message", "/text", `"x"`}), "/argument_map/message", "not both"},
 		{"pointer", cpForm("xl__echo", [3]string{"message", "text", ""}), "/argument_map/message", "JSON pointer"},
 		{"twice", cpForm("xl__echo", [3]string{"message", "/text", ""}, [3]string{"message", "", `"x"`}), "/argument_map/message", "twice"},

@@ -49,3 +49,19 @@ func DuplicateKey(raw []byte) (ptr string, found bool) {
 
 // decoders keeps jsontext's decoders (and their buffers) between requests.
 var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(&bytes.Buffer{}) }}
+
+// Problem says what is wrong with JSON text a person typed, beyond its syntax, or "":
+// a string PostgreSQL cannot store (JSON) or a key given twice (DuplicateKey), naming
+// where inside the text.
+func Problem(raw []byte) string {
+	if ptr, why, found := JSON(raw); found {
+		if ptr == "" {
+			return why
+		}
+		return "at " + ptr + ": " + why
+	}
+	if ptr, dup := DuplicateKey(raw); dup {
+		return "the key " + ptr + " " + WhyDuplicate
+	}
+	return ""
+}

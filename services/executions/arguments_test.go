@@ -40,12 +40,22 @@ func TestArgumentNumbersAsStored(t *testing.T) {
 	for _, c := range []struct{ args, field string }{
 		{`{"a":1e100000,"b":1}`, "/steps/0/arguments/a"},
 		{`{"a":1,"b":-1e-200}`, "/steps/0/arguments/b"},
+		{`{"a":0.` + strings.Repeat("1", 17_000) + `,"b":1}`, "/steps/0/arguments/a"},
+		{`{"a":1,"b":` + strings.Repeat("9", 1001) + `}`, "/steps/0/arguments/b"},
 	} {
 		_, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &executions.Request{Steps: []executions.RequestStep{step("mt__add", c.args)}}})
 		var ve *verr.Error
 		if !errors.As(err, &ve) || ve.For(c.field) == "" {
-			t.Errorf("%s: got %v, want a field error at %s", c.args, err, c.field)
+			t.Errorf("%.40s: got %.200v, want a field error at %s", c.args, err, c.field)
 		}
+	}
+	// A tool's name PostgreSQL cannot look up is bad input at the step's tool, not a
+	// database error shown as a field's message.
+	_, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &executions.Request{Steps: []executions.RequestStep{
+		{Tool: "mt__add\x00", Arguments: json.RawMessage(`{"a":1,"b":2}`)}}}})
+	var ve *verr.Error
+	if !errors.As(err, &ve) || !strings.Contains(ve.For("/steps/0/tool"), "NUL") {
+		t.Errorf("a tool name with a NUL: got %v, want a field error at /steps/0/tool naming the NUL", err)
 	}
 }
 

@@ -193,6 +193,19 @@ func TestPhraseFromTheSealedPlan(t *testing.T) {
 	if got, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "mt__echo", ex.Hash()); err != nil || got.Approval != "phrase" {
 		t.Fatalf("with the phrase: got %v, %v; want it approved by phrase", got, err)
 	}
+	// The step's level in the stored plan is covered by no hash: written over with a level
+	// that is none (or any lower one), the plan is stale at confirm, never approved.
+	for _, level := range []string{"x", "High", "medium"} {
+		ex := e.create(e.admin, step("mt__echo", `{"message":"`+level+`"}`))
+		testkit.Exec(t, e.pool, `UPDATE executions SET plan = jsonb_set(plan, '{steps,0,risk,level}', to_jsonb($2::text)) WHERE id = $1`,
+			ex.ID, level)
+		if got, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); err == nil {
+			t.Errorf("level %q written into the plan: confirmed without the phrase (%s)", level, got.Status)
+		}
+		if got := e.get(ex.ID); got.Status == executions.Executing || got.Status == executions.Success {
+			t.Errorf("level %q written into the plan: got %s, want it not approved", level, got.Status)
+		}
+	}
 }
 
 // Plan.Phrase names the first HIGH step's tool and, when its arguments say, its target.

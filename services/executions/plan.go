@@ -79,9 +79,14 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 		return Plan{}, err
 	}
 	var plan Plan
+	var failed error // not about the plan: the database, say
 	one := func(field string, st RequestStep) (PlannedStep, bool) {
 		if strings.TrimSpace(st.Tool) == "" {
 			e.Add(field+"/tool", "name the tool (\"server__tool\")")
+			return PlannedStep{}, false
+		}
+		if why := textcheck.Bad(st.Tool); why != "" {
+			e.Add(field+"/tool", why)
 			return PlannedStep{}, false
 		}
 		if !checkArguments(e, field+"/arguments", st.Arguments) {
@@ -90,7 +95,9 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 		p, err := s.router.Prepare(ctx, router.Call{Tool: st.Tool, Arguments: st.Arguments, Actor: actor, Role: role,
 			Source: router.SourceExecution, ConversationID: conversation, Preflight: true})
 		if err != nil {
-			addRouterError(e, field, err)
+			if err := addRouterError(e, field, err); err != nil && failed == nil {
+				failed = err
+			}
 			return PlannedStep{}, false
 		}
 		return PlannedStep{Prepared: *p}, true
@@ -124,6 +131,9 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 			plan.Rollback = append(plan.Rollback, p)
 		}
 	}
+	if failed != nil {
+		return Plan{}, failed
+	}
 	return plan, e.Err()
 }
 
@@ -131,6 +141,10 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 // writes it out (jsonb keeps numbers as numeric, exponent expanded): 1e100000 is eight
 // bytes given and 100,001 digits stored and shown.
 const maxStoredNumber = 100
+
+// maxNumberText bounds a number of a step's arguments as given, in characters (numeric
+// holds at most 16,383 decimals: a 17,000-digit fraction failed at the INSERT).
+const maxNumberText = 1000
 
 // checkArguments refuses, under field, step arguments that could not be stored as
 // given: text PostgreSQL does not keep (a NUL, a lone surrogate), a key given twice, and
@@ -157,9 +171,9 @@ func checkArguments(e *verr.Error, field string, raw json.RawMessage) bool {
 		if err != nil {
 			return true
 		}
-		if n := storedLen(string(num)); n > max(maxStoredNumber, int64(len(num))) {
-			e.Add(field+string(dec.StackPointer()), fmt.Sprintf("is a number that would be stored as more than %d digits "+
-				"(PostgreSQL writes its exponent out in full); give it with a smaller exponent", maxStoredNumber))
+		if n := storedLen(string(num)); n > max(maxStoredNumber, int64(len(num))) || len(num) > maxNumberText {
+			e.Add(field+string(dec.StackPointer()), fmt.Sprintf("is a number of more than %d digits as given, or of more than %d "+
+				"as stored (PostgreSQL writes its exponent out in full); give it with fewer digits or a smaller exponent", maxNumberText, maxStoredNumber))
 			return false
 		}
 	}
@@ -203,12 +217,12 @@ func (s *Service) asStored(ctx context.Context, plan Plan) (Plan, error) {
 	return out, nil
 }
 
-// addRouterError files a router refusal under the step it belongs to.
-func addRouterError(e *verr.Error, field string, err error) {
+// addRouterError files a router refusal under the step it belongs to. Any other error
+// (the database failing) is returned: it says nothing about the plan.
+func addRouterError(e *verr.Error, field string, err error) error {
 	var re *router.Error
 	if !errors.As(err, &re) {
-		e.Add(field, err.Error())
-		return
+		return err
 	}
 	var fields []verr.Field
 	if fs, ok := re.Details.([]verr.Field); ok {
@@ -219,9 +233,10 @@ func addRouterError(e *verr.Error, field string, err error) {
 			f.Field = field + "/arguments" + f.Field // what a grant would allow stays with it
 			e.Fields = append(e.Fields, f)
 		}
-		return
+		return nil
 	}
 	e.Add(field+"/tool", re.Message)
+	return nil
 }
 
 // Risk is the plan's risk: its riskiest step's (docs/architecture.md, The path of a tool call), with why.
@@ -235,14 +250,19 @@ func (p Plan) Risk() (risk.Level, string) {
 	return level, why
 }
 
+// rank orders the levels; a level that is none of them (a stored plan's, which no hash
+// covers, written over in the database) ranks below them all, so that the level the
+// router gives the step now is a rise, and the plan is stale (pinChange).
 func rank(l risk.Level) int {
 	switch l {
 	case risk.Low:
 		return 0
 	case risk.Medium:
 		return 1
+	case risk.High:
+		return 2
 	}
-	return 2
+	return -1
 }
 
 // targetKeys are argument names that say what a tool acts on, for the phrase.

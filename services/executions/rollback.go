@@ -324,7 +324,9 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		p, err := s.router.Prepare(ctx, router.Call{Tool: req.Tool, Arguments: req.Arguments, Actor: c.Actor, Role: c.Role,
 			Source: router.SourceExecution})
 		if err != nil {
-			addRouterError(e, fmt.Sprintf("/steps/%d/undo", pos), err)
+			if err := addRouterError(e, fmt.Sprintf("/steps/%d/undo", pos), err); err != nil {
+				return nil, nil, err
+			}
 			continue
 		}
 		undoes := pos

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -180,6 +181,10 @@ func textOf(v json.RawMessage) string {
 	return string(v)
 }
 
+// maxNumberText bounds a number typed into a setting (PostgreSQL's numeric holds at most
+// 16,383 decimals, and reading a long decimal exactly costs more than linear time).
+const maxNumberText = 1000
+
 var (
 	wholeNumber  = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
 	plainDecimal = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?$`)
@@ -200,8 +205,10 @@ func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 		return nil, "must be one of the listed values"
 	}
 	switch {
+	case (has("integer") || has("number")) && !has("string") && len(trimmed) > maxNumberText:
+		return nil, fmt.Sprintf("is longer than %d characters: no number needs that many digits", maxNumberText)
 	case has("integer") && !has("string"):
-		// Any length: an id past 2^63 is a whole number too, kept as typed.
+		// An id past 2^63 is a whole number too, kept as typed.
 		if !wholeNumber.MatchString(trimmed) {
 			return nil, "must be a whole number"
 		}
@@ -228,6 +235,9 @@ func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 		return nil, "must be true or false"
 	case has("string") || len(ts) == 0 && prop["properties"] == nil && prop["items"] == nil:
 		if len(ts) == 0 && json.Valid([]byte(trimmed)) && trimmed != "" {
+			if problem := textcheck.Problem([]byte(trimmed)); problem != "" {
+				return nil, problem
+			}
 			return json.RawMessage(trimmed), "" // an untyped parameter given JSON
 		}
 		b, _ := json.Marshal(text)
@@ -235,6 +245,9 @@ func fromText(text string, prop map[string]any) (json.RawMessage, string) {
 	}
 	if !json.Valid([]byte(trimmed)) {
 		return nil, "must be JSON (for example [\"a\", \"b\"] or {\"key\": \"value\"})"
+	}
+	if problem := textcheck.Problem([]byte(trimmed)); problem != "" {
+		return nil, problem // PostgreSQL would refuse it where the settings are stored
 	}
 	return json.RawMessage(trimmed), ""
 }

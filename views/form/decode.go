@@ -98,7 +98,7 @@ func (d *formDecoder) rootJSON() any {
 		d.errs.Add("", jsonProblem(err))
 		return schema.NewObject()
 	}
-	if problem := jsonTextProblem(s); problem != "" {
+	if problem := textcheck.Problem([]byte(s)); problem != "" {
 		d.errs.Add("", problem)
 		return schema.NewObject()
 	}
@@ -312,29 +312,11 @@ func (d *formDecoder) jsonValue(l loc, item bool) (any, bool) {
 		d.errs.Add(l.ptr, jsonProblem(err))
 		return nil, false
 	}
-	if problem := jsonTextProblem(s); problem != "" {
+	if problem := textcheck.Problem([]byte(s)); problem != "" {
 		d.errs.Add(l.ptr, problem)
 		return nil, false
 	}
 	return v, true
-}
-
-// jsonTextProblem says what is wrong with JSON text typed into a form beyond its
-// syntax, or "": a NUL, a lone surrogate or bytes that are not UTF-8 (which
-// PostgreSQL refuses, so they would fail later as an internal error), or a key
-// given twice (schema.Decode keeps the last; other readers may keep the first).
-// The pointer it names is inside the text.
-func jsonTextProblem(s string) string {
-	if ptr, why, found := textcheck.JSON([]byte(s)); found {
-		if ptr == "" {
-			return why
-		}
-		return "at " + ptr + ": " + why
-	}
-	if ptr, dup := textcheck.DuplicateKey([]byte(s)); dup {
-		return "the key " + ptr + " " + textcheck.WhyDuplicate
-	}
-	return ""
 }
 
 func jsonProblem(err error) string {
