@@ -117,10 +117,11 @@ func (h AuditHandler) List(c echo.Context) error {
 		}
 		page.Errors, status = fe, http.StatusBadRequest
 	} else {
-		list, err := h.Log.List(ctx, f)
+		// The list shows no payloads, which may be large: they are not read.
+		list, err := h.Log.ListBrief(ctx, f)
 		if err != nil && onlyCursor(err) {
 			f.Cursor, page.Notice = 0, outdatedCursor
-			list, err = h.Log.List(ctx, f)
+			list, err = h.Log.ListBrief(ctx, f)
 		}
 		if err != nil {
 			return err

@@ -86,6 +86,8 @@ type Filter struct {
 	// matches are the ids of every entry Q finds, when it finds few (searchable); nil
 	// when Q is empty or finds many.
 	matches []int64
+	// brief leaves the payloads out (ListBrief).
+	brief bool
 }
 
 // filterFields are the query parameters of a filter, in the order Query writes them.
@@ -341,6 +343,28 @@ func (l *Log) List(ctx context.Context, f Filter) (Page, error) {
 	return l.list(ctx, f)
 }
 
+// ListBrief is List without each entry's payload, which can be large: the page's list,
+// which never shows it.
+func (l *Log) ListBrief(ctx context.Context, f Filter) (Page, error) {
+	f.brief = true
+	return l.List(ctx, f)
+}
+
+// briefColumns are recordColumns without the payload (NULL: Payload is nil).
+var briefColumns = strings.Replace(recordColumns, " payload,", " NULL::json AS payload,", 1)
+
+// query runs the select of up to limit entries of f.
+func (l *Log) query(ctx context.Context, f Filter, limit int) (pgx.Rows, error) {
+	cols := recordColumns
+	if f.brief {
+		cols = briefColumns
+	}
+	where, args := f.where()
+	args = append(args, limit)
+	return l.pool.Query(ctx, `/* audit.List */ SELECT `+cols+` FROM audit_log`+where+
+		f.order()+` LIMIT $`+strconv.Itoa(len(args)), args...)
+}
+
 // list is List without indexing for search first.
 func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 	limit := f.Limit
@@ -348,10 +372,7 @@ func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
-	where, args := f.where()
-	args = append(args, limit+1)
-	rows, err := l.pool.Query(ctx, `/* audit.List */ SELECT `+recordColumns+` FROM audit_log`+where+
-		f.order()+` LIMIT $`+strconv.Itoa(len(args)), args...)
+	rows, err := l.query(ctx, f, limit+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("audit: list: %w", err)
 	}

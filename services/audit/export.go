@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Export formats.
@@ -19,8 +21,9 @@ const (
 	FormatJSONL = "jsonl"
 )
 
-// exportBatch is how many entries each query of an export reads: memory stays bounded
-// by one batch whatever the export's size.
+// exportBatch is how many entries each query of an export reads. They are passed on
+// one at a time as they arrive, so memory stays that of one entry whatever the
+// export's size; the batches bound how long one query holds its snapshot.
 const exportBatch = 1000
 
 // ExportEntry is one entry as an export writes it: the stored fields, its group, and
@@ -59,8 +62,9 @@ var csvHeader = []string{"id", "at", "actor_kind", "actor_id", "actor_name", "ac
 	"target_name", "result", "ip", "request_id", "payload", "prev_hash", "hash"}
 
 // Each calls fn for every entry f selects, newest first, reading them in batches by
-// keyset (f's cursor and limit are ignored): memory stays constant, and entries
-// appended meanwhile are not included. It stops at fn's first error.
+// keyset (f's cursor and limit are ignored) and calling fn as each entry is read, never
+// holding more than one: memory stays constant, and entries appended meanwhile are not
+// included. It stops at fn's first error.
 func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
 	f.Cursor, f.After, f.Limit = 0, 0, exportBatch
 	// Indexed once: what is appended meanwhile is newer than the first page anyway.
@@ -69,20 +73,39 @@ func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
 		return err
 	}
 	for {
-		p, err := l.list(ctx, f)
+		n, last, err := l.eachOf(ctx, f, fn)
 		if err != nil {
 			return err
 		}
-		for _, r := range p.Items {
-			if err := fn(r); err != nil {
-				return err
-			}
-		}
-		if p.NextCursor == 0 {
+		if n < exportBatch {
 			return nil
 		}
-		f.Cursor = p.NextCursor
+		f.Cursor = last
 	}
+}
+
+// eachOf calls fn for each entry of one batch of f as it is read, and returns how many
+// there were and the last one's id (the next batch's cursor).
+func (l *Log) eachOf(ctx context.Context, f Filter, fn func(Record) error) (n int, last int64, err error) {
+	rows, err := l.query(ctx, f, exportBatch)
+	if err != nil {
+		return 0, 0, fmt.Errorf("audit: list: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := pgx.RowToStructByName[Record](rows)
+		if err != nil {
+			return n, last, fmt.Errorf("audit: list: %w", err)
+		}
+		if err := fn(r); err != nil {
+			return n, last, err
+		}
+		n, last = n+1, r.ID
+	}
+	if err := rows.Err(); err != nil {
+		return n, last, fmt.Errorf("audit: list: %w", err)
+	}
+	return n, last, nil
 }
 
 // cells makes CSV cells that a spreadsheet shows as text: a cell that begins with =,

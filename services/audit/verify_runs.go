@@ -82,23 +82,36 @@ func refused(v Verification, err error) Verification {
 func through(res VerifyResult) int64 { return res.VerifiedThrough }
 
 // VerifyNow checks the chain and records the outcome (the API's GET /api/v1/audit/verify).
+// Callers share checks: a check running when one asks began too early to answer it (what
+// was written since may not be in it), so it waits for that one to end, then joins the
+// check begun after it, starting it if no one has. However many ask at once, at most one
+// check runs after the running one. The check is the page's background one (StartVerify):
+// the page shows it, Close ends it, and a caller that gives up does not stop it.
 func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
-	v := Verification{StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
-	res, note, err := l.Verify(ctx, func(checked, total int64) { v.Checked, v.Total = checked, total })
-	if errors.Is(err, ErrCheckpointUnusable) {
-		// Not a pass, and recorded as a failed check: a planted checkpoint must not leave
-		// the page showing the last check that passed.
-		v = refused(v, err)
-		return v, l.record(ctx, v)
+	l.mu.Lock()
+	if l.run != nil && l.run.Running {
+		_, end := l.startVerify(by) // the one running
+		l.mu.Unlock()
+		select {
+		case <-end.done:
+		case <-ctx.Done():
+			return Verification{}, ctx.Err()
+		}
+		l.mu.Lock()
 	}
-	if err != nil {
-		return Verification{}, err
+	run, end := l.startVerify(by)
+	l.mu.Unlock()
+	select {
+	case <-end.done:
+	case <-ctx.Done():
+		return Verification{}, ctx.Err()
 	}
-	v = finish(v, res, note)
-	if err := l.record(ctx, v); err != nil {
-		return Verification{}, err
+	if end.err != nil {
+		return Verification{}, end.err
 	}
-	return v, nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return *run, nil
 }
 
 func finish(v Verification, res VerifyResult, note string) Verification {
@@ -141,51 +154,75 @@ func (l *Log) record(ctx context.Context, v Verification) error {
 func (l *Log) StartVerify(by string) Verification {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	run, _ := l.startVerify(by)
+	return *run
+}
+
+// runEnd tells who waits for a background check that it ended. When done is closed, the
+// check's Verification holds how it ended, and err says why it could not be made or
+// recorded.
+type runEnd struct {
+	done chan struct{}
+	err  error
+}
+
+// startVerify is StartVerify with l.mu held: the running check and its end.
+func (l *Log) startVerify(by string) (*Verification, *runEnd) {
 	if l.run != nil && l.run.Running {
-		return *l.run
+		return l.run, l.runEnd
 	}
 	run := &Verification{Running: true, StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
-	l.run = run
+	end := &runEnd{done: make(chan struct{})}
+	l.run, l.runEnd = run, end
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		ctx, cancel := context.WithTimeout(l.stop, time.Hour)
-		defer cancel()
-		res, note, err := l.Verify(ctx, func(checked, total int64) {
-			l.mu.Lock()
-			run.Checked, run.Total = checked, total
-			l.mu.Unlock()
-		})
-		l.mu.Lock()
-		v := *run
-		l.mu.Unlock()
-		switch {
-		case errors.Is(err, ErrCheckpointUnusable):
-			// Recorded as a failed check: a planted checkpoint must not leave the page
-			// showing the last check that passed.
-			v = refused(v, err)
-			err = l.record(ctx, v)
-		case err == nil:
-			v = finish(v, res, note)
-			err = l.record(ctx, v)
-		}
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if err == nil {
-			if l.run == run {
-				l.run = nil // the record says how it ended
-			}
-			return
-		}
-		// The check could not be made or not recorded (the database, the hour's limit):
-		// kept until the next check, so the page says so.
-		v.Running, v.OK, v.FinishedAt = false, false, time.Now().UTC()
-		if v.Err == "" {
-			v.Err = err.Error()
-		}
-		*run = v
+		err := l.check(run)
+		end.err = err
+		close(end.done)
 	}()
-	return *run
+	return run, end
+}
+
+// check runs the background check run and leaves how it ended in *run.
+func (l *Log) check(run *Verification) error {
+	ctx, cancel := context.WithTimeout(l.stop, time.Hour)
+	defer cancel()
+	res, note, err := l.Verify(ctx, func(checked, total int64) {
+		l.mu.Lock()
+		run.Checked, run.Total = checked, total
+		l.mu.Unlock()
+	})
+	l.mu.Lock()
+	v := *run
+	l.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrCheckpointUnusable):
+		// Recorded as a failed check: a planted checkpoint must not leave the page
+		// showing the last check that passed.
+		v = refused(v, err)
+		err = l.record(ctx, v)
+	case err == nil:
+		v = finish(v, res, note)
+		err = l.record(ctx, v)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		*run = v
+		if l.run == run {
+			l.run = nil // the record says how it ended
+		}
+		return nil
+	}
+	// The check could not be made or not recorded (the database, the hour's limit):
+	// kept until the next check, so the page says so.
+	v.Running, v.OK, v.FinishedAt = false, false, time.Now().UTC()
+	if v.Err == "" {
+		v.Err = err.Error()
+	}
+	*run = v
+	return err
 }
 
 // WaitVerify waits for the background check of this process to end (tests, shutdown).
