@@ -96,6 +96,9 @@ type Config struct {
 	SessionRecheck time.Duration
 	// BodyReadTimeout bounds reading a request's body (0: a minute; tests shorten it).
 	BodyReadTimeout time.Duration
+	// DownloadStall bounds how long a download waits for its client to read on (0: a
+	// minute; tests shorten it).
+	DownloadStall time.Duration
 	// Prune is how often old sessions, health checks and events are removed.
 	// Default 5 minutes.
 	Prune time.Duration
@@ -372,7 +375,8 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: a.testRuns(), Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, RemoteRuns: remoteRuns{a}, SessionRecheck: cfg.SessionRecheck, BodyReadTimeout: cfg.BodyReadTimeout}, a.Bus)
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, RemoteRuns: remoteRuns{a}, SessionRecheck: cfg.SessionRecheck, BodyReadTimeout: cfg.BodyReadTimeout,
+		DownloadStall: cfg.DownloadStall}, a.Bus)
 
 	return a, nil
 }

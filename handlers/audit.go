@@ -28,6 +28,9 @@ import (
 type AuditHandler struct {
 	*Shell
 	Log *audit.Log
+	// DownloadStall bounds how long an export waits for its client to take the next
+	// bytes (0: a minute): it holds a database connection meanwhile.
+	DownloadStall time.Duration
 }
 
 // auditGroupLabels name the action filter's groups.
@@ -485,7 +488,8 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 	hd.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="audit-%s.%s"`, time.Now().UTC().Format("20060102-150405"), format))
 	// Nothing is written before the export's own entry is: if it cannot be recorded,
 	// the error handler still answers.
-	w := &lazyWriter{c: c}
+	w := &lazyWriter{c: c, stall: h.DownloadStall}
+	defer w.clear()
 	if err := h.Log.Export(c.Request().Context(), ActorOf(c), f, format, w); err != nil {
 		if !w.started {
 			// The error is answered as a page or JSON, not saved as the export's file.
@@ -518,9 +522,12 @@ func crossSiteGet(c echo.Context) bool {
 }
 
 // lazyWriter sends the status with the first bytes, so an error before any is still
-// the error handler's to answer.
+// the error handler's to answer. Each write must be taken by the client within stall
+// (0: a minute): a client that stops reading ends the export, and with it the
+// database connection it holds, instead of holding it for good.
 type lazyWriter struct {
 	c       echo.Context
+	stall   time.Duration
 	started bool
 }
 
@@ -529,9 +536,24 @@ func (w *lazyWriter) Write(b []byte) (int, error) {
 		w.started = true
 		w.c.Response().WriteHeader(http.StatusOK)
 	}
+	stall := w.stall
+	if stall <= 0 {
+		stall = time.Minute
+	}
+	rc := http.NewResponseController(w.c.Response())
+	_ = rc.SetWriteDeadline(time.Now().Add(stall)) // a test's recorder has no deadlines
 	n, err := w.c.Response().Write(b)
-	w.c.Response().Flush()
+	if err == nil {
+		err = rc.Flush()
+	}
 	return n, err
+}
+
+// clear lifts the write deadline, so the connection's next request is not bound by it.
+func (w *lazyWriter) clear() {
+	if w.started {
+		_ = http.NewResponseController(w.c.Response()).SetWriteDeadline(time.Time{})
+	}
 }
 
 // APIVerify checks the chain now and answers how far it holds:

@@ -70,6 +70,9 @@ type Deps struct {
 	// BodyReadTimeout bounds reading a request's body (0: a minute); nothing else of a
 	// request is bounded by time, so long streams live on.
 	BodyReadTimeout time.Duration
+	// DownloadStall bounds how long a download may wait for its client to take the next
+	// bytes (0: a minute): an export holds a database connection while it streams.
+	DownloadStall time.Duration
 	// SecureCookies sets the Secure flag on cookies (behind TLS).
 	SecureCookies bool
 	// Registry holds the MCP servers and their tools; MCP keeps their live sessions.

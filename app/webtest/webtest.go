@@ -90,6 +90,8 @@ type Options struct {
 	SessionRecheck time.Duration
 	// BodyReadTimeout bounds reading a request's body (0: a minute).
 	BodyReadTimeout time.Duration
+	// DownloadStall bounds how long a download waits for its client to read on (0: a minute).
+	DownloadStall time.Duration
 }
 
 // Start runs a server until the test ends. Its users: admin/AdminPassword.
@@ -124,6 +126,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		c.Checkpoints = opts.Checkpoints
 		c.SessionRecheck = opts.SessionRecheck
 		c.BodyReadTimeout = opts.BodyReadTimeout
+		c.DownloadStall = opts.DownloadStall
 		c.Egress = opts.Egress
 	}})
 	// The HTTP server serve runs, with its timeouts.

@@ -1,0 +1,55 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+)
+
+// An export whose client stops reading ends once a write has waited the download stall
+// time, cut off as a failed export, instead of holding its database connection for as
+// long as the client keeps the connection open.
+func TestAuditExportClientStalls(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{DownloadStall: 500 * time.Millisecond})
+	ctx := context.Background()
+	// 24 MiB of entries: more than the sockets between client and server hold.
+	for i := range 48 {
+		if err := audit.AppendAlone(ctx, srv.Pool, audit.Entry{Actor: audit.System, Action: "test.big", TargetType: "test",
+			Payload: map[string]any{"i": i, "blob": strings.Repeat("x", 512<<10)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.CreateUser(t, "audra", auth.RoleAuditor, "correct horse battery staple")
+	token := srv.Token(t, "audra")
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetReadBuffer(4096)
+	}
+	fmt.Fprintf(conn, "GET /api/v1/audit/export?format=jsonl HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", u.Host, token)
+	// Read the status line, then nothing more.
+	status, err := bufio.NewReaderSize(conn, 256).ReadString('\n')
+	if err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("the export's status: %q, %v", status, err)
+	}
+	webtest.WaitFor(t, 60*time.Second, func() bool {
+		return strings.Contains(srv.Logs.String(), "handlers: audit export cut off")
+	}, "the export whose client stopped reading was not cut off")
+}
