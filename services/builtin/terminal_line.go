@@ -120,13 +120,21 @@ func (e *lineEditor) feed(b []byte) []edited {
 		case c == 0x16: // Ctrl-V: the next key goes into the line as it is
 			e.shellEdited, e.literal = true, true
 			i++
-		case c == 0x19 || c == 0x14 || c == 0x18 || c == 0x1f:
-			// Ctrl-Y (yank back what a kill took), Ctrl-T, Ctrl-X (a prefix), Ctrl-_
-			// (undo): the shell's edits, not followed here.
+		case c == 0x0f:
+			// Ctrl-O runs the line, as Enter does, and puts the next line of the history
+			// in its place: the line after it is the shell's.
+			out = append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
+			e.reset()
 			e.shellEdited = true
 			i++
+		case c == 0x0c || c == 0x07: // Ctrl-L redraws, Ctrl-G rings: the line stays
+			i++
 		case c < 0x20:
-			i++ // other control keys change nothing the audit shows
+			// Any other control key is taken as the shell's edit (Ctrl-Y yanks, Ctrl-T
+			// transposes, Ctrl-] searches and moves to a character, Ctrl-X prefixes…):
+			// the keys followed here are listed above, the rest are not assumed harmless.
+			e.shellEdited = true
+			i++
 		default:
 			r, n := utf8.DecodeRune(data[i:])
 			if r == utf8.RuneError && n <= 1 && !utf8.FullRune(data[i:]) {
@@ -180,8 +188,14 @@ func (e *lineEditor) escape(b []byte) (n int, ok bool) {
 	return 2, true
 }
 
-// key applies a cursor key (CSI or SS3 with params and final byte).
+// key applies a cursor key (CSI or SS3 with params and final byte). A key with
+// modifiers (Ctrl-Left is "1;5D") or one not followed here (Insert toggles overwrite,
+// a bracketed paste puts its text in the line as it is) is the shell's edit.
 func (e *lineEditor) key(params string, final byte) {
+	if params != "" && params != "1" && final != '~' {
+		e.shellEdited = true
+		return
+	}
 	switch final {
 	case 'D':
 		e.cur = max(e.cur-1, 0)
@@ -203,7 +217,11 @@ func (e *lineEditor) key(params string, final byte) {
 			if e.cur < len(e.line) {
 				e.line = append(e.line[:e.cur], e.line[e.cur+1:]...)
 			}
+		default:
+			e.shellEdited = true
 		}
+	default:
+		e.shellEdited = true
 	}
 }
 

@@ -41,6 +41,13 @@ func TestLineEditor(t *testing.T) {
 		{"ctrl-t", []string{"sl\x14\r"}, []edited{{text: "sl", shell: true}}},
 		{"ctrl-v enter stays in the line", []string{"echo a\x16\rb\r"}, []edited{{text: "echo a\rb", shell: true}}},
 		{"ctrl-b ctrl-f ctrl-d", []string{"lxs\x02\x02\x04\x06 -l\r"}, []edited{{text: "ls -l"}}},
+		// Ctrl-O runs the line as Enter does; the next is the history's.
+		{"ctrl-o runs the line", []string{"/tmp/x\x01rm -rf \x0f\x15\r"}, []edited{{text: "rm -rf /tmp/x"}, {text: "", shell: true}}},
+		{"ctrl-] searches", []string{"xrm -rf /tmp/x\x01\x1dx\x04\r"}, []edited{{text: "xrm -rf /tmp/x", shell: true}}},
+		{"ctrl-l and ctrl-g change nothing", []string{"l\x0cs\x07\r"}, []edited{{text: "ls"}}},
+		{"ctrl-left is not left", []string{"ab\x1b[1;5Dx\r"}, []edited{{text: "abx", shell: true}}},
+		{"insert toggles overwrite", []string{"ab\x1b[D\x1b[2~x\r"}, []edited{{text: "axb", shell: true}}},
+		{"bracketed paste", []string{"\x1b[200~rm -rf /tmp/x \x15\x1b[201~\r"}, []edited{{text: "", shell: true}}},
 		{"too long", []string{strings.Repeat("a", maxAuditLine+10) + "\r"}, []edited{{text: strings.Repeat("a", maxAuditLine), cut: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -72,6 +72,9 @@ func TestInputRisk(t *testing.T) {
 		"!rm\n", "echo !$\n", "ls; !!\n", "fc -s\n", "fc\n", "ls && fc -s build\n",
 		"rm -rf /tmp/y",     // not finished yet: still rated
 		"sudo rm x\x15ls\n", // raw text kept as a net
+		// Keys the shell acts on that are not followed here (Ctrl-O runs the line, Ctrl-]
+		// moves to a character): the rebuilt line is not what runs.
+		"/tmp/x\x01rm -rf \x0f\x15\n", "xrm -rf /tmp/x\x01\x1dx\x04\n", "ls\x1b[200~x \x15\x1b[201~\n",
 	}
 	for _, in := range high {
 		args, _ := json.Marshal(map[string]string{"operation": "send_input", "sessionId": "s", "input": in})
