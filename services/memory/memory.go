@@ -27,7 +27,14 @@ const (
 	MaxTags    = 20
 	MaxResults = 50
 	MaxTodos   = 500 // items of one conversation's todo list
+	// A person's notes and todos across their conversations, whose ids callers choose:
+	// without these an agent could fill the database one conversation at a time.
+	MaxNotes       = 10_000
+	MaxPersonTodos = 10_000
 )
+
+// The limits as applied (tests lower them).
+var notesCap, personTodosCap = MaxNotes, MaxPersonTodos
 
 // Service keeps the notes and todos.
 type Service struct {
@@ -143,6 +150,18 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 	}
 	var m Memory
 	err = s.change(ctx, o, "memory.store", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
+		if _, err := tx.Exec(ctx, `/* memory.Store.lock */ SELECT pg_advisory_xact_lock(hashtextextended('memories:' || $1, 0))`,
+			o.UserID); err != nil {
+			return "", nil, fmt.Errorf("memory: lock the notes: %w", err)
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `/* memory.Store.count */ SELECT count(*) FROM memories WHERE user_id = $1`, o.UserID).Scan(&n); err != nil {
+			return "", nil, fmt.Errorf("memory: count the notes: %w", err)
+		}
+		if n >= notesCap {
+			return "", nil, fault.Invalid("memory_full", fmt.Sprintf(
+				"memory: you keep %d notes, the most a person may; delete the ones no longer needed, then store", notesCap), nil)
+		}
 		err := tx.QueryRow(ctx, `/* memory.Store */ INSERT INTO memories (user_id, conversation_id, content, tags, search)
 			VALUES ($1, $2, $3, $4, setweight(to_tsvector('english', array_to_string($4::text[], ' ')), 'A') ||
 				setweight(to_tsvector('english', $3), 'B'))
@@ -265,6 +284,21 @@ func lockList(ctx context.Context, tx pgx.Tx, o Owner) error {
 	return nil
 }
 
+// personTodosRoom refuses adding n todos when the person's lists, all conversations
+// together, would hold more than personTodosCap. Lists of different conversations are
+// locked apart, so concurrent writes may pass it by a list or so: a bound, not a count.
+func personTodosRoom(ctx context.Context, tx pgx.Tx, o Owner, n int) error {
+	var have int
+	if err := tx.QueryRow(ctx, `/* memory.personTodos */ SELECT count(*) FROM todos WHERE user_id = $1`, o.UserID).Scan(&have); err != nil {
+		return fmt.Errorf("memory: count the todos: %w", err)
+	}
+	if have+n > personTodosCap {
+		return fault.Invalid("todos_full", fmt.Sprintf("todos: your lists hold %d items in all conversations, and %d is the most a "+
+			"person may keep; write the lists of finished conversations again without their items, then add", have, personTodosCap), nil)
+	}
+	return nil
+}
+
 func addTodo(ctx context.Context, tx pgx.Tx, o Owner, title, status string) (Todo, error) {
 	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.AddTodo */ INSERT INTO todos (user_id, conversation_id, title, status, done_at, created_at)
 		VALUES ($1, $2, $3, $4, CASE WHEN $4 = 'completed' THEN now() END, clock_timestamp()) RETURNING `+todoColumns, o.UserID, o.ConversationID, title, status))
@@ -297,6 +331,9 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 		if n >= MaxTodos {
 			return "", nil, fault.Invalid("todo_list_full", fmt.Sprintf(
 				"todos: the list is full (%d items, completed ones included); write the list again without the items no longer needed, then add", MaxTodos), nil)
+		}
+		if err := personTodosRoom(ctx, tx, o, 1); err != nil {
+			return "", nil, err
 		}
 		var err error
 		t, err = addTodo(ctx, tx, o, title, TodoNotStarted)
@@ -413,6 +450,9 @@ func (s *Service) WriteTodos(ctx context.Context, o Owner, items []TodoChange) (
 		if _, err := tx.Exec(ctx, `/* memory.WriteTodos */ DELETE FROM todos WHERE user_id = $1 AND conversation_id = $2`,
 			o.UserID, o.ConversationID); err != nil {
 			return "", nil, fmt.Errorf("memory: write the todo list: %w", err)
+		}
+		if err := personTodosRoom(ctx, tx, o, len(items)); err != nil {
+			return "", nil, err
 		}
 		for _, it := range items {
 			t, err := addTodo(ctx, tx, o, it.Title, it.Status)

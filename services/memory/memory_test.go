@@ -221,3 +221,43 @@ func TestAddTodoToFullList(t *testing.T) {
 		t.Fatalf("writing 501: %v", err)
 	}
 }
+
+// A person keeps at most so many notes and todos across their conversations (whose ids
+// callers choose): past that, storing or adding is refused with what to do, in any
+// conversation, while another person is not affected. Not parallel: it lowers the limits.
+func TestPersonLimits(t *testing.T) {
+	defer memory.SetLimits(3, 5)()
+	ctx := t.Context()
+	s := memory.New(dbtest.New(t), nil)
+	alice := func(conv string) memory.Owner { return memory.Owner{UserID: aliceID, ConversationID: conv} }
+	for i := range 3 {
+		if _, err := s.Store(ctx, alice(fmt.Sprintf("c%d", i)), "note", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Store(ctx, alice("c9"), "one too many", nil); !fault.Is(err, fault.KindInvalid) || !strings.Contains(err.Error(), "3 notes") {
+		t.Fatalf("a fourth note in a new conversation: %v", err)
+	}
+	if _, err := s.Store(ctx, memory.Owner{UserID: bobID, ConversationID: "c9"}, "bob's", nil); err != nil {
+		t.Fatalf("another person's note: %v", err)
+	}
+	if _, err := s.WriteTodos(ctx, alice("c1"), []memory.TodoChange{{Title: "a"}, {Title: "b"}, {Title: "c"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WriteTodos(ctx, alice("c2"), []memory.TodoChange{{Title: "d"}, {Title: "e"}, {Title: "f"}}); !fault.Is(err, fault.KindInvalid) {
+		t.Fatalf("a list past the person's todos: %v", err)
+	}
+	if _, err := s.AddTodo(ctx, alice("c2"), "d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddTodo(ctx, alice("c3"), "e"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddTodo(ctx, alice("c4"), "f"); !fault.Is(err, fault.KindInvalid) || !strings.Contains(err.Error(), "5 is the most") {
+		t.Fatalf("a sixth todo: %v", err)
+	}
+	// Writing a list again counts it without its old items.
+	if _, err := s.WriteTodos(ctx, alice("c1"), []memory.TodoChange{{Title: "x"}, {Title: "y"}, {Title: "z"}}); err != nil {
+		t.Fatalf("writing a full list again: %v", err)
+	}
+}

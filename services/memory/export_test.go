@@ -1,0 +1,8 @@
+package memory
+
+// SetLimits lowers the per-person limits for a test and returns what puts them back.
+func SetLimits(notes, todos int) (restore func()) {
+	n, t := notesCap, personTodosCap
+	notesCap, personTodosCap = notes, todos
+	return func() { notesCap, personTodosCap = n, t }
+}
