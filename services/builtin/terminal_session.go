@@ -33,6 +33,15 @@ const (
 	KindCommand = "command" // a run_command in the background
 )
 
+// Default limits of the terminals (TerminalOptions): enough for an agent's work, while
+// a caller opening sessions in conversations of its choosing, or background commands
+// without end, cannot exhaust the host's processes or memory.
+const (
+	DefaultMaxTerminalsPerOwner = 16
+	DefaultMaxTerminals         = 256
+	DefaultIdleTimeout          = 30 * time.Minute
+)
+
 // closeGrace is how long a closed terminal's processes get between SIGTERM and SIGKILL.
 const closeGrace = 100 * time.Millisecond
 
@@ -53,6 +62,16 @@ type TerminalOptions struct {
 	// KeepEnded is how long a terminal whose process ended stays listed, its output
 	// readable (get_output of a finished background command). Default 15 minutes.
 	KeepEnded time.Duration
+	// MaxPerOwner is how many running terminals (PTY sessions and commands together) one
+	// person may have on this process; default DefaultMaxTerminalsPerOwner. Ended
+	// terminals kept for their output do not count.
+	MaxPerOwner int
+	// MaxRunning is how many running terminals this process allows in all; default
+	// DefaultMaxTerminals.
+	MaxRunning int
+	// IdleTimeout ends a PTY session nothing was typed into and that printed nothing for
+	// that long (ended_reason "idle"); default DefaultIdleTimeout.
+	IdleTimeout time.Duration
 	// OnInput, when set, records the lines typed into a terminal from the browser or by
 	// send_input (hidden: the terminal had echo off) before the keys that end them reach
 	// the shell; when it fails, nothing of that input is typed.
@@ -120,6 +139,9 @@ type Terminals struct {
 	mu       sync.Mutex
 	byID     map[string]*Terminal
 	closed   bool
+	// starting counts, by owner, the terminals that passed reserve and are not in byID
+	// yet, so that calls at once cannot start more than the limits allow.
+	starting map[string]int
 	// ops are terminal_operations' operations on one session, as this process runs
 	// them (RunOp), set by TerminalTool.
 	ops map[string]func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
@@ -145,6 +167,10 @@ type Terminal struct {
 	gone   chan struct{} // closed when its session's processes and record are gone too
 	exit   int           // its exit code, once done (-1, or 128+n when confined: killed by signal n)
 	closed atomic.Bool   // ended by close_session, not by itself
+	// born and active (nanoseconds after born, monotonic) are when it started and when
+	// it last printed or was typed into (the idle timeout).
+	born   time.Time
+	active atomic.Int64
 	// endedFor is why Toolwarden ended it, when it did for a reason of its own (its
 	// owner was disabled): its record says so, and the audit log (TerminalStore.ended).
 	endedFor atomic.Pointer[string]
@@ -177,6 +203,15 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if opts.KeepEnded <= 0 {
 		opts.KeepEnded = 15 * time.Minute
 	}
+	if opts.MaxPerOwner <= 0 {
+		opts.MaxPerOwner = DefaultMaxTerminalsPerOwner
+	}
+	if opts.MaxRunning <= 0 {
+		opts.MaxRunning = DefaultMaxTerminals
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
 	if opts.Root == "" {
 		return nil, errors.New("terminals: no root")
 	}
@@ -189,7 +224,7 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if err != nil {
 		real = opts.Root
 	}
-	ts := &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}}
+	ts := &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}, starting: map[string]int{}}
 	// Before any terminal starts: a process that leaves its session (setsid) is still
 	// found by its marker after a crash.
 	if err := writeRun(opts.Root, ts.marker); err != nil {
@@ -242,9 +277,57 @@ func (ts *Terminals) List() []*Terminal {
 	return out
 }
 
+// reserve takes a place for a terminal owner is about to start, or says why there is
+// none: owner has MaxPerOwner running terminals, or the process MaxRunning. Ended
+// terminals, listed for their output, do not count; nor does replacing, a session about
+// to be closed for the new one. add (or unreserve, when it did not start) gives it back.
+func (ts *Terminals) reserve(owner string, replacing *Terminal) error {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.closed {
+		return errors.New("terminals are closed (Toolwarden is stopping)")
+	}
+	mine, all := ts.starting[owner], 0
+	for _, n := range ts.starting {
+		all += n
+	}
+	for _, t := range ts.byID {
+		if t != replacing && !t.Exited() {
+			all++
+			if t.OwnerID == owner {
+				mine++
+			}
+		}
+	}
+	const end = "end one with close_session (list_sessions lists a conversation's), or on the /terminals page, or wait for a background command to finish"
+	if mine >= ts.opts.MaxPerOwner {
+		return fmt.Errorf("terminals: you have %d terminals running (sessions and commands; at most %d per person); %s", mine, ts.opts.MaxPerOwner, end)
+	}
+	if all >= ts.opts.MaxRunning {
+		return fmt.Errorf("terminals: there are %d terminals running on this server (at most %d); %s", all, ts.opts.MaxRunning, end)
+	}
+	ts.starting[owner]++
+	return nil
+}
+
+// unreserve gives back owner's place of a terminal that did not start.
+func (ts *Terminals) unreserve(owner string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.unreserveLocked(owner)
+}
+
+func (ts *Terminals) unreserveLocked(owner string) {
+	if ts.starting[owner]--; ts.starting[owner] <= 0 {
+		delete(ts.starting, owner)
+	}
+}
+
+// add lists t, whose owner reserved its place.
 func (ts *Terminals) add(t *Terminal) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
+	ts.unreserveLocked(t.OwnerID) // counted in byID from now on
 	if ts.closed {
 		return errors.New("terminals are closed (Toolwarden is stopping)")
 	}
@@ -266,10 +349,13 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 		}
 	}
 	ts.mu.Unlock()
+	if old != nil && old.Dir == dir {
+		return old, true, nil
+	}
+	if err := ts.reserve(c.UserID, old); err != nil {
+		return nil, false, err
+	}
 	if old != nil {
-		if old.Dir == dir {
-			return old, true, nil
-		}
 		old.Close()
 	}
 	t := &Terminal{ID: newID("term-"), Kind: KindPTY, ConversationID: conversation, OwnerID: c.UserID, OwnerName: c.UserName,
@@ -280,18 +366,60 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	ts.opts.Confiner.ApplyUntrusted(cmd, ts.workspaceOf(dir))
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: t.cols, Rows: t.rows}) // Setsid, Setctty
 	if err != nil {
+		ts.unreserve(c.UserID)
 		return nil, false, fmt.Errorf("start a terminal: %w", err)
 	}
-	t.cmd, t.ptmx, t.sid = cmd, ptmx, cmd.Process.Pid
+	t.cmd, t.ptmx, t.sid, t.born = cmd, ptmx, cmd.Process.Pid, time.Now()
 	if err := ts.track(t); err != nil {
 		return nil, false, err
 	}
 	go func() {
-		_, _ = io.Copy(t.out, ptmx) // ends with EIO once the shell and its children are gone
+		_, _ = io.Copy(activeWriter{t}, ptmx) // ends with EIO once the shell and its children are gone
 	}()
 	t.keys = make(chan keysWrite)
 	go t.writeKeys()
+	go t.endWhenIdle()
 	return t, false, nil
+}
+
+// activeWriter writes a session's output to its buffer, and notes that it was active.
+type activeWriter struct{ t *Terminal }
+
+func (w activeWriter) Write(p []byte) (int, error) {
+	w.t.touch()
+	return w.t.out.Write(p)
+}
+
+// touch notes that the terminal printed or was typed into now.
+func (t *Terminal) touch() { t.active.Store(int64(time.Since(t.born))) }
+
+// EndedIdle is the ended_reason of the record of a PTY session Toolwarden ended because
+// nothing was typed into it and it printed nothing for IdleTimeout.
+const EndedIdle = "idle"
+
+// endWhenIdle ends the session, as close_session does, once it has been idle for
+// IdleTimeout: a shell an agent forgot would otherwise run until Toolwarden stops. It
+// says so in its output, its record and the audit log (ended by the system).
+func (t *Terminal) endWhenIdle() {
+	idle := t.ts.opts.IdleTimeout
+	timer := time.NewTimer(idle)
+	defer timer.Stop()
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-timer.C:
+		}
+		if left := idle - (time.Since(t.born) - time.Duration(t.active.Load())); left > 0 {
+			timer.Reset(left)
+			continue
+		}
+		reason := EndedIdle
+		t.endedFor.CompareAndSwap(nil, &reason) // before it ends: its record is written as it does
+		_, _ = t.out.Write(fmt.Appendf(nil, "\n[ended: no input or output for %s]\n", idle))
+		t.End()
+		return
+	}
 }
 
 // keysWrite is one input for writeKeys, and where it answers.
@@ -320,6 +448,9 @@ func (t *Terminal) writeKeys() {
 // Start runs command with bash -c in dir, its output (stdout and stderr) in the
 // terminal's buffer; timeout ends it.
 func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, timeout time.Duration, bufBytes int) (*Terminal, error) {
+	if err := ts.reserve(c.UserID, nil); err != nil {
+		return nil, err
+	}
 	if bufBytes <= 0 {
 		bufBytes = ts.opts.BufferBytes
 	}
@@ -335,6 +466,7 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 	cmd.WaitDelay = time.Second
 	ts.opts.Confiner.ApplyUntrusted(cmd, ts.workspaceOf(dir))
 	if err := cmd.Start(); err != nil {
+		ts.unreserve(c.UserID)
 		return nil, fmt.Errorf("run the command: %w", err)
 	}
 	t.cmd, t.sid = cmd, cmd.Process.Pid
@@ -517,6 +649,7 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 			return fmt.Errorf("not typed: the line could not be recorded in the audit log (%w); try again", err)
 		}
 	}
+	t.touch()
 	w := keysWrite{b: []byte(s), done: make(chan error, 1)}
 	select {
 	case t.keys <- w: // at once: the writer is idle (checked above, under typing)

@@ -113,14 +113,22 @@ func (s *TerminalStore) ended(ctx context.Context, t *Terminal) error {
 			return err
 		}
 		_, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "terminal.end", TargetType: "terminal", TargetID: t.ID,
-			TargetName: t.ConversationID, Payload: map[string]any{"reason": endedWhy[*why], "ended_reason": *why, "kind": t.Kind,
+			TargetName: t.ConversationID, Payload: map[string]any{"reason": t.ts.endedWhy(*why), "ended_reason": *why, "kind": t.Kind,
 				"owner_id": t.OwnerID, "owner_name": t.OwnerName, "command": t.Command, "replica": s.replica}})
 		return err
 	})
 }
 
 // endedWhy says in words why Toolwarden ended a terminal (its record's ended_reason).
-var endedWhy = map[string]string{EndedOwnerDisabled: "the owner's account was disabled"}
+func (ts *Terminals) endedWhy(reason string) string {
+	switch reason {
+	case EndedOwnerDisabled:
+		return "the owner's account was disabled"
+	case EndedIdle:
+		return fmt.Sprintf("no input or output for %s", ts.opts.IdleTimeout)
+	}
+	return reason
+}
 
 func (s *TerminalStore) gone(ctx context.Context, t *Terminal) error {
 	_, err := s.pool.Exec(ctx, `/* builtin.TerminalGone */
