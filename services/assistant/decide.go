@@ -44,6 +44,10 @@ type Op struct {
 	Confirmed bool `json:"confirmed,omitempty"`
 	// ByModel: a language model read the sentence (recorded with the act).
 	ByModel bool `json:"by_model,omitempty"`
+	// LeftOut counts the tools past the first MaxChoices that details or tests of "all
+	// of them" do not take (bound), and LeftOn names a server of theirs, for the reply.
+	LeftOut int    `json:"left_out,omitempty"`
+	LeftOn  string `json:"left_on,omitempty"`
 }
 
 // Flow is a guided set-up in progress (seed 004 §7 Guided Workflows).
@@ -450,6 +454,7 @@ func proposeModel(d Decision, op Op, cat *Catalogue) Decision {
 
 // confirmOrDo asks for a yes before a destructive op, and decides to do any other.
 func confirmOrDo(d Decision, op Op, cat *Catalogue) Decision {
+	bound(&op, cat)
 	if destructive(op) {
 		op.Confirm = true
 		d.State.Pending = &op
@@ -459,6 +464,29 @@ func confirmOrDo(d Decision, op Op, cat *Catalogue) Decision {
 	}
 	d.Do = &op
 	return d
+}
+
+// bound keeps details and tests to the first MaxChoices tools: of "all of them" they
+// would be one stored reply as long as every description (and one turn running every
+// tool's cases).
+func bound(op *Op, cat *Catalogue) {
+	if (op.Intent == IntentToolDetails || op.Intent == IntentTestTool) && len(op.IDs) > MaxChoices {
+		op.LeftOut, op.LeftOn = len(op.IDs)-MaxChoices, serverOf(cat, op.IDs[MaxChoices])
+		op.IDs = op.IDs[:MaxChoices:MaxChoices]
+	}
+}
+
+// leftOut says how many tools bound left out and how to name fewer ("" when none were).
+func leftOut(op *Op) string {
+	if op.LeftOut == 0 {
+		return ""
+	}
+	verb := "tell me about"
+	if op.Intent == IntentTestTool {
+		verb = "test"
+	}
+	return fmt.Sprintf("\nThat is the first %d; %d more were left out. Name fewer at a time, for example \"%s all tools on %s\".",
+		len(op.IDs), op.LeftOut, verb, op.LeftOn)
 }
 
 // destructive ops ask for a yes first.

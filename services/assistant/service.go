@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -738,7 +739,9 @@ func toolDetails(cat *Catalogue, op *Op, out *Reply) {
 	var lines []string
 	for _, id := range op.IDs {
 		t := toolByID(cat, id)
-		line := fmt.Sprintf("%s on %s: %s It is %s, risk %s.", t.Name, t.Server, strings.TrimSpace(t.Description), t.State, t.Risk)
+		// A description is the upstream server's to write, of any length.
+		desc := textcheck.Clip(strings.TrimSpace(t.Description), maxDescription, "…")
+		line := fmt.Sprintf("%s on %s: %s It is %s, risk %s.", t.Name, t.Server, desc, t.State, t.Risk)
 		if t.Category != "" {
 			line += " Category: " + t.Category + "."
 		}
@@ -756,8 +759,11 @@ func toolDetails(cat *Catalogue, op *Op, out *Reply) {
 		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: t.Name,
 			Href: "/tools/" + id, OK: true})
 	}
-	out.Reply = strings.Join(lines, "\n")
+	out.Reply = strings.Join(lines, "\n") + leftOut(op)
 }
+
+// maxDescription bounds a tool's description in a reply, as the LLM planner's prompt does.
+const maxDescription = 1024
 
 func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
 	enable := op.Intent == IntentEnableTool
@@ -932,7 +938,7 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 		lines = append(lines, line)
 		out.Actions = append(out.Actions, a)
 	}
-	out.Reply = strings.Join(lines, "\n")
+	out.Reply = strings.Join(lines, "\n") + leftOut(op)
 	return nil
 }
 
@@ -956,6 +962,9 @@ func (s *Service) countCases(ctx context.Context, toolID string, cases []tools.T
 }
 
 func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) error {
+	if len(op.IDs) > 1 {
+		return s.discoverMany(ctx, actor, op, cat, d, out)
+	}
 	for _, id := range op.IDs {
 		res, err := s.discoverOne(ctx, id, actor)
 		if err != nil {
@@ -993,6 +1002,33 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 			out.Reply += " Say \"enable the first one\" or \"enable all of them\"."
 		}
 	}
+	return nil
+}
+
+// discoverMany discovers several servers' tools and answers with each server's counts,
+// as refresh does: numbered tools over several servers would be read back as one list
+// ("the first one"), so there are none, and what the last list was is the servers.
+func (s *Service) discoverMany(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) error {
+	d.State.Flow = nil
+	var parts []string
+	for _, id := range op.IDs {
+		name := nameOf2(cat, id)
+		a := Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: name, Href: "/servers/" + id, OK: true}
+		res, err := s.discoverOne(ctx, id, actor)
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			parts = append(parts, name+": "+failure(op, err))
+			a.OK, a.Error = false, err.Error()
+		} else {
+			parts = append(parts, fmt.Sprintf("%s: %d tools (%d new, %d updated)", name, res.Total, res.Added, res.Updated))
+		}
+		out.Actions = append(out.Actions, a)
+	}
+	d.State.LastKind, d.State.LastIDs = "server", op.IDs
+	out.Reply = fmt.Sprintf("I discovered the tools of %d servers. %s. Say \"show me the tools on %s\" to see and pick one server's tools.",
+		len(op.IDs), strings.Join(parts, "; "), nameOf2(cat, op.IDs[0]))
 	return nil
 }
 

@@ -214,7 +214,7 @@ func (l *LLM) post(ctx context.Context, body []byte) (*chatResponse, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("planner: the model URL: %w", err)
+		return nil, fmt.Errorf("planner: the model URL: %w", l.scrub(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -223,6 +223,7 @@ func (l *LLM) post(ctx context.Context, body []byte) (*chatResponse, error) {
 	}
 	res, err := l.client.Do(req)
 	if err != nil {
+		err = l.scrub(err)
 		if ctx.Err() != nil {
 			if cause := context.Cause(ctx); cause == errTimeout {
 				return nil, fmt.Errorf("%w: %w", errTimeout, context.DeadlineExceeded)
@@ -259,13 +260,23 @@ func (l *LLM) post(ctx context.Context, body []byte) (*chatResponse, error) {
 	return &out, nil
 }
 
-// host names the endpoint in errors without any credentials in its URL.
+// host names the endpoint in errors: its scheme, host and path only, as a gateway's key
+// may be in the query (?api_key=) or the user info, and errors reach every planner user.
 func (l *LLM) host() string {
 	u, err := url.Parse(l.endpoint)
-	if err != nil {
+	if err != nil || u.Host == "" {
 		return "the configured URL"
 	}
-	return u.Redacted()
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+// scrub names the endpoint in a *url.Error (which quotes the whole URL) as host() does.
+func (l *LLM) scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		ue.URL = l.host()
+	}
+	return err
 }
 
 // redact removes the API key from text a server (or a transport error) sent back.
