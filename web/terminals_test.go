@@ -301,3 +301,45 @@ func TestTerminalInputNotTypedWithoutItsRecord(t *testing.T) {
 		t.Fatalf("the recorded line's rows: %d (%v), want 1", n, err)
 	}
 }
+
+// Echo turned off for good (stty -echo) does not hide what is typed after it from the
+// audit log: the first lines in a row typed with echo off are "[hidden input]" (a
+// password prompt), later ones are recorded, and so is one the terminal rules rate
+// (rm -rf) whenever it is typed.
+func TestEchoOffDoesNotHideCommands(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	term := aliceTerminal(t, srv)
+	alice := builtin.TerminalCaller{UserID: term.OwnerID, UserName: "alice", Source: "browser"}
+	if err := term.Input(alice, "stty -echo; exec sh\r"); err != nil {
+		t.Fatal(err)
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool { return !term.Echo() }, "echo stays on")
+	for _, line := range []string{"rm -rf /tmp/tw-echo-none", "pw-one", "pw-two", "echo fourth", "echo fifth"} {
+		if err := term.Input(alice, line+"\r"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		got = got[:0]
+		rows, err := srv.Pool.Query(t.Context(), `SELECT payload->>'input' FROM audit_log
+			WHERE action = 'terminal.input' AND target_id = $1 ORDER BY id`, term.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, s)
+		}
+		return len(got) >= 6
+	}, "six audited lines")
+	want := []string{"stty -echo; exec sh", "rm -rf /tmp/tw-echo-none", "[hidden input]", "[hidden input]", "echo fourth", "echo fifth"}
+	if !slices.Equal(got, want) {
+		t.Errorf("audited:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
