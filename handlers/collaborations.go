@@ -4,9 +4,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/grants"
@@ -53,7 +53,7 @@ func (h CollaborationsHandler) APIRespond(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	if _, err := uuid.Parse(c.Param("id")); err != nil {
+	if !uuidtext.Canonical(c.Param("id")) {
 		return fault.NotFound("collaboration")
 	}
 	got, err := h.Grants.Respond(c.Request().Context(), ActorOf(c), c.Param("id"), in.Response)
@@ -79,7 +79,7 @@ func (h CollaborationsHandler) RespondForm(c echo.Context) error {
 		}
 	}
 	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
+	if !uuidtext.Canonical(id) {
 		return fault.NotFound("collaboration")
 	}
 	got, err := h.Grants.RespondAs(c.Request().Context(), ActorOf(c), id, response, verdict)
@@ -159,7 +159,7 @@ func (h CollaborationsHandler) GrantsPage(c echo.Context) error {
 // Revoke ends a grant now (one's own; an administrator's any).
 func (h CollaborationsHandler) Revoke(c echo.Context) error {
 	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
+	if !uuidtext.Canonical(id) {
 		return fault.NotFound("grant")
 	}
 	p := PrincipalOf(c)

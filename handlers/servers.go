@@ -161,6 +161,9 @@ func (h ServersHandler) Reconnect(c echo.Context) error {
 	if err == nil {
 		err = h.MCP.Reconnect(ctx, sv.ID)
 	}
+	if err == nil {
+		err = h.Registry.AuditReconnect(ctx, ActorOf(c), sv)
+	}
 	return h.redirectWithOutcome(c, err, func() string { return "Reconnecting " + sv.Name + "." }, backTo(c, "/servers/"+c.Param("id")))
 }
 

@@ -232,7 +232,15 @@ func (h ServersHandler) APIDiscover(c echo.Context) error {
 
 // APIReconnect closes the session and opens a new one.
 func (h ServersHandler) APIReconnect(c echo.Context) error {
-	if err := h.MCP.Reconnect(c.Request().Context(), c.Param("id")); err != nil {
+	ctx := c.Request().Context()
+	sv, err := h.Registry.GetServer(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := h.MCP.Reconnect(ctx, sv.ID); err != nil {
+		return err
+	}
+	if err := h.Registry.AuditReconnect(ctx, ActorOf(c), sv); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "reconnecting"})

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -89,7 +90,7 @@ type callerItem struct {
 // forCaller reads tool id for the test panel (callerItem). The fixed values are shown
 // only to who may see a tool's configuration (tool.inspect); others see the names.
 func (h TestPanelHandler) forCaller(c echo.Context, id string) (callerItem, error) {
-	if uuid.Validate(id) != nil {
+	if !uuidtext.Canonical(id) {
 		return callerItem{}, tools.ErrNotFound // an id, as the page's address holds (Target also takes names)
 	}
 	// The router's own read of a tool: the item and its configuration in one query.

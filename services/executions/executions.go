@@ -19,10 +19,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -276,7 +276,7 @@ func (e *Execution) summary(from []Status) events.Execution {
 
 func (s *Service) get(ctx context.Context, q db.Querier, id string) (*Execution, error) {
 	// Only the canonical form names one (PostgreSQL refuses the others: a 500, not a 404).
-	if len(id) != 36 || uuid.Validate(id) != nil {
+	if !uuidtext.Canonical(id) {
 		return nil, ErrNotFound
 	}
 	rows, err := q.Query(ctx, `/* executions.get */ SELECT `+columns+` FROM executions WHERE id = $1`, id)

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -49,7 +48,7 @@ func decodeCursor(s string) (cursor, bool) {
 	if !db.DecodeCursor(s, &c) {
 		return cursor{}, false
 	}
-	if _, err := uuid.Parse(c.ID); err != nil {
+	if !uuidtext.Canonical(c.ID) {
 		return cursor{}, false
 	}
 	return c, true
@@ -68,8 +67,8 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 		e.Add("risk", fmt.Sprintf("unknown risk %q; use low, medium or high", q.Risk))
 	}
 	if q.RequestedBy != "" {
-		if _, err := uuid.Parse(q.RequestedBy); err != nil {
-			e.Add("requested_by", "must be a user id")
+		if !uuidtext.Canonical(q.RequestedBy) {
+			e.Add("requested_by", "must be a user id (36 characters, lower case, as the API gives it)")
 		}
 	}
 	var cur cursor

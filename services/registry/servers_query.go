@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/db"
 )
 
@@ -69,7 +69,7 @@ func (s *Service) GetServer(ctx context.Context, id string) (Server, error) {
 }
 
 func getServer(ctx context.Context, q db.Querier, id string, forUpdate bool) (Server, error) {
-	if uuid.Validate(id) != nil {
+	if !uuidtext.Canonical(id) {
 		return Server{}, ErrNotFound
 	}
 	lock := ""

@@ -11,9 +11,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -100,6 +100,13 @@ func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c
 	addTarget(payload, c.Type, c.Command, c.Args, c.WorkingDir, c.URL, c.Template, slices.Sorted(maps.Keys(c.Env)), slices.Sorted(maps.Keys(c.Headers)))
 	return audit.AppendAlone(ctx, s.begin, audit.Entry{Actor: actor, Action: "server.test", TargetType: "server",
 		TargetID: id, TargetName: c.Name, Payload: payload})
+}
+
+// AuditReconnect records that actor had server sv's session closed and opened again
+// (Reconnect: a stdio server's process is killed and started anew).
+func (s *Service) AuditReconnect(ctx context.Context, actor audit.Actor, sv Server) error {
+	return audit.AppendAlone(ctx, s.begin, audit.Entry{Actor: actor, Action: "server.reconnect", TargetType: "server",
+		TargetID: sv.ID, TargetName: sv.Name, Payload: map[string]any{"type": sv.Type}})
 }
 
 func (s *Service) open(d draft) (Connection, error) {
@@ -202,7 +209,7 @@ type StatusUpdate struct {
 // server.status. It reports whether the status actually changed; an unchanged status
 // (and error) writes nothing, so a flapping health check does not flood the events table.
 func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (bool, error) {
-	if uuid.Validate(id) != nil {
+	if !uuidtext.Canonical(id) {
 		return false, ErrNotFound
 	}
 	changed := false

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/toolwarden/toolwarden/internal/canonjson"
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -262,7 +263,7 @@ type DiscoveryResult struct {
 // deadlock, a serialization failure or a tool moved meanwhile runs again from scratch
 // (retryDiscovery).
 func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
-	if uuid.Validate(serverID) != nil {
+	if !uuidtext.Canonical(serverID) {
 		return DiscoveryResult{}, ErrNotFound
 	}
 	var res DiscoveryResult
@@ -634,7 +635,7 @@ func mustJSON(v any) json.RawMessage {
 // RecordDiscoveryFailure stores a discovery that could not complete. No tool changes:
 // a partial list must never make tools look removed.
 func (s *Service) RecordDiscoveryFailure(ctx context.Context, serverID string, d Discovery, cause error) (int64, error) {
-	if uuid.Validate(serverID) != nil {
+	if !uuidtext.Canonical(serverID) {
 		return 0, ErrNotFound
 	}
 	var id int64

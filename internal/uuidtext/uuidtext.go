@@ -1,0 +1,18 @@
+// Package uuidtext checks ids given as text the way PostgreSQL writes a uuid. The uuid
+// package also reads other spellings (upper case, braces, urn:uuid:, no hyphens), some
+// of which PostgreSQL reads as the same row and some it refuses: an id in another
+// spelling must name nothing, or the same row would be known by several keys (a second
+// session of one server) or the query would fail as an internal error.
+package uuidtext
+
+import (
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Canonical reports whether id is a uuid in its canonical text: 36 characters, lower
+// case, hyphenated.
+func Canonical(id string) bool {
+	return len(id) == 36 && uuid.Validate(id) == nil && strings.ToLower(id) == id
+}
