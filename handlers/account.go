@@ -21,9 +21,10 @@ func (h AccountHandler) PasswordForm(c echo.Context) error {
 		Done: c.QueryParam("changed") != ""}))
 }
 
-// ChangePassword changes one's own password from the form; other sessions end.
+// ChangePassword changes one's own password from the form; other sessions end, and
+// this one goes on under a new cookie.
 func (h AccountHandler) ChangePassword(c echo.Context) error {
-	err := h.Auth.ChangePassword(c.Request().Context(), ActorOf(c), PrincipalOf(c), c.FormValue("current_password"), c.FormValue("new_password"))
+	sess, err := h.Auth.ChangePassword(c.Request().Context(), ActorOf(c), PrincipalOf(c), c.FormValue("current_password"), c.FormValue("new_password"))
 	if fe, ok := formErrors(err); ok {
 		return render(c, http.StatusUnprocessableEntity, views.AccountPassword(views.AccountPasswordPage{
 			Layout: h.layout(c, "Change your password"), Errors: fe}))
@@ -31,7 +32,14 @@ func (h AccountHandler) ChangePassword(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	setSessionCookie(c, sess, h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/account/password?changed=1")
+}
+
+// setSessionCookie gives the browser the session's cookie, with the flags of sign-in.
+func setSessionCookie(c echo.Context, sess auth.Session, secure bool) {
+	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: sess.Token, Path: "/", HttpOnly: true,
+		Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, Expires: sess.ExpiresAt})
 }
 
 // passwordChange is the body of POST /api/v1/me/password.
@@ -41,14 +49,17 @@ type passwordChange struct {
 }
 
 // APIChangePassword changes the caller's own password (a session only: an API token
-// gets 403); the caller's other sessions end.
+// gets 403, and so never a cookie); the caller's other sessions end, and this one goes
+// on under a new cookie.
 func (h AccountHandler) APIChangePassword(c echo.Context) error {
 	var in passwordChange
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	if err := h.Auth.ChangePassword(c.Request().Context(), ActorOf(c), PrincipalOf(c), in.CurrentPassword, in.NewPassword); err != nil {
+	sess, err := h.Auth.ChangePassword(c.Request().Context(), ActorOf(c), PrincipalOf(c), in.CurrentPassword, in.NewPassword)
+	if err != nil {
 		return err
 	}
+	setSessionCookie(c, sess, h.SecureCookies)
 	return c.JSON(http.StatusOK, map[string]any{"changed": true})
 }

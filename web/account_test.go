@@ -129,3 +129,92 @@ func TestChangeOwnPasswordPage(t *testing.T) {
 	}
 	srv.Login(t, "dave", "second-password-456")
 }
+
+// A password change ends the session it came from under its old id: a copy of the
+// cookie taken before it (a stolen one) gets the signed-out answer, while the browser
+// that made the change gets a new cookie, with the flags of sign-in, and stays signed
+// in. The page and the API alike; an API token gets no cookie.
+func TestChangeOwnPasswordRenewsTheCookie(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.CreateUser(t, "erin", auth.RoleToolUser, "first-password-123")
+	base, _ := url.Parse(srv.URL)
+	// steal copies c's session cookie into a browser of its own.
+	steal := func(c *http.Client) (*http.Client, string) {
+		old := sessionCookie(c, srv.URL)
+		thief := srv.Client(t)
+		thief.Jar.SetCookies(base, []*http.Cookie{{Name: "tw_session", Value: old}})
+		return thief, old
+	}
+	check := func(how string, c, thief *http.Client, old string, res *http.Response) {
+		t.Helper()
+		var set *http.Cookie
+		for _, ck := range res.Cookies() {
+			if ck.Name == "tw_session" {
+				set = ck
+			}
+		}
+		if set == nil || set.Value == "" || set.Value == old {
+			t.Fatalf("%s: Set-Cookie %q; want a new tw_session", how, res.Header.Values("Set-Cookie"))
+		}
+		if !set.HttpOnly || set.SameSite != http.SameSiteLaxMode || set.Path != "/" || set.Expires.IsZero() {
+			t.Errorf("%s: new session cookie %+v; want HttpOnly, SameSite=Lax, Path=/ and an expiry, as at sign-in", how, set)
+		}
+		if got := sessionCookie(c, srv.URL); got != set.Value {
+			t.Fatalf("%s: the browser holds %q, want the new cookie", how, got)
+		}
+		res = srv.Get(t, thief, "/tokens")
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/login") {
+			t.Errorf("%s: GET /tokens with the old cookie = %d to %q, want 303 to /login", how, res.StatusCode, res.Header.Get("Location"))
+		}
+		webtest.API{T: t, Srv: srv, C: thief}.Error(http.MethodPost, "/api/v1/tokens", map[string]any{"name": "kept"},
+			http.StatusUnauthorized, "unauthenticated")
+		res = srv.Get(t, c, "/tokens")
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s: GET /tokens by the browser that changed it = %d, want 200", how, res.StatusCode)
+		}
+	}
+
+	// The page.
+	here := srv.Login(t, "erin", "first-password-123")
+	thief, old := steal(here)
+	res := srv.PostForm(t, here, "/account/password", url.Values{"current_password": {"first-password-123"}, "new_password": {"second-password-456"}})
+	res.Body.Close()
+	if res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("change on the page: %d", res.StatusCode)
+	}
+	check("the page", here, thief, old, res)
+
+	// The API, with a session.
+	here = srv.Login(t, "erin", "second-password-456")
+	thief, old = steal(here)
+	post := func(c *http.Client, bearer string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/me/password",
+			strings.NewReader(`{"current_password":"second-password-456","new_password":"third-password-789"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	// An API token may not change the password, and is given no session.
+	if res := post(srv.Client(t), srv.Token(t, "erin")); res.StatusCode != http.StatusForbidden || len(res.Cookies()) != 0 {
+		t.Fatalf("change with an API token: %d, Set-Cookie %q; want 403 and no cookie", res.StatusCode, res.Header.Values("Set-Cookie"))
+	}
+	res = post(here, "")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("change through the API: %d", res.StatusCode)
+	}
+	check("the API", here, thief, old, res)
+}

@@ -686,9 +686,63 @@ func TestPasswordChangeOfAnEndedSession(t *testing.T) {
 	if _, err := f.pool.Exec(f.ctx, `DELETE FROM sessions WHERE user_id = $1`, alice.ID); err != nil {
 		t.Fatal(err)
 	}
-	err := f.svc.ChangePassword(f.ctx, audit.Actor{Kind: audit.ActorUser, ID: alice.ID}, p, testPassword, "a brand new password 42")
+	_, err := f.svc.ChangePassword(f.ctx, audit.Actor{Kind: audit.ActorUser, ID: alice.ID}, p, testPassword, "a brand new password 42")
 	if !errors.Is(err, auth.ErrUnauthenticated) {
 		t.Fatalf("change through an ended session: got %v, want unauthenticated", err)
 	}
 	f.login("alice", testPassword) // unchanged
+}
+
+// Changing one's password ends the session it came from too and starts a new one in
+// its place: a copy of the old cookie (a stolen one) must not outlive the change.
+func TestPasswordChangeRenewsTheSession(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	alice := f.createUser("alice", auth.RoleToolUser)
+	bob := f.createUser("bob", auth.RoleToolUser)
+	here := f.login("alice", testPassword)
+	elsewhere := f.login("alice", testPassword)
+	theirs := f.login("bob", testPassword)
+	p := f.mustAuth(here.Token, alice)
+
+	before := time.Now()
+	s, err := f.svc.ChangePassword(f.ctx, audit.Actor{Kind: audit.ActorUser, ID: alice.ID, IP: "198.51.100.4"}, p, testPassword, "a brand new password 42")
+	if err != nil {
+		t.Fatalf("change password: %v", err)
+	}
+	f.mustNotAuth(here.Token, "the session the change came from, under its old token")
+	f.mustNotAuth(elsewhere.Token, "another session of the person")
+	f.mustAuth(theirs.Token, bob)
+	if !strings.HasPrefix(s.Token, "tws_") || s.Token == here.Token {
+		t.Fatalf("new session token %q: want a new tws_ token", s.Token)
+	}
+	if ttl := s.ExpiresAt.Sub(before); ttl < 23*time.Hour || ttl > 25*time.Hour {
+		t.Errorf("new session lifetime: got %s, want the default 24h, as at sign-in", ttl)
+	}
+	np := f.mustAuth(s.Token, alice)
+	if bytes.Equal(np.SessionID, p.SessionID) {
+		t.Errorf("new session has the old session's id")
+	}
+	var ip, ua string
+	if err := f.pool.QueryRow(f.ctx, `SELECT ip, user_agent FROM sessions WHERE user_id = $1`, alice.ID).Scan(&ip, &ua); err != nil {
+		t.Fatalf("alice's one session: %v", err)
+	}
+	if ip != "198.51.100.4" || ua != "test" {
+		t.Errorf("new session row: got ip %q, user agent %q; want the change's address and the browser's agent", ip, ua)
+	}
+	if ev := f.events("session.ended"); len(ev) != 1 || ev[0].Payload.UserID != alice.ID || ev[0].Payload.Reason != "password changed" {
+		t.Errorf("session.ended events: got %+v, want one for alice, password changed", ev)
+	}
+	if a := f.oneAudit("user.password_change"); a.Payload["other_sessions_ended"] != float64(1) {
+		t.Errorf("audit payload %v: want other_sessions_ended 1", a.Payload)
+	}
+	// The new session is a session like any other: the next change renews it again,
+	// and with no other session to end, the old id still ends.
+	s2, err := f.svc.ChangePassword(f.ctx, audit.Actor{Kind: audit.ActorUser, ID: alice.ID}, np, "a brand new password 42", "another new password 43")
+	if err != nil {
+		t.Fatalf("second change: %v", err)
+	}
+	f.mustNotAuth(s.Token, "the session renewed by the first change, after the second")
+	f.mustAuth(s2.Token, alice)
+	f.login("alice", "another new password 43")
 }

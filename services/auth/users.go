@@ -366,15 +366,17 @@ func (s *Service) Bootstrap(ctx context.Context, password string) (string, error
 }
 
 // ChangePassword is a person changing their own password: current must be their
-// password now, next must pass the rules of CreateUser. Every other session of the
-// user ends (keep, the session the change came from, stays); API tokens are not
+// password now, next must pass the rules of CreateUser. Every session of the user
+// ends, the one the change came from too: it goes on as the returned new session
+// (as at sign-in), so a copy of its old cookie is signed out. API tokens are not
 // touched. Bad input comes back as *verr.Error naming current_password or
 // new_password, and changes nothing.
-func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Principal, current, next string) error {
+func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Principal, current, next string) (Session, error) {
 	if p == nil || p.Kind != audit.ActorUser || p.SessionID == nil {
-		return fault.Forbidden("only a person signed in with a browser session may change their password, not an API token")
+		return Session{}, fault.Forbidden("only a person signed in with a browser session may change their password, not an API token")
 	}
 	var refused error // a refusal whose record must still commit
+	var sess Session
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, p.User.ID)
 		if err != nil {
@@ -432,18 +434,40 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 		if err != nil {
 			return fmt.Errorf("auth: end other sessions: %w", err)
 		}
-		if tag.RowsAffected() > 0 {
-			if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username,
-				Reason: "password changed"}); err != nil {
-				return err
-			}
+		// The session the change came from ends as well and goes on under a new id, as
+		// at sign-in: whoever copied its cookie is signed out with the other sessions.
+		// Same browser, so its user agent carries over.
+		var agent string
+		if err := tx.QueryRow(ctx, `/* auth.ChangePassword.rotate */ DELETE FROM sessions WHERE token_hash = $1 RETURNING user_agent`,
+			p.SessionID).Scan(&agent); errors.Is(err, pgx.ErrNoRows) {
+			return ErrUnauthenticated // signed out meanwhile (Logout does not wait on the user's row)
+		} else if err != nil {
+			return fmt.Errorf("auth: end this session: %w", err)
 		}
+		token, hash2 := randomToken(sessionTokenPrefix)
+		expires := time.Now().Add(s.opts.SessionTTL)
+		if _, err := tx.Exec(ctx, `/* auth.ChangePassword.session */
+			INSERT INTO sessions (token_hash, user_id, expires_at, ip, user_agent) VALUES ($1, $2, $3, $4, $5)`,
+			hash2, u.ID, expires, actor.IP, agent); err != nil {
+			return err
+		}
+		// Always announced: open pages and terminals still on the old id (a copy's among
+		// them) end at once, not at their next periodic check.
+		if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username,
+			Reason: "password changed"}); err != nil {
+			return err
+		}
+		u.PasswordHash = hash
+		sess = Session{Token: token, User: u, ExpiresAt: expires}
 		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_change", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username, "other_sessions_ended": tag.RowsAffected()}})
 		return err
 	})
 	if err != nil {
-		return wrapUserErr("change password", err)
+		return Session{}, wrapUserErr("change password", err)
 	}
-	return refused
+	if refused != nil {
+		return Session{}, refused
+	}
+	return sess, nil
 }

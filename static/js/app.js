@@ -362,9 +362,17 @@
     if (ev && ev.target === live.socket) live.socket = null;
     live.resubscribing = false;
     liveStatus("closed");
-    // 4401: the session ended (signed out elsewhere, or disabled): go to the login page.
-    if (ev && ev.code === 4401) window.location.assign("/login");
+    // 4401: the session ended (signed out elsewhere, or disabled): go to the login page,
+    // which brings a person still signed in (a new session id, after a password change in
+    // another tab) back here. Not while this page is being left: a form whose answer
+    // renews the session (the password change) would be cut off before its cookie.
+    if (ev && ev.code === 4401 && !leaving) {
+      window.location.assign("/login?next=" + encodeURIComponent(location.pathname + location.search));
+    }
   });
+  var leaving = false;
+  window.addEventListener("beforeunload", function () { leaving = true; });
+  window.addEventListener("pageshow", function () { leaving = false; }); // back from the cache
   document.addEventListener("htmx:afterSettle", resubscribe);
   document.addEventListener("htmx:wsAfterMessage", resubscribe);
   // The fallback: a running part whose topic the socket has not followed for a few
