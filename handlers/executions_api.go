@@ -321,22 +321,25 @@ func (h ExecutionsHandler) APISetSettings(c echo.Context) error {
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	cur, err := h.Executions.Settings(c.Request().Context())
-	if err != nil {
-		return err
-	}
-	st := executions.Settings{ApprovalTTL: cur.ApprovalTTL, HighSeparation: in.HighSeparation}
+	// Fields left out are merged with the stored ones by the service, in the transaction
+	// that writes them: merged here, a concurrent PUT of another field would be undone.
+	var p executions.SettingsPatch
 	if in.ApprovalTTLSeconds != nil {
-		st.ApprovalTTL = executions.TTLSeconds(*in.ApprovalTTLSeconds)
+		ttl := executions.TTLSeconds(*in.ApprovalTTLSeconds)
+		p.ApprovalTTL = &ttl
 	}
-	switch {
-	case st.HighSeparation == "" && in.SeparateHighApprover != nil && *in.SeparateHighApprover:
-		st.HighSeparation = decide.SeparationAlways
-	case st.HighSeparation == "" && in.SeparateHighApprover == nil:
-		// Left out: kept. A body with the TTL alone loosened "always" to "auto".
-		st.HighSeparation = cur.HighSeparation
+	// With neither separation field, the separation is kept (not loosened to "auto").
+	switch sep := in.HighSeparation; {
+	case sep != "":
+		p.HighSeparation = &sep
+	case in.SeparateHighApprover != nil && *in.SeparateHighApprover:
+		sep = decide.SeparationAlways
+		p.HighSeparation = &sep
+	case in.SeparateHighApprover != nil:
+		sep = decide.SeparationAuto
+		p.HighSeparation = &sep
 	}
-	if err := h.Executions.SetSettings(c.Request().Context(), ActorOf(c), st); err != nil {
+	if _, err := h.Executions.PatchSettings(c.Request().Context(), ActorOf(c), p); err != nil {
 		// Named as the API names it.
 		if ve := (*verr.Error)(nil); errors.As(err, &ve) {
 			for i := range ve.Fields {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -183,14 +184,22 @@ func (h ServersHandler) APICreate(c echo.Context) error {
 	return c.JSON(http.StatusCreated, sv)
 }
 
+// serverPatch is the body of PATCH /api/v1/servers/:id: serverInput and, optionally,
+// the updated_at the change is based on (409 stale_server when the server was saved since).
+type serverPatch struct {
+	serverInput
+	ExpectUpdatedAt *time.Time `json:"expect_updated_at"`
+}
+
 // APIUpdate changes some fields of a server.
 func (h ServersHandler) APIUpdate(c echo.Context) error {
-	var in serverInput
+	var in serverPatch
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	p := in.patch()
+	p.ExpectUpdatedAt = in.ExpectUpdatedAt
 	p.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand) // checked on the locked row
 	p.KeepTrust = !PrincipalOf(c).Can(auth.PermServerTrust)
 	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), c.Param("id"), p)

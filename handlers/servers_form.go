@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -55,7 +56,8 @@ func formOf(s registry.Server) views.ServerForm {
 	f := views.ServerForm{Name: s.Name, Description: s.Description, Type: s.Type, Command: s.Command,
 		Args: strings.Join(s.Args, "\n"), WorkingDir: s.WorkingDir, URL: s.URL, Template: s.Template, AuthType: s.AuthType,
 		AuthHeader: s.AuthHeader, AuthConfigured: s.AuthConfigured, TimeoutMS: s.TimeoutMS, Retries: s.Retries,
-		HealthIntervalMS: s.HealthIntervalMS, Enabled: s.Enabled, Trusted: s.Trusted, AutoEnable: s.AutoEnable}
+		HealthIntervalMS: s.HealthIntervalMS, Enabled: s.Enabled, Trusted: s.Trusted, AutoEnable: s.AutoEnable,
+		Version: s.UpdatedAt.Format(time.RFC3339Nano)}
 	for _, n := range s.EnvNames {
 		f.Env = append(f.Env, views.SecretRow{Name: n, Configured: true})
 	}
@@ -165,6 +167,15 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	if locked {
 		stored := formOf(*cur)
 		pf.view.Command, pf.view.Args, pf.view.WorkingDir, pf.view.Env = stored.Command, stored.Args, stored.WorkingDir, stored.Env
+	}
+	// The version the edit form was opened at: saving refuses it once someone else saved
+	// (the form sends every field, so it would undo their change). It comes back as sent,
+	// so a form that came back stale stays refused until reloaded.
+	if cur != nil {
+		pf.view.Version = c.FormValue("updated_at")
+		if at, err := time.Parse(time.RFC3339Nano, pf.view.Version); err == nil {
+			pf.patch.ExpectUpdatedAt = &at
+		}
 	}
 	return pf
 }
@@ -319,12 +330,19 @@ func (h ServersHandler) Update(c echo.Context) error {
 	pf.patch.KeepCommand = !PrincipalOf(c).Can(auth.PermServerCommand)
 	pf.patch.KeepTrust = !PrincipalOf(c).Can(auth.PermServerTrust)
 	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, pf.patch)
+	if f, _ := fault.As(err); f != nil && f.Code == registry.CodeStale {
+		pf.view.Errors = views.FormErrors{"updated_at": staleServerForm}
+		return h.formPage(c, http.StatusConflict, cur.ID, pf.view, nil)
+	}
 	if err != nil {
 		return h.formInvalid(c, cur.ID, pf, err)
 	}
 	setFlash(c, "success", "Server "+sv.Name+" saved.", h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/servers/"+sv.ID)
 }
+
+// staleServerForm is shown at the top of an edit form saved after someone else saved the server.
+const staleServerForm = "Someone else changed this server since you opened this form. Reload it to see their changes, then make yours again: what you typed is below."
 
 // Test tries the submitted form without saving: it connects, pings, lists the tools.
 // An htmx request gets only the result panel, so what was typed stays in the form.

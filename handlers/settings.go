@@ -44,19 +44,18 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 	ctx := c.Request().Context()
 	form := views.ExecutionSettingsForm{TTLValue: strings.TrimSpace(c.FormValue("approval_ttl_value")),
 		TTLUnit: c.FormValue("approval_ttl_unit"), HighSeparation: c.FormValue("high_separation")}
-	if _, given := c.Request().PostForm["high_separation"]; !given {
-		// Left out (the page always sends it): kept, as the API keeps it. Stored empty,
-		// it would loosen "always" to "auto".
-		cur, err := h.Executions.Settings(ctx)
-		if err != nil {
-			return err
-		}
-		form.HighSeparation = string(cur.HighSeparation)
-	}
 	ttl, err := parseTTL(form.TTLValue, form.TTLUnit)
+	p := executions.SettingsPatch{ApprovalTTL: &ttl}
+	_, given := c.Request().PostForm["high_separation"]
+	if given {
+		sep := decide.Separation(form.HighSeparation)
+		p.HighSeparation = &sep
+	}
+	// Left out (the page always sends it), the separation is kept, as the API keeps it:
+	// the service reads it in the transaction that writes, so a concurrent change stays.
+	var saved executions.Settings
 	if err == nil {
-		err = h.Executions.SetSettings(ctx, ActorOf(c), executions.Settings{ApprovalTTL: ttl,
-			HighSeparation: decide.Separation(form.HighSeparation)})
+		saved, err = h.Executions.PatchSettings(ctx, ActorOf(c), p)
 	}
 	if err != nil {
 		fe, ok := formErrors(err)
@@ -67,10 +66,12 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 		if serr != nil {
 			return serr
 		}
+		if !given {
+			form.HighSeparation = string(st.HighSeparation)
+		}
 		return h.renderExecutions(c, http.StatusUnprocessableEntity, st, form, fe)
 	}
-	setFlash(c, "success", "Execution settings saved: "+settingsWords(executions.Settings{ApprovalTTL: ttl,
-		HighSeparation: decide.Separation(form.HighSeparation)}), h.SecureCookies)
+	setFlash(c, "success", "Execution settings saved: "+settingsWords(saved), h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/settings/executions")
 }
 

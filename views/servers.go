@@ -88,6 +88,9 @@ type ServerForm struct {
 	// SecretsDropped: the form came back with an error and had new secret values,
 	// which are not sent back; the person must enter them again.
 	SecretsDropped bool
+	// Version is the server's updated_at the edit form was opened at (RFC 3339, full
+	// precision), sent back so a save after someone else's is refused.
+	Version string
 }
 
 // ServerFormPage is /servers/new and /servers/:id/edit.

@@ -194,6 +194,23 @@ type Patch struct {
 	// KeepTrust refuses (ErrTrustChange) a patch that would change whether the server
 	// is trusted: set it for callers without server.trust. Checked on the locked row.
 	KeepTrust bool
+	// ExpectUpdatedAt, when set, is the updated_at the change was based on: a newer one
+	// (someone saved meanwhile) fails with a CodeStale fault instead of undoing it.
+	ExpectUpdatedAt *time.Time
+}
+
+// CodeStale is the code of an update based on a server that changed since (Patch.ExpectUpdatedAt).
+const CodeStale = "stale_server"
+
+// StaleServer is the details of a CodeStale fault: when the server was last saved.
+type StaleServer struct {
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// stale: the server changed since the caller read it.
+func stale(sv Server) *fault.Error {
+	return fault.Stale(CodeStale, fmt.Sprintf("server %s changed since you read it (saved again at %s); read it again to see the changes and apply yours to it",
+		sv.Name, sv.UpdatedAt.UTC().Format(time.DateTime+" UTC"))).About("server").WithDetails(StaleServer{UpdatedAt: sv.UpdatedAt})
 }
 
 // ErrTrustChange: the patch (or a new server) sets whether a server is trusted, and the
@@ -357,6 +374,9 @@ func (s *Service) UpdateServer(ctx context.Context, actor audit.Actor, id string
 		if err != nil {
 			return err
 		}
+		if p.ExpectUpdatedAt != nil && !p.ExpectUpdatedAt.Equal(cur.UpdatedAt) {
+			return stale(cur)
+		}
 		d, before := draftOf(cur), draftOf(cur)
 		d.apply(p)
 		if cur.Type == TypeBuiltin {
@@ -435,13 +455,15 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, cur Server, d draft) (S
 		// The session is about to be replaced: say so now, not after the old one is gone.
 		status = StatusConnecting
 	}
+	// updated_at is the version edit forms send back (Patch.ExpectUpdatedAt): every save
+	// moves it, even two in the same microsecond.
 	_, err = tx.Exec(ctx, `/* registry.UpdateServer */
 		UPDATE mcp_servers SET name = $2, description = $3, server_type = $4, command = $5, args = $6,
 			working_dir = $7, url = $8, env = $9, headers = $10, auth_type = $11, auth_header = $12,
 			auth_token = $13, timeout_ms = $14, retries = $15, health_interval_ms = $16, enabled = $17,
 			trusted = $18, connection_status = $19, auto_enable = $20, template = $21,
 			status_changed_at = CASE WHEN connection_status = $19 THEN status_changed_at ELSE now() END,
-			updated_at = now()
+			updated_at = GREATEST(now(), updated_at + interval '1 microsecond')
 		WHERE id = $1`,
 		d.id, d.name, d.description, d.typ, d.command, d.args, d.workingDir, d.url, sl.env, sl.headers,
 		d.authType, d.authHeader, sl.authToken, d.timeoutMS, d.retries, d.healthIntervalMS, d.enabled, d.trusted, status,
