@@ -68,25 +68,53 @@ func (e *resolveError) msg() string {
 
 // resolve finds the tool a name means: a qualified name, a bare name only one tool has,
 // or either with ".operation" (seed 001). The whole name is tried first, since tool names
-// may themselves contain dots.
+// may themselves contain dots; but a bare dotted name that tools of different servers
+// answer both ways (a tool named "a.b", tool "a" with operation "b") is ambiguous, so a
+// server's tool named like another's operation cannot capture its calls.
 func (c *catalog) resolve(name string) (resolved, *resolveError) {
 	i, err := c.find(name)
-	if err == nil {
-		return resolved{tool: i}, nil
-	}
 	if i == -2 { // ambiguous: a dotted reading would not make it less so
 		return resolved{}, err
 	}
-	if base, op, dotted := toolname.CutOperation(name); dotted {
-		j, berr := c.find(base)
-		if berr == nil {
-			return resolved{tool: j, operation: op}, nil
+	base, op, dotted := toolname.CutOperation(name)
+	if !dotted {
+		if err != nil {
+			return resolved{}, err
 		}
-		if j == -2 {
-			return resolved{}, berr
+		return resolved{tool: i}, nil
+	}
+	j, berr := c.find(base)
+	switch {
+	case err == nil && (j == -1 || toolname.Qualified(name) || j >= 0 && server(c.tools[i].Name) == server(c.tools[j].Name)):
+		return resolved{tool: i}, nil
+	case err == nil:
+		names := []string{c.tools[i].Name}
+		for _, k := range c.byBare[base] {
+			names = append(names, c.tools[k].Name+"."+op)
 		}
+		if j >= 0 && !slices.Contains(c.byBare[base], j) {
+			names = append(names, c.tools[j].Name+"."+op)
+		}
+		slices.Sort(names)
+		names = slices.Compact(names) // a server's "a.b" and its "a" with "b" read the same
+		return resolved{}, &resolveError{c: c, name: name, message: several(name, names)}
+	case berr == nil:
+		return resolved{tool: j, operation: op}, nil
+	case j == -2:
+		return resolved{}, berr
 	}
 	return resolved{}, err
+}
+
+// server is a qualified name's server part ("" for a bare name).
+func server(name string) string {
+	s, _, _ := toolname.Split(name)
+	return s
+}
+
+// several is the message for a name that tools of several servers answer.
+func several(name string, names []string) string {
+	return fmt.Sprintf("%q is a tool of several servers; name one of %s.", name, strings.Join(names, ", "))
 }
 
 // find resolves a name without the dotted reading; the index is -1 when no tool has the
@@ -106,7 +134,7 @@ func (c *catalog) find(name string) (int, *resolveError) {
 				names[k] = c.tools[id].Name
 			}
 			slices.Sort(names)
-			return -2, &resolveError{c: c, name: name, message: fmt.Sprintf("%q is a tool of several servers; name one of %s.", name, strings.Join(names, ", "))}
+			return -2, &resolveError{c: c, name: name, message: several(name, names)}
 		}
 	}
 	return -1, &resolveError{c: c, name: name}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -119,7 +120,8 @@ func (c *cache) schema(hash, side string, raw json.RawMessage) (*jsonschema.Sche
 
 // resolve finds the tool a call names: a tool id, a qualified name ("server__tool"), a
 // bare tool name that only one server has, or any of those with a dotted operation
-// ("file_operations.read_file" is file_operations with operation "read_file", seed 001).
+// ("file_operations.read_file" is file_operations with operation "read_file", seed 001;
+// refused as ambiguous when another server's tool has the whole name, loadBareDotted).
 func (r *Router) resolve(ctx context.Context, ref string) (resolution, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
@@ -138,6 +140,11 @@ func (r *Router) resolve(ctx context.Context, ref string) (resolution, error) {
 }
 
 func (r *Router) load(ctx context.Context, ref string) (resolution, error) {
+	if base, op, dotted := toolname.CutOperation(ref); dotted && !toolname.Qualified(ref) {
+		if res, done, err := r.loadBareDotted(ctx, ref, base, op); done {
+			return res, err
+		}
+	}
 	t, err := r.find(ctx, ref)
 	if err == nil {
 		e, err := r.build(t)
@@ -158,6 +165,75 @@ func (r *Router) load(ctx context.Context, ref string) (resolution, error) {
 	}
 	e, berr := r.build(t)
 	return resolution{e: e, operation: op}, berr
+}
+
+// loadBareDotted reads a bare dotted name both ways: "a.b" may be a tool named "a.b"
+// or tool "a" with operation "b". When callable tools of different servers answer the
+// two readings, the name is refused as ambiguous, so that a server's tool named like
+// another's operation cannot capture its calls; tools that cannot be called now do not
+// count, so a disabled look-alike takes the dotted name from no one. done is false when
+// the usual order (the whole name first) decides.
+func (r *Router) loadBareDotted(ctx context.Context, ref, base, op string) (res resolution, done bool, err error) {
+	whole, err := r.callableNamed(ctx, ref)
+	if err != nil {
+		return resolution{}, true, err
+	}
+	// The dotted reading counts whenever it exists, callable or not: with the built-in
+	// disabled, a look-alike must not take the name that means the built-in.
+	dotted, err := r.tools.TargetsNamed(ctx, base)
+	if err != nil {
+		return resolution{}, true, err
+	}
+	switch {
+	case len(dotted) == 0:
+		return resolution{}, false, nil
+	case len(whole) == 0:
+		t, err := r.find(ctx, base)
+		if err != nil {
+			return resolution{}, false, nil // reported as the usual order reports it
+		}
+		e, err := r.build(t)
+		return resolution{e: e, operation: op}, true, err
+	case len(whole) == 1 && len(dotted) == 1 && whole[0].ServerID == dotted[0].ServerID:
+		return resolution{}, false, nil // one server's names: its own choice, the whole name
+	}
+	var names []string
+	for _, t := range whole {
+		names = append(names, t.QualifiedName())
+	}
+	for _, t := range dotted {
+		if n := t.QualifiedName() + "." + op; !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return resolution{}, true, onSeveral(ref, names)
+}
+
+// callableNamed lists the tools called name on any server that can be called now
+// (enabled, on an enabled server that offers them), as admit requires. A full list may
+// have left callable ones out, so then all count: disabled look-alikes on many servers
+// must not hide a reading.
+func (r *Router) callableNamed(ctx context.Context, name string) ([]tools.Target, error) {
+	ts, err := r.tools.TargetsNamed(ctx, name)
+	if err != nil || len(ts) >= namedLimit {
+		return ts, err
+	}
+	out := ts[:0]
+	for _, t := range ts {
+		if t.ServerEnabled && t.Available && t.Status == "enabled" {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// namedLimit is how many tools TargetsNamed lists at most.
+const namedLimit = 10
+
+// onSeveral is the error for a bare name that tools of several servers answer.
+func onSeveral(ref string, names []string) error {
+	return fail(CodeToolNotFound, "%q is a tool of several servers; call one of %s", ref, strings.Join(names, ", "))
 }
 
 func (r *Router) find(ctx context.Context, ref string) (tools.Target, error) {
@@ -185,7 +261,7 @@ func (r *Router) find(ctx context.Context, ref string) (tools.Target, error) {
 	for i, t := range ts {
 		names[i] = t.QualifiedName()
 	}
-	return tools.Target{}, fail(CodeToolNotFound, "%q is a tool of several servers; call one of %s", ref, strings.Join(names, ", "))
+	return tools.Target{}, onSeveral(ref, names)
 }
 
 func (r *Router) build(t tools.Target) (*entry, error) {
