@@ -422,21 +422,52 @@ func probe(ctx context.Context, cs *mcp.ClientSession, timeout time.Duration) (t
 	return lat, nil
 }
 
-// serverInfo is what the server said of itself, its secret values (m) hidden: it is
-// stored and shown on the server's page.
+// What serverInfo keeps of a server's self-description: it is stored in the server's
+// row and read with it on every page load and status change. Real instructions are a
+// few paragraphs, real capabilities well under a KiB.
+const (
+	maxInstructions = 16 << 10
+	maxCapabilities = 16 << 10 // else experimental and extensions are kept by name only
+)
+
+// serverInfo is what the server said of itself, its secret values (m) hidden and its
+// texts shortened (marked so): it is stored and shown on the server's page.
 func serverInfo(cs *mcp.ClientSession, m *secrets.Masker) *registry.ServerInfo {
 	ir := cs.InitializeResult()
 	if ir == nil {
 		return &registry.ServerInfo{}
 	}
-	info := &registry.ServerInfo{ProtocolVersion: ir.ProtocolVersion, Instructions: m.String(ir.Instructions)}
-	if ir.ServerInfo != nil {
-		info.Name, info.Title, info.Version = m.String(ir.ServerInfo.Name), m.String(ir.ServerInfo.Title), m.String(ir.ServerInfo.Version)
+	info := &registry.ServerInfo{ProtocolVersion: clipText(ir.ProtocolVersion, maxListedName),
+		Instructions: clipText(m.String(ir.Instructions), maxInstructions)}
+	if si := ir.ServerInfo; si != nil {
+		info.Name, info.Title, info.Version = clipText(m.String(si.Name), maxListedName), clipText(m.String(si.Title), maxListedName),
+			clipText(m.String(si.Version), maxListedName)
 	}
 	if ir.Capabilities != nil {
 		info.Capabilities = mustJSON(ir.Capabilities)
+		if len(info.Capabilities) > maxCapabilities {
+			caps := *ir.Capabilities
+			caps.Experimental, caps.Extensions = namesOnly(caps.Experimental), namesOnly(caps.Extensions)
+			info.Capabilities = mustJSON(&caps)
+			if len(info.Capabilities) > maxCapabilities {
+				caps.Experimental, caps.Extensions = nil, nil
+				info.Capabilities = mustJSON(&caps)
+			}
+		}
 	}
 	return info
+}
+
+// namesOnly is m with each value emptied, nil for nil.
+func namesOnly(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k := range m {
+		out[k] = map[string]any{}
+	}
+	return out
 }
 
 // requestDiscovery schedules a discovery after the debounce delay; requests arriving

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -268,39 +270,103 @@ func member(raw []byte, name string) json.RawMessage {
 
 // maskListed hides the server's secret values (its headers, environment, token) in what
 // it says of its resources and prompts, as the gateway does when it passes them on:
-// they are stored, shown on the server's page and in the API.
+// they are stored, shown on the server's page and in the API. Then it shortens each
+// text (masked first, so a cut cannot leave part of a secret unmasked).
 func maskListed(m *secrets.Masker, d *registry.Discovery) {
 	for i := range d.Resources {
 		r := &d.Resources[i]
-		r.URI, r.Name, r.Title, r.Description = m.String(r.URI), m.String(r.Name), m.String(r.Title), m.String(r.Description)
+		r.URI, r.Name, r.Title, r.Description, r.MIMEType = m.String(r.URI), m.String(r.Name), m.String(r.Title), m.String(r.Description), m.String(r.MIMEType)
+		*r = shortResource(*r)
 	}
 	for i := range d.Prompts {
 		p := &d.Prompts[i]
 		p.Name, p.Title, p.Description = m.String(p.Name), m.String(p.Title), m.String(p.Description)
+		for j, a := range p.Arguments {
+			p.Arguments[j] = m.String(a)
+		}
+		*p = shortPrompt(*p)
 	}
 }
 
+// What discovery stores of a server's resources and prompts: they live in its row and
+// are read with it on every page load and status change, so each is bounded. A real
+// server's lists are far inside these (descriptions of a few lines, tens of items).
+const (
+	maxListedExtras = 1000    // items of each list
+	maxStoredList   = 1 << 20 // bytes of each list as stored (JSON)
+	maxListedText   = 4 << 10 // a description
+	maxListedName   = 200     // a name, title, MIME type or argument name
+	maxListedArgs   = 100     // a prompt's arguments
+	// A resource whose URI is longer (PATH_MAX), or a prompt whose name is, is left out:
+	// cut, it would no longer name what it listed.
+	maxListedURI = 4096
+)
+
+// cutMark ends a text Toolwarden shortened.
+const cutMark = "… (cut)"
+
+func clipText(s string, n int) string { return textcheck.Clip(s, n, cutMark) }
+
+// shortResource is r as stored: its texts shortened (its URI is never cut).
+func shortResource(r registry.Resource) registry.Resource {
+	r.Name, r.Title, r.MIMEType = clipText(r.Name, maxListedName), clipText(r.Title, maxListedName), clipText(r.MIMEType, maxListedName)
+	r.Description = clipText(r.Description, maxListedText)
+	return r
+}
+
+// shortPrompt is p as stored: its texts shortened, at most maxListedArgs arguments
+// (then "…"). Its name is never cut.
+func shortPrompt(p registry.Prompt) registry.Prompt {
+	p.Title, p.Description = clipText(p.Title, maxListedName), clipText(p.Description, maxListedText)
+	if p.Arguments != nil {
+		args := make([]string, 0, min(len(p.Arguments), maxListedArgs+1))
+		for i, a := range p.Arguments {
+			if i == maxListedArgs {
+				args = append(args, "…")
+				break
+			}
+			args = append(args, clipText(a, maxListedName))
+		}
+		p.Arguments = args
+	}
+	return p
+}
+
 // listResources returns the server's resources, or nil when listing fails (recorded
-// as "not listed", never as "no resources"): at most 1,000, each page bounded in time,
-// entries the server sent as null skipped.
+// as "not listed", never as "no resources"): bounded as listSome says, each page
+// bounded in time, entries the server sent as null skipped. Resources with no URI or
+// one over maxListedURI are left out. A list that was cut, or had some left out, ends
+// with an entry without a URI whose description says so (shown last on the page).
 func listResources(ctx context.Context, cs *mcp.ClientSession, lim listLimits) []registry.Resource {
-	return listSome(ctx, lim, func(ctx context.Context, cursor string) ([]registry.Resource, string, error) {
+	leftOut := 0
+	out, cut := listSome(ctx, lim, func(ctx context.Context, cursor string) ([]registry.Resource, string, error) {
 		res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
 		}
 		out := make([]registry.Resource, 0, len(res.Resources))
 		for _, r := range res.Resources {
-			if r != nil {
+			switch {
+			case r == nil:
+			case r.URI == "" || len(r.URI) > maxListedURI:
+				leftOut++
+			default:
 				out = append(out, registry.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType})
 			}
 		}
 		return out, res.NextCursor, nil
-	})
+	}, shortResource)
+	if note := cutNote(cut, leftOut, "resources", "URI"); out != nil && note != "" {
+		out = append(out, registry.Resource{Description: note})
+	}
+	return out
 }
 
+// listPrompts is listResources for prompts: those with no name or one over
+// maxListedURI are left out, and the entry that says the list was cut has no name.
 func listPrompts(ctx context.Context, cs *mcp.ClientSession, lim listLimits) []registry.Prompt {
-	return listSome(ctx, lim, func(ctx context.Context, cursor string) ([]registry.Prompt, string, error) {
+	leftOut := 0
+	out, cut := listSome(ctx, lim, func(ctx context.Context, cursor string) ([]registry.Prompt, string, error) {
 		res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 		if err != nil {
 			return nil, "", err
@@ -308,6 +374,10 @@ func listPrompts(ctx context.Context, cs *mcp.ClientSession, lim listLimits) []r
 		out := make([]registry.Prompt, 0, len(res.Prompts))
 		for _, p := range res.Prompts {
 			if p == nil {
+				continue
+			}
+			if p.Name == "" || len(p.Name) > maxListedURI {
+				leftOut++
 				continue
 			}
 			pr := registry.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
@@ -319,36 +389,62 @@ func listPrompts(ctx context.Context, cs *mcp.ClientSession, lim listLimits) []r
 			out = append(out, pr)
 		}
 		return out, res.NextCursor, nil
-	})
+	}, shortPrompt)
+	if note := cutNote(cut, leftOut, "prompts", "name"); out != nil && note != "" {
+		out = append(out, registry.Prompt{Description: note})
+	}
+	return out
 }
 
-// maxListedExtras bounds the resources and prompts a discovery records.
-const maxListedExtras = 1000
+// cutNote says why a stored list is not the server's whole list, or "".
+func cutNote(cut string, leftOut int, kind, key string) string {
+	var parts []string
+	if cut != "" {
+		parts = append(parts, cut)
+	}
+	if leftOut > 0 {
+		parts = append(parts, fmt.Sprintf("%d left out, with no %s or one over %d bytes", leftOut, key, maxListedURI))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "(" + kind + " list cut: " + strings.Join(parts, "; ") + ")"
+}
 
-// listSome follows page's cursors until maxListedExtras items or the end; nil when a
-// page fails or the cursors misbehave.
-func listSome[T any](ctx context.Context, lim listLimits, page func(context.Context, string) ([]T, string, error)) []T {
+// listSome follows page's cursors to the end, or until maxListedExtras items, or the
+// items as stored (short gives an item as stored) pass maxStoredList bytes, or as the
+// server sent them MaxListedBytes (what is held until they are shortened). It returns
+// nil when a page fails or the cursors misbehave; else the items kept and, when it
+// stopped before the end, why.
+func listSome[T any](ctx context.Context, lim listLimits, page func(context.Context, string) ([]T, string, error), short func(T) T) ([]T, string) {
 	out := []T{}
 	seen := map[string]bool{}
 	cursor := ""
+	size, stored := 0, 0
 	for pages := 1; ; pages++ {
 		pctx, cancel := context.WithTimeout(ctx, lim.pageTimeout())
 		items, next, err := page(pctx, cursor)
 		cancel()
 		if err != nil {
-			return nil
+			return nil, ""
 		}
 		for _, it := range items {
 			if len(out) == maxListedExtras {
-				return out
+				return out, fmt.Sprintf("the server listed more than %d; the first %d are kept", maxListedExtras, len(out))
+			}
+			if size += len(mustJSON(it)); size > MaxListedBytes {
+				return out, fmt.Sprintf("the server sent more than %d MiB; the first %d are kept", MaxListedBytes>>20, len(out))
+			}
+			if stored += len(mustJSON(short(it))); stored > maxStoredList {
+				return out, fmt.Sprintf("the list passed %d MiB; the first %d are kept", maxStoredList>>20, len(out))
 			}
 			out = append(out, it)
 		}
 		if next == "" {
-			return out
+			return out, ""
 		}
 		if lim.next(seen, next, pages) != nil {
-			return nil
+			return nil, ""
 		}
 		cursor = next
 	}
