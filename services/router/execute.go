@@ -145,6 +145,12 @@ func checkOutput(e *entry, isError bool, structured json.RawMessage) error {
 	if len(structured) == 0 || string(structured) == "null" {
 		return fail(CodeUpstream, "%s declares an output schema but returned no structured content", e.t.QualifiedName()).ran()
 	}
+	if err := schema.CheckSize(e.output, len(structured)); err != nil {
+		// Not checked is not trusted: content the patterns cannot be run on in bounded
+		// time counts as not matching.
+		return fail(CodeUpstream, "%s returned structured content that does not match its output schema: it is too large to check against the schema's patterns (%s)",
+			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), schema.ErrTooLarge.Error()+": ")).ran()
+	}
 	if err := schema.ValidateArguments(e.output, structured); err != nil {
 		var ve *verr.Error
 		errors.As(err, &ve)

@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -103,6 +104,26 @@ func TestCheckOutput(t *testing.T) {
 	}
 	if err := checkOutput(&entry{}, false, nil); err != nil {
 		t.Errorf("no output schema: got %v", err)
+	}
+}
+
+// Structured content too large to check against the output schema's patterns within
+// the bound counts as not matching it, and says so.
+func TestCheckOutputTooLarge(t *testing.T) {
+	t.Parallel()
+	out, err := schema.CompileSchema(json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","pattern":"^x(?:a|b){1000}$"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &entry{t: tools.Target{Item: tools.Item{Row: tools.Row{Server: "s", Name: "get"}}}, output: out}
+	big, _ := json.Marshal(map[string]any{"other": strings.Repeat("z", 2_000_000)})
+	err = checkOutput(e, false, big)
+	var re *Error
+	if !errors.As(err, &re) || re.Code != CodeUpstream || !strings.Contains(re.Message, "does not match its output schema: it is too large to check") {
+		t.Fatalf("got %.300v, want upstream_error saying the content is too large to check", err)
+	}
+	if err := checkOutput(e, false, json.RawMessage(`{"other":"z"}`)); err != nil {
+		t.Errorf("small content: %v", err)
 	}
 }
 

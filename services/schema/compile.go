@@ -38,10 +38,11 @@ func (refusingLoader) Load(url string) (any, error) { return nil, ErrRemoteRef }
 // JavaScript libraries (zod's email pattern uses lookahead), which RE2 cannot
 // run; refusing those schemas would make the tools unusable, and the server
 // enforces its own pattern anyway. ValidateTool reports each such pattern as
-// pattern_unsupported so nobody is misled.
+// pattern_unsupported so nobody is misled. A compiled pattern refuses inputs too
+// long to match within maxMatchWork (boundedRegexp).
 func lenientRegexp(s string) (jsonschema.Regexp, error) {
 	if re, err := regexp.Compile(s); err == nil {
-		return re, nil
+		return &boundedRegexp{re: re, insts: patternInsts(s)}, nil
 	}
 	return anything(s), nil
 }
@@ -55,8 +56,9 @@ func (a anything) String() string          { return string(a) }
 // draft 2020-12 (the MCP default); draft-07 and 2019-09 schemas that say so
 // are honoured. References must stay inside the schema ("#/$defs/Name");
 // anything else fails with an error wrapping ErrRemoteRef. A schema that would
-// make validating one value apply its subschemas more than maxEvaluations times
-// fails with an error wrapping ErrTooComplex.
+// make validating one value apply its subschemas more than maxEvaluations times,
+// or that has a pattern compiling to over maxPatternInsts instructions, fails with
+// an error wrapping ErrTooComplex.
 func CompileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	s, _, err := compile(raw)
 	return s, err
@@ -91,6 +93,9 @@ func compileDoc(doc any) (*jsonschema.Schema, string, error) {
 		return nil, ptr, err
 	}
 	if ptr, err := checkComplexity(c, s, doc); err != nil {
+		return nil, ptr, err
+	}
+	if ptr, err := checkPatterns(c, s, doc); err != nil {
 		return nil, ptr, err
 	}
 	return s, "", nil
@@ -200,6 +205,8 @@ const GotSep = "; got "
 // field per problem, each named by a JSON pointer into the arguments
 // ("/message"), which is the "details" shape of the API's invalid_arguments
 // error. args may be a decoded value or raw JSON (json.RawMessage or []byte).
+// Arguments too large to check against the schema's patterns (CheckSize) are
+// refused with one field-less problem.
 func ValidateArguments(s *jsonschema.Schema, args any) error {
 	switch raw := args.(type) {
 	case json.RawMessage:
@@ -209,6 +216,9 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 			args = map[string]any{}
 			break
 		}
+		if err := CheckSize(s, len(raw)); err != nil {
+			return tooLarge(err)
+		}
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 		if err != nil {
 			return verr.New("", "arguments are not valid JSON: "+err.Error())
@@ -216,6 +226,13 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		args = v
 	case nil:
 		args = map[string]any{}
+	default:
+		if loadOf(s) > 0 { // measured as JSON, as raw arguments are
+			b, _ := json.Marshal(args)
+			if err := CheckSize(s, len(b)); err != nil {
+				return tooLarge(err)
+			}
+		}
 	}
 	err := s.Validate(args)
 	if err == nil {
@@ -322,10 +339,14 @@ func plainKeyword(k string, v any, depth int, n *int) bool {
 			return len(t) > 0 && uniqueStrings(t, func(s string) bool { return simpleTypes[s] })
 		}
 		return false
-	case "title", "description", "format", "pattern":
-		// pattern: the compiler's regexp engine (lenientRegexp) accepts every pattern.
+	case "title", "description", "format":
 		_, ok := v.(string)
 		return ok
+	case "pattern":
+		// The compiler's regexp engine (lenientRegexp) accepts every pattern, but
+		// compileDoc refuses one with too big a program.
+		p, ok := v.(string)
+		return ok && patternInsts(p) <= maxPatternInsts
 	case "default", "const":
 		return true
 	case "enum", "examples":

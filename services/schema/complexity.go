@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -129,6 +130,29 @@ type complexity struct {
 	anchors map[string][]*jsonschema.Schema // $dynamicAnchor name → schemas
 	resRoot []*jsonschema.Schema            // schemas a $recursiveRef may land on
 	ready   bool                            // resRoot is complete
+	// weighted counts, instead of evaluations, the instructions of the patterns that
+	// validation may run on one value (checkPatterns), with no bound of its own.
+	weighted bool
+}
+
+// limit is the most one value may cost.
+func (x *complexity) limit() float64 {
+	if x.weighted {
+		return math.Inf(1)
+	}
+	return maxEvaluations
+}
+
+// cost is what applying s costs by itself at its value: one evaluation, or its
+// pattern's instructions (nil: a subschema entered and found repeating).
+func (x *complexity) cost(s *jsonschema.Schema) float64 {
+	switch {
+	case !x.weighted:
+		return 1
+	case s == nil:
+		return 0
+	}
+	return float64(insts(s.Pattern))
 }
 
 // errTooComplex reports s as where validation grows past the bound.
@@ -286,7 +310,9 @@ func patterns(s *jsonschema.Schema) []jsonschema.Regexp {
 // what each costs, pass after pass, until recursive definitions settle. It returns the
 // subschema where the cost passes the bound.
 func (x *complexity) run() (*jsonschema.Schema, error) {
-	x.collect()
+	if x.order == nil { // checkPatterns collects first
+		x.collect()
+	}
 	n := len(x.order)
 	x.val, x.memo, x.memoGen, x.active = make([]pair, n), make([]*agg, n), make([]int, n), make([]bool, n)
 	x.markCycles()
@@ -303,7 +329,7 @@ func (x *complexity) run() (*jsonschema.Schema, error) {
 			}
 		}
 		// Costs only grow from pass to pass: past the bound at the root, they stay past it.
-		if x.val[x.index[x.root]].top() > maxEvaluations {
+		if x.val[x.index[x.root]].top() > x.limit() {
 			return x.culprit(), ErrTooComplex
 		}
 		if !changed {
@@ -317,7 +343,7 @@ func (x *complexity) run() (*jsonschema.Schema, error) {
 // the growth begins.
 func (x *complexity) culprit() *jsonschema.Schema {
 	for i, v := range x.val {
-		if v.top() > maxEvaluations {
+		if v.top() > x.limit() {
 			return x.order[i]
 		}
 	}
@@ -445,7 +471,7 @@ func (x *complexity) closure(s *jsonschema.Schema) (*agg, error) {
 			if x.work++; x.work > maxAnalysisWork {
 				return nil, errTooComplex{s}
 			}
-			cb := &agg{e: 1} // entered, found repeating, stopped
+			cb := &agg{e: x.cost(nil)} // entered, found repeating, stopped
 			if !x.active[x.index[c]] {
 				var err error
 				if cb, err = x.closure(c); err != nil {
@@ -461,7 +487,7 @@ func (x *complexity) closure(s *jsonschema.Schema) (*agg, error) {
 		}
 		x.work += len(a.named) + len(b.named)
 		a.add(b)
-		if a.e > maxEvaluations {
+		if a.e > x.limit() {
 			return nil, errTooComplex{s}
 		}
 	}
@@ -474,7 +500,7 @@ func (x *complexity) closure(s *jsonschema.Schema) (*agg, error) {
 // own is what s costs by itself: one evaluation, plus what the subschemas it applies
 // to nested values cost, as the last pass left them.
 func (x *complexity) own(s *jsonschema.Schema) *agg {
-	a := &agg{e: 1}
+	a := &agg{e: x.cost(s)}
 	if s.Bool != nil {
 		return a
 	}
@@ -499,11 +525,12 @@ func (x *complexity) own(s *jsonschema.Schema) *agg {
 	x.work += len(s.Properties) * (1 + len(pats))
 	if len(s.Properties) > 0 {
 		a.named = make(map[string]pair, len(s.Properties))
-		matchAll := len(s.Properties)*len(pats) > 100_000 // too many to try: every pattern matches
+		// Too many to try, or too long to match: every pattern matches.
+		matchAll := len(s.Properties)*len(pats) > 100_000 || matchWork(s, pats) > maxMatchWork
 		for _, k := range sortedKeys(s.Properties) {
 			p := v(s.Properties[k])
 			for _, re := range pats {
-				if matchAll || re.MatchString(k) {
+				if matchAll || matchesName(re, k) {
 					p = p.plus(v(s.PatternProperties[re]))
 				}
 			}
@@ -517,6 +544,11 @@ func (x *complexity) own(s *jsonschema.Schema) *agg {
 		}
 	}
 	a.names = v(s.PropertyNames).h
+	if x.weighted { // every name is matched against every key of patternProperties
+		for _, re := range pats {
+			a.names += float64(insts(re))
+		}
+	}
 	// Items: at most one of the tuple's subschemas, then items, additionalItems,
 	// contains and unevaluatedItems.
 	var tuple pair
@@ -532,4 +564,17 @@ func (x *complexity) own(s *jsonschema.Schema) *agg {
 		plus(v(s.Contains)).plus(v(s.UnevaluatedItems))
 	a.content = v(s.ContentSchema)
 	return a
+}
+
+// matchWork bounds what matching every property name of s against every pattern of pats
+// costs, in name bytes times instructions.
+func matchWork(s *jsonschema.Schema, pats []jsonschema.Regexp) int {
+	names, progs := 0, 0
+	for k := range s.Properties {
+		names += len(k)
+	}
+	for _, re := range pats {
+		progs += insts(re)
+	}
+	return names * progs
 }

@@ -26,7 +26,7 @@
 //	input_schema_missing      error          /inputSchema                  absent or null
 //	input_schema_invalid      error          /inputSchema[/...]            not JSON, or does not compile (pointer to the fault)
 //	input_schema_not_object   error          /inputSchema[/type]           root is not {"type": "object"}
-//	schema_too_complex        error          {input,output}Schema[/...]    validating one value could apply subschemas over 10,000 times (ErrTooComplex)
+//	schema_too_complex        error          {input,output}Schema[/...]    validating one value could apply subschemas over 10,000 times, or a pattern compiles to over 5,000 regexp instructions (ErrTooComplex)
 //	param_untyped             warning        .../properties/<p>            no type, enum, const, $ref or oneOf/anyOf/allOf
 //	param_undescribed         warning/info   .../properties/<p>            no description (info when nested or in $defs)
 //	param_name                warning        .../properties/<p>            name outside ^[a-zA-Z0-9_.-]{1,64}$ (model APIs reject it)
@@ -77,5 +77,9 @@
 // commonly leave objects open. The validator remembers nothing between branches
 // and cannot be interrupted, so a schema whose references fan out (each
 // definition applying the next one twice, forty deep) is refused when compiled
-// (ErrTooComplex, schema_too_complex) instead of spinning on every call.
+// (ErrTooComplex, schema_too_complex) instead of spinning on every call. Go's
+// regexp costs the input's length times the pattern's program size, so a pattern
+// over 5,000 instructions is refused the same way, a match that would cost over
+// 4,000,000 steps fails unrun, and a document too large to check against its
+// schema's patterns (CheckSize) is refused whole.
 package schema
