@@ -163,6 +163,33 @@ func leafString(ve *jsonschema.ValidationError) string {
 	return "is not valid"
 }
 
+// maxLeafMessage bounds, in characters, what one problem says: the library quotes a
+// value that fails its pattern or format in full (a 4 MB argument, a 16 MiB output).
+const maxLeafMessage = 512
+
+// leafMessage is leafString with the value that fails a pattern or a format cut to 100
+// characters, or left out when it may be a credential (by its look, or a name on its
+// path such as "api_key"): the message reaches the audit log and the usage records.
+// Any message is cut to maxLeafMessage.
+func leafMessage(ve *jsonschema.ValidationError) string {
+	value := func(v any) string {
+		if secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
+			return "the value"
+		}
+		return "'" + clipRunes(fmt.Sprint(v), 100) + "'"
+	}
+	msg := ""
+	switch k := ve.ErrorKind.(type) {
+	case *kind.Pattern:
+		msg = value(k.Got) + " does not match pattern '" + clipRunes(k.Want, 300) + "'"
+	case *kind.Format:
+		msg = value(k.Got) + " is not valid " + k.Want
+	default:
+		msg = leafString(ve)
+	}
+	return clipRunes(msg, maxLeafMessage)
+}
+
 // given is "; got <value as JSON>" for an enum or const error: the library names the
 // allowed values but not the one given, and a caller who sent "Read" where "read" is
 // allowed should see both. It is "" for an object or array, and for a value that may
@@ -279,7 +306,7 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		if _, ok := l.ErrorKind.(*kind.Type); ok {
 			k = verr.KindType
 		}
-		add(loc, k, leafString(l)+given(l))
+		add(loc, k, leafMessage(l)+given(l))
 	}
 	if more > 0 {
 		out.Add("", fmt.Sprintf("and %d more problems not listed", more))

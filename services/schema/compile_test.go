@@ -199,3 +199,33 @@ func TestValidateArgumentsManyErrors(t *testing.T) {
 		t.Errorf("got %v, want one field", err)
 	}
 }
+
+// A value that fails a pattern or a format is quoted at most maxLeafMessage characters
+// long, and not at all when it may be a credential: the message reaches the audit log.
+func TestPatternMessagesBounded(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{
+		"code":{"type":"string","pattern":"^[a-z]+$"},
+		"api_key":{"type":"string","pattern":"^sk-"},
+		"mail":{"type":"string","format":"email"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("X", 100_000)
+	err = ValidateArguments(s, json.RawMessage(`{"code":"`+long+`","api_key":"AKIAIOSFODNN7EXAMPLE-hunter2","mail":"`+long+`"}`))
+	var ve *verr.Error
+	if !errors.As(err, &ve) {
+		t.Fatalf("got %v, want field errors", err)
+	}
+	for _, f := range ve.Fields {
+		if n := len([]rune(f.Message)); n > maxLeafMessage+1 {
+			t.Errorf("%s: a message of %d characters", f.Field, n)
+		}
+		if strings.Contains(f.Message, "hunter2") {
+			t.Errorf("%s: the credential is quoted: %q", f.Field, f.Message)
+		}
+	}
+	if got := ve.For("/api_key"); !strings.Contains(got, "does not match pattern") {
+		t.Errorf("/api_key: %q, want it to say what it does not match", got)
+	}
+}
