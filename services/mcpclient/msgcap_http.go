@@ -24,7 +24,21 @@ type capTransport struct {
 	// life ends when the session's endpoint is cleaned up: every request still in
 	// flight ends with it, and none starts after.
 	life context.Context
+	// replyTimeout (defaultReplyTimeout if 0) ends a request whose context is never
+	// done: the SDK writes its replies to the server's requests so, and a server that
+	// never answered them would hold a goroutine and a connection each for the rest of
+	// the session. replySlots (if not nil) bounds how many are in flight at once.
+	replyTimeout time.Duration
+	replySlots   chan struct{}
 }
+
+// replyConns is the size of replySlots: the replies in flight at once to one server,
+// each on a connection of its own while the server keeps it. The SDK handles at most
+// as many of the server's requests at once (third_party/go-sdk/TOOLWARDEN.md).
+const replyConns = 16
+
+// defaultReplyTimeout is replyTimeout for a server with no call timeout of its own.
+const defaultReplyTimeout = 30 * time.Second
 
 // drainGrace is how long a response may still be read after its caller's context
 // ended. The SDK hands a call its result as soon as the result's event arrives and reads
@@ -46,6 +60,16 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return nil, errSessionEnded
 	}
+	var endReply func()
+	if parent.Done() == nil {
+		var err error
+		if parent, endReply, err = t.startReply(parent); err != nil {
+			if r.Body != nil {
+				_ = r.Body.Close()
+			}
+			return nil, err
+		}
+	}
 	ctx, cancelCtx := context.WithCancel(context.WithoutCancel(parent))
 	cancel := cancelCtx
 	if t.life != nil {
@@ -54,6 +78,13 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		cancel = func() {
 			cancelCtx()
 			endLife()
+		}
+	}
+	if endReply != nil {
+		endReq := cancel
+		cancel = func() {
+			endReq()
+			endReply()
 		}
 	}
 	var answered atomic.Bool
@@ -97,6 +128,37 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &limitedBody{src: resp.Body, lim: t.lim, left: int64(t.lim.max) + 1}
 	}
 	return resp, nil
+}
+
+// startReply gives a request whose context is never done a deadline and, once one is
+// free, one of replySlots; end releases both, and may be called more than once.
+func (t *capTransport) startReply(never context.Context) (ctx context.Context, end func(), err error) {
+	timeout := t.replyTimeout
+	if timeout <= 0 {
+		timeout = defaultReplyTimeout
+	}
+	ctx, cancel := context.WithTimeout(never, timeout)
+	if t.replySlots == nil {
+		return ctx, cancel, nil
+	}
+	var life <-chan struct{}
+	if t.life != nil {
+		life = t.life.Done()
+	}
+	select {
+	case t.replySlots <- struct{}{}:
+		return ctx, sync.OnceFunc(func() {
+			<-t.replySlots
+			cancel()
+		}), nil
+	case <-ctx.Done():
+		cancel()
+		return nil, nil, fmt.Errorf("mcpclient: %d replies to the server's requests were still unanswered after %s: %w",
+			replyConns, timeout, ctx.Err())
+	case <-life:
+		cancel()
+		return nil, nil, errSessionEnded
+	}
 }
 
 // errSessionEnded refuses a request made after its session's endpoint was cleaned up.

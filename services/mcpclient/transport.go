@@ -137,8 +137,13 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 			return nil, fmt.Errorf("mcpclient: server URL: %w", err)
 		}
 		life, end := context.WithCancel(context.Background())
-		hc := &http.Client{Transport: &capTransport{lim: lim, life: life,
-			base: &headerTransport{base: base, headers: c.Headers, scheme: u.Scheme, host: u.Host}},
+		// The SDK's replies to the server's requests wait at most the server's call
+		// timeout, a few at a time (capTransport): not the whole transport's
+		// connections, since Toolwarden's own calls, each a stream while it runs,
+		// must not wait behind them.
+		hc := &http.Client{Transport: &capTransport{lim: lim, life: life, replyTimeout: c.Timeout,
+			replySlots: make(chan struct{}, replyConns),
+			base:       &headerTransport{base: base, headers: c.Headers, scheme: u.Scheme, host: u.Host}},
 			CheckRedirect: sameOrigin}
 		// capTransport decides about every event; the SDK's own event limit (which ends
 		// the session) stays above it.

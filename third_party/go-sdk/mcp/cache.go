@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"sync"
 	"time"
 )
@@ -15,11 +16,13 @@ import (
 type methodCache[R CacheableResult] struct {
 	mu           sync.Mutex
 	cachedValues map[string]*cacheEntry[R]
+	size         int64 // the encoded size of the entries
 }
 
 type cacheEntry[R CacheableResult] struct {
 	result     R
 	receivedAt time.Time
+	size       int64
 }
 
 func (e *cacheEntry[R]) isValid() bool {
@@ -35,7 +38,7 @@ func (mc *methodCache[R]) get(key string) (R, bool) {
 		return zero, false
 	}
 	if entry.result.GetTTLMs() <= 0 || !entry.isValid() {
-		delete(mc.cachedValues, key)
+		mc.remove(key)
 		var zero R
 		return zero, false
 	}
@@ -46,30 +49,64 @@ func (mc *methodCache[R]) get(key string) (R, bool) {
 // the server's cursors and the caller's URIs, as many as they make.
 const maxCacheEntries = 256
 
+// maxCacheEntryBytes and maxCacheBytes bound a method's cache in bytes (TOOLWARDEN.md):
+// the server picks the size of its results, and a large one is cheaper fetched again
+// than kept for a day.
+const (
+	maxCacheEntryBytes = 256 << 10 // a larger result (encoded) is not cached
+	maxCacheBytes      = 8 << 20   // past it, the oldest entries go
+)
+
 func (mc *methodCache[R]) put(key string, result R) {
+	var size int64
+	if result.GetTTLMs() > 0 {
+		data, err := json.Marshal(result)
+		if err == nil && len(data) <= maxCacheEntryBytes {
+			size = int64(len(data))
+		}
+	}
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	if result.GetTTLMs() <= 0 {
-		// get never answers from such an entry: kept, it would only pin the result.
-		delete(mc.cachedValues, key)
+	// A result not kept takes the key's older entry with it, which no longer answers
+	// for the key (kept, it would only pin its result).
+	mc.remove(key)
+	if size == 0 {
 		return
 	}
 	if mc.cachedValues == nil {
 		mc.cachedValues = make(map[string]*cacheEntry[R])
 	}
-	if _, ok := mc.cachedValues[key]; !ok && len(mc.cachedValues) >= maxCacheEntries {
+	full := func() bool { return len(mc.cachedValues) >= maxCacheEntries || mc.size+size > maxCacheBytes }
+	if full() {
 		for k, e := range mc.cachedValues {
 			if !e.isValid() {
-				delete(mc.cachedValues, k)
+				mc.remove(k)
 			}
 		}
-		if len(mc.cachedValues) >= maxCacheEntries {
-			clear(mc.cachedValues)
+	}
+	for full() {
+		var oldest *string // "" is a key too: the first page's
+		var at time.Time
+		for k, e := range mc.cachedValues {
+			if oldest == nil || e.receivedAt.Before(at) {
+				oldest, at = &k, e.receivedAt
+			}
 		}
+		mc.remove(*oldest)
 	}
 	mc.cachedValues[key] = &cacheEntry[R]{
 		result:     result,
 		receivedAt: time.Now(),
+		size:       size,
+	}
+	mc.size += size
+}
+
+// remove drops key's entry, if any; mc.mu is held.
+func (mc *methodCache[R]) remove(key string) {
+	if e, ok := mc.cachedValues[key]; ok {
+		mc.size -= e.size
+		delete(mc.cachedValues, key)
 	}
 }
 
@@ -77,12 +114,13 @@ func (mc *methodCache[R]) invalidate() {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
 	clear(mc.cachedValues)
+	mc.size = 0
 }
 
 func (mc *methodCache[R]) invalidateKey(key string) {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	delete(mc.cachedValues, key)
+	mc.remove(key)
 }
 
 // cursorParams is the constraint for list-method params that carry a pagination

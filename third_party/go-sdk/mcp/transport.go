@@ -221,6 +221,12 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 	if cp, ok := mcpConn.(cancellationPropagator); ok {
 		propagateCancellation = cp.propagateCancellation()
 	}
+	// A client answers the server's requests a few at a time (TOOLWARDEN.md): the
+	// server decides how many it sends, and each reply may wait on the server.
+	var maxIncomingCalls int
+	if _, ok := any(b).(*Client); ok {
+		maxIncomingCalls = maxClientIncomingCalls
+	}
 	_ = jsonrpc2.NewConnection(ctx, jsonrpc2.ConnectionConfig{
 		Reader:    reader,
 		Writer:    writer,
@@ -234,10 +240,15 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 			logger.Error("jsonrpc2 internal error", "error", err)
 		},
 		PropagateCancellation: propagateCancellation,
+		MaxIncomingCalls:      maxIncomingCalls,
 	})
 	assert(preempter.conn != nil, "unbound preempter")
 	return h, nil
 }
+
+// maxClientIncomingCalls bounds the server's requests a client session handles at
+// once, from when each is read until its response is written (TOOLWARDEN.md).
+const maxClientIncomingCalls = 16
 
 // cancellationPropagator is an optional interface implemented by a
 // [Connection] whose own lifecycle should propagate cancellation into request

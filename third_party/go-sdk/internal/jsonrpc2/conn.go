@@ -56,6 +56,10 @@ type Connection struct {
 
 	onInternalError func(error)
 	onDone          func()
+
+	// callSlots (Toolwarden, see TOOLWARDEN.md) holds a token per incoming call from
+	// when it is read until its response is written; nil means no bound.
+	callSlots chan struct{}
 }
 
 // inFlightState records the state of the incoming and outgoing calls on a
@@ -173,6 +177,7 @@ type incomingRequest struct {
 	*Request // the request being processed
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	slot     bool // holds one of the connection's callSlots
 }
 
 // Reader abstracts the transport mechanics from the JSON RPC protocol.
@@ -224,6 +229,12 @@ type ConnectionConfig struct {
 	// the connection is tied to a carrier that owns it and whose end means
 	// the request is cancelled).
 	PropagateCancellation bool // optional
+
+	// MaxIncomingCalls, if positive, bounds the incoming calls handled at once (from
+	// when they are read until their responses are written): past it, the reader
+	// waits. Otherwise a peer that never accepts the responses could make the
+	// connection keep a goroutine, and a pending write, per call it sends.
+	MaxIncomingCalls int // optional (Toolwarden)
 }
 
 // NewConnection creates a new [Connection] object and starts processing
@@ -239,6 +250,9 @@ func NewConnection(ctx context.Context, cfg ConnectionConfig) *Connection {
 		writer:          cfg.Writer,
 		onDone:          cfg.OnDone,
 		onInternalError: cfg.OnInternalError,
+	}
+	if cfg.MaxIncomingCalls > 0 {
+		c.callSlots = make(chan struct{}, cfg.MaxIncomingCalls)
 	}
 	c.handler = cfg.Bind(c)
 	c.start(ctx, cfg.Reader, cfg.Preempter)
@@ -564,6 +578,13 @@ func (c *Connection) readIncoming(ctx context.Context, reader Reader, preempter 
 // acceptRequest either handles msg synchronously or enqueues it to be handled
 // asynchronously.
 func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter Preempter) {
+	// Waiting here (rather than in the handler queue, which cannot be bounded) holds
+	// back the reading of everything after the call too, until one of the calls in
+	// flight is done.
+	slot := c.callSlots != nil && msg.IsCall()
+	if slot {
+		c.callSlots <- struct{}{}
+	}
 	// In theory notifications cannot be cancelled, but we build them a cancel
 	// context anyway.
 	reqCtx, cancel := context.WithCancelCause(ctx)
@@ -571,6 +592,7 @@ func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter 
 		Request: msg,
 		ctx:     reqCtx,
 		cancel:  cancel,
+		slot:    slot,
 	}
 
 	// If the request is a call, add it to the incoming map so it can be
@@ -736,6 +758,9 @@ func (c *Connection) processResult(from any, req *incomingRequest, result any, e
 
 	// Cancel the request to free any associated resources.
 	req.cancel(nil)
+	if req.slot {
+		<-c.callSlots
+	}
 	c.updateInFlight(func(s *inFlightState) {
 		if s.incoming == 0 {
 			panic("jsonrpc2: processResult called when incoming count is already zero")
