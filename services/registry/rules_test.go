@@ -745,6 +745,10 @@ func TestChangesCommand(t *testing.T) {
 		{"HTTP, URL and headers", httpCur, registry.Patch{URL: ptr("http://127.0.0.1:6/mcp"), Headers: map[string]*string{"X-A": ptr("b")}}, false},
 		{"HTTP becomes stdio", httpCur, registry.Patch{Type: ptr(registry.TypeStdio), Command: ptr("srv"), URL: ptr("")}, true},
 		{"HTTP becomes SSE", httpCur, registry.Patch{Type: ptr(registry.TypeSSE)}, false},
+		// Judged as stored: CRLF line ends over the 256 KiB limit as sent, under it once
+		// normalized, hid the command from the check.
+		{"new template with a command, CRLF padded", nil, registry.Patch{Type: ptr(registry.TypeTemplate),
+			Template: ptr("tools:\r\n  - name: run\r\n    command:\r\n      argv: [id]\r\n" + strings.Repeat("#\r\n", 100_000))}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -153,7 +153,7 @@ func commandChanged(cur *draft, next draft) bool {
 		if cur != nil && cur.typ == TypeTemplate && cur.template == normalizeTemplate(next.template) {
 			return false
 		}
-		return template.HasCommands(next.template)
+		return template.HasCommands(normalizeTemplate(next.template)) // as it will be stored
 	}
 	if next.typ != TypeStdio {
 		return false

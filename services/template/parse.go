@@ -646,6 +646,10 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 				// JSON, a form, a SOAP envelope all have).
 				if !t.Literal() && contentType != "" && !strings.HasPrefix(contentType, "text/plain") {
 					r.fail(v.Line, "a body written as text is sent as it is, so placeholders could break its %s: write the body as a mapping (sent as JSON, each value encoded) or use form:, or send it as text/plain", contentType)
+				} else if trimmed := strings.TrimSpace(v.Value); !t.Literal() && trimmed != "" && strings.ContainsRune("{[<", rune(trimmed[0])) {
+					// Sent as text/plain, it is still read as JSON or XML by servers that do
+					// not look at the type: a value with a quote would add keys.
+					r.fail(v.Line, "a body written as text with placeholders is sent as it is, and this one looks like JSON or XML, whose structure a caller's value could break: write the body as a mapping (sent as JSON, each value encoded) or use form:")
 				}
 			}
 		} else if jv := r.jsonTemplate(v, 0); jv != nil {

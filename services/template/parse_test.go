@@ -111,6 +111,8 @@ func TestParseProblems(t *testing.T) {
 			[]string{`line 7: header X-City: write "{city}" in quotes`}},
 		{"placeholder in an XML text body", "tools:\n  - name: t\n    input_schema: {type: object, properties: {u: {type: string}}}\n    http:\n      method: POST\n      url: \"https://example.com/\"\n      headers:\n        Content-Type: text/xml\n      body: \"<user>{u}</user>\"\n",
 			[]string{"line 9: a body written as text is sent as it is, so placeholders could break its text/xml"}},
+		{"placeholder in a JSON-looking text body", "tools:\n  - name: t\n    input_schema: {type: object, properties: {q: {type: string}}}\n    http:\n      method: POST\n      url: \"https://example.com/\"\n      body: '{\"q\": \"{q}\", \"role\": \"user\"}'\n",
+			[]string{"line 7: a body written as text with placeholders is sent as it is, and this one looks like JSON or XML"}},
 		{"placeholder in the Content-Type", "tools:\n  - name: t\n    input_schema: {type: object, properties: {c: {type: string}}}\n    http:\n      url: \"https://example.com/\"\n      headers:\n        Content-Type: \"{c}\"\n",
 			[]string{"line 7: the Content-Type header must be written out"}},
 		{"not yaml", "tools:\n  - name: [\n", []string{"line 2: is not valid YAML"}},
