@@ -32,7 +32,7 @@ func TestAdvertiseURL(t *testing.T) {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"r0.internal:8080", "ftp://r0", "http://", "http://r0/?x=1", "http://u:p@r0"} {
+	for _, bad := range []string{"r0.internal:8080", "ftp://r0", "http://", "http://r0/?x=1", "http://u:p@r0", "http://10.0.0.11:8080/tw"} {
 		if err := checkAdvertiseURL(bad); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}

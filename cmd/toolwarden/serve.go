@@ -349,6 +349,9 @@ func checkAdvertiseURL(s string) error {
 		return fmt.Errorf("%q: names no host", s)
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
 		return fmt.Errorf("%q: must be a base URL (no query, fragment or user)", s)
+	case u.Path != "" && u.Path != "/":
+		// Replicas sign and send the paths Toolwarden serves, from its root.
+		return fmt.Errorf("%q: must be the replica's own address, without a path (Toolwarden serves from /)", s)
 	}
 	return nil
 }
