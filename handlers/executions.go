@@ -47,7 +47,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err // executions.ErrNotFound: 404
 	}
-	x, err := h.executionView(ctx, ex, nil)
+	x, err := h.executionView(ctx, ex, nil, true)
 	if err != nil {
 		return err
 	}
@@ -86,8 +86,9 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 }
 
 // executionView is the live part of the page, from the database. progress holds the
-// latest progress report by call id (a tool.output event's).
-func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string) (views.ExecutionView, error) {
+// latest progress report by call id (a tool.output event's). Without results the
+// steps' results are not read (a progress fragment shows none).
+func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string, results bool) (views.ExecutionView, error) {
 	x := views.ExecutionView{ID: ex.ID, Title: ex.Title(), Status: string(ex.Status), Risk: ex.Risk, RiskWhy: ex.RiskWhy,
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
 		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Decision: ex.Decision,
@@ -104,7 +105,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		return x, err
 	}
 	for _, st := range steps {
-		sv := executionStepView(st)
+		sv := executionStepView(st, results)
 		if st.CallID != nil && st.Status == executions.StepRunning {
 			sv.Progress = progress[*st.CallID]
 		}
@@ -114,6 +115,8 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 			x.Steps = append(x.Steps, sv)
 		}
 	}
+	// Every event re-sends the results to every viewer: they are bounded.
+	views.BoundExecutionResults(&x)
 	if ex.Status == executions.Failed {
 		_, rp, err := h.Executions.PlanRollback(ctx, ex.ID)
 		_, conflict := executions.ConflictStatus(err)
@@ -136,7 +139,7 @@ type stepResult struct {
 	IsError           bool             `json:"is_error"`
 }
 
-func executionStepView(st executions.Step) views.ExecutionStepView {
+func executionStepView(st executions.Step, results bool) views.ExecutionStepView {
 	sv := views.ExecutionStepView{Position: st.Position, Tool: st.Tool, Status: st.Status, Risk: st.Risk, Error: st.Error,
 		Undoes: st.Undoes, Arguments: indentJSON(st.Arguments)}
 	if st.ToolID != nil {
@@ -145,6 +148,10 @@ func executionStepView(st executions.Step) views.ExecutionStepView {
 	if st.DurationMS != nil {
 		d := float64(*st.DurationMS)
 		sv.DurationMS = &d
+	}
+	if !results {
+		sv.HasResult = len(st.Result) > 0 && string(st.Result) != "null"
+		return sv
 	}
 	var res stepResult
 	if len(st.Result) > 0 && string(st.Result) != "null" && json.Unmarshal(st.Result, &res) == nil {
@@ -266,7 +273,8 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 	if err != nil {
 		return nil, err
 	}
-	x, err := h.executionView(ctx, ex, progressText(ev))
+	// A progress fragment is the stepper alone: the results are neither parsed nor shown.
+	x, err := h.executionView(ctx, ex, progressText(ev), !events.ToolOutput.Is(ev))
 	if err != nil {
 		return nil, err
 	}

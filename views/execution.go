@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // The execution pages (seed 003's Safe Action flow): /executions/new, a prompt or a JSON
@@ -127,6 +128,12 @@ type ExecutionStepView struct {
 	IsError    bool
 	Outputs    []TestOutput
 	Structured string // pretty JSON
+	// ResultShortened: Outputs and Structured are cut (BoundExecutionResults) to
+	// ResultShown of the result's ResultSize bytes; ResultOmitted: none of it is shown.
+	ResultShortened bool
+	ResultOmitted   bool
+	ResultShown     int
+	ResultSize      int
 }
 
 // ExecutionPreviewStep is one step of the ActionPreviewCard (or of a rollback plan).
@@ -338,6 +345,129 @@ func execFinished(steps []ExecutionStepView) []ExecutionStepView {
 		}
 	}
 	return out
+}
+
+// Bounds of the results an execution's page and each of its live fragments carry,
+// counted as the page carries them (escaped): every event of the execution sends them
+// all again, to every viewer, and the websocket keeps recent fragments.
+const (
+	ExecResultShown  = 64 << 10 // one step's result
+	ExecResultsShown = 1 << 20  // all steps' results
+	// execOutputCost is the markup around one output, so that a result of many empty
+	// outputs is bounded too.
+	execOutputCost = 256
+	// execResultMin: with less than this left of ExecResultsShown, a result that does
+	// not fit is left out rather than cut to a few lines.
+	execResultMin = 4 << 10
+)
+
+// BoundExecutionResults cuts the steps' results (the run's, then the rollback's) to
+// ExecResultShown each and ExecResultsShown in all: a result cut says so, and one past
+// the total is left out and says so.
+func BoundExecutionResults(x *ExecutionView) {
+	total := ExecResultsShown
+	for _, steps := range [][]ExecutionStepView{x.Steps, x.RollbackSteps} {
+		for i := range steps {
+			boundResult(&steps[i], &total)
+		}
+	}
+}
+
+func boundResult(st *ExecutionStepView, total *int) {
+	size, cost := len(st.Structured), escapedCost(st.Structured)
+	for _, o := range st.Outputs {
+		size += len(o.Text) + len(o.DataURL) + len(o.URI) + len(o.Name) + len(o.MIMEType) + len(o.Size)
+		cost += execOutputCost + escapedCost(o.Text) + len(o.DataURL) + escapedCost(o.URI) + escapedCost(o.Name) +
+			escapedCost(o.MIMEType) + escapedCost(o.Size)
+	}
+	b := resultBudget{left: min(ExecResultShown, *total)}
+	switch {
+	case cost <= b.left:
+		*total -= cost
+		return
+	case b.left < execResultMin:
+		st.Outputs, st.Structured = nil, ""
+		st.ResultOmitted, st.ResultSize = true, size
+		return
+	}
+	outs := make([]TestOutput, 0, len(st.Outputs))
+	for _, o := range st.Outputs {
+		if b.left < execOutputCost {
+			break
+		}
+		b.left -= execOutputCost
+		o.MIMEType, o.Size, o.Name, o.URI = b.take(o.MIMEType), b.take(o.Size), b.take(o.Name), b.take(o.URI)
+		if o.DataURL != "" {
+			if len(o.DataURL) > b.left { // a data URL cut shows nothing
+				o.Type, o.Text = "text", fmt.Sprintf("(%s content of %d KiB: too large to show here)", o.Type, len(o.DataURL)>>10)
+				o.DataURL = ""
+			} else {
+				b.left -= len(o.DataURL)
+				b.shown += len(o.DataURL)
+			}
+		}
+		o.Text = b.take(o.Text)
+		outs = append(outs, o)
+	}
+	st.Outputs = outs
+	st.Structured = b.take(st.Structured)
+	st.ResultShortened, st.ResultShown, st.ResultSize = true, b.shown, size
+	*total -= min(ExecResultShown, *total) - b.left
+}
+
+// resultBudget is what is left of a result's bound (escaped bytes) and how many bytes
+// of the result were kept.
+type resultBudget struct{ left, shown int }
+
+// take is as much of s as fits, cut on a character boundary.
+func (b *resultBudget) take(s string) string {
+	cost := 0
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		c := escapedRuneCost(r, w)
+		if cost+c > b.left {
+			s = s[:i]
+			break
+		}
+		cost += c
+		i += w
+	}
+	b.left -= cost
+	b.shown += len(s)
+	return s
+}
+
+// escapedCost is s's length once HTML-escaped (as templ escapes text and attributes).
+func escapedCost(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '<', '>':
+			n += 3
+		case '&', '\'', '"':
+			n += 4
+		}
+	}
+	return n
+}
+
+func escapedRuneCost(r rune, width int) int {
+	switch r {
+	case '<', '>':
+		return 4
+	case '&', '\'', '"':
+		return 5
+	}
+	return width
+}
+
+// execResultNote says that a step's result was cut or left out, and where it is whole.
+func execResultNote(executionID string, st ExecutionStepView) string {
+	where := "; the full result is in GET /api/v1/executions/" + executionID
+	if st.ResultOmitted {
+		return fmt.Sprintf("This result (%d KiB) is too large to show here%s", (st.ResultSize+1023)>>10, where)
+	}
+	return fmt.Sprintf("This result is shortened: %d KiB of %d KiB%s", st.ResultShown>>10, (st.ResultSize+1023)>>10, where)
 }
 
 func execDuration(ms *float64) string {

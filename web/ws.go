@@ -36,9 +36,15 @@ const (
 	// close a socket (1013: the page reconnects and authenticates again).
 	wsRecheckFailures = 2
 	wsMaxReplay       = 1000 // more missed events than this: ask the page to reload
-	wsReplays         = 4    // replays rendering at once, per process
+	wsReplays         = 4    // replays rendering at once, per process (and one per person)
 	wsReplayWait      = 10 * time.Second
-	wsRenderCache     = 512
+	// wsReplayBytes bounds the fragments a replay holds before it sends them: past it,
+	// the page is asked to reload, as when it missed more than wsMaxReplay events.
+	wsReplayBytes = 32 << 20
+	wsRenderCache = 512
+	// wsRenderCacheBytes bounds the cached fragments by size too (renderedSize): an
+	// execution's page is up to a few MiB, and 512 of them were gigabytes.
+	wsRenderCacheBytes = 64 << 20
 	// The audit log's events reach a page at most every wsSampleEvery, the newest
 	// wsSampleKeep of them in one message: each call announces itself there, and a
 	// thousand open dashboards must not cost a thousand writes per call (issue #21).
@@ -81,8 +87,9 @@ type hub struct {
 	mu sync.RWMutex // read-locked by every socket for every event: the caches' lookups
 	// cache holds each event's fragment, rendered and framed (compressed, for clients
 	// that negotiated compression) once and written to every client as the same bytes.
-	cache map[int64]rendered
-	order []int64
+	cache      map[int64]rendered
+	order      []int64
+	cacheBytes int // the renderedSize of what cache holds
 	// batches holds the messages of several sampled events each, keyed by their ids:
 	// sockets flush at the same instants, so most of them send the same batch.
 	batches    map[string]*websocket.PreparedMessage
@@ -99,6 +106,10 @@ type hub struct {
 	// replays bounds the replays rendering at once: each renders up to wsMaxReplay
 	// events (queries each), and a client chooses where its replay starts.
 	replays chan struct{}
+	// replayers holds each person's replay slot (replayKey): one replay at a time
+	// each, so that nobody keeps all of the process's slots busy.
+	replayMu  sync.Mutex
+	replayers map[string]*replayer
 	// failedAt holds when each event first failed to render (retryRender).
 	failMu   sync.Mutex
 	failedAt map[int64]time.Time
@@ -144,7 +155,7 @@ type rendered struct {
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
 		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, flying: map[string]*flight{},
-		replays: make(chan struct{}, wsReplays)}
+		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}}
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -317,13 +328,19 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 	// A cursor below what the retention pruned missed events nobody can replay: what is
 	// left would look complete, so the page is told to reload as when it missed too many.
-	if len(missed) > wsMaxReplay || last < pruned {
+	reload := func() bool {
 		latest, _ := h.deps.Events.LatestID(ctx)
 		frag, err := h.live.Reload(ctx, latest)
 		if err != nil || h.write(conn, frag) != nil {
-			return
+			return false
 		}
 		last = latest
+		return true
+	}
+	if len(missed) > wsMaxReplay || last < pruned {
+		if !reload() {
+			return
+		}
 		missed = nil
 	}
 	// pre holds the replay's events rendered before they are sent (see below).
@@ -357,33 +374,43 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		return true
 	}
 	if len(missed) > 0 {
-		// The slot is held while the events render (queries each), not while a slow
-		// client reads them; waiting for one is bounded.
-		wait := time.NewTimer(wsReplayWait)
-		select {
-		case h.replays <- struct{}{}:
-			wait.Stop()
-		case <-ctx.Done():
-			return
-		case <-wait.C:
+		// The slots are held while the events render (queries each), not while a slow
+		// client reads them; waiting for them is bounded.
+		release, err := h.acquireReplay(ctx, p)
+		if errors.Is(err, errReplayBusy) {
 			h.closeWith(conn, closeTryAgainLater, "busy; reconnect")
 			return
 		}
+		if err != nil {
+			return
+		}
 		pre = make(map[int64]rendered, len(missed))
+		held := 0
 		for _, ev := range missed {
 			if ctx.Err() != nil {
 				// The client left: the rest is not rendered for nobody (each render is a
 				// query or more, and left unchecked they started one after another).
-				<-h.replays
+				release()
 				return
 			}
 			if ev.ID > last && !(sessionsOnlyForCheck && ev.Topic == auth.SessionsTopic) {
 				if r, err := h.render(ctx, ev); err == nil {
 					pre[ev.ID] = r
+					if held += len(r.raw); held > wsReplayBytes {
+						break
+					}
 				}
 			}
 		}
-		<-h.replays
+		release()
+		if held > wsReplayBytes {
+			// Too much to hold for one socket: the page reloads, as when it missed too
+			// many events. Events about this person still come on s.C and are re-checked.
+			pre, missed = nil, nil
+			if !reload() {
+				return
+			}
+		}
 		for _, ev := range missed {
 			if !deliver(ev) {
 				return
@@ -509,6 +536,72 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 }
 
+// errReplayBusy: no replay slot came free within wsReplayWait.
+var errReplayBusy = errors.New("ws: every replay slot is busy")
+
+// replayer is one person's replay slot, and how many sockets hold or wait for it.
+type replayer struct {
+	slot chan struct{}
+	refs int
+}
+
+// replayKey is whose replays share a slot: the person, by session or by any of their
+// tokens.
+func replayKey(p *auth.Principal) string {
+	if p.User.ID != "" {
+		return "user:" + p.User.ID
+	}
+	return "token:" + p.TokenID
+}
+
+// acquireReplay takes p's replay slot, then one of the process's, waiting at most
+// wsReplayWait for both (errReplayBusy); release gives them back.
+func (h *hub) acquireReplay(ctx context.Context, p *auth.Principal) (release func(), err error) {
+	key := replayKey(p)
+	h.replayMu.Lock()
+	r := h.replayers[key]
+	if r == nil {
+		r = &replayer{slot: make(chan struct{}, 1)}
+		h.replayers[key] = r
+	}
+	r.refs++
+	h.replayMu.Unlock()
+	unref := func() {
+		h.replayMu.Lock()
+		if r.refs--; r.refs == 0 {
+			delete(h.replayers, key)
+		}
+		h.replayMu.Unlock()
+	}
+	wait := time.NewTimer(wsReplayWait)
+	defer wait.Stop()
+	select {
+	case r.slot <- struct{}{}:
+	case <-ctx.Done():
+		unref()
+		return nil, ctx.Err()
+	case <-wait.C:
+		unref()
+		return nil, errReplayBusy
+	}
+	select {
+	case h.replays <- struct{}{}:
+	case <-ctx.Done():
+		<-r.slot
+		unref()
+		return nil, ctx.Err()
+	case <-wait.C:
+		<-r.slot
+		unref()
+		return nil, errReplayBusy
+	}
+	return func() {
+		<-h.replays
+		<-r.slot
+		unref()
+	}, nil
+}
+
 // recheckEvery is how often a socket checks its person's session again.
 func (h *hub) recheckEvery() time.Duration {
 	if h.deps.SessionRecheck > 0 {
@@ -583,7 +676,7 @@ func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) b
 // for batches.
 func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 	return cached(ctx, h, h.cache, &h.order, ev.ID, "e"+strconv.FormatInt(ev.ID, 10), wsRenderCache,
-		func(ctx context.Context) (rendered, error) {
+		h.renderLimit(), func(ctx context.Context) (rendered, error) {
 			raw, err := h.live.Render(ctx, ev)
 			if err != nil {
 				return rendered{}, err
@@ -597,11 +690,28 @@ func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
 		})
 }
 
+// renderLimit bounds the rendered fragments the hub keeps by their size.
+func (h *hub) renderLimit() byteLimit[rendered] {
+	return byteLimit[rendered]{max: wsRenderCacheBytes, used: &h.cacheBytes, size: renderedSize}
+}
+
+// renderedSize is about the memory a cached fragment holds: its bytes and up to two
+// framings of them (with and without compression).
+func renderedSize(r rendered) int { return 3 * len(r.raw) }
+
+// byteLimit bounds one of the hub's caches by the size of what it keeps as well (used
+// is its running total, under the hub's mu); a zero byteLimit bounds nothing.
+type byteLimit[V any] struct {
+	max  int
+	used *int
+	size func(V) int
+}
+
 // cached is the value under k in one of the hub's caches (m, its keys oldest first in
 // order), or else builds it once for every socket that asks meanwhile (flight names the
-// build among the hub's flights) and keeps it among the newest limit.
+// build among the hub's flights) and keeps it among the newest limit (and within bytes).
 func cached[K comparable, V any](ctx context.Context, h *hub, m map[K]V, order *[]K, k K, flight string, limit int,
-	build func(context.Context) (V, error)) (V, error) {
+	bytes byteLimit[V], build func(context.Context) (V, error)) (V, error) {
 	h.mu.RLock()
 	v, ok := m[k]
 	h.mu.RUnlock()
@@ -620,7 +730,7 @@ func cached[K comparable, V any](ctx context.Context, h *hub, m map[K]V, order *
 			return nil, err
 		}
 		h.mu.Lock()
-		keepNewest(m, order, k, v, limit)
+		keepNewest(m, order, k, v, limit, bytes)
 		h.mu.Unlock()
 		return v, nil
 	})
@@ -631,16 +741,28 @@ func cached[K comparable, V any](ctx context.Context, h *hub, m map[K]V, order *
 	return got.(V), nil
 }
 
-// keepNewest adds v under k to m unless k is there, forgetting the oldest key once more
-// than limit are kept (order lists m's keys, oldest first).
-func keepNewest[K comparable, V any](m map[K]V, order *[]K, k K, v V, limit int) {
+// keepNewest adds v under k to m unless k is there, forgetting the oldest keys while
+// more than limit are kept or they pass bytes (order lists m's keys, oldest first). A
+// value larger than bytes allows is not kept: its flight's waiters had it.
+func keepNewest[K comparable, V any](m map[K]V, order *[]K, k K, v V, limit int, bytes byteLimit[V]) {
 	if _, dup := m[k]; dup {
 		return
 	}
+	if bytes.size != nil {
+		n := bytes.size(v)
+		if n > bytes.max {
+			return
+		}
+		*bytes.used += n
+	}
 	m[k] = v
 	*order = append(*order, k)
-	if len(*order) > limit {
-		delete(m, (*order)[0])
+	for len(*order) > limit || (bytes.size != nil && *bytes.used > bytes.max) {
+		old := (*order)[0]
+		if bytes.size != nil {
+			*bytes.used -= bytes.size(m[old])
+		}
+		delete(m, old)
 		*order = (*order)[1:]
 	}
 }
@@ -706,7 +828,8 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 	for _, ev := range evs {
 		key = strconv.AppendInt(append(key, ','), ev.ID, 10)
 	}
-	return cached(ctx, h, h.batches, &h.batchOrder, string(key), "b"+string(key), wsBatchCache,
+	// Batches are of sampled topics' events (the audit log's), small fragments each.
+	return cached(ctx, h, h.batches, &h.batchOrder, string(key), "b"+string(key), wsBatchCache, byteLimit[*websocket.PreparedMessage]{},
 		func(ctx context.Context) (*websocket.PreparedMessage, error) {
 			var raw []byte
 			for _, ev := range evs {
