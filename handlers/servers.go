@@ -154,7 +154,8 @@ func backTo(c echo.Context, def string) string {
 	return ref.RequestURI()
 }
 
-// Reconnect closes the session and opens a new one.
+// Reconnect closes the session and opens a new one, here and (through the audited
+// event) on every other replica.
 func (h ServersHandler) Reconnect(c echo.Context) error {
 	ctx := c.Request().Context()
 	sv, err := h.Registry.GetServer(ctx, c.Param("id"))
@@ -162,7 +163,7 @@ func (h ServersHandler) Reconnect(c echo.Context) error {
 		err = h.MCP.Reconnect(ctx, sv.ID)
 	}
 	if err == nil {
-		err = h.Registry.AuditReconnect(ctx, ActorOf(c), sv)
+		err = h.Registry.AuditReconnect(ctx, ActorOf(c), sv, h.MCP.Replica())
 	}
 	return h.redirectWithOutcome(c, err, func() string { return "Reconnecting " + sv.Name + "." }, backTo(c, "/servers/"+c.Param("id")))
 }

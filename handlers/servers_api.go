@@ -239,7 +239,8 @@ func (h ServersHandler) APIDiscover(c echo.Context) error {
 	return c.JSON(http.StatusOK, res)
 }
 
-// APIReconnect closes the session and opens a new one.
+// APIReconnect closes the session and opens a new one, here and (through the audited
+// event) on every other replica.
 func (h ServersHandler) APIReconnect(c echo.Context) error {
 	ctx := c.Request().Context()
 	sv, err := h.Registry.GetServer(ctx, c.Param("id"))
@@ -249,7 +250,7 @@ func (h ServersHandler) APIReconnect(c echo.Context) error {
 	if err := h.MCP.Reconnect(ctx, sv.ID); err != nil {
 		return err
 	}
-	if err := h.Registry.AuditReconnect(ctx, ActorOf(c), sv); err != nil {
+	if err := h.Registry.AuditReconnect(ctx, ActorOf(c), sv, h.MCP.Replica()); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "reconnecting"})

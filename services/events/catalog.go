@@ -62,6 +62,10 @@ const (
 	DiscoveryFailed     Kind[DiscoveryFailure] = "discovery.failed"
 	DiscoveryProgress   Kind[DiscoverySoFar]   = "discovery.progress"
 
+	// On registry.ServersTopic too: a person asked for a new session (Reconnect), and
+	// every replica opens one for its own copy of the server.
+	ServerReconnect Kind[ServerReconnecting] = "server.reconnect"
+
 	// On the tools topic (registry.ToolsTopic, tools.Topic, toolstate.Topic).
 	ToolsChanged     Kind[DiscoveryResult] = "tools.changed" // a discovery added, updated or removed tools
 	ToolChanged      Kind[ToolVersion]     = "tool.changed"  // settings saved
@@ -120,7 +124,7 @@ func info[P any](k Kind[P]) KindInfo { return KindInfo{Kind: string(k), Payload:
 var catalog = []KindInfo{
 	info(SessionStarted), info(SessionEnded), info(UserChanged), info(TokenRevoked),
 	info(AuditAppended),
-	info(ServerStatusChanged), info(ServerChanged), info(ServerDeleted),
+	info(ServerStatusChanged), info(ServerChanged), info(ServerDeleted), info(ServerReconnect),
 	info(DiscoveryCompleted), info(DiscoveryFailed), info(DiscoveryProgress),
 	info(ToolsChanged), info(ToolChanged), info(ToolPermission), info(ToolStateChanged),
 	info(CategoryChanged),
@@ -171,6 +175,14 @@ type ServerStatus struct {
 type ServerRef struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+}
+
+// ServerReconnecting is a server whose session a person asked to reconnect; Replica is
+// the replica that answered the request, which has reconnected its own already.
+type ServerReconnecting struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Replica string `json:"replica,omitempty"`
 }
 
 // DiscoveryResult is a discovery run that completed: what it changed.

@@ -58,6 +58,11 @@ func unlock(conn *pgxpool.Conn, id string) {
 	conn.Release()
 }
 
+// pickupGrace is how long after River picks up a run job its runner may take to record
+// itself on the execution (runner_id); a sweep takes one that has not by then as
+// dropped by a replica that died.
+const pickupGrace = time.Minute
+
 // recover settles executions a stopped process left mid-way: a step found running
 // was interrupted, so its execution fails (or its rollback fails) and nothing runs it
 // again; one between steps continues with its next step.
@@ -99,12 +104,13 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
 	}
-	var waiting, running map[string]bool
+	var waiting map[string]bool
+	var running map[string]time.Duration
 	if sweep && len(list) > 0 {
 		// Only what may be orphaned: a step running (its lock tells whether its runner
 		// lives), or no job waiting. One just approved, whose job waits to be picked up,
 		// is left alone: taking its lock could make its runner wait.
-		if waiting, running, err = s.jobs.Waiting(ctx, runArgs{}.Kind(), "execution_id"); err != nil {
+		if waiting, running, err = s.jobs.WaitingSince(ctx, runArgs{}.Kind(), "execution_id"); err != nil {
 			return err
 		}
 	}
@@ -115,14 +121,17 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 		}
 		// A job marked running with no runner recorded: a replica picked it up and is
 		// about to take the lock (the lock being free then proves nothing), and a second
-		// job would only wait to settle that runner's step. River rescues it if stuck.
-		if sweep && o.runner == "" && running[o.id] {
+		// job would only wait to settle that runner's step. Past pickupGrace, that replica
+		// died first (River never rescues a run job: it has no timeout), and it is settled
+		// and queued again; the lock still keeps out a runner that was merely slow.
+		picked, isRunning := running[o.id]
+		if sweep && o.runner == "" && isRunning && picked < pickupGrace {
 			continue
 		}
 		// No job at all, not even one marked running, and no step running: its runner,
 		// even alive, is not working it (its last attempt could not fail it), and it is
 		// queued again.
-		idle := sweep && !o.stepRunning && !running[o.id]
+		idle := sweep && !o.stepRunning && !isRunning
 		if err := s.settleOrphan(ctx, o.id, o.runner, sweep, idle); err != nil {
 			if ctx.Err() != nil {
 				return err

@@ -246,3 +246,36 @@ func TestRunLeavesThisProcessStep(t *testing.T) {
 	}
 	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
 }
+
+// An execution whose run job a replica picked up, but which records no runner long
+// after (the replica died before taking the lock: River never rescues a job of no
+// timeout), is queued again by the sweep and runs; one picked up a moment ago is left
+// to its runner.
+func TestSweepQueuesAJobWhosePickerDied(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo")
+	jobs := func(id, state string) int {
+		return e.count(`SELECT count(*) FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text
+			AND state::text LIKE $2`, id, state)
+	}
+	picked := func(message, ago string) string {
+		t.Helper()
+		ex := e.create(e.admin, step("mt__echo", `{"message":"`+message+`"}`))
+		testkit.Exec(t, e.pool, `UPDATE executions SET status = 'executing', runner = '', runner_id = NULL WHERE id = $1`, ex.ID)
+		testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - $2::interval,
+			attempted_by = ARRAY['replica-a'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID, ago)
+		return ex.ID
+	}
+	// Created first, so a sweep that queued the other went past it.
+	fresh := picked("just picked up", "1 second")
+	died := picked("picked up by a replica that died", "10 minutes")
+
+	svc := e.sweeper("abcdabcd-abcd-4bcd-8bcd-abcdabcdabcd", func(string) bool { return true })
+	testkit.WaitFor(t, 20*time.Second, func() bool { return jobs(died, "available") == 1 },
+		"the sweep never queued the execution whose job's replica died before recording itself")
+	if n := jobs(fresh, "%"); n != 1 {
+		t.Fatalf("the execution whose job was just picked up has %d run jobs after a sweep, want its one", n)
+	}
+	e.run(svc)
+	e.waitStatus(died, executions.Success, 30*time.Second)
+}

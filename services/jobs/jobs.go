@@ -128,17 +128,34 @@ const waitingStates = "'available', 'pending', 'scheduled', 'retryable'"
 // to be worked ("execution_id" of the execution runs waiting), and the set among those
 // marked running (a live process's, or a dead one's).
 func (q *Queue) Waiting(ctx context.Context, kind, key string) (waiting, running map[string]bool, err error) {
-	rows, err := q.pool.Query(ctx, `/* jobs.waiting */ SELECT DISTINCT args->>$2, state = 'running' FROM river_job
-		WHERE kind = $1 AND state IN (`+waitingStates+`, 'running') AND args ? $2`, kind, key)
+	waiting, since, err := q.WaitingSince(ctx, kind, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	running = make(map[string]bool, len(since))
+	for value := range since {
+		running[value] = true
+	}
+	return waiting, running, nil
+}
+
+// WaitingSince is Waiting, with for each value among the jobs marked running how long
+// ago the latest of them was picked up (its attempted_at, by the database's clock, which
+// River sets it by): River never rescues a job of no timeout whose process died.
+func (q *Queue) WaitingSince(ctx context.Context, kind, key string) (waiting map[string]bool, running map[string]time.Duration, err error) {
+	rows, err := q.pool.Query(ctx, `/* jobs.waiting */ SELECT args->>$2, state = 'running',
+		coalesce(extract(epoch FROM now() - max(attempted_at)), 0)::float8 FROM river_job
+		WHERE kind = $1 AND state IN (`+waitingStates+`, 'running') AND args ? $2 GROUP BY 1, 2`, kind, key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("jobs: waiting %s: %w", kind, err)
 	}
-	waiting, running = map[string]bool{}, map[string]bool{}
+	waiting, running = map[string]bool{}, map[string]time.Duration{}
 	var value string
 	var isRunning bool
-	_, err = pgx.ForEachRow(rows, []any{&value, &isRunning}, func() error {
+	var ago float64
+	_, err = pgx.ForEachRow(rows, []any{&value, &isRunning, &ago}, func() error {
 		if isRunning {
-			running[value] = true
+			running[value] = time.Duration(ago * float64(time.Second))
 		} else {
 			waiting[value] = true
 		}

@@ -330,6 +330,15 @@ func (m *Manager) Run(ctx context.Context) error {
 			case string(events.ServerDeleted):
 				p, _ := events.ServerDeleted.Decode(ev)
 				id = p.ID
+			case string(events.ServerReconnect):
+				// Asked on another replica: this one runs its own copy of the server, which
+				// may be the one that hangs. The replica asked has reconnected its own.
+				if p, err := events.ServerReconnect.Decode(ev); err == nil && p.Replica != m.opts.Replica {
+					if err := m.Reconnect(ctx, p.ID); err != nil && ctx.Err() == nil {
+						m.log.Debug("mcpclient: reconnect asked on another replica", "server", p.Name, "err", err)
+					}
+				}
+				continue
 			}
 			if id != "" {
 				m.Refresh(ctx, id)
@@ -482,7 +491,8 @@ func (m *Manager) stopAll() {
 }
 
 // Reconnect closes the session of server id and opens a new one at once (backoff and an
-// open circuit are reset: a person asked for it).
+// open circuit are reset: a person asked for it). It reconnects this replica's session
+// only; registry.AuditReconnect, with Replica, has the other replicas reconnect theirs.
 func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	m.stop(id, "")
 	sv, err := m.reg.GetServer(ctx, id)

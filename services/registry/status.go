@@ -103,10 +103,19 @@ func (s *Service) AuditTest(ctx context.Context, actor audit.Actor, id string, c
 }
 
 // AuditReconnect records that actor had server sv's session closed and opened again
-// (Reconnect: a stdio server's process is killed and started anew).
-func (s *Service) AuditReconnect(ctx context.Context, actor audit.Actor, sv Server) error {
-	return audit.AppendAlone(ctx, s.begin, audit.Entry{Actor: actor, Action: "server.reconnect", TargetType: "server",
-		TargetID: sv.ID, TargetName: sv.Name, Payload: map[string]any{"type": sv.Type}})
+// (Reconnect: a stdio server's process is killed and started anew), and announces it so
+// every replica reconnects its own session (each runs its own stdio process); replica
+// is the one that answered, which has reconnected already.
+func (s *Service) AuditReconnect(ctx context.Context, actor audit.Actor, sv Server, replica string) error {
+	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "server.reconnect", TargetType: "server",
+			TargetID: sv.ID, TargetName: sv.Name, Payload: map[string]any{"type": sv.Type}}); err != nil {
+			return err
+		}
+		_, err := events.ServerReconnect.Publish(ctx, tx, ServersTopic,
+			events.ServerReconnecting{ID: sv.ID, Name: sv.Name, Replica: replica})
+		return err
+	})
 }
 
 func (s *Service) open(d draft) (Connection, error) {
