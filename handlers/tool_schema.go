@@ -206,6 +206,9 @@ func indentJSON(raw json.RawMessage) string {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return ""
 	}
+	if indentedSize(raw) > maxIndented {
+		return string(raw) // shown as it came: indented, it would be too large
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -220,6 +223,36 @@ func indentJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return strings.TrimRight(buf.String(), "\n")
+}
+
+// maxIndented bounds, in bytes, the text indentJSON makes: each line is indented two
+// spaces per level, so 20 KB nested 10,000 deep would be 200 MB (anyone who may view a
+// tool could send that to the test panel, and a tool could return it).
+const maxIndented = 4 << 20
+
+// indentedSize is at most how many bytes raw takes indented: every value could start a
+// line indented as deep as the deepest nesting.
+func indentedSize(raw []byte) int {
+	depth, deepest, lines, inString := 0, 0, 1, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+			lines += 2
+		case c == ']' || c == '}':
+			depth--
+		case c == ',':
+			lines++
+		}
+	}
+	return len(raw) + lines*(2*deepest+1)
 }
 
 // exampleCall is the body of POST /api/v1/tools/call for the example arguments.
