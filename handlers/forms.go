@@ -22,14 +22,15 @@ func formErrors(err error) (views.FormErrors, bool) {
 	if !errors.As(err, &ve) {
 		return nil, false
 	}
-	fe := views.FormErrors{}
+	// Several problems with one field (a template's, each at its line): one a line,
+	// joined once (joined as they come, many problems cost the square of their length).
+	lines := map[string][]string{}
 	for _, f := range ve.Fields {
-		if prev, dup := fe[f.Field]; dup {
-			// Several problems with one field (a template's, each at its line): one a line.
-			fe[f.Field] = prev + "\n" + f.Message
-			continue
-		}
-		fe[f.Field] = f.Message
+		lines[f.Field] = append(lines[f.Field], f.Message)
+	}
+	fe := views.FormErrors{}
+	for field, ls := range lines {
+		fe[field] = strings.Join(ls, "\n")
 	}
 	return fe, true
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -60,7 +61,9 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	e := &verr.Error{}
 	for _, st := range q.Status {
 		if !slices.Contains(Statuses, st) {
-			e.Add("status", fmt.Sprintf("unknown status %q; use one of %s", st, statusList()))
+			// Said once: a URL can repeat a bad value a hundred thousand times.
+			e.Add("status", fmt.Sprintf("unknown status %q; use one of %s", textcheck.Clip(string(st), 60, "…"), statusList()))
+			break
 		}
 	}
 	if q.Risk != "" && !slices.Contains([]string{string(risk.Low), string(risk.Medium), string(risk.High)}, q.Risk) {

@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -185,6 +186,10 @@ func decodeCursor(s string) (cursor, bool) {
 	if _, ok := normalID(c.ID); !ok {
 		return cursor{}, false
 	}
+	// Cursors are the caller's to send: text PostgreSQL refuses must not reach it.
+	if textcheck.Bad(c.Name+c.Srv+c.Q) != "" {
+		return cursor{}, false
+	}
 	return c, true
 }
 
@@ -238,7 +243,9 @@ func (q *Query) check() error {
 	}
 	for _, s := range q.Status {
 		if !toolstate.Valid(s) {
-			e.Add("status", fmt.Sprintf("%q is not a tool state (%s)", s, strings.Join(toolstate.States, ", ")))
+			// Said once: a URL can repeat a bad value a hundred thousand times.
+			e.Add("status", fmt.Sprintf("%q is not a tool state (%s)", textcheck.Clip(s, 60, "…"), strings.Join(toolstate.States, ", ")))
+			break
 		}
 	}
 	if q.Risk != "" {
@@ -249,10 +256,15 @@ func (q *Query) check() error {
 	// A copy (the caller's slice stays as it was), without blanks and repeats: the filter
 	// compares the number of matching tags with the number asked for.
 	tags := make([]string, 0, len(q.Tags))
+	seen := map[string]bool{}
 	for _, t := range q.Tags {
-		if t = strings.ToLower(strings.TrimSpace(t)); t != "" && !slices.Contains(tags, t) {
+		if t = strings.ToLower(strings.TrimSpace(t)); t != "" && !seen[t] {
+			seen[t] = true
 			tags = append(tags, t)
 		}
+	}
+	if len(tags) > MaxTags {
+		e.Add("tag", fmt.Sprintf("at most %d tags at once (a tool has at most that many), not %d", MaxTags, len(tags)))
 	}
 	q.Tags = tags
 	if q.Cursor != "" {
