@@ -88,8 +88,9 @@ func (r remoteRuns) Parts(ctx context.Context, replica, id string, eventID int64
 	return string(b), err
 }
 
-// maxRunFragment bounds a run's fragment another replica renders (a result's output is
-// already bounded by the router's output cap, well under it).
+// maxRunFragment bounds a run's fragment another replica renders. A run keeps at most
+// 4 MiB of its result (router.Runs), but as escaped HTML it can be larger: then the page
+// is told its socket does not follow the run, and asks that replica (handlers.Live).
 const maxRunFragment = 4 << 20
 
 // Watch holds a request open at the run's replica while the socket follows the run,

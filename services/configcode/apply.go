@@ -319,13 +319,14 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 			return err
 		}
 	}
-	for _, tc := range it.cases {
-		if _, err := s.tools.SaveTestCaseTx(ctx, tx, actor, id, tc); err != nil {
+	// Removed first: a tool keeps at most tools.MaxTestCases, counting those on their way out.
+	for _, name := range it.drop {
+		if err := s.tools.DeleteTestCaseTx(ctx, tx, actor, id, name); err != nil {
 			return err
 		}
 	}
-	for _, name := range it.drop {
-		if err := s.tools.DeleteTestCaseTx(ctx, tx, actor, id, name); err != nil {
+	for _, tc := range it.cases {
+		if _, err := s.tools.SaveTestCaseTx(ctx, tx, actor, id, tc); err != nil {
 			return err
 		}
 	}

@@ -714,3 +714,40 @@ func TestUnofferedToolsNamedOnce(t *testing.T) {
 		}
 	}
 }
+
+// An import keeps to the bounds on saved cases: a file with more than 100 cases for a
+// tool, or a case's arguments over 64 KiB, is refused naming where; a file that
+// replaces a tool's cases with 100 others applies (the cases it removes go first).
+func TestImportTestCaseLimits(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    test_cases:\n")
+	for i := range 100 {
+		fmt.Fprintf(&b, "      - {name: case %d, arguments: {message: hi}}\n", i)
+	}
+	hundred := b.String()
+	for _, tc := range []struct{ body, field, msg string }{
+		{hundred + "      - {name: one more}\n", "tools.ev__echo.test_cases", "has 101 test cases: a tool keeps at most 100"},
+		{"version: 1\ntools:\n  - tool: ev__echo\n    test_cases:\n      - {name: big, arguments: {message: " + strings.Repeat("x", 64<<10) + "}}\n",
+			"tools.ev__echo.test_cases[0].arguments", "at most 64 KiB"},
+	} {
+		_, err := configcode.Parse("bad.yaml", []byte(tc.body), registry.ParseOptions{})
+		ps, ok := registry.ProblemsOf(err)
+		if !ok || len(ps) != 1 || ps[0].File != "bad.yaml" || ps[0].Field != tc.field || !strings.Contains(ps[0].Message, tc.msg) {
+			t.Errorf("got %v, want %s: …%s", err, tc.field, tc.msg)
+		}
+	}
+
+	hs := liveServer(t)
+	a := source(t, hs) // ev__echo has two cases, which this file removes
+	p := plan(t, a, "config.yaml", hundred)
+	if p.HasErrors() || len(p.Unapplied) > 0 {
+		t.Fatalf("plan:\n%s", p)
+	}
+	if _, err := a.ConfigCode.Apply(context.Background(), admin, p); err != nil {
+		t.Fatalf("apply 100 cases in place of 2: %v", err)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM tool_test_cases WHERE tool_id = $1`, a.ToolID(t, "ev__echo")); n != 100 {
+		t.Fatalf("%d cases stored, want 100", n)
+	}
+}

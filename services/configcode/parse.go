@@ -428,7 +428,11 @@ func (p *parser) tool(o *fields, i int) Tool {
 		}
 	}
 	names := map[string]bool{}
-	for j, item := range o.list("test_cases") {
+	cases := o.list("test_cases")
+	if len(cases) > tools.MaxTestCases {
+		p.fail(o.field("test_cases"), fmt.Sprintf("has %d test cases: a tool keeps at most %d", len(cases), tools.MaxTestCases))
+	}
+	for j, item := range cases {
 		co, ok := p.mapping(fmt.Sprintf("%s[%d]", o.field("test_cases"), j), item)
 		if !ok {
 			continue

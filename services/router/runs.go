@@ -2,11 +2,14 @@ package router
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -23,7 +26,9 @@ const RunEnded = events.RunEnded
 // asking for it (Get). A run nobody follows is cancelled — the caller went away: one
 // nobody watched or asked about for Abandon since it started or was last asked about,
 // and one whose last watcher left Grace ago (a socket that reconnects within it keeps
-// the run). A finished run is forgotten after Keep.
+// the run). A finished run is forgotten after Keep, or sooner when its owner has
+// maxEndedPerOwner newer ones ended or the registry maxEnded in all: a page follows only
+// its newest run, and a caller looping runs must not hold their results in memory.
 type Runs struct {
 	// Replica is the id of the replica that holds these runs (replicas.Service): a
 	// request about a run that reaches another replica is forwarded here by it.
@@ -34,13 +39,24 @@ type Runs struct {
 	grace   time.Duration
 	keep    time.Duration
 
-	mu   sync.Mutex
-	runs map[string]*Run
+	mu       sync.Mutex
+	runs     map[string]*Run
+	ended    []*Run // runs ended and still kept, oldest first
+	perOwner int    // ended runs kept per owner (maxEndedPerOwner)
+	total    int    // ended runs kept in all (maxEnded)
 }
+
+// The bounds on ended runs kept, and on the result text one keeps.
+const (
+	maxEndedPerOwner = 8
+	maxEnded         = 1000
+	maxRunText       = 4 << 20
+)
 
 // NewRuns returns a run registry over r.
 func NewRuns(r *Router) *Runs {
-	return &Runs{r: r, abandon: 20 * time.Second, grace: 10 * time.Second, keep: 10 * time.Minute, runs: map[string]*Run{}}
+	return &Runs{r: r, abandon: 20 * time.Second, grace: 10 * time.Second, keep: 10 * time.Minute, runs: map[string]*Run{},
+		perOwner: maxEndedPerOwner, total: maxEnded}
 }
 
 // SetGrace sets how long a run outlives its last watcher (default 10 s).
@@ -101,6 +117,7 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 	}
 	go func() {
 		res, err := rs.r.Call(ctx, c)
+		res = clipResult(res, maxRunText)
 		run.mu.Lock()
 		run.result, run.err, run.ended = res, err, time.Now()
 		run.idle.Stop()
@@ -111,10 +128,109 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 			_ = rs.r.rec.submit(context.Background(), &job{drafts: []events.Draft{RunEnded.Draft(c.Topic,
 				events.RunRef{CallID: run.ID, ToolID: toolID})}}, false)
 		}
+		// Before done: whoever waited for the run finds the older ones already dropped.
+		rs.mu.Lock()
+		rs.ended = append(rs.ended, run)
+		rs.trim(run.Owner())
+		rs.mu.Unlock()
+		time.AfterFunc(rs.keep, func() { rs.mu.Lock(); rs.forget(run); rs.mu.Unlock() })
 		close(run.done)
-		time.AfterFunc(rs.keep, func() { rs.mu.Lock(); delete(rs.runs, run.ID); rs.mu.Unlock() })
 	}()
 	return run
+}
+
+// trim drops owner's oldest ended runs beyond perOwner, then the oldest ended runs
+// beyond total; runs still going are kept. rs.mu is held.
+func (rs *Runs) trim(owner string) {
+	n := 0
+	for _, run := range rs.ended {
+		if run.Owner() == owner {
+			n++
+		}
+	}
+	kept := rs.ended[:0]
+	for _, run := range rs.ended {
+		if n > rs.perOwner && run.Owner() == owner {
+			n--
+			rs.drop(run)
+			continue
+		}
+		kept = append(kept, run)
+	}
+	clear(rs.ended[len(kept):])
+	rs.ended = kept
+	for len(rs.ended) > rs.total {
+		rs.drop(rs.ended[0])
+		rs.ended[0] = nil
+		rs.ended = rs.ended[1:]
+	}
+}
+
+// forget drops an ended run (its keep is over). rs.mu is held.
+func (rs *Runs) forget(run *Run) {
+	rs.drop(run)
+	if i := slices.Index(rs.ended, run); i >= 0 {
+		rs.ended = slices.Delete(rs.ended, i, i+1)
+	}
+}
+
+// drop removes run from the registry, not from rs.ended. rs.mu is held.
+func (rs *Runs) drop(run *Run) {
+	if rs.runs[run.ID] == run {
+		delete(rs.runs, run.ID)
+	}
+}
+
+// clipResult is res keeping at most limit bytes of its content and structured content
+// (a test panel run's result stays in memory a while, and the router lets results up
+// to the message cap through). A last text item says what was cut or left out.
+func clipResult(res *Result, limit int) *Result {
+	if res == nil {
+		return nil
+	}
+	size := len(res.StructuredContent)
+	for _, c := range res.Content {
+		size += contentSize(c)
+	}
+	if size <= limit {
+		return res
+	}
+	note := Content{Type: "text", Text: fmt.Sprintf("… (output shortened: the test panel keeps the first %d MiB of a result, "+
+		"and this one has %.1f MiB; call the tool with arguments that ask for less to see all of it)", limit>>20, float64(size)/(1<<20))}
+	out := *res
+	out.Content = make([]Content, 0, len(res.Content)+1)
+	left := max(0, limit-len(note.Text))
+	for _, c := range res.Content {
+		switch n := contentSize(c); {
+		case n <= left:
+			left -= n
+		case left == 0:
+			continue
+		case c.Type == "text":
+			c.Text, left = textcheck.Clip(c.Text, left, ""), 0
+		case c.Type == "resource" && c.Resource != nil && c.Resource.Blob == "":
+			r := *c.Resource
+			r.Text = textcheck.Clip(r.Text, max(0, left-len(r.URI)-len(r.MIMEType)), "")
+			c.Resource, left = &r, 0
+		default:
+			continue // binary content cannot be cut: left out
+		}
+		out.Content = append(out.Content, c)
+	}
+	if len(out.StructuredContent) > left {
+		out.StructuredContent = nil
+	}
+	out.Content = append(out.Content, note)
+	return &out
+}
+
+// contentSize is about how many bytes c holds.
+func contentSize(c Content) int {
+	n := len(c.Text) + len(c.Data) + len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description) + len(c.MIMEType)
+	if c.Resource != nil {
+		n += len(c.Resource.URI) + len(c.Resource.MIMEType) + len(c.Resource.Text) + len(c.Resource.Blob)
+	}
+	return n
 }
 
 // Lookup returns run id, whoever started it.

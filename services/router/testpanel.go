@@ -35,7 +35,7 @@ func (r *Router) RunCases(ctx context.Context, base Call, cases []tools.TestCase
 		}
 		cr.Passed, cr.Message = tc.Passes(err == nil && !res.IsError, text)
 		if err != nil && !cr.Passed {
-			cr.Message += ": " + err.Error()
+			cr.Message = tools.ClipCaseMessage(cr.Message + ": " + err.Error()) // the server's error, of any length
 		}
 		results = append(results, cr)
 	}

@@ -55,6 +55,21 @@ func (tc TestCase) Passes(ok bool, text string) (bool, string) {
 	return true, "passed"
 }
 
+// Bounds on saved cases: every view of a tool's test panel loads all its cases, and Run
+// all runs each of them.
+const (
+	MaxTestCases     = 100      // cases per tool
+	MaxCaseArguments = 64 << 10 // bytes of a case's arguments
+	MaxCaseMessage   = 1000     // bytes of an outcome's message kept (ClipCaseMessage)
+)
+
+// ClipCaseMessage is an outcome's message cut to MaxCaseMessage bytes: a failed case's
+// message carries the server's error text, which may be as long as it likes.
+func ClipCaseMessage(msg string) string {
+	const mark = "…"
+	return textcheck.Clip(msg, MaxCaseMessage-len(mark), mark)
+}
+
 const testCaseColumns = `id, tool_id, name, arguments, expect, expect_text, created_by, updated_at, last_run_at,
 	last_passed, last_duration_ms, last_message`
 
@@ -143,6 +158,8 @@ func checkTestCase(tc *TestCase) error {
 	var obj map[string]json.RawMessage
 	if len(tc.Arguments) == 0 {
 		tc.Arguments = json.RawMessage("{}")
+	} else if len(tc.Arguments) > MaxCaseArguments {
+		e.Add("arguments", fmt.Sprintf("are too large (%d KiB; a case keeps at most %d KiB)", (len(tc.Arguments)+1023)>>10, MaxCaseArguments>>10))
 	} else if json.Unmarshal(tc.Arguments, &obj) != nil || obj == nil {
 		e.Add("arguments", "must be a JSON object")
 	} else if ptr, why, bad := textcheck.JSON(tc.Arguments); bad {
@@ -157,6 +174,22 @@ func saveTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, t
 	}
 	if msg := SecretsHeld(t.InputSchema, tc.Arguments); msg != "" {
 		return TestCase{}, verr.New("arguments", msg)
+	}
+	// The row lock is shared: saves of one tool's cases take turns here, so two of them
+	// cannot both find room for one more.
+	if _, err := tx.Exec(ctx, `/* tools.SaveTestCase.lock */ SELECT pg_advisory_xact_lock(hashtextextended('tools.test_cases:' || $1, 0))`,
+		t.ID); err != nil {
+		return TestCase{}, fmt.Errorf("tools: lock test cases: %w", err)
+	}
+	var n int
+	var replaces bool
+	if err := tx.QueryRow(ctx, `/* tools.SaveTestCase.count */
+		SELECT count(*), coalesce(bool_or(name = $2), false) FROM tool_test_cases WHERE tool_id = $1`, t.ID, tc.Name).Scan(&n, &replaces); err != nil {
+		return TestCase{}, fmt.Errorf("tools: count test cases: %w", err)
+	}
+	if n >= MaxTestCases && !replaces {
+		return TestCase{}, verr.New("case_name", fmt.Sprintf("cannot be added: the tool already has %d test cases, the most it keeps; "+
+			"delete one, or save under the name of one to replace it", n))
 	}
 	var out TestCase
 	err := func() error {
@@ -250,7 +283,10 @@ func (s *Service) RecordTestRunOf(ctx context.Context, actor audit.Actor, id, ha
 		}
 		status = t.Status
 		passed := len(results) > 0
-		for _, r := range results {
+		results = slices.Clone(results) // the caller's are left as they are
+		for i, r := range results {
+			r.Message = ClipCaseMessage(r.Message)
+			results[i] = r
 			passed = passed && r.Passed
 			if r.CaseID == "" {
 				continue // a run of arguments not saved as a case

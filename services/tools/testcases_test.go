@@ -170,3 +170,64 @@ func TestTestCaseRefusals(t *testing.T) {
 		t.Fatalf("save a case without secret values: %v", err)
 	}
 }
+
+// A tool keeps at most 100 cases (every view of its test panel loads them all, and Run
+// all runs each), and a case's arguments at most 64 KiB: more is a field error naming
+// the limit. At the limit a case can still be replaced under its name.
+func TestTestCaseLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.tool(toolSpec{server: f.server("s", true), name: "echo"})
+	f.exec(`INSERT INTO tool_test_cases (tool_id, name) SELECT $1, 'case ' || n FROM generate_series(1, 99) n`, id)
+	if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "the 100th"}); err != nil {
+		t.Fatalf("the 100th case: %v", err)
+	}
+	_, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "the 101st"})
+	var ve *verr.Error
+	if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "case_name" || !strings.Contains(ve.Fields[0].Message, "100 test cases") {
+		t.Errorf("the 101st case: got %v, want a case_name error naming the limit of 100", err)
+	}
+	if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "case 7", Expect: tools.ExpectError}); err != nil {
+		t.Errorf("replacing a case at the limit: %v", err)
+	}
+	if n := f.count(`SELECT count(*) FROM tool_test_cases WHERE tool_id = $1`, id); n != 100 {
+		t.Errorf("%d cases stored, want 100", n)
+	}
+
+	other := f.tool(toolSpec{server: f.server("s2", true), name: "echo"})
+	big := json.RawMessage(`{"message":"` + strings.Repeat("x", 64<<10) + `"}`)
+	_, err = f.svc.SaveTestCase(f.ctx, alice, other, tools.TestCase{Name: "big", Arguments: big})
+	if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "arguments" || !strings.Contains(ve.Fields[0].Message, "64 KiB") {
+		t.Errorf("arguments over 64 KiB: got %v, want an arguments error naming the limit", err)
+	}
+	fits := json.RawMessage(`{"message":"` + strings.Repeat("x", 60<<10) + `"}`)
+	if _, err := f.svc.SaveTestCase(f.ctx, alice, other, tools.TestCase{Name: "fits", Arguments: fits}); err != nil {
+		t.Errorf("arguments of 60 KiB: %v", err)
+	}
+}
+
+// A case's outcome message (which may carry a server's error text) is kept to 1,000
+// characters, in the case and in the audit entry of the run.
+func TestTestRunMessageClipped(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id := f.tool(toolSpec{server: f.server("s", true), name: "echo"})
+	tc, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := "expected success, got an error: " + strings.Repeat("é", 50_000)
+	if _, err := f.svc.RecordTestRunOf(f.ctx, alice, id, "", []tools.CaseResult{{CaseID: tc.ID, Name: "c", Message: msg}}, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.svc.TestCase(f.ctx, id, tc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.LastMessage) > 1000 || !strings.HasPrefix(got.LastMessage, "expected success, got an error: éé") {
+		t.Errorf("stored message: %d bytes, starting %.40q; want at most 1,000", len(got.LastMessage), got.LastMessage)
+	}
+	if n := f.count(`SELECT max(length(payload->'results'->0->>'message')) FROM audit_log WHERE target_id = $1 AND action = 'tool.test'`, id); n > 1000 {
+		t.Errorf("audited message: %d characters, want at most 1,000", n)
+	}
+}
