@@ -42,9 +42,17 @@ func (r *Router) RunCases(ctx context.Context, base Call, cases []tools.TestCase
 	return results, nil
 }
 
-// stopsCases reports a refusal that stops a run of cases instead of failing one case.
+// stopsCases reports a refusal that stops a run of cases instead of failing one case:
+// one about the caller, or one that kept the case from reaching the tool (a rate limit
+// anyone calling the tool can use up, a call that could not be recorded, the caller
+// gone), which says nothing of the tool and must neither fail it nor pass a case that
+// expects an error.
 func stopsCases(re *Error) bool {
-	return re.Code == CodeApprovalRequired || re.Code == CodeForbidden || re.Code == CodeToolDisabled
+	switch re.Code {
+	case CodeApprovalRequired, CodeForbidden, CodeToolDisabled, CodeRateLimited, CodeUnavailable, CodeCancelled:
+		return true
+	}
+	return false
 }
 
 // casesConsent is the refusal that would stop a run of cases, found before any case
