@@ -47,6 +47,32 @@ func (r *reader) fail(line int, format string, a ...any) {
 // followed: a few times what a template may hold written out.
 const maxExpandedBytes = 4 * MaxBytes
 
+// looksStructured reports whether a text body's literal parts read as JSON or XML: it
+// starts with written text that opens an element, or an object or array with a quoted
+// key or a colon in it. A body that starts with a placeholder ("{message}") or brackets
+// plain text ("[{level}] {message}") does not.
+func looksStructured(t Text) bool {
+	if len(t.Parts) == 0 || t.Parts[0].Param != "" {
+		return false
+	}
+	first := strings.TrimSpace(t.Parts[0].Lit)
+	if first == "" {
+		return false
+	}
+	if first[0] == '<' {
+		return true
+	}
+	if first[0] != '{' && first[0] != '[' {
+		return false
+	}
+	for _, p := range t.Parts {
+		if p.Param == "" && strings.ContainsAny(p.Lit, `":`) {
+			return true
+		}
+	}
+	return false
+}
+
 // yamlLine finds the line in a YAML syntax error ("yaml: line 3: ...").
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
@@ -646,7 +672,7 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 				// JSON, a form, a SOAP envelope all have).
 				if !t.Literal() && contentType != "" && !strings.HasPrefix(contentType, "text/plain") {
 					r.fail(v.Line, "a body written as text is sent as it is, so placeholders could break its %s: write the body as a mapping (sent as JSON, each value encoded) or use form:, or send it as text/plain", contentType)
-				} else if trimmed := strings.TrimSpace(v.Value); !t.Literal() && trimmed != "" && strings.ContainsRune("{[<", rune(trimmed[0])) {
+				} else if !t.Literal() && looksStructured(t) {
 					// Sent as text/plain, it is still read as JSON or XML by servers that do
 					// not look at the type: a value with a quote would add keys.
 					r.fail(v.Line, "a body written as text with placeholders is sent as it is, and this one looks like JSON or XML, whose structure a caller's value could break: write the body as a mapping (sent as JSON, each value encoded) or use form:")

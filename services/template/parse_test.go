@@ -245,3 +245,16 @@ func TestParseMissingKeys(t *testing.T) {
 		}
 	}
 }
+
+// Text bodies that are a placeholder, or that bracket plain text, are not JSON: they
+// parse (a JSON-looking text body with placeholders is refused, TestParseProblems).
+func TestPlainTextBodies(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{`"{message}"`, `"[{level}] {message}"`, `"Deploy {service}: {message}"`} {
+		text := "tools:\n  - name: t\n    input_schema: {type: object, properties: {message: {type: string}, level: {type: string}, service: {type: string}}}\n" +
+			"    http:\n      method: POST\n      url: \"https://example.com/\"\n      body: " + body + "\n"
+		if _, err := template.Parse(text); err != nil {
+			t.Errorf("body %s: %v", body, err)
+		}
+	}
+}
