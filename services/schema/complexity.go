@@ -526,7 +526,7 @@ func (x *complexity) own(s *jsonschema.Schema) *agg {
 	if len(s.Properties) > 0 {
 		a.named = make(map[string]pair, len(s.Properties))
 		// Too many to try, or too long to match: every pattern matches.
-		matchAll := len(s.Properties)*len(pats) > 100_000 || matchWork(s, pats) > maxMatchWork
+		matchAll := len(s.Properties)*len(pats) > 100_000 || matchWork(s, pats) > keyMatchWork
 		for _, k := range sortedKeys(s.Properties) {
 			p := v(s.Properties[k])
 			for _, re := range pats {

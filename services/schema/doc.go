@@ -79,7 +79,6 @@
 // definition applying the next one twice, forty deep) is refused when compiled
 // (ErrTooComplex, schema_too_complex) instead of spinning on every call. Go's
 // regexp costs the input's length times the pattern's program size, so a pattern
-// over 5,000 instructions is refused the same way, a match that would cost over
-// 4,000,000 steps fails unrun, and a document too large to check against its
-// schema's patterns (CheckSize) is refused whole.
+// over 5,000 instructions is refused the same way, and a document too large to
+// check against its schema's patterns (CheckSize, 10^9 steps) is refused whole.
 package schema

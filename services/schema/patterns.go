@@ -24,14 +24,20 @@ const (
 	// maxPatternInsts bounds one pattern's program. Real patterns stay far below it:
 	// zod's email pattern is 18 instructions, uuid 116, datetime 95, ipv6 967.
 	maxPatternInsts = 5_000
-	// maxMatchWork bounds one match, in input bytes times instructions: about 30 ms at
-	// the slowest measured (7 ns a step, on the 2-core development machine).
-	maxMatchWork = 4_000_000
 	// maxValidationWork bounds one validation, in document bytes times the instructions
-	// of the patterns one value may be checked against (see CheckSize): about 1.5 s at
-	// the slowest measured, or a 1.7 MB document with a uuid-sized pattern.
-	maxValidationWork = 200_000_000
+	// of the patterns one value may be checked against (see CheckSize): about 7 s at the
+	// slowest measured (7 ns a step, on the 2-core development machine), and room for a
+	// 16 MiB output with a uuid pattern (44 instructions) or a base64 one (19). Lower, it
+	// refused real uploads and screenshots.
+	maxValidationWork = 1_000_000_000
+	// keyMatchWork bounds matching the property names a schema declares against its
+	// patternProperties at compile time (complexity.go): a schema is compiled often.
+	keyMatchWork = 4_000_000
 )
+
+// maxMatchWork bounds one match, in input bytes times instructions: the same as a
+// whole validation, so a single large value (a base64 image) is checked; a test lowers it.
+var maxMatchWork = maxValidationWork
 
 // ErrTooLarge is wrapped by CheckSize's error: a document too large to check against
 // its schema's patterns within maxValidationWork.

@@ -70,7 +70,10 @@ func TestRealPatternsCompile(t *testing.T) {
 // A match whose cost (input length times program size) is over the budget is not
 // run: it fails, as a value the pattern refuses would.
 func TestPatternMatchBudget(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it lowers the budget, so that running the pattern to prove it
+	// would match stays quick.
+	defer func(w int) { maxMatchWork = w }(maxMatchWork)
+	maxMatchWork = 4_000_000
 	p := `^(?:a|b){500}(?:a|b)*$`
 	long := strings.Repeat("ab", 2_500_000/progSize(t, p)+1) // over 5,000,000 steps
 	if !regexp.MustCompile(p).MatchString(long) {
@@ -141,5 +144,23 @@ func TestValidationWorkBudget(t *testing.T) {
 	}
 	if err := CheckSize(s, 100); err != nil {
 		t.Errorf("CheckSize of 100 bytes: %v", err)
+	}
+}
+
+// Large values that cheap patterns check (a base64 upload, a data URL) are checked, not
+// refused for their length: the budget of one match is that of a whole validation.
+func TestLargeValuesCheapPatterns(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{
+		"data":{"type":"string","pattern":"^([0-9a-zA-Z+/]{4})*(([0-9a-zA-Z+/]{2}==)|([0-9a-zA-Z+/]{3}=))?$"},
+		"url":{"type":"string","pattern":"^data:image/png;base64,"},
+		"id":{"type":"string","pattern":"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := strings.Repeat("QUJD", 3<<20/4) // 3 MiB of base64
+	args := map[string]any{"data": b64, "url": "data:image/png;base64," + b64, "id": "6f1b1f0e-0000-4000-8000-00000000000a"}
+	if err := ValidateArguments(s, args); err != nil {
+		t.Errorf("3 MiB of base64 against cheap patterns: %.300v", err)
 	}
 }
