@@ -111,9 +111,6 @@ type Config struct {
 type App struct {
 	cfg Config
 	log *slog.Logger
-	// hiddenRuns counts, by terminal id, the lines typed in a row with echo off
-	// (auditTerminalInput).
-	hiddenRuns sync.Map
 
 	// DB is the database New opened (nil when Config.Pool was given).
 	DB         *db.DB

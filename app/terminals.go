@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,16 +27,13 @@ import (
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
-// maxHiddenLines is how many lines in a row typed with echo off are recorded as
-// "[hidden input]": a password prompt takes one, a password change three. After that
-// echo was turned off to hide what is typed (stty -echo), and the lines are recorded.
-const maxHiddenLines = 3
-
 // auditTerminalInput records the lines typed into a terminal (terminal.input, one
 // entry each, in one transaction), or "[hidden input]" when the terminal had echo off
 // (a password prompt), unless the line is one the terminal rules rate (rm -rf, curl |
-// sh: no password looks like that) or echo has stayed off for more than maxHiddenLines
-// lines. An error keeps the keys from the shell (Terminal.Input).
+// sh: no password looks like that), so that turning echo off (stty -echo) does not
+// hide those. Other lines stay hidden however many come in a row: a refused new
+// password is asked again without a visible line between. An error keeps the keys
+// from the shell (Terminal.Input).
 func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller, lines []string, hidden bool) error {
 	if a.Pool == nil {
 		return nil
@@ -46,24 +42,13 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 	if who.UserID == "" && who.UserName == "" {
 		actor = audit.System
 	}
-	var run *atomic.Int64
-	if hidden {
-		v, _ := a.hiddenRuns.LoadOrStore(t.ID, new(atomic.Int64))
-		run = v.(*atomic.Int64)
-	} else {
-		a.hiddenRuns.Delete(t.ID)
-	}
 	entries := make([]audit.Entry, len(lines))
 	for i, line := range lines {
 		payload := map[string]any{"hidden": hidden, "source": who.Source, "kind": t.Kind}
 		if hidden {
-			_, why, rated := builtin.CommandRisk(line)
-			switch n := run.Add(1); {
-			case rated:
+			if _, why, rated := builtin.CommandRisk(line); rated {
 				payload["shown"] = "typed with echo off, and rated: " + why
-			case n > maxHiddenLines:
-				payload["shown"] = fmt.Sprintf("typed with echo off, %d lines in a row", n)
-			default:
+			} else {
 				line = "[hidden input]"
 			}
 		}
@@ -96,9 +81,6 @@ func (a *App) announceTerminal(t *builtin.Terminal, change builtin.TerminalChang
 		Dir: t.Dir, Command: t.Command, Started: t.Started, Exited: t.Exited(), Cols: int(cols), Rows: int(rows), Replica: a.Replicas.Name()}
 	kind := map[builtin.TerminalChange]events.Kind[events.Terminal]{builtin.TerminalOpened: events.TerminalOpened,
 		builtin.TerminalExited: events.TerminalExited, builtin.TerminalClosed: events.TerminalClosed}[change]
-	if change != builtin.TerminalOpened {
-		a.hiddenRuns.Delete(t.ID)
-	}
 	if err := a.publishTerminal(kind, ev); err != nil {
 		// Stopping: the pool may be closed before the last terminals are.
 		a.log.Debug("announce a terminal", "terminal", t.ID, "err", err)

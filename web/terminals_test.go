@@ -302,10 +302,10 @@ func TestTerminalInputNotTypedWithoutItsRecord(t *testing.T) {
 	}
 }
 
-// Echo turned off for good (stty -echo) does not hide what is typed after it from the
-// audit log: the first lines in a row typed with echo off are "[hidden input]" (a
-// password prompt), later ones are recorded, and so is one the terminal rules rate
-// (rm -rf) whenever it is typed.
+// Echo turned off (stty -echo) does not hide from the audit log a line the terminal
+// rules rate (rm -rf), however many hidden lines came before it; other lines typed with
+// echo off stay "[hidden input]" however many in a row (a refused new password is
+// asked for again without a visible line between).
 func TestEchoOffDoesNotHideCommands(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
@@ -315,7 +315,7 @@ func TestEchoOffDoesNotHideCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	webtest.WaitFor(t, 10*time.Second, func() bool { return !term.Echo() }, "echo stays on")
-	for _, line := range []string{"rm -rf /tmp/tw-echo-none", "pw-one", "pw-two", "echo fourth", "echo fifth"} {
+	for _, line := range []string{"rm -rf /tmp/tw-echo-none", "pw-one", "pw-two", "pw-three", "pw-four", "rm -rf /tmp/tw-echo-none-2"} {
 		if err := term.Input(alice, line+"\r"); err != nil {
 			t.Fatal(err)
 		}
@@ -336,9 +336,10 @@ func TestEchoOffDoesNotHideCommands(t *testing.T) {
 			}
 			got = append(got, s)
 		}
-		return len(got) >= 6
-	}, "six audited lines")
-	want := []string{"stty -echo; exec sh", "rm -rf /tmp/tw-echo-none", "[hidden input]", "[hidden input]", "echo fourth", "echo fifth"}
+		return len(got) >= 7
+	}, "seven audited lines")
+	want := []string{"stty -echo; exec sh", "rm -rf /tmp/tw-echo-none", "[hidden input]", "[hidden input]", "[hidden input]",
+		"[hidden input]", "rm -rf /tmp/tw-echo-none-2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("audited:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
