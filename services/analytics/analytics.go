@@ -205,33 +205,9 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 // rolled up (rollup.go), and the calls themselves for the rest of the period.
 func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 	from, to := p.From.UTC(), p.To.UTC()
-	rows, err := s.pool.Query(ctx, `/* analytics.rolled */ SELECT d.day FROM usage_daily_done d WHERE d.day >= $1 AND d.day < $2
-		AND NOT `+staleSQL+` ORDER BY d.day`, from.Truncate(day), to)
+	rolled, gaps, err := rolledDays(ctx, s.pool, from, to)
 	if err != nil {
-		return fmt.Errorf("analytics: calls: %w", err)
-	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
-	if err != nil {
-		return fmt.Errorf("analytics: calls: %w", err)
-	}
-	// Whole days inside the period are read from their rollups; what lies between
-	// them, and the days whose rollups are stale (rollup.go), from the calls.
-	var rolled []time.Time
-	var gaps [][2]time.Time
-	at := from
-	for _, d := range done {
-		d = d.UTC()
-		if d.Before(from) || d.Add(day).After(to) {
-			continue
-		}
-		if d.After(at) {
-			gaps = append(gaps, [2]time.Time{at, d})
-		}
-		rolled = append(rolled, d)
-		at = d.Add(day)
-	}
-	if at.Before(to) {
-		gaps = append(gaps, [2]time.Time{at, to})
+		return err
 	}
 	tools, actors, days := map[string]*group{}, map[string]*group{}, map[string]*group{}
 	var total group
@@ -242,11 +218,11 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 		m[k].add(g)
 	}
 	for _, gp := range gaps {
-		raw, err := s.raw(ctx, gp[0], gp[1])
+		rs, err := raw(ctx, s.pool, gp[0], gp[1])
 		if err != nil {
 			return err
 		}
-		for _, x := range raw {
+		for _, x := range rs {
 			g := x.group()
 			into(tools, x.tool, g)
 			into(actors, x.actor, g)

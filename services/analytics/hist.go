@@ -66,8 +66,11 @@ func (h *hist) at(i int64) float64 {
 		}
 		i -= h[k]
 	}
-	return math.Pow(2, (float64(k)-15.5)/8)
+	return middle(k)
 }
+
+// middle is bucket k's geometric middle, in milliseconds.
+func middle(k int) float64 { return math.Pow(2, (float64(k)-15.5)/8) }
 
 // encode is the histogram as stored in a rollup: each non-empty bucket's number (one
 // byte) and its count (a uvarint), in bucket order.

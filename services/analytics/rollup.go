@@ -105,8 +105,8 @@ type rawRow struct {
 // raw reads the calls in [from, to) grouped by day, tool, actor and latency bucket.
 // Only calls that ran count: a call the router refused (no permission, no approval,
 // bad arguments) has no duration, never reached the tool and is not its failure.
-func (s *Service) raw(ctx context.Context, from, to time.Time) ([]rawRow, error) {
-	rows, err := s.pool.Query(ctx, `/* analytics.raw */
+func raw(ctx context.Context, q querier, from, to time.Time) ([]rawRow, error) {
+	rows, err := q.Query(ctx, `/* analytics.raw */
 		SELECT (used_at AT TIME ZONE 'UTC')::date, tool_id::text, actor, `+bucketSQL+`, count(*), count(*) FILTER (WHERE NOT success)
 		FROM tool_usage_logs WHERE used_at >= $1 AND used_at < $2 AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4`, from, to)
 	if err != nil {
@@ -136,7 +136,7 @@ func (s *Service) rollDay(ctx context.Context, d time.Time) error {
 		d, d.Add(day)).Scan(&count); err != nil {
 		return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
 	}
-	rows, err := s.raw(ctx, d, d.Add(day))
+	rows, err := raw(ctx, s.pool, d, d.Add(day))
 	if err != nil {
 		return err
 	}

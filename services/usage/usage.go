@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/toolwarden/toolwarden/services/analytics"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -143,11 +144,18 @@ type Stats struct {
 	// SuccessRate is Successes/Calls in 0..1; 0 when there were no calls.
 	SuccessRate float64
 	// Latency percentiles (percentile_cont) and mean in milliseconds over the calls
-	// that have a duration; nil when there were none.
+	// that have a duration; nil when there were none. Over a RollupSpan or longer they
+	// come from the daily rollups' histograms, within a few percent of exact.
 	P50MS, P95MS, AvgMS *float64
 	// LastUsed is the tool's newest call that ran, inside the period or not; nil: never.
 	LastUsed *time.Time
 }
+
+// RollupSpan: a period this long or longer reads its whole rolled-up days from the
+// daily rollups (services/analytics), as /analytics does, and only the rest (today, a
+// partial first day, a day not rolled yet) call by call: a month of a busy tool was a
+// million rows sorted twice on every view.
+const RollupSpan = 7 * 24 * time.Hour
 
 // statsRow is Summary's result row.
 type statsRow struct {
@@ -167,6 +175,9 @@ func Summary(ctx context.Context, q db.Querier, toolID string, from, to time.Tim
 	if err != nil {
 		return Stats{}, err
 	}
+	if to.Sub(from) >= RollupSpan {
+		return rolledSummary(ctx, q, toolID, from, to)
+	}
 	rows, err := q.Query(ctx, `/* usage.Summary */
 		SELECT count(*) AS calls,
 		       count(*) FILTER (WHERE success) AS successes,
@@ -185,6 +196,25 @@ func Summary(ctx context.Context, q db.Querier, toolID string, from, to time.Tim
 	}
 	s := Stats{Calls: r.Calls, Successes: r.Successes, Failures: r.Calls - r.Successes,
 		P50MS: r.P50, P95MS: r.P95, AvgMS: r.Avg, LastUsed: r.LastUsed}
+	if s.Calls > 0 {
+		s.SuccessRate = float64(s.Successes) / float64(s.Calls)
+	}
+	return s, nil
+}
+
+// rolledSummary is Summary of a long period, from the rollups and the calls not rolled.
+func rolledSummary(ctx context.Context, q db.Querier, toolID string, from, to time.Time) (Stats, error) {
+	sp, err := analytics.ToolSpans(ctx, q, toolID, []time.Time{from, to})
+	if err != nil {
+		return Stats{}, fmt.Errorf("usage: summary: %w", err)
+	}
+	var last *time.Time
+	if err := q.QueryRow(ctx, `/* usage.Summary.last */ SELECT max(used_at) FROM tool_usage_logs WHERE tool_id = $1 AND duration_ms IS NOT NULL`,
+		toolID).Scan(&last); err != nil {
+		return Stats{}, fmt.Errorf("usage: summary: %w", err)
+	}
+	t := sp[0]
+	s := Stats{Calls: t.Calls, Successes: t.Calls - t.Errors, Failures: t.Errors, P50MS: t.P50MS, P95MS: t.P95MS, AvgMS: t.AvgMS, LastUsed: last}
 	if s.Calls > 0 {
 		s.SuccessRate = float64(s.Successes) / float64(s.Calls)
 	}
@@ -220,6 +250,25 @@ func Series(ctx context.Context, q db.Querier, toolID string, from, to time.Time
 	}
 	n := int64(min(max(buckets, 1), MaxBuckets))
 	total := to.Sub(from).Microseconds()
+	// bound is the first microsecond of 0-based bucket k: ceil(k*total/n).
+	bound := func(k int64) time.Time {
+		return from.Add(time.Duration((k*total+n-1)/n) * time.Microsecond)
+	}
+	if to.Sub(from) >= RollupSpan {
+		edges := make([]time.Time, n+1)
+		for k := range edges {
+			edges[k] = bound(int64(k))
+		}
+		sps, err := analytics.ToolSpans(ctx, q, toolID, edges)
+		if err != nil {
+			return nil, fmt.Errorf("usage: series: %w", err)
+		}
+		out := make([]Bucket, n)
+		for k, sp := range sps {
+			out[k] = Bucket{Start: edges[k], End: edges[k+1], Calls: sp.Calls, Failures: sp.Errors, P50MS: sp.P50MS, P95MS: sp.P95MS}
+		}
+		return out, nil
+	}
 	// width_bucket on exact numeric microseconds: bucket k (1-based) holds the offsets
 	// x with (k-1)*total/n <= x < k*total/n, the same arithmetic as bound below.
 	rs, err := db.All[seriesRow](ctx, q, "usage: series", `/* usage.Series */
@@ -239,10 +288,6 @@ func Series(ctx context.Context, q db.Querier, toolID string, from, to time.Time
 		ORDER BY g.idx`, toolID, from, to, total, n)
 	if err != nil {
 		return nil, err
-	}
-	// bound is the first microsecond of 0-based bucket k: ceil(k*total/n).
-	bound := func(k int64) time.Time {
-		return from.Add(time.Duration((k*total+n-1)/n) * time.Microsecond)
 	}
 	out := make([]Bucket, len(rs))
 	for i, r := range rs {
