@@ -88,6 +88,12 @@ type Config struct {
 	// TerminalEnv is added to the built-in terminals' environment
 	// (builtin.TerminalOptions.Env).
 	TerminalEnv []string
+	// TerminalsPerPerson, TerminalsMax and TerminalIdle are the built-in terminals'
+	// limits (builtin.TerminalOptions MaxPerOwner, MaxRunning and IdleTimeout): 0 is
+	// the default, a negative TerminalIdle never ends an idle session.
+	TerminalsPerPerson int
+	TerminalsMax       int
+	TerminalIdle       time.Duration
 	// Replica names this process among the serve processes on one database and says
 	// where the others reach it (services/replicas).
 	Replica replicas.Options

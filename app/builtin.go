@@ -38,7 +38,7 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 	spec.Hide = append(slices.Clip(spec.Hide), b.Root())
 	ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: b.Root(), Logger: a.log, Env: cfg.TerminalEnv, OnInput: a.auditTerminalInput,
 		OnChange: a.announceTerminal, Store: builtin.NewTerminalStore(a.Pool, a.Replicas), Forward: a.forwardTerminalOp,
-		Confiner: confine.New(spec)})
+		Confiner: confine.New(spec), MaxPerOwner: cfg.TerminalsPerPerson, MaxRunning: cfg.TerminalsMax, IdleTimeout: cfg.TerminalIdle})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
@@ -52,6 +54,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proxies := fs.String("trusted-proxy", envOr("TOOLWARDEN_TRUSTED_PROXIES", ""), "CIDRs of reverse proxies whose X-Forwarded-For names the client (comma-separated); empty: the peer address is the client (env TOOLWARDEN_TRUSTED_PROXIES)")
 	advertise := fs.String("advertise-url", envOr("TOOLWARDEN_ADVERTISE_URL", ""), "the base URL the other replicas on this database reach this one at, to forward the requests of a terminal or a test run it holds (docs/deploy.md); default http://<listen address>, or http://<hostname>:<port> when --addr listens on every address (env TOOLWARDEN_ADVERTISE_URL)")
 	replicaName := fs.String("replica-name", envOr("TOOLWARDEN_REPLICA_NAME", ""), "what pages and logs call this serve among several on one database (docs/deploy.md); default <host>:<pid> (env TOOLWARDEN_REPLICA_NAME)")
+	perPerson := fs.String("terminals-per-person", envOr("TOOLWARDEN_TERMINALS_PER_PERSON", strconv.Itoa(builtin.DefaultMaxTerminalsPerOwner)), "how many built-in terminals (PTY sessions and background commands together) one person may have running on this serve (env TOOLWARDEN_TERMINALS_PER_PERSON)")
+	termMax := fs.String("terminals-max", envOr("TOOLWARDEN_TERMINALS_MAX", strconv.Itoa(builtin.DefaultMaxTerminals)), "how many built-in terminals this serve runs in all, whoever owns them (env TOOLWARDEN_TERMINALS_MAX)")
+	termIdle := fs.String("terminal-idle", envOr("TOOLWARDEN_TERMINAL_IDLE", "30m"), "how long a terminal session at its shell's prompt may go with no input and no output before it is ended; a job running in its foreground keeps it. 0: never (env TOOLWARDEN_TERMINAL_IDLE)")
 	cpKey := checkpointKeyFlag(fs)
 	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
 	egressOf := egressFlags(fs)
@@ -65,7 +70,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "toolwarden serve: --rate-limit: 0 is not a limit: give how many tool calls a minute one user may make, or -1 for no limit (TOOLWARDEN_RATE_LIMIT too)")
 		return errUsage
 	}
-	var err error
+	terms, err := terminalLimits(*perPerson, *termMax, *termIdle)
+	if err != nil {
+		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
+	}
 	if c.TokenDefaultTTL, err = tokenDefaultTTL(*tokenTTL); err != nil {
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
@@ -160,9 +169,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MCP: mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
 			MaxMessageBytes: c.MaxMessageSize, TemplateMaxTimeout: c.TemplateMaxTimeout,
 			ProcessDir: filepath.Join(c.DataDir, "run", "stdio"), TestTimeout: testBound},
-		Router:      router.Options{UserRate: c.RateLimit},
-		Gateway:     gateway.Options{Hold: mcpHold},
-		BuiltinRoot: root,
+		Router:             router.Options{UserRate: c.RateLimit},
+		Gateway:            gateway.Options{Hold: mcpHold},
+		BuiltinRoot:        root,
+		TerminalsPerPerson: terms.perPerson, TerminalsMax: terms.max, TerminalIdle: terms.idle,
 		Checkpoints: checkpointConfig(c, *cpKey, *cpEvery),
 		Replica:     replicas.Options{Name: *replicaName, Address: advertiseURL},
 	})
@@ -265,6 +275,38 @@ func checkpointConfig(c config, keyFlag string, every time.Duration) app.Checkpo
 
 // envDuration is the duration in environment variable key, or def when it is unset or
 // not a duration.
+// limits are the built-in terminals' (--terminals-per-person, --terminals-max,
+// --terminal-idle); a negative idle time never ends an idle session.
+type limits struct {
+	perPerson, max int
+	idle           time.Duration
+}
+
+// terminalLimits reads the terminals' limits, naming the flag (and its variable) of a
+// value it refuses.
+func terminalLimits(perPerson, most, idle string) (limits, error) {
+	var l limits
+	for _, f := range []struct {
+		name, env, value string
+		n                *int
+	}{{"terminals-per-person", "TOOLWARDEN_TERMINALS_PER_PERSON", perPerson, &l.perPerson}, {"terminals-max", "TOOLWARDEN_TERMINALS_MAX", most, &l.max}} {
+		n, err := strconv.Atoi(strings.TrimSpace(f.value))
+		if err != nil || n < 1 {
+			return l, fmt.Errorf("--%s: %q is not a positive whole number of terminals, such as 16 (%s too)", f.name, f.value, f.env)
+		}
+		*f.n = n
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(idle))
+	if err != nil || d < 0 || (d > 0 && d < time.Second) {
+		return l, fmt.Errorf("--terminal-idle: %q is not 0 (never) or a duration of at least 1s, such as 30m (TOOLWARDEN_TERMINAL_IDLE too)", idle)
+	}
+	l.idle = d
+	if d == 0 {
+		l.idle = -1 // never: 0 is the terminals' default
+	}
+	return l, nil
+}
+
 func envDuration(key string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
 		return d

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/replicas"
@@ -166,8 +167,9 @@ func TestIdleSessionEnds(t *testing.T) {
 	if err := busy.Input(who, "while :; do echo tick; sleep 0.1; done\n"); err != nil {
 		t.Fatal(err)
 	}
-	// cat with echo off: what is typed into it shows nothing.
-	if err := typed.Input(who, "stty -echo; cat >/dev/null\n"); err != nil {
+	// A loop of the shell's own (no foreground job) reading without echo: what is typed
+	// into it shows nothing.
+	if err := typed.Input(who, "while read -rs _; do :; done\n"); err != nil {
 		t.Fatal(err)
 	}
 	typeOn := func() {
@@ -208,5 +210,54 @@ func TestIdleSessionEnds(t *testing.T) {
 	}
 	if n := count(`SELECT count(*) FROM terminals WHERE id = ANY($1) AND ended_at IS NOT NULL`, []string{busy.ID, typed.ID}); n != 0 {
 		t.Fatalf("%d active sessions recorded as ended", n)
+	}
+}
+
+// A PTY session running a quiet job in the foreground is busy, not idle: it is not
+// ended while the job runs, however long it prints nothing, and ends once the shell is
+// back at its prompt. Confined, the shell runs under the namespace's init, in a process
+// group of its own: it still counts as the shell, not as a job.
+func TestIdleSessionRunningJobGoesOn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		c    *confine.Confiner
+	}{{"unconfined", nil}, {"confined", confine.New(confine.Spec{Hide: []string{t.TempDir()}})}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: root, Env: []string{"HOME=" + t.TempDir()},
+				IdleTimeout: time.Second, Confiner: tc.c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(ts.Close)
+			who := builtin.TerminalCaller{UserID: "u1", UserName: "carol"}
+			ws := filepath.Join(root, "c1")
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			term, _, err := ts.OpenPTY(who, "c1", ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The echoed command line does not hold what it prints when done.
+			if err := term.Input(who, "sleep 5; echo slept-$((2+3))\n"); err != nil {
+				t.Fatal(err)
+			}
+			output := func() string { out, _, _ := term.Output(0); return string(out) }
+			const ended = "[ended: no input or output for 1s]"
+			webtest.WaitFor(t, 60*time.Second, func() bool {
+				out := output()
+				return strings.Contains(out, ended) || strings.Contains(out, "slept-5")
+			}, "the job ends, or the session")
+			if out := output(); strings.Contains(out, ended) {
+				t.Fatalf("the session was ended while its foreground job ran (4 idle timeouts of no output):\n%s", out)
+			}
+			webtest.WaitFor(t, 30*time.Second, term.Exited, "the session, idle at its prompt, ends")
+			if out := output(); !strings.Contains(out, ended) {
+				t.Fatalf("the session's output does not say it ended idle:\n%s", out)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,7 +72,8 @@ type TerminalOptions struct {
 	// DefaultMaxTerminals.
 	MaxRunning int
 	// IdleTimeout ends a PTY session nothing was typed into and that printed nothing for
-	// that long (ended_reason "idle"); default DefaultIdleTimeout.
+	// that long, its shell at its prompt (ended_reason "idle"); a job in its foreground,
+	// however quiet, keeps it. 0: DefaultIdleTimeout; negative: never.
 	IdleTimeout time.Duration
 	// OnInput, when set, records the lines typed into a terminal from the browser or by
 	// send_input (hidden: the terminal had echo off) before the keys that end them reach
@@ -163,6 +166,7 @@ type Terminal struct {
 	cmd    *exec.Cmd
 	ptmx   *os.File // nil for a command
 	sid    int
+	nested bool          // the shell runs under the confinement's init (sid), not as the session's leader
 	done   chan struct{} // closed when the leader was reaped
 	gone   chan struct{} // closed when its session's processes and record are gone too
 	exit   int           // its exit code, once done (-1, or 128+n when confined: killed by signal n)
@@ -209,7 +213,7 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if opts.MaxRunning <= 0 {
 		opts.MaxRunning = DefaultMaxTerminals
 	}
-	if opts.IdleTimeout <= 0 {
+	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	if opts.Root == "" {
@@ -370,6 +374,7 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 		return nil, false, fmt.Errorf("start a terminal: %w", err)
 	}
 	t.cmd, t.ptmx, t.sid, t.born = cmd, ptmx, cmd.Process.Pid, time.Now()
+	t.nested = cmd.Path != "/bin/bash"
 	if err := ts.track(t); err != nil {
 		return nil, false, err
 	}
@@ -378,7 +383,9 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	}()
 	t.keys = make(chan keysWrite)
 	go t.writeKeys()
-	go t.endWhenIdle()
+	if ts.opts.IdleTimeout > 0 {
+		go t.endWhenIdle()
+	}
 	return t, false, nil
 }
 
@@ -398,8 +405,9 @@ func (t *Terminal) touch() { t.active.Store(int64(time.Since(t.born))) }
 const EndedIdle = "idle"
 
 // endWhenIdle ends the session, as close_session does, once it has been idle for
-// IdleTimeout: a shell an agent forgot would otherwise run until Toolwarden stops. It
-// says so in its output, its record and the audit log (ended by the system).
+// IdleTimeout, its shell at its prompt: a shell an agent forgot would otherwise run until
+// Toolwarden stops. It says so in its output, its record and the audit log (ended by the
+// system).
 func (t *Terminal) endWhenIdle() {
 	idle := t.ts.opts.IdleTimeout
 	timer := time.NewTimer(idle)
@@ -414,12 +422,56 @@ func (t *Terminal) endWhenIdle() {
 			timer.Reset(left)
 			continue
 		}
+		if t.jobRunning() {
+			// A quiet job (a long sleep, a dump) is work going on, not a forgotten shell:
+			// the session counts as active until now, so that it is not ended the
+			// moment the job ends.
+			t.touch()
+			timer.Reset(idle)
+			continue
+		}
 		reason := EndedIdle
 		t.endedFor.CompareAndSwap(nil, &reason) // before it ends: its record is written as it does
 		_, _ = t.out.Write(fmt.Appendf(nil, "\n[ended: no input or output for %s]\n", idle))
 		t.End()
 		return
 	}
+}
+
+// jobRunning reports whether a job runs in the session's foreground: the terminal's
+// foreground process group is not the shell's. Unconfined, the shell leads the session
+// and its group (sid); confined, it is the child of the namespace's init (sid) and,
+// interactive, takes a group of its own, which a job's leader, its child, does not lead.
+func (t *Terminal) jobRunning() bool {
+	rc, err := t.ptmx.SyscallConn() // not Fd: the PTY may be closed meanwhile
+	if err != nil {
+		return false
+	}
+	fg, ierr := 0, error(nil)
+	if err := rc.Control(func(fd uintptr) { fg, ierr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP) }); err != nil || ierr != nil ||
+		fg <= 0 || fg == t.sid {
+		return false
+	}
+	return !t.nested || parentOf(fg) != t.sid
+}
+
+// parentOf is the parent process id of pid, 0 when it is gone.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }
 
 // keysWrite is one input for writeKeys, and where it answers.
