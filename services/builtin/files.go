@@ -43,6 +43,11 @@ const (
 	maxListScan = 10 * maxListEntries
 	maxDirScan  = 100 * maxListEntries
 	dirBatch    = 1024
+	// maxWalkDepth and maxWalkPath bound how deep file_search and grep_search go: each
+	// level holds its path and each open resolves it again, so a tree thousands of
+	// levels deep (a terminal makes one in seconds) took gigabytes.
+	maxWalkDepth = 256
+	maxWalkPath  = 4096
 	// defaultResults and maxResults: file_search's and grep_search's maxResults.
 	defaultResults = 200
 	maxResults     = 1000
@@ -684,30 +689,39 @@ func globRegexp(g string) (*regexp.Regexp, bool, error) {
 	return re, base, nil
 }
 
+// walkCut is what a walk left out: the directories it read only part of, and those
+// past maxWalkDepth or maxWalkPath it did not read (the first of each, and how many).
+type walkCut struct {
+	wide                 []string
+	deep, long           int
+	firstDeep, firstLong string
+}
+
 // walk visits the regular files under dir of c's path p (symlinks are not followed),
 // in order of their names, with their path relative to dir (slash-separated), until
 // visit says stop. Each directory is read in batches, at most maxDirScan of its
-// entries (cut names the directories that had more), and the walk stops when the call
-// is cancelled or times out.
-func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string, d fs.DirEntry) (stop bool)) (t target, cut []string, err error) {
+// entries (cut names the directories that had more); it goes at most maxWalkDepth
+// directories down, and not into one whose path is longer than maxWalkPath (cut says
+// which it left); and the walk stops when the call is cancelled or times out.
+func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string, d fs.DirEntry) (stop bool)) (t target, cut walkCut, err error) {
 	if p == "" {
 		p = "."
 	}
 	t, ar, err := s.openRead(ctx, c, op, "path", p)
 	if err != nil {
-		return t, nil, err
+		return t, cut, err
 	}
 	defer ar.Close()
 	start := filepath.ToSlash(t.rel)
 	if fi, err := ar.Stat(start); err != nil {
-		return t, nil, fsError(t, err)
+		return t, cut, fsError(t, err)
 	} else if !fi.IsDir() {
-		return t, nil, fmt.Errorf("%s is not a directory", t.shown)
+		return t, cut, fmt.Errorf("%s is not a directory", t.shown)
 	}
 	stopped := errors.New("stop")
 	all := func(fs.DirEntry) bool { return true }
-	var walkDir func(dir string) error
-	walkDir = func(dir string) error {
+	var walkDir func(dir string, depth int) error
+	walkDir = func(dir string, depth int) error {
 		f, err := openNoWait(ar, dir)
 		if err != nil {
 			return nil // unreadable: skipped
@@ -721,7 +735,7 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 			return nil // unreadable: skipped
 		}
 		if more {
-			cut = append(cut, dir)
+			cut.wide = append(cut.wide, dir)
 		}
 		for _, d := range ents {
 			if ctx.Err() != nil {
@@ -729,8 +743,16 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 			}
 			name := path.Join(dir, d.Name())
 			switch {
+			case d.IsDir() && depth == maxWalkDepth:
+				if cut.deep++; cut.deep == 1 {
+					cut.firstDeep = name
+				}
+			case d.IsDir() && len(name) > maxWalkPath:
+				if cut.long++; cut.long == 1 {
+					cut.firstLong = name
+				}
 			case d.IsDir():
-				if err := walkDir(name); err != nil {
+				if err := walkDir(name, depth+1); err != nil {
 					return err
 				}
 			case d.Type().IsRegular():
@@ -741,8 +763,8 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 		}
 		return nil
 	}
-	if err := walkDir(start); err != nil && !errors.Is(err, stopped) {
-		return t, nil, err
+	if err := walkDir(start, 0); err != nil && !errors.Is(err, stopped) {
+		return t, walkCut{}, err
 	}
 	return t, cut, nil
 }
@@ -758,16 +780,30 @@ func relUnder(start, name string) string {
 	return strings.TrimPrefix(name, start+"/")
 }
 
-// cutNoteOf says which directories a search read only part of ("" when none).
-func cutNoteOf(t target, cut []string) string {
-	if len(cut) == 0 {
-		return ""
+// cutNoteOf says which directories a search read only part of or left out ("" when none).
+func cutNoteOf(t target, cut walkCut) string {
+	start := filepath.ToSlash(t.rel)
+	note := ""
+	if len(cut.wide) > 0 {
+		what := shownUnder(t, relUnder(start, cut.wide[0]))
+		if len(cut.wide) > 1 {
+			what += fmt.Sprintf(" and %d other directories", len(cut.wide)-1)
+		}
+		note += fmt.Sprintf("\n[… %s has more than %d entries: only %d of them were searched]", what, maxDirScan, maxDirScan)
 	}
-	what := shownUnder(t, relUnder(filepath.ToSlash(t.rel), cut[0]))
-	if len(cut) > 1 {
-		what += fmt.Sprintf(" and %d other directories", len(cut)-1)
+	left := func(n int, first, one, many string) {
+		what := shownUnder(t, relUnder(start, first))
+		if n == 1 {
+			note += fmt.Sprintf("\n[… %s %s: it was not searched]", what, one)
+		} else if n > 1 {
+			note += fmt.Sprintf("\n[… %s and %d other directories %s: they were not searched]", what, n-1, many)
+		}
 	}
-	return fmt.Sprintf("\n[… %s has more than %d entries: only %d of them were searched]", what, maxDirScan, maxDirScan)
+	left(cut.deep, cut.firstDeep, fmt.Sprintf("is more than %d directories deep", maxWalkDepth),
+		fmt.Sprintf("are more than %d directories deep", maxWalkDepth))
+	left(cut.long, cut.firstLong, fmt.Sprintf("has a path longer than %d bytes", maxWalkPath),
+		fmt.Sprintf("have paths longer than %d bytes", maxWalkPath))
+	return note
 }
 
 func capOf(n int) int {
@@ -893,17 +929,25 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 		if !anyLine.Match(data) {
 			return false
 		}
-		for i, line := range bytes.Split(data, []byte("\n")) {
-			if !re.Match(line) {
-				continue
+		// Line by line in place: a slice of all the lines took 24 bytes a line. As with
+		// bytes.Split, what follows the last newline is a line too, even when empty.
+		for i, rest := 1, data; ; i++ {
+			line, j := rest, bytes.IndexByte(rest, '\n')
+			if j >= 0 {
+				line = rest[:j]
 			}
-			if len(matches) == limit {
-				more = true
-				return true
+			if re.Match(line) {
+				if len(matches) == limit {
+					more = true
+					return true
+				}
+				matches = append(matches, grepMatch{File: rel, Line: i, Text: clip(strings.TrimRight(string(line), "\r"), 200)})
 			}
-			matches = append(matches, grepMatch{File: rel, Line: i + 1, Text: clip(strings.TrimRight(string(line), "\r"), 200)})
+			if j < 0 {
+				return false
+			}
+			rest = rest[j+1:]
 		}
-		return false
 	})
 	if err != nil {
 		return nil, err
@@ -1464,27 +1508,31 @@ func (in insertIn) change(shown string, b []byte) ([]byte, string, error) {
 	if !strings.HasSuffix(ins, "\n") {
 		ins += "\n"
 	}
-	lines := bytes.SplitAfter(b, []byte("\n"))
-	if len(lines) > 0 && len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
+	// The lines are counted and the place found in place: a slice of all the lines took
+	// 24 bytes a line. A last line without a newline gets one when lines go after it.
+	n := bytes.Count(b, []byte("\n"))
+	unended := len(b) > 0 && b[len(b)-1] != '\n'
+	if unended {
+		n++
 	}
-	if in.Line < 0 || in.Line > len(lines) {
-		return nil, "", fmt.Errorf("line: %s has %d lines; line must be from 0 to %d", shown, len(lines), len(lines))
+	if in.Line < 0 || in.Line > n {
+		return nil, "", fmt.Errorf("line: %s has %d lines; line must be from 0 to %d", shown, n, n)
 	}
-	var out bytes.Buffer
-	for i, l := range lines {
-		if i == in.Line {
-			out.WriteString(ins)
+	out := make([]byte, 0, len(b)+len(ins)+1)
+	if in.Line == n {
+		out = append(out, b...)
+		if unended {
+			out = append(out, '\n')
 		}
-		out.Write(l)
-		if i == len(lines)-1 && !bytes.HasSuffix(l, []byte("\n")) && in.Line == len(lines) {
-			out.WriteByte('\n')
+		out = append(out, ins...)
+	} else {
+		at := 0
+		for range in.Line {
+			at += bytes.IndexByte(b[at:], '\n') + 1
 		}
+		out = append(append(append(out, b[:at]...), ins...), b[at:]...)
 	}
-	if in.Line == len(lines) {
-		out.WriteString(ins)
-	}
-	return out.Bytes(), fmt.Sprintf("inserted %d lines after line %d of %s", strings.Count(ins, "\n"), in.Line, shown), nil
+	return out, fmt.Sprintf("inserted %d lines after line %d of %s", strings.Count(ins, "\n"), in.Line, shown), nil
 }
 
 func deleteFile(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {

@@ -174,19 +174,33 @@ func TestRestoreIsUndoneAndGoesOn(t *testing.T) {
 		t.Fatalf("the file made since: %v", err)
 	}
 
-	// A file the write made that grew past what a snapshot keeps is still undone (the
-	// restore says it could not keep it for undoing).
+	// A file the write made that grew past what a snapshot keeps is left as it is, and
+	// the restore says why: restoring it could not be undone (it was once deleted for
+	// good), and the other paths are still restored.
 	res = f.call("c1", args{"operation": "create_file", "filePath": "log.txt", "content": "start\n"})
 	made, _ := structured(t, res)["snapshotId"].(string)
-	if err := os.WriteFile(filepath.Join(ws, "log.txt"), bytes.Repeat([]byte("x"), 11<<20), 0o644); err != nil {
+	grown := bytes.Repeat([]byte("x"), 11<<20)
+	if err := os.WriteFile(filepath.Join(ws, "log.txt"), grown, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got = f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": made})
-	if !strings.Contains(got, "too large to keep for undoing") {
+	if !strings.Contains(got, "log.txt was left: it is now larger than the 10 MiB a snapshot keeps") {
 		t.Fatalf("restoring over a grown file: %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(ws, "log.txt")); !os.IsNotExist(err) {
-		t.Fatalf("the file the write made: %v", err)
+	if b := readBytes(t, filepath.Join(ws, "log.txt")); !bytes.Equal(b, grown) {
+		t.Fatalf("the grown file after the restore: %d bytes", len(b))
+	}
+	// An overwrite of a file that grew since, with another file in the same snapshot.
+	f.ok("c1", args{"operation": "create_file", "filePath": "small.txt", "content": "v1\n"})
+	res = f.call("c1", args{"operation": "rename_file", "filePath": "small.txt", "newPath": "renamed.txt"})
+	moved, _ = structured(t, res)["snapshotId"].(string)
+	if err := os.WriteFile(filepath.Join(ws, "renamed.txt"), grown, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": moved})
+	if !strings.Contains(got, "renamed.txt was left: it is now larger") ||
+		!bytes.Equal(readBytes(t, filepath.Join(ws, "renamed.txt")), grown) || string(readBytes(t, filepath.Join(ws, "small.txt"))) != "v1\n" {
+		t.Fatalf("restoring a rename over a grown file: %q", got)
 	}
 }
 

@@ -215,8 +215,9 @@ func (s *Server) restoreTargetsOf(c Call, id string) []target {
 // allowed the write once does not allow its undoing for as long as the snapshot lasts.
 // w keeps, first, what each path holds now, so the restore is undone as any write is.
 // A path that cannot be restored does not stop the others: a directory the write
-// created that holds files made since is left (with a note), and the other failures
-// are returned together after every path was tried.
+// created that holds files made since, and a file grown too large to keep for undoing,
+// are left (with a note), and the other failures are returned together after every
+// path was tried.
 func (s *Server) restore(ctx context.Context, w *write, id string) (restored, notes []string, err error) {
 	c := w.c
 	store, err := s.openStore()
@@ -264,15 +265,14 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]
 		shown := filepath.Join(e.Area, e.Path)
-		unkept, err := s.restoreEntry(w, store, id, e)
-		if unkept && err == nil {
-			notes = append(notes, fmt.Sprintf("%s was restored over a file too large to keep for undoing (over %d MiB)", shown, maxFileBytes>>20))
-		}
+		err := s.restoreEntry(w, store, id, e)
 		switch {
 		case err == nil:
 			restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
 		case errors.Is(err, errMadeSince):
 			notes = append(notes, fmt.Sprintf("%s was left: the write created this directory, and it holds files made since", shown))
+		case errors.Is(err, errTooBigToKeep):
+			notes = append(notes, fmt.Sprintf("%s was left: it is now larger than the %d MiB a snapshot keeps, so restoring it could not be undone (move or shrink it, then restore again)", shown, maxFileBytes>>20))
 		default:
 			failed = append(failed, fmt.Errorf("restoring %s: %w", shown, err))
 		}
@@ -286,27 +286,25 @@ var errMadeSince = errors.New("the directory holds files made since")
 // errTooBigToKeep: a file larger than a snapshot keeps.
 var errTooBigToKeep = errors.New("too large to keep")
 
-// restoreEntry restores one entry, keeping first what it replaces; unkept says that
-// was a file too large to keep (restored over all the same, as before restores kept
-// anything: undoing a write must not fail on what grew since).
-func (s *Server) restoreEntry(w *write, store *os.Root, id string, e snapEntry) (unkept bool, err error) {
+// restoreEntry restores one entry, keeping first what it replaces. A file too large to
+// keep (errTooBigToKeep) is not replaced: it grew since the write, and replacing it
+// would lose that work for good.
+func (s *Server) restoreEntry(w *write, store *os.Root, id string, e snapEntry) error {
 	ar, err := s.openArea(e.Area)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer ar.Close()
 	fi, lerr := ar.Lstat(e.Path)
 	exists := lerr == nil
 	t := target{area: e.Area, rel: e.Path}
 	if err := w.keepParents(t, ar); err != nil {
-		return false, fmt.Errorf("keep what it holds now: %w", err)
+		return fmt.Errorf("keep what it holds now: %w", err)
 	}
-	if err := w.keep(t, ar); errors.Is(err, errTooBigToKeep) {
-		unkept = true
-	} else if err != nil {
-		return false, fmt.Errorf("keep what it holds now: %w", err)
+	if err := w.keep(t, ar); err != nil {
+		return fmt.Errorf("keep what it holds now: %w", err)
 	}
-	return unkept, s.putBack(w, store, id, e, ar, fi, exists)
+	return s.putBack(w, store, id, e, ar, fi, exists)
 }
 
 // putBack writes entry e of snapshot id back into ar (fi: what is at its path now). A
