@@ -50,7 +50,7 @@ type Conversations interface {
 	// someone owns it already, and returns the owner ("" when the owner was removed).
 	Claim(ctx context.Context, conversation, dir, userID, userName string) (string, error)
 	// OwnerOfDir is the owner of the workspace directory dir; known is false for one no
-	// conversation claimed.
+	// conversation claimed, and owner "" for one whose owner was removed.
 	OwnerOfDir(ctx context.Context, dir string) (owner string, known bool, err error)
 	// DirsOf is the workspace directories of userID's conversations.
 	DirsOf(ctx context.Context, userID string) (map[string]bool, error)
@@ -385,12 +385,21 @@ func (s *Server) Display(tool string, args json.RawMessage) string {
 	return op.Display(m)
 }
 
-// safeName is a conversation id that may be a directory name as it is.
+// safeName is a snapshot id that may be a directory name as it is.
 var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
+// workspaceName is a workspace's directory name under the root: lowercase, since on a
+// case-insensitive root (SMB, macOS, casefold ext4) "USER-x" would open user-x's.
+var workspaceName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+
+// hashedName is the name of a workspace named by its conversation's hash, kept for the
+// hashes: an id may not name one of them as it is.
+var hashedName = regexp.MustCompile(`^c-[0-9a-f]{32}$`)
+
 // Workspace is the directory of conversation id under the root, created if need be.
-// An id that is not a plain name (slashes, dots only, very long, other characters) gets
-// a directory named by its hash, so no id can name a path outside the root.
+// An id that is not a plain lowercase name (capitals, slashes, very long, other
+// characters) gets a directory named by its hash, so no id can name a path outside the
+// root, nor another conversation's directory cased differently.
 func (s *Server) Workspace(conversation string) (string, error) {
 	dir := s.workspaceDir(conversation)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -407,7 +416,7 @@ func (s *Server) Workspace(conversation string) (string, error) {
 // workspaceDir is the directory of conversation under the root (Workspace), made or not.
 func (s *Server) workspaceDir(conversation string) string {
 	name := conversation
-	if !safeName.MatchString(name) || strings.Trim(name, ".") == "" {
+	if !workspaceName.MatchString(name) || hashedName.MatchString(name) {
 		sum := sha256.Sum256([]byte(conversation))
 		name = "c-" + hex.EncodeToString(sum[:16])
 	}

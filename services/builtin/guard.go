@@ -23,8 +23,10 @@ import (
 // the person); writes there, and reads or writes in a workspace no conversation
 // claimed, need a grant (user_collaboration with authorize_operation); another
 // person's workspace is refused always, since a grant is the caller's own say-so.
-// Paths outside the root are refused always. The snapshot store (snapshotDir) and
-// files lying directly in the root are never reachable.
+// A removed person's workspace is refused as another person's. Paths outside the root
+// are refused always. The snapshot store (snapshotDir), any other top-level name that
+// is not a workspace's (.terminals, names cased differently) and files lying directly
+// in the root are never reachable.
 
 const (
 	// maxPathLen bounds a path argument.
@@ -92,8 +94,13 @@ func (s *Server) resolve(c Call, param, p string) (target, error) {
 	if t.rel == "" {
 		t.rel = "."
 	}
-	if t.area == snapshotDir {
+	if strings.EqualFold(t.area, snapshotDir) {
 		return target{}, guardf("%s: %s is Toolwarden's snapshot store, which file_operations cannot reach", param, p)
+	}
+	if !workspaceName.MatchString(t.area) {
+		// Not a name Workspace gives (.terminals, or a workspace's cased differently,
+		// which a case-insensitive root would open).
+		return target{}, guardf("%s: %s is not in a workspace: workspaces are the lowercase directories under %s", param, p, s.opts.Root)
 	}
 	t.own = t.area == ws
 	t.shown = t.abs
@@ -111,7 +118,7 @@ func (s *Server) outside(param, p string, c Call) error {
 // openArea opens area as a root of its own. The area must be a real directory (not a
 // symlink), and the directory opened must be the one checked.
 func (s *Server) openArea(area string) (*os.Root, error) {
-	if area == "" || area == snapshotDir {
+	if !workspaceName.MatchString(area) {
 		return nil, guardf("%s is not a workspace", area)
 	}
 	rr, err := os.OpenRoot(s.opts.Root)
@@ -147,45 +154,58 @@ const (
 	accessOwn       access = iota // the call's workspace
 	accessMine                    // a workspace of another of the caller's conversations
 	accessUnclaimed               // a workspace no conversation claimed
-	accessOthers                  // another person's workspace
+	accessOthers                  // another person's workspace, or a removed person's
 )
 
 // accessOf is how t's area relates to c's caller. Without conversation owners (or for
 // a call made by no person) every other workspace is the caller's.
 func (s *Server) accessOf(ctx context.Context, c Call, t target) (access, error) {
+	a, _, err := s.accessOwner(ctx, c, t)
+	return a, err
+}
+
+// accessOwner is accessOf, and removed says t's area is the workspace of a person who
+// was removed (accessOthers).
+func (s *Server) accessOwner(ctx context.Context, c Call, t target) (a access, removed bool, err error) {
 	if t.own {
-		return accessOwn, nil
+		return accessOwn, false, nil
 	}
 	if s.opts.Conversations == nil || c.UserID == "" || t.area == "" {
-		return accessMine, nil
+		return accessMine, false, nil
 	}
 	owner, known, err := s.opts.Conversations.OwnerOfDir(ctx, t.area)
 	switch {
 	case err != nil:
-		return 0, fmt.Errorf("looking up the workspace's owner: %w", err)
+		return 0, false, fmt.Errorf("looking up the workspace's owner: %w", err)
 	case !known:
-		return accessUnclaimed, nil
+		return accessUnclaimed, false, nil
+	case owner == "":
+		// Nobody may use it again (migration 32): as unclaimed, a grant would open it.
+		return accessOthers, true, nil
 	case owner == c.UserID:
-		return accessMine, nil
+		return accessMine, false, nil
 	}
-	return accessOthers, nil
+	return accessOthers, false, nil
 }
 
-// errOthers refuses a path in another person's workspace.
-func errOthers(t target) error {
+// errOthers refuses a path in another person's workspace, or in a removed person's.
+func errOthers(t target, removed bool) error {
+	if removed {
+		return guardf("%s is in the workspace of a person who was removed, which nobody can reach", t.abs)
+	}
 	return guardf("%s is in another person's workspace, which file_operations cannot reach", t.abs)
 }
 
 // mayRead refuses a read (operation op) of t in another person's workspace, or in one
 // no conversation claimed unless a grant allows it; byGrant says a grant did.
 func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) (byGrant bool, err error) {
-	switch a, err := s.accessOf(ctx, c, t); {
+	switch a, removed, err := s.accessOwner(ctx, c, t); {
 	case err != nil:
 		return false, err
 	case a == accessOwn || a == accessMine:
 		return false, nil
 	case a == accessOthers:
-		return false, errOthers(t)
+		return false, errOthers(t, removed)
 	}
 	if err := s.granted(ctx, c, op, t); err != nil {
 		return false, err
@@ -196,13 +216,13 @@ func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) (byGr
 // mayWrite refuses a write (operation op) to t outside the caller's workspace unless a
 // grant allows it, and always in another person's.
 func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) error {
-	switch a, err := s.accessOf(ctx, c, t); {
+	switch a, removed, err := s.accessOwner(ctx, c, t); {
 	case err != nil:
 		return err
 	case a == accessOwn:
 		return nil
 	case a == accessOthers:
-		return errOthers(t)
+		return errOthers(t, removed)
 	}
 	return s.granted(ctx, c, op, t)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 )
@@ -91,6 +92,52 @@ func TestConversationsAreOwned(t *testing.T) {
 		if err != nil || len(ps) != 1 || ps[0] != nil {
 			t.Fatalf("bob's preview in %s: %v %+v", conv, err, ps)
 		}
+	}
+}
+
+// A removed person's workspace is nobody's to open: not an unclaimed one that a grant
+// (the caller's own say-so) would open, so reads and writes are refused, grant or not.
+func TestRemovedPersonsWorkspace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	bob := srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-1")
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	as := func(u auth.User) audit.Actor { return audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Username} }
+	call := func(u auth.User, conv, op string, args map[string]any) (string, bool) {
+		t.Helper()
+		args["operation"] = op
+		b, _ := json.Marshal(args)
+		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations", Arguments: b, Actor: as(u),
+			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: conv})
+		if err != nil {
+			t.Fatalf("%s %s: %v", u.Username, op, err)
+		}
+		return router.TextOf(res.Content), !res.IsError
+	}
+	if out, ok := call(alice, "proj", "create_file", map[string]any{"filePath": ".env", "content": "ALICE_KEY=1"}); !ok {
+		t.Fatalf("alice writes in her conversation: %s", out)
+	}
+	env := filepath.Join(srv.App.Builtin.Root(), "proj", ".env")
+	if _, err := srv.Pool.Exec(ctx, `DELETE FROM users WHERE id = $1`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Bob approves his own grants for it: still refused.
+	for _, op := range []string{"file_operations.read_file", "file_operations.create_file"} {
+		if _, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "bob-1", Operation: op, By: as(bob)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, ok := call(bob, "bob-1", "read_file", map[string]any{"filePath": env}); ok || !strings.Contains(out, "removed") {
+		t.Fatalf("bob reads a removed person's file: %v %s", ok, out)
+	}
+	if out, ok := call(bob, "bob-1", "create_file", map[string]any{"filePath": env, "content": "x", "overwrite": true}); ok || !strings.Contains(out, "removed") {
+		t.Fatalf("bob writes a removed person's file: %v %s", ok, out)
+	}
+	if out, ok := call(bob, "proj", "read_file", map[string]any{"filePath": ".env"}); ok || !strings.Contains(out, "removed") {
+		t.Fatalf("bob in a removed person's conversation: %v %s", ok, out)
 	}
 }
 

@@ -15,14 +15,21 @@ import (
 
 // Claim makes userID the owner of conversation (workspace directory dir) when nobody
 // owns it yet, and returns its owner: "" when the owner was removed, so that nobody
-// inherits what they left.
+// inherits what they left. A conversation claimed with another directory (ids with
+// capitals once kept them in their directory's name) moves to dir when no other
+// conversation has it, so that dir's owner is the conversation's.
 func (s *Service) Claim(ctx context.Context, conversation, dir, userID, userName string) (string, error) {
 	for range 2 {
 		var owner *string
 		err := s.pool.QueryRow(ctx, `/* grants.Claim */ WITH ins AS (
 				INSERT INTO conversations (id, dir, user_id, user_name, created_at) VALUES ($1, $2, $3, $4, $5)
-				ON CONFLICT DO NOTHING RETURNING user_id)
-			SELECT user_id::text FROM ins UNION ALL SELECT user_id::text FROM conversations WHERE id = $1 LIMIT 1`,
+				ON CONFLICT DO NOTHING RETURNING user_id),
+			moved AS (
+				UPDATE conversations SET dir = $2 WHERE id = $1 AND dir <> $2
+					AND NOT EXISTS (SELECT 1 FROM conversations WHERE dir = $2)
+				RETURNING user_id)
+			SELECT user_id::text FROM ins UNION ALL SELECT user_id::text FROM moved
+			UNION ALL SELECT user_id::text FROM conversations WHERE id = $1 AND dir = $2 LIMIT 1`,
 			conversation, dir, userID, userName, s.now()).Scan(&owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Claimed by a concurrent call, or dir taken by another id: look again.
@@ -57,7 +64,7 @@ func (s *Service) OwnerOf(ctx context.Context, conversation string) (owner strin
 }
 
 // OwnerOfDir is the owner of the conversation whose workspace is dir; known is false
-// for a directory no conversation claimed (or whose owner was removed).
+// for a directory no conversation claimed, and the owner "" when they were removed.
 func (s *Service) OwnerOfDir(ctx context.Context, dir string) (owner string, known bool, err error) {
 	var o *string
 	err = s.pool.QueryRow(ctx, `/* grants.OwnerOfDir */ SELECT user_id::text FROM conversations WHERE dir = $1`, dir).Scan(&o)
@@ -68,7 +75,7 @@ func (s *Service) OwnerOfDir(ctx context.Context, dir string) (owner string, kno
 		return "", false, fmt.Errorf("grants: owner of workspace %s: %w", dir, err)
 	}
 	if o == nil {
-		return "", false, nil
+		return "", true, nil
 	}
 	return *o, true, nil
 }
