@@ -15,8 +15,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -402,6 +404,7 @@ var hashedName = regexp.MustCompile(`^c-[0-9a-f]{32}$`)
 // root, nor another conversation's directory cased differently.
 func (s *Server) Workspace(conversation string) (string, error) {
 	dir := s.workspaceDir(conversation)
+	s.adoptEarlierWorkspace(conversation, dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("builtin: create the workspace of %q: %w", conversation, err)
 	}
@@ -411,6 +414,32 @@ func (s *Server) Workspace(conversation string) (string, error) {
 		return "", fmt.Errorf("builtin: the workspace of %q, %s, is not a directory (a symbolic link?); remove it", conversation, dir)
 	}
 	return dir, nil
+}
+
+// adoptEarlierWorkspace moves the workspace an earlier version made for conversation,
+// named as the id was (capitals and all), to dir, its hashed name now, the first time
+// the conversation is used: its files would otherwise be out of every tool's reach. The
+// root's entries are compared by their exact names, since on a case-insensitive root
+// the id's name would also find another conversation's lowercase directory.
+func (s *Server) adoptEarlierWorkspace(conversation, dir string) {
+	if filepath.Base(dir) == conversation || !safeName.MatchString(conversation) || strings.Trim(conversation, ".") == "" {
+		return
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	entries, err := os.ReadDir(s.opts.Root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Name() == conversation && e.Type().IsDir() {
+			if err := os.Rename(filepath.Join(s.opts.Root, conversation), dir); err != nil {
+				s.opts.Logger.Warn("builtin: move an earlier workspace to its new name", "conversation", conversation, "err", err)
+			}
+			return
+		}
+	}
 }
 
 // workspaceDir is the directory of conversation under the root (Workspace), made or not.

@@ -3,6 +3,8 @@ package builtin_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,5 +68,32 @@ func TestWorkspaceNamesIgnoreCase(t *testing.T) {
 		if got := string(readBytes(t, filepath.Join(f.root, d, "0.blob"))); got != "hidden" {
 			t.Errorf("%s/0.blob was changed: %q", d, got)
 		}
+	}
+}
+
+// A workspace an earlier version named as its conversation id (capitals and all) is
+// moved to the id's hashed name the first time the conversation is used again, files
+// and all; a lowercase directory of another conversation is left where it is.
+func TestEarlierWorkspaceAdopted(t *testing.T) {
+	t.Parallel()
+	f := newFilesFx(t)
+	old := filepath.Join(f.root, "Project-A")
+	if err := os.MkdirAll(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "notes.md"), []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := f.ws("project-b")
+	ws := f.ws("Project-A")
+	if b, err := os.ReadFile(filepath.Join(ws, "notes.md")); err != nil || string(b) != "kept" {
+		t.Errorf("the earlier workspace's file in %s: %q, %v", ws, b, err)
+	}
+	if _, err := os.Lstat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the earlier directory is still there: %v", err)
+	}
+	f.ws("Project-B") // its earlier name would be project-b's on a case-insensitive root
+	if st, err := os.Stat(other); err != nil || !st.IsDir() {
+		t.Errorf("another conversation's lowercase workspace moved: %v", err)
 	}
 }
