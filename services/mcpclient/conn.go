@@ -61,7 +61,9 @@ type conn struct {
 // A server that changes its tools and says so without pause would have them discovered
 // back to back, each run writing schema versions, history and an audit entry: after
 // Options.ChurnRuns such runs in a row, the next waits Options.ChurnWait, doubling up to
-// churnMax, until a run finds nothing changed or the server pauses for churnGap.
+// churnMax, until the server pauses for churnGap. A run that finds nothing changed does
+// not add to the count, nor end it: a server announcing every change twice would
+// otherwise never be slowed down.
 const (
 	churnMax = 5 * time.Minute
 	churnGap = 30 * time.Second
@@ -83,11 +85,10 @@ func (c *conn) churned(changed bool) {
 	c.debounceMu.Lock()
 	defer c.debounceMu.Unlock()
 	switch {
-	case !changed:
-		c.churn = 0
 	case c.churn > 0 && time.Since(c.churnEnd) > churnGap+c.churnWait():
-		c.churn = 1
-	default:
+		c.churn = 0 // the server paused: what came before no longer counts
+	}
+	if changed {
 		c.churn++
 	}
 	c.churnEnd = time.Now()

@@ -746,6 +746,26 @@ func TestChangingServerSlowedDown(t *testing.T) {
 	}
 }
 
+// A server that announces each change a second time, with nothing changed, is slowed
+// down as one that only changes: the runs that find nothing new do not start the count
+// again.
+func TestChangingServerAnnouncingTwiceSlowedDown(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.Debounce, opts.ChurnRuns, opts.ChurnWait = 20*time.Millisecond, 3, 3*time.Second
+	e := start(t, opts)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "twice"})
+	sv := e.create(t, registry.Spec{Name: "twice", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	stop := changeAndRepeatEvery(hs, "twice", 60*time.Millisecond, true)
+	time.Sleep(4 * time.Second)
+	stop()
+	if runs := e.runs(t, sv.ID); len(runs) > 10 {
+		t.Fatalf("%d discoveries in 4 s of a server changing its tools and announcing each change twice, want them slowed down: %s",
+			len(runs), runStatuses(runs))
+	}
+}
+
 // A server that keeps announcing changes whose lists then fail is slowed down as one
 // whose lists change: each failed run counts as a changed one.
 func TestFailingServerSlowedDown(t *testing.T) {
@@ -785,6 +805,12 @@ func runStatuses(runs []registry.DiscoveryRun) string {
 // changeEvery changes tool name's description on hs every interval (each change sends
 // list_changed) until the returned function is called.
 func changeEvery(hs *mcptest.HTTPServer, name string, every time.Duration) func() {
+	return changeAndRepeatEvery(hs, name, every, false)
+}
+
+// changeAndRepeatEvery is changeEvery that, when repeat is set, also announces each
+// version a second time, unchanged.
+func changeAndRepeatEvery(hs *mcptest.HTTPServer, name string, every time.Duration, repeat bool) func() {
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -795,8 +821,16 @@ func changeEvery(hs *mcptest.HTTPServer, name string, every time.Duration) func(
 				return
 			case <-time.After(every):
 			}
-			hs.Server().SetTool(mcptest.ToolSpec{Name: name, Description: fmt.Sprintf("version %d", i),
-				InputSchema: json.RawMessage(`{"type":"object"}`)})
+			spec := mcptest.ToolSpec{Name: name, Description: fmt.Sprintf("version %d", i), InputSchema: json.RawMessage(`{"type":"object"}`)}
+			hs.Server().SetTool(spec)
+			if repeat {
+				select {
+				case <-stop:
+					return
+				case <-time.After(every):
+				}
+				hs.Server().SetTool(spec)
+			}
 		}
 	}()
 	return func() { close(stop); <-done }
