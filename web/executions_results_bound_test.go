@@ -48,6 +48,10 @@ func TestExecutionPageBoundsLargeResults(t *testing.T) {
 	body["conversation_id"] = "conv-big"
 	var ex apiExec
 	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	// Waited for in the database: each GET of this execution carries 4 MB of results.
+	webtest.WaitFor(t, 2*time.Minute, func() bool {
+		return srv.App.Count(t, `SELECT count(*) FROM executions WHERE id = $1 AND status = 'success'`, ex.ID) == 1
+	}, "the execution of 20 large reads did not succeed")
 	done := waitExec(t, admin, ex.ID, "success")
 	if len(done.Steps) != 20 || len(done.Steps[0].Result) < 200<<10 {
 		t.Fatalf("the API does not keep the full results: %d steps, the first's %d bytes", len(done.Steps), len(done.Steps[0].Result))
