@@ -241,11 +241,15 @@ func TestIdleSessionRunningJobGoesOn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			output := func() string { out, _, _ := term.Output(0); return string(out) }
+			// Typed once the shell is at its prompt: a shell still starting (slow under
+			// load) is not at a job yet.
+			webtest.WaitFor(t, 60*time.Second, func() bool { return strings.Contains(output(), "c1# ") || strings.Contains(output(), "c1$ ") },
+				"the shell's prompt")
 			// The echoed command line does not hold what it prints when done.
 			if err := term.Input(who, "sleep 5; echo slept-$((2+3))\n"); err != nil {
 				t.Fatal(err)
 			}
-			output := func() string { out, _, _ := term.Output(0); return string(out) }
 			const ended = "[ended: no input or output for 1s]"
 			webtest.WaitFor(t, 60*time.Second, func() bool {
 				out := output()
