@@ -101,7 +101,7 @@ func TestExecutionPageBoundsLargeResults(t *testing.T) {
 	// (one socket: 20 steps' events of about 1 MiB each, and 17 MB each before): past
 	// wsReplayBytes the page is asked to reload instead.
 	conn := wsDial(t, srv, admin.c, []string{"execution:" + ex.ID}, cursor)
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute)) // renders of 4 MB of results each, slow under load
 	if _, msg, err := conn.ReadMessage(); err != nil || !strings.Contains(string(msg), "missed too many live updates") {
 		t.Errorf("a replay of every event of the execution: %v, first message %.300s", err, msg)
 	}
@@ -114,7 +114,7 @@ func TestExecutionPageBoundsLargeResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn = wsDial(t, srv, admin.c, []string{"execution:" + ex.ID}, success-1)
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute)) // renders of 4 MB of results each, slow under load
 	_, msg, err := conn.ReadMessage()
 	if err != nil {
 		t.Fatal(err)
