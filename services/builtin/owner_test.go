@@ -16,6 +16,34 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
+// ownersFx is a server whose built-in file operations are low risk, the tool users
+// alice and bob, and call, which runs one operation as a user in a conversation and
+// returns its text and whether it succeeded.
+func ownersFx(t *testing.T) (*webtest.Server, auth.User, auth.User, func(u auth.User, conv, op string, args map[string]any) (string, bool)) {
+	t.Helper()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	bob := srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-1")
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	call := func(u auth.User, conv, op string, args map[string]any) (string, bool) {
+		t.Helper()
+		args["operation"] = op
+		b, _ := json.Marshal(args)
+		res, err := srv.Router.Call(context.Background(), router.Call{Tool: "builtin__file_operations", Arguments: b, Actor: actorOf(u),
+			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: conv})
+		if err != nil {
+			t.Fatalf("%s %s: %v", u.Username, op, err)
+		}
+		return router.TextOf(res.Content), !res.IsError
+	}
+	return srv, alice, bob, call
+}
+
+func actorOf(u auth.User) audit.Actor {
+	return audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Username}
+}
+
 // A conversation belongs to the first person who calls in it: another person can
 // neither use its id nor reach its workspace by path, a listing of the root shows
 // each person their own workspaces only, and a plan's preview shows nobody the
@@ -24,23 +52,7 @@ import (
 func TestConversationsAreOwned(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
-	bob := srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-1")
-	srv.App.Enable(t, "builtin__file_operations")
-	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
-	as := func(u auth.User) audit.Actor { return audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Username} }
-	call := func(u auth.User, conv, op string, args map[string]any) (string, bool) {
-		t.Helper()
-		args["operation"] = op
-		b, _ := json.Marshal(args)
-		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations", Arguments: b, Actor: as(u),
-			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: conv})
-		if err != nil {
-			t.Fatalf("%s %s: %v", u.Username, op, err)
-		}
-		return router.TextOf(res.Content), !res.IsError
-	}
+	srv, alice, bob, call := ownersFx(t)
 	if out, ok := call(alice, "alice-1", "create_file", map[string]any{"filePath": "secret.txt", "content": "alice's secret"}); !ok {
 		t.Fatalf("alice writes in her conversation: %s", out)
 	}
@@ -100,23 +112,7 @@ func TestConversationsAreOwned(t *testing.T) {
 func TestRemovedPersonsWorkspace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
-	bob := srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-1")
-	srv.App.Enable(t, "builtin__file_operations")
-	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
-	as := func(u auth.User) audit.Actor { return audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Username} }
-	call := func(u auth.User, conv, op string, args map[string]any) (string, bool) {
-		t.Helper()
-		args["operation"] = op
-		b, _ := json.Marshal(args)
-		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations", Arguments: b, Actor: as(u),
-			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: conv})
-		if err != nil {
-			t.Fatalf("%s %s: %v", u.Username, op, err)
-		}
-		return router.TextOf(res.Content), !res.IsError
-	}
+	srv, alice, bob, call := ownersFx(t)
 	if out, ok := call(alice, "proj", "create_file", map[string]any{"filePath": ".env", "content": "ALICE_KEY=1"}); !ok {
 		t.Fatalf("alice writes in her conversation: %s", out)
 	}
@@ -126,7 +122,7 @@ func TestRemovedPersonsWorkspace(t *testing.T) {
 	}
 	// Bob approves his own grants for it: still refused.
 	for _, op := range []string{"file_operations.read_file", "file_operations.create_file"} {
-		if _, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "bob-1", Operation: op, By: as(bob)}); err != nil {
+		if _, err := srv.App.Grants.Create(ctx, grants.Spec{ConversationID: "bob-1", Operation: op, By: actorOf(bob)}); err != nil {
 			t.Fatal(err)
 		}
 	}
