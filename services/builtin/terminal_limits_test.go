@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,55 +214,71 @@ func TestIdleSessionEnds(t *testing.T) {
 	}
 }
 
-// A PTY session running a quiet job in the foreground is busy, not idle: it is not
-// ended while the job runs, however long it prints nothing, and ends once the shell is
-// back at its prompt. Confined, the shell runs under the namespace's init, in a process
-// group of its own: it still counts as the shell, not as a job.
+// A PTY session at work is busy, not idle: it is not ended while a quiet job runs in
+// its foreground however long it prints nothing, nor while the shell itself computes
+// (a loop of its own), nor in the moment a job has just ended (the shell between it and
+// the rest of the line); it ends once the shell is back at its prompt. Confined, the
+// shell runs under the namespace's init, in a process group of its own: it still
+// counts as the shell, not as a job.
 func TestIdleSessionRunningJobGoesOn(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		c    *confine.Confiner
-	}{{"unconfined", nil}, {"confined", confine.New(confine.Spec{Hide: []string{t.TempDir()}})}} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			root := t.TempDir()
-			ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: root, Env: []string{"HOME=" + t.TempDir()},
-				IdleTimeout: time.Second, Confiner: tc.c})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(ts.Close)
-			who := builtin.TerminalCaller{UserID: "u1", UserName: "carol"}
-			ws := filepath.Join(root, "c1")
-			if err := os.MkdirAll(ws, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			term, _, err := ts.OpenPTY(who, "c1", ws)
-			if err != nil {
-				t.Fatal(err)
-			}
-			output := func() string { out, _, _ := term.Output(0); return string(out) }
-			// Typed once the shell is at its prompt: a shell still starting (slow under
-			// load) is not at a job yet.
-			webtest.WaitFor(t, 60*time.Second, func() bool { return strings.Contains(output(), "c1# ") || strings.Contains(output(), "c1$ ") },
-				"the shell's prompt")
-			// The echoed command line does not hold what it prints when done.
-			if err := term.Input(who, "sleep 5; echo slept-$((2+3))\n"); err != nil {
-				t.Fatal(err)
-			}
-			const ended = "[ended: no input or output for 1s]"
-			webtest.WaitFor(t, 60*time.Second, func() bool {
-				out := output()
-				return strings.Contains(out, ended) || strings.Contains(out, "slept-5")
-			}, "the job ends, or the session")
-			if out := output(); strings.Contains(out, ended) {
-				t.Fatalf("the session was ended while its foreground job ran (4 idle timeouts of no output):\n%s", out)
-			}
-			webtest.WaitFor(t, 30*time.Second, term.Exited, "the session, idle at its prompt, ends")
-			if out := output(); !strings.Contains(out, ended) {
-				t.Fatalf("the session's output does not say it ended idle:\n%s", out)
-			}
-		})
+		idle time.Duration
+		line string // prints want when it is done, and nothing before
+		want string
+	}{
+		{"job", time.Second, "sleep 5; echo slept-$((2+3))\n", "slept-5"},
+		{"shell loop", time.Second, "end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; do :; done; echo spun-$((1+1))\n", "spun-2"},
+		// The check while sleep runs is at about 2 s, the next at about 4 s, while the
+		// shell waits in read after the job: a job ended since the last look gives
+		// the session one more IdleTimeout.
+		{"just after a job", 2 * time.Second, "sleep 3; read -t 1.6 x; echo read-$((2+2))\n", "read-4"},
+	} {
+		for _, conf := range []struct {
+			name string
+			c    *confine.Confiner
+		}{{"unconfined", nil}, {"confined", confine.New(confine.Spec{Hide: []string{t.TempDir()}})}} {
+			t.Run(tc.name+"/"+conf.name, func(t *testing.T) {
+				t.Parallel()
+				root := t.TempDir()
+				ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: root, Env: []string{"HOME=" + t.TempDir()},
+					IdleTimeout: tc.idle, Confiner: conf.c})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(ts.Close)
+				who := builtin.TerminalCaller{UserID: "u1", UserName: "carol"}
+				ws := filepath.Join(root, "c1")
+				if err := os.MkdirAll(ws, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				term, _, err := ts.OpenPTY(who, "c1", ws)
+				if err != nil {
+					t.Fatal(err)
+				}
+				output := func() string { out, _, _ := term.Output(0); return string(out) }
+				// Typed once the shell is at its prompt: a shell still starting (slow
+				// under load) is not at a job yet.
+				webtest.WaitFor(t, 60*time.Second, func() bool { return strings.Contains(output(), "c1# ") || strings.Contains(output(), "c1$ ") },
+					"the shell's prompt")
+				// The echoed command line does not hold what it prints when done.
+				if err := term.Input(who, tc.line); err != nil {
+					t.Fatal(err)
+				}
+				ended := fmt.Sprintf("[ended: no input or output for %s]", tc.idle)
+				webtest.WaitFor(t, 60*time.Second, func() bool {
+					out := output()
+					return strings.Contains(out, ended) || strings.Contains(out, tc.want)
+				}, "the line's end, or the session's")
+				if out := output(); strings.Contains(out, ended) {
+					t.Fatalf("the session was ended while at work:\n%s", out)
+				}
+				webtest.WaitFor(t, 30*time.Second, term.Exited, "the session, idle at its prompt, ends")
+				if out := output(); !strings.Contains(out, ended) {
+					t.Fatalf("the session's output does not say it ended idle:\n%s", out)
+				}
+			})
+		}
 	}
 }

@@ -412,6 +412,7 @@ func (t *Terminal) endWhenIdle() {
 	idle := t.ts.opts.IdleTimeout
 	timer := time.NewTimer(idle)
 	defer timer.Stop()
+	wasBusy := false
 	for {
 		select {
 		case <-t.done:
@@ -422,10 +423,13 @@ func (t *Terminal) endWhenIdle() {
 			timer.Reset(left)
 			continue
 		}
-		if t.jobRunning() {
-			// A quiet job (a long sleep, a dump) is work going on, not a forgotten shell:
-			// the session counts as active until now, so that it is not ended the
-			// moment the job ends.
+		if busy := t.busy(); busy || wasBusy {
+			// A quiet job (a long sleep, a dump) is work going on, not a forgotten
+			// shell. One that ended since the last look may have ended a moment ago,
+			// the shell still between it and the rest of its command line: the
+			// session counts as active until now either way, so that it is not ended
+			// the moment a job ends.
+			wasBusy = busy
 			t.touch()
 			timer.Reset(idle)
 			continue
@@ -438,40 +442,46 @@ func (t *Terminal) endWhenIdle() {
 	}
 }
 
-// jobRunning reports whether a job runs in the session's foreground: the terminal's
-// foreground process group is not the shell's. Unconfined, the shell leads the session
-// and its group (sid); confined, it is the child of the namespace's init (sid) and,
-// interactive, takes a group of its own, which a job's leader, its child, does not lead.
-func (t *Terminal) jobRunning() bool {
+// busy reports whether the session is at work: a job runs in its foreground (the
+// terminal's foreground process group is not the shell's), or the shell itself is
+// running rather than asleep (at its prompt it sleeps reading the terminal; between the
+// commands of a line, or in a loop of its own, it runs). Unconfined, the shell leads the
+// session and its group (sid); confined, it is the child of the namespace's init (sid)
+// and, interactive, takes a group of its own, which a job's leader, its child, does not
+// lead.
+func (t *Terminal) busy() bool {
 	rc, err := t.ptmx.SyscallConn() // not Fd: the PTY may be closed meanwhile
 	if err != nil {
 		return false
 	}
 	fg, ierr := 0, error(nil)
-	if err := rc.Control(func(fd uintptr) { fg, ierr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP) }); err != nil || ierr != nil ||
-		fg <= 0 || fg == t.sid {
+	if err := rc.Control(func(fd uintptr) { fg, ierr = unix.IoctlGetInt(int(fd), unix.TIOCGPGRP) }); err != nil || ierr != nil || fg <= 0 {
 		return false
 	}
-	return !t.nested || parentOf(fg) != t.sid
+	state, ppid := procStat(fg)
+	if fg != t.sid && (!t.nested || ppid != t.sid) {
+		return true // a job's group
+	}
+	return state == 'R' || state == 'D' // the shell's group, led by the shell
 }
 
-// parentOf is the parent process id of pid, 0 when it is gone.
-func parentOf(pid int) int {
+// procStat is the state and parent process id of pid, 0 and 0 when it is gone.
+func procStat(pid int) (state byte, ppid int) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0
 	}
-	ppid, _ := strconv.Atoi(f[1])
-	return ppid
+	ppid, _ = strconv.Atoi(f[1])
+	return f[0][0], ppid
 }
 
 // keysWrite is one input for writeKeys, and where it answers.
