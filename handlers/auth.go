@@ -47,8 +47,12 @@ func (h SessionHandler) Login(c echo.Context) error {
 	switch {
 	case isThrottled:
 		c.Response().Header().Set("Retry-After", RetryAfter(throttled.RetryAfter))
+		why := "Too many failed sign-ins."
+		if throttled.Busy {
+			why = "Too many sign-ins at once."
+		}
 		return render(c, http.StatusTooManyRequests, views.Login(views.LoginPage{Username: username, Next: next,
-			Error: "Too many failed sign-ins. Try again in " + throttled.RetryAfter.Round(time.Second).String() + "."}))
+			Error: why + " Try again in " + throttled.RetryAfter.Round(time.Second).String() + "."}))
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return render(c, http.StatusUnauthorized, views.Login(views.LoginPage{Username: username, Next: next,
 			Error: "Wrong username or password."}))

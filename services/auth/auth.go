@@ -42,7 +42,10 @@ var (
 type Throttle struct {
 	RetryAfterSeconds int           `json:"retry_after_seconds"`
 	RetryAfter        time.Duration `json:"-"`
-	Scope             string        `json:"-"` // "account from this address" or "address"
+	Scope             string        `json:"-"` // "account from this address", "address", or "server"
+	// Busy: refused before any check because too many sign-ins were under way at once
+	// (from the address, or on the server), not for failures.
+	Busy bool `json:"-"`
 }
 
 // Throttled is the fault of a sign-in refused for wait after too many failures from scope.
@@ -93,6 +96,7 @@ type Service struct {
 	opts   Options
 	log    *slog.Logger
 	tokens tokenCache
+	logins *admission // sign-ins waiting for a transaction (admission.go)
 }
 
 // New returns the auth service.
@@ -119,7 +123,8 @@ func New(pool *pgxpool.Pool, opts *Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger}
+	return &Service{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger,
+		logins: newAdmission(loginMaxTx, loginMaxPerAddress, loginMaxWaiting)}
 }
 
 // Principal is an authenticated caller: a user signed in through a session, or an

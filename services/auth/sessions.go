@@ -45,6 +45,11 @@ type SessionEvent = events.Session
 
 // Login checks a username and password and starts a session. Failures are recorded for
 // throttling and audited; after too many, it returns a Throttled fault without checking.
+//
+// Attempts wait in memory, not on a pool connection, to be admitted: at most 8 sign-in
+// transactions run at once in the process, one at a time per address; an address with
+// 16 attempts in flight or waiting, or 256 waiting overall, is refused at once with a
+// Throttled fault (scope "address" or "server"), so a flood cannot take the pool.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) {
 	// Nobody's username is longer than 48 bytes; keeping what is recorded of a failed
 	// attempt short stops anonymous callers from writing bulk into the audit log.
@@ -53,9 +58,18 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	agent := truncate(strings.ToValidUTF8(req.UserAgent, "\uFFFD"), 300)
 	from := throttleKey(req.IP)
 	actor := audit.Actor{Kind: audit.ActorAnonymous, Name: username, IP: req.IP, RequestID: req.RequestID}
+	release, err := s.logins.admit(ctx, from)
+	if err != nil {
+		// Not logged: a flood refused here would flood the log instead.
+		if _, ok := ThrottleOf(err); ok {
+			return Session{}, err
+		}
+		return Session{}, fmt.Errorf("auth: login: %w", err)
+	}
+	defer release()
 	var sess Session
 	var loginErr error
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		// One attempt per address and per account at a time, so parallel guesses cannot
 		// all slip in before the first failure is counted. The address lock comes first,
 		// always, so the two cannot deadlock.

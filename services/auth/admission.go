@@ -1,0 +1,118 @@
+package auth
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/fault"
+)
+
+// Sign-in admission: each attempt holds a pool connection for its whole transaction,
+// mostly waiting on its address's lock, so without these a flood from one host would
+// take every connection (db.DefaultMaxConns) from every other request.
+const (
+	// loginMaxTx is how many sign-in transactions one process runs at once: a quarter
+	// of the default pool.
+	loginMaxTx = 8
+	// loginMaxPerAddress is how many attempts one address (throttleKey) may have in
+	// flight or waiting; only one of them is in a transaction at a time, as the
+	// address's lock would serialize them anyway. Enough for an office behind one NAT
+	// address signing in at once.
+	loginMaxPerAddress = 16
+	// loginMaxWaiting is how many attempts may wait overall, so goroutines cannot
+	// pile up without bound.
+	loginMaxWaiting = 256
+	// loginBusyRetry is the Retry-After of an attempt refused by admission.
+	loginBusyRetry = time.Second
+)
+
+// admission lets sign-ins into their transactions: waiting happens here, in memory,
+// not while holding a database connection.
+type admission struct {
+	slots                  chan struct{} // one per transaction running
+	perAddress, maxWaiting int
+
+	mu      sync.Mutex
+	waiting int
+	addrs   map[string]*addressTurn
+}
+
+// addressTurn is one address's attempts in flight or waiting.
+type addressTurn struct {
+	n    int
+	turn chan struct{} // holds a token while none of them is in a transaction
+}
+
+func newAdmission(maxTx, perAddress, maxWaiting int) *admission {
+	return &admission{slots: make(chan struct{}, maxTx), perAddress: perAddress, maxWaiting: maxWaiting, addrs: map[string]*addressTurn{}}
+}
+
+// loginBusy is the throttled fault of an attempt refused by admission; scope is
+// "address" (too many from it at once) or "server" (too many overall).
+func loginBusy(scope string) *fault.Error {
+	msg := "too many sign-ins at once from this address"
+	if scope != "address" {
+		msg = "too many sign-ins at once"
+	}
+	return fault.RateLimited(fmt.Sprintf("%s; try again in %s", msg, loginBusyRetry), loginBusyRetry).
+		WithDetails(Throttle{RetryAfterSeconds: int(loginBusyRetry.Seconds()), RetryAfter: loginBusyRetry, Scope: scope, Busy: true})
+}
+
+// admit waits, honouring ctx, until address's attempt may begin its transaction, and
+// returns the release to call once it has ended. Beyond the limits it refuses at once
+// with loginBusy.
+func (a *admission) admit(ctx context.Context, address string) (release func(), err error) {
+	a.mu.Lock()
+	q := a.addrs[address]
+	switch {
+	case q != nil && q.n >= a.perAddress:
+		a.mu.Unlock()
+		return nil, loginBusy("address")
+	case a.waiting >= a.maxWaiting:
+		a.mu.Unlock()
+		return nil, loginBusy("server")
+	case q == nil:
+		q = &addressTurn{turn: make(chan struct{}, 1)}
+		q.turn <- struct{}{}
+		a.addrs[address] = q
+	}
+	q.n++
+	a.waiting++
+	a.mu.Unlock()
+
+	select {
+	case <-q.turn:
+	case <-ctx.Done():
+		a.leave(address, q, true)
+		return nil, ctx.Err()
+	}
+	select {
+	case a.slots <- struct{}{}:
+	case <-ctx.Done():
+		q.turn <- struct{}{}
+		a.leave(address, q, true)
+		return nil, ctx.Err()
+	}
+	a.mu.Lock()
+	a.waiting--
+	a.mu.Unlock()
+	return func() {
+		<-a.slots
+		q.turn <- struct{}{}
+		a.leave(address, q, false)
+	}, nil
+}
+
+// leave ends one of address's attempts; its turn token is back by then.
+func (a *admission) leave(address string, q *addressTurn, waiting bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if waiting {
+		a.waiting--
+	}
+	if q.n--; q.n == 0 {
+		delete(a.addrs, address)
+	}
+}
