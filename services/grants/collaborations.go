@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -227,7 +228,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	defer tick.Stop()
 	for {
 		cur, err := scanCollab(s.pool.QueryRow(context.WithoutCancel(ctx), `/* grants.Ask.wait */ UPDATE collaborations
-			SET heartbeat_at = $2 WHERE id::text = $1 RETURNING `+collabColumns, c.ID, s.now()))
+			SET heartbeat_at = $2 WHERE id = $1 RETURNING `+collabColumns, c.ID, s.now()))
 		if err != nil {
 			return Collaboration{}, fmt.Errorf("grants: wait for the answer: %w", err)
 		}
@@ -249,9 +250,9 @@ func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, caus
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel */ UPDATE collaborations SET status = 'cancelled', answered_at = $2
-			WHERE id::text = $1 AND status = 'pending' RETURNING `+collabColumns, id, s.now()))
+			WHERE id = $1 AND status = 'pending' RETURNING `+collabColumns, id, s.now()))
 		if errors.Is(err, pgx.ErrNoRows) {
-			c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel.answered */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
+			c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel.answered */ SELECT `+collabColumns+` FROM collaborations WHERE id = $1`, id))
 			return err // answered just before: the answer stands
 		}
 		if err != nil {
@@ -277,10 +278,13 @@ func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, caus
 // replica that learns of the disable may call it: only the questions still pending
 // change, so each is cancelled and audited once. It returns those it cancelled.
 func (s *Service) CancelAsked(ctx context.Context, userID string) ([]Collaboration, error) {
+	if !uuidtext.Canonical(userID) {
+		return nil, nil // nobody's id: no question waits for them
+	}
 	var ended []Collaboration
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `/* grants.CancelAsked */ UPDATE collaborations SET status = 'cancelled', answered_at = $2
-			WHERE user_id::text = $1 AND status = 'pending' RETURNING `+collabColumns, userID, s.now())
+			WHERE user_id = $1 AND status = 'pending' RETURNING `+collabColumns, userID, s.now())
 		if err != nil {
 			return fmt.Errorf("grants: cancel the questions of a disabled person: %w", err)
 		}
@@ -330,10 +334,13 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 	if response == "" {
 		return Collaboration{}, fault.Invalid("invalid_response", "response: say something (yes, no, or an answer)", nil)
 	}
+	if !uuidtext.Canonical(id) {
+		return Collaboration{}, fault.NotFound("collaboration")
+	}
 	var c Collaboration
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
-		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1 FOR UPDATE`, id))
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond */ SELECT `+collabColumns+` FROM collaborations WHERE id = $1 FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fault.NotFound("collaboration")
 		}
@@ -360,7 +367,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 			grantID = g.ID
 		}
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond.update */ UPDATE collaborations SET status = $2, response = $3, answered_by = $4,
-			answered_at = $5, grant_id = $6, approved = $7 WHERE id::text = $1 RETURNING `+collabColumns,
+			answered_at = $5, grant_id = $6, approved = $7 WHERE id = $1 RETURNING `+collabColumns,
 			id, status, response, by.Name, s.now(), grantID, verdict == Approve))
 		if err != nil {
 			return fmt.Errorf("grants: respond: %w", err)
@@ -382,7 +389,12 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 
 // GetCollaboration returns one question.
 func (s *Service) GetCollaboration(ctx context.Context, id string) (Collaboration, error) {
-	c, err := scanCollab(s.pool.QueryRow(ctx, `/* grants.GetCollaboration */ SELECT `+collabColumns+` FROM collaborations WHERE id::text = $1`, id))
+	// Ids are compared as uuids, so the primary key finds them; another spelling names
+	// nothing (and would be PostgreSQL's invalid-uuid error).
+	if !uuidtext.Canonical(id) {
+		return Collaboration{}, fault.NotFound("collaboration")
+	}
+	c, err := scanCollab(s.pool.QueryRow(ctx, `/* grants.GetCollaboration */ SELECT `+collabColumns+` FROM collaborations WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Collaboration{}, fault.NotFound("collaboration")
 	}
@@ -392,8 +404,21 @@ func (s *Service) GetCollaboration(ctx context.Context, id string) (Collaboratio
 // Collaborations lists a person's questions with the given status ("" for any), newest
 // first.
 func (s *Service) Collaborations(ctx context.Context, userID, status string) ([]Collaboration, error) {
+	if !uuidtext.Canonical(userID) {
+		return nil, nil // nobody's id
+	}
+	where, args := `user_id = $1`, []any{userID}
+	switch status {
+	case "":
+	case StatusPending:
+		// Written out, so that even a generic plan may use the partial index
+		// collaborations_pending (every page and live update asks for this list).
+		where += ` AND status = 'pending'`
+	default:
+		where, args = where+` AND status = $2`, append(args, status)
+	}
 	rows, err := s.pool.Query(ctx, `/* grants.Collaborations */ SELECT `+collabColumns+` FROM collaborations
-		WHERE user_id::text = $1 AND ($2 = '' OR status = $2) ORDER BY created_at DESC LIMIT 200`, userID, status)
+		WHERE `+where+` ORDER BY created_at DESC LIMIT 200`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("grants: list questions: %w", err)
 	}

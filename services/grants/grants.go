@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/callmeta"
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -294,12 +295,25 @@ type Filter struct {
 	ConversationID string
 }
 
+// userParam is f.UserID as a uuid parameter: nil for everyone's; ok is false when it is
+// no uuid as PostgreSQL writes it, which is nobody's.
+func (f Filter) userParam() (id any, ok bool) {
+	if f.UserID == "" {
+		return nil, true
+	}
+	return f.UserID, uuidtext.Canonical(f.UserID)
+}
+
 // Active lists the grants that can still be used, newest first.
 func (s *Service) Active(ctx context.Context, f Filter) ([]Grant, error) {
+	user, ok := f.userParam()
+	if !ok {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, `/* grants.Active */ SELECT `+grantColumns+` FROM grants
 		WHERE revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $1
-		  AND ($2 = '' OR user_id::text = $2) AND ($3 = '' OR conversation_id = $3)
-		ORDER BY created_at DESC LIMIT 500`, s.now(), f.UserID, f.ConversationID)
+		  AND ($2::uuid IS NULL OR user_id = $2) AND ($3 = '' OR conversation_id = $3)
+		ORDER BY created_at DESC LIMIT 500`, s.now(), user, f.ConversationID)
 	if err != nil {
 		return nil, fmt.Errorf("grants: list: %w", err)
 	}
@@ -313,11 +327,15 @@ const EndedKept = 24 * time.Hour
 // Ended lists the grants that ended in the last EndedKept (used up, revoked or
 // expired), the most recent end first.
 func (s *Service) Ended(ctx context.Context, f Filter) ([]Grant, error) {
+	user, ok := f.userParam()
+	if !ok {
+		return nil, nil
+	}
 	now := s.now()
 	rows, err := s.pool.Query(ctx, `/* grants.Ended */ SELECT `+grantColumns+` FROM grants
 		WHERE (revoked_at > $1 OR consumed_at > $1 OR (expires_at > $1 AND expires_at <= $2))
-		  AND ($3 = '' OR user_id::text = $3) AND ($4 = '' OR conversation_id = $4)
-		ORDER BY LEAST(revoked_at, consumed_at, expires_at) DESC LIMIT 200`, now.Add(-EndedKept), now, f.UserID, f.ConversationID)
+		  AND ($3::uuid IS NULL OR user_id = $3) AND ($4 = '' OR conversation_id = $4)
+		ORDER BY LEAST(revoked_at, consumed_at, expires_at) DESC LIMIT 200`, now.Add(-EndedKept), now, user, f.ConversationID)
 	if err != nil {
 		return nil, fmt.Errorf("grants: ended: %w", err)
 	}
@@ -345,7 +363,10 @@ func (s *Service) Usable(g Grant) bool {
 
 // Get returns one grant.
 func (s *Service) Get(ctx context.Context, id string) (Grant, error) {
-	g, err := scanGrant(s.pool.QueryRow(ctx, `/* grants.Get */ SELECT `+grantColumns+` FROM grants WHERE id::text = $1`, id))
+	if !uuidtext.Canonical(id) {
+		return Grant{}, fault.NotFound("grant") // compared as uuids (the primary key)
+	}
+	g, err := scanGrant(s.pool.QueryRow(ctx, `/* grants.Get */ SELECT `+grantColumns+` FROM grants WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Grant{}, fault.NotFound("grant")
 	}
@@ -354,21 +375,25 @@ func (s *Service) Get(ctx context.Context, id string) (Grant, error) {
 
 // Revoke ends a grant now. onlyOwn: the actor may revoke only the grants they gave.
 func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn bool) (Grant, error) {
-	own := ""
+	var own any // nil: anyone's
 	if onlyOwn {
 		own = by.ID
+	}
+	// An id in another spelling, or an actor with no uuid revoking their own, names no grant.
+	if !uuidtext.Canonical(id) || (onlyOwn && !uuidtext.Canonical(by.ID)) {
+		return Grant{}, fault.NotFound("grant")
 	}
 	var g Grant
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
 		g, err = scanGrant(tx.QueryRow(ctx, `/* grants.Revoke */ UPDATE grants SET revoked_at = $2, revoked_by = $3
-			WHERE id::text = $1 AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $2
-			  AND ($4 = '' OR user_id::text = $4) RETURNING `+grantColumns,
+			WHERE id = $1 AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $2
+			  AND ($4::uuid IS NULL OR user_id = $4) RETURNING `+grantColumns,
 			id, s.now(), by.Name, own))
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Ended already (kept a day to be listed): say so, and change nothing.
 			ended, gerr := scanGrant(tx.QueryRow(ctx, `/* grants.Revoke.ended */ SELECT `+grantColumns+` FROM grants
-				WHERE id::text = $1 AND ($2 = '' OR user_id::text = $2)`, id, own))
+				WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2)`, id, own))
 			if gerr != nil {
 				return fault.NotFound("grant")
 			}
