@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -123,7 +124,7 @@ func (s *Service) SetPermission(ctx context.Context, actor audit.Actor, id, user
 	if err != nil {
 		return err
 	}
-	if username == "" {
+	if auth.NormalizeUsername(username) == "" {
 		return verr.New("username", "is required: the user the rule is for")
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
@@ -155,6 +156,8 @@ func LockShared(ctx context.Context, tx pgx.Tx, id string) error {
 }
 
 func setPermissionTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, username string, canUse *bool) (bool, error) {
+	// Names are stored as login writes them: "Bob" is bob.
+	username = auth.NormalizeUsername(username)
 	if err := LockShared(ctx, tx, t.ID); err != nil {
 		return false, err
 	}
