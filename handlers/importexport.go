@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
+	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
 // maxImportBytes bounds an uploaded configuration file.
@@ -114,12 +115,20 @@ func (h ImportExportHandler) ImportApply(c echo.Context) error {
 		return render(c, status, views.Import(page))
 	}
 	res, err := h.ConfigCode.Apply(ctx, ActorOf(c), plan)
-	if err != nil {
+	partial := errors.Is(err, configcode.ErrPartial)
+	if err != nil && !partial {
 		return err
 	}
 	msg := "Imported " + filepath.Base(name) + ": " + res.Servers.String()
+	if partial {
+		// The first transaction committed: what it changed is named, not only counted.
+		msg = "Imported " + filepath.Base(name) + " in part: " + res.Servers.String()
+	}
 	if len(res.Changed) > 0 {
 		msg += "; " + views.Plural(len(res.Changed), "other change", "other changes")
+		if partial {
+			msg += " (" + strings.Join(res.Changed, ", ") + ")"
+		}
 	}
 	if len(res.Unapplied) > 0 {
 		var why []string
@@ -128,8 +137,23 @@ func (h ImportExportHandler) ImportApply(c echo.Context) error {
 		}
 		msg += fmt.Sprintf(". Not applied (%d): %s", len(res.Unapplied), strings.Join(why, "; "))
 	}
-	setFlash(c, "success", msg, h.SecureCookies)
+	kind := "success"
+	if partial {
+		kind, msg = "error", msg+". "+h.partialImport(err)
+	}
+	setFlash(c, kind, msg, h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/servers")
+}
+
+// partialImport says why an import stopped after its first transaction had committed
+// (configcode.ErrPartial), as the API shows the cause, logging a cause that is ours.
+func (h ImportExportHandler) partialImport(err error) string {
+	r := httperr.Classify(err)
+	if r.Status >= http.StatusInternalServerError {
+		h.Logger.Error("handlers: import applied in part", "err", err)
+	}
+	return "The import stopped before the settings of the tools of the servers it discovered (" + strings.TrimSuffix(r.Message, ".") +
+		"): import the file again to apply the rest."
 }
 
 // planAll parses and plans a whole configuration (servers with the checks plan makes;
@@ -369,7 +393,9 @@ func (h ImportExportHandler) APIExportAll(c echo.Context) error {
 
 // APIImportAll plans (and unless ?dry_run=true, applies) the request body as a whole
 // configuration named by ?filename=. A file with errors is 400 invalid_input naming each
-// problem; what cannot be applied is listed in not_applied and the rest applies.
+// problem; what cannot be applied is listed in not_applied and the rest applies. An
+// import that failed after its first transaction committed (configcode.ErrPartial) is
+// 200 with the result, "partial": true and why in "message".
 func (h ImportExportHandler) APIImportAll(c echo.Context) error {
 	name, data, err := importBody(c)
 	if err != nil {
@@ -386,6 +412,11 @@ func (h ImportExportHandler) APIImportAll(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "plan": plan, "diff": plan.String()})
 	}
 	res, err := h.ConfigCode.Apply(c.Request().Context(), ActorOf(c), plan)
+	if errors.Is(err, configcode.ErrPartial) {
+		// Part of it committed: answered as an error, the client would believe nothing had.
+		return c.JSON(http.StatusOK, map[string]any{"dry_run": false, "plan": plan, "diff": plan.String(), "result": res,
+			"partial": true, "message": h.partialImport(err)})
+	}
 	if err != nil {
 		return err
 	}

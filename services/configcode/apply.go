@@ -97,9 +97,22 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 		return res, nil
 	}
 	if err := s.applyPending(ctx, actor, plan, pending, &res); err != nil {
+		// Named one by one, as what a plan cannot apply is: the result says what is left.
+		for _, it := range pending {
+			field := "tools." + it.Name
+			if !slices.ContainsFunc(res.Unapplied, func(p registry.Problem) bool { return p.Field == field }) {
+				res.Unapplied = append(res.Unapplied, registry.Problem{File: plan.File, Field: field,
+					Message: "the import stopped after discovering server " + serverOf(it.Name) + ": its settings were not applied"})
+			}
+		}
 		return res, fmt.Errorf("%w: %w", ErrPartial, err)
 	}
 	return res, nil
+}
+
+func serverOf(qualified string) string {
+	server, _, _ := toolname.Split(qualified)
+	return server
 }
 
 // ErrChangedSincePlan: what a plan changes was changed by someone else after it was
@@ -107,9 +120,9 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 var ErrChangedSincePlan = fault.Stale("changed_since_plan", "the configuration changed since this import was planned: plan it again")
 
 // unchanged checks, with imports one at a time, that the tools, categories and settings
-// plan changes are still as plan saw them: two imports applied at once each kept the
-// other's values where its own plan saw nothing to change, matching neither file.
-// Servers have their own check (registry's).
+// plan changes or its file lists are still as plan saw them: two imports applied at once
+// each kept the other's values where its own plan saw nothing to change, matching
+// neither file. Servers have their own check (registry's).
 func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 	if plan.base == nil {
 		return nil
@@ -121,9 +134,26 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 	// an edit committed meanwhile is seen (and refuses the import), a later one waits for
 	// the import to commit, instead of being overwritten by the import's update. In id
 	// order, as others lock many tools, so that two never wait on each other.
+	checks := slices.Clone(plan.Items)
+	if f := plan.file; f != nil {
+		// What the file lists and the plan left alone: another import may change it.
+		for _, ft := range f.Tools {
+			if cur := plan.base.Tools[ft.Name]; cur != nil {
+				checks = append(checks, Item{Kind: KindTool, Name: ft.Name, Action: registry.PlanUnchanged, cur: cur})
+			}
+		}
+		for _, c := range f.Categories {
+			checks = append(checks, Item{Kind: KindCategory, Name: c.Name})
+		}
+		if f.Settings != nil {
+			checks = append(checks, Item{Kind: KindSettings, Name: KindSettings})
+		}
+	}
 	var ids []string
-	for _, it := range plan.Items {
-		if it.Kind == KindTool && it.cur != nil {
+	seen := map[string]bool{}
+	for _, it := range checks {
+		if it.Kind == KindTool && it.cur != nil && !seen[it.cur.ID] {
+			seen[it.cur.ID] = true
 			ids = append(ids, it.cur.ID)
 		}
 	}
@@ -136,11 +166,11 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 	if err != nil {
 		return err
 	}
-	for _, it := range plan.Items {
+	for _, it := range checks {
 		same := true
 		switch it.Kind {
 		case KindTool:
-			same = it.Action == ActionPending || reflect.DeepEqual(now.Tools[it.Name], plan.base.Tools[it.Name])
+			same = it.Action == ActionPending || reflect.DeepEqual(settingsOnly(now.Tools[it.Name]), settingsOnly(plan.base.Tools[it.Name]))
 		case KindCategory:
 			same = reflect.DeepEqual(now.Categories[it.Name], plan.base.Categories[it.Name])
 		case KindSettings:
@@ -151,6 +181,21 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 		}
 	}
 	return nil
+}
+
+// settingsOnly is t without its test cases' last runs: a run of a test case between plan
+// and apply is no change of configuration.
+func settingsOnly(t *storedTool) *storedTool {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	c.TestCases = make(map[string]tools.TestCase, len(t.TestCases))
+	for name, tc := range t.TestCases {
+		tc.LastRunAt, tc.LastPassed, tc.LastDurationMS, tc.LastMessage = nil, nil, nil, ""
+		c.TestCases[name] = tc
+	}
+	return &c
 }
 
 // applyPending discovers the servers of the pending tools, then plans and applies those

@@ -5,6 +5,8 @@ package configcode
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -109,11 +111,18 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 		c := st.Categories[name]
 		f.Categories = append(f.Categories, categoryOut{Name: c.Name, Description: c.Description, AutoEnable: c.AutoEnable})
 	}
+	var listed []*storedTool
 	for _, t := range st.sortedTools() {
-		if !t.configured() {
-			continue
+		if t.configured() {
+			listed = append(listed, t)
 		}
-		f.Tools = append(f.Tools, toolEntry(t))
+	}
+	refs, err := secretRefs(listed)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range listed {
+		f.Tools = append(f.Tools, toolEntry(t, refs))
 	}
 	var buf bytes.Buffer
 	buf.WriteString(header)
@@ -128,7 +137,7 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func toolEntry(t *storedTool) toolOut {
+func toolEntry(t *storedTool, refs map[[2]string]string) toolOut {
 	o := toolOut{Tool: t.qualified(), Risk: t.Risk, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit,
 		Category: t.Category, Tags: t.Tags}
 	if t.Status == "enabled" || t.Status == "disabled" {
@@ -139,7 +148,7 @@ func toolEntry(t *storedTool) toolOut {
 		for name, p := range t.Config.Params {
 			po := paramOut{Mode: p.Mode}
 			if p.Secret != "" {
-				po.Secret = SecretRef(t.qualified(), name)
+				po.Secret = "${env:" + refs[[2]string{t.qualified(), name}] + "}"
 			} else {
 				po.Value = yamlValue(p.Value)
 			}
@@ -176,7 +185,7 @@ var envUnsafe = regexp.MustCompile(`[^A-Z0-9_]`)
 // SecretRef is the reference Export writes for the secret parameter param of the tool
 // with the qualified name tool: ${env:TOOLWARDEN_SECRET_<TOOL>__<PARAM>}, upper case,
 // other characters as "_". It is derived from names only, so it is the same in every
-// database and export.
+// database and export, except where two parameters of one export share it (secretRefs).
 func SecretRef(tool, param string) string {
 	return "${env:" + SecretEnv(tool, param) + "}"
 }
@@ -184,6 +193,39 @@ func SecretRef(tool, param string) string {
 // SecretEnv is the environment variable SecretRef names.
 func SecretEnv(tool, param string) string {
 	return "TOOLWARDEN_SECRET_" + envUnsafe.ReplaceAllString(strings.ToUpper(tool+"__"+param), "_")
+}
+
+// secretRefs names the variable of each secret parameter of ts, by qualified tool name
+// and parameter: SecretEnv, unless two parameters share that name (s__get-user and
+// s__get_user, or tool b__c's d and tool b's c__d); each of those then gets a hash of
+// its exact names appended, or the import would store one value into both.
+func secretRefs(ts []*storedTool) (map[[2]string]string, error) {
+	var keys [][2]string
+	byEnv := map[string]int{}
+	for _, t := range ts {
+		for _, name := range slices.Sorted(maps.Keys(t.Config.Params)) {
+			if t.Config.Params[name].Secret != "" {
+				k := [2]string{t.qualified(), name}
+				keys = append(keys, k)
+				byEnv[SecretEnv(k[0], k[1])]++
+			}
+		}
+	}
+	out := make(map[[2]string]string, len(keys))
+	owner := map[string][2]string{}
+	for _, k := range keys {
+		env := SecretEnv(k[0], k[1])
+		if byEnv[env] > 1 {
+			sum := sha256.Sum256([]byte(k[0] + "\x00" + k[1]))
+			env += "__" + strings.ToUpper(hex.EncodeToString(sum[:5]))
+		}
+		if o, ok := owner[env]; ok {
+			return nil, fmt.Errorf("configcode: export: the secret parameters %s of %s and %s of %s would both read ${env:%s}: clear the secret of one of them on its tool's page, export, and set it again after the import",
+				o[1], o[0], k[1], k[0], env)
+		}
+		owner[env], out[k] = k, env
+	}
+	return out, nil
 }
 
 // yamlValue turns a JSON value into what the YAML encoder writes naturally: objects as

@@ -292,7 +292,9 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 		switch _, registered := st.Servers[server]; {
 		case pending[server]:
 			it := &Item{Kind: KindTool, Name: ft.Name, Action: ActionPending, tool: ft}
-			it.Changes = []registry.FieldChange{{Field: "waits for", To: "discovery of server " + server}}
+			it.Changes = []registry.FieldChange{{Field: "waits for", To: "discovery of server " + server +
+				"; then each setting below is checked against the tool found, and what cannot be applied is reported"}}
+			it.Changes = append(it.Changes, pendingChanges(ft)...)
 			return it, nil
 		case registered:
 			skip("", fmt.Sprintf("server %s does not offer a tool %q (%s): its settings were not applied", server, name, st.offers(server, ft.Name)))
@@ -428,6 +430,77 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 		return nil, not
 	}
 	return it, not
+}
+
+// pendingChanges are the settings the file states for a tool not discovered yet:
+// applying sets them after discovery with no other review, so the plan (and its
+// digest) shows them. Its schema is unknown yet: a value is masked by its name and
+// look, and one that is sure to be refused (a credential in a test case or a
+// compensation, a secret not in the environment) is shown as not applied, never its value.
+func pendingChanges(ft *Tool) []registry.FieldChange {
+	var out []registry.FieldChange
+	add := func(field, to string, secret bool) {
+		out = append(out, registry.FieldChange{Field: field, To: to, Secret: secret})
+	}
+	if ft.State != "" {
+		add("state", ft.State, false)
+		if ft.Override != "" {
+			add("override", strconv.Quote(ft.Override)+" (if its findings or a failed test block enabling it)", false)
+		}
+	}
+	if ft.Risk != "" {
+		add("risk", ft.Risk, false)
+	}
+	if ft.TimeoutMS != 0 {
+		add("timeout_ms", strconv.Itoa(ft.TimeoutMS), false)
+	}
+	if ft.RateLimit != 0 {
+		add("rate_limit", strconv.Itoa(ft.RateLimit), false)
+	}
+	if ft.Category != "" {
+		add("category", ft.Category, false)
+	}
+	if len(ft.Tags) > 0 {
+		add("tags", "["+strings.Join(ft.Tags, ", ")+"]", false)
+	}
+	for _, name := range slices.Sorted(maps.Keys(ft.Params)) {
+		fp, field := ft.Params[name], "config."+name
+		switch {
+		case fp.SecretEnv != "" && fp.Value == nil:
+			add(field, fmt.Sprintf("not applied: ${env:%s} is not set where the file was imported", fp.SecretEnv), false)
+		case fp.SecretEnv != "":
+			add(field, "set (secret, from ${env:"+fp.SecretEnv+"})", true)
+		case tools.IsSecretParam(name, nil) || secrets.HoldsSecret(decodeJSON(fp.Value)):
+			add(field, "set (secret)", true)
+		default:
+			add(field, fp.Mode+" "+compactJSON(fp.Value), false)
+		}
+	}
+	for _, user := range slices.Sorted(maps.Keys(ft.Permissions)) {
+		add("permissions."+user, strconv.FormatBool(ft.Permissions[user]), false)
+	}
+	if c := ft.Compensation; c != nil {
+		var ve *verr.Error
+		if errors.As(executions.CheckMapSecrets(c.Arguments, nil, c.Undo), &ve) {
+			for _, f := range ve.Fields {
+				add("compensation.arguments."+strings.TrimPrefix(f.Field, "/argument_map/"), "not applied: "+f.Message, false)
+			}
+		} else {
+			add("compensation", c.Undo+" "+argsText(c.Arguments), false)
+		}
+	}
+	for _, tc := range ft.TestCases {
+		if msg := tools.SecretsHeld(nil, tc.Arguments); msg != "" {
+			add("test_cases."+tc.Name, "not applied: "+msg, false)
+			continue
+		}
+		to := fmt.Sprintf("%s %s", compactJSON(tc.Arguments), tc.Expect)
+		if tc.ExpectText != "" {
+			to += " containing " + strconv.Quote(tc.ExpectText)
+		}
+		add("test_cases."+tc.Name, to, false)
+	}
+	return out
 }
 
 // maxOffered is how many of a server's tools a message names.
@@ -616,13 +689,18 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 		case !same:
 			// Checked as the tool page checks it, when it would change (a stored one
 			// that no longer passes is the tool page's to show).
-			var ve *verr.Error
-			if errors.As(executions.CheckMapNames(want.Arguments, schemas[ft.Name], schemas[want.Undo], want.Undo), &ve) {
-				for _, f := range ve.Fields {
-					name := strings.TrimPrefix(f.Field, "/argument_map/")
-					skip("compensation.arguments."+name, f.Message+": the compensation was not applied")
+			for _, err := range []error{
+				executions.CheckMapNames(want.Arguments, schemas[ft.Name], schemas[want.Undo], want.Undo),
+				executions.CheckMapSecrets(want.Arguments, schemas[want.Undo], want.Undo),
+			} {
+				var ve *verr.Error
+				if errors.As(err, &ve) {
+					for _, f := range ve.Fields {
+						name := strings.TrimPrefix(f.Field, "/argument_map/")
+						skip("compensation.arguments."+name, f.Message+": the compensation was not applied")
+					}
+					want = nil
 				}
-				want = nil
 			}
 		}
 	}

@@ -106,7 +106,9 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 		SELECT t.id::text, s.name, t.name, t.status, COALESCE(t.validation_worst, ''), COALESCE(t.enable_override, ''),
 			COALESCE(t.risk_override, ''),
 			COALESCE(t.timeout_ms, 0), COALESCE(t.rate_limit, 0), COALESCE(c.name, ''),
-			COALESCE((SELECT array_agg(g.tag ORDER BY g.tag) FROM tool_tags g WHERE g.tool_id = t.id), '{}'), t.configuration
+			-- In byte order, as tools.NormalizeTags sorts a file's tags: a libc or ICU
+			-- collation orders read-only and readme the other way (a change every import).
+			COALESCE((SELECT array_agg(g.tag ORDER BY g.tag COLLATE "C") FROM tool_tags g WHERE g.tool_id = t.id), '{}'), t.configuration
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id LEFT JOIN tool_categories c ON c.id = t.category_id
 		WHERE t.available`)
 	if err != nil {

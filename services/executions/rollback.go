@@ -65,6 +65,7 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 		default:
 			undoToolID = t.ID
 			checkMapNames(m, self.InputSchema, t.InputSchema, t.QualifiedName(), e)
+			checkMapSecrets(m, t.InputSchema, t.QualifiedName(), e)
 		}
 	} else if len(m) > 0 {
 		e.Add("undo_tool", "pick the tool that undoes this one, or remove the argument mapping")
@@ -112,6 +113,34 @@ func checkMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawM
 func CheckMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawMessage, undoName string) error {
 	e := &verr.Error{}
 	checkMapNames(m, selfSchema, undoSchema, undoName, e)
+	return e.Err()
+}
+
+// checkMapSecrets names the fixed values that hold a credential (tools.SecretsHeld, as
+// for a saved test case: by the undo tool's schema, the argument's name or the value's
+// look): a compensation is stored, audited and exported in plain text.
+func checkMapSecrets(m map[string]MappedArgument, undoSchema json.RawMessage, undoName string, e *verr.Error) {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		v := m[name].Value
+		if len(v) == 0 {
+			continue
+		}
+		args, err := json.Marshal(map[string]json.RawMessage{name: v})
+		if err != nil || tools.SecretsHeld(undoSchema, args) == "" {
+			continue
+		}
+		e.Add("/argument_map/"+name, fmt.Sprintf("holds a credential, which cannot be a fixed value of a compensation "+
+			"(it would be stored, shown and exported in plain text): set %q as a fixed parameter in %s's configuration, "+
+			"which is stored encrypted and given to every call of it, and leave it out of the mapping", name, undoName))
+	}
+}
+
+// CheckMapSecrets is checkMapSecrets for another caller (configuration import): nil, or
+// a *verr.Error with a field "/argument_map/<name>" for each fixed value that holds a
+// credential.
+func CheckMapSecrets(m map[string]MappedArgument, undoSchema json.RawMessage, undoName string) error {
+	e := &verr.Error{}
+	checkMapSecrets(m, undoSchema, undoName, e)
 	return e.Err()
 }
 
