@@ -190,6 +190,11 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "toolwarden token create: --user and --name are required")
 		return errUsage
 	}
+	// Given, a negative count is a mistake (it took the default lifetime without a word).
+	if flagGiven(fs, "expires-in-days") && days < 0 {
+		fmt.Fprintf(stderr, "toolwarden token create: --expires-in-days: %d is negative; give a number of days, or 0 for never\n", days)
+		return errUsage
+	}
 	d, err := openDB(ctx, c, true, stderr)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -88,6 +89,17 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		}
 		defer release()
+	}
+	// A key file that lacks a key the database uses (another replica rotated, and its
+	// file was not copied here) would re-encrypt and seal under keys the others lack.
+	if sub == "rotate" {
+		held, err := secrets.LoadKeyring(path)
+		if err != nil {
+			return err
+		}
+		if err := keyFileFits(ctx, d.Pool, held, path, nil); err != nil {
+			return fmt.Errorf("%w; nothing was changed", err)
+		}
 	}
 	var added secrets.Key
 	if sub == "rotate" && !reencryptOnly {
@@ -199,9 +211,14 @@ func lockKeyFile(path string) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("secrets: key file: %w", err)
 	}
-	// Read-only, and readable by all: a lock file made by a command run with sudo must
-	// not keep the service's user from taking the lock later (it holds nothing).
-	f, err := os.OpenFile(real+".lock", os.O_RDONLY|os.O_CREATE, 0o644)
+	// Opened for writing: NFS emulates flock with a record lock, and an exclusive one
+	// needs a writable descriptor. Readable by all, and read-only when writing is denied:
+	// a lock file made by a command run with sudo must not keep the service's user from
+	// taking the lock later (it holds nothing).
+	f, err := os.OpenFile(real+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if errors.Is(err, fs.ErrPermission) {
+		f, err = os.OpenFile(real+".lock", os.O_RDONLY, 0)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("secrets: lock the key file: %w", err)
 	}

@@ -75,13 +75,18 @@ func (b *byteSize) Set(s string) error {
 	return nil
 }
 
+// flagGiven reports whether flag name was given on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // envSize sets v from environment variable env (read through lookup) unless flag name
 // was given on the command line (the flag wins), and names both when the value is wrong.
 func envSize(fs *flag.FlagSet, name, env string, lookup func(string) (string, bool), v *byteSize) error {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
 	s, ok := lookup(env)
-	if given || !ok {
+	if flagGiven(fs, name) || !ok {
 		return nil
 	}
 	if err := v.Set(s); err != nil {

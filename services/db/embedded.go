@@ -97,19 +97,65 @@ func (c *Cluster) Owned() bool {
 // FindBinDir returns the directory holding initdb and postgres: `pg_config --bindir`
 // first, then the newest /usr/lib/postgresql/*/bin.
 func FindBinDir() (string, error) {
+	for _, d := range binDirCandidates() {
+		if hasServer(d) {
+			return d, nil
+		}
+	}
+	return "", ErrNoPostgres
+}
+
+// binDirCandidates are the folders FindBinDir looks in, in its order.
+func binDirCandidates() []string {
 	var candidates []string
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
 		candidates = append(candidates, strings.TrimSpace(string(out)))
 	}
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	slices.SortFunc(dirs, func(a, b string) int { return pgMajor(b) - pgMajor(a) })
-	candidates = append(candidates, dirs...)
-	for _, d := range candidates {
-		if isExecutable(filepath.Join(d, "postgres")) && isExecutable(filepath.Join(d, "initdb")) {
+	return append(candidates, dirs...)
+}
+
+func hasServer(d string) bool {
+	return isExecutable(filepath.Join(d, "postgres")) && isExecutable(filepath.Join(d, "initdb"))
+}
+
+// clusterBinDir is the bin folder to start the cluster in dataDir with: that of the
+// major version its PG_VERSION names, as another major version refuses its files (a
+// newer one installed beside it by an upgrade of the packages); FindBinDir's when there
+// is no cluster yet.
+func clusterBinDir(dataDir string) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(dataDir, "PG_VERSION"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return FindBinDir()
+	}
+	if err != nil {
+		return "", fmt.Errorf("db: the cluster's version: %w", err)
+	}
+	want := strings.TrimSpace(string(raw))
+	var found []string
+	for _, d := range binDirCandidates() {
+		if !hasServer(d) {
+			continue
+		}
+		major, err := binMajor(d)
+		if err != nil {
+			continue
+		}
+		if major == want {
 			return d, nil
 		}
+		if s := major + " (" + d + ")"; !slices.Contains(found, s) {
+			found = append(found, s)
+		}
 	}
-	return "", ErrNoPostgres
+	installed := "none"
+	if len(found) > 0 {
+		installed = strings.Join(found, ", ")
+	}
+	return "", fmt.Errorf("db: the cluster in %s was made by PostgreSQL %s, which is not installed (installed: %s): "+
+		"install it beside the others (Debian: apt-get install postgresql-%s) and start again, or upgrade the cluster "+
+		"to an installed version with pg_upgrade (docs/deploy.md, Upgrades)", dataDir, want, installed, want)
 }
 
 func pgMajor(binDir string) int {
@@ -146,7 +192,7 @@ func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*C
 		return c, nil
 	}
 
-	c.binDir, err = FindBinDir()
+	c.binDir, err = clusterBinDir(c.DataDir())
 	if err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func (c *Cluster) restart(ctx context.Context) error {
 		return nil
 	}
 	if c.binDir == "" {
-		bin, err := FindBinDir()
+		bin, err := clusterBinDir(c.DataDir())
 		if err != nil {
 			return err
 		}
