@@ -459,7 +459,7 @@ func (c *Checkpointer) Make(ctx context.Context) (cp Checkpoint, same bool, err 
 		err := c.q.QueryRow(ctx, `/* audit.Checkpointer.reach */ SELECT hash FROM audit_log WHERE id = $1`, last.ID).Scan(&hash)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) || err == nil && hex.EncodeToString(hash) != last.Hash:
-			return Checkpoint{}, false, fmt.Errorf("%w: entry %d, signed at %s, is missing or was changed (run toolwarden audit verify)",
+			return Checkpoint{}, false, fmt.Errorf("%w: entry %d, signed at %s, is missing or was changed (run toolwarden audit verify; after restoring a backup, set aside the checkpoints newer than it: docs/deploy.md, Backups)",
 				ErrChainRewound, last.ID, last.At.Format(time.RFC3339))
 		case err != nil:
 			return Checkpoint{}, false, fmt.Errorf("audit: checkpoint: %w", err)
