@@ -195,15 +195,17 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			return err
 		}
 	}
+	// Before the keyring: a key file in a directory that cannot be hidden is refused
+	// before it is created.
+	hide, err := confinement(c, *cpKey)
+	if err != nil {
+		return err
+	}
 	keys, err := importKeyring(ctx, c, d, keyMissing, dryRun)
 	if err != nil {
 		return err
 	}
 	reg := registry.New(d.Pool, keys, &registry.Options{Egress: policy})
-	hide, err := confinement(c, *cpKey)
-	if err != nil {
-		return err
-	}
 	// Servers the file registers are discovered from here (a throwaway session each),
 	// confined as serve confines them, before their tools' settings apply.
 	mgr := mcpclient.New(reg, &mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,

@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -178,13 +177,6 @@ func parseProxies(v string) ([]netip.Prefix, error) {
 }
 
 // envInt is the integer in environment variable key, or def when it is unset or not a number.
-func envInt(key string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
-		return n
-	}
-	return def
-}
-
 func envOr(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {
 		return v

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,8 +40,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&c.AdminPassword, "admin-password", envOr("TOOLWARDEN_ADMIN_PASSWORD", ""), "password for the first-start admin user; empty: random, printed once (env TOOLWARDEN_ADMIN_PASSWORD)")
 	fs.StringVar(&c.LLMURL, "llm-url", envOr("TOOLWARDEN_LLM_URL", ""), "OpenAI-compatible chat completions base URL for the planner (env TOOLWARDEN_LLM_URL)")
 	fs.StringVar(&c.LLMModel, "llm-model", envOr("TOOLWARDEN_LLM_MODEL", ""), "model name for --llm-url (env TOOLWARDEN_LLM_MODEL)")
-	fs.BoolVar(&c.SecureCookies, "secure-cookies", envOr("TOOLWARDEN_SECURE_COOKIES", "") == "1", "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
-	fs.IntVar(&c.RateLimit, "rate-limit", envInt("TOOLWARDEN_RATE_LIMIT", 1200), "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
+	// These three take their variable after parsing (envFlags), which refuses a value
+	// the flag would refuse.
+	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
+	fs.IntVar(&c.RateLimit, "rate-limit", 1200, "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
 	maxMessage := byteSize(mcpclient.DefaultMaxMessageBytes)
 	fs.Var(&maxMessage, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
 		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
@@ -58,11 +61,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	termMax := fs.String("terminals-max", envOr("TOOLWARDEN_TERMINALS_MAX", strconv.Itoa(builtin.DefaultMaxTerminals)), "how many built-in terminals this serve runs in all, whoever owns them (env TOOLWARDEN_TERMINALS_MAX)")
 	termIdle := fs.String("terminal-idle", envOr("TOOLWARDEN_TERMINAL_IDLE", "30m"), "how long a terminal session at its shell's prompt may go with no input and no output before it is ended; a job running in its foreground keeps it. 0: never (env TOOLWARDEN_TERMINAL_IDLE)")
 	cpKey := checkpointKeyFlag(fs)
-	cpEvery := fs.Duration("checkpoint-every", envDuration("TOOLWARDEN_CHECKPOINT_EVERY", time.Hour), "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
+	cpEvery := fs.Duration("checkpoint-every", time.Hour, "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
 	egressOf := egressFlags(fs)
 	tokenTTL := fs.String("token-default-ttl", envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", "90d"), "how long an API token lives when its creator names no expiry: days (90d) or a duration (720h); 0: such tokens never expire. An expiry given at creation wins (env TOOLWARDEN_TOKEN_DEFAULT_TTL)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if err := envFlags(fs, os.LookupEnv); err != nil {
+		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		return errUsage
 	}
 	// The router would take 0 for its default (1200) in silence: who sets 0 means no
 	// calls or no limit, and is told how to say the latter.
@@ -134,11 +141,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer lock.release()
-	keys, madeKey, err := openKeyring(c)
+	// Before the key file is made: a key in a directory that cannot be hidden is refused.
+	hide, err := confinement(c, *cpKey)
 	if err != nil {
 		return err
 	}
-	hide, err := confinement(c, *cpKey)
+	keys, madeKey, err := openKeyring(c)
 	if err != nil {
 		return err
 	}
@@ -241,10 +249,34 @@ func setConfine(c *config, mode, cmd string, stderr io.Writer) error {
 // --checkpoint-key-file), and what could connect to an external database: its unix
 // socket, client key and certificate and passfile, for the owner's URL too (whoever
 // connects as the owner can rewrite audit_log).
+//
+// A key file outside the data dir is hidden with its whole directory: a mount over the
+// file itself is detached, in every namespace, when `secrets rotate` renames a new file
+// over it. Links are followed: a key in the data dir may lead outside it.
 func confinement(c config, cpKeyFlag string) (confine.Spec, error) {
-	hide := []string{c.DataDir, secretKeyPath(c)}
-	if k := checkpointKeyPath(c, cpKeyFlag); !within(k, c.DataDir) {
-		hide = append(hide, k)
+	hide := []string{c.DataDir}
+	data := []string{c.DataDir}
+	if real, err := filepath.EvalSymlinks(c.DataDir); err == nil && real != c.DataDir {
+		hide, data = append(hide, real), append(data, real)
+	}
+	for _, k := range []struct{ flag, env, path string }{
+		{"--secret-key-file", "TOOLWARDEN_SECRET_KEY_FILE", secretKeyPath(c)},
+		{"--checkpoint-key-file", "TOOLWARDEN_CHECKPOINT_KEY_FILE", checkpointKeyPath(c, cpKeyFlag)},
+	} {
+		for _, p := range []string{k.path, resolveLinks(k.path)} {
+			if slices.ContainsFunc(data, func(d string) bool { return within(p, d) }) {
+				continue // hidden with the data dir
+			}
+			dir := filepath.Dir(p)
+			if err := keyDirApart(dir); err != nil {
+				what := k.path
+				if abs, _ := filepath.Abs(k.path); p != k.path && p != abs {
+					what += " (a link to " + p + ")"
+				}
+				return confine.Spec{}, fmt.Errorf("%s %s: %w; put the key in a directory of its own, such as /etc/toolwarden/ (%s too)", k.flag, what, err, k.env)
+			}
+			hide = append(hide, dir)
+		}
 	}
 	// The migrate URL is used only with an external database (DatabaseURL).
 	if c.DatabaseURL != "" {
@@ -273,8 +305,33 @@ func checkpointConfig(c config, keyFlag string, every time.Duration) app.Checkpo
 	return app.CheckpointConfig{Dir: checkpointDir(c), KeyFile: checkpointKeyPath(c, keyFlag), Every: every}
 }
 
-// envDuration is the duration in environment variable key, or def when it is unset or
-// not a duration.
+// envFlagged are serve's flags that envFlags sets from a variable, with what a value must be.
+var envFlagged = []struct{ flag, env, want string }{
+	{"secure-cookies", "TOOLWARDEN_SECURE_COOKIES", "true or false (1 or 0)"},
+	{"rate-limit", "TOOLWARDEN_RATE_LIMIT", "a whole number of tool calls a minute, such as 600, or -1 for no limit"},
+	{"checkpoint-every", "TOOLWARDEN_CHECKPOINT_EVERY", "0 (never) or a duration of at least 1s, such as 1h"},
+}
+
+// envFlags sets each flag of envFlagged that fs defines and the command line did not
+// give from its variable (read through lookup), parsed as the flag parses a value: one
+// it cannot read is an error naming the variable and the value, not the default taken
+// in silence. An empty variable counts as unset, as it did.
+func envFlags(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, e := range envFlagged {
+		f := fs.Lookup(e.flag)
+		v, ok := lookup(e.env)
+		if f == nil || given[e.flag] || !ok || v == "" {
+			continue
+		}
+		if err := f.Value.Set(v); err != nil {
+			return fmt.Errorf("%s (the default of --%s): %q is not %s", e.env, e.flag, v, e.want)
+		}
+	}
+	return nil
+}
+
 // limits are the built-in terminals' (--terminals-per-person, --terminals-max,
 // --terminal-idle); a negative idle time never ends an idle session.
 type limits struct {
@@ -307,14 +364,6 @@ func terminalLimits(perPerson, most, idle string) (limits, error) {
 	return l, nil
 }
 
-func envDuration(key string, def time.Duration) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
-		return d
-	}
-	return def
-}
-
-// within reports whether path is dir or inside it.
 // builtinRootApart refuses a built-in root that holds what stdio servers and terminals
 // must not reach (hidden: the data dir, a key, a database's socket): a terminal is
 // shown its conversation's workspace, a folder right below the root, and a
@@ -340,6 +389,62 @@ func builtinRootApart(root string, hidden []string) error {
 	return nil
 }
 
+// resolveLinks is where path leads through symbolic links, also when the last one leads
+// to no file yet (a key made on first use); path when it cannot tell.
+func resolveLinks(path string) string {
+	for range 40 {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			return real
+		}
+		to, err := os.Readlink(path)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(to) {
+			to = filepath.Join(filepath.Dir(path), to)
+		}
+		path = to
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		return filepath.Join(dir, filepath.Base(path))
+	}
+	return path
+}
+
+// systemDirs are directories a key file may not share, and systemTrees trees it may not
+// be in: its directory is hidden from stdio servers and terminals, which need these.
+var (
+	systemDirs = []string{"/", "/etc", "/home", "/media", "/mnt", "/opt", "/root", "/run", "/run/user", "/srv", "/tmp",
+		"/var", "/var/cache", "/var/lib", "/var/log", "/var/run", "/var/spool", "/var/tmp"}
+	systemTrees = []string{"/bin", "/boot", "/dev", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin", "/sys", "/usr"}
+)
+
+// keyDirApart says why dir, a key file's directory, cannot be hidden from stdio servers
+// and terminals; nil when it can.
+func keyDirApart(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	forms := []string{abs}
+	if real, err := filepath.EvalSymlinks(abs); err == nil && real != abs {
+		forms = append(forms, real)
+	}
+	home, _ := os.UserHomeDir()
+	for _, d := range forms {
+		switch {
+		case slices.Contains(systemDirs, d) || d == filepath.Clean(os.TempDir()):
+			return fmt.Errorf("its directory %s would be hidden from stdio servers and terminals, and they need it", d)
+		case slices.ContainsFunc(systemTrees, func(t string) bool { return within(d, t) }):
+			return fmt.Errorf("its directory %s is a system directory, which stdio servers and terminals need and would be hidden from", d)
+		case home != "" && within(home, d):
+			return fmt.Errorf("its directory %s holds the home directory %s, which stdio servers and terminals need and would be hidden from", d, home)
+		}
+	}
+	return nil
+}
+
+// within reports whether path is dir or inside it.
 func within(path, dir string) bool {
 	ap, err1 := filepath.Abs(path)
 	ad, err2 := filepath.Abs(dir)

@@ -45,7 +45,9 @@ import (
 type Spec struct {
 	// Hide lists files and directories (absolute, or relative to the working directory)
 	// that confined servers must not see: a directory appears empty and read-only, a
-	// file unreadable. Paths that do not exist when a server starts are skipped.
+	// file unreadable. Paths that do not exist when a server starts are skipped. A file
+	// is hidden by a mount over it, which the kernel detaches in every namespace when a
+	// file is renamed over it: hide the directory of a file replaced that way.
 	Hide []string
 	// Off runs servers unconfined, as they ran before confinement existed.
 	Off bool
@@ -413,8 +415,9 @@ func helperArgs(dir string, hide []string, check bool) []string {
 	return args
 }
 
-// normalize makes paths absolute and clean, and drops duplicates and paths inside
-// another hidden directory (hiding the directory hides them).
+// normalize makes paths absolute and clean, adds where each symbolic link leads, and
+// drops duplicates and paths inside another hidden directory, by name or where they
+// lead (hiding the directory hides them).
 func normalize(paths []string) []string {
 	var abs []string
 	for _, p := range paths {
@@ -426,6 +429,11 @@ func normalize(paths []string) []string {
 			continue
 		}
 		abs = append(abs, a)
+		// A link inside a hidden directory is hidden, not the file it leads to, which
+		// may lie outside.
+		if real := realPath(a); real != a {
+			abs = append(abs, real)
+		}
 	}
 	slices.Sort(abs)
 	abs = slices.Compact(abs)
@@ -433,7 +441,8 @@ func normalize(paths []string) []string {
 	for _, p := range abs {
 		covered := false
 		for _, q := range out {
-			if inside(p, q) && isDir(q) {
+			rp, rq := realPath(p), realPath(q)
+			if rp == rq || ((inside(p, q) || inside(rp, rq)) && isDir(q)) {
 				covered = true
 				break
 			}
@@ -448,6 +457,14 @@ func normalize(paths []string) []string {
 // inside reports whether p is dir or below it.
 func inside(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// realPath is where p leads through symbolic links; p when it does not exist.
+func realPath(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
 }
 
 func isDir(p string) bool {
