@@ -162,6 +162,10 @@ func (e *lineEditor) reset() {
 	e.line, e.cur, e.shellEdited, e.cut, e.literal = e.line[:0], 0, false, false, false
 }
 
+// maxEscapeParams bounds the parameter bytes of a key's escape sequence: real keys
+// have a few ("1;5", "200").
+const maxEscapeParams = 32
+
 // escape applies the escape sequence at the start of b and returns its length; ok is
 // false when b ends before the sequence does.
 func (e *lineEditor) escape(b []byte) (n int, ok bool) {
@@ -169,12 +173,19 @@ func (e *lineEditor) escape(b []byte) (n int, ok bool) {
 		return 0, false
 	}
 	switch b[1] {
-	case '[', 'O': // CSI or SS3: parameters, then a final byte in 0x40..0x7e
+	case '[', 'O': // CSI or SS3: parameters and intermediates (0x20..0x3f), then a final byte in 0x40..0x7e
 		j := 2
-		for j < len(b) && (b[j] < 0x40 || b[j] > 0x7e) {
+		for j < len(b) && j-2 < maxEscapeParams && b[j] >= 0x20 && b[j] <= 0x3f {
 			j++
 		}
-		if j == len(b) {
+		switch {
+		case j-2 >= maxEscapeParams || j < len(b) && (b[j] < 0x20 || b[j] > 0x7e):
+			// Not a key: a control byte (Enter, Ctrl-C, another ESC) ends it and is
+			// acted on, as a terminal acts on it; kept waiting for a final byte, an
+			// unending sequence hid the Enters after it and grew without bound.
+			e.shellEdited = true
+			return j, true
+		case j == len(b):
 			return 0, false
 		}
 		e.key(string(b[2:j]), b[j])
@@ -184,7 +195,11 @@ func (e *lineEditor) escape(b []byte) (n int, ok bool) {
 		return 2, true
 	}
 	// Another Alt key (Alt-d, Alt-u, Alt-., Alt-y, Alt-backspace…): the shell's edit.
+	// Before a control byte, the ESC alone: an Enter after it is still an Enter here.
 	e.shellEdited = true
+	if b[1] < 0x20 {
+		return 1, true
+	}
 	return 2, true
 }
 

@@ -48,6 +48,12 @@ func TestLineEditor(t *testing.T) {
 		{"ctrl-left is not left", []string{"ab\x1b[1;5Dx\r"}, []edited{{text: "abx", shell: true}}},
 		{"insert toggles overwrite", []string{"ab\x1b[D\x1b[2~x\r"}, []edited{{text: "axb", shell: true}}},
 		{"bracketed paste", []string{"\x1b[200~rm -rf /tmp/x \x15\x1b[201~\r"}, []edited{{text: "", shell: true}}},
+		// A sequence that is not a key ends at a control byte, which is acted on: an
+		// Enter there runs a line.
+		{"enter inside a sequence", []string{"rm -rf ~/x;\x1b[\r\x03", "A\x03"}, []edited{{text: "rm -rf ~/x;", shell: true}}},
+		{"ctrl-c inside a sequence", []string{"rm x\x1b[1\x03ls\r"}, []edited{{text: "ls"}}},
+		{"esc before enter", []string{"rm x\x1b\r"}, []edited{{text: "rm x", shell: true}}},
+		{"unending parameters", []string{"\x1b[" + strings.Repeat("0", 4*maxEscapeParams), "ls\r"}, []edited{{text: strings.Repeat("0", 3*maxEscapeParams) + "ls", shell: true}}},
 		{"too long", []string{strings.Repeat("a", maxAuditLine+10) + "\r"}, []edited{{text: strings.Repeat("a", maxAuditLine), cut: true}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
