@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,7 +24,7 @@ import (
 // what the script printed after that. It skips where confinement is not available.
 func confined(t *testing.T, c config, cpKey, script string, between func()) string {
 	t.Helper()
-	spec, err := confinement(c, cpKey)
+	spec, _, err := confinement(c, cpKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,9 +113,11 @@ func TestKeyFileLinkedFromDataDir(t *testing.T) {
 	}
 }
 
-// TestKeyDirMustBeItsOwn: a key file is hidden with its whole directory, so serve refuses
-// one whose directory confined programs need (/, a system directory, the home
-// directory), naming the flag and what to do, also when the data dir links to it.
+// TestKeyDirMustBeItsOwn: a key file is hidden with its whole directory, so a key whose
+// directory confined programs need (/, a system directory, the home directory), also
+// when the data dir links to it, is refused with --confine=required, naming the flag and
+// what to do; otherwise the file alone is hidden, as before, with a warning saying so.
+// With --confine=off nothing is said. Other files in a key's directory are named.
 func TestKeyDirMustBeItsOwn(t *testing.T) {
 	t.Parallel()
 	home, _ := os.UserHomeDir()
@@ -135,13 +138,31 @@ func TestKeyDirMustBeItsOwn(t *testing.T) {
 		cases = append(cases, struct{ name, key, cpKey, data, flag string }{"home", filepath.Join(home, "secret.key"), "", t.TempDir(), "--secret-key-file"})
 	}
 	for _, tc := range cases {
-		_, err := confinement(config{DataDir: tc.data, SecretKeyFile: tc.key}, tc.cpKey)
+		c := config{DataDir: tc.data, SecretKeyFile: tc.key, Confine: "required"}
+		_, _, err := confinement(c, tc.cpKey)
 		if err == nil || !strings.Contains(err.Error(), tc.flag) || !strings.Contains(err.Error(), "directory of its own") {
-			t.Errorf("%s: got %v, want an error naming %s and asking for a directory of its own", tc.name, err, tc.flag)
+			t.Errorf("%s, required: got %v, want an error naming %s and asking for a directory of its own", tc.name, err, tc.flag)
+		}
+		c.Confine = "auto"
+		spec, warnings, err := confinement(c, tc.cpKey)
+		if err != nil || len(warnings) != 1 || !strings.Contains(warnings[0], tc.flag) || !strings.Contains(warnings[0], "only the file is hidden") {
+			t.Errorf("%s, auto: got %v, %q; want one warning naming %s", tc.name, err, warnings, tc.flag)
+		} else if slices.Contains(spec.Hide, "/") || slices.Contains(spec.Hide, "/etc") || slices.Contains(spec.Hide, "/tmp") {
+			t.Errorf("%s, auto: hides a directory confined programs need: %q", tc.name, spec.Hide)
+		}
+		c.Confine = "off"
+		if _, warnings, err := confinement(c, tc.cpKey); err != nil || len(warnings) != 0 {
+			t.Errorf("%s, off: got %v, %q; want neither error nor warning", tc.name, err, warnings)
 		}
 	}
-	if _, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(t.TempDir(), "secret.key")}, ""); err != nil {
-		t.Errorf("a key in a directory of its own: %v", err)
+	own := t.TempDir()
+	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(own, "secret.key"), Confine: "required"}, ""); err != nil || len(warnings) != 0 {
+		t.Errorf("a key in a directory of its own: %v, %q", err, warnings)
+	}
+	writeFile(t, own, "server-token", "x")
+	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(own, "secret.key")}, ""); err != nil ||
+		len(warnings) != 1 || !strings.Contains(warnings[0], "server-token") {
+		t.Errorf("a key beside another file: %v, %q; want a warning naming server-token", err, warnings)
 	}
 }
 

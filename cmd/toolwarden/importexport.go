@@ -197,9 +197,12 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	}
 	// Before the keyring: a key file in a directory that cannot be hidden is refused
 	// before it is created.
-	hide, err := confinement(c, *cpKey)
+	hide, warnings, err := confinement(c, *cpKey)
 	if err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "toolwarden import: warning:", w)
 	}
 	keys, err := importKeyring(ctx, c, d, keyMissing, dryRun)
 	if err != nil {

@@ -299,7 +299,7 @@ func TestConfineFlag(t *testing.T) {
 		t.Errorf("got %v\n%s\nwant a usage error naming --confine", err, stderr)
 	}
 	for mode, want := range map[string][2]bool{"auto": {false, false}, "required": {true, false}, "off": {false, true}} {
-		spec, err := confinement(config{DataDir: t.TempDir(), Confine: mode}, "")
+		spec, _, err := confinement(config{DataDir: t.TempDir(), Confine: mode}, "")
 		if err != nil || spec.Required != want[0] || spec.Off != want[1] {
 			t.Errorf("%s: got %+v, %v", mode, spec, err)
 		}
@@ -319,7 +319,7 @@ func TestConfineDatabaseAccess(t *testing.T) {
 		DatabaseURL:        "postgres://a@localhost/x?passfile=" + pass,
 		MigrateDatabaseURL: "host=" + sockDir + ",localhost user=o dbname=x sslmode=require sslcert='" + cert + "' sslkey='" + key + "'",
 	}
-	spec, err := confinement(c, "")
+	spec, _, err := confinement(c, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -142,9 +142,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer lock.release()
 	// Before the key file is made: a key in a directory that cannot be hidden is refused.
-	hide, err := confinement(c, *cpKey)
+	hide, warnings, err := confinement(c, *cpKey)
 	if err != nil {
 		return err
+	}
+	for _, w := range warnings {
+		log.Warn("confinement: " + w)
 	}
 	keys, madeKey, err := openKeyring(c)
 	if err != nil {
@@ -252,8 +255,12 @@ func setConfine(c *config, mode, cmd string, stderr io.Writer) error {
 //
 // A key file outside the data dir is hidden with its whole directory: a mount over the
 // file itself is detached, in every namespace, when `secrets rotate` renames a new file
-// over it. Links are followed: a key in the data dir may lead outside it.
-func confinement(c config, cpKeyFlag string) (confine.Spec, error) {
+// over it. Links are followed: a key in the data dir may lead outside it. A directory
+// confined programs need is refused with --confine=required; otherwise the file alone
+// is hidden, as it was, and a warning says what that leaves open. The warnings also
+// name other files a key's directory holds, which confined programs will not see.
+func confinement(c config, cpKeyFlag string) (confine.Spec, []string, error) {
+	var warnings []string
 	hide := []string{c.DataDir}
 	data := []string{c.DataDir}
 	if real, err := filepath.EvalSymlinks(c.DataDir); err == nil && real != c.DataDir {
@@ -263,17 +270,36 @@ func confinement(c config, cpKeyFlag string) (confine.Spec, error) {
 		{"--secret-key-file", "TOOLWARDEN_SECRET_KEY_FILE", secretKeyPath(c)},
 		{"--checkpoint-key-file", "TOOLWARDEN_CHECKPOINT_KEY_FILE", checkpointKeyPath(c, cpKeyFlag)},
 	} {
-		for _, p := range []string{k.path, resolveLinks(k.path)} {
+		paths := []string{k.path}
+		if abs, _ := filepath.Abs(k.path); resolveLinks(k.path) != abs {
+			paths = append(paths, resolveLinks(k.path))
+		}
+		for _, p := range paths {
 			if slices.ContainsFunc(data, func(d string) bool { return within(p, d) }) {
 				continue // hidden with the data dir
 			}
+			if c.Confine == "off" {
+				hide = append(hide, p) // nothing is hidden: the list is only shown
+				continue
+			}
 			dir := filepath.Dir(p)
+			what := k.path
+			if abs, _ := filepath.Abs(k.path); p != k.path && p != abs {
+				what += " (a link to " + p + ")"
+			}
 			if err := keyDirApart(dir); err != nil {
-				what := k.path
-				if abs, _ := filepath.Abs(k.path); p != k.path && p != abs {
-					what += " (a link to " + p + ")"
+				if c.Confine == "required" {
+					return confine.Spec{}, nil, fmt.Errorf("%s %s: %w; put the key in a directory of its own, such as /etc/toolwarden/ (%s too)", k.flag, what, err, k.env)
 				}
-				return confine.Spec{}, fmt.Errorf("%s %s: %w; put the key in a directory of its own, such as /etc/toolwarden/ (%s too)", k.flag, what, err, k.env)
+				warnings = append(warnings, fmt.Sprintf("%s %s: %v, so only the file is hidden, and a new key renamed over it "+
+					"(secrets rotate) is readable by the stdio servers and terminals already running; put the key in a directory "+
+					"of its own, such as /etc/toolwarden/ (%s too)", k.flag, what, err, k.env))
+				hide = append(hide, p)
+				continue
+			}
+			if others := othersBeside(dir, data); len(others) > 0 {
+				warnings = append(warnings, fmt.Sprintf("%s %s: its directory %s is hidden whole from stdio servers and terminals, "+
+					"and with it %s", k.flag, what, dir, strings.Join(others, ", ")))
 			}
 			hide = append(hide, dir)
 		}
@@ -286,16 +312,16 @@ func confinement(c config, cpKeyFlag string) (confine.Spec, error) {
 			}
 			socks, err := db.SocketPaths(u.conn)
 			if err != nil {
-				return confine.Spec{}, fmt.Errorf("%s: %w", u.flag, err)
+				return confine.Spec{}, nil, fmt.Errorf("%s: %w", u.flag, err)
 			}
 			files, err := db.CredentialFiles(u.conn)
 			if err != nil {
-				return confine.Spec{}, fmt.Errorf("%s: %w", u.flag, err)
+				return confine.Spec{}, nil, fmt.Errorf("%s: %w", u.flag, err)
 			}
 			hide = append(append(hide, socks...), files...)
 		}
 	}
-	return confine.Spec{Hide: hide, Required: c.Confine == "required", Off: c.Confine == "off"}, nil
+	return confine.Spec{Hide: hide, Required: c.Confine == "required", Off: c.Confine == "off"}, warnings, nil
 }
 
 // checkpointConfig is where serve signs checkpoints: <data-dir>/checkpoints, every
@@ -442,6 +468,29 @@ func keyDirApart(dir string) error {
 		}
 	}
 	return nil
+}
+
+// othersBeside names what a key's directory holds besides key files and what goes with
+// them (a public key, a lock, a rotation's temporary file) and the data dir, at most five.
+func othersBeside(dir string, data []string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var others []string
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasSuffix(n, ".key") || strings.HasSuffix(n, ".pub") || strings.Contains(n, ".key.") ||
+			slices.ContainsFunc(data, func(d string) bool { return within(filepath.Join(dir, n), d) }) {
+			continue
+		}
+		if len(others) == 5 {
+			others = append(others, "…")
+			break
+		}
+		others = append(others, n)
+	}
+	return others
 }
 
 // within reports whether path is dir or inside it.
