@@ -395,7 +395,7 @@ func (h ImportExportHandler) APIExportAll(c echo.Context) error {
 // configuration named by ?filename=. A file with errors is 400 invalid_input naming each
 // problem; what cannot be applied is listed in not_applied and the rest applies. An
 // import that failed after its first transaction committed (configcode.ErrPartial) is
-// 200 with the result, "partial": true and why in "message".
+// the error import_partial, with its cause's status and the result in its details.
 func (h ImportExportHandler) APIImportAll(c echo.Context) error {
 	name, data, err := importBody(c)
 	if err != nil {
@@ -413,9 +413,11 @@ func (h ImportExportHandler) APIImportAll(c echo.Context) error {
 	}
 	res, err := h.ConfigCode.Apply(c.Request().Context(), ActorOf(c), plan)
 	if errors.Is(err, configcode.ErrPartial) {
-		// Part of it committed: answered as an error, the client would believe nothing had.
-		return c.JSON(http.StatusOK, map[string]any{"dry_run": false, "plan": plan, "diff": plan.String(), "result": res,
-			"partial": true, "message": h.partialImport(err)})
+		// An error (with its cause's status: a script checking it must not take this for
+		// success) whose details say what the committed part changed.
+		r := httperr.Classify(err)
+		return c.JSON(r.Status, map[string]any{"error": map[string]any{"code": "import_partial", "message": h.partialImport(err),
+			"details": map[string]any{"partial": true, "cause": r.Code, "result": res}}})
 	}
 	if err != nil {
 		return err

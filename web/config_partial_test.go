@@ -51,19 +51,27 @@ func TestConfigImportPartial(t *testing.T) {
 		t.Fatal("the first transaction of the page's import was not applied")
 	}
 
+	// An error, so that a script checking the status does not take it for success, whose
+	// details say what was applied.
 	var out struct {
-		Partial bool   `json:"partial"`
-		Message string `json:"message"`
-		Result  *struct {
-			Servers    registry.ImportResult `json:"servers"`
-			Changed    []string              `json:"changed"`
-			NotApplied []registry.Problem    `json:"not_applied"`
-		} `json:"result"`
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Details struct {
+				Partial bool `json:"partial"`
+				Result  *struct {
+					Servers    registry.ImportResult `json:"servers"`
+					Changed    []string              `json:"changed"`
+					NotApplied []registry.Problem    `json:"not_applied"`
+				} `json:"result"`
+			} `json:"details"`
+		} `json:"error"`
 	}
-	f.admin.json(http.MethodPost, "/api/v1/import?filename=config.yaml", partialFile("tplb"), http.StatusOK, &out)
-	if !out.Partial || !strings.Contains(out.Message, "import the file again") || out.Result == nil ||
-		len(out.Result.Servers.Created) != 1 || strings.Join(out.Result.Changed, ",") != "category tplb-cat" ||
-		len(out.Result.NotApplied) != 1 || out.Result.NotApplied[0].Field != "tools.tplb__word_count" {
-		t.Fatalf("API import: %+v %+v", out, out.Result)
+	f.admin.json(http.MethodPost, "/api/v1/import?filename=config.yaml", partialFile("tplb"), http.StatusInternalServerError, &out)
+	e, got := out.Error, out.Error.Details.Result
+	if e.Code != "import_partial" || !e.Details.Partial || !strings.Contains(e.Message, "import the file again") || got == nil ||
+		len(got.Servers.Created) != 1 || strings.Join(got.Changed, ",") != "category tplb-cat" ||
+		len(got.NotApplied) != 1 || got.NotApplied[0].Field != "tools.tplb__word_count" {
+		t.Fatalf("API import: %+v %+v", out, got)
 	}
 }
