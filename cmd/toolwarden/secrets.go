@@ -212,11 +212,12 @@ func lockKeyFile(path string) (func(), error) {
 		return nil, fmt.Errorf("secrets: key file: %w", err)
 	}
 	// Opened for writing: NFS emulates flock with a record lock, and an exclusive one
-	// needs a writable descriptor. Readable by all, and read-only when writing is denied:
+	// needs a writable descriptor. Readable by all, and read-only when writing is denied (or
+	// the file system is read-only):
 	// a lock file made by a command run with sudo must not keep the service's user from
 	// taking the lock later (it holds nothing).
 	f, err := os.OpenFile(real+".lock", os.O_RDWR|os.O_CREATE, 0o644)
-	if errors.Is(err, fs.ErrPermission) {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
 		f, err = os.OpenFile(real+".lock", os.O_RDONLY, 0)
 	}
 	if err != nil {
