@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -392,8 +393,17 @@ func (p *parser) tool(o *fields, i int) Tool {
 	if v, ok := o.get("permissions"); ok {
 		if po, ok := p.mapping(o.field("permissions"), v); ok {
 			t.Permissions = map[string]bool{}
+			spelled := map[string]string{}
 			for _, user := range slices.Sorted(maps.Keys(po.m)) {
-				t.Permissions[user] = po.boolean(user)
+				// Usernames are stored as sign-in writes them ("Bob" is bob): a name in
+				// another case is that user, not a change on every import.
+				name := auth.NormalizeUsername(user)
+				if first, ok := spelled[name]; ok {
+					p.fail(po.field(user), fmt.Sprintf("%q and %q are the same user (%s): keep one", first, user, name))
+					continue
+				}
+				spelled[name] = user
+				t.Permissions[name] = po.boolean(user)
 			}
 		}
 	}
