@@ -74,8 +74,8 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 			s.log.Error("panic", "err", err, "request_id", handlers.RequestID(c), "stack", string(stack))
 			return err
 		}}))
+	e.Use(s.securityHeaders) // first: a body refused for its size gets them too
 	e.Use(middleware.BodyLimit("4M"), bodyDeadline(deps.BodyReadTimeout))
-	e.Use(s.securityHeaders)
 	// A forwarded request is checked before anything that goes by its client: it then
 	// carries that client's address and origin (HSTS, Secure cookies).
 	e.Use(s.replicaHop)
