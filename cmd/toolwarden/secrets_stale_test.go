@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/audit"
-	"github.com/toolwarden/toolwarden/services/db"
-	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -21,13 +19,7 @@ import (
 // neither the file nor a row.
 func TestSecretsRotateStaleKeyFile(t *testing.T) {
 	ctx := context.Background()
-	dir := dbtest.TempDir(t)
-	url := dbtest.NewURL(t)
-	pool, err := db.NewPool(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	dir, url, pool := cliDatabase(t)
 	path := filepath.Join(dir, "secret.key")
 	k1 := writeKeyFile(t, path)
 	k2, err := secrets.GenerateKey()

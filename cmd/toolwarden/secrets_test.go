@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/app/apptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
@@ -26,19 +28,26 @@ import (
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
+// cliDatabase is a data dir and a database of its own for the commands, and a pool on
+// the database.
+func cliDatabase(t *testing.T) (dir, url string, pool *pgxpool.Pool) {
+	t.Helper()
+	dir, url = dbtest.TempDir(t), dbtest.NewURL(t)
+	pool, err := db.NewPool(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return dir, url, pool
+}
+
 // `toolwarden secrets rotate` adds a key and re-encrypts every stored secret with it;
 // values under the old key keep decrypting until it is retired; retire-key refuses while
 // a value still needs the key; a ciphertext copied to another row does not decrypt.
 // All of it audited.
 func TestSecretsRotateAndRetire(t *testing.T) {
 	ctx := context.Background()
-	dir := dbtest.TempDir(t)
-	url := dbtest.NewURL(t)
-	pool, err := db.NewPool(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	dir, url, pool := cliDatabase(t)
 	old, err := secrets.GenerateKey()
 	if err != nil {
 		t.Fatal(err)

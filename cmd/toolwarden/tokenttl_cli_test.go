@@ -4,17 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
-
-	"github.com/toolwarden/toolwarden/services/db"
-	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
 // A negative --expires-in-days is refused and makes no token: it took the default
 // lifetime (90 days) without a word. Left out, the flag still takes the default.
 func TestTokenCreateNegativeDays(t *testing.T) {
 	ctx := context.Background()
-	dir := dbtest.TempDir(t)
-	url := dbtest.NewURL(t)
+	dir, url, pool := cliDatabase(t)
 	cli := func(args ...string) (string, string, error) {
 		return runCmd(t, "", append(args, "--database-url", url, "--data-dir", dir)...)
 	}
@@ -28,11 +24,6 @@ func TestTokenCreateNegativeDays(t *testing.T) {
 	if _, stderr, err := cli("token", "create", "--user", "robot", "--name", "default"); err != nil {
 		t.Fatalf("token create without --expires-in-days: %v\n%s", err, stderr)
 	}
-	pool, err := db.NewPool(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	var names string
 	if err := pool.QueryRow(ctx, `SELECT string_agg(name, ',' ORDER BY name) FROM api_tokens`).Scan(&names); err != nil {
 		t.Fatal(err)
