@@ -82,8 +82,13 @@
     var body = panel.querySelector("[data-assistant-panel-body]");
     var focusInput = function () { var i = panel.querySelector("[data-assistant-form] input[name=message]"); if (i) i.focus(); };
     if (!body.dataset.loaded) {
-      body.dataset.loaded = "1";
-      htmx.ajax("GET", "/assistant/panel", { target: body, swap: "innerHTML" }).then(focusInput);
+      // Marked while on its way (no second request), and loaded only once something
+      // came: a failed load (a toast says so) is tried again at the next open.
+      body.dataset.loaded = "loading";
+      var done = function () {
+        if (body.childElementCount > 0) body.dataset.loaded = "1"; else delete body.dataset.loaded;
+      };
+      htmx.ajax("GET", "/assistant/panel", { target: body, swap: "innerHTML" }).then(function () { done(); focusInput(); }, done);
     } else focusInput();
   });
   document.addEventListener("keydown", function (e) {
@@ -259,6 +264,54 @@
     box.appendChild(t);
     scheduleToasts(box);
   }
+
+  // htmx 2 swaps no 4xx/5xx answer and nothing on a network failure, so a failed
+  // request did nothing on screen: a toast says so. Parts that deal with their own
+  // failures (the live fallback's polls, a connection test's status, the audit banner)
+  // are left to it.
+  var ownErrors = "[data-live-topic], .test-status[hx-get], #audit-new";
+  function handlesOwnErrors(e) {
+    var d = e.detail || {};
+    var elt = (d.requestConfig && d.requestConfig.elt) || d.elt || e.target;
+    return !!(elt && elt.matches && elt.matches(ownErrors));
+  }
+  // A poll that keeps failing (every second) shows its toast once, not a pile of them.
+  function toastOnce(kind, message) {
+    var box = document.getElementById("toasts");
+    var shown = box && Array.prototype.some.call(box.querySelectorAll(".toast"), function (t) { return t.textContent === message; });
+    if (!shown) showToast(kind, message);
+  }
+  // errorWords is what our error page (or the API's JSON error) says, read as text
+  // from an inert parsed copy, or "" when the answer is something else.
+  function errorWords(xhr) {
+    var type = xhr.getResponseHeader("Content-Type") || "";
+    try {
+      if (type.indexOf("application/json") >= 0) {
+        var j = JSON.parse(xhr.responseText);
+        return j && j.error && typeof j.error.message === "string" ? j.error.message.trim() : "";
+      }
+      if (type.indexOf("text/html") < 0) return "";
+      var page = new DOMParser().parseFromString(xhr.responseText, "text/html").querySelector(".error-page");
+      var title = page && page.querySelector("h1");
+      if (!title) return "";
+      var msg = title.nextElementSibling && title.nextElementSibling.matches("p") ? title.nextElementSibling.textContent.trim() : "";
+      var words = title.textContent.trim();
+      if (msg && msg !== words) words += ": " + msg;
+      return words.length > 300 ? words.slice(0, 299) + "…" : words;
+    } catch (err) {
+      return "";
+    }
+  }
+  document.addEventListener("htmx:responseError", function (e) {
+    var xhr = e.detail && e.detail.xhr;
+    if (!xhr || handlesOwnErrors(e)) return;
+    var words = errorWords(xhr);
+    toastOnce("error", words ? words + " (" + xhr.status + ")" : "That did not work (" + xhr.status + "). Reload the page and try again.");
+  });
+  document.addEventListener("htmx:sendError", function (e) {
+    if (handlesOwnErrors(e)) return;
+    toastOnce("error", "No connection to the server: check it and try again.");
+  });
 
   // Live updates over the websocket (htmx ws extension). On every (re)connect we send
   // the topics this page wants and the id of the last event it has, so the server

@@ -42,6 +42,17 @@
 		});
 	}
 	new MutationObserver(syncStyles).observe(document.documentElement, { subtree: true, childList: true, characterData: true });
+	// xterm.js colours a cell with a 24-bit colour through setAttribute("style"), which
+	// the CSP refuses. For the terminal's elements (in #terminal, or cells still being
+	// built off the page) the same declarations go through the CSSOM, which CSP allows.
+	var setAttribute = Element.prototype.setAttribute;
+	Element.prototype.setAttribute = function (name, value) {
+		if (String(name).toLowerCase() === "style" && this.style && (!this.isConnected || el.contains(this))) {
+			this.style.cssText = value;
+			return;
+		}
+		return setAttribute.call(this, name, value);
+	};
 
 	var readOnly = el.dataset.readonly === "true";
 	var sizes = !readOnly && el.dataset.sizes === "true";
