@@ -228,8 +228,9 @@ func (a *App) endFor(ctx context.Context, id string) error {
 	return err
 }
 
-// terminalClient sends terminal operations to the replicas that run the terminals.
-var terminalClient = &http.Client{Timeout: 30 * time.Second}
+// terminalClient sends terminal operations to the replicas that run the terminals
+// (replicahop.Transport: bounded waits, no proxy).
+var terminalClient = &http.Client{Timeout: 30 * time.Second, Transport: replicahop.Transport}
 
 // maxTerminalAnswer bounds the answer of the replica that runs a terminal. The most
 // output an answer carries is a terminal's buffer (builtin.TerminalOptions.BufferBytes,
@@ -241,8 +242,22 @@ const maxTerminalAnswer = 2*6*(1<<20) + 64<<10
 // forwardTerminalOp runs a terminal_operations operation on the replica that runs the
 // terminal (POST /internal/v1/terminals/:id/op, signed as a replica hop): the router
 // of this replica already checked, rated, approved and audits the call; only the
-// operation on the process moves.
+// operation on the process moves. Why the owner did not answer is logged here: the
+// agent is only told that it did not (its address and refusal are no business of it).
 func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op string, c builtin.Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := a.sendTerminalOp(ctx, rec, op, c, args)
+	if errors.Is(err, builtin.ErrReplicaGone) && !a.Replicas.Steady() {
+		// Just after this replica's own heartbeats were interrupted every replica
+		// looks stopped: not gone yet.
+		err = fmt.Errorf("replica %s was not seen lately, and this replica cannot tell yet whether it stopped", rec.Replica)
+	}
+	if err != nil && !errors.Is(err, builtin.ErrReplicaGone) {
+		a.log.Warn("forward a terminal operation to the replica that runs it", "terminal", rec.ID, "replica", rec.Replica, "op", op, "err", err)
+	}
+	return res, err
+}
+
+func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op string, c builtin.Call, args json.RawMessage) (*mcp.CallToolResult, error) {
 	owner, err := a.Terminals.Store().Owner(ctx, rec)
 	if err != nil {
 		return nil, err
@@ -272,8 +287,7 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 		return nil, fmt.Errorf("replica %s's answer is over %d bytes, more than any of its terminals' output makes", owner.Name, maxTerminalAnswer)
 	}
 	if res.StatusCode == http.StatusMisdirectedRequest {
-		return nil, fmt.Errorf("replica %s, which runs terminal %s, advertises the address %s, but another replica answers there: "+
-			"give each replica its own --advertise-url", owner.Name, rec.ID, owner.Address)
+		return nil, fmt.Errorf("%s (address %s)", replicahop.MisdirectedText(owner.Name, "terminal "+rec.ID), owner.Address)
 	}
 	if res.StatusCode != http.StatusOK {
 		var e struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/replicas"
@@ -27,12 +28,22 @@ import (
 // (GET /internal/v1/testruns/:call…, signed as a replica hop; web/run_forward.go).
 type remoteRuns struct{ a *App }
 
-// runClient asks other replicas about their test runs; a watch has no timeout of its
-// own (it lasts while the socket follows the run).
-var runClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// runClient asks other replicas about their test runs (replicahop.Transport: bounded
+// waits, no proxy); watchClient holds a watch, which has no timeout of its own (it
+// lasts while the socket follows the run).
+var (
+	runClient   = &http.Client{Transport: replicahop.Transport, CheckRedirect: noRedirect}
+	watchClient = &http.Client{Transport: replicahop.HeldTransport, CheckRedirect: noRedirect}
+)
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // get sends a signed GET for path to replica, bounded by ctx.
 func (r remoteRuns) get(ctx context.Context, replica, path string) (*http.Response, error) {
+	return r.send(ctx, runClient, replica, path)
+}
+
+func (r remoteRuns) send(ctx context.Context, client *http.Client, replica, path string) (*http.Response, error) {
 	owner, err := r.a.Replicas.GetByID(ctx, replica)
 	if err != nil {
 		return nil, err
@@ -41,7 +52,7 @@ func (r remoteRuns) get(ctx context.Context, replica, path string) (*http.Respon
 	if err != nil {
 		return nil, err
 	}
-	return runClient.Do(req)
+	return client.Do(req)
 }
 
 func runPath(id, what string) string { return "/internal/v1/testruns/" + url.PathEscape(id) + what }
@@ -110,9 +121,10 @@ func (r remoteRuns) Watch(replica, id string) (stop func()) {
 			var sent atomic.Int64
 			wctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 				WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(int64(time.Since(began)) + 1) }})
-			res, err := r.get(wctx, replica, runPath(id, "/watch"))
+			res, err := r.send(wctx, watchClient, replica, runPath(id, "/watch"))
 			switch {
-			case errors.Is(err, replicas.ErrGone):
+			case errors.Is(err, replicas.ErrGone) && r.a.Replicas.Steady():
+				// (Not steady: every replica looks gone; it counts as a failure.)
 				r.ended(replica, id)
 				return
 			case err == nil:

@@ -18,10 +18,10 @@ import (
 // forwardRun sends a request about a run another replica holds in its memory (a test
 // panel's run, a connection test: their polls and Cancel, whose URLs name the replica,
 // views.ReplicaParam) to that replica, as forwardTerminal does a terminal's. A run whose
-// replica stopped is gone with it, and so, for the page, is one whose replica cannot be
+// replica stopped is gone with it, and so, for a poll, is one whose replica cannot be
 // reached: the request is answered here, where the run is not kept, so the page says it
-// is over instead of asking on in vain. A request that was already forwarded is never
-// forwarded again.
+// is over instead of asking on in vain. Cancel is not answered so (the run may go on
+// there): 502, try again. A request that was already forwarded is never forwarded again.
 func (s *Server) forwardRun(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.QueryParam(views.ReplicaParam)
@@ -37,12 +37,19 @@ func (s *Server) forwardRun(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		owner, err := rs.GetByID(c.Request().Context(), id)
 		if errors.Is(err, replicas.ErrGone) {
+			if u := s.unsettled("this run", id); u != nil {
+				return u
+			}
 			return next(c)
 		}
 		if err != nil {
 			return err
 		}
-		return s.forwardTo(c, owner, "this run", func(c echo.Context, _ error) error { return next(c) })
+		var unreachable func(echo.Context, error) error
+		if m := c.Request().Method; m == http.MethodGet || m == http.MethodHead {
+			unreachable = func(c echo.Context, _ error) error { return next(c) }
+		}
+		return s.forwardTo(c, owner, "this run", unreachable)
 	}
 }
 

@@ -62,7 +62,8 @@ func hopFrom(c echo.Context) string {
 // websocket) to that replica, which answers it as if the browser had asked it: the
 // same Host, cookies and Origin, so it authenticates the same session and its origin
 // check passes; streamed, websocket upgrade included. A terminal whose replica stopped
-// answers 410. A request that was already forwarded is never forwarded again.
+// answers 410 (503 while this replica cannot tell yet; unsettled). A request that was
+// already forwarded is never forwarded again.
 func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ts := s.deps.Terminals
@@ -89,6 +90,9 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		owner, err := ts.Store().Owner(ctx, rec)
 		if errors.Is(err, builtin.ErrReplicaGone) {
+			if u := s.unsettled("terminal "+id, rec.Replica); u != nil {
+				return u
+			}
 			return terminalGone(rec)
 		}
 		if err != nil {
@@ -108,15 +112,16 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 // the browser had asked it: the same Host, cookies and Origin, so it authenticates the
 // same session and its origin check passes; streamed, websocket upgrade included. what
 // names what the request is about, in logs and in the error a browser gets when the
-// owner does not answer; unless unreachable answers then instead (it is told why).
+// owner does not answer (502, without the owner's address or the transport's error:
+// those are logged); unless unreachable answers then instead (it is told why).
 func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, unreachable func(echo.Context, error) error) error {
 	if owner.Address == "" {
 		err := fmt.Errorf("replica %s, which holds %s, has no address other replicas reach it at (--advertise-url)", owner.Name, what)
+		s.log.Warn("forward a request to the replica that holds it", "what", what, "err", err)
 		if unreachable != nil {
-			s.log.Warn("forward a request to the replica that holds it", "what", what, "err", err)
 			return unreachable(c, err)
 		}
-		return err
+		return echo.NewHTTPError(http.StatusBadGateway, err.Error())
 	}
 	target, err := url.Parse(owner.Address)
 	if err != nil {
@@ -129,6 +134,9 @@ func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, 
 	hop := replicahop.Hop{From: s.deps.Replicas.Name(), To: owner.ID, Client: c.RealIP(),
 		Origin: handlers.Origin(c.Request(), s.deps.TrustedProxies)}
 	proxy := &httputil.ReverseProxy{
+		// Bounded dial and wait for the headers, never the environment's proxy; an
+		// answer that began (a stream, a websocket) is not cut.
+		Transport:     replicahop.Transport,
 		FlushInterval: -1,
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -155,13 +163,13 @@ func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, 
 				}
 				return
 			}
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.WriteHeader(http.StatusBadGateway)
 			if errors.Is(err, errMisdirected) {
-				_, _ = io.WriteString(w, "replica "+owner.Name+", which holds "+what+", advertises the address "+owner.Address+
-					", but another replica answers there: give each replica its own --advertise-url")
+				_, _ = io.WriteString(w, replicahop.MisdirectedText(owner.Name, what))
 				return
 			}
-			_, _ = io.WriteString(w, "replica "+owner.Name+", which holds "+what+", did not answer")
+			_, _ = io.WriteString(w, "replica "+owner.Name+", which holds "+what+", did not answer; try again")
 		},
 	}
 	proxy.ServeHTTP(c.Response(), c.Request())
@@ -192,6 +200,20 @@ func forwardedBody(in *http.Request) ([]byte, error) {
 
 // errMisdirected: the replica at a terminal owner's address is another one.
 var errMisdirected = errors.New("another replica answered at the owner's address")
+
+// unsettled is the answer for what, held by replica owner that looks stopped, while
+// this replica's own heartbeats have not been steady for long (replicas.Steady): then
+// every replica looks stopped, so it is 503, try again soon, not gone. nil when steady.
+func (s *Server) unsettled(what, owner string) error {
+	rs := s.deps.Replicas
+	if rs == nil || rs.Steady() {
+		return nil
+	}
+	f := fault.Unavailable("replica_unsettled", fmt.Sprintf("replica %s, which holds %s, has not been seen lately, and this replica was "+
+		"out of touch with the database itself just now: try again in a few seconds", owner, what))
+	f.RetryAfter = rs.DeadAfter()
+	return f
+}
 
 // terminalGone is the answer for a terminal whose replica stopped.
 func terminalGone(rec builtin.TerminalRecord) error {

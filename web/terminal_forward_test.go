@@ -57,7 +57,7 @@ func TestTerminalForwarding(t *testing.T) {
 		t.Fatalf("the list lacks the other replica's terminal:\n%s", b)
 	}
 	res := srv.Get(t, admin, "/terminals/term-loop")
-	if b := body(t, res); res.StatusCode != http.StatusBadGateway || !strings.Contains(b, "another replica answers there: give each replica its own --advertise-url") {
+	if b := body(t, res); res.StatusCode != http.StatusBadGateway || !strings.Contains(b, "possibly a restart of it, answers at its address") {
 		t.Fatalf("a terminal whose replica's address leads back here: %d\n%s", res.StatusCode, b)
 	}
 	if res.Header.Get("Content-Security-Policy") == "" {
@@ -73,6 +73,8 @@ func TestTerminalForwarding(t *testing.T) {
 	} else if b := body(t, res); res.StatusCode != http.StatusNotFound || !strings.Contains(b, "term-loop is not on replica") {
 		t.Fatalf("a forwarded request for a terminal not here: %d\n%s", res.StatusCode, b)
 	}
+	// Gone only once this replica's heartbeats are steady (before, 503: try again).
+	webtest.WaitFor(t, 20*time.Second, srv.App.Replicas.Steady, "this replica's heartbeats never became steady")
 	res = srv.Get(t, admin, "/terminals/term-dead")
 	if b := body(t, res); res.StatusCode != http.StatusGone || !strings.Contains(b, "ran on replica gone, which stopped") {
 		t.Fatalf("a terminal of a replica that is gone: %d\n%s", res.StatusCode, b)

@@ -330,7 +330,8 @@ func (ts *Terminals) elsewhere(ctx context.Context, c Call, op string, args json
 	case errors.Is(err, ErrReplicaGone):
 		return errorResult(gone), true
 	case err != nil:
-		return errorResult(fmt.Sprintf("sessionId: session %s runs on replica %s, which did not answer: %v", rec.ID, rec.Replica, err)), true
+		// Forward logs why: the owner's address and refusal are no business of the agent.
+		return errorResult(fmt.Sprintf("sessionId: session %s runs on replica %s, which did not answer; try again", rec.ID, rec.Replica)), true
 	}
 	return res, true
 }
