@@ -289,6 +289,9 @@ func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op
 	if res.StatusCode == http.StatusMisdirectedRequest {
 		return nil, fmt.Errorf("%s (address %s)", replicahop.MisdirectedText(owner.Name, "terminal "+rec.ID), owner.Address)
 	}
+	if res.StatusCode == http.StatusNotFound {
+		return nil, builtin.ErrOwnerForgot
+	}
 	if res.StatusCode != http.StatusOK {
 		var e struct {
 			Error struct{ Message string } `json:"error"`

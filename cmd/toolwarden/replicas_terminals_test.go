@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // termCall calls builtin__terminal_operations through replica p's JSON API in
@@ -137,6 +139,22 @@ func TestTerminalsOnThreeReplicas(t *testing.T) {
 	if text, _, isErr := termCall(t, c, token, "someone-else", map[string]any{"operation": "get_output", "sessionId": id}); !isErr ||
 		!strings.Contains(text, "no session") {
 		t.Fatalf("get_output from another conversation through C: error %v, %q", isErr, text)
+	}
+
+	// A session A no longer knows (ended and forgotten there, its row kept) is no session
+	// through C either, not a replica that "did not answer; try again".
+	pool, err := db.NewPool(context.Background(), rs.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(context.Background(), `INSERT INTO terminals (id, replica_id, replica, kind, conversation_id, dir, started_at)
+		SELECT 'forgotten-term', replica_id, replica, kind, conversation_id, dir, started_at FROM terminals WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	if text, _, isErr := termCall(t, c, token, conv, map[string]any{"operation": "get_output", "sessionId": "forgotten-term"}); !isErr ||
+		!strings.Contains(text, "no session") {
+		t.Fatalf("get_output through C of a session A forgot: error %v, %q", isErr, text)
 	}
 
 	// Only replicas use the internal route: nobody's token, and no forged or stale hop.

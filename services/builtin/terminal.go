@@ -329,6 +329,8 @@ func (ts *Terminals) elsewhere(ctx context.Context, c Call, op string, args json
 	switch {
 	case errors.Is(err, ErrReplicaGone):
 		return errorResult(gone), true
+	case errors.Is(err, ErrOwnerForgot):
+		return nil, false // no such session, as for one of this replica's
 	case err != nil:
 		// Forward logs why: the owner's address and refusal are no business of the agent.
 		return errorResult(fmt.Sprintf("sessionId: session %s runs on replica %s, which did not answer; try again", rec.ID, rec.Replica)), true

@@ -98,6 +98,10 @@ type TerminalOptions struct {
 // ErrReplicaGone: the replica that ran a terminal stopped (its processes ended with it).
 var ErrReplicaGone = errors.New("the replica that ran the terminal stopped")
 
+// ErrOwnerForgot is what a terminal's Forward returns when the replica that runs it no
+// longer knows the session (it ended and was forgotten): no such session, as here.
+var ErrOwnerForgot = errors.New("the replica that ran the terminal no longer knows it")
+
 // TerminalChange is what happened to a terminal (TerminalOptions.OnChange).
 type TerminalChange int
 
