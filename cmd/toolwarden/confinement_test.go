@@ -159,6 +159,26 @@ func TestKeyDirMustBeItsOwn(t *testing.T) {
 	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(own, "secret.key"), Confine: "required"}, ""); err != nil || len(warnings) != 0 {
 		t.Errorf("a key in a directory of its own: %v, %q", err, warnings)
 	}
+	// What goes with a key is no other file: its lock, a rotation's leftover, a mounted
+	// secret's hidden entries, Toolwarden's environment file.
+	for _, n := range []string{"secret.key.lock", ".secret.key.tmp-1", "..data", "toolwarden.env"} {
+		writeFile(t, own, n, "x")
+	}
+	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(own, "secret.key")}, ""); err != nil || len(warnings) != 0 {
+		t.Errorf("a key with its companions: %v, %q; want no warning", err, warnings)
+	}
+	noExt := t.TempDir()
+	writeFile(t, noExt, "secret.lock", "x")
+	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(noExt, "secret")}, ""); err != nil || len(warnings) != 0 {
+		t.Errorf("a key named without .key, with its lock: %v, %q; want no warning", err, warnings)
+	}
+	rel, err := filepath.Rel(mustGetwd(t), filepath.Join(t.TempDir(), "k", "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: rel, Confine: "auto"}, "/etc/cp.key"); err != nil || len(warnings) != 1 {
+		t.Errorf("a relative key path: %v, %q; want one warning (the checkpoint key's), not one per spelling", err, warnings)
+	}
 	writeFile(t, own, "server-token", "x")
 	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(own, "secret.key")}, ""); err != nil ||
 		len(warnings) != 1 || !strings.Contains(warnings[0], "server-token") {
@@ -212,4 +232,13 @@ func TestEnvFlags(t *testing.T) {
 	if err := envFlags(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil || every != 15*time.Minute {
 		t.Errorf("empty: got %v, %s; want it ignored", err, every)
 	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }

@@ -266,13 +266,19 @@ func confinement(c config, cpKeyFlag string) (confine.Spec, []string, error) {
 	if real, err := filepath.EvalSymlinks(c.DataDir); err == nil && real != c.DataDir {
 		hide, data = append(hide, real), append(data, real)
 	}
-	for _, k := range []struct{ flag, env, path string }{
+	keys := []struct{ flag, env, path string }{
 		{"--secret-key-file", "TOOLWARDEN_SECRET_KEY_FILE", secretKeyPath(c)},
 		{"--checkpoint-key-file", "TOOLWARDEN_CHECKPOINT_KEY_FILE", checkpointKeyPath(c, cpKeyFlag)},
-	} {
+	}
+	var keyNames []string // the key files' own names, and where their links lead
+	for _, k := range keys {
+		keyNames = append(keyNames, filepath.Base(k.path), filepath.Base(resolveLinks(k.path)))
+	}
+	for _, k := range keys {
 		paths := []string{k.path}
-		if abs, _ := filepath.Abs(k.path); resolveLinks(k.path) != abs {
-			paths = append(paths, resolveLinks(k.path))
+		abs, _ := filepath.Abs(k.path)
+		if real, _ := filepath.Abs(resolveLinks(k.path)); real != abs {
+			paths = append(paths, real)
 		}
 		for _, p := range paths {
 			if slices.ContainsFunc(data, func(d string) bool { return within(p, d) }) {
@@ -297,7 +303,7 @@ func confinement(c config, cpKeyFlag string) (confine.Spec, []string, error) {
 				hide = append(hide, p)
 				continue
 			}
-			if others := othersBeside(dir, data); len(others) > 0 {
+			if others := othersBeside(dir, keyNames, data); len(others) > 0 {
 				warnings = append(warnings, fmt.Sprintf("%s %s: its directory %s is hidden whole from stdio servers and terminals, "+
 					"and with it %s", k.flag, what, dir, strings.Join(others, ", ")))
 			}
@@ -470,9 +476,12 @@ func keyDirApart(dir string) error {
 	return nil
 }
 
-// othersBeside names what a key's directory holds besides key files and what goes with
-// them (a public key, a lock, a rotation's temporary file) and the data dir, at most five.
-func othersBeside(dir string, data []string) []string {
+// othersBeside names what a key's directory holds that confined programs might miss,
+// at most five: not the key files (keys: their names) and what goes with them (a public
+// key, a lock, a rotation's temporary file), hidden entries (a mounted secret's
+// ..data), Toolwarden's own environment file, the data dir, nor what this process
+// cannot read either.
+func othersBeside(dir string, keys, data []string) []string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
@@ -480,10 +489,17 @@ func othersBeside(dir string, data []string) []string {
 	var others []string
 	for _, e := range entries {
 		n := e.Name()
-		if strings.HasSuffix(n, ".key") || strings.HasSuffix(n, ".pub") || strings.Contains(n, ".key.") ||
+		own := slices.ContainsFunc(keys, func(k string) bool { return n == k || strings.HasPrefix(n, k+".") })
+		if own || strings.HasPrefix(n, ".") || n == "toolwarden.env" ||
+			strings.HasSuffix(n, ".key") || strings.HasSuffix(n, ".pub") || strings.Contains(n, ".key.") ||
 			slices.ContainsFunc(data, func(d string) bool { return within(filepath.Join(dir, n), d) }) {
 			continue
 		}
+		f, err := os.Open(filepath.Join(dir, n))
+		if err != nil {
+			continue
+		}
+		f.Close()
 		if len(others) == 5 {
 			others = append(others, "…")
 			break
