@@ -265,6 +265,9 @@
     scheduleToasts(box);
   }
 
+  var leavingPage = false;
+  window.addEventListener("beforeunload", function () { leavingPage = true; });
+  window.addEventListener("pageshow", function () { leavingPage = false; }); // back from the cache
   // htmx 2 swaps no 4xx/5xx answer and nothing on a network failure, so a failed
   // request did nothing on screen: a toast says so. Parts that deal with their own
   // failures (the live fallback's polls, a connection test's status, the audit banner)
@@ -290,6 +293,10 @@
         var j = JSON.parse(xhr.responseText);
         return j && j.error && typeof j.error.message === "string" ? j.error.message.trim() : "";
       }
+      if (type.indexOf("text/plain") >= 0) { // a forward's 502: which replica did not answer
+        var t = xhr.responseText.trim();
+        return t.length > 300 ? t.slice(0, 299) + "…" : t;
+      }
       if (type.indexOf("text/html") < 0) return "";
       var page = new DOMParser().parseFromString(xhr.responseText, "text/html").querySelector(".error-page");
       var title = page && page.querySelector("h1");
@@ -309,7 +316,8 @@
     toastOnce("error", words ? words + " (" + xhr.status + ")" : "That did not work (" + xhr.status + "). Reload the page and try again.");
   });
   document.addEventListener("htmx:sendError", function (e) {
-    if (handlesOwnErrors(e)) return;
+    // Some browsers end the requests of a page being left with an error, not an abort.
+    if (leavingPage || handlesOwnErrors(e)) return;
     toastOnce("error", "No connection to the server: check it and try again.");
   });
 
