@@ -145,7 +145,8 @@ type App struct {
 	Grants    *grants.Service
 	// Replicas is this process's record among the replicas sharing the database.
 	Replicas  *replicas.Service
-	beats     *pgxpool.Pool // its heartbeats' own connections
+	beats     *pgxpool.Pool   // its heartbeats' own connections
+	system    *system.Service // its health probes have connections of their own
 	Analytics *analytics.Service
 	// Assistant manages Toolwarden in plain language (/assistant).
 	Assistant *assistant.Service
@@ -375,8 +376,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	do := cfg.Denials
 	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
+	a.system = system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()).WithBus(a.Bus)
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
-		Events: a.Bus, Replicas: a.Replicas, System: system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()).WithBus(a.Bus), AuditLog: a.AuditLog,
+		Events: a.Bus, Replicas: a.Replicas, System: a.system, AuditLog: a.AuditLog,
 		Usage: usage.New(pool), Analytics: a.Analytics,
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: a.testRuns(), Executions: a.Executions, Decide: a.Decide,
@@ -444,6 +446,9 @@ func (a *App) Stop() {
 		a.beats.Close()
 		a.beats = nil
 	}
+	if a.system != nil {
+		a.system.Close()
+	}
 	if a.DB != nil {
 		a.DB.Close()
 		a.DB = nil
@@ -500,7 +505,10 @@ func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
 	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := httpSrv.Shutdown(shCtx); err != nil {
-		a.log.Warn("http shutdown", "err", err)
+		// Requests still running (a download to a client that stopped reading) are
+		// ended by closing their connections: the pool's close would wait for them.
+		a.log.Warn("http shutdown: requests still running after the drain are cut off", "err", err)
+		_ = httpSrv.Close()
 	}
 	return nil
 }
