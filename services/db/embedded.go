@@ -34,6 +34,8 @@ const (
 	embeddedDatabase = "toolwarden"
 	// maxSocketPath is sun_path's size on Linux minus the terminating NUL.
 	maxSocketPath = 107
+	// initPrefix names the folders initdb makes a cluster in, beside the data folder.
+	initPrefix = "data.init-"
 )
 
 // ClusterOptions tune the embedded cluster. The zero value is right for production.
@@ -45,6 +47,9 @@ type ClusterOptions struct {
 	// Template is a cluster template's folder (MakeTemplate): a first start copies it
 	// when it fits this build and this PostgreSQL, instead of running initdb. Empty: none.
 	Template string
+	// startTimeout, when set, replaces how long a start (60 s) or restart (30 s) waits
+	// for a postmaster that neither answers nor recovers. Tests shorten it.
+	startTimeout time.Duration
 }
 
 // Cluster is a private PostgreSQL cluster under <data-dir>/pg that listens only on a
@@ -214,7 +219,7 @@ func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*C
 			}
 		}
 	}
-	if err := c.start(ctx, cred); err != nil {
+	if err := c.start(ctx, cred, 60*time.Second); err != nil {
 		return nil, err
 	}
 	if err := c.ensureDatabase(ctx); err != nil {
@@ -251,6 +256,7 @@ func (c *Cluster) prepareDirs(cred *syscall.Credential) error {
 		}
 	}
 	removeStale(filepath.Join(c.Dir, copyPrefix+"*"))
+	removeStale(filepath.Join(c.Dir, initPrefix+"*"))
 	if cred == nil {
 		return nil
 	}
@@ -325,22 +331,50 @@ func (c *Cluster) command(ctx context.Context, cred *syscall.Credential, name st
 // them, so a template made otherwise is not used.
 var initdbArgs = []string{"-U", embeddedUser, "--auth=trust", "-E", "UTF8", "--no-locale", "--no-instructions"}
 
+// initdb makes the cluster in a folder beside the data folder and renames it into
+// place once whole: initdb killed midway (a Ctrl-C cancels ctx) leaves a PG_VERSION
+// without the rest, which a data folder must never hold (it is taken for a cluster).
 func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential) error {
 	start := time.Now()
-	args := append([]string{"-D", c.DataDir()}, initdbArgs...)
+	tmp, err := os.MkdirTemp(c.Dir, initPrefix)
+	if err != nil {
+		return fmt.Errorf("db: initdb: %w", err)
+	}
+	defer os.RemoveAll(tmp) // gone once renamed
+	if err := chownTo(tmp, cred); err != nil {
+		return fmt.Errorf("db: initdb: %w", err)
+	}
+	args := append([]string{"-D", tmp}, initdbArgs...)
 	if c.opts.Fast {
 		args = append(args, "--no-sync")
 	}
-	out, err := c.command(ctx, cred, "initdb", args...).CombinedOutput()
+	cmd := c.command(ctx, cred, "initdb", args...)
+	// The whole group: initdb's postgres children would go on writing into tmp.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("db: initdb %s: %w\n%s", c.DataDir(), err, lastLines(out, 20))
+	}
+	if err := os.Rename(tmp, c.DataDir()); err != nil {
+		if _, serr := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); serr == nil {
+			return nil // another process starting on this data dir made it first
+		}
+		return fmt.Errorf("db: initdb: put the new cluster in place: %w", err)
+	}
+	if !c.opts.Fast {
+		if err := syncPath(c.Dir); err != nil {
+			return fmt.Errorf("db: the new cluster is in place but not durable: %w", err)
+		}
 	}
 	c.log.Info("database: created embedded PostgreSQL cluster", "dir", c.DataDir(), "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
-func (c *Cluster) start(ctx context.Context, cred *syscall.Credential) error {
+func (c *Cluster) start(ctx context.Context, cred *syscall.Credential, timeout time.Duration) error {
 	startAt := time.Now()
+	if c.opts.startTimeout > 0 {
+		timeout = c.opts.startTimeout
+	}
 	args := []string{"-D", c.DataDir(),
 		"-c", "listen_addresses=",
 		"-c", "unix_socket_directories=" + c.SocketDir(),
@@ -372,12 +406,19 @@ func (c *Cluster) start(ctx context.Context, cred *syscall.Credential) error {
 	c.cmd, c.done, c.owned = cmd, done, true
 	c.mu.Unlock()
 
-	deadline := time.NewTimer(60 * time.Second)
-	defer deadline.Stop()
+	// A postmaster in recovery (crash recovery after a kill can take minutes) is waited
+	// for however long it takes: stopping it would make the recovery start over. Only
+	// one that neither answers nor recovers for timeout is given up on.
+	check := time.NewTicker(min(10*time.Second, timeout))
+	defer check.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	progressAt := startAt
 	for {
-		if c.ping(ctx) == nil {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := c.ping(pctx)
+		cancel()
+		if err == nil {
 			c.log.Info("database: embedded PostgreSQL started", "socket", c.SocketDir(), "took", time.Since(startAt).Round(time.Millisecond))
 			return nil
 		}
@@ -391,12 +432,29 @@ func (c *Cluster) start(ctx context.Context, cred *syscall.Credential) error {
 		case <-ctx.Done():
 			c.shutdown()
 			return fmt.Errorf("db: waiting for postgres: %w", ctx.Err())
-		case <-deadline.C:
-			c.shutdown()
-			return fmt.Errorf("db: postgres did not accept connections within 60s (log %s)", logPath)
+		case <-check.C:
+			if c.recovering(cmd.Process.Pid, err) {
+				progressAt = time.Now()
+				c.log.Info("database: PostgreSQL is recovering; waiting for it", "for", time.Since(startAt).Round(time.Second), "log", logPath)
+			} else if time.Since(progressAt) >= timeout {
+				c.shutdown()
+				return fmt.Errorf("db: postgres did not accept connections within %v (log %s): %w", timeout, logPath, err)
+			}
 		case <-tick.C:
 		}
 	}
+}
+
+// recovering reports whether the postmaster pid, still starting, makes progress: it
+// answers "the database system is starting up" or the like (57P03), or its pid file
+// says it is starting.
+func (c *Cluster) recovering(pid int, pingErr error) bool {
+	status := c.postmasterStatus(pid)
+	var pgErr *pgconn.PgError
+	if errors.As(pingErr, &pgErr) && pgErr.Code == "57P03" {
+		return status != "stopping"
+	}
+	return status == "starting"
 }
 
 // running reports whether a postgres of this data dir is already up and answering.

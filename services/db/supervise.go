@@ -140,9 +140,9 @@ func (c *Cluster) restart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return c.start(sctx, cred)
+	// No deadline on ctx: one would stop a postmaster still recovering (start waits
+	// for that however long, and gives up after 30 s only on one that does nothing).
+	return c.start(ctx, cred, 30*time.Second)
 }
 
 // ProcessAlive reports whether a process with this pid exists (one of another user's
@@ -153,6 +153,20 @@ func ProcessAlive(pid int) bool {
 	}
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// postmasterStatus is the status line of the pid file ("starting", "ready",
+// "standby", "stopping") when the file names pid, else "".
+func (c *Cluster) postmasterStatus(pid int) string {
+	raw, err := os.ReadFile(filepath.Join(c.DataDir(), "postmaster.pid"))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(raw), "\n")
+	if len(lines) < 8 || strings.TrimSpace(lines[0]) != strconv.Itoa(pid) {
+		return ""
+	}
+	return strings.TrimSpace(lines[7])
 }
 
 // postmasterPID reads the postmaster's pid from its pid file (0 when there is none).

@@ -47,8 +47,9 @@ func (s *Service) WithBus(b *events.Bus) *Service {
 	return s
 }
 
-// Health checks the database (a round trip, at most a second) and, when embedded, what
-// the cluster's supervisor knows, and whether the event bus listens.
+// Health checks the database (a round trip, at most a second, through the probes' own
+// connections) and, when embedded, what the cluster's supervisor knows, and whether the
+// event bus listens.
 func (s *Service) Health(ctx context.Context) Health {
 	h := Health{OK: true, Status: "ok", Components: map[string]Component{}}
 	add := func(name string, c Component) {
@@ -78,7 +79,7 @@ func (s *Service) Health(ctx context.Context) Health {
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if err := s.pool.Ping(pctx); err != nil {
+	if err := s.probePool(pctx).Ping(pctx); err != nil {
 		add("database", Component{Status: Down, Problem: "the database does not answer"})
 	} else {
 		add("database", Component{Status: Up})

@@ -4,6 +4,7 @@ package system
 
 import (
 	"context"
+	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -17,11 +18,44 @@ type Service struct {
 	embedded bool
 	cluster  *db.Cluster // the embedded cluster Health reports on (Supervised)
 	bus      *events.Bus // the event bus Health reports on (WithBus)
+
+	// probes is the health and readiness probes' own small pool (made at the first
+	// probe): with every connection of pool busy, a probe waiting for one would fail
+	// and take a loaded replica for one whose database is down.
+	mu     sync.Mutex
+	probes *pgxpool.Pool
+	closed bool
 }
 
 // New is a Service on pool; embedded says whether it is the embedded cluster.
 func New(pool *pgxpool.Pool, embedded bool) *Service {
 	return &Service{pool: pool, embedded: embedded}
+}
+
+// probePool is the probes' pool; pool itself when that cannot be made or after Close.
+func (s *Service) probePool(ctx context.Context) *pgxpool.Pool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.probes == nil && !s.closed {
+		if p, err := db.SidePool(ctx, s.pool, "probes", 2); err == nil {
+			s.probes = p
+		}
+	}
+	if s.probes == nil {
+		return s.pool
+	}
+	return s.probes
+}
+
+// Close releases the probes' connections. It is safe to call more than once.
+func (s *Service) Close() {
+	s.mu.Lock()
+	p := s.probes
+	s.probes, s.closed = nil, true
+	s.mu.Unlock()
+	if p != nil {
+		p.Close()
+	}
 }
 
 // Embedded reports whether the database is the embedded cluster.
@@ -32,7 +66,8 @@ func (s *Service) ServerVersion(ctx context.Context) (string, error) {
 	return db.ServerVersion(ctx, s.pool)
 }
 
-// Migration is where the schema stands against the migrations this binary carries.
+// Migration is where the schema stands against the migrations this binary carries
+// (the readiness probe asks it: it goes through the probes' pool).
 func (s *Service) Migration(ctx context.Context) (db.MigrationStatus, error) {
-	return db.CurrentMigration(ctx, s.pool)
+	return db.CurrentMigration(ctx, s.probePool(ctx))
 }

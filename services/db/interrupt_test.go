@@ -1,0 +1,64 @@
+package db_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// A first start interrupted while initdb runs (Ctrl-C, SIGTERM: its context ends)
+// leaves no half-made cluster behind: the next start makes a whole one and starts it.
+func TestInitdbInterrupted(t *testing.T) {
+	t.Parallel()
+	dataDir := dbtest.TempDir(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		c, err := db.StartCluster(ctx, dataDir, &db.ClusterOptions{Fast: true})
+		if err == nil {
+			c.Stop()
+		}
+		errc <- err
+	}()
+	// initdb writes PG_VERSION first, long before the cluster is whole: cancel then.
+	pattern := filepath.Join(dataDir, "pg", "data*", "PG_VERSION")
+	var err error
+wait:
+	for {
+		select {
+		case err = <-errc:
+			t.Fatalf("the start ended before initdb wrote PG_VERSION: %v", err)
+		default:
+		}
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			cancel()
+			err = <-errc
+			break wait
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err == nil {
+		t.Skip("initdb finished before the cancel reached it: nothing was interrupted")
+	}
+	t.Logf("interrupted start: %v", err)
+	if m, _ := filepath.Glob(filepath.Join(dataDir, "pg", "data*")); len(m) > 0 {
+		t.Errorf("the interrupted initdb left %v", m)
+	}
+
+	c, err := db.StartCluster(context.Background(), dataDir, &db.ClusterOptions{Fast: true})
+	if err != nil {
+		t.Fatalf("start after an interrupted initdb: %v", err)
+	}
+	defer c.Stop()
+	conn := connect(t, c.URL())
+	defer conn.Close(context.Background())
+	var one int
+	if err := conn.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+		t.Fatalf("query after the start: %d, %v", one, err)
+	}
+}
