@@ -22,6 +22,20 @@ import (
 	"github.com/toolwarden/toolwarden/services/builtin"
 )
 
+// forwardFixture is a server with a live tool mt__echo, its admin signed in, the tool's
+// id, and a loopback listener for another replica's address.
+func forwardFixture(t *testing.T, opts *webtest.Options) (*webtest.Server, *http.Client, string, net.Listener) {
+	t.Helper()
+	srv := webtest.Start(t, opts)
+	liveServer(t, srv, "mt", true, "echo")
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, admin, toolID(t, srv, "mt__echo"), ln
+}
+
 // otherReplica records a live replica at address, seen every second while the test
 // runs, and a terminal of conversation conv-x on it, term; it returns the replica's id.
 func otherReplica(t *testing.T, srv *webtest.Server, name, address, term string) string {
@@ -116,14 +130,7 @@ func terminalOp(t *testing.T, srv *webtest.Server, op, term string) string {
 // names the owner's address.
 func TestForwardToAReplicaThatNeverAnswers(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	liveServer(t, srv, "mt", true, "echo")
-	admin := srv.Login(t, "admin", webtest.AdminPassword)
-	tool := toolID(t, srv, "mt__echo")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, tool, ln := forwardFixture(t, &webtest.Options{Builtin: true})
 	var held sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); held.Wait() })
 	held.Go(func() {
@@ -174,14 +181,7 @@ func TestForwardToAReplicaThatNeverAnswers(t *testing.T) {
 // whose address another process answers at is not blamed on the configuration only.
 func TestUnreachableReplicaAnswers(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	liveServer(t, srv, "mt", true, "echo")
-	admin := srv.Login(t, "admin", webtest.AdminPassword)
-	tool := toolID(t, srv, "mt__echo")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, tool, ln := forwardFixture(t, &webtest.Options{Builtin: true})
 	address := ln.Addr().String()
 	ln.Close()
 	id := otherReplica(t, srv, "refusing", "http://"+address, "term-refused")

@@ -3,15 +3,12 @@ package web_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
-
-	"github.com/toolwarden/toolwarden/app/webtest"
 )
 
 // A poll of a run that names a replica this one cannot reach (a wrong advertised
@@ -20,14 +17,7 @@ import (
 // TestUnreachableReplicaAnswers.)
 func TestRunOfAnUnreachableReplica(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, nil)
-	liveServer(t, srv, "mt", true, "echo")
-	admin := srv.Login(t, "admin", webtest.AdminPassword)
-	tool := toolID(t, srv, "mt__echo")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, admin, tool, ln := forwardFixture(t, nil)
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
 	for _, address := range []string{closed, ""} {
