@@ -336,13 +336,23 @@ var initdbArgs = []string{"-U", embeddedUser, "--auth=trust", "-E", "UTF8", "--n
 // without the rest, which a data folder must never hold (it is taken for a cluster).
 func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential) error {
 	start := time.Now()
-	tmp, err := os.MkdirTemp(c.Dir, initPrefix)
-	if err != nil {
-		return fmt.Errorf("db: initdb: %w", err)
-	}
-	defer os.RemoveAll(tmp) // gone once renamed
-	if err := chownTo(tmp, cred); err != nil {
-		return fmt.Errorf("db: initdb: %w", err)
+	tmp := c.DataDir()
+	// A data folder that exists already (a mount point, a link to another disk) cannot
+	// be renamed onto: initdb fills it in place, as it always did.
+	if fi, err := os.Stat(c.DataDir()); err == nil && fi.IsDir() {
+		if cred != nil { // the folder, wherever a link leads
+			if err := os.Chown(c.DataDir(), int(cred.Uid), int(cred.Gid)); err != nil {
+				return fmt.Errorf("db: initdb: %w", err)
+			}
+		}
+	} else {
+		if tmp, err = os.MkdirTemp(c.Dir, initPrefix); err != nil {
+			return fmt.Errorf("db: initdb: %w", err)
+		}
+		defer os.RemoveAll(tmp) // gone once renamed
+		if err := chownTo(tmp, cred); err != nil {
+			return fmt.Errorf("db: initdb: %w", err)
+		}
 	}
 	args := append([]string{"-D", tmp}, initdbArgs...)
 	if c.opts.Fast {
@@ -355,11 +365,8 @@ func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential) error {
 	if err != nil {
 		return fmt.Errorf("db: initdb %s: %w\n%s", c.DataDir(), err, lastLines(out, 20))
 	}
-	if err := os.Rename(tmp, c.DataDir()); err != nil {
-		if _, serr := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); serr == nil {
-			return nil // another process starting on this data dir made it first
-		}
-		return fmt.Errorf("db: initdb: put the new cluster in place: %w", err)
+	if err := c.putInPlace(tmp); err != nil {
+		return err
 	}
 	if !c.opts.Fast {
 		if err := syncPath(c.Dir); err != nil {
@@ -367,6 +374,21 @@ func (c *Cluster) initdb(ctx context.Context, cred *syscall.Credential) error {
 		}
 	}
 	c.log.Info("database: created embedded PostgreSQL cluster", "dir", c.DataDir(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// putInPlace renames the cluster initdb made in dir to the data folder (nothing to do
+// when it filled the data folder itself).
+func (c *Cluster) putInPlace(dir string) error {
+	if dir == c.DataDir() {
+		return nil
+	}
+	if err := os.Rename(dir, c.DataDir()); err != nil {
+		if _, serr := os.Stat(filepath.Join(c.DataDir(), "PG_VERSION")); serr == nil {
+			return nil // another process starting on this data dir made it first
+		}
+		return fmt.Errorf("db: initdb: put the new cluster in place: %w", err)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -60,5 +61,29 @@ wait:
 	var one int
 	if err := conn.QueryRow(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
 		t.Fatalf("query after the start: %d, %v", one, err)
+	}
+}
+
+// A data folder that exists already (here a link to a folder elsewhere, as to another
+// disk) is filled in place: the cluster is where the link leads, and the link stays.
+func TestInitdbIntoExistingDataFolder(t *testing.T) {
+	t.Parallel()
+	dataDir, elsewhere := dbtest.TempDir(t), dbtest.TempDir(t)
+	if err := os.MkdirAll(filepath.Join(dataDir, "pg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(dataDir, "pg", "data")); err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.StartCluster(context.Background(), dataDir, &db.ClusterOptions{Fast: true})
+	if err != nil {
+		t.Fatalf("start with a linked data folder: %v", err)
+	}
+	defer c.Stop()
+	if fi, err := os.Lstat(filepath.Join(dataDir, "pg", "data")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the data folder's link was replaced: %v, %v", fi, err)
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "PG_VERSION")); err != nil {
+		t.Fatalf("the cluster is not where the link leads: %v", err)
 	}
 }
