@@ -289,14 +289,14 @@ func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op
 	if res.StatusCode == http.StatusMisdirectedRequest {
 		return nil, fmt.Errorf("%s (address %s)", replicahop.MisdirectedText(owner.Name, "terminal "+rec.ID), owner.Address)
 	}
-	if res.StatusCode == http.StatusNotFound {
-		return nil, builtin.ErrOwnerForgot
-	}
 	if res.StatusCode != http.StatusOK {
 		var e struct {
-			Error struct{ Message string } `json:"error"`
+			Error struct{ Code, Message string } `json:"error"`
 		}
 		_ = json.Unmarshal(raw, &e)
+		if res.StatusCode == http.StatusNotFound && e.Error.Code == "not_found" {
+			return nil, builtin.ErrOwnerForgot // the owner's own answer, not a proxy's 404
+		}
 		if e.Error.Message == "" {
 			e.Error.Message = strings.TrimSpace(string(raw))
 		}

@@ -30,7 +30,7 @@ func (h HealthHandler) Healthz(c echo.Context) error {
 func (h HealthHandler) Readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
 	defer cancel()
-	st, err := h.System.Migration(ctx)
+	st, err := h.System.ProbeMigration(ctx)
 	if err != nil {
 		// The detail (socket paths, role names) is for the log, not for anonymous callers.
 		h.Logger.Warn("readyz: database unreachable", "err", err)

@@ -164,6 +164,10 @@ func TestKeyDirMustBeItsOwn(t *testing.T) {
 	for _, n := range []string{"secret.key.lock", ".secret.key.tmp-1", "..data", "toolwarden.env"} {
 		writeFile(t, own, n, "x")
 	}
+	// A named pipe is not opened (that would wait for a writer, holding up the start).
+	if err := syscall.Mkfifo(filepath.Join(own, "pipe"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, warnings, err := confinement(config{DataDir: t.TempDir(), SecretKeyFile: filepath.Join(own, "secret.key")}, ""); err != nil || len(warnings) != 0 {
 		t.Errorf("a key with its companions: %v, %q; want no warning", err, warnings)
 	}

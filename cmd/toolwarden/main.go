@@ -33,9 +33,10 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal starts an orderly stop; a second one, while it runs, ends the
-	// process as the signal does by default.
-	go func() { <-ctx.Done(); stop() }()
+	// The first signal starts an orderly stop; a second one while it runs, a second or
+	// more later, ends the process as the signal does by default. Two at once (a
+	// terminal's Ctrl-C and a wrapper passing it on) are one request.
+	go func() { <-ctx.Done(); time.Sleep(time.Second); stop() }()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	var ee exitError

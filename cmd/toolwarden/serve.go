@@ -495,6 +495,11 @@ func othersBeside(dir string, keys, data []string) []string {
 			slices.ContainsFunc(data, func(d string) bool { return within(filepath.Join(dir, n), d) }) {
 			continue
 		}
+		// Only files and folders (opening a named pipe would wait for a writer), and
+		// only what this process can read.
+		if fi, err := os.Stat(filepath.Join(dir, n)); err != nil || !fi.Mode().IsRegular() && !fi.IsDir() {
+			continue
+		}
 		f, err := os.Open(filepath.Join(dir, n))
 		if err != nil {
 			continue

@@ -41,7 +41,7 @@ func TestProbesWhileThePoolIsBusy(t *testing.T) {
 	// As /readyz asks it.
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if st, err := s.Migration(rctx); err != nil || !st.Current() {
+	if st, err := s.ProbeMigration(rctx); err != nil || !st.Current() {
 		t.Errorf("migration with the pool busy: %+v, %v; want current", st, err)
 	}
 }

@@ -66,8 +66,14 @@ func (s *Service) ServerVersion(ctx context.Context) (string, error) {
 	return db.ServerVersion(ctx, s.pool)
 }
 
-// Migration is where the schema stands against the migrations this binary carries
-// (the readiness probe asks it: it goes through the probes' pool).
+// Migration is where the schema stands against the migrations this binary carries,
+// read through the main pool (the dashboard shows it).
 func (s *Service) Migration(ctx context.Context) (db.MigrationStatus, error) {
+	return db.CurrentMigration(ctx, s.pool)
+}
+
+// ProbeMigration is Migration through the probes' own connections, for the readiness
+// probe: a busy pool, or pages asking, must not make it fail.
+func (s *Service) ProbeMigration(ctx context.Context) (db.MigrationStatus, error) {
 	return db.CurrentMigration(ctx, s.probePool(ctx))
 }
