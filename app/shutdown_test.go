@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/app/apptest"
-	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/audit/audittest"
 	"github.com/toolwarden/toolwarden/services/auth"
 )
 
@@ -24,13 +24,8 @@ func TestStopEndsRequestsLeftAfterTheDrain(t *testing.T) {
 	t.Parallel()
 	a := apptest.Start(t, &apptest.Options{NoStart: true, Config: func(c *app.Config) { c.DownloadStall = 10 * time.Minute }})
 	bg := context.Background()
-	// 24 MiB of entries: more than the sockets between client and server hold (a few
-	// MiB each way on loopback), so the export waits on its client.
-	for i := range 48 {
-		if err := audit.AppendAlone(bg, a.Pool, audit.Entry{Actor: audit.System, Action: "test.big", TargetType: "test",
-			Payload: map[string]any{"i": i, "blob": strings.Repeat("x", 512<<10)}}); err != nil {
-			t.Fatal(err)
-		}
+	if err := audittest.LoadLarge(bg, a.Pool); err != nil {
+		t.Fatal(err)
 	}
 	a.CreateUser(t, "audra", auth.RoleAuditor, "correct horse battery staple")
 	token := a.Token(t, "audra")

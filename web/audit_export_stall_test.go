@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
-	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/audit/audittest"
 	"github.com/toolwarden/toolwarden/services/auth"
 )
 
@@ -22,12 +22,8 @@ func TestAuditExportClientStalls(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{DownloadStall: 500 * time.Millisecond})
 	ctx := context.Background()
-	// 24 MiB of entries: more than the sockets between client and server hold.
-	for i := range 48 {
-		if err := audit.AppendAlone(ctx, srv.Pool, audit.Entry{Actor: audit.System, Action: "test.big", TargetType: "test",
-			Payload: map[string]any{"i": i, "blob": strings.Repeat("x", 512<<10)}}); err != nil {
-			t.Fatal(err)
-		}
+	if err := audittest.LoadLarge(ctx, srv.Pool); err != nil {
+		t.Fatal(err)
 	}
 	srv.CreateUser(t, "audra", auth.RoleAuditor, "correct horse battery staple")
 	token := srv.Token(t, "audra")

@@ -349,12 +349,10 @@ var envFlagged = []struct{ flag, env, want string }{
 // it cannot read is an error naming the variable and the value, not the default taken
 // in silence. An empty variable counts as unset, as it did.
 func envFlags(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for _, e := range envFlagged {
 		f := fs.Lookup(e.flag)
 		v, ok := lookup(e.env)
-		if f == nil || given[e.flag] || !ok || v == "" {
+		if f == nil || flagGiven(fs, e.flag) || !ok || v == "" {
 			continue
 		}
 		if err := f.Value.Set(v); err != nil {

@@ -725,17 +725,25 @@ func TestManualDiscoveryGivesUpWaiting(t *testing.T) {
 	}
 }
 
+// churning is a server named name whose churn is counted closely (debounce 20 ms, three
+// runs in a row, then a 3 s wait), connected and discovered once.
+func churning(t *testing.T, name string) (*env, *mcptest.HTTPServer, registry.Server) {
+	t.Helper()
+	opts := fast()
+	opts.Debounce, opts.ChurnRuns, opts.ChurnWait = 20*time.Millisecond, 3, 3*time.Second
+	e := start(t, opts)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
+	sv := e.create(t, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	e.waitRuns(t, sv.ID, 1)
+	return e, hs, sv
+}
+
 // A server that keeps changing its tools and saying so is discovered back to back only
 // ChurnRuns times; then each discovery waits (ChurnWait, doubling), so such a server
 // cannot make Toolwarden write schema versions, history and audit entries without end.
 func TestChangingServerSlowedDown(t *testing.T) {
 	t.Parallel()
-	opts := fast()
-	opts.Debounce, opts.ChurnRuns, opts.ChurnWait = 20*time.Millisecond, 3, 3*time.Second
-	e := start(t, opts)
-	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "churn"})
-	sv := e.create(t, registry.Spec{Name: "churn", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
-	e.waitRuns(t, sv.ID, 1)
+	e, hs, sv := churning(t, "churn")
 	stop := changeEvery(hs, "churn", 30*time.Millisecond)
 	time.Sleep(4 * time.Second)
 	stop()
@@ -751,12 +759,7 @@ func TestChangingServerSlowedDown(t *testing.T) {
 // again.
 func TestChangingServerAnnouncingTwiceSlowedDown(t *testing.T) {
 	t.Parallel()
-	opts := fast()
-	opts.Debounce, opts.ChurnRuns, opts.ChurnWait = 20*time.Millisecond, 3, 3*time.Second
-	e := start(t, opts)
-	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "twice"})
-	sv := e.create(t, registry.Spec{Name: "twice", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
-	e.waitRuns(t, sv.ID, 1)
+	e, hs, sv := churning(t, "twice")
 	stop := changeAndRepeatEvery(hs, "twice", 60*time.Millisecond, true)
 	time.Sleep(4 * time.Second)
 	stop()

@@ -5,6 +5,7 @@ package audittest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -100,4 +101,17 @@ func Load(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	}
 	_, err = conn.Exec(ctx, `VACUUM ANALYZE audit_log, audit_search`)
 	return err
+}
+
+// LoadLarge appends 48 valid entries (test.big) of half a MiB of payload each, 24 MiB
+// in all: more than the sockets between a client and the server hold, so an export of
+// them waits on a client that stops reading.
+func LoadLarge(ctx context.Context, pool *pgxpool.Pool) error {
+	for i := range 48 {
+		if err := audit.AppendAlone(ctx, pool, audit.Entry{Actor: audit.System, Action: "test.big", TargetType: "test",
+			Payload: map[string]any{"i": i, "blob": strings.Repeat("x", 512<<10)}}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
