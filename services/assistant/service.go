@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/time/rate"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -52,6 +53,13 @@ type Service struct {
 	turns  chan struct{}
 	busyMu sync.Mutex
 	busy   map[string]chan struct{} // person (user id) → their turns in progress
+
+	// A model call is the slowest turn and may be paid for: the replica's are bounded
+	// apart, so messages the rules answer still get turns, and each person's by a rate.
+	modelSlots chan struct{}
+	modelRate  rate.Limit
+	modelBurst int
+	callers    map[string]*rate.Limiter // person (user id) → their model calls; under busyMu
 }
 
 // MaxTurns bounds the turns one replica answers at once; MaxTurnsPerPerson, one person's.
@@ -59,6 +67,14 @@ const (
 	MaxTurns          = 8
 	MaxTurnsPerPerson = 2
 	turnWait          = 30 * time.Second
+)
+
+// MaxModelCalls bounds the turns one replica spends waiting on the language model at
+// once; one person may ask it ModelCallsPerMinute times a minute, ModelCallBurst at once.
+const (
+	MaxModelCalls       = MaxTurns / 2
+	ModelCallsPerMinute = 20
+	ModelCallBurst      = 5
 )
 
 // SetModel lets the assistant ask m what a sentence means when its own reading finds no
@@ -72,7 +88,9 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 		log = slog.Default()
 	}
 	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
-		turns: make(chan struct{}, MaxTurns), busy: map[string]chan struct{}{}}
+		turns: make(chan struct{}, MaxTurns), busy: map[string]chan struct{}{},
+		modelSlots: make(chan struct{}, MaxModelCalls), modelRate: rate.Every(time.Minute / ModelCallsPerMinute),
+		modelBurst: ModelCallBurst, callers: map[string]*rate.Limiter{}}
 }
 
 // admit reserves a turn for p, waiting up to turnWait for one of theirs and one of the
@@ -104,6 +122,36 @@ func (s *Service) admit(ctx context.Context, p *auth.Principal) (release func(),
 		<-mine
 		return nil, fault.Unavailable("assistant_busy", "the assistant is answering other messages; try again in a moment")
 	}
+}
+
+// askModel asks the model what said means, within the replica's model turns and the
+// person's rate of model calls (a token's count as its person's). Past either the
+// message is refused, not waited on: the turn holds its conversation's lock and a
+// connection meanwhile.
+func (s *Service) askModel(ctx context.Context, p *auth.Principal, said string, cat *Catalogue) (Understanding, bool, error) {
+	select {
+	case s.modelSlots <- struct{}{}:
+		defer func() { <-s.modelSlots }()
+	default:
+		return Understanding{}, false, fault.Unavailable("assistant_busy",
+			"the language model is reading other messages; try again in a moment, or say it in words the assistant knows (\"help\" lists them)")
+	}
+	s.busyMu.Lock()
+	lim := s.callers[p.User.ID]
+	if lim == nil {
+		lim = rate.NewLimiter(s.modelRate, s.modelBurst)
+		s.callers[p.User.ID] = lim
+	}
+	s.busyMu.Unlock()
+	if r := lim.Reserve(); r.Delay() > 0 {
+		wait := (r.Delay() + time.Second - 1).Truncate(time.Second)
+		r.Cancel()
+		return Understanding{}, false, fault.RateLimited(fmt.Sprintf(
+			"the language model may read at most %d of your messages a minute: try again in %s, or say it in words the assistant knows (\"help\" lists them)",
+			ModelCallsPerMinute, durationWords(wait)), wait)
+	}
+	u, ok := fromModel(ctx, s.model, said, cat)
+	return u, ok, nil
 }
 
 // Reply is the answer to one message (DESIGN §1).
@@ -238,7 +286,11 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 		}
 		byModel := false
 		if u.Intent == IntentUnknown && u.Negated == "" && st.Flow == nil && s.model != nil {
-			if mu, ok := fromModel(ctx, s.model, said, cat); ok {
+			mu, ok, err := s.askModel(ctx, p, said, cat)
+			if err != nil {
+				return err
+			}
+			if ok {
 				u, byModel = mu, true
 			}
 		}
@@ -1171,7 +1223,17 @@ func (s *Service) withConversation(ctx context.Context, p *auth.Principal, convI
 	})
 }
 
-// saveTurn stores the new state and both messages.
+// A conversation keeps its newest maxMessagesKept messages (the page shows 100, and
+// nothing reads older ones: a turn's context is its state); a person keeps their
+// maxConversations most recently used, and a token of theirs as many apart. Without
+// them, one conversation kept in use, or a loop starting new ones, grows without end.
+const (
+	maxMessagesKept  = 200
+	maxConversations = 100
+)
+
+// saveTurn stores the new state and both messages, and trims the conversation and the
+// person's conversations to the bounds above.
 func saveTurn(ctx context.Context, q db.Querier, userID, id, msg string, st State, out Reply) error {
 	state, err := json.Marshal(st)
 	if err != nil {
@@ -1188,6 +1250,24 @@ func saveTurn(ctx context.Context, q db.Querier, userID, id, msg string, st Stat
 		VALUES ($1, $2, 'person', $3, '[]', '[]', 0), ($1, $2, 'assistant', $4, $5, $6, $7)`,
 		userID, id, msg, out.Reply, choices, actions, out.Question); err != nil {
 		return fmt.Errorf("assistant: save: %w", err)
+	}
+	if _, err := q.Exec(ctx, `/* assistant.save.trim */ DELETE FROM assistant_messages
+		WHERE user_id = $1 AND conversation_id = $2 AND id < (SELECT id FROM assistant_messages
+			WHERE user_id = $1 AND conversation_id = $2 ORDER BY id DESC OFFSET $3 LIMIT 1)`,
+		userID, id, maxMessagesKept-1); err != nil {
+		return fmt.Errorf("assistant: trim conversation: %w", err)
+	}
+	// Conversations another turn has locked are skipped, not waited on (two turns each
+	// waiting on the other's would deadlock); a conversation in use is among the newest
+	// once saved anyway.
+	if _, err := q.Exec(ctx, `/* assistant.save.cap */ DELETE FROM assistant_conversations
+		WHERE (user_id, id) IN (SELECT user_id, id FROM assistant_conversations
+			WHERE (user_id, id) IN (SELECT user_id, id FROM assistant_conversations
+				WHERE user_id = $1 AND id <> $2 AND (id LIKE '~%') = ($2 LIKE '~%')
+				ORDER BY updated_at DESC, id OFFSET $3)
+			FOR UPDATE SKIP LOCKED)`,
+		userID, id, maxConversations-1); err != nil {
+		return fmt.Errorf("assistant: cap conversations: %w", err)
 	}
 	return nil
 }
