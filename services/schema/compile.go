@@ -57,8 +57,9 @@ func (a anything) String() string          { return string(a) }
 // are honoured. References must stay inside the schema ("#/$defs/Name");
 // anything else fails with an error wrapping ErrRemoteRef. A schema that would
 // make validating one value apply its subschemas more than maxEvaluations times,
-// or that has a pattern compiling to over maxPatternInsts instructions, fails with
-// an error wrapping ErrTooComplex.
+// that has a pattern compiling to over maxPatternInsts instructions, or that holds a
+// number too long or with too large an exponent (numberProblem), fails with an
+// error wrapping ErrTooComplex.
 func CompileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	s, _, err := compile(raw)
 	return s, err
@@ -80,6 +81,9 @@ func compile(raw json.RawMessage) (*jsonschema.Schema, string, error) {
 // compileDoc compiles a schema already decoded as jsonschema.UnmarshalJSON
 // decodes (maps, slices, json.Number).
 func compileDoc(doc any) (*jsonschema.Schema, string, error) {
+	if ptr, err := checkNumbers(doc); err != nil {
+		return nil, ptr, err
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(refusingLoader{})
@@ -92,11 +96,17 @@ func compileDoc(doc any) (*jsonschema.Schema, string, error) {
 		ptr, err := compileError(err)
 		return nil, ptr, err
 	}
-	if ptr, err := checkComplexity(c, s, doc); err != nil {
+	ptr, evals, err := checkComplexity(c, s, doc)
+	if err != nil {
 		return nil, ptr, err
 	}
-	if ptr, err := checkPatterns(c, s, doc); err != nil {
+	ptr, load, err := checkPatterns(c, s, doc)
+	if err != nil {
 		return nil, ptr, err
+	}
+	// Below that, MaxValues bounds the evaluations already.
+	if load > 0 || evals*MaxValues > maxEvaluationWork {
+		remember(s, costs{load: load, evals: evals})
 	}
 	return s, "", nil
 }
@@ -232,8 +242,10 @@ const GotSep = "; got "
 // field per problem, each named by a JSON pointer into the arguments
 // ("/message"), which is the "details" shape of the API's invalid_arguments
 // error. args may be a decoded value or raw JSON (json.RawMessage or []byte).
-// Arguments too large to check against the schema's patterns (CheckSize) are
-// refused with one field-less problem.
+// Arguments too large to check against the schema's patterns (CheckSize), holding
+// more than MaxValues values, or more than the schema's evaluations allow, are refused
+// with one field-less problem; a number too long or with too large an exponent for the
+// validator (numberProblem), with a problem at its place.
 func ValidateArguments(s *jsonschema.Schema, args any) error {
 	switch raw := args.(type) {
 	case json.RawMessage:
@@ -246,19 +258,33 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		if err := CheckSize(s, len(raw)); err != nil {
 			return tooLarge(err)
 		}
+		sc, scanned := scanRaw(raw) // before decoding: a refused document is never decoded
+		if scanned {
+			if err := sc.refuse(s); err != nil {
+				return err
+			}
+		}
 		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 		if err != nil {
 			return verr.New("", "arguments are not valid JSON: "+err.Error())
+		}
+		if !scanned {
+			if err := scanValue(v).refuse(s); err != nil {
+				return err
+			}
 		}
 		args = v
 	case nil:
 		args = map[string]any{}
 	default:
-		if loadOf(s) > 0 { // measured as JSON, as raw arguments are
+		if costsOf(s).load > 0 { // measured as JSON, as raw arguments are
 			b, _ := json.Marshal(args)
 			if err := CheckSize(s, len(b)); err != nil {
 				return tooLarge(err)
 			}
+		}
+		if err := scanValue(args).refuse(s); err != nil {
+			return err
 		}
 	}
 	err := s.Validate(args)
@@ -324,15 +350,20 @@ const MaxFieldErrors = 100
 // new compiler, the schema checked against the draft 2020-12 meta-schema, every
 // subschema compiled) and whose result it does not keep. It answers true only for an
 // object schema made of the common keywords with values of the type the meta-schema
-// requires and no references, identifiers or $schema: nothing in such a schema can fail
-// to compile. Anything else (an unknown keyword included) answers false and is compiled.
+// requires, no references, identifiers or $schema, and no number compileDoc refuses
+// (numberProblem): nothing in such a schema can fail to compile. Anything else (an
+// unknown keyword included) answers false and is compiled.
 // TestSurelyCompiles holds it to that against the compiler. Without references, validation
 // applies each subschema at most once to a value, so one with at most maxEvaluations
 // subschemas cannot be too complex (ErrTooComplex) either; a larger one is compiled.
 func surelyCompiles(v any) bool {
 	o, ok := v.(*Object)
 	n := 0
-	return ok && plainSchema(o, 0, &n) && n <= maxEvaluations
+	if !ok || !plainSchema(o, 0, &n) || n > maxEvaluations {
+		return false
+	}
+	_, err := checkNumbers(v) // compileDoc refuses a number the validator must not be given
+	return err == nil
 }
 
 var simpleTypes = map[string]bool{"array": true, "boolean": true, "integer": true, "null": true, "number": true,

@@ -15,7 +15,8 @@ import (
 // apply the schema's subschemas more than maxEvaluations times. The validator keeps no
 // memory of what it has checked and cannot be stopped, so a schema whose definitions
 // each apply the next one twice ("allOf": [{"$ref": next}, {"$ref": next}], forty deep)
-// would make every call spin a CPU for ever.
+// would make every call spin a CPU for ever. A schema holding a number the validator
+// cannot compare cheaply (numberProblem) is refused with it too.
 var ErrTooComplex = errors.New("schema: too complex to validate")
 
 // maxEvaluations bounds how many times validation may apply subschemas to one value
@@ -162,14 +163,15 @@ func (errTooComplex) Error() string { return "too complex" }
 
 // checkComplexity returns an error wrapping ErrTooComplex, and a JSON pointer into the
 // schema near the cause, when validating one value against s could apply subschemas
-// more than maxEvaluations times. c is the compiler that compiled s from doc: schemas
-// that only a $dynamicRef reaches are compiled through it.
-func checkComplexity(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (string, error) {
+// more than maxEvaluations times, and otherwise the most times it may apply them at any
+// one value. c is the compiler that compiled s from doc: schemas that only a $dynamicRef
+// reaches are compiled through it.
+func checkComplexity(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (string, float64, error) {
 	x := &complexity{root: s, index: map[*jsonschema.Schema]int{}, anchors: map[string][]*jsonschema.Schema{}}
 	x.findAnchors(c, doc, "", 0)
 	at, err := x.run()
 	if err == nil {
-		return "", nil
+		return "", x.val[x.index[s]].top(), nil
 	}
 	ptr := ""
 	if at != nil {
@@ -181,7 +183,7 @@ func checkComplexity(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (str
 	if ptr != "" {
 		where = fmt.Sprintf("%q", ptr)
 	}
-	return ptr, fmt.Errorf("%w: validating one value could apply its subschemas more than %d times (from %s, through $ref, allOf, anyOf, oneOf and the like, each branch checked again for every reference to it); make definitions refer to each other less often", ErrTooComplex, maxEvaluations, where)
+	return ptr, 0, fmt.Errorf("%w: validating one value could apply its subschemas more than %d times (from %s, through $ref, allOf, anyOf, oneOf and the like, each branch checked again for every reference to it); make definitions refer to each other less often", ErrTooComplex, maxEvaluations, where)
 }
 
 // findAnchors compiles every schema in doc that has a $dynamicAnchor: the validator may

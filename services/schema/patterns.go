@@ -99,9 +99,9 @@ func matchesName(re jsonschema.Regexp, name string) bool {
 }
 
 // checkPatterns refuses a schema with a pattern whose program passes maxPatternInsts,
-// with a pointer to it, and otherwise remembers what its patterns cost (CheckSize). It
-// runs after checkComplexity, which bounds the analysis it repeats.
-func checkPatterns(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (string, error) {
+// with a pointer to it, and otherwise returns what its patterns cost (CheckSize): 0 when
+// it has none. It runs after checkComplexity, which bounds the analysis it repeats.
+func checkPatterns(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (string, float64, error) {
 	x := &complexity{root: s, index: map[*jsonschema.Schema]int{}, anchors: map[string][]*jsonschema.Schema{},
 		weighted: true}
 	x.findAnchors(c, doc, "", 0)
@@ -119,47 +119,50 @@ func checkPatterns(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (strin
 		}
 		if sub.Pattern != nil {
 			if err := check(sub.Pattern, at+"/pattern"); err != nil {
-				return at + "/pattern", err
+				return at + "/pattern", 0, err
 			}
 		}
 		for _, re := range patterns(sub) {
 			ptr := PtrJoin(at, "patternProperties", re.String())
 			if err := check(re, ptr); err != nil {
-				return ptr, err
+				return ptr, 0, err
 			}
 		}
 	}
 	if !found {
-		return "", nil
+		return "", 0, nil
 	}
 	load := float64(maxEvaluations) * maxPatternInsts // if the analysis gives up: the most it can be
 	if _, err := x.run(); err == nil {
 		load = x.val[x.index[s]].top()
 	}
-	remember(s, load)
-	return "", nil
+	return "", load, nil
 }
 
-// loads holds, for each compiled schema that has patterns, the most that the patterns
-// applied to any one value cost, in instructions, each counted as often as the
-// validator may apply it there. Entries go when their schema is collected.
-var loads sync.Map // weak.Pointer[jsonschema.Schema] → float64
+// costs is what validating one value against a compiled schema may cost: load, the
+// instructions of the patterns applied to it (each counted as often as the validator may
+// apply it there), and evals, the evaluations of subschemas (checkComplexity).
+type costs struct{ load, evals float64 }
 
-func remember(s *jsonschema.Schema, load float64) {
+// known holds the costs of the compiled schemas that need them (compileDoc). Entries go
+// when their schema is collected.
+var known sync.Map // weak.Pointer[jsonschema.Schema] → costs
+
+func remember(s *jsonschema.Schema, c costs) {
 	k := weak.Make(s)
-	loads.Store(k, load)
-	runtime.AddCleanup(s, func(k weak.Pointer[jsonschema.Schema]) { loads.Delete(k) }, k)
+	known.Store(k, c)
+	runtime.AddCleanup(s, func(k weak.Pointer[jsonschema.Schema]) { known.Delete(k) }, k)
 }
 
-func loadOf(s *jsonschema.Schema) float64 {
+func costsOf(s *jsonschema.Schema) costs {
 	if s == nil {
-		return 0
+		return costs{}
 	}
-	v, ok := loads.Load(weak.Make(s))
+	v, ok := known.Load(weak.Make(s))
 	if !ok {
-		return 0
+		return costs{}
 	}
-	return v.(float64)
+	return v.(costs)
 }
 
 // CheckSize returns an error wrapping ErrTooLarge when validating a document of n bytes
@@ -168,7 +171,7 @@ func loadOf(s *jsonschema.Schema) float64 {
 // instructions of the patterns applied to that value, so n times the most any one value's
 // patterns cost bounds the work: a bound, not the cost, which is usually far less.
 func CheckSize(s *jsonschema.Schema, n int) error {
-	load := loadOf(s)
+	load := costsOf(s).load
 	if float64(n)*load <= maxValidationWork {
 		return nil
 	}
