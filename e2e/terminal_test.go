@@ -198,6 +198,16 @@ func TestBrowserTerminalReconnect(t *testing.T) {
 	if strings.Contains(text, "output was dropped") {
 		t.Fatalf("the reconnect says output was dropped:\n%s", text)
 	}
+
+	// A paste past the server's 64 KiB a message goes in pieces: the socket stays open
+	// and the whole line reaches the shell. The escaped quotes double in JSON.
+	b.do("paste a long line", chromedp.Evaluate[chromedp.Void](
+		`window.twTerminal.paste(': "' + '\\"'.repeat(50000) + '"; echo pasted-$((5*5))')`))
+	b.do("run it", typeInto(kb.Enter)) // a bracketed paste's own newline would not run it
+	b.waitJS("the pasted line ran", bufferText+`.includes("pasted-25")`)
+	if n := eval[int](b, termSockets+`.length`); n != 2 {
+		t.Fatalf("the paste closed the terminal's socket: %d sockets opened", n)
+	}
 	b.checkConsole()
 }
 

@@ -67,6 +67,9 @@ type Deps struct {
 	// SessionRecheck is how often an open websocket checks its person's session again;
 	// 0: every 30 s.
 	SessionRecheck time.Duration
+	// SocketsPerPerson bounds one person's open websockets on this replica (0: 64;
+	// negative: none, for benchmarks that stand in for thousands of people with one).
+	SocketsPerPerson int
 	// BodyReadTimeout bounds reading a request's body (0: a minute); nothing else of a
 	// request is bounded by time, so long streams live on.
 	BodyReadTimeout time.Duration

@@ -32,7 +32,8 @@ var dashboardTopics = regexp.MustCompile(`data-topics="([^"]*)"`)
 //
 //	go test ./web -run '^$' -bench 'CallsWithIdleDashboards' -count=1
 func BenchmarkCallsWithIdleDashboards(b *testing.B) {
-	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}})
+	// One admin stands in for as many people as there are clients: no cap on one person's sockets.
+	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}, SocketsPerPerson: -1})
 	liveServer(b, srv, "bench", true, "echo")
 	ctx := context.Background()
 	admin, err := srv.Auth.GetUserByName(ctx, "admin")

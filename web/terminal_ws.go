@@ -19,6 +19,10 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
+// terminalReadLimit bounds one message from a terminal page (keys typed or pasted), as
+// decompressed (readJSON).
+const terminalReadLimit = 64 << 10
+
 // terminalMsg is what the terminal page sends: keys, or its size.
 type terminalMsg struct {
 	Type       string `json:"type"` // input, resize
@@ -45,12 +49,11 @@ func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 		if !see {
 			return fault.NotFound("terminal")
 		}
-		h.mu.Lock()
-		closed := h.closed
-		h.mu.Unlock()
-		if closed {
-			return echo.NewHTTPError(http.StatusServiceUnavailable, "shutting down")
+		done, err := h.admit(p)
+		if err != nil {
+			return err
 		}
+		defer done()
 		from, _ := strconv.ParseInt(c.QueryParam("from"), 10, 64)
 		conn, err := h.upgrader.Upgrade(c.Response(), c.Request(), nil)
 		if err != nil {
@@ -67,7 +70,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	defer conn.Close()
-	conn.SetReadLimit(64 << 10)
+	conn.SetReadLimit(terminalReadLimit)
 	var wmu sync.Mutex
 	write := func(kind int, b []byte) error {
 		wmu.Lock()
@@ -100,7 +103,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 		conn.SetPongHandler(func(string) error { return conn.SetReadDeadline(time.Now().Add(wsPongWait)) })
 		for {
 			var m terminalMsg
-			if err := conn.ReadJSON(&m); err != nil {
+			if err := h.readJSON(conn, terminalReadLimit, &m); err != nil {
 				return
 			}
 			_ = conn.SetReadDeadline(time.Now().Add(wsPongWait))

@@ -1,10 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -51,6 +53,13 @@ const (
 	wsSampleEvery = 250 * time.Millisecond
 	wsSampleKeep  = 16
 	wsBatchCache  = 64
+	// wsReadLimit bounds the subscription a page sends on /ws, as decompressed (readJSON).
+	wsReadLimit = 4096
+	// wsPerPerson bounds one person's open sockets, /ws and terminals together
+	// (replayKey), unless Deps.SocketsPerPerson says otherwise: each holds goroutines,
+	// buffers and a session check every wsRecheckEvery. Many tabs and terminals stay
+	// well under it.
+	wsPerPerson = 64
 )
 
 // sampledTopics are the topics a socket receives in batches (wsSampleEvery).
@@ -95,7 +104,9 @@ type hub struct {
 	batches    map[string]*websocket.PreparedMessage
 	batchOrder []string
 	conns      map[*websocket.Conn]struct{}
-	closed     bool
+	// perPerson counts each person's open sockets (replayKey), bounded by wsPerPerson.
+	perPerson map[string]int
+	closed    bool
 	// flying makes every socket that wants an event (or a batch) not yet rendered wait
 	// for one rendering of it (once): an event reaches all sockets at once, and each rendering
 	// itself (a query and a template) made thousands of clients cost thousands of renders.
@@ -154,7 +165,7 @@ type rendered struct {
 
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
-		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, flying: map[string]*flight{},
+		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
 		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}}
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
@@ -184,12 +195,11 @@ func (h *hub) serve(c echo.Context) error {
 	if !sameOrigin(c.Request()) {
 		return echo.NewHTTPError(http.StatusForbidden, "websocket origin refused: connect from this site's own pages")
 	}
-	h.mu.Lock()
-	closed := h.closed
-	h.mu.Unlock()
-	if closed {
-		return echo.NewHTTPError(http.StatusServiceUnavailable, "shutting down")
+	done, err := h.admit(p)
+	if err != nil {
+		return err
 	}
+	defer done()
 	conn, err := h.upgrader.Upgrade(c.Response(), c.Request(), nil)
 	if err != nil {
 		return nil // the upgrader already answered
@@ -198,6 +208,52 @@ func (h *hub) serve(c echo.Context) error {
 	defer h.track(conn, false)
 	h.run(c.Request().Context(), conn, p)
 	return nil
+}
+
+// admit counts a socket of p's before its handshake is upgraded: refused with 429 past
+// wsPerPerson (before the upgrade costs anything, rather than a close after it), or
+// with 503 while shutting down. done un-counts it.
+func (h *hub) admit(p *auth.Principal) (done func(), err error) {
+	key := replayKey(p)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "shutting down")
+	}
+	if most := h.perPersonCap(); most >= 0 && h.perPerson[key] >= most {
+		return nil, echo.NewHTTPError(http.StatusTooManyRequests,
+			fmt.Sprintf("too many open live connections (at most %d pages and terminals at once): close some tabs", most))
+	}
+	h.perPerson[key]++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.perPerson[key]--; h.perPerson[key] <= 0 {
+			delete(h.perPerson, key)
+		}
+	}, nil
+}
+
+// errTooBig: a client's message is past the socket's read limit once decompressed.
+var errTooBig = errors.New("ws: message too big")
+
+// readJSON reads one client message into v, at most limit bytes of it as decompressed:
+// SetReadLimit counts compressed bytes only (permessage-deflate), so a small message
+// could decode to megabytes. Past limit it closes conn with 1009 and returns errTooBig.
+func (h *hub) readJSON(conn *websocket.Conn, limit int64, v any) error {
+	_, r, err := conn.NextReader()
+	if err != nil {
+		return err
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > limit {
+		h.closeWith(conn, websocket.CloseMessageTooBig, "message too big")
+		return errTooBig
+	}
+	return json.NewDecoder(bytes.NewReader(b)).Decode(v) // as conn.ReadJSON decodes
 }
 
 func (h *hub) track(conn *websocket.Conn, add bool) {
@@ -221,11 +277,11 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	defer cancel()
 	defer conn.Close()
-	conn.SetReadLimit(4096)
+	conn.SetReadLimit(wsReadLimit)
 
 	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
 	var sub subscribeMsg
-	if err := conn.ReadJSON(&sub); err != nil {
+	if err := h.readJSON(conn, wsReadLimit, &sub); err != nil {
 		return
 	}
 	var topics, refused []string
@@ -287,7 +343,8 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 
 	// Reader: answers pings, notices the client leaving. Closing the subscription is how
-	// the loop below hears it: one channel fewer to wait on there.
+	// the loop below hears it: one channel fewer to wait on there. Messages are skipped
+	// unread (their compressed bytes only, within the read limit), not decompressed.
 	go func() {
 		defer s.Close()
 		defer cancel()
@@ -600,6 +657,14 @@ func (h *hub) acquireReplay(ctx context.Context, p *auth.Principal) (release fun
 		<-r.slot
 		unref()
 	}, nil
+}
+
+// perPersonCap is how many sockets one person may hold open (negative: any number).
+func (h *hub) perPersonCap() int {
+	if h.deps.SocketsPerPerson != 0 {
+		return h.deps.SocketsPerPerson
+	}
+	return wsPerPerson
 }
 
 // recheckEvery is how often a socket checks its person's session again.

@@ -88,6 +88,8 @@ type Options struct {
 	Checkpoints app.CheckpointConfig
 	// SessionRecheck is how often websockets check their session again (0: 30 s).
 	SessionRecheck time.Duration
+	// SocketsPerPerson bounds one person's open websockets (0: 64; negative: none).
+	SocketsPerPerson int
 	// BodyReadTimeout bounds reading a request's body (0: a minute).
 	BodyReadTimeout time.Duration
 	// DownloadStall bounds how long a download waits for its client to read on (0: a minute).
@@ -125,6 +127,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		c.TrustedProxies = opts.TrustedProxies
 		c.Checkpoints = opts.Checkpoints
 		c.SessionRecheck = opts.SessionRecheck
+		c.SocketsPerPerson = opts.SocketsPerPerson
 		c.BodyReadTimeout = opts.BodyReadTimeout
 		c.DownloadStall = opts.DownloadStall
 		c.Egress = opts.Egress

@@ -187,8 +187,18 @@
 			}
 		};
 	}
+	// A paste goes in pieces: the server reads at most 64 KiB a message, and 8,000
+	// characters stay under it even when every one is escaped in JSON (\uXXXX).
 	term.onData(function (d) {
-		send({ type: "input", data: d });
+		for (var i = 0; i < d.length; ) {
+			var end = Math.min(i + 8000, d.length);
+			var last = d.charCodeAt(end - 1);
+			if (end < d.length && last >= 0xd800 && last <= 0xdbff) {
+				end--; // never split a surrogate pair
+			}
+			send({ type: "input", data: d.slice(i, end) });
+			i = end;
+		}
 	});
 	term.onResize(sendSize);
 	window.addEventListener("resize", function () {
