@@ -205,10 +205,21 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 // rolled up (rollup.go), and the calls themselves for the rest of the period.
 func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 	from, to := p.From.UTC(), p.To.UTC()
-	rolled, gaps, err := rolledDays(ctx, s.pool, from, to)
+	rolled, stale, err := rolledDays(ctx, s.pool, from, to)
 	if err != nil {
 		return err
 	}
+	// A stale day (a server deleted) is rolled again now rather than read from its calls
+	// until the hourly job: a year's report would group a year of calls.
+	if len(stale) > 0 {
+		fresh, _, err := s.rollAgain(ctx, stale)
+		if err != nil {
+			return err
+		}
+		rolled = append(rolled, fresh...)
+		slices.SortFunc(rolled, time.Time.Compare)
+	}
+	gaps := gapsAround(rolled, from, to)
 	tools, actors, days := map[string]*group{}, map[string]*group{}, map[string]*group{}
 	var total group
 	into := func(m map[string]*group, k string, g *group) {

@@ -3,6 +3,7 @@ package analytics_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,4 +54,31 @@ func BenchmarkReport(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(took[len(took)*95/100].Microseconds())/1000, "p95-ms")
+}
+
+// BenchmarkRollDay measures rolling one day again (what a report does to a stale day,
+// rollAgain) of 50 tools and 20 people: a day of BenchmarkReport's calls (17,000) and
+// one ten times busier.
+func BenchmarkRollDay(b *testing.B) {
+	for _, calls := range []int{17_000, 170_000} {
+		b.Run(strconv.Itoa(calls), func(b *testing.B) {
+			ctx := context.Background()
+			w := world{t: b, ctx: ctx, pool: dbtest.New(b)}
+			d := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+			srv := w.server("bench")
+			w.exec(`INSERT INTO mcp_tools (id, server_id, name, definition, definition_hash, status, created_at)
+				SELECT gen_random_uuid(), $1, 'tool' || g, '{}', 'h', 'enabled', $2 FROM generate_series(1, 50) g`, srv, d.Add(-90*24*time.Hour))
+			w.exec(`INSERT INTO tool_usage_logs (tool_id, actor, source, used_at, duration_ms, success)
+				SELECT t.ids[1 + g % 50], 'user' || (g % 20), 'api', $1::timestamptz + (g * interval '1 millisecond') * (86400000 / $2),
+					(g % 997) / 10.0 + 1, g % 23 <> 0
+				FROM generate_series(0, $2 - 1) g, (SELECT array_agg(id ORDER BY name) AS ids FROM mcp_tools) t`, d, calls)
+			w.exec(`VACUUM ANALYZE tool_usage_logs`)
+			svc := analytics.New(w.pool)
+			for b.Loop() {
+				if err := svc.RollDay(ctx, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

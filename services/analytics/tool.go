@@ -15,25 +15,37 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// rolledDays splits [from, to) into the whole days read from their rollups (rolled, and
-// not stale: rollup.go) and the rest, read from the calls themselves.
-func rolledDays(ctx context.Context, q querier, from, to time.Time) ([]time.Time, [][2]time.Time, error) {
-	rows, err := q.Query(ctx, `/* analytics.rolled */ SELECT d.day FROM usage_daily_done d WHERE d.day >= $1 AND d.day < $2
-		AND NOT `+staleSQL+` ORDER BY d.day`, from.Truncate(day), to)
+// rolledDays returns the whole days of [from, to) read from their rollups (rolled, and
+// not stale: rollup.go) and those rolled but stale; the rest of [from, to) is read from
+// the calls themselves.
+func rolledDays(ctx context.Context, q querier, from, to time.Time) (rolled, stale []time.Time, err error) {
+	rows, err := q.Query(ctx, `/* analytics.rolled */ SELECT d.day, `+staleSQL+` FROM usage_daily_done d WHERE d.day >= $1 AND d.day < $2
+		ORDER BY d.day`, from.Truncate(day), to)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analytics: calls: %w", err)
 	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	type done struct {
+		day   time.Time
+		stale bool
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (done, error) {
+		var x done
+		err := r.Scan(&x.day, &x.stale)
+		return x, err
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("analytics: calls: %w", err)
 	}
-	var rolled []time.Time
-	for _, d := range done {
-		if d = d.UTC(); !d.Before(from) && !d.Add(day).After(to) {
-			rolled = append(rolled, d)
+	for _, x := range all {
+		if d := x.day.UTC(); !d.Before(from) && !d.Add(day).After(to) {
+			if x.stale {
+				stale = append(stale, d)
+			} else {
+				rolled = append(rolled, d)
+			}
 		}
 	}
-	return rolled, gapsAround(rolled, from, to), nil
+	return rolled, stale, nil
 }
 
 // gapsAround is what of [from, to) lies outside the days (sorted, inside it).
@@ -73,6 +85,8 @@ func ToolSpans(ctx context.Context, q querier, toolID string, edges []time.Time)
 	from, to := edges[0].UTC(), edges[n].UTC()
 	// in is the interval holding t.
 	in := func(t time.Time) int { return sort.Search(n, func(i int) bool { return edges[i+1].After(t) }) }
+	// Stale days are read from the calls, one tool's by its index; a report rolls them
+	// again (rollAgain).
 	all, _, err := rolledDays(ctx, q, from, to)
 	if err != nil {
 		return nil, err

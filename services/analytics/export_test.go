@@ -1,0 +1,18 @@
+package analytics
+
+import (
+	"context"
+	"time"
+)
+
+// MaxRollAgain is maxRollAgain, for the tests.
+const MaxRollAgain = maxRollAgain
+
+// RollAgain is rollAgain for the tests: it returns how many days this call rolled.
+func (s *Service) RollAgain(ctx context.Context, stale []time.Time) (int, error) {
+	_, n, err := s.rollAgain(ctx, stale)
+	return n, err
+}
+
+// RollDay is rollDay, for the benchmark.
+func (s *Service) RollDay(ctx context.Context, d time.Time) error { return s.rollDay(ctx, d) }
