@@ -198,9 +198,16 @@ type runVerdict struct {
 // workspace offers to ask for that approval instead of a Run that would be refused.
 func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level) runVerdict {
 	p := PrincipalOf(c)
+	vetting := false
+	if p.Can(auth.PermToolEnable) {
+		var err error
+		if vetting, err = h.Tools.Vetting(c.Request().Context(), it.ID, it.Status); err != nil {
+			h.Logger.Warn("handlers: could not read whether a tool was ever enabled", "tool", it.ID, "err", err)
+		}
+	}
 	_, err := h.Decide.Check(c.Request().Context(), decide.Decision{Actor: ActorOf(c), Role: p.User.Role,
 		Requester: p.User.ID, Level: level, Verb: "run a " + string(level) + "-risk tool",
-		Vetting: it.Status != "enabled" && p.Can(auth.PermToolEnable)})
+		Vetting: vetting})
 	fe, _ := fault.As(err)
 	forbidden := fe != nil && fe.Kind == fault.KindForbidden
 	switch {

@@ -105,7 +105,13 @@ func (h ToolPageHandler) Show(c echo.Context) error {
 	case views.ToolTabUsage:
 		v.Usage, err = h.toolUsage(ctx, it, c.QueryParam("range"))
 	case views.ToolTabLogs:
-		v.Logs, err = h.toolLogs(ctx, it, c.QueryParam("before"))
+		var only *string
+		if p := PrincipalOf(c); it.Server == registry.BuiltinName && !p.Can(auth.PermAuditView) {
+			// A built-in tool's calls hold their caller's commands, output, notes and
+			// files: others' are for audit.view, as their terminals are (terminals.go).
+			only = &p.User.ID
+		}
+		v.Logs, err = h.toolLogs(ctx, it, only, c.QueryParam("before"))
 	case views.ToolTabHistory:
 		v.History, err = h.toolHistory(ctx, it, c.QueryParam("before"))
 	}

@@ -217,7 +217,11 @@ func (h ToolPageHandler) Reset(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.Tools.Reset(ctx, ActorOf(c), it.ID)
+	reset := h.Tools.Reset // keeps a risk level that clearing would lower
+	if PrincipalOf(c).Can(auth.PermToolOverride) {
+		reset = h.Tools.ResetAll
+	}
+	out, err := reset(ctx, ActorOf(c), it.ID)
 	return h.redirectWithOutcome(c, err, func() string {
 		if out.ConfigVersion == it.ConfigVersion {
 			return it.QualifiedName() + " already runs with its defaults."

@@ -124,16 +124,17 @@ func olderThan(before, what string) (int64, error) {
 	return n, nil
 }
 
-func (h ToolPageHandler) toolLogs(ctx context.Context, it tools.Item, before string) (*views.ToolLogs, error) {
+// toolLogs is a page of the tool's calls, only those of the user with id *only when set.
+func (h ToolPageHandler) toolLogs(ctx context.Context, it tools.Item, only *string, before string) (*views.ToolLogs, error) {
 	beforeID, err := olderThan(before, "a call")
 	if err != nil {
 		return nil, err
 	}
-	logs, next, err := h.Usage.Recent(ctx, it.ID, beforeID, toolLogsPerPage)
+	logs, next, err := h.Usage.RecentOf(ctx, it.ID, only, beforeID, toolLogsPerPage)
 	if err != nil {
 		return nil, err
 	}
-	l := &views.ToolLogs{}
+	l := &views.ToolLogs{OnlyOwn: only != nil}
 	if next > 0 {
 		l.OlderURL = toolTabURL(it.ID, views.ToolTabLogs, url.Values{"before": {strconv.FormatInt(next, 10)}})
 	}

@@ -255,6 +255,8 @@ type ToolLogRow struct {
 
 // ToolLogs is the Logs tab.
 type ToolLogs struct {
+	// OnlyOwn: the viewer sees only their own calls (a built-in tool, without audit.view).
+	OnlyOwn   bool
 	Rows      []ToolLogRow
 	OlderURL  string
 	NewestURL string // when this is not the first page

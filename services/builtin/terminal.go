@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -133,11 +134,14 @@ func TerminalTool(ts *Terminals) Tool {
 		{
 			Name:        "send_input",
 			Description: "type input into a PTY session (end a command with \\n)",
+			// writeOnly: what is typed may be a password at a hidden prompt, so the call's
+			// records mask it (the router) and its line does not show it; the terminal's
+			// own terminal.input entry, which knows whether echo was off, keeps the lines.
 			Properties: map[string]any{"sessionId": sid,
-				"input": map[string]any{"type": "string", "minLength": 1, "maxLength": 100000, "description": "what to type"}},
+				"input": map[string]any{"type": "string", "minLength": 1, "maxLength": 100000, "writeOnly": true, "description": "what to type"}},
 			Required: []string{"sessionId", "input"},
 			Display: func(a map[string]any) string {
-				return "Sending to terminal: " + clip(strings.TrimSpace(str(a["input"])), 50)
+				return fmt.Sprintf("Sending to terminal: [input, %d characters]", utf8.RuneCountInString(str(a["input"])))
 			},
 			Run: func(_ context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
 				var in struct {

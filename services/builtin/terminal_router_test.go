@@ -154,7 +154,7 @@ func TestTerminalsEndWithApp(t *testing.T) {
 	b := srv.App.Builtin
 	for args, want := range map[string]string{
 		`{"operation":"run_command","command":"npm test"}`:   "Running: npm test",
-		`{"operation":"send_input","input":"ls -la\n"}`:      "Sending to terminal: ls -la",
+		`{"operation":"send_input","input":"ls -la\n"}`:      "Sending to terminal: [input, 7 characters]",
 		`{"operation":"create_session"}`:                     "Creating terminal session",
 		`{"operation":"resize_session","cols":80,"rows":24}`: "Resizing terminal to 80x24",
 	} {

@@ -24,30 +24,40 @@ func Phrase(qualifiedName string) string { return qualifiedName }
 // a step of an approved execution carries its approval. Who may give that approval is
 // package decide's to say (a person, never a token; for HIGH someone other than the
 // caller whenever another could). self reports a high-risk call its own caller
-// approved because nobody else could.
-func (r *Router) approve(ctx context.Context, e *entry, c Call) (self bool, err error) {
+// approved because nobody else could; vet, a test run that vets the tool (vetting).
+func (r *Router) approve(ctx context.Context, e *entry, c Call) (self, vet bool, err error) {
+	if vet, err = r.vetting(ctx, e, c); err != nil {
+		return false, false, err
+	}
 	level := e.risk.Level
 	if level == risk.Low || c.Approval.Execution != "" && c.Source == SourceExecution {
-		return false, nil
+		return false, vet, nil
 	}
 	if err := consent(e, c); err != nil {
-		return false, err
+		return false, vet, err
 	}
 	// A person confirmed it (or typed the phrase): may they decide on their own call?
 	v, err := r.dec.Check(ctx, decide.Decision{Actor: c.Actor, Role: c.Role, Requester: c.Actor.ID, Level: level,
-		Verb: "run a " + string(level) + "-risk tool", Vetting: vetting(e, c)})
+		Verb: "run a " + string(level) + "-risk tool", Vetting: vet})
 	fe, ok := fault.As(err)
 	if !ok || fe.Kind != fault.KindForbidden {
-		return v.SelfApproved, err
+		return v.SelfApproved, vet, err
 	}
 	need := ApprovalNeeded{Risk: string(level), Why: e.risk.Why, Needs: "approver", Executions: "/api/v1/executions"}
-	return false, fail(CodeApprovalRequired, "%s is %s risk (%s); %s: submit it as a plan, where they can approve it",
+	return false, vet, fail(CodeApprovalRequired, "%s is %s risk (%s); %s: submit it as a plan, where they can approve it",
 		e.t.QualifiedName(), level, e.risk.Why, fe.Message).with(need)
 }
 
-// vetting reports a test run of a tool not enabled yet, by someone who may enable tools
-// (Call.Test): the runs that vet a tool before anyone else can call it.
-func vetting(e *entry, c Call) bool { return c.Test && e.t.Status != "enabled" }
+// vetting reports a test run, by someone who may enable tools (Call.Test), of a tool
+// never enabled (tools.Vetting): the runs that vet a tool before anyone else can call
+// it. A tool disabled for the run, or back in validation after a change, was in use.
+// Only test runs read the history; calls never do.
+func (r *Router) vetting(ctx context.Context, e *entry, c Call) (bool, error) {
+	if !c.Test {
+		return false, nil
+	}
+	return r.tools.Vetting(ctx, e.t.ID, e.t.Status)
+}
 
 // approvalGiven is the approval c carries on its own: only a person in a page confirms
 // a direct call, so an API or gateway call, or any call made with an API token,

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
@@ -29,6 +31,8 @@ type callRecord struct {
 	redacted json.RawMessage // args with secrets masked, made once for the audit and usage rows
 	// selfApproved: a high-risk call approved by its own requester, nobody else could.
 	selfApproved bool
+	// vetting: a test run of a tool never enabled (Router.vetting).
+	vetting bool
 	// auditRefusal: the refusal is audited whatever its code (a risky call the check
 	// before approval turned away: Options.Preflight).
 	auditRefusal bool
@@ -103,15 +107,46 @@ func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
 }
 
 // redactedArgs are the caller's arguments as the records keep them: secrets masked,
-// capped in size.
+// the parameters the tool's schema marks secret too, capped in size.
 func (cr *callRecord) redactedArgs() json.RawMessage {
 	if cr.redacted == nil {
 		cr.redacted = json.RawMessage("{}")
 		if len(cr.args) > 0 {
-			cr.redacted, _ = usage.Cap(usage.Redact(cr.args), usage.MaxJSONBytes)
+			cr.redacted, _ = usage.Cap(usage.Redact(maskSecretParams(cr.e.t.InputSchema, cr.args)), usage.MaxJSONBytes)
 		}
 	}
 	return cr.redacted
+}
+
+// maskSecretParams masks the top-level arguments whose schema says they hold a secret
+// (writeOnly, format "password": tools.IsSecretParam), whatever their look: a password
+// typed with send_input is a plain word that Redact would keep.
+func maskSecretParams(schema, args json.RawMessage) json.RawMessage {
+	if !bytes.Contains(schema, []byte("writeOnly")) && !bytes.Contains(schema, []byte("password")) {
+		return args // most schemas mark nothing: skip decoding them
+	}
+	var s struct {
+		Properties map[string]any `json:"properties"` // a property may be true, not an object
+	}
+	var a map[string]json.RawMessage
+	if json.Unmarshal(schema, &s) != nil || json.Unmarshal(args, &a) != nil {
+		return args
+	}
+	masked := false
+	for name, v := range a {
+		if p, ok := s.Properties[name].(map[string]any); ok && string(v) != "null" && tools.IsSecretParam(name, p) {
+			a[name], _ = json.Marshal(usage.Mask)
+			masked = true
+		}
+	}
+	if !masked {
+		return args
+	}
+	out, err := json.Marshal(a)
+	if err != nil {
+		return args
+	}
+	return out
 }
 
 func (cr *callRecord) usageEntry(success bool, code string, response, errJSON json.RawMessage, ran bool) usage.Entry {
@@ -239,8 +274,8 @@ func (cr *callRecord) started(ctx context.Context) error {
 	if cr.selfApproved {
 		extra["self_approved"] = true
 	}
-	if vetting(cr.e, cr.c) {
-		extra["vetting"] = true // a test run of a tool not enabled yet
+	if cr.vetting {
+		extra["vetting"] = true // a test run of a tool never enabled
 	}
 	j := &job{audits: []audit.Entry{cr.entry("tool.call", extra)},
 		drafts: drafts(cr, events.ToolStarted, events.CallStarted{Call: cr.base(), Runtime: rt}), commit: cr.commit()}

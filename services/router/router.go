@@ -426,7 +426,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		return nil, rec.refused(ctx, err)
 	}
 	raw := args.merged
-	self, err := r.approve(ctx, e, c)
+	self, vet, err := r.approve(ctx, e, c)
 	if re := (*Error)(nil); errors.As(err, &re) && re.Code == CodeApprovalRequired {
 		if pre := r.preflight(ctx, e, c, callID, raw); pre != nil {
 			// Refused instead of asked for: audited as the refusal of a risky call it is.
@@ -445,7 +445,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if err != nil {
 		return nil, rec.refused(ctx, err)
 	}
-	rec.selfApproved = self
+	rec.selfApproved, rec.vetting = self, vet
 	if wait, which := take(start, r.users.get(userKey(c.Actor)), r.toolL.get(e.t.ID, e.t.RateLimit)); which >= 0 {
 		who := "you have"
 		if which == 1 {

@@ -69,7 +69,7 @@ func (r *Router) casesConsent(ctx context.Context, base Call, cases []tools.Test
 		e, args, err := r.check(ctx, c)
 		preflighted := false
 		if err == nil {
-			_, err = r.approve(ctx, e, c)
+			_, _, err = r.approve(ctx, e, c)
 			if re := (*Error)(nil); errors.As(err, &re) && re.Code == CodeApprovalRequired {
 				if pre := r.preflight(ctx, e, c, "", args.merged); pre != nil {
 					err, preflighted = pre, true

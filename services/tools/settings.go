@@ -43,9 +43,11 @@ type Patch struct {
 	// ExpectVersion, when set, is the configuration version the change was based on: a
 	// newer one (someone saved meanwhile) fails with a CodeStale fault instead of undoing it.
 	ExpectVersion *int
-	// MayLowerRisk allows a risk override below what the annotations give (it removes
-	// confirmations): administrators only (auth.PermToolOverride).
+	// MayLowerRisk allows a risk level below the one in force, or below what the
+	// annotations give (it removes confirmations): administrators only (auth.PermToolOverride).
 	MayLowerRisk bool
+	// resetting: a risk override this patch may not clear stays instead of failing (Reset).
+	resetting bool
 }
 
 // CodeStale is the code of a configuration that changed since the form was loaded.
@@ -149,10 +151,21 @@ func (s *Service) Update(ctx context.Context, actor audit.Actor, id string, p Pa
 
 // Reset returns a tool to its defaults: no parameter settings, no risk override, no
 // timeout. Its category and tags stay (they file the tool; they do not change calls).
+// A risk override that clearing would lower stays: that takes an administrator (ResetAll).
 func (s *Service) Reset(ctx context.Context, actor audit.Actor, id string) (Item, error) {
+	return s.reset(ctx, actor, id, false)
+}
+
+// ResetAll is Reset by someone who may lower risks (auth.PermToolOverride): the risk
+// override goes whatever it is.
+func (s *Service) ResetAll(ctx context.Context, actor audit.Actor, id string) (Item, error) {
+	return s.reset(ctx, actor, id, true)
+}
+
+func (s *Service) reset(ctx context.Context, actor audit.Actor, id string, mayLower bool) (Item, error) {
 	empty, zero := "", 0
 	return s.updateAs(ctx, actor, id, Patch{Risk: &empty, TimeoutMS: &zero, RateLimit: &zero, Params: map[string]ParamInput{},
-		Reason: "reset to defaults"}, "tool.configure.reset")
+		Reason: "reset to defaults", MayLowerRisk: mayLower, resetting: true}, "tool.configure.reset")
 }
 
 func (s *Service) updateAs(ctx context.Context, actor audit.Actor, id string, p Patch, action string) (Item, error) {
@@ -188,21 +201,31 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 	}
 	next := t
 	if p.Risk != nil {
+		// Without MayLowerRisk nothing may lower the level in force: an administrator's
+		// override above the annotations' level is theirs to remove.
+		current := t.Risk().Level
+		derived := risk.Decide(risk.Input{Annotations: t.Annotations, Trusted: t.ServerTrusted}).Level
 		switch l, ok := risk.Parse(strings.ToLower(strings.TrimSpace(*p.Risk))); {
 		case strings.TrimSpace(*p.Risk) == "":
 			next.RiskOverride = nil
+			switch {
+			case t.RiskOverride == nil || p.MayLowerRisk:
+			case p.resetting && (t.Server == toolname.Builtin || risk.Max(current, derived) != derived):
+				next.RiskOverride = t.RiskOverride
 			// The built-in server's tools rate their own operations once nobody set a level
 			// (router Options.OperationRisk: a file read is low), so clearing the level of
 			// one of them may remove confirmations, as lowering it would.
-			if t.RiskOverride != nil && t.Server == toolname.Builtin && !p.MayLowerRisk {
+			case t.Server == toolname.Builtin:
 				e.Add("risk", "only an administrator may clear this level: without it, the built-in tool's own operations decide, and its reads run without asking")
+			case risk.Max(current, derived) != derived:
+				e.Add("risk", fmt.Sprintf("only an administrator may clear this level: it would lower the risk from %s to the %s its annotations give (it removes confirmations)",
+					current.Label(), derived.Label()))
 			}
 		case ok:
 			v := string(l)
 			next.RiskOverride = &v
-			derived := risk.Decide(risk.Input{Annotations: t.Annotations, Trusted: t.ServerTrusted}).Level
-			if !p.MayLowerRisk && risk.Max(l, derived) != l && deref(t.RiskOverride) != v {
-				e.Add("risk", fmt.Sprintf("only an administrator may set a risk below the %s its annotations give (it removes confirmations)", derived.Label()))
+			if !p.MayLowerRisk && risk.Max(l, current) != l && deref(t.RiskOverride) != v {
+				e.Add("risk", fmt.Sprintf("only an administrator may lower the risk below the %s in force (it removes confirmations)", current.Label()))
 			}
 		default:
 			e.Add("risk", "must be low, medium or high (or empty to let the annotations decide)")
@@ -329,7 +352,7 @@ func enableByCategory(ctx context.Context, tx pgx.Tx, t Item, categoryID string)
 	err := tx.QueryRow(ctx, `/* tools.update.auto_enable */
 		SELECT c.name FROM mcp_tools t JOIN tool_categories c ON c.id = t.category_id
 		WHERE t.id = $1 AND c.id = $2 AND c.auto_enable AND t.status = 'validated' AND t.enable_override IS NULL
-			AND NOT EXISTS (SELECT 1 FROM tool_state_history h WHERE h.tool_id = t.id AND h.to_status IN ('enabled', 'disabled'))`,
+			AND `+neverEnabled,
 		t.ID, categoryID).Scan(&name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -338,6 +361,35 @@ func enableByCategory(ctx context.Context, tx pgx.Tx, t Item, categoryID string)
 		return fmt.Errorf("tools: category auto-enable: %w", err)
 	}
 	return enableByPolicy(ctx, tx, []policy{{toolID: t.ID, tool: t.QualifiedName(), kind: "category", name: name}})
+}
+
+// neverEnabled is true of a tool t that never reached enabled (nor disabled, which
+// only an enabled tool reaches), by its state history.
+const neverEnabled = `NOT EXISTS (SELECT 1 FROM tool_state_history h WHERE h.tool_id = t.id AND h.to_status IN ('enabled', 'disabled'))`
+
+// Vetting reports whether t is being vetted: not enabled now and never enabled before,
+// so its test runs (by someone who may enable it) are how it is vetted before anyone
+// else can call it (the separation-of-duties exemption). A disabled tool, or one back in
+// validation after a change, was in use.
+// The tool is named by its id and the status it has now.
+func (s *Service) Vetting(ctx context.Context, id, status string) (bool, error) {
+	if status == "enabled" || status == "disabled" {
+		return false, nil
+	}
+	return s.NeverEnabled(ctx, id)
+}
+
+// NeverEnabled reports whether the tool with id was never enabled (Vetting).
+func (s *Service) NeverEnabled(ctx context.Context, id string) (bool, error) {
+	var never bool
+	err := s.pool.QueryRow(ctx, `/* tools.NeverEnabled */ SELECT `+neverEnabled+` FROM mcp_tools t WHERE t.id = $1`, id).Scan(&never)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, ErrNotFound
+	}
+	if err != nil {
+		return false, fmt.Errorf("tools: never enabled: %w", err)
+	}
+	return never, nil
 }
 
 // changedFields names the settings that differ between two snapshots.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
@@ -136,16 +137,22 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		// round of parse, plan and execute in PostgreSQL, thousands of them seconds.
 		// Each row changes only from the state the discovery read (Was): a person who
 		// disabled the tool meanwhile is not undone, nor the tool enabled again by policy.
+		// A risk override below what the new annotations give goes: it was chosen for the
+		// old definition, as an approval pinned to its hash was (o is the row as it was).
 		batch.Queue(`/* tools.StoreDiscovery.update */
 				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
 					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
 					definition_hash = u.hash, version_major = u.major, version_minor = u.minor, status = u.status,
-					validation_worst = u.worst, enable_override = NULL, available = true, last_seen = now(), updated_at = now()
-				FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-					$9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
-					AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst, from_status)
+					validation_worst = u.worst, enable_override = NULL, available = true, last_seen = now(), updated_at = now(),
+					risk_override = CASE WHEN `+riskRank("t.risk_override")+` < `+riskRank("u.derived")+` THEN NULL ELSE t.risk_override END
+				FROM (SELECT u.*, o.risk_override AS old_risk, `+risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted")+` AS derived
+					FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+						$9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
+						AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst, from_status)
+					JOIN mcp_tools o ON o.id = u.id JOIN mcp_servers s ON s.id = o.server_id) u
 				WHERE t.id = u.id AND t.status = u.from_status
-				RETURNING t.id::text`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
+				RETURNING t.id::text, CASE WHEN t.risk_override IS NULL AND `+riskRank("u.old_risk")+` < `+riskRank("u.derived")+`
+					THEN u.old_risk END, u.derived`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
 			changed.annotations, changed.raws, changed.hashes, changed.majors, changed.minors, changed.statuses, changed.worsts,
 			changed.froms)
 	}
@@ -155,8 +162,10 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if len(w.Seen) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.seen */ UPDATE mcp_tools SET last_seen = now() WHERE server_id = $1 AND name = ANY($2)`, serverID, w.Seen)
 	}
+	var dropped map[string]droppedRisk
 	if batch.Len() > 0 {
-		if err := storeBatch(ctx, tx, batch, changed, w.Relisted); err != nil {
+		var err error
+		if dropped, err = storeBatch(ctx, tx, batch, changed, w.Relisted); err != nil {
 			return nil, err
 		}
 	}
@@ -202,6 +211,7 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if err := copyValidations(ctx, tx, j.rows); err != nil {
 		return nil, err
 	}
+	noteDroppedRisks(j.moves, dropped)
 	c, err := chainMoves(j.moves)
 	if err != nil {
 		return nil, err
@@ -212,12 +222,37 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	return j.out, autoEnable(ctx, tx, j.out, j.validated)
 }
 
+// droppedRisk is a risk override a changed definition removed, and the level now.
+type droppedRisk struct{ was, now string }
+
+// riskRank orders a risk level as SQL: 1 low … 3 high; NULL for none.
+func riskRank(expr string) string {
+	return "array_position(ARRAY['low', 'medium', 'high'], " + expr + ")"
+}
+
+// noteDroppedRisks records in the history row of each changed tool's validation the
+// risk override its new definition removed.
+func noteDroppedRisks(moves []toolstate.Move, dropped map[string]droppedRisk) {
+	for i, m := range moves {
+		d, ok := dropped[m.ToolID]
+		if !ok || m.To != toolstate.Validating {
+			continue
+		}
+		if m.Metadata == nil {
+			moves[i].Metadata = map[string]any{}
+		}
+		moves[i].Metadata["risk_override_cleared"], moves[i].Metadata["risk"] = d.was, d.now
+	}
+}
+
 // storeBatch sends a discovery's updates and checks that every changed tool was still
 // in the state the discovery read: a short count is a conflict naming the first that
-// was not (the whole discovery fails, and the next one starts from what is stored).
-func storeBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, changed changedTools, relisted []Relisted) error {
+// was not (the whole discovery fails, and the next one starts from what is stored). It
+// returns the risk overrides the changed definitions removed, by tool id.
+func storeBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, changed changedTools, relisted []Relisted) (map[string]droppedRisk, error) {
 	br := tx.SendBatch(ctx, batch)
 	var done []string
+	var dropped map[string]droppedRisk
 	err := func() error {
 		for _, r := range relisted {
 			if r.Definition == nil {
@@ -233,23 +268,34 @@ func storeBatch(ctx context.Context, tx pgx.Tx, batch *pgx.Batch, changed change
 		if err != nil {
 			return err
 		}
-		done, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		var id, now string
+		var was *string
+		_, err = pgx.ForEachRow(rows, []any{&id, &was, &now}, func() error {
+			done = append(done, id)
+			if was != nil {
+				if dropped == nil {
+					dropped = map[string]droppedRisk{}
+				}
+				dropped[id] = droppedRisk{was: *was, now: now}
+			}
+			return nil
+		})
 		return err
 	}()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("update tools: %w", err)
+		return nil, fmt.Errorf("update tools: %w", err)
 	}
 	if len(done) != len(changed.ids) {
 		first := make(map[string]toolstate.Move, len(changed.ids))
 		for i, id := range changed.ids {
 			first[id] = toolstate.Move{ToolID: id, From: changed.froms[i]}
 		}
-		return conflict(ctx, tx, changed.ids, first, done)
+		return nil, conflict(ctx, tx, changed.ids, first, done)
 	}
-	return nil
+	return dropped, nil
 }
 
 // changedTools are the columns of the changed tools' update, one array each.

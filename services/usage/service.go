@@ -27,3 +27,8 @@ func (s *Service) Series(ctx context.Context, toolID string, from, to time.Time,
 func (s *Service) Recent(ctx context.Context, toolID string, beforeID int64, limit int) ([]Log, int64, error) {
 	return Recent(ctx, s.pool, toolID, beforeID, limit)
 }
+
+// RecentOf is usage.RecentOf on the service's pool.
+func (s *Service) RecentOf(ctx context.Context, toolID string, userID *string, beforeID int64, limit int) ([]Log, int64, error) {
+	return RecentOf(ctx, s.pool, toolID, userID, beforeID, limit)
+}

@@ -323,29 +323,37 @@ const recentColumns = `l.id, l.tool_id::text AS tool_id, coalesce(l.user_id::tex
 // id to pass as beforeID for the next page (0: this is the last page). A beforeID that
 // is not one of toolID's calls (pruned meanwhile, say) gives an empty last page.
 func Recent(ctx context.Context, q db.Querier, toolID string, beforeID int64, limit int) ([]Log, int64, error) {
+	return RecentOf(ctx, q, toolID, nil, beforeID, limit)
+}
+
+// RecentOf is Recent of the calls the user with id *userID made (nil: everyone's): a
+// built-in tool's calls carry their caller's commands, output, notes and files, which
+// others may read only with audit.view (handlers/tool.go).
+func RecentOf(ctx context.Context, q db.Querier, toolID string, userID *string, beforeID int64, limit int) ([]Log, int64, error) {
 	limit = min(max(limit, 1), MaxRecent)
 	var (
 		rs  []logRow
 		err error
 	)
+	only := userID
 	if beforeID <= 0 {
 		rs, err = db.All[logRow](ctx, q, "usage: recent", `/* usage.Recent */
 			SELECT `+recentColumns+`
 			FROM tool_usage_logs l
-			WHERE l.tool_id = $1
+			WHERE l.tool_id = $1 AND ($3::uuid IS NULL OR l.user_id = $3::uuid)
 			ORDER BY l.used_at DESC, l.id DESC
-			LIMIT $2`, toolID, limit+1)
+			LIMIT $2`, toolID, limit+1, only)
 	} else {
 		// The cursor row's used_at (an InitPlan, so an index condition) bounds the
 		// index scan, however deep the page; id breaks ties.
 		rs, err = db.All[logRow](ctx, q, "usage: recent", `/* usage.Recent */
 			SELECT `+recentColumns+`
 			FROM tool_usage_logs l
-			WHERE l.tool_id = $1
+			WHERE l.tool_id = $1 AND ($4::uuid IS NULL OR l.user_id = $4::uuid)
 			  AND l.used_at <= (SELECT c.used_at FROM tool_usage_logs c WHERE c.id = $2 AND c.tool_id = $1)
 			  AND (l.used_at < (SELECT c.used_at FROM tool_usage_logs c WHERE c.id = $2 AND c.tool_id = $1) OR l.id < $2)
 			ORDER BY l.used_at DESC, l.id DESC
-			LIMIT $3`, toolID, beforeID, limit+1)
+			LIMIT $3`, toolID, beforeID, limit+1, only)
 	}
 	if err != nil {
 		return nil, 0, err

@@ -613,7 +613,7 @@ func TestQueriesUseToolTimeIndex(t *testing.T) {
 			t.Errorf("%s does not use the (tool_id, used_at) index:\n%s", tag, plan)
 		}
 		// A page after a cursor starts the index scan at the cursor, not at the newest row.
-		if len(q.Args) == 3 && strings.HasPrefix(tag, "/* usage.Recent") && !strings.Contains(plan, "AND (used_at <= ") {
+		if len(q.Args) == 4 && strings.HasPrefix(tag, "/* usage.Recent") && !strings.Contains(plan, "AND (used_at <= ") {
 			t.Errorf("%s with a cursor does not bound the index scan by it:\n%s", tag, plan)
 		}
 	}
