@@ -22,17 +22,23 @@ type ProgressFunc func(p *mcp.ProgressNotificationParams)
 // progressRoutes hands each notifications/progress to the call that asked for it. The
 // SDK has one progress handler per client, so calls register a unique token here.
 type progressRoutes struct {
-	routes sync.Map // token string → ProgressFunc
+	routes sync.Map // token string → *mailbox
 }
 
 // add registers fn under a random token: a server cannot guess the token of a call
-// it was not sent, so it cannot feed progress into another server's calls.
+// it was not sent, so it cannot feed progress into another server's calls. The
+// returned func ends the route; progress still waiting for fn is dropped.
 func (r *progressRoutes) add(fn ProgressFunc) (string, func()) {
 	tok := "tw-" + rand.Text()
-	r.routes.Store(tok, fn)
-	return tok, func() { r.routes.Delete(tok) }
+	b := &mailbox{fn: fn, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	r.routes.Store(tok, b)
+	go b.run()
+	return tok, func() { r.routes.Delete(tok); b.close() }
 }
 
+// deliver never waits for the call's callback: the SDK handles a session's
+// notifications one at a time, so a caller that stopped reading would hold up every
+// later notification of the session, queued in memory without limit.
 func (r *progressRoutes) deliver(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	if req == nil || req.Params == nil {
 		return
@@ -41,9 +47,64 @@ func (r *progressRoutes) deliver(_ context.Context, req *mcp.ProgressNotificatio
 	if !ok {
 		return
 	}
-	if fn, ok := r.routes.Load(tok); ok {
-		fn.(ProgressFunc)(req.Params)
+	if b, ok := r.routes.Load(tok); ok {
+		b.(*mailbox).put(req.Params)
 	}
+}
+
+// mailbox holds a call's latest progress not yet given to its callback, which runs on
+// the mailbox's own goroutine: while the callback is busy, newer progress replaces
+// older (a progress notification says where the work stands, so the latest is enough).
+type mailbox struct {
+	fn     ProgressFunc
+	mu     sync.Mutex
+	latest *mcp.ProgressNotificationParams
+	closed bool
+	wake   chan struct{} // one slot: there is something in latest
+	stop   chan struct{}
+}
+
+func (b *mailbox) put(p *mcp.ProgressNotificationParams) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return
+	}
+	b.latest = p
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *mailbox) run() {
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.wake:
+		}
+		b.mu.Lock()
+		p, closed := b.latest, b.closed
+		b.latest = nil
+		b.mu.Unlock()
+		if closed {
+			return
+		}
+		if p != nil {
+			b.fn(p)
+		}
+	}
+}
+
+// close ends the goroutine (once a callback running now returns); nothing is
+// delivered after it, as no progress is after the call returned.
+func (b *mailbox) close() {
+	b.mu.Lock()
+	b.closed, b.latest = true, nil
+	b.mu.Unlock()
+	close(b.stop)
 }
 
 // CallTool calls a tool on server id's live session. When onProgress is set the call

@@ -151,13 +151,19 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		if c.Type == registry.TypeSSE {
 			return &endpoint{transport: &mcp.SSEClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxEventSize: maxEvent}, http: hc, endHTTP: end}, nil
 		}
-		// MaxRetries < 0: the SDK must not retry a broken stream on its own; the session
-		// supervisor reconnects with backoff and reports the outage.
-		return &endpoint{transport: &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1,
+		// The SDK reopens a stream that ended (proxies cut idle ones), but not one that
+		// ended at once more than streamableRetries times in a row, nor one it cannot
+		// reach (our fork): the session supervisor reconnects with backoff and reports
+		// the outage.
+		return &endpoint{transport: &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: streamableRetries,
 			MaxEventSize: maxEvent}, http: hc, endHTTP: end}, nil
 	}
 	return nil, fmt.Errorf("mcpclient: unknown server type %q", c.Type)
 }
+
+// streamableRetries is how many times in a row a streamable HTTP server's stream may
+// end at once before its session ends.
+const streamableRetries = 5
 
 func childEnv(inherit, own map[string]string) []string {
 	merged := maps.Clone(inherit)

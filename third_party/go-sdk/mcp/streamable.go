@@ -2520,6 +2520,7 @@ func (c *streamableClientConn) handleSSE(ctx context.Context, requestSummary str
 	retriesWithoutProgress := 0
 
 	for {
+		opened := time.Now()
 		lastEventID, reconnectDelay, clientClosed := c.processStream(ctx, requestSummary, resp, forCall)
 
 		// If the connection was closed by the client, we're done.
@@ -2539,6 +2540,11 @@ func (c *streamableClientConn) handleSSE(ctx context.Context, requestSummary str
 			// Progress was made: reset the retry counter.
 			retriesWithoutProgress = 0
 			prevLastEventID = lastEventID
+		} else if time.Since(opened) > minReconnectDelay(reconnectDelay) {
+			// Toolwarden: a stream that stayed open longer than the wait before
+			// reconnecting is progress too (a proxy's read timeout ends idle streams);
+			// one that ends at once still counts against the retries.
+			retriesWithoutProgress = 0
 		} else {
 			// No progress: increment the retry counter.
 			retriesWithoutProgress++
@@ -2755,6 +2761,12 @@ func (c *streamableClientConn) connectSSE(ctx context.Context, lastEventID strin
 			}
 			req.Header.Set("Accept", "text/event-stream")
 			resp, err := c.client.Do(req)
+			if err != nil && !initial {
+				// Toolwarden: a stream that cannot be reopened is a server gone, not a
+				// stream cut: the session ends at once so that its owner reports the
+				// outage and reconnects with its own backoff.
+				return nil, err
+			}
 			if err != nil {
 				finalErr = err // Store the error and try again.
 				delay = calculateReconnectDelay(attempt + 1)
@@ -2801,6 +2813,20 @@ func (c *streamableClientConn) Close() error {
 	})
 	return c.closeErr
 }
+
+// minReconnectDelay is how long a stream must have stayed open for its end to count
+// as progress: the server's retry field, or else the first backoff without its jitter,
+// and never under minStreamLife, so a server that names a tiny retry and closes each
+// stream at once still runs out of retries rather than being reopened in a hot loop.
+func minReconnectDelay(reconnectDelay time.Duration) time.Duration {
+	if reconnectDelay <= 0 {
+		reconnectDelay = time.Duration(reconnectInitialDelay.Load())
+	}
+	return max(reconnectDelay, minStreamLife)
+}
+
+// minStreamLife: see minReconnectDelay (Toolwarden).
+const minStreamLife = 250 * time.Millisecond
 
 // calculateReconnectDelay calculates a delay using exponential backoff with full jitter.
 func calculateReconnectDelay(attempt int) time.Duration {
