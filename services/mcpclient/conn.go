@@ -105,9 +105,31 @@ type session struct {
 	caps   *mcp.ServerCapabilities
 }
 
+// closeGrace is how long close lets the SDK's Close wait (for the calls in flight to
+// end) before it cleans up the endpoint, which ends them.
+const closeGrace = 5 * time.Second
+
 func (s *session) close() {
 	s.ep.interrupt()
-	_ = s.cs.Close()
+	closed := make(chan struct{})
+	go func() {
+		_ = s.cs.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(closeGrace):
+		// The server holds the session open (a call it never answers): killing its
+		// process or ending its HTTP requests ends what Close waits for.
+		s.ep.cleanup()
+		s.cancel()
+		select {
+		case <-closed:
+		case <-time.After(closeGrace):
+			// Still waiting on something cleanup does not end: the supervisor must
+			// not hang on it, so Close is left to finish on its own.
+		}
+	}
 	s.cancel()
 	s.ep.cleanup()
 }

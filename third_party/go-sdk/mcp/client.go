@@ -870,6 +870,10 @@ func (c *Client) elicit(ctx context.Context, req *ElicitRequest) (*ElicitResult,
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "client does not support elicitation"}
 	}
 
+	// Params may be missing (missingParamsOK), but there is nothing to ask then.
+	if req.Params == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "missing params"}
+	}
 	// Validate the elicitation parameters based on the mode.
 	mode := req.Params.Mode
 	if mode == "" {
@@ -1158,8 +1162,11 @@ func (c *Client) AddReceivingMiddleware(middleware ...Middleware) {
 // The 'allowMissingParams' values are extracted from the protocol schema.
 // TODO(rfindley): actually load and validate the protocol schema, rather than
 // curating these method flags.
+//
+// completion/complete is not among them (Toolwarden, see TOOLWARDEN.md): a client
+// receiving it sent it back to the server and waited for the answer without limit,
+// and the session could not close until it came.
 var clientMethodInfos = map[string]methodInfo{
-	methodComplete:                  newClientMethodInfo(clientSessionMethod((*ClientSession).Complete), 0),
 	methodPing:                      newClientMethodInfo(clientSessionMethod((*ClientSession).ping), missingParamsOK),
 	methodListRoots:                 newClientMethodInfo(clientMethod((*Client).listRoots), missingParamsOK),
 	methodCreateMessage:             newClientMethodInfo(clientMethod((*Client).createMessage), 0),
@@ -1521,7 +1528,8 @@ func (cs *ClientSession) callProgressNotificationHandler(ctx context.Context, pa
 
 func (c *Client) callElicitationCompleteHandler(ctx context.Context, req *ElicitationCompleteNotificationRequest) (Result, error) {
 	// Check if there's a pending elicitation waiting for this notification.
-	if cs, ok := req.GetSession().(*ClientSession); ok {
+	// Params may be missing (missingParamsOK): there is no elicitation to match then.
+	if cs, ok := req.GetSession().(*ClientSession); ok && req.Params != nil {
 		cs.pendingElicitationsMu.Lock()
 		if ch, exists := cs.pendingElicitations[req.Params.ElicitationID]; exists {
 			select {

@@ -705,11 +705,27 @@ func (c *Connection) handleAsync() {
 		ctx := context.WithValue(req.ctx, asyncKey, releaser)
 		go func() {
 			defer releaser.release(true)
-			result, err := c.handler.Handle(ctx, req.Request)
+			result, err := c.handle(ctx, req.Request)
 			c.processResult(c.handler, req, result, err)
 		}()
 		<-releaser.ch
 	}
+}
+
+// handle calls the handler, turning a panic into an internal error (Toolwarden, see
+// TOOLWARDEN.md): a peer's message that trips a bug in a handler must not end the
+// process. Only the method's name is reported: the panic's value may hold what the
+// peer sent.
+func (c *Connection) handle(ctx context.Context, req *Request) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			result, err = nil, fmt.Errorf("%w: handler failed", ErrInternal)
+			if c.onInternalError != nil {
+				c.onInternalError(fmt.Errorf("handler for %.64q panicked", req.Method))
+			}
+		}
+	}()
+	return c.handler.Handle(ctx, req)
 }
 
 // processResult processes the result of a request and, if appropriate, sends a response.
