@@ -223,10 +223,14 @@ func (h ToolPageHandler) Reset(c echo.Context) error {
 	}
 	out, err := reset(ctx, ActorOf(c), it.ID)
 	return h.redirectWithOutcome(c, err, func() string {
-		if out.ConfigVersion == it.ConfigVersion {
-			return it.QualifiedName() + " already runs with its defaults."
+		kept := ""
+		if out.RiskOverride != nil {
+			kept = fmt.Sprintf(" Its %s risk level stays: only an administrator may clear a level when that lowers the risk.", *out.RiskOverride)
 		}
-		return fmt.Sprintf("%s reset to its defaults (configuration version %d).", it.QualifiedName(), out.ConfigVersion)
+		if out.ConfigVersion == it.ConfigVersion {
+			return it.QualifiedName() + " already runs with its defaults." + kept
+		}
+		return fmt.Sprintf("%s reset to its defaults (configuration version %d).%s", it.QualifiedName(), out.ConfigVersion, kept)
 	}, toolTabURL(it.ID, views.ToolTabConfiguration, nil))
 }
 

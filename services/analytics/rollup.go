@@ -134,17 +134,22 @@ func (x rawRow) group() *group {
 const maxRollAgain = 31
 
 // rollAgain rolls again the days of stale (rolled days a report found stale) that still
-// are once it holds rollLock, at most maxRollAgain of them: reports that found the same
-// days wait for the lock, then find them rolled. It returns the days of stale whose
-// rollups are right now, and how many of them it rolled.
+// are once it holds rollLock, at most maxRollAgain of them. It does not wait for the
+// lock: while the job or another report rolls, a report reads the stale days from their
+// calls, as before there was a lock, rather than hold a connection in the lock's queue.
+// It returns the days of stale whose rollups are right now, and how many it rolled.
 func (s *Service) rollAgain(ctx context.Context, stale []time.Time) ([]time.Time, int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("analytics: rollup: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `/* analytics.rollup.lock */ `+rollLock); err != nil {
+	var locked bool
+	if err := tx.QueryRow(ctx, `/* analytics.rollup.trylock */ `+tryRollLock).Scan(&locked); err != nil {
 		return nil, 0, fmt.Errorf("analytics: rollup: %w", err)
+	}
+	if !locked {
+		return nil, 0, nil
 	}
 	// Read again under the lock: another report or the job may have rolled them.
 	rows, err := tx.Query(ctx, `/* analytics.rollup.stale */ SELECT d.day, `+staleSQL+` FROM usage_daily_done d WHERE d.day = ANY($1)
@@ -188,6 +193,9 @@ func (s *Service) rollAgain(ctx context.Context, stale []time.Time) ([]time.Time
 // and reports rolling stale days (rollAgain) take turns, so none writes a day another
 // is writing (two would insert the same rows).
 const rollLock = `SELECT pg_advisory_xact_lock(hashtextextended('analytics.rollup', 0))`
+
+// tryRollLock takes rollLock if it is free, saying whether it did.
+const tryRollLock = `SELECT pg_try_advisory_xact_lock(hashtextextended('analytics.rollup', 0))`
 
 // rollDay replaces day d's rollups with its calls added up.
 func (s *Service) rollDay(ctx context.Context, d time.Time) error {

@@ -95,8 +95,54 @@ func staleWorld(t *testing.T, w world, now time.Time, days int) []time.Time {
 	return out
 }
 
-// Reports that find the same stale days at once roll them once: the others wait for the
-// lock and find them rolled.
+// While the job (or another report) holds the rollups' lock, a report does not queue for
+// it holding a connection: it reads the stale days from their calls, right all the same,
+// and a later report rolls them.
+func TestReportDoesNotWaitForRoll(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	days := staleWorld(t, w, now, 4)
+	held, err := w.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Rollback(ctx) }()
+	if _, err := held.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('analytics.rollup', 0))`); err != nil {
+		t.Fatal(err)
+	}
+	svc := analytics.New(w.pool)
+	done := make(chan error, 1)
+	go func() {
+		r, err := svc.Report(ctx, analytics.LastDays(now, 30), now)
+		if err == nil && (r.Total.Calls != int64(len(days)) || len(r.Users) != 1 || r.Users[0].Name != "alice") {
+			t.Errorf("report while the lock is held: total %+v, users %+v", r.Total, r.Users)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the report waited for the rollups' lock")
+	}
+	if n := testkit.Count(t, w.pool, staleDays); n != len(days) {
+		t.Fatalf("%d stale days while the lock was held, want %d untouched", n, len(days))
+	}
+	_ = held.Rollback(ctx)
+	if _, err := svc.Report(ctx, analytics.LastDays(now, 30), now); err != nil {
+		t.Fatal(err)
+	}
+	if n := testkit.Count(t, w.pool, staleDays); n != 0 {
+		t.Fatalf("%d days still stale after a report with the lock free", n)
+	}
+}
+
+// Reports that find the same stale days at once roll them once: the lock's holder rolls
+// them, and the others read them from their calls or find them rolled.
 func TestRollAgainOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -1206,14 +1206,15 @@ func (s *Service) withConversation(ctx context.Context, p *auth.Principal, convI
 	// again. Waiting for the lock still ends with the request.
 	kept := context.WithoutCancel(ctx)
 	return db.WithTx(kept, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `/* assistant.open */ INSERT INTO assistant_conversations (user_id, id) VALUES ($1, $2)
-			ON CONFLICT (user_id, id) DO NOTHING`, p.User.ID, id); err != nil {
-			return fmt.Errorf("assistant: open conversation: %w", err)
-		}
+		// Opened and locked in one statement: between an insert that did nothing and a
+		// SELECT … FOR UPDATE, another turn's cap on conversations could delete the row.
+		// DO UPDATE waits for a lock as FOR UPDATE does, and inserts anew if the row it
+		// waited on was deleted.
 		var raw []byte
-		if err := tx.QueryRow(ctx, `/* assistant.lock */ SELECT state FROM assistant_conversations
-			WHERE user_id = $1 AND id = $2 FOR UPDATE`, p.User.ID, id).Scan(&raw); err != nil {
-			return fmt.Errorf("assistant: read conversation: %w", err)
+		if err := tx.QueryRow(ctx, `/* assistant.open */ INSERT INTO assistant_conversations (user_id, id) VALUES ($1, $2)
+			ON CONFLICT (user_id, id) DO UPDATE SET state = assistant_conversations.state
+			RETURNING state`, p.User.ID, id).Scan(&raw); err != nil {
+			return fmt.Errorf("assistant: open conversation: %w", err)
 		}
 		var st State
 		_ = json.Unmarshal(raw, &st) // a state an older version wrote starts afresh

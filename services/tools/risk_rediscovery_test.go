@@ -24,6 +24,8 @@ func TestChangedDefinitionDropsALowerRisk(t *testing.T) {
 	lowered := f.tool(toolSpec{server: srv, name: "remove", status: "enabled", annotations: `{"readOnlyHint":true}`, risk: "low"})
 	raised := f.tool(toolSpec{server: srv, name: "lookup", status: "enabled", annotations: `{"readOnlyHint":true}`, risk: "high"})
 	kept := f.tool(toolSpec{server: srv, name: "write", status: "enabled", annotations: `{"readOnlyHint":true}`, risk: "medium"})
+	// No annotations (high) and an administrator's low: a reworded description keeps it.
+	reworded := f.tool(toolSpec{server: srv, name: "weather", status: "enabled", annotations: `{}`, risk: "low"})
 
 	in := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"The file to act on"}},"required":["path"]}`)
 	def := func(name, desc, ann string) *tools.Definition {
@@ -40,6 +42,7 @@ func TestChangedDefinitionDropsALowerRisk(t *testing.T) {
 			relist(raised, "lookup", def("lookup", "Looks up the file at the path given and says what it holds.", `{"readOnlyHint":true,"openWorldHint":false}`)),
 			// Its annotations give now the level chosen before: it stays.
 			relist(kept, "write", def("write", "Writes the file at the path given, replacing what it held.", `{"destructiveHint":false}`)),
+			relist(reworded, "weather", def("weather", "Tells the weather at the place given, now in more words.", `{}`)),
 		}})
 		return err
 	})
@@ -62,8 +65,11 @@ func TestChangedDefinitionDropsALowerRisk(t *testing.T) {
 	if it := f.get(kept); deref(it.RiskOverride) != "medium" {
 		t.Errorf("a level equal to the new annotations' was dropped: %v", it.RiskOverride)
 	}
+	if it := f.get(reworded); deref(it.RiskOverride) != "low" {
+		t.Errorf("a level was dropped although the annotations give no more than before: %v", it.RiskOverride)
+	}
 	if n := f.count(`SELECT count(*) FROM tool_state_history WHERE tool_id = ANY($1) AND metadata ? 'risk_override_cleared'`,
-		[]string{raised, kept}); n != 0 {
+		[]string{raised, kept, reworded}); n != 0 {
 		t.Errorf("%d history rows record a level cleared for the tools that kept theirs", n)
 	}
 }

@@ -137,21 +137,25 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		// round of parse, plan and execute in PostgreSQL, thousands of them seconds.
 		// Each row changes only from the state the discovery read (Was): a person who
 		// disabled the tool meanwhile is not undone, nor the tool enabled again by policy.
-		// A risk override below what the new annotations give goes: it was chosen for the
-		// old definition, as an approval pinned to its hash was (o is the row as it was).
+		// A risk override below what the new annotations give, when they give more than the
+		// old ones did, goes: it was chosen for the old definition, as an approval pinned
+		// to its hash was (o is the row as it was). A mere rewording keeps it, and so do
+		// the built-in tools (their operations rate themselves once the level goes).
 		batch.Queue(`/* tools.StoreDiscovery.update */
 				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
 					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
 					definition_hash = u.hash, version_major = u.major, version_minor = u.minor, status = u.status,
 					validation_worst = u.worst, enable_override = NULL, available = true, last_seen = now(), updated_at = now(),
-					risk_override = CASE WHEN `+riskRank("t.risk_override")+` < `+riskRank("u.derived")+` THEN NULL ELSE t.risk_override END
-				FROM (SELECT u.*, o.risk_override AS old_risk, `+risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted")+` AS derived
+					risk_override = CASE WHEN u.rose AND `+riskRank("t.risk_override")+` < `+riskRank("u.derived")+` THEN NULL ELSE t.risk_override END
+				FROM (SELECT u.*, o.risk_override AS old_risk, `+risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted")+` AS derived,
+						s.server_type <> 'builtin' AND `+riskRank(risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted"))+`
+							> `+riskRank(risk.SQL("NULL::text", "o.annotations", "s.trusted"))+` AS rose
 					FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 						$9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
 						AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst, from_status)
 					JOIN mcp_tools o ON o.id = u.id JOIN mcp_servers s ON s.id = o.server_id) u
 				WHERE t.id = u.id AND t.status = u.from_status
-				RETURNING t.id::text, CASE WHEN t.risk_override IS NULL AND `+riskRank("u.old_risk")+` < `+riskRank("u.derived")+`
+				RETURNING t.id::text, CASE WHEN u.rose AND t.risk_override IS NULL AND `+riskRank("u.old_risk")+` < `+riskRank("u.derived")+`
 					THEN u.old_risk END, u.derived`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
 			changed.annotations, changed.raws, changed.hashes, changed.majors, changed.minors, changed.statuses, changed.worsts,
 			changed.froms)

@@ -335,25 +335,34 @@ func RecentOf(ctx context.Context, q db.Querier, toolID string, userID *string, 
 		rs  []logRow
 		err error
 	)
-	only := userID
+	// One text with and one without the person: "$n IS NULL OR …" would keep a generic
+	// plan from using the person's index (tool_usage_logs_tool_user_time_idx).
+	only := func(args []any) (string, []any) {
+		if userID == nil {
+			return "", args
+		}
+		return fmt.Sprintf(" AND l.user_id = $%d::uuid", len(args)+1), append(args, *userID)
+	}
 	if beforeID <= 0 {
+		who, args := only([]any{toolID, limit + 1})
 		rs, err = db.All[logRow](ctx, q, "usage: recent", `/* usage.Recent */
 			SELECT `+recentColumns+`
 			FROM tool_usage_logs l
-			WHERE l.tool_id = $1 AND ($3::uuid IS NULL OR l.user_id = $3::uuid)
+			WHERE l.tool_id = $1`+who+`
 			ORDER BY l.used_at DESC, l.id DESC
-			LIMIT $2`, toolID, limit+1, only)
+			LIMIT $2`, args...)
 	} else {
 		// The cursor row's used_at (an InitPlan, so an index condition) bounds the
 		// index scan, however deep the page; id breaks ties.
+		who, args := only([]any{toolID, beforeID, limit + 1})
 		rs, err = db.All[logRow](ctx, q, "usage: recent", `/* usage.Recent */
 			SELECT `+recentColumns+`
 			FROM tool_usage_logs l
-			WHERE l.tool_id = $1 AND ($4::uuid IS NULL OR l.user_id = $4::uuid)
+			WHERE l.tool_id = $1`+who+`
 			  AND l.used_at <= (SELECT c.used_at FROM tool_usage_logs c WHERE c.id = $2 AND c.tool_id = $1)
 			  AND (l.used_at < (SELECT c.used_at FROM tool_usage_logs c WHERE c.id = $2 AND c.tool_id = $1) OR l.id < $2)
 			ORDER BY l.used_at DESC, l.id DESC
-			LIMIT $3`, toolID, beforeID, limit+1, only)
+			LIMIT $3`, args...)
 	}
 	if err != nil {
 		return nil, 0, err

@@ -592,9 +592,17 @@ func TestQueriesUseToolTimeIndex(t *testing.T) {
 	if _, _, err := usage.Recent(ctx, pool, tools[3], next, 50); err != nil {
 		t.Fatal(err)
 	}
+	// A person's own calls (a built-in tool's Logs tab without audit.view).
+	someone := "00000000-0000-4000-8000-000000000001" // none of the calls: the whole tool is searched
+	if _, _, err = usage.RecentOf(ctx, pool, tools[3], &someone, 0, 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := usage.RecentOf(ctx, pool, tools[3], &someone, next, 50); err != nil {
+		t.Fatal(err)
+	}
 	queries := slices.Clone(rec.queries)
-	if len(queries) != 4 {
-		t.Fatalf("recorded %d queries, want 4", len(queries))
+	if len(queries) != 6 {
+		t.Fatalf("recorded %d queries, want 6", len(queries))
 	}
 	for _, q := range queries {
 		var plan string
@@ -609,11 +617,15 @@ func TestQueriesUseToolTimeIndex(t *testing.T) {
 		plan = strings.Join(lines, "\n")
 		tag := q.SQL[:strings.Index(q.SQL, "*/")+2]
 		t.Logf("%s\n%s", tag, plan)
-		if !strings.Contains(plan, "tool_usage_logs_tool_time_idx") || strings.Contains(plan, "Seq Scan on tool_usage_logs") {
-			t.Errorf("%s does not use the (tool_id, used_at) index:\n%s", tag, plan)
+		index := "tool_usage_logs_tool_time_idx"
+		if strings.Contains(q.SQL, "l.user_id = ") {
+			index = "tool_usage_logs_tool_user_time_idx"
+		}
+		if !strings.Contains(plan, index) || strings.Contains(plan, "Seq Scan on tool_usage_logs") {
+			t.Errorf("%s does not use %s:\n%s", tag, index, plan)
 		}
 		// A page after a cursor starts the index scan at the cursor, not at the newest row.
-		if len(q.Args) == 4 && strings.HasPrefix(tag, "/* usage.Recent") && !strings.Contains(plan, "AND (used_at <= ") {
+		if strings.Contains(q.SQL, "c.id = $2") && strings.HasPrefix(tag, "/* usage.Recent") && !strings.Contains(plan, "AND (used_at <= ") {
 			t.Errorf("%s with a cursor does not bound the index scan by it:\n%s", tag, plan)
 		}
 	}
