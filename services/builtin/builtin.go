@@ -86,6 +86,9 @@ type Server struct {
 	// beforeEditLock, set by tests only, is called as a write is about to take its
 	// paths' edit locks, so a test holding one knows the write waits on it.
 	beforeEditLock func()
+	// beforeGrepFile, set by tests only, is called as grep_search is about to match a
+	// file it has read, so a test can cancel the search while it is in a file.
+	beforeGrepFile func()
 }
 
 // lockEdit locks the edits of file rel of area (and of the few paths that share its
@@ -421,8 +424,12 @@ func (s *Server) Workspace(conversation string) (string, error) {
 // the conversation is used: its files would otherwise be out of every tool's reach. The
 // root's entries are compared by their exact names, since on a case-insensitive root
 // the id's name would also find another conversation's lowercase directory.
+//
+// Only an id that lost its own name for its capitals is moved: the earlier version
+// gave any safeName its own name, but an id naming a hashed directory (c-<hex>) would
+// take another conversation's live workspace.
 func (s *Server) adoptEarlierWorkspace(conversation, dir string) {
-	if filepath.Base(dir) == conversation || !safeName.MatchString(conversation) || strings.Trim(conversation, ".") == "" {
+	if !safeName.MatchString(conversation) || workspaceName.MatchString(conversation) || filepath.Base(dir) == conversation {
 		return
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {

@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"strings"
 	"syscall"
@@ -53,6 +54,16 @@ const (
 	maxResults     = 1000
 	// binarySniff is how much of a file is looked at to tell binary from text.
 	binarySniff = 8000
+	// maxGrepInsts bounds grep_search's pattern, in instructions of its compiled program:
+	// a match costs about that times the bytes searched (5 ns each), and cannot be
+	// stopped. Real patterns stay far below it: `func\s+\w+\(` is 11, [a-z]{1,100} 201.
+	maxGrepInsts = 500
+	// grepChunk is how much of a file grep_search matches between checks that the call
+	// was not cancelled: whole lines, about 0.2 s at maxGrepInsts.
+	grepChunk = 64 << 10
+	// maxGrepLineWork bounds the match of one line longer than grepChunk, in bytes times
+	// instructions (about 1.3 s): a longer line is left out and the result says so.
+	maxGrepLineWork = 1 << 28
 )
 
 // fileOp is the Run of a file operation, with the arguments decoded.
@@ -881,8 +892,17 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	if err != nil {
 		return nil, fmt.Errorf("pattern: %v", err)
 	}
-	// anyLine finds whether a file has a match at all, lines being what ^ and $ mean.
-	anyLine := regexp.MustCompile("(?m)" + in.Pattern)
+	insts, textAnchors := grepProgram(in.Pattern)
+	if insts > maxGrepInsts {
+		return nil, fmt.Errorf("pattern is too complex (%d steps, at most %d): simplify it (fewer or smaller counted repeats such as {100})", insts, maxGrepInsts)
+	}
+	// anyLine finds whether a piece of whole lines has a match at all, lines being what
+	// ^ and $ mean. \A, \z, and ^ or $ without (?m) would mean the piece's start and end
+	// instead of each line's: such a pattern is matched line by line only.
+	var anyLine *regexp.Regexp
+	if !textAnchors {
+		anyLine = regexp.MustCompile("(?m:" + in.Pattern + ")")
+	}
 	var inc *regexp.Regexp
 	incBase := false
 	if in.Include != "" {
@@ -893,7 +913,7 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	limit := capOf(in.MaxResults)
 	var matches []grepMatch
 	more := false
-	skipped := 0
+	skipped, longLines := 0, 0
 	buf := make([]byte, 0, 64<<10)
 	t, cut, err := s.walk(ctx, c, "grep_search", in.Path, func(ar *os.Root, name, rel string, d fs.DirEntry) bool {
 		if inc != nil {
@@ -926,29 +946,66 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 		if err != nil || isBinary(data[:min(len(data), binarySniff)]) {
 			return false
 		}
-		if !anyLine.Match(data) {
+		if len(data) > maxFileBytes { // it grew since it was listed
+			skipped++
 			return false
 		}
-		// Line by line in place: a slice of all the lines took 24 bytes a line. As with
+		if s.beforeGrepFile != nil {
+			s.beforeGrepFile()
+		}
+		// In pieces of whole lines, checking the call between them; line by line in place
+		// within a piece (a slice of all the lines took 24 bytes a line). As with
 		// bytes.Split, what follows the last newline is a line too, even when empty.
-		for i, rest := 1, data; ; i++ {
-			line, j := rest, bytes.IndexByte(rest, '\n')
-			if j >= 0 {
-				line = rest[:j]
+		for i, rest := 1, data; ; {
+			if ctx.Err() != nil {
+				return true // walk's caller returns the context's error
 			}
-			if re.Match(line) {
-				if len(matches) == limit {
-					more = true
-					return true
+			n := len(rest)
+			if n > grepChunk {
+				if j := bytes.LastIndexByte(rest[:grepChunk], '\n'); j >= 0 {
+					n = j + 1
+				} else if j := bytes.IndexByte(rest[grepChunk:], '\n'); j >= 0 {
+					n = grepChunk + j + 1
 				}
-				matches = append(matches, grepMatch{File: rel, Line: i, Text: clip(strings.TrimRight(string(line), "\r"), 200)})
 			}
-			if j < 0 {
+			piece, last := rest[:n], n == len(rest)
+			if !last {
+				piece = piece[:n-1] // its lines, without the newline that ends the last
+			}
+			rest = rest[n:]
+			lines := bytes.Count(piece, []byte{'\n'}) + 1
+			switch {
+			case len(piece) > grepChunk && len(piece)*max(insts, 1) > maxGrepLineWork:
+				longLines++ // one line: a piece longer than grepChunk has no newline in it
+			case anyLine != nil && !anyLine.Match(piece):
+			default:
+				for k, rest := i, piece; ; k++ {
+					line, j := rest, bytes.IndexByte(rest, '\n')
+					if j >= 0 {
+						line = rest[:j]
+					}
+					if re.Match(line) {
+						if len(matches) == limit {
+							more = true
+							return true
+						}
+						matches = append(matches, grepMatch{File: rel, Line: k, Text: clip(strings.TrimRight(string(line), "\r"), 200)})
+					}
+					if j < 0 {
+						break
+					}
+					rest = rest[j+1:]
+				}
+			}
+			if last {
 				return false
 			}
-			rest = rest[j+1:]
+			i += lines
 		}
 	})
+	if err == nil {
+		err = ctx.Err() // cancelled or timed out within a file: what was found is not all
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -963,8 +1020,46 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	if more {
 		fmt.Fprintf(&out, "[… more matches; the first %d shown]", limit)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(out.String(), "\n") + cutNoteOf(t, cut)}},
-		StructuredContent: map[string]any{"matches": matches, "more": more}}, nil
+	note := ""
+	if skipped == 1 {
+		note += fmt.Sprintf("\n[… 1 file over %d MiB was not searched]", maxFileBytes>>20)
+	} else if skipped > 1 {
+		note += fmt.Sprintf("\n[… %d files over %d MiB were not searched]", skipped, maxFileBytes>>20)
+	}
+	if longLines > 0 {
+		what := fmt.Sprintf("%d lines longer than %d bytes were", longLines, maxGrepLineWork/max(insts, 1))
+		if longLines == 1 {
+			what = fmt.Sprintf("1 line longer than %d bytes was", maxGrepLineWork/max(insts, 1))
+		}
+		note += "\n[… " + what + " not searched: a simpler pattern searches longer lines]"
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.TrimRight(out.String(), "\n") + note + cutNoteOf(t, cut)}},
+		StructuredContent: map[string]any{"matches": matches, "more": more, "skippedFiles": skipped, "skippedLines": longLines}}, nil
+}
+
+// grepProgram is the number of instructions pattern compiles to (as regexp.Compile
+// does), and whether it has \A, \z, or a ^ or $ without (?m), which mean the start or
+// end of the whole text matched.
+func grepProgram(pattern string) (insts int, textAnchors bool) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0, false
+	}
+	var walk func(*syntax.Regexp)
+	walk = func(r *syntax.Regexp) {
+		if r.Op == syntax.OpBeginText || r.Op == syntax.OpEndText {
+			textAnchors = true
+		}
+		for _, sub := range r.Sub {
+			walk(sub)
+		}
+	}
+	walk(re)
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return 0, textAnchors
+	}
+	return len(prog.Inst), textAnchors
 }
 
 type pathIn struct {
