@@ -151,6 +151,11 @@ func checkOutput(e *entry, isError bool, structured json.RawMessage) error {
 		return fail(CodeUpstream, "%s returned structured content that does not match its output schema: it is too large to check against the schema's patterns (%s)",
 			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), schema.ErrTooLarge.Error()+": ")).ran()
 	}
+	if err := schema.CheckValues(e.output, structured); err != nil {
+		// Likewise for more values (or a larger number) than the validator is given.
+		return fail(CodeUpstream, "%s returned structured content that does not match its output schema: it is too large to check against the schema (%s)",
+			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), schema.ErrUnchecked.Error()+": ")).ran()
+	}
 	if err := schema.ValidateArguments(e.output, structured); err != nil {
 		var ve *verr.Error
 		errors.As(err, &ve)

@@ -243,9 +243,9 @@ const GotSep = "; got "
 // ("/message"), which is the "details" shape of the API's invalid_arguments
 // error. args may be a decoded value or raw JSON (json.RawMessage or []byte).
 // Arguments too large to check against the schema's patterns (CheckSize), holding
-// more than MaxValues values, or more than the schema's evaluations allow, are refused
-// with one field-less problem; a number too long or with too large an exponent for the
-// validator (numberProblem), with a problem at its place.
+// more than MaxValues values the schema reaches, or more than the schema's evaluations
+// allow, are refused with one field-less problem; a reached number too long or with too
+// large an exponent for the validator (numberProblem), with a problem at its place.
 func ValidateArguments(s *jsonschema.Schema, args any) error {
 	switch raw := args.(type) {
 	case json.RawMessage:
@@ -258,19 +258,18 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		if err := CheckSize(s, len(raw)); err != nil {
 			return tooLarge(err)
 		}
-		sc, scanned := scanRaw(raw) // before decoding: a refused document is never decoded
-		if scanned {
-			if err := sc.refuse(s); err != nil {
-				return err
-			}
+		sc, v, err := scanBytes(s, raw) // decodes only what jsontext cannot read
+		if err == nil {
+			err = sc.refuse(s)
+		} else {
+			err = verr.New("", "arguments are not valid JSON: "+err.Error())
 		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 		if err != nil {
-			return verr.New("", "arguments are not valid JSON: "+err.Error())
+			return err
 		}
-		if !scanned {
-			if err := scanValue(v).refuse(s); err != nil {
-				return err
+		if v == nil { // a refused document is never decoded
+			if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err != nil {
+				return verr.New("", "arguments are not valid JSON: "+err.Error())
 			}
 		}
 		args = v
@@ -283,7 +282,7 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 				return tooLarge(err)
 			}
 		}
-		if err := scanValue(args).refuse(s); err != nil {
+		if err := scanValue(newReach([]*jsonschema.Schema{s}), args).refuse(s); err != nil {
 			return err
 		}
 	}

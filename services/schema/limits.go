@@ -3,6 +3,7 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -50,76 +51,261 @@ func numberProblem(n string) string {
 	return ""
 }
 
-// scan is what the pre-pass found in a document: how many values it holds, and the first
-// number not to be given to the validator, with its place.
+// scan is what the pre-pass found in a document: how many values the schema reaches
+// (reach), and the first such number not to be given to the validator, with its place.
 type scan struct {
 	values        int
 	at, numberWhy string
 }
 
-// scanRaw scans a JSON document without decoding it. ok is false when jsontext cannot
-// read it; the caller then decodes it as the validator does and scans the result.
-func scanRaw(raw []byte) (sc scan, ok bool) {
+// maxReach bounds the schemas one reach tracks; past it, everything under the value is
+// counted, as when in doubt.
+const maxReach = 64
+
+// reach is the schemas that apply to one value of a document: those given by its
+// parent, with every schema they apply to the value itself ($ref, allOf, if, ...). The
+// validator never looks inside an array or object unless one of them applies something
+// to its children (items, properties, ...), so what no schema reaches is not counted: a
+// database tool's thousands of rows under {"type":"array"} are never checked. all means
+// everything at and under the value counts: for a keyword not modelled here ($dynamicRef,
+// an extension) or one that compares the whole value (enum, const, uniqueItems). nil
+// reaches nothing. The children's reaches are cached, so each is worked out once a scan.
+type reach struct {
+	schemas  []*jsonschema.Schema
+	all      bool
+	patterns bool // some schema has patternProperties: every property counts (no regexp run twice)
+	prefix   int  // the longest prefixItems (or draft-7 items list)
+	pre      []*reach
+	item     *reach // for the items past prefix
+	named    map[string]*reach
+	other    *reach // for a property no schema names
+	cached   struct{ item, other bool }
+}
+
+var everything = &reach{all: true}
+
+// newReach is the reach of a value the schemas in apply to.
+func newReach(in []*jsonschema.Schema) *reach {
+	seen := map[*jsonschema.Schema]bool{}
+	r := &reach{}
+	for len(in) > 0 {
+		s := in[len(in)-1]
+		in = in[:len(in)-1]
+		if s == nil || seen[s] {
+			continue
+		}
+		seen[s] = true
+		if s.DynamicRef != nil || s.RecursiveRef != nil || len(s.Extensions) > 0 || s.Const != nil || s.Enum != nil ||
+			s.UniqueItems || len(r.schemas) == maxReach {
+			return everything
+		}
+		r.schemas = append(r.schemas, s)
+		in = append(in, s.Ref, s.Not, s.If, s.Then, s.Else)
+		in = append(in, s.AllOf...)
+		in = append(in, s.AnyOf...)
+		in = append(in, s.OneOf...)
+		for _, d := range s.DependentSchemas {
+			in = append(in, d)
+		}
+		for _, d := range s.Dependencies {
+			if d, ok := d.(*jsonschema.Schema); ok {
+				in = append(in, d)
+			}
+		}
+		list, _ := s.Items.([]*jsonschema.Schema)
+		r.prefix = max(r.prefix, len(s.PrefixItems), len(list))
+		r.patterns = r.patterns || len(s.PatternProperties) > 0
+	}
+	if len(r.schemas) == 0 {
+		return nil
+	}
+	return r
+}
+
+// index is the reach of an array's item i.
+func (r *reach) index(i int) *reach {
+	switch {
+	case r.all:
+		return everything
+	case i < r.prefix:
+		if r.pre == nil {
+			r.pre = make([]*reach, r.prefix)
+			for j := range r.pre {
+				r.pre[j] = r.itemReach(j)
+			}
+		}
+		return r.pre[i]
+	case !r.cached.item:
+		r.item, r.cached.item = r.itemReach(i), true
+	}
+	return r.item
+}
+
+// itemReach is every schema that may apply to item i (more than apply, at times).
+func (r *reach) itemReach(i int) *reach {
+	var in []*jsonschema.Schema
+	for _, s := range r.schemas {
+		switch items := s.Items.(type) {
+		case *jsonschema.Schema:
+			in = append(in, items)
+		case []*jsonschema.Schema:
+			if i < len(items) {
+				in = append(in, items[i])
+			}
+		}
+		if a, ok := s.AdditionalItems.(*jsonschema.Schema); ok {
+			in = append(in, a)
+		}
+		if i < len(s.PrefixItems) {
+			in = append(in, s.PrefixItems[i])
+		} else {
+			in = append(in, s.Items2020)
+		}
+		in = append(in, s.Contains, s.UnevaluatedItems)
+	}
+	return newReach(in)
+}
+
+// prop is the reach of an object's property name.
+func (r *reach) prop(name string) *reach {
+	if r.all || r.patterns {
+		return everything
+	}
+	if c, ok := r.named[name]; ok {
+		return c
+	}
+	named := false
+	var in []*jsonschema.Schema
+	for _, s := range r.schemas {
+		if p, ok := s.Properties[name]; ok {
+			named = true
+			in = append(in, p)
+		} else if a, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {
+			in = append(in, a)
+		}
+		in = append(in, s.UnevaluatedProperties)
+	}
+	if !named { // the same for every name no schema names
+		if !r.cached.other {
+			r.other, r.cached.other = newReach(in), true
+		}
+		return r.other
+	}
+	if r.named == nil {
+		r.named = map[string]*reach{}
+	}
+	r.named[name] = newReach(in)
+	return r.named[name]
+}
+
+// scanRaw scans a JSON document checked against s without decoding it. ok is false when
+// jsontext cannot read it; the caller then decodes it as the validator does and scans
+// the result.
+func scanRaw(s *jsonschema.Schema, raw []byte) (sc scan, ok bool) {
 	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	type open struct {
+		r      *reach
+		object bool
+		name   string // the property being read
+		n      int    // the items read
+	}
+	var stack []open
+	root := newReach([]*jsonschema.Schema{s})
 	for {
-		switch k := dec.PeekKind(); k {
+		k := dec.PeekKind()
+		switch k {
 		case 0: // the end, or an error
 			_, err := dec.ReadToken()
 			return sc, err == io.EOF
+		case '}', ']':
+			if _, err := dec.ReadToken(); err != nil {
+				return sc, false
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		r := root
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if _, n := dec.StackIndex(dec.StackDepth()); top.object && n%2 == 0 { // a property name
+				tok, err := dec.ReadToken()
+				if err != nil {
+					return sc, false
+				}
+				top.name = tok.String()
+				continue
+			}
+			if top.object {
+				r = top.r.prop(top.name)
+			} else {
+				r = top.r.index(top.n)
+				top.n++
+			}
+		}
+		if r == nil { // no schema looks at it, nor inside it
+			if err := dec.SkipValue(); err != nil {
+				return sc, false
+			}
+			continue
+		}
+		sc.values++
+		switch k {
 		case '0':
 			v, err := dec.ReadValue()
 			if err != nil {
 				return sc, false
 			}
-			sc.values++
 			if sc.numberWhy == "" && (len(v) > maxNumberText || bytes.ContainsAny(v, "eE")) {
 				if why := numberProblem(string(v)); why != "" {
 					sc.at, sc.numberWhy = string(dec.StackPointer()), why
 				}
 			}
-		default:
-			// An object's even-numbered strings are its property names, not values.
-			kind, n := dec.StackIndex(dec.StackDepth())
-			name := k == '"' && kind == '{' && n%2 == 0
+		case '{', '[':
 			if _, err := dec.ReadToken(); err != nil {
 				return sc, false
 			}
-			if !name && k != '}' && k != ']' {
-				sc.values++
+			stack = append(stack, open{r: r, object: k == '{'})
+		default:
+			if err := dec.SkipValue(); err != nil {
+				return sc, false
 			}
 		}
 	}
 }
 
 // scanValue scans a decoded document (maps or *Object, slices, json.Number, and any
-// other scalar) the same way, keys in order so the number named is always the same.
-func scanValue(v any) scan {
+// other scalar) the same way from its reach r, keys in order so the number named is
+// always the same.
+func scanValue(r *reach, v any) scan {
 	type step struct {
 		key   string
 		index int // -1 for a key
 	}
 	var sc scan
 	var path []step // the place walked, spelled out only for the number named
-	var walk func(v any)
-	walk = func(v any) {
+	var walk func(r *reach, v any)
+	walk = func(r *reach, v any) {
+		if r == nil {
+			return
+		}
 		sc.values++
 		switch t := v.(type) {
 		case map[string]any:
 			for _, k := range sortedKeys(t) {
 				path = append(path, step{k, -1})
-				walk(t[k])
+				walk(r.prop(k), t[k])
 				path = path[:len(path)-1]
 			}
 		case *Object:
 			for _, k := range t.Keys() {
 				path = append(path, step{k, -1})
-				walk(t.m[k])
+				walk(r.prop(k), t.m[k])
 				path = path[:len(path)-1]
 			}
 		case []any:
 			for i, e := range t {
 				path = append(path, step{"", i})
-				walk(e)
+				walk(r.index(i), e)
 				path = path[:len(path)-1]
 			}
 		case json.Number:
@@ -134,32 +320,79 @@ func scanValue(v any) scan {
 			}
 		}
 	}
-	walk(v)
+	walk(r, v)
 	return sc
+}
+
+// scanBytes scans raw checked against s; v is the document when it had to be decoded to
+// be scanned, and err says it is not JSON.
+func scanBytes(s *jsonschema.Schema, raw []byte) (sc scan, v any, err error) {
+	if sc, ok := scanRaw(s, raw); ok {
+		return sc, nil, nil
+	}
+	if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err != nil {
+		return scan{}, nil, err
+	}
+	return scanValue(newReach([]*jsonschema.Schema{s}), v), v, nil
+}
+
+// problem says why a document scanned as sc is not checked against s, or "": at is the
+// place of the number it names ("" for too many values).
+func (sc scan) problem(s *jsonschema.Schema) (at, why string) {
+	if sc.values > MaxValues {
+		return "", fmt.Sprintf("too many values to check against the schema: the schema would check %d JSON values of the document; at most %d are checked", sc.values, MaxValues)
+	}
+	if sc.numberWhy != "" {
+		return sc.at, sc.numberWhy
+	}
+	if evals := costsOf(s).evals; float64(sc.values)*evals > maxEvaluationWork {
+		return "", fmt.Sprintf("too many values to check against the schema: %d JSON values, each of which the schema may check up to %.0f times (through $ref, allOf, anyOf and the like), could take %.2g evaluations, more than the %.0g allowed",
+			sc.values, evals, float64(sc.values)*evals, float64(maxEvaluationWork))
+	}
+	return "", ""
 }
 
 // refuse is ValidateArguments' problem for a document it does not check against s, or nil.
 func (sc scan) refuse(s *jsonschema.Schema) error {
-	if sc.values > MaxValues {
-		return verr.New("", fmt.Sprintf("too many values to check against the schema: the document holds %d JSON values; at most %d are checked; send fewer", sc.values, MaxValues))
-	}
-	if sc.numberWhy != "" {
+	at, why := sc.problem(s)
+	switch {
+	case why == "":
+		return nil
+	case why == sc.numberWhy:
 		e := &verr.Error{}
-		e.AddKind(sc.at, verr.KindValue, sc.numberWhy)
+		e.AddKind(at, verr.KindValue, why)
 		return e
 	}
-	if evals := costsOf(s).evals; float64(sc.values)*evals > maxEvaluationWork {
-		return verr.New("", fmt.Sprintf("too many values to check against the schema: %d JSON values, each of which the schema may check up to %.0f times (through $ref, allOf, anyOf and the like), could take %.2g evaluations, more than the %.0g allowed; send fewer",
-			sc.values, evals, float64(sc.values)*evals, float64(maxEvaluationWork)))
+	return verr.New("", why+"; send fewer")
+}
+
+// ErrUnchecked is wrapped by CheckValues' error: a document the validator is not given.
+var ErrUnchecked = errors.New("schema: too large to check against the schema")
+
+// CheckValues returns an error wrapping ErrUnchecked when ValidateArguments would refuse
+// raw unchecked for the values the schema reaches (too many, too much work, or a number
+// the validator must not be given), so that a caller checking output can say it was not
+// checked rather than that it does not match. It returns nil for raw that is not JSON.
+func CheckValues(s *jsonschema.Schema, raw []byte) error {
+	sc, _, err := scanBytes(s, raw)
+	if err != nil {
+		return nil
 	}
-	return nil
+	at, why := sc.problem(s)
+	switch {
+	case why == "":
+		return nil
+	case sc.numberWhy == why:
+		return fmt.Errorf("%w: the value at %q %s", ErrUnchecked, at, why)
+	}
+	return fmt.Errorf("%w: %s", ErrUnchecked, strings.TrimPrefix(why, "too many values to check against the schema: "))
 }
 
 // checkNumbers refuses a schema holding a number the validator must not be given, with
 // its place: compiling it (minimum, multipleOf), checking the schema against the
 // meta-schema (maxLength) or comparing a value to it (enum, const) costs seconds.
 func checkNumbers(doc any) (string, error) {
-	sc := scanValue(doc)
+	sc := scanValue(everything, doc)
 	if sc.numberWhy == "" {
 		return "", nil
 	}

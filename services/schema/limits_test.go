@@ -111,7 +111,7 @@ func TestTooManyValuesRefused(t *testing.T) {
 	}
 	n := MaxValues + 1
 	err = ValidateArguments(s, json.RawMessage(`{"ids":`+repeated("0", n)+`}`))
-	refusedAt(t, err, "", fmt.Sprintf("holds %d JSON values; at most %d", n+2, MaxValues))
+	refusedAt(t, err, "", fmt.Sprintf("check %d JSON values of the document; at most %d", n+2, MaxValues))
 	ids := make([]any, n)
 	for i := range ids {
 		ids[i] = json.Number("0")
@@ -143,5 +143,103 @@ func TestLargeOrdinaryDocumentValidates(t *testing.T) {
 	big := `{"rows":` + repeated(`{"id":1}`, 99_000) + `}`
 	if err := ValidateArguments(s, json.RawMessage(big)); err != nil {
 		t.Fatalf("%d bytes: %v", len(big), err)
+	}
+}
+
+// rowsOutput is a database tool's result: rows arrays of cols numbers, each (with its
+// rows, its own array and the root) a JSON value, 330,002 for 30,000 rows of 10.
+func rowsOutput(rows, cols int, cell string) string {
+	return `{"rows":` + repeated(repeated(cell, cols), rows) + `}`
+}
+
+// The validator never looks inside an array whose schema applies nothing to its items:
+// such values are neither counted nor their numbers scanned. Values a schema does
+// reach are bounded as before.
+func TestUnreachedValuesNotCounted(t *testing.T) {
+	t.Parallel()
+	unchecked, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"rows":{"type":"array"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"array","items":{"type":"integer"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rowsOutput(30_000, 10, "12345")
+	if err := ValidateArguments(unchecked, json.RawMessage(rows)); err != nil {
+		t.Fatalf("30,000 rows under an unconstrained array: %.300v", err)
+	}
+	if err := CheckValues(unchecked, []byte(rows)); err != nil {
+		t.Fatalf("CheckValues, 30,000 rows under an unconstrained array: %v", err)
+	}
+	refusedAt(t, ValidateArguments(checked, json.RawMessage(rows)), "", "check 330002 JSON values of the document; at most 250000")
+
+	// A property no schema names, under additionalProperties absent, is not looked at either.
+	if err := ValidateArguments(checked, json.RawMessage(`{"rows":[],"extra":`+repeated("1", MaxValues+1)+`}`)); err != nil {
+		t.Fatalf("an unnamed property: %.300v", err)
+	}
+	// Reached through $ref and allOf, prefixItems, additionalProperties: counted.
+	for _, sch := range []string{
+		`{"$defs":{"r":{"items":{"type":"integer"}}},"properties":{"rows":{"allOf":[{"$ref":"#/$defs/r"}]}}}`,
+		`{"properties":{"rows":{"prefixItems":[{"type":"integer"}],"items":{"type":"integer"}}}}`,
+		`{"additionalProperties":{"items":{"type":"integer"}}}`,
+		`{"properties":{"rows":{"uniqueItems":true}}}`,                                             // compares whole items
+		`{"properties":{"rows":{"$dynamicRef":"#/$defs/d"}},"$defs":{"d":{"$dynamicAnchor":"d"}}}`, // not modelled: counted
+	} {
+		s, err := CompileSchema(json.RawMessage(sch))
+		if err != nil {
+			t.Fatalf("%s: %v", sch, err)
+		}
+		refusedAt(t, ValidateArguments(s, json.RawMessage(`{"rows":`+repeated("1", MaxValues+1)+`}`)), "", "JSON values")
+	}
+
+	// Huge numbers: accepted where no keyword looks at them, refused where one does.
+	huge := `{"rows":[[1,1e999999]]}`
+	if err := ValidateArguments(unchecked, json.RawMessage(huge)); err != nil {
+		t.Fatalf("a huge number in an unchecked array: %v", err)
+	}
+	if err := ValidateArguments(unchecked, map[string]any{"rows": []any{json.Number("1e999999")}}); err != nil {
+		t.Fatalf("a decoded huge number in an unchecked array: %v", err)
+	}
+	refusedAt(t, ValidateArguments(checked, json.RawMessage(huge)), "/rows/0/1", "exponent")
+	refusedAt(t, ValidateArguments(checked, map[string]any{"rows": []any{[]any{json.Number("1e999999")}}}), "/rows/0/0", "exponent")
+
+	// The evaluations bound counts reached values only: the costly schema applies to "a".
+	defs := []string{}
+	for i := range 11 {
+		defs = append(defs, fmt.Sprintf(`"d%d":{"allOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"d11":{"type":"integer"}`)
+	costly, err := CompileSchema(json.RawMessage(`{"type":"object","$defs":{` + strings.Join(defs, ",") +
+		`},"properties":{"a":{"$ref":"#/$defs/d0"},"rows":{"type":"array"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateArguments(costly, json.RawMessage(`{"a":1,"rows":`+repeated("0", 5000)+`}`)); err != nil {
+		t.Fatalf("5,000 unchecked items beside a costly value: %.300v", err)
+	}
+}
+
+// CheckValues refuses what ValidateArguments refuses unchecked, wrapping ErrUnchecked and
+// without asking the sender to send fewer (output is not sent by the caller).
+func TestCheckValues(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"integer"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{`{"ids":` + repeated("0", MaxValues+1) + `}`, "check 250003 JSON values of the document"},
+		{`{"ids":[1,1e999999]}`, `the value at "/ids/1" is a number with the exponent 999999`},
+	} {
+		err := CheckValues(s, []byte(tc.doc))
+		if !errors.Is(err, ErrUnchecked) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "send fewer") {
+			t.Errorf("got %.300v, want an error wrapping ErrUnchecked saying %q", err, tc.want)
+		}
+	}
+	for _, doc := range []string{`{"ids":[1,2]}`, `{"ids":["x"]}`, `not JSON`} {
+		if err := CheckValues(s, []byte(doc)); err != nil {
+			t.Errorf("%s: got %v, want nil (checked, or refused, by ValidateArguments)", doc, err)
+		}
 	}
 }
