@@ -104,7 +104,11 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	if err != nil {
 		return x, err
 	}
+	m := h.masker()
 	for _, st := range steps {
+		if st.Arguments, err = m.step(ctx, st); err != nil {
+			return x, err
+		}
 		sv := executionStepView(st, results)
 		if st.CallID != nil && st.Status == executions.StepRunning {
 			sv.Progress = progress[*st.CallID]
@@ -126,10 +130,57 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		case err != nil:
 			return x, err
 		default:
-			x.Rollback = rollbackView(rp)
+			if x.Rollback, err = rollbackView(ctx, m, rp); err != nil {
+				return x, err
+			}
 		}
 	}
 	return x, nil
+}
+
+// secretMasker masks, in the step arguments pages and the API show, the top-level
+// arguments each step's tool schema marks secret (tools.MaskSecretArgs): send_input's
+// text may be a password typed at a hidden prompt. What is stored and run is unchanged.
+type secretMasker struct {
+	tools   *tools.Service
+	schemas map[string]json.RawMessage // by tool reference, read once per masker
+}
+
+func (h ExecutionsHandler) masker() *secretMasker {
+	return &secretMasker{tools: h.Tools, schemas: map[string]json.RawMessage{}}
+}
+
+// mask is args with the secrets of the tool toolID (else the one named tool) masked.
+func (m *secretMasker) mask(ctx context.Context, toolID, tool string, args json.RawMessage) (json.RawMessage, error) {
+	ref := toolID
+	if ref == "" {
+		ref = tool
+	}
+	if ref == "" || len(args) == 0 {
+		return args, nil
+	}
+	schema, ok := m.schemas[ref]
+	if !ok {
+		t, err := m.tools.Target(ctx, ref)
+		switch {
+		case errors.Is(err, tools.ErrNotFound): // a deleted tool: no schema says what is secret
+		case err != nil:
+			return nil, err
+		default:
+			schema = t.InputSchema
+		}
+		m.schemas[ref] = schema
+	}
+	return tools.MaskSecretArgs(schema, args), nil
+}
+
+// step is a stored step's arguments, masked.
+func (m *secretMasker) step(ctx context.Context, st executions.Step) (json.RawMessage, error) {
+	var id string
+	if st.ToolID != nil {
+		id = *st.ToolID
+	}
+	return m.mask(ctx, id, st.Tool, st.Arguments)
 }
 
 // stepResult is a stored step's result (executions' runStep).
@@ -170,8 +221,12 @@ func executionStepView(st executions.Step, results bool) views.ExecutionStepView
 func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.Execution) ([]views.ExecutionPreviewStep, error) {
 	out := make([]views.ExecutionPreviewStep, 0, len(ex.Plan.Steps))
 	comps := map[string]*views.ExecutionUndo{}
+	m := h.masker()
 	for i, st := range ex.Plan.Steps {
-		pv := previewStep(i, st.Prepared)
+		pv, err := m.previewStep(ctx, i, st.Prepared)
+		if err != nil {
+			return nil, err
+		}
 		pv.Undo = views.ExecutionUndo{Kind: "none"}
 		if st.Preview != nil {
 			pv.Diff = views.NewDiff(st.Preview.Path, st.Preview.Diff)
@@ -179,7 +234,11 @@ func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.
 		}
 		for _, u := range ex.Plan.Rollback {
 			if u.Undoes != nil && *u.Undoes == i {
-				pv.Undo = views.ExecutionUndo{Kind: "step", Tool: u.Tool, ToolID: u.ToolID, Arguments: compactJSON(u.Effective)}
+				args, err := m.mask(ctx, u.ToolID, u.Tool, u.Effective)
+				if err != nil {
+					return nil, err
+				}
+				pv.Undo = views.ExecutionUndo{Kind: "step", Tool: u.Tool, ToolID: u.ToolID, Arguments: compactJSON(args)}
 			}
 		}
 		if pv.Undo.Kind == "none" && st.ToolID != "" {
@@ -218,9 +277,14 @@ func (h ExecutionsHandler) compensationUndo(ctx context.Context, toolID string) 
 	return u, nil
 }
 
-func previewStep(i int, p router.Prepared) views.ExecutionPreviewStep {
+// previewStep is a prepared step as a preview shows it, its secrets masked.
+func (m *secretMasker) previewStep(ctx context.Context, i int, p router.Prepared) (views.ExecutionPreviewStep, error) {
+	args, err := m.mask(ctx, p.ToolID, p.Tool, p.Effective)
+	if err != nil {
+		return views.ExecutionPreviewStep{}, err
+	}
 	return views.ExecutionPreviewStep{Position: i, Tool: p.Tool, ToolID: p.ToolID, Server: p.Server,
-		Arguments: indentJSON(p.Effective), Risk: string(p.Risk.Level), RiskWhy: p.Risk.Why, RiskSource: p.Risk.Source}
+		Arguments: indentJSON(args), Risk: string(p.Risk.Level), RiskWhy: p.Risk.Why, RiskSource: p.Risk.Source}, nil
 }
 
 func compactJSON(raw json.RawMessage) string {
@@ -232,10 +296,13 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // rollbackView is the RollbackPanel of a failed execution.
-func rollbackView(rp *executions.RollbackPlan) *views.ExecutionRollbackPlan {
+func rollbackView(ctx context.Context, m *secretMasker, rp *executions.RollbackPlan) (*views.ExecutionRollbackPlan, error) {
 	out := &views.ExecutionRollbackPlan{Missing: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase, Hash: rp.Hash}
 	for _, st := range rp.Steps {
-		pv := previewStep(0, st.Prepared)
+		pv, err := m.previewStep(ctx, 0, st.Prepared)
+		if err != nil {
+			return nil, err
+		}
 		if st.Undoes != nil {
 			pv.Position = *st.Undoes
 			u := *st.Undoes
@@ -257,7 +324,7 @@ func rollbackView(rp *executions.RollbackPlan) *views.ExecutionRollbackPlan {
 			out.Nothing = "nothing undoes the steps that ran"
 		}
 	}
-	return out
+	return out, nil
 }
 
 // executionParts renders an event of one execution's topic for its page: every part

@@ -89,7 +89,12 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 		return out, err
 	}
 	out.Steps = []executions.Step{}
+	m := h.masker()
 	for _, st := range steps {
+		// Shown, not run: what the tool's schema marks secret is masked (secretMasker).
+		if st.Arguments, err = m.step(c.Request().Context(), st); err != nil {
+			return out, err
+		}
 		if st.Phase == executions.PhaseRollback {
 			out.Rollback = append(out.Rollback, st)
 		} else {
@@ -284,8 +289,14 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 	}
 	out := apiRollbackPlan{Steps: []apiRollbackStep{}, NotUndone: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase,
 		Hash: rp.Hash}
+	m := h.masker()
 	for _, st := range rp.Steps {
-		out.Steps = append(out.Steps, apiRollbackStep{Tool: st.Tool, Arguments: st.Arguments, Risk: string(st.Risk.Level), Undoes: st.Undoes})
+		// The arguments as given, with what the tool's schema marks secret masked.
+		args, err := m.mask(c.Request().Context(), st.ToolID, st.Tool, st.Arguments)
+		if err != nil {
+			return err
+		}
+		out.Steps = append(out.Steps, apiRollbackStep{Tool: st.Tool, Arguments: args, Risk: string(st.Risk.Level), Undoes: st.Undoes})
 	}
 	var ve *verr.Error
 	if rp.Problems != nil && errors.As(rp.Problems, &ve) {

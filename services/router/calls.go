@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,41 +111,10 @@ func (cr *callRecord) redactedArgs() json.RawMessage {
 	if cr.redacted == nil {
 		cr.redacted = json.RawMessage("{}")
 		if len(cr.args) > 0 {
-			cr.redacted, _ = usage.Cap(usage.Redact(maskSecretParams(cr.e.t.InputSchema, cr.args)), usage.MaxJSONBytes)
+			cr.redacted, _ = usage.Cap(usage.Redact(tools.MaskSecretArgs(cr.e.t.InputSchema, cr.args)), usage.MaxJSONBytes)
 		}
 	}
 	return cr.redacted
-}
-
-// maskSecretParams masks the top-level arguments whose schema says they hold a secret
-// (writeOnly, format "password": tools.IsSecretParam), whatever their look: a password
-// typed with send_input is a plain word that Redact would keep.
-func maskSecretParams(schema, args json.RawMessage) json.RawMessage {
-	if !bytes.Contains(schema, []byte("writeOnly")) && !bytes.Contains(schema, []byte("password")) {
-		return args // most schemas mark nothing: skip decoding them
-	}
-	var s struct {
-		Properties map[string]any `json:"properties"` // a property may be true, not an object
-	}
-	var a map[string]json.RawMessage
-	if json.Unmarshal(schema, &s) != nil || json.Unmarshal(args, &a) != nil {
-		return args
-	}
-	masked := false
-	for name, v := range a {
-		if p, ok := s.Properties[name].(map[string]any); ok && string(v) != "null" && tools.IsSecretParam(name, p) {
-			a[name], _ = json.Marshal(usage.Mask)
-			masked = true
-		}
-	}
-	if !masked {
-		return args
-	}
-	out, err := json.Marshal(a)
-	if err != nil {
-		return args
-	}
-	return out
 }
 
 func (cr *callRecord) usageEntry(success bool, code string, response, errJSON json.RawMessage, ran bool) usage.Entry {

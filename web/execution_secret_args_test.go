@@ -1,0 +1,153 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// A send_input step of a plan (its input is writeOnly: a password at a hidden prompt)
+// shows ******** instead of its text on the execution page (the preview's arguments and
+// its undo's) and in the API's steps, while the terminal still gets the real text.
+func TestExecutionMasksSecretStepArguments(t *testing.T) {
+	t.Parallel()
+	srv, admin, sid := secretArgsSetup(t)
+	send := func(input string) map[string]any {
+		return step(secretArgsTool, map[string]any{"operation": "send_input", "sessionId": sid, "input": input + "\n"})
+	}
+	body := map[string]any{"plan": map[string]any{"steps": []any{send(secretTyped)}, "rollback": []any{send(secretUndoTyped)}},
+		"conversation_id": "conv-mask"}
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	ex = waitExec(t, admin, ex.ID, "success")
+
+	// The run typed the real text: the terminal's own record of it says so.
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		return testkit.Count(t, srv.Pool, `SELECT count(*) FROM audit_log WHERE action = 'terminal.input' AND target_id = $1
+			AND payload->>'input' LIKE $2`, sid, "%"+secretTyped+"%") == 1
+	}, "the typed line's terminal.input entry")
+
+	// The API: the same shape, the input masked.
+	if len(ex.Steps) != 1 {
+		t.Fatalf("steps: %+v", ex.Steps)
+	}
+	var args map[string]string
+	if err := json.Unmarshal(ex.Steps[0].Arguments, &args); err != nil {
+		t.Fatalf("the step's arguments %s: %v", ex.Steps[0].Arguments, err)
+	}
+	if args["input"] != "********" || args["operation"] != "send_input" {
+		t.Errorf("the API's step arguments: %s", ex.Steps[0].Arguments)
+	}
+	noSecret(t, admin, "/api/v1/executions/"+ex.ID)
+
+	// The page: the preview's arguments and its undo's.
+	d := noSecret(t, admin, "/executions/"+ex.ID)
+	st := d.Find(`[data-testid=action-preview] [data-testid=preview-step]`)
+	if got := st.Find(`[data-testid=step-arguments]`).Text(); !strings.Contains(got, `"input": "********"`) || !strings.Contains(got, `"operation": "send_input"`) {
+		t.Errorf("the preview's arguments: %s", got)
+	}
+	if got := st.Find(`[data-testid=step-undo]`).Text(); !strings.Contains(got, "********") {
+		t.Errorf("the preview's undo: %s", got)
+	}
+}
+
+// A failed execution's rollback plan (its page's panel and GET …/rollback) masks a
+// send_input undo step's text too.
+func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
+	t.Parallel()
+	_, admin, sid := secretArgsSetup(t)
+	send := func(input string) map[string]any {
+		return step(secretArgsTool, map[string]any{"operation": "send_input", "sessionId": sid, "input": input + "\n"})
+	}
+	// The second step reads a session that does not exist: the tool answers an error.
+	fail := step(secretArgsTool, map[string]any{"operation": "get_output", "sessionId": "term-nosuch"})
+	body := map[string]any{"plan": map[string]any{"steps": []any{send(secretTyped), fail}, "rollback": []any{send(secretUndoTyped)}},
+		"conversation_id": "conv-mask"}
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	waitExec(t, admin, ex.ID, "failed")
+
+	var rp struct {
+		Steps []struct {
+			Tool      string            `json:"tool"`
+			Arguments map[string]string `json:"arguments"`
+		} `json:"steps"`
+	}
+	admin.json(http.MethodGet, "/api/v1/executions/"+ex.ID+"/rollback", nil, 200, &rp)
+	if len(rp.Steps) != 1 || rp.Steps[0].Arguments["input"] != "********" || rp.Steps[0].Arguments["operation"] != "send_input" {
+		t.Errorf("the rollback plan's steps: %+v", rp.Steps)
+	}
+	noSecret(t, admin, "/api/v1/executions/"+ex.ID+"/rollback")
+	d := noSecret(t, admin, "/executions/"+ex.ID)
+	if got := d.Find(`[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`).Text(); !strings.Contains(got, `"input": "********"`) {
+		t.Errorf("the rollback panel's arguments: %q", got)
+	}
+}
+
+const (
+	secretArgsTool  = "builtin__terminal_operations"
+	secretTyped     = "tulip-Otter-Pw93"
+	secretUndoTyped = "maple-Heron-Pw71"
+)
+
+// secretArgsSetup starts a server whose terminal tool is LOW (plans of it run at once),
+// with a terminal session of conversation conv-mask; it returns the admin's client and
+// the session's id.
+func secretArgsSetup(t *testing.T) (*webtest.Server, svClient, string) {
+	t.Helper()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	tg := srv.App.Enable(t, secretArgsTool)
+	low := "low"
+	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &low, MayLowerRisk: true, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		d, err := srv.Router.RiskOf(ctx, secretArgsTool, json.RawMessage(`{"operation":"get_output","sessionId":"x"}`))
+		return err == nil && d.Level == risk.Low
+	}, "the tool's LOW risk in the router")
+	res, err := srv.Router.Call(ctx, router.Call{Tool: secretArgsTool, Arguments: json.RawMessage(`{"operation":"create_session"}`),
+		Actor: audit.Actor{Kind: audit.ActorUser, Name: "admin"}, Role: auth.RoleAdmin, Source: router.SourceAPI, ConversationID: "conv-mask"})
+	if err != nil || res.IsError {
+		t.Fatalf("create_session: %v %+v", err, res)
+	}
+	var cs struct{ SessionID string }
+	_ = json.Unmarshal(res.StructuredContent, &cs)
+	return srv, svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}, cs.SessionID
+}
+
+// noSecret GETs path (a page or the API) and fails when it holds either typed text.
+func noSecret(t *testing.T, c svClient, path string) *goquery.Document {
+	t.Helper()
+	r := c.srv.Get(t, c.c, path)
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, r.StatusCode, body)
+	}
+	if strings.Contains(string(body), secretTyped) || strings.Contains(string(body), secretUndoTyped) {
+		t.Errorf("GET %s shows the typed text", path)
+	}
+	d, err := goquery.NewDocumentFromReader(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
