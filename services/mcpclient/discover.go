@@ -64,7 +64,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 		}
 		return registry.DiscoveryResult{}, ErrNotConnected
 	}
-	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now()}
+	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: c.cfg.Fingerprint}
 	lastProgress := time.Now()
 	lim := listLimits{maxPages: c.m.opts.MaxPages, timeout: c.timeout()}
 	tools, pages, err := listTools(ctx, s.cs, lim, func(pages, n int) {

@@ -44,7 +44,7 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	}
 	s := &session{cs: cs, ep: ep, cancel: stop}
 	defer s.close()
-	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now()}
+	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: cfg.Fingerprint}
 	lim := listLimits{maxPages: m.opts.MaxPages, timeout: cfg.Timeout}
 	tools, pages, err := listTools(ctx, cs, lim, nil)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -207,6 +208,15 @@ func (s *Service) openValue(id, field, name string, v secretValue) (string, erro
 	return plain, nil
 }
 
+// MaxErrorText bounds the error text of a server's (a status, a health check, a failed
+// discovery) that is stored and published: the server picks its length.
+const MaxErrorText = 2048
+
+// CutMark ends an error text cut to MaxErrorText.
+const CutMark = "… (cut)"
+
+func clipError(s string) string { return textcheck.Clip(s, MaxErrorText, CutMark) }
+
 // StatusUpdate is a change of a server's connection status.
 type StatusUpdate struct {
 	Status string
@@ -221,6 +231,7 @@ func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (boo
 	if !uuidtext.Canonical(id) {
 		return false, ErrNotFound
 	}
+	u.Error = clipError(u.Error)
 	changed := false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var prev string
@@ -289,6 +300,7 @@ func (s *Service) RecordHealth(ctx context.Context, id string, ok bool, latency 
 	}
 	var e *string
 	if errText != "" {
+		errText = clipError(errText)
 		e = &errText
 	}
 	_, err := s.pool.Exec(ctx, `/* registry.RecordHealth */ INSERT INTO server_health (server_id, ok, latency_ms, error) VALUES ($1, $2, $3, $4)`, id, ok, lat, e)

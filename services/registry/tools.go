@@ -238,7 +238,15 @@ type Discovery struct {
 	Tools     []ToolDef
 	Resources []Resource // nil: not listed (no capability or the list failed)
 	Prompts   []Prompt
+	// Fingerprint is that of the Connection the list was fetched with; when set, a list
+	// whose server's settings changed meanwhile is not stored (ErrDiscoverySuperseded).
+	Fingerprint string
 }
+
+// ErrDiscoverySuperseded: the server's connection settings changed while its tools were
+// listed, so the list may be another endpoint's. The session reconnects on the change
+// and discovers again.
+var ErrDiscoverySuperseded = fault.Stale("discovery_superseded", "the server's settings changed during the discovery, so its list was not stored; a new discovery runs with the new settings").About("server")
 
 // DiscoveryResult counts what a discovery changed (docs/api.md: POST .../discover).
 type DiscoveryResult struct {
@@ -312,6 +320,7 @@ func discoveryRetryable(err error) bool {
 // the difference in one transaction.
 func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
 	var res DiscoveryResult
+	superseded := false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var name string
 		// The row lock serializes discoveries of one server across sessions and replicas.
@@ -320,6 +329,23 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 				return ErrNotFound
 			}
 			return err
+		}
+		// Settings changed while the list was fetched (a new URL, say): the list may be
+		// the old endpoint's, so only the run is recorded. The change reconnects the
+		// session, which discovers again.
+		if d.Fingerprint != "" {
+			sv, err := getServer(ctx, tx, serverID, false)
+			if err != nil {
+				return err
+			}
+			now, err := s.open(draftOf(sv))
+			if err != nil {
+				return err
+			}
+			if now.Fingerprint != d.Fingerprint {
+				superseded = true
+				return s.recordSuperseded(ctx, tx, serverID, name, d, &res.RunID)
+			}
 		}
 		// What the comparison needs of each stored tool; the definitions themselves
 		// are read only for the tools that changed (applyTools).
@@ -378,7 +404,25 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 		}
 		return nil
 	})
+	if err == nil && superseded {
+		return res, ErrDiscoverySuperseded
+	}
 	return res, err
+}
+
+// recordSuperseded stores a discovery whose list ApplyDiscovery dropped (the server's
+// settings changed meanwhile) as a failed run saying so.
+func (s *Service) recordSuperseded(ctx context.Context, tx pgx.Tx, serverID, name string, d Discovery, runID *int64) error {
+	msg := ErrDiscoverySuperseded.Message
+	if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.superseded */
+		INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
+		VALUES ($1, $2, $3, 'failed', $4, $5, $6) RETURNING id`,
+		serverID, d.Trigger, d.Actor.Name, d.Pages, msg, d.StartedAt).Scan(runID); err != nil {
+		return err
+	}
+	_, err := events.DiscoveryFailed.Publish(ctx, tx, ServersTopic, events.DiscoveryFailure{ServerID: serverID,
+		Server: name, Trigger: d.Trigger, RunID: *runID, Error: msg})
+	return err
 }
 
 func nilIfNil[T any](v []T) any {
@@ -638,17 +682,18 @@ func (s *Service) RecordDiscoveryFailure(ctx context.Context, serverID string, d
 	if !uuidtext.Canonical(serverID) {
 		return 0, ErrNotFound
 	}
+	msg := clipError(cause.Error())
 	var id int64
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var name string
 		if err := tx.QueryRow(ctx, `/* registry.RecordDiscoveryFailure */
 			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
 			VALUES ($1, $2, $3, 'failed', $4, $5, $6) RETURNING id, (SELECT name FROM mcp_servers WHERE id = $1)`,
-			serverID, d.Trigger, d.Actor.Name, d.Pages, cause.Error(), d.StartedAt).Scan(&id, &name); err != nil {
+			serverID, d.Trigger, d.Actor.Name, d.Pages, msg, d.StartedAt).Scan(&id, &name); err != nil {
 			return err
 		}
 		_, err := events.DiscoveryFailed.Publish(ctx, tx, ServersTopic, events.DiscoveryFailure{ServerID: serverID,
-			Server: name, Trigger: d.Trigger, RunID: id, Error: cause.Error()})
+			Server: name, Trigger: d.Trigger, RunID: id, Error: msg})
 		return err
 	})
 	if err != nil {
