@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os/exec"
@@ -88,6 +89,10 @@ type Options struct {
 	// TestTimeout bounds a whole "Test connection" attempt (start, initialize, ping,
 	// list tools); a server's own shorter timeout wins. Default 10 s.
 	TestTimeout time.Duration
+	// MaxTests bounds the connection tests running at once in this process (each may
+	// start a stdio server's process); one more waits up to testSlotWait, then fails
+	// with ErrTestsBusy. Default DefaultMaxTests.
+	MaxTests int
 	// ProcessDir, when set, is where the process group of every running stdio server is
 	// recorded (package proctrack; serve uses <data-dir>/run/stdio), with the run's
 	// marker that those servers and template tools' commands carry: Run first kills
@@ -140,6 +145,9 @@ func (o *Options) withDefaults() Options {
 	if out.TestTimeout <= 0 {
 		out.TestTimeout = 10 * time.Second
 	}
+	if out.MaxTests <= 0 {
+		out.MaxTests = DefaultMaxTests
+	}
 	return out
 }
 
@@ -149,7 +157,31 @@ var (
 	ErrNotConnected = fault.Conflict("not_connected", "server is not connected").About("server")
 	// ErrStopped: the manager is not running.
 	ErrStopped = errors.New("mcpclient: manager is not running")
+	// ErrTestsBusy: Options.MaxTests connection tests are running and none ended in time.
+	ErrTestsBusy = fault.Unavailable("tests_busy", "too many connection tests are running at once; try again in a few seconds")
 )
+
+// DefaultMaxTests is Options.MaxTests by default: without a bound one person could
+// start hundreds of server processes at once through "Test connection".
+const DefaultMaxTests = 8
+
+// testSlotWait is how long a connection test waits for one of the others to end.
+const testSlotWait = 2 * time.Second
+
+// acquireTest takes one of the Options.MaxTests slots of connection tests, waiting up to
+// testSlotWait (ErrTestsBusy) or until ctx ends; release gives it back.
+func (m *Manager) acquireTest(ctx context.Context) (release func(), err error) {
+	t := time.NewTimer(testSlotWait)
+	defer t.Stop()
+	select {
+	case m.testSlots <- struct{}{}:
+		return func() { <-m.testSlots }, nil
+	case <-t.C:
+		return nil, ErrTestsBusy
+	case <-ctx.Done():
+		return nil, fmt.Errorf("cancelled while waiting for one of the %d connection tests running to end: %w", cap(m.testSlots), context.Cause(ctx))
+	}
+}
 
 // Manager owns the sessions. Create it with New, start it with Run.
 type Manager struct {
@@ -172,13 +204,15 @@ type Manager struct {
 	runWritten bool // the run's record (proctrack.WriteRun) is in ProcessDir
 	runEnded   bool // endRun ran: a server that starts now is not recorded but stopped
 	tests      testRuns
+	testSlots  chan struct{} // one per running connection test (acquireTest)
 }
 
 // New returns a manager over the registry.
 func New(reg *registry.Service, opts *Options) *Manager {
 	o := opts.withDefaults()
 	return &Manager{reg: reg, opts: o, log: o.Logger, confiner: confine.New(o.Confine), conns: map[string]*conn{},
-		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}, marker: "run-" + rand.Text()}
+		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}, marker: "run-" + rand.Text(),
+		testSlots: make(chan struct{}, o.MaxTests)}
 }
 
 // ServerMarkerEnv marks the processes of stdio servers and template tools' commands (and

@@ -42,6 +42,11 @@ const (
 )
 
 func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(string)) TestResult {
+	release, err := m.acquireTest(ctx)
+	if err != nil {
+		return TestResult{Error: err.Error()}
+	}
+	defer release()
 	bound := m.opts.TestTimeout
 	if cfg.Timeout > 0 && cfg.Timeout < bound {
 		bound = cfg.Timeout

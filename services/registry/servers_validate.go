@@ -34,6 +34,20 @@ var namePattern = regexp.MustCompile(`^[a-z0-9-]{1,48}$`)
 // envNamePattern is what a POSIX shell accepts as a variable name.
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// Length limits of the fields the secret checks read (a longer value costs them time
+// and is no real registration), and of env values, which a process gets in its
+// environment.
+const (
+	MaxURLLength      = 8192
+	MaxArgLength      = 8192
+	MaxEnvValueLength = 64 << 10
+)
+
+// tooLong is the message for a field over its limit.
+func tooLong(limit int) string {
+	return fmt.Sprintf("is too long (at most %d characters)", limit)
+}
+
 // reservedHeaders are set by the MCP transports themselves; letting a registration
 // override them would break the protocol rather than authenticate anything.
 var reservedHeaders = []string{"host", "content-length", "content-type", "accept", "connection",
@@ -74,7 +88,9 @@ func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
 			ve.Add("command", "must not contain NUL characters")
 		}
 		for i, a := range d.args {
-			if strings.ContainsRune(a, 0) {
+			if utf8.RuneCountInString(a) > MaxArgLength {
+				ve.Add(fmt.Sprintf("args/%d", i), tooLong(MaxArgLength)+": put a long value in a file and pass its path")
+			} else if strings.ContainsRune(a, 0) {
 				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
 			}
 		}
@@ -84,7 +100,9 @@ func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
 		for _, k := range slices.Sorted(maps.Keys(d.env)) {
 			if !envNamePattern.MatchString(k) {
 				ve.Add("env/"+k, "is not a valid variable name: use letters, digits and '_', not starting with a digit")
-			} else if v := d.env[k].plain; v != nil && strings.ContainsRune(*v, 0) {
+			} else if v := d.env[k].plain; v != nil && len(*v) > MaxEnvValueLength {
+				ve.Add("env/"+k, fmt.Sprintf("is too long (at most %d bytes): put a long value in a file and pass its path", MaxEnvValueLength))
+			} else if v != nil && strings.ContainsRune(*v, 0) {
 				ve.Add("env/"+k, "must not contain NUL characters")
 			}
 		}
@@ -97,6 +115,8 @@ func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
 	case TypeSSE, TypeStreamableHTTP:
 		if d.url == "" {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
+		} else if utf8.RuneCountInString(d.url) > MaxURLLength {
+			ve.Add("url", tooLong(MaxURLLength))
 		} else if msg := checkURL(d.url); msg != "" {
 			ve.Add("url", msg)
 		} else if msg := eg.CheckURL(d.url); msg != "" && !keptOff {
@@ -277,6 +297,15 @@ func secretArg(args []string, i int) string {
 
 // literalSecret: see secretArg; prev is the flag before a, if any.
 func literalSecret(a, prev string) string {
+	return literalSecretAt(a, prev, 0)
+}
+
+// maxArgSplits is how many times literalSecret splits a value at "=" (--env=NAME=value):
+// splitting at every "=" would judge the rest again each time, quadratic in its length.
+const maxArgSplits = 2
+
+// literalSecretAt is literalSecret for a value after depth "="s.
+func literalSecretAt(a, prev string, depth int) string {
 	a = strings.TrimSpace(a)
 	secretFlag := func(f string) bool { return secrets.LooksSecretName(strings.TrimLeft(f, "-")) }
 	switch {
@@ -285,14 +314,14 @@ func literalSecret(a, prev string) string {
 	case secrets.LooksSecretValue(a):
 		return "it has the shape of a credential"
 	}
-	if k, v, ok := strings.Cut(a, "="); ok && k != "" && !strings.ContainsAny(k, " \t:") {
+	if k, v, ok := strings.Cut(a, "="); ok && depth < maxArgSplits && k != "" && !strings.ContainsAny(k, " \t:") {
 		if v == "" {
 			return ""
 		}
 		if secretFlag(k) {
 			return "the value of " + k
 		}
-		if why := literalSecret(v, ""); why != "" {
+		if why := literalSecretAt(v, "", depth+1); why != "" {
 			return "the value of " + k + ": " + why
 		}
 		return ""

@@ -171,6 +171,16 @@ var pemPrivateKey = regexp.MustCompile(`-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----`)
 //     but about 1 in 400 at 24 bytes, 1 in 2,500 at 32); hex digests, UUIDs,
 //     paths and identifiers do not.
 func LooksSecretValue(v string) bool {
+	return looksSecretValue(v, 0)
+}
+
+// maxURLNesting is how many URLs deep LooksSecretValue looks: a URL, and a URL in one of
+// its query values or path segments ("?next=https://…?api_key=…"). Following every
+// nested "://" would parse the rest of the text once per level, quadratic in its length.
+const maxURLNesting = 2
+
+// looksSecretValue is LooksSecretValue for a value inside depth URLs.
+func looksSecretValue(v string, depth int) bool {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return false
@@ -194,15 +204,19 @@ func LooksSecretValue(v string) bool {
 		}
 	}
 	if strings.Contains(v, "://") {
-		return secretURL(v)
+		// Past the bound the URL is not parsed; highEntropy refuses a ':' anyway.
+		return depth < maxURLNesting && secretURL(v, depth+1)
 	}
 	return highEntropy(v)
 }
 
 // secretURL reports a URL that carries a credential: a password, a query value named
 // like one or shaped like one (?access_token=…, ?key=…), a path segment shaped like one,
-// or a webhook URL, whose path is the credential.
-func secretURL(v string) bool {
+// or a webhook URL, whose path is the credential. depth counts v among the URLs it is in.
+func secretURL(v string, depth int) bool {
+	if onSecretURL != nil {
+		onSecretURL()
+	}
 	u, err := url.Parse(v)
 	if err != nil {
 		return false
@@ -217,18 +231,21 @@ func secretURL(v string) bool {
 	}
 	for k, vals := range u.Query() {
 		for _, q := range vals {
-			if q != "" && (LooksSecretName(k) || LooksSecretValue(q)) {
+			if q != "" && (LooksSecretName(k) || looksSecretValue(q, depth)) {
 				return true
 			}
 		}
 	}
 	for seg := range strings.SplitSeq(u.Path, "/") {
-		if seg != "" && LooksSecretValue(seg) {
+		if seg != "" && looksSecretValue(seg, depth) {
 			return true
 		}
 	}
 	return false
 }
+
+// onSecretURL, when set by a test, is called on each secretURL call.
+var onSecretURL func()
 
 // webhookURL matches the incoming-webhook URLs of Slack, Discord and Microsoft Teams,
 // which are their own credential.
