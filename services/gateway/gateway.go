@@ -38,6 +38,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
+// DefaultWriteTimeout is Options.WriteTimeout's default.
+const DefaultWriteTimeout = 30 * time.Second
+
 // statelessVersion is the first protocol version go-sdk serves only statelessly.
 const statelessVersion = "2026-07-28"
 
@@ -70,6 +73,10 @@ type Options struct {
 	// ListChangedDelay gathers the changes of this long into one
 	// notifications/tools/list_changed. Default 250 milliseconds.
 	ListChangedDelay time.Duration
+	// WriteTimeout bounds each write and flush of a response to an MCP client; a client
+	// that stops reading then loses its stream instead of holding the session's lock
+	// (and so every notification) for good. Default DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// Sessions are the upstream sessions whose resources and prompts are passed
 	// through, and Journal where their reads and gets are audited (passthrough.go).
 	Sessions *mcpclient.Manager
@@ -129,6 +136,9 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	if o.ListChangedDelay <= 0 {
 		o.ListChangedDelay = 250 * time.Millisecond
 	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
 	g := &Gateway{router: r, auth: a, exec: o.Executions, bus: o.Bus, opts: o, log: o.Logger,
 		pass: passthrough{sessions: o.Sessions, journal: o.Journal}}
 	if g.bus == nil {
@@ -181,14 +191,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	// The SDK's middleware writes the 401 itself; the challenge writer adds the
 	// WWW-Authenticate header it leaves out without OAuth metadata, and the MCP
-	// handler gets the real writer (streams need its Flush).
+	// handler gets the real writer (streams need its Flush), its writes bounded.
 	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if refuseBatch(w, r) {
+			return
+		}
 		if r.Method == http.MethodGet {
 			ctx, done := g.track(r)
 			defer done()
 			r = r.WithContext(ctx)
 		}
-		h.ServeHTTP(w, r)
+		bw := g.bounded(w)
+		defer bw.extend() // bounds the server's last flush, after the handler; net/http then clears it
+		h.ServeHTTP(bw, r)
 	})).
 		ServeHTTP(&challenge{ResponseWriter: w}, req)
 }

@@ -130,7 +130,9 @@ func (g *Gateway) openSSE(w http.ResponseWriter, req *http.Request) {
 	r := req.Clone(ctx)
 	r.URL.Path, r.URL.RawPath = MessagesPath, ""
 
-	ew := &endpointWriter{ResponseWriter: w, announced: func(id string) {
+	bw := g.bounded(w)
+	defer bw.extend()
+	ew := &endpointWriter{ResponseWriter: bw, announced: func(id string) {
 		sess.mu.Lock()
 		sess.id = id
 		sess.mu.Unlock()

@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"time"
+)
+
+// batchRefusal is the answer to a JSON-RPC batch. The protocol versions the gateway
+// serves (2025-06-18 onward) have none, but the SDK takes a stateful session's POST
+// without Mcp-Protocol-Version for 2025-03-26 and would run every request of a batch
+// at once, each in a goroutine of its own, with no limit.
+const batchRefusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: send one message per request (MCP 2025-06-18 and later have no batches)"}}`
+
+// refuseBatch answers 400 and reports true when req's body is a JSON-RPC batch (its
+// first byte past whitespace is '['). Otherwise req's body still reads whole.
+func refuseBatch(w http.ResponseWriter, req *http.Request) bool {
+	if req.Method != http.MethodPost || req.Body == nil || req.Body == http.NoBody {
+		return false
+	}
+	br := bufio.NewReader(req.Body)
+	req.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, req.Body}
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			// An empty or unreadable body is the SDK's to answer.
+			return false
+		}
+		switch b {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '[':
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, batchRefusal)
+			return true
+		}
+		_ = br.UnreadByte()
+		return false
+	}
+}
+
+// deadlineWriter bounds each write and flush of a response by a write deadline, so
+// that a client that stops reading fails the write (and the SDK drops its stream)
+// instead of blocking it, with the transport's lock held, for good. The deadline is
+// cleared after each: under HTTP/2 a deadline that passes ends the stream even when
+// nothing is being written, and a stream may rightly be idle for long.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+// bounded wraps w in a deadlineWriter of the gateway's WriteTimeout.
+func (g *Gateway) bounded(w http.ResponseWriter) *deadlineWriter {
+	return &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: g.opts.WriteTimeout}
+}
+
+// extend sets the deadline d from now. Errors are ignored here and in clear: a writer
+// without deadlines is written as is, and on a connection that is gone the write fails.
+func (w *deadlineWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+
+func (w *deadlineWriter) clear() { _ = w.rc.SetWriteDeadline(time.Time{}) }
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.extend()
+	defer w.clear()
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *deadlineWriter) FlushError() error {
+	w.extend()
+	defer w.clear()
+	return w.rc.Flush()
+}
+
+func (w *deadlineWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
