@@ -100,7 +100,11 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	for _, st := range ex.Plan.Steps {
 		x.PlanSteps = append(x.PlanSteps, views.ExecutionBrief{Tool: st.Tool, Server: st.Server, Risk: string(st.Risk.Level), RiskWhy: st.Risk.Why})
 	}
-	steps, err := h.Executions.Steps(ctx, ex.ID)
+	list := h.Executions.Steps
+	if !results {
+		list = h.Executions.StepsBrief // a progress fragment: not even read
+	}
+	steps, err := list(ctx, ex.ID)
 	if err != nil {
 		return x, err
 	}
@@ -201,7 +205,7 @@ func executionStepView(st executions.Step, results bool) views.ExecutionStepView
 		sv.DurationMS = &d
 	}
 	if !results {
-		sv.HasResult = len(st.Result) > 0 && string(st.Result) != "null"
+		sv.HasResult = st.HasResult
 		return sv
 	}
 	var res stepResult

@@ -103,7 +103,7 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 	if h, err := stored.Hash(); err != nil || !bytes.Equal(h, approved) {
 		return who, nil, &breach{action: actionHashMismatch, reason: "the stored plan is not the one that was approved (it was altered after approval)"}, nil
 	}
-	steps, err := s.Steps(ctx, ex.ID)
+	steps, err := s.StepsBrief(ctx, ex.ID)
 	if err != nil {
 		return who, nil, nil, err
 	}

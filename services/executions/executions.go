@@ -310,6 +310,8 @@ type Step struct {
 	StartedAt  *time.Time      `db:"started_at" json:"started_at,omitempty"`
 	FinishedAt *time.Time      `db:"finished_at" json:"finished_at,omitempty"`
 	DurationMS *float32        `db:"duration_ms" json:"duration_ms,omitempty"`
+	// HasResult says whether a result is stored, also when StepsBrief left it unread.
+	HasResult bool `db:"has_result" json:"-"`
 }
 
 // The step states.
@@ -325,8 +327,18 @@ const (
 
 // Steps lists an execution's steps: the run's in order, then the rollback's.
 func (s *Service) Steps(ctx context.Context, id string) ([]Step, error) {
+	return s.steps(ctx, id, "result")
+}
+
+// StepsBrief is Steps without their results (Result nil, HasResult set): for what runs
+// the steps or follows their states, which a result of megabytes would only slow.
+func (s *Service) StepsBrief(ctx context.Context, id string) ([]Step, error) {
+	return s.steps(ctx, id, "NULL::jsonb AS result")
+}
+
+func (s *Service) steps(ctx context.Context, id, result string) ([]Step, error) {
 	return db.All[Step](ctx, s.pool, "executions: steps", `/* executions.Steps */
-		SELECT id, phase, position, tool_id, tool_name, arguments, risk, undoes, status, call_id, result, error,
-		       started_at, finished_at, duration_ms
+		SELECT id, phase, position, tool_id, tool_name, arguments, risk, undoes, status, call_id, `+result+`, error,
+		       started_at, finished_at, duration_ms, coalesce(result <> 'null'::jsonb, false) AS has_result
 		FROM tool_calls WHERE execution_id = $1 ORDER BY phase DESC, position`, id)
 }

@@ -64,6 +64,11 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 	if errors.Is(err, errBusy) {
 		return river.JobSnooze(busyRetry)
 	}
+	if rl := (*rateLimited)(nil); errors.As(err, &rl) {
+		// The same job runs the rest later, starting with the step that waited; the
+		// execution goes on executing meanwhile.
+		return river.JobSnooze(rl.wait)
+	}
 	if errors.Is(err, errSettledElsewhere) {
 		w.s.log.Warn("executions: a step this runner ran was settled as interrupted meanwhile; its result is not recorded",
 			"execution", job.Args.ExecutionID)

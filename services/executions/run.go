@@ -1,16 +1,19 @@
 package executions
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -304,7 +307,7 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 	if ex.Status != want {
 		return nil // decided, finished or cancelled meanwhile
 	}
-	steps, err := s.Steps(ctx, id)
+	steps, err := s.StepsBrief(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -417,16 +420,22 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		var re *router.Error
 		if errors.As(callErr, &re) {
 			msg = re.Message
+			if re.Code == router.CodeRateLimited {
+				// The tool never saw the call: the step waits for the limit, pending again.
+				return "", s.waitForLimit(ctx, ex, st, re)
+			}
 		}
 		dur = float64(s.opts.Now().Sub(now).Microseconds()) / 1000
 	default:
 		result, _ = json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent,
 			"is_error": res.IsError})
+		result = storableJSON(result)
 		dur = res.DurationMS
 		if res.IsError {
-			status, msg = StepFailed, "the tool reported an error: "+router.TextOf(res.Content)
+			status, msg = StepFailed, "the tool reported an error: "+router.TextOfMax(res.Content, maxStepError)
 		}
 	}
+	msg = storableText(msg, maxStepError)
 	// An undo step's end and its step's "compensated" commit together: a crash between
 	// them would leave the undone step shown in effect for good (the retried job finds
 	// the undo step ended and goes on).
@@ -460,6 +469,82 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		return fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, msg), nil
 	}
 	return "", nil
+}
+
+// rateLimited is runStep's answer for a step the router refused for a rate limit: the
+// step is pending again, and its job runs it after wait.
+type rateLimited struct{ wait time.Duration }
+
+func (r *rateLimited) Error() string {
+	return fmt.Sprintf("executions: a step waits %s for a rate limit", r.wait)
+}
+
+// waitForLimit puts step st, refused by rate limit re, back to pending (unless it was
+// settled meanwhile) and returns the *rateLimited that makes its job wait.
+func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, re *router.Error) error {
+	tag, err := s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.rate_limited */
+		UPDATE tool_calls SET status = 'pending', call_id = NULL, started_at = NULL WHERE id = $1 AND status = 'running'`, st.ID)
+	if err != nil {
+		return fmt.Errorf("executions: put a rate-limited step back: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errSettledElsewhere
+	}
+	s.log.Info("executions: a step waits for a rate limit", "execution", ex.ID, "step", st.Position+1,
+		"tool", st.Tool, "wait", re.RetryAfter, "reason", re.Message)
+	return &rateLimited{wait: max(re.RetryAfter, 100*time.Millisecond)}
+}
+
+// maxStepError bounds a step's error as stored and announced (tool_calls.error, the
+// execution's error, its events and audit): a tool's error text may be any length.
+const maxStepError = 4 << 10
+
+// storableText is s as a text column takes it (a NUL or bytes that are not UTF-8
+// replaced by U+FFFD), clipped to n bytes.
+func storableText(s string, n int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	return textcheck.Clip(s, n, "…")
+}
+
+// storableJSON is raw as jsonb takes it: a string (or key) holding a NUL, bytes that
+// are not UTF-8 or a lone surrogate escape has them replaced by U+FFFD. A tool's
+// output may hold any of them (a file read with a NUL in it); refused, the step's end
+// could not be recorded.
+func storableJSON(raw json.RawMessage) json.RawMessage {
+	if _, _, bad := textcheck.JSON(raw); !bad {
+		return raw
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return raw
+	}
+	out, err := json.Marshal(cleanJSON(v))
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// cleanJSON replaces the NULs in the strings and keys of a decoded JSON value (decoding
+// already replaced bytes that are not UTF-8 and lone surrogates).
+func cleanJSON(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, "\x00", "\uFFFD")
+	case []any:
+		for i := range x {
+			x[i] = cleanJSON(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[strings.ReplaceAll(k, "\x00", "\uFFFD")] = cleanJSON(e)
+		}
+		return out
+	}
+	return v
 }
 
 // pinOf is what step st was approved against.
@@ -515,7 +600,7 @@ func (s *Service) finishWith(ctx context.Context, ex *Execution, phase, failure,
 			return err
 		}
 	}
-	steps, err := s.Steps(ctx, ex.ID)
+	steps, err := s.StepsBrief(ctx, ex.ID)
 	if err != nil {
 		return err
 	}

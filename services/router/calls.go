@@ -338,9 +338,12 @@ func (cr *callRecord) completed(res *Result) {
 	if res.IsError {
 		state = StateError
 	}
-	rt := cr.r.setRuntime(cr.e.t.ID, state, -1, TextOf(res.Content), res.DurationMS)
+	// Joined once and clipped: the runtime's last error is shown and broadcast, and a
+	// result may be megabytes.
+	text := TextOfMax(res.Content, maxRuntimeText)
+	rt := cr.r.setRuntime(cr.e.t.ID, state, -1, text, res.DurationMS)
 	p := events.CallCompleted{Call: cr.base(), IsError: res.IsError, DurationMS: res.DurationMS, Runtime: rt, Attempts: res.Attempts}
-	if s := TextOf(res.Content); s != "" {
+	if s := text; s != "" {
 		if r := []rune(s); len(r) > 200 {
 			s = string(r[:200]) + "…"
 		}

@@ -4,8 +4,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
 
 // Content is one item of a normalized result. Field names follow MCP's wire format, so
@@ -66,9 +69,26 @@ func normalize(in []mcp.Content) []Content {
 	return out
 }
 
-// TextOf joins the text items of a result, for summaries and test expectations.
+// maxRuntimeText bounds the text of a result a call's record keeps as its tool's last
+// error and summary (well over the summary's 200 characters).
+const maxRuntimeText = 4 << 10
+
+// TextOf joins the text items of a result, for summaries and test expectations. It is
+// linear in the result's size (a result may have any number of items).
 func TextOf(cs []Content) string {
-	var s string
+	return textOf(cs, -1)
+}
+
+// TextOfMax is TextOf clipped as textcheck.Clip(TextOf(cs), n, "…") would, without
+// joining more than n+1 bytes: for what shows or stores a tool's text (an error of
+// any length).
+func TextOfMax(cs []Content, n int) string {
+	return textOf(cs, n)
+}
+
+// textOf joins the text items of cs; with n >= 0 it stops past n bytes and clips.
+func textOf(cs []Content, n int) string {
+	var b strings.Builder
 	for _, c := range cs {
 		text := c.Text
 		if c.Type == "resource" && c.Resource != nil {
@@ -77,10 +97,17 @@ func TextOf(cs []Content) string {
 		if text == "" {
 			continue
 		}
-		if s != "" {
-			s += "\n"
+		if b.Len() > 0 {
+			b.WriteByte('\n')
 		}
-		s += text
+		if n >= 0 && b.Len()+len(text) > n {
+			b.WriteString(text[:n+1-b.Len()]) // one byte past n tells Clip it was cut
+			break
+		}
+		b.WriteString(text)
 	}
-	return s
+	if n < 0 {
+		return b.String()
+	}
+	return textcheck.Clip(b.String(), n, "…")
 }
