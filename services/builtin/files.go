@@ -56,10 +56,11 @@ const (
 	binarySniff = 8000
 	// maxGrepInsts bounds grep_search's pattern, in instructions of its compiled program:
 	// a match costs about that times the bytes searched (5 ns each), and cannot be
-	// stopped. Real patterns stay far below it: `func\s+\w+\(` is 11, [a-z]{1,100} 201.
-	maxGrepInsts = 500
+	// stopped. Real patterns stay below it: `func\s+\w+\(` is 11, [a-z]{1,100} 201, a
+	// URL with {1,200} 410, an alternation of 40 identifiers about 600.
+	maxGrepInsts = 2000
 	// grepChunk is how much of a file grep_search matches between checks that the call
-	// was not cancelled: whole lines, about 0.2 s at maxGrepInsts.
+	// was not cancelled: whole lines, under a second at maxGrepInsts.
 	grepChunk = 64 << 10
 	// maxGrepLineWork bounds the match of one line longer than grepChunk, in bytes times
 	// instructions (about 1.3 s): a longer line is left out and the result says so.

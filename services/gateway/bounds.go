@@ -66,11 +66,27 @@ func (w *deadlineWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d
 
 func (w *deadlineWriter) clear() { _ = w.rc.SetWriteDeadline(time.Time{}) }
 
+// Write writes b in pieces of writePiece, each with the whole deadline: the SDK writes
+// a message (a 16 MiB result) at once, and a client reading slowly but steadily must
+// not lose it; the deadline is for one that stopped.
 func (w *deadlineWriter) Write(b []byte) (int, error) {
-	w.extend()
 	defer w.clear()
-	return w.ResponseWriter.Write(b)
+	n := 0
+	for len(b) > 0 {
+		piece := b[:min(len(b), writePiece)]
+		w.extend()
+		m, err := w.ResponseWriter.Write(piece)
+		n += m
+		if err != nil {
+			return n, err
+		}
+		b = b[len(piece):]
+	}
+	return n, nil
 }
+
+// writePiece is how much of a write one deadline covers (deadlineWriter.Write).
+const writePiece = 64 << 10
 
 func (w *deadlineWriter) FlushError() error {
 	w.extend()

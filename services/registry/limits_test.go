@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -78,4 +79,26 @@ func TestArgAndEnvLengthLimits(t *testing.T) {
 	bigger := big + "v"
 	wantMessage(t, preview(t, stdioPatch(nil, map[string]*string{"CONFIG": &bigger})), "env/CONFIG",
 		"is too long (at most 65536 bytes)")
+}
+
+// A server stored before the limits, with a longer argument or URL, can still be disabled
+// and renamed: only a value changed is held to them.
+func TestLengthLimitsSpareStoredValues(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	long := strings.Repeat("x", 10_000)
+	st := f.create(stdioSpec("old-stdio"))
+	f.exec(`UPDATE mcp_servers SET args = jsonb_build_array($2::text) WHERE id = $1`, st.ID, long)
+	hs := f.create(httpSpec("old-http"))
+	f.exec(`UPDATE mcp_servers SET url = $2 WHERE id = $1`, hs.ID, "http://127.0.0.1:3001/mcp?pad="+long)
+	for _, id := range []string{st.ID, hs.ID} {
+		if _, err := f.reg.SetEnabled(f.ctx, audit.System, id, false); err != nil {
+			t.Fatalf("disable a server stored with a long value: %v", err)
+		}
+		f.update(id, registry.Patch{Description: ptr("renamed")})
+	}
+	_, err := f.reg.UpdateServer(f.ctx, audit.System, st.ID, registry.Patch{Args: &[]string{long + "y"}})
+	wantMessage(t, err, "args/0", "is too long (at most 8192 characters)")
+	_, err = f.reg.UpdateServer(f.ctx, audit.System, hs.ID, registry.Patch{URL: ptr("http://127.0.0.1:3001/mcp?pad=" + long + "y")})
+	wantMessage(t, err, "url", "is too long (at most 8192 characters)")
 }

@@ -53,11 +53,26 @@ func tooLong(limit int) string {
 var reservedHeaders = []string{"host", "content-length", "content-type", "accept", "connection",
 	"transfer-encoding", "mcp-session-id", "mcp-protocol-version", "last-event-id"}
 
-// validate normalizes d and reports every problem, keyed by the API field name. was is
-// the name the server has now ("" for a new one): a server that had a reserved name
-// before names were reserved keeps it until it is renamed. eg checks the URL unless
-// keptOff: a URL the policy refuses now can stay on a server that stays disabled.
-func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
+// validate normalizes d and reports every problem, keyed by the API field name. cur is
+// the server as it is now (nil for a new one): a server that had a reserved name before
+// names were reserved keeps it until it is renamed, and a URL, argument or env value
+// longer than the limits that came later stays as long as it is not changed. eg checks
+// the URL unless keptOff: a URL the policy refuses now can stay on a server that stays
+// disabled.
+func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
+	was := ""
+	if cur != nil {
+		was = cur.name
+	}
+	// kept: the value get reads is stored already, unchanged.
+	kept := func(get func(c *draft) (string, bool)) bool {
+		if cur == nil {
+			return false
+		}
+		v, ok := get(cur)
+		w, _ := get(d)
+		return ok && v == w
+	}
 	var ve verr.Error
 	d.name = strings.TrimSpace(d.name)
 	d.description = strings.TrimSpace(d.description)
@@ -88,7 +103,13 @@ func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
 			ve.Add("command", "must not contain NUL characters")
 		}
 		for i, a := range d.args {
-			if utf8.RuneCountInString(a) > MaxArgLength {
+			arg := func(c *draft) (string, bool) {
+				if i < len(c.args) {
+					return c.args[i], true
+				}
+				return "", false
+			}
+			if utf8.RuneCountInString(a) > MaxArgLength && !kept(arg) {
 				ve.Add(fmt.Sprintf("args/%d", i), tooLong(MaxArgLength)+": put a long value in a file and pass its path")
 			} else if strings.ContainsRune(a, 0) {
 				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
@@ -100,7 +121,7 @@ func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
 		for _, k := range slices.Sorted(maps.Keys(d.env)) {
 			if !envNamePattern.MatchString(k) {
 				ve.Add("env/"+k, "is not a valid variable name: use letters, digits and '_', not starting with a digit")
-			} else if v := d.env[k].plain; v != nil && len(*v) > MaxEnvValueLength {
+			} else if v := d.env[k].plain; v != nil && len(*v) > MaxEnvValueLength && !kept(envOf(k)) {
 				ve.Add("env/"+k, fmt.Sprintf("is too long (at most %d bytes): put a long value in a file and pass its path", MaxEnvValueLength))
 			} else if v != nil && strings.ContainsRune(*v, 0) {
 				ve.Add("env/"+k, "must not contain NUL characters")
@@ -115,7 +136,7 @@ func (d *draft) validate(was string, eg *egress.Policy, keptOff bool) error {
 	case TypeSSE, TypeStreamableHTTP:
 		if d.url == "" {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
-		} else if utf8.RuneCountInString(d.url) > MaxURLLength {
+		} else if utf8.RuneCountInString(d.url) > MaxURLLength && !kept(urlOf) {
 			ve.Add("url", tooLong(MaxURLLength))
 		} else if msg := checkURL(d.url); msg != "" {
 			ve.Add("url", msg)
@@ -362,18 +383,27 @@ func secretInURL(raw string) (param string, ok bool) {
 	return "", secrets.LooksSecretValue(raw)
 }
 
+// urlOf and envOf read a draft's URL and the plain value of its env variable k (ok
+// false when it has none), for validate's kept.
+func urlOf(c *draft) (string, bool) { return c.url, true }
+
+func envOf(k string) func(c *draft) (string, bool) {
+	return func(c *draft) (string, bool) {
+		if v, ok := c.env[k]; ok && v.plain != nil {
+			return *v.plain, true
+		}
+		return "", false
+	}
+}
+
 // validateChange validates d as the new state of cur (nil for a new server): the rules
 // of validate, and stored secrets never follow a server to another origin. Whoever may
 // edit a server must not be able to point it at their own host and collect its stored
 // header values and token there; after such a move each must be entered again.
 func (d *draft) validateChange(cur *draft, eg *egress.Policy) error {
-	was := ""
-	if cur != nil {
-		was = cur.name
-	}
 	// Disabling a server whose URL a stricter --egress-allow refuses since must work.
 	keptOff := cur != nil && !d.enabled && strings.TrimSpace(d.url) == cur.url
-	err := d.validate(was, eg, keptOff)
+	err := d.validate(cur, eg, keptOff)
 	if err == nil {
 		err = d.checkPlainText(cur)
 	}

@@ -114,7 +114,7 @@ func newReach(in []*jsonschema.Schema) *reach {
 		}
 		list, _ := s.Items.([]*jsonschema.Schema)
 		r.prefix = max(r.prefix, len(s.PrefixItems), len(list))
-		r.patterns = r.patterns || len(s.PatternProperties) > 0
+		r.patterns = r.patterns || len(s.PatternProperties) > 0 || s.PropertyNames != nil
 	}
 	if len(r.schemas) == 0 {
 		return nil

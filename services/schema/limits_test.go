@@ -243,3 +243,23 @@ func TestCheckValues(t *testing.T) {
 		}
 	}
 }
+
+// propertyNames checks every key of an object, so the values under one are counted:
+// millions of keys would each be a validation (and an error when they fail).
+func TestPropertyNamesCounted(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","propertyNames":{"pattern":"^[a-z]+$"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range MaxValues + 1 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"A%d":0`, i)
+	}
+	b.WriteString("}")
+	refusedAt(t, ValidateArguments(s, json.RawMessage(b.String())), "", "JSON values")
+}
