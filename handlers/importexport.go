@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -314,22 +315,53 @@ func importRefusal(err error, denied bool, problems []registry.Problem) error {
 // APIExport returns the YAML export.
 func (h ImportExportHandler) APIExport(c echo.Context) error { return h.Export(c) }
 
+// importFlags reads an API import's ?dry_run and ?prune as booleans (1, t, true, TRUE…),
+// refusing anything else: read loosely, a dry_run=1 applied the import and, with prune,
+// deleted what the file left out. A bare ?dry_run is a dry run, the safe reading.
+func importFlags(c echo.Context) (dryRun, prune bool, err error) {
+	var ve verr.Error
+	// bare is how a name given without a value reads ("" is refused).
+	flag := func(name, bare string) bool {
+		vs, ok := c.QueryParams()[name]
+		switch {
+		case !ok:
+			return false
+		case len(vs) > 1:
+			ve.Add(name, "must be given once")
+			return false
+		case vs[0] == "":
+			vs = []string{bare}
+		}
+		b, err := strconv.ParseBool(vs[0])
+		if err != nil {
+			ve.Add(name, "must be true or false")
+		}
+		return b
+	}
+	dryRun, prune = flag("dry_run", "true"), flag("prune", "")
+	return dryRun, prune, ve.Err()
+}
+
 // APIImport plans (and unless ?dry_run=true, applies) the request body as a
 // configuration file named by ?filename= (the format is detected from the content).
 // A plan with errors is 400 invalid_input with each problem in details.
 func (h ImportExportHandler) APIImport(c echo.Context) error {
+	dryRun, prune, err := importFlags(c)
+	if err != nil {
+		return err
+	}
 	name, data, err := importBody(c)
 	if err != nil {
 		return err
 	}
-	plan, denied, err := h.plan(c, name, data, c.QueryParam("prune") == "true")
+	plan, denied, err := h.plan(c, name, data, prune)
 	if err != nil {
 		return importRefusal(err, false, nil)
 	}
 	if err := importRefusal(nil, len(denied) > 0, plan.Errors); err != nil {
 		return err
 	}
-	if c.QueryParam("dry_run") == "true" {
+	if dryRun {
 		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "plan": plan})
 	}
 	res, err := h.Registry.ApplyImport(c.Request().Context(), ActorOf(c), plan)
@@ -397,18 +429,22 @@ func (h ImportExportHandler) APIExportAll(c echo.Context) error {
 // import that failed after its first transaction committed (configcode.ErrPartial) is
 // the error import_partial, with its cause's status and the result in its details.
 func (h ImportExportHandler) APIImportAll(c echo.Context) error {
+	dryRun, prune, err := importFlags(c)
+	if err != nil {
+		return err
+	}
 	name, data, err := importBody(c)
 	if err != nil {
 		return err
 	}
-	plan, denied, err := h.planAll(c, name, data, c.QueryParam("prune") == "true")
+	plan, denied, err := h.planAll(c, name, data, prune)
 	if err != nil {
 		return importRefusal(err, false, nil)
 	}
 	if err := importRefusal(nil, len(denied) > 0, plan.Errors); err != nil {
 		return err
 	}
-	if c.QueryParam("dry_run") == "true" {
+	if dryRun {
 		return c.JSON(http.StatusOK, map[string]any{"dry_run": true, "plan": plan, "diff": plan.String()})
 	}
 	res, err := h.ConfigCode.Apply(c.Request().Context(), ActorOf(c), plan)

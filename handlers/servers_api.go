@@ -3,7 +3,9 @@ package handlers
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -76,10 +78,30 @@ func (in serverInput) spec() registry.Spec {
 	return sp
 }
 
+// maxServerLimit is the most servers one page lists (registry.ListServers' bound).
+const maxServerLimit = 200
+
 // APIList returns servers: ?q=&status=&type=&limit=&offset=.
 func (h ServersHandler) APIList(c echo.Context) error {
 	var ve verr.Error
-	limit, offset := intParam(c, "limit", 100, &ve), intParam(c, "offset", 0, &ve)
+	offset := intParam(c, "offset", 0, &ve)
+	// Refused rather than clamped or matched against nothing: a misspelt filter or an
+	// out-of-range limit answered 200 with a list that looked real.
+	limit := 100
+	if raw := c.QueryParam("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > maxServerLimit {
+			ve.Add("limit", "must be a whole number between 1 and "+strconv.Itoa(maxServerLimit))
+		}
+		limit = n
+	}
+	if st := c.QueryParam("status"); st != "" && !slices.Contains(registry.Statuses, st) {
+		ve.Add("status", "must be one of "+strings.Join(registry.Statuses, ", "))
+	}
+	types := append(slices.Clone(registry.Types), registry.TypeBuiltin)
+	if ty := c.QueryParam("type"); ty != "" && !slices.Contains(types, ty) {
+		ve.Add("type", "must be one of "+strings.Join(types, ", "))
+	}
 	if err := ve.Err(); err != nil {
 		return err
 	}

@@ -267,7 +267,7 @@ func TestServersAPIValidation(t *testing.T) {
 		{"timeout too short", map[string]any{"name": "a", "type": "sse", "url": "http://127.0.0.1:9/sse", "timeout_ms": 5}, []string{"timeout_ms"}},
 		{"header auth without a header name", map[string]any{"name": "a", "type": "sse", "url": "http://127.0.0.1:9/sse", "auth_type": "header", "auth_token": "t"}, []string{"auth_header"}},
 		{"not JSON", `{"name":`, []string{"body"}},
-		{"wrong JSON type", `{"name":42}`, []string{"body"}},
+		{"wrong JSON type", `{"name":42}`, []string{"/name"}},
 	}
 	for _, tc := range cases {
 		status, raw := api.do(http.MethodPost, "/api/v1/servers", tc.body)
