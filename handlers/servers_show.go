@@ -66,7 +66,7 @@ func (h ServersHandler) Show(c echo.Context) error {
 	} else {
 		v.HealthSummary = "One check every " + msDuration(s.HealthIntervalMS) + " while connected."
 	}
-	if v.Tools, v.Runs, err = serverToolsAndRuns(ctx, h.Registry, s.ID); err != nil {
+	if v.Tools, v.ToolTotal, v.Runs, err = serverToolsAndRuns(ctx, h.Registry, s.ID); err != nil {
 		return err
 	}
 	for _, r := range s.Resources {
@@ -174,18 +174,19 @@ func capabilityNames(raw json.RawMessage) []string {
 	return out
 }
 
-// serverToolsAndRuns loads the tool table and the latest discovery runs of a server, for
-// the detail page.
-func serverToolsAndRuns(ctx context.Context, reg *registry.Service, id string) ([]views.ToolRow, []views.RunRow, error) {
+// serverToolsAndRuns loads the tool table (its first maxLiveServerTools rows, as the live
+// fragment bounds it, and how many tools there are) and the latest discovery runs of a
+// server, for the detail page.
+func serverToolsAndRuns(ctx context.Context, reg *registry.Service, id string) ([]views.ToolRow, int, []views.RunRow, error) {
 	tools, err := reg.ServerTools(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
 	runs, err := serverRuns(ctx, reg, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	return toolRows(tools), runs, nil
+	return toolRows(tools[:min(len(tools), maxLiveServerTools)]), len(tools), runs, nil
 }
 
 // toolRows are the rows of a server's tool table.

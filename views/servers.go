@@ -187,6 +187,7 @@ type ServerPage struct {
 	HealthSummary string
 	Runs          []RunRow
 	Tools         []ToolRow
+	ToolTotal     int // the server's tools; Tools may hold only the first of them
 	Resources     []KV
 	Prompts       []KV
 	Stderr        []string

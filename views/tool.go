@@ -285,7 +285,7 @@ type ToolHistory struct {
 // toolTitle is what the head calls a tool.
 func toolTitle(t ToolCard) string {
 	if t.Title != "" {
-		return t.Title
+		return clipShown(t.Title, maxShownTitle)
 	}
 	return t.Name
 }

@@ -4,6 +4,7 @@ import (
 	"html"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/a-h/templ"
 )
@@ -257,4 +258,38 @@ func nameParts(name string) []string {
 		parts = append(parts, string(rs[start:]))
 	}
 	return parts
+}
+
+// A tool's title and description are the server's to choose and stored whole (they are
+// hashed and pinned); pages show a bounded part, in characters.
+const (
+	maxShownTitle       = 200
+	maxShownDescription = 2000   // cards, table rows
+	maxShownFullText    = 20_000 // the tool page's Overview, where the description is the content
+)
+
+// clipShown cuts s to its first n characters, marked with "…".
+func clipShown(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// cutLength is the length of s in characters when clipShown(s, n) cuts it, else 0.
+func cutLength(s string, n int) int {
+	if len(s) <= n {
+		return 0
+	}
+	if c := utf8.RuneCountInString(s); c > n {
+		return c
+	}
+	return 0
 }

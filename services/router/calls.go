@@ -8,9 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/usage"
@@ -292,7 +294,7 @@ func (cr *callRecord) touch() []string {
 func (cr *callRecord) failed(err error) error {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = errorOf(CodeUpstream, err.Error()).ran()
+		e = errorOf(CodeUpstream, textcheck.Clip(err.Error(), registry.MaxErrorText, registry.CutMark)).ran()
 	}
 	e.CallID = cr.id
 	d := ms(time.Since(cr.start))

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -111,7 +112,9 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "mcpclient: call "+e.t.Name+": ")
-	return fail(CodeUpstream, "server %s failed the call: %s", e.t.Server, msg).ran()
+	// The server chooses its error message's length; it goes into events, logs and pages.
+	msg = textcheck.Clip("server "+e.t.Server+" failed the call: "+msg, registry.MaxErrorText, registry.CutMark)
+	return errorOf(CodeUpstream, msg).ran()
 }
 
 // waitConnected waits while the server is connecting (at most ConnectWait).
