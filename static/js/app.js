@@ -558,11 +558,13 @@
     });
   }
   // A live list with data-keep shows at most that many rows, the newest first: a
-  // dashboard left open for days must not grow without end.
+  // dashboard left open for days must not grow without end. A list that appends
+  // (data-keep-from="start", an execution's log) drops its oldest from the start.
   function trimLive() {
     document.querySelectorAll("[data-keep]").forEach(function (list) {
       var keep = Number(list.dataset.keep);
-      while (list.children.length > keep) list.lastElementChild.remove();
+      var fromStart = list.dataset.keepFrom === "start";
+      while (list.children.length > keep) (fromStart ? list.firstElementChild : list.lastElementChild).remove();
     });
   }
   // A form that comes back with errors (a whole page, or a part htmx swapped in) puts

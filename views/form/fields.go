@@ -36,6 +36,9 @@ type former struct {
 	misfits int
 	// fields counts the fields built; past MaxFields the form is JSON only.
 	fields int
+	// size counts the bytes of text the fields built show (labels, help,
+	// hints, defaults, choices); past MaxFormBytes the form is JSON only.
+	size int
 }
 
 // MaxFields bounds the fields of one form: properties that refer to one
@@ -47,6 +50,39 @@ const MaxFields = 2000
 // tooManyFields is the reason a form past MaxFields is JSON only.
 var tooManyFields = fmt.Sprintf("the form would have more than %d fields", MaxFields)
 
+// MaxFormBytes bounds the text of one form: a description or choices reused
+// through $ref are written once per field, so a small schema could make a page
+// of hundreds of megabytes. Past it the arguments are edited as JSON.
+const MaxFormBytes = 1 << 20
+
+// tooLarge is the reason a form past MaxFormBytes is JSON only.
+var tooLarge = fmt.Sprintf("the form would be too large (more than %d KiB of labels, help and choices)", MaxFormBytes>>10)
+
+// MaxChoices bounds the options of one select: an enum of more is a text
+// field (strings) or a JSON editor.
+const MaxChoices = 500
+
+// overBudget is why the form is JSON only as built so far, or "".
+func (b *former) overBudget() string {
+	switch {
+	case b.fields > MaxFields:
+		return tooManyFields
+	case b.size > MaxFormBytes:
+		return tooLarge
+	}
+	return ""
+}
+
+// textSize is the bytes of schema text a field shows itself (not its
+// sub-fields, which count their own).
+func textSize(f Field) int {
+	n := len(f.Label) + len(f.Help) + len(f.Hint) + len(f.Default)
+	for i := range f.Enum {
+		n += len(f.Enum[i]) + len(f.EnumJSON[i])
+	}
+	return n
+}
+
 // formPos is where a field sits and what the arguments hold there.
 type formPos struct {
 	ptr, path, name string
@@ -57,11 +93,13 @@ type formPos struct {
 	depth           int
 }
 
-func (b *former) field(s any, sptr string, a formPos) Field {
+func (b *former) field(s any, sptr string, a formPos) (built Field) {
 	f := Field{Pointer: a.ptr, Path: a.path, Name: a.name, Label: a.name, Required: a.required, Set: a.has}
-	if b.fields++; b.fields > MaxFields {
-		return b.toJSON(f, a, nil, false, tooManyFields) // build gives up on the form
+	b.fields++
+	if reason := b.overBudget(); reason != "" {
+		return b.toJSON(f, a, nil, false, reason) // build gives up on the form
 	}
+	defer func() { b.size += textSize(built) }()
 	if a.item >= 0 {
 		f.Label = "Item " + strconv.Itoa(a.item+1)
 	}
@@ -129,6 +167,10 @@ func (b *former) field(s any, sptr string, a formPos) Field {
 		}
 	case "enum":
 		reason = enumField(&f, ev, in)
+	case "longenum":
+		if reason = stringField(&f, ev, in); reason == "" {
+			f.Hint = joinHints(fmt.Sprintf("one of %d choices", len(ev.Array("enum"))), f.Hint)
+		}
 	case "object":
 		reason = b.objectField(&f, ev, in)
 	case "array":
@@ -241,6 +283,13 @@ func (b *former) classify(v schema.View, root bool) (kind, reason string) {
 		}
 		if slices.ContainsFunc(enum, func(e any) bool { return !scalar(e) }) {
 			return "json", "choices that are objects or arrays"
+		}
+		if len(enum) > MaxChoices {
+			// Too many for a select: strings are typed, other values given as JSON.
+			if slices.ContainsFunc(enum, func(e any) bool { _, ok := e.(string); return !ok }) {
+				return "json", fmt.Sprintf("more than %d choices", MaxChoices)
+			}
+			return "longenum", ""
 		}
 		return "enum", ""
 	}

@@ -257,10 +257,14 @@ func build(inputSchema, values json.RawMessage, sub url.Values) Model {
 	if f.Label == "" {
 		f.Label = root.Label
 	}
-	if b.fields > MaxFields || root.Set && schemaTooBig(doc, s) {
+	reason := b.overBudget()
+	if reason == "" && root.Set {
 		// Also when only the values kept it small (a null where a large object
 		// goes): Decode reads a submission by the schema alone.
-		return jsonOnly(rootJSON(root, val), tooManyFields)
+		reason = schemaTooBig(doc, s)
+	}
+	if reason != "" {
+		return jsonOnly(rootJSON(root, val), reason)
 	}
 	switch f.Kind {
 	case "json":
@@ -329,12 +333,12 @@ func markOperations(s *schema.Object, root *Field) {
 	}
 }
 
-// schemaTooBig reports whether the form of schema s (in document doc) without values
-// has more than MaxFields fields.
-func schemaTooBig(doc any, s *schema.Object) bool {
+// schemaTooBig says why the form of schema s (in document doc) without values
+// is over its budget of fields or bytes, or "".
+func schemaTooBig(doc any, s *schema.Object) string {
 	b := &former{root: doc, stack: map[string]bool{}}
 	b.field(s, "", formPos{required: true, item: -1})
-	return b.fields > MaxFields
+	return b.overBudget()
 }
 
 func rootJSON(f Field, val any) Field {
