@@ -105,8 +105,10 @@ func bindJSON(c echo.Context, v any) error {
 // isJSONMediaType reports whether a Content-Type is JSON: application/json or any
 // +json type (application/merge-patch+json), in any case, with any parameters.
 func isJSONMediaType(ct string) bool {
+	// A malformed parameter ("charset" alone) still names the type, as echo read it.
 	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && (mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json"))
+	return (err == nil || errors.Is(err, mime.ErrInvalidMediaParameter)) &&
+		(mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json"))
 }
 
 // decodeError words a decoding error for the caller: the field by its pointer and the
@@ -120,7 +122,9 @@ func decodeError(err error) error {
 		if te.Field != "" {
 			path = "/" + strings.ReplaceAll(te.Field, ".", "/")
 		}
-		return verr.New(path, "must be "+bodyKind(te.Type))
+		// The path leaves out array indexes (encoding/json names fields only): the byte
+		// offset says which element.
+		return verr.New(path, fmt.Sprintf("must be %s (at byte %d)", bodyKind(te.Type), te.Offset))
 	case errors.As(err, &se):
 		return verr.New("body", fmt.Sprintf("is not valid JSON (at byte %d)", se.Offset))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

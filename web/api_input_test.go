@@ -163,7 +163,7 @@ func TestAPIBodyWrongTypes(t *testing.T) {
 	srv := webtest.Start(t, nil)
 	token := srv.Token(t, "admin")
 	for _, tc := range []struct{ method, path, body, ptr, why string }{
-		{http.MethodPost, "/api/v1/tools/call", `{"tool":5}`, "/tool", "must be a string"},
+		{http.MethodPost, "/api/v1/tools/call", `{"tool":5}`, "/tool", "must be a string (at byte 9)"},
 		{http.MethodPost, "/api/v1/users", `{"username":["a"]}`, "/username", "must be a string"},
 		{http.MethodPut, "/api/v1/executions/settings", `{"approval_ttl_seconds":"soon"}`, "/approval_ttl_seconds", "must be a whole number"},
 		{http.MethodPost, "/api/v1/tools/call", `{"tool":"a",`, "body", "is not valid JSON"},
@@ -176,6 +176,9 @@ func TestAPIBodyWrongTypes(t *testing.T) {
 			}
 		}
 	}
+	// "; charset" alone is a malformed parameter, but the type is still JSON.
+	status, body := sendAPI(t, srv, token, http.MethodPost, "/api/v1/tools/call", "application/json; charset", `{"tool":5}`)
+	wantInvalid(t, "charset alone", status, body, "/tool", "must be a string")
 }
 
 // GET /api/v1/servers refuses a status or type it does not know and a limit outside

@@ -97,6 +97,8 @@ func TestLengthLimitsSpareStoredValues(t *testing.T) {
 		}
 		f.update(id, registry.Patch{Description: ptr("renamed")})
 	}
+	// The stored argument moved by one put before it is still the one stored.
+	f.update(st.ID, registry.Patch{Args: &[]string{"-y", long}})
 	_, err := f.reg.UpdateServer(f.ctx, audit.System, st.ID, registry.Patch{Args: &[]string{long + "y"}})
 	wantMessage(t, err, "args/0", "is too long (at most 8192 characters)")
 	_, err = f.reg.UpdateServer(f.ctx, audit.System, hs.ID, registry.Patch{URL: ptr("http://127.0.0.1:3001/mcp?pad=" + long + "y")})

@@ -103,13 +103,8 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 			ve.Add("command", "must not contain NUL characters")
 		}
 		for i, a := range d.args {
-			arg := func(c *draft) (string, bool) {
-				if i < len(c.args) {
-					return c.args[i], true
-				}
-				return "", false
-			}
-			if utf8.RuneCountInString(a) > MaxArgLength && !kept(arg) {
+			// An argument stored already is kept wherever it moves (one added before it).
+			if utf8.RuneCountInString(a) > MaxArgLength && (cur == nil || !slices.Contains(cur.args, a)) {
 				ve.Add(fmt.Sprintf("args/%d", i), tooLong(MaxArgLength)+": put a long value in a file and pass its path")
 			} else if strings.ContainsRune(a, 0) {
 				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
