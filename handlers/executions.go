@@ -108,11 +108,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	if err != nil {
 		return x, err
 	}
-	m := h.masker()
 	for _, st := range steps {
-		if st.Arguments, err = m.step(ctx, st); err != nil {
-			return x, err
-		}
 		sv := executionStepView(st, results)
 		if st.CallID != nil && st.Status == executions.StepRunning {
 			sv.Progress = progress[*st.CallID]
@@ -134,7 +130,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		case err != nil:
 			return x, err
 		default:
-			if x.Rollback, err = rollbackView(ctx, m, rp); err != nil {
+			if x.Rollback, err = rollbackView(ctx, h.masker(), rp); err != nil {
 				return x, err
 			}
 		}
@@ -196,7 +192,7 @@ type stepResult struct {
 
 func executionStepView(st executions.Step, results bool) views.ExecutionStepView {
 	sv := views.ExecutionStepView{Position: st.Position, Tool: st.Tool, Status: st.Status, Risk: st.Risk, Error: st.Error,
-		Undoes: st.Undoes, Arguments: indentJSON(st.Arguments)}
+		Undoes: st.Undoes}
 	if st.ToolID != nil {
 		sv.ToolID = *st.ToolID
 	}

@@ -84,7 +84,7 @@ func bindJSON(c echo.Context, v any) error {
 	if !sent {
 		return nil
 	}
-	if !isJSONMediaType(req.Header.Get(echo.HeaderContentType)) {
+	if !IsJSONMediaType(req.Header.Get(echo.HeaderContentType)) {
 		return verr.New("body", "send the body as JSON with Content-Type: application/json")
 	}
 	if ptr, bad := textcheck.CaseClash(body, v); bad {
@@ -102,13 +102,12 @@ func bindJSON(c echo.Context, v any) error {
 	return nil
 }
 
-// isJSONMediaType reports whether a Content-Type is JSON: application/json or any
-// +json type (application/merge-patch+json), in any case, with any parameters.
-func isJSONMediaType(ct string) bool {
-	// A malformed parameter ("charset" alone) still names the type, as echo read it.
-	mt, _, err := mime.ParseMediaType(ct)
-	return (err == nil || errors.Is(err, mime.ErrInvalidMediaParameter)) &&
-		(mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json"))
+// IsJSONMediaType reports whether a Content-Type is JSON: application/json or any
+// +json type (application/merge-patch+json), in any case, with any parameters. (A
+// malformed parameter, "charset" alone, still names the type: ParseMediaType returns it.)
+func IsJSONMediaType(ct string) bool {
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json")
 }
 
 // decodeError words a decoding error for the caller: the field by its pointer and the

@@ -199,7 +199,7 @@ type runVerdict struct {
 func (h TestPanelHandler) mayConfirm(c echo.Context, it tools.Item, level risk.Level) runVerdict {
 	p := PrincipalOf(c)
 	vetting := false
-	if p.Can(auth.PermToolEnable) {
+	if level == risk.High && p.Can(auth.PermToolEnable) { // decide reads Vetting for HIGH only
 		var err error
 		if vetting, err = h.Tools.Vetting(c.Request().Context(), it.ID, it.Status); err != nil {
 			h.Logger.Warn("handlers: could not read whether a tool was ever enabled", "tool", it.ID, "err", err)

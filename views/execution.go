@@ -123,7 +123,6 @@ type ExecutionStepView struct {
 	Error      string
 	Progress   string // the latest progress report of a running step
 	Undoes     *int   // rollback steps: the run step they undo
-	Arguments  string // pretty JSON
 	HasResult  bool
 	IsError    bool
 	Outputs    []TestOutput

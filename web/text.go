@@ -52,7 +52,7 @@ func refuseBadText(next echo.HandlerFunc) echo.HandlerFunc {
 			if err := valuesText(f); err != nil {
 				return err
 			}
-		case ct == echo.MIMEApplicationJSON || strings.HasSuffix(ct, "+json") || handlers.IsAPI(c):
+		case handlers.IsJSONMediaType(req.Header.Get(echo.HeaderContentType)) || handlers.IsAPI(c):
 			body, err := io.ReadAll(req.Body)
 			if err != nil {
 				var mb *http.MaxBytesError

@@ -180,7 +180,7 @@ func parseProxies(v string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// envInt is the integer in environment variable key, or def when it is unset or not a number.
+// envOr is environment variable key, or def when it is unset.
 func envOr(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {
 		return v

@@ -437,18 +437,19 @@ func normalize(paths []string) []string {
 	}
 	slices.Sort(abs)
 	abs = slices.Compact(abs)
-	var out []string
+	var out, outReal []string // outReal[i] is realPath(out[i]), resolved once
 	for _, p := range abs {
+		rp := realPath(p)
 		covered := false
-		for _, q := range out {
-			rp, rq := realPath(p), realPath(q)
+		for i, q := range out {
+			rq := outReal[i]
 			if rp == rq || ((inside(p, q) || inside(rp, rq)) && isDir(q)) {
 				covered = true
 				break
 			}
 		}
 		if !covered {
-			out = append(out, p)
+			out, outReal = append(out, p), append(outReal, rp)
 		}
 	}
 	return out

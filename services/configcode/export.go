@@ -182,15 +182,11 @@ func toolEntry(t *storedTool, refs map[[2]string]string) toolOut {
 // envUnsafe are the characters an environment variable name cannot hold.
 var envUnsafe = regexp.MustCompile(`[^A-Z0-9_]`)
 
-// SecretRef is the reference Export writes for the secret parameter param of the tool
-// with the qualified name tool: ${env:TOOLWARDEN_SECRET_<TOOL>__<PARAM>}, upper case,
-// other characters as "_". It is derived from names only, so it is the same in every
-// database and export, except where two parameters of one export share it (secretRefs).
-func SecretRef(tool, param string) string {
-	return "${env:" + SecretEnv(tool, param) + "}"
-}
-
-// SecretEnv is the environment variable SecretRef names.
+// SecretEnv is the environment variable whose reference (${env:…}) Export writes for the
+// secret parameter param of the tool with the qualified name tool:
+// TOOLWARDEN_SECRET_<TOOL>__<PARAM>, upper case, other characters as "_". It is derived
+// from names only, so it is the same in every database and export, except where two
+// parameters of one export share it (secretRefs).
 func SecretEnv(tool, param string) string {
 	return "TOOLWARDEN_SECRET_" + envUnsafe.ReplaceAllString(strings.ToUpper(tool+"__"+param), "_")
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -134,16 +133,13 @@ func (s *session) close() {
 	s.ep.cleanup()
 }
 
-// maxServerText bounds a text of the server's that Toolwarden records (an error).
-const maxServerText = 2048
-
 // newConn prepares the supervisor of one server; its context derives from parent (Run's).
 func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr *lineBuffer) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	masker := maskerOf(cfg)
 	// What the server says (an error's text) is stored, published and logged: masked,
 	// and cut, since a server picks its length.
-	redact := func(s string) string { return textcheck.Clip(masker.String(s), maxServerText, "… (cut)") }
+	redact := func(s string) string { return registry.ClipError(masker.String(s)) }
 	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(), discovering: make(chan struct{}, 1),
 		masker: masker, redact: redact}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{

@@ -303,7 +303,7 @@ const (
 )
 
 // cutMark ends a text Toolwarden shortened.
-const cutMark = "… (cut)"
+const cutMark = registry.CutMark
 
 func clipText(s string, n int) string { return textcheck.Clip(s, n, cutMark) }
 

@@ -64,15 +64,6 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 	if cur != nil {
 		was = cur.name
 	}
-	// kept: the value get reads is stored already, unchanged.
-	kept := func(get func(c *draft) (string, bool)) bool {
-		if cur == nil {
-			return false
-		}
-		v, ok := get(cur)
-		w, _ := get(d)
-		return ok && v == w
-	}
 	var ve verr.Error
 	d.name = strings.TrimSpace(d.name)
 	d.description = strings.TrimSpace(d.description)
@@ -116,7 +107,7 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 		for _, k := range slices.Sorted(maps.Keys(d.env)) {
 			if !envNamePattern.MatchString(k) {
 				ve.Add("env/"+k, "is not a valid variable name: use letters, digits and '_', not starting with a digit")
-			} else if v := d.env[k].plain; v != nil && len(*v) > MaxEnvValueLength && !kept(envOf(k)) {
+			} else if v := d.env[k].plain; v != nil && len(*v) > MaxEnvValueLength {
 				ve.Add("env/"+k, fmt.Sprintf("is too long (at most %d bytes): put a long value in a file and pass its path", MaxEnvValueLength))
 			} else if v != nil && strings.ContainsRune(*v, 0) {
 				ve.Add("env/"+k, "must not contain NUL characters")
@@ -131,7 +122,7 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 	case TypeSSE, TypeStreamableHTTP:
 		if d.url == "" {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
-		} else if utf8.RuneCountInString(d.url) > MaxURLLength && !kept(urlOf) {
+		} else if utf8.RuneCountInString(d.url) > MaxURLLength && (cur == nil || d.url != cur.url) {
 			ve.Add("url", tooLong(MaxURLLength))
 		} else if msg := checkURL(d.url); msg != "" {
 			ve.Add("url", msg)
@@ -376,19 +367,6 @@ func secretInURL(raw string) (param string, ok bool) {
 		}
 	}
 	return "", secrets.LooksSecretValue(raw)
-}
-
-// urlOf and envOf read a draft's URL and the plain value of its env variable k (ok
-// false when it has none), for validate's kept.
-func urlOf(c *draft) (string, bool) { return c.url, true }
-
-func envOf(k string) func(c *draft) (string, bool) {
-	return func(c *draft) (string, bool) {
-		if v, ok := c.env[k]; ok && v.plain != nil {
-			return *v.plain, true
-		}
-		return "", false
-	}
 }
 
 // validateChange validates d as the new state of cur (nil for a new server): the rules

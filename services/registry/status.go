@@ -215,7 +215,8 @@ const MaxErrorText = 2048
 // CutMark ends an error text cut to MaxErrorText.
 const CutMark = "… (cut)"
 
-func clipError(s string) string { return textcheck.Clip(s, MaxErrorText, CutMark) }
+// ClipError cuts an error text to MaxErrorText, ending it with CutMark.
+func ClipError(s string) string { return textcheck.Clip(s, MaxErrorText, CutMark) }
 
 // StatusUpdate is a change of a server's connection status.
 type StatusUpdate struct {
@@ -231,7 +232,7 @@ func (s *Service) SetStatus(ctx context.Context, id string, u StatusUpdate) (boo
 	if !uuidtext.Canonical(id) {
 		return false, ErrNotFound
 	}
-	u.Error = clipError(u.Error)
+	u.Error = ClipError(u.Error)
 	changed := false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var prev string
@@ -300,7 +301,7 @@ func (s *Service) RecordHealth(ctx context.Context, id string, ok bool, latency 
 	}
 	var e *string
 	if errText != "" {
-		errText = clipError(errText)
+		errText = ClipError(errText)
 		e = &errText
 	}
 	_, err := s.pool.Exec(ctx, `/* registry.RecordHealth */ INSERT INTO server_health (server_id, ok, latency_ms, error) VALUES ($1, $2, $3, $4)`, id, ok, lat, e)

@@ -322,29 +322,25 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 	var res DiscoveryResult
 	superseded := false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		var name string
 		// The row lock serializes discoveries of one server across sessions and replicas.
-		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.lock */ SELECT name FROM mcp_servers WHERE id = $1 FOR UPDATE`, serverID).Scan(&name); err != nil {
-			if err == pgx.ErrNoRows {
-				return ErrNotFound
-			}
+		sv, err := getServer(ctx, tx, serverID, true)
+		if err != nil {
 			return err
 		}
+		name := sv.Name
 		// Settings changed while the list was fetched (a new URL, say): the list may be
 		// the old endpoint's, so only the run is recorded. The change reconnects the
 		// session, which discovers again.
 		if d.Fingerprint != "" {
-			sv, err := getServer(ctx, tx, serverID, false)
-			if err != nil {
-				return err
-			}
 			now, err := s.open(draftOf(sv))
 			if err != nil {
 				return err
 			}
 			if now.Fingerprint != d.Fingerprint {
 				superseded = true
-				return s.recordSuperseded(ctx, tx, serverID, name, d, &res.RunID)
+				// Stored as a failed run saying so.
+				res.RunID, err = insertFailedRun(ctx, tx, serverID, d, ErrDiscoverySuperseded.Message)
+				return err
 			}
 		}
 		// What the comparison needs of each stored tool; the definitions themselves
@@ -408,21 +404,6 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 		return res, ErrDiscoverySuperseded
 	}
 	return res, err
-}
-
-// recordSuperseded stores a discovery whose list ApplyDiscovery dropped (the server's
-// settings changed meanwhile) as a failed run saying so.
-func (s *Service) recordSuperseded(ctx context.Context, tx pgx.Tx, serverID, name string, d Discovery, runID *int64) error {
-	msg := ErrDiscoverySuperseded.Message
-	if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.superseded */
-		INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
-		VALUES ($1, $2, $3, 'failed', $4, $5, $6) RETURNING id`,
-		serverID, d.Trigger, d.Actor.Name, d.Pages, msg, d.StartedAt).Scan(runID); err != nil {
-		return err
-	}
-	_, err := events.DiscoveryFailed.Publish(ctx, tx, ServersTopic, events.DiscoveryFailure{ServerID: serverID,
-		Server: name, Trigger: d.Trigger, RunID: *runID, Error: msg})
-	return err
 }
 
 func nilIfNil[T any](v []T) any {
@@ -682,24 +663,31 @@ func (s *Service) RecordDiscoveryFailure(ctx context.Context, serverID string, d
 	if !uuidtext.Canonical(serverID) {
 		return 0, ErrNotFound
 	}
-	msg := clipError(cause.Error())
 	var id int64
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		var name string
-		if err := tx.QueryRow(ctx, `/* registry.RecordDiscoveryFailure */
-			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
-			VALUES ($1, $2, $3, 'failed', $4, $5, $6) RETURNING id, (SELECT name FROM mcp_servers WHERE id = $1)`,
-			serverID, d.Trigger, d.Actor.Name, d.Pages, msg, d.StartedAt).Scan(&id, &name); err != nil {
-			return err
-		}
-		_, err := events.DiscoveryFailed.Publish(ctx, tx, ServersTopic, events.DiscoveryFailure{ServerID: serverID,
-			Server: name, Trigger: d.Trigger, RunID: id, Error: msg})
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) (err error) {
+		id, err = insertFailedRun(ctx, tx, serverID, d, ClipError(cause.Error()))
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("registry: record failed discovery of %s: %w", serverID, err)
 	}
 	return id, nil
+}
+
+// insertFailedRun stores discovery d of server serverID as a failed run with error msg
+// and announces it, in tx.
+func insertFailedRun(ctx context.Context, tx pgx.Tx, serverID string, d Discovery, msg string) (int64, error) {
+	var id int64
+	var name string
+	if err := tx.QueryRow(ctx, `/* registry.RecordDiscoveryFailure */
+		INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, error, started_at)
+		VALUES ($1, $2, $3, 'failed', $4, $5, $6) RETURNING id, (SELECT name FROM mcp_servers WHERE id = $1)`,
+		serverID, d.Trigger, d.Actor.Name, d.Pages, msg, d.StartedAt).Scan(&id, &name); err != nil {
+		return 0, err
+	}
+	_, err := events.DiscoveryFailed.Publish(ctx, tx, ServersTopic, events.DiscoveryFailure{ServerID: serverID,
+		Server: name, Trigger: d.Trigger, RunID: id, Error: msg})
+	return id, err
 }
 
 // DiscoveryRun is a stored discovery.

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -113,7 +112,7 @@ func (cr *callRecord) redactedArgs() json.RawMessage {
 	if cr.redacted == nil {
 		cr.redacted = json.RawMessage("{}")
 		if len(cr.args) > 0 {
-			cr.redacted, _ = usage.Cap(usage.Redact(tools.MaskSecretArgs(cr.e.t.InputSchema, cr.args)), usage.MaxJSONBytes)
+			cr.redacted, _ = usage.Cap(usage.Redact(tools.MaskArgs(cr.args, cr.e.secretArgs)), usage.MaxJSONBytes)
 		}
 	}
 	return cr.redacted
@@ -294,7 +293,7 @@ func (cr *callRecord) touch() []string {
 func (cr *callRecord) failed(err error) error {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = errorOf(CodeUpstream, textcheck.Clip(err.Error(), registry.MaxErrorText, registry.CutMark)).ran()
+		e = errorOf(CodeUpstream, registry.ClipError(err.Error())).ran()
 	}
 	e.CallID = cr.id
 	d := ms(time.Since(cr.start))

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -113,7 +112,7 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "mcpclient: call "+e.t.Name+": ")
 	// The server chooses its error message's length; it goes into events, logs and pages.
-	msg = textcheck.Clip("server "+e.t.Server+" failed the call: "+msg, registry.MaxErrorText, registry.CutMark)
+	msg = registry.ClipError("server " + e.t.Server + " failed the call: " + msg)
 	return errorOf(CodeUpstream, msg).ran()
 }
 

@@ -31,6 +31,7 @@ type entry struct {
 	configured []string        // parameters the configuration sets, for the logs
 	secrets    map[string]bool // configured parameters whose values are secret
 	masker     *secrets.Masker // hides those values in what the call returns
+	secretArgs []string        // arguments the input schema marks secret, masked in the records
 }
 
 // resolution is a name resolved to a tool, plus the operation a dotted name implies.
@@ -265,7 +266,7 @@ func (r *Router) find(ctx context.Context, ref string) (tools.Target, error) {
 }
 
 func (r *Router) build(t tools.Target) (*entry, error) {
-	e := &entry{t: t, risk: t.Risk(), retry: retryable(t.Annotations, t.ServerTrusted)}
+	e := &entry{t: t, risk: t.Risk(), retry: retryable(t.Annotations, t.ServerTrusted), secretArgs: tools.SecretArgNames(t.InputSchema)}
 	e.input, e.inputErr = r.cache.schema(t.DefinitionHash, "in", t.InputSchema)
 	if len(t.OutputSchema) > 0 && string(t.OutputSchema) != "null" {
 		// An output schema that does not compile is reported by validation; calls then

@@ -12,19 +12,44 @@ import (
 // whatever their look: a password typed with send_input is a plain word that
 // usage.Redact would keep. args is returned as is when nothing is masked.
 func MaskSecretArgs(schema, args json.RawMessage) json.RawMessage {
+	return MaskArgs(args, SecretArgNames(schema))
+}
+
+// SecretArgNames names the top-level properties of an input schema that hold a secret
+// (MaskSecretArgs), for callers that keep them per tool rather than decode the schema
+// per call.
+func SecretArgNames(schema json.RawMessage) []string {
 	if !bytes.Contains(schema, []byte("writeOnly")) && !bytes.Contains(schema, []byte("password")) {
-		return args // most schemas mark nothing: skip decoding them
+		return nil // most schemas mark nothing: skip decoding them
 	}
 	var s struct {
 		Properties map[string]any `json:"properties"` // a property may be true, not an object
 	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	var names []string
+	for name, v := range s.Properties {
+		if p, ok := v.(map[string]any); ok && IsSecretParam(name, p) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// MaskArgs masks the top-level arguments named in names that are not null; args is
+// returned as is when nothing is masked.
+func MaskArgs(args json.RawMessage, names []string) json.RawMessage {
+	if len(names) == 0 {
+		return args
+	}
 	var a map[string]json.RawMessage
-	if json.Unmarshal(schema, &s) != nil || json.Unmarshal(args, &a) != nil {
+	if json.Unmarshal(args, &a) != nil {
 		return args
 	}
 	masked := false
-	for name, v := range a {
-		if p, ok := s.Properties[name].(map[string]any); ok && string(v) != "null" && IsSecretParam(name, p) {
+	for _, name := range names {
+		if v, ok := a[name]; ok && string(v) != "null" {
 			a[name], _ = json.Marshal(usage.Mask)
 			masked = true
 		}

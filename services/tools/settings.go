@@ -204,22 +204,24 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		// Without MayLowerRisk nothing may lower the level in force: an administrator's
 		// override above the annotations' level is theirs to remove.
 		current := t.Risk().Level
-		derived := risk.Decide(risk.Input{Annotations: t.Annotations, Trusted: t.ServerTrusted}).Level
 		switch l, ok := risk.Parse(strings.ToLower(strings.TrimSpace(*p.Risk))); {
 		case strings.TrimSpace(*p.Risk) == "":
 			next.RiskOverride = nil
-			switch {
-			case t.RiskOverride == nil || p.MayLowerRisk:
-			case p.resetting && (t.Server == toolname.Builtin || risk.Max(current, derived) != derived):
-				next.RiskOverride = t.RiskOverride
 			// The built-in server's tools rate their own operations once nobody set a level
 			// (router Options.OperationRisk: a file read is low), so clearing the level of
 			// one of them may remove confirmations, as lowering it would.
-			case t.Server == toolname.Builtin:
-				e.Add("risk", "only an administrator may clear this level: without it, the built-in tool's own operations decide, and its reads run without asking")
-			case risk.Max(current, derived) != derived:
-				e.Add("risk", fmt.Sprintf("only an administrator may clear this level: it would lower the risk from %s to the %s its annotations give (it removes confirmations)",
-					current.Label(), derived.Label()))
+			builtin := t.Server == toolname.Builtin
+			derived := risk.Decide(risk.Input{Annotations: t.Annotations, Trusted: t.ServerTrusted}).Level
+			if t.RiskOverride != nil && !p.MayLowerRisk && (builtin || risk.Max(current, derived) != derived) {
+				switch {
+				case p.resetting:
+					next.RiskOverride = t.RiskOverride
+				case builtin:
+					e.Add("risk", "only an administrator may clear this level: without it, the built-in tool's own operations decide, and its reads run without asking")
+				default:
+					e.Add("risk", fmt.Sprintf("only an administrator may clear this level: it would lower the risk from %s to the %s its annotations give (it removes confirmations)",
+						current.Label(), derived.Label()))
+				}
 			}
 		case ok:
 			v := string(l)
@@ -376,13 +378,8 @@ func (s *Service) Vetting(ctx context.Context, id, status string) (bool, error) 
 	if status == "enabled" || status == "disabled" {
 		return false, nil
 	}
-	return s.NeverEnabled(ctx, id)
-}
-
-// NeverEnabled reports whether the tool with id was never enabled (Vetting).
-func (s *Service) NeverEnabled(ctx context.Context, id string) (bool, error) {
 	var never bool
-	err := s.pool.QueryRow(ctx, `/* tools.NeverEnabled */ SELECT `+neverEnabled+` FROM mcp_tools t WHERE t.id = $1`, id).Scan(&never)
+	err := s.pool.QueryRow(ctx, `/* tools.Vetting */ SELECT `+neverEnabled+` FROM mcp_tools t WHERE t.id = $1`, id).Scan(&never)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, ErrNotFound
 	}

@@ -23,11 +23,6 @@ func (s *Service) Series(ctx context.Context, toolID string, from, to time.Time,
 	return Series(ctx, s.pool, toolID, from, to, buckets)
 }
 
-// Recent is Recent on the service's database.
-func (s *Service) Recent(ctx context.Context, toolID string, beforeID int64, limit int) ([]Log, int64, error) {
-	return Recent(ctx, s.pool, toolID, beforeID, limit)
-}
-
 // RecentOf is usage.RecentOf on the service's pool.
 func (s *Service) RecentOf(ctx context.Context, toolID string, userID *string, beforeID int64, limit int) ([]Log, int64, error) {
 	return RecentOf(ctx, s.pool, toolID, userID, beforeID, limit)
