@@ -153,12 +153,12 @@ func checkOutput(e *entry, isError bool, structured json.RawMessage) error {
 		return fail(CodeUpstream, "%s returned structured content that does not match its output schema: it is too large to check against the schema's patterns (%s)",
 			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), schema.ErrTooLarge.Error()+": ")).ran()
 	}
-	if err := schema.CheckValues(e.output, structured); err != nil {
-		// Likewise for more values (or a larger number) than the validator is given.
-		return fail(CodeUpstream, "%s returned structured content that does not match its output schema: it is too large to check against the schema (%s)",
-			e.t.QualifiedName(), strings.TrimPrefix(err.Error(), schema.ErrUnchecked.Error()+": ")).ran()
-	}
-	if err := schema.ValidateArguments(e.output, structured); err != nil {
+	if err := schema.ValidateOutput(e.output, structured); err != nil {
+		if errors.Is(err, schema.ErrUnchecked) {
+			// Likewise for more values (or a larger number) than the validator is given.
+			return fail(CodeUpstream, "%s returned structured content that does not match its output schema: it is too large to check against the schema (%s)",
+				e.t.QualifiedName(), strings.TrimPrefix(err.Error(), schema.ErrUnchecked.Error()+": ")).ran()
+		}
 		var ve *verr.Error
 		errors.As(err, &ve)
 		out := fail(CodeUpstream, "%s returned structured content that does not match its output schema: %v",

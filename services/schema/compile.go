@@ -286,7 +286,32 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 			return err
 		}
 	}
-	err := s.Validate(args)
+	return validate(s, args)
+}
+
+// ValidateOutput checks content a tool returned (raw JSON) against its compiled output
+// schema, reading it once: content ValidateArguments would refuse unchecked is an error
+// wrapping ErrUnchecked (as CheckValues says), content that does not match (or is not
+// JSON) a *verr.Error as ValidateArguments returns. CheckSize is the caller's.
+func ValidateOutput(s *jsonschema.Schema, raw []byte) error {
+	sc, v, err := scanBytes(s, raw)
+	if err != nil {
+		return verr.New("", "not valid JSON: "+err.Error())
+	}
+	if err := sc.unchecked(s); err != nil {
+		return err
+	}
+	if v == nil {
+		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err != nil {
+			return verr.New("", "not valid JSON: "+err.Error())
+		}
+	}
+	return validate(s, v)
+}
+
+// validate checks a decoded document the limits allow against s, naming each problem.
+func validate(s *jsonschema.Schema, doc any) error {
+	err := s.Validate(doc)
 	if err == nil {
 		return nil
 	}

@@ -378,6 +378,11 @@ func CheckValues(s *jsonschema.Schema, raw []byte) error {
 	if err != nil {
 		return nil
 	}
+	return sc.unchecked(s)
+}
+
+// unchecked is CheckValues' error for a document scanned as sc, or nil.
+func (sc scan) unchecked(s *jsonschema.Schema) error {
 	at, why := sc.problem(s)
 	switch {
 	case why == "":

@@ -244,6 +244,33 @@ func TestCheckValues(t *testing.T) {
 	}
 }
 
+// ValidateOutput says what CheckValues and ValidateArguments say together, reading the
+// content once: unchecked content wraps ErrUnchecked, content that does not match names
+// its field, and matching content passes.
+func TestValidateOutput(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"integer"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{`{"ids":` + repeated("0", MaxValues+1) + `}`, `{"ids":[1,1e999999]}`} {
+		err := ValidateOutput(s, []byte(doc))
+		if !errors.Is(err, ErrUnchecked) || err.Error() != CheckValues(s, []byte(doc)).Error() {
+			t.Errorf("%.60s: got %.300v, want CheckValues' error", doc, err)
+		}
+	}
+	var ve *verr.Error
+	if err := ValidateOutput(s, []byte(`{"ids":[1,"x"]}`)); !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "/ids/1" {
+		t.Errorf(`{"ids":[1,"x"]}: got %v, want a problem at /ids/1`, err)
+	}
+	if err := ValidateOutput(s, []byte(`not JSON`)); !errors.As(err, &ve) || errors.Is(err, ErrUnchecked) {
+		t.Errorf("not JSON: got %v, want a *verr.Error", err)
+	}
+	if err := ValidateOutput(s, []byte(`{"ids":[1,2]}`)); err != nil {
+		t.Errorf("matching content: got %v", err)
+	}
+}
+
 // propertyNames checks every key of an object, so the values under one are counted:
 // millions of keys would each be a validation (and an error when they fail).
 func TestPropertyNamesCounted(t *testing.T) {
