@@ -34,6 +34,10 @@ func TestBrowserExecutionLogKeepsNewest(t *testing.T) {
 
 	// 1,005 lines as live messages append them, after the page's own.
 	const fake = 1005
+	own := eval[int](b, `document.querySelector("ol.exec-log").children.length`)
+	if eval[bool](b, `!document.querySelector("[data-testid=log-omitted]").hidden`) {
+		t.Fatal("a fresh page's log says lines are not shown")
+	}
 	_ = eval[bool](b, `(() => { const log = document.querySelector("ol.exec-log");
 		for (let i = 0; i < `+strconv.Itoa(fake)+`; i++) {
 			const li = document.createElement("li");
@@ -41,6 +45,13 @@ func TestBrowserExecutionLogKeepsNewest(t *testing.T) {
 			log.append(li);
 		}
 		return true; })()`)
+
+	// A reader scrolled up to line 500 keeps it where it was as the oldest lines go.
+	const at = `(() => { const log = document.querySelector("ol.exec-log");
+		return log.querySelector("[data-fake='500']").getBoundingClientRect().top - log.getBoundingClientRect().top; })()`
+	_ = eval[bool](b, `(() => { const log = document.querySelector("ol.exec-log");
+		log.scrollTop = log.querySelector("[data-fake='500']").offsetTop - log.firstElementChild.offsetTop; return true; })()`)
+	before := eval[float64](b, at)
 
 	// The run's events arrive as live messages, each appending its line.
 	hash := eval[string](b, `document.querySelector("input[name=plan_hash]")?.value ?? ""`)
@@ -66,5 +77,19 @@ func TestBrowserExecutionLogKeepsNewest(t *testing.T) {
 			real: log.querySelectorAll(":scope > [data-kind]").length, original: !!log.querySelector("[data-kind='plan.created']")}; })()`)
 	if got.Lines != 1000 || got.Original || got.FirstFake == "0" || !got.LastFake || got.Real == 0 {
 		t.Fatalf("after the run the log holds %+v; want 1000 lines, the oldest (the plan's, the first added) gone and the newest kept", got)
+	}
+	if after := eval[float64](b, at); after < before-2 || after > before+2 {
+		t.Errorf("line 500 moved from %.0f px to %.0f px below the log's top as older lines went", before, after)
+	}
+	type note struct {
+		Hidden bool   `json:"hidden"`
+		Count  string `json:"count"`
+		Text   string `json:"text"`
+	}
+	gone := own + fake + got.Real - 1000
+	n := eval[note](b, `(() => { const n = document.querySelector("[data-testid=log-omitted]");
+		return {hidden: n.hidden, count: n.dataset.count, text: n.textContent}; })()`)
+	if want := strconv.Itoa(gone) + " earlier lines are not shown."; n.Hidden || n.Count != strconv.Itoa(gone) || n.Text != want {
+		t.Errorf("the log's note is %+v, want it shown saying %q", n, want)
 	}
 }

@@ -560,11 +560,26 @@
   // A live list with data-keep shows at most that many rows, the newest first: a
   // dashboard left open for days must not grow without end. A list that appends
   // (data-keep-from="start", an execution's log) drops its oldest from the start.
+  // A list trimmed from its start (a live log) keeps a reader's place: the lines they
+  // are reading stay where they were (overflow-anchor is off for it, so every browser
+  // does the same), and its note (data-omitted-note) counts the lines gone.
   function trimLive() {
     document.querySelectorAll("[data-keep]").forEach(function (list) {
       var keep = Number(list.dataset.keep);
       var fromStart = list.dataset.keepFrom === "start";
-      while (list.children.length > keep) (fromStart ? list.firstElementChild : list.lastElementChild).remove();
+      var removed = list.children.length - keep;
+      if (removed <= 0) return;
+      var anchor = fromStart && list.scrollTop > 0 ? list.children[removed] : null;
+      var top = anchor ? anchor.getBoundingClientRect().top : 0;
+      for (var i = 0; i < removed; i++) (fromStart ? list.firstElementChild : list.lastElementChild).remove();
+      if (!fromStart) return;
+      if (anchor) list.scrollTop += anchor.getBoundingClientRect().top - top;
+      var note = list.dataset.omittedNote && document.getElementById(list.dataset.omittedNote);
+      if (!note) return;
+      var n = Number(note.dataset.count || 0) + removed;
+      note.dataset.count = String(n);
+      note.textContent = n === 1 ? "1 earlier line is not shown." : n + " earlier lines are not shown.";
+      note.hidden = false;
     });
   }
   // A form that comes back with errors (a whole page, or a part htmx swapped in) puts
