@@ -47,9 +47,10 @@ type Service struct {
 	model    Model
 	cache    events.Memo[kept] // the catalogue between events (catalogue.go)
 
-	// A turn holds its conversation's row lock and a pooled connection while it asks a
-	// model, tests a server or discovers tools (seconds each): turns are bounded, per
-	// replica and per person, so the assistant cannot take the pool from the rest.
+	// A turn holds its conversation's row lock and a pooled connection while it tests a
+	// server or discovers tools (seconds each), and a turn while it asks a model: turns
+	// are bounded, per replica and per person, so the assistant cannot take the pool from
+	// the rest.
 	turns  chan struct{}
 	busyMu sync.Mutex
 	busy   map[string]chan struct{} // person (user id) → their turns in progress
@@ -126,8 +127,8 @@ func (s *Service) admit(ctx context.Context, p *auth.Principal) (release func(),
 
 // askModel asks the model what said means, within the replica's model turns and the
 // person's rate of model calls (a token's count as its person's). Past either the
-// message is refused, not waited on: the turn holds its conversation's lock and a
-// connection meanwhile.
+// message is refused, not waited on: the turn holds one of the replica's turns
+// meanwhile.
 func (s *Service) askModel(ctx context.Context, p *auth.Principal, said string, cat *Catalogue) (Understanding, bool, error) {
 	select {
 	case s.modelSlots <- struct{}{}:
@@ -233,12 +234,37 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	// with secret-looking values masked.
 	said, masked := redact(msg)
 	out := Reply{ConversationID: convID, Actions: []Action{}, Choices: []Choice{}}
-	err = s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
-		cat, err := s.Catalogue(ctx, p)
+	// The catalogue is read before the turn's transaction (it would take a second
+	// connection inside it), and the turn uses the one the model read.
+	cat, err := s.Catalogue(ctx, p)
+	if err != nil {
+		return Reply{}, err
+	}
+	u := Understand(msg, cat)
+	// The model is asked before the conversation is locked: it may take seconds, and a
+	// turn holding the lock and a connection meanwhile would hold up the person's other
+	// messages and the pool. Its reading depends on the message and the catalogue only;
+	// the turn uses it if the conversation, once locked, would still ask the model.
+	wantsModel := func(st State) bool {
+		return u.Intent == IntentUnknown && u.Negated == "" && st.Flow == nil && s.model != nil
+	}
+	asked, modelOK := false, false
+	var mu Understanding
+	if u.Intent == IntentUnknown && u.Negated == "" && s.model != nil {
+		st, err := s.peekState(ctx, p, convID)
 		if err != nil {
-			return err
+			return Reply{}, err
 		}
-		u := Understand(msg, cat)
+		// Not for a message the turn will refuse as stale (below).
+		if wantsModel(st) && (inReplyTo == 0 || inReplyTo == st.Question) &&
+			(seen == 0 || seen == st.Question || !answersContext(u, st, said)) {
+			if mu, modelOK, err = s.askModel(ctx, p, said, cat); err != nil {
+				return Reply{}, err
+			}
+			asked = true
+		}
+	}
+	err = s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
 		// stale refuses a message that answers what this window no longer shows. Whether
 		// a value it sets is a secret is not looked at: none is kept.
 		stale := func(reply string) error {
@@ -285,12 +311,13 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			return secret(u.Intent, u.Tools, nil)
 		}
 		byModel := false
-		if u.Intent == IntentUnknown && u.Negated == "" && st.Flow == nil && s.model != nil {
-			mu, ok, err := s.askModel(ctx, p, said, cat)
-			if err != nil {
-				return err
+		if wantsModel(*st) {
+			if !asked {
+				// The conversation moved on, since it was read, to where the model is
+				// asked (a set-up ended): asking now would hold the lock meanwhile.
+				return stale("This conversation went on in another window while I read your message, so nothing was changed: say it again if you still want it.")
 			}
-			if ok {
+			if modelOK {
 				u, byModel = mu, true
 			}
 		}
@@ -1192,6 +1219,23 @@ func storedID(p *auth.Principal, convID string) string {
 		return "~" + p.TokenID + "~" + convID
 	}
 	return convID
+}
+
+// peekState reads a conversation's state without locking it (a new one's is empty): what
+// a turn expects to find before it waits on the model.
+func (s *Service) peekState(ctx context.Context, p *auth.Principal, convID string) (State, error) {
+	var raw []byte
+	err := s.pool.QueryRow(ctx, `/* assistant.peek */ SELECT state FROM assistant_conversations
+		WHERE user_id = $1 AND id = $2`, p.User.ID, storedID(p, convID)).Scan(&raw)
+	var st State
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return st, nil
+	case err != nil:
+		return st, fmt.Errorf("assistant: read conversation: %w", err)
+	}
+	_ = json.Unmarshal(raw, &st) // as withConversation reads it
+	return st, nil
 }
 
 // withConversation runs fn with the conversation's state locked for the message's whole
