@@ -138,40 +138,12 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	return x, nil
 }
 
-// secretMasker masks, in the step arguments pages and the API show, the top-level
-// arguments each step's tool schema marks secret (tools.MaskSecretArgs): send_input's
-// text may be a password typed at a hidden prompt. What is stored and run is unchanged.
-type secretMasker struct {
-	tools   *tools.Service
-	schemas map[string]json.RawMessage // by tool reference, read once per masker
-}
+// secretMasker masks the secret arguments (tools.ArgMasker) of the steps pages and the
+// API show. What is stored and run is unchanged.
+type secretMasker struct{ *tools.ArgMasker }
 
 func (h ExecutionsHandler) masker() *secretMasker {
-	return &secretMasker{tools: h.Tools, schemas: map[string]json.RawMessage{}}
-}
-
-// mask is args with the secrets of the tool toolID (else the one named tool) masked.
-func (m *secretMasker) mask(ctx context.Context, toolID, tool string, args json.RawMessage) (json.RawMessage, error) {
-	ref := toolID
-	if ref == "" {
-		ref = tool
-	}
-	if ref == "" || len(args) == 0 {
-		return args, nil
-	}
-	schema, ok := m.schemas[ref]
-	if !ok {
-		t, err := m.tools.Target(ctx, ref)
-		switch {
-		case errors.Is(err, tools.ErrNotFound): // a deleted tool: no schema says what is secret
-		case err != nil:
-			return nil, err
-		default:
-			schema = t.InputSchema
-		}
-		m.schemas[ref] = schema
-	}
-	return tools.MaskSecretArgs(schema, args), nil
+	return &secretMasker{h.Tools.NewArgMasker()}
 }
 
 // step is a stored step's arguments, masked.
@@ -180,7 +152,7 @@ func (m *secretMasker) step(ctx context.Context, st executions.Step) (json.RawMe
 	if st.ToolID != nil {
 		id = *st.ToolID
 	}
-	return m.mask(ctx, id, st.Tool, st.Arguments)
+	return m.Mask(ctx, id, st.Tool, st.Arguments)
 }
 
 // stepResult is a stored step's result (executions' runStep).
@@ -234,7 +206,7 @@ func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.
 		}
 		for _, u := range ex.Plan.Rollback {
 			if u.Undoes != nil && *u.Undoes == i {
-				args, err := m.mask(ctx, u.ToolID, u.Tool, u.Effective)
+				args, err := m.Mask(ctx, u.ToolID, u.Tool, u.Effective)
 				if err != nil {
 					return nil, err
 				}
@@ -279,7 +251,7 @@ func (h ExecutionsHandler) compensationUndo(ctx context.Context, toolID string) 
 
 // previewStep is a prepared step as a preview shows it, its secrets masked.
 func (m *secretMasker) previewStep(ctx context.Context, i int, p router.Prepared) (views.ExecutionPreviewStep, error) {
-	args, err := m.mask(ctx, p.ToolID, p.Tool, p.Effective)
+	args, err := m.Mask(ctx, p.ToolID, p.Tool, p.Effective)
 	if err != nil {
 		return views.ExecutionPreviewStep{}, err
 	}

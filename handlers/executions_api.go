@@ -292,7 +292,7 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 	m := h.masker()
 	for _, st := range rp.Steps {
 		// The arguments as given, with what the tool's schema marks secret masked.
-		args, err := m.mask(c.Request().Context(), st.ToolID, st.Tool, st.Arguments)
+		args, err := m.Mask(c.Request().Context(), st.ToolID, st.Tool, st.Arguments)
 		if err != nil {
 			return err
 		}

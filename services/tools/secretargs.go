@@ -2,7 +2,9 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/toolwarden/toolwarden/services/usage"
 )
@@ -62,4 +64,41 @@ func MaskArgs(args json.RawMessage, names []string) json.RawMessage {
 		return args
 	}
 	return out
+}
+
+// ArgMasker masks, in step arguments shown (plans, executions, rollbacks), the
+// top-level arguments each step's tool schema marks secret (MaskSecretArgs): send_input's
+// text may be a password typed at a hidden prompt. It reads each tool once.
+type ArgMasker struct {
+	s       *Service
+	schemas map[string]json.RawMessage // by tool reference
+}
+
+// NewArgMasker returns a masker for one page or response.
+func (s *Service) NewArgMasker() *ArgMasker {
+	return &ArgMasker{s: s, schemas: map[string]json.RawMessage{}}
+}
+
+// Mask is args with the secrets of the tool toolID (else the one named tool) masked.
+func (m *ArgMasker) Mask(ctx context.Context, toolID, tool string, args json.RawMessage) (json.RawMessage, error) {
+	ref := toolID
+	if ref == "" {
+		ref = tool
+	}
+	if ref == "" || len(args) == 0 {
+		return args, nil
+	}
+	schema, ok := m.schemas[ref]
+	if !ok {
+		t, err := m.s.Target(ctx, ref)
+		switch {
+		case errors.Is(err, ErrNotFound): // a deleted tool: no schema says what is secret
+		case err != nil:
+			return nil, err
+		default:
+			schema = t.InputSchema
+		}
+		m.schemas[ref] = schema
+	}
+	return MaskSecretArgs(schema, args), nil
 }
