@@ -10,8 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // TestLoginFloodKeepsPool: a flood of sign-ins from one address, stuck behind that
@@ -107,6 +109,77 @@ func TestLoginFloodKeepsPool(t *testing.T) {
 			}
 		case <-bound:
 			t.Fatalf("admitted attempts: not all ended within 60s of the lock's release")
+		}
+	}
+}
+
+// A password change verifies and hashes a password as a sign-in does, holding the
+// person's row lock meanwhile: a flood of changes from one signed-in session, stuck
+// behind that lock, is admitted as sign-ins are, so it cannot take the pool.
+func TestPasswordChangeFloodKeepsPool(t *testing.T) {
+	t.Parallel()
+	const (
+		flood      = 40
+		perAddress = 16
+		maxTx      = 8
+		ip         = "203.0.113.78"
+	)
+	f := newFixture(t, &auth.Options{MaxAccountFailures: 1000, MaxIPFailures: 1000})
+	alice := f.createUser("alice", auth.RoleToolUser)
+	p := f.mustAuth(f.login("alice", testPassword).Token, alice)
+
+	// The person's row, locked from a connection of its own, keeps every change waiting.
+	lock, err := pgx.ConnectConfig(f.ctx, f.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close(context.Background()) })
+	tx, err := lock.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(f.ctx, `SELECT 1 FROM users WHERE id = $1 FOR UPDATE`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	errs := make(chan error, flood)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	actor := audit.Actor{Kind: audit.ActorUser, ID: alice.ID, IP: ip}
+	for i := range flood {
+		wg.Go(func() {
+			_, err := f.svc.ChangePassword(ctx, actor, p, fmt.Sprintf("wrong guess %d", i), "a brand new password 42")
+			errs <- err
+		})
+	}
+	bound := time.After(30 * time.Second)
+	for range flood - perAddress {
+		select {
+		case err := <-errs:
+			if te, ok := auth.ThrottleOf(err); !ok || te.Scope != "address" || !te.Busy {
+				t.Fatalf("a change while the address is busy: got %v, want a throttled attempt for the address", err)
+			}
+		case <-bound:
+			st := f.pool.Stat()
+			t.Fatalf("%d password changes behind the person's row lock: after 30s none beyond the allowance of %d was refused; the pool has %d of %d connections acquired",
+				flood, perAddress, st.AcquiredConns(), st.MaxConns())
+		}
+	}
+	if n := f.pool.Stat().AcquiredConns(); n > maxTx {
+		t.Errorf("pool connections acquired during the flood: got %d, want at most %d", n, maxTx)
+	}
+	if err := tx.Rollback(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range perAddress {
+		select {
+		case err := <-errs:
+			var ve *verr.Error
+			if _, throttled := auth.ThrottleOf(err); !errors.As(err, &ve) && !throttled {
+				t.Errorf("an admitted change with a wrong current password: got %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("admitted changes: not all ended within 60s of the lock's release")
 		}
 	}
 }

@@ -375,9 +375,19 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 	if p == nil || p.Kind != audit.ActorUser || p.SessionID == nil {
 		return Session{}, fault.Forbidden("only a person signed in with a browser session may change their password, not an API token")
 	}
+	// Admitted as a sign-in is (Login): it checks and hashes a password holding the
+	// person's row lock, and a flood of them must not take the pool while they wait.
+	release, err := s.logins.admit(ctx, throttleKey(actor.IP))
+	if err != nil {
+		if _, ok := ThrottleOf(err); ok {
+			return Session{}, err
+		}
+		return Session{}, fmt.Errorf("auth: change password: %w", err)
+	}
+	defer release()
 	var refused error // a refusal whose record must still commit
 	var sess Session
-	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, p.User.ID)
 		if err != nil {
 			return err
