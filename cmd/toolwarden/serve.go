@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,7 +44,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// These three take their variable after parsing (envFlags), which refuses a value
 	// the flag would refuse.
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
-	fs.IntVar(&c.RateLimit, "rate-limit", 1200, "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
+	rateLimitFlag(fs, &c.RateLimit)
 	maxMessage := byteSize(mcpclient.DefaultMaxMessageBytes)
 	fs.Var(&maxMessage, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
 		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
@@ -335,6 +336,27 @@ func confinement(c config, cpKeyFlag string) (confine.Spec, []string, error) {
 // newest checkpoint there, as `toolwarden audit verify` does.
 func checkpointConfig(c config, keyFlag string, every time.Duration) app.CheckpointConfig {
 	return app.CheckpointConfig{Dir: checkpointDir(c), KeyFile: checkpointKeyPath(c, keyFlag), Every: every}
+}
+
+// rateLimitFlag defines --rate-limit (1200 by default) on fs, setting n.
+func rateLimitFlag(fs *flag.FlagSet, n *int) {
+	*n = 1200
+	fs.Var((*decimalInt)(n), "rate-limit", "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
+}
+
+// decimalInt is an int flag read in base 10 only: flag.IntVar reads base 0, so a
+// leading zero made 0600 octal (384) and 0x10 was 16.
+type decimalInt int
+
+func (d *decimalInt) String() string { return strconv.Itoa(int(*d)) }
+
+func (d *decimalInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not a whole number of tool calls a minute in decimal, such as 600, or -1 for no limit")
+	}
+	*d = decimalInt(n)
+	return nil
 }
 
 // envFlagged are serve's flags that envFlags sets from a variable, with what a value must be.
