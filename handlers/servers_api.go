@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -303,28 +304,38 @@ func (h ServersHandler) APITest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.Busy {
+		return mcpclient.ErrTestsBusy // 503: nothing was tried, unlike a server that failed
+	}
 	return c.JSON(http.StatusOK, r)
 }
 
-// APITools lists the tools discovered on a server.
+// APITools lists one page of the tools discovered on a server (?limit=&cursor=, as the
+// other lists of tools: every tool carries its schemas, and a server may list thousands).
 func (h ServersHandler) APITools(c echo.Context) error {
 	ctx := c.Request().Context()
 	s, err := h.Registry.GetServer(ctx, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	tools, err := h.Registry.ServerTools(ctx, s.ID)
+	limit := tools.DefaultLimit
+	if raw := c.QueryParam("limit"); raw != "" {
+		if limit, err = strconv.Atoi(raw); err != nil {
+			return verr.New("limit", "must be a whole number between 1 and "+strconv.Itoa(registry.MaxServerToolsPage))
+		}
+	}
+	page, err := h.Registry.ServerToolsPage(ctx, s.ID, limit, c.QueryParam("cursor"))
 	if err != nil {
 		return err
 	}
-	out := make([]map[string]any, 0, len(tools))
-	for _, t := range tools {
+	out := make([]map[string]any, 0, len(page.Tools))
+	for _, t := range page.Tools {
 		out = append(out, map[string]any{"id": t.ID, "name": t.Name, "qualified_name": t.QualifiedName(), "server": t.Server,
 			"title": t.Title, "description": t.Description, "status": t.Status, "available": t.Available, "version": t.Version(),
 			"definition_hash": t.DefinitionHash, "annotations": t.Annotations, "input_schema": t.InputSchema,
 			"output_schema": t.OutputSchema})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"tools": out})
+	return c.JSON(http.StatusOK, map[string]any{"tools": out, "total": page.Total, "next_cursor": page.NextCursor})
 }
 
 // APIHealth returns the latest health checks and discovery runs of a server.

@@ -115,14 +115,16 @@ type ServerTest struct {
 	Error string
 	// FormProblems: nothing was tried, the form has these problems (one a line).
 	FormProblems []string
-	ConnectMS    float64
-	LatencyMS    float64
-	ServerName   string
-	Version      string
-	Protocol     string
-	ToolCount    int
-	Tools        []string
-	Stderr       []string
+	// Busy: nothing was tried, too many other tests were running (Error says so).
+	Busy       bool
+	ConnectMS  float64
+	LatencyMS  float64
+	ServerName string
+	Version    string
+	Protocol   string
+	ToolCount  int
+	Tools      []string
+	Stderr     []string
 }
 
 // ServerTestRun is a connection test running in the background.

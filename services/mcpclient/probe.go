@@ -23,6 +23,9 @@ type TestResult struct {
 	// when it failed otherwise), so a reply can say so in people's words (seed 004: "The
 	// connection timed out after 30 seconds").
 	TimedOutAfter time.Duration `json:"-"`
+	// Busy: the test did not run, Options.MaxTests others were running (ErrTestsBusy).
+	// The API answers it as that error (503), not as a server that failed.
+	Busy bool `json:"-"`
 }
 
 // Test opens a throwaway session with cfg, runs the health probe and lists the tools,
@@ -43,6 +46,9 @@ const (
 
 func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(string)) TestResult {
 	release, err := m.acquireTest(ctx)
+	if errors.Is(err, ErrTestsBusy) {
+		return TestResult{Busy: true, Error: "the test did not run: " + err.Error()}
+	}
 	if err != nil {
 		return TestResult{Error: err.Error()}
 	}
