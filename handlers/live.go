@@ -218,14 +218,14 @@ func (l Live) discoveryPart(ctx context.Context, sv registry.Server, msg string)
 	if sv.ToolCount > maxLiveServerTools {
 		return views.LiveDiscoveryOmitted(sv.ID, msg, sv.ToolCount, runs), nil
 	}
-	tools, err := l.Registry.ServerTools(ctx, sv.ID)
+	page, err := l.Registry.ServerToolsPage(ctx, sv.ID, maxLiveServerTools, "")
 	if err != nil {
 		return nil, err
 	}
-	if len(tools) > maxLiveServerTools {
-		return views.LiveDiscoveryOmitted(sv.ID, msg, len(tools), runs), nil
+	if page.NextCursor != "" {
+		return views.LiveDiscoveryOmitted(sv.ID, msg, page.Total, runs), nil
 	}
-	return views.LiveDiscovery(sv.ID, msg, toolRows(tools), runs), nil
+	return views.LiveDiscovery(sv.ID, msg, toolRows(page.Tools), runs), nil
 }
 
 // maxLiveTools bounds how many tools one event re-renders; a bigger change (a discovery

@@ -178,7 +178,7 @@ func capabilityNames(raw json.RawMessage) []string {
 // fragment bounds it, and how many tools there are) and the latest discovery runs of a
 // server, for the detail page.
 func serverToolsAndRuns(ctx context.Context, reg *registry.Service, id string) ([]views.ToolRow, int, []views.RunRow, error) {
-	tools, err := reg.ServerTools(ctx, id)
+	page, err := reg.ServerToolsPage(ctx, id, maxLiveServerTools, "")
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -186,7 +186,7 @@ func serverToolsAndRuns(ctx context.Context, reg *registry.Service, id string) (
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	return toolRows(tools[:min(len(tools), maxLiveServerTools)]), len(tools), runs, nil
+	return toolRows(page.Tools), page.Total, runs, nil
 }
 
 // toolRows are the rows of a server's tool table.

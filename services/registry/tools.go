@@ -30,6 +30,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // Tool states (docs/architecture.md, State machines). services/toolstate owns the transitions; discovery
@@ -721,6 +722,72 @@ func (s *Service) ServerTools(ctx context.Context, serverID string) ([]Tool, err
 	return db.All[Tool](ctx, s.pool, "registry: server tools", `/* registry.ServerTools */ SELECT `+toolColumns+`
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
 		WHERE t.server_id = $1 ORDER BY NOT t.available, t.name`, serverID)
+}
+
+// MaxServerToolsPage bounds ServerToolsPage's limit, as other lists bound theirs.
+const MaxServerToolsPage = 200
+
+// ToolPage is one page of a server's tools.
+type ToolPage struct {
+	Tools      []Tool
+	Total      int    // the server's tools, all pages
+	NextCursor string // "" on the last page
+}
+
+// serverToolsCursor is the position after a page's last tool, in ServerTools' order.
+type serverToolsCursor struct {
+	Unavailable bool   `json:"u"`
+	Name        string `json:"n"`
+}
+
+// ServerToolsPage returns up to limit (1 to MaxServerToolsPage) tools of one server in
+// ServerTools' order, after cursor (a NextCursor it gave; "" for the first page), and
+// how many the server has: a server may list thousands, and a page shows a few.
+func (s *Service) ServerToolsPage(ctx context.Context, serverID string, limit int, cursor string) (ToolPage, error) {
+	var ve verr.Error
+	if limit < 1 || limit > MaxServerToolsPage {
+		ve.Add("limit", fmt.Sprintf("must be between 1 and %d", MaxServerToolsPage))
+	}
+	var after serverToolsCursor
+	if cursor != "" && !db.DecodeCursor(cursor, &after) {
+		ve.Add("cursor", "is not a cursor this list gave out; start from the first page")
+	}
+	if err := ve.Err(); err != nil {
+		return ToolPage{}, err
+	}
+	args := []any{serverID, limit + 1}
+	cond := ""
+	if cursor != "" {
+		cond = ` AND (NOT t.available, t.name) > ($3, $4)`
+		args = append(args, after.Unavailable, after.Name)
+	}
+	// The count is an uncorrelated subquery, computed once, over the (server_id, name)
+	// index; the page's rows alone are read whole.
+	type row struct {
+		Tool
+		Total int `db:"total"`
+	}
+	rows, err := db.All[row](ctx, s.pool, "registry: server tools page", `/* registry.ServerToolsPage */ SELECT `+toolColumns+`,
+		(SELECT count(*) FROM mcp_tools c WHERE c.server_id = $1)::int AS total
+		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+		WHERE t.server_id = $1`+cond+` ORDER BY NOT t.available, t.name LIMIT $2`, args...)
+	if err != nil {
+		return ToolPage{}, err
+	}
+	p := ToolPage{Tools: make([]Tool, len(rows))}
+	for i, r := range rows {
+		p.Tools[i], p.Total = r.Tool, r.Total
+	}
+	if len(rows) == 0 && cursor != "" { // past the last tool: no row carried the count
+		if err := s.pool.QueryRow(ctx, `/* registry.ServerToolsPage count */ SELECT count(*) FROM mcp_tools WHERE server_id = $1`,
+			serverID).Scan(&p.Total); err != nil {
+			return ToolPage{}, fmt.Errorf("registry: count server tools: %w", err)
+		}
+	}
+	p.Tools, p.NextCursor = db.NextPage(p.Tools, limit, func(last Tool) any {
+		return serverToolsCursor{Unavailable: !last.Available, Name: last.Name}
+	})
+	return p, nil
 }
 
 // ToolVersion is one stored definition of a tool. Listings leave Definition nil:
