@@ -316,6 +316,22 @@ func TestExportStreamsAndIsAudited(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &e); err != nil || e.ActorName != formula {
 		t.Fatalf("jsonl of a formula: %+v, %v", e, err)
 	}
+
+	// A spreadsheet set to a language whose lists use ';' opens the file split at each
+	// ';' (quotes in mid-field are plain characters there): what follows one is the
+	// start of a cell too.
+	semi := "a;=1+1; @SUM(2);'x"
+	if err := audit.AppendAlone(ctx, pool, audit.Entry{Actor: audit.Actor{Kind: audit.ActorAnonymous, Name: semi}, Action: "user.login_failed",
+		TargetType: "user", TargetName: "-2;b", Result: audit.ResultFailure}); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := l.Export(ctx, auditor, audit.Filter{Action: "user.login_failed", Actor: semi}, audit.FormatCSV, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := csv.NewReader(&buf).ReadAll(); err != nil || len(recs) != 2 || recs[1][4] != "a;'=1+1;' @SUM(2);''x" || recs[1][9] != "'-2;b" {
+		t.Fatalf("csv of formulas after ';': %q, %v", recs, err)
+	}
 }
 
 func TestSavedViews(t *testing.T) {

@@ -109,17 +109,47 @@ func (l *Log) eachOf(ctx context.Context, f Filter, fn func(Record) error) (n in
 }
 
 // cells makes CSV cells that a spreadsheet shows as text: a cell that begins with =,
-// +, -, @, a tab or a carriage return would be read as a formula (a name someone
-// typed at the sign-in form, say), so it gets a leading apostrophe, which spreadsheets
-// do not show; so does one that begins with an apostrophe, so that removing the first
-// apostrophe always gives the value back. JSON Lines keeps every value exact.
+// +, -, @, a tab or a carriage return (after spaces, which some spreadsheets skip)
+// would be read as a formula (a name someone typed at the sign-in form, say), so it
+// gets a leading apostrophe, which spreadsheets do not show; so does one that begins
+// with an apostrophe, so that removing the first apostrophe always gives the value
+// back. The same goes after every ';': a spreadsheet set to a language whose lists use
+// ';' splits each line there, and quotes in mid-field do not stop it. JSON Lines keeps
+// every value exact.
 func cells(vals ...string) []string {
 	for i, v := range vals {
-		if v != "" && strings.ContainsRune("=+-@\t\r'", rune(v[0])) {
-			vals[i] = "'" + v
-		}
+		vals[i] = textCell(v)
 	}
 	return vals
+}
+
+// textCell is v with an apostrophe at its start and after each ';' where a formula
+// (or an apostrophe) would begin.
+func textCell(v string) string {
+	if !strings.Contains(v, ";") {
+		if formulaStart(v) {
+			return "'" + v
+		}
+		return v
+	}
+	var b strings.Builder
+	for i, piece := range strings.Split(v, ";") {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		if formulaStart(piece) {
+			b.WriteByte('\'')
+		}
+		b.WriteString(piece)
+	}
+	return b.String()
+}
+
+// formulaStart: a spreadsheet would read a cell beginning with piece as a formula, or
+// piece begins with the apostrophe that marks one that is not.
+func formulaStart(piece string) bool {
+	t := strings.TrimLeft(piece, " ")
+	return t != "" && strings.ContainsRune("=+-@\t\r'", rune(t[0]))
 }
 
 // Export records that actor exports what f selects (action audit.export, with the
