@@ -38,10 +38,11 @@ type audited interface{ Audited() bool }
 
 // recordDenial writes a refused request to the audit log (result denied): every 403,
 // and a 401 of a request that brought credentials (an unknown, revoked or expired
-// token). Refusals a service already recorded are not written twice.
+// token; another scheme's header is a proxy's, not a credential of ours). Refusals a
+// service already recorded are not written twice.
 func (s *Server) recordDenial(c echo.Context, err error, status int, code, msg string) {
 	req := c.Request()
-	if status != http.StatusForbidden && (status != http.StatusUnauthorized || req.Header.Get(echo.HeaderAuthorization) == "") {
+	if _, token := bearer(req.Header.Get(echo.HeaderAuthorization)); status != http.StatusForbidden && (status != http.StatusUnauthorized || !token) {
 		return
 	}
 	var a audited

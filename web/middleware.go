@@ -138,6 +138,16 @@ func crossOriginProtection() echo.MiddlewareFunc {
 	}
 }
 
+// bearer is the token of an Authorization header of the Bearer scheme, whose name is
+// read without regard to case (RFC 9110).
+func bearer(authz string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(authz), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
 // TokenExpiresHeader is set on every answer to an API token whose owner is being warned
 // of its end (auth.WarnFrom): when it ends (RFC 3339).
 const TokenExpiresHeader = "Toolwarden-Token-Expires"
@@ -151,12 +161,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		ctx := c.Request().Context()
-		if authz := c.Request().Header.Get(echo.HeaderAuthorization); authz != "" {
-			tok, ok := strings.CutPrefix(authz, "Bearer ")
-			if !ok {
-				return echo.NewHTTPError(http.StatusUnauthorized, "the Authorization header must be 'Bearer <token>'")
-			}
-			p, err := s.deps.Auth.AuthenticateToken(ctx, strings.TrimSpace(tok))
+		// Another scheme (a Basic-auth proxy in front passes its own header on) is not
+		// Toolwarden's: the caller is who their session cookie says, or nobody.
+		if tok, ok := bearer(c.Request().Header.Get(echo.HeaderAuthorization)); ok {
+			p, err := s.deps.Auth.AuthenticateToken(ctx, tok)
 			if errors.Is(err, auth.ErrUnauthenticated) {
 				return echo.NewHTTPError(http.StatusUnauthorized, "the API token is unknown, revoked or expired, or its user is disabled")
 			}
