@@ -416,8 +416,9 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 
 // Prune removes grants a day (EndedKept) after they expired (used-up and revoked ones
 // too, so a second use of a one-time grant is recognised until they expire, and the
-// ended list shows them for that day), and marks questions nobody answered within
-// Unanswered as expired.
+// ended list shows them for that day), marks questions nobody answered within
+// Unanswered as expired, and removes questions ended QuestionsKept ago (the audit log
+// keeps what each was asked and answered). It returns the grants removed.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= $1`, s.now().Add(-EndedKept))
 	if err != nil {
@@ -426,5 +427,15 @@ func (s *Service) Prune(ctx context.Context) (int64, error) {
 	if err := s.expireUnanswered(ctx); err != nil {
 		return tag.RowsAffected(), fmt.Errorf("grants: expire questions: %w", err)
 	}
+	// One row per call of user_collaboration: kept for good, an agent asking in a loop
+	// grows the table (and each person's list) without end.
+	if _, err := s.pool.Exec(ctx, `/* grants.Prune.questions */ DELETE FROM collaborations
+		WHERE status <> 'pending' AND coalesce(answered_at, created_at) <= $1`, s.now().Add(-QuestionsKept)); err != nil {
+		return tag.RowsAffected(), fmt.Errorf("grants: prune questions: %w", err)
+	}
 	return tag.RowsAffected(), nil
 }
+
+// QuestionsKept is how long a question that ended (answered, declined, cancelled or
+// expired) stays listed.
+const QuestionsKept = 90 * 24 * time.Hour

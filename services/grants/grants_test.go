@@ -397,6 +397,31 @@ func TestPruneQuestions(t *testing.T) {
 	if got["abandoned"] != grants.StatusCancelled || got["old"] != grants.StatusExpired || got["waiting"] != grants.StatusPending {
 		t.Fatalf("after the prune: %v", got)
 	}
+
+	// A question that ended QuestionsKept ago is removed; one that ended since, or one
+	// asked that long ago and still waiting, stays.
+	for _, q := range []struct{ prompt, status, ended string }{
+		{"answered long ago", "answered", "91 days"}, {"expired long ago", "expired", "100 days"},
+		{"answered lately", "answered", "89 days"}, {"pending long", "pending", ""}} {
+		if _, err := pool.Exec(ctx, `INSERT INTO collaborations (user_id, conversation_id, prompt, status, created_at, answered_at, heartbeat_at)
+			VALUES ($1, 'c', $2, $3, now() - interval '120 days', now() - nullif($4, '')::interval, now())`, alice.ID, q.prompt, q.status, q.ended); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	all, err = s.Collaborations(ctx, alice.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, c := range all {
+		left[c.Prompt] = true
+	}
+	if left["answered long ago"] || left["expired long ago"] || !left["answered lately"] || !left["pending long"] || !left["waiting"] {
+		t.Fatalf("after a prune, questions left: %v", left)
+	}
 }
 
 // A grant's use is audited as its caller's (a person's token here), with the call.
