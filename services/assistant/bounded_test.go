@@ -60,3 +60,19 @@ func TestAllToolsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A list of servers shows the first MaxChoices as choices and says where the rest are,
+// as a list of tools does: the reply is stored with the conversation and shown.
+func TestServerListBounded(t *testing.T) {
+	t.Parallel()
+	cat := &Catalogue{}
+	for i := range MaxChoices + 30 {
+		cat.Servers = append(cat.Servers, Server{ID: fmt.Sprintf("s-%d", i), Name: fmt.Sprintf("server-%02d", i), Status: "connected", Enabled: true})
+	}
+	var d Decision
+	var out Reply
+	listServers(cat, &d, &out)
+	if len(out.Choices) != MaxChoices || !strings.Contains(out.Reply, fmt.Sprintf("the first %d; the Servers page has them all", MaxChoices)) {
+		t.Errorf("%d servers: %d choices, reply %q; want the first %d and where the rest are", len(cat.Servers), len(out.Choices), out.Reply, MaxChoices)
+	}
+}

@@ -723,7 +723,11 @@ func listServers(cat *Catalogue, d *Decision, out *Reply) {
 	if len(ids) == 1 {
 		out.Reply = "There is one MCP server:"
 	}
-	for i, sv := range cat.Servers {
+	shown := cat.Servers[:min(len(cat.Servers), MaxChoices)]
+	if len(shown) < len(ids) {
+		out.Reply += fmt.Sprintf(" (the first %d; the Servers page has them all)", len(shown))
+	}
+	for i, sv := range shown {
 		state := sv.Status
 		if !sv.Enabled {
 			state = "disabled"
