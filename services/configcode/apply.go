@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -259,6 +260,13 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 		}
 		ft := *it.tool
 		next, ps := s.planTool(ctx, &ft, st, map[string]bool{}, cats, schemas, plan.opts, plan.File)
+		if unshown := unshownChanges(it, next); len(unshown) > 0 {
+			// The tool was found with settings of its own (configured between plan and
+			// apply): applied, the file would change what the reviewed plan never showed.
+			notApplied(it, "applying would also change "+strings.Join(unshown, ", ")+
+				", which the reviewed plan did not show (the tool was found with settings of its own): its settings were not applied: plan the import again")
+			continue
+		}
 		res.Unapplied = append(res.Unapplied, ps...)
 		if next != nil {
 			items = append(items, *next)
@@ -283,6 +291,25 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 		}
 		return s.summary(ctx, tx, actor, &Plan{File: plan.File, Format: plan.Format, Items: items}, &Result{Changed: res.Changed[before:]}, 0)
 	})
+}
+
+// unshownChanges are the fields that next, a pending tool planned against what
+// discovery found, changes though the plan's pending item (pendingChanges) did not show them.
+func unshownChanges(pending Item, next *Item) []string {
+	if next == nil {
+		return nil
+	}
+	shown := map[string]bool{}
+	for _, c := range pending.Changes {
+		shown[c.Field] = true
+	}
+	var out []string
+	for _, c := range next.Changes {
+		if !shown[c.Field] {
+			out = append(out, c.Field)
+		}
+	}
+	return out
 }
 
 // applyItem makes one change through the owning service.

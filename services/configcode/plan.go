@@ -155,6 +155,11 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 			delete(st.Tools, name)
 		}
 	}
+	for name := range st.Unlisted {
+		if st.Pruned[serverOf(name)] {
+			delete(st.Unlisted, name)
+		}
+	}
 	plan.base = st
 	plan.planCategories(st)
 	plan.planSettings(st)
@@ -252,7 +257,9 @@ func (p *Plan) planSettings(st *state) {
 
 // pendingServers are the servers whose tools this import can know only after
 // discovering them: servers it registers, and registered ones never discovered (no
-// tools yet), with whether they are enabled (a disabled server is not discovered).
+// tool rows, listed or not), with whether they are enabled (a disabled server is not
+// discovered). A server whose last discovery listed none of its tools keeps their
+// settings: planned from the file alone, applying would change those unreviewed.
 func (p *Plan) pendingServers(st *state) map[string]bool {
 	out := map[string]bool{}
 	for _, it := range p.Servers.Items {
@@ -263,6 +270,9 @@ func (p *Plan) pendingServers(st *state) map[string]bool {
 	has := map[string]bool{}
 	for _, t := range st.Tools {
 		has[t.Server] = true
+	}
+	for qualified := range st.Unlisted {
+		has[serverOf(qualified)] = true
 	}
 	for name := range st.Servers {
 		if !has[name] {
@@ -296,6 +306,8 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 				"; then each setting below is checked against the tool found, and what cannot be applied is reported"}}
 			it.Changes = append(it.Changes, pendingChanges(ft)...)
 			return it, nil
+		case registered && st.Unlisted[ft.Name]:
+			skip("", fmt.Sprintf("server %s does not list a tool %q now (its last discovery did not; the tool keeps its settings): the file's settings were not applied: import it again once the server lists the tool", server, name))
 		case registered:
 			skip("", fmt.Sprintf("server %s does not offer a tool %q (%s): its settings were not applied", server, name, st.offers(server, ft.Name)))
 		case st.Pruned[server]:
@@ -679,6 +691,9 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 		switch {
 		case want.Undo == ft.Name:
 			skip("compensation.undo", "a tool cannot undo itself")
+			want = nil
+		case st.Unlisted[want.Undo]:
+			skip("compensation.undo", fmt.Sprintf("server %s does not list tool %q now: the compensation was not applied", server, want.Undo))
 			want = nil
 		case st.Tools[want.Undo] == nil && !pending[server]:
 			skip("compensation.undo", fmt.Sprintf("there is no tool %q: the compensation was not applied", want.Undo))

@@ -45,6 +45,9 @@ type state struct {
 	Servers    map[string]serverInfo  // by name
 	Users      map[string]bool
 	Settings   executions.Settings
+	// Unlisted are the tools their server's last discovery did not list (unavailable):
+	// their rows and settings stay, so their server is no server never discovered.
+	Unlisted map[string]bool // by qualified name
 	// Pruned are the servers this import deletes (--prune): their tools are gone.
 	Pruned map[string]bool
 	// offered are the stored tools' names by server, sorted, and offeredAt the file's
@@ -65,7 +68,7 @@ type serverInfo struct {
 }
 
 func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
-	st := &state{Categories: map[string]storedCategory{}, Tools: map[string]*storedTool{},
+	st := &state{Categories: map[string]storedCategory{}, Tools: map[string]*storedTool{}, Unlisted: map[string]bool{},
 		Servers: map[string]serverInfo{}, Users: map[string]bool{}}
 	fail := func(what string, err error) (*state, error) {
 		return nil, fmt.Errorf("configcode: read %s: %w", what, err)
@@ -128,6 +131,22 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return fail("tools", err)
+	}
+	rows, err = q.Query(ctx, `/* configcode.unlisted */
+		SELECT s.name, t.name FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id WHERE NOT t.available`)
+	if err != nil {
+		return fail("unlisted tools", err)
+	}
+	for rows.Next() {
+		var server, name string
+		if err := rows.Scan(&server, &name); err != nil {
+			rows.Close()
+			return fail("unlisted tools", err)
+		}
+		st.Unlisted[toolname.Join(server, name)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return fail("unlisted tools", err)
 	}
 	rows, err = q.Query(ctx, `/* configcode.users */ SELECT username FROM users`)
 	if err != nil {
