@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -489,7 +490,8 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, id string, 
 
 // DeleteServer removes a server and, with it, its tools, their history and their
 // per-user rules: refused (CodeUserRules) when some rule refuses a tool and actor may
-// not lift refusals; each removed rule is audited as tool.permission.
+// not lift refusals; each removed rule is audited as tool.permission, and each
+// compensation of another server's tool that one of its tools undid as tool.compensation.
 func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string) error {
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		cur, err := getServer(ctx, tx, id, true)
@@ -503,17 +505,59 @@ func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string
 		if err != nil {
 			return err
 		}
+		comps, err := compensationsUndoneBy(ctx, tx, cur)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `/* registry.DeleteServer */ DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("registry: delete server %q: %w", cur.Name, err)
 		}
-		entries := append(removedRuleEntries(actor, cur, rules, "server.delete"), audit.Entry{Actor: actor, Action: "server.delete",
+		entries := append(removedRuleEntries(actor, cur, rules, "server.delete"), removedCompensationEntries(actor, cur, comps, "server.delete")...)
+		entries = append(entries, audit.Entry{Actor: actor, Action: "server.delete",
 			TargetType: "server", TargetID: cur.ID, TargetName: cur.Name,
-			Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount, "rules_removed": len(rules)}})
+			Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount, "rules_removed": len(rules),
+				"compensations_removed": len(comps)}})
 		if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
 			return err
 		}
 		return publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name})
 	})
+}
+
+// undoneCompensation is the compensation of another server's tool whose undo tool is on
+// a server about to be deleted: tool_compensations.undo_tool_id cascades, so the
+// deletion removes it and a rollback of that tool's steps has nothing to undo them.
+type undoneCompensation struct {
+	ToolID     string `db:"tool_id"`
+	Server     string `db:"server"` // the tool's
+	Tool       string `db:"tool"`
+	UndoToolID string `db:"undo_tool_id"`
+	Undo       string `db:"undo"` // on the server deleted
+}
+
+// compensationsUndoneBy are the compensations deleting sv removes from other servers'
+// tools. Called after userRulesOf has locked sv's tools (FOR UPDATE): a compensation
+// being set to undo with one of them holds a key-share lock on it, so it is read here
+// once committed, or waits for the deletion.
+func compensationsUndoneBy(ctx context.Context, tx pgx.Tx, sv Server) ([]undoneCompensation, error) {
+	return db.All[undoneCompensation](ctx, tx, "registry: compensations undone by a server's tools", `/* registry.DeleteServer.compensations */
+		SELECT c.tool_id::text AS tool_id, ts.name AS server, t.name AS tool, u.id::text AS undo_tool_id, u.name AS undo
+		FROM tool_compensations c JOIN mcp_tools u ON u.id = c.undo_tool_id
+			JOIN mcp_tools t ON t.id = c.tool_id JOIN mcp_servers ts ON ts.id = t.server_id
+		WHERE u.server_id = $1 AND t.server_id <> $1 ORDER BY ts.name, t.name`, sv.ID)
+}
+
+// removedCompensationEntries are the tool.compensation audit entries of the
+// compensations a deletion (because: its audit action) removes, as removing one on the
+// tool's page is audited (undo_tool_id ""), naming the undo tool that went.
+func removedCompensationEntries(actor audit.Actor, sv Server, comps []undoneCompensation, because string) []audit.Entry {
+	out := make([]audit.Entry, len(comps))
+	for i, c := range comps {
+		out[i] = audit.Entry{Actor: actor, Action: "tool.compensation", TargetType: "tool", TargetID: c.ToolID,
+			TargetName: toolname.Join(c.Server, c.Tool), Payload: map[string]any{"undo_tool_id": "", "argument_map": nil,
+				"removed_undo_tool": toolname.Join(sv.Name, c.Undo), "removed_undo_tool_id": c.UndoToolID, "because": because, "server": sv.Name}}
+	}
+	return out
 }
 
 // publishDeleted announces a server's deletion on the servers' topic and on the tools'
