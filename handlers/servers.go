@@ -182,8 +182,25 @@ func (h ServersHandler) Discover(c echo.Context) error {
 func (h ServersHandler) Delete(c echo.Context) error {
 	ctx := c.Request().Context()
 	sv, err := h.Registry.GetServer(ctx, c.Param("id"))
+	var del registry.Deleted
 	if err == nil {
-		err = h.Registry.DeleteServer(ctx, ActorOf(c), sv.ID)
+		del, err = h.Registry.DeleteServerReport(ctx, ActorOf(c), sv.ID)
 	}
-	return h.redirectWithOutcome(c, err, func() string { return "Server " + sv.Name + " deleted." }, "/servers")
+	return h.redirectWithOutcome(c, err, func() string {
+		msg := "Server " + sv.Name + " deleted."
+		if n := len(del.LostUndo); n > 0 {
+			// Said, not left to be found at the next rollback.
+			shown := del.LostUndo[:min(n, 5)]
+			what := "tools of other servers lost the undo step it gave them"
+			if n == 1 {
+				what = "tool of another server lost the undo step it gave it"
+			}
+			msg += fmt.Sprintf(" %d %s (%s", n, what, strings.Join(shown, ", "))
+			if n > len(shown) {
+				msg += fmt.Sprintf(" and %d more", n-len(shown))
+			}
+			msg += "): set another on the Compensation tab."
+		}
+		return msg
+	}, "/servers")
 }

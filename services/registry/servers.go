@@ -493,7 +493,22 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, id string, 
 // not lift refusals; each removed rule is audited as tool.permission, and each
 // compensation of another server's tool that one of its tools undid as tool.compensation.
 func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string) error {
-	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+	_, err := s.DeleteServerReport(ctx, actor, id)
+	return err
+}
+
+// Deleted is what deleting a server removed beyond it and its tools.
+type Deleted struct {
+	// LostUndo are the tools of other servers (qualified names) whose compensation one
+	// of its tools was: their steps have nothing to undo them now.
+	LostUndo []string
+}
+
+// DeleteServerReport is DeleteServer, saying what else the deletion removed.
+func (s *Service) DeleteServerReport(ctx context.Context, actor audit.Actor, id string) (Deleted, error) {
+	var out Deleted
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		out = Deleted{}
 		cur, err := getServer(ctx, tx, id, true)
 		if err != nil {
 			return err
@@ -509,6 +524,9 @@ func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string
 		if err != nil {
 			return err
 		}
+		for _, c := range comps {
+			out.LostUndo = append(out.LostUndo, toolname.Join(c.Server, c.Tool))
+		}
 		if _, err := tx.Exec(ctx, `/* registry.DeleteServer */ DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
 			return fmt.Errorf("registry: delete server %q: %w", cur.Name, err)
 		}
@@ -522,6 +540,7 @@ func (s *Service) DeleteServer(ctx context.Context, actor audit.Actor, id string
 		}
 		return publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name})
 	})
+	return out, err
 }
 
 // undoneCompensation is the compensation of another server's tool whose undo tool is on
