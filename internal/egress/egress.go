@@ -23,11 +23,14 @@ import (
 )
 
 // MetadataPrefixes are the cloud metadata addresses denied by default: AWS, GCP, Azure
-// and OpenStack's 169.254.169.254, AWS's IPv6 fd00:ec2::254 and Alibaba's
+// and OpenStack's 169.254.169.254, the IPv6 ones of AWS (fd00:ec2::254), GCP
+// (fd20:ce::254) and OpenStack (fe80::a9fe:a9fe, on any interface), and Alibaba's
 // 100.100.100.200.
 var MetadataPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("169.254.169.254/32"),
 	netip.MustParsePrefix("fd00:ec2::254/128"),
+	netip.MustParsePrefix("fd20:ce::254/128"),
+	netip.MustParsePrefix("fe80::a9fe:a9fe/128"),
 	netip.MustParsePrefix("100.100.100.200/32"),
 }
 

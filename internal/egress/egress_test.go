@@ -53,7 +53,9 @@ func TestCheckURL(t *testing.T) {
 		{strict, "http://169.254.169.254/", "metadata"},
 		// A zone does not hide an address from the rules; 0.0.0.0 and :: are this host.
 		{def, "http://[fd00:ec2::254%25x]/", "metadata"},
-		{def, "http://[fe80::a9fe:a9fe%25eth0]/", ""},
+		{def, "http://[fe80::a9fe:a9fe%25eth0]/", "metadata"},
+		{def, "http://[fd20:ce::254]/computeMetadata/v1/", "metadata"},
+		{def, "http://[fe80::1%25eth0]/", ""},
 		{strict, "http://[::1%25lo]/mcp", "allow list"},
 		{loopDenied, "http://[::1%25lo]/mcp", "deny list"},
 		{loopDenied, "http://0.0.0.0:3001/mcp", "deny list"},
