@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -78,7 +79,9 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer unlock()
 	}
-	d, err := openDB(ctx, c, true, stderr)
+	// status only reads: run by a newer binary before an upgrade, it must not migrate the
+	// database under the servers still running the old one.
+	d, err := openDB(ctx, c, sub != "status", stderr)
 	if err != nil {
 		return err
 	}
@@ -176,6 +179,9 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	// retire-key
+	if err := waitKeyFileTakenUp(ctx, path, stdout); err != nil {
+		return err
+	}
 	u, err := keyUsage(ctx, d.Pool)
 	if err != nil {
 		return err
@@ -201,6 +207,29 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "retired key %s: values sealed with it no longer decrypt\n", id)
 	return nil
+}
+
+// waitKeyFileTakenUp waits until every running server has looked at the key file since
+// it last changed (each looks every secrets.ReloadEvery): until then one may still seal
+// a value with the key a rotation just replaced, and the value would be written after
+// retire-key counted it, under a key gone from the file.
+func waitKeyFileTakenUp(ctx context.Context, path string, stdout io.Writer) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("secrets: key file: %w", err)
+	}
+	wait := 2*secrets.ReloadEvery - time.Since(st.ModTime())
+	if wait <= 0 {
+		return nil
+	}
+	fmt.Fprintf(stdout, "the key file changed %s ago: waiting %s for running servers to take up its keys\n",
+		time.Since(st.ModTime()).Round(time.Second), wait.Round(time.Second))
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // lockKeyFile takes an exclusive lock beside the key file at path (<file>.lock; the key

@@ -77,6 +77,7 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 		err := run(ctx, append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
 		return out.String() + errb.String(), err
 	}
+	settleKeyFile(t, path)
 	if _, err := cli("secrets", "retire-key", old.ID); err == nil {
 		t.Fatal("retiring the only (primary) key succeeded")
 	}
@@ -110,8 +111,15 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 		registry.Patch{Headers: map[string]*string{"X-Late": ptrTo(canary + "-late")}}); err != nil {
 		t.Fatal(err)
 	}
+	// Right after the rotation, retire-key waits until every running server has looked
+	// at the key file (each looks every ReloadEvery): until then one may still seal a
+	// value with the old key. (The file is made older here, so the wait is a second.)
+	at := time.Now().Add(-2*secrets.ReloadEvery + time.Second)
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
 	out, err = cli("secrets", "retire-key", old.ID)
-	if err == nil || !strings.Contains(err.Error(), "still seals 1 stored values") {
+	if err == nil || !strings.Contains(err.Error(), "still seals 1 stored values") || !strings.Contains(out, "waiting 1s for running servers to take up its keys") {
 		t.Fatalf("retire with a value under the key: %v %s", err, out)
 	}
 	if k, _ := secrets.LoadKeyring(path); len(k.IDs()) != 2 {
@@ -250,6 +258,7 @@ func TestSecretsRotateReseals(t *testing.T) {
 	if _, err := secrets.AddKeyToFile(path); err != nil {
 		t.Fatal(err)
 	}
+	settleKeyFile(t, path)
 	out, err := cli("secrets", "retire-key", old.ID)
 	if err == nil || !strings.Contains(err.Error(), "approvals of 1 executions") {
 		t.Fatalf("retire a key that still seals an approval: %v %s", err, out)
@@ -263,6 +272,7 @@ func TestSecretsRotateReseals(t *testing.T) {
 	if n := a.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'secrets.rotate' AND payload->>'execution_seals' = '1'`); n != 1 {
 		t.Errorf("audited rotations that sealed one approval again: %d, want 1", n)
 	}
+	settleKeyFile(t, path)
 	if out, err = cli("secrets", "retire-key", old.ID); err != nil {
 		t.Fatalf("retire the old key after the rotation: %v %s", err, out)
 	}
@@ -318,6 +328,7 @@ func TestSecretsRetireAuditFails(t *testing.T) {
 		WHEN (NEW.action = 'secrets.retire_key') EXECUTE FUNCTION refuse_retire()`); err != nil {
 		t.Fatal(err)
 	}
+	settleKeyFile(t, path)
 	out, err := cli("secrets", "retire-key", old.ID)
 	if err == nil || !strings.Contains(err.Error(), "key "+old.ID+" was removed from "+path+" already") || !strings.Contains(err.Error(), "audit log full") {
 		t.Fatalf("retire with an audit log that refuses the row: %v %s", err, out)
@@ -328,3 +339,13 @@ func TestSecretsRetireAuditFails(t *testing.T) {
 }
 
 func ptrTo(s string) *string { return &s }
+
+// settleKeyFile dates the key file a minute back, as if every running server had taken
+// it up since it last changed: retire-key does not wait for them then.
+func settleKeyFile(t *testing.T, path string) {
+	t.Helper()
+	at := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}

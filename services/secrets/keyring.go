@@ -17,7 +17,7 @@ import (
 // Keyring holds the keys that may decrypt and the primary key that encrypts. It is
 // safe for concurrent use. A keyring loaded from a key file follows the file: when
 // `toolwarden secrets rotate` adds a key (or `retire-key` removes one) while the
-// server runs, the server sees the change within reloadEvery, and at once when it
+// server runs, the server sees the change within ReloadEvery, and at once when it
 // meets a value sealed with a key it does not hold yet.
 type Keyring struct {
 	cur     atomic.Pointer[ring]
@@ -27,8 +27,8 @@ type Keyring struct {
 	mu      sync.Mutex   // one reload at a time
 }
 
-// reloadEvery is how often a keyring loaded from a file looks whether it changed.
-const reloadEvery = 5 * time.Second
+// ReloadEvery is how often a keyring loaded from a file looks whether it changed.
+const ReloadEvery = 5 * time.Second
 
 type fileStamp struct {
 	mod  time.Time
@@ -45,7 +45,7 @@ func stampOf(path string) fileStamp {
 
 // r is the current ring, after a look at the key file when one is due.
 func (kr *Keyring) r() *ring {
-	if kr.path != "" && time.Now().UnixNano()-kr.checked.Load() > int64(reloadEvery) {
+	if kr.path != "" && time.Now().UnixNano()-kr.checked.Load() > int64(ReloadEvery) {
 		kr.checked.Store(time.Now().UnixNano())
 		if stampOf(kr.path) != kr.stamp.Load() {
 			_ = kr.Reload() // a key file that does not load keeps the keys held
