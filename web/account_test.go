@@ -218,3 +218,31 @@ func TestChangeOwnPasswordRenewsTheCookie(t *testing.T) {
 	}
 	check("the API", here, thief, old, res)
 }
+
+// Too many wrong current passwords are refused on the form itself, as sign-in refuses
+// them: the field says why and when to try again, with Retry-After, not an error page.
+func TestChangeOwnPasswordPageThrottled(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Auth: &auth.Options{MaxAccountFailures: 2}})
+	const pw = "first-password-123"
+	srv.CreateUser(t, "erin", auth.RoleAuditor, pw)
+	c := srv.Login(t, "erin", pw)
+	for i := range 2 {
+		res := srv.PostForm(t, c, "/account/password", url.Values{"current_password": {"nope-nope-nope"}, "new_password": {"second-password-456"}})
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnprocessableEntity {
+			t.Fatalf("wrong current password %d: %d", i+1, res.StatusCode)
+		}
+	}
+	res := srv.PostForm(t, c, "/account/password", url.Values{"current_password": {pw}, "new_password": {"second-password-456"}})
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("after two wrong passwords: HTTP %d, Retry-After %q; want 429 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
+	}
+	doc := page(t, res)
+	if got := doc.Find(`[data-testid="error-current_password"]`).Text(); !strings.Contains(got, "Too many wrong passwords. Try again in") {
+		t.Fatalf("field error %q, want it to say too many wrong passwords and when to try again", got)
+	}
+	if doc.Find(`input[name="new_password"]`).Length() != 1 {
+		t.Fatal("the throttled answer is not the form")
+	}
+}

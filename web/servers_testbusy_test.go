@@ -52,6 +52,12 @@ func TestConnectionTestBusy(t *testing.T) {
 		!strings.Contains(frag, `data-testid="test-busy"`) || strings.Contains(frag, "Could not connect") {
 		t.Fatalf("busy background test: got %s, want it to say the test did not run because too many are running", frag)
 	}
+	// The assistant says so too, not that it could not connect to the server.
+	conv := ""
+	r := asstSay(t, api, &conv, "add a new MCP server at "+hung.url()+" called later", "connection tests are running right now")
+	if strings.Contains(r.Reply, "couldn't connect") {
+		t.Errorf("busy assistant test: reply %q, want no word of the server failing", r.Reply)
+	}
 	if n := hung.seen.Load(); n != 1 {
 		t.Fatalf("the hung server saw %d connections, want 1: a busy test must not reach it", n)
 	}

@@ -184,7 +184,8 @@ func (h *hub) count() int {
 func sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
-		return r.Header.Get("Authorization") != ""
+		_, token := bearer(r.Header.Get("Authorization"))
+		return token
 	}
 	u, err := url.Parse(o)
 	return err == nil && u.Host == r.Host

@@ -646,6 +646,12 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 		return err
 	}
 	res := s.mcp.Test(ctx, conn)
+	if res.Busy {
+		d.State.Flow = nil
+		out.Reply = fmt.Sprintf("Too many connection tests are running right now, so I did not try the server at `%s` and nothing was added. Ask me again in a few seconds.", op.URL)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
+		return nil
+	}
 	if !res.OK {
 		d.State.Flow = nil
 		why := ": " + res.Error + "."

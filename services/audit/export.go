@@ -112,10 +112,10 @@ func (l *Log) eachOf(ctx context.Context, f Filter, fn func(Record) error) (n in
 // +, -, @, a tab or a carriage return (after spaces, which some spreadsheets skip)
 // would be read as a formula (a name someone typed at the sign-in form, say), so it
 // gets a leading apostrophe, which spreadsheets do not show; so does one that begins
-// with an apostrophe, so that removing the first apostrophe always gives the value
-// back. The same goes after every ';': a spreadsheet set to a language whose lists use
-// ';' splits each line there, and quotes in mid-field do not stop it. JSON Lines keeps
-// every value exact.
+// with an apostrophe. The same goes after every ';': a spreadsheet set to a language
+// whose lists use ';' splits each line there, and quotes in mid-field do not stop it.
+// Removing the apostrophe at the start and after each ';' gives the value back. JSON
+// Lines keeps every value exact.
 func cells(vals ...string) []string {
 	for i, v := range vals {
 		vals[i] = textCell(v)

@@ -52,9 +52,9 @@ func newAdmission(maxTx, perAddress, maxWaiting int) *admission {
 // loginBusy is the throttled fault of an attempt refused by admission; scope is
 // "address" (too many from it at once) or "server" (too many overall).
 func loginBusy(scope string) *fault.Error {
-	msg := "too many sign-ins at once from this address"
+	msg := "too many sign-ins or password changes at once from this address"
 	if scope != "address" {
-		msg = "too many sign-ins at once"
+		msg = "too many sign-ins or password changes at once"
 	}
 	return fault.RateLimited(fmt.Sprintf("%s; try again in %s", msg, loginBusyRetry), loginBusyRetry).
 		WithDetails(Throttle{RetryAfterSeconds: int(loginBusyRetry.Seconds()), RetryAfter: loginBusyRetry, Scope: scope, Busy: true})
