@@ -10,6 +10,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -51,7 +52,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	preview, err := h.executionPreview(ctx, ex)
+	preview, err := h.executionPreview(ctx, ex, revealsSecrets(PrincipalOf(c), ex))
 	if err != nil {
 		return err
 	}
@@ -139,11 +140,31 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 }
 
 // secretMasker masks the secret arguments (tools.ArgMasker) of the steps pages and the
-// API show. What is stored and run is unchanged.
-type secretMasker struct{ *tools.ArgMasker }
+// API show, unless reveal. What is stored and run is unchanged.
+type secretMasker struct {
+	*tools.ArgMasker
+	reveal bool
+}
 
 func (h ExecutionsHandler) masker() *secretMasker {
-	return &secretMasker{h.Tools.NewArgMasker()}
+	return &secretMasker{ArgMasker: h.Tools.NewArgMasker()}
+}
+
+// Mask is args masked, or as they are when the masker reveals.
+func (m *secretMasker) Mask(ctx context.Context, toolID, tool string, args json.RawMessage) (json.RawMessage, error) {
+	if m.reveal {
+		return args, nil
+	}
+	return m.ArgMasker.Mask(ctx, toolID, tool, args)
+}
+
+// revealsSecrets: a person who may decide an execution awaiting approval sees its plan's
+// arguments whole, secret ones too: approving what one cannot read is no decision
+// (send_input's masked text is what would be typed). Records, tokens and everyone else,
+// and the plan once decided, keep them masked.
+func revealsSecrets(p *auth.Principal, ex *executions.Execution) bool {
+	return ex.Status == executions.AwaitingApproval && p != nil && p.Kind == audit.ActorUser &&
+		(p.Can(auth.PermExecutionApprove) || ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID)
 }
 
 // step is a stored step's arguments, masked.
@@ -190,10 +211,11 @@ func executionStepView(st executions.Step, results bool) views.ExecutionStepView
 }
 
 // executionPreview is the ActionPreviewCard: every step with how it would be undone.
-func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.Execution) ([]views.ExecutionPreviewStep, error) {
+func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.Execution, reveal bool) ([]views.ExecutionPreviewStep, error) {
 	out := make([]views.ExecutionPreviewStep, 0, len(ex.Plan.Steps))
 	comps := map[string]*views.ExecutionUndo{}
 	m := h.masker()
+	m.reveal = reveal
 	for i, st := range ex.Plan.Steps {
 		pv, err := m.previewStep(ctx, i, st.Prepared)
 		if err != nil {

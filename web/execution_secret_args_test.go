@@ -151,3 +151,40 @@ func noSecret(t *testing.T, c svClient, path string) *goquery.Document {
 	}
 	return d
 }
+
+// A person deciding an execution that awaits approval reads its steps whole, send_input's
+// text too: approving what one cannot read is no decision. Someone who may not decide it
+// (an auditor), and everyone once it is decided, still sees it masked.
+func TestExecutionAwaitingApprovalRevealsSecretArguments(t *testing.T) {
+	t.Parallel()
+	srv, admin, sid := secretArgsSetup(t)
+	ctx := context.Background()
+	tg := srv.App.Settled(t, secretArgsTool)
+	medium := "medium"
+	if _, err := srv.App.Tools.Update(ctx, audit.System, tg.ID, tools.Patch{Risk: &medium, Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		d, err := srv.Router.RiskOf(ctx, secretArgsTool, json.RawMessage(`{"operation":"get_output","sessionId":"x"}`))
+		return err == nil && d.Level == risk.Medium
+	}, "the tool's MEDIUM risk in the router")
+	body := map[string]any{"plan": map[string]any{"steps": []any{step(secretArgsTool,
+		map[string]any{"operation": "send_input", "sessionId": sid, "input": secretTyped + "\n"})}}, "conversation_id": "conv-mask"}
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	if ex.Status != "awaiting_approval" {
+		t.Fatalf("a MEDIUM plan: status %s, want awaiting_approval", ex.Status)
+	}
+	r := srv.Get(t, admin.c, "/executions/"+ex.ID)
+	d := page(t, r)
+	if got := d.Find(`[data-testid=action-preview] [data-testid=preview-step] [data-testid=step-arguments]`).Text(); !strings.Contains(got, secretTyped) {
+		t.Errorf("the deciding person's preview: %s, want the text that would be typed", got)
+	}
+	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
+	noSecret(t, svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}, "/executions/"+ex.ID)
+
+	// Decided and run, it is masked for the person who decided it too.
+	admin.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, 200, nil)
+	waitExec(t, admin, ex.ID, "success")
+	noSecret(t, admin, "/executions/"+ex.ID)
+}
