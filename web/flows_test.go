@@ -187,6 +187,23 @@ func TestUserManagementPages(t *testing.T) {
 		t.Fatalf("reset password: got %q", newPW)
 	}
 	srv.Login(t, "carol", newPW)
+
+	// One's own row links to the page that asks for the current password, and a reset
+	// of one's own is refused (a session left open would take the account over).
+	doc = page(t, srv.Get(t, admin, "/users"))
+	if doc.Find(`[data-testid=change-own-password][href="/account/password"]`).Length() != 1 || doc.Find("[data-testid=reset-password]").Length() != 1 {
+		t.Errorf("users page: want a Change password link on one's own row and Reset password on carol's only")
+	}
+	adminUser, err := srv.Auth.GetUserByName(context.Background(), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = srv.PostForm(t, admin, "/users/"+adminUser.ID+"/password", nil)
+	res.Body.Close()
+	if msg := page(t, srv.Get(t, admin, "/users")).Find("[data-testid=flash]").Text(); !strings.Contains(msg, "asks for your current one") {
+		t.Errorf("resetting one's own password: flash %q, want it refused", msg)
+	}
+	srv.Login(t, "admin", webtest.AdminPassword)
 }
 
 func TestTokenPagesAndBearer(t *testing.T) {

@@ -291,6 +291,11 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw s
 	if actor.Kind == audit.ActorToken {
 		return "", ErrTokenGivesAccess
 	}
+	if actor.Kind == audit.ActorUser && actor.ID == id {
+		// Without the current password, a session left open (or stolen) would take the
+		// account over: one's own password changes where it is asked for.
+		return "", conflict("Change your own password under your user menu (Change password): it asks for your current one.")
+	}
 	generated := ""
 	if pw == "" {
 		generated = GeneratePassword()

@@ -403,6 +403,10 @@ func TestResetPassword(t *testing.T) {
 	if _, err := f.svc.ResetPassword(f.ctx, actorOf(root), "00000000-0000-4000-8000-000000000000", newPW); !errors.Is(err, auth.ErrNotFound) {
 		t.Errorf("reset for an unknown user: got %v, want ErrNotFound", err)
 	}
+	// An administrator's own password changes where the current one is asked for.
+	if _, err := f.svc.ResetPassword(f.ctx, actorOf(root), root.ID, newPW); !fault.Is(err, fault.KindConflict) || !strings.Contains(err.Error(), "current one") {
+		t.Errorf("an administrator resetting their own password: got %v, want it refused", err)
+	}
 	f.login("bob", generated) // the refused resets changed nothing
 	f.verifyAudit(-1)
 }
