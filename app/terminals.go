@@ -27,36 +27,75 @@ import (
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
-// auditTerminalInput records the lines typed into a terminal (terminal.input, one
-// entry each, in one transaction), or "[hidden input]" when the terminal had echo off
-// (a password prompt), unless the line is one the terminal rules rate (rm -rf, curl |
-// sh: no password looks like that), so that turning echo off (stty -echo) does not
-// hide those. Other lines stay hidden however many come in a row: a refused new
-// password is asked again without a visible line between. An error keeps the keys
-// from the shell (Terminal.Input).
+// Bounds of one input's terminal.input entry: a paste of thousands of lines writes
+// one entry of its first lines, and counts the rest (the audit log is append-only).
+const (
+	maxAuditedLines     = 64
+	maxAuditedLineBytes = 16 << 10
+)
+
+// auditTerminalInput records the lines typed into a terminal by one input
+// (terminal.input, one entry: its first maxAuditedLines lines, up to
+// maxAuditedLineBytes, joined with newlines, and how many lines and bytes were left
+// out), each "[hidden input]" when the terminal had echo off (a password prompt), unless the line
+// is one the terminal rules rate (rm -rf, curl | sh: no password looks like that), so
+// that turning echo off (stty -echo) does not hide those. Other lines stay hidden
+// however many come in a row: a refused new password is asked again without a visible
+// line between. Rated lines past the bounds are kept too (input holds at most 100,000
+// characters), so that a long paste does not hide them. An error keeps the keys from
+// the shell (Terminal.Input).
 func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller, lines []string, hidden bool) error {
-	if a.Pool == nil {
+	if a.Pool == nil || len(lines) == 0 {
 		return nil
 	}
 	actor := audit.Caller(who.ActorKind, who.UserID, who.UserName, who.TokenID)
 	if who.UserID == "" && who.UserName == "" {
 		actor = audit.System
 	}
-	entries := make([]audit.Entry, len(lines))
-	for i, line := range lines {
-		payload := map[string]any{"hidden": hidden, "source": who.Source, "kind": t.Kind}
+	var kept, rated, shown []string
+	size, omitted, omittedBytes := 0, 0, 0
+	for _, line := range lines {
+		within := len(kept) < maxAuditedLines && (len(kept) == 0 || size+len(line) <= maxAuditedLineBytes)
+		why, risky := "", false
+		if hidden || !within {
+			_, why, risky = builtin.CommandRisk(line)
+		}
+		text := line
 		if hidden {
-			if _, why, rated := builtin.CommandRisk(line); rated {
-				payload["shown"] = "typed with echo off, and rated: " + why
+			if risky {
+				shown = append(shown, why)
 			} else {
-				line = "[hidden input]"
+				text = "[hidden input]"
 			}
 		}
-		// A typed "export GH_TOKEN=…" keeps its credential out of the append-only log.
-		payload["input"] = usage.RedactText(line)
-		entries[i] = audit.Entry{Actor: actor, Action: "terminal.input", TargetType: "terminal", TargetID: t.ID,
-			TargetName: t.ConversationID, Payload: payload}
+		switch {
+		case within:
+			kept = append(kept, text)
+			size += len(line)
+		case risky:
+			rated = append(rated, text)
+		default:
+			omitted++
+			omittedBytes += len(text)
+		}
 	}
+	payload := map[string]any{"hidden": hidden, "source": who.Source, "kind": t.Kind,
+		// A typed "export GH_TOKEN=…" keeps its credential out of the append-only log.
+		"input": usage.RedactText(strings.Join(kept, "\n"))}
+	if len(lines) > 1 {
+		payload["lines"] = len(lines)
+	}
+	if len(shown) > 0 {
+		payload["shown"] = "typed with echo off, and rated: " + strings.Join(shown, "; ")
+	}
+	if len(rated) > 0 {
+		payload["rated_input"] = usage.RedactText(strings.Join(rated, "\n"))
+	}
+	if omitted > 0 {
+		payload["omitted_lines"], payload["omitted_bytes"] = omitted, omittedBytes
+	}
+	entries := []audit.Entry{{Actor: actor, Action: "terminal.input", TargetType: "terminal", TargetID: t.ID,
+		TargetName: t.ConversationID, Payload: payload}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := db.WithTx(ctx, a.Local, func(tx pgx.Tx) error {

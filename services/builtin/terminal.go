@@ -367,6 +367,10 @@ func outputResult(t *Terminal, from int64) *mcp.CallToolResult {
 	if at > from {
 		text = fmt.Sprintf("[output before index %d is no longer kept]\n", at) + text
 	}
+	if t.OutputDropped() {
+		st["outputDropped"] = true
+		text += "[its output was dropped: ended terminals keep a bounded amount of output, per person and per server, and this one ended before the others]"
+	}
 	if t.Exited() {
 		st["exitCode"] = t.ExitCode()
 		text += fmt.Sprintf("\n[ended, exit code %d]", t.ExitCode())

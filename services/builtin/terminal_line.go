@@ -60,7 +60,7 @@ func (e *lineEditor) feed(b []byte) []edited {
 		}
 		switch {
 		case c == '\r' || c == '\n':
-			out = append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
+			out = e.finish(out)
 			e.reset()
 			i++
 		case c == 0x1b:
@@ -123,7 +123,7 @@ func (e *lineEditor) feed(b []byte) []edited {
 		case c == 0x0f:
 			// Ctrl-O runs the line, as Enter does, and puts the next line of the history
 			// in its place: the line after it is the shell's.
-			out = append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
+			out = e.finish(out)
 			e.reset()
 			e.shellEdited = true
 			i++
@@ -156,6 +156,15 @@ func (e *lineEditor) insert(r rune) {
 	} else {
 		e.cut = true
 	}
+}
+
+// finish appends the line run now to out, unless it is empty as typed: an empty line
+// runs nothing, and a paste of newlines would otherwise audit each one.
+func (e *lineEditor) finish(out []edited) []edited {
+	if len(e.line) == 0 && !e.shellEdited && !e.cut {
+		return out
+	}
+	return append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
 }
 
 func (e *lineEditor) reset() {

@@ -42,6 +42,10 @@ const (
 	DefaultMaxTerminalsPerOwner = 16
 	DefaultMaxTerminals         = 256
 	DefaultIdleTimeout          = 30 * time.Minute
+	// An ended terminal keeps its output (up to 1 MiB) for KeepEnded: what the ended
+	// ones of one person, and of the process, keep together is bounded too.
+	DefaultEndedOutputPerOwner = 16 << 20
+	DefaultEndedOutput         = 256 << 20
 )
 
 // closeGrace is how long a closed terminal's processes get between SIGTERM and SIGKILL.
@@ -71,6 +75,14 @@ type TerminalOptions struct {
 	// MaxRunning is how many running terminals this process allows in all; default
 	// DefaultMaxTerminals.
 	MaxRunning int
+	// EndedOutputPerOwner bounds the bytes of output one person's ended terminals keep
+	// together; past it, the output of their terminal that ended first is dropped (it
+	// stays listed, ended, and says so), rather than new work refused. Default
+	// DefaultEndedOutputPerOwner.
+	EndedOutputPerOwner int
+	// EndedOutput bounds it for every ended terminal of this process; default
+	// DefaultEndedOutput.
+	EndedOutput int
 	// IdleTimeout ends a PTY session nothing was typed into and that printed nothing for
 	// that long, its shell at its prompt (ended_reason "idle"); a job in its foreground,
 	// however quiet, keeps it. 0: DefaultIdleTimeout; negative: never.
@@ -149,6 +161,11 @@ type Terminals struct {
 	// starting counts, by owner, the terminals that passed reserve and are not in byID
 	// yet, so that calls at once cannot start more than the limits allow.
 	starting map[string]int
+	// endedBytes counts, by owner, the output their ended terminals keep (kept), and
+	// endedAll all of it; endedSeq orders the terminals as they ended.
+	endedBytes map[string]int
+	endedAll   int
+	endedSeq   int64
 	// ops are terminal_operations' operations on one session, as this process runs
 	// them (RunOp), set by TerminalTool.
 	ops map[string]func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
@@ -182,6 +199,13 @@ type Terminal struct {
 	// endedFor is why Toolwarden ended it, when it did for a reason of its own (its
 	// owner was disabled): its record says so, and the audit log (TerminalStore.ended).
 	endedFor atomic.Pointer[string]
+	// kept is the memory its output takes once it ended, counted in ts.endedBytes until
+	// the output is dropped or it is forgotten; endedN orders it among the ended ones
+	// (both under ts.mu). outputDropped: its output was dropped, its owner's share of
+	// ended output full (keepEnded).
+	kept          int
+	endedN        int64
+	outputDropped atomic.Bool
 	// typing orders writes of input with their audit (a write blocks while the
 	// program does not read; inMu, which Size and Resize take, is not held then).
 	typing sync.Mutex
@@ -217,6 +241,12 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if opts.MaxRunning <= 0 {
 		opts.MaxRunning = DefaultMaxTerminals
 	}
+	if opts.EndedOutputPerOwner <= 0 {
+		opts.EndedOutputPerOwner = DefaultEndedOutputPerOwner
+	}
+	if opts.EndedOutput <= 0 {
+		opts.EndedOutput = DefaultEndedOutput
+	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -232,7 +262,8 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if err != nil {
 		real = opts.Root
 	}
-	ts := &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}, starting: map[string]int{}}
+	ts := &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}, starting: map[string]int{},
+		endedBytes: map[string]int{}}
 	// Before any terminal starts: a process that leaves its session (setsid) is still
 	// found by its marker after a crash.
 	if err := writeRun(opts.Root, ts.marker); err != nil {
@@ -597,6 +628,7 @@ func (ts *Terminals) track(t *Terminal) error {
 		// What the leader left behind in its session goes with it.
 		endSession(t.sid, ts.marker, 0, nil)
 		removeRecord(ts.opts.Root, t.sid)
+		ts.keepEnded(t)
 		// Recorded before gone closes: Close, which a foreground command's call makes as
 		// soon as it is done, waits for gone, so its exit code is stored and announced
 		// before the terminal is recorded closed, never lost to it.
@@ -606,6 +638,77 @@ func (ts *Terminals) track(t *Terminal) error {
 	}()
 	return nil
 }
+
+// keepEnded counts the output t keeps now that it ended, and drops that of the
+// terminals that ended first, its owner's and then anyone's, while the ended ones keep
+// more than EndedOutputPerOwner or EndedOutput: kept for KeepEnded, ended terminals
+// run without limit (background commands of 1 MiB of output each) would otherwise
+// fill the memory.
+func (ts *Terminals) keepEnded(t *Terminal) {
+	var drop []*Terminal
+	ts.mu.Lock()
+	if ts.byID[t.ID] != t { // forgotten already (a foreground command, closed at once)
+		ts.mu.Unlock()
+		return
+	}
+	ts.endedSeq++
+	t.endedN, t.kept = ts.endedSeq, ringSize(t.out)
+	ts.endedBytes[t.OwnerID] += t.kept
+	ts.endedAll += t.kept
+	for ts.endedBytes[t.OwnerID] > ts.opts.EndedOutputPerOwner || ts.endedAll > ts.opts.EndedOutput {
+		mine := ts.endedBytes[t.OwnerID] > ts.opts.EndedOutputPerOwner
+		var first *Terminal
+		for _, o := range ts.byID {
+			if o.kept > 0 && (!mine || o.OwnerID == t.OwnerID) && (first == nil || o.endedN < first.endedN) {
+				first = o
+			}
+		}
+		if first == nil {
+			break
+		}
+		ts.unkeepLocked(first)
+		first.outputDropped.Store(true)
+		drop = append(drop, first)
+	}
+	ts.mu.Unlock()
+	for _, o := range drop {
+		dropRing(o.out)
+		ts.opts.Logger.Info("terminals: dropped the output of an ended terminal, its owner's or this server's share of ended output full",
+			"terminal", o.ID, "owner", o.OwnerName)
+	}
+}
+
+// unkeepLocked stops counting t's output among the ended terminals'.
+func (ts *Terminals) unkeepLocked(t *Terminal) {
+	if t.kept == 0 {
+		return
+	}
+	if ts.endedBytes[t.OwnerID] -= t.kept; ts.endedBytes[t.OwnerID] <= 0 {
+		delete(ts.endedBytes, t.OwnerID)
+	}
+	ts.endedAll -= t.kept
+	t.kept = 0
+}
+
+// ringSize is the memory r's bytes take.
+func ringSize(r *ring) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return cap(r.buf)
+}
+
+// dropRing lets r's bytes go: a ring of no capacity keeps none, and its indexes go on
+// (reading finds nothing before its end).
+func dropRing(r *ring) {
+	r.mu.Lock()
+	r.buf, r.cap = nil, 0
+	r.wakeLocked()
+	r.mu.Unlock()
+}
+
+// OutputDropped reports whether the output of the ended terminal was dropped before
+// KeepEnded, its owner's (or the server's) share of ended terminals' output full.
+func (t *Terminal) OutputDropped() bool { return t.outputDropped.Load() }
 
 // Output is the terminal's output from index from on (see ring.From).
 func (t *Terminal) Output(from int64) (data []byte, at, next int64) { return t.out.From(from) }
@@ -815,6 +918,7 @@ func (t *Terminal) forget() {
 	gone := t.ts.byID[t.ID] == t
 	if gone {
 		delete(t.ts.byID, t.ID)
+		t.ts.unkeepLocked(t)
 	}
 	t.ts.mu.Unlock()
 	if gone {

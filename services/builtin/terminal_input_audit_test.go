@@ -1,0 +1,79 @@
+package builtin_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
+)
+
+// One input of many lines writes a bounded number of terminal.input rows, however many
+// newlines it holds (the audit log is append-only): empty lines none, the rest one row
+// holding the first lines and the count of the lines and bytes left out.
+func TestTerminalInputAuditIsBounded(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-flood")
+	if err != nil {
+		t.Fatal(err)
+	}
+	who := builtin.TerminalCaller{UserID: alice.ID, UserName: "alice", Source: "browser"}
+	term, _, err := srv.App.Terminals.OpenPTY(who, "conv-flood", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cat takes the lines as data: the shell runs none of them.
+	input := func(s string) {
+		t.Helper()
+		if err := term.Input(who, s); err != nil && !strings.Contains(err.Error(), "not reading it yet") {
+			t.Fatal(err) // typed but not read yet is fine: it was recorded
+		}
+	}
+	rows := func() int {
+		return testkit.Count(t, srv.Pool, `SELECT count(*) FROM audit_log WHERE action = 'terminal.input' AND target_id = $1`, term.ID)
+	}
+	input("cat >/dev/null\r")
+	if n := rows(); n != 1 {
+		t.Fatalf("%d rows for one line, want 1", n)
+	}
+
+	input(strings.Repeat("\n", 10000))
+	if n := rows() - 1; n > 1 {
+		t.Fatalf("10,000 newlines wrote %d terminal.input rows, want at most 1", n)
+	}
+
+	before := rows()
+	input(strings.Repeat("ab\n", 10000))
+	if n := rows() - before; n != 1 {
+		t.Fatalf("10,000 short lines wrote %d terminal.input rows, want 1", n)
+	}
+	var text string
+	var lines, omitted, omittedBytes int
+	if err := srv.Pool.QueryRow(ctx, `SELECT payload->>'input', coalesce((payload->>'lines')::int, 0),
+		coalesce((payload->>'omitted_lines')::int, 0), coalesce((payload->>'omitted_bytes')::int, 0)
+		FROM audit_log WHERE action = 'terminal.input' AND target_id = $1 ORDER BY id DESC LIMIT 1`, term.ID).
+		Scan(&text, &lines, &omitted, &omittedBytes); err != nil {
+		t.Fatal(err)
+	}
+	kept := strings.Split(text, "\n")
+	if lines != 10000 || omitted == 0 || len(kept)+omitted != 10000 || omittedBytes != 2*omitted || kept[0] != "ab" {
+		t.Fatalf("the row: %d lines, %d recorded (first %q), %d left out (%d bytes); want 10000 in all, the rest counted",
+			lines, len(kept), kept[0], omitted, omittedBytes)
+	}
+
+	// A line the terminal rules rate is kept past the bounds: a long paste hides none.
+	input(strings.Repeat("ab\n", 1000) + "rm -rf /tmp/tw-flood-x\n")
+	var rated string
+	if err := srv.Pool.QueryRow(ctx, `SELECT coalesce(payload->>'rated_input', '') FROM audit_log
+		WHERE action = 'terminal.input' AND target_id = $1 ORDER BY id DESC LIMIT 1`, term.ID).Scan(&rated); err != nil {
+		t.Fatal(err)
+	}
+	if rated != "rm -rf /tmp/tw-flood-x" {
+		t.Fatalf("the rated line past the bounds: %q", rated)
+	}
+}
