@@ -34,10 +34,7 @@ func (h TokensHandler) page(c echo.Context, status int, form views.NewTokenForm,
 	p := views.TokensPage{Layout: h.layout(c, "API tokens"), Form: form, Revealed: revealed,
 		Connect: views.Connect(Origin(c.Request(), h.Proxies), token), DefaultTTL: "no expiry"}
 	if ttl := h.Auth.TokenDefaultTTL(); ttl > 0 {
-		p.DefaultTTL = strconv.Itoa(int(ttl.Hours()/24)) + " days"
-		if ttl < 48*time.Hour {
-			p.DefaultTTL = ttl.String()
-		}
+		p.DefaultTTL = ttlWords(ttl)
 	}
 	for _, t := range toks {
 		p.Tokens = append(p.Tokens, views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Status: t.Status(),
@@ -122,4 +119,19 @@ func (h TokensHandler) APIRevoke(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, tok)
+}
+
+// ttlWords says a token lifetime in whole days when it is some, else in hours (36 hours,
+// not 1 day), else as Go writes it.
+func ttlWords(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0 && d >= 48*time.Hour:
+		return strconv.Itoa(int(d/(24*time.Hour))) + " days"
+	case d%time.Hour == 0:
+		if d == time.Hour {
+			return "1 hour"
+		}
+		return strconv.Itoa(int(d/time.Hour)) + " hours"
+	}
+	return d.String()
 }

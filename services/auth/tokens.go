@@ -260,11 +260,13 @@ func (s *Service) lookupToken(ctx context.Context, hash []byte) (*cachedToken, e
 	return e, nil
 }
 
-// CountTokens returns the number of active tokens.
+// CountTokens returns the number of active tokens: not revoked, not expired, and of a
+// user not disabled (whose tokens do not sign in).
 func (s *Service) CountTokens(ctx context.Context) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `/* auth.CountTokens */
-		SELECT count(*) FROM api_tokens WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`).Scan(&n)
+		SELECT count(*) FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.disabled_at IS NULL`).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("auth: count tokens: %w", err)
 	}

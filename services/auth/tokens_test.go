@@ -240,6 +240,16 @@ func TestRevokeToken(t *testing.T) {
 	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 2 {
 		t.Fatalf("CountTokens: got %d, %v; want 2", n, err)
 	}
+	// A disabled user's tokens do not sign in, so they are not counted as active.
+	if _, err := f.svc.SetDisabled(f.ctx, actorOf(admin), bob.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 1 {
+		t.Fatalf("CountTokens with bob disabled: got %d, %v; want 1", n, err)
+	}
+	if _, err := f.svc.SetDisabled(f.ctx, actorOf(admin), bob.ID, false); err != nil {
+		t.Fatal(err)
+	}
 
 	// Alice cannot revoke bob's token, nor one that does not exist.
 	for _, tc := range []struct{ name, id string }{
@@ -291,7 +301,7 @@ func TestRevokeToken(t *testing.T) {
 	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 0 {
 		t.Errorf("CountTokens after revoking both: got %d, %v; want 0", n, err)
 	}
-	f.verifyAudit(3 + 2 + 2)
+	f.verifyAudit(3 + 2 + 2 + 2) // the last two: bob disabled and enabled again
 }
 
 func TestTokenNameUnique(t *testing.T) {
