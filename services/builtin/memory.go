@@ -58,7 +58,7 @@ func Memory(m *memory.Service) Tool {
 		Operations: []Operation{
 			{Name: "store", Description: "keep a note",
 				Properties: map[string]any{"content": map[string]any{"type": "string", "minLength": 1, "maxLength": memory.MaxContent,
-					"description": "what to remember"}, "tags": map[string]any{"type": "array", "items": text, "maxItems": memory.MaxTags,
+					"description": "what to remember"}, "tags": map[string]any{"type": "array", "items": map[string]any{"type": "string", "maxLength": memory.MaxTag}, "maxItems": memory.MaxTags,
 					"description": "words to find it by"}},
 				Required: []string{"content"},
 				Display:  func(a map[string]any) string { return "Remembering: " + clip(str(a["content"]), 60) },
@@ -72,7 +72,7 @@ func Memory(m *memory.Service) Tool {
 			search,
 			searchMemory,
 			{Name: "list", Description: "the newest notes, optionally those with one tag",
-				Properties: map[string]any{"tag": map[string]any{"type": "string", "maxLength": 100, "description": "only notes with this tag"},
+				Properties: map[string]any{"tag": map[string]any{"type": "string", "maxLength": memory.MaxTag, "description": "only notes with this tag"},
 					"limit": limit},
 				Display: func(a map[string]any) string { return "Listing memory" },
 				Run: run(func(ctx context.Context, c Call, in memoryArgs) (string, any, error) {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,6 +26,7 @@ import (
 const (
 	MaxContent = 100_000 // characters of a note
 	MaxTags    = 20
+	MaxTag     = 100 // characters of a tag
 	MaxResults = 50
 	MaxTodos   = 500 // items of one conversation's todo list
 	// A person's notes and todos across their conversations, whose ids callers choose:
@@ -116,6 +118,10 @@ func cleanTags(tags []string) ([]string, error) {
 	out := []string{}
 	for _, t := range tags {
 		t = strings.ToLower(strings.TrimSpace(t))
+		if utf8.RuneCountInString(t) > MaxTag {
+			// Unbounded, 20 tags of 200,000 characters made a note (and its audit row) 4 MB.
+			return nil, fault.Invalid("invalid_tags", fmt.Sprintf("tags: each at most %d characters", MaxTag), nil)
+		}
 		if t != "" && !contains(out, t) {
 			out = append(out, t)
 		}

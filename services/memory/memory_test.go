@@ -235,6 +235,9 @@ func TestPersonLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := s.Store(ctx, alice("c9"), "a long tag", []string{strings.Repeat("t", memory.MaxTag+1)}); !fault.Is(err, fault.KindInvalid) || !strings.Contains(err.Error(), "each at most 100 characters") {
+		t.Fatalf("a tag of %d characters: %v", memory.MaxTag+1, err)
+	}
 	if _, err := s.Store(ctx, alice("c9"), "one too many", nil); !fault.Is(err, fault.KindInvalid) || !strings.Contains(err.Error(), "3 notes") {
 		t.Fatalf("a fourth note in a new conversation: %v", err)
 	}
