@@ -38,6 +38,7 @@ func TestBrowserLiveLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bobs.Close()
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-live", ws)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ func TestBrowserTerminalTrueColor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-color", ws)
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,7 @@ func TestBrowserTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e", ws)
 	if err != nil {
 		t.Fatal(err)
@@ -153,6 +154,7 @@ func TestBrowserTerminalReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-re", ws)
 	if err != nil {
 		t.Fatal(err)
@@ -272,6 +274,7 @@ func TestBrowserTerminalTabLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-tab", ws)
 	if err != nil {
 		t.Fatal(err)
@@ -333,6 +336,7 @@ func TestBrowserTerminalGoneWhileDisconnected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-gone", ws)
 	if err != nil {
 		t.Fatal(err)

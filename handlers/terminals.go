@@ -10,6 +10,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -18,6 +19,7 @@ import (
 type TerminalsHandler struct {
 	*Shell
 	Terminals *builtin.Terminals // nil without the built-in server
+	Router    *router.Router     // who may type: who may call the terminal tool now
 }
 
 // TerminalAccess is what p may do with terminal t: see it (its owner, administrators
@@ -133,6 +135,9 @@ func (h TerminalsHandler) Show(c echo.Context) error {
 	see, typeIn := TerminalAccess(PrincipalOf(c), t)
 	if !see {
 		return fault.NotFound("terminal")
+	}
+	if typeIn && h.Router != nil {
+		typeIn = h.Router.Admits(c.Request().Context(), ActorOf(c), PrincipalOf(c).User.Role, builtin.TerminalToolName) == nil
 	}
 	row := h.terminalRow(t)
 	return render(c, http.StatusOK, views.Terminal(views.TerminalPage{Layout: h.layout(c, "Terminal "+t.ID), Row: row,

@@ -37,7 +37,7 @@ func (s *Server) routes() []Route {
 	categories := handlers.CategoriesHandler{Shell: shell, Tools: d.Tools}
 	execs := handlers.ExecutionsHandler{Shell: shell, Tools: d.Tools, Decide: d.Decide}
 	settings := handlers.SettingsHandler{Shell: shell}
-	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals}
+	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals, Router: d.Router}
 	collab := handlers.CollaborationsHandler{Shell: shell, Grants: d.Grants}
 	auditLog := handlers.AuditHandler{Shell: shell, Log: d.AuditLog, DownloadStall: d.DownloadStall}
 	account := handlers.AccountHandler{Shell: shell, Auth: d.Auth}

@@ -89,6 +89,7 @@ func TestTerminalForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	mine, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserName: "admin"}, "conv-mine", mineDir)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/router"
 )
 
 // terminalReadLimit bounds one message from a terminal page (keys typed or pasted), as
@@ -49,6 +50,9 @@ func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 		if !see {
 			return fault.NotFound("terminal")
 		}
+		// Keys go to the shell past the router: who may type may call the terminal tool
+		// now (enabled, not refused to them), as send_input's caller must.
+		typeIn = typeIn && h.mayType(c.Request().Context(), p)
 		done, err := h.admit(p)
 		if err != nil {
 			return err
@@ -154,7 +158,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			h.closeWith(conn, closeTryAgainLater, "try again")
 			return false
 		}
-		if role != p.User.Role {
+		if role != p.User.Role || typeIn && !h.mayType(ctx, p) {
 			h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
 			return false
 		}
@@ -214,4 +218,18 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			}
 		}
 	}
+}
+
+// mayType reports whether p may call the terminal tool now (router.Admits): disabling
+// it, or refusing it to a person, stops their typing as it stops an agent's send_input.
+func (h *hub) mayType(ctx context.Context, p *auth.Principal) bool {
+	if h.deps.Router == nil {
+		return true
+	}
+	err := h.deps.Router.Admits(ctx, p.Actor("", ""), p.User.Role, builtin.TerminalToolName)
+	var re *router.Error
+	if err != nil && !errors.As(err, &re) {
+		h.log.Warn("terminal ws: may the person type", "err", err)
+	}
+	return err == nil
 }

@@ -208,6 +208,7 @@ func aliceTerminal(t *testing.T, srv *webtest.Server) *builtin.Terminal {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-a", ws)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,10 @@ const (
 	defaultOutputCap      = 64 << 10
 	maxOutputCap          = 1 << 20
 )
+
+// TerminalToolName is the terminal tool's qualified name: typing into one of its
+// terminals from a page takes what calling it takes (router.Admits).
+var TerminalToolName = toolname.Join(toolname.Builtin, "terminal_operations")
 
 // TerminalTool is the tool terminal_operations (seed 000 §5): run_command, and PTY
 // sessions that keep a shell across calls, one per conversation and working directory.

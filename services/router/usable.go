@@ -48,3 +48,18 @@ func (r *Router) DeclaresOutput(ctx context.Context, ref string) bool {
 	res, err := r.resolve(ctx, ref)
 	return err == nil && res.e != nil && tools.DeclaresOutput(res.e.t.OutputSchema)
 }
+
+// Admits returns nil when caller (with role) may call the tool ref now, as Call would
+// admit it (enabled on an enabled server, offered, and MayUse), else the *Error Call
+// would refuse it with: for what reaches a tool's effect past the router (a person
+// typing into a built-in terminal).
+func (r *Router) Admits(ctx context.Context, caller audit.Actor, role auth.Role, ref string) error {
+	res, err := r.resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if res.e == nil {
+		return fail(CodeToolNotFound, "no tool %s", ref)
+	}
+	return r.admit(ctx, res.e, Call{Actor: caller, Role: role})
+}
