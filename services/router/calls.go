@@ -206,7 +206,7 @@ func (cr *callRecord) charge(e *Error) *Error {
 	if u == nil || cr.charged {
 		return nil
 	}
-	wait, which := take(time.Now(), u.lim)
+	wait, which := take(u.lim)
 	if which < 0 {
 		cr.withheldBefore = u.withheld.Swap(0)
 		return nil

@@ -58,8 +58,12 @@ func (l *limiters) entry(key string) *userLimit {
 }
 
 // take spends one token from each limiter, or none: when one of them has no token it
-// returns how long until it will, and the tokens of the others are given back.
-func take(now time.Time, lims ...*rate.Limiter) (time.Duration, int) {
+// returns how long until it will, and the tokens of the others are given back. It reads
+// the clock itself: a limiter given an earlier time than the last it saw moves its clock
+// back and credits that span again, so a call's start (before it was validated, maybe a
+// second ago) let concurrent calls through at many times the limit.
+func take(lims ...*rate.Limiter) (time.Duration, int) {
+	now := time.Now()
 	var rs []*rate.Reservation
 	for i, lim := range lims {
 		if lim == nil {

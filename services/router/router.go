@@ -431,7 +431,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		if pre := r.preflight(ctx, e, c, callID, raw); pre != nil {
 			// Refused instead of asked for: audited as the refusal of a risky call it is.
 			err, rec.auditRefusal = pre, true
-		} else if wait, which := take(start, r.users.get(userKey(c.Actor))); which >= 0 {
+		} else if wait, which := take(r.users.get(userKey(c.Actor))); which >= 0 {
 			// A call that asks for approval counts against its user's rate like any: an
 			// agent looping on a risky tool is slowed, not given a refusal (and its
 			// record) as fast as it can ask.
@@ -446,7 +446,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		return nil, rec.refused(ctx, err)
 	}
 	rec.selfApproved, rec.vetting = self, vet
-	if wait, which := take(start, r.users.get(userKey(c.Actor)), r.toolL.get(e.t.ID, e.t.RateLimit)); which >= 0 {
+	if wait, which := take(r.users.get(userKey(c.Actor)), r.toolL.get(e.t.ID, e.t.RateLimit)); which >= 0 {
 		who := "you have"
 		if which == 1 {
 			who = e.t.QualifiedName() + " has"

@@ -56,7 +56,7 @@ func (r *Router) Servers(ctx context.Context, caller audit.Actor, role auth.Role
 // and prompts/get), or refuses it with CodeRateLimited: such requests share the
 // caller's budget with their tool calls.
 func (r *Router) Throttle(caller audit.Actor) error {
-	if wait, which := take(time.Now(), r.users.get(userKey(caller))); which >= 0 {
+	if wait, which := take(r.users.get(userKey(caller))); which >= 0 {
 		re := fail(CodeRateLimited, "you have made too many calls; try again in %s", wait.Round(time.Millisecond))
 		re.RetryAfter = wait
 		return re

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -130,25 +129,24 @@ func TestCheckOutputTooLarge(t *testing.T) {
 // take spends from every limiter or none, and says which one refused.
 func TestTakeAllOrNothing(t *testing.T) {
 	t.Parallel()
-	now := time.Now()
 	user, tool := perMinute(60), perMinute(10) // bursts of 6 and 1
-	if d, which := take(now, user, tool); d != 0 || which != -1 {
+	if d, which := take(user, tool); d != 0 || which != -1 {
 		t.Fatalf("first: got %s %d, want allowed", d, which)
 	}
-	d, which := take(now, user, tool)
+	d, which := take(user, tool)
 	if which != 1 || d <= 0 {
 		t.Fatalf("second: got %s %d, want the tool's limiter to refuse with a wait", d, which)
 	}
 	// The user's token was given back: five more calls fit in its burst.
 	for i := range 5 {
-		if d, which := take(now, user); which != -1 {
+		if d, which := take(user); which != -1 {
 			t.Fatalf("user call %d: got %s %d, want allowed", i, d, which)
 		}
 	}
-	if _, which := take(now, user); which != 0 {
+	if _, which := take(user); which != 0 {
 		t.Fatalf("user burst spent: got %d, want refused by limiter 0", which)
 	}
-	if d, which := take(now, nil, nil); d != 0 || which != -1 {
+	if d, which := take(nil, nil); d != 0 || which != -1 {
 		t.Fatal("no limiters must allow")
 	}
 }
