@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
@@ -82,11 +83,12 @@ func (r *Router) newBreaker(serverID, server string) *callBreaker {
 	b.cb = gobreaker.NewCircuitBreaker[*mcp.CallToolResult](gobreaker.Settings{
 		Name: serverID, Timeout: r.opts.BreakerCooldown,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
-		// A caller that gave up, a call that timed out, or an answer over the size cap
-		// (the session read past it and goes on) says nothing about the server's health.
+		// A caller that gave up, a call that timed out, an answer over the size cap
+		// (the session read past it and goes on), or a call the server refused says
+		// nothing about the server's health.
 		IsSuccessful: func(err error) bool {
 			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge)
+				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge) || refused(err)
 		},
 		OnStateChange: func(string, gobreaker.State, gobreaker.State) {
 			b.mu.Lock()
@@ -148,4 +150,25 @@ func (r *Router) Breakers() []BreakerState {
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
 	return out
+}
+
+// refused reports whether the server answered the call with a refusal of it: its own
+// JSON-RPC error, or a 4xx to the request (mcp.ErrRequestRefused, a proxy's 413 for a
+// large body). An internal error is the server failing and counts, as do the errors
+// the client's own connection makes (closing, or rejected by the transport as a 5xx or
+// 429 is), which come first in the chain when present.
+func refused(err error) bool {
+	if errors.Is(err, mcp.ErrRequestRefused) {
+		return true
+	}
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		return false
+	}
+	switch we.Code {
+	case jsonrpc.CodeInternalError,
+		-32001, -32003, -32004, -32005: // the SDK's jsonrpc2: unknown, client and server closing, rejected
+		return false
+	}
+	return true
 }

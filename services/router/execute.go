@@ -69,7 +69,7 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 			return res, nil
 		}
 		ce := r.classify(cctx, ctx, e, err, timeout)
-		if !e.retry || ce.Code != CodeUpstream || errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, mcpclient.ErrIdentityChanged) {
+		if !e.retry || ce.Code != CodeUpstream || paused(err) || errors.Is(err, mcpclient.ErrIdentityChanged) {
 			return nil, backoff.Permanent(ce)
 		}
 		return nil, ce
@@ -100,6 +100,9 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 	case errors.Is(err, gobreaker.ErrOpenState):
 		return fail(CodeUpstream, "calls to %s are paused after %d failures in a row; they resume within %s",
 			e.t.Server, r.opts.BreakerFailures, r.opts.BreakerCooldown)
+	case errors.Is(err, gobreaker.ErrTooManyRequests):
+		return fail(CodeUpstream, "calls to %s are paused after %d failures in a row, while a trial call tests the server",
+			e.t.Server, r.opts.BreakerFailures)
 	case errors.Is(err, mcpclient.ErrIdentityChanged):
 		return fail(CodeStale, "the connection settings of server %s changed since %s was approved; plan and approve it again",
 			e.t.Server, e.t.QualifiedName())
@@ -114,6 +117,12 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 	// The server chooses its error message's length; it goes into events, logs and pages.
 	msg = registry.ClipError("server " + e.t.Server + " failed the call: " + msg)
 	return errorOf(CodeUpstream, msg).ran()
+}
+
+// paused reports whether the server's circuit refused the call without running it:
+// open, or half-open with its one trial call in flight.
+func paused(err error) bool {
+	return errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
 }
 
 // waitConnected waits while the server is connecting (at most ConnectWait).

@@ -548,7 +548,18 @@ func (c *sseClientConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		return fmt.Errorf("failed to write: %s", resp.Status)
+		err := fmt.Errorf("failed to write: %s", resp.Status)
+		// Toolwarden: an error status on a call's POST (a proxy's 413 for a large body)
+		// fails that call only, as on streamable HTTP; 401, 403 and 404 (the session is
+		// gone) still end the connection.
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method != methodInitialize &&
+			resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusNotFound {
+			if text := http.StatusText(resp.StatusCode); text != "" {
+				err = fmt.Errorf("failed to write: %s", text) // rejectedCall adds the code
+			}
+			return rejectedCall(err, resp.StatusCode)
+		}
+		return err
 	}
 	return nil
 }

@@ -2361,6 +2361,12 @@ func (c *streamableClientConn) Write(ctx context.Context, msg jsonrpc.Message) e
 			// plain text 404 or 400), which checkResponse cannot classify as a
 			// per-call rejection on its own.
 			err = fmt.Errorf("%w: %w", err, jsonrpc2.ErrRejected)
+		} else if forCall != nil && requestMethod != methodInitialize && !errors.Is(err, jsonrpc2.ErrRejected) &&
+			!errors.Is(err, ErrSessionMissing) && resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+			// Toolwarden: any other error status on a call's POST (a proxy's 413 for a
+			// large body, a 400 page) refuses that call only; ending the connection made
+			// one caller's request fail every other call on the shared session.
+			err = rejectedCall(err, resp.StatusCode)
 		} else if !errors.Is(err, jsonrpc2.ErrRejected) {
 			// Only fail the connection for non-transient errors.
 			// Transient errors (wrapped with ErrRejected) should not break the connection.
@@ -2842,6 +2848,20 @@ func calculateReconnectDelay(attempt int) time.Duration {
 	jitter := rand.N(backoffDuration)
 
 	return backoffDuration + jitter
+}
+
+// ErrRequestRefused marks a call the server (or a proxy in front of it) refused with a
+// 4xx status other than 401, 403 and a session's 404, and no JSON-RPC error: the request
+// was refused, not the server failing, and the connection stays up (Toolwarden).
+var ErrRequestRefused = errors.New("refused by the server")
+
+// rejectedCall fails a call answered with error status code without ending the
+// connection (jsonrpc2.ErrRejected); a 4xx is marked ErrRequestRefused too.
+func rejectedCall(err error, code int) error {
+	if code >= 400 && code < 500 {
+		return fmt.Errorf("%w (HTTP %d, %w): %w", err, code, ErrRequestRefused, jsonrpc2.ErrRejected)
+	}
+	return fmt.Errorf("%w (HTTP %d): %w", err, code, jsonrpc2.ErrRejected)
 }
 
 // isTransientHTTPStatus reports whether the HTTP status code indicates a

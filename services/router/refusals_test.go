@@ -1,0 +1,137 @@
+package router_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/router"
+)
+
+// answerEcho makes the server answer an echo call whose arguments contain marker with
+// the JSON-RPC error given instead of running it.
+func answerEcho(hs *mcptest.HTTPServer, marker string, answer *jsonrpc.Error) {
+	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" &&
+				p.Name == "echo" && bytes.Contains(p.Arguments, []byte(marker)) {
+				return nil, answer
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
+// A server answering calls with JSON-RPC errors (bad arguments) is up: five such calls
+// leave its circuit closed, and the next good call goes through.
+func TestServerRefusalsKeepCircuitClosed(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{BreakerFailures: 3, BreakerCooldown: time.Hour}, nil)
+	hs := e.server("refuses", true, "echo")
+	serverID := e.tool("refuses__echo").ServerID
+	answerEcho(hs, "refuse", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad arguments"})
+	for i := range 5 {
+		_, err := e.call("refuses__echo", `{"message":"refuse"}`)
+		if codeOf(err) != router.CodeUpstream || !strings.Contains(err.Error(), "bad arguments") {
+			t.Fatalf("refused call %d: got %v, want upstream_error saying bad arguments", i, err)
+		}
+	}
+	if b := e.r.Breaker(serverID); b.State != router.CircuitClosed || b.Failures != 0 {
+		t.Fatalf("after 5 refused calls: got %+v, want closed with no failures", b)
+	}
+	res, err := e.call("refuses__echo", `{"message":"fine"}`)
+	if err != nil || router.TextOf(res.Content) != "Echo: fine" {
+		t.Fatalf("good call after the refusals: got %v, %v", res, err)
+	}
+}
+
+// A proxy in front of the server refusing large bodies (413 and an HTML page) refuses
+// those calls only: the circuit stays closed and a small call goes through.
+func TestOversizedCallsKeepCircuitClosed(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{BreakerFailures: 3, BreakerCooldown: time.Hour}, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "limited"})
+	target, err := url.Parse(hs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if len(body) > 16<<10 {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = io.WriteString(w, "<html><body>413 Request Entity Too Large</body></html>")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	sv := e.register(registry.Spec{Name: "limited", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path,
+		Enabled: true, Trusted: true}, "echo")
+	big := `{"message":"` + strings.Repeat("x", 32<<10) + `"}`
+	for i := range 5 {
+		_, err := e.call("limited__echo", big)
+		if codeOf(err) != router.CodeUpstream || !strings.Contains(err.Error(), "Request Entity Too Large") {
+			t.Fatalf("large call %d: got %v, want upstream_error saying Request Entity Too Large", i, err)
+		}
+	}
+	if b := e.r.Breaker(sv.ID); b.State != router.CircuitClosed || b.Failures != 0 {
+		t.Fatalf("after 5 refused calls: got %+v, want closed with no failures", b)
+	}
+	res, err := e.call("limited__echo", `{"message":"small"}`)
+	if err != nil || router.TextOf(res.Content) != "Echo: small" {
+		t.Fatalf("small call after the large ones: got %v, %v", res, err)
+	}
+}
+
+// While a half-open circuit's trial call is in flight, other calls are refused as
+// paused (not "too many requests" from the server), not as having run.
+func TestHalfOpenTrialPausesOtherCalls(t *testing.T) {
+	t.Parallel()
+	// A cooldown of a millisecond: the circuit is half-open by the next call.
+	e := startWith(t, &router.Options{BreakerFailures: 1, BreakerCooldown: time.Millisecond}, nil)
+	hs := e.server("trial", true, "echo", "sleep")
+	serverID := e.tool("trial__echo").ServerID
+	// An internal error is the server failing: it counts against the circuit.
+	answerEcho(hs, "boom", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal failure"})
+	if _, err := e.call("trial__echo", `{"message":"boom"}`); codeOf(err) != router.CodeUpstream {
+		t.Fatalf("failing call: got %v, want upstream_error", err)
+	}
+	if b := e.r.Breaker(serverID); b.State == router.CircuitClosed {
+		t.Fatalf("after an internal error: got %+v, want the circuit not closed", b)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trial := make(chan error, 1)
+	go func() {
+		_, err := e.r.Call(ctx, router.Call{Tool: "trial__sleep", Arguments: []byte(`{"ms":60000}`), Actor: admin,
+			Role: auth.RoleAdmin, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true, Phrase: "trial__sleep"}})
+		trial <- err
+	}()
+	testkit.WaitFor(t, 20*time.Second, func() bool { return hs.Server().Sleeping() == 1 }, "the trial call never reached the server")
+	_, err := e.call("trial__echo", `{"message":"meanwhile"}`)
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeUpstream || !strings.Contains(re.Message, "paused") || re.Ran {
+		t.Fatalf("a call during the trial: got %v (ran %v), want upstream_error saying paused, not run", err, re != nil && re.Ran)
+	}
+	cancel()
+	<-trial
+	testkit.WaitFor(t, 10*time.Second, func() bool { return hs.Server().Sleeping() == 0 }, "the trial call never ended at the server")
+}
