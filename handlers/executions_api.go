@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -104,6 +106,11 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 	return out, nil
 }
 
+// apiMaxWaiting bounds one person's executions awaiting approval that the API creates
+// (with the pages'), as the gateway bounds those of /mcp: an agent in a loop must not
+// bury the approvers.
+const apiMaxWaiting = 20
+
 // APICreate plans (from a prompt) or takes a plan, stores it and asks for its approval:
 // 201 with its id, status, risk and, for HIGH, the phrase a person must type.
 func (h ExecutionsHandler) APICreate(c echo.Context) error {
@@ -112,7 +119,10 @@ func (h ExecutionsHandler) APICreate(c echo.Context) error {
 		return err
 	}
 	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan,
-		ConversationID: in.ConversationID})
+		ConversationID: in.ConversationID, MaxWaiting: apiMaxWaiting})
+	if tw := (*executions.TooManyWaitingError)(nil); errors.As(err, &tw) {
+		return fault.Conflict("too_many_waiting", fmt.Sprintf("%d of your executions already wait for approval: wait for decisions on them before asking for more; nothing was created", tw.Waiting))
+	}
 	if err != nil {
 		return err
 	}
