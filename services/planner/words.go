@@ -108,7 +108,9 @@ func init() {
 var negators = map[string]bool{}
 
 func init() {
-	for _, w := range strings.Fields(`not no never without nor neither cannot dont doesnt didnt cant wont shouldnt mustnt`) {
+	// skip, avoid, except, unless, refrain, exclude: "skip: delete /tmp/b" was planned.
+	for _, w := range strings.Fields(`not no never without nor neither cannot dont doesnt didnt cant wont shouldnt mustnt
+		skip skipping avoid avoiding except excepting unless refrain exclude excluding`) {
 		negators[w] = true
 	}
 }

@@ -137,6 +137,12 @@ func TestSentencesNegation(t *testing.T) {
 		{`echo 'x' rollback: never delete /tmp/x`, "never", `never delete /tmp/x`, 19},
 		// Looks like a call (key=value), yet the negation is what the reply is about.
 		{`don't echo message=hi`, "don't", `don't echo message=hi`, 0},
+		// Other words that say not to do it.
+		{`echo 'x'; skip: delete /tmp/b`, "skip", `skip: delete /tmp/b`, 10},
+		{`echo 'x'; avoid deleting /tmp/b`, "avoid", `avoid deleting /tmp/b`, 10},
+		{`delete every file except /tmp/b`, "except", `delete every file except /tmp/b`, 0},
+		{`delete /tmp/b unless it is empty`, "unless", `delete /tmp/b unless it is empty`, 0},
+		{`refrain from deleting /tmp/b`, "refrain", `refrain from deleting /tmp/b`, 0},
 	} {
 		refusal(t, tools, c.prompt, []string{said, `"` + c.word + `"`}, c.fragment, c.offset)
 	}
