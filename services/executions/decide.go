@@ -231,8 +231,9 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 	if err != nil {
 		return Request{}, "", err
 	}
-	p, err := s.opts.Planner.Plan(ctx, in.Prompt, avail)
-	if _, nu := planner.NotUnderstoodIn(err); err != nil && !nu && ctx.Err() == nil {
+	// The person's, so a planner that asks a model counts the call against their rate.
+	p, err := s.opts.Planner.Plan(planner.ForCaller(ctx, c.Actor.ID), in.Prompt, avail)
+	if _, nu := planner.NotUnderstoodIn(err); err != nil && !nu && !refused(err) && ctx.Err() == nil {
 		return Request{}, "", plannerFailed(err)
 	}
 	if err != nil {
@@ -246,6 +247,13 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 		req.Rollback = append(req.Rollback, RequestStep{Tool: st.Tool, Arguments: st.Arguments})
 	}
 	return req, s.opts.Planner.Name(), nil
+}
+
+// refused is a planner that would not ask its model now (busy, or the person's rate
+// spent): a 503 or 429 of its own, not a failing planner.
+func refused(err error) bool {
+	f, ok := fault.As(err)
+	return ok && (f.Kind == fault.KindRateLimited || f.Code == planner.CodeBusy)
 }
 
 // MaxPrompt bounds a prompt, in characters.

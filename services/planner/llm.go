@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
+	"github.com/toolwarden/toolwarden/services/fault"
 )
 
 // LLMOptions configures an LLM planner; the zero value (or nil) means the defaults.
@@ -25,6 +26,9 @@ type LLMOptions struct {
 	Timeout    time.Duration // for one planning request; 0 means 60 s
 	HTTPClient *http.Client  // nil means a client of its own
 	MaxTools   int           // tools sent at most, the first ones in the order given; 0 means 128
+	// Gate bounds the planning requests sent to the model (see ForCaller); nil means a
+	// gate of its own with the default bounds.
+	Gate *Gate
 }
 
 // LLM plans by asking an OpenAI-compatible chat-completions endpoint (Ollama, llama.cpp,
@@ -44,6 +48,7 @@ type LLM struct {
 	timeout  time.Duration
 	client   *http.Client
 	maxTools int
+	gate     *Gate
 }
 
 // NewLLM returns a planner for the endpoint at url: a base URL such as
@@ -53,7 +58,7 @@ func NewLLM(url string, opts *LLMOptions) *LLM {
 	if opts == nil {
 		opts = &LLMOptions{}
 	}
-	l := &LLM{endpoint: completionsURL(url), model: opts.Model, key: opts.APIKey, timeout: opts.Timeout, client: opts.HTTPClient, maxTools: opts.MaxTools}
+	l := &LLM{endpoint: completionsURL(url), model: opts.Model, key: opts.APIKey, timeout: opts.Timeout, client: opts.HTTPClient, maxTools: opts.MaxTools, gate: opts.Gate}
 	if l.timeout <= 0 {
 		l.timeout = 60 * time.Second
 	}
@@ -62,6 +67,9 @@ func NewLLM(url string, opts *LLMOptions) *LLM {
 	}
 	if l.maxTools <= 0 {
 		l.maxTools = 128
+	}
+	if l.gate == nil {
+		l.gate = NewGate(nil)
 	}
 	return l
 }
@@ -146,6 +154,8 @@ type chatResponse struct {
 
 // Plan asks the model for tool calls over the first MaxTools tools and returns them as
 // steps. A model that calls no tool gives a NotUnderstood fault carrying what it said instead.
+// Each request passes the planner's Gate first, counted against the person ForCaller
+// named; past it, it is refused with the Gate's fault and the model is not asked.
 func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return Plan{}, NotUnderstood{Message: "The prompt is empty. Say what to do with the tools available.", Offset: -1}.err()
@@ -156,6 +166,15 @@ func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 	if len(tools) == 0 {
 		return Plan{}, NotUnderstood{Message: "No tools are available to plan with: a tool must be enabled and you must be allowed to use it.", Offset: -1}.err()
 	}
+	// Refused before anything is built: a request past the bound costs nothing.
+	release, err := l.gate.Enter(callerOf(ctx))
+	if err != nil {
+		if f, ok := fault.As(err); ok {
+			f.Message += ", or give the plan as explicit calls"
+		}
+		return Plan{}, err
+	}
+	defer release()
 	names := newFunctionNames(tools)
 	req := chatRequest{
 		Model:       l.model,
@@ -165,7 +184,7 @@ func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 		Temperature: 0,
 	}
 	for i, t := range tools {
-		req.Tools[i] = chatTool{Type: "function", Function: chatFunction{Name: names.fn[i], Description: textcheck.Clip(t.Description, maxDescription, "…"), Parameters: parameters(t.InputSchema)}}
+		req.Tools[i] = chatTool{Type: "function", Function: chatFunction{Name: names.fn[i], Description: textcheck.Clip(t.Description, maxDescription, "…"), Parameters: parameters(clipSchema(t.InputSchema))}}
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -470,7 +489,8 @@ func callArguments(raw json.RawMessage) (json.RawMessage, error) {
 
 // Chat asks the model one question without tools and returns its text: the assistant's
 // way to have the model propose what a sentence means (services/assistant), which the
-// assistant then checks like any other reading.
+// assistant then checks like any other reading. It does not pass the Gate: the
+// assistant bounds its own model calls (services/assistant askModel).
 func (l *LLM) Chat(ctx context.Context, system, user string) (string, error) {
 	body, err := json.Marshal(struct {
 		Model       string        `json:"model"`
