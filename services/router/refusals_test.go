@@ -60,6 +60,30 @@ func TestServerRefusalsKeepCircuitClosed(t *testing.T) {
 	}
 }
 
+// A refusal is neither a failure nor a success of the server: between failing calls it
+// does not reset their count, so the circuit still opens at the third failure in a row.
+func TestRefusalsDoNotHideFailures(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{BreakerFailures: 3, BreakerCooldown: time.Hour}, nil)
+	hs := e.server("flaky", false, "echo") // untrusted: a failing call is not retried, one failure each
+	serverID := e.tool("flaky__echo").ServerID
+	answerEcho(hs, "refuse", &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad arguments"})
+	answerEcho(hs, "break", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server broke"})
+	for i := range 3 {
+		if _, err := e.call("flaky__echo", `{"message":"break"}`); err == nil {
+			t.Fatalf("failing call %d succeeded", i)
+		}
+		if i < 2 {
+			if _, err := e.call("flaky__echo", `{"message":"refuse"}`); err == nil {
+				t.Fatalf("refused call %d succeeded", i)
+			}
+		}
+	}
+	if b := e.r.Breaker(serverID); b.State != router.CircuitOpen {
+		t.Fatalf("after 3 failures with refusals between them: got %+v, want the circuit open", b)
+	}
+}
+
 // A proxy in front of the server refusing large bodies (413 and an HTML page) refuses
 // those calls only: the circuit stays closed and a small call goes through.
 func TestOversizedCallsKeepCircuitClosed(t *testing.T) {
