@@ -60,7 +60,14 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 		if hidden || !within {
 			_, why, risky = builtin.CommandRisk(line)
 		}
-		text := line
+		if !within && !risky {
+			omitted++
+			omittedBytes += len(line)
+			continue
+		}
+		// Line by line: a typed "export GH_TOKEN=…" keeps its credential out of the
+		// append-only log, and a key pasted beside a command does not mask the command.
+		text := usage.RedactText(line)
 		if hidden {
 			if risky {
 				shown = append(shown, why)
@@ -68,20 +75,14 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 				text = "[hidden input]"
 			}
 		}
-		switch {
-		case within:
+		if within {
 			kept = append(kept, text)
 			size += len(line)
-		case risky:
+		} else {
 			rated = append(rated, text)
-		default:
-			omitted++
-			omittedBytes += len(text)
 		}
 	}
-	payload := map[string]any{"hidden": hidden, "source": who.Source, "kind": t.Kind,
-		// A typed "export GH_TOKEN=…" keeps its credential out of the append-only log.
-		"input": usage.RedactText(strings.Join(kept, "\n"))}
+	payload := map[string]any{"hidden": hidden, "source": who.Source, "kind": t.Kind, "input": strings.Join(kept, "\n")}
 	if len(lines) > 1 {
 		payload["lines"] = len(lines)
 	}
@@ -89,7 +90,7 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 		payload["shown"] = "typed with echo off, and rated: " + strings.Join(shown, "; ")
 	}
 	if len(rated) > 0 {
-		payload["rated_input"] = usage.RedactText(strings.Join(rated, "\n"))
+		payload["rated_input"] = strings.Join(rated, "\n")
 	}
 	if omitted > 0 {
 		payload["omitted_lines"], payload["omitted_bytes"] = omitted, omittedBytes

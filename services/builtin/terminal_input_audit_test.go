@@ -10,9 +10,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/builtin"
 )
 
-// One input of many lines writes a bounded number of terminal.input rows, however many
-// newlines it holds (the audit log is append-only): empty lines none, the rest one row
-// holding the first lines and the count of the lines and bytes left out.
+// One input of many lines writes one terminal.input row, however many newlines it holds
+// (the audit log is append-only), holding the first lines and the count of the lines and
+// bytes left out.
 func TestTerminalInputAuditIsBounded(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -42,9 +42,11 @@ func TestTerminalInputAuditIsBounded(t *testing.T) {
 		t.Fatalf("%d rows for one line, want 1", n)
 	}
 
+	// Enter alone answers a program's [Y/n]: it is recorded; 10,000 of them in one input
+	// are one row.
 	input(strings.Repeat("\n", 10000))
-	if n := rows() - 1; n > 1 {
-		t.Fatalf("10,000 newlines wrote %d terminal.input rows, want at most 1", n)
+	if n := rows() - 1; n != 1 {
+		t.Fatalf("10,000 newlines wrote %d terminal.input rows, want 1", n)
 	}
 
 	before := rows()
@@ -75,5 +77,25 @@ func TestTerminalInputAuditIsBounded(t *testing.T) {
 	}
 	if rated != "rm -rf /tmp/tw-flood-x" {
 		t.Fatalf("the rated line past the bounds: %q", rated)
+	}
+
+	// Each line is redacted alone: a key pasted after a command does not mask the
+	// command, and a token on a line of its own among others is masked.
+	last := func() string {
+		t.Helper()
+		var in string
+		if err := srv.Pool.QueryRow(ctx, `SELECT payload->>'input' FROM audit_log WHERE action = 'terminal.input'
+			AND target_id = $1 ORDER BY id DESC LIMIT 1`, term.ID).Scan(&in); err != nil {
+			t.Fatal(err)
+		}
+		return in
+	}
+	input("echo tw-before-key\n-----BEGIN OPENSSH PRIVATE KEY-----\n")
+	if got := last(); !strings.HasPrefix(got, "echo tw-before-key\n") {
+		t.Errorf("a command before a pasted key: recorded %q, want the command kept", got)
+	}
+	input("ls\nToken abcdefghijklmnop1234\n")
+	if got := last(); strings.Contains(got, "abcdefghijklmnop1234") || !strings.HasPrefix(got, "ls\n") {
+		t.Errorf("a token on its own line after ls: recorded %q, want it masked", got)
 	}
 }

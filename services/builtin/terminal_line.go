@@ -158,12 +158,9 @@ func (e *lineEditor) insert(r rune) {
 	}
 }
 
-// finish appends the line run now to out, unless it is empty as typed: an empty line
-// runs nothing, and a paste of newlines would otherwise audit each one.
+// finish appends the line run now to out. An empty one too: Enter alone answers a
+// program's [Y/n] or "press Enter" (one input's lines are one audit entry, however many).
 func (e *lineEditor) finish(out []edited) []edited {
-	if len(e.line) == 0 && !e.shellEdited && !e.cut {
-		return out
-	}
 	return append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
 }
 
