@@ -52,7 +52,9 @@ func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 		}
 		// Keys go to the shell past the router: who may type may call the terminal tool
 		// now (enabled, not refused to them), as send_input's caller must.
-		typeIn = typeIn && h.mayType(c.Request().Context(), p)
+		if typeIn {
+			typeIn, _ = h.mayType(c.Request().Context(), p)
+		}
 		done, err := h.admit(p)
 		if err != nil {
 			return err
@@ -158,7 +160,12 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			h.closeWith(conn, closeTryAgainLater, "try again")
 			return false
 		}
-		if role != p.User.Role || typeIn && !h.mayType(ctx, p) {
+		if role != p.User.Role {
+			h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
+			return false
+		}
+		// Known no longer to type (a database blip is not a refusal): reconnect read-only.
+		if may, known := h.mayType(ctx, p); typeIn && known && !may {
 			h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
 			return false
 		}
@@ -222,14 +229,16 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 
 // mayType reports whether p may call the terminal tool now (router.Admits): disabling
 // it, or refusing it to a person, stops their typing as it stops an agent's send_input.
-func (h *hub) mayType(ctx context.Context, p *auth.Principal) bool {
+// known is false when it could not be told (the database did not answer): may is false.
+func (h *hub) mayType(ctx context.Context, p *auth.Principal) (may, known bool) {
 	if h.deps.Router == nil {
-		return true
+		return true, true
 	}
 	err := h.deps.Router.Admits(ctx, p.Actor("", ""), p.User.Role, builtin.TerminalToolName)
 	var re *router.Error
 	if err != nil && !errors.As(err, &re) {
 		h.log.Warn("terminal ws: may the person type", "err", err)
+		return false, false
 	}
-	return err == nil
+	return err == nil, true
 }

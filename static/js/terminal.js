@@ -156,6 +156,24 @@
 			}
 			var m = JSON.parse(ev.data);
 			if (m.type === "hello") {
+				if (m.readOnly && !readOnly) {
+					// Typing was taken away since the page loaded (the terminal tool disabled,
+					// or refused to this person): the server refuses keys now, so say so.
+					readOnly = true;
+					sizes = false;
+					el.dataset.readonly = "true";
+					term.options.disableStdin = true;
+					term.options.cursorBlink = false;
+					if (status && !document.querySelector("[data-testid=terminal-readonly]")) {
+						var badge = document.createElement("span");
+						badge.className = "badge warn";
+						badge.dataset.testid = "terminal-readonly";
+						badge.textContent = "read-only";
+						status.parentNode.insertBefore(badge, status);
+						status.parentNode.insertBefore(document.createTextNode(" "), status);
+					}
+					setStatus("watching");
+				}
 				if (next > 0 && m.at > next) {
 					term.write("\r\n[output was dropped while disconnected]\r\n");
 				}
