@@ -209,6 +209,11 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// keyTakeUp is how long after a change of the key file every running server has looked
+// at it (each looks every secrets.ReloadEvery), with room for a seal made just before
+// to commit.
+var keyTakeUp = 2 * secrets.ReloadEvery
+
 // waitKeyFileTakenUp waits until every running server has looked at the key file since
 // it last changed (each looks every secrets.ReloadEvery): until then one may still seal
 // a value with the key a rotation just replaced, and the value would be written after
@@ -218,12 +223,20 @@ func waitKeyFileTakenUp(ctx context.Context, path string, stdout io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("secrets: key file: %w", err)
 	}
-	wait := 2*secrets.ReloadEvery - time.Since(st.ModTime())
+	// The later of its modification and its inode's change: a copy that kept the
+	// modification time (rsync -a, scp -p) changed the inode when it was made.
+	changed := st.ModTime()
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		if c := time.Unix(sys.Ctim.Sec, sys.Ctim.Nsec); c.After(changed) {
+			changed = c
+		}
+	}
+	wait := min(keyTakeUp-time.Since(changed), keyTakeUp)
 	if wait <= 0 {
 		return nil
 	}
 	fmt.Fprintf(stdout, "the key file changed %s ago: waiting %s for running servers to take up its keys\n",
-		time.Since(st.ModTime()).Round(time.Second), wait.Round(time.Second))
+		max(0, time.Since(changed)).Round(time.Second), wait.Round(time.Second))
 	select {
 	case <-time.After(wait):
 		return nil

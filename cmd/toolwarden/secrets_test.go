@@ -113,10 +113,11 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 	}
 	// Right after the rotation, retire-key waits until every running server has looked
 	// at the key file (each looks every ReloadEvery): until then one may still seal a
-	// value with the old key. (The file is made older here, so the wait is a second.)
-	at := time.Now().Add(-2*secrets.ReloadEvery + time.Second)
-	if err := os.Chtimes(path, at, at); err != nil {
-		t.Fatal(err)
+	// value with the old key. (The wait is made a second here.) A file copied with its
+	// modification time kept (rsync -a) still counts as changed now.
+	takeUp(t, time.Second)
+	if hour := time.Now().Add(-time.Hour); os.Chtimes(path, hour, hour) != nil {
+		t.Fatal("set the key file's times back")
 	}
 	out, err = cli("secrets", "retire-key", old.ID)
 	if err == nil || !strings.Contains(err.Error(), "still seals 1 stored values") || !strings.Contains(out, "waiting 1s for running servers to take up its keys") {
@@ -340,12 +341,18 @@ func TestSecretsRetireAuditFails(t *testing.T) {
 
 func ptrTo(s string) *string { return &s }
 
-// settleKeyFile dates the key file a minute back, as if every running server had taken
-// it up since it last changed: retire-key does not wait for them then.
-func settleKeyFile(t *testing.T, path string) {
+// settleKeyFile has retire-key take the key file as taken up by every running server
+// (none runs here): it does not wait for them. (The inode's change time, which it
+// reads, cannot be set back.) Not for parallel tests: it sets keyTakeUp.
+func settleKeyFile(t *testing.T, _ string) {
 	t.Helper()
-	at := time.Now().Add(-time.Minute)
-	if err := os.Chtimes(path, at, at); err != nil {
-		t.Fatal(err)
-	}
+	takeUp(t, 0)
+}
+
+// takeUp sets keyTakeUp for the rest of the test.
+func takeUp(t *testing.T, d time.Duration) {
+	t.Helper()
+	was := keyTakeUp
+	keyTakeUp = d
+	t.Cleanup(func() { keyTakeUp = was })
 }
