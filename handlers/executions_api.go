@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -106,9 +107,9 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 	return out, nil
 }
 
-// apiMaxWaiting bounds one person's executions awaiting approval that the API creates
-// (with the pages'), as the gateway bounds those of /mcp: an agent in a loop must not
-// bury the approvers.
+// apiMaxWaiting bounds the executions awaiting approval (counted with the pages') past
+// which an API token creates no more, as the gateway bounds those of /mcp: an agent in a
+// loop must not bury the approvers.
 const apiMaxWaiting = 20
 
 // APICreate plans (from a prompt) or takes a plan, stores it and asks for its approval:
@@ -118,8 +119,12 @@ func (h ExecutionsHandler) APICreate(c echo.Context) error {
 	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
+	var maxWaiting int
+	if ActorOf(c).Kind == audit.ActorToken {
+		maxWaiting = apiMaxWaiting // an agent's; a person's own plans are theirs to pile up
+	}
 	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan,
-		ConversationID: in.ConversationID, MaxWaiting: apiMaxWaiting})
+		ConversationID: in.ConversationID, MaxWaiting: maxWaiting})
 	if tw := (*executions.TooManyWaitingError)(nil); errors.As(err, &tw) {
 		return fault.Conflict("too_many_waiting", fmt.Sprintf("%d of your executions already wait for approval: wait for decisions on them before asking for more; nothing was created", tw.Waiting))
 	}
