@@ -52,7 +52,7 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 	if who.UserID == "" && who.UserName == "" {
 		actor = audit.System
 	}
-	var kept, rated, shown []string
+	var kept, rated, ratedWhy []string
 	size, omitted, omittedBytes := 0, 0, 0
 	for _, line := range lines {
 		within := len(kept) < maxAuditedLines && (len(kept) == 0 || size+len(line) <= maxAuditedLineBytes)
@@ -70,7 +70,7 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 		text := usage.RedactText(line)
 		if hidden {
 			if risky {
-				shown = append(shown, why)
+				ratedWhy = append(ratedWhy, why)
 			} else {
 				text = "[hidden input]"
 			}
@@ -86,8 +86,8 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 	if len(lines) > 1 {
 		payload["lines"] = len(lines)
 	}
-	if len(shown) > 0 {
-		payload["shown"] = "typed with echo off, and rated: " + strings.Join(shown, "; ")
+	if len(ratedWhy) > 0 {
+		payload["shown"] = "typed with echo off, and rated: " + strings.Join(ratedWhy, "; ")
 	}
 	if len(rated) > 0 {
 		payload["rated_input"] = strings.Join(rated, "\n")

@@ -10,7 +10,6 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
-	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -52,7 +51,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	preview, err := h.executionPreview(ctx, ex, revealsSecrets(PrincipalOf(c), ex))
+	preview, err := h.executionPreview(ctx, ex, ex.RevealsSecretArgs(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}
@@ -131,7 +130,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		case err != nil:
 			return x, err
 		default:
-			if x.Rollback, err = rollbackView(ctx, h.masker(), rp); err != nil {
+			if x.Rollback, err = rollbackView(ctx, h.masker(false), rp); err != nil {
 				return x, err
 			}
 		}
@@ -146,8 +145,8 @@ type secretMasker struct {
 	reveal bool
 }
 
-func (h ExecutionsHandler) masker() *secretMasker {
-	return &secretMasker{ArgMasker: h.Tools.NewArgMasker()}
+func (h ExecutionsHandler) masker(reveal bool) *secretMasker {
+	return &secretMasker{ArgMasker: h.Tools.NewArgMasker(), reveal: reveal}
 }
 
 // Mask is args masked, or as they are when the masker reveals.
@@ -156,15 +155,6 @@ func (m *secretMasker) Mask(ctx context.Context, toolID, tool string, args json.
 		return args, nil
 	}
 	return m.ArgMasker.Mask(ctx, toolID, tool, args)
-}
-
-// revealsSecrets: a person who may decide an execution awaiting approval sees its plan's
-// arguments whole, secret ones too: approving what one cannot read is no decision
-// (send_input's masked text is what would be typed). Records, tokens and everyone else,
-// and the plan once decided, keep them masked.
-func revealsSecrets(p *auth.Principal, ex *executions.Execution) bool {
-	return ex.Status == executions.AwaitingApproval && p != nil && p.Kind == audit.ActorUser &&
-		(p.Can(auth.PermExecutionApprove) || ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID)
 }
 
 // step is a stored step's arguments, masked.
@@ -214,8 +204,7 @@ func executionStepView(st executions.Step, results bool) views.ExecutionStepView
 func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.Execution, reveal bool) ([]views.ExecutionPreviewStep, error) {
 	out := make([]views.ExecutionPreviewStep, 0, len(ex.Plan.Steps))
 	comps := map[string]*views.ExecutionUndo{}
-	m := h.masker()
-	m.reveal = reveal
+	m := h.masker(reveal)
 	for i, st := range ex.Plan.Steps {
 		pv, err := m.previewStep(ctx, i, st.Prepared)
 		if err != nil {

@@ -92,7 +92,7 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 		return out, err
 	}
 	out.Steps = []executions.Step{}
-	m := h.masker()
+	m := h.masker(false)
 	for _, st := range steps {
 		// Shown, not run: what the tool's schema marks secret is masked (secretMasker).
 		if st.Arguments, err = m.step(c.Request().Context(), st); err != nil {
@@ -107,11 +107,6 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 	return out, nil
 }
 
-// apiMaxWaiting bounds the executions awaiting approval (counted with the pages') past
-// which an API token creates no more, as the gateway bounds those of /mcp: an agent in a
-// loop must not bury the approvers.
-const apiMaxWaiting = 20
-
 // APICreate plans (from a prompt) or takes a plan, stores it and asks for its approval:
 // 201 with its id, status, risk and, for HIGH, the phrase a person must type.
 func (h ExecutionsHandler) APICreate(c echo.Context) error {
@@ -121,7 +116,9 @@ func (h ExecutionsHandler) APICreate(c echo.Context) error {
 	}
 	var maxWaiting int
 	if ActorOf(c).Kind == audit.ActorToken {
-		maxWaiting = apiMaxWaiting // an agent's; a person's own plans are theirs to pile up
+		// An agent in a loop must not bury the approvers, as /mcp's held calls may not; a
+		// person's own plans (counted with it) are theirs to pile up.
+		maxWaiting = executions.DefaultMaxWaiting
 	}
 	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan,
 		ConversationID: in.ConversationID, MaxWaiting: maxWaiting})
@@ -304,7 +301,7 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 	}
 	out := apiRollbackPlan{Steps: []apiRollbackStep{}, NotUndone: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase,
 		Hash: rp.Hash}
-	m := h.masker()
+	m := h.masker(false)
 	for _, st := range rp.Steps {
 		// The arguments as given, with what the tool's schema marks secret masked.
 		args, err := m.Mask(c.Request().Context(), st.ToolID, st.Tool, st.Arguments)

@@ -160,13 +160,9 @@ func execInputError(prompt string, err error) (*views.ExecutionInputError, int, 
 	case pe != nil && pe.Code == executions.CodePlanner:
 		// The planner failed, not the person: 502, with the form kept to try again.
 		return &views.ExecutionInputError{Message: httperr.Sentence(pe.Message)}, http.StatusBadGateway, true
-	case pe != nil && (pe.Kind == fault.KindRateLimited || pe.Code == planner.CodeBusy):
+	case pe != nil && executions.PlannerRefused(err):
 		// The model is busy or the person's rate is spent: the form kept to try again.
-		status := http.StatusServiceUnavailable
-		if pe.Kind == fault.KindRateLimited {
-			status = http.StatusTooManyRequests
-		}
-		return &views.ExecutionInputError{Message: httperr.Sentence(pe.Message)}, status, true
+		return &views.ExecutionInputError{Message: httperr.Sentence(pe.Message)}, httperr.Status(pe.Kind), true
 	case errors.As(err, &ve):
 		ie := &views.ExecutionInputError{Message: "The plan was not accepted; fix what is listed below."}
 		for _, f := range ve.Fields {

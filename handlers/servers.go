@@ -190,16 +190,11 @@ func (h ServersHandler) Delete(c echo.Context) error {
 		msg := "Server " + sv.Name + " deleted."
 		if n := len(del.LostUndo); n > 0 {
 			// Said, not left to be found at the next rollback.
-			shown := del.LostUndo[:min(n, 5)]
 			what := "tools of other servers lost the undo step it gave them"
 			if n == 1 {
 				what = "tool of another server lost the undo step it gave it"
 			}
-			msg += fmt.Sprintf(" %d %s (%s", n, what, strings.Join(shown, ", "))
-			if n > len(shown) {
-				msg += fmt.Sprintf(" and %d more", n-len(shown))
-			}
-			msg += "): set another on the Compensation tab."
+			msg += fmt.Sprintf(" %d %s (%s): set another on the Compensation tab.", n, what, joinShort(del.LostUndo))
 		}
 		return msg
 	}, "/servers")

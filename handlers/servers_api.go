@@ -13,7 +13,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -318,7 +317,7 @@ func (h ServersHandler) APITools(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit := tools.DefaultLimit
+	limit := registry.DefaultServerToolsPage
 	if raw := c.QueryParam("limit"); raw != "" {
 		if limit, err = strconv.Atoi(raw); err != nil {
 			return verr.New("limit", "must be a whole number between 1 and "+strconv.Itoa(registry.MaxServerToolsPage))

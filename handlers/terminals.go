@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"slices"
 
@@ -39,6 +41,23 @@ func TerminalAccess(p *auth.Principal, t *builtin.Terminal) (see, typeIn bool) {
 func TerminalSizer(p *auth.Principal, t *builtin.Terminal) bool {
 	_, typeIn := TerminalAccess(p, t)
 	return typeIn && t.OwnerID == p.User.ID
+}
+
+// TerminalTyping reports whether p may type into terminals now, beyond TerminalAccess:
+// keys reach the shell past the router, so whoever types must be able to call the
+// terminal tool now (router.Admits: enabled, not refused to them), as send_input's
+// caller must. err is set, and may false, when that could not be told (the database
+// did not answer), not when the router refuses.
+func TerminalTyping(ctx context.Context, r *router.Router, p *auth.Principal) (may bool, err error) {
+	if r == nil {
+		return true, nil
+	}
+	err = r.Admits(ctx, p.Actor("", ""), p.User.Role, builtin.TerminalToolName)
+	var re *router.Error
+	if err != nil && !errors.As(err, &re) {
+		return false, err
+	}
+	return err == nil, nil
 }
 
 // RecordAccess is TerminalAccess for a terminal another replica runs.
@@ -136,8 +155,8 @@ func (h TerminalsHandler) Show(c echo.Context) error {
 	if !see {
 		return fault.NotFound("terminal")
 	}
-	if typeIn && h.Router != nil {
-		typeIn = h.Router.Admits(c.Request().Context(), ActorOf(c), PrincipalOf(c).User.Role, builtin.TerminalToolName) == nil
+	if typeIn {
+		typeIn, _ = TerminalTyping(c.Request().Context(), h.Router, PrincipalOf(c))
 	}
 	row := h.terminalRow(t)
 	return render(c, http.StatusOK, views.Terminal(views.TerminalPage{Layout: h.layout(c, "Terminal "+t.ID), Row: row,

@@ -42,8 +42,10 @@ type audited interface{ Audited() bool }
 // service already recorded are not written twice.
 func (s *Server) recordDenial(c echo.Context, err error, status int, code, msg string) {
 	req := c.Request()
-	if _, token := bearer(req.Header.Get(echo.HeaderAuthorization)); status != http.StatusForbidden && (status != http.StatusUnauthorized || !token) {
-		return
+	if status != http.StatusForbidden {
+		if _, token := bearer(req.Header.Get(echo.HeaderAuthorization)); status != http.StatusUnauthorized || !token {
+			return
+		}
 	}
 	var a audited
 	if errors.As(err, &a) && a.Audited() {

@@ -17,7 +17,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
-	"github.com/toolwarden/toolwarden/services/router"
 )
 
 // terminalReadLimit bounds one message from a terminal page (keys typed or pasted), as
@@ -33,7 +32,7 @@ type terminalMsg struct {
 
 // terminalSocket serves /terminals/:id/ws: the terminal's output from the index
 // ?from= (binary frames), then live; keys from a viewer who may type
-// (handlers.TerminalAccess), refused from a read-only one; a resize from the owner only
+// (handlers.TerminalAccess and TerminalTyping), refused from a read-only one; a resize from the owner only
 // (handlers.TerminalSizer). Same origin as /ws; the session is checked again as often as
 // /ws checks it (every 30 s), and at once on an event about its person.
 func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
@@ -165,9 +164,11 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			return false
 		}
 		// Known no longer to type (a database blip is not a refusal): reconnect read-only.
-		if may, known := h.mayType(ctx, p); typeIn && known && !may {
-			h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
-			return false
+		if typeIn {
+			if may, err := h.mayType(ctx, p); err == nil && !may {
+				h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
+				return false
+			}
 		}
 		return true
 	}
@@ -227,18 +228,11 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	}
 }
 
-// mayType reports whether p may call the terminal tool now (router.Admits): disabling
-// it, or refusing it to a person, stops their typing as it stops an agent's send_input.
-// known is false when it could not be told (the database did not answer): may is false.
-func (h *hub) mayType(ctx context.Context, p *auth.Principal) (may, known bool) {
-	if h.deps.Router == nil {
-		return true, true
-	}
-	err := h.deps.Router.Admits(ctx, p.Actor("", ""), p.User.Role, builtin.TerminalToolName)
-	var re *router.Error
-	if err != nil && !errors.As(err, &re) {
+// mayType is handlers.TerminalTyping, logging what could not be told.
+func (h *hub) mayType(ctx context.Context, p *auth.Principal) (bool, error) {
+	may, err := handlers.TerminalTyping(ctx, h.deps.Router, p)
+	if err != nil {
 		h.log.Warn("terminal ws: may the person type", "err", err)
-		return false, false
 	}
-	return err == nil, true
+	return may, err
 }

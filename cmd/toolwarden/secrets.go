@@ -70,23 +70,24 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, secretsUsage)
 		return errUsage
 	}
+	changes := sub != "status" // status only reads
 	// One change of keys at a time, on this key file and on this database: two rotations
 	// at once could each re-encrypt with a key the other's write of the file dropped.
-	if sub != "status" {
+	if changes {
 		unlock, err := lockKeyFile(path)
 		if err != nil {
 			return err
 		}
 		defer unlock()
 	}
-	// status only reads: run by a newer binary before an upgrade, it must not migrate the
-	// database under the servers still running the old one.
-	d, err := openDB(ctx, c, sub != "status", stderr)
+	// status, run by a newer binary before an upgrade, must not migrate the database
+	// under the servers still running the old one.
+	d, err := openDB(ctx, c, changes, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if sub != "status" {
+	if changes {
 		release, err := lockSecrets(ctx, d.Pool)
 		if err != nil {
 			return err

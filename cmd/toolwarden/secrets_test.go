@@ -77,7 +77,7 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 		err := run(ctx, append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
 		return out.String() + errb.String(), err
 	}
-	settleKeyFile(t, path)
+	settleKeyFile(t)
 	if _, err := cli("secrets", "retire-key", old.ID); err == nil {
 		t.Fatal("retiring the only (primary) key succeeded")
 	}
@@ -259,7 +259,7 @@ func TestSecretsRotateReseals(t *testing.T) {
 	if _, err := secrets.AddKeyToFile(path); err != nil {
 		t.Fatal(err)
 	}
-	settleKeyFile(t, path)
+	settleKeyFile(t)
 	out, err := cli("secrets", "retire-key", old.ID)
 	if err == nil || !strings.Contains(err.Error(), "approvals of 1 executions") {
 		t.Fatalf("retire a key that still seals an approval: %v %s", err, out)
@@ -273,7 +273,7 @@ func TestSecretsRotateReseals(t *testing.T) {
 	if n := a.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'secrets.rotate' AND payload->>'execution_seals' = '1'`); n != 1 {
 		t.Errorf("audited rotations that sealed one approval again: %d, want 1", n)
 	}
-	settleKeyFile(t, path)
+	settleKeyFile(t)
 	if out, err = cli("secrets", "retire-key", old.ID); err != nil {
 		t.Fatalf("retire the old key after the rotation: %v %s", err, out)
 	}
@@ -329,7 +329,7 @@ func TestSecretsRetireAuditFails(t *testing.T) {
 		WHEN (NEW.action = 'secrets.retire_key') EXECUTE FUNCTION refuse_retire()`); err != nil {
 		t.Fatal(err)
 	}
-	settleKeyFile(t, path)
+	settleKeyFile(t)
 	out, err := cli("secrets", "retire-key", old.ID)
 	if err == nil || !strings.Contains(err.Error(), "key "+old.ID+" was removed from "+path+" already") || !strings.Contains(err.Error(), "audit log full") {
 		t.Fatalf("retire with an audit log that refuses the row: %v %s", err, out)
@@ -344,7 +344,7 @@ func ptrTo(s string) *string { return &s }
 // settleKeyFile has retire-key take the key file as taken up by every running server
 // (none runs here): it does not wait for them. (The inode's change time, which it
 // reads, cannot be set back.) Not for parallel tests: it sets keyTakeUp.
-func settleKeyFile(t *testing.T, _ string) {
+func settleKeyFile(t *testing.T) {
 	t.Helper()
 	takeUp(t, 0)
 }

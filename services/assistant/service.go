@@ -48,9 +48,9 @@ type Service struct {
 	cache    events.Memo[kept] // the catalogue between events (catalogue.go)
 
 	// A turn holds its conversation's row lock and a pooled connection while it tests a
-	// server or discovers tools (seconds each), and a turn while it asks a model: turns
-	// are bounded, per replica and per person, so the assistant cannot take the pool from
-	// the rest.
+	// server or discovers tools (seconds each), and holds its turn (not the lock) while
+	// it asks a model: turns are bounded, per replica and per person, so the assistant
+	// cannot take the pool from the rest.
 	turns  chan struct{}
 	busyMu sync.Mutex
 	busy   map[string]chan struct{} // person (user id) → their turns in progress

@@ -54,7 +54,8 @@ func Throttled(wait time.Duration, scope string) *fault.Error {
 		WithDetails(Throttle{RetryAfterSeconds: int(wait.Seconds()), RetryAfter: wait, Scope: scope})
 }
 
-// ThrottleOf returns the throttle of a sign-in refused by Throttled.
+// ThrottleOf returns the throttle of a sign-in or password change refused by Throttled
+// or by admission (Busy).
 func ThrottleOf(err error) (Throttle, bool) {
 	f, ok := fault.As(err)
 	if !ok {

@@ -16,7 +16,7 @@ func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) 
 	if tool == "file_operations" {
 		return fileWriteRisk(args)
 	}
-	if tool != "terminal_operations" {
+	if tool != terminalTool {
 		return "", "", false
 	}
 	var a struct {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolwarden/toolwarden/internal/toolname"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/toolname"
 )
 
 // Limits of run_command.
@@ -24,9 +25,12 @@ const (
 	maxOutputCap          = 1 << 20
 )
 
-// TerminalToolName is the terminal tool's qualified name: typing into one of its
-// terminals from a page takes what calling it takes (router.Admits).
-var TerminalToolName = toolname.Join(toolname.Builtin, "terminal_operations")
+// terminalTool is the terminal tool's name on the built-in server, and TerminalToolName
+// its qualified name: typing into one of its terminals from a page takes what calling
+// it takes (router.Admits).
+const terminalTool = "terminal_operations"
+
+var TerminalToolName = toolname.Join(toolname.Builtin, terminalTool)
 
 // TerminalTool is the tool terminal_operations (seed 000 §5): run_command, and PTY
 // sessions that keep a shell across calls, one per conversation and working directory.
@@ -36,7 +40,7 @@ func TerminalTool(ts *Terminals) Tool {
 	wd := map[string]any{"type": "string", "maxLength": 1024,
 		"description": "a directory inside the conversation's workspace, relative to it (default: the workspace)"}
 	tool := Tool{
-		Name:  "terminal_operations",
+		Name:  terminalTool,
 		Title: "Terminal",
 		Description: "Run shell commands and keep interactive terminal (PTY) sessions in the conversation's workspace. " +
 			"A PTY session is bash -il on a pseudo-terminal (TERM=xterm-256color); its output is kept in a bounded buffer addressed by absolute byte indexes: " +

@@ -46,7 +46,7 @@ type state struct {
 	Users      map[string]bool
 	Settings   executions.Settings
 	// Unlisted are the tools their server's last discovery did not list (unavailable):
-	// their rows and settings stay, so their server is no server never discovered.
+	// their rows and settings stay, so their server counts as discovered (pendingServers).
 	Unlisted map[string]bool // by qualified name
 	// Pruned are the servers this import deletes (--prune): their tools are gone.
 	Pruned map[string]bool

@@ -235,3 +235,12 @@ func sameJSON(a, b []byte) bool {
 func sameUndo(a, b *int) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
+
+// RevealsSecretArgs: p, a person who may decide ex while it awaits approval (approve, or
+// confirm their own), sees its plan's arguments whole, secret ones too: approving what
+// one cannot read is no decision (send_input's masked text is what would be typed).
+// Records, tokens and everyone else, and the plan once decided, keep them masked.
+func (ex *Execution) RevealsSecretArgs(p *auth.Principal) bool {
+	return ex.Status == AwaitingApproval && p != nil && p.Kind == audit.ActorUser &&
+		(p.Can(auth.PermExecutionApprove) || ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID)
+}

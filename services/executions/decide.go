@@ -94,6 +94,10 @@ type Input struct {
 	MaxWaiting int
 }
 
+// DefaultMaxWaiting is how many of one person's executions an agent may leave awaiting
+// approval (Input.MaxWaiting) where it makes them: /mcp's held calls, the API's tokens.
+const DefaultMaxWaiting = 20
+
 // TooManyWaitingError: the requester has Waiting executions awaiting approval, as many
 // as Input.MaxWaiting allows; nothing was created.
 type TooManyWaitingError struct{ Waiting int }
@@ -233,7 +237,7 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 	}
 	// The person's, so a planner that asks a model counts the call against their rate.
 	p, err := s.opts.Planner.Plan(planner.ForCaller(ctx, c.Actor.ID), in.Prompt, avail)
-	if _, nu := planner.NotUnderstoodIn(err); err != nil && !nu && !refused(err) && ctx.Err() == nil {
+	if _, nu := planner.NotUnderstoodIn(err); err != nil && !nu && !PlannerRefused(err) && ctx.Err() == nil {
 		return Request{}, "", plannerFailed(err)
 	}
 	if err != nil {
@@ -249,9 +253,9 @@ func (s *Service) request(ctx context.Context, c Caller, in Input) (Request, str
 	return req, s.opts.Planner.Name(), nil
 }
 
-// refused is a planner that would not ask its model now (busy, or the person's rate
-// spent): a 503 or 429 of its own, not a failing planner.
-func refused(err error) bool {
+// PlannerRefused: the planner would not ask its model now (busy, or the person's rate
+// spent), a 503 or 429 of its own, not a failing planner.
+func PlannerRefused(err error) bool {
 	f, ok := fault.As(err)
 	return ok && (f.Kind == fault.KindRateLimited || f.Code == planner.CodeBusy)
 }

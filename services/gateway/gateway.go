@@ -125,7 +125,7 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 		o.Hold = 50 * time.Second
 	}
 	if o.MaxWaiting <= 0 {
-		o.MaxWaiting = 20
+		o.MaxWaiting = executions.DefaultMaxWaiting
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 64

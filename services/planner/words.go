@@ -108,7 +108,7 @@ func init() {
 var negators = map[string]bool{}
 
 func init() {
-	// skip, avoid, except, unless, refrain, exclude: "skip: delete /tmp/b" was planned.
+	// The second line: words that say to leave a step out ("skip: delete /tmp/b").
 	for _, w := range strings.Fields(`not no never without nor neither cannot dont doesnt didnt cant wont shouldnt mustnt
 		skip skipping avoid avoiding except excepting unless refrain exclude excluding`) {
 		negators[w] = true

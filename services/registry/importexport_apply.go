@@ -14,7 +14,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
-	"github.com/toolwarden/toolwarden/services/events"
 )
 
 // ServerRef names a server an import touched.
@@ -139,28 +138,8 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 				if err != nil {
 					return err
 				}
-				rules, err := userRulesOf(ctx, tx, actor, cur)
-				if err != nil {
+				if _, err := deleteLockedServer(ctx, tx, actor, cur, "server.import.delete", map[string]any{"import": source}); err != nil {
 					return fmt.Errorf("registry: import %s: %w", plan.File, err)
-				}
-				comps, err := compensationsUndoneBy(ctx, tx, cur)
-				if err != nil {
-					return err
-				}
-				if _, err := tx.Exec(ctx, `/* registry.ImportDelete */ DELETE FROM mcp_servers WHERE id = $1`, cur.ID); err != nil {
-					return fmt.Errorf("registry: import %s: delete server %q: %w", plan.File, cur.Name, err)
-				}
-				entries := append(removedRuleEntries(actor, cur, rules, "server.import.delete"),
-					removedCompensationEntries(actor, cur, comps, "server.import.delete")...)
-				entries = append(entries, audit.Entry{Actor: actor,
-					Action: "server.import.delete", TargetType: "server", TargetID: cur.ID, TargetName: cur.Name,
-					Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount,
-						"rules_removed": len(rules), "compensations_removed": len(comps), "import": source}})
-				if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
-					return err
-				}
-				if err := publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name}); err != nil {
-					return err
 				}
 				deleted = append(deleted, ServerRef{ID: cur.ID, Name: cur.Name})
 			}

@@ -516,31 +516,42 @@ func (s *Service) DeleteServerReport(ctx context.Context, actor audit.Actor, id 
 		if cur.Type == TypeBuiltin {
 			return ErrBuiltinFixed
 		}
-		rules, err := userRulesOf(ctx, tx, actor, cur)
-		if err != nil {
-			return err
-		}
-		comps, err := compensationsUndoneBy(ctx, tx, cur)
-		if err != nil {
-			return err
-		}
+		comps, err := deleteLockedServer(ctx, tx, actor, cur, "server.delete", nil)
 		for _, c := range comps {
 			out.LostUndo = append(out.LostUndo, toolname.Join(c.Server, c.Tool))
 		}
-		if _, err := tx.Exec(ctx, `/* registry.DeleteServer */ DELETE FROM mcp_servers WHERE id = $1`, id); err != nil {
-			return fmt.Errorf("registry: delete server %q: %w", cur.Name, err)
-		}
-		entries := append(removedRuleEntries(actor, cur, rules, "server.delete"), removedCompensationEntries(actor, cur, comps, "server.delete")...)
-		entries = append(entries, audit.Entry{Actor: actor, Action: "server.delete",
-			TargetType: "server", TargetID: cur.ID, TargetName: cur.Name,
-			Payload: map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount, "rules_removed": len(rules),
-				"compensations_removed": len(comps)}})
-		if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
-			return err
-		}
-		return publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name})
+		return err
 	})
 	return out, err
+}
+
+// deleteLockedServer deletes cur, whose row tx has locked, with its tools: refused
+// (CodeUserRules) when a per-user rule refuses one of them and actor may not lift
+// refusals. It audits, under action (with extra in its payload), the deletion, each rule
+// removed and each compensation of another server's tool that one of its tools undid,
+// and announces the deletion; it returns those compensations.
+func deleteLockedServer(ctx context.Context, tx pgx.Tx, actor audit.Actor, cur Server, action string, extra map[string]any) ([]undoneCompensation, error) {
+	rules, err := userRulesOf(ctx, tx, actor, cur)
+	if err != nil {
+		return nil, err
+	}
+	comps, err := compensationsUndoneBy(ctx, tx, cur)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `/* registry.DeleteServer */ DELETE FROM mcp_servers WHERE id = $1`, cur.ID); err != nil {
+		return nil, fmt.Errorf("registry: delete server %q: %w", cur.Name, err)
+	}
+	payload := map[string]any{"name": cur.Name, "type": cur.Type, "tool_count": cur.ToolCount, "rules_removed": len(rules),
+		"compensations_removed": len(comps)}
+	maps.Copy(payload, extra)
+	entries := append(removedRuleEntries(actor, cur, rules, action), removedCompensationEntries(actor, cur, comps, action)...)
+	entries = append(entries, audit.Entry{Actor: actor, Action: action, TargetType: "server", TargetID: cur.ID, TargetName: cur.Name,
+		Payload: payload})
+	if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
+		return nil, err
+	}
+	return comps, publishDeleted(ctx, tx, events.ServerRef{ID: cur.ID, Name: cur.Name})
 }
 
 // undoneCompensation is the compensation of another server's tool whose undo tool is on

@@ -724,8 +724,11 @@ func (s *Service) ServerTools(ctx context.Context, serverID string) ([]Tool, err
 		WHERE t.server_id = $1 ORDER BY NOT t.available, t.name`, serverID)
 }
 
-// MaxServerToolsPage bounds ServerToolsPage's limit, as other lists bound theirs.
-const MaxServerToolsPage = 200
+// ServerToolsPage's limit: at most and by default as the other lists of tools.
+const (
+	MaxServerToolsPage     = tools.MaxLimit
+	DefaultServerToolsPage = tools.DefaultLimit
+)
 
 // ToolPage is one page of a server's tools.
 type ToolPage struct {

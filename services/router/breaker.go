@@ -92,7 +92,7 @@ func (r *Router) newBreaker(serverID, server string) *callBreaker {
 		// Nor does a call the server refused, and it is not a success either: counted
 		// as one, another user's bad calls between failing good ones would keep the
 		// circuit from opening, and a refused trial call would close it.
-		IsExcluded: refused,
+		IsExcluded: serverRefused,
 		OnStateChange: func(string, gobreaker.State, gobreaker.State) {
 			b.mu.Lock()
 			b.since = time.Now()
@@ -155,12 +155,12 @@ func (r *Router) Breakers() []BreakerState {
 	return out
 }
 
-// refused reports whether the server answered the call with a refusal of it: its own
+// serverRefused reports whether the server answered the call with a refusal of it: its own
 // JSON-RPC error, or a 4xx to the request (mcp.ErrRequestRefused, a proxy's 413 for a
 // large body). An internal error is the server failing and counts, as do the errors
 // the client's own connection makes (closing, or rejected by the transport as a 5xx or
 // 429 is), which come first in the chain when present.
-func refused(err error) bool {
+func serverRefused(err error) bool {
 	if errors.Is(err, mcp.ErrRequestRefused) {
 		return true
 	}

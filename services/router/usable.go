@@ -58,8 +58,5 @@ func (r *Router) Admits(ctx context.Context, caller audit.Actor, role auth.Role,
 	if err != nil {
 		return err
 	}
-	if res.e == nil {
-		return fail(CodeToolNotFound, "no tool %s", ref)
-	}
 	return r.admit(ctx, res.e, Call{Actor: caller, Role: role})
 }

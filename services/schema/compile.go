@@ -291,7 +291,7 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 
 // ValidateOutput checks content a tool returned (raw JSON) against its compiled output
 // schema, reading it once: content ValidateArguments would refuse unchecked is an error
-// wrapping ErrUnchecked (as CheckValues says), content that does not match (or is not
+// wrapping ErrUnchecked, content that does not match (or is not
 // JSON) a *verr.Error as ValidateArguments returns. CheckSize is the caller's.
 func ValidateOutput(s *jsonschema.Schema, raw []byte) error {
 	sc, v, err := scanBytes(s, raw)

@@ -366,22 +366,14 @@ func (sc scan) refuse(s *jsonschema.Schema) error {
 	return verr.New("", why+"; send fewer")
 }
 
-// ErrUnchecked is wrapped by CheckValues' error: a document the validator is not given.
+// ErrUnchecked is wrapped by ValidateOutput's error for a document the validator is not
+// given.
 var ErrUnchecked = errors.New("schema: too large to check against the schema")
 
-// CheckValues returns an error wrapping ErrUnchecked when ValidateArguments would refuse
-// raw unchecked for the values the schema reaches (too many, too much work, or a number
-// the validator must not be given), so that a caller checking output can say it was not
-// checked rather than that it does not match. It returns nil for raw that is not JSON.
-func CheckValues(s *jsonschema.Schema, raw []byte) error {
-	sc, _, err := scanBytes(s, raw)
-	if err != nil {
-		return nil
-	}
-	return sc.unchecked(s)
-}
-
-// unchecked is CheckValues' error for a document scanned as sc, or nil.
+// unchecked is the error, wrapping ErrUnchecked, for a document scanned as sc that
+// ValidateArguments would refuse unchecked (too many values the schema reaches, too much
+// work, or a number the validator must not be given), or nil: output is not sent by its
+// checker, so it says it was not checked rather than asking for fewer.
 func (sc scan) unchecked(s *jsonschema.Schema) error {
 	at, why := sc.problem(s)
 	switch {

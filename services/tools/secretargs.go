@@ -70,13 +70,13 @@ func MaskArgs(args json.RawMessage, names []string) json.RawMessage {
 // top-level arguments each step's tool schema marks secret (MaskSecretArgs): send_input's
 // text may be a password typed at a hidden prompt. It reads each tool once.
 type ArgMasker struct {
-	s       *Service
-	schemas map[string]json.RawMessage // by tool reference
+	s     *Service
+	names map[string][]string // secret argument names, by tool reference
 }
 
 // NewArgMasker returns a masker for one page or response.
 func (s *Service) NewArgMasker() *ArgMasker {
-	return &ArgMasker{s: s, schemas: map[string]json.RawMessage{}}
+	return &ArgMasker{s: s, names: map[string][]string{}}
 }
 
 // Mask is args with the secrets of the tool toolID (else the one named tool) masked.
@@ -88,7 +88,7 @@ func (m *ArgMasker) Mask(ctx context.Context, toolID, tool string, args json.Raw
 	if ref == "" || len(args) == 0 {
 		return args, nil
 	}
-	schema, ok := m.schemas[ref]
+	names, ok := m.names[ref]
 	if !ok {
 		t, err := m.s.Target(ctx, ref)
 		switch {
@@ -96,9 +96,9 @@ func (m *ArgMasker) Mask(ctx context.Context, toolID, tool string, args json.Raw
 		case err != nil:
 			return nil, err
 		default:
-			schema = t.InputSchema
+			names = SecretArgNames(t.InputSchema)
 		}
-		m.schemas[ref] = schema
+		m.names[ref] = names
 	}
-	return MaskSecretArgs(schema, args), nil
+	return MaskArgs(args, names), nil
 }
