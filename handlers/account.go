@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,14 +27,9 @@ func (h AccountHandler) ChangePassword(c echo.Context) error {
 	sess, err := h.Auth.ChangePassword(c.Request().Context(), ActorOf(c), PrincipalOf(c), c.FormValue("current_password"), c.FormValue("new_password"))
 	if throttled, ok := auth.ThrottleOf(err); ok {
 		// On the form, as sign-in says it: the person keeps the page they were on.
-		c.Response().Header().Set("Retry-After", RetryAfter(throttled.RetryAfter))
-		why := "Too many wrong passwords."
-		if throttled.Busy {
-			why = "Too many sign-ins or password changes at once."
-		}
 		return render(c, http.StatusTooManyRequests, views.AccountPassword(views.AccountPasswordPage{
 			Layout: h.layout(c, "Change your password"),
-			Errors: views.FormErrors{"current_password": why + " Try again in " + throttled.RetryAfter.Round(time.Second).String() + "."}}))
+			Errors: views.FormErrors{"current_password": throttledSentence(c, throttled, "Too many wrong passwords.", "Too many sign-ins or password changes at once.")}}))
 	}
 	if fe, ok := formErrors(err); ok {
 		return render(c, http.StatusUnprocessableEntity, views.AccountPassword(views.AccountPasswordPage{

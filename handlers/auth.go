@@ -46,13 +46,8 @@ func (h SessionHandler) Login(c echo.Context) error {
 	throttled, isThrottled := auth.ThrottleOf(err)
 	switch {
 	case isThrottled:
-		c.Response().Header().Set("Retry-After", RetryAfter(throttled.RetryAfter))
-		why := "Too many failed sign-ins."
-		if throttled.Busy {
-			why = "Too many sign-ins at once."
-		}
 		return render(c, http.StatusTooManyRequests, views.Login(views.LoginPage{Username: username, Next: next,
-			Error: why + " Try again in " + throttled.RetryAfter.Round(time.Second).String() + "."}))
+			Error: throttledSentence(c, throttled, "Too many failed sign-ins.", "Too many sign-ins at once.")}))
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return render(c, http.StatusUnauthorized, views.Login(views.LoginPage{Username: username, Next: next,
 			Error: "Wrong username or password."}))
@@ -91,6 +86,17 @@ func safeNext(next string) string {
 		return "/"
 	}
 	return next
+}
+
+// throttledSentence says on a form why an attempt was refused (failed: too many failures;
+// busy: admission) and when to try again, and sets Retry-After.
+func throttledSentence(c echo.Context, th auth.Throttle, failed, busy string) string {
+	c.Response().Header().Set("Retry-After", RetryAfter(th.RetryAfter))
+	why := failed
+	if th.Busy {
+		why = busy
+	}
+	return why + " Try again in " + th.RetryAfter.Round(time.Second).String() + "."
 }
 
 // RetryAfter formats a wait as whole seconds, rounded up, for the Retry-After header.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -149,7 +148,7 @@ func (s *Service) askModel(ctx context.Context, p *auth.Principal, said string, 
 		r.Cancel()
 		return Understanding{}, false, fault.RateLimited(fmt.Sprintf(
 			"the language model may read at most %d of your messages a minute: try again in %s, or say it in words the assistant knows (\"help\" lists them)",
-			ModelCallsPerMinute, durationWords(wait)), wait)
+			ModelCallsPerMinute, textcheck.DurationWords(wait)), wait)
 	}
 	u, ok := fromModel(ctx, s.model, said, cat)
 	return u, ok, nil
@@ -245,19 +244,20 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	// turn holding the lock and a connection meanwhile would hold up the person's other
 	// messages and the pool. Its reading depends on the message and the catalogue only;
 	// the turn uses it if the conversation, once locked, would still ask the model.
-	wantsModel := func(st State) bool {
-		return u.Intent == IntentUnknown && u.Negated == "" && st.Flow == nil && s.model != nil
-	}
+	modelMay := u.Intent == IntentUnknown && u.Negated == "" && s.model != nil
+	wantsModel := func(st State) bool { return modelMay && st.Flow == nil }
+	// A message that answers what this window no longer shows is refused as stale (below):
+	// a question since closed, or a list or question another window has moved past.
+	closed := func(st State) bool { return inReplyTo != 0 && inReplyTo != st.Question }
+	elsewhere := func(st State) bool { return seen != 0 && seen != st.Question && answersContext(u, st, said) }
 	asked, modelOK := false, false
 	var mu Understanding
-	if u.Intent == IntentUnknown && u.Negated == "" && s.model != nil {
+	if modelMay {
 		st, err := s.peekState(ctx, p, convID)
 		if err != nil {
 			return Reply{}, err
 		}
-		// Not for a message the turn will refuse as stale (below).
-		if wantsModel(st) && (inReplyTo == 0 || inReplyTo == st.Question) &&
-			(seen == 0 || seen == st.Question || !answersContext(u, st, said)) {
+		if wantsModel(st) && !closed(st) && !elsewhere(st) {
 			if mu, modelOK, err = s.askModel(ctx, p, said, cat); err != nil {
 				return Reply{}, err
 			}
@@ -274,10 +274,10 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			out.Reply = reply
 			return save(said, out)
 		}
-		if inReplyTo != 0 && inReplyTo != st.Question {
+		if closed(*st) {
 			return stale("That question is no longer open: nothing was changed. Answer the latest question, or say what you would like to do.")
 		}
-		if seen != 0 && seen != st.Question && answersContext(u, *st, said) {
+		if elsewhere(*st) {
 			// The conversation went on in another window (a second tab): a yes or "the
 			// second one" typed here would answer a question or a list this one never
 			// showed.
@@ -656,7 +656,7 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 		d.State.Flow = nil
 		why := ": " + res.Error + "."
 		if res.TimedOutAfter > 0 { // seed 004's connection-timeout reply
-			why = ". The connection timed out after " + durationWords(res.TimedOutAfter) + "."
+			why = ". The connection timed out after " + textcheck.DurationWords(res.TimedOutAfter) + "."
 		}
 		out.Reply = fmt.Sprintf("I couldn't connect to the server at `%s`%s Please check that the server is running and accessible, or try again later. Nothing was added.", op.URL, why)
 		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
@@ -677,18 +677,6 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	}
 	d.Choices, out.Choices = []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}, []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}
 	return nil
-}
-
-// durationWords is a limit as people say it: "30 seconds", "1 minute", "1.5 seconds".
-func durationWords(d time.Duration) string {
-	unit, n := "second", d.Seconds()
-	if d >= time.Minute && d%time.Minute == 0 {
-		unit, n = "minute", d.Minutes()
-	}
-	if n != 1 {
-		unit += "s"
-	}
-	return strconv.FormatFloat(n, 'f', -1, 64) + " " + unit
 }
 
 func (s *Service) serverState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {

@@ -116,3 +116,17 @@ func (a *admission) leave(address string, q *addressTurn, waiting bool) {
 		delete(a.addrs, address)
 	}
 }
+
+// admitAttempt admits a sign-in or a password change (what, for an error) from address:
+// a refusal is its Throttled fault as it is, not logged (a flood refused here would flood
+// the log instead).
+func (s *Service) admitAttempt(ctx context.Context, address, what string) (release func(), err error) {
+	release, err = s.logins.admit(ctx, address)
+	if err != nil {
+		if _, ok := ThrottleOf(err); ok {
+			return nil, err
+		}
+		return nil, fmt.Errorf("auth: %s: %w", what, err)
+	}
+	return release, nil
+}

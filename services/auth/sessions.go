@@ -58,13 +58,9 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	agent := truncate(strings.ToValidUTF8(req.UserAgent, "\uFFFD"), 300)
 	from := throttleKey(req.IP)
 	actor := audit.Actor{Kind: audit.ActorAnonymous, Name: username, IP: req.IP, RequestID: req.RequestID}
-	release, err := s.logins.admit(ctx, from)
+	release, err := s.admitAttempt(ctx, from, "login")
 	if err != nil {
-		// Not logged: a flood refused here would flood the log instead.
-		if _, ok := ThrottleOf(err); ok {
-			return Session{}, err
-		}
-		return Session{}, fmt.Errorf("auth: login: %w", err)
+		return Session{}, err
 	}
 	defer release()
 	var sess Session

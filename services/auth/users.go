@@ -382,12 +382,9 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 	}
 	// Admitted as a sign-in is (Login): it checks and hashes a password holding the
 	// person's row lock, and a flood of them must not take the pool while they wait.
-	release, err := s.logins.admit(ctx, throttleKey(actor.IP))
+	release, err := s.admitAttempt(ctx, throttleKey(actor.IP), "change password")
 	if err != nil {
-		if _, ok := ThrottleOf(err); ok {
-			return Session{}, err
-		}
-		return Session{}, fmt.Errorf("auth: change password: %w", err)
+		return Session{}, err
 	}
 	defer release()
 	var refused error // a refusal whose record must still commit

@@ -3,12 +3,12 @@ package planner
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
@@ -99,21 +99,9 @@ func (g *Gate) Enter(who string) (release func(), err error) {
 		r.Cancel()
 		<-g.slots
 		return nil, fault.RateLimited(fmt.Sprintf("the language model may take at most %d of your requests a minute: try again in %s",
-			g.perMinute, durationWords(wait)), wait)
+			g.perMinute, textcheck.DurationWords(wait)), wait)
 	}
 	return func() { <-g.slots }, nil
-}
-
-// durationWords says d ("3 seconds", "1 minute").
-func durationWords(d time.Duration) string {
-	unit, n := "second", d.Seconds()
-	if d >= time.Minute && d%time.Minute == 0 {
-		unit, n = "minute", d.Minutes()
-	}
-	if n != 1 {
-		unit += "s"
-	}
-	return strconv.FormatFloat(n, 'f', -1, 64) + " " + unit
 }
 
 type callerKey struct{}

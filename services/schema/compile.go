@@ -258,19 +258,9 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 		if err := CheckSize(s, len(raw)); err != nil {
 			return tooLarge(err)
 		}
-		sc, v, err := scanBytes(s, raw) // decodes only what jsontext cannot read
-		if err == nil {
-			err = sc.refuse(s)
-		} else {
-			err = verr.New("", "arguments are not valid JSON: "+err.Error())
-		}
+		v, err := decodeChecked(s, raw, scan.refuse, "arguments are not valid JSON: ")
 		if err != nil {
 			return err
-		}
-		if v == nil { // a refused document is never decoded
-			if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err != nil {
-				return verr.New("", "arguments are not valid JSON: "+err.Error())
-			}
 		}
 		args = v
 	case nil:
@@ -294,19 +284,30 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 // wrapping ErrUnchecked, content that does not match (or is not
 // JSON) a *verr.Error as ValidateArguments returns. CheckSize is the caller's.
 func ValidateOutput(s *jsonschema.Schema, raw []byte) error {
+	v, err := decodeChecked(s, raw, scan.unchecked, "not valid JSON: ")
+	if err != nil {
+		return err
+	}
+	return validate(s, v)
+}
+
+// decodeChecked scans raw for the limits (refused says why a document is not checked)
+// and decodes it, only after the scan allowed it (jsontext reads what it can without
+// decoding); JSON it cannot read is a field-less problem starting notJSON.
+func decodeChecked(s *jsonschema.Schema, raw []byte, refused func(scan, *jsonschema.Schema) error, notJSON string) (any, error) {
 	sc, v, err := scanBytes(s, raw)
 	if err != nil {
-		return verr.New("", "not valid JSON: "+err.Error())
+		return nil, verr.New("", notJSON+err.Error())
 	}
-	if err := sc.unchecked(s); err != nil {
-		return err
+	if err := refused(sc, s); err != nil {
+		return nil, err
 	}
 	if v == nil {
 		if v, err = jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err != nil {
-			return verr.New("", "not valid JSON: "+err.Error())
+			return nil, verr.New("", notJSON+err.Error())
 		}
 	}
-	return validate(s, v)
+	return v, nil
 }
 
 // validate checks a decoded document the limits allow against s, naming each problem.
