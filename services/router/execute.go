@@ -69,7 +69,8 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 			return res, nil
 		}
 		ce := r.classify(cctx, ctx, e, err, timeout)
-		if !e.retry || ce.Code != CodeUpstream || paused(err) || errors.Is(err, mcpclient.ErrIdentityChanged) {
+		// A server's refusal (bad arguments) gets the same answer when asked again.
+		if !e.retry || ce.Code != CodeUpstream || paused(err) || serverRefused(err) || errors.Is(err, mcpclient.ErrIdentityChanged) {
 			return nil, backoff.Permanent(ce)
 		}
 		return nil, ce

@@ -10,6 +10,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,4 +159,33 @@ func TestHalfOpenTrialPausesOtherCalls(t *testing.T) {
 	cancel()
 	<-trial
 	testkit.WaitFor(t, 10*time.Second, func() bool { return hs.Server().Sleeping() == 0 }, "the trial call never ended at the server")
+}
+
+// A retryable tool's call that the server refused (bad arguments) is not sent again:
+// asking again gets the same answer.
+func TestServerRefusalIsNotRetried(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{RetryAttempts: 3, RetryBackoff: time.Millisecond}, nil)
+	hs := e.server("strict", true, "echo") // trusted: its read-only echo is retryable
+	var mu sync.Mutex
+	seen := 0
+	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" && bytes.Contains(p.Arguments, []byte("refuse")) {
+				mu.Lock()
+				seen++
+				mu.Unlock()
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad arguments"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	if _, err := e.call("strict__echo", `{"message":"refuse"}`); codeOf(err) != router.CodeUpstream {
+		t.Fatalf("refused call: got %v, want upstream_error", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if seen != 1 {
+		t.Fatalf("the server saw the refused call %d times, want once", seen)
+	}
 }
