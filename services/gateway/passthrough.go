@@ -517,7 +517,7 @@ func (g *Gateway) masker(id string) *secrets.Masker {
 // or why there was no answer.
 func (g *Gateway) failed(ctx context.Context, u *use, err error) error {
 	m := g.masker(u.server.ID)
-	var we *jsonrpc.Error
+	we, answered := mcpclient.ServerError(err)
 	var out *jsonrpc.Error
 	switch {
 	case ctx.Err() != nil:
@@ -525,10 +525,10 @@ func (g *Gateway) failed(ctx context.Context, u *use, err error) error {
 	case errors.Is(err, mcpclient.ErrResultTooLarge), errors.Is(err, mcpclient.ErrTimeout),
 		errors.Is(err, mcpclient.ErrNotConnected), errors.Is(err, mcpclient.ErrNotOffered):
 		out = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %s: %s", u.server.Name, m.String(lastClause(err)))}
-	case errors.As(err, &we):
+	case answered:
 		out = &jsonrpc.Error{Code: we.Code, Message: fmt.Sprintf("server %s: %s", u.server.Name, m.String(we.Message))}
 	default:
-		out = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %s failed: %s", u.server.Name, m.String(err.Error()))}
+		out = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %s failed: %s", u.server.Name, m.String(lastClause(err)))}
 	}
 	u.payload["error"] = clip(out.Message, 500)
 	if rerr := g.record(ctx, u, audit.ResultFailure); rerr != nil {

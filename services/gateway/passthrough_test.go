@@ -1,8 +1,14 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -384,5 +390,43 @@ func TestPassthroughMasksSecrets(t *testing.T) {
 	text, _ := promptText(t, cs, "mt__leak", nil)
 	if strings.Contains(text, secret) || !strings.HasPrefix(text, "use ") {
 		t.Fatalf("prompt: %q, want the secret masked", text)
+	}
+}
+
+// An upstream's transport refusing a read (a proxy's 413, or a 503) is passed on with
+// its status, not as a bare "rejected by transport".
+func TestPassthroughRefusalSaysItsStatus(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	target, err := url.Parse(hs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		for marker, status := range map[string]int{"readme": http.StatusRequestEntityTooLarge, "greet": http.StatusServiceUnavailable} {
+			if bytes.Contains(body, []byte(marker)) {
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, "<html>refused</html>")
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	srv.RegisterServer(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path, Enabled: true, Trusted: true}, "echo")
+	cs := mustConnect(t, srv, srv.Token(t, "admin"), eras[0])
+	_, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "toolwarden://mt/test://readme"})
+	if err == nil || !strings.Contains(err.Error(), "Request Entity Too Large") {
+		t.Fatalf("a read refused with 413: %v, want the status said", err)
+	}
+	_, err = cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "mt__greet"})
+	if err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Fatalf("a get refused with 503: %v, want the status said", err)
 	}
 }

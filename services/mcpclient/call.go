@@ -163,6 +163,21 @@ func tooLarge(err error) error {
 	return err
 }
 
+// ServerError is the JSON-RPC error the server itself answered a request with, if err
+// holds one; the errors the client's own connection makes (a transport's rejection of a
+// 5xx, closing) come first in the chain when present and are not the server's answer.
+func ServerError(err error) (*jsonrpc.Error, bool) {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		return nil, false
+	}
+	switch we.Code {
+	case -32001, -32003, -32004, -32005: // the SDK's jsonrpc2: unknown, client and server closing, rejected
+		return nil, false
+	}
+	return we, true
+}
+
 // Masker masks the secret values server id's session runs with (its environment and
 // headers) in what the server says; nil (which masks nothing) when it has no session.
 func (m *Manager) Masker(id string) *secrets.Masker {

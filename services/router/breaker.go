@@ -164,14 +164,6 @@ func serverRefused(err error) bool {
 	if errors.Is(err, mcp.ErrRequestRefused) {
 		return true
 	}
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) {
-		return false
-	}
-	switch we.Code {
-	case jsonrpc.CodeInternalError,
-		-32001, -32003, -32004, -32005: // the SDK's jsonrpc2: unknown, client and server closing, rejected
-		return false
-	}
-	return true
+	we, ok := mcpclient.ServerError(err)
+	return ok && we.Code != jsonrpc.CodeInternalError
 }
