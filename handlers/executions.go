@@ -339,6 +339,15 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 	// open dialog, a phrase being typed): a toast says who decided.
 	decision := func(kind string) { parts = append(parts, views.LiveToast(kind, line.Text)) }
 	switch ev.Kind {
+	case string(events.ApprovalGranted), string(events.ApprovalRejected), string(events.ExecutionCancelled), string(events.ExecutionExpired):
+		// Decided: whoever read the secret arguments while deciding no longer does.
+		preview, err := h.executionPreview(ctx, ex, false)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, views.LiveExecutionPreview(x, preview))
+	}
+	switch ev.Kind {
 	case string(events.ApprovalGranted):
 		// An approval by policy follows the plan at once and needs no news.
 		if g, err := events.ApprovalGranted.Decode(ev); err != nil || g.Approval != "policy" {

@@ -183,8 +183,17 @@ func TestExecutionAwaitingApprovalRevealsSecretArguments(t *testing.T) {
 	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
 	noSecret(t, svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}, "/executions/"+ex.ID)
 
-	// Decided and run, it is masked for the person who decided it too.
+	// Decided and run, it is masked for the person who decided it too: the open page's
+	// preview is sent again masked, and a new one shows it masked.
+	conn := wsDial(t, srv, admin.c, []string{"execution:" + ex.ID}, lastEventID(t, srv))
 	admin.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, 200, nil)
+	live := wsUntil(t, conn, "the preview sent again", func(d *goquery.Document) bool {
+		return d.Find(`[data-testid=action-preview]`).Length() > 0
+	})
+	if got := live.Find(`[data-testid=action-preview] [data-testid=step-arguments]`).Text(); strings.Contains(got, secretTyped) ||
+		!strings.Contains(got, `"input": "********"`) {
+		t.Errorf("the open page's preview after the decision: %s, want the text masked", got)
+	}
 	waitExec(t, admin, ex.ID, "success")
 	noSecret(t, admin, "/executions/"+ex.ID)
 }
