@@ -15,11 +15,11 @@ import (
 
 // Keys typed on a terminal's page reach the shell past the router: disabling the
 // terminal tool stops them as it stops an agent's send_input. An open socket is closed
-// at its next check (the page reconnects read-only), a new one is read-only, and so is
-// the page.
+// at once, not at its next check of the session (an hour here; the page reconnects
+// read-only), a new one is read-only, and so is the page.
 func TestTerminalTypingNeedsTheTool(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true, SessionRecheck: 200 * time.Millisecond})
+	srv := webtest.Start(t, &webtest.Options{Builtin: true, SessionRecheck: time.Hour})
 	term := aliceTerminal(t, srv)
 	alice := srv.Login(t, "alice", "alice-password-1")
 	conn, hello := termDial(t, srv, alice, term.ID, 0)

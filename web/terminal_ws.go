@@ -145,6 +145,28 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 		}, auth.SessionsTopic)
 		defer w.Close()
 	}
+	// A change of the terminal tool (disabled, refused to this person) ends typing at
+	// once too: the keys reach the shell past the router.
+	toolChanged := make(chan struct{}, 1)
+	if typeIn && h.deps.Router != nil {
+		defer h.deps.Router.OnChange(func() {
+			select {
+			case toolChanged <- struct{}{}:
+			default:
+			}
+		})()
+	}
+	// stillTypes reports whether a socket that types still may, closing conn if it is
+	// known no longer to (a database blip is not a refusal): it reconnects read-only.
+	stillTypes := func() bool {
+		if typeIn {
+			if may, err := h.mayType(ctx, p); err == nil && !may {
+				h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
+				return false
+			}
+		}
+		return true
+	}
 	// still reports whether the session still stands as it did, closing conn if not.
 	still := func() bool {
 		role, err := h.deps.Auth.CurrentRole(ctx, p)
@@ -163,14 +185,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
 			return false
 		}
-		// Known no longer to type (a database blip is not a refusal): reconnect read-only.
-		if typeIn {
-			if may, err := h.mayType(ctx, p); err == nil && !may {
-				h.closeWith(conn, closeServiceRestart, "permissions changed; reconnect")
-				return false
-			}
-		}
-		return true
+		return stillTypes()
 	}
 	// What changed between the handshake's check and the watch is not missed.
 	if !still() {
@@ -222,6 +237,10 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			}
 		case <-about:
 			if !still() {
+				return
+			}
+		case <-toolChanged:
+			if !stillTypes() {
 				return
 			}
 		}

@@ -160,6 +160,28 @@ type Router struct {
 	mu      sync.Mutex
 	runtime map[string]*Runtime // tool id → live state
 	touched map[string]time.Time
+
+	hmu     sync.Mutex
+	changed map[*func()]struct{} // OnChange's callbacks
+}
+
+// OnChange calls fn after each change that can alter how a call resolves or who may
+// make it, once the router has forgotten what it knew before (so Admits asked from fn's
+// signal answers with the change). fn runs in the event bus's delivery: it must only
+// signal. With no event bus it is never called. stop ends the calls.
+func (r *Router) OnChange(fn func()) (stop func()) {
+	k := &fn
+	r.hmu.Lock()
+	if r.changed == nil {
+		r.changed = map[*func()]struct{}{}
+	}
+	r.changed[k] = struct{}{}
+	r.hmu.Unlock()
+	return func() {
+		r.hmu.Lock()
+		delete(r.changed, k)
+		r.hmu.Unlock()
+	}
 }
 
 // New returns a router over the tool service and the session manager.
@@ -260,6 +282,11 @@ func (r *Router) follow(ctx context.Context) {
 		case string(events.ServerStatusChanged), string(events.DiscoveryProgress), string(events.DiscoveryCompleted), string(events.DiscoveryFailed):
 		default:
 			r.cache.clear()
+			r.hmu.Lock()
+			for fn := range r.changed {
+				(*fn)()
+			}
+			r.hmu.Unlock()
 		}
 		switch ev.Kind {
 		case string(events.ServerDeleted):
