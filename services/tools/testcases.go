@@ -342,16 +342,18 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 	}
 	ps := props(inputSchema)
 	var out []string
-	var walk func(ptr string, v any, secret bool)
-	walk = func(ptr string, v any, secret bool) {
+	// marked: under a parameter the schema marks secret, where every value is secret; a
+	// secret-looking name (auth) marks its own value, not what an object of it holds.
+	var walk func(ptr string, v any, secret, marked bool)
+	walk = func(ptr string, v any, secret, marked bool) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				walk(ptr+"/"+k, x, secretName(k))
+				walk(ptr+"/"+k, x, marked || secretName(k), marked)
 			}
 		case []any:
 			for i, x := range v {
-				walk(fmt.Sprintf("%s/%d", ptr, i), x, secret)
+				walk(fmt.Sprintf("%s/%d", ptr, i), x, secret, marked)
 			}
 		case string:
 			if secret && v != "" || secrets.LooksSecretValue(v) {
@@ -371,7 +373,7 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 			w, _ := p["writeOnly"].(bool)
 			marked = f == "password" || w
 		}
-		walk("/"+k, v, marked || secretName(k))
+		walk("/"+k, v, marked || secretName(k), marked)
 	}
 	if len(out) == 0 {
 		return ""

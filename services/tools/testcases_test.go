@@ -142,7 +142,8 @@ func TestTestCaseRefusals(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	id := f.tool(toolSpec{server: f.server("s", true), name: "call", schema: `{"type":"object","properties":{
-		"query":{"type":"string"},"pin":{"type":"string","writeOnly":true},"auth":{"type":"object"}}}`})
+		"query":{"type":"string"},"pin":{"type":"string","writeOnly":true},"auth":{"type":"object"},
+		"login":{"type":"object","writeOnly":true}}}`})
 	for _, tc := range []struct {
 		args, field, want string
 	}{
@@ -152,6 +153,8 @@ func TestTestCaseRefusals(t *testing.T) {
 		{`{"github_token":"x1"}`, "arguments", "/github_token holds a secret"},
 		{`{"auth":{"password":1234}}`, "arguments", "/auth/password holds a secret"},
 		{`{"query":"ghp_R4nd0mT0k3nV4lu3Th4tL00ksR34l1234567"}`, "arguments", "/query holds a secret"},
+		// Inside a secret object, every value is as secret as the object.
+		{`{"login":{"user":"bob"}}`, "arguments", "/login/user holds a secret"},
 	} {
 		_, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "c", Arguments: json.RawMessage(tc.args)})
 		var ve *verr.Error
