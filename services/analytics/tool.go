@@ -101,7 +101,7 @@ func ToolSpans(ctx context.Context, q querier, toolID string, edges []time.Time)
 	groups, sums := make([]group, n), make([]float64, n)
 	for _, gp := range gapsAround(rolled, from, to) {
 		rows, err := q.Query(ctx, `/* analytics.tool_raw */
-			SELECT width_bucket(used_at, $4::timestamptz[]) - 1, `+bucketSQL+`, count(*), count(*) FILTER (WHERE NOT success), sum(duration_ms)
+			SELECT width_bucket(used_at, $4::timestamptz[]) - 1, `+bucketSQL+`, count(*), count(*) FILTER (WHERE NOT success), sum(duration_ms::float8)
 			FROM tool_usage_logs WHERE tool_id = $1 AND used_at >= $2 AND used_at < $3 AND duration_ms IS NOT NULL GROUP BY 1, 2`,
 			toolID, gp[0], gp[1], edges)
 		if err != nil {

@@ -112,3 +112,25 @@ func TestLongPeriodsReadRollups(t *testing.T) {
 		}
 	}
 }
+
+// A long period's average over calls not rolled up is summed in double precision: in
+// single precision (the column's real) 2^24 + (2^24 + 2) is not 2^25 + 2, and the
+// average of a tool whose calls add up past 2^24 ms drifted.
+func TestLongPeriodAverageIsExact(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	f := newFixture(t, pool)
+	tool := f.tool()
+	to := time.Now().UTC()
+	from := to.Add(-7 * 24 * time.Hour)
+	// Both held exactly by a real, and in one latency bucket (summed together).
+	f.insert(usage.Entry{ToolID: tool, UsedAt: to.Add(-2 * time.Minute), DurationMS: ms(1 << 24), Success: true},
+		usage.Entry{ToolID: tool, UsedAt: to.Add(-time.Minute), DurationMS: ms(1<<24 + 2), Success: true})
+	s, err := usage.Summary(f.ctx, pool, tool, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := float64(1<<24 + 1); s.AvgMS == nil || math.Abs(*s.AvgMS-want) > 1e-6 {
+		t.Fatalf("7-day average: %s, want %v", fmtp(s.AvgMS), want)
+	}
+}
