@@ -914,3 +914,35 @@ func TestRunCasesStoppedByRateLimit(t *testing.T) {
 		t.Fatalf("8 cases past a burst of 6: got %d results, %v; want the run refused as rate_limited", len(results), err)
 	}
 }
+
+// A refused value of an argument the schema marks secret (writeOnly, format password)
+// is not quoted back: the error goes into the usage log, which tool managers read, and
+// a mistyped secret is nearly the secret.
+func TestValidationDoesNotQuoteSecretArguments(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	hs := e.server("v", true)
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "pin", Description: "A tool with a secret parameter for the tests.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{
+			"ssn":{"type":"string","writeOnly":true,"pattern":"^[0-9]{3}-[0-9]{2}-[0-9]{4}$"},
+			"code":{"type":"string","format":"password","enum":["alpha","beta"]},
+			"note":{"type":"string","enum":["a","b"]}}}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
+	e.enable("v__pin")
+	_, err := e.call("v__pin", `{"ssn":"123456789","code":"hunter-42","note":"visible-7"}`)
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeInvalidArguments {
+		t.Fatalf("got %v, want invalid_arguments", err)
+	}
+	all, _ := json.Marshal(re)
+	if strings.Contains(string(all)+re.Message, "123456789") || strings.Contains(string(all)+re.Message, "hunter-42") {
+		t.Errorf("the refusal quotes a secret argument: %s %s", re.Message, all)
+	}
+	if !strings.Contains(re.Message, "ssn") || !strings.Contains(re.Message, "code") || !strings.Contains(re.Message, "visible-7") {
+		t.Errorf("the refusal: %s, want both secret parameters named and the plain one's value quoted", re.Message)
+	}
+	e.flush()
+	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE error_code = 'invalid_arguments' AND (error::text LIKE '%123456789%' OR error::text LIKE '%hunter-42%')`); n != 0 {
+		t.Errorf("usage log rows quoting a secret argument: %d", n)
+	}
+}

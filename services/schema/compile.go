@@ -105,8 +105,9 @@ func compileDoc(doc any) (*jsonschema.Schema, string, error) {
 		return nil, ptr, err
 	}
 	// Below that, MaxValues bounds the evaluations already.
-	if load > 0 || evals*MaxValues > maxEvaluationWork {
-		remember(s, costs{load: load, evals: evals})
+	secret := secretProperties(doc)
+	if load > 0 || evals*MaxValues > maxEvaluationWork || secret != nil {
+		remember(s, costs{load: load, evals: evals, secret: secret})
 	}
 	return s, "", nil
 }
@@ -178,12 +179,13 @@ func leafString(ve *jsonschema.ValidationError) string {
 const maxLeafMessage = 512
 
 // leafMessage is leafString with the value that fails a pattern or a format cut to 100
-// characters, or left out when it may be a credential (by its look, or a name on its
-// path such as "api_key"): the message reaches the audit log and the usage records.
-// Any message is cut to maxLeafMessage.
-func leafMessage(ve *jsonschema.ValidationError) string {
+// characters, or left out when it may be a credential (secret: under a parameter the
+// schema marks secret; by its look, or a name on its path such as "api_key"): the
+// message reaches the audit log and the usage records. Any message is cut to
+// maxLeafMessage.
+func leafMessage(ve *jsonschema.ValidationError, secret bool) string {
 	value := func(v any) string {
-		if secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
+		if secret || secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
 			return "the value"
 		}
 		return "'" + clipRunes(fmt.Sprint(v), 100) + "'"
@@ -203,10 +205,10 @@ func leafMessage(ve *jsonschema.ValidationError) string {
 // given is "; got <value as JSON>" for an enum or const error: the library names the
 // allowed values but not the one given, and a caller who sent "Read" where "read" is
 // allowed should see both. It is "" for an object or array, and for a value that may
-// be a credential (by its look, or a name on its path such as "api_key"): the message
-// reaches the audit log and the usage records, which keep no secret. Scalars are cut
-// to 60 characters.
-func given(ve *jsonschema.ValidationError) string {
+// be a credential (secret, by its look, or a name on its path such as "api_key"): the
+// message reaches the audit log and the usage records, which keep no secret. Scalars
+// are cut to 60 characters.
+func given(ve *jsonschema.ValidationError, secret bool) string {
 	var v any
 	switch k := ve.ErrorKind.(type) {
 	case *kind.Enum:
@@ -220,7 +222,7 @@ func given(ve *jsonschema.ValidationError) string {
 	case []any, map[string]any:
 		return ""
 	}
-	if secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
+	if secret || secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
 		return ""
 	}
 	b, err := json.Marshal(v)
@@ -231,6 +233,27 @@ func given(ve *jsonschema.ValidationError) string {
 		b = []byte(string(r[:60]) + "…")
 	}
 	return GotSep + string(b)
+}
+
+// secretProperties are the top-level properties a schema document marks secret
+// (writeOnly, or format password; tools.IsSecretParam reads them so too): what
+// validation says about their values quotes none. The compiled schema keeps no unknown
+// format's name.
+func secretProperties(doc any) map[string]bool {
+	root, _ := doc.(map[string]any)
+	props, _ := root["properties"].(map[string]any)
+	var out map[string]bool
+	for name, v := range props {
+		p, _ := v.(map[string]any)
+		f, _ := p["format"].(string)
+		if w, _ := p["writeOnly"].(bool); w || f == "password" {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[name] = true
+		}
+	}
+	return out
 }
 
 // GotSep starts the part of an argument error that shows the value given; a caller
@@ -321,6 +344,7 @@ func validate(s *jsonschema.Schema, doc any) error {
 		return verr.New("", err.Error())
 	}
 	out := &verr.Error{}
+	marked := costsOf(s).secret
 	seen := map[string]bool{} // path and message: the branches of an anyOf repeat each other
 	listed := map[string]bool{}
 	more := 0
@@ -357,7 +381,8 @@ func validate(s *jsonschema.Schema, doc any) error {
 		if _, ok := l.ErrorKind.(*kind.Type); ok {
 			k = verr.KindType
 		}
-		add(loc, k, leafMessage(l)+given(l))
+		secret := len(l.InstanceLocation) > 0 && marked[l.InstanceLocation[0]]
+		add(loc, k, leafMessage(l, secret)+given(l, secret))
 	}
 	if more > 0 {
 		out.Add("", fmt.Sprintf("and %d more problems not listed", more))

@@ -141,8 +141,12 @@ func checkPatterns(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (strin
 
 // costs is what validating one value against a compiled schema may cost: load, the
 // instructions of the patterns applied to it (each counted as often as the validator may
-// apply it there), and evals, the evaluations of subschemas (checkComplexity).
-type costs struct{ load, evals float64 }
+// apply it there), and evals, the evaluations of subschemas (checkComplexity); and
+// secret, the top-level properties whose values its problems do not quote.
+type costs struct {
+	load, evals float64
+	secret      map[string]bool
+}
 
 // known holds the costs of the compiled schemas that need them (compileDoc). Entries go
 // when their schema is collected.
