@@ -117,7 +117,8 @@ func PublicKeyPath(keyPath string) string { return strings.TrimSuffix(keyPath, "
 
 // OpenSigner loads the checkpoint signing key from keyPath (PKCS #8 PEM), creating it
 // on first use: mode 0600, with its public key (PKIX PEM) beside it at
-// PublicKeyPath(keyPath). A key file others can read is refused.
+// PublicKeyPath(keyPath). A key file others can read is refused, and so is a missing
+// key whose public key is still there (the key was lost, this is no first use).
 func OpenSigner(keyPath string) (*Signer, error) {
 	s, err := readSigner(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -164,6 +165,20 @@ func readSigner(keyPath string) (*Signer, error) {
 }
 
 func createSigner(keyPath string) (*Signer, error) {
+	// A .pub without its key means the key was lost (not copied on a host move, say): a
+	// new key would overwrite the .pub, and the checkpoints would be continued from none
+	// of the old key's, so a chain cut before would be signed without complaint.
+	pubPath := PublicKeyPath(keyPath)
+	if _, err := os.Lstat(pubPath); err == nil {
+		// Another process may have just made both: it writes the key before the .pub.
+		if s, err := readSigner(keyPath); !errors.Is(err, fs.ErrNotExist) {
+			return s, err
+		}
+		return nil, fmt.Errorf("audit: checkpoint key %s is missing but %s is there: restore the key file (--checkpoint-key-file), or move %s aside to start a new key (the old checkpoints then verify only with toolwarden audit verify --public-key <the old .pub>)",
+			keyPath, pubPath, pubPath)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("audit: checkpoint public key: %w", err)
+	}
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("audit: checkpoint key: %w", err)
