@@ -25,6 +25,30 @@ const (
 	maxOutputCap          = 1 << 20
 )
 
+// commandTimeout is how long run_command lets its command run, given its timeout
+// argument in seconds (0 when absent).
+func commandTimeout(seconds int) time.Duration {
+	if seconds > 0 {
+		return min(time.Duration(seconds)*time.Second, maxCommandTimeout)
+	}
+	return defaultCommandTimeout
+}
+
+// CommandTimeout is how long the terminal tool's call with args waits for its
+// command: true only for a foreground run_command, whose own timeout (up to an hour)
+// is what bounds it, so the router must not cut it off sooner.
+func CommandTimeout(args json.RawMessage) (time.Duration, bool) {
+	var in struct {
+		Operation  string `json:"operation"`
+		Timeout    int    `json:"timeout"`
+		Background bool   `json:"background"`
+	}
+	if json.Unmarshal(args, &in) != nil || in.Operation != "run_command" || in.Background {
+		return 0, false
+	}
+	return commandTimeout(in.Timeout), true
+}
+
 // terminalTool is the terminal tool's name on the built-in server, and TerminalToolName
 // its qualified name: typing into one of its terminals from a page takes what calling
 // it takes (router.Admits).
@@ -77,10 +101,7 @@ func TerminalTool(ts *Terminals) Tool {
 				if err != nil {
 					return errorResult(err.Error()), nil
 				}
-				timeout := defaultCommandTimeout
-				if in.Timeout > 0 {
-					timeout = min(time.Duration(in.Timeout)*time.Second, maxCommandTimeout)
-				}
+				timeout := commandTimeout(in.Timeout)
 				capBytes := defaultOutputCap
 				if in.MaxOutput > 0 {
 					capBytes = min(in.MaxOutput, maxOutputCap)

@@ -617,9 +617,11 @@ func (ts *Terminals) track(t *Terminal) error {
 	ts.changed(t, TerminalOpened)
 	go func() {
 		err := t.cmd.Wait()
+		// The shell's own exit code whenever it exited, even when Wait also gave up
+		// on output a job it left behind still holds (exec.ErrWaitDelay).
 		code := 0
-		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-			code = ee.ExitCode()
+		if t.cmd.ProcessState != nil {
+			code = t.cmd.ProcessState.ExitCode()
 		} else if err != nil {
 			code = -1
 		}

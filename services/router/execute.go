@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -27,6 +28,20 @@ const blockingTimeout = 24 * time.Hour
 // so its call is not cut off by the tool's timeout; the caller giving up still ends it.
 func Blocking(qualified string) bool { return qualified == "builtin__user_collaboration" }
 
+// commandMargin is how long a call of a foreground run_command outlasts its command's
+// timeout: the command is killed first and its output still answers.
+const commandMargin = 5 * time.Second
+
+// commandTimeout is the command's own timeout when the call is a foreground
+// run_command of the built-in terminal tool (builtin.CommandTimeout): its timeout may
+// be longer than any tool timeout (an hour against 10 minutes), and the tool kills it then.
+func commandTimeout(qualified string, args json.RawMessage) (time.Duration, bool) {
+	if qualified != builtin.TerminalToolName {
+		return 0, false
+	}
+	return builtin.CommandTimeout(args)
+}
+
 // maxProgressMessage bounds a progress notification's message as recorded and shown.
 const maxProgressMessage = 1024
 
@@ -37,6 +52,8 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
 	if Blocking(e.t.QualifiedName()) {
 		timeout = blockingTimeout
+	} else if d, ok := commandTimeout(e.t.QualifiedName(), args); ok {
+		timeout = max(timeout, d+commandMargin)
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
