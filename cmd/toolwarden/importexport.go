@@ -18,6 +18,10 @@ import (
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
+// exitNotApplied is import's exit code when it applied the file but named some of it
+// under "Not applied": a CI job applying configuration must not take that for success.
+const exitNotApplied = 3
+
 // maxImportSize bounds what `import` reads; real configuration files are kilobytes.
 const maxImportSize = 4 << 20
 
@@ -115,9 +119,11 @@ func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun b
 // cmdImport reads a configuration file (Toolwarden YAML, claude_desktop_config.json,
 // .mcp.json or VS Code's mcp.json), prints the plan (per server, category, tool and
 // field, old → new), and applies it in one transaction unless --dry-run. ${env:NAME}
-// and ${NAME} in the file are expanded from this process's environment, and so are the
-// secret references of tools' parameters. Servers the file registers are discovered
-// from here before their tools' settings apply (a second transaction).
+// and ${NAME} in the file's servers are expanded from this process's environment (but
+// never Toolwarden's own settings: registry.OwnSetting), and so are the secret
+// references of tools' parameters. Servers the file registers are discovered from here
+// before their tools' settings apply (a second transaction). It exits exitNotApplied
+// when it applied the file but not all of it.
 func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c config
 	var dryRun, prune bool
@@ -136,7 +142,10 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			"Imports the configuration in F (\"-\" for standard input): Toolwarden YAML from\n"+
 			"'toolwarden export' (servers, categories, tools, settings), or the servers of a\n"+
 			"claude_desktop_config.json, .mcp.json or VS Code's mcp.json. Prints what would change;\n"+
-			"applies it unless --dry-run, and reports what it could not apply.")
+			"applies it unless --dry-run, and reports what it could not apply. Exit status: 0\n"+
+			"all applied (or a dry run's plan has no errors), 3 applied except what it lists\n"+
+			"under \"Not applied\", 2 a wrong command line, 1 any other error (the message says\n"+
+			"whether part was imported).")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the file: `import f --dry-run` works too.
@@ -251,6 +260,8 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		for _, u := range res.Unapplied {
 			fmt.Fprintf(stdout, "  ! %s\n", u)
 		}
+		fmt.Fprintf(stderr, "toolwarden import: %d item(s) were not applied (listed above); exit status %d\n", len(res.Unapplied), exitNotApplied)
+		return exitError{exitNotApplied}
 	}
 	return nil
 }

