@@ -751,3 +751,23 @@ func TestImportTestCaseLimits(t *testing.T) {
 		t.Fatalf("%d cases stored, want 100", n)
 	}
 }
+
+// A parameter's secret reference to Toolwarden's own settings is refused when the file
+// is expanded from the environment (toolwarden import runs in the service's): the
+// owner's database URL must not become a tool's argument.
+func TestSecretReferenceToOwnSettingRefused(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"TOOLWARDEN_MIGRATE_DATABASE_URL", "DATABASE_URL", "PGPASSWORD"} {
+		body := "version: 1\ntools:\n  - tool: ev__echo\n    config:\n      dsn:\n        mode: fixed\n        secret: ${env:" + name + "}\n"
+		_, err := configcode.Parse("c.yaml", []byte(body), registry.ParseOptions{ExpandEnv: true,
+			LookupEnv: func(string) (string, bool) { return "postgres://owner:pw@db/tw", true }})
+		ps, ok := registry.ProblemsOf(err)
+		if !ok || len(ps) != 1 || ps[0].Field != "tools.ev__echo.config.dsn.secret" || !strings.Contains(ps[0].Message, name+" is Toolwarden's own setting") {
+			t.Errorf("%s: got %v, want the reference refused", name, err)
+		}
+	}
+	if _, err := configcode.Parse("c.yaml", []byte("version: 1\ntools:\n  - tool: ev__echo\n    config:\n      dsn:\n        mode: fixed\n        secret: ${env:TOOLWARDEN_SECRET_EV__ECHO__DSN}\n"),
+		registry.ParseOptions{ExpandEnv: true, LookupEnv: func(string) (string, bool) { return "x", true }}); err != nil {
+		t.Errorf("an export's own secret reference: %v", err)
+	}
+}

@@ -375,6 +375,12 @@ func (p *parser) tool(o *fields, i int) Tool {
 						p.fail(po.field("secret"), fmt.Sprintf("%q is not a reference: write ${env:NAME}; a secret value itself never belongs in the file", ref))
 						continue
 					}
+					if p.opts.ExpandEnv && registry.OwnSetting(m[1]) {
+						// Imports run in the service's environment: its database URL and the
+						// admin's password must not become a tool's argument.
+						p.fail(po.field("secret"), fmt.Sprintf("environment variable %s is Toolwarden's own setting and is never put into a tool; set the value in another variable", m[1]))
+						continue
+					}
 					pm.SecretEnv = m[1]
 					if p.opts.ExpandEnv && p.opts.LookupEnv != nil {
 						if val, found := p.opts.LookupEnv(m[1]); found {

@@ -21,7 +21,8 @@ const exportHeader = `# Toolwarden MCP servers: written by 'toolwarden export', 
 #   - a null value keeps the value already stored for that name;
 #   - a name that is not stored yet is skipped with a warning: set it after import;
 #   - a value written here replaces the stored one; 'toolwarden import' expands
-#     ${env:NAME} and ${NAME} from its environment, so secrets can come from CI;
+#     ${env:NAME} and ${NAME} from its environment, so secrets can come from CI
+#     (never Toolwarden's own settings: DATABASE_URL, TOOLWARDEN_*, PG*);
 #   - a name removed from the file removes that secret.
 `
 
