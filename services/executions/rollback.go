@@ -453,7 +453,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 		if err != nil {
 			return err
 		}
-		return s.enqueue(ctx, tx, id, PhaseRollback)
+		return s.queuePhase(ctx, tx, id, PhaseRollback) // the run phase's runner no longer works it
 	})
 	return out, err
 }

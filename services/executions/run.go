@@ -62,9 +62,19 @@ func unlock(conn *pgxpool.Conn, id string) {
 }
 
 // pickupGrace is how long after River picks up a run job its runner may take to record
-// itself on the execution (runner_id); a sweep takes one that has not by then as
-// dropped by a replica that died.
+// itself on the execution (runner_id, forgotten whenever a phase is queued: queuePhase);
+// a sweep takes one that has not by then as dropped by a replica that died.
 const pickupGrace = time.Minute
+
+// queuePhase queues a phase of execution id in tx and forgets its runner: the replica
+// that picks the job up records itself, and until then the sweep judges the pickup by
+// pickupGrace, not by an earlier runner that is alive but no longer works it.
+func (s *Service) queuePhase(ctx context.Context, tx pgx.Tx, id, phase string) error {
+	if _, err := tx.Exec(ctx, `/* executions.runner.forget */ UPDATE executions SET runner_id = NULL WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("executions: forget the runner of %s: %w", id, err)
+	}
+	return s.enqueue(ctx, tx, id, phase)
+}
 
 // recover settles executions a stopped process left mid-way: a step found running
 // was interrupted, so its execution fails (or its rollback fails) and nothing runs it
@@ -122,11 +132,12 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 		if sweep && !o.stepRunning && waiting[o.id] {
 			continue
 		}
-		// A job marked running with no runner recorded: a replica picked it up and is
-		// about to take the lock (the lock being free then proves nothing), and a second
-		// job would only wait to settle that runner's step. Past pickupGrace, that replica
-		// died first (River never rescues a run job: it has no timeout), and it is settled
-		// and queued again; the lock still keeps out a runner that was merely slow.
+		// A job marked running with no runner recorded (queuing a phase forgets it): a
+		// replica picked it up and is about to take the lock (the lock being free then
+		// proves nothing), and a second job would only wait to settle that runner's step.
+		// Past pickupGrace, that replica died first (River never rescues a run job: it has
+		// no timeout), and it is settled and queued again; the lock still keeps out a
+		// runner that was merely slow.
 		picked, isRunning := running[o.id]
 		if sweep && o.runner == "" && isRunning && picked < pickupGrace {
 			continue
@@ -171,7 +182,17 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep, id
 		if waiting, err := s.jobWaiting(ctx, id); err != nil || waiting {
 			return err
 		}
-		return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.enqueue(ctx, tx, id, phase) })
+		return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+			// Its jobs marked running since before pickupGrace are dead replicas' (River
+			// never finalizes them): they would count as working it for good. A slow
+			// picker still alive is kept out by the lock held here.
+			if _, err := tx.Exec(ctx, `/* executions.jobs.dead */ UPDATE river_job SET state = 'discarded', finalized_at = now()
+				WHERE kind = $1 AND args @> jsonb_build_object('execution_id', $2::text) AND state = 'running'
+				AND attempted_at < now() - make_interval(secs => $3)`, runArgs{}.Kind(), id, pickupGrace.Seconds()); err != nil {
+				return fmt.Errorf("executions: finalize the dead jobs of %s: %w", id, err)
+			}
+			return s.queuePhase(ctx, tx, id, phase)
+		})
 	})
 }
 
@@ -480,15 +501,26 @@ func (r *rateLimited) Error() string {
 }
 
 // waitForLimit puts step st, refused by rate limit re, back to pending (unless it was
-// settled meanwhile) and returns the *rateLimited that makes its job wait.
+// settled meanwhile) and returns the *rateLimited that makes its job wait. The runner
+// is forgotten: the snoozed job may be picked up by another replica (see queuePhase).
 func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, re *router.Error) error {
-	tag, err := s.pool.Exec(context.WithoutCancel(ctx), `/* executions.step.rate_limited */
-		UPDATE tool_calls SET status = 'pending', call_id = NULL, started_at = NULL WHERE id = $1 AND status = 'running'`, st.ID)
+	bg := context.WithoutCancel(ctx)
+	err := db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(bg, `/* executions.step.rate_limited */
+			UPDATE tool_calls SET status = 'pending', call_id = NULL, started_at = NULL WHERE id = $1 AND status = 'running'`, st.ID)
+		if err != nil {
+			return fmt.Errorf("executions: put a rate-limited step back: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errSettledElsewhere
+		}
+		if _, err := tx.Exec(bg, `/* executions.runner.forget */ UPDATE executions SET runner_id = NULL WHERE id = $1`, ex.ID); err != nil {
+			return fmt.Errorf("executions: forget the runner of %s: %w", ex.ID, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("executions: put a rate-limited step back: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return errSettledElsewhere
+		return err
 	}
 	s.log.Info("executions: a step waits for a rate limit", "execution", ex.ID, "step", st.Position+1,
 		"tool", st.Tool, "wait", re.RetryAfter, "reason", re.Message)
@@ -568,7 +600,8 @@ func (s *Service) pinOf(ex *Execution, st Step) *router.Pin {
 // start): it queues the phase again, and the runner that takes it continues with the
 // next pending step.
 func (s *Service) handOver(ctx context.Context, id, phase string) error {
-	if err := s.jobs.Insert(context.WithoutCancel(ctx), runArgs{ExecutionID: id, Phase: phase}, nil); err != nil {
+	bg := context.WithoutCancel(ctx)
+	if err := db.WithTx(bg, s.begin, func(tx pgx.Tx) error { return s.queuePhase(bg, tx, id, phase) }); err != nil {
 		return fmt.Errorf("executions: hand over %s of %s: %w", phase, id, err)
 	}
 	return nil

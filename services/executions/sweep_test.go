@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // sweeper is a service as a replica's: it records its runner id, and Watch sweeps
@@ -278,4 +279,93 @@ func TestSweepQueuesAJobWhosePickerDied(t *testing.T) {
 	}
 	e.run(svc)
 	e.waitStatus(died, executions.Success, 30*time.Second)
+}
+
+// A rollback asked for after the run phase failed on a replica that is still alive
+// (still recorded as the execution's runner), whose job another replica picked up
+// and died before recording itself, is queued again by the sweep, the dead replica's
+// job row finalized; an execution whose live runner recorded itself long after its
+// job was picked up (a long phase, between steps) is left to it.
+func TestSweepQueuesARollbackWhosePickerDied(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo", "fail")
+	e.setRisk("mt__fail", risk.Low)
+	const runnerID = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
+	jobs := func(id, state string) int {
+		return e.count(`SELECT count(*) FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text
+			AND state::text LIKE $2`, id, state)
+	}
+	// Created first, so a sweep that queued the other went past it.
+	working := e.create(e.admin, step("mt__echo", `{"message":"a long phase"}`))
+	testkit.Exec(t, e.pool, `UPDATE executions SET status = 'executing', runner = 'replica-bbbbbbbb', runner_id = $2 WHERE id = $1`,
+		working.ID, runnerID)
+	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '10 minutes',
+		attempted_by = ARRAY['replica-b'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, working.ID)
+
+	ex, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &executions.Request{
+		Steps:    []executions.RequestStep{step("mt__echo", `{"message":"do"}`), step("mt__fail", `{}`)},
+		Rollback: []executions.RequestStep{step("mt__echo", `{"message":"undo"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replica b runs the run phase, which fails: b stays recorded as its runner.
+	runner := e.replica(runnerID, func(string) bool { return true })
+	if err := executions.WorkRun(e.ctx, runner, ex.ID, 1, 25); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'completed', finalized_at = now()
+		WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID)
+	if got := e.get(ex.ID); got.Status != executions.Failed || got.Runner != "replica-bbbbbbbb" {
+		t.Fatalf("after its run phase: %s on %q, want failed on replica-bbbbbbbb", got.Status, got.Runner)
+	}
+	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{}); err != nil {
+		t.Fatal(err)
+	}
+	// Replica d picks the rollback's job up and dies before it records itself.
+	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '10 minutes',
+		attempted_by = ARRAY['replica-d'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text AND state = 'available'`, ex.ID)
+
+	svc := e.sweeper("cccccccc-cccc-4ccc-8ccc-cccccccccccc", func(string) bool { return true })
+	testkit.WaitFor(t, 20*time.Second, func() bool { return jobs(ex.ID, "available") == 1 },
+		"the sweep never queued the rollback whose job's replica died before recording itself (the run phase's runner alive)")
+	if n := jobs(ex.ID, "running"); n != 0 {
+		t.Fatalf("the dead replica's job is still marked running (%d), want it finalized", n)
+	}
+	if n, m := jobs(working.ID, "%"), jobs(working.ID, "running"); n != 1 || m != 1 {
+		t.Fatalf("the execution its live runner works has %d run jobs (%d running) after a sweep, want its one running", n, m)
+	}
+	e.run(svc)
+	e.waitStatus(ex.ID, executions.RolledBack, 30*time.Second)
+}
+
+// A run job snoozed for a rate limit, picked up again by a replica that died before
+// recording itself, is queued again by the sweep, though the replica that ran the
+// steps before the limit (recorded as runner until then) is alive.
+func TestSweepQueuesASnoozedJobWhosePickerDied(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo")
+	n := 1 // a call a minute
+	e.update("mt__echo", tools.Patch{RateLimit: &n})
+	const runnerID = "dddddddd-dddd-4ddd-8ddd-dddddddddddd"
+	runner := e.replica(runnerID, func(string) bool { return true })
+	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`),
+		step("mt__echo", `{"message":"three"}`))
+	// Replica b runs the first step; the second waits for the limit, and its job is snoozed.
+	var snooze *rivertype.JobSnoozeError
+	if err := executions.WorkRun(e.ctx, runner, ex.ID, 1, 25); !errors.As(err, &snooze) {
+		t.Fatalf("a job whose second step is refused for the rate limit: %v; want it snoozed", err)
+	}
+	// River snoozes the job; replica e picks it up later and dies before it records itself.
+	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 2, attempted_at = now() - interval '10 minutes',
+		attempted_by = ARRAY['replica-b', 'replica-e'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID)
+	jobs := func(state string) int {
+		return e.count(`SELECT count(*) FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text
+			AND state::text = $2`, ex.ID, state)
+	}
+	e.sweeper("eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee", func(string) bool { return true })
+	testkit.WaitFor(t, 20*time.Second, func() bool { return jobs("available") == 1 },
+		"the sweep never queued the snoozed job whose last picker died (its earlier runner alive)")
+	if n := jobs("running"); n != 0 {
+		t.Fatalf("the dead replica's job is still marked running (%d), want it finalized", n)
+	}
 }
