@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolwarden/toolwarden/internal/callmeta"
 )
@@ -81,7 +82,8 @@ type Server struct {
 	closers []func()
 	// editing serializes the edits of one file (read, change, write): two at once
 	// would each write their change over the same original, and one would be lost.
-	// Striped by path, so memory stays bounded.
+	// Striped by path, so memory stays bounded. Each stripe is also flocked (lockDir),
+	// since replicas share the root and a mutex holds only in this process.
 	editing [64]sync.Mutex
 	// beforeEditLock, set by tests only, is called as a write is about to take its
 	// paths' edit locks, so a test holding one knows the write waits on it.
@@ -91,14 +93,23 @@ type Server struct {
 	beforeGrepFile func()
 }
 
+// lockDir holds the edit locks' files, one a stripe, in the snapshot store: no tool
+// reaches it, and pruning skips it. They are made once and never removed, as a lock
+// on a file removed while held would not exclude one on the file made in its place.
+const lockDir = ".locks"
+
 // lockEdit locks the edits of file rel of area (and of the few paths that share its
 // stripe) until the returned function is called.
-func (s *Server) lockEdit(area, rel string) func() { return s.lockEdits(target{area: area, rel: rel}) }
+func (s *Server) lockEdit(area, rel string) (func(), error) {
+	return s.lockEdits(target{area: area, rel: rel})
+}
 
 // lockEdits locks the edits of the files ts (a write's paths) until the returned
 // function is called: their stripes once each, in ascending order, so two writes
 // locking the same two paths named the other way round do not wait on each other.
-func (s *Server) lockEdits(ts ...target) func() {
+// A stripe is locked in this process (editing), then across the processes sharing
+// the root (flock on its file in lockDir); an error is returned with nothing held.
+func (s *Server) lockEdits(ts ...target) (func(), error) {
 	var idx []int
 	for _, t := range ts {
 		h := fnv.New32a()
@@ -110,14 +121,67 @@ func (s *Server) lockEdits(ts ...target) func() {
 	if s.beforeEditLock != nil {
 		s.beforeEditLock()
 	}
-	for _, i := range idx {
-		s.editing[i].Lock()
-	}
-	return func() {
-		for _, i := range slices.Backward(idx) {
+	var held []int
+	var files []*os.File
+	unlock := func() {
+		for _, f := range slices.Backward(files) {
+			f.Close() // releases its flock
+		}
+		for _, i := range slices.Backward(held) {
 			s.editing[i].Unlock()
 		}
 	}
+	dir, err := s.openLockDir()
+	if err != nil {
+		return nil, fmt.Errorf("builtin: lock the files to edit: %w (the built-in root must be writable)", err)
+	}
+	defer dir.Close()
+	for _, i := range idx {
+		s.editing[i].Lock()
+		held = append(held, i)
+		f, err := flockFile(dir, fmt.Sprintf("%02d", i))
+		if err != nil {
+			unlock()
+			return nil, fmt.Errorf("builtin: lock the files to edit: %s: %w (the built-in root must be writable, on a file system with flock)",
+				filepath.Join(s.opts.Root, snapshotDir, lockDir, fmt.Sprintf("%02d", i)), err)
+		}
+		files = append(files, f)
+	}
+	return unlock, nil
+}
+
+// openLockDir opens lockDir, made if need be, through os.Root so that a link put in
+// its place cannot take the lock files elsewhere.
+func (s *Server) openLockDir() (*os.Root, error) {
+	store, err := s.openStore()
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	if err := store.Mkdir(lockDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, err
+	}
+	return store.OpenRoot(lockDir)
+}
+
+// flockFile opens lock file name in dir, made if need be, and holds an exclusive
+// flock on it until the file is closed.
+func flockFile(dir *os.Root, name string) (*os.File, error) {
+	f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("flock: %w", err)
+	}
+	return f, nil
 }
 
 // OnClose has Close call f (a tool's sessions, processes).

@@ -4,7 +4,10 @@ package builtin
 // progress does, until the returned function is called; before is called as any
 // write is about to take its locks from then on.
 func LockEditForTest(s *Server, area, rel string, before func()) func() {
-	unlock := s.lockEdit(area, rel)
+	unlock, err := s.lockEdit(area, rel)
+	if err != nil {
+		panic(err)
+	}
 	s.beforeEditLock = before
 	return unlock
 }

@@ -1348,7 +1348,11 @@ func createFile(ctx context.Context, s *Server, c Call, in createIn) (*mcp.CallT
 		return w.done("", nil, err)
 	}
 	// Held from the checks to the write, as an edit holds it (edit).
-	defer s.lockEdits(t)()
+	unlock, err := s.lockEdits(t)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	defer unlock()
 	mode := fs.FileMode(0o644)
 	excl := !in.Overwrite // nothing there: made only if still nothing is (another call may be making it)
 	if fi, err := ar.Lstat(t.rel); err == nil {
@@ -1522,7 +1526,11 @@ func edit(ctx context.Context, s *Server, c Call, op, p string, f func(shown str
 	if err != nil {
 		return w.done("", nil, err)
 	}
-	defer s.lockEdit(t.area, t.rel)() // taken once the call may write: a grant's wait is not under it
+	unlock, err := s.lockEdit(t.area, t.rel) // taken once the call may write: a grant's wait is not under it
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	defer unlock()
 	b, mode, err := readText(t, ar)
 	if err != nil {
 		return w.done("", nil, err)
@@ -1637,7 +1645,11 @@ func deleteFile(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToo
 	if err != nil {
 		return w.done("", nil, err)
 	}
-	defer s.lockEdits(t)()
+	unlock, err := s.lockEdits(t)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	defer unlock()
 	fi, err := ar.Lstat(t.rel)
 	if err != nil {
 		return w.done("", nil, fsError(t, err))
@@ -1714,7 +1726,11 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 	if err != nil {
 		return w.done("", nil, err)
 	}
-	defer s.lockEdits(from, to)()
+	unlock, err := s.lockEdits(from, to)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	defer unlock()
 	if err := w.expectedMove(from, far, to, tar); err != nil {
 		return w.done("", nil, err)
 	}
@@ -1763,7 +1779,11 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 	if err != nil {
 		return w.done("", nil, err)
 	}
-	defer s.lockEdits(from, to)()
+	unlock, err := s.lockEdits(from, to)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	defer unlock()
 	if err := w.expectedMove(from, far, to, tar); err != nil {
 		return w.done("", nil, err)
 	}
@@ -1802,7 +1822,11 @@ func createDirectory(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.Ca
 	if err != nil {
 		return w.done("", nil, err)
 	}
-	defer s.lockEdits(t)()
+	unlock, err := s.lockEdits(t)
+	if err != nil {
+		return w.done("", nil, err)
+	}
+	defer unlock()
 	if fi, err := ar.Lstat(t.rel); err == nil {
 		if fi.IsDir() {
 			return w.done(t.shown+" exists already", map[string]any{"filePath": t.shown}, nil)

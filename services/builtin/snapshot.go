@@ -260,7 +260,11 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	for i, e := range m.Entries {
 		locks[i] = target{area: e.Area, rel: e.Path}
 	}
-	defer s.lockEdits(locks...)()
+	unlock, err := s.lockEdits(locks...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unlock()
 	var failed []error
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]
@@ -380,6 +384,9 @@ func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 	}
 	n := 0
 	for _, e := range entries {
+		if e.Name() == lockDir {
+			continue // the edit locks' files, in use
+		}
 		info, err := e.Info()
 		if err != nil || !info.ModTime().Before(cutoff) {
 			continue
