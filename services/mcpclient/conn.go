@@ -55,6 +55,32 @@ type conn struct {
 	churn     int
 	churnEnd  time.Time
 	churnHeld bool // the pending discovery waits out churnWait: a request joining it does not bring it forward
+
+	// refusedRun counts the requests in a row the server's transport refused with a 4xx
+	// (mcp.ErrRequestRefused): one caller's oversized body refuses that request alone,
+	// but a session the server forgot refuses every one. At refusalsToProbe, probeNow
+	// asks watch for a health check at once instead of at the next interval.
+	refusedRun atomic.Int32
+	probeNow   chan struct{}
+}
+
+// refusalsToProbe is how many refused requests in a row make the session's health be
+// checked at once (refused): a ping the server refuses too ends the session.
+const refusalsToProbe = 3
+
+// answered notes how a request on the session ended (err nil: answered), for refused.
+func (c *conn) answered(err error) {
+	if err == nil || !errors.Is(err, mcp.ErrRequestRefused) {
+		c.refusedRun.Store(0)
+		return
+	}
+	if c.refusedRun.Add(1) >= refusalsToProbe {
+		c.refusedRun.Store(0)
+		select {
+		case c.probeNow <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // A server that changes its tools and says so without pause would have them discovered
@@ -141,7 +167,7 @@ func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr
 	// and cut, since a server picks its length.
 	redact := func(s string) string { return registry.ClipError(masker.String(s)) }
 	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(), discovering: make(chan struct{}, 1),
-		masker: masker, redact: redact}
+		masker: masker, redact: redact, probeNow: make(chan struct{}, 1)}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
 		Name:        cfg.Name,
 		MaxRequests: 1,
@@ -364,6 +390,7 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 	go func() { ended <- s.cs.Wait() }()
 	tick := time.NewTicker(c.cfg.HealthInterval)
 	defer tick.Stop()
+	var lastProbe time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -374,6 +401,16 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 			}
 			return "connection closed by the server"
 		case <-tick.C:
+			if reason := c.healthCheck(ctx, s, ended); reason != "" || ctx.Err() != nil {
+				return reason
+			}
+		case <-c.probeNow:
+			// Requests are being refused: is it the session? At most one such check a
+			// second, whatever the rate of refusals.
+			if time.Since(lastProbe) < time.Second {
+				continue
+			}
+			lastProbe = time.Now()
 			if reason := c.healthCheck(ctx, s, ended); reason != "" || ctx.Err() != nil {
 				return reason
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -188,4 +189,56 @@ func TestServerRefusalIsNotRetried(t *testing.T) {
 	if seen != 1 {
 		t.Fatalf("the server saw the refused call %d times, want once", seen)
 	}
+}
+
+// A server that forgot the session answers every request with a plain 400 (the
+// TypeScript SDK's "No transport found for sessionId"): three refused calls in a row
+// have the session checked at once — its ping refused too, it is replaced — rather
+// than at the next health check (an hour here), and calls work again.
+func TestRefusedSessionIsReplaced(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{BreakerFailures: 50}, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "forgetful"})
+	target, err := url.Parse(hs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	var mu sync.Mutex
+	seen, forgotten := map[string]bool{}, map[string]bool{}
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		mu.Lock()
+		seen[id] = id != ""
+		gone := forgotten[id]
+		mu.Unlock()
+		if gone {
+			http.Error(w, "No transport found for sessionId", http.StatusBadRequest)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	e.register(registry.Spec{Name: "forgetful", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path,
+		Enabled: true, Trusted: true, HealthIntervalMS: 3_600_000}, "echo")
+	if _, err := e.call("forgetful__echo", `{"message":"first"}`); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	maps.Copy(forgotten, seen) // the server forgets every session it had
+	delete(forgotten, "")
+	n := len(forgotten)
+	mu.Unlock()
+	if n == 0 {
+		t.Fatal("no request carried a session id")
+	}
+	for i := range 3 {
+		if _, err := e.call("forgetful__echo", `{"message":"lost"}`); err == nil {
+			t.Fatalf("call %d on the forgotten session succeeded", i)
+		}
+	}
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		res, err := e.call("forgetful__echo", `{"message":"again"}`)
+		return err == nil && router.TextOf(res.Content) == "Echo: again"
+	}, "a call on a new session after the refused ones")
 }
