@@ -112,7 +112,7 @@ func serverCard(s registry.Server) views.ServerCard {
 	}
 	return views.ServerCard{ID: s.ID, Name: s.Name, Description: s.Description, Type: s.Type, Target: target,
 		Status: s.Status, LastError: deref(s.LastError), Enabled: s.Enabled, Trusted: s.Trusted, ToolCount: s.ToolCount,
-		LastConnected: s.LastConnected, StatusSince: s.StatusChangedAt, NameReserved: s.NameReserved}
+		LastConnected: s.LastConnected, StatusSince: s.StatusChangedAt, NameReserved: s.NameReserved, UndoesOthers: s.UndoesOthers}
 }
 
 func deref(s *string) string {

@@ -24,6 +24,21 @@ type ServerCard struct {
 	// NameReserved: the name is kept for Toolwarden's own tools (it was taken before it
 	// was); the server works, and the page asks for it to be renamed.
 	NameReserved bool
+	// UndoesOthers counts other servers' tools this server's tools undo: deleting it
+	// removes those undo steps, which its delete confirmation says.
+	UndoesOthers int
+}
+
+// DeleteServerConfirm is the question a server's Delete button asks first.
+func DeleteServerConfirm(s ServerCard) string {
+	q := "Delete " + s.Name + "? Its session ends and its tools and their history are removed."
+	switch {
+	case s.UndoesOthers == 1:
+		q += " 1 tool of another server loses the undo step this server's tools give it."
+	case s.UndoesOthers > 1:
+		q += fmt.Sprintf(" %d tools of other servers lose the undo step this server's tools give them.", s.UndoesOthers)
+	}
+	return q
 }
 
 // ServerFilter is the search and filters of the server list.

@@ -12,7 +12,7 @@ import (
 
 // Deleting a server whose tool undoes another server's tool removes that compensation
 // (the cascade): the page says which tools lost their undo step, rather than leave it
-// to be found at their next rollback.
+// to be found at their next rollback, and its confirmation says so before.
 func TestServerDeleteSaysLostUndo(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
@@ -27,6 +27,14 @@ func TestServerDeleteSaysLostUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	// Asked before: the delete button's confirmation says it, on the list and the page.
+	for _, path := range []string{"/servers", "/servers/" + bb} {
+		d := page(t, srv.Get(t, admin, path))
+		q, _ := d.Find(`form[action="/servers/` + bb + `/delete"]`).First().Attr("data-confirm")
+		if !strings.Contains(q, "Delete bb?") || !strings.Contains(q, "1 tool of another server loses the undo step") {
+			t.Errorf("%s: the delete confirmation asks %q; want it to say a tool of another server loses its undo step", path, q)
+		}
+	}
 	res := srv.PostForm(t, admin, "/servers/"+bb+"/delete", nil)
 	res.Body.Close()
 	if res.StatusCode != http.StatusSeeOther {

@@ -129,6 +129,9 @@ type Server struct {
 	CreatedAt        time.Time         `db:"created_at" json:"created_at"`
 	UpdatedAt        time.Time         `db:"updated_at" json:"updated_at"`
 	ToolCount        int               `db:"tool_count" json:"tool_count"`
+	// UndoesOthers counts the other servers' tools whose compensation (undo step) is a
+	// tool of this server: deleting it removes them (DeleteServerReport says which).
+	UndoesOthers int `db:"undoes_others" json:"-"`
 
 	EnvNames       []string `db:"-" json:"env_names"`
 	HeaderNames    []string `db:"-" json:"header_names"`

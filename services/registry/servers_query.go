@@ -15,12 +15,16 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 )
 
-// serverColumns selects a Server; tool_count counts the tools the server still lists.
+// serverColumns selects a Server; tool_count counts the tools the server still lists,
+// undoes_others the other servers' tools one of its tools undoes (their compensations
+// go with it when it is deleted).
 const serverColumns = `s.id, s.name, s.description, s.server_type, s.command, s.args, s.working_dir, s.url, s.template,
 	s.env, s.headers, s.auth_type, s.auth_header, s.auth_token, s.timeout_ms, s.retries, s.health_interval_ms,
 	s.enabled, s.trusted, s.auto_enable, s.connection_status, s.last_error, s.last_connected, s.status_changed_at,
 	s.server_info, s.resources, s.prompts, s.created_at, s.updated_at,
-	(SELECT count(*) FROM mcp_tools t WHERE t.server_id = s.id AND t.available)::int AS tool_count`
+	(SELECT count(*) FROM mcp_tools t WHERE t.server_id = s.id AND t.available)::int AS tool_count,
+	(SELECT count(*) FROM tool_compensations c JOIN mcp_tools u ON u.id = c.undo_tool_id JOIN mcp_tools t ON t.id = c.tool_id
+		WHERE u.server_id = s.id AND t.server_id <> s.id)::int AS undoes_others`
 
 func collectServers(rows pgx.Rows) ([]Server, error) {
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Server])
