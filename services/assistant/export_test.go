@@ -3,11 +3,12 @@ package assistant
 import (
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/toolwarden/toolwarden/services/planner"
 )
 
-// SetModelRate sets one person's rate of model calls: a test refills slower than it
-// runs, so where a burst ends does not depend on the machine's speed.
+// SetModelRate gives the assistant a gate of its own with one person's rate of model
+// calls: a test refills slower than it runs, so where a burst ends does not depend on
+// the machine's speed.
 func SetModelRate(s *Service, every time.Duration, burst int) {
-	s.modelRate, s.modelBurst = rate.Every(every), burst
+	s.gate = planner.NewGate(&planner.GateOptions{Refill: every, Burst: burst})
 }

@@ -69,7 +69,7 @@ func TestModelCallsRateLimitedPerPerson(t *testing.T) {
 	ctx := t.Context()
 	guest := a.CreateUser(t, "visitor", auth.RoleGuest, "visitor-password-1")
 	p := &auth.Principal{User: guest, Kind: audit.ActorUser}
-	const burst = assistant.ModelCallBurst
+	const burst = planner.DefaultModelCallBurst
 	// Refilled slower than any test runs: the burst ends where it ends on any machine.
 	assistant.SetModelRate(a.Assistant, time.Hour, burst)
 	for i := range burst {
@@ -154,4 +154,32 @@ func TestModelCallsBounded(t *testing.T) {
 func handle(ctx context.Context, a *apptest.App, p *auth.Principal, msg string) (string, error) {
 	r, err := a.Assistant.Handle(ctx, p, p.Actor("", ""), "", msg, 0, 0)
 	return r.Reply, err
+}
+
+// A person's plans and messages share one budget of model calls: with the LLM
+// planner's gate spent by their plans, the assistant does not ask the model for them.
+func TestModelCallsSharedWithPlanner(t *testing.T) {
+	t.Parallel()
+	m := &modelServer{}
+	// Refilled slower than any test runs.
+	gate := planner.NewGate(&planner.GateOptions{Refill: time.Hour})
+	a := apptest.Start(t, &apptest.Options{Config: func(c *app.Config) {
+		c.Planner = planner.NewLLM(startModel(t, m), &planner.LLMOptions{Model: "test", Gate: gate})
+	}})
+	u := a.CreateUser(t, "planner", auth.RoleGuest, "planner-password-1")
+	p := &auth.Principal{User: u, Kind: audit.ActorUser}
+	for range planner.DefaultModelCallBurst { // as many plans as the burst allows
+		release, err := gate.Enter(u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	_, err := handle(t.Context(), a, p, unclear)
+	if f, ok := fault.As(err); !ok || f.Kind != fault.KindRateLimited || !strings.Contains(f.Message, "messages and plans") {
+		t.Fatalf("a message the model would read, the person's model calls spent on plans: %v, want rate limited", err)
+	}
+	if n := m.count(); n != 0 {
+		t.Fatalf("the model was asked %d times, want none", n)
+	}
 }

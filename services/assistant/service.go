@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"golang.org/x/time/rate"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -22,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
+	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -56,10 +56,9 @@ type Service struct {
 
 	// A model call is the slowest turn and may be paid for: the replica's are bounded
 	// apart, so messages the rules answer still get turns, and each person's by a rate.
-	modelSlots chan struct{}
-	modelRate  rate.Limit
-	modelBurst int
-	callers    map[string]*rate.Limiter // person (user id) → their model calls; under busyMu
+	// The gate is the model's own when it has one (an LLM planner's), so a person's
+	// plans and messages share one budget of model calls.
+	gate *planner.Gate
 }
 
 // MaxTurns bounds the turns one replica answers at once; MaxTurnsPerPerson, one person's.
@@ -70,16 +69,19 @@ const (
 )
 
 // MaxModelCalls bounds the turns one replica spends waiting on the language model at
-// once; one person may ask it ModelCallsPerMinute times a minute, ModelCallBurst at once.
-const (
-	MaxModelCalls       = MaxTurns / 2
-	ModelCallsPerMinute = 20
-	ModelCallBurst      = 5
-)
+// once (half its turns); one person may ask it planner.DefaultModelCallsPerMinute times
+// a minute, planner.DefaultModelCallBurst at once, plans made with it included.
+const MaxModelCalls = planner.DefaultMaxModelCalls
 
 // SetModel lets the assistant ask m what a sentence means when its own reading finds no
-// intent (nil: never).
-func (s *Service) SetModel(m Model) { s.model = m }
+// intent (nil: never). A model with a gate of its own (planner.LLM) bounds the
+// assistant's calls with it.
+func (s *Service) SetModel(m Model) {
+	s.model = m
+	if g, ok := m.(interface{ Gate() *planner.Gate }); ok && g.Gate() != nil {
+		s.gate = g.Gate()
+	}
+}
 
 // New builds the assistant over the services it acts through.
 func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.Service, mcp *mcpclient.Manager,
@@ -88,9 +90,7 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 		log = slog.Default()
 	}
 	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
-		turns: make(chan struct{}, MaxTurns), busy: map[string]chan struct{}{},
-		modelSlots: make(chan struct{}, MaxModelCalls), modelRate: rate.Every(time.Minute / ModelCallsPerMinute),
-		modelBurst: ModelCallBurst, callers: map[string]*rate.Limiter{}}
+		turns: make(chan struct{}, MaxTurns), busy: map[string]chan struct{}{}, gate: planner.NewGate(nil)}
 }
 
 // admit reserves a turn for p, waiting up to turnWait for one of theirs and one of the
@@ -129,27 +129,18 @@ func (s *Service) admit(ctx context.Context, p *auth.Principal) (release func(),
 // message is refused, not waited on: the turn holds one of the replica's turns
 // meanwhile.
 func (s *Service) askModel(ctx context.Context, p *auth.Principal, said string, cat *Catalogue) (Understanding, bool, error) {
-	select {
-	case s.modelSlots <- struct{}{}:
-		defer func() { <-s.modelSlots }()
-	default:
+	release, err := s.gate.Enter(p.User.ID)
+	if err != nil {
+		f, _ := fault.As(err)
+		if f != nil && f.Kind == fault.KindRateLimited {
+			return Understanding{}, false, fault.RateLimited(fmt.Sprintf(
+				"the language model may read at most %d of your messages and plans a minute: try again in %s, or say it in words the assistant knows (\"help\" lists them)",
+				s.gate.PerMinute(), textcheck.DurationWords(f.RetryAfter)), f.RetryAfter)
+		}
 		return Understanding{}, false, fault.Unavailable("assistant_busy",
 			"the language model is reading other messages; try again in a moment, or say it in words the assistant knows (\"help\" lists them)")
 	}
-	s.busyMu.Lock()
-	lim := s.callers[p.User.ID]
-	if lim == nil {
-		lim = rate.NewLimiter(s.modelRate, s.modelBurst)
-		s.callers[p.User.ID] = lim
-	}
-	s.busyMu.Unlock()
-	if r := lim.Reserve(); r.Delay() > 0 {
-		wait := (r.Delay() + time.Second - 1).Truncate(time.Second)
-		r.Cancel()
-		return Understanding{}, false, fault.RateLimited(fmt.Sprintf(
-			"the language model may read at most %d of your messages a minute: try again in %s, or say it in words the assistant knows (\"help\" lists them)",
-			ModelCallsPerMinute, textcheck.DurationWords(wait)), wait)
-	}
+	defer release()
 	u, ok := fromModel(ctx, s.model, said, cat)
 	return u, ok, nil
 }

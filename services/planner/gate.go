@@ -12,8 +12,8 @@ import (
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
-// The default bounds of a Gate: the assistant's own (services/assistant MaxModelCalls,
-// ModelCallsPerMinute, ModelCallBurst).
+// The default bounds of a Gate; the assistant's model calls pass the LLM planner's gate
+// (services/assistant), so a person's plans and messages share them.
 const (
 	DefaultMaxModelCalls       = 4
 	DefaultModelCallsPerMinute = 20
@@ -103,6 +103,9 @@ func (g *Gate) Enter(who string) (release func(), err error) {
 	}
 	return func() { <-g.slots }, nil
 }
+
+// PerMinute is one person's model calls a minute through g.
+func (g *Gate) PerMinute() int { return g.perMinute }
 
 type callerKey struct{}
 

@@ -74,6 +74,9 @@ func NewLLM(url string, opts *LLMOptions) *LLM {
 	return l
 }
 
+// Gate is what bounds l's model calls; the assistant asking l passes it too.
+func (l *LLM) Gate() *Gate { return l.gate }
+
 func completionsURL(raw string) string {
 	const suffix = "/chat/completions"
 	u, err := url.Parse(strings.TrimSpace(raw))
