@@ -12,9 +12,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -196,4 +198,34 @@ func TestExecutionAwaitingApprovalRevealsSecretArguments(t *testing.T) {
 	}
 	waitExec(t, admin, ex.ID, "success")
 	noSecret(t, admin, "/executions/"+ex.ID)
+}
+
+// A step argument whose name says it is secret (api_key), or whose value looks like a
+// credential, is masked on the execution page and in the API for anyone who is not
+// deciding it, though the tool's schema marks nothing secret: as the call's records are.
+func TestExecutionMasksSecretNamedArguments(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "kv"})
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "login", Description: "Logs in to the test service.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"api_key":{"type":"string"},"note":{"type":"string"}}}`)})
+	srv.RegisterServer(t, registry.Spec{Name: "kv", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true}, "login")
+	const key, token = "plain-Otter-Key93", "ghp_R4nd0mT0k3nV4lu3Th4tL00ksR34l1234567"
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{"steps": []any{
+		step("kv__login", map[string]any{"api_key": key, "note": token})}}}, 201, &ex)
+	if ex.Status != "awaiting_approval" {
+		t.Fatalf("the plan: status %s, want awaiting_approval (nobody has decided it)", ex.Status)
+	}
+	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
+	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
+	for _, path := range []string{"/executions/" + ex.ID, "/api/v1/executions/" + ex.ID} {
+		r := srv.Get(t, audra.c, path)
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != http.StatusOK || strings.Contains(string(body), key) || strings.Contains(string(body), token) {
+			t.Errorf("the auditor's GET %s: %d, shows a secret argument: %v", path, r.StatusCode, strings.Contains(string(body), key) || strings.Contains(string(body), token))
+		}
+	}
 }

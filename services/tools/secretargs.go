@@ -68,7 +68,9 @@ func MaskArgs(args json.RawMessage, names []string) json.RawMessage {
 
 // ArgMasker masks, in step arguments shown (plans, executions, rollbacks), the
 // top-level arguments each step's tool schema marks secret (MaskSecretArgs): send_input's
-// text may be a password typed at a hidden prompt. It reads each tool once.
+// text may be a password typed at a hidden prompt; and, as the call's records are
+// (usage.Redact), every value under a secret-looking name (api_key) or shaped like a
+// credential, which no schema needs to mark. It reads each tool once.
 type ArgMasker struct {
 	s     *Service
 	names map[string][]string // secret argument names, by tool reference
@@ -100,5 +102,5 @@ func (m *ArgMasker) Mask(ctx context.Context, toolID, tool string, args json.Raw
 		}
 		m.names[ref] = names
 	}
-	return MaskArgs(args, names), nil
+	return usage.Redact(MaskArgs(args, names)), nil
 }
