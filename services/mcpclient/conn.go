@@ -401,7 +401,7 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 			}
 			return "connection closed by the server"
 		case <-tick.C:
-			if reason := c.healthCheck(ctx, s, ended); reason != "" || ctx.Err() != nil {
+			if reason := c.healthCheck(ctx, s, ended, true); reason != "" || ctx.Err() != nil {
 				return reason
 			}
 		case <-c.probeNow:
@@ -411,7 +411,9 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 				continue
 			}
 			lastProbe = time.Now()
-			if reason := c.healthCheck(ctx, s, ended); reason != "" || ctx.Err() != nil {
+			// Passing, it closes no call circuit: refusals anyone can cause (an oversized
+			// read) must not reopen calls to a server that fails them.
+			if reason := c.healthCheck(ctx, s, ended, false); reason != "" || ctx.Err() != nil {
 				return reason
 			}
 		}
@@ -420,8 +422,9 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 
 // healthCheck probes the session; a probe that fails with an error (not a timeout) is
 // tried again, up to the server's retries setting, before the session is declared lost. Every probe is recorded. It
-// returns why the session must go, or "".
-func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) string {
+// returns why the session must go, or "". A passing probe closes the server's call
+// circuit when closes is set.
+func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error, closes bool) string {
 	for attempt := 0; ; attempt++ {
 		lat, err := probe(ctx, s.cs, c.cfg.Timeout)
 		if ctx.Err() != nil {
@@ -439,7 +442,9 @@ func (c *conn) healthCheck(ctx context.Context, s *session, ended chan error) st
 		if err == nil {
 			// The server answers: whatever made calls fail is over (an HTTP server that
 			// restarted behind the same session), so the hooks close its call circuit.
-			c.m.connected(c.cfg.ServerID)
+			if closes {
+				c.m.connected(c.cfg.ServerID)
+			}
 			return ""
 		}
 		// A ping that got no answer within the timeout is not tried again: a hung server

@@ -242,3 +242,48 @@ func TestRefusedSessionIsReplaced(t *testing.T) {
 		return err == nil && router.TextOf(res.Content) == "Echo: again"
 	}, "a call on a new session after the refused ones")
 }
+
+// Refused requests anyone can cause (an oversized read behind a proxy's limit) have
+// the session's health checked, but a passing check does not close the call circuit of
+// a server that fails its calls.
+func TestRefusalProbeKeepsCircuitOpen(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{BreakerFailures: 1, BreakerCooldown: time.Hour}, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "failing"})
+	answerEcho(hs, "boom", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal failure"})
+	target, err := url.Parse(hs.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte("resources/read")) {
+			http.Error(w, "Request Entity Too Large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { front.CloseClientConnections(); front.Close() })
+	sv := e.register(registry.Spec{Name: "failing", Type: registry.TypeStreamableHTTP, URL: front.URL + target.Path,
+		Enabled: true, Trusted: true, HealthIntervalMS: 3_600_000}, "echo")
+	if _, err := e.call("failing__echo", `{"message":"boom"}`); err == nil {
+		t.Fatal("the failing call succeeded")
+	}
+	if b := e.r.Breaker(sv.ID); b.State != router.CircuitOpen {
+		t.Fatalf("after a failure: %+v, want the circuit open", b)
+	}
+	checks := e.count(`SELECT count(*) FROM server_health WHERE server_id = $1`, sv.ID)
+	for range 3 {
+		if _, err := e.mgr.ReadResource(e.ctx, sv.ID, "test://readme"); err == nil {
+			t.Fatal("a refused read succeeded")
+		}
+	}
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		return e.count(`SELECT count(*) FROM server_health WHERE server_id = $1`, sv.ID) > checks
+	}, "the health check the refusals asked for")
+	if b := e.r.Breaker(sv.ID); b.State != router.CircuitOpen {
+		t.Fatalf("after the refusals' passing health check: %+v, want the circuit still open", b)
+	}
+}
