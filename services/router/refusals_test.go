@@ -191,12 +191,31 @@ func TestServerRefusalIsNotRetried(t *testing.T) {
 	}
 }
 
-// A server that forgot the session answers every request with a plain 400 (the
-// TypeScript SDK's "No transport found for sessionId"): three refused calls in a row
+// A server that forgot the session answers every request with a 400, plain (the
+// TypeScript SDK's SSE "No transport found for sessionId") or with a JSON-RPC error
+// (its streamable HTTP "No valid session ID provided", whose null id makes it no
+// answer to the call, so it is read as a plain refusal): three refused calls in a row
 // have the session checked at once — its ping refused too, it is replaced — rather
 // than at the next health check (an hour here), and calls work again.
 func TestRefusedSessionIsReplaced(t *testing.T) {
 	t.Parallel()
+	t.Run("plain", func(t *testing.T) {
+		t.Parallel()
+		refusedSessionIsReplaced(t, func(w http.ResponseWriter) {
+			http.Error(w, "No transport found for sessionId", http.StatusBadRequest)
+		})
+	})
+	t.Run("json-rpc", func(t *testing.T) {
+		t.Parallel()
+		refusedSessionIsReplaced(t, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}`)
+		})
+	})
+}
+
+func refusedSessionIsReplaced(t *testing.T, refuse func(http.ResponseWriter)) {
 	e := startWith(t, &router.Options{BreakerFailures: 50}, nil)
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "forgetful"})
 	target, err := url.Parse(hs.URL())
@@ -213,7 +232,7 @@ func TestRefusedSessionIsReplaced(t *testing.T) {
 		gone := forgotten[id]
 		mu.Unlock()
 		if gone {
-			http.Error(w, "No transport found for sessionId", http.StatusBadRequest)
+			refuse(w)
 			return
 		}
 		proxy.ServeHTTP(w, r)
