@@ -926,19 +926,22 @@ func TestValidationDoesNotQuoteSecretArguments(t *testing.T) {
 		InputSchema: json.RawMessage(`{"type":"object","properties":{
 			"ssn":{"type":"string","writeOnly":true,"pattern":"^[0-9]{3}-[0-9]{2}-[0-9]{4}$"},
 			"code":{"type":"string","format":"password","enum":["alpha","beta"]},
-			"note":{"type":"string","enum":["a","b"]}}}`),
+			"note":{"type":"string","enum":["a","b"]},
+			"pin":{"type":"integer","writeOnly":true,"maximum":9999}}}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}})
 	e.enable("v__pin")
-	_, err := e.call("v__pin", `{"ssn":"123456789","code":"hunter-42","note":"visible-7"}`)
+	_, err := e.call("v__pin", `{"ssn":"123456789","code":"hunter-42","note":"visible-7","pin":73519}`)
 	var re *router.Error
 	if !errors.As(err, &re) || re.Code != router.CodeInvalidArguments {
 		t.Fatalf("got %v, want invalid_arguments", err)
 	}
 	all, _ := json.Marshal(re)
-	if strings.Contains(string(all)+re.Message, "123456789") || strings.Contains(string(all)+re.Message, "hunter-42") {
+	if strings.Contains(string(all)+re.Message, "123456789") || strings.Contains(string(all)+re.Message, "hunter-42") ||
+		strings.Contains(string(all)+re.Message, "73519") {
 		t.Errorf("the refusal quotes a secret argument: %s %s", re.Message, all)
 	}
-	if !strings.Contains(re.Message, "ssn") || !strings.Contains(re.Message, "code") || !strings.Contains(re.Message, "visible-7") {
+	if !strings.Contains(re.Message, "ssn") || !strings.Contains(re.Message, "code") || !strings.Contains(re.Message, "visible-7") ||
+		!strings.Contains(re.Message, "pin maximum: want 9,999 (the value given is not shown)") {
 		t.Errorf("the refusal: %s, want both secret parameters named and the plain one's value quoted", re.Message)
 	}
 	e.flush()

@@ -196,6 +196,16 @@ func leafMessage(ve *jsonschema.ValidationError, secret bool) string {
 		msg = value(k.Got) + " does not match pattern '" + clipRunes(k.Want, 300) + "'"
 	case *kind.Format:
 		msg = value(k.Got) + " is not valid " + k.Want
+	case *kind.Minimum, *kind.Maximum, *kind.ExclusiveMinimum, *kind.ExclusiveMaximum, *kind.MultipleOf:
+		// "maximum: got 12345, want 9999": a secret number (a PIN) is left out.
+		msg = leafString(ve)
+		if secret || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
+			if kw, rest, ok := strings.Cut(msg, ": got "); ok {
+				if _, want, ok := strings.Cut(rest, ", want "); ok {
+					msg = kw + ": want " + want + " (the value given is not shown)"
+				}
+			}
+		}
 	default:
 		msg = leafString(ve)
 	}
