@@ -157,13 +157,21 @@ func (r *Router) Breakers() []BreakerState {
 
 // serverRefused reports whether the server answered the call with a refusal of it: its own
 // JSON-RPC error, or a 4xx to the request (mcp.ErrRequestRefused, a proxy's 413 for a
-// large body). An internal error is the server failing and counts, as do the errors
-// the client's own connection makes (closing, or rejected by the transport as a 5xx or
-// 429 is), which come first in the chain when present.
+// large body). An internal error, or one of JSON-RPC's server errors (-32099 to -32000: a
+// proxy's "connection closed" while the server behind it restarts), is the server failing
+// and counts, as do the errors the client's own connection makes (closing, or rejected by
+// the transport as a 5xx or 429 is), which come first in the chain when present; MCP's
+// "URL elicitation required" in that range is a refusal.
 func serverRefused(err error) bool {
 	if errors.Is(err, mcp.ErrRequestRefused) {
 		return true
 	}
 	we, ok := mcpclient.ServerError(err)
-	return ok && we.Code != jsonrpc.CodeInternalError
+	switch {
+	case !ok, we.Code == jsonrpc.CodeInternalError:
+		return false
+	case we.Code >= -32099 && we.Code <= -32000:
+		return we.Code == mcp.CodeURLElicitationRequired
+	}
+	return true
 }

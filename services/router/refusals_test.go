@@ -306,3 +306,38 @@ func TestRefusalProbeKeepsCircuitOpen(t *testing.T) {
 		t.Fatalf("after the refusals' passing health check: %+v, want the circuit still open", b)
 	}
 }
+
+// A JSON-RPC server error (-32000, a proxy's "connection closed" while the server behind
+// it restarts) is the server failing, not a refusal: a retryable call is tried again,
+// and it counts against the circuit.
+func TestServerErrorRangeIsAFailure(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{RetryAttempts: 3, RetryBackoff: time.Millisecond, BreakerFailures: 50}, nil)
+	hs := e.server("proxied", true, "echo")
+	serverID := e.tool("proxied__echo").ServerID
+	var mu sync.Mutex
+	seen := 0
+	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && method == "tools/call" && bytes.Contains(p.Arguments, []byte("restart")) {
+				mu.Lock()
+				seen++
+				mu.Unlock()
+				return nil, &jsonrpc.Error{Code: -32000, Message: "Connection closed"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	if _, err := e.call("proxied__echo", `{"message":"restart"}`); codeOf(err) != router.CodeUpstream {
+		t.Fatalf("the failing call: got %v, want upstream_error", err)
+	}
+	mu.Lock()
+	n := seen
+	mu.Unlock()
+	if n != 3 {
+		t.Errorf("the server saw the call %d times, want 3 (retried)", n)
+	}
+	if b := e.r.Breaker(serverID); b.Failures == 0 {
+		t.Errorf("after the failing call: %+v, want its failure counted", b)
+	}
+}
