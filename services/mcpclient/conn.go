@@ -164,8 +164,8 @@ func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr
 	ctx, cancel := context.WithCancel(parent)
 	masker := maskerOf(cfg)
 	// What the server says (an error's text) is stored, published and logged: masked,
-	// and cut, since a server picks its length.
-	redact := func(s string) string { return registry.ClipError(masker.String(s)) }
+	// its NULs replaced (PostgreSQL stores none), and cut, since a server picks its length.
+	redact := func(s string) string { return registry.ClipError(noNUL(masker.String(s))) }
 	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(), discovering: make(chan struct{}, 1),
 		masker: masker, redact: redact, probeNow: make(chan struct{}, 1)}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
@@ -491,28 +491,28 @@ const (
 	maxCapabilities = 16 << 10 // else experimental and extensions are kept by name only
 )
 
-// serverInfo is what the server said of itself, its secret values (m) hidden and its
-// texts shortened (marked so): it is stored and shown on the server's page.
+// serverInfo is what the server said of itself, its secret values (m) hidden, its NULs
+// replaced and its texts shortened (marked so): it is stored and shown on the server's page.
 func serverInfo(cs *mcp.ClientSession, m *secrets.Masker) *registry.ServerInfo {
 	ir := cs.InitializeResult()
 	if ir == nil {
 		return &registry.ServerInfo{}
 	}
-	info := &registry.ServerInfo{ProtocolVersion: clipText(ir.ProtocolVersion, maxListedName),
-		Instructions: clipText(m.String(ir.Instructions), maxInstructions)}
+	text := func(s string, n int) string { return clipText(noNUL(m.String(s)), n) }
+	info := &registry.ServerInfo{ProtocolVersion: text(ir.ProtocolVersion, maxListedName),
+		Instructions: text(ir.Instructions, maxInstructions)}
 	if si := ir.ServerInfo; si != nil {
-		info.Name, info.Title, info.Version = clipText(m.String(si.Name), maxListedName), clipText(m.String(si.Title), maxListedName),
-			clipText(m.String(si.Version), maxListedName)
+		info.Name, info.Title, info.Version = text(si.Name, maxListedName), text(si.Title, maxListedName), text(si.Version, maxListedName)
 	}
 	if ir.Capabilities != nil {
-		info.Capabilities = mustJSON(ir.Capabilities)
+		info.Capabilities = noNULJSON(mustJSON(ir.Capabilities))
 		if len(info.Capabilities) > maxCapabilities {
 			caps := *ir.Capabilities
 			caps.Experimental, caps.Extensions = namesOnly(caps.Experimental), namesOnly(caps.Extensions)
-			info.Capabilities = mustJSON(&caps)
+			info.Capabilities = noNULJSON(mustJSON(&caps))
 			if len(info.Capabilities) > maxCapabilities {
 				caps.Experimental, caps.Extensions = nil, nil
-				info.Capabilities = mustJSON(&caps)
+				info.Capabilities = noNULJSON(mustJSON(&caps))
 			}
 		}
 	}

@@ -6,16 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -67,23 +72,38 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: c.cfg.Fingerprint}
 	lastProgress := time.Now()
 	lim := listLimits{maxPages: c.m.opts.MaxPages, timeout: c.timeout()}
-	tools, pages, err := listTools(ctx, s.cs, lim, func(pages, n int) {
+	var skipped []string // the first few tools left out, for the log
+	leftOut := 0
+	tools, pages, err := listToolsSkipping(ctx, s.cs, lim, func(pages, n int) {
 		if time.Since(lastProgress) >= progressEvery {
 			lastProgress = time.Now()
 			if perr := c.m.reg.DiscoveryProgress(ctx, c.cfg.ServerID, trigger, pages, n); perr != nil {
 				c.m.log.Warn("mcpclient: discovery progress", "server", c.cfg.Name, "err", perr)
 			}
 		}
+	}, func(name, why string) {
+		if leftOut++; len(skipped) < 5 {
+			skipped = append(skipped, fmt.Sprintf("%s: %s", clipText(strconv.Quote(c.masker.String(name)), maxListedName), why))
+		}
 	})
 	d.Pages = pages
 	if err != nil {
 		err = c.mask(err) // the server's own words may carry its secret (an error page's text)
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, rerr := c.m.reg.RecordDiscoveryFailure(wctx, c.cfg.ServerID, d, err); rerr != nil {
-			c.m.log.Warn("mcpclient: record failed discovery", "server", c.cfg.Name, "err", rerr)
+		c.recordFailure(ctx, d, err)
+		err = fmt.Errorf("discovery of %s: %w", c.cfg.Name, err)
+		if ctx.Err() == nil {
+			// What the server sent (or did not send in time): its fault, not Toolwarden's.
+			kind := fault.KindUpstream
+			if errors.Is(err, ErrTimeout) {
+				kind = fault.KindTimeout
+			}
+			return registry.DiscoveryResult{}, fault.Wrap(err, kind, "discovery_failed", err.Error()).About("server")
 		}
-		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: %w", c.cfg.Name, err)
+		return registry.DiscoveryResult{}, err
+	}
+	if leftOut > 0 {
+		c.m.log.Warn("mcpclient: discovery left out tools whose names cannot be stored", "server", c.cfg.Name,
+			"count", leftOut, "first", skipped)
 	}
 	d.Tools = tools
 	if s.caps != nil && s.caps.Resources != nil {
@@ -95,6 +115,14 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	maskListed(c.masker, &d)
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if err != nil {
+		// The registry's own refusals (a superseded list, too many tools) record their
+		// run themselves, and a deleted server has nowhere to record one: the rest (the
+		// database refusing the list, say) are recorded here.
+		if _, ok := fault.As(err); ok {
+			return registry.DiscoveryResult{}, err
+		}
+		err = c.mask(refusedList(err))
+		c.recordFailure(ctx, d, err)
 		return registry.DiscoveryResult{}, err
 	}
 	c.m.log.Info("mcpclient: discovery", "server", c.cfg.Name, "trigger", trigger, "tools", res.Total,
@@ -102,11 +130,40 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	return res, nil
 }
 
-// listTools follows nextCursor to the end. It fails rather than return a partial list:
-// a repeated cursor, too many pages or any error means no list at all. Each page's
-// tools are converted (toolDef marshals each one) on another goroutine while the next
-// page is fetched.
+// recordFailure stores discovery d as a failed run with err, so the server's page says
+// why, whatever became of the request that asked for it.
+func (c *conn) recordFailure(ctx context.Context, d registry.Discovery, err error) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, rerr := c.m.reg.RecordDiscoveryFailure(wctx, c.cfg.ServerID, d, err); rerr != nil {
+		c.m.log.Warn("mcpclient: record failed discovery", "server", c.cfg.Name, "err", rerr)
+	}
+}
+
+// refusedList is err, an upstream fault when the database refused what the server sent
+// (a data exception, or a value past one of its limits): the server's list, not
+// Toolwarden, is at fault.
+func refusedList(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || !(strings.HasPrefix(pe.Code, "22") || pe.Code == "54000") {
+		return err
+	}
+	return fault.Wrap(err, fault.KindUpstream, "discovery_refused", fmt.Sprintf(
+		"the server's tool list could not be stored (%s); no tools changed: ask the server's author to fix what it lists",
+		noNUL(pe.Message))).About("server")
+}
+
+// listTools is listToolsSkipping with the tools left out unreported.
 func listTools(ctx context.Context, cs *mcp.ClientSession, lim listLimits, progress func(pages, tools int)) ([]registry.ToolDef, int, error) {
+	return listToolsSkipping(ctx, cs, lim, progress, nil)
+}
+
+// listToolsSkipping follows nextCursor to the end. It fails rather than return a
+// partial list: a repeated cursor, too many pages or any error means no list at all.
+// Each page's tools are converted (toolDef marshals each one) on another goroutine
+// while the next page is fetched. A tool whose name cannot be stored (badToolName) is
+// left out and passed to skip (when not nil).
+func listToolsSkipping(ctx context.Context, cs *mcp.ClientSession, lim listLimits, progress func(pages, tools int), skip func(name, why string)) ([]registry.ToolDef, int, error) {
 	var pageDefs [][]registry.ToolDef
 	var wg sync.WaitGroup
 	var convOnce sync.Once
@@ -132,9 +189,16 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, lim listLimits, progr
 		pages++
 		listed := make([]*mcp.Tool, 0, len(res.Tools))
 		for _, t := range res.Tools {
-			if t != nil {
-				listed = append(listed, t)
+			if t == nil {
+				continue
 			}
+			if why := badToolName(t.Name); why != "" {
+				if skip != nil {
+					skip(t.Name, why)
+				}
+				continue
+			}
+			listed = append(listed, t)
 		}
 		total += len(listed)
 		defs := make([]registry.ToolDef, len(listed))
@@ -213,11 +277,12 @@ func (l listLimits) next(seen map[string]bool, cursor string, pages int) error {
 	return nil
 }
 
+// toolDef is t as stored, its NULs replaced (noNUL, noNULJSON).
 func toolDef(t *mcp.Tool) registry.ToolDef {
-	raw := mustJSON(t)
-	d := registry.ToolDef{Name: t.Name, Title: t.Title, Description: t.Description, Raw: raw}
+	raw := noNULJSON(mustJSON(t))
+	d := registry.ToolDef{Name: t.Name, Title: noNUL(t.Title), Description: noNUL(t.Description), Raw: raw}
 	if d.Title == "" && t.Annotations != nil {
-		d.Title = t.Annotations.Title
+		d.Title = noNUL(t.Annotations.Title)
 	}
 	// The parts are the bytes the whole tool was just encoded to: encoding the schema
 	// a second time was a sixth of a large discovery's CPU.
@@ -225,7 +290,7 @@ func toolDef(t *mcp.Tool) registry.ToolDef {
 		if b := member(raw, name); b != nil {
 			return b
 		}
-		return mustJSON(v)
+		return noNULJSON(mustJSON(v))
 	}
 	if t.InputSchema != nil {
 		d.InputSchema = part("inputSchema", t.InputSchema)
@@ -270,19 +335,21 @@ func member(raw []byte, name string) json.RawMessage {
 
 // maskListed hides the server's secret values (its headers, environment, token) in what
 // it says of its resources and prompts, as the gateway does when it passes them on:
-// they are stored, shown on the server's page and in the API. Then it shortens each
-// text (masked first, so a cut cannot leave part of a secret unmasked).
+// they are stored, shown on the server's page and in the API. Then it replaces NULs
+// (which PostgreSQL cannot store) and shortens each text (masked first, so a cut cannot
+// leave part of a secret unmasked).
 func maskListed(m *secrets.Masker, d *registry.Discovery) {
 	for i := range d.Resources {
 		r := &d.Resources[i]
-		r.URI, r.Name, r.Title, r.Description, r.MIMEType = m.String(r.URI), m.String(r.Name), m.String(r.Title), m.String(r.Description), m.String(r.MIMEType)
+		r.URI, r.Name, r.Title, r.Description, r.MIMEType = noNUL(m.String(r.URI)), noNUL(m.String(r.Name)), noNUL(m.String(r.Title)),
+			noNUL(m.String(r.Description)), noNUL(m.String(r.MIMEType))
 		*r = shortResource(*r)
 	}
 	for i := range d.Prompts {
 		p := &d.Prompts[i]
-		p.Name, p.Title, p.Description = m.String(p.Name), m.String(p.Title), m.String(p.Description)
+		p.Name, p.Title, p.Description = noNUL(m.String(p.Name)), noNUL(m.String(p.Title)), noNUL(m.String(p.Description))
 		for j, a := range p.Arguments {
-			p.Arguments[j] = m.String(a)
+			p.Arguments[j] = noNUL(m.String(a))
 		}
 		*p = shortPrompt(*p)
 	}
@@ -456,4 +523,62 @@ func mustJSON(v any) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// maxToolName bounds a tool name discovery stores, in bytes: well past MCP's 128
+// characters (a longer name is stored, and the validator marks the tool invalid), well
+// inside the ~2.7 KB PostgreSQL's index on (server_id, name) can hold.
+const maxToolName = 1024
+
+// badToolName says why a tool named name cannot be stored, or "": over maxToolName, or
+// holding a control character (a NUL, which PostgreSQL refuses; the
+// others would make a name people cannot read or type).
+func badToolName(name string) string {
+	switch {
+	case len(name) > maxToolName:
+		return fmt.Sprintf("a name of %d bytes (at most %d)", len(name), maxToolName)
+	case !utf8.ValidString(name):
+		return "a name that is not UTF-8"
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return "a control character in its name"
+	}
+	return ""
+}
+
+// nulReplacement stands for a NUL a server sent: PostgreSQL stores no U+0000 in text,
+// nor the escape \u0000 in jsonb.
+const nulReplacement = "\ufffd"
+
+// noNUL is s with each NUL replaced.
+func noNUL(s string) string {
+	if !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", nulReplacement)
+}
+
+// noNULJSON is the JSON b (as encoding/json writes it) with each \u0000 escape
+// replaced by \ufffd, and b itself when it has none.
+func noNULJSON(b []byte) []byte {
+	const esc = `\u0000`
+	if !bytes.Contains(b, []byte(esc)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		// Every backslash of valid JSON starts an escape: read it whole, so the \\ of
+		// an escaped backslash is never taken for the start of another.
+		if bytes.HasPrefix(b[i:], []byte(esc)) {
+			out = append(out, `\ufffd`...)
+			i += len(esc) - 1
+			continue
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
 }

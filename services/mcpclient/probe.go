@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -18,7 +20,10 @@ type TestResult struct {
 	Info      registry.ServerInfo `json:"server_info"`
 	ToolCount int                 `json:"tool_count"`
 	Tools     []string            `json:"tools,omitempty"` // the first few names
-	Stderr    []string            `json:"stderr,omitempty"`
+	// ToolsCut says why the listing stopped before its end (past the test's limit):
+	// ToolCount is then the tools counted until there. "" when the list was read whole.
+	ToolsCut string   `json:"tools_cut,omitempty"`
+	Stderr   []string `json:"stderr,omitempty"`
 	// TimedOutAfter is the limit that ran out when the server did not answer in time (0
 	// when it failed otherwise), so a reply can say so in people's words (seed 004: "The
 	// connection timed out after 30 seconds").
@@ -62,7 +67,8 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	defer cancelAll()
 	parent := ctx
 	stderr := newLineBuffer(50, 2048)
-	redact := redactor(cfg)
+	mask := redactor(cfg)
+	redact := func(s string) string { return noNUL(mask(s)) } // NULs, as in what discovery stores
 	stderr.setRedact(redact)
 	var res TestResult
 	fail := func(err error) TestResult {
@@ -108,20 +114,64 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	step(StepListing)
 	lctx, lcancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer lcancel()
-	tools, _, err := listTools(lctx, cs, listLimits{maxPages: m.opts.MaxPages, timeout: cfg.Timeout}, nil)
+	count, err := countTools(lctx, cs, listLimits{maxPages: m.opts.MaxPages, timeout: cfg.Timeout}, &res)
 	if err != nil {
 		return fail(err)
 	}
-	res.ToolCount = len(tools)
-	for i, t := range tools {
-		if i == 12 {
-			break
-		}
-		res.Tools = append(res.Tools, t.Name)
-	}
+	res.ToolCount = count
 	res.OK = true
 	res.Stderr = stderr.Lines()
 	return res
+}
+
+// What a connection test reads of the tool list: it only counts the tools and names
+// the first few, so it needs far less than a discovery, and several run at once.
+const (
+	testListBytes = 16 << 20 // the tools as the server sent them, all pages together
+	testToolNames = 12
+)
+
+// countTools pages through tools/list counting the tools discovery would store
+// (badToolName) and keeping the first testToolNames names in res.Tools; no definition
+// is kept. Past testListBytes it stops and says so in res.ToolsCut, the count so far
+// returned. Cursors and pages are bounded as discovery's are (lim).
+func countTools(ctx context.Context, cs *mcp.ClientSession, lim listLimits, res *TestResult) (int, error) {
+	seen := map[string]bool{}
+	cursor := ""
+	count, size := 0, 0
+	for pages := 1; ; pages++ {
+		pctx, cancel := context.WithTimeout(ctx, lim.pageTimeout())
+		page, err := cs.ListTools(pctx, &mcp.ListToolsParams{Cursor: cursor})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil && errors.Is(pctx.Err(), context.DeadlineExceeded) {
+				return count, fmt.Errorf("tools/list page %d: no answer within %s: %w", pages, lim.pageTimeout(), ErrTimeout)
+			}
+			return count, fmt.Errorf("tools/list page %d: %w", pages, err)
+		}
+		for _, t := range page.Tools {
+			if t == nil || badToolName(t.Name) != "" {
+				continue
+			}
+			count++
+			size += len(mustJSON(t))
+			if len(res.Tools) < testToolNames {
+				res.Tools = append(res.Tools, noNUL(t.Name))
+			}
+		}
+		if page.NextCursor == "" {
+			return count, nil
+		}
+		if size > testListBytes {
+			res.ToolsCut = fmt.Sprintf("the tool list passed %d MiB after %d pages, the test's limit: %d tools counted, more not read (discovery reads up to %d MiB)",
+				testListBytes>>20, pages, count, maxListBytes>>20)
+			return count, nil
+		}
+		if err := lim.next(seen, page.NextCursor, pages); err != nil {
+			return count, fmt.Errorf("tools/list %w", err)
+		}
+		cursor = page.NextCursor
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/toolwarden/toolwarden/internal/egress"
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -83,25 +84,31 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 	case toolname.Reserved(d.name) && d.name != was:
 		ve.Add("name", ReservedNameMessage(d.name))
 	}
+	// Free text PostgreSQL cannot store as text (a NUL, bytes that are not UTF-8) is
+	// refused here, naming its field, rather than failing the INSERT.
 	if utf8.RuneCountInString(d.description) > MaxDescription {
 		ve.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
+	} else if why := textcheck.Bad(d.description); why != "" {
+		ve.Add("description", why)
 	}
 	switch d.typ {
 	case TypeStdio:
 		if d.command == "" {
 			ve.Add("command", "is required for a stdio server: the program to start, such as \"npx\" or \"/usr/local/bin/my-server\"")
-		} else if strings.ContainsRune(d.command, 0) {
-			ve.Add("command", "must not contain NUL characters")
+		} else if why := textcheck.Bad(d.command); why != "" {
+			ve.Add("command", why)
 		}
 		for i, a := range d.args {
 			// An argument stored already is kept wherever it moves (one added before it).
 			if utf8.RuneCountInString(a) > MaxArgLength && (cur == nil || !slices.Contains(cur.args, a)) {
 				ve.Add(fmt.Sprintf("args/%d", i), tooLong(MaxArgLength)+": put a long value in a file and pass its path")
-			} else if strings.ContainsRune(a, 0) {
-				ve.Add(fmt.Sprintf("args/%d", i), "must not contain NUL characters")
+			} else if why := textcheck.Bad(a); why != "" {
+				ve.Add(fmt.Sprintf("args/%d", i), why)
 			}
 		}
-		if d.workingDir != "" && !filepath.IsAbs(d.workingDir) {
+		if why := textcheck.Bad(d.workingDir); why != "" {
+			ve.Add("working_dir", why)
+		} else if d.workingDir != "" && !filepath.IsAbs(d.workingDir) {
 			ve.Add("working_dir", "must be an absolute path (or empty for Toolwarden's own directory)")
 		}
 		for _, k := range slices.Sorted(maps.Keys(d.env)) {
@@ -124,6 +131,8 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 			ve.Add("url", "is required for an HTTP server, for example http://127.0.0.1:3001/mcp")
 		} else if utf8.RuneCountInString(d.url) > MaxURLLength && (cur == nil || d.url != cur.url) {
 			ve.Add("url", tooLong(MaxURLLength))
+		} else if why := textcheck.Bad(d.url); why != "" {
+			ve.Add("url", why)
 		} else if msg := checkURL(d.url); msg != "" {
 			ve.Add("url", msg)
 		} else if msg := eg.CheckURL(d.url); msg != "" && !keptOff {

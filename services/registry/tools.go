@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/toolwarden/toolwarden/internal/canonjson"
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -244,6 +245,19 @@ type Discovery struct {
 	Fingerprint string
 }
 
+// MaxToolsPerServer is the most tools stored for one server, listed now or not: a
+// server that lists fresh names on every reconnect would otherwise add rows (and their
+// versions and history) forever. It is well above the largest listings measured
+// (docs/architecture.md, Performance: 10,000 tools).
+const MaxToolsPerServer = 20_000
+
+// maxToolsPerServer is MaxToolsPerServer; tests lower it.
+var maxToolsPerServer = MaxToolsPerServer
+
+// ErrTooManyTools: storing the list would pass maxToolsPerServer. Its Withf message
+// gives the numbers.
+var ErrTooManyTools = fault.Upstream("too_many_tools", "the server lists more tools than Toolwarden stores for one server").About("server")
+
 // ErrDiscoverySuperseded: the server's connection settings changed while its tools were
 // listed, so the list may be another endpoint's. The session reconnects on the change
 // and discovers again.
@@ -268,9 +282,10 @@ type DiscoveryResult struct {
 // both are then validated (→ validated or invalid, services/toolstate), missing ones are
 // marked unavailable (never deleted), and the run, its audit entry and events commit
 // with them. Callers pass only complete lists; a failed or partial
-// fetch goes to RecordDiscoveryFailure and changes no tool. A transaction lost to a
-// deadlock, a serialization failure or a tool moved meanwhile runs again from scratch
-// (retryDiscovery).
+// fetch goes to RecordDiscoveryFailure and changes no tool. A list that would leave the
+// server more than MaxToolsPerServer tools is stored as a failed run (ErrTooManyTools).
+// A transaction lost to a deadlock, a serialization failure or a tool moved meanwhile
+// runs again from scratch (retryDiscovery).
 func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
 	if !uuidtext.Canonical(serverID) {
 		return DiscoveryResult{}, ErrNotFound
@@ -322,6 +337,7 @@ func discoveryRetryable(err error) bool {
 func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
 	var res DiscoveryResult
 	superseded := false
+	var tooMany *fault.Error
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		// The row lock serializes discoveries of one server across sessions and replicas.
 		sv, err := getServer(ctx, tx, serverID, true)
@@ -364,6 +380,17 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 		for i := range existing {
 			byName[existing[i].Name] = &existing[i]
 		}
+		// Past the cap the whole list is refused, as a failed run saying so. Pruning
+		// unlisted tools instead would delete their history and usage (the foreign keys
+		// to mcp_tools cascade) and unlink their executions; refusing keeps all of it
+		// and still bounds the rows.
+		if fresh := newNames(d.Tools, byName); len(byName)+fresh > maxToolsPerServer {
+			tooMany = ErrTooManyTools.Withf("the list has %d new tools and %d are stored (listed now or not); a server may have at most %d: "+
+				"nothing was stored. Check why the server lists so many names; deleting the server and adding it again drops the tools it no longer lists",
+				fresh, len(byName), maxToolsPerServer)
+			res.RunID, err = insertFailedRun(ctx, tx, serverID, d, tooMany.Message)
+			return err
+		}
 		res, err = s.applyTools(ctx, tx, serverID, d, byName)
 		if err != nil {
 			return err
@@ -404,7 +431,21 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 	if err == nil && superseded {
 		return res, ErrDiscoverySuperseded
 	}
+	if err == nil && tooMany != nil {
+		return res, tooMany
+	}
 	return res, err
+}
+
+// newNames counts the distinct names in list that are not stored yet.
+func newNames(list []ToolDef, byName map[string]*storedTool) int {
+	fresh := make(map[string]bool)
+	for _, def := range list {
+		if _, ok := byName[def.Name]; !ok {
+			fresh[def.Name] = true
+		}
+	}
+	return len(fresh)
 }
 
 func nilIfNil[T any](v []T) any {
@@ -752,7 +793,8 @@ func (s *Service) ServerToolsPage(ctx context.Context, serverID string, limit in
 		ve.Add("limit", fmt.Sprintf("must be between 1 and %d", MaxServerToolsPage))
 	}
 	var after serverToolsCursor
-	if cursor != "" && !db.DecodeCursor(cursor, &after) {
+	// Cursors are the caller's to send: text PostgreSQL refuses must not reach it.
+	if cursor != "" && (!db.DecodeCursor(cursor, &after) || textcheck.Bad(after.Name) != "") {
 		ve.Add("cursor", "is not a cursor this list gave out; start from the first page")
 	}
 	if err := ve.Err(); err != nil {
