@@ -452,5 +452,5 @@ func (h ServersHandler) TestCancel(c echo.Context) error {
 func testView(r mcpclient.TestResult) *views.ServerTest {
 	return &views.ServerTest{OK: r.OK, Error: r.Error, ConnectMS: r.ConnectMS, LatencyMS: r.LatencyMS,
 		ServerName: firstNonEmpty(r.Info.Title, r.Info.Name), Version: r.Info.Version, Protocol: r.Info.ProtocolVersion,
-		ToolCount: r.ToolCount, Tools: r.Tools, Stderr: r.Stderr, Busy: r.Busy}
+		ToolCount: r.ToolCount, Tools: r.Tools, ToolsCut: r.ToolsCut, Stderr: r.Stderr, Busy: r.Busy}
 }

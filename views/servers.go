@@ -139,7 +139,9 @@ type ServerTest struct {
 	Protocol   string
 	ToolCount  int
 	Tools      []string
-	Stderr     []string
+	// ToolsCut says why the tools were counted only so far (the test's limit), or "".
+	ToolsCut string
+	Stderr   []string
 }
 
 // ServerTestRun is a connection test running in the background.
