@@ -74,6 +74,12 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 			"execution", job.Args.ExecutionID)
 		return nil
 	}
+	if err != nil {
+		// River retries the job, maybe on another replica: this one, alive, must not
+		// stay recorded as the runner, or a sweep would leave to it a retry whose picker
+		// died (see queuePhase).
+		w.s.forgetRunner(ctx, job.Args.ExecutionID)
+	}
 	if err != nil && job.Attempt >= job.MaxAttempts && ctx.Err() == nil {
 		// River discards the job now: nothing would run the execution again while this
 		// replica lives (a sweep leaves a live runner's executions to it).
@@ -82,6 +88,21 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 		}
 	}
 	return err
+}
+
+// forgetRunner clears the runner of execution id if it is this replica (a failed
+// attempt's); a failure to is logged.
+func (s *Service) forgetRunner(ctx context.Context, id string) {
+	if s.opts.RunnerID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `/* executions.runner.forget_own */ UPDATE executions SET runner_id = NULL
+		WHERE id = $1 AND runner_id = $2::uuid`, id, s.opts.RunnerID); err != nil {
+		s.log.Warn("executions: could not forget this replica as the runner of an execution whose job is retried; a sweep leaves it to this replica while it lives",
+			"execution", id, "err", err)
+	}
 }
 
 // giveUp ends an execution whose phase failed to run as many times as its job may try:

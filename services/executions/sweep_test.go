@@ -369,3 +369,38 @@ func TestSweepQueuesASnoozedJobWhosePickerDied(t *testing.T) {
 		t.Fatalf("the dead replica's job is still marked running (%d), want it finalized", n)
 	}
 }
+
+// A run job whose phase failed with an error River retries (here the database refused
+// to start a step) forgets its runner: the retry, picked up by a replica that died
+// before recording itself, is queued again by the sweep, though the replica whose
+// attempt failed is alive.
+func TestSweepQueuesARetriedJobWhosePickerDied(t *testing.T) {
+	e := start(t)
+	e.server("mt", true, "echo")
+	const runnerID = "ffffffff-ffff-4fff-8fff-ffffffffffff"
+	runner := e.replica(runnerID, func(string) bool { return true })
+	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`))
+	testkit.Exec(t, e.pool, `CREATE FUNCTION refuse_step() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'disk full'; END $$;
+		CREATE TRIGGER refuse_step BEFORE UPDATE ON tool_calls FOR EACH ROW
+		WHEN (NEW.status = 'running') EXECUTE FUNCTION refuse_step()`)
+	if err := executions.WorkRun(e.ctx, runner, ex.ID, 1, 25); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("a job whose step the database refuses to start: %v; want the error River retries", err)
+	}
+	testkit.Exec(t, e.pool, `DROP TRIGGER refuse_step ON tool_calls; DROP FUNCTION refuse_step()`)
+	// River retries the job; replica e picks it up and dies before it records itself.
+	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 2, attempted_at = now() - interval '10 minutes',
+		attempted_by = ARRAY['replica-f', 'replica-e'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID)
+	jobs := func(state string) int {
+		return e.count(`SELECT count(*) FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text
+			AND state::text = $2`, ex.ID, state)
+	}
+	svc := e.sweeper("eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee", func(string) bool { return true })
+	testkit.WaitFor(t, 20*time.Second, func() bool { return jobs("available") == 1 },
+		"the sweep never queued the retried job whose picker died (the replica whose attempt failed alive)")
+	if n := jobs("running"); n != 0 {
+		t.Fatalf("the dead replica's job is still marked running (%d), want it finalized", n)
+	}
+	e.run(svc)
+	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}
