@@ -422,7 +422,20 @@ type Checkpointer struct {
 	q      db.Querier
 	signer *Signer
 	dir    string
-	last   *Checkpoint // the newest checkpoint in dir signed by this key
+	// last is the newest checkpoint in dir signed by this key or, when there is none,
+	// the newest signed by another (the key and its .pub both lost: a new key must
+	// still find the chain reaching the old key's head).
+	last *Checkpoint
+}
+
+// lastOfOtherKey says, for an error, that the checkpoint checked against is not this
+// key's ("" when it is).
+func (c *Checkpointer) lastOfOtherKey() string {
+	if c.last == nil || c.last.KeyFingerprint == Fingerprint(c.signer.Public()) {
+		return ""
+	}
+	return fmt.Sprintf(" (by key %s, not this one, %s: this key has signed no checkpoint here yet)",
+		c.last.KeyFingerprint, Fingerprint(c.signer.Public()))
 }
 
 // NewCheckpointer writes checkpoints of the chain q reads into dir, signed by s.
@@ -466,7 +479,8 @@ func (c *Checkpointer) Make(ctx context.Context) (cp Checkpoint, same bool, err 
 	if last == nil {
 		return cp, false, nil
 	}
-	if cp.ID == last.ID && cp.Hash == last.Hash {
+	other := c.lastOfOtherKey()
+	if cp.ID == last.ID && cp.Hash == last.Hash && other == "" {
 		return cp, true, nil
 	}
 	if last.ID > 0 {
@@ -474,13 +488,13 @@ func (c *Checkpointer) Make(ctx context.Context) (cp Checkpoint, same bool, err 
 		err := c.q.QueryRow(ctx, `/* audit.Checkpointer.reach */ SELECT hash FROM audit_log WHERE id = $1`, last.ID).Scan(&hash)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) || err == nil && hex.EncodeToString(hash) != last.Hash:
-			return Checkpoint{}, false, fmt.Errorf("%w: entry %d, signed at %s, is missing or was changed (run toolwarden audit verify; after restoring a backup, set aside the checkpoints newer than it: docs/deploy.md, Backups)",
-				ErrChainRewound, last.ID, last.At.Format(time.RFC3339))
+			return Checkpoint{}, false, fmt.Errorf("%w: entry %d, signed at %s%s, is missing or was changed (run toolwarden audit verify; after restoring a backup, set aside the checkpoints newer than it: docs/deploy.md, Backups)",
+				ErrChainRewound, last.ID, last.At.Format(time.RFC3339), other)
 		case err != nil:
 			return Checkpoint{}, false, fmt.Errorf("audit: checkpoint: %w", err)
 		}
 	}
-	if err := verifySince(ctx, c.q, *last, cp); err != nil {
+	if err := verifySince(ctx, c.q, *last, cp, other); err != nil {
 		return Checkpoint{}, false, err
 	}
 	return cp, false, nil
@@ -490,7 +504,7 @@ func (c *Checkpointer) Make(ctx context.Context) (cp Checkpoint, same bool, err 
 // about to sign, as verify does: each hash, each link (the first to last's hash) and
 // that no id is missing. Signing a head vouches for every entry before it; those before
 // last were vouched for already.
-func verifySince(ctx context.Context, q db.Querier, last, cp Checkpoint) error {
+func verifySince(ctx context.Context, q db.Querier, last, cp Checkpoint, other string) error {
 	if cp.ID <= last.ID {
 		return nil
 	}
@@ -510,8 +524,8 @@ func verifySince(ctx context.Context, q db.Querier, last, cp Checkpoint) error {
 		res.BadID, res.Reason = cp.ID, "its hash changed while the chain was checked"
 	}
 	if !res.OK() {
-		return fmt.Errorf("%w: the entries after entry %d, signed at %s, do not verify: entry %d: %s (run toolwarden audit verify)",
-			ErrChainRewound, last.ID, last.At.Format(time.RFC3339), res.BadID, res.Reason)
+		return fmt.Errorf("%w: the entries after entry %d, signed at %s%s, do not verify: entry %d: %s (run toolwarden audit verify)",
+			ErrChainRewound, last.ID, last.At.Format(time.RFC3339), other, res.BadID, res.Reason)
 	}
 	return nil
 }
@@ -578,18 +592,28 @@ func (c *Checkpointer) loadLast() error {
 		return fmt.Errorf("audit: checkpoints: %w", err)
 	}
 	// Newest first: the last one this key signed is the one to extend.
+	var other *Checkpoint
 	for i := len(entries) - 1; i >= 0; i-- {
 		n := entries[i].Name()
 		if !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
 			continue
 		}
 		cp, err := ReadCheckpoint(filepath.Join(c.dir, n))
-		if err != nil || cp.Verify(c.signer.Public()) != nil {
+		if err != nil {
 			continue
 		}
-		c.last = &cp
-		return nil
+		if cp.Verify(c.signer.Public()) == nil {
+			c.last = &cp
+			return nil
+		}
+		// Else the newest whose signature verifies with the key it names (and whose
+		// name is its content's, as LoadCheckpoint asks): with the old key and its .pub
+		// both lost, a new key's first checkpoint must not sign a chain cut since.
+		if other == nil && n == cp.FileName() && cp.Verify(nil) == nil {
+			other = &cp
+		}
 	}
+	c.last = other
 	return nil
 }
 

@@ -2,10 +2,14 @@ package audit
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
 // A checkpoint key that went missing while its .pub is still there (left behind on a
@@ -55,5 +59,84 @@ func TestOpenSignerRefusesLostKey(t *testing.T) {
 	}
 	if again, err := OpenSigner(keyPath); err != nil || !again.Public().Equal(s.Public()) {
 		t.Fatalf("reopen the new key: %v, want the same key", err)
+	}
+}
+
+// With the key and its .pub both lost (kept outside the data dir, not copied on a host
+// move) and the checkpoints kept, the new key's checkpointer checks the chain against
+// the old key's newest checkpoint: a chain cut back since is refused, not signed.
+func TestCheckpointerContinuesFromALostKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	dir := t.TempDir()
+	keyPath := filepath.Join(dir, "checkpoint.key")
+	a, err := OpenSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := filepath.Join(dir, "checkpoints")
+	chainOf(t, pool, 5)
+	signed, err := NewCheckpointer(pool, a, cps).Write(ctx)
+	if err != nil || signed == "" {
+		t.Fatalf("key A: got %q, %v; want a checkpoint", signed, err)
+	}
+	for _, p := range []string{keyPath, PublicKeyPath(keyPath)} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asSuperuser(t, pool, `DELETE FROM audit_log WHERE id = 5`)
+	chainOf(t, pool, 2) // the application appends after the cut: ids 5 and 6 again
+	b, err := OpenSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewCheckpointer(pool, b, cps).Write(ctx)
+	if !errors.Is(err, ErrChainRewound) || got != "" || !strings.Contains(err.Error(), "entry 5, signed at") ||
+		!strings.Contains(err.Error(), "by key "+Fingerprint(a.Public())+", not this one") {
+		t.Fatalf("key B after the chain was cut below key A's checkpoint: got %q, %v; want ErrChainRewound naming entry 5 and key A", got, err)
+	}
+	if latest, _ := LatestCheckpoint(cps); latest != signed {
+		t.Fatalf("newest checkpoint: got %q, want still key A's %q", latest, signed)
+	}
+}
+
+// A new key whose chain still reaches the old key's checkpoint signs the head, even
+// unchanged, so its own series starts; from then on it extends its own.
+func TestCheckpointerNewKeyReachingTheOldOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	dir := t.TempDir()
+	keyPath := filepath.Join(dir, "checkpoint.key")
+	a, err := OpenSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps := filepath.Join(dir, "checkpoints")
+	chainOf(t, pool, 5)
+	if got, err := NewCheckpointer(pool, a, cps).Write(ctx); err != nil || got == "" {
+		t.Fatalf("key A: got %q, %v; want a checkpoint", got, err)
+	}
+	for _, p := range []string{keyPath, PublicKeyPath(keyPath)} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := OpenSigner(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewCheckpointer(pool, b, cps)
+	got, err := w.Write(ctx)
+	if err != nil || got == "" {
+		t.Fatalf("key B, head unchanged: got %q, %v; want its first checkpoint", got, err)
+	}
+	if cp, err := ReadCheckpoint(got); err != nil || cp.Verify(b.Public()) != nil || cp.ID != 5 {
+		t.Fatalf("key B's first checkpoint: %+v, %v; want entry 5 signed by key B", cp, err)
+	}
+	if again, err := NewCheckpointer(pool, b, cps).Write(ctx); err != nil || again != "" {
+		t.Fatalf("key B again, head unchanged: got %q, %v; want nothing written", again, err)
 	}
 }
