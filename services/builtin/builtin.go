@@ -88,6 +88,10 @@ type Server struct {
 	// beforeEditLock, set by tests only, is called as a write is about to take its
 	// paths' edit locks, so a test holding one knows the write waits on it.
 	beforeEditLock func()
+	// flock, set by tests only, stands for unix.Flock (a file system without it).
+	flock func(fd, how int) error
+	// noFlockWarned warns, once, that the root's file system has no flock.
+	noFlockWarned sync.Once
 	// beforeGrepFile, set by tests only, is called as grep_search is about to match a
 	// file it has read, so a test can cancel the search while it is in a file.
 	beforeGrepFile func()
@@ -108,7 +112,8 @@ func (s *Server) lockEdit(area, rel string) (func(), error) {
 // function is called: their stripes once each, in ascending order, so two writes
 // locking the same two paths named the other way round do not wait on each other.
 // A stripe is locked in this process (editing), then across the processes sharing
-// the root (flock on its file in lockDir); an error is returned with nothing held.
+// the root (flock on its file in lockDir; in this process alone on a file system
+// without flock); an error is returned with nothing held.
 func (s *Server) lockEdits(ts ...target) (func(), error) {
 	var idx []int
 	for _, t := range ts {
@@ -139,7 +144,16 @@ func (s *Server) lockEdits(ts ...target) (func(), error) {
 	for _, i := range idx {
 		s.editing[i].Lock()
 		held = append(held, i)
-		f, err := flockFile(dir, fmt.Sprintf("%02d", i))
+		f, err := flockFile(dir, fmt.Sprintf("%02d", i), s.flock)
+		if noFlock(err) {
+			// A file system without flock (NFSv3 without lockd): one replica's writes
+			// still work as they did before the lock files, under the in-process lock.
+			s.noFlockWarned.Do(func() {
+				s.opts.Logger.Warn("builtin: the built-in root's file system has no flock; file edits take the in-process lock alone, and replicas sharing this root may lose concurrent edits (docs/deploy.md)",
+					"root", s.opts.Root, "err", err)
+			})
+			continue
+		}
 		if err != nil {
 			unlock()
 			return nil, fmt.Errorf("builtin: lock the files to edit: %s: %w (the built-in root must be writable, on a file system with flock)",
@@ -148,6 +162,12 @@ func (s *Server) lockEdits(ts ...target) (func(), error) {
 		files = append(files, f)
 	}
 	return unlock, nil
+}
+
+// noFlock reports whether err says the file system has no flock, rather than that
+// taking it failed.
+func noFlock(err error) bool {
+	return errors.Is(err, unix.ENOLCK) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)
 }
 
 // openLockDir opens lockDir, made if need be, through os.Root so that a link put in
@@ -165,14 +185,17 @@ func (s *Server) openLockDir() (*os.Root, error) {
 }
 
 // flockFile opens lock file name in dir, made if need be, and holds an exclusive
-// flock on it until the file is closed.
-func flockFile(dir *os.Root, name string) (*os.File, error) {
+// flock on it until the file is closed; flock nil is unix.Flock.
+func flockFile(dir *os.Root, name string, flock func(fd, how int) error) (*os.File, error) {
+	if flock == nil {
+		flock = unix.Flock
+	}
 	f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		err = flock(int(f.Fd()), unix.LOCK_EX)
 		if !errors.Is(err, unix.EINTR) {
 			break
 		}

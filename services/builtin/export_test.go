@@ -11,3 +11,8 @@ func LockEditForTest(s *Server, area, rel string, before func()) func() {
 	s.beforeEditLock = before
 	return unlock
 }
+
+// SetFlockForTest has s's edit locks call flock instead of unix.Flock.
+func SetFlockForTest(s *Server, flock func(fd, how int) error) {
+	s.flock = flock
+}

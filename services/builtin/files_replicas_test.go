@@ -3,16 +3,19 @@ package builtin_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/callmeta"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/builtin"
 )
 
@@ -115,5 +118,40 @@ func TestEditLockError(t *testing.T) {
 	f.fails("c1", args{"operation": "replace_string", "filePath": "a.txt", "oldString": "one", "newString": "two"}, "lock the files to edit")
 	if got := string(readBytes(t, filepath.Join(f.ws("c1"), "a.txt"))); got != "one\n" {
 		t.Fatalf("a.txt: %q", got)
+	}
+}
+
+// On a file system without flock (NFSv3 without lockd: ENOLCK; or ENOSYS, EOPNOTSUPP)
+// writes take the in-process lock alone, and the server warns once that replicas
+// sharing the root may lose concurrent edits; another flock error still fails the write.
+func TestEditLockWithoutFlock(t *testing.T) {
+	t.Parallel()
+	for _, errno := range []syscall.Errno{syscall.ENOLCK, syscall.ENOSYS, syscall.EOPNOTSUPP} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			var logs testkit.SyncBuffer
+			g := &fakeGrants{allow: map[string]bool{}}
+			b, err := builtin.New(&builtin.Options{Root: filepath.Join(t.TempDir(), "root"), Grants: g,
+				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Add(b.FileOperations())
+			builtin.SetFlockForTest(b, func(int, int) error { return errno })
+			f := &filesFx{t: t, b: b, cs: connect(t, b), root: b.Root(), grants: g}
+			f.ok("c1", args{"operation": "create_file", "filePath": "a.txt", "content": "one\n"})
+			f.ok("c1", args{"operation": "replace_string", "filePath": "a.txt", "oldString": "one", "newString": "two"})
+			if got := string(readBytes(t, filepath.Join(f.ws("c1"), "a.txt"))); got != "two\n" {
+				t.Fatalf("a.txt: %q, want the edit made", got)
+			}
+			if n := strings.Count(logs.String(), "replicas sharing this root may lose concurrent edits"); n != 1 {
+				t.Fatalf("warned %d times, want once:\n%s", n, logs.String())
+			}
+		})
+	}
+	f := newFilesFx(t)
+	builtin.SetFlockForTest(f.b, func(int, int) error { return syscall.EIO })
+	f.fails("c1", args{"operation": "create_file", "filePath": "a.txt", "content": "one\n"}, "lock the files to edit")
+	if _, err := os.Stat(filepath.Join(f.ws("c1"), "a.txt")); !os.IsNotExist(err) {
+		t.Fatalf("a.txt after a write whose flock failed with EIO: %v, want none", err)
 	}
 }
