@@ -5,3 +5,9 @@ import "github.com/toolwarden/toolwarden/services/router"
 // RunsOf exposes the test panel's runs of s to the tests (web_test), which shorten how
 // long a run outlives its last watcher.
 func RunsOf(s *Server) *router.Runs { return s.deps.Runs }
+
+// SetReplayBudget lowers what all of s's replays may hold at once (wsReplayBudget).
+func SetReplayBudget(s *Server, n int64) { s.hub.replayBudget = n }
+
+// ReplayHeld is what s's replays hold rendered and not yet sent.
+func ReplayHeld(s *Server) int64 { return s.hub.replayHeld.Load() }

@@ -43,7 +43,11 @@ const (
 	// wsReplayBytes bounds the fragments a replay holds before it sends them: past it,
 	// the page is asked to reload, as when it missed more than wsMaxReplay events.
 	wsReplayBytes = 32 << 20
-	wsRenderCache = 512
+	// wsReplayBudget bounds the fragments all the process's replays hold at once: a
+	// replay's are sent after its rendering slot is given back, to a client reading as
+	// slowly as it likes, so 64 sockets of one person each held wsReplayBytes.
+	wsReplayBudget = 256 << 20
+	wsRenderCache  = 512
 	// wsRenderCacheBytes bounds the cached fragments by size too (renderedSize): an
 	// execution's page is up to a few MiB, and 512 of them were gigabytes.
 	wsRenderCacheBytes = 64 << 20
@@ -117,6 +121,10 @@ type hub struct {
 	// replays bounds the replays rendering at once: each renders up to wsMaxReplay
 	// events (queries each), and a client chooses where its replay starts.
 	replays chan struct{}
+	// replayHeld is the bytes of fragments replays hold rendered and not yet sent, at
+	// most replayBudget (wsReplayBudget; a test lowers it).
+	replayHeld   atomic.Int64
+	replayBudget int64
 	// replayers holds each person's replay slot (replayKey): one replay at a time
 	// each, so that nobody keeps all of the process's slots busy.
 	replayMu  sync.Mutex
@@ -166,7 +174,7 @@ type rendered struct {
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
 		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
-		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}}
+		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayBudget: wsReplayBudget}
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -401,8 +409,11 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		}
 		missed = nil
 	}
-	// pre holds the replay's events rendered before they are sent (see below).
+	// pre holds the replay's events rendered before they are sent (see below), held
+	// their bytes, counted in the process's replayHeld until sent.
 	var pre map[int64]rendered
+	held := 0
+	defer func() { h.replayHeld.Add(-int64(held)) }()
 	// deliver sends one event, after re-checking the caller when the event is about
 	// them (role changed, disabled, signed out); false ends the connection.
 	deliver := func(ev events.Event) bool {
@@ -425,6 +436,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			if conn.WritePreparedMessage(r.msg) != nil {
 				return false
 			}
+			// Sent: no longer held for this socket.
+			delete(pre, ev.ID)
+			held -= len(r.raw)
+			h.replayHeld.Add(-int64(len(r.raw)))
 		} else if !h.send(ctx, conn, ev) {
 			return false
 		}
@@ -443,7 +458,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			return
 		}
 		pre = make(map[int64]rendered, len(missed))
-		held := 0
+		over := false
 		for _, ev := range missed {
 			if ctx.Err() != nil {
 				// The client left: the rest is not rendered for nobody (each render is a
@@ -454,17 +469,21 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			if ev.ID > last && !(sessionsOnlyForCheck && ev.Topic == auth.SessionsTopic) {
 				if r, err := h.render(ctx, ev); err == nil {
 					pre[ev.ID] = r
-					if held += len(r.raw); held > wsReplayBytes {
+					held += len(r.raw)
+					if h.replayHeld.Add(int64(len(r.raw))) > h.replayBudget || held > wsReplayBytes {
+						over = true
 						break
 					}
 				}
 			}
 		}
 		release()
-		if held > wsReplayBytes {
-			// Too much to hold for one socket: the page reloads, as when it missed too
-			// many events. Events about this person still come on s.C and are re-checked.
-			pre, missed = nil, nil
+		if over {
+			// Too much to hold for one socket, or for all replays at once: the page
+			// reloads, as when it missed too many events. Events about this person still
+			// come on s.C and are re-checked.
+			h.replayHeld.Add(-int64(held))
+			pre, missed, held = nil, nil, 0
 			if !reload() {
 				return
 			}
