@@ -92,9 +92,10 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 		return out, err
 	}
 	out.Steps = []executions.Step{}
-	m := h.masker(false)
+	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
 	for _, st := range steps {
-		// Shown, not run: what the tool's schema marks secret is masked (secretMasker).
+		// Shown, not run: what is secret is masked (secretMasker), but to a person
+		// deciding it, as on its page.
 		if st.Arguments, err = m.step(c.Request().Context(), st); err != nil {
 			return out, err
 		}
@@ -301,9 +302,9 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 	}
 	out := apiRollbackPlan{Steps: []apiRollbackStep{}, NotUndone: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase,
 		Hash: rp.Hash}
-	m := h.masker(false)
+	m := h.masker(executions.RevealsRollbackArgs(PrincipalOf(c)))
 	for _, st := range rp.Steps {
-		// The arguments as given, with what the tool's schema marks secret masked.
+		// The arguments as given, what is secret masked but to a person who may roll back.
 		args, err := m.Mask(c.Request().Context(), st.ToolID, st.Tool, st.Arguments)
 		if err != nil {
 			return err

@@ -68,10 +68,11 @@ func TestExecutionMasksSecretStepArguments(t *testing.T) {
 }
 
 // A failed execution's rollback plan (its page's panel and GET …/rollback) masks a
-// send_input undo step's text too.
+// send_input undo step's text too, but to a person who may roll it back, who reads the
+// plan they decide whole from the API.
 func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
 	t.Parallel()
-	_, admin, sid := secretArgsSetup(t)
+	srv, admin, sid := secretArgsSetup(t)
 	send := func(input string) map[string]any {
 		return step(secretArgsTool, map[string]any{"operation": "send_input", "sessionId": sid, "input": input + "\n"})
 	}
@@ -90,10 +91,16 @@ func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
 		} `json:"steps"`
 	}
 	admin.json(http.MethodGet, "/api/v1/executions/"+ex.ID+"/rollback", nil, 200, &rp)
-	if len(rp.Steps) != 1 || rp.Steps[0].Arguments["input"] != "********" || rp.Steps[0].Arguments["operation"] != "send_input" {
-		t.Errorf("the rollback plan's steps: %+v", rp.Steps)
+	if len(rp.Steps) != 1 || rp.Steps[0].Arguments["input"] != secretUndoTyped+"\n" {
+		t.Errorf("the rollback plan's steps, to who may roll back: %+v, want the text whole", rp.Steps)
 	}
-	noSecret(t, admin, "/api/v1/executions/"+ex.ID+"/rollback")
+	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
+	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
+	audra.json(http.MethodGet, "/api/v1/executions/"+ex.ID+"/rollback", nil, 200, &rp)
+	if len(rp.Steps) != 1 || rp.Steps[0].Arguments["input"] != "********" || rp.Steps[0].Arguments["operation"] != "send_input" {
+		t.Errorf("the rollback plan's steps, to an auditor: %+v", rp.Steps)
+	}
+	noSecret(t, audra, "/api/v1/executions/"+ex.ID+"/rollback")
 	d := noSecret(t, admin, "/executions/"+ex.ID)
 	if got := d.Find(`[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`).Text(); !strings.Contains(got, `"input": "********"`) {
 		t.Errorf("the rollback panel's arguments: %q", got)
@@ -182,8 +189,15 @@ func TestExecutionAwaitingApprovalRevealsSecretArguments(t *testing.T) {
 	if got := d.Find(`[data-testid=action-preview] [data-testid=preview-step] [data-testid=step-arguments]`).Text(); !strings.Contains(got, secretTyped) {
 		t.Errorf("the deciding person's preview: %s, want the text that would be typed", got)
 	}
+	var got apiExec
+	admin.json(http.MethodGet, "/api/v1/executions/"+ex.ID, nil, 200, &got)
+	if len(got.Steps) != 1 || !strings.Contains(string(got.Steps[0].Arguments), secretTyped) {
+		t.Errorf("the deciding person's API steps: %+v, want the text that would be typed", got.Steps)
+	}
 	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
-	noSecret(t, svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}, "/executions/"+ex.ID)
+	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
+	noSecret(t, audra, "/executions/"+ex.ID)
+	noSecret(t, audra, "/api/v1/executions/"+ex.ID)
 
 	// Decided and run, it is masked for the person who decided it too: the open page's
 	// preview is sent again masked, and a new one shows it masked.

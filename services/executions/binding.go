@@ -244,3 +244,9 @@ func (ex *Execution) RevealsSecretArgs(p *auth.Principal) bool {
 	return ex.Status == AwaitingApproval && p != nil && p.Kind == audit.ActorUser &&
 		(p.Can(auth.PermExecutionApprove) || ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID)
 }
+
+// RevealsRollbackArgs: p, a person who may decide a rollback (execution.approve), reads
+// the rollback plan's arguments whole (GET …/rollback), as RevealsSecretArgs.
+func RevealsRollbackArgs(p *auth.Principal) bool {
+	return p != nil && p.Kind == audit.ActorUser && p.Can(auth.PermExecutionApprove)
+}
