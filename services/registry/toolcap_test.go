@@ -59,4 +59,8 @@ func TestApplyDiscoveryToolCap(t *testing.T) {
 	}
 	// Listing only stored names still works at the cap.
 	wantResult(t, "stored names", f.discover(sv.ID, discovery("connect", names("a", "b", "c", "d", "e")...)), 0, 1, 4, 0)
+	// And over it (the cap lowered below what is stored, as for a server that grew
+	// past it before the cap existed): a list of stored names adds no rows.
+	registry.SetMaxToolsPerServer(3)
+	wantResult(t, "stored names over the cap", f.discover(sv.ID, discovery("connect", names("a", "b")...)), 0, 0, 2, 3)
 }

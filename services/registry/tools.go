@@ -384,7 +384,9 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 		// unlisted tools instead would delete their history and usage (the foreign keys
 		// to mcp_tools cascade) and unlink their executions; refusing keeps all of it
 		// and still bounds the rows.
-		if fresh := newNames(d.Tools, byName); len(byName)+fresh > maxToolsPerServer {
+		// A list adding no rows passes however many are stored (a server over the bound
+		// before it existed is still discovered).
+		if fresh := newNames(d.Tools, byName); fresh > 0 && len(byName)+fresh > maxToolsPerServer {
 			tooMany = ErrTooManyTools.Withf("the list has %d new tools and %d are stored (listed now or not); a server may have at most %d: "+
 				"nothing was stored. Check why the server lists so many names; deleting the server and adding it again drops the tools it no longer lists",
 				fresh, len(byName), maxToolsPerServer)
