@@ -242,7 +242,7 @@ func given(ve *jsonschema.ValidationError, secret bool) string {
 	if r := []rune(string(b)); len(r) > 60 {
 		b = []byte(string(r[:60]) + "…")
 	}
-	return GotSep + string(b)
+	return gotSep + string(b)
 }
 
 // secretProperties are the top-level properties a schema document marks secret
@@ -266,9 +266,8 @@ func secretProperties(doc any) map[string]bool {
 	return out
 }
 
-// GotSep starts the part of an argument error that shows the value given; a caller
-// that validates values it must not show (a configured secret) cuts the message there.
-const GotSep = "; got "
+// gotSep starts the part of an argument error that shows the value given.
+const gotSep = "; got "
 
 // ValidateArguments checks call arguments against a compiled input schema.
 // It returns nil when they are valid and otherwise a *verr.Error with one
@@ -280,9 +279,20 @@ const GotSep = "; got "
 // allow, are refused with one field-less problem; a reached number too long or with too
 // large an exponent for the validator (numberProblem), with a problem at its place.
 func ValidateArguments(s *jsonschema.Schema, args any) error {
+	return validateArguments(s, args, nil)
+}
+
+// ValidateArgumentsHiding is ValidateArguments whose problems quote no value of the
+// top-level arguments hidden names (secret by their settings, not by the schema: a
+// configured secret's stored value).
+func ValidateArgumentsHiding(s *jsonschema.Schema, args any, hidden map[string]bool) error {
+	return validateArguments(s, args, hidden)
+}
+
+func validateArguments(s *jsonschema.Schema, args any, hidden map[string]bool) error {
 	switch raw := args.(type) {
 	case json.RawMessage:
-		return ValidateArguments(s, []byte(raw))
+		return validateArguments(s, []byte(raw), hidden)
 	case []byte:
 		if !present(raw) {
 			args = map[string]any{}
@@ -309,7 +319,7 @@ func ValidateArguments(s *jsonschema.Schema, args any) error {
 			return err
 		}
 	}
-	return validate(s, args)
+	return validate(s, args, hidden)
 }
 
 // ValidateOutput checks content a tool returned (raw JSON) against its compiled output
@@ -321,7 +331,7 @@ func ValidateOutput(s *jsonschema.Schema, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	return validate(s, v)
+	return validate(s, v, nil)
 }
 
 // decodeChecked scans raw for the limits (refused says why a document is not checked)
@@ -343,8 +353,10 @@ func decodeChecked(s *jsonschema.Schema, raw []byte, refused func(scan, *jsonsch
 	return v, nil
 }
 
-// validate checks a decoded document the limits allow against s, naming each problem.
-func validate(s *jsonschema.Schema, doc any) error {
+// validate checks a decoded document the limits allow against s, naming each problem;
+// what it says of the top-level properties s marks secret, or hidden names, quotes no
+// value.
+func validate(s *jsonschema.Schema, doc any, hidden map[string]bool) error {
 	err := s.Validate(doc)
 	if err == nil {
 		return nil
@@ -391,7 +403,7 @@ func validate(s *jsonschema.Schema, doc any) error {
 		if _, ok := l.ErrorKind.(*kind.Type); ok {
 			k = verr.KindType
 		}
-		secret := len(l.InstanceLocation) > 0 && marked[l.InstanceLocation[0]]
+		secret := len(l.InstanceLocation) > 0 && (marked[l.InstanceLocation[0]] || hidden[l.InstanceLocation[0]])
 		add(loc, k, leafMessage(l, secret)+given(l, secret))
 	}
 	if more > 0 {

@@ -153,7 +153,7 @@ func TestValidateArguments(t *testing.T) {
 				if got := ve.For(path); !strings.Contains(got, msg) {
 					t.Errorf("at %q: got %q, want a message containing %q (all: %v)", path, got, msg, ve.Fields)
 				}
-				if got := ve.For(path); strings.HasPrefix(tc.name, "enum ") && !strings.Contains(msg, GotSep) && strings.Contains(got, GotSep) {
+				if got := ve.For(path); strings.HasPrefix(tc.name, "enum ") && !strings.Contains(msg, gotSep) && strings.Contains(got, gotSep) {
 					t.Errorf("at %q: %q shows the value given", path, got)
 				}
 			}

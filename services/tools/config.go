@@ -352,7 +352,7 @@ func checkValues(inputSchema json.RawMessage, values map[string]any, hidden map[
 	if err != nil {
 		return // the definition's own findings say why; the values cannot be checked
 	}
-	err = schema.ValidateArguments(sch, values)
+	err = schema.ValidateArgumentsHiding(sch, values, hidden)
 	ve, ok := err.(*verr.Error)
 	if !ok {
 		return
@@ -361,11 +361,8 @@ func checkValues(inputSchema json.RawMessage, values map[string]any, hidden map[
 		token, _, _ := strings.Cut(strings.TrimPrefix(f.Field, "/"), "/")
 		name := pointerUnescape.Replace(token) // "a~1b" is the parameter "a/b"
 		if _, set := values[name]; set && f.Field != "" && !(f.Message == "is required" && f.Field == "/"+token) {
-			msg := f.Message
-			if hidden[name] {
-				msg, _, _ = strings.Cut(msg, schema.GotSep) // a secret's value is never shown again
-			}
-			e.Add("params."+name, strings.TrimSpace(strings.TrimPrefix(f.Field, "/"+token)+" "+msg))
+			// A secret's value is never shown again: validation quoted none of it.
+			e.Add("params."+name, strings.TrimSpace(strings.TrimPrefix(f.Field, "/"+token)+" "+f.Message))
 		}
 	}
 }

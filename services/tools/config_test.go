@@ -939,6 +939,19 @@ func TestConfigErrorsShowNoSecret(t *testing.T) {
 	if got := ve.For("params.tier"); !strings.Contains(got, "one of 'gold', 'silver'") || strings.Contains(got, "bronze") {
 		t.Errorf("params.tier: %q, want the allowed values and not the secret given", got)
 	}
+	// A value secret by its setting alone (an import's secret: reference), which the
+	// schema does not mark: a pattern's or a bound's problem quotes it no more.
+	id = f.tool(toolSpec{server: srv, name: "tenant", status: "validated", schema: `{"type":"object","properties":{
+		"tenant":{"type":"string","pattern":"^[a-z]+$"},"seats":{"type":"integer","maximum":9999}}}`})
+	_, err = f.svc.Update(f.ctx, alice, id, tools.Patch{Reason: "secret", Params: map[string]tools.ParamInput{
+		"tenant": {Mode: tools.ModeFixed, Value: json.RawMessage(`"Acme-Prod-Secret-42"`), Secret: true},
+		"seats":  {Mode: tools.ModeFixed, Value: json.RawMessage(`123456`), Secret: true}}})
+	if !errors.As(err, &ve) {
+		t.Fatalf("update: %v, want field errors", err)
+	}
+	if got := ve.For("params.tenant") + ve.For("params.seats"); got == "" || strings.Contains(got, "Acme") || strings.Contains(got, "123") {
+		t.Errorf("secret settings' problems: %q, want them named without their values", got)
+	}
 }
 
 // Parameters that a generator composes through allOf, or defines through $ref, are
