@@ -18,6 +18,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/analytics"
 	"github.com/toolwarden/toolwarden/services/assistant"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -203,8 +204,13 @@ var pageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledPage = 1 << 20
 
+// maxFlash bounds a flash message in bytes: escaped (at most 3 bytes each) it keeps the
+// cookie well under the 4 KB a browser keeps; a longer cookie is dropped, message and all.
+const maxFlash = 1000
+
 // setFlash leaves a message for the next page the browser loads (post/redirect/get).
 func setFlash(c echo.Context, kind, msg string, secure bool) {
+	msg = textcheck.Clip(msg, maxFlash, "…")
 	c.SetCookie(&http.Cookie{Name: flashCookie, Value: url.QueryEscape(kind + ":" + msg), Path: "/",
 		HttpOnly: true, Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, MaxAge: 60})
 }

@@ -25,6 +25,10 @@ type configForm struct {
 	rateLimit               string
 	tags, reason            string
 	secretsTyped            bool
+	// version is the configuration_version the form was opened at (nil when it had
+	// none): shown again, not the one stored now, so saving the form after someone
+	// else's change is still refused instead of putting back the values it holds.
+	version *int
 }
 
 // toolConfig builds the Configuration tab: from the stored settings, or from a
@@ -90,6 +94,9 @@ func (h ToolPageHandler) toolConfig(c echo.Context, it tools.Item, form *configF
 		v.Risk, v.TimeoutMS, v.Category, v.Tags, v.Reason = form.risk, form.timeout, form.category, form.tags, form.reason
 		v.RateLimit = form.rateLimit
 		v.SecretsDropped = form.secretsTyped
+		if form.version != nil {
+			v.Version = *form.version
+		}
 	}
 	for _, cv := range versions {
 		v.Versions = append(v.Versions, views.ToolConfigVersion{Version: cv.Version, Actor: cv.Actor, Reason: cv.Reason,
@@ -131,7 +138,7 @@ func parseToolConfig(c echo.Context, params []tools.ConfigParam) (tools.Patch, c
 		p.RateLimit = &limit
 	}
 	if v, err := strconv.Atoi(c.FormValue("configuration_version")); err == nil {
-		p.ExpectVersion = &v
+		p.ExpectVersion, f.version = &v, &v
 	}
 	p.MayLowerRisk = PrincipalOf(c).Can(auth.PermToolOverride)
 	for _, cp := range params {

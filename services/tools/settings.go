@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/toolname"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -84,7 +85,8 @@ func NormalizeTags(tags []string) ([]string, error) {
 			continue
 		}
 		if !tagRE.MatchString(t) {
-			return nil, verr.New("tags", fmt.Sprintf("%q is not a tag: use 1 to 32 lowercase letters, digits and dashes, starting with a letter or digit", t))
+			// Clipped: the message may travel in a cookie (the bulk form's flash).
+			return nil, verr.New("tags", fmt.Sprintf("%q is not a tag: use 1 to 32 lowercase letters, digits and dashes, starting with a letter or digit", textcheck.Clip(t, 40, "…")))
 		}
 		out = append(out, t)
 	}

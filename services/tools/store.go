@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -141,12 +142,16 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		// old ones did, goes: it was chosen for the old definition, as an approval pinned
 		// to its hash was (o is the row as it was). A mere rewording keeps it, and so do
 		// the built-in tools (their operations rate themselves once the level goes).
+		// Clearing it is a new configuration version, so a settings form opened before
+		// (which sends its level again) is refused as stale instead of restoring it.
+		dropRisk := `u.rose AND ` + riskRank("t.risk_override") + ` < ` + riskRank("u.derived")
 		batch.Queue(`/* tools.StoreDiscovery.update */
 				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
 					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
 					definition_hash = u.hash, version_major = u.major, version_minor = u.minor, status = u.status,
 					validation_worst = u.worst, enable_override = NULL, available = true, last_seen = now(), updated_at = now(),
-					risk_override = CASE WHEN u.rose AND `+riskRank("t.risk_override")+` < `+riskRank("u.derived")+` THEN NULL ELSE t.risk_override END
+					risk_override = CASE WHEN `+dropRisk+` THEN NULL ELSE t.risk_override END,
+					configuration_version = CASE WHEN `+dropRisk+` THEN t.configuration_version + 1 ELSE t.configuration_version END
 				FROM (SELECT u.*, o.risk_override AS old_risk, `+risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted")+` AS derived,
 						s.server_type <> 'builtin' AND `+riskRank(risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted"))+`
 							> `+riskRank(risk.SQL("NULL::text", "o.annotations", "s.trusted"))+` AS rose
@@ -170,6 +175,9 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if batch.Len() > 0 {
 		var err error
 		if dropped, err = storeBatch(ctx, tx, batch, changed, w.Relisted); err != nil {
+			return nil, err
+		}
+		if err := recordDroppedRisks(ctx, tx, w.Actor, dropped); err != nil {
 			return nil, err
 		}
 	}
@@ -232,6 +240,29 @@ type droppedRisk struct{ was, now string }
 // riskRank orders a risk level as SQL: 1 low … 3 high; NULL for none.
 func riskRank(expr string) string {
 	return "array_position(ARRAY['low', 'medium', 'high'], " + expr + ")"
+}
+
+// recordDroppedRisks writes the configuration version that clearing each dropped risk
+// override made, as Service.update writes the versions of saved settings. A stray row
+// already at that version is left as it is: the record must not fail a discovery.
+func recordDroppedRisks(ctx context.Context, tx pgx.Tx, actor string, dropped map[string]droppedRisk) error {
+	for _, id := range slices.Sorted(maps.Keys(dropped)) {
+		it, err := getItem(ctx, tx, id, false)
+		if err != nil {
+			return fmt.Errorf("tools: dropped risk: %w", err)
+		}
+		var raw []byte
+		if err := tx.QueryRow(ctx, `/* tools.StoreDiscovery.configuration */ SELECT configuration FROM mcp_tools WHERE id = $1`, id).Scan(&raw); err != nil {
+			return fmt.Errorf("tools: dropped risk: %w", err)
+		}
+		snap, _ := json.Marshal(snapshotOf(it, parseConfiguration(raw)))
+		reason := fmt.Sprintf("risk level %s cleared: the changed definition's annotations give %s", dropped[id].was, dropped[id].now)
+		if _, err := tx.Exec(ctx, `/* tools.StoreDiscovery.version */ INSERT INTO tool_configurations (tool_id, version, configuration, actor, reason)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tool_id, version) DO NOTHING`, id, it.ConfigVersion, snap, actor, reason); err != nil {
+			return fmt.Errorf("tools: dropped risk: version: %w", err)
+		}
+	}
+	return nil
 }
 
 // noteDroppedRisks records in the history row of each changed tool's validation the
