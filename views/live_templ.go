@@ -232,7 +232,8 @@ func LiveToast(kind, message string) templ.Component {
 	})
 }
 
-// LiveReload tells the page it missed too much to catch up and must be reloaded.
+// LiveReload tells the page it missed too much to catch up and must be reloaded. It
+// stays (it has a link) and marks the header's badge out of date (data-live-stale, app.js).
 func LiveReload() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -254,7 +255,7 @@ func LiveReload() templ.Component {
 			templ_7745c5c3_Var11 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<div id=\"toasts\" hx-swap-oob=\"beforeend\"><div class=\"toast error\" role=\"alert\">This page missed too many live updates. <a href=\"\">Reload</a> to see the latest.</div></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<div id=\"toasts\" hx-swap-oob=\"beforeend\"><div class=\"toast error\" role=\"alert\" data-live-stale>This page missed too many live updates. <a href=\"\">Reload</a> to see the latest.</div></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -292,7 +293,7 @@ func LiveAuditAppended(id int64) templ.Component {
 		var templ_7745c5c3_Var13 string
 		templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(i64(id))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/live.templ`, Line: 47, Col: 62}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/live.templ`, Line: 48, Col: 62}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 		if templ_7745c5c3_Err != nil {

@@ -241,9 +241,35 @@
     next.focus();
   });
 
-  // Toasts remove themselves after a while; they stay while hovered or focused.
+  // A category's Edit toggle opens its edit row (CSS); the focus goes to the row's first
+  // field, which follows the row's Delete button in the tab order.
+  document.addEventListener("toggle", function (e) {
+    var d = e.target;
+    if (!d.matches || !d.matches("details.category-edit-toggle") || !d.open) return;
+    var row = document.getElementById(d.querySelector("summary").getAttribute("aria-controls"));
+    var field = row && row.querySelector("input, select, textarea");
+    if (field) field.focus();
+  }, true);
+
+  // Toasts remove themselves after a while; they stay while hovered or focused. One
+  // with a link or a button (Reload, Review) stays until dismissed: it asks for an action.
+  // The one that says the page missed live updates ([data-live-stale]) also turns the
+  // header's badge to "Out of date".
   function scheduleToasts(root) {
-    (root || document).querySelectorAll(".toast:not([data-scheduled])").forEach(function (t) {
+    (root || document).querySelectorAll(".toast:not([data-scheduled]):not([data-sticky])").forEach(function (t) {
+      if (t.matches("[data-live-stale]")) liveStatus("stale");
+      if (t.querySelector("a, button")) {
+        t.dataset.sticky = "1";
+        var x = document.createElement("button");
+        x.type = "button";
+        x.className = "toast-dismiss link";
+        x.dataset.toastDismiss = "";
+        x.setAttribute("aria-label", "Dismiss");
+        x.textContent = "×";
+        x.addEventListener("click", function () { t.remove(); });
+        t.appendChild(x);
+        return;
+      }
       t.dataset.scheduled = "1";
       setTimeout(function remove() {
         if (t.matches(":hover, :focus-within")) { setTimeout(remove, 2000); return; }
@@ -332,12 +358,18 @@
   // (what is replayed twice shows the same or newer). When such a part comes or goes,
   // the socket subscribes again (a new connection: the server reads one subscription).
   var live = { wrapper: null, socket: null, retired: null, topics: [], resubscribing: false, opened: false };
+  // A page that missed too many updates stays "stale" (until reloaded), whatever the
+  // socket does next.
   function liveStatus(state) {
     var s = document.getElementById("live-status");
-    if (!s) return;
+    if (!s || s.dataset.state === "stale") return;
     s.dataset.state = state;
     var label = s.querySelector("[data-live-label]");
-    if (label) label.textContent = state === "open" ? "Live" : state === "connecting" ? "Connecting…" : "Offline — retrying";
+    if (label) {
+      label.textContent = state === "open" ? "Live" : state === "connecting" ? "Connecting…" :
+        state === "stale" ? "Out of date" : "Offline — retrying";
+    }
+    if (state === "stale") s.title = "This page missed live updates: reload it to see the latest.";
   }
   function wantedTopics() {
     var root = document.querySelector("[ws-connect]");
@@ -1008,11 +1040,31 @@
       return;
     }
     form.dataset.posting = "1";
+    // A form marked data-busy does its work inside the request (Run all runs every case,
+    // for longer than the hold): it stays held until the answer replaces the page, and
+    // its buttons say so. They are disabled after the submit, so the form's data is whole.
+    if (form.dataset.busy) {
+      setTimeout(function () {
+        form.querySelectorAll("button[type=submit], button:not([type])").forEach(function (b) {
+          b.dataset.idleLabel = b.textContent;
+          b.textContent = form.dataset.busy;
+          b.setAttribute("aria-busy", "true");
+          b.disabled = true;
+        });
+      }, 0);
+      return;
+    }
     setTimeout(function () { delete form.dataset.posting; }, 8000);
   });
   // Back to a page kept in the browser's cache: its forms may be posted again.
   window.addEventListener("pageshow", function (e) {
     if (!e.persisted) return;
     document.querySelectorAll("form[data-posting]").forEach(function (f) { delete f.dataset.posting; });
+    document.querySelectorAll("form[data-busy] button[data-idle-label]").forEach(function (b) {
+      b.textContent = b.dataset.idleLabel;
+      delete b.dataset.idleLabel;
+      b.removeAttribute("aria-busy");
+      b.disabled = false;
+    });
   });
 })();
