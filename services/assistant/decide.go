@@ -59,6 +59,9 @@ type Flow struct {
 	// Said is the person's words since the set-up began ("I want to set up a new tool →
 	// https://… → Example API"): what its acts are audited with.
 	Said string `json:"said,omitempty"`
+	// ToolIDs are the tools the set-up's own discovery found: the only ones "which tools
+	// to enable?" picks from (never an older list the conversation showed).
+	ToolIDs []string `json:"tool_ids,omitempty"`
 }
 
 // The steps of the guided set-up.
@@ -67,6 +70,7 @@ const (
 	StepWhichServer = "which_server" // which of your servers?
 	StepURL         = "url"          // what is its URL?
 	StepName        = "name"         // what should it be called?
+	StepDiscover    = "discover"     // added: discover its tools?
 	StepWhichTools  = "which_tools"  // which tools to enable?
 )
 
@@ -633,9 +637,24 @@ func addServer(d Decision, op Op) Decision {
 func badURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Sprintf("The URL '%s' doesn't appear to be valid. URLs should start with http:// or https:// and include a domain name. For example: `https://example.com/mcp`", u)
+		return fmt.Sprintf("The URL '%s' doesn't appear to be valid. URLs should start with http:// or https:// and include a domain name. For example: `https://example.com/mcp`", quoteURL(u))
 	}
 	return ""
+}
+
+// quoteURL is u as a reply may quote it: a password in it masked, and masked whole when
+// the rest still looks like a secret (?api_key=…), as the kept message is.
+func quoteURL(u string) string {
+	if p, err := url.Parse(u); err == nil && p.User != nil {
+		if _, ok := p.User.Password(); ok {
+			p.User = url.UserPassword(p.User.Username(), "***")
+			u = p.String()
+		}
+	}
+	if masked, ok := redact(u); ok {
+		return masked
+	}
+	return u
 }
 
 var nameCleanRE = regexp.MustCompile(`[^a-z0-9]+`)
@@ -674,6 +693,11 @@ func answersFlow(u Understanding, step, sentence string) bool {
 			u.Intent == IntentUnknown && (len(u.Tools) > 0 || u.All)
 	case StepURL:
 		return u.Intent == IntentUnknown || u.Intent == IntentAddServer
+	case StepDiscover:
+		// "Discover its tools?" is answered by a yes ("yes, enable all of them" too, or
+		// "yes, discover them") or by numbers said too early (asked again).
+		return u.Intent == IntentDiscover && len(u.Servers) == 0 || allTools(u, sentence) ||
+			whichToolsRE.MatchString(strings.ToLower(sentence)) || answersFlow(u, "", sentence)
 	}
 	switch u.Intent {
 	case IntentUnknown, IntentYes, IntentNo, IntentPick:
@@ -777,11 +801,28 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		f.Name = name
 		d.Do = &Op{Intent: IntentAddServer, Kind: "server", URL: f.URL, Name: f.Name, Sentence: f.Said}
 		return d
+	case StepDiscover:
+		// The server was added and its tools not discovered yet: a yes discovers them
+		// (which ones to enable is asked once they are listed); there is nothing to pick
+		// from before that.
+		switch {
+		case u.Intent == IntentNo:
+			d.State.Flow, d.State.Pending = nil, nil
+			d.Reply = "OK, I didn't discover its tools. Say \"discover tools on " + nameOf2(cat, f.ServerID) + "\" when you want them."
+			return d
+		case u.Intent == IntentYes || u.Intent == IntentDiscover || allTools(u, sentence):
+			d.State.Pending = nil
+			d.Do = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{f.ServerID}, Sentence: f.Said}
+			return d
+		}
+		d.Reply = "I haven't discovered the tools of this server yet, so there is nothing to choose from. Shall I discover them now?"
+		d.Choices = []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}
+		return d
 	case StepWhichTools:
 		var ids []string
 		switch {
 		case allTools(u, sentence):
-			ids = st.LastIDs
+			ids = f.ToolIDs
 		case u.Intent == IntentNo:
 			d.State.Flow = nil
 			d.Reply = "OK, the tools stay as they are. You can enable them later on the Tools page or by asking me."
@@ -790,12 +831,12 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 			// "All but 3", "not 2": the numbers said are the ones not wanted; ask plainly.
 		default:
 			for _, n := range numbersIn(sentence) {
-				if n >= 1 && n <= len(st.LastIDs) {
-					ids = append(ids, st.LastIDs[n-1])
+				if n >= 1 && n <= len(f.ToolIDs) {
+					ids = append(ids, f.ToolIDs[n-1])
 				}
 			}
 			for _, id := range u.Tools {
-				if slices.Contains(st.LastIDs, id) && !slices.Contains(ids, id) {
+				if slices.Contains(f.ToolIDs, id) && !slices.Contains(ids, id) {
 					ids = append(ids, id)
 				}
 			}
@@ -900,7 +941,7 @@ func describeOp(op Op, cat *Catalogue) string {
 	what := labels(cat, op.IDs)
 	switch op.Intent {
 	case IntentAddServer:
-		return fmt.Sprintf("add the server '%s' at %s", op.Name, op.URL)
+		return fmt.Sprintf("add the server '%s' at %s", op.Name, quoteURL(op.URL))
 	case IntentRemoveServer:
 		return "remove the server " + what
 	case IntentEnableServer, IntentEnableTool:

@@ -126,8 +126,10 @@ func TestDecideGuidedSetup(t *testing.T) {
 	if st.Flow == nil || st.Flow.URL != "https://example.com/mcp" || st.Flow.Name != "Example API" {
 		t.Fatalf("the flow forgot what it was told: %+v", st.Flow)
 	}
-	// After discovery (the Service lists the tools), "1 and 3" enables those.
-	st.Flow.Step, st.LastKind, st.LastIDs = StepWhichTools, "tool", []string{"a", "b", "c"}
+	// After discovery (the Service lists the tools and keeps them on the flow), "1 and 3"
+	// enables those; an older list the conversation showed is not what they pick from.
+	st.Flow.Step, st.Flow.ToolIDs = StepWhichTools, []string{"a", "b", "c"}
+	st.LastKind, st.LastIDs = "tool", []string{"x", "y", "z"}
 	converse(t, st, []turn{{msg: "1 and 3", do: IntentEnableTool, ids: []string{"a", "c"}}})
 	converse(t, st, []turn{{msg: "all of them", do: IntentEnableTool, ids: []string{"a", "b", "c"}}})
 	// A refusal or an exception is never "all": the question is asked again.

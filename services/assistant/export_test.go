@@ -12,3 +12,7 @@ import (
 func SetModelRate(s *Service, every time.Duration, burst int) {
 	s.gate = planner.NewGate(&planner.GateOptions{Refill: every, Burst: burst})
 }
+
+// OnConfigRead runs f between the assistant's read of a tool's settings and its save
+// (a save on the tool's page in between).
+func OnConfigRead(s *Service, f func(toolID string)) { s.configRead = f }

@@ -59,6 +59,10 @@ type Service struct {
 	// The gate is the model's own when it has one (an LLM planner's), so a person's
 	// plans and messages share one budget of model calls.
 	gate *planner.Gate
+
+	// configRead, in tests, runs between configure's read of a tool's settings and its
+	// save (a save on the tool's page in between).
+	configRead func(toolID string)
 }
 
 // MaxTurns bounds the turns one replica answers at once; MaxTurnsPerPerson, one person's.
@@ -639,7 +643,7 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	res := s.mcp.Test(ctx, conn)
 	if res.Busy {
 		d.State.Flow = nil
-		out.Reply = fmt.Sprintf("Too many connection tests are running right now, so I did not try the server at `%s` and nothing was added. Ask me again in a few seconds.", op.URL)
+		out.Reply = fmt.Sprintf("Too many connection tests are running right now, so I did not try the server at `%s` and nothing was added. Ask me again in a few seconds.", quoteURL(op.URL))
 		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
 		return nil
 	}
@@ -649,7 +653,7 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 		if res.TimedOutAfter > 0 { // seed 004's connection-timeout reply
 			why = ". The connection timed out after " + textcheck.DurationWords(res.TimedOutAfter) + "."
 		}
-		out.Reply = fmt.Sprintf("I couldn't connect to the server at `%s`%s Please check that the server is running and accessible, or try again later. Nothing was added.", op.URL, why)
+		out.Reply = fmt.Sprintf("I couldn't connect to the server at `%s`%s Please check that the server is running and accessible, or try again later. Nothing was added.", quoteURL(op.URL), why)
 		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
 		return nil
 	}
@@ -659,12 +663,14 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	}
 	out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: sv.ID, Name: sv.Name,
 		Href: "/servers/" + sv.ID, OK: true})
-	out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s (it offers %d tools). Would you like me to discover available tools on this server?", sv.Name, sv.URL, res.ToolCount)
-	flow := d.State.Flow != nil
+	out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s (it offers %d tools). Would you like me to discover available tools on this server?", sv.Name, quoteURL(sv.URL), res.ToolCount)
+	// The last list shown is not about this server: "enable all of them" now would act
+	// on it.
+	d.State.LastKind, d.State.LastIDs = "", nil
 	d.State.Pending = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{sv.ID}, Confirm: true, Sentence: op.Sentence}
-	if flow {
-		d.State.Flow = &Flow{Step: StepWhichTools, ServerID: sv.ID, Said: op.Sentence}
-		d.State.Pending.Confirm = true
+	if d.State.Flow != nil {
+		// Which tools to enable is asked once the discovery asked about has run.
+		d.State.Flow = &Flow{Step: StepDiscover, ServerID: sv.ID, Said: op.Sentence}
 	}
 	d.Choices, out.Choices = []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}, []Choice{{"Yes, discover them", "yes"}, {"Not now", "no"}}
 	return nil
@@ -892,10 +898,16 @@ func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat 
 
 func (s *Service) configure(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
 	for _, id := range op.IDs {
-		cur, err := s.tools.Configuration(ctx, id)
+		// The configuration and its version in one read: the whole map is sent back, so
+		// a save on the tool's page since then must fail (stale), not be undone.
+		tg, err := s.tools.Target(ctx, id)
 		if err != nil {
 			return err
 		}
+		if s.configRead != nil {
+			s.configRead(id)
+		}
+		cur, version := tg.Configuration(), tg.ConfigVersion
 		in := map[string]tools.ParamInput{}
 		for name, set := range cur.Params {
 			in[name] = tools.ParamInput{Mode: set.Mode, Value: set.Value}
@@ -907,7 +919,11 @@ func (s *Service) configure(ctx context.Context, actor audit.Actor, op *Op, cat 
 			}
 			in[name] = tools.ParamInput{Mode: mode, Text: &v}
 		}
-		if _, err := s.tools.Update(ctx, actor, id, tools.Patch{Params: in, Reason: "asked the assistant: " + clip(op.Sentence, 200)}); err != nil {
+		_, err = s.tools.Update(ctx, actor, id, tools.Patch{Params: in, ExpectVersion: &version, Reason: "asked the assistant: " + clip(op.Sentence, 200)})
+		if f, _ := fault.As(err); f != nil && f.Code == tools.CodeStale {
+			return fault.Stale(tools.CodeStale, fmt.Sprintf("someone changed the settings of %s while I was changing them, so I changed nothing there; say it again to apply yours to the new settings", label(cat, id)))
+		}
+		if err != nil {
 			return err
 		}
 		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id),
@@ -1045,6 +1061,9 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 		if err != nil {
 			return err
 		}
+		// In a set-up (a server just added, or one picked), "which ones?" picks among
+		// exactly the tools found here.
+		setup := d.State.Flow != nil && (d.State.Flow.Step == StepWhichTools || d.State.Flow.Step == StepDiscover)
 		var ids []string
 		for i, t := range ts {
 			ids = append(ids, t.ID)
@@ -1052,12 +1071,17 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 				continue // numbers past the list still pick; "all of them" takes every one
 			}
 			target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
-			if d.State.Flow == nil || d.State.Flow.Step != StepWhichTools {
+			if !setup {
 				target = pickTarget("tell me about", i+1)
 			}
 			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: target})
 		}
 		d.State.LastKind, d.State.LastIDs = "tool", ids
+		if setup {
+			f := *d.State.Flow
+			f.Step, f.ToolIDs = StepWhichTools, ids
+			d.State.Flow = &f
+		}
 		out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
 		if len(ids) > MaxChoices {
 			out.Reply += fmt.Sprintf(" The first %d are listed; the server's page has them all.", MaxChoices)
@@ -1105,14 +1129,25 @@ func (s *Service) discoverMany(ctx context.Context, actor audit.Actor, op *Op, c
 const connectWait = 10 * time.Second
 
 // discoverOne discovers a server's tools, first waiting a little for a server that is
-// enabled but not connected yet (its session is being opened).
+// enabled but not connected yet (its session is being opened). A disabled server is
+// not waited for: it will not connect until someone enables it.
 func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor) (registry.DiscoveryResult, error) {
 	deadline := time.Now().Add(connectWait)
-	for {
+	for first := true; ; first = false {
 		res, err := s.mcp.Discover(ctx, id, actor)
 		var fe *fault.Error
 		if err == nil || !errors.As(err, &fe) || fe.Code != "not_connected" || time.Now().After(deadline) {
 			return res, err
+		}
+		if first {
+			sv, gerr := s.registry.GetServer(ctx, id)
+			if gerr != nil {
+				return res, gerr
+			}
+			if !sv.Enabled {
+				return res, fault.Conflict("server_disabled", fmt.Sprintf(
+					"the server %s is disabled, so its tools cannot be discovered: enable it first (say \"enable the server %s\")", sv.Name, sv.Name)).About("server")
+			}
 		}
 		select {
 		case <-ctx.Done():
