@@ -137,7 +137,11 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		if err != nil {
 			return nil, err
 		}
-		return []templ.Component{views.LiveServerGone(p.ID), views.LiveToast("info", "Server "+p.Name+" was deleted.")}, nil
+		counts, err := l.serverCounts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return []templ.Component{views.LiveServerGone(p.ID), counts, views.LiveToast("info", "Server "+p.Name+" was deleted.")}, nil
 	case string(events.DiscoveryProgress):
 		p, err := events.DiscoveryProgress.Decode(ev)
 		if err != nil {
@@ -171,7 +175,30 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 	if err != nil {
 		return nil, err
 	}
-	parts := []templ.Component{views.LiveServer(serverCard(sv))}
+	var parts []templ.Component
+	// Its creation's event is written in the transaction that inserted it, so both
+	// carry the same now(): lists opened before it do not have its card yet.
+	created := events.ServerChanged.Is(ev) && ev.CreatedAt.Equal(sv.CreatedAt)
+	if created {
+		parts = append(parts, views.LiveServerNew(serverCard(sv)))
+	}
+	parts = append(parts, views.LiveServer(serverCard(sv)))
+	if events.ServerStatusChanged.Is(ev) || events.ServerChanged.Is(ev) {
+		// An edit changes how the server is reached, a connection its circuit and health:
+		// the page's panels of both, as Show renders them.
+		health, err := serverHealth(ctx, l.Registry, sv)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, views.LiveServerPanels(serverConnection(l.MCP, l.Router, sv), health))
+	}
+	if created || events.ServerStatusChanged.Is(ev) {
+		counts, err := l.serverCounts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, counts)
+	}
 	switch {
 	case events.ServerStatusChanged.Is(ev):
 		// A connection brings what the server says about itself (its page's first panel).
@@ -199,6 +226,23 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		}
 	}
 	return parts, nil
+}
+
+// serverCounts renders the server list's counts: all servers, and those in each status.
+func (l Live) serverCounts(ctx context.Context) (templ.Component, error) {
+	counts, err := l.Registry.CountServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all := 0
+	for _, n := range counts {
+		all += n
+	}
+	var opts []views.Option
+	for _, s := range registry.Statuses {
+		opts = append(opts, views.Option{Value: s, Label: strings.ToUpper(s[:1]) + s[1:]}) // as List labels them
+	}
+	return views.LiveServerCounts(all, opts, counts), nil
 }
 
 // maxLiveServerTools bounds the rows of a server's tool table pushed after a discovery:

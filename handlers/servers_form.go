@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -131,10 +132,18 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	if cur != nil {
 		stored, storedHeaders = setOf(cur.EnvNames), setOf(cur.HeaderNames)
 	}
+	// Without auth.PermServerCommand the stdio fields are locked (and not submitted):
+	// what the server runs stays as stored.
+	locked := cur != nil && cur.Type == registry.TypeStdio && *p.Type == registry.TypeStdio &&
+		!PrincipalOf(c).Can(auth.PermServerCommand)
+	var envErrs verr.Error
 	dropped := false
-	p.Env, pf.view.Env, dropped = secretPairs(c, "env", stored, *p.Type == registry.TypeStdio)
+	p.Env, pf.view.Env, dropped = secretPairs(c, "env", "variable", stored, *p.Type == registry.TypeStdio, &envErrs)
+	if !locked {
+		pf.errs.Fields = append(pf.errs.Fields, envErrs.Fields...)
+	}
 	var d2 bool
-	p.Headers, pf.view.Headers, d2 = secretPairs(c, "headers", storedHeaders, isHTTP)
+	p.Headers, pf.view.Headers, d2 = secretPairs(c, "headers", "header", storedHeaders, isHTTP, &pf.errs)
 	token := c.FormValue("auth_token")
 	// Authentication none needs no empty token here: the registry drops the stored one
 	// then. Sending one would read as a new credential, which a tool manager may not set
@@ -148,10 +157,6 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		p.AuthToken = &token
 		d2 = true
 	}
-	// Without auth.PermServerCommand the stdio fields are locked (and not submitted):
-	// what the server runs stays as stored.
-	locked := cur != nil && cur.Type == registry.TypeStdio && *p.Type == registry.TypeStdio &&
-		!PrincipalOf(c).Can(auth.PermServerCommand)
 	if locked {
 		p.Command, p.Args, p.WorkingDir, p.Env, p.ReplaceEnv = nil, nil, nil, nil, false
 		dropped = false
@@ -206,12 +211,16 @@ func setOf(names []string) map[string]bool {
 
 // secretPairs reads the name/value rows of env or headers. It returns the patch map
 // (value set, nil to remove), the rows to show again (names only) and whether any new
-// value was typed (and so must be typed again if the form comes back).
-func secretPairs(c echo.Context, field string, stored map[string]bool, applies bool) (map[string]*string, []views.SecretRow, bool) {
+// value was typed (and so must be typed again if the form comes back). Rows that would
+// lose a secret are refused into errs: a value without a name, and a new name left
+// empty while a stored row is gone, which is how a rename looks (stored values are
+// never shown, so none can follow the new name).
+func secretPairs(c echo.Context, field, noun string, stored map[string]bool, applies bool, errs *verr.Error) (map[string]*string, []views.SecretRow, bool) {
 	form, _ := c.FormParams()
 	names, values := form[field+"_name"], form[field+"_value"]
 	out := map[string]*string{}
 	var rows []views.SecretRow
+	var emptyNew []views.SecretRow
 	typed := false
 	seen := map[string]bool{}
 	if applies {
@@ -221,23 +230,39 @@ func secretPairs(c echo.Context, field string, stored map[string]bool, applies b
 			if i < len(values) {
 				val = values[i]
 			}
+			row := views.SecretRow{Name: name, Configured: stored[name], Row: i + 1}
 			if name == "" {
-				continue
+				if val != "" {
+					rows = append(rows, row)
+					errs.Add(row.ErrorKey(field), fmt.Sprintf("row %d has a value but no name: name this %s, or remove the row", i+1, noun))
+					typed = true
+				}
+				continue // a blank row
 			}
 			seen[name] = true
-			rows = append(rows, views.SecretRow{Name: name, Configured: stored[name]})
+			rows = append(rows, row)
 			switch {
 			case val != "":
 				out[name] = &val
 				typed = true
 			case !stored[name]:
 				out[name] = &val // a new variable with an empty value
+				emptyNew = append(emptyNew, row)
 			}
 		}
 	}
+	var gone []string
 	for name := range stored {
 		if !seen[name] {
 			out[name] = nil // its row was removed (or the type no longer has env/headers)
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		for _, r := range emptyNew {
+			errs.Add(r.ErrorKey(field), fmt.Sprintf("enter the value of %s: a renamed %s keeps no value (%s is no longer in the form), so type it again",
+				r.Name, noun, strings.Join(gone, ", ")))
 		}
 	}
 	return out, rows, typed

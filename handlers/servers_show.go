@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/template"
@@ -30,41 +31,13 @@ func (h ServersHandler) Show(c echo.Context) error {
 		return err
 	}
 	v := views.ServerPage{Layout: h.layout(c, s.Name, registry.ServersTopic), Server: serverCard(s),
-		IsStdio: s.Type == registry.TypeStdio, Template: s.Template}
+		IsStdio: s.Type == registry.TypeStdio}
 	v.Live.LastEventID = last
 	v.Info = serverInfo(s)
-	v.Connection = connectionKVs(s)
-	if runsCommands(s) {
-		v.Confinement = h.MCP.Confinement()
-	}
-	snap := h.MCP.Snapshot(s.ID)
-	v.Stderr = snap.Stderr
-	v.BreakerOpen = snap.BreakerOpen
-	if h.Router != nil {
-		b := circuitOf(h.Router, s)
-		v.Circuit = views.CircuitView{State: b.State, Since: b.Since, Failures: b.Failures}
-		if !b.Until.IsZero() {
-			v.Circuit.Until = &b.Until
-		}
-	}
-	if !snap.NextAttempt.IsZero() {
-		v.NextAttempt = &snap.NextAttempt
-	}
-	health, err := h.Registry.HealthHistory(ctx, s.ID, 20)
-	if err != nil {
+	v.Conn = serverConnection(h.MCP, h.Router, s)
+	v.Stderr = h.MCP.Snapshot(s.ID).Stderr
+	if v.Health, err = serverHealth(ctx, h.Registry, s); err != nil {
 		return err
-	}
-	okCount := 0
-	for _, hc := range health {
-		v.Health = append(v.Health, views.HealthRow{At: hc.CheckedAt, OK: hc.OK, LatencyMS: hc.LatencyMS, Error: deref(hc.Error)})
-		if hc.OK {
-			okCount++
-		}
-	}
-	if len(health) > 0 {
-		v.HealthSummary = fmt.Sprintf("%d of the last %d checks passed; one every %s.", okCount, len(health), msDuration(s.HealthIntervalMS))
-	} else {
-		v.HealthSummary = "One check every " + msDuration(s.HealthIntervalMS) + " while connected."
 	}
 	if v.Tools, v.ToolTotal, v.Runs, err = serverToolsAndRuns(ctx, h.Registry, s.ID); err != nil {
 		return err
@@ -76,6 +49,52 @@ func (h ServersHandler) Show(c echo.Context) error {
 		v.Prompts = append(v.Prompts, views.KV{Key: pr.Name, Value: firstNonEmpty(pr.Description, pr.Title)})
 	}
 	return render(c, http.StatusOK, views.Server(v))
+}
+
+// serverConnection is the Connection panel of s's page: the page and the live updates
+// (live.go) both render it, from what this replica's session manager and router hold.
+func serverConnection(mgr *mcpclient.Manager, rt *router.Router, s registry.Server) views.ServerConnection {
+	v := views.ServerConnection{ServerID: s.ID, KVs: connectionKVs(s), Template: s.Template}
+	if mgr != nil {
+		if runsCommands(s) {
+			v.Confinement = mgr.Confinement()
+		}
+		snap := mgr.Snapshot(s.ID)
+		v.BreakerOpen = snap.BreakerOpen
+		if !snap.NextAttempt.IsZero() {
+			v.NextAttempt = &snap.NextAttempt
+		}
+	}
+	if rt != nil {
+		b := circuitOf(rt, s)
+		v.Circuit = views.CircuitView{State: b.State, Since: b.Since, Failures: b.Failures}
+		if !b.Until.IsZero() {
+			v.Circuit.Until = &b.Until
+		}
+	}
+	return v
+}
+
+// serverHealth is the health panel of s's page: its last 20 checks.
+func serverHealth(ctx context.Context, reg *registry.Service, s registry.Server) (views.ServerHealth, error) {
+	v := views.ServerHealth{ServerID: s.ID}
+	health, err := reg.HealthHistory(ctx, s.ID, 20)
+	if err != nil {
+		return v, err
+	}
+	okCount := 0
+	for _, hc := range health {
+		v.Rows = append(v.Rows, views.HealthRow{At: hc.CheckedAt, OK: hc.OK, LatencyMS: hc.LatencyMS, Error: deref(hc.Error)})
+		if hc.OK {
+			okCount++
+		}
+	}
+	if len(health) > 0 {
+		v.Summary = fmt.Sprintf("%d of the last %d checks passed; one every %s.", okCount, len(health), msDuration(s.HealthIntervalMS))
+	} else {
+		v.Summary = "One check every " + msDuration(s.HealthIntervalMS) + " while connected."
+	}
+	return v, nil
 }
 
 // circuitOf is s's call circuit. One no call has touched is closed since the router

@@ -54,6 +54,21 @@ type Option struct {
 	Label string
 }
 
+// ServerCardsID is the list of cards on the list's first, unfiltered page: the only
+// one new servers are added to live (a filtered page cannot tell whether a new one
+// matches, a later page is not where new ones go).
+const ServerCardsID = "server-cards"
+
+func serverCardsID(live bool) string {
+	if live {
+		return ServerCardsID
+	}
+	return ServerCardsID + "-page" // cards still change live, by their own ids
+}
+
+// serverStatusOptionID is the status filter's option for status, its count replaced live.
+func serverStatusOptionID(status string) string { return "server-status-option-" + status }
+
 // ServersPage is the server list.
 type ServersPage struct {
 	Layout
@@ -71,11 +86,26 @@ type ServersPage struct {
 	CanImportExp bool
 }
 
+// LiveCards reports whether the page is the list's first, unfiltered page, which new
+// servers are added to live.
+func (p ServersPage) LiveCards() bool {
+	return p.Page <= 1 && p.Filter == (ServerFilter{})
+}
+
 // SecretRow is one env variable or header of the form. Values are never sent to the
 // browser: a stored one shows as configured, with a box to replace it.
 type SecretRow struct {
 	Name       string
 	Configured bool
+	Row        int // its place in the form (1 on), naming a row that has no name
+}
+
+// ErrorKey is the form error of the row: by its name, or by its place when it has none.
+func (r SecretRow) ErrorKey(field string) string {
+	if r.Name == "" {
+		return fmt.Sprintf("%s-row-%d", field, r.Row)
+	}
+	return field + "/" + r.Name
 }
 
 // ServerForm is the add/edit form.
@@ -199,25 +229,39 @@ type KV struct {
 // ServerPage is the server detail page.
 type ServerPage struct {
 	Layout
-	Server        ServerCard
-	Info          ServerInfo
-	Connection    []KV
-	Health        []HealthRow
-	HealthSummary string
-	Runs          []RunRow
-	Tools         []ToolRow
-	ToolTotal     int // the server's tools; Tools may hold only the first of them
-	Resources     []KV
-	Prompts       []KV
-	Stderr        []string
-	IsStdio       bool
-	Template      string // a template server's YAML
-	NextAttempt   *time.Time
-	BreakerOpen   bool
+	Server    ServerCard
+	Info      ServerInfo
+	Conn      ServerConnection
+	Health    ServerHealth
+	Runs      []RunRow
+	Tools     []ToolRow
+	ToolTotal int // the server's tools; Tools may hold only the first of them
+	Resources []KV
+	Prompts   []KV
+	Stderr    []string
+	IsStdio   bool
+}
+
+// ServerConnection is the server page's Connection panel: how the server is reached,
+// its session's state and its call circuit. It does not depend on who looks: live
+// updates render it once for every viewer.
+type ServerConnection struct {
+	ServerID    string
+	KVs         []KV
+	Template    string // a template server's YAML
+	NextAttempt *time.Time
+	BreakerOpen bool
 	// Circuit is the state of the server's call circuit (router.BreakerState).
 	Circuit CircuitView
 	// Confinement says how a stdio server's process is confined (docs/security.md).
 	Confinement string
+}
+
+// ServerHealth is the server page's panel of its latest health checks.
+type ServerHealth struct {
+	ServerID string
+	Rows     []HealthRow
+	Summary  string
 }
 
 // CircuitView is a server's call circuit: closed, open or half-open, since when,
