@@ -39,9 +39,9 @@ func TestBrowserBulkTagsEnter(t *testing.T) {
 }
 
 // TestBrowserReloadToastStays: the toast that says the page missed too many live
-// updates is not removed after a while (it has a link; so are toasts with links or
-// buttons, which get a Dismiss button), and the header badge then says the page is out
-// of date, even when the socket reconnects. An ordinary toast still goes by itself.
+// updates is not removed after a while (it gets a Dismiss button), and the header badge
+// then says the page is out of date, even when the socket reconnects. An ordinary toast
+// still goes by itself.
 func TestBrowserReloadToastStays(t *testing.T) {
 	srv := webtest.Start(t, nil)
 	docsServer(t, srv)

@@ -176,9 +176,14 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		return nil, err
 	}
 	var parts []templ.Component
-	// Its creation's event is written in the transaction that inserted it, so both
-	// carry the same now(): lists opened before it do not have its card yet.
-	created := events.ServerChanged.Is(ev) && ev.CreatedAt.Equal(sv.CreatedAt)
+	// Lists opened before it have no card of it (a list that has one already drops
+	// the second: app.js liveLists).
+	created := false
+	if events.ServerChanged.Is(ev) {
+		if p, err := events.ServerChanged.Decode(ev); err == nil {
+			created = p.Created
+		}
+	}
 	if created {
 		parts = append(parts, views.LiveServerNew(serverCard(sv)))
 	}
@@ -192,7 +197,9 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		}
 		parts = append(parts, views.LiveServerPanels(serverConnection(l.MCP, l.Router, sv), health))
 	}
-	if created || events.ServerStatusChanged.Is(ev) {
+	if events.ServerStatusChanged.Is(ev) || events.ServerChanged.Is(ev) {
+		// A creation, a connection, and an edit (disabling writes its status without
+		// a status event of its own) each move the counts.
 		counts, err := l.serverCounts(ctx)
 		if err != nil {
 			return nil, err

@@ -258,8 +258,9 @@ func secretPairs(c echo.Context, field, noun string, stored map[string]bool, app
 			gone = append(gone, name)
 		}
 	}
-	if len(gone) > 0 {
-		slices.Sort(gone)
+	// A rename reads as one stored row gone and one new row left empty; a removal beside
+	// a new variable that is empty on purpose (a flag) is not one.
+	if len(gone) == 1 && len(emptyNew) == 1 {
 		for _, r := range emptyNew {
 			errs.Add(r.ErrorKey(field), fmt.Sprintf("enter the value of %s: a renamed %s keeps no value (%s is no longer in the form), so type it again",
 				r.Name, noun, strings.Join(gone, ", ")))

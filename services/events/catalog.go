@@ -169,6 +169,8 @@ type ServerStatus struct {
 	Enabled   bool   `json:"enabled"`
 	ToolCount int    `json:"tool_count"`
 	LastError string `json:"last_error,omitempty"`
+	// Created: the server was just added (lists opened before have no card of it).
+	Created bool `json:"created,omitempty"`
 }
 
 // ServerRef names a deleted server.

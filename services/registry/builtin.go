@@ -66,7 +66,7 @@ func (s *Service) EnsureBuiltin(ctx context.Context, description string) (Server
 			TargetID: out.ID, TargetName: out.Name, Payload: d.auditView()}); err != nil {
 			return err
 		}
-		return publishChanged(ctx, tx, out)
+		return publishCreated(ctx, tx, out)
 	})
 	return out, err
 }

@@ -96,7 +96,7 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 				if err := s.importAudit(ctx, tx, actor, "server.import.create", out, payload); err != nil {
 					return err
 				}
-				if err := publishChanged(ctx, tx, out); err != nil {
+				if err := publishCreated(ctx, tx, out); err != nil {
 					return err
 				}
 				created = append(created, ServerRef{ID: out.ID, Name: out.Name})

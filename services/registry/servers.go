@@ -339,7 +339,7 @@ func (s *Service) CreateServer(ctx context.Context, actor audit.Actor, sp Spec) 
 			TargetID: out.ID, TargetName: out.Name, Payload: d.auditView()}); err != nil {
 			return err
 		}
-		return publishChanged(ctx, tx, out)
+		return publishCreated(ctx, tx, out)
 	})
 	if err != nil {
 		return Server{}, err
@@ -604,8 +604,17 @@ func publishDeleted(ctx context.Context, tx pgx.Tx, ref events.ServerRef) error 
 }
 
 func publishChanged(ctx context.Context, tx pgx.Tx, sv Server) error {
+	return publishServer(ctx, tx, sv, false)
+}
+
+// publishCreated announces a server just added.
+func publishCreated(ctx context.Context, tx pgx.Tx, sv Server) error {
+	return publishServer(ctx, tx, sv, true)
+}
+
+func publishServer(ctx context.Context, tx pgx.Tx, sv Server, created bool) error {
 	_, err := events.ServerChanged.Publish(ctx, tx, ServersTopic, events.ServerStatus{ID: sv.ID, Name: sv.Name,
-		Status: sv.Status, Enabled: sv.Enabled, ToolCount: sv.ToolCount, LastError: deref(sv.LastError)})
+		Status: sv.Status, Enabled: sv.Enabled, ToolCount: sv.ToolCount, LastError: deref(sv.LastError), Created: created})
 	return err
 }
 

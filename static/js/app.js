@@ -251,14 +251,14 @@
     if (field) field.focus();
   }, true);
 
-  // Toasts remove themselves after a while; they stay while hovered or focused. One
-  // with a link or a button (Reload, Review) stays until dismissed: it asks for an action.
-  // The one that says the page missed live updates ([data-live-stale]) also turns the
-  // header's badge to "Out of date".
+  // Toasts remove themselves after a while; they stay while hovered or focused. The one
+  // that says the page missed live updates ([data-live-stale]) stays until dismissed (the
+  // page is out of date until reloaded) and turns the header's badge to "Out of date";
+  // others, approvals' included, go: an agent filing thirty plans must not pile thirty up.
   function scheduleToasts(root) {
     (root || document).querySelectorAll(".toast:not([data-scheduled]):not([data-sticky])").forEach(function (t) {
-      if (t.matches("[data-live-stale]")) liveStatus("stale");
-      if (t.querySelector("a, button")) {
+      if (t.matches("[data-live-stale]")) {
+        liveStatus("stale");
         t.dataset.sticky = "1";
         var x = document.createElement("button");
         x.type = "button";
@@ -515,7 +515,8 @@
   // (recent activity, execution history, approvals inbox, an execution's log), keyed
   // by the attribute named.
   var liveLists = [["#activity-rows", "data-audit-id"], ["#execution-rows", "id"], ["#approval-items", "id"],
-    ["ol.exec-log", "data-event-id"], ["#grant-rows", "id"], ["#grant-ended-rows", "id"], ["#terminal-rows", "id"]];
+    ["ol.exec-log", "data-event-id"], ["#grant-rows", "id"], ["#grant-ended-rows", "id"], ["#terminal-rows", "id"],
+    ["#server-cards", "id"]];
   // Rows that say when they end (a grant's expiry) leave the list then, for the list
   // of ended ones when the page has it: the row loses its actions, and its expiry reads
   // "expired <time>" (views/collaborations.templ, endedGrantRow).
@@ -1055,6 +1056,21 @@
       return;
     }
     setTimeout(function () { delete form.dataset.posting; }, 8000);
+  });
+  // A long post the person stopped (Esc, a dropped network) leaves the page as it was:
+  // its busy form is given back after busyHold, however long the work may take.
+  var busyHold = 10 * 60 * 1000;
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (e.defaultPrevented || !form.matches || !form.dataset.busy || form.dataset.posting !== "1") return;
+    setTimeout(function () {
+      delete form.dataset.posting;
+      form.querySelectorAll("button[data-idle-label]").forEach(function (b) {
+        b.textContent = b.dataset.idleLabel;
+        b.removeAttribute("aria-busy");
+        b.disabled = false;
+      });
+    }, busyHold);
   });
   // Back to a page kept in the browser's cache: its forms may be posted again.
   window.addEventListener("pageshow", function (e) {
