@@ -105,7 +105,7 @@ func TestModelCallsBounded(t *testing.T) {
 	m := &modelServer{arrived: make(chan struct{}, 16), hold: make(chan struct{})}
 	a := apptest.Start(t, withModel(startModel(t, m)))
 	ctx := t.Context()
-	const slots = assistant.MaxModelCalls
+	const slots = planner.DefaultMaxModelCalls // half the replica's assistant.MaxTurns
 	var wg sync.WaitGroup
 	errs := make(chan error, slots)
 	for i := range slots {

@@ -72,11 +72,6 @@ const (
 	turnWait          = 30 * time.Second
 )
 
-// MaxModelCalls bounds the turns one replica spends waiting on the language model at
-// once (half its turns); one person may ask it planner.DefaultModelCallsPerMinute times
-// a minute, planner.DefaultModelCallBurst at once, plans made with it included.
-const MaxModelCalls = planner.DefaultMaxModelCalls
-
 // SetModel lets the assistant ask m what a sentence means when its own reading finds no
 // intent (nil: never). A model with a gate of its own (planner.LLM) bounds the
 // assistant's calls with it.

@@ -492,8 +492,8 @@ func callArguments(raw json.RawMessage) (json.RawMessage, error) {
 
 // Chat asks the model one question without tools and returns its text: the assistant's
 // way to have the model propose what a sentence means (services/assistant), which the
-// assistant then checks like any other reading. It does not pass the Gate: the
-// assistant bounds its own model calls (services/assistant askModel).
+// assistant then checks like any other reading. It does not pass the Gate itself: the
+// assistant passes it before asking (services/assistant askModel, with l.Gate()).
 func (l *LLM) Chat(ctx context.Context, system, user string) (string, error) {
 	body, err := json.Marshal(struct {
 		Model       string        `json:"model"`

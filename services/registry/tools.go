@@ -282,8 +282,8 @@ type DiscoveryResult struct {
 // both are then validated (→ validated or invalid, services/toolstate), missing ones are
 // marked unavailable (never deleted), and the run, its audit entry and events commit
 // with them. Callers pass only complete lists; a failed or partial
-// fetch goes to RecordDiscoveryFailure and changes no tool. A list that would leave the
-// server more than MaxToolsPerServer tools is stored as a failed run (ErrTooManyTools).
+// fetch goes to RecordDiscoveryFailure and changes no tool. A list whose new tools would
+// take the server past MaxToolsPerServer is stored as a failed run (ErrTooManyTools).
 // A transaction lost to a deadlock, a serialization failure or a tool moved meanwhile
 // runs again from scratch (retryDiscovery).
 func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
