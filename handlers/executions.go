@@ -335,28 +335,32 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		return []templ.Component{views.LiveExecutionProgress(x, &line)}, nil
 	}
 	parts := []templ.Component{views.LiveExecution(x, &line)}
-	// A decision replaces the approval controls someone may be using on this page (an
-	// open dialog, a phrase being typed): a toast says who decided.
-	decision := func(kind string) { parts = append(parts, views.LiveToast(kind, line.Text)) }
-	switch ev.Kind {
-	case string(events.ApprovalGranted), string(events.ApprovalRejected), string(events.ExecutionCancelled), string(events.ExecutionExpired):
-		// Decided: whoever read the secret arguments while deciding no longer does.
+	// A decision masks the secret arguments again (whoever read them while deciding no
+	// longer does) and replaces the approval controls someone may be using on this page
+	// (an open dialog, a phrase being typed): a toast (unless toast is "") says who decided.
+	decision := func(toast string) error {
 		preview, err := h.executionPreview(ctx, ex, false)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		parts = append(parts, views.LiveExecutionPreview(x, preview))
+		if toast != "" {
+			parts = append(parts, views.LiveToast(toast, line.Text))
+		}
+		return nil
 	}
 	switch ev.Kind {
 	case string(events.ApprovalGranted):
 		// An approval by policy follows the plan at once and needs no news.
-		if g, err := events.ApprovalGranted.Decode(ev); err != nil || g.Approval != "policy" {
-			decision("info")
+		toast := "info"
+		if g, err := events.ApprovalGranted.Decode(ev); err == nil && g.Approval == "policy" {
+			toast = ""
 		}
+		err = decision(toast)
 	case string(events.ApprovalRejected):
-		decision("error")
+		err = decision("error")
 	case string(events.ExecutionCancelled), string(events.ExecutionExpired):
-		decision("info")
+		err = decision("info")
 	case string(events.ExecutionSucceeded):
 		parts = append(parts, views.LiveToast("success", "The execution finished: every step succeeded."))
 	case string(events.ExecutionFailed):
@@ -365,6 +369,9 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		parts = append(parts, views.LiveToast("success", "The execution was rolled back."))
 	case string(events.RollbackFailed):
 		parts = append(parts, views.LiveToast("error", "The rollback failed: "+ex.Error))
+	}
+	if err != nil {
+		return nil, err
 	}
 	return parts, nil
 }

@@ -126,7 +126,9 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 	// What the event says besides the server it is about; the rest is read afresh.
 	var (
 		id        string
-		status    events.ServerStatus
+		status    events.ServerStatus // of a connection or an edit (connected, edited)
+		connected bool
+		edited    bool
 		discovery *events.DiscoveryResult
 		failure   *events.DiscoveryFailure
 		err       error
@@ -150,10 +152,10 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		return []templ.Component{views.LiveDiscoveryProgress(p.ServerID, fmt.Sprintf("Discovering… %d tools from %d pages so far", p.Tools, p.Pages))}, nil
 	case string(events.ServerStatusChanged):
 		status, err = events.ServerStatusChanged.Decode(ev)
-		id = status.ID
+		id, connected = status.ID, true
 	case string(events.ServerChanged):
 		status, err = events.ServerChanged.Decode(ev)
-		id = status.ID
+		id, edited = status.ID, true
 	case string(events.DiscoveryCompleted):
 		var p events.DiscoveryResult
 		p, err = events.DiscoveryCompleted.Decode(ev)
@@ -176,28 +178,21 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		return nil, err
 	}
 	var parts []templ.Component
+	card := serverCard(sv)
 	// Lists opened before it have no card of it (a list that has one already drops
 	// the second: app.js liveLists).
-	created := false
-	if events.ServerChanged.Is(ev) {
-		if p, err := events.ServerChanged.Decode(ev); err == nil {
-			created = p.Created
-		}
+	if edited && status.Created {
+		parts = append(parts, views.LiveServerNew(card))
 	}
-	if created {
-		parts = append(parts, views.LiveServerNew(serverCard(sv)))
-	}
-	parts = append(parts, views.LiveServer(serverCard(sv)))
-	if events.ServerStatusChanged.Is(ev) || events.ServerChanged.Is(ev) {
+	parts = append(parts, views.LiveServer(card))
+	if connected || edited {
 		// An edit changes how the server is reached, a connection its circuit and health:
 		// the page's panels of both, as Show renders them.
 		health, err := serverHealth(ctx, l.Registry, sv)
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, views.LiveServerPanels(serverConnection(l.MCP, l.Router, sv), health))
-	}
-	if events.ServerStatusChanged.Is(ev) || events.ServerChanged.Is(ev) {
+		parts = append(parts, views.LiveServerPanels(serverConnection(l.MCP, l.MCP.Snapshot(sv.ID), l.Router, sv), health))
 		// A creation, a connection, and an edit (disabling writes its status without
 		// a status event of its own) each move the counts.
 		counts, err := l.serverCounts(ctx)
@@ -207,7 +202,7 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 		parts = append(parts, counts)
 	}
 	switch {
-	case events.ServerStatusChanged.Is(ev):
+	case connected:
 		// A connection brings what the server says about itself (its page's first panel).
 		parts = append(parts, views.LiveServerInfo(serverInfo(sv)))
 		switch {
@@ -237,19 +232,11 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 
 // serverCounts renders the server list's counts: all servers, and those in each status.
 func (l Live) serverCounts(ctx context.Context) (templ.Component, error) {
-	counts, err := l.Registry.CountServers(ctx)
+	counts, all, err := countServers(ctx, l.Registry)
 	if err != nil {
 		return nil, err
 	}
-	all := 0
-	for _, n := range counts {
-		all += n
-	}
-	var opts []views.Option
-	for _, s := range registry.Statuses {
-		opts = append(opts, views.Option{Value: s, Label: strings.ToUpper(s[:1]) + s[1:]}) // as List labels them
-	}
-	return views.LiveServerCounts(all, opts, counts), nil
+	return views.LiveServerCounts(all, statusOptions(), counts), nil
 }
 
 // maxLiveServerTools bounds the rows of a server's tool table pushed after a discovery:

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -50,22 +51,16 @@ func (h ServersHandler) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := h.Registry.CountServers(ctx)
+	counts, all, err := countServers(ctx, h.Registry)
 	if err != nil {
 		return err
 	}
 	p := PrincipalOf(c)
 	v := views.ServersPage{Layout: h.layout(c, "MCP servers", registry.ServersTopic), Filter: f, Total: total,
-		Counts: counts, Page: page, Pages: max(1, (total+serversPerPage-1)/serversPerPage),
+		All: all, Counts: counts, Page: page, Pages: max(1, (total+serversPerPage-1)/serversPerPage),
+		StatusOpts: statusOptions(), TypeOpts: typeOptions(),
 		CanCreate: p.Can(auth.PermServerCreate), CanImportExp: p.Can(auth.PermServerCreate)}
 	v.Live.LastEventID = last
-	for _, n := range counts {
-		v.All += n
-	}
-	for _, s := range registry.Statuses {
-		v.StatusOpts = append(v.StatusOpts, views.Option{Value: s, Label: strings.ToUpper(s[:1]) + s[1:]})
-	}
-	v.TypeOpts = typeOptions()
 	for _, s := range list {
 		v.Servers = append(v.Servers, serverCard(s))
 	}
@@ -86,6 +81,29 @@ func (h ServersHandler) List(c echo.Context) error {
 		v.NextURL = pageURL(page + 1)
 	}
 	return render(c, http.StatusOK, views.Servers(v))
+}
+
+// countServers returns the servers in each status, and in all: the list's counts, which
+// the live updates (live.go) replace.
+func countServers(ctx context.Context, reg *registry.Service) (map[string]int, int, error) {
+	counts, err := reg.CountServers(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	all := 0
+	for _, n := range counts {
+		all += n
+	}
+	return counts, all, nil
+}
+
+// statusOptions are the list's status filter choices.
+func statusOptions() []views.Option {
+	var opts []views.Option
+	for _, s := range registry.Statuses {
+		opts = append(opts, views.Option{Value: s, Label: strings.ToUpper(s[:1]) + s[1:]})
+	}
+	return opts
 }
 
 func typeOptions() []views.Option {
@@ -190,11 +208,7 @@ func (h ServersHandler) Delete(c echo.Context) error {
 		msg := "Server " + sv.Name + " deleted."
 		if n := len(del.LostUndo); n > 0 {
 			// Said, not left to be found at the next rollback.
-			what := "tools of other servers lost the undo step it gave them"
-			if n == 1 {
-				what = "tool of another server lost the undo step it gave it"
-			}
-			msg += fmt.Sprintf(" %d %s (%s): set another on the Compensation tab.", n, what, joinShort(del.LostUndo))
+			msg += fmt.Sprintf(" %s (%s): set another on the Compensation tab.", views.LostUndo(n, true), joinShort(del.LostUndo))
 		}
 		return msg
 	}, "/servers")

@@ -34,8 +34,9 @@ func (h ServersHandler) Show(c echo.Context) error {
 		IsStdio: s.Type == registry.TypeStdio}
 	v.Live.LastEventID = last
 	v.Info = serverInfo(s)
-	v.Conn = serverConnection(h.MCP, h.Router, s)
-	v.Stderr = h.MCP.Snapshot(s.ID).Stderr
+	snap := h.MCP.Snapshot(s.ID)
+	v.Conn = serverConnection(h.MCP, snap, h.Router, s)
+	v.Stderr = snap.Stderr
 	if v.Health, err = serverHealth(ctx, h.Registry, s); err != nil {
 		return err
 	}
@@ -52,18 +53,15 @@ func (h ServersHandler) Show(c echo.Context) error {
 }
 
 // serverConnection is the Connection panel of s's page: the page and the live updates
-// (live.go) both render it, from what this replica's session manager and router hold.
-func serverConnection(mgr *mcpclient.Manager, rt *router.Router, s registry.Server) views.ServerConnection {
-	v := views.ServerConnection{ServerID: s.ID, KVs: connectionKVs(s), Template: s.Template}
-	if mgr != nil {
-		if runsCommands(s) {
-			v.Confinement = mgr.Confinement()
-		}
-		snap := mgr.Snapshot(s.ID)
-		v.BreakerOpen = snap.BreakerOpen
-		if !snap.NextAttempt.IsZero() {
-			v.NextAttempt = &snap.NextAttempt
-		}
+// (live.go) both render it, from what this replica's session manager (snap, its
+// snapshot of s) and router hold.
+func serverConnection(mgr *mcpclient.Manager, snap mcpclient.Snapshot, rt *router.Router, s registry.Server) views.ServerConnection {
+	v := views.ServerConnection{ServerID: s.ID, KVs: connectionKVs(s), Template: s.Template, BreakerOpen: snap.BreakerOpen}
+	if runsCommands(s) {
+		v.Confinement = mgr.Confinement()
+	}
+	if !snap.NextAttempt.IsZero() {
+		v.NextAttempt = &snap.NextAttempt
 	}
 	if rt != nil {
 		b := circuitOf(rt, s)

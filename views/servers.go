@@ -32,13 +32,24 @@ type ServerCard struct {
 // DeleteServerConfirm is the question a server's Delete button asks first.
 func DeleteServerConfirm(s ServerCard) string {
 	q := "Delete " + s.Name + "? Its session ends and its tools and their history are removed."
-	switch {
-	case s.UndoesOthers == 1:
-		q += " 1 tool of another server loses the undo step this server's tools give it."
-	case s.UndoesOthers > 1:
-		q += fmt.Sprintf(" %d tools of other servers lose the undo step this server's tools give them.", s.UndoesOthers)
+	if s.UndoesOthers > 0 {
+		q += " " + LostUndo(s.UndoesOthers, false) + "."
 	}
 	return q
+}
+
+// LostUndo says that n tools of other servers lose the undo step a server's tools give
+// them when it is deleted: before (its delete confirmation) or, done, after.
+func LostUndo(n int, done bool) string {
+	lose, them := "lose", "them"
+	if n == 1 {
+		lose, them = "loses", "it"
+	}
+	what := Plural(n, "tool of another server", "tools of other servers")
+	if done {
+		return what + " lost the undo step it gave " + them
+	}
+	return what + " " + lose + " the undo step this server's tools give " + them
 }
 
 // ServerFilter is the search and filters of the server list.

@@ -7,7 +7,7 @@ import "github.com/toolwarden/toolwarden/services/router"
 func RunsOf(s *Server) *router.Runs { return s.deps.Runs }
 
 // SetReplayBudget lowers what all of s's replays may hold at once (wsReplayBudget).
-func SetReplayBudget(s *Server, n int64) { s.hub.replayBudget = n }
+func SetReplayBudget(s *Server, n int64) { s.hub.replayBudget.Store(n) }
 
 // ReplayHeld is what s's replays hold rendered and not yet sent.
 func ReplayHeld(s *Server) int64 { return s.hub.replayHeld.Load() }

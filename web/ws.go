@@ -44,8 +44,8 @@ const (
 	// the page is asked to reload, as when it missed more than wsMaxReplay events.
 	wsReplayBytes = 32 << 20
 	// wsReplayBudget bounds the fragments all the process's replays hold at once: a
-	// replay's are sent after its rendering slot is given back, to a client reading as
-	// slowly as it likes, so 64 sockets of one person each held wsReplayBytes.
+	// replay sends them after giving its rendering slot back, at the pace of a client
+	// that may read as slowly as it likes, so the slots alone do not bound the memory.
 	wsReplayBudget = 256 << 20
 	wsRenderCache  = 512
 	// wsRenderCacheBytes bounds the cached fragments by size too (renderedSize): an
@@ -124,7 +124,7 @@ type hub struct {
 	// replayHeld is the bytes of fragments replays hold rendered and not yet sent, at
 	// most replayBudget (wsReplayBudget; a test lowers it).
 	replayHeld   atomic.Int64
-	replayBudget int64
+	replayBudget atomic.Int64
 	// replayers holds each person's replay slot (replayKey): one replay at a time
 	// each, so that nobody keeps all of the process's slots busy.
 	replayMu  sync.Mutex
@@ -174,7 +174,8 @@ type rendered struct {
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
 		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
-		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayBudget: wsReplayBudget}
+		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}}
+	h.replayBudget.Store(wsReplayBudget)
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -409,11 +410,20 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		}
 		missed = nil
 	}
-	// pre holds the replay's events rendered before they are sent (see below), held
-	// their bytes, counted in the process's replayHeld until sent.
+	// pre holds the replay's events rendered ahead of sending them (below); held is
+	// their bytes, which count in the process's replayHeld too until sent. hold reports
+	// whether both are still within their bounds.
 	var pre map[int64]rendered
 	held := 0
-	defer func() { h.replayHeld.Add(-int64(held)) }()
+	hold := func(n int) bool {
+		held += n
+		return h.replayHeld.Add(int64(n)) <= h.replayBudget.Load() && held <= wsReplayBytes
+	}
+	letGo := func(n int) {
+		held -= n
+		h.replayHeld.Add(-int64(n))
+	}
+	defer func() { letGo(held) }()
 	// deliver sends one event, after re-checking the caller when the event is about
 	// them (role changed, disabled, signed out); false ends the connection.
 	deliver := func(ev events.Event) bool {
@@ -438,8 +448,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			}
 			// Sent: no longer held for this socket.
 			delete(pre, ev.ID)
-			held -= len(r.raw)
-			h.replayHeld.Add(-int64(len(r.raw)))
+			letGo(len(r.raw))
 		} else if !h.send(ctx, conn, ev) {
 			return false
 		}
@@ -469,8 +478,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			if ev.ID > last && !(sessionsOnlyForCheck && ev.Topic == auth.SessionsTopic) {
 				if r, err := h.render(ctx, ev); err == nil {
 					pre[ev.ID] = r
-					held += len(r.raw)
-					if h.replayHeld.Add(int64(len(r.raw))) > h.replayBudget || held > wsReplayBytes {
+					if !hold(len(r.raw)) {
 						over = true
 						break
 					}
@@ -482,8 +490,8 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			// Too much to hold for one socket, or for all replays at once: the page
 			// reloads, as when it missed too many events. Events about this person still
 			// come on s.C and are re-checked.
-			h.replayHeld.Add(-int64(held))
-			pre, missed, held = nil, nil, 0
+			letGo(held)
+			pre, missed = nil, nil
 			if !reload() {
 				return
 			}
