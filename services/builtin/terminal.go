@@ -34,14 +34,22 @@ func commandTimeout(seconds int) time.Duration {
 	return defaultCommandTimeout
 }
 
+// runCommandArgs are run_command's arguments.
+type runCommandArgs struct {
+	Command          string `json:"command"`
+	Timeout          int    `json:"timeout"`
+	Background       bool   `json:"background"`
+	MaxOutput        int    `json:"maxOutput"`
+	WorkingDirectory string `json:"workingDirectory"`
+}
+
 // CommandTimeout is how long the terminal tool's call with args waits for its
 // command: true only for a foreground run_command, whose own timeout (up to an hour)
 // is what bounds it, so the router must not cut it off sooner.
 func CommandTimeout(args json.RawMessage) (time.Duration, bool) {
 	var in struct {
-		Operation  string `json:"operation"`
-		Timeout    int    `json:"timeout"`
-		Background bool   `json:"background"`
+		Operation string `json:"operation"`
+		runCommandArgs
 	}
 	if json.Unmarshal(args, &in) != nil || in.Operation != "run_command" || in.Background {
 		return 0, false
@@ -87,13 +95,7 @@ func TerminalTool(ts *Terminals) Tool {
 			Required: []string{"command"},
 			Display:  func(a map[string]any) string { return "Running: " + clip(str(a["command"]), 60) },
 			Run: func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {
-				var in struct {
-					Command          string `json:"command"`
-					Timeout          int    `json:"timeout"`
-					Background       bool   `json:"background"`
-					MaxOutput        int    `json:"maxOutput"`
-					WorkingDirectory string `json:"workingDirectory"`
-				}
+				var in runCommandArgs
 				if err := json.Unmarshal(args, &in); err != nil {
 					return errorResult(err.Error()), nil
 				}

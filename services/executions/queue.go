@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/jobs"
 )
 
@@ -52,6 +53,16 @@ func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, id, phase string) erro
 		return fmt.Errorf("executions: queue %s of %s: %w", phase, id, err)
 	}
 	return nil
+}
+
+// queuePhase queues a phase of execution id in tx and forgets its runner: the replica
+// that picks the job up records itself, and until then the sweep judges the pickup by
+// pickupGrace, not by an earlier runner that is alive but no longer works it.
+func (s *Service) queuePhase(ctx context.Context, tx pgx.Tx, id, phase string) error {
+	if err := clearRunner(ctx, tx, id, ""); err != nil {
+		return err
+	}
+	return s.enqueue(ctx, tx, id, phase)
 }
 
 type runWorker struct {
@@ -98,11 +109,26 @@ func (s *Service) forgetRunner(ctx context.Context, id string) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := s.pool.Exec(ctx, `/* executions.runner.forget_own */ UPDATE executions SET runner_id = NULL
-		WHERE id = $1 AND runner_id = $2::uuid`, id, s.opts.RunnerID); err != nil {
+	if err := clearRunner(ctx, s.pool, id, s.opts.RunnerID); err != nil {
 		s.log.Warn("executions: could not forget this replica as the runner of an execution whose job is retried; a sweep leaves it to this replica while it lives",
 			"execution", id, "err", err)
 	}
+}
+
+// clearRunner forgets the runner recorded on execution id, in q; with onlyIf given,
+// only when that is the runner recorded.
+func clearRunner(ctx context.Context, q db.Querier, id, onlyIf string) error {
+	var err error
+	if onlyIf == "" {
+		_, err = q.Exec(ctx, `/* executions.runner.forget */ UPDATE executions SET runner_id = NULL WHERE id = $1`, id)
+	} else {
+		_, err = q.Exec(ctx, `/* executions.runner.forget_own */ UPDATE executions SET runner_id = NULL
+			WHERE id = $1 AND runner_id = $2::uuid`, id, onlyIf)
+	}
+	if err != nil {
+		return fmt.Errorf("executions: forget the runner of %s: %w", id, err)
+	}
+	return nil
 }
 
 // giveUp ends an execution whose phase failed to run as many times as its job may try:

@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
@@ -65,16 +66,6 @@ func unlock(conn *pgxpool.Conn, id string) {
 // itself on the execution (runner_id, forgotten whenever a phase is queued: queuePhase);
 // a sweep takes one that has not by then as dropped by a replica that died.
 const pickupGrace = time.Minute
-
-// queuePhase queues a phase of execution id in tx and forgets its runner: the replica
-// that picks the job up records itself, and until then the sweep judges the pickup by
-// pickupGrace, not by an earlier runner that is alive but no longer works it.
-func (s *Service) queuePhase(ctx context.Context, tx pgx.Tx, id, phase string) error {
-	if _, err := tx.Exec(ctx, `/* executions.runner.forget */ UPDATE executions SET runner_id = NULL WHERE id = $1`, id); err != nil {
-		return fmt.Errorf("executions: forget the runner of %s: %w", id, err)
-	}
-	return s.enqueue(ctx, tx, id, phase)
-}
 
 // recover settles executions a stopped process left mid-way: a step found running
 // was interrupted, so its execution fails (or its rollback fails) and nothing runs it
@@ -186,9 +177,7 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep, id
 			// Its jobs marked running since before pickupGrace are dead replicas' (River
 			// never finalizes them): they would count as working it for good. A slow
 			// picker still alive is kept out by the lock held here.
-			if _, err := tx.Exec(ctx, `/* executions.jobs.dead */ UPDATE river_job SET state = 'discarded', finalized_at = now()
-				WHERE kind = $1 AND args @> jsonb_build_object('execution_id', $2::text) AND state = 'running'
-				AND attempted_at < now() - make_interval(secs => $3)`, runArgs{}.Kind(), id, pickupGrace.Seconds()); err != nil {
+			if err := jobs.DiscardDead(ctx, tx, runArgs{}.Kind(), "execution_id", id, pickupGrace); err != nil {
 				return fmt.Errorf("executions: finalize the dead jobs of %s: %w", id, err)
 			}
 			return s.queuePhase(ctx, tx, id, phase)
@@ -514,10 +503,7 @@ func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, re *
 		if tag.RowsAffected() == 0 {
 			return errSettledElsewhere
 		}
-		if _, err := tx.Exec(bg, `/* executions.runner.forget */ UPDATE executions SET runner_id = NULL WHERE id = $1`, ex.ID); err != nil {
-			return fmt.Errorf("executions: forget the runner of %s: %w", ex.ID, err)
-		}
-		return nil
+		return clearRunner(bg, tx, ex.ID, "")
 	})
 	if err != nil {
 		return err
@@ -534,8 +520,7 @@ const maxStepError = 4 << 10
 // storableText is s as a text column takes it (a NUL or bytes that are not UTF-8
 // replaced by U+FFFD), clipped to n bytes.
 func storableText(s string, n int) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-	return textcheck.Clip(s, n, "…")
+	return textcheck.Clip(textcheck.Storable(strings.ToValidUTF8(s, "\uFFFD")), n, "…")
 }
 
 // storableJSON is raw as jsonb takes it: a string (or key) holding a NUL, bytes that
@@ -564,7 +549,7 @@ func storableJSON(raw json.RawMessage) json.RawMessage {
 func cleanJSON(v any) any {
 	switch x := v.(type) {
 	case string:
-		return strings.ReplaceAll(x, "\x00", "\uFFFD")
+		return textcheck.Storable(x)
 	case []any:
 		for i := range x {
 			x[i] = cleanJSON(x[i])
@@ -572,7 +557,7 @@ func cleanJSON(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[strings.ReplaceAll(k, "\x00", "\uFFFD")] = cleanJSON(e)
+			out[textcheck.Storable(k)] = cleanJSON(e)
 		}
 		return out
 	}

@@ -180,6 +180,18 @@ func (q *Queue) WaitingFor(ctx context.Context, kind, key, value string) (bool, 
 	return ok, nil
 }
 
+// DiscardDead marks discarded, in tx, the jobs of kind whose args have value under key
+// and that were marked running more than olderThan ago: a dead replica's, which River
+// never finalizes (a job of no timeout) and which would count as working it for good.
+func DiscardDead(ctx context.Context, tx pgx.Tx, kind, key, value string, olderThan time.Duration) error {
+	if _, err := tx.Exec(ctx, `/* jobs.discard_dead */ UPDATE river_job SET state = 'discarded', finalized_at = now()
+		WHERE kind = $1 AND args @> jsonb_build_object($2::text, $3::text) AND state = 'running'
+		AND attempted_at < now() - make_interval(secs => $4)`, kind, key, value, olderThan.Seconds()); err != nil {
+		return fmt.Errorf("jobs: discard the dead %s jobs: %w", kind, err)
+	}
+	return nil
+}
+
 // Run works jobs until ctx ends, then lets running jobs finish for up to two minutes
 // before cancelling them.
 func (q *Queue) Run(ctx context.Context) error {

@@ -147,7 +147,7 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 		p.SetProgressToken(tok)
 	}
 	res, err := cs.CallTool(ctx, p)
-	c.answered(err)
+	c.noteRefusal(err)
 	if err != nil {
 		return nil, fmt.Errorf("mcpclient: call %s: %w", name, tooLarge(err))
 	}

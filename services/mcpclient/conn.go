@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -65,11 +66,13 @@ type conn struct {
 }
 
 // refusalsToProbe is how many refused requests in a row make the session's health be
-// checked at once (refused): a ping the server refuses too ends the session.
+// checked at once (noteRefusal): a ping the server refuses too ends the session.
 const refusalsToProbe = 3
 
-// answered notes how a request on the session ended (err nil: answered), for refused.
-func (c *conn) answered(err error) {
+// noteRefusal notes how a request on the session ended: a 4xx refusal
+// (mcp.ErrRequestRefused) adds to refusedRun, and at refusalsToProbe in a row asks
+// watch for a health check; any other outcome, success included, resets the run.
+func (c *conn) noteRefusal(err error) {
 	if err == nil || !errors.Is(err, mcp.ErrRequestRefused) {
 		c.refusedRun.Store(0)
 		return
@@ -165,7 +168,7 @@ func newConn(parent context.Context, m *Manager, cfg registry.Connection, stderr
 	masker := maskerOf(cfg)
 	// What the server says (an error's text) is stored, published and logged: masked,
 	// its NULs replaced (PostgreSQL stores none), and cut, since a server picks its length.
-	redact := func(s string) string { return registry.ClipError(noNUL(masker.String(s))) }
+	redact := func(s string) string { return registry.ClipError(textcheck.Storable(masker.String(s))) }
 	c := &conn{m: m, cfg: cfg, stderr: stderr, ctx: ctx, cancel: cancel, done: make(chan struct{}), since: time.Now(), discovering: make(chan struct{}, 1),
 		masker: masker, redact: redact, probeNow: make(chan struct{}, 1)}
 	c.breaker = gobreaker.NewCircuitBreaker[*session](gobreaker.Settings{
@@ -401,7 +404,7 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 			}
 			return "connection closed by the server"
 		case <-tick.C:
-			if reason := c.healthCheck(ctx, s, ended, true); reason != "" || ctx.Err() != nil {
+			if reason := c.healthCheck(ctx, s, ended, true /* closes the call circuit */); reason != "" || ctx.Err() != nil {
 				return reason
 			}
 		case <-c.probeNow:
@@ -413,7 +416,7 @@ func (c *conn) watch(ctx context.Context, s *session) string {
 			lastProbe = time.Now()
 			// Passing, it closes no call circuit: refusals anyone can cause (an oversized
 			// read) must not reopen calls to a server that fails them.
-			if reason := c.healthCheck(ctx, s, ended, false); reason != "" || ctx.Err() != nil {
+			if reason := c.healthCheck(ctx, s, ended, false /* closes no call circuit */); reason != "" || ctx.Err() != nil {
 				return reason
 			}
 		}
@@ -498,21 +501,21 @@ func serverInfo(cs *mcp.ClientSession, m *secrets.Masker) *registry.ServerInfo {
 	if ir == nil {
 		return &registry.ServerInfo{}
 	}
-	text := func(s string, n int) string { return clipText(noNUL(m.String(s)), n) }
+	text := func(s string, n int) string { return clipText(textcheck.Storable(m.String(s)), n) }
 	info := &registry.ServerInfo{ProtocolVersion: text(ir.ProtocolVersion, maxListedName),
 		Instructions: text(ir.Instructions, maxInstructions)}
 	if si := ir.ServerInfo; si != nil {
 		info.Name, info.Title, info.Version = text(si.Name, maxListedName), text(si.Title, maxListedName), text(si.Version, maxListedName)
 	}
 	if ir.Capabilities != nil {
-		info.Capabilities = noNULJSON(mustJSON(ir.Capabilities))
+		info.Capabilities = textcheck.StorableJSON(mustJSON(ir.Capabilities))
 		if len(info.Capabilities) > maxCapabilities {
 			caps := *ir.Capabilities
 			caps.Experimental, caps.Extensions = namesOnly(caps.Experimental), namesOnly(caps.Extensions)
-			info.Capabilities = noNULJSON(mustJSON(&caps))
+			info.Capabilities = textcheck.StorableJSON(mustJSON(&caps))
 			if len(info.Capabilities) > maxCapabilities {
 				caps.Experimental, caps.Extensions = nil, nil
-				info.Capabilities = noNULJSON(mustJSON(&caps))
+				info.Capabilities = textcheck.StorableJSON(mustJSON(&caps))
 			}
 		}
 	}

@@ -150,7 +150,7 @@ func refusedList(err error) error {
 	}
 	return fault.Wrap(err, fault.KindUpstream, "discovery_refused", fmt.Sprintf(
 		"the server's tool list could not be stored (%s); no tools changed: ask the server's author to fix what it lists",
-		noNUL(pe.Message))).About("server")
+		textcheck.Storable(pe.Message))).About("server")
 }
 
 // listTools is listToolsSkipping with the tools left out unreported.
@@ -277,12 +277,12 @@ func (l listLimits) next(seen map[string]bool, cursor string, pages int) error {
 	return nil
 }
 
-// toolDef is t as stored, its NULs replaced (noNUL, noNULJSON).
+// toolDef is t as stored, its NULs replaced (textcheck.Storable, StorableJSON).
 func toolDef(t *mcp.Tool) registry.ToolDef {
-	raw := noNULJSON(mustJSON(t))
-	d := registry.ToolDef{Name: t.Name, Title: noNUL(t.Title), Description: noNUL(t.Description), Raw: raw}
+	raw := textcheck.StorableJSON(mustJSON(t))
+	d := registry.ToolDef{Name: t.Name, Title: textcheck.Storable(t.Title), Description: textcheck.Storable(t.Description), Raw: raw}
 	if d.Title == "" && t.Annotations != nil {
-		d.Title = noNUL(t.Annotations.Title)
+		d.Title = textcheck.Storable(t.Annotations.Title)
 	}
 	// The parts are the bytes the whole tool was just encoded to: encoding the schema
 	// a second time was a sixth of a large discovery's CPU.
@@ -290,7 +290,7 @@ func toolDef(t *mcp.Tool) registry.ToolDef {
 		if b := member(raw, name); b != nil {
 			return b
 		}
-		return noNULJSON(mustJSON(v))
+		return textcheck.StorableJSON(mustJSON(v))
 	}
 	if t.InputSchema != nil {
 		d.InputSchema = part("inputSchema", t.InputSchema)
@@ -341,15 +341,15 @@ func member(raw []byte, name string) json.RawMessage {
 func maskListed(m *secrets.Masker, d *registry.Discovery) {
 	for i := range d.Resources {
 		r := &d.Resources[i]
-		r.URI, r.Name, r.Title, r.Description, r.MIMEType = noNUL(m.String(r.URI)), noNUL(m.String(r.Name)), noNUL(m.String(r.Title)),
-			noNUL(m.String(r.Description)), noNUL(m.String(r.MIMEType))
+		r.URI, r.Name, r.Title, r.Description, r.MIMEType = textcheck.Storable(m.String(r.URI)), textcheck.Storable(m.String(r.Name)), textcheck.Storable(m.String(r.Title)),
+			textcheck.Storable(m.String(r.Description)), textcheck.Storable(m.String(r.MIMEType))
 		*r = shortResource(*r)
 	}
 	for i := range d.Prompts {
 		p := &d.Prompts[i]
-		p.Name, p.Title, p.Description = noNUL(m.String(p.Name)), noNUL(m.String(p.Title)), noNUL(m.String(p.Description))
+		p.Name, p.Title, p.Description = textcheck.Storable(m.String(p.Name)), textcheck.Storable(m.String(p.Title)), textcheck.Storable(m.String(p.Description))
 		for j, a := range p.Arguments {
-			p.Arguments[j] = noNUL(m.String(a))
+			p.Arguments[j] = textcheck.Storable(m.String(a))
 		}
 		*p = shortPrompt(*p)
 	}
@@ -543,42 +543,4 @@ func badToolName(name string) string {
 		return "a control character in its name"
 	}
 	return ""
-}
-
-// nulReplacement stands for a NUL a server sent: PostgreSQL stores no U+0000 in text,
-// nor the escape \u0000 in jsonb.
-const nulReplacement = "\ufffd"
-
-// noNUL is s with each NUL replaced.
-func noNUL(s string) string {
-	if !strings.Contains(s, "\x00") {
-		return s
-	}
-	return strings.ReplaceAll(s, "\x00", nulReplacement)
-}
-
-// noNULJSON is the JSON b (as encoding/json writes it) with each \u0000 escape
-// replaced by \ufffd, and b itself when it has none.
-func noNULJSON(b []byte) []byte {
-	const esc = `\u0000`
-	if !bytes.Contains(b, []byte(esc)) {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 == len(b) {
-			out = append(out, b[i])
-			continue
-		}
-		// Every backslash of valid JSON starts an escape: read it whole, so the \\ of
-		// an escaped backslash is never taken for the start of another.
-		if bytes.HasPrefix(b[i:], []byte(esc)) {
-			out = append(out, `\ufffd`...)
-			i += len(esc) - 1
-			continue
-		}
-		out = append(out, b[i], b[i+1])
-		i++
-	}
-	return out
 }

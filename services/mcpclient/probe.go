@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -68,7 +69,7 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	parent := ctx
 	stderr := newLineBuffer(50, 2048)
 	mask := redactor(cfg)
-	redact := func(s string) string { return noNUL(mask(s)) } // NULs, as in what discovery stores
+	redact := func(s string) string { return textcheck.Storable(mask(s)) } // NULs, as in what discovery stores
 	stderr.setRedact(redact)
 	var res TestResult
 	fail := func(err error) TestResult {
@@ -156,7 +157,7 @@ func countTools(ctx context.Context, cs *mcp.ClientSession, lim listLimits, res 
 			count++
 			size += len(mustJSON(t))
 			if len(res.Tools) < testToolNames {
-				res.Tools = append(res.Tools, noNUL(t.Name))
+				res.Tools = append(res.Tools, textcheck.Storable(t.Name))
 			}
 		}
 		if page.NextCursor == "" {

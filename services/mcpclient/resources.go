@@ -75,7 +75,7 @@ func (m *Manager) ReadResource(ctx context.Context, id, uri string) (*mcp.ReadRe
 	rctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	res, err := s.cs.ReadResource(rctx, &mcp.ReadResourceParams{URI: uri})
-	c.answered(err)
+	c.noteRefusal(err)
 	if err != nil {
 		return nil, c.requestError(ctx, rctx, "resources/read", err)
 	}
@@ -94,7 +94,7 @@ func (m *Manager) GetPrompt(ctx context.Context, id, name string, args map[strin
 	rctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	res, err := s.cs.GetPrompt(rctx, &mcp.GetPromptParams{Name: name, Arguments: args})
-	c.answered(err)
+	c.noteRefusal(err)
 	if err != nil {
 		return nil, c.requestError(ctx, rctx, "prompts/get", err)
 	}

@@ -107,7 +107,7 @@ func compileDoc(doc any) (*jsonschema.Schema, string, error) {
 	// Below that, MaxValues bounds the evaluations already.
 	secret := secretProperties(doc)
 	if load > 0 || evals*MaxValues > maxEvaluationWork || secret != nil {
-		remember(s, costs{load: load, evals: evals, secret: secret})
+		remember(s, facts{load: load, evals: evals, secret: secret})
 	}
 	return s, "", nil
 }
@@ -180,12 +180,12 @@ const maxLeafMessage = 512
 
 // leafMessage is leafString with the value that fails a pattern or a format cut to 100
 // characters, or left out when it may be a credential (secret: under a parameter the
-// schema marks secret; by its look, or a name on its path such as "api_key"): the
+// schema marks secret or a name on its path such as "api_key"; or by its look): the
 // message reaches the audit log and the usage records. Any message is cut to
 // maxLeafMessage.
 func leafMessage(ve *jsonschema.ValidationError, secret bool) string {
 	value := func(v any) string {
-		if secret || secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
+		if secret || secrets.HoldsSecret(v) {
 			return "the value"
 		}
 		return "'" + clipRunes(fmt.Sprint(v), 100) + "'"
@@ -197,9 +197,10 @@ func leafMessage(ve *jsonschema.ValidationError, secret bool) string {
 	case *kind.Format:
 		msg = value(k.Got) + " is not valid " + k.Want
 	case *kind.Minimum, *kind.Maximum, *kind.ExclusiveMinimum, *kind.ExclusiveMaximum, *kind.MultipleOf:
-		// "maximum: got 12345, want 9999": a secret number (a PIN) is left out.
+		// "maximum: got 12345, want 9999": a secret number (a PIN) is left out. This
+		// parses the library's "kw: got X, want Y" wording; other wording is kept whole.
 		msg = leafString(ve)
-		if secret || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
+		if secret {
 			if kw, rest, ok := strings.Cut(msg, ": got "); ok {
 				if _, want, ok := strings.Cut(rest, ", want "); ok {
 					msg = kw + ": want " + want + " (the value given is not shown)"
@@ -215,9 +216,9 @@ func leafMessage(ve *jsonschema.ValidationError, secret bool) string {
 // given is "; got <value as JSON>" for an enum or const error: the library names the
 // allowed values but not the one given, and a caller who sent "Read" where "read" is
 // allowed should see both. It is "" for an object or array, and for a value that may
-// be a credential (secret, by its look, or a name on its path such as "api_key"): the
-// message reaches the audit log and the usage records, which keep no secret. Scalars
-// are cut to 60 characters.
+// be a credential (secret, as for leafMessage, or by its look): the message reaches
+// the audit log and the usage records, which keep no secret. Scalars are cut to 60
+// characters.
 func given(ve *jsonschema.ValidationError, secret bool) string {
 	var v any
 	switch k := ve.ErrorKind.(type) {
@@ -232,7 +233,7 @@ func given(ve *jsonschema.ValidationError, secret bool) string {
 	case []any, map[string]any:
 		return ""
 	}
-	if secret || secrets.HoldsSecret(v) || slices.ContainsFunc(ve.InstanceLocation, secrets.LooksSecretName) {
+	if secret || secrets.HoldsSecret(v) {
 		return ""
 	}
 	b, err := json.Marshal(v)
@@ -309,7 +310,7 @@ func validateArguments(s *jsonschema.Schema, args any, hidden map[string]bool) e
 	case nil:
 		args = map[string]any{}
 	default:
-		if costsOf(s).load > 0 { // measured as JSON, as raw arguments are
+		if factsOf(s).load > 0 { // measured as JSON, as raw arguments are
 			b, _ := json.Marshal(args)
 			if err := CheckSize(s, len(b)); err != nil {
 				return tooLarge(err)
@@ -366,7 +367,7 @@ func validate(s *jsonschema.Schema, doc any, hidden map[string]bool) error {
 		return verr.New("", err.Error())
 	}
 	out := &verr.Error{}
-	marked := costsOf(s).secret
+	marked := factsOf(s).secret
 	seen := map[string]bool{} // path and message: the branches of an anyOf repeat each other
 	listed := map[string]bool{}
 	more := 0
@@ -403,7 +404,8 @@ func validate(s *jsonschema.Schema, doc any, hidden map[string]bool) error {
 		if _, ok := l.ErrorKind.(*kind.Type); ok {
 			k = verr.KindType
 		}
-		secret := len(l.InstanceLocation) > 0 && (marked[l.InstanceLocation[0]] || hidden[l.InstanceLocation[0]])
+		secret := len(l.InstanceLocation) > 0 && (marked[l.InstanceLocation[0]] || hidden[l.InstanceLocation[0]]) ||
+			slices.ContainsFunc(l.InstanceLocation, secrets.LooksSecretName)
 		add(loc, k, leafMessage(l, secret)+given(l, secret))
 	}
 	if more > 0 {

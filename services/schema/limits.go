@@ -345,7 +345,7 @@ func (sc scan) problem(s *jsonschema.Schema) (at, why string) {
 	if sc.numberWhy != "" {
 		return sc.at, sc.numberWhy
 	}
-	if evals := costsOf(s).evals; float64(sc.values)*evals > maxEvaluationWork {
+	if evals := factsOf(s).evals; float64(sc.values)*evals > maxEvaluationWork {
 		return "", fmt.Sprintf("too many values to check against the schema: %d JSON values, each of which the schema may check up to %.0f times (through $ref, allOf, anyOf and the like), could take %.2g evaluations, more than the %.0g allowed",
 			sc.values, evals, float64(sc.values)*evals, float64(maxEvaluationWork))
 	}

@@ -139,34 +139,35 @@ func checkPatterns(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (strin
 	return "", load, nil
 }
 
-// costs is what validating one value against a compiled schema may cost: load, the
-// instructions of the patterns applied to it (each counted as often as the validator may
-// apply it there), and evals, the evaluations of subschemas (checkComplexity); and
-// secret, the top-level properties whose values its problems do not quote.
-type costs struct {
+// facts is what compiling a schema found that validating against it needs: what
+// validating one value may cost (load, the instructions of the patterns applied to it,
+// each counted as often as the validator may apply it there; evals, the evaluations of
+// subschemas: checkComplexity), and secret, the top-level properties whose values its
+// problems do not quote.
+type facts struct {
 	load, evals float64
 	secret      map[string]bool
 }
 
-// known holds the costs of the compiled schemas that need them (compileDoc). Entries go
+// known holds the facts of the compiled schemas that need them (compileDoc). Entries go
 // when their schema is collected.
-var known sync.Map // weak.Pointer[jsonschema.Schema] → costs
+var known sync.Map // weak.Pointer[jsonschema.Schema] → facts
 
-func remember(s *jsonschema.Schema, c costs) {
+func remember(s *jsonschema.Schema, c facts) {
 	k := weak.Make(s)
 	known.Store(k, c)
 	runtime.AddCleanup(s, func(k weak.Pointer[jsonschema.Schema]) { known.Delete(k) }, k)
 }
 
-func costsOf(s *jsonschema.Schema) costs {
+func factsOf(s *jsonschema.Schema) facts {
 	if s == nil {
-		return costs{}
+		return facts{}
 	}
 	v, ok := known.Load(weak.Make(s))
 	if !ok {
-		return costs{}
+		return facts{}
 	}
-	return v.(costs)
+	return v.(facts)
 }
 
 // CheckSize returns an error wrapping ErrTooLarge when validating a document of n bytes
@@ -175,7 +176,7 @@ func costsOf(s *jsonschema.Schema) costs {
 // instructions of the patterns applied to that value, so n times the most any one value's
 // patterns cost bounds the work: a bound, not the cost, which is usually far less.
 func CheckSize(s *jsonschema.Schema, n int) error {
-	load := costsOf(s).load
+	load := factsOf(s).load
 	if float64(n)*load <= maxValidationWork {
 		return nil
 	}

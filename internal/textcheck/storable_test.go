@@ -1,22 +1,23 @@
-package mcpclient
+package textcheck
 
 import (
 	"encoding/json"
 	"testing"
 )
 
-// noNULJSON replaces the \u0000 escape only: an escaped backslash followed by
+// StorableJSON replaces the \u0000 escape only: an escaped backslash followed by
 // "u0000" is text, kept as it is.
-func TestNoNULJSON(t *testing.T) {
+func TestStorableJSON(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"a":"x\u0000y"}`:            `{"a":"x\ufffdy"}`,
 		`{"a":"x\\u0000y"}`:           `{"a":"x\\u0000y"}`,
 		`{"a":"\\\u0000","\u0000":1}`: `{"a":"\\\ufffd","\ufffd":1}`,
 		`{"a":"plain"}`:               `{"a":"plain"}`,
 	} {
-		got := noNULJSON([]byte(in))
+		got := StorableJSON([]byte(in))
 		if string(got) != want || !json.Valid(got) {
-			t.Errorf("noNULJSON(%s) = %s, want %s", in, got, want)
+			t.Errorf("StorableJSON(%s) = %s, want %s", in, got, want)
 		}
 	}
 }
