@@ -35,6 +35,11 @@ const Unanswered = 24 * time.Hour
 // life (every pollEvery) before Prune cancels it: the process that waited ended.
 const Abandoned = time.Minute
 
+// MaxPending is how many questions may wait for one person's answer at once: each
+// waiting call holds a connection's worth of heartbeats for up to a day, so an agent
+// asking in a loop is told to wait for the answers first.
+const MaxPending = 20
+
 // UserTopic is the topic of what concerns one person: the questions waiting for them.
 func UserTopic(userID string) string { return "user:" + userID }
 
@@ -202,6 +207,21 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	var c Collaboration
 	asker := audit.Caller(q.ActorKind, q.UserID, q.UserName, q.TokenID)
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		// The lock first, then the count in a statement of its own: its snapshot then
+		// sees what an Ask that held the lock before committed.
+		if _, err := tx.Exec(ctx, `/* grants.Ask.lock */ SELECT pg_advisory_xact_lock(hashtextextended('collab:' || $1, 0))`,
+			q.UserID); err != nil {
+			return fmt.Errorf("grants: count the questions waiting: %w", err)
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `/* grants.Ask.pending */ SELECT count(*) FROM collaborations WHERE user_id = $1 AND status = 'pending'`,
+			q.UserID).Scan(&n); err != nil {
+			return fmt.Errorf("grants: count the questions waiting: %w", err)
+		}
+		if n >= MaxPending {
+			return fault.Conflict("too_many_questions", fmt.Sprintf("not asked: %d of your questions already wait for an answer, "+
+				"the most there may be; answer or cancel the waiting questions first, then ask again", n))
+		}
 		var err error
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Ask */ INSERT INTO collaborations (user_id, user_name, conversation_id, call_id,
 			execution_id, source, prompt, authorize_operation, target, grant_one_time, grant_ttl_seconds, created_at)

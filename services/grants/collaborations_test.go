@@ -2,12 +2,15 @@ package grants_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/grants"
 )
 
@@ -71,5 +74,78 @@ func TestCancelAsked(t *testing.T) {
 	}
 	if list, err := here.Collaborations(ctx, bob.ID, grants.StatusPending); err != nil || len(list) != 1 {
 		t.Fatalf("bob's question: %v %+v", err, list)
+	}
+}
+
+// An agent may leave at most 20 questions waiting for one person: the next is
+// refused at once (it would wait and heartbeat for a day), an answer frees a slot, and
+// another person's questions do not count.
+func TestAskCap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := grants.New(pool, nil)
+	alice := addUser(t, pool, "alice")
+	bob := addUser(t, pool, "bob")
+	const most = 20 // grants.MaxPending, the number docs/api.md gives
+	for i := range most {
+		if _, err := pool.Exec(ctx, `INSERT INTO collaborations (user_id, conversation_id, prompt) VALUES ($1, 'c', $2)`,
+			alice.ID, fmt.Sprintf("question %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO collaborations (user_id, conversation_id, prompt) VALUES ($1, 'c', 'for bob')`, bob.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Bounded so that, without the cap, the call gives up instead of waiting a day.
+	bounded, stop := context.WithTimeout(ctx, 10*time.Second)
+	defer stop()
+	c, err := s.Ask(bounded, grants.Question{UserID: alice.ID, UserName: "alice", ConversationID: "c", Prompt: "one more?"})
+	if f, ok := fault.As(err); !ok || f.Code != "too_many_questions" || f.Kind != fault.KindConflict ||
+		!strings.Contains(f.Message, "answer or cancel") {
+		t.Fatalf("the 21st question: %v %+v, want too_many_questions", err, c)
+	}
+	if n := testkit.Count(t, pool, `SELECT count(*) FROM collaborations WHERE user_id = $1`, alice.ID); n != most {
+		t.Fatalf("%d questions stored, want %d: the refused one is not", n, most)
+	}
+
+	list, err := s.Collaborations(ctx, alice.ID, grants.StatusPending)
+	if err != nil || len(list) != most {
+		t.Fatalf("pending: %v %d", err, len(list))
+	}
+	if _, err := s.Respond(ctx, alice, list[0].ID, "yes"); err != nil {
+		t.Fatal(err)
+	}
+	asking, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		c   grants.Collaboration
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := s.Ask(asking, grants.Question{UserID: alice.ID, UserName: "alice", ConversationID: "c", Prompt: "now?"})
+		done <- result{c, err}
+	}()
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		return testkit.Count(t, pool, `SELECT count(*) FROM collaborations WHERE user_id = $1 AND prompt = 'now?' AND status = 'pending'`, alice.ID) == 1
+	}, "the question after an answer waits")
+	cancel()
+	if r := <-done; r.err != nil || r.c.Status != grants.StatusCancelled {
+		t.Fatalf("the question after an answer: %v %+v", r.err, r.c)
+	}
+	// Bob has one question waiting, far from the cap.
+	bobAsks, cancelBob := context.WithCancel(ctx)
+	defer cancelBob()
+	go func() {
+		c, err := s.Ask(bobAsks, grants.Question{UserID: bob.ID, UserName: "bob", ConversationID: "c", Prompt: "bob too?"})
+		done <- result{c, err}
+	}()
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		return testkit.Count(t, pool, `SELECT count(*) FROM collaborations WHERE user_id = $1 AND status = 'pending'`, bob.ID) == 2
+	}, "bob's second question waits")
+	cancelBob()
+	if r := <-done; r.err != nil || r.c.Status != grants.StatusCancelled {
+		t.Fatalf("bob's question: %v %+v", r.err, r.c)
 	}
 }
