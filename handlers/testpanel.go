@@ -802,7 +802,7 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 	verify := only == "" && PrincipalOf(c).Can(auth.PermToolEnable)
 	// The cases started against the definition read above; if discovery changed it
 	// meanwhile, the run must not verify the new one.
-	rec, err := h.Tools.RecordTestRunOf(ctx, ActorOf(c), it.ID, it.DefinitionHash, results, verify)
+	rec, err := h.Tools.RecordTestRunBy(ctx, ActorOf(c), it.ID, it.DefinitionHash, results, verify, PrincipalOf(c).Can(auth.PermToolOverride))
 	passed := 0
 	for _, r := range results {
 		if r.Passed {
@@ -814,6 +814,8 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 		switch {
 		case verify && rec.DefinitionChanged:
 			msg += " The tool's definition changed while they ran, so they did not verify it: run them again."
+		case verify && rec.OverrideNeeded != "":
+			msg += " The tool stays " + rec.Status + ": " + rec.OverrideNeeded + "."
 		case verify && rec.Status != it.Status:
 			msg += " The tool is now " + rec.Status + "."
 		}

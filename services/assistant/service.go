@@ -988,7 +988,7 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			continue
 		}
 		verify := p.Can(auth.PermToolEnable)
-		rec, err := s.tools.RecordTestRunOf(ctx, actor, id, before.DefinitionHash, results, verify)
+		rec, err := s.tools.RecordTestRunBy(ctx, actor, id, before.DefinitionHash, results, verify, p.Can(auth.PermToolOverride))
 		if err != nil {
 			return err
 		}
@@ -1011,6 +1011,8 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 		}
 		if rec.DefinitionChanged {
 			line += " Its definition changed while they ran, so they did not verify it: run them again."
+		} else if rec.OverrideNeeded != "" {
+			line += " The tool stays " + status + ": " + rec.OverrideNeeded + "."
 		} else if verify && status != t.State {
 			line += " The tool is now " + status + "."
 		}

@@ -267,14 +267,30 @@ type TestRunRecord struct {
 	// DefinitionChanged is set when the tool's definition is no longer the one the run
 	// started against: the outcomes are recorded, but they verify nothing.
 	DefinitionChanged bool
+	// OverrideNeeded says why a passing run left a failed tool failed (the cases it failed
+	// on changed since, so verifying it is an administrator's override); "" otherwise.
+	OverrideNeeded string
 }
 
 // RecordTestRunOf is RecordTestRun for a run that started against the definition with
 // hash: when the tool's definition has changed since (discovery may do that while the
 // cases run), the outcomes are recorded and audited but the tool's state is left as it
 // is, as they say nothing of the definition it has now. A hash of "" is not checked.
+// The caller is taken not to hold tool.override (RecordTestRunBy).
 func (s *Service) RecordTestRunOf(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify bool) (TestRunRecord, error) {
-	var status string
+	return s.RecordTestRunBy(ctx, actor, id, hash, results, verify, false)
+}
+
+// caseSetKey is the history metadata of a move to failed that pins the cases the tool
+// failed on: case id → updated_at (Unix µs; every save sets it).
+const caseSetKey = "case_set"
+
+// RecordTestRunBy is RecordTestRunOf by a caller who holds tool.override or not. Without
+// it, a passing run verifies a failed tool only when every case the tool failed on is
+// still there, unsaved since, and passed in the run: deleting or weakening the failing
+// case and running the rest would otherwise enable it without an override.
+func (s *Service) RecordTestRunBy(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify, override bool) (TestRunRecord, error) {
+	var status, overrideNeeded string
 	changed := false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		t, err := getItem(ctx, tx, id, true)
@@ -302,16 +318,33 @@ func (s *Service) RecordTestRunOf(ctx context.Context, actor audit.Actor, id, ha
 			payload["definition_changed"] = true
 			payload["note"] = "the tool's definition changed while the cases ran, so the run does not change its state"
 		}
-		if verify && !changed && toolstate.Allowed(t.Status, toolstate.Testing) && len(results) > 0 {
+		if verify && !changed && passed && !override && t.Status == toolstate.Failed {
+			if overrideNeeded, err = failedCasesChanged(ctx, tx, t.ID, results); err != nil {
+				return err
+			}
+			if overrideNeeded != "" {
+				payload["override_needed"] = true
+				payload["note"] = "the tool stays failed: " + overrideNeeded
+			}
+		}
+		if verify && !changed && overrideNeeded == "" && toolstate.Allowed(t.Status, toolstate.Testing) && len(results) > 0 {
 			to := toolstate.Failed
 			reason := "a test case failed"
 			if passed {
 				to, reason = toolstate.Verified, fmt.Sprintf("all %d test cases passed", len(results))
 			}
 			meta := map[string]any{"cases": len(results), "passed": passed}
+			failMeta := meta
+			if !passed {
+				set, err := failedCaseSet(ctx, tx, t)
+				if err != nil {
+					return err
+				}
+				failMeta = map[string]any{"cases": len(results), "passed": passed, caseSetKey: set}
+			}
 			if err := ApplyMoves(ctx, tx, []toolstate.Move{
 				{ToolID: t.ID, From: t.Status, To: toolstate.Testing, Reason: "test run started", Actor: actor.Name, Metadata: meta},
-				{ToolID: t.ID, From: toolstate.Testing, To: to, Reason: reason, Actor: actor.Name, Metadata: meta},
+				{ToolID: t.ID, From: toolstate.Testing, To: to, Reason: reason, Actor: actor.Name, Metadata: failMeta},
 			}); err != nil {
 				return err
 			}
@@ -325,7 +358,88 @@ func (s *Service) RecordTestRunOf(ctx context.Context, actor audit.Actor, id, ha
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TestRunRecord{}, ErrNotFound
 	}
-	return TestRunRecord{Status: status, DefinitionChanged: changed}, err
+	return TestRunRecord{Status: status, DefinitionChanged: changed, OverrideNeeded: overrideNeeded}, err
+}
+
+// pinnedCaseSet is the case set of tool id's latest move to failed; ok is false when
+// that move recorded none (the tool failed before case sets were recorded).
+func pinnedCaseSet(ctx context.Context, tx pgx.Tx, id string) (set map[string]int64, ok bool, err error) {
+	var raw []byte
+	err = tx.QueryRow(ctx, `/* tools.RecordTestRun.pinned */
+		SELECT metadata->'`+caseSetKey+`' FROM tool_state_history WHERE tool_id = $1 AND to_status = 'failed'
+		ORDER BY id DESC LIMIT 1`, id).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) || err == nil && (len(raw) == 0 || string(raw) == "null") {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("tools: read the failed run's cases: %w", err)
+	}
+	if err := json.Unmarshal(raw, &set); err != nil {
+		return nil, false, fmt.Errorf("tools: read the failed run's cases: %w", err)
+	}
+	return set, true, nil
+}
+
+// currentCaseSet is tool id's cases now, as a case set.
+func currentCaseSet(ctx context.Context, tx pgx.Tx, id string) (map[string]int64, error) {
+	rows, err := tx.Query(ctx, `/* tools.RecordTestRun.cases */ SELECT id::text, updated_at FROM tool_test_cases WHERE tool_id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("tools: read test cases: %w", err)
+	}
+	set := map[string]int64{}
+	var cid string
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&cid, &at}, func() error {
+		set[cid] = at.UnixMicro()
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tools: read test cases: %w", err)
+	}
+	return set, nil
+}
+
+// failedCaseSet is the case set a move of t to failed records: the one pinned when it
+// first failed if it is failed already (a failing rerun of fewer or weaker cases must
+// not lower the bar), else its cases now.
+func failedCaseSet(ctx context.Context, tx pgx.Tx, t Item) (map[string]int64, error) {
+	if t.Status == toolstate.Failed {
+		if set, ok, err := pinnedCaseSet(ctx, tx, t.ID); err != nil || ok {
+			return set, err
+		}
+	}
+	return currentCaseSet(ctx, tx, t.ID)
+}
+
+// failedCasesChanged says why a passing run of failed tool id does not verify it without
+// an override, "" when it does: every case pinned when it failed must still be there,
+// unsaved since, and have passed in this run.
+func failedCasesChanged(ctx context.Context, tx pgx.Tx, id string, results []CaseResult) (string, error) {
+	const need = "an administrator's override is needed: "
+	pinned, ok, err := pinnedCaseSet(ctx, tx, id)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return need + "the tool failed before the cases it failed on were recorded", nil
+	}
+	now, err := currentCaseSet(ctx, tx, id)
+	if err != nil {
+		return "", err
+	}
+	ran := map[string]bool{}
+	for _, r := range results {
+		ran[r.CaseID] = ran[r.CaseID] || r.Passed
+	}
+	for cid, at := range pinned {
+		if got, ok := now[cid]; !ok || got != at {
+			return need + "the cases changed since the tool failed (one was deleted or saved again)", nil
+		}
+		if !ran[cid] {
+			return need + "the run did not include every case the tool failed on; run them all", nil
+		}
+	}
+	return "", nil
 }
 
 // SecretsHeld says which arguments of a case hold a secret value, "" when none does:
