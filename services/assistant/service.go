@@ -988,7 +988,7 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			continue
 		}
 		verify := p.Can(auth.PermToolEnable)
-		rec, err := s.tools.RecordTestRunBy(ctx, actor, id, before.DefinitionHash, results, verify, p.Can(auth.PermToolOverride))
+		rec, err := s.tools.RecordTestRun(ctx, actor, id, before.DefinitionHash, results, verify, p.Can(auth.PermToolOverride))
 		if err != nil {
 			return err
 		}

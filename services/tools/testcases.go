@@ -261,7 +261,7 @@ type CaseResult struct {
 	Message    string  `json:"message"`
 }
 
-// TestRunRecord is what RecordTestRunOf did.
+// TestRunRecord is what RecordTestRun did.
 type TestRunRecord struct {
 	Status string // the tool's status afterwards
 	// DefinitionChanged is set when the tool's definition is no longer the one the run
@@ -272,24 +272,19 @@ type TestRunRecord struct {
 	OverrideNeeded string
 }
 
-// RecordTestRunOf is RecordTestRun for a run that started against the definition with
-// hash: when the tool's definition has changed since (discovery may do that while the
-// cases run), the outcomes are recorded and audited but the tool's state is left as it
-// is, as they say nothing of the definition it has now. A hash of "" is not checked.
-// The caller is taken not to hold tool.override (RecordTestRunBy).
-func (s *Service) RecordTestRunOf(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify bool) (TestRunRecord, error) {
-	return s.RecordTestRunBy(ctx, actor, id, hash, results, verify, false)
-}
-
 // caseSetKey is the history metadata of a move to failed that pins the cases the tool
 // failed on: case id → updated_at (Unix µs; every save sets it).
 const caseSetKey = "case_set"
 
-// RecordTestRunBy is RecordTestRunOf by a caller who holds tool.override or not. Without
-// it, a passing run verifies a failed tool only when every case the tool failed on is
-// still there, unsaved since, and passed in the run: deleting or weakening the failing
-// case and running the rest would otherwise enable it without an override.
-func (s *Service) RecordTestRunBy(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify, override bool) (TestRunRecord, error) {
+// RecordTestRun records a run of tool id's cases, begun against the definition with
+// hash: when the tool's definition has changed since (discovery may do that while the
+// cases run), the outcomes are recorded and audited but the tool's state is left as it
+// is, as they say nothing of the definition it has now (a hash of "" is not checked).
+// With verify, the run moves the tool's state. Without override (tool.override), a
+// passing run verifies a failed tool only when every case the tool failed on is still
+// there, unsaved since, and passed in the run: deleting or weakening the failing case
+// and running the rest would otherwise enable it without an override.
+func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify, override bool) (TestRunRecord, error) {
 	var status, overrideNeeded string
 	changed := false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {

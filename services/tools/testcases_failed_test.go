@@ -21,8 +21,8 @@ func failedWithCases(t *testing.T, f *fixture, name string) (id string, a, b too
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.svc.RecordTestRunOf(f.ctx, bob, id, "", []tools.CaseResult{
-		{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: b.ID, Name: "b", Passed: false}}, true)
+	rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{
+		{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: b.ID, Name: "b", Passed: false}}, true, false)
 	if err != nil || rec.Status != "failed" {
 		t.Fatalf("first run: got %+v %v, want failed", rec, err)
 	}
@@ -41,7 +41,7 @@ func TestFailedToolCasesChanged(t *testing.T) {
 		if err := f.svc.DeleteTestCase(f.ctx, bob, id, b.ID); err != nil {
 			t.Fatal(err)
 		}
-		rec, err := f.svc.RecordTestRunOf(f.ctx, bob, id, "", []tools.CaseResult{{CaseID: a.ID, Name: "a", Passed: true}}, true)
+		rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{{CaseID: a.ID, Name: "a", Passed: true}}, true, false)
 		if err != nil || rec.Status != "failed" || f.status(id) != "failed" {
 			t.Fatalf("run after deleting the failing case: got %+v %v (stored %s), want the tool still failed", rec, err, f.status(id))
 		}
@@ -57,16 +57,16 @@ func TestFailedToolCasesChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec, err := f.svc.RecordTestRunOf(f.ctx, bob, id, "", []tools.CaseResult{
-			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: c.ID, Name: "c", Passed: false}}, true); err != nil || rec.Status != "failed" {
+		if rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{
+			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: c.ID, Name: "c", Passed: false}}, true, false); err != nil || rec.Status != "failed" {
 			t.Fatalf("failing rerun: got %+v %v, want failed", rec, err)
 		}
-		if rec, err := f.svc.RecordTestRunOf(f.ctx, bob, id, "", []tools.CaseResult{
-			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: c.ID, Name: "c", Passed: true}}, true); err != nil || rec.Status != "failed" {
+		if rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{
+			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: c.ID, Name: "c", Passed: true}}, true, false); err != nil || rec.Status != "failed" {
 			t.Fatalf("passing run after a failing rerun: got %+v %v, want still failed", rec, err)
 		}
 		// An administrator (tool.override) verifies it as before.
-		rec, err = f.svc.RecordTestRunBy(f.ctx, alice, id, "", []tools.CaseResult{{CaseID: a.ID, Name: "a", Passed: true}}, true, true)
+		rec, err = f.svc.RecordTestRun(f.ctx, alice, id, "", []tools.CaseResult{{CaseID: a.ID, Name: "a", Passed: true}}, true, true)
 		if err != nil || rec.Status != "verified" || rec.OverrideNeeded != "" {
 			t.Fatalf("administrator's run: got %+v %v, want verified", rec, err)
 		}
@@ -78,8 +78,8 @@ func TestFailedToolCasesChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := f.svc.RecordTestRunOf(f.ctx, bob, id, "", []tools.CaseResult{
-			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: b.ID, Name: "b", Passed: true}}, true)
+		rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{
+			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: b.ID, Name: "b", Passed: true}}, true, false)
 		if err != nil || rec.Status != "failed" || f.status(id) != "failed" {
 			t.Fatalf("run after re-saving the failing case: got %+v %v (stored %s), want the tool still failed", rec, err, f.status(id))
 		}
@@ -92,8 +92,8 @@ func TestFailedToolCasesChanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := f.svc.RecordTestRunOf(f.ctx, bob, id, "", []tools.CaseResult{
-			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: b.ID, Name: "b", Passed: true}, {CaseID: c.ID, Name: "c", Passed: true}}, true)
+		rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{
+			{CaseID: a.ID, Name: "a", Passed: true}, {CaseID: b.ID, Name: "b", Passed: true}, {CaseID: c.ID, Name: "c", Passed: true}}, true, false)
 		if err != nil || rec.Status != "verified" {
 			t.Fatalf("rerun of the unchanged cases: got %+v %v, want verified", rec, err)
 		}
@@ -101,7 +101,7 @@ func TestFailedToolCasesChanged(t *testing.T) {
 
 	t.Run("run leaves out a failing case", func(t *testing.T) {
 		id, a, _ := failedWithCases(t, f, "partial")
-		rec, err := f.svc.RecordTestRunOf(f.ctx, bob, id, "", []tools.CaseResult{{CaseID: a.ID, Name: "a", Passed: true}}, true)
+		rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{{CaseID: a.ID, Name: "a", Passed: true}}, true, false)
 		if err != nil || rec.Status != "failed" || !strings.Contains(rec.OverrideNeeded, "did not include every case") {
 			t.Fatalf("run of a only: got %+v %v, want failed, saying b did not run", rec, err)
 		}

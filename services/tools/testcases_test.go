@@ -95,7 +95,7 @@ func TestRecordTestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			id := f.tool(toolSpec{server: sv, name: tc.name, status: tc.status})
-			rec, err := f.svc.RecordTestRunBy(f.ctx, alice, id, "", []tools.CaseResult{{Name: "a", Passed: tc.passed}}, tc.verify, tc.override)
+			rec, err := f.svc.RecordTestRun(f.ctx, alice, id, "", []tools.CaseResult{{Name: "a", Passed: tc.passed}}, tc.verify, tc.override)
 			got := rec.Status
 			if err != nil || got != tc.want {
 				t.Fatalf("got %q %v, want %q", got, err, tc.want)
@@ -120,7 +120,7 @@ func TestRecordTestRunDefinitionChanged(t *testing.T) {
 	id := f.tool(toolSpec{server: f.server("s", true), name: "changes", status: "configured"})
 	seen := f.get(id).DefinitionHash // what the handler passes on to RunCases
 	f.exec(`UPDATE mcp_tools SET definition_hash = 'hash-b', status = 'validated' WHERE id = $1`, id)
-	got, err := f.svc.RecordTestRunOf(f.ctx, alice, id, seen, []tools.CaseResult{{Name: "a", Passed: true}}, true)
+	got, err := f.svc.RecordTestRun(f.ctx, alice, id, seen, []tools.CaseResult{{Name: "a", Passed: true}}, true, false)
 	if err != nil || got.Status != "validated" || !got.DefinitionChanged {
 		t.Fatalf("got %+v %v, want status validated with the definition changed", got, err)
 	}
@@ -132,7 +132,7 @@ func TestRecordTestRunDefinitionChanged(t *testing.T) {
 		t.Fatalf("audit rows noting the changed definition: got %d, want 1", n)
 	}
 	// Run again against the definition it has now: verified.
-	got, err = f.svc.RecordTestRunOf(f.ctx, alice, id, "hash-b", []tools.CaseResult{{Name: "a", Passed: true}}, true)
+	got, err = f.svc.RecordTestRun(f.ctx, alice, id, "hash-b", []tools.CaseResult{{Name: "a", Passed: true}}, true, false)
 	if err != nil || got.Status != "verified" || got.DefinitionChanged {
 		t.Fatalf("a run of the current definition: got %+v %v, want verified", got, err)
 	}
@@ -223,7 +223,7 @@ func TestTestRunMessageClipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	msg := "expected success, got an error: " + strings.Repeat("é", 50_000)
-	if _, err := f.svc.RecordTestRunOf(f.ctx, alice, id, "", []tools.CaseResult{{CaseID: tc.ID, Name: "c", Message: msg}}, false); err != nil {
+	if _, err := f.svc.RecordTestRun(f.ctx, alice, id, "", []tools.CaseResult{{CaseID: tc.ID, Name: "c", Message: msg}}, false, false); err != nil {
 		t.Fatal(err)
 	}
 	got, err := f.svc.TestCase(f.ctx, id, tc.ID)
