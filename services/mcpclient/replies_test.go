@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -110,7 +111,8 @@ func connectFlooder(t *testing.T, f *pingFlooder, timeout time.Duration) *postCo
 	return count
 }
 
-// postCounter counts the POSTs in flight through it, and the most at once.
+// postCounter counts the reply POSTs in flight through it, and the most at once; the
+// session's own messages (a notification it sends meanwhile) are not replies.
 type postCounter struct {
 	base       http.RoundTripper
 	mu         sync.Mutex
@@ -118,7 +120,19 @@ type postCounter struct {
 }
 
 func (c *postCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodPost {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return c.base.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "" {
 		return c.base.RoundTrip(r)
 	}
 	c.mu.Lock()
