@@ -47,7 +47,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err // executions.ErrNotFound: 404
 	}
-	x, err := h.executionView(ctx, ex, nil, true)
+	x, err := h.executionView(ctx, ex, nil, true, ex.RevealsBuiltinResults(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}
@@ -85,10 +85,27 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	return render(c, http.StatusOK, views.ExecutionDetail(v))
 }
 
+// Results is an execution's results and rollback panels as its viewer may see them: an
+// open page asks for them when a live update withheld built-in steps' results
+// (views.LiveExecution).
+func (h ExecutionsHandler) Results(c echo.Context) error {
+	ctx := c.Request().Context()
+	ex, err := h.Executions.Get(ctx, c.Param("id"))
+	if err != nil {
+		return err // executions.ErrNotFound: 404
+	}
+	x, err := h.executionView(ctx, ex, nil, true, ex.RevealsBuiltinResults(PrincipalOf(c)))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ExecutionResults(x))
+}
+
 // executionView is the live part of the page, from the database. progress holds the
 // latest progress report by call id (a tool.output event's). Without results the
-// steps' results are not read (a progress fragment shows none).
-func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string, results bool) (views.ExecutionView, error) {
+// steps' results are not read (a progress fragment shows none); without private, those
+// of built-in steps are withheld (executions.PrivateResult).
+func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string, results, private bool) (views.ExecutionView, error) {
 	x := views.ExecutionView{ID: ex.ID, Title: ex.Title(), Status: string(ex.Status), Risk: ex.Risk, RiskWhy: ex.RiskWhy,
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
 		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Decision: ex.Decision,
@@ -109,7 +126,8 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		return x, err
 	}
 	for _, st := range steps {
-		sv := executionStepView(st, results)
+		sv := executionStepView(st, results, private)
+		x.Withheld = x.Withheld || sv.Withheld
 		if st.CallID != nil && st.Status == executions.StepRunning {
 			sv.Progress = progress[*st.CallID]
 		}
@@ -173,7 +191,7 @@ type stepResult struct {
 	IsError           bool             `json:"is_error"`
 }
 
-func executionStepView(st executions.Step, results bool) views.ExecutionStepView {
+func executionStepView(st executions.Step, results, private bool) views.ExecutionStepView {
 	sv := views.ExecutionStepView{Position: st.Position, Tool: st.Tool, Status: st.Status, Risk: st.Risk, Error: st.Error,
 		Undoes: st.Undoes}
 	if st.ToolID != nil {
@@ -185,6 +203,11 @@ func executionStepView(st executions.Step, results bool) views.ExecutionStepView
 	}
 	if !results {
 		sv.HasResult = st.HasResult
+		return sv
+	}
+	if !private && executions.PrivateResult(st.Tool) {
+		sv.HasResult = len(st.Result) > 0 && string(st.Result) != "null"
+		sv.Withheld = sv.HasResult
 		return sv
 	}
 	var res stepResult
@@ -324,7 +347,9 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		return nil, err
 	}
 	// A progress fragment is the stepper alone: the results are neither parsed nor shown.
-	x, err := h.executionView(ctx, ex, progressText(ev), !events.ToolOutput.Is(ev))
+	// Rendered once for every viewer: built-in steps' results are withheld, and the
+	// page asks for them as its viewer (Results) when there are any.
+	x, err := h.executionView(ctx, ex, progressText(ev), !events.ToolOutput.Is(ev), false)
 	if err != nil {
 		return nil, err
 	}

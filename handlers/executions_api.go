@@ -93,7 +93,11 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 	}
 	out.Steps = []executions.Step{}
 	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
+	private := ex.RevealsBuiltinResults(PrincipalOf(c))
 	for _, st := range steps {
+		if !private && executions.PrivateResult(st.Tool) && len(st.Result) > 0 && string(st.Result) != "null" {
+			st.Result, st.ResultWithheld = nil, true // as on its page
+		}
 		// Shown, not run: what is secret is masked (secretMasker), but to a person
 		// deciding it, as on its page.
 		if st.Arguments, err = m.step(c.Request().Context(), st); err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/views"
 )
 
@@ -110,7 +111,7 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 		} else {
 			l.Text, l.Level = p.Tool+" completed"+dur, "ok"
 		}
-		if p.Summary != "" {
+		if p.Summary != "" && !executions.PrivateResult(p.Tool) { // every viewer reads the log
 			l.Text += ": " + p.Summary
 		}
 	case string(events.ToolFailed):

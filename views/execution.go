@@ -102,6 +102,9 @@ type ExecutionView struct {
 	RollbackSteps []ExecutionStepView // the rollback's, once one was started
 	// Rollback is what a rollback would run, while the execution is failed.
 	Rollback *ExecutionRollbackPlan
+	// Withheld: a step's result is withheld (ExecutionStepView.Withheld); a live update
+	// then has the page ask for its results as its viewer (LiveExecution).
+	Withheld bool
 }
 
 // ExecutionBrief is one step of the plan in a line: its tool and its risk.
@@ -133,6 +136,9 @@ type ExecutionStepView struct {
 	ResultOmitted   bool
 	ResultShown     int
 	ResultSize      int
+	// Withheld: the step has a result its viewer may not see (a built-in tool's, shown
+	// to the execution's requester and auditors only).
+	Withheld bool
 }
 
 // ExecutionPreviewStep is one step of the ActionPreviewCard (or of a rollback plan).

@@ -3,8 +3,6 @@ package web_test
 import (
 	"context"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +10,13 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
-	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
-// An execution whose steps return large results (built-in reads of a file of
-// characters HTML escapes, "<>) shows each step's result shortened on its page and in
-// the live fragments, both bounded, and later steps' results not at all; each says where
-// the full result is. Every result was sent in full: 20 steps of 200 KiB made a 17 MB
+// An execution whose steps return large results (of characters HTML escapes, "<>)
+// shows each step's result shortened on its page and in the live fragments, both
+// bounded, and later steps' results not at all; each says where the full result is. Every result was sent in full: 20 steps of 200 KiB made a 17 MB
 // page and as large a fragment for every event.
 func TestExecutionPageBoundsLargeResults(t *testing.T) {
 	t.Parallel()
@@ -27,25 +25,17 @@ func TestExecutionPageBoundsLargeResults(t *testing.T) {
 		allShown  = 1 << 20  // all of them
 		slack     = 16 << 10 // the markup around them
 	)
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	srv.App.Enable(t, "builtin__file_operations")
-	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
-	ws, err := srv.App.Builtin.Workspace("conv-big")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := webtest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt", Big: true})
+	registerServer(t, srv, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: true}, "big")
 	line := strings.Repeat(`"<>`, 33) + "\n" // 100 bytes, 433 escaped
-	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(strings.Repeat(line, 2000)), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
 	cursor := lastEventID(t, srv)
 	var steps []map[string]any
 	for range 20 {
-		steps = append(steps, step("builtin__file_operations.read_file", map[string]any{"filePath": "big.txt"}))
+		steps = append(steps, step("mt__big", map[string]any{"bytes": 2000 * len(line), "unit": line}))
 	}
 	body := plan(steps...)
-	body["conversation_id"] = "conv-big"
 	var ex apiExec
 	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
 	// Waited for in the database: each GET of this execution carries 4 MB of results.

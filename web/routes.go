@@ -133,6 +133,7 @@ func (s *Server) routes() []Route {
 		{http.MethodGet, "/executions/new", auth.PermExecutionCreate, execs.New},
 		{http.MethodPost, "/executions/new", auth.PermExecutionCreate, execs.Create},
 		{http.MethodGet, "/executions/:id", auth.PermExecutionView, execs.Show},
+		{http.MethodGet, "/executions/:id/results", auth.PermExecutionView, execs.Results},
 		{http.MethodPost, "/executions/:id/confirm", auth.PermExecutionApprove, execs.ConfirmForm},
 		{http.MethodPost, "/executions/:id/reject", auth.PermExecutionApprove, execs.RejectForm},
 		// Deciding (execution.approve) is for a person's session only (auth.PersonOnly);

@@ -372,7 +372,8 @@ func (s *Server) addRunTool() {
 }
 
 type bigIn struct {
-	Bytes int `json:"bytes" jsonschema:"how many bytes of text to answer with"`
+	Bytes int    `json:"bytes" jsonschema:"how many bytes of text to answer with"`
+	Unit  string `json:"unit,omitempty" jsonschema:"the text repeated to make them (x by default)"`
 }
 
 // maxBig bounds big's answer, so a typo cannot take the test machine's memory.
@@ -389,7 +390,11 @@ func (s *Server) addBigTool() {
 		if in.Bytes < 0 || in.Bytes > maxBig {
 			return errorResult(fmt.Sprintf("bytes must be between 0 and %d", maxBig)), nil, nil
 		}
-		return textResult(strings.Repeat("x", in.Bytes)), nil, nil
+		unit := in.Unit
+		if unit == "" {
+			unit = "x"
+		}
+		return textResult(strings.Repeat(unit, in.Bytes/len(unit)+1)[:in.Bytes]), nil, nil
 	})
 	s.names["big"] = struct{}{}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -243,6 +244,20 @@ func sameUndo(a, b *int) bool {
 func (ex *Execution) RevealsSecretArgs(p *auth.Principal) bool {
 	return ex.Status == AwaitingApproval && p != nil && p.Kind == audit.ActorUser &&
 		(p.Can(auth.PermExecutionApprove) || ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID)
+}
+
+// PrivateResult: a step of a built-in tool (tool is its qualified name) holds its
+// caller's notes, answers, files or command output, so its result is for
+// RevealsBuiltinResults only, as the tool's calls on its Logs tab are.
+func PrivateResult(tool string) bool {
+	server, _, ok := toolname.Split(tool)
+	return ok && server == toolname.Builtin
+}
+
+// RevealsBuiltinResults: p, the person who asked for ex (themselves or through a token)
+// or one who reads the audit log, sees the results of its built-in steps (PrivateResult).
+func (ex *Execution) RevealsBuiltinResults(p *auth.Principal) bool {
+	return p != nil && (p.Can(auth.PermAuditView) || ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID)
 }
 
 // RevealsRollbackArgs: p, a person who may decide a rollback (execution.approve), reads

@@ -312,6 +312,8 @@ type Step struct {
 	DurationMS *float32        `db:"duration_ms" json:"duration_ms,omitempty"`
 	// HasResult says whether a result is stored, also when StepsBrief left it unread.
 	HasResult bool `db:"has_result" json:"-"`
+	// ResultWithheld: the result is not shown to whoever reads the step (PrivateResult).
+	ResultWithheld bool `db:"-" json:"result_withheld,omitempty"`
 }
 
 // The step states.

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/risk"
+)
+
+// A built-in step's result is rendered per viewer (the live fragment, shared by every
+// page that follows the execution, withholds it): the requester's open page shows the
+// result of her memory list as it finishes, with no reload, and another tool user's open
+// page says it is withheld.
+func TestBrowserBuiltinResultLive(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__memory_operations")
+	srv.App.SetRisk(t, "builtin__memory_operations", risk.Low)
+	srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-12")
+	alice := webtest.API{T: t, Srv: srv, C: srv.Login(t, "alice", "alice-password-1")}
+	alice.JSON(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "builtin__memory_operations",
+		"arguments": map[string]any{"operation": "store", "content": "the vault opens with 4711"}}, 200, nil)
+	// Medium: the plan waits for alice's confirmation while both pages are open.
+	srv.App.SetRisk(t, "builtin__memory_operations", risk.Medium)
+	var ex struct {
+		ID       string `json:"id"`
+		Status   string `json:"status"`
+		PlanHash string `json:"plan_hash"`
+	}
+	alice.JSON(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{"steps": []any{
+		map[string]any{"tool": "builtin__memory_operations.list", "arguments": map[string]any{}}}}}, 201, &ex)
+	if ex.Status != "awaiting_approval" {
+		t.Fatalf("the plan is %s, want awaiting_approval", ex.Status)
+	}
+
+	pages := map[string]*browser{}
+	for _, who := range []struct{ name, password string }{{"alice", "alice-password-1"}, {"bob", "bob-password-12"}} {
+		b := newExecBrowser(t)
+		b.login(srv, who.name, who.password)
+		b.do(who.name+" opens the execution", chromedp.Navigate(srv.URL+"/executions/"+ex.ID),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid=execution-page]`)))
+		b.waitJS(who.name+"'s page is live", `document.querySelector("[data-live-label]")?.textContent === "Live"`)
+		pages[who.name] = b
+	}
+	docs := map[string]int{"alice": pages["alice"].execDocNo(), "bob": pages["bob"].execDocNo()}
+
+	alice.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, 200, nil)
+	const result = `document.querySelector("[data-testid=step-result]")`
+	pages["alice"].waitJS("alice's page shows her note in the step's result",
+		result+`?.textContent.includes("the vault opens with 4711") ?? false`)
+	pages["bob"].waitJS("bob's page says the result is withheld",
+		result+`?.querySelector("[data-testid=result-withheld]") != null`)
+	for name, b := range pages {
+		b.waitJS(name+"'s page shows the execution finished", `document.querySelector("[data-testid=execution-status]")?.dataset.status === "success"`)
+		if got := b.execDocNo(); got != docs[name] {
+			t.Errorf("%s's page was reloaded (document %d, was %d)", name, got, docs[name])
+		}
+		b.checkConsole()
+	}
+	if eval[bool](pages["bob"], `document.body.textContent.includes("4711")`) {
+		t.Error("bob's page shows alice's note")
+	}
+}

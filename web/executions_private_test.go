@@ -1,0 +1,104 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/risk"
+)
+
+// A built-in step's result holds its requester's notes (or files, command output,
+// answers): its execution's page, live updates, log and API show it to the requester
+// and to auditors, as the tool's Logs tab does, and withhold it from every other person
+// who may see executions. A memory list showed alice's notes to every tool user.
+func TestBuiltinStepResultsPrivate(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__memory_operations")
+	srv.App.SetRisk(t, "builtin__memory_operations", risk.Low)
+	const secret = "the vault opens with 4711-privately"
+	srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-12")
+	srv.CreateUser(t, "carol", auth.RoleAuditor, "carol-password-1")
+	alice := svClient{t: t, srv: srv, c: srv.Login(t, "alice", "alice-password-1")}
+	bob := svClient{t: t, srv: srv, c: srv.Login(t, "bob", "bob-password-12")}
+	carol := svClient{t: t, srv: srv, c: srv.Login(t, "carol", "carol-password-1")}
+
+	alice.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "builtin__memory_operations",
+		"arguments": map[string]any{"operation": "store", "content": secret}}, 200, nil)
+	cursor := lastEventID(t, srv)
+	var ex apiExec
+	alice.json(http.MethodPost, "/api/v1/executions", plan(step("builtin__memory_operations.list", map[string]any{})), 201, &ex)
+	waitExec(t, alice, ex.ID, "success")
+
+	type stepOut struct {
+		Result   json.RawMessage `json:"result"`
+		Withheld bool            `json:"result_withheld"`
+	}
+	apiSteps := func(c svClient) []stepOut {
+		var out struct {
+			Steps []stepOut `json:"steps"`
+		}
+		c.json(http.MethodGet, "/api/v1/executions/"+ex.ID, nil, 200, &out)
+		return out.Steps
+	}
+	body := func(c svClient, path string) string {
+		t.Helper()
+		res := srv.Get(t, c.c, path)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, res.StatusCode)
+		}
+		doc := page(t, res)
+		html, _ := doc.Html()
+		return html
+	}
+	for _, who := range []struct {
+		name string
+		c    svClient
+		sees bool
+	}{{"alice (the requester)", alice, true}, {"carol (an auditor)", carol, true}, {"bob (another tool user)", bob, false}} {
+		steps := apiSteps(who.c)
+		if len(steps) != 1 {
+			t.Fatalf("%s: the API shows %d steps, want 1", who.name, len(steps))
+		}
+		if got := strings.Contains(string(steps[0].Result), secret); got != who.sees || steps[0].Withheld == who.sees {
+			t.Errorf("%s: the API's list result shows the note %v (withheld %v), want shown %v", who.name, got, steps[0].Withheld, who.sees)
+		}
+		for _, path := range []string{"/executions/" + ex.ID, "/executions/" + ex.ID + "/results"} {
+			html := body(who.c, path)
+			if got := strings.Contains(html, "4711-privately"); got != who.sees {
+				t.Errorf("%s: %s shows the note's text %v, want %v", who.name, path, got, who.sees)
+			}
+			if withheld := strings.Contains(html, `data-testid="result-withheld"`); withheld == who.sees {
+				t.Errorf("%s: %s says the result is withheld: %v", who.name, path, withheld)
+			}
+		}
+	}
+
+	// The live fragments are rendered once for everyone: they carry no built-in result
+	// (nor its summary in the log), but a loader asking for the panels as the viewer.
+	conn := wsDial(t, srv, bob.c, []string{"execution:" + ex.ID}, cursor)
+	var loaders int
+	wsUntil(t, conn, "the execution's success", func(doc *goquery.Document) bool {
+		html, _ := doc.Html()
+		if strings.Contains(html, "4711") {
+			t.Errorf("a live fragment shows the note: %.400s", html)
+		}
+		if l := doc.Find("[data-testid=results-loader]"); l.Length() == 1 {
+			loaders++
+			if got, _ := l.Attr("hx-get"); got != "/executions/"+ex.ID+"/results" {
+				t.Errorf("the loader asks for %q", got)
+			}
+		}
+		return doc.Find("[data-testid=log-line][data-kind='execution.success']").Length() == 1
+	})
+	if loaders == 0 {
+		t.Error("no live fragment asked for the results as its viewer")
+	}
+}
