@@ -10,6 +10,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -47,7 +48,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err // executions.ErrNotFound: 404
 	}
-	x, err := h.executionView(ctx, ex, nil, true, ex.RevealsBuiltinResults(PrincipalOf(c)))
+	x, err := h.executionView(ctx, ex, nil, true, PrincipalOf(c))
 	if err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 }
 
 // Results is an execution's results and rollback panels as its viewer may see them: an
-// open page asks for them when a live update withheld built-in steps' results
+// open page asks for them when a live update withheld something from them
 // (views.LiveExecution).
 func (h ExecutionsHandler) Results(c echo.Context) error {
 	ctx := c.Request().Context()
@@ -94,7 +95,7 @@ func (h ExecutionsHandler) Results(c echo.Context) error {
 	if err != nil {
 		return err // executions.ErrNotFound: 404
 	}
-	x, err := h.executionView(ctx, ex, nil, true, ex.RevealsBuiltinResults(PrincipalOf(c)))
+	x, err := h.executionView(ctx, ex, nil, true, PrincipalOf(c))
 	if err != nil {
 		return err
 	}
@@ -103,9 +104,11 @@ func (h ExecutionsHandler) Results(c echo.Context) error {
 
 // executionView is the live part of the page, from the database. progress holds the
 // latest progress report by call id (a tool.output event's). Without results the
-// steps' results are not read (a progress fragment shows none); without private, those
-// of built-in steps are withheld (executions.PrivateResult).
-func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string, results, private bool) (views.ExecutionView, error) {
+// steps' results are not read (a progress fragment shows none). It is rendered for
+// viewer, or for every viewer when nil (a live fragment): then built-in steps' results
+// (executions.PrivateResult) and the rollback plan's secret arguments are withheld.
+func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string, results bool, viewer *auth.Principal) (views.ExecutionView, error) {
+	private := viewer != nil && ex.RevealsBuiltinResults(viewer)
 	x := views.ExecutionView{ID: ex.ID, Title: ex.Title(), Status: string(ex.Status), Risk: ex.Risk, RiskWhy: ex.RiskWhy,
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
 		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Decision: ex.Decision,
@@ -148,9 +151,12 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		case err != nil:
 			return x, err
 		default:
-			if x.Rollback, err = rollbackView(ctx, h.masker(false), rp); err != nil {
+			m := h.masker(viewer != nil && executions.RevealsRollbackArgs(viewer))
+			if x.Rollback, err = rollbackView(ctx, m, rp); err != nil {
 				return x, err
 			}
+			// A person who may roll it back reads its arguments whole (as GET …/rollback).
+			x.Withheld = x.Withheld || viewer == nil && m.masked
 		}
 	}
 	return x, nil
@@ -161,6 +167,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 type secretMasker struct {
 	*tools.ArgMasker
 	reveal bool
+	masked bool // some arguments were changed by masking
 }
 
 func (h ExecutionsHandler) masker(reveal bool) *secretMasker {
@@ -172,7 +179,12 @@ func (m *secretMasker) Mask(ctx context.Context, toolID, tool string, args json.
 	if m.reveal {
 		return args, nil
 	}
-	return m.ArgMasker.Mask(ctx, toolID, tool, args)
+	out, err := m.ArgMasker.Mask(ctx, toolID, tool, args)
+	// Compared as values: masking re-encodes what it reads.
+	if err == nil && !m.masked && !canonjson.Equal(args, out) {
+		m.masked = true
+	}
+	return out, err
 }
 
 // step is a stored step's arguments, masked.
@@ -347,9 +359,9 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		return nil, err
 	}
 	// A progress fragment is the stepper alone: the results are neither parsed nor shown.
-	// Rendered once for every viewer: built-in steps' results are withheld, and the
-	// page asks for them as its viewer (Results) when there are any.
-	x, err := h.executionView(ctx, ex, progressText(ev), !events.ToolOutput.Is(ev), false)
+	// Rendered once for every viewer: what some may see is withheld, and the page asks
+	// for it as its viewer (Results) when there is any.
+	x, err := h.executionView(ctx, ex, progressText(ev), !events.ToolOutput.Is(ev), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,8 @@ func TestExecutionMasksSecretStepArguments(t *testing.T) {
 
 // A failed execution's rollback plan (its page's panel and GET …/rollback) masks a
 // send_input undo step's text too, but to a person who may roll it back, who reads the
-// plan they decide whole from the API.
+// plan they decide whole, on the page too. The live fragment every open page shares
+// masks it and has each page ask for its panels as its viewer.
 func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
 	t.Parallel()
 	srv, admin, sid := secretArgsSetup(t)
@@ -80,6 +81,7 @@ func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
 	fail := step(secretArgsTool, map[string]any{"operation": "get_output", "sessionId": "term-nosuch"})
 	body := map[string]any{"plan": map[string]any{"steps": []any{send(secretTyped), fail}, "rollback": []any{send(secretUndoTyped)}},
 		"conversation_id": "conv-mask"}
+	cursor := lastEventID(t, srv)
 	var ex apiExec
 	admin.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
 	waitExec(t, admin, ex.ID, "failed")
@@ -101,9 +103,25 @@ func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
 		t.Errorf("the rollback plan's steps, to an auditor: %+v", rp.Steps)
 	}
 	noSecret(t, audra, "/api/v1/executions/"+ex.ID+"/rollback")
-	d := noSecret(t, admin, "/executions/"+ex.ID)
-	if got := d.Find(`[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`).Text(); !strings.Contains(got, `"input": "********"`) {
-		t.Errorf("the rollback panel's arguments: %q", got)
+	const panelArgs = `[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`
+	for _, path := range []string{"/executions/" + ex.ID, "/executions/" + ex.ID + "/results"} {
+		if got := noSecret(t, audra, path).Find(panelArgs).Text(); !strings.Contains(got, `"input": "********"`) {
+			t.Errorf("%s: the rollback panel's arguments, to an auditor: %q", path, got)
+		}
+		if got := noSecret(t, admin, path, secretTyped).Find(panelArgs).Text(); !strings.Contains(got, secretUndoTyped) {
+			t.Errorf("%s: the rollback panel's arguments, to who may roll back: %q, want the text whole", path, got)
+		}
+	}
+	conn := wsDial(t, srv, admin.c, []string{"execution:" + ex.ID}, cursor)
+	last := wsUntil(t, conn, "the execution's failure", func(doc *goquery.Document) bool {
+		html, _ := doc.Html()
+		if strings.Contains(html, secretUndoTyped) || strings.Contains(html, secretTyped) {
+			t.Errorf("a live fragment shows a secret: %.300s", html)
+		}
+		return doc.Find("[data-testid=log-line][data-kind='execution.failed']").Length() == 1
+	})
+	if last.Find("[data-testid=results-loader]").Length() != 1 || last.Find("[data-testid=rollback-panel]").Length() != 0 {
+		t.Error("the failure's live fragment does not ask for the rollback panel as its viewer")
 	}
 }
 
@@ -242,4 +260,38 @@ func TestExecutionMasksSecretNamedArguments(t *testing.T) {
 	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
 	noSecret(t, audra, "/executions/"+ex.ID, key, token)
 	noSecret(t, audra, "/api/v1/executions/"+ex.ID, key, token)
+}
+
+// The rollback plan of a failed execution of a remote tool, one of whose undo steps
+// carries a credential-shaped value: the live fragment shared by every open page masks
+// it and asks each page for its panels as its viewer, which shows it whole to a person
+// who may roll it back (there is no built-in result to withhold here).
+func TestExecutionRollbackPanelLivePerViewer(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "echo", "fail")
+	srv.App.SetRisk(t, "mt__echo", risk.Low)
+	srv.App.SetRisk(t, "mt__fail", risk.Low)
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	const token = "ghp_Q8d2Lm4Zt7Xw1Vb9Kc3Nf6Hj0Rp5Sy2Ua8Ee"
+	cursor := lastEventID(t, srv)
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{
+		"steps":    []any{step("mt__echo", map[string]any{"message": "hi"}), step("mt__fail", map[string]any{})},
+		"rollback": []any{step("mt__echo", map[string]any{"message": token})}}}, 201, &ex)
+	waitExec(t, admin, ex.ID, "failed")
+	conn := wsDial(t, srv, admin.c, []string{"execution:" + ex.ID}, cursor)
+	last := wsUntil(t, conn, "the execution's failure", func(doc *goquery.Document) bool {
+		if html, _ := doc.Html(); strings.Contains(html, token) {
+			t.Errorf("a live fragment shows the undo step's token: %.300s", html)
+		}
+		return doc.Find("[data-testid=log-line][data-kind='execution.failed']").Length() == 1
+	})
+	if last.Find("[data-testid=results-loader]").Length() != 1 || last.Find("[data-testid=rollback-panel]").Length() != 0 {
+		t.Error("the failure's live fragment does not ask for the rollback panel as its viewer")
+	}
+	const panelArgs = `[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`
+	if got := page(t, srv.Get(t, admin.c, "/executions/"+ex.ID+"/results")).Find(panelArgs).Text(); !strings.Contains(got, token) {
+		t.Errorf("the rollback panel's arguments, to who may roll back: %q, want the token whole", got)
+	}
 }

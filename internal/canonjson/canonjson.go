@@ -38,3 +38,10 @@ func Canonical(raw []byte) ([]byte, error) {
 	}
 	return Marshal(v)
 }
+
+// Equal reports whether a and b are the same JSON value (false when either is not JSON).
+func Equal(a, b []byte) bool {
+	ca, err1 := Canonical(a)
+	cb, err2 := Canonical(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+}
