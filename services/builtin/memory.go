@@ -45,7 +45,7 @@ func Memory(m *memory.Service) Tool {
 			if err != nil {
 				return "", nil, err
 			}
-			return memoriesText(found, "No note matches "+in.Query+"."), map[string]any{"memories": found}, nil
+			return memoriesAnswer(found, "No note matches "+in.Query+".", "search with narrower words or for one of their tags")
 		})}
 	searchMemory := search
 	searchMemory.Name, searchMemory.Description = "search_memory", "the same as search"
@@ -80,7 +80,7 @@ func Memory(m *memory.Service) Tool {
 					if err != nil {
 						return "", nil, err
 					}
-					return memoriesText(found, "No notes yet."), map[string]any{"memories": found}, nil
+					return memoriesAnswer(found, "No notes yet.", "list those with one tag, or search for their words")
 				})},
 			{Name: "delete", Description: "forget a note", Properties: map[string]any{"id": id}, Required: []string{"id"},
 				Display: func(a map[string]any) string { return "Forgetting note " + str(a["id"]) },
@@ -208,17 +208,51 @@ func todosDisplay(a map[string]any) string {
 	return "Reading todo list"
 }
 
-func memoriesText(ms []memory.Memory, none string) string {
-	if len(ms) == 0 {
-		return none
+// maxMemoryAnswer bounds a search or list answer, its text and its structured content
+// together as sent (JSON-escaped): 50 notes of 400 KB, twice, would pass the 16 MiB an
+// MCP message may have (mcpclient.DefaultMaxMessageBytes, the Go SDK's own limit), while
+// 3 MiB fits whole in the 4 MiB the test panel keeps of a result.
+const maxMemoryAnswer = 3 << 20
+
+// memoriesAnswer is the text and the structured content of found notes: the first ones
+// whose size together stays within maxMemoryAnswer (always the first one, at most about
+// 1.2 MB), and, when some were left out, how many and how to see them (see).
+func memoriesAnswer(found []memory.Memory, none, see string) (string, any, error) {
+	if len(found) == 0 {
+		return none, map[string]any{"memories": found}, nil
 	}
 	var b strings.Builder
-	for _, m := range ms {
-		fmt.Fprintf(&b, "- %s (%s", m.Content, m.ID)
+	size := 0
+	kept := make([]memory.Memory, 0, len(found))
+	for _, m := range found {
+		line := fmt.Sprintf("- %s (%s", m.Content, m.ID)
 		if len(m.Tags) > 0 {
-			fmt.Fprintf(&b, "; tags: %s", strings.Join(m.Tags, ", "))
+			line += "; tags: " + strings.Join(m.Tags, ", ")
 		}
-		b.WriteString(")\n")
+		line += ")\n"
+		quoted, err := json.Marshal(line)
+		if err != nil {
+			return "", nil, err
+		}
+		structured, err := json.Marshal(m)
+		if err != nil {
+			return "", nil, err
+		}
+		n := len(quoted) + len(structured)
+		if len(kept) > 0 && size+n > maxMemoryAnswer {
+			break
+		}
+		size += n
+		b.WriteString(line)
+		kept = append(kept, m)
 	}
-	return strings.TrimRight(b.String(), "\n")
+	text := strings.TrimRight(b.String(), "\n")
+	if left := len(found) - len(kept); left > 0 {
+		were := "notes were"
+		if left == 1 {
+			were = "note was"
+		}
+		text += fmt.Sprintf("\n(%d more matching %s left out to keep this answer under %d MiB; to see them, %s.)", left, were, maxMemoryAnswer>>20, see)
+	}
+	return text, map[string]any{"memories": kept}, nil
 }

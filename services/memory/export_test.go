@@ -6,3 +6,11 @@ func SetLimits(notes, todos int) (restore func()) {
 	notesCap, personTodosCap = notes, todos
 	return func() { notesCap, personTodosCap = n, t }
 }
+
+// SetBytesLimit lowers the bytes of notes a person may keep for a test and returns what
+// puts it back.
+func SetBytesLimit(n int64) (restore func()) {
+	b := bytesCap
+	bytesCap = n
+	return func() { bytesCap = b }
+}

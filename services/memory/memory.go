@@ -33,10 +33,16 @@ const (
 	// without these an agent could fill the database one conversation at a time.
 	MaxNotes       = 10_000
 	MaxPersonTodos = 10_000
+	// MaxBytes is the content bytes of a person's notes together: MaxNotes notes of
+	// MaxContent characters would let one person keep about 4 GB.
+	MaxBytes = 64 << 20
 )
 
 // The limits as applied (tests lower them).
-var notesCap, personTodosCap = MaxNotes, MaxPersonTodos
+var (
+	notesCap, personTodosCap = MaxNotes, MaxPersonTodos
+	bytesCap                 = int64(MaxBytes)
+)
 
 // Service keeps the notes and todos.
 type Service struct {
@@ -160,13 +166,21 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 			o.UserID); err != nil {
 			return "", nil, fmt.Errorf("memory: lock the notes: %w", err)
 		}
+		// octet_length of a stored value reads its size from the TOAST header, not the text.
 		var n int
-		if err := tx.QueryRow(ctx, `/* memory.Store.count */ SELECT count(*) FROM memories WHERE user_id = $1`, o.UserID).Scan(&n); err != nil {
+		var used int64
+		if err := tx.QueryRow(ctx, `/* memory.Store.count */ SELECT count(*), coalesce(sum(octet_length(content)), 0) FROM memories WHERE user_id = $1`,
+			o.UserID).Scan(&n, &used); err != nil {
 			return "", nil, fmt.Errorf("memory: count the notes: %w", err)
 		}
 		if n >= notesCap {
 			return "", nil, fault.Invalid("memory_full", fmt.Sprintf(
 				"memory: you keep %d notes, the most a person may; delete the ones no longer needed, then store", notesCap), nil)
+		}
+		if size := int64(len(content)); used+size > bytesCap {
+			return "", nil, fault.Invalid("memory_full", fmt.Sprintf(
+				"memory: your notes take %s of the %s a person may keep, and this one is %s more; delete the notes no longer needed, then store",
+				formatSize(used), formatSize(bytesCap), formatSize(size)), nil)
 		}
 		err := tx.QueryRow(ctx, `/* memory.Store */ INSERT INTO memories (user_id, conversation_id, content, tags, search)
 			VALUES ($1, $2, $3, $4, setweight(to_tsvector('english', array_to_string($4::text[], ' ')), 'A') ||
@@ -182,6 +196,17 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 		return Memory{}, err
 	}
 	return m, nil
+}
+
+// formatSize is n bytes as a person reads it (900 bytes, 12.5 KiB, 64 MiB).
+func formatSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<10)), ".0") + " KiB"
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/(1<<20)), ".0") + " MiB"
 }
 
 // Search finds the person's notes that match query (web search syntax: words, "a
