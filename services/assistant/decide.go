@@ -129,6 +129,9 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		case p.Confirm && u.Intent == IntentNo:
 			d.State.Pending, d.State.Flow = nil, nil
 			d.Reply = "OK, nothing was changed."
+			if p.Intent == IntentDiscover && len(p.IDs) == 1 {
+				d.Reply = notDiscovered(cat, p.IDs[0]) // the server asked about was added, though
+			}
 			return d
 		case p.Choose && (u.Intent == IntentPick || u.Intent == IntentUnknown || u.Pick != 0 && !changes(u.Intent)):
 			return choose(d, p, u, cat)
@@ -682,6 +685,11 @@ func nameFromURL(u string) string {
 	return "server"
 }
 
+// notDiscovered is the answer to a no to "discover its tools?".
+func notDiscovered(cat *Catalogue, serverID string) string {
+	return "OK, I didn't discover its tools. Say \"discover tools on " + nameOf2(cat, serverID) + "\" when you want them."
+}
+
 // answersFlow reports whether a message answers the guided set-up's question rather than
 // asking for something new.
 func answersFlow(u Understanding, step, sentence string) bool {
@@ -808,7 +816,7 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		switch {
 		case u.Intent == IntentNo:
 			d.State.Flow, d.State.Pending = nil, nil
-			d.Reply = "OK, I didn't discover its tools. Say \"discover tools on " + nameOf2(cat, f.ServerID) + "\" when you want them."
+			d.Reply = notDiscovered(cat, f.ServerID)
 			return d
 		case u.Intent == IntentYes || u.Intent == IntentDiscover || allTools(u, sentence):
 			d.State.Pending = nil

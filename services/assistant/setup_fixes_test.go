@@ -210,3 +210,24 @@ func TestDiscoverDisabledServer(t *testing.T) {
 		t.Errorf("reply %q, want that beta is disabled and how to enable it", r.Reply)
 	}
 }
+
+// "No" to "discover its tools?" after adding a server outside the set-up says the tools
+// were not discovered and how to ask later, not that nothing was changed: the server was
+// added.
+func TestNoToDiscoverSaysServerStays(t *testing.T) {
+	t.Parallel()
+	a := apptest.Start(t, nil)
+	c := newChat(t, a)
+	url := mcptest.StartHTTP(t, &mcptest.Options{Name: "later"}).URL()
+	if r := c.say("add a new MCP server at " + url + " called later"); !strings.Contains(r.Reply, "discover available tools") {
+		t.Fatalf("add: %q", r.Reply)
+	}
+	r := c.say("no")
+	if strings.Contains(strings.ToLower(r.Reply), "nothing was changed") || !strings.Contains(r.Reply, `"discover tools on later"`) {
+		t.Errorf("no to discovering: %q, want that the tools were not discovered and how to ask for them", r.Reply)
+	}
+	if len(r.Actions) != 0 {
+		t.Errorf("no to discovering acted: %+v", r.Actions)
+	}
+	mustServer(t, a, "later")
+}
