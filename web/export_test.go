@@ -11,3 +11,14 @@ func SetReplayBudget(s *Server, n int64) { s.hub.replayBudget.Store(n) }
 
 // ReplayHeld is what s's replays hold rendered and not yet sent.
 func ReplayHeld(s *Server) int64 { return s.hub.replayHeld.Load() }
+
+// SetReplayPersonShare lowers what one person's replays may hold at once
+// (wsReplayPersonBytes).
+func SetReplayPersonShare(s *Server, n int64) { s.hub.replayPersonShare.Store(n) }
+
+// ReplayHeldBy is what the user's replays in s hold rendered and not yet sent.
+func ReplayHeldBy(s *Server, userID string) int64 {
+	s.hub.replayPersonMu.Lock()
+	defer s.hub.replayPersonMu.Unlock()
+	return s.hub.replayByPerson["user:"+userID]
+}

@@ -47,7 +47,10 @@ const (
 	// replay sends them after giving its rendering slot back, at the pace of a client
 	// that may read as slowly as it likes, so the slots alone do not bound the memory.
 	wsReplayBudget = 256 << 20
-	wsRenderCache  = 512
+	// wsReplayPersonBytes bounds what one person's replays hold together (replayKey):
+	// their slow sockets held most of wsReplayBudget, and everybody else was asked to reload.
+	wsReplayPersonBytes = wsReplayBudget / 4
+	wsRenderCache       = 512
 	// wsRenderCacheBytes bounds the cached fragments by size too (renderedSize): an
 	// execution's page is up to a few MiB, and 512 of them were gigabytes.
 	wsRenderCacheBytes = 64 << 20
@@ -125,6 +128,11 @@ type hub struct {
 	// most replayBudget (wsReplayBudget; a test lowers it).
 	replayHeld   atomic.Int64
 	replayBudget atomic.Int64
+	// replayByPerson is what each person's replays hold of replayHeld (replayKey; none
+	// kept at zero), at most replayPersonShare each (wsReplayPersonBytes; a test lowers it).
+	replayPersonMu    sync.Mutex
+	replayByPerson    map[string]int64
+	replayPersonShare atomic.Int64
 	// replayers holds each person's replay slot (replayKey): one replay at a time
 	// each, so that nobody keeps all of the process's slots busy.
 	replayMu  sync.Mutex
@@ -174,8 +182,9 @@ type rendered struct {
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
 		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
-		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}}
+		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayByPerson: map[string]int64{}}
 	h.replayBudget.Store(wsReplayBudget)
+	h.replayPersonShare.Store(wsReplayPersonBytes)
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
 		EnableCompression: true}
 	return h
@@ -411,17 +420,25 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		missed = nil
 	}
 	// pre holds the replay's events rendered ahead of sending them (below); held is
-	// their bytes, which count in the process's replayHeld too until sent. hold reports
-	// whether both are still within their bounds.
+	// their bytes, which count in the process's replayHeld and in the person's share
+	// (replayByPerson) too until sent. hold reports whether all three are still within
+	// their bounds; it adds n to each before comparing any, as letGo takes n from each.
 	var pre map[int64]rendered
 	held := 0
+	person := replayKey(p) // p may be re-read (recheck); the person stays the same
 	hold := func(n int) bool {
 		held += n
-		return h.replayHeld.Add(int64(n)) <= h.replayBudget.Load() && held <= wsReplayBytes
+		all := h.replayHeld.Add(int64(n))
+		mine := h.holdFor(person, n)
+		return all <= h.replayBudget.Load() && mine <= h.replayPersonShare.Load() && held <= wsReplayBytes
 	}
 	letGo := func(n int) {
+		if n == 0 {
+			return
+		}
 		held -= n
 		h.replayHeld.Add(-int64(n))
+		h.holdFor(person, -n)
 	}
 	defer func() { letGo(held) }()
 	// deliver sends one event, after re-checking the caller when the event is about
@@ -487,9 +504,9 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		}
 		release()
 		if over {
-			// Too much to hold for one socket, or for all replays at once: the page
-			// reloads, as when it missed too many events. Events about this person still
-			// come on s.C and are re-checked.
+			// Too much to hold for one socket, for this person's replays, or for all
+			// replays at once: the page reloads, as when it missed too many events.
+			// Events about this person still come on s.C and are re-checked.
 			letGo(held)
 			pre, missed = nil, nil
 			if !reload() {
@@ -501,7 +518,9 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 				return
 			}
 		}
+		// Whatever was not sent is dropped: not held for the rest of the socket's life.
 		pre = nil
+		letGo(held)
 	}
 	// deliverHeld sends events of the sampled topics the bus held: one alone as any
 	// other, several in one message.
@@ -619,6 +638,19 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			armChores()
 		}
 	}
+}
+
+// holdFor adds n to what person's replays hold (replayByPerson) and returns their total.
+func (h *hub) holdFor(person string, n int) int64 {
+	h.replayPersonMu.Lock()
+	defer h.replayPersonMu.Unlock()
+	v := h.replayByPerson[person] + int64(n)
+	if v == 0 {
+		delete(h.replayByPerson, person)
+	} else {
+		h.replayByPerson[person] = v
+	}
+	return v
 }
 
 // errReplayBusy: no replay slot came free within wsReplayWait.
