@@ -412,8 +412,14 @@ func wsHeader(srv *webtest.Server, c *http.Client) http.Header {
 // wsDial opens /ws with c's session and subscribes to topics from lastID.
 func wsDial(t *testing.T, srv *webtest.Server, c *http.Client, topics []string, lastID int64) *websocket.Conn {
 	t.Helper()
-	h := wsHeader(srv, c)
-	conn, res, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", h)
+	return wsDialWith(t, srv, websocket.DefaultDialer, wsHeader(srv, c), topics, lastID)
+}
+
+// wsDialWith opens /ws through d with the headers h (a session's or a token's) and
+// subscribes to topics from lastID. It is closed at the end of the test.
+func wsDialWith(t *testing.T, srv *webtest.Server, d *websocket.Dialer, h http.Header, topics []string, lastID int64) *websocket.Conn {
+	t.Helper()
+	conn, res, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", h)
 	if err != nil {
 		status := 0
 		if res != nil {

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -90,8 +89,7 @@ func TestReplaysHoldAPersonsShare(t *testing.T) {
 }
 
 // slowDial opens /ws as wsDial does, with a receive buffer small enough that a client
-// that reads nothing soon stalls what the server writes to it. It is closed at the end
-// of the test.
+// that reads nothing soon stalls what the server writes to it.
 func slowDial(t *testing.T, srv *webtest.Server, h http.Header, topics []string, lastID int64) *websocket.Conn {
 	t.Helper()
 	nd := &net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
@@ -103,18 +101,5 @@ func slowDial(t *testing.T, srv *webtest.Server, h http.Header, topics []string,
 		}
 		return err
 	}}
-	d := websocket.Dialer{NetDialContext: nd.DialContext, HandshakeTimeout: 10 * time.Second}
-	conn, res, err := d.DialContext(context.Background(), "ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", h)
-	if err != nil {
-		status := 0
-		if res != nil {
-			status = res.StatusCode
-		}
-		t.Fatalf("dial /ws: %v (HTTP %d)", err, status)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if err := conn.WriteJSON(map[string]any{"subscribe": topics, "last_id": lastID}); err != nil {
-		t.Fatal(err)
-	}
-	return conn
+	return wsDialWith(t, srv, &websocket.Dialer{NetDialContext: nd.DialContext, HandshakeTimeout: 10 * time.Second}, h, topics, lastID)
 }
