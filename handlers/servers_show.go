@@ -232,7 +232,7 @@ func serverRuns(ctx context.Context, reg *registry.Service, id string) ([]views.
 	for _, r := range runs {
 		rr = append(rr, views.RunRow{ID: r.ID, Trigger: r.Trigger, Actor: r.Actor, OK: r.Status == "succeeded", Error: deref(r.Error),
 			Added: r.Added, Updated: r.Updated, Unchanged: r.Unchanged, Removed: r.Removed, Pages: r.Pages,
-			DurationMS: float64(r.Duration().Microseconds()) / 1000, At: r.FinishedAt})
+			DurationMS: float64(r.Duration().Microseconds()) / 1000, At: r.FinishedAt, LeftOut: r.LeftOut, LeftOutNames: r.LeftOutNames})
 	}
 	return rr, nil
 }

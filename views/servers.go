@@ -216,6 +216,10 @@ type RunRow struct {
 	Pages      int
 	DurationMS float64
 	At         time.Time
+	// LeftOut counts the listed tools that could not be stored; LeftOutNames are the
+	// first few, as "name: why".
+	LeftOut      int
+	LeftOutNames []string
 }
 
 // ToolRow is one tool on the server page.

@@ -72,8 +72,6 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: c.cfg.Fingerprint}
 	lastProgress := time.Now()
 	lim := listLimits{maxPages: c.m.opts.MaxPages, timeout: c.timeout()}
-	var skipped []string // the first few tools left out, for the log
-	leftOut := 0
 	tools, pages, err := listToolsSkipping(ctx, s.cs, lim, func(pages, n int) {
 		if time.Since(lastProgress) >= progressEvery {
 			lastProgress = time.Now()
@@ -82,8 +80,9 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 			}
 		}
 	}, func(name, why string) {
-		if leftOut++; len(skipped) < 5 {
-			skipped = append(skipped, fmt.Sprintf("%s: %s", clipText(strconv.Quote(c.masker.String(name)), maxListedName), why))
+		// Shown with the run: quoted, so a control character reads as its escape.
+		if d.LeftOut++; len(d.LeftOutNames) < 5 {
+			d.LeftOutNames = append(d.LeftOutNames, fmt.Sprintf("%s: %s", clipText(strconv.Quote(c.masker.String(name)), maxListedName), why))
 		}
 	})
 	d.Pages = pages
@@ -101,9 +100,9 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 		}
 		return registry.DiscoveryResult{}, err
 	}
-	if leftOut > 0 {
+	if d.LeftOut > 0 {
 		c.m.log.Warn("mcpclient: discovery left out tools whose names cannot be stored", "server", c.cfg.Name,
-			"count", leftOut, "first", skipped)
+			"count", d.LeftOut, "first", d.LeftOutNames)
 	}
 	d.Tools = tools
 	if s.caps != nil && s.caps.Resources != nil {

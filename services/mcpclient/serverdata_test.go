@@ -66,8 +66,16 @@ func TestDiscoveryStoresWhatItCan(t *testing.T) {
 	if err != nil {
 		t.Fatalf("discover: %v", err)
 	}
-	if want := len(srv.Tools()) - 3; res.Total != want {
-		t.Fatalf("discovery kept %d tools, want %d (the three unstorable names left out)", res.Total, want)
+	if want := len(srv.Tools()) - 3; res.Total != want || res.LeftOut != 3 {
+		t.Fatalf("discovery kept %d tools and left out %d, want %d and 3 (the unstorable names)", res.Total, res.LeftOut, want)
+	}
+	// The run says so, naming them readably (a control character as its escape).
+	runs, err := e.reg.DiscoveryRuns(context.Background(), sv.ID, 1)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %v %v", runs, err)
+	}
+	if r := runs[0]; r.LeftOut != 3 || len(r.LeftOutNames) != 3 || !strings.Contains(strings.Join(r.LeftOutNames, "\n"), `"tab\tname": a control character in its name`) {
+		t.Fatalf("the run's tools left out: %d %q", r.LeftOut, r.LeftOutNames)
 	}
 	names := testkit.Strings(t, e.pool, `SELECT name FROM mcp_tools WHERE server_id = $1 AND (name LIKE 'tab%' OR name LIKE 'xxx%' OR name LIKE 'a%b')`, sv.ID)
 	if len(names) != 0 {

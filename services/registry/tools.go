@@ -243,6 +243,10 @@ type Discovery struct {
 	// Fingerprint is that of the Connection the list was fetched with; when set, a list
 	// whose server's settings changed meanwhile is not stored (ErrDiscoverySuperseded).
 	Fingerprint string
+	// LeftOut counts the listed tools that could not be stored (their names); the
+	// first few are in LeftOutNames as "name: why", shown with the run.
+	LeftOut      int
+	LeftOutNames []string
 }
 
 // MaxToolsPerServer is the most tools stored for one server, listed now or not: a
@@ -272,9 +276,10 @@ type DiscoveryResult struct {
 	Removed   int      `json:"removed"`
 	Total     int      `json:"total"`
 	Pages     int      `json:"pages"`
-	Changed   []string `json:"changed,omitempty"` // names of added, updated and removed tools (first 50)
-	Validated int      `json:"validated"`         // tools whose new definition was validated now
-	Invalid   int      `json:"invalid"`           // of those, tools with critical or error findings
+	Changed   []string `json:"changed,omitempty"`  // names of added, updated and removed tools (first 50)
+	Validated int      `json:"validated"`          // tools whose new definition was validated now
+	Invalid   int      `json:"invalid"`            // of those, tools with critical or error findings
+	LeftOut   int      `json:"left_out,omitempty"` // listed tools that could not be stored (Discovery.LeftOut)
 }
 
 // ApplyDiscovery stores the complete tool list of a server in one transaction: new tools
@@ -397,10 +402,13 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 		if err != nil {
 			return err
 		}
+		res.LeftOut = d.LeftOut
 		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.run */
-			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, added, updated, unchanged, removed, started_at)
-			VALUES ($1, $2, $3, 'succeeded', $4, $5, $6, $7, $8, $9) RETURNING id`,
-			serverID, d.Trigger, d.Actor.Name, d.Pages, res.Added, res.Updated, res.Unchanged, res.Removed, d.StartedAt).Scan(&res.RunID); err != nil {
+			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, added, updated, unchanged, removed, started_at,
+				left_out, left_out_names)
+			VALUES ($1, $2, $3, 'succeeded', $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
+			serverID, d.Trigger, d.Actor.Name, d.Pages, res.Added, res.Updated, res.Unchanged, res.Removed, d.StartedAt,
+			d.LeftOut, leftOutNames(d)).Scan(&res.RunID); err != nil {
 			return err
 		}
 		if d.Resources != nil || d.Prompts != nil {
@@ -412,9 +420,13 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 		}
 		changedAny := res.Added+res.Updated+res.Removed > 0
 		if changedAny || d.Trigger == "manual" || d.Trigger == "import" {
+			p := map[string]any{"trigger": d.Trigger, "added": res.Added, "updated": res.Updated, "unchanged": res.Unchanged,
+				"removed": res.Removed, "changed": res.Changed}
+			if d.LeftOut > 0 {
+				p["left_out"], p["left_out_names"] = d.LeftOut, leftOutNames(d)
+			}
 			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: d.Actor, Action: "server.discover", TargetType: "server",
-				TargetID: serverID, TargetName: name, Payload: map[string]any{"trigger": d.Trigger, "added": res.Added,
-					"updated": res.Updated, "unchanged": res.Unchanged, "removed": res.Removed, "changed": res.Changed}}); err != nil {
+				TargetID: serverID, TargetName: name, Payload: p}); err != nil {
 				return err
 			}
 		}
@@ -734,6 +746,15 @@ func insertFailedRun(ctx context.Context, tx pgx.Tx, serverID string, d Discover
 	return id, err
 }
 
+// maxLeftOutNames bounds the names of tools left out that a run keeps.
+const maxLeftOutNames = 5
+
+// leftOutNames is what a run keeps of d's tools left out: the first few, never nil
+// (the column is NOT NULL).
+func leftOutNames(d Discovery) []string {
+	return append([]string{}, d.LeftOutNames[:min(len(d.LeftOutNames), maxLeftOutNames)]...)
+}
+
 // DiscoveryRun is a stored discovery.
 type DiscoveryRun struct {
 	ID         int64     `db:"id" json:"id"`
@@ -748,6 +769,10 @@ type DiscoveryRun struct {
 	Error      *string   `db:"error" json:"error"`
 	StartedAt  time.Time `db:"started_at" json:"started_at"`
 	FinishedAt time.Time `db:"finished_at" json:"finished_at"`
+	// LeftOut counts the listed tools that could not be stored; LeftOutNames are the
+	// first few, as "name: why".
+	LeftOut      int      `db:"left_out" json:"left_out"`
+	LeftOutNames []string `db:"left_out_names" json:"left_out_names"`
 }
 
 // Duration is how long the run took.
@@ -756,7 +781,8 @@ func (r DiscoveryRun) Duration() time.Duration { return r.FinishedAt.Sub(r.Start
 // DiscoveryRuns returns the latest discovery runs of a server, newest first.
 func (s *Service) DiscoveryRuns(ctx context.Context, serverID string, limit int) ([]DiscoveryRun, error) {
 	return db.All[DiscoveryRun](ctx, s.pool, "registry: discovery runs", `/* registry.DiscoveryRuns */
-		SELECT id, trigger, actor, status, pages, added, updated, unchanged, removed, error, started_at, finished_at
+		SELECT id, trigger, actor, status, pages, added, updated, unchanged, removed, error, started_at, finished_at,
+		       left_out, left_out_names
 		FROM discovery_runs WHERE server_id = $1 ORDER BY id DESC LIMIT $2`, serverID, limit)
 }
 
