@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 )
 
 // approverRoles are the roles that may approve executions, for the count of people who
@@ -44,10 +46,13 @@ var ErrRequesterGone = errors.New("auth: the requester can no longer act")
 // the API token they asked with, which must still be valid too: a plan outlives the
 // request that made it, and must not outlive its requester's access.
 func (s *Service) RequesterRole(ctx context.Context, userID, tokenID string) (Role, error) {
+	if !uuidtext.Canonical(userID) || tokenID != "" && !uuidtext.Canonical(tokenID) {
+		return "", fmt.Errorf("%w: no user or token has that id", ErrRequesterGone)
+	}
 	var role Role
 	var disabled bool
 	err := s.pool.QueryRow(ctx, `/* auth.RequesterRole */
-		SELECT role, disabled_at IS NOT NULL FROM users WHERE id::text = $1`, userID).Scan(&role, &disabled)
+		SELECT role, disabled_at IS NOT NULL FROM users WHERE id = $1::uuid`, userID).Scan(&role, &disabled)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", fmt.Errorf("%w: the user no longer exists", ErrRequesterGone)
@@ -61,7 +66,7 @@ func (s *Service) RequesterRole(ctx context.Context, userID, tokenID string) (Ro
 	}
 	var valid bool
 	err = s.pool.QueryRow(ctx, `/* auth.RequesterRole.token */
-		SELECT revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) FROM api_tokens WHERE id::text = $1 AND user_id::text = $2`,
+		SELECT revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) FROM api_tokens WHERE id = $1::uuid AND user_id = $2::uuid`,
 		tokenID, userID).Scan(&valid)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -373,9 +374,12 @@ func (s *Service) CurrentRole(ctx context.Context, p *Principal) (Role, error) {
 	var role Role
 	var err error
 	if p.Kind == audit.ActorToken {
+		if !uuidtext.Canonical(p.TokenID) {
+			return "", ErrNoLongerValid
+		}
 		err = s.pool.QueryRow(ctx, `/* auth.CurrentRole.token */
 			SELECT u.role FROM api_tokens t JOIN users u ON u.id = t.user_id
-			WHERE t.id::text = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.disabled_at IS NULL`,
+			WHERE t.id = $1::uuid AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.disabled_at IS NULL`,
 			p.TokenID).Scan(&role)
 	} else {
 		err = s.pool.QueryRow(ctx, `/* auth.CurrentRole.session */

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -69,6 +70,14 @@ func (t Token) Status() string {
 
 const tokenColumns = `id::text AS id, user_id::text AS user_id, name, prefix, created_at, last_used_at, expires_at, revoked_at`
 
+const (
+	// MaxLiveTokens bounds a person's tokens that are not revoked: every page reads
+	// the ones about to expire, and a loop could otherwise mint them without end.
+	MaxLiveTokens = 100
+	// revokedListed is how many revoked tokens a list shows (the newest).
+	revokedListed = 100
+)
+
 // NewToken is the input for CreateToken.
 type NewToken struct {
 	Name string `json:"name"`
@@ -113,6 +122,15 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 		if u.Disabled() {
 			return conflict("the user " + u.Username + " is disabled")
 		}
+		// Counted under the user's row lock: two creations at once cannot both pass.
+		var live int
+		if err := tx.QueryRow(ctx, `/* auth.CreateToken.count */ SELECT count(*) FROM api_tokens WHERE user_id = $1::uuid AND revoked_at IS NULL`,
+			userID).Scan(&live); err != nil {
+			return err
+		}
+		if live >= MaxLiveTokens {
+			return verr.New("name", fmt.Sprintf("%s already has %d tokens that are not revoked (expired ones count), the most a person may have: revoke the ones no longer used first", u.Username, live))
+		}
 		rows, err := tx.Query(ctx, `/* auth.CreateToken */
 			INSERT INTO api_tokens (user_id, name, prefix, token_hash, expires_at) VALUES ($1, $2, $3, $4, $5)
 			RETURNING `+tokenColumns, userID, in.Name, plain[:12], hash, expires)
@@ -137,7 +155,14 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 
 // ListTokens returns userID's tokens, newest first.
 func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error) {
-	rows, err := s.pool.Query(ctx, `/* auth.ListTokens */ SELECT `+tokenColumns+` FROM api_tokens WHERE user_id::text = $1 ORDER BY created_at DESC`, userID)
+	if !uuidtext.Canonical(userID) {
+		return nil, nil
+	}
+	// Every token that is not revoked (at most MaxLiveTokens), and the newest revoked ones.
+	rows, err := s.pool.Query(ctx, `/* auth.ListTokens */ SELECT `+tokenColumns+` FROM api_tokens
+		WHERE user_id = $1::uuid AND (revoked_at IS NULL OR id IN (SELECT id FROM api_tokens
+			WHERE user_id = $1::uuid AND revoked_at IS NOT NULL ORDER BY created_at DESC LIMIT $2))
+		ORDER BY created_at DESC`, userID, revokedListed)
 	if err != nil {
 		return nil, fmt.Errorf("auth: list tokens: %w", err)
 	}
@@ -156,9 +181,12 @@ func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error
 // (an administrator) may revoke any. Revoking twice is not an error.
 func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, ownerID string) (Token, error) {
 	var tok Token
+	if !uuidtext.Canonical(tokenID) || ownerID != "" && !uuidtext.Canonical(ownerID) {
+		return Token{}, ErrTokenNotFound // another spelling names no token
+	}
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `/* auth.RevokeToken.get */ SELECT `+tokenColumns+` FROM api_tokens
-			WHERE id::text = $1 AND ($2 = '' OR user_id::text = $2) FOR UPDATE`, tokenID, ownerID)
+			WHERE id = $1::uuid AND ($2 = '' OR user_id = $2::uuid) FOR UPDATE`, tokenID, ownerID)
 		if err != nil {
 			return err
 		}
@@ -170,13 +198,13 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 		// An administrator revoking someone else's token: the audit row and the event
 		// name whose it was.
 		var owner string
-		if err := tx.QueryRow(ctx, `/* auth.RevokeToken.owner */ SELECT username FROM users WHERE id::text = $1`, tok.UserID).Scan(&owner); err != nil {
+		if err := tx.QueryRow(ctx, `/* auth.RevokeToken.owner */ SELECT username FROM users WHERE id = $1::uuid`, tok.UserID).Scan(&owner); err != nil {
 			return err
 		}
 		if tok.RevokedAt != nil {
 			return nil
 		}
-		if err := tx.QueryRow(ctx, `/* auth.RevokeToken */ UPDATE api_tokens SET revoked_at = now() WHERE id::text = $1 RETURNING revoked_at`,
+		if err := tx.QueryRow(ctx, `/* auth.RevokeToken */ UPDATE api_tokens SET revoked_at = now() WHERE id = $1::uuid RETURNING revoked_at`,
 			tokenID).Scan(&tok.RevokedAt); err != nil {
 			return err
 		}
@@ -214,7 +242,7 @@ func (s *Service) AuthenticateToken(ctx context.Context, plain string) (*Princip
 	}
 	// last_used_at to the minute: one write per token-minute, not one per call.
 	if s.tokens.touch(e, now) {
-		if _, err := s.pool.Exec(ctx, `/* auth.AuthenticateToken.touch */ UPDATE api_tokens SET last_used_at = now() WHERE id::text = $1`, e.p.TokenID); err != nil {
+		if _, err := s.pool.Exec(ctx, `/* auth.AuthenticateToken.touch */ UPDATE api_tokens SET last_used_at = now() WHERE id = $1::uuid`, e.p.TokenID); err != nil {
 			s.log.Warn("auth: touch token", "err", err)
 		}
 	}
@@ -279,8 +307,11 @@ func Days(n int) *int { return &n }
 // ExpiringTokens lists userID's active tokens whose warning time (WarnFrom) has come,
 // soonest first: what the owner is warned about on every page.
 func (s *Service) ExpiringTokens(ctx context.Context, userID string) ([]Token, error) {
+	if !uuidtext.Canonical(userID) {
+		return nil, nil
+	}
 	rows, err := s.pool.Query(ctx, `/* auth.ExpiringTokens */ SELECT `+tokenColumns+` FROM api_tokens
-		WHERE user_id::text = $1 AND revoked_at IS NULL AND expires_at > now() AND expires_at <= now() + $2::interval
+		WHERE user_id = $1::uuid AND revoked_at IS NULL AND expires_at > now() AND expires_at <= now() + $2::interval
 		ORDER BY expires_at`, userID, ExpiryWarning)
 	if err != nil {
 		return nil, fmt.Errorf("auth: expiring tokens: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -137,7 +138,10 @@ func (s *Service) ListUsers(ctx context.Context) ([]User, error) {
 
 // GetUser returns the user with id, or ErrNotFound.
 func (s *Service) GetUser(ctx context.Context, id string) (User, error) {
-	return getUser(ctx, s.pool, "id::text = $1", id, "")
+	if !uuidtext.Canonical(id) {
+		return User{}, ErrNotFound // another spelling names no user
+	}
+	return getUser(ctx, s.pool, "id = $1::uuid", id, "")
 }
 
 // GetUserByName returns the user with username, or ErrNotFound.
@@ -162,7 +166,10 @@ func getUser(ctx context.Context, q db.Querier, where string, arg any, suffix st
 
 // lockUser loads the user FOR UPDATE inside tx.
 func lockUser(ctx context.Context, tx pgx.Tx, id string) (User, error) {
-	return getUser(ctx, tx, "id::text = $1", id, " FOR UPDATE")
+	if !uuidtext.Canonical(id) {
+		return User{}, ErrNotFound
+	}
+	return getUser(ctx, tx, "id = $1::uuid", id, " FOR UPDATE")
 }
 
 // lockForAdminChange loads the user FOR UPDATE after taking the lock that serializes
@@ -232,7 +239,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 				return err
 			}
 			old := u.Role
-			if err := tx.QueryRow(ctx, `/* auth.SetRole */ UPDATE users SET role = $2, updated_at = now() WHERE id::text = $1 RETURNING updated_at`,
+			if err := tx.QueryRow(ctx, `/* auth.SetRole */ UPDATE users SET role = $2, updated_at = now() WHERE id = $1::uuid RETURNING updated_at`,
 				id, *ch.Role).Scan(&u.UpdatedAt); err != nil {
 				return err
 			}
@@ -254,7 +261,7 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 				}
 			}
 			if err := tx.QueryRow(ctx, `/* auth.SetDisabled */
-				UPDATE users SET disabled_at = CASE WHEN $2 THEN now() END, updated_at = now() WHERE id::text = $1
+				UPDATE users SET disabled_at = CASE WHEN $2 THEN now() END, updated_at = now() WHERE id = $1::uuid
 				RETURNING disabled_at, updated_at`, id, disable).Scan(&u.DisabledAt, &u.UpdatedAt); err != nil {
 				return err
 			}
@@ -313,7 +320,7 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw s
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `/* auth.ResetPassword */ UPDATE users SET password_hash = $2, updated_at = now() WHERE id::text = $1`, id, hash); err != nil {
+		if _, err := tx.Exec(ctx, `/* auth.ResetPassword */ UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1::uuid`, id, hash); err != nil {
 			return err
 		}
 		if err := endUserSessions(ctx, tx, u, "password reset"); err != nil {
