@@ -12,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/gateway"
 	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
@@ -89,6 +90,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 		c.Response().Header().Set("Retry-After", handlers.RetryAfter(f.RetryAfter))
 	}
 	req := c.Request()
+	if req.Method == http.MethodPost && (req.URL.Path == MCPPath || req.URL.Path == MessagesPath) && rpcRefusal(status) {
+		_ = c.Blob(status, echo.MIMEApplicationJSON, gateway.Refusal(status, msg))
+		return
+	}
 	if handlers.IsAPI(c) || req.URL.Path == "/ws" || req.URL.Path == "/metrics" || BearerOnly(req.URL.Path) || strings.Contains(req.Header.Get("Accept"), "application/json") {
 		if status == http.StatusUnauthorized {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="toolwarden"`)
@@ -119,6 +124,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if rerr := s.shell.RenderError(c, status, title, msg); rerr != nil {
 		s.log.Error("render error page", "err", rerr)
 	}
+}
+
+// rpcRefusal: a refusal of an MCP client's POST with this status is a JSON-RPC error
+// (gateway.Refusal). 401 and 403 say the credentials are wrong for every call, and a
+// 404 would tell the client its session is gone: those keep their own answer.
+func rpcRefusal(status int) bool {
+	return status >= 400 && status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden &&
+		status != http.StatusNotFound
 }
 
 // currentPage is the path (and query) of the page an htmx request came from

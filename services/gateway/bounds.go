@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
 	"time"
@@ -12,6 +13,19 @@ import (
 // without Mcp-Protocol-Version for 2025-03-26 and would run every request of a batch
 // at once, each in a goroutine of its own, with no limit.
 const batchRefusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: send one message per request (MCP 2025-06-18 and later have no batches)"}}`
+
+// Refusal is the JSON-RPC error body of a POST refused before the SDK read it (a body
+// too large, a NUL or a duplicate key in it; its id unknown, so null): an MCP client
+// reads it as that call refused, where any other body ends its whole session (the
+// go-sdk client's checkResponse).
+func Refusal(status int, msg string) []byte {
+	code := -32600 // invalid request
+	if status == http.StatusTooManyRequests {
+		code = codeRateLimited
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": code, "message": msg}})
+	return b
+}
 
 // refuseBatch answers 400 and reports true when req's body is a JSON-RPC batch (its
 // first byte past whitespace is '['). Otherwise req's body still reads whole.
