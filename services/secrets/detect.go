@@ -210,7 +210,8 @@ func looksSecretValue(v string, depth int) bool {
 	return highEntropy(v)
 }
 
-// secretURL reports a URL that carries a credential: a password, a query value named
+// secretURL reports a URL that carries a credential: a password, a user shaped like a
+// token, a query value named
 // like one or shaped like one (?access_token=…, ?key=…), a path segment shaped like one,
 // or a webhook URL, whose path is the credential. depth counts v among the URLs it is in.
 func secretURL(v string, depth int) bool {
@@ -223,6 +224,10 @@ func secretURL(v string, depth int) bool {
 	}
 	if u.User != nil {
 		if pw, ok := u.User.Password(); ok && pw != "" {
+			return true
+		}
+		// A token as the user (https://ghp_…@github.com/…, as git and npm take it).
+		if n := u.User.Username(); n != "" && looksSecretValue(n, depth) {
 			return true
 		}
 	}
