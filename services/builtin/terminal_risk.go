@@ -151,24 +151,41 @@ func deviceWrite(cmd string) bool {
 // holding a space or what ends a word for the shell.
 var braceWord = regexp.MustCompile("([^\\s{};&|()<>`]*)\\{([^{}\\s]*,[^{}\\s]*)\\}([^\\s{};&|()<>`]*)")
 
+// bracedGrowth bounds what brace expansions may add to a command rated: x…{,,…}
+// expands n characters into n² (a 100,000-character command into gigabytes).
+const bracedGrowth = 64 << 10
+
 // braced is cmd with its brace expansions expanded as bash does ({rm,-rf,x} is rm -rf x,
-// -{r,f} is -r -f), innermost first, a few levels deep.
-func braced(cmd string) string {
+// -{r,f} is -r -f), innermost first, a few levels deep. ok is false when expanding would
+// add more than bracedGrowth: the command is then left as far as it was expanded.
+func braced(cmd string) (_ string, ok bool) {
+	limit := len(cmd) + bracedGrowth
 	for range 4 {
+		grown, over := 0, false
 		next := braceWord.ReplaceAllStringFunc(cmd, func(w string) string {
 			m := braceWord.FindStringSubmatch(w)
+			n := strings.Count(m[2], ",") + 1
+			// n copies of prefix and suffix, the alternatives and n-1 spaces.
+			size := n*(len(m[1])+len(m[3])) + len(m[2])
+			if over = over || len(cmd)+grown+size-len(w) > limit; over {
+				return w
+			}
+			grown += size - len(w)
 			alts := strings.Split(m[2], ",")
 			for i, a := range alts {
 				alts[i] = m[1] + a + m[3]
 			}
 			return strings.Join(alts, " ")
 		})
+		if over {
+			return next, false
+		}
 		if next == cmd {
 			break
 		}
 		cmd = next
 	}
-	return cmd
+	return cmd, true
 }
 
 // CommandRisk is the risk a command line's text carries: HIGH and why when a rule
@@ -177,11 +194,15 @@ func braced(cmd string) string {
 func CommandRisk(cmd string) (risk.Level, string, bool) {
 	var whys []string
 	plain := unquoted(cmd)
-	forms := []string{cmd, plain, braced(plain)}
+	expanded, ok := braced(plain)
+	forms := []string{cmd, plain, expanded}
 	for _, r := range commandRules {
 		if slices.ContainsFunc(forms, r.match) {
 			whys = append(whys, r.why)
 		}
+	}
+	if !ok {
+		whys = append(whys, "has more brace expansions than can be rated")
 	}
 	if len(whys) == 0 {
 		return "", "", false

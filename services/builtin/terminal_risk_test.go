@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"encoding/json"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -88,5 +90,27 @@ func TestInputRisk(t *testing.T) {
 		if l, why, ok := ArgumentRisk("terminal_operations", args); ok {
 			t.Errorf("%q: %v %q", in, l, why)
 		}
+	}
+}
+
+// A command whose brace expansions would grow without bound (x…{,,…} expands n
+// characters into n²: 100,000 of them into gigabytes, before any approval) is rated
+// HIGH, saying why, with what rating it allocates bounded; a small one still expands.
+func TestCommandRiskBoundsBraceExpansion(t *testing.T) {
+	n := 50_000
+	cmd := strings.Repeat("x", n) + "{" + strings.Repeat(",", n) + "}"
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	level, why, ok := CommandRisk(cmd)
+	runtime.ReadMemStats(&after)
+	if !ok || level != risk.High || !strings.Contains(why, "brace expansions") {
+		t.Errorf("a command expanding to %d bytes: %v %q %v, want HIGH saying it cannot be rated", n*n, level, why, ok)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<20 {
+		t.Errorf("rating it allocated %d MiB", got>>20)
+	}
+	if level, _, ok := CommandRisk("{rm,-rf,/tmp/x}"); !ok || level != risk.High {
+		t.Errorf("a small brace expansion of rm -rf: %v %v, want HIGH", level, ok)
 	}
 }
