@@ -949,3 +949,32 @@ func TestValidationDoesNotQuoteSecretArguments(t *testing.T) {
 		t.Errorf("usage log rows quoting a secret argument: %d", n)
 	}
 }
+
+// A refused call is recorded even when its caller has already hung up: the queue's
+// send raced the caller's context, and about half such refusals went unrecorded (and
+// the web layer, told they were, recorded nothing either).
+func TestRefusalRecordedAfterCallerLeft(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("rl", true, "echo")
+	prober := audit.Actor{Kind: audit.ActorUser, Name: "prober"}
+	// The first refusal loads the tool; the next ones touch no database before recording.
+	if _, err := e.r.Call(e.ctx, router.Call{Tool: "rl__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: prober,
+		Role: auth.RoleGuest, Source: router.SourceAPI}); codeOf(err) != router.CodeForbidden {
+		t.Fatalf("a guest's call: %v, want forbidden", err)
+	}
+	gone, cancel := context.WithCancel(e.ctx)
+	cancel()
+	const n = 20
+	for range n {
+		_, err := e.r.Call(gone, router.Call{Tool: "rl__echo", Arguments: json.RawMessage(`{"message":"x"}`), Actor: prober,
+			Role: auth.RoleGuest, Source: router.SourceAPI})
+		if codeOf(err) != router.CodeForbidden {
+			t.Fatalf("a guest's call: %v, want forbidden", err)
+		}
+	}
+	e.flush()
+	if got := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.refused' AND actor_name = 'prober'`); got != n+1 {
+		t.Errorf("tool.call.refused rows of %d refusals to a caller already gone (and one before): %d", n, got)
+	}
+}

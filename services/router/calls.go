@@ -191,7 +191,9 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 		refusal.Result = audit.ResultDenied
 		j.audits = []audit.Entry{refusal}
 	}
-	cr.submitted(cr.r.rec.submit(ctx, j, false), "refused")
+	// Recorded whether or not the caller is still there: one who hangs up at once must
+	// not leave half their refused attempts unrecorded.
+	cr.submitted(cr.r.rec.submit(context.WithoutCancel(ctx), j, false), "refused")
 	return err
 }
 
