@@ -43,6 +43,15 @@ func TestFileOperationsThroughRouter(t *testing.T) {
 		AND payload->>'display' = 'Creating file notes.txt'`, res.CallID); n != 1 {
 		t.Fatalf("audit rows with the display line: %d", n)
 	}
+	// The operation the name chose is in what is recorded, as the tool got it.
+	if n := srv.App.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'tool.call' AND payload->>'call_id' = $1
+		AND payload->'arguments'->>'operation' = 'create_file'`, res.CallID); n != 1 {
+		t.Errorf("audit rows whose arguments name the operation: %d", n)
+	}
+	testkit.WaitFor(t, 10*time.Second, func() bool { // usage rows are written in the background
+		return srv.App.Count(t, `SELECT count(*) FROM tool_usage_logs WHERE metadata->>'call_id' = $1 AND request->>'operation' = 'create_file'`,
+			res.CallID) == 1
+	}, "no usage row whose request names the operation")
 	testkit.WaitFor(t, 10*time.Second, func() bool {
 		return srv.App.Count(t, `SELECT count(*) FROM events WHERE topic = 'calls' AND payload->>'call_id' = $1
 			AND payload->>'display' = 'Creating file notes.txt'`, res.CallID) > 0

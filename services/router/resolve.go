@@ -40,14 +40,17 @@ type resolution struct {
 	operation string
 }
 
-// addOperation puts the operation a dotted name named into args, unless they name one.
-func (res resolution) addOperation(args map[string]json.RawMessage) {
+// addOperation puts the operation a dotted name named into args, unless they name one,
+// and reports whether it did.
+func (res resolution) addOperation(args map[string]json.RawMessage) bool {
 	if res.operation == "" {
-		return
+		return false
 	}
-	if _, given := args["operation"]; !given {
-		args["operation"], _ = json.Marshal(res.operation)
+	if _, given := args["operation"]; given {
+		return false
 	}
+	args["operation"], _ = json.Marshal(res.operation)
+	return true
 }
 
 // cache is the in-memory snapshot of resolved names and compiled schemas. Events that

@@ -448,7 +448,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if e == nil {
 		return nil, withCall(err, callID)
 	}
-	rec := &callRecord{r: r, c: c, id: callID, e: e, args: c.Arguments, start: start}
+	rec := &callRecord{r: r, c: c, id: callID, e: e, args: args.recorded(c.Arguments), start: start}
 	if err != nil {
 		return nil, rec.refused(ctx, err)
 	}

@@ -82,7 +82,7 @@ func (r *Router) casesConsent(ctx context.Context, base Call, cases []tools.Test
 		}
 		if e != nil && stopsCases(re) && consentRank(re) > consentRank(worst) {
 			worst = re
-			rec = &callRecord{r: r, c: c, id: uuid.NewString(), e: e, args: c.Arguments, start: time.Now(), auditRefusal: preflighted}
+			rec = &callRecord{r: r, c: c, id: uuid.NewString(), e: e, args: args.recorded(c.Arguments), start: time.Now(), auditRefusal: preflighted}
 		}
 	}
 	if worst == nil {
