@@ -102,8 +102,9 @@ type Gateway struct {
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	unfollow func()
-	open     streams // the long-lived streams, ended when their credential is (streams.go)
-	held     held    // the open stateful sessions by user (sessions.go)
+	open     streams      // the long-lived streams, ended when their credential is (streams.go)
+	held     held         // the open stateful sessions by user (sessions.go)
+	calls    sessionCalls // the stateful sessions' requests under way (sessioncalls.go)
 }
 
 // New returns the gateway over the router (every call) and the auth service (tokens).
@@ -151,7 +152,7 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: o.Version},
 		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
-	g.server.AddReceivingMiddleware(g.limitSessions, g.tools, g.passthrough)
+	g.server.AddReceivingMiddleware(g.limitSessions, g.endWithSession, g.tools, g.passthrough)
 	g.follow()
 	g.sse = g.newSSE() // after every middleware that reads the caller
 	get := func(*http.Request) *mcp.Server { return g.server }
@@ -200,6 +201,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			ctx, done := g.track(r)
 			defer done()
 			r = r.WithContext(ctx)
+		}
+		if r.Method == http.MethodDelete && h == g.stateful {
+			// The SDK's Close waits for the session's requests: they are ended first.
+			if c, ok := callerOfInfo(mcpauth.TokenInfoFromContext(r.Context())); ok && r.Header.Get("Mcp-Session-Id") != "" {
+				defer g.calls.end(r.Header.Get("Mcp-Session-Id"), c.p.User.ID)()
+			}
 		}
 		bw := g.bounded(w)
 		defer bw.extend() // bounds the server's last flush, after the handler; net/http then clears it

@@ -51,8 +51,9 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 // hold waits until execution ex is decided and, when approved, run; the outcome is the
 // call's result. The wait ends after the gateway's hold time with a pending result
 // naming the execution, so the agent can wait again with toolwarden__await_execution.
-// A client that gives up (ctx cancelled: notifications/cancelled, or a closed stream
-// on the stateless protocol) cancels an execution nobody has decided on yet.
+// A client that gives up (ctx cancelled: notifications/cancelled, a closed stream on
+// the stateless protocol, or its session ended, sessioncalls.go) cancels an execution
+// nobody has decided on yet.
 func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest, ex *executions.Execution) (*mcp.CallToolResult, error) {
 	id := ex.ID
 	// Subscribed before the state is read, so no decision falls between the two.

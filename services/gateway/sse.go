@@ -47,6 +47,7 @@ type sseSessions struct {
 // sseSession is one SSE session, bound to the API token that opened it.
 type sseSession struct {
 	tokenID string
+	stream  context.Context // the GET's; its requests end with it (sessioncalls.go)
 
 	mu   sync.Mutex
 	id   string             // the SDK's session id, once announced
@@ -126,6 +127,7 @@ func (g *Gateway) openSSE(w http.ResponseWriter, req *http.Request) {
 	defer done()
 	ctx, cancel := context.WithCancel(context.WithValue(tracked, sseSessionKey{}, sess))
 	defer cancel()
+	sess.stream = ctx
 	defer context.AfterFunc(g.stop, cancel)()
 	r := req.Clone(ctx)
 	r.URL.Path, r.URL.RawPath = MessagesPath, ""
