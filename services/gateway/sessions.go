@@ -26,6 +26,9 @@ import (
 type held struct {
 	mu     sync.Mutex
 	byUser map[string]int
+	// counted are the sessions counted in byUser: an initialize sent again on a live
+	// session (the SDK refuses it after the middleware) counts nothing more.
+	counted map[*mcp.ServerSession]bool
 }
 
 // refusedSessionGrace is how long a refused session stays, so its error answer
@@ -58,7 +61,11 @@ func (g *Gateway) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		uid := c.p.User.ID
+		if !g.countSession(ss) {
+			return next(ctx, method, req) // counted already: the SDK answers a second initialize
+		}
 		if n, ok := g.admitStream(uid); !ok {
+			g.uncountSession(ss)
 			time.AfterFunc(refusedSessionGrace, func() { _ = ss.Close() })
 			return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf(
 				"too many MCP sessions: %s has %d open, the most one person may; end sessions you no longer use "+
@@ -66,6 +73,7 @@ func (g *Gateway) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		go func() {
 			_ = ss.Wait()
+			g.uncountSession(ss)
 			g.releaseStream(uid)
 		}()
 		return next(ctx, method, req)
@@ -88,6 +96,26 @@ func (g *Gateway) admitStream(uid string) (n int, ok bool) {
 	}
 	g.held.byUser[uid]++
 	return 0, true
+}
+
+// countSession marks ss as counted, and reports false when it was already.
+func (g *Gateway) countSession(ss *mcp.ServerSession) bool {
+	g.held.mu.Lock()
+	defer g.held.mu.Unlock()
+	if g.held.counted[ss] {
+		return false
+	}
+	if g.held.counted == nil {
+		g.held.counted = map[*mcp.ServerSession]bool{}
+	}
+	g.held.counted[ss] = true
+	return true
+}
+
+func (g *Gateway) uncountSession(ss *mcp.ServerSession) {
+	g.held.mu.Lock()
+	defer g.held.mu.Unlock()
+	delete(g.held.counted, ss)
 }
 
 // releaseStream counts one session or stream of user uid's less.

@@ -158,3 +158,31 @@ func TestSSEStreamsCountFromTheirOpening(t *testing.T) {
 		t.Fatal("an SSE session past the limit was accepted")
 	}
 }
+
+// An initialize sent again on a live session counts no second session: the person's
+// place is still one, their next session is admitted, and the session itself is not
+// closed as one past the limit (each resend took a place until the session ended).
+func TestInitializeAgainCountsNoSession(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Gateway: &gateway.Options{MaxSessions: 2}})
+	srv.CreateUser(t, "alice", auth.RoleToolUser, password)
+	alice := srv.Token(t, "alice")
+	cs := mustConnect(t, srv, alice, "2025-11-25")
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"again","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		res, err := (&http.Client{Transport: bearer{alice}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	mustConnect(t, srv, alice, "2025-11-25") // the second of two places
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Errorf("the session that was sent initialize again: %v", err)
+	}
+}
