@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -154,9 +155,15 @@ func TestToolsThroughGateway(t *testing.T) {
 			if err != nil || !res.IsError || !strings.Contains(text(res), "- message:") {
 				t.Fatalf("a missing argument: got %v %+v, want an isError result naming message", err, res)
 			}
-			for _, name := range []string{"mt__nope", "other__echo", "mt__fail"} {
-				if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name}); err == nil {
+			// Unknown, denied to her and disabled alike: the list hides the last two, and so
+			// does the answer (it named them, and their server, to anyone guessing names).
+			for _, name := range []string{"mt__nope", "other__echo", "mt__fail", "fail"} {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name})
+				if err == nil {
 					t.Fatalf("%s: got %+v, want a JSON-RPC error", name, res)
+				}
+				if !strings.Contains(err.Error(), fmt.Sprintf("unknown tool %q", name)) || strings.Contains(err.Error(), "mt__fail") && name != "mt__fail" {
+					t.Errorf("%s: %v, want the answer an unknown tool gets", name, err)
 				}
 			}
 

@@ -181,7 +181,7 @@ func clientOf(req *mcp.CallToolRequest) string {
 }
 
 // refused turns a refused or failed call into what MCP expects: a name the caller
-// cannot call, or may not use, is a JSON-RPC error (unknown tool); anything the model can act on
+// cannot call, or may not use, is a JSON-RPC error (unknown tool, alike for both); anything the model can act on
 // (arguments to fix, an approval to seek, a wait, an upstream failure) is a tool
 // result with isError, so the model reads it.
 func (g *Gateway) refused(name string, err error) (*mcp.CallToolResult, error) {
@@ -199,7 +199,9 @@ func (g *Gateway) refused(name string, err error) (*mcp.CallToolResult, error) {
 			// which the caller can change: the model reads it, as the tool's own refusal.
 			return errorResult(argumentsText(f)), nil
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: f.Message}
+		// Answered as an unknown name: tools/list hides such a tool, and its name, its
+		// server's and why would tell anyone guessing names what the list does not.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
 	case router.CodeInvalidArguments:
 		res := errorResult(argumentsText(f))
 		res.StructuredContent = notAllowedContent(f)
