@@ -82,17 +82,17 @@ func (r *Router) newBreaker(serverID, server string) *callBreaker {
 	limit := r.opts.BreakerFailures
 	b.cb = gobreaker.NewCircuitBreaker[*mcp.CallToolResult](gobreaker.Settings{
 		Name: serverID, Timeout: r.opts.BreakerCooldown,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
-		// A caller that gave up, a call that timed out, or an answer over the size cap
-		// (the session read past it and goes on) says nothing about the server's health.
-		IsSuccessful: func(err error) bool {
-			return err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= limit },
+		IsSuccessful: func(err error) bool { return err == nil },
+		// A caller that gave up, a call that timed out, an answer over the size cap (the
+		// session read past it and goes on) or a call the server refused says nothing
+		// about the server's health, and is not a success either: counted as one, calls
+		// cancelled or refused between failing ones would keep the circuit from opening,
+		// and a trial call ending so would close it.
+		IsExcluded: func(err error) bool {
+			return serverRefused(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
 				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge)
 		},
-		// Nor does a call the server refused, and it is not a success either: counted
-		// as one, another user's bad calls between failing good ones would keep the
-		// circuit from opening, and a refused trial call would close it.
-		IsExcluded: serverRefused,
 		OnStateChange: func(string, gobreaker.State, gobreaker.State) {
 			b.mu.Lock()
 			b.since = time.Now()

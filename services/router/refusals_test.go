@@ -3,6 +3,7 @@ package router_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -83,6 +84,34 @@ func TestRefusalsDoNotHideFailures(t *testing.T) {
 	}
 	if b := e.r.Breaker(serverID); b.State != router.CircuitOpen {
 		t.Fatalf("after 3 failures with refusals between them: got %+v, want the circuit open", b)
+	}
+}
+
+// A call its caller gave up on (or that ran out of time) is neither a failure nor a
+// success of the server either: counted as a success, one cancelled call in every few
+// kept a failing server's circuit closed for good.
+func TestCancelledCallsDoNotHideFailures(t *testing.T) {
+	t.Parallel()
+	e := startWith(t, &router.Options{BreakerFailures: 3, BreakerCooldown: time.Hour}, nil)
+	hs := e.server("flaky", false, "echo", "sleep")
+	serverID := e.tool("flaky__echo").ServerID
+	answerEcho(hs, "break", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server broke"})
+	for i := range 3 {
+		if _, err := e.call("flaky__echo", `{"message":"break"}`); err == nil {
+			t.Fatalf("failing call %d succeeded", i)
+		}
+		if i < 2 {
+			ctx, cancel := context.WithTimeout(e.ctx, 100*time.Millisecond)
+			_, err := e.r.Call(ctx, router.Call{Tool: "flaky__sleep", Arguments: json.RawMessage(`{"ms":5000}`), Actor: admin,
+				Role: auth.RoleAdmin, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true, Phrase: "flaky__sleep"}})
+			cancel()
+			if codeOf(err) != router.CodeCancelled {
+				t.Fatalf("a call given up on: %v, want cancelled", err)
+			}
+		}
+	}
+	if b := e.r.Breaker(serverID); b.State != router.CircuitOpen {
+		t.Fatalf("after 3 failures with calls given up on between them: got %+v, want the circuit open", b)
 	}
 }
 
