@@ -16,6 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // SessionsTopic is the event topic of sign-ins and sign-outs.
@@ -83,7 +84,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			// anonymous caller grow the append-only log without bound.
 			loginErr = terr
 			th, _ := ThrottleOf(terr)
-			s.log.Warn("auth: sign-in refused while throttled", "username", username, "ip", req.IP, "scope", th.Scope)
+			s.log.Warn("auth: sign-in refused while throttled", "username", typedName(username), "ip", req.IP, "scope", th.Scope)
 			return nil
 		}
 		// The row stays locked while the password is checked and the session made: a
@@ -116,13 +117,18 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			if _, err := tx.Exec(ctx, `/* auth.Login.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, username, from); err != nil {
 				return err
 			}
-			targetID := username
+			name := username
+			if !found {
+				name = typedName(username)
+				actor.Name = name
+			}
+			targetID := name
 			if found {
 				targetID = u.ID
 				actor.ID = u.ID
 			}
-			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: targetID, TargetName: username,
-				Payload: map[string]any{"username": username, "reason": reason}, Result: audit.ResultFailure})
+			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: targetID, TargetName: name,
+				Payload: map[string]any{"username": name, "reason": reason}, Result: audit.ResultFailure})
 			return err
 		}
 
@@ -358,6 +364,16 @@ func truncate(s string, n int) string {
 func (s *Service) StillValid(ctx context.Context, p *Principal) bool {
 	_, err := s.CurrentRole(ctx, p)
 	return err == nil
+}
+
+// typedName is a name typed to sign in that names no user, as the audit log and the
+// server's log keep it: a password typed into the name's box (a name no user may have,
+// or one shaped like a secret) is not kept, as the log is append-only.
+func typedName(name string) string {
+	if usernamePattern.MatchString(name) && !secrets.LooksSecretValue(name) {
+		return name
+	}
+	return fmt.Sprintf("(not a user name: %d characters, not kept)", utf8.RuneCountInString(name))
 }
 
 // ErrNoLongerValid is CurrentRole's answer for a session or token that would no longer

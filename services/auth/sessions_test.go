@@ -252,15 +252,24 @@ func TestLoginFailures(t *testing.T) {
 	if _, err := f.svc.SetDisabled(f.ctx, audit.System, bob.ID, true); err != nil {
 		t.Fatal(err)
 	}
+	// A password typed into the name's box is not kept: not a name a user may have
+	// (a '!'), or shaped like a secret.
+	const typedPassword, typedToken = "Winter!2026-Tulip", "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 	for _, tc := range []struct {
 		name, username, password string
 		wantReason, wantTarget   string
+		wantName                 string // as kept; "" for username
 	}{
-		{"wrong password", "alice", "not the password", "wrong password", alice.ID},
-		{"empty password", "alice", "", "wrong password", alice.ID},
-		{"unknown user", "mallory", testPassword, "unknown user", "mallory"},
-		{"disabled user", "bob", testPassword, "user disabled", bob.ID},
+		{"wrong password", "alice", "not the password", "wrong password", alice.ID, ""},
+		{"empty password", "alice", "", "wrong password", alice.ID, ""},
+		{"unknown user", "mallory", testPassword, "unknown user", "mallory", ""},
+		{"disabled user", "bob", testPassword, "user disabled", bob.ID, ""},
+		{"password as name", typedPassword, testPassword, "unknown user", "(not a user name: 17 characters, not kept)", "(not a user name: 17 characters, not kept)"},
+		{"token as name", typedToken, testPassword, "unknown user", "(not a user name: 40 characters, not kept)", "(not a user name: 40 characters, not kept)"},
 	} {
+		if tc.wantName == "" {
+			tc.wantName = tc.username
+		}
 		_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: tc.username, Password: tc.password, IP: "198.51.100.9", RequestID: tc.name})
 		if !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Errorf("%s: got %v, want ErrInvalidCredentials", tc.name, err)
@@ -276,15 +285,16 @@ func TestLoginFailures(t *testing.T) {
 			t.Errorf("%s: no user.login_failed audit row", tc.name)
 			continue
 		}
-		if a.Payload["reason"] != tc.wantReason || a.Payload["username"] != tc.username || a.TargetID != tc.wantTarget || a.ActorKind != audit.ActorAnonymous {
+		if a.Payload["reason"] != tc.wantReason || a.Payload["username"] != tc.wantName || a.TargetID != tc.wantTarget || a.ActorKind != audit.ActorAnonymous {
 			t.Errorf("%s: got audit %+v, want reason %q, target %q, anonymous actor", tc.name, a, tc.wantReason, tc.wantTarget)
 		}
-		if strings.Contains(a.Raw, testPassword) || (tc.password != "" && strings.Contains(a.Raw, tc.password)) {
+		if strings.Contains(a.Raw, testPassword) || (tc.password != "" && strings.Contains(a.Raw, tc.password)) ||
+			strings.Contains(strings.ToLower(a.Raw), strings.ToLower(typedPassword)) || strings.Contains(strings.ToLower(a.Raw), strings.ToLower(typedToken)) {
 			t.Errorf("%s: audit row contains the password: %s", tc.name, a.Raw)
 		}
 	}
-	if got := f.count(`SELECT count(*) FROM login_failures WHERE ip = '198.51.100.9'`); got != 4 {
-		t.Errorf("login_failures: got %d, want 4", got)
+	if got := f.count(`SELECT count(*) FROM login_failures WHERE ip = '198.51.100.9'`); got != 6 {
+		t.Errorf("login_failures: got %d, want 6", got)
 	}
 	if got := f.count(`SELECT count(*) FROM sessions`); got != 0 {
 		t.Errorf("sessions after failed logins: got %d, want 0", got)
