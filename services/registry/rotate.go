@@ -24,7 +24,7 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 		err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 			var env, headers map[string]string
 			var token string
-			err := tx.QueryRow(ctx, `/* registry.RotateSecrets.lock */ SELECT env, headers, auth_token FROM mcp_servers WHERE id::text = $1 FOR UPDATE`, id).
+			err := tx.QueryRow(ctx, `/* registry.RotateSecrets.lock */ SELECT env, headers, auth_token FROM mcp_servers WHERE id = $1::uuid FOR UPDATE`, id).
 				Scan(&env, &headers, &token)
 			if err == pgx.ErrNoRows {
 				return nil // deleted meanwhile
@@ -61,7 +61,7 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 				return nil
 			}
 			total += n
-			_, err = tx.Exec(ctx, `/* registry.RotateSecrets */ UPDATE mcp_servers SET env = $2, headers = $3, auth_token = $4 WHERE id::text = $1`,
+			_, err = tx.Exec(ctx, `/* registry.RotateSecrets */ UPDATE mcp_servers SET env = $2, headers = $3, auth_token = $4 WHERE id = $1::uuid`,
 				id, env, headers, token)
 			return err
 		})

@@ -455,7 +455,7 @@ func movedToolSecrets(ctx context.Context, q db.Querier, id string, before, d *d
 		moved = func(string) (string, string, bool) { return from, to, true }
 	}
 	names, err := db.Column[string](ctx, q, "registry: tools with secret values", `/* registry.movedToolSecrets */
-		SELECT name FROM mcp_tools t WHERE server_id::text = $1 AND jsonb_typeof(configuration->'params') = 'object'
+		SELECT name FROM mcp_tools t WHERE server_id = $1::uuid AND jsonb_typeof(configuration->'params') = 'object'
 		  AND EXISTS (SELECT 1 FROM jsonb_each(t.configuration->'params') AS p WHERE jsonb_typeof(p.value) = 'object' AND p.value ? 'secret')
 		ORDER BY name`, id)
 	if err != nil {

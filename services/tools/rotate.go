@@ -29,7 +29,7 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 	for _, id := range ids {
 		err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 			var cur []byte
-			if err := tx.QueryRow(ctx, `/* tools.RotateSecrets.lock */ SELECT configuration FROM mcp_tools WHERE id::text = $1 FOR UPDATE`, id).Scan(&cur); err != nil {
+			if err := tx.QueryRow(ctx, `/* tools.RotateSecrets.lock */ SELECT configuration FROM mcp_tools WHERE id = $1::uuid FOR UPDATE`, id).Scan(&cur); err != nil {
 				if err == pgx.ErrNoRows {
 					return nil
 				}
@@ -41,11 +41,11 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 			}
 			if n > 0 {
 				total += n
-				if _, err := tx.Exec(ctx, `/* tools.RotateSecrets */ UPDATE mcp_tools SET configuration = $2 WHERE id::text = $1`, id, next); err != nil {
+				if _, err := tx.Exec(ctx, `/* tools.RotateSecrets */ UPDATE mcp_tools SET configuration = $2 WHERE id = $1::uuid`, id, next); err != nil {
 					return err
 				}
 			}
-			vrows, err := tx.Query(ctx, `/* tools.RotateSecrets.versions */ SELECT id, configuration FROM tool_configurations WHERE tool_id::text = $1`, id)
+			vrows, err := tx.Query(ctx, `/* tools.RotateSecrets.versions */ SELECT id, configuration FROM tool_configurations WHERE tool_id = $1::uuid`, id)
 			if err != nil {
 				return err
 			}
