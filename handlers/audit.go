@@ -29,7 +29,7 @@ type AuditHandler struct {
 	*Shell
 	Log *audit.Log
 	// DownloadStall bounds how long an export waits for its client to take the next
-	// bytes (0: a minute): it holds a database connection meanwhile.
+	// bytes (0: a minute): it holds one of the few export slots meanwhile.
 	DownloadStall time.Duration
 }
 
@@ -453,7 +453,8 @@ func (h AuditHandler) APIGet(c echo.Context) error {
 }
 
 // APIExport streams every entry the filters select as CSV or JSON Lines
-// (?format=csv|jsonl), newest first; the export is audited before it starts.
+// (?format=csv|jsonl), newest first; the export is audited before it starts. One per
+// person and 3 in the process run at once (audit.Log.Export refuses more: 429).
 func (h AuditHandler) APIExport(c echo.Context) error {
 	// An export is recorded as the person's and streams the whole log: another site's
 	// link must not make them "export" it.
@@ -523,8 +524,8 @@ func crossSiteGet(c echo.Context) bool {
 
 // lazyWriter sends the status with the first bytes, so an error before any is still
 // the error handler's to answer. Each write must be taken by the client within stall
-// (0: a minute): a client that stops reading ends the export, and with it the
-// database connection it holds, instead of holding it for good.
+// (0: a minute): a client that stops reading ends the export, and gives back its
+// export slot, instead of holding it for good.
 type lazyWriter struct {
 	c       echo.Context
 	stall   time.Duration

@@ -21,10 +21,18 @@ const (
 	FormatJSONL = "jsonl"
 )
 
-// exportBatch is how many entries each query of an export reads. They are passed on
-// one at a time as they arrive, so memory stays that of one entry whatever the
-// export's size; the batches bound how long one query holds its snapshot.
-const exportBatch = 1000
+// An export reads a batch of entries, releases the database connection, then writes
+// them to its client: a client that reads slowly must not hold one of the pool's
+// connections, which the audit of every request shares. A batch is at most
+// exportBatch entries and stops once it holds exportBatchBytes, so memory stays that
+// of one batch (or of one entry larger than that) whatever the entries' size.
+const (
+	exportBatch      = 1000
+	exportBatchBytes = 8 << 20
+	// exportFirstBatch is the first batch's limit, before entries' size is known: a
+	// batch cut at exportBatchBytes has read the rest of its rows for nothing.
+	exportFirstBatch = 100
+)
 
 // ExportEntry is one entry as an export writes it: the stored fields, its group, and
 // its chain position in hex (so an export can be checked against the chain).
@@ -62,50 +70,86 @@ var csvHeader = []string{"id", "at", "actor_kind", "actor_id", "actor_name", "ac
 	"target_name", "result", "ip", "request_id", "payload", "prev_hash", "hash"}
 
 // Each calls fn for every entry f selects, newest first, reading them in batches by
-// keyset (f's cursor and limit are ignored) and calling fn as each entry is read, never
-// holding more than one: memory stays constant, and entries appended meanwhile are not
-// included. It stops at fn's first error.
+// keyset (f's cursor and limit are ignored) and calling fn for a batch's entries once
+// it is read and its connection released: memory stays one batch (exportBatchBytes),
+// and entries appended meanwhile are not included. It stops at fn's first error.
 func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
+	return l.each(ctx, f, fn, nil)
+}
+
+// each is Each, calling batchDone (unless nil) after each batch's entries.
+func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDone func() error) error {
 	f.Cursor, f.After, f.Limit = 0, 0, exportBatch
 	// Indexed once: what is appended meanwhile is newer than the first page anyway.
 	f, err := l.searchable(ctx, f)
 	if err != nil {
 		return err
 	}
+	limit := exportFirstBatch
 	for {
-		n, last, err := l.eachOf(ctx, f, fn)
+		batch, size, more, err := l.batchOf(ctx, f, limit)
 		if err != nil {
 			return err
 		}
-		if n < exportBatch {
+		if len(batch) == 0 {
+			return nil
+		}
+		n, last := len(batch), batch[len(batch)-1].ID
+		for i := range batch {
+			if err := fn(batch[i]); err != nil {
+				return err
+			}
+			batch[i] = Record{} // passed on: its memory can go
+		}
+		if batchDone != nil {
+			if err := batchDone(); err != nil {
+				return err
+			}
+		}
+		if !more {
 			return nil
 		}
 		f.Cursor = last
+		// As many entries as half the bytes allowed hold, at their size so far.
+		limit = min(max(exportBatchBytes/2/max(size/n, 1), 1), exportBatch)
 	}
 }
 
-// eachOf calls fn for each entry of one batch of f as it is read, and returns how many
-// there were and the last one's id (the next batch's cursor).
-func (l *Log) eachOf(ctx context.Context, f Filter, fn func(Record) error) (n int, last int64, err error) {
-	rows, err := l.query(ctx, f, exportBatch)
+// batchOf reads up to limit entries of f, stopping early once they hold
+// exportBatchBytes, and returns them with their size and whether entries may follow.
+// The rows are closed (the connection released) before it returns.
+func (l *Log) batchOf(ctx context.Context, f Filter, limit int) (batch []Record, size int, more bool, err error) {
+	rows, err := l.query(ctx, f, limit)
 	if err != nil {
-		return 0, 0, fmt.Errorf("audit: list: %w", err)
+		return nil, 0, false, fmt.Errorf("audit: list: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		r, err := pgx.RowToStructByName[Record](rows)
 		if err != nil {
-			return n, last, fmt.Errorf("audit: list: %w", err)
+			return nil, 0, false, fmt.Errorf("audit: list: %w", err)
 		}
-		if err := fn(r); err != nil {
-			return n, last, err
+		batch = append(batch, r)
+		size += recordSize(r)
+		if size >= exportBatchBytes && len(batch) < limit {
+			rows.Close()
+			return batch, size, true, nil
 		}
-		n, last = n+1, r.ID
 	}
 	if err := rows.Err(); err != nil {
-		return n, last, fmt.Errorf("audit: list: %w", err)
+		return nil, 0, false, fmt.Errorf("audit: list: %w", err)
 	}
-	return n, last, nil
+	return batch, size, len(batch) == limit, nil
+}
+
+// recordSize is about how much memory r holds.
+func recordSize(r Record) int {
+	n := 256 + len(r.Payload) + len(r.PrevHash) + len(r.Hash) + len(r.ActorName) + len(r.Action) + len(r.TargetType) +
+		len(r.TargetID) + len(r.TargetName) + len(r.Result) + len(r.IP) + len(r.RequestID)
+	if r.ActorID != nil {
+		n += len(*r.ActorID)
+	}
+	return n
 }
 
 // cells makes CSV cells that a spreadsheet shows as text: a cell that begins with =,
@@ -154,27 +198,33 @@ func formulaStart(piece string) bool {
 
 // Export records that actor exports what f selects (action audit.export, with the
 // filter and format), then writes it to w as CSV or JSON Lines. The entry is written
-// before any data: an export that cannot be audited does not happen. An error after
-// some of it reached w leaves it cut at an arbitrary byte, and neither format can say
-// where it should end: the caller must make the failure visible (the API aborts the
-// response), not end it as if complete.
+// before any data: an export that cannot be audited does not happen. A person runs one
+// export at a time and the process maxExports: past that it is refused (rate limited,
+// with a wait) before anything, its entry included. Each batch is flushed to w once
+// read. An error after some of it reached w leaves it cut at an arbitrary byte, and
+// neither format can say where it should end: the caller must make the failure visible
+// (the API aborts the response), not end it as if complete.
 func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, w io.Writer) error {
 	if format != FormatCSV && format != FormatJSONL {
 		return fmt.Errorf("audit: unknown export format %q", format)
 	}
+	release, err := l.admitExport(actor)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if err := AppendAlone(ctx, l.pool, Entry{Actor: actor, Action: "audit.export", TargetType: "audit_log",
 		Payload: map[string]any{"format": format, "filter": f.Query().Encode()}}); err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 64<<10)
-	var err error
 	switch format {
 	case FormatCSV:
 		cw := csv.NewWriter(bw)
 		if err := cw.Write(csvHeader); err != nil {
 			return err
 		}
-		err = l.Each(ctx, f, func(r Record) error {
+		err = l.each(ctx, f, func(r Record) error {
 			e := r.Export()
 			actorID := ""
 			if e.ActorID != nil {
@@ -182,6 +232,12 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 			}
 			return cw.Write(cells(strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorKind, actorID, e.ActorName,
 				e.Action, e.Group, e.TargetType, e.TargetID, e.TargetName, e.Result, e.IP, e.RequestID, string(e.Payload), e.PrevHash, e.Hash))
+		}, func() error {
+			cw.Flush()
+			if err := cw.Error(); err != nil {
+				return err
+			}
+			return bw.Flush()
 		})
 		cw.Flush()
 		if err == nil {
@@ -190,7 +246,7 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 	case FormatJSONL:
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
-		err = l.Each(ctx, f, func(r Record) error { return enc.Encode(r.Export()) })
+		err = l.each(ctx, f, func(r Record) error { return enc.Encode(r.Export()) }, bw.Flush)
 	}
 	if err != nil {
 		return fmt.Errorf("audit: export: %w", err)

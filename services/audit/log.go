@@ -23,7 +23,10 @@ type Log struct {
 	checking chan struct{}
 	// checkpoints is where the newest checkpoint is (UseCheckpoints); nil: none configured.
 	checkpoints *CheckpointSource
-	wg          sync.WaitGroup
+	// exports counts the exports running, in all and by person (export_limit.go).
+	exportsMu sync.Mutex
+	exports   exportCount
+	wg        sync.WaitGroup
 	// stop ends a background check when the process stops (Close).
 	stop   context.Context
 	cancel context.CancelFunc
