@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -100,5 +101,43 @@ func TestBuiltinStepResultsPrivate(t *testing.T) {
 	})
 	if loaders == 0 {
 		t.Error("no live fragment asked for the results as its viewer")
+	}
+}
+
+// A built-in step that fails keeps what the tool said out of the step's and the
+// execution's error, which every viewer reads (a command's output, a file's name or
+// contents): the requester reads it in the step's result.
+func TestFailedBuiltinStepErrorPrivate(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-12")
+	alice := svClient{t: t, srv: srv, c: srv.Login(t, "alice", "alice-password-1")}
+	bob := svClient{t: t, srv: srv, c: srv.Login(t, "bob", "bob-password-12")}
+	body := plan(step("builtin__file_operations.read_file", map[string]any{"filePath": "payroll-2027-cuts.txt"}))
+	body["conversation_id"] = "conv-priv"
+	var ex apiExec
+	alice.json(http.MethodPost, "/api/v1/executions", body, 201, &ex)
+	got := waitExec(t, bob, ex.ID, "failed")
+	if strings.Contains(got.Error, "cuts") || len(got.Steps) != 1 || strings.Contains(got.Steps[0].Error, "cuts") ||
+		!strings.Contains(got.Steps[0].Error, "in the step's result") {
+		t.Errorf("to another viewer the failure reads %q, the step's %+v; want nothing the tool said", got.Error, got.Steps)
+	}
+	// The page: its arguments name the file (they are the plan's), its errors do not.
+	d := page(t, srv.Get(t, bob.c, "/executions/"+ex.ID))
+	if got := d.Find("[data-testid=step-error], [data-testid=result-error], [data-testid=execution-error]").Text(); strings.Contains(got, "cuts") {
+		t.Errorf("the page's errors show what the tool said to another viewer: %q", got)
+	}
+	res := srv.Get(t, bob.c, "/executions")
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if strings.Contains(string(b), "cuts") {
+		t.Error("the history shows what the tool said to another viewer")
+	}
+	mine := waitExec(t, alice, ex.ID, "failed")
+	if !strings.Contains(string(mine.Steps[0].Result), "payroll-2027-cuts") {
+		t.Errorf("the requester's result: %s", mine.Steps[0].Result)
 	}
 }

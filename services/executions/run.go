@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // errBusy: another runner holds the execution's lock. Its job waits and looks again:
@@ -441,11 +442,19 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			"is_error": res.IsError})
 		result = storableJSON(result)
 		dur = res.DurationMS
-		if res.IsError {
+		switch {
+		case res.IsError && PrivateResult(st.Tool):
+			// Its output is the requester's (a command's, a file's): the error every
+			// viewer of the execution reads does not carry it; the result, withheld
+			// from them, does.
+			status, msg = StepFailed, "the tool reported an error (what it said is in the step's result)"
+		case res.IsError:
 			status, msg = StepFailed, "the tool reported an error: "+router.TextOfMax(res.Content, maxStepError)
 		}
 	}
-	msg = storableText(msg, maxStepError)
+	// The error is shown to every viewer, in the log and in the audit: what looks like
+	// a credential in a tool's words is masked, as the router masks it in its records.
+	msg = storableText(usage.RedactText(msg), maxStepError)
 	// An undo step's end and its step's "compensated" commit together: a crash between
 	// them would leave the undone step shown in effect for good (the retried job finds
 	// the undo step ended and goes on).
