@@ -83,8 +83,9 @@ type Filter struct {
 	Cursor int64
 	After  int64
 	Limit  int // DefaultLimit when 0
-	// matches are the ids of every entry Q finds, when it finds few (searchable); nil
-	// when Q is empty or finds many.
+	// matches are the ids of every entry Q finds, when it finds few (searchable), or of
+	// one page's when it finds many (manyMatches); nil when Q is empty, or finds many
+	// and is read in batches (Each).
 	matches []int64
 	// brief leaves the payloads out (ListBrief).
 	brief bool
@@ -372,6 +373,13 @@ func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
+	if f.Q != "" && f.matches == nil {
+		ids, err := l.manyMatches(ctx, f, limit+1)
+		if err != nil {
+			return Page{}, err
+		}
+		f.matches = ids
+	}
 	rows, err := l.query(ctx, f, limit+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("audit: list: %w", err)
@@ -398,6 +406,10 @@ func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, err
 	f, err := l.searchable(ctx, f)
 	if err != nil {
 		return 0, err
+	}
+	if f.Q != "" && f.matches == nil {
+		ids, err := l.manyMatches(ctx, f, MaxNewer)
+		return int64(len(ids)), err
 	}
 	where, args := f.where()
 	var n int64

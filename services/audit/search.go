@@ -3,6 +3,8 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -61,8 +63,12 @@ func (l *Log) IndexSearch(ctx context.Context) (int64, error) {
 }
 
 // fewMatches is how many entries a search may find and still be answered from their
-// ids (Filter.matches).
-const fewMatches = 10_000
+// ids (Filter.matches). A variable so a test can lower it.
+var fewMatches = 10_000
+
+// searchWalk is how many of the newest entries the other filters select manyMatches
+// checks word by word before it looks the words up instead. A variable for tests.
+var searchWalk = 5_000
 
 // searchable makes sure a search by f finds every entry committed so far, and finds
 // out whether its words are rare. PostgreSQL estimates a rare word's entries from the
@@ -70,7 +76,7 @@ const fewMatches = 10_000
 // million entries, and so reads the log newest first checking each entry's words (a
 // second or more) instead of looking the word up. So the entries are looked up here,
 // up to fewMatches of them, and the page is read from those ids; a search that finds
-// more is common enough that reading newest first finds a page soon.
+// more is paged by manyMatches.
 func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
 	f.matches = nil
 	if f.Q == "" {
@@ -92,4 +98,82 @@ func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
 		f.matches = ids // never nil: CollectRows starts from an empty slice
 	}
 	return f, nil
+}
+
+// manyMatches returns the ids of the first n entries f selects, in the page's order,
+// when f.Q finds more than fewMatches entries. Words that common are usually among the
+// newest entries, so the newest searchWalk entries the other filters select are checked
+// word by word first, which stops at n. Only when that does not fill the page (the
+// matches are old: a person who left, a tool removed) are the matches looked up from
+// the words' index and the other filters checked on each: that reads the matches, where
+// reading on newest first read every newer entry, the whole log of 10 M for an old name.
+func (l *Log) manyMatches(ctx context.Context, f Filter, n int) ([]int64, error) {
+	g := f
+	g.Q, g.matches = "", nil
+	where, args := g.where()
+	q := "$" + strconv.Itoa(len(args)+1)
+	walk := `SELECT id, at FROM audit_log` + where + g.order() + ` LIMIT ` + strconv.Itoa(searchWalk)
+	rows, err := l.pool.Query(ctx, `/* audit.manyMatches.walk */ SELECT id FROM (`+walk+`) audit_log
+		WHERE EXISTS (SELECT 1 FROM audit_search s WHERE s.id = audit_log.id AND s.doc @@ plainto_tsquery('simple'::regconfig, `+q+`))`+
+		g.order()+` LIMIT `+strconv.Itoa(n), append(args, f.Q)...)
+	if err != nil {
+		return nil, fmt.Errorf("audit: search: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("audit: search: %w", err)
+	}
+	if len(ids) == n {
+		return ids, nil
+	}
+	var walked int
+	if err := l.pool.QueryRow(ctx, `/* audit.manyMatches.walked */ SELECT count(*) FROM (`+walk+`) w`, args...).Scan(&walked); err != nil {
+		return nil, fmt.Errorf("audit: search: %w", err)
+	}
+	if walked < searchWalk {
+		return ids, nil // every entry the other filters select was checked
+	}
+
+	// From the words' index: each match (within the cursors' ids) is checked against the
+	// other filters by its id. Scans that read a table in order are turned off for this
+	// statement, as PostgreSQL's estimate of a word's entries may make it choose to read
+	// audit_search newest first, which is the walk again.
+	mconds := []string{`doc @@ plainto_tsquery('simple'::regconfig, ` + q + `)`}
+	args = append(args, f.Q)
+	if f.Cursor > 0 && !f.timed() {
+		args = append(args, f.Cursor)
+		mconds = append(mconds, "id < $"+strconv.Itoa(len(args)))
+	}
+	if f.After > 0 {
+		args = append(args, f.After)
+		mconds = append(mconds, "id > $"+strconv.Itoa(len(args)))
+	}
+	conds := "audit_log.id = m.sid"
+	if where != "" {
+		conds += " AND " + strings.TrimPrefix(where, " WHERE ")
+	}
+	// In id order the matches are sorted first, so the checks stop at the page's end; in
+	// time order every match is checked. OFFSET 0 keeps each check a lookup by id.
+	sort, order := " ORDER BY id DESC", " ORDER BY m.sid DESC"
+	if f.timed() {
+		sort, order = "", " ORDER BY a.at DESC, a.id DESC"
+	}
+	sql := `/* audit.manyMatches */ SELECT a.id FROM (SELECT id AS sid FROM audit_search WHERE ` + strings.Join(mconds, " AND ") + sort + `) m
+		CROSS JOIN LATERAL (SELECT id, at FROM audit_log WHERE ` + conds + ` OFFSET 0) a` + order + ` LIMIT ` + strconv.Itoa(n)
+	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+			set_config('enable_indexonlyscan', 'off', true)`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: search: %w", err)
+	}
+	return ids, nil
 }
