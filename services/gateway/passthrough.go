@@ -458,7 +458,7 @@ func (g *Gateway) throttle(c *caller) *jsonrpc.Error {
 // admit decides whether the caller may read or get from server now: within their call
 // rate (a refusal for rate is not audited, so a flood of requests cannot flood the
 // log), a server with a tool that can be called (errUnknownServer, not audited), one
-// they may reach (denied and audited otherwise).
+// they may reach (otherwise denied, audited, and answered errUnknownServer too).
 func (g *Gateway) admit(ctx context.Context, c *caller, conversation, action, server string, payload map[string]any) (*use, error) {
 	if err := g.throttle(c); err != nil {
 		return nil, err
@@ -482,8 +482,9 @@ func (g *Gateway) admit(ctx context.Context, c *caller, conversation, action, se
 		if err := g.record(ctx, u, audit.ResultDenied); err != nil {
 			g.log.Error("gateway: record a denial", "action", action, "server", server, "err", err)
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams,
-			Message: fmt.Sprintf("you may not use server %s; ask an administrator for access", server)}
+		// Answered as a server that does not exist, as tools/call answers its tools:
+		// the lists hide it, and so does this (the audit keeps the denial).
+		return nil, errUnknownServer
 	}
 	if g.pass.sessions == nil {
 		return nil, g.failed(ctx, u, mcpclient.ErrNotConnected)

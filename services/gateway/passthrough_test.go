@@ -236,15 +236,28 @@ func TestResourcesAndPromptsThroughGateway(t *testing.T) {
 
 			// Refused: a server tina may use none of the tools of, names of nothing, an
 			// upstream's own error.
+			// A server she may use none of the tools of is answered as one that does not
+			// exist (its name would tell a guesser it does).
+			answers := map[string]string{}
 			for _, uri := range []string{"toolwarden://other/test://readme", "toolwarden://nope/test://readme", "test://readme",
 				"toolwarden://mt/test://nope"} {
-				if res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err == nil {
+				res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+				if err == nil {
 					t.Fatalf("read %s: got %+v, want an error", uri, res)
 				}
+				answers[uri] = strings.ReplaceAll(err.Error(), uri, "URI")
+			}
+			if answers["toolwarden://other/test://readme"] != answers["toolwarden://nope/test://readme"] {
+				t.Errorf("reading from a server she may not use: %q; from none: %q", answers["toolwarden://other/test://readme"],
+					answers["toolwarden://nope/test://readme"])
 			}
 			for _, name := range []string{"other__greet", "nope__greet", "greet"} {
-				if res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: map[string]string{"name": "x"}}); err == nil {
+				res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: map[string]string{"name": "x"}})
+				if err == nil {
 					t.Fatalf("get %s: got %+v, want an error", name, res)
+				}
+				if !strings.Contains(err.Error(), fmt.Sprintf("unknown prompt %q", name)) {
+					t.Errorf("get %s: %v, want the answer an unknown prompt gets", name, err)
 				}
 			}
 

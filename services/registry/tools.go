@@ -276,10 +276,10 @@ type DiscoveryResult struct {
 	Removed   int      `json:"removed"`
 	Total     int      `json:"total"`
 	Pages     int      `json:"pages"`
-	Changed   []string `json:"changed,omitempty"`  // names of added, updated and removed tools (first 50)
-	Validated int      `json:"validated"`          // tools whose new definition was validated now
-	Invalid   int      `json:"invalid"`            // of those, tools with critical or error findings
-	LeftOut   int      `json:"left_out,omitempty"` // listed tools that could not be stored (Discovery.LeftOut)
+	Changed   []string `json:"changed,omitempty"` // names of added, updated and removed tools (first 50)
+	Validated int      `json:"validated"`         // tools whose new definition was validated now
+	Invalid   int      `json:"invalid"`           // of those, tools with critical or error findings
+	LeftOut   int      `json:"left_out"`          // listed tools that could not be stored (Discovery.LeftOut)
 }
 
 // ApplyDiscovery stores the complete tool list of a server in one transaction: new tools
