@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -74,7 +75,7 @@ type apiExecution struct {
 
 func toAPIExecution(ex *executions.Execution) apiExecution {
 	out := apiExecution{ID: ex.ID, Status: ex.Status, Risk: ex.Risk, RiskWhy: ex.RiskWhy, PlanHash: ex.Hash(), Title: ex.Title(),
-		Prompt: ex.Prompt, Planner: ex.Planner, Requester: ex.RequesterName, ConversationID: ex.ConversationID, Approval: ex.Approval, Approver: ex.ApproverName,
+		Prompt: usage.RedactText(ex.Prompt), Planner: ex.Planner, Requester: ex.RequesterName, ConversationID: ex.ConversationID, Approval: ex.Approval, Approver: ex.ApproverName,
 		SelfApproved: ex.SelfApproved,
 		ApprovedAt:   ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
 		StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, Runner: ex.Runner, URL: "/executions/" + ex.ID}

@@ -141,3 +141,29 @@ func TestFailedBuiltinStepErrorPrivate(t *testing.T) {
 		t.Errorf("the requester's result: %s", mine.Steps[0].Result)
 	}
 }
+
+// A plan's prompt is shown to every viewer (the API, the history): a credential typed
+// into it is masked there, as in the plan's arguments.
+func TestExecutionPromptMasked(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "mt", true, "echo")
+	srv.App.SetRisk(t, "mt__echo", risk.Medium) // waits for a confirm: nothing runs
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	const token = "ghp_Q8d2Lm4Zt7Xw1Vb9Kc3Nf6Hj0Rp5Sy2Ua8Ee"
+	var ex struct {
+		ID     string `json:"id"`
+		Prompt string `json:"prompt"`
+	}
+	admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"prompt": `call mt__echo message="` + token + `"`}, 201, &ex)
+	if strings.Contains(ex.Prompt, token) || !strings.Contains(ex.Prompt, "mt__echo") {
+		t.Errorf("the prompt as the API answers it: %q", ex.Prompt)
+	}
+	res := srv.Get(t, admin.c, "/executions")
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if strings.Contains(string(b), token) {
+		i := strings.Index(string(b), token)
+		t.Errorf("the history shows the token typed into a prompt: %s", string(b)[max(0, i-300):i+50])
+	}
+}

@@ -51,6 +51,8 @@ func TestDisplayLines(t *testing.T) {
 		{"terminal_operations", "list_sessions", `{}`, "Listing terminal sessions"},
 
 		{"memory_operations", "store", `{"content":"db-2 is staging"}`, "Remembering: db-2 is staging"},
+		// Every line is masked for credentials, as the arguments are: it is shown and audited.
+		{"memory_operations", "store", `{"content":"key ghp_aBcD1234EfGh5678IjKl9012MnOp3456QrSt"}`, "Remembering: key ********"},
 		{"memory_operations", "store", `{"content":"the key is ghp_aBcD1234EfGh5678IjKl9012MnOp3456QrSt"}`, "Remembering: the key is ********"},
 		{"memory_operations", "search", `{"query":"staging"}`, "Searching memory: staging"},
 		{"memory_operations", "search_memory", `{"query":"staging"}`, "Searching memory: staging"},

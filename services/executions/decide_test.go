@@ -235,6 +235,10 @@ func TestPlanPhrase(t *testing.T) {
 		// characters (zero-width space, direction marks) gone.
 		{"spaces and tabs", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"grep -r  foo\t."}`)}, "sh__run grep -r foo ."},
 		{"invisible characters", []executions.PlannedStep{st("fs__rm", risk.High, `{"path":"/srv/\u200bdata\u202e"}`)}, "fs__rm /srv/data"},
+		// A target with a credential in it is shown to everyone who reads the plan: the
+		// next target is typed, or the tool alone.
+		{"url with a password", []executions.PlannedStep{st("db__execute", risk.High, `{"url":"postgres://app:Pr0dPass@db.internal/app","id":"prod"}`)}, "db__execute prod"},
+		{"command with a token", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"curl -H 'Authorization: Bearer ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789' x"}`)}, "sh__run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := (executions.Plan{Steps: tc.steps}).Phrase(); got != tc.want {

@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -278,7 +279,9 @@ func (p Plan) Phrase() string {
 		var args map[string]any
 		_ = json.Unmarshal(st.Arguments, &args)
 		for _, k := range targetKeys {
-			if v, ok := args[k].(string); ok && strings.TrimSpace(v) != "" && !strings.ContainsAny(v, "\n\r") {
+			// A value with a credential in it (a database URL's password) is not shown
+			// to everyone who reads the plan, nor typed: the next target, or the tool alone.
+			if v, ok := args[k].(string); ok && strings.TrimSpace(v) != "" && !strings.ContainsAny(v, "\n\r") && usage.RedactText(v) == v {
 				v = typeable(v)
 				if utf8.RuneCountInString(v) > 60 {
 					v = strings.TrimSpace(string([]rune(v)[:60]))

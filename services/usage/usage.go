@@ -508,8 +508,13 @@ func redactWords(s string) string {
 		case len(core) >= minSecretWord && secrets.LooksSecretValue(core):
 			masked = Mask
 		default:
-			if k := strings.LastIndexAny(core, "=:"); k >= 0 && len(core)-k-1 >= minSecretWord && secrets.LooksSecretValue(core[k+1:]) {
-				masked = core[:k+1] + Mask
+			// key=value or key:value, the value quoted or not (message="ghp_…").
+			if k := strings.LastIndexAny(core, "=:"); k >= 0 {
+				v := core[k+1:]
+				q := len(v) - len(strings.TrimLeft(v, "\"'`"))
+				if len(v)-q >= minSecretWord && secrets.LooksSecretValue(v[q:]) {
+					masked = core[:k+1+q] + Mask
+				}
 			}
 		}
 		if masked == "" {

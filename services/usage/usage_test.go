@@ -499,6 +499,8 @@ func TestRedact(t *testing.T) {
 		{`"login (basic dXNlcjpwYXNz), then retry"`, `"login (basic ********), then retry"`},
 		{`"export OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234567890."`, `"export OPENAI_API_KEY=********."`},
 		{`"key: AKIAABCDEFGHIJKLMNOP\nnext line"`, `"key: ********\nnext line"`},
+		{`"call mt__echo message=\"ghp_Q8d2Lm4Zt7Xw1Vb9Kc3Nf6Hj0Rp5Sy2Ua8Ee\" now"`, `"call mt__echo message=\"********\" now"`},
+		{`"token='glpat-AbCdEfGhIjKlMnOpQrSt'"`, `"token='********'"`},
 		{`"Bearer authentication uses Basic Settings for a monkey_keyboard_tokenizer"`, `"Bearer authentication uses Basic Settings for a monkey_keyboard_tokenizer"`},
 		{`"see /usr/lib/postgresql/15/bin/postgres and 0123456789abcdef0123456789abcdef"`, `"see /usr/lib/postgresql/15/bin/postgres and 0123456789abcdef0123456789abcdef"`},
 	} {
