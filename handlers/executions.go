@@ -52,7 +52,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	preview, err := h.executionPreview(ctx, ex, ex.RevealsSecretArgs(PrincipalOf(c)))
+	preview, _, err := h.executionPreview(ctx, ex, PrincipalOf(c))
 	if err != nil {
 		return err
 	}
@@ -86,9 +86,9 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	return render(c, http.StatusOK, views.ExecutionDetail(v))
 }
 
-// Results is an execution's results and rollback panels as its viewer may see them: an
-// open page asks for them when a live update withheld something from them
-// (views.LiveExecution).
+// Results is an execution's preview, results and rollback panels as its viewer may see
+// them: an open page asks for them when a live update withheld something from them
+// (views.LiveExecution, a decision's preview without its diffs).
 func (h ExecutionsHandler) Results(c echo.Context) error {
 	ctx := c.Request().Context()
 	ex, err := h.Executions.Get(ctx, c.Param("id"))
@@ -99,7 +99,11 @@ func (h ExecutionsHandler) Results(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ExecutionResults(x))
+	preview, _, err := h.executionPreview(ctx, ex, PrincipalOf(c))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ExecutionResults(x, preview))
 }
 
 // executionView is the live part of the page, from the database. progress holds the
@@ -235,26 +239,36 @@ func executionStepView(st executions.Step, results, private bool) views.Executio
 	return sv
 }
 
-// executionPreview is the ActionPreviewCard: every step with how it would be undone.
-func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.Execution, reveal bool) ([]views.ExecutionPreviewStep, error) {
-	out := make([]views.ExecutionPreviewStep, 0, len(ex.Plan.Steps))
+// executionPreview is the ActionPreviewCard: every step with how it would be undone,
+// for viewer, or for every viewer when nil (a live fragment). A built-in file write's
+// diff holds the requester's file as it was: it is shown to whoever sees the step's
+// result (RevealsBuiltinResults) or decides the plan (RevealsSecretArgs); withheld
+// says a diff was left out.
+func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.Execution, viewer *auth.Principal) (out []views.ExecutionPreviewStep, withheld bool, err error) {
+	reveal := viewer != nil && ex.RevealsSecretArgs(viewer)
+	diffs := reveal || viewer != nil && ex.RevealsBuiltinResults(viewer)
+	out = make([]views.ExecutionPreviewStep, 0, len(ex.Plan.Steps))
 	comps := map[string]*views.ExecutionUndo{}
 	m := h.masker(reveal)
 	for i, st := range ex.Plan.Steps {
 		pv, err := m.previewStep(ctx, i, st.Prepared)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		pv.Undo = views.ExecutionUndo{Kind: "none"}
 		if st.Preview != nil {
-			pv.Diff = views.NewDiff(st.Preview.Path, st.Preview.Diff)
+			if diffs {
+				pv.Diff = views.NewDiff(st.Preview.Path, st.Preview.Diff)
+			} else {
+				pv.DiffWithheld, withheld = st.Preview.Path, true
+			}
 			pv.Undo = views.ExecutionUndo{Kind: "snapshot"} // a built-in file write undoes itself
 		}
 		for _, u := range ex.Plan.Rollback {
 			if u.Undoes != nil && *u.Undoes == i {
 				args, err := m.Mask(ctx, u.ToolID, u.Tool, u.Effective)
 				if err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				pv.Undo = views.ExecutionUndo{Kind: "step", Tool: u.Tool, ToolID: u.ToolID, Arguments: compactJSON(args)}
 			}
@@ -264,7 +278,7 @@ func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.
 			if !ok {
 				var err error
 				if u, err = h.compensationUndo(ctx, st.ToolID); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				comps[st.ToolID] = u
 			}
@@ -274,7 +288,7 @@ func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.
 		}
 		out = append(out, pv)
 	}
-	return out, nil
+	return out, withheld, nil
 }
 
 // compensationUndo is the compensation configured for a tool, or nil.
@@ -371,20 +385,26 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		// follows it: only what progress changes is sent (and redrawn).
 		return []templ.Component{views.LiveExecutionProgress(x, &line)}, nil
 	}
-	parts := []templ.Component{views.LiveExecution(x, &line)}
 	// A decision masks the secret arguments again (whoever read them while deciding no
 	// longer does) and replaces the approval controls someone may be using on this page
 	// (an open dialog, a phrase being typed): a toast (unless toast is "") says who decided.
-	decision := func(toast string) error {
-		preview, err := h.executionPreview(ctx, ex, false)
-		if err != nil {
-			return err
+	// Its preview leaves the diffs out (the requester's files): each page then asks for
+	// it as its viewer, with the results, through LiveExecution's one loader.
+	var preview []views.ExecutionPreviewStep
+	switch ev.Kind {
+	case string(events.ApprovalGranted), string(events.ApprovalRejected), string(events.ExecutionCancelled), string(events.ExecutionExpired):
+		var withheld bool
+		if preview, withheld, err = h.executionPreview(ctx, ex, nil); err != nil {
+			return nil, err
 		}
+		x.Withheld = x.Withheld || withheld
+	}
+	parts := []templ.Component{views.LiveExecution(x, &line)}
+	decision := func(toast string) {
 		parts = append(parts, views.LiveExecutionPreview(x, preview))
 		if toast != "" {
 			parts = append(parts, views.LiveToast(toast, line.Text))
 		}
-		return nil
 	}
 	switch ev.Kind {
 	case string(events.ApprovalGranted):
@@ -393,11 +413,11 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		if g, err := events.ApprovalGranted.Decode(ev); err == nil && g.Approval == "policy" {
 			toast = ""
 		}
-		err = decision(toast)
+		decision(toast)
 	case string(events.ApprovalRejected):
-		err = decision("error")
+		decision("error")
 	case string(events.ExecutionCancelled), string(events.ExecutionExpired):
-		err = decision("info")
+		decision("info")
 	case string(events.ExecutionSucceeded):
 		parts = append(parts, views.LiveToast("success", "The execution finished: every step succeeded."))
 	case string(events.ExecutionFailed):
@@ -406,9 +426,6 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 		parts = append(parts, views.LiveToast("success", "The execution was rolled back."))
 	case string(events.RollbackFailed):
 		parts = append(parts, views.LiveToast("error", "The rollback failed: "+ex.Error))
-	}
-	if err != nil {
-		return nil, err
 	}
 	return parts, nil
 }

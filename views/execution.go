@@ -102,8 +102,9 @@ type ExecutionView struct {
 	RollbackSteps []ExecutionStepView // the rollback's, once one was started
 	// Rollback is what a rollback would run, while the execution is failed.
 	Rollback *ExecutionRollbackPlan
-	// Withheld: a step's result is withheld (ExecutionStepView.Withheld); a live update
-	// then has the page ask for its results as its viewer (LiveExecution).
+	// Withheld: a step's result is withheld (ExecutionStepView.Withheld), or the preview
+	// sent with it a diff (ExecutionPreviewStep.DiffWithheld); a live update then has the
+	// page ask for its preview and results as its viewer (LiveExecution).
 	Withheld bool
 }
 
@@ -156,6 +157,9 @@ type ExecutionPreviewStep struct {
 	// Diff is the change the step will make to a file (built-in file writes), computed
 	// against the file as it was when the plan was made.
 	Diff *ExecutionDiff
+	// DiffWithheld is the file whose Diff its viewer may not see (it shows the
+	// requester's file).
+	DiffWithheld string
 }
 
 // ExecutionDiff is a unified diff to show.
