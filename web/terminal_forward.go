@@ -1,14 +1,18 @@
 package web
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/handlers"
@@ -101,11 +105,47 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 		// Each forwarded request takes one of the nonces the owner remembers for a
 		// minute, past which it refuses every hop (other people's terminals and runs
 		// too): a person's share is limited as forwardRun's is (a websocket counts once).
-		if p := handlers.PrincipalOf(c); p == nil || !s.deps.RunHops.Allow(p.User.ID) {
+		p := handlers.PrincipalOf(c)
+		if p == nil || !s.deps.RunHops.Allow(p.User.ID) {
 			return echo.NewHTTPError(http.StatusTooManyRequests, "too many requests for terminals on other replicas; wait a moment")
+		}
+		if websocket.IsWebSocketUpgrade(c.Request()) {
+			// A forwarded socket counts against its person's sockets here too, and ends
+			// here when either side ends or the browser stays silent (forwardedConn).
+			done, err := s.hub.admit(p)
+			if err != nil {
+				return err
+			}
+			defer done()
+			c.Response().Writer = forwardedSocket{ResponseWriter: c.Response().Writer}
 		}
 		return s.forwardTo(c, owner, "terminal "+id, nil)
 	}
+}
+
+// forwardedSocket hands the reverse proxy a forwardedConn when it takes over the
+// connection for a websocket.
+type forwardedSocket struct{ http.ResponseWriter }
+
+func (w forwardedSocket) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return forwardedConn{conn}, brw, nil
+}
+
+func (w forwardedSocket) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// forwardedConn is the browser's side of a forwarded websocket. Its reads end after
+// wsPongWait of silence (the owner pings every wsPingEvery, and a page answers), and it
+// has no CloseWrite: the proxy then ends both sides as soon as the owner closes, where
+// it half-closed the browser's side and waited for a browser that may never speak.
+type forwardedConn struct{ net.Conn }
+
+func (c forwardedConn) Read(b []byte) (int, error) {
+	_ = c.Conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	return c.Conn.Read(b)
 }
 
 // forwardTo answers c's request by sending it to replica owner, which answers it as if
