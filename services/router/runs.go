@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,6 +87,9 @@ type Run struct {
 	ended    time.Time
 	watchers int
 	idle     *time.Timer // cancels the run when it fires
+	// forgetter forgets the ended run once kept long enough (Runs.keep); stopped when
+	// the run is dropped sooner, so it no longer holds the run and its result.
+	forgetter *time.Timer
 }
 
 // maxRunProgress is how many progress notifications a run keeps for its page.
@@ -131,9 +135,9 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		// Before done: whoever waited for the run finds the older ones already dropped.
 		rs.mu.Lock()
 		rs.ended = append(rs.ended, run)
+		run.forgetter = time.AfterFunc(rs.keep, func() { rs.mu.Lock(); rs.forget(run); rs.mu.Unlock() })
 		rs.trim(run.Owner())
 		rs.mu.Unlock()
-		time.AfterFunc(rs.keep, func() { rs.mu.Lock(); rs.forget(run); rs.mu.Unlock() })
 		close(run.done)
 	}()
 	return run
@@ -179,6 +183,11 @@ func (rs *Runs) drop(run *Run) {
 	if rs.runs[run.ID] == run {
 		delete(rs.runs, run.ID)
 	}
+	if run.forgetter != nil {
+		// Its timer held it, result and all, for the rest of its keep: a caller looping
+		// runs kept every result of the last rs.keep in memory, whatever trim dropped.
+		run.forgetter.Stop()
+	}
 }
 
 // clipResult is res keeping at most limit bytes of its content and structured content
@@ -207,10 +216,11 @@ func clipResult(res *Result, limit int) *Result {
 		case left == 0:
 			continue
 		case c.Type == "text":
-			c.Text, left = textcheck.Clip(c.Text, left, ""), 0
+			// A copy: the cut shares the whole text's memory, which it is here to let go.
+			c.Text, left = strings.Clone(textcheck.Clip(c.Text, left, "")), 0
 		case c.Type == "resource" && c.Resource != nil && c.Resource.Blob == "":
 			r := *c.Resource
-			r.Text = textcheck.Clip(r.Text, max(0, left-len(r.URI)-len(r.MIMEType)), "")
+			r.Text = strings.Clone(textcheck.Clip(r.Text, max(0, left-len(r.URI)-len(r.MIMEType)), ""))
 			c.Resource, left = &r, 0
 		default:
 			continue // binary content cannot be cut: left out

@@ -3,6 +3,7 @@ package router_test
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,34 @@ func TestRunKeepsBoundedResult(t *testing.T) {
 	run = runAs(t, runs, "alice", "huge__big", `{"bytes":1000}`)
 	if _, res, err, _ = run.State(); err != nil || router.TextOf(res.Content) != strings.Repeat("x", 1000) {
 		t.Errorf("a small result: got %v, want it whole", err)
+	}
+}
+
+// Runs dropped for newer ones let go of their results at once, and a result cut to the
+// panel's 4 MiB keeps no more than that: a caller looping runs of a tool answering
+// megabytes held every result of the last ten minutes (each whole), whatever the
+// registry kept. Not parallel: it measures the heap.
+func TestDroppedRunsLetGoOfResults(t *testing.T) {
+	e := start(t, nil)
+	spec := registry.Spec{Name: "huge", Type: registry.TypeStreamableHTTP, Enabled: true, Trusted: true,
+		URL: mcptest.StartHTTP(t, &mcptest.Options{Name: "huge", Big: true}).URL()}
+	e.register(spec, "big")
+	runs := router.NewRuns(e.r)
+	router.SetRunLimits(runs, 2, 4)
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	runAs(t, runs, "alice", "huge__big", fmt.Sprintf(`{"bytes":%d}`, 5<<20)) // the session's buffers grow once
+	before := heap()
+	for range 12 {
+		runAs(t, runs, "alice", "huge__big", fmt.Sprintf(`{"bytes":%d}`, 5<<20))
+	}
+	// Two runs kept, at most 4 MiB each: 60 MiB were held before.
+	if grown := int64(heap()) - int64(before); grown > 24<<20 {
+		t.Errorf("12 runs of 5 MiB results, 2 kept: the heap grew %d MiB", grown>>20)
 	}
 }
