@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -112,5 +113,34 @@ func TestTestPanelRequestErrorsAtFields(t *testing.T) {
 	ws := testPost(t, srv, admin, id, url.Values{"mode": {"form"}, "_action": {"request"}})
 	if got := ws.Find(`[data-testid="error-/message"]`).Text(); got == "" {
 		t.Errorf("Ask for approval without the required message: no error at /message; the panel says %q", ws.Find(".error").Text())
+	}
+}
+
+// A query string the server cannot read (a bad % escape) is refused with 400 naming
+// the query, on a test panel's POST with no form body too, which met the parse error
+// as a 500.
+func TestBadQueryEscapeRefused(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "mt", true, "echo")
+	c := srv.Login(t, "admin", webtest.AdminPassword)
+	id := toolID(t, srv, "mt__echo")
+	for _, r := range []struct{ method, path string }{
+		{http.MethodPost, "/tools/" + id + "/test?a=%zz"},
+		{http.MethodGet, "/tools?q=%zz"},
+		{http.MethodGet, "/api/v1/tools?q=%zz"},
+	} {
+		req, _ := http.NewRequest(r.method, srv.URL+r.path, strings.NewReader("x"))
+		req.Header.Set("Content-Type", "text/plain")
+		req.Header.Set("Origin", srv.URL)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "query") {
+			t.Errorf("%s %s: %d %.200s, want 400 naming the query", r.method, r.path, res.StatusCode, b)
+		}
 	}
 }

@@ -36,7 +36,13 @@ func refuseBadText(next echo.HandlerFunc) echo.HandlerFunc {
 		if why := textcheck.Bad(req.URL.Path); why != "" {
 			return verr.New("path", why)
 		}
-		if err := valuesText(req.URL.Query()); err != nil {
+		// A query the form parser cannot read is refused here: URL.Query drops its bad
+		// pairs silently, and a handler reading the form later met the error as a 500.
+		q, err := url.ParseQuery(req.URL.RawQuery)
+		if err != nil {
+			return verr.New("query", "is not a query string the server can read: "+err.Error())
+		}
+		if err := valuesText(q); err != nil {
 			return err
 		}
 		if req.Body == nil || req.Body == http.NoBody || req.Method == http.MethodGet || req.Method == http.MethodHead {
