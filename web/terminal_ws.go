@@ -93,7 +93,9 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	defer stop()
 	data, at, next := t.Output(from)
 	cols, rows := t.Size()
-	if writeJSON(map[string]any{"type": "hello", "at": at, "readOnly": !typeIn, "cols": cols, "rows": rows}) != nil {
+	// backlog: the next binary message is output written before the page came (the
+	// page writes it without answering what it asks of a terminal, terminal.js).
+	if writeJSON(map[string]any{"type": "hello", "at": at, "readOnly": !typeIn, "cols": cols, "rows": rows, "backlog": len(data)}) != nil {
 		return
 	}
 	if len(data) > 0 && write(websocket.BinaryMessage, data) != nil {

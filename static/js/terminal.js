@@ -99,6 +99,11 @@
 	}
 
 	var next = 0;
+	// Output written before the page came is shown, not answered: its queries (where
+	// is the cursor, what terminal is this) were asked of another terminal or of none,
+	// and xterm.js's answers would be typed into whatever runs now, as this viewer.
+	var replayNext = false;
+	var replaying = 0;
 	var ws = null;
 	var retry = 500;
 	var done = false;
@@ -151,6 +156,14 @@
 			if (typeof ev.data !== "string") {
 				var b = new Uint8Array(ev.data);
 				next += b.length;
+				if (replayNext) {
+					replayNext = false;
+					replaying++;
+					term.write(b, function () {
+						replaying--;
+					});
+					return;
+				}
 				term.write(b);
 				return;
 			}
@@ -178,6 +191,7 @@
 					term.write("\r\n[output was dropped while disconnected]\r\n");
 				}
 				next = m.at;
+				replayNext = m.backlog > 0;
 				if (!sizes && m.cols && m.rows) {
 					term.resize(m.cols, m.rows);
 				}
@@ -208,6 +222,9 @@
 	// A paste goes in pieces: the server reads at most 64 KiB a message, and 8,000
 	// characters stay under it even when every one is escaped in JSON (\uXXXX).
 	term.onData(function (d) {
+		if (replaying > 0) {
+			return; // xterm.js answering the backlog's queries, not a person typing
+		}
 		for (var i = 0; i < d.length; ) {
 			var end = Math.min(i + 8000, d.length);
 			var last = d.charCodeAt(end - 1);
