@@ -814,6 +814,8 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 		switch {
 		case verify && rec.DefinitionChanged:
 			msg += " The tool's definition changed while they ran, so they did not verify it: run them again."
+		case verify && rec.CasesChanged:
+			msg += " The tool's cases changed while they ran (one was saved, added or deleted), so they did not verify it: run them again."
 		case verify && rec.OverrideNeeded != "":
 			msg += " The tool stays " + rec.Status + ": " + rec.OverrideNeeded + "."
 		case verify && rec.Status != it.Status:

@@ -1011,6 +1011,8 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 		}
 		if rec.DefinitionChanged {
 			line += " Its definition changed while they ran, so they did not verify it: run them again."
+		} else if rec.CasesChanged {
+			line += " Its cases changed while they ran, so they did not verify it: run them again."
 		} else if rec.OverrideNeeded != "" {
 			line += " The tool stays " + status + ": " + rec.OverrideNeeded + "."
 		} else if verify && status != t.State {

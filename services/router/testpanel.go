@@ -28,7 +28,7 @@ func (r *Router) RunCases(ctx context.Context, base Call, cases []tools.TestCase
 		if re := (*Error)(nil); errors.As(err, &re) && stopsCases(re) {
 			return nil, re
 		}
-		cr := tools.CaseResult{CaseID: tc.ID, Name: tc.Name}
+		cr := tools.CaseResult{CaseID: tc.ID, Name: tc.Name, Saved: tc.UpdatedAt}
 		text := ""
 		if res != nil {
 			cr.DurationMS, text = res.DurationMS, TextOf(res.Content)

@@ -259,6 +259,9 @@ type CaseResult struct {
 	Passed     bool    `json:"passed"`
 	DurationMS float64 `json:"duration_ms"`
 	Message    string  `json:"message"`
+	// Saved is the case's updated_at as it ran (zero: not known): a case saved again
+	// meanwhile is not marked with an outcome of arguments it no longer has.
+	Saved time.Time `json:"-"`
 }
 
 // TestRunRecord is what RecordTestRun did.
@@ -267,6 +270,9 @@ type TestRunRecord struct {
 	// DefinitionChanged is set when the tool's definition is no longer the one the run
 	// started against: the outcomes are recorded, but they verify nothing.
 	DefinitionChanged bool
+	// CasesChanged is set when the tool's cases are no longer those that ran (one saved
+	// again, added or deleted meanwhile): the run verifies nothing either.
+	CasesChanged bool
 	// OverrideNeeded says why a passing run left a failed tool failed (the cases it failed
 	// on changed since, so verifying it is an administrator's override); "" otherwise.
 	OverrideNeeded string
@@ -286,7 +292,7 @@ const caseSetKey = "case_set"
 // and running the rest would otherwise enable it without an override.
 func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify, override bool) (TestRunRecord, error) {
 	var status, overrideNeeded string
-	changed := false
+	changed, casesChanged := false, false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		t, err := getItem(ctx, tx, id, true)
 		if err != nil {
@@ -302,16 +308,35 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash
 			if r.CaseID == "" {
 				continue // a run of arguments not saved as a case
 			}
-			if _, err := tx.Exec(ctx, `/* tools.RecordTestRun.case */
+			var saved *time.Time
+			if !r.Saved.IsZero() {
+				saved = &r.Saved
+			}
+			tag, err := tx.Exec(ctx, `/* tools.RecordTestRun.case */
 				UPDATE tool_test_cases SET last_run_at = now(), last_passed = $3, last_duration_ms = $4, last_message = $5
-				WHERE tool_id = $1 AND id = $2`, t.ID, r.CaseID, r.Passed, r.DurationMS, r.Message); err != nil {
+				WHERE tool_id = $1 AND id = $2 AND ($6::timestamptz IS NULL OR updated_at = $6)`,
+				t.ID, r.CaseID, r.Passed, r.DurationMS, r.Message, saved)
+			if err != nil {
 				return fmt.Errorf("tools: record test case: %w", err)
+			}
+			casesChanged = casesChanged || tag.RowsAffected() == 0
+		}
+		if verify && !casesChanged && t.Status != toolstate.Failed {
+			// Every case there now must be one that ran, as saved then (a case added
+			// meanwhile did not run). A failed tool's cases have their own, stricter
+			// rule below (failedCasesChanged), or an administrator's override.
+			if casesChanged, err = casesAddedSince(ctx, tx, t.ID, results); err != nil {
+				return err
 			}
 		}
 		payload := map[string]any{"cases": len(results), "passed": passed, "results": results}
 		if changed = hash != "" && hash != t.DefinitionHash; changed {
 			payload["definition_changed"] = true
 			payload["note"] = "the tool's definition changed while the cases ran, so the run does not change its state"
+		} else if casesChanged {
+			payload["cases_changed"] = true
+			payload["note"] = "the tool's cases changed while they ran (one saved again, added or deleted), so the run does not change its state"
+			changed = true
 		}
 		if verify && !changed && passed && !override && t.Status == toolstate.Failed {
 			if overrideNeeded, err = failedCasesChanged(ctx, tx, t.ID, results); err != nil {
@@ -353,7 +378,26 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TestRunRecord{}, ErrNotFound
 	}
-	return TestRunRecord{Status: status, DefinitionChanged: changed, OverrideNeeded: overrideNeeded}, err
+	return TestRunRecord{Status: status, DefinitionChanged: changed && !casesChanged, CasesChanged: casesChanged, OverrideNeeded: overrideNeeded}, err
+}
+
+// casesAddedSince reports whether tool id has a case that is not among results (added
+// while they ran).
+func casesAddedSince(ctx context.Context, tx pgx.Tx, id string, results []CaseResult) (bool, error) {
+	now, err := currentCaseSet(ctx, tx, id)
+	if err != nil {
+		return false, err
+	}
+	ran := map[string]bool{}
+	for _, r := range results {
+		ran[r.CaseID] = true
+	}
+	for cid := range now {
+		if !ran[cid] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // pinnedCaseSet is the case set of tool id's latest move to failed; ok is false when

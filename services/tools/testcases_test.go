@@ -237,3 +237,44 @@ func TestTestRunMessageClipped(t *testing.T) {
 		t.Errorf("audited message: %d characters, want at most 1,000", n)
 	}
 }
+
+// A run verifies only the cases it ran: a case saved again while they ran (under the
+// same name, so the same id) keeps its outcome unknown, not the passed of arguments it
+// no longer has, and a case added meanwhile did not run; either way the tool's state
+// stays, and the audit row says why.
+func TestRecordTestRunCasesChanged(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, change := range []string{"saved again", "added"} {
+		t.Run(change, func(t *testing.T) {
+			id := f.tool(toolSpec{server: f.server("cc-"+strings.ReplaceAll(change, " ", "-"), true), name: "t", status: "configured"})
+			a, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "a", Arguments: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ran := []tools.CaseResult{{CaseID: a.ID, Name: "a", Passed: true, Saved: a.UpdatedAt}}
+			switch change {
+			case "saved again":
+				if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "a", Arguments: json.RawMessage(`{"n":1}`)}); err != nil {
+					t.Fatal(err)
+				}
+			case "added":
+				if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "b", Arguments: json.RawMessage(`{}`)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", ran, true, false)
+			if err != nil || !rec.CasesChanged || rec.Status != "configured" || f.status(id) != "configured" {
+				t.Fatalf("got %+v %v (status %s), want the cases changed and the tool still configured", rec, err, f.status(id))
+			}
+			if change == "saved again" {
+				if n := f.count(`SELECT count(*) FROM tool_test_cases WHERE id = $1 AND last_passed IS NOT NULL`, a.ID); n != 0 {
+					t.Error("the case saved again meanwhile is marked with the run's outcome")
+				}
+			}
+			if n := f.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'tool.test' AND payload->>'cases_changed' = 'true'`, id); n != 1 {
+				t.Errorf("audit rows noting the changed cases: %d", n)
+			}
+		})
+	}
+}
