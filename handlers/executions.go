@@ -48,11 +48,7 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err // executions.ErrNotFound: 404
 	}
-	x, err := h.executionView(ctx, ex, nil, true, PrincipalOf(c))
-	if err != nil {
-		return err
-	}
-	preview, _, err := h.executionPreview(ctx, ex, PrincipalOf(c))
+	x, preview, err := h.viewed(ctx, ex, PrincipalOf(c))
 	if err != nil {
 		return err
 	}
@@ -86,24 +82,34 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	return render(c, http.StatusOK, views.ExecutionDetail(v))
 }
 
-// Results is an execution's preview, results and rollback panels as its viewer may see
-// them: an open page asks for them when a live update withheld something from them
-// (views.LiveExecution, a decision's preview without its diffs).
+// Results is an execution's results and rollback panels, and with ?preview=1 its
+// preview, as its viewer may see them: an open page asks for them when a live update
+// withheld something from them (views.LiveExecution; the preview when a decision's
+// left its diffs out).
 func (h ExecutionsHandler) Results(c echo.Context) error {
 	ctx := c.Request().Context()
 	ex, err := h.Executions.Get(ctx, c.Param("id"))
 	if err != nil {
 		return err // executions.ErrNotFound: 404
 	}
-	x, err := h.executionView(ctx, ex, nil, true, PrincipalOf(c))
+	x, preview, err := h.viewed(ctx, ex, PrincipalOf(c))
 	if err != nil {
 		return err
 	}
-	preview, _, err := h.executionPreview(ctx, ex, PrincipalOf(c))
-	if err != nil {
-		return err
+	if c.QueryParam("preview") != "1" {
+		preview = nil // asked for when a decision withheld a diff only: it is large
 	}
 	return render(c, http.StatusOK, views.ExecutionResults(x, preview))
+}
+
+// viewed is ex's live part, results read, and its preview, as viewer may see them.
+func (h ExecutionsHandler) viewed(ctx context.Context, ex *executions.Execution, viewer *auth.Principal) (views.ExecutionView, []views.ExecutionPreviewStep, error) {
+	x, err := h.executionView(ctx, ex, nil, true, viewer)
+	if err != nil {
+		return x, nil, err
+	}
+	preview, _, err := h.executionPreview(ctx, ex, viewer)
+	return x, preview, err
 }
 
 // executionView is the live part of the page, from the database. progress holds the
@@ -112,7 +118,7 @@ func (h ExecutionsHandler) Results(c echo.Context) error {
 // viewer, or for every viewer when nil (a live fragment): then built-in steps' results
 // (executions.PrivateResult) and the rollback plan's secret arguments are withheld.
 func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string, results bool, viewer *auth.Principal) (views.ExecutionView, error) {
-	private := viewer != nil && ex.RevealsBuiltinResults(viewer)
+	private := ex.RevealsBuiltinResults(viewer)
 	x := views.ExecutionView{ID: ex.ID, Title: ex.Title(), Status: string(ex.Status), Risk: ex.Risk, RiskWhy: ex.RiskWhy,
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
 		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Decision: ex.Decision,
@@ -155,11 +161,12 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		case err != nil:
 			return x, err
 		default:
-			m := h.masker(viewer != nil && executions.RevealsRollbackArgs(viewer))
+			// A person who may roll it back reads its arguments whole (as GET …/rollback);
+			// a live fragment that masked some has each page ask for the panel.
+			m := h.masker(executions.RevealsRollbackArgs(viewer))
 			if x.Rollback, err = rollbackView(ctx, m, rp); err != nil {
 				return x, err
 			}
-			// A person who may roll it back reads its arguments whole (as GET …/rollback).
 			x.Withheld = x.Withheld || viewer == nil && m.masked
 		}
 	}
@@ -221,9 +228,8 @@ func executionStepView(st executions.Step, results, private bool) views.Executio
 		sv.HasResult = st.HasResult
 		return sv
 	}
-	if !private && executions.PrivateResult(st.Tool) {
-		sv.HasResult = len(st.Result) > 0 && string(st.Result) != "null"
-		sv.Withheld = sv.HasResult
+	if executions.WithholdsResult(st, private) {
+		sv.HasResult, sv.Withheld = true, true
 		return sv
 	}
 	var res stepResult
@@ -245,8 +251,8 @@ func executionStepView(st executions.Step, results, private bool) views.Executio
 // result (RevealsBuiltinResults) or decides the plan (RevealsSecretArgs); withheld
 // says a diff was left out.
 func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.Execution, viewer *auth.Principal) (out []views.ExecutionPreviewStep, withheld bool, err error) {
-	reveal := viewer != nil && ex.RevealsSecretArgs(viewer)
-	diffs := reveal || viewer != nil && ex.RevealsBuiltinResults(viewer)
+	reveal := ex.RevealsSecretArgs(viewer)
+	diffs := reveal || ex.RevealsBuiltinResults(viewer)
 	out = make([]views.ExecutionPreviewStep, 0, len(ex.Plan.Steps))
 	comps := map[string]*views.ExecutionUndo{}
 	m := h.masker(reveal)
@@ -359,6 +365,24 @@ func rollbackView(ctx context.Context, m *secretMasker, rp *executions.RollbackP
 	return out, nil
 }
 
+// decisionToast reports whether ev decides an execution (approved, rejected, cancelled,
+// expired) and the kind of toast it shows ("" for none: an approval by policy follows
+// the plan at once and needs no news).
+func decisionToast(ev events.Event) (toast string, decided bool) {
+	switch ev.Kind {
+	case string(events.ApprovalGranted):
+		if g, err := events.ApprovalGranted.Decode(ev); err == nil && g.Approval == "policy" {
+			return "", true
+		}
+		return "info", true
+	case string(events.ApprovalRejected):
+		return "error", true
+	case string(events.ExecutionCancelled), string(events.ExecutionExpired):
+		return "info", true
+	}
+	return "", false
+}
+
 // executionParts renders an event of one execution's topic for its page: every part
 // that follows the execution, from the database (so events that arrive in any order
 // converge), and the event's log line.
@@ -390,34 +414,23 @@ func (l Live) executionParts(ctx context.Context, ev events.Event) ([]templ.Comp
 	// (an open dialog, a phrase being typed): a toast (unless toast is "") says who decided.
 	// Its preview leaves the diffs out (the requester's files): each page then asks for
 	// it as its viewer, with the results, through LiveExecution's one loader.
+	toast, decided := decisionToast(ev)
 	var preview []views.ExecutionPreviewStep
-	switch ev.Kind {
-	case string(events.ApprovalGranted), string(events.ApprovalRejected), string(events.ExecutionCancelled), string(events.ExecutionExpired):
+	if decided {
 		var withheld bool
 		if preview, withheld, err = h.executionPreview(ctx, ex, nil); err != nil {
 			return nil, err
 		}
-		x.Withheld = x.Withheld || withheld
+		x.PreviewWithheld = withheld
 	}
 	parts := []templ.Component{views.LiveExecution(x, &line)}
-	decision := func(toast string) {
+	if decided {
 		parts = append(parts, views.LiveExecutionPreview(x, preview))
 		if toast != "" {
 			parts = append(parts, views.LiveToast(toast, line.Text))
 		}
 	}
 	switch ev.Kind {
-	case string(events.ApprovalGranted):
-		// An approval by policy follows the plan at once and needs no news.
-		toast := "info"
-		if g, err := events.ApprovalGranted.Decode(ev); err == nil && g.Approval == "policy" {
-			toast = ""
-		}
-		decision(toast)
-	case string(events.ApprovalRejected):
-		decision("error")
-	case string(events.ExecutionCancelled), string(events.ExecutionExpired):
-		decision("info")
 	case string(events.ExecutionSucceeded):
 		parts = append(parts, views.LiveToast("success", "The execution finished: every step succeeded."))
 	case string(events.ExecutionFailed):

@@ -17,7 +17,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/tools"
-	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -75,7 +74,7 @@ type apiExecution struct {
 
 func toAPIExecution(ex *executions.Execution) apiExecution {
 	out := apiExecution{ID: ex.ID, Status: ex.Status, Risk: ex.Risk, RiskWhy: ex.RiskWhy, PlanHash: ex.Hash(), Title: ex.Title(),
-		Prompt: usage.RedactText(ex.Prompt), Planner: ex.Planner, Requester: ex.RequesterName, ConversationID: ex.ConversationID, Approval: ex.Approval, Approver: ex.ApproverName,
+		Prompt: ex.ShownPrompt(), Planner: ex.Planner, Requester: ex.RequesterName, ConversationID: ex.ConversationID, Approval: ex.Approval, Approver: ex.ApproverName,
 		SelfApproved: ex.SelfApproved,
 		ApprovedAt:   ex.ApprovedAt, ExpiresAt: ex.ExpiresAt, Reason: ex.Reason, Error: ex.Error, CreatedAt: ex.CreatedAt,
 		StartedAt: ex.StartedAt, FinishedAt: ex.FinishedAt, Runner: ex.Runner, URL: "/executions/" + ex.ID}
@@ -96,7 +95,7 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
 	private := ex.RevealsBuiltinResults(PrincipalOf(c))
 	for _, st := range steps {
-		if !private && executions.PrivateResult(st.Tool) && len(st.Result) > 0 && string(st.Result) != "null" {
+		if executions.WithholdsResult(st, private) {
 			st.Result, st.ResultWithheld = nil, true // as on its page
 		}
 		// Shown, not run: what is secret is masked (secretMasker), but to a person

@@ -15,7 +15,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
-	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -26,7 +25,7 @@ import (
 
 // executionListRow is an execution as the history and the inbox show it.
 func executionListRow(ex *executions.Execution) views.ExecutionListRow {
-	row := views.ExecutionListRow{ID: ex.ID, Title: ex.Title(), Prompt: usage.RedactText(ex.Prompt), Status: string(ex.Status), Risk: ex.Risk,
+	row := views.ExecutionListRow{ID: ex.ID, Title: ex.Title(), Prompt: ex.ShownPrompt(), Status: string(ex.Status), Risk: ex.Risk,
 		RiskWhy: ex.RiskWhy, Requester: ex.RequesterName, CreatedAt: ex.CreatedAt, FinishedAt: ex.FinishedAt,
 		ExpiresAt: ex.ExpiresAt, Error: ex.Error, Reason: ex.Reason}
 	for _, st := range ex.Plan.Steps {

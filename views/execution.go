@@ -102,10 +102,13 @@ type ExecutionView struct {
 	RollbackSteps []ExecutionStepView // the rollback's, once one was started
 	// Rollback is what a rollback would run, while the execution is failed.
 	Rollback *ExecutionRollbackPlan
-	// Withheld: a step's result is withheld (ExecutionStepView.Withheld), or the preview
-	// sent with it a diff (ExecutionPreviewStep.DiffWithheld); a live update then has the
-	// page ask for its preview and results as its viewer (LiveExecution).
+	// Withheld: a step's result (ExecutionStepView.Withheld) or the rollback plan's secret
+	// arguments are withheld; a live update then has the page ask for its results and
+	// rollback panels as its viewer (LiveExecution).
 	Withheld bool
+	// PreviewWithheld: a decision's live update left a preview diff out
+	// (ExecutionPreviewStep.DiffWithheld); the page asks for its preview as its viewer too.
+	PreviewWithheld bool
 }
 
 // ExecutionBrief is one step of the plan in a line: its tool and its risk.
@@ -471,6 +474,24 @@ func escapedRuneCost(r rune, width int) int {
 }
 
 // execResultNote says that a step's result was cut or left out, and where it is whole.
+// execResultsURL is where execResultsLoader asks for x's panels.
+func execResultsURL(x ExecutionView) string {
+	u := "/executions/" + x.ID + "/results"
+	if x.PreviewWithheld {
+		u += "?preview=1"
+	}
+	return u
+}
+
+// execResultsSelect is what execResultsLoader swaps in of the answer.
+func execResultsSelect(x ExecutionView) string {
+	s := "#exec-results-" + x.ID + ",#exec-rollback-" + x.ID
+	if x.PreviewWithheld {
+		s = "#exec-preview-" + x.ID + "," + s
+	}
+	return s
+}
+
 func execResultNote(executionID string, st ExecutionStepView) string {
 	where := "; the full result is in GET /api/v1/executions/" + executionID
 	if st.ResultOmitted {

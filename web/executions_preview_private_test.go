@@ -97,7 +97,7 @@ func TestExecutionPreviewDiffPrivate(t *testing.T) {
 	alice.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, 200, nil)
 	waitExec(t, alice, ex.ID, "success")
 	for _, who := range []viewer{{"alice (the requester)", alice, true}, {"carol (an auditor)", carol, true}, {"bob (another tool user)", bob, false}} {
-		check("decided", who, "/executions/"+ex.ID, "/executions/"+ex.ID+"/results")
+		check("decided", who, "/executions/"+ex.ID, "/executions/"+ex.ID+"/results?preview=1")
 	}
 
 	// The decision's fragment is one for every page: no diff, and one loader asking for
@@ -116,7 +116,27 @@ func TestExecutionPreviewDiffPrivate(t *testing.T) {
 	if loaders.Length() != 1 {
 		t.Fatalf("the decision's live fragment has %d results loaders, want 1", loaders.Length())
 	}
-	if got := loaders.AttrOr("hx-select-oob", ""); !strings.Contains(got, "#exec-preview-"+ex.ID) || loaders.AttrOr("hx-get", "") != "/executions/"+ex.ID+"/results" {
+	if got := loaders.AttrOr("hx-select-oob", ""); !strings.Contains(got, "#exec-preview-"+ex.ID) || loaders.AttrOr("hx-get", "") != "/executions/"+ex.ID+"/results?preview=1" {
 		t.Errorf("the loader asks for %q, selecting %q: not the preview as the viewer", loaders.AttrOr("hx-get", ""), got)
+	}
+}
+
+// The panels a page asks for after a live update that withheld only results leave the
+// preview out: every later step's event would re-send every diff of the plan.
+func TestResultsRouteLeavesPreviewOut(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__memory_operations")
+	srv.App.SetRisk(t, "builtin__memory_operations", risk.Low)
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", plan(step("builtin__memory_operations.list", map[string]any{})), 201, &ex)
+	waitExec(t, admin, ex.ID, "success")
+	d := page(t, srv.Get(t, admin.c, "/executions/"+ex.ID+"/results"))
+	if d.Find("#exec-preview-"+ex.ID).Length() != 0 || d.Find("#exec-results-"+ex.ID).Length() != 1 {
+		t.Error("the results route without ?preview=1 sends the preview, or no results")
+	}
+	if page(t, srv.Get(t, admin.c, "/executions/"+ex.ID+"/results?preview=1")).Find("#exec-preview-"+ex.ID).Length() != 1 {
+		t.Error("the results route with ?preview=1 sends no preview")
 	}
 }

@@ -159,6 +159,15 @@ func TestExecutionPromptMasked(t *testing.T) {
 	if strings.Contains(ex.Prompt, token) || !strings.Contains(ex.Prompt, "mt__echo") {
 		t.Errorf("the prompt as the API answers it: %q", ex.Prompt)
 	}
+	// Nor is it found by a search for a piece of it (each answer would tell the next
+	// character).
+	var found struct {
+		Items []struct{ ID string } `json:"items"`
+	}
+	admin.json(http.MethodGet, "/api/v1/executions?q="+token[:8], nil, 200, &found)
+	if len(found.Items) != 0 {
+		t.Errorf("a search for a piece of the token finds the execution")
+	}
 	res := srv.Get(t, admin.c, "/executions")
 	b, _ := io.ReadAll(res.Body)
 	res.Body.Close()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -227,10 +228,15 @@ func mismatch(approved, now Plan) string {
 	return "what is about to run is not what was approved"
 }
 
+// sameJSON: a and b are the same arguments, none given being {}.
 func sameJSON(a, b []byte) bool {
-	ca, err1 := canonicalJSON(a)
-	cb, err2 := canonicalJSON(b)
-	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+	if len(a) == 0 {
+		a = []byte("{}")
+	}
+	if len(b) == 0 {
+		b = []byte("{}")
+	}
+	return canonjson.Equal(a, b)
 }
 
 func sameUndo(a, b *int) bool {
@@ -252,6 +258,12 @@ func (ex *Execution) RevealsSecretArgs(p *auth.Principal) bool {
 func PrivateResult(tool string) bool {
 	server, _, ok := toolname.Split(tool)
 	return ok && server == toolname.Builtin
+}
+
+// WithholdsResult: st has a result that a viewer who does not see built-in results
+// (sees: RevealsBuiltinResults) must not read.
+func WithholdsResult(st Step, sees bool) bool {
+	return !sees && PrivateResult(st.Tool) && len(st.Result) > 0 && string(st.Result) != "null"
 }
 
 // RevealsBuiltinResults: p, the person who asked for ex (themselves or through a token)

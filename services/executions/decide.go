@@ -182,7 +182,7 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
 			                        requested_token, seal, source, client, conversation_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
-			id, requestedBy, c.Actor.Name, kind, string(c.Role), in.Prompt, plannerName, plan, hash, string(level), why,
+			id, requestedBy, c.Actor.Name, kind, string(c.Role), storedPrompt(in.Prompt), plannerName, plan, hash, string(level), why,
 			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200), in.ConversationID)
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)

@@ -34,6 +34,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // Topic receives every execution's events (lists, the approvals inbox).
@@ -260,6 +261,15 @@ func (e *Execution) Title() string {
 	}
 	return t
 }
+
+// ShownPrompt is e's prompt as every viewer reads it: what looks like a credential in
+// it masked, as in the plan's arguments (storedPrompt masks it too, but not in the rows
+// stored before it did).
+func (e *Execution) ShownPrompt() string { return usage.RedactText(e.Prompt) }
+
+// storedPrompt is a prompt as kept: every viewer searches the history by it (a word of
+// a credential found would tell its next character), so what looks like one is masked.
+func storedPrompt(p string) string { return usage.RedactText(p) }
 
 // summary is what every event of the execution carries.
 func (e *Execution) summary(from []Status) events.Execution {

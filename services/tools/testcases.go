@@ -286,13 +286,14 @@ const caseSetKey = "case_set"
 // hash: when the tool's definition has changed since (discovery may do that while the
 // cases run), the outcomes are recorded and audited but the tool's state is left as it
 // is, as they say nothing of the definition it has now (a hash of "" is not checked).
-// With verify, the run moves the tool's state. Without override (tool.override), a
+// So is a run whose cases changed meanwhile (CaseResult.Saved: one saved again, whose
+// outcome is then not recorded, or one added). With verify, the run moves the tool's state. Without override (tool.override), a
 // passing run verifies a failed tool only when every case the tool failed on is still
 // there, unsaved since, and passed in the run: deleting or weakening the failing case
 // and running the rest would otherwise enable it without an override.
 func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash string, results []CaseResult, verify, override bool) (TestRunRecord, error) {
 	var status, overrideNeeded string
-	changed, casesChanged := false, false
+	defChanged, casesChanged := false, false
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		t, err := getItem(ctx, tx, id, true)
 		if err != nil {
@@ -321,24 +322,10 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash
 			}
 			casesChanged = casesChanged || tag.RowsAffected() == 0
 		}
-		if verify && !casesChanged && t.Status != toolstate.Failed {
-			// Every case there now must be one that ran, as saved then (a case added
-			// meanwhile did not run). A failed tool's cases have their own, stricter
-			// rule below (failedCasesChanged), or an administrator's override.
-			if casesChanged, err = casesAddedSince(ctx, tx, t.ID, results); err != nil {
-				return err
-			}
-		}
 		payload := map[string]any{"cases": len(results), "passed": passed, "results": results}
-		if changed = hash != "" && hash != t.DefinitionHash; changed {
-			payload["definition_changed"] = true
-			payload["note"] = "the tool's definition changed while the cases ran, so the run does not change its state"
-		} else if casesChanged {
-			payload["cases_changed"] = true
-			payload["note"] = "the tool's cases changed while they ran (one saved again, added or deleted), so the run does not change its state"
-			changed = true
-		}
-		if verify && !changed && passed && !override && t.Status == toolstate.Failed {
+		defChanged = hash != "" && hash != t.DefinitionHash
+		if verify && !defChanged && !casesChanged && passed && !override && t.Status == toolstate.Failed {
+			// A failed tool's cases have their own rule first, which says what to do.
 			if overrideNeeded, err = failedCasesChanged(ctx, tx, t.ID, results); err != nil {
 				return err
 			}
@@ -347,7 +334,22 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash
 				payload["note"] = "the tool stays failed: " + overrideNeeded
 			}
 		}
-		if verify && !changed && overrideNeeded == "" && toolstate.Allowed(t.Status, toolstate.Testing) && len(results) > 0 {
+		if verify && !defChanged && !casesChanged && overrideNeeded == "" {
+			// Every case there now must be one that ran (a case added meanwhile did not).
+			if casesChanged, err = casesAddedSince(ctx, tx, t.ID, results); err != nil {
+				return err
+			}
+		}
+		switch {
+		case defChanged:
+			payload["definition_changed"] = true
+			payload["note"] = "the tool's definition changed while the cases ran, so the run does not change its state"
+		case casesChanged:
+			payload["cases_changed"] = true
+			payload["note"] = "the tool's cases changed while they ran (one saved again, added or deleted), so the run does not change its state"
+		}
+		stale := defChanged || casesChanged
+		if verify && !stale && overrideNeeded == "" && toolstate.Allowed(t.Status, toolstate.Testing) && len(results) > 0 {
 			to := toolstate.Failed
 			reason := "a test case failed"
 			if passed {
@@ -378,7 +380,7 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TestRunRecord{}, ErrNotFound
 	}
-	return TestRunRecord{Status: status, DefinitionChanged: changed && !casesChanged, CasesChanged: casesChanged, OverrideNeeded: overrideNeeded}, err
+	return TestRunRecord{Status: status, DefinitionChanged: defChanged, CasesChanged: casesChanged && !defChanged, OverrideNeeded: overrideNeeded}, err
 }
 
 // casesAddedSince reports whether tool id has a case that is not among results (added

@@ -278,3 +278,19 @@ func TestRecordTestRunCasesChanged(t *testing.T) {
 		})
 	}
 }
+
+// A failed tool is not verified by a run while which a case was added either: the
+// cases it failed on passing is not all of them passing.
+func TestRecordTestRunCaseAddedToFailedTool(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	id, a, b := failedWithCases(t, f, "added-to-failed")
+	if _, err := f.svc.SaveTestCase(f.ctx, alice, id, tools.TestCase{Name: "c", Arguments: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.svc.RecordTestRun(f.ctx, bob, id, "", []tools.CaseResult{
+		{CaseID: a.ID, Name: "a", Passed: true, Saved: a.UpdatedAt}, {CaseID: b.ID, Name: "b", Passed: true, Saved: b.UpdatedAt}}, true, false)
+	if err != nil || !rec.CasesChanged || rec.Status != "failed" {
+		t.Fatalf("got %+v %v, want the cases changed and the tool still failed", rec, err)
+	}
+}
