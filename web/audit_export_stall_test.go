@@ -16,7 +16,7 @@ import (
 )
 
 // An export whose client stops reading ends once a write has waited the download stall
-// time, cut off as a failed export, instead of holding its database connection for as
+// time, cut off as a failed export, instead of holding its export slot for as
 // long as the client keeps the connection open.
 func TestAuditExportClientStalls(t *testing.T) {
 	t.Parallel()

@@ -1,6 +1,9 @@
 package web
 
-import "github.com/toolwarden/toolwarden/services/router"
+import (
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/router"
+)
 
 // RunsOf exposes the test panel's runs of s to the tests (web_test), which shorten how
 // long a run outlives its last watcher.
@@ -20,5 +23,5 @@ func SetReplayPersonShare(s *Server, n int64) { s.hub.replayPersonShare.Store(n)
 func ReplayHeldBy(s *Server, userID string) int64 {
 	s.hub.replayPersonMu.Lock()
 	defer s.hub.replayPersonMu.Unlock()
-	return s.hub.replayByPerson["user:"+userID]
+	return s.hub.replayByPerson[replayKey(&auth.Principal{User: auth.User{ID: userID}})]
 }

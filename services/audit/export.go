@@ -69,15 +69,11 @@ func (r Record) Export() ExportEntry {
 var csvHeader = []string{"id", "at", "actor_kind", "actor_id", "actor_name", "action", "group", "target_type", "target_id",
 	"target_name", "result", "ip", "request_id", "payload", "prev_hash", "hash"}
 
-// Each calls fn for every entry f selects, newest first, reading them in batches by
+// each calls fn for every entry f selects, newest first, reading them in batches by
 // keyset (f's cursor and limit are ignored) and calling fn for a batch's entries once
 // it is read and its connection released: memory stays one batch (exportBatchBytes),
-// and entries appended meanwhile are not included. It stops at fn's first error.
-func (l *Log) Each(ctx context.Context, f Filter, fn func(Record) error) error {
-	return l.each(ctx, f, fn, nil)
-}
-
-// each is Each, calling batchDone (unless nil) after each batch's entries.
+// and entries appended meanwhile are not included. batchDone (unless nil) is called
+// after each batch's entries. It stops at the first error.
 func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDone func() error) error {
 	f.Cursor, f.After, f.Limit = 0, 0, exportBatch
 	// Indexed once: what is appended meanwhile is newer than the first page anyway.

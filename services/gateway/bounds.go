@@ -12,7 +12,7 @@ import (
 // serves (2025-06-18 onward) have none, but the SDK takes a stateful session's POST
 // without Mcp-Protocol-Version for 2025-03-26 and would run every request of a batch
 // at once, each in a goroutine of its own, with no limit.
-const batchRefusal = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported: send one message per request (MCP 2025-06-18 and later have no batches)"}}`
+var batchRefusal = Refusal(http.StatusBadRequest, "JSON-RPC batches are not supported: send one message per request (MCP 2025-06-18 and later have no batches)")
 
 // Refusal is the JSON-RPC error body of a POST refused before the SDK read it (a body
 // too large, a NUL or a duplicate key in it; its id unknown, so null): an MCP client
@@ -50,7 +50,7 @@ func refuseBatch(w http.ResponseWriter, req *http.Request) bool {
 		case '[':
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
-			_, _ = io.WriteString(w, batchRefusal)
+			_, _ = w.Write(batchRefusal)
 			return true
 		}
 		_ = br.UnreadByte()

@@ -81,7 +81,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 		}
 	}, func(name, why string) {
 		// Shown with the run: quoted, so a control character reads as its escape.
-		if d.LeftOut++; len(d.LeftOutNames) < 5 {
+		if d.LeftOut++; len(d.LeftOutNames) < registry.MaxLeftOutNames {
 			d.LeftOutNames = append(d.LeftOutNames, fmt.Sprintf("%s: %s", clipText(strconv.Quote(c.masker.String(name)), maxListedName), why))
 		}
 	})

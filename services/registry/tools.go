@@ -403,12 +403,13 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 			return err
 		}
 		res.LeftOut = d.LeftOut
+		leftOut := leftOutNames(d)
 		if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.run */
 			INSERT INTO discovery_runs (server_id, trigger, actor, status, pages, added, updated, unchanged, removed, started_at,
 				left_out, left_out_names)
 			VALUES ($1, $2, $3, 'succeeded', $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
 			serverID, d.Trigger, d.Actor.Name, d.Pages, res.Added, res.Updated, res.Unchanged, res.Removed, d.StartedAt,
-			d.LeftOut, leftOutNames(d)).Scan(&res.RunID); err != nil {
+			d.LeftOut, leftOut).Scan(&res.RunID); err != nil {
 			return err
 		}
 		if d.Resources != nil || d.Prompts != nil {
@@ -423,7 +424,7 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 			p := map[string]any{"trigger": d.Trigger, "added": res.Added, "updated": res.Updated, "unchanged": res.Unchanged,
 				"removed": res.Removed, "changed": res.Changed}
 			if d.LeftOut > 0 {
-				p["left_out"], p["left_out_names"] = d.LeftOut, leftOutNames(d)
+				p["left_out"], p["left_out_names"] = d.LeftOut, leftOut
 			}
 			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: d.Actor, Action: "server.discover", TargetType: "server",
 				TargetID: serverID, TargetName: name, Payload: p}); err != nil {
@@ -746,13 +747,13 @@ func insertFailedRun(ctx context.Context, tx pgx.Tx, serverID string, d Discover
 	return id, err
 }
 
-// maxLeftOutNames bounds the names of tools left out that a run keeps.
-const maxLeftOutNames = 5
+// MaxLeftOutNames bounds the names of tools left out that a run keeps.
+const MaxLeftOutNames = 5
 
 // leftOutNames is what a run keeps of d's tools left out: the first few, never nil
 // (the column is NOT NULL).
 func leftOutNames(d Discovery) []string {
-	return append([]string{}, d.LeftOutNames[:min(len(d.LeftOutNames), maxLeftOutNames)]...)
+	return append([]string{}, d.LeftOutNames[:min(len(d.LeftOutNames), MaxLeftOutNames)]...)
 }
 
 // DiscoveryRun is a stored discovery.

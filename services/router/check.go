@@ -124,37 +124,37 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 	if err := r.pinned(ctx, e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}
-	var withOp json.RawMessage
+	var failed checkedArgs // what a refusal is recorded with
 	if res.addOperation(args) {
-		withOp, _ = json.Marshal(args)
+		failed.withOperation, _ = json.Marshal(args)
 	}
 	if err := r.admit(ctx, e, c); err != nil {
-		return e, checkedArgs{withOperation: withOp}, err
+		return e, failed, err
 	}
 	if utf8.RuneCountInString(c.ConversationID) > MaxConversationID {
 		// Conversations, grants and executions keep it: too long is refused whatever the tool.
-		return e, checkedArgs{withOperation: withOp}, errorOf(CodeInvalidArguments, fmt.Sprintf("conversation_id is longer than %d characters; use a shorter one", MaxConversationID)).
+		return e, failed, errorOf(CodeInvalidArguments, fmt.Sprintf("conversation_id is longer than %d characters; use a shorter one", MaxConversationID)).
 			with([]verr.Field{{Field: "/conversation_id", Message: fmt.Sprintf("is longer than %d characters", MaxConversationID), Kind: verr.KindValue}})
 	}
 	if reservedConversation(c.ConversationID, c.Actor) {
 		// A person's default conversation is theirs alone: named by someone else first,
 		// it would be theirs, and every call of its person without one refused.
-		return e, checkedArgs{withOperation: withOp}, errorOf(CodeInvalidArguments, "conversation_id "+c.ConversationID+" is another person's default conversation; leave it out to use your own, or name another").
+		return e, failed, errorOf(CodeInvalidArguments, "conversation_id "+c.ConversationID+" is another person's default conversation; leave it out to use your own, or name another").
 			with([]verr.Field{{Field: "/conversation_id", Message: "is another person's default conversation", Kind: verr.KindValue}})
 	}
 	merged, err := e.resolved.Merge(args)
 	if err != nil {
-		return e, checkedArgs{withOperation: withOp}, invalid(err)
+		return e, failed, invalid(err)
 	}
 	raw, err := json.Marshal(merged)
 	if err != nil {
-		return e, checkedArgs{withOperation: withOp}, err
+		return e, failed, err
 	}
 	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
-		return e, checkedArgs{withOperation: withOp}, invalid(hideSecrets(err, e.secrets))
+		return e, failed, invalid(hideSecrets(err, e.secrets))
 	}
 	e = r.argumentRisk(e, raw)
-	return e, checkedArgs{given: args, values: merged, merged: raw, withOperation: withOp}, nil
+	return e, checkedArgs{given: args, values: merged, merged: raw, withOperation: failed.withOperation}, nil
 }
 
 func parseArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
