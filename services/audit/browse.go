@@ -306,6 +306,11 @@ func (f Filter) where() (string, []any) {
 // walking ids down to a window far in the past would read everything after it.
 func (f Filter) timed() bool { return !f.From.IsZero() || !f.To.IsZero() }
 
+// narrowed reports a filter on who, what or the target besides the words.
+func (f Filter) narrowed() bool {
+	return f.Actor != "" || f.Action != "" || f.TargetType != "" || f.TargetID != "" || f.Result != "" || f.RequestID != ""
+}
+
 // order is the ORDER BY of a page of f.
 func (f Filter) order() string {
 	if f.timed() {
@@ -374,11 +379,13 @@ func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 	}
 	limit = min(limit, MaxLimit)
 	if f.Q != "" && f.matches == nil {
-		ids, err := l.manyMatches(ctx, f, limit+1)
+		ids, walk, err := l.manyMatches(ctx, f, limit+1)
 		if err != nil {
 			return Page{}, err
 		}
-		f.matches = ids
+		if !walk {
+			f.matches = ids
+		}
 	}
 	rows, err := l.query(ctx, f, limit+1)
 	if err != nil {
@@ -408,8 +415,10 @@ func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, err
 		return 0, err
 	}
 	if f.Q != "" && f.matches == nil {
-		ids, err := l.manyMatches(ctx, f, MaxNewer)
-		return int64(len(ids)), err
+		ids, walk, err := l.manyMatches(ctx, f, MaxNewer)
+		if err != nil || !walk {
+			return int64(len(ids)), err
+		}
 	}
 	where, args := f.where()
 	var n int64

@@ -107,7 +107,9 @@ func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
 // matches are old: a person who left, a tool removed) are the matches looked up from
 // the words' index and the other filters checked on each: that reads the matches, where
 // reading on newest first read every newer entry, the whole log of 10 M for an old name.
-func (l *Log) manyMatches(ctx context.Context, f Filter, n int) ([]int64, error) {
+// With another filter that narrows the entries (Filter.narrowed), walk is true instead:
+// reading on through those (the page's own query) beats reading every match of a word.
+func (l *Log) manyMatches(ctx context.Context, f Filter, n int) ([]int64, bool, error) {
 	g := f
 	g.Q, g.matches = "", nil
 	where, args := g.where()
@@ -117,21 +119,26 @@ func (l *Log) manyMatches(ctx context.Context, f Filter, n int) ([]int64, error)
 		WHERE EXISTS (SELECT 1 FROM audit_search s WHERE s.id = audit_log.id AND s.doc @@ plainto_tsquery('simple'::regconfig, `+q+`))`+
 		g.order()+` LIMIT `+strconv.Itoa(n), append(args, f.Q)...)
 	if err != nil {
-		return nil, fmt.Errorf("audit: search: %w", err)
+		return nil, false, fmt.Errorf("audit: search: %w", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return nil, fmt.Errorf("audit: search: %w", err)
+		return nil, false, fmt.Errorf("audit: search: %w", err)
 	}
 	if len(ids) == n {
-		return ids, nil
+		return ids, false, nil
 	}
 	var walked int
 	if err := l.pool.QueryRow(ctx, `/* audit.manyMatches.walked */ SELECT count(*) FROM (`+walk+`) w`, args...).Scan(&walked); err != nil {
-		return nil, fmt.Errorf("audit: search: %w", err)
+		return nil, false, fmt.Errorf("audit: search: %w", err)
 	}
 	if walked < searchWalk {
-		return ids, nil // every entry the other filters select was checked
+		return ids, false, nil // every entry the other filters select was checked
+	}
+	if f.narrowed() {
+		// Another filter (a result, an actor) narrows the entries: reading on through
+		// those, as its index does, beats reading every match of a common word.
+		return nil, true, nil
 	}
 
 	// From the words' index: each match (within the cursors' ids) is checked against the
@@ -173,7 +180,7 @@ func (l *Log) manyMatches(ctx context.Context, f Filter, n int) ([]int64, error)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("audit: search: %w", err)
+		return nil, false, fmt.Errorf("audit: search: %w", err)
 	}
-	return ids, nil
+	return ids, false, nil
 }
