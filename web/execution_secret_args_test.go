@@ -103,7 +103,6 @@ func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
 		t.Errorf("the rollback plan's steps, to an auditor: %+v", rp.Steps)
 	}
 	noSecret(t, audra, "/api/v1/executions/"+ex.ID+"/rollback")
-	const panelArgs = `[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`
 	for _, path := range []string{"/executions/" + ex.ID, "/executions/" + ex.ID + "/results"} {
 		if got := noSecret(t, audra, path).Find(panelArgs).Text(); !strings.Contains(got, `"input": "********"`) {
 			t.Errorf("%s: the rollback panel's arguments, to an auditor: %q", path, got)
@@ -124,6 +123,9 @@ func TestExecutionRollbackPlanMasksSecretArguments(t *testing.T) {
 		t.Error("the failure's live fragment does not ask for the rollback panel as its viewer")
 	}
 }
+
+// panelArgs finds the arguments of the rollback panel's plan steps.
+const panelArgs = `[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`
 
 const (
 	secretArgsTool  = "builtin__terminal_operations"
@@ -290,7 +292,6 @@ func TestExecutionRollbackPanelLivePerViewer(t *testing.T) {
 	if last.Find("[data-testid=results-loader]").Length() != 1 || last.Find("[data-testid=rollback-panel]").Length() != 0 {
 		t.Error("the failure's live fragment does not ask for the rollback panel as its viewer")
 	}
-	const panelArgs = `[data-testid=rollback-panel] [data-testid=rollback-plan-step] [data-testid=step-arguments]`
 	if got := page(t, srv.Get(t, admin.c, "/executions/"+ex.ID+"/results")).Find(panelArgs).Text(); !strings.Contains(got, token) {
 		t.Errorf("the rollback panel's arguments, to who may roll back: %q, want the token whole", got)
 	}

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,16 +47,6 @@ func TestExecutionPreviewDiffPrivate(t *testing.T) {
 	if ex.Status != "awaiting_approval" {
 		t.Fatalf("the plan: status %s, want awaiting_approval", ex.Status)
 	}
-	get := func(c svClient, path string) string {
-		t.Helper()
-		res := srv.Get(t, c.c, path)
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d", path, res.StatusCode)
-		}
-		return string(b)
-	}
 	type viewer struct {
 		name string
 		c    svClient
@@ -66,7 +55,7 @@ func TestExecutionPreviewDiffPrivate(t *testing.T) {
 	check := func(when string, who viewer, paths ...string) {
 		t.Helper()
 		for _, path := range paths {
-			html := get(who.c, path)
+			html := pageHTML(t, who.c, path)
 			d, err := goquery.NewDocumentFromReader(strings.NewReader(html))
 			if err != nil {
 				t.Fatal(err)

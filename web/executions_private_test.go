@@ -49,16 +49,6 @@ func TestBuiltinStepResultsPrivate(t *testing.T) {
 		c.json(http.MethodGet, "/api/v1/executions/"+ex.ID, nil, 200, &out)
 		return out.Steps
 	}
-	body := func(c svClient, path string) string {
-		t.Helper()
-		res := srv.Get(t, c.c, path)
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d", path, res.StatusCode)
-		}
-		doc := page(t, res)
-		html, _ := doc.Html()
-		return html
-	}
 	for _, who := range []struct {
 		name string
 		c    svClient
@@ -72,7 +62,7 @@ func TestBuiltinStepResultsPrivate(t *testing.T) {
 			t.Errorf("%s: the API's list result shows the note %v (withheld %v), want shown %v", who.name, got, steps[0].Withheld, who.sees)
 		}
 		for _, path := range []string{"/executions/" + ex.ID, "/executions/" + ex.ID + "/results"} {
-			html := body(who.c, path)
+			html := pageHTML(t, who.c, path)
 			if got := strings.Contains(html, "4711-privately"); got != who.sees {
 				t.Errorf("%s: %s shows the note's text %v, want %v", who.name, path, got, who.sees)
 			}
@@ -175,4 +165,16 @@ func TestExecutionPromptMasked(t *testing.T) {
 		i := strings.Index(string(b), token)
 		t.Errorf("the history shows the token typed into a prompt: %s", string(b)[max(0, i-300):i+50])
 	}
+}
+
+// pageHTML is the page at path as c gets it, which must be 200.
+func pageHTML(t *testing.T, c svClient, path string) string {
+	t.Helper()
+	res := c.srv.Get(t, c.c, path)
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", path, res.StatusCode)
+	}
+	return string(b)
 }

@@ -169,17 +169,9 @@ func TestInitializeAgainCountsNoSession(t *testing.T) {
 	alice := srv.Token(t, "alice")
 	cs := mustConnect(t, srv, alice, "2025-11-25")
 	for range 3 {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(
-			`{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"again","version":"1"}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", cs.ID())
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		res, err := (&http.Client{Transport: bearer{alice}}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
+		send(t, srv, &http.Client{Transport: bearer{alice}}, http.MethodPost,
+			`{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"again","version":"1"}}}`,
+			map[string]string{"Mcp-Session-Id": cs.ID(), "Mcp-Protocol-Version": "2025-11-25"})
 	}
 	mustConnect(t, srv, alice, "2025-11-25") // the second of two places
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {

@@ -88,7 +88,12 @@ func (e *env) enable(qualified string) tools.Target {
 
 // call makes a call as an admin through the test panel with every approval given.
 func (e *env) call(tool, args string) (*router.Result, error) {
-	return e.r.Call(e.ctx, router.Call{Tool: tool, Arguments: json.RawMessage(args), Actor: admin, Role: auth.RoleAdmin,
+	return e.callCtx(e.ctx, tool, args)
+}
+
+// callCtx is call with the caller's context ctx (one that gives up, or times out).
+func (e *env) callCtx(ctx context.Context, tool, args string) (*router.Result, error) {
+	return e.r.Call(ctx, router.Call{Tool: tool, Arguments: json.RawMessage(args), Actor: admin, Role: auth.RoleAdmin,
 		Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true, Phrase: tool}})
 }
 

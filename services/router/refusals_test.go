@@ -3,7 +3,6 @@ package router_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"maps"
@@ -21,7 +20,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
-	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/router"
 )
@@ -102,8 +100,7 @@ func TestCancelledCallsDoNotHideFailures(t *testing.T) {
 		}
 		if i < 2 {
 			ctx, cancel := context.WithTimeout(e.ctx, 100*time.Millisecond)
-			_, err := e.r.Call(ctx, router.Call{Tool: "flaky__sleep", Arguments: json.RawMessage(`{"ms":5000}`), Actor: admin,
-				Role: auth.RoleAdmin, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true, Phrase: "flaky__sleep"}})
+			_, err := e.callCtx(ctx, "flaky__sleep", `{"ms":5000}`)
 			cancel()
 			if codeOf(err) != router.CodeCancelled {
 				t.Fatalf("a call given up on: %v, want cancelled", err)
@@ -176,8 +173,7 @@ func TestHalfOpenTrialPausesOtherCalls(t *testing.T) {
 	defer cancel()
 	trial := make(chan error, 1)
 	go func() {
-		_, err := e.r.Call(ctx, router.Call{Tool: "trial__sleep", Arguments: []byte(`{"ms":60000}`), Actor: admin,
-			Role: auth.RoleAdmin, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true, Phrase: "trial__sleep"}})
+		_, err := e.callCtx(ctx, "trial__sleep", `{"ms":60000}`)
 		trial <- err
 	}()
 	testkit.WaitFor(t, 20*time.Second, func() bool { return hs.Server().Sleeping() == 1 }, "the trial call never reached the server")
