@@ -6,6 +6,7 @@ package apptest
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"log/slog"
 	"os"
 	"testing"
@@ -223,7 +224,13 @@ func (a *App) SetRisk(t testing.TB, qualified string, level risk.Level) {
 // ToolID is the id of the tool with the qualified name given.
 func (a *App) ToolID(t testing.TB, qualified string) string {
 	t.Helper()
-	tg, err := a.Tools.Target(context.Background(), qualified)
+	// A server registered a moment ago may still be discovering its tools.
+	var tg tools.Target
+	var err error
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		tg, err = a.Tools.Target(context.Background(), qualified)
+		return !errors.Is(err, tools.ErrNotFound)
+	}, "tool "+qualified+" was never discovered")
 	if err != nil {
 		t.Fatal(err)
 	}
