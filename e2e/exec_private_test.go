@@ -40,16 +40,7 @@ func TestBrowserBuiltinResultLive(t *testing.T) {
 		t.Fatalf("the plan is %s, want awaiting_approval", ex.Status)
 	}
 
-	pages := map[string]*browser{}
-	for _, who := range []struct{ name, password string }{{"alice", "alice-password-1"}, {"bob", "bob-password-12"}} {
-		b := newExecBrowser(t)
-		b.login(srv, who.name, who.password)
-		b.do(who.name+" opens the execution", chromedp.Navigate(srv.URL+"/executions/"+ex.ID),
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid=execution-page]`)))
-		b.waitJS(who.name+"'s page is live", `document.querySelector("[data-live-label]")?.textContent === "Live"`)
-		pages[who.name] = b
-	}
-	docs := map[string]int{"alice": pages["alice"].execDocNo(), "bob": pages["bob"].execDocNo()}
+	pages, docs := openExecLive(t, srv, ex.ID)
 
 	alice.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, 200, nil)
 	const result = `document.querySelector("[data-testid=step-result]")`
@@ -100,17 +91,10 @@ func TestBrowserPreviewDiffLive(t *testing.T) {
 		t.Fatalf("the plan is %s, want awaiting_approval", ex.Status)
 	}
 	const diff = `document.querySelector("[data-testid=action-preview] [data-testid=step-diff]")`
-	pages := map[string]*browser{}
-	for _, who := range []struct{ name, password string }{{"alice", "alice-password-1"}, {"bob", "bob-password-12"}} {
-		b := newExecBrowser(t)
-		b.login(srv, who.name, who.password)
-		b.do(who.name+" opens the execution", chromedp.Navigate(srv.URL+"/executions/"+ex.ID),
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid=execution-page]`)))
-		b.waitJS(who.name+"'s page is live", `document.querySelector("[data-live-label]")?.textContent === "Live"`)
-		b.waitJS(who.name+"'s page shows the diff while the plan awaits approval", diff+` != null`)
-		pages[who.name] = b
+	pages, docs := openExecLive(t, srv, ex.ID)
+	for name, b := range pages {
+		b.waitJS(name+"'s page shows the diff while the plan awaits approval", diff+` != null`)
 	}
-	docs := map[string]int{"alice": pages["alice"].execDocNo(), "bob": pages["bob"].execDocNo()}
 
 	alice.JSON(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, 200, nil)
 	for name, b := range pages {
@@ -128,4 +112,21 @@ func TestBrowserPreviewDiffLive(t *testing.T) {
 	if eval[bool](pages["bob"], `document.body.textContent.includes("plum-Falcon")`) {
 		t.Error("bob's page shows alice's file")
 	}
+}
+
+// openExecLive opens execution id's page as alice and as bob (users the test made with
+// these passwords), each in a browser of its own, once live; docs are the pages'
+// document numbers (execDocNo), to tell a reload later.
+func openExecLive(t *testing.T, srv *webtest.Server, id string) (pages map[string]*browser, docs map[string]int) {
+	t.Helper()
+	pages, docs = map[string]*browser{}, map[string]int{}
+	for _, who := range []struct{ name, password string }{{"alice", "alice-password-1"}, {"bob", "bob-password-12"}} {
+		b := newExecBrowser(t)
+		b.login(srv, who.name, who.password)
+		b.do(who.name+" opens the execution", chromedp.Navigate(srv.URL+"/executions/"+id),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid=execution-page]`)))
+		b.waitJS(who.name+"'s page is live", `document.querySelector("[data-live-label]")?.textContent === "Live"`)
+		pages[who.name], docs[who.name] = b, b.execDocNo()
+	}
+	return pages, docs
 }

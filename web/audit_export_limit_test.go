@@ -1,13 +1,9 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -31,24 +27,9 @@ func TestAuditExportOnePerPerson(t *testing.T) {
 	const password = "correct horse battery staple"
 	srv.CreateUser(t, "audra", auth.RoleAuditor, password)
 	srv.CreateUser(t, "aubrey", auth.RoleAuditor, password)
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// audra's first export, whose client reads the status line and then nothing more.
-	conn, err := net.Dial("tcp", u.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetReadBuffer(4096)
-	}
-	fmt.Fprintf(conn, "GET /api/v1/audit/export?format=jsonl HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", u.Host, srv.Token(t, "audra"))
-	if status, err := bufio.NewReaderSize(conn, 256).ReadString('\n'); err != nil || !strings.Contains(status, "200") {
-		t.Fatalf("the first export's status: %q, %v", status, err)
-	}
+	conn := stalledExport(t, srv, srv.Token(t, "audra"))
 
 	export := func(c *http.Client, token string) (*http.Response, string) {
 		t.Helper()

@@ -26,7 +26,16 @@ func TestAuditExportClientStalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.CreateUser(t, "audra", auth.RoleAuditor, "correct horse battery staple")
-	token := srv.Token(t, "audra")
+	stalledExport(t, srv, srv.Token(t, "audra"))
+	webtest.WaitFor(t, 60*time.Second, func() bool {
+		return strings.Contains(srv.Logs.String(), "handlers: audit export cut off")
+	}, "the export whose client stopped reading was not cut off")
+}
+
+// stalledExport starts an export as token's person over a connection that reads its
+// status line and then nothing more (closed at the end of the test, or by the caller).
+func stalledExport(t *testing.T, srv *webtest.Server, token string) net.Conn {
+	t.Helper()
 	u, err := url.Parse(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -40,12 +49,8 @@ func TestAuditExportClientStalls(t *testing.T) {
 		_ = tc.SetReadBuffer(4096)
 	}
 	fmt.Fprintf(conn, "GET /api/v1/audit/export?format=jsonl HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", u.Host, token)
-	// Read the status line, then nothing more.
-	status, err := bufio.NewReaderSize(conn, 256).ReadString('\n')
-	if err != nil || !strings.Contains(status, "200") {
+	if status, err := bufio.NewReaderSize(conn, 256).ReadString('\n'); err != nil || !strings.Contains(status, "200") {
 		t.Fatalf("the export's status: %q, %v", status, err)
 	}
-	webtest.WaitFor(t, 60*time.Second, func() bool {
-		return strings.Contains(srv.Logs.String(), "handlers: audit export cut off")
-	}, "the export whose client stopped reading was not cut off")
+	return conn
 }
