@@ -16,3 +16,6 @@ func SetModelRate(s *Service, every time.Duration, burst int) {
 // OnConfigRead runs f between the assistant's read of a tool's settings and its save
 // (a save on the tool's page in between).
 func OnConfigRead(s *Service, f func(toolID string)) { s.configRead = f }
+
+// OnConnectWait runs f each time discovery finds a server not connected yet and waits.
+func OnConnectWait(s *Service, f func(serverID string)) { s.connectWaited = f }

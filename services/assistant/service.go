@@ -63,6 +63,9 @@ type Service struct {
 	// configRead, in tests, runs between configure's read of a tool's settings and its
 	// save (a save on the tool's page in between).
 	configRead func(toolID string)
+	// connectWaited, in tests, runs each time discovery finds a server not connected yet
+	// (before it looks whether the server is still enabled).
+	connectWaited func(serverID string)
 }
 
 // MaxTurns bounds the turns one replica answers at once; MaxTurnsPerPerson, one person's.
@@ -1129,24 +1132,26 @@ const connectWait = 10 * time.Second
 
 // discoverOne discovers a server's tools, first waiting a little for a server that is
 // enabled but not connected yet (its session is being opened). A disabled server is
-// not waited for: it will not connect until someone enables it.
+// not waited for: it will not connect until someone enables it, so it is looked up
+// again each time (someone may disable or delete it meanwhile).
 func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor) (registry.DiscoveryResult, error) {
 	deadline := time.Now().Add(connectWait)
-	for first := true; ; first = false {
+	for {
 		res, err := s.mcp.Discover(ctx, id, actor)
 		var fe *fault.Error
 		if err == nil || !errors.As(err, &fe) || fe.Code != "not_connected" || time.Now().After(deadline) {
 			return res, err
 		}
-		if first {
-			sv, gerr := s.registry.GetServer(ctx, id)
-			if gerr != nil {
-				return res, gerr
-			}
-			if !sv.Enabled {
-				return res, fault.Conflict("server_disabled", fmt.Sprintf(
-					"the server %s is disabled, so its tools cannot be discovered: enable it first (say \"enable the server %s\")", sv.Name, sv.Name)).About("server")
-			}
+		if s.connectWaited != nil {
+			s.connectWaited(id)
+		}
+		sv, gerr := s.registry.GetServer(ctx, id)
+		if gerr != nil {
+			return res, gerr
+		}
+		if !sv.Enabled {
+			return res, fault.Conflict("server_disabled", fmt.Sprintf(
+				"the server %s is disabled, so its tools cannot be discovered: enable it first (say \"enable the server %s\")", sv.Name, sv.Name)).About("server")
 		}
 		select {
 		case <-ctx.Done():
