@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -184,6 +185,16 @@ func TestTerminalsOnThreeReplicas(t *testing.T) {
 		_, err := os.Stat("/proc/" + strconv.Itoa(shell))
 		return os.IsNotExist(err)
 	}, "A's shell outlived A")
+	// B's websocket, forwarded to A, ends with A, though its browser says nothing.
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	for {
+		if _, _, err := conn.ReadMessage(); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("B's forwarded websocket was still open 20 s after A died")
+			}
+			break
+		}
+	}
 	var row2 []byte
 	testkit.WaitFor(t, 30*time.Second, func() bool {
 		_, page := admin.do(t, b, http.MethodGet, "/terminals", nil)
