@@ -221,8 +221,16 @@
 	}
 	// A paste goes in pieces: the server reads at most 64 KiB a message, and 8,000
 	// characters stay under it even when every one is escaped in JSON (\uXXXX).
+	// A key pressed fires onKey just before its onData; xterm.js's answers to queries
+	// come without one, so while the backlog is written only those are dropped.
+	var keyed = false;
+	term.onKey(function () {
+		keyed = true;
+	});
 	term.onData(function (d) {
-		if (replaying > 0) {
+		var typed = keyed;
+		keyed = false;
+		if (replaying > 0 && !typed) {
 			return; // xterm.js answering the backlog's queries, not a person typing
 		}
 		for (var i = 0; i < d.length; ) {
