@@ -226,7 +226,7 @@ type ToolUsage struct {
 	CallsChart   Chart
 	LatencyChart Chart
 	Series       []ToolUsagePoint
-	BucketLabel  string // "hour", "6 hours", "day"
+	BucketLabel  string // "hour", "day"
 }
 
 // ToolUsagePoint is one bucket of the usage charts.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/services/analytics"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/usage"
@@ -927,6 +929,25 @@ func TestToolUsageAndLogs(t *testing.T) {
 		t.Error("logs page 2: the oldest call is not last")
 	}
 	e.get(t, nil, "/tools/"+id+"?tab=logs&before=nope", http.StatusBadRequest)
+
+	// Days rolled up are read from their rollups by the 7-day chart too: with their
+	// calls gone from the log, the call of 3 days ago still has its bar.
+	if _, err := analytics.New(e.srv.Pool).RollUp(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if tag, err := e.srv.Pool.Exec(ctx, `DELETE FROM tool_usage_logs WHERE tool_id = $1
+		AND used_at < (SELECT max(day) + 1 FROM usage_daily_done)::timestamp AT TIME ZONE 'UTC'`, id); err != nil || tag.RowsAffected() == 0 {
+		t.Fatalf("delete the rolled-up calls: %v rows, %v", tag.RowsAffected(), err)
+	}
+	doc, _ = e.get(t, nil, "/tools/"+id+"?tab=usage&range=7d", http.StatusOK)
+	var charted int
+	doc.Find("[data-testid=usage-series] tbody tr").Each(func(_ int, tr *goquery.Selection) {
+		n, _ := strconv.Atoi(strings.ReplaceAll(tr.Find("td").Eq(1).Text(), ",", ""))
+		charted += n
+	})
+	if got := doc.Find("[data-testid=usage-calls]").Text(); got != "56" || charted != 56 {
+		t.Errorf("7 days with the old day rolled up: %s calls, %d in the chart; want 56 in both", got, charted)
+	}
 }
 
 func tdDeref(s *string) string {

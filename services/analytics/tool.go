@@ -91,7 +91,7 @@ func ToolSpans(ctx context.Context, q querier, toolID string, edges []time.Time)
 	if err != nil {
 		return nil, err
 	}
-	// A day an edge cuts (6-hour bars) is read from its calls.
+	// A day an edge cuts (bars shorter than a day) is read from its calls.
 	var rolled []time.Time
 	for _, d := range all {
 		if !edges[in(d)+1].Before(d.Add(day)) {
