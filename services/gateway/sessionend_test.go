@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,4 +160,47 @@ func TestDroppingAnSSEStreamCancelsItsCalls(t *testing.T) {
 	webtest.WaitFor(t, 10*time.Second, func() bool { return lt.Sleeping() == 0 }, "the LOW call was not cancelled upstream")
 	<-held
 	<-running
+}
+
+// A stateful client that drops a held call's POST and never comes back (a crash: no
+// notifications/cancelled, no DELETE) has its call ended when the session idles out:
+// the SDK's Close waits for the session's calls, so the held execution stayed
+// approvable for a client that was gone.
+func TestIdleSessionCancelsItsCalls(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, &gateway.Options{Hold: time.Minute, SessionTimeout: time.Second})
+	token := "Bearer " + e.token
+	res, body := post(t, e.srv, http.DefaultClient, map[string]string{"Authorization": token})
+	session := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("initialize: got %d %s", res.StatusCode, body)
+	}
+	h := map[string]string{"Authorization": token, "Mcp-Session-Id": session, "Mcp-Protocol-Version": eras[0]}
+	send(t, e.srv, http.DefaultClient, http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h)
+
+	ctx, drop := context.WithCancel(context.Background())
+	defer drop()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ut__echo","arguments":{"message":"gone client"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}()
+	ex := e.pending(t, "ut__echo")
+	drop() // the client's connection goes; nothing more is said
+	<-answered
+	webtest.WaitFor(t, 30*time.Second, func() bool {
+		cur, err := e.srv.Executions.Get(context.Background(), ex.ID)
+		return err == nil && cur.Status != executions.AwaitingApproval
+	}, "the held execution still awaits approval after its session idled out")
+	e.withdrawnUnrun(t, ex)
 }

@@ -171,6 +171,13 @@ type StreamableHTTPOptions struct {
 	// If SessionTimeout is the zero value, idle sessions are never closed.
 	SessionTimeout time.Duration
 
+	// OnSessionIdle, when set, is called with the id of a session idle for
+	// SessionTimeout before the session is closed; the function it returns (if
+	// not nil) is called once the session is closed. Close waits for the
+	// session's requests under way (a call whose client dropped its POST runs
+	// on), which this lets the server end. (Toolwarden's change.)
+	OnSessionIdle func(sessionID string) (closed func())
+
 	// DisableLocalhostProtection disables automatic DNS rebinding protection.
 	// By default, requests arriving via a localhost address (127.0.0.1, [::1])
 	// that have a non-localhost Host header are rejected with 403 Forbidden.
@@ -720,7 +727,13 @@ func (h *StreamableHTTPHandler) serveStatefulPOST(w http.ResponseWriter, req *ht
 
 	if h.opts.SessionTimeout > 0 {
 		sessInfo.timeout = h.opts.SessionTimeout
+		onIdle, id := h.opts.OnSessionIdle, transport.SessionID
 		sessInfo.timer = time.AfterFunc(sessInfo.timeout, func() {
+			if onIdle != nil {
+				if closed := onIdle(id); closed != nil {
+					defer closed()
+				}
+			}
 			sessInfo.session.Close()
 		})
 	}
