@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -237,7 +238,7 @@ func uploaded(c echo.Context) (string, []byte, error) {
 		}
 		defer f.Close()
 		data, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
-		return filepath.Base(fh.Filename), data, err
+		return uploadName(fh.Filename), data, err
 	}
 	content := c.FormValue("content")
 	if strings.TrimSpace(content) == "" {
@@ -251,6 +252,21 @@ func uploaded(c echo.Context) (string, []byte, error) {
 		name = "pasted"
 	}
 	return filepath.Base(name), []byte(content), nil
+}
+
+// uploadName is an uploaded file's name made text: the form check sees no file name, and
+// RFC 2231's filename* carries any bytes, which failed the import at its audit row.
+func uploadName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, strings.ToValidUTF8(name, "\uFFFD"))
+	if name = filepath.Base(name); name == "." || name == "/" {
+		return "upload"
+	}
+	return name
 }
 
 func planView(p *registry.Plan) *views.ImportPlan {

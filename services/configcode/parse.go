@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
@@ -236,8 +237,14 @@ func (p *parser) read(f *File, top map[string]any) {
 				continue
 			}
 			c := tools.CategoryInput{Name: o.str("name"), Description: o.str("description"), AutoEnable: o.boolean("auto_enable")}
+			// Checked before it names the category's fields: the path is printed.
+			if why := badName(c.Name); why != "" {
+				p.fail(o.field("name"), why)
+				continue
+			}
 			o.path = "categories." + c.Name
 			o.finish()
+			p.text(o.field("description"), c.Description)
 			if err := tools.CheckCategory(&c); err != nil {
 				p.fieldErrors(o.path, err)
 				continue
@@ -306,6 +313,11 @@ func (p *parser) read(f *File, top map[string]any) {
 
 func (p *parser) tool(o *fields, i int) Tool {
 	t := Tool{Name: o.str("tool")}
+	if why := badName(t.Name); why != "" {
+		p.fail(fmt.Sprintf("tools[%d].tool", i), why)
+		t.Name = ""
+		return t
+	}
 	if server, name, ok := toolname.Split(t.Name); !ok || server == "" || name == "" {
 		p.fail(fmt.Sprintf("tools[%d].tool", i), fmt.Sprintf("%q is not a qualified tool name: write server__tool", t.Name))
 		t.Name = ""
@@ -322,6 +334,8 @@ func (p *parser) tool(o *fields, i int) Tool {
 	}
 	if len(t.Override) > tools.MaxReason {
 		p.fail(o.field("override"), fmt.Sprintf("is too long (at most %d characters)", tools.MaxReason))
+	} else {
+		p.text(o.field("override"), t.Override)
 	}
 	t.Risk = strings.ToLower(o.str("risk"))
 	if t.Risk != "" && t.Risk != "low" && t.Risk != "medium" && t.Risk != "high" {
@@ -336,6 +350,10 @@ func (p *parser) tool(o *fields, i int) Tool {
 		p.fail(o.field("rate_limit"), fmt.Sprintf("must be between 1 and %d calls a minute", tools.MaxRateLimit))
 	}
 	t.Category = strings.ToLower(o.str("category"))
+	if why := badName(t.Category); why != "" {
+		p.fail(o.field("category"), why)
+		t.Category = ""
+	}
 	var tags []string
 	for j, v := range o.list("tags") {
 		s, ok := v.(string)
@@ -355,6 +373,10 @@ func (p *parser) tool(o *fields, i int) Tool {
 			t.Params = map[string]Param{}
 			for _, name := range slices.Sorted(maps.Keys(co.m)) {
 				co.seen[name] = true
+				if why := badName(name); why != "" {
+					p.fail(co.path, fmt.Sprintf("parameter %q %s", name, why))
+					continue
+				}
 				po, ok := p.mapping(co.field(name), co.m[name])
 				if !ok {
 					continue
@@ -389,6 +411,7 @@ func (p *parser) tool(o *fields, i int) Tool {
 					}
 				case hasValue:
 					pm.Value = jsonOf(value)
+					p.jsonText(po.field("value"), pm.Value)
 				default:
 					p.fail(po.path, "needs a value (or, for a secret, secret: ${env:NAME})")
 				}
@@ -401,6 +424,10 @@ func (p *parser) tool(o *fields, i int) Tool {
 			t.Permissions = map[string]bool{}
 			spelled := map[string]string{}
 			for _, user := range slices.Sorted(maps.Keys(po.m)) {
+				if why := badName(user); why != "" {
+					p.fail(po.path, fmt.Sprintf("user %q %s", user, why))
+					continue
+				}
 				// Usernames are stored as sign-in writes them ("Bob" is bob): a name in
 				// another case is that user, not a change on every import.
 				name := auth.NormalizeUsername(user)
@@ -416,20 +443,28 @@ func (p *parser) tool(o *fields, i int) Tool {
 	if v, ok := o.get("compensation"); ok {
 		if co, ok := p.mapping(o.field("compensation"), v); ok {
 			c := &Compensation{Undo: co.str("undo"), Arguments: map[string]executions.MappedArgument{}}
-			if s, n, ok := toolname.Split(c.Undo); !ok || s == "" || n == "" {
+			if why := badName(c.Undo); why != "" {
+				p.fail(co.field("undo"), why)
+			} else if s, n, ok := toolname.Split(c.Undo); !ok || s == "" || n == "" {
 				p.fail(co.field("undo"), fmt.Sprintf("%q is not a qualified tool name: write server__tool", c.Undo))
 			}
 			if av, ok := co.get("arguments"); ok {
 				if ao, ok := p.mapping(co.field("arguments"), av); ok {
 					for _, name := range slices.Sorted(maps.Keys(ao.m)) {
 						ao.seen[name] = true
+						if why := badName(name); why != "" {
+							p.fail(ao.path, fmt.Sprintf("argument %q %s", name, why))
+							continue
+						}
 						mo, ok := p.mapping(ao.field(name), ao.m[name])
 						if !ok {
 							continue
 						}
 						a := executions.MappedArgument{From: mo.str("from")}
+						p.text(mo.field("from"), a.From)
 						if val, ok := mo.value("value"); ok {
 							a.Value = jsonOf(val)
+							p.jsonText(mo.field("value"), a.Value)
 						}
 						mo.finish()
 						c.Arguments[name] = a
@@ -454,9 +489,15 @@ func (p *parser) tool(o *fields, i int) Tool {
 			continue
 		}
 		tc := tools.TestCase{Name: co.str("name"), Expect: co.str("expect"), ExpectText: co.str("expect_text"), Arguments: json.RawMessage("{}")}
+		if why := badName(tc.Name); why != "" {
+			p.fail(co.field("name"), why)
+			continue
+		}
 		if av, ok := co.get("arguments"); ok {
 			tc.Arguments = jsonOf(av)
+			p.jsonText(co.field("arguments"), tc.Arguments)
 		}
+		p.text(co.field("expect_text"), tc.ExpectText)
 		co.finish()
 		if err := tools.CheckTestCase(&tc); err != nil {
 			p.fieldErrors(co.path, err)
@@ -471,6 +512,22 @@ func (p *parser) tool(o *fields, i int) Tool {
 	}
 	o.finish()
 	return t
+}
+
+// text reports s, a string of the file stored as text, when PostgreSQL cannot store it
+// (a NUL, bytes that are not UTF-8): refused here naming its field, not by the INSERT.
+func (p *parser) text(field, s string) {
+	if why := textcheck.Bad(s); why != "" {
+		p.fail(field, why)
+	}
+}
+
+// jsonText is text for a value of the file stored as JSON (a NUL is \u0000, which jsonb
+// refuses), naming where inside the value.
+func (p *parser) jsonText(field string, raw json.RawMessage) {
+	if ptr, why, bad := textcheck.JSON(raw); bad {
+		p.fail(field, strings.TrimSpace(ptr+" "+why))
+	}
 }
 
 // fieldErrors reports a validation error's fields under path.

@@ -95,7 +95,7 @@ func (it Item) label() string {
 	if it.Kind == KindSettings {
 		return it.Kind
 	}
-	return it.Kind + " " + it.Name
+	return it.Kind + " " + registry.Printable(it.Name)
 }
 
 // HasErrors reports whether the plan cannot be applied.

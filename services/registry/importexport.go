@@ -8,7 +8,9 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/services/fault"
 )
@@ -81,15 +83,25 @@ type Problem struct {
 
 func (p Problem) String() string {
 	var b strings.Builder
-	b.WriteString(p.File)
+	b.WriteString(Printable(p.File))
 	if p.Server != "" {
 		fmt.Fprintf(&b, ": server %q", p.Server)
 	}
 	if p.Field != "" {
-		b.WriteString(": " + p.Field)
+		b.WriteString(": " + Printable(p.Field))
 	}
-	b.WriteString(": " + p.Message)
+	b.WriteString(": " + Printable(p.Message))
 	return b.String()
+}
+
+// Printable is s as a plan or a problem prints it: s itself, or quoted with every
+// character that is not graphic escaped (ESC, a line break, U+202E) when it has one, so
+// a name in a file cannot move a terminal's cursor or hide lines of the plan.
+func Printable(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(r rune) bool { return !strconv.IsGraphic(r) }) >= 0 {
+		return strconv.QuoteToGraphic(s)
+	}
+	return s
 }
 
 // CodeInvalidConfig is the code of a configuration file or import plan with problems;

@@ -72,10 +72,11 @@ type FieldChange struct {
 }
 
 func (c FieldChange) String() string {
+	// Printable: the names and values come from a file, or were stored from one.
 	if c.Secret || c.From == "" {
-		return c.Field + ": " + c.To
+		return Printable(c.Field) + ": " + Printable(c.To)
 	}
-	return c.Field + ": " + c.From + " → " + c.To
+	return Printable(c.Field) + ": " + Printable(c.From) + " → " + Printable(c.To)
 }
 
 // HasErrors reports whether the plan cannot be applied.
@@ -444,7 +445,7 @@ func (p *Plan) String() string {
 	if title == "" {
 		title = p.Format
 	}
-	fmt.Fprintf(&b, "Import plan for %s (%s)\n", p.File, title)
+	fmt.Fprintf(&b, "Import plan for %s (%s)\n", Printable(p.File), title)
 	if len(p.Items) == 0 {
 		b.WriteString("  no servers in the file and none registered\n")
 	}
