@@ -33,28 +33,71 @@ func (h SettingsHandler) ExecutionSettings(c echo.Context) error {
 		return err
 	}
 	value, unit := ttlForm(st.ApprovalTTL)
-	return h.renderExecutions(c, http.StatusOK, st, views.ExecutionSettingsForm{TTLValue: value, TTLUnit: unit,
-		HighSeparation: string(st.HighSeparation)}, nil)
+	form := views.ExecutionSettingsForm{TTLValue: value, TTLUnit: unit, HighSeparation: string(st.HighSeparation)}
+	return h.renderExecutions(c, http.StatusOK, st, form, form, nil)
 }
 
-// SaveExecutionSettings stores the execution settings (the service audits them). Bad input
-// changes nothing: the form comes back (422) with the input kept and each error next
-// to its field.
+// SaveExecutionSettings stores what the person changed (the service audits it). The form
+// sends back what it showed (<field>_was): a field left as shown is not a change, so a
+// form opened before someone else saved does not put their field back. A field both
+// changed is refused (409) with what it is now. Bad input changes nothing: the form comes
+// back (422) with the input kept and each error next to its field.
 func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 	ctx := c.Request().Context()
 	form := views.ExecutionSettingsForm{TTLValue: strings.TrimSpace(c.FormValue("approval_ttl_value")),
 		TTLUnit: c.FormValue("approval_ttl_unit"), HighSeparation: c.FormValue("high_separation")}
-	ttl, err := parseTTL(form.TTLValue, form.TTLUnit)
-	p := executions.SettingsPatch{ApprovalTTL: &ttl}
-	_, given := c.Request().PostForm["high_separation"]
-	if given {
-		sep := decide.Separation(form.HighSeparation)
-		p.HighSeparation = &sep
+	// Shown again as sent, so a form that came back stale stays refused until reloaded.
+	was := views.ExecutionSettingsForm{TTLValue: strings.TrimSpace(c.FormValue("approval_ttl_value_was")),
+		TTLUnit: c.FormValue("approval_ttl_unit_was"), HighSeparation: c.FormValue("high_separation_was")}
+	posted := c.Request().PostForm
+	st, err := h.Executions.Settings(ctx)
+	if err != nil {
+		return err
 	}
-	// Left out (the page always sends it), the separation is kept, as the API keeps it:
-	// the service reads it in the transaction that writes, so a concurrent change stays.
-	var saved executions.Settings
-	if err == nil {
+	// Without what the form showed (another client's form), each field sent is a change.
+	// Checked here, before the service's transaction: a save committed between this read
+	// and that write is not caught (PatchSettings takes no expected values).
+	var p executions.SettingsPatch
+	var stale []string
+	conflicts := views.FormErrors{}
+	ttl, err := parseTTL(form.TTLValue, form.TTLUnit)
+	wasTTL, werr := parseTTL(was.TTLValue, was.TTLUnit)
+	_, shownTTL := posted["approval_ttl_value_was"]
+	shownTTL = shownTTL && werr == nil
+	if ttlChanged := !shownTTL || err != nil || ttl != wasTTL; ttlChanged {
+		if shownTTL && st.ApprovalTTL != wasTTL && (err != nil || ttl != st.ApprovalTTL) {
+			now := approvalTTLWords(st.ApprovalTTL)
+			conflicts["approval_ttl"] = "Someone else set this to " + now + " since you opened this form."
+			stale = append(stale, "how long a plan waits for approval (now "+now+")")
+		} else if err == nil {
+			p.ApprovalTTL = &ttl
+		}
+	} else {
+		err = nil
+	}
+	_, given := posted["high_separation"]
+	_, shownSep := posted["high_separation_was"]
+	if given && (!shownSep || form.HighSeparation != was.HighSeparation) {
+		sep := decide.Separation(form.HighSeparation)
+		if shownSep && st.HighSeparation != decide.Separation(was.HighSeparation) && st.HighSeparation != sep {
+			now := "“" + separationWords(st.HighSeparation) + "”"
+			conflicts["high_separation"] = "Someone else set this to " + now + " since you opened this form."
+			stale = append(stale, "who approves a high-risk plan (now "+now+")")
+		} else {
+			p.HighSeparation = &sep
+		}
+	}
+	if len(stale) > 0 {
+		conflicts["stale"] = "Someone else changed " + strings.Join(stale, " and ") +
+			" since you opened this form. Reload to see the settings as they are now, then make your change again if you still want it."
+		return h.renderExecutions(c, http.StatusConflict, st, form, was, conflicts)
+	}
+	saved := st
+	switch {
+	case err == nil && p.ApprovalTTL == nil && p.HighSeparation == nil:
+		setFlash(c, "info", "Nothing changed: you changed no setting. In force: "+settingsWords(st), h.SecureCookies)
+		return c.Redirect(http.StatusSeeOther, "/settings/executions")
+	case err == nil:
 		saved, err = h.Executions.PatchSettings(ctx, ActorOf(c), p)
 	}
 	if err != nil {
@@ -69,13 +112,13 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 		if !given {
 			form.HighSeparation = string(st.HighSeparation)
 		}
-		return h.renderExecutions(c, http.StatusUnprocessableEntity, st, form, fe)
+		return h.renderExecutions(c, http.StatusUnprocessableEntity, st, form, was, fe)
 	}
 	setFlash(c, "success", "Execution settings saved: "+settingsWords(saved), h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/settings/executions")
 }
 
-func (h SettingsHandler) renderExecutions(c echo.Context, status int, st executions.Settings, form views.ExecutionSettingsForm, errs views.FormErrors) error {
+func (h SettingsHandler) renderExecutions(c echo.Context, status int, st executions.Settings, form, was views.ExecutionSettingsForm, errs views.FormErrors) error {
 	v := views.ExecutionSettingsPage{Layout: h.layout(c, "Execution settings"), Form: form, Errors: errs,
 		Current: "In force: " + settingsWords(st)}
 	for _, u := range ttlUnits {
@@ -85,7 +128,7 @@ func (h SettingsHandler) renderExecutions(c echo.Context, status int, st executi
 		// Set through the API to a value that is not whole minutes.
 		v.Units = append([]views.Option{{Value: "seconds", Label: "seconds"}}, v.Units...)
 	}
-	return render(c, status, views.ExecutionSettings(v))
+	return render(c, status, views.ExecutionSettings(v, was))
 }
 
 // ttlForm is d in the largest unit that shows it exactly.
@@ -125,13 +168,29 @@ func parseTTL(value, unit string) (time.Duration, error) {
 	return time.Duration(n) * per, nil
 }
 
-// settingsWords says what the settings mean.
-func settingsWords(st executions.Settings) string {
-	v, u := ttlForm(st.ApprovalTTL)
+// approvalTTLWords is an approval expiry in words, as the form shows it: "1 day", "3 hours".
+func approvalTTLWords(d time.Duration) string {
+	v, u := ttlForm(d)
 	if v == "1" {
 		u = strings.TrimSuffix(u, "s")
 	}
-	s := fmt.Sprintf("plans wait %s %s for approval", v, u)
+	return v + " " + u
+}
+
+// separationWords is who approves a high-risk plan, in a few words.
+func separationWords(sep decide.Separation) string {
+	switch sep {
+	case decide.SeparationAlways:
+		return "always someone other than its requester"
+	case decide.SeparationOff:
+		return "its requester may approve it"
+	}
+	return "someone other than its requester whenever another person who may approve is active"
+}
+
+// settingsWords says what the settings mean.
+func settingsWords(st executions.Settings) string {
+	s := fmt.Sprintf("plans wait %s for approval", approvalTTLWords(st.ApprovalTTL))
 	switch st.HighSeparation {
 	case decide.SeparationAlways:
 		return s + "; a high-risk plan always needs an approver other than its requester."

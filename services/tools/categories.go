@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -27,6 +28,18 @@ type Category struct {
 	AutoEnable  bool      `db:"auto_enable" json:"auto_enable"`
 	Tools       int       `db:"tools" json:"tools"`
 	CreatedAt   time.Time `db:"created_at" json:"created_at"`
+	// UpdatedAt is the version an edit sends back (CategoryInput.ExpectUpdatedAt).
+	UpdatedAt time.Time `db:"updated_at" json:"updated_at"`
+}
+
+// CodeStaleCategory is the code of a change based on a category that changed since
+// (CategoryInput.ExpectUpdatedAt); its details are the category as it is now.
+const CodeStaleCategory = "stale_category"
+
+// staleCategory: the category changed since the caller read it.
+func staleCategory(c Category) *fault.Error {
+	return fault.Stale(CodeStaleCategory, fmt.Sprintf("category %s changed since you read it (saved again at %s); read it again to see the changes and apply yours to it",
+		c.Name, c.UpdatedAt.UTC().Format(time.DateTime+" UTC"))).About("category").WithDetails(c)
 }
 
 // CategoryInput creates or changes a category.
@@ -34,6 +47,9 @@ type CategoryInput struct {
 	Name        string
 	Description string
 	AutoEnable  bool
+	// ExpectUpdatedAt, when set, is the updated_at a change was based on: a newer one
+	// (someone saved meanwhile) fails with a CodeStaleCategory fault instead of undoing it.
+	ExpectUpdatedAt *time.Time
 }
 
 var categoryRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
@@ -59,7 +75,7 @@ func (in *CategoryInput) check() error {
 // Categories lists the categories with how many tools each holds.
 func (s *Service) Categories(ctx context.Context) ([]Category, error) {
 	return db.All[Category](ctx, s.pool, "tools: categories", `/* tools.Categories */
-		SELECT c.id::text, c.name, c.description, c.auto_enable, c.created_at,
+		SELECT c.id::text, c.name, c.description, c.auto_enable, c.created_at, c.updated_at,
 			(SELECT count(*)::int FROM mcp_tools t WHERE t.category_id = c.id) AS tools
 		FROM tool_categories c ORDER BY c.name`)
 }
@@ -99,7 +115,7 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 		if id == "" {
 			action = "category.create"
 			rows, err = tx.Query(ctx, `/* tools.SaveCategory.insert */ INSERT INTO tool_categories (id, name, description, auto_enable)
-				VALUES ($1, $2, $3, $4) RETURNING id::text, name, description, auto_enable, created_at, 0 AS tools`,
+				VALUES ($1, $2, $3, $4) RETURNING id::text, name, description, auto_enable, created_at, updated_at, 0 AS tools`,
 				uuid.NewString(), in.Name, in.Description, in.AutoEnable)
 		} else {
 			// Other spellings of a UUID (urn:uuid:…, {…}) are unknown ids, as for tools:
@@ -109,11 +125,14 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 				return ErrNotFound
 			}
 			id = n
+			// updated_at is the version edit forms send back: every save moves it, even two
+			// in the same microsecond. Checked in the WHERE, a save committed meanwhile wins.
 			rows, err = tx.Query(ctx, `/* tools.SaveCategory.update */ UPDATE tool_categories SET name = $2, description = $3,
-				auto_enable = $4, updated_at = now() WHERE id = $1
-				RETURNING id::text, name, description, auto_enable, created_at,
+				auto_enable = $4, updated_at = GREATEST(now(), updated_at + interval '1 microsecond')
+				WHERE id = $1 AND ($5::timestamptz IS NULL OR updated_at = $5)
+				RETURNING id::text, name, description, auto_enable, created_at, updated_at,
 					(SELECT count(*)::int FROM mcp_tools t WHERE t.category_id = $1) AS tools`,
-				id, in.Name, in.Description, in.AutoEnable)
+				id, in.Name, in.Description, in.AutoEnable, in.ExpectUpdatedAt)
 		}
 		if err != nil {
 			return fmt.Errorf("tools: save category: %w", err)
@@ -123,6 +142,19 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 		switch {
 		case errors.As(err, &pe) && pe.Code == "23505":
 			return verr.New("name", fmt.Sprintf("a category named %q exists already", in.Name))
+		case errors.Is(err, pgx.ErrNoRows) && id != "" && in.ExpectUpdatedAt != nil:
+			// Gone, or saved since: say which.
+			cur, gerr := db.All[Category](ctx, tx, "tools: category", `/* tools.SaveCategory.current */
+				SELECT id::text, name, description, auto_enable, created_at, updated_at,
+					(SELECT count(*)::int FROM mcp_tools t WHERE t.category_id = $1) AS tools
+				FROM tool_categories WHERE id = $1`, id)
+			if gerr != nil {
+				return gerr
+			}
+			if len(cur) == 0 {
+				return ErrNotFound
+			}
+			return staleCategory(cur[0])
 		case errors.Is(err, pgx.ErrNoRows):
 			return ErrNotFound
 		case err != nil:
