@@ -296,3 +296,24 @@ func TestExecutionRollbackPanelLivePerViewer(t *testing.T) {
 		t.Errorf("the rollback panel's arguments, to who may roll back: %q, want the token whole", got)
 	}
 }
+
+// A failed step's words in the execution's log (what the tool answered) have what looks
+// like a credential masked for every viewer, as its step error and audit row have.
+func TestExecutionLogMasksCredentialInFailure(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "fail")
+	srv.App.SetRisk(t, "mt__fail", risk.Low)
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	const token = "ghp_Z7c3Kq9Wm2Xv5Bn8Lp4Rt6Yh1Df0Gs3Ja9Uu"
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{
+		"steps": []any{step("mt__fail", map[string]any{"message": "bad credentials " + token})}}}, 201, &ex)
+	waitExec(t, admin, ex.ID, "failed")
+	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
+	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
+	doc := page(t, srv.Get(t, audra.c, "/executions/"+ex.ID))
+	if got := doc.Find("[data-testid=log-line]").Text(); strings.Contains(got, token) || !strings.Contains(got, "bad credentials") {
+		t.Errorf("the execution's log: %q, want the tool's words with the token masked", got)
+	}
+}

@@ -276,6 +276,9 @@ func (cr *callRecord) progress(p Progress) {
 	cr.lastProgress = now
 	cr.finalSent = cr.finalSent || final
 	cr.pmu.Unlock()
+	if p.Message != "" {
+		p.Message = usage.RedactText(p.Message) // every viewer of its execution reads it
+	}
 	payload := events.CallOutput{Call: cr.base(), Progress: p}
 	cr.r.rec.offer(&job{drafts: drafts(cr, events.ToolOutput, payload), commit: cr.commit()})
 }
@@ -299,8 +302,11 @@ func (cr *callRecord) failed(err error) error {
 	}
 	e.CallID = cr.id
 	d := ms(time.Since(cr.start))
-	rt := cr.r.setRuntime(cr.e.t.ID, StateError, -1, e.Message, d)
-	p := events.CallFailed{Call: cr.base(), Code: e.Code, Message: e.Message, DurationMS: d, Runtime: rt}
+	// Shown to others (the execution's log, the tool's last error): what looks like a
+	// credential is masked, as in the audit row; the caller gets e as it is.
+	shown := usage.RedactText(e.Message)
+	rt := cr.r.setRuntime(cr.e.t.ID, StateError, -1, shown, d)
+	p := events.CallFailed{Call: cr.base(), Code: e.Code, Message: shown, DurationMS: d, Runtime: rt}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	// A call that never reached the server (its circuit open, the server not connected,
 	// its approval stale) has no duration: the statistics count calls the tool saw.
@@ -344,6 +350,9 @@ func (cr *callRecord) completed(res *Result) {
 	// Joined once and clipped: the runtime's last error is shown and broadcast, and a
 	// result may be megabytes.
 	text := TextOfMax(res.Content, maxRuntimeText)
+	if res.IsError {
+		text = usage.RedactText(text) // as a failure's message is
+	}
 	rt := cr.r.setRuntime(cr.e.t.ID, state, -1, text, res.DurationMS)
 	p := events.CallCompleted{Call: cr.base(), IsError: res.IsError, DurationMS: res.DurationMS, Runtime: rt, Attempts: res.Attempts}
 	if s := text; s != "" {
