@@ -183,6 +183,11 @@ func TestPhraseFromTheSealedPlan(t *testing.T) {
 		t.Fatalf("got risk %s, phrase %q; want high, mt__echo", ex.Risk, ex.ConfirmationPhrase)
 	}
 	testkit.Exec(t, e.pool, `UPDATE executions SET risk = 'medium', confirmation_phrase = '' WHERE id = $1`, ex.ID)
+	// Shown as Confirm asks for it (a phrase stored by an older version may be worded
+	// otherwise), not as the column says.
+	if got := e.get(ex.ID).ConfirmationPhrase; got != "mt__echo" {
+		t.Fatalf("the phrase shown after the column was emptied: %q, want the sealed plan's mt__echo", got)
+	}
 	_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash())
 	if got, ok := executions.WrongPhrase(err); !ok || got != "mt__echo" {
 		t.Fatalf("a confirm without the phrase after the columns were lowered: got %v, want a wrong_phrase asking for mt__echo", err)

@@ -300,6 +300,11 @@ func (s *Service) get(ctx context.Context, q db.Querier, id string) (*Execution,
 	if err != nil {
 		return nil, fmt.Errorf("executions: get: %w", err)
 	}
+	// Shown as Confirm asks for it, from the sealed plan: the column keeps the phrase of
+	// the version that stored it, which a newer one may word differently.
+	if ex.Status == AwaitingApproval {
+		ex.ConfirmationPhrase = ex.Plan.Phrase()
+	}
 	return ex, nil
 }
 

@@ -266,11 +266,19 @@ func rank(l risk.Level) int {
 	return -1
 }
 
-// targetKeys are argument names that say what a tool acts on, for the phrase.
-var targetKeys = []string{"path", "file", "filename", "target", "url", "uri", "name", "id", "command", "table", "database"}
+// targetKeys are argument names that say what a tool acts on, for the phrase; the first
+// given wins. filePath and snapshotId are the built-in file tool's (a restore's rollback).
+var targetKeys = []string{"path", "filePath", "file", "filename", "target", "snapshotId", "url", "uri", "name", "id", "command", "table", "database"}
 
-// Phrase is what a person types to approve a HIGH plan: its first HIGH step's tool and,
-// when the arguments say, what it acts on ("fs__delete_file /tmp/x"). Empty below HIGH.
+// destinationKeys name a second place a step acts on, shown after its target: where a
+// rename or copy writes (the built-in file tool's newPath), which it may overwrite.
+var destinationKeys = []string{"newPath"}
+
+// Phrase is what a person types to approve a HIGH plan: its first HIGH step's tool, its
+// operation when the arguments name one, and what it acts on when they say
+// ("fs__delete_file /tmp/x", "builtin__file_operations rename_file a.txt b.txt").
+// Empty below HIGH. send_input's input is not among the targets: it is a secret
+// argument (writeOnly; a password at a prompt), masked to all but the plan's deciders.
 func (p Plan) Phrase() string {
 	for _, st := range p.Steps {
 		if st.Risk.Level != risk.High {
@@ -278,22 +286,37 @@ func (p Plan) Phrase() string {
 		}
 		var args map[string]any
 		_ = json.Unmarshal(st.Arguments, &args)
-		for _, k := range targetKeys {
-			// A value with a credential in it (a database URL's password) is not shown
-			// to everyone who reads the plan, nor typed: the next target, or the tool alone.
-			if v, ok := args[k].(string); ok && strings.TrimSpace(v) != "" && !strings.ContainsAny(v, "\n\r") && usage.RedactText(v) == v {
-				v = typeable(v)
-				if utf8.RuneCountInString(v) > 60 {
-					v = strings.TrimSpace(string([]rune(v)[:60]))
-				}
-				if v != "" {
-					return st.Tool + " " + v
+		parts := []string{st.Tool}
+		if v, ok := phrasePart(args["operation"]); ok {
+			parts = append(parts, v)
+		}
+		for _, keys := range [][]string{targetKeys, destinationKeys} {
+			for _, k := range keys {
+				if v, ok := phrasePart(args[k]); ok {
+					parts = append(parts, v)
+					break
 				}
 			}
 		}
-		return st.Tool
+		return strings.Join(parts, " ")
 	}
 	return ""
+}
+
+// phrasePart is an argument's value as the phrase shows it (typeable, at most 60
+// characters), or false when it is not one line of text. A value with a credential in
+// it (a database URL's password) is not shown to everyone who reads the plan, nor
+// typed: the next target, or the tool alone.
+func phrasePart(a any) (string, bool) {
+	v, ok := a.(string)
+	if !ok || strings.TrimSpace(v) == "" || strings.ContainsAny(v, "\n\r") || usage.RedactText(v) != v {
+		return "", false
+	}
+	v = typeable(v)
+	if utf8.RuneCountInString(v) > 60 {
+		v = strings.TrimSpace(string([]rune(v)[:60]))
+	}
+	return v, v != ""
 }
 
 // typeable is v as a person can read and type it back: invisible and control
