@@ -100,6 +100,7 @@ func compileDoc(doc any) (*jsonschema.Schema, string, error) {
 	if err != nil {
 		return nil, ptr, err
 	}
+	evals = weighKeywords(c, s, doc, evals)
 	ptr, load, err := checkPatterns(c, s, doc)
 	if err != nil {
 		return nil, ptr, err

@@ -134,26 +134,78 @@ type complexity struct {
 	// weighted counts, instead of evaluations, the instructions of the patterns that
 	// validation may run on one value (checkPatterns), with no bound of its own.
 	weighted bool
+	// keywords counts each evaluation with the names and values it checks one by one
+	// (keywordSize; weighKeywords), with no bound of its own.
+	keywords bool
 }
 
 // limit is the most one value may cost.
 func (x *complexity) limit() float64 {
-	if x.weighted {
+	if x.weighted || x.keywords {
 		return math.Inf(1)
 	}
 	return maxEvaluations
 }
 
-// cost is what applying s costs by itself at its value: one evaluation, or its
-// pattern's instructions (nil: a subschema entered and found repeating).
+// cost is what applying s costs by itself at its value: one evaluation, that plus its
+// keywords' sizes, or its pattern's instructions (nil: a subschema entered and found
+// repeating).
 func (x *complexity) cost(s *jsonschema.Schema) float64 {
 	switch {
+	case x.keywords:
+		return 1 + float64(keywordSize(s))
 	case !x.weighted:
 		return 1
 	case s == nil:
 		return 0
 	}
 	return float64(insts(s.Pattern))
+}
+
+// keywordSize is how many names and values applying s checks one by one, each about
+// as costly as an evaluation: the validator lists every missing name of required and
+// dependentRequired (dependencies) in each object lacking them, and compares a value
+// with every entry of enum, numbers as exact fractions.
+func keywordSize(s *jsonschema.Schema) int {
+	if s == nil {
+		return 0
+	}
+	n := len(s.Required)
+	if s.Enum != nil {
+		n += len(s.Enum.Values)
+	}
+	for _, r := range s.DependentRequired {
+		n += len(r)
+	}
+	for _, d := range s.Dependencies {
+		if r, ok := d.([]string); ok {
+			n += len(r)
+		}
+	}
+	return n
+}
+
+// weighKeywords returns what validating one value against s may cost, counting the
+// names and values its keywords check (keywordSize), given evals, the evaluations
+// checkComplexity found. It is not bounded at compile time, as evaluations are: one
+// value costs at most the schema's size more, and ValidateArguments and ValidateOutput
+// refuse a document whose values times this pass maxEvaluationWork.
+func weighKeywords(c *jsonschema.Compiler, s *jsonschema.Schema, doc any, evals float64) float64 {
+	x := &complexity{root: s, index: map[*jsonschema.Schema]int{}, anchors: map[string][]*jsonschema.Schema{},
+		keywords: true}
+	x.findAnchors(c, doc, "", 0)
+	x.collect()
+	most := 0
+	for _, sub := range x.order {
+		most = max(most, keywordSize(sub))
+	}
+	if most == 0 {
+		return evals
+	}
+	if _, err := x.run(); err != nil {
+		return evals * float64(1+most) // the analysis gave up: no evaluation costs more
+	}
+	return max(evals, x.val[x.index[s]].top())
 }
 
 // errTooComplex reports s as where validation grows past the bound.

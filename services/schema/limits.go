@@ -28,7 +28,8 @@ const (
 	maxNumberText = 100
 	maxExponent   = 400
 	// maxEvaluationWork bounds one validation, in values times the most evaluations the
-	// schema may make at one value (checkComplexity): 0.25 to 1.8 µs an evaluation as
+	// schema may make at one value (checkComplexity; weighKeywords adds the names and
+	// values of required and enum, each about one): 0.25 to 1.8 µs an evaluation as
 	// measured on the 2-core development machine, so about 1 s or more. Real schemas make
 	// at most 5 (the test data's), so MaxValues values stay well within it.
 	maxEvaluationWork = 4_000_000
@@ -346,7 +347,7 @@ func (sc scan) problem(s *jsonschema.Schema) (at, why string) {
 		return sc.at, sc.numberWhy
 	}
 	if evals := factsOf(s).evals; float64(sc.values)*evals > maxEvaluationWork {
-		return "", fmt.Sprintf("too many values to check against the schema: %d JSON values, each of which the schema may check up to %.0f times (through $ref, allOf, anyOf and the like), could take %.2g evaluations, more than the %.0g allowed",
+		return "", fmt.Sprintf("too many values to check against the schema: %d JSON values, each of which the schema may check up to %.0f times (through $ref, allOf, anyOf and the like, and once more for each name or value that required, dependentRequired or enum lists), could take %.2g evaluations, more than the %.0g allowed",
 			sc.values, evals, float64(sc.values)*evals, float64(maxEvaluationWork))
 	}
 	return "", ""
