@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/toolname"
@@ -180,8 +181,20 @@ func (c *catalog) suggest(name string, n int) []string {
 	var cands []cand
 	for full := range c.byName {
 		lf, lb := strings.ToLower(full), strings.ToLower(bare(full))
-		d := min(textcheck.EditDistance(q, lf), textcheck.EditDistance(q, lb), textcheck.EditDistance(base, lf), textcheck.EditDistance(base, lb))
 		within := len(base) >= 3 && strings.Contains(lf, base)
+		// Only a distance within the limit matters, unless the name contains the word
+		// (then it orders the suggestions); each pair is computed only as far as it can
+		// still beat the closest so far.
+		d := limit + 1
+		if within {
+			d = max(len(q), len(lf)) + 1
+		}
+		for i, p := range [][2]string{{base, lb}, {base, lf}, {q, lb}, {q, lf}} {
+			if d == 0 || (i >= 2 && q == base) {
+				break
+			}
+			d = min(d, boundedDistance(p[0], p[1], d-1))
+		}
 		if within || d <= limit {
 			cands = append(cands, cand{full, within, d})
 		}
@@ -203,6 +216,51 @@ func (c *catalog) suggest(name string, n int) []string {
 		out = append(out, c.name)
 	}
 	return out
+}
+
+// editCells counts the edit-distance cells suggest fills, so that tests can count its work.
+var editCells atomic.Int64
+
+// boundedDistance is the edit distance of a and b when it is at most k, else k+1. A
+// distance is at least the difference in length, only cells within k of the diagonal
+// can be within k, and once a whole row is past k the rest is too; so a long word
+// costs little against names nothing like it.
+func boundedDistance(a, b string, k int) int {
+	if len(a)-len(b) > k || len(b)-len(a) > k {
+		return k + 1
+	}
+	far := k + 1
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = min(j, far)
+	}
+	cells := 0
+	defer func() { editCells.Add(int64(cells)) }()
+	for i := 1; i <= len(a); i++ {
+		lo, hi := max(1, i-k), min(len(b), i+k)
+		cur[lo-1] = far
+		if lo == 1 {
+			cur[0] = min(i, far)
+		}
+		rowMin := cur[lo-1]
+		for j := lo; j <= hi; j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost, far)
+			rowMin = min(rowMin, cur[j])
+		}
+		if hi < len(b) {
+			cur[hi+1] = far // outside the band: the next row must not read an old value
+		}
+		cells += hi - lo + 1
+		if rowMin > k {
+			return far
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func orList(s []string) string {

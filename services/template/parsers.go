@@ -13,7 +13,7 @@ import (
 func (p *Parser) apply(out string, max int) (string, error) {
 	switch p.Type {
 	case ParserRegex:
-		return p.regex(out)
+		return p.regex(out, max)
 	case ParserJSON:
 		return p.json(out, max)
 	case ParserTable:
@@ -22,7 +22,9 @@ func (p *Parser) apply(out string, max int) (string, error) {
 	return "", fmt.Errorf("unknown parser type %q", p.Type)
 }
 
-func (p *Parser) regex(out string) (string, error) {
+// regex returns the group of the first match, or with All of every match as a JSON
+// array of at most max bytes: one-character matches made an array four times the output.
+func (p *Parser) regex(out string, max int) (string, error) {
 	if !p.All {
 		m := p.Pattern.FindStringSubmatch(out)
 		if m == nil {
@@ -30,15 +32,40 @@ func (p *Parser) regex(out string) (string, error) {
 		}
 		return m[p.Group], nil
 	}
-	matches := p.Pattern.FindAllStringSubmatch(out, -1)
+	// Each value takes at least 3 bytes of the array (its quotes and a comma), so more
+	// than max/3 matches cannot fit: they are not looked for.
+	most := max / 3
+	matches := p.Pattern.FindAllStringSubmatchIndex(out, most+1)
 	if matches == nil {
 		return "", fmt.Errorf("pattern %s did not match", p.Pattern)
 	}
-	list := make([]string, len(matches))
-	for i, m := range matches {
-		list[i] = m[p.Group]
+	tooMuch := func(values string) error {
+		return fmt.Errorf("pattern %s matches more than %s (%s values): match less, for example without all: true or with a pattern for longer values", p.Pattern, byteCount(max), values)
 	}
-	return marshal(list)
+	if len(matches) > most {
+		return "", tooMuch(fmt.Sprintf("more than %d", most))
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, m := range matches {
+		var v string
+		if m[2*p.Group] >= 0 { // a group that took no part in the match is ""
+			v = out[m[2*p.Group]:m[2*p.Group+1]]
+		}
+		s, err := marshal(v)
+		if err != nil {
+			return "", err
+		}
+		if b.Len()+len(s)+2 > max {
+			return "", tooMuch(fmt.Sprint(len(matches)))
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s)
+	}
+	b.WriteByte(']')
+	return b.String(), nil
 }
 
 // json selects with the parser's path. Its result is at most max bytes: a descendant
