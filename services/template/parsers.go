@@ -17,7 +17,7 @@ func (p *Parser) apply(out string, max int) (string, error) {
 	case ParserJSON:
 		return p.json(out, max)
 	case ParserTable:
-		return p.table(out)
+		return p.table(out, max)
 	}
 	return "", fmt.Errorf("unknown parser type %q", p.Type)
 }
@@ -115,7 +115,9 @@ func (p *Parser) json(out string, max int) (string, error) {
 // the row has one (a leading and a trailing "|" frame the row), else by white space.
 // Rules such as "----" or "+---+---+" are skipped, as is the header row unless the
 // parser says there is none. It returns the cells of one column, as a JSON array.
-func (p *Parser) table(out string) (string, error) {
+// table returns a column's cells as a JSON array of at most max bytes (escaped control
+// characters make it up to six times the output it came from).
+func (p *Parser) table(out string, max int) (string, error) {
 	var cells []string
 	seen := map[string]bool{}
 	first := true
@@ -152,7 +154,12 @@ func (p *Parser) table(out string) (string, error) {
 	if cells == nil {
 		cells = []string{}
 	}
-	return marshal(cells)
+	js, err := marshal(cells)
+	if err == nil && len(js) > max {
+		return "", fmt.Errorf("column %d of the table has more than %s of cells (%d of them): select less, for example with unique: true",
+			p.FromColumn, byteCount(max), len(cells))
+	}
+	return js, err
 }
 
 // isRule reports whether line only draws the table: dashes, equals signs, plus signs,
