@@ -81,3 +81,41 @@ func TestSocketBehindPrunedEventsIsToldToReload(t *testing.T) {
 		return false
 	})
 }
+
+// Other people's sign-ins and sign-outs, which a socket reads only to re-check its own
+// person, do not count towards the replay's bound: a quiet page was told to reload after
+// a thousand of them, and its own missed event never came.
+func TestReplayIgnoresOthersSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	srv.LiveServer(t, "mt", true, "echo")
+	id := srv.ToolID(t, "mt__echo")
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	cursor := lastEventID(t, srv)
+	err := db.WithTx(ctx, srv.Pool, func(tx pgx.Tx) error {
+		for i := range 1200 {
+			kind := events.SessionStarted
+			if i%2 == 1 {
+				kind = events.SessionEnded
+			}
+			if _, err := kind.Publish(ctx, tx, auth.SessionsTopic, events.Session{UserID: "11111111-1111-4111-8111-111111111111",
+				Username: "someone"}); err != nil {
+				return err
+			}
+		}
+		_, err := events.ToolChanged.Publish(ctx, tx, tools.Topic, events.ToolVersion{ID: id, Version: 2})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := wsDial(t, srv, admin, []string{tools.Topic}, cursor)
+	wsUntil(t, conn, "the missed tool event", func(doc *goquery.Document) bool {
+		html, _ := doc.Html()
+		if strings.Contains(html, "missed too many") {
+			t.Fatalf("a page that missed one event of its own was told to reload: %s", html)
+		}
+		return strings.Contains(html, id)
+	})
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -391,7 +392,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// The replay reads the sessions topic too: a change to this person committed after
 	// the check above is then re-checked (deliver) before the events that follow it,
 	// which the new role may not see, not after them when it arrives on s.C.
-	missed, err := h.deps.Events.Since(ctx, last, subscribed, wsMaxReplay+1)
+	missed, err := h.replayOf(ctx, last, topics, subscribed, sessionsOnlyForCheck, p.User.ID)
 	var pruned int64
 	if err == nil {
 		// Read after the replay, so a prune that deleted events before it read is seen.
@@ -771,6 +772,28 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 		}
 	}
 	return &np, true
+}
+
+// replayOf reads up to wsMaxReplay+1 events a socket missed since last: of subscribed,
+// or, when it follows the sessions topic only for its own checks, of topics and the
+// sessions events about its person alone (other people's sign-ins are not sent, and
+// must not count towards the replay's bound: a quiet page was told to reload after a
+// thousand sign-ins), in id order.
+func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed []string, sessionsOnlyForCheck bool, userID string) ([]events.Event, error) {
+	if !sessionsOnlyForCheck {
+		return h.deps.Events.Since(ctx, last, subscribed, wsMaxReplay+1)
+	}
+	evs, err := h.deps.Events.Since(ctx, last, topics, wsMaxReplay+1)
+	if err != nil {
+		return nil, err
+	}
+	mine, err := h.deps.Events.SinceAbout(ctx, last, auth.SessionsTopic, userID, wsMaxReplay+1)
+	if err != nil || len(mine) == 0 {
+		return evs, err
+	}
+	evs = append(evs, mine...)
+	slices.SortFunc(evs, func(a, b events.Event) int { return cmp.Compare(a.ID, b.ID) })
+	return evs, nil
 }
 
 // aboutUser reports whether a sessions-topic event concerns the given user.

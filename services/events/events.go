@@ -163,6 +163,22 @@ func Since(ctx context.Context, q db.Querier, afterID int64, topics []string, li
 	return evs, nil
 }
 
+// SinceAbout returns up to limit events of topic after afterID about user userID (their
+// payload's user_id, as every kind of the sessions topic has), oldest first.
+func SinceAbout(ctx context.Context, q db.Querier, afterID int64, topic, userID string, limit int) ([]Event, error) {
+	rows, err := q.Query(ctx, `/* events.SinceAbout */
+		SELECT id, topic, kind, payload, created_at FROM events
+		WHERE topic = $2 AND id > $1 AND payload->>'user_id' = $3 ORDER BY id LIMIT $4`, afterID, topic, userID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("events: since %d about %s: %w", afterID, userID, err)
+	}
+	evs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
+	if err != nil {
+		return nil, fmt.Errorf("events: since %d about %s: %w", afterID, userID, err)
+	}
+	return evs, nil
+}
+
 // Tail returns the newest limit events of topic up to event last (ids at most last),
 // oldest first, and how many older ones the topic holds: the end of a log, whatever
 // its length, in two index scans.

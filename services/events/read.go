@@ -17,6 +17,11 @@ func (b *Bus) Since(ctx context.Context, afterID int64, topics []string, limit i
 	return Since(ctx, b.pool, afterID, topics, limit)
 }
 
+// SinceAbout returns up to limit events of topic after afterID about user userID.
+func (b *Bus) SinceAbout(ctx context.Context, afterID int64, topic, userID string, limit int) ([]Event, error) {
+	return SinceAbout(ctx, b.pool, afterID, topic, userID, limit)
+}
+
 // PrunedThrough is the newest event id pruned (0 when none): a cursor below it cannot be
 // replayed everything it missed.
 func (b *Bus) PrunedThrough(ctx context.Context) (int64, error) { return PrunedThrough(ctx, b.pool) }
