@@ -65,10 +65,11 @@ type Conversations interface {
 // Grants are the permissions a person gave through user_collaboration with
 // authorize_operation (services/grants), scoped to a conversation and an operation.
 type Grants interface {
-	// Allow reports whether a grant lets conversation do operation (a built-in
+	// Use reports whether a grant lets conversation do operation (a built-in
 	// operation's name, "write_file"...) on target (a path, a command), consuming it
-	// when it is for one use only.
-	Allow(ctx context.Context, conversation, operation, target string) (bool, error)
+	// when it is for one use only, and whether the grant it used has no target (so
+	// allows the operation on any).
+	Use(ctx context.Context, conversation, operation, target string) (allowed, anyTarget bool, err error)
 	// Has reports whether a grant would allow it now, without using it.
 	Has(ctx context.Context, conversation, operation, target string) (bool, error)
 }

@@ -257,14 +257,14 @@ func (s *Server) openRead(ctx context.Context, c Call, op, param, p string) (tar
 	if err != nil {
 		return t, nil, err
 	}
-	byGrant := false
+	anyGrant := false
 	if t.area != "" {
-		if byGrant, err = s.mayRead(ctx, c, op, t); err != nil {
+		if anyGrant, err = s.mayRead(ctx, c, op, t); err != nil {
 			return t, nil, err
 		}
 	}
 	t, ar, err := s.open(c, param, p)
-	t.byGrant = byGrant
+	t.anyGrant = anyGrant
 	return t, ar, err
 }
 
@@ -899,10 +899,11 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	}
 	// anyLine finds whether a piece of whole lines has a match at all, lines being what
 	// ^ and $ mean. \A, \z, and ^ or $ without (?m) would mean the piece's start and end
-	// instead of each line's: such a pattern is matched line by line only.
+	// instead of each line's: such a pattern is matched line by line only. A flag prefix,
+	// not a group: \Q with no \E would take a group's closing parenthesis as literal.
 	var anyLine *regexp.Regexp
 	if !textAnchors {
-		anyLine = regexp.MustCompile("(?m:" + in.Pattern + ")")
+		anyLine, _ = regexp.Compile("(?m)" + in.Pattern) // nil, should it fail: line by line
 	}
 	var inc *regexp.Regexp
 	incBase := false
@@ -1102,9 +1103,11 @@ type write struct {
 	op   string
 	sn   *snapshot
 	open []*os.Root
-	// allowed are the areas outside the workspace a grant already let this write
-	// change (a rename asks once, not for each of its two paths).
-	allowed map[string]bool
+	// anyGrant are the areas outside the workspace where a grant with no target
+	// already let this write change a path: it allows the write's other paths there
+	// too (a rename asks once, not for each of its two paths). A grant for a path
+	// allows that path only.
+	anyGrant map[string]bool
 	// covered are the second paths of a two-path write that a grant covered before the
 	// first path used one (lookAhead): only those may go on the first path's grant.
 	covered map[string]bool
@@ -1125,23 +1128,28 @@ func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, 
 	if t.rel == "." {
 		return t, nil, guardf("%s: %s is a workspace itself, not a file in it", param, p)
 	}
-	if w.allowed[t.area] && w.covered[t.abs] {
-		// A grant covered this path before the first path used one; if none covers it
-		// now, the one used was it (a grant with no target), and it allows both paths.
-		switch left, err := w.s.hasGrant(ctx, w.c, w.op, t); {
-		case err != nil:
-			return t, ar, err
-		case !left:
-			return t, ar, nil
-		}
+	if w.anyGrant[t.area] && w.covered[t.abs] {
+		// The first path used a grant with no target, which covers this one too. That
+		// a grant for this path is gone by now does not say so: a call in parallel may
+		// have used it, or it was revoked.
+		return t, ar, nil
 	}
-	if err := w.s.mayWrite(ctx, w.c, w.op, t); err != nil {
+	anyGrant, err := w.s.mayWriteAny(ctx, w.c, w.op, t)
+	if err != nil {
 		return t, ar, err
 	}
-	if !t.own {
-		w.allow(t.area)
+	if anyGrant {
+		w.allowAny(t.area)
 	}
 	return t, ar, nil
+}
+
+// allowAny notes that a grant with no target let this write change a path of area.
+func (w *write) allowAny(area string) {
+	if w.anyGrant == nil {
+		w.anyGrant = map[string]bool{}
+	}
+	w.anyGrant[area] = true
 }
 
 // lookAhead notes, before the first path of a two-path write uses a grant, whether a
@@ -1179,14 +1187,6 @@ func (w *write) lookAhead(ctx context.Context, firstPath string, firstRead bool,
 		}
 	}
 	return &errAuthorization{key: "file_operations." + w.op, path: t.abs, workspace: w.c.Workspace}
-}
-
-// allow lets this write change area without asking for a grant again.
-func (w *write) allow(area string) {
-	if w.allowed == nil {
-		w.allowed = map[string]bool{}
-	}
-	w.allowed[area] = true
 }
 
 // expected refuses the write when the call expects t to have content it no longer
@@ -1772,8 +1772,8 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 		return w.done("", nil, err)
 	}
 	w.open = append(w.open, far)
-	if from.byGrant {
-		w.allow(from.area)
+	if from.anyGrant {
+		w.allowAny(from.area)
 	}
 	to, tar, err := w.target(ctx, "newPath", in.NewPath)
 	if err != nil {

@@ -41,7 +41,8 @@ func (g *fakeGrants) grant(conv, op, target string) string {
 	return ""
 }
 
-func (g *fakeGrants) Allow(_ context.Context, conv, op, target string) (bool, error) {
+// Use tells fakeGrants' grants with no target from the others, as grants.Service does.
+func (g *fakeGrants) Use(_ context.Context, conv, op, target string) (bool, bool, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.asked = append(g.asked, conv+" "+op+" "+target)
@@ -49,7 +50,7 @@ func (g *fakeGrants) Allow(_ context.Context, conv, op, target string) (bool, er
 	if g.once[k] {
 		delete(g.allow, k)
 	}
-	return k != "", nil
+	return k != "", k != "" && k == conv+" "+op+" ", nil
 }
 
 func (g *fakeGrants) Has(_ context.Context, conv, op, target string) (bool, error) {

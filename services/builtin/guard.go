@@ -46,11 +46,10 @@ type target struct {
 	// inside it, absolute otherwise.
 	shown string
 	abs   string
-	// byGrant: a grant let this call read it (openRead), in a workspace no
-	// conversation claimed. A copy then writes in that workspace on the same grant,
-	// as a rename does on one grant for its two paths, when that grant covers the
-	// copy's path too (one with no target: files.go, write.lookAhead).
-	byGrant bool
+	// anyGrant: a grant with no target let this call read it (openRead), in a
+	// workspace no conversation claimed. A copy then writes its new path on the same
+	// grant, as a rename does on one such grant for its two paths (write.target).
+	anyGrant bool
 }
 
 // errGuard is a refusal of the path guard.
@@ -197,8 +196,9 @@ func errOthers(t target, removed bool) error {
 }
 
 // mayRead refuses a read (operation op) of t in another person's workspace, or in one
-// no conversation claimed unless a grant allows it; byGrant says a grant did.
-func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) (byGrant bool, err error) {
+// no conversation claimed unless a grant allows it; anyGrant says a grant with no
+// target did (granted).
+func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) (anyGrant bool, err error) {
 	switch a, removed, err := s.accessOwner(ctx, c, t); {
 	case err != nil:
 		return false, err
@@ -207,22 +207,25 @@ func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) (byGr
 	case a == accessOthers:
 		return false, errOthers(t, removed)
 	}
-	if err := s.granted(ctx, c, op, t); err != nil {
-		return false, err
-	}
-	return true, nil
+	return s.granted(ctx, c, op, t)
 }
 
 // mayWrite refuses a write (operation op) to t outside the caller's workspace unless a
 // grant allows it, and always in another person's.
 func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) error {
+	_, err := s.mayWriteAny(ctx, c, op, t)
+	return err
+}
+
+// mayWriteAny is mayWrite that also says whether it used a grant with no target.
+func (s *Server) mayWriteAny(ctx context.Context, c Call, op string, t target) (anyGrant bool, err error) {
 	switch a, removed, err := s.accessOwner(ctx, c, t); {
 	case err != nil:
-		return err
+		return false, err
 	case a == accessOwn:
-		return nil
+		return false, nil
 	case a == accessOthers:
-		return errOthers(t, removed)
+		return false, errOthers(t, removed)
 	}
 	return s.granted(ctx, c, op, t)
 }
@@ -249,23 +252,25 @@ func (s *Server) hasGrant(ctx context.Context, c Call, op string, t target) (boo
 	return ok, nil
 }
 
-// granted uses a grant for operation op on t, or says what to ask for.
-func (s *Server) granted(ctx context.Context, c Call, op string, t target) error {
+// granted uses a grant for operation op on t, or says what to ask for; anyGrant says
+// the grant had no target, so it allows a write's second path too (write.target).
+func (s *Server) granted(ctx context.Context, c Call, op string, t target) (anyGrant bool, err error) {
 	key := "file_operations." + op
 	if t.area != "" && s.opts.Grants != nil {
-		use := s.opts.Grants.Allow
+		ok := false
 		if c.peek {
-			use = s.opts.Grants.Has
+			ok, err = s.opts.Grants.Has(ctx, c.ConversationID, key, t.abs)
+		} else {
+			ok, anyGrant, err = s.opts.Grants.Use(ctx, c.ConversationID, key, t.abs)
 		}
-		ok, err := use(ctx, c.ConversationID, key, t.abs)
 		if err != nil {
-			return fmt.Errorf("checking the grants: %w", err)
+			return false, fmt.Errorf("checking the grants: %w", err)
 		}
 		if ok {
-			return nil
+			return anyGrant, nil
 		}
 	}
-	return &errAuthorization{key: key, path: t.abs, workspace: c.Workspace}
+	return false, &errAuthorization{key: key, path: t.abs, workspace: c.Workspace}
 }
 
 // errAuthorization is a write outside the workspace without a grant (seed 000 §2, §4).

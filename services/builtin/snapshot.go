@@ -240,20 +240,16 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		}
 	}
 	for _, t := range ts {
-		if w.allowed[t.area] {
-			// A grant covered t a moment ago; if none does now, the one this restore
-			// used was it (one with no target), and it allows every path (write.target).
-			switch left, err := s.hasGrant(ctx, c, w.op, t); {
-			case err != nil:
-				return nil, nil, err
-			case !left:
-				continue
-			}
+		if w.anyGrant[t.area] {
+			continue // a grant with no target allowed a path here: it allows all (write.target)
 		}
-		if err := s.mayWrite(ctx, c, w.op, t); err != nil {
+		anyGrant, err := s.mayWriteAny(ctx, c, w.op, t)
+		if err != nil {
 			return nil, nil, err
 		}
-		w.allow(t.area)
+		if anyGrant {
+			w.allowAny(t.area)
+		}
 	}
 	// Every path it puts back is locked as an edit locks its file (in the workspace too).
 	locks := make([]target, len(m.Entries))

@@ -221,17 +221,25 @@ func event(g Grant) events.GrantRef {
 // Every use is audited; a second use of a consumed one-time grant is refused and
 // audited as denied.
 func (s *Service) Allow(ctx context.Context, conversation, operation, target string) (bool, error) {
+	allowed, _, err := s.Use(ctx, conversation, operation, target)
+	return allowed, err
+}
+
+// Use is Allow that also says whether the grant it used has no target, so allows the
+// operation on any target: only then may one use cover a second target (a rename's
+// two paths), since a grant for one path may have been used up by the time the other
+// is looked at.
+func (s *Service) Use(ctx context.Context, conversation, operation, target string) (allowed, anyTarget bool, err error) {
 	if conversation == "" || normalize(operation) == "" {
-		return false, nil
+		return false, false, nil
 	}
 	now := s.now()
-	allowed := false
 	// The use is the caller's (a person or their token), with the call it served.
 	user, callID := audit.System, ""
 	if m, ok := callmeta.From(ctx); ok && m.UserID != "" {
 		user, callID = audit.Caller(m.ActorKind, m.UserID, m.UserName, m.TokenID), m.CallID
 	}
-	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
 				consumed_at = CASE WHEN one_time THEN $4::timestamptz ELSE consumed_at END
 			WHERE id = (SELECT id FROM grants WHERE `+usableFor+`
@@ -239,7 +247,7 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 			  AND consumed_at IS NULL AND revoked_at IS NULL AND expires_at > $4
 			RETURNING `+grantColumns, conversation, candidates(operation), target, now, bare(operation)))
 		if err == nil {
-			allowed = true
+			allowed, anyTarget = true, g.Target == ""
 			_, err = audit.Append(ctx, tx, audit.Entry{Actor: user, Action: "grant.use", TargetType: "grant", TargetID: g.ID,
 				TargetName: g.Operation, Payload: map[string]any{"conversation_id": conversation, "operation": normalize(operation),
 					"target": target, "one_time": g.OneTime, "uses": g.Uses, "call_id": callID}})
@@ -268,7 +276,7 @@ func (s *Service) Allow(ctx context.Context, conversation, operation, target str
 				"operation": normalize(operation), "target": target, "reason": "a one-time grant was already used"}})
 		return err
 	})
-	return allowed, err
+	return allowed, anyTarget, err
 }
 
 // Has reports whether a grant would let conversation do operation on target now,
