@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -116,9 +117,10 @@ func (h ExecutionsHandler) viewed(ctx context.Context, ex *executions.Execution,
 // latest progress report by call id (a tool.output event's). Without results the
 // steps' results are not read (a progress fragment shows none). It is rendered for
 // viewer, or for every viewer when nil (a live fragment): then built-in steps' results
-// (executions.PrivateResult) and the rollback plan's secret arguments are withheld.
+// (executions.PrivateResult) and the rollback plan's secret arguments are withheld, and
+// the other steps' results masked (stepResultShown).
 func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Execution, progress map[string]string, results bool, viewer *auth.Principal) (views.ExecutionView, error) {
-	private := ex.RevealsBuiltinResults(viewer)
+	private, whole := ex.RevealsBuiltinResults(viewer), ex.RevealsResults(viewer)
 	x := views.ExecutionView{ID: ex.ID, Title: ex.Title(), Status: string(ex.Status), Risk: ex.Risk, RiskWhy: ex.RiskWhy,
 		Requester: ex.RequesterName, RequesterKind: ex.RequesterKind, Planner: ex.Planner, PlanHash: ex.Hash(),
 		Approval: ex.Approval, Approver: ex.ApproverName, SelfApproved: ex.SelfApproved, Reason: ex.Reason, Decision: ex.Decision,
@@ -139,8 +141,10 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		return x, err
 	}
 	for _, st := range steps {
-		sv := executionStepView(st, results, private)
-		x.Withheld = x.Withheld || sv.Withheld
+		sv, masked := executionStepView(st, results, private, whole)
+		// A live fragment that masked a result has each page ask for it as its viewer:
+		// the requester reads it whole.
+		x.Withheld = x.Withheld || sv.Withheld || viewer == nil && masked
 		if st.CallID != nil && st.Status == executions.StepRunning {
 			sv.Progress = progress[*st.CallID]
 		}
@@ -214,8 +218,60 @@ type stepResult struct {
 	IsError           bool             `json:"is_error"`
 }
 
-func executionStepView(st executions.Step, results, private bool) views.ExecutionStepView {
-	sv := views.ExecutionStepView{Position: st.Position, Tool: st.Tool, Status: st.Status, Risk: st.Risk, Error: st.Error,
+// stepResultShown is st's stored result as a viewer reads it: whole when whole (its
+// requester: RevealsResults) or a built-in tool's (withheld or not by WithholdsResult),
+// else masked by usage.Redact; masked says masking changed it.
+func stepResultShown(st executions.Step, whole bool) (res json.RawMessage, masked bool) {
+	if whole || executions.PrivateResult(st.Tool) || len(st.Result) == 0 || string(st.Result) == "null" {
+		return st.Result, false
+	}
+	res = usage.Redact(st.Result)
+	res = keepMedia(st.Result, res)
+	return res, !canonjson.Equal(st.Result, res)
+}
+
+// keepMedia puts the data of orig's image and audio content back into masked, its
+// redaction: base64 looks like a credential to usage.Redact, and a picture is not text
+// a credential is read from.
+func keepMedia(orig, masked json.RawMessage) json.RawMessage {
+	type item = map[string]json.RawMessage
+	var o, m struct {
+		Content []item `json:"content"`
+	}
+	if json.Unmarshal(orig, &o) != nil || json.Unmarshal(masked, &m) != nil || len(o.Content) != len(m.Content) {
+		return masked
+	}
+	changed := false
+	for i, c := range o.Content {
+		var typ string
+		_ = json.Unmarshal(c["type"], &typ)
+		if (typ == "image" || typ == "audio") && c["data"] != nil {
+			m.Content[i]["data"], changed = c["data"], true
+		}
+	}
+	if !changed {
+		return masked
+	}
+	var whole map[string]json.RawMessage
+	if json.Unmarshal(masked, &whole) != nil {
+		return masked
+	}
+	content, err := json.Marshal(m.Content)
+	if err != nil {
+		return masked
+	}
+	whole["content"] = content
+	out, err := json.Marshal(whole)
+	if err != nil {
+		return masked
+	}
+	return out
+}
+
+// executionStepView is st as its page shows it; masked says its result was masked
+// (stepResultShown).
+func executionStepView(st executions.Step, results, private, whole bool) (sv views.ExecutionStepView, masked bool) {
+	sv = views.ExecutionStepView{Position: st.Position, Tool: st.Tool, Status: st.Status, Risk: st.Risk, Error: st.Error,
 		Undoes: st.Undoes}
 	if st.ToolID != nil {
 		sv.ToolID = *st.ToolID
@@ -226,14 +282,15 @@ func executionStepView(st executions.Step, results, private bool) views.Executio
 	}
 	if !results {
 		sv.HasResult = st.HasResult
-		return sv
+		return sv, false
 	}
 	if executions.WithholdsResult(st, private) {
 		sv.HasResult, sv.Withheld = true, true
-		return sv
+		return sv, false
 	}
+	shown, masked := stepResultShown(st, whole)
 	var res stepResult
-	if len(st.Result) > 0 && string(st.Result) != "null" && json.Unmarshal(st.Result, &res) == nil {
+	if len(shown) > 0 && string(shown) != "null" && json.Unmarshal(shown, &res) == nil {
 		sv.HasResult, sv.IsError = true, res.IsError
 		for _, c := range res.Content {
 			sv.Outputs = append(sv.Outputs, outputView(c))
@@ -242,7 +299,7 @@ func executionStepView(st executions.Step, results, private bool) views.Executio
 			sv.Structured = indentJSON(res.StructuredContent)
 		}
 	}
-	return sv
+	return sv, masked
 }
 
 // executionPreview is the ActionPreviewCard: every step with how it would be undone,

@@ -93,10 +93,12 @@ func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (
 	}
 	out.Steps = []executions.Step{}
 	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
-	private := ex.RevealsBuiltinResults(PrincipalOf(c))
+	private, whole := ex.RevealsBuiltinResults(PrincipalOf(c)), ex.RevealsResults(PrincipalOf(c))
 	for _, st := range steps {
 		if executions.WithholdsResult(st, private) {
 			st.Result, st.ResultWithheld = nil, true // as on its page
+		} else {
+			st.Result, _ = stepResultShown(st, whole) // masked but to its requester, as on its page
 		}
 		// Shown, not run: what is secret is masked (secretMasker), but to a person
 		// deciding it, as on its page.

@@ -269,7 +269,14 @@ func WithholdsResult(st Step, sees bool) bool {
 // RevealsBuiltinResults: p, the person who asked for ex (themselves or through a token)
 // or one who reads the audit log, sees the results of its built-in steps (PrivateResult).
 func (ex *Execution) RevealsBuiltinResults(p *auth.Principal) bool {
-	return p != nil && (p.Can(auth.PermAuditView) || ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID)
+	return ex.RevealsResults(p) || p != nil && p.Can(auth.PermAuditView)
+}
+
+// RevealsResults: p, the person who asked for ex (themselves or through a token), reads
+// its upstream steps' results whole; everyone else, auditors too, reads them with what
+// looks like a credential masked (usage.Redact), as on the tool's Logs tab.
+func (ex *Execution) RevealsResults(p *auth.Principal) bool {
+	return p != nil && ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID
 }
 
 // RevealsRollbackArgs: p, a person who may decide a rollback (execution.approve), reads
