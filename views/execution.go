@@ -103,8 +103,8 @@ type ExecutionView struct {
 	// Rollback is what a rollback would run, while the execution is failed.
 	Rollback *ExecutionRollbackPlan
 	// Withheld: a step's result (ExecutionStepView.Withheld) or the rollback plan's secret
-	// arguments are withheld; a live update then has the page ask for its results and
-	// rollback panels as its viewer (LiveExecution).
+	// arguments are withheld, or a result masked; a live update then has the page ask for
+	// its results and rollback panels as its viewer (LiveExecution).
 	Withheld bool
 	// PreviewWithheld: a decision's live update left a preview diff out
 	// (ExecutionPreviewStep.DiffWithheld); the page asks for its preview as its viewer too.
