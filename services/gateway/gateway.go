@@ -157,9 +157,7 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	g.sse = g.newSSE() // after every middleware that reads the caller
 	get := func(*http.Request) *mcp.Server { return g.server }
 	// The SDK's localhost/DNS-rebinding protection stays on (the options' zero value).
-	// A session that idles out (its client gone without a DELETE) ends its calls too.
-	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout,
-		OnSessionIdle: func(id string) func() { return g.calls.end(id, "") }})
+	g.stateful = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout})
 	g.stateless = mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: o.Logger, Stateless: true,
 		PropagateRequestCancellation: true})
 	// Toolwarden's API tokens expire or not; AuthenticateToken refuses an expired one

@@ -13,8 +13,8 @@ import (
 // stream reaches a request's context (the SDK detaches them from the HTTP requests).
 // So a held call would wait out its hold and its execution stay awaiting approval for
 // a client that is gone, and a call under way upstream would run on. The gateway
-// cancels them itself: a stateful session's requests when its owner DELETEs it or it
-// idles out (before the SDK closes it), an SSE session's when its stream ends. A cancelled held
+// cancels them itself: a stateful session's requests when its owner DELETEs it
+// (before the SDK closes it), an SSE session's when its stream ends. A cancelled held
 // call withdraws its execution (hold.go); a cancelled upstream call is cancelled there.
 
 // sessionCalls are the requests under way of the stateful streamable sessions, by
@@ -63,7 +63,7 @@ func (s *sessionCalls) add(parent context.Context, id, uid string) (ctx context.
 	f := &inflight{uid: uid, cancel: cancel}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ending[ending{id, uid}] > 0 || s.ending[ending{id, ""}] > 0 {
+	if s.ending[ending{id, uid}] > 0 {
 		cancel()
 	}
 	if s.byID == nil {
@@ -84,9 +84,8 @@ func (s *sessionCalls) add(parent context.Context, id, uid string) (ctx context.
 	}
 }
 
-// end cancels the requests of user uid's in session id (everyone's when uid is ""),
-// and those that come until the returned function is called (once the SDK has closed
-// the session).
+// end cancels the requests of user uid's in session id, and those that come until
+// the returned function is called (once the SDK has closed the session).
 func (s *sessionCalls) end(id, uid string) (ended func()) {
 	k := ending{id, uid}
 	s.mu.Lock()
@@ -96,7 +95,7 @@ func (s *sessionCalls) end(id, uid string) (ended func()) {
 	s.ending[k]++
 	var cancels []context.CancelFunc
 	for f := range s.byID[id] {
-		if uid == "" || f.uid == uid { // the SDK binds a session to the user who opened it
+		if f.uid == uid { // the SDK binds a session to the user who opened it
 			cancels = append(cancels, f.cancel)
 		}
 	}

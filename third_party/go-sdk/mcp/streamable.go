@@ -171,13 +171,6 @@ type StreamableHTTPOptions struct {
 	// If SessionTimeout is the zero value, idle sessions are never closed.
 	SessionTimeout time.Duration
 
-	// OnSessionIdle, when set, is called with the id of a session idle for
-	// SessionTimeout before the session is closed; the function it returns (if
-	// not nil) is called once the session is closed. Close waits for the
-	// session's requests under way (a call whose client dropped its POST runs
-	// on), which this lets the server end. (Toolwarden's change.)
-	OnSessionIdle func(sessionID string) (closed func())
-
 	// DisableLocalhostProtection disables automatic DNS rebinding protection.
 	// By default, requests arriving via a localhost address (127.0.0.1, [::1])
 	// that have a non-localhost Host header are rejected with 403 Forbidden.
@@ -727,13 +720,7 @@ func (h *StreamableHTTPHandler) serveStatefulPOST(w http.ResponseWriter, req *ht
 
 	if h.opts.SessionTimeout > 0 {
 		sessInfo.timeout = h.opts.SessionTimeout
-		onIdle, id := h.opts.OnSessionIdle, transport.SessionID
 		sessInfo.timer = time.AfterFunc(sessInfo.timeout, func() {
-			if onIdle != nil {
-				if closed := onIdle(id); closed != nil {
-					defer closed()
-				}
-			}
 			sessInfo.session.Close()
 		})
 	}
@@ -1734,6 +1721,7 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 
 	// TODO(rfindley): if we have no event store, we should really cancel all
 	// remaining requests here, since the client will never get the results.
+	// (Toolwarden: cancelUnanswered does, below.)
 	defer stream.release()
 
 	if !useSSE {
@@ -1781,6 +1769,40 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 	}
 
 	c.hangResponse(req.Context(), done)
+	if c.eventStore == nil && !c.stateless && req.Context().Err() != nil {
+		select {
+		case <-done:
+		default:
+			c.cancelUnanswered(calls, stream.id)
+		}
+	}
+}
+
+// cancelUnanswered cancels, as their client would with notifications/cancelled, the
+// requests of calls still waiting for a response on stream streamID, whose HTTP
+// request ended: without an event store nothing can resume the stream, so nobody will
+// read their responses, and a handler would otherwise run on (or wait for an
+// approval) for a client that is gone. (Toolwarden's change; the TODO above.)
+func (c *streamableServerConn) cancelUnanswered(calls map[jsonrpc.ID]struct{}, streamID string) {
+	var pending []jsonrpc.ID
+	c.mu.Lock()
+	for id := range calls {
+		if sid, ok := c.requestStreams[id]; ok && sid == streamID {
+			pending = append(pending, id)
+		}
+	}
+	c.mu.Unlock()
+	for _, id := range pending {
+		params, err := json.Marshal(&CancelledParams{RequestID: id.Raw(), Reason: "the client's connection ended"})
+		if err != nil {
+			continue
+		}
+		select {
+		case c.incoming <- &jsonrpc.Request{Method: notificationCancelled, Params: params}:
+		case <-c.done:
+			return
+		}
+	}
 }
 
 // Event IDs: encode both the logical connection ID and the index, as
