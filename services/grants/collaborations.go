@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // The statuses of a collaboration.
@@ -343,6 +345,10 @@ func (s *Service) Respond(ctx context.Context, by audit.Actor, id, response stri
 	return s.RespondAs(ctx, by, id, response, Classify(response))
 }
 
+// MaxResponse is the most characters of an answer, as of a question (user_collaboration's
+// prompt): the answer is stored, audited, published and handed back to the agent.
+const MaxResponse = 10_000
+
 // RespondAs is Respond with the verdict given (the Approve and Reject buttons, with the
 // person's words beside them) instead of read from the words.
 func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response string, verdict Verdict) (Collaboration, error) {
@@ -353,6 +359,9 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 	response = strings.TrimSpace(response)
 	if response == "" {
 		return Collaboration{}, fault.Invalid("invalid_response", "response: say something (yes, no, or an answer)", nil)
+	}
+	if n := utf8.RuneCountInString(response); n > MaxResponse {
+		return Collaboration{}, verr.New("response", fmt.Sprintf("at most %d characters (this answer has %d); shorten it", MaxResponse, n))
 	}
 	if !uuidtext.Canonical(id) {
 		return Collaboration{}, fault.NotFound("collaboration")

@@ -317,8 +317,13 @@ func lockList(ctx context.Context, tx pgx.Tx, o Owner) error {
 
 // personTodosRoom refuses adding n todos when the person's lists, all conversations
 // together, would hold more than personTodosCap. Lists of different conversations are
-// locked apart, so concurrent writes may pass it by a list or so: a bound, not a count.
+// locked apart, so it first takes a per-person lock (after lockList, before the journal
+// lock) held to commit: concurrent adds and writes then count one after the other.
 func personTodosRoom(ctx context.Context, tx pgx.Tx, o Owner, n int) error {
+	if _, err := tx.Exec(ctx, `/* memory.personTodos.lock */ SELECT pg_advisory_xact_lock(hashtextextended('todos-person:' || $1, 0))`,
+		o.UserID); err != nil {
+		return fmt.Errorf("memory: lock the person's todos: %w", err)
+	}
 	var have int
 	if err := tx.QueryRow(ctx, `/* memory.personTodos */ SELECT count(*) FROM todos WHERE user_id = $1`, o.UserID).Scan(&have); err != nil {
 		return fmt.Errorf("memory: count the todos: %w", err)
