@@ -1,12 +1,14 @@
 package mcpclient
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,6 +27,8 @@ type commandTransport struct {
 	terminate time.Duration // Close waits this long after closing stdin, then after SIGTERM
 	lim       msgLimit
 	onStart   func(pid int) // when set, called once the process runs (Manager.track)
+	writeWait time.Duration // bound of a write to stdin; 0 means stdinWait (tests lower it)
+	proc      *process      // the process Connect started, for tests
 }
 
 // Connect starts the command and connects to it over its standard input and output.
@@ -43,7 +47,8 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if t.onStart != nil {
 		t.onStart(t.cmd.Process.Pid)
 	}
-	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate, writeWait: stdinWait}
+	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate, writeWait: cmp.Or(t.writeWait, stdinWait)}
+	t.proc = p
 	// The reader's Close does nothing: the session ends by closing stdin (process.Close),
 	// and Wait closes stdout once the server has exited.
 	return (&mcp.IOTransport{Reader: io.NopCloser(newFrameReader(stdout, t.lim)), Writer: p,
@@ -62,17 +67,27 @@ type process struct {
 	stdin     io.WriteCloser
 	terminate time.Duration
 	writeWait time.Duration
+	timedOut  atomic.Int64 // writes that waited writeWait in vain, for tests
+	// stalled is the error of the first write that waited writeWait in vain: every later
+	// write fails with it at once, or the writes queued behind it (calls, replies, the
+	// health check's ping) would each wait writeWait in turn before the session is replaced.
+	stalled atomic.Pointer[error]
 }
 
 // Write implements io.Writer: it writes to the server's standard input, giving up
-// after writeWait when the server does not read.
+// after writeWait when the server does not read, and at once after that.
 func (p *process) Write(b []byte) (int, error) {
+	if err := p.stalled.Load(); err != nil {
+		return 0, *err
+	}
 	if d, ok := p.stdin.(interface{ SetWriteDeadline(time.Time) error }); ok && p.writeWait > 0 {
 		_ = d.SetWriteDeadline(time.Now().Add(p.writeWait))
 	}
 	n, err := p.stdin.Write(b)
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		p.timedOut.Add(1)
 		err = fmt.Errorf("mcpclient: the server has not read its standard input for %s: %w", p.writeWait, err)
+		p.stalled.CompareAndSwap(nil, &err)
 	}
 	return n, err
 }

@@ -457,10 +457,12 @@ func (c *SSEClientTransport) Connect(ctx context.Context) (Connection, error) {
 	}
 
 	// From here on, the stream takes ownership of resp.Body.
+	// One event waits in incoming (Toolwarden, TOOLWARDEN.md), not 100: each may be
+	// MaxEventSize bytes, and the connection bounds what it has read and not handled.
 	s := &sseClientConn{
 		client:      httpClient,
 		msgEndpoint: msgEndpoint,
-		incoming:    make(chan []byte, 100),
+		incoming:    make(chan []byte, 1),
 		body:        resp.Body,
 		done:        make(chan struct{}),
 	}

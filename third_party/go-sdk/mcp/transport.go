@@ -223,9 +223,11 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 	}
 	// A client answers the server's requests a few at a time (TOOLWARDEN.md): the
 	// server decides how many it sends, and each reply may wait on the server.
-	var maxIncomingCalls int
+	// Its notifications, handled one at a time, wait for a place in the same way.
+	var maxIncomingCalls, maxNotes, maxNoteBytes int
 	if _, ok := any(b).(*Client); ok {
 		maxIncomingCalls = maxClientIncomingCalls
+		maxNotes, maxNoteBytes = maxClientQueuedNotifications, maxClientQueuedNotificationBytes
 	}
 	_ = jsonrpc2.NewConnection(ctx, jsonrpc2.ConnectionConfig{
 		Reader:    reader,
@@ -241,6 +243,9 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 		},
 		PropagateCancellation: propagateCancellation,
 		MaxIncomingCalls:      maxIncomingCalls,
+
+		MaxQueuedNotifications:     maxNotes,
+		MaxQueuedNotificationBytes: maxNoteBytes,
 	})
 	assert(preempter.conn != nil, "unbound preempter")
 	return h, nil
@@ -249,6 +254,14 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 // maxClientIncomingCalls bounds the server's requests a client session handles at
 // once, from when each is read until its response is written (TOOLWARDEN.md).
 const maxClientIncomingCalls = 16
+
+// maxClientQueuedNotifications and maxClientQueuedNotificationBytes bound the server's
+// notifications a client session has read and not yet handled (TOOLWARDEN.md); one
+// larger than the bytes' bound is still let in alone.
+const (
+	maxClientQueuedNotifications     = 64
+	maxClientQueuedNotificationBytes = 4 << 20
+)
 
 // cancellationPropagator is an optional interface implemented by a
 // [Connection] whose own lifecycle should propagate cancellation into request

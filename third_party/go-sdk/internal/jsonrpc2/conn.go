@@ -60,6 +60,9 @@ type Connection struct {
 	// callSlots (Toolwarden, see TOOLWARDEN.md) holds a token per incoming call from
 	// when it is read until its response is written; nil means no bound.
 	callSlots chan struct{}
+	// notes (Toolwarden) bounds the incoming notifications read and not yet handled;
+	// nil means no bound.
+	notes *noteBudget
 }
 
 // inFlightState records the state of the incoming and outgoing calls on a
@@ -178,6 +181,8 @@ type incomingRequest struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	slot     bool // holds one of the connection's callSlots
+	noted    bool // holds a place in the connection's notes, of noteSize bytes
+	noteSize int
 }
 
 // Reader abstracts the transport mechanics from the JSON RPC protocol.
@@ -235,6 +240,59 @@ type ConnectionConfig struct {
 	// waits. Otherwise a peer that never accepts the responses could make the
 	// connection keep a goroutine, and a pending write, per call it sends.
 	MaxIncomingCalls int // optional (Toolwarden)
+
+	// MaxQueuedNotifications, if positive, bounds the incoming notifications read and
+	// not yet handled, and MaxQueuedNotificationBytes (if positive) their params' bytes;
+	// one is always let in when none is queued. Past either, the reader waits until the
+	// handler is done with one. Notifications are handled one at a time: a peer sending
+	// them faster than that would otherwise fill memory.
+	MaxQueuedNotifications     int // optional (Toolwarden)
+	MaxQueuedNotificationBytes int // optional (Toolwarden)
+}
+
+// TestHookNotificationsFull, if set, is called with the notifications queued and their
+// bytes each time the reader waits for a place (Toolwarden's tests).
+var TestHookNotificationsFull func(queued, bytes int)
+
+// A noteBudget counts the notifications queued and their params' bytes. Only the
+// reader takes places, so one wake-up slot is enough.
+type noteBudget struct {
+	maxN, maxBytes int
+
+	mu       sync.Mutex
+	n, bytes int
+	freed    chan struct{} // one slot: a place was given back since the reader looked
+}
+
+// take waits for a place for a notification of size bytes.
+func (b *noteBudget) take(size int) {
+	for {
+		b.mu.Lock()
+		if b.n == 0 || b.n < b.maxN && (b.maxBytes <= 0 || b.bytes+size <= b.maxBytes) {
+			b.n++
+			b.bytes += size
+			b.mu.Unlock()
+			return
+		}
+		n, bytes := b.n, b.bytes
+		b.mu.Unlock()
+		if h := TestHookNotificationsFull; h != nil {
+			h(n, bytes)
+		}
+		<-b.freed
+	}
+}
+
+// give returns the place of a notification of size bytes.
+func (b *noteBudget) give(size int) {
+	b.mu.Lock()
+	b.n--
+	b.bytes -= size
+	b.mu.Unlock()
+	select {
+	case b.freed <- struct{}{}:
+	default:
+	}
 }
 
 // NewConnection creates a new [Connection] object and starts processing
@@ -253,6 +311,10 @@ func NewConnection(ctx context.Context, cfg ConnectionConfig) *Connection {
 	}
 	if cfg.MaxIncomingCalls > 0 {
 		c.callSlots = make(chan struct{}, cfg.MaxIncomingCalls)
+	}
+	if cfg.MaxQueuedNotifications > 0 {
+		c.notes = &noteBudget{maxN: cfg.MaxQueuedNotifications, maxBytes: cfg.MaxQueuedNotificationBytes,
+			freed: make(chan struct{}, 1)}
 	}
 	c.handler = cfg.Bind(c)
 	c.start(ctx, cfg.Reader, cfg.Preempter)
@@ -585,14 +647,21 @@ func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter 
 	if slot {
 		c.callSlots <- struct{}{}
 	}
+	// Notifications wait here too: the handler queue holds each until it is handled.
+	noted := c.notes != nil && !msg.IsCall()
+	if noted {
+		c.notes.take(len(msg.Params))
+	}
 	// In theory notifications cannot be cancelled, but we build them a cancel
 	// context anyway.
 	reqCtx, cancel := context.WithCancelCause(ctx)
 	req := &incomingRequest{
-		Request: msg,
-		ctx:     reqCtx,
-		cancel:  cancel,
-		slot:    slot,
+		Request:  msg,
+		ctx:      reqCtx,
+		cancel:   cancel,
+		slot:     slot,
+		noted:    noted,
+		noteSize: len(msg.Params),
 	}
 
 	// If the request is a call, add it to the incoming map so it can be
@@ -776,6 +845,9 @@ func (c *Connection) processResult(from any, req *incomingRequest, result any, e
 	req.cancel(nil)
 	if req.slot {
 		<-c.callSlots
+	}
+	if req.noted {
+		c.notes.give(req.noteSize)
 	}
 	c.updateInFlight(func(s *inFlightState) {
 		if s.incoming == 0 {
