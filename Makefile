@@ -59,6 +59,8 @@ run: setup-run build ## Build and start the server: bin/toolwarden serve (ARGS f
 # only the packages with concurrency would be worth the detector's cost.
 test: setup-test generate ## Run all tests with the race detector: unit, database, MCP, browser (TESTFLAGS for extra flags)
 	go test -race -count=1 -timeout 30m $(TESTFLAGS) ./...
+	@# The go-sdk fork is a module of its own: its tests of Toolwarden's changes (third_party/go-sdk/TOOLWARDEN.md).
+	cd third_party/go-sdk && go test -race -count=1 -timeout 5m ./mcp/
 
 lint: ## Check gofmt (non-generated files), go vet, and that templ's generated code is current
 	@files=$$(find . \( -path ./node_modules -o -path ./.git -o -path ./data -o -path ./bin \) -prune \
