@@ -98,13 +98,17 @@ const (
 )
 
 // churnWait is how long a discovery a list_changed asks for waits on top of the
-// debounce delay (debounceMu held).
+// debounce delay (debounceMu held): what is left of churnFull since the last run ended.
 func (c *conn) churnWait() time.Duration {
+	return max(c.churnFull()-time.Since(c.churnEnd), 0)
+}
+
+// churnFull is the whole wait the count calls for after a run (debounceMu held).
+func (c *conn) churnFull() time.Duration {
 	if c.churn < c.m.opts.ChurnRuns {
 		return 0
 	}
-	wait := c.m.opts.ChurnWait << min(c.churn-c.m.opts.ChurnRuns, 6)
-	return max(min(wait, churnMax)-time.Since(c.churnEnd), 0)
+	return min(c.m.opts.ChurnWait<<min(c.churn-c.m.opts.ChurnRuns, 6), churnMax)
 }
 
 // churned records a discovery a list_changed asked for: whether it changed anything (or
@@ -112,8 +116,9 @@ func (c *conn) churnWait() time.Duration {
 func (c *conn) churned(changed bool) {
 	c.debounceMu.Lock()
 	defer c.debounceMu.Unlock()
-	switch {
-	case c.churn > 0 && time.Since(c.churnEnd) > churnGap+c.churnWait():
+	// The whole wait, not what is left of it: sitting out the wait is not the server
+	// pausing, or the count would start again once the wait passed churnGap.
+	if c.churn > 0 && time.Since(c.churnEnd) > churnGap+c.churnFull() {
 		c.churn = 0 // the server paused: what came before no longer counts
 	}
 	if changed {
@@ -551,6 +556,14 @@ func (c *conn) requestDiscovery(trigger string) {
 			c.debounce.Reset(c.m.opts.Debounce)
 		}
 		return
+	}
+	// A list_changed during a run is run after it (discoveryDone asks again), so it
+	// waits from that run's end as its count says, not from the one before.
+	if trigger == "list_changed" && len(c.discovering) > 0 {
+		c.rediscover.Store(true)
+		if len(c.discovering) > 0 || !c.rediscover.Swap(false) {
+			return // still running, or the run ended and its discoveryDone took the flag
+		}
 	}
 	c.debounceTrig, c.debounceFirst = trigger, time.Now()
 	delay := c.m.opts.Debounce

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
@@ -28,7 +29,10 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	ctx, cancel := context.WithTimeout(ctx, 2*bound)
 	defer cancel()
 	stderr := newLineBuffer(50, 2048)
-	redact := redactor(cfg)
+	// As conn.redact: the server picks its error's length and what is in it, and the
+	// import's answer repeats it once per tool of the server.
+	mask := redactor(cfg)
+	redact := func(s string) string { return registry.ClipError(textcheck.Storable(mask(s))) }
 	stderr.setRedact(redact)
 	fail := func(err error) (registry.DiscoveryResult, error) {
 		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: %s", cfg.Name, redact(err.Error()))

@@ -69,7 +69,9 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	parent := ctx
 	stderr := newLineBuffer(50, 2048)
 	mask := redactor(cfg)
-	redact := func(s string) string { return textcheck.Storable(mask(s)) } // NULs, as in what discovery stores
+	// As conn.redact: NULs replaced and cut, since the server picks its error's length
+	// and the test's page polls the result.
+	redact := func(s string) string { return registry.ClipError(textcheck.Storable(mask(s))) }
 	stderr.setRedact(redact)
 	var res TestResult
 	fail := func(err error) TestResult {

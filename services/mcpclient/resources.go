@@ -145,10 +145,13 @@ func (c *conn) requestError(ctx, rctx context.Context, method string, err error)
 // are the server's to size, and a list answers one request of an agent's.
 const MaxListedBytes = 32 << 20
 
+// listBound is how many of the server's timeouts one list may take, all pages together.
+const listBound = 2
+
 // listAll follows a list's cursors to the end: nil when the server does not offer the
 // kind, an error rather than a partial list when a page fails or the cursors go round
-// in circles, grow past maxCursor or on past Options.MaxPages, and at most MaxListed
-// items and MaxListedBytes.
+// in circles, grow past maxCursor or on past Options.MaxPages or listBound timeouts, and
+// at most MaxListed items and MaxListedBytes.
 func listAll[T any](ctx context.Context, m *Manager, id, method string, offers func(*mcp.ServerCapabilities) bool,
 	page func(context.Context, *mcp.ClientSession, string) ([]*T, string, error)) ([]*T, error) {
 	s, c, err := m.liveSession(id, offers, method)
@@ -163,15 +166,22 @@ func listAll[T any](ctx context.Context, m *Manager, id, method string, offers f
 	cursor := ""
 	size := 0
 	lim := listLimits{maxPages: m.opts.MaxPages}
+	// Each page has the server's timeout, and the whole list a bound too: a server
+	// answering page after page just in time would otherwise hold the agent's list (the
+	// gateway waits for every server's) for hours.
+	bound := min(listBound*c.timeout(), maxDiscovery)
+	lctx, lcancel := context.WithTimeout(ctx, bound)
+	defer lcancel()
 	for pages := 1; ; pages++ {
-		pctx, cancel := context.WithTimeout(ctx, c.timeout())
+		pctx, cancel := context.WithTimeout(lctx, c.timeout())
 		items, next, err := page(pctx, s.cs, cursor)
-		if err != nil {
-			err = c.requestError(ctx, pctx, method, err)
-			cancel()
-			return nil, fmt.Errorf("%w (page %d)", err, pages)
-		}
 		cancel()
+		if ctx.Err() == nil && lctx.Err() != nil {
+			return nil, fmt.Errorf("mcpclient: %s: %s still paging after %s (%d pages), the list's limit: %w", method, c.cfg.Name, bound, pages, ErrTimeout)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w (page %d)", c.requestError(ctx, pctx, method, err), pages)
+		}
 		for _, it := range items {
 			if it == nil {
 				continue
