@@ -56,22 +56,24 @@ func (h AssistantHandler) turn(c echo.Context, conv string) (int64, error) {
 	if conv == "" {
 		return 0, nil
 	}
-	return h.Assistant.Turn(c.Request().Context(), PrincipalOf(c).User.ID, conv)
+	return h.Assistant.TurnOf(c.Request().Context(), PrincipalOf(c), conv)
 }
 
+// model reads the conversation as the caller: an API token's page shows the token's own
+// conversations, never the person's.
 func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error) {
 	ctx := c.Request().Context()
 	p := PrincipalOf(c)
 	conv := c.QueryParam("c")
 	if conv == "" && c.QueryParam("new") == "" {
 		var err error
-		if conv, err = h.Assistant.LatestConversation(ctx, p.User.ID); err != nil {
+		if conv, err = h.Assistant.LatestConversationOf(ctx, p); err != nil {
 			return views.AssistantChatModel{}, err
 		}
 	}
 	m := views.AssistantChatModel{ConversationID: conv}
 	if conv != "" {
-		ms, err := h.Assistant.History(ctx, p.User.ID, conv, historyShown)
+		ms, err := h.Assistant.HistoryOf(ctx, p, conv, historyShown)
 		if err != nil {
 			return m, err
 		}

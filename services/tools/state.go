@@ -360,7 +360,8 @@ func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validat
 		ids[i] = out[idx].ID
 	}
 	// A person's preference matches when each of its words starts a word of the tool's
-	// name, title, description or category; it acts while its owner may enable tools.
+	// name, category or tags; it acts while its owner may enable tools. Never the title
+	// or description: the upstream server writes those, and could say "weather" in any.
 	rows, err := tx.Query(ctx, `/* tools.autoEnable */
 		SELECT t.id::text, s.name, t.name,
 			CASE WHEN s.auto_enable THEN 'server' WHEN coalesce(c.auto_enable, false) THEN 'category' ELSE 'preference' END,
@@ -368,11 +369,12 @@ func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validat
 			coalesce(p.sentence, '')
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
 		LEFT JOIN tool_categories c ON c.id = t.category_id
+		LEFT JOIN LATERAL (SELECT string_agg(tag, ' ') AS tags FROM tool_tags WHERE tool_id = t.id) g ON true
 		LEFT JOIN LATERAL (
 			SELECT u.username, ap.sentence FROM tool_auto_enable_preferences ap JOIN users u ON u.id = ap.user_id
 			WHERE u.disabled_at IS NULL AND u.role = ANY($2)
 				AND NOT EXISTS (SELECT 1 FROM unnest(string_to_array(ap.words, ' ')) w
-					WHERE lower(t.name || ' ' || t.title || ' ' || t.description || ' ' || coalesce(c.name, ''))
+					WHERE lower(t.name || ' ' || coalesce(c.name, '') || ' ' || coalesce(g.tags, ''))
 						!~ ('(^|[^a-z0-9])' || w))
 			ORDER BY ap.created_at LIMIT 1) p ON true
 		WHERE t.id = ANY($1) AND (s.auto_enable OR coalesce(c.auto_enable, false) OR p.username IS NOT NULL)`,
