@@ -17,6 +17,7 @@ type kept struct {
 	servers []Server
 	tools   []Tool
 	words   []map[string]bool // each tool's words (toolWords), by index in tools
+	names   *names            // the names and the id index (namesOf) of all of them
 }
 
 // Watch keeps the catalogue in memory between the server and tool events of bus, which
@@ -43,6 +44,11 @@ func (s *Service) Catalogue(ctx context.Context, p *auth.Principal) (*Catalogue,
 			// Finding tools by what they do compares the sentence with every tool's
 			// words: computed once per catalogue, not once per message.
 			cat.Tools, cat.toolWords = k.tools, k.words
+			if p.Can(auth.PermServerView) {
+				// Built once per catalogue; without the servers, namesOf builds its own
+				// (their names are in it).
+				cat.names = k.names
+			}
 		}
 	}
 	if p.Can(auth.PermUsers) {
@@ -94,5 +100,6 @@ func (s *Service) loadCatalogue(ctx context.Context) (kept, error) {
 	for i, t := range ts {
 		words[i] = toolWords(t)
 	}
-	return kept{servers, ts, words}, nil
+	all := &Catalogue{Servers: servers, Tools: ts}
+	return kept{servers, ts, words, all.namesOf()}, nil
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
 // State is what a conversation remembers between messages: the last list it showed
@@ -189,6 +191,9 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		return d
 	}
 	op.IDs = ids
+	if op.Intent == IntentConfigureTool {
+		op.Settings = narrowSettings(op.Settings, ids, cat)
+	}
 	if len(ids) > 1 && !u.All && !fromList(u, st) {
 		op.Choose = true
 		d.State.Pending = &op
@@ -430,6 +435,9 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	op := *p
 	op.Choose = false
 	op.IDs = picked
+	if op.Intent == IntentConfigureTool {
+		op.Settings = narrowSettings(op.Settings, picked, cat)
+	}
 	if op.Kind == "" { // the choice was between servers and tools: the pick says which
 		op.Kind = "tool"
 		if isServer(cat, picked[0]) {
@@ -541,10 +549,8 @@ func label(cat *Catalogue, id string) string {
 			return "'" + s.Name + "'"
 		}
 	}
-	for _, t := range cat.Tools {
-		if t.ID == id {
-			return "'" + t.Name + "' on " + t.Server
-		}
+	if t, ok := cat.tool(id); ok {
+		return "'" + t.Name + "' on " + t.Server
 	}
 	return id
 }
@@ -569,12 +575,7 @@ func isServer(cat *Catalogue, id string) bool {
 }
 
 func serverOf(cat *Catalogue, id string) string {
-	for _, t := range cat.Tools {
-		if t.ID == id {
-			return t.Server
-		}
-	}
-	return ""
+	return toolByID(cat, id).Server
 }
 
 func nameOf2(cat *Catalogue, id string) string {
@@ -583,12 +584,7 @@ func nameOf2(cat *Catalogue, id string) string {
 			return s.Name
 		}
 	}
-	for _, t := range cat.Tools {
-		if t.ID == id {
-			return t.Name
-		}
-	}
-	return ""
+	return toolByID(cat, id).Name
 }
 
 // choicesFor numbers ids as choices: "get_forecast on weather — Get the forecast".
@@ -599,10 +595,8 @@ func choicesFor(cat *Catalogue, kind string, ids []string) []Choice {
 	out := make([]Choice, 0, len(ids))
 	for i, id := range ids {
 		l := strings.Replace(label(cat, id), "'", "", 2) // "'echo' on ev1" → "echo on ev1"
-		for _, t := range cat.Tools {
-			if t.ID == id && t.Description != "" {
-				l += " — " + clip(t.Description, 80)
-			}
+		if t, ok := cat.tool(id); ok && t.Description != "" {
+			l += " — " + clip(t.Description, 80)
 		}
 		out = append(out, Choice{Label: strconv.Itoa(i+1) + ". " + l, Target: strconv.Itoa(i + 1)})
 	}
@@ -629,11 +623,21 @@ func addServer(d Decision, op Op) Decision {
 		d.Reply = msg
 		return d
 	}
-	if op.Name == "" {
+	if serverName(op.Name) == "" {
 		op.Name = nameFromURL(op.URL)
 	}
 	d.Do = &op
 	return d
+}
+
+// serverName is a name as the registry takes it (lower-case letters, digits and '-', at
+// most 48): seed 004's "Weather API" is registered as weather-api.
+func serverName(typed string) string {
+	n := strings.Trim(nameCleanRE.ReplaceAllString(strings.ToLower(typed), "-"), "-")
+	if len(n) > 48 {
+		n = strings.TrimRight(n[:48], "-")
+	}
+	return n
 }
 
 // badURL says why u is not an MCP server's URL ("" when it is one).
@@ -641,6 +645,17 @@ func badURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 		return fmt.Sprintf("The URL '%s' doesn't appear to be valid. URLs should start with http:// or https:// and include a domain name. For example: `https://example.com/mcp`", quoteURL(u))
+	}
+	if k, ok := registry.SecretInURL(u); ok {
+		// Refused here, as the registry would refuse it, so that it is never kept in the
+		// conversation's state (a set-up's URL, a proposal waiting for a yes).
+		where := "its path"
+		if k != "" {
+			where = "its query (" + k + ")"
+		}
+		return fmt.Sprintf("The URL '%s' carries a secret in %s, and URLs are stored and shown in plain text: "+
+			"add the server on the Servers page and send the secret as a header or with Authentication instead, which are stored encrypted. "+
+			"Nothing was kept; give me the URL without the secret to go on.", quoteURL(u), where)
 	}
 	return ""
 }
@@ -800,7 +815,7 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 			d.State.Flow = nil
 			d.Reply = "OK, I stopped setting up the server. Nothing was added."
 			return d
-		case name == "" || u.Intent == IntentYes || u.Intent == IntentPick:
+		case serverName(name) == "" || u.Intent == IntentYes || u.Intent == IntentPick:
 			// Nor is "yes" or "the first one": ask for the name again.
 			d.Reply = "What would you like to name this server? Say the name, for example \"" + nameFromURL(f.URL) + "\"."
 			d.Choices = []Choice{{nameFromURL(f.URL), nameFromURL(f.URL)}}

@@ -19,3 +19,6 @@ func OnConfigRead(s *Service, f func(toolID string)) { s.configRead = f }
 
 // OnConnectWait runs f each time discovery finds a server not connected yet and waits.
 func OnConnectWait(s *Service, f func(serverID string)) { s.connectWaited = f }
+
+// OnStoredRead runs f for each tool whose stored settings a secret check reads.
+func OnStoredRead(s *Service, f func(toolID string)) { s.storedRead = f }

@@ -63,6 +63,8 @@ type Service struct {
 	// configRead, in tests, runs between configure's read of a tool's settings and its
 	// save (a save on the tool's page in between).
 	configRead func(toolID string)
+	// storedRead, in tests, counts the tools whose stored settings a secret check reads.
+	storedRead func(toolID string)
 	// connectWaited, in tests, runs each time discovery finds a server not connected yet
 	// (before it looks whether the server is still enabled).
 	connectWaited func(serverID string)
@@ -291,13 +293,16 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 			out.Reply = "I don't take secret values in a conversation: they would stay in it and in the audit log. Set them on the tool's page, where they are stored encrypted. Nothing was changed."
 			out.Choices = []Choice{}
-			for _, id := range ids {
+			for _, id := range ids[:min(len(ids), MaxChoices)] {
 				out.Actions = append(out.Actions, Action{Kind: string(in), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id), Href: "/tools/" + id})
 			}
 			st.Pending = nil
 			return save(said, out)
 		}
-		if secretSettings(u, cat) || s.storedSecret(ctx, u.Intent, u.Tools, u.Settings) {
+		// Parameters that hold secrets by their schema are checked here, for every tool the
+		// words may mean; the settings stored encrypted, which take a query per tool, only
+		// for the op decided below (at most MaxChoices tools to choose from).
+		if secretSettings(u, cat) {
 			return secret(u.Intent, u.Tools, u.Settings)
 		}
 		if masked && u.Intent == IntentConfigureTool {
@@ -335,7 +340,10 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			if op == nil {
 				op = d.State.Pending
 			}
-			if op.Intent == IntentConfigureTool && (secretParams(op.Settings, op.IDs, cat) || s.storedSecret(ctx, op.Intent, op.IDs, op.Settings)) {
+			// Stored settings are read only for who may configure tools: run refuses anyone
+			// else before anything is read (a guest's "configure all …" read every tool).
+			if op.Intent == IntentConfigureTool && (secretParams(op.Settings, op.IDs, cat) ||
+				p.Can(auth.PermToolConfigure) && s.storedSecret(ctx, op.Intent, op.IDs, op.Settings)) {
 				return secret(op.Intent, op.IDs, op.Settings)
 			}
 		}
@@ -436,14 +444,9 @@ func secretParams(settings map[string]string, ids []string, cat *Catalogue) bool
 			return true
 		}
 		for _, id := range ids {
-			for _, t := range cat.Tools {
-				if t.ID != id {
-					continue
-				}
-				for _, pa := range t.Params {
-					if pa.Secret && strings.EqualFold(pa.Name, name) {
-						return true
-					}
+			for _, pa := range toolByID(cat, id).Params {
+				if pa.Secret && strings.EqualFold(pa.Name, name) {
+					return true
 				}
 			}
 		}
@@ -458,6 +461,9 @@ func (s *Service) storedSecret(ctx context.Context, in Intent, ids []string, set
 		return false
 	}
 	for _, id := range ids {
+		if s.storedRead != nil {
+			s.storedRead(id)
+		}
 		t, err := s.tools.Target(ctx, id)
 		if err != nil {
 			continue
@@ -628,8 +634,16 @@ func failure(op *Op, err error) string {
 }
 
 func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *Decision, out *Reply) error {
-	sp := registry.Spec{Name: op.Name, Type: registry.TypeStreamableHTTP, URL: op.URL, Enabled: true,
-		Description: "added by the assistant", AuthType: registry.AuthNone}
+	// The name as the registry takes it; the one typed ("Weather API") is the description.
+	name, desc := serverName(op.Name), "added by the assistant"
+	if name == "" {
+		name = nameFromURL(op.URL)
+	}
+	if name != op.Name && strings.TrimSpace(op.Name) != "" {
+		desc = clip(op.Name, registry.MaxDescription)
+	}
+	sp := registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: op.URL, Enabled: true,
+		Description: desc, AuthType: registry.AuthNone}
 	conn, err := s.registry.PreviewConnection(ctx, "", registry.PatchFromSpec(sp))
 	if err != nil {
 		return err
@@ -662,6 +676,10 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: sv.ID, Name: sv.Name,
 		Href: "/servers/" + sv.ID, OK: true})
 	out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s (it offers %d tools). Would you like me to discover available tools on this server?", sv.Name, quoteURL(sv.URL), res.ToolCount)
+	if sv.Name != op.Name && strings.TrimSpace(op.Name) != "" {
+		out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s as %s (server names are lower-case letters, digits and '-'); it offers %d tools. Would you like me to discover available tools on this server?",
+			clip(op.Name, 80), quoteURL(sv.URL), sv.Name, res.ToolCount)
+	}
 	// The last list shown is not about this server: "enable all of them" now would act
 	// on it.
 	d.State.LastKind, d.State.LastIDs = "", nil

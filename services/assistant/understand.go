@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
@@ -14,9 +15,9 @@ import (
 // description words; URLs, names, people, risk levels, tags, categories, settings,
 // choices). It never guesses between candidates: every server or tool the words may
 // mean is returned, and the conversation asks which.
-func Understand(msg string, cat *Catalogue) Understanding {
+func Understand(msg string, cat *Catalogue) (u Understanding) {
 	m := newMessage(msg)
-	u := Understanding{Quoted: m.quoted, Numbers: m.numbers, URL: m.url}
+	u = Understanding{Quoted: m.quoted, Numbers: m.numbers, URL: m.url}
 	if cat == nil {
 		cat = &Catalogue{}
 	}
@@ -56,7 +57,11 @@ func Understand(msg string, cat *Catalogue) Understanding {
 	case IntentSetCategory:
 		u.Category, rest = categoryOf(rest)
 	case IntentConfigureTool:
-		u.Settings, rest = settingsOf(m, rest, cat)
+		var values []string
+		u.Settings, rest, values = settingsOf(m, rest, cat)
+		if len(values) > 0 {
+			defer func() { u.Settings = enumSettings(u.Settings, values, u.Tools, cat) }()
+		}
 	case IntentFindTool, IntentSuggestTools, IntentPreference, IntentForget:
 		u.Query = queryOf(rest, u.Intent)
 		if u.Intent == IntentFindTool || u.Intent == IntentSuggestTools {
@@ -642,14 +647,15 @@ var (
 	useUnitRE = regexp.MustCompile(` (?:to )?(?:use|using|in|with) (\S+)(?: units?| mode| format)?`)
 )
 
-// settingsOf reads what a configure message sets: key=value pairs, "set units to metric",
-// and a word that is one of a parameter's allowed values or a synonym of one ("to use
-// metric units", "to use Celsius"). The text returned has them removed, leaving the
-// tool's words.
+// settingsOf reads what a configure message sets by name: key=value pairs and "set units
+// to metric". It also returns the words that are one of a parameter's allowed values or
+// a synonym of one ("to use metric units", "to use Celsius"): which parameter they set
+// is known once the target is (enumSettings). The text returned has them removed,
+// leaving the tool's words.
 // maxSettingWords bounds the words of a message read for enum values.
 const maxSettingWords = 40
 
-func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string) {
+func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string, []string) {
 	out := map[string]string{}
 	for _, sub := range kvRE.FindAllStringSubmatch(t, -1) {
 		out[sub[1]] = m.value(sub[2])
@@ -661,18 +667,18 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 		t = strings.Replace(t, sub[0], " "+sub[1]+" "+sub[3]+" ", 1)
 	}
 	words := strings.Fields(t)
+	var values []string
 	// Each word is tried against every tool's parameters: a sentence of a thousand
 	// words and a catalogue of thousands of tools made seconds of work for any user.
 	// A setting is said in a few words.
 	for _, w := range words[:min(len(words), maxSettingWords)] {
+	tools:
 		for _, tl := range cat.Tools {
 			for _, p := range tl.Params {
-				if _, set := out[p.Name]; set {
-					continue
-				}
-				if e, ok := enumValue(p, w); ok {
-					out[p.Name] = e
+				if _, ok := enumValue(p, w); ok {
+					values = append(values, w)
 					t = strings.Replace(t, " "+w+" ", " ", 1)
+					break tools
 				}
 			}
 		}
@@ -689,9 +695,76 @@ func settingsOf(m message, t string, cat *Catalogue) (map[string]string, string)
 		}
 	}
 	if len(out) == 0 {
-		return nil, t
+		return nil, t, values
 	}
-	return out, t
+	return out, t, values
+}
+
+// enumSettings adds to settings the parameters of the tools ids that the value words
+// name. Only the target's parameters: another tool whose enum lists the word (a server
+// may list it on purpose) would add a parameter the target lacks, and Update refuses it.
+// With no target named ("the first one"), every tool's are tried and Decide narrows
+// them (narrowSettings).
+func enumSettings(settings map[string]string, values, ids []string, cat *Catalogue) map[string]string {
+	tls := cat.Tools
+	if len(ids) > 0 {
+		tls = make([]Tool, 0, len(ids))
+		for _, id := range ids {
+			if tl, ok := cat.tool(id); ok {
+				tls = append(tls, tl)
+			}
+		}
+	}
+	for _, w := range values {
+		for _, tl := range tls {
+			for _, p := range tl.Params {
+				if _, set := settings[p.Name]; set {
+					continue
+				}
+				if e, ok := enumValue(p, w); ok {
+					if settings == nil {
+						settings = map[string]string{}
+					}
+					settings[p.Name] = e
+				}
+			}
+		}
+	}
+	return settings
+}
+
+// narrowSettings keeps the settings of parameters the tools ids have, spelled as their
+// enum spells the value: a model's proposal, or words read against every tool, may set
+// another tool's. When none is a parameter of theirs, all are kept, for Update's error
+// to name them.
+func narrowSettings(settings map[string]string, ids []string, cat *Catalogue) map[string]string {
+	if len(settings) == 0 {
+		return settings
+	}
+	out := map[string]string{}
+	for k, v := range settings {
+		for _, id := range ids {
+			tl, ok := cat.tool(id)
+			if !ok {
+				continue
+			}
+			i := slices.IndexFunc(tl.Params, func(p Param) bool { return strings.EqualFold(p.Name, k) })
+			if i < 0 {
+				continue
+			}
+			for _, e := range tl.Params[i].Enum {
+				if strings.EqualFold(e, v) {
+					v = e
+				}
+			}
+			out[k] = v
+			break
+		}
+	}
+	if len(out) == 0 {
+		return settings
+	}
+	return out
 }
 
 // valueSynonyms maps words people say to the enum values they may stand for, tried in
@@ -839,6 +912,7 @@ type names struct {
 	tool, title, full []string         // by index in Tools: name, title, "server name"
 	exactTool         map[string][]int // a tool's name or title → its indexes
 	exactServer       map[string]bool  // a server's name
+	at                map[string]int   // a tool's id → its index
 }
 
 func (c *Catalogue) namesOf() *names {
@@ -846,8 +920,9 @@ func (c *Catalogue) namesOf() *names {
 		return c.names
 	}
 	n := &names{tool: make([]string, len(c.Tools)), title: make([]string, len(c.Tools)), full: make([]string, len(c.Tools)),
-		exactTool: map[string][]int{}, exactServer: map[string]bool{}}
+		exactTool: map[string][]int{}, exactServer: map[string]bool{}, at: make(map[string]int, len(c.Tools))}
 	for i, tl := range c.Tools {
+		n.at[tl.ID] = i
 		n.tool[i], n.full[i] = norm(tl.Name), norm(tl.Server+" "+tl.Name)
 		n.exactTool[n.tool[i]] = append(n.exactTool[n.tool[i]], i)
 		if tl.Title != "" {
@@ -1188,13 +1263,23 @@ func matchTools(cat *Catalogue, ref, on string) []string {
 	return first(exact, near, rel, bySrv)
 }
 
+// toolLookups counts the catalogue entries visited to find tools by id, for tests: a
+// message must not cost a scan of the catalogue per tool it matches.
+var toolLookups atomic.Int64
+
 func toolByID(cat *Catalogue, id string) Tool {
-	for _, tl := range cat.Tools {
-		if tl.ID == id {
-			return tl
-		}
+	t, _ := cat.tool(id)
+	return t
+}
+
+// tool is the catalogue's tool id, found through the index namesOf builds once per
+// catalogue: a scan per tool made a message matching 10,000 tools quadratic.
+func (c *Catalogue) tool(id string) (Tool, bool) {
+	toolLookups.Add(1)
+	if i, ok := c.namesOf().at[id]; ok && i < len(c.Tools) && c.Tools[i].ID == id {
+		return c.Tools[i], true
 	}
-	return Tool{}
+	return Tool{}, false
 }
 
 func without(all, drop []string) []string {

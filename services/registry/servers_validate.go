@@ -358,11 +358,11 @@ func literalSecretAt(a, prev string, depth int) string {
 	return ""
 }
 
-// secretInURL reports whether raw carries a credential, and names the query parameter
+// SecretInURL reports whether raw carries a credential, and names the query parameter
 // that holds it ("" when it is the path). Besides the query, secrets.LooksSecretValue
 // judges the path: a segment shaped like a token (Zapier's /mcp/sk-ak-…/sse) or a
 // webhook URL, whose path is the credential.
-func secretInURL(raw string) (param string, ok bool) {
+func SecretInURL(raw string) (param string, ok bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", false
@@ -539,7 +539,7 @@ func (d *draft) checkPlainText(cur *draft) error {
 		}
 	}
 	if (d.typ == TypeSSE || d.typ == TypeStreamableHTTP) && (cur == nil || cur.url != d.url) {
-		if k, ok := secretInURL(d.url); ok {
+		if k, ok := SecretInURL(d.url); ok {
 			where := "its path"
 			if k != "" {
 				where = "its query (" + k + ")"
@@ -567,7 +567,7 @@ func templateSecrets(text string) []string {
 					out = append(out, "tool "+tool.Name+": header "+hd.Name)
 				}
 			}
-			if k, ok := secretInURL(h.URL.Raw.Filled("")); ok {
+			if k, ok := SecretInURL(h.URL.Raw.Filled("")); ok {
 				if k == "" {
 					k = "path"
 				}
