@@ -462,7 +462,8 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 }
 
 // Cancel stops an execution that waits for approval, or one that runs (the step
-// running finishes; no further step starts). Its requester or an approver may.
+// running finishes, but one waiting for a person's answer is stopped: whileRunning; no
+// further step starts). Its requester or an approver may.
 func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
 	ex, err := s.get(ctx, s.pool, id)
 	if err != nil {

@@ -420,12 +420,34 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 	if st.ToolID != nil {
 		toolRef = *st.ToolID
 	}
-	res, callErr := s.router.Call(ctx, router.Call{Tool: toolRef, Arguments: st.Arguments, Actor: requester.Actor,
+	callCtx := ctx
+	if router.Blocking(st.Tool) {
+		if over, err := s.blockingOverLimit(ctx, ex, st); err != nil || over {
+			if err != nil {
+				return "", err
+			}
+			return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps of the requester's plans already wait for an answer", maxBlockingSteps), blockingRetry)
+		}
+		// It may wait a day for a person: it ends when its execution is cancelled.
+		want := Executing
+		if st.Phase == PhaseRollback {
+			want = RollingBack
+		}
+		var stop func()
+		callCtx, stop = s.whileRunning(ctx, ex.ID, want)
+		defer stop()
+	}
+	res, callErr := s.router.Call(callCtx, router.Call{Tool: toolRef, Arguments: st.Arguments, Actor: requester.Actor,
 		Role: requester.Role, Source: router.SourceExecution, Approval: router.Approval{Execution: ex.ID}, ConversationID: ex.ConversationID, Expect: expectOf(ex, st),
 		ID: callID, Topic: TopicOf(ex.ID), Pin: pin})
 	status, result, msg := StepSucceeded, json.RawMessage(nil), ""
 	var dur float64
 	switch {
+	case callErr != nil && ctx.Err() == nil && leftPhase(callCtx):
+		// Stopped because the execution was cancelled: not the tool failing (as a step
+		// of a cancelled execution whose runner stopped, it is interrupted).
+		status, msg = StepInterrupted, fmt.Sprintf("stopped: %v while this step ran", context.Cause(callCtx))
+		dur = float64(s.opts.Now().Sub(now).Microseconds()) / 1000
 	case callErr != nil:
 		status, msg = StepFailed, callErr.Error()
 		var re *router.Error
@@ -433,7 +455,7 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			msg = re.Message
 			if re.Code == router.CodeRateLimited {
 				// The tool never saw the call: the step waits for the limit, pending again.
-				return "", s.waitForLimit(ctx, ex, st, re)
+				return "", s.waitForLimit(ctx, ex, st, re.Message, re.RetryAfter)
 			}
 		}
 		dur = float64(s.opts.Now().Sub(now).Microseconds()) / 1000
@@ -467,7 +489,15 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		if err != nil {
 			return fmt.Errorf("executions: finish step: %w", err)
 		}
-		if settled = tag.RowsAffected() == 0; settled || status == StepFailed || st.Phase != PhaseRollback || st.Undoes == nil {
+		if settled = tag.RowsAffected() == 0; settled {
+			return nil
+		}
+		if status == StepInterrupted {
+			_, err := audit.Append(bg, tx, audit.Entry{Actor: audit.System, Action: "execution.step_interrupted", TargetType: "execution",
+				TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"step": st.Position + 1, "reason": msg}})
+			return err
+		}
+		if status == StepFailed || st.Phase != PhaseRollback || st.Undoes == nil {
 			return nil
 		}
 		if _, err := tx.Exec(bg, `/* executions.step.compensated */
@@ -498,10 +528,10 @@ func (r *rateLimited) Error() string {
 	return fmt.Sprintf("executions: a step waits %s for a rate limit", r.wait)
 }
 
-// waitForLimit puts step st, refused by rate limit re, back to pending (unless it was
-// settled meanwhile) and returns the *rateLimited that makes its job wait. The runner
-// is forgotten: the snoozed job may be picked up by another replica (see queuePhase).
-func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, re *router.Error) error {
+// waitForLimit puts step st, refused by a limit (reason), back to pending (unless it
+// was settled meanwhile) and returns the *rateLimited that makes its job wait. The
+// runner is forgotten: the snoozed job may be picked up by another replica (see queuePhase).
+func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, reason string, wait time.Duration) error {
 	bg := context.WithoutCancel(ctx)
 	err := db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(bg, `/* executions.step.rate_limited */
@@ -518,8 +548,8 @@ func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, re *
 		return err
 	}
 	s.log.Info("executions: a step waits for a rate limit", "execution", ex.ID, "step", st.Position+1,
-		"tool", st.Tool, "wait", re.RetryAfter, "reason", re.Message)
-	return &rateLimited{wait: max(re.RetryAfter, 100*time.Millisecond)}
+		"tool", st.Tool, "wait", wait, "reason", reason)
+	return &rateLimited{wait: max(wait, 100*time.Millisecond)}
 }
 
 // maxStepError bounds a step's error as stored and announced (tool_calls.error, the

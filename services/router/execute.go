@@ -47,10 +47,11 @@ const maxProgressMessage = 1024
 
 // execute calls the server with the tool's timeout, waiting for a server that is
 // still connecting, retrying a retryable tool after transport failures, behind the
-// server's circuit breaker.
+// server's circuit breaker (except a Blocking call).
 func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord, mask masks) (*mcp.CallToolResult, int, error) {
 	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
-	if Blocking(e.t.QualifiedName()) {
+	blocking := Blocking(e.t.QualifiedName())
+	if blocking {
 		timeout = blockingTimeout
 	} else if d, ok := commandTimeout(e.t.QualifiedName(), args); ok {
 		timeout = max(timeout, d+commandMargin)
@@ -71,7 +72,7 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 		if err := r.waitConnected(cctx, e); err != nil {
 			return nil, err
 		}
-		res, err := cb.Execute(func() (*mcp.CallToolResult, error) {
+		call := func() (*mcp.CallToolResult, error) {
 			res, err := r.mcp.CallToolBound(cctx, e.t.ServerID, identity, e.t.Name, args, progress)
 			if err != nil && cctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 				// A context error while the call's own context is alive is the session's:
@@ -81,7 +82,16 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 				err = fmt.Errorf("the server's session ended during the call (%v)", err)
 			}
 			return res, err
-		})
+		}
+		var res *mcp.CallToolResult
+		var err error
+		if blocking {
+			// A call waiting hours for a person says nothing of the server's health, and
+			// as a half-open circuit's one trial call it would pause everyone's calls.
+			res, err = call()
+		} else {
+			res, err = cb.Execute(call)
+		}
 		if err == nil {
 			return res, nil
 		}
