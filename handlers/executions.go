@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -225,9 +226,11 @@ func stepResultShown(st executions.Step, whole bool) (res json.RawMessage, maske
 	if whole || executions.PrivateResult(st.Tool) || len(st.Result) == 0 || string(st.Result) == "null" {
 		return st.Result, false
 	}
-	res = usage.Redact(st.Result)
-	res = keepMedia(st.Result, res)
-	return res, !canonjson.Equal(st.Result, res)
+	res, masked = usage.RedactChanged(st.Result)
+	if masked && (bytes.Contains(st.Result, []byte(`"image"`)) || bytes.Contains(st.Result, []byte(`"audio"`))) {
+		res = keepMedia(st.Result, res)
+	}
+	return res, masked
 }
 
 // keepMedia puts the data of orig's image and audio content back into masked, its

@@ -486,7 +486,18 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		}
 		pre = make(map[int64]rendered, len(missed))
 		over := false
+		// Rendering a long replay may take longer than the client's silence is allowed
+		// (wsPongWait, kept by its pongs): it is pinged meanwhile, as the loop below does.
+		pinged := time.Now()
 		for _, ev := range missed {
+			if time.Since(pinged) >= wsPingEvery {
+				pinged = time.Now()
+				_ = conn.SetWriteDeadline(pinged.Add(wsWriteWait))
+				if conn.WriteMessage(websocket.PingMessage, nil) != nil {
+					release()
+					return
+				}
+			}
 			if ctx.Err() != nil {
 				// The client left: the rest is not rendered for nobody (each render is a
 				// query or more, and left unchecked they started one after another).

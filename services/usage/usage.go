@@ -418,16 +418,46 @@ func Redact(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
+	v, _, ok := redactJSON(raw)
+	if !ok {
+		return json.RawMessage(`"(unreadable JSON withheld)"`)
+	}
+	return encodeRedacted(v)
+}
+
+// RedactChanged is Redact that also says whether it masked anything; when it did not,
+// raw itself is returned, not encoded again (a page masking large results for a
+// viewer pays for the decoding only).
+func RedactChanged(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return raw, false
+	}
+	v, changed, ok := redactJSON(raw)
+	switch {
+	case !ok:
+		return json.RawMessage(`"(unreadable JSON withheld)"`), true
+	case !changed:
+		return raw, false
+	}
+	return encodeRedacted(v), true
+}
+
+// redactJSON decodes raw (one JSON value) and masks it (redactValue); ok is false for
+// JSON that cannot be read.
+func redactJSON(raw json.RawMessage) (v any, changed, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
 	if err := dec.Decode(&v); err != nil {
-		return json.RawMessage(`"(unreadable JSON withheld)"`)
+		return nil, false, false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return json.RawMessage(`"(unreadable JSON withheld)"`)
+		return nil, false, false
 	}
-	v = redactValue(v)
+	return redactValue(v, &changed), changed, true
+}
+
+// encodeRedacted is v as JSON, HTML characters as they are.
+func encodeRedacted(v any) json.RawMessage {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -446,27 +476,33 @@ func RedactText(s string) string {
 	return redactWords(s)
 }
 
-func redactValue(v any) any {
+// redactValue masks v in place (its maps and slices), setting *changed when it masks.
+func redactValue(v any, changed *bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, val := range x {
 			if val != nil && secrets.LooksSecretName(k) {
-				x[k] = Mask
+				x[k], *changed = Mask, true
 				continue
 			}
-			x[k] = redactValue(val)
+			x[k] = redactValue(val, changed)
 		}
 		return x
 	case []any:
 		for i, val := range x {
-			x[i] = redactValue(val)
+			x[i] = redactValue(val, changed)
 		}
 		return x
 	case string:
 		if secrets.LooksSecretValue(x) {
+			*changed = true
 			return Mask
 		}
-		return redactWords(x)
+		if w := redactWords(x); w != x {
+			*changed = true
+			return w
+		}
+		return x
 	}
 	return v
 }
