@@ -317,3 +317,24 @@ func TestExecutionLogMasksCredentialInFailure(t *testing.T) {
 		t.Errorf("the execution's log: %q, want the tool's words with the token masked", got)
 	}
 }
+
+// A successful step's words in the log (the start of its result) have what looks like a
+// credential masked too: the result itself is masked for all but its requester.
+func TestExecutionLogMasksCredentialInResult(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "echo")
+	srv.App.SetRisk(t, "mt__echo", risk.Low)
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	const token = "ghp_Q2w8Er5Ty1Ui7Op3As6Df9Gh4Jk0Lz2Xc5Vb"
+	var ex apiExec
+	admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{
+		"steps": []any{step("mt__echo", map[string]any{"message": "created key " + token})}}}, 201, &ex)
+	waitExec(t, admin, ex.ID, "success")
+	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
+	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
+	doc := page(t, srv.Get(t, audra.c, "/executions/"+ex.ID))
+	if got := doc.Find("[data-testid=log-line]").Text(); strings.Contains(got, token) || !strings.Contains(got, "created key") {
+		t.Errorf("the execution's log: %q, want the result's words with the token masked", got)
+	}
+}

@@ -357,7 +357,17 @@ func (cr *callRecord) completed(res *Result) {
 	p := events.CallCompleted{Call: cr.base(), IsError: res.IsError, DurationMS: res.DurationMS, Runtime: rt, Attempts: res.Attempts}
 	if s := text; s != "" {
 		if r := []rune(s); len(r) > 200 {
-			s = string(r[:200]) + "…"
+			s = string(r[:200])
+			// Not the word cut in two: a credential cut short may not look like one.
+			if i := strings.LastIndexAny(s, " \t\r\n"); i > 0 {
+				s = s[:i]
+			}
+			s += "…"
+		}
+		if !res.IsError { // (an error's text is masked above)
+			// Every viewer of its execution reads it in the log: a key the tool created
+			// is masked, as the step's result is for all but its requester.
+			s = usage.RedactText(s)
 		}
 		p.Summary = s
 	}

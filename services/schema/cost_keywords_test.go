@@ -87,3 +87,22 @@ func TestKeywordSizesOrdinary(t *testing.T) {
 		t.Fatalf("a colour not in the enum: got %.300v, want a problem at /rows/0/colour", err)
 	}
 }
+
+// A long enum of names (time zones) is compared as it is, costing about nothing: 2,000
+// events against a 500-name enum are checked, not refused as too costly.
+func TestLongStringEnumOrdinary(t *testing.T) {
+	t.Parallel()
+	zones := make([]string, 500)
+	for i := range zones {
+		zones[i] = fmt.Sprintf(`"Zone/%d"`, i)
+	}
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","properties":{"events":{"type":"array","items":{"type":"object",` +
+		`"properties":{"tz":{"enum":[` + strings.Join(zones, ",") + `]},"at":{"type":"string"},"n":{"type":"integer"},"ok":{"type":"boolean"},"what":{"type":"string"}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"events":` + repeated(`{"tz":"Zone/499","at":"2026-12-05T10:00:00Z","n":1,"ok":true,"what":"x"}`, 2000) + `}`
+	if err := ValidateOutput(s, []byte(doc)); err != nil {
+		t.Fatalf("2,000 events against a 500-name enum: %.300v", err)
+	}
+}
