@@ -77,6 +77,9 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 	}
 	_, given := posted["high_separation"]
 	_, shownSep := posted["high_separation_was"]
+	// A form given back after one that sent no _was fields (an older page) has them
+	// empty: as not shown, like an unreadable expiry above.
+	shownSep = shownSep && decide.Separation(was.HighSeparation).Valid()
 	if given && (!shownSep || form.HighSeparation != was.HighSeparation) {
 		sep := decide.Separation(form.HighSeparation)
 		if shownSep && st.HighSeparation != decide.Separation(was.HighSeparation) && st.HighSeparation != sep {

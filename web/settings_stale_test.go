@@ -133,4 +133,21 @@ func TestExecutionSettingsFormStale(t *testing.T) {
 	if ttl, sep := stored(); ttl != 6*time.Hour || sep != decide.SeparationAlways {
 		t.Errorf("after the reloaded save: %v / %s, want 6h / always", ttl, sep)
 	}
+
+	// A form without what it showed (a page from before), refused for its input, comes
+	// back with those fields empty: saved again corrected, it changes what it says, not
+	// "someone else changed it".
+	old := url.Values{"approval_ttl_value": {"-1"}, "approval_ttl_unit": {"hours"}, "high_separation": {"off"}}
+	if res, _ := save(a, old); res.StatusCode != http.StatusBadRequest && res.StatusCode != http.StatusUnprocessableEntity {
+		t.Fatalf("a form without _was fields and a bad expiry: got %d, want it refused for its input", res.StatusCode)
+	} else {
+		back := submitted(page(t, srv.PostForm(t, a, path, old)), sel)
+		back.Set("approval_ttl_value", "6")
+		if res, _ := save(a, back); res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("the corrected form given back: got %d, want it saved", res.StatusCode)
+		}
+		if _, sep := stored(); sep != decide.SeparationOff {
+			t.Errorf("after the corrected form: separation %s, want off", sep)
+		}
+	}
 }

@@ -188,6 +188,16 @@ func TestPhraseFromTheSealedPlan(t *testing.T) {
 	if got := e.get(ex.ID).ConfirmationPhrase; got != "mt__echo" {
 		t.Fatalf("the phrase shown after the column was emptied: %q, want the sealed plan's mt__echo", got)
 	}
+	if pg, err := e.svc.List(e.ctx, executions.Query{Status: []executions.Status{executions.AwaitingApproval}}); err != nil {
+		t.Fatal(err)
+	} else if i := slices.IndexFunc(pg.Items, func(x executions.Execution) bool { return x.ID == ex.ID }); i < 0 || pg.Items[i].ConfirmationPhrase != "mt__echo" {
+		t.Fatalf("the list of plans awaiting approval shows the phrase %q (index %d), want the sealed plan's mt__echo", func() string {
+			if i < 0 {
+				return ""
+			}
+			return pg.Items[i].ConfirmationPhrase
+		}(), i)
+	}
 	_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash())
 	if got, ok := executions.WrongPhrase(err); !ok || got != "mt__echo" {
 		t.Fatalf("a confirm without the phrase after the columns were lowered: got %v, want a wrong_phrase asking for mt__echo", err)

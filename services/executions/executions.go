@@ -300,12 +300,17 @@ func (s *Service) get(ctx context.Context, q db.Querier, id string) (*Execution,
 	if err != nil {
 		return nil, fmt.Errorf("executions: get: %w", err)
 	}
-	// Shown as Confirm asks for it, from the sealed plan: the column keeps the phrase of
-	// the version that stored it, which a newer one may word differently.
+	ex.phraseAsAsked()
+	return ex, nil
+}
+
+// phraseAsAsked shows a plan awaiting approval with the phrase Confirm asks for, from
+// its sealed plan: the column keeps the phrase of the version that stored it, which a
+// newer one may word differently.
+func (ex *Execution) phraseAsAsked() {
 	if ex.Status == AwaitingApproval {
 		ex.ConfirmationPhrase = ex.Plan.Phrase()
 	}
-	return ex, nil
 }
 
 // Step is one tool call of an execution as stored: a step of the plan or of its rollback.

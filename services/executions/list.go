@@ -126,6 +126,9 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	for i := range items {
+		items[i].phraseAsAsked()
+	}
 	var p Page
 	p.Items, p.NextCursor = db.NextPage(items, q.Limit, func(last Execution) any { return cursor{At: last.CreatedAt, ID: last.ID} })
 	return p, nil
