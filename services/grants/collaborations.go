@@ -227,9 +227,9 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 		var err error
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Ask */ INSERT INTO collaborations (user_id, user_name, conversation_id, call_id,
 			execution_id, source, prompt, authorize_operation, target, grant_one_time, grant_ttl_seconds, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING `+collabColumns,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, `+dbNow(12)+`) RETURNING `+collabColumns,
 			q.UserID, q.UserName, q.ConversationID, q.CallID, q.ExecutionID, q.Source, q.Prompt,
-			normalize(q.AuthorizeOperation), q.Target, q.OneTime, int(ttl.Seconds()), s.now()))
+			normalize(q.AuthorizeOperation), q.Target, q.OneTime, int(ttl.Seconds()), s.at()))
 		if err != nil {
 			return fmt.Errorf("grants: ask: %w", err)
 		}
@@ -250,7 +250,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	defer tick.Stop()
 	for {
 		cur, err := scanCollab(s.pool.QueryRow(context.WithoutCancel(ctx), `/* grants.Ask.wait */ UPDATE collaborations
-			SET heartbeat_at = $2 WHERE id = $1 RETURNING `+collabColumns, c.ID, s.now()))
+			SET heartbeat_at = `+dbNow(2)+` WHERE id = $1 RETURNING `+collabColumns, c.ID, s.at()))
 		if err != nil {
 			return Collaboration{}, fmt.Errorf("grants: wait for the answer: %w", err)
 		}
@@ -271,8 +271,8 @@ func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, caus
 	var c Collaboration
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
-		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel */ UPDATE collaborations SET status = 'cancelled', answered_at = $2
-			WHERE id = $1 AND status = 'pending' RETURNING `+collabColumns, id, s.now()))
+		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel */ UPDATE collaborations SET status = 'cancelled', answered_at = `+dbNow(2)+`
+			WHERE id = $1 AND status = 'pending' RETURNING `+collabColumns, id, s.at()))
 		if errors.Is(err, pgx.ErrNoRows) {
 			c, err = scanCollab(tx.QueryRow(ctx, `/* grants.cancel.answered */ SELECT `+collabColumns+` FROM collaborations WHERE id = $1`, id))
 			return err // answered just before: the answer stands
@@ -305,8 +305,8 @@ func (s *Service) CancelAsked(ctx context.Context, userID string) ([]Collaborati
 	}
 	var ended []Collaboration
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `/* grants.CancelAsked */ UPDATE collaborations SET status = 'cancelled', answered_at = $2
-			WHERE user_id = $1 AND status = 'pending' RETURNING `+collabColumns, userID, s.now())
+		rows, err := tx.Query(ctx, `/* grants.CancelAsked */ UPDATE collaborations SET status = 'cancelled', answered_at = `+dbNow(2)+`
+			WHERE user_id = $1 AND status = 'pending' RETURNING `+collabColumns, userID, s.at())
 		if err != nil {
 			return fmt.Errorf("grants: cancel the questions of a disabled person: %w", err)
 		}
@@ -396,8 +396,8 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 			grantID = g.ID
 		}
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond.update */ UPDATE collaborations SET status = $2, response = $3, answered_by = $4,
-			answered_at = $5, grant_id = $6, approved = $7 WHERE id = $1 RETURNING `+collabColumns,
-			id, status, response, by.Name, s.now(), grantID, verdict == Approve))
+			answered_at = `+dbNow(5)+`, grant_id = $6, approved = $7 WHERE id = $1 RETURNING `+collabColumns,
+			id, status, response, by.Name, s.at(), grantID, verdict == Approve))
 		if err != nil {
 			return fmt.Errorf("grants: respond: %w", err)
 		}
@@ -455,14 +455,15 @@ func (s *Service) Collaborations(ctx context.Context, userID, status string) ([]
 }
 
 // expireUnanswered marks questions nobody answered within Unanswered as expired, and
-// cancels those whose waiting call is gone (no sign of life for Abandoned).
+// cancels those whose waiting call is gone (no sign of life for Abandoned). The times
+// are the database's (dbNow), as the heartbeats are: the replica that waits and the one
+// that prunes may have clocks further apart than Abandoned.
 func (s *Service) expireUnanswered(ctx context.Context) error {
 	return db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
-		now := s.now()
 		rows, err := tx.Query(ctx, `/* grants.expireUnanswered */ UPDATE collaborations
-			SET status = CASE WHEN created_at < $2 THEN 'expired' ELSE 'cancelled' END, answered_at = $1
-			WHERE status = 'pending' AND (created_at < $2 OR coalesce(heartbeat_at, created_at) < $3)
-			RETURNING `+collabColumns, now, now.Add(-Unanswered), now.Add(-Abandoned))
+			SET status = CASE WHEN created_at < `+ago(1, 2)+` THEN 'expired' ELSE 'cancelled' END, answered_at = `+dbNow(1)+`
+			WHERE status = 'pending' AND (created_at < `+ago(1, 2)+` OR coalesce(heartbeat_at, created_at) < `+ago(1, 3)+`)
+			RETURNING `+collabColumns, s.at(), Unanswered.Seconds(), Abandoned.Seconds())
 		if err != nil {
 			return err
 		}

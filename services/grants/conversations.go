@@ -22,7 +22,7 @@ func (s *Service) Claim(ctx context.Context, conversation, dir, userID, userName
 	for range 2 {
 		var owner *string
 		err := s.pool.QueryRow(ctx, `/* grants.Claim */ WITH ins AS (
-				INSERT INTO conversations (id, dir, user_id, user_name, created_at) VALUES ($1, $2, $3, $4, $5)
+				INSERT INTO conversations (id, dir, user_id, user_name, created_at) VALUES ($1, $2, $3, $4, `+dbNow(5)+`)
 				ON CONFLICT DO NOTHING RETURNING user_id),
 			moved AS (
 				UPDATE conversations SET dir = $2 WHERE id = $1 AND dir <> $2
@@ -30,7 +30,7 @@ func (s *Service) Claim(ctx context.Context, conversation, dir, userID, userName
 				RETURNING user_id)
 			SELECT user_id::text FROM ins UNION ALL SELECT user_id::text FROM moved
 			UNION ALL SELECT user_id::text FROM conversations WHERE id = $1 AND dir = $2 LIMIT 1`,
-			conversation, dir, userID, userName, s.now()).Scan(&owner)
+			conversation, dir, userID, userName, s.at()).Scan(&owner)
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Claimed by a concurrent call, or dir taken by another id: look again.
 			continue

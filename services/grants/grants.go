@@ -58,7 +58,9 @@ func announce(ctx context.Context, tx pgx.Tx, k events.Kind[events.GrantRef], g 
 // Options configure the service.
 type Options struct {
 	Logger *slog.Logger
-	// Now is the clock (tests move it); nil: time.Now.
+	// Now is the clock (tests move it); nil: the database's now(), so that what one
+	// replica writes (a grant's expiry, a question's heartbeat) and another checks agree
+	// whatever their hosts' clocks say.
 	Now func() time.Time
 	// Local is this process's buses reading pool (events.Local); nil: none.
 	Local *events.Local
@@ -69,8 +71,11 @@ type Service struct {
 	pool *pgxpool.Pool
 	tx   db.TxBeginner
 	log  *slog.Logger
-	now  func() time.Time
-	wait *waiters
+	// clock is Options.Now, nil for the database's now() (at); now is the time of what
+	// is decided in Go (EndOf): the clock, else this host's.
+	clock func() time.Time
+	now   func() time.Time
+	wait  *waiters
 }
 
 // New returns the service.
@@ -82,11 +87,27 @@ func New(pool *pgxpool.Pool, opts *Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Now == nil {
-		o.Now = time.Now
+	now := o.Now
+	if now == nil {
+		now = time.Now
 	}
-	return &Service{pool: pool, tx: o.Local.Beginner(pool), log: o.Logger, now: o.Now, wait: newWaiters()}
+	return &Service{pool: pool, tx: o.Local.Beginner(pool), log: o.Logger, clock: o.Now, now: now, wait: newWaiters()}
 }
+
+// at is the parameter a statement reads the time from with dbNow: the clock's time, or
+// nil for the database's now().
+func (s *Service) at() any {
+	if s.clock == nil {
+		return nil
+	}
+	return s.clock()
+}
+
+// dbNow is the time of parameter $n (at): the clock's, else the database's now().
+func dbNow(n int) string { return fmt.Sprintf("coalesce($%d::timestamptz, now())", n) }
+
+// ago is dbNow(n) less $m seconds.
+func ago(n, m int) string { return fmt.Sprintf("(%s - make_interval(secs => $%d))", dbNow(n), m) }
 
 // Grant is one grant.
 type Grant struct {
@@ -137,9 +158,9 @@ func bare(op string) string {
 const matches = `operation = ANY($2) OR ($5 <> '' AND split_part(operation, '.', 2) = $5)`
 
 // usableFor is the condition of a grant that lets conversation $1 do the operation
-// (matches) on target $3 at $4: what Allow uses and Has looks for.
+// (matches) on target $3 at $4 (dbNow): what Allow uses and Has looks for.
 const usableFor = `conversation_id = $1 AND (` + matches + `) AND (target = '' OR target = $3)
-	AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $4`
+	AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > coalesce($4::timestamptz, now())`
 
 func scanGrant(row pgx.Row) (Grant, error) {
 	var g Grant
@@ -185,7 +206,6 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, sp Spec) (Grant, erro
 	if sp.TTL <= 0 {
 		sp.TTL = DefaultTTL
 	}
-	now := s.now()
 	var userID, collab any
 	if sp.By.Kind == audit.ActorUser && sp.By.ID != "" {
 		userID = sp.By.ID
@@ -194,8 +214,8 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, sp Spec) (Grant, erro
 		collab = sp.CollaborationID
 	}
 	g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Create */ INSERT INTO grants (conversation_id, operation, target, one_time, user_id, user_name,
-		collaboration_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+grantColumns,
-		sp.ConversationID, sp.Operation, sp.Target, sp.OneTime, userID, sp.By.Name, collab, now, now.Add(sp.TTL)))
+		collaboration_id, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, `+dbNow(8)+`, `+dbNow(8)+` + make_interval(secs => $9))
+		RETURNING `+grantColumns, sp.ConversationID, sp.Operation, sp.Target, sp.OneTime, userID, sp.By.Name, collab, s.at(), sp.TTL.Seconds()))
 	if err != nil {
 		return Grant{}, fmt.Errorf("grants: create: %w", err)
 	}
@@ -233,7 +253,7 @@ func (s *Service) Use(ctx context.Context, conversation, operation, target strin
 	if conversation == "" || normalize(operation) == "" {
 		return false, false, nil
 	}
-	now := s.now()
+	now := s.at()
 	// The use is the caller's (a person or their token), with the call it served.
 	user, callID := audit.System, ""
 	if m, ok := callmeta.From(ctx); ok && m.UserID != "" {
@@ -241,10 +261,10 @@ func (s *Service) Use(ctx context.Context, conversation, operation, target strin
 	}
 	err = db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
-				consumed_at = CASE WHEN one_time THEN $4::timestamptz ELSE consumed_at END
+				consumed_at = CASE WHEN one_time THEN `+dbNow(4)+` ELSE consumed_at END
 			WHERE id = (SELECT id FROM grants WHERE `+usableFor+`
 				ORDER BY one_time, created_at LIMIT 1 FOR UPDATE)
-			  AND consumed_at IS NULL AND revoked_at IS NULL AND expires_at > $4
+			  AND consumed_at IS NULL AND revoked_at IS NULL AND expires_at > `+dbNow(4)+`
 			RETURNING `+grantColumns, conversation, candidates(operation), target, now, bare(operation)))
 		if err == nil {
 			allowed, anyTarget = true, g.Target == ""
@@ -263,7 +283,7 @@ func (s *Service) Use(ctx context.Context, conversation, operation, target strin
 		// which the audit log records.
 		used, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow.used */ SELECT `+grantColumns+` FROM grants
 			WHERE conversation_id = $1 AND (`+matches+`) AND (target = '' OR target = $3)
-			  AND one_time AND consumed_at IS NOT NULL AND revoked_at IS NULL AND expires_at > $4
+			  AND one_time AND consumed_at IS NOT NULL AND revoked_at IS NULL AND expires_at > `+dbNow(4)+`
 			ORDER BY consumed_at DESC LIMIT 1`, conversation, candidates(operation), target, now, bare(operation)))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -288,7 +308,7 @@ func (s *Service) Has(ctx context.Context, conversation, operation, target strin
 	}
 	var ok bool
 	err := s.pool.QueryRow(ctx, `/* grants.Has */ SELECT EXISTS (SELECT 1 FROM grants WHERE `+usableFor+`)`,
-		conversation, candidates(operation), target, s.now(), bare(operation)).Scan(&ok)
+		conversation, candidates(operation), target, s.at(), bare(operation)).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("grants: look for a grant: %w", err)
 	}
@@ -319,9 +339,9 @@ func (s *Service) Active(ctx context.Context, f Filter) ([]Grant, error) {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `/* grants.Active */ SELECT `+grantColumns+` FROM grants
-		WHERE revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $1
+		WHERE revoked_at IS NULL AND consumed_at IS NULL AND expires_at > `+dbNow(1)+`
 		  AND ($2::uuid IS NULL OR user_id = $2) AND ($3 = '' OR conversation_id = $3)
-		ORDER BY created_at DESC LIMIT 500`, s.now(), user, f.ConversationID)
+		ORDER BY created_at DESC LIMIT 500`, s.at(), user, f.ConversationID)
 	if err != nil {
 		return nil, fmt.Errorf("grants: list: %w", err)
 	}
@@ -339,11 +359,11 @@ func (s *Service) Ended(ctx context.Context, f Filter) ([]Grant, error) {
 	if !ok {
 		return nil, nil
 	}
-	now := s.now()
 	rows, err := s.pool.Query(ctx, `/* grants.Ended */ SELECT `+grantColumns+` FROM grants
-		WHERE (revoked_at > $1 OR consumed_at > $1 OR (expires_at > $1 AND expires_at <= $2))
+		WHERE (revoked_at > `+ago(1, 2)+` OR consumed_at > `+ago(1, 2)+`
+		    OR (expires_at > `+ago(1, 2)+` AND expires_at <= `+dbNow(1)+`))
 		  AND ($3::uuid IS NULL OR user_id = $3) AND ($4 = '' OR conversation_id = $4)
-		ORDER BY LEAST(revoked_at, consumed_at, expires_at) DESC LIMIT 200`, now.Add(-EndedKept), now, user, f.ConversationID)
+		ORDER BY LEAST(revoked_at, consumed_at, expires_at) DESC LIMIT 200`, s.at(), EndedKept.Seconds(), user, f.ConversationID)
 	if err != nil {
 		return nil, fmt.Errorf("grants: ended: %w", err)
 	}
@@ -394,10 +414,10 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 	var g Grant
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
-		g, err = scanGrant(tx.QueryRow(ctx, `/* grants.Revoke */ UPDATE grants SET revoked_at = $2, revoked_by = $3
-			WHERE id = $1 AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > $2
+		g, err = scanGrant(tx.QueryRow(ctx, `/* grants.Revoke */ UPDATE grants SET revoked_at = `+dbNow(2)+`, revoked_by = $3
+			WHERE id = $1 AND revoked_at IS NULL AND consumed_at IS NULL AND expires_at > `+dbNow(2)+`
 			  AND ($4::uuid IS NULL OR user_id = $4) RETURNING `+grantColumns,
-			id, s.now(), by.Name, own))
+			id, s.at(), by.Name, own))
 		if errors.Is(err, pgx.ErrNoRows) {
 			// Ended already (kept a day to be listed): say so, and change nothing.
 			ended, gerr := scanGrant(tx.QueryRow(ctx, `/* grants.Revoke.ended */ SELECT `+grantColumns+` FROM grants
@@ -406,6 +426,9 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 				return fault.NotFound("grant")
 			}
 			how, at := s.EndOf(ended)
+			if how == "" { // expired by the database's clock, not yet by this host's
+				how, at = "expired", ended.ExpiresAt
+			}
 			return fault.Conflict("grant_ended", fmt.Sprintf("The grant of %s already ended (%s at %s UTC); there is nothing to revoke.",
 				ended.Operation, how, at.UTC().Format("15:04:05")))
 		}
@@ -428,7 +451,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 // Unanswered as expired, and removes questions ended QuestionsKept ago (the audit log
 // keeps what each was asked and answered). It returns the grants removed.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= $1`, s.now().Add(-EndedKept))
+	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= `+ago(1, 2), s.at(), EndedKept.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("grants: prune: %w", err)
 	}
@@ -438,7 +461,7 @@ func (s *Service) Prune(ctx context.Context) (int64, error) {
 	// One row per call of user_collaboration: kept for good, an agent asking in a loop
 	// grows the table (and each person's list) without end.
 	if _, err := s.pool.Exec(ctx, `/* grants.Prune.questions */ DELETE FROM collaborations
-		WHERE status <> 'pending' AND coalesce(answered_at, created_at) <= $1`, s.now().Add(-QuestionsKept)); err != nil {
+		WHERE status <> 'pending' AND coalesce(answered_at, created_at) <= `+ago(1, 2), s.at(), QuestionsKept.Seconds()); err != nil {
 		return tag.RowsAffected(), fmt.Errorf("grants: prune questions: %w", err)
 	}
 	return tag.RowsAffected(), nil
