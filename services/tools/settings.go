@@ -45,7 +45,8 @@ type Patch struct {
 	// newer one (someone saved meanwhile) fails with a CodeStale fault instead of undoing it.
 	ExpectVersion *int
 	// MayLowerRisk allows a risk level below the one in force, or below what the
-	// annotations give (it removes confirmations): administrators only (auth.PermToolOverride).
+	// annotations give (on an untrusted server, for a level set where none was): it
+	// removes confirmations, so administrators only (auth.PermToolOverride).
 	MayLowerRisk bool
 	// resetting: a risk override this patch may not clear stays instead of failing (Reset).
 	resetting bool
@@ -228,8 +229,17 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		case ok:
 			v := string(l)
 			next.RiskOverride = &v
-			if !p.MayLowerRisk && risk.Max(l, current) != l && deref(t.RiskOverride) != v {
+			// Nor may it set a level below what the annotations give without trust: the level
+			// would outlast the trust it rests on, as an administrator's (raising an
+			// administrator's level is anyone's).
+			untrusted := risk.Decide(risk.Input{Annotations: t.Annotations}).Level
+			switch {
+			case p.MayLowerRisk || deref(t.RiskOverride) == v:
+			case risk.Max(l, current) != l:
 				e.Add("risk", fmt.Sprintf("only an administrator may lower the risk below the %s in force (it removes confirmations)", current.Label()))
+			case t.RiskOverride == nil && risk.Max(l, untrusted) != l:
+				e.Add("risk", fmt.Sprintf("only an administrator may set the risk below the %s its annotations give on an untrusted server (the level would stay if the server stopped being trusted)",
+					untrusted.Label()))
 			}
 		default:
 			e.Add("risk", "must be low, medium or high (or empty to let the annotations decide)")
@@ -284,7 +294,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 	}
 	params := p.Params
 	if p.MergeParams {
-		params = mergeParams(cur, p.Params, e)
+		params = mergeParams(t.InputSchema, cur, p.Params, e)
 	}
 	cfg, err := s.applyParams(t, cur, params, e)
 	if err != nil {
@@ -434,10 +444,15 @@ func (s *Service) ConfigVersions(ctx context.Context, id string, limit int) ([]C
 // mergeParams is the whole configuration after setting the defaults in set: the other
 // parameters keep their settings (a secret its stored value). A parameter that is fixed
 // stays so: a flat configuration names defaults, and loosening a fixed value is asked
-// for in the form that says so.
-func mergeParams(cur Configuration, set map[string]ParamInput, e *verr.Error) map[string]ParamInput {
+// for in the form that says so. A parameter the tool's input schema no longer has (its
+// definition changed) is dropped unless set names it: its setting cannot be made again.
+func mergeParams(inputSchema json.RawMessage, cur Configuration, set map[string]ParamInput, e *verr.Error) map[string]ParamInput {
+	pr := props(inputSchema)
 	out := make(map[string]ParamInput, len(cur.Params)+len(set))
 	for name, st := range cur.Params {
+		if _, ok := pr[name]; !ok {
+			continue
+		}
 		in := ParamInput{Mode: st.Mode, Value: st.Value}
 		if st.Secret != "" {
 			in.Value = nil // kept as stored
@@ -445,7 +460,7 @@ func mergeParams(cur Configuration, set map[string]ParamInput, e *verr.Error) ma
 		out[name] = in
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
-		if cur.Params[name].Mode == ModeFixed {
+		if _, ok := pr[name]; ok && cur.Params[name].Mode == ModeFixed {
 			e.Add("params."+name, `is fixed; a flat configuration sets defaults only: send {"defaults": {...}, "fixed": {...}} to change it`)
 			continue
 		}

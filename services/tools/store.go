@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/toolstate"
@@ -244,8 +245,10 @@ func riskRank(expr string) string {
 
 // recordDroppedRisks writes the configuration version that clearing each dropped risk
 // override made, as Service.update writes the versions of saved settings. A stray row
-// already at that version is left as it is: the record must not fail a discovery.
+// already at that version is left as it is: the record must not fail a discovery. Each
+// clearing is audited too, by the system (the definition's change made it, not a person).
 func recordDroppedRisks(ctx context.Context, tx pgx.Tx, actor string, dropped map[string]droppedRisk) error {
+	entries := make([]audit.Entry, 0, len(dropped))
 	for _, id := range slices.Sorted(maps.Keys(dropped)) {
 		it, err := getItem(ctx, tx, id, false)
 		if err != nil {
@@ -255,12 +258,23 @@ func recordDroppedRisks(ctx context.Context, tx pgx.Tx, actor string, dropped ma
 		if err := tx.QueryRow(ctx, `/* tools.StoreDiscovery.configuration */ SELECT configuration FROM mcp_tools WHERE id = $1`, id).Scan(&raw); err != nil {
 			return fmt.Errorf("tools: dropped risk: %w", err)
 		}
-		snap, _ := json.Marshal(snapshotOf(it, parseConfiguration(raw)))
+		cfg := parseConfiguration(raw)
+		after := snapshotOf(it, cfg)
+		snap, _ := json.Marshal(after)
 		reason := fmt.Sprintf("risk level %s cleared: the changed definition's annotations give %s", dropped[id].was, dropped[id].now)
 		if _, err := tx.Exec(ctx, `/* tools.StoreDiscovery.version */ INSERT INTO tool_configurations (tool_id, version, configuration, actor, reason)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tool_id, version) DO NOTHING`, id, it.ConfigVersion, snap, actor, reason); err != nil {
 			return fmt.Errorf("tools: dropped risk: version: %w", err)
 		}
+		was, level := it, dropped[id].was
+		was.RiskOverride = &level
+		before := snapshotOf(was, cfg)
+		entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.configure", TargetType: "tool", TargetID: id,
+			TargetName: it.QualifiedName(), Payload: map[string]any{"version": it.ConfigVersion, "changed": []string{"risk"},
+				"before": before.masked(), "after": after.masked(), "reason": reason}})
+	}
+	if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
+		return fmt.Errorf("tools: dropped risk: audit: %w", err)
 	}
 	return nil
 }
