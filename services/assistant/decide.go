@@ -192,7 +192,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	}
 	op.IDs = ids
 	if op.Intent == IntentConfigureTool {
-		op.Settings = narrowSettings(op.Settings, ids, cat)
+		op.Settings = narrowSettings(op.Settings, op.Sentence, ids, cat)
 	}
 	if len(ids) > 1 && !u.All && !fromList(u, st) {
 		op.Choose = true
@@ -436,7 +436,7 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	op.Choose = false
 	op.IDs = picked
 	if op.Intent == IntentConfigureTool {
-		op.Settings = narrowSettings(op.Settings, picked, cat)
+		op.Settings = narrowSettings(op.Settings, op.Sentence, picked, cat)
 	}
 	if op.Kind == "" { // the choice was between servers and tools: the pick says which
 		op.Kind = "tool"

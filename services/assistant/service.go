@@ -342,9 +342,21 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 			// Stored settings are read only for who may configure tools: run refuses anyone
 			// else before anything is read (a guest's "configure all …" read every tool).
+			mayConfigure := p.Can(auth.PermToolConfigure)
 			if op.Intent == IntentConfigureTool && (secretParams(op.Settings, op.IDs, cat) ||
-				p.Can(auth.PermToolConfigure) && s.storedSecret(ctx, op.Intent, op.IDs, op.Settings)) {
+				mayConfigure && (heldMasked(op.Settings) || s.storedSecret(ctx, op.Intent, op.IDs, op.Settings))) {
 				return secret(op.Intent, op.IDs, op.Settings)
+			}
+			if op.Intent == IntentConfigureTool && len(op.Settings) > 0 && !mayConfigure {
+				// Unread, any value may be one a tool stores encrypted: none is kept (the
+				// message, the reply, the audit's sentence, a choice waiting), as run
+				// refuses the op anyway.
+				said, d.Reply, op.Sentence = maskValues(said, op.Settings), maskValues(d.Reply, op.Settings), maskValues(op.Sentence, op.Settings)
+				masked := make(map[string]string, len(op.Settings))
+				for k := range op.Settings {
+					masked[k] = "***"
+				}
+				op.Settings = masked
 			}
 		}
 		out.Reply, out.Choices = d.Reply, d.Choices
@@ -475,6 +487,17 @@ func (s *Service) storedSecret(ctx context.Context, in Intent, ids []string, set
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+// heldMasked reports whether a setting's value is the mask: a choice kept for a person
+// who could not configure then, picked once they may, must not save "***".
+func heldMasked(settings map[string]string) bool {
+	for _, v := range settings {
+		if v == "***" {
+			return true
 		}
 	}
 	return false

@@ -735,14 +735,19 @@ func enumSettings(settings map[string]string, values, ids []string, cat *Catalog
 
 // narrowSettings keeps the settings of parameters the tools ids have, spelled as their
 // enum spells the value: a model's proposal, or words read against every tool, may set
-// another tool's. When none is a parameter of theirs, all are kept, for Update's error
-// to name them.
-func narrowSettings(settings map[string]string, ids []string, cat *Catalogue) map[string]string {
+// another tool's. A setting the sentence names (key=value, "set lang to xx") is kept
+// too, for Update to refuse the message naming it rather than save the rest without
+// it. When none is a parameter of theirs, all are kept, for Update's error to name them.
+func narrowSettings(settings map[string]string, sentence string, ids []string, cat *Catalogue) map[string]string {
 	if len(settings) == 0 {
 		return settings
 	}
+	named := namedSettings(sentence, cat)
 	out := map[string]string{}
 	for k, v := range settings {
+		if named[strings.ToLower(k)] {
+			out[k] = v
+		}
 		for _, id := range ids {
 			tl, ok := cat.tool(id)
 			if !ok {
@@ -763,6 +768,19 @@ func narrowSettings(settings map[string]string, ids []string, cat *Catalogue) ma
 	}
 	if len(out) == 0 {
 		return settings
+	}
+	return out
+}
+
+// namedSettings are the parameters a sentence sets by name, as settingsOf reads them.
+func namedSettings(sentence string, cat *Catalogue) map[string]bool {
+	t := newMessage(sentence).text
+	out := map[string]bool{}
+	for _, sub := range kvRE.FindAllStringSubmatch(t, -1) {
+		out[sub[1]] = true
+	}
+	if sub := setToRE.FindStringSubmatch(t); sub != nil && paramNamed(cat, sub[2]) {
+		out[strings.ToLower(sub[2])] = true
 	}
 	return out
 }
