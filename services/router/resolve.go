@@ -276,7 +276,7 @@ func (r *Router) build(t tools.Target) (*entry, error) {
 		// go without the output check rather than not at all.
 		e.output, _ = r.cache.schema(t.DefinitionHash, "out", t.OutputSchema)
 	}
-	cfg := t.Configuration()
+	cfg := t.Configuration().Declared(t.InputSchema)
 	res, err := r.tools.Resolve(t.ID, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("router: configuration of %s: %w", t.QualifiedName(), err)

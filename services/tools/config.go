@@ -42,6 +42,23 @@ type Configuration struct {
 	Params map[string]Setting `json:"params,omitempty"`
 }
 
+// Declared is c without the settings of parameters inputSchema does not have (a new
+// definition dropped or renamed them): calls are not sent them, nor held to them.
+func (c Configuration) Declared(inputSchema json.RawMessage) Configuration {
+	pr := props(inputSchema)
+	var out Configuration
+	for name, st := range c.Params {
+		if _, ok := pr[name]; !ok {
+			continue
+		}
+		if out.Params == nil {
+			out.Params = map[string]Setting{}
+		}
+		out.Params[name] = st
+	}
+	return out
+}
+
 func parseConfiguration(raw []byte) Configuration {
 	var c Configuration
 	_ = json.Unmarshal(raw, &c) // a row written by an older version may hold anything: start empty
