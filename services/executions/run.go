@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/jobs"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/usage"
@@ -212,10 +213,7 @@ func (s *Service) settleLocked(ctx context.Context, id string, then func(ex *Exe
 // ex.Status is updated. Only call it holding the execution's lock.
 func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 	phase, to, kind := PhaseRun, Failed, events.ExecutionFailed
-	on := "" // which replica: with several, the one that died
-	if ex.Runner != "" {
-		on = " (replica " + ex.Runner + ")"
-	}
+	on := runnerOn(ex)
 	switch ex.Status {
 	case RollingBack:
 		phase, to, kind = PhaseRollback, RollbackFailed, events.RollbackFailed
@@ -226,10 +224,10 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 		return nil
 	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		positions, err := db.Column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted */
+		positions, err := s.interruptSteps(ctx, tx, ex, on, `/* executions.interrupted */
 			UPDATE tool_calls SET status = 'interrupted', finished_at = now(),
 			       error = $3
-			WHERE execution_id = $1 AND phase = $2 AND status = 'running' RETURNING position`, ex.ID, phase,
+			WHERE execution_id = $1 AND phase = $2 AND status = 'running' RETURNING position, coalesce(call_id::text, '')`, ex.ID, phase,
 			"Toolwarden"+on+" stopped while this step ran; it may or may not have taken effect, and it is not run again")
 		if err != nil || len(positions) == 0 {
 			return err
@@ -253,14 +251,23 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 	})
 }
 
+// runnerOn names ex's runner as the words about a stop say it: which replica, with
+// several the one that died ("" when none is recorded).
+func runnerOn(ex *Execution) string {
+	if ex.Runner == "" {
+		return ""
+	}
+	return " (replica " + ex.Runner + ")"
+}
+
 // settleCancelledStep marks the step of a cancelled execution that was left to finish
 // on its own, and whose runner stopped first, as interrupted (the execution stays
 // cancelled); audited, as a step that ends is.
 func (s *Service) settleCancelledStep(ctx context.Context, ex *Execution, on string) error {
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		positions, err := db.Column[int](ctx, tx, "executions: interrupted", `/* executions.interrupted.cancelled */
+		positions, err := s.interruptSteps(ctx, tx, ex, on, `/* executions.interrupted.cancelled */
 			UPDATE tool_calls SET status = 'interrupted', finished_at = now(), error = $2
-			WHERE execution_id = $1 AND status = 'running' RETURNING position`, ex.ID,
+			WHERE execution_id = $1 AND status = 'running' RETURNING position, coalesce(call_id::text, '')`, ex.ID,
 			"Toolwarden"+on+" stopped while this step ran, after the execution was cancelled; it may or may not have taken effect")
 		if err != nil || len(positions) == 0 {
 			return err
@@ -269,6 +276,66 @@ func (s *Service) settleCancelledStep(ctx context.Context, ex *Execution, on str
 			TargetID: ex.ID, TargetName: ex.Title(), Payload: map[string]any{"step": positions[0] + 1, "status": string(ex.Status)}})
 		return err
 	})
+}
+
+// interruptSteps runs update, which marks steps of ex interrupted returning their
+// positions and call ids, in tx, and cancels the questions those steps still wait an
+// answer to (user_collaboration): nobody waits for the answer any more, and an approving
+// one would grant something for a plan that already ended. Cancelled here, in the same
+// transaction, not a minute later by the grants prune.
+func (s *Service) interruptSteps(ctx context.Context, tx pgx.Tx, ex *Execution, on, update string, args ...any) ([]int, error) {
+	rows, err := tx.Query(ctx, update, args...)
+	if err != nil {
+		return nil, fmt.Errorf("executions: interrupted: %w", err)
+	}
+	var positions []int
+	var calls []string
+	var pos int
+	var call string
+	if _, err := pgx.ForEachRow(rows, []any{&pos, &call}, func() error {
+		positions, calls = append(positions, pos), append(calls, call)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("executions: interrupted: %w", err)
+	}
+	if err := s.cancelQuestions(ctx, tx, ex.ID, calls, "the step that asked it was interrupted: Toolwarden"+on+" stopped while it waited"); err != nil {
+		return nil, err
+	}
+	return positions, nil
+}
+
+// cancelQuestions cancels, in tx, the questions the calls of execution id still wait
+// an answer to, saying why (reason), as grants cancels a question nobody waits for
+// (collaborations.go): its status, audit and the event the pages waiting for an answer
+// follow.
+func (s *Service) cancelQuestions(ctx context.Context, tx pgx.Tx, id string, calls []string, reason string) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `/* executions.questions.cancel */ UPDATE collaborations SET status = 'cancelled', answered_at = $3
+		WHERE status = 'pending' AND execution_id = $1 AND call_id = ANY($2::text[])
+		RETURNING id::text, coalesce(user_id::text, ''), conversation_id, prompt, authorize_operation, target, status`,
+		id, calls, s.opts.Now())
+	if err != nil {
+		return fmt.Errorf("executions: cancel the questions of a step: %w", err)
+	}
+	ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (events.Collaboration, error) {
+		var c events.Collaboration
+		return c, r.Scan(&c.ID, &c.UserID, &c.ConversationID, &c.Prompt, &c.AuthorizeOperation, &c.Target, &c.Status)
+	})
+	if err != nil {
+		return fmt.Errorf("executions: cancel the questions of a step: %w", err)
+	}
+	for _, c := range ended {
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "collaboration.cancel", TargetType: "collaboration",
+			TargetID: c.ID, TargetName: textcheck.Clip(c.Prompt, 80, "…"), Payload: map[string]any{"reason": reason, "execution_id": id}}); err != nil {
+			return err
+		}
+		if _, err := events.CollaborationEnded.Publish(ctx, tx, grants.UserTopic(c.UserID), c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runPhase runs the pending steps of one phase in order, holding the execution's lock.
@@ -366,6 +433,9 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 				fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, msg), actionStale)
 		}
 		if failure, err := s.runStep(ctx, cur, now, who); err != nil || failure != "" {
+			if errors.Is(err, errStopped) {
+				return nil // the step is settled (or handed over): the job is done
+			}
 			if err != nil {
 				return err
 			}
@@ -443,6 +513,9 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 	status, result, msg := StepSucceeded, json.RawMessage(nil), ""
 	var dur float64
 	switch {
+	case callErr != nil && ctx.Err() != nil:
+		// The runner stops: River cancelled its job, still running past the stop's grace.
+		return "", s.stopDuring(ctx, ex, st, callID)
 	case callErr != nil && ctx.Err() == nil && leftPhase(callCtx):
 		// Stopped because the execution was cancelled: not the tool failing (as a step
 		// of a cancelled execution whose runner stopped, it is interrupted).
@@ -518,6 +591,75 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		return fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, msg), nil
 	}
 	return "", nil
+}
+
+// errStopped: the runner stopped during a step and settled it (stopDuring); runPhase
+// ends its job as done.
+var errStopped = errors.New("executions: the runner stopped during a step")
+
+// stopDuring settles step st, whose call ended because the runner's own context did
+// (the process stops), as a crash would be: the step interrupted and the execution
+// failed (settleInterrupted; a cancelled one stays cancelled), never failed by the
+// cancel. A step that waited for a person's answer (router.Blocking) took no effect
+// unanswered: it is pending again and handed over, and the next runner asks again
+// (handOverWaiting).
+func (s *Service) stopDuring(ctx context.Context, ex *Execution, st Step, callID string) error {
+	bg := context.WithoutCancel(ctx)
+	if router.Blocking(st.Tool) {
+		handed, err := s.handOverWaiting(bg, ex, st, callID)
+		if err != nil {
+			return err
+		}
+		if handed {
+			s.log.Info("executions: the runner stops; a step waiting for an answer is handed over", "execution", ex.ID, "step", st.Position+1)
+			return errStopped
+		}
+	}
+	// The call's events first, so the execution's log ends with how it ended.
+	if err := s.router.Flush(bg); err != nil {
+		s.log.Warn("executions: the last steps' events were not written before the end", "execution", ex.ID, "err", err)
+	}
+	cur, err := s.get(bg, s.pool, ex.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.settleInterrupted(bg, cur); err != nil {
+		return err
+	}
+	return errStopped
+}
+
+// handOverWaiting puts blocking step st back to pending, withdraws its question and
+// queues its phase again, unless the question was answered as the runner stopped (the
+// answer may have granted something: the step is then interrupted like any other).
+func (s *Service) handOverWaiting(ctx context.Context, ex *Execution, st Step, callID string) (handed bool, err error) {
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		handed = false
+		var answered bool
+		if err := tx.QueryRow(ctx, `/* executions.step.hand_over.answered */ SELECT EXISTS (SELECT 1 FROM collaborations
+			WHERE execution_id = $1 AND call_id = $2 AND status IN ('answered', 'declined'))`, ex.ID, callID).Scan(&answered); err != nil {
+			return fmt.Errorf("executions: was a waiting step answered: %w", err)
+		}
+		if answered {
+			return nil
+		}
+		tag, err := tx.Exec(ctx, `/* executions.step.hand_over */
+			UPDATE tool_calls SET status = 'pending', call_id = NULL, started_at = NULL WHERE id = $1 AND status = 'running'`, st.ID)
+		if err != nil {
+			return fmt.Errorf("executions: put a waiting step back: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errSettledElsewhere
+		}
+		// Its question goes now, not when its waiting call notices: the next runner asks anew.
+		if err := s.cancelQuestions(ctx, tx, ex.ID, []string{callID}, "Toolwarden"+runnerOn(ex)+
+			" stopped while the step waited; the next runner asks again"); err != nil {
+			return err
+		}
+		handed = true
+		return s.queuePhase(ctx, tx, ex.ID, st.Phase)
+	})
+	return handed && err == nil, err
 }
 
 // rateLimited is runStep's answer for a step the router refused for a rate limit: the
