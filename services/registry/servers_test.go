@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +88,9 @@ func TestPatchHeadersAndAuth(t *testing.T) {
 			[]string{"headers/Authorization"}, nil, true},
 		{"header value with CRLF", registry.Patch{Headers: map[string]*string{"X-B": ptr("b\r\nX-Evil: 1")}},
 			[]string{"headers/X-B"}, nil, true},
+		{"header value too long", registry.Patch{Headers: map[string]*string{"X-B": ptr(strings.Repeat("b", registry.MaxHeaderValueLength+1))}},
+			[]string{"headers/X-B"}, nil, true},
+		{"too many headers", registry.Patch{Headers: manyHeaders(registry.MaxHeaders)}, []string{"headers"}, nil, true},
 	}
 	f := newFixture(t)
 	for i, tc := range cases {
@@ -619,5 +623,30 @@ func TestPruneDiscoveries(t *testing.T) {
 	}
 	if got := f.count(`SELECT count(*) FROM discovery_runs`); got != 2 {
 		t.Fatalf("after all were old: %d left, want each server's newest", got)
+	}
+}
+
+// manyHeaders is n headers X-0 … X-(n-1) with empty values.
+func manyHeaders(n int) map[string]*string {
+	h := map[string]*string{}
+	for i := range n {
+		h[fmt.Sprintf("X-%d", i)] = ptr("")
+	}
+	return h
+}
+
+// A server's env variables are bounded, as its headers are (TestPatchHeadersAndAuth).
+func TestEnvVarsBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sp := stdioSpec("many-env")
+	sp.Env = map[string]string{}
+	for i := range registry.MaxEnvVars + 1 {
+		sp.Env[fmt.Sprintf("V%d", i)] = "x"
+	}
+	if _, err := f.reg.CreateServer(f.ctx, audit.System, sp); err == nil {
+		t.Fatal("a server with more env variables than the bound was registered")
+	} else {
+		wantFields(t, err, "env")
 	}
 }

@@ -42,7 +42,17 @@ const (
 	MaxURLLength      = 8192
 	MaxArgLength      = 8192
 	MaxEnvValueLength = 64 << 10
+	// MaxEnvVars and MaxHeaders bound a server's env variables and headers, and
+	// MaxHeaderValueLength a header's value: every page of servers reads and decrypts
+	// them, every upstream request sends them, and every change audits their names.
+	MaxEnvVars           = 100
+	MaxHeaders           = 100
+	MaxHeaderValueLength = 8192
 )
+
+// tooMany reports n names of a field past most, unless the change keeps (or shrinks)
+// what was stored (had names).
+func tooMany(n, had, most int) bool { return n > most && n > had }
 
 // tooLong is the message for a field over its limit.
 func tooLong(limit int) string {
@@ -111,6 +121,13 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 		} else if d.workingDir != "" && !filepath.IsAbs(d.workingDir) {
 			ve.Add("working_dir", "must be an absolute path (or empty for Toolwarden's own directory)")
 		}
+		hadEnv := 0
+		if cur != nil {
+			hadEnv = len(cur.env)
+		}
+		if tooMany(len(d.env), hadEnv, MaxEnvVars) {
+			ve.Add("env", fmt.Sprintf("has %d variables, at most %d: put a longer configuration in a file and pass its path", len(d.env), MaxEnvVars))
+		}
 		for _, k := range slices.Sorted(maps.Keys(d.env)) {
 			if !envNamePattern.MatchString(k) {
 				ve.Add("env/"+k, "is not a valid variable name: use letters, digits and '_', not starting with a digit")
@@ -147,6 +164,13 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 		if d.command != "" || len(d.args) > 0 {
 			ve.Add("command", "applies to stdio servers only")
 		}
+		had := 0
+		if cur != nil {
+			had = len(cur.headers)
+		}
+		if tooMany(len(d.headers), had, MaxHeaders) {
+			ve.Add("headers", fmt.Sprintf("has %d headers, at most %d", len(d.headers), MaxHeaders))
+		}
 		seen := map[string]string{}
 		for _, k := range slices.Sorted(maps.Keys(d.headers)) {
 			lower := strings.ToLower(k)
@@ -161,6 +185,8 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 			seen[lower] = k
 			if v := d.headers[k].plain; v != nil && !httpguts.ValidHeaderFieldValue(*v) {
 				ve.Add("headers/"+k, "value must not contain line breaks or control characters")
+			} else if v != nil && len(*v) > MaxHeaderValueLength {
+				ve.Add("headers/"+k, fmt.Sprintf("value is too long (at most %d bytes)", MaxHeaderValueLength))
 			}
 		}
 		switch d.authType {
