@@ -695,7 +695,7 @@ func confirmDialog() templ.Component {
 			templ_7745c5c3_Var34 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<dialog id=\"confirm-dialog\" aria-labelledby=\"confirm-dialog-title\"><h2 id=\"confirm-dialog-title\">Are you sure?</h2><p data-confirm-text></p><div class=\"dialog-actions\"><button type=\"button\" data-dialog-close>Cancel</button> <button type=\"button\" class=\"danger\" data-confirm-ok data-testid=\"confirm-ok\">Confirm</button></div></dialog>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 60, "<dialog id=\"confirm-dialog\" aria-labelledby=\"confirm-dialog-title\" aria-describedby=\"confirm-dialog-text\"><h2 id=\"confirm-dialog-title\">Are you sure?</h2><p id=\"confirm-dialog-text\" data-confirm-text></p><div class=\"dialog-actions\"><button type=\"button\" data-dialog-close>Cancel</button> <button type=\"button\" class=\"danger\" data-confirm-ok data-testid=\"confirm-ok\">Confirm</button></div></dialog>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -92,7 +92,13 @@
     } else focusInput();
   });
   document.addEventListener("keydown", function (e) {
-    if (e.key === "Escape" && assistantPanel() && !assistantPanel().hidden) closeAssistant();
+    // Not an Escape meant for a menu, a dialog or the terminal: only one pressed in the
+    // slide-over or on its opener.
+    if (e.key !== "Escape" || e.defaultPrevented) return;
+    var panel = assistantPanel();
+    if (!panel || panel.hidden) return;
+    var opener = document.querySelector("[data-assistant-open]");
+    if (panel.contains(e.target) || (opener && opener.contains(e.target))) closeAssistant();
   });
   document.addEventListener("htmx:beforeRequest", function (e) {
     var form = e.target.closest && e.target.closest("[data-assistant-form]");
