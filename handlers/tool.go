@@ -137,8 +137,10 @@ var errInspectDenied = fault.Forbidden("Your role may not see how tools are conf
 // toolPageAt is the frame of the page: layout (following the tools topic from last, a
 // cursor read before the tool, as Show does), head, tabs.
 func (h ToolPageHandler) toolPageAt(c echo.Context, it tools.Item, tab string, last int64) views.ToolPage {
+	// The head's back is the live head's, the same on every tab (views.ToolHeadBack);
+	// toolsBack returns to the tab from the Referer.
 	v := views.ToolPage{Layout: h.layout(c, it.QualifiedName(), tools.Topic), Tool: toolCard(it), Tab: tab,
-		Back: toolTabURL(it.ID, tab, nil)}
+		Back: views.ToolHeadBack(it.ID)}
 	v.Live.LastEventID = last
 	if !PrincipalOf(c).Can(auth.PermToolInspect) {
 		v.Tool.Override = "" // why an administrator overrode the findings: tool.inspect, as the findings are
@@ -154,9 +156,6 @@ func (h ToolPageHandler) toolPageAt(c echo.Context, it tools.Item, tab string, l
 		if t == views.ToolTabOverview {
 			v.Tabs = append(v.Tabs, views.ToolLink{Key: views.ToolTabTest, Label: "Test", URL: testURL(it.ID), Selected: tab == views.ToolTabTest})
 		}
-	}
-	if tab == views.ToolTabTest {
-		v.Back = testURL(it.ID)
 	}
 	return v
 }

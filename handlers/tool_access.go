@@ -122,7 +122,6 @@ func accessOutcome(it tools.Item, username string, canUse *bool) string {
 // (read before it was).
 func (h ToolPageHandler) renderAccess(c echo.Context, status int, it tools.Item, a *views.ToolAccess, last int64) error {
 	v := h.toolPageAt(c, it, views.ToolTabAccess, last)
-	v.Back = views.ToolAccessURL(it.ID) // the head's actions come back here, not to ?tab=access
 	v.Access = a
 	return render(c, status, views.Tool(v))
 }

@@ -129,7 +129,6 @@ func parseCompensation(c echo.Context) (views.ToolCompensationForm, map[string]e
 // after last (read before it was).
 func (h ToolPageHandler) renderCompensation(c echo.Context, status int, it tools.Item, r *views.ToolCompensationTab, last int64) error {
 	v := h.toolPageAt(c, it, views.ToolTabCompensation, last)
-	v.Back = views.ToolCompensationURL(it.ID) // the head's actions come back here
 	v.Compensation = r
 	return render(c, status, views.Tool(v))
 }

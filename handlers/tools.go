@@ -168,13 +168,31 @@ func listURL(q tools.Query, cursor string) string {
 	return "/tools?" + v.Encode()
 }
 
-// toolsBack is where a form asked to return: a tools page, else def.
+// toolsBack is where a form asked to return: a tools page, else def. A tool page's head
+// asks for the bare page on every tab (views.ToolHeadBack): it returns to the page of that
+// tool the form was used on (its tab, the test panel), which the Referer names.
 func toolsBack(c echo.Context, def string) string {
 	b := c.FormValue("back")
-	if strings.HasPrefix(b, "/tools") && localPath(b) {
+	if !strings.HasPrefix(b, "/tools") || !localPath(b) {
+		return def
+	}
+	id, ok := strings.CutPrefix(b, "/tools/")
+	if !ok || b != views.ToolHeadBack(id) || strings.ContainsAny(id, "/?#") {
 		return b
 	}
-	return def
+	ref, err := url.Parse(c.Request().Referer())
+	if err != nil || ref.Host != c.Request().Host {
+		return b
+	}
+	switch ref.Path {
+	case b, testURL(id), views.ToolAccessURL(id), views.ToolCompensationURL(id):
+		if u := ref.RequestURI(); localPath(u) {
+			return u
+		}
+	case b + "/configure": // a refused configuration, shown where it was posted
+		return toolTabURL(id, views.ToolTabConfiguration, nil)
+	}
+	return b
 }
 
 // SetEnabled enables or disables one tool from a page (the card toggle, the detail page,

@@ -290,8 +290,13 @@ func toolTitle(t ToolCard) string {
 	return t.Name
 }
 
-// toolBack is where the live head's actions return: the page, first tab.
-func toolBack(t ToolCard) string { return "/tools/" + t.ID }
+// ToolHeadBack is the back of a tool page's head, on every tab: its live updates go to
+// every tab alike, and a form whose hidden fields a swap changes loses what was typed in
+// it (static/js/app.js). The handlers send the person back to the tab they were on.
+func ToolHeadBack(id string) string { return "/tools/" + id }
+
+// toolBack is where the live head's actions return (ToolHeadBack).
+func toolBack(t ToolCard) string { return ToolHeadBack(t.ID) }
 
 // needsOverride reports whether the tool can be enabled only with an override.
 func needsOverride(t ToolCard) bool {
