@@ -1649,7 +1649,7 @@ func AuditChainStatus(c AuditChain) templ.Component {
 			}
 		}
 		if c.CanVerify && !c.Running {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 157, "<form method=\"post\" action=\"/audit/verify\" hx-post=\"/audit/verify\" hx-target=\"#audit-chain\" hx-swap=\"outerHTML\"><button type=\"submit\" data-testid=\"verify\">Verify now</button></form>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 157, "<form method=\"post\" action=\"/audit/verify\" hx-post=\"/audit/verify\" hx-target=\"#audit-chain\" hx-swap=\"outerHTML\"><button type=\"submit\" id=\"audit-verify\" data-testid=\"verify\">Verify now</button></form>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
