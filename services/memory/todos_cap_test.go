@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestPersonTodosCapConcurrent(t *testing.T) {
 				_, errs[i] = s.AddTodo(ctx, o, "one more")
 				return
 			}
-			_, errs[i] = s.WriteTodos(ctx, o, list)
+			_, errs[i] = s.WriteTodos(ctx, o, slices.Clone(list)) // WriteTodos cleans its items in place
 		})
 	}
 	close(start)
