@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,49 +225,7 @@ func stepResultShown(st executions.Step, whole bool) (res json.RawMessage, maske
 	if whole || executions.PrivateResult(st.Tool) || len(st.Result) == 0 || string(st.Result) == "null" {
 		return st.Result, false
 	}
-	res, masked = usage.RedactChanged(st.Result)
-	if masked && (bytes.Contains(st.Result, []byte(`"image"`)) || bytes.Contains(st.Result, []byte(`"audio"`))) {
-		res = keepMedia(st.Result, res)
-	}
-	return res, masked
-}
-
-// keepMedia puts the data of orig's image and audio content back into masked, its
-// redaction: base64 looks like a credential to usage.Redact, and a picture is not text
-// a credential is read from.
-func keepMedia(orig, masked json.RawMessage) json.RawMessage {
-	type item = map[string]json.RawMessage
-	var o, m struct {
-		Content []item `json:"content"`
-	}
-	if json.Unmarshal(orig, &o) != nil || json.Unmarshal(masked, &m) != nil || len(o.Content) != len(m.Content) {
-		return masked
-	}
-	changed := false
-	for i, c := range o.Content {
-		var typ string
-		_ = json.Unmarshal(c["type"], &typ)
-		if (typ == "image" || typ == "audio") && c["data"] != nil {
-			m.Content[i]["data"], changed = c["data"], true
-		}
-	}
-	if !changed {
-		return masked
-	}
-	var whole map[string]json.RawMessage
-	if json.Unmarshal(masked, &whole) != nil {
-		return masked
-	}
-	content, err := json.Marshal(m.Content)
-	if err != nil {
-		return masked
-	}
-	whole["content"] = content
-	out, err := json.Marshal(whole)
-	if err != nil {
-		return masked
-	}
-	return out
+	return usage.RedactChanged(st.Result) // (a picture's or a sound's data kept)
 }
 
 // executionStepView is st as its page shows it; masked says its result was masked

@@ -356,6 +356,12 @@ func (cr *callRecord) completed(res *Result) {
 	rt := cr.r.setRuntime(cr.e.t.ID, state, -1, text, res.DurationMS)
 	p := events.CallCompleted{Call: cr.base(), IsError: res.IsError, DurationMS: res.DurationMS, Runtime: rt, Attempts: res.Attempts}
 	if s := text; s != "" {
+		if !res.IsError { // (an error's text is masked above)
+			// Every viewer of its execution reads it in the log: a key the tool created
+			// is masked, as the step's result is for all but its requester. Before the
+			// cut: JSON cut short is no longer read as JSON.
+			s = usage.RedactText(s)
+		}
 		if r := []rune(s); len(r) > 200 {
 			s = string(r[:200])
 			// Not the word cut in two: a credential cut short may not look like one.
@@ -363,11 +369,6 @@ func (cr *callRecord) completed(res *Result) {
 				s = s[:i]
 			}
 			s += "…"
-		}
-		if !res.IsError { // (an error's text is masked above)
-			// Every viewer of its execution reads it in the log: a key the tool created
-			// is masked, as the step's result is for all but its requester.
-			s = usage.RedactText(s)
 		}
 		p.Summary = s
 	}

@@ -45,6 +45,9 @@ type Configuration struct {
 // Declared is c without the settings of parameters inputSchema does not have (a new
 // definition dropped or renamed them): calls are not sent them, nor held to them.
 func (c Configuration) Declared(inputSchema json.RawMessage) Configuration {
+	if len(c.Params) == 0 {
+		return c // nothing to look up: the schema is not read
+	}
 	pr := props(inputSchema)
 	var out Configuration
 	for name, st := range c.Params {

@@ -473,6 +473,9 @@ func RedactText(s string) string {
 	if secrets.LooksSecretValue(s) {
 		return Mask
 	}
+	if w, ok := redactJSONText(s); ok {
+		return w
+	}
 	return redactWords(s)
 }
 
@@ -480,9 +483,15 @@ func RedactText(s string) string {
 func redactValue(v any, changed *bool) any {
 	switch x := v.(type) {
 	case map[string]any:
+		// An image's or a sound's data (MCP content) is base64, which looks like a
+		// credential and is none: kept, so a picture still shows.
+		media := x["type"] == "image" || x["type"] == "audio"
 		for k, val := range x {
 			if val != nil && secrets.LooksSecretName(k) {
 				x[k], *changed = Mask, true
+				continue
+			}
+			if media && k == "data" {
 				continue
 			}
 			x[k] = redactValue(val, changed)
@@ -498,6 +507,12 @@ func redactValue(v any, changed *bool) any {
 			*changed = true
 			return Mask
 		}
+		if w, ok := redactJSONText(x); ok {
+			if w != x {
+				*changed = true
+			}
+			return w
+		}
 		if w := redactWords(x); w != x {
 			*changed = true
 			return w
@@ -505,6 +520,24 @@ func redactValue(v any, changed *bool) any {
 		return x
 	}
 	return v
+}
+
+// redactJSONText masks s when it is JSON as text (a tool's text content is often a
+// compact JSON object: one "word" to redactWords, whose keys and values it cannot see);
+// ok is false when s is not JSON.
+func redactJSONText(s string) (string, bool) {
+	t := strings.TrimSpace(s)
+	if len(t) < 2 || (t[0] != '{' && t[0] != '[') || !json.Valid([]byte(t)) {
+		return s, false
+	}
+	v, changed, ok := redactJSON(json.RawMessage(t))
+	if !ok {
+		return s, false
+	}
+	if !changed {
+		return s, true
+	}
+	return string(encodeRedacted(v)), true
 }
 
 // minSecretWord is the length of the shortest credential LooksSecretValue recognises
@@ -552,6 +585,9 @@ func redactWords(s string) string {
 					masked = core[:k+1+q] + Mask
 				}
 			}
+			if masked == "" && strings.ContainsAny(core, jsonPunct) {
+				masked = redactPieces(core) // compact JSON, whole or cut: {"token":"ghp_…","id":1}
+			}
 		}
 		if masked == "" {
 			b.WriteString(word)
@@ -563,6 +599,36 @@ func redactWords(s string) string {
 	}
 	if !changed {
 		return s
+	}
+	return b.String()
+}
+
+// jsonPunct separates the values of JSON written without spaces.
+const jsonPunct = "\"{}[],:="
+
+// redactPieces is word with each piece between jsonPunct that looks like a credential
+// masked, or "" when none does.
+func redactPieces(word string) string {
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(word); {
+		j := i
+		for j < len(word) && strings.IndexByte(jsonPunct, word[j]) < 0 {
+			j++
+		}
+		if piece := word[i:j]; len(piece) >= minSecretWord && secrets.LooksSecretValue(piece) {
+			b.WriteString(Mask)
+			changed = true
+		} else {
+			b.WriteString(piece)
+		}
+		if j < len(word) {
+			b.WriteByte(word[j])
+		}
+		i = j + 1
+	}
+	if !changed {
+		return ""
 	}
 	return b.String()
 }
