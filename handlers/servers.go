@@ -165,11 +165,21 @@ func (h ServersHandler) SetEnabled(enabled bool) echo.HandlerFunc {
 
 // backTo returns the same-site page the form came from, or def.
 func backTo(c echo.Context, def string) string {
-	ref, err := url.Parse(c.Request().Referer())
-	if err != nil || ref.Host != c.Request().Host || !strings.HasPrefix(ref.Path, "/servers") {
+	ref, ok := sameSiteReferer(c)
+	if !ok || !strings.HasPrefix(ref.Path, "/servers") {
 		return def
 	}
 	return ref.RequestURI()
+}
+
+// sameSiteReferer is the page of this site the request came from (the pages send their
+// full address to their own site: Referrer-Policy same-origin).
+func sameSiteReferer(c echo.Context) (*url.URL, bool) {
+	ref, err := url.Parse(c.Request().Referer())
+	if err != nil || ref.Host != c.Request().Host {
+		return nil, false
+	}
+	return ref, true
 }
 
 // Reconnect closes the session and opens a new one, here and (through the audited

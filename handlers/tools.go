@@ -180,8 +180,8 @@ func toolsBack(c echo.Context, def string) string {
 	if !ok || b != views.ToolHeadBack(id) || strings.ContainsAny(id, "/?#") {
 		return b
 	}
-	ref, err := url.Parse(c.Request().Referer())
-	if err != nil || ref.Host != c.Request().Host {
+	ref, ok := sameSiteReferer(c)
+	if !ok {
 		return b
 	}
 	switch ref.Path {

@@ -35,7 +35,8 @@ type ToolPage struct {
 	Tool ToolCard
 	Tab  string
 	Tabs []ToolLink
-	// Back is this page and tab: where the head's actions return to.
+	// Back is the head's back link, the tool's page (ToolHeadBack) on every tab, as the
+	// live head has it: the head's actions come back to the tab by the Referer.
 	Back string
 
 	Overview     *ToolOverview

@@ -298,44 +298,10 @@ func (s *Service) interruptSteps(ctx context.Context, tx pgx.Tx, ex *Execution, 
 	}); err != nil {
 		return nil, fmt.Errorf("executions: interrupted: %w", err)
 	}
-	if err := s.cancelQuestions(ctx, tx, ex.ID, calls, "the step that asked it was interrupted: Toolwarden"+on+" stopped while it waited"); err != nil {
+	if err := grants.CancelForCallsTx(ctx, tx, ex.ID, calls, "the step that asked it was interrupted: Toolwarden"+on+" stopped while it waited"); err != nil {
 		return nil, err
 	}
 	return positions, nil
-}
-
-// cancelQuestions cancels, in tx, the questions the calls of execution id still wait
-// an answer to, saying why (reason), as grants cancels a question nobody waits for
-// (collaborations.go): its status, audit and the event the pages waiting for an answer
-// follow.
-func (s *Service) cancelQuestions(ctx context.Context, tx pgx.Tx, id string, calls []string, reason string) error {
-	if len(calls) == 0 {
-		return nil
-	}
-	rows, err := tx.Query(ctx, `/* executions.questions.cancel */ UPDATE collaborations SET status = 'cancelled', answered_at = $3
-		WHERE status = 'pending' AND execution_id = $1 AND call_id = ANY($2::text[])
-		RETURNING id::text, coalesce(user_id::text, ''), conversation_id, prompt, authorize_operation, target, status`,
-		id, calls, s.opts.Now())
-	if err != nil {
-		return fmt.Errorf("executions: cancel the questions of a step: %w", err)
-	}
-	ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (events.Collaboration, error) {
-		var c events.Collaboration
-		return c, r.Scan(&c.ID, &c.UserID, &c.ConversationID, &c.Prompt, &c.AuthorizeOperation, &c.Target, &c.Status)
-	})
-	if err != nil {
-		return fmt.Errorf("executions: cancel the questions of a step: %w", err)
-	}
-	for _, c := range ended {
-		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "collaboration.cancel", TargetType: "collaboration",
-			TargetID: c.ID, TargetName: textcheck.Clip(c.Prompt, 80, "…"), Payload: map[string]any{"reason": reason, "execution_id": id}}); err != nil {
-			return err
-		}
-		if _, err := events.CollaborationEnded.Publish(ctx, tx, grants.UserTopic(c.UserID), c); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // runPhase runs the pending steps of one phase in order, holding the execution's lock.
@@ -643,16 +609,11 @@ func (s *Service) handOverWaiting(ctx context.Context, ex *Execution, st Step, c
 		if answered {
 			return nil
 		}
-		tag, err := tx.Exec(ctx, `/* executions.step.hand_over */
-			UPDATE tool_calls SET status = 'pending', call_id = NULL, started_at = NULL WHERE id = $1 AND status = 'running'`, st.ID)
-		if err != nil {
-			return fmt.Errorf("executions: put a waiting step back: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return errSettledElsewhere
+		if err := putBack(ctx, tx, st.ID); err != nil {
+			return err
 		}
 		// Its question goes now, not when its waiting call notices: the next runner asks anew.
-		if err := s.cancelQuestions(ctx, tx, ex.ID, []string{callID}, "Toolwarden"+runnerOn(ex)+
+		if err := grants.CancelForCallsTx(ctx, tx, ex.ID, []string{callID}, "Toolwarden"+runnerOn(ex)+
 			" stopped while the step waited; the next runner asks again"); err != nil {
 			return err
 		}
@@ -660,6 +621,20 @@ func (s *Service) handOverWaiting(ctx context.Context, ex *Execution, st Step, c
 		return s.queuePhase(ctx, tx, ex.ID, st.Phase)
 	})
 	return handed && err == nil, err
+}
+
+// putBack makes running step id pending again, to be run anew (errSettledElsewhere
+// when it no longer runs).
+func putBack(ctx context.Context, tx pgx.Tx, id string) error {
+	tag, err := tx.Exec(ctx, `/* executions.step.put_back */
+		UPDATE tool_calls SET status = 'pending', call_id = NULL, started_at = NULL WHERE id = $1 AND status = 'running'`, id)
+	if err != nil {
+		return fmt.Errorf("executions: put a step back: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return errSettledElsewhere
+	}
+	return nil
 }
 
 // rateLimited is runStep's answer for a step the router refused for a rate limit: the
@@ -676,13 +651,8 @@ func (r *rateLimited) Error() string {
 func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, reason string, wait time.Duration) error {
 	bg := context.WithoutCancel(ctx)
 	err := db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(bg, `/* executions.step.rate_limited */
-			UPDATE tool_calls SET status = 'pending', call_id = NULL, started_at = NULL WHERE id = $1 AND status = 'running'`, st.ID)
-		if err != nil {
-			return fmt.Errorf("executions: put a rate-limited step back: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return errSettledElsewhere
+		if err := putBack(bg, tx, st.ID); err != nil {
+			return err
 		}
 		return clearRunner(bg, tx, ex.ID, "")
 	})

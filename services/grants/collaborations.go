@@ -294,6 +294,45 @@ func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, caus
 	return c, err
 }
 
+// CancelForCallsTx cancels, in tx, the questions the calls callIDs of execution
+// executionID still wait an answer to, because their step ended without one (its runner
+// stopped or died): audited as cancelled by the system for reason, and announced. Nobody
+// waits for the answer any more, and an approving one would grant something for a plan
+// that went on without it.
+func CancelForCallsTx(ctx context.Context, tx pgx.Tx, executionID string, callIDs []string, reason string) error {
+	if len(callIDs) == 0 {
+		return nil
+	}
+	_, err := cancelPendingTx(ctx, tx, `execution_id = $1 AND call_id = ANY($2::text[])`, []any{executionID, callIDs}, nil,
+		func(Collaboration) map[string]any { return map[string]any{"reason": reason, "execution_id": executionID} })
+	return err
+}
+
+// cancelPendingTx cancels, in tx, the pending questions where selects (its parameters
+// args), at the clock's time at (nil: the database's), each audited as cancelled by the
+// system with payload and announced; it returns them.
+func cancelPendingTx(ctx context.Context, tx pgx.Tx, where string, args []any, at any, payload func(Collaboration) map[string]any) ([]Collaboration, error) {
+	rows, err := tx.Query(ctx, `/* grants.cancelPending */ UPDATE collaborations SET status = 'cancelled', answered_at = `+dbNow(len(args)+1)+`
+		WHERE status = 'pending' AND `+where+` RETURNING `+collabColumns, append(args, at)...)
+	if err != nil {
+		return nil, fmt.Errorf("grants: cancel questions: %w", err)
+	}
+	ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
+	if err != nil {
+		return nil, fmt.Errorf("grants: cancel questions: %w", err)
+	}
+	for _, c := range ended {
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "collaboration.cancel", TargetType: "collaboration",
+			TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: payload(c)}); err != nil {
+			return nil, err
+		}
+		if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {
+			return nil, err
+		}
+	}
+	return ended, nil
+}
+
 // CancelAsked cancels every question still waiting for userID's answer, because their
 // account was disabled: nobody may answer it now, nor when the account is enabled again,
 // and the calls waiting for it return. Each is audited as cancelled by the system. Every
@@ -305,25 +344,11 @@ func (s *Service) CancelAsked(ctx context.Context, userID string) ([]Collaborati
 	}
 	var ended []Collaboration
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `/* grants.CancelAsked */ UPDATE collaborations SET status = 'cancelled', answered_at = `+dbNow(2)+`
-			WHERE user_id = $1 AND status = 'pending' RETURNING `+collabColumns, userID, s.at())
-		if err != nil {
-			return fmt.Errorf("grants: cancel the questions of a disabled person: %w", err)
-		}
-		if ended, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) }); err != nil {
-			return fmt.Errorf("grants: cancel the questions of a disabled person: %w", err)
-		}
-		for _, c := range ended {
-			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "collaboration.cancel", TargetType: "collaboration",
-				TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: map[string]any{"reason": "the person asked was disabled",
-					"user_id": c.UserID, "conversation_id": c.ConversationID}}); err != nil {
-				return err
-			}
-			if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		ended, err = cancelPendingTx(ctx, tx, `user_id = $1`, []any{userID}, s.at(), func(c Collaboration) map[string]any {
+			return map[string]any{"reason": "the person asked was disabled", "user_id": c.UserID, "conversation_id": c.ConversationID}
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
