@@ -304,7 +304,9 @@ func CancelForCallsTx(ctx context.Context, tx pgx.Tx, executionID string, callID
 		return nil
 	}
 	_, err := cancelPendingTx(ctx, tx, `execution_id = $1 AND call_id = ANY($2::text[])`, []any{executionID, callIDs}, nil,
-		func(Collaboration) map[string]any { return map[string]any{"reason": reason, "execution_id": executionID} })
+		func(Collaboration) map[string]any {
+			return map[string]any{"reason": reason, "execution_id": executionID}
+		})
 	return err
 }
 
