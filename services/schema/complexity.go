@@ -211,6 +211,12 @@ func weighKeywords(c *jsonschema.Compiler, s *jsonschema.Schema, doc any, evals 
 	if most == 0 {
 		return evals
 	}
+	// Bound by the costliest subschema at every evaluation: when even that lets the
+	// largest document through, the finer analysis could change nothing (most schemas:
+	// a few evaluations, a few required names).
+	if bound := evals * float64(1+most); bound*MaxValues <= maxEvaluationWork {
+		return bound
+	}
 	if _, err := x.run(); err != nil {
 		return evals * float64(1+most) // the analysis gave up: no evaluation costs more
 	}
