@@ -297,44 +297,33 @@ func TestExecutionRollbackPanelLivePerViewer(t *testing.T) {
 	}
 }
 
-// A failed step's words in the execution's log (what the tool answered) have what looks
-// like a credential masked for every viewer, as its step error and audit row have.
-func TestExecutionLogMasksCredentialInFailure(t *testing.T) {
+// A step's words in the execution's log — what a failed tool answered, the start of a
+// successful one's result — have what looks like a credential masked for every viewer,
+// as its step error, audit row and result (for all but its requester) have.
+func TestExecutionLogMasksCredentials(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, nil)
-	liveServer(t, srv, "mt", true, "fail")
-	srv.App.SetRisk(t, "mt__fail", risk.Low)
-	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
-	const token = "ghp_Z7c3Kq9Wm2Xv5Bn8Lp4Rt6Yh1Df0Gs3Ja9Uu"
-	var ex apiExec
-	admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{
-		"steps": []any{step("mt__fail", map[string]any{"message": "bad credentials " + token})}}}, 201, &ex)
-	waitExec(t, admin, ex.ID, "failed")
-	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
-	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
-	doc := page(t, srv.Get(t, audra.c, "/executions/"+ex.ID))
-	if got := doc.Find("[data-testid=log-line]").Text(); strings.Contains(got, token) || !strings.Contains(got, "bad credentials") {
-		t.Errorf("the execution's log: %q, want the tool's words with the token masked", got)
-	}
-}
-
-// A successful step's words in the log (the start of its result) have what looks like a
-// credential masked too: the result itself is masked for all but its requester.
-func TestExecutionLogMasksCredentialInResult(t *testing.T) {
-	t.Parallel()
-	srv := webtest.Start(t, nil)
-	liveServer(t, srv, "mt", true, "echo")
-	srv.App.SetRisk(t, "mt__echo", risk.Low)
-	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
-	const token = "ghp_Q2w8Er5Ty1Ui7Op3As6Df9Gh4Jk0Lz2Xc5Vb"
-	var ex apiExec
-	admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{
-		"steps": []any{step("mt__echo", map[string]any{"message": "created key " + token})}}}, 201, &ex)
-	waitExec(t, admin, ex.ID, "success")
-	srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
-	audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
-	doc := page(t, srv.Get(t, audra.c, "/executions/"+ex.ID))
-	if got := doc.Find("[data-testid=log-line]").Text(); strings.Contains(got, token) || !strings.Contains(got, "created key") {
-		t.Errorf("the execution's log: %q, want the result's words with the token masked", got)
+	for _, tc := range []struct {
+		tool, said, status, token string
+	}{
+		{"fail", "bad credentials", "failed", "ghp_Z7c3Kq9Wm2Xv5Bn8Lp4Rt6Yh1Df0Gs3Ja9Uu"},
+		{"echo", "created key", "success", "ghp_Q2w8Er5Ty1Ui7Op3As6Df9Gh4Jk0Lz2Xc5Vb"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			t.Parallel()
+			srv := webtest.Start(t, nil)
+			liveServer(t, srv, "mt", true, tc.tool)
+			srv.App.SetRisk(t, "mt__"+tc.tool, risk.Low)
+			admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+			var ex apiExec
+			admin.json(http.MethodPost, "/api/v1/executions", map[string]any{"plan": map[string]any{
+				"steps": []any{step("mt__"+tc.tool, map[string]any{"message": tc.said + " " + tc.token})}}}, 201, &ex)
+			waitExec(t, admin, ex.ID, tc.status)
+			srv.CreateUser(t, "audra", auth.RoleAuditor, "auditor-password-1")
+			audra := svClient{t: t, srv: srv, c: srv.Login(t, "audra", "auditor-password-1")}
+			doc := page(t, srv.Get(t, audra.c, "/executions/"+ex.ID))
+			if got := doc.Find("[data-testid=log-line]").Text(); strings.Contains(got, tc.token) || !strings.Contains(got, tc.said) {
+				t.Errorf("the execution's log: %q, want the tool's words with the token masked", got)
+			}
+		})
 	}
 }

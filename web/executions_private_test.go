@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/PuerkitoBio/goquery"
-
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -75,23 +73,7 @@ func TestBuiltinStepResultsPrivate(t *testing.T) {
 	// The live fragments are rendered once for everyone: they carry no built-in result
 	// (nor its summary in the log), but a loader asking for the panels as the viewer.
 	conn := wsDial(t, srv, bob.c, []string{"execution:" + ex.ID}, cursor)
-	var loaders int
-	wsUntil(t, conn, "the execution's success", func(doc *goquery.Document) bool {
-		html, _ := doc.Html()
-		if strings.Contains(html, "4711") {
-			t.Errorf("a live fragment shows the note: %.400s", html)
-		}
-		if l := doc.Find("[data-testid=results-loader]"); l.Length() == 1 {
-			loaders++
-			if got, _ := l.Attr("hx-get"); got != "/executions/"+ex.ID+"/results" {
-				t.Errorf("the loader asks for %q", got)
-			}
-		}
-		return doc.Find("[data-testid=log-line][data-kind='execution.success']").Length() == 1
-	})
-	if loaders == 0 {
-		t.Error("no live fragment asked for the results as its viewer")
-	}
+	liveAsksForResults(t, conn, ex.ID, "success", "4711")
 }
 
 // A built-in step that fails keeps what the tool said out of the step's and the

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/gorilla/websocket"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -79,19 +80,27 @@ func TestExecutionStepResultMaskedForOthers(t *testing.T) {
 
 	// The live fragments are rendered once for everyone: they carry the result masked
 	// or not at all, and a loader that has each page ask for it as its viewer.
+	liveAsksForResults(t, conn, ex.ID, "failed", token)
+}
+
+// liveAsksForResults reads execution id's live fragments from conn until it ends as
+// status: none may hold secret, and one at least must carry the loader that has the page
+// ask for its results as its viewer.
+func liveAsksForResults(t *testing.T, conn *websocket.Conn, id, status, secret string) {
+	t.Helper()
 	var loaders int
-	wsUntil(t, conn, "the execution's failure", func(doc *goquery.Document) bool {
+	wsUntil(t, conn, "the execution's end", func(doc *goquery.Document) bool {
 		html, _ := doc.Html()
-		if strings.Contains(html, token) {
-			t.Errorf("a live fragment shows the token: %.400s", html)
+		if strings.Contains(html, secret) {
+			t.Errorf("a live fragment shows %q: %.400s", secret, html)
 		}
 		if l := doc.Find("[data-testid=results-loader]"); l.Length() == 1 {
 			loaders++
-			if got, _ := l.Attr("hx-get"); got != "/executions/"+ex.ID+"/results" {
+			if got, _ := l.Attr("hx-get"); got != "/executions/"+id+"/results" {
 				t.Errorf("the loader asks for %q", got)
 			}
 		}
-		return doc.Find("[data-testid=log-line][data-kind='execution.failed']").Length() == 1
+		return doc.Find("[data-testid=log-line][data-kind='execution."+status+"']").Length() == 1
 	})
 	if loaders == 0 {
 		t.Error("no live fragment asked for the results as its viewer")
