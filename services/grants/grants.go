@@ -71,8 +71,8 @@ type Service struct {
 	pool *pgxpool.Pool
 	tx   db.TxBeginner
 	log  *slog.Logger
-	// clock is Options.Now, nil for the database's now() (at); now is the time of what
-	// is decided in Go (EndOf): the clock, else this host's.
+	// clock is Options.Now, nil for the database's now() (at), which every grant read
+	// also carries (Grant.ReadAt) for what is decided in Go (EndOf); now is this host's.
 	clock func() time.Time
 	now   func() time.Time
 	wait  *waiters
@@ -124,6 +124,9 @@ type Grant struct {
 	ExpiresAt       time.Time  `json:"expires_at"`
 	ConsumedAt      *time.Time `json:"consumed_at,omitempty"`
 	RevokedAt       *time.Time `json:"revoked_at,omitempty"`
+	// ReadAt is the database's now() when the grant was read: whether it has expired
+	// is told by the clock that wrote its expiry, not this host's.
+	ReadAt time.Time `json:"-"`
 }
 
 // Spec is a grant to create.
@@ -142,7 +145,7 @@ type Spec struct {
 }
 
 const grantColumns = `id::text, conversation_id, operation, target, one_time, uses, user_id::text, user_name,
-	collaboration_id::text, created_at, expires_at, consumed_at, revoked_at`
+	collaboration_id::text, created_at, expires_at, consumed_at, revoked_at, now()`
 
 // bare is op when it names no tool, else "".
 func bare(op string) string {
@@ -165,7 +168,7 @@ const usableFor = `conversation_id = $1 AND (` + matches + `) AND (target = '' O
 func scanGrant(row pgx.Row) (Grant, error) {
 	var g Grant
 	err := row.Scan(&g.ID, &g.ConversationID, &g.Operation, &g.Target, &g.OneTime, &g.Uses, &g.UserID, &g.UserName,
-		&g.CollaborationID, &g.CreatedAt, &g.ExpiresAt, &g.ConsumedAt, &g.RevokedAt)
+		&g.CollaborationID, &g.CreatedAt, &g.ExpiresAt, &g.ConsumedAt, &g.RevokedAt, &g.ReadAt)
 	return g, err
 }
 
@@ -377,10 +380,22 @@ func (s *Service) EndOf(g Grant) (string, time.Time) {
 		return "revoked", *g.RevokedAt
 	case g.ConsumedAt != nil:
 		return "used", *g.ConsumedAt
-	case !g.ExpiresAt.After(s.now()):
+	case !g.ExpiresAt.After(s.nowFor(g)):
 		return "expired", g.ExpiresAt
 	}
 	return "", time.Time{}
+}
+
+// nowFor is the time g's expiry is compared with: the clock's, else the database's
+// when g was read (this host's for a grant built by hand).
+func (s *Service) nowFor(g Grant) time.Time {
+	switch {
+	case s.clock != nil:
+		return s.clock()
+	case !g.ReadAt.IsZero():
+		return g.ReadAt
+	}
+	return s.now()
 }
 
 // Usable reports whether g can still be used now (not revoked, used up or expired).
@@ -426,7 +441,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 				return fault.NotFound("grant")
 			}
 			how, at := s.EndOf(ended)
-			if how == "" { // expired by the database's clock, not yet by this host's
+			if how == "" { // expired by the statement's time, not yet by the clock read since
 				how, at = "expired", ended.ExpiresAt
 			}
 			return fault.Conflict("grant_ended", fmt.Sprintf("The grant of %s already ended (%s at %s UTC); there is nothing to revoke.",

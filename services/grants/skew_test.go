@@ -55,7 +55,7 @@ func TestQuestionSurvivesClockSkew(t *testing.T) {
 }
 
 // A 5-minute grant given on a host whose clock is 10 minutes behind is usable now on
-// a host in time and on one 10 minutes ahead; one given on a host 10 minutes ahead
+// a host in time and on one 10 minutes ahead (and listed there as usable); one given on a host 10 minutes ahead
 // lasts 5 minutes by the database's clock, not 15.
 func TestGrantLastsItsTTLDespiteClockSkew(t *testing.T) {
 	t.Parallel()
@@ -76,6 +76,16 @@ func TestGrantLastsItsTTLDespiteClockSkew(t *testing.T) {
 		}
 		if list, err := s.Active(ctx, Filter{ConversationID: "c1"}); err != nil || len(list) != 1 {
 			t.Errorf("a host %s: %d active grants, want 1 (%v)", name, len(list), err)
+		}
+	}
+
+	// Listed as usable, not ended, on the host ahead (EndOf reads the database's clock).
+	if list, err := ahead.Active(ctx, Filter{ConversationID: "c1"}); err == nil && len(list) == 1 {
+		if how, _ := ahead.EndOf(list[0]); how != "" {
+			t.Errorf("a host 10 minutes ahead lists the grant just given as %s", how)
+		}
+		if got, err := ahead.Get(ctx, list[0].ID); err != nil || !ahead.Usable(got) {
+			t.Errorf("a host 10 minutes ahead: the grant just given is not usable (%v)", err)
 		}
 	}
 
