@@ -49,7 +49,10 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var c config
 	fs := newFlagSet("migrate", stderr)
 	commonFlags(fs, &c)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: toolwarden migrate up|down N|status [flags]"); fs.PrintDefaults() }
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolwarden migrate up|down N|force V|status [flags]")
+		fs.PrintDefaults()
+	}
 	// Accept flags before or after the action: `migrate status --data-dir d` and
 	// `migrate --data-dir d status` both work.
 	var rest []string
@@ -78,6 +81,19 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return errUsage
 		}
 		steps = n
+	case "force":
+		// After a migration failed half way and the schema was mended by hand: record the
+		// version it now matches, running nothing (services/db Migrator.Force).
+		if len(rest) != 2 {
+			fmt.Fprintln(stderr, "usage: toolwarden migrate force V (V = the last migration the database now holds whole; 0 for none)")
+			return errUsage
+		}
+		n, err := strconv.Atoi(rest[1])
+		if err != nil || n < 0 {
+			fmt.Fprintf(stderr, "toolwarden migrate force: V must be 0 or a migration's number, got %q\n", rest[1])
+			return errUsage
+		}
+		steps = n
 	default:
 		fs.Usage()
 		return errUsage
@@ -101,6 +117,10 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := mg.Down(steps); err != nil {
 			return err
 		}
+	case "force":
+		if err := mg.Force(uint(steps)); err != nil {
+			return err
+		}
 	}
 	st, err := mg.Status()
 	if err != nil {
@@ -109,7 +129,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	state := "current"
 	switch {
 	case st.Dirty:
-		state = "dirty: a migration failed half way; fix the database by hand"
+		state = "dirty: a migration failed half way; make the schema match one version by hand, then `toolwarden migrate force V`"
 	case st.Version < st.Latest:
 		state = fmt.Sprintf("%d pending", len(pending(st.Version)))
 	case st.Version > st.Latest:

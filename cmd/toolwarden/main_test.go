@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net/http"
@@ -423,5 +424,47 @@ func TestMigrateStatusOfANewerDatabase(t *testing.T) {
 	stdout, stderr, err := runCmd(t, "", "migrate", "status", "--database-url", url)
 	if err != nil || !strings.Contains(stdout, "newer than this binary") || strings.Contains(stdout, "(current)") {
 		t.Fatalf("migrate status: %v %q %q; want it named newer than this binary", err, stdout, stderr)
+	}
+}
+
+// A migration that failed half way leaves the database dirty: `migrate up` says how to
+// recover, naming `migrate force V`; force refuses a version this release does not
+// have, and with one it has marks the database clean at that version, running nothing.
+func TestMigrateForceAfterAFailedMigration(t *testing.T) {
+	url := dbtest.NewURL(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	latest := db.LatestMigration()
+	if _, err := conn.Exec(ctx, `UPDATE schema_migrations SET dirty = true`); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runCmd(t, "", "migrate", "up", "--database-url", url)
+	if err == nil || !strings.Contains(err.Error()+stderr, "toolwarden migrate force V") ||
+		!strings.Contains(err.Error()+stderr, fmt.Sprintf("marked dirty at version %d", latest)) {
+		t.Fatalf("migrate up on a dirty database: %v %q; want how to recover, naming migrate force", err, stderr)
+	}
+	if _, stderr, err := runCmd(t, "", "migrate", "force", "--database-url", url); !errors.Is(err, errUsage) ||
+		!strings.Contains(stderr, "usage: toolwarden migrate force V") {
+		t.Fatalf("migrate force without V: %v %q", err, stderr)
+	}
+	if _, _, err := runCmd(t, "", "migrate", "force", fmt.Sprint(latest+1), "--database-url", url); err == nil ||
+		!strings.Contains(err.Error(), "is not a migration of this release") {
+		t.Fatalf("migrate force past the newest migration: %v", err)
+	}
+	var v int
+	var dirty bool
+	if err := conn.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations`).Scan(&v, &dirty); err != nil || uint(v) != latest || !dirty {
+		t.Fatalf("after a refused force: version %d dirty %v (%v); want it unchanged", v, dirty, err)
+	}
+	stdout, stderr, err := runCmd(t, "", "migrate", "force", fmt.Sprint(latest), "--database-url", url)
+	if err != nil || !strings.Contains(stdout, fmt.Sprintf("version %d of %d (current)", latest, latest)) {
+		t.Fatalf("migrate force %d: %v %q %q", latest, err, stdout, stderr)
+	}
+	if stdout, _, err := runCmd(t, "", "migrate", "up", "--database-url", url); err != nil || !strings.Contains(stdout, "(current)") {
+		t.Fatalf("migrate up after force: %v %q", err, stdout)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,7 @@ import (
 // MigrationStatus is where a database stands against the embedded migrations.
 type MigrationStatus struct {
 	Version uint // 0 when no migration has run
-	Dirty   bool // a migration failed half way; fix by hand, then `migrate force`
+	Dirty   bool // a migration failed half way; fix by hand, then `migrate force V`
 	Latest  uint // newest embedded migration
 }
 
@@ -79,7 +80,7 @@ func (mg *Migrator) Close() error {
 // tables).
 func (mg *Migrator) Up() error {
 	if err := mg.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("db: migrate up: %w", err)
+		return fmt.Errorf("db: migrate up: %w", dirtyHint(err))
 	}
 	return migrateQueue(mg.url, rivermigrate.DirectionUp)
 }
@@ -139,7 +140,7 @@ func (mg *Migrator) Down(n int) error {
 		return fmt.Errorf("db: migrate down: need a positive number of steps, got %d", n)
 	}
 	if err := mg.m.Steps(-n); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("db: migrate down %d: %w", n, err)
+		return fmt.Errorf("db: migrate down %d: %w", n, dirtyHint(err))
 	}
 	st, err := mg.Status()
 	if err != nil {
@@ -147,6 +148,48 @@ func (mg *Migrator) Down(n int) error {
 	}
 	if st.Version < queueSince {
 		return migrateQueue(mg.url, rivermigrate.DirectionDown)
+	}
+	return nil
+}
+
+// dirtyHint is err, saying how to recover when it is golang-migrate's refusal of a
+// dirty database (whose own text says "force" without naming the command).
+func dirtyHint(err error) error {
+	var d migrate.ErrDirty
+	if !errors.As(err, &d) {
+		return err
+	}
+	return fmt.Errorf("the database is marked dirty at version %d: a migration failed half way (migration %d's up, or "+
+		"a down to it), so the schema may hold part of one. Make it match one version by hand (the files in migrations/), "+
+		"then run `toolwarden migrate force V`: V = %d when migration %d is applied whole, %d when none of it is: %w",
+		d.Version, d.Version, d.Version, d.Version, previousMigration(uint(d.Version)), err)
+}
+
+// previousMigration is the embedded migration before v (0: none).
+func previousMigration(v uint) uint {
+	prev := uint(0)
+	for _, m := range MigrationVersions() {
+		if m >= v {
+			break
+		}
+		prev = m
+	}
+	return prev
+}
+
+// Force records v as the version the database is at, clean, running nothing: how a
+// person marks the state they restored by hand after a migration failed half way.
+// v is an embedded migration, or 0 for none applied.
+func (mg *Migrator) Force(v uint) error {
+	if v != 0 && !slices.Contains(MigrationVersions(), v) {
+		return fmt.Errorf("db: migrate force: %d is not a migration of this release (0, or 1 to %d)", v, LatestMigration())
+	}
+	target := int(v)
+	if v == 0 {
+		target = database.NilVersion
+	}
+	if err := mg.m.Force(target); err != nil {
+		return fmt.Errorf("db: migrate force %d: %w", v, err)
 	}
 	return nil
 }
