@@ -62,6 +62,61 @@ func (c Configuration) Declared(inputSchema json.RawMessage) Configuration {
 	return out
 }
 
+// CodeFixedParamDropped is the code of the finding that a tool's configuration fixes
+// parameters its definition no longer has (droppedFixedFinding).
+const CodeFixedParamDropped = "fixed_param_dropped"
+
+// droppedFixed lists, sorted, the parameters c fixes that inputSchema does not have:
+// calls are no longer given those values (Declared), so the restriction a person chose
+// is gone.
+func (c Configuration) droppedFixed(inputSchema json.RawMessage) []string {
+	var fixed []string
+	for name, st := range c.Params {
+		if st.Mode == ModeFixed {
+			fixed = append(fixed, name)
+		}
+	}
+	if len(fixed) == 0 {
+		return nil // nothing to look up: the schema is not read
+	}
+	pr := props(inputSchema)
+	fixed = slices.DeleteFunc(fixed, func(name string) bool { _, ok := pr[name]; return ok })
+	slices.Sort(fixed)
+	return fixed
+}
+
+// droppedFixedFinding is the warning that c fixes the parameters dropped
+// (droppedFixed), naming each with its value (not a secret's). A warning, so a person
+// may still enable the tool; auto-enable policies leave it to a person (autoEnable).
+func droppedFixedFinding(c Configuration, dropped []string) schema.Finding {
+	const listed = 10 // the message names at most this many; the rest are counted
+	parts := make([]string, 0, min(len(dropped), listed)+1)
+	for i, name := range dropped {
+		if i == listed {
+			parts = append(parts, fmt.Sprintf("%d more", len(dropped)-listed))
+			break
+		}
+		st := c.Params[name]
+		v := "a secret value"
+		if st.Secret == "" {
+			v = textcheck.Clip(string(st.Value), 64, "…")
+		}
+		parts = append(parts, fmt.Sprintf("%s to %s", textcheck.Clip(name, 64, "…"), v))
+	}
+	list := strings.Join(parts, ", ")
+	if n := len(parts); n > 1 {
+		list = strings.Join(parts[:n-1], ", ") + " and " + parts[n-1]
+	}
+	it, value, made, settings := "that parameter", "value", "restriction it made no longer holds", "the setting"
+	if len(dropped) > 1 {
+		it, value, made, settings = "those parameters", "values", "restrictions they made no longer hold", "these settings"
+	}
+	msg := "The tool's configuration fixes " + list + ", but this definition no longer has " + it +
+		": calls are not given the fixed " + value + ", so the " + made + ". Review the configuration and save it " +
+		"(saving drops " + settings + "), then validate the tool again. Auto-enable policies do not enable the tool while this is reported."
+	return schema.Finding{Path: "/inputSchema/properties", Code: CodeFixedParamDropped, Severity: schema.SeverityWarning, Message: msg}
+}
+
 func parseConfiguration(raw []byte) Configuration {
 	var c Configuration
 	_ = json.Unmarshal(raw, &c) // a row written by an older version may hold anything: start empty

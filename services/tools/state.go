@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -178,12 +179,12 @@ func Validate(ctx context.Context, tx pgx.Tx, tools []toolstate.Pending, actor s
 	if err != nil {
 		return nil, err
 	}
-	ids, worsts := make([]string, len(tools)), make([]*string, len(tools))
-	for i, t := range tools {
-		ids[i], worsts[i] = t.ID, j.worst[i]
-	}
 	if err := copyValidations(ctx, tx, j.rows); err != nil {
 		return nil, err
+	}
+	ids, worsts := make([]string, len(tools)), make([]*string, len(tools))
+	for i, t := range tools {
+		ids[i], worsts[i] = t.ID, j.worst[i] // as copyValidations completed them
 	}
 	if _, err := tx.Exec(ctx, `/* tools.Validate.worst */
 		UPDATE mcp_tools t SET validation_worst = u.worst
@@ -199,10 +200,25 @@ func Validate(ctx context.Context, tx pgx.Tx, tools []toolstate.Pending, actor s
 // judgement is what validating tools found, before anything is stored.
 type judgement struct {
 	out       []toolstate.Outcome
-	worst     []*string // per tool: its worst finding, nil when clean
-	rows      [][]any   // tool_validations rows
+	worst     []*string    // per tool: its worst finding, nil when clean
+	rows      *validations // tool_validations rows, completed and written by copyValidations
 	moves     []toolstate.Move
 	validated []int // indexes of the tools that end validated
+}
+
+// validations are a judgement's tool_validations rows with what completing them needs.
+// A fixed setting whose parameter the definition dropped is a finding too, but the
+// configurations are read only in the transaction that writes the rows: a discovery
+// validates before it reads anything. The slices are the judgement's, so what
+// copyValidations adds shows in its outcomes, history and worst findings as well.
+type validations struct {
+	rows     [][]any
+	tools    []toolstate.Pending
+	findings [][]schema.Finding
+	out      []toolstate.Outcome
+	worst    []*string
+	moves    []toolstate.Move
+	final    []int // per tool: its move out of validating in moves, or -1
 }
 
 // judge validates tools (services/schema) on every CPU. Results are in the order of tools.
@@ -294,8 +310,8 @@ func (j *judging) verdict(i int) (string, *string) {
 func (j *judging) result(actor string) (judgement, error) {
 	j.wg.Wait()
 	tools := j.tools
-	r := judgement{out: make([]toolstate.Outcome, len(tools)), worst: make([]*string, len(tools)),
-		rows: make([][]any, len(tools))}
+	r := judgement{out: make([]toolstate.Outcome, len(tools)), worst: make([]*string, len(tools))}
+	v := &validations{rows: make([][]any, len(tools)), tools: tools, findings: j.findings, final: make([]int, len(tools))}
 	for i, t := range tools {
 		if j.errs[i] != nil {
 			return judgement{}, fmt.Errorf("toolstate: findings: %w", j.errs[i])
@@ -305,14 +321,16 @@ func (j *judging) result(actor string) (judgement, error) {
 		blocking := schema.Blocking(fs)
 		o := toolstate.Outcome{ID: t.ID, Status: t.Status, Worst: worst, Findings: fs}
 		_, w := j.verdict(i)
-		r.rows[i] = []any{uuidArg(t.ID), t.Hash, "schema", !blocking, w, j.encoded[i], actor}
+		v.rows[i] = []any{uuidArg(t.ID), t.Hash, "schema", !blocking, w, j.encoded[i], actor}
 		r.worst[i] = w
+		v.final[i] = -1
 		switch t.Status {
 		case toolstate.Discovered, toolstate.Updating, toolstate.Validated, toolstate.Invalid:
 			to, reason := toolstate.Validated, summary(fs)
 			if blocking {
 				to = toolstate.Invalid
 			}
+			v.final[i] = len(r.moves) + 1
 			r.moves = append(r.moves,
 				toolstate.Move{ToolID: t.ID, From: t.Status, To: toolstate.Validating, Reason: "validating definition " + short(t.Hash), Actor: actor},
 				toolstate.Move{ToolID: t.ID, From: toolstate.Validating, To: to, Reason: reason, Actor: actor,
@@ -326,21 +344,98 @@ func (j *judging) result(actor string) (judgement, error) {
 		}
 		r.out[i] = o
 	}
+	v.out, v.worst, v.moves = r.out, r.worst, r.moves
+	r.rows = v
 	return r, nil
 }
 
-func copyValidations(ctx context.Context, tx pgx.Tx, rows [][]any) error {
+// copyValidations completes v with the findings of the tools' configurations
+// (droppedFixedFinding) and writes its rows.
+func copyValidations(ctx context.Context, tx pgx.Tx, v *validations) error {
+	if err := v.addConfigFindings(ctx, tx); err != nil {
+		return err
+	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"tool_validations"},
 		[]string{"tool_id", "definition_hash", "validation_type", "success", "worst", "findings", "validated_by"},
-		pgx.CopyFromRows(rows)); err != nil {
+		pgx.CopyFromRows(v.rows)); err != nil {
+		return fmt.Errorf("toolstate: store validations: %w", err)
+	}
+	return nil
+}
+
+// addConfigFindings adds to each tool whose configuration fixes parameters its definition
+// no longer has the finding that says so, and stores the tool's worst finding again
+// where that made it worse (a discovery stored it already).
+func (v *validations) addConfigFindings(ctx context.Context, tx pgx.Tx) error {
+	at := map[string]int{}
+	var ids []string
+	for i, t := range v.tools {
+		if t.Status != toolstate.Discovered { // a new tool has no settings yet
+			at[t.ID] = i
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `/* tools.copyValidations.configuration */ SELECT id::text, configuration FROM mcp_tools
+		WHERE id = ANY($1) AND jsonb_path_exists(configuration, '$.params.* ? (@.mode == "fixed")')`, ids)
+	if err != nil {
+		return fmt.Errorf("toolstate: configurations: %w", err)
+	}
+	configs := map[string][]byte{}
+	var id string
+	var raw []byte
+	if _, err := pgx.ForEachRow(rows, []any{&id, &raw}, func() error { configs[id] = raw; return nil }); err != nil {
+		return fmt.Errorf("toolstate: configurations: %w", err)
+	}
+	var worseIDs, worseHashes, worse []string
+	for _, id := range slices.Sorted(maps.Keys(configs)) {
+		i := at[id]
+		cfg := parseConfiguration(configs[id])
+		dropped := cfg.droppedFixed(v.tools[i].Def.InputSchema)
+		if len(dropped) == 0 {
+			continue
+		}
+		fs := append(slices.Clone(v.findings[i]), droppedFixedFinding(cfg, dropped))
+		schema.SortFindings(fs)
+		encoded, err := json.Marshal(fs)
+		if err != nil {
+			return fmt.Errorf("toolstate: findings: %w", err)
+		}
+		worst := schema.Worst(fs)
+		w := string(worst)
+		if v.worst[i] == nil || *v.worst[i] != w {
+			worseIDs, worseHashes, worse = append(worseIDs, id), append(worseHashes, v.tools[i].Hash), append(worse, w)
+		}
+		v.findings[i], v.worst[i] = fs, &w
+		v.rows[i][4], v.rows[i][5] = &w, json.RawMessage(encoded)
+		v.out[i].Findings, v.out[i].Worst = fs, worst
+		if k := v.final[i]; k >= 0 {
+			v.moves[k].Reason = summary(fs)
+			v.moves[k].Metadata["worst"] = worst
+		}
+	}
+	if len(worse) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `/* tools.copyValidations.worst */
+		UPDATE mcp_tools t SET validation_worst = u.worst
+		FROM unnest($1::uuid[], $2::text[], $3::text[]) AS u(id, hash, worst) WHERE t.id = u.id AND t.definition_hash = u.hash`,
+		worseIDs, worseHashes, worse); err != nil {
 		return fmt.Errorf("toolstate: store validations: %w", err)
 	}
 	return nil
 }
 
 // autoEnable enables the validated tools whose server or category has auto-enable on
-// (validated lists new tools only, see judging.result).
+// (validated lists new tools only, see judging.result). A tool whose configuration fixes
+// parameters the definition dropped waits for a person: the restriction someone chose
+// is gone, which is what vetting a new definition is for.
 func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validated []int) error {
+	validated = slices.DeleteFunc(slices.Clone(validated), func(i int) bool {
+		return slices.ContainsFunc(out[i].Findings, func(f schema.Finding) bool { return f.Code == CodeFixedParamDropped })
+	})
 	if len(validated) == 0 {
 		return nil
 	}
