@@ -125,3 +125,37 @@ func TestDroppedFixedSettingIsAFinding(t *testing.T) {
 		t.Errorf("after the configuration was saved again: %+v", got)
 	}
 }
+
+// A tool never enabled, whose new definition dropped a parameter its configuration
+// fixes, is not enabled by being put in a category with auto-enable on either.
+func TestDroppedFixedSettingKeepsCategoryAutoEnable(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	srv := f.server("files", true)
+	old := `{"type":"object","properties":{"path":{"type":"string","description":"Where to list"},"units":{"type":"string","description":"Size units"}}}`
+	id := f.tool(toolSpec{server: srv, name: "list", status: "validated", schema: old})
+	f.update(id, tools.Patch{Params: map[string]tools.ParamInput{"path": fixedValue(`"/tmp/sandbox"`)}})
+	if got := f.status(id); got != toolstate.Configured {
+		t.Fatalf("after its configuration: %s, want configured", got)
+	}
+	in := json.RawMessage(`{"type":"object","properties":{"units":{"type":"string","description":"Size units"}}}`)
+	desc := "Works on the files of the server and says what it found there."
+	raw, _ := json.Marshal(map[string]any{"name": "list", "description": desc, "inputSchema": in})
+	if err := db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
+		_, err := tools.StoreDiscovery(f.ctx, tx, srv, tools.DiscoveryWrite{Actor: "system", Relisted: []tools.Relisted{{
+			ID: id, Name: "list", VersionMajor: 2, Status: toolstate.Updating, Was: toolstate.Configured,
+			Definition: &tools.Definition{Description: desc, InputSchema: in, Raw: raw, Hash: "hash-list-2"}}}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.status(id); got != toolstate.Validated {
+		t.Fatalf("after the new definition: %s, want validated", got)
+	}
+	if _, err := f.svc.SaveCategory(f.ctx, alice, "", tools.CategoryInput{Name: "reading", AutoEnable: true}); err != nil {
+		t.Fatal(err)
+	}
+	if it := f.update(id, tools.Patch{Category: ptr("reading")}); it.Status != toolstate.Validated {
+		t.Errorf("put in an auto-enable category: %s, want validated (its fixed path was dropped)", it.Status)
+	}
+}

@@ -358,7 +358,8 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 }
 
 // enableByCategory enables a validated tool just put in category categoryID when the
-// category has auto-enable on and the tool was never enabled: discovery stores new tools
+// category has auto-enable on, the tool was never enabled, and its last validation
+// found no fixed setting dropped (autoEnable): discovery stores new tools
 // without a category, so this is where a category's policy meets its new tools. One a
 // person enabled or disabled before (or enabled with an override) waits for a person.
 func enableByCategory(ctx context.Context, tx pgx.Tx, t Item, categoryID string) error {
@@ -366,8 +367,10 @@ func enableByCategory(ctx context.Context, tx pgx.Tx, t Item, categoryID string)
 	err := tx.QueryRow(ctx, `/* tools.update.auto_enable */
 		SELECT c.name FROM mcp_tools t JOIN tool_categories c ON c.id = t.category_id
 		WHERE t.id = $1 AND c.id = $2 AND c.auto_enable AND t.status = 'validated' AND t.enable_override IS NULL
-			AND `+neverEnabled,
-		t.ID, categoryID).Scan(&name)
+			AND `+neverEnabled+`
+			AND NOT coalesce((SELECT v.findings @> jsonb_build_array(jsonb_build_object('code', $3::text)) FROM tool_validations v
+				WHERE v.tool_id = t.id AND v.validation_type = 'schema' ORDER BY v.id DESC LIMIT 1), false)`,
+		t.ID, categoryID, CodeFixedParamDropped).Scan(&name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
