@@ -66,7 +66,8 @@ func TestCallToolBound(t *testing.T) {
 }
 
 // A session that outlives a key rotation answers with the identity a fresh read of its
-// server's settings gives, so a plan approved after the rotation runs on it.
+// server's settings gives, so a plan approved after the rotation runs on it, as one
+// approved before it does.
 func TestCallToolBoundAfterKeyRotation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -106,5 +107,20 @@ func TestCallToolBoundAfterKeyRotation(t *testing.T) {
 	}
 	if _, err := e.mgr.CallToolBound(ctx, sv.ID, cfg.Identity, "echo", map[string]any{"message": "hi"}, nil); err != nil {
 		t.Fatalf("bound to the identity read after the rotation: %v", err)
+	}
+	// One approved before the rotation (the old key is still held) runs too: the settings
+	// are the same.
+	if !e.mgr.IdentityMatches(ctx, sv.ID, before) {
+		t.Fatal("the identity of before the rotation no longer matches the same settings")
+	}
+	if _, err := e.mgr.CallToolBound(ctx, sv.ID, before, "echo", map[string]any{"message": "hi"}, nil); err != nil {
+		t.Fatalf("bound to the identity read before the rotation: %v", err)
+	}
+	other := "f" + before[1:]
+	if before[0] == 'f' {
+		other = "0" + before[1:]
+	}
+	if e.mgr.IdentityMatches(ctx, sv.ID, other) || e.mgr.IdentityMatches(ctx, sv.ID, "not hex") {
+		t.Fatal("another identity matches")
 	}
 }

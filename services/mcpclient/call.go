@@ -130,7 +130,7 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 	if c == nil {
 		return nil, ErrNotConnected
 	}
-	if identity != "" && m.reg.IdentityNow(c.cfg) != identity {
+	if identity != "" && !m.reg.IdentityMatches(c.cfg, identity) {
 		return nil, ErrIdentityChanged
 	}
 	cs, err := c.current()
@@ -206,4 +206,18 @@ func (m *Manager) Identity(ctx context.Context, id string) string {
 		return ""
 	}
 	return cfg.Identity
+}
+
+// IdentityMatches reports whether identity (Identity's, maybe on another replica, or
+// under an older key) is the connection identity server id's session runs with, or
+// the one it will run with while it has none (Identity).
+func (m *Manager) IdentityMatches(ctx context.Context, id, identity string) bool {
+	m.mu.Lock()
+	if c := m.conns[id]; c != nil {
+		m.mu.Unlock()
+		return m.reg.IdentityMatches(c.cfg, identity)
+	}
+	m.mu.Unlock()
+	cfg, err := m.reg.Connection(ctx, id)
+	return err == nil && m.reg.IdentityMatches(cfg, identity)
 }

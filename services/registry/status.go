@@ -178,6 +178,17 @@ func (s *Service) IdentityNow(c Connection) string {
 	return hex.EncodeToString(s.keys.MAC(c.ident))
 }
 
+// IdentityMatches reports whether identity is c's Identity under any key the keyring
+// holds: one made by another replica whose keyring already has a key rotation's new
+// primary key, or before a rotation, is the same settings.
+func (s *Service) IdentityMatches(c Connection, identity string) bool {
+	if c.ident == nil {
+		return c.Identity == identity
+	}
+	mac, err := hex.DecodeString(identity)
+	return err == nil && s.keys.VerifyMAC(c.ident, mac)
+}
+
 func (s *Service) openMap(id, field string, m map[string]secretValue) (map[string]string, error) {
 	out := make(map[string]string, len(m))
 	for k, v := range m {

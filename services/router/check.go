@@ -23,7 +23,7 @@ func (r *Router) pinned(ctx context.Context, e *entry, p *Pin) error {
 	}
 	t := e.t
 	switch {
-	case t.ID == p.ToolID && p.ServerIdentity != r.mcp.Identity(ctx, t.ServerID):
+	case t.ID == p.ToolID && !r.mcp.IdentityMatches(ctx, t.ServerID, p.ServerIdentity):
 		return fail(CodeStale, "the connection settings of server %s (its command, environment, URL or credentials) changed since %s was approved; plan and approve it again",
 			t.Server, t.QualifiedName())
 	case t.ID != p.ToolID:

@@ -79,8 +79,18 @@ func (kr *Keyring) Reload() error {
 // MAC is HMAC-SHA256 of data under a key derived from the primary key (see ring.MAC).
 func (kr *Keyring) MAC(data []byte) []byte { return kr.r().MAC(data) }
 
-// VerifyMAC reports whether mac is the MAC of data under any key of the keyring.
-func (kr *Keyring) VerifyMAC(data, mac []byte) bool { return kr.r().VerifyMAC(data, mac) }
+// VerifyMAC reports whether mac is the MAC of data under any key of the keyring. A
+// MAC that matches none makes a keyring loaded from a file read it again first when
+// the file changed: another process may have just made that MAC with a key it added.
+func (kr *Keyring) VerifyMAC(data, mac []byte) bool {
+	if kr.r().VerifyMAC(data, mac) {
+		return true
+	}
+	if kr.path == "" || stampOf(kr.path) == kr.stamp.Load() || kr.Reload() != nil {
+		return false
+	}
+	return kr.cur.Load().VerifyMAC(data, mac)
+}
 
 // PrimaryID is the id of the key that Encrypt uses.
 func (kr *Keyring) PrimaryID() string { return kr.r().PrimaryID() }
