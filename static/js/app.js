@@ -743,6 +743,71 @@
     }
   });
 
+  // Removals the server renders again (a test form's array item or map entry, an access
+  // rule): htmx gives the focus back only to an element of the pressed button's id, so
+  // removing the last row dropped it to <body>. It goes to the row that took the removed
+  // one's place (the same id, renumbered), else the next row's Remove, else the
+  // previous row's, else the list's Add.
+  var removal = null;
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest && e.target.closest("button[name=_edit][value^='remove'], button[id^='access-remove-']");
+    if (!btn || !btn.form) return;
+    var rule = btn.id.indexOf("access-remove-") === 0;
+    var row = btn.closest(rule ? "tr" : "li");
+    var removeOf = function (r) {
+      var b = r && r.querySelector(rule ? "button[id^='access-remove-']" : ":scope > button[name=_edit]");
+      return b && b.id;
+    };
+    var add = rule ? document.getElementById("access-username") : row && row.parentElement.nextElementSibling;
+    removal = { form: btn.form, ids: [btn.id, removeOf(row && row.nextElementSibling), removeOf(row && row.previousElementSibling),
+      add && add.matches("button[name=_edit], #access-username") ? add.id : ""] };
+  });
+  document.addEventListener("htmx:afterSwap", function (e) {
+    var cfg = e.detail && e.detail.requestConfig;
+    if (!removal || !cfg || (cfg.elt !== removal.form && !removal.form.contains(cfg.elt))) return;
+    var ids = removal.ids;
+    removal = null;
+    var a = document.activeElement;
+    if (a && a !== document.body && a.isConnected) return;
+    for (var i = 0; i < ids.length; i++) {
+      var el = ids[i] && document.getElementById(ids[i]);
+      if (!el || el.disabled) continue;
+      el.focus();
+      if (document.activeElement === el) return;
+    }
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    if (removal && e.detail && e.detail.elt === removal.form) removal = null; // refused: nothing was swapped
+  });
+
+  // A button that htmx disables while its request is in flight (hx-disabled-elt="this":
+  // the server form's "Test connection") loses the focus; once htmx enables it again,
+  // a focus that went nowhere comes back to it.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var elt = e.detail && e.detail.elt;
+    if (elt && elt.getAttribute && elt.getAttribute("hx-disabled-elt") === "this") elt.__twRefocus = document.activeElement === elt;
+  });
+  document.addEventListener("htmx:afterRequest", function (e) {
+    var elt = e.detail && e.detail.elt;
+    if (!elt || !elt.__twRefocus) return;
+    elt.__twRefocus = false;
+    var a = document.activeElement;
+    if (elt.isConnected && !elt.disabled && (!a || a === document.body)) elt.focus();
+  });
+
+  // A test run that starts is said once, in the panel's live region that stays
+  // (#test-announce, where the server says how it ended): the running panel has no live
+  // region, so its seconds, pushed every second, are not read out each time.
+  function announceRun(say) {
+    var box = document.getElementById("test-announce");
+    var prog = document.querySelector("#test-result[data-live-topic] .test-run-progress[id]");
+    if (!box || !prog || box.dataset.run === prog.id) return;
+    box.dataset.run = prog.id;
+    if (say) box.textContent = "Running…";
+  }
+  document.addEventListener("htmx:afterSwap", function () { announceRun(true); });
+  document.addEventListener("DOMContentLoaded", function () { announceRun(false); }); // a run the page opened with
+
   // A pushed fragment replaces whole parts of the page (htmx's oob swaps), and htmx
   // restores neither focus nor what was typed after them. What the person was doing in
   // a replaced part is kept, for elements with an id: the focus and the cursor, what
