@@ -40,7 +40,7 @@ func toolCard(it tools.Item) views.ToolCard {
 	return views.ToolCard{ID: it.ID, Name: it.Name, QualifiedName: it.QualifiedName(), Title: it.Title,
 		Description: it.Description, Server: it.Server, ServerID: it.ServerID, Status: it.Status, Available: it.Available,
 		Risk: string(r.Level), RiskWhy: r.Why, RiskSource: r.Source, Category: deref(it.Category), Tags: it.Tags,
-		Version: it.Version(), Worst: deref(it.ValidationWorst), Override: deref(it.EnableOverride)}
+		Version: it.Version(), DefinitionHash: it.DefinitionHash, Worst: deref(it.ValidationWorst), Override: deref(it.EnableOverride)}
 }
 
 // toolQuery reads the list's search, filters, order and cursor from the query string
@@ -196,7 +196,7 @@ func toolsBack(c echo.Context, def string) string {
 }
 
 // SetEnabled enables or disables one tool from a page (the card toggle, the detail page,
-// the override form with a reason).
+// the override form with a reason; the detail page's forms send the definition's hash).
 func (h ToolsHandler) SetEnabled(enable bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Param("id")
@@ -204,7 +204,10 @@ func (h ToolsHandler) SetEnabled(enable bool) echo.HandlerFunc {
 		if err := overrideCheck(c, override); err != nil {
 			return err
 		}
-		out, err := h.Tools.SetEnabled(c.Request().Context(), ActorOf(c), []string{id}, enable, c.FormValue("reason"), override)
+		// definition_hash: the definition the page showed, so an enable from a page opened
+		// before rediscovery changed it is refused rather than enabling what nobody saw.
+		out, err := h.Tools.SetEnabledSeen(c.Request().Context(), ActorOf(c), id, enable, c.FormValue("reason"), override,
+			c.FormValue("definition_hash"))
 		if err == nil && out[0].Err() != nil {
 			if errors.Is(out[0].Err(), tools.ErrNotFound) {
 				return tools.ErrNotFound

@@ -111,10 +111,14 @@ func (h ToolsHandler) APIGet(c echo.Context) error {
 type enableInput struct {
 	Reason   string `json:"reason"`
 	Override bool   `json:"override"`
+	// DefinitionHash, when given, is the definition the client reviewed: an enable of a
+	// tool whose definition changed since is refused (409 stale_definition).
+	DefinitionHash string `json:"definition_hash"`
 }
 
 // APISetEnabled enables or disables one tool: 200 with the tool; 409 when its state does
-// not allow it; 422 when only an override with a reason would.
+// not allow it, or its definition is no longer the definition_hash sent; 422 when only an
+// override with a reason would.
 func (h ToolsHandler) APISetEnabled(enable bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var in enableInput
@@ -127,7 +131,7 @@ func (h ToolsHandler) APISetEnabled(enable bool) echo.HandlerFunc {
 			return err
 		}
 		ctx := c.Request().Context()
-		out, err := h.Tools.SetEnabled(ctx, ActorOf(c), []string{c.Param("id")}, enable, in.Reason, in.Override)
+		out, err := h.Tools.SetEnabledSeen(ctx, ActorOf(c), c.Param("id"), enable, in.Reason, in.Override, in.DefinitionHash)
 		if err != nil {
 			return err
 		}

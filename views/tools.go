@@ -32,6 +32,8 @@ type ToolCard struct {
 	// Picked: ticked for a bulk action that was refused, so the page comes back with it
 	// still ticked (never set in live updates).
 	Picked bool
+	// DefinitionHash is the definition shown: the tool page's enable forms send it back.
+	DefinitionHash string
 }
 
 // Enabled reports whether the tool can be called.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -52,6 +53,27 @@ func (o Outcome) Err() error { return o.err }
 // left alone while the others move. Every move writes history and an audit row in the
 // one transaction. An override (enabling an invalid or failed tool) needs a reason.
 func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
+	return s.setEnabled(ctx, actor, ids, enable, reason, override, "")
+}
+
+// CodeStaleDefinition is the code of an enable refused because the tool's definition
+// changed since the person (or client) looked at it.
+const CodeStaleDefinition = "stale_definition"
+
+// StaleDefinition is the details of a CodeStaleDefinition fault.
+type StaleDefinition struct {
+	Current string `json:"current_definition_hash"`
+}
+
+// SetEnabledSeen is SetEnabled for one tool as the caller saw it: seenHash, when not "",
+// is the definition hash the page or client showed. An enable of a tool whose definition
+// changed since is refused in the outcome (a CodeStaleDefinition fault), so nobody
+// enables a definition they never saw; a disable is never refused for it.
+func (s *Service) SetEnabledSeen(ctx context.Context, actor audit.Actor, id string, enable bool, reason string, override bool, seenHash string) ([]Outcome, error) {
+	return s.setEnabled(ctx, actor, []string{id}, enable, reason, override, strings.TrimSpace(seenHash))
+}
+
+func (s *Service) setEnabled(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool, seen string) ([]Outcome, error) {
 	ids = sortedIDs(ids)
 	if len(ids) == 0 {
 		return nil, verr.New("ids", "choose at least one tool")
@@ -71,7 +93,7 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 	// a deadlock's victim here runs again rather than failing the person's click.
 	err := db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
-		out, err = setEnabledTx(ctx, tx, actor, ids, enable, reason, override)
+		out, err = setEnabledTx(ctx, tx, actor, ids, enable, reason, override, seen)
 		return err
 	})
 	return out, err
@@ -81,10 +103,12 @@ func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []strin
 // applies many changes at once), without SetEnabled's checks of the input: ids are tool
 // ids, reason is short, an override has a reason.
 func (s *Service) SetEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
-	return setEnabledTx(ctx, tx, actor, sortedIDs(ids), enable, strings.TrimSpace(reason), override)
+	return setEnabledTx(ctx, tx, actor, sortedIDs(ids), enable, strings.TrimSpace(reason), override, "")
 }
 
-func setEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
+// setEnabledTx moves the tools; seen ("" for none) is the definition hash an enable of
+// its one tool was based on, checked under the row lock so a rediscovery cannot slip in.
+func setEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool, seen string) ([]Outcome, error) {
 	var out []Outcome
 	err := func() error {
 		var moves []toolstate.Move
@@ -99,6 +123,13 @@ func setEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []strin
 				return err
 			}
 			o := Outcome{ID: id, Name: t.QualifiedName(), From: t.Status, To: t.Status}
+			if enable && seen != "" && seen != t.DefinitionHash {
+				f := fault.Stale(CodeStaleDefinition, fmt.Sprintf("the definition of %s changed since you opened it (now version %s): review the new definition, then enable it",
+					t.QualifiedName(), t.Version())).About("tool").WithDetails(StaleDefinition{Current: t.DefinitionHash})
+				o.Error, o.err = f.Error(), f
+				out = append(out, o)
+				continue
+			}
 			m := toolstate.Move{ToolID: id, From: t.Status, Actor: actor.Name, Reason: reason, Override: override}
 			switch {
 			case enable && t.Status == toolstate.Enabled, !enable && t.Status == toolstate.Disabled:
