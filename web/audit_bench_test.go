@@ -1,11 +1,13 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +24,16 @@ import (
 // 10,000,000; loading them takes minutes) on the durable settings of `make bench`. Each
 // sub-benchmark requests the page as an auditor over a real loopback connection, ten
 // requests an iteration, rotating through values of its filter (and, for "deep", pages
-// far down the log), and reports p50-ms and p95-ms of the whole request.
+// far down the log), and reports p50-ms and p95-ms of the whole request. Before them the
+// log gets benchOldEntries by "leaver", a name found only there ("q-old": a search for
+// a renamed or departed name, whose matches are all old), and "export-q-old" downloads
+// them all as CSV through GET /api/v1/audit/export.
 
 var benchAuditRowRE = regexp.MustCompile(`data-testid="audit-row"`)
+
+// benchOldEntries is how many of the oldest entries name "leaver": more than the 10,000
+// matches a search reads from their ids, so it finds them as it finds an old name.
+const benchOldEntries = 15_000
 
 func BenchmarkAuditPage(b *testing.B) {
 	n := 10_000_000
@@ -36,6 +45,14 @@ func BenchmarkAuditPage(b *testing.B) {
 	}
 	srv := webtest.Start(b, nil)
 	start := time.Now()
+	// Before the others, and an hour older than the first of them.
+	if _, err := srv.Pool.Exec(context.Background(), `INSERT INTO audit_log (id, at, actor_kind, actor_name, action, target_type,
+			target_id, target_name, ip, payload, prev_hash, hash)
+		SELECT h.id + g, now() - $1::bigint * interval '10 milliseconds' - interval '1 hour' + g * interval '1 millisecond', 'user', 'leaver',
+			'tool.call', 'tool', 't' || g, 'tool-' || g, '10.0.0.1', json_build_object('client', 'bench'), '\x00'::bytea, decode(md5(g::text), 'hex')
+		FROM (SELECT coalesce(max(id), 0) AS id FROM audit_log) h, generate_series(1, $2::bigint) g`, n, benchOldEntries); err != nil {
+		b.Fatal(err)
+	}
 	if err := audittest.Load(context.Background(), srv.Pool, n); err != nil {
 		b.Fatal(err)
 	}
@@ -71,12 +88,20 @@ func BenchmarkAuditPage(b *testing.B) {
 		// through the words' index.
 		{"q-common", func(i int) string { return "q=bench" }, true},
 		{"q-common+actor", func(i int) string { return fmt.Sprintf("q=bench&actor=user%d", i%audittest.Actors) }, true},
+		// A name only the oldest entries have, on the page and exported whole.
+		{"q-old", func(i int) string { return "q=leaver" }, true},
+		// The same, every entry downloaded: GET /api/v1/audit/export?format=csv&q=leaver.
+		{"export-q-old", func(i int) string { return "q=leaver" }, true},
 		{"actor+group", func(i int) string { return fmt.Sprintf("actor=user%d&action=calls", i%audittest.Actors) }, true},
 		{"deep", func(i int) string { return fmt.Sprintf("action=calls&cursor=%d", mid-int64(i)*1000) }, true},
 	}
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			url := func(i int) string { return srv.URL + "/audit?" + tc.query(i) }
+			export := strings.HasPrefix(tc.name, "export-")
+			if export {
+				url = func(i int) string { return srv.URL + "/api/v1/audit/export?format=csv&" + tc.query(i) }
+			}
 			benchFetch(b, c, "", url(0)) // warm
 			var times benchTimes
 			i := 0
@@ -88,7 +113,10 @@ func BenchmarkAuditPage(b *testing.B) {
 					start := time.Now()
 					body := benchFetch(b, c, "", url(i))
 					times = append(times, time.Since(start))
-					if tc.some && len(benchAuditRowRE.FindAllIndex(body, -1)) == 0 {
+					if export && bytes.Count(body, []byte("\n")) <= benchOldEntries {
+						b.Fatalf("%s: %d lines, want the header and at least %d entries", url(i), bytes.Count(body, []byte("\n")), benchOldEntries)
+					}
+					if !export && tc.some && len(benchAuditRowRE.FindAllIndex(body, -1)) == 0 {
 						b.Fatalf("%s: no rows", url(i))
 					}
 				}

@@ -379,7 +379,7 @@ func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 	}
 	limit = min(limit, MaxLimit)
 	if f.Q != "" && f.matches == nil {
-		ids, walk, err := l.manyMatches(ctx, f, limit+1)
+		ids, walk, err := l.manyMatches(ctx, f, limit+1, limit+1)
 		if err != nil {
 			return Page{}, err
 		}
@@ -415,7 +415,7 @@ func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, err
 		return 0, err
 	}
 	if f.Q != "" && f.matches == nil {
-		ids, walk, err := l.manyMatches(ctx, f, MaxNewer)
+		ids, walk, err := l.manyMatches(ctx, f, MaxNewer, MaxNewer)
 		if err != nil || !walk {
 			return int64(len(ids)), err
 		}

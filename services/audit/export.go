@@ -34,6 +34,12 @@ const (
 	exportFirstBatch = 100
 )
 
+// exportAhead is how many ids of a search's matches an export looks up in the words'
+// index at once (800 KB): a lookup reads every match below its cursor, so one a batch
+// would read a common old name's matches once for each 1,000 of them. A variable for
+// tests.
+var exportAhead = 100_000
+
 // ExportEntry is one entry as an export writes it: the stored fields, its group, and
 // its chain position in hex (so an export can be checked against the chain).
 type ExportEntry struct {
@@ -81,14 +87,45 @@ func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDo
 	if err != nil {
 		return err
 	}
+	// Words in many entries are found batch by batch as a page finds them (manyMatches):
+	// reading newest first checking each entry's words read the whole log for an old
+	// name. A lookup's ids are kept for the next batches (ahead); walk: read on by the
+	// batches' own query, as the page does for a narrowed search.
+	many, walk := f.Q != "" && f.matches == nil, false
+	var ahead []int64
+	aheadAll := false // ahead holds every match left
 	limit := exportFirstBatch
 	for {
-		batch, size, more, err := l.batchOf(ctx, f, limit)
+		g := f
+		if many && !walk {
+			if len(ahead) == 0 {
+				if aheadAll {
+					return nil
+				}
+				ids, w, err := l.manyMatches(ctx, f, limit, exportAhead)
+				if err != nil {
+					return err
+				}
+				// Fewer than a batch, or a lookup's that did not fill: the last of them.
+				ahead, walk, aheadAll = ids, w, len(ids) != limit && len(ids) < exportAhead
+				if !walk && len(ids) == 0 {
+					return nil
+				}
+			}
+			if !walk {
+				g.matches = ahead[:min(limit, len(ahead))]
+			}
+		}
+		batch, size, more, err := l.batchOf(ctx, g, limit)
 		if err != nil {
 			return err
 		}
 		if len(batch) == 0 {
 			return nil
+		}
+		if g.matches != nil {
+			ahead = ahead[len(batch):] // in the same order as the batch
+			more = len(ahead) > 0 || !aheadAll
 		}
 		n, last := len(batch), batch[len(batch)-1].ID
 		for i := range batch {

@@ -109,7 +109,9 @@ func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
 // reading on newest first read every newer entry, the whole log of 10 M for an old name.
 // With another filter that narrows the entries (Filter.narrowed), walk is true instead:
 // reading on through those (the page's own query) beats reading every match of a word.
-func (l *Log) manyMatches(ctx context.Context, f Filter, n int) ([]int64, bool, error) {
+// ahead (at least n) is how many ids the lookup in the words' index returns: an export
+// takes many at once, as each lookup reads every match below its cursor.
+func (l *Log) manyMatches(ctx context.Context, f Filter, n, ahead int) ([]int64, bool, error) {
 	g := f
 	g.Q, g.matches = "", nil
 	where, args := g.where()
@@ -166,7 +168,7 @@ func (l *Log) manyMatches(ctx context.Context, f Filter, n int) ([]int64, bool, 
 		sort, order = "", " ORDER BY a.at DESC, a.id DESC"
 	}
 	sql := `/* audit.manyMatches */ SELECT a.id FROM (SELECT id AS sid FROM audit_search WHERE ` + strings.Join(mconds, " AND ") + sort + `) m
-		CROSS JOIN LATERAL (SELECT id, at FROM audit_log WHERE ` + conds + ` OFFSET 0) a` + order + ` LIMIT ` + strconv.Itoa(n)
+		CROSS JOIN LATERAL (SELECT id, at FROM audit_log WHERE ` + conds + ` OFFSET 0) a` + order + ` LIMIT ` + strconv.Itoa(max(n, ahead))
 	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
 			set_config('enable_indexonlyscan', 'off', true)`); err != nil {
