@@ -140,22 +140,29 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	if err != nil {
 		return x, err
 	}
-	for _, st := range steps {
-		sv, masked := executionStepView(st, results, private, whole)
-		// A live fragment that masked a result has each page ask for it as its viewer:
-		// the requester reads it whole.
-		x.Withheld = x.Withheld || sv.Withheld || viewer == nil && masked
-		if st.CallID != nil && st.Status == executions.StepRunning {
-			sv.Progress = progress[*st.CallID]
-		}
-		if st.Phase == executions.PhaseRollback {
-			x.RollbackSteps = append(x.RollbackSteps, sv)
-		} else {
-			x.Steps = append(x.Steps, sv)
+	// Every event re-sends the results to every viewer: they are bounded
+	// (views.BoundExecutionResult), the run's then the rollback's, each read and masked
+	// only as far as it can be shown.
+	total := views.ExecResultsShown
+	for _, phase := range []string{executions.PhaseRun, executions.PhaseRollback} {
+		for _, st := range steps {
+			if (st.Phase == executions.PhaseRollback) != (phase == executions.PhaseRollback) {
+				continue
+			}
+			sv, masked := executionStepView(st, results, private, whole, &total)
+			// A live fragment that masked a result has each page ask for it as its viewer:
+			// the requester reads it whole.
+			x.Withheld = x.Withheld || sv.Withheld || viewer == nil && masked
+			if st.CallID != nil && st.Status == executions.StepRunning {
+				sv.Progress = progress[*st.CallID]
+			}
+			if phase == executions.PhaseRollback {
+				x.RollbackSteps = append(x.RollbackSteps, sv)
+			} else {
+				x.Steps = append(x.Steps, sv)
+			}
 		}
 	}
-	// Every event re-sends the results to every viewer: they are bounded.
-	views.BoundExecutionResults(&x)
 	if ex.Status == executions.Failed {
 		_, rp, err := h.Executions.PlanRollback(ctx, ex.ID)
 		_, conflict := executions.ConflictStatus(err)
@@ -228,9 +235,24 @@ func stepResultShown(st executions.Step, whole bool) (res json.RawMessage, maske
 	return usage.RedactChanged(st.Result) // (a picture's or a sound's data kept)
 }
 
-// executionStepView is st as its page shows it; masked says its result was masked
+// stepResultCut is stepResultShown of about limit bytes of st's result (usage.Cut,
+// usage.RedactCut): a page shows no more, and masking all of a large result for every
+// event cost seconds. cut says some was left out.
+func stepResultCut(st executions.Step, whole bool, limit int) (res json.RawMessage, masked, cut bool) {
+	if len(st.Result) == 0 || string(st.Result) == "null" {
+		return st.Result, false, false
+	}
+	if whole || executions.PrivateResult(st.Tool) {
+		res, cut = usage.Cut(st.Result, limit)
+		return res, false, cut
+	}
+	return usage.RedactCut(st.Result, limit)
+}
+
+// executionStepView is st as its page shows it, its result bounded with what is left
+// of total (views.BoundExecutionResult); masked says its result was masked
 // (stepResultShown).
-func executionStepView(st executions.Step, results, private, whole bool) (sv views.ExecutionStepView, masked bool) {
+func executionStepView(st executions.Step, results, private, whole bool, total *int) (sv views.ExecutionStepView, masked bool) {
 	sv = views.ExecutionStepView{Position: st.Position, Tool: st.Tool, Status: st.Status, Risk: st.Risk, Error: st.Error,
 		Undoes: st.Undoes}
 	if st.ToolID != nil {
@@ -248,7 +270,13 @@ func executionStepView(st executions.Step, results, private, whole bool) (sv vie
 		sv.HasResult, sv.Withheld = true, true
 		return sv, false
 	}
-	shown, masked := stepResultShown(st, whole)
+	left := min(views.ExecResultShown, *total)
+	if left < views.ExecResultMin && len(st.Result) > left && string(st.Result) != "null" {
+		// It would be left out (unless masking shrank it): not read at all.
+		sv.HasResult, sv.ResultOmitted, sv.ResultSize = true, true, len(st.Result)
+		return sv, false
+	}
+	shown, masked, cut := stepResultCut(st, whole, left)
 	var res stepResult
 	if len(shown) > 0 && string(shown) != "null" && json.Unmarshal(shown, &res) == nil {
 		sv.HasResult, sv.IsError = true, res.IsError
@@ -258,6 +286,13 @@ func executionStepView(st executions.Step, results, private, whole bool) (sv vie
 		if s := strings.TrimSpace(string(res.StructuredContent)); s != "" && s != "null" {
 			sv.Structured = indentJSON(res.StructuredContent)
 		}
+	}
+	views.BoundExecutionResult(&sv, total)
+	if cut && !sv.ResultOmitted {
+		if !sv.ResultShortened {
+			sv.ResultShortened, sv.ResultShown = true, sv.ResultSize
+		}
+		sv.ResultSize = max(sv.ResultSize, len(st.Result))
 	}
 	return sv, masked
 }

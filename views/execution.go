@@ -371,6 +371,9 @@ const (
 	// execResultMin: with less than this left of ExecResultsShown, a result that does
 	// not fit is left out rather than cut to a few lines.
 	execResultMin = 4 << 10
+	// ExecResultMin is execResultMin, for the handlers: a result that does not fit in
+	// less than it is left out without being read.
+	ExecResultMin = execResultMin
 )
 
 // BoundExecutionResults cuts the steps' results (the run's, then the rollback's) to
@@ -380,12 +383,14 @@ func BoundExecutionResults(x *ExecutionView) {
 	total := ExecResultsShown
 	for _, steps := range [][]ExecutionStepView{x.Steps, x.RollbackSteps} {
 		for i := range steps {
-			boundResult(&steps[i], &total)
+			BoundExecutionResult(&steps[i], &total)
 		}
 	}
 }
 
-func boundResult(st *ExecutionStepView, total *int) {
+// BoundExecutionResult is BoundExecutionResults for one step, total what is left of
+// ExecResultsShown: for steps bounded one by one, in the same order.
+func BoundExecutionResult(st *ExecutionStepView, total *int) {
 	size, cost := len(st.Structured), escapedCost(st.Structured)
 	for _, o := range st.Outputs {
 		size += len(o.Text) + len(o.DataURL) + len(o.URI) + len(o.Name) + len(o.MIMEType) + len(o.Size)
@@ -396,6 +401,7 @@ func boundResult(st *ExecutionStepView, total *int) {
 	switch {
 	case cost <= b.left:
 		*total -= cost
+		st.ResultSize = size
 		return
 	case b.left < execResultMin:
 		st.Outputs, st.Structured = nil, ""

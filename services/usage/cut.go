@@ -1,0 +1,191 @@
+package usage
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// Cut and RedactCut are for a page that shows only the start of a large value (an
+// execution step's result): it is cut to about limit bytes of content before it is
+// masked, in the order a page shows it (keys sorted, as Redact encodes them), so that
+// what is left out costs its decoding only.
+const (
+	// cutShort: a scalar of up to this many bytes is kept past limit (up to
+	// limit+cutSlack), so that small fields (a content's type) survive a long text.
+	cutShort = 256
+	cutSlack = 4 << 10
+)
+
+// Cut is raw cut to about limit bytes of content (strings, keys and numbers, in the
+// order of its keys sorted), and whether anything was left out. A raw of limit bytes or
+// less, or one that is not JSON, is returned as it is.
+func Cut(raw json.RawMessage, limit int) (json.RawMessage, bool) {
+	if len(raw) <= limit {
+		return raw, false
+	}
+	v, ok := decodeJSON(raw)
+	if !ok {
+		return raw, false
+	}
+	c := cutter{limit: limit}
+	if v, _ = c.value(v); !c.cut {
+		return raw, false
+	}
+	return encodeRedacted(v), true
+}
+
+// RedactCut is RedactChanged of raw cut as by Cut, masking all that is kept as
+// RedactChanged would: a string cut that looks like a credential whole is masked whole,
+// one holding JSON is cut as JSON (its keys still name what they hold), and prose is cut
+// after a whole word, its words masked before (each is judged on its own, whatever
+// follows it).
+func RedactCut(raw json.RawMessage, limit int) (out json.RawMessage, changed, cut bool) {
+	if len(raw) <= limit {
+		out, changed = RedactChanged(raw)
+		return out, changed, false
+	}
+	v, ok := decodeJSON(raw)
+	if !ok {
+		return json.RawMessage(`"(unreadable JSON withheld)"`), true, false
+	}
+	c := cutter{limit: limit, mask: true}
+	v, _ = c.value(v)
+	changed = c.changed
+	v = redactValue(v, &changed)
+	if !changed && !c.cut {
+		return raw, false, false
+	}
+	return encodeRedacted(v), changed, c.cut
+}
+
+// decodeJSON is raw, one JSON value, decoded (numbers as json.Number).
+func decodeJSON(raw []byte) (v any, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return v, true
+}
+
+// cutter keeps a value's content until used reaches limit; mask makes the strings it
+// cuts safe to mask in part (RedactCut).
+type cutter struct {
+	used, limit  int
+	mask         bool
+	cut, changed bool
+}
+
+// value is v cut; keep is false when none of it is kept.
+func (c *cutter) value(v any) (_ any, keep bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		if c.used >= c.limit {
+			c.cut = true
+			return nil, false
+		}
+		media := x["type"] == "image" || x["type"] == "audio"
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			val := x[k]
+			c.used += len(k)
+			switch s, isString := val.(string); {
+			case c.mask && val != nil && secrets.LooksSecretName(k):
+				x[k], c.changed = Mask, true // masked whole anyway: not walked
+			case media && k == "data" && isString:
+				// A picture is shown whole or not at all, and is not masked.
+				c.used += len(s)
+			default:
+				if nv, ok := c.value(val); ok {
+					x[k] = nv
+				} else {
+					delete(x, k)
+				}
+			}
+		}
+		return x, true
+	case []any:
+		if c.used >= c.limit {
+			c.cut = true
+			return nil, false
+		}
+		for i, e := range x {
+			nv, ok := c.value(e)
+			if !ok {
+				return x[:i], true // the rest is past the limit too (bar a short scalar)
+			}
+			x[i] = nv
+		}
+		return x, true
+	case string:
+		room := c.limit - c.used
+		if len(x) <= room || len(x) <= cutShort && c.used+len(x) <= c.limit+cutSlack {
+			c.used += len(x)
+			return x, true
+		}
+		c.cut = true
+		if room <= 0 {
+			return nil, false
+		}
+		s := c.cutString(x, room)
+		c.used += len(s)
+		return s, true
+	default: // json.Number, bool, nil
+		n := 4
+		if num, ok := x.(json.Number); ok {
+			n = len(num)
+		}
+		if c.used+n > c.limit+cutSlack {
+			c.cut = true
+			return nil, false
+		}
+		c.used += n
+		return v, true
+	}
+}
+
+// cutString is about room bytes of s (longer than room).
+func (c *cutter) cutString(s string, room int) string {
+	if !c.mask {
+		i := room
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		return s[:i]
+	}
+	// As redactValue judges a string: whole first.
+	if secrets.LooksSecretValue(s) {
+		c.changed = true
+		return Mask
+	}
+	if t := strings.TrimSpace(s); len(t) >= 2 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
+		if v, ok := decodeJSON([]byte(t)); ok {
+			in := cutter{limit: room, mask: true}
+			v, _ = in.value(v)
+			c.changed = c.changed || in.changed
+			return string(encodeRedacted(v)) // still JSON: masked as such after
+		}
+	}
+	i := room
+	for i < len(s) && !isSpace(s[i]) {
+		i++
+	}
+	w := redactWords(s[:i])
+	if w != s[:i] {
+		c.changed = true
+	}
+	return w
+}
