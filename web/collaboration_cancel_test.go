@@ -115,3 +115,48 @@ func TestBlockingStepsPerPersonLimited(t *testing.T) {
 	}
 	webtest.WaitFor(t, 20*time.Second, func() bool { return len(pending()) == 0 }, "the cancelled plans' questions withdrawn")
 }
+
+// Steps waiting for an answer hold at most half of a server's workers, whoever asked:
+// with two workers, bob's question waits (his step pending) while alice's is open, a
+// plan of another step still runs, and bob's is asked once alice's is answered.
+func TestBlockingStepsHoldHalfTheWorkers(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true, Executions: &executions.Options{Workers: 2}})
+	srv.App.Enable(t, "builtin__user_collaboration")
+	srv.App.Enable(t, "builtin__think")
+	env := func(name string) *collabEnv {
+		srv.CreateUser(t, name, auth.RoleToolUser, collabPassword)
+		e := &collabEnv{srv: srv, c: srv.Login(t, name, collabPassword)}
+		e.api = svClient{t: t, srv: srv, c: e.c}
+		return e
+	}
+	alice, bob := env("alice"), env("bob")
+	var first, second apiExec
+	alice.api.json(http.MethodPost, "/api/v1/executions", plan(step("builtin__user_collaboration", map[string]any{"prompt": "Alice's?"})), 201, &first)
+	q := alice.pending(t)
+	bob.api.json(http.MethodPost, "/api/v1/executions", plan(step("builtin__user_collaboration", map[string]any{"prompt": "Bob's?"})), 201, &second)
+
+	// The other worker runs a plan of another step meanwhile.
+	var next apiExec
+	bob.api.json(http.MethodPost, "/api/v1/executions", plan(step("builtin__think", map[string]any{"thought": "meanwhile"})), 201, &next)
+	waitExec(t, bob.api, next.ID, "success")
+	var list struct{ Items []grants.Collaboration }
+	bob.api.json(http.MethodGet, "/api/v1/collaborations?status=pending", nil, 200, &list)
+	if len(list.Items) != 0 {
+		t.Fatalf("bob's question asked while alice's holds half the workers: %+v", list.Items)
+	}
+	var ex apiExec
+	bob.api.json(http.MethodGet, "/api/v1/executions/"+second.ID, nil, 200, &ex)
+	if ex.Status != "executing" || len(ex.Steps) != 1 || ex.Steps[0].Status != "pending" {
+		t.Fatalf("bob's plan: %s, its step %+v (want executing, pending)", ex.Status, ex.Steps)
+	}
+
+	alice.answer(t, q.ID, "yes")
+	waitExec(t, alice.api, first.ID, "success")
+	bq := bob.pending(t)
+	if bq.ExecutionID != second.ID {
+		t.Fatalf("bob's question: %+v, want his plan's", bq)
+	}
+	bob.api.json(http.MethodPost, "/api/v1/executions/"+second.ID+"/cancel", nil, 200, nil)
+	waitExec(t, bob.api, second.ID, "cancelled")
+}

@@ -63,6 +63,12 @@ const (
 	blockingRetry    = 5 * time.Second
 )
 
+// blockingRoom is how many of this process's workers steps waiting for an answer may
+// hold at once, whoever asked: half, so that however many people's plans wait, the other
+// half still runs everyone's steps (the per-person limit alone let four people hold the
+// eight default workers).
+func (s *Service) blockingRoom() int32 { return int32(max(1, s.opts.Workers/2)) }
+
 // blockingOverLimit reports whether step st, just marked running, makes more than
 // maxBlockingSteps blocking steps of its requester's plans run. Two starting at once may
 // both give way; neither runs past the limit.

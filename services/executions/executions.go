@@ -112,6 +112,9 @@ type Service struct {
 	stopping atomic.Bool
 	// held are the executions whose lock this process holds (their ids).
 	held sync.Map
+	// blocking counts the steps of this process that wait for a person's answer
+	// (blockingRoom).
+	blocking atomic.Int32
 }
 
 // New returns the execution service. Call Run to start its runner.

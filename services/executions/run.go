@@ -464,6 +464,11 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			}
 			return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps of the requester's plans already wait for an answer", maxBlockingSteps), blockingRetry)
 		}
+		if s.blocking.Add(1) > s.blockingRoom() {
+			s.blocking.Add(-1)
+			return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps already wait for an answer on this server, half its workers", s.blockingRoom()), blockingRetry)
+		}
+		defer s.blocking.Add(-1)
 		// It may wait a day for a person: it ends when its execution is cancelled.
 		want := Executing
 		if st.Phase == PhaseRollback {
