@@ -23,7 +23,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
-const secretsUsage = "usage: toolwarden secrets rotate [--reencrypt-only] | retire-key KEY_ID | status"
+const secretsUsage = "usage: toolwarden secrets rotate [--reencrypt-only] [--lost-keys IDS] | retire-key KEY_ID | status"
 
 // cmdSecrets runs `toolwarden secrets rotate|retire-key|status` (docs/security.md, Key
 // rotation). It works beside a running server: each row is re-encrypted in its own
@@ -38,9 +38,10 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("secrets "+sub, stderr)
 	commonFlags(fs, &c)
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key (env TOOLWARDEN_SECRET_KEY_FILE)")
-	reencryptOnly := false
+	reencryptOnly, lostKeys := false, ""
 	if sub == "rotate" {
 		fs.BoolVar(&reencryptOnly, "reencrypt-only", false, "add no key: only re-encrypt the values still under an older key (after an interrupted rotation)")
+		fs.StringVar(&lostKeys, "lost-keys", envOr("TOOLWARDEN_LOST_KEYS", ""), "ids of secret keys lost for good, as serve's --lost-keys: the values still under them (past versions of tools' configurations, say) are left as they are (env TOOLWARDEN_LOST_KEYS)")
 	}
 	// The key id may come before or after the flags.
 	id := ""
@@ -59,6 +60,7 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errUsage
 	}
 	path := secretKeyPath(c)
+	lost := parseLostKeys(lostKeys)
 	switch sub {
 	case "rotate", "status":
 	case "retire-key":
@@ -101,8 +103,8 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return err
 		}
-		if err := keyFileFits(ctx, d.Pool, held, path, nil); err != nil {
-			return fmt.Errorf("%w; nothing was changed", err)
+		if err := keyFileFits(ctx, d.Pool, held, path, lost); err != nil {
+			return fmt.Errorf("%w; nothing was changed. If those keys are lost for good (serve started with --lost-keys), name them in --lost-keys (TOOLWARDEN_LOST_KEYS) to leave what they sealed as it is", err)
 		}
 	}
 	var added secrets.Key
@@ -120,6 +122,13 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if added.ID != "" && keys.PrimaryID() != added.ID {
 		return fmt.Errorf("the key file %s changed while key %s was added (its first key is %s): nothing was re-encrypted; run 'toolwarden secrets status', then rotate again", path, added.ID, keys.PrimaryID())
+	}
+	if sub == "rotate" {
+		// Before anything is sealed with it: the key that encrypts from now on is one
+		// the database records (keyFileFits).
+		if err := recordKeys(ctx, d.Pool, keys, path, lost, ""); err != nil {
+			return err
+		}
 	}
 	reg := registry.New(d.Pool, keys, nil)
 	ts := tools.New(d.Pool, keys, nil)
@@ -149,10 +158,11 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if sub == "rotate" {
-		nServers, err := reg.RotateSecrets(ctx)
-		nTools, nSeals := 0, 0
+		// Values under a lost key cannot be opened: they are left, and counted.
+		nServers, leftServers, err := reg.RotateSecretsKeeping(ctx, lost)
+		nTools, leftTools, nSeals := 0, 0, 0
 		if err == nil {
-			nTools, err = ts.RotateSecrets(ctx)
+			nTools, leftTools, err = ts.RotateSecretsKeeping(ctx, lost)
 		}
 		// A seal verifies while its key is in the file: sealed again with the new key,
 		// the old one can be retired without failed executions' rollbacks being refused
@@ -163,7 +173,7 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// Recorded however it ended: a key added and values re-encrypted before a
 		// failure are changes too.
 		payload := map[string]any{"key": keys.PrimaryID(), "new_key": added.ID != "", "server_values": nServers, "tool_values": nTools,
-			"execution_seals": nSeals, "keys": keys.IDs()}
+			"execution_seals": nSeals, "keys": keys.IDs(), "left_under_lost_keys": leftServers + leftTools}
 		entry := audit.Entry{Actor: cliActor(), Action: "secrets.rotate", TargetType: "secret_key",
 			TargetID: keys.PrimaryID(), TargetName: keys.PrimaryID(), Payload: payload}
 		if err != nil {
@@ -177,6 +187,10 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		fmt.Fprintf(stdout, "re-encrypted %d server values and %d tool configuration values with key %s, and sealed the approvals of %d executions again\n",
 			nServers, nTools, keys.PrimaryID(), nSeals)
+		if n := leftServers + leftTools; n > 0 {
+			fmt.Fprintf(stdout, "left %d values under lost keys (%s) as they are: %d server values and %d tool configuration values, past versions included\n",
+				n, strings.Join(lost, ", "), leftServers, leftTools)
+		}
 		return nil
 	}
 	// retire-key
@@ -205,6 +219,11 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := audit.AppendAlone(context.WithoutCancel(ctx), d.Pool, audit.Entry{Actor: cliActor(), Action: "secrets.retire_key", TargetType: "secret_key",
 		TargetID: id, TargetName: id, Payload: map[string]any{"key": id}}); err != nil {
 		return fmt.Errorf("key %s was removed from %s already, but its retirement could not be written to the audit log: %w", id, path, err)
+	}
+	// Forgotten by the record too, which keeps the primary: a key file holding only the
+	// keys left still fits it.
+	if err := recordKeys(ctx, d.Pool, keys, path, nil, id); err != nil {
+		return fmt.Errorf("key %s was removed from %s already, but the database's record of the keys could not be updated: %w", id, path, err)
 	}
 	fmt.Fprintf(stdout, "retired key %s: values sealed with it no longer decrypt\n", id)
 	return nil

@@ -200,7 +200,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if madeKey {
 		held = nil // the key file was not there: what the database holds was sealed with another
 	}
-	if err := keyFileFits(ctx, a.Pool, held, secretKeyPath(c), parseLostKeys(*lostKeys)); err != nil {
+	lost := parseLostKeys(*lostKeys)
+	err = keyFileFits(ctx, a.Pool, held, secretKeyPath(c), lost)
+	if err == nil {
+		// Recorded before anything is sealed: a command run later without this key file
+		// (or another replica's first start) is refused even while nothing is.
+		err = recordKeys(ctx, a.Pool, keys, secretKeyPath(c), lost, "")
+	}
+	if err != nil {
 		if madeKey {
 			_ = os.Remove(secretKeyPath(c)) // made for a first start this is not
 		}

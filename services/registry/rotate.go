@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,12 +16,21 @@ import (
 // transaction with its row locked, so it runs beside a serving Toolwarden. The values
 // do not change, so nothing reconnects. It returns how many values it re-encrypted.
 func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
+	n, _, err := s.RotateSecretsKeeping(ctx, nil)
+	return n, err
+}
+
+// RotateSecretsKeeping is RotateSecrets leaving the values under a key in lost (lost for
+// good: the keyring does not hold it, so they cannot be opened) as they are; left counts
+// them.
+func (s *Service) RotateSecretsKeeping(ctx context.Context, lost []string) (rotated, left int, err error) {
 	ids, err := s.serverIDs(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	total := 0
 	for _, id := range ids {
+		kept := 0
 		err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 			var env, headers map[string]string
 			var token string
@@ -35,6 +45,10 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 			n := 0
 			rot := func(v, field, name string) (string, error) {
 				if !secrets.IsCiphertext(v) || !s.keys.NeedsRotation(v) {
+					return v, nil
+				}
+				if kid := secrets.KeyOf(v); slices.Contains(lost, kid) && !slices.Contains(s.keys.IDs(), kid) {
+					kept++
 					return v, nil
 				}
 				out, err := s.keys.Rotate(v, aad(id, field, name))
@@ -66,10 +80,11 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 			return err
 		})
 		if err != nil {
-			return total, fmt.Errorf("registry: rotate secrets: %w", err)
+			return total, left, fmt.Errorf("registry: rotate secrets: %w", err)
 		}
+		left += kept
 	}
-	return total, nil
+	return total, left, nil
 }
 
 // KeyUsage counts the stored server secrets by the id of the key that sealed them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,15 +16,23 @@ import (
 // current one and every stored version, under the keyring's primary key; one tool a
 // transaction with its row locked. It returns how many values it re-encrypted.
 func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
+	n, _, err := s.RotateSecretsKeeping(ctx, nil)
+	return n, err
+}
+
+// RotateSecretsKeeping is RotateSecrets leaving the values under a key in lost (lost for
+// good: the keyring does not hold it, so they cannot be opened; past versions from before
+// the key was lost, say) as they are; left counts them.
+func (s *Service) RotateSecretsKeeping(ctx context.Context, lost []string) (rotated, left int, err error) {
 	rows, err := s.pool.Query(ctx, `/* tools.RotateSecrets.ids */ SELECT id::text FROM mcp_tools
 		WHERE configuration::text LIKE '%"secret"%' OR EXISTS (SELECT 1 FROM tool_configurations c WHERE c.tool_id = mcp_tools.id AND c.configuration::text LIKE '%"secret"%')
 		ORDER BY id`)
 	if err != nil {
-		return 0, fmt.Errorf("tools: rotate secrets: %w", err)
+		return 0, 0, fmt.Errorf("tools: rotate secrets: %w", err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, fmt.Errorf("tools: rotate secrets: %w", err)
+		return 0, 0, fmt.Errorf("tools: rotate secrets: %w", err)
 	}
 	total := 0
 	for _, id := range ids {
@@ -35,10 +44,11 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 				}
 				return err
 			}
-			next, n, err := s.rotateConfig(id, cur)
+			next, n, kept, err := s.rotateConfig(id, cur, lost)
 			if err != nil {
 				return err
 			}
+			left += kept
 			if n > 0 {
 				total += n
 				if _, err := tx.Exec(ctx, `/* tools.RotateSecrets */ UPDATE mcp_tools SET configuration = $2 WHERE id = $1::uuid`, id, next); err != nil {
@@ -58,10 +68,11 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 				return err
 			}
 			for _, v := range vs {
-				next, n, err := s.rotateConfig(id, v.Configuration)
+				next, n, kept, err := s.rotateConfig(id, v.Configuration, lost)
 				if err != nil {
 					return err
 				}
+				left += kept
 				if n == 0 {
 					continue
 				}
@@ -73,31 +84,35 @@ func (s *Service) RotateSecrets(ctx context.Context) (int, error) {
 			return nil
 		})
 		if err != nil {
-			return total, fmt.Errorf("tools: rotate secrets: %w", err)
+			return total, left, fmt.Errorf("tools: rotate secrets: %w", err)
 		}
 	}
-	return total, nil
+	return total, left, nil
 }
 
 // rotateConfig re-encrypts the secrets of one stored configuration of tool id; what
-// else it holds (a version's risk, timeout, category, tags) is kept as it was.
-func (s *Service) rotateConfig(id string, raw []byte) ([]byte, int, error) {
+// else it holds (a version's risk, timeout, category, tags) is kept as it was, and so
+// are the values under a key in lost, which kept counts.
+func (s *Service) rotateConfig(id string, raw []byte, lost []string) (_ []byte, n, kept int, _ error) {
 	c := parseConfiguration(raw)
-	n := 0
 	for name, st := range c.Params {
 		if st.Secret == "" || !s.keys.NeedsRotation(st.Secret) {
 			continue
 		}
+		if kid := secrets.KeyOf(st.Secret); slices.Contains(lost, kid) && !slices.Contains(s.keys.IDs(), kid) {
+			kept++
+			continue
+		}
 		out, err := s.keys.Rotate(st.Secret, configAAD(id, name))
 		if err != nil {
-			return nil, 0, fmt.Errorf("tool %s, parameter %s: %w", id, name, err)
+			return nil, 0, 0, fmt.Errorf("tool %s, parameter %s: %w", id, name, err)
 		}
 		st.Secret = out
 		c.Params[name] = st
 		n++
 	}
 	if n == 0 {
-		return raw, 0, nil
+		return raw, 0, kept, nil
 	}
 	var whole map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &whole); err != nil || whole == nil {
@@ -105,11 +120,11 @@ func (s *Service) rotateConfig(id string, raw []byte) ([]byte, int, error) {
 	}
 	params, err := json.Marshal(c.Params)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, 0, err
 	}
 	whole["params"] = params
 	b, err := json.Marshal(whole)
-	return b, n, err
+	return b, n, kept, err
 }
 
 // KeyUsage counts the stored secret values of tool configurations (current and past

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+	"github.com/toolwarden/toolwarden/services/tools"
+)
+
+// After serve --lost-keys X, what X sealed was entered again, but not a tool's past
+// configurations (nor, here, one server's value). `secrets rotate` names the keys lost
+// with --lost-keys (or TOOLWARDEN_LOST_KEYS) as serve does, re-encrypts the rest, leaves
+// the values under lost keys as they are and says how many; without the flag its refusal
+// says so.
+func TestSecretsRotateLostKeys(t *testing.T) {
+	ctx := context.Background()
+	dir, url, pool := cliDatabase(t)
+	lost, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "secret.key")
+	k1 := writeKeyFile(t, path)
+	ringLost, _ := secrets.NewKeyring(lost)
+	ring1, _ := secrets.NewKeyring(k1)
+
+	// Servers: one value still under the lost key, one entered again under K1.
+	for name, ring := range map[string]*secrets.Keyring{"left-lost": ringLost, "re-entered": ring1} {
+		if _, err := registry.New(pool, ring, nil).CreateServer(ctx, audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP,
+			URL: "http://127.0.0.1:9/mcp", AuthType: registry.AuthBearer, AuthToken: "token-" + name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A tool whose value was set under the lost key, then entered again under K1: its
+	// past version keeps the lost key's ciphertext.
+	srv, tool := uuid.NewString(), uuid.NewString()
+	testkit.Exec(t, pool, `INSERT INTO mcp_servers (id, name, server_type, command) VALUES ($1, 'stdio-one', 'stdio', 'x')`, srv)
+	testkit.Exec(t, pool, `INSERT INTO mcp_tools (id, server_id, name, input_schema, definition, definition_hash, status)
+		VALUES ($1, $2, 'work', '{"type":"object","properties":{"api_key":{"type":"string"}}}', '{"name":"work"}', 'h', 'validated')`, tool, srv)
+	who := audit.Actor{Kind: audit.ActorUser, Name: "alice"}
+	for i, ring := range []*secrets.Keyring{ringLost, ring1} {
+		v := "sk-live-LostKey" + string(rune('A'+i))
+		if _, err := tools.New(pool, ring, nil).Update(ctx, who, tool, tools.Patch{Reason: "set",
+			Params: map[string]tools.ParamInput{"api_key": {Mode: tools.ModeDefault, Text: &v}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	usage, err := keyUsage(ctx, pool)
+	if err != nil || usage[lost.ID] < 2 || usage[k1.ID] < 2 {
+		t.Fatalf("usage before: %v %v", usage, err)
+	}
+	lostBefore := usage[lost.ID]
+	cli := func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(ctx, append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
+		return out.String() + errb.String(), err
+	}
+
+	out, err := cli("secrets", "rotate")
+	if err == nil || !strings.Contains(err.Error(), "--lost-keys") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("rotate without --lost-keys: %v\n%s", err, out)
+	}
+
+	out, err = cli("secrets", "rotate", "--lost-keys", lost.ID)
+	if err != nil {
+		t.Fatalf("rotate --lost-keys %s: %v\n%s", lost.ID, err, out)
+	}
+	keys, err := secrets.LoadKeyring(path)
+	if err != nil || keys.PrimaryID() == k1.ID {
+		t.Fatalf("no key was added: %v %v", keys, err)
+	}
+	usage, _ = keyUsage(ctx, pool)
+	if usage[k1.ID] != 0 || usage[lost.ID] != lostBefore || usage[keys.PrimaryID()] < 2 {
+		t.Fatalf("usage after: %v (lost before %d)", usage, lostBefore)
+	}
+	if want := "left " + strconv.Itoa(lostBefore) + " values under lost keys"; !strings.Contains(out, want) {
+		t.Fatalf("rotate's output:\n%s\nwant %q", out, want)
+	}
+	// TOOLWARDEN_LOST_KEYS too, as for serve.
+	t.Setenv("TOOLWARDEN_LOST_KEYS", lost.ID)
+	if out, err := cli("secrets", "rotate", "--reencrypt-only"); err != nil || !strings.Contains(out, "left "+strconv.Itoa(lostBefore)+" values under lost keys") {
+		t.Fatalf("rotate with TOOLWARDEN_LOST_KEYS: %v\n%s", err, out)
+	}
+}
