@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"slices"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -29,10 +30,10 @@ const maxAuditLine = 4096
 // edited is a finished line as it is audited.
 type edited struct {
 	text string
-	// shell: history, completion or an editing key not followed here changed it (the
-	// text is what was typed).
+	// shell: history, completion or an editing key not followed here changed it, or a
+	// key changed it once cut (the text is what was typed).
 	shell bool
-	// cut: longer than maxAuditLine; the text is its start.
+	// cut: longer than maxAuditLine; the text is its start (unless shell).
 	cut bool
 }
 
@@ -48,7 +49,19 @@ func (e *lineEditor) feed(b []byte) []edited {
 	var out []edited
 	data := append(e.pending, b...)
 	e.pending = nil
+	// A cut line's text is its start only while no key changes it: one deleting or
+	// inserting acts on a line the editor does not hold whole (a backspace at the end
+	// takes the shell's last character, not the editor's).
+	was := len(e.line)
+	changedCut := func() {
+		if e.cut && len(e.line) != was {
+			e.shellEdited = true
+		}
+		was = len(e.line)
+	}
+	defer changedCut()
 	for i := 0; i < len(data); {
+		changedCut()
 		c := data[i]
 		if e.literal {
 			e.literal = false
@@ -155,6 +168,8 @@ func (e *lineEditor) insert(r rune) {
 		e.cur++
 	} else {
 		e.cut = true
+		// Dropped inside the line, the key moved the rest along in the shell's.
+		e.shellEdited = e.shellEdited || e.cur < len(e.line)
 	}
 }
 
@@ -246,20 +261,41 @@ func (e *lineEditor) key(params string, final byte) {
 	}
 }
 
+// word moves the cursor a word back or forward as readline does (bash's Alt-b, Alt-f):
+// to the start of the word before it or the end of the word after it, words being
+// letters and digits. Where that crosses anything else, or a space-delimited word (zsh's
+// words take most punctuation in) would end elsewhere, the line is the shell's edit:
+// "rm -f x", two words back and "r" is "rm -rf x" in bash, "rm r-f x" by spaces.
 func (e *lineEditor) word(forward bool) {
+	to := e.wordStop(forward, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) })
+	spaced := e.wordStop(forward, func(r rune) bool { return r != ' ' })
+	crossed := e.line[min(e.cur, to, spaced):max(e.cur, to, spaced)]
+	if to != spaced || slices.ContainsFunc(crossed, func(r rune) bool {
+		// A non-ASCII letter is a word's in some locales only.
+		return r != ' ' && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) {
+		e.shellEdited = true
+	}
+	e.cur = to
+}
+
+// wordStop is where a word motion from the cursor ends, inWord telling a word's runes.
+func (e *lineEditor) wordStop(forward bool, inWord func(rune) bool) int {
+	i := e.cur
 	if forward {
-		for e.cur < len(e.line) && e.line[e.cur] == ' ' {
-			e.cur++
+		for i < len(e.line) && !inWord(e.line[i]) {
+			i++
 		}
-		for e.cur < len(e.line) && e.line[e.cur] != ' ' {
-			e.cur++
+		for i < len(e.line) && inWord(e.line[i]) {
+			i++
 		}
-		return
+		return i
 	}
-	for e.cur > 0 && e.line[e.cur-1] == ' ' {
-		e.cur--
+	for i > 0 && !inWord(e.line[i-1]) {
+		i--
 	}
-	for e.cur > 0 && e.line[e.cur-1] != ' ' {
-		e.cur--
+	for i > 0 && inWord(e.line[i-1]) {
+		i--
 	}
+	return i
 }

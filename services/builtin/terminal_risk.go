@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -219,12 +220,13 @@ var historyLine = regexp.MustCompile("![^\\s=(]|^\\s*\\^|(^|[;&|(`])\\s*(fc|r)(\
 // lineEditor rebuilds from them, and what is left unfinished, is rated as the shell
 // will run it (CommandRisk), and so are the keys as given, as a net where the program
 // reading them is no shell. A line the shell changes from its history or with keys the
-// editor does not follow is HIGH, since what it runs is not in the text.
+// editor does not follow, or one longer than the editor keeps, is HIGH, since what it
+// runs is not (all) in the text.
 func InputRisk(input string) (risk.Level, string, bool) {
 	var e lineEditor
 	lines := e.feed([]byte(input))
-	if len(e.line) > 0 || e.shellEdited {
-		lines = append(lines, edited{text: string(e.line), shell: e.shellEdited})
+	if len(e.line) > 0 || e.shellEdited || e.cut {
+		lines = append(lines, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
 	}
 	var whys []string
 	add := func(why string) {
@@ -235,6 +237,9 @@ func InputRisk(input string) (risk.Level, string, bool) {
 	for _, l := range lines {
 		if l.shell {
 			add("line is changed by the shell's history, completion or editing keys, so what it runs is not in the text")
+		}
+		if l.cut {
+			add(fmt.Sprintf("line is longer than %d characters, so what it runs is not all in the text", maxAuditLine))
 		}
 		if historyLine.MatchString(l.text) {
 			add("line runs a command from the shell's history (!, ^old^new, fc)")
