@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -63,6 +64,8 @@ type Confiner struct {
 	hide []string
 	// runtime are the user's runtime directories, hidden as well (see runtimeDirs).
 	runtime []string
+	// homes are the user's home directories, hidden from terminals (ApplyTerminal).
+	homes []string
 	// extraClone is added to the clone flags; tests use it to make clone fail.
 	extraClone uintptr
 	// modes overrides the modes tried in order; tests use it to try one alone.
@@ -76,8 +79,33 @@ type Confiner struct {
 // New returns a Confiner for spec. It starts nothing: the first Apply or Describe
 // checks, once, that confinement works on this machine.
 func New(spec Spec) *Confiner {
-	return &Confiner{spec: spec, hide: normalize(spec.Hide), runtime: runtimeDirs()}
+	return &Confiner{spec: spec, hide: normalize(spec.Hide), runtime: runtimeDirs(), homes: homeDirs()}
 }
+
+// homeDirs are the home directories of Toolwarden's user: $HOME and the account's.
+// One that holds system directories ("/", "/var") is left out: hiding it would hide
+// them too.
+func homeDirs() []string {
+	var out []string
+	cands := []string{os.Getenv("HOME")}
+	if u, err := user.LookupId(strconv.Itoa(os.Geteuid())); err == nil {
+		cands = append(cands, u.HomeDir)
+	}
+	for _, h := range cands {
+		if h == "" || !filepath.IsAbs(h) {
+			continue
+		}
+		h = filepath.Clean(h)
+		if slices.ContainsFunc(systemDirs, func(d string) bool { return inside(d, h) || inside(d, realPath(h)) }) {
+			continue
+		}
+		out = append(out, h)
+	}
+	return normalize(out)
+}
+
+// systemDirs must stay visible to terminals, whatever home directory holds them.
+var systemDirs = append([]string{"/var", "/tmp", "/run", "/dev", "/proc", "/opt", "/srv"}, readOnlyTrees...)
 
 // runtimeDirs are the runtime directories of Toolwarden's user: /run/user/<uid> and
 // $XDG_RUNTIME_DIR. They hold the sockets of the daemons that run whatever that user
@@ -138,7 +166,7 @@ func (m mode) String() string {
 // death signal), standard streams and environment. A command that cannot start is
 // left alone, so Start reports the same clear error as without confinement. Apply
 // does nothing when confinement is off or unavailable.
-func (c *Confiner) Apply(cmd *exec.Cmd) { c.apply(cmd, nil, true) }
+func (c *Confiner) Apply(cmd *exec.Cmd) { c.apply(cmd, nil, true, false) }
 
 // ApplyUntrusted is Apply for a command whose arguments a caller chose rather than an
 // administrator: a built-in terminal's command line, a template tool's arguments. Its
@@ -149,11 +177,17 @@ func (c *Confiner) Apply(cmd *exec.Cmd) { c.apply(cmd, nil, true) }
 // inside the data dir that is hidden from it with every other conversation's
 // workspace. A directory in show that does not exist, or is a symbolic link, when the
 // command starts stays hidden.
-func (c *Confiner) ApplyUntrusted(cmd *exec.Cmd, show ...string) { c.apply(cmd, show, false) }
+func (c *Confiner) ApplyUntrusted(cmd *exec.Cmd, show ...string) { c.apply(cmd, show, false, false) }
+
+// ApplyTerminal is ApplyUntrusted for a built-in terminal, which also must not reach the
+// home directory of Toolwarden's user: its stdio servers' configuration, credentials
+// and login files, shared by every conversation (a terminal gets a home of its own in
+// its workspace). A directory in show inside that home stays reachable.
+func (c *Confiner) ApplyTerminal(cmd *exec.Cmd, show ...string) { c.apply(cmd, show, false, true) }
 
 // apply confines cmd; scan says whether its command line names directories to keep
-// writable (see given).
-func (c *Confiner) apply(cmd *exec.Cmd, show []string, scan bool) {
+// writable (see given), home whether the user's home directories are hidden too.
+func (c *Confiner) apply(cmd *exec.Cmd, show []string, scan, home bool) {
 	if c == nil || c.spec.Off {
 		return
 	}
@@ -185,7 +219,11 @@ func (c *Confiner) apply(cmd *exec.Cmd, show []string, scan bool) {
 	if len(cmd.Args) > 1 {
 		rest = cmd.Args[1:]
 	}
-	args := helperArgs(dir, c.hidden(), false)
+	hide := c.hidden()
+	if home {
+		hide = normalize(append(hide, c.homes...))
+	}
+	args := helperArgs(dir, hide, false)
 	if scan {
 		for _, k := range given(dir, cmd.Dir, cmd.Path, rest) {
 			args = append(args, "-keep="+k)

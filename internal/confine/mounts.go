@@ -87,6 +87,9 @@ func setup(o options) error {
 		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 			return fmt.Errorf("mount /dev/shm: %w", err)
 		}
+		if err := freshPts(); err != nil {
+			return err
+		}
 	}
 	// Last, so that nothing mounted above covers a hidden path's mount.
 	var uncover []string
@@ -353,6 +356,23 @@ func minimalDev() error {
 	}
 	if err := unix.Mount("", "/dev", "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("read-only /dev: %w", err)
+	}
+	return nil
+}
+
+// freshPts mounts a new devpts instance on /dev/pts for a user other than root (root's
+// comes with minimalDev). Every terminal runs as that same user: the host's instance
+// would let one open another's /dev/pts/N, read its keys and write to its screen. The
+// server keeps the terminal it was started on as its standard streams; the new
+// instance holds the ones made inside (/dev/ptmx opens the pts next to it). Where
+// devpts cannot be mounted, /dev/pts is hidden.
+func freshPts() error {
+	err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+	if err == nil {
+		return nil
+	}
+	if err := hidePath("/dev/pts"); err != nil {
+		return fmt.Errorf("mount /dev/pts: %w", err)
 	}
 	return nil
 }

@@ -57,8 +57,9 @@ type TerminalOptions struct {
 	Root   string
 	Logger *slog.Logger
 	// Env is added to every terminal's and command's environment, after Toolwarden's
-	// own ("NAME=value"; a name given here wins). Tests give terminals a home of their
-	// own, so that the host's login files do not run in them.
+	// own ("NAME=value"; a name given here wins, but for HOME and HISTFILE of a terminal
+	// in a conversation's workspace, which are the conversation's own: homeOf). Tests
+	// give terminals a home of their own, so that the host's login files do not run in them.
 	Env []string
 	// BufferBytes is how much output a terminal keeps. Default 1 MiB.
 	BufferBytes int
@@ -185,7 +186,7 @@ type Terminal struct {
 	ts     *Terminals
 	out    *ring
 	cmd    *exec.Cmd
-	ptmx   *os.File // nil for a command
+	ptmx   *os.File // nil for a command; closed once the session ended and its output was read
 	sid    int
 	nested bool          // the shell runs under the confinement's init (sid), not as the session's leader
 	done   chan struct{} // closed when the leader was reaped
@@ -281,13 +282,44 @@ func newID(prefix string) string {
 // env is a terminal's environment: Toolwarden's without its own settings (secrets
 // among them: the database's address and password, the model's API key), TERM set, the
 // marker, and Options.Env. A command as innocent as env would otherwise hand them to
-// whoever reads its output, an agent or the audit log.
-func (ts *Terminals) env() []string {
+// whoever reads its output, an agent or the audit log. home, when set, is the
+// conversation's own (homeOf), and wins over Options.Env's.
+func (ts *Terminals) env(home string) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "TERM=") || privateEnv(kv)
+		return strings.HasPrefix(kv, "TERM=") || privateEnv(kv) || (home != "" && sharedHomeEnv(kv))
 	})
 	env = append(env, "TERM=xterm-256color", "LANG=C.UTF-8", markerEnv+"="+ts.marker)
-	return append(env, ts.opts.Env...)
+	env = append(env, ts.opts.Env...)
+	if home != "" {
+		env = append(env, "HOME="+home, "HISTFILE="+filepath.Join(home, ".bash_history"))
+	}
+	return env
+}
+
+// sharedHomeEnv reports whether kv points a program at files in Toolwarden's home (the
+// XDG directories), which a terminal with a home of its own keeps under that home.
+func sharedHomeEnv(kv string) bool {
+	for _, p := range []string{"XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_STATE_HOME=", "XDG_CACHE_HOME="} {
+		if strings.HasPrefix(kv, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// homeOf makes, and returns, the home of the terminals working in workspace ws:
+// <ws>/.home (0700). One home shared by every conversation would let one plant login
+// files that run in another's next shell, or read its history. "" when ws is ""
+// (not in a workspace): such a terminal keeps Toolwarden's home.
+func homeOf(ws string) (string, error) {
+	if ws == "" {
+		return "", nil
+	}
+	home := filepath.Join(ws, ".home")
+	if err := os.Mkdir(home, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("make the terminal's home: %w", err)
+	}
+	return home, nil
 }
 
 // privateEnv reports whether the environment entry kv is one of Toolwarden's settings
@@ -399,10 +431,16 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	}
 	t := &Terminal{ID: newID("term-"), Kind: KindPTY, ConversationID: conversation, OwnerID: c.UserID, OwnerName: c.UserName,
 		Dir: dir, Started: time.Now().UTC(), ts: ts, out: newRing(ts.opts.BufferBytes), done: make(chan struct{}), gone: make(chan struct{}), cols: 120, rows: 32}
+	ws := ts.workspaceOf(dir)
+	home, err := homeOf(ws)
+	if err != nil {
+		ts.unreserve(c.UserID)
+		return nil, false, fmt.Errorf("start a terminal: %w", err)
+	}
 	cmd := exec.Command("/bin/bash", "-il")
 	cmd.Dir = dir
-	cmd.Env = ts.env()
-	ts.opts.Confiner.ApplyUntrusted(cmd, ts.workspaceOf(dir))
+	cmd.Env = ts.env(home)
+	ts.opts.Confiner.ApplyTerminal(cmd, ws)
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: t.cols, Rows: t.rows}) // Setsid, Setctty
 	if err != nil {
 		ts.unreserve(c.UserID)
@@ -411,10 +449,16 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	t.cmd, t.ptmx, t.sid, t.born = cmd, ptmx, cmd.Process.Pid, time.Now()
 	t.nested = cmd.Path != "/bin/bash"
 	if err := ts.track(t); err != nil {
+		_ = ptmx.Close()
 		return nil, false, err
 	}
 	go func() {
 		_, _ = io.Copy(activeWriter{t}, ptmx) // ends with EIO once the shell and its children are gone
+		// Its output read and its shell reaped, the PTY goes now rather than after
+		// KeepEnded: ended sessions do not count against the limits, and each would hold
+		// one of the host's PTYs (kernel.pty.max).
+		<-t.done
+		_ = ptmx.Close()
 	}()
 	t.keys = make(chan keysWrite)
 	go t.writeKeys()
@@ -553,15 +597,21 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 	}
 	t := &Terminal{ID: newID("cmd-"), Kind: KindCommand, ConversationID: conversation, OwnerID: c.UserID, OwnerName: c.UserName,
 		Dir: dir, Command: usage.RedactText(command), Started: time.Now().UTC(), ts: ts, out: newRing(bufBytes), done: make(chan struct{}), gone: make(chan struct{})}
+	ws := ts.workspaceOf(dir)
+	home, err := homeOf(ws)
+	if err != nil {
+		ts.unreserve(c.UserID)
+		return nil, fmt.Errorf("run the command: %w", err)
+	}
 	// What runs is the command as given; what is kept, stored, announced and listed
 	// (Command) has its credentials masked.
 	cmd := exec.Command("/bin/bash", "-c", command)
 	cmd.Dir = dir
-	cmd.Env = ts.env()
+	cmd.Env = ts.env(home)
 	cmd.Stdout, cmd.Stderr = t.out, t.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = time.Second
-	ts.opts.Confiner.ApplyUntrusted(cmd, ts.workspaceOf(dir))
+	ts.opts.Confiner.ApplyTerminal(cmd, ws)
 	if err := cmd.Start(); err != nil {
 		ts.unreserve(c.UserID)
 		return nil, fmt.Errorf("run the command: %w", err)
@@ -753,14 +803,35 @@ func (t *Terminal) Resize(cols, rows int) error {
 	if cols < 2 || rows < 2 || cols > 1000 || rows > 1000 {
 		return fmt.Errorf("size %dx%d: cols and rows must be between 2 and 1000", cols, rows)
 	}
+	if t.Exited() {
+		return errors.New("the terminal has ended")
+	}
 	// The size shown and the kernel's are set under one lock: two windows resizing at
 	// once could otherwise leave the pages showing one size and the shell laying out another.
 	t.inMu.Lock()
-	t.cols, t.rows = uint16(cols), uint16(rows)
-	err := pty.Setsize(t.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	err := t.ptyControl(func(fd int) error {
+		return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)})
+	})
+	if err == nil {
+		t.cols, t.rows = uint16(cols), uint16(rows)
+	}
 	t.inMu.Unlock()
 	t.out.Wake() // the pages that follow its size learn it now, not with the next output
 	return err
+}
+
+// ptyControl runs f on the PTY's master. Not through Fd: the master is closed once the
+// session ended, and its number may be another file's by then; this fails instead.
+func (t *Terminal) ptyControl(f func(fd int) error) error {
+	rc, err := t.ptmx.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return errors.New("the terminal has ended")
+	}
+	return ferr
 }
 
 // Echo reports whether what is typed shows: false at a password prompt, where the
@@ -771,7 +842,11 @@ func (t *Terminal) Echo() bool {
 	if t.ptmx == nil {
 		return true
 	}
-	tio, err := unix.IoctlGetTermios(int(t.ptmx.Fd()), unix.TCGETS)
+	var tio *unix.Termios
+	err := t.ptyControl(func(fd int) (err error) {
+		tio, err = unix.IoctlGetTermios(fd, unix.TCGETS)
+		return err
+	})
 	if err != nil {
 		return true
 	}
