@@ -88,10 +88,11 @@ func schemaCurrent(ctx context.Context, d *db.DB) error {
 }
 
 // importKeyring opens the secret key file (creating it on a first run, when the
-// database holds nothing sealed yet; a dry run then uses a key it forgets) and checks it
-// holds every key the database's secrets were sealed with (keyFileFits): run without
-// serve's --secret-key-file, an import would otherwise create a new key, fail to
-// compare, and seal new secrets serve cannot open.
+// database holds nothing sealed yet and records no key serve used; a dry run then uses a
+// key it forgets) and checks it holds every key the database's secrets were sealed with
+// and one serve recorded (keyFileFits): run without serve's --secret-key-file, an import
+// would otherwise create a new key, fail to compare, and seal new secrets serve cannot
+// open.
 func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun bool) (*secrets.Keyring, error) {
 	path := secretKeyPath(c)
 	if keyMissing {

@@ -306,9 +306,12 @@ func (f Filter) where() (string, []any) {
 // walking ids down to a window far in the past would read everything after it.
 func (f Filter) timed() bool { return !f.From.IsZero() || !f.To.IsZero() }
 
-// narrowed reports a filter on who, what or the target besides the words.
+// narrowed reports a filter besides the words that selects few entries: one person,
+// one target, one request, or a failure or refusal. Success, an action or a group (a
+// tool call, the calls) and a target type may each be most of the log, so reading on
+// through them could read all of it (manyMatches).
 func (f Filter) narrowed() bool {
-	return f.Actor != "" || f.Action != "" || f.TargetType != "" || f.TargetID != "" || f.Result != "" || f.RequestID != ""
+	return f.Actor != "" || f.TargetID != "" || f.RequestID != "" || (f.Result != "" && f.Result != ResultSuccess)
 }
 
 // order is the ORDER BY of a page of f.

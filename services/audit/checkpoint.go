@@ -678,23 +678,30 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 		return nil, "", fmt.Errorf("checkpoint %s: its name does not match its content (entry %d at %s)",
 			shown, cp.ID, cp.At.Format(time.RFC3339))
 	}
+	// So are the key files, in the server's errors.
+	hide := func(err error, p string) error {
+		if src.Path != "" {
+			return err
+		}
+		return shownAs{msg: strings.ReplaceAll(err.Error(), p, filepath.Base(p)), err: err}
+	}
 	pubPath := src.PublicKey
 	var trusted ed25519.PublicKey
 	if pubPath == "" && src.KeyFile != "" {
 		if _, err := os.Stat(PublicKeyPath(src.KeyFile)); err == nil {
 			pubPath = PublicKeyPath(src.KeyFile)
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", fmt.Errorf("audit: checkpoint public key: %w", err)
+			return nil, "", hide(fmt.Errorf("audit: checkpoint public key: %w", err), PublicKeyPath(src.KeyFile))
 		} else if s, err := readSigner(src.KeyFile); err == nil {
 			trusted = s.Public() // the .pub copy went missing: the key itself is trusted
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return nil, "", err
+			return nil, "", hide(err, src.KeyFile)
 		}
 	}
 	signedBy := "signed by " + cp.KeyFingerprint + " (no trusted public key here to compare it with: pass --public-key)"
 	if pubPath != "" {
 		if trusted, err = ReadPublicKey(pubPath); err != nil {
-			return nil, "", err
+			return nil, "", hide(err, pubPath)
 		}
 	}
 	if trusted != nil {

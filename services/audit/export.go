@@ -186,13 +186,14 @@ func recordSize(r Record) int {
 }
 
 // cells makes CSV cells that a spreadsheet shows as text: a cell that begins with =,
-// +, -, @, a tab or a carriage return (after spaces, which some spreadsheets skip)
-// would be read as a formula (a name someone typed at the sign-in form, say), so it
-// gets a leading apostrophe, which spreadsheets do not show; so does one that begins
-// with an apostrophe. The same goes after every ';': a spreadsheet set to a language
-// whose lists use ';' splits each line there, and quotes in mid-field do not stop it.
-// Removing the apostrophe at the start and after each ';' gives the value back. JSON
-// Lines keeps every value exact.
+// +, -, @, a tab or a carriage return (after spaces and double quotes, which
+// spreadsheets skip or read as an empty quoted string) would be read as a formula (a
+// name someone typed at the sign-in form, say), so it gets a leading apostrophe, which
+// spreadsheets do not show; so does one that begins with an apostrophe. The same goes
+// after every ';' and line break: a spreadsheet set to a language whose lists use ';'
+// splits each line there, and quotes in mid-field do not stop it (nor a line break from
+// ending the row). Removing the apostrophe at the start and after each ';' and line
+// break gives the value back. JSON Lines keeps every value exact.
 func cells(vals ...string) []string {
 	for i, v := range vals {
 		vals[i] = textCell(v)
@@ -200,32 +201,34 @@ func cells(vals ...string) []string {
 	return vals
 }
 
-// textCell is v with an apostrophe at its start and after each ';' where a formula
-// (or an apostrophe) would begin.
+// textCell is v with an apostrophe at its start and after each ';', '\n' and '\r' where
+// a formula (or an apostrophe) would begin.
 func textCell(v string) string {
-	if !strings.Contains(v, ";") {
+	if !strings.ContainsAny(v, ";\n\r") {
 		if formulaStart(v) {
 			return "'" + v
 		}
 		return v
 	}
 	var b strings.Builder
-	for i, piece := range strings.Split(v, ";") {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		if formulaStart(piece) {
+	for {
+		if formulaStart(v) {
 			b.WriteByte('\'')
 		}
-		b.WriteString(piece)
+		i := strings.IndexAny(v, ";\n\r")
+		if i < 0 {
+			b.WriteString(v)
+			return b.String()
+		}
+		b.WriteString(v[:i+1])
+		v = v[i+1:]
 	}
-	return b.String()
 }
 
 // formulaStart: a spreadsheet would read a cell beginning with piece as a formula, or
 // piece begins with the apostrophe that marks one that is not.
 func formulaStart(piece string) bool {
-	t := strings.TrimLeft(piece, " ")
+	t := strings.TrimLeft(piece, " \"")
 	return t != "" && strings.ContainsRune("=+-@\t\r'", rune(t[0]))
 }
 

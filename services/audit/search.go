@@ -138,7 +138,7 @@ func (l *Log) manyMatches(ctx context.Context, f Filter, n, ahead int) ([]int64,
 		return ids, false, nil // every entry the other filters select was checked
 	}
 	if f.narrowed() {
-		// Another filter (a result, an actor) narrows the entries: reading on through
+		// Another filter (a failure, an actor) narrows the entries: reading on through
 		// those, as its index does, beats reading every match of a common word.
 		return nil, true, nil
 	}

@@ -114,6 +114,20 @@ func TestSearchManyOldMatchesReadsTheMatches(t *testing.T) {
 	if n > newer/2 {
 		t.Errorf("first page of q=leaver read %d rows of audit_log and audit_search; want about the %d matches, not the %d newer entries", n, old, newer)
 	}
+	// A filter most entries pass (result=success, the calls group, the most common
+	// action) does not narrow the search: it reads the matches too.
+	for _, f := range []Filter{{Q: "leaver", Result: ResultSuccess}, {Q: "leaver", Action: "calls"}, {Q: "leaver", Action: "tool.call"}} {
+		n = rowsRead(func() {
+			if p, err = l.List(ctx, f); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("first page of %s: %d rows read", f.Query().Encode(), n)
+		if len(p.Items) != 50 || p.Items[0].ID > old || n > newer/2 {
+			t.Errorf("first page of %s: %d entries from %v, %d rows read; want 50 of the %d matches, not the %d newer entries read",
+				f.Query().Encode(), len(p.Items), head(ids(p)), n, old, newer)
+		}
+	}
 	// The banner's count of entries newer than an old page's top.
 	var c int64
 	n = rowsRead(func() {
@@ -150,6 +164,8 @@ func TestSearchManyOldMatchesReadsTheMatches(t *testing.T) {
 		{Filter{Q: "leaver", From: start.Add(1000 * time.Millisecond), To: start.Add(2500 * time.Millisecond), Limit: 100}, desc(1000, 2499, nil)},
 		{Filter{Q: "leaver", From: start, Limit: 700}, desc(1, old, nil)},
 		{Filter{Q: "leaver", Actor: "user3"}, nil},
+		{Filter{Q: "leaver", Result: ResultSuccess, Limit: 200}, desc(1, old, nil)},
+		{Filter{Q: "leaver", Result: ResultFailure}, nil},
 		// A word in one of five entries, old and new.
 		{Filter{Q: "common", Actor: "leaver", Limit: 100}, desc(1, old, func(id int64) bool { return id%5 == 0 })},
 	} {

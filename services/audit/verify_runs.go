@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,7 +35,16 @@ type Verification struct {
 	// none (LoadCheckpoint's note); CheckpointID is its entry (0: none).
 	Checkpoint   string `json:"checkpoint,omitempty"`
 	CheckpointID int64  `json:"checkpoint_id,omitempty"`
+
+	row int64 // its audit_verifications row, once recorded as running
 }
+
+// A running check records how far it got every verifyBeat; one that has not for
+// verifyAbandoned was left by a replica that stopped, and will not end.
+const (
+	verifyBeat      = 2 * time.Second
+	verifyAbandoned = time.Minute
+)
 
 // ErrCheckpointUnusable means the newest checkpoint could not be read or its signature
 // does not verify: the chain cannot be checked against it.
@@ -86,32 +96,38 @@ func through(res VerifyResult) int64 { return res.VerifiedThrough }
 // was written since may not be in it), so it waits for that one to end, then joins the
 // check begun after it, starting it if no one has. However many ask at once, at most one
 // check runs after the running one. The check is the page's background one (StartVerify):
-// the page shows it, Close ends it, and a caller that gives up does not stop it.
+// the page shows it, Close ends it, and a caller that gives up does not stop it. It does
+// not wait for a check running on another replica.
 func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
-	l.mu.Lock()
-	if l.run != nil && l.run.Running {
-		_, end := l.startVerify(by) // the one running
+	for {
+		l.mu.Lock()
+		if l.run != nil && l.run.Running {
+			_, end := l.startVerify(by, false) // the one running
+			l.mu.Unlock()
+			select {
+			case <-end.done:
+			case <-ctx.Done():
+				return Verification{}, ctx.Err()
+			}
+			l.mu.Lock()
+		}
+		run, end := l.startVerify(by, false)
 		l.mu.Unlock()
 		select {
 		case <-end.done:
 		case <-ctx.Done():
 			return Verification{}, ctx.Err()
 		}
-		l.mu.Lock()
+		if end.err != nil {
+			return Verification{}, end.err
+		}
+		if !end.deferred {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return *run, nil
+		}
+		// A page's Verify begun in between left the check to another replica's: no answer.
 	}
-	run, end := l.startVerify(by)
-	l.mu.Unlock()
-	select {
-	case <-end.done:
-	case <-ctx.Done():
-		return Verification{}, ctx.Err()
-	}
-	if end.err != nil {
-		return Verification{}, end.err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return *run, nil
 }
 
 func finish(v Verification, res VerifyResult, note string) Verification {
@@ -137,37 +153,141 @@ func finish(v Verification, res VerifyResult, note string) Verification {
 	return v
 }
 
+// record writes how the check v ended into its row.
 func (l *Log) record(ctx context.Context, v Verification) error {
-	_, err := l.pool.Exec(ctx, `/* audit.recordVerification */ INSERT INTO audit_verifications
-		(started_at, finished_at, started_by, ok, checked, verified_through, bad_id, reason, checkpoint, checkpoint_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		v.StartedAt, v.FinishedAt, v.StartedBy, v.OK, v.Checked, v.VerifiedThrough, v.BadID, v.Reason, v.Checkpoint, v.CheckpointID)
+	args := []any{v.row, v.StartedAt, v.FinishedAt, v.StartedBy, v.OK, v.Checked, v.VerifiedThrough, v.BadID, v.Reason, v.Checkpoint, v.CheckpointID}
+	tag, err := l.pool.Exec(ctx, `/* audit.recordVerification */ UPDATE audit_verifications SET finished_at = $3, ok = $5,
+		checked = $6, total = $6, verified_through = $7, bad_id = $8, reason = $9, checkpoint = $10, checkpoint_id = $11,
+		progress_at = $3 WHERE id = $1 AND started_at = $2 AND started_by = $4`, args...)
+	if err == nil && tag.RowsAffected() == 0 {
+		// Its row was taken for abandoned (this replica could not reach the database for
+		// a minute) and removed: recorded anew.
+		_, err = l.pool.Exec(ctx, `/* audit.recordVerification */ INSERT INTO audit_verifications
+			(started_at, finished_at, started_by, ok, checked, total, verified_through, bad_id, reason, checkpoint, checkpoint_id, progress_at)
+			VALUES ($2, $3, $4, $5, $6, $6, $7, $8, $9, $10, $11, $3)`, args...)
+	}
 	if err != nil {
 		return fmt.Errorf("audit: record verification: %w", err)
 	}
 	return nil
 }
 
-// StartVerify starts a check in the background unless one runs in this process
-// already, and returns the running check. A check that ended without a record (it could
-// not be made) is replaced.
+// verificationSelect reads checks recorded, $1 being verifyAbandoned in seconds; see
+// scanVerification.
+const verificationSelect = `SELECT started_at, finished_at, started_by, ok, checked, total, verified_through, bad_id, reason,
+	checkpoint, checkpoint_id, progress_at,
+	coalesce(finished_at IS NULL AND progress_at > now() - make_interval(secs => $1), false) FROM audit_verifications`
+
+// scanVerification reads a row of verificationSelect: a check that ended, one running,
+// or one whose replica stopped mid-check (an error: it will not end).
+func scanVerification(row pgx.Row) (*Verification, error) {
+	var v Verification
+	var finished, heard *time.Time
+	var alive bool
+	if err := row.Scan(&v.StartedAt, &finished, &v.StartedBy, &v.OK, &v.Checked, &v.Total, &v.VerifiedThrough, &v.BadID,
+		&v.Reason, &v.Checkpoint, &v.CheckpointID, &heard, &alive); err != nil {
+		return nil, err
+	}
+	switch {
+	case finished != nil:
+		v.FinishedAt, v.Total = *finished, v.Checked
+	case alive:
+		v.Running = true
+	default:
+		v.Err = "abandoned: the server running it stopped before it ended"
+		if heard != nil {
+			v.FinishedAt = *heard
+		}
+	}
+	return &v, nil
+}
+
+// claim records v as running, setting v.row and v.Total (the newest id now). A page's
+// Verify (page) starts no second check while another replica's runs: that one is
+// returned instead. Rows left running by replicas that stopped are removed.
+func (l *Log) claim(ctx context.Context, v *Verification, page bool) (*Verification, error) {
+	var other *Verification
+	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		// Claims take turns, so two replicas cannot both find none running.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('toolwarden.audit_verify', 0))`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `/* audit.claimVerification */ DELETE FROM audit_verifications
+			WHERE finished_at IS NULL AND NOT coalesce(progress_at > now() - make_interval(secs => $1), false)`, verifyAbandoned.Seconds()); err != nil {
+			return err
+		}
+		if page {
+			o, err := scanVerification(tx.QueryRow(ctx, `/* audit.claimVerification */ `+verificationSelect+`
+				WHERE finished_at IS NULL ORDER BY id DESC LIMIT 1`, verifyAbandoned.Seconds()))
+			if err == nil {
+				other = o
+				return nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, `/* audit.claimVerification */ INSERT INTO audit_verifications
+			(started_at, started_by, ok, checked, total, verified_through, progress_at)
+			VALUES ($1, $2, false, 0, (SELECT coalesce(max(id), 0) FROM audit_log), 0, now()) RETURNING id, total`,
+			v.StartedAt, v.StartedBy).Scan(&v.row, &v.Total)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("audit: start verification: %w", err)
+	}
+	return other, nil
+}
+
+// beat records how far run got every verifyBeat, so other replicas show it and know its
+// replica still runs, until the stop it returns is called.
+func (l *Log) beat(ctx context.Context, run *Verification) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(verifyBeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			l.mu.Lock()
+			row, checked, total := run.row, run.Checked, run.Total
+			l.mu.Unlock()
+			// A beat missed is no harm; a minute of them is taken for a stopped replica.
+			_, _ = l.pool.Exec(ctx, `/* audit.verifyProgress */ UPDATE audit_verifications SET checked = $2, total = $3,
+				progress_at = now() WHERE id = $1 AND finished_at IS NULL`, row, checked, total)
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// StartVerify starts a check in the background unless one runs in this process or, as
+// recorded, on another replica, and returns the running check (for a moment, until it
+// finds another replica's, the one it was about to start). A check that ended without a
+// record (it could not be made) is replaced.
 func (l *Log) StartVerify(by string) Verification {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	run, _ := l.startVerify(by)
+	run, _ := l.startVerify(by, true)
 	return *run
 }
 
 // runEnd tells who waits for a background check that it ended. When done is closed, the
 // check's Verification holds how it ended, and err says why it could not be made or
-// recorded.
+// recorded; deferred: it was not made, another replica's check running (page starts).
 type runEnd struct {
-	done chan struct{}
-	err  error
+	done     chan struct{}
+	err      error
+	deferred bool
 }
 
-// startVerify is StartVerify with l.mu held: the running check and its end.
-func (l *Log) startVerify(by string) (*Verification, *runEnd) {
+// startVerify is StartVerify with l.mu held: the running check and its end. A page's
+// start (page) defers to a check running on another replica; the API's does not.
+func (l *Log) startVerify(by string, page bool) (*Verification, *runEnd) {
 	if l.run != nil && l.run.Running {
 		return l.run, l.runEnd
 	}
@@ -177,34 +297,62 @@ func (l *Log) startVerify(by string) (*Verification, *runEnd) {
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		err := l.check(run)
-		end.err = err
+		end.deferred, end.err = l.check(run, page)
 		close(end.done)
 	}()
 	return run, end
 }
 
-// check runs the background check run and leaves how it ended in *run.
-func (l *Log) check(run *Verification) error {
+// check runs the background check run and leaves how it ended in *run; deferred: it
+// was not made, run being the check another replica runs.
+func (l *Log) check(run *Verification, page bool) (deferred bool, err error) {
 	ctx, cancel := context.WithTimeout(l.stop, time.Hour)
 	defer cancel()
-	res, note, err := l.Verify(ctx, func(checked, total int64) {
-		l.mu.Lock()
-		run.Checked, run.Total = checked, total
-		l.mu.Unlock()
-	})
 	l.mu.Lock()
 	v := *run
 	l.mu.Unlock()
-	switch {
-	case errors.Is(err, ErrCheckpointUnusable):
-		// Recorded as a failed check: a planted checkpoint must not leave the page
-		// showing the last check that passed.
-		v = refused(v, err)
-		err = l.record(ctx, v)
-	case err == nil:
-		v = finish(v, res, note)
-		err = l.record(ctx, v)
+	other, err := l.claim(ctx, &v, page)
+	if err == nil && other != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		*run = *other
+		if l.run == run {
+			l.run = nil // the other replica's row says how it goes
+		}
+		return true, nil
+	}
+	if err == nil {
+		l.mu.Lock()
+		run.row, run.Total = v.row, v.Total
+		l.mu.Unlock()
+		stop := l.beat(ctx, run)
+		var res VerifyResult
+		var note string
+		res, note, err = l.Verify(ctx, func(checked, total int64) {
+			l.mu.Lock()
+			run.Checked, run.Total = checked, total
+			l.mu.Unlock()
+		})
+		stop()
+		l.mu.Lock()
+		v = *run
+		l.mu.Unlock()
+		switch {
+		case errors.Is(err, ErrCheckpointUnusable):
+			// Recorded as a failed check: a planted checkpoint must not leave the page
+			// showing the last check that passed.
+			v = refused(v, err)
+			err = l.record(ctx, v)
+		case err == nil:
+			v = finish(v, res, note)
+			err = l.record(ctx, v)
+		}
+	}
+	if err != nil && v.row != 0 {
+		// Not made: its row goes, so other replicas show the last check recorded.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_, _ = l.pool.Exec(dctx, `/* audit.unclaimVerification */ DELETE FROM audit_verifications WHERE id = $1 AND finished_at IS NULL`, v.row)
+		cancel()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -213,7 +361,7 @@ func (l *Log) check(run *Verification) error {
 		if l.run == run {
 			l.run = nil // the record says how it ended
 		}
-		return nil
+		return false, nil
 	}
 	// The check could not be made or not recorded (the database, the hour's limit):
 	// kept until the next check, so the page says so.
@@ -222,15 +370,15 @@ func (l *Log) check(run *Verification) error {
 		v.Err = err.Error()
 	}
 	*run = v
-	return err
+	return false, err
 }
 
 // WaitVerify waits for the background check of this process to end (tests, shutdown).
 func (l *Log) WaitVerify() { l.wg.Wait() }
 
 // VerifyStatus is the check running in this process (or the last started here, when it
-// could not be made), else the last one recorded (nil when the chain was never checked
-// from the page or the API).
+// could not be made), else the newest one recorded, running on another replica or ended
+// (nil when the chain was never checked from the page or the API).
 func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
 	l.mu.Lock()
 	run := l.run
@@ -258,16 +406,13 @@ func (l *Log) VerifyStatus(ctx context.Context) (*Verification, error) {
 
 // lastRecorded is the newest check recorded, nil when none.
 func (l *Log) lastRecorded(ctx context.Context) (*Verification, error) {
-	var v Verification
-	err := l.pool.QueryRow(ctx, `/* audit.VerifyStatus */ SELECT started_at, finished_at, started_by, ok, checked, verified_through,
-		bad_id, reason, checkpoint, checkpoint_id FROM audit_verifications ORDER BY id DESC LIMIT 1`).Scan(&v.StartedAt, &v.FinishedAt,
-		&v.StartedBy, &v.OK, &v.Checked, &v.VerifiedThrough, &v.BadID, &v.Reason, &v.Checkpoint, &v.CheckpointID)
+	v, err := scanVerification(l.pool.QueryRow(ctx, `/* audit.VerifyStatus */ `+verificationSelect+` ORDER BY id DESC LIMIT 1`,
+		verifyAbandoned.Seconds()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: verification status: %w", err)
 	}
-	v.Total = v.Checked
-	return &v, nil
+	return v, nil
 }
