@@ -99,12 +99,29 @@ func (c *cutter) value(v any) (_ any, keep bool) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
+		if media {
+			// A picture's data last: its type and mimeType, which say how to show it, are
+			// kept before its size is counted.
+			keys = append(slices.DeleteFunc(keys, func(k string) bool { return k == "data" }), "data")
+			if _, ok := x["data"]; !ok {
+				keys = keys[:len(keys)-1]
+			}
+		}
 		for _, k := range keys {
 			val := x[k]
 			c.used += len(k)
 			switch s, isString := val.(string); {
 			case c.mask && val != nil && secrets.LooksSecretName(k):
 				x[k], c.changed = Mask, true // masked whole anyway: not walked
+			case k == "type" && isString:
+				// Whole or not at all: cut short, "image …" would read as a picture's type
+				// when masked, and its data be kept unmasked.
+				if len(s) <= max(c.limit-c.used, 0) || len(s) <= cutShort && c.used+len(s) <= c.limit+cutSlack {
+					c.used += len(s)
+				} else {
+					delete(x, k)
+					c.cut = true
+				}
 			case media && k == "data" && isString:
 				// A picture is shown whole or not at all, and is not masked.
 				c.used += len(s)

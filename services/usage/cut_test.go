@@ -58,3 +58,35 @@ func TestRedactCutMasksWhatItKeeps(t *testing.T) {
 		t.Errorf("Cut: %d bytes, cut %v, token kept %v", len(got), cut, strings.Contains(string(got), token))
 	}
 }
+
+// An object's type is kept whole or not at all: cut to "image", it would read as a
+// picture's when masked and its data be kept. A large picture keeps its type and
+// mimeType, which say how to show it.
+func TestCutKeepsTypesWhole(t *testing.T) {
+	t.Parallel()
+	const token = "ghp_Q8d2Lm4Zt7Xw1Vb9Kc3Nf6Hj0Rp5Sy2Ua8Ee"
+	raw, _ := json.Marshal(map[string]any{"a": strings.Repeat("b", 4042), "data": token,
+		"type": "image " + strings.Repeat("of the words ", 25)})
+	want, _ := usage.RedactChanged(raw)
+	if strings.Contains(string(want), token) {
+		t.Fatal("RedactChanged shows the token: the test proves nothing")
+	}
+	if out, _, _ := usage.RedactCut(raw, 4096); strings.Contains(string(out), token) {
+		t.Errorf("a type cut to a picture's: the data is shown unmasked: %.200s", out[len(out)-200:])
+	}
+	pic, _ := json.Marshal(map[string]any{"content": []map[string]any{{"type": "image", "mimeType": "image/png",
+		"data": strings.Repeat("iVBORw0KGgo", 7000)}}})
+	for name, out := range map[string]json.RawMessage{"Cut": first(usage.Cut(pic, 4096)), "RedactCut": first3(usage.RedactCut(pic, 4096))} {
+		var got struct {
+			Content []map[string]any `json:"content"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil || len(got.Content) != 1 || got.Content[0]["type"] != "image" ||
+			got.Content[0]["mimeType"] != "image/png" {
+			t.Errorf("%s of a 77 KB picture: %v %.200v", name, err, got.Content)
+		}
+	}
+}
+
+func first(raw json.RawMessage, _ bool) json.RawMessage { return raw }
+
+func first3(raw json.RawMessage, _, _ bool) json.RawMessage { return raw }
