@@ -134,6 +134,12 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		}
 		p, perr := s.router.Prepare(ctx, router.Call{Tool: ref, Arguments: st.Arguments, Actor: who.Actor, Role: who.Role,
 			Source: router.SourceExecution})
+		if perr == nil && p.ServerIdentity != want.ServerIdentity && p.ToolID == want.ToolID &&
+			s.router.SameConnection(ctx, p.ToolID, want.ServerIdentity) {
+			// The same settings under another key (a rotation since it was approved): the
+			// plan's hash holds the approved identity.
+			p.ServerIdentity = want.ServerIdentity
+		}
 		var msg string
 		if perr == nil {
 			msg = pinChange(want, p)

@@ -52,6 +52,14 @@ type Prepared struct {
 	Risk      risk.Decision   `json:"risk"`
 }
 
+// SameConnection reports whether identity (a Pin's ServerIdentity) is the connection
+// identity of tool's server under any key the keyring holds: the same settings, pinned
+// before a key rotation or on a replica that read the new key first.
+func (r *Router) SameConnection(ctx context.Context, tool, identity string) bool {
+	res, err := r.resolve(ctx, tool)
+	return err == nil && res.e != nil && r.mcp.IdentityMatches(ctx, res.e.t.ServerID, identity)
+}
+
 // MaxConversationID is the longest conversation id a call may name (in characters).
 const MaxConversationID = 200
 
