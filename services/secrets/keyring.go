@@ -23,6 +23,7 @@ type Keyring struct {
 	cur     atomic.Pointer[ring]
 	path    string       // the key file; "" for a keyring built in memory
 	stamp   atomic.Value // the file's fileStamp when last read
+	failed  atomic.Value // the fileStamp of the last read that failed (VerifyMAC's)
 	checked atomic.Int64 // unix nanoseconds of the last look at the file
 	mu      sync.Mutex   // one reload at a time
 }
@@ -86,7 +87,15 @@ func (kr *Keyring) VerifyMAC(data, mac []byte) bool {
 	if kr.r().VerifyMAC(data, mac) {
 		return true
 	}
-	if kr.path == "" || stampOf(kr.path) == kr.stamp.Load() || kr.Reload() != nil {
+	if kr.path == "" {
+		return false
+	}
+	// Read again once per change of the file: a MAC anyone can send wrong must not
+	// make each request read a key file that does not load.
+	if st := stampOf(kr.path); st == kr.stamp.Load() || st == kr.failed.Load() {
+		return false
+	} else if kr.Reload() != nil {
+		kr.failed.Store(st)
 		return false
 	}
 	return kr.cur.Load().VerifyMAC(data, mac)

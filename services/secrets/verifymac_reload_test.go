@@ -29,3 +29,27 @@ func TestVerifyMACReadsANewKey(t *testing.T) {
 		t.Fatal("a MAC verified for other data")
 	}
 }
+
+// A key file that changed but does not load is read again for a wrong MAC once, not
+// for each: anyone can send one.
+func TestVerifyMACReadsABrokenFileOnce(t *testing.T) {
+	t.Parallel()
+	path, _ := legacyKeyFile(t)
+	kr, err := LoadKeyring(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr.r()
+	writeFile(t, path, "not a key\n", 0o600)
+	if kr.VerifyMAC([]byte("x"), []byte("wrong")) {
+		t.Fatal("a wrong MAC verified")
+	}
+	if kr.failed.Load() != stampOf(path) {
+		t.Fatal("the failed read of the changed file is not remembered")
+	}
+	kr.mu.Lock() // a second read would wait here (for ever: the test hangs)
+	defer kr.mu.Unlock()
+	if kr.VerifyMAC([]byte("x"), []byte("wrong")) {
+		t.Fatal("a wrong MAC verified")
+	}
+}
