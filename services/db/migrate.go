@@ -153,16 +153,31 @@ func (mg *Migrator) Down(n int) error {
 }
 
 // dirtyHint is err, saying how to recover when it is golang-migrate's refusal of a
-// dirty database (whose own text says "force" without naming the command).
+// dirty database (whose own text says "force" without naming the command). A failed up
+// of N leaves it dirty at N; a failed down of N, at the migration before N (-1 for none).
 func dirtyHint(err error) error {
 	var d migrate.ErrDirty
 	if !errors.As(err, &d) {
 		return err
 	}
-	return fmt.Errorf("the database is marked dirty at version %d: a migration failed half way (migration %d's up, or "+
-		"a down to it), so the schema may hold part of one. Make it match one version by hand (the files in migrations/), "+
-		"then run `toolwarden migrate force V`: V = %d when migration %d is applied whole, %d when none of it is: %w",
-		d.Version, d.Version, d.Version, d.Version, previousMigration(uint(d.Version)), err)
+	at, after := "version "+strconv.Itoa(d.Version), "the first migration"
+	var prev, next uint
+	if d.Version >= 0 {
+		prev, next = previousMigration(uint(d.Version)), nextMigration(uint(d.Version))
+	} else {
+		at, next = "no version", nextMigration(0)
+	}
+	choices := fmt.Sprintf("%d if it holds none", prev)
+	if d.Version >= 0 {
+		choices = fmt.Sprintf("%d if it holds migration %d whole, %d if none of it", d.Version, d.Version, prev)
+		after = fmt.Sprintf("migration %d", next)
+	}
+	if next != 0 {
+		choices += fmt.Sprintf(", %d if a down of %s was undone", next, after)
+	}
+	return fmt.Errorf("the database is marked dirty at %s: a migration failed half way (an up to it, or a down from the "+
+		"next), so the schema may hold part of one. Make it match one version by hand (the files in migrations/), then "+
+		"run `toolwarden migrate force V`, V the last migration it holds whole: %s: %w", at, choices, err)
 }
 
 // previousMigration is the embedded migration before v (0: none).
@@ -175,6 +190,16 @@ func previousMigration(v uint) uint {
 		prev = m
 	}
 	return prev
+}
+
+// nextMigration is the embedded migration after v (0: none).
+func nextMigration(v uint) uint {
+	for _, m := range MigrationVersions() {
+		if m > v {
+			return m
+		}
+	}
+	return 0
 }
 
 // Force records v as the version the database is at, clean, running nothing: how a
