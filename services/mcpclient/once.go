@@ -2,11 +2,13 @@ package mcpclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -34,8 +36,20 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	mask := redactor(cfg)
 	redact := func(s string) string { return registry.ClipError(textcheck.Storable(mask(s))) }
 	stderr.setRedact(redact)
+	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: cfg.Fingerprint}
+	// A discovery that fails is a failed run on the server's page, as a session's is:
+	// an import's output is gone once read.
+	record := func(msg string) {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, rerr := m.reg.RecordDiscoveryFailure(wctx, id, d, errors.New(msg)); rerr != nil {
+			m.log.Warn("mcpclient: record failed discovery", "server", cfg.Name, "err", rerr)
+		}
+	}
 	fail := func(err error) (registry.DiscoveryResult, error) {
-		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: %s", cfg.Name, redact(err.Error()))
+		msg := redact(err.Error())
+		record(msg)
+		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: %s", cfg.Name, msg)
 	}
 	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin, m.opts.Egress)
 	if err != nil {
@@ -48,7 +62,6 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	}
 	s := &session{cs: cs, ep: ep, cancel: stop}
 	defer s.close()
-	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: cfg.Fingerprint}
 	lim := listLimits{maxPages: m.opts.MaxPages, timeout: cfg.Timeout}
 	tools, pages, err := listTools(ctx, cs, lim, nil)
 	if err != nil {
@@ -64,5 +77,11 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 		}
 	}
 	maskListed(maskerOf(cfg), &d)
-	return m.reg.ApplyDiscovery(ctx, id, d)
+	res, err := m.reg.ApplyDiscovery(ctx, id, d)
+	if _, ok := fault.As(err); err != nil && !ok {
+		// As conn.discover: the registry's own refusals record their run themselves.
+		err = refusedList(err)
+		record(redact(err.Error()))
+	}
+	return res, err
 }
