@@ -2,6 +2,7 @@ package views
 
 import (
 	"html"
+	"net/url"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -133,6 +134,11 @@ func severityClass(s string) string {
 func toolEnableAction(t ToolCard) string {
 	if t.Enabled() {
 		return "/tools/" + t.ID + "/disable"
+	}
+	if t.DefinitionHash != "" {
+		// The definition the card shows: an enable of one changed since is refused. (The
+		// tool page's form sends its own, which wins: a form's fields over the query.)
+		return "/tools/" + t.ID + "/enable?definition_hash=" + url.QueryEscape(t.DefinitionHash)
 	}
 	return "/tools/" + t.ID + "/enable"
 }

@@ -76,6 +76,20 @@ func TestToolEnableTiedToDefinition(t *testing.T) {
 		t.Fatalf("the refused enable changed the tool: %s, %d tool.enable rows", it.Status, enables())
 	}
 
+	// The list's card toggle carries the definition the card shows; one from an old
+	// list is refused the same way.
+	toggle := page(t, srv.Get(t, admin, "/tools")).Find("[data-testid=tool-toggle]").FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return strings.Contains(s.AttrOr("formaction", ""), id)
+	})
+	if fa := toggle.AttrOr("formaction", ""); !strings.Contains(fa, "definition_hash="+current) {
+		t.Errorf("the card's toggle posts to %q, want the definition_hash of the definition it shows (%s)", fa, current)
+	}
+	res = srv.PostForm(t, admin, "/tools/"+id+"/enable?definition_hash="+seen, url.Values{"back": {"/tools"}})
+	res.Body.Close()
+	if it, _ = srv.Tools.Get(ctx, id); it.Status != was || enables() != 0 {
+		t.Fatalf("an enable from an old list's card changed the tool: %s, %d tool.enable rows", it.Status, enables())
+	}
+
 	// The API with the old hash: 409 with the current hash in the details.
 	api := webtest.API{T: t, Srv: srv, Bearer: srv.Token(t, "admin")}
 	e := api.Error(http.MethodPost, "/api/v1/tools/"+id+"/enable", map[string]any{"definition_hash": seen},
