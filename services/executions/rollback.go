@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -85,11 +86,13 @@ func (s *Service) SetCompensation(ctx context.Context, actor audit.Actor, toolID
 // checkMapNames names the mapped arguments the undo tool does not take, and the "from"
 // pointers that start at an argument the undone tool does not take: mistakes that
 // would otherwise show only in a rollback. A schema that lists no properties (it
-// takes anything) is not checked against.
+// takes anything) is not checked against. It also names the pointers that copy a
+// secret argument into one the undo tool does not hold as secret (secretSource).
 func checkMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawMessage, undoName string, e *verr.Error) {
 	// Names a variant declares count (schema.ArgumentNames): a tool's operations can
 	// take different arguments.
 	undoArgs, selfArgs := schema.ArgumentNames(undoSchema), schema.ArgumentNames(selfSchema)
+	undoSecret, selfSecret := tools.SecretArgNames(undoSchema), tools.SecretArgNames(selfSchema)
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		field := "/argument_map/" + name
 		if undoArgs != nil && !slices.Contains(undoArgs, name) {
@@ -97,15 +100,54 @@ func checkMapNames(m map[string]MappedArgument, selfSchema, undoSchema json.RawM
 			continue
 		}
 		from := m[name].From
-		if from == "" || selfArgs == nil {
+		if from == "" {
 			continue
 		}
-		first, _, _ := strings.Cut(strings.TrimPrefix(from, "/"), "/")
-		first = strings.NewReplacer("~1", "/", "~0", "~").Replace(first)
-		if !slices.Contains(selfArgs, first) {
+		if selfArgs != nil && !slices.Contains(selfArgs, firstToken(from)) {
 			e.Add(field, fmt.Sprintf("%q points at no argument of the undone step (its arguments: %s)", from, listOrNone(selfArgs)))
+			continue
+		}
+		if secret := secretSource(name, m[name], selfSecret, undoSecret); secret != "" {
+			e.Add(field, fmt.Sprintf("%q reads the undone step's secret argument %q (writeOnly, a password or a credential), "+
+				"but %s does not hold %q as secret, so a rollback would show it in plain text and send it to %s's call records: "+
+				"map it only to an argument %s's schema marks secret (writeOnly or format password), or leave it out of the mapping",
+				from, secret, undoName, name, undoName, undoName))
 		}
 	}
+}
+
+// firstToken is the argument a "from" pointer starts at, unescaped ("/a~1b/c": "a/b").
+func firstToken(from string) string {
+	first, _, _ := strings.Cut(strings.TrimPrefix(from, "/"), "/")
+	return strings.NewReplacer("~1", "/", "~0", "~").Replace(first)
+}
+
+// secretSource is the secret argument of the undone step (selfSecret, tools.SecretArgNames
+// of its schema) that mapped argument a reads into undo argument name, when the undo
+// tool does not hold name as secret (undoSecret); else "". The rollback's preview and
+// the undo call's records mask by the undo tool's schema and names only, so the secret
+// would be shown there in plain text. Anything under a secret argument counts, and so
+// does an argument holding a nested secret (its path starts with the argument's name).
+func secretSource(name string, a MappedArgument, selfSecret, undoSecret []string) string {
+	if a.From == "" || secrets.LooksSecretName(name) { // masked by its name wherever shown (usage.Redact)
+		return ""
+	}
+	for _, s := range undoSecret {
+		if strings.TrimPrefix(s, "/") == name { // the whole value is masked, not only a part under it
+			return ""
+		}
+	}
+	first := firstToken(a.From)
+	if secrets.LooksSecretName(first) { // masked by its name where the step is shown (usage.Redact)
+		return first
+	}
+	for _, s := range selfSecret {
+		s = strings.TrimPrefix(s, "/")
+		if s == first || strings.HasPrefix(s, first+"/") || strings.HasPrefix(s, first+".") {
+			return first
+		}
+	}
+	return ""
 }
 
 // CheckMapNames is checkMapNames for another caller (configuration import): nil, or a
@@ -224,6 +266,37 @@ func (s *Service) compensations(ctx context.Context, toolIDs []string) (map[stri
 	return out, nil
 }
 
+// secretLeak is a mapping of a compensation that copies a secret argument of the undone
+// tool into an argument the undo tool does not hold as secret (secretSource).
+type secretLeak struct{ secret, into, undoTool string }
+
+// leakedSecret is the first secretLeak of tool toolID's compensation c, by the tools'
+// schemas now; nil when it has none (or a tool is gone: Prepare says so).
+func (s *Service) leakedSecret(ctx context.Context, toolID string, c Compensation) (*secretLeak, error) {
+	self, err := s.tools.Target(ctx, toolID)
+	if err != nil {
+		return nil, ignoreNotFound(err)
+	}
+	undo, err := s.tools.Target(ctx, c.UndoToolID)
+	if err != nil {
+		return nil, ignoreNotFound(err)
+	}
+	selfSecret, undoSecret := tools.SecretArgNames(self.InputSchema), tools.SecretArgNames(undo.InputSchema)
+	for _, name := range slices.Sorted(maps.Keys(c.ArgumentMap)) {
+		if secret := secretSource(name, c.ArgumentMap[name], selfSecret, undoSecret); secret != "" {
+			return &secretLeak{secret: secret, into: name, undoTool: undo.QualifiedName()}, nil
+		}
+	}
+	return nil, nil
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, tools.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
 // RollbackPlan is what a rollback of a failed execution would run: for each completed
 // step, last first, the plan's undo step or its tool's compensation, prepared and
 // pinned now; and the completed steps nothing can undo.
@@ -335,6 +408,19 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		}
 		if req == nil && st.ToolID != nil {
 			if comp, ok := comps[*st.ToolID]; ok {
+				// One stored before secretSource was checked (or by an import before it)
+				// is not run: the preview would show the secret, and the undo tool get it.
+				leak, err := s.leakedSecret(ctx, *st.ToolID, comp)
+				if err != nil {
+					return nil, nil, err
+				}
+				if leak != nil {
+					e.Add(fmt.Sprintf("/steps/%d", pos), fmt.Sprintf("the compensation of %s copies its secret argument %q into %s's %q, "+
+						"which %s does not hold as secret, so it is not run (it would show and send the secret in plain text): "+
+						"set the compensation again, mapping the secret only to an argument %s marks secret, or without it",
+						st.Tool, leak.secret, leak.undoTool, leak.into, leak.undoTool, leak.undoTool))
+					continue
+				}
 				args, err := mapArguments(comp.ArgumentMap, st.Arguments)
 				if err != nil {
 					e.Add(fmt.Sprintf("/steps/%d", pos), fmt.Sprintf("the compensation of %s: %v", st.Tool, err))
