@@ -7,7 +7,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // RunCases runs saved test cases in order through Call, each with base's caller and
@@ -35,7 +37,10 @@ func (r *Router) RunCases(ctx context.Context, base Call, cases []tools.TestCase
 		}
 		cr.Passed, cr.Message = tc.Passes(err == nil && !res.IsError, text)
 		if err != nil && !cr.Passed {
-			cr.Message = tools.ClipCaseMessage(cr.Message + ": " + err.Error()) // the server's error, of any length
+			// The server's error, of any length: shown to everyone who may see the tool and
+			// audited, so what looks like a credential is masked (as calls.go does), and
+			// stored, so a NUL is replaced.
+			cr.Message = tools.ClipCaseMessage(cr.Message + ": " + textcheck.Storable(usage.RedactText(err.Error())))
 		}
 		results = append(results, cr)
 	}

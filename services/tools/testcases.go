@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -303,7 +304,7 @@ func (s *Service) RecordTestRun(ctx context.Context, actor audit.Actor, id, hash
 		passed := len(results) > 0
 		results = slices.Clone(results) // the caller's are left as they are
 		for i, r := range results {
-			r.Message = ClipCaseMessage(r.Message)
+			r.Message = ClipCaseMessage(textcheck.Storable(r.Message)) // PostgreSQL stores no NUL
 			results[i] = r
 			passed = passed && r.Passed
 			if r.CaseID == "" {
@@ -486,7 +487,7 @@ func failedCasesChanged(ctx context.Context, tx pgx.Tx, id string, results []Cas
 // SecretsHeld says which arguments of a case hold a secret value, "" when none does:
 // a case is shown to everyone who may see its tool, and exported, so it keeps none. A
 // secret value is a credential by its look (secrets.LooksSecretValue: ghp_…, sk-…), a
-// value of a parameter the tool's schema marks secret (format password, writeOnly),
+// value the tool's schema marks secret (format password, writeOnly, at any depth),
 // or a value under a name the test form masks (secrets.LooksSecretName: password,
 // github_token, api_key…, at any depth), but for a bare "key" or a session id, which
 // name plain values as often (a Jira issue's key, a terminal's session).
@@ -495,20 +496,24 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 	if json.Unmarshal(args, &top) != nil {
 		return ""
 	}
-	ps := props(inputSchema)
 	var out []string
-	// marked: under a parameter the schema marks secret, where every value is secret; a
+	// marked: at or under a place the schema marks secret (secretPlaces: also inside
+	// anyOf, nested objects, items, $refs), where every value is secret; a
 	// secret-looking name (auth) marks its own value, not what an object of it holds.
-	var walk func(ptr string, v any, secret, marked bool)
-	walk = func(ptr string, v any, secret, marked bool) {
+	var walk func(ptr string, v any, secret, marked bool, at []*argTrie)
+	walk = func(ptr string, v any, secret, marked bool, at []*argTrie) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				walk(ptr+"/"+k, x, marked || secretName(k), marked)
+				next := argStep(at, escapeToken(k), false)
+				m := marked || anySecret(next)
+				walk(ptr+"/"+k, x, m || secretName(k), m, next)
 			}
 		case []any:
 			for i, x := range v {
-				walk(fmt.Sprintf("%s/%d", ptr, i), x, secret, marked)
+				next := argStep(at, strconv.Itoa(i), true)
+				m := marked || anySecret(next)
+				walk(fmt.Sprintf("%s/%d", ptr, i), x, secret || m, m, next)
 			}
 		case string:
 			if secret && v != "" || secrets.LooksSecretValue(v) {
@@ -521,15 +526,7 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 			}
 		}
 	}
-	for k, v := range top {
-		marked := false
-		if p := ps[k]; p != nil {
-			f, _ := p["format"].(string)
-			w, _ := p["writeOnly"].(bool)
-			marked = f == "password" || w
-		}
-		walk("/"+k, v, marked || secretName(k), marked)
-	}
+	walk("", top, false, false, []*argTrie{newArgTrie(secretPlaces(inputSchema, false))})
 	if len(out) == 0 {
 		return ""
 	}

@@ -719,8 +719,7 @@ func stringField(f *Field, v schema.View, a formPos) string {
 	f.MinLength, f.MaxLength = intPtr(v, "minLength"), intPtr(v, "maxLength")
 	f.Pattern = v.Str("pattern")
 	format := v.Str("format")
-	wo, _, _ := v.Get("writeOnly")
-	f.Secret = format == "password" || wo == true || secrets.LooksSecretName(a.name)
+	f.Secret = schema.MarksSecret(v) || secrets.LooksSecretName(a.name)
 	f.Input, f.Hint = stringInput(f, v, format)
 	return ""
 }
