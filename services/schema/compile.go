@@ -248,17 +248,20 @@ func given(ve *jsonschema.ValidationError, secret bool) string {
 }
 
 // secretProperties are the top-level properties a schema document marks secret
-// (writeOnly, or format password; tools.IsSecretParam reads them so too): what
-// validation says about their values quotes none. The compiled schema keeps no unknown
-// format's name.
+// anywhere within (writeOnly, or format password, at any depth, or behind a local $ref
+// into definitions that mark one): what validation says about their values quotes none.
+// Erring wide costs only a quoted value in an error. The compiled schema keeps no
+// unknown format's name.
 func secretProperties(doc any) map[string]bool {
 	root, _ := doc.(map[string]any)
 	props, _ := root["properties"].(map[string]any)
+	defsSecret := false
+	for _, k := range []string{"$defs", "definitions"} {
+		defsSecret = defsSecret || marksSecretWithin(root[k], 0)
+	}
 	var out map[string]bool
 	for name, v := range props {
-		p, _ := v.(map[string]any)
-		f, _ := p["format"].(string)
-		if w, _ := p["writeOnly"].(bool); w || f == "password" {
+		if marksSecretWithin(v, 0) || defsSecret && hasRef(v, 0) {
 			if out == nil {
 				out = map[string]bool{}
 			}
@@ -266,6 +269,60 @@ func secretProperties(doc any) map[string]bool {
 		}
 	}
 	return out
+}
+
+// marksSecretWithin reports whether v, a decoded schema, or one nested in it marks its
+// values secret (MarksSecret's rule), to a depth the compiler allows anyway.
+func marksSecretWithin(v any, depth int) bool {
+	if depth > 64 {
+		return true // deeper than any schema compiles: say secret rather than look on
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if f, _ := x["format"].(string); f == "password" {
+			return true
+		}
+		if w, _ := x["writeOnly"].(bool); w {
+			return true
+		}
+		for _, c := range x {
+			if marksSecretWithin(c, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if marksSecretWithin(c, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasRef reports whether v, a decoded schema, holds a $ref at any depth.
+func hasRef(v any, depth int) bool {
+	if depth > 64 {
+		return true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["$ref"]; ok {
+			return true
+		}
+		for _, c := range x {
+			if hasRef(c, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, c := range x {
+			if hasRef(c, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // gotSep starts the part of an argument error that shows the value given.

@@ -229,3 +229,28 @@ func TestPatternMessagesBounded(t *testing.T) {
 		t.Errorf("/api_key: %q, want it to say what it does not match", got)
 	}
 }
+
+// What validation says of a value the schema marks secret below the top level (an
+// optional secret's anyOf with null, a nested object's property, one behind a $ref)
+// quotes none of it.
+func TestNestedSecretValuesNotQuoted(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","$defs":{"Pin":{"type":"string","writeOnly":true,"pattern":"^[0-9]+$"}},
+		"properties":{
+		"pin":{"anyOf":[{"type":"string","format":"password","pattern":"^[0-9]+$"},{"type":"null"}]},
+		"conn":{"type":"object","properties":{"code":{"type":"string","writeOnly":true,"pattern":"^[0-9]+$"}}},
+		"card":{"$ref":"#/$defs/Pin"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ValidateArguments(s, json.RawMessage(`{"pin":"hunter2a","conn":{"code":"hunter2b"},"card":"hunter2c"}`))
+	var ve *verr.Error
+	if !errors.As(err, &ve) || len(ve.Fields) < 3 {
+		t.Fatalf("got %v, want a problem for each value", err)
+	}
+	for _, f := range ve.Fields {
+		if strings.Contains(f.Message, "hunter2") {
+			t.Errorf("%s: the secret is quoted: %q", f.Field, f.Message)
+		}
+	}
+}
