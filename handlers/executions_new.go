@@ -29,7 +29,7 @@ func (h ExecutionsHandler) New(c echo.Context) error {
 
 func (h ExecutionsHandler) newPage(c echo.Context, status int, p views.ExecutionNewPage) error {
 	p.Layout = h.layout(c, "New execution")
-	page, err := h.Tools.List(c.Request().Context(), tools.Query{Status: []string{"enabled"}, Limit: execToolHints})
+	page, err := h.Tools.List(c.Request().Context(), tools.Query{Status: []string{"enabled"}, Limit: execToolHints, Brief: true})
 	if err != nil {
 		return err
 	}

@@ -175,7 +175,7 @@ func (h ToolPageHandler) toolCompensation(c echo.Context, it tools.Item, form *v
 		r.Form = views.ToolCompensationForm{UndoTool: r.Configured.UndoTool, Rows: r.Configured.Arguments}
 	}
 	// Undo tools are most often on the same server (create_file → delete_file).
-	page, err := h.Tools.List(ctx, tools.Query{Server: it.ServerID, Limit: tools.MaxLimit})
+	page, err := h.Tools.List(ctx, tools.Query{Server: it.ServerID, Limit: tools.MaxLimit, Brief: true})
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
@@ -159,6 +160,10 @@ type Page struct {
 type listRow struct {
 	Item
 	Total int `db:"total"`
+	// Picked is how many rows the page's query chose before the byte budget (pageBytes)
+	// kept the first of them, which Fits; 0 and false with Brief, which has none.
+	Picked int  `db:"picked"`
+	Fits   bool `db:"fits"`
 }
 
 // MaxLimit bounds a page.
@@ -280,14 +285,47 @@ const itemColumns = RowColumns + `, t.risk_override, c.name AS category,
 	ARRAY(SELECT tg.tag FROM tool_tags tg WHERE tg.tool_id = t.id ORDER BY tg.tag) AS tags,
 	t.timeout_ms, t.rate_limit, t.validation_worst, t.enable_override, t.configuration_version, t.last_used, t.updated_at`
 
-// briefItemColumns are itemColumns without the schemas (Query.Brief).
+// What the list page's cards show of a title and a description, in characters (views:
+// maxShownTitle, maxShownDescription).
+const (
+	briefTitleChars       = 200
+	briefDescriptionChars = 2000
+)
+
+// briefItemColumns are itemColumns without the schemas and with only what the cards show
+// of the rest (Query.Brief): the title and description cut one character past what a
+// card shows (so it still marks them cut), and of the annotations only the two hints
+// the risk is decided from (risk.Decide reads no others).
 var briefItemColumns = func() string {
-	c := strings.Replace(itemColumns, "t.input_schema, t.output_schema,", "NULL::jsonb AS input_schema, NULL::jsonb AS output_schema,", 1)
-	if c == itemColumns {
-		panic("tools: RowColumns no longer lists the schemas as briefItemColumns expects")
+	c := itemColumns
+	for _, r := range [][2]string{
+		{"t.input_schema, t.output_schema,", "NULL::jsonb AS input_schema, NULL::jsonb AS output_schema,"},
+		{"t.title,", fmt.Sprintf("left(t.title, %d) AS title,", briefTitleChars+1)},
+		{"t.description,", fmt.Sprintf("left(t.description, %d) AS description,", briefDescriptionChars+1)},
+		{"t.annotations,", `CASE WHEN jsonb_typeof(t.annotations) = 'object' THEN jsonb_strip_nulls(jsonb_build_object(
+			'readOnlyHint', CASE WHEN t.annotations->'readOnlyHint' IN ('true', 'false') THEN t.annotations->'readOnlyHint' END,
+			'destructiveHint', CASE WHEN t.annotations->'destructiveHint' IN ('true', 'false') THEN t.annotations->'destructiveHint' END))
+			END AS annotations,`},
+	} {
+		if !strings.Contains(c, r[0]) {
+			panic("tools: RowColumns no longer lists " + r[0] + " as briefItemColumns expects")
+		}
+		c = strings.Replace(c, r[0], r[1], 1)
 	}
 	return c
 }()
+
+// pageBytes bounds a page (without Brief) by the size of its rows' large columns: a
+// tool's definition may be as large as an MCP message, and a page of 200 of them would
+// be read and copied whole. A page stops before the row that would pass it (a row
+// larger than it alone still makes a page, so paging goes on).
+const pageBytes = 8 << 20
+
+// rowBytes is what a row's large columns weigh without reading them: the texts' lengths
+// and the schemas' and annotations' stored sizes (compressed ones weigh less here than
+// on the wire; List also counts the bytes it reads).
+const rowBytes = `(octet_length(t.title) + octet_length(t.description) + pg_column_size(t.input_schema)
+	+ coalesce(pg_column_size(t.output_schema), 0) + coalesce(pg_column_size(t.annotations), 0))`
 
 const itemFrom = RowFrom + `
 	LEFT JOIN tool_categories c ON c.id = t.category_id`
@@ -374,16 +412,16 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 		p := arg(tq)
 		rank = "ts_rank(t.search, " + tsQueryExpr(p) + ")"
 	}
-	var order string
+	var order, kept string // kept: order over the columns of a page's rows
 	switch q.Sort {
 	case SortServer:
-		order = "s.name, t.name, t.id"
+		order, kept = "s.name, t.name, t.id", "x.server_name, x.name, x.id"
 	case SortUpdated:
-		order = "t.updated_at DESC, t.id DESC"
+		order, kept = "t.updated_at DESC, t.id DESC", "x.updated_at DESC, x.id DESC"
 	case SortRelevance:
-		order = "rank DESC, t.id"
+		order, kept = "rank DESC, t.id", "x.rank DESC, x.id"
 	default:
-		order = "t.name, t.id"
+		order, kept = "t.name, t.id", "x.name, x.id"
 	}
 	if q.Cursor != "" {
 		c, _ := decodeCursor(q.Cursor)
@@ -419,25 +457,61 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 		pick += " WHERE " + strings.Join(conds, " AND ")
 	}
 	pick += " ORDER BY " + order + " LIMIT " + arg(q.Limit+1)
-	sql := `/* tools.List */ SELECT ` + cols + `, p.rank AS rank, p.total::int AS total FROM (` + pick + `) p
+	sel := `SELECT ` + cols + `, p.rank AS rank, p.total::int AS total`
+	from := ` FROM (` + pick + `) p
 		JOIN mcp_tools t ON t.id = p.id JOIN mcp_servers s ON s.id = t.server_id
-		LEFT JOIN tool_categories c ON c.id = t.category_id ORDER BY ` + order
-	rows, err := db.All[listRow](ctx, s.pool, "tools: list", sql, args...)
-	if err != nil {
-		return Page{}, err
+		LEFT JOIN tool_categories c ON c.id = t.category_id`
+	sql := `/* tools.List */ ` + sel + from + ` ORDER BY ` + order
+	if !q.Brief {
+		// The rows up to the byte budget (the first whatever its size), and how many the
+		// pick chose, which tells whether the budget cut the page short.
+		budget := arg(pageBytes)
+		sql = `/* tools.List */ SELECT x.* FROM (` + sel + `, count(*) OVER () AS picked,
+			(sum(` + rowBytes + `) OVER w <= ` + budget + ` OR sum(` + rowBytes + `) OVER w = ` + rowBytes + `) AS fits` + from + `
+			WINDOW w AS (ORDER BY ` + order + ` ROWS UNBOUNDED PRECEDING)) x WHERE x.fits ORDER BY ` + kept
 	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return Page{}, fmt.Errorf("tools: list: %w", err)
+	}
+	defer rows.Close()
 	p := Page{Total: -1}
 	if counted {
 		p.Total = 0 // no row: nothing matches
 	}
-	items := make([]Item, len(rows))
-	for i, r := range rows {
-		items[i] = r.Item
-		p.Total = r.Total
+	var items []Item
+	picked, read := 0, 0
+	for rows.Next() {
+		if !q.Brief {
+			// Stored sizes undercount values that compress well: the bytes read bound
+			// the page too.
+			n := 0
+			for _, v := range rows.RawValues() {
+				n += len(v)
+			}
+			if read += n; len(items) > 0 && read > pageBytes {
+				break
+			}
+		}
+		r, err := pgx.RowToStructByNameLax[listRow](rows)
+		if err != nil {
+			return Page{}, fmt.Errorf("tools: list: %w", err)
+		}
+		items = append(items, r.Item)
+		p.Total, picked = r.Total, r.Picked
 	}
-	p.Items, p.NextCursor = db.NextPage(items, q.Limit, func(last Item) any {
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Page{}, fmt.Errorf("tools: list: %w", err)
+	}
+	key := func(last Item) any {
 		return cursor{Sort: q.Sort, Q: tsQuery(q.Q), Rank: last.Rank, Name: last.Name, Srv: last.Server, At: last.UpdatedAt, ID: last.ID}
-	})
+	}
+	p.Items, p.NextCursor = db.NextPage(items, q.Limit, key)
+	if p.NextCursor == "" && len(items) > 0 && len(items) < picked {
+		// The budget cut the page short: a shorter page, and the next begins after it.
+		p.NextCursor = db.EncodeCursor(key(items[len(items)-1]))
+	}
 	return p, nil
 }
 
