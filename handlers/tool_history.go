@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -47,6 +48,16 @@ func (h ToolPageHandler) toolHistory(ctx context.Context, it tools.Item, before 
 		toHash, _ := meta["to_hash"].(string)
 		if fromHash != "" && toHash != "" {
 			hr.DiffURL = toolTabURL(it.ID, views.ToolTabSchema, url.Values{"from": {fromHash}, "to": {toHash}}) + "#compare-h"
+		}
+		// A definition's changes, as discovery stored them before it bounded them, could
+		// be thousands, quoting a server's names whole.
+		if _, ok := meta["changes"]; ok {
+			var m struct {
+				Changes []registry.Change `json:"changes"`
+			}
+			if json.Unmarshal(r.Metadata, &m) == nil {
+				meta["changes"] = registry.ClipChanges(m.Changes)
+			}
 		}
 		if len(meta) > 0 {
 			b, _ := json.Marshal(meta)

@@ -41,7 +41,9 @@ func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to
 		byHash[v.DefinitionHash] = v
 		row := views.ToolVersionRow{Version: fmt.Sprintf("%d.%d", v.VersionMajor, v.VersionMinor), Hash: v.DefinitionHash,
 			Current: v.DefinitionHash == it.DefinitionHash, Breaking: v.Breaking, At: v.CreatedAt}
-		for _, ch := range v.Changes {
+		// Versions stored before discovery bounded their changes may hold thousands of
+		// them, quoting a server's names whole.
+		for _, ch := range registry.ClipChanges(v.Changes) {
 			row.Changes = append(row.Changes, views.ToolChangeRow{Message: ch.Message, Breaking: ch.Breaking})
 		}
 		if !row.Current {

@@ -122,18 +122,63 @@ func canonical(raw json.RawMessage) any {
 
 // Change is one difference between two versions of a tool definition.
 type Change struct {
-	Kind     string `json:"kind"` // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, description, title, input_schema, output_schema, annotations
+	Kind     string `json:"kind"` // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, description, title, input_schema, output_schema, annotations, more
 	Path     string `json:"path,omitempty"`
 	Message  string `json:"message"`
 	Breaking bool   `json:"breaking"`
 }
 
+// A server chooses its titles and parameter names, of any length and number, and the
+// changes are stored with every version and shown to guests: a change quotes at most
+// MaxChangeName bytes of a name, says at most MaxChangeMessage, and a version keeps
+// MaxChanges of them and one counting the rest.
+const (
+	MaxChangeName    = 200
+	MaxChangeMessage = 1024
+	MaxChanges       = 50
+)
+
+// clipName is a title or parameter name as a change quotes it.
+func clipName(s string) string { return textcheck.Clip(s, MaxChangeName-len(cutMark), cutMark) }
+
+const cutMark = "…"
+
+// ClipChanges bounds changes as Diff does: each message and path clipped, at most
+// MaxChanges kept and one "and N more changes" after them, breaking when any left out is.
+// The pages apply it to changes stored before Diff bounded them; a list it bounded
+// already comes back the same.
+func ClipChanges(cs []Change) []Change {
+	if len(cs) == 0 {
+		return cs
+	}
+	n := min(len(cs), MaxChanges)
+	out := make([]Change, 0, n+1)
+	for _, c := range cs[:n] {
+		c.Message = textcheck.Clip(c.Message, MaxChangeMessage-len(cutMark), cutMark)
+		c.Path = textcheck.Clip(c.Path, 1+MaxChangeName-len(cutMark), cutMark)
+		out = append(out, c)
+	}
+	switch rest := cs[n:]; {
+	case len(rest) == 1 && rest[0].Kind == "more":
+		m := rest[0]
+		m.Message = textcheck.Clip(m.Message, MaxChangeMessage-len(cutMark), cutMark)
+		out = append(out, m)
+	case len(rest) == 1:
+		out = append(out, Change{Kind: "more", Message: "and 1 more change", Breaking: rest[0].Breaking})
+	case len(rest) > 1:
+		out = append(out, Change{Kind: "more", Message: fmt.Sprintf("and %d more changes", len(rest)),
+			Breaking: slices.ContainsFunc(rest, func(c Change) bool { return c.Breaking })})
+	}
+	return out
+}
+
 // Diff lists what changed from old to new; a change is breaking when a caller that
 // worked with old could fail with new (removed or retyped parameter, newly required one).
+// The list is bounded by ClipChanges.
 func Diff(old, new ToolDef) []Change {
 	var out []Change
 	if old.Title != new.Title {
-		out = append(out, Change{Kind: "title", Message: fmt.Sprintf("title changed from %q to %q", old.Title, new.Title)})
+		out = append(out, Change{Kind: "title", Message: fmt.Sprintf("title changed from %q to %q", clipName(old.Title), clipName(new.Title))})
 	}
 	if old.Description != new.Description {
 		out = append(out, Change{Kind: "description", Message: "description changed"})
@@ -144,36 +189,36 @@ func Diff(old, new ToolDef) []Change {
 		n, ok := np[name]
 		switch {
 		case !ok:
-			out = append(out, Change{Kind: "parameter_removed", Path: "/" + name, Breaking: true,
-				Message: fmt.Sprintf("parameter %q was removed", name)})
+			out = append(out, Change{Kind: "parameter_removed", Path: "/" + clipName(name), Breaking: true,
+				Message: fmt.Sprintf("parameter %q was removed", clipName(name))})
 		case typeOf(op[name]) != typeOf(n):
-			out = append(out, Change{Kind: "parameter_retyped", Path: "/" + name, Breaking: true,
-				Message: fmt.Sprintf("parameter %q changed type from %s to %s", name, typeOf(op[name]), typeOf(n))})
+			out = append(out, Change{Kind: "parameter_retyped", Path: "/" + clipName(name), Breaking: true,
+				Message: fmt.Sprintf("parameter %q changed type from %s to %s", clipName(name), typeOf(op[name]), typeOf(n))})
 		case !jsonEqual(op[name], n):
-			out = append(out, Change{Kind: "parameter_changed", Path: "/" + name,
-				Message: fmt.Sprintf("parameter %q changed", name)})
+			out = append(out, Change{Kind: "parameter_changed", Path: "/" + clipName(name),
+				Message: fmt.Sprintf("parameter %q changed", clipName(name))})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(np)) {
 		if _, ok := op[name]; !ok {
-			c := Change{Kind: "parameter_added", Path: "/" + name, Message: fmt.Sprintf("parameter %q was added", name)}
+			c := Change{Kind: "parameter_added", Path: "/" + clipName(name), Message: fmt.Sprintf("parameter %q was added", clipName(name))}
 			if nr[name] {
 				c.Breaking = true
-				c.Message = fmt.Sprintf("required parameter %q was added", name)
+				c.Message = fmt.Sprintf("required parameter %q was added", clipName(name))
 			}
 			out = append(out, c)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(nr)) {
 		if _, existed := op[name]; existed && !or[name] {
-			out = append(out, Change{Kind: "parameter_required", Path: "/" + name, Breaking: true,
-				Message: fmt.Sprintf("parameter %q is now required", name)})
+			out = append(out, Change{Kind: "parameter_required", Path: "/" + clipName(name), Breaking: true,
+				Message: fmt.Sprintf("parameter %q is now required", clipName(name))})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(or)) {
 		if _, still := np[name]; still && !nr[name] {
-			out = append(out, Change{Kind: "parameter_optional", Path: "/" + name,
-				Message: fmt.Sprintf("parameter %q is now optional", name)})
+			out = append(out, Change{Kind: "parameter_optional", Path: "/" + clipName(name),
+				Message: fmt.Sprintf("parameter %q is now optional", clipName(name))})
 		}
 	}
 	if len(out) == 0 || !slices.ContainsFunc(out, func(c Change) bool { return strings.HasPrefix(c.Kind, "parameter_") }) {
@@ -187,7 +232,7 @@ func Diff(old, new ToolDef) []Change {
 	if !jsonEqual(old.Annotations, new.Annotations) {
 		out = append(out, Change{Kind: "annotations", Message: "annotations changed"})
 	}
-	return out
+	return ClipChanges(out)
 }
 
 // schemaProps returns the top-level properties of an object schema and its required set.
