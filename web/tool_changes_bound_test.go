@@ -38,6 +38,32 @@ func TestToolChangeMessagesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// What the pages read is bounded too, not only what they show.
+	read, _, err := srv.Registry.ToolVersionsPage(ctx, id, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range read {
+		if n := len(v.Changes); n > 51 || n > 0 && !strings.Contains(v.Changes[n-1].Message, "more change") {
+			t.Errorf("version %s: read with %d changes, want at most 51, the rest counted", v.DefinitionHash, n)
+		}
+		for _, c := range v.Changes {
+			if len(c.Message) > 1024 || len(c.Path) > 256 {
+				t.Errorf("version %s: a change read with %d bytes of message and %d of path", v.DefinitionHash, len(c.Message), len(c.Path))
+				break
+			}
+		}
+	}
+	hist, _, err := srv.Registry.ToolHistoryPage(ctx, id, 0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		if len(h.Metadata) > 128<<10 {
+			t.Errorf("a history row read with %d bytes of metadata", len(h.Metadata))
+		}
+	}
+
 	get := func(tab string) (string, *goquery.Document) {
 		t.Helper()
 		res := srv.Get(t, admin, "/tools/"+id+"?tab="+tab)

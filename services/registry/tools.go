@@ -12,6 +12,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -929,7 +930,24 @@ const MaxToolVersions = 100
 var ErrToolVersionNotFound = fault.NotFound("tool version")
 
 // toolVersionColumns are a version's columns without its definition.
-const toolVersionColumns = `version_major, version_minor, definition_hash, breaking, changes, NULL::jsonb AS definition, created_at`
+var toolVersionColumns = `version_major, version_minor, definition_hash, breaking, ` + boundedChanges("changes") + ` AS changes,
+	NULL::jsonb AS definition, created_at`
+
+// boundedChanges is the SQL of the change list col read as ClipChanges would leave it
+// (near enough: ClipChanges has the last word), when it is large: rows stored before Diff
+// bounded its changes hold megabytes of them, and the pages would read them whole.
+func boundedChanges(col string) string {
+	col = "(" + col + ")"
+	return `CASE WHEN jsonb_typeof(` + col + `) = 'array' AND octet_length(` + col + `::text) > 65536 THEN (
+		SELECT coalesce(jsonb_agg(jsonb_build_object('kind', c->>'kind', 'path', left(c->>'path', ` + strconv.Itoa(MaxChangeName+1) + `),
+				'message', left(c->>'message', ` + strconv.Itoa(MaxChangeMessage) + `), 'breaking', c->'breaking') ORDER BY i)
+				FILTER (WHERE i <= ` + strconv.Itoa(MaxChanges) + `), '[]'::jsonb)
+			|| CASE WHEN count(*) > ` + strconv.Itoa(MaxChanges) + ` THEN jsonb_build_array(jsonb_build_object('kind', 'more',
+				'message', format('and %s more change%s', count(*) - ` + strconv.Itoa(MaxChanges) + `, CASE WHEN count(*) - ` + strconv.Itoa(MaxChanges) + ` > 1 THEN 's' ELSE '' END),
+				'breaking', coalesce(bool_or(c->>'breaking' = 'true') FILTER (WHERE i > ` + strconv.Itoa(MaxChanges) + `), false)))
+			ELSE '[]'::jsonb END
+		FROM jsonb_array_elements(` + col + `) WITH ORDINALITY AS e(c, i)) ELSE ` + col + ` END`
+}
 
 // ToolVersions returns the newest MaxToolVersions stored versions of a tool, newest
 // first, without their definitions.
@@ -1013,7 +1031,10 @@ func (s *Service) ToolHistoryPage(ctx context.Context, toolID string, before int
 		before = math.MaxInt64 // one condition, which the (tool_id, id) index bounds
 	}
 	rows, err := db.All[ToolStateChange](ctx, s.pool, "registry: tool history", `/* registry.ToolHistory */
-		SELECT id, from_status, to_status, reason, actor, metadata, created_at FROM tool_state_history
+		SELECT id, from_status, to_status, reason, actor,
+			CASE WHEN jsonb_typeof(metadata->'changes') = 'array' AND octet_length(metadata::text) > 65536
+				THEN jsonb_set(metadata, '{changes}', `+boundedChanges("metadata->'changes'")+`) ELSE metadata END AS metadata,
+			created_at FROM tool_state_history
 		WHERE tool_id = $1 AND id < $2::bigint ORDER BY id DESC LIMIT CASE WHEN $3::bigint < 0 THEN NULL ELSE $3::bigint END`, toolID, before, n)
 	if err != nil || limit <= 0 || len(rows) <= limit {
 		return rows, 0, err
