@@ -804,7 +804,7 @@ func (t *Terminal) Resize(cols, rows int) error {
 		return fmt.Errorf("size %dx%d: cols and rows must be between 2 and 1000", cols, rows)
 	}
 	if t.Exited() {
-		return errors.New("the terminal has ended")
+		return nil // nothing to lay out again; its page keeps saying how it ended
 	}
 	// The size shown and the kernel's are set under one lock: two windows resizing at
 	// once could otherwise leave the pages showing one size and the shell laying out another.

@@ -259,6 +259,11 @@ func secretProperties(doc any) map[string]bool {
 	for _, k := range []string{"$defs", "definitions"} {
 		defsSecret = defsSecret || marksSecretWithin(root[k], 0)
 	}
+	if !marksSecretWithin(props, 0) && !(defsSecret && hasRef(props, 0)) && marksSecretWithin(root, 0) {
+		// Marked where the root's $ref, allOf or anyOf lead, not under its properties:
+		// every argument is taken for secret.
+		return map[string]bool{allSecret: true}
+	}
 	var out map[string]bool
 	for name, v := range props {
 		if marksSecretWithin(v, 0) || defsSecret && hasRef(v, 0) {
@@ -270,6 +275,10 @@ func secretProperties(doc any) map[string]bool {
 	}
 	return out
 }
+
+// allSecret is secretProperties' key for every top-level property: no argument's name
+// holds a NUL (the text checks refuse one before validation).
+const allSecret = "\x00all"
 
 // marksSecretWithin reports whether v, a decoded schema, or one nested in it marks its
 // values secret (MarksSecret's rule), to a depth the compiler allows anyway.
@@ -462,7 +471,7 @@ func validate(s *jsonschema.Schema, doc any, hidden map[string]bool) error {
 		if _, ok := l.ErrorKind.(*kind.Type); ok {
 			k = verr.KindType
 		}
-		secret := len(l.InstanceLocation) > 0 && (marked[l.InstanceLocation[0]] || hidden[l.InstanceLocation[0]]) ||
+		secret := len(l.InstanceLocation) > 0 && (marked[allSecret] || marked[l.InstanceLocation[0]] || hidden[l.InstanceLocation[0]]) ||
 			slices.ContainsFunc(l.InstanceLocation, secrets.LooksSecretName)
 		add(loc, k, leafMessage(l, secret)+given(l, secret))
 	}

@@ -254,3 +254,24 @@ func TestNestedSecretValuesNotQuoted(t *testing.T) {
 		}
 	}
 }
+
+// A schema whose properties are reached through its root's $ref (or allOf) marks them
+// secret there: no value of its arguments is quoted.
+func TestRootRefSecretValuesNotQuoted(t *testing.T) {
+	t.Parallel()
+	s, err := CompileSchema(json.RawMessage(`{"type":"object","$ref":"#/$defs/A",
+		"$defs":{"A":{"properties":{"pin":{"type":"string","writeOnly":true,"pattern":"^[0-9]+$"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = ValidateArguments(s, json.RawMessage(`{"pin":"hunter2"}`))
+	var ve *verr.Error
+	if !errors.As(err, &ve) || len(ve.Fields) == 0 {
+		t.Fatalf("got %v, want a problem", err)
+	}
+	for _, f := range ve.Fields {
+		if strings.Contains(f.Message, "hunter2") {
+			t.Errorf("%s: the secret is quoted: %q", f.Field, f.Message)
+		}
+	}
+}
