@@ -64,6 +64,36 @@ func TestCheckMapNamesSecretSource(t *testing.T) {
 			}
 		})
 	}
+	// Beside a nested secret: a plain field next to it may be read; the object holding
+	// it only into an argument the undo tool marks secret at the same place.
+	nested := json.RawMessage(`{"type":"object","properties":{"connection":{"type":"object","properties":{
+		"host":{"type":"string"},"password":{"type":"string","writeOnly":true}}},"username":{"type":"string"}}}`)
+	undoNested := json.RawMessage(`{"type":"object","properties":{"host":{"type":"string"},
+		"conn":{"type":"object","properties":{"host":{"type":"string"},"password":{"type":"string","writeOnly":true}}},
+		"plain":{"type":"object"}}}`)
+	for _, tc := range []struct {
+		name string
+		m    map[string]executions.MappedArgument
+		bad  string
+	}{
+		{"a plain field beside a nested secret", map[string]executions.MappedArgument{"host": {From: "/connection/host"}}, ""},
+		{"the object into one marked secret at the same place", map[string]executions.MappedArgument{"conn": {From: "/connection"}}, ""},
+		{"the object into a plain one", map[string]executions.MappedArgument{"plain": {From: "/connection"}}, "/argument_map/plain"},
+		{"the nested secret into a plain field", map[string]executions.MappedArgument{"host": {From: "/connection/password"}}, "/argument_map/host"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := executions.CheckMapNames(tc.m, nested, undoNested, "mt__log")
+			if tc.bad == "" {
+				if err != nil {
+					t.Fatalf("got %v, want no error", err)
+				}
+				return
+			}
+			if msg := fieldMessage(err, tc.bad); !strings.Contains(msg, "secret argument") || !strings.Contains(msg, "mt__log") {
+				t.Fatalf("got %v, want %s refused as reading a secret argument", err, tc.bad)
+			}
+		})
+	}
 }
 
 // Setting such a compensation is refused; and one stored before it was (so never

@@ -123,31 +123,71 @@ func firstToken(from string) string {
 }
 
 // secretSource is the secret argument of the undone step (selfSecret, tools.SecretArgNames
-// of its schema) that mapped argument a reads into undo argument name, when the undo
-// tool does not hold name as secret (undoSecret); else "". The rollback's preview and
-// the undo call's records mask by the undo tool's schema and names only, so the secret
-// would be shown there in plain text. Anything under a secret argument counts, and so
-// does an argument holding a nested secret (its path starts with the argument's name).
+// of its schema: top-level names and JSON pointers, "~*" for any element or member)
+// that mapped argument a reads into undo argument name, when the undo tool does not hold
+// what it receives as secret (undoSecret); else "". The rollback's preview and the undo
+// call's records mask by the undo tool's schema and names only, so the secret would be
+// shown there in plain text. A "from" at or under a secret place reads it; one above a
+// secret place copies it along, unless the undo tool marks that place secret too.
 func secretSource(name string, a MappedArgument, selfSecret, undoSecret []string) string {
 	if a.From == "" || secrets.LooksSecretName(name) { // masked by its name wherever shown (usage.Redact)
 		return ""
 	}
-	for _, s := range undoSecret {
-		if strings.TrimPrefix(s, "/") == name { // the whole value is masked, not only a part under it
-			return ""
-		}
+	from := pointerTokens(a.From)
+	if secrets.LooksSecretName(from[0]) { // masked by its name where the step is shown (usage.Redact)
+		return from[0]
 	}
-	first := firstToken(a.From)
-	if secrets.LooksSecretName(first) { // masked by its name where the step is shown (usage.Redact)
-		return first
+	undo := make([][]string, len(undoSecret))
+	for i, u := range undoSecret {
+		undo[i] = pointerTokens(u)
 	}
 	for _, s := range selfSecret {
-		s = strings.TrimPrefix(s, "/")
-		if s == first || strings.HasPrefix(s, first+"/") || strings.HasPrefix(s, first+".") {
-			return first
+		place := pointerTokens(s)
+		n := min(len(place), len(from))
+		if !tokensMatch(place[:n], from[:n]) {
+			continue
+		}
+		if len(place) <= len(from) {
+			// The value read is secret, or inside one: only an undo argument secret as a
+			// whole hides it.
+			if !slices.ContainsFunc(undo, func(u []string) bool { return len(u) == 1 && tokensMatch(u, []string{name}) }) {
+				return from[0]
+			}
+			continue
+		}
+		// The value read holds the secret at rest: the undo tool must mark it there (or the
+		// whole argument).
+		at := append([]string{name}, place[len(from):]...)
+		if !slices.ContainsFunc(undo, func(u []string) bool { return len(u) <= len(at) && tokensMatch(u, at[:len(u)]) }) {
+			return from[0]
 		}
 	}
 	return ""
+}
+
+// pointerTokens is a name or JSON pointer as its unescaped tokens ("a", "/a/b~1c": a, b/c).
+func pointerTokens(p string) []string {
+	if !strings.HasPrefix(p, "/") {
+		return []string{p}
+	}
+	toks := strings.Split(p[1:], "/")
+	for i, t := range toks {
+		if t != "~*" {
+			toks[i] = strings.NewReplacer("~1", "/", "~0", "~").Replace(t)
+		}
+	}
+	return toks
+}
+
+// tokensMatch reports whether two token paths of one length name the same place, "~*"
+// (any element or member) matching any token.
+func tokensMatch(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] && a[i] != "~*" && b[i] != "~*" {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckMapNames is checkMapNames for another caller (configuration import): nil, or a

@@ -39,7 +39,8 @@ func SecretArgNames(inputSchema json.RawMessage) []string {
 	return names
 }
 
-// anyItem is the token of a secret place that stands for every element of an array: no
+// anyItem is the token of a secret place that stands for every element of an array or
+// member of an object (additionalProperties, patternProperties): no
 // escaped JSON pointer token is "~*" ("~" is written "~0").
 const anyItem = "~*"
 
@@ -139,6 +140,16 @@ func secretPlaces(raw json.RawMessage, byName bool) [][]string {
 		}
 		for i, s := range it.o.Array("prefixItems") {
 			link(s, schema.PtrJoin(it.ptr, "prefixItems", strconv.Itoa(i)), strconv.Itoa(i))
+		}
+		// A map's values (the form shows them as secret too); a pattern's stand for
+		// every member, which masks more than the pattern names, never less.
+		if v, ok := it.o.Get("additionalProperties"); ok {
+			link(v, schema.PtrJoin(it.ptr, "additionalProperties"), anyItem)
+		}
+		pp := it.o.Object("patternProperties")
+		for _, k := range pp.Keys() {
+			v, _ := pp.Get(k)
+			link(v, schema.PtrJoin(it.ptr, "patternProperties", k), anyItem)
 		}
 	}
 	var stack []string
@@ -252,14 +263,14 @@ func newArgTrie(places [][]string) *argTrie {
 }
 
 // argStep is where ts lead in an object's member key (escaped), or in an array's element
-// key (its index) when array is true.
-func argStep(ts []*argTrie, key string, array bool) []*argTrie {
+// key (its index): by the key, and by anyItem (every element or member).
+func argStep(ts []*argTrie, key string) []*argTrie {
 	var out []*argTrie
 	for _, t := range ts {
 		if c := t.next[key]; c != nil {
 			out = append(out, c)
 		}
-		if c := t.next[anyItem]; array && c != nil {
+		if c := t.next[anyItem]; c != nil {
 			out = append(out, c)
 		}
 	}
@@ -309,7 +320,7 @@ func maskAt(v json.RawMessage, ts []*argTrie) (json.RawMessage, bool) {
 			return v, false
 		}
 		for k, x := range o {
-			if next := argStep(ts, escapeToken(k), false); len(next) > 0 {
+			if next := argStep(ts, escapeToken(k)); len(next) > 0 {
 				if m, ok := maskAt(x, next); ok {
 					o[k], masked = m, true
 				}
@@ -322,7 +333,7 @@ func maskAt(v json.RawMessage, ts []*argTrie) (json.RawMessage, bool) {
 			return v, false
 		}
 		for i, x := range a {
-			if next := argStep(ts, strconv.Itoa(i), true); len(next) > 0 {
+			if next := argStep(ts, strconv.Itoa(i)); len(next) > 0 {
 				if m, ok := maskAt(x, next); ok {
 					a[i], masked = m, true
 				}

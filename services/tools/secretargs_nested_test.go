@@ -106,3 +106,20 @@ func TestRecursiveSecretArgsBounded(t *testing.T) {
 	sameJSON(t, "MaskSecretArgs", tools.MaskSecretArgs(schema, json.RawMessage(`{"tree":{"a":{"h":"x"}},"note":"n"}`)),
 		`{"tree":"`+usage.Mask+`","note":"n"}`)
 }
+
+// A map's values (additionalProperties, patternProperties) marked secret are masked, as
+// the test form hides them, and refused in saved cases; the map's keys stay readable.
+func TestMapSecretArgsMasked(t *testing.T) {
+	t.Parallel()
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"env":{"type":"object","additionalProperties":{"type":"string","writeOnly":true}},
+		"tokens":{"type":"object","patternProperties":{"^t_":{"type":"string","format":"password"}}},
+		"note":{"type":"string"}}}`)
+	args := json.RawMessage(`{"env":{"prod":"hunter2","dev":"d-1"},"tokens":{"t_a":"x-1"},"note":"plain"}`)
+	want := `{"env":{"prod":"` + usage.Mask + `","dev":"` + usage.Mask + `"},"tokens":{"t_a":"` + usage.Mask + `"},"note":"plain"}`
+	sameJSON(t, "MaskSecretArgs", tools.MaskSecretArgs(schema, args), want)
+	sameJSON(t, "MaskArgs", tools.MaskArgs(args, tools.SecretArgNames(schema)), want)
+	if got := tools.SecretsHeld(schema, args); !strings.Contains(got, "/env/prod") || !strings.Contains(got, "/tokens/t_a") {
+		t.Errorf("SecretsHeld: %q, want the map's values named", got)
+	}
+}

@@ -505,13 +505,13 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, x := range v {
-				next := argStep(at, escapeToken(k), false)
+				next := argStep(at, escapeToken(k))
 				m := marked || anySecret(next)
 				walk(ptr+"/"+k, x, m || secretName(k), m, next)
 			}
 		case []any:
 			for i, x := range v {
-				next := argStep(at, strconv.Itoa(i), true)
+				next := argStep(at, strconv.Itoa(i))
 				m := marked || anySecret(next)
 				walk(fmt.Sprintf("%s/%d", ptr, i), x, secret || m, m, next)
 			}
