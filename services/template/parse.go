@@ -37,8 +37,11 @@ type reader struct {
 	budget   int // nodes left to visit: aliases must not blow a small text up
 }
 
+// maxProblems is how many problems a template's parse says.
+const maxProblems = 100
+
 func (r *reader) fail(line int, format string, a ...any) {
-	if len(r.problems) < 100 {
+	if len(r.problems) < maxProblems {
 		r.problems = append(r.problems, Problem{Line: line, Message: fmt.Sprintf(format, a...)})
 	}
 }
@@ -545,14 +548,24 @@ func (r *reader) jsonScalar(n *yaml.Node) (any, bool) {
 func (r *reader) checkPlaceholders(tool *toolDraft, texts ...Text) {
 	for _, t := range texts {
 		for _, p := range t.Parts {
-			if p.Param == "" || slices.Contains(tool.props, p.Param) {
+			// props is sorted: a template of thousands of placeholders against thousands
+			// of properties is looked up, not scanned.
+			if _, ok := slices.BinarySearch(tool.props, p.Param); p.Param == "" || ok {
 				continue
+			}
+			if len(r.problems) >= maxProblems {
+				continue // not said: formatting it is the costly part
 			}
 			if len(tool.props) == 0 {
 				r.fail(p.Line, "unknown placeholder {%s}; input_schema has no properties (add %s under input_schema properties, or write {{%s} for a literal brace)", p.Param, p.Param, p.Param)
 				continue
 			}
-			r.fail(p.Line, "unknown placeholder {%s}; input_schema has %s", p.Param, strings.Join(tool.props, ", "))
+			named := tool.props
+			more := ""
+			if len(named) > 20 {
+				named, more = named[:20], fmt.Sprintf(" and %d more", len(tool.props)-20)
+			}
+			r.fail(p.Line, "unknown placeholder {%s}; input_schema has %s%s", p.Param, strings.Join(named, ", "), more)
 		}
 	}
 }

@@ -258,3 +258,24 @@ func TestPlainTextBodies(t *testing.T) {
 		}
 	}
 }
+
+// A template of thousands of properties and placeholders parses; an unknown placeholder
+// names at most 20 of the properties and counts the rest, and past the problems said the
+// rest are not formatted.
+func TestParseManyPlaceholders(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString("tools:\n  - name: t\n    input_schema: {type: object, properties: {z: {type: string}")
+	for i := range 3000 {
+		fmt.Fprintf(&b, ", p%04d: {type: string}", i)
+	}
+	b.WriteString("}}\n    command: {argv: [x, \"" + strings.Repeat("{z}", 2000) + strings.Repeat("{q}", 500) + "\"]}\n")
+	_, err := template.Parse(b.String())
+	if err == nil {
+		t.Fatal("unknown placeholders were taken")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "unknown placeholder {q}") || !strings.Contains(msg, "and 2981 more") || len(msg) > 100*1024 {
+		t.Fatalf("%d bytes: %.300s…, want the unknown placeholder named with 20 properties and the rest counted", len(msg), msg)
+	}
+}
