@@ -98,6 +98,12 @@ func parsePlanText(text string) (*executions.Request, *views.ExecutionInputError
 		if ptr, dup := textcheck.DuplicateKey([]byte(text)); dup {
 			return nil, &views.ExecutionInputError{Message: "The plan gives the key " + ptr + " twice in the same object; each key may appear once."}
 		}
+		// "Tool" after "tool" would be read as the step's tool (the decoder matches keys
+		// in any case, the last wins) while a person reads the first: refused, as the
+		// API refuses it.
+		if ptr, bad := textcheck.CaseClash([]byte(text), &req); bad {
+			return nil, &views.ExecutionInputError{Message: "The plan's key " + ptr + ": " + textcheck.WhyCaseClash}
+		}
 		return &req, nil
 	}
 	var se *json.SyntaxError
