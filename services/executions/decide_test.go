@@ -239,13 +239,19 @@ func TestPlanPhrase(t *testing.T) {
 		{"no HIGH step", []executions.PlannedStep{st("a__low", risk.Low, `{"path":"/x"}`), st("a__m", risk.Medium, `{"path":"/y"}`)}, ""},
 		{"path", []executions.PlannedStep{st("a__low", risk.Low, `{}`), st("fs__rm", risk.High, `{"path":"/tmp/x"}`)}, "fs__rm /tmp/x"},
 		{"first HIGH step", []executions.PlannedStep{st("fs__rm", risk.High, `{"file":"a"}`), st("fs__rm2", risk.High, `{"file":"b"}`)}, "fs__rm a"},
-		{"first target key wins", []executions.PlannedStep{st("db__drop", risk.High, `{"name":"n","table":"t","path":"p"}`)}, "db__drop p"},
+		// Every target given, in targetKeys' order: a "name" the tool ignores does not
+		// stand in for the "table" it drops.
+		{"every target key", []executions.PlannedStep{st("db__drop", risk.High, `{"name":"n","table":"t","path":"p"}`)}, "db__drop p n t"},
+		{"at most three targets", []executions.PlannedStep{st("db__drop", risk.High, `{"name":"n","table":"t","path":"p","url":"u","id":"i"}`)}, "db__drop p u n"},
+		{"a value once", []executions.PlannedStep{st("db__drop", risk.High, `{"name":"t","table":"t"}`)}, "db__drop t"},
 		{"url", []executions.PlannedStep{st("web__post", risk.High, `{"url":" https://x.test/ "}`)}, "web__post https://x.test/"},
 		{"no target", []executions.PlannedStep{st("sh__run", risk.High, `{"text":"x"}`)}, "sh__run"},
 		{"target not a string", []executions.PlannedStep{st("sh__run", risk.High, `{"id":7}`)}, "sh__run"},
 		{"multi-line target", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"a\nb"}`)}, "sh__run"},
 		{"blank target", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"  ","id":"k"}`)}, "sh__run k"},
-		{"long target", []executions.PlannedStep{st("fs__rm", risk.High, `{"path":"`+long+`"}`)}, "fs__rm " + strings.Repeat("é", 60)},
+		// Its start and its end: "/home/u/…/../../etc/x" shows where it goes.
+		{"long target", []executions.PlannedStep{st("fs__rm", risk.High, `{"path":"`+long+`"}`)}, "fs__rm " + strings.Repeat("é", 28) + "..." + strings.Repeat("é", 29)},
+		{"long path's tail", []executions.PlannedStep{st("fs__rm", risk.High, `{"path":"/home/u/proj/`+strings.Repeat("a", 60)+`/../../../etc/x"}`)}, "fs__rm /home/u/proj/aaaaaaaaaaaaaaa...aaaaaaaaaaaaaa/../../../etc/x"},
 		// What a page shows and a person can type: spaces as one, tabs and invisible
 		// characters (zero-width space, direction marks) gone.
 		{"spaces and tabs", []executions.PlannedStep{st("sh__run", risk.High, `{"command":"grep -r  foo\t."}`)}, "sh__run grep -r foo ."},

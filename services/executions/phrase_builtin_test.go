@@ -36,7 +36,7 @@ func TestPlanPhraseBuiltin(t *testing.T) {
 		{"copy", st(files, `{"operation":"copy_file","filePath":"a.txt","newPath":"sub/a.txt"}`), files + " copy_file a.txt sub/a.txt"},
 		{"restore", st(files, `{"operation":"restore_snapshot","snapshotId":"20261205T124500-ab12cd"}`), files + " restore_snapshot 20261205T124500-ab12cd"},
 		{"long parts cut each", st(files, `{"operation":"rename_file","filePath":"`+long+`","newPath":"`+long+`"}`),
-			files + " rename_file " + strings.Repeat("é", 60) + " " + strings.Repeat("é", 60)},
+			files + " rename_file " + strings.Repeat("é", 28) + "..." + strings.Repeat("é", 29) + " " + strings.Repeat("é", 28) + "..." + strings.Repeat("é", 29)},
 		{"operation only", st(files, `{"operation":"delete_file"}`), files + " delete_file"},
 		{"spaces in a path", st(files, `{"operation":"delete_file","filePath":" my\tnotes  .txt "}`), files + " delete_file my notes .txt"},
 		{"credential in the path", st(files, `{"operation":"delete_file","filePath":"token=ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"}`), files + " delete_file"},
@@ -46,9 +46,9 @@ func TestPlanPhraseBuiltin(t *testing.T) {
 		{"operation not a string", st("x__do", `{"operation":7,"path":"/p"}`), "x__do /p"},
 		{"terminal input withheld", st(term, `{"operation":"send_input","sessionId":"s1","input":"hunter2\n"}`), term + " send_input"},
 		{"terminal command", st(term, `{"operation":"run_command","command":"rm -rf build"}`), term + " run_command rm -rf build"},
-		// Other tools keep their phrase: no operation, one target.
+		// Other tools: no operation, their targets and destination.
 		{"other tool", st("fs__rm", `{"path":"/tmp/x","newPath":"/tmp/y"}`), "fs__rm /tmp/x /tmp/y"},
-		{"first target wins", st("db__drop", `{"name":"n","table":"t","path":"p"}`), "db__drop p"},
+		{"every target", st("db__drop", `{"name":"n","table":"t","path":"p"}`), "db__drop p n t"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := (executions.Plan{Steps: []executions.PlannedStep{tc.step}}).Phrase(); got != tc.want {

@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -275,8 +275,11 @@ var targetKeys = []string{"path", "filePath", "file", "filename", "target", "sna
 var destinationKeys = []string{"newPath"}
 
 // Phrase is what a person types to approve a HIGH plan: its first HIGH step's tool, its
-// operation when the arguments name one, and what it acts on when they say
-// ("fs__delete_file /tmp/x", "builtin__file_operations rename_file a.txt b.txt").
+// operation when the arguments name one, and what it acts on when they say: every target
+// argument given, up to maxPhraseTargets, in targetKeys' order, then a destination
+// ("fs__delete_file /tmp/x", "builtin__file_operations rename_file a.txt b.txt"). Every
+// target, not the first: an argument the tool ignores ("name") would otherwise stand in
+// for the one it acts on ("table").
 // Empty below HIGH. send_input's input is not among the targets: it is a secret
 // argument (writeOnly; a password at a prompt), masked to all but the plan's deciders.
 func (p Plan) Phrase() string {
@@ -290,12 +293,17 @@ func (p Plan) Phrase() string {
 		if v, ok := phrasePart(args["operation"]); ok {
 			parts = append(parts, v)
 		}
-		for _, keys := range [][]string{targetKeys, destinationKeys} {
-			for _, k := range keys {
-				if v, ok := phrasePart(args[k]); ok {
-					parts = append(parts, v)
-					break
-				}
+		targets := 0
+		for _, k := range targetKeys {
+			if v, ok := phrasePart(args[k]); ok && targets < maxPhraseTargets && !slices.Contains(parts[1:], v) {
+				parts = append(parts, v)
+				targets++
+			}
+		}
+		for _, k := range destinationKeys {
+			if v, ok := phrasePart(args[k]); ok {
+				parts = append(parts, v)
+				break
 			}
 		}
 		return strings.Join(parts, " ")
@@ -303,8 +311,12 @@ func (p Plan) Phrase() string {
 	return ""
 }
 
+// maxPhraseTargets is how many target arguments a phrase names.
+const maxPhraseTargets = 3
+
 // phrasePart is an argument's value as the phrase shows it (typeable, at most 60
-// characters), or false when it is not one line of text. A value with a credential in
+// characters: its start and its end, "..." between, so a path's tail is typed too), or
+// false when it is not one line of text. A value with a credential in
 // it (a database URL's password) is not shown to everyone who reads the plan, nor
 // typed: the next target, or the tool alone.
 func phrasePart(a any) (string, bool) {
@@ -313,8 +325,8 @@ func phrasePart(a any) (string, bool) {
 		return "", false
 	}
 	v = typeable(v)
-	if utf8.RuneCountInString(v) > 60 {
-		v = strings.TrimSpace(string([]rune(v)[:60]))
+	if r := []rune(v); len(r) > 60 {
+		v = strings.TrimSpace(string(r[:28])) + "..." + strings.TrimSpace(string(r[len(r)-29:]))
 	}
 	return v, v != ""
 }
