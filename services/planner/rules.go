@@ -39,9 +39,12 @@ func (*Rules) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 	if look == meantAsCall {
 		return Plan{}, err
 	}
-	sr := p.cat.sentencePlan(prompt)
+	sr := p.cat.sentencePlan(ctx, prompt)
 	if sr.err == nil {
 		return sr.plan, nil
+	}
+	if err := ctx.Err(); err != nil { // the reading was cut short
+		return Plan{}, fmt.Errorf("planner: %w", err)
 	}
 	if look == callLike && !sr.fitted && !sr.stands {
 		return Plan{}, err

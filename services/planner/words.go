@@ -2,12 +2,14 @@ package planner
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 )
@@ -192,24 +194,36 @@ type toolFit struct {
 	tool    int
 	score   int
 	matched []string // the sentence's words the tool's name or description has
-	args    *object
-	problem string // why the arguments cannot be filled ("" when they can)
+	args    *object  // built for the chosen tool only
+	problem string   // why the arguments cannot be filled ("" when they can)
 }
 
-// stepWords is a step's words as fit compares them, read once per step rather than
-// once per tool.
+// stepWords is a step's words as fit and fill compare them, read once per step rather
+// than once per tool.
 type stepWords struct {
-	norms  []string        // each word's norm, "" for a stop word or one already seen
-	joined string          // the words joined by "_", a tool's name written out
-	has    map[string]bool // the words themselves
+	norms  []string         // each word's norm, "" for a stop word or one already seen
+	joined string           // the words joined by "_", a tool's name written out
+	has    map[string]bool  // the words themselves
+	stop   []bool           // whether each word is a stop word
+	rawAt  map[string][]int // where each word, as written, is
+	enums  map[string]enumWord
 }
 
-func readStepWords(s sentence) stepWords {
-	sw := stepWords{norms: make([]string, len(s.words)), joined: strings.Join(s.words, "_"), has: map[string]bool{}}
+// enumWord is where a word, or two words joined, that could name an enum value first is.
+type enumWord struct {
+	rank   int  // 3 × the word's position, +0 for "a_b", +1 for "a-b", +2 for the word alone
+	joined bool // it has "_" or "-", and so uses the next word too
+}
+
+func readStepWords(s sentence) *stepWords {
+	sw := &stepWords{norms: make([]string, len(s.words)), joined: strings.Join(s.words, "_"), has: map[string]bool{},
+		stop: make([]bool, len(s.words)), rawAt: map[string][]int{}}
 	seen := map[string]bool{}
 	for k, w := range s.words {
 		sw.has[w] = true
+		sw.rawAt[s.raw[k]] = append(sw.rawAt[s.raw[k]], k)
 		if stopWords[w] {
+			sw.stop[k] = true
 			continue
 		}
 		if n := norm(w); !seen[n] {
@@ -220,10 +234,72 @@ func readStepWords(s sentence) stepWords {
 	return sw
 }
 
+// enumWords maps the fold key of each word, and of each two words joined by "_" or "-",
+// to where it first is; built on first use, as few steps name an enum value.
+func (sw *stepWords) enumWords(s sentence) map[string]enumWord {
+	if sw.enums != nil {
+		return sw.enums
+	}
+	sw.enums = map[string]enumWord{}
+	var buf []byte
+	put := func(rank int) {
+		if _, ok := sw.enums[string(buf)]; !ok {
+			sw.enums[string(buf)] = enumWord{rank: rank, joined: bytes.ContainsAny(buf, "_-")}
+		}
+	}
+	for k, w := range s.words {
+		if k+1 < len(s.words) {
+			for d, sep := range []byte("_-") {
+				buf = foldKey(append(foldKey(buf[:0], w), sep), s.words[k+1])
+				put(3*k + d)
+			}
+		}
+		buf = foldKey(buf[:0], w)
+		put(3*k + 2)
+	}
+	return sw.enums
+}
+
+// enumIn is the index in enum of the value the step's words name (-1 for none), and the
+// word naming it: the first word, or two words joined, equal to a value but for case
+// (strings.EqualFold), the first such value.
+func (sw *stepWords) enumIn(s sentence, enum []string) (j int, at enumWord) {
+	words := sw.enumWords(s)
+	j = -1
+	var buf []byte
+	for i, e := range enum {
+		buf = foldKey(buf[:0], e)
+		if w, ok := words[string(buf)]; ok && (j < 0 || w.rank < at.rank) {
+			j, at = i, w
+		}
+	}
+	return j, at
+}
+
+// foldKey appends s with each rune replaced by the least rune it folds to, so two
+// strings have the same key exactly when strings.EqualFold holds for them.
+func foldKey(buf []byte, s string) []byte {
+	for _, r := range s { // an invalid byte is utf8.RuneError, as for EqualFold
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			buf = append(buf, byte(r))
+			continue
+		}
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		buf = utf8.AppendRune(buf, least)
+	}
+	return buf
+}
+
 // fit scores tool i against s: a word of its name 3, of its server 1, of its
 // description 1 (three at most), its whole name as a word 5 more; filling its
 // arguments from the sentence breaks ties.
-func (c *catalog) fit(i int, s sentence, sw stepWords) toolFit {
+func (c *catalog) fit(i int, s sentence, sw *stepWords) toolFit {
 	tw := c.wordsOf(i)
 	f := toolFit{tool: i}
 	desc := 0
@@ -250,7 +326,7 @@ func (c *catalog) fit(i int, s sentence, sw stepWords) toolFit {
 }
 
 // sentencePlan reads a prompt that is not in the grammar as sentences.
-func (c *catalog) sentencePlan(prompt string) sentenceResult {
+func (c *catalog) sentencePlan(ctx context.Context, prompt string) sentenceResult {
 	sp := splitSteps(prompt)
 	rest := func(at int) string { return strings.TrimRightFunc(prompt[at:], unicode.IsSpace) }
 	switch {
@@ -269,21 +345,21 @@ func (c *catalog) sentencePlan(prompt string) sentenceResult {
 		}
 	}
 	var r sentenceResult
-	steps, err := c.sentenceSteps(sp.run, &r)
+	steps, err := c.sentenceSteps(ctx, sp.run, &r)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	r.plan = Plan{Steps: steps}
 	if sp.undoAt >= 0 {
-		if r.plan.Rollback, err = c.sentenceSteps(sp.undo, &r); err != nil {
+		if r.plan.Rollback, err = c.sentenceSteps(ctx, sp.undo, &r); err != nil {
 			return sentenceResult{err: err, fitted: r.fitted, stands: r.stands}
 		}
 	}
 	return r
 }
 
-func (c *catalog) sentenceSteps(parts []span, r *sentenceResult) ([]Step, error) {
+func (c *catalog) sentenceSteps(ctx context.Context, parts []span, r *sentenceResult) ([]Step, error) {
 	var steps []Step
 	for _, part := range parts {
 		s := readSentence(part.text)
@@ -292,7 +368,7 @@ func (c *catalog) sentenceSteps(parts []span, r *sentenceResult) ([]Step, error)
 			return nil, NotUnderstood{Message: fmt.Sprintf("%s says %q, and I do not plan what I am told not to do. Write only the steps to run; text meant as is goes in quotes, as in: echo 'do not disturb'",
 				quoteFragment(part.text), w), Fragment: part.text, Offset: part.at}.err()
 		}
-		st, fit, err := c.sentenceStep(part, s)
+		st, fit, err := c.sentenceStep(ctx, part, s)
 		r.fitted = r.fitted || fit
 		if err != nil {
 			return nil, err
@@ -309,11 +385,15 @@ func (c *catalog) sentenceSteps(parts []span, r *sentenceResult) ([]Step, error)
 const minFit = 3
 
 // sentenceStep reads one step, s; fit says whether some tool fitted it.
-func (c *catalog) sentenceStep(part span, s sentence) (st Step, fit bool, err error) {
+func (c *catalog) sentenceStep(ctx context.Context, part span, s sentence) (st Step, fit bool, err error) {
 	frag, at := part.text, part.at
 	sw := readStepWords(s)
 	var fits []toolFit
 	for i := range c.tools {
+		// A step of many words that many tools fit is long to read.
+		if err := ctx.Err(); err != nil {
+			return Step{}, false, fmt.Errorf("planner: %w", err)
+		}
 		if _, dup := c.byName[c.tools[i].Name]; !dup || c.byName[c.tools[i].Name] != i {
 			continue
 		}
@@ -321,7 +401,7 @@ func (c *catalog) sentenceStep(part span, s sentence) (st Step, fit bool, err er
 		if f.score < minFit {
 			continue
 		}
-		f.args, f.problem = c.fill(i, s, f.matched)
+		_, f.problem = c.fill(i, s, sw, f.matched, false)
 		if f.problem == "" {
 			f.score++ // the sentence gives what the tool needs
 		}
@@ -348,6 +428,7 @@ func (c *catalog) sentenceStep(part span, s sentence) (st Step, fit bool, err er
 			c.tools[best.tool].Name, quoteFragment(frag), quoteWords(best.matched), best.problem, c.exampleFor(best.tool)),
 			Fragment: frag, Offset: at}.err()
 	}
+	best.args, _ = c.fill(best.tool, s, sw, best.matched, true)
 	return Step{Tool: c.tools[best.tool].Name, Arguments: best.args.json()}, true, nil
 }
 
@@ -483,8 +564,9 @@ func (p param) hinted(words ...string) bool {
 }
 
 // fill builds tool i's arguments from sentence s; problem says what is missing or
-// left over.
-func (c *catalog) fill(i int, s sentence, matched []string) (*object, string) {
+// left over. Unless build, only problem is found: every tool that fits is filled, and
+// the arguments are wanted of one.
+func (c *catalog) fill(i int, s sentence, sw *stepWords, matched []string, build bool) (*object, string) {
 	params := c.params(i)
 	obj := &object{}
 	set := map[string]json.RawMessage{}
@@ -499,9 +581,11 @@ func (c *catalog) fill(i int, s sentence, matched []string) (*object, string) {
 	for _, l := range s.literals {
 		l.used = false
 	}
-	usedWord := map[int]bool{}
-	for k, w := range s.raw {
-		if slices.Contains(matched, w) || stopWords[s.words[k]] {
+	// One more than the words: a joined word marks the next one too.
+	usedWord := make([]bool, len(s.raw)+1)
+	copy(usedWord, sw.stop)
+	for _, w := range matched {
+		for _, k := range sw.rawAt[w] {
 			usedWord[k] = true
 		}
 	}
@@ -510,23 +594,11 @@ func (c *catalog) fill(i int, s sentence, matched []string) (*object, string) {
 		if _, ok := set[p.name]; ok || len(p.enum) == 0 {
 			continue
 		}
-		for k := range s.words {
-			cands := []string{s.words[k]}
-			if k+1 < len(s.words) {
-				cands = append([]string{s.words[k] + "_" + s.words[k+1], s.words[k] + "-" + s.words[k+1]}, cands...)
-			}
-			for _, cand := range cands {
-				if j := slices.IndexFunc(p.enum, func(e string) bool { return strings.EqualFold(e, cand) }); j >= 0 {
-					set[p.name] = jsonString(p.enum[j])
-					usedWord[k] = true
-					if strings.ContainsAny(cand, "_-") {
-						usedWord[k+1] = true
-					}
-					break
-				}
-			}
-			if _, ok := set[p.name]; ok {
-				break
+		if j, at := sw.enumIn(s, p.enum); j >= 0 {
+			set[p.name] = jsonString(p.enum[j])
+			usedWord[at.rank/3] = true
+			if at.joined {
+				usedWord[at.rank/3+1] = true
 			}
 		}
 	}
@@ -591,17 +663,21 @@ func (c *catalog) fill(i int, s sentence, matched []string) (*object, string) {
 		if _, ok := set[p.name]; ok || !p.required || !p.takes("string") {
 			continue
 		}
-		var rest []string
-		for k, w := range s.raw {
-			if !usedWord[k] {
-				rest = append(rest, w)
-				usedWord[k] = true
+		switch {
+		case !slices.Contains(usedWord[:len(s.raw)], false):
+			if l := take("url", "path"); l != nil {
+				set[p.name] = jsonString(l.text)
 			}
-		}
-		if len(rest) > 0 {
+		case !build:
+			set[p.name] = nil // the words are joined for the chosen tool only
+		default:
+			var rest []string
+			for k, w := range s.raw {
+				if !usedWord[k] {
+					rest = append(rest, w)
+				}
+			}
 			set[p.name] = jsonString(strings.Join(rest, " "))
-		} else if l := take("url", "path"); l != nil {
-			set[p.name] = jsonString(l.text)
 		}
 		break
 	}
@@ -622,6 +698,8 @@ func (c *catalog) fill(i int, s sentence, matched []string) (*object, string) {
 		return nil, "nothing in it gives " + strings.Join(missing, ", ")
 	case len(left) > 0:
 		return nil, "it does not take " + quoteWords(left)
+	case !build:
+		return nil, ""
 	}
 	// Arguments in the schema's order, then explicit keys the schema does not list.
 	for _, p := range c.schemaOrder(params) {
