@@ -30,6 +30,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -65,8 +66,9 @@ type Tool struct {
 const toolColumns = tools.RowColumns + `, t.first_seen, t.last_seen, t.updated_at`
 
 // DefinitionHash is the pin of a tool definition (docs/architecture.md, State machines): SHA-256 over the canonical
-// JSON of its name, title, description, input and output schema and annotations. Key
-// order and whitespace do not change it; any change of meaning does.
+// JSON of its name, title, description, input and output schema and annotations, and,
+// for a template tool, the hash of what it does (template.SpecMeta in the _meta of Raw,
+// as "_meta"). Key order and whitespace do not change it; any change of meaning does.
 //
 // It writes that JSON itself, in Marshal's order of the keys, and copies a schema that
 // is already canonical (canonjson.IsCanonical) instead of decoding and re-encoding it:
@@ -76,7 +78,16 @@ const toolColumns = tools.RowColumns + `, t.first_seen, t.last_seen, t.updated_a
 // TestDefinitionHashForm holds it to them.
 func DefinitionHash(d ToolDef) string {
 	b := make([]byte, 0, 128+len(d.Name)+len(d.Title)+len(d.Description)+len(d.InputSchema)+len(d.OutputSchema)+len(d.Annotations))
-	b = append(b, `{"annotations":`...)
+	b = append(b, '{')
+	// Only when present, so that every other tool's hash stays what it was.
+	if spec := specOf(d.Raw); spec != nil {
+		b = append(b, `"_meta":{`...)
+		b = appendString(b, template.SpecMeta)
+		b = append(b, ':')
+		b = appendCanonical(b, spec)
+		b = append(b, `},`...)
+	}
+	b = append(b, `"annotations":`...)
 	b = appendCanonical(b, d.Annotations)
 	b = append(b, `,"description":`...)
 	b = appendString(b, d.Description)
@@ -91,6 +102,21 @@ func DefinitionHash(d ToolDef) string {
 	b = append(b, '}')
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// specOf is the template.SpecMeta member of the _meta of the listed tool raw, or nil.
+// The listing is decoded only when it names the key: most tools do not.
+func specOf(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"`+template.SpecMeta+`"`)) {
+		return nil
+	}
+	var t struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return nil
+	}
+	return t.Meta[template.SpecMeta]
 }
 
 // appendCanonical appends the canonical JSON of canonical(raw).
@@ -123,7 +149,7 @@ func canonical(raw json.RawMessage) any {
 
 // Change is one difference between two versions of a tool definition.
 type Change struct {
-	Kind     string `json:"kind"` // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, description, title, input_schema, output_schema, annotations, more
+	Kind     string `json:"kind"` // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, description, title, behaviour, input_schema, output_schema, annotations, more
 	Path     string `json:"path,omitempty"`
 	Message  string `json:"message"`
 	Breaking bool   `json:"breaking"`
@@ -183,6 +209,12 @@ func Diff(old, new ToolDef) []Change {
 	}
 	if old.Description != new.Description {
 		out = append(out, Change{Kind: "description", Message: "description changed"})
+	}
+	if a, b := specOf(old.Raw), specOf(new.Raw); a != nil && !bytes.Equal(a, b) {
+		// What a template tool does (its command, request or parser) is not in what it
+		// lists: a GET made a DELETE changes nothing else.
+		out = append(out, Change{Kind: "behaviour", Breaking: true,
+			Message: "what the template tool does changed (its command, request or output parser)"})
 	}
 	op, or := schemaProps(old.InputSchema)
 	np, nr := schemaProps(new.InputSchema)
@@ -727,18 +759,21 @@ func readDefinitions(ctx context.Context, tx pgx.Tx, ids []string, byName map[st
 	// status read again: a person's enable or disable committed since the list was
 	// loaded is what the change starts from, and one arriving now waits for it.
 	rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.definitions */
-		SELECT name, status, title, description, input_schema, output_schema, annotations FROM mcp_tools
+		SELECT name, status, title, description, input_schema, output_schema, annotations,
+			-- a template tool's behaviour (DefinitionHash, Diff), the rest of the listing not read
+			CASE WHEN definition->'_meta' ? '`+template.SpecMeta+`' THEN jsonb_build_object('_meta',
+				jsonb_build_object('`+template.SpecMeta+`', definition->'_meta'->'`+template.SpecMeta+`')) END FROM mcp_tools
 		WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`, ids)
 	if err != nil {
 		return err
 	}
 	var name, status string
 	var def ToolDef
-	_, err = pgx.ForEachRow(rows, []any{&name, &status, &def.Title, &def.Description, &def.InputSchema, &def.OutputSchema, &def.Annotations}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&name, &status, &def.Title, &def.Description, &def.InputSchema, &def.OutputSchema, &def.Annotations, &def.Raw}, func() error {
 		if t := byName[name]; t != nil {
 			t.Status = status
 			t.def = ToolDef{Name: name, Title: def.Title, Description: def.Description, InputSchema: def.InputSchema,
-				OutputSchema: def.OutputSchema, Annotations: def.Annotations}
+				OutputSchema: def.OutputSchema, Annotations: def.Annotations, Raw: def.Raw}
 		}
 		def = ToolDef{}
 		return nil

@@ -70,7 +70,11 @@ func NewServer(t *Template, opts Options) *mcp.Server {
 		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	slots := make(chan struct{}, o.MaxConcurrent)
 	for _, tool := range t.Tools {
-		srv.AddTool(mcpTool(tool), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var p *Parser
+		if tool.Parse != "" {
+			p = t.Parsers[tool.Parse]
+		}
+		srv.AddTool(mcpTool(tool, p), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			values := map[string]any{}
 			if raw := req.Params.Arguments; len(raw) > 0 && string(raw) != "null" {
 				dec := json.NewDecoder(bytes.NewReader(raw))
@@ -91,8 +95,11 @@ func NewServer(t *Template, opts Options) *mcp.Server {
 	return srv
 }
 
-func mcpTool(t *Tool) *mcp.Tool {
-	out := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
+// mcpTool is t as listed, what it does (with its parser p, nil for none) under
+// SpecMeta: calls never read it.
+func mcpTool(t *Tool, p *Parser) *mcp.Tool {
+	out := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+		Meta: mcp.Meta{SpecMeta: specHash(t, p)}}
 	if t.Annotations != nil {
 		a := &mcp.ToolAnnotations{}
 		for k, v := range t.Annotations {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
@@ -142,10 +143,13 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		// A risk override below what the new annotations give, when they give more than the
 		// old ones did, goes: it was chosen for the old definition, as an approval pinned
 		// to its hash was (o is the row as it was). A mere rewording keeps it, and so do
-		// the built-in tools (their operations rate themselves once the level goes).
+		// the built-in tools (their operations rate themselves once the level goes). So does
+		// a template tool whose behaviour changed (its spec hash, template.SpecMeta: a GET
+		// made a DELETE), though its annotations did not.
 		// Clearing it is a new configuration version, so a settings form opened before
 		// (which sends its level again) is refused as stale instead of restoring it.
-		dropRisk := `u.rose AND ` + riskRank("t.risk_override") + ` < ` + riskRank("u.derived")
+		dropRisk := `u.reassess AND ` + riskRank("t.risk_override") + ` < ` + riskRank("u.derived")
+		spec := `->'_meta'->>'` + template.SpecMeta + `'`
 		batch.Queue(`/* tools.StoreDiscovery.update */
 				UPDATE mcp_tools t SET title = u.title, description = u.description, input_schema = u.input_schema::jsonb,
 					output_schema = u.output_schema::jsonb, annotations = u.annotations::jsonb, definition = u.definition::jsonb,
@@ -155,13 +159,14 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 					configuration_version = CASE WHEN `+dropRisk+` THEN t.configuration_version + 1 ELSE t.configuration_version END
 				FROM (SELECT u.*, o.risk_override AS old_risk, `+risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted")+` AS derived,
 						s.server_type <> 'builtin' AND `+riskRank(risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted"))+`
-							> `+riskRank(risk.SQL("NULL::text", "o.annotations", "s.trusted"))+` AS rose
+							> `+riskRank(risk.SQL("NULL::text", "o.annotations", "s.trusted"))+`
+						OR (o.definition`+spec+`) IS NOT NULL AND (o.definition`+spec+`) IS DISTINCT FROM (u.definition::jsonb`+spec+`) AS reassess
 					FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 						$9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
 						AS u(id, title, description, input_schema, output_schema, annotations, definition, hash, major, minor, status, worst, from_status)
 					JOIN mcp_tools o ON o.id = u.id JOIN mcp_servers s ON s.id = o.server_id) u
 				WHERE t.id = u.id AND t.status = u.from_status
-				RETURNING t.id::text, CASE WHEN u.rose AND t.risk_override IS NULL AND `+riskRank("u.old_risk")+` < `+riskRank("u.derived")+`
+				RETURNING t.id::text, CASE WHEN u.reassess AND t.risk_override IS NULL AND `+riskRank("u.old_risk")+` < `+riskRank("u.derived")+`
 					THEN u.old_risk END, u.derived`, changed.ids, changed.titles, changed.descriptions, changed.inputs, changed.outputs,
 			changed.annotations, changed.raws, changed.hashes, changed.majors, changed.minors, changed.statuses, changed.worsts,
 			changed.froms)
