@@ -604,6 +604,6 @@ func checkAdvertiseURL(s string) error {
 // which connects to the servers it registers); the function returns their policy.
 func egressFlags(fs *flag.FlagSet) func() (*egress.Policy, error) {
 	allow := fs.String("egress-allow", envOr("TOOLWARDEN_EGRESS_ALLOW", ""), "CIDRs, addresses and host names (*.example.com) that HTTP servers' URLs may reach (comma-separated); empty: anything not denied (env TOOLWARDEN_EGRESS_ALLOW)")
-	deny := fs.String("egress-deny", envOr("TOOLWARDEN_EGRESS_DENY", ""), "CIDRs, addresses and host names that HTTP servers' URLs may not reach, checked after DNS resolution; the cloud metadata endpoints are always denied unless allowed by address (env TOOLWARDEN_EGRESS_DENY)")
+	deny := fs.String("egress-deny", envOr("TOOLWARDEN_EGRESS_DENY", ""), "CIDRs, addresses and host names that HTTP servers' URLs may not reach; addresses are checked after DNS resolution, a host name rule matches that name only (deny a host's addresses to keep it out); the cloud metadata endpoints are always denied unless allowed by address (env TOOLWARDEN_EGRESS_DENY)")
 	return func() (*egress.Policy, error) { return egress.Parse(*allow, *deny) }
 }
