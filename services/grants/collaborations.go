@@ -192,6 +192,10 @@ func (w *waiters) wake(id string) {
 // another replica wakes nobody here).
 const pollEvery = 2 * time.Second
 
+// heartbeatTimeout bounds one heartbeat of a waiting question: a stuck connection must
+// not pin the wait.
+const heartbeatTimeout = 5 * time.Second
+
 // Ask records the question, announces it on the person's topic and waits until they
 // answer — without a time limit (seed 000 §4) — or ctx ends, which cancels the
 // question. The returned collaboration says how it ended.
@@ -249,12 +253,20 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
-		cur, err := scanCollab(s.pool.QueryRow(context.WithoutCancel(ctx), `/* grants.Ask.wait */ UPDATE collaborations
+		// A heartbeat that fails (the database restarting, a connection reset) is tried
+		// again at the next tick: a wait meant to last a day does not end on one error,
+		// and a question left without heartbeats for Abandoned is cancelled by the prune,
+		// which the next heartbeat that gets through finds.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heartbeatTimeout)
+		cur, err := scanCollab(s.pool.QueryRow(hctx, `/* grants.Ask.wait */ UPDATE collaborations
 			SET heartbeat_at = `+dbNow(2)+` WHERE id = $1 RETURNING `+collabColumns, c.ID, s.at()))
-		if err != nil {
-			return Collaboration{}, fmt.Errorf("grants: wait for the answer: %w", err)
-		}
-		if cur.Status != StatusPending {
+		cancel()
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return Collaboration{}, fmt.Errorf("grants: wait for the answer: question %s is gone", c.ID)
+		case err != nil:
+			s.log.Warn("grants: a waiting question's heartbeat failed; trying again", "collaboration", c.ID, "err", err)
+		case cur.Status != StatusPending:
 			return cur, nil
 		}
 		select {
