@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/jobs"
@@ -31,6 +32,15 @@ func (runArgs) Kind() string { return "execution.run" }
 type expireArgs struct{}
 
 func (expireArgs) Kind() string { return "execution.expire" }
+
+// InsertOpts puts the expiry on the maintenance queue, one pending at a time: on the
+// executions' queue it waited behind steps that hold every worker for an hour (plans
+// past their time stayed awaiting approval, counting against the waiting limit), and a
+// new one was queued each minute meanwhile.
+func (expireArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: jobs.Maintenance, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
+}
 
 // register puts the execution jobs on q: runs on the default queue (where jobs queued
 // by earlier versions wait), and the expiry every minute.
@@ -147,6 +157,10 @@ type expireWorker struct {
 	river.WorkerDefaults[expireArgs]
 	s *Service
 }
+
+// Timeout bounds the expiry (the executions' queue has none): a job left running by a
+// replica that died is taken up again.
+func (w *expireWorker) Timeout(*river.Job[expireArgs]) time.Duration { return time.Minute }
 
 func (w *expireWorker) Work(ctx context.Context, _ *river.Job[expireArgs]) error {
 	_, err := w.s.ExpireDue(ctx)
