@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,26 +84,7 @@ func TestUnprivilegedPTS(t *testing.T) {
 		t.Skip("needs root, to start the test binary as another user")
 	}
 	t.Parallel()
-	uid, gid := 65534, 65534
-	if u, err := user.Lookup("nobody"); err == nil {
-		uid, _ = strconv.Atoi(u.Uid)
-		gid, _ = strconv.Atoi(u.Gid)
-	}
-	base, err := os.MkdirTemp("", "twconfine-pts-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for d := filepath.Dir(base); d != "/"; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
-			t.Skipf("%s is not searchable by others: cannot run a test binary from there as uid %d", d, uid)
-		}
-	}
-	bin := filepath.Join(base, "confine.test")
-	copyFile(t, os.Args[0], bin)
+	uid, gid, _, bin := asNobody(t, "twconfine-pts-")
 	cmd := exec.Command(bin)
 	cmd.Dir = "/"
 	cmd.Env = append(cleanEnv(), envPTSParent+"=1")

@@ -112,28 +112,7 @@ func TestUnprivileged(t *testing.T) {
 		t.Skip("needs root, to start the test binary as another user")
 	}
 	t.Parallel()
-	uid, gid := 65534, 65534
-	if u, err := user.Lookup("nobody"); err == nil {
-		uid, _ = strconv.Atoi(u.Uid)
-		gid, _ = strconv.Atoi(u.Gid)
-	}
-	// A copy of this test binary that the other user may execute (go test's build
-	// directory is private to root), in a directory it may pass through.
-	base, err := os.MkdirTemp("", "twconfine-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for d := filepath.Dir(base); d != "/"; d = filepath.Dir(d) {
-		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
-			t.Skipf("%s is not searchable by others: cannot run a test binary from there as uid %d", d, uid)
-		}
-	}
-	bin := filepath.Join(base, "confine.test")
-	copyFile(t, os.Args[0], bin)
+	uid, gid, base, bin := asNobody(t, "twconfine-")
 	p := parentSpec{DataDir: filepath.Join(base, "data"), KeyFile: filepath.Join(base, "toolwarden.key"),
 		Secret: "secret-" + token(t), Canary: "canary-" + token(t), RuntimeDir: filepath.Join(base, "run")}
 	for _, d := range []string{p.DataDir, p.RuntimeDir} {
@@ -220,4 +199,32 @@ func copyFile(t *testing.T, from, to string) {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// asNobody is the user id and group of "nobody" (65534 without one), and a copy of this
+// test binary that user may execute (go test's build directory is private to root), bin
+// in base, a directory it may pass through; it skips the test where none can be made.
+func asNobody(t *testing.T, prefix string) (uid, gid int, base, bin string) {
+	t.Helper()
+	uid, gid = 65534, 65534
+	if u, err := user.Lookup("nobody"); err == nil {
+		uid, _ = strconv.Atoi(u.Uid)
+		gid, _ = strconv.Atoi(u.Gid)
+	}
+	base, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(base); d != "/"; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			t.Skipf("%s is not searchable by others: cannot run a test binary from there as uid %d", d, uid)
+		}
+	}
+	bin = filepath.Join(base, "confine.test")
+	copyFile(t, os.Args[0], bin)
+	return uid, gid, base, bin
 }

@@ -51,18 +51,7 @@ func TestCheckMapNamesSecretSource(t *testing.T) {
 		{"into a credential's name", map[string]executions.MappedArgument{"api_key": {From: "/pin"}}, ""},
 		{"a plain argument", map[string]executions.MappedArgument{"text": {From: "/user"}}, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := executions.CheckMapNames(tc.m, self, undo, "mt__log")
-			if tc.bad == "" {
-				if err != nil {
-					t.Fatalf("got %v, want no error", err)
-				}
-				return
-			}
-			if msg := fieldMessage(err, tc.bad); !strings.Contains(msg, "secret argument") || !strings.Contains(msg, "mt__log") {
-				t.Fatalf("got %v, want %s refused as reading a secret argument", err, tc.bad)
-			}
-		})
+		secretSourceCase(t, tc.name, tc.m, tc.bad, self, undo)
 	}
 	// Beside a nested secret: a plain field next to it may be read; the object holding
 	// it only into an argument the undo tool marks secret at the same place.
@@ -81,19 +70,25 @@ func TestCheckMapNamesSecretSource(t *testing.T) {
 		{"the object into a plain one", map[string]executions.MappedArgument{"plain": {From: "/connection"}}, "/argument_map/plain"},
 		{"the nested secret into a plain field", map[string]executions.MappedArgument{"host": {From: "/connection/password"}}, "/argument_map/host"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := executions.CheckMapNames(tc.m, nested, undoNested, "mt__log")
-			if tc.bad == "" {
-				if err != nil {
-					t.Fatalf("got %v, want no error", err)
-				}
-				return
-			}
-			if msg := fieldMessage(err, tc.bad); !strings.Contains(msg, "secret argument") || !strings.Contains(msg, "mt__log") {
-				t.Fatalf("got %v, want %s refused as reading a secret argument", err, tc.bad)
-			}
-		})
+		secretSourceCase(t, tc.name, tc.m, tc.bad, nested, undoNested)
 	}
+}
+
+// secretSourceCase checks CheckMapNames of m between the schemas self and undo: bad is the
+// field refused as reading a secret argument, "" for none.
+func secretSourceCase(t *testing.T, name string, m map[string]executions.MappedArgument, bad string, self, undo json.RawMessage) {
+	t.Run(name, func(t *testing.T) {
+		err := executions.CheckMapNames(m, self, undo, "mt__log")
+		if bad == "" {
+			if err != nil {
+				t.Fatalf("got %v, want no error", err)
+			}
+			return
+		}
+		if msg := fieldMessage(err, bad); !strings.Contains(msg, "secret argument") || !strings.Contains(msg, "mt__log") {
+			t.Fatalf("got %v, want %s refused as reading a secret argument", err, bad)
+		}
+	})
 }
 
 // Setting such a compensation is refused; and one stored before it was (so never
