@@ -38,6 +38,26 @@ func TestToolChangeMessagesBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A list Diff bounded already (50 changes and its own count of the rest) over 64 KiB:
+	// read with that count, not "and 1 more".
+	if _, err := srv.Pool.Exec(ctx, `INSERT INTO tool_schemas (tool_id, version_major, version_minor, definition_hash, definition, breaking, changes)
+		SELECT $1, 0, 9, 'bounded', jsonb_build_object('name', 'echo'), true, (SELECT jsonb_agg(c ORDER BY i) FROM (
+			SELECT i, jsonb_build_object('kind', 'parameter_removed', 'path', '/p' || i, 'message', repeat('"', 1000) || i, 'breaking', true) AS c
+			FROM generate_series(1, 50) i
+			UNION ALL SELECT 51, jsonb_build_object('kind', 'more', 'message', 'and 312 more changes', 'breaking', true)) x)`, id); err != nil {
+		t.Fatal(err)
+	}
+	bounded, found, err := srv.Registry.ToolVersionOf(ctx, id, "bounded")
+	if err != nil || !found {
+		t.Fatal(err, found)
+	}
+	if n := len(bounded.Changes); n != 51 || bounded.Changes[50].Message != "and 312 more changes" {
+		t.Errorf("a bounded list read with %d changes, the last %+v; want its own count kept", n, bounded.Changes[n-1])
+	}
+	if _, err := srv.Pool.Exec(ctx, `DELETE FROM tool_schemas WHERE tool_id = $1 AND definition_hash = 'bounded'`, id); err != nil {
+		t.Fatal(err)
+	}
+
 	// What the pages read is bounded too, not only what they show.
 	read, _, err := srv.Registry.ToolVersionsPage(ctx, id, 100)
 	if err != nil {

@@ -169,8 +169,9 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 			}
 			var n int
 			if err := tx.QueryRow(ctx, `/* executions.Create.waiting */
-				SELECT count(*) FROM executions WHERE requested_by = $1::uuid AND status = 'awaiting_approval' AND source = $2`,
-				*requestedBy, in.Source).Scan(&n); err != nil {
+				SELECT count(*) FROM executions WHERE requested_by = $1::uuid AND status = 'awaiting_approval' AND source = $2
+					AND expires_at > $3`,
+				*requestedBy, in.Source, now).Scan(&n); err != nil {
 				return fmt.Errorf("executions: count waiting: %w", err)
 			}
 			if n >= in.MaxWaiting {

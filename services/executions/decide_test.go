@@ -620,6 +620,12 @@ func TestMaxWaitingHoldsAtOnce(t *testing.T) {
 		Plan: &executions.Request{Steps: []executions.RequestStep{step("mt__add", `{"a":9,"b":9}`)}}}); err != nil {
 		t.Fatalf("a plan from a page beside two waiting calls: %v", err)
 	}
+	// Plans past their approval time count no more, whenever the expiry job gets to them.
+	e.clock.Advance(25 * time.Hour)
+	if _, err := e.svc.Create(e.ctx, alice, executions.Input{MaxWaiting: 2, Source: executions.SourceMCP,
+		Plan: &executions.Request{Steps: []executions.RequestStep{step("mt__add", `{"a":10,"b":1}`)}}}); err != nil {
+		t.Fatalf("a call beside two expired plans not yet marked expired: %v", err)
+	}
 }
 
 // A person's plan whose requester row is gone (requested_by set to NULL by its foreign

@@ -250,6 +250,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	}
 	woken, done := s.wait.add(c.ID)
 	defer done()
+	beat := time.Now() // the last heartbeat that got through
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
@@ -264,14 +265,22 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return Collaboration{}, fmt.Errorf("grants: wait for the answer: question %s is gone", c.ID)
+		case err != nil && time.Since(beat) > Abandoned:
+			// Without a heartbeat for that long the question was taken for abandoned
+			// (cancelled by the prune): waiting on would hold the caller for nothing.
+			return Collaboration{}, fmt.Errorf("grants: wait for the answer: no heartbeat for %s: %w", Abandoned, err)
 		case err != nil:
 			s.log.Warn("grants: a waiting question's heartbeat failed; trying again", "collaboration", c.ID, "err", err)
 		case cur.Status != StatusPending:
 			return cur, nil
+		default:
+			beat = time.Now()
 		}
 		select {
 		case <-ctx.Done():
-			return s.cancel(context.WithoutCancel(ctx), asker, c.ID, context.Cause(ctx))
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heartbeatTimeout)
+			defer cancel()
+			return s.cancel(cctx, asker, c.ID, context.Cause(ctx))
 		case <-woken:
 		case <-tick.C:
 		}

@@ -4,10 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/template"
 )
 
 // TestDefinitionHashSpec: a tool listed with the spec hash of a template tool in its
@@ -50,5 +53,37 @@ func TestDefinitionHashSpec(t *testing.T) {
 	// Where in the listing the key is, and what else _meta holds, do not matter.
 	if again := registry.DefinitionHash(def(`{"_meta":{"io.toolwarden/spec":"aaaa","x":[1]},"name":"items"}`)); again != a {
 		t.Fatalf("the same spec hash: %s, want %s", again, a)
+	}
+}
+
+// A template tool's new version says what changed: a changed behaviour (breaking), or,
+// for one stored before behaviour was hashed, that it now is (not breaking). Specs equal
+// as JSON are no change, however written.
+func TestDiffBehaviour(t *testing.T) {
+	t.Parallel()
+	with := func(spec string) registry.ToolDef {
+		return registry.ToolDef{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Raw: json.RawMessage(`{"name":"t","_meta":{"` + template.SpecMeta + `":` + spec + `}}`)}
+	}
+	plain := registry.ToolDef{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`), Raw: json.RawMessage(`{"name":"t"}`)}
+	kinds := func(cs []registry.Change) (out []string) {
+		for _, c := range cs {
+			out = append(out, fmt.Sprintf("%s/%v", c.Kind, c.Breaking))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		old, new registry.ToolDef
+		want     []string
+	}{
+		{"changed", with(`"aaaa"`), with(`"bbbb"`), []string{"behaviour/true"}},
+		{"hashed since", plain, with(`"aaaa"`), []string{"behaviour/false"}},
+		{"the same, written otherwise", with(`{"a": 1}`), with(`{"a":1}`), nil},
+		{"no template", plain, plain, nil},
+	} {
+		if got := kinds(registry.Diff(c.old, c.new)); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }

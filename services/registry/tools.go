@@ -210,11 +210,16 @@ func Diff(old, new ToolDef) []Change {
 	if old.Description != new.Description {
 		out = append(out, Change{Kind: "description", Message: "description changed"})
 	}
-	if a, b := specOf(old.Raw), specOf(new.Raw); a != nil && !bytes.Equal(a, b) {
+	switch a, b := specOf(old.Raw), specOf(new.Raw); {
+	case a != nil && !jsonEqual(a, b):
 		// What a template tool does (its command, request or parser) is not in what it
 		// lists: a GET made a DELETE changes nothing else.
 		out = append(out, Change{Kind: "behaviour", Breaking: true,
 			Message: "what the template tool does changed (its command, request or output parser)"})
+	case a == nil && b != nil:
+		// Stored before what a template tool does was hashed: the new version says why.
+		out = append(out, Change{Kind: "behaviour",
+			Message: "what the template tool does (its command, request and output parser) is now part of its definition"})
 	}
 	op, or := schemaProps(old.InputSchema)
 	np, nr := schemaProps(new.InputSchema)
@@ -976,8 +981,10 @@ func boundedChanges(col string) string {
 	return `CASE WHEN jsonb_typeof(` + col + `) = 'array' AND octet_length(` + col + `::text) > 65536 THEN (
 		SELECT coalesce(jsonb_agg(jsonb_build_object('kind', c->>'kind', 'path', left(c->>'path', ` + strconv.Itoa(MaxChangeName+1) + `),
 				'message', left(c->>'message', ` + strconv.Itoa(MaxChangeMessage) + `), 'breaking', c->'breaking') ORDER BY i)
-				FILTER (WHERE i <= ` + strconv.Itoa(MaxChanges) + `), '[]'::jsonb)
-			|| CASE WHEN count(*) > ` + strconv.Itoa(MaxChanges) + ` THEN jsonb_build_array(jsonb_build_object('kind', 'more',
+				FILTER (WHERE i <= ` + strconv.Itoa(MaxChanges) + ` OR i = ` + strconv.Itoa(MaxChanges+1) + ` AND c->>'kind' = 'more'), '[]'::jsonb)
+			-- a list Diff bounded already ends with its own count of the rest, kept above
+			|| CASE WHEN count(*) > ` + strconv.Itoa(MaxChanges) + ` AND NOT bool_or(i = ` + strconv.Itoa(MaxChanges+1) + ` AND c->>'kind' = 'more')
+				THEN jsonb_build_array(jsonb_build_object('kind', 'more',
 				'message', format('and %s more change%s', count(*) - ` + strconv.Itoa(MaxChanges) + `, CASE WHEN count(*) - ` + strconv.Itoa(MaxChanges) + ` > 1 THEN 's' ELSE '' END),
 				'breaking', coalesce(bool_or(c->>'breaking' = 'true') FILTER (WHERE i > ` + strconv.Itoa(MaxChanges) + `), false)))
 			ELSE '[]'::jsonb END

@@ -259,8 +259,14 @@ func secretProperties(doc any) map[string]bool {
 	for _, k := range []string{"$defs", "definitions"} {
 		defsSecret = defsSecret || marksSecretWithin(root[k], 0)
 	}
-	if !marksSecretWithin(props, 0) && !(defsSecret && hasRef(props, 0)) && marksSecretWithin(root, 0) {
-		// Marked where the root's $ref, allOf or anyOf lead, not under its properties:
+	rest := map[string]any{}
+	for k, v := range root {
+		if k != "properties" && k != "$defs" && k != "definitions" {
+			rest[k] = v
+		}
+	}
+	if marksSecretWithin(rest, 0) || defsSecret && hasRef(rest, 0) {
+		// Marked where the root's allOf, anyOf or $ref lead, beside its properties:
 		// every argument is taken for secret.
 		return map[string]bool{allSecret: true}
 	}

@@ -265,6 +265,20 @@ func TestRootRefSecretValuesNotQuoted(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = ValidateArguments(s, json.RawMessage(`{"pin":"hunter2"}`))
+	mixed, err2 := CompileSchema(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","writeOnly":true},"b":{}},
+		"allOf":[{"properties":{"b":{"type":"string","format":"password","pattern":"^[0-9]+$"}}}]}`))
+	if err2 != nil {
+		t.Fatal(err2)
+	}
+	var mve *verr.Error
+	if err := ValidateArguments(mixed, json.RawMessage(`{"a":"x","b":"hunter2"}`)); !errors.As(err, &mve) {
+		t.Fatalf("got %v, want a problem", err)
+	}
+	for _, f := range mve.Fields {
+		if strings.Contains(f.Message, "hunter2") {
+			t.Errorf("%s (marked secret by the root's allOf, beside a marked property): %q", f.Field, f.Message)
+		}
+	}
 	var ve *verr.Error
 	if !errors.As(err, &ve) || len(ve.Fields) == 0 {
 		t.Fatalf("got %v, want a problem", err)
