@@ -214,7 +214,7 @@ func LatestID(ctx context.Context, q db.Querier) (int64, error) {
 	return id, nil
 }
 
-// pruneBatch bounds how many events one statement of Prune deletes.
+// pruneBatch bounds how many events one statement of Prune reads.
 const pruneBatch = 10_000
 
 // Prune deletes the events created before before, except those on topics starting with
@@ -224,31 +224,53 @@ const pruneBatch = 10_000
 // every tool call writes two or three. It deletes in batches and returns how many.
 // Each batch records the newest id it deleted in the same statement (PrunedThrough),
 // so a client resuming from before it is told it cannot be replayed everything.
+//
+// Kept events are never read twice: a batch reads the next events in id order after
+// events_pruned's scanned_id and moves it up to the first one it may not delete yet
+// (too recent, or the newest), everything before being deleted or kept for good. An
+// old event further on than a batch reaches waits for those before it to age. Runs at
+// once are safe: each moves scanned_id only over events it read.
 func Prune(ctx context.Context, q db.Querier, before time.Time, keep ...string) (int64, error) {
 	if keep == nil {
 		keep = []string{}
 	}
+	// The start is a parameter, not a subquery, so the planner knows the batch is a
+	// short range of the primary key rather than a third of the table to sort.
+	var from int64
+	if err := q.QueryRow(ctx, `/* events.Prune.from */
+		SELECT coalesce((SELECT scanned_id FROM events_pruned), 0)`).Scan(&from); err != nil {
+		return 0, fmt.Errorf("events: prune: %w", err)
+	}
 	var total int64
 	for {
 		var n int64
+		var done bool
 		err := q.QueryRow(ctx, `/* events.Prune */
-			WITH gone AS (
-				DELETE FROM events WHERE id IN (
-					SELECT id FROM events
-					WHERE created_at < $1 AND id < (SELECT max(id) FROM events)
-					  AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS k(prefix) WHERE starts_with(topic, k.prefix))
-					LIMIT $3)
+			WITH batch AS MATERIALIZED (
+				SELECT id, created_at < $1 AND id < (SELECT max(id) FROM events) AS old,
+					NOT EXISTS (SELECT 1 FROM unnest($2::text[]) AS k(prefix) WHERE starts_with(topic, k.prefix)) AS prunable
+				FROM events WHERE id > $4 ORDER BY id LIMIT $3
+			), span AS MATERIALIZED (
+				SELECT min(id) FILTER (WHERE NOT old) AS stop,
+					coalesce(min(id) FILTER (WHERE NOT old) - 1, max(id)) AS through FROM batch
+			), gone AS (
+				-- An array, so the rows are found by the primary key, not a scan to join with.
+				DELETE FROM events WHERE id = ANY (ARRAY(SELECT id FROM batch WHERE old AND prunable))
 				RETURNING id
 			), mark AS (
-				INSERT INTO events_pruned (through_id) SELECT max(id) FROM gone HAVING count(*) > 0
-				ON CONFLICT (only_row) DO UPDATE SET through_id = greatest(events_pruned.through_id, excluded.through_id)
+				INSERT INTO events_pruned (through_id, scanned_id)
+				SELECT coalesce((SELECT max(id) FROM gone), 0), greatest(through, $4) FROM span
+				WHERE through > $4 OR EXISTS (SELECT 1 FROM gone)
+				ON CONFLICT (only_row) DO UPDATE SET through_id = greatest(events_pruned.through_id, excluded.through_id),
+					scanned_id = greatest(events_pruned.scanned_id, excluded.scanned_id)
 			)
-			SELECT count(*) FROM gone`, before, keep, pruneBatch).Scan(&n)
+			SELECT (SELECT count(*) FROM gone), stop IS NOT NULL OR through IS NULL, greatest(through, $4) FROM span`,
+			before, keep, pruneBatch, from).Scan(&n, &done, &from)
 		if err != nil {
 			return total, fmt.Errorf("events: prune: %w", err)
 		}
 		total += n
-		if n < pruneBatch {
+		if done {
 			return total, nil
 		}
 	}

@@ -1,0 +1,1 @@
+ALTER TABLE events_pruned DROP COLUMN IF EXISTS scanned_id;
