@@ -1,7 +1,6 @@
 package confine_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -85,17 +83,7 @@ func TestUnprivilegedPTS(t *testing.T) {
 	}
 	t.Parallel()
 	uid, gid, _, bin := asNobody(t, "twconfine-pts-")
-	cmd := exec.Command(bin)
-	cmd.Dir = "/"
-	cmd.Env = append(cleanEnv(), envPTSParent+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
-		Pdeathsig: syscall.SIGKILL}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the unprivileged parent failed: %v\n%s", err, stderr.String())
-	}
+	out := runAs(t, bin, uid, gid, envPTSParent+"=1")
 	var rep ptsReport
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)

@@ -131,17 +131,7 @@ func TestUnprivileged(t *testing.T) {
 		}
 	}
 	raw, _ := json.Marshal(p)
-	cmd := exec.Command(bin)
-	cmd.Dir = "/"
-	cmd.Env = append(cleanEnv(), envParent+"="+string(raw), "TOOLWARDEN_CANARY="+p.Canary, "XDG_RUNTIME_DIR="+p.RuntimeDir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
-		Pdeathsig: syscall.SIGKILL}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the unprivileged parent failed: %v\n%s", err, stderr.String())
-	}
+	out := runAs(t, bin, uid, gid, envParent+"="+string(raw), "TOOLWARDEN_CANARY="+p.Canary, "XDG_RUNTIME_DIR="+p.RuntimeDir)
 	var rep parentReport
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
@@ -227,4 +217,22 @@ func asNobody(t *testing.T, prefix string) (uid, gid int, base, bin string) {
 	bin = filepath.Join(base, "confine.test")
 	copyFile(t, os.Args[0], bin)
 	return uid, gid, base, bin
+}
+
+// runAs runs the test binary bin as uid and gid from "/", with a clean environment and
+// env, and returns what it wrote to its standard output (its report).
+func runAs(t *testing.T, bin string, uid, gid int, env ...string) []byte {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Dir = "/"
+	cmd.Env = append(cleanEnv(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
+		Pdeathsig: syscall.SIGKILL}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the unprivileged parent failed: %v\n%s", err, stderr.String())
+	}
+	return out
 }

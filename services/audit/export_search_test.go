@@ -37,15 +37,7 @@ func TestExportOldMatchesIsThePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	if _, err := pool.Exec(ctx, `INSERT INTO audit_log (id, at, actor_kind, actor_name, action, target_type, target_id,
-			target_name, payload, prev_hash, hash)
-		SELECT g, $1::timestamptz + g * interval '1 millisecond', 'user', CASE WHEN g <= $2 THEN 'leaver' ELSE 'user' || (g % 50) END,
-			CASE WHEN g % 7 = 0 THEN 'user.login' ELSE 'tool.call' END, 'tool', 't' || g, 'tool-' || (g % 100),
-			json_build_object('note', CASE WHEN g % 5 = 0 THEN 'common ' || g ELSE 'n' || g END), '\x00'::bytea, decode(md5(g::text), 'hex')
-		FROM generate_series(1, $3::bigint) g`, start, old, old+newer); err != nil {
-		t.Fatal(err)
-	}
+	start := seedLeaver(t, pool, old, newer)
 	l := NewLog(pool)
 	defer l.Close()
 	if _, err := l.IndexSearch(ctx); err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
@@ -28,17 +30,7 @@ func TestSearchManyOldMatchesReadsTheMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	// Every 7th of the leaver's entries a sign-in (the auth group), and one in 5 of the
-	// others mentions "common"; times 1 ms apart, so a time range picks ids too.
-	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
-	if _, err := pool.Exec(ctx, `INSERT INTO audit_log (id, at, actor_kind, actor_name, action, target_type, target_id,
-			target_name, payload, prev_hash, hash)
-		SELECT g, $1::timestamptz + g * interval '1 millisecond', 'user', CASE WHEN g <= $2 THEN 'leaver' ELSE 'user' || (g % 50) END,
-			CASE WHEN g % 7 = 0 THEN 'user.login' ELSE 'tool.call' END, 'tool', 't' || g, 'tool-' || (g % 100),
-			json_build_object('note', CASE WHEN g % 5 = 0 THEN 'common ' || g ELSE 'n' || g END), '\x00'::bytea, decode(md5(g::text), 'hex')
-		FROM generate_series(1, $3::bigint) g`, start, old, old+newer); err != nil {
-		t.Fatal(err)
-	}
+	start := seedLeaver(t, pool, old, newer)
 	l := NewLog(pool)
 	if _, err := l.IndexSearch(ctx); err != nil {
 		t.Fatal(err)
@@ -196,4 +188,22 @@ func ids(p Page) []int64 {
 		out[i] = r.ID
 	}
 	return out
+}
+
+// seedLeaver writes ids 1…old+newer to pool's audit log, "leaver" the actor of the first
+// old only; every 7th entry a sign-in (the auth group), and one in 5 of the others
+// mentions "common"; times 1 ms apart from start (returned), so a time range picks ids too.
+func seedLeaver(t *testing.T, pool *pgxpool.Pool, old, newer int) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Now().UTC().Add(-time.Hour).Truncate(time.Millisecond)
+	if _, err := pool.Exec(ctx, `INSERT INTO audit_log (id, at, actor_kind, actor_name, action, target_type, target_id,
+			target_name, payload, prev_hash, hash)
+		SELECT g, $1::timestamptz + g * interval '1 millisecond', 'user', CASE WHEN g <= $2 THEN 'leaver' ELSE 'user' || (g % 50) END,
+			CASE WHEN g % 7 = 0 THEN 'user.login' ELSE 'tool.call' END, 'tool', 't' || g, 'tool-' || (g % 100),
+			json_build_object('note', CASE WHEN g % 5 = 0 THEN 'common ' || g ELSE 'n' || g END), '\x00'::bytea, decode(md5(g::text), 'hex')
+		FROM generate_series(1, $3::bigint) g`, start, old, old+newer); err != nil {
+		t.Fatal(err)
+	}
+	return start
 }

@@ -41,6 +41,12 @@ func fast() *mcpclient.Options {
 
 func start(t testing.TB, opts *mcpclient.Options) *env {
 	t.Helper()
+	return startWith(t, opts, newKeys(t))
+}
+
+// newKeys is a keyring of one new key.
+func newKeys(t testing.TB) *secrets.Keyring {
+	t.Helper()
 	key, err := secrets.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +55,7 @@ func start(t testing.TB, opts *mcpclient.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startWith(t, opts, keys)
+	return keys
 }
 
 // startWith is start with the keyring given.

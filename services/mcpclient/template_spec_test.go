@@ -11,7 +11,6 @@ import (
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
-	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
@@ -23,14 +22,7 @@ import (
 // something else; a template saved again as it was changes nothing.
 func TestTemplateBehaviourIsDefinition(t *testing.T) {
 	t.Parallel()
-	key, err := secrets.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := secrets.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := newKeys(t)
 	e := startWith(t, nil, keys)
 	svc := tools.New(e.pool, keys, &tools.Options{Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()

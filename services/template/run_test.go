@@ -265,19 +265,8 @@ func TestCommandFailureAndDefaults(t *testing.T) {
 func TestServer(t *testing.T) {
 	t.Parallel()
 	tpl := mustParse(t, example)
-	srv := template.NewServer(tpl, template.Options{Name: "tpl", Env: []string{"PATH=/usr/bin:/bin"}})
-	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectTemplate(t, tpl, template.Options{Name: "tpl", Env: []string{"PATH=/usr/bin:/bin"}})
 	list, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -314,4 +303,23 @@ func TestErrorURLHidesArguments(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Text, "/k/{key}/data answered 403") || strings.Contains(res.Text, "c2VjcmV0") {
 		t.Fatalf("got %q", res.Text)
 	}
+}
+
+// connectTemplate is a client session with tpl served as an MCP server, in memory, both
+// closed when the test ends.
+func connectTemplate(t *testing.T, tpl *template.Template, opts template.Options) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := template.NewServer(tpl, opts).Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolwarden/toolwarden/services/template"
 )
 
@@ -14,20 +12,7 @@ import (
 // spec hash each one carries in its _meta.
 func specOf(t *testing.T, text string) map[string]string {
 	t.Helper()
-	srv := template.NewServer(mustParse(t, text), template.Options{Name: "tpl"})
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	list, err := cs.ListTools(ctx, nil)
+	list, err := connectTemplate(t, mustParse(t, text), template.Options{Name: "tpl"}).ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
