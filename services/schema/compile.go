@@ -287,52 +287,39 @@ func secretProperties(doc any) map[string]bool {
 const allSecret = "\x00all"
 
 // marksSecretWithin reports whether v, a decoded schema, or one nested in it marks its
-// values secret (MarksSecret's rule), to a depth the compiler allows anyway.
+// values secret (MarksSecret's rule).
 func marksSecretWithin(v any, depth int) bool {
-	if depth > 64 {
-		return true // deeper than any schema compiles: say secret rather than look on
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		if f, _ := x["format"].(string); f == "password" {
-			return true
-		}
-		if w, _ := x["writeOnly"].(bool); w {
-			return true
-		}
-		for _, c := range x {
-			if marksSecretWithin(c, depth+1) {
-				return true
-			}
-		}
-	case []any:
-		for _, c := range x {
-			if marksSecretWithin(c, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
+	return anyWithin(v, depth, func(m map[string]any) bool {
+		f, _ := m["format"].(string)
+		w, _ := m["writeOnly"].(bool)
+		return f == "password" || w
+	})
 }
 
 // hasRef reports whether v, a decoded schema, holds a $ref at any depth.
 func hasRef(v any, depth int) bool {
+	return anyWithin(v, depth, func(m map[string]any) bool { _, ok := m["$ref"]; return ok })
+}
+
+// anyWithin reports whether an object in v, at any depth, is one match says: true past a
+// depth the compiler allows anyway (saying secret, or a $ref, rather than look on).
+func anyWithin(v any, depth int, match func(map[string]any) bool) bool {
 	if depth > 64 {
 		return true
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		if _, ok := x["$ref"]; ok {
+		if match(x) {
 			return true
 		}
 		for _, c := range x {
-			if hasRef(c, depth+1) {
+			if anyWithin(c, depth+1, match) {
 				return true
 			}
 		}
 	case []any:
 		for _, c := range x {
-			if hasRef(c, depth+1) {
+			if anyWithin(c, depth+1, match) {
 				return true
 			}
 		}
