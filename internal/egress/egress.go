@@ -13,6 +13,7 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -242,8 +243,9 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 	if err != nil {
 		return nil, err
 	}
-	byName := false
+	byName, named := false, false
 	if _, perr := netip.ParseAddr(host); perr != nil {
+		named = true
 		if byName, err = p.hostVerdict(host); err != nil {
 			return nil, err
 		}
@@ -254,7 +256,20 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 			if err != nil {
 				return &Error{Target: addr, Why: "not an address"}
 			}
-			return p.checkAddr(ap.Addr(), byName)
+			err = p.checkAddr(ap.Addr(), byName)
+			var e *Error
+			if named && errors.As(err, &e) {
+				// The refusal names the host as given, not the address it resolved to:
+				// whoever may test a URL would otherwise learn what names inside a
+				// denied range resolve to.
+				return &Error{Target: strings.ToLower(host), Why: "an address it resolves to " + strings.TrimPrefix(e.Why, "it ")}
+			}
+			return err
 		}}
-	return d.DialContext(ctx, network, address)
+	c, err := d.DialContext(ctx, network, address)
+	var e *Error
+	if named && errors.As(err, &e) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: e} // net's error would name the address
+	}
+	return c, err
 }

@@ -123,6 +123,11 @@ func TestDialChecksResolvedAddress(t *testing.T) {
 	if !errors.As(err, &e) || !strings.Contains(err.Error(), "deny list") {
 		t.Fatalf("dial localhost with loopback denied: %v, want the policy's refusal", err)
 	}
+	// The refusal names the host as given, not what it resolved to: a person testing a
+	// URL does not learn what names inside a denied range resolve to.
+	if e.Target != "localhost" || strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "::1") {
+		t.Fatalf("dial localhost with loopback denied: %v, want the name and not its address", err)
+	}
 	// An allow list that names other networks refuses loopback at connect time.
 	other, _ := Parse("10.0.0.0/8", "")
 	if _, err := other.DialContext(ctx, "tcp", "localhost:"+port); !errors.As(err, &e) {
