@@ -250,7 +250,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	}
 	woken, done := s.wait.add(c.ID)
 	defer done()
-	beat := time.Now() // the last heartbeat that got through
+	beat := s.now() // the last heartbeat that got through (this host's clock, which tests move)
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
@@ -265,7 +265,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return Collaboration{}, fmt.Errorf("grants: wait for the answer: question %s is gone", c.ID)
-		case err != nil && time.Since(beat) > Abandoned:
+		case err != nil && s.now().Sub(beat) > Abandoned:
 			// Without a heartbeat for that long the question was taken for abandoned
 			// (cancelled by the prune): waiting on would hold the caller for nothing.
 			return Collaboration{}, fmt.Errorf("grants: wait for the answer: no heartbeat for %s: %w", Abandoned, err)
@@ -274,7 +274,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 		case cur.Status != StatusPending:
 			return cur, nil
 		default:
-			beat = time.Now()
+			beat = s.now()
 		}
 		select {
 		case <-ctx.Done():
