@@ -519,10 +519,10 @@ func toolOf(it tools.Item) Tool {
 	if it.Category != nil {
 		t.Category = *it.Category
 	}
-	props := schema.PropertySchemas(it.InputSchema)
+	props, isSecret := schema.PropertySchemas(it.InputSchema), tools.SecretParams(it.InputSchema)
 	for _, p := range schema.Parameters(it.InputSchema) {
 		prop := props[p.Name]
-		pa := Param{Name: p.Name, Description: p.Description, Secret: tools.IsSecretParam(p.Name, prop)}
+		pa := Param{Name: p.Name, Description: p.Description, Secret: isSecret(p.Name, prop)}
 		pa.Type, _ = prop["type"].(string)
 		for _, e := range p.Enum {
 			if s, ok := e.(string); ok {

@@ -90,7 +90,7 @@ type Tool struct {
 type Param struct {
 	Name, Type, Description string
 	Enum                    []string
-	Secret                  bool // its values are secrets (tools.IsSecretParam)
+	Secret                  bool // its values are secrets (tools.SecretParams)
 }
 
 // Understanding is what Understand read in one message. Servers and Tools are the ids of

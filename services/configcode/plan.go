@@ -550,9 +550,10 @@ func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *store
 	inputs := map[string]tools.ParamInput{}
 	changed := false
 	// secretParam reports whether a plain value will be stored encrypted, as applying
-	// decides it (tools.IsSecretParam, a stored secret, a value that looks like one); the
+	// decides it (tools.SecretParams, a stored secret, a value that looks like one); the
 	// tool's schema is read once, when a value first needs it.
 	var props map[string]map[string]any
+	var isSecret func(string, map[string]any) bool
 	secretParam := func(name string, cs tools.Setting, v json.RawMessage) (bool, error) {
 		if cs.Secret != "" || secrets.LooksSecretName(name) || secrets.HoldsSecret(decodeJSON(v)) {
 			return true, nil
@@ -562,9 +563,9 @@ func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *store
 			if err != nil {
 				return false, err
 			}
-			props = schema.PropertySchemas(t.InputSchema)
+			props, isSecret = schema.PropertySchemas(t.InputSchema), tools.SecretParams(t.InputSchema)
 		}
-		return tools.IsSecretParam(name, props[name]), nil
+		return isSecret(name, props[name]), nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(ft.Params)) {
 		fp := ft.Params[name]

@@ -176,7 +176,8 @@ func TypedSecret(text, kind string) bool {
 }
 
 // IsSecretParam reports whether a parameter holds a secret: by its name (api_key,
-// password, token...), or because its schema says format "password" or writeOnly.
+// password, token...), or because its schema says format "password" or writeOnly. It sees
+// the property only; SecretParams also sees secrets marked deeper.
 func IsSecretParam(name string, prop map[string]any) bool {
 	if secrets.LooksSecretName(name) {
 		return true
@@ -188,6 +189,25 @@ func IsSecretParam(name string, prop map[string]any) bool {
 		return true
 	}
 	return false
+}
+
+// SecretParams reads the input schema once and returns whether its top-level parameter
+// name (prop: its resolved schema, as props gives it) holds a secret: by IsSecretParam,
+// or because the schema marks a secret anywhere in its value (SecretArgNames: a $ref,
+// anyOf/oneOf/allOf, a nested member or array item), as call arguments are masked.
+func SecretParams(inputSchema json.RawMessage) func(name string, prop map[string]any) bool {
+	tops := map[string]bool{} // first tokens, escaped; anyItem covers every member
+	for _, n := range SecretArgNames(inputSchema) {
+		if !strings.HasPrefix(n, "/") {
+			tops[escapeToken(n)] = true
+			continue
+		}
+		tok, _, _ := strings.Cut(n[1:], "/")
+		tops[tok] = true
+	}
+	return func(name string, prop map[string]any) bool {
+		return IsSecretParam(name, prop) || tops[escapeToken(name)] || tops[anyItem]
+	}
 }
 
 // types lists a property's JSON types ("type" as a string or a list).
@@ -227,11 +247,11 @@ func kind(prop map[string]any) string {
 // ConfigParams lists the tool's top-level parameters with their settings, in the order
 // of the schema, secrets masked.
 func ConfigParams(t Item, c Configuration) []ConfigParam {
-	pr := props(t.InputSchema)
+	pr, isSecret := props(t.InputSchema), SecretParams(t.InputSchema)
 	var out []ConfigParam
 	for _, p := range schema.Parameters(t.InputSchema) {
 		prop := pr[p.Name]
-		cp := ConfigParam{Param: p, Secret: IsSecretParam(p.Name, prop), Kind: kind(prop)}
+		cp := ConfigParam{Param: p, Secret: isSecret(p.Name, prop), Kind: kind(prop)}
 		if st, ok := c.Params[p.Name]; ok {
 			cp.Mode = st.Mode
 			cp.Secret = cp.Secret || st.Secret != ""
@@ -351,7 +371,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 	if in == nil {
 		return cur, nil
 	}
-	pr := props(t.InputSchema)
+	pr, isSecret := props(t.InputSchema), SecretParams(t.InputSchema)
 	next := Configuration{Params: map[string]Setting{}}
 	values := map[string]any{}
 	hidden := map[string]bool{} // parameters whose values are stored encrypted: never shown
@@ -372,7 +392,7 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 		}
 		// A value stored encrypted (the parameter is secret, or its value looked like a
 		// credential) stays secret: blank keeps it, and it is never shown again.
-		secret := pi.Secret || IsSecretParam(name, prop) || cur.Params[name].Secret != ""
+		secret := pi.Secret || isSecret(name, prop) || cur.Params[name].Secret != ""
 		hidden[name] = secret
 		val := pi.Value
 		if val == nil && pi.Text != nil && !(secret && *pi.Text == "") {
@@ -384,16 +404,21 @@ func (s *Service) applyParams(t Item, cur Configuration, in map[string]ParamInpu
 			val = v
 		}
 		if secret && (val == nil || bytes.Equal(bytes.TrimSpace(val), []byte(`"`+Mask+`"`))) {
-			old, ok := cur.Params[name]
-			if !ok || old.Secret == "" {
+			switch old, ok := cur.Params[name]; {
+			case ok && old.Secret != "":
+				next.Params[name] = Setting{Mode: pi.Mode, Secret: old.Secret}
+				if plain, err := s.keys.Decrypt(old.Secret, configAAD(t.ID, name)); err == nil {
+					values[name] = decodeAny(plain)
+				}
+				continue
+			case ok && old.Value != nil:
+				// Stored in clear before its parameter was known to be secret (a secret
+				// marked deeper in its schema): the form hid it, and saving encrypts it.
+				val = old.Value
+			default:
 				e.Add(field, "enter a value: this secret parameter has none stored")
 				continue
 			}
-			next.Params[name] = Setting{Mode: pi.Mode, Secret: old.Secret}
-			if plain, err := s.keys.Decrypt(old.Secret, configAAD(t.ID, name)); err == nil {
-				values[name] = decodeAny(plain)
-			}
-			continue
 		}
 		if val == nil || !json.Valid(val) {
 			e.Add(field, "enter a value")
