@@ -72,6 +72,39 @@ func modelPrompt(cat *Catalogue) string {
 	return b.String()
 }
 
+// Bounds on what a model's proposal may carry: its fields are echoed in the stored reply
+// ("Shall I do that?"), so a model that misbehaves, or is steered by text in the
+// catalogue, must not store megabytes. A proposal past them is dropped, not clipped
+// (a clipped URL or setting would be another one).
+const (
+	maxProposalText  = 200  // a name, category, query, tool, server or user name
+	maxProposalURL   = 8192 // as a server's URL
+	maxProposalTags  = 20
+	maxProposalValue = 8192 // a setting's value
+)
+
+func proposalBounded(p proposal) bool {
+	for _, s := range []string{p.Name, p.Category, p.Query, p.Tool, p.Server, p.Username, p.Risk} {
+		if len(s) > maxProposalText {
+			return false
+		}
+	}
+	if len(p.URL) > maxProposalURL || len(p.Tags) > maxProposalTags || len(p.Settings) > maxProposalTags {
+		return false
+	}
+	for _, tg := range p.Tags {
+		if len(tg) > maxProposalText {
+			return false
+		}
+	}
+	for k, v := range p.Settings {
+		if len(k) > maxProposalText || len(v) > maxProposalValue {
+			return false
+		}
+	}
+	return true
+}
+
 // fromModel asks the model and checks its proposal; ok is false when there is nothing
 // usable in it.
 func fromModel(ctx context.Context, m Model, msg string, cat *Catalogue) (Understanding, bool) {
@@ -94,7 +127,7 @@ func fromModel(ctx context.Context, m Model, msg string, cat *Catalogue) (Unders
 // does not have or a risk that is not a level are dropped, not trusted.
 func checkProposal(p proposal, cat *Catalogue) (Understanding, bool) {
 	in := Intent(p.Intent)
-	if !slices.Contains(modelIntents, in) {
+	if !slices.Contains(modelIntents, in) || !proposalBounded(p) {
 		return Understanding{}, false
 	}
 	u := Understanding{Intent: in, URL: p.URL, Name: p.Name, Category: p.Category, Query: p.Query}

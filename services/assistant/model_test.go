@@ -64,6 +64,10 @@ func TestModelProposalIsChecked(t *testing.T) {
 				return ""
 			}},
 		{"prose", "I think you want the weather.", false, nil},
+		// Fields are echoed in the stored reply: one past its bound drops the proposal.
+		{"a huge name", `{"intent":"add_server","url":"http://x.example/mcp","name":"` + strings.Repeat("n", 201) + `"}`, false, nil},
+		{"too many tags", `{"intent":"enable_tool","tool":"get_forecast","tags":[` + strings.Repeat(`"t",`, 20) + `"t"]}`, false, nil},
+		{"a huge setting", `{"intent":"configure_tool","tool":"get_forecast","settings":{"units":"` + strings.Repeat("m", 8193) + `"}}`, false, nil},
 	} {
 		answer = c.answer
 		u, ok := fromModel(t.Context(), m, msg, cat)
@@ -77,7 +81,7 @@ func TestModelProposalIsChecked(t *testing.T) {
 			}
 		}
 	}
-	if len(asked) != 5 || asked[0] != msg {
+	if len(asked) != 8 || asked[0] != msg {
 		t.Fatalf("the model was asked %q", asked)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -211,7 +212,7 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	switch {
 	case msg == "":
 		return Reply{}, verr.New("message", "is empty: say what you would like to do, for example \"show me all tools\"")
-	case len(msg) > MaxMessage:
+	case utf8.RuneCountInString(msg) > MaxMessage: // characters, as the form's maxlength counts them
 		return Reply{}, verr.New("message", fmt.Sprintf("is longer than %d characters", MaxMessage))
 	}
 	if convID == "" {
