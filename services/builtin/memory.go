@@ -18,7 +18,8 @@ func Memory(m *memory.Service) Tool {
 	id := map[string]any{"type": "string", "description": "the id store, list or todo_add answered"}
 	limit := map[string]any{"type": "integer", "minimum": 1, "maximum": memory.MaxResults, "description": "at most this many"}
 	owner := func(c Call) memory.Owner {
-		return memory.Owner{UserID: c.UserID, UserName: c.UserName, ConversationID: c.ConversationID}
+		return memory.Owner{UserID: c.UserID, UserName: c.UserName, ConversationID: c.ConversationID,
+			ActorKind: c.ActorKind, TokenID: c.TokenID}
 	}
 	run := func(f func(ctx context.Context, c Call, in memoryArgs) (string, any, error)) func(context.Context, Call, json.RawMessage) (*mcp.CallToolResult, error) {
 		return func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // Limits.
@@ -64,7 +65,7 @@ func (s *Service) change(ctx context.Context, o Owner, action, targetType string
 			return err
 		}
 		payload["conversation_id"] = o.ConversationID
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
+		_, err = audit.Append(ctx, tx, audit.Entry{Actor: o.actor(),
 			Action: action, TargetType: targetType, TargetID: id, Payload: payload})
 		return err
 	})
@@ -74,7 +75,16 @@ func (s *Service) change(ctx context.Context, o Owner, action, targetType string
 type Owner struct {
 	UserID, UserName string
 	ConversationID   string
+	// ActorKind and TokenID are who calls (callmeta.Meta): a call made with an API
+	// token is audited as the token's, as the router's own rows of the call are.
+	ActorKind, TokenID string
 }
+
+func (o Owner) actor() audit.Actor { return audit.Caller(o.ActorKind, o.UserID, o.UserName, o.TokenID) }
+
+// auditText is a title or a tag as the audit log keeps it: the caller's words with any
+// credential masked, as the router masks them in its records of the call.
+func auditText(s string) string { return usage.RedactText(s) }
 
 // Memory is one note.
 type Memory struct {
@@ -190,7 +200,11 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 		if err != nil {
 			return "", nil, fmt.Errorf("memory: store: %w", err)
 		}
-		return m.ID, map[string]any{"characters": len([]rune(content)), "tags": tags}, nil
+		masked := make([]string, len(tags))
+		for i, tag := range tags {
+			masked[i] = auditText(tag)
+		}
+		return m.ID, map[string]any{"characters": len([]rune(content)), "tags": masked}, nil
 	})
 	if err != nil {
 		return Memory{}, err
@@ -373,7 +387,7 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 		}
 		var err error
 		t, err = addTodo(ctx, tx, o, title, TodoNotStarted)
-		return t.ID, map[string]any{"title": t.Title}, err
+		return t.ID, map[string]any{"title": auditText(t.Title)}, err
 	})
 	return t, err
 }
@@ -447,8 +461,8 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 			if t.Status == TodoCompleted && c.Status == TodoCompleted {
 				action = "todo.complete"
 			}
-			entries = append(entries, audit.Entry{Actor: audit.Actor{Kind: audit.ActorUser, ID: o.UserID, Name: o.UserName},
-				Action: action, TargetType: "todo", TargetID: t.ID, TargetName: t.Title,
+			entries = append(entries, audit.Entry{Actor: o.actor(),
+				Action: action, TargetType: "todo", TargetID: t.ID, TargetName: auditText(t.Title),
 				Payload: map[string]any{"conversation_id": o.ConversationID, "status": t.Status}})
 			out = append(out, t)
 		}
