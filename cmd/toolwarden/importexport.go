@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -47,6 +48,9 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return errUsage
 	}
 	// Read-only, like `audit verify`: exporting must not migrate the schema.
+	if err := clusterExists(c, "export"); err != nil {
+		return err
+	}
 	d, err := openDB(ctx, c, false, stderr)
 	if err != nil {
 		return err
@@ -74,6 +78,18 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // schemaCurrent refuses a database whose schema is not this build's: a dry run does
 // not migrate, and plans only against what an import would apply to.
+// clusterExists refuses a command that only reads when the data dir holds no embedded
+// cluster (a new or mistyped --data-dir): opening it would run initdb and create one.
+func clusterExists(c config, cmd string) error {
+	if c.DatabaseURL != "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(c.DataDir, "pg", "data", "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("toolwarden %s: %s holds no database (no embedded PostgreSQL cluster), and %s creates nothing: is --data-dir right?", cmd, c.DataDir, cmd)
+	}
+	return nil
+}
+
 func schemaCurrent(ctx context.Context, d *db.DB) error {
 	st, err := db.CurrentMigration(ctx, d.Pool)
 	switch {
@@ -193,6 +209,11 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if !dryRun && (c.DatabaseURL == "" || c.SecretKeyFile == "") {
 		if err := os.MkdirAll(c.DataDir, 0o711); err != nil {
 			return fmt.Errorf("create data dir: %w", err)
+		}
+	}
+	if dryRun {
+		if err := clusterExists(c, "import --dry-run"); err != nil {
+			return err
 		}
 	}
 	d, err := openDB(ctx, c, !dryRun, stderr)

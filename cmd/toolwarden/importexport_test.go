@@ -292,3 +292,20 @@ func TestImportRefusesOwnSettings(t *testing.T) {
 		t.Fatalf("export after the refused import: %v\n%s\nwant no server", err, out)
 	}
 }
+
+// On a data dir that holds no cluster (new, or mistyped), a dry run and an export are
+// refused saying so, and create none: opening the embedded cluster would run initdb.
+func TestDryRunAndExportCreateNoCluster(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(dbtest.TempDir(t), "mistyped")
+	file := writeFile(t, dbtest.TempDir(t), "servers.yaml", "version: 1\nservers: []\n")
+	for _, args := range [][]string{{"import", "--dry-run", "--data-dir", dir, file}, {"export", "--data-dir", dir}} {
+		stdout, stderr, err := runCmd(t, "", args...)
+		if err == nil || !strings.Contains(err.Error(), "holds no database") {
+			t.Fatalf("%v: %v\n%s%s, want the missing cluster named", args, err, stdout, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "pg")); !os.IsNotExist(err) {
+			t.Fatalf("%v created a cluster in %s", args, dir)
+		}
+	}
+}
