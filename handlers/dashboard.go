@@ -63,20 +63,30 @@ func (h DashboardHandler) Show(c echo.Context) error {
 
 func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	ctx := c.Request().Context()
-	st := views.SystemStatus{Version: h.Version, GoVersion: runtime.Version(), StartedAt: h.StartedAt,
-		Uptime: humanDuration(time.Since(h.StartedAt))}
+	p := PrincipalOf(c)
+	st := views.SystemStatus{Version: h.Version, StartedAt: h.StartedAt, Uptime: humanDuration(time.Since(h.StartedAt)),
+		// Versions and host names help whoever looks for a known flaw: for those who run
+		// Toolwarden or audit it, not guests and tool users.
+		Internals:   p.Can(auth.PermSettings) || p.Can(auth.PermAuditView),
+		ShowServers: p.Can(auth.PermServerView)}
+	if st.Internals {
+		st.GoVersion = runtime.Version()
+	}
 	if v, err := h.System.ServerVersion(ctx); err == nil {
 		st.DatabaseOK = true
 		kind := "external"
 		if h.System.Embedded() {
 			kind = "embedded"
 		}
-		st.DatabaseDetail = fmt.Sprintf("PostgreSQL %s · %s", v, kind)
+		st.DatabaseDetail = kind
+		if st.Internals {
+			st.DatabaseDetail = fmt.Sprintf("PostgreSQL %s · %s", v, kind)
+		}
 	} else {
 		// The driver's words name the database's user, host and address: for those who
 		// run Toolwarden, not every role; everyone else reads that it cannot be reached.
 		st.DatabaseDetail = "unreachable"
-		if p := PrincipalOf(c); p != nil && p.Can(auth.PermSettings) {
+		if p.Can(auth.PermSettings) {
 			st.DatabaseDetail = err.Error()
 		}
 	}
@@ -92,7 +102,7 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	// The chain numbers its entries 1, 2, 3…: the newest one's id is the count, read from
 	// the primary key where count(*) would scan a log of millions on every visit.
 	st.AuditEntries, _ = h.AuditLog.HeadID(ctx)
-	if h.Registry != nil {
+	if h.Registry != nil && st.ShowServers {
 		if counts, err := h.Registry.CountServers(ctx); err == nil {
 			for status, n := range counts {
 				st.Servers += n
@@ -105,7 +115,7 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 	if h.LiveClients != nil {
 		st.LiveClients = h.LiveClients()
 	}
-	if h.Replicas != nil {
+	if h.Replicas != nil && st.Internals {
 		st.Replica = h.Replicas.Name()
 		if live, err := h.Replicas.Live(ctx); err == nil {
 			for _, r := range live {

@@ -48,6 +48,9 @@ type SystemStatus struct {
 	// Replica is this process's name; Replicas every live serve process on the database.
 	Replica  string
 	Replicas []ReplicaRow
+	// Internals shows the versions of Go and PostgreSQL and the replicas' names and
+	// hosts (those who run Toolwarden or audit it); ShowServers the servers' counts.
+	Internals, ShowServers bool
 }
 
 // ReplicaRow is one serve process sharing the database.
