@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -50,16 +51,7 @@ type Denials struct {
 	pool  *pgxpool.Pool
 	begin db.TxBeginner // pool, or its Local
 	opts  DenialOptions
-	log   *slog.Logger
-
-	mu    sync.Mutex
-	total *rate.Limiter
-	keys  map[string]*denialKey
-}
-
-type denialKey struct {
-	lim      *rate.Limiter
-	withheld int
+	lim   *Limiter
 }
 
 // NewDenials returns a recorder of refused requests.
@@ -77,8 +69,8 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger, keys: map[string]*denialKey{},
-		total: rate.NewLimiter(rate.Limit(float64(o.Total)/60), o.Total)}
+	return &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o,
+		lim: NewLimiter(LimitOptions{PerKey: o.PerActor, Total: o.Total, What: "refused requests", Logger: o.Logger})}
 }
 
 func clip(s string, n int) string {
@@ -91,38 +83,97 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// maxDenialKeys bounds the actors remembered; past it the memory starts afresh (what
-// was held back until then is logged, not lost silently).
-const maxDenialKeys = 100_000
+// LimitOptions tune a Limiter.
+type LimitOptions struct {
+	// PerKey bounds the entries one key (an actor, an address) adds a minute; a burst
+	// of as many is allowed.
+	PerKey int
+	// Total bounds the entries all shared keys add a minute together, with a burst of
+	// as many.
+	Total int
+	// Pooled counts the shared entries held back all together rather than per key: the
+	// next shared entry let through, whatever its key, reports them all. For callers
+	// with as many keys as they like, most of which never come back.
+	Pooled bool
+	// What the entries are, for the log ("refused requests").
+	What   string
+	Logger *slog.Logger
+	// Now is the limiter's clock; nil is time.Now.
+	Now func() time.Time
+}
 
-// take reports whether an entry for key may be written now, and how many were held
-// back before it. Signed-in actors have their own limit each; callers who are not
-// share one more (anonymous), so a flood from many addresses cannot use up what signed-in
-// actors' refusals get.
-func (d *Denials) take(key string, anonymous bool) (ok bool, withheld int) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	k := d.keys[key]
+// Limiter bounds what a kind of entry adds to the append-only log, per key and for
+// all shared keys together, and counts what it holds back so that a later entry can
+// say how many were.
+type Limiter struct {
+	o     LimitOptions
+	mu    sync.Mutex
+	total *rate.Limiter
+	keys  map[string]*limitKey
+	held  int // shared entries held back since the last one let through (Pooled)
+}
+
+type limitKey struct {
+	lim      *rate.Limiter
+	withheld int
+}
+
+// NewLimiter returns a limiter; PerKey and Total must be positive.
+func NewLimiter(o LimitOptions) *Limiter {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Limiter{o: o, keys: map[string]*limitKey{}, total: rate.NewLimiter(rate.Limit(float64(o.Total)/60), o.Total)}
+}
+
+// maxLimitKeys bounds the keys remembered; past it the memory starts afresh (what
+// was held back until then is logged, not lost silently).
+const maxLimitKeys = 100_000
+
+// Take reports whether an entry for key may be written now, and how many were held
+// back before it: of this key, or with Pooled, of all shared keys. Shared entries (of
+// callers who are not signed in) are bounded by Total besides, so a flood from many
+// addresses cannot use up what signed-in actors' entries get.
+func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
+	now := l.o.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.keys[key]
 	if k == nil {
-		if len(d.keys) >= maxDenialKeys {
+		if len(l.keys) >= maxLimitKeys {
 			held := 0
-			for _, k := range d.keys {
+			for _, k := range l.keys {
 				held += k.withheld
 			}
 			if held > 0 {
-				d.log.Warn("audit: refused requests held back and not recorded one by one", "count", held)
+				l.o.Logger.Warn("audit: "+l.o.What+" held back and not recorded one by one", "count", held)
 			}
-			d.keys = map[string]*denialKey{}
+			l.keys = map[string]*limitKey{}
 		}
-		k = &denialKey{lim: rate.NewLimiter(rate.Limit(float64(d.opts.PerActor)/60), d.opts.PerActor)}
-		d.keys[key] = k
+		k = &limitKey{lim: rate.NewLimiter(rate.Limit(float64(l.o.PerKey)/60), l.o.PerKey)}
+		l.keys[key] = k
 	}
-	if !k.lim.Allow() || anonymous && !d.total.Allow() {
+	pooled := shared && l.o.Pooled
+	if !k.lim.AllowN(now, 1) || shared && !l.total.AllowN(now, 1) {
+		if pooled {
+			if l.held == 0 {
+				l.o.Logger.Warn("audit: " + l.o.What + " are no longer each recorded (rate limit)")
+			}
+			l.held++
+			return false, 0
+		}
 		if k.withheld == 0 {
-			d.log.Warn("audit: refused requests of one caller are no longer each recorded (rate limit)", "actor", key)
+			l.o.Logger.Warn("audit: "+l.o.What+" of one caller are no longer each recorded (rate limit)", "actor", key)
 		}
 		k.withheld++
 		return false, 0
+	}
+	if pooled {
+		withheld, l.held = l.held, 0
+		return true, withheld
 	}
 	withheld, k.withheld = k.withheld, 0
 	return true, withheld
@@ -134,7 +185,7 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	if x.Actor.ID != "" {
 		key = "user:" + x.Actor.ID
 	}
-	ok, withheld := d.take(key, x.Actor.ID == "")
+	ok, withheld := d.lim.Take(key, x.Actor.ID == "")
 	if !ok {
 		return nil
 	}

@@ -98,6 +98,8 @@ type Service struct {
 	log    *slog.Logger
 	tokens tokenCache
 	logins *admission // sign-ins waiting for a transaction (admission.go)
+	// loginAudit bounds the failed sign-ins audited one by one (sessions.go).
+	loginAudit *audit.Limiter
 }
 
 // New returns the auth service.
@@ -125,7 +127,8 @@ func New(pool *pgxpool.Pool, opts *Options) *Service {
 		o.Logger = slog.Default()
 	}
 	return &Service{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger,
-		logins: newAdmission(loginMaxTx, loginMaxPerAddress, loginMaxWaiting)}
+		logins:     newAdmission(loginMaxTx, loginMaxPerAddress, loginMaxWaiting),
+		loginAudit: newLoginAuditLimit(o.Logger, loginAuditPerAddress, loginAuditTotal, nil)}
 }
 
 // Principal is an authenticated caller: a user signed in through a session, or an

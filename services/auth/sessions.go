@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"time"
@@ -127,8 +128,18 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 				targetID = u.ID
 				actor.ID = u.ID
 			}
+			// Counted above for throttling whatever happens; audited within a budget, so
+			// that many addresses cannot grow the append-only log without bound.
+			ok, withheld := s.loginAudit.Take(from, true)
+			if !ok {
+				return nil
+			}
+			payload := map[string]any{"username": name, "reason": reason}
+			if withheld > 0 {
+				payload["withheld_before"] = withheld // failed sign-ins, from any address, not recorded since the last one that was
+			}
 			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login_failed", TargetType: "user", TargetID: targetID, TargetName: name,
-				Payload: map[string]any{"username": name, "reason": reason}, Result: audit.ResultFailure})
+				Payload: payload, Result: audit.ResultFailure})
 			return err
 		}
 
@@ -187,6 +198,19 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		return Session{}, loginErr
 	}
 	return sess, nil
+}
+
+// The budget of failed sign-in audit rows: per address (as throttled: an IPv6 /64)
+// and for all addresses together, a minute each, with a burst of as many.
+const (
+	loginAuditPerAddress = 20
+	loginAuditTotal      = 120
+)
+
+// newLoginAuditLimit counts what it holds back all together (Pooled): an attacker's
+// addresses rarely come back, so a count per address would mostly go unreported.
+func newLoginAuditLimit(log *slog.Logger, perAddress, total int, now func() time.Time) *audit.Limiter {
+	return audit.NewLimiter(audit.LimitOptions{PerKey: perAddress, Total: total, Pooled: true, What: "failed sign-ins", Logger: log, Now: now})
 }
 
 // throttleKey is the address failures are counted for: an IPv4 address, or an IPv6
