@@ -9,6 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
@@ -37,10 +39,41 @@ func (h TokensHandler) page(c echo.Context, status int, form views.NewTokenForm,
 		p.DefaultTTL = ttlWords(ttl)
 	}
 	for _, t := range toks {
-		p.Tokens = append(p.Tokens, views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Status: t.Status(),
-			CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt, ExpiresSoon: t.ExpiresSoon})
+		p.Tokens = append(p.Tokens, tokenRow(t))
 	}
-	return render(c, status, views.Tokens(p))
+	others, err := h.others(c)
+	if err != nil {
+		return err
+	}
+	return render(c, status, views.Tokens(p, others))
+}
+
+func tokenRow(t auth.Token) views.TokenRow {
+	return views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Status: t.Status(),
+		CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, ExpiresAt: t.ExpiresAt, ExpiresSoon: t.ExpiresSoon}
+}
+
+// others is the section of other people's live tokens, for a person who manages users
+// (nil for anyone else, and for an API token: tokens never manage tokens). ?user=<id>
+// narrows it to one person.
+func (h TokensHandler) others(c echo.Context) (*views.OthersTokens, error) {
+	p := PrincipalOf(c)
+	if p.Kind != audit.ActorUser || !p.Can(auth.PermUsers) {
+		return nil, nil
+	}
+	user := c.QueryParam("user")
+	if !uuidtext.Canonical(user) {
+		user = "" // none, or a mangled link: everyone's
+	}
+	toks, total, err := h.Auth.ListOthersTokens(c.Request().Context(), p, user)
+	if err != nil {
+		return nil, err
+	}
+	o := &views.OthersTokens{More: total - len(toks), Listed: auth.OthersTokensListed, User: user}
+	for _, t := range toks {
+		o.Rows = append(o.Rows, views.OwnedTokenRow{TokenRow: tokenRow(t.Token), Owner: t.Owner, OwnerID: t.UserID})
+	}
+	return o, nil
 }
 
 // List renders the tokens page.
@@ -75,14 +108,45 @@ func (h TokensHandler) Create(c echo.Context) error {
 		Value: plain, Note: "Copy it now: it is shown only this once. Use it as Authorization: Bearer <token>."})
 }
 
-// Revoke revokes one of the user's tokens.
+// Revoke revokes one of the user's tokens, or anyone's for an administrator (as
+// APIRevoke), whose page lists other people's tokens.
 func (h TokensHandler) Revoke(c echo.Context) error {
-	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), PrincipalOf(c).User.ID)
-	return h.redirectWithOutcome(c, err, func() string { return "Token " + tok.Name + " revoked." }, "/tokens")
+	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), revokeOwner(PrincipalOf(c)))
+	back := "/tokens"
+	if u := c.FormValue("back_user"); u != "" && uuidtext.Canonical(u) {
+		back += "?user=" + u
+	}
+	return h.redirectWithOutcome(c, err, func() string { return "Token " + tok.Name + " revoked." }, back)
 }
 
-// APIList returns the caller's tokens.
+// revokeOwner limits a revocation to the caller's own tokens, unless they manage users.
+func revokeOwner(p *auth.Principal) string {
+	if p.Can(auth.PermUsers) {
+		return ""
+	}
+	return p.User.ID
+}
+
+// APIList returns the caller's tokens; with ?all=1 (or ?user=<id>), other people's live
+// tokens with their owner, for a person who manages users.
 func (h TokensHandler) APIList(c echo.Context) error {
+	q := c.QueryParams()
+	if q.Has("all") || q.Has("user") {
+		all, err := strconv.ParseBool(q.Get("all"))
+		if q.Has("all") && err != nil {
+			return verr.New("all", "must be 1 or 0")
+		}
+		if all || q.Has("user") {
+			toks, total, err := h.Auth.ListOthersTokens(c.Request().Context(), PrincipalOf(c), q.Get("user"))
+			if err != nil {
+				return err
+			}
+			if toks == nil {
+				toks = []auth.OwnedToken{}
+			}
+			return c.JSON(http.StatusOK, map[string]any{"tokens": toks, "total": total})
+		}
+	}
 	toks, err := h.Auth.ListTokens(c.Request().Context(), PrincipalOf(c).User.ID)
 	if err != nil {
 		return err
@@ -109,12 +173,7 @@ func (h TokensHandler) APICreate(c echo.Context) error {
 
 // APIRevoke revokes a token: the caller's own, or anyone's for an administrator.
 func (h TokensHandler) APIRevoke(c echo.Context) error {
-	p := PrincipalOf(c)
-	owner := p.User.ID
-	if p.Can(auth.PermUsers) {
-		owner = ""
-	}
-	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), owner)
+	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), revokeOwner(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}

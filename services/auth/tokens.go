@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -175,6 +176,61 @@ func (s *Service) ListTokens(ctx context.Context, userID string) ([]Token, error
 		toks[i] = toks[i].soon(now)
 	}
 	return toks, nil
+}
+
+// OthersTokensListed bounds ListOthersTokens: the newest this many are listed, and the
+// rest only counted.
+const OthersTokensListed = 200
+
+// ErrTokenManagesTokens: a leaked token must not be able to find, and so keep track of,
+// the tokens of everyone else (tokens never manage tokens).
+var ErrTokenManagesTokens = fault.Forbidden("an API token cannot list other people's API tokens: sign in to do it")
+
+// OwnedToken is a token with its owner's username, for a person who manages users.
+type OwnedToken struct {
+	Token
+	Owner string `db:"owner" json:"owner"`
+}
+
+// ListOthersTokens returns live tokens (not revoked, not expired) of other people,
+// newest first, at most OthersTokensListed, and how many there are in all: of userID
+// when given, else of everyone but p. Only a person who manages users may: an
+// administrator answering a compromised account.
+func (s *Service) ListOthersTokens(ctx context.Context, p *Principal, userID string) ([]OwnedToken, int, error) {
+	if p != nil && p.Kind == audit.ActorToken {
+		return nil, 0, ErrTokenManagesTokens
+	}
+	if !p.Can(PermUsers) {
+		return nil, 0, fault.Forbidden("only a person who manages users may list other people's API tokens")
+	}
+	if userID != "" && !uuidtext.Canonical(userID) {
+		return nil, 0, verr.New("user", "must be a user id")
+	}
+	// count(*) OVER () is taken before LIMIT: the total of every matching token.
+	rows, err := s.pool.Query(ctx, `/* auth.ListOthersTokens */ SELECT t.id::text AS id, t.user_id::text AS user_id, t.name, t.prefix,
+			t.created_at, t.last_used_at, t.expires_at, t.revoked_at, u.username AS owner, count(*) OVER () AS total
+		FROM api_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+		  AND CASE WHEN $1 = '' THEN t.user_id <> $2::uuid ELSE t.user_id = NULLIF($1, '')::uuid END
+		ORDER BY t.created_at DESC, t.id LIMIT $3`, userID, p.User.ID, OthersTokensListed)
+	if err != nil {
+		return nil, 0, fmt.Errorf("auth: list others' tokens: %w", err)
+	}
+	type row struct {
+		OwnedToken
+		Total int `db:"total"`
+	}
+	rs, err := pgx.CollectRows(rows, pgx.RowToStructByName[row])
+	if err != nil {
+		return nil, 0, fmt.Errorf("auth: list others' tokens: %w", err)
+	}
+	now, total := time.Now(), 0
+	toks := make([]OwnedToken, len(rs))
+	for i, r := range rs {
+		toks[i], total = r.OwnedToken, r.Total
+		toks[i].Token = toks[i].soon(now)
+	}
+	return toks, total, nil
 }
 
 // RevokeToken revokes a token. ownerID limits it to that user's tokens; an empty ownerID
