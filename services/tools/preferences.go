@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -34,6 +35,10 @@ func preferenceWords(s string) string {
 	return strings.Join(prefWordRE.FindAllString(strings.ToLower(s), 8), " ")
 }
 
+// MaxPreferences bounds a person's auto-enable preferences: each is matched against every
+// tool a discovery validates, and nothing else bounds how many a script may save.
+const MaxPreferences = 100
+
 // SavePreference stores the actor's auto-enable preference for tools about words.
 func (s *Service) SavePreference(ctx context.Context, actor audit.Actor, words, sentence string) (Preference, error) {
 	w := preferenceWords(words)
@@ -42,6 +47,21 @@ func (s *Service) SavePreference(ctx context.Context, actor audit.Actor, words, 
 	}
 	var p Preference
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		// One person's saves one at a time, so two cannot both pass the count.
+		if _, err := tx.Exec(ctx, `/* tools.SavePreference.lock */ SELECT pg_advisory_xact_lock(hashtextextended('tools.preferences:' || $1, 0))`,
+			actor.ID); err != nil {
+			return fmt.Errorf("tools: save preference: %w", err)
+		}
+		var n int
+		var exists bool
+		if err := tx.QueryRow(ctx, `/* tools.SavePreference.count */ SELECT count(*), coalesce(bool_or(words = $2), false)
+			FROM tool_auto_enable_preferences WHERE user_id = $1`, actor.ID, w).Scan(&n, &exists); err != nil {
+			return fmt.Errorf("tools: save preference: %w", err)
+		}
+		if n >= MaxPreferences && !exists {
+			return fault.Conflict("too_many_preferences", fmt.Sprintf("not saved: you have %d auto-enable preferences, "+
+				"the most there may be; forget one you no longer need first", n))
+		}
 		rows, err := tx.Query(ctx, `/* tools.SavePreference */
 			INSERT INTO tool_auto_enable_preferences (id, user_id, words, sentence) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (user_id, words) DO UPDATE SET sentence = excluded.sentence
