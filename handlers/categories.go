@@ -104,13 +104,11 @@ func (h CategoriesHandler) Delete(c echo.Context) error {
 	return h.redirectWithOutcome(c, err, func() string { return "Category deleted; its tools have no category now." }, "/tools/categories")
 }
 
-// categoryBody is the JSON body of POST/PATCH /api/v1/categories and, optionally, the
-// updated_at a PATCH is based on (409 stale_category when the category was saved since).
+// categoryBody is the JSON body of POST /api/v1/categories.
 type categoryBody struct {
-	Name            string     `json:"name"`
-	Description     string     `json:"description"`
-	AutoEnable      bool       `json:"auto_enable"`
-	ExpectUpdatedAt *time.Time `json:"expect_updated_at"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	AutoEnable  bool   `json:"auto_enable"`
 }
 
 // APIList returns every category.
@@ -125,22 +123,39 @@ func (h CategoriesHandler) APIList(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"categories": list})
 }
 
-// APISave creates (POST) or replaces (PATCH /:id) a category.
+// categoryPatchBody is the JSON body of PATCH /api/v1/categories/:id: a field left out
+// is kept as it is.
+type categoryPatchBody struct {
+	Name            *string    `json:"name"`
+	Description     *string    `json:"description"`
+	AutoEnable      *bool      `json:"auto_enable"`
+	ExpectUpdatedAt *time.Time `json:"expect_updated_at"`
+}
+
+// APISave creates (POST) or changes (PATCH /:id: the fields given) a category.
 func (h CategoriesHandler) APISave(c echo.Context) error {
+	if id := c.Param("id"); id != "" {
+		var in categoryPatchBody
+		if err := bindJSON(c, &in); err != nil {
+			return err
+		}
+		cat, err := h.Tools.PatchCategory(c.Request().Context(), ActorOf(c), id,
+			tools.CategoryPatch{Name: in.Name, Description: in.Description, AutoEnable: in.AutoEnable, ExpectUpdatedAt: in.ExpectUpdatedAt})
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, cat)
+	}
 	var in categoryBody
 	if err := bindJSON(c, &in); err != nil {
 		return err
 	}
-	cat, err := h.Tools.SaveCategory(c.Request().Context(), ActorOf(c), c.Param("id"),
-		tools.CategoryInput{Name: in.Name, Description: in.Description, AutoEnable: in.AutoEnable, ExpectUpdatedAt: in.ExpectUpdatedAt})
+	cat, err := h.Tools.SaveCategory(c.Request().Context(), ActorOf(c), "",
+		tools.CategoryInput{Name: in.Name, Description: in.Description, AutoEnable: in.AutoEnable})
 	if err != nil {
 		return err
 	}
-	status := http.StatusOK
-	if c.Param("id") == "" {
-		status = http.StatusCreated
-	}
-	return c.JSON(status, cat)
+	return c.JSON(http.StatusCreated, cat)
 }
 
 // APIDelete removes a category.

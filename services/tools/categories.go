@@ -94,6 +94,50 @@ func (s *Service) SaveCategory(ctx context.Context, actor audit.Actor, id string
 	return out, err
 }
 
+// CategoryPatch is a change to some of a category's fields: nil keeps one as it is.
+type CategoryPatch struct {
+	Name, Description *string
+	AutoEnable        *bool
+	ExpectUpdatedAt   *time.Time // as CategoryInput's
+}
+
+// PatchCategory changes the fields p gives and keeps the others, read under the row's
+// lock so that a change made meanwhile to a field p leaves out is kept.
+func (s *Service) PatchCategory(ctx context.Context, actor audit.Actor, id string, p CategoryPatch) (Category, error) {
+	n, ok := normalID(id)
+	if !ok {
+		return Category{}, ErrNotFound
+	}
+	var out Category
+	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		cur, err := db.All[Category](ctx, tx, "tools: category", `/* tools.PatchCategory */
+			SELECT id::text, name, description, auto_enable, created_at, updated_at, 0 AS tools
+			FROM tool_categories WHERE id = $1 FOR UPDATE`, n)
+		if err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return ErrNotFound
+		}
+		in := CategoryInput{Name: cur[0].Name, Description: cur[0].Description, AutoEnable: cur[0].AutoEnable, ExpectUpdatedAt: p.ExpectUpdatedAt}
+		if p.Name != nil {
+			in.Name = *p.Name
+		}
+		if p.Description != nil {
+			in.Description = *p.Description
+		}
+		if p.AutoEnable != nil {
+			in.AutoEnable = *p.AutoEnable
+		}
+		if err := in.check(); err != nil {
+			return err
+		}
+		out, err = saveCategoryTx(ctx, tx, actor, n, in)
+		return err
+	})
+	return out, err
+}
+
 // SaveCategoryTx is SaveCategory in the caller's transaction.
 func (s *Service) SaveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, in CategoryInput) (Category, error) {
 	if err := in.check(); err != nil {
