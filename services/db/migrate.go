@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -16,6 +19,8 @@ import (
 	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -39,15 +44,32 @@ type Migrator struct {
 	m   *migrate.Migrate
 	db  *sql.DB
 	url string
+	log *slog.Logger
 }
 
 // NewMigrator connects a golang-migrate instance to url. Close it when done.
 func NewMigrator(url string) (*Migrator, error) {
+	return newMigrator(context.Background(), url, nil, false)
+}
+
+// newMigrator is NewMigrator; with hold, it first takes the migration lock for the
+// migrator's life, waiting for another process's migration only as long as ctx lasts.
+func newMigrator(ctx context.Context, url string, log *slog.Logger, hold bool) (*Migrator, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	cc, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("db: migrate: parse url: %w", err)
 	}
+	cc.BuildContextWatcherHandler = cancelAtServer
 	sqlDB := stdlib.OpenDB(*cc)
+	if hold {
+		if err := holdMigrationLock(ctx, sqlDB, log); err != nil {
+			sqlDB.Close()
+			return nil, err
+		}
+	}
 	drv, err := migratepgx.WithInstance(sqlDB, &migratepgx.Config{})
 	if err != nil {
 		sqlDB.Close()
@@ -66,7 +88,52 @@ func NewMigrator(url string) (*Migrator, error) {
 	// Replicas starting together wait for the one migrating, however long a migration
 	// takes (golang-migrate's default is to give up after 15 s).
 	m.LockTimeout = migrateWait
-	return &Migrator{m: m, db: sqlDB, url: url}, nil
+	return &Migrator{m: m, db: sqlDB, url: url, log: log}, nil
+}
+
+// cancelAtServer makes an ended context cancel the connection's statement at the server;
+// pgx's default drops the connection, and the server's session waits on for the lock.
+func cancelAtServer(c *pgconn.PgConn) ctxwatch.Handler {
+	return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 5 * time.Second}
+}
+
+// holdMigrationLock takes golang-migrate's migration lock on sqlDB's only session, which
+// golang-migrate's driver then makes its own: its waits for the lock cannot be stopped
+// (its pgx driver locks with context.Background()), this one ends with ctx. Advisory
+// locks are counted per session, so the driver's own locks then succeed at once; the
+// lock goes with the session when the migrator closes.
+func holdMigrationLock(ctx context.Context, sqlDB *sql.DB, log *slog.Logger) error {
+	sqlDB.SetMaxOpenConns(1)
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("db: migrate: %w", err)
+	}
+	defer conn.Close() // back to the pool, for the driver
+	var dbName, schema sql.NullString
+	if err := conn.QueryRowContext(ctx, `SELECT current_database(), current_schema()`).Scan(&dbName, &schema); err != nil {
+		return fmt.Errorf("db: migrate: %w", err)
+	}
+	if !schema.Valid {
+		return nil // golang-migrate's driver refuses it, saying so
+	}
+	// The driver's lock: the same one as other releases' and the migrate CLI's.
+	id, _ := database.GenerateAdvisoryLockId(dbName.String, schema.String, migratepgx.DefaultMigrationsTable)
+	var got bool
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1::bigint)`, id).Scan(&got); err != nil {
+		return fmt.Errorf("db: migrate: lock: %w", err)
+	}
+	if got {
+		return nil
+	}
+	log.Info("database: waiting for another process's migration to finish")
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1::bigint)`, id); err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("db: migrate: stopped while waiting for another process's migration, having applied none; "+
+				"they run at the next start: %w", ctx.Err())
+		}
+		return fmt.Errorf("db: migrate: lock: %w", err)
+	}
+	return nil
 }
 
 // Close releases the migrator's connection.
@@ -78,11 +145,43 @@ func (mg *Migrator) Close() error {
 // Up applies every pending migration, then River's (the job queue's tables are
 // River's to define, in their own versioned line; docs/architecture.md, Who owns which
 // tables).
-func (mg *Migrator) Up() error {
-	if err := mg.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("db: migrate up: %w", dirtyHint(err))
+func (mg *Migrator) Up() error { return mg.up(context.Background()) }
+
+// up applies the pending migrations one at a time, stopping between two once ctx ends:
+// golang-migrate marks the version dirty while one runs, and one killed half way leaves
+// it so, for a person to repair. (Not Up with GracefulStop: golang-migrate reads that
+// from two goroutines through an unsynchronised flag, and says nothing before each.)
+func (mg *Migrator) up(ctx context.Context) error {
+	for {
+		st, err := mg.Status()
+		if err != nil {
+			return err
+		}
+		if st.Dirty || (st.Version != 0 && !slices.Contains(MigrationVersions(), st.Version)) {
+			// golang-migrate's own refusal, of a dirty database or a newer release's version.
+			if err := mg.m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+				return fmt.Errorf("db: migrate up: %w", dirtyHint(err))
+			}
+			continue
+		}
+		next := nextMigration(st.Version)
+		if next == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("db: migrate: stopped at version %d of %d, before migration %d, as the process is stopping; "+
+				"the rest run at the next start: %w", st.Version, st.Latest, next, ctx.Err())
+		}
+		mg.log.Info(fmt.Sprintf("database: applying migration %d (%s), which may take minutes on a large audit log",
+			next, migrationFile(next)), "version", next)
+		if err := mg.m.Steps(1); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // another process applied the rest meanwhile: the next status says so
+			}
+			return fmt.Errorf("db: migrate up: %w", dirtyHint(err))
+		}
 	}
-	return migrateQueue(mg.url, rivermigrate.DirectionUp)
+	return migrateQueue(ctx, mg.url, rivermigrate.DirectionUp)
 }
 
 // queueSince is the migration that brought the first jobs (executions): below it,
@@ -92,13 +191,22 @@ const queueSince = 16
 // migrateWait bounds how long a migration may wait for another process's to finish.
 const migrateWait = 10 * time.Minute
 
-func migrateQueue(url string, dir rivermigrate.Direction) error {
-	ctx, cancel := context.WithTimeout(context.Background(), migrateWait)
+// migrateQueue runs River's migrations. River applies each in a transaction with its
+// version row, so ctx ending within one rolls it back whole.
+func migrateQueue(ctx context.Context, url string, dir rivermigrate.Direction) (err error) {
+	stopping := ctx
+	ctx, cancel := context.WithTimeout(ctx, migrateWait)
 	defer cancel()
+	defer func() {
+		if err != nil && stopping.Err() != nil {
+			err = fmt.Errorf("db: migrate queue: stopped as the process is stopping; the rest run at the next start: %w", err)
+		}
+	}()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return fmt.Errorf("db: migrate queue: %w", err)
 	}
+	cfg.ConnConfig.BuildContextWatcherHandler = cancelAtServer
 	cfg.MaxConns = 3 // the lock's, and the migrator's
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -147,7 +255,7 @@ func (mg *Migrator) Down(n int) error {
 		return err
 	}
 	if st.Version < queueSince {
-		return migrateQueue(mg.url, rivermigrate.DirectionDown)
+		return migrateQueue(context.Background(), mg.url, rivermigrate.DirectionDown)
 	}
 	return nil
 }
@@ -234,13 +342,33 @@ func (mg *Migrator) Status() (MigrationStatus, error) {
 }
 
 // Migrate applies every pending migration to url.
-func Migrate(url string) error {
-	mg, err := NewMigrator(url)
+func Migrate(url string) error { return MigrateContext(context.Background(), url, nil) }
+
+// MigrateContext applies every pending migration to url, logging each to log (nil: not
+// at all) before it runs. When ctx ends (the process is told to stop), it stops waiting
+// for another process's migration at once, or stops after the migration running, never
+// inside one, and says so.
+func MigrateContext(ctx context.Context, url string, log *slog.Logger) error {
+	mg, err := newMigrator(ctx, url, log, true)
 	if err != nil {
 		return err
 	}
 	defer mg.Close()
-	return mg.Up()
+	return mg.up(ctx)
+}
+
+// migrationFile is migration v's name, without its version and direction.
+func migrationFile(v uint) string {
+	entries, _ := fs.ReadDir(migrations.FS, ".")
+	for _, e := range entries {
+		if m := migrationName.FindStringSubmatch(e.Name()); m != nil {
+			if n, _ := strconv.ParseUint(m[1], 10, 64); uint(n) == v {
+				name := strings.TrimSuffix(e.Name(), ".up.sql")
+				return name[len(m[1])+1:]
+			}
+		}
+	}
+	return ""
 }
 
 var migrationName = regexp.MustCompile(`^(\d+)_.*\.up\.sql$`)

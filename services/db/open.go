@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -25,7 +26,8 @@ type Config struct {
 	// Owner makes the pool connect as the owner too (the migrate command).
 	Owner   bool
 	DataDir string
-	// Migrate applies pending migrations after connecting.
+	// Migrate applies pending migrations after connecting, saying so to Cluster.Logger
+	// (when set) before each; the context ending stops them between two.
 	Migrate bool
 	Cluster *ClusterOptions
 }
@@ -67,7 +69,11 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 		return nil, err
 	}
 	if cfg.Migrate {
-		if err := Migrate(d.OwnerURL); err != nil {
+		var log *slog.Logger
+		if cfg.Cluster != nil {
+			log = cfg.Cluster.Logger
+		}
+		if err := MigrateContext(ctx, d.OwnerURL, log); err != nil {
 			return nil, err
 		}
 	}
