@@ -44,7 +44,7 @@ func (h AccountHandler) ChangePassword(c echo.Context) error {
 
 // setSessionCookie gives the browser the session's cookie, with the flags of sign-in.
 func setSessionCookie(c echo.Context, sess auth.Session, secure bool) {
-	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: sess.Token, Path: "/", HttpOnly: true,
+	c.SetCookie(&http.Cookie{Name: SessionCookieName(c, secure), Value: sess.Token, Path: "/", HttpOnly: true,
 		Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, Expires: sess.ExpiresAt})
 }
 

@@ -39,7 +39,7 @@ func (h SessionHandler) Login(c echo.Context) error {
 	next := safeNext(c.FormValue("next"))
 	req := auth.LoginRequest{Username: username, Password: password, IP: c.RealIP(),
 		UserAgent: c.Request().UserAgent(), RequestID: RequestID(c)}
-	if old, err := c.Cookie(SessionCookie); err == nil {
+	if old, err := c.Cookie(SessionCookieName(c, h.SecureCookies)); err == nil {
 		req.OldSession = old.Value
 	}
 	sess, err := h.Auth.Login(c.Request().Context(), req)
@@ -54,8 +54,7 @@ func (h SessionHandler) Login(c echo.Context) error {
 	case err != nil:
 		return err
 	}
-	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: sess.Token, Path: "/", HttpOnly: true,
-		Secure: secureCookie(c, h.SecureCookies), SameSite: http.SameSiteLaxMode, Expires: sess.ExpiresAt})
+	setSessionCookie(c, sess, h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
@@ -64,7 +63,7 @@ func (h SessionHandler) Logout(c echo.Context) error {
 	if err := h.Auth.Logout(c.Request().Context(), PrincipalOf(c), ActorOf(c)); err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
 		return err
 	}
-	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: "", Path: "/", HttpOnly: true, Secure: secureCookie(c, h.SecureCookies),
+	c.SetCookie(&http.Cookie{Name: SessionCookieName(c, h.SecureCookies), Value: "", Path: "/", HttpOnly: true, Secure: secureCookie(c, h.SecureCookies),
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
 	return c.Redirect(http.StatusSeeOther, "/login?signed_out=1")
 }

@@ -77,6 +77,17 @@ func secureCookie(c echo.Context, always bool) bool {
 	return always || v
 }
 
+// SessionCookieName is the session cookie's name in answer to c: with the __Host-
+// prefix whenever the cookie is Secure, so that a browser refuses one planted by another
+// host under the same domain (a sibling subdomain signing the victim into the planter's
+// account); a cookie without the prefix is then not read either.
+func SessionCookieName(c echo.Context, always bool) string {
+	if secureCookie(c, always) {
+		return "__Host-" + SessionCookie
+	}
+	return SessionCookie
+}
+
 type forwardedOrigin struct{}
 
 // Forwarded is r as the replica that forwarded it served it (a verified replica hop):

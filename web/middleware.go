@@ -182,7 +182,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if BearerOnly(c.Request().URL.Path) {
 			return next(c) // no session cookies here
 		}
-		if ck, err := c.Cookie(handlers.SessionCookie); err == nil && ck.Value != "" {
+		if ck, err := c.Cookie(handlers.SessionCookieName(c, s.deps.SecureCookies)); err == nil && ck.Value != "" {
 			p, err := s.deps.Auth.Authenticate(ctx, ck.Value)
 			switch {
 			case err == nil:

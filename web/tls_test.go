@@ -38,6 +38,9 @@ func signIn(t *testing.T, srv *webtest.Server, c *http.Client, base string, head
 	return out, res.Header.Get("Strict-Transport-Security")
 }
 
+// hostSession is the session cookie's name when it is Secure.
+const hostSession = "__Host-tw_session"
+
 // Cookies are Secure and HSTS is sent whenever the request came over TLS: directly, or
 // through a trusted proxy whose X-Forwarded-Proto says https. The header from anyone
 // else changes nothing.
@@ -56,8 +59,8 @@ func TestSecureCookiesAndHSTSOverTLS(t *testing.T) {
 	// Behind a trusted proxy (the test client is on loopback).
 	proxied := webtest.Start(t, &webtest.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}})
 	ck, hsts = signIn(t, proxied, proxied.Client(t), proxied.URL, map[string]string{https: "https"})
-	if ck["tw_session"] == nil || !ck["tw_session"].Secure || !strings.Contains(hsts, "max-age=") {
-		t.Errorf("trusted proxy over https: session cookie %+v, HSTS %q; want Secure and HSTS", ck["tw_session"], hsts)
+	if ck[hostSession] == nil || !ck[hostSession].Secure || ck[hostSession].Path != "/" || ck[hostSession].Domain != "" || !strings.Contains(hsts, "max-age=") {
+		t.Errorf("trusted proxy over https: session cookie %+v, HSTS %q; want Secure and HSTS", ck[hostSession], hsts)
 	}
 	ck, hsts = signIn(t, proxied, proxied.Client(t), proxied.URL, map[string]string{https: "http"})
 	if ck["tw_session"] == nil || ck["tw_session"].Secure || hsts != "" {
@@ -70,8 +73,22 @@ func TestSecureCookiesAndHSTSOverTLS(t *testing.T) {
 	c := tlsSrv.Client()
 	c.CheckRedirect = noRedirect
 	ck, hsts = signIn(t, plain, c, tlsSrv.URL, nil)
-	if ck["tw_session"] == nil || !ck["tw_session"].Secure || !strings.Contains(hsts, "max-age=") {
-		t.Errorf("direct TLS: session cookie %+v, HSTS %q; want Secure and HSTS", ck["tw_session"], hsts)
+	if ck[hostSession] == nil || !ck[hostSession].Secure || !strings.Contains(hsts, "max-age=") {
+		t.Errorf("direct TLS: session cookie %+v, HSTS %q; want Secure and HSTS", ck[hostSession], hsts)
+	}
+	// Over TLS only the __Host- cookie is read: one without the prefix can be planted by
+	// a sibling host under the same domain, to sign a person into the planter's account.
+	for name, want := range map[string]int{hostSession: http.StatusOK, "tw_session": http.StatusUnauthorized} {
+		req, _ := http.NewRequest(http.MethodGet, tlsSrv.URL+"/api/v1/tokens", nil)
+		req.AddCookie(&http.Cookie{Name: name, Value: ck[hostSession].Value})
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("direct TLS, the session in a cookie named %s: %d, want %d", name, res.StatusCode, want)
+		}
 	}
 	// The flash cookie of a page's form is Secure there too.
 	res, err := c.Get(tlsSrv.URL + "/login")
