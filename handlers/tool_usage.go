@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,23 +18,29 @@ import (
 // usageRanges are the periods of the Usage tab and their bucket sizes. A period of days
 // has a bar a day: a bar that cuts a day reads that day's calls one by one instead of
 // its daily rollup (at 200,000 calls a day, a week of calls on every view).
-var usageRanges = []struct {
-	key, label, bucket string
-	span               time.Duration
-	buckets            int
-}{
+var usageRanges = []usageRange{
 	{"24h", "Last 24 hours", "hour", 24 * time.Hour, 24},
 	{"7d", "Last 7 days", "day", 7 * 24 * time.Hour, 7},
 	{"30d", "Last 30 days", "day", 30 * 24 * time.Hour, 30},
 }
 
+type usageRange struct {
+	key, label, bucket string
+	span               time.Duration
+	buckets            int
+}
+
 func (h ToolPageHandler) toolUsage(ctx context.Context, it tools.Item, rng string) (*views.ToolUsage, error) {
-	r := usageRanges[0]
-	for _, x := range usageRanges {
-		if x.key == rng {
-			r = x
-		}
+	// No range is the first; one that is none of them is refused, as /analytics refuses
+	// a bad period, not shown as another.
+	i := slices.IndexFunc(usageRanges, func(x usageRange) bool { return x.key == rng })
+	switch {
+	case rng == "":
+		i = 0
+	case i < 0:
+		return nil, verr.New("range", "must be 24h, 7d or 30d")
 	}
+	r := usageRanges[i]
 	u := &views.ToolUsage{Range: r.key, RangeLabel: r.label, BucketLabel: r.bucket}
 	for _, x := range usageRanges {
 		u.Ranges = append(u.Ranges, views.ToolLink{Key: x.key, Label: strings.TrimPrefix(x.label, "Last "),

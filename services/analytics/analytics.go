@@ -15,8 +15,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -42,11 +45,30 @@ const (
 	MaxPeriod = 366 * 24 * time.Hour
 )
 
+// Limits on reports running at once (ReportBy). A year's report over thousands of
+// tools reads and adds up hundreds of thousands of rollup rows on six of the shared
+// pool's connections: one person gains nothing from a second at once, and a few
+// people's reports must not take the pool from every tool call.
+const (
+	maxReportsPerPerson = 1
+	maxReports          = 2
+	// reportBusyRetry is the Retry-After of a refused report.
+	reportBusyRetry = 30 * time.Second
+)
+
 // Service reads the analytics.
-type Service struct{ pool *pgxpool.Pool }
+type Service struct {
+	pool *pgxpool.Pool
+
+	mu      sync.Mutex
+	running int            // reports running (ReportBy)
+	people  map[string]int // of them, by person (reportPerson)
+	// admitted, when set (tests), runs once a report has its slot and before it reads.
+	admitted func()
+}
 
 // New returns the service.
-func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool, people: map[string]int{}} }
 
 // Period is [From, To).
 type Period struct{ From, To time.Time }
@@ -57,12 +79,21 @@ func LastDays(now time.Time, n int) Period {
 	return Period{From: now.UTC().Truncate(day).Add(-time.Duration(n-1) * day), To: now}
 }
 
-// Check reports a period that is empty, reversed or too long, naming the field.
+// Check reports a period that is empty, reversed or too long, or has an end outside
+// the years 1970 to 9999 in UTC (a report's JSON holds no other), naming the field.
 func (p Period) Check() error {
 	var e verr.Error
+	outside := func(t time.Time) bool { return t.UTC().Year() < 1970 || t.UTC().Year() > 9999 }
 	switch {
 	case p.From.IsZero() || p.To.IsZero():
 		e.Add("from", "a period needs from and to")
+	case outside(p.From) || outside(p.To):
+		if outside(p.From) {
+			e.Add("from", "must be in the years 1970 to 9999 (UTC)")
+		}
+		if outside(p.To) {
+			e.Add("to", "must be in the years 1970 to 9999 (UTC)")
+		}
 	case !p.To.After(p.From):
 		e.Add("to", "must be after from")
 	case p.To.Sub(p.From) > MaxPeriod:
@@ -158,7 +189,58 @@ type Report struct {
 	Recommendations   []Recommendation `json:"recommendations"`
 }
 
-// Report computes the analytics of p (now: the clock of the unused-tool rule).
+// reportPerson is who a report counts against: a person, whether signed in or by one
+// of their tokens; otherwise the actor as named (as audit exports count).
+func reportPerson(a audit.Actor) string {
+	if (a.Kind == audit.ActorUser || a.Kind == audit.ActorToken) && a.ID != "" {
+		return "user:" + a.ID
+	}
+	return a.Kind + ":" + a.Name
+}
+
+// admit takes a slot for a report by actor, or refuses at once (rate limited, with a
+// wait) past the limits; release gives the slot back.
+func (s *Service) admit(actor audit.Actor) (release func(), err error) {
+	who := reportPerson(actor)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.people[who] >= maxReportsPerPerson:
+		return nil, fault.RateLimited("a report of yours is already running: wait for it to finish", reportBusyRetry)
+	case s.running >= maxReports:
+		return nil, fault.RateLimited(fmt.Sprintf("%d reports are running: try again in half a minute", maxReports), reportBusyRetry)
+	}
+	s.running++
+	s.people[who]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.people[who]--; s.people[who] == 0 {
+			delete(s.people, who)
+		}
+		s.running--
+	}, nil
+}
+
+// ReportBy is Report for actor, within the limits on reports running at once: past
+// them it is refused at once as rate limited.
+func (s *Service) ReportBy(ctx context.Context, actor audit.Actor, p Period, now time.Time) (*Report, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	release, err := s.admit(actor)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if s.admitted != nil {
+		s.admitted()
+	}
+	return s.Report(ctx, p, now)
+}
+
+// Report computes the analytics of p (now: the clock of the unused-tool rule), outside
+// the limits of ReportBy.
 func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -220,25 +302,27 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 		slices.SortFunc(rolled, time.Time.Compare)
 	}
 	gaps := gapsAround(rolled, from, to)
-	tools, actors, days := map[string]*group{}, map[string]*group{}, map[string]*group{}
-	var total group
-	into := func(m map[string]*group, k string, g *group) {
-		if m[k] == nil {
-			m[k] = &group{}
+	// days are keyed by their midnight's Unix time.
+	tools, actors, days := map[string]*group{}, map[string]*group{}, map[int64]*group{}
+	dayOf := func(d time.Time) *group {
+		k := d.Unix()
+		if days[k] == nil {
+			days[k] = &group{}
 		}
-		m[k].add(g)
+		return days[k]
 	}
+	var total group
 	for _, gp := range gaps {
 		rs, err := raw(ctx, s.pool, gp[0], gp[1])
 		if err != nil {
 			return err
 		}
-		for _, x := range rs {
-			g := x.group()
-			into(tools, x.tool, g)
-			into(actors, x.actor, g)
-			into(days, x.day.Format(time.DateOnly), g)
-			total.add(g)
+		for i := range rs {
+			x := &rs[i]
+			groupOf(tools, x.tool).addRaw(x)
+			groupOf(actors, x.actor).addRaw(x)
+			dayOf(x.day).addRaw(x)
+			total.addRaw(x)
 		}
 	}
 	if len(rolled) > 0 {
@@ -251,27 +335,30 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 			if err != nil {
 				return fmt.Errorf("analytics: calls: %w", err)
 			}
+			// A year of thousands of tools is hundreds of thousands of rows: each is added
+			// to its groups in place, read from the driver's bytes, allocating nothing of
+			// its own but a group new to the report.
+			var into []*group
 			for rows.Next() {
 				var d time.Time
-				var key string
-				var g group
-				var raw []byte
-				if err := rows.Scan(&d, &key, &g.calls, &g.errors, &raw); err != nil {
+				var key, raw pgtype.DriverBytes
+				var calls, errs int64
+				if err := rows.Scan(&d, &key, &calls, &errs, &raw); err != nil {
 					rows.Close()
 					return fmt.Errorf("analytics: calls: %w", err)
 				}
-				h, err := decodeHist(raw)
-				if err != nil {
-					rows.Close()
-					return err
-				}
-				g.h = *h
 				if t.tools {
-					into(tools, key, &g)
-					into(days, d.UTC().Format(time.DateOnly), &g)
-					total.add(&g)
+					into = append(into[:0], groupOf(tools, []byte(key)), dayOf(d), &total)
 				} else {
-					into(actors, key, &g)
+					into = append(into[:0], groupOf(actors, []byte(key)))
+				}
+				for _, g := range into {
+					g.calls += calls
+					g.errors += errs
+					if err := g.h.addEncoded(raw); err != nil {
+						rows.Close()
+						return err
+					}
 				}
 			}
 			if err := rows.Err(); err != nil {
@@ -293,8 +380,8 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 	for d := from.Truncate(day); d.Before(to); d = d.Add(day) {
 		k := d.Format(time.DateOnly)
 		var g group
-		if days[k] != nil {
-			g = *days[k]
+		if days[d.Unix()] != nil {
+			g = *days[d.Unix()]
 		}
 		r.Days = append(r.Days, row(k, k, stats(&g)))
 	}
@@ -304,7 +391,7 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 	}
 	bySrv := map[string]*group{}
 	for id, sv := range servers {
-		into(bySrv, sv, tools[id])
+		groupOf(bySrv, sv).add(tools[id])
 	}
 	for k, g := range bySrv {
 		r.Servers = append(r.Servers, row(k, "", stats(g)))

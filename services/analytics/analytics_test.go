@@ -39,12 +39,24 @@ func (w world) server(name string) string {
 	return id
 }
 
+// builtin adds the built-in server (its name is reserved to it).
+func (w world) builtin() string {
+	id := uuid.NewString()
+	w.exec(`INSERT INTO mcp_servers (id, name, server_type) VALUES ($1, 'builtin', 'builtin')`, id)
+	return id
+}
+
 // tool adds an enabled tool, enabled since.
 func (w world) tool(server, name string, since time.Time) string {
 	id := uuid.NewString()
 	w.exec(`INSERT INTO mcp_tools (id, server_id, name, definition, definition_hash, status, created_at)
 		VALUES ($1, $2, $3, '{}', 'h', 'enabled', $4)`, id, server, name, since)
 	return id
+}
+
+// level makes tool's level what an administrator set.
+func (w world) level(tool, level string) {
+	w.exec(`UPDATE mcp_tools SET risk_override = $2 WHERE id = $1`, tool, level)
 }
 
 func (w world) user(name string) string {
@@ -78,9 +90,15 @@ func (w world) execution(toolID, tool, level, status, approver string, created t
 // name}), every one at level, approved by approver (its id; "" for policy) after wait.
 func (w world) plan(requester string, steps [][2]string, level, status, approver string, created time.Time, wait time.Duration) {
 	w.t.Helper()
+	w.planFrom(requester, steps, level, "annotations", status, approver, created, wait)
+}
+
+// planFrom is plan with every step's level from source (risk.Source*).
+func (w world) planFrom(requester string, steps [][2]string, level, source, status, approver string, created time.Time, wait time.Duration) {
+	w.t.Helper()
 	var sts []any
 	for _, st := range steps {
-		sts = append(sts, map[string]any{"tool_id": st[0], "tool": st[1], "risk": map[string]any{"level": level}})
+		sts = append(sts, map[string]any{"tool_id": st[0], "tool": st[1], "risk": map[string]any{"level": level, "source": source}})
 	}
 	plan, _ := json.Marshal(map[string]any{"steps": sts})
 	approval, approved := "policy", (*time.Time)(nil)
@@ -113,6 +131,8 @@ func TestReport(t *testing.T) {
 	fresh := w.tool(srvB, "fresh", now.Add(-24*time.Hour)) // unused, but enabled only yesterday
 	deploy := w.tool(srvB, "deploy", long)
 	alice, bob := w.user("alice"), w.user("bob")
+	w.level(deploy, "medium")
+	w.level(flaky, "low")
 
 	day1, day3 := now.Add(-3*24*time.Hour), now.Add(-1*24*time.Hour)
 	w.calls(echo, "alice", day1, 30, 0, 2)
@@ -350,8 +370,10 @@ func TestRolledBackReadIsNoReasonToRaise(t *testing.T) {
 	ctx := context.Background()
 	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	for _, st := range []struct{ tool, source string }{{"builtin__file_operations", "operation"}, {"alpha__flaky", "annotations"}} {
-		plan, _ := json.Marshal(map[string]any{"steps": []any{map[string]any{"tool_id": uuid.NewString(), "tool": st.tool,
+	files, flaky := w.tool(w.builtin(), "file_operations", now.Add(-48*time.Hour)), w.tool(w.server("alpha"), "flaky", now.Add(-48*time.Hour))
+	for _, st := range []struct{ id, tool, source string }{{files, "builtin__file_operations", "operation"}, {flaky, "alpha__flaky", "annotations"}} {
+		w.level(st.id, "low")
+		plan, _ := json.Marshal(map[string]any{"steps": []any{map[string]any{"tool_id": st.id, "tool": st.tool,
 			"risk": map[string]any{"level": "low", "source": st.source}}}})
 		w.exec(`INSERT INTO executions (requester_name, requester_kind, plan, plan_hash, status, risk, approval, created_at)
 			VALUES ('ann', 'user', $1, '\x00', 'rolled_back', 'low', 'policy', $2)`, plan, now.Add(-time.Hour))

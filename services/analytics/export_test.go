@@ -16,3 +16,7 @@ func (s *Service) RollAgain(ctx context.Context, stale []time.Time) (int, error)
 
 // RollDay is rollDay, for the benchmark.
 func (s *Service) RollDay(ctx context.Context, d time.Time) error { return s.rollDay(ctx, d) }
+
+// HoldAdmitted makes f run in every report ReportBy admits, before it reads; set it
+// before the first report.
+func (s *Service) HoldAdmitted(f func()) { s.admitted = f }

@@ -88,14 +88,25 @@ func (h *hist) encode() []byte {
 // decodeHist reads what encode wrote.
 func decodeHist(b []byte) (*hist, error) {
 	var h hist
+	if err := h.addEncoded(b); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// addEncoded adds what encode wrote to h, in place: a report adds up a rollup row's
+// histogram this way without a 2 KB histogram of its own per row. A malformed one
+// leaves h part added to.
+func (h *hist) addEncoded(b []byte) error {
 	prev := -1
 	for len(b) > 0 {
 		k := int(b[0])
 		c, n := binary.Uvarint(b[1:])
 		if k >= histBuckets || k <= prev || n <= 0 || c > math.MaxInt64 {
-			return nil, errors.New("analytics: a rollup histogram is malformed")
+			return errors.New("analytics: a rollup histogram is malformed")
 		}
-		h[k], prev, b = int64(c), k, b[1+n:]
+		h[k] += int64(c)
+		prev, b = k, b[1+n:]
 	}
-	return &h, nil
+	return nil
 }

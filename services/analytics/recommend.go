@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/toolwarden/toolwarden/services/risk"
 )
 
 // The recommendations (Report runs their queries side by side):
@@ -14,8 +16,17 @@ import (
 //     investigate;
 //   - a tool whose step was LOW by the tool's level (not by the operation it named)
 //     and whose execution was rolled back: raise its risk?
-//   - a MEDIUM tool approved QuickApprovals times or more, every time by the same
-//     person within QuickWithin: lower its risk?
+//   - a tool whose step was MEDIUM by the tool's own level (its annotations or an
+//     override: not the operation or the arguments of one call, which a LOW for the
+//     tool would lower for every operation), approved QuickApprovals times or more,
+//     every time by the same person within QuickWithin: lower its risk?
+//
+// The last two hold while the tool exists and its level is still the steps': once it
+// was changed the advice was followed (or overruled).
+
+// levelNow is a plan step's tool's level now (risk.SQL over t, a mcp_tools row, and
+// sv, its server).
+var levelNow = risk.SQL("t.risk_override", "t.annotations", "sv.trusted")
 
 // failing recommends a look at the tools of r that fail often.
 func failing(r *Report) []Recommendation {
@@ -63,8 +74,9 @@ func (s *Service) rolledBackLow(ctx context.Context, p Period, r *Report) error 
 	rows, err := s.pool.Query(ctx, `/* analytics.rolled_back_low */
 		SELECT st->>'tool_id', st->>'tool', count(DISTINCT e.id)
 		FROM executions e, jsonb_array_elements(e.plan->'steps') st
+			JOIN mcp_tools t ON t.id::text = st->>'tool_id' JOIN mcp_servers sv ON sv.id = t.server_id
 		WHERE e.status IN ('rolled_back', 'rollback_failed') AND st->'risk'->>'level' = 'low'
-		  AND st->'risk'->>'source' IS DISTINCT FROM 'operation'
+		  AND st->'risk'->>'source' IS DISTINCT FROM 'operation' AND `+levelNow+` = 'low'
 		  AND e.created_at >= $1 AND e.created_at < $2
 		GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 100`, p.From, p.To)
 	if err != nil {
@@ -94,7 +106,9 @@ func (s *Service) quickMedium(ctx context.Context, p Period, r *Report) error {
 		SELECT st->>'tool_id', st->>'tool', count(DISTINCT e.id), min(e.approver_name),
 			max(extract(epoch FROM e.approved_at - e.created_at))
 		FROM executions e, jsonb_array_elements(e.plan->'steps') st
+			JOIN mcp_tools t ON t.id::text = st->>'tool_id' JOIN mcp_servers sv ON sv.id = t.server_id
 		WHERE e.approval = 'confirm' AND e.approved_at IS NOT NULL AND st->'risk'->>'level' = 'medium'
+		  AND st->'risk'->>'source' IN ('`+risk.SourceAnnotations+`', '`+risk.SourceOverride+`') AND `+levelNow+` = 'medium'
 		  AND e.created_at >= $1 AND e.created_at < $2
 		GROUP BY 1, 2
 		HAVING count(DISTINCT e.id) >= $3 AND count(DISTINCT e.approved_by) = 1

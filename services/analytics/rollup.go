@@ -119,11 +119,23 @@ func raw(ctx context.Context, q querier, from, to time.Time) ([]rawRow, error) {
 	})
 }
 
-func (x rawRow) group() *group {
-	g := &group{calls: x.calls, errors: x.errors}
+// addRaw adds x's calls to g.
+func (g *group) addRaw(x *rawRow) {
+	g.calls += x.calls
+	g.errors += x.errors
 	if x.bucket != nil {
-		g.h[*x.bucket] = x.calls
+		g.h[*x.bucket] += x.calls
 	}
+}
+
+// groupOf is m's group for key, made when new; looking it up by a []byte key (the
+// driver's own bytes of a row) allocates nothing.
+func groupOf[K string | []byte](m map[string]*group, key K) *group {
+	if g := m[string(key)]; g != nil {
+		return g
+	}
+	g := &group{}
+	m[string(key)] = g
 	return g
 }
 
@@ -231,16 +243,9 @@ func rollDayIn(ctx context.Context, tx pgx.Tx, d time.Time) error {
 		return err
 	}
 	tools, actors := map[string]*group{}, map[string]*group{}
-	for _, x := range rows {
-		for _, m := range []struct {
-			m   map[string]*group
-			key string
-		}{{tools, x.tool}, {actors, x.actor}} {
-			if m.m[m.key] == nil {
-				m.m[m.key] = &group{}
-			}
-			m.m[m.key].add(x.group())
-		}
+	for i := range rows {
+		groupOf(tools, rows[i].tool).addRaw(&rows[i])
+		groupOf(actors, rows[i].actor).addRaw(&rows[i])
 	}
 	for _, q := range []string{`DELETE FROM usage_daily_tools WHERE day = $1`, `DELETE FROM usage_daily_actors WHERE day = $1`} {
 		if _, err := tx.Exec(ctx, `/* analytics.rollup */ `+q, d); err != nil {
