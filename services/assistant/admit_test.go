@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/services/auth"
 )
 
@@ -57,5 +59,26 @@ func TestTurnsBounded(t *testing.T) {
 	}
 	if len(s.turns) != 0 {
 		t.Fatalf("the replica keeps %d turns", len(s.turns))
+	}
+}
+
+// A replica answers fewer turns at once on a small pool: each turn holds a connection
+// while its acts take another, so MaxTurns on a pool of 8 would take every connection
+// and wait for a ninth.
+func TestTurnsFollowThePool(t *testing.T) {
+	t.Parallel()
+	for conns, want := range map[int]int{4: 1, 8: 2, 16: 4, 32: MaxTurns, 100: MaxTurns} {
+		cfg, err := pgxpool.ParseConfig(fmt.Sprintf("postgres://u@127.0.0.1:1/db?pool_max_conns=%d", conns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg) // connects lazily: nothing listens there
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cap(New(pool, nil, nil, nil, nil, nil, nil).turns); got != want {
+			t.Errorf("a pool of %d: %d turns at once, want %d", conns, got, want)
+		}
+		pool.Close()
 	}
 }

@@ -71,7 +71,8 @@ type Service struct {
 	connectWaited func(serverID string)
 }
 
-// MaxTurns bounds the turns one replica answers at once; MaxTurnsPerPerson, one person's.
+// MaxTurns bounds the turns one replica answers at once (turnsFor: fewer on a pool of
+// fewer than 32 connections); MaxTurnsPerPerson, one person's.
 const (
 	MaxTurns          = 8
 	MaxTurnsPerPerson = 2
@@ -95,7 +96,17 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 		log = slog.Default()
 	}
 	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
-		turns: make(chan struct{}, MaxTurns), busy: map[string]chan struct{}{}, gate: planner.NewGate(nil)}
+		turns: make(chan struct{}, turnsFor(pool)), busy: map[string]chan struct{}{}, gate: planner.NewGate(nil)}
+}
+
+// turnsFor is how many turns the replica answers at once: MaxTurns, fewer on a small
+// pool. A turn holds a connection for its conversation's row while its acts take
+// another; turns filling the pool would each wait for a connection none gives back.
+func turnsFor(pool *pgxpool.Pool) int {
+	if pool == nil {
+		return MaxTurns
+	}
+	return min(MaxTurns, max(1, int(pool.Config().MaxConns)/4))
 }
 
 // admit reserves a turn for p, waiting up to turnWait for one of theirs and one of the
