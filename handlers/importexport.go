@@ -207,16 +207,39 @@ func (h ImportExportHandler) plan(c echo.Context, name string, data []byte, prun
 }
 
 // deny adds to plan an error for each server whose change the caller may not make
-// (stdio commands: auth.PermServerCommand; trust: auth.PermServerTrust) and names them.
-func (h ImportExportHandler) deny(c echo.Context, plan *registry.Plan) (denied []string) {
-	if !PrincipalOf(c).Can(auth.PermServerCommand) {
+// (stdio commands: auth.PermServerCommand; trust: auth.PermServerTrust; updates and
+// deletions: auth.PermServerEdit and auth.PermServerDelete, as the servers' pages
+// need) and names them.
+func (h ImportExportHandler) deny(c echo.Context, plan *registry.Plan) []string {
+	return denyImport(PrincipalOf(c).Can, plan)
+}
+
+func denyImport(can func(auth.Permission) bool, plan *registry.Plan) (denied []string) {
+	for _, need := range []struct {
+		action, why string
+		perm        auth.Permission
+	}{
+		{registry.PlanUpdate, "updates this server, which needs the permission to edit servers", auth.PermServerEdit},
+		{registry.PlanDelete, "deletes this server (prune), which needs the permission to delete servers", auth.PermServerDelete},
+	} {
+		if can(need.perm) {
+			continue
+		}
+		for _, it := range plan.Items {
+			if it.Action == need.action {
+				denied = append(denied, it.Name)
+				plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: it.Name, Message: need.why})
+			}
+		}
+	}
+	if !can(auth.PermServerCommand) {
 		denied = plan.CommandChanges()
 		for _, n := range denied {
 			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "command",
 				Message: "sets what this stdio server runs on the Toolwarden host (command, args, env or working directory); only administrators can import that"})
 		}
 	}
-	if !PrincipalOf(c).Can(auth.PermServerTrust) {
+	if !can(auth.PermServerTrust) {
 		for _, n := range plan.TrustChanges() {
 			denied = append(denied, n)
 			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "trusted",
@@ -247,15 +270,16 @@ func uploaded(c echo.Context) (string, []byte, error) {
 	if len(content) > maxImportBytes {
 		return "", nil, fmt.Errorf("the pasted text is over %d bytes", maxImportBytes)
 	}
-	name := strings.TrimSpace(c.FormValue("filename"))
-	if name == "" {
-		name = "pasted"
+	name := "pasted"
+	if n := strings.TrimSpace(c.FormValue("filename")); n != "" {
+		name = uploadName(n)
 	}
-	return filepath.Base(name), []byte(content), nil
+	return name, []byte(content), nil
 }
 
-// uploadName is an uploaded file's name made text: the form check sees no file name, and
-// RFC 2231's filename* carries any bytes, which failed the import at its audit row.
+// uploadName is a file's name (uploaded, or given for pasted text or an API body) made
+// text: the form check sees no file name, and RFC 2231's filename* carries any bytes,
+// which failed the import at its audit row.
 func uploadName(name string) string {
 	name = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
@@ -299,11 +323,11 @@ func importBody(c echo.Context) (string, []byte, error) {
 	if len(data) > maxImportBytes {
 		return "", nil, verr.New("body", fmt.Sprintf("must be at most %d bytes", maxImportBytes))
 	}
-	name := c.QueryParam("filename")
-	if name == "" {
-		name = "body"
+	name := "body"
+	if n := c.QueryParam("filename"); n != "" {
+		name = uploadName(n)
 	}
-	return filepath.Base(name), data, nil
+	return name, data, nil
 }
 
 // importRefusal is why a planned import may not go on: the file could not be read, the

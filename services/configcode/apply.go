@@ -123,7 +123,8 @@ var ErrChangedSincePlan = fault.Stale("changed_since_plan", "the configuration c
 // unchanged checks, with imports one at a time, that the tools, categories and settings
 // plan changes or its file lists are still as plan saw them: two imports applied at once
 // each kept the other's values where its own plan saw nothing to change, matching
-// neither file. Servers have their own check (registry's).
+// neither file. A tool's definition counts: an enable is of the definition previewed.
+// Servers have their own check (registry's).
 func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 	if plan.base == nil {
 		return nil
@@ -361,6 +362,8 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 			reason = ft.Override
 		}
 		for _, enable := range moves {
+			// The definition is the one the plan saw: unchanged locked the row and
+			// compared its hash, so no rediscovery slips in before this enable.
 			outs, err := s.tools.SetEnabledTx(ctx, tx, actor, []string{id}, enable, reason, it.override && enable)
 			if err != nil {
 				return err

@@ -123,6 +123,13 @@ func (p *Plan) Digest() string {
 	h := sha256.New()
 	h.Write([]byte(p.Servers.Digest()))
 	h.Write([]byte(p.String()))
+	// The definitions of the tools it changes: a plan enabling a tool whose definition
+	// changed since the preview is another plan.
+	for _, it := range p.Items {
+		if it.Kind == KindTool && it.cur != nil {
+			h.Write([]byte("\x00" + it.Name + "\x00" + it.cur.DefinitionHash))
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -29,6 +29,9 @@ type storedTool struct {
 	Permissions              map[string]bool // username → may use
 	Compensation             *storedCompensation
 	TestCases                map[string]tools.TestCase // by name
+	// DefinitionHash is the definition the plan was made against: an import enables
+	// only the one its plan saw, as the tool page's enable does (tools.CodeStaleDefinition).
+	DefinitionHash string
 }
 
 func (t *storedTool) qualified() string { return toolname.Join(t.Server, t.Name) }
@@ -106,7 +109,8 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 	}
 	byID := map[string]*storedTool{}
 	rows, err = q.Query(ctx, `/* configcode.tools */
-		SELECT t.id::text, s.name, t.name, t.status, COALESCE(t.validation_worst, ''), COALESCE(t.enable_override, ''),
+		SELECT t.id::text, s.name, t.name, t.status, COALESCE(t.validation_worst, ''), COALESCE(t.definition_hash, ''),
+			COALESCE(t.enable_override, ''),
 			COALESCE(t.risk_override, ''),
 			COALESCE(t.timeout_ms, 0), COALESCE(t.rate_limit, 0), COALESCE(c.name, ''),
 			-- In byte order, as tools.NormalizeTags sorts a file's tags: a libc or ICU
@@ -120,7 +124,7 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 	for rows.Next() {
 		t := &storedTool{Permissions: map[string]bool{}, TestCases: map[string]tools.TestCase{}}
 		var raw []byte
-		if err := rows.Scan(&t.ID, &t.Server, &t.Name, &t.Status, &t.ValidationWorst, &t.Override, &t.Risk, &t.TimeoutMS,
+		if err := rows.Scan(&t.ID, &t.Server, &t.Name, &t.Status, &t.ValidationWorst, &t.DefinitionHash, &t.Override, &t.Risk, &t.TimeoutMS,
 			&t.RateLimit, &t.Category, &t.Tags, &raw); err != nil {
 			rows.Close()
 			return fail("tools", err)

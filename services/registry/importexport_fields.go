@@ -88,11 +88,30 @@ func (o *obj) list(key string) []string {
 			o.p.fail(o.server, field, fmt.Sprintf("must be a string, not %s", Describe(item)))
 			continue
 		}
+		if ref := o.p.inputRef(s); ref != "" {
+			// Dropped, it would shift the arguments after it: the server would take the
+			// next one for this one's value.
+			o.p.fail(o.server, field, ref+" is a VS Code input prompt that Toolwarden cannot answer, and leaving the argument out would shift the ones after it: write its value into the file before importing")
+			continue
+		}
 		if s, keep := o.p.expand(o.server, field, s, o.env); keep {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// inputRef is the first VS Code ${input:...} prompt in v, with its description, or "".
+func (p *parser) inputRef(v string) string {
+	for _, r := range refPattern.FindAllStringSubmatch(v, -1) {
+		if id, ok := strings.CutPrefix(r[1], "input:"); ok {
+			if d := p.inputs[id]; d != "" {
+				return fmt.Sprintf("%s (%q)", r[0], d)
+			}
+			return r[0]
+		}
+	}
+	return ""
 }
 
 // secrets reads a map of secret values; null values stay nil ("keep the stored value").
@@ -281,16 +300,10 @@ func (p *parser) expand(server, field, v string, local map[string]bool) (string,
 	if len(refs) == 0 {
 		return v, true
 	}
-	for _, r := range refs {
-		if id, ok := strings.CutPrefix(r[1], "input:"); ok {
-			what := ""
-			if d := p.inputs[id]; d != "" {
-				what = fmt.Sprintf(" (%q)", d)
-			}
-			p.warn(server, field, fmt.Sprintf("%s%s is a VS Code input prompt that Toolwarden cannot answer: the value was dropped; set %s after import",
-				r[0], what, strings.Replace(field, ".", " ", 1)))
-			return "", false
-		}
+	if ref := p.inputRef(v); ref != "" {
+		p.warn(server, field, fmt.Sprintf("%s is a VS Code input prompt that Toolwarden cannot answer: the value was dropped; set %s after import",
+			ref, strings.Replace(field, ".", " ", 1)))
+		return "", false
 	}
 	env := 0
 	for _, r := range refs {

@@ -400,6 +400,13 @@ func (p *parser) native(m map[string]any) {
 // clients reads the MCP client formats (Claude Desktop, .mcp.json, VS Code): a map from
 // name to server. Keys Toolwarden has no use for are ignored, with a warning.
 func (p *parser) clients(m map[string]any, key string) {
+	// Sections of the native format beside a client's servers were dropped unread.
+	native := slices.Compact(slices.Sorted(slices.Values(append([]string{"version", "categories", "tools", "settings"}, p.opts.Sections...))))
+	for _, k := range native {
+		if _, ok := m[k]; ok {
+			p.fail("", k, fmt.Sprintf("is a section of Toolwarden's own format, but this file lists its servers as a client's %s mapping, which does not read it: write servers as a list (version: %d) to import both, or remove %s", key, ConfigVersion, k))
+		}
+	}
 	raw, ok := m[key]
 	if !ok || raw == nil {
 		p.warn("", key, "is missing: the file lists no servers")

@@ -18,7 +18,9 @@ var ErrUploadExpired = errors.New("registry: this import preview expired or is n
 // preview and apply: such files often carry API keys in env, which must never go back to
 // the browser in readable form. The result is bound to the user and expires.
 func (s *Service) SealUpload(userID, filename string, data []byte) (string, error) {
-	plain := strconv.FormatInt(time.Now().Unix(), 10) + "\n" + filename + "\n" + string(data)
+	// The name is length-prefixed (after a '/', which no earlier seal's name began
+	// with): a newline in it must not move the rest of it into the file.
+	plain := strconv.FormatInt(time.Now().Unix(), 10) + "\n/" + strconv.Itoa(len(filename)) + "\n" + filename + string(data)
 	return s.keys.EncryptString(plain, "import/"+userID)
 }
 
@@ -32,10 +34,13 @@ func (s *Service) OpenUpload(userID, sealed string) (filename string, data []byt
 	if !ok {
 		return "", nil, ErrUploadExpired
 	}
-	name, body, ok := strings.Cut(rest, "\n")
+	rest, ok = strings.CutPrefix(rest, "/")
+	size, rest, cut := strings.Cut(rest, "\n")
+	n, nerr := strconv.Atoi(size)
+	ok = ok && cut && nerr == nil && n >= 0 && n <= len(rest)
 	sec, perr := strconv.ParseInt(stamp, 10, 64)
 	if !ok || perr != nil || time.Since(time.Unix(sec, 0)) > uploadTTL {
 		return "", nil, fmt.Errorf("%w (previews last %s)", ErrUploadExpired, uploadTTL)
 	}
-	return name, []byte(body), nil
+	return rest[:n], []byte(rest[n:]), nil
 }
