@@ -111,7 +111,7 @@ func (h ImportExportHandler) ImportApply(c echo.Context) error {
 		status := http.StatusUnprocessableEntity
 		if !plan.HasErrors() {
 			status = http.StatusConflict
-			page.Error = "The servers changed since this file was previewed. This is the plan as it stands now: apply it if it is still what you want."
+			page.Error = "What the file changes (its servers, or the tools it lists) changed since it was previewed. This is the plan as it stands now: apply it if it is still what you want."
 			page.Sealed, page.Digest = c.FormValue("sealed"), plan.Digest()
 		}
 		return render(c, status, views.Import(page))
