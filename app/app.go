@@ -341,7 +341,14 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// While it runs it also settles, within seconds, what another replica killed
 		// mid-step left running.
 		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }, Run: a.Executions.Watch},
-		{Name: "jobs", Run: a.Jobs.Run},
+		// Ready once its first start was tried, so /healthz right after says whether it
+		// works; a queue that could not start keeps trying, and serve starts anyway.
+		{Name: "jobs", Run: a.Jobs.Run, Ready: func(ctx context.Context) error {
+			if err := wait(ctx, a.Jobs.Attempted()); !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			return nil
+		}},
 		{Name: "prune", Scope: Once, Every: cfg.Prune, Job: a.prune},
 		// Finished days' calls are added up for /analytics (services/analytics).
 		{Name: "rollup", Scope: Once, Every: time.Hour, Job: a.rollup},
@@ -380,6 +387,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	do.Logger, do.Local = log, a.Local
 	a.Denials = audit.NewDenials(pool, &do)
 	a.system = system.New(pool, a.DB != nil && a.DB.Cluster != nil).Supervised(a.cluster()).WithBus(a.Bus)
+	if !skipped(cfg.Skip, "jobs") {
+		a.system.WithJobs(a.Jobs)
+	}
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
 		Events: a.Bus, Replicas: a.Replicas, System: a.system, AuditLog: a.AuditLog,
 		Usage: usage.New(pool), Analytics: a.Analytics,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,14 @@ type Queue struct {
 	periodic []*river.PeriodicJob
 	onStop   []func()
 	client   *river.Client[pgx.Tx]
+
+	// Whether River works jobs here, and since when (New: since when it has not), for
+	// /healthz; attempted closes once Run first tried to start it.
+	mu            sync.Mutex
+	started       bool
+	since         time.Time
+	attempted     chan struct{}
+	attemptedOnce sync.Once
 }
 
 // New is an empty queue on pool.
@@ -39,7 +48,64 @@ func New(pool *pgxpool.Pool, log *slog.Logger) *Queue {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Queue{pool: pool, log: log, workers: river.NewWorkers(),
-		queues: map[string]river.QueueConfig{Maintenance: {MaxWorkers: 1}}}
+		queues:    map[string]river.QueueConfig{Maintenance: {MaxWorkers: 1}},
+		since:     time.Now(),
+		attempted: make(chan struct{})}
+}
+
+// Started reports whether the queue works jobs in this process, and since when it has
+// (or has not).
+func (q *Queue) Started() (bool, time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.started, q.since
+}
+
+// Attempted is closed once Run has tried to start the queue, whether or not it started
+// (when it did, Started says so already).
+func (q *Queue) Attempted() <-chan struct{} { return q.attempted }
+
+// start starts River, trying again until it starts (true) or ctx ends (false). A failed
+// Start leaves the client ready for another. The first few failures are logged, then
+// the streak is quiet until it ends.
+func (q *Queue) start(ctx context.Context) bool {
+	const loud = 3
+	wait := 200 * time.Millisecond
+	for failures := 0; ; failures++ {
+		// Jobs inherit Start's context, and River cancels running jobs when it ends:
+		// give it one that does not end with ctx, so a stop lets the running jobs finish.
+		err := q.client.Start(context.WithoutCancel(ctx))
+		if err == nil {
+			q.setStarted(true) // before attempted closes: who waits on it sees it started
+			q.attemptedOnce.Do(func() { close(q.attempted) })
+			if failures > 0 {
+				q.log.Info("jobs: queue started", "failed_attempts", failures)
+			}
+			return true
+		}
+		q.attemptedOnce.Do(func() { close(q.attempted) })
+		if failures < loud {
+			msg := "jobs: queue not started; retrying"
+			if failures == loud-1 {
+				msg = "jobs: queue not started; retrying quietly until it starts"
+			}
+			q.log.Warn(msg, "err", err, "retry_in", wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+func (q *Queue) setStarted(on bool) {
+	q.mu.Lock()
+	q.started, q.since = on, time.Now()
+	q.mu.Unlock()
 }
 
 // Register adds a worker for jobs of kind T. Call it before Open.
@@ -193,16 +259,16 @@ func DiscardDead(ctx context.Context, tx pgx.Tx, kind, key, value string, olderT
 }
 
 // Run works jobs until ctx ends, then lets running jobs finish for up to two minutes
-// before cancelling them.
+// before cancelling them. While River cannot start (its first step is a round trip to
+// the database) Run tries again, backing off from 200 ms to 5 s.
 func (q *Queue) Run(ctx context.Context) error {
 	if err := q.Open(); err != nil {
 		return err
 	}
-	// Jobs inherit Start's context, and River cancels running jobs when it ends: give
-	// it one that does not end with ctx, so a stop lets the running jobs finish.
-	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("jobs: start: %w", err)
+	if !q.start(ctx) {
+		return nil
 	}
+	defer q.setStarted(false)
 	<-ctx.Done()
 	for _, f := range q.onStop {
 		f()

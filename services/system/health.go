@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/jobs"
 )
 
 // Component states in a Health report.
@@ -47,6 +48,13 @@ func (s *Service) WithBus(b *events.Bus) *Service {
 	return s
 }
 
+// WithJobs makes Health report on the job queue q: whether it works jobs in this
+// process (not called: not reported).
+func (s *Service) WithJobs(q *jobs.Queue) *Service {
+	s.jobs = q
+	return s
+}
+
 // Health checks the database (a round trip, at most a second, through the probes' own
 // connections) and, when embedded, what the cluster's supervisor knows, and whether the
 // event bus listens.
@@ -76,6 +84,15 @@ func (s *Service) Health(ctx context.Context) Health {
 			c.Status, c.Problem = Down, "live updates from other replicas are paused: the event listener is not connected"
 		}
 		add("event_bus", c)
+	}
+	if s.jobs != nil {
+		// Other replicas may still work the queued jobs; alone, nothing does.
+		on, since := s.jobs.Started()
+		c := Component{Status: Up, Since: &since}
+		if !on {
+			c.Status, c.Problem = Down, "this replica works no queued jobs: the job queue has not started (its database did not answer); it keeps trying"
+		}
+		add("job_queue", c)
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/jobs"
 )
 
 // Service answers questions about the database.
@@ -18,6 +19,7 @@ type Service struct {
 	embedded bool
 	cluster  *db.Cluster // the embedded cluster Health reports on (Supervised)
 	bus      *events.Bus // the event bus Health reports on (WithBus)
+	jobs     *jobs.Queue // the job queue Health reports on (WithJobs)
 
 	// probes is the health and readiness probes' own small pool (made at the first
 	// probe): with every connection of pool busy, a probe waiting for one would fail
