@@ -283,6 +283,29 @@ var navBadges = map[string]navBadge{
 	"/approvals": {topic: executions.Topic, count: (*Shell).approvalsBadge},
 }
 
+// navTopicPrefix marks a topic a page follows only for a navigation count (NavTopic).
+const navTopicPrefix = "nav:"
+
+// NavTopic is how a page that does not show a badge's topic otherwise names it: its
+// socket is sent the topic's events sampled (web/ws.go), as the count needs only the
+// newest, and every plan's changes reached every open dashboard one write each.
+func NavTopic(topic string) string { return navTopicPrefix + topic }
+
+// NavTopicOf is the topic t follows for a navigation count (NavTopic), when t names
+// one of the badges' topics.
+func NavTopicOf(t string) (string, bool) {
+	topic, ok := strings.CutPrefix(t, navTopicPrefix)
+	if !ok {
+		return "", false
+	}
+	for _, b := range navBadges {
+		if b.topic == topic {
+			return topic, true
+		}
+	}
+	return "", false
+}
+
 // layout builds the shared page frame for the signed-in user.
 func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Layout {
 	p := PrincipalOf(c)
@@ -304,8 +327,9 @@ func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Lay
 	}
 	ctx := c.Request().Context()
 	// A navigation count stays current on every page, so the page follows its topic
-	// too. A page that follows nothing else gets no cursor from its handler: take the
-	// newest event id before counting, so whatever changes in between is replayed.
+	// too (sampled, NavTopic, unless the page shows it). A page that follows nothing
+	// else gets no cursor from its handler: take the newest event id before counting,
+	// so whatever changes in between is replayed.
 	badges := len(allowed) > 0
 	if !badges && d.Events != nil && d.seesNavBadge(p) {
 		last, err := d.Events.LatestID(ctx)
@@ -329,8 +353,8 @@ func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Lay
 				d.Logger.Warn("handlers: navigation count left out", "area", a.href, "err", err)
 			case nb != nil:
 				item.Badge = nb
-				if !slices.Contains(allowed, b.topic) {
-					allowed = append(allowed, b.topic)
+				if nt := NavTopic(b.topic); !slices.Contains(allowed, b.topic) && !slices.Contains(allowed, nt) {
+					allowed = append(allowed, nt)
 				}
 			}
 		}

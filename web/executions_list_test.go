@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
@@ -368,10 +369,10 @@ func TestNavApprovalsCount(t *testing.T) {
 			if _, hidden := link.Find("#nav-approvals-count").Attr("hidden"); hidden {
 				t.Errorf("%s as %s: the count is hidden", path, r)
 			}
-			// Every page follows the executions topic to keep the count current, from a
-			// cursor of its own.
+			// Every page follows the executions topic to keep the count current (sampled,
+			// on a page that shows no executions: nav:executions), from a cursor of its own.
 			topics := strings.Split(doc.Find("[data-topics]").AttrOr("data-topics", ""), ",")
-			if !slices.Contains(topics, executions.Topic) {
+			if !slices.Contains(topics, executions.Topic) && !slices.Contains(topics, handlers.NavTopic(executions.Topic)) {
 				t.Errorf("%s as %s: page follows %v, want the executions topic too", path, r, topics)
 			}
 			if doc.Find("#ws-cursor").AttrOr("data-last-event-id", "0") == "0" {

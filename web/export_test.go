@@ -25,3 +25,9 @@ func ReplayHeldBy(s *Server, userID string) int64 {
 	defer s.hub.replayPersonMu.Unlock()
 	return s.hub.replayByPerson[replayKey(&auth.Principal{User: auth.User{ID: userID}})]
 }
+
+// Renders is how many event fragments s's websocket hub has rendered.
+func Renders(s *Server) int64 { return s.hub.renders.Load() }
+
+// WSSampleKeep is how many of a sampled topic's newest events a socket is sent at once.
+const WSSampleKeep = wsSampleKeep

@@ -51,13 +51,18 @@ const (
 	// wsReplayPersonBytes bounds what one person's replays hold together (replayKey):
 	// their slow sockets held most of wsReplayBudget, and everybody else was asked to reload.
 	wsReplayPersonBytes = wsReplayBudget / 4
-	wsRenderCache       = 512
+	// wsRenderCache keeps more fragments than one replay sends: the cache forgets the
+	// oldest first, so at 512 every replay of more events than that missed on each one,
+	// however many pages replayed the same events.
+	wsRenderCache = 2 * wsMaxReplay
 	// wsRenderCacheBytes bounds the cached fragments by size too (renderedSize): an
 	// execution's page is up to a few MiB, and 512 of them were gigabytes.
 	wsRenderCacheBytes = 64 << 20
 	// The audit log's events reach a page at most every wsSampleEvery, the newest
 	// wsSampleKeep of them in one message: each call announces itself there, and a
 	// thousand open dashboards must not cost a thousand writes per call (issue #21).
+	// So do a navigation count's (handlers.NavTopic), and a replay sends only the
+	// newest wsSampleKeep of each such topic.
 	wsSampleEvery = 250 * time.Millisecond
 	wsSampleKeep  = 16
 	wsBatchCache  = 64
@@ -70,7 +75,8 @@ const (
 	wsPerPerson = 64
 )
 
-// sampledTopics are the topics a socket receives in batches (wsSampleEvery).
+// sampledTopics are the topics a socket receives in batches (wsSampleEvery), besides
+// those it follows only for a navigation count (handlers.NavTopic).
 var sampledTopics = []string{audit.Topic}
 
 // Close codes. 1012/1013 make the htmx ws extension reconnect; 4401 tells our script
@@ -186,8 +192,10 @@ func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayByPerson: map[string]int64{}}
 	h.replayBudget.Store(wsReplayBudget)
 	h.replayPersonShare.Store(wsReplayPersonBytes)
-	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, CheckOrigin: sameOrigin,
-		EnableCompression: true}
+	// Write buffers are pooled: a socket holds one only while it writes, not 8 KiB for
+	// as long as an idle page stays open.
+	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, WriteBufferPool: &sync.Pool{},
+		CheckOrigin: sameOrigin, EnableCompression: true}
 	return h
 }
 
@@ -305,10 +313,18 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		return
 	}
 	var topics, refused []string
+	var whole []string // the topics asked for as themselves, not only for a count
 	runs := 0
 	for _, t := range sub.Subscribe {
+		nav := false
+		if base, ok := handlers.NavTopicOf(t); ok {
+			t, nav = base, true
+		}
 		if t == ApprovalsTopic {
 			t = executions.Topic // the approvals inbox and its count are that topic's
+		}
+		if !nav && !slices.Contains(whole, t) {
+			whole = append(whole, t)
 		}
 		if slices.Contains(topics, t) || slices.Contains(refused, t) {
 			continue
@@ -341,7 +357,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// skipped by id.
 	var sampled []string
 	for _, t := range topics {
-		if slices.Contains(sampledTopics, t) {
+		if slices.Contains(sampledTopics, t) || !slices.Contains(whole, t) {
 			sampled = append(sampled, t)
 		}
 	}
@@ -392,7 +408,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// The replay reads the sessions topic too: a change to this person committed after
 	// the check above is then re-checked (deliver) before the events that follow it,
 	// which the new role may not see, not after them when it arrives on s.C.
-	missed, err := h.replayOf(ctx, last, topics, subscribed, sessionsOnlyForCheck, p.User.ID)
+	missed, tooMany, err := h.replayOf(ctx, last, topics, subscribed, sampled, sessionsOnlyForCheck, p.User.ID)
 	var pruned int64
 	if err == nil {
 		// Read after the replay, so a prune that deleted events before it read is seen.
@@ -414,7 +430,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		last = latest
 		return true
 	}
-	if len(missed) > wsMaxReplay || last < pruned {
+	if tooMany || last < pruned {
 		if !reload() {
 			return
 		}
@@ -785,26 +801,49 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 	return &np, true
 }
 
-// replayOf reads up to wsMaxReplay+1 events a socket missed since last: of subscribed,
-// or, when it follows the sessions topic only for its own checks, of topics and the
-// sessions events about its person alone (other people's sign-ins are not sent, and
-// must not count towards the replay's bound: a quiet page was told to reload after a
-// thousand sign-ins), in id order.
-func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed []string, sessionsOnlyForCheck bool, userID string) ([]events.Event, error) {
-	if !sessionsOnlyForCheck {
-		return h.deps.Events.Since(ctx, last, subscribed, wsMaxReplay+1)
+// replayOf reads the events a socket missed since last, in id order: of the sampled
+// topics the newest wsSampleKeep each, as it would have been sent them live; of the
+// others up to wsMaxReplay+1 (tooMany: more than wsMaxReplay), of subscribed or, when
+// it follows the sessions topic only for its own checks, of topics and the sessions
+// events about its person alone (other people's sign-ins are not sent, and must not
+// count towards the replay's bound: a quiet page was told to reload after a thousand
+// sign-ins).
+func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, sampled []string, sessionsOnlyForCheck bool,
+	userID string) (evs []events.Event, tooMany bool, err error) {
+	// The sampled topics first: ids are handed out in commit order, so the read of the
+	// others that follows has every event of theirs older than the newest read here,
+	// and the cursor never passes one not replayed.
+	for _, t := range sampled {
+		newest, err := h.deps.Events.Newest(ctx, last, t, wsSampleKeep)
+		if err != nil {
+			return nil, false, err
+		}
+		evs = append(evs, newest...)
 	}
-	evs, err := h.deps.Events.Since(ctx, last, topics, wsMaxReplay+1)
-	if err != nil {
-		return nil, err
+	read := subscribed
+	if sessionsOnlyForCheck {
+		read = topics
 	}
-	mine, err := h.deps.Events.SinceAbout(ctx, last, auth.SessionsTopic, userID, wsMaxReplay+1)
-	if err != nil || len(mine) == 0 {
-		return evs, err
+	read = slices.DeleteFunc(slices.Clone(read), func(t string) bool { return slices.Contains(sampled, t) })
+	counted := 0
+	if len(read) > 0 { // none: Since would read every topic
+		more, err := h.deps.Events.Since(ctx, last, read, wsMaxReplay+1)
+		if err != nil {
+			return nil, false, err
+		}
+		counted += len(more)
+		evs = append(evs, more...)
 	}
-	evs = append(evs, mine...)
+	if sessionsOnlyForCheck {
+		mine, err := h.deps.Events.SinceAbout(ctx, last, auth.SessionsTopic, userID, wsMaxReplay+1)
+		if err != nil {
+			return nil, false, err
+		}
+		counted += len(mine)
+		evs = append(evs, mine...)
+	}
 	slices.SortFunc(evs, func(a, b events.Event) int { return cmp.Compare(a.ID, b.ID) })
-	return evs, nil
+	return evs, counted > wsMaxReplay, nil
 }
 
 // aboutUser reports whether a sessions-topic event concerns the given user.
@@ -987,7 +1026,8 @@ func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.Prepare
 	for _, ev := range evs {
 		key = strconv.AppendInt(append(key, ','), ev.ID, 10)
 	}
-	// Batches are of sampled topics' events (the audit log's), small fragments each.
+	// Batches are of sampled topics' events (the audit log's, a navigation count's),
+	// small fragments each.
 	return cached(ctx, h, h.batches, &h.batchOrder, string(key), "b"+string(key), wsBatchCache, byteLimit[*websocket.PreparedMessage]{},
 		func(ctx context.Context) (*websocket.PreparedMessage, error) {
 			var raw []byte

@@ -22,8 +22,8 @@ import (
 // BusOptions tune a Bus. nil means defaults.
 type BusOptions struct {
 	Logger *slog.Logger
-	// Buffer is each subscription's queue length; a subscriber that falls this far
-	// behind is dropped (its channel closed) rather than blocking everyone.
+	// Buffer is each subscription's queue length (default 256); a subscriber that falls
+	// this far behind is dropped (its channel closed) rather than blocking everyone.
 	Buffer int
 	// Local, when set, is the Local of the pool the bus reads: the bus joins it once it
 	// first listens, until Run ends, so the transactions begun on it have the bus
@@ -167,7 +167,7 @@ type Subscription struct {
 	dropped bool
 	closed  bool
 	// sampled are the topics whose events are held instead of sent on c (the newest
-	// keep of them); lastSent is the id of the last event sent on c. Guarded by bus.mu.
+	// keep of each topic); lastSent is the id of the last event sent on c. Guarded by bus.mu.
 	sampled  []string
 	keep     int
 	held     []Event
@@ -189,7 +189,7 @@ func (b *Bus) Subscribe(topics ...string) *Subscription {
 }
 
 // SubscribeSampled is Subscribe, except that the events of the sampled topics (some of
-// topics) are not sent on C: the subscription holds the newest keep of them until
+// topics) are not sent on C: the subscription holds the newest keep of each until
 // TakeSampled hands them over. A subscriber that shows a busy topic at its own pace (an
 // idle dashboard following the audit log while thousands of calls a second are
 // recorded) then wakes when it chooses, not once per event; what it skips it can read
@@ -333,12 +333,17 @@ func (b *Bus) Run(ctx context.Context) error {
 		}
 	}()
 	var readyOnce sync.Once
-	backoff := 100 * time.Millisecond
+	const firstBackoff = 100 * time.Millisecond
+	backoff := firstBackoff
 	for {
-		err := b.listen(ctx, func() { readyOnce.Do(func() { close(b.ready) }) })
+		listened := false
+		err := b.listen(ctx, func() { listened = true; readyOnce.Do(func() { close(b.ready) }) })
 		if ctx.Err() != nil {
 			b.closeAll()
 			return nil
+		}
+		if listened {
+			backoff = firstBackoff // it doubles over failures in a row only
 		}
 		b.log.Warn("events: listener lost; reconnecting", "err", err, "in", backoff)
 		select {
@@ -541,11 +546,7 @@ func (b *Bus) dispatchLocked(evs []Event) {
 					continue
 				}
 				if s.sampled != nil && slices.Contains(s.sampled, ev.Topic) {
-					if len(s.held) == s.keep {
-						s.held = slices.Delete(s.held, 0, 1)
-					}
-					s.held = append(s.held, ev)
-					s.anyHeld.Store(true)
+					s.holdLocked(ev)
 					continue
 				}
 				select {
@@ -559,6 +560,43 @@ func (b *Bus) dispatchLocked(evs []Event) {
 			}
 		}
 	}
+}
+
+// holdLocked keeps ev among the newest keep held events of its topic: a burst on one
+// sampled topic (the audit log's) must not push out another's newest event (the one
+// that carries the approvals count).
+func (s *Subscription) holdLocked(ev Event) {
+	n, oldest := 0, -1
+	for i := range s.held {
+		if s.held[i].Topic == ev.Topic {
+			if oldest < 0 {
+				oldest = i
+			}
+			n++
+		}
+	}
+	if n >= s.keep {
+		s.held = slices.Delete(s.held, oldest, oldest+1)
+	}
+	s.held = append(s.held, ev)
+	s.anyHeld.Store(true)
+}
+
+// Newest returns the newest limit events of topic after afterID, oldest first: what a
+// socket that samples the topic is replayed of what it missed (one index scan).
+func (b *Bus) Newest(ctx context.Context, afterID int64, topic string, limit int) ([]Event, error) {
+	rows, err := b.pool.Query(ctx, `/* events.Newest */
+		SELECT id, topic, kind, payload, created_at FROM events
+		WHERE topic = $1 AND id > $2 ORDER BY id DESC LIMIT $3`, topic, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("events: newest of %s after %d: %w", topic, afterID, err)
+	}
+	evs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
+	if err != nil {
+		return nil, fmt.Errorf("events: newest of %s after %d: %w", topic, afterID, err)
+	}
+	slices.Reverse(evs)
+	return evs, nil
 }
 
 func (b *Bus) closeAll() {
