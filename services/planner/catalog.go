@@ -13,14 +13,14 @@ import (
 
 // catalog is the tools of one Plan call, indexed for name resolution. What the
 // sentence reading needs of a tool (its words, its parameters) is read on first use
-// and kept, so that each step does not read every tool again.
+// and kept, so that each step does not read every tool again; a schema's reading is
+// kept for later prompts too (schemaCache).
 type catalog struct {
-	tools    []Tool
-	byName   map[string]int   // qualified name → index
-	byBare   map[string][]int // tool name without its server → indexes
-	props    map[int]map[string][]string
-	paramsOf map[int][]param
-	words    map[int]*toolWords
+	tools   []Tool
+	byName  map[string]int      // qualified name → index
+	byBare  map[string][]int    // tool name without its server → indexes
+	schemas map[int]*schemaInfo // shared with other prompts: read only
+	words   map[int]*toolWords
 }
 
 // toolWords are the words of a tool's name, server and description, as norm gives them.
@@ -30,8 +30,8 @@ type toolWords struct {
 }
 
 func newCatalog(tools []Tool) *catalog {
-	c := &catalog{tools: tools, byName: make(map[string]int, len(tools)), byBare: map[string][]int{}, props: map[int]map[string][]string{},
-		paramsOf: map[int][]param{}, words: map[int]*toolWords{}}
+	c := &catalog{tools: tools, byName: make(map[string]int, len(tools)), byBare: map[string][]int{},
+		schemas: map[int]*schemaInfo{}, words: map[int]*toolWords{}}
 	for i, t := range tools {
 		if _, dup := c.byName[t.Name]; dup {
 			continue // the first wins; a caller listing a tool twice means the same tool
@@ -299,24 +299,24 @@ func (c *catalog) wordsOf(i int) *toolWords {
 }
 
 // propTypes returns, for each property of tool i's input schema, the JSON types it
-// accepts (from "type", the members of "anyOf"/"oneOf", or the kinds of an "enum"/"const").
-// A schema that cannot be read gives no types, so every bare value stays a string.
-func (c *catalog) propTypes(i int) map[string][]string {
-	if p, ok := c.props[i]; ok {
-		return p
-	}
+// accepts. The map and its slices are shared with other prompts: read only.
+func (c *catalog) propTypes(i int) map[string][]string { return c.schema(i).types }
+
+// readTypes returns, for each property of a schema, the JSON types it accepts (from
+// "type", the members of "anyOf"/"oneOf", or the kinds of an "enum"/"const"). A schema
+// that cannot be read gives no types, so every bare value stays a string.
+func readTypes(schema []byte) map[string][]string {
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 	}
 	out := map[string][]string{}
-	if json.Unmarshal(c.tools[i].InputSchema, &s) == nil {
+	if json.Unmarshal(schema, &s) == nil {
 		for k, raw := range s.Properties {
 			if ts := typesOf(raw, 0); len(ts) > 0 {
 				out[k] = ts
 			}
 		}
 	}
-	c.props[i] = out
 	return out
 }
 

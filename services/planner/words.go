@@ -492,25 +492,18 @@ type param struct {
 }
 
 // params are tool i's parameters, required ones first, each group in the schema's
-// order; read once per catalogue.
-func (c *catalog) params(i int) []param {
-	if ps, ok := c.paramsOf[i]; ok {
-		return ps
-	}
-	ps := c.readParams(i)
-	c.paramsOf[i] = ps
-	return ps
-}
+// order. They are shared with other prompts: read only.
+func (c *catalog) params(i int) []param { return c.schema(i).params }
 
-func (c *catalog) readParams(i int) []param {
+// readParams reads a schema's parameters; types are its properties' (readTypes).
+func readParams(schema []byte, types map[string][]string) []param {
 	var s struct {
 		Properties json.RawMessage `json:"properties"`
 		Required   []string        `json:"required"`
 	}
-	if json.Unmarshal(c.tools[i].InputSchema, &s) != nil || len(s.Properties) == 0 {
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
 		return nil
 	}
-	types := c.propTypes(i)
 	dec := json.NewDecoder(bytes.NewReader(s.Properties))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil
