@@ -28,6 +28,12 @@ func confined(t *testing.T, c config, cpKey, script string, between func()) stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	return confinedBy(t, spec, script, between)
+}
+
+// confinedBy is confined with the confinement spec given.
+func confinedBy(t *testing.T, spec confine.Spec, script string, between func()) string {
+	t.Helper()
 	cf := confine.New(spec)
 	if d := cf.Describe(); strings.HasPrefix(d, "none") {
 		t.Skip("confinement is not available here: " + d)
@@ -245,4 +251,26 @@ func mustGetwd(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return wd
+}
+
+// TestBuiltinRootHiddenFromServers: a --builtin-root outside the data dir is hidden from
+// stdio servers (and template tools) as from terminals: it holds every conversation's
+// files and the snapshots of their earlier contents.
+func TestBuiltinRootHiddenFromServers(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "conv-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(root, "conv-1", "notes.txt")
+	if err := os.WriteFile(file, []byte("WORKSPACE-SECRET\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, _, err := confinement(config{DataDir: t.TempDir()}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := confinedBy(t, hideBuiltinRoot(spec, root), "cat "+file+" 2>/dev/null; ls -A "+root, func() {}); strings.Contains(got, "WORKSPACE-SECRET") || strings.Contains(got, "conv-1") {
+		t.Fatalf("a confined server reads the built-in root:\n%s", got)
+	}
 }

@@ -158,6 +158,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := builtinRootApart(root, hide.Hide); err != nil {
 		return err
 	}
+	hide = hideBuiltinRoot(hide, root)
 	// Listening comes first: the replica's record says where the others reach it.
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -421,6 +422,14 @@ func terminalLimits(perPerson, most, idle string) (limits, error) {
 		l.idle = -1 // never: 0 is the terminals' default
 	}
 	return l, nil
+}
+
+// hideBuiltinRoot hides the built-in tools' root from stdio servers and template tools
+// too, not only from terminals: a --builtin-root outside the data dir (hidden whole)
+// held every conversation's files and snapshots within their reach.
+func hideBuiltinRoot(spec confine.Spec, root string) confine.Spec {
+	spec.Hide = append(slices.Clip(spec.Hide), root)
+	return spec
 }
 
 // builtinRootApart refuses a built-in root that holds what stdio servers and terminals
