@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
 // keepBuffer is the largest message buffer kept for the next message once a message was
@@ -72,6 +74,38 @@ type process struct {
 	// write fails with it at once, or the writes queued behind it (calls, replies, the
 	// health check's ping) would each wait writeWait in turn before the session is replaced.
 	stalled atomic.Pointer[error]
+	// groupMu guards swept: the server's group is killed once it exited but before it
+	// is reaped (sweepGroup); after that its id (the pid) may name someone else's group.
+	groupMu sync.Mutex
+	swept   bool
+}
+
+// sweepGroup waits until the server has exited, without reaping it, then kills what
+// it left in its process group: while it is an unreaped zombie, its group's id is ours.
+func (p *process) sweepGroup() {
+	pid := p.cmd.Process.Pid
+	var err error
+	for {
+		var info unix.Siginfo
+		if err = unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	p.groupMu.Lock()
+	defer p.groupMu.Unlock()
+	if err == nil {
+		killGroup(pid)
+	}
+	p.swept = true
+}
+
+// killGroup kills the server's process group, unless it was swept already.
+func (p *process) killGroup() {
+	p.groupMu.Lock()
+	defer p.groupMu.Unlock()
+	if !p.swept {
+		killGroup(p.cmd.Process.Pid)
+	}
 }
 
 // Write implements io.Writer: it writes to the server's standard input, giving up
@@ -94,13 +128,17 @@ func (p *process) Write(b []byte) (int, error) {
 
 // Close ends the server the way the MCP specification asks (and the SDK's
 // CommandTransport does): close its standard input and wait; SIGTERM and wait; SIGKILL.
-// It returns once the process has been reaped, so its exit status is known.
+// It returns once the process has been reaped, so its exit status is known, and what it
+// left in its process group has been killed.
 func (p *process) Close() error {
 	// An error here (stdin already closed) must not skip the wait: the process would
 	// stay unreaped and its exit status unknown.
 	_ = p.stdin.Close()
 	res := make(chan error, 1)
-	go func() { res <- p.cmd.Wait() }()
+	go func() {
+		p.sweepGroup()
+		res <- p.cmd.Wait()
+	}()
 	var waitErr error
 	wait := func() bool {
 		t := time.NewTimer(p.terminate)

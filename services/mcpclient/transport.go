@@ -195,9 +195,11 @@ func (e *endpoint) interrupt() {
 func (e *endpoint) cleanup() {
 	e.closeOnce.Do(func() {
 		if e.cmd != nil && e.cmd.Process != nil {
-			// Negative pid: the whole process group. ESRCH (already gone) is fine.
-			// The session reaps the server itself when it closes (process.Close).
-			_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+			// The session reaps the server itself when it closes (process.Close), and
+			// kills its group just before: only a server not reaped yet is killed here.
+			if ct, ok := e.transport.(*commandTransport); ok && ct.proc != nil {
+				ct.proc.killGroup()
+			}
 			if e.untrack != nil {
 				e.untrack(e.cmd.Process.Pid)
 			}
@@ -210,6 +212,17 @@ func (e *endpoint) cleanup() {
 			_ = e.inproc.Close()
 		}
 	})
+}
+
+// groupKillHook, set by tests, is called as a stdio server's group is killed.
+var groupKillHook func(pid int)
+
+// killGroup kills process group pgid; ESRCH (already gone) is fine.
+func killGroup(pgid int) {
+	if groupKillHook != nil {
+		groupKillHook(pgid)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
 // endRequests ends the HTTP requests in flight to the server and refuses new ones.

@@ -8,13 +8,16 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
+	"golang.org/x/sys/unix"
 )
 
 // Result is what one call of a template tool gives: its text and whether it is an
@@ -109,17 +112,38 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 		cmd.Env = []string{}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// The group's id is the command's pid: it names our group only until the command
+	// is reaped (then it may be reused), so every group kill happens before that.
+	var mu sync.Mutex
+	reaped := false
 	// Killing the group stops whatever the command started too; a grandchild holding
 	// the output pipes open must not keep the call waiting either.
-	cmd.Cancel = func() error { return killGroup(cmd) }
+	cmd.Cancel = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if reaped {
+			return os.ErrProcessDone // the group was swept already
+		}
+		return killGroup(cmd)
+	}
 	cmd.WaitDelay = time.Second
 	if rn.opts.Prepare != nil {
 		rn.opts.Prepare(cmd)
 	}
 	start := time.Now()
-	err := cmd.Run()
-	// Whatever the command left running in its group goes with it.
-	_ = killGroup(cmd)
+	err := cmd.Start()
+	if err == nil {
+		// Whatever the command left running in its group goes with it: killed once the
+		// command exited, while it is a zombie not yet reaped (by cmd.Wait).
+		exited := waitExited(cmd.Process.Pid) == nil
+		mu.Lock()
+		if exited {
+			_ = killGroup(cmd)
+		}
+		reaped = true
+		mu.Unlock()
+		err = cmd.Wait()
+	}
 	out := stdout.String()
 	switch {
 	case errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -136,9 +160,26 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 	return Result{Text: out}, stdout.truncated
 }
 
+// waitExited waits until process pid, a child of ours, has exited, without reaping it.
+func waitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// groupKillHook, set by tests, is called as a command's group is killed.
+var groupKillHook func(pid int)
+
 func killGroup(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil
+	}
+	if groupKillHook != nil {
+		groupKillHook(cmd.Process.Pid)
 	}
 	// A negative pid is the process group; ESRCH (already gone) is fine.
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
