@@ -185,9 +185,10 @@ func (c *Confiner) ApplyUntrusted(cmd *exec.Cmd, show ...string) { c.apply(cmd, 
 // its workspace). A directory in show inside that home stays reachable.
 func (c *Confiner) ApplyTerminal(cmd *exec.Cmd, show ...string) { c.apply(cmd, show, false, true) }
 
-// apply confines cmd; scan says whether its command line names directories to keep
-// writable (see given), home whether the user's home directories are hidden too.
-func (c *Confiner) apply(cmd *exec.Cmd, show []string, scan, home bool) {
+// apply confines cmd; trusted says whether an administrator chose its command line,
+// whose directories (see given) and /usr/local (writableInReadOnly) then stay
+// writable, home whether the user's home directories are hidden too.
+func (c *Confiner) apply(cmd *exec.Cmd, show []string, trusted, home bool) {
 	if c == nil || c.spec.Off {
 		return
 	}
@@ -224,8 +225,8 @@ func (c *Confiner) apply(cmd *exec.Cmd, show []string, scan, home bool) {
 		hide = normalize(append(hide, c.homes...))
 	}
 	args := helperArgs(dir, hide, false)
-	if scan {
-		for _, k := range given(dir, cmd.Dir, cmd.Path, rest) {
+	if trusted {
+		for _, k := range append(given(dir, cmd.Dir, cmd.Path, rest), writableInReadOnly...) {
 			args = append(args, "-keep="+k)
 		}
 	}

@@ -20,9 +20,10 @@ import (
 // library, sudoers line or system binary would run unconfined later.
 var readOnlyTrees = []string{"/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/var/spool", "/sys"}
 
-// writableInReadOnly stays writable inside a read-only tree: packages installed
-// globally with npm or pip live there, and a server such as server-memory writes its
-// file next to its own code.
+// writableInReadOnly stays writable inside a read-only tree for a server an
+// administrator configured (Apply): packages installed globally with npm or pip live
+// there, and a server such as server-memory writes its file next to its own code. Not
+// for terminals and template tools: root would later run what they put there.
 var writableInReadOnly = []string{"/usr/local"}
 
 // daemonSockets are hidden when the server runs as root: these daemons do whatever
@@ -74,9 +75,8 @@ func setup(o options) error {
 		if err := noDevicesOutsideDev(); err != nil {
 			return err
 		}
-		keep := append(o.keep, writableInReadOnly...)
 		for _, t := range readOnlyTrees {
-			if err := readOnlyTree(t, keep); err != nil {
+			if err := readOnlyTree(t, o.keep); err != nil {
 				return err
 			}
 		}
