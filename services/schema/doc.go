@@ -23,6 +23,7 @@
 //	hidden_characters         critical       (model-read text)             zero-width, bidi, tag, variation-selector, other format/control
 //	prompt_injection          critical       (model-read text)             instructions aimed at the model (tool poisoning)
 //	secret_request            critical       (model-read text)             asks the model to fetch or pass secrets or credential files
+//	mixed_script              warning        (model-read text)             a word mixing Latin with Cyrillic, Armenian or Cherokee letters, or with Greek look-alikes
 //	input_schema_missing      error          /inputSchema                  absent or null
 //	input_schema_invalid      error          /inputSchema[/...]            not JSON, or does not compile (pointer to the fault)
 //	input_schema_not_object   error          /inputSchema[/type]           root is not {"type": "object"}
@@ -57,7 +58,10 @@
 // # Heuristics
 //
 // The three critical text checks are heuristics tuned for few false
-// positives, because a critical finding blocks a tool: a phrase counts only
+// positives, because a critical finding blocks a tool. The injection and secret
+// rules read the text folded (NFKD, marks dropped, letters of other alphabets
+// that look Latin mapped to it: confusables.go), so one look-alike letter does
+// not hide a phrase from them; findings quote the text as written. A phrase counts only
 // with the context that makes it an order to the model. "Reads a file", "The
 // API key is taken from the server's configuration; never pass it as an
 // argument" and a "pagination token" parameter pass; "Before using this tool,

@@ -471,23 +471,36 @@ func (c *checker) scanText(ptr, what, s string) {
 	injected, asked := false, false
 	for _, t := range texts {
 		for _, sent := range sentences(t) {
+			// The rules read the text as a model does (look-alike letters
+			// folded to Latin); findings quote it as written.
+			folded, at := foldText(sent)
 			if !injected {
-				if why, from, to, ok := injection(sent); ok {
+				if why, from, to, ok := injection(folded); ok {
 					injected = true
+					from, to = unfold(sent, at, from, to)
 					c.add(ptr, "prompt_injection", SeverityCritical, fmt.Sprintf(
 						"%s %s: %q. Text like this is how tool poisoning works; do not enable the tool unless the text is harmless and the server trusted.",
 						what, why, excerpt(sent, from, to, 160)))
 				}
 			}
 			if !asked {
-				if ok, from, to := secretRequest(sent); ok {
+				if ok, from, to := secretRequest(folded); ok {
 					asked = true
+					from, to = unfold(sent, at, from, to)
 					c.add(ptr, "secret_request", SeverityCritical, fmt.Sprintf(
 						"%s asks for secrets or credential files: %q. A tool must never ask the model to fetch or pass credentials; they belong in the server's configuration.",
 						what, excerpt(sent, from, to, 160)))
 				}
 			}
 		}
+	}
+	if ws := mixedWords(h.clean); len(ws) > 0 {
+		msg := fmt.Sprintf("%s mixes alphabets in the word %q (%s U+%04X)", what, truncate(visible(ws[0].word), 64), ws[0].script, ws[0].odd)
+		if len(ws) > 1 {
+			msg += fmt.Sprintf(" and in %d more", len(ws)-1)
+		}
+		c.add(ptr, "mixed_script", SeverityWarning, msg+
+			". Letters that look like Latin ones but are not read one way to a person and another to a model or a filter; write each word in one alphabet.")
 	}
 }
 
