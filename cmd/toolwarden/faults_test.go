@@ -530,6 +530,10 @@ func TestStdioGrandchildrenReapedAfterSIGKILL(t *testing.T) {
 	again.kill(t, syscall.SIGTERM)
 	testkit.WaitFor(t, 10*time.Second, func() bool { return !alive(awayAgain) }, "a clean stop left the grandchild that left the group running")
 	if ents, _ := os.ReadDir(filepath.Join(dir, "run", "stdio")); len(ents) != 0 {
+		for _, e := range ents {
+			b, _ := os.ReadFile(filepath.Join(dir, "run", "stdio", e.Name()))
+			t.Logf("left: %s %s", e.Name(), b)
+		}
 		t.Fatalf("records left after a clean stop: %d", len(ents))
 	}
 	stopLeftoverCluster(t, dir)
