@@ -31,7 +31,8 @@ type terminalMsg struct {
 }
 
 // terminalSocket serves /terminals/:id/ws: the terminal's output from the index
-// ?from= (binary frames), then live; keys from a viewer who may type
+// ?from= (binary frames), then live (a "skipped" message before output that follows
+// bytes a slow socket lost); keys from a viewer who may type
 // (handlers.TerminalAccess and TerminalTyping), refused from a read-only one; a resize from the owner only
 // (handlers.TerminalSizer). Same origin as /ws; the session is checked again as often as
 // /ws checks it (every 30 s), and at once on an event about its person.
@@ -199,7 +200,12 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	defer recheck.Stop()
 	lastCols, lastRows := cols, rows
 	flush := func() bool {
-		data, _, next := t.Output(from)
+		data, at, next := t.Output(from)
+		// The buffer wrapped past from while a write was slow: say what was lost before
+		// the output that follows, so the client's index stays the terminal's.
+		if at > from && writeJSON(map[string]any{"type": "skipped", "from": from, "at": at}) != nil {
+			return false
+		}
 		from = next
 		if len(data) > 0 && write(websocket.BinaryMessage, data) != nil {
 			return false

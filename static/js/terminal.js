@@ -195,6 +195,12 @@
 				if (!sizes && m.cols && m.rows) {
 					term.resize(m.cols, m.rows);
 				}
+			} else if (m.type === "skipped") {
+				// The server's buffer wrapped past what this page had read (it fell behind):
+				// say so, and count on from where the output goes on. CAN ends an escape
+				// sequence the lost bytes left open, so the notice shows as text.
+				term.write("\x18\r\n[" + (m.at - m.from) + " bytes of output were dropped: the page could not keep up]\r\n");
+				next = m.at;
 			} else if (m.type === "size" && !sizes) {
 				term.resize(m.cols, m.rows);
 			} else if (m.type === "exit") {
