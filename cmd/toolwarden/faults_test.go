@@ -485,9 +485,17 @@ func TestStdioGrandchildrenReapedAfterSIGKILL(t *testing.T) {
 		t.Fatalf("the grandchild %d carries no marker", sleepPID)
 	}
 	// The run's record and lock, and the server's group's record.
+	// Whole records only: a record being written is a temporary file (".<id>.json.tmp-…"),
+	// which a SIGKILL then leaves behind, younger than the next run's Cleanup removes.
 	testkit.WaitFor(t, 10*time.Second, func() bool {
 		recs, _ := os.ReadDir(filepath.Join(dir, "run", "stdio"))
-		return len(recs) == 3
+		whole := 0
+		for _, r := range recs {
+			if !strings.HasPrefix(r.Name(), ".") {
+				whole++
+			}
+		}
+		return whole == 3
 	}, "the records of this run and its stdio server were never both written")
 
 	p.kill(t, syscall.SIGKILL)
