@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,12 +80,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 				c.m.log.Warn("mcpclient: discovery progress", "server", c.cfg.Name, "err", perr)
 			}
 		}
-	}, func(name, why string) {
-		// Shown with the run: quoted, so a control character reads as its escape.
-		if d.LeftOut++; len(d.LeftOutNames) < registry.MaxLeftOutNames {
-			d.LeftOutNames = append(d.LeftOutNames, fmt.Sprintf("%s: %s", clipText(strconv.Quote(c.masker.String(name)), maxListedName), why))
-		}
-	})
+	}, leftOut(&d, c.masker))
 	d.Pages = pages
 	if err != nil {
 		err = c.mask(err) // the server's own words may carry its secret (an error page's text)
@@ -100,10 +96,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 		}
 		return registry.DiscoveryResult{}, err
 	}
-	if d.LeftOut > 0 {
-		c.m.log.Warn("mcpclient: discovery left out tools whose names cannot be stored", "server", c.cfg.Name,
-			"count", d.LeftOut, "first", d.LeftOutNames)
-	}
+	logLeftOut(c.m.log, c.cfg.Name, d)
 	d.Tools = tools
 	if s.caps != nil && s.caps.Resources != nil {
 		d.Resources = listResources(ctx, s.cs, lim)
@@ -152,9 +145,23 @@ func refusedList(err error) error {
 		textcheck.Storable(pe.Message))).About("server")
 }
 
-// listTools is listToolsSkipping with the tools left out unreported.
-func listTools(ctx context.Context, cs *mcp.ClientSession, lim listLimits, progress func(pages, tools int)) ([]registry.ToolDef, int, error) {
-	return listToolsSkipping(ctx, cs, lim, progress, nil)
+// leftOut is the skip of listToolsSkipping for discovery d: it counts each tool left out
+// and names the first few, masked by m. They are shown with the run: quoted, so a
+// control character reads as its escape.
+func leftOut(d *registry.Discovery, m *secrets.Masker) func(name, why string) {
+	return func(name, why string) {
+		if d.LeftOut++; len(d.LeftOutNames) < registry.MaxLeftOutNames {
+			d.LeftOutNames = append(d.LeftOutNames, fmt.Sprintf("%s: %s", clipText(strconv.Quote(m.String(name)), maxListedName), why))
+		}
+	}
+}
+
+// logLeftOut logs the tools discovery d of server left out, if any.
+func logLeftOut(log *slog.Logger, server string, d registry.Discovery) {
+	if d.LeftOut > 0 {
+		log.Warn("mcpclient: discovery left out tools whose names cannot be stored", "server", server,
+			"count", d.LeftOut, "first", d.LeftOutNames)
+	}
 }
 
 // listToolsSkipping follows nextCursor to the end. It fails rather than return a
@@ -333,11 +340,16 @@ func member(raw []byte, name string) json.RawMessage {
 }
 
 // maskListed hides the server's secret values (its headers, environment, token) in what
-// it says of its resources and prompts, as the gateway does when it passes them on:
-// they are stored, shown on the server's page and in the API. Then it replaces NULs
-// (which PostgreSQL cannot store) and shortens each text (masked first, so a cut cannot
-// leave part of a secret unmasked).
+// it says of its tools, resources and prompts, as the gateway does when it passes them
+// on: they are stored, shown on the server's page and in the API, and tools are listed
+// to agents. For resources and prompts it then replaces NULs (which PostgreSQL cannot
+// store) and shortens each text (masked first, so a cut cannot leave part of a secret
+// unmasked); toolDef already made tools storable. Masking is the same each time, so a
+// tool's definition hash stays the same from one discovery to the next.
 func maskListed(m *secrets.Masker, d *registry.Discovery) {
+	for i := range d.Tools {
+		maskTool(m, &d.Tools[i])
+	}
 	for i := range d.Resources {
 		r := &d.Resources[i]
 		r.URI, r.Name, r.Title, r.Description, r.MIMEType = textcheck.Storable(m.String(r.URI)), textcheck.Storable(m.String(r.Name)), textcheck.Storable(m.String(r.Title)),
@@ -352,6 +364,20 @@ func maskListed(m *secrets.Masker, d *registry.Discovery) {
 		}
 		*p = shortPrompt(*p)
 	}
+}
+
+// maskTool masks t's title, description, schemas, annotations and the whole tool as
+// received. Its name is left: it is what the tool is called, and masking could make two
+// tools one. A tool whose whole holds no secret holds none in its parts (cut from the
+// whole, or encoded from the same values), and is left as it is.
+func maskTool(m *secrets.Masker, t *registry.ToolDef) {
+	raw := m.JSON(t.Raw)
+	if len(raw) > 0 && bytes.Equal(raw, t.Raw) {
+		return
+	}
+	t.Raw = raw
+	t.Title, t.Description = m.String(t.Title), m.String(t.Description)
+	t.InputSchema, t.OutputSchema, t.Annotations = m.JSON(t.InputSchema), m.JSON(t.OutputSchema), m.JSON(t.Annotations)
 }
 
 // What discovery stores of a server's resources and prompts: they live in its row and

@@ -17,6 +17,14 @@ import (
 // machine's memory.
 const DefaultMaxMessageBytes = 16 << 20
 
+// maxMessageValues bounds the JSON values of one message, counted as the '{', '[' and
+// ',' outside its strings; a message with more is oversized whatever its bytes. The SDK
+// decodes schemas, structured content, _meta and log data into Go maps and slices of 20
+// to 270 bytes a value: 16 MiB of "{}," or "[]," would take 0.35 to 1 GiB, a message
+// within this bound at most about 270 MiB. An ordinary tool list has a value every 12
+// to 25 bytes, a text or a file a few in all.
+const maxMessageValues = 1 << 20
+
 // CodeResultTooLarge is the JSON-RPC error code of the response Toolwarden hands the SDK
 // in place of a response that was larger than the cap. It is in the range JSON-RPC
 // leaves to implementations (-32000 to -32099) and not one the SDK or MCP uses.
@@ -58,10 +66,19 @@ func (l msgLimit) tooLargeText() string {
 		l.server, formatSize(int64(l.max)))
 }
 
+// tooManyText is the error message of an answer dropped for its values.
+func (l msgLimit) tooManyText() string {
+	return fmt.Sprintf("result too large: %s sent more than %d JSON values in one message; ask for less",
+		l.server, maxMessageValues)
+}
+
 // errorResponse is the JSON-RPC error response for request id (raw JSON) that takes the
 // place of an oversized response.
-func (l msgLimit) errorResponse(id []byte) []byte {
-	msg, _ := json.Marshal(l.tooLargeText())
+func (l msgLimit) errorResponse(id []byte) []byte { return l.errorWith(id, l.tooLargeText()) }
+
+// errorWith is errorResponse with the message text.
+func (l msgLimit) errorWith(id []byte, text string) []byte {
+	msg, _ := json.Marshal(text)
 	out := make([]byte, 0, 96+len(id)+len(msg))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
@@ -77,21 +94,25 @@ func (l msgLimit) errorResponse(id []byte) []byte {
 // It logs either way.
 func (l msgLimit) dropped(s *scanner, seen int64) []byte {
 	if id, ok := s.responseID(); ok {
-		return l.replaced(id, seen)
+		return l.replaced(id, seen, s.tooMany())
 	}
 	what := "unknown"
 	if s.method.set {
 		what = string(s.method.bytes())
 	}
 	l.log.Warn("mcpclient: dropped an oversized message from the server", "server", l.server, "method", what,
-		"bytes_at_least", seen, "max_bytes", l.max)
+		"bytes_at_least", seen, "max_bytes", l.max, "too_many_values", s.tooMany())
 	return nil
 }
 
-// replaced logs an oversized response to request id and returns its replacement.
-func (l msgLimit) replaced(id []byte, seen int64) []byte {
+// replaced logs an oversized response to request id (too many values, or too many
+// bytes) and returns its replacement.
+func (l msgLimit) replaced(id []byte, seen int64, values bool) []byte {
 	l.log.Warn("mcpclient: answered an oversized response with result_too_large", "server", l.server,
-		"id", string(id), "bytes_at_least", seen, "max_bytes", l.max)
+		"id", string(id), "bytes_at_least", seen, "max_bytes", l.max, "too_many_values", values)
+	if values {
+		return l.errorWith(id, l.tooManyText())
+	}
 	return l.errorResponse(id)
 }
 
@@ -123,8 +144,8 @@ func growTo(b []byte, n, limit int) []byte {
 }
 
 // scanner follows one JSON value byte by byte without building it: far enough to tell
-// where the value ends (strings, escapes and nesting) and to pick out the top-level "id"
-// and "method" of a JSON-RPC message. It does not validate: the SDK decodes every message
+// where the value ends (strings, escapes and nesting), to count its values and to pick
+// out the top-level "id" and "method" of a JSON-RPC message. It does not validate: the SDK decodes every message
 // that is passed on, and an invalid one fails there as it did before. Memory is a few
 // hundred bytes whatever the value's size or depth.
 type scanner struct {
@@ -135,6 +156,7 @@ type scanner struct {
 	inStr   bool
 	esc     bool
 	inBare  bool // in a number or literal (true, false, null)
+	values  int  // '{', '[' and ',' so far: about the values inside the top one
 
 	// In the top-level object (depth 1, top '{'):
 	wantKey   bool // the next string is a key
@@ -180,6 +202,9 @@ func (c *capture) add(p []byte) {
 func (c *capture) bytes() []byte { return c.b[:c.n] }
 
 func (s *scanner) reset() { *s = scanner{} }
+
+// tooMany reports whether the value holds more than maxMessageValues values so far.
+func (s *scanner) tooMany() bool { return s.values > maxMessageValues }
 
 // responseID returns the raw JSON id of a scanned response: a top-level object with an
 // id and no method.
@@ -286,6 +311,7 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			s.keep(p[i : i+1])
 		case '{', '[':
 			s.startValue(c)
+			s.values++
 			s.depth++
 			if s.depth == 1 {
 				s.wantKey = c == '{'
@@ -300,6 +326,7 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			if s.depth == 0 {
 				return s.finish(i + 1)
 			}
+			s.values++
 			if s.depth == 1 && s.top == '{' {
 				s.wantKey = true
 			}

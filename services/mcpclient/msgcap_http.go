@@ -17,7 +17,8 @@ import (
 // capTransport caps what an HTTP server sends, in the http.Client the SDK's SSE and
 // streamable transports read through: an SSE stream per event (streams live as long as
 // the session), a JSON body as one message, and any other body (an error page) at the
-// cap too, since the SDK reads those whole.
+// cap too, since the SDK reads those whole. Events and JSON bodies are also held to
+// maxMessageValues.
 type capTransport struct {
 	base http.RoundTripper
 	lim  msgLimit
@@ -118,11 +119,7 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	case "text/event-stream":
 		resp.Body = newEventReader(resp.Body, t.lim)
 	case "application/json":
-		// net/http never reads past a Content-Length, so a declared size within the cap
-		// needs no reader of ours.
-		if resp.ContentLength >= 0 && resp.ContentLength <= int64(t.lim.max) {
-			return resp, nil
-		}
+		// Also with a declared size within the cap: its values must be counted.
 		resp.Body = newJSONBody(resp.Body, t.lim, resp.ContentLength, requestID(r))
 	default:
 		resp.Body = &limitedBody{src: resp.Body, lim: t.lim, left: int64(t.lim.max) + 1}
@@ -217,15 +214,17 @@ func requestID(r *http.Request) func() []byte {
 	}
 }
 
-// jsonBody holds a JSON response body of unknown or too large a size, at most lim.max
-// bytes of it, and hands it on when it ends within the cap. A longer one is replaced by
-// the error response for the request's id; the rest of it is never read.
+// jsonBody holds a JSON response body, at most lim.max bytes of it, scanning it as it
+// comes, and hands it on when it ends within the cap and maxMessageValues. A longer one
+// (or one of more values) is replaced by the error response for the request's id; the
+// rest of it is never read.
 type jsonBody struct {
 	src   io.ReadCloser
 	lim   msgLimit
 	size  int64 // Content-Length, or -1
 	reqID func() []byte
 	buf   []byte
+	scan  scanner // of buf, and of what is read past it when there is no request id
 	out   []byte
 	read  bool // buf is filled (or replaced)
 	err   error
@@ -258,11 +257,21 @@ func (b *jsonBody) fill() {
 		b.tooLarge(b.size)
 		return
 	}
+	// A declared size is all net/http reads, and one byte more of room sees the end.
+	limit := b.lim.max + 1
+	if b.size >= 0 {
+		limit = int(b.size) + 1
+	}
 	for len(b.buf) <= b.lim.max {
-		b.buf = growTo(b.buf, min(32<<10, b.lim.max+1-len(b.buf)), b.lim.max+1)
+		b.buf = growTo(b.buf, min(32<<10, limit-len(b.buf)), limit)
 		b.peak = max(b.peak, cap(b.buf))
-		n, err := b.src.Read(b.buf[len(b.buf):min(cap(b.buf), b.lim.max+1)])
+		n, err := b.src.Read(b.buf[len(b.buf):min(cap(b.buf), limit)])
+		b.scan.feed(b.buf[len(b.buf) : len(b.buf)+n])
 		b.buf = b.buf[:len(b.buf)+n]
+		if b.scan.tooMany() {
+			b.tooLarge(int64(len(b.buf)))
+			return
+		}
 		if errors.Is(err, io.EOF) {
 			b.out, b.err = b.buf, io.EOF
 			return
@@ -275,7 +284,8 @@ func (b *jsonBody) fill() {
 	b.tooLarge(int64(len(b.buf)))
 }
 
-// tooLarge replaces a body that passed the cap (seen bytes of it so far).
+// tooLarge replaces a body that passed the cap or maxMessageValues (seen bytes of it so
+// far, all scanned).
 func (b *jsonBody) tooLarge(seen int64) {
 	b.err = io.EOF
 	var id []byte
@@ -286,12 +296,11 @@ func (b *jsonBody) tooLarge(seen int64) {
 		// The id is known: the rest of the body is not worth reading.
 		b.buf = nil
 		_ = b.src.Close()
-		b.out = b.lim.replaced(id, seen)
+		b.out = b.lim.replaced(id, seen, b.scan.tooMany())
 		return
 	}
 	// No request to go by: scan what the server sent, to its end, for the response's id.
-	var s scanner
-	s.feed(b.buf)
+	s := &b.scan
 	b.buf = nil
 	chunk := make([]byte, 32<<10)
 	for !s.done {
@@ -302,9 +311,13 @@ func (b *jsonBody) tooLarge(seen int64) {
 			break
 		}
 	}
-	b.out = b.lim.dropped(&s, seen)
+	b.out = b.lim.dropped(s, seen)
 	if b.out == nil {
-		b.err = fmt.Errorf("mcpclient: %s", b.lim.tooLargeText())
+		text := b.lim.tooLargeText()
+		if s.tooMany() {
+			text = b.lim.tooManyText()
+		}
+		b.err = fmt.Errorf("mcpclient: %s", text)
 	}
 }
 
@@ -354,10 +367,11 @@ const (
 )
 
 // eventReader passes an SSE stream on one event at a time, holding at most the cap of
-// an event's data (and eventSlack more of its other lines). An event that grows past
-// that is scanned to its end without being kept: a response becomes an event carrying
-// the error response for its id, anything else is dropped. The stream itself goes on,
-// and so does the session. Comments and fields the SDK ignores are dropped as they come,
+// an event's data (and eventSlack more of its other lines). Every event's data is
+// scanned as it comes; an event that grows past the cap, or whose data holds more than
+// maxMessageValues values, is scanned to its end without being kept: a response
+// becomes an event carrying the error response for its id, anything else is dropped.
+// The stream itself goes on, and so does the session. Comments and fields the SDK ignores are dropped as they come,
 // at any length. Lines are passed on as "field:value", which the SDK reads as the
 // original.
 type eventReader struct {
@@ -369,13 +383,13 @@ type eventReader struct {
 	kind   lineKind // of the current line
 	heldCR int      // carriage returns that ended a piece: part of the line unless "\n" follows
 
-	ev        []byte // the event's kept lines
-	dataLines int    // data lines of the event so far
-	dataBytes int    // the message so far: data values and the newlines that join them
-	over      bool   // the event passed the cap: scanned, not kept
-	seen      int64  // bytes of the message, once it is scanned
-	scan      scanner
-	name, id  capture // the event's "event" and "id" fields, once it is scanned
+	ev        []byte  // the event's kept lines
+	dataLines int     // data lines of the event so far
+	dataBytes int     // the message so far: data values and the newlines that join them
+	over      bool    // the event passed the cap: scanned, not kept
+	seen      int64   // bytes of the event's data so far
+	scan      scanner // of the event's data
+	name, id  capture // the event's "event" and "id" fields, once it passed the cap
 
 	out []byte
 	err error
@@ -487,8 +501,15 @@ func (e *eventReader) startLine(first []byte, whole bool) []byte {
 		return nil
 	}
 	e.kind = kind
+	if e.kind == lineData {
+		if e.dataLines > 0 {
+			e.dataBytes++ // the newline the SDK joins data lines with
+			e.scan.feed([]byte{'\n'})
+		}
+		e.dataLines++
+	}
 	if e.over {
-		e.startScanned()
+		e.startCapture()
 		return value
 	}
 	// The one space after the colon belongs to the field, not to the value.
@@ -497,27 +518,16 @@ func (e *eventReader) startLine(first []byte, whole bool) []byte {
 	if len(value) > 0 && value[0] == ' ' {
 		prefix, value = append(prefix, ' '), value[1:]
 	}
-	if e.kind == lineData {
-		if e.dataLines > 0 {
-			e.dataBytes++ // the newline the SDK joins data lines with
-		}
-		e.dataLines++
-	}
 	if e.dataBytes > e.lim.max || !e.keep(prefix) {
 		e.overflow()
-		e.startScanned()
+		e.startCapture()
 	}
 	return value
 }
 
-// startScanned begins a line of an event being scanned.
-func (e *eventReader) startScanned() {
+// startCapture begins an "event" or "id" line of an event past the cap.
+func (e *eventReader) startCapture() {
 	switch e.kind {
-	case lineData:
-		if e.dataLines > 0 {
-			e.scan.feed([]byte{'\n'})
-		}
-		e.dataLines++
 	case lineEvent:
 		e.name.reset()
 	case lineID:
@@ -530,23 +540,25 @@ func (e *eventReader) add(p []byte) {
 	if e.kind == lineSkip || len(p) == 0 {
 		return
 	}
+	if e.kind == lineData {
+		e.seen += int64(len(p))
+		e.scan.feed(p)
+	}
 	if !e.over {
 		if e.kind == lineData {
 			e.dataBytes += len(p)
 		}
-		if e.dataBytes <= e.lim.max && e.keep(p) {
+		if e.dataBytes <= e.lim.max && !e.scan.tooMany() && e.keep(p) {
 			return
 		}
 		e.overflow()
 	}
-	e.scanned(p)
+	e.capture(p)
 }
 
-func (e *eventReader) scanned(p []byte) {
+// capture takes a piece of an "event" or "id" line of an event past the cap.
+func (e *eventReader) capture(p []byte) {
 	switch e.kind {
-	case lineData:
-		e.seen += int64(len(p))
-		e.scan.feed(p)
 	case lineEvent:
 		e.name.add(p)
 	case lineID:
@@ -574,11 +586,10 @@ func (e *eventReader) endLine() {
 	}
 }
 
-// overflow turns the event into one being scanned: its kept lines go through the scanner
-// (data) or into name and id, and their memory is let go.
+// overflow turns the event into one that is not kept: its kept "event" and "id" lines
+// go into name and id (its data was scanned already), and their memory is let go.
 func (e *eventReader) overflow() {
-	e.over, e.seen, e.dataLines = true, 0, 0
-	e.scan.reset()
+	e.over = true
 	e.name.reset()
 	e.id.reset()
 	kept := e.ev
@@ -589,8 +600,8 @@ func (e *eventReader) overflow() {
 		line, kept, _ = bytes.Cut(kept, []byte{'\n'})
 		name, value, _ := bytes.Cut(line, []byte{':'})
 		e.kind = fieldKinds[string(name)] // only known fields were kept
-		e.startScanned()
-		e.scanned(value)
+		e.startCapture()
+		e.capture(value)
 	}
 	e.kind = cur
 }
@@ -598,6 +609,10 @@ func (e *eventReader) overflow() {
 // dispatch ends the event: it is handed on as kept, replaced, or dropped.
 func (e *eventReader) dispatch() {
 	e.dataLines, e.dataBytes = 0, 0
+	defer func() {
+		e.seen = 0
+		e.scan.reset()
+	}()
 	if e.over {
 		e.over = false
 		if r := e.lim.dropped(&e.scan, e.seen); r != nil {

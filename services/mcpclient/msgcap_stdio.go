@@ -168,9 +168,10 @@ func (p *process) Close() error {
 
 // frameReader passes a stdio server's output on one JSON value at a time, each followed
 // by a newline, as the SDK reads it. A value is held until it is complete, at most
-// lim.max bytes of it; a longer one is scanned to its end without being kept and
-// replaced by what lim.dropped says. So memory stays within the cap (plus the read
-// buffer) whatever the server writes, and the session goes on after an oversized message.
+// lim.max bytes of it; a longer one, or one of more than maxMessageValues values, is
+// scanned to its end without being kept and replaced by what lim.dropped says. So
+// memory stays within the cap (plus the read buffer) whatever the server writes, and
+// the session goes on after an oversized message.
 type frameReader struct {
 	src  io.Reader
 	lim  msgLimit
@@ -235,7 +236,7 @@ func (f *frameReader) step() {
 	f.r += n
 	f.seen += int64(n)
 	if !f.over {
-		if len(f.msg)+n > f.lim.max {
+		if len(f.msg)+n > f.lim.max || f.scan.tooMany() {
 			f.over = true
 			f.msg = nil // the scanner has what it needs from these bytes
 		} else {

@@ -63,10 +63,12 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	s := &session{cs: cs, ep: ep, cancel: stop}
 	defer s.close()
 	lim := listLimits{maxPages: m.opts.MaxPages, timeout: cfg.Timeout}
-	tools, pages, err := listTools(ctx, cs, lim, nil)
+	masker := maskerOf(cfg)
+	tools, pages, err := listToolsSkipping(ctx, cs, lim, nil, leftOut(&d, masker))
 	if err != nil {
 		return fail(err)
 	}
+	logLeftOut(m.log, cfg.Name, d)
 	d.Tools, d.Pages = tools, pages
 	if caps := cs.InitializeResult().Capabilities; caps != nil {
 		if caps.Resources != nil {
@@ -76,7 +78,7 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 			d.Prompts = listPrompts(ctx, cs, lim)
 		}
 	}
-	maskListed(maskerOf(cfg), &d)
+	maskListed(masker, &d)
 	res, err := m.reg.ApplyDiscovery(ctx, id, d)
 	if _, ok := fault.As(err); err != nil && !ok {
 		// As conn.discover: the registry's own refusals record their run themselves.
