@@ -55,7 +55,14 @@ type conn struct {
 	// list_changed asked for and that changed tools; churnEnd is when the last ended.
 	churn     int
 	churnEnd  time.Time
-	churnHeld bool // the pending discovery waits out churnWait: a request joining it does not bring it forward
+	churnHeld bool // the pending discovery waits out churnWait or the budget: a request joining it does not bring it forward
+	// spent: when the newest (at most churnBudget) automatic discoveries that changed
+	// something ended; deferred: the pending discovery waits for the budget, and the
+	// server's page says so. debounceGen names the pending timer, so one cancelled or
+	// replaced after it fired does not run.
+	spent       []time.Time
+	deferred    bool
+	debounceGen uint64
 
 	// refusedRun counts the requests in a row the server's transport refused with a 4xx
 	// (mcp.ErrRequestRefused): one caller's oversized body refuses that request alone,
@@ -125,6 +132,38 @@ func (c *conn) churned(changed bool) {
 		c.churn++
 	}
 	c.churnEnd = time.Now()
+}
+
+// A server may also flip its tools slowly enough to dodge the count above, or flip them
+// and reconnect: every discovery that changes something writes schema versions, history
+// and an audit entry. So at most churnBudget automatic discoveries (on connect, on
+// list_changed) that change something run within churnWindow; past it the next waits
+// until the oldest leaves the window. Real servers change their tools on a deploy or a
+// configuration change, a few times an hour at most even while being developed; a
+// flipping server gets 480 changing runs a day instead of tens of thousands. A person's
+// Discover is neither held nor counted (it is audited).
+const (
+	churnBudget = 20
+	churnWindow = time.Hour
+)
+
+// budgetWait is how long the next automatic discovery must wait for the budget
+// (debounceMu held).
+func (c *conn) budgetWait() time.Duration {
+	if len(c.spent) < churnBudget {
+		return 0
+	}
+	return max(time.Until(c.spent[len(c.spent)-churnBudget].Add(churnWindow)), 0)
+}
+
+// spend records an automatic discovery that changed something.
+func (c *conn) spend() {
+	c.debounceMu.Lock()
+	defer c.debounceMu.Unlock()
+	c.spent = append(c.spent, time.Now())
+	if n := len(c.spent); n > churnBudget {
+		c.spent = append(c.spent[:0], c.spent[n-churnBudget:]...)
+	}
 }
 
 // maxDebounce is how many debounce delays requests may put a discovery off by.
@@ -575,40 +614,93 @@ func (c *conn) requestDiscovery(trigger string) {
 			c.m.log.Warn("mcpclient: the server keeps changing its tools; discovery waits", "server", c.cfg.Name, "wait", w, "runs_in_a_row", c.churn)
 		}
 	}
-	c.debounce = time.AfterFunc(delay, func() {
-		// What a server sends must not end the process: a timer's goroutine has no
-		// other recover.
-		defer func() {
-			if p := recover(); p != nil {
-				c.m.log.Error("mcpclient: discovery failed on what the server sent", "server", c.cfg.Name, "panic", p)
-			}
-		}()
-		c.debounceMu.Lock()
-		trig := c.debounceTrig
-		c.debounce = nil
+	c.debounceGen++
+	gen := c.debounceGen
+	c.debounce = time.AfterFunc(delay, func() { c.discoverDue(gen) })
+}
+
+// discoverDue runs the pending discovery, timer gen's, or puts it off while the budget
+// is spent.
+func (c *conn) discoverDue(gen uint64) {
+	// What a server sends must not end the process: a timer's goroutine has no
+	// other recover.
+	defer func() {
+		if p := recover(); p != nil {
+			c.m.log.Error("mcpclient: discovery failed on what the server sent", "server", c.cfg.Name, "panic", p)
+		}
+	}()
+	c.debounceMu.Lock()
+	if c.debounce == nil || gen != c.debounceGen {
 		c.debounceMu.Unlock()
-		ctx := c.ctx
-		if ctx.Err() != nil {
-			return
-		}
-		// One at a time, and none queued behind a slow one: it runs again when it ends.
-		select {
-		case c.discovering <- struct{}{}:
-		default:
-			c.rediscover.Store(true)
-			return
-		}
+		return // cancelled with its session, or replaced
+	}
+	trig := c.debounceTrig
+	if w := c.budgetWait(); w > 0 {
+		c.debounceGen++
+		gen := c.debounceGen
+		c.debounce = time.AfterFunc(w, func() { c.discoverDue(gen) })
+		c.churnHeld = true
+		record := !c.deferred
+		c.deferred = true
+		c.debounceMu.Unlock()
+		c.deferDiscovery(trig, w, record)
+		return
+	}
+	c.debounce, c.deferred = nil, false
+	c.debounceMu.Unlock()
+	ctx := c.ctx
+	if ctx.Err() != nil {
+		return
+	}
+	// One at a time, and none queued behind a slow one: it runs again when it ends.
+	select {
+	case c.discovering <- struct{}{}:
+	default:
+		c.rediscover.Store(true)
+		return
+	}
+	defer c.discoveryDone()
+	res, err := c.discoverLocked(ctx, trig, audit.System)
+	if err != nil && ctx.Err() == nil {
+		c.m.log.Warn("mcpclient: discovery failed", "server", c.cfg.Name, "trigger", trig, "err", err)
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	changed := err == nil && res.Added+res.Updated+res.Removed > 0
+	// A run that failed counts as one that changed something: a server whose lists
+	// keep failing (changing under the pagination, say) is slowed down the same way.
+	if trig == "list_changed" {
+		c.churned(err != nil || changed)
+	}
+	if changed {
+		c.spend()
+	}
+}
+
+// deferDiscovery says that the discovery trig asked for waits w for the budget: in the
+// log, and (when record is set, once per wait) as a failed run on the server's page.
+func (c *conn) deferDiscovery(trig string, w time.Duration, record bool) {
+	c.m.log.Warn("mcpclient: the server keeps changing its tools; discovery waits", "server", c.cfg.Name, "wait", w,
+		"changing_runs", churnBudget, "within", churnWindow)
+	if !record {
+		return
+	}
+	// Written as a run is, holding the token: run waits for it, so nothing is written
+	// about the server after it stopped.
+	select {
+	case c.discovering <- struct{}{}:
 		defer c.discoveryDone()
-		res, err := c.discoverLocked(ctx, trig, audit.System)
-		if err != nil && ctx.Err() == nil {
-			c.m.log.Warn("mcpclient: discovery failed", "server", c.cfg.Name, "trigger", trig, "err", err)
-		}
-		// A run that failed counts as one that changed something: a server whose lists
-		// keep failing (changing under the pagination, say) is slowed down the same way.
-		if trig == "list_changed" && ctx.Err() == nil {
-			c.churned(err != nil || res.Added+res.Updated+res.Removed > 0)
-		}
-	})
+	case <-c.ctx.Done():
+		return
+	}
+	if c.ctx.Err() != nil {
+		return
+	}
+	at := time.Now().Add(w)
+	c.recordFailure(c.ctx, registry.Discovery{Trigger: trig, Actor: audit.System, StartedAt: time.Now(), Fingerprint: c.cfg.Fingerprint},
+		fmt.Errorf("not run yet: %d discoveries within %d minutes changed the server's tools, the most run automatically; "+
+			"the next runs at %s UTC, or Discover runs one now", churnBudget, int(churnWindow.Minutes()), at.UTC().Format("2006-01-02 15:04:05")))
 }
 
 func (c *conn) cancelDebounce() {

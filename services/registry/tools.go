@@ -603,9 +603,11 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	// Hashing is most of the work for a list that has not changed: on every CPU.
 	parallel(len(list), func(i int) { list[i].hash = DefinitionHash(list[i].def) })
 	needs := make(map[string]bool)
+	var changedIDs, changedHashes []string
 	for _, l := range list {
 		if cur, ok := byName[l.def.Name]; ok && cur.DefinitionHash != l.hash {
 			needs[cur.ID] = true
+			changedIDs, changedHashes = append(changedIDs, cur.ID), append(changedHashes, l.hash)
 		}
 	}
 	for _, cur := range byName {
@@ -614,6 +616,12 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		}
 	}
 	if err := readDefinitions(ctx, tx, slices.Collect(maps.Keys(needs)), byName); err != nil {
+		return res, err
+	}
+	// A changed tool going back to a definition it had before (a server flipping it)
+	// stores its new version without the definition: read through the row that has it.
+	known, err := storedHashes(ctx, tx, changedIDs, changedHashes)
+	if err != nil {
 		return res, err
 	}
 	// The diffs of changed tools, on every CPU too.
@@ -670,7 +678,11 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name, Definition: &stored,
 				VersionMajor: major, VersionMinor: minor, Status: next, Was: cur.Status})
 			written[cur.ID] = true
-			schemaRows = append(schemaRows, []any{uuidArg(cur.ID), int32(major), int32(minor), hash, raw, breaking, json.RawMessage(changesJSON)})
+			var definition any = raw
+			if known[cur.ID+" "+hash] {
+				definition = nil // ToolDefinition reads the tool's row with this hash that stores it
+			}
+			schemaRows = append(schemaRows, []any{uuidArg(cur.ID), int32(major), int32(minor), hash, definition, breaking, json.RawMessage(changesJSON)})
 			if cur.Status != next {
 				reason := fmt.Sprintf("definition changed (v%d.%d → v%d.%d)", cur.VersionMajor, cur.VersionMinor, major, minor)
 				if breaking {
@@ -753,6 +765,24 @@ func parallel(n int, fn func(i int)) {
 // yet: discovery validates it (services/toolstate's automatic path).
 func awaitsValidation(status string) bool {
 	return status == ToolDiscovered || status == ToolUpdating
+}
+
+// storedHashes is which of the tools ids already have a version with the definition
+// hash of the same index in hashes, as "<tool id> <hash>".
+func storedHashes(ctx context.Context, tx pgx.Tx, ids, hashes []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, `/* registry.ApplyDiscovery.storedHashes */
+		SELECT c.id::text || ' ' || c.hash FROM unnest($1::text[]::uuid[], $2::text[]) AS c(id, hash)
+		WHERE EXISTS (SELECT 1 FROM tool_schemas s WHERE s.tool_id = c.id AND s.definition_hash = c.hash)`, ids, hashes)
+	if err != nil {
+		return nil, err
+	}
+	var key string
+	_, err = pgx.ForEachRow(rows, []any{&key}, func() error { out[key] = true; return nil })
+	return out, err
 }
 
 // readDefinitions fills in the stored definitions of the tools with the given ids.
@@ -1031,8 +1061,12 @@ func (s *Service) ToolVersionOf(ctx context.Context, toolID, hash string) (v Too
 // (ErrToolVersionNotFound when it has none).
 func (s *Service) ToolDefinition(ctx context.Context, toolID string, major, minor int) (json.RawMessage, error) {
 	var def json.RawMessage
+	// A version stored without its definition has that of the tool's version with the
+	// same hash that stored it (applyTools).
 	err := s.pool.QueryRow(ctx, `/* registry.ToolDefinition */
-		SELECT definition FROM tool_schemas WHERE tool_id = $1 AND version_major = $2 AND version_minor = $3`,
+		SELECT coalesce(v.definition, (SELECT o.definition FROM tool_schemas o
+			WHERE o.tool_id = v.tool_id AND o.definition_hash = v.definition_hash AND o.definition IS NOT NULL ORDER BY o.id LIMIT 1))
+		FROM tool_schemas v WHERE v.tool_id = $1 AND v.version_major = $2 AND v.version_minor = $3`,
 		toolID, major, minor).Scan(&def)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrToolVersionNotFound
