@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
@@ -83,8 +84,9 @@ type Server struct {
 	closers []func()
 	// editing serializes the edits of one file (read, change, write): two at once
 	// would each write their change over the same original, and one would be lost.
-	// Striped by path, so memory stays bounded. Each stripe is also flocked (lockDir),
-	// since replicas share the root and a mutex holds only in this process.
+	// Striped by path and by file (stripes), so memory stays bounded. Each stripe is
+	// also flocked (lockDir), since replicas share the root and a mutex holds only in
+	// this process.
 	editing [64]sync.Mutex
 	// beforeEditLock, set by tests only, is called as a write is about to take its
 	// paths' edit locks, so a test holding one knows the write waits on it.
@@ -93,6 +95,9 @@ type Server struct {
 	flock func(fd, how int) error
 	// noFlockWarned warns, once, that the root's file system has no flock.
 	noFlockWarned sync.Once
+	// afterEditRead, set by tests only, is called as an edit has read its file and is
+	// about to change it, under the file's edit lock.
+	afterEditRead func()
 	// beforeGrepFile, set by tests only, is called as grep_search is about to match a
 	// file it has read, so a test can cancel the search while it is in a file.
 	beforeGrepFile func()
@@ -118,9 +123,7 @@ func (s *Server) lockEdit(area, rel string) (func(), error) {
 func (s *Server) lockEdits(ts ...target) (func(), error) {
 	var idx []int
 	for _, t := range ts {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(t.area + "\x00" + t.rel))
-		idx = append(idx, int(h.Sum32()%uint32(len(s.editing))))
+		idx = append(idx, s.stripes(t)...)
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx)
@@ -163,6 +166,40 @@ func (s *Server) lockEdits(ts ...target) (func(), error) {
 		files = append(files, f)
 	}
 	return unlock, nil
+}
+
+// stripes are the edit lock stripes of t: its path's, and its file's, so that paths
+// naming one file through a symlinked directory (alias/a.go, src/a.go) share one. The
+// file is its directory's inode and its name, the directory resolved through os.Root
+// (the nearest one that exists, with the rest of the path, for a file not made yet).
+// The path's stripe stays, so two calls naming one path share one even when its
+// directory is made between them. The device is left out: replicas mounting the root
+// see its files' inodes alike but may number the device differently.
+func (s *Server) stripes(t target) []int {
+	stripe := func(key string) int {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(key))
+		return int(h.Sum32() % uint32(len(s.editing)))
+	}
+	idx := []int{stripe(t.area + "\x00" + t.rel)}
+	ar, err := s.openArea(t.area)
+	if err != nil {
+		return idx // the write cannot reach the area either
+	}
+	defer ar.Close()
+	dir, name := filepath.Dir(t.rel), filepath.Base(t.rel)
+	for {
+		if fi, err := ar.Stat(dir); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.IsDir() {
+				idx = append(idx, stripe(fmt.Sprintf("inode %d\x00%s", st.Ino, name)))
+			}
+			return idx
+		}
+		if dir == "." || dir == string(filepath.Separator) {
+			return idx
+		}
+		dir, name = filepath.Dir(dir), filepath.Join(filepath.Base(dir), name)
+	}
 }
 
 // noFlock reports whether err says the file system has no flock, rather than that

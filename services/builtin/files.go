@@ -67,6 +67,11 @@ const (
 	maxGrepLineWork = 1 << 28
 )
 
+// maxWalkEntries bounds the directory entries one file_search or grep_search reads in
+// all: each level's entries are held while the walk is below it, so 256 levels of
+// 100,000 entries (hard links are cheap) held gigabytes. A var so tests can lower it.
+var maxWalkEntries = 1_000_000
+
 // fileOp is the Run of a file operation, with the arguments decoded.
 type fileOp[T any] func(ctx context.Context, s *Server, c Call, in T) (*mcp.CallToolResult, error)
 
@@ -701,20 +706,22 @@ func globRegexp(g string) (*regexp.Regexp, bool, error) {
 	return re, base, nil
 }
 
-// walkCut is what a walk left out: the directories it read only part of, and those
-// past maxWalkDepth or maxWalkPath it did not read (the first of each, and how many).
+// walkCut is what a walk left out: the directories it read only part of, those past
+// maxWalkDepth or maxWalkPath it did not read, and those it read partly or not at all
+// once it had read maxWalkEntries (the first of each, and how many).
 type walkCut struct {
-	wide                 []string
-	deep, long           int
-	firstDeep, firstLong string
+	wide                             []string
+	deep, long, spent                int
+	firstDeep, firstLong, firstSpent string
 }
 
 // walk visits the regular files under dir of c's path p (symlinks are not followed),
 // in order of their names, with their path relative to dir (slash-separated), until
 // visit says stop. Each directory is read in batches, at most maxDirScan of its
-// entries (cut names the directories that had more); it goes at most maxWalkDepth
-// directories down, and not into one whose path is longer than maxWalkPath (cut says
-// which it left); and the walk stops when the call is cancelled or times out.
+// entries (cut names the directories that had more), and maxWalkEntries in all (cut
+// names where it ran out); it goes at most maxWalkDepth directories down, and not into
+// one whose path is longer than maxWalkPath (cut says which it left); and the walk
+// stops when the call is cancelled or times out.
 func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string, d fs.DirEntry) (stop bool)) (t target, cut walkCut, err error) {
 	if p == "" {
 		p = "."
@@ -732,13 +739,24 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 	}
 	stopped := errors.New("stop")
 	all := func(fs.DirEntry) bool { return true }
+	left := maxWalkEntries // entries the walk may still read
+	spent := func(dir string) {
+		if cut.spent++; cut.spent == 1 {
+			cut.firstSpent = dir
+		}
+	}
 	var walkDir func(dir string, depth int) error
 	walkDir = func(dir string, depth int) error {
+		if left <= 0 {
+			spent(dir)
+			return nil
+		}
 		f, err := openNoWait(ar, dir)
 		if err != nil {
 			return nil // unreadable: skipped
 		}
-		ents, _, more, err := firstEntries(ctx, f, maxDirScan, maxDirScan, all)
+		scan := min(maxDirScan, left)
+		ents, read, more, err := firstEntries(ctx, f, scan, scan, all)
 		f.Close()
 		if ctx.Err() != nil {
 			return ctx.Err() // the call timed out or was cancelled: a large tree stops here
@@ -746,8 +764,12 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 		if err != nil {
 			return nil // unreadable: skipped
 		}
-		if more {
+		left -= read // all entries are kept, so all read are counted
+		switch {
+		case more && scan == maxDirScan:
 			cut.wide = append(cut.wide, dir)
+		case more:
+			spent(dir)
 		}
 		for _, d := range ents {
 			if ctx.Err() != nil {
@@ -815,6 +837,18 @@ func cutNoteOf(t target, cut walkCut) string {
 		fmt.Sprintf("are more than %d directories deep", maxWalkDepth))
 	left(cut.long, cut.firstLong, fmt.Sprintf("has a path longer than %d bytes", maxWalkPath),
 		fmt.Sprintf("have paths longer than %d bytes", maxWalkPath))
+	if cut.spent > 0 {
+		what := shownUnder(t, relUnder(start, cut.firstSpent))
+		switch cut.spent {
+		case 1:
+			what += " was"
+		case 2:
+			what += " and 1 other directory after it were"
+		default:
+			what += fmt.Sprintf(" and %d other directories after it were", cut.spent-1)
+		}
+		note += fmt.Sprintf("\n[… the search reads at most %d directory entries in all: %s not fully searched]", maxWalkEntries, what)
+	}
 	return note
 }
 
@@ -1447,13 +1481,15 @@ func tempFile(ar *os.Root, rel string, b []byte, mode fs.FileMode, exact bool) (
 		base = base[:100]
 	}
 	tmp := filepath.Join(filepath.Dir(rel), "."+base+".tw-"+randomID()[:12]+".tmp")
-	f, err := ar.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	f, err := ar.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()) // os.Root takes no setuid: Chmod sets it
 	if err != nil {
 		return "", asPathError("write", rel, err)
 	}
 	_, err = f.Write(b)
 	if err == nil && exact {
-		err = f.Chmod(mode)
+		if err = f.Chmod(mode); err != nil && mode != mode.Perm() {
+			err = f.Chmod(mode.Perm()) // a setuid, setgid or sticky bit refused: a restore notes it
+		}
 	}
 	if err == nil {
 		err = f.Sync()
@@ -1534,6 +1570,9 @@ func edit(ctx context.Context, s *Server, c Call, op, p string, f func(shown str
 	b, mode, err := readText(t, ar)
 	if err != nil {
 		return w.done("", nil, err)
+	}
+	if s.afterEditRead != nil {
+		s.afterEditRead()
 	}
 	// The bytes edited are the ones previewed, or nothing is written.
 	if w.c.Expect != "" && fingerprint(&b) != w.c.Expect {

@@ -26,9 +26,12 @@ type snapEntry struct {
 	Existed bool        `json:"existed"`
 	Dir     bool        `json:"dir,omitempty"`
 	Link    string      `json:"link,omitempty"`
-	Mode    fs.FileMode `json:"mode,omitempty"`
+	Mode    fs.FileMode `json:"mode,omitempty"` // keptMode's bits
 	Blob    string      `json:"blob,omitempty"`
 }
+
+// keptMode are the mode bits a snapshot keeps and a restore sets again.
+const keptMode = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
 type snapManifest struct {
 	ID           string      `json:"id"`
@@ -67,10 +70,12 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 	if !safeName.MatchString(id) {
 		id = randomID()
 	}
-	if err := store.Mkdir(id, 0o700); errors.Is(err, fs.ErrExist) {
+	err = store.Mkdir(id, 0o700)
+	if errors.Is(err, fs.ErrExist) {
 		id += "-" + randomID()[:8]
 		err = store.Mkdir(id, 0o700)
-	} else if err != nil {
+	}
+	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("the snapshot store: %w", err)
 	}
@@ -97,7 +102,7 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 			return err
 		}
 	case fi.IsDir():
-		e.Existed, e.Dir, e.Mode = true, true, fi.Mode().Perm()
+		e.Existed, e.Dir, e.Mode = true, true, fi.Mode()&keptMode
 	case fi.Mode().IsRegular():
 		if fi.Size() > maxFileBytes {
 			return fmt.Errorf("%w: %s is %d bytes, more than the %d a snapshot keeps; it cannot be changed here", errTooBigToKeep, rel, fi.Size(), maxFileBytes)
@@ -106,7 +111,7 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 		if err != nil {
 			return err
 		}
-		e.Existed, e.Mode = true, fi.Mode().Perm()
+		e.Existed, e.Mode = true, fi.Mode()&keptMode
 		e.Blob = fmt.Sprintf("%d.blob", len(sn.m.Entries))
 		if err := sn.store.WriteFile(filepath.Join(sn.m.ID, e.Blob), b, 0o600); err != nil {
 			return err
@@ -262,6 +267,8 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	}
 	defer unlock()
 	var failed []error
+	var dirs []snapEntry
+	var notKept *modeNotKept
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]
 		shown := filepath.Join(e.Area, e.Path)
@@ -269,6 +276,12 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		switch {
 		case err == nil:
 			restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
+			if e.Existed && e.Dir {
+				dirs = append(dirs, e)
+			}
+		case errors.As(err, &notKept):
+			restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
+			notes = append(notes, fmt.Sprintf("%s was restored, but %v", shown, err))
 		case errors.Is(err, errMadeSince):
 			notes = append(notes, fmt.Sprintf("%s was left: the write created this directory, and it holds files made since", shown))
 		case errors.Is(err, errTooBigToKeep):
@@ -277,7 +290,52 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 			failed = append(failed, fmt.Errorf("restoring %s: %w", shown, err))
 		}
 	}
+	// Directories get their modes once every path is back: one without write for its
+	// owner would refuse the paths inside it. In the same order, so the oldest wins.
+	for _, e := range dirs {
+		if err := s.dirMode(w, e); err != nil {
+			notes = append(notes, fmt.Sprintf("%s was restored, but %v", filepath.Join(e.Area, e.Path), err))
+		}
+	}
 	return restored, notes, errors.Join(failed...)
+}
+
+// modeNotKept: a path was put back, but the file system did not take all of its mode
+// (it clears a setgid bit for a group this process is not in, and may refuse setuid).
+type modeNotKept struct{ want, got fs.FileMode }
+
+func (e *modeNotKept) Error() string {
+	return fmt.Sprintf("its mode is %v, not %v as it was (the file system did not take all of it)", e.got, e.want)
+}
+
+// checkMode is a *modeNotKept when what is at rel does not have mode (keptMode's bits).
+func checkMode(ar *os.Root, rel string, mode fs.FileMode) error {
+	fi, err := ar.Lstat(rel)
+	if err != nil {
+		return err
+	}
+	if got := fi.Mode() & keptMode; got != mode&keptMode {
+		return &modeNotKept{want: fi.Mode().Type() | mode&keptMode, got: fi.Mode().Type() | got}
+	}
+	return nil
+}
+
+// dirMode sets restored directory e's mode, if it is still a directory.
+func (s *Server) dirMode(w *write, e snapEntry) error {
+	ar, err := s.openArea(e.Area)
+	if err != nil {
+		return err
+	}
+	defer ar.Close()
+	fi, err := ar.Lstat(e.Path)
+	if err != nil || !fi.IsDir() || fi.Mode()&keptMode == e.Mode&keptMode {
+		return nil // changed since it was put back, or as it was
+	}
+	w.changed = true
+	if err := ar.Chmod(e.Path, e.Mode&keptMode); err != nil {
+		return fmt.Errorf("its mode could not be set: %w", err)
+	}
+	return checkMode(ar, e.Path, e.Mode)
 }
 
 // errMadeSince: a directory the write created is not removed while it holds files.
@@ -328,10 +386,23 @@ func (s *Server) putBack(w *write, store *os.Root, id string, e snapEntry, ar *o
 		}
 		return ar.Remove(e.Path)
 	case e.Dir:
+		// What is there instead goes first, a symlink too (MkdirAll would follow it);
+		// the mode is set once every path is back (restore).
 		if exists && fi.IsDir() {
 			return nil
 		}
-		return ar.MkdirAll(e.Path, e.Mode|0o700)
+		w.changed = true
+		if exists {
+			if err := ar.Remove(e.Path); err != nil {
+				return err
+			}
+		}
+		if dir := filepath.Dir(e.Path); dir != "." {
+			if err := ar.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
+		}
+		return ar.Mkdir(e.Path, 0o700)
 	}
 	var b []byte
 	if e.Link == "" {
@@ -359,7 +430,10 @@ func (s *Server) putBack(w *write, store *os.Root, id string, e snapEntry, ar *o
 	if e.Link != "" {
 		return ar.Symlink(e.Link, e.Path)
 	}
-	return replaceFile(ar, e.Path, b, e.Mode, true)
+	if err := replaceFile(ar, e.Path, b, e.Mode, true); err != nil {
+		return err
+	}
+	return checkMode(ar, e.Path, e.Mode)
 }
 
 // SnapshotRetention is how long a write's snapshot is kept: a failed execution's
