@@ -196,7 +196,7 @@ func IsSecretParam(name string, prop map[string]any) bool {
 // or because the schema marks a secret anywhere in its value (SecretArgNames: a $ref,
 // anyOf/oneOf/allOf, a nested member or array item), as call arguments are masked.
 func SecretParams(inputSchema json.RawMessage) func(name string, prop map[string]any) bool {
-	tops := map[string]bool{} // first tokens, escaped; anyItem covers every member
+	tops := map[string]bool{} // first tokens, escaped; anyItem: members the schema names by no property
 	for _, n := range SecretArgNames(inputSchema) {
 		if !strings.HasPrefix(n, "/") {
 			tops[escapeToken(n)] = true
@@ -205,8 +205,25 @@ func SecretParams(inputSchema json.RawMessage) func(name string, prop map[string
 		tok, _, _ := strings.Cut(n[1:], "/")
 		tops[tok] = true
 	}
+	// A secret under additionalProperties or patternProperties is one place for every
+	// member (anyItem), which masks call arguments safely but would hide every setting.
+	// A setting is a declared property, which additionalProperties never covers: only a
+	// patternProperties key matching its name may (any such key, whatever it marks).
+	var patterns []*regexp.Regexp
+	if tops[anyItem] {
+		var root struct {
+			PatternProperties map[string]json.RawMessage `json:"patternProperties"`
+		}
+		_ = json.Unmarshal(inputSchema, &root)
+		for k := range root.PatternProperties {
+			if re, err := regexp.Compile(k); err == nil {
+				patterns = append(patterns, re)
+			}
+		}
+	}
 	return func(name string, prop map[string]any) bool {
-		return IsSecretParam(name, prop) || tops[escapeToken(name)] || tops[anyItem]
+		return IsSecretParam(name, prop) || tops[escapeToken(name)] ||
+			slices.ContainsFunc(patterns, func(re *regexp.Regexp) bool { return re.MatchString(name) })
 	}
 }
 

@@ -128,3 +128,26 @@ func TestClearValueOfNowSecretParamEncryptedOnSave(t *testing.T) {
 		t.Errorf("resolved: %s", r.Fixed)
 	}
 }
+
+// A secret marked under additionalProperties or patternProperties does not make every
+// setting secret: additionalProperties never covers a declared property, and a
+// patternProperties key covers only the names it matches.
+func TestSecretParamsOfMaps(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		schema string
+		want   map[string]bool
+	}{
+		{`{"type":"object","properties":{"region":{"type":"string"},"url":{"type":"string"}},
+			"additionalProperties":{"type":"string","writeOnly":true}}`, map[string]bool{"region": false, "url": false}},
+		{`{"type":"object","properties":{"region":{"type":"string"},"secret_code":{"type":"string"}},
+			"patternProperties":{"^secret_":{"type":"string","writeOnly":true}}}`, map[string]bool{"region": false, "secret_code": true}},
+	} {
+		is := tools.SecretParams(json.RawMessage(c.schema))
+		for name, want := range c.want {
+			if got := is(name, nil); got != want {
+				t.Errorf("%s in %s: secret %v, want %v", name, c.schema, got, want)
+			}
+		}
+	}
+}
