@@ -51,9 +51,13 @@ type Service struct {
 	// server or discovers tools (seconds each), and holds its turn (not the lock) while
 	// it asks a model: turns are bounded, per replica and per person, so the assistant
 	// cannot take the pool from the rest.
-	turns  chan struct{}
-	busyMu sync.Mutex
-	busy   map[string]chan struct{} // person (user id) → their turns in progress
+	turns chan struct{}
+	// readings bounds the turns that wait on the model to half of turns (the gate's own
+	// bound is the LLM's, shared with plans, and can be more on a small pool), so
+	// messages the built-in reading answers are still served.
+	readings chan struct{}
+	busyMu   sync.Mutex
+	busy     map[string]chan struct{} // person (user id) → their turns in progress
 
 	// A model call is the slowest turn and may be paid for: the replica's are bounded
 	// apart, so messages the rules answer still get turns, and each person's by a rate.
@@ -96,7 +100,8 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 		log = slog.Default()
 	}
 	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
-		turns: make(chan struct{}, turnsFor(pool)), busy: map[string]chan struct{}{}, gate: planner.NewGate(nil)}
+		turns: make(chan struct{}, turnsFor(pool)), readings: make(chan struct{}, max(1, turnsFor(pool)/2)),
+		busy: map[string]chan struct{}{}, gate: planner.NewGate(nil)}
 }
 
 // turnsFor is how many turns the replica answers at once: MaxTurns, fewer on a small
@@ -145,6 +150,13 @@ func (s *Service) admit(ctx context.Context, p *auth.Principal) (release func(),
 // message is refused, not waited on: the turn holds one of the replica's turns
 // meanwhile.
 func (s *Service) askModel(ctx context.Context, p *auth.Principal, said string, cat *Catalogue) (Understanding, bool, error) {
+	select {
+	case s.readings <- struct{}{}:
+		defer func() { <-s.readings }()
+	default:
+		return Understanding{}, false, fault.Unavailable("assistant_busy",
+			"the language model is reading other messages; try again in a moment, or say it in words the assistant knows (\"help\" lists them)")
+	}
 	release, err := s.gate.Enter(p.User.ID)
 	if err != nil {
 		f, _ := fault.As(err)
