@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"sort"
 	"unicode"
 	"unicode/utf8"
 
@@ -47,29 +48,44 @@ var confusables = map[rune]byte{
 // foldText returns s as the injection and secret rules should read it:
 // compatibility-decomposed (NFKD: fullwidth and mathematical letters become
 // plain ones), without combining marks, and with look-alike letters mapped to
-// Latin. at[i] is the byte offset in s of the rune that produced byte i of the
-// result, so a match can be quoted as written; at is nil when s is ASCII and
-// comes back unchanged.
-func foldText(s string) (string, []int) {
+// Latin. The folds map the result back to s (unfold), so a match can be quoted
+// as written; they are nil when s is ASCII and comes back unchanged.
+//
+// Its cost stays near the text's size whatever the text, which an upstream
+// server writes: a decomposition of more than maxFoldRunes runes (U+FDFA is 18)
+// is left as the rune itself (no Latin look-alike needs one), an invalid byte
+// becomes one '?', and the map back holds one entry per non-ASCII rune and per
+// ASCII run after one, not one per byte.
+func foldText(s string) (string, []fold) {
 	if isASCII(s) {
 		return s, nil
 	}
 	out := make([]byte, 0, len(s))
-	at := make([]int, 0, len(s)+1)
+	var folds []fold
 	put := func(c byte, i int) {
 		if c == ' ' && len(out) > 0 && out[len(out)-1] == ' ' {
 			return // "¨" decomposes to a space and a mark
 		}
 		out = append(out, c)
-		at = append(at, i)
 	}
 	for i, r := range s {
 		if r < utf8.RuneSelf {
+			// Copied one to one: a run goes on unless a byte was dropped before it.
+			if n := len(folds); n == 0 || !folds[n-1].run || int(folds[n-1].in)+len(out)-int(folds[n-1].out) != i {
+				folds = append(folds, fold{out: int32(len(out)), in: int32(i), run: true})
+			}
 			put(byte(r), i)
 			continue
 		}
+		folds = append(folds, fold{out: int32(len(out)), in: int32(i)})
+		if r == utf8.RuneError {
+			if _, w := utf8.DecodeRuneInString(s[i:]); w == 1 {
+				put('?', i)
+				continue
+			}
+		}
 		d := decomposition(r)
-		if d == nil {
+		if d == nil || utf8.RuneCount(d) > maxFoldRunes {
 			d = []byte(string(r))
 		}
 		for _, x := range string(d) {
@@ -86,7 +102,31 @@ func foldText(s string) (string, []int) {
 			}
 		}
 	}
-	return string(out), append(at, len(s))
+	return string(out), folds
+}
+
+// maxFoldRunes bounds the decomposition foldText uses: a letter with its marks, or a
+// ligature of two or three letters.
+const maxFoldRunes = 3
+
+// fold maps the folded text from byte out on back to s: to the rune at in, or, in a
+// run of ASCII copied one to one, to in plus the distance from out.
+type fold struct {
+	out, in int32
+	run     bool
+}
+
+// origin is the byte of s that produced byte o of foldText's result.
+func origin(folds []fold, o int) int {
+	i := sort.Search(len(folds), func(i int) bool { return int(folds[i].out) > o }) - 1
+	if i < 0 {
+		return o
+	}
+	f := folds[i]
+	if f.run {
+		return int(f.in) + o - int(f.out)
+	}
+	return int(f.in)
 }
 
 func isASCII(s string) bool {
@@ -114,15 +154,15 @@ func base(r rune) rune {
 }
 
 // unfold maps the byte range [from, to) of foldText's result back to s.
-func unfold(s string, at []int, from, to int) (int, int) {
-	if at == nil {
+func unfold(s string, folds []fold, from, to int) (int, int) {
+	if folds == nil {
 		return from, to
 	}
-	start := at[from]
+	start := origin(folds, from)
 	if to <= from {
 		return start, start
 	}
-	last := at[to-1]
+	last := origin(folds, to-1)
 	_, w := utf8.DecodeRuneInString(s[last:])
 	return start, last + w
 }
