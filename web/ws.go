@@ -810,9 +810,18 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 // sign-ins).
 func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, sampled []string, sessionsOnlyForCheck bool,
 	userID string) (evs []events.Event, tooMany bool, err error) {
-	// The sampled topics first: ids are handed out in commit order, so the read of the
-	// others that follows has every event of theirs older than the newest read here,
-	// and the cursor never passes one not replayed.
+	// The reads below are separate queries: an event committed between two of them would
+	// be replayed by a later one while an earlier one missed an older event, and the
+	// cursor would pass that one (the subscription's copy is then dropped as old). So
+	// every read stops at the newest event committed before them (ids are handed out in
+	// commit order); what comes after arrives live.
+	bound, err := h.deps.Events.LatestID(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		evs = slices.DeleteFunc(evs, func(ev events.Event) bool { return ev.ID > bound })
+	}()
 	for _, t := range sampled {
 		newest, err := h.deps.Events.Newest(ctx, last, t, wsSampleKeep)
 		if err != nil {
