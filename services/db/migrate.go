@@ -126,7 +126,15 @@ func holdMigrationLock(ctx context.Context, sqlDB *sql.DB, log *slog.Logger) err
 		return nil
 	}
 	log.Info("database: waiting for another process's migration to finish")
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1::bigint)`, id); err != nil {
+	// At most migrateWait, as golang-migrate's own wait was: a holder that hangs must
+	// fail this start, saying so, not keep it waiting silently.
+	wctx, cancel := context.WithTimeout(ctx, migrateWait)
+	defer cancel()
+	if _, err := conn.ExecContext(wctx, `SELECT pg_advisory_lock($1::bigint)`, id); err != nil {
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return fmt.Errorf("db: migrate: another process has held the migration lock for %s; is a migration stuck? "+
+				"(pg_locks shows the session holding it)", migrateWait)
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("db: migrate: stopped while waiting for another process's migration, having applied none; "+
 				"they run at the next start: %w", ctx.Err())

@@ -262,6 +262,8 @@ func DiscardDead(ctx context.Context, tx pgx.Tx, kind, key, value string, olderT
 // before cancelling them. While River cannot start (its first step is a round trip to
 // the database) Run tries again, backing off from 200 ms to 5 s.
 func (q *Queue) Run(ctx context.Context) error {
+	// Whatever ends Run, those waiting for its first start attempt are let go.
+	defer q.attemptedOnce.Do(func() { close(q.attempted) })
 	if err := q.Open(); err != nil {
 		return err
 	}
