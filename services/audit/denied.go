@@ -138,9 +138,9 @@ const maxLimitKeys = 100_000
 // callers who are not signed in) are bounded by Total besides, so a flood from many
 // addresses cannot use up what signed-in actors' entries get.
 func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
-	now := l.o.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.o.Now() // under the lock: the rate limiters see times in order
 	k := l.keys[key]
 	if k == nil {
 		if len(l.keys) >= maxLimitKeys {

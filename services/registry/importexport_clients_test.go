@@ -56,4 +56,10 @@ func TestParseClientFormatRefusesNativeSections(t *testing.T) {
 			}
 		}
 	}
+	// Another client's keys of those names, not shaped as Toolwarden's sections (a tools
+	// object of its own), stay ignored.
+	if cfg, err := registry.ParseConfig("settings.json", []byte(`{"mcpServers": {"a": {"command": "a"}}, "tools": {"core": ["x"]}, "version": "2"}`),
+		registry.ParseOptions{Sections: []string{"categories", "tools", "settings"}}); err != nil || len(cfg.Servers) != 1 {
+		t.Errorf("another client's tools object: %v %+v, want its server read and the keys ignored", err, cfg)
+	}
 }

@@ -397,13 +397,31 @@ func (p *parser) native(m map[string]any) {
 	}
 }
 
+// nativeShaped reports whether v under key k of a client's file has the shape of
+// Toolwarden's own section: other clients' files have keys of these names for their
+// own settings (a tools object, say), which stay ignored, with a warning.
+func nativeShaped(k string, v any) bool {
+	switch k {
+	case "version": // a number (JSON's float64, YAML's integers)
+		switch v.(type) {
+		case string, bool, nil, map[string]any, []any:
+			return false
+		}
+		return true
+	case "categories", "tools":
+		_, ok := v.([]any)
+		return ok
+	}
+	return true
+}
+
 // clients reads the MCP client formats (Claude Desktop, .mcp.json, VS Code): a map from
 // name to server. Keys Toolwarden has no use for are ignored, with a warning.
 func (p *parser) clients(m map[string]any, key string) {
 	// Sections of the native format beside a client's servers were dropped unread.
 	native := slices.Compact(slices.Sorted(slices.Values(append([]string{"version", "categories", "tools", "settings"}, p.opts.Sections...))))
 	for _, k := range native {
-		if _, ok := m[k]; ok {
+		if v, ok := m[k]; ok && nativeShaped(k, v) {
 			p.fail("", k, fmt.Sprintf("is a section of Toolwarden's own format, but this file lists its servers as a client's %s mapping, which does not read it: write servers as a list (version: %d) to import both, or remove %s", key, ConfigVersion, k))
 		}
 	}
