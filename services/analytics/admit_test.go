@@ -65,3 +65,30 @@ func TestReportAdmission(t *testing.T) {
 		t.Fatalf("a reversed period: %v, want invalid", err)
 	}
 }
+
+// A person's report waits a moment for their earlier one (a period they clicked away
+// from ends within moments) rather than being refused at once.
+func TestReportWaitsForTheSamePersonsEarlierOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	svc := analytics.New(dbtest.New(t))
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	admitted, release := make(chan struct{}, 4), make(chan struct{})
+	svc.HoldAdmitted(func() { admitted <- struct{}{}; <-release })
+	alice := audit.Actor{Kind: audit.ActorUser, ID: "11111111-1111-1111-1111-111111111111", Name: "alice"}
+	first := make(chan error, 1)
+	go func() { _, err := svc.ReportBy(ctx, alice, analytics.LastDays(now, 30), now); first <- err }()
+	<-admitted
+	waiting := make(chan struct{}, 1)
+	svc.OnWaiting(func() { waiting <- struct{}{} })
+	second := make(chan error, 1)
+	go func() { _, err := svc.ReportBy(ctx, alice, analytics.LastDays(now, 90), now); second <- err }()
+	<-waiting      // the second found the first's slot taken
+	close(release) // and the first ends while it waits
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second report, asked while the first ran: %v, want it served once the first ended", err)
+	}
+}

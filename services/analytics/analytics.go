@@ -52,6 +52,8 @@ const (
 const (
 	maxReportsPerPerson = 1
 	maxReports          = 2
+	// reportSlotWait is how long a report waits for a slot before it is refused.
+	reportSlotWait = 5 * time.Second
 	// reportBusyRetry is the Retry-After of a refused report.
 	reportBusyRetry = 30 * time.Second
 )
@@ -63,8 +65,9 @@ type Service struct {
 	mu      sync.Mutex
 	running int            // reports running (ReportBy)
 	people  map[string]int // of them, by person (reportPerson)
-	// admitted, when set (tests), runs once a report has its slot and before it reads.
-	admitted func()
+	// admitted, when set (tests), runs once a report has its slot and before it reads;
+	// waiting, when a report found no slot free.
+	admitted, waiting func()
 }
 
 // New returns the service.
@@ -228,7 +231,23 @@ func (s *Service) ReportBy(ctx context.Context, actor audit.Actor, p Period, now
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
+	// A person's earlier report may be one they just left (another period clicked): its
+	// request ends and gives its slot back within moments, so wait a little for it.
 	release, err := s.admit(actor)
+	if err != nil && s.waiting != nil {
+		s.waiting()
+	}
+	for wait := time.NewTimer(reportSlotWait); err != nil && fault.Is(err, fault.KindRateLimited); {
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			return nil, ctx.Err()
+		case <-wait.C:
+			return nil, err
+		case <-time.After(50 * time.Millisecond):
+			release, err = s.admit(actor)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -20,3 +20,6 @@ func (s *Service) RollDay(ctx context.Context, d time.Time) error { return s.rol
 // HoldAdmitted makes f run in every report ReportBy admits, before it reads; set it
 // before the first report.
 func (s *Service) HoldAdmitted(f func()) { s.admitted = f }
+
+// OnWaiting makes f run when a report finds no slot free; set it before the first report.
+func (s *Service) OnWaiting(f func()) { s.waiting = f }
