@@ -31,6 +31,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolwarden/toolwarden/internal/atomicfile"
 )
 
@@ -301,4 +303,17 @@ func Cleanup(dir, name, keep string) (int, error) {
 		_ = os.Remove(p)
 	}
 	return killed, nil
+}
+
+// WaitExited waits until pid, a child of this process, has exited, without reaping it:
+// while it is an unreaped zombie its pid, and so its process group's id, cannot name
+// another process, and the group can be killed safely.
+func WaitExited(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }

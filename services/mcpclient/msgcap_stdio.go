@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
+
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 )
 
 // keepBuffer is the largest message buffer kept for the next message once a message was
@@ -84,13 +85,7 @@ type process struct {
 // it left in its process group: while it is an unreaped zombie, its group's id is ours.
 func (p *process) sweepGroup() {
 	pid := p.cmd.Process.Pid
-	var err error
-	for {
-		var info unix.Siginfo
-		if err = unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
+	err := proctrack.WaitExited(pid)
 	p.groupMu.Lock()
 	defer p.groupMu.Unlock()
 	if err == nil {

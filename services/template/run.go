@@ -17,7 +17,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
-	"golang.org/x/sys/unix"
+
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 )
 
 // Result is what one call of a template tool gives: its text and whether it is an
@@ -135,7 +136,7 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 	if err == nil {
 		// Whatever the command left running in its group goes with it: killed once the
 		// command exited, while it is a zombie not yet reaped (by cmd.Wait).
-		exited := waitExited(cmd.Process.Pid) == nil
+		exited := proctrack.WaitExited(cmd.Process.Pid) == nil
 		mu.Lock()
 		if exited {
 			_ = killGroup(cmd)
@@ -158,17 +159,6 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 		return errorResult("%s could not start: %v", argv[0], err), false
 	}
 	return Result{Text: out}, stdout.truncated
-}
-
-// waitExited waits until process pid, a child of ours, has exited, without reaping it.
-func waitExited(pid int) error {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
 }
 
 // groupKillHook, set by tests, is called as a command's group is killed.
