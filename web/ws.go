@@ -552,8 +552,31 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 	// deliverHeld sends events of the sampled topics the bus held: one alone as any
 	// other, several in one message.
+	var sendBatch func(evs []events.Event) bool
 	deliverHeld := func(evs []events.Event) bool {
 		evs = slices.DeleteFunc(evs, func(ev events.Event) bool { return ev.ID <= last })
+		// Only the audit log's fragments are framed together: an execution's starts with
+		// table parts, which must come first in a message (the rest of it was dropped,
+		// and htmx found no targets). Of a navigation count's events the newest alone
+		// says everything, and goes as a message of its own, in id order with the batch.
+		var rows []events.Event
+		var newest *events.Event
+		for i := range evs {
+			if evs[i].Topic == audit.Topic {
+				rows = append(rows, evs[i])
+			} else {
+				newest = &evs[i]
+			}
+		}
+		if newest == nil {
+			return sendBatch(rows)
+		}
+		if len(rows) > 0 && rows[len(rows)-1].ID > newest.ID {
+			return deliver(*newest) && sendBatch(rows)
+		}
+		return sendBatch(rows) && deliver(*newest)
+	}
+	sendBatch = func(evs []events.Event) bool {
 		switch len(evs) {
 		case 0:
 			return true
