@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/db"
+	"github.com/toolwarden/toolwarden/services/verr"
 )
 
 // serverColumns selects a Server; tool_count counts the tools the server still lists,
@@ -114,6 +115,11 @@ type ListQuery struct {
 
 // ListServers returns one page of servers by name, and how many match in all.
 func (s *Service) ListServers(ctx context.Context, lq ListQuery) ([]Server, int, error) {
+	// As the tools list's: each row matches the words again, and a search of a megabyte
+	// cost seconds of the database's CPU a request.
+	if len(strings.TrimSpace(lq.Q)) > 200 {
+		return nil, 0, verr.New("q", "is too long (at most 200 characters)")
+	}
 	if lq.Limit <= 0 {
 		lq.Limit = 24
 	}
