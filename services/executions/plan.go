@@ -21,6 +21,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -56,6 +57,10 @@ type PlannedStep struct {
 	// Display says what the step does in a short line ("Creating file notes.txt"), for
 	// approval cards; derived from the tool and arguments, so not part of the hash.
 	Display string `json:"display,omitempty"`
+	// SecretArgs are where its tool's schema marks arguments secret (tools.SecretArgNames),
+	// masked to all but the plan's deciders: the phrase leaves them out. Derived from the
+	// pinned definition, so, as Display, not part of the hash.
+	SecretArgs []string `json:"secret_arguments,omitempty"`
 }
 
 // MaxSteps bounds a plan.
@@ -101,7 +106,14 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 			}
 			return PlannedStep{}, false
 		}
-		return PlannedStep{Prepared: *p}, true
+		secret, err := s.secretArgs(ctx, p.ToolID)
+		if err != nil {
+			if failed == nil {
+				failed = err
+			}
+			return PlannedStep{}, false
+		}
+		return PlannedStep{Prepared: *p, SecretArgs: secret}, true
 	}
 	for i, st := range req.Steps {
 		if st.Undoes != nil {
@@ -136,6 +148,16 @@ func (s *Service) prepare(ctx context.Context, actor audit.Actor, role auth.Role
 		return Plan{}, failed
 	}
 	return plan, e.Err()
+}
+
+// secretArgs are the secret arguments of tool toolID (tools.SecretArgNames); none when
+// it is gone meanwhile (its step is then stale).
+func (s *Service) secretArgs(ctx context.Context, toolID string) ([]string, error) {
+	t, err := s.tools.Target(ctx, toolID)
+	if err != nil {
+		return nil, ignoreNotFound(err)
+	}
+	return tools.SecretArgNames(t.InputSchema), nil
 }
 
 // maxStoredNumber bounds, in characters, a number of a step's arguments as PostgreSQL
@@ -280,8 +302,9 @@ var destinationKeys = []string{"newPath"}
 // ("fs__delete_file /tmp/x", "builtin__file_operations rename_file a.txt b.txt"). Every
 // target, not the first: an argument the tool ignores ("name") would otherwise stand in
 // for the one it acts on ("table").
-// Empty below HIGH. send_input's input is not among the targets: it is a secret
-// argument (writeOnly; a password at a prompt), masked to all but the plan's deciders.
+// Empty below HIGH. An argument the tool's schema marks secret (SecretArgs: writeOnly,
+// format password; send_input's input, a password at a prompt) is left out: it is
+// masked to all but the plan's deciders.
 func (p Plan) Phrase() string {
 	for _, st := range p.Steps {
 		if st.Risk.Level != risk.High {
@@ -289,6 +312,12 @@ func (p Plan) Phrase() string {
 		}
 		var args map[string]any
 		_ = json.Unmarshal(st.Arguments, &args)
+		for k := range args {
+			// A top-level name, or "/~*": every member of an object schema's additionalProperties.
+			if slices.Contains(st.SecretArgs, k) || slices.Contains(st.SecretArgs, "/~*") {
+				delete(args, k)
+			}
+		}
 		parts := []string{st.Tool}
 		if v, ok := phrasePart(args["operation"]); ok {
 			parts = append(parts, v)

@@ -344,7 +344,8 @@ type RollbackPlan struct {
 	Steps []PlannedStep
 	// Missing are the steps nothing undoes, which stay as they are: "step 2
 	// (fs__write_file)", completed with no undo; "step 3 (…), interrupted: it may have
-	// taken effect", which no undo is run for (it may not have).
+	// taken effect", which no undo is run for (it may not have), and likewise "step 3
+	// (…), failed after its server got the call: …" (a timeout, say).
 	Missing  []string
 	Risk     risk.Level
 	RiskWhy  string
@@ -417,12 +418,16 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	}
 	var done []Step
 	var ids []string
-	var interrupted []string
+	var uncertain []string
 	for _, st := range steps {
+		// Its replica died during the call, or its server got the call and then it failed
+		// (a timeout): an undo of something that never happened could undo something
+		// else, so it is named, never undone.
 		if st.Phase == PhaseRun && st.Status == StepInterrupted {
-			// Its replica died during the call: an undo of something that never
-			// happened could undo something else, so it is named, never undone.
-			interrupted = append(interrupted, fmt.Sprintf("step %d (%s), interrupted: it may have taken effect", st.Position+1, st.Tool))
+			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), interrupted: it may have taken effect", st.Position+1, st.Tool))
+		}
+		if st.Phase == PhaseRun && mayHaveRun(st) {
+			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed after its server got the call: it may have taken effect", st.Position+1, st.Tool))
 		}
 		if st.Phase == PhaseRun && st.Status == StepSucceeded {
 			done = append(done, st)
@@ -484,10 +489,14 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 			}
 			continue
 		}
+		secret, err := s.secretArgs(ctx, p.ToolID)
+		if err != nil {
+			return nil, nil, err
+		}
 		undoes := pos
-		rp.Steps = append(rp.Steps, PlannedStep{Prepared: *p, Undoes: &undoes})
+		rp.Steps = append(rp.Steps, PlannedStep{Prepared: *p, Undoes: &undoes, SecretArgs: secret})
 	}
-	rp.Missing = append(rp.Missing, interrupted...)
+	rp.Missing = append(rp.Missing, uncertain...)
 	rp.Problems = e.Err()
 	plan := Plan{Steps: rp.Steps}
 	rp.Risk, rp.RiskWhy = plan.Risk()

@@ -501,6 +501,11 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 				// The tool never saw the call: the step waits for the limit, pending again.
 				return "", s.waitForLimit(ctx, ex, st, re.Message, re.RetryAfter)
 			}
+			if re.Ran {
+				// Its server got the call (a timeout, an error after sending): a rollback
+				// must name it (mayHaveRun), not pass over it as a step that did nothing.
+				msg = ranNote + msg
+			}
 		}
 		dur = float64(s.opts.Now().Sub(now).Microseconds()) / 1000
 	default:
@@ -667,6 +672,16 @@ func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, reas
 	s.log.Info("executions: a step waits for a rate limit", "execution", ex.ID, "step", st.Position+1,
 		"tool", st.Tool, "wait", wait, "reason", reason)
 	return &rateLimited{wait: max(wait, 100*time.Millisecond)}
+}
+
+// ranNote begins the error of a step that failed after its server got the call, which
+// may have taken effect. At the start, the text is Toolwarden's alone: a tool's words
+// cannot forge it, nor a clipped error lose it.
+const ranNote = "the server got the call, so it may have taken effect: "
+
+// mayHaveRun reports whether failed step st failed after its server got the call (ranNote).
+func mayHaveRun(st Step) bool {
+	return st.Status == StepFailed && strings.HasPrefix(st.Error, ranNote)
 }
 
 // maxStepError bounds a step's error as stored and announced (tool_calls.error, the
