@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -28,17 +29,17 @@ func (h ServersHandler) New(c echo.Context) error {
 	}
 	f := views.ServerForm{Type: typ, Enabled: true, TimeoutMS: registry.DefaultTimeoutMS,
 		Retries: registry.DefaultRetries, HealthIntervalMS: registry.DefaultHealthIntervalMS, AuthType: registry.AuthNone}
-	return h.formPage(c, http.StatusOK, "", f, nil)
+	return h.formPage(c, http.StatusOK, "", f, views.ServerFormTyped{}, nil)
 }
 
-func (h ServersHandler) formPage(c echo.Context, status int, id string, f views.ServerForm, test *views.ServerTest) error {
+func (h ServersHandler) formPage(c echo.Context, status int, id string, f views.ServerForm, typed views.ServerFormTyped, test *views.ServerTest) error {
 	title, action := "Add an MCP server", "/servers"
 	if id != "" {
 		title, action = "Edit "+f.Name, "/servers/"+id
 	}
 	return render(c, status, views.ServerFormView(views.ServerFormPage{Layout: h.layout(c, title), ID: id, Form: f,
 		Types: typeOptions(), Test: test, Action: action, CommandLocked: !PrincipalOf(c).Can(auth.PermServerCommand),
-		TrustLocked: !PrincipalOf(c).Can(auth.PermServerTrust)}))
+		TrustLocked: !PrincipalOf(c).Can(auth.PermServerTrust)}, typed))
 }
 
 // Edit renders the edit form of a server; secret values are never in it.
@@ -50,7 +51,7 @@ func (h ServersHandler) Edit(c echo.Context) error {
 	if s.Type == registry.TypeBuiltin {
 		return registry.ErrBuiltinFixed
 	}
-	return h.formPage(c, http.StatusOK, s.ID, formOf(s), nil)
+	return h.formPage(c, http.StatusOK, s.ID, formOf(s), views.ServerFormTyped{}, nil)
 }
 
 func formOf(s registry.Server) views.ServerForm {
@@ -72,7 +73,11 @@ func formOf(s registry.Server) views.ServerForm {
 type parsedForm struct {
 	patch registry.Patch
 	view  views.ServerForm
+	typed views.ServerFormTyped
 	errs  verr.Error
+	// argLines is the line of the arguments box each argument is on (1 on): the
+	// registry names an argument by its place among them.
+	argLines []int
 }
 
 // parseForm reads the add/edit form. Stored secrets (cur) are kept when their value box
@@ -80,14 +85,20 @@ type parsedForm struct {
 func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	var pf parsedForm
 	str := func(name string) *string { v := c.FormValue(name); return &v }
-	num := func(name string, def int) *int {
+	pf.typed.Numbers = map[string]string{}
+	num := func(name string, def, lo, hi int, unit string) *int {
 		raw := strings.TrimSpace(c.FormValue(name))
 		if raw == "" {
 			return &def
 		}
 		n, err := strconv.Atoi(raw)
 		if err != nil {
-			pf.errs.Add(name, "must be a whole number")
+			pf.typed.Numbers[name] = raw // shown back as typed, not as the default
+			if errors.Is(err, strconv.ErrRange) {
+				pf.errs.Add(name, fmt.Sprintf("is out of range: must be between %d and %d%s", lo, hi, unit))
+			} else {
+				pf.errs.Add(name, "must be a whole number")
+			}
 			return nil
 		}
 		return &n
@@ -100,18 +111,24 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		// The arguments as the form showed them: kept exactly, so an edit of another
 		// field does not trim an argument set through the API ("--sep", " ").
 		args = cur.Args
+		pf.argLines = argLinesOf(cur.Args, typed != strings.Join(cur.Args, "\n"))
 	} else {
+		i := 0
 		for line := range strings.SplitSeq(typed, "\n") {
+			i++
 			if strings.TrimSpace(line) != "" {
 				args = append(args, strings.TrimSpace(line))
+				pf.argLines = append(pf.argLines, i)
 			}
 		}
 	}
 	p := registry.Patch{Name: str("name"), Description: str("description"), Type: str("type"), Command: str("command"),
 		Args: &args, WorkingDir: str("working_dir"), URL: str("url"), Template: str("template"), AuthType: str("auth_type"), AuthHeader: str("auth_header"),
-		TimeoutMS: num("timeout_ms", registry.DefaultTimeoutMS), Retries: num("retries", registry.DefaultRetries),
-		HealthIntervalMS: num("health_interval_ms", registry.DefaultHealthIntervalMS),
-		Enabled:          checked("enabled"), Trusted: checked("trusted"), AutoEnable: checked("auto_enable")}
+		TimeoutMS: num("timeout_ms", registry.DefaultTimeoutMS, registry.MinTimeoutMS, registry.MaxTimeoutMS, " milliseconds"),
+		Retries:   num("retries", registry.DefaultRetries, 0, registry.MaxRetries, ""),
+		HealthIntervalMS: num("health_interval_ms", registry.DefaultHealthIntervalMS, registry.MinHealthIntervalMS,
+			registry.MaxHealthIntervalMS, " milliseconds"),
+		Enabled: checked("enabled"), Trusted: checked("trusted"), AutoEnable: checked("auto_enable")}
 	// Only the fields of the chosen type count: switching an edited server from stdio to
 	// HTTP drops its command and env instead of failing on them.
 	isHTTP := *p.Type == registry.TypeSSE || *p.Type == registry.TypeStreamableHTTP
@@ -138,12 +155,12 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 		!PrincipalOf(c).Can(auth.PermServerCommand)
 	var envErrs verr.Error
 	dropped := false
-	p.Env, pf.view.Env, dropped = secretPairs(c, "env", "variable", stored, *p.Type == registry.TypeStdio, &envErrs)
+	p.Env, pf.view.Env, pf.typed.EnvOrig, dropped = secretPairs(c, "env", "variable", stored, *p.Type == registry.TypeStdio, &envErrs)
 	if !locked {
 		pf.errs.Fields = append(pf.errs.Fields, envErrs.Fields...)
 	}
 	var d2 bool
-	p.Headers, pf.view.Headers, d2 = secretPairs(c, "headers", "header", storedHeaders, isHTTP, &pf.errs)
+	p.Headers, pf.view.Headers, pf.typed.HeadersOrig, d2 = secretPairs(c, "headers", "header", storedHeaders, isHTTP, &pf.errs)
 	token := c.FormValue("auth_token")
 	// Authentication none needs no empty token here: the registry drops the stored one
 	// then. Sending one would read as a new credential, which a tool manager may not set
@@ -172,6 +189,7 @@ func parseForm(c echo.Context, cur *registry.Server) parsedForm {
 	if locked {
 		stored := formOf(*cur)
 		pf.view.Command, pf.view.Args, pf.view.WorkingDir, pf.view.Env = stored.Command, stored.Args, stored.WorkingDir, stored.Env
+		pf.typed.EnvOrig, pf.argLines = nil, argLinesOf(cur.Args, false)
 	}
 	// The version the edit form was opened at: saving refuses it once someone else saved
 	// (the form sends every field, so it would undo their change). It comes back as sent,
@@ -194,6 +212,60 @@ func (pf parsedForm) commandField() string {
 	return "command"
 }
 
+// argLinesOf is the line each argument is on when args are shown one a line (an
+// argument can hold line breaks); dropped: the box's first line break was lost.
+func argLinesOf(args []string, dropped bool) []int {
+	lines := make([]int, len(args))
+	line := 1
+	if dropped {
+		line = 0
+	}
+	for i, a := range args {
+		lines[i] = max(line, 1)
+		line += strings.Count(a, "\n") + 1
+	}
+	return lines
+}
+
+// fieldErrors is formErrors with each argument's problem (the registry's args/N) at
+// the arguments box, by its line: the form has no box of its own for an argument.
+func (pf parsedForm) fieldErrors(err error) (views.FormErrors, bool) {
+	fe, ok := formErrors(err)
+	if !ok {
+		return fe, false
+	}
+	type argErr struct{ i, line int }
+	var found []argErr
+	for k := range fe {
+		rest, isArg := strings.CutPrefix(k, "args/")
+		n, err := strconv.Atoi(rest)
+		if !isArg || err != nil || n < 0 {
+			continue
+		}
+		line := n + 1
+		if n < len(pf.argLines) {
+			line = pf.argLines[n]
+		}
+		found = append(found, argErr{n, line})
+	}
+	slices.SortFunc(found, func(a, b argErr) int { return a.i - b.i })
+	var lines []string
+	if fe["args"] != "" {
+		lines = append(lines, fe["args"])
+	}
+	for _, a := range found {
+		key := "args/" + strconv.Itoa(a.i)
+		for msg := range strings.SplitSeq(fe[key], "\n") {
+			lines = append(lines, fmt.Sprintf("line %d: %s", a.line, msg))
+		}
+		delete(fe, key)
+	}
+	if len(lines) > 0 {
+		fe["args"] = strings.Join(lines, "\n")
+	}
+	return fe, true
+}
+
 func valueOr(p *int, def int) int {
 	if p == nil {
 		return def
@@ -210,41 +282,56 @@ func setOf(names []string) map[string]bool {
 }
 
 // secretPairs reads the name/value rows of env or headers. It returns the patch map
-// (value set, nil to remove), the rows to show again (names only) and whether any new
-// value was typed (and so must be typed again if the form comes back). Rows that would
-// lose a secret are refused into errs: a value without a name, and a new name left
-// empty while a stored row is gone, which is how a rename looks (stored values are
-// never shown, so none can follow the new name).
-func secretPairs(c echo.Context, field, noun string, stored map[string]bool, applies bool, errs *verr.Error) (map[string]*string, []views.SecretRow, bool) {
+// (value set, nil to remove), the rows to show again (names only) with the stored name
+// each had (sent with the row, so a rename is known as one), and whether any new value
+// was typed (and so must be typed again if the form comes back). Rows that would lose a
+// secret are refused into errs: a value without a name, a stored row renamed with its
+// value box left empty (stored values are never shown, so none can follow the new
+// name), and a name on two rows (the later would silently win).
+func secretPairs(c echo.Context, field, noun string, stored map[string]bool, applies bool, errs *verr.Error) (map[string]*string, []views.SecretRow, []string, bool) {
 	form, _ := c.FormParams()
-	names, values := form[field+"_name"], form[field+"_value"]
+	names, values, origs := form[field+"_name"], form[field+"_value"], form[field+"_orig"]
 	out := map[string]*string{}
 	var rows []views.SecretRow
+	var rowOrigs []string
 	var emptyNew []views.SecretRow
 	typed := false
-	seen := map[string]bool{}
+	seen := map[string]int{} // name -> its row
 	if applies {
 		for i, raw := range names {
 			name := strings.TrimSpace(raw)
-			val := ""
+			val, orig := "", ""
 			if i < len(values) {
 				val = values[i]
 			}
-			row := views.SecretRow{Name: name, Configured: stored[name], Row: i + 1}
+			if i < len(origs) && stored[origs[i]] {
+				orig = origs[i]
+			}
+			renamed := orig != "" && orig != name
+			row := views.SecretRow{Name: name, Configured: stored[name] && !renamed, Row: i + 1}
 			if name == "" {
 				if val != "" {
-					rows = append(rows, row)
+					rows, rowOrigs = append(rows, row), append(rowOrigs, orig)
 					errs.Add(row.ErrorKey(field), fmt.Sprintf("row %d has a value but no name: name this %s, or remove the row", i+1, noun))
 					typed = true
 				}
 				continue // a blank row
 			}
-			seen[name] = true
-			rows = append(rows, row)
+			rows, rowOrigs = append(rows, row), append(rowOrigs, orig)
+			if first, dup := seen[name]; dup {
+				errs.Add(views.SecretRow{Row: i + 1}.ErrorKey(field), fmt.Sprintf("row %d: %s is already the name of row %d: give this %s another name, or remove the row",
+					i+1, name, first, noun))
+				typed = typed || val != ""
+				continue
+			}
+			seen[name] = i + 1
 			switch {
 			case val != "":
 				out[name] = &val
 				typed = true
+			case renamed:
+				errs.Add(row.ErrorKey(field), fmt.Sprintf("enter the value of %s: renamed from %s, it keeps no value (a stored value is never shown, so it cannot follow the new name), so type it again, or put back the name %s to keep the stored one",
+					name, orig, orig))
 			case !stored[name]:
 				out[name] = &val // a new variable with an empty value
 				emptyNew = append(emptyNew, row)
@@ -253,20 +340,21 @@ func secretPairs(c echo.Context, field, noun string, stored map[string]bool, app
 	}
 	var gone []string
 	for name := range stored {
-		if !seen[name] {
+		if seen[name] == 0 {
 			out[name] = nil // its row was removed (or the type no longer has env/headers)
 			gone = append(gone, name)
 		}
 	}
-	// A rename reads as one stored row gone and one new row left empty; a removal beside
-	// a new variable that is empty on purpose (a flag) is not one.
-	if len(gone) == 1 && len(emptyNew) == 1 {
+	// A form sent without the stored names (opened before they were sent): a rename
+	// reads as one stored row gone and one new row left empty; a removal beside a new
+	// variable that is empty on purpose (a flag) is not one.
+	if len(origs) == 0 && len(gone) == 1 && len(emptyNew) == 1 {
 		for _, r := range emptyNew {
 			errs.Add(r.ErrorKey(field), fmt.Sprintf("enter the value of %s: a renamed %s keeps no value (%s is no longer in the form), so type it again",
 				r.Name, noun, strings.Join(gone, ", ")))
 		}
 	}
-	return out, rows, typed
+	return out, rows, rowOrigs, typed
 }
 
 // Create saves a new server from the form and starts its session.
@@ -297,12 +385,12 @@ func connectingNote(sv registry.Server) string {
 }
 
 func (h ServersHandler) formInvalid(c echo.Context, id string, pf parsedForm, err error) error {
-	fe, ok := formErrors(err)
+	fe, ok := pf.fieldErrors(err)
 	if !ok {
 		return err
 	}
 	pf.view.Errors = fe
-	return h.formPage(c, http.StatusUnprocessableEntity, id, pf.view, nil)
+	return h.formPage(c, http.StatusUnprocessableEntity, id, pf.view, pf.typed, nil)
 }
 
 // specOf turns a full patch from the add form into a Spec.
@@ -358,7 +446,7 @@ func (h ServersHandler) Update(c echo.Context) error {
 	sv, err := h.Registry.UpdateServer(ctx, ActorOf(c), cur.ID, pf.patch)
 	if f, _ := fault.As(err); f != nil && f.Code == registry.CodeStale {
 		pf.view.Errors = views.FormErrors{"updated_at": staleServerForm}
-		return h.formPage(c, http.StatusConflict, cur.ID, pf.view, nil)
+		return h.formPage(c, http.StatusConflict, cur.ID, pf.view, pf.typed, nil)
 	}
 	if err != nil {
 		return h.formInvalid(c, cur.ID, pf, err)
@@ -410,7 +498,7 @@ func (h ServersHandler) Test(c echo.Context) error {
 		}
 	}
 	if htmx {
-		if fe, ok := formErrors(err); ok {
+		if fe, ok := pf.fieldErrors(err); ok {
 			result = &views.ServerTest{FormProblems: fieldMessages(fe)}
 		} else if err != nil {
 			return err
@@ -420,7 +508,7 @@ func (h ServersHandler) Test(c echo.Context) error {
 	if err != nil {
 		return h.formInvalid(c, id, pf, err)
 	}
-	return h.formPage(c, http.StatusOK, id, pf.view, result)
+	return h.formPage(c, http.StatusOK, id, pf.view, pf.typed, result)
 }
 
 func fieldMessages(fe views.FormErrors) []string {

@@ -724,23 +724,35 @@
       if (!tpl || !rows) return;
       var row = tpl.content.firstElementChild.cloneNode(true);
       var n = rows.children.length + Date.now();
-      row.querySelectorAll("input").forEach(function (input, i) {
+      // The hidden box (the row's stored name, none for a new row) has no label.
+      row.querySelectorAll("input:not([type=hidden])").forEach(function (input, i) {
         input.id = field + "-new-" + n + "-" + i;
         var label = input.closest(".field").querySelector("label");
         if (label) label.htmlFor = input.id;
       });
       rows.appendChild(row);
-      row.querySelector("input").focus();
+      row.querySelector("input:not([type=hidden])").focus();
       return;
     }
     var remove = e.target.closest("[data-remove-row]");
     if (remove) {
       var r = remove.closest(".secret-row");
+      var list = r.parentElement;
       var next = r.nextElementSibling || r.previousElementSibling;
       r.remove();
-      var focusTarget = next ? next.querySelector("input") : document.querySelector("[data-add-row]");
+      // The last row gone: this list's Add (the other list's may be hidden, for the other type).
+      var focusTarget = next ? next.querySelector("input:not([type=hidden])") :
+        document.querySelector('[data-add-row="' + list.id.replace(/-rows$/, "") + '"]');
       if (focusTarget) focusTarget.focus();
     }
+  });
+  // A row's Remove says which row it removes, by the name typed in it.
+  document.addEventListener("input", function (e) {
+    var t = e.target;
+    if (!t.matches || !t.matches(".secret-rows input[name$=_name]")) return;
+    var btn = t.closest(".secret-row").querySelector("[data-remove-row]");
+    var noun = t.closest(".secret-rows").dataset.noun || "row";
+    if (btn) btn.setAttribute("aria-label", t.value.trim() ? "Remove " + t.value.trim() : "Remove this " + noun);
   });
 
   // Removals the server renders again (a test form's array item or map entry, an access
