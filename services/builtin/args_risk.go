@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -67,42 +66,17 @@ func OperationRiskNote(tool string) string {
 // fileWriteRisk rates file_operations by what the call does, for ArgumentRisk: reads
 // add nothing to the tool's level (OperationRisk makes them low unless an administrator
 // set the tool's level); a write is at least medium, and deleting or moving a file
-// (restore_snapshot too) high, and so is a write whose path leaves the conversation's
-// workspace (DESIGN §5). Left as discovered (destructive, so high), every write asks for the typed
+// (restore_snapshot too) high. Left as discovered (destructive, so high), every write asks for the typed
 // phrase; set low, a write asks for a confirm and a delete for the phrase.
 func fileWriteRisk(args json.RawMessage) (risk.Level, string, bool) {
-	var a struct {
-		FilePath string `json:"filePath"`
-		NewPath  string `json:"newPath"`
-	}
-	_ = json.Unmarshal(args, &a)
 	switch op := operationOf(args); op {
 	case "create_file", "replace_string", "multi_replace", "insert_edit", "copy_file", "create_directory":
-		written := a.FilePath
-		if op == "copy_file" {
-			written = a.NewPath // its filePath is only read
-		}
-		if leavesWorkspace(written) {
-			return risk.High, "It writes a file outside this conversation's workspace (" + op + " to " + clip(written, 200) + ").", true
-		}
 		return risk.Medium, "It writes files (" + op + ").", true
 	case "delete_file", "rename_file", "restore_snapshot":
 		// A restore deletes what a write created and moves renamed files back.
 		return risk.High, "It deletes or moves files (" + op + ").", true
 	}
 	return "", "", false
-}
-
-// leavesWorkspace reports whether path p, as the path guard reads it (relative: in the
-// workspace; absolute: anywhere under the root), may name a path outside the
-// workspace: an absolute one (another workspace, or refused), or one that goes up
-// past the workspace by "..", judged by its text alone.
-func leavesWorkspace(p string) bool {
-	if filepath.IsAbs(p) {
-		return true
-	}
-	c := filepath.Clean(p)
-	return c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator))
 }
 
 // operationOf is the operation a consolidated tool's call names ("" when the arguments
