@@ -1773,7 +1773,7 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 		select {
 		case <-done:
 		default:
-			c.cancelUnanswered(calls, stream.id)
+			c.cancelUnanswered(stream)
 		}
 	}
 }
@@ -1783,11 +1783,19 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 // request ended: without an event store nothing can resume the stream, so nobody will
 // read their responses, and a handler would otherwise run on (or wait for an
 // approval) for a client that is gone. (Toolwarden's change; the TODO above.)
-func (c *streamableServerConn) cancelUnanswered(calls map[jsonrpc.ID]struct{}, streamID string) {
+func (c *streamableServerConn) cancelUnanswered(stream *stream) {
+	// The stream's requests are deleted as they are answered, under the stream's lock
+	// (deliverLocked); read them under it, then the session's under its own.
+	stream.mu.Lock()
+	ids := make([]jsonrpc.ID, 0, len(stream.requests))
+	for id := range stream.requests {
+		ids = append(ids, id)
+	}
+	stream.mu.Unlock()
 	var pending []jsonrpc.ID
 	c.mu.Lock()
-	for id := range calls {
-		if sid, ok := c.requestStreams[id]; ok && sid == streamID {
+	for _, id := range ids {
+		if sid, ok := c.requestStreams[id]; ok && sid == stream.id {
 			pending = append(pending, id)
 		}
 	}
