@@ -126,6 +126,14 @@ func TestTokensConnectBehindProxy(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/tokens", nil)
 		req.Header.Set("X-Forwarded-Proto", "https")
 		req.Header.Set("X-Forwarded-Host", "tw.example.com")
+		// The session as a browser behind the proxy holds it: over TLS its cookie is
+		// __Host-tw_session (a cookie jar keeps that one for https URLs only).
+		u, _ := url.Parse(srv.URL)
+		for _, ck := range admin.Jar.Cookies(u) {
+			if ck.Name == "tw_session" {
+				req.AddCookie(&http.Cookie{Name: "__Host-tw_session", Value: ck.Value})
+			}
+		}
 		res, err := admin.Do(req)
 		if err != nil {
 			t.Fatal(err)
