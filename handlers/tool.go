@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -70,6 +71,8 @@ type ToolPageHandler struct {
 	Tools    *tools.Service
 	Registry *registry.Service
 	Usage    *usage.Service
+	// MCP masks the server's secrets in stored definitions (the Versions tab).
+	MCP *mcpclient.Manager
 }
 
 func (h ToolPageHandler) Show(c echo.Context) error {

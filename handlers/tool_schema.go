@@ -104,6 +104,12 @@ func (h ToolPageHandler) toolSchema(ctx context.Context, it tools.Item, from, to
 			return nil, err
 		}
 	}
+	// Versions stored before discovery masked the server's secrets in tool texts keep
+	// them: mask them as the current one is (nothing while the server has no session).
+	if h.MCP != nil {
+		m := h.MCP.Masker(it.ServerID)
+		defA, defB = m.JSON(defA), m.JSON(defB)
+	}
 	s.Diff, s.DiffTruncated = views.FoldDiff(views.DiffLines(strings.Split(indentJSON(defA), "\n"),
 		strings.Split(indentJSON(defB), "\n")), 3)
 	for _, l := range s.Diff {

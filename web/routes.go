@@ -30,7 +30,7 @@ func (s *Server) routes() []Route {
 	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP, Router: d.Router}
 	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry, ConfigCode: d.ConfigCode}
 	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}
-	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage}
+	tool := handlers.ToolPageHandler{Shell: shell, Auth: d.Auth, Tools: d.Tools, Registry: d.Registry, Usage: d.Usage, MCP: d.MCP}
 	stats := handlers.AnalyticsHandler{Shell: shell, Analytics: d.Analytics}
 	chat := handlers.AssistantHandler{Shell: shell, Assistant: d.Assistant}
 	panel := handlers.NewTestPanel(tool, d.Router, d.Runs, d.Decide)
