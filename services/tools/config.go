@@ -210,19 +210,28 @@ func SecretParams(inputSchema json.RawMessage) func(name string, prop map[string
 	// A setting is a declared property, which additionalProperties never covers: only a
 	// patternProperties key matching its name may (any such key, whatever it marks).
 	var patterns []*regexp.Regexp
+	all := false // the source cannot be told (a composed root, a pattern Go cannot read): every setting
 	if tops[anyItem] {
-		var root struct {
-			PatternProperties map[string]json.RawMessage `json:"patternProperties"`
-		}
+		var root map[string]json.RawMessage
 		_ = json.Unmarshal(inputSchema, &root)
-		for k := range root.PatternProperties {
-			if re, err := regexp.Compile(k); err == nil {
-				patterns = append(patterns, re)
+		for _, k := range []string{"$ref", "allOf", "anyOf", "oneOf"} {
+			if _, ok := root[k]; ok {
+				all = true
 			}
+		}
+		var pp map[string]json.RawMessage
+		_ = json.Unmarshal(root["patternProperties"], &pp)
+		for k := range pp {
+			re, err := regexp.Compile(k)
+			if err != nil {
+				all = true
+				continue
+			}
+			patterns = append(patterns, re)
 		}
 	}
 	return func(name string, prop map[string]any) bool {
-		return IsSecretParam(name, prop) || tops[escapeToken(name)] ||
+		return all || IsSecretParam(name, prop) || tops[escapeToken(name)] ||
 			slices.ContainsFunc(patterns, func(re *regexp.Regexp) bool { return re.MatchString(name) })
 	}
 }

@@ -142,6 +142,12 @@ func TestSecretParamsOfMaps(t *testing.T) {
 			"additionalProperties":{"type":"string","writeOnly":true}}`, map[string]bool{"region": false, "url": false}},
 		{`{"type":"object","properties":{"region":{"type":"string"},"secret_code":{"type":"string"}},
 			"patternProperties":{"^secret_":{"type":"string","writeOnly":true}}}`, map[string]bool{"region": false, "secret_code": true}},
+		// Where the secret map is cannot be told at the root (a $ref), or its pattern is
+		// one Go cannot read: every setting is secret, as before.
+		{`{"$ref":"#/$defs/M","$defs":{"M":{"type":"object","properties":{"dsn":{"type":"string"}},
+			"patternProperties":{"^dsn$":{"writeOnly":true}}}}}`, map[string]bool{"dsn": true}},
+		{`{"type":"object","properties":{"region":{"type":"string"}},
+			"patternProperties":{"^(?!pub).*":{"type":"string","writeOnly":true}}}`, map[string]bool{"region": true}},
 	} {
 		is := tools.SecretParams(json.RawMessage(c.schema))
 		for name, want := range c.want {
