@@ -82,10 +82,6 @@ type Owner struct {
 
 func (o Owner) actor() audit.Actor { return audit.Caller(o.ActorKind, o.UserID, o.UserName, o.TokenID) }
 
-// auditText is a title or a tag as the audit log keeps it: the caller's words with any
-// credential masked, as the router masks them in its records of the call.
-func auditText(s string) string { return usage.RedactText(s) }
-
 // Memory is one note.
 type Memory struct {
 	ID             string    `json:"id"`
@@ -202,7 +198,7 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 		}
 		masked := make([]string, len(tags))
 		for i, tag := range tags {
-			masked[i] = auditText(tag)
+			masked[i] = usage.RedactText(tag) // as the router masks the call's own records
 		}
 		return m.ID, map[string]any{"characters": len([]rune(content)), "tags": masked}, nil
 	})
@@ -387,7 +383,7 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 		}
 		var err error
 		t, err = addTodo(ctx, tx, o, title, TodoNotStarted)
-		return t.ID, map[string]any{"title": auditText(t.Title)}, err
+		return t.ID, map[string]any{"title": usage.RedactText(t.Title)}, err
 	})
 	return t, err
 }
@@ -462,7 +458,7 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 				action = "todo.complete"
 			}
 			entries = append(entries, audit.Entry{Actor: o.actor(),
-				Action: action, TargetType: "todo", TargetID: t.ID, TargetName: auditText(t.Title),
+				Action: action, TargetType: "todo", TargetID: t.ID, TargetName: usage.RedactText(t.Title),
 				Payload: map[string]any{"conversation_id": o.ConversationID, "status": t.Status}})
 			out = append(out, t)
 		}
