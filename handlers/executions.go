@@ -132,7 +132,9 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	for _, st := range ex.Plan.Steps {
 		x.PlanSteps = append(x.PlanSteps, views.ExecutionBrief{Tool: st.Tool, Server: st.Server, Risk: string(st.Risk.Level), RiskWhy: st.Risk.Why})
 	}
-	list := h.Executions.Steps
+	// The results are read one at a time, and only as far as they are shown
+	// (executionStepView): fifty near a message's cap would be most of a gigabyte.
+	list := h.Executions.StepsSized
 	if !results {
 		list = h.Executions.StepsBrief // a progress fragment: not even read
 	}
@@ -149,7 +151,12 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 			if (st.Phase == executions.PhaseRollback) != (phase == executions.PhaseRollback) {
 				continue
 			}
-			sv, masked := executionStepView(st, results, private, whole, &total)
+			sv, masked, err := executionStepView(st, results, private, whole, &total, func() (json.RawMessage, error) {
+				return h.Executions.StepResult(ctx, ex.ID, st.ID)
+			})
+			if err != nil {
+				return x, err
+			}
 			// A live fragment that masked a result has each page ask for it as its viewer:
 			// the requester reads it whole.
 			x.Withheld = x.Withheld || sv.Withheld || viewer == nil && masked
@@ -251,8 +258,10 @@ func stepResultCut(st executions.Step, whole bool, limit int) (res json.RawMessa
 
 // executionStepView is st as its page shows it, its result bounded with what is left
 // of total (views.BoundExecutionResult); masked says its result was masked
-// (stepResultShown).
-func executionStepView(st executions.Step, results, private, whole bool, total *int) (sv views.ExecutionStepView, masked bool) {
+// (stepResultShown). A result not read with st (StepsSized) is read by load, only
+// when some of it is shown.
+func executionStepView(st executions.Step, results, private, whole bool, total *int,
+	load func() (json.RawMessage, error)) (sv views.ExecutionStepView, masked bool, err error) {
 	sv = views.ExecutionStepView{Position: st.Position, Tool: st.Tool, Status: st.Status, Risk: st.Risk, Error: st.Error,
 		Undoes: st.Undoes}
 	if st.ToolID != nil {
@@ -264,17 +273,26 @@ func executionStepView(st executions.Step, results, private, whole bool, total *
 	}
 	if !results {
 		sv.HasResult = st.HasResult
-		return sv, false
+		return sv, false, nil
 	}
 	if executions.WithholdsResult(st, private) {
 		sv.HasResult, sv.Withheld = true, true
-		return sv, false
+		return sv, false, nil
+	}
+	size := len(st.Result)
+	if st.Result == nil {
+		size = st.ResultBytes
 	}
 	left := min(views.ExecResultShown, *total)
-	if left < views.ExecResultMin && len(st.Result) > left && string(st.Result) != "null" {
+	if left < views.ExecResultMin && size > left && st.HasResult {
 		// It would be left out (unless masking shrank it): not read at all.
-		sv.HasResult, sv.ResultOmitted, sv.ResultSize = true, true, len(st.Result)
-		return sv, false
+		sv.HasResult, sv.ResultOmitted, sv.ResultSize = true, true, size
+		return sv, false, nil
+	}
+	if st.Result == nil && st.HasResult && load != nil {
+		if st.Result, err = load(); err != nil {
+			return sv, false, err
+		}
 	}
 	shown, masked, cut := stepResultCut(st, whole, left)
 	var res stepResult
@@ -292,9 +310,9 @@ func executionStepView(st executions.Step, results, private, whole bool, total *
 		if !sv.ResultShortened {
 			sv.ResultShortened, sv.ResultShown = true, sv.ResultSize
 		}
-		sv.ResultSize = max(sv.ResultSize, len(st.Result))
+		sv.ResultSize = max(sv.ResultSize, size)
 	}
-	return sv, masked
+	return sv, masked, nil
 }
 
 // executionPreview is the ActionPreviewCard: every step with how it would be undone,

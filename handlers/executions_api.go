@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,34 +85,74 @@ func toAPIExecution(ex *executions.Execution) apiExecution {
 	return out
 }
 
-// withSteps adds the stored steps: the run's, then the rollback's.
-func (h ExecutionsHandler) withSteps(c echo.Context, ex *executions.Execution) (apiExecution, error) {
-	out := toAPIExecution(ex)
-	steps, err := h.Executions.Steps(c.Request().Context(), ex.ID)
+// writeExecution answers status with out, the stored steps of ex (the run's, then the
+// rollback's) added. It is written as it is read, one step's result at a time: an
+// execution's results can be fifty near a message's cap, most of a gigabyte held at once.
+func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *executions.Execution, out apiExecution) error {
+	ctx := c.Request().Context()
+	steps, err := h.Executions.StepsBrief(ctx, ex.ID)
 	if err != nil {
-		return out, err
+		return err
 	}
-	out.Steps = []executions.Step{}
+	// Shown, not run: what is secret is masked (secretMasker), but to a person deciding
+	// it, as on its page. Arguments are small: masked before anything is written, so
+	// that an error here is still an answer of its own.
 	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
-	private, whole := ex.RevealsBuiltinResults(PrincipalOf(c)), ex.RevealsResults(PrincipalOf(c))
-	for _, st := range steps {
-		if executions.WithholdsResult(st, private) {
-			st.Result, st.ResultWithheld = nil, true // as on its page
-		} else {
-			st.Result, _ = stepResultShown(st, whole) // masked but to its requester, as on its page
-		}
-		// Shown, not run: what is secret is masked (secretMasker), but to a person
-		// deciding it, as on its page.
-		if st.Arguments, err = m.step(c.Request().Context(), st); err != nil {
-			return out, err
-		}
-		if st.Phase == executions.PhaseRollback {
-			out.Rollback = append(out.Rollback, st)
-		} else {
-			out.Steps = append(out.Steps, st)
+	for i := range steps {
+		if steps[i].Arguments, err = m.step(ctx, steps[i]); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	private, whole := ex.RevealsBuiltinResults(PrincipalOf(c)), ex.RevealsResults(PrincipalOf(c))
+	out.Steps, out.Rollback = nil, nil
+	head, err := json.Marshal(out)
+	if err != nil {
+		return err
+	}
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	res.WriteHeader(status)
+	w := bufio.NewWriterSize(res, 32<<10)
+	w.Write(head[:len(head)-1]) // its closing brace comes after the steps
+	for _, phase := range []string{executions.PhaseRun, executions.PhaseRollback} {
+		n := 0
+		for _, st := range steps {
+			if st.Phase != phase {
+				continue
+			}
+			if n++; n == 1 && phase == executions.PhaseRollback {
+				w.WriteString(`,"rollback":[`)
+			} else if n == 1 {
+				w.WriteString(`,"steps":[`)
+			} else {
+				w.WriteByte(',')
+			}
+			if executions.WithholdsResult(st, private) {
+				st.ResultWithheld = true // as on its page
+			} else if st.HasResult {
+				// An error from here on ends the answer short: it is no longer JSON.
+				if st.Result, err = h.Executions.StepResult(ctx, ex.ID, st.ID); err != nil {
+					return err
+				}
+				st.Result, _ = stepResultShown(st, whole) // masked but to its requester, as on its page
+			}
+			b, err := json.Marshal(st)
+			if err != nil {
+				return err
+			}
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		switch {
+		case n > 0:
+			w.WriteByte(']')
+		case phase == executions.PhaseRun:
+			w.WriteString(`,"steps":[]`) // always there; "rollback" only once it has steps
+		}
+	}
+	w.WriteString("}\n")
+	return w.Flush()
 }
 
 // APICreate plans (from a prompt) or takes a plan, stores it and asks for its approval:
@@ -135,15 +176,12 @@ func (h ExecutionsHandler) APICreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out, err := h.withSteps(c, ex)
-	if err != nil {
-		return err
-	}
+	out := toAPIExecution(ex)
 	if ex.Risk == "high" {
 		out.ConfirmationPhrase = ex.ConfirmationPhrase
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/executions/"+ex.ID)
-	return c.JSON(http.StatusCreated, out)
+	return h.writeExecution(c, http.StatusCreated, ex, out)
 }
 
 // APIGet is one execution with its steps.
@@ -157,11 +195,7 @@ func (h ExecutionsHandler) respond(c echo.Context, ex *executions.Execution, err
 	if err != nil {
 		return err
 	}
-	out, err := h.withSteps(c, ex)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, out)
+	return h.writeExecution(c, http.StatusOK, ex, toAPIExecution(ex))
 }
 
 // queryFrom reads the history's filters from the query string (pages and API alike).

@@ -3,9 +3,13 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -76,4 +80,99 @@ func TestExecutionLargeResultsMaskedWhereShown(t *testing.T) {
 	if strings.Contains(string(raw), token[:12]) || !strings.Contains(string(raw), `data-testid="results-loader"`) {
 		t.Errorf("the live fragment shows the token, or does not have the page ask for the results: %.300s", raw)
 	}
+}
+
+// An execution's results are read one at a time, the page's only as far as they are
+// shown: forty results of 1 MiB (a message's cap is 16 MiB, a plan's steps up to 50)
+// were all held at once by each GET of the execution, its page or the API, and by every
+// event that renders it again.
+func TestExecutionResultsReadOneAtATime(t *testing.T) {
+	// Not parallel: the heap is the process's.
+	const steps, size = 40, 1 << 20
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "echo")
+	srv.App.SetRisk(t, "mt__echo", risk.Low)
+	srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	alice := svClient{t: t, srv: srv, c: srv.Login(t, "alice", "alice-password-1")}
+	var list []map[string]any
+	for range steps {
+		list = append(list, step("mt__echo", map[string]any{"message": "hi"}))
+	}
+	var ex apiExec
+	alice.json(http.MethodPost, "/api/v1/executions", plan(list...), 201, &ex)
+	waitExec(t, alice, ex.ID, "success")
+	if _, err := srv.Pool.Exec(context.Background(), `UPDATE tool_calls SET result = $2::jsonb WHERE execution_id = $1`,
+		ex.ID, benchTextResult(size)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The heap's growth while it answers, garbage collected early (GOGC 10) so that
+	// what is counted is what is held.
+	peak := func(get func()) uint64 {
+		defer debug.SetGCPercent(debug.SetGCPercent(10))
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		base, top := ms.HeapAlloc, ms.HeapAlloc
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				top = max(top, ms.HeapAlloc)
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		get()
+		close(stop)
+		<-done
+		return top - base
+	}
+	// Read as it comes: the client is in this process too. Its last bytes are kept.
+	fetch := func(path string) (n int64, tail string) {
+		res := srv.Get(t, alice.c, path)
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, res.StatusCode)
+		}
+		buf := make([]byte, 32<<10)
+		for {
+			k, err := res.Body.Read(buf)
+			n += int64(k)
+			if tail += string(buf[max(0, k-16):k]); len(tail) > 16 {
+				tail = tail[len(tail)-16:]
+			}
+			if err == io.EOF {
+				return n, tail
+			}
+			if err != nil {
+				t.Fatalf("GET %s: %v", path, err)
+			}
+		}
+	}
+	var n int64
+	var tail string
+	if grew := peak(func() { n, tail = fetch("/api/v1/executions/" + ex.ID) }); grew > steps*size/2 {
+		t.Errorf("the API's answer grew the heap by %d MiB, for results of %d MiB in all", grew>>20, steps*size>>20)
+	} else {
+		t.Logf("the API's answer grew the heap by %d MiB", grew>>20)
+	}
+	// Every result whole, to the end of the answer (the shape's own tests are apart:
+	// decoding this much takes a minute with the race detector).
+	if n < steps*size || !strings.HasSuffix(tail, "}]}\n") {
+		t.Errorf("the API's answer has %d bytes ending %q, want every result whole (%d steps of %d) and the answer's end", n, tail, steps, size)
+	}
+	for _, page := range []string{"/executions/" + ex.ID, "/executions/" + ex.ID + "/results"} {
+		if grew := peak(func() { fetch(page) }); grew > steps*size/2 {
+			t.Errorf("%s grew the heap by %d MiB, for results of %d MiB in all", page, grew>>20, steps*size>>20)
+		} else {
+			t.Logf("%s grew the heap by %d MiB", page, grew>>20)
+		}
+	}
+
 }

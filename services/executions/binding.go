@@ -269,7 +269,7 @@ func PrivateResult(tool string) bool {
 // WithholdsResult: st has a result that a viewer who does not see built-in results
 // (sees: RevealsBuiltinResults) must not read.
 func WithholdsResult(st Step, sees bool) bool {
-	return !sees && PrivateResult(st.Tool) && len(st.Result) > 0 && string(st.Result) != "null"
+	return !sees && PrivateResult(st.Tool) && (st.HasResult || len(st.Result) > 0 && string(st.Result) != "null")
 }
 
 // RevealsBuiltinResults: p, the person who asked for ex (themselves or through a token)

@@ -335,6 +335,12 @@ type Step struct {
 	DurationMS *float32        `db:"duration_ms" json:"duration_ms,omitempty"`
 	// HasResult says whether a result is stored, also when StepsBrief left it unread.
 	HasResult bool `db:"has_result" json:"-"`
+	// ResultBytes is the size of the stored result as JSON text when StepsSized read it
+	// without it; 0 otherwise.
+	ResultBytes int `db:"result_bytes" json:"-"`
+	// SnapshotID is the snapshot a built-in file step's result names (builtinUndo), read
+	// also when its result is not.
+	SnapshotID string `db:"snapshot_id" json:"-"`
 	// ResultWithheld: the result is not shown to whoever reads the step (PrivateResult).
 	ResultWithheld bool `db:"-" json:"result_withheld,omitempty"`
 }
@@ -352,18 +358,44 @@ const (
 
 // Steps lists an execution's steps: the run's in order, then the rollback's.
 func (s *Service) Steps(ctx context.Context, id string) ([]Step, error) {
-	return s.steps(ctx, id, "result")
+	return s.steps(ctx, id, "result", "0")
 }
 
 // StepsBrief is Steps without their results (Result nil, HasResult set): for what runs
 // the steps or follows their states, which a result of megabytes would only slow.
 func (s *Service) StepsBrief(ctx context.Context, id string) ([]Step, error) {
-	return s.steps(ctx, id, "NULL::jsonb AS result")
+	return s.steps(ctx, id, "NULL::jsonb AS result", "0")
 }
 
-func (s *Service) steps(ctx context.Context, id, result string) ([]Step, error) {
+// StepsSized is StepsBrief with each result's size (ResultBytes): for what reads the
+// results one at a time (StepResult), so that fifty results near a message's cap are
+// never held at once.
+func (s *Service) StepsSized(ctx context.Context, id string) ([]Step, error) {
+	return s.steps(ctx, id, "NULL::jsonb AS result", "coalesce(octet_length(result::text), 0)")
+}
+
+// StepResult is the stored result of step stepID of execution id (nil when it has none).
+func (s *Service) StepResult(ctx context.Context, id, stepID string) (json.RawMessage, error) {
+	var res json.RawMessage
+	err := s.pool.QueryRow(ctx, `/* executions.StepResult */
+		SELECT result FROM tool_calls WHERE execution_id = $1 AND id = $2`, id, stepID).Scan(&res)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("executions: read a step's result: %w", err)
+	}
+	return res, nil
+}
+
+func (s *Service) steps(ctx context.Context, id, result, size string) ([]Step, error) {
+	// The snapshot id is read only from a built-in file step's result (small): reading
+	// it from any other would fetch the whole value.
 	return db.All[Step](ctx, s.pool, "executions: steps", `/* executions.Steps */
 		SELECT id, phase, position, tool_id, tool_name, arguments, risk, undoes, status, call_id, `+result+`, error,
-		       started_at, finished_at, duration_ms, coalesce(result <> 'null'::jsonb, false) AS has_result
-		FROM tool_calls WHERE execution_id = $1 ORDER BY phase DESC, position`, id)
+		       started_at, finished_at, duration_ms, coalesce(result <> 'null'::jsonb, false) AS has_result,
+		       `+size+` AS result_bytes,
+		       CASE WHEN tool_name = $2 OR starts_with(tool_name, $2 || '.')
+		            THEN coalesce(result #>> '{structured_content,snapshotId}', '') ELSE '' END AS snapshot_id
+		FROM tool_calls WHERE execution_id = $1 ORDER BY phase DESC, position`, id, builtinFiles)
 }

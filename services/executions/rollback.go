@@ -366,15 +366,10 @@ func builtinUndo(st Step) *RequestStep {
 	if st.Tool != builtinFiles && !strings.HasPrefix(st.Tool, builtinFiles+".") {
 		return nil
 	}
-	var r struct {
-		Structured struct {
-			SnapshotID string `json:"snapshotId"`
-		} `json:"structured_content"`
-	}
-	if json.Unmarshal(st.Result, &r) != nil || r.Structured.SnapshotID == "" {
+	if st.SnapshotID == "" {
 		return nil
 	}
-	args, _ := json.Marshal(map[string]string{"operation": "restore_snapshot", "snapshotId": r.Structured.SnapshotID})
+	args, _ := json.Marshal(map[string]string{"operation": "restore_snapshot", "snapshotId": st.SnapshotID})
 	return &RequestStep{Tool: builtinFiles, Arguments: args}
 }
 
@@ -412,7 +407,9 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		}
 		c.Role = role
 	}
-	steps, err := s.Steps(ctx, id)
+	// Their results are not needed (a built-in step's snapshot is read apart): the page
+	// of a failed execution works its rollback out on every event.
+	steps, err := s.StepsBrief(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
