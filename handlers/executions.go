@@ -132,8 +132,9 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 	for _, st := range ex.Plan.Steps {
 		x.PlanSteps = append(x.PlanSteps, views.ExecutionBrief{Tool: st.Tool, Server: st.Server, Risk: string(st.Risk.Level), RiskWhy: st.Risk.Why})
 	}
-	// The results are read one at a time, and only as far as they are shown
-	// (executionStepView): fifty near a message's cap would be most of a gigabyte.
+	// Results larger than a page shows of one are read one at a time, and only as far as
+	// they are shown (executionStepView): fifty near a message's cap would be most of a
+	// gigabyte.
 	list := h.Executions.StepsSized
 	if !results {
 		list = h.Executions.StepsBrief // a progress fragment: not even read

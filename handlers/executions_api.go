@@ -86,11 +86,11 @@ func toAPIExecution(ex *executions.Execution) apiExecution {
 }
 
 // writeExecution answers status with out, the stored steps of ex (the run's, then the
-// rollback's) added. It is written as it is read, one step's result at a time: an
+// rollback's) added. It is written as it is read, large results one at a time: an
 // execution's results can be fifty near a message's cap, most of a gigabyte held at once.
 func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *executions.Execution, out apiExecution) error {
 	ctx := c.Request().Context()
-	steps, err := h.Executions.StepsBrief(ctx, ex.ID)
+	steps, err := h.Executions.StepsSized(ctx, ex.ID)
 	if err != nil {
 		return err
 	}
@@ -109,10 +109,19 @@ func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *execut
 	if err != nil {
 		return err
 	}
-	res := c.Response()
-	res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-	res.WriteHeader(status)
-	w := bufio.NewWriterSize(res, 32<<10)
+	// The status goes with the first bytes sent: an error before them is still the error
+	// handler's to answer. One after them breaks the transfer: ended cleanly, the answer
+	// would be cut JSON under a 200 (as the audit export does).
+	sw := &statusOnWrite{res: c.Response(), status: status}
+	fail := func(err error) error {
+		if !sw.started {
+			c.Response().Header().Del(echo.HeaderLocation)
+			return err
+		}
+		h.Logger.Error("handlers: an execution's answer cut off", "execution", ex.ID, "err", err, "request_id", RequestID(c))
+		panic(http.ErrAbortHandler)
+	}
+	w := bufio.NewWriterSize(sw, 32<<10)
 	w.Write(head[:len(head)-1]) // its closing brace comes after the steps
 	for _, phase := range []string{executions.PhaseRun, executions.PhaseRollback} {
 		n := 0
@@ -128,20 +137,21 @@ func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *execut
 				w.WriteByte(',')
 			}
 			if executions.WithholdsResult(st, private) {
-				st.ResultWithheld = true // as on its page
+				st.Result, st.ResultWithheld = nil, true // as on its page
 			} else if st.HasResult {
-				// An error from here on ends the answer short: it is no longer JSON.
-				if st.Result, err = h.Executions.StepResult(ctx, ex.ID, st.ID); err != nil {
-					return err
+				if st.Result == nil {
+					if st.Result, err = h.Executions.StepResult(ctx, ex.ID, st.ID); err != nil {
+						return fail(err)
+					}
 				}
 				st.Result, _ = stepResultShown(st, whole) // masked but to its requester, as on its page
 			}
 			b, err := json.Marshal(st)
 			if err != nil {
-				return err
+				return fail(err)
 			}
 			if _, err := w.Write(b); err != nil {
-				return err
+				return fail(err)
 			}
 		}
 		switch {
@@ -152,7 +162,26 @@ func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *execut
 		}
 	}
 	w.WriteString("}\n")
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// statusOnWrite sends a JSON answer's status with its first bytes.
+type statusOnWrite struct {
+	res     *echo.Response
+	status  int
+	started bool
+}
+
+func (w *statusOnWrite) Write(b []byte) (int, error) {
+	if !w.started {
+		w.started = true
+		w.res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+		w.res.WriteHeader(w.status)
+	}
+	return w.res.Write(b)
 }
 
 // APICreate plans (from a prompt) or takes a plan, stores it and asks for its approval:

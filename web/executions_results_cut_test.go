@@ -108,7 +108,7 @@ func TestExecutionResultsReadOneAtATime(t *testing.T) {
 
 	// The heap's growth while it answers, garbage collected early (GOGC 10) so that
 	// what is counted is what is held.
-	peak := func(get func()) uint64 {
+	peak := func(get func()) (grew uint64) {
 		defer debug.SetGCPercent(debug.SetGCPercent(10))
 		runtime.GC()
 		var ms runtime.MemStats
@@ -128,10 +128,14 @@ func TestExecutionResultsReadOneAtATime(t *testing.T) {
 				}
 			}
 		}()
+		// Stopped however get ends (a t.Fatal in it too): it stops the world each time.
+		defer func() {
+			close(stop)
+			<-done
+			grew = top - base
+		}()
 		get()
-		close(stop)
-		<-done
-		return top - base
+		return 0
 	}
 	// Read as it comes: the client is in this process too. Its last bytes are kept.
 	fetch := func(path string) (n int64, tail string) {

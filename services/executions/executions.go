@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -358,21 +359,26 @@ const (
 
 // Steps lists an execution's steps: the run's in order, then the rollback's.
 func (s *Service) Steps(ctx context.Context, id string) ([]Step, error) {
-	return s.steps(ctx, id, "result", "0")
+	return s.steps(ctx, id, "result", "0", "")
 }
 
 // StepsBrief is Steps without their results (Result nil, HasResult set): for what runs
 // the steps or follows their states, which a result of megabytes would only slow.
 func (s *Service) StepsBrief(ctx context.Context, id string) ([]Step, error) {
-	return s.steps(ctx, id, "NULL::jsonb AS result", "0")
+	return s.steps(ctx, id, "NULL::jsonb AS result", "0", "")
 }
 
-// StepsSized is StepsBrief with each result's size (ResultBytes): for what reads the
-// results one at a time (StepResult), so that fifty results near a message's cap are
-// never held at once.
+// StepsSized is Steps with each result's size (ResultBytes), and only the results of up
+// to SmallResult bytes read: for what reads the larger ones one at a time (StepResult),
+// so that fifty results near a message's cap are never held at once.
 func (s *Service) StepsSized(ctx context.Context, id string) ([]Step, error) {
-	return s.steps(ctx, id, "NULL::jsonb AS result", "coalesce(octet_length(result::text), 0)")
+	return s.steps(ctx, id, "CASE WHEN z.n <= "+strconv.Itoa(SmallResult)+" THEN result END AS result", "coalesce(z.n, 0)",
+		"CROSS JOIN LATERAL (SELECT octet_length(result::text) AS n) z")
 }
+
+// SmallResult is the size of the results StepsSized reads with their steps: a page
+// shows no more of one (64 KiB), and fifty of them are a few megabytes.
+const SmallResult = 64 << 10
 
 // StepResult is the stored result of step stepID of execution id (nil when it has none).
 func (s *Service) StepResult(ctx context.Context, id, stepID string) (json.RawMessage, error) {
@@ -388,7 +394,7 @@ func (s *Service) StepResult(ctx context.Context, id, stepID string) (json.RawMe
 	return res, nil
 }
 
-func (s *Service) steps(ctx context.Context, id, result, size string) ([]Step, error) {
+func (s *Service) steps(ctx context.Context, id, result, size, join string) ([]Step, error) {
 	// The snapshot id is read only from a built-in file step's result (small): reading
 	// it from any other would fetch the whole value.
 	return db.All[Step](ctx, s.pool, "executions: steps", `/* executions.Steps */
@@ -397,5 +403,5 @@ func (s *Service) steps(ctx context.Context, id, result, size string) ([]Step, e
 		       `+size+` AS result_bytes,
 		       CASE WHEN tool_name = $2 OR starts_with(tool_name, $2 || '.')
 		            THEN coalesce(result #>> '{structured_content,snapshotId}', '') ELSE '' END AS snapshot_id
-		FROM tool_calls WHERE execution_id = $1 ORDER BY phase DESC, position`, id, builtinFiles)
+		FROM tool_calls `+join+` WHERE execution_id = $1 ORDER BY phase DESC, position`, id, builtinFiles)
 }
