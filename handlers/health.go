@@ -1,10 +1,8 @@
 package handlers
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/toolwarden/toolwarden/services/system"
@@ -21,16 +19,15 @@ type HealthHandler struct {
 // "process up"), with the state of each component, naming what is down (the database,
 // the embedded PostgreSQL being restarted) as "degraded". A 503 here would have an
 // orchestrator restart every replica during a database outage, which a restart cannot
-// mend; /readyz answers 503 then, so traffic goes elsewhere.
+// mend; /readyz answers 503 then, so traffic goes elsewhere. Both answer from a report
+// at most a second old, shared by the probes that ask together (system.ProbeHealth).
 func (h HealthHandler) Healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, h.System.Health(c.Request().Context()))
+	return c.JSON(http.StatusOK, h.System.ProbeHealth(c.Request().Context()))
 }
 
 // Readyz answers 200 when the database is reachable and its migrations are current.
 func (h HealthHandler) Readyz(c echo.Context) error {
-	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
-	defer cancel()
-	st, err := h.System.ProbeMigration(ctx)
+	st, err := h.System.ProbeReadiness(c.Request().Context())
 	if err != nil {
 		// The detail (socket paths, role names) is for the log, not for anonymous callers.
 		h.Logger.Warn("readyz: database unreachable", "err", err)

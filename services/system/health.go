@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/db"
@@ -102,4 +103,82 @@ func (s *Service) Health(ctx context.Context) Health {
 		add("database", Component{Status: Up})
 	}
 	return h
+}
+
+// ProbeEvery is how long /healthz and /readyz reuse a report: an orchestrator probes
+// every few seconds (Kubernetes: 10 s), so a report a second old is as good as a fresh
+// one to it, while a flood of anonymous probes costs one check a second of each kind
+// and cannot queue the orchestrator's behind its own on the probes' two connections.
+const ProbeEvery = time.Second
+
+// ProbeHealth is Health for /healthz: a report at most ProbeEvery old, the checks
+// shared by the probes that ask while they run. Callers share it: read it, never change it.
+func (s *Service) ProbeHealth(ctx context.Context) Health {
+	// The checks run for every waiting probe, so the first one's leaving must not end them.
+	return s.probe.health.get(func() Health { return s.Health(context.WithoutCancel(ctx)) })
+}
+
+// ProbeReadiness is ProbeMigration for /readyz, within two seconds, reused and shared
+// as ProbeHealth is.
+func (s *Service) ProbeReadiness(ctx context.Context) (db.MigrationStatus, error) {
+	r := s.probe.ready.get(func() readiness {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		st, err := s.ProbeMigration(ctx)
+		return readiness{st, err}
+	})
+	return r.st, r.err
+}
+
+type readiness struct {
+	st  db.MigrationStatus
+	err error
+}
+
+type probeCache struct {
+	health shared[Health]
+	ready  shared[readiness]
+}
+
+// shared is a value computed at most once per ProbeEvery, and once at a time: callers
+// that find it stale while it is being computed wait for that computation.
+type shared[T any] struct {
+	mu      sync.Mutex
+	val     T
+	at      time.Time     // when the checks of val began; zero before the first
+	running chan struct{} // closed when the checks in flight end; nil when none run
+}
+
+func (c *shared[T]) get(check func() T) T {
+	c.mu.Lock()
+	if !c.at.IsZero() && time.Since(c.at) < ProbeEvery {
+		defer c.mu.Unlock()
+		return c.val
+	}
+	if wait := c.running; wait != nil {
+		c.mu.Unlock()
+		<-wait
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.val
+	}
+	done := make(chan struct{})
+	c.running = done
+	c.mu.Unlock()
+	start := time.Now()
+	var v T
+	ok := false
+	defer func() {
+		// Even if check panicked: the waiters must not hang (they get the previous value).
+		c.mu.Lock()
+		if ok {
+			c.val, c.at = v, start
+		}
+		c.running = nil
+		c.mu.Unlock()
+		close(done)
+	}()
+	v = check()
+	ok = true
+	return v
 }

@@ -27,6 +27,8 @@ type Service struct {
 	mu     sync.Mutex
 	probes *pgxpool.Pool
 	closed bool
+	// probe holds the probes' shared reports (ProbeHealth, ProbeReadiness).
+	probe probeCache
 }
 
 // New is a Service on pool; embedded says whether it is the embedded cluster.

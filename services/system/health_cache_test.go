@@ -1,0 +1,108 @@
+package system
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// A flood of anonymous probes costs one check per ProbeEvery, not one per request: the
+// probes that arrive together wait for the check in flight and share its report. Checks
+// are counted as acquisitions from the probes' pool.
+func TestProbesShareTheirChecks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	s := New(pool, false)
+	defer s.Close()
+	acquired := func() int64 { return s.probePool(ctx).Stat().AcquireCount() }
+
+	// What one real check of each costs, run uncached.
+	n0 := acquired()
+	s.Health(ctx)
+	n1 := acquired()
+	if _, err := s.ProbeMigration(ctx); err != nil {
+		t.Fatal(err)
+	}
+	perHealth, perReady := n1-n0, acquired()-n1
+	if perHealth < 1 || perReady < 1 {
+		t.Fatalf("a check acquired nothing from the probes' pool (health %d, readiness %d)", perHealth, perReady)
+	}
+
+	const probes = 200
+	before := acquired()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range probes {
+		wg.Go(func() {
+			<-start
+			if h := s.ProbeHealth(ctx); !h.OK {
+				t.Errorf("health: %+v, want ok", h)
+			}
+			if st, err := s.ProbeReadiness(ctx); err != nil || !st.Current() {
+				t.Errorf("readiness: %+v, %v; want current", st, err)
+			}
+		})
+	}
+	began := time.Now()
+	close(start)
+	wg.Wait()
+	// Checks of one kind begin at least ProbeEvery apart: however slow the machine,
+	// no more than this many can have run while the probes did.
+	flights := int64(time.Since(began)/ProbeEvery) + 1
+	got, limit := acquired()-before, flights*(perHealth+perReady)
+	if got > limit {
+		t.Fatalf("%d probes of each kind acquired %d connections from the probes' pool; want at most %d (%d checks of each)",
+			probes, got, limit, flights)
+	}
+}
+
+// A shared report is not kept past ProbeEvery: the database going away shows in the
+// probes, and so does its return.
+func TestProbesSeeTheDatabaseGoAndComeBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	name := pool.Config().ConnConfig.Database
+	admin, err := pgx.Connect(ctx, dbtest.Cluster(t).URLFor("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	allow := func(on bool) {
+		t.Helper()
+		if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s ALLOW_CONNECTIONS %t", pgx.Identifier{name}.Sanitize(), on)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := New(pool, false)
+	defer s.Close()
+	database := func() string { return s.ProbeHealth(ctx).Components["database"].Status }
+	ready := func() bool { _, err := s.ProbeReadiness(ctx); return err == nil }
+
+	if got := database(); got != Up || !ready() {
+		t.Fatalf("before: database %q, ready %v; want up and ready", got, ready())
+	}
+	// Down: no new connections, and those open are ended.
+	allow(false)
+	defer allow(true)
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		h := s.ProbeHealth(ctx)
+		return h.Components["database"].Status == Down && !h.OK && h.Status == "degraded" && !ready()
+	}, "the probes never said the database was down")
+
+	allow(true)
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		return database() == Up && ready()
+	}, "the probes never said the database was back")
+}
