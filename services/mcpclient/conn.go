@@ -418,7 +418,7 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	c.m.track(ep)
-	client := c.m.newClient(func() { c.requestDiscovery("list_changed") })
+	client := c.m.newClient(c.cfg, func() { c.requestDiscovery("list_changed") })
 	cs, cancel, err := connect(ctx, client, ep, c.cfg.Timeout)
 	if err != nil {
 		return nil, err

@@ -618,7 +618,9 @@ func (m *Manager) Discover(ctx context.Context, id string, actor audit.Actor) (r
 	return c.discoverNow(ctx, "manual", actor)
 }
 
-func (m *Manager) newClient(onListChanged func()) *mcp.Client {
+// newClient is a client for server cfg; what the SDK logs about it goes to the
+// manager's log, masked (sdkLogger).
+func (m *Manager) newClient(cfg registry.Connection, onListChanged func()) *mcp.Client {
 	var h func(context.Context, *mcp.ToolListChangedRequest)
 	var hr func(context.Context, *mcp.ResourceListChangedRequest)
 	var hp func(context.Context, *mcp.PromptListChangedRequest)
@@ -629,5 +631,5 @@ func (m *Manager) newClient(onListChanged func()) *mcp.Client {
 	}
 	return mcp.NewClient(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: m.opts.Version},
 		&mcp.ClientOptions{ToolListChangedHandler: h, ResourceListChangedHandler: hr, PromptListChangedHandler: hp,
-			ProgressNotificationHandler: m.progress.deliver})
+			ProgressNotificationHandler: m.progress.deliver, Logger: m.sdkLogger(cfg)})
 }

@@ -56,7 +56,7 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 		return fail(err)
 	}
 	m.track(ep)
-	cs, stop, err := connect(ctx, m.newClient(nil), ep, cfg.Timeout)
+	cs, stop, err := connect(ctx, m.newClient(cfg, nil), ep, cfg.Timeout)
 	if err != nil {
 		return fail(err)
 	}

@@ -100,7 +100,7 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	m.track(ep)
 	start := time.Now()
 	step(StepConnecting)
-	cs, cancel, err := connect(ctx, m.newClient(nil), ep, cfg.Timeout)
+	cs, cancel, err := connect(ctx, m.newClient(cfg, nil), ep, cfg.Timeout)
 	if err != nil {
 		return fail(err)
 	}

@@ -1,0 +1,117 @@
+package mcpclient
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/toolwarden/toolwarden/internal/textcheck"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/usage"
+)
+
+// sdkLogMax bounds the message and each text value the SDK logs about a server: they
+// quote what the server sent (a tool's name, an annotation), whose length it picks.
+const sdkLogMax = 1024
+
+// sdkLogBurst lines about one client may be logged at once, then one every
+// sdkLogEvery: the SDK logs a line per invalid tool of a list, whose length a hostile
+// server picks (up to 20,000 tools).
+const (
+	sdkLogBurst = 20
+	sdkLogEvery = 3 * time.Second
+)
+
+// sdkLogger is the manager's logger as given to the SDK's client of server cfg: tagged
+// with the server, its text masked as the server's other text is (its secret values,
+// then credential-like words) and cut to sdkLogMax.
+func (m *Manager) sdkLogger(cfg registry.Connection) *slog.Logger {
+	masker := maskerOf(cfg)
+	clean := func(s string) string {
+		return textcheck.Clip(textcheck.Storable(usage.RedactText(masker.String(s))), sdkLogMax, registry.CutMark)
+	}
+	next := m.log.Handler().WithAttrs([]slog.Attr{slog.String("server", cfg.Name), slog.String("server_id", cfg.ServerID)})
+	return slog.New(&maskHandler{next: next, clean: clean, budget: &logBudget{lim: rate.NewLimiter(rate.Every(sdkLogEvery), sdkLogBurst)}})
+}
+
+// maskHandler passes records on with their message and text values cleaned, as many
+// as its budget allows.
+type maskHandler struct {
+	next   slog.Handler
+	clean  func(string) string
+	budget *logBudget // shared by the handlers WithAttrs and WithGroup derive
+}
+
+// logBudget is a rate of lines, and how many were left out since the last one logged.
+type logBudget struct {
+	lim     *rate.Limiter
+	mu      sync.Mutex
+	dropped int
+}
+
+// take reports whether a line may be logged now, with how many were left out before it.
+func (b *logBudget) take() (ok bool, dropped int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.lim.Allow() {
+		b.dropped++
+		return false, 0
+	}
+	dropped, b.dropped = b.dropped, 0
+	return true, dropped
+}
+
+func (h *maskHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
+
+func (h *maskHandler) Handle(ctx context.Context, r slog.Record) error {
+	ok, dropped := h.budget.take()
+	if !ok {
+		return nil
+	}
+	out := slog.NewRecord(r.Time, r.Level, "mcpclient: sdk: "+h.clean(r.Message), r.PC)
+	if dropped > 0 {
+		out.AddAttrs(slog.Int("lines_left_out_before", dropped))
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.next.Handle(ctx, out)
+}
+
+func (h *maskHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	cleaned := make([]slog.Attr, len(as))
+	for i, a := range as {
+		cleaned[i] = h.attr(a)
+	}
+	return &maskHandler{next: h.next.WithAttrs(cleaned), clean: h.clean, budget: h.budget}
+}
+
+func (h *maskHandler) WithGroup(name string) slog.Handler {
+	return &maskHandler{next: h.next.WithGroup(name), clean: h.clean, budget: h.budget}
+}
+
+// attr cleans a's text; numbers, times and the like pass as they are. Anything else
+// (an error, a value of the SDK's) is logged as its text, cleaned.
+func (h *maskHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.clean(v.String()))
+	case slog.KindGroup:
+		g := v.Group()
+		cleaned := make([]slog.Attr, len(g))
+		for i, ga := range g {
+			cleaned[i] = h.attr(ga)
+		}
+		return slog.Attr{Key: a.Key, Value: slog.GroupValue(cleaned...)}
+	case slog.KindAny:
+		return slog.String(a.Key, h.clean(fmt.Sprint(v.Any())))
+	default:
+		return slog.Attr{Key: a.Key, Value: v}
+	}
+}
