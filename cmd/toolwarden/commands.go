@@ -108,10 +108,17 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer mg.Close()
+	var stopped error
 	switch rest[0] {
 	case "up":
-		if err := mg.Up(); err != nil {
-			return err
+		// ctx ends at SIGINT/SIGTERM (main): MigrateContext then stops between two
+		// migrations, never inside one, and says which it applied as it goes.
+		log := newLogger(stderr, c.LogLevel)
+		if err := db.MigrateContext(ctx, d.OwnerURL, log); err != nil {
+			if ctx.Err() == nil {
+				return err
+			}
+			stopped = err
 		}
 	case "down":
 		if err := mg.Down(steps); err != nil {
@@ -136,6 +143,13 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		state = "newer than this binary: a later release migrated it; run that release, or its `migrate down`"
 	}
 	fmt.Fprintf(stdout, "version %d of %d (%s)\n", st.Version, st.Latest, state)
+	if stopped != nil {
+		if st.Dirty {
+			return stopped
+		}
+		return fmt.Errorf("migrate up stopped by a signal between two migrations, at version %d of %d (clean); "+
+			"`toolwarden migrate up` applies the rest: %w", st.Version, st.Latest, stopped)
+	}
 	return nil
 }
 
