@@ -339,13 +339,15 @@ func ignoreNotFound(err error) error {
 
 // RollbackPlan is what a rollback of a failed execution would run: for each completed
 // step, last first, the plan's undo step or its tool's compensation, prepared and
-// pinned now; and the completed steps nothing can undo.
+// pinned now (and the restore of the snapshot a built-in write that failed part way
+// names); and the completed steps nothing can undo.
 type RollbackPlan struct {
 	Steps []PlannedStep
 	// Missing are the steps nothing undoes, which stay as they are: "step 2
 	// (fs__write_file)", completed with no undo; "step 3 (…), interrupted: it may have
 	// taken effect", which no undo is run for (it may not have), and likewise "step 3
-	// (…), failed after its server got the call: …" (a timeout, say).
+	// (…), failed after its server got the call: …" (a timeout, say) and "step 3 (…),
+	// failed with the tool's own error: …" (an isError result).
 	Missing  []string
 	Risk     risk.Level
 	RiskWhy  string
@@ -363,7 +365,7 @@ const builtinFiles = registry.BuiltinName + "__file_operations"
 // its result names the snapshot it took of what it changed, and restore_snapshot puts
 // that back. nil for any other step.
 func builtinUndo(st Step) *RequestStep {
-	if st.Tool != builtinFiles && !strings.HasPrefix(st.Tool, builtinFiles+".") {
+	if !isBuiltinFiles(st.Tool) {
 		return nil
 	}
 	if st.SnapshotID == "" {
@@ -371,6 +373,12 @@ func builtinUndo(st Step) *RequestStep {
 	}
 	args, _ := json.Marshal(map[string]string{"operation": "restore_snapshot", "snapshotId": st.SnapshotID})
 	return &RequestStep{Tool: builtinFiles, Arguments: args}
+}
+
+// isBuiltinFiles reports whether tool (a step's tool name) is the built-in file tool
+// or one of its operations.
+func isBuiltinFiles(tool string) bool {
+	return tool == builtinFiles || strings.HasPrefix(tool, builtinFiles+".")
 }
 
 // RollbackDecision is what a person agreed to when rolling back.
@@ -417,16 +425,30 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	var ids []string
 	var uncertain []string
 	for _, st := range steps {
+		if st.Phase != PhaseRun {
+			continue
+		}
+		// A built-in write that failed part way names the snapshot of what it changed:
+		// restoring it undoes exactly that, and it is undone like a completed step.
+		if st.Status == StepFailed && builtinUndo(st) != nil {
+			done = append(done, st)
+			continue
+		}
 		// Its replica died during the call, or its server got the call and then it failed
-		// (a timeout): an undo of something that never happened could undo something
-		// else, so it is named, never undone.
-		if st.Phase == PhaseRun && st.Status == StepInterrupted {
+		// (a timeout, or the tool's own error result): an undo of something that never
+		// happened could undo something else, so it is named, never undone.
+		if st.Status == StepInterrupted {
 			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), interrupted: it may have taken effect", st.Position+1, st.Tool))
 		}
-		if st.Phase == PhaseRun && mayHaveRun(st) {
+		if mayHaveRun(st) {
 			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed after its server got the call: it may have taken effect", st.Position+1, st.Tool))
 		}
-		if st.Phase == PhaseRun && st.Status == StepSucceeded {
+		// A built-in write's own error that names no snapshot changed nothing (one that
+		// may have keeps its snapshot and says so).
+		if toolFailed(st) && !isBuiltinFiles(st.Tool) {
+			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed with the tool's own error: it may have taken effect", st.Position+1, st.Tool))
+		}
+		if st.Status == StepSucceeded {
 			done = append(done, st)
 			if st.ToolID != nil {
 				ids = append(ids, *st.ToolID)
@@ -442,13 +464,16 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	e := &verr.Error{}
 	for _, st := range done {
 		pos := st.Position
+		// A failed step is undone by its snapshot alone: the plan's undo step and a
+		// compensation undo what a completed step did.
+		completed := st.Status == StepSucceeded
 		var req *RequestStep
 		for _, u := range ex.Plan.Rollback {
-			if u.Undoes != nil && *u.Undoes == pos {
+			if completed && u.Undoes != nil && *u.Undoes == pos {
 				req = &RequestStep{Tool: u.ToolID, Arguments: u.Arguments}
 			}
 		}
-		if req == nil && st.ToolID != nil {
+		if req == nil && completed && st.ToolID != nil {
 			if comp, ok := comps[*st.ToolID]; ok {
 				// One stored before secretSource was checked (or by an import before it)
 				// is not run: the preview would show the secret, and the undo tool get it.

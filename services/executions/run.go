@@ -518,9 +518,9 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			// Its output is the requester's (a command's, a file's): the error every
 			// viewer of the execution reads does not carry it; the result, withheld
 			// from them, does.
-			status, msg = StepFailed, "the tool reported an error (what it said is in the step's result)"
+			status, msg = StepFailed, toolErrorNote+" (what it said is in the step's result)"
 		case res.IsError:
-			status, msg = StepFailed, "the tool reported an error: "+router.TextOfMax(res.Content, maxStepError)
+			status, msg = StepFailed, toolErrorNote+": "+router.TextOfMax(res.Content, maxStepError)
 		}
 	}
 	// The error is shown to every viewer, in the log and in the audit: what looks like
@@ -528,7 +528,8 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 	msg = storableText(usage.RedactText(msg), maxStepError)
 	// An undo step's end and its step's "compensated" commit together: a crash between
 	// them would leave the undone step shown in effect for good (the retried job finds
-	// the undo step ended and goes on).
+	// the undo step ended and goes on). A failed step whose partial write was undone
+	// stays failed: that is how it ended.
 	settled, bg := false, context.WithoutCancel(ctx)
 	err = db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(bg, `/* executions.step.finish */
@@ -550,7 +551,8 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			return nil
 		}
 		if _, err := tx.Exec(bg, `/* executions.step.compensated */
-			UPDATE tool_calls SET status = 'compensated' WHERE execution_id = $1 AND phase = 'run' AND position = $2`,
+			UPDATE tool_calls SET status = 'compensated' WHERE execution_id = $1 AND phase = 'run' AND position = $2
+			AND status = 'succeeded'`,
 			ex.ID, *st.Undoes); err != nil {
 			return fmt.Errorf("executions: mark compensated: %w", err)
 		}
@@ -682,6 +684,16 @@ const ranNote = "the server got the call, so it may have taken effect: "
 // mayHaveRun reports whether failed step st failed after its server got the call (ranNote).
 func mayHaveRun(st Step) bool {
 	return st.Status == StepFailed && strings.HasPrefix(st.Error, ranNote)
+}
+
+// toolErrorNote begins the error of a step whose tool answered with its own error
+// result (isError): its server ran the call, which may have done part of its work
+// (toolFailed). Toolwarden's words, before any of the tool's.
+const toolErrorNote = "the tool reported an error"
+
+// toolFailed reports whether failed step st failed with its tool's own error result.
+func toolFailed(st Step) bool {
+	return st.Status == StepFailed && strings.HasPrefix(st.Error, toolErrorNote)
 }
 
 // maxStepError bounds a step's error as stored and announced (tool_calls.error, the

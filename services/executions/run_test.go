@@ -785,8 +785,10 @@ func TestRollbackGuards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rp.Steps) != 0 || len(rp.Missing) != 1 || !strings.Contains(rp.Missing[0], "step 1 (mt__echo), interrupted") {
-		t.Fatalf("the rollback of an interrupted step: got steps %v, not undone %q; want none, and the step named", rp.Steps, rp.Missing)
+	// (Its second step, mt__fail, failed with the tool's own error: named too.)
+	if len(rp.Steps) != 0 || len(rp.Missing) != 2 || !strings.Contains(rp.Missing[0], "step 1 (mt__echo), interrupted") ||
+		!strings.Contains(rp.Missing[1], "step 2 (mt__fail), failed with the tool's own error") {
+		t.Fatalf("the rollback of an interrupted step: got steps %v, not undone %q; want none, and both steps named", rp.Steps, rp.Missing)
 	}
 	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{}); err == nil || !strings.Contains(err.Error(), "interrupted") {
 		t.Fatalf("rolling back only an interrupted step: got %v, want nothing to roll back, naming it", err)
