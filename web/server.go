@@ -67,6 +67,8 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	e.IPExtractor = clientIP(deps.TrustedProxies, log)
 	e.HTTPErrorHandler = s.handleError
 
+	// First: every write of every answer, the error handler's too, has a deadline.
+	e.Use(writeDeadline(deps.DownloadStall))
 	e.Use(dropForeignRequestID, middleware.RequestID())
 	e.Use(s.observe)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true,
