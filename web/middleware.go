@@ -47,6 +47,9 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		attrs := []any{"method", req.Method, "path", req.URL.Path, "status", res.Status,
 			"took_ms", float64(took.Microseconds()) / 1000, "bytes", res.Size, "ip", c.RealIP(),
 			"request_id", handlers.RequestID(c)}
+		if up, _ := c.Get(upstreamRequestIDKey).(string); up != "" {
+			attrs = append(attrs, "upstream_request_id", up) // to match a proxy's log line to ours
+		}
 		if p := handlers.PrincipalOf(c); p != nil {
 			attrs = append(attrs, "user", p.User.Username)
 		}
@@ -55,14 +58,23 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// dropForeignRequestID keeps a client's X-Request-ID only when it looks like an id (at
-// most 64 of [A-Za-z0-9._-]): the id is written to every audit entry of the request,
-// and the audit log is append-only, so it must not carry arbitrary client data.
+// upstreamRequestIDKey holds the id-shaped X-Request-ID a request came with, for the
+// access log only.
+const upstreamRequestIDKey = "tw.upstream_request_id"
+
+// dropForeignRequestID takes X-Request-ID off every request, so the request-id
+// middleware generates the id that is answered and recorded. The audit page links
+// "every entry of this request" by that id: a caller naming it could tie its entries to
+// other people's, and a proxy may pass a client's header through unchanged. An
+// id-shaped one (at most 64 of [A-Za-z0-9._-]) is kept for the access log.
 func dropForeignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header
-		if id := h.Get(echo.HeaderXRequestID); id != "" && !validRequestID(id) {
+		if id := h.Get(echo.HeaderXRequestID); id != "" {
 			h.Del(echo.HeaderXRequestID)
+			if validRequestID(id) {
+				c.Set(upstreamRequestIDKey, id)
+			}
 		}
 		return next(c)
 	}
