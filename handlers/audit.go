@@ -126,13 +126,18 @@ func (h AuditHandler) List(c echo.Context) error {
 			f.Cursor, page.Notice = 0, outdatedCursor
 			list, err = h.Log.ListBrief(ctx, f)
 		}
-		if err != nil {
+		// A search too broad to answer (too many matches, or past the time a page may
+		// take) is said at the field to narrow, as a bad filter is.
+		if fe, ok := formErrors(err); ok {
+			page.Errors, status = fe, http.StatusBadRequest
+		} else if err != nil {
 			return err
+		} else {
+			page.Query = f.Query().Encode()
+			page.ExportCSV = "/api/v1/audit/export?" + withFormat(f, audit.FormatCSV)
+			page.ExportJSONL = "/api/v1/audit/export?" + withFormat(f, audit.FormatJSONL)
+			page.List = h.results(p, f, list)
 		}
-		page.Query = f.Query().Encode()
-		page.ExportCSV = "/api/v1/audit/export?" + withFormat(f, audit.FormatCSV)
-		page.ExportJSONL = "/api/v1/audit/export?" + withFormat(f, audit.FormatJSONL)
-		page.List = h.results(p, f, list)
 	}
 	if p.Kind == audit.ActorUser {
 		vs, err := h.Log.Views(ctx, p.User.ID)
@@ -453,8 +458,10 @@ func (h AuditHandler) APIGet(c echo.Context) error {
 }
 
 // APIExport streams every entry the filters select as CSV or JSON Lines
-// (?format=csv|jsonl), newest first; the export is audited before it starts. One per
-// person and 3 in the process run at once (audit.Log.Export refuses more: 429).
+// (?format=csv|jsonl), newest first; the export is audited before it starts
+// (audit.export) and when it ends (audit.export.finished: rows, bytes, success or
+// failure). One per person and 3 in the process run at once (audit.Log.Export refuses
+// more: 429).
 func (h AuditHandler) APIExport(c echo.Context) error {
 	// An export is recorded as the person's and streams the whole log: another site's
 	// link must not make them "export" it.

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -330,26 +332,93 @@ type Page struct {
 	NextCursor int64
 }
 
+// browseTimeout bounds each statement of a page of the browser, its count of newer
+// entries and the API's list (statement_timeout): a filter the indexes answer badly (an
+// actor over a long time range walks the index on (at, id)) must not hold a connection
+// and the database for as long as it takes, and an auditor can load many at once. Well
+// above the 100 ms a page takes (P6); past it the page says to narrow the filters. A
+// variable for tests.
+var browseTimeout = 5 * time.Second
+
+// bounded runs fn in a read-only transaction whose statements each stop after
+// browseTimeout; a statement stopped so is an error that says to narrow f.
+func (l *Log) bounded(ctx context.Context, f Filter, fn func(tx pgx.Tx) error) error {
+	err := pgx.BeginTxFunc(ctx, l.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`,
+			strconv.FormatInt(max(browseTimeout.Milliseconds(), 1), 10)); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+	var pe *pgconn.PgError
+	if err != nil && ctx.Err() == nil && errors.As(err, &pe) && pe.Code == "57014" /* query_canceled */ {
+		return tooSlow(f)
+	}
+	return err
+}
+
+// narrowBy is what makes a filter cheap to answer: the filters Filter.narrowed names.
+const narrowBy = "narrow it by an actor, a target id, a request id, a result of failure or denied, or more words"
+
+// narrowField is the filter field an error about f's cost is shown at: the words, else
+// the time range, else the first filter set ("" when none is).
+func narrowField(f Filter) string {
+	q := f.Query()
+	for _, k := range append([]string{"q", "from", "to"}, filterFields...) {
+		if q.Has(k) {
+			return k
+		}
+	}
+	return ""
+}
+
+// tooManyMatches refuses a search whose words are in more than most entries (within its
+// cursors) and that no other filter narrows.
+func tooManyMatches(f Filter, most int) error {
+	return verr.New(narrowField(f), fmt.Sprintf("this search is too broad: its words are in more than %d entries to check one by one; %s",
+		most, narrowBy))
+}
+
+// tooSlow is a page of f stopped at browseTimeout: a field error that says to narrow it,
+// or, with no filter to narrow, unavailable.
+func tooSlow(f Filter) error {
+	field := narrowField(f)
+	if field == "" {
+		return fault.Unavailable("audit_busy", fmt.Sprintf("the audit log did not answer within %s: try again shortly", browseTimeout))
+	}
+	return verr.New(field, fmt.Sprintf("this search is too broad: the audit log did not answer it within %s; %s, or a shorter time range",
+		browseTimeout, narrowBy))
+}
+
 // List returns a page of the entries f selects, newest first.
 // A cursor of a list in time order must name an entry (its time is where the page
 // starts): one that names none is an error naming cursor, as a malformed one is.
+// Its statements are bounded (bounded); its words too (maxMatches).
 func (l *Log) List(ctx context.Context, f Filter) (Page, error) {
-	if f.Cursor > 0 && f.timed() {
-		var found bool
-		if err := l.pool.QueryRow(ctx, `/* audit.List.cursor */ SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)`, f.Cursor).Scan(&found); err != nil {
-			return Page{}, fmt.Errorf("audit: list: %w", err)
-		}
-		if !found {
-			var ve verr.Error
-			ve.Add("cursor", "is not a cursor this list gave")
-			return Page{}, ve.Err()
-		}
-	}
-	f, err := l.searchable(ctx, f)
-	if err != nil {
+	if err := l.indexed(ctx, f); err != nil {
 		return Page{}, err
 	}
-	return l.list(ctx, f)
+	var p Page
+	err := l.bounded(ctx, f, func(tx pgx.Tx) error {
+		if f.Cursor > 0 && f.timed() {
+			var found bool
+			if err := tx.QueryRow(ctx, `/* audit.List.cursor */ SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)`, f.Cursor).Scan(&found); err != nil {
+				return fmt.Errorf("audit: list: %w", err)
+			}
+			if !found {
+				var ve verr.Error
+				ve.Add("cursor", "is not a cursor this list gave")
+				return ve.Err()
+			}
+		}
+		g, err := l.searchable(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		p, err = l.list(ctx, tx, g)
+		return err
+	})
+	return p, err
 }
 
 // ListBrief is List without each entry's payload, which can be large: the page's list,
@@ -363,26 +432,26 @@ func (l *Log) ListBrief(ctx context.Context, f Filter) (Page, error) {
 var briefColumns = strings.Replace(recordColumns, " payload,", " NULL::json AS payload,", 1)
 
 // query runs the select of up to limit entries of f.
-func (l *Log) query(ctx context.Context, f Filter, limit int) (pgx.Rows, error) {
+func (l *Log) query(ctx context.Context, q db.Querier, f Filter, limit int) (pgx.Rows, error) {
 	cols := recordColumns
 	if f.brief {
 		cols = briefColumns
 	}
 	where, args := f.where()
 	args = append(args, limit)
-	return l.pool.Query(ctx, `/* audit.List */ SELECT `+cols+` FROM audit_log`+where+
+	return q.Query(ctx, `/* audit.List */ SELECT `+cols+` FROM audit_log`+where+
 		f.order()+` LIMIT $`+strconv.Itoa(len(args)), args...)
 }
 
-// list is List without indexing for search first.
-func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
+// list is List without indexing for search first, on q.
+func (l *Log) list(ctx context.Context, q querier, f Filter) (Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
 	if f.Q != "" && f.matches == nil {
-		ids, walk, err := l.manyMatches(ctx, f, limit+1, limit+1)
+		ids, walk, err := l.manyMatches(ctx, q, f, limit+1, limit+1, maxMatches)
 		if err != nil {
 			return Page{}, err
 		}
@@ -390,7 +459,7 @@ func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 			f.matches = ids
 		}
 	}
-	rows, err := l.query(ctx, f, limit+1)
+	rows, err := l.query(ctx, q, f, limit+1)
 	if err != nil {
 		return Page{}, fmt.Errorf("audit: list: %w", err)
 	}
@@ -410,26 +479,33 @@ func (l *Log) list(ctx context.Context, f Filter) (Page, error) {
 const MaxNewer = 1000
 
 // CountNewer counts the entries f selects that are newer than after (the top of a page
-// that is shown), up to 1000, for the "N new entries" banner.
+// that is shown), up to 1000, for the "N new entries" banner. Bounded as List is.
 func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, error) {
 	f.Cursor, f.After = 0, after
-	f, err := l.searchable(ctx, f)
-	if err != nil {
+	if err := l.indexed(ctx, f); err != nil {
 		return 0, err
 	}
-	if f.Q != "" && f.matches == nil {
-		ids, walk, err := l.manyMatches(ctx, f, MaxNewer, MaxNewer)
-		if err != nil || !walk {
-			return int64(len(ids)), err
-		}
-	}
-	where, args := f.where()
 	var n int64
-	if err := l.pool.QueryRow(ctx, `/* audit.CountNewer */ SELECT count(*) FROM (SELECT 1 FROM audit_log`+where+
-		` LIMIT `+strconv.Itoa(MaxNewer)+`) s`, args...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("audit: count newer: %w", err)
-	}
-	return n, nil
+	err := l.bounded(ctx, f, func(tx pgx.Tx) error {
+		f, err := l.searchable(ctx, tx, f)
+		if err != nil {
+			return err
+		}
+		if f.Q != "" && f.matches == nil {
+			ids, walk, err := l.manyMatches(ctx, tx, f, MaxNewer, MaxNewer, maxMatches)
+			if err != nil || !walk {
+				n = int64(len(ids))
+				return err
+			}
+		}
+		where, args := f.where()
+		if err := tx.QueryRow(ctx, `/* audit.CountNewer */ SELECT count(*) FROM (SELECT 1 FROM audit_log`+where+
+			` LIMIT `+strconv.Itoa(MaxNewer)+`) s`, args...).Scan(&n); err != nil {
+			return fmt.Errorf("audit: count newer: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }
 
 // ErrNotFound is an entry that does not exist.

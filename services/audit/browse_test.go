@@ -273,10 +273,12 @@ func TestExportStreamsAndIsAudited(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.ID != 2500 || len(first.Hash) != 64 || first.Group != "other" {
 		t.Fatalf("first line: %+v, %v", first, err)
 	}
-	// The export was audited before it was written: the newest entry says who and what.
-	recent, _ := audit.Recent(ctx, pool, 1)
-	if recent[0].Action != "audit.export" || recent[0].ActorName != "carol" || !strings.Contains(string(recent[0].Payload), `actor=alice`) {
-		t.Fatalf("export entry: got %+v (%s)", recent[0], recent[0].Payload)
+	// The export was audited before it was written, and its end after: the entries say
+	// who and what.
+	recent, _ := audit.Recent(ctx, pool, 2)
+	if len(recent) != 2 || recent[0].Action != "audit.export.finished" || recent[1].Action != "audit.export" ||
+		recent[1].ActorName != "carol" || !strings.Contains(string(recent[1].Payload), `actor=alice`) {
+		t.Fatalf("export entries: got %+v", recent)
 	}
 	buf.Reset()
 	if err := l.Export(ctx, auditor, audit.Filter{Action: "audit"}, audit.FormatCSV, &buf); err != nil {
@@ -286,8 +288,9 @@ func TestExportStreamsAndIsAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Header, then both exports (this one was recorded before it ran).
-	if len(recs) != 3 || recs[0][0] != "id" || recs[1][5] != "audit.export" || recs[1][6] != "audit" {
+	// Header, then this export's start (recorded before it ran), the first one's end
+	// and start.
+	if len(recs) != 4 || recs[0][0] != "id" || recs[1][5] != "audit.export" || recs[1][6] != "audit" {
 		t.Fatalf("csv: got %v", recs)
 	}
 	if err := l.Export(ctx, auditor, audit.Filter{}, "xml", &buf); err == nil {

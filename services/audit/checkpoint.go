@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -366,7 +367,14 @@ func WriteCheckpoint(dir string, c Checkpoint) (string, error) {
 	return path, nil
 }
 
-// LatestCheckpoint is the path of the newest checkpoint file in dir ("" when there is none).
+// LatestCheckpoint is the path of the newest checkpoint file in dir ("" when there is
+// none): the one of the highest chain id, ties by its time. Not the one whose name
+// sorts last: a name begins with the time it was made, and one made while the clock was
+// ahead would hide every later one, so checks would stop at a stale head. The newest as
+// the names say is read, and then those whose names say a later time: a file that is no
+// regular file, cannot be read, or whose name is not its content's (an older checkpoint
+// renamed to look newer) is an error, as a sign the directory was tampered with. The
+// signature is LoadCheckpoint's to check.
 func LatestCheckpoint(dir string) (string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -375,17 +383,84 @@ func LatestCheckpoint(dir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("audit: checkpoints: %w", err)
 	}
+	files, err := checkpointFiles(dir, entries, false)
+	if err != nil {
+		return "", err
+	}
 	latest := ""
-	for _, e := range entries {
-		if n := e.Name(); !e.IsDir() && strings.HasPrefix(n, "checkpoint-") && strings.HasSuffix(n, ".json") && n > latest {
-			latest = n
+	var newest Checkpoint
+	for _, f := range files {
+		// Past the newest, only a file whose name says a later time is read: the one a
+		// check by name would have taken, which must not be a renamed older one.
+		if latest != "" && !f.at.After(newest.At) {
+			continue
+		}
+		path := filepath.Join(dir, f.name)
+		cp, err := ReadCheckpoint(path)
+		if err != nil {
+			return "", err
+		}
+		if f.name != cp.FileName() {
+			return "", fmt.Errorf("checkpoint %s: its name does not match its content (entry %d at %s)", path, cp.ID, cp.At.Format(time.RFC3339))
+		}
+		// One whose signature does not verify is still the newest: LoadCheckpoint
+		// refuses it, not passes it over, as an altered checkpoint is an alarm.
+		if latest == "" {
+			latest, newest = path, cp
 		}
 	}
-	if latest == "" {
-		return "", nil
-	}
-	return filepath.Join(dir, latest), nil
+	return latest, nil
 }
+
+// checkpointFile is a checkpoint file as its name says: its chain id and time.
+type checkpointFile struct {
+	name string
+	id   int64 // -1: the name says none
+	at   time.Time
+}
+
+// checkpointFiles are the checkpoint files among dir's entries, newest first as their
+// names say (by chain id, then time), those whose names say none first of all. A file
+// that is no regular file (a FIFO, a link) is passed over with skipOdd, else an error,
+// said as ReadCheckpoint says it.
+func checkpointFiles(dir string, entries []fs.DirEntry, skipOdd bool) ([]checkpointFile, error) {
+	var files []checkpointFile
+	for _, e := range entries {
+		n := e.Name()
+		if e.IsDir() || !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			if skipOdd {
+				continue
+			}
+			_, err := ReadCheckpoint(filepath.Join(dir, n))
+			return nil, err
+		}
+		f := checkpointFile{name: n, id: -1}
+		stamp, id, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(n, "checkpoint-"), ".json"), "-")
+		if at, err := time.Parse("20060102T150405.000000Z", stamp); err == nil && ok {
+			if i, err := strconv.ParseInt(id, 10, 64); err == nil && i >= 0 {
+				f.id, f.at = i, at
+			}
+		}
+		files = append(files, f)
+	}
+	slices.SortFunc(files, func(a, b checkpointFile) int {
+		switch {
+		case a.id < 0 || b.id < 0:
+			return cmp.Compare(a.id, b.id)
+		case a.id != b.id:
+			return cmp.Compare(b.id, a.id)
+		}
+		return b.at.Compare(a.at)
+	})
+	return files, nil
+}
+
+// checkpointSkew is how far in the future a checkpoint's time may be before a check
+// says so (clocks of hosts differ a little).
+const checkpointSkew = time.Minute
 
 func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
@@ -591,25 +666,24 @@ func (c *Checkpointer) loadLast() error {
 	if err != nil {
 		return fmt.Errorf("audit: checkpoints: %w", err)
 	}
-	// Newest first: the last one this key signed is the one to extend.
+	// The newest this key signed (by chain id, not by the time in its name) is the one
+	// to extend: the files are read newest first as their names say, and a name that
+	// says another id than its content is passed over.
+	files, _ := checkpointFiles(c.dir, entries, true)
 	var other *Checkpoint
-	for i := len(entries) - 1; i >= 0; i-- {
-		n := entries[i].Name()
-		if !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
-			continue
-		}
-		cp, err := ReadCheckpoint(filepath.Join(c.dir, n))
-		if err != nil {
+	for _, f := range files {
+		cp, err := ReadCheckpoint(filepath.Join(c.dir, f.name))
+		if err != nil || f.name != cp.FileName() {
 			continue
 		}
 		if cp.Verify(c.signer.Public()) == nil {
 			c.last = &cp
 			return nil
 		}
-		// Else the newest whose signature verifies with the key it names (and whose
-		// name is its content's, as LoadCheckpoint asks): with the old key and its .pub
-		// both lost, a new key's first checkpoint must not sign a chain cut since.
-		if other == nil && n == cp.FileName() && cp.Verify(nil) == nil {
+		// Else the newest whose signature verifies with the key it names: with the old
+		// key and its .pub both lost, a new key's first checkpoint must not sign a chain
+		// cut since.
+		if other == nil && cp.Verify(nil) == nil {
 			other = &cp
 		}
 	}
@@ -673,8 +747,7 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 		return nil, "", err
 	}
 	if src.Path == "" && filepath.Base(path) != cp.FileName() {
-		// The newest is found by its name: an older checkpoint renamed to look newer
-		// would let the entries after it be deleted unnoticed.
+		// LatestCheckpoint refuses it too: a renamed checkpoint is a sign of tampering.
 		return nil, "", fmt.Errorf("checkpoint %s: its name does not match its content (entry %d at %s)",
 			shown, cp.ID, cp.At.Format(time.RFC3339))
 	}
@@ -710,5 +783,11 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 	if err := cp.Verify(trusted); err != nil {
 		return nil, "", fmt.Errorf("checkpoint %s: %w", shown, err)
 	}
-	return &cp, fmt.Sprintf("checkpoint %s: entry %d at %s, %s", shown, cp.ID, cp.At.Format(time.RFC3339), signedBy), nil
+	note := fmt.Sprintf("checkpoint %s: entry %d at %s, %s", shown, cp.ID, cp.At.Format(time.RFC3339), signedBy)
+	if cp.At.After(time.Now().Add(checkpointSkew)) {
+		// Still the head it signed, but the clock of the host that signed it was ahead
+		// (or this one's is behind): worth fixing, as times in the log are off too.
+		note += "; its time is in the future: the clock of the host that signed it was ahead, or this host's is behind"
+	}
+	return &cp, note, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
 )
 
 // Export formats.
@@ -83,7 +85,10 @@ var csvHeader = []string{"id", "at", "actor_kind", "actor_id", "actor_name", "ac
 func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDone func() error) error {
 	f.Cursor, f.After, f.Limit = 0, 0, exportBatch
 	// Indexed once: what is appended meanwhile is newer than the first page anyway.
-	f, err := l.searchable(ctx, f)
+	if err := l.indexed(ctx, f); err != nil {
+		return err
+	}
+	f, err := l.searchable(ctx, l.pool, f)
 	if err != nil {
 		return err
 	}
@@ -102,7 +107,7 @@ func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDo
 				if aheadAll {
 					return nil
 				}
-				ids, w, err := l.manyMatches(ctx, f, limit, exportAhead)
+				ids, w, err := l.manyMatches(ctx, l.pool, f, limit, exportAhead, 0)
 				if err != nil {
 					return err
 				}
@@ -152,7 +157,7 @@ func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDo
 // exportBatchBytes, and returns them with their size and whether entries may follow.
 // The rows are closed (the connection released) before it returns.
 func (l *Log) batchOf(ctx context.Context, f Filter, limit int) (batch []Record, size int, more bool, err error) {
-	rows, err := l.query(ctx, f, limit)
+	rows, err := l.query(ctx, l.pool, f, limit)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("audit: list: %w", err)
 	}
@@ -233,14 +238,16 @@ func formulaStart(piece string) bool {
 }
 
 // Export records that actor exports what f selects (action audit.export, with the
-// filter and format), then writes it to w as CSV or JSON Lines. The entry is written
-// before any data: an export that cannot be audited does not happen. A person runs one
-// export at a time and the process maxExports: past that it is refused (rate limited,
-// with a wait) before anything, its entry included. Each batch is flushed to w once
-// read. An error after some of it reached w leaves it cut at an arbitrary byte, and
-// neither format can say where it should end: the caller must make the failure visible
-// (the API aborts the response), not end it as if complete.
-func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, w io.Writer) error {
+// filter and format), then writes it to w as CSV or JSON Lines, and records how it
+// ended (audit.export.finished: the rows and bytes sent, success or failure, and
+// whether a failure cut off a file the client had begun to receive). The first entry
+// is written before any data: an export that cannot be audited does not happen. A
+// person runs one export at a time and the process maxExports: past that it is
+// refused (rate limited, with a wait) before anything, its entry included. Each batch
+// is flushed to w once read. An error after some of it reached w leaves it cut at an
+// arbitrary byte, and neither format can say where it should end: the caller must make
+// the failure visible (the API aborts the response), not end it as if complete.
+func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, w io.Writer) (err error) {
 	if format != FormatCSV && format != FormatJSONL {
 		return fmt.Errorf("audit: unknown export format %q", format)
 	}
@@ -249,10 +256,61 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 		return err
 	}
 	defer release()
-	if err := AppendAlone(ctx, l.pool, Entry{Actor: actor, Action: "audit.export", TargetType: "audit_log",
-		Payload: map[string]any{"format": format, "filter": f.Query().Encode()}}); err != nil {
+	var started Record
+	if err := db.WithTx(ctx, l.pool, func(tx pgx.Tx) error {
+		started, err = Append(ctx, tx, Entry{Actor: actor, Action: "audit.export", TargetType: "audit_log",
+			Payload: map[string]any{"format": format, "filter": f.Query().Encode()}})
+		return err
+	}); err != nil {
 		return err
 	}
+	cw := &countingWriter{w: w}
+	var rows int64
+	defer func() {
+		if ferr := l.exportFinished(ctx, actor, started.ID, rows, cw.n, err); err == nil {
+			err = ferr
+		}
+	}()
+	return l.export(ctx, f, format, cw, &rows)
+}
+
+// exportFinished records how the export whose entry is started ended. The client may
+// be gone (its context cancelled), and that end is the one most worth recording, so it
+// is written without the request's cancellation, within a bound of its own. It names
+// the export's entry rather than repeating the filter, which a search for the filter's
+// words would find again.
+func (l *Log) exportFinished(ctx context.Context, actor Actor, started, rows, bytes int64, failed error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	p := map[string]any{"export_entry": started, "rows": rows, "bytes": bytes}
+	result := ResultSuccess
+	if failed != nil {
+		result = ResultFailure
+		p["error"] = failed.Error()
+		p["cut_off"] = bytes > 0 // the client holds part of a file
+	}
+	if err := AppendAlone(ctx, l.pool, Entry{Actor: actor, Action: "audit.export.finished", TargetType: "audit_log",
+		Result: result, Payload: p}); err != nil {
+		return fmt.Errorf("audit: export: record its end: %w", err)
+	}
+	return nil
+}
+
+// countingWriter counts the bytes w took.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+// export writes what f selects to w, counting the entries written in rows.
+func (l *Log) export(ctx context.Context, f Filter, format string, w io.Writer, rows *int64) error {
+	var err error
 	bw := bufio.NewWriterSize(w, 64<<10)
 	switch format {
 	case FormatCSV:
@@ -266,6 +324,7 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 			if e.ActorID != nil {
 				actorID = *e.ActorID
 			}
+			*rows++
 			return cw.Write(cells(strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorKind, actorID, e.ActorName,
 				e.Action, e.Group, e.TargetType, e.TargetID, e.TargetName, e.Result, e.IP, e.RequestID, string(e.Payload), e.PrevHash, e.Hash))
 		}, func() error {
@@ -282,7 +341,10 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 	case FormatJSONL:
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
-		err = l.each(ctx, f, func(r Record) error { return enc.Encode(r.Export()) }, bw.Flush)
+		err = l.each(ctx, f, func(r Record) error {
+			*rows++
+			return enc.Encode(r.Export())
+		}, bw.Flush)
 	}
 	if err != nil {
 		return fmt.Errorf("audit: export: %w", err)

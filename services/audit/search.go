@@ -66,26 +66,45 @@ func (l *Log) IndexSearch(ctx context.Context) (int64, error) {
 // ids (Filter.matches). A variable so a test can lower it.
 var fewMatches = 10_000
 
+// maxMatches bounds how many matches of a search's words a page reads from the words'
+// index (manyMatches): past it the search is refused as too broad (ErrTooBroad's
+// words), as reading and checking each match costs a lookup a match, millions at 10 M
+// entries for a common word. A variable for tests.
+var maxMatches = 100_000
+
 // searchWalk is how many of the newest entries the other filters select manyMatches
 // checks word by word before it looks the words up instead. A variable for tests.
 var searchWalk = 5_000
 
-// searchable makes sure a search by f finds every entry committed so far, and finds
-// out whether its words are rare. PostgreSQL estimates a rare word's entries from the
-// least frequent words it keeps statistics of, thousands of times too many at 10
-// million entries, and so reads the log newest first checking each entry's words (a
-// second or more) instead of looking the word up. So the entries are looked up here,
-// up to fewMatches of them, and the page is read from those ids; a search that finds
-// more is paged by manyMatches.
-func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
+// querier runs a page's statements: the pool (an export) or a page's transaction
+// (bounded), in which a statement can begin a savepoint of its own.
+type querier interface {
+	db.Querier
+	db.TxBeginner
+}
+
+// indexed makes sure a search by f finds every entry committed so far (IndexSearch).
+// It runs on connections of its own, so before a page's transaction begins.
+func (l *Log) indexed(ctx context.Context, f Filter) error {
+	if f.Q == "" {
+		return nil
+	}
+	_, err := l.IndexSearch(ctx)
+	return err
+}
+
+// searchable finds out whether the words of f (indexed first) are rare. PostgreSQL
+// estimates a rare word's entries from the least frequent words it keeps statistics
+// of, thousands of times too many at 10 million entries, and so reads the log newest
+// first checking each entry's words (a second or more) instead of looking the word up.
+// So the entries are looked up here, up to fewMatches of them, and the page is read
+// from those ids; a search that finds more is paged by manyMatches.
+func (l *Log) searchable(ctx context.Context, q db.Querier, f Filter) (Filter, error) {
 	f.matches = nil
 	if f.Q == "" {
 		return f, nil
 	}
-	if _, err := l.IndexSearch(ctx); err != nil {
-		return f, err
-	}
-	rows, err := l.pool.Query(ctx, `/* audit.searchable */ SELECT id FROM audit_search
+	rows, err := q.Query(ctx, `/* audit.searchable */ SELECT id FROM audit_search
 		WHERE doc @@ plainto_tsquery('simple'::regconfig, $1) LIMIT $2`, f.Q, fewMatches+1)
 	if err != nil {
 		return f, fmt.Errorf("audit: search: %w", err)
@@ -110,15 +129,17 @@ func (l *Log) searchable(ctx context.Context, f Filter) (Filter, error) {
 // With another filter that narrows the entries (Filter.narrowed), walk is true instead:
 // reading on through those (the page's own query) beats reading every match of a word.
 // ahead (at least n) is how many ids the lookup in the words' index returns: an export
-// takes many at once, as each lookup reads every match below its cursor.
-func (l *Log) manyMatches(ctx context.Context, f Filter, n, ahead int) ([]int64, bool, error) {
+// takes many at once, as each lookup reads every match below its cursor. most (0: no
+// bound, an export's) bounds the matches the lookup may read: past it the search is
+// refused as too broad.
+func (l *Log) manyMatches(ctx context.Context, q querier, f Filter, n, ahead, most int) ([]int64, bool, error) {
 	g := f
 	g.Q, g.matches = "", nil
 	where, args := g.where()
-	q := "$" + strconv.Itoa(len(args)+1)
+	qp := "$" + strconv.Itoa(len(args)+1)
 	walk := `SELECT id, at FROM audit_log` + where + g.order() + ` LIMIT ` + strconv.Itoa(searchWalk)
-	rows, err := l.pool.Query(ctx, `/* audit.manyMatches.walk */ SELECT id FROM (`+walk+`) audit_log
-		WHERE EXISTS (SELECT 1 FROM audit_search s WHERE s.id = audit_log.id AND s.doc @@ plainto_tsquery('simple'::regconfig, `+q+`))`+
+	rows, err := q.Query(ctx, `/* audit.manyMatches.walk */ SELECT id FROM (`+walk+`) audit_log
+		WHERE EXISTS (SELECT 1 FROM audit_search s WHERE s.id = audit_log.id AND s.doc @@ plainto_tsquery('simple'::regconfig, `+qp+`))`+
 		g.order()+` LIMIT `+strconv.Itoa(n), append(args, f.Q)...)
 	if err != nil {
 		return nil, false, fmt.Errorf("audit: search: %w", err)
@@ -131,7 +152,7 @@ func (l *Log) manyMatches(ctx context.Context, f Filter, n, ahead int) ([]int64,
 		return ids, false, nil
 	}
 	var walked int
-	if err := l.pool.QueryRow(ctx, `/* audit.manyMatches.walked */ SELECT count(*) FROM (`+walk+`) w`, args...).Scan(&walked); err != nil {
+	if err := q.QueryRow(ctx, `/* audit.manyMatches.walked */ SELECT count(*) FROM (`+walk+`) w`, args...).Scan(&walked); err != nil {
 		return nil, false, fmt.Errorf("audit: search: %w", err)
 	}
 	if walked < searchWalk {
@@ -146,17 +167,23 @@ func (l *Log) manyMatches(ctx context.Context, f Filter, n, ahead int) ([]int64,
 	// From the words' index: each match (within the cursors' ids) is checked against the
 	// other filters by its id. Scans that read a table in order are turned off for this
 	// statement, as PostgreSQL's estimate of a word's entries may make it choose to read
-	// audit_search newest first, which is the walk again.
-	mconds := []string{`doc @@ plainto_tsquery('simple'::regconfig, ` + q + `)`}
-	args = append(args, f.Q)
-	if f.Cursor > 0 && !f.timed() {
-		args = append(args, f.Cursor)
-		mconds = append(mconds, "id < $"+strconv.Itoa(len(args)))
+	// audit_search newest first, which is the walk again. matchesFrom is the matches'
+	// select, its parameters numbered from base+1.
+	matchesFrom := func(base int) (string, []any) {
+		margs := []any{f.Q}
+		mconds := []string{`doc @@ plainto_tsquery('simple'::regconfig, $` + strconv.Itoa(base+1) + `)`}
+		if f.Cursor > 0 && !f.timed() {
+			margs = append(margs, f.Cursor)
+			mconds = append(mconds, "id < $"+strconv.Itoa(base+len(margs)))
+		}
+		if f.After > 0 {
+			margs = append(margs, f.After)
+			mconds = append(mconds, "id > $"+strconv.Itoa(base+len(margs)))
+		}
+		return `SELECT id AS sid FROM audit_search WHERE ` + strings.Join(mconds, " AND "), margs
 	}
-	if f.After > 0 {
-		args = append(args, f.After)
-		mconds = append(mconds, "id > $"+strconv.Itoa(len(args)))
-	}
+	matches, margs := matchesFrom(len(args))
+	args = append(args, margs...)
 	conds := "audit_log.id = m.sid"
 	if where != "" {
 		conds += " AND " + strings.TrimPrefix(where, " WHERE ")
@@ -167,21 +194,37 @@ func (l *Log) manyMatches(ctx context.Context, f Filter, n, ahead int) ([]int64,
 	if f.timed() {
 		sort, order = "", " ORDER BY a.at DESC, a.id DESC"
 	}
-	sql := `/* audit.manyMatches */ SELECT a.id FROM (SELECT id AS sid FROM audit_search WHERE ` + strings.Join(mconds, " AND ") + sort + `) m
+	sql := `/* audit.manyMatches */ SELECT a.id FROM (` + matches + sort + `) m
 		CROSS JOIN LATERAL (SELECT id, at FROM audit_log WHERE ` + conds + ` OFFSET 0) a` + order + ` LIMIT ` + strconv.Itoa(max(n, ahead))
-	err = pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
-			set_config('enable_indexonlyscan', 'off', true)`); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	// In a savepoint (or a transaction of its own on the pool), rolled back once read:
+	// the planner's settings go with it, and do not reach the page's own query.
+	sp, err := q.Begin(ctx)
 	if err != nil {
+		return nil, false, fmt.Errorf("audit: search: %w", err)
+	}
+	defer sp.Rollback(ctx) //nolint:errcheck // read only: nothing to keep
+	if _, err := sp.Exec(ctx, `SELECT set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true),
+			set_config('enable_indexonlyscan', 'off', true)`); err != nil {
+		return nil, false, fmt.Errorf("audit: search: %w", err)
+	}
+	if most > 0 {
+		// Counted up to one past the bound first (reading at most that many), as every
+		// match is read to be sorted or checked.
+		var found int
+		counted, cargs := matchesFrom(0)
+		if err := sp.QueryRow(ctx, `/* audit.manyMatches.count */ SELECT count(*) FROM (`+counted+` LIMIT `+strconv.Itoa(most+1)+`) m`,
+			cargs...).Scan(&found); err != nil {
+			return nil, false, fmt.Errorf("audit: search: %w", err)
+		}
+		if found > most {
+			return nil, false, tooManyMatches(f, most)
+		}
+	}
+	rows, err = sp.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("audit: search: %w", err)
+	}
+	if ids, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
 		return nil, false, fmt.Errorf("audit: search: %w", err)
 	}
 	return ids, false, nil
