@@ -184,7 +184,18 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 	if edited && status.Created {
 		parts = append(parts, views.LiveServerNew(card))
 	}
-	parts = append(parts, views.LiveServer(card))
+	// Rendered once for every viewer: the count of executions waiting or running on it
+	// (its delete confirmation's warning) is in every copy, as the server's own page
+	// has it for whoever may delete it.
+	waiting := 0
+	if l.Executions != nil {
+		n, err := l.Executions.WaitingByServer(ctx, []string{sv.ID})
+		if err != nil {
+			return nil, err
+		}
+		waiting = n[sv.ID]
+	}
+	parts = append(parts, views.LiveServer(card, waiting))
 	if connected || edited {
 		// An edit changes how the server is reached, a connection its circuit and health:
 		// the page's panels of both, as Show renders them.

@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -44,8 +46,7 @@ func (h ServersHandler) List(c echo.Context) error {
 	if !slices.Contains(registry.Types, f.Type) {
 		f.Type = ""
 	}
-	page, _ := strconv.Atoi(c.QueryParam("page"))
-	page = max(page, 1)
+	page := listPage(c.QueryParam("page"))
 	list, total, err := h.Registry.ListServers(ctx, registry.ListQuery{Q: f.Q, Status: f.Status, Type: f.Type,
 		Limit: serversPerPage, Offset: (page - 1) * serversPerPage})
 	if err != nil {
@@ -56,6 +57,14 @@ func (h ServersHandler) List(c echo.Context) error {
 		return err
 	}
 	p := PrincipalOf(c)
+	var ids []string
+	for _, s := range list {
+		ids = append(ids, s.ID)
+	}
+	waiting, err := h.waitingOn(c, ids...)
+	if err != nil {
+		return err
+	}
 	v := views.ServersPage{Layout: h.layout(c, "MCP servers", registry.ServersTopic), Filter: f, Total: total,
 		All: all, Counts: counts, Page: page, Pages: max(1, (total+serversPerPage-1)/serversPerPage),
 		StatusOpts: statusOptions(), TypeOpts: typeOptions(),
@@ -75,12 +84,32 @@ func (h ServersHandler) List(c echo.Context) error {
 		return "/servers?" + q.Encode()
 	}
 	if page > 1 {
-		v.PrevURL = pageURL(page - 1)
+		// Past the end (no such page, the view says) it leads to the last page.
+		v.PrevURL = pageURL(min(page-1, v.Pages))
 	}
 	if page < v.Pages {
 		v.NextURL = pageURL(page + 1)
 	}
-	return render(c, http.StatusOK, views.Servers(v))
+	return render(c, http.StatusOK, views.Servers(v, waiting))
+}
+
+// listPage is the list's ?page=, from 1: a number past int range, or so large its
+// offset would overflow, is read as the largest that does not (past the end).
+func listPage(raw string) int {
+	page, err := strconv.Atoi(raw)
+	if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(raw, "-") {
+		page = math.MaxInt
+	}
+	return min(max(page, 1), math.MaxInt/serversPerPage)
+}
+
+// waitingOn counts the executions waiting or running on each server (by id), for
+// their delete confirmations; none for a viewer who cannot delete.
+func (h ServersHandler) waitingOn(c echo.Context, ids ...string) (map[string]int, error) {
+	if h.Executions == nil || !PrincipalOf(c).Can(auth.PermServerDelete) {
+		return nil, nil
+	}
+	return h.Executions.WaitingByServer(c.Request().Context(), ids)
 }
 
 // countServers returns the servers in each status, and in all: the list's counts, which

@@ -49,7 +49,11 @@ func (h ServersHandler) Show(c echo.Context) error {
 	for _, pr := range s.Prompts {
 		v.Prompts = append(v.Prompts, views.KV{Key: pr.Name, Value: firstNonEmpty(pr.Description, pr.Title)})
 	}
-	return render(c, http.StatusOK, views.Server(v))
+	waiting, err := h.waitingOn(c, s.ID)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.Server(v, waiting[s.ID]))
 }
 
 // serverConnection is the Connection panel of s's page: the page and the live updates
