@@ -63,6 +63,28 @@ func TestRemoteRunWatch(t *testing.T) {
 			t.Fatalf("after %d watches held and cut the run was announced ended (%d events); want it followed still", watches.Load(), n)
 		}
 	})
+	t.Run("owner's host gone", func(t *testing.T) {
+		// The owner's host died or was cut off: the watch is held and never answered or
+		// reset. Once its replica stops beating, the run is announced ended, without
+		// waiting minutes for TCP to give up.
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}))
+		t.Cleanup(srv.Close)
+		var replica string
+		if err := a.Pool.QueryRow(t.Context(), `INSERT INTO replicas (id, name, address, host, pid)
+			VALUES (gen_random_uuid(), 'silent', $1, 'test', 1) RETURNING id::text`, srv.URL).Scan(&replica); err != nil {
+			t.Fatal(err)
+		}
+		run := uuid.NewString()
+		stop := a.RemoteRuns(t, time.Hour, time.Millisecond).Watch(replica, run)
+		defer stop()
+		if _, err := a.Pool.Exec(t.Context(), `UPDATE replicas SET seen_at = now() - interval '1 hour' WHERE id::text = $1`, replica); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, time.Minute, func() bool { return ended(t, replica, run) > 0 },
+			"a run whose replica stopped beating while its watch was held was never announced ended")
+	})
 	t.Run("failing at once", func(t *testing.T) {
 		var watches atomic.Int32
 		replica, run := other(t, false, &watches), uuid.NewString()
