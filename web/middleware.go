@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/httpmethod"
+	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -71,6 +72,12 @@ func dropForeignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header
 		if id := h.Get(echo.HeaderXRequestID); id != "" {
+			// Another replica's forward keeps its id (forwardTo): one id for the request
+			// on both. Its hop is verified next (replicaHop), and a request whose hop does
+			// not verify is refused before anything records it.
+			if h.Get(replicahop.Header) != "" && validRequestID(id) {
+				return next(c)
+			}
 			h.Del(echo.HeaderXRequestID)
 			if validRequestID(id) {
 				c.Set(upstreamRequestIDKey, id)

@@ -2,12 +2,16 @@ package web_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/replicahop"
 )
 
 // The request id the audit log records is always the server's own: the audit page
@@ -49,5 +53,55 @@ func TestRequestIDNotTakenFromClient(t *testing.T) {
 				t.Fatalf("two sign-ins recorded under one request id %q", seen[0])
 			}
 		})
+	}
+}
+
+// A request another replica forwards keeps that replica's id, so both replicas record
+// and answer one id: the owner keeps the X-Request-ID of a request whose hop verifies,
+// and the forwarder answers the owner's, once. A request with a forged hop keeps
+// nothing: it is refused.
+func TestRequestIDAcrossAForward(t *testing.T) {
+	t.Parallel()
+	srv, admin, _, ln := forwardFixture(t, &webtest.Options{Builtin: true})
+	self := srv.App.Replicas.Self().ID
+
+	hopped, _ := http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
+	hopped.Header.Set("X-Request-ID", "hop-req.1")
+	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "other", To: self}, hopped, nil, time.Now())
+	res, err := admin.Do(hopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if got := res.Header.Values("X-Request-ID"); len(got) != 1 || got[0] != "hop-req.1" {
+		t.Errorf("a replica's forward answered with request ids %q, want its own, hop-req.1", got)
+	}
+	forged, _ := http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
+	forged.Header.Set("X-Request-ID", "hop-req.2")
+	forged.Header.Set(replicahop.Header, "forged")
+	if res, err := admin.Do(forged); err != nil {
+		t.Fatal(err)
+	} else if res.Body.Close(); res.StatusCode != http.StatusForbidden {
+		t.Errorf("a forged hop: %d, want 403", res.StatusCode)
+	}
+
+	// The owner here answers with the id it was sent, as a replica does.
+	var got atomic.Value
+	owner := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("X-Request-ID"))
+		w.Header().Set("X-Request-ID", r.Header.Get("X-Request-ID"))
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "the owner's page")
+	})}
+	go func() { _ = owner.Serve(ln) }()
+	t.Cleanup(func() { owner.Close() })
+	otherReplica(t, srv, "owner", "http://"+ln.Addr().String(), "term-owned")
+	a := ask(srv, admin, http.MethodGet, "/terminals/term-owned")
+	sent, _ := got.Load().(string)
+	if a.err != nil || a.code != http.StatusOK || sent == "" {
+		t.Fatalf("the forwarded page: %d %q (%v), the owner got request id %q", a.code, a.body, a.err, sent)
+	}
+	if ids := a.header.Values("X-Request-ID"); len(ids) != 1 || ids[0] != sent {
+		t.Errorf("the forwarded page answered request ids %q, want one, the id the owner got (%q)", ids, sent)
 	}
 }

@@ -181,6 +181,9 @@ func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, 
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = r.In.Host // the owner checks the same Origin against the same Host
+			// One id for the request on both replicas: the owner records this one (a
+			// replica's, dropForeignRequestID) and answers it.
+			r.Out.Header.Set(echo.HeaderXRequestID, handlers.RequestID(c))
 			replicahop.SignRequest(s.deps.Keys, hop, r.Out, body, s.hops.Clock())
 		},
 		ModifyResponse: func(res *http.Response) error {
@@ -193,6 +196,8 @@ func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, 
 			for _, h := range securityHeaderNames {
 				c.Response().Header().Del(h)
 			}
+			// The owner answers the request's id too: one X-Request-ID, not two.
+			c.Response().Header().Del(echo.HeaderXRequestID)
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
