@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -93,7 +94,9 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 	e := snapEntry{Area: area, Path: rel}
 	fi, err := ar.Lstat(rel)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENAMETOOLONG):
+		// A path whose name is too long cannot exist (a write that failed on it
+		// snapshotted it as absent, and its restore must get past it).
 	case err != nil:
 		return err
 	case fi.Mode()&fs.ModeSymlink != 0:
