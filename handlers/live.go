@@ -189,11 +189,12 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 	// has it for whoever may delete it.
 	waiting := 0
 	if l.Executions != nil {
-		n, err := l.Executions.WaitingByServer(ctx, []string{sv.ID})
-		if err != nil {
-			return nil, err
+		// Without it the card still says what changed; only the warning is left out.
+		if n, err := l.Executions.WaitingByServer(ctx, []string{sv.ID}); err != nil {
+			l.Logger.Warn("live: count the executions waiting on a server", "server", sv.ID, "err", err)
+		} else {
+			waiting = n[sv.ID]
 		}
-		waiting = n[sv.ID]
 	}
 	parts = append(parts, views.LiveServer(card, waiting))
 	if connected || edited {
