@@ -420,7 +420,7 @@ func TestPostgresKilledIsRestarted(t *testing.T) {
 			callCode, body := call()
 			// The probes answer from a report up to system.ProbeEvery old: the reports
 			// read after this pause were made after the call.
-			time.Sleep(system.ProbeEvery + 100*time.Millisecond)
+			time.Sleep(system.ProbeEvery + 20*time.Millisecond)
 			readyCode, _ := p.request(t, "", http.MethodGet, "/readyz", nil)
 			if before && databaseDown(healthOf(t, p)) {
 				if callCode >= 200 && callCode < 300 {

@@ -105,11 +105,11 @@ func (s *Service) Health(ctx context.Context) Health {
 	return h
 }
 
-// ProbeEvery is how long /healthz and /readyz reuse a report: an orchestrator probes
-// every few seconds (Kubernetes: 10 s), so a report a second old is as good as a fresh
-// one to it, while a flood of anonymous probes costs one check a second of each kind
+// ProbeEvery is how long /healthz and /readyz reuse a report: short enough that a
+// report is as good as a fresh one to whoever probes (an outage of a second shows),
+// while a flood of anonymous probes costs ten checks a second of each kind
 // and cannot queue the orchestrator's behind its own on the probes' two connections.
-const ProbeEvery = time.Second
+const ProbeEvery = 100 * time.Millisecond
 
 // ProbeHealth is Health for /healthz: a report at most ProbeEvery old, the checks
 // shared by the probes that ask while they run. Callers share it: read it, never change it.
@@ -151,14 +151,15 @@ type shared[T any] struct {
 
 func (c *shared[T]) get(check func() T) T {
 	c.mu.Lock()
-	if !c.at.IsZero() && time.Since(c.at) < ProbeEvery {
-		defer c.mu.Unlock()
-		return c.val
-	}
-	if wait := c.running; wait != nil {
+	for c.running != nil && (c.at.IsZero() || time.Since(c.at) >= ProbeEvery) {
+		wait := c.running
 		c.mu.Unlock()
 		<-wait
 		c.mu.Lock()
+		// A check that panicked left no report: this caller makes its own rather than
+		// take an old one (or none) for it.
+	}
+	if !c.at.IsZero() && time.Since(c.at) < ProbeEvery {
 		defer c.mu.Unlock()
 		return c.val
 	}
@@ -169,7 +170,7 @@ func (c *shared[T]) get(check func() T) T {
 	var v T
 	ok := false
 	defer func() {
-		// Even if check panicked: the waiters must not hang (they get the previous value).
+		// Even if check panicked: the waiters must not hang (they check again).
 		c.mu.Lock()
 		if ok {
 			c.val, c.at = v, start
