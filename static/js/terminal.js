@@ -188,7 +188,9 @@
 					setStatus("watching");
 				}
 				if (next > 0 && m.at > next) {
-					term.write("\r\n[output was dropped while disconnected]\r\n");
+					// CAN ends an escape sequence (CSI, OSC, DCS) the output before the gap
+					// left open, which would swallow the notice.
+					term.write("\x18\r\n[output was dropped while disconnected]\r\n");
 				}
 				next = m.at;
 				replayNext = m.backlog > 0;
