@@ -30,11 +30,16 @@ const (
 // with the server, its text masked as the server's other text is (its secret values,
 // then credential-like words) and cut to sdkLogMax.
 func (m *Manager) sdkLogger(cfg registry.Connection) *slog.Logger {
+	return sdkLogger(m.log, cfg)
+}
+
+// sdkLogger is Manager.sdkLogger on log.
+func sdkLogger(log *slog.Logger, cfg registry.Connection) *slog.Logger {
 	masker := maskerOf(cfg)
 	clean := func(s string) string {
 		return textcheck.Clip(textcheck.Storable(usage.RedactText(masker.String(s))), sdkLogMax, registry.CutMark)
 	}
-	next := m.log.Handler().WithAttrs([]slog.Attr{slog.String("server", cfg.Name), slog.String("server_id", cfg.ServerID)})
+	next := log.Handler().WithAttrs([]slog.Attr{slog.String("server", cfg.Name), slog.String("server_id", cfg.ServerID)})
 	return slog.New(&maskHandler{next: next, clean: clean, budget: &logBudget{lim: rate.NewLimiter(rate.Every(sdkLogEvery), sdkLogBurst)}})
 }
 

@@ -2048,6 +2048,17 @@ type StreamableClientTransport struct {
 	// If logger is set, it is used to log aspects of the transport, such as spec
 	// violations that were ignored.
 	logger *slog.Logger
+
+	// Logger, if set, is used where logger is not (Toolwarden: the client's
+	// masked log; unset, these lines were dropped).
+	Logger *slog.Logger
+}
+
+func (t *StreamableClientTransport) transportLogger() *slog.Logger {
+	if t.logger != nil {
+		return t.logger
+	}
+	return t.Logger
 }
 
 // These settings are not (yet) exposed to the user in
@@ -2122,7 +2133,7 @@ func (t *StreamableClientTransport) Connect(ctx context.Context) (Connection, er
 		done:                 make(chan struct{}),
 		maxRetries:           maxRetries,
 		strict:               t.strict,
-		logger:               ensureLogger(t.logger), // must be non-nil for safe logging
+		logger:               ensureLogger(t.transportLogger()), // must be non-nil for safe logging
 		ctx:                  connCtx,
 		cancel:               cancel,
 		failed:               make(chan struct{}),
