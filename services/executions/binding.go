@@ -3,9 +3,15 @@ package executions
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/internal/toolname"
@@ -32,14 +38,15 @@ const (
 	actionRequesterGone = "execution.requester_gone"
 )
 
-// sealOf is the MAC of an execution's id and its plan, approval and rollback hashes,
-// under the secret key, which the database does not hold: whoever rewrites a plan and
-// its hashes together in the database cannot make a seal that verifies.
-func (s *Service) sealOf(id string, plan, approved, rollback []byte) []byte {
-	return s.opts.Keys.MAC(sealInput(id, plan, approved, rollback))
+// sealOf is the seal (v2) of ex with the approval and rollback hashes and the rollback
+// plan it is about to store: a MAC under the secret key, which the database does not
+// hold, so whoever rewrites an execution's row cannot make a seal that verifies.
+func (s *Service) sealOf(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) []byte {
+	return s.opts.Keys.MAC(sealInputV2(ex, approved, rollback, rollbackPlan))
 }
 
-func sealInput(id string, hashes ...[]byte) []byte {
+// sealInputV1 is what a seal made before v2 covers: the id and the three hashes only.
+func sealInputV1(id string, hashes ...[]byte) []byte {
 	b := []byte("toolwarden execution seal v1\x00" + id)
 	for _, h := range hashes {
 		b = append(b, 0)
@@ -48,16 +55,92 @@ func sealInput(id string, hashes ...[]byte) []byte {
 	return b
 }
 
-// sealed reports whether ex's seal is the MAC of its id and hashes as stored.
+// sealInputV2 is what a seal covers: the id and the three hashes, who asked and on whose
+// behalf (the runner acts as them: requester id, token, kind, name, role, conversation),
+// and each step's secret argument names (the phrase leaves them out; the plan's hash
+// does not cover them). Each field is length-prefixed, a missing id told from an empty one.
+func sealInputV2(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) []byte {
+	b := []byte("toolwarden execution seal v2\x00")
+	field := func(v []byte) {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	optional := func(id *string) {
+		if id == nil {
+			b = append(b, 0)
+			return
+		}
+		b = append(b, 1)
+		field([]byte(canonicalUUID(*id)))
+	}
+	field([]byte(ex.ID))
+	field(ex.PlanHash)
+	field(approved)
+	field(rollback)
+	optional(ex.RequestedBy)
+	optional(ex.RequestedToken)
+	field([]byte(ex.RequesterKind))
+	field([]byte(ex.RequesterName))
+	field([]byte(ex.RequesterRole))
+	field([]byte(ex.ConversationID))
+	field(secretArgsHash(ex.Plan, rollbackPlan))
+	return b
+}
+
+// canonicalUUID is id as the database gives a uuid back (lower case, hyphenated), so a
+// seal made from an id as given verifies against the stored one.
+func canonicalUUID(id string) string {
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
+	}
+	return id
+}
+
+// secretArgsHash is the SHA-256 of the secret argument names of every step of each phase
+// (the plan's steps, its own undo steps, the rollback's), each step's sorted and without
+// repeats: the same names in any order are the same phrase and masking.
+func secretArgsHash(plan Plan, rollback *Plan) []byte {
+	names := func(sts []PlannedStep) [][]string {
+		out := make([][]string, len(sts))
+		for i, st := range sts {
+			out[i] = slices.Compact(slices.Sorted(slices.Values(st.SecretArgs)))
+			if out[i] == nil {
+				out[i] = []string{}
+			}
+		}
+		return out
+	}
+	var undo []PlannedStep
+	if rollback != nil {
+		undo = rollback.Steps
+	}
+	raw, err := json.Marshal([][][]string{names(plan.Steps), names(plan.Rollback), names(undo)})
+	if err != nil {
+		panic(err) // slices of strings always marshal
+	}
+	h := sha256.Sum256(raw)
+	return h[:]
+}
+
+// sealed reports whether ex's seal is the MAC of what it covers as stored: as v2, or as
+// v1 for a row sealed before v2 (the requester and secret argument names were not
+// covered then; every later seal, at approval, rollback or key rotation, is v2). The two
+// inputs start with different version labels, so no v2 seal is the MAC of any v1 input:
+// whoever lacks the key cannot make a v2-sealed row, rewritten, verify as v1, and a v1
+// seal covers the id, so one cannot be moved from another row.
 func (s *Service) sealed(ex *Execution) bool {
-	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInput(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
+	if ex.Seal == nil {
+		return false
+	}
+	return s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal) ||
+		s.opts.Keys.VerifyMAC(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
 }
 
 // checkBinding recomputes, from what is stored to run now, the hash of phase's plan
 // and compares it with the hash that was approved (docs/security.md): the steps' tools and
 // arguments as the runner will read them, each tool's definition, configuration and
 // risk, and each server's connection identity; and it checks the execution's seal over
-// those hashes. It also re-checks the requester: still an active user (and their token
+// those hashes, its requester and its steps' secret argument names. It also re-checks the requester: still an active user (and their token
 // still valid), still allowed to use every tool with the role they have now. It returns
 // the requester as they act now and the phase's steps as verified (by id), which are
 // what runs; or the breach.
@@ -67,14 +150,16 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		return who, nil, &breach{action: actionStale, reason: "it was planned by an earlier version of Toolwarden, " +
 			"whose approvals were not bound to the servers' connection settings"}, nil
 	}
-	if !s.sealed(ex) {
-		return who, nil, &breach{action: actionHashMismatch, reason: "its record was altered after it was planned or approved (its seal does not match)"}, nil
-	}
+	// Before the seal: a requester's row deleted sets its id NULL (the foreign key), which
+	// the seal covers; refused either way, it is said as what it most likely is.
 	if ex.RequesterKind == audit.ActorToken && ex.RequestedToken == nil {
 		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (the API token it was asked with is gone)", ex.RequesterName)}, nil
 	}
 	if ex.RequestedBy == nil && ex.personal() {
 		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (their account is gone)", ex.RequesterName)}, nil
+	}
+	if !s.sealed(ex) {
+		return who, nil, &breach{action: actionHashMismatch, reason: "its record was altered after it was planned or approved (its seal does not match)"}, nil
 	}
 	if ex.RequestedBy != nil {
 		role, err := s.auth.RequesterRole(ctx, *ex.RequestedBy, who.Actor.TokenID)

@@ -184,7 +184,9 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 			                        requested_token, seal, source, client, conversation_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
 			id, requestedBy, c.Actor.Name, kind, string(c.Role), storedPrompt(in.Prompt), plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now, requestedToken, s.sealOf(id, hash, nil, nil), in.Source, clip(in.Client, 200), in.ConversationID)
+			plan.Phrase(), expires, now, requestedToken, s.sealOf(&Execution{ID: id, RequestedBy: requestedBy, RequestedToken: requestedToken,
+				RequesterKind: kind, RequesterName: c.Actor.Name, RequesterRole: string(c.Role), ConversationID: in.ConversationID,
+				Plan: plan, PlanHash: hash}, nil, nil, nil), in.Source, clip(in.Client, 200), in.ConversationID)
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}
@@ -300,7 +302,7 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 	ex, err := s.apply(ctx, tx, ex.ID, change{from: []Status{AwaitingApproval}, to: Executing, want: "approved",
 		set: map[string]any{"approval": how, "approved_by": approvedBy, "approver_name": name, "approved_at": now,
 			"approved_hash": ex.PlanHash, "started_at": now, "self_approved": self,
-			"seal": s.sealOf(ex.ID, ex.PlanHash, ex.PlanHash, ex.RollbackHash)},
+			"seal": s.sealOf(ex, ex.PlanHash, ex.RollbackHash, ex.RollbackPlan)},
 		event: announce(approved, events.ApprovalGranted), actor: approver, action: "execution.approve"})
 	if err != nil {
 		return nil, err

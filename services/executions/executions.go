@@ -197,7 +197,8 @@ type Execution struct {
 	// RollbackPlan and RollbackHash are the rollback as it was asked for and approved.
 	RollbackPlan *Plan  `db:"rollback_plan" json:"-"`
 	RollbackHash []byte `db:"rollback_hash" json:"-"`
-	// Seal is the MAC of the id and the three hashes (see sealOf).
+	// Seal is the MAC of the id, the three hashes, the requester and the steps' secret
+	// argument names (see sealOf).
 	Seal      []byte     `db:"seal" json:"-"`
 	ExpiresAt *time.Time `db:"expires_at" json:"expires_at,omitempty"`
 	Reason    string     `db:"reason" json:"reason,omitempty"`

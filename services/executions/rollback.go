@@ -605,7 +605,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 		var err error
 		out, err = s.apply(ctx, tx, id, change{from: []Status{Failed}, to: RollingBack, want: "rolled back",
 			set: map[string]any{"rollback_plan": undo, "rollback_hash": undoHash,
-				"seal": s.sealOf(id, ex.PlanHash, ex.ApprovedHash, undoHash)},
+				"seal": s.sealOf(ex, ex.ApprovedHash, undoHash, &undo)},
 			event: announce(started, events.RollbackStarted), actor: c.Actor, action: "execution.rollback"})
 		if err != nil {
 			return err

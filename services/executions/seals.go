@@ -2,6 +2,7 @@ package executions
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -34,8 +35,9 @@ func openStatuses() []string {
 // file). newest > 0 looks at that many of the newest only.
 func SealUsage(ctx context.Context, pool *pgxpool.Pool, keyOf SealKey, newest int) (map[string]int, error) {
 	out := map[string]int{}
-	err := eachOpenSeal(ctx, pool, newest, func(id string, input, seal []byte) {
-		out[keyOf(input, seal)]++
+	err := eachOpenSeal(ctx, pool, newest, func(ex *Execution) {
+		k, _ := sealMadeBy(keyOf, ex)
+		out[k]++
 	})
 	if err != nil {
 		return nil, fmt.Errorf("executions: seal usage: %w", err)
@@ -43,20 +45,32 @@ func SealUsage(ctx context.Context, pool *pgxpool.Pool, keyOf SealKey, newest in
 	return out, nil
 }
 
-// Reseal seals again, with keys' primary key, the seals SealUsage counts that keyOf says
-// another key made (before a rotation), so that key can be retired without making those
-// executions look altered. Each is sealed again in a transaction of its own with its row
+// sealMadeBy is the key that made ex's seal, as v2 or (v1) as a seal made before v2
+// (see Service.sealed); "" when none.
+func sealMadeBy(keyOf SealKey, ex *Execution) (key string, v1 bool) {
+	if k := keyOf(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal); k != "" {
+		return k, false
+	}
+	k := keyOf(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
+	return k, k != ""
+}
+
+// Reseal seals again, with keys' primary key and as v2, the seals SealUsage counts that
+// keyOf says another key made (before a rotation), so that key can be retired without
+// making those executions look altered, and those made as v1 (before v2) by any key: a
+// v1 seal that verifies vouches for the row as much as it did, and is trusted anyway
+// (Service.sealed). Each is sealed again in a transaction of its own with its row
 // locked, beside a serving Toolwarden. A seal no key verifies stays as it is: sealing it
 // again would vouch for an altered record. It returns how many it sealed again.
 func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyOf SealKey) (int, error) {
-	stale := func(input, seal []byte) bool {
-		k := keyOf(input, seal)
-		return k != "" && k != keys.PrimaryID()
+	stale := func(ex *Execution) bool {
+		k, v1 := sealMadeBy(keyOf, ex)
+		return k != "" && (k != keys.PrimaryID() || v1)
 	}
 	var ids []string
-	err := eachOpenSeal(ctx, pool, 0, func(id string, input, seal []byte) {
-		if stale(input, seal) {
-			ids = append(ids, id)
+	err := eachOpenSeal(ctx, pool, 0, func(ex *Execution) {
+		if stale(ex) {
+			ids = append(ids, ex.ID)
 		}
 	})
 	if err != nil {
@@ -65,21 +79,23 @@ func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyO
 	n := 0
 	for _, id := range ids {
 		err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
-			var plan, approved, rollback, seal []byte
-			err := tx.QueryRow(ctx, `/* executions.Reseal.lock */ SELECT plan_hash, approved_hash, rollback_hash, seal
-				FROM executions WHERE id = $1 FOR UPDATE`, id).Scan(&plan, &approved, &rollback, &seal)
-			if err == pgx.ErrNoRows {
+			rows, err := tx.Query(ctx, `/* executions.Reseal.lock */ SELECT `+columns+` FROM executions WHERE id = $1 FOR UPDATE`, id)
+			if err != nil {
+				return err
+			}
+			ex, err := pgx.CollectExactlyOneRow(rows, pgx.RowToAddrOfStructByName[Execution])
+			if errors.Is(err, pgx.ErrNoRows) {
 				return nil // deleted meanwhile
 			}
 			if err != nil {
 				return err
 			}
 			// It may have moved on meanwhile, sealed anew by a serving process.
-			input := sealInput(id, plan, approved, rollback)
-			if seal == nil || !stale(input, seal) {
+			if ex.Seal == nil || !stale(ex) {
 				return nil
 			}
-			if _, err := tx.Exec(ctx, `/* executions.Reseal */ UPDATE executions SET seal = $2 WHERE id = $1`, id, keys.MAC(input)); err != nil {
+			seal := keys.MAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan))
+			if _, err := tx.Exec(ctx, `/* executions.Reseal */ UPDATE executions SET seal = $2 WHERE id = $1`, id, seal); err != nil {
 				return err
 			}
 			n++
@@ -92,10 +108,10 @@ func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyO
 	return n, nil
 }
 
-// eachOpenSeal calls fn with the id, the sealed input and the seal of each sealed
-// execution that is not final, newest first (newest > 0: that many only).
-func eachOpenSeal(ctx context.Context, pool *pgxpool.Pool, newest int, fn func(id string, input, seal []byte)) error {
-	q := `/* executions.eachOpenSeal */ SELECT id::text, plan_hash, approved_hash, rollback_hash, seal FROM executions
+// eachOpenSeal calls fn with each sealed execution that is not final, newest first
+// (newest > 0: that many only).
+func eachOpenSeal(ctx context.Context, pool *pgxpool.Pool, newest int, fn func(ex *Execution)) error {
+	q := `/* executions.eachOpenSeal */ SELECT ` + columns + ` FROM executions
 		WHERE seal IS NOT NULL AND status = ANY($1) ORDER BY created_at DESC, id DESC`
 	args := []any{openStatuses()}
 	if newest > 0 {
@@ -106,11 +122,13 @@ func eachOpenSeal(ctx context.Context, pool *pgxpool.Pool, newest int, fn func(i
 	if err != nil {
 		return err
 	}
-	var id string
-	var plan, approved, rollback, seal []byte
-	_, err = pgx.ForEachRow(rows, []any{&id, &plan, &approved, &rollback, &seal}, func() error {
-		fn(id, sealInput(id, plan, approved, rollback), seal)
-		return nil
-	})
-	return err
+	defer rows.Close()
+	for rows.Next() {
+		ex, err := pgx.RowToAddrOfStructByName[Execution](rows)
+		if err != nil {
+			return err
+		}
+		fn(ex)
+	}
+	return rows.Err()
 }

@@ -1,0 +1,186 @@
+package executions_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/executions"
+	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+const sealMismatch = "its record was altered after it was planned or approved (its seal does not match)"
+
+// An approved plan whose requester is rewritten in the database (to an administrator,
+// whose role the runner would check instead) is refused as altered when it runs: the
+// seal covers who asked for it.
+func TestSealCoversRequesterAtRun(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "add")
+	e.setRisk("mt__add", risk.Medium)
+	alice := e.user("alice", auth.RoleToolUser)
+	ex := e.create(alice, step("mt__add", `{"a":1,"b":2}`))
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Exec(t, e.pool, `UPDATE executions SET requested_by = $2 WHERE id = $1`, ex.ID, e.admin.Actor.ID)
+	e.run(nil)
+	got := e.waitEnded(ex.ID, 30*time.Second)
+	if got.Status != executions.Failed || !strings.Contains(got.Error, sealMismatch) {
+		t.Fatalf("run with the requester rewritten: got %s (%q), want failed on the seal mismatch", got.Status, got.Error)
+	}
+	if st := e.steps(ex.ID); st[0].Status != executions.StepSkipped {
+		t.Errorf("its step: got %s, want skipped", st[0].Status)
+	}
+	if n := e.audits(ex.ID, "execution.plan_hash_mismatch"); n != 1 {
+		t.Errorf("execution.plan_hash_mismatch audit rows: got %d, want 1", n)
+	}
+}
+
+// A plan awaiting approval whose conversation, requester kind, role or name is
+// rewritten in the database is cancelled as altered when confirmed.
+func TestSealCoversRequesterAtConfirm(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "add")
+	e.setRisk("mt__add", risk.Medium)
+	alice := e.user("alice", auth.RoleToolUser)
+	for _, tc := range []struct{ name, set string }{
+		{"conversation_id", `conversation_id = 'user-' || $2::text`},
+		{"requester_kind", `requester_kind = 'system'`},
+		{"requester_role", `requester_role = 'admin'`},
+		{"requester_name", `requester_name = 'boss'`},
+		{"requested_by", `requested_by = $2::text::uuid`},
+	} {
+		ex := e.create(alice, step("mt__add", `{"a":1,"b":2}`))
+		testkit.Exec(t, e.pool, `UPDATE executions SET `+tc.set+` WHERE id = $1 AND $2::text <> ''`, ex.ID, e.admin.Actor.ID)
+		_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash())
+		if !isCode(err, executions.CodeStale) || !strings.Contains(err.Error(), "seal does not match") {
+			t.Errorf("%s rewritten: confirm got %v, want it refused as altered", tc.name, err)
+			continue
+		}
+		if got := e.get(ex.ID); got.Status != executions.Cancelled {
+			t.Errorf("%s rewritten: got %s, want cancelled", tc.name, got.Status)
+		}
+		if n := e.audits(ex.ID, "execution.plan_hash_mismatch"); n != 1 {
+			t.Errorf("%s rewritten: execution.plan_hash_mismatch audit rows: got %d, want 1", tc.name, n)
+		}
+	}
+}
+
+// A HIGH plan whose stored secret argument names are rewritten to hide its target from
+// the phrase is refused when confirmed with the shortened phrase.
+func TestSealCoversSecretArgs(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	hs := e.server("mt", true, "echo")
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "drop", Description: "Drops a table (pretend).",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"table":{"type":"string"}}}`),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true)}})
+	e.enable("mt__drop")
+	ex := e.create(e.admin, step("mt__drop", `{"table":"users"}`))
+	if ex.Risk != "high" || ex.ConfirmationPhrase != "mt__drop users" {
+		t.Fatalf("got risk %s, phrase %q; want high, mt__drop users", ex.Risk, ex.ConfirmationPhrase)
+	}
+	testkit.Exec(t, e.pool, `UPDATE executions SET plan = jsonb_set(plan, '{steps,0,secret_arguments}', '["table"]') WHERE id = $1`, ex.ID)
+	if got := e.get(ex.ID).ConfirmationPhrase; got != "mt__drop" {
+		t.Fatalf("the phrase after the rewrite: %q, want mt__drop", got)
+	}
+	_, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "mt__drop", ex.Hash())
+	if !isCode(err, executions.CodeStale) || !strings.Contains(err.Error(), "seal does not match") {
+		t.Fatalf("confirm with the shortened phrase: got %v, want it refused as altered", err)
+	}
+	if got := e.get(ex.ID); got.Status != executions.Cancelled {
+		t.Fatalf("got %s, want cancelled", got.Status)
+	}
+	if n := e.audits(ex.ID, "execution.plan_hash_mismatch"); n != 1 {
+		t.Errorf("execution.plan_hash_mismatch audit rows: got %d, want 1", n)
+	}
+}
+
+// sealV1 is an execution's seal as Toolwarden made it before v2: the MAC of the id and
+// the three hashes only.
+func sealV1(t *testing.T, key secrets.Key, id string, hashes ...[]byte) []byte {
+	t.Helper()
+	keys, err := secrets.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := []byte("toolwarden execution seal v1\x00" + id)
+	for _, h := range hashes {
+		b = append(b, 0)
+		b = append(b, h...)
+	}
+	return keys.MAC(b)
+}
+
+// A plan sealed before the upgrade (v1) is approved and runs; its approval seals it as
+// v2, and a v1 seal of another row (or of other hashes) does not verify.
+func TestSealV1StillVerifies(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "add")
+	e.setRisk("mt__add", risk.Medium)
+	e.run(nil)
+	alice := e.user("alice", auth.RoleToolUser)
+	ex := e.create(alice, step("mt__add", `{"a":1,"b":2}`))
+	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2 WHERE id = $1`, ex.ID, sealV1(t, e.key, ex.ID, ex.PlanHash, nil, nil))
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); err != nil {
+		t.Fatalf("confirm of a v1-sealed plan: %v", err)
+	}
+	if got := e.waitEnded(ex.ID, 30*time.Second); got.Status != executions.Success {
+		t.Fatalf("a v1-sealed plan: %s (%s), want success", got.Status, got.Reason)
+	}
+
+	// A v1 seal over other hashes than stored does not verify.
+	other := e.create(alice, step("mt__add", `{"a":2,"b":2}`))
+	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2 WHERE id = $1`, other.ID, sealV1(t, e.key, other.ID, ex.PlanHash, nil, nil))
+	if _, err := e.svc.Confirm(e.ctx, e.admin, other.ID, "", other.Hash()); !isCode(err, executions.CodeStale) {
+		t.Fatalf("confirm of a plan with a v1 seal of other hashes: got %v, want it refused as altered", err)
+	}
+}
+
+// Reseal (a key rotation) seals a v1-sealed execution again as v2, which then covers its
+// requester.
+func TestResealWritesV2(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "add")
+	e.setRisk("mt__add", risk.Medium)
+	alice := e.user("alice", auth.RoleToolUser)
+	ex := e.create(alice, step("mt__add", `{"a":1,"b":2}`))
+	v1 := sealV1(t, e.key, ex.ID, ex.PlanHash, nil, nil)
+	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2 WHERE id = $1`, ex.ID, v1)
+	keys, err := secrets.NewKeyring(e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyOf := func(input, seal []byte) string {
+		if keys.VerifyMAC(input, seal) {
+			return keys.PrimaryID()
+		}
+		return ""
+	}
+	n, err := executions.Reseal(e.ctx, e.pool, keys, keyOf)
+	if err != nil || n != 1 {
+		t.Fatalf("reseal: got %d, %v; want the v1 seal sealed again", n, err)
+	}
+	if got := e.get(ex.ID).Seal; string(got) == string(v1) {
+		t.Fatal("the seal is still the v1 one")
+	}
+	if u, err := executions.SealUsage(e.ctx, e.pool, keyOf, 0); err != nil || u[keys.PrimaryID()] != 1 || u[""] != 0 {
+		t.Fatalf("seal usage after the reseal: %v, %v; want one under the primary key", u, err)
+	}
+	testkit.Exec(t, e.pool, `UPDATE executions SET requested_by = $2 WHERE id = $1`, ex.ID, e.admin.Actor.ID)
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); !isCode(err, executions.CodeStale) {
+		t.Fatalf("confirm after the requester was rewritten: got %v, want it refused as altered", err)
+	}
+}
