@@ -132,8 +132,12 @@ func fileError(err error) *mcp.CallToolResult {
 		sc = map[string]any{"errorType": ErrorExecutionFailed}
 	}
 	var ke *errKept
+	var ce *errChanged
 	if errors.As(err, &ke) {
 		sc["snapshotId"] = ke.id
+		sc["changed"] = true
+	} else if errors.As(err, &ce) {
+		sc["changed"] = true
 	}
 	res.StructuredContent = sc
 	return res
@@ -151,6 +155,14 @@ func (e *errKept) Error() string {
 	return fmt.Sprintf("%v (part of the write may have happened: restore_snapshot %s puts back what was there before)", e.err, e.id)
 }
 func (e *errKept) Unwrap() error { return e.err }
+
+// errChanged is a write that changed something but whose snapshot could not be saved:
+// its result says changed, so that a rollback names the step as one that may have
+// taken effect rather than one that changed nothing.
+type errChanged struct{ err error }
+
+func (e *errChanged) Error() string { return e.err.Error() }
+func (e *errChanged) Unwrap() error { return e.err }
 
 // AuthorizationContent is the structured content of a call refused until a grant
 // allows operation key on path: the tool's own refusal, and the gateway's when the
@@ -1295,19 +1307,28 @@ func (w *write) keep(t target, ar *os.Root) error {
 }
 
 // done finishes the write: on success the snapshot is saved and the result names it;
-// on failure it is discarded.
+// on failure it is saved (errKept) with only the paths the write changed, or discarded
+// when it changed none. A change whose snapshot could not be saved is errChanged.
 func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolResult, error) {
 	for _, r := range w.open {
 		r.Close()
 	}
 	if err != nil {
+		if w.sn != nil && w.changed {
+			w.s.dropUnchanged(w.sn) // what it recorded but did not change is not put back
+		}
 		switch {
 		case w.sn == nil:
-		case w.changed && w.sn.save() == nil:
-			err = &errKept{err: err, id: w.sn.m.ID}
-			w.sn.close()
-		default:
+		case !w.changed || len(w.sn.m.Entries) == 0:
 			w.sn.discard()
+		default:
+			if serr := w.sn.save(); serr != nil {
+				w.sn.discard()
+				err = &errChanged{fmt.Errorf("%w (part of the write happened, but its snapshot could not be saved: %v)", err, serr)}
+			} else {
+				err = &errKept{err: err, id: w.sn.m.ID}
+				w.sn.close()
+			}
 		}
 		return nil, err
 	}
@@ -1317,7 +1338,7 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 	if w.sn != nil {
 		defer w.sn.close()
 		if err := w.sn.save(); err != nil {
-			return nil, fmt.Errorf("the write happened, but its snapshot could not be saved: %w", err)
+			return nil, &errChanged{fmt.Errorf("the write happened, but its snapshot could not be saved: %w", err)}
 		}
 		sc["snapshotId"] = w.sn.m.ID
 		text += " (snapshot " + w.sn.m.ID + ")"
@@ -1901,11 +1922,22 @@ func restoreSnapshot(ctx context.Context, s *Server, c Call, in restoreIn) (*mcp
 	for _, n := range notes {
 		text += "; " + n
 	}
+	sc := map[string]any{"restoredFrom": in.SnapshotID, "restored": restored, "notes": notes}
 	if err != nil {
-		// Some paths were restored and are kept for undoing; the error says which were not.
+		// Some paths were restored and are kept for undoing (only those: a path it could
+		// not put back is not undone later); the error says which were not.
 		text += "; NOT restored: " + err.Error()
+		if w.sn != nil {
+			s.dropUnchanged(w.sn)
+			if len(w.sn.m.Entries) == 0 {
+				w.sn.discard()
+				w.sn = nil
+			} else {
+				sc["changed"] = true
+			}
+		}
 	}
-	res, derr := w.done(text, map[string]any{"restoredFrom": in.SnapshotID, "restored": restored, "notes": notes}, nil)
+	res, derr := w.done(text, sc, nil)
 	if derr == nil && err != nil {
 		res.IsError = true
 	}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -133,6 +134,60 @@ func (sn *snapshot) save() error {
 		return err
 	}
 	return sn.store.WriteFile(filepath.Join(sn.m.ID, "manifest.json"), b, 0o600)
+}
+
+// dropUnchanged leaves in sn only the paths that no longer hold what it kept of them:
+// the snapshot of a write that failed part way must not put a path the write never
+// changed back over what is written there later. A path kept more than once is judged
+// by its first entry (what it held before the write); one that cannot be compared stays.
+func (s *Server) dropUnchanged(sn *snapshot) {
+	type key struct{ area, path string }
+	changed := map[key]bool{}
+	for _, e := range sn.m.Entries {
+		k := key{e.Area, e.Path}
+		if _, seen := changed[k]; !seen {
+			changed[k] = !s.holds(sn, e)
+		}
+	}
+	kept := sn.m.Entries[:0:0]
+	for _, e := range sn.m.Entries {
+		if changed[key{e.Area, e.Path}] {
+			kept = append(kept, e)
+		} else if e.Blob != "" {
+			_ = sn.store.Remove(filepath.Join(sn.m.ID, e.Blob))
+		}
+	}
+	sn.m.Entries = kept
+}
+
+// holds reports whether e's path holds exactly what e kept of it: nothing, the same
+// symlink, a directory of the same mode, or a file of the same mode and bytes.
+func (s *Server) holds(sn *snapshot, e snapEntry) bool {
+	ar, err := s.openArea(e.Area)
+	if err != nil {
+		return false
+	}
+	defer ar.Close()
+	fi, err := ar.Lstat(e.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENAMETOOLONG):
+		return !e.Existed // as keep counts it
+	case err != nil || !e.Existed:
+		return false
+	case e.Link != "":
+		l, err := ar.Readlink(e.Path)
+		return fi.Mode()&fs.ModeSymlink != 0 && err == nil && l == e.Link
+	case e.Dir:
+		return fi.IsDir() && fi.Mode()&keptMode == e.Mode
+	case !fi.Mode().IsRegular() || fi.Mode()&keptMode != e.Mode:
+		return false
+	}
+	was, err := sn.store.ReadFile(filepath.Join(sn.m.ID, e.Blob))
+	if err != nil || int64(len(was)) != fi.Size() {
+		return false
+	}
+	now, err := readRegular(ar, e.Path)
+	return err == nil && bytes.Equal(now, was)
 }
 
 // discard removes a snapshot whose write did not happen.
