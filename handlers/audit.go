@@ -127,7 +127,8 @@ func (h AuditHandler) List(c echo.Context) error {
 			list, err = h.Log.ListBrief(ctx, f)
 		}
 		// A search too broad to answer (too many matches, or past the time a page may
-		// take) is said at the field to narrow, as a bad filter is.
+		// take) is said at the field to narrow, as a bad filter is; a log too busy to
+		// answer a narrow one is the error page's 503, with Retry-After.
 		if fe, ok := formErrors(err); ok {
 			page.Errors, status = fe, http.StatusBadRequest
 		} else if err != nil {
@@ -460,7 +461,8 @@ func (h AuditHandler) APIGet(c echo.Context) error {
 // APIExport streams every entry the filters select as CSV or JSON Lines
 // (?format=csv|jsonl), newest first; the export is audited before it starts
 // (audit.export) and when it ends (audit.export.finished: rows, bytes, success or
-// failure). One per person and 3 in the process run at once (audit.Log.Export refuses
+// failure; one that cannot be written is logged, and a complete export still ends
+// cleanly). One per person and 3 in the process run at once (audit.Log.Export refuses
 // more: 429).
 func (h AuditHandler) APIExport(c echo.Context) error {
 	// An export is recorded as the person's and streams the whole log: another site's
@@ -498,7 +500,11 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 	// the error handler still answers.
 	w := &lazyWriter{c: c, stall: h.DownloadStall}
 	defer w.clear()
-	if err := h.Log.Export(c.Request().Context(), ActorOf(c), f, format, w); err != nil {
+	logger := h.Logger
+	if logger != nil {
+		logger = logger.With("request_id", RequestID(c))
+	}
+	if err := h.Log.ExportLogging(c.Request().Context(), logger, ActorOf(c), f, format, w); err != nil {
 		if !w.started {
 			// The error is answered as a page or JSON, not saved as the export's file.
 			hd.Del(echo.HeaderContentDisposition)

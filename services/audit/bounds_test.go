@@ -5,12 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
@@ -28,19 +33,25 @@ func TestSearchTooBroadIsRefused(t *testing.T) {
 	const old, newer = 3_000, 3_000 // "leaver" in 1…3000 only
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	seedLeaver(t, pool, old, newer)
+	start := seedLeaver(t, pool, old, newer)
 	l := NewLog(pool)
 
 	_, err := l.List(ctx, Filter{Q: "leaver", Action: "tool.call"})
 	var ve *verr.Error
-	if !errors.As(err, &ve) || !strings.Contains(ve.For("q"), "too broad") || !strings.Contains(ve.For("q"), "an actor") {
+	if !errors.As(err, &ve) || !strings.Contains(ve.For("q"), "too broad") || !strings.Contains(ve.For("q"), "an actor") ||
+		!strings.Contains(ve.For("q"), "a time range that holds fewer than 500 entries") {
 		t.Fatalf("q=leaver&action=tool.call over %d matches: got %v; want a too-broad error on q naming what to add", old, err)
+	}
+	// The other thing it names: a time range of fewer entries (ids 2001…2400).
+	p, err := l.List(ctx, Filter{Q: "leaver", Action: "tool.call", From: start.Add(2001 * time.Millisecond), To: start.Add(2401 * time.Millisecond)})
+	if err != nil || len(p.Items) != 50 || p.Items[0].ID != 2400 {
+		t.Errorf("within 400 entries: %v, %v; want 50 entries from 2400", head(ids(p)), err)
 	}
 	if _, err := l.CountNewer(ctx, Filter{Q: "leaver", Action: "tool.call"}, 1); !errors.As(err, &ve) || ve.For("q") == "" {
 		t.Errorf("CountNewer of q=leaver&action=tool.call: got %v; want the too-broad error", err)
 	}
 	// What the error says to add: an actor.
-	p, err := l.List(ctx, Filter{Q: "leaver", Action: "tool.call", Actor: "leaver"})
+	p, err = l.List(ctx, Filter{Q: "leaver", Action: "tool.call", Actor: "leaver"})
 	if err != nil || len(p.Items) != 50 || p.Items[0].ID != old || p.Items[0].Action != "tool.call" {
 		t.Errorf("with actor=leaver: %v, %v; want 50 entries from %d", head(ids(p)), err, old)
 	}
@@ -51,11 +62,13 @@ func TestSearchTooBroadIsRefused(t *testing.T) {
 	}
 }
 
-// Every statement of a page is bounded (statement_timeout): a filter the database
-// cannot answer in time (here: actor and a time range while the table is locked, so
-// it waits for as long as the lock is held) ends with an error that says to narrow
-// it, on the field to change, not after as long as it takes. With no filter there is
-// nothing to narrow: it is unavailable.
+// Every statement of a page is bounded (statement_timeout), and so is the page: a
+// filter the database cannot answer in time (here: the table is locked, so it waits
+// for as long as the lock is held) ends with an error, not after as long as it takes.
+// A filter that could be narrowed (an action, a time range) says so, on the field to
+// change; one already narrowed to an actor, with nothing costly left to narrow, or no
+// filter at all, is unavailable with a wait: the database is busy, and narrowing would
+// not help.
 func TestBrowseStatementTimeout(t *testing.T) {
 	// Not parallel: it lowers the package's timeout.
 	defer func(d time.Duration) { browseTimeout = d }(browseTimeout)
@@ -66,7 +79,8 @@ func TestBrowseStatementTimeout(t *testing.T) {
 	pool := dbtest.New(t)
 	seedLeaver(t, pool, 10, 10)
 	l := NewLog(pool)
-	if _, err := l.List(ctx, Filter{Actor: "leaver", From: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)}); err != nil {
+	since := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := l.List(ctx, Filter{Actor: "leaver", From: since}); err != nil {
 		t.Fatalf("unlocked: %v", err)
 	}
 
@@ -78,17 +92,30 @@ func TestBrowseStatementTimeout(t *testing.T) {
 	if _, err := lock.Exec(ctx, `LOCK TABLE audit_log IN ACCESS EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.List(ctx, Filter{Actor: "leaver", From: time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	var ve *verr.Error
-	if !errors.As(err, &ve) || !strings.Contains(ve.For("from"), "narrow") {
-		t.Fatalf("actor and from while the log is locked: got %v; want an error on from saying to narrow it", err)
+	_, err = l.List(ctx, Filter{Action: "tool.call"})
+	if !errors.As(err, &ve) || !strings.Contains(ve.For("action"), "narrow") {
+		t.Errorf("action while the log is locked: got %v; want an error on action saying to narrow it", err)
 	}
-	if _, err = l.CountNewer(ctx, Filter{Actor: "leaver"}, 1); !errors.As(err, &ve) || !strings.Contains(ve.For("actor"), "narrow") {
-		t.Errorf("CountNewer of actor while the log is locked: got %v; want an error on actor", err)
+	_, err = l.List(ctx, Filter{Actor: "leaver", From: since})
+	if !errors.As(err, &ve) || !strings.Contains(ve.For("from"), "shorter time range") {
+		t.Errorf("actor and from while the log is locked: got %v; want an error on from asking for a shorter time range", err)
 	}
-	if _, err = l.List(ctx, Filter{}); !fault.Is(err, fault.KindUnavailable) {
-		t.Errorf("no filter while the log is locked: got %v; want unavailable", err)
+	busy := func(what string, err error) {
+		t.Helper()
+		f, ok := fault.As(err)
+		if !ok || f.Kind != fault.KindUnavailable || f.Code != "audit_busy" || f.RetryAfter <= 0 {
+			t.Errorf("%s while the log is locked: got %v; want unavailable (audit_busy) with a wait", what, err)
+		}
 	}
+	_, err = l.List(ctx, Filter{Actor: "leaver"})
+	busy("actor", err)
+	_, err = l.CountNewer(ctx, Filter{Actor: "leaver"}, 1)
+	busy("CountNewer of actor", err)
+	_, err = l.List(ctx, Filter{Result: ResultDenied, Action: "tool.call"})
+	busy("denied tool calls", err)
+	_, err = l.List(ctx, Filter{})
+	busy("no filter", err)
 	if ctx.Err() != nil {
 		t.Fatalf("the pages waited for the lock: %v", ctx.Err())
 	}
@@ -153,6 +180,11 @@ func TestExportRecordsItsEnd(t *testing.T) {
 		!strings.Contains(p["error"].(string), "client gone") {
 		t.Errorf("after an export cut off at %d bytes: %s %s, %v; want audit.export.finished, failure, cut off, with the bytes sent", w.buf.Len(), r.Action, r.Result, p)
 	}
+	// The rows the client took whole: the lines after the header (no cell here holds a
+	// line break), not those encoded into the buffer.
+	if whole := strings.Count(w.buf.String(), "\n") - 1; p["rows"] != float64(whole) {
+		t.Errorf("after an export cut off at %d bytes: rows %v; want the %d the client took whole", w.buf.Len(), p["rows"], whole)
+	}
 }
 
 // The newest checkpoint is the one of the highest chain id, not the one whose file
@@ -205,5 +237,74 @@ func TestNewestCheckpointByChainID(t *testing.T) {
 	}
 	if cp, note, err := LoadCheckpoint(src); err != nil || cp.ID != 20 || strings.Contains(note, "future") {
 		t.Errorf("LoadCheckpoint: got %v, %q, %v; want entry 20", cp, note, err)
+	}
+}
+
+// lockingClient takes every byte; its first write runs lock first.
+type lockingClient struct {
+	bytes.Buffer
+	lock func()
+}
+
+func (w *lockingClient) Write(p []byte) (int, error) {
+	if w.lock != nil {
+		w.lock()
+		w.lock = nil
+	}
+	return w.Buffer.Write(p)
+}
+
+// An export whose every byte reached the client succeeded even if its end entry cannot
+// be written (here: the chain's lock is held from elsewhere past the entry's bound):
+// the failure is logged with the export's entry, not made the export's, which would
+// break a complete download.
+func TestExportEndNotRecorded(t *testing.T) {
+	// Not parallel: it lowers the package's bound on the end entry.
+	defer func(d time.Duration) { exportFinishedTimeout = d }(exportFinishedTimeout)
+	exportFinishedTimeout = 300 * time.Millisecond
+
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	chainOf(t, pool, 30)
+	l := NewLog(pool)
+	t.Cleanup(l.Close)
+	alice := Actor{Kind: ActorUser, ID: "00000000-0000-0000-0000-0000000000a1", Name: "alice"}
+
+	var held pgx.Tx
+	defer func() {
+		if held != nil {
+			held.Rollback(context.Background()) //nolint:errcheck // only releases the lock
+		}
+	}()
+	// Taken once the export's own entry is written and its data is on the way.
+	out := &lockingClient{lock: func() {
+		tx, err := pool.Begin(ctx)
+		if err == nil {
+			err = db.LockJournal(ctx, tx)
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		held = tx
+	}}
+	var logged bytes.Buffer
+	err := l.ExportLogging(ctx, slog.New(slog.NewTextHandler(&logged, nil)), alice, Filter{Actor: "alice"}, FormatJSONL, out)
+	if err != nil {
+		t.Errorf("an export sent whole, its end entry not written: got %v; want nil", err)
+	}
+	if err := held.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held = nil
+	rs, err := Recent(ctx, pool, 1)
+	if err != nil || len(rs) != 1 || rs[0].Action != "audit.export" {
+		t.Fatalf("the newest entry: %v, %v; want the export's own (its end was not written)", rs, err)
+	}
+	// alice's 22 of chainOf's 30 (every fourth is the system's), and the export's own.
+	if n := strings.Count(out.String(), "\n"); n != 23 {
+		t.Errorf("the client got %d rows; want 23", n)
+	}
+	if s := logged.String(); !strings.Contains(s, "level=ERROR") || !strings.Contains(s, "export_entry="+strconv.FormatInt(rs[0].ID, 10)) {
+		t.Errorf("the log: %q; want an error naming export_entry=%d", s, rs[0].ID)
 	}
 }

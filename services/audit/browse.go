@@ -332,26 +332,35 @@ type Page struct {
 	NextCursor int64
 }
 
-// browseTimeout bounds each statement of a page of the browser, its count of newer
-// entries and the API's list (statement_timeout): a filter the indexes answer badly (an
+// browseTimeout bounds a page of the browser, its count of newer entries and the API's
+// list, each statement and all of them together: a filter the indexes answer badly (an
 // actor over a long time range walks the index on (at, id)) must not hold a connection
 // and the database for as long as it takes, and an auditor can load many at once. Well
-// above the 100 ms a page takes (P6); past it the page says to narrow the filters. A
-// variable for tests.
+// above the 100 ms a page takes (P6); past it the page says to narrow the filters, or
+// that the log is busy (tooSlow). A variable for tests.
 var browseTimeout = 5 * time.Second
 
-// bounded runs fn in a read-only transaction whose statements each stop after
-// browseTimeout; a statement stopped so is an error that says to narrow f.
+// browseBusyRetry is the Retry-After of a page refused as busy.
+const browseBusyRetry = 10 * time.Second
+
+// bounded runs fn in a read-only transaction that stops after about browseTimeout: each
+// statement by statement_timeout (a clean cancel, and a bound on the server even if the
+// client goes), the page's statements together by a deadline a little later, which
+// gives the statement's cancel the first turn (the deadline's closes the connection).
+// A page stopped so is tooSlow's error.
 func (l *Log) bounded(ctx context.Context, f Filter, fn func(tx pgx.Tx) error) error {
-	err := pgx.BeginTxFunc(ctx, l.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`,
+	page, cancel := context.WithTimeout(ctx, browseTimeout+browseTimeout/10)
+	defer cancel()
+	err := pgx.BeginTxFunc(page, l.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(page, `SELECT set_config('statement_timeout', $1, true)`,
 			strconv.FormatInt(max(browseTimeout.Milliseconds(), 1), 10)); err != nil {
 			return err
 		}
 		return fn(tx)
 	})
 	var pe *pgconn.PgError
-	if err != nil && ctx.Err() == nil && errors.As(err, &pe) && pe.Code == "57014" /* query_canceled */ {
+	if err != nil && ctx.Err() == nil && (page.Err() != nil && errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &pe) && pe.Code == "57014" /* query_canceled */) {
 		return tooSlow(f)
 	}
 	return err
@@ -373,18 +382,33 @@ func narrowField(f Filter) string {
 }
 
 // tooManyMatches refuses a search whose words are in more than most entries (within its
-// cursors) and that no other filter narrows.
+// cursors) and that no other filter narrows. Among the newest searchWalk entries the
+// filters select the words are checked one by one whatever their matches, which is why
+// a page may load and the next be refused, and why a time range that holds fewer entries
+// than that is answered.
 func tooManyMatches(f Filter, most int) error {
-	return verr.New(narrowField(f), fmt.Sprintf("this search is too broad: its words are in more than %d entries to check one by one; %s",
-		most, narrowBy))
+	return verr.New(narrowField(f), fmt.Sprintf("this search is too broad: its words are in more than %d entries to check one by one; %s, "+
+		"or give it a time range that holds fewer than %d entries", most, narrowBy, searchWalk))
 }
 
-// tooSlow is a page of f stopped at browseTimeout: a field error that says to narrow it,
-// or, with no filter to narrow, unavailable.
+// tooSlow is a page of f stopped at browseTimeout. A filter narrowed to few entries
+// (Filter.narrowed) is answered from its index in milliseconds: without words or a time
+// range, which may cost more, its stop means the database is busy (a lock, load), as
+// with no filter at all, and that is unavailable, with a wait. Otherwise it is a field
+// error saying what to narrow.
 func tooSlow(f Filter) error {
 	field := narrowField(f)
-	if field == "" {
-		return fault.Unavailable("audit_busy", fmt.Sprintf("the audit log did not answer within %s: try again shortly", browseTimeout))
+	switch {
+	case field == "" || f.narrowed() && f.Q == "" && !f.timed():
+		busy := fault.Unavailable("audit_busy", fmt.Sprintf("the audit log did not answer within %s: it is busy, try again shortly", browseTimeout))
+		busy.RetryAfter = browseBusyRetry
+		return busy
+	case f.narrowed():
+		how := "give it a time range"
+		if f.timed() {
+			how = "give it a shorter time range"
+		}
+		return verr.New(field, fmt.Sprintf("this search took too long: the audit log did not answer it within %s; %s", browseTimeout, how))
 	}
 	return verr.New(field, fmt.Sprintf("this search is too broad: the audit log did not answer it within %s; %s, or a shorter time range",
 		browseTimeout, narrowBy))

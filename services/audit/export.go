@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -239,17 +240,29 @@ func formulaStart(piece string) bool {
 
 // Export records that actor exports what f selects (action audit.export, with the
 // filter and format), then writes it to w as CSV or JSON Lines, and records how it
-// ended (audit.export.finished: the rows and bytes sent, success or failure, and
-// whether a failure cut off a file the client had begun to receive). The first entry
-// is written before any data: an export that cannot be audited does not happen. A
-// person runs one export at a time and the process maxExports: past that it is
-// refused (rate limited, with a wait) before anything, its entry included. Each batch
-// is flushed to w once read. An error after some of it reached w leaves it cut at an
-// arbitrary byte, and neither format can say where it should end: the caller must make
-// the failure visible (the API aborts the response), not end it as if complete.
-func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, w io.Writer) (err error) {
+// ended (audit.export.finished: the rows and bytes the client took, success or
+// failure, and whether a failure cut off a file the client had begun to receive). The
+// first entry is written before any data: an export that cannot be audited does not
+// happen. The end entry is written after the data: if it cannot be, that is logged (to
+// slog's default; ExportLogging names the logger) and the export still succeeded, as
+// the client holds the whole file. A person runs one export at a time and the process
+// maxExports: past that it is refused (rate limited, with a wait) before anything, its
+// entry included. Each batch is flushed to w once read. An error after some of it
+// reached w leaves it cut at an arbitrary byte, and neither format can say where it
+// should end: the caller must make the failure visible (the API aborts the response),
+// not end it as if complete.
+func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, w io.Writer) error {
+	return l.ExportLogging(ctx, slog.Default(), actor, f, format, w)
+}
+
+// ExportLogging is Export that logs to logger (nil: slog's default) an end entry it
+// could not write.
+func (l *Log) ExportLogging(ctx context.Context, logger *slog.Logger, actor Actor, f Filter, format string, w io.Writer) error {
 	if format != FormatCSV && format != FormatJSONL {
 		return fmt.Errorf("audit: unknown export format %q", format)
+	}
+	if logger == nil {
+		logger = slog.Default()
 	}
 	release, err := l.admitExport(actor)
 	if err != nil {
@@ -266,13 +279,18 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 	}
 	cw := &countingWriter{w: w}
 	var rows int64
-	defer func() {
-		if ferr := l.exportFinished(ctx, actor, started.ID, rows, cw.n, err); err == nil {
-			err = ferr
-		}
-	}()
-	return l.export(ctx, f, format, cw, &rows)
+	err = l.export(ctx, f, format, cw, &rows)
+	if ferr := l.exportFinished(ctx, actor, started.ID, rows, cw.n, err); ferr != nil {
+		// Not the export's failure: whatever the client got, it got, and failing a
+		// complete one would break a download that is whole (and invite another).
+		logger.Error("audit: an export's end was not recorded", "export_entry", started.ID, "rows", rows,
+			"bytes", cw.n, "export_err", err, "err", ferr)
+	}
+	return err
 }
+
+// exportFinishedTimeout bounds the write of an export's end entry. A variable for tests.
+var exportFinishedTimeout = 10 * time.Second
 
 // exportFinished records how the export whose entry is started ended. The client may
 // be gone (its context cancelled), and that end is the one most worth recording, so it
@@ -280,7 +298,7 @@ func (l *Log) Export(ctx context.Context, actor Actor, f Filter, format string, 
 // the export's entry rather than repeating the filter, which a search for the filter's
 // words would find again.
 func (l *Log) exportFinished(ctx context.Context, actor Actor, started, rows, bytes int64, failed error) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exportFinishedTimeout)
 	defer cancel()
 	p := map[string]any{"export_entry": started, "rows": rows, "bytes": bytes}
 	result := ResultSuccess
@@ -308,13 +326,20 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// export writes what f selects to w, counting the entries written in rows.
-func (l *Log) export(ctx context.Context, f Filter, format string, w io.Writer, rows *int64) error {
-	var err error
+// export writes what f selects to w, setting rows to the entries the client took whole.
+func (l *Log) export(ctx context.Context, f Filter, format string, w *countingWriter, rows *int64) (err error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
+	t := &rowTally{w: bw}
+	defer func() { *rows = t.taken(w.n) }()
+	// flushed sends what is buffered and counts the rows it completed.
+	flushed := func() error {
+		err := bw.Flush()
+		*rows = t.taken(w.n)
+		return err
+	}
 	switch format {
 	case FormatCSV:
-		cw := csv.NewWriter(bw)
+		cw := csv.NewWriter(t)
 		if err := cw.Write(csvHeader); err != nil {
 			return err
 		}
@@ -324,30 +349,66 @@ func (l *Log) export(ctx context.Context, f Filter, format string, w io.Writer, 
 			if e.ActorID != nil {
 				actorID = *e.ActorID
 			}
-			*rows++
-			return cw.Write(cells(strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorKind, actorID, e.ActorName,
-				e.Action, e.Group, e.TargetType, e.TargetID, e.TargetName, e.Result, e.IP, e.RequestID, string(e.Payload), e.PrevHash, e.Hash))
-		}, func() error {
+			if err := cw.Write(cells(strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.ActorKind, actorID, e.ActorName,
+				e.Action, e.Group, e.TargetType, e.TargetID, e.TargetName, e.Result, e.IP, e.RequestID, string(e.Payload), e.PrevHash, e.Hash)); err != nil {
+				return err
+			}
+			// Into bw (csv keeps a buffer of its own), so the row's end is known.
 			cw.Flush()
 			if err := cw.Error(); err != nil {
 				return err
 			}
-			return bw.Flush()
-		})
+			t.rowEnd()
+			return nil
+		}, flushed)
 		cw.Flush()
 		if err == nil {
 			err = cw.Error()
 		}
 	case FormatJSONL:
-		enc := json.NewEncoder(bw)
+		enc := json.NewEncoder(t)
 		enc.SetEscapeHTML(false)
 		err = l.each(ctx, f, func(r Record) error {
-			*rows++
-			return enc.Encode(r.Export())
-		}, bw.Flush)
+			if err := enc.Encode(r.Export()); err != nil {
+				return err
+			}
+			t.rowEnd()
+			return nil
+		}, flushed)
 	}
 	if err != nil {
 		return fmt.Errorf("audit: export: %w", err)
 	}
-	return bw.Flush()
+	return flushed()
+}
+
+// rowTally counts the rows of an export the client took whole: it counts the bytes
+// written to the buffer w, notes where each row ends, and a row counts once the client
+// took every byte up to its end.
+type rowTally struct {
+	w    io.Writer
+	n    int64   // bytes written to w
+	ends []int64 // where each row not yet counted ends, in order
+	rows int64   // rows the client took
+}
+
+func (t *rowTally) Write(b []byte) (int, error) {
+	n, err := t.w.Write(b)
+	t.n += int64(n)
+	return n, err
+}
+
+// rowEnd notes that a row ends at what was written so far.
+func (t *rowTally) rowEnd() { t.ends = append(t.ends, t.n) }
+
+// taken counts the rows that end within the client's first bytes, and returns the rows
+// it took so far.
+func (t *rowTally) taken(bytes int64) int64 {
+	i := 0
+	for i < len(t.ends) && t.ends[i] <= bytes {
+		i++
+	}
+	t.rows += int64(i)
+	t.ends = append(t.ends[:0], t.ends[i:]...)
+	return t.rows
 }
