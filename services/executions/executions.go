@@ -343,6 +343,9 @@ type Step struct {
 	// SnapshotID is the snapshot a built-in file step's result names (builtinUndo), read
 	// also when its result is not.
 	SnapshotID string `db:"snapshot_id" json:"-"`
+	// Changed: a built-in file step's error result says it changed something (with a
+	// snapshot, or one it could not keep).
+	Changed bool `db:"changed" json:"-"`
 	// ResultWithheld: the result is not shown to whoever reads the step (PrivateResult).
 	ResultWithheld bool `db:"-" json:"result_withheld,omitempty"`
 }
@@ -403,6 +406,8 @@ func (s *Service) steps(ctx context.Context, id, result, size, join string) ([]S
 		       started_at, finished_at, duration_ms, coalesce(result <> 'null'::jsonb, false) AS has_result,
 		       `+size+` AS result_bytes,
 		       CASE WHEN tool_name = $2 OR starts_with(tool_name, $2 || '.')
-		            THEN coalesce(result #>> '{structured_content,snapshotId}', '') ELSE '' END AS snapshot_id
+		            THEN coalesce(result #>> '{structured_content,snapshotId}', '') ELSE '' END AS snapshot_id,
+		       CASE WHEN tool_name = $2 OR starts_with(tool_name, $2 || '.')
+		            THEN coalesce(result #> '{structured_content,changed}' = 'true'::jsonb, false) ELSE false END AS changed
 		FROM tool_calls `+join+` WHERE execution_id = $1 ORDER BY phase DESC, position`, id, builtinFiles)
 }

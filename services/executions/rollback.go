@@ -381,6 +381,18 @@ func isBuiltinFiles(tool string) bool {
 	return tool == builtinFiles || strings.HasPrefix(tool, builtinFiles+".")
 }
 
+// unchangedOnError reports whether tool's own error result means it changed nothing: a
+// question asked of a person that was cancelled or expired, a memory operation (one
+// transaction). A command's or another server's tool may have done part of its work.
+func unchangedOnError(tool string) bool {
+	for _, t := range []string{registry.BuiltinName + "__user_collaboration", registry.BuiltinName + "__memory_operations"} {
+		if tool == t || strings.HasPrefix(tool, t+".") {
+			return true
+		}
+	}
+	return false
+}
+
 // RollbackDecision is what a person agreed to when rolling back.
 type RollbackDecision struct {
 	Confirmed bool   // a MEDIUM rollback was confirmed
@@ -443,9 +455,12 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		if mayHaveRun(st) {
 			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed after its server got the call: it may have taken effect", st.Position+1, st.Tool))
 		}
-		// A built-in write's own error that names no snapshot changed nothing (one that
-		// may have keeps its snapshot and says so).
-		if toolFailed(st) && !isBuiltinFiles(st.Tool) {
+		// A built-in write's own error that names no snapshot changed nothing, unless it
+		// says it changed something it could not keep a snapshot of.
+		if st.Status == StepFailed && isBuiltinFiles(st.Tool) && st.SnapshotID == "" && st.Changed {
+			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed after changing files it could not keep a snapshot of: it took effect, and nothing undoes it", st.Position+1, st.Tool))
+		}
+		if toolFailed(st) && !isBuiltinFiles(st.Tool) && !unchangedOnError(st.Tool) {
 			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed with the tool's own error: it may have taken effect", st.Position+1, st.Tool))
 		}
 		if st.Status == StepSucceeded {

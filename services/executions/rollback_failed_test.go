@@ -119,3 +119,67 @@ func TestRollbackNamesAStepTheToolFailed(t *testing.T) {
 		t.Errorf("the rollback plan does not name the step the tool failed as one that may have taken effect: %q", rp.Missing)
 	}
 }
+
+// A built-in tool whose error means it changed nothing (a memory operation is one
+// transaction; a question cancelled or expired granted nothing) is not named as a step
+// that may have taken effect.
+func TestRollbackPassesOverAnErrorThatChangedNothing(t *testing.T) {
+	t.Parallel()
+	e := startBuiltin(t)
+	e.enable("builtin__memory_operations")
+	e.run(nil)
+	ex, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &executions.Request{Steps: []executions.RequestStep{
+		step("builtin__file_operations", `{"operation":"create_file","filePath":"quiet.txt","content":"q"}`),
+		step("builtin__memory_operations", `{"operation":"delete","id":"no-such-note"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, ex.ConfirmationPhrase, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
+	if s := stepStatuses(e.steps(ex.ID)); !slices.Equal(s, []string{"succeeded", "failed"}) {
+		t.Fatalf("steps: %v, want succeeded, failed", s)
+	}
+	_, rp, err := e.svc.PlanRollback(e.ctx, ex.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Steps) != 1 || len(rp.Missing) != 0 {
+		t.Fatalf("rollback: steps %d, not undone %q; want the file's restore only, nothing named", len(rp.Steps), rp.Missing)
+	}
+}
+
+// A built-in write whose error says it changed files it could not keep a snapshot of
+// (services/builtin: "changed", no snapshotId) is named: nothing undoes it.
+func TestRollbackNamesAnUnkeptBuiltinChange(t *testing.T) {
+	t.Parallel()
+	e := startBuiltin(t)
+	e.run(nil)
+	ex, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &executions.Request{Steps: []executions.RequestStep{
+		step("builtin__file_operations", `{"operation":"create_file","filePath":"kept.txt","content":"k"}`),
+		step("builtin__file_operations", `{"operation":"create_file","filePath":"lost.txt","content":"l"}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, ex.ConfirmationPhrase, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(ex.ID, executions.Success, 20*time.Second)
+	// As the built-in server answers a write whose snapshot could not be saved.
+	if _, err := e.pool.Exec(e.ctx, `UPDATE tool_calls SET status = 'failed', error = 'the tool reported an error',
+		result = '{"content":[{"type":"text","text":"the write happened, but its snapshot could not be saved"}],"structured_content":{"errorType":"ExecutionFailed","changed":true},"is_error":true}'
+		WHERE execution_id = $1 AND phase = 'run' AND position = 1`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE executions SET status = 'failed' WHERE id = $1`, ex.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, rp, err := e.svc.PlanRollback(e.ctx, ex.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Steps) != 1 || len(rp.Missing) != 1 || !strings.HasPrefix(rp.Missing[0], "step 2 (builtin__file_operations), failed after changing files") {
+		t.Fatalf("rollback: steps %d, not undone %q; want step 1's restore, and step 2 named", len(rp.Steps), rp.Missing)
+	}
+}
