@@ -141,23 +141,31 @@ type probeCache struct {
 }
 
 // shared is a value computed at most once per ProbeEvery, and once at a time: callers
-// that find it stale while it is being computed wait for that computation.
+// that find it stale while it is being computed wait for that computation and take its
+// value, however long it took.
 type shared[T any] struct {
 	mu      sync.Mutex
 	val     T
-	at      time.Time     // when the checks of val began; zero before the first
+	at      time.Time     // when the checks of val ended; zero before the first
+	gen     uint64        // how many values were stored
 	running chan struct{} // closed when the checks in flight end; nil when none run
 }
 
 func (c *shared[T]) get(check func() T) T {
 	c.mu.Lock()
 	for c.running != nil && (c.at.IsZero() || time.Since(c.at) >= ProbeEvery) {
-		wait := c.running
+		wait, gen := c.running, c.gen
 		c.mu.Unlock()
 		<-wait
 		c.mu.Lock()
-		// A check that panicked left no report: this caller makes its own rather than
-		// take an old one (or none) for it.
+		if c.gen != gen {
+			// The check waited for stored its value: a slow one is as new as this
+			// caller's own would be (each in turn would queue the probes).
+			defer c.mu.Unlock()
+			return c.val
+		}
+		// It panicked and left no value: this caller checks rather than take an old
+		// one (or none) for it.
 	}
 	if !c.at.IsZero() && time.Since(c.at) < ProbeEvery {
 		defer c.mu.Unlock()
@@ -166,14 +174,14 @@ func (c *shared[T]) get(check func() T) T {
 	done := make(chan struct{})
 	c.running = done
 	c.mu.Unlock()
-	start := time.Now()
 	var v T
 	ok := false
 	defer func() {
 		// Even if check panicked: the waiters must not hang (they check again).
 		c.mu.Lock()
 		if ok {
-			c.val, c.at = v, start
+			c.val, c.at = v, time.Now()
+			c.gen++
 		}
 		c.running = nil
 		c.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,4 +106,39 @@ func TestProbesSeeTheDatabaseGoAndComeBack(t *testing.T) {
 	testkit.WaitFor(t, 30*time.Second, func() bool {
 		return database() == Up && ready()
 	}, "the probes never said the database was back")
+}
+
+// Probes waiting on a check slower than ProbeEvery take its value: each running its
+// own in turn queued the probes one behind another (a database that does not answer
+// takes a second a check).
+func TestSlowCheckSharedByItsWaiters(t *testing.T) {
+	t.Parallel()
+	var c shared[int]
+	var checks atomic.Int32
+	release := make(chan struct{})
+	check := func() int {
+		checks.Add(1)
+		<-release
+		return 7
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if v := c.get(check); v != 7 {
+				t.Errorf("got %d, want 7", v)
+			}
+		})
+	}
+	// Every caller is in: one checks, the others wait for it.
+	for c.mu.Lock(); c.running == nil; c.mu.Lock() {
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	c.mu.Unlock()
+	time.Sleep(3 * ProbeEvery) // longer than a report lasts: what is tested, not a wait
+	close(release)
+	wg.Wait()
+	if n := checks.Load(); n != 1 {
+		t.Errorf("8 probes waiting on one slow check made %d checks, want 1", n)
+	}
 }
