@@ -60,8 +60,12 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // upstreamRequestIDKey holds the id-shaped X-Request-ID a request came with, for the
-// access log only.
-const upstreamRequestIDKey = "tw.upstream_request_id"
+// access log only; hopRequestIDKey the one another replica's forward came with, the
+// request's own once its hop verifies.
+const (
+	upstreamRequestIDKey = "tw.upstream_request_id"
+	hopRequestIDKey      = "tw.hop_request_id"
+)
 
 // dropForeignRequestID takes X-Request-ID off every request, so the request-id
 // middleware generates the id that is answered and recorded. The audit page links
@@ -72,14 +76,15 @@ func dropForeignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header
 		if id := h.Get(echo.HeaderXRequestID); id != "" {
-			// Another replica's forward keeps its id (forwardTo): one id for the request
-			// on both. Its hop is verified next (replicaHop), and a request whose hop does
-			// not verify is refused before anything records it.
-			if h.Get(replicahop.Header) != "" && validRequestID(id) {
-				return next(c)
-			}
 			h.Del(echo.HeaderXRequestID)
-			if validRequestID(id) {
+			switch {
+			case !validRequestID(id):
+			case h.Get(replicahop.Header) != "":
+				// Another replica's forward (forwardTo): its id becomes the request's once
+				// its hop verifies (replicaHop); a forged hop is refused, and recorded,
+				// under an id of this server's.
+				c.Set(hopRequestIDKey, id)
+			default:
 				c.Set(upstreamRequestIDKey, id)
 			}
 		}

@@ -81,8 +81,12 @@ func TestRequestIDAcrossAForward(t *testing.T) {
 	forged.Header.Set(replicahop.Header, "forged")
 	if res, err := admin.Do(forged); err != nil {
 		t.Fatal(err)
-	} else if res.Body.Close(); res.StatusCode != http.StatusForbidden {
-		t.Errorf("a forged hop: %d, want 403", res.StatusCode)
+	} else if res.Body.Close(); res.StatusCode != http.StatusForbidden || res.Header.Get("X-Request-ID") == "hop-req.2" {
+		t.Errorf("a forged hop: %d, request id %q; want 403 under an id of the server's", res.StatusCode, res.Header.Get("X-Request-ID"))
+	}
+	var planted int
+	if err := srv.Pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE request_id = 'hop-req.2'`).Scan(&planted); err != nil || planted != 0 {
+		t.Errorf("%d audit entries (%v) carry the id a forged hop sent, want none", planted, err)
 	}
 
 	// The owner here answers with the id it was sent, as a replica does.

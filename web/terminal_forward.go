@@ -52,6 +52,9 @@ func (s *Server) replicaHop(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.SetRequest(handlers.Forwarded(c.Request(), hop.Client, hop.Origin))
 		c.Set(hopKey, hop.From)
+		if id, _ := c.Get(hopRequestIDKey).(string); id != "" {
+			c.Response().Header().Set(echo.HeaderXRequestID, id) // one id on both replicas
+		}
 		return next(c)
 	}
 }
