@@ -122,18 +122,26 @@ func secretArgsHash(plan Plan, rollback *Plan) []byte {
 	return h[:]
 }
 
-// sealed reports whether ex's seal is the MAC of what it covers as stored: as v2, or as
-// v1 for a row sealed before v2 (the requester and secret argument names were not
-// covered then; every later seal, at approval, rollback or key rotation, is v2). The two
-// inputs start with different version labels, so no v2 seal is the MAC of any v1 input:
-// whoever lacks the key cannot make a v2-sealed row, rewritten, verify as v1, and a v1
-// seal covers the id, so one cannot be moved from another row.
+// sealed reports whether ex's seal is the MAC of what it covers as stored, as v2 only:
+// rows sealed v1 (before v2, covering the hashes alone) are sealed again as v2 when
+// serve starts (UpgradeSeals), so a v1 seal put back in a row (from a backup) does not
+// vouch for a requester rewritten beside it.
 func (s *Service) sealed(ex *Execution) bool {
-	if ex.Seal == nil {
-		return false
-	}
-	return s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal) ||
-		s.opts.Keys.VerifyMAC(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
+	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal)
+}
+
+// UpgradeSeals seals again as v2 every open execution whose v1 seal verifies (made
+// before v2), before anything checks a seal: afterwards only v2 seals are accepted
+// (sealed). A v1 seal that verifies vouches for the row as much as it did; one that does
+// not stays as it is, and its execution is refused as altered. It returns how many.
+func (s *Service) UpgradeSeals(ctx context.Context) (int, error) {
+	keys := s.opts.Keys
+	return Reseal(ctx, s.pool, keys, func(input, seal []byte) string {
+		if keys.VerifyMAC(input, seal) {
+			return keys.PrimaryID() // any key of the ring: only v1 seals are stale then
+		}
+		return ""
+	})
 }
 
 // checkBinding recomputes, from what is stored to run now, the hash of phase's plan

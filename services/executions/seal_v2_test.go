@@ -122,9 +122,10 @@ func sealV1(t *testing.T, key secrets.Key, id string, hashes ...[]byte) []byte {
 	return keys.MAC(b)
 }
 
-// A plan sealed before the upgrade (v1) is approved and runs; its approval seals it as
-// v2, and a v1 seal of another row (or of other hashes) does not verify.
-func TestSealV1StillVerifies(t *testing.T) {
+// A plan sealed before the upgrade (v1) is sealed again as v2 when serve starts, then
+// approved and run; a v1 seal put back afterwards (from a backup) no longer verifies,
+// nor does a v1 seal of other hashes.
+func TestSealV1UpgradedAtStart(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	e.server("mt", true, "add")
@@ -132,9 +133,24 @@ func TestSealV1StillVerifies(t *testing.T) {
 	e.run(nil)
 	alice := e.user("alice", auth.RoleToolUser)
 	ex := e.create(alice, step("mt__add", `{"a":1,"b":2}`))
+	v1 := sealV1(t, e.key, ex.ID, ex.PlanHash, nil, nil)
+	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2 WHERE id = $1`, ex.ID, v1)
+	// As serve starts: sealed again as v2, after which only v2 verifies.
+	if n, err := e.svc.UpgradeSeals(e.ctx); err != nil || n != 1 {
+		t.Fatalf("upgrade of the seals: %d, %v; want the v1 one sealed again", n, err)
+	}
+	// Its v1 seal put back (from a backup), with the requester rewritten: refused.
+	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2, requested_by = $3 WHERE id = $1`, ex.ID, v1, e.admin.Actor.ID)
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); !isCode(err, executions.CodeStale) {
+		t.Fatalf("confirm with the v1 seal put back and the requester rewritten: got %v, want it refused as altered", err)
+	}
+	ex = e.create(alice, step("mt__add", `{"a":1,"b":2}`))
 	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2 WHERE id = $1`, ex.ID, sealV1(t, e.key, ex.ID, ex.PlanHash, nil, nil))
+	if _, err := e.svc.UpgradeSeals(e.ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); err != nil {
-		t.Fatalf("confirm of a v1-sealed plan: %v", err)
+		t.Fatalf("confirm of a v1-sealed plan sealed again: %v", err)
 	}
 	if got := e.waitEnded(ex.ID, 30*time.Second); got.Status != executions.Success {
 		t.Fatalf("a v1-sealed plan: %s (%s), want success", got.Status, got.Reason)
@@ -143,6 +159,9 @@ func TestSealV1StillVerifies(t *testing.T) {
 	// A v1 seal over other hashes than stored does not verify.
 	other := e.create(alice, step("mt__add", `{"a":2,"b":2}`))
 	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2 WHERE id = $1`, other.ID, sealV1(t, e.key, other.ID, ex.PlanHash, nil, nil))
+	if _, err := e.svc.UpgradeSeals(e.ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.svc.Confirm(e.ctx, e.admin, other.ID, "", other.Hash()); !isCode(err, executions.CodeStale) {
 		t.Fatalf("confirm of a plan with a v1 seal of other hashes: got %v, want it refused as altered", err)
 	}
