@@ -1927,8 +1927,7 @@ func restoreSnapshot(ctx context.Context, s *Server, c Call, in restoreIn) (*mcp
 		// Some paths were restored and are kept for undoing (only those: a path it could
 		// not put back is not undone later); the error says which were not.
 		text += "; NOT restored: " + err.Error()
-		if w.sn != nil {
-			s.dropUnchanged(w.sn)
+		if w.sn != nil { // (restore left in it only what it changed)
 			if len(w.sn.m.Entries) == 0 {
 				w.sn.discard()
 				w.sn = nil

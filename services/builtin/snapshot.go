@@ -355,7 +355,12 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 			notes = append(notes, fmt.Sprintf("%s was restored, but %v", filepath.Join(e.Area, e.Path), err))
 		}
 	}
-	return restored, notes, errors.Join(failed...)
+	err = errors.Join(failed...)
+	if err != nil && len(restored) > 0 && w.sn != nil {
+		// Under the locks: a write since would look like one of the restore's changes.
+		s.dropUnchanged(w.sn) // what it recorded but did not put back is not undone later
+	}
+	return restored, notes, err
 }
 
 // modeNotKept: a path was put back, but the file system did not take all of its mode
