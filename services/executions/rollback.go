@@ -381,16 +381,23 @@ func isBuiltinFiles(tool string) bool {
 	return tool == builtinFiles || strings.HasPrefix(tool, builtinFiles+".")
 }
 
-// unchangedOnError reports whether tool's own error result means it changed nothing: a
-// question asked of a person that was cancelled or expired, a memory operation (one
-// transaction). A command's or another server's tool may have done part of its work.
-func unchangedOnError(tool string) bool {
-	for _, t := range []string{registry.BuiltinName + "__user_collaboration", registry.BuiltinName + "__memory_operations"} {
-		if tool == t || strings.HasPrefix(tool, t+".") {
-			return true
-		}
+// unchangedOnError reports whether st's tool's own error result means it changed
+// nothing: a question asked of a person that was cancelled or expired, a memory
+// operation (one transaction; but manage_todos, whose update is written before the list
+// is read back). A command's or another server's tool may have done part of its work.
+func unchangedOnError(st Step) bool {
+	if t := registry.BuiltinName + "__user_collaboration"; st.Tool == t || strings.HasPrefix(st.Tool, t+".") {
+		return true
 	}
-	return false
+	t := registry.BuiltinName + "__memory_operations"
+	if st.Tool != t && !strings.HasPrefix(st.Tool, t+".") {
+		return false
+	}
+	var args struct {
+		Operation string `json:"operation"`
+	}
+	_ = json.Unmarshal(st.Arguments, &args)
+	return st.Tool != t+".manage_todos" && args.Operation != "manage_todos"
 }
 
 // RollbackDecision is what a person agreed to when rolling back.
@@ -460,7 +467,7 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		if st.Status == StepFailed && isBuiltinFiles(st.Tool) && st.SnapshotID == "" && st.Changed {
 			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed after changing files it could not keep a snapshot of: it took effect, and nothing undoes it", st.Position+1, st.Tool))
 		}
-		if toolFailed(st) && !isBuiltinFiles(st.Tool) && !unchangedOnError(st.Tool) {
+		if toolFailed(st) && !isBuiltinFiles(st.Tool) && !unchangedOnError(st) {
 			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed with the tool's own error: it may have taken effect", st.Position+1, st.Tool))
 		}
 		if st.Status == StepSucceeded {
