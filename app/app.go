@@ -340,16 +340,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// router and handing the rest to the next start.
 		// While it runs it also settles, within seconds, what another replica killed
 		// mid-step left running.
-		{Name: "executions", Start: func(ctx context.Context) error {
-			// Before anything checks a seal: only v2 seals verify (executions.Service.sealed).
-			if n, err := a.Executions.UpgradeSeals(ctx); err != nil {
-				return err
-			} else if n > 0 {
-				a.log.Info("executions: sealed again as v2", "executions", n)
-			}
-			a.Executions.Recover(ctx)
-			return nil
-		}, Run: a.Executions.Watch},
+		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }, Run: a.Executions.Watch},
 		// Ready once its first start was tried, so /healthz right after says whether it
 		// works; a queue that could not start keeps trying, and serve starts anyway.
 		{Name: "jobs", Run: a.Jobs.Run, Ready: func(ctx context.Context) error {

@@ -356,7 +356,7 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		}
 	}
 	err = errors.Join(failed...)
-	if err != nil && len(restored) > 0 && w.sn != nil {
+	if err != nil && w.sn != nil {
 		// Under the locks: a write since would look like one of the restore's changes.
 		s.dropUnchanged(w.sn) // what it recorded but did not put back is not undone later
 	}

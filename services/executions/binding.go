@@ -122,27 +122,22 @@ func secretArgsHash(plan Plan, rollback *Plan) []byte {
 	return h[:]
 }
 
-// sealed reports whether ex's seal is the MAC of what it covers as stored, as v2 only:
-// rows sealed v1 (before v2, covering the hashes alone) are sealed again as v2 when
-// serve starts (UpgradeSeals), so a v1 seal put back in a row (from a backup) does not
-// vouch for a requester rewritten beside it.
+// sealed reports whether ex's seal is the MAC of what it covers as stored, as v2 only.
+// A seal made before v2 (sealedV1) covered the hashes alone: a requester rewritten
+// beside it, or beside an old one put back from a backup, would pass, and sealing such
+// a row again as v2 would vouch for that. Its execution is refused as planned by an
+// earlier version, as one sealed before seals were.
 func (s *Service) sealed(ex *Execution) bool {
 	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal)
 }
 
-// UpgradeSeals seals again as v2 every open execution whose v1 seal verifies (made
-// before v2), before anything checks a seal: afterwards only v2 seals are accepted
-// (sealed). A v1 seal that verifies vouches for the row as much as it did; one that does
-// not stays as it is, and its execution is refused as altered. It returns how many.
-func (s *Service) UpgradeSeals(ctx context.Context) (int, error) {
-	keys := s.opts.Keys
-	return Reseal(ctx, s.pool, keys, func(input, seal []byte) string {
-		if keys.VerifyMAC(input, seal) {
-			return keys.PrimaryID() // any key of the ring: only v1 seals are stale then
-		}
-		return ""
-	})
+// sealedV1 reports whether ex's seal is one made before v2 (the id and hashes only).
+func (s *Service) sealedV1(ex *Execution) bool {
+	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
 }
+
+// earlierSeal is why an execution sealed v1 does not go on.
+const earlierSeal = "it was planned by an earlier version of Toolwarden, whose seal did not cover who asked for it: plan it again"
 
 // checkBinding recomputes, from what is stored to run now, the hash of phase's plan
 // and compares it with the hash that was approved (docs/security.md): the steps' tools and
@@ -165,6 +160,9 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 	}
 	if ex.RequestedBy == nil && ex.personal() {
 		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (their account is gone)", ex.RequesterName)}, nil
+	}
+	if s.sealedV1(ex) && !s.sealed(ex) {
+		return who, nil, &breach{action: actionStale, reason: earlierSeal}, nil
 	}
 	if !s.sealed(ex) {
 		return who, nil, &breach{action: actionHashMismatch, reason: "its record was altered after it was planned or approved (its seal does not match)"}, nil

@@ -593,8 +593,11 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	// one), and the plan's own undo steps, from the stored plan, the ones approved.
 	if !s.sealed(ex) {
 		msg := "the execution's record was altered after it was planned or approved (its seal does not match), so its rollback does not run"
-		if ex.Seal == nil {
+		switch {
+		case ex.Seal == nil:
 			msg = "it was planned by an earlier version of Toolwarden, whose records were not sealed, so its rollback does not run"
+		case s.sealedV1(ex):
+			msg = earlierSeal
 		}
 		s.refusal(ctx, c, ex, msg)
 		return nil, stale(msg)

@@ -55,17 +55,16 @@ func sealMadeBy(keyOf SealKey, ex *Execution) (key string, v1 bool) {
 	return k, k != ""
 }
 
-// Reseal seals again, with keys' primary key and as v2, the seals SealUsage counts that
-// keyOf says another key made (before a rotation), so that key can be retired without
-// making those executions look altered, and those made as v1 (before v2) by any key: a
-// v1 seal that verifies vouches for the row as much as it did, and is trusted anyway
-// (Service.sealed). Each is sealed again in a transaction of its own with its row
+// Reseal seals again, with keys' primary key, the seals SealUsage counts that keyOf says
+// another key made (before a rotation), so that key can be retired without making those
+// executions look altered. Each is sealed again in a transaction of its own with its row
 // locked, beside a serving Toolwarden. A seal no key verifies stays as it is: sealing it
-// again would vouch for an altered record. It returns how many it sealed again.
+// again would vouch for an altered record; so does one made as v1 (before v2), which did
+// not cover the requester (Service.sealed refuses it). It returns how many it sealed again.
 func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyOf SealKey) (int, error) {
 	stale := func(ex *Execution) bool {
 		k, v1 := sealMadeBy(keyOf, ex)
-		return k != "" && (k != keys.PrimaryID() || v1)
+		return k != "" && k != keys.PrimaryID() && !v1
 	}
 	var ids []string
 	err := eachOpenSeal(ctx, pool, 0, func(ex *Execution) {
