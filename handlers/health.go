@@ -20,8 +20,7 @@ type HealthHandler struct {
 // the embedded PostgreSQL being restarted) as "degraded". A 503 here would have an
 // orchestrator restart every replica during a database outage, which a restart cannot
 // mend; /readyz answers 503 then, so traffic goes elsewhere. Both answer from a report
-// at most a tenth of a second old, shared by the probes that ask together
-// (system.ProbeHealth).
+// shared by the probes that ask while its check runs (system.ProbeHealth).
 func (h HealthHandler) Healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, h.System.ProbeHealth(c.Request().Context()))
 }

@@ -105,21 +105,18 @@ func (s *Service) Health(ctx context.Context) Health {
 	return h
 }
 
-// ProbeEvery is how long /healthz and /readyz reuse a report: short enough that a
-// report is as good as a fresh one to whoever probes (an outage of a second shows),
-// while a flood of anonymous probes costs ten checks a second of each kind
-// and cannot queue the orchestrator's behind its own on the probes' two connections.
-const ProbeEvery = 100 * time.Millisecond
-
-// ProbeHealth is Health for /healthz: a report at most ProbeEvery old, the checks
-// shared by the probes that ask while they run. Callers share it: read it, never change it.
+// ProbeHealth is Health for /healthz, its check shared by the probes that ask while it
+// runs: a flood of anonymous probes runs one check of each kind at a time, on one of the
+// probes' two connections, and cannot queue the orchestrator's probe behind its own (it
+// joins the check in flight). A report is never reused once its check ended: an outage
+// of a moment shows. Callers share it: read it, never change it.
 func (s *Service) ProbeHealth(ctx context.Context) Health {
 	// The checks run for every waiting probe, so the first one's leaving must not end them.
 	return s.probe.health.get(func() Health { return s.Health(context.WithoutCancel(ctx)) })
 }
 
-// ProbeReadiness is ProbeMigration for /readyz, within two seconds, reused and shared
-// as ProbeHealth is.
+// ProbeReadiness is ProbeMigration for /readyz, within two seconds, shared as
+// ProbeHealth's check is.
 func (s *Service) ProbeReadiness(ctx context.Context) (db.MigrationStatus, error) {
 	r := s.probe.ready.get(func() readiness {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -140,36 +137,28 @@ type probeCache struct {
 	ready  shared[readiness]
 }
 
-// shared is a value computed at most once per ProbeEvery, and once at a time: callers
-// that find it stale while it is being computed wait for that computation and take its
-// value, however long it took.
+// shared is a value computed once at a time: callers that ask while it is computed wait
+// for that computation and take its value.
 type shared[T any] struct {
 	mu      sync.Mutex
 	val     T
-	at      time.Time     // when the checks of val ended; zero before the first
 	gen     uint64        // how many values were stored
-	running chan struct{} // closed when the checks in flight end; nil when none run
+	running chan struct{} // closed when the check in flight ends; nil when none runs
 }
 
 func (c *shared[T]) get(check func() T) T {
 	c.mu.Lock()
-	for c.running != nil && (c.at.IsZero() || time.Since(c.at) >= ProbeEvery) {
+	for c.running != nil {
 		wait, gen := c.running, c.gen
 		c.mu.Unlock()
 		<-wait
 		c.mu.Lock()
 		if c.gen != gen {
-			// The check waited for stored its value: a slow one is as new as this
-			// caller's own would be (each in turn would queue the probes).
 			defer c.mu.Unlock()
 			return c.val
 		}
 		// It panicked and left no value: this caller checks rather than take an old
 		// one (or none) for it.
-	}
-	if !c.at.IsZero() && time.Since(c.at) < ProbeEvery {
-		defer c.mu.Unlock()
-		return c.val
 	}
 	done := make(chan struct{})
 	c.running = done
@@ -180,7 +169,7 @@ func (c *shared[T]) get(check func() T) T {
 		// Even if check panicked: the waiters must not hang (they check again).
 		c.mu.Lock()
 		if ok {
-			c.val, c.at = v, time.Now()
+			c.val = v
 			c.gen++
 		}
 		c.running = nil
