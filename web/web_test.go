@@ -307,7 +307,7 @@ func TestProbesAndStatic(t *testing.T) {
 	if _, err := srv.Pool.Exec(context.Background(), "UPDATE schema_migrations SET version = 1"); err != nil {
 		t.Fatal(err)
 	}
-	// Within the probes' shared report's second.
+	// A readiness check that started before the change may still be answered.
 	testkit.WaitFor(t, 30*time.Second, func() bool {
 		res := srv.Get(t, c, "/readyz")
 		res.Body.Close()

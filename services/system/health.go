@@ -60,6 +60,20 @@ func (s *Service) WithJobs(q *jobs.Queue) *Service {
 // connections) and, when embedded, what the cluster's supervisor knows, and whether the
 // event bus listens.
 func (s *Service) Health(ctx context.Context) Health {
+	return s.health(s.pingDatabase(ctx))
+}
+
+// pingDatabase is Health's database check: whether it answers within a second.
+func (s *Service) pingDatabase(ctx context.Context) bool {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return s.probePool(pctx).Ping(pctx) == nil
+}
+
+// health is the report with the database's check done (dbUp): the other components are
+// what this process knows now, read after that check, so a report is as fresh as its
+// answer even when the check was shared.
+func (s *Service) health(dbUp bool) Health {
 	h := Health{OK: true, Status: "ok", Components: map[string]Component{}}
 	add := func(name string, c Component) {
 		h.Components[name] = c
@@ -95,24 +109,22 @@ func (s *Service) Health(ctx context.Context) Health {
 		}
 		add("job_queue", c)
 	}
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	if err := s.probePool(pctx).Ping(pctx); err != nil {
-		add("database", Component{Status: Down, Problem: "the database does not answer"})
-	} else {
+	if dbUp {
 		add("database", Component{Status: Up})
+	} else {
+		add("database", Component{Status: Down, Problem: "the database does not answer"})
 	}
 	return h
 }
 
-// ProbeHealth is Health for /healthz, its check shared by the probes that ask while it
-// runs: a flood of anonymous probes runs one check of each kind at a time, on one of the
+// ProbeHealth is Health for /healthz, its database check shared by the probes that ask
+// while it runs: a flood of anonymous probes runs one check at a time, on one of the
 // probes' two connections, and cannot queue the orchestrator's probe behind its own (it
-// joins the check in flight). A report is never reused once its check ended: an outage
-// of a moment shows. Callers share it: read it, never change it.
+// joins the check in flight). A check is never reused once it ended: an outage of a
+// moment shows. What the process knows of its other components is read per probe.
 func (s *Service) ProbeHealth(ctx context.Context) Health {
-	// The checks run for every waiting probe, so the first one's leaving must not end them.
-	return s.probe.health.get(func() Health { return s.Health(context.WithoutCancel(ctx)) })
+	// The check runs for every waiting probe, so the first one's leaving must not end it.
+	return s.health(s.probe.health.get(func() bool { return s.pingDatabase(context.WithoutCancel(ctx)) }))
 }
 
 // ProbeReadiness is ProbeMigration for /readyz, within two seconds, shared as
@@ -133,7 +145,7 @@ type readiness struct {
 }
 
 type probeCache struct {
-	health shared[Health]
+	health shared[bool]
 	ready  shared[readiness]
 }
 

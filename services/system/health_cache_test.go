@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,8 +64,8 @@ func TestProbesShareTheirChecks(t *testing.T) {
 	}
 }
 
-// A shared report is not kept past ProbeEvery: the database going away shows in the
-// probes, and so does its return.
+// A finished check is not reused: the database going away shows in the probes, and so
+// does its return.
 func TestProbesSeeTheDatabaseGoAndComeBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -137,5 +138,48 @@ func TestSlowCheckSharedByItsWaiters(t *testing.T) {
 	wg.Wait()
 	if n := checks.Load(); n != 1 {
 		t.Errorf("8 probes waiting on one slow check made %d checks, want 1", n)
+	}
+}
+
+// Probes that share a database check each read what the process knows of its other
+// components when they answer, into their own report: a shared report carried states
+// read before a joiner arrived (up to the check's second), in one map for all.
+func TestProbesSharingACheckGetTheirOwnReports(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := New(dbtest.New(t), false)
+	defer s.Close()
+	// The probes' connections held: the shared check waits for one.
+	probes := s.probePool(ctx)
+	var held []interface{ Release() }
+	for range probes.Config().MaxConns {
+		c, err := probes.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	reports := make([]Health, 4)
+	var wg sync.WaitGroup
+	for i := range reports {
+		wg.Go(func() { reports[i] = s.ProbeHealth(ctx) })
+	}
+	for s.probe.health.mu.Lock(); s.probe.health.running == nil; s.probe.health.mu.Lock() {
+		s.probe.health.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	s.probe.health.mu.Unlock()
+	time.Sleep(100 * time.Millisecond) // the others join the check in flight
+	for _, c := range held {
+		c.Release()
+	}
+	wg.Wait()
+	seen := map[uintptr]bool{}
+	for _, h := range reports {
+		p := reflect.ValueOf(h.Components).Pointer()
+		if seen[p] {
+			t.Fatal("two probes got one report's components: a joiner's states were read before it asked")
+		}
+		seen[p] = true
 	}
 }
