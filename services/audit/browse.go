@@ -347,8 +347,11 @@ const browseBusyRetry = 10 * time.Second
 // statement by statement_timeout (a clean cancel, and a bound on the server even if the
 // client goes), the page's statements together by a deadline a little later, which
 // gives the statement's cancel the first turn (the deadline's closes the connection).
-// A page stopped so is tooSlow's error.
-func (l *Log) bounded(ctx context.Context, f Filter, fn func(tx pgx.Tx) error) error {
+// A page stopped so is tooSlow's error. fn runs every statement with the ctx it is
+// given (the page's): pgx bounds each call by its own context, so a statement run with
+// the request's would be bounded only by statement_timeout, and a page of several could
+// hold its connection for several times browseTimeout.
+func (l *Log) bounded(ctx context.Context, f Filter, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	page, cancel := context.WithTimeout(ctx, browseTimeout+browseTimeout/10)
 	defer cancel()
 	err := pgx.BeginTxFunc(page, l.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -356,7 +359,7 @@ func (l *Log) bounded(ctx context.Context, f Filter, fn func(tx pgx.Tx) error) e
 			strconv.FormatInt(max(browseTimeout.Milliseconds(), 1), 10)); err != nil {
 			return err
 		}
-		return fn(tx)
+		return fn(page, tx)
 	})
 	var pe *pgconn.PgError
 	if err != nil && ctx.Err() == nil && (page.Err() != nil && errors.Is(err, context.DeadlineExceeded) ||
@@ -423,7 +426,7 @@ func (l *Log) List(ctx context.Context, f Filter) (Page, error) {
 		return Page{}, err
 	}
 	var p Page
-	err := l.bounded(ctx, f, func(tx pgx.Tx) error {
+	err := l.bounded(ctx, f, func(ctx context.Context, tx pgx.Tx) error {
 		if f.Cursor > 0 && f.timed() {
 			var found bool
 			if err := tx.QueryRow(ctx, `/* audit.List.cursor */ SELECT EXISTS (SELECT 1 FROM audit_log WHERE id = $1)`, f.Cursor).Scan(&found); err != nil {
@@ -510,7 +513,7 @@ func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, err
 		return 0, err
 	}
 	var n int64
-	err := l.bounded(ctx, f, func(tx pgx.Tx) error {
+	err := l.bounded(ctx, f, func(ctx context.Context, tx pgx.Tx) error {
 		f, err := l.searchable(ctx, tx, f)
 		if err != nil {
 			return err
