@@ -150,6 +150,32 @@ func TestPartialRestoreSnapshotKeepsOnlyRestored(t *testing.T) {
 	fileHolds(t, filepath.Join(ws, "y.txt"), "orig")
 }
 
+// A restore_snapshot that succeeds keeps in its own snapshot only what it put back: a
+// path that already held what the snapshot kept (here: absent, as before the write) is
+// not in it, so undoing the restore does not remove a file made there since.
+func TestRestoreSnapshotKeepsOnlyRestored(t *testing.T) {
+	t.Parallel()
+	s, ws := failedWriteServer(t)
+	_, _, sc := fileOpResult(t, s, ws, "call-create", `{"operation":"create_file","filePath":"p","content":"new"}`)
+	created, _ := sc["snapshotId"].(string)
+	if created == "" {
+		t.Fatalf("create_file: structured %v, want a snapshotId", sc)
+	}
+	if err := os.Remove(filepath.Join(ws, "p")); err != nil {
+		t.Fatal(err)
+	}
+	res, text, sc := fileOpResult(t, s, ws, "call-undo", `{"operation":"restore_snapshot","snapshotId":"`+created+`"}`)
+	undo, _ := sc["snapshotId"].(string)
+	if res.IsError || undo == "" {
+		t.Fatalf("restore_snapshot with p already gone: isError %v, %s, structured %v; want it to succeed naming its snapshot", res.IsError, text, sc)
+	}
+	writeTestFile(t, filepath.Join(ws, "p"), "mine")
+	if res, text, _ := fileOpResult(t, s, ws, "call-redo", `{"operation":"restore_snapshot","snapshotId":"`+undo+`"}`); res.IsError {
+		t.Fatalf("restore_snapshot %s: %s", undo, text)
+	}
+	fileHolds(t, filepath.Join(ws, "p"), "mine")
+}
+
 // A restore_snapshot that changed nothing before it failed keeps no snapshot and names
 // none, as any write that changed nothing.
 func TestFailedRestoreThatChangedNothingKeepsNoSnapshot(t *testing.T) {

@@ -356,9 +356,11 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		}
 	}
 	err = errors.Join(failed...)
-	if err != nil && w.sn != nil {
-		// Under the locks: a write since would look like one of the restore's changes.
-		s.dropUnchanged(w.sn) // what it recorded but did not put back is not undone later
+	if w.sn != nil {
+		// What it recorded but did not put back (it failed, or the path already held what
+		// the snapshot kept) is not undone later. Under the locks: a write since would
+		// look like one of the restore's changes.
+		s.dropUnchanged(w.sn)
 	}
 	return restored, notes, err
 }
