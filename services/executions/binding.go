@@ -137,7 +137,7 @@ func (s *Service) sealedV1(ex *Execution) bool {
 }
 
 // earlierSeal is why an execution sealed v1 does not go on.
-const earlierSeal = "it was planned by an earlier version of Toolwarden, whose seal did not cover who asked for it: plan it again"
+const earlierSeal = "it was planned by an earlier version of Toolwarden, whose seal did not cover who asked for it"
 
 // checkBinding recomputes, from what is stored to run now, the hash of phase's plan
 // and compares it with the hash that was approved (docs/security.md): the steps' tools and

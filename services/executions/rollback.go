@@ -597,7 +597,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 		case ex.Seal == nil:
 			msg = "it was planned by an earlier version of Toolwarden, whose records were not sealed, so its rollback does not run"
 		case s.sealedV1(ex):
-			msg = earlierSeal
+			msg = earlierSeal + ", so its rollback does not run"
 		}
 		s.refusal(ctx, c, ex, msg)
 		return nil, stale(msg)

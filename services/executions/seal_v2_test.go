@@ -140,8 +140,38 @@ func TestSealV1Refused(t *testing.T) {
 	}
 }
 
-// Reseal (a key rotation) leaves a v1 seal as it is: sealing it again as v2 would vouch
-// for whatever the row holds now, its requester too.
+// A failed execution sealed before the upgrade (v1) is refused a rollback, as planned by
+// an earlier version.
+func TestSealV1RefusedAtRollback(t *testing.T) {
+	t.Parallel()
+	e := start(t)
+	e.server("mt", true, "echo", "fail")
+	e.setRisk("mt__fail", risk.Low)
+	e.run(nil)
+	ex, err := e.svc.Create(e.ctx, e.admin, executions.Input{Plan: &executions.Request{
+		Steps:    []executions.RequestStep{step("mt__echo", `{"message":"do"}`), step("mt__fail", `{}`)},
+		Rollback: []executions.RequestStep{step("mt__echo", `{"message":"undo"}`)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
+	got := e.get(ex.ID)
+	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2 WHERE id = $1`, ex.ID,
+		sealV1(t, e.key, ex.ID, got.PlanHash, got.ApprovedHash, got.RollbackHash))
+	_, err = e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{})
+	if !isCode(err, executions.CodeStale) || !strings.Contains(err.Error(), "earlier version") {
+		t.Fatalf("rollback of a v1-sealed execution: got %v, want it refused as planned by an earlier version", err)
+	}
+	if got := e.get(ex.ID); got.Status != executions.Failed {
+		t.Errorf("got %s, want it left failed", got.Status)
+	}
+}
+
+// Reseal (a key rotation) leaves a v1 seal made with the key rotated away as it is:
+// sealing it again as v2 would vouch for whatever the row holds now, its requester too.
+// SealUsage does not count it under that key, so the key can be retired (it would wait
+// for a reseal that never comes: a failed v1 execution stays open for good).
 func TestResealLeavesV1(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -151,13 +181,20 @@ func TestResealLeavesV1(t *testing.T) {
 	ex := e.create(alice, step("mt__add", `{"a":1,"b":2}`))
 	v1 := sealV1(t, e.key, ex.ID, ex.PlanHash, nil, nil)
 	testkit.Exec(t, e.pool, `UPDATE executions SET seal = $2, requested_by = $3 WHERE id = $1`, ex.ID, v1, e.admin.Actor.ID)
-	keys, err := secrets.NewKeyring(e.key)
+	// A rotation: a new primary key, the old one (which made the v1 seal) kept.
+	k1, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.NewKeyring(k1, e.key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keyOf := func(input, seal []byte) string {
-		if keys.VerifyMAC(input, seal) {
-			return keys.PrimaryID()
+		for _, k := range []secrets.Key{k1, e.key} {
+			if one, err := secrets.NewKeyring(k); err == nil && one.VerifyMAC(input, seal) {
+				return one.PrimaryID()
+			}
 		}
 		return ""
 	}
@@ -166,6 +203,13 @@ func TestResealLeavesV1(t *testing.T) {
 	}
 	if got := e.get(ex.ID).Seal; string(got) != string(v1) {
 		t.Fatal("the v1 seal was sealed again")
+	}
+	usage, err := executions.SealUsage(e.ctx, e.pool, keyOf, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := usage[keys.IDs()[1]]; n != 0 {
+		t.Errorf("seal usage of the old key: %d, want 0 (a v1 seal is refused whichever key made it)", n)
 	}
 	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); !isCode(err, executions.CodeStale) {
 		t.Fatalf("confirm of the v1-sealed plan after a reseal: got %v, want it refused", err)

@@ -32,12 +32,15 @@ func openStatuses() []string {
 // SealUsage counts the seals that are still checked (of executions not final: awaiting
 // approval, running, or failed and so open to a rollback) by the key keyOf says made
 // each; "" counts those no key verifies (altered, or made with a key no longer in the
-// file). newest > 0 looks at that many of the newest only.
+// file). newest > 0 looks at that many of the newest only. A seal made as v1 (before v2)
+// is not counted under its key: it is refused whichever key verifies it, so retiring that
+// key changes nothing for it, and nothing seals it again (Reseal) to free the key.
 func SealUsage(ctx context.Context, pool *pgxpool.Pool, keyOf SealKey, newest int) (map[string]int, error) {
 	out := map[string]int{}
 	err := eachOpenSeal(ctx, pool, newest, func(ex *Execution) {
-		k, _ := sealMadeBy(keyOf, ex)
-		out[k]++
+		if k, v1 := sealMadeBy(keyOf, ex); !v1 {
+			out[k]++
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("executions: seal usage: %w", err)
