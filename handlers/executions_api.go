@@ -90,28 +90,10 @@ func toAPIExecution(ex *executions.Execution) apiExecution {
 // execution's results can be fifty near a message's cap, most of a gigabyte held at once.
 func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *executions.Execution, out apiExecution) error {
 	ctx := c.Request().Context()
-	steps, err := h.Executions.StepsSized(ctx, ex.ID)
-	if err != nil {
-		return err
-	}
-	// Shown, not run: what is secret is masked (secretMasker), but to a person deciding
-	// it, as on its page. Arguments are small: masked before anything is written, so
-	// that an error here is still an answer of its own.
-	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
-	for i := range steps {
-		if steps[i].Arguments, err = m.step(ctx, steps[i]); err != nil {
-			return err
-		}
-	}
-	private, whole := ex.RevealsBuiltinResults(PrincipalOf(c)), ex.RevealsResults(PrincipalOf(c))
-	out.Steps, out.Rollback = nil, nil
-	head, err := json.Marshal(out)
-	if err != nil {
-		return err
-	}
 	// The status goes with the first bytes sent: an error before them is still the error
-	// handler's to answer. One after them breaks the transfer: ended cleanly, the answer
-	// would be cut JSON under a 200 (as the audit export does).
+	// handler's to answer (without a created execution's Location). One after them breaks
+	// the transfer: ended cleanly, the answer would be cut JSON under a 200 (as the audit
+	// export does).
 	sw := &statusOnWrite{res: c.Response(), status: status}
 	fail := func(err error) error {
 		if !sw.started {
@@ -120,6 +102,25 @@ func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *execut
 		}
 		h.Logger.Error("handlers: an execution's answer cut off", "execution", ex.ID, "err", err, "request_id", RequestID(c))
 		panic(http.ErrAbortHandler)
+	}
+	steps, err := h.Executions.StepsSized(ctx, ex.ID)
+	if err != nil {
+		return fail(err)
+	}
+	// Shown, not run: what is secret is masked (secretMasker), but to a person deciding
+	// it, as on its page. Arguments are small: masked before anything is written, so
+	// that an error here is still an answer of its own.
+	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
+	for i := range steps {
+		if steps[i].Arguments, err = m.step(ctx, steps[i]); err != nil {
+			return fail(err)
+		}
+	}
+	private, whole := ex.RevealsBuiltinResults(PrincipalOf(c)), ex.RevealsResults(PrincipalOf(c))
+	out.Steps, out.Rollback = nil, nil
+	head, err := json.Marshal(out)
+	if err != nil {
+		return fail(err)
 	}
 	w := bufio.NewWriterSize(sw, 32<<10)
 	w.Write(head[:len(head)-1]) // its closing brace comes after the steps

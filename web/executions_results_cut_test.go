@@ -1,10 +1,14 @@
 package web_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -179,4 +183,50 @@ func TestExecutionResultsReadOneAtATime(t *testing.T) {
 		}
 	}
 
+}
+
+// An execution's answer whose client goes after its first bytes is broken off, and its
+// request is still in the access log (as aborted) and the request metrics: the abort
+// skipped both.
+func TestExecutionAnswerCutOffIsLogged(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "echo")
+	srv.App.SetRisk(t, "mt__echo", risk.Low)
+	srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	alice := svClient{t: t, srv: srv, c: srv.Login(t, "alice", "alice-password-1")}
+	var list []map[string]any
+	for range 20 {
+		list = append(list, step("mt__echo", map[string]any{"message": "hi"}))
+	}
+	var ex apiExec
+	alice.json(http.MethodPost, "/api/v1/executions", plan(list...), 201, &ex)
+	waitExec(t, alice, ex.ID, "success")
+	// 20 MiB of results: far more than the sockets' buffers hold.
+	if _, err := srv.Pool.Exec(context.Background(), `UPDATE tool_calls SET result = $2::jsonb WHERE execution_id = $1`,
+		ex.ID, benchTextResult(1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /api/v1/executions/%s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", ex.ID, u.Host, srv.Token(t, "alice"))
+	if status, err := bufio.NewReaderSize(conn, 256).ReadString('\n'); err != nil || !strings.Contains(status, "200") {
+		t.Fatalf("the execution's status: %q, %v", status, err)
+	}
+	conn.Close()
+	path := "/api/v1/executions/" + ex.ID
+	webtest.WaitFor(t, 60*time.Second, func() bool {
+		for _, line := range strings.Split(srv.Logs.String(), "\n") {
+			if strings.Contains(line, "msg=http ") && strings.Contains(line, " path="+path+" ") && strings.Contains(line, " aborted=true") {
+				return true
+			}
+		}
+		return false
+	}, "the cut-off answer has no access line saying it was aborted")
 }

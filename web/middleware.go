@@ -28,35 +28,52 @@ import (
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		defer func() {
+			// A handler that broke its answer off after sending part of it
+			// (http.ErrAbortHandler) is still counted and logged, as aborted.
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					s.record(c, time.Since(start), true)
+				}
+				panic(r)
+			}
+		}()
 		if err := next(c); err != nil {
 			c.Error(err)
 		}
-		took := time.Since(start)
-		req, res := c.Request(), c.Response()
-		route := c.Path()
-		if route == "" {
-			route = "unmatched"
-		}
-		// Any token is a method to Go's server, before authentication: only the standard
-		// ones get their own series, or anyone could add series without end.
-		method := httpmethod.Label(req.Method)
-		s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(res.Status)).Inc()
-		s.metrics.duration.WithLabelValues(method, route).Observe(took.Seconds())
-		if strings.HasPrefix(req.URL.Path, "/static/") || req.URL.Path == "/healthz" || req.URL.Path == "/metrics" {
-			return nil // keep the log about what people and agents do
-		}
-		attrs := []any{"method", req.Method, "path", req.URL.Path, "status", res.Status,
-			"took_ms", float64(took.Microseconds()) / 1000, "bytes", res.Size, "ip", c.RealIP(),
-			"request_id", handlers.RequestID(c)}
-		if up, _ := c.Get(upstreamRequestIDKey).(string); up != "" {
-			attrs = append(attrs, "upstream_request_id", up) // to match a proxy's log line to ours
-		}
-		if p := handlers.PrincipalOf(c); p != nil {
-			attrs = append(attrs, "user", p.User.Username)
-		}
-		s.log.Info("http", attrs...)
+		s.record(c, time.Since(start), false)
 		return nil
 	}
+}
+
+// record logs the request's access line and records its metrics.
+func (s *Server) record(c echo.Context, took time.Duration, aborted bool) {
+	req, res := c.Request(), c.Response()
+	route := c.Path()
+	if route == "" {
+		route = "unmatched"
+	}
+	// Any token is a method to Go's server, before authentication: only the standard
+	// ones get their own series, or anyone could add series without end.
+	method := httpmethod.Label(req.Method)
+	s.metrics.requests.WithLabelValues(method, route, strconv.Itoa(res.Status)).Inc()
+	s.metrics.duration.WithLabelValues(method, route).Observe(took.Seconds())
+	if strings.HasPrefix(req.URL.Path, "/static/") || req.URL.Path == "/healthz" || req.URL.Path == "/metrics" {
+		return // keep the log about what people and agents do
+	}
+	attrs := []any{"method", req.Method, "path", req.URL.Path, "status", res.Status,
+		"took_ms", float64(took.Microseconds()) / 1000, "bytes", res.Size, "ip", c.RealIP(),
+		"request_id", handlers.RequestID(c)}
+	if aborted {
+		attrs = append(attrs, "aborted", true) // its answer was cut off after its status
+	}
+	if up, _ := c.Get(upstreamRequestIDKey).(string); up != "" {
+		attrs = append(attrs, "upstream_request_id", up) // to match a proxy's log line to ours
+	}
+	if p := handlers.PrincipalOf(c); p != nil {
+		attrs = append(attrs, "user", p.User.Username)
+	}
+	s.log.Info("http", attrs...)
 }
 
 // upstreamRequestIDKey holds the id-shaped X-Request-ID a request came with, for the
