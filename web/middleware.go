@@ -77,48 +77,27 @@ func (s *Server) record(c echo.Context, took time.Duration, aborted bool) {
 }
 
 // upstreamRequestIDKey holds the id-shaped X-Request-ID a request came with, for the
-// access log only; hopRequestIDKey the one another replica's forward came with, the
-// request's own once its hop verifies.
-const (
-	upstreamRequestIDKey = "tw.upstream_request_id"
-	hopRequestIDKey      = "tw.hop_request_id"
-)
+// access log only.
+const upstreamRequestIDKey = "tw.upstream_request_id"
 
 // dropForeignRequestID takes X-Request-ID off every request, so the request-id
 // middleware generates the id that is answered and recorded. The audit page links
 // "every entry of this request" by that id: a caller naming it could tie its entries to
 // other people's, and a proxy may pass a client's header through unchanged. An
-// id-shaped one (at most 64 of [A-Za-z0-9._-]) is kept for the access log.
+// id-shaped one (replicahop.ValidRequestID) is kept for the access log. A request
+// another replica forwards is no exception: its id is the one its signed hop carries
+// (replicaHop), as the header beside the hop could be rewritten on the way.
 func dropForeignRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Request().Header
 		if id := h.Get(echo.HeaderXRequestID); id != "" {
 			h.Del(echo.HeaderXRequestID)
-			switch {
-			case !validRequestID(id):
-			case h.Get(replicahop.Header) != "":
-				// Another replica's forward (forwardTo): its id becomes the request's once
-				// its hop verifies (replicaHop); a forged hop is refused, and recorded,
-				// under an id of this server's.
-				c.Set(hopRequestIDKey, id)
-			default:
+			if replicahop.ValidRequestID(id) {
 				c.Set(upstreamRequestIDKey, id)
 			}
 		}
 		return next(c)
 	}
-}
-
-func validRequestID(id string) bool {
-	if len(id) > 64 {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // securityHeaderNames are the headers securityHeaders sets.

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/netip"
@@ -57,24 +58,59 @@ func TestRequestIDNotTakenFromClient(t *testing.T) {
 }
 
 // A request another replica forwards keeps that replica's id, so both replicas record
-// and answer one id: the owner keeps the X-Request-ID of a request whose hop verifies,
-// and the forwarder answers the owner's, once. A request with a forged hop keeps
-// nothing: it is refused.
+// and answer one id: the owner keeps the request id its verified hop signs, and the
+// forwarder answers the owner's, once. An X-Request-ID beside the hop is not that id:
+// whoever sits between the replicas (plain HTTP) could rewrite it, and tie the entries
+// the owner records to another request's. A request with a forged hop keeps nothing:
+// it is refused.
 func TestRequestIDAcrossAForward(t *testing.T) {
 	t.Parallel()
 	srv, admin, _, ln := forwardFixture(t, &webtest.Options{Builtin: true})
 	self := srv.App.Replicas.Self().ID
 
-	hopped, _ := http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
-	hopped.Header.Set("X-Request-ID", "hop-req.1")
-	replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "other", To: self}, hopped, nil, time.Now())
-	res, err := admin.Do(hopped)
-	if err != nil {
-		t.Fatal(err)
+	// A failed sign-in forwarded by a replica, its hop signing id signed (none: "")
+	// and X-Request-ID header beside it (none: "").
+	hoppedLogin := func(user, signed, header string) (answered, recorded string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/login", nil)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", srv.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		if header != "" {
+			req.Header.Set("X-Request-ID", header)
+		}
+		form := url.Values{"username": {user}, "password": {"wrong-password"}}.Encode()
+		replicahop.SignRequest(srv.Keys, replicahop.Hop{From: "other", To: self, Client: "203.0.113.9", Origin: srv.URL, RequestID: signed},
+			req, []byte(form), time.Now())
+		res, err := srv.Client(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("a forwarded failed sign-in as %s: %d, want 401", user, res.StatusCode)
+		}
+		if ids := res.Header.Values("X-Request-ID"); len(ids) != 1 {
+			t.Fatalf("a forwarded failed sign-in as %s answered request ids %q, want one", user, ids)
+		}
+		if err := srv.Pool.QueryRow(t.Context(),
+			`SELECT request_id FROM audit_log WHERE action = 'user.login_failed' AND actor_name = $1`, user).Scan(&recorded); err != nil {
+			t.Fatalf("the forwarded failed sign-in as %s was not audited: %v", user, err)
+		}
+		return res.Header.Get("X-Request-ID"), recorded
 	}
-	res.Body.Close()
-	if got := res.Header.Values("X-Request-ID"); len(got) != 1 || got[0] != "hop-req.1" {
-		t.Errorf("a replica's forward answered with request ids %q, want its own, hop-req.1", got)
+	if answered, recorded := hoppedLogin("rid-hop-signed", "hop-req.1", ""); answered != "hop-req.1" || recorded != "hop-req.1" {
+		t.Errorf("a replica's forward signing id hop-req.1: answered %q, recorded %q; want its id", answered, recorded)
+	}
+	// The header rewritten on the way (or a captured hop raced ahead of its request
+	// with another header): the signed id stands.
+	if answered, recorded := hoppedLogin("rid-hop-swapped", "hop-req.3", "victims-req.3"); answered != "hop-req.3" || recorded != "hop-req.3" {
+		t.Errorf("a forward signing hop-req.3 with X-Request-ID victims-req.3: answered %q, recorded %q; want the signed id", answered, recorded)
+	}
+	// A hop that signs no id (an earlier release's v2 hop signs none): the owner's own.
+	answered, recorded := hoppedLogin("rid-hop-unsigned", "", "victims-req.4")
+	if answered != recorded || recorded == "victims-req.4" || recorded == "" {
+		t.Errorf("a forward signing no id with X-Request-ID victims-req.4: answered %q, recorded %q; want an id of the owner's", answered, recorded)
 	}
 	forged, _ := http.NewRequest(http.MethodGet, srv.URL+"/healthz", nil)
 	forged.Header.Set("X-Request-ID", "hop-req.2")
@@ -89,17 +125,23 @@ func TestRequestIDAcrossAForward(t *testing.T) {
 		t.Errorf("%d audit entries (%v) carry the id a forged hop sent, want none", planted, err)
 	}
 
-	// The owner here answers with the id it was sent, as a replica does.
+	// The owner here answers with the id its hop signs, as a replica does.
+	ownerID := otherReplica(t, srv, "owner", "http://"+ln.Addr().String(), "term-owned")
+	hops := replicahop.NewVerifier(srv.Keys, ownerID)
 	var got atomic.Value
 	owner := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.Store(r.Header.Get("X-Request-ID"))
-		w.Header().Set("X-Request-ID", r.Header.Get("X-Request-ID"))
+		hop, ok, err := hops.VerifyRequest(r)
+		if !ok {
+			http.Error(w, fmt.Sprintf("the hop: %v", err), http.StatusForbidden)
+			return
+		}
+		got.Store(hop.RequestID)
+		w.Header().Set("X-Request-ID", hop.RequestID)
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "the owner's page")
 	})}
 	go func() { _ = owner.Serve(ln) }()
 	t.Cleanup(func() { owner.Close() })
-	otherReplica(t, srv, "owner", "http://"+ln.Addr().String(), "term-owned")
 	a := ask(srv, admin, http.MethodGet, "/terminals/term-owned")
 	sent, _ := got.Load().(string)
 	if a.err != nil || a.code != http.StatusOK || sent == "" {

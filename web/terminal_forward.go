@@ -52,8 +52,10 @@ func (s *Server) replicaHop(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.SetRequest(handlers.Forwarded(c.Request(), hop.Client, hop.Origin))
 		c.Set(hopKey, hop.From)
-		if id, _ := c.Get(hopRequestIDKey).(string); id != "" {
-			c.Response().Header().Set(echo.HeaderXRequestID, id) // one id on both replicas
+		// One id on both replicas: the sender's, signed in the hop (a v2 hop of an
+		// earlier release carries none, and this replica's own id stays).
+		if hop.RequestID != "" {
+			c.Response().Header().Set(echo.HeaderXRequestID, hop.RequestID)
 		}
 		return next(c)
 	}
@@ -174,8 +176,10 @@ func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, 
 	if err != nil {
 		return err
 	}
+	// One id for the request on both replicas: the owner records this one and answers
+	// it. The hop signs it, so no one on the way between the replicas can choose it.
 	hop := replicahop.Hop{From: s.deps.Replicas.Name(), To: owner.ID, Client: c.RealIP(),
-		Origin: handlers.Origin(c.Request(), s.deps.TrustedProxies)}
+		Origin: handlers.Origin(c.Request(), s.deps.TrustedProxies), RequestID: handlers.RequestID(c)}
 	proxy := &httputil.ReverseProxy{
 		// Bounded dial and wait for the headers, never the environment's proxy; an
 		// answer that began (a stream, a websocket) is not cut.
@@ -184,9 +188,6 @@ func (s *Server) forwardTo(c echo.Context, owner replicas.Replica, what string, 
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
 			r.Out.Host = r.In.Host // the owner checks the same Origin against the same Host
-			// One id for the request on both replicas: the owner records this one (a
-			// replica's, dropForeignRequestID) and answers it.
-			r.Out.Header.Set(echo.HeaderXRequestID, handlers.RequestID(c))
 			replicahop.SignRequest(s.deps.Keys, hop, r.Out, body, s.hops.Clock())
 		},
 		ModifyResponse: func(res *http.Response) error {

@@ -1,12 +1,13 @@
 // Package replicahop authenticates a request one replica sends another (a terminal's
 // page, websocket or operation forwarded to the replica that runs it; docs/architecture.md,
 // Terminals on several replicas). The sender signs the request's method, path and query,
-// body, the time, a fresh nonce, the replica it is meant for and the client it came from,
-// with an HMAC under a key derived from the secret keyring, which every replica of one
-// database shares and no outside client has. The receiver (a Verifier) checks the MAC,
-// that the time is recent, that the hop is meant for it, and that it has not seen the
-// nonce before: a captured hop cannot be sent again, nor to another replica. A request
-// carrying the header is never forwarded again, so forwarding cannot loop.
+// body, the time, a fresh nonce, the replica it is meant for, the client it came from
+// and the request's id, with an HMAC under a key derived from the secret keyring, which
+// every replica of one database shares and no outside client has. The receiver (a
+// Verifier) checks the MAC, that the time is recent, that the hop is meant for it, and
+// that it has not seen the nonce before: a captured hop cannot be sent again, nor to
+// another replica. A request carrying the header is never forwarded again, so
+// forwarding cannot loop.
 package replicahop
 
 import (
@@ -27,6 +28,8 @@ import (
 )
 
 // Header carries the hop:
+// "v3 <unix milliseconds> <nonce> <from> <to> <client address> <client origin> <request id> <MAC>".
+// A Verifier still takes the v2 header of an earlier release, which has no request id:
 // "v2 <unix milliseconds> <nonce> <from> <to> <client address> <client origin> <MAC>".
 const Header = "Toolwarden-Replica-Hop"
 
@@ -40,8 +43,12 @@ const MaxBody = 4 << 20
 // hops are refused rather than forgotten early, which would let a replay through.
 const maxSeen = 1 << 17
 
-// domain separates these MACs from the keyring's other uses.
-const domain = "toolwarden/replica-hop/v2\n"
+// domain separates these MACs from the keyring's other uses, and each version's from
+// the other's: a v3 hop's MAC cannot pass for a v2 one without its request id.
+const (
+	domain   = "toolwarden/replica-hop/v3\n"
+	domainV2 = "toolwarden/replica-hop/v2\n"
+)
 
 // Keys is what signs and checks: secrets.Keyring.
 type Keys interface {
@@ -59,23 +66,32 @@ type Hop struct {
 	// client itself.
 	Client string
 	Origin string
+	// RequestID is the id the sender gave the request, which the receiver records and
+	// answers as its own: signed, so no one between the replicas can choose it ("" from
+	// a v2 hop, which did not carry one).
+	RequestID string
 }
 
 type signed struct {
 	Hop
+	v2    bool // an earlier release's header: no request id, its own MAC input
 	ms    int64
 	nonce string
 }
 
 func (s signed) input(method, target string, body []byte) []byte {
 	sum := sha256.Sum256(body)
-	return []byte(domain + strconv.FormatInt(s.ms, 10) + "\n" + s.nonce + "\n" + s.From + "\n" + s.To + "\n" +
-		s.Client + "\n" + s.Origin + "\n" + method + "\n" + target + "\n" + base64.RawURLEncoding.EncodeToString(sum[:]))
+	head, rid := domain, s.RequestID+"\n"
+	if s.v2 {
+		head, rid = domainV2, ""
+	}
+	return []byte(head + strconv.FormatInt(s.ms, 10) + "\n" + s.nonce + "\n" + s.From + "\n" + s.To + "\n" +
+		s.Client + "\n" + s.Origin + "\n" + rid + method + "\n" + target + "\n" + base64.RawURLEncoding.EncodeToString(sum[:]))
 }
 
 // Sign is the header value for a request of method to target (its path and query,
-// url.URL.RequestURI) with body, signed at time at. A client address or origin that is
-// not one (ValidClient, ValidOrigin) is left out.
+// url.URL.RequestURI) with body, signed at time at. A client address, origin or request
+// id that is not one (ValidClient, ValidOrigin, ValidRequestID) is left out.
 func Sign(k Keys, h Hop, method, target string, body []byte, at time.Time) string {
 	if !ValidClient(h.Client) {
 		h.Client = ""
@@ -83,12 +99,15 @@ func Sign(k Keys, h Hop, method, target string, body []byte, at time.Time) strin
 	if !ValidOrigin(h.Origin) {
 		h.Origin = ""
 	}
+	if !ValidRequestID(h.RequestID) {
+		h.RequestID = ""
+	}
 	var n [16]byte
 	_, _ = rand.Read(n[:]) // never fails (crypto/rand)
 	s := signed{Hop: h, ms: at.UnixMilli(), nonce: base64.RawURLEncoding.EncodeToString(n[:])}
 	mac := k.MAC(s.input(method, target, body))
-	return strings.Join([]string{"v2", strconv.FormatInt(s.ms, 10), s.nonce, url.QueryEscape(h.From), url.QueryEscape(h.To),
-		url.QueryEscape(h.Client), url.QueryEscape(h.Origin), base64.RawURLEncoding.EncodeToString(mac)}, " ")
+	return strings.Join([]string{"v3", strconv.FormatInt(s.ms, 10), s.nonce, url.QueryEscape(h.From), url.QueryEscape(h.To),
+		url.QueryEscape(h.Client), url.QueryEscape(h.Origin), url.QueryEscape(h.RequestID), base64.RawURLEncoding.EncodeToString(mac)}, " ")
 }
 
 // SignRequest sets the hop header of r, whose body is body (nil: none; the request's
@@ -106,8 +125,8 @@ func SignRequest(k Keys, h Hop, r *http.Request, body []byte, at time.Time) {
 var (
 	// ErrForged: the header is malformed or its MAC is wrong.
 	ErrForged = errors.New("replica hop: the signature is not a replica's")
-	// ErrMalformed: a replica signed a client address or origin that is not one.
-	ErrMalformed = errors.New("replica hop: the signed client address or origin is malformed")
+	// ErrMalformed: a replica signed a client address, origin or request id that is not one.
+	ErrMalformed = errors.New("replica hop: the signed client address, origin or request id is malformed")
 	// ErrStale: the header's time is more than MaxSkew away.
 	ErrStale = errors.New("replica hop: the signature is stale")
 	// ErrReplayed: this replica already accepted a request with the same signature.
@@ -139,10 +158,14 @@ func NewVerifier(k Keys, self string) *Verifier {
 
 func parse(value string) (signed, []byte, error) {
 	parts := strings.Split(value, " ")
-	if len(parts) != 8 || parts[0] != "v2" {
+	var s signed
+	switch {
+	case len(parts) == 9 && parts[0] == "v3":
+	case len(parts) == 8 && parts[0] == "v2":
+		s.v2 = true
+	default:
 		return signed{}, nil, ErrForged
 	}
-	var s signed
 	var err error
 	if s.ms, err = strconv.ParseInt(parts[1], 10, 64); err != nil {
 		return signed{}, nil, ErrForged
@@ -152,12 +175,15 @@ func parse(value string) (signed, []byte, error) {
 		return signed{}, nil, ErrForged
 	}
 	fields := []*string{&s.From, &s.To, &s.Client, &s.Origin}
+	if !s.v2 {
+		fields = append(fields, &s.RequestID)
+	}
 	for i, f := range fields {
 		if *f, err = url.QueryUnescape(parts[3+i]); err != nil {
 			return signed{}, nil, ErrForged
 		}
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(parts[7])
+	mac, err := base64.RawURLEncoding.DecodeString(parts[len(parts)-1])
 	if err != nil || len(mac) == 0 {
 		return signed{}, nil, ErrForged
 	}
@@ -178,6 +204,21 @@ func ValidClient(a string) bool {
 	return err == nil
 }
 
+// ValidRequestID reports whether id is a request id a hop may carry: at most 64 of
+// [A-Za-z0-9._-] (what a request-id middleware generates; nothing a log or a link must
+// escape).
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Verify checks a header value for a request of method to target with body at now.
 // A hop it accepts once it refuses from then on (ErrReplayed).
 func (v *Verifier) Verify(value, method, target string, body []byte, now time.Time) (Hop, error) {
@@ -185,7 +226,8 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 	if err != nil || !v.keys.VerifyMAC(s.input(method, target, body), mac) {
 		return Hop{}, ErrForged
 	}
-	if s.Client != "" && !ValidClient(s.Client) || s.Origin != "" && !ValidOrigin(s.Origin) {
+	if s.Client != "" && !ValidClient(s.Client) || s.Origin != "" && !ValidOrigin(s.Origin) ||
+		s.RequestID != "" && !ValidRequestID(s.RequestID) {
 		return Hop{}, ErrMalformed
 	}
 	at := time.UnixMilli(s.ms)

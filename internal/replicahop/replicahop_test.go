@@ -1,6 +1,8 @@
 package replicahop_test
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -30,13 +32,13 @@ func keyring(t *testing.T) *secrets.Keyring {
 
 // A hop signed by a replica verifies once on the replica it names, with the same
 // keyring; anything else (another key, method, path, body, sender, receiver, client,
-// origin or time, a malformed value, the same hop again) is refused.
+// origin, request id or time, a malformed value, the same hop again) is refused.
 func TestHop(t *testing.T) {
 	kr, other := keyring(t), keyring(t)
 	now := time.Now()
 	const path = "/internal/v1/terminals/term-1/op"
 	body := []byte(`{"operation":"send_input","arguments":{"sessionId":"term-1","input":"ls\n"}}`)
-	hop := replicahop.Hop{From: "r0", To: "id-r1", Client: "203.0.113.7", Origin: "https://tw.example.com"}
+	hop := replicahop.Hop{From: "r0", To: "id-r1", Client: "203.0.113.7", Origin: "https://tw.example.com", RequestID: "rid-victim.1"}
 	v := replicahop.NewVerifier(kr, "id-r1")
 	good := replicahop.Sign(kr, hop, http.MethodPost, path, body, now)
 	if got, err := v.Verify(good, http.MethodPost, path, body, now.Add(time.Second)); err != nil || got != hop {
@@ -70,13 +72,21 @@ func TestHop(t *testing.T) {
 		{"another receiver", field(fresh(), 4, "id-r9"), http.MethodPost, path, body},
 		{"another client", field(fresh(), 5, "198.51.100.1"), http.MethodPost, path, body},
 		{"another origin", field(fresh(), 6, url.QueryEscape("https://evil.example")), http.MethodPost, path, body},
+		// The receiver records and answers the hop's request id as its own: whoever sits
+		// between the replicas must not choose it.
+		{"another request id", field(fresh(), 7, "rid-mallory.1"), http.MethodPost, path, body},
+		{"no request id", field(fresh(), 7, ""), http.MethodPost, path, body},
+		{"a v3 hop relabelled v2 without its request id", func() string {
+			f := strings.Fields(fresh())
+			return strings.Join(append([]string{"v2"}, append(f[1:7], f[8])...), " ")
+		}(), http.MethodPost, path, body},
 		{"a client that is not an address", field(fresh(), 5, "example.com"), http.MethodPost, path, body},
 		{"an origin with a path", field(fresh(), 6, url.QueryEscape("https://tw.example.com/x")), http.MethodPost, path, body},
 		{"a short nonce", field(fresh(), 2, "AAAA"), http.MethodPost, path, body},
-		{"no MAC", strings.Join(strings.Fields(fresh())[:7], " "), http.MethodPost, path, body},
+		{"no MAC", strings.Join(strings.Fields(fresh())[:8], " "), http.MethodPost, path, body},
 		{"version 1", "v1 " + strconv.FormatInt(now.UnixMilli(), 10) + " r0 AAAA", http.MethodPost, path, body},
 		{"junk", "v2 x y z a b c d", http.MethodPost, path, body},
-		{"empty MAC", field(fresh(), 7, ""), http.MethodPost, path, body},
+		{"empty MAC", field(fresh(), 8, ""), http.MethodPost, path, body},
 	}
 	for _, f := range forged {
 		if _, err := v.Verify(f.value, f.method, f.path, f.body, now); !errors.Is(err, replicahop.ErrForged) {
@@ -89,9 +99,9 @@ func TestHop(t *testing.T) {
 			t.Errorf("a hop signed %s away: got %v, want ErrStale", at.Sub(now), err)
 		}
 	}
-	// A client address or origin that is not one (a Host header the server took but
-	// URLs refuse) is left out by the sender rather than refused by the receiver.
-	odd := replicahop.Hop{From: "r0", To: "id-r1", Client: "not-an-address", Origin: "http://a%zz"}
+	// A client address, origin or request id that is not one (a Host header the server
+	// took but URLs refuse) is left out by the sender rather than refused by the receiver.
+	odd := replicahop.Hop{From: "r0", To: "id-r1", Client: "not-an-address", Origin: "http://a%zz", RequestID: "a\nb"}
 	if got, err := v.Verify(replicahop.Sign(kr, odd, http.MethodGet, "/", nil, now), http.MethodGet, "/", nil, now); err != nil ||
 		got != (replicahop.Hop{From: "r0", To: "id-r1"}) {
 		t.Fatalf("a hop with an odd client and origin: %+v, %v", got, err)
@@ -106,12 +116,38 @@ func TestHop(t *testing.T) {
 	}
 }
 
+// The v2 header of an earlier release, which carries no request id, still verifies, and
+// gives none: the receiver keeps its own id for the request.
+func TestHopV2(t *testing.T) {
+	kr := keyring(t)
+	now := time.Now()
+	const path = "/terminals/term-1"
+	ms := strconv.FormatInt(now.UnixMilli(), 10)
+	const nonce = "AAAAAAAAAAAAAAAAAAAAAA"
+	sum := sha256.Sum256(nil)
+	mac := kr.MAC([]byte("toolwarden/replica-hop/v2\n" + ms + "\n" + nonce + "\nr0\nid-r1\n203.0.113.7\nhttps://tw.example.com\n" +
+		http.MethodGet + "\n" + path + "\n" + base64.RawURLEncoding.EncodeToString(sum[:])))
+	v2 := strings.Join([]string{"v2", ms, nonce, "r0", "id-r1", "203.0.113.7", url.QueryEscape("https://tw.example.com"),
+		base64.RawURLEncoding.EncodeToString(mac)}, " ")
+	v := replicahop.NewVerifier(kr, "id-r1")
+	want := replicahop.Hop{From: "r0", To: "id-r1", Client: "203.0.113.7", Origin: "https://tw.example.com"}
+	if got, err := v.Verify(v2, http.MethodGet, path, nil, now); err != nil || got != want {
+		t.Fatalf("a v2 hop: %+v, err %v", got, err)
+	}
+	// A request id put beside it (a v3 field) is not signed by it.
+	f := strings.Fields(v2)
+	withID := strings.Join(append(append([]string{"v3"}, f[1:7]...), "rid-mallory.1", f[7]), " ")
+	if _, err := replicahop.NewVerifier(kr, "id-r1").Verify(withID, http.MethodGet, path, nil, now); !errors.Is(err, replicahop.ErrForged) {
+		t.Fatalf("a v2 hop given a request id as v3: got %v, want ErrForged", err)
+	}
+}
+
 // VerifyRequest reads the header of a request as the receiver sees it (path, query and
 // body, which it puts back for the handler).
 func TestVerifyRequest(t *testing.T) {
 	kr := keyring(t)
 	v := replicahop.NewVerifier(kr, "id-r0")
-	hop := replicahop.Hop{From: "r1", To: "id-r0"}
+	hop := replicahop.Hop{From: "r1", To: "id-r0", RequestID: "rid-1"}
 	body := `{"operation":"get_output"}`
 	post, _ := http.NewRequest(http.MethodPost, "http://r0.internal:8080/internal/v1/terminals/term-1/op", nil)
 	replicahop.SignRequest(kr, hop, post, []byte(body), time.Now())
