@@ -409,6 +409,18 @@ type RollbackDecision struct {
 	Hash string
 }
 
+// earlierRelease is why ex's rollback does not run when an earlier release sealed it
+// (or sealed nothing), and "" otherwise.
+func (s *Service) earlierRelease(ex *Execution) string {
+	switch {
+	case ex.Seal == nil:
+		return "it was planned by an earlier version of Toolwarden, whose records were not sealed, so its rollback does not run"
+	case s.sealedV1(ex):
+		return earlierSeal + ", so its rollback does not run"
+	}
+	return ""
+}
+
 // PlanRollback works out the rollback of failed execution id without starting it. Its
 // steps are prepared as they would run: as the requester, with the role they have now.
 func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *RollbackPlan, error) {
@@ -418,6 +430,11 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	}
 	if ex.Status != Failed {
 		return ex, nil, conflict(id, ex.Status, "rolled back (only a failed execution can be)")
+	}
+	// One an earlier release sealed is refused whoever asks (Rollback): said here, its
+	// page offers no rollback that cannot run.
+	if msg := s.earlierRelease(ex); msg != "" && !s.sealed(ex) {
+		return ex, &RollbackPlan{Problems: verr.New("/rollback", msg)}, nil
 	}
 	c := ex.Requester()
 	if ex.RequestedBy == nil && ex.personal() {
@@ -592,12 +609,9 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	// The record must be the one sealed (the seal below would otherwise cover an altered
 	// one), and the plan's own undo steps, from the stored plan, the ones approved.
 	if !s.sealed(ex) {
-		msg := "the execution's record was altered after it was planned or approved (its seal does not match), so its rollback does not run"
-		switch {
-		case ex.Seal == nil:
-			msg = "it was planned by an earlier version of Toolwarden, whose records were not sealed, so its rollback does not run"
-		case s.sealedV1(ex):
-			msg = earlierSeal + ", so its rollback does not run"
+		msg := s.earlierRelease(ex)
+		if msg == "" {
+			msg = "the execution's record was altered after it was planned or approved (its seal does not match), so its rollback does not run"
 		}
 		s.refusal(ctx, c, ex, msg)
 		return nil, stale(msg)
