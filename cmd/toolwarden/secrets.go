@@ -216,8 +216,12 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	// The key is gone from the file already: the row is written even if the command is
 	// interrupted now, and a failure says what was done.
+	// An earlier release's seals (v1) are refused whichever key made them, and nothing
+	// seals them again: they cannot hold the key back, but from now on they match no key,
+	// as an altered record's would not. Said, and counted in the entry.
+	earlier := seals[executions.EarlierSeal(id)]
 	if err := audit.AppendAlone(context.WithoutCancel(ctx), d.Pool, audit.Entry{Actor: cliActor(), Action: "secrets.retire_key", TargetType: "secret_key",
-		TargetID: id, TargetName: id, Payload: map[string]any{"key": id}}); err != nil {
+		TargetID: id, TargetName: id, Payload: map[string]any{"key": id, "earlier_release_seals": earlier}}); err != nil {
 		return fmt.Errorf("key %s was removed from %s already, but its retirement could not be written to the audit log: %w", id, path, err)
 	}
 	// Forgotten by the record too, which keeps the primary: a key file holding only the
@@ -226,6 +230,10 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("key %s was removed from %s already, but the database's record of the keys could not be updated: %w", id, path, err)
 	}
 	fmt.Fprintf(stdout, "retired key %s: values sealed with it no longer decrypt\n", id)
+	if earlier > 0 {
+		fmt.Fprintf(stdout, "%d executions not yet final were sealed with it by an earlier release of Toolwarden: they could not be approved or rolled back "+
+			"before (that seal does not cover who asked), and their seals now match no key, so they are refused as altered or sealed with a retired key\n", earlier)
+	}
 	return nil
 }
 

@@ -244,9 +244,28 @@ func TestSecretsRotateReseals(t *testing.T) {
 		waitStatus(t, a, ex.ID, executions.Failed)
 		return ex.ID
 	}
-	ex, altered := failed(), failed()
+	ex, altered, earlier := failed(), failed(), failed()
 	if _, err := a.Pool.Exec(ctx, `UPDATE executions SET seal = '\x00'::bytea || seal WHERE id = $1`, altered); err != nil {
 		t.Fatal(err)
+	}
+	// One sealed by the release before v2 seals (the id and the hashes only), with the
+	// old key: it holds no retirement back, and the retirement says what it leaves.
+	{
+		got, err := a.Executions.Get(ctx, earlier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldRing, err := secrets.NewKeyring(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := []byte("toolwarden execution seal v1\x00" + earlier)
+		for _, h := range [][]byte{got.PlanHash, got.ApprovedHash, got.RollbackHash} {
+			in = append(append(in, 0), h...)
+		}
+		if _, err := a.Pool.Exec(ctx, `UPDATE executions SET seal = $2 WHERE id = $1`, earlier, oldRing.MAC(in)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cli := func(args ...string) (string, error) {
 		var out, errb bytes.Buffer
@@ -274,8 +293,11 @@ func TestSecretsRotateReseals(t *testing.T) {
 		t.Errorf("audited rotations that sealed one approval again: %d, want 1", n)
 	}
 	settleKeyFile(t)
-	if out, err = cli("secrets", "retire-key", old.ID); err != nil {
-		t.Fatalf("retire the old key after the rotation: %v %s", err, out)
+	if out, err = cli("secrets", "retire-key", old.ID); err != nil || !strings.Contains(out, "1 executions not yet final were sealed with it by an earlier release") {
+		t.Fatalf("retire the old key after the rotation: %v %s; want it retired, saying what it leaves of the earlier release", err, out)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM audit_log WHERE action = 'secrets.retire_key' AND payload->>'earlier_release_seals' = '1'`); n != 1 {
+		t.Errorf("audited retirements that left one earlier release's seal: %d, want 1", n)
 	}
 	// The serving process reads the key file again (it would within seconds).
 	if err := keys.Reload(); err != nil {

@@ -136,6 +136,11 @@ func (s *Service) sealedV1(ex *Execution) bool {
 	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
 }
 
+// sealMismatch is why an execution whose seal no key held verifies does not go on. A
+// seal an earlier release made (v1) with a key retired since matches no key either.
+const sealMismatch = "its record was altered after it was planned or approved (its seal does not match; " +
+	"or an earlier release sealed it with a key retired since)"
+
 // earlierSeal is why an execution sealed v1 does not go on.
 const earlierSeal = "it was planned by an earlier version of Toolwarden, whose seal did not cover who asked for it"
 
@@ -165,7 +170,7 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		return who, nil, &breach{action: actionStale, reason: earlierSeal}, nil
 	}
 	if !s.sealed(ex) {
-		return who, nil, &breach{action: actionHashMismatch, reason: "its record was altered after it was planned or approved (its seal does not match)"}, nil
+		return who, nil, &breach{action: actionHashMismatch, reason: sealMismatch}, nil
 	}
 	if ex.RequestedBy != nil {
 		role, err := s.auth.RequesterRole(ctx, *ex.RequestedBy, who.Actor.TokenID)

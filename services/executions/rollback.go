@@ -611,7 +611,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	if !s.sealed(ex) {
 		msg := s.earlierRelease(ex)
 		if msg == "" {
-			msg = "the execution's record was altered after it was planned or approved (its seal does not match), so its rollback does not run"
+			msg = "the execution's " + strings.TrimPrefix(sealMismatch, "its ") + ", so its rollback does not run"
 		}
 		s.refusal(ctx, c, ex, msg)
 		return nil, stale(msg)

@@ -16,7 +16,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
-const sealMismatch = "its record was altered after it was planned or approved (its seal does not match)"
+const sealMismatch = "its record was altered after it was planned or approved (its seal does not match"
 
 // An approved plan whose requester is rewritten in the database (to an administrator,
 // whose role the runner would check instead) is refused as altered when it runs: the
@@ -175,7 +175,7 @@ func TestSealV1RefusedAtRollback(t *testing.T) {
 
 // Reseal (a key rotation) leaves a v1 seal made with the key rotated away as it is:
 // sealing it again as v2 would vouch for whatever the row holds now, its requester too.
-// SealUsage does not count it under that key, so the key can be retired (it would wait
+// SealUsage counts it apart from that key's, so the key can be retired (it would wait
 // for a reseal that never comes: a failed v1 execution stays open for good).
 func TestResealLeavesV1(t *testing.T) {
 	t.Parallel()
@@ -213,8 +213,8 @@ func TestResealLeavesV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := usage[keys.IDs()[1]]; n != 0 {
-		t.Errorf("seal usage of the old key: %d, want 0 (a v1 seal is refused whichever key made it)", n)
+	if n, v1 := usage[keys.IDs()[1]], usage[executions.EarlierSeal(keys.IDs()[1])]; n != 0 || v1 != 1 {
+		t.Errorf("seal usage of the old key: %d, and %d as an earlier release's; want 0 and 1 (a v1 seal is refused whichever key made it)", n, v1)
 	}
 	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ex.Hash()); !isCode(err, executions.CodeStale) {
 		t.Fatalf("confirm of the v1-sealed plan after a reseal: got %v, want it refused", err)

@@ -33,12 +33,15 @@ func openStatuses() []string {
 // approval, running, or failed and so open to a rollback) by the key keyOf says made
 // each; "" counts those no key verifies (altered, or made with a key no longer in the
 // file). newest > 0 looks at that many of the newest only. A seal made as v1 (before v2)
-// is not counted under its key: it is refused whichever key verifies it, so retiring that
-// key changes nothing for it, and nothing seals it again (Reseal) to free the key.
+// is counted apart, under EarlierSeal(key): it is refused whichever key verifies it, and
+// nothing seals it again (Reseal) to free the key, so it cannot hold a retirement back;
+// once its key is retired, it matches no key (as an altered record's would not).
 func SealUsage(ctx context.Context, pool *pgxpool.Pool, keyOf SealKey, newest int) (map[string]int, error) {
 	out := map[string]int{}
 	err := eachOpenSeal(ctx, pool, newest, func(ex *Execution) {
-		if k, v1 := sealMadeBy(keyOf, ex); !v1 {
+		if k, v1 := sealMadeBy(keyOf, ex); v1 {
+			out[EarlierSeal(k)]++
+		} else {
 			out[k]++
 		}
 	})
@@ -47,6 +50,9 @@ func SealUsage(ctx context.Context, pool *pgxpool.Pool, keyOf SealKey, newest in
 	}
 	return out, nil
 }
+
+// EarlierSeal is the SealUsage entry that counts the v1 seals key made.
+func EarlierSeal(key string) string { return "v1:" + key }
 
 // sealMadeBy is the key that made ex's seal, as v2 or (v1) as a seal made before v2
 // (see Service.sealed); "" when none.
