@@ -89,8 +89,26 @@ func (c *Cluster) alive(ctx context.Context) bool {
 		return true
 	}
 	// Running but not answering (busy, or starting): give it the benefit of the doubt
-	// while its process lives.
-	return syscall.Kill(pid, 0) == nil
+	// while its process lives, and is this data dir's postmaster: a postmaster that died
+	// leaves its pid file, and the pid may since be another process's.
+	return syscall.Kill(pid, 0) == nil && c.isPostmaster(pid)
+}
+
+// isPostmaster reports whether process pid is a postgres serving this data dir, as far
+// as /proc tells: a postmaster's working directory is its data dir; where that cannot
+// be read (another user's process), its name must be postgres. Without /proc it cannot
+// be told, and it is taken to be.
+func (c *Cluster) isPostmaster(pid int) bool {
+	proc := "/proc/" + strconv.Itoa(pid)
+	if _, err := os.Stat("/proc/self"); err != nil {
+		return true
+	}
+	if cwd, err := os.Readlink(proc + "/cwd"); err == nil {
+		dir, err := filepath.EvalSymlinks(c.DataDir())
+		return err == nil && (cwd == dir || cwd == c.DataDir())
+	}
+	comm, err := os.ReadFile(proc + "/comm")
+	return err == nil && strings.TrimSpace(string(comm)) == "postgres"
 }
 
 // recover marks the cluster down and starts postgres until it is up or ctx ends.
