@@ -330,7 +330,8 @@ func (h ExecutionsHandler) APIReject(c echo.Context) error {
 	})
 }
 
-// APICancel stops a plan waiting for approval or running (between steps).
+// APICancel stops a plan waiting for approval or running (between steps), or its
+// rollback (which then ends rollback_failed).
 func (h ExecutionsHandler) APICancel(c echo.Context) error {
 	return h.decide(c, func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error) {
 		return h.Executions.Cancel(ctx, who, id, in.Reason)

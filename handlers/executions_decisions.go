@@ -30,11 +30,15 @@ func (h ExecutionsHandler) RejectForm(c echo.Context) error {
 	}, func(*executions.Execution) string { return "Rejected: nothing of the plan runs." })
 }
 
-// CancelForm withdraws a plan waiting for approval or stops a running one.
+// CancelForm withdraws a plan waiting for approval or stops a running one, or its
+// rollback.
 func (h ExecutionsHandler) CancelForm(c echo.Context) error {
 	return h.pageDecision(c, "Not cancelled", func(ctx context.Context, who executions.Caller, id string) (*executions.Execution, error) {
 		return h.Executions.Cancel(ctx, who, id, c.FormValue("reason"))
 	}, func(ex *executions.Execution) string {
+		if ex.Status == executions.RollbackFailed {
+			return "Rollback cancelled: the undo step that was running finishes, and no further undo step starts."
+		}
 		if ex.StartedAt != nil {
 			return "Cancelled: the step that was running finishes, and no further step starts."
 		}

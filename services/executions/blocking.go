@@ -15,7 +15,14 @@ const blockingPoll = 2 * time.Second
 // left the status its phase runs in (it was cancelled, or settled elsewhere).
 type errLeftPhase struct{ status Status }
 
-func (e *errLeftPhase) Error() string { return fmt.Sprintf("the execution was %s", e.status) }
+func (e *errLeftPhase) Error() string {
+	if e.status == RollbackFailed {
+		// A rollback leaves rolling_back under a running step only when cancelled (a
+		// settle elsewhere interrupts the step first, and this is never recorded).
+		return "the rollback was cancelled"
+	}
+	return fmt.Sprintf("the execution was %s", e.status)
+}
 
 // whileRunning returns ctx, cancelled (with an *errLeftPhase cause) once execution id
 // is no longer in status want; stop ends the watch. A blocking step otherwise holds a

@@ -466,7 +466,8 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 
 // Cancel stops an execution that waits for approval, or one that runs (the step
 // running finishes, but one waiting for a person's answer is stopped: whileRunning; no
-// further step starts). Its requester or an approver may.
+// further step starts), or one whose rollback runs, in the same way. Its requester or
+// an approver may.
 func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
 	ex, err := s.get(ctx, s.pool, id)
 	if err != nil {
@@ -484,10 +485,32 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 	if len([]rune(reason)) > MaxReason {
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
+	if ex.Status == RollingBack {
+		return s.cancelRollback(ctx, c, id, reason)
+	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval, Executing}, to: Cancelled, want: "cancelled",
 		set:    map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "cancelled", "decided_by": c.Actor.Name},
 		action: "execution.cancel",
 		event:  decided(events.ExecutionCancelled, reason, c.Actor.Name)})
+}
+
+// cancelRollback ends the rollback of execution id as failed: the state machine has
+// no cancelled edge from rolling_back, and some completed steps may not have been
+// undone. Its runner stops as for a cancelled run (whileRunning, skipRest); the
+// execution's approval (decision, decided_by) is left as it was.
+func (s *Service) cancelRollback(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
+	msg := "the rollback was cancelled by " + c.Actor.Name
+	if reason != "" {
+		msg += ": " + reason
+	}
+	return s.decide(ctx, c, id, change{from: []Status{RollingBack}, to: RollbackFailed, want: "cancelled",
+		set:    map[string]any{"error": msg, "finished_at": s.opts.Now()},
+		action: "execution.rollback_cancel", result: audit.ResultSuccess,
+		// rollback.failed, as any rollback that ends failed: the pages following it
+		// update and say why.
+		event: announce(func(b events.Execution) events.ExecutionEnded {
+			return events.ExecutionEnded{Execution: b, Error: msg}
+		}, events.RollbackFailed)})
 }
 
 // ClaimRetry records that the single-use retry token nonce of execution id (a

@@ -84,9 +84,9 @@ func (s *Service) recover(ctx context.Context) error {
 // connection broke (a database restart) goes on, and must not be declared dead. An
 // execution that cannot be settled is logged and the rest still are.
 func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
-	// Two arms, each an index's: the unfinished executions, and the cancelled ones
-	// with a step still running (from the running steps, not from every execution ever
-	// cancelled).
+	// Two arms, each an index's: the unfinished executions, and the cancelled ones (or
+	// whose rollback was cancelled, rollback_failed) with a step still running (from the
+	// running steps, tool_calls_running_idx, not from every execution ever cancelled).
 	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT id, runner, step_running FROM (
 		SELECT e.id, coalesce(e.runner_id::text, '') AS runner, e.created_at,
 			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running') AS step_running
@@ -94,7 +94,7 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 		UNION
 		SELECT e.id, coalesce(e.runner_id::text, ''), e.created_at, true
 		FROM (SELECT DISTINCT execution_id FROM tool_calls WHERE status = 'running') r
-		JOIN executions e ON e.id = r.execution_id WHERE e.status = 'cancelled'
+		JOIN executions e ON e.id = r.execution_id WHERE e.status IN ('cancelled', 'rollback_failed')
 		) u ORDER BY created_at`)
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
@@ -217,7 +217,9 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 	switch ex.Status {
 	case RollingBack:
 		phase, to, kind = PhaseRollback, RollbackFailed, events.RollbackFailed
-	case Cancelled:
+	case Cancelled, RollbackFailed:
+		// A step left running by a cancel (of the run, or of the rollback: the only way a
+		// rollback ends failed with a step still running).
 		return s.settleCancelledStep(ctx, ex, on)
 	case Executing:
 	default:
@@ -260,15 +262,20 @@ func runnerOn(ex *Execution) string {
 	return " (replica " + ex.Runner + ")"
 }
 
-// settleCancelledStep marks the step of a cancelled execution that was left to finish
-// on its own, and whose runner stopped first, as interrupted (the execution stays
-// cancelled); audited, as a step that ends is.
+// settleCancelledStep marks the step of a cancelled execution (or of a cancelled
+// rollback) that was left to finish on its own, and whose runner stopped first, as
+// interrupted (the execution stays cancelled, or rollback_failed); audited, as a step
+// that ends is.
 func (s *Service) settleCancelledStep(ctx context.Context, ex *Execution, on string) error {
+	what := "the execution"
+	if ex.Status == RollbackFailed {
+		what = "its rollback"
+	}
 	return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		positions, err := s.interruptSteps(ctx, tx, ex, on, `/* executions.interrupted.cancelled */
 			UPDATE tool_calls SET status = 'interrupted', finished_at = now(), error = $2
 			WHERE execution_id = $1 AND status = 'running' RETURNING position, coalesce(call_id::text, '')`, ex.ID,
-			"Toolwarden"+on+" stopped while this step ran, after the execution was cancelled; it may or may not have taken effect")
+			"Toolwarden"+on+" stopped while this step ran, after "+what+" was cancelled; it may or may not have taken effect")
 		if err != nil || len(positions) == 0 {
 			return err
 		}
@@ -345,8 +352,10 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 	if phase == PhaseRollback {
 		want = RollingBack
 	}
-	if ex.Status == Cancelled && phase == PhaseRun {
-		return s.skipRest(ctx, id, phase) // cancelled before its first step
+	if ex.Status == Cancelled && phase == PhaseRun || ex.Status == RollbackFailed && phase == PhaseRollback {
+		// Cancelled before its first step, or the step that waited was handed over
+		// (stopDuring) as the cancel came: no step of it is left pending.
+		return s.skipRest(ctx, id, phase)
 	}
 	if ex.Status != want {
 		return nil // decided, finished or cancelled meanwhile

@@ -41,6 +41,7 @@ var Statuses = []Status{Planning, AwaitingApproval, Executing, Success, Failed, 
 //	failed → rolling_back → rolled_back | rollback_failed
 //	awaiting_approval → cancelled | expired
 //	executing → cancelled   (between steps)
+//	rolling_back → rollback_failed   (also when its rollback is cancelled)
 var edges = map[Status][]Status{
 	Planning:         {AwaitingApproval},
 	AwaitingApproval: {Executing, Cancelled, Expired},
@@ -100,6 +101,9 @@ type change struct {
 	event  event          // its events, whose payload the audit entry keeps too
 	actor  audit.Actor
 	action string // audit action
+	// result is the audit result when not resultOf(to): a person's cancel of a
+	// rollback succeeded, though it ends the rollback failed.
+	result string
 }
 
 // event builds a transition's events from what every event says about the execution
@@ -177,12 +181,24 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 			return nil, fmt.Errorf("executions: skip the steps of %s: %w", id, err)
 		}
 	}
+	if c.to == RollbackFailed {
+		// No further undo step starts (a rollback cancelled: its waiting undo steps say
+		// so at once; a runner between steps finds them no longer pending).
+		if _, err := tx.Exec(ctx, `/* executions.apply.skip_rollback */
+			UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = 'rollback' AND status = 'pending'`, id); err != nil {
+			return nil, fmt.Errorf("executions: skip the undo steps of %s: %w", id, err)
+		}
+	}
 	payload, drafts := c.event(ex.summary(c.from))
 	if _, err := events.PublishBatch(ctx, tx, drafts); err != nil {
 		return nil, err
 	}
+	result := c.result
+	if result == "" {
+		result = resultOf(c.to)
+	}
 	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: c.actor, Action: c.action, TargetType: "execution", TargetID: id,
-		TargetName: ex.Title(), Payload: payload, Result: resultOf(c.to)}); err != nil {
+		TargetName: ex.Title(), Payload: payload, Result: result}); err != nil {
 		return nil, err
 	}
 	return ex, nil
