@@ -45,7 +45,7 @@ func TestExecutionPageCancelsARollback(t *testing.T) {
 	}, "the undo step's question")
 
 	doc := e.show(t, e.admin, id, http.StatusOK)
-	form := doc.Find("[data-testid=approval] [data-perm='execution.cancel'] form[action='/executions/" + id + "/cancel']")
+	form := doc.Find("[data-testid=approval] [data-perm='execution.approve'] form[action='/executions/" + id + "/cancel']")
 	if xpStatus(doc) != "rolling_back" || form.Find("button[data-testid=cancel-rollback]").Length() != 1 ||
 		!strings.Contains(form.AttrOr("data-confirm", ""), "no further undo step starts") {
 		t.Fatalf("rolling back: status %s, cancel form %q (confirm %q)", xpStatus(doc), form.Text(), form.AttrOr("data-confirm", ""))

@@ -467,11 +467,19 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 // Cancel stops an execution that waits for approval, or one that runs (the step
 // running finishes, but one waiting for a person's answer is stopped: whileRunning; no
 // further step starts), or one whose rollback runs, in the same way. Its requester or
-// an approver may.
+// an approver may; a rollback only a person who may roll executions back.
 func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Execution, error) {
 	ex, err := s.get(ctx, s.pool, id)
 	if err != nil {
 		return nil, err
+	}
+	if ex.Status == RollingBack {
+		// Stopping a rollback reverses a person's decision to roll back, and leaves what
+		// the run changed in place: a decision too, never an API token's or a requester's
+		// who may not roll back.
+		if err := s.mayDecide(c, "cancel a rollback"); err != nil {
+			return nil, err
+		}
 	}
 	mine := ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID
 	if !mine && !c.Role.Can(auth.PermExecutionApprove) {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/grants"
@@ -17,7 +18,7 @@ import (
 )
 
 // A rollback whose undo step waits for a person's answer (user_collaboration) can be
-// cancelled, by its requester or an approver (an API token only its own user's): it
+// cancelled by a person who may roll executions back (never an API token): it
 // ends rollback_failed (the state machine has no cancelled edge from rolling_back),
 // the waiting undo step is stopped within seconds and ends interrupted, its question
 // withdrawn, the later undo steps are skipped, and the rollback stays over.
@@ -143,27 +144,39 @@ func TestCancelARollbackWaitingForAnAnswer(t *testing.T) {
 	conflictIn(t, err, executions.RollbackFailed)
 }
 
-// The requester's own API token may cancel a rollback of their execution (as it may
-// cancel its run); the pending undo steps are skipped at once.
-func TestRequesterTokenCancelsARollback(t *testing.T) {
+// Cancelling a rollback is a decision, as starting one is: the requester's own API
+// token, or a requester who may not roll back, is refused; a person who may cancels it,
+// and the pending undo steps are skipped at once.
+func TestOnlyAPersonCancelsARollback(t *testing.T) {
 	t.Parallel()
 	e := start(t)
 	e.server("mt", true, "echo")
-	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`))
-	testkit.Exec(t, e.pool, `UPDATE executions SET status = 'rolling_back' WHERE id = $1`, ex.ID)
-	testkit.Exec(t, e.pool, `INSERT INTO tool_calls (execution_id, phase, position, tool_id, tool_name, arguments, risk, undoes)
-		SELECT execution_id, 'rollback', 1 - position, tool_id, tool_name, arguments, risk, position FROM tool_calls
-		WHERE execution_id = $1 AND phase = 'run'`, ex.ID)
-	got, err := e.svc.Cancel(e.ctx, token(e.admin), ex.ID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != executions.RollbackFailed || got.Error != "the rollback was cancelled by boss" {
-		t.Fatalf("cancelled rollback: %s %q", got.Status, got.Error)
-	}
-	for _, st := range e.steps(ex.ID) {
-		if st.Phase == executions.PhaseRollback && st.Status != executions.StepSkipped {
-			t.Errorf("undo step %d: %s, want skipped", st.Position+1, st.Status)
+	alice := e.user("alice", auth.RoleToolUser)
+	for _, c := range []executions.Caller{e.admin, alice} {
+		ex := e.create(c, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`))
+		testkit.Exec(t, e.pool, `UPDATE executions SET status = 'rolling_back' WHERE id = $1`, ex.ID)
+		testkit.Exec(t, e.pool, `INSERT INTO tool_calls (execution_id, phase, position, tool_id, tool_name, arguments, risk, undoes)
+			SELECT execution_id, 'rollback', 1 - position, tool_id, tool_name, arguments, risk, position FROM tool_calls
+			WHERE execution_id = $1 AND phase = 'run'`, ex.ID)
+		for name, who := range map[string]executions.Caller{"the requester's token": token(c), "the requester": c} {
+			if who.Actor.Kind != audit.ActorToken && who.Role.Can(auth.PermExecutionApprove) {
+				continue // may: below
+			}
+			if _, err := e.svc.Cancel(e.ctx, who, ex.ID, ""); !isForbidden(err) {
+				t.Errorf("%s (%s) cancels the rollback: %v, want forbidden", name, who.Role, err)
+			}
+		}
+		got, err := e.svc.Cancel(e.ctx, e.admin, ex.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != executions.RollbackFailed || got.Error != "the rollback was cancelled by boss" {
+			t.Fatalf("cancelled rollback: %s %q", got.Status, got.Error)
+		}
+		for _, st := range e.steps(ex.ID) {
+			if st.Phase == executions.PhaseRollback && st.Status != executions.StepSkipped {
+				t.Errorf("undo step %d: %s, want skipped", st.Position+1, st.Status)
+			}
 		}
 	}
 }
