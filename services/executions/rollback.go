@@ -409,16 +409,19 @@ type RollbackDecision struct {
 	Hash string
 }
 
-// earlierRelease is why ex's rollback does not run when an earlier release sealed it
-// (or sealed nothing), and "" otherwise.
-func (s *Service) earlierRelease(ex *Execution) string {
+// sealRefusal is why ex's rollback does not run when its record is not the one sealed
+// (the seal a rollback makes would otherwise cover an altered one), and "" when it is:
+// altered, or sealed (or not) by an earlier release.
+func (s *Service) sealRefusal(ex *Execution) string {
 	switch {
+	case s.sealed(ex):
+		return ""
 	case ex.Seal == nil:
 		return "it was planned by an earlier version of Toolwarden, whose records were not sealed, so its rollback does not run"
 	case s.sealedV1(ex):
 		return earlierSeal + ", so its rollback does not run"
 	}
-	return ""
+	return "the execution's " + strings.TrimPrefix(sealMismatch, "its ") + ", so its rollback does not run"
 }
 
 // PlanRollback works out the rollback of failed execution id without starting it. Its
@@ -431,9 +434,9 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	if ex.Status != Failed {
 		return ex, nil, conflict(id, ex.Status, "rolled back (only a failed execution can be)")
 	}
-	// One an earlier release sealed is refused whoever asks (Rollback): said here, its
-	// page offers no rollback that cannot run.
-	if msg := s.earlierRelease(ex); msg != "" && !s.sealed(ex) {
+	// One whose record is not the one sealed is refused whoever asks (Rollback): said
+	// here, its page offers no rollback that cannot run.
+	if msg := s.sealRefusal(ex); msg != "" {
 		return ex, &RollbackPlan{Problems: verr.New("/rollback", msg)}, nil
 	}
 	c := ex.Requester()
@@ -582,6 +585,12 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	if err != nil {
 		return nil, err
 	}
+	// The record must be the one sealed (the seal below would otherwise cover an altered
+	// one): refused, and the refusal recorded, before anything else is said of it.
+	if msg := s.sealRefusal(ex); msg != "" {
+		s.refusal(ctx, c, ex, msg)
+		return nil, stale(msg)
+	}
 	if d.Hash != "" && !strings.EqualFold(d.Hash, rp.Hash) {
 		return nil, conflict(id, ex.Status, "rolled back as shown (the rollback is not the one you saw: a compensation or a tool changed; reload it)")
 	}
@@ -606,16 +615,7 @@ func (s *Service) Rollback(ctx context.Context, c Caller, id string, d RollbackD
 	if err != nil {
 		return nil, err
 	}
-	// The record must be the one sealed (the seal below would otherwise cover an altered
-	// one), and the plan's own undo steps, from the stored plan, the ones approved.
-	if !s.sealed(ex) {
-		msg := s.earlierRelease(ex)
-		if msg == "" {
-			msg = "the execution's " + strings.TrimPrefix(sealMismatch, "its ") + ", so its rollback does not run"
-		}
-		s.refusal(ctx, c, ex, msg)
-		return nil, stale(msg)
-	}
+	// The plan's own undo steps, from the stored plan, must be the ones approved.
 	if h, err := ex.Plan.Hash(); err != nil || !bytes.Equal(h, ex.ApprovedHash) {
 		const msg = "the stored plan is not the one that was approved (it was altered after approval), so its rollback does not run"
 		s.refusal(ctx, c, ex, msg)

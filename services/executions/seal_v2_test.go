@@ -165,11 +165,14 @@ func TestSealV1RefusedAtRollback(t *testing.T) {
 		t.Errorf("the rollback plan of a v1-sealed execution: %+v, %v; want a problem saying it was planned by an earlier version", rp, err)
 	}
 	_, err = e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{})
-	if err == nil || !strings.Contains(err.Error(), "earlier version") {
+	if !isCode(err, executions.CodeStale) || !strings.Contains(err.Error(), "earlier version") {
 		t.Fatalf("rollback of a v1-sealed execution: got %v, want it refused as planned by an earlier version", err)
 	}
 	if got := e.get(ex.ID); got.Status != executions.Failed {
 		t.Errorf("got %s, want it left failed", got.Status)
+	}
+	if n := e.audits(ex.ID, "execution.approve.refused"); n != 1 {
+		t.Errorf("refusals recorded: %d, want 1", n)
 	}
 }
 
