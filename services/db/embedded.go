@@ -394,7 +394,6 @@ func (c *Cluster) putInPlace(dir string) error {
 
 func (c *Cluster) start(ctx context.Context, cred *syscall.Credential, timeout time.Duration) error {
 	startAt := time.Now()
-	c.clearStalePidFile()
 	if c.opts.startTimeout > 0 {
 		timeout = c.opts.startTimeout
 	}

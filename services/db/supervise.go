@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,64 +92,6 @@ func (c *Cluster) alive(ctx context.Context) bool {
 	// while its process lives, and is this data dir's postmaster: a postmaster that died
 	// leaves its pid file, and the pid may since be another process's.
 	return syscall.Kill(pid, 0) == nil && c.isPostmaster(pid)
-}
-
-// clearStalePidFile removes the pid file of a postmaster that died when its pid names
-// another process now: postgres would refuse to start, taking that process for a
-// postmaster still running ("lock file already exists"), until it exits. Orphaned
-// backends of the dead postmaster still at work in the data dir are what postgres
-// checks for through the file (its shared memory key), so it is removed only when no
-// process of the cluster's user works there, as far as /proc tells.
-func (c *Cluster) clearStalePidFile() {
-	pid := c.postmasterPID()
-	if pid <= 0 || !ProcessAlive(pid) || c.isPostmaster(pid) || c.workedIn() {
-		return // none; a dead pid postgres judges itself; or possibly in use
-	}
-	if err := os.Remove(filepath.Join(c.DataDir(), "postmaster.pid")); err == nil && c.log != nil {
-		c.log.Warn("database: removed the pid file of a PostgreSQL that is gone: its pid now names another process", "pid", pid)
-	}
-}
-
-// workedIn reports whether a process of the data dir's owner has it as its working
-// directory (a postgres backend does), or whether that cannot be told.
-func (c *Cluster) workedIn() bool {
-	fi, err := os.Stat(c.DataDir())
-	if err != nil {
-		return true
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return true
-	}
-	dir, err := filepath.EvalSymlinks(c.DataDir())
-	if err != nil {
-		return true
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		p := "/proc/" + e.Name()
-		pfi, err := os.Stat(p)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		if ps, ok := pfi.Sys().(*syscall.Stat_t); !ok || ps.Uid != st.Uid {
-			continue
-		}
-		cwd, err := os.Readlink(p + "/cwd")
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil || cwd == dir {
-			return true
-		}
-	}
-	return false
 }
 
 // isPostmaster reports whether process pid is a postgres serving this data dir, as far
