@@ -95,20 +95,21 @@ func (c *Cluster) alive(ctx context.Context) bool {
 }
 
 // isPostmaster reports whether process pid is a postgres serving this data dir, as far
-// as /proc tells: a postmaster's working directory is its data dir; where that cannot
-// be read (another user's process), its name must be postgres. Without /proc it cannot
-// be told, and it is taken to be.
+// as /proc tells: a postmaster's working directory is its data dir (the same file, so a
+// bind mount's other path matches too); where that cannot be read (another user's
+// process), its name must be postgres. Where neither can be read (no /proc, a hidden
+// process), it cannot be told, and it is taken to be.
 func (c *Cluster) isPostmaster(pid int) bool {
 	proc := "/proc/" + strconv.Itoa(pid)
-	if _, err := os.Stat("/proc/self"); err != nil {
-		return true
-	}
-	if cwd, err := os.Readlink(proc + "/cwd"); err == nil {
-		dir, err := filepath.EvalSymlinks(c.DataDir())
-		return err == nil && (cwd == dir || cwd == c.DataDir())
+	if cwd, err := os.Stat(proc + "/cwd"); err == nil {
+		dir, err := os.Stat(c.DataDir())
+		return err == nil && os.SameFile(cwd, dir)
 	}
 	comm, err := os.ReadFile(proc + "/comm")
-	return err == nil && strings.TrimSpace(string(comm)) == "postgres"
+	if err != nil {
+		return true
+	}
+	return strings.TrimSpace(string(comm)) == "postgres"
 }
 
 // recover marks the cluster down and starts postgres until it is up or ctx ends.
