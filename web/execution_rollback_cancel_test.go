@@ -70,7 +70,10 @@ func TestExecutionPageCancelsARollback(t *testing.T) {
 		}
 		return false
 	}, "the waiting undo step interrupted")
-	if c, err := srv.App.Grants.GetCollaboration(ctx, q.ID); err != nil || c.Status != grants.StatusCancelled {
-		t.Errorf("the undo step's question: %v %+v, want cancelled", err, c)
-	}
+	// Withdrawn by the built-in server's call as it ends, which may come just after the
+	// step is recorded interrupted (as for a cancelled run's question).
+	webtest.WaitFor(t, 20*time.Second, func() bool {
+		c, err := srv.App.Grants.GetCollaboration(ctx, q.ID)
+		return err == nil && c.Status == grants.StatusCancelled
+	}, "the undo step's question withdrawn")
 }

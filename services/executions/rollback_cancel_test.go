@@ -115,9 +115,12 @@ func TestCancelARollbackWaitingForAnAnswer(t *testing.T) {
 	if !strings.Contains(sts[0].Error, "the rollback was cancelled") {
 		t.Errorf("the interrupted undo step's error: %q", sts[0].Error)
 	}
-	if c, err := e.app.Grants.GetCollaboration(e.ctx, q.ID); err != nil || c.Status != grants.StatusCancelled {
-		t.Fatalf("the undo step's question: %v %+v, want cancelled", err, c)
-	}
+	// Withdrawn by the built-in server's call as it ends, which may come just after the
+	// step is recorded interrupted.
+	testkit.WaitFor(t, 20*time.Second, func() bool {
+		c, err := e.app.Grants.GetCollaboration(e.ctx, q.ID)
+		return err == nil && c.Status == grants.StatusCancelled
+	}, "the undo step's question withdrawn")
 	if _, err := e.app.Grants.Respond(e.ctx, e.admin.Actor, q.ID, "yes"); !errors.Is(err, grants.ErrNotPending) {
 		t.Errorf("answering the withdrawn question: %v, want it refused", err)
 	}
