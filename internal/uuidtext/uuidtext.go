@@ -16,3 +16,13 @@ import (
 func Canonical(id string) bool {
 	return len(id) == 36 && uuid.Validate(id) == nil && strings.ToLower(id) == id
 }
+
+// Canonicalize is id as PostgreSQL gives a uuid back (lower case, hyphenated), or id
+// itself when it is no uuid: a value made from an id as given (a seal) then matches one
+// made from the stored id.
+func Canonicalize(id string) string {
+	if u, err := uuid.Parse(id); err == nil {
+		return u.String()
+	}
+	return id
+}

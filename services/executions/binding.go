@@ -11,10 +11,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/toolwarden/toolwarden/internal/canonjson"
 	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/router"
@@ -71,7 +70,7 @@ func sealInputV2(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) [
 			return
 		}
 		b = append(b, 1)
-		field([]byte(canonicalUUID(*id)))
+		field([]byte(uuidtext.Canonicalize(*id)))
 	}
 	field([]byte(ex.ID))
 	field(ex.PlanHash)
@@ -85,15 +84,6 @@ func sealInputV2(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) [
 	field([]byte(ex.ConversationID))
 	field(secretArgsHash(ex.Plan, rollbackPlan))
 	return b
-}
-
-// canonicalUUID is id as the database gives a uuid back (lower case, hyphenated), so a
-// seal made from an id as given verifies against the stored one.
-func canonicalUUID(id string) string {
-	if u, err := uuid.Parse(id); err == nil {
-		return u.String()
-	}
-	return id
 }
 
 // secretArgsHash is the SHA-256 of the secret argument names of every step of each phase
