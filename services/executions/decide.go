@@ -473,19 +473,19 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 	if err != nil {
 		return nil, err
 	}
-	if ex.Status == RollingBack {
+	rollback := ex.Status == RollingBack
+	mine := ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID
+	switch {
+	case rollback:
 		// Stopping a rollback reverses a person's decision to roll back, and leaves what
 		// the run changed in place: a decision too, never an API token's or a requester's
 		// who may not roll back.
 		if err := s.mayDecide(c, "cancel a rollback"); err != nil {
 			return nil, err
 		}
-	}
-	mine := ex.RequestedBy != nil && *ex.RequestedBy == c.Actor.ID
-	if !mine && !c.Role.Can(auth.PermExecutionApprove) {
+	case !mine && !c.Role.Can(auth.PermExecutionApprove):
 		return nil, forbidden("only its requester or an approver may cancel an execution")
-	}
-	if !mine && c.Actor.Kind == audit.ActorToken {
+	case !mine && c.Actor.Kind == audit.ActorToken:
 		// Cancelling another's waiting plan turns it down, as a rejection does.
 		return nil, forbidden("an API token may cancel only its own user's executions: an approver cancels another's from a browser session")
 	}
@@ -493,7 +493,7 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 	if len([]rune(reason)) > MaxReason {
 		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
 	}
-	if ex.Status == RollingBack {
+	if rollback {
 		return s.cancelRollback(ctx, c, id, reason)
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval, Executing}, to: Cancelled, want: "cancelled",

@@ -377,8 +377,11 @@ func builtinUndo(st Step) *RequestStep {
 
 // isBuiltinFiles reports whether tool (a step's tool name) is the built-in file tool
 // or one of its operations.
-func isBuiltinFiles(tool string) bool {
-	return tool == builtinFiles || strings.HasPrefix(tool, builtinFiles+".")
+func isBuiltinFiles(tool string) bool { return isTool(tool, builtinFiles) }
+
+// isTool reports whether tool (a step's tool name) is base or one of its operations.
+func isTool(tool, base string) bool {
+	return tool == base || strings.HasPrefix(tool, base+".")
 }
 
 // unchangedOnError reports whether st's tool's own error result means it changed
@@ -386,11 +389,11 @@ func isBuiltinFiles(tool string) bool {
 // operation (one transaction; but manage_todos, whose update is written before the list
 // is read back). A command's or another server's tool may have done part of its work.
 func unchangedOnError(st Step) bool {
-	if t := registry.BuiltinName + "__user_collaboration"; st.Tool == t || strings.HasPrefix(st.Tool, t+".") {
+	if isTool(st.Tool, registry.BuiltinName+"__user_collaboration") {
 		return true
 	}
 	t := registry.BuiltinName + "__memory_operations"
-	if st.Tool != t && !strings.HasPrefix(st.Tool, t+".") {
+	if !isTool(st.Tool, t) {
 		return false
 	}
 	var args struct {
@@ -469,7 +472,7 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		}
 		// A built-in write that failed part way names the snapshot of what it changed:
 		// restoring it undoes exactly that, and it is undone like a completed step.
-		if st.Status == StepFailed && builtinUndo(st) != nil {
+		if st.Status == StepFailed && isBuiltinFiles(st.Tool) && st.SnapshotID != "" {
 			done = append(done, st)
 			continue
 		}
@@ -484,7 +487,7 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		}
 		// A built-in write's own error that names no snapshot changed nothing, unless it
 		// says it changed something it could not keep a snapshot of.
-		if st.Status == StepFailed && isBuiltinFiles(st.Tool) && st.SnapshotID == "" && st.Changed {
+		if st.Status == StepFailed && isBuiltinFiles(st.Tool) && st.Changed {
 			uncertain = append(uncertain, fmt.Sprintf("step %d (%s), failed after changing files it could not keep a snapshot of: it took effect, and nothing undoes it", st.Position+1, st.Tool))
 		}
 		if toolFailed(st) && !isBuiltinFiles(st.Tool) && !unchangedOnError(st) {
