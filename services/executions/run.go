@@ -786,7 +786,12 @@ func (s *Service) handOver(ctx context.Context, id, phase string) error {
 
 // skipRest marks the pending steps of a phase skipped (the execution was cancelled).
 func (s *Service) skipRest(ctx context.Context, id, phase string) error {
-	_, err := s.pool.Exec(ctx, `/* executions.skip */
+	return skipPending(ctx, s.pool, id, phase)
+}
+
+// skipPending marks the pending steps of execution id's phase skipped, on q.
+func skipPending(ctx context.Context, q db.Querier, id, phase string) error {
+	_, err := q.Exec(ctx, `/* executions.skip */
 		UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = $2 AND status = 'pending'`, id, phase)
 	return err
 }

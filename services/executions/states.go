@@ -173,20 +173,18 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 	if err != nil {
 		return nil, fmt.Errorf("executions: %s: %w", c.to, err)
 	}
-	if c.to == Cancelled || c.to == Expired {
-		// Nothing more of its run starts: its waiting steps say so at once (a runner
-		// between steps finds them no longer pending and stops).
-		if _, err := tx.Exec(ctx, `/* executions.apply.skip */
-			UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = 'run' AND status = 'pending'`, id); err != nil {
-			return nil, fmt.Errorf("executions: skip the steps of %s: %w", id, err)
-		}
+	// Nothing more of the phase it ends starts: its waiting steps say so at once (a
+	// runner between steps finds them no longer pending and stops).
+	phase := ""
+	switch c.to {
+	case Cancelled, Expired:
+		phase = PhaseRun
+	case RollbackFailed:
+		phase = PhaseRollback // a rollback cancelled, or one that failed (already skipped)
 	}
-	if c.to == RollbackFailed {
-		// No further undo step starts (a rollback cancelled: its waiting undo steps say
-		// so at once; a runner between steps finds them no longer pending).
-		if _, err := tx.Exec(ctx, `/* executions.apply.skip_rollback */
-			UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = 'rollback' AND status = 'pending'`, id); err != nil {
-			return nil, fmt.Errorf("executions: skip the undo steps of %s: %w", id, err)
+	if phase != "" {
+		if err := skipPending(ctx, tx, id, phase); err != nil {
+			return nil, fmt.Errorf("executions: skip the %s steps of %s: %w", phase, id, err)
 		}
 	}
 	payload, drafts := c.event(ex.summary(c.from))
