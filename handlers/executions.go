@@ -290,7 +290,7 @@ func executionStepView(st executions.Step, results, private, whole bool, total *
 		sv.HasResult, sv.ResultOmitted, sv.ResultSize = true, true, size
 		return sv, false, nil
 	}
-	if st.Result == nil && st.HasResult && load != nil {
+	if st.Result == nil && st.HasResult {
 		if st.Result, err = load(); err != nil {
 			return sv, false, err
 		}

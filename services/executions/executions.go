@@ -337,8 +337,8 @@ type Step struct {
 	DurationMS *float32        `db:"duration_ms" json:"duration_ms,omitempty"`
 	// HasResult says whether a result is stored, also when StepsBrief left it unread.
 	HasResult bool `db:"has_result" json:"-"`
-	// ResultBytes is the size of the stored result as JSON text when StepsSized read it
-	// without it; 0 otherwise.
+	// ResultBytes is the size of the stored result as JSON text, read by StepsSized
+	// (whether or not it read the result too); 0 from the other reads.
 	ResultBytes int `db:"result_bytes" json:"-"`
 	// SnapshotID is the snapshot a built-in file step's result names (builtinUndo), read
 	// also when its result is not.
@@ -373,16 +373,16 @@ func (s *Service) StepsBrief(ctx context.Context, id string) ([]Step, error) {
 }
 
 // StepsSized is Steps with each result's size (ResultBytes), and only the results of up
-// to SmallResult bytes read: for what reads the larger ones one at a time (StepResult),
+// to smallResult bytes read: for what reads the larger ones one at a time (StepResult),
 // so that fifty results near a message's cap are never held at once.
 func (s *Service) StepsSized(ctx context.Context, id string) ([]Step, error) {
-	return s.steps(ctx, id, "CASE WHEN z.n <= "+strconv.Itoa(SmallResult)+" THEN result END AS result", "coalesce(z.n, 0)",
+	return s.steps(ctx, id, "CASE WHEN z.n <= "+strconv.Itoa(smallResult)+" THEN result END AS result", "coalesce(z.n, 0)",
 		"CROSS JOIN LATERAL (SELECT octet_length(result::text) AS n) z")
 }
 
-// SmallResult is the size of the results StepsSized reads with their steps: a page
+// smallResult is the size of the results StepsSized reads with their steps: a page
 // shows no more of one (64 KiB), and fifty of them are a few megabytes.
-const SmallResult = 64 << 10
+const smallResult = 64 << 10
 
 // StepResult is the stored result of step stepID of execution id (nil when it has none).
 func (s *Service) StepResult(ctx context.Context, id, stepID string) (json.RawMessage, error) {
