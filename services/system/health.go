@@ -2,7 +2,6 @@ package system
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/db"
@@ -124,71 +123,23 @@ func (s *Service) health(dbUp bool) Health {
 // moment shows. What the process knows of its other components is read per probe.
 func (s *Service) ProbeHealth(ctx context.Context) Health {
 	// The check runs for every waiting probe, so the first one's leaving must not end it.
-	return s.health(s.probe.health.get(func() bool { return s.pingDatabase(context.WithoutCancel(ctx)) }))
+	up, _, _ := s.probe.Do("health", func() (any, error) { return s.pingDatabase(context.WithoutCancel(ctx)), nil })
+	return s.health(up.(bool))
 }
 
 // ProbeReadiness is ProbeMigration for /readyz, within two seconds, shared as
 // ProbeHealth's check is.
 func (s *Service) ProbeReadiness(ctx context.Context) (db.MigrationStatus, error) {
-	r := s.probe.ready.get(func() readiness {
+	r, _, _ := s.probe.Do("ready", func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		st, err := s.ProbeMigration(ctx)
-		return readiness{st, err}
+		return readiness{st, err}, nil
 	})
-	return r.st, r.err
+	return r.(readiness).st, r.(readiness).err
 }
 
 type readiness struct {
 	st  db.MigrationStatus
 	err error
-}
-
-type probeCache struct {
-	health shared[bool]
-	ready  shared[readiness]
-}
-
-// shared is a value computed once at a time: callers that ask while it is computed wait
-// for that computation and take its value.
-type shared[T any] struct {
-	mu      sync.Mutex
-	val     T
-	gen     uint64        // how many values were stored
-	running chan struct{} // closed when the check in flight ends; nil when none runs
-}
-
-func (c *shared[T]) get(check func() T) T {
-	c.mu.Lock()
-	for c.running != nil {
-		wait, gen := c.running, c.gen
-		c.mu.Unlock()
-		<-wait
-		c.mu.Lock()
-		if c.gen != gen {
-			defer c.mu.Unlock()
-			return c.val
-		}
-		// It panicked and left no value: this caller checks rather than take an old
-		// one (or none) for it.
-	}
-	done := make(chan struct{})
-	c.running = done
-	c.mu.Unlock()
-	var v T
-	ok := false
-	defer func() {
-		// Even if check panicked: the waiters must not hang (they check again).
-		c.mu.Lock()
-		if ok {
-			c.val = v
-			c.gen++
-		}
-		c.running = nil
-		c.mu.Unlock()
-		close(done)
-	}()
-	v = check()
-	ok = true
-	return v
 }

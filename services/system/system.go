@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -27,8 +28,8 @@ type Service struct {
 	mu     sync.Mutex
 	probes *pgxpool.Pool
 	closed bool
-	// probe holds the probes' shared reports (ProbeHealth, ProbeReadiness).
-	probe probeCache
+	// probe shares the probes' checks in flight (ProbeHealth, ProbeReadiness).
+	probe singleflight.Group
 }
 
 // New is a Service on pool; embedded says whether it is the embedded cluster.
