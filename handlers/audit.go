@@ -28,9 +28,6 @@ import (
 type AuditHandler struct {
 	*Shell
 	Log *audit.Log
-	// DownloadStall bounds how long an export waits for its client to take the next
-	// bytes (0: a minute): it holds one of the few export slots meanwhile.
-	DownloadStall time.Duration
 }
 
 // auditGroupLabels name the action filter's groups.
@@ -498,8 +495,7 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 	hd.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="audit-%s.%s"`, time.Now().UTC().Format("20060102-150405"), format))
 	// Nothing is written before the export's own entry is: if it cannot be recorded,
 	// the error handler still answers.
-	w := &lazyWriter{c: c, stall: h.DownloadStall}
-	defer w.clear()
+	w := &lazyWriter{c: c}
 	logger := h.Logger
 	if logger != nil {
 		logger = logger.With("request_id", RequestID(c))
@@ -536,12 +532,11 @@ func crossSiteGet(c echo.Context) bool {
 }
 
 // lazyWriter sends the status with the first bytes, so an error before any is still
-// the error handler's to answer. Each write must be taken by the client within stall
-// (0: a minute): a client that stops reading ends the export, and gives back its
-// export slot, instead of holding it for good.
+// the error handler's to answer, and flushes each write. A client that stops reading
+// ends the export, and gives back its export slot, as the server's write deadline
+// (web.writeDeadline, DownloadStall) fails the write.
 type lazyWriter struct {
 	c       echo.Context
-	stall   time.Duration
 	started bool
 }
 
@@ -550,24 +545,11 @@ func (w *lazyWriter) Write(b []byte) (int, error) {
 		w.started = true
 		w.c.Response().WriteHeader(http.StatusOK)
 	}
-	stall := w.stall
-	if stall <= 0 {
-		stall = time.Minute
-	}
-	rc := http.NewResponseController(w.c.Response())
-	_ = rc.SetWriteDeadline(time.Now().Add(stall)) // a test's recorder has no deadlines
 	n, err := w.c.Response().Write(b)
 	if err == nil {
-		err = rc.Flush()
+		err = http.NewResponseController(w.c.Response()).Flush()
 	}
 	return n, err
-}
-
-// clear lifts the write deadline, so the connection's next request is not bound by it.
-func (w *lazyWriter) clear() {
-	if w.started {
-		_ = http.NewResponseController(w.c.Response()).SetWriteDeadline(time.Time{})
-	}
 }
 
 // APIVerify checks the chain now and answers how far it holds:

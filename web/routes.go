@@ -39,7 +39,7 @@ func (s *Server) routes() []Route {
 	settings := handlers.SettingsHandler{Shell: shell}
 	terminals := handlers.TerminalsHandler{Shell: shell, Terminals: d.Terminals, Router: d.Router}
 	collab := handlers.CollaborationsHandler{Shell: shell, Grants: d.Grants}
-	auditLog := handlers.AuditHandler{Shell: shell, Log: d.AuditLog, DownloadStall: d.DownloadStall}
+	auditLog := handlers.AuditHandler{Shell: shell, Log: d.AuditLog}
 	account := handlers.AccountHandler{Shell: shell, Auth: d.Auth}
 	return []Route{
 		// Probes and metrics.
