@@ -351,7 +351,32 @@ const maxCheckpointFile = 64 << 10
 
 // FileName is the name WriteCheckpoint gives c: its time and id, so names sort by age.
 func (c Checkpoint) FileName() string {
-	return "checkpoint-" + c.At.UTC().Format("20060102T150405.000000Z") + "-" + strconv.FormatInt(c.ID, 10) + ".json"
+	return checkpointPrefix + c.At.UTC().Format(checkpointStamp) + "-" + strconv.FormatInt(c.ID, 10) + checkpointSuffix
+}
+
+// A checkpoint file's name: checkpointPrefix, its time (checkpointStamp), "-", its
+// chain id, checkpointSuffix (FileName, parseCheckpointName).
+const (
+	checkpointPrefix = "checkpoint-"
+	checkpointSuffix = ".json"
+	checkpointStamp  = "20060102T150405.000000Z"
+)
+
+// isCheckpointName reports whether n is named as a checkpoint file is.
+func isCheckpointName(n string) bool {
+	return strings.HasPrefix(n, checkpointPrefix) && strings.HasSuffix(n, checkpointSuffix)
+}
+
+// parseCheckpointName is the time and chain id a checkpoint file's name n says (FileName);
+// ok false when it says none.
+func parseCheckpointName(n string) (at time.Time, id int64, ok bool) {
+	stamp, idText, cut := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(n, checkpointPrefix), checkpointSuffix), "-")
+	at, err := time.Parse(checkpointStamp, stamp)
+	if err != nil || !cut {
+		return time.Time{}, 0, false
+	}
+	id, err = strconv.ParseInt(idText, 10, 64)
+	return at, id, err == nil && id >= 0
 }
 
 // WriteCheckpoint writes c into dir (created 0700 if missing) under c.FileName(),
@@ -427,7 +452,7 @@ func checkpointFiles(dir string, entries []fs.DirEntry, skipOdd bool) ([]checkpo
 	var files []checkpointFile
 	for _, e := range entries {
 		n := e.Name()
-		if e.IsDir() || !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
+		if e.IsDir() || !isCheckpointName(n) {
 			continue
 		}
 		if !e.Type().IsRegular() {
@@ -438,11 +463,8 @@ func checkpointFiles(dir string, entries []fs.DirEntry, skipOdd bool) ([]checkpo
 			return nil, err
 		}
 		f := checkpointFile{name: n, id: -1}
-		stamp, id, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(n, "checkpoint-"), ".json"), "-")
-		if at, err := time.Parse("20060102T150405.000000Z", stamp); err == nil && ok {
-			if i, err := strconv.ParseInt(id, 10, 64); err == nil && i >= 0 {
-				f.id, f.at = i, at
-			}
+		if at, id, ok := parseCheckpointName(n); ok {
+			f.id, f.at = id, at
 		}
 		files = append(files, f)
 	}
@@ -647,7 +669,7 @@ func OlderCheckpoints(src CheckpointSource, cp *Checkpoint) []Checkpoint {
 		}
 		for _, e := range entries {
 			n := e.Name()
-			if e.IsDir() || !strings.HasPrefix(n, "checkpoint-") || !strings.HasSuffix(n, ".json") {
+			if e.IsDir() || !isCheckpointName(n) {
 				continue
 			}
 			if o, err := ReadCheckpoint(filepath.Join(dir, n)); err == nil && o.ID > 0 && o.ID < cp.ID {
