@@ -119,13 +119,13 @@ func (r remoteRuns) Watch(replica, id string) (stop func()) {
 			// transport's goroutine says so.
 			began := time.Now()
 			var sent atomic.Int64
-			actx, gone, endWatch := r.whileAlive(ctx, replica)
+			actx, endWatch := r.whileAlive(ctx, replica)
 			wctx := httptrace.WithClientTrace(actx, &httptrace.ClientTrace{
 				WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(int64(time.Since(began)) + 1) }})
 			res, err := r.send(wctx, watchClient, replica, runPath(id, "/watch"))
 			endWatch()
 			switch {
-			case gone.Load(), errors.Is(err, replicas.ErrGone) && r.a.Replicas.Steady():
+			case context.Cause(actx) == errReplicaGone, errors.Is(err, replicas.ErrGone) && r.a.Replicas.Steady():
 				// (Not steady: every replica looks gone; it counts as a failure.)
 				r.ended(replica, id)
 				return
@@ -161,34 +161,32 @@ func (r remoteRuns) Watch(replica, id string) (stop func()) {
 	return cancel
 }
 
-// whileAlive is ctx, cancelled (and gone set) once replica stops beating while this
-// one beats steadily: a watch held open at a replica whose host died or was cut off
-// gets no answer and no reset, and would wait minutes for TCP to give up. end stops
+// whileAlive is ctx, cancelled with errReplicaGone once replica stops beating while
+// this one beats steadily: a watch held open at a replica whose host died or was cut
+// off gets no answer and no reset, and would wait minutes for TCP to give up. end stops
 // the checks.
-func (r remoteRuns) whileAlive(ctx context.Context, replica string) (_ context.Context, gone *atomic.Bool, end func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	gone = new(atomic.Bool)
-	done := make(chan struct{})
+func (r remoteRuns) whileAlive(ctx context.Context, replica string) (_ context.Context, end func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
 	go func() {
 		t := time.NewTicker(r.a.Replicas.DeadAfter())
 		defer t.Stop()
 		for {
 			select {
-			case <-done:
-				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
 				if !r.a.Replicas.Alive(ctx, replica) && r.a.Replicas.Steady() {
-					gone.Store(true)
-					cancel()
+					cancel(errReplicaGone)
 					return
 				}
 			}
 		}
 	}()
-	return ctx, gone, func() { close(done); cancel() }
+	return ctx, func() { cancel(nil) }
 }
+
+// errReplicaGone is whileAlive's cause: the replica stopped beating.
+var errReplicaGone = errors.New("the replica stopped beating")
 
 // maxWatchFailures is how many watches in a row may fail (a second apart, none held
 // open for watchHeld) before the run is taken for lost.
