@@ -1,0 +1,12 @@
+DROP TRIGGER mcp_tools_rows_cascade ON mcp_tools;
+DROP TRIGGER tool_schemas_tool_update ON tool_schemas;
+DROP TRIGGER tool_schemas_tool_insert ON tool_schemas;
+DROP TRIGGER tool_validations_tool_update ON tool_validations;
+DROP TRIGGER tool_validations_tool_insert ON tool_validations;
+DROP TRIGGER tool_state_history_tool_update ON tool_state_history;
+DROP TRIGGER tool_state_history_tool_insert ON tool_state_history;
+DROP FUNCTION tool_rows_cascade();
+DROP FUNCTION tool_rows_check();
+ALTER TABLE tool_state_history ADD CONSTRAINT tool_state_history_tool_id_fkey FOREIGN KEY (tool_id) REFERENCES mcp_tools (id) ON DELETE CASCADE;
+ALTER TABLE tool_validations ADD CONSTRAINT tool_validations_tool_id_fkey FOREIGN KEY (tool_id) REFERENCES mcp_tools (id) ON DELETE CASCADE;
+ALTER TABLE tool_schemas ADD CONSTRAINT tool_schemas_tool_id_fkey FOREIGN KEY (tool_id) REFERENCES mcp_tools (id) ON DELETE CASCADE;

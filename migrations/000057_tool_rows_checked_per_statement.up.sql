@@ -1,0 +1,62 @@
+-- Discovery speed (docs/architecture.md, Performance; issue #23 P5). A discovery of
+-- 5,000 new tools writes 25,000 rows naming a tool: three state-history rows, one
+-- validation and one stored definition each. A foreign key checks every row on its own
+-- (a query and a row lock per row, about a quarter of storing such a discovery); the
+-- triggers below check a statement's rows at once. They lock the tools the rows name
+-- FOR KEY SHARE, as the foreign key did, so a tool being deleted meanwhile either waits
+-- for the insert or makes it fail, and a tool's deletion removes its rows, as ON DELETE
+-- CASCADE did. Only these three tables, which discoveries fill, change; the others keep
+-- their foreign keys.
+
+-- tool_rows_check fails the statement when a row it wrote names no tool, with the
+-- error a foreign key gives (SQLSTATE 23503, its constraint's name).
+CREATE FUNCTION tool_rows_check() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    wanted  bigint;
+    locked  bigint;
+    missing text;
+BEGIN
+    SELECT count(DISTINCT tool_id) INTO wanted FROM written;
+    SELECT count(*) INTO locked FROM (SELECT 1 FROM mcp_tools t WHERE t.id IN (SELECT tool_id FROM written) FOR KEY SHARE OF t) l;
+    IF locked <> wanted THEN
+        SELECT w.tool_id::text INTO missing FROM written w WHERE NOT EXISTS (SELECT 1 FROM mcp_tools t WHERE t.id = w.tool_id) LIMIT 1;
+        RAISE foreign_key_violation USING
+            MESSAGE = format('insert or update on table "%s" violates foreign key constraint "%s_tool_id_fkey"', TG_TABLE_NAME, TG_TABLE_NAME),
+            DETAIL = format('Key (tool_id)=(%s) is not present in table "mcp_tools".', coalesce(missing, 'a tool deleted meanwhile')),
+            TABLE = TG_TABLE_NAME, COLUMN = 'tool_id', CONSTRAINT = TG_TABLE_NAME || '_tool_id_fkey';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- tool_rows_cascade removes the rows of deleted tools. It runs as the owner of the
+-- tables (as a foreign key's cascade did): toolwarden_app may not delete from the
+-- append-only ones.
+CREATE FUNCTION tool_rows_cascade() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    DELETE FROM tool_state_history h USING gone g WHERE h.tool_id = g.id;
+    DELETE FROM tool_validations v USING gone g WHERE v.tool_id = g.id;
+    DELETE FROM tool_schemas s USING gone g WHERE s.tool_id = g.id;
+    RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION tool_rows_cascade() FROM PUBLIC;
+
+ALTER TABLE tool_state_history DROP CONSTRAINT tool_state_history_tool_id_fkey;
+ALTER TABLE tool_validations DROP CONSTRAINT tool_validations_tool_id_fkey;
+ALTER TABLE tool_schemas DROP CONSTRAINT tool_schemas_tool_id_fkey;
+
+CREATE TRIGGER tool_state_history_tool_insert AFTER INSERT ON tool_state_history
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION tool_rows_check();
+CREATE TRIGGER tool_state_history_tool_update AFTER UPDATE ON tool_state_history
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION tool_rows_check();
+CREATE TRIGGER tool_validations_tool_insert AFTER INSERT ON tool_validations
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION tool_rows_check();
+CREATE TRIGGER tool_validations_tool_update AFTER UPDATE ON tool_validations
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION tool_rows_check();
+CREATE TRIGGER tool_schemas_tool_insert AFTER INSERT ON tool_schemas
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION tool_rows_check();
+CREATE TRIGGER tool_schemas_tool_update AFTER UPDATE ON tool_schemas
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION tool_rows_check();
+CREATE TRIGGER mcp_tools_rows_cascade AFTER DELETE ON mcp_tools
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION tool_rows_cascade();
