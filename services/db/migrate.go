@@ -160,10 +160,14 @@ func (mg *Migrator) Up() error { return mg.up(context.Background()) }
 // it so, for a person to repair. (Not Up with GracefulStop: golang-migrate reads that
 // from two goroutines through an unsynchronised flag, and says nothing before each.)
 func (mg *Migrator) up(ctx context.Context) error {
-	for {
+	newDatabase := false
+	for first := true; ; first = false {
 		st, err := mg.Status()
 		if err != nil {
 			return err
+		}
+		if first {
+			newDatabase = st.Version == 0
 		}
 		if st.Dirty || (st.Version != 0 && !slices.Contains(MigrationVersions(), st.Version)) {
 			// golang-migrate's own refusal, of a dirty database or a newer release's version.
@@ -180,9 +184,14 @@ func (mg *Migrator) up(ctx context.Context) error {
 			return fmt.Errorf("db: migrate: stopped at version %d of %d, before migration %d, as the process is stopping; "+
 				"the rest run at the next start: %w", st.Version, st.Latest, next, ctx.Err())
 		}
-		mg.log.Info(fmt.Sprintf("database: applying migration %d (%s), which may take minutes on a large audit log",
-			next, migrationFile(next)), "version", next)
-		if err := mg.m.Steps(1); err != nil {
+		mg.announce(first, newDatabase, next, st.Latest)
+		slow := time.AfterFunc(slowMigration, func() {
+			mg.log.Info(fmt.Sprintf("database: migration %d (%s) is still running after %s; one that rewrites a large table "+
+				"(the audit log) may take minutes", next, migrationFile(next), slowMigration), "version", next)
+		})
+		err = mg.m.Steps(1)
+		slow.Stop()
+		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue // another process applied the rest meanwhile: the next status says so
 			}
@@ -190,6 +199,22 @@ func (mg *Migrator) up(ctx context.Context) error {
 		}
 	}
 	return migrateQueue(ctx, mg.url, rivermigrate.DirectionUp)
+}
+
+// slowMigration is how long a migration runs before the log says it still does.
+const slowMigration = 5 * time.Second
+
+// announce logs the migration about to run: a new database's schema as one line (the
+// first), not one per migration; an upgrade's each.
+func (mg *Migrator) announce(first, newDatabase bool, next, latest uint) {
+	switch {
+	case newDatabase && first:
+		mg.log.Info(fmt.Sprintf("database: applying migrations %d to %d to a new database", next, latest), "version", next)
+	case newDatabase:
+		mg.log.Debug(fmt.Sprintf("database: applying migration %d (%s)", next, migrationFile(next)), "version", next)
+	default:
+		mg.log.Info(fmt.Sprintf("database: applying migration %d (%s)", next, migrationFile(next)), "version", next)
+	}
 }
 
 // queueSince is the migration that brought the first jobs (executions): below it,

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -152,5 +153,57 @@ func TestMigrateStopsBetweenMigrations(t *testing.T) {
 	}
 	if st := migrationStatus(t, url); !st.Current() {
 		t.Fatalf("after the next start: %+v, want current", st)
+	}
+}
+
+// A new database's schema is announced in one line, not one per migration, and no line
+// says a migration may take minutes unless one has run for a while; an upgrade names
+// each migration it applies.
+func TestMigrationsAnnounced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewEmpty(t)
+	var mu sync.Mutex
+	var lines []string
+	log := slog.New(recordHandler{func(r slog.Record) {
+		if r.Level >= slog.LevelInfo && strings.Contains(r.Message, "migration") {
+			mu.Lock()
+			lines = append(lines, r.Message)
+			mu.Unlock()
+		}
+	}})
+	taken := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := lines
+		lines = nil
+		return out
+	}
+	if err := openMigrating(ctx, url, log); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("database: applying migrations 1 to %d to a new database", db.LatestMigration())
+	if got := taken(); len(got) != 1 || got[0] != want {
+		t.Fatalf("a new database's migrations logged %q, want the one line %q", got, want)
+	}
+
+	mg, err := db.NewMigrator(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Down(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := openMigrating(ctx, url, log); err != nil {
+		t.Fatal(err)
+	}
+	got := taken()
+	vs := db.MigrationVersions()
+	if len(got) != 2 || !strings.HasPrefix(got[0], fmt.Sprintf("database: applying migration %d (", vs[len(vs)-2])) ||
+		!strings.HasPrefix(got[1], fmt.Sprintf("database: applying migration %d (", vs[len(vs)-1])) {
+		t.Fatalf("an upgrade by two migrations logged %q, want one line naming each", got)
 	}
 }
