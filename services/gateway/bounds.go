@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"time"
 )
 
 // batchRefusal is the answer to a JSON-RPC batch. The protocol versions the gateway
@@ -57,58 +56,3 @@ func refuseBatch(w http.ResponseWriter, req *http.Request) bool {
 		return false
 	}
 }
-
-// deadlineWriter bounds each write and flush of a response by a write deadline, so
-// that a client that stops reading fails the write (and the SDK drops its stream)
-// instead of blocking it, with the transport's lock held, for good. The deadline is
-// cleared after each: under HTTP/2 a deadline that passes ends the stream even when
-// nothing is being written, and a stream may rightly be idle for long.
-type deadlineWriter struct {
-	http.ResponseWriter
-	rc *http.ResponseController
-	d  time.Duration
-}
-
-// bounded wraps w in a deadlineWriter of the gateway's WriteTimeout.
-func (g *Gateway) bounded(w http.ResponseWriter) *deadlineWriter {
-	return &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: g.opts.WriteTimeout}
-}
-
-// extend sets the deadline d from now. Errors are ignored here and in clear: a writer
-// without deadlines is written as is, and on a connection that is gone the write fails.
-func (w *deadlineWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
-
-func (w *deadlineWriter) clear() { _ = w.rc.SetWriteDeadline(time.Time{}) }
-
-// Write writes b in pieces of writePiece, each with the whole deadline: the SDK writes
-// a message (a 16 MiB result) at once, and a client reading slowly but steadily must
-// not lose it; the deadline is for one that stopped.
-func (w *deadlineWriter) Write(b []byte) (int, error) {
-	defer w.clear()
-	n := 0
-	for len(b) > 0 {
-		piece := b[:min(len(b), writePiece)]
-		w.extend()
-		m, err := w.ResponseWriter.Write(piece)
-		n += m
-		if err != nil {
-			return n, err
-		}
-		b = b[len(piece):]
-	}
-	return n, nil
-}
-
-// writePiece is how much of a write one deadline covers (deadlineWriter.Write).
-const writePiece = 64 << 10
-
-func (w *deadlineWriter) FlushError() error {
-	w.extend()
-	defer w.clear()
-	return w.rc.Flush()
-}
-
-func (w *deadlineWriter) Flush() { _ = w.FlushError() }
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -28,6 +28,7 @@ import (
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/writebound"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -208,8 +209,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 				defer g.calls.end(r.Header.Get("Mcp-Session-Id"), c.p.User.ID)()
 			}
 		}
-		bw := g.bounded(w)
-		defer bw.extend() // bounds the server's last flush, after the handler; net/http then clears it
+		// Each write and flush is bounded, so that a client that stops reading fails the
+		// write (and the SDK drops its stream) instead of blocking it, with the
+		// transport's lock held, for good.
+		bw, finish := writebound.Within(w, g.opts.WriteTimeout)
+		defer finish()
 		h.ServeHTTP(bw, r)
 	})).
 		ServeHTTP(&challenge{ResponseWriter: w}, req)

@@ -11,6 +11,7 @@ import (
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/internal/writebound"
 	"github.com/toolwarden/toolwarden/services/fault"
 )
 
@@ -132,8 +133,8 @@ func (g *Gateway) openSSE(w http.ResponseWriter, req *http.Request) {
 	r := req.Clone(ctx)
 	r.URL.Path, r.URL.RawPath = MessagesPath, ""
 
-	bw := g.bounded(w)
-	defer bw.extend()
+	bw, finish := writebound.Within(w, g.opts.WriteTimeout)
+	defer finish()
 	ew := &endpointWriter{ResponseWriter: bw, announced: func(id string) {
 		sess.mu.Lock()
 		sess.id = id
