@@ -187,16 +187,15 @@ func (l Live) serverParts(ctx context.Context, ev events.Event) ([]templ.Compone
 	// Rendered once for every viewer: the count of executions waiting or running on it
 	// (its delete confirmation's warning) is in every copy, as the server's own page
 	// has it for whoever may delete it.
-	waiting := 0
 	if l.Executions != nil {
 		// Without it the card still says what changed; only the warning is left out.
 		if n, err := l.Executions.WaitingByServer(ctx, []string{sv.ID}); err != nil {
 			l.Logger.Warn("live: count the executions waiting on a server", "server", sv.ID, "err", err)
 		} else {
-			waiting = n[sv.ID]
+			card.Waiting = n[sv.ID]
 		}
 	}
-	parts = append(parts, views.LiveServer(card, waiting))
+	parts = append(parts, views.LiveServer(card))
 	if connected || edited {
 		// An edit changes how the server is reached, a connection its circuit and health:
 		// the page's panels of both, as Show renders them.

@@ -71,7 +71,9 @@ func (h ServersHandler) List(c echo.Context) error {
 		CanCreate: p.Can(auth.PermServerCreate), CanImportExp: p.Can(auth.PermServerCreate)}
 	v.Live.LastEventID = last
 	for _, s := range list {
-		v.Servers = append(v.Servers, serverCard(s))
+		card := serverCard(s)
+		card.Waiting = waiting[s.ID]
+		v.Servers = append(v.Servers, card)
 	}
 	pageURL := func(n int) string {
 		q := url.Values{}
@@ -90,7 +92,7 @@ func (h ServersHandler) List(c echo.Context) error {
 	if page < v.Pages {
 		v.NextURL = pageURL(page + 1)
 	}
-	return render(c, http.StatusOK, views.Servers(v, waiting))
+	return render(c, http.StatusOK, views.Servers(v))
 }
 
 // listPage is the list's ?page=, from 1: a number past int range, or so large its

@@ -53,7 +53,8 @@ func (h ServersHandler) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.Server(v, waiting[s.ID]))
+	v.Server.Waiting = waiting[s.ID]
+	return render(c, http.StatusOK, views.Server(v))
 }
 
 // serverConnection is the Connection panel of s's page: the page and the live updates

@@ -27,6 +27,10 @@ type ServerCard struct {
 	// UndoesOthers counts other servers' tools this server's tools undo: deleting it
 	// removes those undo steps, which its delete confirmation says.
 	UndoesOthers int
+	// Waiting counts the executions waiting or running that call its tools: they fail
+	// once it is deleted, which its delete confirmation says (counted only for a viewer
+	// who may delete it, and for live updates, which every viewer shares).
+	Waiting int
 }
 
 // DeleteServerConfirm is the question a server's Delete button asks first.
@@ -34,6 +38,13 @@ func DeleteServerConfirm(s ServerCard) string {
 	q := "Delete " + s.Name + "? Its session ends and its tools and their history are removed."
 	if s.UndoesOthers > 0 {
 		q += " " + LostUndo(s.UndoesOthers, false) + "."
+	}
+	if s.Waiting > 0 {
+		call := "call"
+		if s.Waiting == 1 {
+			call = "calls"
+		}
+		q += " " + Plural(s.Waiting, "execution", "executions") + " waiting or running " + call + " its tools and will fail."
 	}
 	return q
 }
