@@ -112,18 +112,31 @@ func secretArgsHash(plan Plan, rollback *Plan) []byte {
 	return h[:]
 }
 
-// sealed reports whether ex's seal is the MAC of what it covers as stored, as v2 only.
-// A seal made before v2 (sealedV1) covered the hashes alone: a requester rewritten
-// beside it, or beside an old one put back from a backup, would pass, and sealing such
-// a row again as v2 would vouch for that. Its execution is refused as planned by an
-// earlier version, as one sealed before seals were.
-func (s *Service) sealed(ex *Execution) bool {
-	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal)
-}
+// sealState is what an execution's seal says of its record as stored.
+type sealState int
 
-// sealedV1 reports whether ex's seal is one made before v2 (the id and hashes only).
-func (s *Service) sealedV1(ex *Execution) bool {
-	return ex.Seal != nil && s.opts.Keys.VerifyMAC(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal)
+const (
+	sealIntact  sealState = iota // the v2 MAC of what it covers as stored
+	sealNone                     // none: planned before records were sealed
+	sealEarlier                  // one made before v2, over the id and hashes only
+	sealAltered                  // the MAC of nothing stored, under any key held
+)
+
+// sealStateOf tells what ex's seal says, verifying each MAC once. A seal made before v2
+// covered the hashes alone: a requester rewritten beside it, or beside an old one put
+// back from a backup, would pass, and sealing such a row again as v2 would vouch for
+// that. Its execution is refused as planned by an earlier version, as one sealed
+// before seals were.
+func (s *Service) sealStateOf(ex *Execution) sealState {
+	switch {
+	case ex.Seal == nil:
+		return sealNone
+	case s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal):
+		return sealIntact
+	case s.opts.Keys.VerifyMAC(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal):
+		return sealEarlier
+	}
+	return sealAltered
 }
 
 // sealMismatch is why an execution whose seal no key held verifies does not go on. A
@@ -156,10 +169,10 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 	if ex.RequestedBy == nil && ex.personal() {
 		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (their account is gone)", ex.RequesterName)}, nil
 	}
-	if s.sealedV1(ex) && !s.sealed(ex) {
+	switch s.sealStateOf(ex) {
+	case sealEarlier:
 		return who, nil, &breach{action: actionStale, reason: earlierSeal}, nil
-	}
-	if !s.sealed(ex) {
+	case sealAltered:
 		return who, nil, &breach{action: actionHashMismatch, reason: sealMismatch}, nil
 	}
 	if ex.RequestedBy != nil {

@@ -416,12 +416,12 @@ type RollbackDecision struct {
 // (the seal a rollback makes would otherwise cover an altered one), and "" when it is:
 // altered, or sealed (or not) by an earlier release.
 func (s *Service) sealRefusal(ex *Execution) string {
-	switch {
-	case s.sealed(ex):
+	switch s.sealStateOf(ex) {
+	case sealIntact:
 		return ""
-	case ex.Seal == nil:
+	case sealNone:
 		return "it was planned by an earlier version of Toolwarden, whose records were not sealed, so its rollback does not run"
-	case s.sealedV1(ex):
+	case sealEarlier:
 		return earlierSeal + ", so its rollback does not run"
 	}
 	return "the execution's " + strings.TrimPrefix(sealMismatch, "its ") + ", so its rollback does not run"
