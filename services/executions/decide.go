@@ -178,15 +178,17 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 				return &TooManyWaitingError{Waiting: n}
 			}
 		}
+		// The sealed fields, inserted as sealed.
+		row := &Execution{ID: id, RequestedBy: requestedBy, RequestedToken: requestedToken, RequesterKind: kind,
+			RequesterName: c.Actor.Name, RequesterRole: string(c.Role), ConversationID: in.ConversationID, Plan: plan, PlanHash: hash}
 		_, err := tx.Exec(ctx, `/* executions.Create */
 			INSERT INTO executions (id, requested_by, requester_name, requester_kind, requester_role, prompt, planner, plan,
 			                        plan_hash, status, risk, risk_why, confirmation_phrase, expires_at, created_at, updated_at,
 			                        requested_token, seal, source, client, conversation_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'planning', $10, $11, $12, $13, $14, $14, $15, $16, $17, $18, $19)`,
-			id, requestedBy, c.Actor.Name, kind, string(c.Role), storedPrompt(in.Prompt), plannerName, plan, hash, string(level), why,
-			plan.Phrase(), expires, now, requestedToken, s.sealOf(&Execution{ID: id, RequestedBy: requestedBy, RequestedToken: requestedToken,
-				RequesterKind: kind, RequesterName: c.Actor.Name, RequesterRole: string(c.Role), ConversationID: in.ConversationID,
-				Plan: plan, PlanHash: hash}, nil, nil, nil), in.Source, clip(in.Client, 200), in.ConversationID)
+			row.ID, row.RequestedBy, row.RequesterName, row.RequesterKind, row.RequesterRole, storedPrompt(in.Prompt), plannerName,
+			row.Plan, row.PlanHash, string(level), why, plan.Phrase(), expires, now, row.RequestedToken, s.sealOf(row, nil, nil, nil),
+			in.Source, clip(in.Client, 200), row.ConversationID)
 		if err != nil {
 			return fmt.Errorf("executions: create: %w", err)
 		}
