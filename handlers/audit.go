@@ -495,7 +495,7 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 	hd.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="audit-%s.%s"`, time.Now().UTC().Format("20060102-150405"), format))
 	// Nothing is written before the export's own entry is: if it cannot be recorded,
 	// the error handler still answers.
-	w := &lazyWriter{c: c}
+	w := &lazyWriter{res: c.Response(), status: http.StatusOK, flush: true}
 	logger := h.Logger
 	if logger != nil {
 		logger = logger.With("request_id", RequestID(c))
@@ -513,9 +513,7 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 		h.Logger.Error("handlers: audit export cut off", "err", err, "request_id", RequestID(c))
 		panic(http.ErrAbortHandler)
 	}
-	if !w.started {
-		c.Response().WriteHeader(http.StatusOK)
-	}
+	w.finish()
 	return nil
 }
 
@@ -529,27 +527,6 @@ func crossSiteGet(c echo.Context) bool {
 	}
 	site := r.Header.Get("Sec-Fetch-Site")
 	return site == "cross-site" || site == "same-site"
-}
-
-// lazyWriter sends the status with the first bytes, so an error before any is still
-// the error handler's to answer, and flushes each write. A client that stops reading
-// ends the export, and gives back its export slot, as the server's write deadline
-// (web.writeDeadline, DownloadStall) fails the write.
-type lazyWriter struct {
-	c       echo.Context
-	started bool
-}
-
-func (w *lazyWriter) Write(b []byte) (int, error) {
-	if !w.started {
-		w.started = true
-		w.c.Response().WriteHeader(http.StatusOK)
-	}
-	n, err := w.c.Response().Write(b)
-	if err == nil {
-		err = http.NewResponseController(w.c.Response()).Flush()
-	}
-	return n, err
 }
 
 // APIVerify checks the chain now and answers how far it holds:

@@ -94,7 +94,7 @@ func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *execut
 	// handler's to answer (without a created execution's Location). One after them breaks
 	// the transfer: ended cleanly, the answer would be cut JSON under a 200 (as the audit
 	// export does).
-	sw := &statusOnWrite{res: c.Response(), status: status}
+	sw := &lazyWriter{res: c.Response(), status: status, contentType: echo.MIMEApplicationJSON}
 	fail := func(err error) error {
 		if !sw.started {
 			c.Response().Header().Del(echo.HeaderLocation)
@@ -167,22 +167,6 @@ func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *execut
 		return fail(err)
 	}
 	return nil
-}
-
-// statusOnWrite sends a JSON answer's status with its first bytes.
-type statusOnWrite struct {
-	res     *echo.Response
-	status  int
-	started bool
-}
-
-func (w *statusOnWrite) Write(b []byte) (int, error) {
-	if !w.started {
-		w.started = true
-		w.res.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-		w.res.WriteHeader(w.status)
-	}
-	return w.res.Write(b)
 }
 
 // APICreate plans (from a prompt) or takes a plan, stores it and asks for its approval:
