@@ -413,12 +413,13 @@ func (c *conn) run() {
 
 // open starts one session.
 func (c *conn) open(ctx context.Context) (*session, error) {
-	ep, err := newEndpoint(c.cfg, c.m.opts.InheritEnv, c.m.confiner, c.stderr, c.m.msgLimit(c.cfg.Name), c.m.templateOptions(), c.m.opts.Builtin, c.m.opts.Egress)
+	lim := c.m.msgLimit(c.cfg)
+	ep, err := newEndpoint(c.cfg, c.m.opts.InheritEnv, c.m.confiner, c.stderr, lim, c.m.templateOptions(), c.m.opts.Builtin, c.m.opts.Egress)
 	if err != nil {
 		return nil, err
 	}
 	c.m.track(ep)
-	client := c.m.newClient(c.cfg, func() { c.requestDiscovery("list_changed") })
+	client := c.m.newClient(lim.sdk, func() { c.requestDiscovery("list_changed") })
 	cs, cancel, err := connect(ctx, client, ep, c.cfg.Timeout)
 	if err != nil {
 		return nil, err

@@ -618,9 +618,9 @@ func (m *Manager) Discover(ctx context.Context, id string, actor audit.Actor) (r
 	return c.discoverNow(ctx, "manual", actor)
 }
 
-// newClient is a client for server cfg; what the SDK logs about it goes to the
-// manager's log, masked (sdkLogger).
-func (m *Manager) newClient(cfg registry.Connection, onListChanged func()) *mcp.Client {
+// newClient is a client whose SDK lines go to log (msgLimit.sdk: the manager's log,
+// masked, shared with the connection's transport).
+func (m *Manager) newClient(log *slog.Logger, onListChanged func()) *mcp.Client {
 	var h func(context.Context, *mcp.ToolListChangedRequest)
 	var hr func(context.Context, *mcp.ResourceListChangedRequest)
 	var hp func(context.Context, *mcp.PromptListChangedRequest)
@@ -631,5 +631,5 @@ func (m *Manager) newClient(cfg registry.Connection, onListChanged func()) *mcp.
 	}
 	return mcp.NewClient(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: m.opts.Version},
 		&mcp.ClientOptions{ToolListChangedHandler: h, ResourceListChangedHandler: hr, PromptListChangedHandler: hp,
-			ProgressNotificationHandler: m.progress.deliver, Logger: m.sdkLogger(cfg)})
+			ProgressNotificationHandler: m.progress.deliver, Logger: log})
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
 // DefaultMaxMessageBytes is the default of Options.MaxMessageBytes: 16 MiB, the limit the
@@ -43,16 +45,24 @@ func (e *tooLargeError) Error() string { return e.msg }
 // Is makes errors.Is(err, ErrResultTooLarge) hold.
 func (e *tooLargeError) Is(target error) bool { return target == ErrResultTooLarge }
 
-// msgLimit is what every transport of one server needs to cap its messages.
+// msgLimit is what every transport of one server needs to cap its messages, and the
+// SDK's logger for the connection.
 type msgLimit struct {
 	max    int    // bytes one message may have
 	server string // the server's name, for the error text and the log
 	log    *slog.Logger
+	// sdk is the SDK's logger for the connection (sdkLogger), its client's and its
+	// transport's, one budget between them; nil, the SDK's default (lines dropped).
+	sdk *slog.Logger
 }
 
-// msgLimit returns the cap for server name.
-func (m *Manager) msgLimit(name string) msgLimit {
-	return msgLimit{max: m.opts.MaxMessageBytes, server: name, log: m.log}
+// msgLimit returns the cap for a connection to server cfg.
+func (m *Manager) msgLimit(cfg registry.Connection) msgLimit {
+	l := msgLimit{max: m.opts.MaxMessageBytes, server: cfg.Name, log: m.log}
+	if m.log != nil {
+		l.sdk = sdkLogger(m.log, cfg)
+	}
+	return l
 }
 
 // sdkSlack is added to the cap where the SDK's own limits are set: a message that passes

@@ -51,12 +51,13 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 		record(msg)
 		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: %s", cfg.Name, msg)
 	}
-	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin, m.opts.Egress)
+	ml := m.msgLimit(cfg)
+	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, ml, m.templateOptions(), m.opts.Builtin, m.opts.Egress)
 	if err != nil {
 		return fail(err)
 	}
 	m.track(ep)
-	cs, stop, err := connect(ctx, m.newClient(cfg, nil), ep, cfg.Timeout)
+	cs, stop, err := connect(ctx, m.newClient(ml.sdk, nil), ep, cfg.Timeout)
 	if err != nil {
 		return fail(err)
 	}

@@ -93,14 +93,15 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	if cfg.Type == registry.TypeStdio {
 		step(StepStarting)
 	}
-	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, m.msgLimit(cfg.Name), m.templateOptions(), m.opts.Builtin, m.opts.Egress)
+	lim := m.msgLimit(cfg)
+	ep, err := newEndpoint(cfg, m.opts.InheritEnv, m.confiner, stderr, lim, m.templateOptions(), m.opts.Builtin, m.opts.Egress)
 	if err != nil {
 		return fail(err)
 	}
 	m.track(ep)
 	start := time.Now()
 	step(StepConnecting)
-	cs, cancel, err := connect(ctx, m.newClient(cfg, nil), ep, cfg.Timeout)
+	cs, cancel, err := connect(ctx, m.newClient(lim.sdk, nil), ep, cfg.Timeout)
 	if err != nil {
 		return fail(err)
 	}

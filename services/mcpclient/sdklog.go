@@ -26,14 +26,10 @@ const (
 	sdkLogEvery = 3 * time.Second
 )
 
-// sdkLogger is the manager's logger as given to the SDK's client of server cfg: tagged
-// with the server, its text masked as the server's other text is (its secret values,
-// then credential-like words) and cut to sdkLogMax.
-func (m *Manager) sdkLogger(cfg registry.Connection) *slog.Logger {
-	return sdkLogger(m.log, cfg)
-}
-
-// sdkLogger is Manager.sdkLogger on log.
+// sdkLogger is log as given to the SDK's client and transport of a connection to
+// server cfg: tagged with the server, its text masked as the server's other text is
+// (its secret values, then credential-like words) and cut to sdkLogMax, its lines
+// rate-limited (one budget for the connection).
 func sdkLogger(log *slog.Logger, cfg registry.Connection) *slog.Logger {
 	masker := maskerOf(cfg)
 	clean := func(s string) string {

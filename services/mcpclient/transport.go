@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -157,18 +156,9 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		// reach (our fork): the session supervisor reconnects with backoff and reports
 		// the outage.
 		return &endpoint{transport: &mcp.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: streamableRetries,
-			MaxEventSize: maxEvent, Logger: sdkLog(c, lim)}, http: hc, endHTTP: end}, nil
+			MaxEventSize: maxEvent, Logger: lim.sdk}, http: hc, endHTTP: end}, nil
 	}
 	return nil, fmt.Errorf("mcpclient: unknown server type %q", c.Type)
-}
-
-// sdkLog is the SDK's logger for server c (sdkLogger) on the manager's log that lim
-// carries; nil, the SDK's default (lines dropped), without one.
-func sdkLog(c registry.Connection, lim msgLimit) *slog.Logger {
-	if lim.log == nil {
-		return nil
-	}
-	return sdkLogger(lim.log, c)
 }
 
 // streamableRetries is how many times in a row a streamable HTTP server's stream may
