@@ -10,7 +10,7 @@
 
 -- tool_rows_check fails the statement when a row it wrote names no tool, with the
 -- error a foreign key gives (SQLSTATE 23503, its constraint's name).
-CREATE FUNCTION tool_rows_check() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+CREATE FUNCTION tool_rows_check() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     wanted  bigint;
     locked  bigint;
@@ -32,7 +32,7 @@ $$;
 -- tool_rows_cascade removes the rows of deleted tools. It runs as the owner of the
 -- tables (as a foreign key's cascade did): toolwarden_app may not delete from the
 -- append-only ones.
-CREATE FUNCTION tool_rows_cascade() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+CREATE FUNCTION tool_rows_cascade() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
 BEGIN
     DELETE FROM tool_state_history h USING gone g WHERE h.tool_id = g.id;
     DELETE FROM tool_validations v USING gone g WHERE v.tool_id = g.id;
@@ -41,6 +41,15 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION tool_rows_cascade() FROM PUBLIC;
+
+-- Both read the tables of this schema, and no temporary table a session made with the
+-- same name (pg_temp is searched first unless it is named, and last here).
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION tool_rows_check() SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION tool_rows_cascade() SET search_path = %I, pg_temp', current_schema());
+END
+$$;
 
 ALTER TABLE tool_state_history DROP CONSTRAINT tool_state_history_tool_id_fkey;
 ALTER TABLE tool_validations DROP CONSTRAINT tool_validations_tool_id_fkey;

@@ -97,6 +97,34 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 	if n := rowsOf(t, x, y, ghost); n != 4 {
 		t.Fatalf("%d rows after the refused statements, want the 4 before", n)
 	}
+	// Nor does a session's temporary table of the same name stand in for a real one.
+	own, err := app.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = own.Exec(ctx, `CREATE TEMP TABLE mcp_tools (id uuid); INSERT INTO mcp_tools VALUES ('`+ghost+`')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = own.Exec(ctx, history, ghost)
+	wantFK(t, "history of a tool only a temporary mcp_tools has", err, "tool_state_history")
+	if _, err := own.Exec(ctx, `DROP TABLE pg_temp.mcp_tools; CREATE TEMP TABLE tool_state_history (tool_id uuid)`); err != nil {
+		t.Fatal(err)
+	}
+	sid2, ids2 := newTools(t, "shadowed", 1)
+	if _, err := own.Exec(ctx, `INSERT INTO public.tool_state_history (tool_id, to_status) VALUES ($1, 'discovered')`, ids2[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := own.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, sid2); err != nil {
+		t.Fatal(err)
+	}
+	if n := rowsOf(t, ids2...); n != 0 {
+		t.Errorf("%d rows of a tool deleted in a session with a temporary tool_state_history, want none", n)
+	}
+	if _, err := own.Exec(ctx, `DROP TABLE pg_temp.tool_state_history`); err != nil {
+		t.Fatal(err)
+	}
+	own.Release()
 
 	// A row written for a tool while its server is deleted: the deletion waits for the
 	// write and removes the row with the tool.
