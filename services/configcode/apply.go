@@ -172,7 +172,14 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 		same := true
 		switch it.Kind {
 		case KindTool:
-			same = it.Action == ActionPending || reflect.DeepEqual(settingsOnly(now.Tools[it.Name]), settingsOnly(plan.base.Tools[it.Name]))
+			was, is := settingsOnly(plan.base.Tools[it.Name]), settingsOnly(now.Tools[it.Name])
+			if it.Action == registry.PlanUnchanged {
+				// A tool the plan leaves alone is not pinned to its definition: one the
+				// server redefined meanwhile (same state and settings) is nothing the
+				// import changes.
+				was, is = unpinned(was), unpinned(is)
+			}
+			same = it.Action == ActionPending || reflect.DeepEqual(is, was)
 		case KindCategory:
 			same = reflect.DeepEqual(now.Categories[it.Name], plan.base.Categories[it.Name])
 		case KindSettings:
@@ -183,6 +190,17 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 		}
 	}
 	return nil
+}
+
+// unpinned is t without what a new definition changes by itself: its hash and the
+// worst finding of its validation.
+func unpinned(t *storedTool) *storedTool {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	c.DefinitionHash, c.ValidationWorst = "", ""
+	return &c
 }
 
 // settingsOnly is t without its test cases' last runs: a run of a test case between plan

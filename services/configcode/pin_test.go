@@ -65,3 +65,41 @@ func fmtWorst(w *string) string {
 	}
 	return *w
 }
+
+// A tool the file lists and the plan leaves alone may get a new definition between plan
+// and apply (its state and settings the same): the import still applies, since it
+// changes nothing of that tool. Only the tools a plan changes are pinned to the
+// definition it saw.
+func TestImportIgnoresNewDefinitionOfToolLeftAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	alone := mcptest.ToolSpec{Name: "alone", Description: "Reads a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "s"})
+	hs.Server().SetTool(alone)
+	hs.Server().SetTool(mcptest.ToolSpec{Name: "used", Description: "Lists a folder.", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	a := apptest.Start(t, nil)
+	sv := a.RegisterServer(t, registry.Spec{Name: "s", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	before := a.Settled(t, "s__alone")
+	a.Settled(t, "s__used")
+	a.SetRisk(t, "s__alone", "high")
+	file := "version: 1\nservers: []\ntools:\n  - tool: s__alone\n    risk: high\n  - tool: s__used\n    state: enabled\n"
+	p := plan(t, a, "config.yaml", file)
+	if p.HasErrors() || p.Count(configcode.KindTool, registry.PlanUpdate) != 1 {
+		t.Fatalf("plan:\n%s", p)
+	}
+	alone.Description = "Reads a file, carefully."
+	hs.Server().SetTool(alone)
+	if _, err := a.MCP.DiscoverOnce(ctx, sv.ID, "manual", admin); err != nil {
+		t.Fatal(err)
+	}
+	after := a.Settled(t, "s__alone")
+	if after.Status != before.Status || after.DefinitionHash == before.DefinitionHash {
+		t.Fatalf("s__alone after rediscovery: %s %s, want %s with a new hash", after.Status, after.DefinitionHash, before.Status)
+	}
+	if _, err := a.ConfigCode.Apply(ctx, admin, p); err != nil {
+		t.Fatalf("apply, a tool it leaves alone redefined meanwhile: %v", err)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM mcp_tools WHERE name = 'used' AND status = 'enabled'`); n != 1 {
+		t.Fatalf("s__used was not enabled")
+	}
+}
