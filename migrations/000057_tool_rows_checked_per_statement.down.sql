@@ -1,3 +1,4 @@
+DROP TRIGGER mcp_tools_rows_truncate ON mcp_tools;
 DROP TRIGGER mcp_tools_rows_cascade ON mcp_tools;
 DROP TRIGGER tool_schemas_tool_update ON tool_schemas;
 DROP TRIGGER tool_schemas_tool_insert ON tool_schemas;
@@ -5,6 +6,7 @@ DROP TRIGGER tool_validations_tool_update ON tool_validations;
 DROP TRIGGER tool_validations_tool_insert ON tool_validations;
 DROP TRIGGER tool_state_history_tool_update ON tool_state_history;
 DROP TRIGGER tool_state_history_tool_insert ON tool_state_history;
+DROP FUNCTION tool_rows_truncate();
 DROP FUNCTION tool_rows_cascade();
 DROP FUNCTION tool_rows_check();
 ALTER TABLE tool_state_history ADD CONSTRAINT tool_state_history_tool_id_fkey FOREIGN KEY (tool_id) REFERENCES mcp_tools (id) ON DELETE CASCADE;

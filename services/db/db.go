@@ -195,23 +195,31 @@ func IsUniqueViolation(err error, constraint string) bool {
 // running execution holds one for its lock besides the one its step works with.
 const DefaultMaxConns = 32
 
-// sessionKeepalives make PostgreSQL notice within seconds that a replica's host died or
+// sessionSettings are set on each of the pool's connections. A URL that sets one
+// (?tcp_keepalives_idle=…) keeps its own.
+//
+// The keepalives make PostgreSQL notice within seconds that a replica's host died or
 // was cut off: such a host sends nothing more, and without them the server keeps its
 // sessions, and the execution and advisory locks they hold, until the kernel gives up
 // (about two hours), so no surviving replica could take its work over. About 20 s with
 // these (10 s idle, then 3 probes 3 s apart; 20 s for data sent and never acknowledged).
-// A URL that sets one (?tcp_keepalives_idle=…) keeps its own; over a Unix socket
-// PostgreSQL ignores them, and behind a TCP proxy they reach the proxy only.
-var sessionKeepalives = [][2]string{
+// Over a Unix socket PostgreSQL ignores them, and behind a TCP proxy they reach the
+// proxy only.
+//
+// READ COMMITTED is what Toolwarden's transactions are written for (a statement sees
+// what committed before it: a count after a lock, a tool's rows removed with it by
+// migration 57's trigger), whatever default a database or role was given.
+var sessionSettings = [][2]string{
 	{"tcp_keepalives_idle", "10"}, {"tcp_keepalives_interval", "3"}, {"tcp_keepalives_count", "3"}, {"tcp_user_timeout", "20000"},
+	{"default_transaction_isolation", "read committed"},
 }
 
-// keepaliveSQL sets, in one statement, the sessionKeepalives the connection's startup
+// sessionSQL sets, in one statement, the sessionSettings the connection's startup
 // parameters do not set already ("" when they set them all).
-func keepaliveSQL(startup map[string]string) (string, []any) {
+func sessionSQL(startup map[string]string) (string, []any) {
 	var sets []string
 	var args []any
-	for _, kv := range sessionKeepalives {
+	for _, kv := range sessionSettings {
 		if _, set := startup[kv[0]]; set {
 			continue
 		}
@@ -221,7 +229,7 @@ func keepaliveSQL(startup map[string]string) (string, []any) {
 	if len(sets) == 0 {
 		return "", nil
 	}
-	return "/* db.keepalives */ SELECT " + strings.Join(sets, ", "), args
+	return "/* db.session */ SELECT " + strings.Join(sets, ", "), args
 }
 
 // NewPool opens a pgx pool for url and checks it answers.
@@ -234,7 +242,7 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 		cfg.MaxConns = DefaultMaxConns
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "toolwarden"
-	if sql, args := keepaliveSQL(cfg.ConnConfig.RuntimeParams); sql != "" {
+	if sql, args := sessionSQL(cfg.ConnConfig.RuntimeParams); sql != "" {
 		// Set once connected, not in the startup message: poolers (PgBouncer) refuse
 		// startup parameters they do not know. One that refuses the statement leaves the
 		// session as it was.

@@ -490,7 +490,7 @@ func TestSessionKeepalives(t *testing.T) {
 		}
 		got := map[string]string{}
 		rows, err := pool.Query(ctx, `SELECT name, source FROM pg_settings WHERE name IN
-			('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout')`)
+			('tcp_keepalives_idle', 'tcp_keepalives_interval', 'tcp_keepalives_count', 'tcp_user_timeout', 'default_transaction_isolation')`)
 		if err == nil {
 			for rows.Next() {
 				var name, source string
@@ -506,7 +506,8 @@ func TestSessionKeepalives(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := map[string]string{"tcp_keepalives_idle": tc.idleFrom, "tcp_keepalives_interval": "session", "tcp_keepalives_count": "session", "tcp_user_timeout": "session"}
+		want := map[string]string{"tcp_keepalives_idle": tc.idleFrom, "tcp_keepalives_interval": "session", "tcp_keepalives_count": "session",
+			"tcp_user_timeout": "session", "default_transaction_isolation": "session"}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: the settings come from %v, want %v", tc.url, got, want)
 		}

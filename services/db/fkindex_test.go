@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
@@ -38,5 +39,14 @@ func TestForeignKeysIndexed(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		t.Errorf("foreign keys without an index on their column: %s", strings.Join(missing, ", "))
+	}
+	// The rows migration 57 checks per statement instead of by a foreign key: a tool's
+	// deletion looks them up by tool_id as a cascade would.
+	for _, table := range []string{"tool_state_history", "tool_validations", "tool_schemas"} {
+		n := testkit.Count(t, pool, `SELECT count(*) FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+			WHERE i.indrelid = $1::regclass AND a.attname = 'tool_id'`, table)
+		if n == 0 {
+			t.Errorf("%s.tool_id: no index starts with it, and deleting a tool looks its rows up by it", table)
+		}
 	}
 }

@@ -166,7 +166,9 @@ func TestMigrationsAnnounced(t *testing.T) {
 	var mu sync.Mutex
 	var lines []string
 	log := slog.New(recordHandler{func(r slog.Record) {
-		if r.Level >= slog.LevelInfo && strings.Contains(r.Message, "migration") {
+		// A migration slow on a loaded machine says so once it has run a while: not what
+		// is counted here.
+		if r.Level >= slog.LevelInfo && strings.Contains(r.Message, "migration") && !strings.Contains(r.Message, "still running") {
 			mu.Lock()
 			lines = append(lines, r.Message)
 			mu.Unlock()

@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,6 +176,50 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 	wantFK(t, "history written while the tool was deleted", <-written, "tool_state_history")
 	if n := rowsOf(t, z); n != 0 {
 		t.Errorf("%d rows of the deleted tool, want none", n)
+	}
+
+	// A transaction reading one snapshot may not delete tools: it would miss rows an
+	// insert it waited for wrote. Toolwarden's own connections run in READ COMMITTED
+	// whatever the database's default.
+	sid, ids = newTools(t, "snapshot", 1)
+	if _, err := app.Exec(ctx, history, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = serializable', current_database()); END $$`); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := pgx.Connect(ctx, dbtest.AppURL(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close(ctx)
+	_, err = raw.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, sid)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "READ COMMITTED") {
+		t.Errorf("a tool deleted in a serializable transaction: got %v, want it refused, naming READ COMMITTED", err)
+	}
+	fresh, err := db.NewPool(ctx, dbtest.AppURL(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := fresh.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, sid); err != nil {
+		t.Errorf("a server deleted through Toolwarden's pool on a serializable database: %v", err)
+	}
+	if n := rowsOf(t, ids...); n != 0 {
+		t.Errorf("%d rows of the deleted tool, want none", n)
+	}
+
+	// TRUNCATE ... CASCADE (an owner's) empties them with the tools.
+	_, ids = newTools(t, "truncated", 1)
+	if _, err := app.Exec(ctx, history, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, `TRUNCATE mcp_tools CASCADE`); err != nil {
+		t.Fatal(err)
+	}
+	if n := testkit.Count(t, owner, `SELECT (SELECT count(*) FROM tool_state_history) + (SELECT count(*) FROM tool_validations) + (SELECT count(*) FROM tool_schemas)`); n != 0 {
+		t.Errorf("%d rows left after TRUNCATE mcp_tools CASCADE, want none", n)
 	}
 }
 
