@@ -236,6 +236,9 @@ type judging struct {
 	errs     []error
 	done     []chan struct{}
 	wg       sync.WaitGroup
+	// stopped ends the workers at their next tool: a discovery that failed must not
+	// go on validating thousands of definitions beside the one that retries it.
+	stopped atomic.Bool
 }
 
 // startJudging starts validating tools: those at the indexes first first, in that order,
@@ -263,7 +266,11 @@ func startJudging(tools []toolstate.Pending, first []int) *judging {
 	var next atomic.Int64
 	for range max(1, min(runtime.GOMAXPROCS(0), (n+63)/64)) {
 		j.wg.Go(func() {
-			for k := int(next.Add(1)) - 1; k < n; k = int(next.Add(1)) - 1 {
+			for !j.stopped.Load() {
+				k := int(next.Add(1)) - 1
+				if k >= n {
+					return
+				}
 				j.judge(order[k])
 			}
 		})
@@ -283,6 +290,25 @@ func (j *judging) judge(i int) {
 	}()
 	j.findings[i] = schema.ValidateTool(j.tools[i].Def)
 	j.encoded[i], j.errs[i] = json.Marshal(j.findings[i])
+}
+
+// errStopped is the error of a tool whose validation stop cancelled.
+var errStopped = errors.New("validation stopped")
+
+// stop ends the validation and waits for its workers: a tool not judged yet is left
+// unjudged, with errStopped, and its done channel closed, so that nothing waits for
+// it forever. After result it changes nothing: every tool was judged.
+func (j *judging) stop() {
+	j.stopped.Store(true)
+	j.wg.Wait()
+	for i, d := range j.done {
+		select {
+		case <-d:
+		default:
+			j.errs[i] = errStopped
+			close(d)
+		}
+	}
 }
 
 // verdict waits for tool i and returns the state validation leaves it in and its worst
@@ -429,7 +455,10 @@ func (v *validations) addConfigFindings(ctx context.Context, tx pgx.Tx) error {
 }
 
 // autoEnable enables the validated tools whose server or category has auto-enable on
-// (validated lists new tools only, see judging.result). A tool whose configuration fixes
+// (validated lists new tools only, see judging.result). Only available ones: a tool
+// still awaiting validation that its server no longer lists is validated by the
+// discovery that marks it unavailable, and must not be enabled (and audited so) while
+// nobody can see or call it. A tool whose configuration fixes
 // parameters the definition dropped waits for a person: the restriction someone chose
 // is gone, which is what vetting a new definition is for.
 func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validated []int) error {
@@ -472,7 +501,7 @@ func autoEnable(ctx context.Context, tx pgx.Tx, out []toolstate.Outcome, validat
 					WHERE lower(t.name || ' ' || coalesce(c.name, '') || ' ' || coalesce(g.tags, ''))
 						!~ ('(^|[^a-z0-9])' || w))
 			ORDER BY ap.created_at LIMIT 1) p ON true
-		WHERE t.id = ANY($1) AND (s.auto_enable OR coalesce(c.auto_enable, false) OR p.username IS NOT NULL)`,
+		WHERE t.id = ANY($1) AND t.available AND (s.auto_enable OR coalesce(c.auto_enable, false) OR p.username IS NOT NULL)`,
 		ids, enablingRoles())
 	if err != nil {
 		return fmt.Errorf("toolstate: auto-enable policy: %w", err)

@@ -116,6 +116,9 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		first[k] = at[t.ID]
 	}
 	jg := startJudging(pending, first)
+	// On an error the workers stop and are gone when this returns (the discovery may be
+	// retried at once); after result, stop finds every tool judged and does nothing.
+	defer jg.stop()
 
 	if len(w.New) > 0 {
 		src := &newTools{serverID: uuidArg(serverID), tools: w.New, at: at, judging: jg, i: -1}
