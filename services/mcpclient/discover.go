@@ -107,10 +107,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	maskListed(c.masker, &d)
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if err != nil {
-		// The registry's own refusals (a superseded list, too many tools) record their
-		// run themselves, and a deleted server has nowhere to record one: the rest (the
-		// database refusing the list, say) are recorded here.
-		if _, ok := fault.As(err); ok {
+		if recordedByRegistry(err) {
 			return registry.DiscoveryResult{}, err
 		}
 		err = c.mask(refusedList(err))
@@ -120,6 +117,16 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	c.m.log.Info("mcpclient: discovery", "server", c.cfg.Name, "trigger", trigger, "tools", res.Total,
 		"added", res.Added, "updated", res.Updated, "removed", res.Removed, "pages", res.Pages)
 	return res, nil
+}
+
+// recordedByRegistry reports whether err, from ApplyDiscovery, needs no failed run
+// from the caller: the registry stored one itself (a superseded list, too many tools),
+// or the server was deleted (nowhere to store one). Every other failure, a fault too
+// (a tool moved meanwhile on every attempt), is recorded by the caller, or the
+// server's page would show its last successful run as if nothing had failed.
+func recordedByRegistry(err error) bool {
+	return errors.Is(err, registry.ErrDiscoverySuperseded) || errors.Is(err, registry.ErrTooManyTools) ||
+		errors.Is(err, registry.ErrNotFound)
 }
 
 // recordFailure stores discovery d as a failed run with err, so the server's page says

@@ -8,7 +8,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
-	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -81,8 +80,9 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	}
 	maskListed(masker, &d)
 	res, err := m.reg.ApplyDiscovery(ctx, id, d)
-	if _, ok := fault.As(err); err != nil && !ok {
-		// As conn.discover: the registry's own refusals record their run themselves.
+	if err != nil && !recordedByRegistry(err) {
+		// As conn.discoverLocked: only the registry's own refusals and a deleted server
+		// go without a run recorded here.
 		err = refusedList(err)
 		record(redact(err.Error()))
 	}
