@@ -205,23 +205,10 @@ func BenchmarkReplicas(b *testing.B) {
 			}
 		})
 	}
-	benchDatabaseSettings(b, url)
-}
-
-// benchDatabaseSettings prints the database's version and durability settings in the
-// form the ToolCall benchmark's table uses (internal/benchdoc reads it).
-func benchDatabaseSettings(tb testing.TB, url string) {
-	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
-		tb.Fatal(err)
+		b.Fatal(err)
 	}
-	defer conn.Close(ctx)
-	var version, fsync, syncCommit, fpw string
-	if err := conn.QueryRow(ctx, `SELECT current_setting('server_version'), current_setting('fsync'),
-		current_setting('synchronous_commit'), current_setting('full_page_writes')`).Scan(&version, &fsync, &syncCommit, &fpw); err != nil {
-		tb.Fatal(err)
-	}
-	fmt.Printf("\n- database: PostgreSQL %s, fsync=%s, synchronous_commit=%s, full_page_writes=%s\n", version, fsync, syncCommit, fpw)
+	defer conn.Close(context.Background())
+	dbtest.PrintSettings(b, conn)
 }

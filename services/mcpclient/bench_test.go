@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
@@ -120,6 +121,7 @@ func BenchmarkDiscovery5000(b *testing.B) {
 			}
 			// P5's figure (issue #23): seconds a discovery takes.
 			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/discovery")
+			dbtest.PrintSettings(b, e.pool)
 		})
 	}
 }

@@ -78,4 +78,5 @@ func BenchmarkApplyDiscovery5000(b *testing.B) {
 		b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tools/s")
 		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/discovery")
 	})
+	dbtest.PrintSettings(b, pool)
 }

@@ -261,3 +261,16 @@ func AppURL(t testing.TB, url string) string {
 	}
 	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", cfg.Host, db.AppRole, cfg.Database)
 }
+
+// PrintSettings prints the database's version and durability settings, for a
+// benchmark's output (internal/benchdoc reads the line into docs/benchmarks.md): a
+// figure means something only with the settings it was measured under.
+func PrintSettings(tb testing.TB, q db.Querier) {
+	tb.Helper()
+	var version, fsync, syncCommit, fpw string
+	if err := q.QueryRow(context.Background(), `SELECT current_setting('server_version'), current_setting('fsync'),
+		current_setting('synchronous_commit'), current_setting('full_page_writes')`).Scan(&version, &fsync, &syncCommit, &fpw); err != nil {
+		tb.Fatal(err)
+	}
+	fmt.Printf("\n- database: PostgreSQL %s, fsync=%s, synchronous_commit=%s, full_page_writes=%s\n", version, fsync, syncCommit, fpw)
+}
