@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -622,10 +623,8 @@ func TestHangStopReleasesHandlers(t *testing.T) {
 func waitHandlers(t *testing.T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	buf := make([]byte, 1<<20)
 	for {
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		got := strings.Count(stacks, "mcptest.(*Server).Handler.func")
+		got := strings.Count(strings.Join(testkit.Goroutines(), "\n\n"), "mcptest.(*Server).Handler.func")
 		if got == n {
 			return
 		}

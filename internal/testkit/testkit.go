@@ -6,6 +6,8 @@ package testkit
 import (
 	"bytes"
 	"context"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,4 +107,18 @@ func Strings(t testing.TB, q Rower, sql string, args ...any) []string {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return out
+}
+
+// Goroutines returns the stack of every goroutine of the process, one string each
+// (its header line first: "goroutine 7 [chan receive]:"), for tests that wait for a
+// goroutine to be blocked, or to be gone.
+func Goroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }

@@ -1,34 +1,25 @@
 package audit
 
 import (
-	"bytes"
 	"context"
-	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
 // waitingIn counts the goroutines blocked (on a channel or a select) with every one of
 // fns on their stack.
 func waitingIn(fns ...string) int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		head, _, _ := bytes.Cut(g, []byte("\n"))
-		blocked := bytes.Contains(head, []byte("[select")) || bytes.Contains(head, []byte("[chan "))
+	for _, g := range testkit.Goroutines() {
+		head, _, _ := strings.Cut(g, "\n")
+		blocked := strings.Contains(head, "[select") || strings.Contains(head, "[chan ")
 		for _, fn := range fns {
-			blocked = blocked && bytes.Contains(g, []byte(fn))
+			blocked = blocked && strings.Contains(g, fn)
 		}
 		if blocked {
 			count++

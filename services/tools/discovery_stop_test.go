@@ -3,7 +3,6 @@ package tools_test
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/schema"
 	"github.com/toolwarden/toolwarden/services/tools"
@@ -19,17 +19,8 @@ import (
 
 // judgingWorkers counts the goroutines validating a discovery's definitions.
 func judgingWorkers() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, g := range testkit.Goroutines() {
 		if strings.Contains(g, "tools.startJudging") {
 			count++
 		}
