@@ -487,6 +487,10 @@ func (s *Service) Cancel(ctx context.Context, c Caller, id, reason string) (*Exe
 		}
 	case !mine && !c.Role.Can(auth.PermExecutionApprove):
 		return nil, forbidden("only its requester or an approver may cancel an execution")
+	case mine && !c.Role.Can(auth.PermExecutionCreate):
+		// A requester whose role changed since (an auditor now) changes nothing: the plan
+		// will not run as them anyway; an approver may cancel it.
+		return nil, forbidden("your role may no longer plan executions, so it may not withdraw one: an approver may cancel it")
 	case !mine && c.Actor.Kind == audit.ActorToken:
 		// Cancelling another's waiting plan turns it down, as a rejection does.
 		return nil, forbidden("an API token may cancel only its own user's executions: an approver cancels another's from a browser session")

@@ -520,6 +520,8 @@ func TestWhoMayDecide(t *testing.T) {
 	alice := e.user("alice", auth.RoleToolUser)
 	auditor := e.user("audrey", auth.RoleAuditor)
 	ex := e.create(alice, step("mt__add", `{"a":1,"b":1}`))
+	demoted := alice // made an auditor since she asked: auditors change nothing
+	demoted.Role = auth.RoleAuditor
 	for _, tc := range []struct {
 		name string
 		do   func() error
@@ -530,6 +532,8 @@ func TestWhoMayDecide(t *testing.T) {
 		{"auditor confirms", func() error { _, err := e.svc.Confirm(e.ctx, auditor, ex.ID, "", ""); return err }},
 		{"auditor rejects", func() error { _, err := e.svc.Reject(e.ctx, auditor, ex.ID, "no"); return err }},
 		{"auditor cancels another's plan", func() error { _, err := e.svc.Cancel(e.ctx, auditor, ex.ID, ""); return err }},
+		{"requester made an auditor cancels her plan", func() error { _, err := e.svc.Cancel(e.ctx, demoted, ex.ID, ""); return err }},
+		{"her token then", func() error { _, err := e.svc.Cancel(e.ctx, token(demoted), ex.ID, ""); return err }},
 		// Cancelling another's waiting plan turns it down as a rejection does: a person's.
 		{"approver's token cancels another's plan", func() error { _, err := e.svc.Cancel(e.ctx, token(e.admin), ex.ID, ""); return err }},
 	} {
