@@ -31,6 +31,14 @@ func TestDenyImportNeedsEditAndDelete(t *testing.T) {
 			t.Errorf("error %s: want it to say it needs to %s", e, want)
 		}
 	}
+	// Nor may they change stdio commands: the servers refused before are still named.
+	noCommands := func(p auth.Permission) bool { return createOnly(p) && p != auth.PermServerCommand }
+	p = plan()
+	denied = denyImport(noCommands, p)
+	slices.Sort(denied)
+	if !slices.Equal(denied, []string{"changed", "gone"}) || len(p.Errors) != 2 {
+		t.Fatalf("without server.command too: denied %q, errors %v; want changed and gone refused", denied, p.Errors)
+	}
 	// Allowed everything: nothing refused.
 	if p := plan(); len(denyImport(func(auth.Permission) bool { return true }, p)) != 0 || p.HasErrors() {
 		t.Errorf("an administrator's import is refused: %v", p.Errors)

@@ -233,8 +233,8 @@ func denyImport(can func(auth.Permission) bool, plan *registry.Plan) (denied []s
 		}
 	}
 	if !can(auth.PermServerCommand) {
-		denied = plan.CommandChanges()
-		for _, n := range denied {
+		for _, n := range plan.CommandChanges() {
+			denied = append(denied, n)
 			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "command",
 				Message: "sets what this stdio server runs on the Toolwarden host (command, args, env or working directory); only administrators can import that"})
 		}
