@@ -668,3 +668,27 @@ func TestDiscoveryWaitsForAChangeUnderWay(t *testing.T) {
 		t.Fatalf("history after the change: %v, want it to start from disabled: %v", h, changedTool("disabled"))
 	}
 }
+
+// A discovery's tool.state event says where a changed tool started from (enabled, say),
+// not the updating state it passed through in the same transaction: a client counting
+// tools per state from events would otherwise miss the enabled one leaving.
+func TestDiscoveryEventFromStateOfChangedTool(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("event-from"))
+	f.discover(sv.ID, discovery("connect", threeTools()...))
+	echo := f.toolsByName(sv.ID)["echo"].ID
+	f.exec(`UPDATE mcp_tools SET status = 'enabled' WHERE id = $1`, echo)
+	changed := threeTools()
+	changed[0] = tool("echo", "Echoes a message, louder", map[string]string{"message": strProp}, "message")
+	f.discover(sv.ID, discovery("connect", changed...))
+	if got := f.toolsByName(sv.ID)["echo"].Status; got != "validated" {
+		t.Fatalf("echo after its change: %s, want validated", got)
+	}
+	ev := f.eventPayloads("tool.state")
+	changes, _ := ev[len(ev)-1]["changes"].([]any)
+	if len(changes) != 1 || changes[0].(map[string]any)["id"] != echo || changes[0].(map[string]any)["from"] != "enabled" ||
+		changes[0].(map[string]any)["to"] != "validated" {
+		t.Fatalf("tool.state changes: got %v, want echo from enabled to validated", changes)
+	}
+}
