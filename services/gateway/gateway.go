@@ -250,6 +250,9 @@ type caller struct {
 	client client
 }
 
+// errTokenCheck answers a token that could not be checked (the database not answering).
+var errTokenCheck = errors.New("the API token could not be checked now; try again shortly")
+
 // verify is the SDK's TokenVerifier over Toolwarden's API tokens: a session cookie or
 // anything else is not a credential here.
 func (g *Gateway) verify(ctx context.Context, token string, req *http.Request) (*mcpauth.TokenInfo, error) {
@@ -258,7 +261,10 @@ func (g *Gateway) verify(ctx context.Context, token string, req *http.Request) (
 		return nil, fmt.Errorf("%w: the API token is unknown, revoked or expired, or its user is disabled", mcpauth.ErrInvalidToken)
 	}
 	if err != nil {
-		return nil, err
+		// The SDK answers this error's text (500): a database's names its user, database
+		// and socket. The reason is the server's log's.
+		g.log.Error("gateway: check an API token", "err", err)
+		return nil, errTokenCheck
 	}
 	cl, ok := req.Context().Value(clientKey{}).(client)
 	if !ok {
