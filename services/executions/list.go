@@ -25,6 +25,7 @@ type Query struct {
 	Status      []Status // any of these; none: all
 	Risk        string   // low, medium, high; "": all
 	RequestedBy string   // a user id; "": everyone's
+	Source      string   // SourceMCP: only calls through /mcp; "": every source
 	Q           string   // words in the prompt, the requester or the tools of the plan
 	Cursor      string   // NextCursor of the previous page
 	Limit       int      // default 50, at most 200
@@ -111,6 +112,9 @@ func (s *Service) List(ctx context.Context, q Query) (Page, error) {
 	}
 	if q.RequestedBy != "" {
 		where = append(where, "requested_by = "+arg(q.RequestedBy))
+	}
+	if q.Source != "" {
+		where = append(where, "source = "+arg(q.Source))
 	}
 	for _, w := range strings.Fields(q.Q) {
 		p := arg("%" + db.EscapeLike(w) + "%")

@@ -310,8 +310,10 @@ func (g *Gateway) await(ctx context.Context, c *caller, req *mcp.CallToolRequest
 
 // listPending is toolwarden__list_pending: the caller's executions waiting for a decision.
 func (g *Gateway) listPending(ctx context.Context, c *caller) (*mcp.CallToolResult, error) {
+	// Only calls through MCP: a plan of a page or the API is not a call to wait for, and
+	// hundreds of them must not crowd the calls out of the page.
 	page, err := g.exec.List(ctx, executions.Query{Status: []executions.Status{executions.AwaitingApproval},
-		RequestedBy: c.p.User.ID, Limit: 200})
+		RequestedBy: c.p.User.ID, Source: executions.SourceMCP, Limit: 200})
 	if err != nil {
 		return g.refused(PendingTool, err)
 	}
@@ -328,9 +330,6 @@ func (g *Gateway) listPending(ctx context.Context, c *caller) (*mcp.CallToolResu
 	}{Pending: []item{}}
 	var b strings.Builder
 	for _, ex := range page.Items {
-		if ex.Source != executions.SourceMCP {
-			continue // a plan of a page or the API is not a call to wait for
-		}
 		it := item{ExecutionID: ex.ID, Title: ex.Title(), Risk: ex.Risk, CreatedAt: ex.CreatedAt,
 			ApproveURL: c.client.base + "/executions/" + ex.ID}
 		if ex.ExpiresAt != nil {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -566,5 +567,31 @@ func TestCancelWhileTheCallRuns(t *testing.T) {
 	awaited := wait(t, call(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": plan.ID}, ""))
 	if !awaited.IsError || !strings.Contains(text(awaited), "was not asked for by a call through MCP") {
 		t.Fatalf("await of a plan made through the API: %q", text(awaited))
+	}
+}
+
+// toolwarden__list_pending finds the caller's waiting MCP calls however many plans of
+// the pages or the API wait beside them: it read the 200 newest of every source and
+// kept the MCP ones.
+func TestListPendingPastOtherPlans(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, &gateway.Options{Hold: 100 * time.Millisecond})
+	ctx := context.Background()
+	cs, _ := e.client(t, eras[0])
+	res := wait(t, call(ctx, cs, "ut__echo", map[string]any{"message": "first"}, ""))
+	var p gateway.Pending
+	if b, _ := json.Marshal(res.StructuredContent); json.Unmarshal(b, &p) != nil || p.ExecutionID == "" {
+		t.Fatalf("the held call: %+v", res)
+	}
+	tina := executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: e.tina.ID, Name: "tina"}, Role: auth.RoleToolUser}
+	for i := range 201 {
+		if _, err := e.srv.Executions.Create(ctx, tina, executions.Input{Plan: &executions.Request{Steps: []executions.RequestStep{
+			{Tool: "ut__echo", Arguments: json.RawMessage(fmt.Sprintf(`{"message":"plan %d"}`, i))}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := wait(t, call(ctx, cs, gateway.PendingTool, nil, ""))
+	if listed.IsError || !strings.Contains(text(listed), p.ExecutionID) {
+		t.Fatalf("list_pending with 201 newer plans of the API: %q, want it to name %s", text(listed), p.ExecutionID)
 	}
 }
