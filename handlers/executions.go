@@ -60,7 +60,9 @@ func (h ExecutionsHandler) Show(c echo.Context) error {
 	}
 	p := PrincipalOf(c)
 	v := views.ExecutionPage{Layout: h.layout(c, ex.Title(), topic), X: x, Preview: preview, Log: lines, LogOmitted: omitted,
-		Mine: ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID}
+		// The requester while their role may plan executions: one made an auditor since
+		// may no longer withdraw it (executions.Cancel).
+		Mine: ex.RequestedBy != nil && *ex.RequestedBy == p.User.ID && p.Can(auth.PermExecutionCreate)}
 	// A requester who may approve but not their own high-risk plan learns it before
 	// typing the phrase (separation of duties), not from the refusal after.
 	if v.Mine && ex.Status == executions.AwaitingApproval && ex.Risk == string(risk.High) && h.Decide != nil &&

@@ -13,9 +13,10 @@ import (
 // results and rollback. Everything inside ExecutionView is re-rendered for every event of
 // the execution's topic and pushed to every viewer alike, so controls that depend on who
 // looks carry data-perm (see Layout.Perms): "execution.approve" for approvers, and
-// "execution.cancel" for the requester or an approver, shown to the requester through
-// the page's data-mine (the requester never changes, so the page, not the fragments,
-// says whether the viewer is the one). The service checks every decision again.
+// "execution.cancel" for the requester (while their role may plan executions) or an
+// approver, shown to the requester through the page's data-mine (the requester never
+// changes, so the page, not the fragments, says whether the viewer is the one). The
+// service checks every decision again.
 
 // ExecutionNewPage is /executions/new.
 type ExecutionNewPage struct {
@@ -55,7 +56,8 @@ type ExecutionToolHint struct {
 // ExecutionPage is /executions/:id.
 type ExecutionPage struct {
 	Layout
-	// Mine: the viewer asked for this execution (shows "execution.cancel" controls).
+	// Mine: the viewer asked for this execution and may still plan executions (shows
+	// "execution.cancel" controls).
 	Mine bool
 	// NeedsOther: the viewer asked for this high-risk plan and someone else must approve
 	// it (separation of duties): the page says so instead of offering the phrase.

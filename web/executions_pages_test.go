@@ -203,6 +203,17 @@ func TestExecutionPagesMediumConfirm(t *testing.T) {
 	if doc.Find("[data-testid=execution-page][data-mine]").Length() != 1 {
 		t.Errorf("the requester's page is not marked as theirs")
 	}
+	// A requester made an auditor since may no longer withdraw it: the page offers no cancel.
+	setRole := func(role string) {
+		if _, err := e.srv.Pool.Exec(context.Background(), `UPDATE users SET role = $1 WHERE username = 'ann'`, role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRole("auditor")
+	if d := e.show(t, e.ann, id, http.StatusOK); d.Find("[data-testid=execution-page][data-mine]").Length() != 0 {
+		t.Errorf("the page of a requester made an auditor offers them the cancel")
+	}
+	setRole("tool_user")
 	steps := doc.Find("[data-testid=action-preview] [data-testid=preview-step]")
 	if steps.Length() != 2 {
 		t.Fatalf("preview has %d steps, want 2", steps.Length())
