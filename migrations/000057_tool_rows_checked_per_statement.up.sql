@@ -63,7 +63,7 @@ END
 $$;
 REVOKE ALL ON FUNCTION tool_rows_truncate() FROM PUBLIC;
 
--- Both read the tables of this schema, and no temporary table a session made with the
+-- All three read the tables of this schema, and no temporary table a session made with the
 -- same name (pg_temp is searched first unless it is named, and last here).
 DO $$
 BEGIN

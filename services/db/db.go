@@ -208,7 +208,8 @@ const DefaultMaxConns = 32
 //
 // READ COMMITTED is what Toolwarden's transactions are written for (a statement sees
 // what committed before it: a count after a lock, a tool's rows removed with it by
-// migration 57's trigger), whatever default a database or role was given.
+// migration 57's trigger), whatever default a database or role was given, unless the
+// URL sets default_transaction_isolation itself.
 var sessionSettings = [][2]string{
 	{"tcp_keepalives_idle", "10"}, {"tcp_keepalives_interval", "3"}, {"tcp_keepalives_count", "3"}, {"tcp_user_timeout", "20000"},
 	{"default_transaction_isolation", "read committed"},
@@ -245,9 +246,13 @@ func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if sql, args := sessionSQL(cfg.ConnConfig.RuntimeParams); sql != "" {
 		// Set once connected, not in the startup message: poolers (PgBouncer) refuse
 		// startup parameters they do not know. One that refuses the statement leaves the
-		// session as it was.
+		// session as it was: the isolation level, which the transactions rely on, is then
+		// set on its own.
+		_, ownIsolation := cfg.ConnConfig.RuntimeParams["default_transaction_isolation"]
 		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			_, _ = c.Exec(ctx, sql, args...)
+			if _, err := c.Exec(ctx, sql, args...); err != nil && !ownIsolation {
+				_, _ = c.Exec(ctx, `/* db.session.isolation */ SET default_transaction_isolation = 'read committed'`)
+			}
 			return nil
 		}
 	}

@@ -479,7 +479,7 @@ func TestConcurrentMigrations(t *testing.T) {
 // which poolers refuse), unless the URL sets its own. The test cluster listens on a
 // Unix socket only, where PostgreSQL shows them as 0, so where each value came from is
 // read instead.
-func TestSessionKeepalives(t *testing.T) {
+func TestSessionSettings(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.NewURL(t)

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -39,16 +37,12 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 	newTools := func(t *testing.T, server string, n int) (string, []string) {
 		t.Helper()
 		sid := uuid.NewString()
-		if _, err := owner.Exec(ctx, `INSERT INTO mcp_servers (id, name, server_type, command) VALUES ($1, $2, 'stdio', 'x')`, sid, server); err != nil {
-			t.Fatal(err)
-		}
+		testkit.Exec(t, owner, `INSERT INTO mcp_servers (id, name, server_type, command) VALUES ($1, $2, 'stdio', 'x')`, sid, server)
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = uuid.NewString()
-			if _, err := owner.Exec(ctx, `INSERT INTO mcp_tools (id, server_id, name, definition, definition_hash) VALUES ($1, $2, $3, '{}', 'h')`,
-				ids[i], sid, "t"+string(rune('a'+i))); err != nil {
-				t.Fatal(err)
-			}
+			testkit.Exec(t, owner, `INSERT INTO mcp_tools (id, server_id, name, definition, definition_hash) VALUES ($1, $2, $3, '{}', 'h')`,
+				ids[i], sid, "t"+string(rune('a'+i)))
 		}
 		return sid, ids
 	}
@@ -142,7 +136,7 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 		_, err := app.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, sid)
 		deleted <- err
 	}()
-	waitBlocked(t, owner, "DELETE FROM mcp_servers")
+	testkit.WaitForLockWait(t, owner, "DELETE FROM mcp_servers")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +163,7 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 		_, err := app.Exec(ctx, history, z)
 		written <- err
 	}()
-	waitBlocked(t, owner, "INSERT INTO tool_state_history")
+	testkit.WaitForLockWait(t, owner, "INSERT INTO tool_state_history")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +179,7 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 	if _, err := app.Exec(ctx, history, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := owner.Exec(ctx, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = serializable', current_database()); END $$`); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Exec(t, owner, `DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET default_transaction_isolation = serializable', current_database()); END $$`)
 	raw, err := pgx.Connect(ctx, dbtest.AppURL(t, url))
 	if err != nil {
 		t.Fatal(err)
@@ -215,19 +207,8 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 	if _, err := app.Exec(ctx, history, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := owner.Exec(ctx, `TRUNCATE mcp_tools CASCADE`); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Exec(t, owner, `TRUNCATE mcp_tools CASCADE`)
 	if n := testkit.Count(t, owner, `SELECT (SELECT count(*) FROM tool_state_history) + (SELECT count(*) FROM tool_validations) + (SELECT count(*) FROM tool_schemas)`); n != 0 {
 		t.Errorf("%d rows left after TRUNCATE mcp_tools CASCADE, want none", n)
 	}
-}
-
-// waitBlocked waits until a statement starting with prefix waits for a lock.
-func waitBlocked(t *testing.T, pool *pgxpool.Pool, prefix string) {
-	t.Helper()
-	testkit.WaitFor(t, 10*time.Second, func() bool {
-		return testkit.Count(t, pool, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE $1 || '%'`, prefix) > 0
-	}, "no statement "+prefix+" waited for a lock")
 }

@@ -169,7 +169,7 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 	if ex.RequestedBy == nil && ex.personal() {
 		return who, nil, &breach{action: actionRequesterGone, reason: fmt.Sprintf("%s can no longer act (their account is gone)", ex.RequesterName)}, nil
 	}
-	switch s.sealStateOf(ex) {
+	switch s.sealStateOf(ex) { // sealNone was refused first, above
 	case sealEarlier:
 		return who, nil, &breach{action: actionStale, reason: earlierSeal}, nil
 	case sealAltered:

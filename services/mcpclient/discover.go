@@ -107,7 +107,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	maskListed(c.masker, &d)
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if err != nil {
-		if recordedByRegistry(err) {
+		if noRunToRecord(err) {
 			return registry.DiscoveryResult{}, err
 		}
 		err = c.mask(refusedList(err))
@@ -119,12 +119,12 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	return res, nil
 }
 
-// recordedByRegistry reports whether err, from ApplyDiscovery, needs no failed run
+// noRunToRecord reports whether err, from ApplyDiscovery, needs no failed run
 // from the caller: the registry stored one itself (a superseded list, too many tools),
 // or the server was deleted (nowhere to store one). Every other failure, a fault too
 // (a tool moved meanwhile on every attempt), is recorded by the caller, or the
 // server's page would show its last successful run as if nothing had failed.
-func recordedByRegistry(err error) bool {
+func noRunToRecord(err error) bool {
 	return errors.Is(err, registry.ErrDiscoverySuperseded) || errors.Is(err, registry.ErrTooManyTools) ||
 		errors.Is(err, registry.ErrNotFound)
 }

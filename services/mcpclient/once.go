@@ -80,7 +80,7 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	}
 	maskListed(masker, &d)
 	res, err := m.reg.ApplyDiscovery(ctx, id, d)
-	if err != nil && !recordedByRegistry(err) {
+	if err != nil && !noRunToRecord(err) {
 		// As conn.discoverLocked: only the registry's own refusals and a deleted server
 		// go without a run recorded here.
 		err = refusedList(err)

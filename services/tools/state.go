@@ -91,6 +91,19 @@ func chainMoves(moves []toolstate.Move) (chained, error) {
 	return c, nil
 }
 
+// startFrom makes the event of c start each tool from the state a history row written
+// before its moves left (a discovery's: enabled → updating), so that it says where a
+// changed tool started, not the state the same transaction passed through first. The
+// moves' own check is not affected: c.first is read only for the event after this.
+func (c chained) startFrom(before []HistoryRow) {
+	for _, h := range before {
+		if m, ok := c.first[h.ToolID]; ok && h.From != "" && m.From == h.To {
+			m.From = h.From
+			c.first[h.ToolID] = m
+		}
+	}
+}
+
 // historyColumns are the columns of the tool_state_history rows a COPY writes.
 var historyColumns = []string{"tool_id", "from_status", "to_status", "reason", "actor", "metadata"}
 

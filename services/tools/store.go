@@ -237,14 +237,7 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if err != nil {
 		return nil, err
 	}
-	// The event says where a changed tool started (enabled, say), not the updating
-	// state this discovery moved it to first.
-	for _, h := range w.History {
-		if m, ok := c.first[h.ToolID]; ok && h.From != "" && m.From == h.To {
-			m.From = h.From
-			c.first[h.ToolID] = m
-		}
-	}
+	c.startFrom(w.History)
 	if err := recordMoves(ctx, tx, historyRows(w.History), j.moves, c); err != nil {
 		return nil, err
 	}
