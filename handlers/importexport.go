@@ -232,18 +232,20 @@ func denyImport(can func(auth.Permission) bool, plan *registry.Plan) (denied []s
 			}
 		}
 	}
-	if !can(auth.PermServerCommand) {
-		for _, n := range plan.CommandChanges() {
-			denied = append(denied, n)
-			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "command",
-				Message: "sets what this stdio server runs on the Toolwarden host (command, args, env or working directory); only administrators can import that"})
+	for _, need := range []struct {
+		names      func() []string
+		field, why string
+		perm       auth.Permission
+	}{
+		{plan.CommandChanges, "command", "sets what this stdio server runs on the Toolwarden host (command, args, env or working directory); only administrators can import that", auth.PermServerCommand},
+		{plan.TrustChanges, "trusted", "marks this server trusted or untrusted, or changes what a trusted server runs or where it points, which decides how risky its tools are; only administrators can import that", auth.PermServerTrust},
+	} {
+		if can(need.perm) {
+			continue
 		}
-	}
-	if !can(auth.PermServerTrust) {
-		for _, n := range plan.TrustChanges() {
+		for _, n := range need.names() {
 			denied = append(denied, n)
-			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: "trusted",
-				Message: "marks this server trusted or untrusted, or changes what a trusted server runs or where it points, which decides how risky its tools are; only administrators can import that"})
+			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Server: n, Field: need.field, Message: need.why})
 		}
 	}
 	return denied

@@ -624,7 +624,7 @@ func waitHandlers(t *testing.T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got := strings.Count(strings.Join(testkit.Goroutines(), "\n\n"), "mcptest.(*Server).Handler.func")
+		got := testkit.CountGoroutines("mcptest.(*Server).Handler.func")
 		if got == n {
 			return
 		}

@@ -109,6 +109,17 @@ func Strings(t testing.TB, q Rower, sql string, args ...any) []string {
 	return out
 }
 
+// CountGoroutines counts the goroutines whose stack contains s (a function's name).
+func CountGoroutines(s string) int {
+	n := 0
+	for _, g := range Goroutines() {
+		if strings.Contains(g, s) {
+			n++
+		}
+	}
+	return n
+}
+
 // Goroutines returns the stack of every goroutine of the process, one string each
 // (its header line first: "goroutine 7 [chan receive]:"), for tests that wait for a
 // goroutine to be blocked, or to be gone.

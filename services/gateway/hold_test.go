@@ -27,6 +27,8 @@ type holdEnv struct {
 	tina  auth.User
 	token string
 	admin executions.Caller
+	// asTina is tina as a caller of the executions service (a plan of a page or the API).
+	asTina executions.Caller
 }
 
 func newHoldEnv(t *testing.T, opts *gateway.Options) *holdEnv {
@@ -40,7 +42,8 @@ func newHoldEnv(t *testing.T, opts *gateway.Options) *holdEnv {
 		t.Fatal(err)
 	}
 	return &holdEnv{srv: srv, tina: tina, token: srv.Token(t, "tina"),
-		admin: executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: adminID, Name: "admin"}, Role: auth.RoleAdmin}}
+		admin:  executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: adminID, Name: "admin"}, Role: auth.RoleAdmin},
+		asTina: executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: tina.ID, Name: "tina"}, Role: auth.RoleToolUser}}
 }
 
 // client connects as tina at era, collecting progress messages.
@@ -555,8 +558,7 @@ func TestCancelWhileTheCallRuns(t *testing.T) {
 		t.Fatalf("a call cancelled while it ran: %+v %q", res, text(res))
 	}
 
-	tina := executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: e.tina.ID, Name: "tina"}, Role: auth.RoleToolUser}
-	plan, err := e.srv.Executions.Create(ctx, tina, executions.Input{Plan: &executions.Request{
+	plan, err := e.srv.Executions.Create(ctx, e.asTina, executions.Input{Plan: &executions.Request{
 		Steps: []executions.RequestStep{{Tool: "ut__echo", Arguments: json.RawMessage(`{"message":"a plan"}`)}}}})
 	if err != nil || plan.Status != executions.AwaitingApproval {
 		t.Fatalf("tina's plan: %v %v", plan, err)
@@ -583,9 +585,8 @@ func TestListPendingPastOtherPlans(t *testing.T) {
 	if b, _ := json.Marshal(res.StructuredContent); json.Unmarshal(b, &p) != nil || p.ExecutionID == "" {
 		t.Fatalf("the held call: %+v", res)
 	}
-	tina := executions.Caller{Actor: audit.Actor{Kind: audit.ActorUser, ID: e.tina.ID, Name: "tina"}, Role: auth.RoleToolUser}
 	for i := range 201 {
-		if _, err := e.srv.Executions.Create(ctx, tina, executions.Input{Plan: &executions.Request{Steps: []executions.RequestStep{
+		if _, err := e.srv.Executions.Create(ctx, e.asTina, executions.Input{Plan: &executions.Request{Steps: []executions.RequestStep{
 			{Tool: "ut__echo", Arguments: json.RawMessage(fmt.Sprintf(`{"message":"plan %d"}`, i))}}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -18,15 +18,7 @@ import (
 )
 
 // judgingWorkers counts the goroutines validating a discovery's definitions.
-func judgingWorkers() int {
-	count := 0
-	for _, g := range testkit.Goroutines() {
-		if strings.Contains(g, "tools.startJudging") {
-			count++
-		}
-	}
-	return count
-}
+func judgingWorkers() int { return testkit.CountGoroutines("tools.startJudging") }
 
 // TestFailedDiscoveryStopsJudging: a discovery that fails after its definitions started
 // being validated (here its COPY of new tools, refused for a NUL byte in a name) stops
