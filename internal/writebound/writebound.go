@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-// Writer is a response writer whose writes and flushes are bounded. A deadline the
-// handler sets itself (through http.ResponseController: an export's) is kept as outer:
-// each write is bounded by the nearer of it and d, and outer is put back after, so the
-// two compose.
+// Writer is a response writer whose writes and flushes are bounded. A deadline a
+// handler sets itself through http.ResponseController (none does today) is kept as
+// outer: each write is bounded by the nearer of it and d, and outer is put back after,
+// so the two compose instead of one overwriting the other.
 type Writer struct {
 	http.ResponseWriter
 	rc *http.ResponseController

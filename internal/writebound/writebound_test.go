@@ -96,3 +96,32 @@ func TestWithin(t *testing.T) {
 		t.Fatalf("a writer without deadlines was wrapped: %T", w)
 	}
 }
+
+// A deadline the handler sets itself (through http.ResponseController) composes with the
+// bound: a write is bounded by the nearer of the two, and the handler's is put back
+// after it, not lifted.
+func TestHandlersOwnDeadline(t *testing.T) {
+	c := &conn{ResponseRecorder: httptest.NewRecorder()}
+	w, _ := New(c, time.Minute)
+	own := time.Now().Add(time.Second)
+	if err := http.NewResponseController(w).SetWriteDeadline(own); err != nil {
+		t.Fatal(err)
+	}
+	c.deadlines = nil
+	if _, err := w.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.deadlines) != 2 || !c.deadlines[0].Equal(own) || !c.deadlines[1].Equal(own) {
+		t.Fatalf("deadlines around a write: %v, want the handler's nearer one for the write and put back after", c.deadlines)
+	}
+	far := time.Now().Add(time.Hour)
+	_ = http.NewResponseController(w).SetWriteDeadline(far)
+	c.deadlines = nil
+	start := time.Now()
+	if _, err := w.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if d := c.deadlines[0].Sub(start); d > 2*time.Minute || !c.deadlines[len(c.deadlines)-1].Equal(far) {
+		t.Fatalf("with a farther deadline of the handler's: %v, want the minute's bound, then the handler's put back", c.deadlines)
+	}
+}
