@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -179,25 +180,62 @@ type DiffLine struct {
 	Kind, Text string
 }
 
-// NewDiff splits a unified diff into lines to style.
+// NewDiff splits a unified diff into lines to style. "---" and "+++" are file headers
+// only outside hunks: inside one, a removed line "-- x" reads "--- x" and an added
+// "++ x" reads "+++ x", so a hunk's lines are told by their first byte, and the hunk
+// ends where its @@ line counts say (several files' diffs may follow one another, each
+// with its own header, and a copy's or rename's "copy from/to" lines come before it).
 func NewDiff(path, diff string) *ExecutionDiff {
 	d := &ExecutionDiff{Path: path}
+	inHunk := false
+	var oldLeft, newLeft int // the lines the current hunk has still to show, by side
 	for _, l := range strings.SplitAfter(diff, "\n") {
 		if l == "" {
 			continue
 		}
-		kind := "ctx"
-		switch {
-		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-			kind = "file"
-		case strings.HasPrefix(l, "@@"):
-			kind = "hunk"
-		case strings.HasPrefix(l, "+"):
-			kind = "add"
-			d.Added++
-		case strings.HasPrefix(l, "-"):
-			kind = "del"
-			d.Removed++
+		kind := ""
+		if inHunk {
+			switch l[0] {
+			case ' ', '\n': // context ("\n": an empty one whose space was trimmed)
+				if oldLeft > 0 && newLeft > 0 {
+					kind = "ctx"
+					oldLeft--
+					newLeft--
+				}
+			case '-':
+				if oldLeft > 0 {
+					kind = "del"
+					d.Removed++
+					oldLeft--
+				}
+			case '+':
+				if newLeft > 0 {
+					kind = "add"
+					d.Added++
+					newLeft--
+				}
+			case '\\': // "\ No newline at end of file", about the line before it
+				kind = "ctx"
+			}
+			inHunk = kind != ""
+		}
+		if !inHunk {
+			// A file's header (or what comes between files, or a note after the diff).
+			kind = "ctx"
+			switch {
+			case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+				kind = "file"
+			case strings.HasPrefix(l, "@@"):
+				kind = "hunk"
+				inHunk = true
+				oldLeft, newLeft = hunkCounts(l)
+			case strings.HasPrefix(l, "+"):
+				kind = "add"
+				d.Added++
+			case strings.HasPrefix(l, "-"):
+				kind = "del"
+				d.Removed++
+			}
 		}
 		if !strings.HasSuffix(l, "\n") {
 			l += "\n"
@@ -205,6 +243,33 @@ func NewDiff(path, diff string) *ExecutionDiff {
 		d.Lines = append(d.Lines, DiffLine{Kind: kind, Text: l})
 	}
 	return d
+}
+
+// hunkCounts is how many old and new lines the hunk whose "@@ -a,b +c,d @@" line is l
+// holds (a count left out is 1). A count it cannot read is unbounded: the hunk then
+// ends at the first line that is not one of a hunk's, and a line is never hidden as a
+// header for want of a count.
+func hunkCounts(l string) (oldN, newN int) {
+	oldN, newN = math.MaxInt, math.MaxInt
+	f := strings.Fields(l)
+	if len(f) < 4 || f[0] != "@@" || f[3] != "@@" {
+		return oldN, newN
+	}
+	count := func(r string, sign byte) int {
+		if len(r) < 2 || r[0] != sign {
+			return math.MaxInt
+		}
+		_, n, found := strings.Cut(r[1:], ",")
+		if !found {
+			return 1
+		}
+		c, err := strconv.Atoi(n)
+		if err != nil || c < 0 {
+			return math.MaxInt
+		}
+		return c
+	}
+	return count(f[1], '-'), count(f[2], '+')
 }
 
 // ExecutionUndo says how a step would be undone after a failure.
