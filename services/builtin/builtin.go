@@ -95,8 +95,8 @@ type Server struct {
 	flock func(fd, how int) error
 	// noFlockWarned warns, once, that the root's file system has no flock.
 	noFlockWarned sync.Once
-	// afterEditRead, set by tests only, is called as an edit has read its file and is
-	// about to change it, under the file's edit lock.
+	// afterEditRead, set by tests only, is called as an edit has read its file (or a
+	// copy its source) and is about to write, under the file's edit lock.
 	afterEditRead func()
 	// beforeGrepFile, set by tests only, is called as grep_search is about to match a
 	// file it has read, so a test can cancel the search while it is in a file.

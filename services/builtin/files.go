@@ -1251,16 +1251,10 @@ func (w *write) expected(t target, ar *os.Root) error {
 	return nil
 }
 
-// expectedMove is expected for a copy or a rename: its preview showed the source and
-// what newPath held (which an overwrite replaces), and both must be as they were.
-func (w *write) expectedMove(from target, far *os.Root, to target, tar *os.Root) error {
-	if w.c.Expect == "" {
-		return nil
-	}
-	src, err := fingerprintAt(from, far)
-	if err != nil {
-		return err
-	}
+// expectedMove is expected for a copy or a rename: its preview showed the source (src:
+// the fingerprint of the source as the caller read it) and what newPath held (which an
+// overwrite replaces), and both must be as they were. Callers check w.c.Expect is set.
+func (w *write) expectedMove(from target, src string, to target, tar *os.Root) error {
 	dst, err := fingerprintAt(to, tar)
 	if err != nil {
 		return err
@@ -1275,23 +1269,33 @@ func (w *write) expectedMove(from target, far *os.Root, to target, tar *os.Root)
 	return fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", changed)
 }
 
-// fingerprintAt is the fingerprint of what is at t now; what is not a regular file
-// within the size limit is not what a preview showed.
+// fingerprintAt is the fingerprint of what is at t now (see contentAt).
 func fingerprintAt(t target, ar *os.Root) (string, error) {
+	b, _, err := contentAt(t, ar)
+	if err != nil {
+		return "", err
+	}
+	return fingerprint(b), nil
+}
+
+// contentAt is what is at t now, as a preview reads it (nil: nothing), and its
+// permissions; what is not a regular file within the size limit is not what a preview
+// showed.
+func contentAt(t target, ar *os.Root) (*[]byte, fs.FileMode, error) {
 	fi, err := ar.Lstat(t.rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fingerprint(nil), nil
+		return nil, 0, nil
 	case err != nil:
-		return "", fsError(t, err)
+		return nil, 0, fsError(t, err)
 	case fi.Mode().IsRegular() && fi.Size() <= maxFileBytes:
 		b, err := readRegular(ar, t.rel)
 		if err != nil {
-			return "", fsError(t, err)
+			return nil, 0, fsError(t, err)
 		}
-		return fingerprint(&b), nil
+		return &b, fi.Mode().Perm(), nil
 	}
-	return "", fmt.Errorf("stale: %s is no longer the file that was previewed", t.shown)
+	return nil, 0, fmt.Errorf("stale: %s is no longer the file that was previewed", t.shown)
 }
 
 // keep snapshots t as it is now.
@@ -1791,8 +1795,16 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 		return w.done("", nil, err)
 	}
 	defer unlock()
-	if err := w.expectedMove(from, far, to, tar); err != nil {
-		return w.done("", nil, err)
+	// rename(2) moves the file itself, not bytes this call read and then writes, so
+	// unlike copy_file there is no second read whose content could differ from this one.
+	if w.c.Expect != "" {
+		src, err := fingerprintAt(from, far)
+		if err == nil {
+			err = w.expectedMove(from, src, to, tar)
+		}
+		if err != nil {
+			return w.done("", nil, err)
+		}
 	}
 	fi, err := far.Lstat(from.rel)
 	if err != nil {
@@ -1844,22 +1856,12 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 		return w.done("", nil, err)
 	}
 	defer unlock()
-	if err := w.expectedMove(from, far, to, tar); err != nil {
+	b, perm, err := w.copySource(from, far, to, tar)
+	if err != nil {
 		return w.done("", nil, err)
 	}
-	fi, err := far.Stat(from.rel)
-	if err != nil {
-		return w.done("", nil, fsError(from, err))
-	}
-	if !fi.Mode().IsRegular() {
-		return w.done("", nil, fmt.Errorf("%s is not a regular file", from.shown))
-	}
-	if fi.Size() > maxFileBytes {
-		return w.done("", nil, fmt.Errorf("%s is %d bytes, more than the limit of %d", from.shown, fi.Size(), maxFileBytes))
-	}
-	b, err := readRegular(far, from.rel)
-	if err != nil {
-		return w.done("", nil, fsError(from, err))
+	if s.afterEditRead != nil { // tests: a writer outside Toolwarden changes the source now
+		s.afterEditRead()
 	}
 	if err := destination(to, tar, in.Overwrite); err != nil {
 		return w.done("", nil, err)
@@ -1871,9 +1873,44 @@ func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallTo
 		if err := w.mkParents(to, tar); err != nil {
 			return err
 		}
-		return fsError(to, writeFile(tar, to.rel, b, fi.Mode().Perm()))
+		return fsError(to, writeFile(tar, to.rel, b, perm))
 	})
 	return w.done(fmt.Sprintf("copied %s to %s (%d bytes)", from.shown, to.shown, len(b)), map[string]any{"filePath": from.shown, "newPath": to.shown}, err)
+}
+
+// copySource reads the source of a copy once: its bytes and permissions. A plan's step
+// checks those very bytes against its preview, as edit does: the edit lock does not stop
+// a terminal command rewriting the source, so a second read could copy content nobody
+// approved.
+func (w *write) copySource(from target, far *os.Root, to target, tar *os.Root) ([]byte, fs.FileMode, error) {
+	if w.c.Expect != "" {
+		b, perm, err := contentAt(from, far)
+		if err == nil {
+			err = w.expectedMove(from, fingerprint(b), to, tar)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if b == nil { // previewed as absent, and still absent: nothing to copy
+			return nil, 0, fsError(from, fs.ErrNotExist)
+		}
+		return *b, perm, nil
+	}
+	fi, err := far.Stat(from.rel)
+	if err != nil {
+		return nil, 0, fsError(from, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file", from.shown)
+	}
+	if fi.Size() > maxFileBytes {
+		return nil, 0, fmt.Errorf("%s is %d bytes, more than the limit of %d", from.shown, fi.Size(), maxFileBytes)
+	}
+	b, err := readRegular(far, from.rel)
+	if err != nil {
+		return nil, 0, fsError(from, err)
+	}
+	return b, fi.Mode().Perm(), nil
 }
 
 func createDirectory(ctx context.Context, s *Server, c Call, in pathIn) (*mcp.CallToolResult, error) {
