@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +22,12 @@ import (
 // <root>/.snapshots/<id> (the previous bytes and mode of each file, or that the path
 // did not exist), and restore_snapshot puts exactly that back. The store is outside
 // every workspace, so no file operation reaches it.
+//
+// Each blob, and then the manifest, is written to a temporary file, synced, renamed
+// into place and its directory synced (writeDurable): the write a snapshot guards is
+// durable the same way, so a crash or power loss must not leave a manifest that does
+// not parse, or one beside a blob that did not reach the disk. The manifest records
+// each blob's size and SHA-256, and a restore refuses a blob that no longer matches.
 
 // snapEntry is one path a write changes, as it was before.
 type snapEntry struct {
@@ -30,6 +38,10 @@ type snapEntry struct {
 	Link    string      `json:"link,omitempty"`
 	Mode    fs.FileMode `json:"mode,omitempty"` // keptMode's bits
 	Blob    string      `json:"blob,omitempty"`
+	// Size and SHA256 are the blob's; a manifest written before they were recorded
+	// has neither, and its blobs are put back unchecked.
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // keptMode are the mode bits a snapshot keeps and a restore sets again.
@@ -55,10 +67,51 @@ func (s *Server) openStore() (*os.Root, error) {
 		return nil, err
 	}
 	defer rr.Close()
-	if err := rr.Mkdir(snapshotDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := rr.Mkdir(snapshotDir, 0o700); err == nil {
+		// A store that vanished in a power loss would take the snapshots in it along.
+		if err := syncDir(rr, "."); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
 	return rr.OpenRoot(snapshotDir)
+}
+
+// syncDir fsyncs directory dir of root, so that the names just made or renamed in it
+// survive a power loss.
+func syncDir(root *os.Root, dir string) error {
+	f, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// beforeSnapshotRename, when set (by a test), is called as writeDurable is about to
+// rename the complete temporary file tmp to name in store.
+var beforeSnapshotRename func(store *os.Root, tmp, name string)
+
+// writeDurable puts b at name in store whole or not at all, and on disk before it
+// returns: a synced temporary file beside it (tempFile), renamed over it, and the
+// directory synced.
+func writeDurable(store *os.Root, name string, b []byte) error {
+	tmp, err := tempFile(store, name, b, 0o600, false)
+	if err != nil {
+		return err
+	}
+	if beforeSnapshotRename != nil {
+		beforeSnapshotRename(store, tmp, name)
+	}
+	if err := store.Rename(tmp, name); err != nil {
+		_ = store.Remove(tmp)
+		return asPathError("write", name, err)
+	}
+	return syncDir(store, filepath.Dir(name))
 }
 
 // newSnapshot starts the snapshot of a write by call c (named after its call id when
@@ -76,6 +129,9 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 	if errors.Is(err, fs.ErrExist) {
 		id += "-" + randomID()[:8]
 		err = store.Mkdir(id, 0o700)
+	}
+	if err == nil {
+		err = syncDir(store, ".") // the snapshot's directory, before its blobs
 	}
 	if err != nil {
 		store.Close()
@@ -117,7 +173,10 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 		}
 		e.Existed, e.Mode = true, fi.Mode()&keptMode
 		e.Blob = fmt.Sprintf("%d.blob", len(sn.m.Entries))
-		if err := sn.store.WriteFile(filepath.Join(sn.m.ID, e.Blob), b, 0o600); err != nil {
+		sum := sha256.Sum256(b)
+		e.Size, e.SHA256 = int64(len(b)), hex.EncodeToString(sum[:])
+		// On disk before the write it guards can change rel.
+		if err := writeDurable(sn.store, filepath.Join(sn.m.ID, e.Blob), b); err != nil {
 			return err
 		}
 	default:
@@ -127,13 +186,62 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 	return nil
 }
 
-// save writes the manifest; the snapshot can be restored from then on.
+// save writes the manifest, after every blob is on disk (keep); the snapshot can be
+// restored from then on.
 func (sn *snapshot) save() error {
 	b, err := json.MarshalIndent(sn.m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return sn.store.WriteFile(filepath.Join(sn.m.ID, "manifest.json"), b, 0o600)
+	return writeDurable(sn.store, filepath.Join(sn.m.ID, "manifest.json"), b)
+}
+
+// errDamagedBlob: what a snapshot kept of a file is not what its manifest recorded.
+var errDamagedBlob = errors.New("what the snapshot kept of it is damaged")
+
+// checkBlobs refuses snapshot m (of id) when a blob of it is missing, or (a manifest
+// that records them) has not the size and SHA-256 recorded: a restore must not put a
+// damaged file in place of one, and it is checked before anything is changed.
+func checkBlobs(store *os.Root, id string, m snapManifest) error {
+	for _, e := range m.Entries {
+		if e.Blob == "" || e.Link != "" {
+			continue
+		}
+		f, err := store.Open(filepath.Join(id, e.Blob))
+		if err != nil {
+			return blobError(id, e, err)
+		}
+		h := sha256.New()
+		n, err := io.Copy(h, io.LimitReader(f, max(e.Size, maxFileBytes)+1))
+		f.Close()
+		if err != nil {
+			return blobError(id, e, err)
+		}
+		if e.SHA256 != "" {
+			if err := matchBlob(e, n, h.Sum(nil)); err != nil {
+				return blobError(id, e, err)
+			}
+		}
+	}
+	return nil
+}
+
+// matchBlob checks a blob of n bytes and SHA-256 sum against what e recorded (when it
+// recorded them).
+func matchBlob(e snapEntry, n int64, sum []byte) error {
+	switch {
+	case e.SHA256 == "":
+		return nil
+	case n != e.Size:
+		return fmt.Errorf("%w: %d bytes, not the %d it kept", errDamagedBlob, n, e.Size)
+	case hex.EncodeToString(sum) != e.SHA256:
+		return fmt.Errorf("%w: its SHA-256 is not the one it recorded", errDamagedBlob)
+	}
+	return nil
+}
+
+func blobError(id string, e snapEntry, err error) error {
+	return fmt.Errorf("snapshot %s cannot be restored: %s (%s): %w; nothing was restored", id, filepath.Join(e.Area, e.Path), e.Blob, err)
 }
 
 // dropUnchanged leaves in sn only the paths that no longer hold what it kept of them:
@@ -290,6 +398,9 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	defer store.Close()
 	m, err := manifest(store, c, id)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkBlobs(store, id, m); err != nil {
 		return nil, nil, err
 	}
 	// Every path is looked at before a grant is used: a one-time grant is not used up
@@ -473,6 +584,11 @@ func (s *Server) putBack(w *write, store *os.Root, id string, e snapEntry, ar *o
 	if e.Link == "" {
 		var err error
 		if b, err = store.ReadFile(filepath.Join(id, e.Blob)); err != nil {
+			return err
+		}
+		// Checked again as read: restore checked it before anything changed.
+		sum := sha256.Sum256(b)
+		if err := matchBlob(e, int64(len(b)), sum[:]); err != nil {
 			return err
 		}
 	}
