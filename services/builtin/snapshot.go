@@ -23,11 +23,13 @@ import (
 // did not exist), and restore_snapshot puts exactly that back. The store is outside
 // every workspace, so no file operation reaches it.
 //
-// Each blob, and then the manifest, is written to a temporary file, synced, renamed
-// into place and its directory synced (writeDurable): the write a snapshot guards is
-// durable the same way, so a crash or power loss must not leave a manifest that does
-// not parse, or one beside a blob that did not reach the disk. The manifest records
-// each blob's size and SHA-256, and a restore refuses a blob that no longer matches.
+// Each blob (before the write changes its path), and then the manifest (once the write
+// is done), is written to a temporary file, synced, renamed into place and its
+// directory synced (writeDurable), so a crash or power loss cannot leave a manifest that
+// does not parse, or one beside a blob that did not reach the disk. The manifest records
+// each blob's size and SHA-256, and a restore refuses a blob that no longer matches. A
+// crash between the write and its manifest still leaves the write without a snapshot
+// to restore.
 
 // snapEntry is one path a write changes, as it was before.
 type snapEntry struct {
