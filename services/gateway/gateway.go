@@ -263,7 +263,11 @@ func (g *Gateway) verify(ctx context.Context, token string, req *http.Request) (
 	if err != nil {
 		// The SDK answers this error's text (500): a database's names its user, database
 		// and socket. The reason is the server's log's.
-		g.log.Error("gateway: check an API token", "err", err)
+		level := slog.LevelError
+		if ctx.Err() != nil {
+			level = slog.LevelDebug // the client hung up during the check
+		}
+		g.log.Log(ctx, level, "gateway: check an API token", "err", err)
 		return nil, errTokenCheck
 	}
 	cl, ok := req.Context().Value(clientKey{}).(client)
