@@ -22,15 +22,7 @@ import (
 // got content nobody approved and the step was not refused as stale.
 func TestCopyWritesTheBytesItChecked(t *testing.T) {
 	t.Parallel()
-	s, err := New(&Options{Root: filepath.Join(t.TempDir(), "root")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Add(s.FileOperations())
-	ws, err := s.Workspace("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws := fileServer(t)
 	src, dst := filepath.Join(ws, "a.txt"), filepath.Join(ws, "b.txt")
 	if err := os.WriteFile(src, []byte("approved\n"), 0o644); err != nil {
 		t.Fatal(err)

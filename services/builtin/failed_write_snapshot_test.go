@@ -14,8 +14,8 @@ import (
 	"github.com/toolwarden/toolwarden/internal/callmeta"
 )
 
-// failedWriteServer is a server with file_operations and conversation c1's workspace.
-func failedWriteServer(t *testing.T) (*Server, string) {
+// fileServer is a server with file_operations and conversation c1's workspace.
+func fileServer(t *testing.T) (*Server, string) {
 	t.Helper()
 	s, err := New(&Options{Root: filepath.Join(t.TempDir(), "root")})
 	if err != nil {
@@ -75,7 +75,7 @@ func fileHolds(t *testing.T, p, want string) {
 // after it made the name's directory.
 func TestFailedWriteSnapshotKeepsOnlyChanged(t *testing.T) {
 	t.Parallel()
-	s, ws := failedWriteServer(t)
+	s, ws := fileServer(t)
 	long := strings.Repeat("x", 300)
 
 	// Nothing written since: the restore removes out/, which the write made.
@@ -119,7 +119,7 @@ func TestFailedWriteSnapshotKeepsOnlyChanged(t *testing.T) {
 // was written there since.
 func TestPartialRestoreSnapshotKeepsOnlyRestored(t *testing.T) {
 	t.Parallel()
-	s, ws := failedWriteServer(t)
+	s, ws := fileServer(t)
 	writeTestFile(t, filepath.Join(ws, "x.txt"), "orig")
 	_, _, sc := fileOpResult(t, s, ws, "call-mv", `{"operation":"rename_file","filePath":"x.txt","newPath":"y.txt"}`)
 	moved, _ := sc["snapshotId"].(string)
@@ -155,7 +155,7 @@ func TestPartialRestoreSnapshotKeepsOnlyRestored(t *testing.T) {
 // not in it, so undoing the restore does not remove a file made there since.
 func TestRestoreSnapshotKeepsOnlyRestored(t *testing.T) {
 	t.Parallel()
-	s, ws := failedWriteServer(t)
+	s, ws := fileServer(t)
 	_, _, sc := fileOpResult(t, s, ws, "call-create", `{"operation":"create_file","filePath":"p","content":"new"}`)
 	created, _ := sc["snapshotId"].(string)
 	if created == "" {
@@ -180,7 +180,7 @@ func TestRestoreSnapshotKeepsOnlyRestored(t *testing.T) {
 // none, as any write that changed nothing.
 func TestFailedRestoreThatChangedNothingKeepsNoSnapshot(t *testing.T) {
 	t.Parallel()
-	s, ws := failedWriteServer(t)
+	s, ws := fileServer(t)
 	writeTestFile(t, filepath.Join(ws, "p"), "orig")
 	_, _, sc := fileOpResult(t, s, ws, "call-over", `{"operation":"create_file","filePath":"p","content":"new","overwrite":true}`)
 	over, _ := sc["snapshotId"].(string)
@@ -212,7 +212,7 @@ func TestFailedRestoreThatChangedNothingKeepsNoSnapshot(t *testing.T) {
 // taken effect. The save fails for real: the snapshot's store is closed under it.
 func TestUnsavedSnapshotSaysChanged(t *testing.T) {
 	t.Parallel()
-	s, ws := failedWriteServer(t)
+	s, ws := fileServer(t)
 	meta := callmeta.Meta{ConversationID: "c1", CallID: "call-unsaved"}
 	ctx := callmeta.With(context.Background(), meta)
 	c := Call{Meta: meta, Workspace: ws}

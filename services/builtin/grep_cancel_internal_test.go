@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolwarden/toolwarden/internal/callmeta"
 )
 
@@ -17,15 +18,7 @@ import (
 // call's context is checked.
 func TestGrepStopsWithinFileWhenCancelled(t *testing.T) {
 	t.Parallel()
-	s, err := New(&Options{Root: filepath.Join(t.TempDir(), "root")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Add(s.FileOperations())
-	ws, err := s.Workspace("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws := fileServer(t)
 	// 8 MiB of lines, the only match on the last.
 	body := strings.Repeat("some ordinary line of text\n", 8<<20/27) + "needle\n"
 	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(body), 0o644); err != nil {

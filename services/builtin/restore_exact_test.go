@@ -13,15 +13,7 @@ import (
 // setuid bits included.
 func TestRestoreDirectoriesAndModesExactly(t *testing.T) {
 	t.Parallel()
-	s, err := New(&Options{Root: filepath.Join(t.TempDir(), "root")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Add(s.FileOperations())
-	ws, err := s.Workspace("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws := fileServer(t)
 	at := func(p string) string { return filepath.Join(ws, p) }
 	mkdir := func(p string, mode fs.FileMode) {
 		t.Helper()

@@ -17,15 +17,7 @@ import (
 // cannot exist, so it counts as absent rather than stopping the restore.
 func TestRestoreAfterNameTooLong(t *testing.T) {
 	t.Parallel()
-	s, err := New(&Options{Root: filepath.Join(t.TempDir(), "root")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Add(s.FileOperations())
-	ws, err := s.Workspace("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws := fileServer(t)
 	if err := os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolwarden/toolwarden/internal/callmeta"
 )
 
@@ -45,15 +46,7 @@ func TestWalkEntriesBoundedInAll(t *testing.T) {
 	old := maxWalkEntries
 	maxWalkEntries = 10
 	t.Cleanup(func() { maxWalkEntries = old })
-	s, err := New(&Options{Root: filepath.Join(t.TempDir(), "root")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Add(s.FileOperations())
-	ws, err := s.Workspace("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ws := fileServer(t)
 	// Three directories of five files: 3 + 5 entries leave 2 for b, and none for c.
 	for _, d := range []string{"a", "b", "c"} {
 		if err := os.Mkdir(filepath.Join(ws, d), 0o755); err != nil {
