@@ -734,7 +734,7 @@ type walkCut struct {
 // names where it ran out); it goes at most maxWalkDepth directories down, and not into
 // one whose path is longer than maxWalkPath (cut says which it left); and the walk
 // stops when the call is cancelled or times out.
-func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string, d fs.DirEntry) (stop bool)) (t target, cut walkCut, err error) {
+func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *os.Root, name, rel string) (stop bool)) (t target, cut walkCut, err error) {
 	if p == "" {
 		p = "."
 	}
@@ -777,32 +777,41 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 			return nil // unreadable: skipped
 		}
 		left -= read // all entries are kept, so all read are counted
+		// Only each entry's name and type are held while the walk is below this
+		// directory: a directory read through an os.Root comes with every entry's file
+		// information (some 340 bytes an entry), and the budget's million entries kept
+		// so took a third of a gigabyte.
+		kids := make([]walkEntry, len(ents))
+		for i, e := range ents {
+			kids[i] = walkEntry{name: e.Name(), typ: e.Type()}
+		}
+		ents = nil
 		switch {
 		case more && scan == maxDirScan:
 			cut.wide = append(cut.wide, dir)
 		case more:
 			spent(dir)
 		}
-		for _, d := range ents {
+		for _, d := range kids {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			name := path.Join(dir, d.Name())
-			switch {
-			case d.IsDir() && depth == maxWalkDepth:
+			name := path.Join(dir, d.name)
+			switch isDir := d.typ.IsDir(); {
+			case isDir && depth == maxWalkDepth:
 				if cut.deep++; cut.deep == 1 {
 					cut.firstDeep = name
 				}
-			case d.IsDir() && len(name) > maxWalkPath:
+			case isDir && len(name) > maxWalkPath:
 				if cut.long++; cut.long == 1 {
 					cut.firstLong = name
 				}
-			case d.IsDir():
+			case isDir:
 				if err := walkDir(name, depth+1); err != nil {
 					return err
 				}
-			case d.Type().IsRegular():
-				if visit(ar, name, relUnder(start, name), d) {
+			case d.typ.IsRegular():
+				if visit(ar, name, relUnder(start, name)) {
 					return stopped
 				}
 			}
@@ -813,6 +822,12 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 		return t, walkCut{}, err
 	}
 	return t, cut, nil
+}
+
+// walkEntry is what a walk keeps of a directory's entry while it is below the directory.
+type walkEntry struct {
+	name string
+	typ  fs.FileMode
 }
 
 // relUnder is name (slash-separated, in the area) relative to directory start.
@@ -894,7 +909,7 @@ func fileSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	limit := capOf(in.MaxResults)
 	var found []string
 	more := false
-	t, cut, err := s.walk(ctx, c, "file_search", in.Path, func(_ *os.Root, _, rel string, _ fs.DirEntry) bool {
+	t, cut, err := s.walk(ctx, c, "file_search", in.Path, func(_ *os.Root, _, rel string) bool {
 		m := rel
 		if base {
 			m = path.Base(rel)
@@ -963,7 +978,7 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 	more := false
 	skipped, longLines := 0, 0
 	buf := make([]byte, 0, 64<<10)
-	t, cut, err := s.walk(ctx, c, "grep_search", in.Path, func(ar *os.Root, name, rel string, d fs.DirEntry) bool {
+	t, cut, err := s.walk(ctx, c, "grep_search", in.Path, func(ar *os.Root, name, rel string) bool {
 		if inc != nil {
 			m := rel
 			if incBase {
@@ -973,7 +988,7 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 				return false
 			}
 		}
-		if fi, err := d.Info(); err != nil || fi.Size() > maxFileBytes {
+		if fi, err := ar.Lstat(name); err != nil || fi.Size() > maxFileBytes {
 			skipped++
 			return false
 		}
