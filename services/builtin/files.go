@@ -785,7 +785,6 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 		for i, e := range ents {
 			kids[i] = walkEntry{name: e.Name(), typ: e.Type()}
 		}
-		ents = nil
 		switch {
 		case more && scan == maxDirScan:
 			cut.wide = append(cut.wide, dir)
@@ -988,16 +987,18 @@ func grepSearch(ctx context.Context, s *Server, c Call, in searchIn) (*mcp.CallT
 				return false
 			}
 		}
-		if fi, err := ar.Lstat(name); err != nil || fi.Size() > maxFileBytes {
-			skipped++
-			return false
-		}
 		f, err := openNoWait(ar, name)
 		if err != nil {
 			return false
 		}
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		fi, err := f.Stat() // the size too: too large a file is skipped unread
+		if err != nil || !fi.Mode().IsRegular() {
 			f.Close()
+			return false
+		}
+		if fi.Size() > maxFileBytes {
+			f.Close()
+			skipped++
 			return false
 		}
 		buf = buf[:0]

@@ -264,7 +264,7 @@ func (g *Gateway) verify(ctx context.Context, token string, req *http.Request) (
 		// The SDK answers this error's text (500): a database's names its user, database
 		// and socket. The reason is the server's log's.
 		level := slog.LevelError
-		if ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
 			level = slog.LevelDebug // the client hung up during the check
 		}
 		g.log.Log(ctx, level, "gateway: check an API token", "err", err)
