@@ -91,6 +91,9 @@ func syncDir(root *os.Root, dir string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	if errors.Is(err, syscall.EINVAL) {
+		return nil // a file system that cannot sync a directory (as services/db's syncPath allows)
+	}
 	return err
 }
 

@@ -26,17 +26,8 @@ type durableFixture struct {
 
 func newDurableFixture(t *testing.T) *durableFixture {
 	t.Helper()
-	root := filepath.Join(t.TempDir(), "root")
-	s, err := New(&Options{Root: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Add(s.FileOperations())
-	ws, err := s.Workspace("c1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &durableFixture{t: t, s: s, root: root, ws: ws, store: filepath.Join(root, snapshotDir)}
+	s, ws := fileServer(t)
+	return &durableFixture{t: t, s: s, root: s.opts.Root, ws: ws, store: filepath.Join(s.opts.Root, snapshotDir)}
 }
 
 // run runs file_operations with args in c1, returning the result's text and whether
