@@ -17,7 +17,8 @@ type Log struct {
 	// run is the check started here that is running, or that ended without a record
 	// (so the page can say why) until the next one starts; nil when none.
 	run    *Verification
-	runEnd *runEnd // tells who waits for run that it ended
+	runEnd *runEnd // tells who waits for run that it ended; the last begun, kept after
+	runs   uint64  // how many checks began here (runEnd.seq)
 	// checking is held by the check that reads the chain now: one at a time in this
 	// process, whoever asked, so checks cannot take every connection of the pool.
 	checking chan struct{}

@@ -99,19 +99,29 @@ func through(res VerifyResult) int64 { return res.VerifiedThrough }
 // the page shows it, Close ends it, and a caller that gives up does not stop it. It does
 // not wait for a check running on another replica.
 func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
+	l.mu.Lock()
+	asked := l.runs // the checks begun here before this one asked
 	for {
-		l.mu.Lock()
-		if l.run != nil && l.run.Running {
-			_, end := l.startVerify(by, false) // the one running
+		var run *Verification
+		var end *runEnd
+		switch e := l.runEnd; {
+		case e != nil && e.seq > asked:
+			// One begun since this asked, running or ended (a caller slow to wake may
+			// find it over): its answer is this one's.
+			run, end = e.run, e
+		case l.run != nil && l.run.Running:
+			// The one running began before: wait for it to end, then for the next.
 			l.mu.Unlock()
 			select {
-			case <-end.done:
+			case <-e.done:
 			case <-ctx.Done():
 				return Verification{}, ctx.Err()
 			}
 			l.mu.Lock()
+			continue
+		default:
+			run, end = l.startVerify(by, false)
 		}
-		run, end := l.startVerify(by, false)
 		l.mu.Unlock()
 		select {
 		case <-end.done:
@@ -121,12 +131,14 @@ func (l *Log) VerifyNow(ctx context.Context, by string) (Verification, error) {
 		if end.err != nil {
 			return Verification{}, end.err
 		}
+		l.mu.Lock()
 		if !end.deferred {
-			l.mu.Lock()
 			defer l.mu.Unlock()
 			return *run, nil
 		}
-		// A page's Verify begun in between left the check to another replica's: no answer.
+		// A page's Verify begun in between left the check to another replica's: no
+		// answer; the next check begun from now on gives it.
+		asked = l.runs
 	}
 }
 
@@ -283,6 +295,9 @@ type runEnd struct {
 	done     chan struct{}
 	err      error
 	deferred bool
+	// seq numbers the checks begun here (Log.runs when it began); run is its record.
+	seq uint64
+	run *Verification
 }
 
 // startVerify is StartVerify with l.mu held: the running check and its end. A page's
@@ -292,7 +307,8 @@ func (l *Log) startVerify(by string, page bool) (*Verification, *runEnd) {
 		return l.run, l.runEnd
 	}
 	run := &Verification{Running: true, StartedAt: time.Now().UTC().Truncate(time.Microsecond), StartedBy: by}
-	end := &runEnd{done: make(chan struct{})}
+	l.runs++
+	end := &runEnd{done: make(chan struct{}), seq: l.runs, run: run}
 	l.run, l.runEnd = run, end
 	l.wg.Add(1)
 	go func() {
