@@ -127,6 +127,7 @@ func Start(t testing.TB, opts *Options) *App {
 		t.Fatal(err)
 	}
 	t.Cleanup(a.Stop)
+	testkit.LogOnFailure(t, logs) // before the stop's own warnings
 	if !opts.NoStart {
 		if err := a.Start(context.Background()); err != nil {
 			t.Fatal(err)

@@ -77,6 +77,29 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
+// LogOnFailure has t log, if it failed, the last lines of logs at level WARN or above
+// (slog's text format): the server's side of a failure a test saw only from outside.
+func LogOnFailure(t testing.TB, logs *SyncBuffer) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		var keep []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, " level=WARN ") || strings.Contains(l, " level=ERROR ") {
+				keep = append(keep, l)
+			}
+		}
+		const most = 60
+		if len(keep) > most {
+			keep = keep[len(keep)-most:]
+		}
+		if len(keep) > 0 {
+			t.Logf("the server's last warnings:\n%s", strings.Join(keep, "\n"))
+		}
+	})
+}
+
 // Execer is what Exec runs statements through.
 type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

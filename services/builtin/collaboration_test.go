@@ -3,6 +3,7 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -181,5 +182,42 @@ func TestUserCollaborationSaysHowLongItWaits(t *testing.T) {
 	d := builtin.UserCollaboration(nil).Description
 	if grants.Unanswered != 24*time.Hour || !strings.Contains(d, "up to a day") {
 		t.Fatalf("questions wait %s; the tool says %q", grants.Unanswered, d)
+	}
+}
+
+// A question whose session to the built-in server ends (a failed health check, a
+// person's Reconnect) is cancelled, and the call ends with the error: it is not asked
+// again behind the person's back.
+func TestUserCollaborationNotAskedTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	target := srv.App.Enable(t, "builtin__user_collaboration")
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	session := webtest.API{T: t, Srv: srv, C: srv.Login(t, "alice", "alice-password-1")}
+	done := make(chan error, 1)
+	go func() {
+		_, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__user_collaboration", Arguments: json.RawMessage(`{"prompt":"Still there?"}`),
+			Actor: audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}, Role: auth.RoleToolUser,
+			Source: router.SourceAPI, ConversationID: "conv-1"})
+		done <- err
+	}()
+	q := waitPending(t, session)
+	if err := srv.MCP.Reconnect(ctx, target.ServerID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var re *router.Error
+		if !errors.As(err, &re) || re.Code != router.CodeUpstream {
+			t.Fatalf("the call ended with %v, not the session's end", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call still waits: the question was asked again")
+	}
+	var list struct{ Items []collabItem }
+	session.JSON(http.MethodGet, "/api/v1/collaborations", nil, http.StatusOK, &list)
+	if len(list.Items) != 1 || list.Items[0].ID != q.ID || list.Items[0].Status != "cancelled" {
+		t.Fatalf("questions: %+v", list.Items)
 	}
 }

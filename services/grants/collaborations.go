@@ -280,7 +280,13 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 		case <-ctx.Done():
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heartbeatTimeout)
 			defer cancel()
-			return s.cancel(cctx, asker, c.ID, context.Cause(ctx))
+			ended, err := s.cancel(cctx, asker, c.ID, context.Cause(ctx))
+			if err != nil {
+				// Nobody reads the call's result any more: this log is the only trace.
+				s.log.Warn("grants: could not cancel a question its caller gave up on; the prune cancels it within "+Abandoned.String(),
+					"collaboration", c.ID, "err", err)
+			}
+			return ended, err
 		case <-woken:
 		case <-tick.C:
 		}

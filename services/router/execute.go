@@ -96,8 +96,10 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 			return res, nil
 		}
 		ce := r.classify(cctx, ctx, e, err, timeout)
-		// A server's refusal (bad arguments) gets the same answer when asked again.
-		if !e.retry || ce.Code != CodeUpstream || paused(err) || serverRefused(err) || errors.Is(err, mcpclient.ErrIdentityChanged) {
+		// A server's refusal (bad arguments) gets the same answer when asked again. A
+		// question to a person is not asked again either: its session ending cancelled it,
+		// and a second would hide an answer given just then (the agent may ask anew).
+		if !e.retry || blocking || ce.Code != CodeUpstream || paused(err) || serverRefused(err) || errors.Is(err, mcpclient.ErrIdentityChanged) {
 			return nil, backoff.Permanent(ce)
 		}
 		return nil, ce
