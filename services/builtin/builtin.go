@@ -101,6 +101,9 @@ type Server struct {
 	// beforeGrepFile, set by tests only, is called as grep_search is about to match a
 	// file it has read, so a test can cancel the search while it is in a file.
 	beforeGrepFile func()
+	// afterChange, set by tests only, is called as a write has made the change a
+	// snapshot guards (snapFirst), before the write finishes.
+	afterChange func()
 }
 
 // lockDir holds the edit locks' files, one a stripe, in the snapshot store: no tool

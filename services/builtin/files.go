@@ -1314,7 +1314,8 @@ func contentAt(t target, ar *os.Root) (*[]byte, fs.FileMode, error) {
 	return nil, 0, fmt.Errorf("stale: %s is no longer the file that was previewed", t.shown)
 }
 
-// keep snapshots t as it is now.
+// keep snapshots t as it is now (on disk at the next flush: snapFirst's, before the
+// change).
 func (w *write) keep(t target, ar *os.Root) error {
 	if w.sn == nil {
 		sn, err := w.s.newSnapshot(w.c, w.op)
@@ -1366,10 +1367,17 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: sc}, nil
 }
 
-// snapFirst snapshots t and then does f; a snapshot error stops the write.
+// snapFirst snapshots t, puts every path kept so far on disk, and then does f; a
+// snapshot error stops the write.
 func (w *write) snapFirst(t target, ar *os.Root, f func() error) error {
 	if err := w.keep(t, ar); err != nil {
 		return fmt.Errorf("snapshot of %s: %w", t.shown, err)
+	}
+	if err := w.sn.flush(); err != nil {
+		return fmt.Errorf("snapshot of %s: %w", t.shown, err)
+	}
+	if w.s.afterChange != nil {
+		defer w.s.afterChange()
 	}
 	return f()
 }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Snapshots: before a write changes anything, what it changes is kept under
@@ -23,13 +25,15 @@ import (
 // did not exist), and restore_snapshot puts exactly that back. The store is outside
 // every workspace, so no file operation reaches it.
 //
-// Each blob (before the write changes its path), and then the manifest (once the write
-// is done), is written to a temporary file, synced, renamed into place and its
-// directory synced (writeDurable), so a crash or power loss cannot leave a manifest that
-// does not parse, or one beside a blob that did not reach the disk. The manifest records
-// each blob's size and SHA-256, and a restore refuses a blob that no longer matches. A
-// crash between the write and its manifest still leaves the write without a snapshot
-// to restore.
+// The manifest lists a path before the write changes it: each blob is written and
+// synced, then the manifest (naming it) is written to a temporary file, synced, renamed
+// into place and its directory synced (writeDurable), before the change. A crash or
+// power loss cannot leave a manifest that does not parse, or one naming a blob that did
+// not reach the disk; the manifest records each blob's size and SHA-256, and a restore
+// refuses a blob that no longer matches. While its write runs, a snapshot holds a
+// flocked marker (writingMarker); one a crash left is finished by the next pass of
+// PruneSnapshots, or the restore that asks for it, as the write would have finished it:
+// the paths it had not changed yet are dropped.
 
 // snapEntry is one path a write changes, as it was before.
 type snapEntry struct {
@@ -61,7 +65,22 @@ type snapManifest struct {
 type snapshot struct {
 	store *os.Root
 	m     snapManifest
+	// marker is the flocked writingMarker while the write runs (nil on a file system
+	// without flock, whose marker is left unlocked); marked: the marker exists.
+	marker *os.File
+	marked bool
+	// written is how many entries the manifest on disk lists; stale: entries were
+	// dropped since it was written.
+	written int
+	stale   bool
 }
+
+// manifestName is a snapshot's manifest in its directory.
+const manifestName = "manifest.json"
+
+// writingMarker is in a snapshot's directory while its write runs, flocked by the
+// writer: one nobody holds is what a crash left (finishAbandoned).
+const writingMarker = "writing"
 
 func (s *Server) openStore() (*os.Root, error) {
 	rr, err := os.OpenRoot(s.opts.Root)
@@ -97,26 +116,75 @@ func syncDir(root *os.Root, dir string) error {
 	return err
 }
 
-// beforeSnapshotRename, when set (by a test), is called as writeDurable is about to
-// rename the complete temporary file tmp to name in store.
-var beforeSnapshotRename func(store *os.Root, tmp, name string)
-
 // writeDurable puts b at name in store whole or not at all, and on disk before it
-// returns: a synced temporary file beside it (tempFile), renamed over it, and the
-// directory synced.
+// returns: a synced temporary file renamed over it (replaceFile), and the directory
+// synced (which makes the names of the blobs written before it durable too).
 func writeDurable(store *os.Root, name string, b []byte) error {
-	tmp, err := tempFile(store, name, b, 0o600, false)
+	if err := replaceFile(store, name, b, 0o600, false); err != nil {
+		return err
+	}
+	return syncDir(store, filepath.Dir(name))
+}
+
+// writeBlob writes b, synced, to the new file name in store. A crash can leave it
+// partial, but no manifest names it before it is whole (flush comes after), and the
+// manifest's directory sync makes its name durable.
+func writeBlob(store *os.Root, name string, b []byte) error {
+	f, err := store.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	if beforeSnapshotRename != nil {
-		beforeSnapshotRename(store, tmp, name)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = store.Remove(name)
+	}
+	return err
+}
+
+// tryFlock takes f's exclusive flock without waiting (flock nil: unix.Flock).
+func tryFlock(f *os.File, flock func(fd, how int) error) error {
+	if flock == nil {
+		flock = unix.Flock
+	}
+	for {
+		err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}
+
+// mark makes snapshot id's writingMarker, flocked: under a temporary name first, so
+// that no pass of finishAbandoned finds it before it is locked.
+func (s *Server) mark(store *os.Root, id string) (*os.File, error) {
+	name := filepath.Join(id, writingMarker)
+	tmp := name + "." + randomID()[:12] + ".tmp"
+	f, err := store.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := tryFlock(f, s.flock); err != nil {
+		f.Close()
+		f = nil
+		if !noFlock(err) {
+			_ = store.Remove(tmp)
+			return nil, fmt.Errorf("flock: %w", err)
+		}
 	}
 	if err := store.Rename(tmp, name); err != nil {
+		if f != nil {
+			f.Close()
+		}
 		_ = store.Remove(tmp)
-		return asPathError("write", name, err)
+		return nil, err
 	}
-	return syncDir(store, filepath.Dir(name))
+	return f, nil
 }
 
 // newSnapshot starts the snapshot of a write by call c (named after its call id when
@@ -135,14 +203,20 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 		id += "-" + randomID()[:8]
 		err = store.Mkdir(id, 0o700)
 	}
+	var marker *os.File
+	if err == nil {
+		marker, err = s.mark(store, id)
+	}
 	if err == nil {
 		err = syncDir(store, ".") // the snapshot's directory, before its blobs
 	}
 	if err != nil {
+		_ = store.RemoveAll(id)
 		store.Close()
 		return nil, fmt.Errorf("the snapshot store: %w", err)
 	}
-	return &snapshot{store: store, m: snapManifest{ID: id, Conversation: c.ConversationID, Operation: op, Created: time.Now().UTC()}}, nil
+	return &snapshot{store: store, marker: marker, marked: true,
+		m: snapManifest{ID: id, Conversation: c.ConversationID, Operation: op, Created: time.Now().UTC()}}, nil
 }
 
 func randomID() string {
@@ -151,7 +225,8 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// keep records path rel of area (opened as ar) as it is now.
+// keep records path rel of area (opened as ar) as it is now; flush puts the record on
+// disk.
 func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 	e := snapEntry{Area: area, Path: rel}
 	fi, err := ar.Lstat(rel)
@@ -180,8 +255,7 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 		e.Blob = fmt.Sprintf("%d.blob", len(sn.m.Entries))
 		sum := sha256.Sum256(b)
 		e.Size, e.SHA256 = int64(len(b)), hex.EncodeToString(sum[:])
-		// On disk before the write it guards can change rel.
-		if err := writeDurable(sn.store, filepath.Join(sn.m.ID, e.Blob), b); err != nil {
+		if err := writeBlob(sn.store, filepath.Join(sn.m.ID, e.Blob), b); err != nil {
 			return err
 		}
 	default:
@@ -191,14 +265,95 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 	return nil
 }
 
-// save writes the manifest, after every blob is on disk (keep); the snapshot can be
-// restored from then on.
-func (sn *snapshot) save() error {
+// flush writes the manifest when it lacks a path kept since it was written (or lists
+// one dropped): before the write changes a path, its record is on disk, so a crash
+// after the change leaves a snapshot that undoes it.
+func (sn *snapshot) flush() error {
+	if len(sn.m.Entries) == sn.written && !sn.stale {
+		return nil
+	}
 	b, err := json.MarshalIndent(sn.m, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeDurable(sn.store, filepath.Join(sn.m.ID, "manifest.json"), b)
+	if err := writeDurable(sn.store, filepath.Join(sn.m.ID, manifestName), b); err != nil {
+		return err
+	}
+	sn.written, sn.stale = len(sn.m.Entries), false
+	return nil
+}
+
+// save finishes the snapshot of a write that ended: the manifest on disk lists what it
+// keeps, and the marker goes. A marker whose removal a crash undoes is finished again
+// by finishAbandoned, to the same result.
+func (sn *snapshot) save() error {
+	if err := sn.flush(); err != nil {
+		return err
+	}
+	if sn.marked {
+		_ = sn.store.Remove(filepath.Join(sn.m.ID, writingMarker))
+		sn.marked = false
+	}
+	sn.unlock()
+	return nil
+}
+
+// unlock closes the marker, which releases its flock.
+func (sn *snapshot) unlock() {
+	if sn.marker != nil {
+		sn.marker.Close()
+		sn.marker = nil
+	}
+}
+
+// errStillWriting: a snapshot's write has not finished.
+var errStillWriting = errors.New("its write has not finished yet")
+
+// finishAbandoned finishes snapshot id of store if a crash ended its write: its marker
+// is left and nobody holds its flock. As the write would have (done), it drops the
+// paths the write had not changed and removes a snapshot left with none; a snapshot
+// with no manifest yet was taken of nothing changed. It returns errStillWriting while a
+// write (of any process sharing the root) holds the marker; on a file system without
+// flock it cannot tell, and leaves the snapshot as it is.
+func (s *Server) finishAbandoned(store *os.Root, id string) (finished bool, err error) {
+	if !safeName.MatchString(id) {
+		return false, nil
+	}
+	name := filepath.Join(id, writingMarker)
+	f, err := store.OpenFile(name, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	switch err := tryFlock(f, s.flock); {
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return false, errStillWriting
+	case noFlock(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("flock: %w", err)
+	}
+	if _, err := store.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+		return false, nil // another process finished it as this one waited for the lock
+	}
+	b, err := store.ReadFile(filepath.Join(id, manifestName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, store.RemoveAll(id)
+	} else if err != nil {
+		return false, err
+	}
+	sn := &snapshot{store: store, marked: true}
+	if err := json.Unmarshal(b, &sn.m); err != nil {
+		return false, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	sn.written = len(sn.m.Entries)
+	s.dropUnchanged(sn)
+	if len(sn.m.Entries) == 0 {
+		return true, store.RemoveAll(id)
+	}
+	return true, sn.save()
 }
 
 // errDamagedBlob: what a snapshot kept of a file is not what its manifest recorded.
@@ -270,6 +425,7 @@ func (s *Server) dropUnchanged(sn *snapshot) {
 			_ = sn.store.Remove(filepath.Join(sn.m.ID, e.Blob))
 		}
 	}
+	sn.stale = sn.stale || len(kept) < len(sn.m.Entries)
 	sn.m.Entries = kept
 }
 
@@ -306,10 +462,14 @@ func (s *Server) holds(sn *snapshot, e snapEntry) bool {
 // discard removes a snapshot whose write did not happen.
 func (sn *snapshot) discard() {
 	_ = sn.store.RemoveAll(sn.m.ID)
+	sn.unlock()
 	sn.close()
 }
 
-func (sn *snapshot) close() { _ = sn.store.Close() }
+func (sn *snapshot) close() {
+	sn.unlock()
+	_ = sn.store.Close()
+}
 
 // manifest reads snapshot id's manifest from store, refusing one that another
 // conversation than c's took.
@@ -318,7 +478,7 @@ func manifest(store *os.Root, c Call, id string) (snapManifest, error) {
 	if !safeName.MatchString(id) {
 		return m, fmt.Errorf("snapshotId: %q is not a snapshot id", id)
 	}
-	b, err := store.ReadFile(filepath.Join(id, "manifest.json"))
+	b, err := store.ReadFile(filepath.Join(id, manifestName))
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, fmt.Errorf("snapshotId: no snapshot %s", id)
 	} else if err != nil {
@@ -378,6 +538,9 @@ func (s *Server) restoreTargetsOf(c Call, id string) []target {
 		return nil
 	}
 	defer store.Close()
+	if _, err := s.finishAbandoned(store, id); err != nil {
+		return nil
+	}
 	m, err := manifest(store, c, id)
 	if err != nil {
 		return nil
@@ -401,6 +564,9 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		return nil, nil, err
 	}
 	defer store.Close()
+	if _, err := s.finishAbandoned(store, id); err != nil {
+		return nil, nil, fmt.Errorf("snapshot %s cannot be restored now: %w; try again when it has", id, err)
+	}
 	m, err := manifest(store, c, id)
 	if err != nil {
 		return nil, nil, err
@@ -543,6 +709,9 @@ func (s *Server) restoreEntry(w *write, store *os.Root, id string, e snapEntry) 
 	if err := w.keep(t, ar); err != nil {
 		return fmt.Errorf("keep what it holds now: %w", err)
 	}
+	if err := w.sn.flush(); err != nil {
+		return fmt.Errorf("keep what it holds now: %w", err)
+	}
 	return s.putBack(w, store, id, e, ar, fi, exists)
 }
 
@@ -626,8 +795,9 @@ func (s *Server) putBack(w *write, store *os.Root, id string, e snapEntry, ar *o
 // rollback can restore it until then.
 const SnapshotRetention = 7 * 24 * time.Hour
 
-// PruneSnapshots removes the snapshots taken before cutoff and returns how many. A
-// rollback that needs one of them fails saying its snapshot is gone.
+// PruneSnapshots removes the snapshots taken before cutoff and returns how many, and
+// finishes those whose write a crash ended (finishAbandoned). A rollback that needs a
+// removed one fails saying its snapshot is gone.
 func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 	store, err := s.openStore()
 	if err != nil {
@@ -644,7 +814,15 @@ func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 			continue // the edit locks' files, in use
 		}
 		info, err := e.Info()
-		if err != nil || !info.ModTime().Before(cutoff) {
+		if err != nil {
+			continue
+		}
+		if !info.ModTime().Before(cutoff) {
+			if finished, err := s.finishAbandoned(store, e.Name()); err != nil && !errors.Is(err, errStillWriting) {
+				s.opts.Logger.Warn("builtin: could not finish the snapshot of a write a crash ended", "snapshot", e.Name(), "err", err)
+			} else if finished {
+				s.opts.Logger.Info("builtin: finished the snapshot of a write a crash ended", "snapshot", e.Name())
+			}
 			continue
 		}
 		if err := store.RemoveAll(e.Name()); err != nil {

@@ -5,11 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolwarden/toolwarden/internal/callmeta"
@@ -227,78 +231,221 @@ func TestRestoreOldManifestWithoutHashes(t *testing.T) {
 	}
 }
 
-// The manifest appears under its name only whole, written and synced as a temporary
-// file first, and only once every blob it names is complete: what a crash leaves is
-// no snapshot, or one that restores. Blobs go the same way. Not parallel: it sets the
-// package's hook.
-func TestSnapshotWrittenWholeBlobsFirst(t *testing.T) {
+// The manifest on disk lists every path a write changes, each blob whole (its size
+// and SHA-256 recorded), by the time the change is made, and the write's marker is
+// there until it finishes: a crash right after the change leaves a snapshot that undoes
+// it. No temporary file is left.
+func TestSnapshotOnDiskAtTheChange(t *testing.T) {
+	t.Parallel()
 	f := newDurableFixture(t)
 	for _, n := range []string{"a.txt", "b.txt"} {
 		if err := os.WriteFile(filepath.Join(f.ws, n), []byte("content of "+n+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var renamed []string
-	beforeSnapshotRename = func(store *os.Root, tmp, name string) {
-		renamed = append(renamed, filepath.Base(name))
-		if _, err := store.Lstat(name); err == nil {
-			t.Errorf("%s exists before its temporary file is renamed to it", name)
+	changes := 0
+	f.s.afterChange = func() {
+		changes++
+		if f.read("b.txt") != "content of a.txt\n" {
+			t.Errorf("the change is not made: b.txt holds %q", f.read("b.txt"))
 		}
-		if filepath.Base(name) != "manifest.json" {
-			return
-		}
-		b, err := store.ReadFile(tmp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m snapManifest
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatalf("the manifest's temporary file, about to be renamed, does not parse: %v", err)
-		}
+		m := f.manifest("call-1")
+		var paths []string
 		for _, e := range m.Entries {
+			paths = append(paths, e.Path)
 			if e.Blob == "" {
 				continue
 			}
-			blob, err := store.ReadFile(filepath.Join(m.ID, e.Blob))
-			if err != nil {
-				t.Errorf("blob %s of %s is not in place before the manifest: %v", e.Blob, e.Path, err)
-				continue
-			}
+			blob, err := os.ReadFile(filepath.Join(f.store, m.ID, e.Blob))
 			sum := sha256.Sum256(blob)
-			if e.SHA256 == "" || int64(len(blob)) != e.Size || hex.EncodeToString(sum[:]) != e.SHA256 {
-				t.Errorf("blob %s of %s before the manifest: %d bytes, want %d with the SHA-256 recorded (%q)", e.Blob, e.Path, len(blob), e.Size, e.SHA256)
+			if err != nil || e.SHA256 == "" || int64(len(blob)) != e.Size || hex.EncodeToString(sum[:]) != e.SHA256 {
+				t.Errorf("blob %s of %s at the change: %d bytes (%v), want %d with the SHA-256 recorded (%q)", e.Blob, e.Path, len(blob), err, e.Size, e.SHA256)
 			}
 		}
-		// No temporary file but this one is left in the snapshot's directory.
-		es, err := fs.ReadDir(store.FS(), m.ID)
-		if err != nil {
-			t.Fatal(err)
+		if strings.Join(paths, " ") != "a.txt b.txt" {
+			t.Errorf("the manifest on disk at the change lists %v, want a.txt and b.txt", paths)
 		}
-		for _, de := range es {
-			if strings.HasSuffix(de.Name(), ".tmp") && de.Name() != filepath.Base(tmp) {
-				t.Errorf("a temporary file left in the snapshot: %s", de.Name())
-			}
+		if _, err := os.Stat(filepath.Join(f.store, m.ID, writingMarker)); err != nil {
+			t.Errorf("no marker while the write runs: %v", err)
 		}
 	}
-	t.Cleanup(func() { beforeSnapshotRename = nil })
-
 	id := f.snap(`{"operation":"rename_file","filePath":"a.txt","newPath":"b.txt","overwrite":true}`)
-	if len(renamed) != 3 || renamed[len(renamed)-1] != "manifest.json" {
-		t.Fatalf("renamed into place: %v, want the two blobs and then manifest.json", renamed)
+	if changes != 1 {
+		t.Fatalf("%d changes seen, want 1", changes)
 	}
 	es, err := os.ReadDir(filepath.Join(f.store, id))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, de := range es {
-		if strings.HasSuffix(de.Name(), ".tmp") {
-			t.Errorf("a temporary file left in snapshot %s: %s", id, de.Name())
+		if strings.HasSuffix(de.Name(), ".tmp") || de.Name() == writingMarker {
+			t.Errorf("left in snapshot %s after the write: %s", id, de.Name())
 		}
 	}
+	f.s.afterChange = nil
 	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"` + id + `"}`); isErr {
 		t.Fatalf("restore: %s", text)
 	}
 	if f.read("a.txt") != "content of a.txt\n" || f.read("b.txt") != "content of b.txt\n" {
+		t.Errorf("after the restore: a.txt %q, b.txt %q", f.read("a.txt"), f.read("b.txt"))
+	}
+}
+
+// crashRootEnv names the root TestCrashMidWriteHelper writes in, in the process that
+// TestCrashMidWriteRestores starts and kills.
+const crashRootEnv = "TOOLWARDEN_TEST_CRASH_ROOT"
+
+// In the child process only: a rename that kills its process right after the change.
+func TestCrashMidWriteHelper(t *testing.T) {
+	root := os.Getenv(crashRootEnv)
+	if root == "" {
+		t.Skip("run by TestCrashMidWriteRestores")
+	}
+	s, err := New(&Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Add(s.FileOperations())
+	ws, err := s.Workspace("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.afterChange = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+	runFileOp(t, s, ws, `{"operation":"rename_file","filePath":"a.txt","newPath":"sub/b.txt","overwrite":true}`)
+	t.Fatal("the write went on after its change")
+}
+
+// A process killed right after a write's change (a rename into a directory it made)
+// leaves a snapshot that restores it: the next server on the root finishes it and
+// puts both paths back, the directory the write made removed.
+func TestCrashMidWriteRestores(t *testing.T) {
+	t.Parallel()
+	f := newDurableFixture(t)
+	if err := os.WriteFile(filepath.Join(f.ws, "a.txt"), []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashMidWriteHelper$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashRootEnv+"="+f.root)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the helper was not killed mid-write: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "sub", "b.txt")); err != nil {
+		t.Fatalf("the helper's rename did not happen: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(f.store, "call-1", writingMarker)); err != nil {
+		t.Fatalf("the killed write left no marker: %v", err)
+	}
+	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"call-1"}`); isErr {
+		t.Fatalf("restore after the crash: %s", text)
+	}
+	if f.read("a.txt") != "precious\n" {
+		t.Errorf("a.txt after the restore: %q", f.read("a.txt"))
+	}
+	if _, err := os.Lstat(filepath.Join(f.ws, "sub")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the directory the write made is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(f.store, "call-1", writingMarker)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the finished snapshot's marker is still there: %v", err)
+	}
+}
+
+// abandon takes, in f's server, the snapshot of a write of call callID that keeps
+// paths rel, puts it on disk, lets change run (the write's change) and then ends as a
+// crash would: the marker stays, its flock released.
+func (f *durableFixture) abandon(callID string, change func(), rels ...string) {
+	f.t.Helper()
+	sn, err := f.s.newSnapshot(Call{Meta: callmeta.Meta{ConversationID: "c1", CallID: callID}, Workspace: f.ws}, "edit_file")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	area := filepath.Base(f.ws)
+	ar, err := f.s.openArea(area)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer ar.Close()
+	for _, rel := range rels {
+		if err := sn.keep(ar, area, rel); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	if len(rels) > 0 {
+		if err := sn.flush(); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	change()
+	sn.marker.Close()
+	_ = sn.store.Close()
+}
+
+// The snapshot of a write a crash ended is finished by the next prune pass as the write
+// would have finished it: a path it kept but had not changed yet is dropped, so a
+// restore does not put it back over what was written there since; one taken before
+// any change is removed. A write still running (its marker held) is left alone, and
+// its restore refused.
+func TestAbandonedSnapshotFinished(t *testing.T) {
+	t.Parallel()
+	f := newDurableFixture(t)
+	write := func(rel, content string) {
+		if err := os.WriteFile(filepath.Join(f.ws, rel), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", "a before\n")
+	write("b.txt", "b before\n")
+	f.abandon("crashed", func() { write("a.txt", "a changed\n") }, "a.txt", "b.txt")
+	f.abandon("early", func() {}) // killed before it kept anything
+
+	// A write still running, here.
+	live, err := f.s.newSnapshot(Call{Meta: callmeta.Meta{ConversationID: "c1", CallID: "live"}, Workspace: f.ws}, "edit_file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	area := filepath.Base(f.ws)
+	ar, err := f.s.openArea(area)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Close()
+	if err := live.keep(ar, area, "c.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := live.flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	if n, err := f.s.PruneSnapshots(time.Time{}); err != nil || n != 0 {
+		t.Fatalf("prune: %d %v", n, err)
+	}
+	var paths []string
+	for _, e := range f.manifest("crashed").Entries {
+		paths = append(paths, e.Path)
+	}
+	if strings.Join(paths, " ") != "a.txt" {
+		t.Errorf("the crashed write's snapshot lists %v, want a.txt alone", paths)
+	}
+	if _, err := os.Stat(filepath.Join(f.store, "crashed", writingMarker)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the finished snapshot's marker: %v", err)
+	}
+	if got := strings.Join(f.snapshots(), " "); got != "crashed live" {
+		t.Errorf("snapshots after the pass: %s, want crashed and live (early removed)", got)
+	}
+	if _, err := os.Stat(filepath.Join(f.store, "live", writingMarker)); err != nil {
+		t.Errorf("the running write's marker: %v", err)
+	}
+	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"live"}`); !isErr || !strings.Contains(text, errStillWriting.Error()) {
+		t.Errorf("restoring a snapshot still being written: %v %s", isErr, text)
+	}
+	live.discard()
+
+	write("b.txt", "b written since\n")
+	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"crashed"}`); isErr {
+		t.Fatalf("restore: %s", text)
+	}
+	if f.read("a.txt") != "a before\n" || f.read("b.txt") != "b written since\n" {
 		t.Errorf("after the restore: a.txt %q, b.txt %q", f.read("a.txt"), f.read("b.txt"))
 	}
 }
