@@ -367,6 +367,12 @@ func checkBlobs(store *os.Root, id string, m snapManifest) error {
 		if e.Blob == "" || e.Link != "" {
 			continue
 		}
+		if e.SHA256 == "" { // an old manifest's: nothing to check it against but that it is there
+			if _, err := store.Lstat(filepath.Join(id, e.Blob)); err != nil {
+				return blobError(id, e, err)
+			}
+			continue
+		}
 		f, err := store.Open(filepath.Join(id, e.Blob))
 		if err != nil {
 			return blobError(id, e, err)
@@ -377,10 +383,8 @@ func checkBlobs(store *os.Root, id string, m snapManifest) error {
 		if err != nil {
 			return blobError(id, e, err)
 		}
-		if e.SHA256 != "" {
-			if err := matchBlob(e, n, h.Sum(nil)); err != nil {
-				return blobError(id, e, err)
-			}
+		if err := matchBlob(e, n, h.Sum(nil)); err != nil {
+			return blobError(id, e, err)
 		}
 	}
 	return nil
