@@ -101,6 +101,8 @@ type Server struct {
 	// beforeGrepFile, set by tests only, is called as grep_search is about to match a
 	// file it has read, so a test can cancel the search while it is in a file.
 	beforeGrepFile func()
+	// searches holds a place for each search walking now (maxSearches).
+	searches chan struct{}
 	// afterChange, set by tests only, is called as a write has made the change a
 	// snapshot guards (snapFirst), before the write finishes.
 	afterChange func()
@@ -323,7 +325,7 @@ func New(opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("builtin: create the workspace root: %w", err)
 	}
 	o.Root = root
-	s := &Server{opts: o, tools: map[string]*Tool{}}
+	s := &Server{opts: o, tools: map[string]*Tool{}, searches: make(chan struct{}, maxSearches)}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "toolwarden-builtin", Title: "Toolwarden built-in tools", Version: o.Version},
 		&mcp.ServerOptions{Logger: o.Logger})
 	return s, nil

@@ -72,6 +72,12 @@ const (
 // 100,000 entries (hard links are cheap) held gigabytes. A var so tests can lower it.
 var maxWalkEntries = 1_000_000
 
+// maxSearches bounds the searches (file_search, grep_search) that walk at once in one
+// process: each may hold a directory's maxDirScan entries with their file information
+// (some 70 MB) and a file's bytes, so unbounded, parallel calls held gigabytes. More
+// wait for a place, within their call's timeout.
+const maxSearches = 4
+
 // fileOp is the Run of a file operation, with the arguments decoded.
 type fileOp[T any] func(ctx context.Context, s *Server, c Call, in T) (*mcp.CallToolResult, error)
 
@@ -748,6 +754,12 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 		return t, cut, fsError(t, err)
 	} else if !fi.IsDir() {
 		return t, cut, fmt.Errorf("%s is not a directory", t.shown)
+	}
+	select {
+	case s.searches <- struct{}{}:
+		defer func() { <-s.searches }()
+	case <-ctx.Done():
+		return t, cut, ctx.Err()
 	}
 	stopped := errors.New("stop")
 	all := func(fs.DirEntry) bool { return true }
