@@ -74,8 +74,8 @@ var maxWalkEntries = 1_000_000
 
 // maxSearches bounds the searches (file_search, grep_search) that walk at once in one
 // process: each may hold a directory's maxDirScan entries with their file information
-// (some 70 MB) and a file's bytes, so unbounded, parallel calls held gigabytes. More
-// wait for a place, within their call's timeout.
+// (some 35 MB) and a file's bytes, so many parallel calls held gigabytes. More wait for
+// a place, within their call's timeout.
 const maxSearches = 4
 
 // fileOp is the Run of a file operation, with the arguments decoded.
