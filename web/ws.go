@@ -422,7 +422,14 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// A cursor below what the retention pruned missed events nobody can replay: what is
 	// left would look complete, so the page is told to reload as when it missed too many.
 	reload := func() bool {
-		latest, _ := h.deps.Events.LatestID(ctx)
+		latest, err := h.deps.Events.LatestID(ctx)
+		if err != nil {
+			// A cursor of 0 would have the page, and its next connection, replay from
+			// the start: it comes back when the database does.
+			h.log.Warn("ws: reload", "err", err)
+			h.closeWith(conn, closeTryAgainLater, "try again")
+			return false
+		}
 		frag, err := h.live.Reload(ctx, latest)
 		if err != nil || h.write(conn, frag) != nil {
 			return false
