@@ -104,6 +104,9 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	}
 	from = next
 
+	// Keys wait for the first check below, and for each check an event about this
+	// person or the terminal tool makes due, from the moment it arrives.
+	gate := newTypingGate()
 	// Reader: keys and resizes, pongs, the client leaving.
 	go func() {
 		defer cancel()
@@ -118,6 +121,9 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			if !typeIn {
 				_ = writeJSON(map[string]any{"type": "error", "message": "read-only: you may watch this terminal, not type into it"})
 				continue
+			}
+			if !gate.wait(ctx) {
+				return
 			}
 			var err error
 			switch m.Type {
@@ -140,6 +146,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	if h.bus != nil {
 		w := h.bus.Watch(func(ev events.Event) {
 			if !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
+				gate.due()
 				select {
 				case about <- struct{}{}:
 				default:
@@ -153,6 +160,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	toolChanged := make(chan struct{}, 1)
 	if typeIn && h.deps.Router != nil {
 		defer h.deps.Router.OnChange(func() {
+			gate.due()
 			select {
 			case toolChanged <- struct{}{}:
 			default:
@@ -191,7 +199,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 		return stillTypes()
 	}
 	// What changed between the handshake's check and the watch is not missed.
-	if !still() {
+	if !gate.answer(still()) {
 		return
 	}
 	ping := time.NewTicker(wsPingEvery)
@@ -240,15 +248,16 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 				return
 			}
 		case <-recheck.C:
-			if !still() {
+			if !gate.answer(still()) {
 				return
 			}
 		case <-about:
-			if !still() {
+			if !gate.answer(still()) {
 				return
 			}
 		case <-toolChanged:
-			if !stillTypes() {
+			// The whole check: it answers a check an event about the person made due too.
+			if !gate.answer(still()) {
 				return
 			}
 		}
@@ -262,4 +271,58 @@ func (h *hub) mayType(ctx context.Context, p *auth.Principal) (bool, error) {
 		h.log.Warn("terminal ws: may the person type", "err", err)
 	}
 	return may, err
+}
+
+// typingGate holds a terminal socket's keys while its right to type is checked again:
+// a check is due from the moment an event that may change it arrives (due, called from
+// the bus's watch), before the socket's loop gets to it, and keys wait for the answer.
+type typingGate struct {
+	mu      sync.Mutex
+	pending chan struct{} // closed when the check due is answered; nil: none due
+	denied  bool
+}
+
+// newTypingGate returns a gate with the socket's first check due.
+func newTypingGate() *typingGate { return &typingGate{pending: make(chan struct{})} }
+
+// due makes a check due.
+func (g *typingGate) due() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == nil {
+		g.pending = make(chan struct{})
+	}
+}
+
+// answer records a check's result (which answers any check due) and returns it.
+func (g *typingGate) answer(ok bool) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.denied = g.denied || !ok
+	if g.pending != nil {
+		close(g.pending)
+		g.pending = nil
+	}
+	return ok
+}
+
+// wait returns whether a key may go now: once no check is due, unless one said no
+// (false too when ctx ends first).
+func (g *typingGate) wait(ctx context.Context) bool {
+	for {
+		g.mu.Lock()
+		pending, denied := g.pending, g.denied
+		g.mu.Unlock()
+		if denied {
+			return false
+		}
+		if pending == nil {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-pending:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }

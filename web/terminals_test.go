@@ -14,9 +14,11 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/events"
 )
 
 // termDial opens a terminal's websocket with c's session, from index from.
@@ -343,5 +345,68 @@ func TestEchoOffDoesNotHideCommands(t *testing.T) {
 		"[hidden input]", "rm -rf /tmp/tw-echo-none-2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("audited:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Keys sent while the socket checks its person again, after an event about them, wait
+// for the answer: a person disabled then has nothing typed, however long the check.
+func TestTerminalKeysWaitForTheCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	term := aliceTerminal(t, srv)
+	conn, _ := termDial(t, srv, srv.Login(t, "alice", "alice-password-1"), term.ID, 0)
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo BEFORE-$((6*7))\r"})
+	readUntil(t, conn, "BEFORE-42")
+	alice, err := srv.Auth.GetUserByName(ctx, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check the event makes due waits on this lock.
+	tx, err := srv.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := srv.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := events.UserChanged.Publish(ctx, ev, auth.SessionsTopic, events.Session{UserID: alice.ID, Username: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitForLockWait(t, srv.Pool, "auth.CurrentRole.session")
+	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo GATED-$((6*7))\r"})
+	time.Sleep(500 * time.Millisecond)
+	if data, _, _ := term.Output(0); strings.Contains(string(data), "GATED") {
+		t.Fatalf("keys reached the shell while the check waited: %q", data)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE users SET disabled_at = now() WHERE id = $1`, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err == nil {
+			continue // the shell's output
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != 4401 {
+			t.Fatalf("after alice was disabled: %v %s; want close 4401", err, msg)
+		}
+		break
+	}
+	time.Sleep(200 * time.Millisecond)
+	if data, _, _ := term.Output(0); strings.Contains(string(data), "GATED") {
+		t.Fatalf("keys sent during the check reached the shell: %q", data)
 	}
 }
