@@ -25,21 +25,246 @@ var commandRules = []struct {
 	{"changes permissions recursively (chmod -R)", chmodRecursive},
 	{"force-pushes (git push --force)", gitForcePush},
 	{"writes to a device file", deviceWrite},
-	{"builds the command it runs (eval, or a command word made by $(…) or `…`)", re("(^|[;&|(\\n])\\s*(eval\\b|\\$\\(|`)")},
+	{"builds the command it runs (eval, or a command word made by $(…) or `…`)", builtCommand},
 }
 
 // shellWord is a shell a pipe feeds, after any wrappers that run their arguments as a
 // command (sudo, env, command, exec, nice, nohup) and their options.
 const shellWord = `((\S*/)?(sudo|env|command|exec|nice|nohup)\s+([^;&|\n]*\s)?)?(\S*/)?(ba|z|da|k|fi)?sh\b`
 
-// unquoted is cmd as the shell reads its words: a backslash-newline joins the lines, and
-// quotes and backslashes go (`"rm" -rf` and `\rm -rf` are rm -rf, as is r, two quotes, m). The rules
-// are matched against both forms; a quoted rule-like argument (echo "rm -rf x") is rated
-// as the command it spells, which only ever raises the level.
+// unquoted is cmd roughly as the shell reads its words: a backslash-newline joins the
+// lines, and quotes and backslashes go (`"rm" -rf` and `\rm -rf` are rm -rf, as is r, two
+// quotes, m). It does not follow which quote is open, so a quote inside another cannot
+// lead it astray; shellRead does follow them, and the rules are matched against both. A
+// quoted rule-like argument (echo "rm -rf x") is rated as the command it spells, which
+// only ever raises the level.
 func unquoted(cmd string) string {
 	cmd = strings.ReplaceAll(cmd, "\\\r\n", "")
 	cmd = strings.ReplaceAll(cmd, "\\\n", "")
 	return strings.NewReplacer(`"`, "", "'", "", `\`, "").Replace(cmd)
+}
+
+// shellRead is cmd as bash reads its words: a backslash-newline joins the lines, a
+// backslash outside quotes and the quotes go, '…' is kept as written, "…" and $"…" lose
+// the backslash before $ ` " \ and a newline, and $'…' is decoded ($'\x72m' is rm). It
+// follows which quote is open, so a $' inside "…" is no quote (and cannot make the
+// backslashes after it read as escapes), and $(…) and `…` inside "…" hold quotes of their
+// own. Any remaining muddle is covered by unquoted, which is rated too.
+func shellRead(cmd string) string {
+	type context struct {
+		kind  byte // 'n': unquoted text, a $(…) or a `…`; '"': inside "…"
+		tick  bool // a `…`, ended by the next backtick
+		depth int  // open parentheses of a $(…), which ends when they close
+	}
+	var b strings.Builder
+	stack := []context{{kind: 'n'}}
+	next := func(i int) byte {
+		if i+1 < len(cmd) {
+			return cmd[i+1]
+		}
+		return 0
+	}
+	for i := 0; i < len(cmd); i++ {
+		c, top := cmd[i], &stack[len(stack)-1]
+		if c == '\\' && next(i) == '\r' && i+2 < len(cmd) && cmd[i+2] == '\n' {
+			i += 2 // a backslash-CRLF joins lines as a backslash-newline does
+			continue
+		}
+		if top.kind == '"' {
+			switch {
+			case c == '\\' && strings.IndexByte("$`\"\\\n", next(i)) >= 0:
+				if next(i) != '\n' {
+					b.WriteByte(next(i))
+				}
+				i++
+			case c == '"':
+				stack = stack[:len(stack)-1]
+			case c == '$' && next(i) == '(':
+				b.WriteString("$(")
+				i++
+				stack = append(stack, context{kind: 'n', depth: 1})
+			case c == '`':
+				b.WriteByte(c)
+				stack = append(stack, context{kind: 'n', tick: true})
+			default:
+				b.WriteByte(c)
+			}
+			continue
+		}
+		switch {
+		case c == '\\':
+			if i+1 < len(cmd) && next(i) != '\n' {
+				b.WriteByte(next(i))
+			}
+			i++
+		case c == '\'':
+			end := strings.IndexByte(cmd[i+1:], '\'')
+			if end < 0 {
+				end = len(cmd) - i - 1
+			}
+			b.WriteString(cmd[i+1 : i+1+end])
+			i += end + 1
+		case c == '"':
+			stack = append(stack, context{kind: '"'})
+		case c == '$' && next(i) == '"':
+			i++
+			stack = append(stack, context{kind: '"'})
+		case c == '$' && next(i) == '\'':
+			text, n := ansiC(cmd[i+2:])
+			b.WriteString(text)
+			i += 1 + n
+		case c == '$' && next(i) == '(':
+			b.WriteString("$(")
+			i++
+			stack = append(stack, context{kind: 'n', depth: 1})
+		case c == '`':
+			b.WriteByte(c)
+			if top.tick {
+				stack = stack[:len(stack)-1]
+			} else {
+				stack = append(stack, context{kind: 'n', tick: true})
+			}
+		case c == '(' && top.depth > 0:
+			b.WriteByte(c)
+			top.depth++
+		case c == ')' && top.depth > 0:
+			b.WriteByte(c)
+			if top.depth--; top.depth == 0 {
+				stack = stack[:len(stack)-1]
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// ansiC decodes the text of a $'…' (s starts after $') as bash does, returning it and
+// the bytes it took, its closing quote included: \n, \t and the other C escapes, \xHH,
+// \NNN in octal, \uHHHH, \UHHHHHHHH and \cX; a NUL ends the text, and an escape bash does
+// not know keeps its backslash.
+func ansiC(s string) (string, int) {
+	var b strings.Builder
+	nul := false
+	write := func(t string) {
+		if !nul {
+			b.WriteString(t)
+		}
+	}
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		i++
+		if c == '\'' {
+			return b.String(), i
+		}
+		if c != '\\' || i == len(s) {
+			write(string([]byte{c}))
+			continue
+		}
+		e := s[i]
+		i++
+		switch e {
+		case 'a', 'b', 'e', 'E', 'f', 'n', 'r', 't', 'v':
+			write(string([]byte{cEscapes[e]}))
+		case '\\', '\'', '"', '?':
+			write(string([]byte{e}))
+		case 'x', 'u', 'U', '0', '1', '2', '3', '4', '5', '6', '7':
+			base, most := 16, 2
+			switch e {
+			case 'u':
+				most = 4
+			case 'U':
+				most = 8
+			case 'x':
+			default: // octal: the digit just read is the first of up to three
+				base, most = 8, 3
+				i--
+			}
+			v, n := 0, 0
+			for ; n < most && i+n < len(s); n++ {
+				d := strings.IndexByte("0123456789abcdef"[:base], lower(s[i+n]))
+				if d < 0 {
+					break
+				}
+				v = v*base + d
+			}
+			i += n
+			switch {
+			case n == 0:
+				write(`\` + string([]byte{e}))
+			case e == 'u' || e == 'U':
+				write(string(rune(v)))
+			default:
+				nul = nul || byte(v) == 0
+				write(string([]byte{byte(v)}))
+			}
+		case 'c':
+			if i < len(s) {
+				ctl := s[i] & 0x1f
+				if s[i] == '?' {
+					ctl = 0x7f
+				}
+				nul = nul || ctl == 0
+				write(string([]byte{ctl}))
+				i++
+			}
+		default:
+			write(`\` + string([]byte{e}))
+		}
+	}
+	return b.String(), i
+}
+
+var cEscapes = map[byte]byte{'a': 7, 'b': 8, 'e': 27, 'E': 27, 'f': 12, 'n': 10, 'r': 13, 't': 9, 'v': 11}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// ifsWord is $IFS as a word separator: the shell splits rm${IFS}-rf into rm and -rf.
+// Any ${IFS…} form (${IFS:0:1}, ${IFS%??}) counts, as most give a separator and
+// reading one where there is none only raises the level.
+var ifsWord = regexp.MustCompile(`\$(IFS\b|\{IFS[^}]*\})`)
+
+func ifsSpaced(cmd string) string {
+	return ifsWord.ReplaceAllString(cmd, " ")
+}
+
+// builtWord finds a command word the text does not show: eval, or a word made by $(…)
+// or `…`, where a command word can be: at the start or after what ends a command or
+// opens one (; & | newline ( and an opening backtick), past reserved words (if, then,
+// do, !, {, …), assignments (X=1) and words that run the rest as a command (command,
+// builtin, exec, env, nice, nohup, sudo, time, with their options). In the text it
+// reads, an opening backtick is \x01 and a closing one \x02 (see markBackticks); a
+// closing one where a command word starts counts too, in case the count is off.
+var builtWord = regexp.MustCompile(`(?:^|[;&|(\n\x01])\s*` +
+	`(?:(?:if|then|else|elif|while|until|do|coproc|!|\{)\s+` +
+	`|[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(?:"(?:[^"\\]|\\.)*"|'[^']*'|\$\([^()]*\)|\x01[^\x02]*\x02|[^\s;&|()"'\x01\x02])*\s+` +
+	`|(?:[^\s;&|()]*/)?(?:command|builtin|exec|env|nice|nohup|sudo|time)(?:\s+(?:-[^\s;&|()]*|\d+|[A-Za-z_][A-Za-z0-9_]*=[^\s;&|()]*))*\s+)*` +
+	`(?:eval\b|\x02|[^\s;&|()=<>\x01\x02]*(?:\$\(|\x01))`)
+
+// markBackticks tells opening backticks (\x01) from closing ones (\x02) by counting, so
+// that a command starts after `, not after the ` that ends one (echo `date` `whoami`).
+func markBackticks(cmd string) string {
+	b, open := []byte(cmd), true
+	for i, c := range b {
+		if c == '`' {
+			b[i] = 2
+			if open {
+				b[i] = 1
+			}
+			open = !open
+		}
+	}
+	return string(b)
+}
+
+func builtCommand(cmd string) bool {
+	return builtWord.MatchString(markBackticks(cmd))
 }
 
 func re(expr string) func(string) bool {
@@ -190,13 +415,15 @@ func braced(cmd string) (_ string, ok bool) {
 }
 
 // CommandRisk is the risk a command line's text carries: HIGH and why when a rule
-// matches, ok false otherwise. The rules see the text as given, unquoted, and with its
-// brace expansions expanded.
+// matches, ok false otherwise. The rules see the text as given, and as unquoted and
+// shellRead read it, with $IFS as a space, each also with its brace expansions expanded.
 func CommandRisk(cmd string) (risk.Level, string, bool) {
 	var whys []string
-	plain := unquoted(cmd)
-	expanded, ok := braced(plain)
-	forms := []string{cmd, plain, expanded}
+	forms, ok := []string{cmd}, true
+	for _, plain := range []string{ifsSpaced(unquoted(cmd)), ifsSpaced(shellRead(cmd))} {
+		expanded, fits := braced(plain)
+		forms, ok = append(forms, plain, expanded), ok && fits
+	}
 	for _, r := range commandRules {
 		if slices.ContainsFunc(forms, r.match) {
 			whys = append(whys, r.why)
