@@ -49,7 +49,10 @@ func step(tool string, args map[string]any) map[string]any {
 // waitExec polls GET /api/v1/executions/:id until it has status want.
 func waitExec(t *testing.T, api svClient, id, want string) apiExec {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// Generous, and ever less often: a GET carries every step's result (megabytes in
+	// some tests), and a machine running other packages' tests is slow to run a plan.
+	deadline := time.Now().Add(60 * time.Second)
+	pause := 20 * time.Millisecond
 	for {
 		var ex apiExec
 		api.json(http.MethodGet, "/api/v1/executions/"+id, nil, 200, &ex)
@@ -59,7 +62,8 @@ func waitExec(t *testing.T, api svClient, id, want string) apiExec {
 		if time.Now().After(deadline) {
 			t.Fatalf("execution %s is %s (%s), want %s", id, ex.Status, ex.Error, want)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(pause)
+		pause = min(2*pause, 250*time.Millisecond)
 	}
 }
 
