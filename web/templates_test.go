@@ -123,11 +123,14 @@ func TestTemplateServerAPI(t *testing.T) {
 	if text, isErr := api.callText("tpl__echo", map[string]any{"v": "-n"}); !isErr || !strings.Contains(text, `argument "v" starts with '-'`) {
 		t.Errorf("echo -n: got %q (error %v)", text, isErr)
 	}
-	if text, isErr := api.callText("tpl__lookup", map[string]any{"city": "../admin?x=1#y"}); isErr || text != "21.5" {
+	if text, isErr := api.callText("tpl__lookup", map[string]any{"city": "a/b?x=1#y"}); isErr || text != "21.5" {
 		t.Fatalf("lookup: %q (error %v)", text, isErr)
 	}
+	if text, isErr := api.callText("tpl__lookup", map[string]any{"city": "../admin"}); !isErr || !strings.Contains(text, `".."`) {
+		t.Errorf("lookup of ../admin: %q (error %v); want it refused", text, isErr)
+	}
 	mu.Lock()
-	if want := []string{"/weather/..%2Fadmin%3Fx=1%23y?units=metric"}; !slices.Equal(paths, want) {
+	if want := []string{"/weather/a%2Fb%3Fx=1%23y?units=metric"}; !slices.Equal(paths, want) {
 		t.Errorf("the upstream saw %q, want %q", paths, want)
 	}
 	mu.Unlock()

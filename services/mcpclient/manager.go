@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os/exec"
 	"slices"
 	"sync"
@@ -303,11 +302,11 @@ func (m *Manager) endRun() {
 	m.runWritten, m.runEnded = false, true
 }
 
-// templateOptions are how template servers run their tools.
+// templateOptions are how template servers run their tools. The HTTP transport is left
+// to newEndpoint, which gives each template endpoint its own and closes its idle
+// connections when the session ends.
 func (m *Manager) templateOptions() template.Options {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = m.opts.Egress.DialContext
-	return template.Options{Version: m.opts.Version, MaxTimeout: m.opts.TemplateMaxTimeout, Transport: tr}
+	return template.Options{Version: m.opts.Version, MaxTimeout: m.opts.TemplateMaxTimeout}
 }
 
 // Confinement says how stdio servers run, for the server page: which namespaces hide

@@ -63,6 +63,10 @@ type endpoint struct {
 	// Options.ProcessDir), marks each command of the template's tools as this run's.
 	mark      func(cmd *exec.Cmd)
 	closeOnce sync.Once
+
+	// tplHTTP sends a template's HTTP tools' requests (template only): the endpoint's
+	// own, so that cleanup can close the keep-alive connections it leaves to upstreams.
+	tplHTTP *http.Transport
 }
 
 // newEndpoint builds the transport for c. A stdio server gets the inherit variables plus
@@ -90,6 +94,13 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 			return nil, fmt.Errorf("mcpclient: %w", err)
 		}
 		ep := &endpoint{}
+		if tpl.Transport == nil {
+			// Every connection of the template's requests, redirects included, goes
+			// through the egress policy (docs/security.md, Egress).
+			ep.tplHTTP = http.DefaultTransport.(*http.Transport).Clone()
+			ep.tplHTTP.DialContext = eg.DialContext
+			tpl.Transport = ep.tplHTTP
+		}
 		// Marked as a stdio server is, so that what a command leaves outside its group
 		// is found at the stop or after a crash; a tool's arguments are the caller's:
 		// they widen nothing (ApplyUntrusted).
@@ -210,6 +221,12 @@ func (e *endpoint) cleanup() {
 		}
 		if e.inproc != nil {
 			_ = e.inproc.Close()
+		}
+		if e.tplHTTP != nil {
+			// After the calls ended (interrupt cancelled them): otherwise each session,
+			// test or one-off discovery would leave its connections open for the
+			// transport's IdleConnTimeout.
+			e.tplHTTP.CloseIdleConnections()
 		}
 	})
 }

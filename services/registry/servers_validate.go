@@ -217,7 +217,9 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 			ve.Add("auth_type", "must be none, bearer or header")
 		}
 	case TypeTemplate:
-		d.validateTemplate(&ve)
+		// As for an HTTP server's URL: a template the policy refuses now can stay, as it
+		// is, on a server that stays disabled.
+		d.validateTemplate(&ve, eg, keptOff && cur != nil && d.template == cur.template)
 	case "":
 		ve.Add("type", "is required: stdio, sse, streamable_http or template")
 	default:
@@ -245,18 +247,30 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 	return ve.Err()
 }
 
-// validateTemplate checks a template server: its YAML (each problem with its line) and
-// no settings of the other types.
-func (d *draft) validateTemplate(ve *verr.Error) {
+// validateTemplate checks a template server: its YAML (each problem with its line), the
+// origin of each HTTP tool's URL against eg unless keptOff (the egress policy judges a
+// template's requests as it does an HTTP server's URL), and no settings of the other
+// types.
+func (d *draft) validateTemplate(ve *verr.Error, eg *egress.Policy, keptOff bool) {
 	if d.template == "" {
 		ve.Add("template", "is required for a template server: the YAML that defines its tools, each with a name and a command or an http request")
-	} else if _, err := template.Parse(d.template); err != nil {
+	} else if tpl, err := template.Parse(d.template); err != nil {
 		var te *template.Error
 		if !errors.As(err, &te) {
 			ve.Add("template", err.Error())
 		} else {
 			for _, p := range te.Problems {
 				ve.Add("template", p.String())
+			}
+		}
+	} else if !keptOff {
+		for _, t := range tpl.Tools {
+			if t.HTTP == nil {
+				continue
+			}
+			u := t.HTTP.URL
+			if msg := eg.CheckURL(u.Scheme + "://" + u.Host); msg != "" {
+				ve.Add("template", template.Problem{Line: u.Raw.Line, Message: fmt.Sprintf("tool %s: url %s://%s: %s", t.Name, u.Scheme, u.Host, msg)}.String())
 			}
 		}
 	}

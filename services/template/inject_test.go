@@ -52,6 +52,10 @@ var hostile = []string{
 	"",
 }
 
+// pathRefused are the hostile values a path placeholder refuses: split at '/' or '\',
+// as they are or percent-decoded, they have a ".." or an empty piece.
+var pathRefused = map[string]bool{"../../etc/passwd": true, "\\": true, "%2F": true, "%2e%2e": true, "//evil.example/x": true}
+
 func mustParse(t *testing.T, yaml string) *template.Template {
 	t.Helper()
 	tpl, err := template.Parse(yaml)
@@ -224,8 +228,12 @@ func TestHTTPArgumentsStayData(t *testing.T) {
 		t.Run(fmt.Sprintf("%q", v), func(t *testing.T) {
 			// Not parallel: the subtests share the recorder.
 			res := call(t, tpl, "path", map[string]any{"v": v})
-			if v == "" {
-				// An empty segment is refused (below).
+			if v == "" || pathRefused[v] {
+				// An empty segment is refused (below), and so is a value that could
+				// climb out of the path once decoded (TestPathValueCannotClimbOut).
+				if !res.IsError {
+					t.Errorf("path %q: got %+v, want a refusal", v, res)
+				}
 				rc.none(t)
 			} else {
 				s := rc.take(t)

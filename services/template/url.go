@@ -1,6 +1,7 @@
 package template
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 )
@@ -139,9 +140,10 @@ func (u URL) shown() string {
 }
 
 // expand builds the URL of a call. Path values are escaped as path text ('/', '?',
-// '#' and '%' included), and a value may not make a whole segment "." or ".." (a
-// server would climb out of the path the template names) or empty; query values are escaped as
-// query text. The result is parsed again and must still have the template's origin.
+// '#' and '%' included), must pass pathValue, and may not make a whole segment "." or
+// ".." (a server would climb out of the path the template names) or empty; query
+// values are escaped as query text. The result is parsed again and must still have
+// the template's origin.
 func (u URL) expand(a args) (string, error) {
 	var b strings.Builder
 	b.WriteString(u.Scheme + "://" + u.Host)
@@ -182,6 +184,9 @@ func (u URL) expand(a args) (string, error) {
 			b.WriteString(url.QueryEscape(v))
 			continue
 		}
+		if err := pathValue(p.param, v); err != nil {
+			return "", err
+		}
 		esc := url.PathEscape(v)
 		seg.WriteString(esc)
 		segParam = p.param
@@ -208,4 +213,99 @@ func (u URL) firstParam() string {
 		}
 	}
 	return ""
+}
+
+// maxPathDecodes is how many percent-decodings of a path value pathValue looks
+// through: a proxy and the server behind it may each decode once, and no real value
+// needs more layers than this.
+const maxPathDecodes = 3
+
+// pathValue refuses a path placeholder's value that could leave the path the template
+// names once a proxy or server decodes %2F (and %5C) back to '/' (and '\') and resolves
+// dot segments, as nginx's proxy_pass with a path and many frameworks do: escaping alone
+// would send "../../admin" as "..%2F..%2Fadmin" and the backend would see "/admin".
+// Split at '/' and '\', in the value as it is and after each percent-decoding, no piece
+// may be "." or "..", and no piece may be empty when there is more than one (a leading,
+// trailing or doubled slash would join the value's edge to the text around it, or
+// merge segments). Values such as "v1.2", "a.b..c", "group/project" or "50%" pass.
+func pathValue(param, v string) error {
+	for decodes := 0; ; decodes++ {
+		if err := pathPieces(param, v, decodes); err != nil {
+			return err
+		}
+		next := percentDecode(v)
+		if next == v {
+			return nil
+		}
+		if decodes == maxPathDecodes {
+			return refuse(param, "is percent-encoded more than %d times over, which a URL path value never needs: a server decoding it again could read it as another path", maxPathDecodes)
+		}
+		v = next
+	}
+}
+
+func pathPieces(param, v string, decodes int) error {
+	if strings.IndexAny(v, "/\\") < 0 {
+		if v == "." || v == ".." {
+			return refuse(param, "is %q%s, a URL path segment that climbs out of the path the template names", v, decodedNote(decodes))
+		}
+		return nil
+	}
+	start := 0
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) && v[i] != '/' && v[i] != '\\' {
+			continue
+		}
+		switch piece := v[start:i]; piece {
+		case ".", "..":
+			return refuse(param, "has the piece %q between slashes%s: a proxy or server that decodes %%2F, or reads '\\' as '/', would see a path that climbs out of the path the template names", piece, decodedNote(decodes))
+		case "":
+			return refuse(param, "has an empty piece between slashes (a leading, trailing or doubled '/' or '\\')%s: a proxy or server that decodes %%2F would see another path than the template names", decodedNote(decodes))
+		}
+		start = i + 1
+	}
+	return nil
+}
+
+func decodedNote(decodes int) string {
+	switch decodes {
+	case 0:
+		return ""
+	case 1:
+		return " once percent-decoded"
+	}
+	return fmt.Sprintf(" after %d percent-decodings", decodes)
+}
+
+// percentDecode decodes each valid %XX of s and leaves anything else as it is, as a
+// lenient server would: url.PathUnescape gives up on the whole value at a stray '%'.
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0'
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
