@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // blockingPoll is how often a step that waits for a person (router.Blocking) looks
@@ -76,18 +78,24 @@ const (
 // eight default workers).
 func (s *Service) blockingRoom() int32 { return int32(max(1, s.opts.Workers/2)) }
 
-// blockingOverLimit reports whether step st, just marked running, makes more than
-// maxBlockingSteps blocking steps of its requester's plans run. Two starting at once may
-// both give way; neither runs past the limit.
-func (s *Service) blockingOverLimit(ctx context.Context, ex *Execution, st Step) (bool, error) {
+// blockingOverLimit reports whether step st, about to be marked running in tx, would
+// make more than maxBlockingSteps blocking steps of its requester's plans run. It takes,
+// until tx ends, the lock of the requester's steps of that tool: steps starting at once
+// are counted one after the other, so none runs past the limit and none gives way for
+// nothing.
+func blockingOverLimit(ctx context.Context, tx pgx.Tx, ex *Execution, st Step) (bool, error) {
 	if ex.RequestedBy == nil {
 		return false, nil
 	}
+	if _, err := tx.Exec(ctx, `/* executions.blocking.lock */ SELECT pg_advisory_xact_lock(hashtextextended('executions.blocking:' || $1 || ':' || $2, 0))`,
+		*ex.RequestedBy, st.Tool); err != nil {
+		return false, fmt.Errorf("executions: lock the requester's waiting steps: %w", err)
+	}
 	var n int
-	if err := s.pool.QueryRow(ctx, `/* executions.blocking.count */ SELECT count(*) FROM tool_calls c
+	if err := tx.QueryRow(ctx, `/* executions.blocking.count */ SELECT count(*) FROM tool_calls c
 		JOIN executions e ON e.id = c.execution_id
 		WHERE c.status = 'running' AND c.tool_name = $2 AND e.requested_by = $1`, *ex.RequestedBy, st.Tool).Scan(&n); err != nil {
 		return false, fmt.Errorf("executions: count the requester's waiting steps: %w", err)
 	}
-	return n > maxBlockingSteps, nil
+	return n >= maxBlockingSteps, nil
 }

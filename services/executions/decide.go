@@ -334,10 +334,19 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 	now := s.opts.Now()
 	expired := func() error {
 		if ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
-			if _, err := s.expire(ctx, id); err != nil {
+			if ok, err := s.expire(ctx, id); err != nil || ok {
+				if err != nil {
+					return err
+				}
+				return conflict(id, Expired, "approved")
+			}
+			// Another decision won (an approval, a cancel): the conflict says what it
+			// is now, not expired.
+			cur, err := s.get(ctx, s.pool, id)
+			if err != nil {
 				return err
 			}
-			return conflict(id, Expired, "approved")
+			return conflict(id, cur.Status, "approved")
 		}
 		return nil
 	}

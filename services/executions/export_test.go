@@ -18,3 +18,11 @@ func WorkRun(ctx context.Context, s *Service, id string, attempt, max int) error
 	return w.Work(ctx, &river.Job[runArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: max},
 		Args: runArgs{ExecutionID: id, Phase: PhaseRun}})
 }
+
+// WorkRollback works a rollback job of execution id as River would at attempt of max
+// (tests only).
+func WorkRollback(ctx context.Context, s *Service, id string, attempt, max int) error {
+	w := &runWorker{s: s}
+	return w.Work(ctx, &river.Job[runArgs]{JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: max},
+		Args: runArgs{ExecutionID: id, Phase: PhaseRollback}})
+}

@@ -451,13 +451,23 @@ func (s *Service) runsElsewhere(ctx context.Context, id string) (bool, error) {
 func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester Caller) (failure string, err error) {
 	callID := uuid.NewString()
 	now := s.opts.Now()
-	tag, err := s.pool.Exec(ctx, `/* executions.step.start */
-		UPDATE tool_calls SET status = 'running', call_id = $2, started_at = $3 WHERE id = $1 AND status = 'pending'`,
-		st.ID, callID, now)
-	if err != nil {
-		return "", fmt.Errorf("executions: start step: %w", err)
+	blocking := router.Blocking(st.Tool)
+	if blocking {
+		// Room is made before the step is marked running: a step refused here never ran,
+		// and stays pending whatever fails (a step found running is settled interrupted).
+		if s.blocking.Add(1) > s.blockingRoom() {
+			s.blocking.Add(-1)
+			return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps already wait for an answer on this server, half its workers", s.blockingRoom()), blockingRetry, false)
+		}
+		defer s.blocking.Add(-1)
 	}
-	if tag.RowsAffected() == 0 {
+	started, over, err := s.startStep(ctx, ex, st, callID, now, blocking)
+	switch {
+	case err != nil:
+		return "", err
+	case over:
+		return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps of the requester's plans already wait for an answer", maxBlockingSteps), blockingRetry, false)
+	case !started:
 		return "", nil // not pending any more: nothing to do
 	}
 	pin := s.pinOf(ex, st)
@@ -466,18 +476,7 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		toolRef = *st.ToolID
 	}
 	callCtx := ctx
-	if router.Blocking(st.Tool) {
-		if over, err := s.blockingOverLimit(ctx, ex, st); err != nil || over {
-			if err != nil {
-				return "", err
-			}
-			return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps of the requester's plans already wait for an answer", maxBlockingSteps), blockingRetry)
-		}
-		if s.blocking.Add(1) > s.blockingRoom() {
-			s.blocking.Add(-1)
-			return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps already wait for an answer on this server, half its workers", s.blockingRoom()), blockingRetry)
-		}
-		defer s.blocking.Add(-1)
+	if blocking {
 		// It may wait a day for a person: it ends when its execution is cancelled.
 		want := Executing
 		if st.Phase == PhaseRollback {
@@ -508,7 +507,7 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			msg = re.Message
 			if re.Code == router.CodeRateLimited {
 				// The tool never saw the call: the step waits for the limit, pending again.
-				return "", s.waitForLimit(ctx, ex, st, re.Message, re.RetryAfter)
+				return "", s.waitForLimit(ctx, ex, st, re.Message, re.RetryAfter, true)
 			}
 			if re.Ran {
 				// Its server got the call (a timeout, an error after sending): a rollback
@@ -578,6 +577,37 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		return fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, msg), nil
 	}
 	return "", nil
+}
+
+// startStep marks pending step st running as call callID (started false when it is no
+// longer pending). A blocking step is counted against its requester's limit in the
+// transaction that marks it (over: it is not marked): refused, or failing, it stays
+// pending, never left running without its call sent, which its next runner would
+// take for a step that may have taken effect (settleInterrupted).
+func (s *Service) startStep(ctx context.Context, ex *Execution, st Step, callID string, now time.Time, blocking bool) (started, over bool, err error) {
+	start := func(q db.Querier) error {
+		tag, err := q.Exec(ctx, `/* executions.step.start */
+			UPDATE tool_calls SET status = 'running', call_id = $2, started_at = $3 WHERE id = $1 AND status = 'pending'`,
+			st.ID, callID, now)
+		if err != nil {
+			return fmt.Errorf("executions: start step: %w", err)
+		}
+		started = tag.RowsAffected() == 1
+		return nil
+	}
+	if !blocking {
+		err = start(s.pool)
+		return started, false, err
+	}
+	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		started = false
+		var err error
+		if over, err = blockingOverLimit(ctx, tx, ex, st); err != nil || over {
+			return err
+		}
+		return start(tx)
+	})
+	return started && err == nil, over && err == nil, err
 }
 
 // errStopped: the runner stopped during a step and settled it (stopDuring); runPhase
@@ -666,14 +696,17 @@ func (r *rateLimited) Error() string {
 	return fmt.Sprintf("executions: a step waits %s for a rate limit", r.wait)
 }
 
-// waitForLimit puts step st, refused by a limit (reason), back to pending (unless it
-// was settled meanwhile) and returns the *rateLimited that makes its job wait. The
-// runner is forgotten: the snoozed job may be picked up by another replica (see queuePhase).
-func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, reason string, wait time.Duration) error {
+// waitForLimit puts step st, refused by a limit (reason), back to pending when running
+// (unless it was settled meanwhile) and returns the *rateLimited that makes its job
+// wait. The runner is forgotten: the snoozed job may be picked up by another replica
+// (see queuePhase).
+func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, reason string, wait time.Duration, running bool) error {
 	bg := context.WithoutCancel(ctx)
 	err := db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
-		if err := putBack(bg, tx, st.ID); err != nil {
-			return err
+		if running {
+			if err := putBack(bg, tx, st.ID); err != nil {
+				return err
+			}
 		}
 		return clearRunner(bg, tx, ex.ID, "")
 	})
@@ -796,10 +829,25 @@ func skipPending(ctx context.Context, q db.Querier, id, phase string) error {
 	return err
 }
 
-// finish ends a phase: success or rolled back when failure is "", else failed or
-// rollback failed (the remaining steps skipped).
+// finish ends a phase: success or rolled back when failure is "" and every step of it
+// succeeded, else failed or rollback failed (the remaining steps skipped, by the
+// transition: apply).
 func (s *Service) finish(ctx context.Context, ex *Execution, phase, failure string) error {
 	return s.finishWith(ctx, ex, phase, failure, "")
+}
+
+// notSucceeded is why phase did not succeed when one of its steps did not ("" when all did).
+func notSucceeded(steps []Step, phase string) string {
+	what := "plan"
+	if phase == PhaseRollback {
+		what = "rollback"
+	}
+	for _, st := range steps {
+		if st.Phase == phase && st.Status != StepSucceeded {
+			return fmt.Sprintf("step %d (%s) is %s, not succeeded, so the %s did not complete", st.Position+1, st.Tool, st.Status, what)
+		}
+	}
+	return ""
 }
 
 // finishWith is finish with the audit action of the transition given ("" for the
@@ -810,19 +858,25 @@ func (s *Service) finishWith(ctx context.Context, ex *Execution, phase, failure,
 	if err := s.router.Flush(ctx); err != nil {
 		s.log.Warn("executions: the last steps' events were not written before the end", "execution", ex.ID, "err", err)
 	}
-	if failure != "" {
-		if err := s.skipRest(ctx, ex.ID, phase); err != nil {
-			return err
-		}
-	}
 	steps, err := s.StepsBrief(ctx, ex.ID)
 	if err != nil {
 		return err
 	}
+	if failure == "" {
+		// A phase whose steps did not all succeed (skipped by a failure whose transition
+		// never committed, in a release that skipped them first) is no success.
+		failure = notSucceeded(steps, phase)
+	}
 	results := []events.StepResult{}
 	for _, st := range steps {
 		if st.Phase == phase {
-			results = append(results, events.StepResult{Position: st.Position, Tool: st.Tool, Status: st.Status,
+			status := st.Status
+			if failure != "" && status == StepPending {
+				// The transition below skips it, in its own transaction (apply): a failure
+				// that does not commit leaves it pending, to be run or refused again.
+				status = StepSkipped
+			}
+			results = append(results, events.StepResult{Position: st.Position, Tool: st.Tool, Status: status,
 				DurationMS: st.DurationMS, Error: st.Error})
 		}
 	}

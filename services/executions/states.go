@@ -174,13 +174,15 @@ func (s *Service) apply(ctx context.Context, tx pgx.Tx, id string, c change) (*E
 		return nil, fmt.Errorf("executions: %s: %w", c.to, err)
 	}
 	// Nothing more of the phase it ends starts: its waiting steps say so at once (a
-	// runner between steps finds them no longer pending and stops).
+	// runner between steps finds them no longer pending and stops). Skipped here, with
+	// the transition, never before it: steps skipped under an execution still running
+	// would let the next runner find nothing left to run and end it a success.
 	phase := ""
 	switch c.to {
-	case Cancelled, Expired:
+	case Cancelled, Expired, Failed:
 		phase = PhaseRun
 	case RollbackFailed:
-		phase = PhaseRollback // a rollback cancelled, or one that failed (already skipped)
+		phase = PhaseRollback // a rollback cancelled, or one that failed
 	}
 	if phase != "" {
 		if err := skipPending(ctx, tx, id, phase); err != nil {

@@ -3,6 +3,7 @@ package executions_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
 
@@ -80,7 +82,19 @@ func TestRunWaitsForRateLimit(t *testing.T) {
 	// 29 a minute: a burst of 2, then one call every ~2 s.
 	n := 29
 	e.update("mt__echo", tools.Patch{RateLimit: &n})
-	e.run(nil)
+	// The runner's log says when a step was refused and put back to wait: without it,
+	// a limit never applied would pass as well.
+	var logs testkit.SyncBuffer
+	keys, err := secrets.NewKeyring(e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := executions.New(e.pool, e.r, e.tools, &executions.Options{Now: e.clock.Now, Workers: 4, Keys: keys,
+		Local: e.app.Local, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(runner)
 	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`),
 		step("mt__echo", `{"message":"three"}`))
 	done := e.waitEnded(ex.ID, 60*time.Second)
@@ -103,6 +117,12 @@ func TestRunWaitsForRateLimit(t *testing.T) {
 	e.flush()
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call' AND target_name = 'mt__echo'`); n != 3 {
 		t.Errorf("calls of mt__echo: got %d, want 3", n)
+	}
+	if waited := strings.Count(logs.String(), `msg="executions: a step waits for a rate limit" execution=`+ex.ID+` step=3 `); waited == 0 {
+		t.Errorf("step 3 never waited for the rate limit (a burst of 2): the runner's log is\n%s", logs.String())
+	}
+	if gap := sts[2].StartedAt.Sub(*sts[0].StartedAt); gap < time.Second {
+		t.Errorf("step 3 started %s after step 1, want the ~2 s the limit makes it wait", gap)
 	}
 }
 
