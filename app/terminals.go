@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -157,22 +158,26 @@ func (a *App) sweepTerminals(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
-		var running []string
-		for _, t := range a.Terminals.List() {
-			if !t.Exited() {
-				running = append(running, t.ID)
-			}
-		}
-		back, err := store.Restore(ctx, running)
+		// Every terminal this replica holds, ended ones too: a record whose write failed,
+		// or that another replica ended as orphaned while this one was not seen, is put
+		// right here, where the terminal's state is known.
+		fixed, err := store.Reconcile(ctx, a.Terminals.List())
 		if err != nil && ctx.Err() == nil {
-			a.log.Warn("terminals: reopen this replica's terminals taken for stopped", "err", err)
+			a.log.Warn("terminals: put right the records of this replica's terminals", "err", err)
 		}
-		for _, r := range back {
-			a.log.Warn("a terminal of this replica had been taken for stopped while the replica was not seen; it runs", "terminal", r.ID)
-			// Pages were told it ended: tell them it runs.
-			if t := a.Terminals.Get(r.ID); t != nil {
-				a.announceTerminal(t, builtin.TerminalOpened)
+		for _, r := range fixed {
+			t := a.Terminals.Get(r.ID)
+			if t == nil {
+				continue
 			}
+			if r.Ended() {
+				a.log.Info("the record of a terminal of this replica was put right: it ended", "terminal", r.ID, "reason", r.EndedReason)
+				a.announceTerminal(t, builtin.TerminalExited)
+				continue
+			}
+			a.log.Warn("a terminal of this replica had no record, or had been taken for stopped while the replica was not seen; it runs", "terminal", r.ID)
+			// Pages were told it ended, or nothing: tell them it runs.
+			a.announceTerminal(t, builtin.TerminalOpened)
 		}
 		if !a.Replicas.Steady() {
 			continue // just back from a database outage, every replica looks stopped
@@ -297,7 +302,23 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 	return res, err
 }
 
+// terminalOpHops bounds, per person of each replica, the operations sent to terminals
+// of other replicas: each takes one of the nonces the owner remembers for a minute,
+// past which it refuses every replica's hops, and --rate-limit may not bound the calls
+// at all. Keyed by replica id and person, as the web's forwarded requests are limited.
+var terminalOpHops handlers.PersonLimits
+
 func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op string, c builtin.Call, args json.RawMessage) (*mcp.CallToolResult, error) {
+	who := c.UserID
+	if who == "" {
+		who = "name:" + c.UserName
+	}
+	if !terminalOpHops.Allow(a.Replicas.Self().ID + " " + who) {
+		// Not sent: the agent may simply try again in a moment.
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"sessionId: session %s runs on replica %s, and too many operations on sessions of other replicas came from you just now; "+
+				"nothing was sent: wait a moment and try again", rec.ID, rec.Replica)}}}, nil
+	}
 	owner, err := a.Terminals.Store().Owner(ctx, rec)
 	if err != nil {
 		return nil, err
@@ -334,8 +355,13 @@ func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		_ = json.Unmarshal(raw, &e)
-		if res.StatusCode == http.StatusNotFound && e.Error.Code == "not_found" {
-			return nil, builtin.ErrOwnerForgot // the owner's own answer, not a proxy's 404
+		// The owner's own answer that it does not hold the terminal; not a proxy's 404,
+		// nor that of an owner without the route (an earlier release, mid-upgrade),
+		// whose session may well run. An owner of an earlier release that has the route
+		// says not_found with the message of its terminal check.
+		if res.StatusCode == http.StatusNotFound && (e.Error.Code == builtin.TerminalNotHereCode ||
+			e.Error.Code == "not_found" && e.Error.Message == "terminal not found") {
+			return nil, builtin.ErrOwnerForgot
 		}
 		if e.Error.Message == "" {
 			e.Error.Message = strings.TrimSpace(string(raw))

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,6 +270,10 @@ func terminalGone(rec builtin.TerminalRecord) error {
 	return echo.NewHTTPError(http.StatusGone, fmt.Sprintf("Terminal %s ran on replica %s, which stopped; the terminal's processes ended with it.", rec.ID, rec.Replica))
 }
 
+// terminalOpTimeout bounds an operation another replica sent here: the sender waits no
+// longer (app's terminalClient).
+const terminalOpTimeout = 30 * time.Second
+
 // terminalOp serves POST /internal/v1/terminals/:id/op: a terminal_operations
 // operation another replica's router let through, run here where the terminal is
 // (builtin.Terminals.RunOp). Replicas only (a signed hop; auth.PermReplica).
@@ -295,9 +300,15 @@ func (s *Server) terminalOp(c echo.Context) error {
 		return fault.Invalid("invalid_body", "arguments.sessionId: must be the terminal of the path", nil)
 	}
 	if ts.Get(c.Param("id")) == nil {
-		return fault.NotFound("terminal")
+		// Its own code: the sender takes it for "no such session", which a 404 of a
+		// route this replica lacked would not mean.
+		return fault.New(fault.KindNotFound, builtin.TerminalNotHereCode, "terminal not found").About("terminal")
 	}
-	res, err := ts.RunOp(c.Request().Context(), builtin.Call{Meta: in.Call}, in.Operation, in.Arguments)
+	// Not the request's context: the sender giving up (its timeout, a cut connection)
+	// must not stop an input or a close half done; bounded on its own instead.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request().Context()), terminalOpTimeout)
+	defer cancel()
+	res, err := ts.RunOp(ctx, builtin.Call{Meta: in.Call}, in.Operation, in.Arguments)
 	if err != nil {
 		return err
 	}

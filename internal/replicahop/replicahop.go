@@ -43,6 +43,11 @@ const MaxBody = 4 << 20
 // hops are refused rather than forgotten early, which would let a replay through.
 const maxSeen = 1 << 17
 
+// maxSeenPerSender bounds the nonces of one sending replica among them: a flood of
+// requests through one replica (many people's, or a loop) fills its share, and the
+// other replicas' hops still pass.
+const maxSeenPerSender = maxSeen / 4
+
 // domain separates these MACs from the keyring's other uses, and each version's from
 // the other's: a v3 hop's MAC cannot pass for a v2 one without its request id.
 const (
@@ -133,7 +138,8 @@ var (
 	ErrReplayed = errors.New("replica hop: the signed request was already received")
 	// ErrMisdirected: the hop was signed for another replica.
 	ErrMisdirected = errors.New("replica hop: the signed request is meant for another replica")
-	// ErrBusy: more hops arrived within 2×MaxSkew than a Verifier remembers.
+	// ErrBusy: more hops arrived within 2×MaxSkew than a Verifier remembers, in all
+	// or from the sending replica.
 	ErrBusy = errors.New("replica hop: too many forwarded requests; try again shortly")
 )
 
@@ -146,14 +152,21 @@ type Verifier struct {
 	// (replicas.Service.Now); NewVerifier sets time.Now. Set it before use.
 	Clock func() time.Time
 
-	mu   sync.Mutex
-	seen map[string]time.Time // nonce → when it may be forgotten
-	next time.Time            // the next sweep of seen
+	mu     sync.Mutex
+	seen   map[string]seenHop // nonce → when it may be forgotten, and its sender
+	sender map[string]int     // sending replica → its nonces in seen
+	next   time.Time          // the next sweep of seen
+}
+
+// seenHop is a remembered nonce: until when, and which replica sent it.
+type seenHop struct {
+	until time.Time
+	from  string
 }
 
 // NewVerifier is the verifier of the replica whose id is self.
 func NewVerifier(k Keys, self string) *Verifier {
-	return &Verifier{keys: k, self: self, seen: map[string]time.Time{}, Clock: time.Now}
+	return &Verifier{keys: k, self: self, seen: map[string]seenHop{}, sender: map[string]int{}, Clock: time.Now}
 }
 
 func parse(value string) (signed, []byte, error) {
@@ -240,9 +253,12 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if now.After(v.next) { // at most once a second, however full
-		for n, until := range v.seen {
-			if now.After(until) {
+		for n, h := range v.seen {
+			if now.After(h.until) {
 				delete(v.seen, n)
+				if v.sender[h.from]--; v.sender[h.from] <= 0 {
+					delete(v.sender, h.from)
+				}
 			}
 		}
 		v.next = now.Add(time.Second)
@@ -250,12 +266,14 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 	if _, ok := v.seen[s.nonce]; ok {
 		return Hop{}, ErrReplayed
 	}
-	if len(v.seen) >= maxSeen {
+	if len(v.seen) >= maxSeen || v.sender[s.From] >= maxSeenPerSender {
 		return Hop{}, ErrBusy
 	}
 	// Past at+MaxSkew the time check refuses it anyway; MaxSkew more covers a clock
-	// that moves back.
-	v.seen[strings.Clone(s.nonce)] = at.Add(2 * MaxSkew) // not a slice of the whole header
+	// that moves back. Cloned: not slices of the whole header.
+	from := strings.Clone(s.From)
+	v.seen[strings.Clone(s.nonce)] = seenHop{until: at.Add(2 * MaxSkew), from: from}
+	v.sender[from]++
 	return s.Hop, nil
 }
 

@@ -173,6 +173,65 @@ func (s *TerminalStore) Restore(ctx context.Context, running []string) ([]Termin
 		RETURNING `+recordColumns, s.replicaID, running)
 }
 
+// Reconcile makes the records of the terminals this replica holds (held, from
+// Terminals.List) say what they are. Each change is written once as it happens, and a
+// write that failed (a database blip), or an end that came after another replica had
+// ended the record as orphaned (this one was not seen for a while), would otherwise
+// leave the record wrong for good: a live terminal missing, or one whose output and
+// exit code are here said to have ended with its replica. A terminal without a record
+// gets one; a running one ended as orphaned is reopened; one that ended is recorded
+// ended, with its exit code, where its record says it runs or ended with the replica.
+// Records gone from the list are left alone. It returns the records it changed.
+func (s *TerminalStore) Reconcile(ctx context.Context, held []*Terminal) ([]TerminalRecord, error) {
+	if len(held) == 0 {
+		return nil, nil
+	}
+	n := len(held)
+	ids, kinds, convs, ownerIDs, ownerNames := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dirs, commands, reasons := make([]string, n), make([]string, n), make([]string, n)
+	cols, rows, codes := make([]int, n), make([]int, n), make([]int, n)
+	started, exited := make([]time.Time, n), make([]bool, n)
+	byID := make(map[string]*Terminal, n)
+	for i, t := range held {
+		c, r := t.Size()
+		ids[i], kinds[i], convs[i], ownerIDs[i], ownerNames[i] = t.ID, t.Kind, t.ConversationID, t.OwnerID, t.OwnerName
+		dirs[i], commands[i], cols[i], rows[i], started[i] = t.Dir, t.Command, int(c), int(r), t.Started
+		if t.Exited() {
+			exited[i], codes[i], reasons[i] = true, t.ExitCode(), "exited"
+			if why := t.endedFor.Load(); why != nil {
+				reasons[i] = *why
+			}
+		}
+		byID[t.ID] = t
+	}
+	changed, err := db.All[TerminalRecord](ctx, s.pool, "terminals: reconcile", `/* builtin.TerminalReconcile */
+		INSERT INTO terminals AS t (id, replica_id, replica, kind, conversation_id, owner_id, owner_name, dir, command, cols, rows,
+			started_at, ended_at, exit_code, ended_reason)
+		SELECT m.id, $1::uuid, $2, m.kind, m.conv, m.owner_id, m.owner_name, m.dir, m.command, m.cols, m.rows, m.started,
+			CASE WHEN m.exited THEN now() END, CASE WHEN m.exited THEN m.code END, CASE WHEN m.exited THEN m.reason ELSE '' END
+		FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::int[], $11::int[],
+			$12::timestamptz[], $13::bool[], $14::int[], $15::text[])
+			AS m(id, kind, conv, owner_id, owner_name, dir, command, cols, rows, started, exited, code, reason)
+		ON CONFLICT (id) DO UPDATE SET ended_at = excluded.ended_at, exit_code = excluded.exit_code, ended_reason = excluded.ended_reason
+		WHERE t.replica_id = excluded.replica_id AND t.gone_at IS NULL
+			AND (t.ended_reason = 'replica_stopped' OR excluded.ended_at IS NOT NULL AND t.ended_at IS NULL)
+		RETURNING `+recordColumns,
+		s.replicaID, s.replica, ids, kinds, convs, ownerIDs, ownerNames, dirs, commands, cols, rows, started, exited, codes, reasons)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range changed {
+		// Closed since held was taken: its record may have been marked gone before this
+		// wrote it again (a record it had none of), so it is marked gone again.
+		if t := byID[r.ID]; t != nil && t.ts.Get(t.ID) != t {
+			if err := s.gone(ctx, t); err != nil {
+				return changed, fmt.Errorf("terminals: record %s gone: %w", t.ID, err)
+			}
+		}
+	}
+	return changed, nil
+}
+
 // EndOrphaned ends the records of the terminals of replicas not seen for deadAfter
 // (their processes died with them) and returns them; each is returned by one replica
 // only. Records gone a day ago are removed.
@@ -201,6 +260,12 @@ type TerminalOpRequest struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Call      callmeta.Meta   `json:"call"`
 }
+
+// TerminalNotHereCode is the error code (404) of the replica asked to run an operation
+// on a terminal it does not hold (it ended and was forgotten): distinct from the
+// not_found of a route the replica lacks (one of an earlier release, mid-upgrade), which
+// says nothing of the terminal.
+const TerminalNotHereCode = "terminal_not_here"
 
 // Store is the terminals' record (nil without one).
 func (ts *Terminals) Store() *TerminalStore { return ts.opts.Store }

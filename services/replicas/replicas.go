@@ -71,9 +71,11 @@ type Service struct {
 	offset atomic.Int64
 	warned atomic.Bool // the clock's offset was logged as too large
 	// steadySince is when this replica's current run of heartbeats that reached the
-	// database began (unix nanoseconds; 0 after one failed): Steady.
-	steadySince atomic.Int64
-	lastBeat    atomic.Int64 // when the last heartbeat that reached the database returned
+	// database began (nil after one failed): Steady. Kept as Clock's times, with their
+	// monotonic reading: a step of the host's clock (NTP, by hand) must not make the
+	// run look long enough early, nor never.
+	steadySince atomic.Pointer[time.Time]
+	lastBeat    atomic.Pointer[time.Time] // when the last heartbeat that reached the database returned
 }
 
 // Steady reports whether this replica's heartbeats have reached the database without a
@@ -83,20 +85,20 @@ type Service struct {
 // A heartbeat that hangs (a connection to a host that died) counts as a miss once two
 // beats' time has passed without one returning.
 func (s *Service) Steady() bool {
-	since, now := s.steadySince.Load(), s.opts.Clock()
-	return since != 0 && now.Sub(time.Unix(0, since)) >= s.opts.DeadAfter &&
-		now.Sub(time.Unix(0, s.lastBeat.Load())) <= 2*s.opts.Every
+	since, last, now := s.steadySince.Load(), s.lastBeat.Load(), s.opts.Clock()
+	// Sub of two times that both carry a monotonic reading uses it, not the wall clock.
+	return since != nil && last != nil && now.Sub(*since) >= s.opts.DeadAfter && now.Sub(*last) <= 2*s.opts.Every
 }
 
 // beaten records how the last heartbeat (or join) went, for Steady.
 func (s *Service) beaten(err error) {
 	if err != nil {
-		s.steadySince.Store(0)
+		s.steadySince.Store(nil)
 		return
 	}
-	now := s.opts.Clock().UnixNano()
-	s.lastBeat.Store(now)
-	s.steadySince.CompareAndSwap(0, now)
+	now := s.opts.Clock()
+	s.lastBeat.Store(&now)
+	s.steadySince.CompareAndSwap(nil, &now)
 }
 
 // ClockWarnAfter is how far this host's clock may be off the database's before the
