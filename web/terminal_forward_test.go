@@ -232,27 +232,3 @@ func TestTerminalForwarding(t *testing.T) {
 		t.Errorf("%d requests at once for a terminal of another replica: all forwarded, want those past a burst refused (429)", flood)
 	}
 }
-
-// A replica taken for stopped while it was only paused (not seen for a few seconds)
-// gets back the records of the terminals it still runs; one it does not run stays ended.
-func TestTerminalRecordsRestoredAfterAPause(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	self := srv.App.Replicas.Self()
-	for _, id := range []string{"term-paused", "term-gone"} {
-		if _, err := srv.Pool.Exec(ctx, `INSERT INTO terminals (id, replica_id, replica, kind, conversation_id, dir, started_at, ended_at, ended_reason)
-			VALUES ($1, $2, $3, 'pty', 'conv-x', '/tmp', now(), now(), 'replica_stopped')`, id, self.ID, self.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	back, err := srv.App.Terminals.Store().Restore(ctx, []string{"term-paused"})
-	if err != nil || len(back) != 1 || back[0].ID != "term-paused" {
-		t.Fatalf("restore: %v %v; want term-paused back", back, err)
-	}
-	var open, closed int
-	if err := srv.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE ended_at IS NULL), count(*) FILTER (WHERE ended_at IS NOT NULL)
-		FROM terminals WHERE id IN ('term-paused', 'term-gone')`).Scan(&open, &closed); err != nil || open != 1 || closed != 1 {
-		t.Fatalf("after restore: %d open, %d ended (%v); want 1 and 1", open, closed, err)
-	}
-}

@@ -160,19 +160,6 @@ func (s *TerminalStore) Others(ctx context.Context, keepEnded time.Duration) ([]
 		ORDER BY started_at, id`, s.replicaID, keepEnded.Seconds())
 }
 
-// Restore reopens the records of this replica's terminals in running that another
-// replica ended as orphaned while this one was not seen for a while (a long pause, a
-// database stall): the processes still run here. It returns them.
-func (s *TerminalStore) Restore(ctx context.Context, running []string) ([]TerminalRecord, error) {
-	if len(running) == 0 {
-		return nil, nil
-	}
-	return db.All[TerminalRecord](ctx, s.pool, "terminals: restore", `/* builtin.TerminalRestore */
-		UPDATE terminals SET ended_at = NULL, ended_reason = ''
-		WHERE replica_id = $1::uuid AND ended_reason = 'replica_stopped' AND id = ANY($2)
-		RETURNING `+recordColumns, s.replicaID, running)
-}
-
 // Reconcile makes the records of the terminals this replica holds (held, from
 // Terminals.List) say what they are. Each change is written once as it happens, and a
 // write that failed (a database blip), or an end that came after another replica had
