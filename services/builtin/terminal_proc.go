@@ -5,6 +5,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolwarden/toolwarden/internal/proctrack"
 )
 
@@ -48,9 +50,12 @@ func marked(pid int, marker string) bool { return proctrack.Marked(pid, markerEn
 
 // signalSession sends sig to every process of session sid (only those that carry
 // marker, when marker is not ""), and reports how many it signalled. While the
-// session's leader is alive and not reaped, its id cannot name anyone else's session,
-// and marker may be "" (a process that cleared its environment goes too); once it was
-// reaped, only the marker tells our processes from a newcomer's.
+// session's leader is alive or a zombie not yet reaped, its id cannot name anyone
+// else's session, and marker may be "" (a process that cleared its environment goes
+// too): Linux frees a process id only once no process uses it as its id, its group's
+// or its session's, and a session's id is its leader's. Once the leader was reaped,
+// the session may empty and its id be taken by a newcomer's, and only the marker tells
+// our processes from the newcomer's.
 func signalSession(sid int, marker string, sig syscall.Signal) int {
 	n := 0
 	if marker == "" {
@@ -65,6 +70,44 @@ func signalSession(sid int, marker string, sig syscall.Signal) int {
 		}
 	}
 	return n
+}
+
+// terminalEnv is the environment variable that marks the processes of one terminal
+// (its id; markerEnv marks those of the run): a process that left the terminal's
+// session (setsid) is still found by it when the terminal ends.
+const terminalEnv = "TOOLWARDEN_TERMINAL_ID"
+
+// waitExit waits until pid, a child of this process, has exited, without reaping it:
+// a zombie, it keeps its id, and that of the session it leads, ours (signalSession).
+// Waitid with WNOWAIT leaves the reaping to exec.Cmd.Wait.
+func waitExit(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// sweepLimit bounds how long sweepEnded goes on killing (a process in uninterruptible
+// sleep dies only when it wakes).
+const sweepLimit = 2 * time.Second
+
+// sweepEnded kills what a terminal left running once its leader exited, and must run
+// before the leader is reaped: every process of session sid, marked or not (the
+// zombie leader keeps the id ours), and every process that carries terminalEnv=id,
+// wherever it went (setsid). It goes on until a pass finds none, so that a process
+// forked between a pass's reading of /proc and its kill goes with the next. Only a
+// process that both left the session and dropped terminalEnv from its environment
+// escapes it (the run's marker may still find it when Toolwarden stops); confined, the
+// PID namespace ends with its init, and nothing escapes.
+func sweepEnded(sid int, id string) {
+	for deadline := time.Now().Add(sweepLimit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if signalSession(sid, "", syscall.SIGKILL)+proctrack.KillMarked(terminalEnv, id) == 0 {
+			return
+		}
+	}
 }
 
 // endSession ends session sid: SIGTERM, up to grace for it to go, then SIGKILL.

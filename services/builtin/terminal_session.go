@@ -21,7 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
@@ -46,6 +45,10 @@ const (
 	// ones of one person, and of the process, keep together is bounded too.
 	DefaultEndedOutputPerOwner = 16 << 20
 	DefaultEndedOutput         = 256 << 20
+	// How many ended terminals one person, and the process, keep listed: each keeps its
+	// command line (up to 100,000 characters) and its record, whatever its output.
+	DefaultMaxEndedPerOwner = 100
+	DefaultMaxEnded         = 1000
 )
 
 // closeGrace is how long a closed terminal's processes get between SIGTERM and SIGKILL.
@@ -82,8 +85,16 @@ type TerminalOptions struct {
 	// DefaultEndedOutputPerOwner.
 	EndedOutputPerOwner int
 	// EndedOutput bounds it for every ended terminal of this process; default
-	// DefaultEndedOutput.
+	// DefaultEndedOutput. A background command's command line counts as output.
 	EndedOutput int
+	// MaxEndedPerOwner bounds how many ended terminals of one person stay listed; past
+	// it, the one that ended first is forgotten before KeepEnded. Default
+	// DefaultMaxEndedPerOwner. A terminal whose output was dropped still counts its
+	// command line towards EndedOutputPerOwner and EndedOutput: once no ended terminal
+	// within the bound has output left to drop, the one that ended first is forgotten.
+	MaxEndedPerOwner int
+	// MaxEnded bounds it for this process; default DefaultMaxEnded.
+	MaxEnded int
 	// IdleTimeout ends a PTY session nothing was typed into and that printed nothing for
 	// that long, its shell at its prompt (ended_reason "idle"); a job in its foreground,
 	// however quiet, keeps it. 0: DefaultIdleTimeout; negative: never.
@@ -162,11 +173,14 @@ type Terminals struct {
 	// starting counts, by owner, the terminals that passed reserve and are not in byID
 	// yet, so that calls at once cannot start more than the limits allow.
 	starting map[string]int
-	// endedBytes counts, by owner, the output their ended terminals keep (kept), and
-	// endedAll all of it; endedSeq orders the terminals as they ended.
-	endedBytes map[string]int
-	endedAll   int
-	endedSeq   int64
+	// endedBytes counts, by owner, the output (and command lines) their ended terminals
+	// keep (kept), and endedAll all of it; endedNum and endedNumAll count those
+	// terminals; endedSeq orders the terminals as they ended.
+	endedBytes  map[string]int
+	endedAll    int
+	endedNum    map[string]int
+	endedNumAll int
+	endedSeq    int64
 	// ops are terminal_operations' operations on one session, as this process runs
 	// them (RunOp), set by TerminalTool.
 	ops map[string]func(ctx context.Context, c Call, args json.RawMessage) (*mcp.CallToolResult, error)
@@ -200,16 +214,20 @@ type Terminal struct {
 	// endedFor is why Toolwarden ended it, when it did for a reason of its own (its
 	// owner was disabled): its record says so, and the audit log (TerminalStore.ended).
 	endedFor atomic.Pointer[string]
-	// kept is the memory its output takes once it ended, counted in ts.endedBytes until
-	// the output is dropped or it is forgotten; endedN orders it among the ended ones
-	// (both under ts.mu). outputDropped: its output was dropped, its owner's share of
+	// kept is the memory its output and command line take once it ended (keptOut its
+	// output's), counted in ts.endedBytes until the output is dropped (keptOut) or it is
+	// forgotten (all); endedN orders it among the ended ones, 0 when it is not counted
+	// (all under ts.mu). outputDropped: its output was dropped, its owner's share of
 	// ended output full (keepEnded).
 	kept          int
+	keptOut       int
 	endedN        int64
 	outputDropped atomic.Bool
 	// typing orders writes of input with their audit (a write blocks while the
 	// program does not read; inMu, which Size and Resize take, is not held then).
 	typing sync.Mutex
+	// readDone closes when the PTY's reader stopped (nil for a command).
+	readDone chan struct{}
 	// keys carry input to the one goroutine that writes to the PTY (writeKeys), so a
 	// write the program does not read is waited for a bounded time, not for ever.
 	keys    chan keysWrite
@@ -248,6 +266,12 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if opts.EndedOutput <= 0 {
 		opts.EndedOutput = DefaultEndedOutput
 	}
+	if opts.MaxEndedPerOwner <= 0 {
+		opts.MaxEndedPerOwner = DefaultMaxEndedPerOwner
+	}
+	if opts.MaxEnded <= 0 {
+		opts.MaxEnded = DefaultMaxEnded
+	}
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
 	}
@@ -264,7 +288,7 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 		real = opts.Root
 	}
 	ts := &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}, starting: map[string]int{},
-		endedBytes: map[string]int{}}
+		endedBytes: map[string]int{}, endedNum: map[string]int{}}
 	// Before any terminal starts: a process that leaves its session (setsid) is still
 	// found by its marker after a crash.
 	if err := writeRun(opts.Root, ts.marker); err != nil {
@@ -281,14 +305,14 @@ func newID(prefix string) string {
 
 // env is a terminal's environment: Toolwarden's without its own settings (secrets
 // among them: the database's address and password, the model's API key), TERM set, the
-// marker, and Options.Env. A command as innocent as env would otherwise hand them to
-// whoever reads its output, an agent or the audit log. home, when set, is the
-// conversation's own (homeOf), and wins over Options.Env's.
-func (ts *Terminals) env(home string) []string {
+// run's marker and the terminal's (id), and Options.Env. A command as innocent as env
+// would otherwise hand them to whoever reads its output, an agent or the audit log.
+// home, when set, is the conversation's own (homeOf), and wins over Options.Env's.
+func (ts *Terminals) env(home, id string) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
 		return strings.HasPrefix(kv, "TERM=") || privateEnv(kv) || (home != "" && sharedHomeEnv(kv))
 	})
-	env = append(env, "TERM=xterm-256color", "LANG=C.UTF-8", markerEnv+"="+ts.marker)
+	env = append(env, "TERM=xterm-256color", "LANG=C.UTF-8", markerEnv+"="+ts.marker, terminalEnv+"="+id)
 	env = append(env, ts.opts.Env...)
 	if home != "" {
 		env = append(env, "HOME="+home, "HISTFILE="+filepath.Join(home, ".bash_history"))
@@ -370,7 +394,7 @@ func (ts *Terminals) reserve(owner string, replacing *Terminal) error {
 			}
 		}
 	}
-	const end = "end one with close_session (list_sessions lists a conversation's), or on the /terminals page, or wait for a background command to finish"
+	const end = "end one with close_session (list_sessions lists a conversation's) or by typing exit into a session (send_input, or on the /terminals page), or wait for a background command to finish or reach its timeout"
 	if mine >= ts.opts.MaxPerOwner {
 		return fmt.Errorf("terminals: you have %d terminals running (sessions and commands; at most %d per person); %s", mine, ts.opts.MaxPerOwner, end)
 	}
@@ -439,28 +463,28 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 	}
 	cmd := exec.Command("/bin/bash", "-il")
 	cmd.Dir = dir
-	cmd.Env = ts.env(home)
+	cmd.Env = ts.env(home, t.ID)
 	ts.opts.Confiner.ApplyTerminal(cmd, ws)
-	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: t.cols, Rows: t.rows}) // Setsid, Setctty
+	ptmx, err := startPTY(cmd, t.cols, t.rows)
 	if err != nil {
 		ts.unreserve(c.UserID)
 		return nil, false, fmt.Errorf("start a terminal: %w", err)
 	}
 	t.cmd, t.ptmx, t.sid, t.born = cmd, ptmx, cmd.Process.Pid, time.Now()
 	t.nested = cmd.Path != "/bin/bash"
+	// Both before track lists and announces it: from then on Input may send on keys,
+	// and the reader must be reading before the shell can end (track's reaper waits
+	// for it to finish, then closes the PTY).
+	t.keys = make(chan keysWrite)
+	t.readDone = make(chan struct{})
+	go func() {
+		defer close(t.readDone)
+		_, _ = io.Copy(activeWriter{t}, ptmx) // ends with EIO once nothing holds the terminal, or when ptmx is closed
+	}()
 	if err := ts.track(t); err != nil {
-		_ = ptmx.Close()
+		_ = ptmx.Close() // ends the reader
 		return nil, false, err
 	}
-	go func() {
-		_, _ = io.Copy(activeWriter{t}, ptmx) // ends with EIO once the shell and its children are gone
-		// Its output read and its shell reaped, the PTY goes now rather than after
-		// KeepEnded: ended sessions do not count against the limits, and each would hold
-		// one of the host's PTYs (kernel.pty.max).
-		<-t.done
-		_ = ptmx.Close()
-	}()
-	t.keys = make(chan keysWrite)
 	go t.writeKeys()
 	if ts.opts.IdleTimeout > 0 {
 		go t.endWhenIdle()
@@ -569,9 +593,9 @@ type keysWrite struct {
 	done chan error // buffered: an answer nobody waits for any more is dropped
 }
 
-// writeKeys writes the terminal's input until it ends. A write blocks while the PTY's
-// input queue is full (the program is not reading); the file is in blocking mode (the
-// size ioctls put it there), so neither a deadline nor Close would end such a write.
+// writeKeys writes the terminal's input until it ends. A write waits while the PTY's
+// input queue is full (the program is not reading); Input bounds how long its caller
+// waits for it, and closing the master (non-blocking, startPTY) ends it.
 func (t *Terminal) writeKeys() {
 	for {
 		select {
@@ -607,7 +631,7 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 	// (Command) has its credentials masked.
 	cmd := exec.Command("/bin/bash", "-c", command)
 	cmd.Dir = dir
-	cmd.Env = ts.env(home)
+	cmd.Env = ts.env(home, t.ID)
 	cmd.Stdout, cmd.Stderr = t.out, t.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.WaitDelay = time.Second
@@ -666,6 +690,16 @@ func (ts *Terminals) track(t *Terminal) error {
 	}
 	ts.changed(t, TerminalOpened)
 	go func() {
+		// What the leader left behind goes with it, before it is reaped: a zombie, it
+		// keeps its session's id ours, so a process of the session that dropped the
+		// marker from its environment goes too (signalSession).
+		werr := waitExit(t.sid)
+		swept := werr == nil
+		if swept {
+			sweepEnded(t.sid, t.ID)
+		} else {
+			ts.opts.Logger.Warn("terminals: wait for a terminal's process", "terminal", t.ID, "err", werr)
+		}
 		err := t.cmd.Wait()
 		// The shell's own exit code whenever it exited, even when Wait also gave up
 		// on output a job it left behind still holds (exec.ErrWaitDelay).
@@ -677,9 +711,11 @@ func (ts *Terminals) track(t *Terminal) error {
 		}
 		t.exit = code
 		close(t.done)
-		// What the leader left behind in its session goes with it.
-		endSession(t.sid, ts.marker, 0, nil)
+		if !swept {
+			endSession(t.sid, ts.marker, 0, nil) // reaped: only the marked ones are surely ours
+		}
 		removeRecord(ts.opts.Root, t.sid)
+		t.stopReading()
 		ts.keepEnded(t)
 		// Recorded before gone closes: Close, which a foreground command's call makes as
 		// soon as it is done, waits for gone, so its exit code is stored and announced
@@ -691,36 +727,143 @@ func (ts *Terminals) track(t *Terminal) error {
 	return nil
 }
 
-// keepEnded counts the output t keeps now that it ended, and drops that of the
-// terminals that ended first, its owner's and then anyone's, while the ended ones keep
-// more than EndedOutputPerOwner or EndedOutput: kept for KeepEnded, ended terminals
-// run without limit (background commands of 1 MiB of output each) would otherwise
-// fill the memory.
+// ptyDrain is how long the reader of an ended PTY session may go on reading: a process
+// that left the session (and so the sweep) may hold its terminal open, and would
+// otherwise keep the PTY, its descriptor and its reader for as long as it runs.
+const ptyDrain = 250 * time.Millisecond
+
+// stopReading lets an ended PTY session's master go now rather than after KeepEnded
+// (ended sessions do not count against the limits, and each would hold one of the
+// host's PTYs, kernel.pty.max): once its output was read to the end (EIO: nothing holds
+// the terminal), or after ptyDrain. The master is non-blocking (startPTY), so closing
+// it ends a read under way.
+func (t *Terminal) stopReading() {
+	if t.readDone == nil {
+		return
+	}
+	select {
+	case <-t.readDone:
+	case <-time.After(ptyDrain):
+	}
+	_ = t.ptmx.Close()
+	select {
+	case <-t.readDone:
+	case <-time.After(time.Second):
+		t.ts.opts.Logger.Warn("terminals: the reader of an ended session did not stop", "terminal", t.ID)
+	}
+}
+
+// startPTY starts cmd on a new pseudo-terminal of cols x rows, in a session of its own
+// whose controlling terminal it is, and returns the terminal's master. Unlike
+// pty.Start, it never calls the master's Fd, which would put it in blocking mode for
+// good: Close then would not end a read under way, and a process holding the terminal
+// would keep the master, its reader and the host's PTY until it ends. Every ioctl goes
+// through SyscallConn.
+func startPTY(cmd *exec.Cmd, cols, rows uint16) (*os.File, error) {
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	var n uint32
+	err = control(ptmx, func(fd int) (err error) {
+		if err = unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil { // unlockpt
+			return err
+		}
+		if n, err = unix.IoctlGetUint32(fd, unix.TIOCGPTN); err != nil { // ptsname
+			return err
+		}
+		return unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Col: cols, Row: rows})
+	})
+	if err != nil {
+		_ = ptmx.Close()
+		return nil, fmt.Errorf("open a pseudo-terminal: %w", err)
+	}
+	tty, err := os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(n), 10), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		_ = ptmx.Close()
+		return nil, err
+	}
+	defer func() { _ = tty.Close() }() // the child has its own copies
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty = true, true // Ctty 0: its stdin
+	if err := cmd.Start(); err != nil {
+		_ = ptmx.Close()
+		return nil, err
+	}
+	return ptmx, nil
+}
+
+// control runs f on f's descriptor through SyscallConn (not Fd, which would make it
+// blocking); an error when it is closed.
+func control(file *os.File, f func(fd int) error) error {
+	rc, err := file.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// keepEnded counts what t keeps now that it ended (its output and command line), and
+// while the ended ones keep more than EndedOutputPerOwner or EndedOutput, drops the
+// output of the terminals that ended first, its owner's and then anyone's; when none
+// in the bound has output left, or more than MaxEndedPerOwner or MaxEnded are listed,
+// it forgets the one that ended first. Kept for KeepEnded, ended terminals run without
+// limit (background commands of 1 MiB of output, or of 100,000 characters of command
+// line, each) would otherwise fill the memory.
 func (ts *Terminals) keepEnded(t *Terminal) {
-	var drop []*Terminal
+	var drop, forget []*Terminal
 	ts.mu.Lock()
 	if ts.byID[t.ID] != t { // forgotten already (a foreground command, closed at once)
 		ts.mu.Unlock()
 		return
 	}
 	ts.endedSeq++
-	t.endedN, t.kept = ts.endedSeq, ringSize(t.out)
+	t.endedN, t.keptOut = ts.endedSeq, ringSize(t.out)
+	t.kept = t.keptOut + len(t.Command)
 	ts.endedBytes[t.OwnerID] += t.kept
 	ts.endedAll += t.kept
-	for ts.endedBytes[t.OwnerID] > ts.opts.EndedOutputPerOwner || ts.endedAll > ts.opts.EndedOutput {
-		mine := ts.endedBytes[t.OwnerID] > ts.opts.EndedOutputPerOwner
-		var first *Terminal
+	ts.endedNum[t.OwnerID]++
+	ts.endedNumAll++
+	for {
+		owner := t.OwnerID
+		mine := ts.endedBytes[owner] > ts.opts.EndedOutputPerOwner || ts.endedNum[owner] > ts.opts.MaxEndedPerOwner
+		tooMany := ts.endedNum[owner] > ts.opts.MaxEndedPerOwner
+		if !mine {
+			if ts.endedAll <= ts.opts.EndedOutput && ts.endedNumAll <= ts.opts.MaxEnded {
+				break
+			}
+			tooMany = ts.endedNumAll > ts.opts.MaxEnded
+		}
+		// The first ended with output left, and the first ended but t (a terminal is
+		// forgotten by another's end, never by its own: it is not done ending).
+		var firstOut, first *Terminal
 		for _, o := range ts.byID {
-			if o.kept > 0 && (!mine || o.OwnerID == t.OwnerID) && (first == nil || o.endedN < first.endedN) {
+			if o.endedN == 0 || (mine && o.OwnerID != owner) {
+				continue
+			}
+			if o.keptOut > 0 && (firstOut == nil || o.endedN < firstOut.endedN) {
+				firstOut = o
+			}
+			if o != t && (first == nil || o.endedN < first.endedN) {
 				first = o
 			}
 		}
-		if first == nil {
+		if !tooMany && firstOut != nil {
+			ts.dropOutputLocked(firstOut)
+			drop = append(drop, firstOut)
+		} else if first != nil {
+			ts.unkeepLocked(first)
+			forget = append(forget, first)
+		} else {
 			break
 		}
-		ts.unkeepLocked(first)
-		first.outputDropped.Store(true)
-		drop = append(drop, first)
 	}
 	ts.mu.Unlock()
 	for _, o := range drop {
@@ -728,18 +871,40 @@ func (ts *Terminals) keepEnded(t *Terminal) {
 		ts.opts.Logger.Info("terminals: dropped the output of an ended terminal, its owner's or this server's share of ended output full",
 			"terminal", o.ID, "owner", o.OwnerName)
 	}
+	for _, o := range forget {
+		// Ended: Close only forgets it (and lets its PTY go, if it has not yet).
+		o.Close()
+		ts.opts.Logger.Info("terminals: forgot an ended terminal, its owner's or this server's share of ended terminals full",
+			"terminal", o.ID, "owner", o.OwnerName)
+	}
 }
 
-// unkeepLocked stops counting t's output among the ended terminals'.
+// dropOutputLocked stops counting t's output among the ended terminals' (its command
+// line stays counted), and says it was dropped; the caller drops it (dropRing).
+func (ts *Terminals) dropOutputLocked(t *Terminal) {
+	if ts.endedBytes[t.OwnerID] -= t.keptOut; ts.endedBytes[t.OwnerID] <= 0 {
+		delete(ts.endedBytes, t.OwnerID)
+	}
+	ts.endedAll -= t.keptOut
+	t.kept -= t.keptOut
+	t.keptOut = 0
+	t.outputDropped.Store(true)
+}
+
+// unkeepLocked stops counting t among the ended terminals.
 func (ts *Terminals) unkeepLocked(t *Terminal) {
-	if t.kept == 0 {
+	if t.endedN == 0 {
 		return
 	}
 	if ts.endedBytes[t.OwnerID] -= t.kept; ts.endedBytes[t.OwnerID] <= 0 {
 		delete(ts.endedBytes, t.OwnerID)
 	}
 	ts.endedAll -= t.kept
-	t.kept = 0
+	if ts.endedNum[t.OwnerID]--; ts.endedNum[t.OwnerID] <= 0 {
+		delete(ts.endedNum, t.OwnerID)
+	}
+	ts.endedNumAll--
+	t.kept, t.keptOut, t.endedN = 0, 0, 0
 }
 
 // ringSize is the memory r's bytes take.
