@@ -22,6 +22,10 @@ type State struct {
 	Flow     *Flow    `json:"flow,omitempty"`
 	// Question numbers the last reply that offered choices (Reply.Question).
 	Question int64 `json:"question,omitempty"`
+	// Seen is the definition hash of each tool the last list showed, as it showed it:
+	// an enable of "the first one" is of that definition or refused (stale), and "all of
+	// them" takes the tools shown only.
+	Seen map[string]string `json:"seen,omitempty"`
 }
 
 // Op is one thing to do, decided: the intent, what it acts on and its arguments. Pending
@@ -46,6 +50,20 @@ type Op struct {
 	Confirmed bool `json:"confirmed,omitempty"`
 	// ByModel: a language model read the sentence (recorded with the act).
 	ByModel bool `json:"by_model,omitempty"`
+	// Ask is why the op waits for a yes although it is not destructive: AskQuestion,
+	// AskDescribed or AskExcept.
+	Ask string `json:"ask,omitempty"`
+	// Listed: the tools are the entries of a list the conversation showed (or the
+	// set-up's), and Seen the definition hash each had when shown: an enable is of
+	// those definitions only.
+	// Seen is kept even when empty (no omitempty): a list that showed none of the tools
+	// is not a state from before lists kept their hashes.
+	Listed bool              `json:"listed,omitempty"`
+	Seen   map[string]string `json:"seen"`
+	// Cases are the test cases a yes to run medium-risk cases was asked for (id →
+	// last change), and CasesRisk the tool's risk then: the yes runs those only.
+	Cases     map[string]string `json:"cases,omitempty"`
+	CasesRisk string            `json:"cases_risk,omitempty"`
 	// LeftOut counts the tools past the first MaxChoices that details or tests of "all
 	// of them" do not take (bound), and LeftOn names a server of theirs, for the reply.
 	LeftOut int    `json:"left_out,omitempty"`
@@ -64,7 +82,16 @@ type Flow struct {
 	// ToolIDs are the tools the set-up's own discovery found: the only ones "which tools
 	// to enable?" picks from (never an older list the conversation showed).
 	ToolIDs []string `json:"tool_ids,omitempty"`
+	// Seen is the definition hash of each of ToolIDs the set-up listed (State.Seen).
+	Seen map[string]string `json:"seen,omitempty"`
 }
+
+// Why an op that is not destructive waits for a yes (Op.Ask).
+const (
+	AskQuestion  = "question"  // the message asked about the change
+	AskDescribed = "described" // its tool was found by its server's words only
+	AskExcept    = "except"    // its targets are a set with some left out
+)
 
 // The steps of the guided set-up.
 const (
@@ -150,6 +177,22 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	}
 	op := Op{Intent: u.Intent, Kind: u.Kind, URL: u.URL, Name: u.Name, Username: u.Username, Risk: u.Risk, Tags: u.Tags,
 		Category: u.Category, Settings: u.Settings, Query: u.Query, Sentence: sentence}
+	if u.Question && asksFirst(u.Intent) {
+		// "Should I disable get_forecast?" is not "disable get_forecast": what it would
+		// do is said, and done on a yes only.
+		op.Ask = AskQuestion
+	}
+	if u.ExceptRef != "" {
+		switch u.Intent {
+		case IntentAddServer, IntentRefresh, IntentPreference, IntentForget, IntentSetup:
+			// These act on no list of targets to leave anything out of.
+			d.Reply = fmt.Sprintf("I can't leave %q out of that, so nothing was changed. Say what to do without the exception, or name the servers or tools one by one.", redacted(u.ExceptRef))
+			return d
+		case IntentUnknown:
+			d.Reply = fmt.Sprintf("I didn't understand what to do apart from %q, so nothing was changed. For example: \"enable all the files tools except delete_file\".", redacted(u.ExceptRef))
+			return d
+		}
+	}
 	switch u.Intent {
 	case IntentUnknown:
 		d.Reply = notUnderstood(msg)
@@ -162,7 +205,11 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		d.Choices = []Choice{{"I need to add one", "I need to add one"}, {"I already have one", "I already have one"}}
 		return d
 	case IntentAddServer:
-		return addServer(d, op)
+		d = addServer(d, op)
+		if d.Do != nil && op.Ask != "" {
+			return confirmOrDo(Decision{State: d.State}, *d.Do, cat)
+		}
+		return d
 	case IntentListServers, IntentListTools, IntentRefresh, IntentListPreference, IntentPreference, IntentForget:
 		if u.Intent == IntentListTools {
 			op.IDs = u.Servers
@@ -171,12 +218,15 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 			d.Reply = "Which tools should I enable when they are discovered? For example: \"always enable new weather tools\"."
 			return d
 		}
+		if op.Ask != "" {
+			return confirmOrDo(d, op, cat)
+		}
 		d.Do = &op
 		return d
 	case IntentFindTool, IntentSuggestTools:
 		return found(d, u, cat)
 	}
-	ids, kind := targets(u, st)
+	ids, kind, listed := targets(u, st)
 	if kind != "" {
 		op.Kind = kind
 		op.Intent = retargetKind(op.Intent, kind)
@@ -184,13 +234,25 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 			op.Intent = toolTwin(op.Intent)
 		}
 	}
+	if u.ExceptRef != "" && !readOnly(op.Intent) {
+		return except(d, op, u, ids, listed, st, cat)
+	}
 	if len(ids) == 0 {
 		return missing(d, op, u, cat)
 	}
 	if missingArg(&d, op) {
 		return d
 	}
+	if listed {
+		ids = fromShown(&op, ids, st)
+	}
 	op.IDs = ids
+	if op.Ask == "" && !readOnly(op.Intent) && op.Intent != IntentTestTool && len(u.Described) > 0 && !listed &&
+		slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(u.Described, id) }) {
+		// A hostile server may describe its tool as "stock quotes": a change to a tool
+		// found by such words alone is put to the person with its name and server.
+		op.Ask = AskDescribed
+	}
 	if op.Intent == IntentConfigureTool {
 		op.Settings = narrowSettings(op.Settings, op.Sentence, ids, cat)
 	}
@@ -209,6 +271,8 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 			d.Reply = fmt.Sprintf("I found %d %s that match %q; here are the first %d (say more of the name to narrow it down). Did you mean:",
 				len(ids), what, u.Ref, MaxChoices)
 		}
+		op.Seen = seenOf(cat, op.IDs)
+		d.State.Seen = op.Seen
 		d.Choices = choicesFor(cat, op.Kind, op.IDs)
 		return d
 	}
@@ -264,31 +328,159 @@ func toolTwin(in Intent) Intent {
 // entry the message points at ("the first one", "all of them"). A message that names
 // something the catalogue does not have ("all tools on ev3", "the first jira tool") is
 // not about the last list: it finds nothing, and the reply says so.
-func targets(u Understanding, st State) ([]string, string) {
+func targets(u Understanding, st State) (ids []string, kind string, listed bool) {
 	switch {
 	case len(u.Tools) > 0 && (u.Kind != "server" || len(u.Servers) == 0):
 		if len(u.Servers) > 0 && u.Kind == "" {
-			return append(append([]string{}, u.Servers...), u.Tools...), "" // both kinds: ask
+			return append(append([]string{}, u.Servers...), u.Tools...), "", false // both kinds: ask
 		}
-		return u.Tools, "tool"
+		return u.Tools, "tool", false
 	case len(u.Servers) > 0:
-		return u.Servers, "server"
+		return u.Servers, "server", false
 	case u.OnServer != "" && u.All:
-		return nil, ""
+		return nil, "", false
 	case u.Ref != "":
-		return nil, ""
+		return nil, "", false
 	case len(st.LastIDs) > 0 && u.Pick != 0:
 		i := u.Pick - 1
 		if u.Pick < 0 {
 			i = len(st.LastIDs) - 1
 		}
 		if i >= 0 && i < len(st.LastIDs) {
-			return []string{st.LastIDs[i]}, st.LastKind
+			return []string{st.LastIDs[i]}, st.LastKind, true
 		}
 	case len(st.LastIDs) > 0 && refersBack(u):
-		return st.LastIDs, st.LastKind
+		return st.LastIDs, st.LastKind, true
 	}
-	return nil, ""
+	return nil, "", false
+}
+
+// seenOf is the definition hash of each of the tools ids as the catalogue has them: what
+// a list that shows them stands for.
+func seenOf(cat *Catalogue, ids []string) map[string]string {
+	var out map[string]string
+	for _, id := range ids {
+		if t, ok := cat.tool(id); ok && t.Hash != "" {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[id] = t.Hash
+		}
+	}
+	return out
+}
+
+// fromShown marks op as acting on entries of the list the conversation showed, with the
+// definition hash each had then (State.Seen). An enable takes only the tools the list
+// showed: "all of them" of a list of 300 showed 25, and the rest were never seen. A
+// state saved before lists kept their hashes has none, and is taken as it is.
+func fromShown(op *Op, ids []string, st State) []string {
+	op.Listed = true
+	if st.Seen == nil {
+		return ids
+	}
+	op.Seen = map[string]string{}
+	var shown []string
+	for _, id := range ids {
+		if h, ok := st.Seen[id]; ok {
+			op.Seen[id] = h
+			shown = append(shown, id)
+		}
+	}
+	if op.Intent == IntentEnableTool && len(shown) > 0 && len(shown) < len(ids) {
+		op.LeftOut = len(ids) - len(shown)
+		return shown
+	}
+	return ids
+}
+
+// asksFirst reports whether a question about an intent is answered with what it would do
+// and a yes: every change but a test (running its saved cases is how "is X working?" is
+// answered; medium and high cases ask on their own) and a set-up (which asks anyway).
+func asksFirst(in Intent) bool {
+	return !readOnly(in) && in != IntentTestTool && in != IntentSetup && in != IntentYes && in != IntentPick
+}
+
+// redacted is s with what looks like a secret masked, for a reply that quotes it.
+func redacted(s string) string {
+	s, _ = redact(s)
+	return s
+}
+
+// except answers a change to a set with some left out ("enable all the files tools
+// except delete_file"): the difference when the set and what is left out are both
+// known, put to the person with what is left out; otherwise nothing is done and the
+// reply says what to say instead.
+func except(d Decision, op Op, u Understanding, ids []string, listed bool, st State, cat *Catalogue) Decision {
+	ref := redacted(u.ExceptRef)
+	what := "tools"
+	if op.Kind == "server" || serverIntent(op.Intent) {
+		what = "servers"
+	}
+	switch {
+	case len(u.Except) == 0:
+		d.Reply = fmt.Sprintf("I couldn't find what %q names, so I can't leave it out: nothing was changed. Name the %s to leave out exactly, or name the ones to change.", ref, what)
+		return d
+	case len(ids) == 0:
+		d.Reply = fmt.Sprintf("I can't tell which %s you mean to leave %q out of, so nothing was changed. Say \"show me all %s\" (or \"show me the tools on files\") first and then \"… all of them except %s\", or name the ones to change.",
+			what, ref, what, ref)
+		return d
+	case len(ids) > 1 && !u.All && !listed:
+		d.Reply = fmt.Sprintf("%q fits %d %s. Say \"all\" if you mean all of them except %q, or name the ones to change: nothing was changed.", redacted(u.Ref), len(ids), what, ref)
+		return d
+	}
+	if missingArg(&d, op) {
+		return d
+	}
+	if listed {
+		ids = fromShown(&op, ids, st)
+	}
+	kept := without(ids, u.Except)
+	if len(kept) == 0 {
+		d.Reply = fmt.Sprintf("Leaving out %q leaves nothing to change, so nothing was changed.", ref)
+		return d
+	}
+	op.IDs, op.Ask = kept, AskExcept
+	if op.Intent == IntentConfigureTool {
+		op.Settings = narrowSettings(op.Settings, op.Sentence, kept, cat)
+	}
+	return exceptConfirm(d, op, without(ids, kept), ref, cat)
+}
+
+// exceptConfirm asks for a yes to op, whose targets are a set less the ids left out.
+func exceptConfirm(d Decision, op Op, left []string, ref string, cat *Catalogue) Decision {
+	bound(&op, cat)
+	op.Confirm = true
+	d.State.Pending = &op
+	out := fmt.Sprintf("%q is not among them, so nothing is left out", ref)
+	if len(left) > 0 {
+		out = "leaving out " + labels(cat, left)
+	}
+	d.Reply = fmt.Sprintf("I'll %s (%d in all), %s. Say yes to confirm.", describeOp(op, cat), len(op.IDs), out)
+	d.Choices = []Choice{{"Yes", "yes"}, {"No", "no"}}
+	return d
+}
+
+// facts says what the person may want to know before a change they asked about: the
+// state and risk of the tools, the state of the servers (the first few).
+func facts(op Op, cat *Catalogue) string {
+	var out []string
+	for _, id := range op.IDs[:min(len(op.IDs), 3)] {
+		if t, ok := cat.tool(id); ok {
+			out = append(out, fmt.Sprintf(" '%s' on %s is %s now and rated %s risk.", t.Name, t.Server, t.State, t.Risk))
+			continue
+		}
+		for _, sv := range cat.Servers {
+			if sv.ID == id {
+				state := "enabled"
+				if !sv.Enabled {
+					state = "disabled"
+				}
+				out = append(out, fmt.Sprintf(" '%s' is %s and %s now.", sv.Name, state, sv.Status))
+			}
+		}
+	}
+	return strings.Join(out, "")
 }
 
 var backRE = regexp.MustCompile(` (?:them|those|these|it|that one|this one) `)
@@ -404,6 +596,18 @@ func example(in Intent, what string, cat *Catalogue) string {
 func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	var picked []string
 	switch {
+	case u.ExceptRef != "" && (len(u.Except) == 0 || !u.All):
+		// "All except X" where X names nothing, or an exception to one pick.
+		d.Reply = fmt.Sprintf("I can't tell what to leave out with %q, so nothing was changed. Pick one by its number, or say \"all of them except\" and the exact name.", u.ExceptRef)
+		d.Choices = choicesFor(cat, p.Kind, p.IDs)
+		return d
+	case u.ExceptRef != "":
+		picked = without(p.IDs, u.Except)
+		if len(picked) == 0 || len(picked) == len(p.IDs) {
+			d.Reply = fmt.Sprintf("%q leaves %d of the %d, so nothing was changed. Pick one by its number, or name the ones to leave out exactly.", u.ExceptRef, len(picked), len(p.IDs))
+			d.Choices = choicesFor(cat, p.Kind, p.IDs)
+			return d
+		}
 	case u.Pick > 0 && u.Pick <= len(p.IDs):
 		picked = []string{p.IDs[u.Pick-1]}
 	case u.Pick < 0:
@@ -435,6 +639,15 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	op := *p
 	op.Choose = false
 	op.IDs = picked
+	op.Listed = true // picked from the choices shown
+	if op.Ask == AskDescribed {
+		op.Ask = "" // the choices named each tool and its server
+	}
+	if u.ExceptRef != "" {
+		op.Ask = AskExcept
+		d.State.Pending = nil
+		return exceptConfirm(d, op, without(p.IDs, picked), redacted(u.ExceptRef), cat)
+	}
 	if op.Intent == IntentConfigureTool {
 		op.Settings = narrowSettings(op.Settings, op.Sentence, picked, cat)
 	}
@@ -470,7 +683,7 @@ func proposeModel(d Decision, op Op, cat *Catalogue) Decision {
 // confirmOrDo asks for a yes before a destructive op, and decides to do any other.
 func confirmOrDo(d Decision, op Op, cat *Catalogue) Decision {
 	bound(&op, cat)
-	if destructive(op) {
+	if destructive(op) || op.Ask != "" {
 		op.Confirm = true
 		d.State.Pending = &op
 		d.Reply = confirmText(op, cat)
@@ -519,6 +732,14 @@ func destructive(op Op) bool {
 
 func confirmText(op Op, cat *Catalogue) string {
 	names := labels(cat, op.IDs)
+	switch op.Ask {
+	case AskQuestion:
+		return "You asked about this rather than asking me to do it, so nothing was changed. If you say yes, I will " +
+			describeOp(op, cat) + "." + facts(op, cat) + " Shall I do it?"
+	case AskDescribed:
+		return fmt.Sprintf("I found %s only by what its server wrote about it (its title or description), not by its name: "+
+			"make sure it is the one you mean. Shall I %s? Say yes to confirm.", names, describeOp(op, cat))
+	}
 	switch op.Intent {
 	case IntentRemoveServer:
 		return fmt.Sprintf("Remove the server %s and all its tools? This cannot be undone. Say yes to remove it.", names)
@@ -869,7 +1090,11 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 			return d
 		}
 		d.State.Flow = nil
-		d.Do = &Op{Intent: IntentEnableTool, Kind: "tool", IDs: ids, Sentence: f.Said}
+		op := &Op{Intent: IntentEnableTool, Kind: "tool", Sentence: f.Said}
+		// The tools as the set-up listed them: "all of them" is the ones it showed, each
+		// enabled only if its definition is still the one shown.
+		op.IDs = fromShown(op, ids, State{Seen: f.Seen})
+		d.Do = op
 		return d
 	}
 	d.State.Flow = nil
@@ -903,7 +1128,7 @@ func found(d Decision, u Understanding, cat *Catalogue) Decision {
 	if len(ids) > 10 {
 		ids = ids[:10]
 	}
-	d.State.LastKind, d.State.LastIDs = "tool", ids
+	d.State.LastKind, d.State.LastIDs, d.State.Seen = "tool", ids, seenOf(cat, ids)
 	lead := "Yes: "
 	if u.Intent == IntentSuggestTools {
 		lead = "These could help: "

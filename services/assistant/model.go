@@ -106,20 +106,21 @@ func proposalBounded(p proposal) bool {
 }
 
 // fromModel asks the model and checks its proposal; ok is false when there is nothing
-// usable in it.
-func fromModel(ctx context.Context, m Model, msg string, cat *Catalogue) (Understanding, bool) {
+// usable in it, err the model's failure to answer at all.
+func fromModel(ctx context.Context, m Model, msg string, cat *Catalogue) (Understanding, bool, error) {
 	text, err := m.Chat(ctx, modelPrompt(cat), msg)
 	if err != nil {
-		return Understanding{}, false
+		return Understanding{}, false, err
 	}
 	if i, j := strings.Index(text, "{"), strings.LastIndex(text, "}"); i >= 0 && j > i {
 		text = text[i : j+1]
 	}
 	var p proposal
 	if json.Unmarshal([]byte(text), &p) != nil {
-		return Understanding{}, false
+		return Understanding{}, false, nil
 	}
-	return checkProposal(p, cat)
+	u, ok := checkProposal(p, cat)
+	return u, ok, nil
 }
 
 // checkProposal turns a model's proposal into an Understanding by the same rules as the

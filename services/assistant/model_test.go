@@ -70,7 +70,7 @@ func TestModelProposalIsChecked(t *testing.T) {
 		{"a huge setting", `{"intent":"configure_tool","tool":"get_forecast","settings":{"units":"` + strings.Repeat("m", 8193) + `"}}`, false, nil},
 	} {
 		answer = c.answer
-		u, ok := fromModel(t.Context(), m, msg, cat)
+		u, ok, _ := fromModel(t.Context(), m, msg, cat)
 		if ok != c.ok {
 			t.Errorf("%s: ok = %v, want %v (%+v)", c.name, ok, c.ok, u)
 			continue

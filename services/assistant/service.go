@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"strings"
 	"sync"
@@ -148,29 +149,35 @@ func (s *Service) admit(ctx context.Context, p *auth.Principal) (release func(),
 // askModel asks the model what said means, within the replica's model turns and the
 // person's rate of model calls (a token's count as its person's). Past either the
 // message is refused, not waited on: the turn holds one of the replica's turns
-// meanwhile.
-func (s *Service) askModel(ctx context.Context, p *auth.Principal, said string, cat *Catalogue) (Understanding, bool, error) {
+// meanwhile. down reports that the model did not answer (logged; the reply says so).
+func (s *Service) askModel(ctx context.Context, p *auth.Principal, said string, cat *Catalogue) (u Understanding, ok, down bool, err error) {
 	select {
 	case s.readings <- struct{}{}:
 		defer func() { <-s.readings }()
 	default:
-		return Understanding{}, false, fault.Unavailable("assistant_busy",
+		return Understanding{}, false, false, fault.Unavailable("assistant_busy",
 			"the language model is reading other messages; try again in a moment, or say it in words the assistant knows (\"help\" lists them)")
 	}
 	release, err := s.gate.Enter(p.User.ID)
 	if err != nil {
 		f, _ := fault.As(err)
 		if f != nil && f.Kind == fault.KindRateLimited {
-			return Understanding{}, false, fault.RateLimited(fmt.Sprintf(
+			return Understanding{}, false, false, fault.RateLimited(fmt.Sprintf(
 				"the language model may read at most %d of your messages and plans a minute: try again in %s, or say it in words the assistant knows (\"help\" lists them)",
 				s.gate.PerMinute(), textcheck.DurationWords(f.RetryAfter)), f.RetryAfter)
 		}
-		return Understanding{}, false, fault.Unavailable("assistant_busy",
+		return Understanding{}, false, false, fault.Unavailable("assistant_busy",
 			"the language model is reading other messages; try again in a moment, or say it in words the assistant knows (\"help\" lists them)")
 	}
 	defer release()
-	u, ok := fromModel(ctx, s.model, said, cat)
-	return u, ok, nil
+	u, ok, err = fromModel(ctx, s.model, said, cat)
+	if err != nil {
+		// Told apart from a sentence it could not read: an operator needs to know the
+		// model is down, and the person that it was not asked.
+		s.log.Warn("assistant: the language model did not answer", "err", err)
+		return Understanding{}, false, true, nil
+	}
+	return u, ok, false, nil
 }
 
 // Reply is the answer to one message (DESIGN §1).
@@ -269,7 +276,7 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	// a question since closed, or a list or question another window has moved past.
 	closed := func(st State) bool { return inReplyTo != 0 && inReplyTo != st.Question }
 	elsewhere := func(st State) bool { return seen != 0 && seen != st.Question && answersContext(u, st, said) }
-	asked, modelOK := false, false
+	asked, modelOK, modelDown := false, false, false
 	var mu Understanding
 	if modelMay {
 		st, err := s.peekState(ctx, p, convID)
@@ -277,7 +284,7 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			return Reply{}, err
 		}
 		if wantsModel(st) && !closed(st) && !elsewhere(st) {
-			if mu, modelOK, err = s.askModel(ctx, p, said, cat); err != nil {
+			if mu, modelOK, modelDown, err = s.askModel(ctx, p, said, cat); err != nil {
 				return Reply{}, err
 			}
 			asked = true
@@ -344,6 +351,9 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 		}
 		d := Decide(said, u, *st, cat)
+		if modelDown && wantsModel(*st) && d.Do == nil && d.State.Pending == nil {
+			d.Reply = fmt.Sprintf("I didn't understand %q, and the language model that reads what I don't is unavailable right now. Say it in words I know (\"help\" lists them), or try again later.", clip(said, 200))
+		}
 		if byModel && d.Do != nil && !readOnly(d.Do.Intent) {
 			// A model's reading is a proposal: the person says yes to what it will do.
 			d = proposeModel(d, *d.Do, cat)
@@ -435,8 +445,11 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 // refuse audits an act the assistant would not do for the principal.
 func (s *Service) refuse(ctx context.Context, actor audit.Actor, said string, in Intent, why string) {
 	actor.Said = said
-	_ = audit.AppendAlone(ctx, s.pool, audit.Entry{Actor: actor, Action: "assistant.refused", TargetType: "assistant",
-		Payload: map[string]any{"intent": in, "why": why}, Result: audit.ResultDenied})
+	if err := audit.AppendAlone(ctx, s.pool, audit.Entry{Actor: actor, Action: "assistant.refused", TargetType: "assistant",
+		Payload: map[string]any{"intent": in, "why": why}, Result: audit.ResultDenied}); err != nil {
+		// The refusal stands (nothing was done); its record is what is missing.
+		s.log.Error("assistant: a refusal could not be audited", "err", err, "intent", in, "why", why)
+	}
 }
 
 // secretWordRE finds the words of a message that may be values: key=value pairs and
@@ -502,7 +515,10 @@ func (s *Service) storedSecret(ctx context.Context, in Intent, ids []string, set
 		}
 		t, err := s.tools.Target(ctx, id)
 		if err != nil {
-			continue
+			// Unread, any value may be one the tool stores encrypted: kept out, as a
+			// secret is (the check fails closed).
+			s.log.Warn("assistant: a tool's stored settings could not be read", "tool", id, "err", err)
+			return true
 		}
 		cfg := t.Configuration()
 		for name := range settings {
@@ -539,7 +555,7 @@ func maskValues(msg string, settings map[string]string) string {
 
 func toolOf(it tools.Item) Tool {
 	t := Tool{ID: it.ID, Name: it.Name, Title: it.Title, Description: it.Description, ServerID: it.ServerID, Server: it.Server,
-		State: it.Status, Risk: string(it.Risk().Level), Tags: it.Tags}
+		State: it.Status, Risk: string(it.Risk().Level), Tags: it.Tags, Hash: it.DefinitionHash, ServerTrusted: it.ServerTrusted}
 	if it.Category != nil {
 		t.Category = *it.Category
 	}
@@ -729,7 +745,7 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	}
 	// The last list shown is not about this server: "enable all of them" now would act
 	// on it.
-	d.State.LastKind, d.State.LastIDs = "", nil
+	d.State.LastKind, d.State.LastIDs, d.State.Seen = "", nil, nil
 	d.State.Pending = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{sv.ID}, Confirm: true, Sentence: op.Sentence}
 	if d.State.Flow != nil {
 		// Which tools to enable is asked once the discovery asked about has run.
@@ -772,7 +788,7 @@ func listServers(cat *Catalogue, d *Decision, out *Reply) {
 	for _, sv := range cat.Servers {
 		ids = append(ids, sv.ID)
 	}
-	d.State.LastKind, d.State.LastIDs = "server", ids
+	d.State.LastKind, d.State.LastIDs, d.State.Seen = "server", ids, nil
 	out.Reply = fmt.Sprintf("Here are the %d MCP servers:", len(ids))
 	if len(ids) == 1 {
 		out.Reply = "There is one MCP server:"
@@ -845,6 +861,7 @@ func listTools(cat *Catalogue, op *Op, d *Decision, out *Reply) {
 	if len(shown) > MaxChoices {
 		shown = shown[:MaxChoices]
 	}
+	d.State.Seen = seenOf(cat, shown)
 	out.Reply = fmt.Sprintf("Here are the %d tools", len(ids))
 	if len(ids) == 1 {
 		out.Reply = "There is one tool"
@@ -904,9 +921,29 @@ const maxDescription = 1024
 
 func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
 	enable := op.Intent == IntentEnableTool
-	outs, err := s.tools.SetEnabled(ctx, actor, op.IDs, enable, "asked the assistant: "+clip(op.Sentence, 200), false)
-	if err != nil {
-		return err
+	reason := "asked the assistant: " + clip(op.Sentence, 200)
+	var outs []tools.Outcome
+	if enable && op.Listed {
+		// Tools picked from a list are enabled as the list showed them, as the pages
+		// do: a definition rediscovered since is refused (stale), not enabled unseen.
+		for _, id := range op.IDs {
+			h, shown := op.Seen[id]
+			if op.Seen != nil && !shown {
+				outs = append(outs, tools.Outcome{ID: id, Name: nameOf2(cat, id),
+					Error: "it was not among the tools shown here; name it, or enable it on its page"})
+				continue
+			}
+			o, err := s.tools.SetEnabledSeen(ctx, actor, id, true, reason, false, h)
+			if err != nil {
+				return err
+			}
+			outs = append(outs, o...)
+		}
+	} else {
+		var err error
+		if outs, err = s.tools.SetEnabled(ctx, actor, op.IDs, enable, reason, false); err != nil {
+			return err
+		}
 	}
 	var done, already, failed []string
 	for _, o := range outs {
@@ -955,6 +992,9 @@ func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat 
 			out.Reply += fmt.Sprintf("Already %s: %s. ", verb, strings.Join(already, ", "))
 		}
 		out.Reply += "❌ Not changed: " + strings.Join(failed, "; ") + "."
+	}
+	if op.LeftOut > 0 && enable {
+		out.Reply += fmt.Sprintf("\n%d more were not shown here, so I left them out: enable them by name or on their server's page.", op.LeftOut)
 	}
 	return nil
 }
@@ -1024,8 +1064,12 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			out.Actions = append(out.Actions, a)
 			continue
 		}
+		// A yes to medium cases is for the cases it was asked for, at the tool's risk
+		// then: a case added or edited since, or a risk changed, is asked about again.
+		snap, level := casesSeen(cases), string(before.Risk().Level)
+		confirmed := op.Confirmed && maps.Equal(snap, op.Cases) && level == op.CasesRisk
 		results, err := s.router.RunCases(ctx, router.Call{Tool: id, Actor: actor, Role: p.User.Role, Source: router.SourceTestPanel,
-			Test: p.Can(auth.PermToolEnable), Approval: router.Approval{Confirmed: op.Confirmed}}, cases)
+			Test: p.Can(auth.PermToolEnable), Approval: router.Approval{Confirmed: confirmed}}, cases)
 		var re *router.Error
 		if errors.As(err, &re) && re.Code == router.CodeApprovalRequired && len(op.IDs) == 1 {
 			// As on the test panel, by each case's own level (the router checked them all
@@ -1035,9 +1079,13 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			case "confirm":
 				next := *op
 				next.Confirm, next.Confirmed = true, true
+				next.Cases, next.CasesRisk = snap, level
 				d.State.Pending = &next
 				out.Reply = fmt.Sprintf("%s of the %d test cases of %s on %s are medium risk, so running them needs your confirmation. Run them?",
 					s.countCases(ctx, id, cases, risk.Medium), len(cases), t.Name, t.Server)
+				if op.Confirmed {
+					out.Reply = "Its test cases or its risk changed since you said yes, so nothing was run. " + out.Reply
+				}
 				out.Choices = []Choice{{"Yes, run them", "yes"}, {"No", "no"}}
 			case "phrase":
 				out.Reply = fmt.Sprintf("%s of the test cases of %s on %s are high risk: they run only from its test panel, where you type the confirmation phrase.",
@@ -1093,6 +1141,15 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 	return nil
 }
 
+// casesSeen is each case's id and last change: what a yes to run them was given for.
+func casesSeen(cases []tools.TestCase) map[string]string {
+	out := make(map[string]string, len(cases))
+	for _, tc := range cases {
+		out[tc.ID] = tc.UpdatedAt.UTC().Format(time.RFC3339Nano)
+	}
+	return out
+}
+
 // countCases says how many of a tool's cases the router rates at level, as a word for a
 // reply ("Some" when it cannot tell).
 func (s *Service) countCases(ctx context.Context, toolID string, cases []tools.TestCase, level risk.Level) string {
@@ -1132,21 +1189,23 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 		// exactly the tools found here.
 		setup := d.State.Flow != nil && (d.State.Flow.Step == StepWhichTools || d.State.Flow.Step == StepDiscover)
 		var ids []string
+		seen := map[string]string{}
 		for i, t := range ts {
 			ids = append(ids, t.ID)
 			if i >= MaxChoices {
-				continue // numbers past the list still pick; "all of them" takes every one
+				continue // not shown: an enable of one of them is refused (State.Seen)
 			}
+			seen[t.ID] = t.DefinitionHash
 			target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
 			if !setup {
 				target = pickTarget("tell me about", i+1)
 			}
 			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: target})
 		}
-		d.State.LastKind, d.State.LastIDs = "tool", ids
+		d.State.LastKind, d.State.LastIDs, d.State.Seen = "tool", ids, seen
 		if setup {
 			f := *d.State.Flow
-			f.Step, f.ToolIDs = StepWhichTools, ids
+			f.Step, f.ToolIDs, f.Seen = StepWhichTools, ids, seen
 			d.State.Flow = &f
 		}
 		out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
@@ -1185,7 +1244,7 @@ func (s *Service) discoverMany(ctx context.Context, actor audit.Actor, op *Op, c
 		}
 		out.Actions = append(out.Actions, a)
 	}
-	d.State.LastKind, d.State.LastIDs = "server", op.IDs
+	d.State.LastKind, d.State.LastIDs, d.State.Seen = "server", op.IDs, nil
 	out.Reply = fmt.Sprintf("I discovered the tools of %d servers. %s. Say \"show me the tools on %s\" to see and pick one server's tools.",
 		len(op.IDs), strings.Join(parts, "; "), nameOf2(cat, op.IDs[0]))
 	return nil

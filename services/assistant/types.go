@@ -84,6 +84,12 @@ type Tool struct {
 	Category                     string
 	Tags                         []string
 	Params                       []Param // top-level input parameters (configuration)
+	// Hash is the tool's definition hash as the catalogue read it: what a list the
+	// conversation shows stands for (State.Seen).
+	Hash string
+	// ServerTrusted: an administrator trusts its server, whose annotations already set
+	// its risk; its words (title, description) name its tools as well as their names do.
+	ServerTrusted bool
 }
 
 // Param is a top-level parameter of a tool's input schema.
@@ -127,4 +133,18 @@ type Understanding struct {
 	All     bool // "all servers", "every tool", "them all"
 	Numbers []string
 	Quoted  []string
+	// Question: the message asks about a change ("should I disable X?", "what happens if
+	// I enable Y", "would it be safe to…?") rather than for it; nothing is done without
+	// a yes.
+	Question bool
+	// ExceptRef is the words of an "except", "other than", "apart from", "but not"…
+	// clause, as written, and Except the servers and tools they name (none: what to leave
+	// out is unknown, and nothing is done). The rest of the understanding is the message
+	// without the clause.
+	ExceptRef string
+	Except    []string
+	// Described are the tools of Tools found only by words their upstream server wrote
+	// (title, description), not by their name, their server's or what an administrator
+	// gave them (category, tags): a change to them asks for a yes that names them.
+	Described []string
 }

@@ -16,14 +16,28 @@ import (
 // choices). It never guesses between candidates: every server or tool the words may
 // mean is returned, and the conversation asks which.
 func Understand(msg string, cat *Catalogue) (u Understanding) {
-	m := newMessage(msg)
-	u = Understanding{Quoted: m.quoted, Numbers: m.numbers, URL: m.url}
 	if cat == nil {
 		cat = &Catalogue{}
 	}
+	if main, except, ok := splitExcept(msg); ok {
+		// "Enable every tool except delete_file": the rest of the message is read alone,
+		// and what the clause names is left out of its targets by Decide (or, when that
+		// cannot be worked out, nothing is done). Read as a whole, the clause's name was
+		// the only one in the message, and its tool was the one changed.
+		u = Understand(main, cat)
+		u.ExceptRef, u.Except = except, exceptOf(except, cat)
+		if u.Intent == IntentYes || u.Intent == IntentPick {
+			u.Intent = IntentUnknown // "yes, except X" is not the yes that was asked for
+		}
+		u.Question = u.Question || isQuestion(newMessage(msg), msg)
+		return u
+	}
+	m := newMessage(msg)
+	u = Understanding{Quoted: m.quoted, Numbers: m.numbers, URL: m.url}
 	if small(m, &u, cat) {
 		return u
 	}
+	u.Question = isQuestion(m, msg)
 	var verbAt int
 	u.Intent, verbAt = intentOf(m)
 	if negated(m.text, u.Intent, verbAt) {
@@ -349,6 +363,9 @@ type verb struct {
 }
 
 var verbs = []verb{
+	// "Do we have a tool to disable alerts?" asks for a tool, whatever verb follows: read
+	// for that verb, it disabled the alerts tool.
+	{regexp.MustCompile(`^ (?:(?:so|hey|hi|ok|okay|and|also|quick question)(?: ,)? )*(?:(?:do|does|did) (?:we|you|i|anyone) (?:have|got)|have (?:we|you) got|(?:is|are) there|got|any) (?:a |an |any |some )?(?:tools?|anything|something|mcp tool) (?:to|that|for|which|i can use to|we can use to) |^ (?:which|what) tool (?:can|could|will|does|do|is able to|lets (?:me|us)) `), IntentFindTool},
 	{regexp.MustCompile(` (?:stop|quit|no longer|don't|do not|never) (?:automatically |auto-?)?(?:enabling|enable|turning on|activating) | forget (?:my |the )?(?:[\w-]+ ){0,3}preferences? (?:$|about |for |on |of |to |that |regarding )| (?:remove|delete|drop|clear) (?:my |the )?(?:[\w-]+ ){0,3}preferences? (?:$|about |for |on |of |to |that |regarding )`), IntentForget},
 	{regexp.MustCompile(` (?:my|what are my|list my|show my|show me my|which) (?:\w+ )?preferences | preferences | (?:what|anything) (?:have|did) i (?:asked|told) you to remember| what do you remember `), IntentListPreference},
 	{regexp.MustCompile(` (?:always|automatically|auto-?enable|from now on) .*(?:enable|activate|make)| auto-?enable | whenever .*(?:new|shows up|appears|discovered).* enable | enable .*(?:whenever|every time|each time|automatically|from now on) `), IntentPreference},
@@ -1146,14 +1163,14 @@ func resolve(u *Understanding, cat *Catalogue) {
 		u.Servers = matchServers(cat, ref)
 	}
 	if wantTool {
-		u.Tools = matchTools(cat, ref, u.OnServer)
+		u.Tools, u.Described = matchToolsBy(cat, ref, u.OnServer)
 	}
 	if u.Kind == "" && len(u.Servers) > 0 && len(u.Tools) > 0 {
 		// Both kinds matched: an exact name decides.
 		sExact, tExact := exactServer(cat, ref), exactTool(cat, ref, u.OnServer)
 		switch {
 		case sExact && !tExact:
-			u.Tools = nil
+			u.Tools, u.Described = nil, nil
 		case tExact && !sExact:
 			u.Servers = nil
 		}
@@ -1238,6 +1255,14 @@ func matchServers(cat *Catalogue, ref string) []string {
 }
 
 func matchTools(cat *Catalogue, ref, on string) []string {
+	ids, _ := matchToolsBy(cat, ref, on)
+	return ids
+}
+
+// matchToolsBy is matchTools, and which of the tools it found only by words their
+// upstream server wrote (a title, a description): a server may describe any tool as
+// "stock quotes", so a name that only such words give is not taken as the person's.
+func matchToolsBy(cat *Catalogue, ref, on string) (ids, described []string) {
 	r := norm(ref)
 	rw := contentWords(" " + r + " ")
 	var exact, near, rel, bySrv []string
@@ -1278,7 +1303,58 @@ func matchTools(cat *Catalogue, ref, on string) []string {
 		}
 		rel = append(byName, without(rel, byName)...)
 	}
-	return first(exact, near, rel, bySrv)
+	ids = first(exact, near, rel, bySrv)
+	if len(exact) > 0 || len(near) == 0 && len(rel) > 0 {
+		// Exact by name or by "server name", near by name and by the server's words
+		// are names; exact by title and related words are trusted only when the tool's
+		// own name, its server's and what an administrator gave it (category, tags) hold
+		// them all, or its server is trusted (its annotations set its risk already).
+		for _, id := range ids {
+			i := nm.at[id]
+			if nm.tool[i] == r || nm.full[i] == r || slices.Contains(bySrv, id) || cat.Tools[i].ServerTrusted {
+				continue
+			}
+			if !trustedHasAll(trustedWords(cat.Tools[i]), rw) || len(rw) == 0 {
+				described = append(described, id)
+			}
+		}
+	}
+	return ids, described
+}
+
+// trustedHasAll reports whether every word of need is one of hay's, or shares its first
+// five letters or more with one of them as a prefix ("generation" and generate_image:
+// the stems "gener" and "generat").
+func trustedHasAll(hay map[string]bool, need []string) bool {
+	for _, w := range need {
+		sw := stem(w)
+		if hay[sw] {
+			continue
+		}
+		ok := false
+		for k := range hay {
+			if len(k) >= 5 && len(sw) >= 5 && (strings.HasPrefix(k, sw) || strings.HasPrefix(sw, k)) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// trustedWords are the stemmed words of a tool that are not its upstream server's prose:
+// its name, its server's name, its category and tags (set by an administrator).
+func trustedWords(tl Tool) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range []string{tl.Name, tl.Server, tl.Category, strings.Join(tl.Tags, " ")} {
+		for _, w := range words(s) {
+			out[stem(w)] = true
+		}
+	}
+	return out
 }
 
 // toolLookups counts the catalogue entries visited to find tools by id, for tests: a
@@ -1371,4 +1447,145 @@ func isQuoteMarker(w string) bool {
 		}
 	}
 	return true
+}
+
+// exceptRE finds the clause that leaves something out: "except X", "other than X",
+// "apart from X", "but not X"… to the end of the message. A bare "but" is one only after
+// "all", "every…" or "everything" ("all but X"); elsewhere it joins two sentences.
+var (
+	exceptRE = regexp.MustCompile(`(?i)(?:^|[\s,;(])(?:except(?:\s+for)?|excepting|excluding|other\s+than|apart\s+from|aside\s+from|besides|save\s+for|not\s+including|with\s+the\s+exception\s+of|leaving\s+out|but\s+not|but\s+(?:leave|keep|skip)(?:\s+out)?)\s+(\S.*)$`)
+	butRE    = regexp.MustCompile(`(?i)(?:^|[\s,;(])but\s+(\S.*)$`)
+)
+
+// splitExcept splits a message at its except clause (outside quotes and the URL): main
+// is the message without it, except the words it leaves out.
+func splitExcept(msg string) (main, except string, ok bool) {
+	// Quoted strings and the URL are blanked, same length, so a name or a URL holding
+	// "except" is not read as the clause.
+	blank := []byte(msg)
+	for _, re := range []*regexp.Regexp{quotedRE, urlRE} {
+		for _, loc := range re.FindAllStringIndex(string(blank), -1) {
+			for i := loc[0]; i < loc[1]; i++ {
+				if blank[i] != ' ' {
+					blank[i] = 'x'
+				}
+			}
+		}
+	}
+	loc := exceptRE.FindSubmatchIndex(blank)
+	if loc == nil {
+		if loc = butRE.FindSubmatchIndex(blank); loc == nil || !allRE.MatchString(" "+strings.ToLower(string(blank[:loc[0]]))+" ") {
+			return "", "", false
+		}
+	}
+	main, except = strings.TrimSpace(msg[:loc[0]]), strings.TrimSpace(msg[loc[2]:])
+	main = strings.TrimRight(main, " ,;(")
+	if len(contentWordsOf(main)) == 0 && !verbOf(main) && !allRE.MatchString(newMessage(main).text) ||
+		strings.Trim(except, " .!?") == "" || thatRE.MatchString(except) {
+		return "", "", false // "besides, …": nothing is left out of anything
+	}
+	return main, strings.TrimRight(except, " .!?"), true
+}
+
+// thatRE is "besides that, …", "other than this…": no exception, another sentence.
+var thatRE = regexp.MustCompile(`(?i)^(?:that|this|which|it)\b`)
+
+// contentWordsOf and verbOf tell whether a clause says anything: a verb or a name.
+func contentWordsOf(s string) []string { return contentWords(newMessage(s).text) }
+
+func verbOf(s string) bool {
+	in, _ := intentOf(newMessage(s))
+	return in != IntentUnknown
+}
+
+// exceptOf is every server and tool the clause names: each of its parts ("delete_file
+// and move_file", "the ones on ev2") by exact name first, else as a reference is. It
+// is nil when a part names nothing: leaving out less than was meant would change what
+// the person asked to keep.
+func exceptOf(clause string, cat *Catalogue) []string {
+	m := newMessage(clause)
+	var out []string
+	add := func(ids ...string) {
+		for _, id := range ids {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+	}
+	for _, part := range exceptSplitRE.Split(m.text, -1) {
+		part = " " + strings.TrimSpace(part) + " "
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		part, on, _, _ := serverQualifier(part, cat)
+		var found []string
+		for _, w := range strings.Fields(part) {
+			w = strings.Trim(w, ".,:;!?'\"")
+			w = strings.TrimSuffix(w, "'s")
+			if q, ok := m.quoteAt(w); ok {
+				w = q
+			}
+			for _, i := range cat.namesOf().exactTool[norm(w)] {
+				if on == "" || cat.Tools[i].ServerID == on {
+					found = append(found, cat.Tools[i].ID)
+				}
+			}
+			if on == "" && exactServer(cat, w) {
+				found = append(found, serverTools(cat, serverByName(cat, w))...)
+			}
+		}
+		if len(found) == 0 {
+			ref := strings.Join(contentWords(exceptNoiseRE.ReplaceAllString(part, " ")), " ")
+			switch {
+			case ref != "":
+				found = matchTools(cat, ref, on)
+				if on == "" {
+					for _, id := range matchServers(cat, ref) {
+						found = append(found, serverTools(cat, id)...)
+					}
+				}
+			case on != "":
+				found = serverTools(cat, on) // "the ones on ev2": that server's tools
+			}
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		add(found...)
+	}
+	return out
+}
+
+var (
+	exceptSplitRE = regexp.MustCompile(`\s*(?:,|\band\b|\bor\b|\bnor\b|&|\+|/)\s*`)
+	exceptNoiseRE = regexp.MustCompile(` (?:ones?|alone|untouched|intact|unchanged|as (?:is|they are|it is)|running|out|for now) `)
+)
+
+// serverTools is a server's id followed by its tools' ids.
+func serverTools(cat *Catalogue, id string) []string {
+	out := []string{id}
+	for _, tl := range cat.Tools {
+		if tl.ServerID == id {
+			out = append(out, tl.ID)
+		}
+	}
+	return out
+}
+
+// A question about a change: "should I…", "would it be safe to…", "what happens if…",
+// "can I…", or any sentence ending in "?" that does not ask the assistant to do it
+// ("can you…", "could you…", "please…").
+var (
+	questionRE = regexp.MustCompile(` (?:should|shall|ought|must) (?:i|we) | (?:would|will|could|might|does|did) (?:it|that|this) | what (?:happens|would happen|will happen|happened|if) | (?:is|isn't|was|it's|its) (?:it |that |this )?(?:safe|ok|okay|alright|all right|fine|wise|a good idea|a bad idea|risky|dangerous|possible|allowed|worth|smart|sensible) | (?:can|could|may|might) (?:i|we) | (?:do|does|did) (?:i|we) (?:need|have) to | is there any (?:risk|harm|danger|reason) | why (?:would|should|did|do|does|is|are) | (?:whether|if) (?:i|we) (?:should|can|could|may|need to) `)
+	requestRE  = regexp.MustCompile(`^ (?:(?:hey|hi|ok|okay|so|and|also|now|then|yes|please)(?: ,)? )*(?:can|could|would|will|won't|wouldn't) you | please |^ (?:would you mind|mind|do me a favou?r|i'd like you to|go ahead and) `)
+)
+
+// isQuestion reports whether a message asks about what it names rather than asking for
+// it; raw is the message as written (newMessage drops the "?").
+func isQuestion(m message, raw string) bool {
+	t := strings.ReplaceAll(m.text, " , ", " ")
+	if questionRE.MatchString(t) {
+		return true
+	}
+	return strings.HasSuffix(strings.TrimRight(strings.TrimSpace(raw), " .!)\"'`"), "?") && !requestRE.MatchString(t)
 }
