@@ -57,10 +57,11 @@ func waitSleeper(t *testing.T, term *Terminal, arg string) {
 	}
 }
 
-// checkSleepersGone fails when a sleep of arg still runs a moment after its terminal ended.
+// checkSleepersGone fails when a sleep of arg still runs a moment after its terminal
+// ended (killed before it ended: the moment is only for a loaded machine to reap it).
 func checkSleepersGone(t *testing.T, what, arg string) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		left := sleepers(arg)
 		if len(left) == 0 {
 			return
