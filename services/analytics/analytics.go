@@ -46,9 +46,9 @@ const (
 )
 
 // Limits on reports running at once (ReportBy). A year's report over thousands of
-// tools reads and adds up hundreds of thousands of rollup rows on six of the shared
-// pool's connections: one person gains nothing from a second at once, and a few
-// people's reports must not take the pool from every tool call.
+// tools reads and adds up hundreds of thousands of rollup rows on up to six of the
+// shared pool's connections (reportConns): one person gains nothing from a second at
+// once, and a few people's reports must not take the pool from every tool call.
 const (
 	maxReportsPerPerson = 1
 	maxReports          = 2
@@ -58,20 +58,34 @@ const (
 	reportBusyRetry = 30 * time.Second
 )
 
+// reportConns is how many of pool's connections the reports running at once use
+// between them: a quarter (as the assistant's turns), at least one. A fixed six a
+// report took twelve of a pool of eight (pool_max_conns) with two reports, and every
+// tool call waited for them; the rest of the pool is the calls'.
+func reportConns(pool *pgxpool.Pool) int {
+	return max(1, int(pool.Config().MaxConns)/4)
+}
+
 // Service reads the analytics.
 type Service struct {
 	pool *pgxpool.Pool
+	// conns holds a token for each part of a report reading now (each reads on one
+	// connection at a time), at most reportConns.
+	conns chan struct{}
 
 	mu      sync.Mutex
 	running int            // reports running (ReportBy)
 	people  map[string]int // of them, by person (reportPerson)
 	// admitted, when set (tests), runs once a report has its slot and before it reads;
-	// waiting, when a report found no slot free.
-	admitted, waiting func()
+	// waiting, when a report found no slot free; reading, when a part of a report has
+	// its connection's token (conns) and before it reads.
+	admitted, waiting, reading func()
 }
 
 // New returns the service.
-func New(pool *pgxpool.Pool) *Service { return &Service{pool: pool, people: map[string]int{}} }
+func New(pool *pgxpool.Pool) *Service {
+	return &Service{pool: pool, conns: make(chan struct{}, reportConns(pool)), people: map[string]int{}}
+}
 
 // Period is [From, To).
 type Period struct{ From, To time.Time }
@@ -266,7 +280,8 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 	}
 	r := &Report{From: p.From.UTC(), To: p.To.UTC()}
 	// The parts read different tables (or write different fields of r), so they run
-	// side by side on the pool's connections: a report takes as long as its slowest part.
+	// side by side on the pool's connections, as many as reportConns leaves free: alone
+	// on a pool of the default size a report takes as long as its slowest part.
 	var unused, raise, lower Report
 	var waits []groupWait
 	parts := []func(context.Context) error{
@@ -283,6 +298,16 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 	var wg sync.WaitGroup
 	for i, part := range parts {
 		wg.Go(func() {
+			select {
+			case s.conns <- struct{}{}:
+				defer func() { <-s.conns }()
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			if s.reading != nil {
+				s.reading()
+			}
 			if errs[i] = part(ctx); errs[i] != nil {
 				cancel()
 			}
@@ -332,16 +357,16 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 	}
 	var total group
 	for _, gp := range gaps {
-		rs, err := raw(ctx, s.pool, gp[0], gp[1])
-		if err != nil {
-			return err
-		}
-		for i := range rs {
-			x := &rs[i]
+		// Added up as they arrive, as the rollups below are: what a report holds is its
+		// groups, however many calls the days without rollups have.
+		if err := raw(ctx, s.pool, gp[0], gp[1], func(x *rawRow) error {
 			groupOf(tools, x.tool).addRaw(x)
 			groupOf(actors, x.actor).addRaw(x)
 			dayOf(x.day).addRaw(x)
 			total.addRaw(x)
+			return nil
+		}); err != nil {
+			return err
 		}
 	}
 	if len(rolled) > 0 {
@@ -358,11 +383,12 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 			// to its groups in place, read from the driver's bytes, allocating nothing of
 			// its own but a group new to the report.
 			var into []*group
+			var d time.Time
+			var key, raw pgtype.DriverBytes
+			var calls, errs int64
+			dest := []any{&d, &key, &calls, &errs, &raw} // one for every row: Scan's variadic arguments were an allocation a row
 			for rows.Next() {
-				var d time.Time
-				var key, raw pgtype.DriverBytes
-				var calls, errs int64
-				if err := rows.Scan(&d, &key, &calls, &errs, &raw); err != nil {
+				if err := rows.Scan(dest...); err != nil {
 					rows.Close()
 					return fmt.Errorf("analytics: calls: %w", err)
 				}

@@ -23,3 +23,10 @@ func (s *Service) HoldAdmitted(f func()) { s.admitted = f }
 
 // OnWaiting makes f run when a report finds no slot free; set it before the first report.
 func (s *Service) OnWaiting(f func()) { s.waiting = f }
+
+// HoldReading makes f run in every part of a report once it has its connection's token,
+// before it reads; set it before the first report.
+func (s *Service) HoldReading(f func()) { s.reading = f }
+
+// ReportConns is how many connections the service's reports use at once.
+func (s *Service) ReportConns() int { return cap(s.conns) }

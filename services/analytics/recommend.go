@@ -101,6 +101,10 @@ func (s *Service) rolledBackLow(ctx context.Context, p Period, r *Report) error 
 	return rows.Err()
 }
 
+// quickMedium finds the tools of the last rule. An approver is told by their user id
+// and, once their user is deleted (approved_by set NULL), by the name kept on the
+// execution: count(DISTINCT approved_by) skipped the NULLs, and a deleted alice's
+// approvals beside bob's read as all given by one person, named alice.
 func (s *Service) quickMedium(ctx context.Context, p Period, r *Report) error {
 	rows, err := s.pool.Query(ctx, `/* analytics.quick_medium */
 		SELECT st->>'tool_id', st->>'tool', count(DISTINCT e.id), min(e.approver_name),
@@ -111,7 +115,9 @@ func (s *Service) quickMedium(ctx context.Context, p Period, r *Report) error {
 		  AND st->'risk'->>'source' IN ('`+risk.SourceAnnotations+`', '`+risk.SourceOverride+`') AND `+levelNow+` = 'medium'
 		  AND e.created_at >= $1 AND e.created_at < $2
 		GROUP BY 1, 2
-		HAVING count(DISTINCT e.id) >= $3 AND count(DISTINCT e.approved_by) = 1
+		HAVING count(DISTINCT e.id) >= $3
+		   AND count(DISTINCT coalesce(e.approved_by::text, 'name:' || e.approver_name)) = 1
+		   AND bool_and(e.approved_by IS NOT NULL OR e.approver_name <> '')
 		   AND max(extract(epoch FROM e.approved_at - e.created_at)) <= $4
 		ORDER BY 3 DESC, 2 LIMIT 100`, p.From, p.To, QuickApprovals, QuickWithin.Seconds())
 	if err != nil {

@@ -108,3 +108,52 @@ func TestRiskAdviceFollowsTheTool(t *testing.T) {
 		t.Errorf("followed: raise the risk of %v, want none", got)
 	}
 }
+
+// An approver whose user was deleted (executions.approved_by set NULL, approver_name
+// kept) is still someone: alice's approvals beside bob's are two people's, not "all
+// given by alice" (count(DISTINCT approved_by) skipped the NULLs), while all of them
+// hers still are one person's.
+func TestQuickApprovalsByADeletedApprover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := world{t: t, ctx: ctx, pool: dbtest.New(t)}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	srv := w.server("alpha")
+	alice, bob := w.user("alice"), w.user("bob")
+	shared, hers := w.tool(srv, "shared", now.Add(-48*time.Hour)), w.tool(srv, "hers", now.Add(-48*time.Hour))
+	w.level(shared, "medium")
+	w.level(hers, "medium")
+	for i := range analytics.QuickApprovals {
+		at := now.Add(-time.Duration(i+1) * time.Hour)
+		w.execution(shared, "alpha__shared", "medium", "success", alice, at, 2*time.Second)
+		w.execution(shared, "alpha__shared", "medium", "success", bob, at, 2*time.Second)
+		w.execution(hers, "alpha__hers", "medium", "success", alice, at, 2*time.Second)
+	}
+	svc := analytics.New(w.pool)
+	if got := advice(t, svc, now, "lower_risk"); !slices.Equal(got, []string{"alpha__hers"}) {
+		t.Fatalf("before alice was deleted: lower the risk of %v, want alpha__hers only", got)
+	}
+	w.exec(`DELETE FROM users WHERE id = $1`, alice)
+	r, err := svc.Report(ctx, analytics.LastDays(now, 7), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rec := range r.Recommendations {
+		if rec.Kind == "lower_risk" {
+			got = append(got, rec.Tool)
+			if rec.Numbers["approver"] != "alice" {
+				t.Errorf("%s: approver %v, want alice", rec.Tool, rec.Numbers["approver"])
+			}
+		}
+	}
+	if !slices.Equal(got, []string{"alpha__hers"}) {
+		t.Fatalf("after alice was deleted: lower the risk of %v, want alpha__hers only (shared was approved by alice and bob)", got)
+	}
+	// Approvals naming nobody at all (a deleted user's, recorded before approver_name
+	// was) are nobody's known: no advice naming no one.
+	w.exec(`UPDATE executions SET approver_name = '' WHERE approved_by IS NULL`)
+	if got := advice(t, svc, now, "lower_risk"); len(got) != 0 {
+		t.Fatalf("approvals naming no approver: lower the risk of %v, want none", got)
+	}
+}

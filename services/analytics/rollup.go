@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // rollupGrace is how long after a day ends its calls are rolled up: a call's record
@@ -92,39 +93,54 @@ func (g *group) add(o *group) {
 	g.h.add(&o.h)
 }
 
-// rawRow is one line of the raw calls grouped by day, tool, actor and bucket.
+// rawRow is one line of the raw calls grouped by day, tool, actor and bucket. tool and
+// actor are the driver's bytes of the row, good only until the next row is read.
 type rawRow struct {
-	day    time.Time
-	tool   string
-	actor  string
-	bucket *int
-	calls  int64
-	errors int64
+	day         time.Time
+	tool, actor []byte
+	bucket      pgtype.Int4 // not Valid: no duration
+	calls       int64
+	errors      int64
 }
 
-// raw reads the calls in [from, to) grouped by day, tool, actor and latency bucket.
-// Only calls that ran count: a call the router refused (no permission, no approval,
-// bad arguments) has no duration, never reached the tool and is not its failure.
-func raw(ctx context.Context, q querier, from, to time.Time) ([]rawRow, error) {
+// raw reads the calls in [from, to) grouped by day, tool, actor and latency bucket,
+// handing each row to each as it arrives. Only calls that ran count: a call the router
+// refused (no permission, no approval, bad arguments) has no duration, never reached
+// the tool and is not its failure. The rows are not collected: days without rollups
+// (rollups truncated by a migration, the job failing) may be a year of them, one row
+// per day, tool, person and bucket, while what they add up to is a group per tool,
+// person and day.
+func raw(ctx context.Context, q querier, from, to time.Time, each func(x *rawRow) error) error {
 	rows, err := q.Query(ctx, `/* analytics.raw */
 		SELECT (used_at AT TIME ZONE 'UTC')::date, tool_id::text, actor, `+bucketSQL+`, count(*), count(*) FILTER (WHERE NOT success)
 		FROM tool_usage_logs WHERE used_at >= $1 AND used_at < $2 AND duration_ms IS NOT NULL GROUP BY 1, 2, 3, 4`, from, to)
 	if err != nil {
-		return nil, fmt.Errorf("analytics: calls: %w", err)
+		return fmt.Errorf("analytics: calls: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (rawRow, error) {
-		var x rawRow
-		err := r.Scan(&x.day, &x.tool, &x.actor, &x.bucket, &x.calls, &x.errors)
-		return x, err
-	})
+	defer rows.Close()
+	var x rawRow
+	// One destination list for every row: Scan's variadic arguments were an allocation a row.
+	into := []any{&x.day, (*pgtype.DriverBytes)(&x.tool), (*pgtype.DriverBytes)(&x.actor), &x.bucket, &x.calls, &x.errors}
+	for rows.Next() {
+		if err := rows.Scan(into...); err != nil {
+			return fmt.Errorf("analytics: calls: %w", err)
+		}
+		if err := each(&x); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("analytics: calls: %w", err)
+	}
+	return nil
 }
 
 // addRaw adds x's calls to g.
 func (g *group) addRaw(x *rawRow) {
 	g.calls += x.calls
 	g.errors += x.errors
-	if x.bucket != nil {
-		g.h[*x.bucket] += x.calls
+	if x.bucket.Valid {
+		g.h[x.bucket.Int32] += x.calls
 	}
 }
 
@@ -238,14 +254,13 @@ func rollDayIn(ctx context.Context, tx pgx.Tx, d time.Time) error {
 		d, d.Add(day)).Scan(&count); err != nil {
 		return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
 	}
-	rows, err := raw(ctx, tx, d, d.Add(day))
-	if err != nil {
-		return err
-	}
 	tools, actors := map[string]*group{}, map[string]*group{}
-	for i := range rows {
-		groupOf(tools, rows[i].tool).addRaw(&rows[i])
-		groupOf(actors, rows[i].actor).addRaw(&rows[i])
+	if err := raw(ctx, tx, d, d.Add(day), func(x *rawRow) error {
+		groupOf(tools, x.tool).addRaw(x)
+		groupOf(actors, x.actor).addRaw(x)
+		return nil
+	}); err != nil {
+		return err
 	}
 	for _, q := range []string{`DELETE FROM usage_daily_tools WHERE day = $1`, `DELETE FROM usage_daily_actors WHERE day = $1`} {
 		if _, err := tx.Exec(ctx, `/* analytics.rollup */ `+q, d); err != nil {

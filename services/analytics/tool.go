@@ -85,16 +85,24 @@ func ToolSpans(ctx context.Context, q querier, toolID string, edges []time.Time)
 	from, to := edges[0].UTC(), edges[n].UTC()
 	// in is the interval holding t.
 	in := func(t time.Time) int { return sort.Search(n, func(i int) bool { return edges[i+1].After(t) }) }
-	// Stale days are read from the calls, one tool's by its index; a report rolls them
-	// again (rollAgain).
-	all, _, err := rolledDays(ctx, q, from, to)
+	// Every rolled day is read from this tool's rollup row, stale or not: a day is stale
+	// when another tool was deleted (staleSQL), which leaves this tool's row right, and
+	// telling stale days apart added up every tool's and person's rollups of the period
+	// on each view of one tool's page.
+	rows, err := q.Query(ctx, `/* analytics.tool_days */ SELECT day FROM usage_daily_done WHERE day >= $1 AND day < $2 ORDER BY day`,
+		from.Truncate(day), to)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("analytics: tool calls: %w", err)
 	}
-	// A day an edge cuts (bars shorter than a day) is read from its calls.
+	all, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("analytics: tool calls: %w", err)
+	}
+	// A day only partly inside [from, to), or that an edge cuts (bars shorter than a
+	// day), is read from its calls.
 	var rolled []time.Time
 	for _, d := range all {
-		if !edges[in(d)+1].Before(d.Add(day)) {
+		if d = d.UTC(); !d.Before(from) && !d.Add(day).After(to) && !edges[in(d)+1].Before(d.Add(day)) {
 			rolled = append(rolled, d)
 		}
 	}
