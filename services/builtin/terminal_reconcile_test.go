@@ -93,8 +93,23 @@ func TestTerminalRecordsReconciled(t *testing.T) {
 			t.Fatalf("the record of %s, which runs: %+v (%v)", term.ID, rec, err)
 		}
 	}
+	// Records that say what their terminals are are not written again, not even locked
+	// (a sweep runs every heartbeat): their xmax stays.
+	xmax := func() string {
+		t.Helper()
+		var x string
+		if err := pool.QueryRow(ctx, `SELECT string_agg(xmax::text, ',' ORDER BY id) FROM terminals WHERE replica_id = (SELECT replica_id FROM terminals WHERE id = $1)`,
+			late.ID).Scan(&x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	before := xmax()
 	if again, err := storeA.Reconcile(ctx, held); err != nil || len(again) != 0 {
 		t.Fatalf("a second reconcile changed %+v (%v), want nothing", again, err)
+	}
+	if after := xmax(); after != before {
+		t.Errorf("a second reconcile locked or wrote records that needed nothing: xmax %s, then %s", before, after)
 	}
 
 	// Closed after held was taken: not listed again, whether its record was there (the

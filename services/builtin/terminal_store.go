@@ -170,8 +170,9 @@ func (s *TerminalStore) Others(ctx context.Context, keepEnded time.Duration) ([]
 // ended, with its exit code, where its record says it runs or ended with the replica.
 // Records gone from the list are left alone. It returns the records it changed.
 func (s *TerminalStore) Reconcile(ctx context.Context, held []*Terminal) ([]TerminalRecord, error) {
-	if len(held) == 0 {
-		return nil, nil
+	held, err := s.unreconciled(ctx, held)
+	if err != nil || len(held) == 0 {
+		return nil, err
 	}
 	n := len(held)
 	ids, kinds, convs, ownerIDs, ownerNames := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -217,6 +218,59 @@ func (s *TerminalStore) Reconcile(ctx context.Context, held []*Terminal) ([]Term
 		}
 	}
 	return changed, nil
+}
+
+// unreconciled are the terminals of held whose record may not say what they are: none,
+// one another replica ended as orphaned, or one still running for a terminal that
+// ended. Only those are written: a sweep runs every heartbeat, and writing every held
+// terminal would send each one's command line (up to 100,000 characters) and lock its
+// row each time.
+func (s *TerminalStore) unreconciled(ctx context.Context, held []*Terminal) ([]*Terminal, error) {
+	if len(held) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(held))
+	for i, t := range held {
+		ids[i] = t.ID
+	}
+	type state struct {
+		ended, ours, gone bool
+		reason            string
+	}
+	rows, err := s.pool.Query(ctx, `/* builtin.TerminalUnreconciled */
+		SELECT id, ended_at IS NOT NULL, ended_reason, replica_id = $2::uuid, gone_at IS NOT NULL FROM terminals WHERE id = ANY($1)`,
+		ids, s.replicaID)
+	if err != nil {
+		return nil, fmt.Errorf("terminals: read the records to reconcile: %w", err)
+	}
+	recs := map[string]state{}
+	for rows.Next() {
+		var id string
+		var st state
+		if err := rows.Scan(&id, &st.ended, &st.reason, &st.ours, &st.gone); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("terminals: read the records to reconcile: %w", err)
+		}
+		recs[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("terminals: read the records to reconcile: %w", err)
+	}
+	var out []*Terminal
+	for _, t := range held {
+		st, ok := recs[t.ID]
+		switch {
+		case !ok:
+		case !st.ours || st.gone:
+			continue
+		case st.reason == "replica_stopped":
+		case t.Exited() && !st.ended:
+		default:
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // EndOrphaned ends the records of the terminals of replicas not seen for deadAfter
