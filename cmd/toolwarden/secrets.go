@@ -211,6 +211,25 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if n := seals[id]; n > 0 {
 		return fmt.Errorf("key %s still seals the approvals of %d executions not yet final (awaiting approval, running, or failed and so open to a rollback), which would look altered without it: run 'toolwarden secrets rotate' (or --reencrypt-only) first; nothing was changed", id, n)
 	}
+	// A plan's steps pin their servers' connection identities, MACs under the primary key
+	// when it was planned, which its approval's hash holds: checked again before each
+	// step runs, one only the key verifies is refused as changed settings without it.
+	// Reseal does not pin them again (what a person approved would change under them),
+	// so the key waits for those executions to end.
+	idKeyOf, err := identityKeyOf(path, d.Pool, reg, ts)
+	if err != nil {
+		return err
+	}
+	pinned, err := executions.IdentityUsage(ctx, d.Pool, idKeyOf)
+	if err != nil {
+		return err
+	}
+	if n := pinned[id]; n > 0 {
+		return fmt.Errorf("key %s still pins the servers' connection settings that %d executions not yet final (planned, awaiting approval, running or rolling back) "+
+			"were approved against: without it their remaining steps would be refused as changed settings, and they would be cancelled. "+
+			"Let them end first (approve, reject or cancel those awaiting approval, or let them expire; let the running ones finish), then retire the key; "+
+			"plans made since the rotation are pinned under the new key; nothing was changed", id, n)
+	}
 	if err := secrets.RemoveKeyFromFile(path, id); err != nil {
 		return err
 	}
@@ -235,6 +254,67 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			"before (that seal does not cover who asked), and their seals now match no key, so they are refused as altered or sealed with a retired key\n", earlier)
 	}
 	return nil
+}
+
+// identityKeyOf is the executions.IdentityKey of the key file at path: the key under
+// which a step's pinned identity is its tool's server's connection identity now, read
+// from the database (reg, ts) and tried with each key of the file alone.
+func identityKeyOf(path string, pool *pgxpool.Pool, reg *registry.Service, ts *tools.Service) (executions.IdentityKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: key file: %w", err)
+	}
+	keys, err := secrets.ParseKeyFile(path, data)
+	if err != nil {
+		return nil, err
+	}
+	// A registry per key: IdentityMatches verifies under its own keyring only.
+	alone := make([]*registry.Service, len(keys))
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		r, err := secrets.NewKeyring(k)
+		if err != nil {
+			return nil, err
+		}
+		alone[i], ids[i] = registry.New(pool, r, nil), k.ID
+	}
+	type conn struct {
+		c  registry.Connection
+		ok bool
+	}
+	seen := map[string]conn{} // by tool id: plans share their servers
+	return func(ctx context.Context, toolID, identity string) (string, error) {
+		c, done := seen[toolID]
+		if !done {
+			t, err := ts.Target(ctx, toolID)
+			switch {
+			case errors.Is(err, tools.ErrNotFound):
+			case err != nil:
+				return "", err
+			default:
+				cfg, err := reg.Connection(ctx, t.ServerID)
+				switch {
+				// Gone, or holding a value under a lost key: its steps are refused whatever
+				// the file holds.
+				case errors.Is(err, registry.ErrNotFound), errors.Is(err, secrets.ErrUnknownKey):
+				case err != nil:
+					return "", fmt.Errorf("read the connection settings of server %s: %w", t.Server, err)
+				default:
+					c = conn{c: cfg, ok: true}
+				}
+			}
+			seen[toolID] = c
+		}
+		if !c.ok {
+			return "", nil
+		}
+		for i, r := range alone {
+			if r.IdentityMatches(c.c, identity) {
+				return ids[i], nil
+			}
+		}
+		return "", nil
+	}, nil
 }
 
 // keyTakeUp is how long after a change of the key file every running server has looked

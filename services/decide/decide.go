@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -161,7 +162,11 @@ func (s *Service) Separation(ctx context.Context, q db.Querier) (Separation, err
 	return ReadSeparation(ctx, q)
 }
 
-// ReadSeparation reads the setting through q (SeparationAuto when nobody set one).
+// ReadSeparation reads the setting through q (SeparationAuto when nobody set one). A
+// stored value that does not read as a known setting (written by hand, or by a later
+// release) is taken as SeparationAlways, the strictest, and logged: guessing the
+// default could let a requester approve their own high-risk plan where that was meant
+// to be refused. Saving the settings again stores a known one.
 func ReadSeparation(ctx context.Context, q db.Querier) (Separation, error) {
 	var raw json.RawMessage
 	err := q.QueryRow(ctx, `/* decide.Separation */ SELECT value FROM settings WHERE key = $1`, SettingKey).Scan(&raw)
@@ -172,10 +177,21 @@ func ReadSeparation(ctx context.Context, q db.Querier) (Separation, error) {
 		return "", fmt.Errorf("decide: separation: %w", err)
 	}
 	var sep Separation
-	if json.Unmarshal(raw, &sep) != nil || !sep.Valid() {
-		return SeparationAuto, nil
+	if err := json.Unmarshal(raw, &sep); err != nil || !sep.Valid() {
+		slog.Default().WarnContext(ctx, "the stored separation of duties setting is not one Toolwarden knows: high-risk decisions "+
+			"need a different person than the requester (always) until the settings are saved again",
+			"setting", SettingKey, "value", truncate(string(raw), 100))
+		return SeparationAlways, nil
 	}
 	return sep, nil
+}
+
+// truncate is s cut to at most n bytes, for a log line.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // SetSeparation stores the setting in tx (the caller audits it with the rest of the

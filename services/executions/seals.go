@@ -70,6 +70,7 @@ func sealMadeBy(keyOf SealKey, ex *Execution) (key string, v1 bool) {
 // locked, beside a serving Toolwarden. A seal no key verifies stays as it is: sealing it
 // again would vouch for an altered record; so does one made as v1 (before v2), which did
 // not cover the requester (Service.sealed refuses it). It returns how many it sealed again.
+// The connection identities the steps pinned under that key stay so (IdentityUsage).
 func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyOf SealKey) (int, error) {
 	stale := func(ex *Execution) bool {
 		k, v1 := sealMadeBy(keyOf, ex)
@@ -114,6 +115,82 @@ func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyO
 		}
 	}
 	return n, nil
+}
+
+// IdentityKey names the key that made a connection identity a planned step pinned
+// (router.Pin.ServerIdentity, a MAC of its server's settings under the primary key of
+// the time): given the step's tool id and the identity, the id of the key under which
+// it is that tool's server's identity now, or "" when it is under none (the settings
+// changed, or the tool or server is gone: the step is refused whatever the key file holds).
+type IdentityKey func(ctx context.Context, toolID, identity string) (string, error)
+
+// IdentityUsage counts, by the key keyOf says made it, the executions not final with a
+// step still to run whose pinned connection identity is checked again before it runs
+// (checkBinding, and the router at the call): the run's steps of one planned, awaiting
+// approval or executing, and the rollback's of one rolling back. A failed execution's
+// rollback is pinned when it is asked for, under the primary key of then. Reseal does
+// not pin those steps again: their identities are part of the hash a person approved
+// (and confirms by), so the key that made them stays until they end (retire-key waits).
+// An execution with steps under several keys counts under each; one whose seal is
+// missing is left out (it is refused whatever the keys, as SealUsage leaves it out).
+func IdentityUsage(ctx context.Context, pool *pgxpool.Pool, keyOf IdentityKey) (map[string]int, error) {
+	type todo struct {
+		ExecutionID string `db:"execution_id"`
+		Phase       string `db:"phase"`
+		Position    int    `db:"position"`
+	}
+	// Running too: a step is marked running before its call is checked and sent.
+	steps, err := db.All[todo](ctx, pool, "executions: identity usage", `/* executions.IdentityUsage.steps */
+		SELECT c.execution_id, c.phase, c.position FROM tool_calls c JOIN executions e ON e.id = c.execution_id
+		WHERE e.seal IS NOT NULL AND e.status = ANY($1) AND c.status = ANY($2)`,
+		openStatuses(), []string{StepPending, StepRunning})
+	if err != nil {
+		return nil, err
+	}
+	if len(steps) == 0 {
+		return map[string]int{}, nil
+	}
+	byID := map[string][]todo{}
+	for _, st := range steps {
+		byID[st.ExecutionID] = append(byID[st.ExecutionID], st)
+	}
+	var open []*Execution
+	err = eachOpenSeal(ctx, pool, 0, func(ex *Execution) {
+		if byID[ex.ID] != nil {
+			open = append(open, ex)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("executions: identity usage: %w", err)
+	}
+	out := map[string]int{}
+	for _, ex := range open {
+		keys := map[string]bool{}
+		for _, st := range byID[ex.ID] {
+			var list []PlannedStep
+			switch {
+			case st.Phase == PhaseRun && (ex.Status == Planning || ex.Status == AwaitingApproval || ex.Status == Executing):
+				list = ex.Plan.Steps
+			case st.Phase == PhaseRollback && ex.Status == RollingBack && ex.RollbackPlan != nil:
+				list = ex.RollbackPlan.Steps
+			}
+			if st.Position >= len(list) {
+				continue // a phase that no longer runs, or a step the plan lacks (refused as altered)
+			}
+			pin := list[st.Position].Pin
+			k, err := keyOf(ctx, pin.ToolID, pin.ServerIdentity)
+			if err != nil {
+				return nil, fmt.Errorf("executions: identity usage: %w", err)
+			}
+			if k != "" {
+				keys[k] = true
+			}
+		}
+		for k := range keys {
+			out[k]++
+		}
+	}
+	return out, nil
 }
 
 // eachOpenSeal calls fn with each sealed execution that is not final, newest first

@@ -21,11 +21,18 @@ import (
 // meets a value sealed with a key it does not hold yet.
 type Keyring struct {
 	cur     atomic.Pointer[ring]
-	path    string       // the key file; "" for a keyring built in memory
-	stamp   atomic.Value // the file's fileStamp when last read
-	failed  atomic.Value // the fileStamp of the last read that failed (VerifyMAC's)
-	checked atomic.Int64 // unix nanoseconds of the last look at the file
-	mu      sync.Mutex   // one reload at a time
+	path    string                  // the key file; "" for a keyring built in memory
+	stamp   atomic.Value            // the file's fileStamp when last read
+	failed  atomic.Pointer[failure] // the last read that failed (reloadChanged's)
+	checked atomic.Int64            // unix nanoseconds of the last look at the file
+	reads   atomic.Int64            // reads of the file since it was loaded (for tests)
+	mu      sync.Mutex              // one reload at a time
+}
+
+// failure is a read of the key file that failed: the file's fileStamp then, and why.
+type failure struct {
+	stamp fileStamp
+	err   error
 }
 
 // ReloadEvery is how often a keyring loaded from a file looks whether it changed.
@@ -63,6 +70,12 @@ func (kr *Keyring) Reload() error {
 	}
 	kr.mu.Lock()
 	defer kr.mu.Unlock()
+	return kr.reloadLocked()
+}
+
+// reloadLocked is Reload with kr.mu held.
+func (kr *Keyring) reloadLocked() error {
+	kr.reads.Add(1)
 	st := stampOf(kr.path)
 	keys, _, err := readKeyFile(kr.path)
 	if err != nil {
@@ -90,15 +103,48 @@ func (kr *Keyring) VerifyMAC(data, mac []byte) bool {
 	if kr.path == "" {
 		return false
 	}
-	// Read again once per change of the file: a MAC anyone can send wrong must not
-	// make each request read a key file that does not load.
-	if st := stampOf(kr.path); st == kr.stamp.Load() || st == kr.failed.Load() {
-		return false
-	} else if kr.Reload() != nil {
-		kr.failed.Store(st)
+	if read, _ := kr.reloadChanged(); !read {
 		return false
 	}
 	return kr.cur.Load().VerifyMAC(data, mac)
+}
+
+// reloadChanged reads the key file again when it changed since it was last read and
+// since a read of it last failed, and reports whether the keyring now holds a newer read
+// of it (this call's or another's); err is why the read of the file as it is now failed
+// (this time or before). Once per change of the file: a wrong
+// MAC or a value naming a made-up key, which anyone can send, must not make each request
+// read, parse and derive the keys of the file under kr.mu.
+func (kr *Keyring) reloadChanged() (read bool, err error) {
+	// Looked at before the lock, so requests that find nothing to read do not queue on
+	// it, and again under it: those that found a change wait for one read of it.
+	if same, err := kr.sameFile(stampOf(kr.path)); same {
+		return false, err
+	}
+	kr.mu.Lock()
+	defer kr.mu.Unlock()
+	st := stampOf(kr.path)
+	if same, err := kr.sameFile(st); same {
+		// Another request read it meanwhile: the keyring is as of the file now.
+		return err == nil, err
+	}
+	if err := kr.reloadLocked(); err != nil {
+		kr.failed.Store(&failure{stamp: st, err: err})
+		return false, err
+	}
+	return true, nil
+}
+
+// sameFile reports whether the key file, at stamp st, is the one last read, or the one
+// whose read last failed (err is then why).
+func (kr *Keyring) sameFile(st fileStamp) (bool, error) {
+	if st == kr.stamp.Load() {
+		return true, nil
+	}
+	if f := kr.failed.Load(); f != nil && f.stamp == st {
+		return true, f.err
+	}
+	return false, nil
 }
 
 // PrimaryID is the id of the key that Encrypt uses.
@@ -122,14 +168,18 @@ func (kr *Keyring) EncryptString(plaintext, aad string) (string, error) {
 
 // Decrypt opens a ciphertext made by Encrypt with any key of the keyring. A value
 // sealed with a key the keyring does not hold makes a keyring loaded from a file read
-// it again first: another process may have just added that key.
+// it again first when the file changed: another process may have just added that key.
 func (kr *Keyring) Decrypt(ciphertext, aad string) ([]byte, error) {
 	plain, err := kr.r().Decrypt(ciphertext, aad)
 	if errors.Is(err, ErrUnknownKey) && kr.path != "" {
-		if rerr := kr.Reload(); rerr != nil {
+		read, rerr := kr.reloadChanged()
+		if rerr != nil {
 			// Say why the key may be missing: a key file this process cannot read
 			// (its owner or mode changed) looks otherwise like a retired key.
 			return nil, fmt.Errorf("%w; reading the key file again failed: %v", err, rerr)
+		}
+		if !read {
+			return nil, err // the file has not changed since it was read: it lacks the key
 		}
 		return kr.cur.Load().Decrypt(ciphertext, aad)
 	}
