@@ -199,7 +199,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 		return stillTypes()
 	}
 	// What changed between the handshake's check and the watch is not missed.
-	if !gate.answer(still()) {
+	if !gate.check(still) {
 		return
 	}
 	ping := time.NewTicker(wsPingEvery)
@@ -248,16 +248,16 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 				return
 			}
 		case <-recheck.C:
-			if !gate.answer(still()) {
+			if !gate.check(still) {
 				return
 			}
 		case <-about:
-			if !gate.answer(still()) {
+			if !gate.check(still) {
 				return
 			}
 		case <-toolChanged:
 			// The whole check: it answers a check an event about the person made due too.
-			if !gate.answer(still()) {
+			if !gate.check(still) {
 				return
 			}
 		}
@@ -275,35 +275,54 @@ func (h *hub) mayType(ctx context.Context, p *auth.Principal) (bool, error) {
 
 // typingGate holds a terminal socket's keys while its right to type is checked again:
 // a check is due from the moment an event that may change it arrives (due, called from
-// the bus's watch), before the socket's loop gets to it, and keys wait for the answer.
+// the bus's watch), before the socket's loop gets to it, and keys wait for the answer of
+// a check begun after it (begin): one already reading when the event came may have read
+// what was before it.
 type typingGate struct {
 	mu      sync.Mutex
-	pending chan struct{} // closed when the check due is answered; nil: none due
+	pending chan struct{} // closed when the checks due are answered; nil: none due
+	dues    uint64        // how many times a check was made due
 	denied  bool
 }
 
 // newTypingGate returns a gate with the socket's first check due.
-func newTypingGate() *typingGate { return &typingGate{pending: make(chan struct{})} }
+func newTypingGate() *typingGate { return &typingGate{pending: make(chan struct{}), dues: 1} }
 
 // due makes a check due.
 func (g *typingGate) due() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.dues++
 	if g.pending == nil {
 		g.pending = make(chan struct{})
 	}
 }
 
-// answer records a check's result (which answers any check due) and returns it.
-func (g *typingGate) answer(ok bool) bool {
+// begin is called as a check begins; its answer (answer) answers the checks made due
+// until then only.
+func (g *typingGate) begin() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.dues
+}
+
+// answer records the result of the check begun at seen, and returns it; the keys go on
+// waiting when a check was made due since seen (the loop runs it next).
+func (g *typingGate) answer(seen uint64, ok bool) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.denied = g.denied || !ok
-	if g.pending != nil {
+	if g.pending != nil && (g.dues == seen || g.denied) {
 		close(g.pending)
 		g.pending = nil
 	}
 	return ok
+}
+
+// check runs still as a check of the gate and answers with its result.
+func (g *typingGate) check(still func() bool) bool {
+	seen := g.begin()
+	return g.answer(seen, still())
 }
 
 // wait returns whether a key may go now: once no check is due, unless one said no
