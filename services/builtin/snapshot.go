@@ -70,9 +70,12 @@ type snapshot struct {
 	marker *os.File
 	marked bool
 	// written is how many entries the manifest on disk lists; stale: entries were
-	// dropped since it was written.
+	// dropped since it was written; orphans are the blobs of those, removed once a
+	// manifest without them is on disk (before, a crash would leave one naming a blob
+	// that is gone, and its snapshot would restore nothing).
 	written int
 	stale   bool
+	orphans []string
 }
 
 // manifestName is a snapshot's manifest in its directory.
@@ -203,6 +206,7 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 		id += "-" + randomID()[:8]
 		err = store.Mkdir(id, 0o700)
 	}
+	made := err == nil // only a directory this call made is removed on failure
 	var marker *os.File
 	if err == nil {
 		marker, err = s.mark(store, id)
@@ -211,7 +215,12 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 		err = syncDir(store, ".") // the snapshot's directory, before its blobs
 	}
 	if err != nil {
-		_ = store.RemoveAll(id)
+		if marker != nil {
+			marker.Close()
+		}
+		if made {
+			_ = store.RemoveAll(id)
+		}
 		store.Close()
 		return nil, fmt.Errorf("the snapshot store: %w", err)
 	}
@@ -280,6 +289,10 @@ func (sn *snapshot) flush() error {
 		return err
 	}
 	sn.written, sn.stale = len(sn.m.Entries), false
+	for _, blob := range sn.orphans {
+		_ = sn.store.Remove(filepath.Join(sn.m.ID, blob))
+	}
+	sn.orphans = nil
 	return nil
 }
 
@@ -349,6 +362,17 @@ func (s *Server) finishAbandoned(store *os.Root, id string) (finished bool, err 
 		return false, fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	sn.written = len(sn.m.Entries)
+	// Under the paths' edit locks, as a write's own end is: a write running now would
+	// look like one of the crashed write's changes.
+	locks := make([]target, len(sn.m.Entries))
+	for i, e := range sn.m.Entries {
+		locks[i] = target{area: e.Area, rel: e.Path}
+	}
+	unlock, err := s.lockEdits(locks...)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	s.dropUnchanged(sn)
 	if len(sn.m.Entries) == 0 {
 		return true, store.RemoveAll(id)
@@ -426,7 +450,7 @@ func (s *Server) dropUnchanged(sn *snapshot) {
 		if changed[key{e.Area, e.Path}] {
 			kept = append(kept, e)
 		} else if e.Blob != "" {
-			_ = sn.store.Remove(filepath.Join(sn.m.ID, e.Blob))
+			sn.orphans = append(sn.orphans, e.Blob)
 		}
 	}
 	sn.stale = sn.stale || len(kept) < len(sn.m.Entries)
@@ -542,9 +566,8 @@ func (s *Server) restoreTargetsOf(c Call, id string) []target {
 		return nil
 	}
 	defer store.Close()
-	if _, err := s.finishAbandoned(store, id); err != nil {
-		return nil
-	}
+	// A snapshot a crash left unfinished is not finished here (a look changes nothing):
+	// its manifest may list more paths than the restore will write, which only asks more.
 	m, err := manifest(store, c, id)
 	if err != nil {
 		return nil

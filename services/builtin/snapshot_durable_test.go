@@ -449,3 +449,47 @@ func TestAbandonedSnapshotFinished(t *testing.T) {
 		t.Errorf("after the restore: a.txt %q, b.txt %q", f.read("a.txt"), f.read("b.txt"))
 	}
 }
+
+// A write that failed part way, and crashed as it dropped what it had not changed from
+// its snapshot, leaves a snapshot that still restores what it changed: the blobs of the
+// paths dropped go only once a manifest without them is on disk.
+func TestCrashWhileDroppingUnchangedPaths(t *testing.T) {
+	t.Parallel()
+	f := newDurableFixture(t)
+	for _, n := range []string{"p.txt", "q.txt"} {
+		if err := os.WriteFile(filepath.Join(f.ws, n), []byte(n+" before\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sn, err := f.s.newSnapshot(Call{Meta: callmeta.Meta{ConversationID: "c1", CallID: "dropping"}, Workspace: f.ws}, "rename_file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	area := filepath.Base(f.ws)
+	ar, err := f.s.openArea(area)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Close()
+	for _, rel := range []string{"p.txt", "q.txt"} {
+		if err := sn.keep(ar, area, rel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sn.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.ws, "p.txt"), []byte("p changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.s.dropUnchanged(sn) // the write's failure path; then the process dies
+	sn.marker.Close()
+	_ = sn.store.Close()
+
+	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"dropping"}`); isErr {
+		t.Fatalf("restore: %s", text)
+	}
+	if f.read("p.txt") != "p.txt before\n" || f.read("q.txt") != "q.txt before\n" {
+		t.Errorf("after the restore: p.txt %q, q.txt %q", f.read("p.txt"), f.read("q.txt"))
+	}
+}
