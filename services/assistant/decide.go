@@ -598,13 +598,13 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	switch {
 	case u.ExceptRef != "" && (len(u.Except) == 0 || !u.All):
 		// "All except X" where X names nothing, or an exception to one pick.
-		d.Reply = fmt.Sprintf("I can't tell what to leave out with %q, so nothing was changed. Pick one by its number, or say \"all of them except\" and the exact name.", u.ExceptRef)
+		d.Reply = fmt.Sprintf("I can't tell what to leave out with %q, so nothing was changed. Pick one by its number, or say \"all of them except\" and the exact name.", redacted(u.ExceptRef))
 		d.Choices = choicesFor(cat, p.Kind, p.IDs)
 		return d
 	case u.ExceptRef != "":
 		picked = without(p.IDs, u.Except)
 		if len(picked) == 0 || len(picked) == len(p.IDs) {
-			d.Reply = fmt.Sprintf("%q leaves %d of the %d, so nothing was changed. Pick one by its number, or name the ones to leave out exactly.", u.ExceptRef, len(picked), len(p.IDs))
+			d.Reply = fmt.Sprintf("%q leaves %d of the %d, so nothing was changed. Pick one by its number, or name the ones to leave out exactly.", redacted(u.ExceptRef), len(picked), len(p.IDs))
 			d.Choices = choicesFor(cat, p.Kind, p.IDs)
 			return d
 		}

@@ -183,3 +183,21 @@ func TestModelCallsSharedWithPlanner(t *testing.T) {
 		t.Fatalf("the model was asked %d times, want none", n)
 	}
 }
+
+// A message whose exception the rules found but not what it is an exception to is not
+// handed to the model: its reading would drop the exception. The rules refuse it.
+func TestModelNotAskedAboutAnException(t *testing.T) {
+	t.Parallel()
+	m := &modelServer{}
+	a := apptest.Start(t, withModel(startModel(t, m)))
+	ctx := t.Context()
+	admin := a.CreateUser(t, "ada", auth.RoleAdmin, "ada-password-123")
+	p := &auth.Principal{User: admin, Kind: audit.ActorUser}
+	r, err := a.Assistant.Handle(ctx, p, p.Actor("", ""), "", "the thing that predicts rain, except get_alerts", 0, 0)
+	if err != nil || !strings.Contains(r.Reply, "nothing was changed") {
+		t.Fatalf("reply %q (%v), want the rules' refusal", r.Reply, err)
+	}
+	if n := m.count(); n != 0 {
+		t.Fatalf("the model was asked %d times, want none", n)
+	}
+}

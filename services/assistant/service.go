@@ -270,7 +270,9 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	// turn holding the lock and a connection meanwhile would hold up the person's other
 	// messages and the pool. Its reading depends on the message and the catalogue only;
 	// the turn uses it if the conversation, once locked, would still ask the model.
-	modelMay := u.Intent == IntentUnknown && u.Negated == "" && s.model != nil
+	// Not for a message with an exception the rules found: the model's reading would
+	// drop it (and do what was to be left out); the rules refuse and say what to say.
+	modelMay := u.Intent == IntentUnknown && u.Negated == "" && u.ExceptRef == "" && s.model != nil
 	wantsModel := func(st State) bool { return modelMay && st.Flow == nil }
 	// A message that answers what this window no longer shows is refused as stale (below):
 	// a question since closed, or a list or question another window has moved past.
