@@ -348,7 +348,7 @@ func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op
 		return nil, fmt.Errorf("replica %s's answer is over %d bytes, more than any of its terminals' output makes", owner.Name, maxTerminalAnswer)
 	}
 	if res.StatusCode == http.StatusMisdirectedRequest {
-		return nil, fmt.Errorf("%s (address %s)", replicahop.MisdirectedText(owner.Name, "terminal "+rec.ID), owner.Address)
+		return nil, fmt.Errorf("%w: %s (address %s)", builtin.ErrNotRun, replicahop.MisdirectedText(owner.Name, "terminal "+rec.ID), owner.Address)
 	}
 	if res.StatusCode != http.StatusOK {
 		var e struct {
@@ -366,7 +366,13 @@ func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op
 		if e.Error.Message == "" {
 			e.Error.Message = strings.TrimSpace(string(raw))
 		}
-		return nil, fmt.Errorf("replica %s answered %d: %s", owner.Name, res.StatusCode, e.Error.Message)
+		err := fmt.Errorf("replica %s answered %d: %s", owner.Name, res.StatusCode, e.Error.Message)
+		switch res.StatusCode {
+		case http.StatusBadRequest, http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			// Refused before the operation ran (the request, the hop, the owner busy).
+			err = fmt.Errorf("%w: %w", builtin.ErrNotRun, err)
+		}
+		return nil, err
 	}
 	var out mcp.CallToolResult
 	if err := json.Unmarshal(raw, &out); err != nil {

@@ -58,13 +58,20 @@ func farOwner(t *testing.T, a *apptest.App, answer http.HandlerFunc, terms ...st
 // returns the result's text.
 func farOp(t *testing.T, a *apptest.App, term string) string {
 	t.Helper()
+	return farOpRun(t, a, "get_output", `{"sessionId":"`+term+`"}`)
+}
+
+// farOpRun runs operation op with args as user u1 of conversation conv-x does, and
+// returns the result's text.
+func farOpRun(t *testing.T, a *apptest.App, op, args string) string {
+	t.Helper()
 	for _, o := range builtin.TerminalTool(a.Terminals).Operations {
-		if o.Name != "get_output" {
+		if o.Name != op {
 			continue
 		}
 		c := builtin.Call{}
 		c.ConversationID, c.UserID, c.UserName = "conv-x", "u1", "carol"
-		res, err := o.Run(context.Background(), c, json.RawMessage(`{"sessionId":"`+term+`"}`))
+		res, err := o.Run(context.Background(), c, json.RawMessage(args))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,8 +83,31 @@ func farOp(t *testing.T, a *apptest.App, term string) string {
 		}
 		return b.String()
 	}
-	t.Fatal("terminal_operations has no get_output")
+	t.Fatalf("terminal_operations has no %s", op)
 	return ""
+}
+
+// Input the owner refused before running it (its hop store full: 503) may be sent again
+// as it is; input whose answer did not come back (a proxy's 504) may have been typed,
+// and the agent is told to look first.
+func TestTerminalInputRefusedOrLost(t *testing.T) {
+	t.Parallel()
+	a := apptest.Start(t, &apptest.Options{Builtin: true})
+	farOwner(t, a, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "term-busy") {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"code":"busy","message":"replica hop: too many forwarded requests; try again shortly"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusGatewayTimeout)
+	}, "term-busy", "term-lost")
+	if text := farOpRun(t, a, "send_input", `{"sessionId":"term-busy","input":"make deploy\n"}`); !strings.Contains(text, "which did not answer; try again") {
+		t.Errorf("input the owner refused: %q", text)
+	}
+	if text := farOpRun(t, a, "send_input", `{"sessionId":"term-lost","input":"make deploy\n"}`); !strings.Contains(text, "may have run there") {
+		t.Errorf("input whose answer was lost: %q", text)
+	}
 }
 
 // The owner's 404 says the session is gone only when it is the owner's own "not here"

@@ -367,7 +367,7 @@ func (ts *Terminals) elsewhere(ctx context.Context, c Call, op string, args json
 		return errorResult(gone), true
 	case errors.Is(err, ErrOwnerForgot):
 		return nil, false // no such session, as for one of this replica's
-	case err != nil && (op == "send_input" || op == "close_session"):
+	case err != nil && (op == "send_input" || op == "close_session") && !errors.Is(err, ErrNotRun):
 		// The owner may have run it before its answer was lost (a timeout, a connection
 		// cut): typing the input twice, or closing twice, is not the same as once.
 		return errorResult(fmt.Sprintf("sessionId: session %s runs on replica %s, which did not answer; the %s may have run there: "+

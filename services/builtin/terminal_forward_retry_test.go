@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,20 +27,29 @@ func TestForwardedOperationNotAnswered(t *testing.T) {
 		VALUES ('term-far', $1, 'far', 'pty', 'conv', '/tmp', now())`, uuid.NewString()); err != nil {
 		t.Fatal(err)
 	}
+	refused := false // the owner refused the operation before running it (a hop refused, busy)
 	ts, err := builtin.NewTerminals(builtin.TerminalOptions{Root: t.TempDir(), Env: []string{"HOME=" + t.TempDir()},
 		Store: builtin.NewTerminalStore(pool, replicas.New(pool, replicas.Options{})),
 		Forward: func(context.Context, builtin.TerminalRecord, string, builtin.Call, json.RawMessage) (*mcp.CallToolResult, error) {
+			if refused {
+				return nil, fmt.Errorf("%w: replica far answered 503: too many forwarded requests", builtin.ErrNotRun)
+			}
 			return nil, errors.New("context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ts.Close)
-	for _, tc := range []struct{ op, args, want string }{
-		{"send_input", `{"sessionId":"term-far","input":"make deploy\n"}`, "the send_input may have run there: check with get_output before trying again"},
-		{"close_session", `{"sessionId":"term-far"}`, "the close_session may have run there: check with get_output"},
-		{"get_output", `{"sessionId":"term-far"}`, "which did not answer; try again"},
+	for _, tc := range []struct {
+		op, args, want string
+		refused        bool
+	}{
+		{"send_input", `{"sessionId":"term-far","input":"make deploy\n"}`, "the send_input may have run there: check with get_output before trying again", false},
+		{"close_session", `{"sessionId":"term-far"}`, "the close_session may have run there: check with get_output", false},
+		{"get_output", `{"sessionId":"term-far"}`, "which did not answer; try again", false},
+		{"send_input", `{"sessionId":"term-far","input":"make deploy\n"}`, "which did not answer; try again", true},
 	} {
+		refused = tc.refused
 		for _, op := range builtin.TerminalTool(ts).Operations {
 			if op.Name != tc.op {
 				continue

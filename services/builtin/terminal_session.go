@@ -126,6 +126,11 @@ var ErrReplicaGone = errors.New("the replica that ran the terminal stopped")
 // longer knows the session (it ended and was forgotten): no such session, as here.
 var ErrOwnerForgot = errors.New("the replica that ran the terminal no longer knows it")
 
+// ErrNotRun (TerminalOptions.Forward): the replica that runs the terminal refused the
+// operation before running it (a hop refused, the request malformed): it may be sent
+// again as it is.
+var ErrNotRun = errors.New("the replica that runs the terminal did not run the operation")
+
 // TerminalChange is what happened to a terminal (TerminalOptions.OnChange).
 type TerminalChange int
 
