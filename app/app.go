@@ -145,7 +145,11 @@ type App struct {
 	builtinServerID string
 	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
 	Terminals *builtin.Terminals
-	Grants    *grants.Service
+	// terminalOpHops bounds, per person, the operations sent to terminals of other
+	// replicas: each takes one of the nonces the owner remembers for a minute, past
+	// which it refuses every replica's hops, and --rate-limit may not bound the calls.
+	terminalOpHops handlers.PersonLimits
+	Grants         *grants.Service
 	// Replicas is this process's record among the replicas sharing the database.
 	Replicas  *replicas.Service
 	beats     *pgxpool.Pool   // its heartbeats' own connections

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -302,18 +301,12 @@ func (a *App) forwardTerminalOp(ctx context.Context, rec builtin.TerminalRecord,
 	return res, err
 }
 
-// terminalOpHops bounds, per person of each replica, the operations sent to terminals
-// of other replicas: each takes one of the nonces the owner remembers for a minute,
-// past which it refuses every replica's hops, and --rate-limit may not bound the calls
-// at all. Keyed by replica id and person, as the web's forwarded requests are limited.
-var terminalOpHops handlers.PersonLimits
-
 func (a *App) sendTerminalOp(ctx context.Context, rec builtin.TerminalRecord, op string, c builtin.Call, args json.RawMessage) (*mcp.CallToolResult, error) {
 	who := c.UserID
 	if who == "" {
 		who = "name:" + c.UserName
 	}
-	if !terminalOpHops.Allow(a.Replicas.Self().ID + " " + who) {
+	if !a.terminalOpHops.Allow(who) {
 		// Not sent: the agent may simply try again in a moment.
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
 			"sessionId: session %s runs on replica %s, and too many operations on sessions of other replicas came from you just now; "+

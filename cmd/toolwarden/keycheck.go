@@ -145,9 +145,9 @@ func recordKeys(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, 
 	})
 }
 
-// sealKeyOf says which key of the key file at path made an execution's seal (a MAC,
-// which names no key, so each key is tried).
-func sealKeyOf(path string) (executions.SealKey, error) {
+// fileKeyrings reads the key file at path into a keyring per key (its PrimaryID the
+// key's id): a MAC names no key, so each is tried alone.
+func fileKeyrings(path string) ([]*secrets.Keyring, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("secrets: key file: %w", err)
@@ -161,6 +161,16 @@ func sealKeyOf(path string) (executions.SealKey, error) {
 		if rings[i], err = secrets.NewKeyring(k); err != nil {
 			return nil, err
 		}
+	}
+	return rings, nil
+}
+
+// sealKeyOf says which key of the key file at path made an execution's seal (a MAC,
+// which names no key, so each key is tried).
+func sealKeyOf(path string) (executions.SealKey, error) {
+	rings, err := fileKeyrings(path)
+	if err != nil {
+		return nil, err
 	}
 	return func(input, seal []byte) string {
 		for _, r := range rings {

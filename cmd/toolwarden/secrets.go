@@ -260,23 +260,15 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // which a step's pinned identity is its tool's server's connection identity now, read
 // from the database (reg, ts) and tried with each key of the file alone.
 func identityKeyOf(path string, pool *pgxpool.Pool, reg *registry.Service, ts *tools.Service) (executions.IdentityKey, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("secrets: key file: %w", err)
-	}
-	keys, err := secrets.ParseKeyFile(path, data)
+	rings, err := fileKeyrings(path)
 	if err != nil {
 		return nil, err
 	}
 	// A registry per key: IdentityMatches verifies under its own keyring only.
-	alone := make([]*registry.Service, len(keys))
-	ids := make([]string, len(keys))
-	for i, k := range keys {
-		r, err := secrets.NewKeyring(k)
-		if err != nil {
-			return nil, err
-		}
-		alone[i], ids[i] = registry.New(pool, r, nil), k.ID
+	alone := make([]*registry.Service, len(rings))
+	ids := make([]string, len(rings))
+	for i, r := range rings {
+		alone[i], ids[i] = registry.New(pool, r, nil), r.PrimaryID()
 	}
 	type conn struct {
 		c  registry.Connection

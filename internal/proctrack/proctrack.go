@@ -306,8 +306,8 @@ func Cleanup(dir, name, keep string) (int, error) {
 }
 
 // WaitExited waits until pid, a child of this process, has exited, without reaping it:
-// while it is an unreaped zombie its pid, and so its process group's id, cannot name
-// another process, and the group can be killed safely.
+// while it is an unreaped zombie its pid, and so its process group's and session's id,
+// cannot name another process, and the group (or session) can be killed safely.
 func WaitExited(pid int) error {
 	for {
 		var info unix.Siginfo

@@ -230,24 +230,29 @@ func (s *Server) openLockDir() (*os.Root, error) {
 // flockFile opens lock file name in dir, made if need be, and holds an exclusive
 // flock on it until the file is closed; flock nil is unix.Flock.
 func flockFile(dir *os.Root, name string, flock func(fd, how int) error) (*os.File, error) {
-	if flock == nil {
-		flock = unix.Flock
-	}
 	f, err := dir.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		err = flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
-		}
-	}
-	if err != nil {
+	if err := flockRetry(f, flock, unix.LOCK_EX); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("flock: %w", err)
 	}
 	return f, nil
+}
+
+// flockRetry takes f's flock how (LOCK_EX, with LOCK_NB not to wait), again when a
+// signal interrupts it; flock nil is unix.Flock.
+func flockRetry(f *os.File, flock func(fd, how int) error, how int) error {
+	if flock == nil {
+		flock = unix.Flock
+	}
+	for {
+		err := flock(int(f.Fd()), how)
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
 }
 
 // OnClose has Close call f (a tool's sessions, processes).

@@ -150,19 +150,6 @@ func writeBlob(store *os.Root, name string, b []byte) error {
 	return err
 }
 
-// tryFlock takes f's exclusive flock without waiting (flock nil: unix.Flock).
-func tryFlock(f *os.File, flock func(fd, how int) error) error {
-	if flock == nil {
-		flock = unix.Flock
-	}
-	for {
-		err := flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
 // mark makes snapshot id's writingMarker, flocked: under a temporary name first, so
 // that no pass of finishAbandoned finds it before it is locked.
 func (s *Server) mark(store *os.Root, id string) (*os.File, error) {
@@ -172,7 +159,7 @@ func (s *Server) mark(store *os.Root, id string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := tryFlock(f, s.flock); err != nil {
+	if err := flockRetry(f, s.flock, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		f = nil
 		if !noFlock(err) {
@@ -340,7 +327,7 @@ func (s *Server) finishAbandoned(store *os.Root, id string) (finished bool, err 
 		return false, err
 	}
 	defer f.Close()
-	switch err := tryFlock(f, s.flock); {
+	switch err := flockRetry(f, s.flock, unix.LOCK_EX|unix.LOCK_NB); {
 	case errors.Is(err, unix.EWOULDBLOCK):
 		return false, errStillWriting
 	case noFlock(err):

@@ -5,8 +5,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/toolwarden/toolwarden/internal/proctrack"
 )
 
@@ -76,19 +74,6 @@ func signalSession(sid int, marker string, sig syscall.Signal) int {
 // (its id; markerEnv marks those of the run): a process that left the terminal's
 // session (setsid) is still found by it when the terminal ends.
 const terminalEnv = "TOOLWARDEN_TERMINAL_ID"
-
-// waitExit waits until pid, a child of this process, has exited, without reaping it:
-// a zombie, it keeps its id, and that of the session it leads, ours (signalSession).
-// Waitid with WNOWAIT leaves the reaping to exec.Cmd.Wait.
-func waitExit(pid int) error {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
 
 // sweepLimit bounds how long sweepEnded goes on killing (a process in uninterruptible
 // sleep dies only when it wakes).

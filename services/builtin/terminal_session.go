@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
@@ -698,7 +699,7 @@ func (ts *Terminals) track(t *Terminal) error {
 		// What the leader left behind goes with it, before it is reaped: a zombie, it
 		// keeps its session's id ours, so a process of the session that dropped the
 		// marker from its environment goes too (signalSession).
-		werr := waitExit(t.sid)
+		werr := proctrack.WaitExited(t.sid)
 		swept := werr == nil
 		if swept {
 			sweepEnded(t.sid, t.ID)

@@ -234,37 +234,31 @@ func (s *TerminalStore) unreconciled(ctx context.Context, held []*Terminal) ([]*
 		ids[i] = t.ID
 	}
 	type state struct {
-		ended, ours, gone bool
-		reason            string
+		ID     string `db:"id"`
+		Ended  bool   `db:"ended"`
+		Reason string `db:"ended_reason"`
+		Ours   bool   `db:"ours"`
+		Gone   bool   `db:"gone"`
 	}
-	rows, err := s.pool.Query(ctx, `/* builtin.TerminalUnreconciled */
-		SELECT id, ended_at IS NOT NULL, ended_reason, replica_id = $2::uuid, gone_at IS NOT NULL FROM terminals WHERE id = ANY($1)`,
-		ids, s.replicaID)
+	found, err := db.All[state](ctx, s.pool, "terminals: read the records to reconcile", `/* builtin.TerminalUnreconciled */
+		SELECT id, ended_at IS NOT NULL AS ended, ended_reason, replica_id = $2::uuid AS ours, gone_at IS NOT NULL AS gone
+		FROM terminals WHERE id = ANY($1)`, ids, s.replicaID)
 	if err != nil {
-		return nil, fmt.Errorf("terminals: read the records to reconcile: %w", err)
+		return nil, err
 	}
-	recs := map[string]state{}
-	for rows.Next() {
-		var id string
-		var st state
-		if err := rows.Scan(&id, &st.ended, &st.reason, &st.ours, &st.gone); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("terminals: read the records to reconcile: %w", err)
-		}
-		recs[id] = st
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("terminals: read the records to reconcile: %w", err)
+	recs := make(map[string]state, len(found))
+	for _, st := range found {
+		recs[st.ID] = st
 	}
 	var out []*Terminal
 	for _, t := range held {
 		st, ok := recs[t.ID]
 		switch {
 		case !ok:
-		case !st.ours || st.gone:
+		case !st.Ours || st.Gone:
 			continue
-		case st.reason == "replica_stopped":
-		case t.Exited() && !st.ended:
+		case st.Reason == "replica_stopped":
+		case t.Exited() && !st.Ended:
 		default:
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -180,18 +181,10 @@ func ReadSeparation(ctx context.Context, q db.Querier) (Separation, error) {
 	if err := json.Unmarshal(raw, &sep); err != nil || !sep.Valid() {
 		slog.Default().WarnContext(ctx, "the stored separation of duties setting is not one Toolwarden knows: high-risk decisions "+
 			"need a different person than the requester (always) until the settings are saved again",
-			"setting", SettingKey, "value", truncate(string(raw), 100))
+			"setting", SettingKey, "value", textcheck.Clip(string(raw), 100, "…"))
 		return SeparationAlways, nil
 	}
 	return sep, nil
-}
-
-// truncate is s cut to at most n bytes, for a log line.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // SetSeparation stores the setting in tx (the caller audits it with the rest of the

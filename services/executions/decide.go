@@ -334,10 +334,11 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 	now := s.opts.Now()
 	expired := func() error {
 		if ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
-			if ok, err := s.expire(ctx, id); err != nil || ok {
-				if err != nil {
-					return err
-				}
+			ok, err := s.expire(ctx, id)
+			if err != nil {
+				return err
+			}
+			if ok {
 				return conflict(id, Expired, "approved")
 			}
 			// Another decision won (an approval, a cancel): the conflict says what it
