@@ -201,6 +201,24 @@ func TestTerminalPages(t *testing.T) {
 	}
 }
 
+// termClosed reads a terminal's socket (the shell's output) until it is closed, within
+// wait, failing the test (what happened first: what) unless with code.
+func termClosed(t *testing.T, conn *websocket.Conn, wait time.Duration, code int, what string) {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(wait))
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err == nil {
+			continue // the shell's output
+		}
+		var ce *websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != code {
+			t.Fatalf("%s: %v %s; want close %d", what, err, msg, code)
+		}
+		return
+	}
+}
+
 // aliceTerminal creates the tool user alice (password alice-password-1) and a PTY
 // terminal of hers in conversation conv-a.
 func aliceTerminal(t *testing.T, srv *webtest.Server) *builtin.Terminal {
@@ -231,18 +249,7 @@ func TestTerminalSocketClosesAtFirstFailedCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
-	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
-	for {
-		_, msg, err := conn.ReadMessage()
-		if err == nil {
-			continue // the shell's output
-		}
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != 1013 {
-			t.Fatalf("with the session unreadable: %v %s; want close 1013", err, msg)
-		}
-		break
-	}
+	termClosed(t, conn, 15*time.Second, 1013, "with the session unreadable")
 	if n := strings.Count(srv.Logs.String(), "terminal ws: re-check the session"); n != 1 {
 		t.Fatalf("closed after %d failed checks, want 1", n)
 	}
@@ -263,18 +270,7 @@ func TestTerminalSocketClosesWhenItsPersonIsDisabled(t *testing.T) {
 	if _, err := srv.Auth.SetDisabled(ctx, audit.System, alice.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for {
-		_, msg, err := conn.ReadMessage()
-		if err == nil {
-			continue // the shell's output
-		}
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != 4401 {
-			t.Fatalf("after alice was disabled: %v %s; want close 4401 at once", err, msg)
-		}
-		break
-	}
+	termClosed(t, conn, 10*time.Second, 4401, "after alice was disabled")
 }
 
 // A line is recorded before the key that ends it reaches the shell: while the audit log
@@ -393,18 +389,7 @@ func TestTerminalKeysWaitForTheCheck(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	for {
-		_, msg, err := conn.ReadMessage()
-		if err == nil {
-			continue // the shell's output
-		}
-		var ce *websocket.CloseError
-		if !errors.As(err, &ce) || ce.Code != 4401 {
-			t.Fatalf("after alice was disabled: %v %s; want close 4401", err, msg)
-		}
-		break
-	}
+	termClosed(t, conn, 10*time.Second, 4401, "after alice was disabled")
 	time.Sleep(200 * time.Millisecond)
 	if data, _, _ := term.Output(0); strings.Contains(string(data), "GATED") {
 		t.Fatalf("keys sent during the check reached the shell: %q", data)

@@ -351,10 +351,9 @@ func TestCrashMidWriteRestores(t *testing.T) {
 	}
 }
 
-// abandon takes, in f's server, the snapshot of a write of call callID that keeps
-// paths rel, puts it on disk, lets change run (the write's change) and then ends as a
-// crash would: the marker stays, its flock released.
-func (f *durableFixture) abandon(callID string, change func(), rels ...string) {
+// take starts, in f's server, the snapshot of a write of call callID that keeps paths
+// rels, and puts it on disk, as a write does before its change.
+func (f *durableFixture) take(callID string, rels ...string) *snapshot {
 	f.t.Helper()
 	sn, err := f.s.newSnapshot(Call{Meta: callmeta.Meta{ConversationID: "c1", CallID: callID}, Workspace: f.ws}, "edit_file")
 	if err != nil {
@@ -376,9 +375,22 @@ func (f *durableFixture) abandon(callID string, change func(), rels ...string) {
 			f.t.Fatal(err)
 		}
 	}
-	change()
+	return sn
+}
+
+// crash ends sn's write as a crash would: the marker stays, its flock released.
+func crash(sn *snapshot) {
 	sn.marker.Close()
 	_ = sn.store.Close()
+}
+
+// abandon takes the snapshot of a write of call callID that keeps paths rels, lets
+// change run (the write's change) and then ends as a crash would.
+func (f *durableFixture) abandon(callID string, change func(), rels ...string) {
+	f.t.Helper()
+	sn := f.take(callID, rels...)
+	change()
+	crash(sn)
 }
 
 // The snapshot of a write a crash ended is finished by the next prune pass as the write
@@ -399,23 +411,7 @@ func TestAbandonedSnapshotFinished(t *testing.T) {
 	f.abandon("crashed", func() { write("a.txt", "a changed\n") }, "a.txt", "b.txt")
 	f.abandon("early", func() {}) // killed before it kept anything
 
-	// A write still running, here.
-	live, err := f.s.newSnapshot(Call{Meta: callmeta.Meta{ConversationID: "c1", CallID: "live"}, Workspace: f.ws}, "edit_file")
-	if err != nil {
-		t.Fatal(err)
-	}
-	area := filepath.Base(f.ws)
-	ar, err := f.s.openArea(area)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ar.Close()
-	if err := live.keep(ar, area, "c.txt"); err != nil {
-		t.Fatal(err)
-	}
-	if err := live.flush(); err != nil {
-		t.Fatal(err)
-	}
+	live := f.take("live", "c.txt") // a write still running, here
 
 	if n, err := f.s.PruneSnapshots(time.Time{}); err != nil || n != 0 {
 		t.Fatalf("prune: %d %v", n, err)
@@ -461,30 +457,12 @@ func TestCrashWhileDroppingUnchangedPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sn, err := f.s.newSnapshot(Call{Meta: callmeta.Meta{ConversationID: "c1", CallID: "dropping"}, Workspace: f.ws}, "rename_file")
-	if err != nil {
-		t.Fatal(err)
-	}
-	area := filepath.Base(f.ws)
-	ar, err := f.s.openArea(area)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ar.Close()
-	for _, rel := range []string{"p.txt", "q.txt"} {
-		if err := sn.keep(ar, area, rel); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := sn.flush(); err != nil {
-		t.Fatal(err)
-	}
+	sn := f.take("dropping", "p.txt", "q.txt")
 	if err := os.WriteFile(filepath.Join(f.ws, "p.txt"), []byte("p changed\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	f.s.dropUnchanged(sn) // the write's failure path; then the process dies
-	sn.marker.Close()
-	_ = sn.store.Close()
+	crash(sn)
 
 	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"dropping"}`); isErr {
 		t.Fatalf("restore: %s", text)
