@@ -222,7 +222,7 @@ func (h ServersHandler) Reconnect(c echo.Context) error {
 		err = h.MCP.Reconnect(ctx, sv.ID)
 	}
 	if err == nil {
-		err = h.Registry.AuditReconnect(ctx, ActorOf(c), sv, h.MCP.Replica())
+		err = h.Registry.AuditReconnect(context.WithoutCancel(ctx), ActorOf(c), sv, h.MCP.Replica()) // as APIReconnect
 	}
 	return h.redirectWithOutcome(c, err, func() string { return "Reconnecting " + sv.Name + "." }, backTo(c, "/servers/"+c.Param("id")))
 }

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -272,7 +273,9 @@ func (h ServersHandler) APIReconnect(c echo.Context) error {
 	if err := h.MCP.Reconnect(ctx, sv.ID); err != nil {
 		return err
 	}
-	if err := h.Registry.AuditReconnect(ctx, ActorOf(c), sv, h.MCP.Replica()); err != nil {
+	// Done, and audited with the event that has the other replicas reconnect too, even
+	// when the client left while a slow server was stopping.
+	if err := h.Registry.AuditReconnect(context.WithoutCancel(ctx), ActorOf(c), sv, h.MCP.Replica()); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "reconnecting"})

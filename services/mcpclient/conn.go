@@ -53,8 +53,11 @@ type conn struct {
 	debounceFirst time.Time
 	// churn counts the discoveries in a row, each soon after the one before, that a
 	// list_changed asked for and that changed tools; churnEnd is when the last ended.
-	churn     int
-	churnEnd  time.Time
+	churn    int
+	churnEnd time.Time
+	// idle counts the discoveries in a row that a list_changed asked for and that changed
+	// nothing (idleWait).
+	idle      int
 	churnHeld bool // the pending discovery waits out churnWait or the budget: a request joining it does not bring it forward
 	// spent: when the newest (at most churnBudget) automatic discoveries that changed
 	// something ended; deferred: the pending discovery waits for the budget, and the
@@ -98,7 +101,7 @@ func (c *conn) noteRefusal(err error) {
 // Options.ChurnRuns such runs in a row, the next waits Options.ChurnWait, doubling up to
 // churnMax, until the server pauses for churnGap. A run that finds nothing changed does
 // not add to the count, nor end it: a server announcing every change twice would
-// otherwise never be slowed down.
+// otherwise never be slowed down. Such runs have a count of their own (idleWait).
 const (
 	churnMax = 5 * time.Minute
 	churnGap = 30 * time.Second
@@ -110,26 +113,42 @@ func (c *conn) churnWait() time.Duration {
 	return max(c.churnFull()-time.Since(c.churnEnd), 0)
 }
 
-// churnFull is the whole wait the count calls for after a run (debounceMu held).
+// churnFull is the whole wait the counts call for after a run (debounceMu held).
 func (c *conn) churnFull() time.Duration {
+	w := c.idleWait()
 	if c.churn < c.m.opts.ChurnRuns {
+		return w
+	}
+	return max(w, min(c.m.opts.ChurnWait<<min(c.churn-c.m.opts.ChurnRuns, 6), churnMax))
+}
+
+// idleWait is the wait for a server that keeps announcing changes that change nothing:
+// each such run still lists every tool and records a run that is announced to every
+// page open. After Options.ChurnRuns of them in a row, the next waits twice the
+// debounce delay, doubling up to Options.ChurnWait, so a chatty server costs a run
+// every few seconds rather than four a second; a change found ends it (debounceMu held).
+func (c *conn) idleWait() time.Duration {
+	if c.idle < c.m.opts.ChurnRuns {
 		return 0
 	}
-	return min(c.m.opts.ChurnWait<<min(c.churn-c.m.opts.ChurnRuns, 6), churnMax)
+	return min(c.m.opts.Debounce<<min(c.idle-c.m.opts.ChurnRuns+1, 16), c.m.opts.ChurnWait)
 }
 
 // churned records a discovery a list_changed asked for: whether it changed anything (or
-// failed).
+// failed), which adds to churn, or not, which adds to idle.
 func (c *conn) churned(changed bool) {
 	c.debounceMu.Lock()
 	defer c.debounceMu.Unlock()
 	// The whole wait, not what is left of it: sitting out the wait is not the server
 	// pausing, or the count would start again once the wait passed churnGap.
-	if c.churn > 0 && time.Since(c.churnEnd) > churnGap+c.churnFull() {
-		c.churn = 0 // the server paused: what came before no longer counts
+	if (c.churn > 0 || c.idle > 0) && time.Since(c.churnEnd) > churnGap+c.churnFull() {
+		c.churn, c.idle = 0, 0 // the server paused: what came before no longer counts
 	}
 	if changed {
 		c.churn++
+		c.idle = 0
+	} else {
+		c.idle++
 	}
 	c.churnEnd = time.Now()
 }
@@ -612,7 +631,13 @@ func (c *conn) requestDiscovery(trigger string) {
 		if w := c.churnWait(); w > 0 {
 			c.churnHeld = true
 			delay += w
-			c.m.log.Warn("mcpclient: the server keeps changing its tools; discovery waits", "server", c.cfg.Name, "wait", w, "runs_in_a_row", c.churn)
+			if c.churn >= c.m.opts.ChurnRuns {
+				c.m.log.Warn("mcpclient: the server keeps changing its tools; discovery waits", "server", c.cfg.Name, "wait", w, "runs_in_a_row", c.churn)
+			} else {
+				// Debug: such a server now costs little, and says so every few seconds.
+				c.m.log.Debug("mcpclient: the server keeps announcing changes that change nothing; discovery waits",
+					"server", c.cfg.Name, "wait", w, "unchanged_runs_in_a_row", c.idle)
+			}
 		}
 	}
 	c.debounceGen++

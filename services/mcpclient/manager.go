@@ -17,15 +17,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/proctrack"
+	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/template"
 )
 
@@ -41,6 +44,8 @@ type Options struct {
 	// ChurnRuns and ChurnWait slow down a server that keeps changing its tools: after
 	// ChurnRuns discoveries in a row that a list_changed asked for and that changed
 	// something, the next waits ChurnWait, doubling up to 5 minutes. Defaults 10 and 5 s.
+	// After ChurnRuns such runs in a row that changed nothing, the next waits twice
+	// Debounce, doubling up to ChurnWait.
 	ChurnRuns int
 	ChurnWait time.Duration
 	// BackoffInitial and BackoffMax bound the wait between reconnect attempts
@@ -193,9 +198,9 @@ type Manager struct {
 	ctx     context.Context // Run's context; nil before Run and after it returns
 	conns   map[string]*conn
 	stderrs map[string]*lineBuffer // kept across reconnects and restarts of one server
-	// refreshing serializes Refresh per server, so a slower call holding an older
-	// registration cannot replace the session a newer one started.
-	refreshing map[string]*sync.Mutex
+	// refreshing serializes Refresh and Reconnect per server (lockServer), so a slower
+	// call holding an older registration cannot replace the session a newer one started.
+	refreshing map[string]*serverLock
 	progress   progressRoutes
 	onConnect  []func(serverID string)
 	marker     string // this run's value of ServerMarkerEnv (ProcessDir only)
@@ -210,7 +215,7 @@ type Manager struct {
 func New(reg *registry.Service, opts *Options) *Manager {
 	o := opts.withDefaults()
 	return &Manager{reg: reg, opts: o, log: o.Logger, confiner: confine.New(o.Confine), conns: map[string]*conn{},
-		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*sync.Mutex{}, marker: "run-" + rand.Text(),
+		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*serverLock{}, marker: "run-" + rand.Text(),
 		testSlots: make(chan struct{}, o.MaxTests)}
 }
 
@@ -335,9 +340,25 @@ func (m *Manager) Run(ctx context.Context) error {
 		// A closure: sub is replaced after a drop, and the last one must be closed.
 		defer func() { sub.Close() }()
 	}
-	if err := m.reconcileAll(ctx); err != nil {
-		m.log.Error("mcpclient: start sessions", "err", err)
+	// A reconcile that fails (the database briefly unreachable) is tried again with
+	// backoff until one succeeds: the changes it stands for (servers disabled or deleted
+	// while no event reached this manager) come by no other way.
+	bo := &backoff.ExponentialBackOff{InitialInterval: m.opts.BackoffInitial, RandomizationFactor: 0.5,
+		Multiplier: 2, MaxInterval: m.opts.BackoffMax}
+	var retry <-chan time.Time
+	reconcile := func() {
+		err := m.reconcileAll(ctx)
+		if err == nil || ctx.Err() != nil {
+			bo.Reset()
+			retry = nil
+			return
+		}
+		wait := bo.NextBackOff()
+		m.log.Error("mcpclient: bring the sessions in line with the registry; trying again", "err", err, "retry_in", wait)
+		retry = time.After(wait)
 	}
+	bo.Reset()
+	reconcile()
 	var evs <-chan events.Event
 	if sub != nil {
 		evs = sub.C
@@ -347,12 +368,15 @@ func (m *Manager) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			m.stopAll()
 			return nil
+		case <-retry:
+			reconcile()
 		case ev, ok := <-evs:
 			if !ok {
 				// Dropped as a slow subscriber: subscribe again and look at everything.
 				sub = m.opts.Bus.Subscribe(registry.ServersTopic)
 				evs = sub.C
-				_ = m.reconcileAll(ctx)
+				bo.Reset()
+				reconcile()
 				continue
 			}
 			var id string
@@ -411,21 +435,53 @@ func (m *Manager) Running() bool {
 	return m.ctx != nil && m.ctx.Err() == nil
 }
 
+// serverLock is the per-server lock of Manager.refreshing.
+type serverLock struct {
+	mu    sync.Mutex
+	users int // callers holding or waiting for mu (m.mu held)
+}
+
+// lockServer takes the lock that serializes Refresh and Reconnect of server id; unlock
+// releases it. The entry lives only while someone holds or waits for it: ids come from
+// requests (any text, any number of them), and one kept per id would never be freed.
+func (m *Manager) lockServer(id string) (unlock func()) {
+	m.mu.Lock()
+	l := m.refreshing[id]
+	if l == nil {
+		l = &serverLock{}
+		m.refreshing[id] = l
+	}
+	l.users++
+	m.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		m.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(m.refreshing, id)
+		}
+		m.mu.Unlock()
+	}
+}
+
 // Refresh brings the session of server id in line with its registration: it starts one
 // for a newly enabled server, restarts it when connection settings changed, and tears
 // it down (stopping a stdio process) when the server was disabled or deleted.
 // Call it after every change; it is cheap when nothing changed.
 func (m *Manager) Refresh(ctx context.Context, id string) {
+	if !uuidtext.Canonical(id) {
+		return // names no server (GetServer would say so), and never had a session
+	}
+	unlock := m.lockServer(id)
+	defer unlock()
+	m.refreshLocked(ctx, id)
+}
+
+// refreshLocked is Refresh with the server's lock held.
+func (m *Manager) refreshLocked(ctx context.Context, id string) {
 	m.mu.Lock()
 	runCtx := m.ctx
-	lock := m.refreshing[id]
-	if lock == nil {
-		lock = &sync.Mutex{}
-		m.refreshing[id] = lock
-	}
 	m.mu.Unlock()
-	lock.Lock()
-	defer lock.Unlock()
 	if runCtx == nil || runCtx.Err() != nil {
 		return
 	}
@@ -444,10 +500,28 @@ func (m *Manager) Refresh(ctx context.Context, id string) {
 		m.stop(id, registry.StatusDisconnected)
 		return
 	}
+	// Connection reads the server again: only what says the session must go (the server
+	// deleted meanwhile, its secrets unreadable) ends it; a failed read (the database,
+	// the caller's context) leaves it as the failed read above does.
 	cfg, err := m.reg.Connection(ctx, id)
-	if err != nil {
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
 		m.stop(id, "")
-		_, _ = m.reg.SetStatus(ctx, id, registry.StatusUpdate{Status: registry.StatusError, Error: err.Error()})
+		m.mu.Lock()
+		delete(m.stderrs, id)
+		m.mu.Unlock()
+		return
+	case unreadableSecret(err):
+		m.stop(id, "")
+		// The caller may be gone (a request's context): the row must still say why.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, serr := m.reg.SetStatus(wctx, id, registry.StatusUpdate{Status: registry.StatusError, Error: err.Error()}); serr != nil && !errors.Is(serr, registry.ErrNotFound) {
+			m.log.Warn("mcpclient: record status", "server", sv.Name, "err", serr)
+		}
+		return
+	case err != nil:
+		m.log.Error("mcpclient: refresh", "server", id, "err", err)
 		return
 	}
 	m.mu.Lock()
@@ -477,6 +551,12 @@ func (m *Manager) Refresh(ctx context.Context, id string) {
 	c := newConn(m.ctx, m, cfg, sb)
 	m.conns[id] = c
 	go c.run()
+}
+
+// unreadableSecret reports whether err is Connection failing on a stored secret that
+// the keyring cannot open (a removed key, a damaged value), as opposed to a failed read.
+func unreadableSecret(err error) bool {
+	return errors.Is(err, secrets.ErrDecrypt) || errors.Is(err, secrets.ErrUnknownKey) || errors.Is(err, secrets.ErrMalformed)
 }
 
 // stop ends the session of id and waits until its process is gone. final, when not
@@ -526,8 +606,13 @@ func (m *Manager) stopAll() {
 // Reconnect closes the session of server id and opens a new one at once (backoff and an
 // open circuit are reset: a person asked for it). It reconnects this replica's session
 // only; registry.AuditReconnect, with Replica, has the other replicas reconnect theirs.
+//
+// The server is read before its session is touched, and once begun the restart runs to
+// its end whatever the caller does: stopping a stdio server can take seconds, and a
+// request that ends meanwhile must not leave the server with no session. It holds the
+// server's lock throughout, so a Refresh cannot start a second copy of the server while
+// the old one is still stopping.
 func (m *Manager) Reconnect(ctx context.Context, id string) error {
-	m.stop(id, "")
 	sv, err := m.reg.GetServer(ctx, id)
 	if err != nil {
 		return err
@@ -535,9 +620,18 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	if !sv.Enabled {
 		return ErrNotConnected.Withf("%s: it is disabled", ErrNotConnected.Message)
 	}
-	m.Refresh(ctx, id)
+	unlock := m.lockServer(id)
+	defer unlock()
+	m.stop(id, "")
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconnectRead)
+	defer cancel()
+	m.refreshLocked(rctx, id)
 	return nil
 }
+
+// reconnectRead bounds the reads that restart a session after Reconnect stopped it (its
+// caller's context no longer does).
+const reconnectRead = 30 * time.Second
 
 // OnConnect registers f to run each time a session of a server opens (the first
 // connect, a reconnect after a crash, a person's Reconnect), before the server is
@@ -601,6 +695,9 @@ func (m *Manager) Session(id string) (*mcp.ClientSession, error) {
 // Discover lists the tools of server id now and stores them (the Discover button and
 // POST /api/v1/servers/:id/discover).
 func (m *Manager) Discover(ctx context.Context, id string, actor audit.Actor) (registry.DiscoveryResult, error) {
+	if !uuidtext.Canonical(id) {
+		return registry.DiscoveryResult{}, registry.ErrNotFound
+	}
 	// The session follows server.changed events on its own; bring it in line with the
 	// registration first, so a server disabled a moment ago is not discovered through a
 	// session that is about to close.

@@ -1,0 +1,326 @@
+package mcpclient
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/events"
+	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// queryHook acts on the queries whose text contains sql, run under a context that
+// carries it (withHook): start may replace the context a query runs with (one already
+// cancelled fails it), end runs once the query is over. n counts such queries, from 1.
+type queryHook struct {
+	sql   string
+	start func(n int, ctx context.Context) context.Context
+	end   func(n int)
+	n     atomic.Int32
+}
+
+type hookKey struct{}
+type hookNKey struct{}
+
+func withHook(ctx context.Context, h *queryHook) context.Context {
+	return context.WithValue(ctx, hookKey{}, h)
+}
+
+// hookTracer runs the queryHook of each query's context: a real database whose reads
+// fail or whose callers go away exactly where a test needs it.
+type hookTracer struct{}
+
+func (hookTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	h, _ := ctx.Value(hookKey{}).(*queryHook)
+	if h == nil || !strings.Contains(d.SQL, h.sql) {
+		return ctx
+	}
+	n := int(h.n.Add(1))
+	ctx = context.WithValue(ctx, hookNKey{}, n)
+	if h.start != nil {
+		ctx = h.start(n, ctx)
+	}
+	return ctx
+}
+
+func (hookTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	h, _ := ctx.Value(hookKey{}).(*queryHook)
+	n, ok := ctx.Value(hookNKey{}).(int)
+	if h != nil && ok && h.end != nil {
+		h.end(n)
+	}
+}
+
+// cancelled is ctx already cancelled: a query run with it fails as a dropped database
+// connection would, whatever its caller's context.
+func cancelled(ctx context.Context) context.Context {
+	c, cancel := context.WithCancelCause(ctx)
+	cancel(errors.New("the database connection was lost"))
+	return c
+}
+
+// traced is a registry on a pool that runs queryHooks, and a running manager over it.
+type traced struct {
+	pool *pgxpool.Pool
+	reg  *registry.Service
+	mgr  *Manager
+	bus  *events.Bus // nil: none
+}
+
+// startTraced starts a manager (Run with runCtx, which may carry a queryHook) over a
+// registry on a fresh database whose pool runs queryHooks; keys nil: a new keyring.
+func startTraced(t *testing.T, runCtx context.Context, opts *Options, keys *secrets.Keyring) *traced {
+	t.Helper()
+	return startTracedBus(t, runCtx, opts, keys, 0)
+}
+
+// startTracedBus is startTraced with the manager following a bus on the database whose
+// subscriptions queue busBuffer events (0: no bus).
+func startTracedBus(t *testing.T, runCtx context.Context, opts *Options, keys *secrets.Keyring, busBuffer int) *traced {
+	t.Helper()
+	cfg := dbtest.New(t).Config()
+	cfg.ConnConfig.Tracer = hookTracer{}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if keys == nil {
+		keys = testKeys(t)
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	opts.BackoffInitial, opts.BackoffMax, opts.Debounce = 50*time.Millisecond, 300*time.Millisecond, 150*time.Millisecond
+	opts.BreakerFailures, opts.BreakerCooldown = 50, time.Second
+	var bus *events.Bus
+	if busBuffer > 0 {
+		bctx, bcancel := context.WithCancel(context.Background())
+		bus = events.NewBus(pool, &events.BusOptions{Buffer: busBuffer})
+		bdone := make(chan struct{})
+		go func() { _ = bus.Run(bctx); close(bdone) }()
+		t.Cleanup(func() { bcancel(); <-bdone })
+		select {
+		case <-bus.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the bus never listened")
+		}
+		opts.Bus = bus
+	}
+	reg := registry.New(pool, keys, nil)
+	mgr := New(reg, opts)
+	ctx, cancel := context.WithCancel(runCtx)
+	done := make(chan struct{})
+	go func() { _ = mgr.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testkit.WaitFor(t, 5*time.Second, mgr.Running, "manager did not start")
+	return &traced{pool: pool, reg: reg, mgr: mgr, bus: bus}
+}
+
+func testKeys(t *testing.T) *secrets.Keyring {
+	t.Helper()
+	key, err := secrets.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secrets.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// connected creates an enabled streamable HTTP server named name on hs and waits for its
+// session.
+func (tr *traced) connected(t *testing.T, name string, hs *mcptest.HTTPServer) registry.Server {
+	t.Helper()
+	sv, err := tr.reg.CreateServer(context.Background(), audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.mgr.Refresh(context.Background(), sv.ID)
+	testkit.WaitFor(t, 30*time.Second, func() bool { _, err := tr.mgr.Session(sv.ID); return err == nil }, name+" never connected")
+	return sv
+}
+
+// Refresh reads the server twice (GetServer, then Connection): a second read that fails
+// (the database, or a caller whose context ended between the two) says nothing about the
+// server, and leaves its session as a failed first read does, instead of ending it with
+// nothing to start it again.
+func TestRefreshKeepsSessionWhenReadFails(t *testing.T) {
+	t.Parallel()
+	tr := startTraced(t, context.Background(), nil, nil)
+	sv := tr.connected(t, "steady", mcptest.StartHTTP(t, &mcptest.Options{Name: "steady"}))
+	before, _ := tr.mgr.Session(sv.ID)
+
+	// The database fails the second read.
+	failing := &queryHook{sql: "/* registry.GetServer */", start: func(n int, ctx context.Context) context.Context {
+		if n == 2 {
+			return cancelled(ctx)
+		}
+		return ctx
+	}}
+	tr.mgr.Refresh(withHook(context.Background(), failing), sv.ID)
+	if n := failing.n.Load(); n != 2 {
+		t.Fatalf("Refresh read the server %d times, want 2 (the test no longer checks what it says)", n)
+	}
+	if cs, err := tr.mgr.Session(sv.ID); err != nil || cs != before {
+		t.Fatalf("after a Refresh whose second read failed: session %p (%v), want the one before, %p", cs, err, before)
+	}
+
+	// The caller's context ends after the first read.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leaving := &queryHook{sql: "/* registry.GetServer */", end: func(n int) {
+		if n == 1 {
+			cancel()
+		}
+	}}
+	tr.mgr.Refresh(withHook(ctx, leaving), sv.ID)
+	if ctx.Err() == nil {
+		t.Fatal("the caller's context did not end (the test no longer checks what it says)")
+	}
+	if cs, err := tr.mgr.Session(sv.ID); err != nil || cs != before {
+		t.Fatalf("after a Refresh whose caller went away between its reads: session %p (%v), want the one before, %p", cs, err, before)
+	}
+	if got := tr.mgr.Snapshot(sv.ID).Status; got != registry.StatusConnected {
+		t.Fatalf("live status %q, want connected", got)
+	}
+}
+
+// A server whose secrets this process cannot decrypt has no session, and its row says
+// why even when the caller that asked went away meanwhile.
+func TestRefreshRecordsUnreadableSecrets(t *testing.T) {
+	t.Parallel()
+	tr := startTraced(t, context.Background(), nil, nil)
+	// Saved by a process with another key: this one cannot read the token.
+	other := registry.New(tr.pool, testKeys(t), nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "sealed"})
+	sv, err := other.CreateServer(context.Background(), audit.System, registry.Spec{Name: "sealed", Type: registry.TypeStreamableHTTP,
+		URL: hs.URL(), AuthType: registry.AuthBearer, AuthToken: "sk-sealed", Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	leaving := &queryHook{sql: "/* registry.GetServer */", end: func(n int) {
+		if n == 2 { // Connection has read the row; decrypting it fails
+			cancel()
+		}
+	}}
+	tr.mgr.Refresh(withHook(ctx, leaving), sv.ID)
+	if ctx.Err() == nil {
+		t.Fatal("the caller's context did not end (the test no longer checks what it says)")
+	}
+	if _, err := tr.mgr.Session(sv.ID); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("a server whose token cannot be decrypted: session error %v, want ErrNotConnected", err)
+	}
+	got, err := tr.reg.GetServer(context.Background(), sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != registry.StatusError || got.LastError == nil || !strings.Contains(*got.LastError, "cannot decrypt") {
+		t.Fatalf("the server's row: status %q, error %v; want error, saying the token cannot be decrypted", got.Status, got.LastError)
+	}
+}
+
+// The per-server locks are kept only while in use: ids that name no server (any text a
+// request carries) and servers deleted leave nothing behind.
+func TestServerLocksNotKept(t *testing.T) {
+	t.Parallel()
+	tr := startTraced(t, context.Background(), nil, nil)
+	locks := func() int {
+		tr.mgr.mu.Lock()
+		defer tr.mgr.mu.Unlock()
+		return len(tr.mgr.refreshing)
+	}
+	junk := strings.Repeat("x", 1<<20)
+	for _, id := range []string{junk, strings.ToUpper(uuid.NewString()), uuid.NewString()} {
+		if _, err := tr.mgr.Discover(context.Background(), id, audit.System); !errors.Is(err, registry.ErrNotFound) {
+			t.Fatalf("Discover of an id that names no server: %v, want ErrNotFound", err)
+		}
+		tr.mgr.Refresh(context.Background(), id)
+	}
+	if n := locks(); n != 0 {
+		t.Fatalf("%d server locks kept after requests for ids that name no server, want 0", n)
+	}
+	sv := tr.connected(t, "gone", mcptest.StartHTTP(t, &mcptest.Options{Name: "gone"}))
+	if err := tr.mgr.Reconnect(context.Background(), sv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.reg.DeleteServer(context.Background(), audit.System, sv.ID); err != nil {
+		t.Fatal(err)
+	}
+	tr.mgr.Refresh(context.Background(), sv.ID)
+	if _, err := tr.mgr.Discover(context.Background(), sv.ID, audit.System); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("Discover of a deleted server: %v, want ErrNotFound", err)
+	}
+	if n := locks(); n != 0 {
+		t.Fatalf("%d server locks kept after the server was deleted, want 0", n)
+	}
+}
+
+// When the bus drops the manager's subscription (it fell behind), events were lost: the
+// manager reads every server again, and when that read fails it tries again until one
+// succeeds. Here the event lost disables a server, and the first two reads after the
+// drop fail: the server's session must still end.
+func TestReconcileTriedAgainAfterDrop(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Int32
+	hook := &queryHook{sql: "/* registry.EnabledServerIDs */", start: func(_ int, ctx context.Context) context.Context {
+		if failing.Add(-1) >= 0 {
+			return cancelled(ctx)
+		}
+		return ctx
+	}}
+	// One event queued fills the manager's subscription; the next drops it.
+	tr := startTracedBus(t, withHook(context.Background(), hook), nil, nil, 1)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "up"})
+	held := tr.connected(t, "held", hs)
+	filler := tr.connected(t, "filler", hs)
+	lost := tr.connected(t, "lost", hs)
+	bg := context.Background()
+	describe := func(sv registry.Server, text string) {
+		t.Helper()
+		if _, err := tr.reg.UpdateServer(bg, audit.System, sv.ID, registry.Patch{Description: &text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The manager's loop is held in a Refresh of held (its lock is taken here) ...
+	unlock := tr.mgr.lockServer(held.ID)
+	describe(held, "the loop waits on this one")
+	testkit.WaitFor(t, 30*time.Second, func() bool {
+		tr.mgr.mu.Lock()
+		defer tr.mgr.mu.Unlock()
+		l := tr.mgr.refreshing[held.ID]
+		return l != nil && l.users == 2
+	}, "the manager's loop never refreshed the held server")
+	// ... while one event fills its subscription and the bus drops it at the next,
+	// which disables lost.
+	describe(filler, "queued")
+	if _, err := tr.reg.SetEnabled(bg, audit.System, lost.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 30*time.Second, func() bool { return tr.bus.Subscribers() == 0 }, "the bus never dropped the manager's subscription")
+	failing.Store(2)
+	unlock()
+
+	testkit.WaitFor(t, 30*time.Second, func() bool { return tr.mgr.Snapshot(lost.ID).Status == "" },
+		"the disabled server's session was never ended: the failed read of every server was not tried again")
+	if n := failing.Load(); n > 0 {
+		t.Fatalf("%d of the reads meant to fail were not made (the test no longer checks what it says)", n)
+	}
+}
