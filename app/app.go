@@ -307,7 +307,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	a.Router = router.New(pool, a.Tools, a.MCP, &ro)
 	a.AuditLog = audit.NewLog(pool)
 	if cc := cfg.Checkpoints; cc.Dir != "" {
-		a.AuditLog.UseCheckpoints(audit.CheckpointSource{Dir: cc.Dir, KeyFile: cc.KeyFile})
+		// NeedsKey: with --checkpoint-every 0 there may be no key, and a checkpoint checked
+		// only against the key it names could be anyone's.
+		a.AuditLog.UseCheckpoints(audit.CheckpointSource{Dir: cc.Dir, KeyFile: cc.KeyFile, NeedsKey: true})
 	}
 	a.Assistant = a.assistant(pool, cfg)
 	eo := cfg.Executions

@@ -12,7 +12,8 @@ import (
 // (docs/security.md, Signed checkpoints).
 type CheckpointConfig struct {
 	// Dir receives the checkpoint files; "" writes none. The audit page's and API's
-	// check reaches the newest one here (audit.Log.UseCheckpoints), written or not.
+	// check reaches the newest one here (audit.Log.UseCheckpoints), written or not,
+	// once KeyFile or its public key is there to trust.
 	Dir string
 	// KeyFile is the Ed25519 signing key, created 0600 on first use with its public key
 	// beside it (audit.OpenSigner).

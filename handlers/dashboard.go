@@ -97,18 +97,24 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 			st.Migration += " (dirty)"
 		}
 	}
-	st.Users, st.ActiveUsers, _ = h.Auth.CountUsers(ctx)
-	st.Tokens, _ = h.Auth.CountTokens(ctx)
+	// A count that cannot be read is shown as unknown, not as 0: "Audit entries 0" would
+	// say the log was emptied.
+	var err error
+	st.Users, st.ActiveUsers, err = h.Auth.CountUsers(ctx)
+	st.UsersUnknown = err != nil
+	st.Tokens, err = h.Auth.CountTokens(ctx)
+	st.TokensUnknown = err != nil
 	// The chain numbers its entries 1, 2, 3…: the newest one's id is the count, read from
 	// the primary key where count(*) would scan a log of millions on every visit.
-	st.AuditEntries, _ = h.AuditLog.HeadID(ctx)
+	st.AuditEntries, err = h.AuditLog.HeadID(ctx)
+	st.AuditUnknown = err != nil
 	if h.Registry != nil && st.ShowServers {
-		if counts, err := h.Registry.CountServers(ctx); err == nil {
-			for status, n := range counts {
-				st.Servers += n
-				if status == registry.StatusConnected {
-					st.ServersConnected = n
-				}
+		counts, err := h.Registry.CountServers(ctx)
+		st.ServersUnknown = err != nil
+		for status, n := range counts {
+			st.Servers += n
+			if status == registry.StatusConnected {
+				st.ServersConnected = n
 			}
 		}
 	}

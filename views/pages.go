@@ -45,6 +45,8 @@ type SystemStatus struct {
 	LiveClients      int
 	Servers          int // registered MCP servers
 	ServersConnected int
+	// The counts that could not be read: shown as "—", not as a 0 that looks real.
+	UsersUnknown, TokensUnknown, AuditUnknown, ServersUnknown bool
 	// Replica is this process's name; Replicas every live serve process on the database.
 	Replica  string
 	Replicas []ReplicaRow

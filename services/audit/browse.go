@@ -490,8 +490,24 @@ func (l *Log) list(ctx context.Context, q querier, f Filter) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("audit: list: %w", err)
 	}
-	recs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Record])
-	if err != nil {
+	defer rows.Close()
+	var recs []Record
+	size := 0
+	for rows.Next() {
+		r, err := pgx.RowToStructByName[Record](rows)
+		if err != nil {
+			return Page{}, fmt.Errorf("audit: list: %w", err)
+		}
+		recs = append(recs, r)
+		// Payloads can be large (an export's batches are bounded so too): a page
+		// stops once its entries hold listPageBytes, shorter than its limit, and
+		// the next page starts after its last entry.
+		if size += recordSize(r); size >= listPageBytes && len(recs) <= limit {
+			rows.Close()
+			return Page{Items: recs, NextCursor: r.ID}, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return Page{}, fmt.Errorf("audit: list: %w", err)
 	}
 	p := Page{Items: recs}
@@ -501,6 +517,10 @@ func (l *Log) list(ctx context.Context, q querier, f Filter) (Page, error) {
 	}
 	return p, nil
 }
+
+// listPageBytes bounds the entries one page of List holds (about, by recordSize), so
+// that a page of 500 large payloads, a few of them at once, cannot hold gigabytes.
+const listPageBytes = exportBatchBytes
 
 // MaxNewer bounds CountNewer: the page says "N+ new entries" past it.
 const MaxNewer = 1000

@@ -727,7 +727,16 @@ type CheckpointSource struct {
 	PublicKey string
 	// KeyFile is the signing key whose public key (PublicKeyPath) is trusted by default.
 	KeyFile string
+	// NeedsKey is the server's: with no trusted key (neither PublicKey nor KeyFile's .pub
+	// nor KeyFile itself), no checkpoint is used, and the note says so. A checkpoint
+	// checked only against the key it names itself proves nothing to the server, as
+	// anyone who can drop a file into Dir can sign one for a rewritten chain; the CLI,
+	// on an auditor's machine, prints that key's fingerprint to compare instead.
+	NeedsKey bool
 }
+
+// NoTrustedKeyNote is LoadCheckpoint's note when NeedsKey finds no trusted key.
+const NoTrustedKeyNote = "no trusted key to check checkpoints with (the checkpoint key and its .pub are both missing)"
 
 // shownAs is an error said in other words (a path shortened), still wrapping it.
 type shownAs struct {
@@ -798,6 +807,9 @@ func LoadCheckpoint(src CheckpointSource) (*Checkpoint, string, error) {
 		if trusted, err = ReadPublicKey(pubPath); err != nil {
 			return nil, "", hide(err, pubPath)
 		}
+	}
+	if trusted == nil && src.NeedsKey {
+		return nil, NoTrustedKeyNote, nil
 	}
 	if trusted != nil {
 		signedBy = "signed by the trusted key " + cp.KeyFingerprint

@@ -41,12 +41,15 @@ type DenialOptions struct {
 	// on it, so its events are delivered to them before Record returns (see
 	// events.Local). nil: they arrive with the NOTIFY.
 	Local *events.Local
+	// maxKeys and now are LimitOptions.MaxKeys and Now, for tests.
+	maxKeys int
+	now     func() time.Time
 }
 
 // Denials writes refused requests to the audit log with result denied (issue #17,
 // finding 9), rate-limited so that a flood of refusals cannot flood the append-only
-// log: what is held back is counted, and the next entry written for that actor says
-// how many were.
+// log: what is held back is counted, and the next entry written for that actor (for
+// callers not signed in: for any of them, whatever their address) says how many were.
 type Denials struct {
 	pool  *pgxpool.Pool
 	begin db.TxBeginner // pool, or its Local
@@ -70,7 +73,10 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o,
-		lim: NewLimiter(LimitOptions{PerKey: o.PerActor, Total: o.Total, What: "refused requests", Logger: o.Logger})}
+		// Pooled: callers not signed in have as many addresses as they like and rarely
+		// come back on one, so a count kept per address would mostly go unreported.
+		lim: NewLimiter(LimitOptions{PerKey: o.PerActor, Total: o.Total, Pooled: true, MaxKeys: o.maxKeys,
+			What: "refused requests", Logger: o.Logger, Now: o.now})}
 }
 
 func clip(s string, n int) string {
@@ -95,6 +101,9 @@ type LimitOptions struct {
 	// next shared entry let through, whatever its key, reports them all. For callers
 	// with as many keys as they like, most of which never come back.
 	Pooled bool
+	// MaxKeys bounds the keys remembered (default 100,000); past it the memory starts
+	// afresh, and what its keys held back is counted by Forgotten.
+	MaxKeys int
 	// What the entries are, for the log ("refused requests").
 	What   string
 	Logger *slog.Logger
@@ -111,6 +120,9 @@ type Limiter struct {
 	total *rate.Limiter
 	keys  map[string]*limitKey
 	held  int // shared entries held back since the last one let through (Pooled)
+	// forgotten is what keys held back when the memory started over, until Forgotten
+	// takes it.
+	forgotten int
 }
 
 type limitKey struct {
@@ -126,11 +138,13 @@ func NewLimiter(o LimitOptions) *Limiter {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.MaxKeys <= 0 {
+		o.MaxKeys = maxLimitKeys
+	}
 	return &Limiter{o: o, keys: map[string]*limitKey{}, total: rate.NewLimiter(rate.Limit(float64(o.Total)/60), o.Total)}
 }
 
-// maxLimitKeys bounds the keys remembered; past it the memory starts afresh (what
-// was held back until then is logged, not lost silently).
+// maxLimitKeys is LimitOptions.MaxKeys's default.
 const maxLimitKeys = 100_000
 
 // Take reports whether an entry for key may be written now, and how many were held
@@ -141,23 +155,28 @@ func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.o.Now() // under the lock: the rate limiters see times in order
+	pooled := shared && l.o.Pooled
+	// Total is asked first, without spending: a shared entry it holds back costs its
+	// key nothing, and with Pooled is not even remembered by key, so a flood from
+	// addresses that never come back does not fill the keys (and start them over).
+	totalOK := !shared || l.total.TokensAt(now) >= 1
 	k := l.keys[key]
-	if k == nil {
-		if len(l.keys) >= maxLimitKeys {
+	if k == nil && !(pooled && !totalOK) {
+		if len(l.keys) >= l.o.MaxKeys {
 			held := 0
 			for _, k := range l.keys {
 				held += k.withheld
 			}
 			if held > 0 {
 				l.o.Logger.Warn("audit: "+l.o.What+" held back and not recorded one by one", "count", held)
+				l.forgotten += held
 			}
 			l.keys = map[string]*limitKey{}
 		}
 		k = &limitKey{lim: rate.NewLimiter(rate.Limit(float64(l.o.PerKey)/60), l.o.PerKey)}
 		l.keys[key] = k
 	}
-	pooled := shared && l.o.Pooled
-	if !k.lim.AllowN(now, 1) || shared && !l.total.AllowN(now, 1) {
+	if !totalOK || !k.lim.AllowN(now, 1) {
 		if pooled {
 			if l.held == 0 {
 				l.o.Logger.Warn("audit: " + l.o.What + " are no longer each recorded (rate limit)")
@@ -171,12 +190,26 @@ func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
 		k.withheld++
 		return false, 0
 	}
+	if shared {
+		l.total.AllowN(now, 1) // it has the token: TokensAt said so, under the same lock and time
+	}
 	if pooled {
 		withheld, l.held = l.held, 0
 		return true, withheld
 	}
 	withheld, k.withheld = k.withheld, 0
 	return true, withheld
+}
+
+// Forgotten returns, and clears, how many entries the keys forgotten when the memory
+// started over (MaxKeys) had held back: no later entry of theirs will say so, so the
+// caller writes an entry for them. With Pooled, only unshared keys hold any.
+func (l *Limiter) Forgotten() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.forgotten
+	l.forgotten = 0
+	return n
 }
 
 // Record appends x as a request.denied entry unless the limit holds it back.
@@ -186,6 +219,11 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 		key = "user:" + x.Actor.ID
 	}
 	ok, withheld := d.lim.Take(key, x.Actor.ID == "")
+	if n := d.lim.Forgotten(); n > 0 {
+		if err := d.recordForgotten(ctx, n); err != nil {
+			return err
+		}
+	}
 	if !ok {
 		return nil
 	}
@@ -200,7 +238,8 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 		payload["route"] = x.Route
 	}
 	if withheld > 0 {
-		payload["withheld_before"] = withheld // refusals of this actor not recorded one by one
+		// Refusals not recorded one by one: of this user, or of any caller not signed in.
+		payload["withheld_before"] = withheld
 	}
 	route := x.Route
 	if route == "" {
@@ -211,4 +250,13 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 			TargetID: x.Method + " " + route, TargetName: x.Path, Payload: payload, Result: ResultDenied})
 		return err
 	})
+}
+
+// recordForgotten writes one entry for n refusals the limit held back whose callers it
+// forgot (Limiter.Forgotten): the system's, its withheld_before counting them, so that
+// every refusal is still an entry or counted by one.
+func (d *Denials) recordForgotten(ctx context.Context, n int) error {
+	return AppendAlone(ctx, d.begin, Entry{Actor: System, Action: "request.denied", TargetType: "route",
+		Payload: map[string]any{"withheld_before": n, "reason": "refused requests held back by the rate limit, of callers it no longer " +
+			"remembers: the limit keeps so many callers, then starts over"}, Result: ResultDenied})
 }

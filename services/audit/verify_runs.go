@@ -71,7 +71,7 @@ func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (
 		if cp, note, err = LoadCheckpoint(*l.checkpoints); err != nil {
 			return VerifyResult{}, "", fmt.Errorf("%w: %w", ErrCheckpointUnusable, err)
 		}
-		if cp == nil {
+		if cp == nil && note != NoTrustedKeyNote {
 			note = "no checkpoint yet in the server's checkpoint directory" // not its path
 		}
 		older = OlderCheckpoints(*l.checkpoints, cp)
